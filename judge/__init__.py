@@ -1,0 +1,68 @@
+"""judge: the contract every pollux-judge stage shares.
+
+Records (``JudgeRecord``, ``load_records``), prompt rendering (``render_prompt``, ``apply_chat``), verdict
+rendering and parsing (``render_target``, ``parse_verdict``), rubric scales (``scale_of``), the POLLUX taxonomy
+(``load_taxonomy``) and the Zero-Shot / Standard split (``split_of``). ``train``, ``serve`` and ``eval`` import
+this package and never each other.
+"""
+
+from judge.prompts import (
+    PROMPT_VERSION,
+    PROMPT_VERSION_EN,
+    apply_chat,
+    chat_messages,
+    prompt_fields,
+    render_prompt,
+    render_prompt_en,
+)
+from judge.records import JudgeRecord, RecordError, load_records, records_from_rows, write_jsonl
+from judge.sample_data import sample_data_path
+from judge.scales import Scale, ScaleError, scale_of
+from judge.splits import (
+    STANDARD,
+    ZERO_SHOT,
+    LeakageError,
+    SplitSpec,
+    check_no_leakage,
+    load_split_spec,
+    split_of,
+)
+from judge.taxonomy import Criterion, Task, Taxonomy, TaxonomyError, load_taxonomy
+from judge.verdicts import Verdict, VerdictError, format_score, parse_verdict, render_rationale_target, render_target
+
+__all__ = [
+    "PROMPT_VERSION",
+    "PROMPT_VERSION_EN",
+    "STANDARD",
+    "ZERO_SHOT",
+    "Criterion",
+    "JudgeRecord",
+    "LeakageError",
+    "RecordError",
+    "Scale",
+    "ScaleError",
+    "SplitSpec",
+    "Task",
+    "Taxonomy",
+    "TaxonomyError",
+    "Verdict",
+    "VerdictError",
+    "apply_chat",
+    "chat_messages",
+    "check_no_leakage",
+    "format_score",
+    "load_records",
+    "load_split_spec",
+    "load_taxonomy",
+    "parse_verdict",
+    "prompt_fields",
+    "records_from_rows",
+    "render_prompt",
+    "render_prompt_en",
+    "render_rationale_target",
+    "render_target",
+    "sample_data_path",
+    "scale_of",
+    "split_of",
+    "write_jsonl",
+]

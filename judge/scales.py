@@ -1,0 +1,121 @@
+"""Rubric scales: which scores a criterion allows.
+
+A POLLUX rubric arrives in several shapes: text with one line per level (``0: ...``, ``1 - ...``,
+``2 — ...``), text that states a range in words (``от 0 до 2``, ``from 1 to 10``), or a mapping from level to
+description, possibly nested by language (``{"ru": {"0": ...}, "en": {...}}``). ``scale_of`` reads all of them
+into one ``Scale``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+__all__ = ["Scale", "ScaleError", "scale_of"]
+
+
+class ScaleError(ValueError):
+    """A rubric from which no scale can be read."""
+
+
+@dataclass(frozen=True)
+class Scale:
+    """The scores a criterion allows.
+
+    Attributes:
+        levels: the allowed integer levels, ascending (``(0, 1, 2)`` for the usual POLLUX criterion).
+    """
+
+    levels: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        if not self.levels:
+            raise ScaleError("a scale needs at least one level")
+        if tuple(sorted(set(self.levels))) != self.levels:
+            raise ScaleError(f"scale levels must be distinct and ascending, got {self.levels}")
+
+    @property
+    def min(self) -> int:
+        return self.levels[0]
+
+    @property
+    def max(self) -> int:
+        return self.levels[-1]
+
+    def contains(self, score: float) -> bool:
+        """Whether ``score`` lies within the scale's range (inclusive).
+
+        Real-valued scores between levels (a regression head's 1.4) are inside the scale; only scores beyond the
+        lowest or highest level are outside it.
+        """
+        return self.min <= score <= self.max
+
+    @classmethod
+    def range(cls, low: int, high: int) -> Scale:
+        """The scale with every integer level from ``low`` to ``high``."""
+        if high < low:
+            raise ScaleError(f"empty range {low}..{high}")
+        return cls(tuple(range(low, high + 1)))
+
+
+# A level line: optional bullet/emphasis, an integer, then a separator (colon, hyphen, en/em dash, full stop,
+# closing parenthesis). "2024 год" must not count, hence the required separator.
+_LEVEL_LINE = re.compile(r"^\s*[-*•]?\s*\**\s*(-?\d+)\s*\**\s*(?::|-|–|—|\.(?!\d)|\))")
+# Ranges in words: "от 0 до 2", "from 1 to 10", "0–2 балла", "between 0 and 3".
+_RANGE_WORDS = (
+    re.compile(r"\bот\s+(-?\d+)\s+до\s+(-?\d+)", re.IGNORECASE),
+    re.compile(r"\bfrom\s+(-?\d+)\s+to\s+(-?\d+)", re.IGNORECASE),
+    re.compile(r"\bbetween\s+(-?\d+)\s+and\s+(-?\d+)", re.IGNORECASE),
+    re.compile(r"(?<![\d.,])(-?\d+)\s*(?:–|—|-|\.\.)\s*(-?\d+)\s*(?:балл|points?\b)", re.IGNORECASE),
+)
+_LANGUAGES = ("ru", "en")
+
+
+def _levels_from_keys(keys) -> tuple[int, ...]:
+    levels = []
+    for key in keys:
+        try:
+            levels.append(int(str(key).strip()))
+        except ValueError as err:
+            raise ScaleError(f"rubric level {key!r} is not an integer") from err
+    return tuple(sorted(set(levels)))
+
+
+def scale_of(rubrics: str | Mapping) -> Scale:
+    """Read the allowed scores from a rubric.
+
+    Args:
+        rubrics: rubric text (one line per level, or a range stated in words, Russian or English), or a mapping
+            from level to description, possibly nested by language (``{"ru": {...}, "en": {...}}``; when the
+            languages disagree, Russian wins, as the prompt is Russian).
+
+    Returns:
+        The ``Scale``.
+
+    Raises:
+        ScaleError: when no scale can be read.
+    """
+    if isinstance(rubrics, Mapping):
+        if not rubrics:
+            raise ScaleError("empty rubric mapping")
+        nested = [lang for lang in _LANGUAGES if isinstance(rubrics.get(lang), Mapping)]
+        if nested:
+            return Scale(_levels_from_keys(rubrics[nested[0]].keys()))
+        return Scale(_levels_from_keys(rubrics.keys()))
+    if not isinstance(rubrics, str):
+        raise ScaleError(f"rubrics must be text or a mapping, got {type(rubrics).__name__}")
+
+    levels = []
+    for line in rubrics.splitlines():
+        match = _LEVEL_LINE.match(line)
+        if match:
+            levels.append(int(match.group(1)))
+    # Two or more level lines are a level list; a single numbered line is more likely prose ("1. Оцените...").
+    if len(set(levels)) >= 2:
+        return Scale(tuple(sorted(set(levels))))
+    for pattern in _RANGE_WORDS:
+        match = pattern.search(rubrics)
+        if match:
+            return Scale.range(int(match.group(1)), int(match.group(2)))
+    raise ScaleError(f"no scale found in rubric text: {rubrics[:80]!r}")

@@ -1,0 +1,139 @@
+"""Zero-Shot vs Standard: which items the POLLUX paper held out of training.
+
+The held-out task types and criteria are data (``configs/splits/zero_shot.yaml``). A record is in the
+**Zero-Shot test** when its task type or its criterion is held out; otherwise it is in the **Standard test**.
+Training-data builders call ``check_no_leakage`` to refuse Zero-Shot rows unless told otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from judge.taxonomy import Taxonomy, TaxonomyError, load_taxonomy
+
+__all__ = [
+    "ZERO_SHOT",
+    "STANDARD",
+    "SplitSpec",
+    "LeakageError",
+    "default_split_path",
+    "load_split_spec",
+    "split_of",
+    "check_no_leakage",
+]
+
+ZERO_SHOT = "zero_shot"
+STANDARD = "standard"
+
+
+class LeakageError(ValueError):
+    """Zero-Shot items found where training data was expected."""
+
+
+@dataclass(frozen=True)
+class SplitSpec:
+    """The held-out task types (English taxonomy names) and criteria (base ids)."""
+
+    version: str
+    task_types: frozenset[str]
+    criteria: frozenset[str]
+
+
+def default_split_path() -> Path:
+    """``configs/splits/zero_shot.yaml`` of the source tree this package runs from."""
+    return Path(__file__).resolve().parent.parent / "configs" / "splits" / "zero_shot.yaml"
+
+
+def load_split_spec(path: str | Path | None = None, taxonomy: Taxonomy | None = None) -> SplitSpec:
+    """Read and check a split file.
+
+    Args:
+        path: the YAML file (default: ``default_split_path()``).
+        taxonomy: checked against (default: the vendored taxonomy).
+
+    Raises:
+        ValueError: a task type or criterion that the taxonomy does not know (a typo would leak data).
+    """
+    return _load_split_spec(str(path or default_split_path()), taxonomy or load_taxonomy())
+
+
+@lru_cache(maxsize=8)
+def _load_split_spec(path: str, taxonomy: Taxonomy) -> SplitSpec:
+    import yaml
+
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"split file {path} not found; pass its path explicitly (it ships in configs/splits/)")
+    raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    unknown_keys = set(raw) - {"version", "task_types", "criteria"}
+    if unknown_keys:
+        raise ValueError(f"{path}: unknown keys {sorted(unknown_keys)}")
+    task_types = set()
+    for name in raw.get("task_types") or []:
+        canonical = taxonomy.canonical_task_type(name)
+        if canonical is None:
+            raise ValueError(f"{path}: task type {name!r} is not in the taxonomy")
+        task_types.add(canonical)
+    base_ids = {crit.base_id for crit in taxonomy.criteria.values()}
+    criteria = set()
+    for cid in raw.get("criteria") or []:
+        if cid not in base_ids:
+            raise ValueError(f"{path}: criterion {cid!r} is not a base criterion id of the taxonomy")
+        criteria.add(cid)
+    return SplitSpec(str(raw.get("version", "")), frozenset(task_types), frozenset(criteria))
+
+
+def _task_type_of(record, taxonomy: Taxonomy) -> str | None:
+    canonical = taxonomy.canonical_task_type(record.task_type) if record.task_type else None
+    if canonical is None and record.task_type and record.task_subtype and taxonomy.canonical_group(record.task_type):
+        # Some exports put the group in task_type and the task type in task_subtype.
+        canonical = taxonomy.canonical_task_type(record.task_subtype)
+    return canonical
+
+
+def split_of(record, spec: SplitSpec | None = None, strict: bool = False) -> str:
+    """``"zero_shot"`` when the record's task type or criterion is held out, else ``"standard"``.
+
+    Args:
+        record: a ``JudgeRecord`` (uses ``task_type``, ``task_subtype`` and ``criteria_name``; names in English or
+            Russian).
+        spec: the split (default: ``load_split_spec()``).
+        strict: raise on a task type or criterion the taxonomy does not know, instead of treating it as
+            Standard (custom criteria are never held out).
+
+    Raises:
+        TaxonomyError: only when ``strict``.
+    """
+    taxonomy = load_taxonomy()
+    spec = spec or load_split_spec()
+    task_type = _task_type_of(record, taxonomy)
+    if task_type is None and strict:
+        raise TaxonomyError(f"record {record.id!r}: unknown task type {record.task_type!r}")
+    if task_type in spec.task_types:
+        return ZERO_SHOT
+    try:
+        base_id = taxonomy.criterion(record.criteria_name).base_id
+    except TaxonomyError:
+        if strict:
+            raise
+        return STANDARD
+    return ZERO_SHOT if base_id in spec.criteria else STANDARD
+
+
+def check_no_leakage(records: Iterable, spec: SplitSpec | None = None, allow_zero_shot: bool = False) -> None:
+    """Refuse Zero-Shot items in training data.
+
+    Raises:
+        LeakageError: naming how many items leak and the first few ids, unless ``allow_zero_shot``.
+    """
+    if allow_zero_shot:
+        return
+    leaked = [record.id for record in records if split_of(record, spec) == ZERO_SHOT]
+    if leaked:
+        shown = ", ".join(leaked[:5]) + (" ..." if len(leaked) > 5 else "")
+        raise LeakageError(
+            f"{len(leaked)} items belong to the Zero-Shot test (held-out task types or criteria): {shown}; "
+            "remove them or pass allow_zero_shot=True / --allow-zero-shot deliberately"
+        )

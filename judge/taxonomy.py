@@ -1,0 +1,331 @@
+"""The POLLUX criteria and task taxonomy, vendored from the public POLLUX repository (MIT; see data/NOTICE.md).
+
+``criteria.json`` holds 295 criterion entries keyed by id: 60 base criteria plus domain/task variants named
+``base__N`` that share the base's name but word the rubric for their domain. ``tasks.json`` holds 8 task groups,
+35 task types and 152 leaf tasks, each leaf listing the ids of the criteria experts scored it on.
+
+Typical use::
+
+    tax = load_taxonomy()
+    crit = tax.criterion("Креативность", task=("Literary text", "Poetry"))   # the variant Poetry uses
+    prompt_rubric = crit.rubric("ru")                                      # "0: ...\\n\\n1: ...\\n\\n2: ..."
+    tax.criteria_for("Code modification", "Python")                        # the leaf's criteria set
+
+The published data has flaws; each is repaired deliberately and recorded in ``Criterion.flaws`` (NOTICE.md).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+
+from judge.scales import Scale
+
+__all__ = [
+    "CRITERION_GROUPS",
+    "Criterion",
+    "Task",
+    "Taxonomy",
+    "TaxonomyError",
+    "load_taxonomy",
+    "RUBRIC_LEVEL_SEPARATOR",
+]
+
+CRITERION_GROUPS = ("Critical", "Fine-grained", "Domain-specific", "Task-specific", "Subjective")
+# Rubric levels are rendered as "level: text" joined by a blank line, the layout of the POLLUX dataset's
+# `rubrics` column. Part of the prompt template: changing it changes PROMPT_VERSION.
+RUBRIC_LEVEL_SEPARATOR = "\n\n"
+_LANGS = ("ru", "en")
+
+
+class TaxonomyError(KeyError):
+    """An unknown or ambiguous criterion or task; the message names the closest matches."""
+
+    def __str__(self) -> str:  # KeyError repr-quotes its message; show it as written
+        return str(self.args[0]) if self.args else ""
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """One POLLUX criterion (a base criterion or one of its domain/task variants).
+
+    Attributes:
+        id: the key in criteria.json (``creativity``, ``creativity__3``).
+        base_id: the id without its variant suffix.
+        name: {"ru": ..., "en": ...}; description: the same for ``desc``.
+        group: one of CRITERION_GROUPS (English).
+        scale_texts: {"ru": {level: text}, "en": {level: text}} after repairs.
+        flaws: the repairs applied to the published entry, as short codes.
+    """
+
+    id: str
+    base_id: str
+    name: dict[str, str]
+    description: dict[str, str]
+    group: str
+    domain: str | None
+    scale_texts: dict[str, dict[int, str]]
+    flaws: tuple[str, ...] = ()
+
+    @property
+    def scale(self) -> Scale:
+        return Scale(tuple(sorted(self.scale_texts["ru"])))
+
+    def rubric(self, lang: str = "ru") -> str:
+        """The rubric text for prompts: ``"0: ...\\n\\n1: ...\\n\\n2: ..."`` in ``lang``."""
+        texts = self.scale_texts[lang]
+        return RUBRIC_LEVEL_SEPARATOR.join(f"{level}: {texts[level]}" for level in sorted(texts))
+
+
+@dataclass(frozen=True)
+class Task:
+    """One leaf task of the taxonomy.
+
+    Attributes:
+        group, task_type, subtype, subsubtype: English names along the path (subtypes None where absent).
+        names_ru: the Russian names along the same path.
+        criteria: criterion ids the leaf is scored on, in taxonomy order.
+        has_gold: whether its instructions come with reference answers.
+        complexity: {"easy"|"medium"|"hard": {"ru": ..., "en": ...}}.
+    """
+
+    group: str
+    task_type: str
+    subtype: str | None
+    subsubtype: str | None
+    names_ru: tuple[str, ...]
+    criteria: tuple[str, ...]
+    has_gold: bool
+    complexity: dict = field(default_factory=dict)
+    description: dict = field(default_factory=dict)
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        return tuple(p for p in (self.task_type, self.subtype, self.subsubtype) if p)
+
+
+def _norm(name: str) -> str:
+    """Lookup key for a name: case-folded, whitespace collapsed, typographic apostrophes and quotes unified."""
+    name = name.replace("’", "'").replace("ё", "е").replace("Ё", "Е")
+    return re.sub(r"\s+", " ", name).strip().casefold()
+
+
+def _repair(cid: str, raw: dict) -> Criterion:
+    flaws: list[str] = []
+    en_scale = {int(k): (v or "").strip() for k, v in raw["scale"]["en"].items()}
+    ru_scale = {int(k): (v or "").strip() for k, v in raw["scale"]["ru"].items()}
+
+    if set(en_scale) != set(ru_scale):
+        # creativity__3: Russian keys 1..3 against English 0..2. The texts match level for level in order, and
+        # every other creativity variant is 0..2, so the Russian texts move onto the English levels.
+        if len(en_scale) != len(ru_scale):
+            raise ValueError(f"criterion {cid}: scale level counts differ between languages")
+        ru_scale = {en: ru_scale[ru] for en, ru in zip(sorted(en_scale), sorted(ru_scale))}
+        flaws.append("ru_scale_keys_shifted")
+
+    truncated = [level for level, text in ru_scale.items() if text.endswith(":")]
+    if truncated:
+        # The bullet list after the colon was lost in publication; a dangling colon tells the judge that
+        # something follows. End the sentence instead.
+        for level in truncated:
+            ru_scale[level] = ru_scale[level][:-1].rstrip() + "."
+        flaws.append("ru_scale_truncated:" + ",".join(map(str, sorted(truncated))))
+
+    missing_en = [level for level, text in en_scale.items() if not text]
+    for level in missing_en:
+        en_scale[level] = ru_scale[level]
+    if missing_en:
+        flaws.append("en_scale_missing:" + ",".join(map(str, sorted(missing_en))))
+
+    texts: dict[str, dict[str, str]] = {}
+    for key in ("name", "desc"):
+        ru, en = (raw[key]["ru"] or "").strip(), (raw[key]["en"] or "").strip()
+        if not en:
+            en = ru
+            flaws.append(f"en_{key}_missing")
+        texts[key] = {"ru": ru, "en": en}
+
+    domain = raw.get("domain") or {}
+    return Criterion(
+        id=cid,
+        base_id=cid.split("__")[0],
+        name=texts["name"],
+        description=texts["desc"],
+        group=raw["crit_group"]["en"],
+        domain=(domain.get("en") or None) if isinstance(domain, dict) else None,
+        scale_texts={"ru": dict(sorted(ru_scale.items())), "en": dict(sorted(en_scale.items()))},
+        flaws=tuple(flaws),
+    )
+
+
+def _leaves(node: dict, path: list[tuple[str, str]]) -> Iterable[tuple[list[tuple[str, str]], dict]]:
+    if "criteria" in node:
+        yield path, node
+    for key in ("tasks", "subtasks_l1", "subtasks_l2"):
+        for name, child in (node.get(key) or {}).items():
+            yield from _leaves(child, path + [(name, child["name"]["ru"])])
+
+
+class Taxonomy:
+    """Criteria and tasks with lookups by id or by Russian/English name.
+
+    Build it with ``load_taxonomy()`` (cached) rather than directly.
+    """
+
+    def __init__(self, criteria_raw: dict, tasks_raw: dict):
+        self.criteria: dict[str, Criterion] = {cid: _repair(cid, raw) for cid, raw in criteria_raw.items()}
+        self._by_name: dict[str, list[str]] = {}
+        for crit in self.criteria.values():
+            for lang in _LANGS:
+                ids = self._by_name.setdefault(_norm(crit.name[lang]), [])
+                if crit.id not in ids:
+                    ids.append(crit.id)
+
+        self.tasks: list[Task] = []
+        for group_key, group in tasks_raw.items():
+            for path, leaf in _leaves(group, [(group_key, group["name"]["ru"])]):
+                names = [p[0] for p in path[1:]] + [None, None]
+                self.tasks.append(
+                    Task(
+                        group=group_key,
+                        task_type=names[0],
+                        subtype=names[1],
+                        subsubtype=names[2],
+                        names_ru=tuple(p[1] for p in path),
+                        criteria=tuple(leaf["criteria"]),
+                        has_gold=bool(leaf.get("has_gold")),
+                        complexity=leaf.get("complexity") or {},
+                        description=leaf.get("desc") or {},
+                    )
+                )
+        unknown = {c for t in self.tasks for c in t.criteria} - set(self.criteria)
+        if unknown:
+            raise ValueError(f"tasks.json refers to unknown criteria: {sorted(unknown)}")
+        # English and Russian names of task types (level 1) and of the nodes below them, for canonicalisation.
+        self._task_type_names: dict[str, str] = {}
+        self._group_names: dict[str, str] = {}
+        for task in self.tasks:
+            for name in (task.task_type, task.names_ru[1]):
+                self._task_type_names[_norm(name)] = task.task_type
+            for name in (task.group, task.names_ru[0]):
+                self._group_names[_norm(name)] = task.group
+
+    # ----------------------------------------------------------------- criteria
+
+    def criterion(self, key: str, task: Task | tuple[str, ...] | str | None = None) -> Criterion:
+        """Look up a criterion by id or by its Russian or English name.
+
+        Args:
+            key: a criterion id (``facts__3``) or name (``Креативность`` / ``Creativity``; case and whitespace
+                do not matter).
+            task: the task the criterion is used in (a ``Task``, a task-type name, or a path tuple as for
+                ``find_tasks``). Several variants share a name; with a task, the variant its leaf lists wins.
+
+        Returns:
+            The ``Criterion``. Without a task, a name resolves to the base criterion when the base carries it,
+            else to the first variant.
+
+        Raises:
+            TaxonomyError: unknown key (the message names the closest matches), or a name whose variants the
+                given task does not list.
+        """
+        if key in self.criteria:
+            return self.criteria[key]
+        ids = self._by_name.get(_norm(key))
+        if not ids:
+            close = difflib.get_close_matches(_norm(key), list(self._by_name), n=3, cutoff=0.6)
+            hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+            raise TaxonomyError(f"unknown criterion {key!r}{hint}")
+        if task is not None:
+            leaves = [task] if isinstance(task, Task) else self.find_tasks(*((task,) if isinstance(task, str) else task))
+            listed = [cid for cid in ids if any(cid in leaf.criteria for leaf in leaves)]
+            if not listed:
+                raise TaxonomyError(f"criterion {key!r} is not used by task {_describe(leaves)}")
+            return self.criteria[listed[0]]
+        base = [cid for cid in ids if "__" not in cid]
+        return self.criteria[(base or ids)[0]]
+
+    def criteria_for(self, task_type: str, subtype: str | None = None, subsubtype: str | None = None) -> list[Criterion]:
+        """The criteria set of a task, in taxonomy order.
+
+        Args:
+            task_type, subtype, subsubtype: names along the task's path (English or Russian). A path that
+                stops above the leaves is fine when all leaves below share one criteria set.
+
+        Raises:
+            TaxonomyError: unknown task, or leaves below the given path with different criteria sets (the
+                message lists the subtypes to choose from).
+        """
+        leaves = self.find_tasks(task_type, subtype, subsubtype)
+        sets = {leaf.criteria for leaf in leaves}
+        if len(sets) > 1:
+            options = sorted({" / ".join(leaf.path) for leaf in leaves})
+            raise TaxonomyError(
+                f"task {' / '.join(p for p in (task_type, subtype, subsubtype) if p)!r} has leaves with different "
+                f"criteria sets; name one of: {'; '.join(options)}"
+            )
+        return [self.criteria[cid] for cid in leaves[0].criteria]
+
+    # ----------------------------------------------------------------- tasks
+
+    @property
+    def task_types(self) -> list[str]:
+        """The 35 task types (English), in taxonomy order."""
+        return list(dict.fromkeys(task.task_type for task in self.tasks))
+
+    def canonical_task_type(self, name: str) -> str | None:
+        """The English task-type name for an English or Russian task-type name, or None."""
+        return self._task_type_names.get(_norm(name))
+
+    def canonical_group(self, name: str) -> str | None:
+        """The English group name for an English or Russian group name, or None."""
+        return self._group_names.get(_norm(name))
+
+    def find_tasks(self, task_type: str, subtype: str | None = None, subsubtype: str | None = None) -> list[Task]:
+        """Leaves under a path of names (English or Russian, any case).
+
+        ``task_type`` may also name a group (``AI as a Character``), in which case ``subtype`` names the task
+        type below it, as some exports of the POLLUX data do.
+
+        Raises:
+            TaxonomyError: no leaf matches; the message names the closest task types.
+        """
+        canonical = self.canonical_task_type(task_type)
+        if canonical is None and self.canonical_group(task_type) is not None and subtype:
+            return self.find_tasks(subtype, subsubtype)
+        if canonical is None:
+            close = difflib.get_close_matches(_norm(task_type), list(self._task_type_names), n=3, cutoff=0.5)
+            hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+            raise TaxonomyError(f"unknown task type {task_type!r}{hint}")
+        leaves = [t for t in self.tasks if t.task_type == canonical]
+        for depth, wanted in ((1, subtype), (2, subsubtype)):
+            if not wanted:
+                continue
+            key = _norm(wanted)
+            chosen = [
+                t for t in leaves
+                if len(t.path) > depth and key in (_norm(t.path[depth]), _norm(t.names_ru[depth + 1]))
+            ]
+            if not chosen:
+                options = sorted({t.path[depth] for t in leaves if len(t.path) > depth})
+                raise TaxonomyError(f"task type {canonical!r} has no subtype {wanted!r}; options: {options}")
+            leaves = chosen
+        return leaves
+
+
+def _describe(leaves: list[Task]) -> str:
+    return "; ".join(" / ".join(leaf.path) for leaf in leaves)
+
+
+@lru_cache(maxsize=1)
+def load_taxonomy() -> Taxonomy:
+    """The vendored POLLUX taxonomy (parsed once per process)."""
+    data = resources.files("judge") / "data"
+    criteria = json.loads((data / "criteria.json").read_text(encoding="utf-8"))
+    tasks = json.loads((data / "tasks.json").read_text(encoding="utf-8"))
+    return Taxonomy(criteria, tasks)
