@@ -256,7 +256,7 @@ def load_records(source: str | Path, split: str | None = None, make_id: bool = F
 
     if path.is_dir():
         loaded = datasets.load_from_disk(str(path))
-    elif "/" in name and not name.startswith((".", "/")):
+    elif "/" in name and not name.startswith((".", "/")) and path.suffix.lower() not in {".jsonl", ".json", ".parquet"}:
         loaded = datasets.load_dataset(name, split=split)
     else:
         raise FileNotFoundError(f"{name}: no such file or folder")

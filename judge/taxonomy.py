@@ -180,8 +180,10 @@ class Taxonomy:
     def __init__(self, criteria_raw: dict, tasks_raw: dict):
         self.criteria: dict[str, Criterion] = {cid: _repair(cid, raw) for cid, raw in criteria_raw.items()}
         self._by_name: dict[str, list[str]] = {}
+        self._display_names: dict[str, str] = {}  # normalised -> as published, for suggestions
         for crit in self.criteria.values():
             for lang in _LANGS:
+                self._display_names.setdefault(_norm(crit.name[lang]), crit.name[lang])
                 ids = self._by_name.setdefault(_norm(crit.name[lang]), [])
                 if crit.id not in ids:
                     ids.append(crit.id)
@@ -239,7 +241,7 @@ class Taxonomy:
         ids = self._by_name.get(_norm(key))
         if not ids:
             close = difflib.get_close_matches(_norm(key), list(self._by_name), n=3, cutoff=0.6)
-            hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+            hint = f"; did you mean {', '.join(repr(self._display_names[c]) for c in close)}?" if close else ""
             raise TaxonomyError(f"unknown criterion {key!r}{hint}")
         if task is not None:
             leaves = [task] if isinstance(task, Task) else self.find_tasks(*((task,) if isinstance(task, str) else task))

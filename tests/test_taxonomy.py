@@ -1,0 +1,150 @@
+"""The vendored POLLUX taxonomy: lookups, criteria sets of tasks, and the deliberate handling of its data flaws."""
+
+import json
+from importlib import resources
+
+import pytest
+
+from judge import TaxonomyError, load_taxonomy
+from judge.taxonomy import CRITERION_GROUPS
+
+
+@pytest.fixture(scope="module")
+def taxonomy():
+    return load_taxonomy()
+
+
+def test_sizes(taxonomy):
+    """295 criterion entries (60 base criteria), 152 leaf tasks, 35 task types, 8 groups."""
+    assert len(taxonomy.criteria) == 295
+    assert len({c.base_id for c in taxonomy.criteria.values()}) == 60
+    assert len(taxonomy.tasks) == 152
+    assert len(taxonomy.task_types) == 35
+    assert len({t.group for t in taxonomy.tasks}) == 8
+
+
+def test_groups_are_the_five_known(taxonomy):
+    """Every criterion belongs to one of the five POLLUX criterion groups."""
+    assert {c.group for c in taxonomy.criteria.values()} == set(CRITERION_GROUPS)
+
+
+@pytest.mark.parametrize(
+    "key,expected_id",
+    [
+        ("creativity__3", "creativity__3"),  # by id
+        ("Креативность", "creativity"),  # by Russian name: the base criterion
+        ("creativity", "creativity"),
+        ("CREATIVITY ", "creativity"),  # English name, case and whitespace ignored
+        ("Absence of excessive repetitions", "repeats"),
+        ("Optimal approach", "optimality__2"),  # a name only variants carry: the first variant
+    ],
+)
+def test_criterion_lookup(taxonomy, key, expected_id):
+    """Criteria resolve by id and by Russian or English name."""
+    if expected_id == "optimality__2":
+        ids = [cid for cid, c in taxonomy.criteria.items() if c.name["en"] == "Optimal approach"]
+        expected_id = ids[0]
+    assert taxonomy.criterion(key).id == expected_id
+
+
+def test_criterion_lookup_by_task_picks_the_leafs_variant(taxonomy):
+    """A shared name resolves to the variant the task's leaf lists."""
+    poetry = taxonomy.find_tasks("Literary text", "Poetry")[0]
+    crit = taxonomy.criterion("Rhyme quality", task=poetry)
+    assert crit.id in poetry.criteria and crit.base_id == "rhyme_quality"
+    python_mod = taxonomy.criteria_for("Code modification", "Python")
+    operability = taxonomy.criterion("Работоспособность", task=("Code modification", "Python"))
+    assert operability in python_mod
+
+
+def test_unknown_criterion_suggests(taxonomy):
+    """An unknown name fails with the closest matches named."""
+    with pytest.raises(TaxonomyError, match="did you mean 'Creativity'"):
+        taxonomy.criterion("creativty")
+
+
+def test_criterion_not_in_task(taxonomy):
+    """Asking for a criterion in a task that does not use it is an error, not a silent fallback."""
+    with pytest.raises(TaxonomyError, match="not used by task"):
+        taxonomy.criterion("Rhyme quality", task=("Code creation", "Python"))
+
+
+def test_criteria_for_leaf_in_taxonomy_order(taxonomy):
+    """A leaf's criteria set comes back in tasks.json order, as Criterion objects."""
+    raw = json.loads((resources.files("judge") / "data" / "tasks.json").read_text(encoding="utf-8"))
+    expected = raw["Technical Problems"]["tasks"]["Code modification"]["subtasks_l1"]["Python"]["criteria"]
+    assert [c.id for c in taxonomy.criteria_for("Code modification", "Python")] == expected
+    # Russian names work along the path too.
+    assert taxonomy.criteria_for("Изменить код", "Python") == taxonomy.criteria_for("Code modification", "Python")
+
+
+def test_criteria_for_single_leaf_task_type(taxonomy):
+    """A task type with one leaf needs no subtype."""
+    assert [c.base_id for c in taxonomy.criteria_for("Recommendations")][:2] == ["narushenie_formata", "censor"]
+
+
+def test_criteria_for_ambiguous_task_type_names_options(taxonomy):
+    """Leaves with different criteria sets need a subtype; the error lists them."""
+    with pytest.raises(TaxonomyError, match="Literary text / Poetry"):
+        taxonomy.criteria_for("Literary text")
+
+
+def test_group_then_task_type_path(taxonomy):
+    """Exports that put the group in task_type and the task type in subtype still resolve."""
+    assert {t.task_type for t in taxonomy.find_tasks("AI as a Character", "Formal setting")} == {"Formal setting"}
+    assert taxonomy.canonical_task_type("ИИ как персонаж (бытовая ситуация)") == "Informal setting"
+
+
+def test_rubric_rendering(taxonomy):
+    """A rubric renders as 'level: text' lines separated by a blank line, in the asked language."""
+    crit = taxonomy.criterion("repeats")
+    ru = crit.rubric("ru")
+    assert ru.startswith("0: ") and "\n\n1: " in ru and "\n\n2: " in ru
+    assert crit.rubric("en").startswith("0: ") and crit.rubric("en") != ru
+
+
+# ------------------------------------------------------------------ flaws of the published data
+
+
+def test_flaw_empty_english_texts_fall_back_to_russian(taxonomy):
+    """Criteria with empty English texts render their Russian text in English prompts, and say so."""
+    raw = json.loads((resources.files("judge") / "data" / "criteria.json").read_text(encoding="utf-8"))
+    empty_scale = [(cid, lvl) for cid, c in raw.items() for lvl, t in c["scale"]["en"].items() if not t.strip()]
+    assert len(empty_scale) == 122  # as published
+    cid, level = empty_scale[0]
+    crit = taxonomy.criteria[cid]
+    assert crit.scale_texts["en"][int(level)] == crit.scale_texts["ru"][int(level)] != ""
+    assert any(f.startswith("en_scale_missing") for f in crit.flaws)
+    empty_desc = [cid for cid, c in raw.items() if not c["desc"]["en"].strip()]
+    assert empty_desc and all(taxonomy.criteria[c].description["en"] for c in empty_desc)
+    assert all("en_desc_missing" in taxonomy.criteria[c].flaws for c in empty_desc)
+
+
+def test_flaw_truncated_russian_scale_texts_end_the_sentence(taxonomy):
+    """The 51 Russian scale texts cut after a colon (17 criteria) end with a full stop instead."""
+    raw = json.loads((resources.files("judge") / "data" / "criteria.json").read_text(encoding="utf-8"))
+    cut = [(cid, lvl) for cid, c in raw.items() for lvl, t in c["scale"]["ru"].items() if t.rstrip().endswith(":")]
+    assert len(cut) == 51 and len({cid for cid, _ in cut}) == 17
+    flagged = [c.id for c in taxonomy.criteria.values() if any(f.startswith("ru_scale_truncated") for f in c.flaws)]
+    assert sorted(flagged) == sorted({cid for cid, _ in cut})
+    crit = taxonomy.criteria["consistency_and_logic__3"]
+    assert crit.scale_texts["ru"][0] == "Ответ модели не последовательный и не логичный."
+    assert not any(text.endswith(":") for c in taxonomy.criteria.values() for text in c.scale_texts["ru"].values())
+
+
+def test_flaw_creativity_3_russian_keys_shifted(taxonomy):
+    """creativity__3's Russian levels 1..3 map in order onto the English (and every other variant's) 0..2."""
+    crit = taxonomy.criteria["creativity__3"]
+    assert crit.scale.levels == (0, 1, 2)
+    assert sorted(crit.scale_texts["ru"]) == sorted(crit.scale_texts["en"]) == [0, 1, 2]
+    assert "совсем не креативный" in crit.scale_texts["ru"][0]
+    assert "очень креативный" in crit.scale_texts["ru"][2]
+    assert "ru_scale_keys_shifted" in crit.flaws
+
+
+def test_unflawed_criterion_has_no_flaws(taxonomy):
+    """A clean entry records no repairs and keeps its texts verbatim."""
+    raw = json.loads((resources.files("judge") / "data" / "criteria.json").read_text(encoding="utf-8"))
+    crit = taxonomy.criteria["repeats"]
+    assert crit.flaws == ()
+    assert crit.scale_texts["ru"][2] == raw["repeats"]["scale"]["ru"]["2"].strip()
