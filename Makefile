@@ -8,6 +8,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 PIP     = $(PY) -m pip
 STAMP   = $(VENV)/.installed
+DEMO_DIR ?= runs/demo
 # Debian packages the tests drive for real: bubblewrap (code sandbox), slurm-wlm + munge (one-host Slurm).
 APT_PACKAGES = bubblewrap slurm-wlm munge
 APT_STAMP    = $(VENV)/.apt-installed
@@ -41,7 +42,7 @@ $(APT_STAMP): Makefile
 	touch $(APT_STAMP)
 
 demo: setup
-	$(PY) -m judge.demo
+	$(PY) -m judge.demo --out $(DEMO_DIR)
 
 test: setup
 	$(PY) -m pytest -q
