@@ -1,0 +1,411 @@
+"""A real Slurm on this one host, for tests: munged, slurmctld and two slurmd nodes (n1, n2) in a scratch folder.
+
+Debian's ``slurm-wlm`` (22.05) and ``munge`` are installed by ``make system-packages``. Everything lives under one
+temporary folder (config, munge key and socket, state, spool, logs, pid files); the ports are picked free, so a
+second cluster on the same host does not collide. Requeue-friendly timings (``cred_expire=5``, 2 s scheduler and
+backfill intervals, ``KillWait=5``) bring a requeue-and-rerun to about 7 s instead of two minutes.
+
+The fake node names do not resolve; both nodes are ``127.0.0.1`` (``NodeAddr``), and a job sees
+``SLURM_NODELIST=n[1-2]`` with ``SLURM_NODEID`` 0 and 1 as on a real two-node allocation.
+
+Example::
+
+    reason = cannot_start_reason()
+    if reason is None:
+        with running_cluster() as cluster:
+            job_id = cluster.sbatch(["--wrap", "hostname"], cwd=tmp)
+            print(cluster.wait(job_id)["JobState"])
+
+Clients find the cluster through ``SLURM_CONF``: use :attr:`SlurmCluster.env` for every ``sbatch``/``scontrol``
+call; jobs inherit it (sbatch exports the caller's environment), so ``scontrol requeue`` inside a job reaches the
+same controller.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterator, Mapping, Sequence
+
+#: Daemons and clients the cluster needs (Debian paths: daemons in /usr/sbin).
+REQUIRED_PROGRAMS = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "scontrol", "squeue", "scancel")
+
+#: Job states after which a job will not run again by itself.
+FINAL_STATES = frozenset(
+    {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}
+)
+
+#: Seconds to wait for both nodes to come up idle after the daemons start (~0.3 s when the host is idle).
+START_TIMEOUT_S = 60.0
+
+
+@dataclasses.dataclass
+class SlurmCluster:
+    """A running one-host Slurm.
+
+    Attributes:
+        root: Scratch folder holding everything the cluster writes.
+        conf: Path of its ``slurm.conf``.
+        nodes: Node names, in order (``n1``, ``n2``).
+        partition: The single (default) partition.
+        cpus_per_node: CPUs each fake node declares (both share the host's cores).
+    """
+
+    root: Path
+    conf: Path
+    nodes: tuple[str, ...]
+    partition: str
+    cpus_per_node: int
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The caller's environment plus ``SLURM_CONF`` pointing at this cluster."""
+        return {**os.environ, "SLURM_CONF": str(self.conf)}
+
+    def command(self, args: Sequence[str], *, check: bool = True, timeout_s: float = 30.0) -> str:
+        """Run a Slurm client command (``scontrol``, ``squeue``, ...) against this cluster; return its stdout."""
+        proc = subprocess.run(
+            list(args), env=self.env, capture_output=True, text=True, timeout=timeout_s, check=False
+        )
+        if check and proc.returncode != 0:
+            raise RuntimeError(f"{' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()}")
+        return proc.stdout
+
+    def sbatch(
+        self,
+        args: Sequence[str],
+        *,
+        cwd: str | Path,
+        env: Mapping[str, str] | None = None,
+        stdin: str | None = None,
+    ) -> int:
+        """Submit a batch job and return its id.
+
+        Args:
+            args: ``sbatch`` arguments after ``--parsable`` (options, then a script path, or ``--wrap``).
+            cwd: Submission folder (the job's working directory).
+            env: Variables added to the submitting environment (sbatch exports it to the job).
+            stdin: Script text, when no script path is given.
+
+        Returns:
+            The job id.
+        """
+        proc = subprocess.run(
+            ["sbatch", "--parsable", *args],
+            cwd=str(cwd),
+            env={**self.env, **(env or {})},
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        if proc.returncode != 0:
+            raise RuntimeError(f"sbatch {' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()}")
+        return int(proc.stdout.strip().split(";")[0])
+
+    def job(self, job_id: int) -> dict[str, str]:
+        """``scontrol show job -o`` as a dict (``JobState``, ``Restarts``, ``ExitCode``, ``NodeList``, ...)."""
+        out = self.command(["scontrol", "show", "job", "-o", str(job_id)])
+        fields: dict[str, str] = {}
+        for token in out.split():
+            key, sep, value = token.partition("=")
+            if sep:
+                fields[key] = value
+        return fields
+
+    def jobs(self) -> list[int]:
+        """Ids of all jobs the controller still lists as pending or running."""
+        out = self.command(["squeue", "-h", "-o", "%i"], check=False)
+        return [int(tok.split("_")[0]) for tok in out.split() if tok.split("_")[0].isdigit()]
+
+    def wait(self, job_id: int, *, timeout_s: float = 240.0, poll_s: float = 1.0) -> dict[str, str]:
+        """Poll a job until it reaches a final state; return its last ``scontrol`` record.
+
+        There is no ``sacct`` without slurmdbd; ``MinJobAge`` (300 s by default) keeps finished jobs listed.
+
+        Raises:
+            TimeoutError: When the job is not finished in time (the record and the controller log tail say why).
+        """
+        deadline = time.monotonic() + timeout_s
+        record: dict[str, str] = {}
+        while time.monotonic() < deadline:
+            record = self.job(job_id)
+            if record.get("JobState") in FINAL_STATES:
+                return record
+            time.sleep(poll_s)
+        raise TimeoutError(
+            f"job {job_id} not finished after {timeout_s:.0f} s: {record}\n"
+            f"slurmctld log tail:\n{self.log_tail('slurmctld')}"
+        )
+
+    def wait_for(self, job_id: int, predicate, *, timeout_s: float = 120.0, poll_s: float = 0.5) -> dict[str, str]:
+        """Poll a job until ``predicate(record)`` is true; return that record (``TimeoutError`` otherwise)."""
+        deadline = time.monotonic() + timeout_s
+        record: dict[str, str] = {}
+        while time.monotonic() < deadline:
+            record = self.job(job_id)
+            if predicate(record):
+                return record
+            if record.get("JobState") in FINAL_STATES:
+                raise RuntimeError(f"job {job_id} finished before the awaited condition: {record}")
+            time.sleep(poll_s)
+        raise TimeoutError(f"job {job_id}: condition not met after {timeout_s:.0f} s: {record}")
+
+    def log_tail(self, daemon: str, n_lines: int = 40) -> str:
+        """Last lines of a daemon log: ``slurmctld``, ``slurmd-n1``, ``slurmd-n2`` or ``munged``."""
+        path = self.root / ("munge" if daemon == "munged" else "log") / f"{daemon}.log"
+        try:
+            return "\n".join(path.read_text(errors="replace").splitlines()[-n_lines:])
+        except OSError as err:
+            return f"(no log: {err})"
+
+
+def cannot_start_reason() -> str | None:
+    """Why a real Slurm cannot start on this host, or ``None`` when it can.
+
+    Only hard facts count: a missing program (install with ``make system-packages``) or not being root (munged
+    must run as the ``munge`` user and slurmd must launch jobs as their owner). A daemon that fails to start
+    with everything in place is a failure, not a skip.
+    """
+    missing = [prog for prog in REQUIRED_PROGRAMS if shutil.which(prog, path=_sbin_path()) is None]
+    if missing:
+        return f"Slurm/munge programs not installed ({', '.join(missing)}); run `make system-packages` as root"
+    if os.geteuid() != 0:
+        return "a one-host Slurm needs root (munged runs as the munge user, slurmd launches jobs as their owner)"
+    try:
+        import pwd
+
+        pwd.getpwnam("munge")
+    except KeyError:
+        return "no `munge` user (the munge package creates it); reinstall munge"
+    return None
+
+
+def _sbin_path() -> str:
+    return os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
+
+
+def _free_ports(count: int) -> list[int]:
+    socks = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind(("127.0.0.1", 0))
+            socks.append(sock)
+        return [sock.getsockname()[1] for sock in socks]
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def _slurm_conf(root: Path, *, nodes: Sequence[str], cpus_per_node: int, partition: str) -> str:
+    ctld_port, *node_ports = _free_ports(1 + len(nodes))
+    host = socket.gethostname().split(".")[0]
+    node_lines = "\n".join(
+        f"NodeName={name} NodeHostname=localhost NodeAddr=127.0.0.1 Port={port} "
+        f"CPUs={cpus_per_node} RealMemory=4000 State=UNKNOWN"
+        for name, port in zip(nodes, node_ports)
+    )
+    return f"""\
+# One-host test cluster written by tests/slurm_cluster.py.
+ClusterName=judgetest
+SlurmctldHost={host}(127.0.0.1)
+SlurmctldPort={ctld_port}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+# cred_expire=5 s (the minimum): a requeued job may start again 5 s after it ended instead of 120 s.
+AuthInfo=socket={root}/munge/munge.socket,cred_expire=5
+StateSaveLocation={root}/state
+SlurmdSpoolDir={root}/spool/%n
+SlurmctldPidFile={root}/run/slurmctld.pid
+SlurmdPidFile={root}/run/slurmd-%n.pid
+SlurmctldLogFile={root}/log/slurmctld.log
+SlurmdLogFile={root}/log/slurmd-%n.log
+SlurmctldDebug=info
+SlurmdDebug=info
+PlugStackConfig={root}/plugstack.conf
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+MpiDefault=none
+SwitchType=switch/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+AccountingStorageType=accounting_storage/none
+JobAcctGatherType=jobacct_gather/none
+JobCompType=jobcomp/filetxt
+JobCompLoc={root}/log/jobcomp.txt
+MailProg=/bin/true
+# Both fake nodes declare the host's cores; slurmd must trust the config rather than the hardware.
+SlurmdParameters=config_overrides
+ReturnToService=2
+# Seconds: scheduling passes every 2 s, SIGKILL 5 s after SIGTERM, finished jobs listed for 10 minutes.
+SchedulerParameters=sched_interval=2,bf_interval=2
+KillWait=5
+MinJobAge=600
+InactiveLimit=0
+{node_lines}
+PartitionName={partition} Nodes={','.join(nodes)} Default=YES MaxTime=INFINITE State=UP
+"""
+
+
+def _run(args: Sequence[str], *, env: Mapping[str, str] | None = None) -> None:
+    proc = subprocess.run(list(args), env=env, capture_output=True, text=True, timeout=30, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()}{proc.stdout.strip()}")
+
+
+def start_cluster(
+    root: str | Path | None = None,
+    *,
+    nodes: Sequence[str] = ("n1", "n2"),
+    cpus_per_node: int = 2,
+    partition: str = "debug",
+) -> SlurmCluster:
+    """Write the config, start munged, slurmctld and one slurmd per node; wait until every node is idle.
+
+    Args:
+        root: Scratch folder (created; must be traversable by the munge user). A fresh ``/tmp`` folder if omitted.
+        nodes: Node names; each gets its own slurmd on 127.0.0.1 with its own port.
+        cpus_per_node: CPUs each node declares.
+        partition: Name of the single default partition.
+
+    Returns:
+        The running :class:`SlurmCluster`; stop it with :func:`stop_cluster` (or use :func:`running_cluster`).
+
+    Raises:
+        RuntimeError: A daemon failed to start; the message carries its log tail. Whatever did start is stopped.
+    """
+    root = Path(root) if root is not None else Path(tempfile.mkdtemp(prefix="judge-slurm-"))
+    root.mkdir(parents=True, exist_ok=True)
+    # munged runs as the munge user and checks that every folder on its socket's path is executable by all.
+    root.chmod(0o755)
+    for sub in ("state", "run", "log", *(f"spool/{n}" for n in nodes)):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+    munge_dir = root / "munge"
+    munge_dir.mkdir(exist_ok=True)
+    shutil.chown(munge_dir, "munge", "munge")
+    munge_dir.chmod(0o755)
+    (root / "plugstack.conf").write_text("")
+    conf = root / "slurm.conf"
+    conf.write_text(_slurm_conf(root, nodes=nodes, cpus_per_node=cpus_per_node, partition=partition))
+    cluster = SlurmCluster(root=root, conf=conf, nodes=tuple(nodes), partition=partition, cpus_per_node=cpus_per_node)
+    env = {**os.environ, "SLURM_CONF": str(conf), "PATH": _sbin_path()}
+    try:
+        key = munge_dir / "munge.key"
+        _run(["runuser", "-u", "munge", "--", "mungekey", "--create", "--force", "--keyfile", str(key)])
+        _run([
+            "runuser", "-u", "munge", "--", "munged",
+            f"--socket={munge_dir}/munge.socket",
+            f"--key-file={key}",
+            f"--pid-file={munge_dir}/munged.pid",
+            f"--log-file={munge_dir}/munged.log",  # munged writes only where it owns the folder
+            f"--seed-file={munge_dir}/munged.seed",
+        ])  # fmt: skip
+        _run(["slurmctld", "-c", "-f", str(conf)], env=env)  # -c: start from a clean state
+        for name in nodes:
+            _run(["slurmd", "-N", name, "-f", str(conf)], env=env)
+        _wait_nodes_idle(cluster)
+    except BaseException:
+        stop_cluster(cluster)
+        raise
+    return cluster
+
+
+def _wait_nodes_idle(cluster: SlurmCluster) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    states = ""
+    while time.monotonic() < deadline:
+        states = cluster.command(["sinfo", "-h", "-N", "-o", "%N %t"], check=False)
+        idle = {line.split()[0] for line in states.splitlines() if line.split()[1:] == ["idle"]}
+        if idle >= set(cluster.nodes):
+            return
+        time.sleep(0.3)
+    raise RuntimeError(
+        f"Slurm nodes not idle after {START_TIMEOUT_S:.0f} s: {states!r}\n"
+        f"slurmctld log:\n{cluster.log_tail('slurmctld')}\n"
+        + "\n".join(f"slurmd-{n} log:\n{cluster.log_tail('slurmd-' + n)}" for n in cluster.nodes)
+    )
+
+
+def _pid_alive(pid: int) -> bool:
+    # A daemon's parent may be a pid 1 that never reaps (containers): a zombie counts as stopped.
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def _stop_by_pid_files(pid_files: Sequence[Path], grace_s: float = 10.0) -> None:
+    """SIGTERM every process named by a pid file at once, wait up to ``grace_s``, then SIGKILL the rest."""
+    pids = []
+    for pid_file in pid_files:
+        try:
+            pids.append(int(pid_file.read_text().strip()))
+        except (OSError, ValueError):
+            continue
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while any(_pid_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pid in pids:
+        if _pid_alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def stop_cluster(cluster: SlurmCluster, *, remove: bool = False) -> None:
+    """Cancel every job, wait for them to end, then stop the daemons by their pid files.
+
+    Args:
+        cluster: The cluster to stop (possibly half-started).
+        remove: Also delete the scratch folder (job outputs written elsewhere stay).
+    """
+    if (cluster.root / "run" / "slurmctld.pid").exists():
+        with contextlib.suppress(Exception):
+            for job_id in cluster.jobs():
+                cluster.command(["scancel", str(job_id)], check=False)
+            # KillWait is 5 s; jobs leave the queue shortly after.
+            deadline = time.monotonic() + 15.0
+            while cluster.jobs() and time.monotonic() < deadline:
+                time.sleep(0.3)
+    _stop_by_pid_files([cluster.root / "run" / f"slurmd-{name}.pid" for name in cluster.nodes])
+    _stop_by_pid_files([cluster.root / "run" / "slurmctld.pid", cluster.root / "munge" / "munged.pid"])
+    if remove:
+        shutil.rmtree(cluster.root, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def running_cluster(root: str | Path | None = None, **kwargs) -> Iterator[SlurmCluster]:
+    """Context manager: :func:`start_cluster` on entry, :func:`stop_cluster` on exit."""
+    cluster = start_cluster(root, **kwargs)
+    try:
+        yield cluster
+    finally:
+        stop_cluster(cluster)
+
+
+if __name__ == "__main__":  # a manual check: python -m tests.slurm_cluster
+    reason = cannot_start_reason()
+    if reason:
+        raise SystemExit(f"cannot start Slurm: {reason}")
+    t0 = time.monotonic()
+    with running_cluster() as c:
+        print(f"up in {time.monotonic() - t0:.1f} s at {c.root}")
+        jid = c.sbatch(["-N", "2", "--wrap", "srun hostname; echo $SLURM_NODELIST"], cwd=c.root)
+        print(c.wait(jid, timeout_s=60))
+        print((c.root / f"slurm-{jid}.out").read_text())
+    print(f"total {time.monotonic() - t0:.1f} s")
