@@ -1,0 +1,549 @@
+"""Run untrusted model-written Python, one process per sample, and say whether it passed.
+
+Layers, outermost first (each one assumes the ones inside it can be bypassed):
+
+1. **bubblewrap** (``bwrap --unshare-all``): new user, pid, network, ipc, uts and cgroup namespaces; no network at
+   all; a read-only view of only ``/usr`` (plus the interpreter's own prefix when it lives elsewhere), a fresh
+   ``/proc`` and ``/dev``, the root itself read-only, and a size-capped tmpfs ``/sandbox`` as the working
+   directory. The host's home folders, ``/etc``, ``/tmp`` and the project do not exist inside. When the pid
+   namespace's first process dies, the kernel kills everything left in it.
+2. **An unprivileged user.** Run as root, the sandbox drops to ``nobody`` (65534) before starting bwrap:
+   ``RLIMIT_NPROC`` is not enforced for root, so without this a fork bomb is bounded only by the timeout.
+3. **rlimits**, set by the trusted child before it runs the sample, soft == hard: address space, CPU seconds,
+   processes, file size, open files.
+4. **A session of its own**, killed as a group (SIGKILL) on timeout or when it is done; a final sweep kills any
+   process still carrying this run's token on its command line (covers ``setsid`` escapes without bwrap).
+5. **A minimal environment** (``PYTHONHASHSEED=0`` so ``str()`` of sets and dicts is reproducible) and a guard
+   that makes ``os.system``, ``os.fork``, ``os.kill``, ``subprocess`` and ``ctypes`` raise, so an attempt is a
+   failure of the sample rather than something that quietly ran inside the sandbox.
+
+Results come back as JSON lines over a pipe (see ``sandbox_child.py``) and are compared in this process;
+nothing is unpickled. The expected outputs never enter the sandbox. Limitation: the sample shares its process
+with the child that reports on it, so code that knows the expected answers could forge a passing report (for
+HumanEval-style ``check()`` tasks the verdict is computed inside). This protects the machine, not the score,
+against a model that is adversarial on purpose.
+
+Without bubblewrap the same code runs with layers 2-5 only; a loud warning says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import logging
+import math
+import os
+import secrets
+import selectors
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+#: Outcome of one sample. The four failure kinds are the issue's error breakdown; ``sandbox_error`` means the
+#: sandbox itself never started the sample (an infrastructure fault, never the model's).
+PASSED, SYNTAX, RUNTIME, TIMEOUT, WRONG_ANSWER, SANDBOX_ERROR = (
+    "passed", "syntax", "runtime", "timeout", "wrong_answer", "sandbox_error",
+)  # fmt: skip
+STATUSES = (PASSED, SYNTAX, RUNTIME, TIMEOUT, WRONG_ANSWER, SANDBOX_ERROR)
+
+NOBODY = 65534
+_CHILD_SOURCE = Path(__file__).with_name("sandbox_child.py")
+_SANDBOX_DIR = "/sandbox"  # working directory inside bwrap
+_SUPPORT_DIR = "/.mera"  # where the child program and the job file are mounted read-only inside bwrap
+_MAX_CHANNEL_BYTES = 32 << 20  # a sample that floods the result pipe past this is killed
+
+
+class SandboxUnavailable(RuntimeError):
+    """bubblewrap isolation was required but does not work here."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """Resource limits for one sample.
+
+    Attributes:
+        timeout_s: Wall seconds for each test call (kwargs tasks) or for ``check()`` (HumanEval tasks), counted
+            from the previous event, compiling and running the module body included.
+        startup_s: Wall seconds for the sandbox and interpreter to start (generous: the machine is shared).
+        memory_mb: Address-space limit (RLIMIT_AS), MiB.
+        cpu_s: CPU-seconds limit (RLIMIT_CPU); ``None`` derives it from ``timeout_s`` and the number of tests.
+        nproc: Process limit (RLIMIT_NPROC) for the sandbox user; counts threads, and the sandbox's own
+            processes of that user across concurrent samples.
+        fsize_mb: Largest file the sample may write (RLIMIT_FSIZE), MiB.
+        nofile: Open files (RLIMIT_NOFILE).
+        tmpfs_mb: Size of the writable ``/sandbox`` tmpfs under bubblewrap, MiB.
+        max_output_chars: ``str()`` of a result is cut to this many characters (and then fails to match).
+    """
+
+    timeout_s: float = 3.0
+    startup_s: float = 15.0
+    memory_mb: int = 1024
+    cpu_s: int | None = None
+    nproc: int = 32
+    fsize_mb: int = 16
+    nofile: int = 64
+    tmpfs_mb: int = 64
+    max_output_chars: int = 100_000
+
+
+@dataclasses.dataclass(frozen=True)
+class ExecJob:
+    """One sample to run: a complete program and how to test it.
+
+    Exactly one of the two modes is used:
+
+    * kwargs mode (MERA): ``tests`` is a list of keyword-argument dicts; ``expected[i]`` is the string that
+      ``str(entry_point(**tests[i]))`` must equal. Each call gets a fresh namespace.
+    * check mode (OpenAI HumanEval): ``check`` is the source of ``def check(candidate): ...``; the sample passes
+      when ``check(entry_point)`` returns.
+    """
+
+    program: str
+    entry_point: str
+    tests: Sequence[dict[str, Any]] | None = None
+    expected: Sequence[str] | None = None
+    check: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.check is None) == (self.tests is None):
+            raise ValueError("ExecJob needs exactly one of `tests` (with `expected`) or `check`")
+        if self.tests is not None and (self.expected is None or len(self.expected) != len(self.tests)):
+            raise ValueError("ExecJob: `expected` must have one string per test")
+
+    @property
+    def n_steps(self) -> int:
+        return 1 if self.check is not None else len(self.tests or ())
+
+
+@dataclasses.dataclass(frozen=True)
+class ExecResult:
+    """What happened to one sample.
+
+    Attributes:
+        status: One of ``STATUSES``.
+        detail: A short human-readable reason (empty when passed).
+        outputs: kwargs mode: ``str()`` of each result as reported (``None`` where the call failed or never ran).
+        duration_s: Wall seconds, sandbox start-up included.
+    """
+
+    status: str
+    detail: str = ""
+    outputs: tuple[str | None, ...] = ()
+    duration_s: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.status == PASSED
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self) | {"outputs": list(self.outputs)}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Verdict from events (pure)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _short(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def outcome_of(
+    events: Sequence[dict[str, Any]],
+    job: ExecJob,
+    *,
+    timed_out: bool = False,
+    channel_error: str | None = None,
+) -> tuple[str, str, tuple[str | None, ...]]:
+    """Turn the child's events into a status; the first failing step decides.
+
+    Args:
+        events: Parsed JSON events in arrival order.
+        job: The job they answer (its ``expected`` strings are compared here, never in the sandbox).
+        timed_out: The parent killed the process for missing a deadline.
+        channel_error: The result channel was unusable (not JSON, too large); the sample fails as a runtime error.
+
+    Returns:
+        ``(status, detail, outputs)``.
+    """
+    outputs: list[str | None] = [None] * len(job.tests or ())
+    if channel_error is not None:
+        return RUNTIME, f"result channel: {channel_error}", tuple(outputs)
+    if not any(ev.get("ev") == "ready" for ev in events):
+        if timed_out:
+            return SANDBOX_ERROR, "the sandbox did not start in time", tuple(outputs)
+        return SANDBOX_ERROR, "the sandbox exited before starting the sample", tuple(outputs)
+    for ev in events:
+        if ev.get("ev") == "error" and ev.get("kind") == SYNTAX:
+            return SYNTAX, _short(f"{ev.get('exc')}: {ev.get('msg')}"), tuple(outputs)
+
+    if job.check is not None:
+        verdict = next((ev for ev in events if ev.get("ev") == "check"), None)
+        if verdict is None:
+            if timed_out:
+                return TIMEOUT, "check() did not finish in time", ()
+            return RUNTIME, "the process exited before check() finished", ()
+        if verdict.get("ok") is True:
+            return PASSED, "", ()
+        kind = WRONG_ANSWER if verdict.get("kind") == WRONG_ANSWER else RUNTIME
+        return kind, _short(f"{verdict.get('exc')}: {verdict.get('msg')}"), ()
+
+    by_index = {ev.get("i"): ev for ev in events if ev.get("ev") == "test"}
+    for i, ev in by_index.items():
+        if isinstance(i, int) and 0 <= i < len(outputs) and ev.get("ok") is True and isinstance(ev.get("out"), str):
+            outputs[i] = ev["out"]
+    for i, want in enumerate(job.expected or ()):
+        ev = by_index.get(i)
+        if ev is None:
+            if timed_out:
+                return TIMEOUT, f"test {i} did not finish in time", tuple(outputs)
+            return RUNTIME, f"the process exited before test {i} finished", tuple(outputs)
+        if ev.get("ok") is not True:
+            return RUNTIME, _short(f"test {i}: {ev.get('exc')}: {ev.get('msg')}"), tuple(outputs)
+        if outputs[i] != want or ev.get("truncated"):
+            return WRONG_ANSWER, _short(f"test {i}: expected {want!r}, got {outputs[i]!r}"), tuple(outputs)
+    return PASSED, "", tuple(outputs)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Where and as whom the child runs
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _reachable_by_others(path: str) -> bool:
+    """True when a user other than the owner can execute ``path`` (every parent directory searchable)."""
+    p = Path(path)
+    try:
+        for parent in reversed(p.parents):
+            if not parent.stat().st_mode & stat.S_IXOTH:
+                return False
+        return bool(p.stat().st_mode & stat.S_IXOTH)
+    except OSError:
+        return False
+
+
+def _interpreter_candidates() -> list[str]:
+    # The base interpreter (not the venv's): the child runs with -S and needs only the standard library.
+    base = getattr(sys, "_base_executable", None) or sys.executable
+    found = [os.path.realpath(base), os.path.realpath(sys.executable)]
+    for name in ("/usr/bin/python3", "/usr/local/bin/python3"):
+        if os.path.exists(name):
+            found.append(os.path.realpath(name))
+    return list(dict.fromkeys(found))
+
+
+def choose_identity(python: str | None = None) -> tuple[str, int | None, str]:
+    """Pick the interpreter and the user the child runs as.
+
+    Returns:
+        ``(interpreter, uid or None to keep the current user, note)``. As root the child drops to ``nobody``,
+        which needs an interpreter that ``nobody`` can reach (a pyenv build under ``/root`` is not), so the
+        system ``python3`` may be chosen instead; the note says which and why.
+    """
+    candidates = [os.path.realpath(python)] if python else _interpreter_candidates()
+    if os.geteuid() != 0:
+        return candidates[0], None, f"runs as uid {os.geteuid()}"
+    for cand in candidates:
+        if _reachable_by_others(cand):
+            return cand, NOBODY, f"root drops to nobody ({NOBODY}); interpreter {cand}"
+    return candidates[0], None, (
+        f"runs as ROOT: no interpreter reachable by nobody among {candidates}, so RLIMIT_NPROC is not enforced "
+        "and a fork bomb is bounded only by the timeout"
+    )
+
+
+def _interpreter_prefix(python: str) -> str:
+    return str(Path(python).resolve().parent.parent)
+
+
+def bwrap_argv(python: str, *, child_fd: int, job_fd: int, token: str, tmpfs_mb: int, env: dict[str, str]) -> list[str]:
+    """The bubblewrap command line that runs the child on a job (both passed as memfds, copied in by bwrap)."""
+    argv = [
+        shutil.which("bwrap") or "bwrap",
+        "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
+        "--hostname", "sandbox",
+        "--ro-bind", "/usr", "/usr",
+    ]  # fmt: skip
+    # Merged-/usr systems have /bin, /lib... as symlinks into /usr; older ones have real directories.
+    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(top):
+            argv += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            argv += ["--ro-bind", top, top]
+    prefix = _interpreter_prefix(python)
+    if not (prefix == "/usr" or prefix.startswith("/usr/")):
+        argv += ["--ro-bind", prefix, prefix]
+    argv += [
+        "--proc", "/proc",
+        "--dev", "/dev",
+        "--size", str(tmpfs_mb << 20), "--tmpfs", _SANDBOX_DIR,
+        "--ro-bind-data", str(child_fd), f"{_SUPPORT_DIR}/child.py",
+        "--ro-bind-data", str(job_fd), f"{_SUPPORT_DIR}/job.json",
+        "--remount-ro", "/",
+        "--chdir", _SANDBOX_DIR,
+        "--clearenv",
+    ]  # fmt: skip
+    for key, value in env.items():
+        argv += ["--setenv", key, value]
+    argv += [python, "-S", "-B", f"{_SUPPORT_DIR}/child.py", f"{_SUPPORT_DIR}/job.json", token]
+    return argv
+
+
+def minimal_env(home: str) -> dict[str, str]:
+    """The whole environment of a sample: nothing inherited from the caller."""
+    return {
+        "PATH": "/usr/bin:/bin",
+        "HOME": home,
+        "TMPDIR": home,
+        "LANG": "C.UTF-8",
+        "PYTHONHASHSEED": "0",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONIOENCODING": "utf-8",
+    }
+
+
+def _memfd(name: str, data: bytes) -> int:
+    fd = os.memfd_create(name, 0)  # close-on-exec off: bwrap must inherit it (pass_fds keeps it open)
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def kill_strays(token: str) -> int:
+    """SIGKILL every process whose command line carries ``token``; returns how many were signalled."""
+    needle = token.encode()
+    killed = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if needle not in f.read():
+                    continue
+            os.kill(int(entry), signal.SIGKILL)
+            killed += 1
+        except (OSError, ProcessLookupError):
+            continue
+    return killed
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The sandbox
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class Sandbox:
+    """Runs ``ExecJob`` s in isolated child processes.
+
+    Args:
+        limits: Resource limits per sample.
+        isolation: ``"auto"`` (bubblewrap when it works, else a loud warning and rlimits only), ``"bwrap"``
+            (raise ``SandboxUnavailable`` if it does not work) or ``"none"`` (rlimits only, on purpose).
+        python: Interpreter for the child (default: the base interpreter, or the system one when dropping root).
+    """
+
+    def __init__(self, limits: Limits | None = None, *, isolation: str = "auto", python: str | None = None):
+        if isolation not in ("auto", "bwrap", "none"):
+            raise ValueError(f"isolation must be auto, bwrap or none, not {isolation!r}")
+        self.limits = limits or Limits()
+        self.python, self.uid, self.identity_note = choose_identity(python)
+        self._child_source = _CHILD_SOURCE.read_bytes()
+        self.unavailable_reason = ""
+        self.isolation = "bubblewrap" if isolation != "none" else "none"  # provisional, for the probe
+        if isolation == "none":
+            self.isolation = "none"
+            self.unavailable_reason = "isolation disabled on request"
+        else:
+            ok, reason = self._probe_bwrap()
+            self.isolation = "bubblewrap" if ok else "none"
+            self.unavailable_reason = reason
+            if not ok and isolation == "bwrap":
+                raise SandboxUnavailable(f"bubblewrap does not work here: {reason}")
+        if self.isolation == "none":
+            logger.warning(
+                "\n%s\nCODE SANDBOX WITHOUT BUBBLEWRAP (%s).\nUntrusted code runs with NO network or filesystem "
+                "isolation: only rlimits, its own session, a fresh temp dir and a minimal environment.\n"
+                "Install bubblewrap (`make system-packages` or `apt-get install bubblewrap`).\n%s",
+                "!" * 100, self.unavailable_reason, "!" * 100,
+            )  # fmt: skip
+        if self.uid is None and os.geteuid() == 0:
+            logger.warning("code sandbox %s", self.identity_note)
+
+    def describe(self) -> dict[str, Any]:
+        """What protects the host, for the run's config record."""
+        return {
+            "isolation": self.isolation,
+            "unavailable_reason": self.unavailable_reason,
+            "python": self.python,
+            "uid": self.uid if self.uid is not None else os.geteuid(),
+            "identity": self.identity_note,
+            "limits": dataclasses.asdict(self.limits),
+        }
+
+    def _probe_bwrap(self) -> tuple[bool, str]:
+        if shutil.which("bwrap") is None:
+            return False, "bwrap is not installed"
+        probe = ExecJob(program="def f():\n    return 1\n", entry_point="f", tests=[{}], expected=["1"])
+        result = self._run_bwrap(probe)
+        if result.passed:
+            return True, ""
+        return False, f"probe failed: {result.status}: {result.detail}"
+
+    # -- one sample ------------------------------------------------------------------------------------------
+
+    def run(self, job: ExecJob) -> ExecResult:
+        """Run one sample; an infrastructure failure to start is retried once."""
+        runner = self._run_bwrap if self.isolation == "bubblewrap" else self._run_plain
+        result = runner(job)
+        if result.status == SANDBOX_ERROR:
+            result = runner(job)
+        return result
+
+    def run_many(
+        self,
+        jobs: Sequence[ExecJob],
+        *,
+        workers: int = 2,
+        on_result: Callable[[int, ExecResult], None] | None = None,
+    ) -> list[ExecResult]:
+        """Run samples with at most ``workers`` at once; results in input order."""
+        results: list[ExecResult | None] = [None] * len(jobs)
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            futures = {pool.submit(self.run, job): i for i, job in enumerate(jobs)}
+            for future in as_completed(futures):
+                i = futures[future]
+                results[i] = future.result()
+                if on_result is not None:
+                    on_result(i, results[i])
+        return [r for r in results if r is not None]
+
+    def _job_payload(self, job: ExecJob) -> bytes:
+        limits = self.limits
+        cpu_s = limits.cpu_s or math.ceil(limits.timeout_s * (job.n_steps + 1)) + 1
+        payload = {
+            "program": job.program,
+            "entry_point": job.entry_point,
+            "tests": list(job.tests) if job.tests is not None else None,
+            "check": job.check,
+            "max_output_chars": limits.max_output_chars,
+            "rlimits": {
+                "as": limits.memory_mb << 20,
+                "cpu": cpu_s,
+                "nproc": limits.nproc,
+                "fsize": limits.fsize_mb << 20,
+                "nofile": limits.nofile,
+                "core": 0,
+            },
+        }
+        return json.dumps(payload).encode()
+
+    def _popen_identity(self) -> dict[str, Any]:
+        if self.uid is None:
+            return {}
+        return {"user": self.uid, "group": self.uid, "extra_groups": []}
+
+    def _run_bwrap(self, job: ExecJob) -> ExecResult:
+        token = "mera-sbx-" + secrets.token_hex(8)
+        child_fd = _memfd("child.py", self._child_source)
+        job_fd = _memfd("job.json", self._job_payload(job))
+        try:
+            env = minimal_env(_SANDBOX_DIR)
+            argv = bwrap_argv(
+                self.python, child_fd=child_fd, job_fd=job_fd, token=token, tmpfs_mb=self.limits.tmpfs_mb, env=env
+            )
+            return self._supervise(argv, job, token=token, env=env, cwd="/", pass_fds=(child_fd, job_fd))
+        finally:
+            os.close(child_fd)
+            os.close(job_fd)
+
+    def _run_plain(self, job: ExecJob) -> ExecResult:
+        token = "mera-sbx-" + secrets.token_hex(8)
+        workdir = tempfile.mkdtemp(prefix="mera-sbx-")
+        try:
+            (Path(workdir) / "child.py").write_bytes(self._child_source)
+            (Path(workdir) / "job.json").write_bytes(self._job_payload(job))
+            if self.uid is not None:
+                os.chown(workdir, self.uid, self.uid)
+            argv = [self.python, "-S", "-B", f"{workdir}/child.py", f"{workdir}/job.json", token]
+            return self._supervise(argv, job, token=token, env=minimal_env(workdir), cwd=workdir, pass_fds=())
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    def _supervise(
+        self, argv: list[str], job: ExecJob, *, token: str, env: dict[str, str], cwd: str, pass_fds: tuple[int, ...]
+    ) -> ExecResult:
+        started = time.monotonic()
+        with tempfile.TemporaryFile() as stderr_file:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=stderr_file,
+                env=env,
+                cwd=cwd,
+                pass_fds=pass_fds,
+                start_new_session=True,
+                **self._popen_identity(),
+            )
+            try:
+                events, timed_out, channel_error = self._read_events(proc, job)
+            finally:
+                # The group dies whether or not the sample finished: nothing it started may outlive it.
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                proc.stdout.close()
+                if timed_out or self.isolation == "none":
+                    kill_strays(token)
+            status, detail, outputs = outcome_of(events, job, timed_out=timed_out, channel_error=channel_error)
+            if status == SANDBOX_ERROR:
+                stderr_file.seek(0)
+                tail = stderr_file.read()[-2000:].decode("utf-8", "replace").strip()
+                detail = f"{detail} (exit {proc.returncode}): {tail}"
+        return ExecResult(status, detail, outputs, time.monotonic() - started)
+
+    def _read_events(self, proc: subprocess.Popen, job: ExecJob) -> tuple[list[dict[str, Any]], bool, str | None]:
+        events: list[dict[str, Any]] = []
+        fd = proc.stdout.fileno()
+        buffer = b""
+        total = 0
+        deadline = time.monotonic() + self.limits.startup_s
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return events, True, None
+                if not selector.select(remaining):
+                    continue
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    return events, False, None
+                total += len(chunk)
+                if total > _MAX_CHANNEL_BYTES:
+                    return events, False, f"more than {_MAX_CHANNEL_BYTES} bytes"
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    try:
+                        event = json.loads(line)
+                    except ValueError:
+                        return events, False, f"not JSON: {line[:80]!r}"
+                    if not isinstance(event, dict):
+                        return events, False, f"not an object: {line[:80]!r}"
+                    events.append(event)
+                    if event.get("ev") == "done":
+                        return events, False, None
+                    # Each step gets its own budget, counted from the previous event.
+                    deadline = time.monotonic() + self.limits.timeout_s

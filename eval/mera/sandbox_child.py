@@ -1,0 +1,137 @@
+"""The program that runs *inside* the code sandbox: executes one untrusted sample and reports JSON events.
+
+Not imported by the toolkit: ``eval.mera.sandbox`` hands this file's source to a fresh interpreter (started
+with ``-S``, so only the standard library exists here) as ``python -S -B child.py JOB.json TOKEN``. ``TOKEN`` is
+unused by the code; it marks the command line so the parent can find and kill stray descendants.
+
+Protocol, one JSON object per line on the result pipe (the original stdout, which is duplicated to a private fd
+before the untrusted code runs; fds 0/1/2 then point at /dev/null so prints cannot corrupt the channel)::
+
+    {"ev": "ready"}                                    interpreter up, limits set, about to compile
+    {"ev": "error", "kind": "syntax", ...}             the program does not compile; nothing else follows
+    {"ev": "test", "i": 0, "ok": true, "out": "..."}   kwargs mode: str() of the i-th call's result
+    {"ev": "test", "i": 1, "ok": false, "kind": "runtime", "exc": "ZeroDivisionError", "msg": "..."}
+    {"ev": "check", "ok": true}                        check mode: HumanEval's check(candidate) returned
+    {"ev": "done"}
+
+The parent compares outputs with the expected strings itself; nothing from here is trusted beyond its JSON
+shape (the untrusted code shares this process and could write to the channel too: see the sandbox docstring).
+"""
+
+import json
+import os
+import resource
+import sys
+
+# Calls that start programs or signal processes. The real containment is bubblewrap + rlimits; blocking these
+# makes an attempt fail loudly as a runtime error instead of quietly running inside the sandbox.
+_BLOCKED = {
+    "os": (
+        "system", "popen", "fork", "forkpty", "kill", "killpg", "execv", "execve", "execl", "execle", "execlp",
+        "execlpe", "execvp", "execvpe", "spawnv", "spawnve", "spawnl", "spawnle", "spawnlp", "spawnlpe", "spawnvp",
+        "spawnvpe", "posix_spawn", "posix_spawnp", "putenv", "setuid", "setgid", "chroot", "pidfd_open",
+    ),
+    "posix": (
+        "system", "fork", "forkpty", "kill", "killpg", "execv", "execve", "posix_spawn", "posix_spawnp", "putenv",
+        "pidfd_open",
+    ),
+    "signal": ("pthread_kill", "pidfd_send_signal"),
+}  # fmt: skip
+_BLOCKED_MODULES = ("ctypes", "_ctypes", "subprocess", "_posixsubprocess", "pty")
+
+
+def _blocked(name):
+    def refuse(*args, **kwargs):
+        raise PermissionError(f"blocked in the code sandbox: {name}")
+
+    return refuse
+
+
+def _set_limits(limits):
+    # soft == hard, so the untrusted code cannot raise them again.
+    for name, value in limits.items():
+        if value is None:
+            continue
+        which = getattr(resource, "RLIMIT_" + name.upper())
+        resource.setrlimit(which, (int(value), int(value)))
+
+
+def _guard():
+    import signal
+
+    modules = {"os": os, "posix": sys.modules.get("posix"), "signal": signal}
+    for mod_name, names in _BLOCKED.items():
+        module = modules[mod_name]
+        for name in names:
+            if module is not None and hasattr(module, name):
+                setattr(module, name, _blocked(f"{mod_name}.{name}"))
+    for mod_name in _BLOCKED_MODULES:
+        sys.modules[mod_name] = None  # `import ctypes` now raises ImportError
+
+
+def _describe(exc):
+    return {"exc": type(exc).__name__, "msg": str(exc)[:500]}
+
+
+def main():
+    job_path = sys.argv[1]
+    with open(job_path, encoding="utf-8") as f:
+        job = json.load(f)
+    program = job["program"]
+
+    # The result channel: a private copy of stdout; then 0/1/2 go to /dev/null.
+    channel = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+
+    def emit(event):
+        channel.write(json.dumps(event, ensure_ascii=True) + "\n")
+        channel.flush()
+
+    max_chars = int(job.get("max_output_chars", 100_000))
+    entry_point = job["entry_point"]
+    _set_limits(job.get("rlimits", {}))
+    _guard()
+    emit({"ev": "ready"})
+
+    try:
+        code = compile(program, "<solution>", "exec")
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
+        # ValueError: null bytes in the source; MemoryError/RecursionError: pathological nesting.
+        emit({"ev": "error", "kind": "syntax", **_describe(exc)})
+        emit({"ev": "done"})
+        return
+
+    if job.get("check") is not None:
+        try:
+            namespace = {"__name__": "__solution__"}
+            exec(code, namespace)
+            exec(compile(job["check"], "<check>", "exec"), namespace)
+            namespace["check"](namespace[entry_point])
+            emit({"ev": "check", "ok": True})
+        except AssertionError as exc:
+            emit({"ev": "check", "ok": False, "kind": "wrong_answer", **_describe(exc)})
+        except BaseException as exc:  # noqa: BLE001 - SystemExit and friends are failures of the sample too
+            emit({"ev": "check", "ok": False, "kind": "runtime", **_describe(exc)})
+        emit({"ev": "done"})
+        return
+
+    for i, kwargs in enumerate(job["tests"]):
+        # A fresh namespace per call: state a solution keeps between calls must not leak into the next test.
+        try:
+            namespace = {"__name__": "__solution__"}
+            exec(code, namespace)
+            result = namespace[entry_point](**kwargs)
+            out = str(result)
+            event = {"ev": "test", "i": i, "ok": True, "out": out[:max_chars]}
+            if len(out) > max_chars:
+                event["truncated"] = True
+        except BaseException as exc:  # noqa: BLE001
+            event = {"ev": "test", "i": i, "ok": False, "kind": "runtime", **_describe(exc)}
+        emit(event)
+    emit({"ev": "done"})
+
+
+if __name__ == "__main__":
+    main()
