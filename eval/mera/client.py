@@ -1,0 +1,276 @@
+"""A small client for OpenAI-compatible endpoints (judge-serve, vLLM, hosted APIs), built on the official ``openai``.
+
+What it adds to ``openai.OpenAI``: one call shape for chat and completion, ``n`` samples either through the
+API's ``n`` or through one request per sample with a distinct seed (a fixed seed would make all samples the
+same), stop strings applied on the client as well (chat APIs accept only four, and servers differ in whether
+the stop string is kept), retries with exponential backoff on transient failures, context-limit errors as a
+distinct exception, log-probability helpers, and a bounded thread pool for concurrency.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+#: OpenAI's limit on server-side stop strings.
+MAX_SERVER_STOPS = 4
+
+# vLLM: "This model's maximum context length is 2048 tokens...", "... longer than the maximum model length ...";
+# OpenAI: "context_length_exceeded".
+_CONTEXT_LIMIT = re.compile(r"context length|context_length|maximum model length|max_model_len|too long", re.I)
+
+
+class ContextLimitError(RuntimeError):
+    """The prompt (plus max tokens) does not fit the model's context window."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Generation:
+    """One sampled continuation.
+
+    Attributes:
+        text: The text after client-side stop strings.
+        raw_text: The text as the endpoint returned it.
+        finish_reason: ``stop``, ``length``, ...; ``"stop"`` when a client-side stop cut the text.
+        prompt_tokens: Prompt length reported by the endpoint (``None`` if it reports no usage).
+        completion_tokens: Generated tokens for the whole request (shared by its ``n`` choices).
+    """
+
+    text: str
+    raw_text: str
+    finish_reason: str | None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+def apply_stops(text: str, stops: Sequence[str]) -> tuple[str, bool]:
+    """Cut at the earliest stop string; returns ``(text, was_cut)``."""
+    cut = min((i for i in (text.find(s) for s in stops if s) if i != -1), default=-1)
+    return (text[:cut], True) if cut != -1 else (text, False)
+
+
+def is_context_limit_message(message: str) -> bool:
+    """True when an endpoint's 400 message says the request exceeds the context window."""
+    return bool(_CONTEXT_LIMIT.search(message))
+
+
+class OpenAICompatClient:
+    """Generation against one model on one OpenAI-compatible endpoint.
+
+    Args:
+        base_url: Endpoint root including ``/v1``, e.g. ``http://127.0.0.1:8000/v1``.
+        model: Served model name.
+        api_key: Key for hosted APIs; local servers accept anything.
+        timeout_s: Per-request timeout, seconds.
+        max_retries: Retries after the first attempt for connection errors, timeouts, 408/409/429 and 5xx.
+        backoff_s: First retry delay; doubles each time up to ``max_backoff_s``.
+        concurrency: Threads used by ``map``.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        timeout_s: float = 600.0,
+        max_retries: int = 5,
+        backoff_s: float = 1.0,
+        max_backoff_s: float = 30.0,
+        concurrency: int = 4,
+    ):
+        import openai
+
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
+        self.concurrency = max(1, concurrency)
+        # The SDK's own retries are off: ours are explicit, counted, and shared by every call shape.
+        self._client = openai.OpenAI(base_url=self.base_url, api_key=api_key or "EMPTY", timeout=timeout_s,
+                                     max_retries=0)  # fmt: skip
+
+    # -- plumbing --------------------------------------------------------------------------------------------
+
+    def _with_retries(self, call: Callable[[], R]) -> R:
+        import openai
+
+        for attempt in range(self.max_retries + 1):
+            try:
+                return call()
+            except openai.BadRequestError as err:
+                if is_context_limit_message(str(err)):
+                    raise ContextLimitError(str(err)) from err
+                raise
+            except (openai.APIConnectionError, openai.APIStatusError) as err:
+                status = getattr(err, "status_code", None)
+                transient = status is None or status in (408, 409, 429) or status >= 500
+                if not transient or attempt == self.max_retries:
+                    raise
+                time.sleep(min(self.max_backoff_s, self.backoff_s * 2**attempt))
+        raise AssertionError("unreachable")
+
+    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+        """``fn`` over ``items`` with at most ``concurrency`` in flight; results in input order."""
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            yield from pool.map(fn, items)
+
+    def max_model_len(self) -> int | None:
+        """The served model's context window from ``/v1/models`` (vLLM's ``max_model_len``), if reported."""
+        try:
+            models = self._with_retries(lambda: self._client.models.list())
+        except Exception:  # noqa: BLE001 - an endpoint without /v1/models simply does not tell us
+            return None
+        for entry in models.data:
+            if entry.id == self.model:
+                value = getattr(entry, "max_model_len", None)
+                if value is None and getattr(entry, "model_extra", None):
+                    value = entry.model_extra.get("max_model_len")
+                return int(value) if value is not None else None
+        return None
+
+    # -- generation ------------------------------------------------------------------------------------------
+
+    def generate(
+        self,
+        prompt: str | list[dict[str, str]],
+        *,
+        mode: str = "completion",
+        n: int = 1,
+        temperature: float = 0.0,
+        max_tokens: int = 256,
+        stop: Sequence[str] = (),
+        stop_on_server: bool = True,
+        seed: int | None = None,
+        sampling: str = "n",
+    ) -> list[Generation]:
+        """Sample ``n`` continuations of a prompt (completion mode) or a message list (chat mode).
+
+        Args:
+            prompt: A string for ``mode="completion"``, a list of ``{"role", "content"}`` for ``mode="chat"``.
+            n: Samples wanted.
+            stop: Stop strings, all applied on the client.
+            stop_on_server: Also send the first four to the server (saves tokens). Turn it off when a stop string
+                can occur in a legitimate answer before the part that matters (a chat answer that opens a
+                python code fence and then ``def``).
+            seed: Base seed. ``sampling="n"`` sends it once with ``n``; ``sampling="seeds"`` sends ``n``
+                requests with seeds ``seed, seed+1, ...`` (for servers that ignore ``n``).
+            sampling: ``"n"`` or ``"seeds"``.
+
+        Returns:
+            ``n`` generations.
+
+        Raises:
+            ContextLimitError: The request does not fit the model's context.
+        """
+        if sampling not in ("n", "seeds"):
+            raise ValueError(f"sampling must be 'n' or 'seeds', not {sampling!r}")
+        if sampling == "seeds" and n > 1:
+            out: list[Generation] = []
+            for i in range(n):
+                out += self.generate(prompt, mode=mode, n=1, temperature=temperature, max_tokens=max_tokens,
+                                     stop=stop, stop_on_server=stop_on_server,
+                                     seed=None if seed is None else seed + i, sampling="n")  # fmt: skip
+            return out
+        params: dict[str, Any] = {"model": self.model, "n": n, "temperature": temperature, "max_tokens": max_tokens}
+        if seed is not None:
+            params["seed"] = seed
+        if stop and stop_on_server:
+            params["stop"] = list(stop[:MAX_SERVER_STOPS])
+        if mode == "chat":
+            if not isinstance(prompt, list):
+                raise TypeError("chat mode takes a list of messages")
+            response = self._with_retries(lambda: self._client.chat.completions.create(messages=prompt, **params))
+            texts = [(c.message.content or "", c.finish_reason) for c in response.choices]
+        elif mode == "completion":
+            if not isinstance(prompt, str):
+                raise TypeError("completion mode takes a string prompt")
+            response = self._with_retries(lambda: self._client.completions.create(prompt=prompt, **params))
+            texts = [(c.text or "", c.finish_reason) for c in response.choices]
+        else:
+            raise ValueError(f"mode must be 'chat' or 'completion', not {mode!r}")
+        usage = getattr(response, "usage", None)
+        generations = []
+        for raw, finish in texts:
+            text, cut = apply_stops(raw, stop)
+            generations.append(Generation(
+                text=text,
+                raw_text=raw,
+                finish_reason="stop" if cut else finish,
+                prompt_tokens=getattr(usage, "prompt_tokens", None),
+                completion_tokens=getattr(usage, "completion_tokens", None),
+            ))  # fmt: skip
+        return generations
+
+    # -- log-probabilities -----------------------------------------------------------------------------------
+
+    def continuation_logprobs(
+        self, prompt: str, continuations: Sequence[str]
+    ) -> tuple[list[float | None], int | None]:
+        """Sum of log-probabilities of each continuation given the prompt (completion endpoint, ``echo``).
+
+        One request per continuation with ``echo=True, max_tokens=0, logprobs=0``; the tokens that cover the
+        continuation are those from the one containing its first character.
+
+        Returns:
+            ``(scores, prompt_tokens)``: a score per continuation (``None`` where the endpoint returned no usable
+            log-probabilities) and the token count of the prompt with the first continuation.
+        """
+        scores: list[float | None] = []
+        prompt_tokens = None
+        for continuation in continuations:
+            full = prompt + continuation
+            response = self._with_retries(lambda: self._client.completions.create(
+                model=self.model, prompt=full, max_tokens=0, echo=True, logprobs=0, temperature=0.0,
+            ))  # fmt: skip
+            scores.append(_continuation_score(response.choices[0].logprobs, len(prompt), len(full)))
+            if prompt_tokens is None:
+                prompt_tokens = getattr(getattr(response, "usage", None), "prompt_tokens", None)
+        return scores, prompt_tokens
+
+    def next_token_logprobs(self, messages: list[dict[str, str]], top: int = 20) -> tuple[dict[str, float], int | None]:
+        """Top log-probabilities of the first generated token in chat mode, keyed by stripped token text.
+
+        Returns:
+            ``({token: logprob}, prompt_tokens)``; the best logprob wins where stripped tokens coincide.
+        """
+        response = self._with_retries(lambda: self._client.chat.completions.create(
+            model=self.model, messages=messages, max_tokens=1, temperature=0.0, logprobs=True, top_logprobs=top,
+        ))  # fmt: skip
+        usage = getattr(response, "usage", None)
+        content = getattr(response.choices[0].logprobs, "content", None) or []
+        best: dict[str, float] = {}
+        if content:
+            for entry in content[0].top_logprobs or []:
+                key = entry.token.strip()
+                best[key] = max(best.get(key, float("-inf")), entry.logprob)
+        return best, getattr(usage, "prompt_tokens", None)
+
+
+def _continuation_score(logprobs: Any, start: int, end: int) -> float | None:
+    """Sum the echoed token logprobs whose characters overlap ``[start, end)``."""
+    if logprobs is None:
+        return None
+    offsets = list(getattr(logprobs, "text_offset", None) or [])
+    values = list(getattr(logprobs, "token_logprobs", None) or [])
+    if not offsets or len(offsets) != len(values):
+        return None
+    total = 0.0
+    found = False
+    for i, (offset, value) in enumerate(zip(offsets, values)):
+        token_end = offsets[i + 1] if i + 1 < len(offsets) else end
+        if token_end <= start or offset >= end:
+            continue
+        if value is None:  # the first token of a prompt has no logprob
+            return None
+        total += value
+        found = True
+    return total if found else None

@@ -1,0 +1,439 @@
+"""ruTiE (MERA): Turing-test interview dialogues answered with the model's own earlier answers in context.
+
+Data rows ``{instruction (contains {context}), inputs: {question, choice1, choice2}, outputs: "1" | "2",
+meta: {dialog_id, question_id, category, use_context, turing_imitation}}`` are grouped by ``dialog_id`` and
+asked strictly in ``question_id`` order.
+
+Prompts. Completion mode: the earlier questions of the dialogue, each as
+``{question}\\n1. {choice1}\\n2. {choice2}\\nОтвет: {answer}``, joined by blank lines, fill ``{context}`` of the
+current instruction; ``\\nОтвет:`` is appended so a completion (and the log-probability variant's " 1" / " 2")
+continues the same pattern. The answer shown is **the model's own earlier answer**, never the gold one: the
+parsed digit, or what it said (whitespace collapsed, cut to ``MAX_CONTEXT_ANSWER_CHARS``) when it gave none.
+Chat mode: each earlier question is a user turn ``{question}\\n1. {choice1}\\n2. {choice2}`` followed by the
+model's answer as an assistant turn; the last user turn is the current instruction with an empty context.
+
+Answers: the first standalone digit 1 or 2 (not part of a number or a word); anything else is unparsed and
+counted, never scored as an answer. Metrics (``rutie_metrics``): ``accuracy`` over parsed answers (house rule:
+a parse failure is never a score) next to ``accuracy_all``, MERA's convention, where unparsed counts as wrong.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import threading
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from eval.mera.progress import ProgressWriter, read_progress
+
+CHOICES = ("1", "2")
+COMPLETION_CUE = "\nОтвет:"
+MAX_CONTEXT_ANSWER_CHARS = 200
+PROGRESS_FILE = "answers.jsonl"
+
+# Unparsed reasons.
+NO_DIGIT, EMPTY, CONTEXT_LIMIT, NO_LOGPROBS, REQUEST_FAILED = (
+    "no standalone 1 or 2", "empty answer", "context limit", "no log-probabilities for 1/2", "request failed",
+)  # fmt: skip
+
+
+class DataError(ValueError):
+    """A ruTiE row that cannot be used; the message names the row and the field."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RutieItem:
+    """One question of a dialogue."""
+
+    dialog_id: int | str
+    question_id: int
+    instruction: str
+    question: str
+    choice1: str
+    choice2: str
+    gold: str
+    category: tuple[str, ...] = ()
+    use_context: bool = False
+    turing_imitation: tuple[str, ...] = ()
+
+    @property
+    def inputs(self) -> dict[str, str]:
+        return {"question": self.question, "choice1": self.choice1, "choice2": self.choice2}
+
+
+@dataclasses.dataclass(frozen=True)
+class Answer:
+    """A parsed reply: ``value`` is ``"1"``, ``"2"`` or ``None`` with a ``reason``."""
+
+    value: str | None
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.value is not None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Data
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _as_list(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    return tuple(str(v) for v in value)
+
+
+def parse_rutie_row(row: Mapping[str, Any], line_no: int = 0) -> RutieItem:
+    """One ruTiE row; a bad field raises ``DataError`` naming the row and the field."""
+    where = f"row {line_no}"
+
+    def need(container: Any, key: str, dotted: str, kind: type | tuple[type, ...]) -> Any:
+        if not isinstance(container, Mapping) or key not in container:
+            raise DataError(f"{where}: field {dotted!r} is missing")
+        if not isinstance(container[key], kind):
+            raise DataError(f"{where}: field {dotted!r} should be {kind}, got {type(container[key]).__name__}")
+        return container[key]
+
+    instruction = need(row, "instruction", "instruction", str)
+    if "{context}" not in instruction:
+        raise DataError(f"{where}: field 'instruction' has no {{context}} placeholder")
+    inputs = need(row, "inputs", "inputs", Mapping)
+    meta = need(row, "meta", "meta", Mapping)
+    gold = str(need(row, "outputs", "outputs", (str, int))).strip()
+    if gold not in CHOICES:
+        raise DataError(f"{where}: field 'outputs' should be '1' or '2', got {gold!r}")
+    question_id = need(meta, "question_id", "meta.question_id", (int, str))
+    try:
+        question_id = int(question_id)
+    except ValueError:
+        raise DataError(f"{where}: field 'meta.question_id' is not an integer: {question_id!r}") from None
+    dialog_id = need(meta, "dialog_id", "meta.dialog_id", (int, str))
+    use_context = meta.get("use_context", False)
+    if isinstance(use_context, str):
+        use_context = use_context.strip().lower() == "true"
+    item = RutieItem(
+        dialog_id=dialog_id,
+        question_id=question_id,
+        instruction=instruction,
+        question=need(inputs, "question", "inputs.question", str),
+        choice1=str(need(inputs, "choice1", "inputs.choice1", (str, int, float))),
+        choice2=str(need(inputs, "choice2", "inputs.choice2", (str, int, float))),
+        gold=gold,
+        category=_as_list(meta.get("category")),
+        use_context=bool(use_context),
+        turing_imitation=_as_list(meta.get("turing_imitation")),
+    )
+    try:
+        render_prompt(item, "")
+    except (KeyError, IndexError, ValueError) as err:
+        raise DataError(f"{where}: field 'instruction' does not format: {err!r}") from None
+    return item
+
+
+def load_dialogues(path: str | Path) -> dict[int | str, list[RutieItem]]:
+    """Rows grouped by ``dialog_id``, each dialogue sorted by ``question_id`` (duplicates are an error)."""
+    by_dialog: dict[int | str, list[RutieItem]] = defaultdict(list)
+    with open(path, encoding="utf-8") as f:
+        for line_no, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise DataError(f"{path}: row {line_no}: not JSON: {err}") from None
+            item = parse_rutie_row(row, line_no)
+            by_dialog[item.dialog_id].append(item)
+    dialogues: dict[int | str, list[RutieItem]] = {}
+    for dialog_id in sorted(by_dialog, key=lambda d: (isinstance(d, str), d)):
+        items = sorted(by_dialog[dialog_id], key=lambda it: it.question_id)
+        ids = [it.question_id for it in items]
+        if len(set(ids)) != len(ids):
+            dup = sorted(i for i, c in Counter(ids).items() if c > 1)
+            raise DataError(f"{path}: dialogue {dialog_id!r} repeats question_id {dup}")
+        dialogues[dialog_id] = items
+    return dialogues
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Prompts (pure)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def question_block(item: RutieItem) -> str:
+    return f"{item.question}\n1. {item.choice1}\n2. {item.choice2}"
+
+
+def render_context(history: Sequence[tuple[RutieItem, str]]) -> str:
+    """Earlier questions with the model's own answers, joined by blank lines."""
+    return "\n\n".join(f"{question_block(item)}\nОтвет: {answer}" for item, answer in history)
+
+
+def render_prompt(item: RutieItem, context: str) -> str:
+    """The row's instruction with ``{context}`` and the inputs filled in."""
+    return item.instruction.format(context=context, **item.inputs).strip()
+
+
+def completion_prompt(item: RutieItem, history: Sequence[tuple[RutieItem, str]]) -> str:
+    """Completion-mode prompt for ``item`` after ``history`` (earlier items with the model's answers)."""
+    return render_prompt(item, render_context(history)) + COMPLETION_CUE
+
+
+def chat_messages(item: RutieItem, history: Sequence[tuple[RutieItem, str]]) -> list[dict[str, str]]:
+    """Chat-mode messages: earlier questions as user turns, the model's answers as assistant turns."""
+    messages: list[dict[str, str]] = []
+    for earlier, answer in history:
+        messages.append({"role": "user", "content": question_block(earlier)})
+        messages.append({"role": "assistant", "content": answer})
+    messages.append({"role": "user", "content": render_prompt(item, "")})
+    return messages
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Answers (pure)
+# ---------------------------------------------------------------------------------------------------------------
+
+_THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
+# A 1 or 2 that is not part of a word or number: "1", "1.", "(2)", "ответ 2"; not "12", "1.5", "x1", "2-й".
+_STANDALONE = re.compile(r"(?<![\w.,\-])([12])(?![\w\-])(?![.,]\d)")
+
+
+def parse_answer(text: str) -> Answer:
+    """The first standalone digit 1 or 2 in a reply (after any ``<think>`` block), else a failure with a reason."""
+    if text is None or not text.strip():
+        return Answer(None, EMPTY)
+    visible = _THINK.sub(" ", text)
+    match = _STANDALONE.search(visible)
+    if match is None:
+        return Answer(None, NO_DIGIT)
+    return Answer(match.group(1))
+
+
+def answer_from_logprobs(scores: Mapping[str, float | None]) -> Answer:
+    """The choice with the larger log-probability; a missing score for either is a failure."""
+    s1, s2 = scores.get("1"), scores.get("2")
+    if s1 is None and s2 is None:
+        return Answer(None, NO_LOGPROBS)
+    if s1 is None:
+        return Answer("2")
+    if s2 is None:
+        return Answer("1")
+    return Answer("1" if s1 >= s2 else "2")
+
+
+def context_answer(reply: str, answer: Answer) -> str:
+    """What the later context shows as the model's answer: the digit, else its own words, shortened."""
+    if answer.ok:
+        return answer.value or ""
+    collapsed = " ".join((reply or "").split())
+    return collapsed[:MAX_CONTEXT_ANSWER_CHARS]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Running
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class RutieSettings:
+    """How questions are put to the model.
+
+    Attributes:
+        mode: ``"completion"`` or ``"chat"``.
+        scoring: ``"generate"`` (parse the reply) or ``"logprobs"`` (compare " 1" with " 2").
+        max_tokens: Tokens to generate per answer (generate scoring).
+        temperature: Sampling temperature (0: greedy).
+        seed: Sent with every request.
+        max_model_len: The model's context window, to count prompts that hit it (``None``: only errors count).
+    """
+
+    mode: str = "completion"
+    scoring: str = "generate"
+    max_tokens: int = 16
+    temperature: float = 0.0
+    seed: int | None = 0
+    max_model_len: int | None = None
+
+
+def ask(client: Any, item: RutieItem, history: Sequence[tuple[RutieItem, str]], settings: RutieSettings) -> dict:
+    """Put one question to the model and return its progress record (see ``run_dialogues``)."""
+    from eval.mera.client import ContextLimitError
+
+    if settings.mode == "chat":
+        request: Any = chat_messages(item, history)
+    elif settings.mode == "completion":
+        request = completion_prompt(item, history)
+    else:
+        raise ValueError(f"mode must be 'chat' or 'completion', not {settings.mode!r}")
+    record: dict[str, Any] = {
+        "dialog_id": item.dialog_id,
+        "question_id": item.question_id,
+        "request": request,
+        "reply": "",
+        "scores": None,
+        "prompt_tokens": None,
+        "context_limit": False,
+    }
+    try:
+        if settings.scoring == "logprobs":
+            if settings.mode == "completion":
+                (s1, s2), prompt_tokens = client.continuation_logprobs(request, [" 1", " 2"])
+                scores = {"1": s1, "2": s2}
+            else:
+                top, prompt_tokens = client.next_token_logprobs(request)
+                scores = {c: top.get(c) for c in CHOICES}
+            answer = answer_from_logprobs(scores)
+            record.update(scores=scores, prompt_tokens=prompt_tokens)
+            record["reply"] = answer.value or ""
+        elif settings.scoring == "generate":
+            (generation,) = client.generate(request, mode=settings.mode, n=1, temperature=settings.temperature,
+                                            max_tokens=settings.max_tokens, seed=settings.seed)  # fmt: skip
+            answer = parse_answer(generation.text)
+            record.update(reply=generation.text, prompt_tokens=generation.prompt_tokens)
+        else:
+            raise ValueError(f"scoring must be 'generate' or 'logprobs', not {settings.scoring!r}")
+    except ContextLimitError as err:
+        answer = Answer(None, CONTEXT_LIMIT)
+        record.update(context_limit=True, error=str(err)[:500])
+    if settings.max_model_len and record["prompt_tokens"] is not None:
+        budget = settings.max_tokens if settings.scoring == "generate" else 1
+        record["context_limit"] = record["context_limit"] or record["prompt_tokens"] + budget > settings.max_model_len
+    record.update(
+        answer=answer.value,
+        reason=answer.reason,
+        context_answer=context_answer(record["reply"], answer),
+        gold=item.gold,
+        correct=answer.value == item.gold,
+        category=list(item.category),
+        use_context=item.use_context,
+        turing_imitation=list(item.turing_imitation),
+    )
+    return record
+
+
+def _resume_histories(
+    dialogues: Mapping[int | str, Sequence[RutieItem]], records: Iterable[dict]
+) -> dict[int | str, list[tuple[RutieItem, str]]]:
+    done: dict[Any, list[dict]] = defaultdict(list)
+    for rec in records:
+        done[rec["dialog_id"]].append(rec)
+    histories: dict[int | str, list[tuple[RutieItem, str]]] = {}
+    for dialog_id, items in dialogues.items():
+        recs = done.pop(dialog_id, [])
+        got = [r["question_id"] for r in recs]
+        want = [it.question_id for it in items[: len(recs)]]
+        if got != want:
+            raise ValueError(f"progress for dialogue {dialog_id!r} has questions {got}, expected the prefix {want}")
+        histories[dialog_id] = [(it, r["context_answer"]) for it, r in zip(items, recs)]
+    if done:
+        raise ValueError(f"progress holds dialogues not in the data: {sorted(map(str, done))[:5]}")
+    return histories
+
+
+def run_dialogues(
+    dialogues: Mapping[int | str, Sequence[RutieItem]],
+    client: Any,
+    settings: RutieSettings,
+    out_dir: str | Path,
+    *,
+    concurrency: int = 4,
+    on_record: Callable[[dict], None] | None = None,
+) -> list[dict]:
+    """Answer every question, dialogues concurrently, each strictly in order; resumes from ``answers.jsonl``.
+
+    Every answer is appended (fsynced) to ``out_dir/answers.jsonl`` before the next question of its dialogue is
+    asked, so an interrupted run continues where it stopped. Records hold ``dialog_id``, ``question_id``, the
+    exact ``request`` (prompt string or messages), ``reply``, ``answer`` (``"1"``/``"2"``/``None``), ``reason``,
+    ``context_answer`` (what later context shows), ``gold``, ``correct``, ``prompt_tokens``, ``context_limit``,
+    ``scores`` (logprob scoring) and the item's ``category``, ``use_context``, ``turing_imitation``.
+
+    Returns:
+        All records (earlier and new), dialogue by dialogue in question order.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    progress_path = Path(out_dir) / PROGRESS_FILE
+    earlier = read_progress(progress_path)
+    histories = _resume_histories(dialogues, earlier)
+    writer = ProgressWriter(progress_path)
+    results: dict[Any, list[dict]] = defaultdict(list)
+    for rec in earlier:
+        results[rec["dialog_id"]].append(rec)
+    lock = threading.Lock()
+
+    def run_one(dialog_id: int | str) -> None:
+        history = histories[dialog_id]
+        for item in dialogues[dialog_id][len(history) :]:
+            record = ask(client, item, history, settings)
+            writer.append(record)
+            history.append((item, record["context_answer"]))
+            with lock:
+                results[dialog_id].append(record)
+            if on_record is not None:
+                on_record(record)
+
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        for future in [pool.submit(run_one, d) for d in dialogues]:
+            future.result()
+    return [rec for d in dialogues for rec in results[d]]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Metrics (pure)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _accuracy_block(records: Sequence[dict]) -> dict[str, Any]:
+    n = len(records)
+    parsed = [r for r in records if r.get("answer") is not None]
+    correct = sum(1 for r in parsed if r.get("correct"))
+    return {
+        "n": n,
+        "n_unparsed": n - len(parsed),
+        "accuracy": correct / len(parsed) if parsed else None,
+        "accuracy_all": correct / n if n else None,
+    }
+
+
+def rutie_metrics(records: Sequence[dict], max_model_len: int | None = None) -> dict[str, Any]:
+    """Accuracy overall and by category, ``use_context`` and ``turing_imitation``; prompt lengths per step.
+
+    ``accuracy`` is over parsed answers, ``accuracy_all`` counts unparsed as wrong (MERA's convention); every
+    block carries ``n`` and ``n_unparsed``. A question with several categories counts in each.
+    """
+    by_category: dict[str, list[dict]] = defaultdict(list)
+    by_imitation: dict[str, list[dict]] = defaultdict(list)
+    by_context: dict[str, list[dict]] = defaultdict(list)
+    by_step: dict[int, list[int]] = defaultdict(list)
+    for rec in records:
+        for cat in rec.get("category") or ():
+            by_category[cat].append(rec)
+        for imitation in rec.get("turing_imitation") or ():
+            by_imitation[imitation].append(rec)
+        by_context["true" if rec.get("use_context") else "false"].append(rec)
+        if rec.get("prompt_tokens") is not None:
+            by_step[rec["question_id"]].append(rec["prompt_tokens"])
+    lengths = [t for step in by_step.values() for t in step]
+    return {
+        **_accuracy_block(records),
+        "unparsed_reasons": dict(Counter(r["reason"] for r in records if r.get("answer") is None)),
+        "by_category": {k: _accuracy_block(v) for k, v in sorted(by_category.items())},
+        "by_use_context": {k: _accuracy_block(v) for k, v in sorted(by_context.items())},
+        "by_turing_imitation": {k: _accuracy_block(v) for k, v in sorted(by_imitation.items())},
+        "prompt_tokens": {
+            "min": min(lengths) if lengths else None,
+            "mean": sum(lengths) / len(lengths) if lengths else None,
+            "max": max(lengths) if lengths else None,
+            "by_step": [
+                {"question_id": q, "mean": sum(v) / len(v), "max": max(v)} for q, v in sorted(by_step.items())
+            ],
+        },
+        "n_context_limit": sum(1 for r in records if r.get("context_limit")),
+        "max_model_len": max_model_len,
+    }
