@@ -1,0 +1,111 @@
+"""Stage 4, annotate: a teacher's verdict for every (instruction, answer, criterion of the task).
+
+The POLLUX judges learned from DeepSeek-R1's verdicts given the English task-description prompt (paper App. M.1):
+``judge.render_prompt_en`` renders it, ``judge.parse_verdict`` reads the answer back against the criterion's scale.
+Every raw output is kept. An output that does not parse is asked again, up to ``max_attempts`` queries; an item
+that never parses is counted under its parse error and dropped — it is never given a score.
+
+Rows come out in the POLLUX record layout (``judge.JudgeRecord``): the teacher's score is ``criteria_score`` and the
+single entry of ``expert_scores``, its feedback the single ``expert_feedback``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from train.synthetic.client import ChatClient
+from train.synthetic.config import AnnotateConfig, EndpointConfig
+from train.synthetic.journal import Journal, log, read_rows, run_jobs, write_stage_outputs
+
+__all__ = ["annotation_items", "run_annotate"]
+
+_CARRIED = ("task_type", "task_subtype", "task_subsubtype", "difficulty", "domain", "model_id")
+
+
+def annotation_items(rows: list[dict], config: AnnotateConfig) -> list[tuple[str, dict]]:
+    """(key, record dict) per (answer, criterion of its leaf task), in answer order then taxonomy order.
+
+    Raises:
+        judge.TaxonomyError: an answer whose task is not a leaf of the taxonomy.
+    """
+    from judge import load_taxonomy
+
+    taxonomy = load_taxonomy()
+    lang = config.criteria_language
+    wanted = set(config.criteria)
+    items = []
+    for row in rows:
+        leaf = _leaf_of(taxonomy, row)
+        for cid in leaf.criteria:
+            crit = taxonomy.criteria[cid]
+            if wanted and crit.base_id not in wanted:
+                continue
+            key = f"{row['id']}:{cid}"
+            items.append((key, {
+                "id": key,
+                "instruction": row["instruction"],
+                "reference_answer": "",
+                "answer": row["answer"],
+                "criteria_name": crit.name[lang],
+                "rubrics": crit.rubric(lang),
+                **{name: row.get(name, "") for name in _CARRIED},
+                "criterion_id": cid,
+                "instruction_id": row.get("instruction_id", ""),
+                "answer_id": row["id"],
+            }))
+    return items[: config.limit] if config.limit else items
+
+
+def _leaf_of(taxonomy, row: dict):
+    from judge import TaxonomyError
+
+    sub, subsub = row.get("task_subtype") or None, row.get("task_subsubtype") or None
+    leaves = taxonomy.find_tasks(row["task_type"], sub, subsub)
+    if len(leaves) > 1:  # a path that stops above the leaves: only an exact match will do
+        leaves = [t for t in leaves if t.subtype == sub and t.subsubtype == subsub]
+    if len(leaves) != 1:
+        raise TaxonomyError(f"answer {row.get('id')!r}: task {row['task_type']!r} / {sub!r} / {subsub!r} is not one leaf task")
+    return leaves[0]
+
+
+def run_annotate(config: AnnotateConfig, input_path: str | Path, out_dir: Path) -> dict:
+    """Run stage 4 on the answers at ``input_path`` into ``out_dir`` (resumable). Returns the summary."""
+    from judge import PROMPT_VERSION_EN, parse_verdict, render_prompt_en, scale_of
+
+    if not config.teacher:
+        raise ValueError("annotate: no teacher endpoint configured ('teacher' in the YAML)")
+    if config.max_attempts < 1:
+        raise ValueError("annotate: max_attempts must be at least 1")
+    teacher = EndpointConfig(**config.teacher)
+    client = ChatClient(teacher, config.max_retries, config.backoff_s, config.timeout_s)
+    rows = read_rows(input_path, "answers")
+    items = annotation_items(rows, config)
+    log(f"annotate: {len(items)} verdicts for {len(rows)} answers from {teacher.name} -> {out_dir}")
+
+    def work(record: dict) -> dict:
+        scale = scale_of(record["rubrics"])
+        prompt = render_prompt_en(record)
+        raw_outputs: list[str] = []
+        verdict = None
+        for _ in range(config.max_attempts):
+            result = client.complete(prompt)
+            if not result.ok:
+                return {"raw_outputs": raw_outputs, "ok": False, "error": "request_failed", "reason": result.error}
+            raw_outputs.append(result.text)
+            verdict = parse_verdict(result.text, scale=scale, lenient=config.lenient)
+            if verdict.ok:
+                return {"raw_outputs": raw_outputs, "ok": True, "score": verdict.score, "feedback": verdict.feedback}
+        return {"raw_outputs": raw_outputs, "ok": False, "error": f"verdict_{verdict.error}", "reason": verdict.reason}
+
+    journal = Journal(out_dir / "journal.jsonl")
+    run_jobs(items, work, journal, config.concurrency, "annotate")
+
+    kept, dropped = [], []
+    for key, record in items:
+        done = journal.rows[key]
+        row = {**record, "teacher": teacher.name, "prompt_version_en": PROMPT_VERSION_EN, "teacher_raw": done["raw_outputs"], "attempts": len(done["raw_outputs"])}
+        if done["ok"]:
+            kept.append({**row, "criteria_score": done["score"], "expert_scores": [done["score"]], "expert_feedback": [done["feedback"]]})
+        else:
+            dropped.append({**row, "drop_reason": done["error"], "reason": done["reason"]})
+    return write_stage_outputs(out_dir, "annotate", kept, dropped, config, {"teacher": teacher.name})

@@ -1,0 +1,88 @@
+"""judge-train data <stage>: build synthetic judge-training data, one resumable stage at a time.
+
+    judge-train data instructions --config configs/data/instructions.yaml --output runs/data/instructions
+    judge-train data dedup --config configs/data/dedup.yaml --input runs/data/instructions --output runs/data/dedup
+    judge-train data answers --config configs/data/answers.yaml --input runs/data/dedup --output runs/data/answers
+    judge-train data annotate --config configs/data/annotate.yaml --input runs/data/answers --output runs/data/annotate
+    judge-train data split --config configs/data/split.yaml --input runs/data/annotate --output runs/data/split
+
+Any scalar config key is also a flag, e.g. ``--per-task-level 2`` or ``--block-size 256``; a flag beats the YAML.
+Rerunning a stage with the same output folder resumes it: finished requests are read back from ``journal.jsonl``.
+Also runnable as ``python -m train.synthetic.cli <stage> ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+from train.synthetic.config import STAGE_CONFIGS, add_config_flags, load_config
+
+__all__ = ["build_parser", "main"]
+
+_HELP = {
+    "instructions": "generate instructions for every leaf task and complexity level",
+    "dedup": "semantic de-duplication within task types (Algorithm 1)",
+    "answers": "answer the instructions with a pool of models",
+    "annotate": "teacher verdicts for every (instruction, answer, criterion)",
+    "split": "drop Zero-Shot items, split train/validation by instruction",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="judge-train data", description=__doc__.split("\n\n")[0])
+    stages = parser.add_subparsers(dest="stage", required=True, metavar="<stage>")
+    for stage, cls in STAGE_CONFIGS.items():
+        sub = stages.add_parser(stage, help=_HELP[stage], description=_HELP[stage])
+        sub.add_argument("--config", help=f"YAML config (configs/data/{stage}.yaml)")
+        if stage != "instructions":
+            sub.add_argument("--input", required=True, help="the previous stage's output folder, or a JSONL/Parquet file")
+        sub.add_argument("--output", required=True, help="this stage's output folder (rerun with it to resume)")
+        add_config_flags(sub, cls)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["data"]:  # called with the whole `judge-train data ...` tail
+        argv = argv[1:]
+    args = build_parser().parse_args(argv)
+    cls = STAGE_CONFIGS[args.stage]
+    overrides = {f.name: getattr(args, f.name, None) for f in dataclasses.fields(cls)}
+    config = load_config(cls, args.config, overrides)
+    out_dir = Path(args.output)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    print(f"judge-train data {args.stage}: config {json.dumps(dataclasses.asdict(config), ensure_ascii=False, default=str)}", file=sys.stderr)
+
+    if args.stage == "instructions":
+        from train.synthetic.generation import run_instructions
+
+        summary = run_instructions(config, out_dir)
+    elif args.stage == "dedup":
+        from train.synthetic.dedup import run_dedup
+
+        summary = run_dedup(config, args.input, out_dir)
+    elif args.stage == "answers":
+        from train.synthetic.answers import run_answers
+
+        summary = run_answers(config, args.input, out_dir)
+    elif args.stage == "annotate":
+        from train.synthetic.annotate import run_annotate
+
+        summary = run_annotate(config, args.input, out_dir)
+    else:
+        from train.synthetic.splitting import run_split
+
+        summary = run_split(config, args.input, out_dir)
+
+    reasons = ", ".join(f"{reason} {count}" for reason, count in summary["dropped_by_reason"].items()) or "none"
+    print(f"{args.stage}: kept {summary['kept']}, dropped {summary['dropped']} ({reasons}) -> {out_dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

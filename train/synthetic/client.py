@@ -1,0 +1,107 @@
+"""OpenAI-compatible chat endpoints with retries, exponential backoff and a bounded number of requests in flight.
+
+Every data stage talks to its models through ``ChatClient.complete`` (one user turn, optionally a system turn) and
+runs many of them at once through ``journal.run_jobs``. Only transient failures are retried: connection errors,
+timeouts, 429 and 5xx. A 4xx other than 429 is the caller's bug and fails at once.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+
+from train.synthetic.config import EndpointConfig
+
+__all__ = ["ChatClient", "ChatResult", "assign_shares"]
+
+_BACKOFF_CAP_S = 60.0
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    """One completion, or why there is none.
+
+    Attributes:
+        text: the assistant message ("" on failure).
+        ok: whether the endpoint answered.
+        error: the last error's class and message when not ok.
+        attempts: requests sent (1 + retries used).
+        finish_reason: as the endpoint reported it ("length" means the completion was cut).
+    """
+
+    text: str
+    ok: bool
+    error: str = ""
+    attempts: int = 1
+    finish_reason: str = ""
+
+
+class ChatClient:
+    """A chat client for one endpoint.
+
+    Args:
+        endpoint: where and what to ask.
+        max_retries: retries of a transient failure.
+        backoff_s: the first retry delay; it doubles per retry, capped at 60 s, with up to 10 % jitter.
+        timeout_s: per-request timeout.
+    """
+
+    def __init__(self, endpoint: EndpointConfig, max_retries: int = 5, backoff_s: float = 1.0, timeout_s: float = 600.0):
+        import openai
+
+        self.endpoint = endpoint
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        # The SDK's own retries are off: this class retries, so attempts are counted and reported.
+        self._client = openai.OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key, max_retries=0, timeout=timeout_s)
+        self._transient = (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError, openai.InternalServerError)
+        self._status_error = openai.APIStatusError
+
+    def complete(self, prompt: str, system: str = "", temperature: float | None = None) -> ChatResult:
+        """Ask for one completion of ``prompt`` as a single user turn.
+
+        Returns:
+            A ``ChatResult``; never raises for endpoint failures.
+        """
+        messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
+        ep = self.endpoint
+        error = ""
+        for attempt in range(self.max_retries + 1):
+            try:
+                response = self._client.chat.completions.create(
+                    model=ep.model,
+                    messages=messages,
+                    temperature=ep.temperature if temperature is None else temperature,
+                    max_tokens=ep.max_tokens,
+                    extra_body=ep.extra_body or None,
+                )
+                choice = response.choices[0]
+                return ChatResult(choice.message.content or "", True, attempts=attempt + 1, finish_reason=choice.finish_reason or "")
+            except self._transient as err:
+                error = f"{type(err).__name__}: {err}"
+            except self._status_error as err:  # 4xx other than 429: retrying will not help
+                return ChatResult("", False, f"{type(err).__name__}: {err}", attempts=attempt + 1)
+            if attempt < self.max_retries:
+                delay = min(self.backoff_s * 2**attempt, _BACKOFF_CAP_S)
+                time.sleep(delay * (1 + 0.1 * random.random()))
+        return ChatResult("", False, error, attempts=self.max_retries + 1)
+
+
+def assign_shares(n_jobs: int, shares: list[float], seed: int) -> list[int]:
+    """Endpoint index per job so that counts follow ``shares`` exactly (largest remainder), in a seeded order.
+
+    Deterministic in (n_jobs, shares, seed), so a resumed run assigns every job the endpoint it had.
+
+    Returns:
+        ``n_jobs`` endpoint indices.
+    """
+    total = sum(shares)
+    quotas = [n_jobs * s / total for s in shares]
+    counts = [int(q) for q in quotas]
+    by_remainder = sorted(range(len(shares)), key=lambda i: (-(quotas[i] - counts[i]), i))
+    for i in by_remainder[: n_jobs - sum(counts)]:
+        counts[i] += 1
+    order = [i for i, c in enumerate(counts) for _ in range(c)]
+    random.Random(seed).shuffle(order)
+    return order

