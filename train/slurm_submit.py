@@ -1,0 +1,276 @@
+"""``judge-train submit``: render ``slurm/train.sbatch`` for N nodes x G GPUs and submit it with ``sbatch``.
+
+Usage::
+
+    judge-train submit --config configs/train/t-lite/seq2seq.yaml --nodes 8 --gpus-per-node 8 --dry-run
+    judge-train submit --config configs/train/t-pro/seq2seq.yaml --nodes 8 --gpus-per-node 8 \\
+        --partition gpu --account my-project --time 48:00:00 --output-dir /shared/runs/t-pro-seq2seq
+
+Python reads the recipe YAML (through ``train.config.load_config``, so a bad config fails here, before the job
+queues); bash never does. The rendered script is ``slurm/train.sbatch`` with its ``#SBATCH`` header set to the
+requested values and a block of ``export JUDGE_...`` lines after it, including the gradient accumulation that
+keeps the global batch (256 in the POLLUX paper) on N x G ranks::
+
+    global_batch_size = per_device_train_batch_size x gradient_accumulation x nodes x ranks_per_node
+
+``--dry-run`` prints that script and submits nothing; otherwise it is written to
+``<output_dir>/slurm/train-<UTC time>.sbatch`` (the run folder keeps what was submitted) and passed to ``sbatch``,
+whose job log goes to ``<output_dir>/slurm/<job name>-<job id>.out``. ``--gpus-per-node 0`` requests no GPUs and
+runs one CPU rank per node (``--cpu-ranks-per-node``): the tiny CPU configs and the Slurm tests use it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+#: The template: the sbatch script shipped in the repository's ``slurm/`` folder.
+DEFAULT_SCRIPT = Path(__file__).resolve().parent.parent / "slurm" / "train.sbatch"
+
+
+class SubmitError(ValueError):
+    """A submission that cannot be rendered: a batch that does not divide, a bad value, a missing template."""
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    """How the global batch splits over the allocation.
+
+    Attributes:
+        global_batch_size: Rows per optimizer step over all ranks.
+        per_device_batch_size: Rows per forward pass on one rank.
+        nodes: Nodes in the allocation.
+        ranks_per_node: Training processes per node (GPUs, or CPU ranks).
+        gradient_accumulation: Forward passes per optimizer step on each rank.
+    """
+
+    global_batch_size: int
+    per_device_batch_size: int
+    nodes: int
+    ranks_per_node: int
+    gradient_accumulation: int
+
+    @property
+    def world_size(self) -> int:
+        return self.nodes * self.ranks_per_node
+
+    def describe(self) -> str:
+        """``256 = 4 per device x 1 accumulation x 64 ranks (8 nodes x 8)``."""
+        return (
+            f"{self.global_batch_size} = {self.per_device_batch_size} per device x {self.gradient_accumulation} "
+            f"accumulation x {self.world_size} ranks ({self.nodes} nodes x {self.ranks_per_node})"
+        )
+
+
+def plan_batch(global_batch_size: int, per_device_batch_size: int, nodes: int, ranks_per_node: int) -> BatchPlan:
+    """Derive the gradient accumulation that keeps ``global_batch_size`` on ``nodes x ranks_per_node`` ranks.
+
+    Args:
+        global_batch_size: Rows per optimizer step (the config's ``global_batch_size``).
+        per_device_batch_size: The config's ``per_device_train_batch_size``.
+        nodes: Nodes requested.
+        ranks_per_node: Ranks on each node.
+
+    Returns:
+        The :class:`BatchPlan`.
+
+    Raises:
+        SubmitError: When a count is not positive or the global batch does not divide evenly (the message names
+            the per-device batch sizes that would divide).
+    """
+    for name, value in (
+        ("global_batch_size", global_batch_size),
+        ("per_device_train_batch_size", per_device_batch_size),
+        ("nodes", nodes),
+        ("ranks per node", ranks_per_node),
+    ):
+        if value <= 0:
+            raise SubmitError(f"{name} must be positive, got {value}")
+    per_step = per_device_batch_size * nodes * ranks_per_node
+    if global_batch_size % per_step:
+        fits = [b for b in range(1, global_batch_size + 1) if global_batch_size % (b * nodes * ranks_per_node) == 0]
+        hint = (
+            f"or set per_device_train_batch_size to one of {fits}"
+            if fits
+            else "no per-device batch size fits this many ranks"
+        )
+        raise SubmitError(
+            f"global batch {global_batch_size} does not divide into per-device batch {per_device_batch_size} x "
+            f"{nodes} nodes x {ranks_per_node} ranks = {per_step} rows per pass; choose nodes x GPUs that divide "
+            f"it ({hint})"
+        )
+    return BatchPlan(global_batch_size, per_device_batch_size, nodes, ranks_per_node, global_batch_size // per_step)
+
+
+def render_script(template: str, *, sbatch: dict[str, str | None], exports: dict[str, str], notes: Sequence[str],
+                  judge_args: Sequence[str] = ()) -> str:  # fmt: skip
+    """Set ``#SBATCH`` options in a script and insert an ``export`` block after its header.
+
+    Args:
+        template: The sbatch script text.
+        sbatch: Long option name (``nodes``, ``partition``) -> value; ``""`` for a flag without a value (``requeue``),
+            ``None`` to remove the option. Options the template lacks are added at the end of the header.
+        exports: Environment variables the script reads, exported in order.
+        notes: Comment lines explaining the rendered values.
+        judge_args: Extra ``judge-train`` arguments, baked in with ``set --`` (the script passes ``"$@"`` on).
+
+    Returns:
+        The rendered script.
+    """
+    lines = template.splitlines()
+    header_end = max((i for i, line in enumerate(lines) if line.startswith("#SBATCH")), default=-1)
+    if header_end < 0:
+        raise SubmitError("the template has no #SBATCH header")
+    remaining = dict(sbatch)
+    out: list[str] = []
+    for i, line in enumerate(lines):
+        key = line[len("#SBATCH --"):].split("=", 1)[0].split()[0] if line.startswith("#SBATCH --") else None
+        if key in remaining:
+            value = remaining.pop(key)
+            if value is not None:
+                out.append(_sbatch_line(key, value))
+        else:
+            out.append(line)
+        if i == header_end:
+            out.extend(_sbatch_line(k, v) for k, v in remaining.items() if v is not None)
+            out.append("#")
+            out.append("# --- rendered by `judge-train submit`; the usage below describes the template ---")
+            out.extend(f"# {note}" for note in notes)
+            out.extend(f"export {name}={shlex.quote(value)}" for name, value in exports.items())
+            if judge_args:
+                out.append("set -- " + " ".join(shlex.quote(a) for a in judge_args) + ' "$@"')
+            out.append("# --- end of rendered values ---")
+    return "\n".join(out) + "\n"
+
+
+def _sbatch_line(key: str, value: str) -> str:
+    return f"#SBATCH --{key}" + (f"={value}" if value != "" else "")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="judge-train submit",
+        description="Render slurm/train.sbatch for N nodes x G GPUs (gradient accumulation keeps the config's global "
+        "batch) and submit it with sbatch; --dry-run prints the script instead.",
+        epilog="example: judge-train submit --config configs/train/t-lite/seq2seq.yaml --nodes 8 --gpus-per-node 8 "
+        "--partition gpu --dry-run. Arguments after `--` go to judge-train in the job.",
+    )
+    parser.add_argument("--config", required=True, help="Recipe YAML (configs/train/...).")
+    parser.add_argument("--nodes", type=int, required=True, help="Nodes to allocate.")
+    parser.add_argument("--gpus-per-node", type=int, required=True, help="GPUs (= ranks) per node; 0 for CPU ranks.")
+    parser.add_argument("--cpu-ranks-per-node", type=int, default=1, help="Ranks per node when --gpus-per-node is 0.")
+    parser.add_argument("--dry-run", action="store_true", help="Print the rendered script; submit nothing.")
+    parser.add_argument("--partition", help="Slurm partition (#SBATCH --partition).")
+    parser.add_argument("--account", help="Slurm account to charge (#SBATCH --account).")
+    parser.add_argument("--time", help="Time limit, e.g. 48:00:00 (default: the template's 24:00:00).")
+    parser.add_argument("--job-name", help="Job name (default: judge-train-<config file stem>).")
+    parser.add_argument("--cpus-per-task", type=int, help="CPUs per node task (default: the template's 16).")
+    parser.add_argument("--signal-before-s", type=int, default=600,
+                        help="Seconds before the time limit at which SIGUSR1 asks the trainer to checkpoint and requeue.")
+    parser.add_argument("--output-dir", help="Run folder on shared storage (default: the config's output_dir).")
+    parser.add_argument("--cache-dir", help="JUDGE_CACHE_DIR: HF, torch-extension and Triton caches.")
+    parser.add_argument("--wandb-dir", help="JUDGE_WANDB_DIR (default: the run folder).")
+    parser.add_argument("--env-script", help="JUDGE_ENV_SCRIPT: sourced in the job (module load ..., venv activation).")
+    parser.add_argument("--srun-args", help='JUDGE_SRUN_ARGS: extra srun flags, e.g. "--container-image=IMG".')
+    parser.add_argument("--sbatch-arg", action="append", default=[], metavar="OPTION",
+                        help="Another #SBATCH option, repeatable: --sbatch-arg=--exclusive --sbatch-arg=--mem=0.")
+    parser.add_argument("--script", default=str(DEFAULT_SCRIPT), help="The sbatch template (default: %(default)s).")
+    return parser  # fmt: skip
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Render and submit (or print) the training job. Returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    judge_args: list[str] = []
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, judge_args = argv[:cut], argv[cut + 1:]
+    args = build_parser().parse_args(argv)
+    try:
+        script, output_dir, job_name = _render(args, judge_args)
+    except SubmitError as err:
+        print(f"judge-train submit: {err}", file=sys.stderr)
+        return 2
+    if args.dry_run:
+        sys.stdout.write(script)
+        return 0
+    slurm_dir = output_dir / "slurm"
+    slurm_dir.mkdir(parents=True, exist_ok=True)
+    path = slurm_dir / f"train-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%SZ}.sbatch"
+    path.write_text(script)
+    proc = subprocess.run(["sbatch", "--parsable", str(path)], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        print(f"judge-train submit: sbatch {path} failed ({proc.returncode}): {proc.stderr.strip()}", file=sys.stderr)
+        return proc.returncode or 1
+    job_id = proc.stdout.strip().split(";")[0]
+    print(f"submitted job {job_id}: {path}")
+    print(f"log: {slurm_dir / f'{job_name}-{job_id}.out'}")
+    return 0
+
+
+def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, Path, str]:
+    from train.config import ConfigError, load_config
+
+    config_path = Path(args.config).resolve()
+    try:
+        config = load_config(config_path)
+    except ConfigError as err:
+        raise SubmitError(str(err)) from None
+    if args.nodes <= 0:
+        raise SubmitError(f"--nodes must be positive, got {args.nodes}")
+    if args.gpus_per_node < 0:
+        raise SubmitError(f"--gpus-per-node must be 0 (CPU) or more, got {args.gpus_per_node}")
+    ranks = args.gpus_per_node or args.cpu_ranks_per_node
+    plan = plan_batch(config.global_batch_size, config.per_device_train_batch_size, args.nodes, ranks)
+    output_dir = Path(args.output_dir or config.output_dir).resolve()
+    job_name = args.job_name or f"judge-train-{config_path.parent.name}-{config_path.stem}"
+    script_path = Path(args.script)
+    if not script_path.is_file():
+        raise SubmitError(f"sbatch template {script_path} not found")
+
+    sbatch: dict[str, str | None] = {
+        "job-name": job_name,
+        "nodes": str(args.nodes),
+        "gpus-per-node": str(args.gpus_per_node) if args.gpus_per_node else None,
+        "signal": f"USR1@{args.signal_before_s}",
+        "output": str(output_dir / "slurm" / "%x-%j.out"),
+    }
+    for key in ("partition", "account", "time", "cpus_per_task"):
+        value = getattr(args, key)
+        if value is not None:
+            sbatch[key.replace("_", "-")] = str(value)
+    for option in args.sbatch_arg:
+        if not option.startswith("--"):
+            raise SubmitError(f"--sbatch-arg takes a long option like --exclusive or --mem=0, got {option!r}")
+        key, sep, value = option[2:].partition("=")
+        sbatch[key] = value if sep else ""
+
+    exports = {
+        "JUDGE_CONFIG": str(config_path),
+        "JUDGE_OUTPUT_DIR": str(output_dir),
+        "JUDGE_GRAD_ACCUM": str(plan.gradient_accumulation),
+        "JUDGE_PROCS_PER_NODE": str(ranks),
+    }
+    for name, value in (("JUDGE_CACHE_DIR", args.cache_dir), ("JUDGE_WANDB_DIR", args.wandb_dir),
+                        ("JUDGE_ENV_SCRIPT", args.env_script), ("JUDGE_SRUN_ARGS", args.srun_args)):  # fmt: skip
+        if value:
+            exports[name] = str(Path(value).resolve()) if name != "JUDGE_SRUN_ARGS" else value
+    notes = [
+        f"config {config_path} ({config.recipe} recipe, {config.model_name_or_path})",
+        f"global batch {plan.describe()}",
+        f"{'GPU' if args.gpus_per_node else 'CPU'} ranks: {plan.world_size}",
+    ]
+    script = render_script(
+        script_path.read_text(), sbatch=sbatch, exports=exports, notes=notes, judge_args=judge_args
+    )
+    return script, output_dir, job_name
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
