@@ -41,13 +41,17 @@ class Journal:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.rows: dict[str, dict] = {}
         if self.path.exists():
-            with self.path.open(encoding="utf-8") as handle:
-                for line in handle:
-                    try:
-                        row = json.loads(line)
-                    except json.JSONDecodeError:  # a line cut by a kill: the job is redone
-                        continue
-                    self.rows[row["key"]] = row
+            text = self.path.read_text(encoding="utf-8")
+            if text and not text.endswith("\n"):
+                # A line cut by a kill: drop it (its job is redone), or the next append would glue onto it.
+                text = text[: text.rfind("\n") + 1]
+                self.path.write_text(text, encoding="utf-8")
+            for line in text.splitlines():
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                self.rows[row["key"]] = row
         self._lock = threading.Lock()
 
     def __contains__(self, key: str) -> bool:
