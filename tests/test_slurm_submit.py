@@ -1,0 +1,153 @@
+"""`judge-train submit` rendering and the sbatch scripts' own checks; no cluster needed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from train import slurm_submit
+from train.slurm_submit import SubmitError, plan_batch
+
+REPO = Path(__file__).resolve().parent.parent
+SLURM_DIR = REPO / "slurm"
+
+
+@pytest.fixture
+def config_file(tmp_path) -> Path:
+    path = tmp_path / "judge.yaml"
+    path.write_text(f"recipe: seq2seq\nper_device_train_batch_size: 4\noutput_dir: {tmp_path / 'run'}\n")
+    return path
+
+
+def _dry_run(capsys, *argv: str) -> str:
+    assert slurm_submit.main(["--dry-run", *argv]) == 0
+    return capsys.readouterr().out
+
+
+def _header(script: str) -> list[str]:
+    return [line for line in script.splitlines() if line.startswith("#SBATCH")]
+
+
+@pytest.mark.parametrize(
+    ("global_batch", "per_device", "nodes", "ranks", "accumulation"),
+    [
+        (256, 4, 8, 8, 1),  # the paper's 64 A100s: 4 x 1 x 64
+        (256, 4, 1, 2, 32),  # 4 x 32 x 2
+        (256, 1, 8, 8, 4),  # 1 x 4 x 64
+        (256, 2, 4, 8, 4),  # 2 x 4 x 32
+        (8, 2, 2, 1, 2),  # the tiny CPU run: 2 x 2 x 2
+    ],
+)
+def test_accumulation_keeps_the_global_batch(global_batch, per_device, nodes, ranks, accumulation):
+    """accumulation = global / (per-device x nodes x ranks per node), worked out by hand per row."""
+    plan = plan_batch(global_batch, per_device, nodes, ranks)
+    assert plan.gradient_accumulation == accumulation
+    assert plan.per_device_batch_size * plan.gradient_accumulation * plan.world_size == global_batch
+
+
+@pytest.mark.parametrize(("per_device", "nodes", "ranks"), [(4, 3, 8), (3, 8, 8), (4, 128, 1)])
+def test_a_global_batch_that_does_not_divide_is_refused(per_device, nodes, ranks):
+    """256 over 96, 192 or 512 rows per pass has no whole accumulation: an error, never a rounded batch."""
+    with pytest.raises(SubmitError, match="does not divide"):
+        plan_batch(256, per_device, nodes, ranks)
+
+
+def test_dry_run_8x8_renders_header_and_accumulation(capsys, config_file, tmp_path):
+    """8 nodes x 8 GPUs with per-device batch 4: the header asks for 8 x 8 and the script says accumulation 1."""
+    script = _dry_run(
+        capsys, "--config", str(config_file), "--nodes", "8", "--gpus-per-node", "8",
+        "--partition", "gpu", "--account", "pollux", "--time", "48:00:00",
+    )  # fmt: skip
+    header = _header(script)
+    assert "#SBATCH --nodes=8" in header
+    assert "#SBATCH --gpus-per-node=8" in header
+    assert "#SBATCH --ntasks-per-node=1" in header
+    assert "#SBATCH --partition=gpu" in header
+    assert "#SBATCH --account=pollux" in header
+    assert "#SBATCH --time=48:00:00" in header
+    assert "#SBATCH --requeue" in header
+    assert "#SBATCH --signal=USR1@600" in header
+    assert f"#SBATCH --output={tmp_path / 'run'}/slurm/%x-%j.out" in header
+    assert "export JUDGE_GRAD_ACCUM=1" in script
+    assert "export JUDGE_PROCS_PER_NODE=8" in script
+    assert f"export JUDGE_CONFIG={config_file}" in script
+    assert f"export JUDGE_OUTPUT_DIR={tmp_path / 'run'}" in script
+    assert "# global batch 256 = 4 per device x 1 accumulation x 64 ranks (8 nodes x 8)" in script
+    # Every option appears once; the body after the rendered block is the template's, unchanged.
+    keys = [line.split("=")[0] for line in header]
+    assert len(keys) == len(set(keys))
+    assert script.endswith((SLURM_DIR / "train.sbatch").read_text().split("set -euo pipefail\n", 1)[1])
+
+
+def test_dry_run_1x2_accumulates_32(capsys, config_file):
+    """1 node x 2 GPUs with per-device batch 4: accumulation 32 keeps 256."""
+    script = _dry_run(capsys, "--config", str(config_file), "--nodes", "1", "--gpus-per-node", "2")
+    assert "#SBATCH --nodes=1" in _header(script)
+    assert "#SBATCH --gpus-per-node=2" in _header(script)
+    assert "export JUDGE_GRAD_ACCUM=32" in script
+    assert "# global batch 256 = 4 per device x 32 accumulation x 2 ranks (1 nodes x 2)" in script
+
+
+def test_dry_run_cpu_ranks_drop_the_gpu_request_and_pass_extra_flags(capsys, config_file):
+    """--gpus-per-node 0 asks for no GPUs, one CPU rank per node; flags after `--` reach judge-train."""
+    script = _dry_run(
+        capsys, "--config", str(config_file), "--nodes", "2", "--gpus-per-node", "0",
+        "--sbatch-arg=--exclusive", "--signal-before-s", "30", "--", "--max_steps", "6",
+    )  # fmt: skip
+    header = _header(script)
+    assert not any(line.startswith("#SBATCH --gpus-per-node") for line in header)
+    assert "#SBATCH --exclusive" in header
+    assert "#SBATCH --signal=USR1@30" in header
+    assert "export JUDGE_PROCS_PER_NODE=1" in script
+    assert "export JUDGE_GRAD_ACCUM=32" in script  # 256 / (4 x 2)
+    assert "set -- --max_steps 6 \"$@\"" in script
+
+
+def test_dry_run_script_is_valid_bash(capsys, config_file, tmp_path):
+    """The rendered script parses (bash -n)."""
+    path = tmp_path / "rendered.sbatch"
+    path.write_text(_dry_run(capsys, "--config", str(config_file), "--nodes", "2", "--gpus-per-node", "4"))
+    subprocess.run(["bash", "-n", str(path)], check=True)
+
+
+def test_submit_refuses_an_indivisible_batch_and_a_bad_config(capsys, config_file, tmp_path):
+    """Errors come back as exit status 2 with the reason, before anything reaches sbatch."""
+    assert slurm_submit.main(["--config", str(config_file), "--nodes", "3", "--gpus-per-node", "8", "--dry-run"]) == 2
+    assert "does not divide" in capsys.readouterr().err
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("recipe: seq2seq\nper_device_batch: 4\n")
+    assert slurm_submit.main(["--config", str(bad), "--nodes", "1", "--gpus-per-node", "8", "--dry-run"]) == 2
+    assert "unknown keys ['per_device_batch']" in capsys.readouterr().err
+
+
+def test_shipped_configs_render_for_64_gpus(capsys):
+    """Every shipped 7B/32B training config renders for 8 x 8 with a whole accumulation."""
+    configs = sorted(p for p in (REPO / "configs" / "train").glob("t-*/*.yaml"))
+    if not configs:
+        pytest.skip("no configs/train/t-*/ yet")
+    for config in configs:
+        script = _dry_run(capsys, "--config", str(config), "--nodes", "8", "--gpus-per-node", "8")
+        assert "#SBATCH --nodes=8" in script and "export JUDGE_GRAD_ACCUM=" in script
+
+
+@pytest.mark.parametrize(
+    ("script", "env", "message"),
+    [
+        ("train.sbatch", {}, "not inside a Slurm job"),
+        ("train.sbatch", {"SLURM_JOB_ID": "7"}, "JUDGE_CONFIG is not set"),
+        ("train.sbatch", {"SLURM_JOB_ID": "7", "JUDGE_CONFIG": "/nonexistent.yaml"}, "is not a file"),
+        ("train.sbatch", {"SLURM_JOB_ID": "7", "JUDGE_CONFIG": "{config}"}, "JUDGE_OUTPUT_DIR is not set"),
+    ],
+)
+def test_sbatch_scripts_name_the_missing_variable(script, env, message, config_file):
+    """Run outside a proper job, a script exits 2 naming what to set, before launching anything."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))}
+    env = {k: v.format(config=config_file) for k, v in env.items()}
+    proc = subprocess.run(
+        ["bash", str(SLURM_DIR / script)], env={**clean, **env}, capture_output=True, text=True, timeout=30
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr
