@@ -92,6 +92,7 @@ class Task:
         criteria: criterion ids the leaf is scored on, in taxonomy order.
         has_gold: whether its instructions come with reference answers.
         complexity: {"easy"|"medium"|"hard": {"ru": ..., "en": ...}}.
+        domain: the leaf's domain in English (``General-purpose``, ``Literary text``...), None where unset.
     """
 
     group: str
@@ -103,6 +104,7 @@ class Task:
     has_gold: bool
     complexity: dict = field(default_factory=dict)
     description: dict = field(default_factory=dict)
+    domain: str | None = None
 
     @property
     def path(self) -> tuple[str, ...]:
@@ -203,6 +205,7 @@ class Taxonomy:
                         has_gold=bool(leaf.get("has_gold")),
                         complexity=leaf.get("complexity") or {},
                         description=leaf.get("desc") or {},
+                        domain=(leaf.get("domain") or {}).get("en") or None,
                     )
                 )
         unknown = {c for t in self.tasks for c in t.criteria} - set(self.criteria)
