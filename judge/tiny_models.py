@@ -173,7 +173,8 @@ def _load_bpe_ranks(path: str | Path) -> dict[bytes, int]:
     # Read the rank file directly rather than through tiktoken.load, which copies every file it reads into a
     # cache directory under /tmp (a side effect tests should not have).
     with open(path, "rb") as f:
-        return {base64.b64decode(tok): int(rank) for tok, rank in (line.split() for line in f.read().splitlines() if line)}
+        pairs = (line.split() for line in f.read().splitlines() if line)
+        return {base64.b64decode(tok): int(rank) for tok, rank in pairs}
 
 
 def build_qwen_tokenizer(out_dir: str | Path | None = None) -> "PreTrainedTokenizerFast":

