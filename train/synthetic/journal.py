@@ -152,9 +152,10 @@ def write_stage_outputs(
             with (out_dir / f"{name}.jsonl").open("w", encoding="utf-8") as handle:
                 for row in rows:
                     handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-        datasets.DatasetDict({name: datasets.Dataset.from_list(rows) for name, rows in splits.items() if rows}).save_to_disk(
-            str(out_dir / "dataset")
-        )
+        if any(splits.values()):
+            datasets.DatasetDict(
+                {name: datasets.Dataset.from_list(rows) for name, rows in splits.items() if rows}
+            ).save_to_disk(str(out_dir / "dataset"))
     elif kept:
         datasets.Dataset.from_list(kept).save_to_disk(str(out_dir / "dataset"))
     summary = {
