@@ -1,0 +1,311 @@
+"""eval.metrics and eval.scoring: every expected value below is worked out by hand in the comments."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from eval import metrics, scoring
+
+NAN = float("nan")
+
+# Six items; the comments give each item's mode, unique-mode flag, mean and the experts' Verdict Confidence.
+EXPERTS = metrics.pad_scores([
+    [2, 2, 1],     # a: mode 2 (2 of 3), unique; mean 5/3; VC 2/3
+    [0, 1],        # b: 0 and 1 once each -> no unique mode; mean 1/2; VC 1/2
+    [1, 1, 0, 0],  # c: 1 and 0 twice each -> no unique mode; mean 1/2; VC 1/2
+    [0, 0, 0],     # d: mode 0, unique; mean 0; VC 1
+    [1],           # e: one expert: mode 1, unique; mean 1; VC 1
+    [],            # f: unlabelled: no mode, no mean, no VC
+])
+
+
+def test_pad_scores_puts_scores_first_and_nan_after():
+    """Rows of different lengths become a NaN-padded matrix, scores first."""
+    assert EXPERTS.shape == (6, 4)
+    np.testing.assert_array_equal(EXPERTS[0], [2, 2, 1, NAN])
+    np.testing.assert_array_equal(EXPERTS[2], [1, 1, 0, 0])
+    assert np.isnan(EXPERTS[5]).all()
+
+
+def test_mode_and_unique_mode_mask():
+    """Ties for the largest count (and no scores) give no unique mode."""
+    mode, unique = metrics.expert_mode(EXPERTS)
+    np.testing.assert_array_equal(unique, [True, False, False, True, True, False])
+    np.testing.assert_array_equal(mode, [2, NAN, NAN, 0, 1, NAN])
+
+
+def test_mean_of_experts():
+    """The regression judges' reference."""
+    np.testing.assert_allclose(metrics.expert_mean(EXPERTS), [5 / 3, 0.5, 0.5, 0.0, 1.0, NAN])
+
+
+def test_mae_against_the_mode_skips_items_without_a_unique_mode_and_without_a_score():
+    """Judge [2, 1, 0, 1, 0, -] vs mode [2, -, -, 0, 1, -]: pairs a (2 vs 2) = 0, d (1 vs 0) = 1, e (0 vs 1) = 1
+    -> MAE = 2/3 over 3 items; b, c (no unique mode) and f (no experts) drop out."""
+    judge = np.array([2, 1, 0, 1, 0, 2.0])
+    mode, _ = metrics.expert_mode(EXPERTS)
+    assert metrics.mean_absolute_error(judge, mode) == pytest.approx(2 / 3)
+    # A failed verdict (NaN) is skipped too: without item a the pairs are d and e -> MAE 1.
+    judge[0] = NAN
+    assert metrics.mean_absolute_error(judge, mode) == pytest.approx(1.0)
+
+
+def test_mae_against_the_mean_for_a_regression_judge():
+    """Judge [1.5, 0.25, 0.5, 0.2, 1.0] vs mean [5/3, 1/2, 1/2, 0, 1]: |diffs| = 1/6, 1/4, 0, 1/5, 0;
+    sum = 37/60 over 5 items -> 37/300."""
+    judge = np.array([1.5, 0.25, 0.5, 0.2, 1.0, NAN])
+    assert metrics.mean_absolute_error(judge, metrics.expert_mean(EXPERTS)) == pytest.approx(37 / 300)
+
+
+def test_verdict_confidence_of_the_experts():
+    """Largest share of one score: a 2/3, b 1/2, c 2/4, d 3/3, e 1/1, f undefined."""
+    np.testing.assert_allclose(metrics.verdict_confidence_experts(EXPERTS), [2 / 3, 0.5, 0.5, 1.0, 1.0, NAN])
+
+
+# Items where every possible replacement gives the same share, so 100 random draws must give it exactly.
+EXACT = [
+    ([2, 2, 2], 2, 1.0),      # all agree, judge agrees: any replacement leaves 2,2,2 -> 3/3
+    ([2, 2, 2], 0, 2 / 3),    # all agree, judge disagrees: 2,2,0 -> 2/3
+    ([0, 0, 1], 1, 2 / 3),    # drop a 0: 0,1,1 -> 2/3; drop the 1: 0,0,1 -> 2/3
+    ([0, 1], 2, 0.5),         # drop 0: 1,2 -> 1/2; drop 1: 0,2 -> 1/2
+    ([1], 0, 1.0),            # the only expert replaced: 0 -> 1/1
+]
+
+
+@pytest.mark.parametrize("experts, judge, expected", EXACT)
+def test_judge_verdict_confidence_where_every_draw_gives_the_same_value(experts, judge, expected):
+    """Replacing any one expert gives the same share, so the 100-draw average equals it exactly."""
+    values = metrics.verdict_confidence_judge(metrics.pad_scores([experts]), np.array([judge], dtype=float))
+    assert values[0] == pytest.approx(expected, abs=1e-12)
+
+
+def test_judge_verdict_confidence_rounds_real_scores_half_up():
+    """Experts 2,2,2: a regression score 1.6 rounds to 2 (agrees: 1.0); 1.5 rounds up to 2 (1.0), not to even;
+    0.4 rounds to 0 (disagrees: 2/3)."""
+    experts = metrics.pad_scores([[2, 2, 2]] * 3)
+    values = metrics.verdict_confidence_judge(experts, np.array([1.6, 1.5, 0.4]))
+    np.testing.assert_allclose(values, [1.0, 1.0, 2 / 3])
+
+
+def test_judge_verdict_confidence_averages_random_replacements():
+    """Experts 0,0,1 and judge 0: dropping a 0 (probability 2/3) gives 0,1,0 -> 2/3; dropping the 1 (1/3) gives
+    0,0,0 -> 1. Expectation 2/3 * 2/3 + 1/3 * 1 = 7/9; 100 seeded draws land near it, many draws closer."""
+    experts = metrics.pad_scores([[0, 0, 1]])
+    judge = np.array([0.0])
+    assert metrics.verdict_confidence_judge_expected(experts, judge)[0] == pytest.approx(7 / 9)
+    hundred = metrics.verdict_confidence_judge(experts, judge, repeats=100, seed=0)[0]
+    # Each draw is 2/3 or 1, so the average is 2/3 + k/300 for k draws of the 1: within binomial noise of 7/9.
+    assert abs(hundred - 7 / 9) < 0.1
+    assert (hundred - 2 / 3) * 300 == pytest.approx(round((hundred - 2 / 3) * 300))
+    many = metrics.verdict_confidence_judge(experts, judge, repeats=20_000, seed=0)[0]
+    assert abs(many - 7 / 9) < 0.01
+
+
+def test_judge_verdict_confidence_is_seeded_and_undefined_without_a_score():
+    """Same seed, same values; a NaN judge score or an item without experts gives NaN."""
+    experts = metrics.pad_scores([[0, 0, 1], [0, 1, 2], [1, 1], []])
+    judge = np.array([0.0, 2.0, NAN, 1.0])
+    first = metrics.verdict_confidence_judge(experts, judge, seed=7)
+    np.testing.assert_array_equal(first, metrics.verdict_confidence_judge(experts, judge, seed=7))
+    assert np.isnan(first[2]) and np.isnan(first[3])
+    # Experts 0,1,2, judge 2: drop 0 -> 1,2,2 (2/3); drop 1 -> 0,2,2 (2/3); drop 2 -> 0,1,2 (1/3): expected 5/9.
+    assert metrics.verdict_confidence_judge_expected(experts, judge)[1] == pytest.approx(5 / 9)
+
+
+# x = [1, 2, 2, 3], y = [1, 3, 2, 3]
+# Spearman: midranks x = [1, 2.5, 2.5, 4], y = [1, 3.5, 2, 3.5]; both mean 2.5;
+#   dx = [-1.5, 0, 0, 1.5], dy = [-1.5, 1, -0.5, 1]; sum dx*dy = 2.25 + 1.5 = 3.75; sum dx^2 = 4.5 = sum dy^2
+#   -> rho = 3.75 / 4.5 = 5/6.
+# Pearson: means 2 and 2.25; dx = [-1, 0, 0, 1], dy = [-1.25, 0.75, -0.25, 0.75]; sum dx*dy = 2; sum dx^2 = 2;
+#   sum dy^2 = 2.75 -> r = 2 / sqrt(5.5).
+# Kendall tau-b: pairs (1,2) C, (1,3) C, (1,4) C, (2,3) tied in x, (2,4) tied in y, (3,4) C -> C - D = 4;
+#   6 pairs, 1 tied in x, 1 tied in y -> tau_b = 4 / sqrt(5 * 5) = 0.8.
+X_TIES = np.array([1, 2, 2, 3.0])
+Y_TIES = np.array([1, 3, 2, 3.0])
+
+
+def test_spearman_with_ties_uses_midranks():
+    assert metrics.spearman(X_TIES, Y_TIES) == pytest.approx(5 / 6)
+
+
+def test_pearson_and_kendall_tau_b_with_ties():
+    assert metrics.pearson(X_TIES, Y_TIES) == pytest.approx(2 / math.sqrt(5.5))
+    assert metrics.kendall(X_TIES, Y_TIES) == pytest.approx(0.8)
+
+
+def test_correlations_skip_missing_pairs_and_are_undefined_for_a_constant_side():
+    """A NaN on either side drops the pair; a constant judge has no correlation (NaN, not 0)."""
+    x = np.append(X_TIES, [NAN, 5.0])
+    y = np.append(Y_TIES, [1.0, NAN])
+    assert metrics.spearman(x, y) == pytest.approx(5 / 6)
+    assert math.isnan(metrics.spearman(np.ones(4), Y_TIES))
+    assert math.isnan(metrics.kendall(np.ones(4), Y_TIES))
+
+
+def test_correlations_agree_with_scipy_on_many_ties():
+    """Cross-check on 2,000 discrete pairs (the cell-compressed path) and 3,000 real-valued ones."""
+    from scipy import stats
+
+    rng = np.random.default_rng(1)
+    for x, y in [(rng.integers(0, 3, 2000).astype(float), rng.integers(0, 5, 2000).astype(float)),
+                 (rng.normal(size=3000), rng.integers(0, 3, 3000).astype(float))]:
+        y = np.where(rng.random(len(y)) < 0.5, y, np.round(x))
+        assert metrics.spearman(x, y) == pytest.approx(stats.spearmanr(x, y).statistic, abs=1e-9)
+        assert metrics.pearson(x, y) == pytest.approx(stats.pearsonr(x, y).statistic, abs=1e-9)
+        assert metrics.kendall(x, y) == pytest.approx(stats.kendalltau(x, y).statistic, abs=1e-9)
+
+
+def test_confusion_matrix_rounds_judge_scores_half_up():
+    """Judge [2, 1, 0, 1.6 (-> 2), 0.5 (-> 1)] vs experts [2, 2, 0, 1, 0]: cells (2,2), (1,2), (0,0), (2,1), (1,0)."""
+    matrix, levels = metrics.confusion_matrix(np.array([2, 1, 0, 1.6, 0.5]), np.array([2, 2, 0, 1, 0.0]), [0, 1, 2])
+    np.testing.assert_array_equal(levels, [0, 1, 2])
+    np.testing.assert_array_equal(matrix, [[1, 0, 0], [1, 0, 1], [0, 1, 1]])
+
+
+def test_bootstrap_interval_of_a_constant_error_is_that_error():
+    """Every item off by exactly 1: every resample's MAE is 1."""
+    ci = metrics.bootstrap_ci(np.zeros(50), np.ones(50), "mae", n_boot=200)
+    assert ci == pytest.approx([1.0, 1.0])
+
+
+def test_bootstrap_interval_is_seeded_and_brackets_the_estimate():
+    rng = np.random.default_rng(0)
+    x, y = rng.integers(0, 3, 300).astype(float), rng.integers(0, 3, 300).astype(float)
+    a = metrics.describe_pairs(x, y, n_boot=500, rng=metrics.cell_rng(0, "cell"))
+    b = metrics.describe_pairs(x, y, n_boot=500, rng=metrics.cell_rng(0, "cell"))
+    assert a == b
+    assert a["mae_ci"][0] < a["mae"] < a["mae_ci"][1]
+    assert a["spearman_ci"][0] < a["spearman"] < a["spearman_ci"][1]
+    # The one-pass summary equals the single-statistic functions.
+    assert a["mae"] == pytest.approx(metrics.mean_absolute_error(x, y))
+    assert a["spearman"] == pytest.approx(metrics.spearman(x, y))
+    assert a["kendall"] == pytest.approx(metrics.kendall(x, y))
+
+
+def test_paired_bootstrap_identical_judges_and_a_uniformly_better_one():
+    """Identical judges: delta 0, p = 1. A judge right on every item where the other is off by 1: delta = -1
+    exactly in every resample, so p = 0 and the interval is [-1, -1]."""
+    y = np.array([0, 1, 2, 1, 0, 2, 1, 1.0])
+    same = metrics.paired_bootstrap(y + 1, y, y + 1, y, "mae", n_boot=300)
+    assert same["delta"] == 0 and same["p_value"] == 1.0 and same["n"] == 8
+    better = metrics.paired_bootstrap(y + 1, y, y, y, "mae", n_boot=300)
+    assert better["a"] == 1 and better["b"] == 0 and better["delta"] == -1
+    assert better["ci"] == [-1.0, -1.0] and better["p_value"] == 0.0
+
+
+def test_paired_bootstrap_uses_only_items_both_judges_scored():
+    """Item 0 unscored by A and item 1 by B: the pair covers items 2-4 only."""
+    y = np.array([0, 1, 2, 1, 0.0])
+    a = np.array([NAN, 1, 2, 2, 0])
+    b = np.array([0, NAN, 1, 1, 0])
+    result = metrics.paired_bootstrap(a, y, b, y, "mae", n_boot=100)
+    # Items 2-4: A errs 0, 1, 0 -> 1/3; B errs 1, 0, 0 -> 1/3.
+    assert result["n"] == 3 and result["a"] == pytest.approx(1 / 3) and result["b"] == pytest.approx(1 / 3)
+
+
+# ------------------------------------------------------------------------------------------------ scoring
+
+
+def _table(judge, status, experts, split=None, models=None):
+    n = len(judge)
+    return scoring.ItemTable(
+        ids=np.array([f"i{k}" for k in range(n)], dtype=object),
+        judge=np.array(judge, dtype=float),
+        status=np.array(status, dtype=object),
+        error=np.array(["" if s == "ok" else "no_result" for s in status], dtype=object),
+        score_source=np.array(["verdict" if s == "ok" else "" for s in status], dtype=object),
+        experts=metrics.pad_scores(experts),
+        split=np.array(split or ["standard"] * n, dtype=object),
+        model_id=np.array(models or ["m"] * n, dtype=object),
+        task_type=np.array(["t"] * n, dtype=object),
+        task_group=np.array(["g"] * n, dtype=object),
+        criteria_name=np.array(["c"] * n, dtype=object),
+        judge_name="hand",
+    )
+
+
+def test_evaluate_counts_failures_and_exclusions_and_scores_the_rest():
+    """Five items: a parse failure (its would-be score ignored), a missing prediction, one without a unique mode,
+    two scored. Scored pairs: (2 vs mode 2) and (0 vs mode 1) -> MAE 1/2 over 2 items; n = 4 (the missing one
+    is not in n), n_failed = 1, failure rate 1/4, no unique mode 1."""
+    table = _table(
+        judge=[2, NAN, NAN, 1, 0],
+        status=["ok", "parse_failed", "missing", "ok", "ok"],
+        experts=[[2, 2, 1], [2, 2, 2], [0, 0, 0], [0, 1], [1, 1, 0]],
+    )
+    result = scoring.evaluate(table, n_boot=50)
+    cell = result["splits"]["all"]["overall"]
+    assert result["target"] == "mode"
+    assert (cell["n"], cell["n_missing"], cell["n_failed"], cell["n_parse_failed"]) == (4, 1, 1, 1)
+    assert cell["failure_rate"] == pytest.approx(0.25)
+    assert cell["n_no_unique_mode"] == 1 and cell["n_scored"] == 2
+    assert cell["mae"] == pytest.approx(0.5)
+    assert result["splits"]["all"]["failures"] == {"no_result": 1}
+    # Experts' VC over the 3 items the judge scored: 2/3, 1/2, 2/3 -> 11/18.
+    assert cell["vc_experts"] == pytest.approx(11 / 18) and cell["n_vc"] == 3
+    assert set(result["splits"]) == {"zero_shot", "standard", "all"}
+    assert result["splits"]["zero_shot"]["overall"]["n"] == 0
+    assert "spearman" not in result["splits"]["all"]["by_criterion"]["c"]
+
+
+def test_evaluate_splits_and_groups_items():
+    """Zero-Shot gets items 0-1, Standard 2-3; per-model cells partition the items."""
+    table = _table(
+        judge=[2, 0, 1, 1],
+        status=["ok"] * 4,
+        experts=[[2, 2], [1, 1], [1, 1, 0], [0, 0]],
+        split=["zero_shot", "zero_shot", "standard", "standard"],
+        models=["x", "y", "x", "y"],
+    )
+    result = scoring.evaluate(table, n_boot=20)
+    # Zero-Shot: |2-2| + |0-1| = 1 over 2; Standard: |1-1| + |1-0| = 1 over 2; all: 2 over 4.
+    assert result["splits"]["zero_shot"]["overall"]["mae"] == pytest.approx(0.5)
+    assert result["splits"]["standard"]["overall"]["mae"] == pytest.approx(0.5)
+    assert result["splits"]["all"]["overall"]["mae"] == pytest.approx(0.5)
+    by_model = result["splits"]["all"]["by_model"]
+    # Model x: items 0 and 2 -> errors 0, 0; model y: items 1 and 3 -> errors 1, 1.
+    assert by_model["x"]["mae"] == 0 and by_model["y"]["mae"] == 1
+    assert result["splits"]["all"]["confusion"]["all"]["matrix"] == [[0, 1, 0], [1, 1, 0], [0, 0, 1]]
+
+
+def test_regression_scores_are_compared_with_the_mean():
+    """score_source regression_head switches the reference to the mean: judge 1.5 vs experts 2,1 (mean 1.5) -> 0;
+    judge 0.2 vs 0,0,1 (mean 1/3) -> 2/15; MAE 1/15, and the tie 2,1 is not excluded."""
+    table = _table(judge=[1.5, 0.2], status=["ok", "ok"], experts=[[2, 1], [0, 0, 1]])
+    table.score_source[:] = "regression_head"
+    result = scoring.evaluate(table, n_boot=20)
+    assert result["target"] == "mean"
+    assert result["splits"]["all"]["overall"]["mae"] == pytest.approx(1 / 15)
+    assert result["splits"]["all"]["overall"]["n_scored"] == 2
+
+
+def test_build_table_never_scores_a_parse_failure():
+    """A prediction with parse_ok false is a failure even if a score is present; request failures are their own
+    status; records without a prediction are missing."""
+    import judge
+
+    rows = [
+        {"id": "a", "instruction": "i", "answer": "x", "criteria_name": "c", "rubrics": "0: no\n\n1: yes",
+         "expert_scores": [1, 1]},
+        {"id": "b", "instruction": "i", "answer": "x", "criteria_name": "c", "rubrics": "0: no\n\n1: yes",
+         "expert_scores": [0, 0]},
+        {"id": "c", "instruction": "i", "answer": "x", "criteria_name": "c", "rubrics": "0: no\n\n1: yes",
+         "expert_scores": [0, 1, 1]},
+        {"id": "d", "instruction": "i", "answer": "x", "criteria_name": "c", "rubrics": "0: no\n\n1: yes",
+         "expert_scores": [1]},
+    ]
+    records = judge.records_from_rows(rows)
+    predictions = [
+        {"id": "a", "judge": "j", "score": 1, "parse_ok": True, "error": None, "score_source": "verdict"},
+        {"id": "b", "judge": "j", "score": 0, "parse_ok": False, "error": "missing_end"},
+        {"id": "c", "judge": "j", "score": None, "parse_ok": False, "error": "request_failed"},
+        {"id": "zzz", "judge": "j", "score": 1, "parse_ok": True},
+    ]
+    table, notes = scoring.build_table(records, predictions)
+    assert table.status.tolist() == ["ok", "parse_failed", "request_failed", "missing"]
+    assert table.judge[0] == 1 and np.isnan(table.judge[1:]).all()
+    assert notes == {"n_unknown_ids": 1, "n_repeated_ids": 0}
+    assert table.judge_name == "j"
