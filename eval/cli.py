@@ -1,0 +1,171 @@
+"""judge-eval: run a judge over expert-labelled POLLUX records, score it, compare checkpoints; MERA tasks.
+
+    judge-eval run --judge http://127.0.0.1:8000/v1 --data DATA.jsonl --out runs/judge-a
+    judge-eval run --judge CHECKPOINT_DIR --out runs/judge-b --server-args='["--enforce-eager","--dtype","float32"]'
+    judge-eval run --config configs/eval/gpt-4o.yaml --data DATA.jsonl --out runs/gpt-4o
+    judge-eval score --predictions runs/judge-a --data DATA.jsonl --out runs/judge-a
+    judge-eval compare runs/judge-a runs/judge-b [runs/gpt-4o ...] --out runs/compare
+    judge-eval mera ruhumaneval --endpoint URL --model NAME --out runs/rhe      (see eval/mera/cli.py)
+
+Example override: ``judge-eval run --config configs/eval/gpt-4o.yaml --concurrency 4 --limit 100 ...`` (flags
+override the YAML, which overrides the defaults). Without ``--data`` the bundled sample data is judged.
+``--judge`` may be a checkpoint folder (judge-serve is started for it if installed, else vLLM), a judge-serve or
+vLLM URL, or any OpenAI-compatible API. Run ``judge-eval SUBCOMMAND --help`` for every option.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+import sys
+from typing import Any
+
+__all__ = ["main", "build_parser"]
+
+log = logging.getLogger("judge_eval")
+
+
+def _add_config_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per ``RunConfig`` field, defaulting to None so only the flags given override the YAML."""
+    from eval.run import RunConfig
+
+    for f in dataclasses.fields(RunConfig):
+        flag = "--" + f.name.replace("_", "-")
+        help_text = f.metadata.get("help", "")
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        help_text += f" (default: {default!r})"
+        if isinstance(default, bool):
+            parser.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=None, help=help_text)
+        elif isinstance(default, (list, dict)):
+            parser.add_argument(flag, dest=f.name, type=_json_value(type(default)), default=None,
+                                metavar="JSON", help=help_text)
+        else:
+            parser.add_argument(flag, dest=f.name, type=type(default), default=None, help=help_text)
+
+
+def _json_value(kind: type):
+    def parse(text: str) -> Any:
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise argparse.ArgumentTypeError(f"not JSON: {text!r} ({err.msg})") from err
+        if not isinstance(value, kind):
+            raise argparse.ArgumentTypeError(f"expected a JSON {kind.__name__}, got {text!r}")
+        return value
+
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``judge-eval`` parser with its subcommands (``mera`` is dispatched before parsing)."""
+    parser = argparse.ArgumentParser(prog="judge-eval", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser.add_argument("--log-level", default="info", help="Logging level (debug, info, warning).")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{run,score,compare,mera}")
+
+    run_p = sub.add_parser("run", help="Judge records; writes predictions.jsonl (resumable) and run.json.",
+                           description="Judge every record of --data and append one prediction per item to "
+                                       "OUT/predictions.jsonl; rerunning resumes.")
+    run_p.add_argument("--config", default=None, help="YAML with RunConfig keys (configs/eval/*.yaml).")
+    _add_config_flags(run_p)
+
+    score_p = sub.add_parser("score", help="POLLUX metrics of a run: metrics.json, report.md, plots.",
+                             description="Compare a run's predictions with the experts (POLLUX Appendix D.2).")
+    score_p.add_argument("--predictions", required=True, help="predictions.jsonl, or the run folder holding it.")
+    score_p.add_argument("--data", default=None, help="The labelled records (default: the data named in run.json).")
+    score_p.add_argument("--out", default=None, help="Output folder (default: the predictions' folder).")
+    score_p.add_argument("--target", choices=("auto", "mode", "mean"), default="auto",
+                         help="Reference score: mode of the experts, or mean (regression judges); auto picks by the "
+                              "predictions' score_source.")
+    score_p.add_argument("--n-boot", type=int, default=1000, help="Bootstrap resamples per interval (0: none).")
+    score_p.add_argument("--seed", type=int, default=0, help="Seed of the Verdict Confidence draws and bootstraps.")
+    score_p.add_argument("--vc-repeats", type=int, default=100, help="Random expert replacements for the judge's VC.")
+    score_p.add_argument("--name", default="", help="The judge's label in the report (default: from predictions).")
+    score_p.add_argument("--no-plots", dest="plots", action="store_false", help="Skip the PNG plots.")
+    score_p.add_argument("--wandb-project", default="", help="Also log tables and plots to this W&B project.")
+
+    cmp_p = sub.add_parser("compare", help="Scored runs side by side with paired-bootstrap significance.",
+                           description="Compare scored runs (folders written by `score`) with the first one.")
+    cmp_p.add_argument("runs", nargs="+", metavar="RUN", help="Scored run folders; the first is the baseline.")
+    cmp_p.add_argument("--out", default=None, help="Also write compare.json and compare.md here.")
+    cmp_p.add_argument("--n-boot", type=int, default=1000, help="Paired bootstrap resamples.")
+    cmp_p.add_argument("--seed", type=int, default=0, help="Bootstrap seed.")
+    cmp_p.add_argument("--alpha", type=float, default=0.05, help="Significance level of better/worse calls.")
+
+    sub.add_parser("mera", help="MERA tasks (ruHumanEval, ruTiE): `judge-eval mera --help`.", add_help=False)
+    return parser
+
+
+def _run(args: argparse.Namespace) -> int:
+    from eval.run import RunConfig, run
+
+    values: dict[str, Any] = {}
+    if args.config:
+        values.update(RunConfig.from_yaml(args.config))
+    for f in dataclasses.fields(RunConfig):
+        given = getattr(args, f.name)
+        if given is not None:
+            values[f.name] = given
+    config = RunConfig(**values)
+    log.info("run config: %s", json.dumps(dataclasses.asdict(config), ensure_ascii=False))
+    summary = run(config)
+    print(json.dumps(summary, ensure_ascii=False, indent=2))
+    return 0 if summary["request_failed"] == 0 else 3
+
+
+def _score(args: argparse.Namespace) -> int:
+    from eval.report import SPLIT_TITLES, fmt, fmt_ci, score
+
+    result = score(args.predictions, args.data, args.out, target=args.target, n_boot=args.n_boot, seed=args.seed,
+                   vc_repeats=args.vc_repeats, plots=args.plots, wandb_project=args.wandb_project, name=args.name)
+    for split, block in result["splits"].items():
+        c = block["overall"]
+        print(f"{SPLIT_TITLES[split]:>22}: n {c['n']}, n_failed {c['n_failed']}, no unique mode "
+              f"{c['n_no_unique_mode']}, MAE {fmt_ci(c['mae'], c['mae_ci'])}, Spearman "
+              f"{fmt_ci(c['spearman'], c['spearman_ci'])}, VC judge {fmt(c['vc_judge'])} / experts "
+              f"{fmt(c['vc_experts'])}")
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from eval.compare import compare, render_markdown
+    from eval.scoring import dumps
+
+    result = compare(args.runs, n_boot=args.n_boot, seed=args.seed, alpha=args.alpha)
+    markdown = render_markdown(result)
+    print(markdown)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "compare.json").write_text(dumps(result) + "\n", encoding="utf-8")
+        (out / "compare.md").write_text(markdown + "\n", encoding="utf-8")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``judge-eval``; returns the exit code (0 ok, 2 usage or configuration error, 3 some requests failed)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # `mera` owns its own parser: everything after the word goes to it untouched (its --help included).
+    if argv[:1] == ["mera"]:
+        from eval.mera.cli import main as mera_main
+
+        return mera_main(argv[1:])
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from eval.run import ConfigError
+
+    handlers = {"run": _run, "score": _score, "compare": _compare}
+    try:
+        return handlers[args.command](args)
+    except (ConfigError, FileNotFoundError, ValueError) as err:
+        print(f"judge-eval {args.command}: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,191 @@
+"""The ``judge-eval compare`` step: scored runs side by side, with deltas and paired-bootstrap significance.
+
+The first run is the baseline; every other run is compared with it on the items *both* judges scored (same ids,
+both parsed, a defined reference), so item difficulty cancels out of the difference. For each split (Zero-Shot,
+Standard, both) the comparison covers the overall numbers and the tables by evaluated model, task type and
+criterion; Spearman is compared only where it is pooled (overall, by model, by task type).
+
+``delta`` is ``run - baseline``. MAE: lower is better; Spearman and Verdict Confidence: higher is better. A delta
+is called better/worse when its two-sided paired-bootstrap p-value is below ``alpha``, else "n.s.".
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from eval import metrics, scoring
+from eval.report import SPLIT_TITLES, fmt
+
+__all__ = ["compare", "load_run", "render_markdown", "headline"]
+
+_LOWER_IS_BETTER = {"mae": True, "spearman": False, "vc_judge": False}
+_STAT = {"mae": "mae", "spearman": "spearman", "vc_judge": "mean"}
+_GROUPS = {"model": "model_id", "task_type": "task_type", "criterion": "criteria_name"}
+
+
+def load_run(folder: str | Path) -> dict[str, Any]:
+    """A scored run: its metrics, item table and extra columns.
+
+    Raises:
+        FileNotFoundError: the folder has no ``items.parquet`` / ``metrics.json`` (run ``judge-eval score`` first).
+    """
+    folder = Path(folder)
+    items, metrics_path = folder / "items.parquet", folder / "metrics.json"
+    if not items.exists() or not metrics_path.exists():
+        raise FileNotFoundError(
+            f"{folder}: no items.parquet / metrics.json; score the run first: "
+            f"judge-eval score --predictions {folder} --out {folder}"
+        )
+    table, extra = scoring.read_table(items)
+    result = json.loads(metrics_path.read_text(encoding="utf-8"))
+    return {"folder": str(folder), "name": result.get("judge") or folder.name, "metrics": result, "table": table,
+            "extra": extra}
+
+
+def _verdict(delta: float, p_value: float, metric: str, alpha: float) -> str:
+    if not math.isfinite(delta) or not math.isfinite(p_value):
+        return "—"
+    if p_value >= alpha or delta == 0:
+        return "n.s."
+    better = delta < 0 if _LOWER_IS_BETTER[metric] else delta > 0
+    return "better" if better else "worse"
+
+
+def _paired(base: dict, other: dict, index_a: np.ndarray, index_b: np.ndarray, metric: str, key: str,
+            n_boot: int, seed: int, alpha: float) -> dict[str, Any]:
+    ta, tb = base["table"], other["table"]
+    if metric == "vc_judge":
+        xa, ya = base["extra"]["vc_judge"][index_a], base["extra"]["vc_judge"][index_a]
+        xb, yb = other["extra"]["vc_judge"][index_b], other["extra"]["vc_judge"][index_b]
+    else:
+        xa, ya = ta.judge[index_a], base["extra"]["reference"][index_a]
+        xb, yb = tb.judge[index_b], other["extra"]["reference"][index_b]
+    out = metrics.paired_bootstrap(xa, ya, xb, yb, _STAT[metric], n_boot, metrics.cell_rng(seed, key))
+    out["verdict"] = _verdict(out["delta"], out["p_value"], metric, alpha)
+    return out
+
+
+def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha: float = 0.05) -> dict[str, Any]:
+    """Compare scored runs with the first one.
+
+    Args:
+        folders: two or more folders written by ``judge-eval score``.
+        n_boot: paired bootstrap resamples.
+        seed: bootstrap seed (per cell, see ``metrics.cell_rng``).
+        alpha: significance level of the better/worse calls.
+
+    Returns:
+        ``{"baseline", "runs", "alpha", "n_boot", "comparisons": [{"run", "splits": {split: {"overall": {metric:
+        paired}, "by_model" | "by_task_type" | "by_criterion": {label: {metric: paired}}}}}]}`` where ``paired`` is
+        ``metrics.paired_bootstrap``'s dict plus ``verdict``; and ``"metrics"``: each run's own metrics.json.
+
+    Raises:
+        ValueError: fewer than two runs, or runs whose shared items carry different expert scores (scored on
+            different data).
+    """
+    if len(folders) < 2:
+        raise ValueError("compare needs at least two scored runs")
+    runs = [load_run(f) for f in folders]
+    base = runs[0]
+    result: dict[str, Any] = {
+        "baseline": base["name"], "runs": [r["name"] for r in runs], "folders": [r["folder"] for r in runs],
+        "alpha": alpha, "n_boot": n_boot, "comparisons": [], "metrics": [r["metrics"] for r in runs],
+    }
+    for other in runs[1:]:
+        ta, tb = base["table"], other["table"]
+        common, index_a, index_b = np.intersect1d(ta.ids.astype(str), tb.ids.astype(str), assume_unique=True,
+                                                  return_indices=True)
+        if len(common) == 0:
+            raise ValueError(f"{base['folder']} and {other['folder']} share no item ids")
+        ea, eb = ta.experts[index_a], tb.experts[index_b]
+        width = max(ea.shape[1], eb.shape[1])
+        ea = np.pad(ea, ((0, 0), (0, width - ea.shape[1])), constant_values=np.nan)
+        eb = np.pad(eb, ((0, 0), (0, width - eb.shape[1])), constant_values=np.nan)
+        if not np.array_equal(ea, eb, equal_nan=True):
+            raise ValueError(f"{base['folder']} and {other['folder']} were scored on different expert labels")
+        splits: dict[str, Any] = {}
+        for split in scoring.SPLITS:
+            keep = np.ones(len(common), dtype=bool) if split == "all" else ta.split[index_a] == split
+            if not keep.any():
+                continue
+            ia, ib = index_a[keep], index_b[keep]
+            block: dict[str, Any] = {
+                "overall": {m: _paired(base, other, ia, ib, m, f"{split}/overall/{m}", n_boot, seed, alpha)
+                            for m in ("mae", "spearman", "vc_judge")}
+            }
+            for name, column in _GROUPS.items():
+                labels = getattr(ta, column)[ia].astype(str)
+                chosen = ("mae", "spearman", "vc_judge") if name != "criterion" else ("mae", "vc_judge")
+                block[f"by_{name}"] = {
+                    label: {m: _paired(base, other, ia[labels == label], ib[labels == label], m,
+                                       f"{split}/{name}/{label}/{m}", n_boot, seed, alpha) for m in chosen}
+                    for label in sorted(set(labels))
+                }
+            splits[split] = block
+        result["comparisons"].append({"run": other["name"], "folder": other["folder"], "n_common": len(common),
+                                      "splits": splits})
+    return result
+
+
+def headline(result: dict[str, Any]) -> list[str]:
+    """One sentence per compared run and split, e.g. "On the Zero-Shot test, B's MAE is 0.052 lower than A's
+    (95 % CI [-0.081, -0.024], p = 0.001, 412 paired items): better."."""
+    lines = []
+    for comp in result["comparisons"]:
+        for split, block in comp["splits"].items():
+            p = block["overall"]["mae"]
+            if not p["n"]:
+                lines.append(f"On the {SPLIT_TITLES[split]}, {comp['run']} and {result['baseline']} share no "
+                             "scored items.")
+                continue
+            direction = "lower" if (p["delta"] or 0) < 0 else "higher"
+            lines.append(
+                f"On the {SPLIT_TITLES[split]}, {comp['run']}'s MAE is {fmt(abs(p['delta'] or 0))} {direction} than "
+                f"{result['baseline']}'s (95 % CI [{fmt(p['ci'][0])}, {fmt(p['ci'][1])}], p = {fmt(p['p_value'])}, "
+                f"{p['n']} paired items): {p['verdict']}."
+            )
+    return lines
+
+
+def _cell(p: dict[str, Any]) -> list[str]:
+    return [fmt(p["a"]), fmt(p["b"]), fmt(p["delta"]), f"[{fmt(p['ci'][0])}, {fmt(p['ci'][1])}]",
+            fmt(p["p_value"]), p["verdict"], str(p["n"])]
+
+
+def render_markdown(result: dict[str, Any]) -> str:
+    """Side-by-side tables: each run's own headline numbers, then each comparison with the baseline."""
+    from eval.report import fmt_ci, markdown_table
+
+    out = [f"# Judge comparison (baseline: {result['baseline']})", ""]
+    out += [f"- {line}" for line in headline(result)] + [""]
+    out += ["## Each run on its own items", ""]
+    header = ["Test"] + [f"{name}: MAE" for name in result["runs"]] + [f"{name}: Spearman" for name in result["runs"]] \
+        + [f"{name}: failed" for name in result["runs"]]
+    rows = []
+    for split in scoring.SPLITS:
+        cells = [m["splits"].get(split, {}).get("overall") for m in result["metrics"]]
+        if not all(cells):
+            continue
+        rows.append([SPLIT_TITLES[split]] + [fmt_ci(c["mae"], c["mae_ci"]) for c in cells]
+                    + [fmt_ci(c["spearman"], c["spearman_ci"]) for c in cells]
+                    + [f"{c['n_failed']} / {c['n']}" for c in cells])
+    out += [markdown_table(header, rows), ""]
+    out += [f"Paired: delta = run − baseline on items both scored; {result['n_boot']} paired bootstrap resamples; "
+            f"better/worse at p < {result['alpha']} (MAE lower is better; Spearman and VC higher).", ""]
+    head = ["", "baseline", "run", "delta", "95 % CI", "p", "call", "n"]
+    for comp in result["comparisons"]:
+        out += [f"## {comp['run']} vs {result['baseline']}", ""]
+        for split, block in comp["splits"].items():
+            out += [f"### {SPLIT_TITLES[split]}", ""]
+            rows = [[metric] + _cell(p) for metric, p in block["overall"].items()]
+            out += [markdown_table(["Overall"] + head[1:], rows), ""]
+            for name, title in (("model", "Evaluated model"), ("task_type", "Task type"), ("criterion", "Criterion")):
+                rows = [[label] + _cell(cells["mae"]) for label, cells in block[f"by_{name}"].items()]
+                if rows:
+                    out += [f"MAE by {title.lower()}:", "", markdown_table([title] + head[1:], rows), ""]
+    return "\n".join(out)

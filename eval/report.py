@@ -1,0 +1,301 @@
+"""The ``judge-eval score`` step: metrics.json, Markdown tables, PNG plots and optional W&B logging for one run.
+
+Tables follow the layout of the POLLUX paper's Tables 10-18: one table per (split, grouping), rows are the
+evaluated models, task types or criteria, columns the judge's MAE and Spearman with 95 % bootstrap intervals and
+its Verdict Confidence beside the experts'. Every table says how many items it covers and how many the judge
+failed on (``n_failed``) or could not be compared on (no unique expert mode): failures are counted, never scored.
+
+Files written to the output folder:
+
+- ``metrics.json``: ``eval.scoring.evaluate``'s result plus the run's provenance;
+- ``report.md``: the tables;
+- ``items.parquet``: the per-item table (judge score, status, experts, reference, Verdict Confidences), which
+  ``judge-eval compare`` pairs across runs;
+- ``plots/confusion_<split>.png`` (judge x expert mode, per task group) and ``plots/mae_by_criterion_<split>.png``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from pathlib import Path
+from typing import Any
+
+from eval import scoring
+
+__all__ = ["score", "render_markdown", "markdown_table", "plot_confusions", "plot_mae_by_criterion", "SPLIT_TITLES",
+           "fmt", "fmt_ci"]
+
+log = logging.getLogger("judge_eval.report")
+
+SPLIT_TITLES = {"zero_shot": "Zero-Shot test", "standard": "Standard test", "all": "Zero-Shot + Standard"}
+GROUP_TITLES = {"model": "evaluated model", "task_type": "task type", "criterion": "criterion"}
+
+
+def fmt(value: Any, digits: int = 3) -> str:
+    """A number for a table cell; "—" for a missing or undefined value."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "—"
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:.{digits}f}"
+
+
+def fmt_ci(value: Any, ci: Any, digits: int = 3) -> str:
+    """``0.512 [0.490, 0.534]``, or just the value when the interval is undefined."""
+    if ci is None or any(v is None or (isinstance(v, float) and not math.isfinite(v)) for v in ci):
+        return fmt(value, digits)
+    return f"{fmt(value, digits)} [{fmt(ci[0], digits)}, {fmt(ci[1], digits)}]"
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    """A GitHub-flavoured Markdown table (pipes in cells escaped)."""
+
+    def esc(cell: str) -> str:
+        return str(cell).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(esc(h) for h in header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _row(label: str, c: dict[str, Any], correlations: bool) -> list[str]:
+    row = [label, str(c["n"]), f"{c['n_failed']} ({fmt(c['failure_rate'] * 100 if c['n'] else None, 1)} %)",
+           str(c["n_no_unique_mode"]), fmt_ci(c["mae"], c["mae_ci"])]
+    if correlations:
+        row += [fmt_ci(c["spearman"], c["spearman_ci"]), fmt(c["pearson"]), fmt(c["kendall"])]
+    row += [fmt(c["vc_judge"]), fmt(c["vc_experts"])]
+    return row
+
+
+def render_markdown(result: dict[str, Any]) -> str:
+    """The report's Markdown: a summary per split, then tables by evaluated model, task type and criterion.
+
+    Args:
+        result: ``eval.scoring.evaluate``'s output.
+    """
+    target = result["target"]
+    reference = "the mode of the expert scores (items without a unique mode excluded)" if target == "mode" \
+        else "the mean of the expert scores (regression judge)"
+    s = result["settings"]
+    out = [
+        f"# Judge report: {result['judge'] or '(unnamed judge)'}",
+        "",
+        f"MAE and correlations against {reference}. Spearman is pooled per evaluated model and per task type. "
+        f"Verdict Confidence (VC): the largest share of one score among an item's annotators; the judge's value "
+        f"replaces one random expert with the judge ({s['vc_repeats']} draws, seed {s['seed']}), over the items it "
+        f"scored. Intervals: {int(s['ci_level'] * 100)} % percentile bootstrap, {s['n_boot']} resamples. "
+        "A verdict that failed to parse counts in `failed` and is never scored.",
+        "",
+        "## Summary",
+        "",
+    ]
+    header = ["Test", "n", "failed", "no unique mode", "MAE", "Spearman", "Pearson", "Kendall", "VC judge",
+              "VC experts"]
+    rows = [_row(SPLIT_TITLES[split], result["splits"][split]["overall"], True) for split in scoring.SPLITS
+            if split in result["splits"]]
+    out += [markdown_table(header, rows), ""]
+    missing = result["splits"]["all"]["overall"]["n_missing"] if "all" in result["splits"] else 0
+    if missing:
+        out += [f"**{missing} items have no prediction** (the run is unfinished): they are not in `n`.", ""]
+    for split in scoring.SPLITS:
+        block = result["splits"].get(split)
+        if not block:
+            continue
+        out += [f"## {SPLIT_TITLES[split]}", ""]
+        failures = block["failures"]
+        if failures:
+            out += ["Failures by reason: " + ", ".join(f"`{k}` {v}" for k, v in failures.items()), ""]
+        for name, title in GROUP_TITLES.items():
+            cells = block[f"by_{name}"]
+            if not cells:
+                continue
+            correlated = name in ("model", "task_type")
+            head = [title.capitalize(), "n", "failed", "no unique mode", "MAE"]
+            head += ["Spearman", "Pearson", "Kendall"] if correlated else []
+            head += ["VC judge", "VC experts"]
+            rows = [_row(label, c, correlated) for label, c in cells.items()]
+            rows.append(_row("**Overall**", block["overall"], correlated))
+            out += [f"### {SPLIT_TITLES[split]}: by {title}", "", markdown_table(head, rows), ""]
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------------------------------------------- plots
+
+
+def plot_confusions(result: dict[str, Any], folder: Path) -> list[Path]:
+    """One PNG per split: judge x expert-mode heatmaps, all items and each task group.
+
+    Returns:
+        The files written.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no display; set here, not at import (no work at import time)
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for split, block in result["splits"].items():
+        panels = [("all task groups", block["confusion"]["all"])] + list(block["confusion"]["by_task_group"].items())
+        cols = min(4, len(panels))
+        rows = math.ceil(len(panels) / cols)
+        fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 3.4 * rows), squeeze=False)
+        for ax in axes.flat[len(panels):]:
+            ax.axis("off")
+        for ax, (title, conf) in zip(axes.flat, panels):
+            matrix = np.asarray(conf["matrix"], dtype=float)
+            labels = [fmt(v, 0) if float(v).is_integer() else fmt(v, 1) for v in conf["levels"]]
+            ax.imshow(matrix if matrix.size else np.zeros((1, 1)), cmap="Blues")
+            for (i, j), value in np.ndenumerate(matrix):
+                ax.text(j, i, int(value), ha="center", va="center", fontsize=8,
+                        color="white" if value > matrix.max() / 2 else "black")
+            ax.set_xticks(range(len(labels)), labels)
+            ax.set_yticks(range(len(labels)), labels)
+            ax.set_xlabel("experts (mode)")
+            ax.set_ylabel("judge")
+            ax.set_title(title[:40], fontsize=9)
+        fig.suptitle(f"{result['judge']}: {SPLIT_TITLES[split]}")
+        fig.tight_layout()
+        path = folder / f"confusion_{split}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def plot_mae_by_criterion(result: dict[str, Any], folder: Path) -> list[Path]:
+    """One PNG per split: MAE per criterion with its 95 % interval, worst first."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for split, block in result["splits"].items():
+        cells = [(k, c) for k, c in block["by_criterion"].items() if c["mae"] is not None and math.isfinite(c["mae"])]
+        if not cells:
+            continue
+        cells.sort(key=lambda kc: kc[1]["mae"])
+        names = [k[:60] for k, _ in cells]
+        mae = np.array([c["mae"] for _, c in cells])
+        low = np.array([c["mae_ci"][0] if c["mae_ci"][0] is not None and math.isfinite(c["mae_ci"][0]) else m
+                        for (_, c), m in zip(cells, mae)])
+        high = np.array([c["mae_ci"][1] if c["mae_ci"][1] is not None and math.isfinite(c["mae_ci"][1]) else m
+                         for (_, c), m in zip(cells, mae)])
+        fig, ax = plt.subplots(figsize=(8, 1.2 + 0.26 * len(cells)))
+        ax.barh(range(len(cells)), mae, xerr=[mae - low, high - mae], color="#4c72b0", ecolor="#333", capsize=2)
+        ax.set_yticks(range(len(cells)), names, fontsize=7)
+        ax.set_xlabel(f"MAE vs expert {result['target']} (95 % CI)")
+        ax.set_title(f"{result['judge']}: {SPLIT_TITLES[split]}, MAE by criterion")
+        fig.tight_layout()
+        path = folder / f"mae_by_criterion_{split}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+# ------------------------------------------------------------------------------------------------ W&B
+
+
+def log_wandb(result: dict[str, Any], markdown: str, images: list[Path], project: str, out: Path) -> None:
+    """Log the summary numbers, every table and the plots to W&B (offline with ``WANDB_MODE=offline``)."""
+    import wandb
+
+    run = wandb.init(project=project, name=result["judge"] or None, dir=str(out), config=result["settings"],
+                     job_type="judge-eval")
+    try:
+        summary = {}
+        for split, block in result["splits"].items():
+            for key in ("mae", "spearman", "pearson", "kendall", "vc_judge", "vc_experts", "failure_rate", "n"):
+                summary[f"{split}/{key}"] = block["overall"].get(key)
+            for name in GROUP_TITLES:
+                columns = ["label", "n", "n_failed", "n_no_unique_mode", "mae", "mae_low", "mae_high",
+                           "spearman", "vc_judge", "vc_experts"]
+                rows = [[label, c["n"], c["n_failed"], c["n_no_unique_mode"], c["mae"], c["mae_ci"][0],
+                         c["mae_ci"][1], c.get("spearman"), c["vc_judge"], c["vc_experts"]]
+                        for label, c in block[f"by_{name}"].items()]
+                run.log({f"{split}/by_{name}": wandb.Table(columns=columns, data=rows)})
+        run.summary.update({k: v for k, v in summary.items() if v is not None})
+        run.log({f"plots/{p.stem}": wandb.Image(str(p)) for p in images})
+        run.log({"report": wandb.Html(f"<pre>{markdown}</pre>")})
+    finally:
+        run.finish()
+
+
+# ------------------------------------------------------------------------------------------------- score
+
+
+def score(
+    predictions: str | Path,
+    data: str | Path | None = None,
+    out: str | Path | None = None,
+    *,
+    target: str = "auto",
+    n_boot: int = 1000,
+    seed: int = 0,
+    vc_repeats: int = 100,
+    plots: bool = True,
+    wandb_project: str = "",
+    name: str = "",
+) -> dict[str, Any]:
+    """Score a run against the experts and write the report.
+
+    Args:
+        predictions: ``predictions.jsonl`` or the run folder holding it.
+        data: the labelled records; default: the ``data`` recorded in the run's ``run.json``.
+        out: output folder; default: the folder of the predictions.
+        target: ``auto`` (mean for regression judges, else mode), ``mode`` or ``mean``.
+        n_boot, seed, vc_repeats: see ``eval.scoring.evaluate``.
+        plots: write the PNGs.
+        wandb_project: log to this W&B project ("" for none).
+        name: the judge's label (default: from the predictions).
+
+    Returns:
+        The metrics (as written to ``metrics.json``).
+    """
+    import judge
+
+    from eval.run import read_predictions
+
+    predictions = Path(predictions)
+    run_dir = predictions if predictions.is_dir() else predictions.parent
+    run_info = json.loads((run_dir / "run.json").read_text(encoding="utf-8")) if (run_dir / "run.json").exists() else {}
+    data = data or (run_info.get("config") or {}).get("data") or None
+    if not data:
+        raise ValueError("score: no --data given and the run folder has no run.json naming its data")
+    out = Path(out) if out else run_dir
+    out.mkdir(parents=True, exist_ok=True)
+
+    records = judge.load_records(data)
+    rows = read_predictions(predictions)
+    table, notes = scoring.build_table(records, rows, judge_name=name)
+    if notes["n_unknown_ids"]:
+        log.warning("%d predictions have ids that are not in %s: ignored", notes["n_unknown_ids"], data)
+    target = scoring.choose_target(table, target)
+    derived = scoring.derive(table, target, vc_repeats=vc_repeats, seed=seed)
+    result = scoring.evaluate(table, target=target, n_boot=n_boot, seed=seed, vc_repeats=vc_repeats, derived=derived)
+    result["data"] = str(data)
+    result["predictions"] = str(predictions)
+    result["notes"] = notes
+    result["run"] = {k: run_info.get(k) for k in ("backend", "model", "prompt_version", "git_revision")} if run_info else {}
+
+    scoring.write_table(table, out / "items.parquet", extra={
+        "reference": derived.reference, "vc_judge": derived.vc_judge, "vc_experts": derived.vc_experts,
+    })
+    (out / "metrics.json").write_text(scoring.dumps(result) + "\n", encoding="utf-8")
+    result = json.loads((out / "metrics.json").read_text(encoding="utf-8"))  # NaN -> null, as every reader sees it
+    markdown = render_markdown(result)
+    (out / "report.md").write_text(markdown + "\n", encoding="utf-8")
+    images: list[Path] = []
+    if plots:
+        images = plot_confusions(result, out / "plots") + plot_mae_by_criterion(result, out / "plots")
+    if wandb_project:
+        log_wandb(result, markdown, images, wandb_project, out)
+    return result
+
