@@ -37,6 +37,9 @@ def _row(rid: str, text: str, task_type: str = "Editing") -> dict:
         ("Напишите стихотворение о весне.", "Сочините небольшое стихотворение о весне в деревне."),
         ("abc", "xyz"),
         ("Одно и то же", "Одно и то же"),
+        ("ааа ааа ааа", "аа"),  # repeated n-grams: matches are capped by the smaller count
+        ("", "текст"),
+        ("текст", ""),
     ],
 )
 def test_chrf_equals_sacrebleu_sentence_chrf(hyp, ref):
