@@ -1,0 +1,156 @@
+"""judge-serve's configuration: one dataclass, mirrored by the YAML files in ``configs/serve/``.
+
+Precedence is defaults, then the YAML given with ``--config``, then command-line flags (``serve.cli``). Every
+field carries its help text in ``metadata["help"]``; the CLI builds its flags from them, so a field added here
+is a flag and a YAML key at once. Unknown YAML keys are errors.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ServeConfig", "ConfigError", "load_yaml_config"]
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot run; the message names the key."""
+
+
+def _f(default: Any, help: str) -> Any:  # noqa: A002 - mirrors argparse's name
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata={"help": help})
+    return field(default=default, metadata={"help": help})
+
+
+@dataclass
+class ServeConfig:
+    """Everything judge-serve needs to start its engines and answer requests."""
+
+    # --- the checkpoint
+    model: str = _f("", "Judge checkpoint folder (seq2seq causal LM or regression export).")
+    served_model_name: str = _f("", "Model name clients send and /v1/models lists (default: the folder name).")
+    generator_model: str = _f(
+        "", "Regression checkpoints only: folder of the generating model, when the export does not say where it is."
+    )
+
+    # --- the public server
+    host: str = _f("127.0.0.1", "Address judge-serve listens on.")
+    port: int = _f(8000, "Port judge-serve listens on (the only public port).")
+    api_key: str = _f(
+        "", "Bearer token required on /v1/* routes (also read from $JUDGE_SERVE_API_KEY). Empty: no auth."
+    )
+
+    # --- the vLLM engines
+    tensor_parallel_size: int = _f(1, "vLLM --tensor-parallel-size for each engine.")
+    max_model_len: int = _f(4096, "vLLM --max-model-len: prompt plus generated tokens, per judgment.")
+    gpu_memory_share: float = _f(
+        0.9,
+        "Fraction of each GPU's memory judge-serve may use in total (vLLM --gpu-memory-utilization). With a "
+        "regression checkpoint it is split between the two engines (see pooling_memory_fraction).",
+    )
+    pooling_memory_fraction: float = _f(
+        0.3, "Regression checkpoints: the pooling engine's part of gpu_memory_share (the generator gets the rest)."
+    )
+    dtype: str = _f("auto", "vLLM --dtype (auto, bfloat16, float16, float32; CPU with enforce_eager needs float32).")
+    enable_prefix_caching: bool = _f(True, "vLLM prefix caching (the criteria of one answer share their prompt).")
+    enforce_eager: bool = _f(False, "vLLM --enforce-eager: no CUDA graphs / torch.compile; starts faster.")
+    max_num_seqs: int = _f(0, "vLLM --max-num-seqs (sequences batched per step); 0 keeps vLLM's default.")
+    cpu_kv_cache_gib: float = _f(0.0, "CPU builds: VLLM_CPU_KVCACHE_SPACE per engine in GiB; 0 keeps vLLM's default.")
+    engine_args: list[str] = _f([], "More vLLM flags, passed to every engine as given (e.g. ['--seed', '0']).")
+    generator_url: str = _f(
+        "", "Use a vLLM server already running at this URL as the generating engine instead of starting one."
+    )
+    pooling_url: str = _f("", "Regression checkpoints: an already running vLLM pooling server to use.")
+    engine_start_timeout_s: float = _f(900.0, "Seconds an engine may take to answer /health after starting.")
+
+    # --- judging
+    max_tokens: int = _f(1024, "Default and upper bound of tokens a judge may generate per judgment.")
+    temperature: float = _f(0.0, "Default sampling temperature of the judge (0: greedy, reproducible).")
+    score_logprobs: bool = _f(True, "Seq2seq: compute the expected score and confidence from score-token logprobs.")
+    lenient_parsing: bool = _f(False, "Accept a verdict whose [END] was cut off (judge.parse_verdict lenient=True).")
+    constrained_decoding: bool = _f(
+        False,
+        "Force the verdict format ([FEEDBACK] ... [RESULT] n [END]) with vLLM structured outputs by default; "
+        "requests may override with \"constrained\". For judges that do not yet keep the format reliably.",
+    )
+    feedback_max_chars: int = _f(2000, "Constrained decoding: most characters the feedback may have.")
+    max_concurrent_engine_requests: int = _f(
+        256, "Engine requests judge-serve keeps in flight at once (vLLM batches them); more wait their turn."
+    )
+
+    # --- bounds and timeouts
+    max_batch_items: int = _f(64, "Most items one /v1/judge request may carry.")
+    max_judgments_per_request: int = _f(512, "Most (item, criterion) judgments one /v1/judge request may ask for.")
+    max_body_bytes: int = _f(8 * 1024 * 1024, "Largest request body accepted on any route, in bytes (413 beyond).")
+    request_timeout_s: float = _f(600.0, "Seconds one request may take end to end before it gets 504.")
+    shutdown_grace_s: float = _f(60.0, "On SIGTERM/SIGINT: seconds in-flight requests get to finish.")
+    log_level: str = _f("info", "judge-serve log level (debug, info, warning, error).")
+    log_dir: str = _f("", "Folder for engine logs and serve_run.json (default: a fresh temporary folder).")
+
+    def validate(self) -> ServeConfig:
+        """Check values that would otherwise fail late; returns self.
+
+        Raises:
+            ConfigError: naming the field.
+        """
+        if not self.model:
+            raise ConfigError("model: a checkpoint folder is required (--model or `model:` in the YAML)")
+        positive = (
+            "port", "tensor_parallel_size", "max_model_len", "max_tokens", "max_batch_items",
+            "max_judgments_per_request", "max_body_bytes", "max_concurrent_engine_requests", "feedback_max_chars",
+        )  # fmt: skip
+        for name in positive:
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name}: must be positive, got {getattr(self, name)!r}")
+        for name in ("request_timeout_s", "engine_start_timeout_s"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name}: must be positive, got {getattr(self, name)!r}")
+        if self.shutdown_grace_s < 0:
+            raise ConfigError(f"shutdown_grace_s: must be >= 0, got {self.shutdown_grace_s!r}")
+        if not 0 < self.gpu_memory_share <= 1:
+            raise ConfigError(f"gpu_memory_share: must be in (0, 1], got {self.gpu_memory_share!r}")
+        if not 0 < self.pooling_memory_fraction < 1:
+            raise ConfigError(f"pooling_memory_fraction: must be in (0, 1), got {self.pooling_memory_fraction!r}")
+        if self.temperature < 0:
+            raise ConfigError(f"temperature: must be >= 0, got {self.temperature!r}")
+        if self.max_tokens >= self.max_model_len:
+            raise ConfigError(
+                f"max_tokens: {self.max_tokens} leaves no room for the prompt in max_model_len {self.max_model_len}"
+            )
+        if not isinstance(self.engine_args, list) or not all(isinstance(a, str) for a in self.engine_args):
+            raise ConfigError("engine_args: must be a list of strings")
+        return self
+
+    @property
+    def model_name(self) -> str:
+        """The served model name: ``served_model_name`` or the checkpoint folder's name."""
+        return self.served_model_name or Path(self.model).name or "judge"
+
+    def to_dict(self, redact: bool = True) -> dict[str, Any]:
+        """The resolved configuration (the API key redacted unless ``redact`` is False)."""
+        data = dataclasses.asdict(self)
+        if redact and data["api_key"]:
+            data["api_key"] = "***"
+        return data
+
+
+def load_yaml_config(path: str | Path) -> dict[str, Any]:
+    """Read a judge-serve YAML file into a dict of ``ServeConfig`` fields.
+
+    Raises:
+        ConfigError: the file is not a mapping, or has keys ``ServeConfig`` does not know (named).
+    """
+    import yaml
+
+    text = Path(path).read_text(encoding="utf-8")
+    data = yaml.safe_load(text) or {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of settings, got {type(data).__name__}")
+    known = {f.name for f in dataclasses.fields(ServeConfig)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ConfigError(f"{path}: unknown keys {unknown}; known keys are {sorted(known)}")
+    return data

@@ -1,0 +1,533 @@
+"""Judging: a validated ``/v1/judge`` request in, verdicts out, through the vLLM engines.
+
+Steps for one request:
+
+1. **Prompts.** Each (item, criterion) becomes the POLLUX prompt (``judge.render_prompt``) wrapped as one user
+   turn by the checkpoint's own chat template (``judge.apply_chat``) and tokenized here, so its length is checked
+   against the context before anything reaches vLLM (a clear 400, never a silent truncation).
+2. **Prefix-friendly order.** The criteria of one (instruction, reference, answer) share every token up to
+   ``### Критерий оценки:``. Jobs are grouped by that prefix and sent group by group, all at once up to
+   ``max_concurrent_engine_requests``: siblings land in the same scheduler steps, where vLLM's prefix cache
+   computes the shared blocks once (measured: 4 of 5 siblings read the shared prefix from the cache even when
+   all 5 arrive together, so no separate warm-up request is needed; see ``bench/serve.py`` for the ordering gain).
+3. **Generation.** ``/v1/completions`` with the token ids, greedy by default, stopping at ``[END]``. For a
+   seq2seq judge the request also asks for the log-probabilities of the scale's level tokens at every position
+   (``logprob_token_ids``), so the score position yields the judge's whole distribution over the scale.
+4. **Verdicts.** Seq2seq: ``judge.parse_verdict`` gives feedback and score (a failure stays a failure: no score);
+   from the score token's distribution come ``expected_score`` and ``confidence``. Regression: the rationale is
+   read from the generation and the ``score`` head scores (prompt + rationale) through the pooling engine's
+   ``/classify``, over exactly the text training used: ``judge.apply_chat(tokenizer, prompt,
+   completion=judge.render_rationale_target(rationale))``; the LM's own parsed verdict is returned beside it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import httpx
+
+from judge import PROMPT_VERSION, Scale, VerdictError, apply_chat, parse_verdict, render_prompt, render_rationale_target
+from serve.schema import JudgeRequest, RequestError, ResolvedCriterion, resolve_criteria
+
+__all__ = [
+    "Job",
+    "Judge",
+    "EngineClient",
+    "EngineUnavailable",
+    "EngineFailure",
+    "ScoreDistribution",
+    "JudgeSettings",
+    "build_jobs",
+    "prefix_order",
+    "score_distribution",
+    "extract_rationale",
+    "verdict_regex",
+    "level_token_ids",
+    "REGRESSION_RESERVE_TOKENS",
+]
+
+#: Tokens the regression input needs beyond prompt + generated rationale: the ``[END]`` that
+#: ``render_rationale_target`` restores when the generation was cut, and the chat template's end-of-turn.
+REGRESSION_RESERVE_TOKENS = 8
+
+
+class EngineUnavailable(Exception):
+    """The engine died or cannot be reached; the server answers 503."""
+
+
+class EngineFailure(Exception):
+    """The engine answered with an error; the server answers 502 with its message."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# prompts and order
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Job:
+    """One (item, criterion) judgment.
+
+    Attributes:
+        item: index of the item in the request.
+        slot: index of the criterion within the item's resolved criteria.
+        criterion: the resolved criterion.
+        prompt: the rendered POLLUX prompt (no chat wrapping).
+        prompt_ids: the chat-wrapped prompt's token ids, as sent to vLLM.
+    """
+
+    item: int
+    slot: int
+    criterion: ResolvedCriterion
+    prompt: str
+    prompt_ids: list[int]
+
+
+def prefix_order(keys: list[Any]) -> list[int]:
+    """Indices of ``keys`` grouped by equal key, groups in order of first appearance, stable inside a group.
+
+    ``prefix_order(["a", "b", "a"]) == [0, 2, 1]``.
+    """
+    groups: dict[Any, list[int]] = {}
+    for index, key in enumerate(keys):
+        groups.setdefault(key, []).append(index)
+    return [index for members in groups.values() for index in members]
+
+
+def build_jobs(
+    request: JudgeRequest,
+    tokenizer: Any,
+    *,
+    max_model_len: int,
+    max_tokens: int,
+    reserve: int = 0,
+    max_judgments: int | None = None,
+) -> list[Job]:
+    """Resolve criteria, render and tokenize every judgment, and order them for prefix reuse.
+
+    Args:
+        request: the validated request.
+        tokenizer: the checkpoint's tokenizer (chat template included).
+        max_model_len: the engines' context (prompt + generated tokens).
+        max_tokens: tokens each judgment may generate.
+        reserve: further tokens a judgment needs beyond prompt + generation (regression: the head's input).
+        max_judgments: most (item, criterion) pairs allowed, checked before any tokenizing.
+
+    Returns:
+        The jobs, grouped so that the criteria of one answer are adjacent.
+
+    Raises:
+        RequestError: an unknown criterion or task, too many judgments, or a prompt that does not fit the
+            context (naming the item and criterion, with the token counts).
+    """
+    resolved = [resolve_criteria(item, i) for i, item in enumerate(request.items)]
+    total = sum(len(criteria) for criteria in resolved)
+    if max_judgments is not None and total > max_judgments:
+        raise RequestError(
+            f"items: {total} (item, criterion) judgments requested; this server takes at most {max_judgments} "
+            "per request. Split the batch.",
+            param="items",
+        )
+    jobs: list[Job] = []
+    keys: list[tuple[str, str, str]] = []
+    budget = max_model_len - max_tokens - reserve
+    for i, (item, criteria) in enumerate(zip(request.items, resolved)):
+        for j, crit in enumerate(criteria):
+            fields = {
+                "instruction": item.instruction,
+                "answer": item.answer,
+                "reference_answer": item.reference_answer or "",
+                "criteria_name": crit.name,
+                "rubrics": crit.rubrics,
+            }
+            prompt = render_prompt(fields)
+            ids = tokenizer(apply_chat(tokenizer, prompt), add_special_tokens=False)["input_ids"]
+            if len(ids) > budget:
+                where = f"items[{i}]" if item.criteria is None else f"items[{i}].criteria[{j}]"
+                raise RequestError(
+                    f"{where}: the prompt for criterion {crit.name!r} is {len(ids)} tokens; with max_tokens "
+                    f"{max_tokens}{f' and {reserve} reserved' if reserve else ''} it needs "
+                    f"{len(ids) + max_tokens + reserve} > the model's context of {max_model_len} tokens. "
+                    f"Shorten the answer or ask for fewer max_tokens.",
+                    param=where,
+                    code="context_length_exceeded",
+                )
+            jobs.append(Job(i, j, crit, prompt, ids))
+            keys.append((item.instruction, item.reference_answer or "", item.answer))
+    return [jobs[k] for k in prefix_order(keys)]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# scores from generations
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def level_token_ids(tokenizer: Any, scale: Scale) -> dict[int, int] | None:
+    """Each scale level's token id, when every level is written as one token (``"0"`` .. ``"4"``), else None."""
+    ids = {}
+    for level in scale.levels:
+        encoded = tokenizer.encode(str(level), add_special_tokens=False)
+        if len(encoded) != 1:
+            return None
+        ids[level] = encoded[0]
+    return ids
+
+
+@dataclass(frozen=True)
+class ScoreDistribution:
+    """The judge's distribution over the scale at the score it wrote.
+
+    Attributes:
+        probs: level -> probability, renormalised over the scale's levels.
+        expected: sum of level x probability.
+        confidence: the renormalised probability of the level the judge wrote.
+        mass: the probability the judge put on any scale level before renormalising (near 1 for a judge that
+            knows the format; small values mean the distribution is mostly elsewhere).
+    """
+
+    probs: dict[int, float]
+    expected: float
+    confidence: float
+    mass: float
+
+
+_RESULT_BEFORE = re.compile(r"\[\s*RESULT\s*\][\s*_:(]*$", re.IGNORECASE)
+
+
+def score_distribution(
+    tokens: list[str], top_logprobs: list[dict[str, float] | None], scale: Scale, score: float
+) -> ScoreDistribution | None:
+    """Read the score token's distribution from a completion's log-probabilities.
+
+    The score token is the last generated token that spells the written ``score`` and follows a ``[RESULT]`` tag.
+
+    Args:
+        tokens: the generated tokens as text.
+        top_logprobs: per position, token text -> log-probability (including the scale's level tokens).
+        scale: the criterion's scale.
+        score: the score the verdict parser read.
+
+    Returns:
+        The distribution, or None when the score is not a single level token or its position is not found.
+    """
+    if not float(score).is_integer() or int(score) not in scale.levels:
+        return None
+    written = str(int(score))
+    for i in range(len(tokens) - 1, -1, -1):
+        if tokens[i].strip() != written or not _RESULT_BEFORE.search("".join(tokens[max(0, i - 16):i])):
+            continue
+        logprobs = top_logprobs[i] or {}
+        raw = {level: math.exp(logprobs[str(level)]) for level in scale.levels if str(level) in logprobs}
+        mass = sum(raw.values())
+        if int(score) not in raw or mass <= 0:
+            return None
+        probs = {level: raw.get(level, 0.0) / mass for level in scale.levels}
+        expected = sum(level * p for level, p in probs.items())
+        return ScoreDistribution(probs=probs, expected=expected, confidence=probs[int(score)], mass=min(mass, 1.0))
+    return None
+
+
+_FEEDBACK_TAG = re.compile(r"[*_]{0,3}\[\s*FEEDBACK\s*\]:?[*_]{0,3}:?", re.IGNORECASE)
+_STOP_TAG = re.compile(r"[*_]{0,3}\[\s*(RESULT|END)\s*\]", re.IGNORECASE)
+_THINK_CLOSE = re.compile(r"</think\s*>", re.IGNORECASE)
+
+
+def extract_rationale(text: str) -> tuple[str, bool]:
+    """The rationale a regression judge wrote: ``[FEEDBACK] <rationale> [END]``.
+
+    Tolerates what ``judge.parse_verdict`` tolerates (a ``<think>`` preamble, markdown around tags, a score
+    the LM added anyway: the rationale stops at ``[RESULT]`` or ``[END]``).
+
+    Returns:
+        (rationale, complete): complete is False when no closing tag was written (the generation was cut).
+    """
+    closes = list(_THINK_CLOSE.finditer(text))
+    body = text[closes[-1].end():] if closes else text
+    start = _FEEDBACK_TAG.search(body)
+    if start:
+        body = body[start.end():]
+    stop = _STOP_TAG.search(body)
+    if stop:
+        return body[: stop.start()].strip(), True
+    return body.strip(), False
+
+
+def verdict_regex(scale: Scale, feedback_max_chars: int, with_score: bool) -> str:
+    """The output format as a regular expression, for vLLM structured outputs.
+
+    Seq2seq: ``[FEEDBACK] <1..N characters other than brackets> [RESULT] <a level> [END]``; regression: the same
+    without the result.
+    """
+    feedback = rf"\[FEEDBACK\] [^\[\]]{{1,{feedback_max_chars}}}"
+    if not with_score:
+        return feedback + r" \[END\]"
+    levels = "|".join(re.escape(str(level)) for level in scale.levels)
+    return feedback + rf" \[RESULT\] ({levels}) \[END\]"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# engines
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class EngineClient:
+    """POSTs JSON to one engine, giving up at once when that engine is known to have died.
+
+    Args:
+        http: the shared client.
+        url: the engine's root URL.
+        dead: set by the server's watcher when the engine exits.
+        reason: why the engine is unavailable (for the 503 message).
+    """
+
+    def __init__(self, http: httpx.AsyncClient, url: str, dead: asyncio.Event, reason: Callable[[], str]):
+        self.http, self.url, self.dead, self.reason = http, url, dead, reason
+
+    async def post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
+        if self.dead.is_set():
+            raise EngineUnavailable(self.reason())
+        call = asyncio.ensure_future(self.http.post(self.url + path, json=payload))
+        death = asyncio.ensure_future(self.dead.wait())
+        try:
+            done, _ = await asyncio.wait({call, death}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (call, death):
+                if not task.done():
+                    task.cancel()
+        if call not in done:
+            raise EngineUnavailable(self.reason())
+        try:
+            response = call.result()
+        except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as err:
+            raise EngineUnavailable(f"engine at {self.url} unreachable: {type(err).__name__}: {err}") from err
+        if response.status_code != 200:
+            try:
+                message = response.json()["error"]["message"]
+            except (ValueError, KeyError, TypeError):
+                message = response.text[:500]
+            raise EngineFailure(f"engine answered {response.status_code}: {message}")
+        return response.json()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the judge
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """What a ``Judge`` needs from the server config."""
+
+    model_name: str
+    kind: str  # "seq2seq" | "regression"
+    engine_models: dict[str, str]  # role -> the name the engine serves (equal to model_name unless attached)
+    max_model_len: int
+    max_tokens: int
+    temperature: float
+    score_logprobs: bool
+    lenient: bool
+    constrained: bool
+    feedback_max_chars: int
+    max_judgments: int
+
+
+class Judge:
+    """Runs ``/v1/judge`` requests against a generating engine (and a pooling engine for regression judges).
+
+    Args:
+        settings: model name, kind and defaults.
+        tokenizer: the checkpoint's tokenizer.
+        generator: client of the generating engine.
+        pooler: client of the pooling engine (regression judges only).
+        limit: bounds the engine requests in flight across all concurrent ``/v1/judge`` calls.
+    """
+
+    def __init__(
+        self,
+        settings: JudgeSettings,
+        tokenizer: Any,
+        generator: EngineClient,
+        pooler: EngineClient | None,
+        limit: asyncio.Semaphore,
+    ):
+        self.settings, self.tokenizer, self.generator, self.pooler, self.limit = settings, tokenizer, generator, pooler, limit
+        self._level_ids: dict[tuple[int, ...], dict[int, int] | None] = {}
+
+    def _levels(self, scale: Scale) -> dict[int, int] | None:
+        if scale.levels not in self._level_ids:
+            self._level_ids[scale.levels] = level_token_ids(self.tokenizer, scale)
+        return self._level_ids[scale.levels]
+
+    async def run(self, request: JudgeRequest) -> dict[str, Any]:
+        """Judge every (item, criterion) of a request.
+
+        Returns:
+            The response body (see the README's ``/v1/judge`` section).
+
+        Raises:
+            RequestError: bad model name, criterion, task or context length.
+            EngineUnavailable, EngineFailure: an engine died or failed.
+        """
+        s = self.settings
+        if request.model is not None and request.model != s.model_name:
+            raise RequestError(f"model: the model `{request.model}` does not exist; this server serves `{s.model_name}`", "model", 404, "model_not_found")
+        max_tokens = request.max_tokens if request.max_tokens is not None else s.max_tokens
+        if max_tokens > s.max_tokens:
+            raise RequestError(f"max_tokens: {max_tokens} is above this server's limit of {s.max_tokens}", "max_tokens")
+        reserve = REGRESSION_RESERVE_TOKENS if s.kind == "regression" else 0
+        jobs = await asyncio.to_thread(
+            build_jobs,
+            request,
+            self.tokenizer,
+            max_model_len=s.max_model_len,
+            max_tokens=max_tokens,
+            reserve=reserve,
+            max_judgments=s.max_judgments,
+        )
+        options = {
+            "max_tokens": max_tokens,
+            "temperature": float(request.temperature if request.temperature is not None else s.temperature),
+            "lenient": request.lenient if request.lenient is not None else s.lenient,
+            "constrained": request.constrained if request.constrained is not None else s.constrained,
+        }
+        # Tasks are created in prefix order and take the semaphore in that order (asyncio's is FIFO).
+        tasks = [asyncio.ensure_future(self._one(job, options)) for job in jobs]
+        try:
+            results = await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+
+        n_criteria: dict[int, int] = {}
+        for job in jobs:
+            n_criteria[job.item] = max(n_criteria.get(job.item, 0), job.slot + 1)
+        items = [
+            {"index": i, "id": item.id, "results": [None] * n_criteria.get(i, 0)} for i, item in enumerate(request.items)
+        ]
+        for job, result in zip(jobs, results):
+            items[job.item]["results"][job.slot] = result
+        prompt_tokens = sum(r["usage"]["prompt_tokens"] for r in results)
+        completion_tokens = sum(r["usage"]["completion_tokens"] for r in results)
+        return {
+            "id": f"judge-{uuid.uuid4().hex}",
+            "object": "judge.result",
+            "created": int(time.time()),
+            "model": s.model_name,
+            "judge_kind": s.kind,
+            "prompt_version": PROMPT_VERSION,
+            "items": items,
+            "usage": {
+                "judgments": len(results),
+                "parsed": sum(1 for r in results if r["parse_ok"]),
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+
+    async def _one(self, job: Job, options: dict[str, Any]) -> dict[str, Any]:
+        s = self.settings
+        scale = job.criterion.scale
+        payload: dict[str, Any] = {
+            "model": s.engine_models["generator"],
+            "prompt": job.prompt_ids,
+            "max_tokens": options["max_tokens"],
+            "temperature": options["temperature"],
+            "stop": ["[END]"],
+            "include_stop_str_in_output": True,
+        }
+        level_ids = self._levels(scale) if (s.kind == "seq2seq" and s.score_logprobs) else None
+        if level_ids:
+            payload["logprobs"] = len(level_ids)
+            payload["logprob_token_ids"] = list(level_ids.values())
+        if options["constrained"]:
+            payload["structured_outputs"] = {"regex": verdict_regex(scale, s.feedback_max_chars, s.kind == "seq2seq")}
+        async with self.limit:
+            completion = await self.generator.post("/v1/completions", payload)
+        choice = completion["choices"][0]
+        text = choice.get("text") or ""
+        usage = completion.get("usage") or {}
+        result: dict[str, Any] = {
+            "criterion": job.criterion.name,
+            "criterion_id": job.criterion.id,
+            "scale": list(scale.levels),
+        }
+        if s.kind == "seq2seq":
+            result.update(self._seq2seq_verdict(text, choice.get("logprobs"), scale, options["lenient"], bool(level_ids)))
+        else:
+            result.update(await self._regression_verdict(job, text, options["lenient"]))
+        result["output"] = text
+        result["finish_reason"] = choice.get("finish_reason")
+        result["usage"] = {
+            "prompt_tokens": int(usage.get("prompt_tokens") or len(job.prompt_ids)),
+            "completion_tokens": int(usage.get("completion_tokens") or 0),
+        }
+        return result
+
+    @staticmethod
+    def _seq2seq_verdict(
+        text: str, logprobs: dict[str, Any] | None, scale: Scale, lenient: bool, asked_logprobs: bool
+    ) -> dict[str, Any]:
+        verdict = parse_verdict(text, scale=scale, lenient=lenient)
+        dist = None
+        if verdict.ok and logprobs:
+            dist = score_distribution(logprobs.get("tokens") or [], logprobs.get("top_logprobs") or [], scale, verdict.score)
+        return {
+            "feedback": verdict.feedback,
+            "score": verdict.score,
+            "parse_ok": verdict.ok,
+            "error": verdict.error,
+            "error_reason": verdict.reason or None,
+            "score_source": "verdict" if verdict.ok else None,
+            "expected_score": dist.expected if dist else None,
+            "confidence": dist.confidence if dist else None,
+            "score_probs": {str(k): v for k, v in dist.probs.items()} if dist else None,
+            "score_mass": dist.mass if dist else None,
+            "regression_score": None,
+            "rationale_complete": None,
+            "lm_verdict": None,
+        }
+
+    async def _regression_verdict(self, job: Job, text: str, lenient: bool) -> dict[str, Any]:
+        scale = job.criterion.scale
+        lm = parse_verdict(text, scale=scale, lenient=lenient)
+        rationale, complete = extract_rationale(text)
+        out: dict[str, Any] = {
+            "feedback": rationale,
+            "score": None,
+            "parse_ok": False,
+            "error": None,
+            "error_reason": None,
+            "score_source": None,
+            "expected_score": None,
+            "confidence": None,
+            "score_probs": None,
+            "score_mass": None,
+            "regression_score": None,
+            "rationale_complete": complete,
+            "lm_verdict": {"score": lm.score, "parse_ok": lm.ok, "error": lm.error, "error_reason": lm.reason or None},
+        }
+        if not rationale:
+            out["error"], out["error_reason"] = VerdictError.EMPTY, "the judge wrote no rationale for the head to score"
+            return out
+        # Exactly the sequence training fed the head: prompt + assistant turn "[FEEDBACK] ... [END]".
+        text_for_head = apply_chat(self.tokenizer, job.prompt, completion=render_rationale_target(rationale))
+        ids = self.tokenizer(text_for_head, add_special_tokens=False)["input_ids"]
+        assert self.pooler is not None
+        async with self.limit:
+            classified = await self.pooler.post("/classify", {"model": self.settings.engine_models["pooler"], "input": [ids]})
+        raw = float(classified["data"][0]["probs"][0])
+        # The head is unbounded; the score is clipped into the scale, the raw value is kept beside it.
+        out.update(
+            score=float(min(max(raw, scale.min), scale.max)),
+            parse_ok=True,
+            score_source="regression_head",
+            regression_score=raw,
+        )
+        return out

@@ -1,0 +1,249 @@
+"""The ``/v1/judge`` request: its JSON shape, its validation, and criteria resolution against the taxonomy.
+
+Request (one item inline, or many under ``items``)::
+
+    {
+      "model": "tiny-judge",                    # optional; must match the served name when given
+      "items": [{
+        "id": "q1-a3",                          # optional, echoed back
+        "instruction": "...", "answer": "...",
+        "reference_answer": "...",              # optional ("" / null: none)
+        "criteria": ["Креативность", "facts__3", {"name": "Вежливость", "rubrics": "0: ...\\n\\n1: ..."}],
+        "task_type": "Code modification",       # optional; without criteria it selects the task's criteria set,
+        "task_subtype": "Python",               #   with criteria it picks each name's variant for the task
+        "task_subsubtype": null
+      }],
+      "max_tokens": 512, "temperature": 0.0,    # optional, bounded by the server's max_tokens
+      "lenient": false,                         # accept a verdict whose [END] was cut off
+      "constrained": false                      # force the verdict format with vLLM structured outputs
+    }
+
+Every failure is a ``RequestError`` carrying an HTTP status and ``param``, the dotted path of the bad field
+(``items[2].criteria[0]``), which the server returns as an OpenAI-style error body.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
+
+from judge import Scale, ScaleError, TaxonomyError, load_taxonomy, scale_of
+from judge.taxonomy import RUBRIC_LEVEL_SEPARATOR
+
+__all__ = [
+    "RequestError",
+    "CustomCriterion",
+    "JudgeItem",
+    "JudgeRequest",
+    "ResolvedCriterion",
+    "parse_judge_request",
+    "resolve_criteria",
+    "param_of",
+]
+
+_ITEM_FIELDS = ("id", "instruction", "answer", "reference_answer", "criteria", "task_type", "task_subtype", "task_subsubtype")
+
+
+class RequestError(Exception):
+    """A request judge-serve refuses.
+
+    Attributes:
+        status: HTTP status (400 for bad input, 404 for an unknown model, 413 for too large).
+        param: the offending field as a dotted path, or None.
+        message: what is wrong, naming the field.
+    """
+
+    def __init__(self, message: str, param: str | None = None, status: int = 400, code: str = "invalid_request"):
+        super().__init__(message)
+        self.message, self.param, self.status, self.code = message, param, status, code
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CustomCriterion(_Strict):
+    """A criterion outside the taxonomy: its name as shown to the judge and its rubric.
+
+    ``rubrics`` is rubric text (``"0: ...\\n\\n1: ..."``) or a mapping from level to description.
+    """
+
+    name: StrictStr = Field(min_length=1)
+    rubrics: StrictStr | dict[StrictStr, StrictStr]
+
+
+class JudgeItem(_Strict):
+    """One answer to judge on one or more criteria."""
+
+    id: StrictStr | StrictInt | None = None
+    instruction: StrictStr
+    answer: StrictStr
+    reference_answer: StrictStr | None = None
+    criteria: list[StrictStr | CustomCriterion] | None = None
+    task_type: StrictStr | None = None
+    task_subtype: StrictStr | None = None
+    task_subsubtype: StrictStr | None = None
+
+
+class JudgeRequest(_Strict):
+    """The ``/v1/judge`` body."""
+
+    model: StrictStr | None = None
+    items: list[JudgeItem] = Field(min_length=1)
+    max_tokens: StrictInt | None = Field(default=None, ge=1)
+    temperature: StrictFloat | StrictInt | None = Field(default=None, ge=0, le=2)
+    lenient: StrictBool | None = None
+    constrained: StrictBool | None = None
+
+
+def param_of(loc: tuple[Any, ...]) -> str:
+    """A pydantic error location as a dotted field path: ``("items", 0, "answer")`` -> ``items[0].answer``.
+
+    Union branch names pydantic inserts (``str``, ``CustomCriterion``, ``constrained-str``) are dropped.
+    """
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in ("str", "int", "float", "bool", "CustomCriterion", "JudgeItem") or "[" in str(part) or "-" in str(part):
+            continue
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "body"
+
+
+def _first_error(err: ValidationError) -> RequestError:
+    errors = err.errors()
+    # A value that fails every branch of a union reports once per branch: a missing or unknown key inside an
+    # object branch says most; otherwise the shortest path is the field itself.
+    first = min(errors, key=lambda e: (e["type"] not in ("missing", "extra_forbidden"), len(param_of(tuple(e["loc"])))))
+    param = param_of(tuple(first["loc"]))
+    kind = first["type"]
+    if kind == "missing":
+        message = f"{param}: required field is missing"
+    elif kind == "extra_forbidden":
+        message = f"{param}: unknown field"
+    else:
+        message = f"{param}: {first['msg']}"
+    return RequestError(message, param=param)
+
+
+def parse_judge_request(body: Any) -> JudgeRequest:
+    """Validate a decoded JSON body into a ``JudgeRequest``.
+
+    A body with the item fields at the top level (and no ``items``) is one item.
+
+    Raises:
+        RequestError: naming the first bad field.
+    """
+    if not isinstance(body, Mapping):
+        raise RequestError(f"body: expected a JSON object, got {type(body).__name__}", param="body")
+    data = dict(body)
+    inline = [k for k in _ITEM_FIELDS if k in data]
+    if inline and "items" in data:
+        raise RequestError(f"{inline[0]}: give items either under 'items' or inline, not both", param=inline[0])
+    if "items" not in data:
+        if not inline:
+            raise RequestError("items: required field is missing", param="items")
+        data["items"] = [{k: data.pop(k) for k in inline}]
+    try:
+        request = JudgeRequest.model_validate(data)
+    except ValidationError as err:
+        raise _first_error(err) from None
+    for i, item in enumerate(request.items):
+        for name in ("instruction", "answer"):
+            if not getattr(item, name).strip():
+                raise RequestError(f"items[{i}].{name}: must not be empty", param=f"items[{i}].{name}")
+        if item.criteria is not None and not item.criteria:
+            raise RequestError(
+                f"items[{i}].criteria: must not be empty (leave it out to use the task type's criteria)",
+                param=f"items[{i}].criteria",
+            )
+        if item.criteria is None and not item.task_type:
+            raise RequestError(
+                f"items[{i}].criteria: required unless task_type names a task whose criteria set to use",
+                param=f"items[{i}].criteria",
+            )
+    return request
+
+
+@dataclass(frozen=True)
+class ResolvedCriterion:
+    """A criterion ready for the prompt.
+
+    Attributes:
+        name: the Russian name shown to the judge.
+        rubrics: the rubric text shown to the judge.
+        scale: the allowed scores.
+        id: the taxonomy id, or None for a custom criterion.
+    """
+
+    name: str
+    rubrics: str
+    scale: Scale
+    id: str | None = None
+
+
+def _rubric_text(rubrics: str | Mapping[str, str]) -> str:
+    if isinstance(rubrics, str):
+        return rubrics
+    # The taxonomy's own layout ("level: text" joined by a blank line), so custom rubrics read like shipped ones.
+    return RUBRIC_LEVEL_SEPARATOR.join(f"{level}: {text}" for level, text in sorted(rubrics.items(), key=lambda kv: _level_key(kv[0])))
+
+
+def _level_key(level: str) -> tuple[int, str]:
+    try:
+        return (int(level), "")
+    except ValueError:
+        return (0, level)
+
+
+def resolve_criteria(item: JudgeItem, index: int) -> list[ResolvedCriterion]:
+    """The criteria an item is judged on, resolved against the POLLUX taxonomy.
+
+    Args:
+        item: the validated item.
+        index: its position in the request (for error paths).
+
+    Raises:
+        RequestError: unknown task type or criterion (the taxonomy's message, with its closest matches), or a
+            custom rubric from which no scale can be read.
+    """
+    taxonomy = load_taxonomy()
+    task_path = tuple(p for p in (item.task_type, item.task_subtype, item.task_subsubtype) if p) or None
+    if task_path:
+        try:
+            taxonomy.find_tasks(*task_path)
+        except TaxonomyError as err:
+            raise RequestError(f"items[{index}].task_type: {err}", param=f"items[{index}].task_type") from None
+    if item.criteria is None:
+        try:
+            crits = taxonomy.criteria_for(*task_path)  # type: ignore[misc]
+        except TaxonomyError as err:
+            raise RequestError(f"items[{index}].task_type: {err}", param=f"items[{index}].task_type") from None
+        return [ResolvedCriterion(c.name["ru"], c.rubric("ru"), c.scale, c.id) for c in crits]
+
+    resolved = []
+    for j, spec in enumerate(item.criteria):
+        param = f"items[{index}].criteria[{j}]"
+        if isinstance(spec, str):
+            try:
+                crit = taxonomy.criterion(spec, task=task_path)
+            except TaxonomyError as err:
+                raise RequestError(f"{param}: {err}", param=param) from None
+            resolved.append(ResolvedCriterion(crit.name["ru"], crit.rubric("ru"), crit.scale, crit.id))
+            continue
+        if not spec.name.strip():
+            raise RequestError(f"{param}.name: must not be empty", param=f"{param}.name")
+        text = _rubric_text(spec.rubrics)
+        if not text.strip():
+            raise RequestError(f"{param}.rubrics: must not be empty", param=f"{param}.rubrics")
+        try:
+            scale = scale_of(spec.rubrics if isinstance(spec.rubrics, Mapping) else text)
+        except ScaleError as err:
+            raise RequestError(f"{param}.rubrics: {err}", param=f"{param}.rubrics") from None
+        resolved.append(ResolvedCriterion(spec.name.strip(), text, scale, None))
+    return resolved

@@ -1,0 +1,147 @@
+"""judge-serve configuration, CLI and checkpoint layout: no servers started."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from serve.cli import main, resolve_config
+from serve.config import ConfigError, ServeConfig, load_yaml_config
+from serve.launch import engine_command, engine_specs
+from serve.layout import LayoutError, resolve_layout
+
+CONFIG_DIR = Path(__file__).parents[1] / "configs" / "serve"
+
+
+def _checkpoint(folder: Path, arch: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps({"architectures": [arch]}), encoding="utf-8")
+    return folder
+
+
+def test_help_runs(capsys):
+    """`judge-serve --help` prints usage and exits 0."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    assert "--max-body-bytes" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("path", sorted(CONFIG_DIR.glob("*.yaml")), ids=lambda p: p.name)
+def test_shipped_yaml_parses(path):
+    """Every shipped serve YAML has only known keys, validates, and starts with the command that runs it."""
+    values = load_yaml_config(path)
+    ServeConfig(model="/some/checkpoint", **values).validate()
+    assert path.read_text(encoding="utf-8").startswith("# judge-serve")
+    assert "judge-serve --config configs/serve/" + path.name in path.read_text(encoding="utf-8")
+
+
+def test_flag_overrides_yaml(tmp_path):
+    """Defaults, then YAML, then flags: a flag wins over the YAML, the YAML over the default."""
+    yaml_path = tmp_path / "serve.yaml"
+    yaml_path.write_text("model: /ckpt\nport: 9001\nmax_tokens: 100\nenable_prefix_caching: true\n", encoding="utf-8")
+    config, _ = resolve_config(["--config", str(yaml_path), "--port", "9002", "--no-enable-prefix-caching"])
+    assert (config.port, config.max_tokens, config.enable_prefix_caching) == (9002, 100, False)
+    assert config.request_timeout_s == ServeConfig().request_timeout_s
+
+
+def test_unknown_yaml_key_is_an_error(tmp_path):
+    """A misspelt YAML key is refused, naming it."""
+    yaml_path = tmp_path / "serve.yaml"
+    yaml_path.write_text("model: /ckpt\nmax_token: 100\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="max_token"):
+        resolve_config(["--config", str(yaml_path)])
+
+
+@pytest.mark.parametrize(
+    ("override", "field"),
+    [({"model": ""}, "model"), ({"port": 0}, "port"), ({"gpu_memory_share": 1.5}, "gpu_memory_share"),
+     ({"max_tokens": 4096, "max_model_len": 4096}, "max_tokens"), ({"pooling_memory_fraction": 1.0}, "pooling_memory_fraction")],
+)  # fmt: skip
+def test_bad_values_name_the_field(override, field):
+    """validate() refuses impossible settings and names the field."""
+    with pytest.raises(ConfigError, match=field):
+        ServeConfig(**{"model": "/ckpt", **override}).validate()
+
+
+def test_api_key_from_environment(monkeypatch):
+    """With no --api-key, $JUDGE_SERVE_API_KEY is used (keeps the key out of `ps`)."""
+    monkeypatch.setenv("JUDGE_SERVE_API_KEY", "from-env")
+    config, _ = resolve_config(["--model", "/ckpt"])
+    assert config.api_key == "from-env"
+    assert config.to_dict()["api_key"] == "***"
+
+
+def test_bad_checkpoint_exits_2(tmp_path, capsys):
+    """A folder that is not a checkpoint is a clear error (exit 2), not a traceback."""
+    assert main(["--model", str(tmp_path)]) == 2
+    assert "config.json" in capsys.readouterr().err
+
+
+def test_layout_seq2seq(tmp_path):
+    """A causal LM folder is a seq2seq judge served by one generating engine."""
+    layout = resolve_layout(_checkpoint(tmp_path / "ckpt", "Qwen2ForCausalLM"))
+    assert (layout.kind, layout.generator_dir, layout.pooler_dir) == ("seq2seq", tmp_path / "ckpt", None)
+
+
+def test_layout_regression_from_manifest(tmp_path):
+    """A regression export names its generator in pollux_judge.json (train/export.py's layout)."""
+    root = _checkpoint(tmp_path / "export", "Qwen2ForSequenceClassification")
+    _checkpoint(root / "lm-weights", "Qwen2ForCausalLM")
+    (root / "pollux_judge.json").write_text(json.dumps({"mode": "regression", "generator": "lm-weights", "prompt_version": "pollux-ru-v1"}))
+    layout = resolve_layout(root)
+    assert (layout.kind, layout.generator_dir, layout.pooler_dir, layout.prompt_version) == (
+        "regression", root / "lm-weights", root, "pollux-ru-v1",
+    )  # fmt: skip
+
+
+def test_layout_regression_generator_subfolder_and_override(tmp_path):
+    """Without a manifest the generator/ subfolder is used; --generator-model overrides both."""
+    root = _checkpoint(tmp_path / "export", "Qwen2ForSequenceClassification")
+    _checkpoint(root / "generator", "Qwen2ForCausalLM")
+    other = _checkpoint(tmp_path / "other", "Qwen2ForCausalLM")
+    assert resolve_layout(root).generator_dir == root / "generator"
+    assert resolve_layout(root, generator_model=other).generator_dir == other
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        (lambda root: None, "names no generating model"),
+        (lambda root: (root / "pollux_judge.json").write_text('{"generator": "missing"}'), "not a causal LM"),
+        (lambda root: _checkpoint(root / "generator", "Qwen2ForSequenceClassification"), "names no generating model"),
+    ],
+    ids=["nothing", "manifest-points-nowhere", "generator-not-causal"],
+)
+def test_layout_regression_without_generator_is_refused(tmp_path, setup, message):
+    """A regression checkpoint without a generating model is refused with what to do."""
+    root = _checkpoint(tmp_path / "export", "Qwen2ForSequenceClassification")
+    setup(root)
+    with pytest.raises(LayoutError, match=message):
+        resolve_layout(root)
+
+
+def test_layout_unknown_architecture(tmp_path):
+    """An architecture that is neither a causal LM nor a classifier is refused, naming it."""
+    with pytest.raises(LayoutError, match="BertModel"):
+        resolve_layout(_checkpoint(tmp_path / "ckpt", "BertModel"))
+
+
+def test_memory_split_and_engine_commands(tmp_path):
+    """A regression judge splits gpu_memory_share between a generating and a pooling engine (0.63 / 0.27)."""
+    root = _checkpoint(tmp_path / "export", "Qwen2ForSequenceClassification")
+    _checkpoint(root / "generator", "Qwen2ForCausalLM")
+    config = ServeConfig(model=str(root), tensor_parallel_size=2, engine_args=["--seed", "1"]).validate()
+    generator, pooler = engine_specs(config, resolve_layout(root))
+    assert (generator.role, generator.memory_share, pooler.role, pooler.memory_share) == ("generator", 0.63, "pooler", 0.27)
+    gen_cmd, pool_cmd = engine_command(generator, config, 1234), engine_command(pooler, config, 1235)
+    assert gen_cmd[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
+    assert gen_cmd[gen_cmd.index("--model") + 1] == str(root / "generator")
+    assert pool_cmd[pool_cmd.index("--runner") + 1] == "pooling"
+    assert pool_cmd[pool_cmd.index("--tensor-parallel-size") + 1] == "2"
+    assert gen_cmd[-2:] == ["--seed", "1"]  # engine_args last, so they override
+    seq2seq = ServeConfig(model=str(root / "generator")).validate()
+    (only,) = engine_specs(seq2seq, resolve_layout(root / "generator"))
+    assert only.memory_share == 0.9

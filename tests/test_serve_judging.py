@@ -1,0 +1,226 @@
+"""The pure parts of judging: request validation, prompt jobs and their order, score distributions, rationales."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+
+import judge
+from judge import Scale
+from serve.judging import build_jobs, extract_rationale, level_token_ids, prefix_order, score_distribution, verdict_regex
+from serve.schema import RequestError, parse_judge_request, resolve_criteria
+
+GOOD_ITEM = {"instruction": "Напиши стих", "answer": "Роза красная", "criteria": ["Креативность"]}
+
+# ------------------------------------------------------------------------------------------ request validation
+
+BAD_REQUESTS = [
+    # (body, param the 4xx must name)
+    ([], "body"),
+    ({}, "items"),
+    ({"items": []}, "items"),
+    ({"items": [{"answer": "a", "criteria": ["Креативность"]}]}, "items[0].instruction"),
+    ({"items": [{**GOOD_ITEM, "answer": "   "}]}, "items[0].answer"),
+    ({"items": [{**GOOD_ITEM, "answer": 5}]}, "items[0].answer"),
+    ({"items": [{**GOOD_ITEM, "criteria": []}]}, "items[0].criteria"),
+    ({"items": [{**GOOD_ITEM, "criteria": "Креативность"}]}, "items[0].criteria"),
+    ({"items": [{**GOOD_ITEM, "criteria": [7]}]}, "items[0].criteria[0]"),
+    ({"items": [{**GOOD_ITEM, "criteria": [{"name": "X"}]}]}, "items[0].criteria[0].rubrics"),
+    ({"items": [{**GOOD_ITEM, "critera": ["Креативность"]}]}, "items[0].critera"),
+    ({"items": [{k: v for k, v in GOOD_ITEM.items() if k != "criteria"}]}, "items[0].criteria"),
+    ({"items": [GOOD_ITEM], "max_tokens": "10"}, "max_tokens"),
+    ({"items": [GOOD_ITEM], "max_tokens": 0}, "max_tokens"),
+    ({"items": [GOOD_ITEM], "temperature": -1}, "temperature"),
+    ({**GOOD_ITEM, "items": [GOOD_ITEM]}, "instruction"),
+]
+
+
+@pytest.mark.parametrize(("body", "param"), BAD_REQUESTS, ids=[p for _, p in BAD_REQUESTS])
+def test_bad_requests_name_the_field(body, param):
+    """Every malformed body is a RequestError (400) whose param is the bad field's path."""
+    with pytest.raises(RequestError) as err:
+        parse_judge_request(body)
+    assert (err.value.status, err.value.param) == (400, param)
+    assert err.value.message.startswith(param)
+
+
+BAD_CRITERIA = [
+    ({"criteria": ["Креативностьь"]}, "items[0].criteria[0]", "did you mean"),
+    ({"criteria": ["Креативность", "no such thing"]}, "items[0].criteria[1]", "unknown criterion"),
+    ({"criteria": [{"name": "X", "rubrics": "без шкалы"}]}, "items[0].criteria[0].rubrics", "no scale"),
+    ({"criteria": None, "task_type": "Poetry writing"}, "items[0].task_type", "unknown task type"),
+    ({"criteria": None, "task_type": "Code modification"}, "items[0].task_type", "name one of"),
+]
+
+
+@pytest.mark.parametrize(("change", "param", "message"), BAD_CRITERIA, ids=[m for *_, m in BAD_CRITERIA])
+def test_bad_criteria_name_the_field(change, param, message):
+    """Unknown criteria, unreadable custom rubrics and unknown or ambiguous task types name the field."""
+    item = {**GOOD_ITEM, **change}
+    if item["criteria"] is None:
+        del item["criteria"]
+    request = parse_judge_request({"items": [item]})
+    with pytest.raises(RequestError, match=message) as err:
+        resolve_criteria(request.items[0], 0)
+    assert err.value.param == param
+
+
+def test_criteria_by_name_id_custom_and_task_type():
+    """Criteria resolve by Russian or English name, by id, as custom rubrics, and from a task type's set."""
+    request = parse_judge_request(
+        {
+            "items": [
+                {**GOOD_ITEM, "criteria": ["Креативность", "Creativity", "facts__3", {"name": "Вежливость", "rubrics": {"1": "да", "0": "нет"}}]},
+                {"instruction": "Исправь код", "answer": "x = 1", "task_type": "Code modification", "task_subtype": "Python"},
+            ]
+        }
+    )
+    first = resolve_criteria(request.items[0], 0)
+    assert [c.id for c in first] == ["creativity", "creativity", "facts__3", None]
+    assert first[3].rubrics == "0: нет\n\n1: да" and first[3].scale.levels == (0, 1)
+    tax = judge.load_taxonomy()
+    assert [c.id for c in resolve_criteria(request.items[1], 1)] == [c.id for c in tax.criteria_for("Code modification", "Python")]
+
+
+def test_inline_item_is_one_item():
+    """Item fields at the top level are one item."""
+    request = parse_judge_request({**GOOD_ITEM, "id": "x1", "max_tokens": 5})
+    assert len(request.items) == 1 and request.items[0].id == "x1" and request.max_tokens == 5
+
+
+# ------------------------------------------------------------------------------------------ jobs and order
+
+
+@pytest.mark.parametrize(
+    ("keys", "order"),
+    [([], []), (["a"], [0]), (["a", "b", "a"], [0, 2, 1]), (["a", "b", "b", "a", "c", "a"], [0, 3, 5, 1, 2, 4])],
+)
+def test_prefix_order(keys, order):
+    """Equal keys become adjacent, groups keep first-appearance order, members keep their order."""
+    assert prefix_order(keys) == order
+
+
+def test_build_jobs_groups_shared_prompts_and_matches_the_contract(qwen_tokenizer):
+    """Jobs of one answer are adjacent, and each prompt is judge.render_prompt through the chat template."""
+    request = parse_judge_request(
+        {
+            "items": [
+                {"instruction": "I", "answer": "A", "criteria": ["Креативность", "facts__3"]},
+                {"instruction": "I", "answer": "B", "criteria": ["Креативность"]},
+                {"instruction": "I", "answer": "A", "criteria": ["Грамотность"]},
+            ]
+        }
+    )
+    jobs = build_jobs(request, qwen_tokenizer, max_model_len=2048, max_tokens=64)
+    assert [(j.item, j.slot) for j in jobs] == [(0, 0), (0, 1), (2, 0), (1, 0)]
+    crit = judge.load_taxonomy().criterion("facts__3")
+    expected = judge.render_prompt(
+        {"instruction": "I", "answer": "A", "reference_answer": "", "criteria_name": crit.name["ru"], "rubrics": crit.rubric("ru")}
+    )
+    assert jobs[1].prompt == expected
+    text = judge.apply_chat(qwen_tokenizer, expected)
+    assert text.startswith("<|im_start|>user\n### Задание для оценки:\nI\n\n### Эталонный ответ:\n\n\n### Ответ для оценки:\nA")
+    assert jobs[1].prompt_ids == qwen_tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+def test_prompt_longer_than_context_is_a_clear_error(qwen_tokenizer):
+    """A prompt that leaves no room for max_tokens is refused naming the item and criterion, with token counts."""
+    request = parse_judge_request({"items": [GOOD_ITEM, {**GOOD_ITEM, "answer": "слово " * 600}]})
+    with pytest.raises(RequestError, match=r"items\[1\]\.criteria\[0\]: the prompt .* tokens.*context of 512") as err:
+        build_jobs(request, qwen_tokenizer, max_model_len=512, max_tokens=64)
+    assert err.value.param == "items[1].criteria[0]" and err.value.code == "context_length_exceeded"
+
+
+def test_too_many_judgments(qwen_tokenizer):
+    """More (item, criterion) pairs than allowed is refused before any tokenizing."""
+    request = parse_judge_request({"items": [{**GOOD_ITEM, "criteria": ["Креативность"] * 3}] * 2})
+    with pytest.raises(RequestError, match="6 .* at most 5") as err:
+        build_jobs(request, qwen_tokenizer, max_model_len=2048, max_tokens=64, max_judgments=5)
+    assert err.value.param == "items"
+
+
+def test_level_tokens(qwen_tokenizer):
+    """Scale levels 0..4 are single Qwen tokens; a 0..10 scale is not (no expected score then)."""
+    ids = level_token_ids(qwen_tokenizer, Scale.range(0, 4))
+    assert ids is not None and [qwen_tokenizer.decode([i]) for i in ids.values()] == ["0", "1", "2", "3", "4"]
+    assert level_token_ids(qwen_tokenizer, Scale.range(0, 10)) is None
+
+
+# ------------------------------------------------------------------------------------------ score distributions
+
+SCALE = Scale((0, 1, 2))
+TOKENS = ["[", "FEEDBACK", "]", " ok", " 1", " [", "RESULT", "]", " ", "2", " [", "END", "]"]
+
+
+def _lp(probs: dict[str, float]) -> dict[str, float]:
+    return {token: math.log(p) for token, p in probs.items()}
+
+
+def test_expected_score_by_hand():
+    """p(0,1,2) = .1,.2,.5 (+.2 elsewhere): renormalised .125/.25/.625, expected 1.5, confidence .625, mass .8."""
+    top = [None] * len(TOKENS)
+    top[9] = _lp({"2": 0.5, "1": 0.2, "0": 0.1, "x": 0.2})
+    dist = score_distribution(TOKENS, top, SCALE, 2.0)
+    assert dist is not None
+    assert dist.probs == pytest.approx({0: 0.125, 1: 0.25, 2: 0.625})
+    assert (dist.expected, dist.confidence, dist.mass) == pytest.approx((1.5, 0.625, 0.8))
+
+
+def test_expected_score_missing_level_counts_as_zero():
+    """A level absent from the returned log-probabilities has probability 0."""
+    top = [None] * len(TOKENS)
+    top[9] = _lp({"2": 0.6, "1": 0.2})
+    dist = score_distribution(TOKENS, top, SCALE, 2.0)
+    assert dist.probs == pytest.approx({0: 0.0, 1: 0.25, 2: 0.75}) and dist.expected == pytest.approx(1.75)
+
+
+@pytest.mark.parametrize(
+    ("tokens", "score", "why"),
+    [
+        (TOKENS, 1.0, "the written score is 2; the 1 in the feedback is not after [RESULT]"),
+        (TOKENS, 1.5, "not a level"),
+        (["2"], 2.0, "no [RESULT] before it"),
+    ],
+)
+def test_no_distribution(tokens, score, why):
+    """No distribution unless the written level follows [RESULT]."""
+    top = [_lp({"0": 0.3, "1": 0.3, "2": 0.4})] * len(tokens)
+    assert score_distribution(tokens, top, SCALE, score) is None, why
+
+
+def test_distribution_after_markdown_result_tag():
+    """`**[RESULT]** 1` is found like `[RESULT] 1`."""
+    tokens = ["**", "[", "RESULT", "]**", " ", "1", " [END]"]
+    top = [None] * len(tokens)
+    top[5] = _lp({"0": 0.25, "1": 0.5, "2": 0.25})
+    assert score_distribution(tokens, top, SCALE, 1.0).expected == pytest.approx(1.0)
+
+
+# ------------------------------------------------------------------------------------------ rationales and format
+
+RATIONALES = [
+    ("[FEEDBACK] Хорошо. [END]", ("Хорошо.", True)),
+    ("  **[FEEDBACK]** Хорошо [RESULT] 2 [END]", ("Хорошо", True)),
+    ("<think>hm</think>[FEEDBACK] Да [END] trailing", ("Да", True)),
+    ("[FEEDBACK] обрыв на середине", ("обрыв на середине", False)),
+    ("без тегов", ("без тегов", False)),
+    ("", ("", False)),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), RATIONALES)
+def test_extract_rationale(text, expected):
+    """The regression judge's rationale is read between [FEEDBACK] and [END] (or [RESULT])."""
+    assert extract_rationale(text) == expected
+
+
+def test_verdict_regex_accepts_the_training_targets():
+    """The constrained-decoding format accepts exactly what training targets look like."""
+    seq2seq = re.compile(verdict_regex(SCALE, 40, with_score=True))
+    assert seq2seq.fullmatch(judge.render_target("Ответ точен.", 2))
+    assert not seq2seq.fullmatch(judge.render_target("Ответ точен.", 3))
+    assert not seq2seq.fullmatch(judge.render_target("x" * 41, 1))
+    regression = re.compile(verdict_regex(SCALE, 40, with_score=False))
+    assert regression.fullmatch(judge.render_rationale_target("Ответ точен."))
