@@ -22,7 +22,7 @@ import logging
 import sys
 from typing import Any
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "resolve_run_config"]
 
 log = logging.getLogger("judge_eval")
 
@@ -98,8 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _run(args: argparse.Namespace) -> int:
-    from eval.run import RunConfig, run
+def resolve_run_config(args: argparse.Namespace):
+    """``RunConfig`` from defaults, then ``--config`` YAML, then the flags actually given."""
+    from eval.run import RunConfig
 
     values: dict[str, Any] = {}
     if args.config:
@@ -108,7 +109,13 @@ def _run(args: argparse.Namespace) -> int:
         given = getattr(args, f.name)
         if given is not None:
             values[f.name] = given
-    config = RunConfig(**values)
+    return RunConfig(**values)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from eval.run import run
+
+    config = resolve_run_config(args)
     log.info("run config: %s", json.dumps(dataclasses.asdict(config), ensure_ascii=False))
     summary = run(config)
     print(json.dumps(summary, ensure_ascii=False, indent=2))

@@ -1,0 +1,381 @@
+"""judge-eval: every subcommand's --help, configs, and `run` against a scripted OpenAI-compatible HTTP server whose
+received payloads are asserted exactly (resume after a kill, retries, refusals, parse failures, /v1/judge); the
+end-to-end test drives a tiny real judge on vLLM through run -> score -> compare."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import judge
+from eval.cli import build_parser, main, resolve_run_config
+from eval.run import RunConfig, prefix_order, read_predictions
+
+REPO = Path(__file__).resolve().parent.parent
+GOOD = "[FEEDBACK] Ответ соответствует критерию. [RESULT] 1 [END]"
+
+
+# ------------------------------------------------------------------------------------------ scripted server
+
+
+class ScriptedServer:
+    """An OpenAI-compatible server on 127.0.0.1 that answers from a script and records every request body.
+
+    ``script[prompt]`` is a list of actions used in turn (the last one repeats): a reply text, or an int HTTP status
+    to fail with. Prompts without a script get ``GOOD``. With ``judge_results`` set it also serves ``/v1/judge``,
+    answering each criterion with ``judge_results(criterion)``; otherwise ``/v1/judge`` is 404, as on vLLM.
+    """
+
+    def __init__(self, script=None, delay_s: float = 0.0, judge_results=None):
+        self.script = {k: list(v) for k, v in (script or {}).items()}
+        self.delay_s, self.judge_results = delay_s, judge_results
+        self.received: list[tuple[str, dict]] = []
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep pytest output clean
+                pass
+
+            def _send(self, status: int, body: dict) -> None:
+                data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                if self.path == "/v1/models":
+                    return self._send(200, {"object": "list", "data": [{"id": "scripted", "object": "model"}]})
+                self._send(404, {"error": {"message": "not found"}})
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                if self.path == "/v1/judge":
+                    if server.judge_results is None:
+                        return self._send(404, {"detail": "Not Found"})
+                    if not body:  # backend detection probes with an empty body
+                        return self._send(400, {"error": {"message": "items: required field is missing"}})
+                    with server.lock:
+                        server.received.append((self.path, body))
+                    results = [server.judge_results(c) for c in body["items"][0]["criteria"]]
+                    return self._send(200, {"object": "judge.result", "items": [{"index": 0, "results": results}]})
+                if self.path != "/v1/chat/completions":
+                    return self._send(404, {"error": {"message": "not found"}})
+                with server.lock:
+                    server.received.append((self.path, body))
+                    prompt = body["messages"][0]["content"]
+                    actions = server.script.get(prompt)
+                    action = (actions.pop(0) if len(actions) > 1 else actions[0]) if actions else GOOD
+                time.sleep(server.delay_s)
+                if isinstance(action, int):
+                    return self._send(action, {"error": {"message": f"scripted {action}", "type": "scripted"}})
+                self._send(200, {
+                    "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": action}}],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                })
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def prompts(self) -> list[str]:
+        return [body["messages"][0]["content"] for path, body in self.received if path == "/v1/chat/completions"]
+
+
+@pytest.fixture(scope="module")
+def small_data(tmp_path_factory) -> tuple[Path, list]:
+    """Twelve sample records, six from each split, as a JSONL file."""
+    records = judge.load_records(judge.sample_data_path())
+    zero = [r for r in records if judge.split_of(r) == "zero_shot"][:6]
+    standard = [r for r in records if judge.split_of(r) == "standard"][:6]
+    path = tmp_path_factory.mktemp("data") / "small.jsonl"
+    judge.write_jsonl(zero + standard, path)
+    return path, zero + standard
+
+
+def _chat_payload(record, max_tokens: int = 32) -> dict:
+    return {"model": "scripted", "messages": [{"role": "user", "content": judge.render_prompt(record)}],
+            "max_tokens": max_tokens, "temperature": 0.0}
+
+
+def _run_args(url: str, data: Path, out: Path, *extra: str) -> list[str]:
+    return ["run", "--judge", url, "--data", str(data), "--out", str(out), "--max-tokens", "32", "--no-progress",
+            "--backoff-s", "0.01", *extra]
+
+
+def _ids(path: Path) -> list[str]:
+    return [row["id"] for row in read_predictions(path)]
+
+
+# --------------------------------------------------------------------------------------------------- help
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["run", "--help"], ["score", "--help"], ["compare", "--help"],
+                                  ["mera", "--help"]])
+def test_every_subcommand_has_help(argv, capsys):
+    """--help exits 0 and prints a usage line (mera's comes from eval.mera.cli)."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 0
+    assert "usage:" in capsys.readouterr().out
+
+
+def test_console_script_is_installed():
+    """The `judge-eval` entry point resolves to eval.cli:main."""
+    from importlib.metadata import entry_points
+
+    (script,) = [e for e in entry_points(group="console_scripts") if e.name == "judge-eval"]
+    assert script.value == "eval.cli:main"
+
+
+# ------------------------------------------------------------------------------------------------ configs
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "configs" / "eval").glob("*.yaml")), ids=lambda p: p.name)
+def test_shipped_eval_configs_parse_and_validate(path):
+    """Every YAML in configs/eval has only RunConfig keys, validates, and says how to run it in its first line."""
+    config = RunConfig(**RunConfig.from_yaml(path), out="runs/x")
+    if not config.judge and not config.base_url_env:
+        config.judge = "CHECKPOINT"  # local-cpu.yaml: the checkpoint comes from --judge
+    config.validate()
+    assert path.read_text(encoding="utf-8").startswith("# ")
+    assert "judge-eval run --config configs/eval/" + path.name in path.read_text(encoding="utf-8")
+
+
+def test_cli_flags_override_the_yaml(tmp_path):
+    """Defaults < YAML < flags: the YAML sets concurrency 16 and prompt en, the flag brings concurrency to 3."""
+    args = build_parser().parse_args(["run", "--config", str(REPO / "configs/eval/gpt-4o.yaml"), "--concurrency", "3",
+                                      "--out", str(tmp_path), "--server-args", '["--enforce-eager"]'])
+    config = resolve_run_config(args)
+    assert (config.concurrency, config.prompt, config.model, config.max_retries) == (3, "en", "gpt-4o", 8)
+    assert config.server_args == ["--enforce-eager"] and config.lenient is False
+
+
+def test_unknown_yaml_key_is_an_error(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("judge: http://x/v1\nconcurency: 4\n", encoding="utf-8")
+    assert main(["run", "--config", str(bad), "--out", str(tmp_path)]) == 2
+
+
+def test_prefix_order_groups_criteria_of_one_answer():
+    """Shuffled criteria come back grouped by (instruction, reference, answer), groups in first-seen order."""
+    records = judge.load_records(judge.sample_data_path())[:12]
+    shuffled = [records[i] for i in (4, 0, 8, 5, 1, 9, 6, 2, 10, 7, 3, 11)]
+    assert [r.id for r in prefix_order(shuffled)] == [records[i].id for i in (4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11)]
+
+
+# ----------------------------------------------------------------------------------- run against the script
+
+
+def test_run_sends_exact_payloads_and_counts_a_parse_failure_without_scoring_it(small_data, tmp_path):
+    """One chat request per item with exactly the POLLUX prompt; an unparseable verdict is recorded with its
+    error, and `score` reports it in n_failed, not as a score."""
+    data, records = small_data
+    garbage = judge.render_prompt(records[2])
+    with ScriptedServer({garbage: ["Ответ хороший, ставлю высокий балл."]}) as server:
+        assert main(_run_args(server.base_url, data, tmp_path / "run")) == 0
+    assert sorted(server.received, key=lambda rb: rb[1]["messages"][0]["content"]) == sorted(
+        [("/v1/chat/completions", _chat_payload(r)) for r in records], key=lambda rb: rb[1]["messages"][0]["content"]
+    )
+    rows = {row["id"]: row for row in read_predictions(tmp_path / "run")}
+    assert set(rows) == {r.id for r in records}
+    bad = rows[records[2].id]
+    assert (bad["parse_ok"], bad["score"], bad["error"], bad["score_source"]) == (False, None, "no_result", None)
+    assert bad["raw_output"] == "Ответ хороший, ставлю высокий балл."
+    good = rows[records[0].id]
+    assert (good["parse_ok"], good["score"], good["judge"], good["score_source"]) == (True, 1.0, "scripted", "verdict")
+    assert set(good) == {"id", "judge", "raw_output", "feedback", "score", "parse_ok", "error", "reason",
+                         "score_source", "latency_s"}
+    run_info = json.loads((tmp_path / "run" / "run.json").read_text(encoding="utf-8"))
+    assert run_info["backend"] == "chat" and run_info["prompt_version"] == judge.PROMPT_VERSION
+
+    assert main(["score", "--predictions", str(tmp_path / "run"), "--n-boot", "50", "--no-plots"]) == 0
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text(encoding="utf-8"))
+    overall = metrics["splits"]["all"]["overall"]
+    assert (overall["n"], overall["n_failed"], overall["n_parse_failed"]) == (12, 1, 1)
+    assert metrics["splits"]["all"]["failures"] == {"no_result": 1}
+    # Every parsed verdict said 1; the scored items are those with a unique expert mode, the failure not among them.
+    assert overall["n_scored"] <= 11
+    assert (tmp_path / "run" / "report.md").read_text(encoding="utf-8").count("| Zero-Shot test |") == 1
+
+
+def test_run_resumes_a_killed_run_to_exactly_one_row_per_item(small_data, tmp_path):
+    """A run killed mid-way (SIGKILL) and a line cut by the kill: the rerun asks only for the items without a row
+    and ends with one row per item."""
+    data, records = small_data
+    out = tmp_path / "run"
+    with ScriptedServer(delay_s=0.4) as server:
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        proc = subprocess.Popen([sys.executable, "-m", "eval.cli", *_run_args(server.base_url, data, out,
+                                                                              "--concurrency", "2")],
+                                env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if (out / "predictions.jsonl").exists() and len(_ids(out / "predictions.jsonl")) >= 4:
+                break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        before = _ids(out / "predictions.jsonl")
+        assert 4 <= len(before) < len(records), "the kill should land mid-run"
+        # The kill interrupted a write: half a JSON line, no newline.
+        with (out / "predictions.jsonl").open("a", encoding="utf-8") as handle:
+            handle.write('{"id": "' + records[-1].id + '", "judge": "scr')
+        server.received.clear()
+        server.delay_s = 0.0
+        assert main(_run_args(server.base_url, data, out)) == 0
+    after = _ids(out / "predictions.jsonl")
+    assert sorted(after) == sorted(r.id for r in records) and len(after) == len(set(after))
+    todo = [r for r in records if r.id not in set(before)]
+    assert sorted(server.prompts()) == sorted(judge.render_prompt(r) for r in todo)
+    assert all(body == _chat_payload(r) for (_, body), r in
+               zip(sorted(server.received, key=lambda rb: rb[1]["messages"][0]["content"]),
+                   sorted(todo, key=judge.render_prompt)))
+
+
+def test_transient_failures_are_retried_and_refusals_retried_on_the_next_run(small_data, tmp_path):
+    """500, 500, then an answer: three requests, one good row. A 400 is not retried within the run: the item gets
+    a request_failed row (exit code 3), which the next run replaces."""
+    data, records = small_data
+    flaky, refused = judge.render_prompt(records[0]), judge.render_prompt(records[1])
+    with ScriptedServer({flaky: [500, 500, GOOD], refused: [400, GOOD]}) as server:
+        assert main(_run_args(server.base_url, data, tmp_path)) == 3
+        assert server.prompts().count(flaky) == 3 and server.prompts().count(refused) == 1
+        rows = {row["id"]: row for row in read_predictions(tmp_path)}
+        assert rows[records[0].id]["score"] == 1.0
+        failed = rows[records[1].id]
+        assert (failed["error"], failed["parse_ok"], failed["score"]) == ("request_failed", False, None)
+        assert "HTTP 400" in failed["reason"]
+        server.received.clear()
+        assert main(_run_args(server.base_url, data, tmp_path)) == 0
+        assert server.prompts() == [refused]
+    rows = read_predictions(tmp_path)
+    assert len(rows) == len(records) and {r["id"]: r for r in rows}[records[1].id]["score"] == 1.0
+
+
+def test_english_prompt_for_api_judges_from_environment(small_data, tmp_path, monkeypatch):
+    """An API judge config: base URL and key from the environment, the English prompt, the configured model."""
+    data, records = small_data
+    with ScriptedServer() as server:
+        monkeypatch.setenv("TEST_JUDGE_URL", server.base_url)
+        monkeypatch.setenv("TEST_JUDGE_KEY", "secret")
+        assert main(["run", "--base-url-env", "TEST_JUDGE_URL", "--api-key-env", "TEST_JUDGE_KEY", "--model", "gpt-x",
+                     "--prompt", "en", "--data", str(data), "--out", str(tmp_path), "--limit", "2", "--max-tokens",
+                     "64", "--no-progress"]) == 0
+    assert [body for _, body in server.received] == [
+        {"model": "gpt-x", "messages": [{"role": "user", "content": judge.render_prompt_en(r)}], "max_tokens": 64,
+         "temperature": 0.0}
+        for r in records[:2]
+    ]
+
+
+def test_judge_serve_backend_batches_criteria_and_keeps_regression_scores(small_data, tmp_path):
+    """A URL with /v1/judge gets one request per answer carrying all its criteria as {name, rubrics}; regression
+    scores come back real-valued and `score` compares them with the experts' mean."""
+    data, records = small_data
+
+    def result(criterion):
+        return {"criterion": criterion["name"], "feedback": "Обоснование.", "score": 1.37, "parse_ok": True,
+                "error": None, "error_reason": None, "score_source": "regression_head", "output": "[FEEDBACK] ..."}
+
+    with ScriptedServer(judge_results=result) as server:
+        assert main(_run_args(server.base_url, data, tmp_path, "--batch-size", "3")) == 0
+    groups: dict[tuple, list] = {}
+    for record in records:
+        groups.setdefault((record.instruction, record.reference_answer, record.answer), []).append(record)
+    expected = []
+    for group in groups.values():
+        for start in range(0, len(group), 3):
+            batch = group[start:start + 3]
+            expected.append({
+                "model": "scripted",
+                "items": [{"id": batch[0].id, "instruction": batch[0].instruction, "answer": batch[0].answer,
+                           "reference_answer": batch[0].reference_answer,
+                           "criteria": [{"name": r.criteria_name, "rubrics": r.rubrics} for r in batch]}],
+                "max_tokens": 32, "temperature": 0.0, "lenient": False,
+            })
+    key = lambda body: json.dumps(body, ensure_ascii=False, sort_keys=True)  # noqa: E731
+    assert sorted((body for _, body in server.received), key=key) == sorted(expected, key=key)
+    rows = read_predictions(tmp_path)
+    assert {(r["score"], r["score_source"]) for r in rows} == {(1.37, "regression_head")}
+    assert main(["score", "--predictions", str(tmp_path), "--n-boot", "20", "--no-plots"]) == 0
+    metrics = json.loads((tmp_path / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics["target"] == "mean" and metrics["splits"]["all"]["overall"]["n_scored"] == len(records)
+
+
+def test_compare_pairs_two_scored_runs(small_data, tmp_path):
+    """A judge that always says 1 vs one that copies the experts' first score: compare reports both, the delta
+    and a call, on the items both scored."""
+    data, records = small_data
+    copycat = {judge.render_prompt(r): [f"[FEEDBACK] x [RESULT] {int(r.expert_scores[0])} [END]"] for r in records}
+    for name, script in (("ones", {}), ("copycat", copycat)):
+        with ScriptedServer(script) as server:
+            assert main(_run_args(server.base_url, data, tmp_path / name, "--name", name)) == 0
+        assert main(["score", "--predictions", str(tmp_path / name), "--n-boot", "50", "--no-plots"]) == 0
+    assert main(["compare", str(tmp_path / "ones"), str(tmp_path / "copycat"), "--out", str(tmp_path / "cmp"),
+                 "--n-boot", "200"]) == 0
+    result = json.loads((tmp_path / "cmp" / "compare.json").read_text(encoding="utf-8"))
+    assert result["baseline"] == "ones" and result["runs"] == ["ones", "copycat"]
+    overall = result["comparisons"][0]["splits"]["all"]["overall"]["mae"]
+    assert overall["delta"] == pytest.approx(overall["b"] - overall["a"])
+    assert overall["verdict"] in ("better", "worse", "n.s.")
+    assert "copycat vs ones" in (tmp_path / "cmp" / "compare.md").read_text(encoding="utf-8")
+
+
+def test_score_without_a_prediction_for_every_item_reports_them_missing(small_data, tmp_path):
+    """An unfinished run scores what it has and says how many items have no prediction."""
+    data, records = small_data
+    with ScriptedServer() as server:
+        assert main(_run_args(server.base_url, data, tmp_path, "--limit", "5")) == 0
+    assert main(["score", "--predictions", str(tmp_path / "predictions.jsonl"), "--data", str(data), "--n-boot", "0",
+                 "--no-plots"]) == 0
+    overall = json.loads((tmp_path / "metrics.json").read_text(encoding="utf-8"))["splits"]["all"]["overall"]
+    assert (overall["n"], overall["n_missing"]) == (5, len(records) - 5)
+    assert "have no prediction" in (tmp_path / "report.md").read_text(encoding="utf-8")
+
+
+# --------------------------------------------------------------------------------------------- end to end
+
+
+@pytest.mark.slow
+def test_end_to_end_tiny_judge_run_score_compare(vllm_tiny_server, tmp_path):
+    """Tiny random judge on vLLM -> run -> score -> compare on the bundled sample data. A random model rarely
+    writes a verdict: the failures must be reported as such (n_failed), not crash anything."""
+    n_records = len(judge.load_records(judge.sample_data_path()))
+    for name, extra in (("tiny-ru", []), ("tiny-en", ["--prompt", "en"])):
+        assert main(["run", "--judge", vllm_tiny_server.base_url, "--out", str(tmp_path / name), "--name", name,
+                     "--max-tokens", "8", "--concurrency", "8", "--no-progress", *extra]) == 0
+        assert len(read_predictions(tmp_path / name)) == n_records
+        assert main(["score", "--predictions", str(tmp_path / name), "--n-boot", "100"]) == 0
+        metrics = json.loads((tmp_path / name / "metrics.json").read_text(encoding="utf-8"))
+        overall = metrics["splits"]["all"]["overall"]
+        assert overall["n"] == n_records and overall["n_request_failed"] == 0
+        assert overall["n_failed"] == overall["n_parse_failed"] == sum(metrics["splits"]["all"]["failures"].values())
+        assert overall["n_failed"] > 0
+        assert (tmp_path / name / "plots" / "confusion_all.png").stat().st_size > 0
+        report = (tmp_path / name / "report.md").read_text(encoding="utf-8")
+        assert f"| Zero-Shot + Standard | {n_records} | {overall['n_failed']} (" in report
+    assert main(["compare", str(tmp_path / "tiny-ru"), str(tmp_path / "tiny-en"), "--out", str(tmp_path / "cmp"),
+                 "--n-boot", "100"]) == 0
+    assert (tmp_path / "cmp" / "compare.md").exists()
