@@ -37,6 +37,8 @@ TOPICS = ["о весне в деревне", "про новый закон о т
 CONSTRAINTS = ["не длиннее ста слов", "в официальном стиле", "для школьников", "с юмором", "в трёх абзацах",
                "без иностранных слов", "с примерами", "для пенсионеров", "в форме списка", "с заголовком",
                "в стихах", "для детского сада", "с цифрами и фактами", "от первого лица", "в деловом тоне"]
+NAMES = ["Анны", "Ивана", "Марии", "Олега", "Светланы", "Дмитрия", "Елены", "Павла", "Ольги", "Сергея", "Татьяны",
+         "Артёма", "Веры", "Глеба", "Дарьи", "Егора", "Зои", "Кирилла", "Лидии", "Максима"]
 SWAPS = {"Напишите": "Сочините", "короткий": "небольшой", "подробный": "детальный", "письмо": "послание", "о": "про"}
 
 
@@ -53,7 +55,8 @@ def make_instructions(n: int, task_types: list[str], seed: int, planted: float =
             words[pos] = SWAPS.get(words[pos], words[pos] + "ый")
             text = " ".join(words)
         else:
-            text = f"{rng.choice(OPENERS)} {rng.choice(OBJECTS)} {rng.choice(TOPICS)}, {rng.choice(CONSTRAINTS)}; {rng.choice(CONSTRAINTS)}."
+            text = (f"{rng.choice(OPENERS)} {rng.choice(OBJECTS)} {rng.choice(TOPICS)} для {rng.choice(NAMES)}, "
+                    f"{rng.choice(CONSTRAINTS)}; {rng.choice(CONSTRAINTS)}; объём {rng.randrange(3, 300)} слов.")
         rows.append({"id": f"b{k}", "instruction": text, "task_type": task_type})
     return rows
 

@@ -96,8 +96,9 @@ _REFERENCE = {
 _REF_ROWS = [_row(f"r{k}", text) for k, text in enumerate(_REFERENCE)] + [_row("r-again", "ref one")]  # repeats count once
 
 
-def _no_chrf(**overrides) -> DedupConfig:
-    return DedupConfig(reference="x", chrf_min_cosine=1.0, block_size=2, **overrides)  # chrF never computed
+def _cosine_only(**overrides) -> DedupConfig:
+    """chrF neither drops (max above 1) nor clears (original below 0) a pair: the cosine rules alone decide."""
+    return DedupConfig(reference="x", chrf_min_cosine=1.0, chrf_max=1.01, chrf_original=0.0, block_size=2, **overrides)
 
 
 def test_cosine_rules_and_reference_percentile():
@@ -110,7 +111,7 @@ def test_cosine_rules_and_reference_percentile():
         "s3": _unit(0.5, 0, math.sqrt(0.75)),  # cos 0.5 / 0.45 / 0.35 with s0 / s1 / s2
     }
     rows = [_row("s0", "s0"), _row("s1", "s1"), _row("s2", "s2"), _row("s3", "s3"), _row("t0", "s0", "Recommendations")]
-    kept, dropped, info = deduplicate(rows, _REF_ROWS, _no_chrf(), _table_embedder(table))
+    kept, dropped, info = deduplicate(rows, _REF_ROWS, _cosine_only(), _table_embedder(table))
     assert [r["id"] for r in kept] == ["s0", "s3", "t0"]
     assert [(d["id"], d["drop_reason"], d["duplicate_of"], d["cosine"]) for d in dropped] == [
         ("s1", "near_duplicate:cosine", "s0", pytest.approx(0.9, abs=1e-6)),
@@ -127,7 +128,7 @@ def test_greedy_compares_with_kept_instructions_only():
     c2 = math.sqrt(1 - 0.45**2)  # cos(b, c) = 0.85 * 0.45 + b2 * c2 = 0.853
     table = {"a": _unit(1, 0), "b": _unit(0.85, b2), "c": _unit(0.45, c2)}
     rows = [_row(k, k) for k in "abc"]
-    kept, dropped, _ = deduplicate(rows, [], _no_chrf(), _table_embedder(table))
+    kept, dropped, _ = deduplicate(rows, [], _cosine_only(), _table_embedder(table))
     assert [r["id"] for r in kept] == ["a", "c"] and [d["id"] for d in dropped] == ["b"]
 
 
@@ -163,7 +164,7 @@ def test_llm_check_decides_borderline_pairs(answer, kept_ids, reason):
         asked.extend(pairs)
         return {key: answer for key, _, _ in pairs}
 
-    kept, dropped, info = deduplicate([_row("s0", "s0"), _row("s2", "s2")], _REF_ROWS, _no_chrf(), _table_embedder(table), llm_fn)
+    kept, dropped, info = deduplicate([_row("s0", "s0"), _row("s2", "s2")], _REF_ROWS, _cosine_only(), _table_embedder(table), llm_fn)
     assert asked == [("s0|s2", "s0", "s2")]
     assert [r["id"] for r in kept] == kept_ids
     assert [d["drop_reason"] for d in dropped] == ([reason] if reason else [])

@@ -14,9 +14,10 @@ For every pair of instructions (i earlier, j later) of one task type, with embed
 Greedy in input order: an instruction is dropped when it is a near-duplicate of an earlier *kept* one.
 
 Memory: similarities are computed in blocks of ``block_size`` rows against the earlier rows of the same task type,
-so the largest array is ``block_size x n_type`` floats; no all-pairs matrix is ever built. chrF is computed only
-for pairs whose cosine is above ``chrf_min_cosine`` (a pair sharing 80 % of its character n-grams is close in
-embedding space too; set -1 to score every pair, which is quadratic in Python).
+so the largest array is ``block_size x n_type`` floats; no all-pairs matrix is ever built. chrF (quadratic work in
+Python) is computed only for candidate pairs: cosine above ``chrf_min_cosine`` (a pair sharing 80 % of its character
+n-grams is close in embedding space too; -1 scores every pair) or above the type's reference cosine (so that rule 2
+can clear it). Pairs above ``cosine_max`` need no chrF.
 """
 
 from __future__ import annotations
@@ -243,7 +244,7 @@ def deduplicate(
             i, j = indices[a], indices[b]
             n_pairs += 1
             f = None
-            if c > config.chrf_min_cosine:
+            if c <= config.cosine_max:  # above it the pair is a duplicate whatever its chrF
                 f = chrf.score(all_texts[j], all_texts[i])
                 n_chrf += 1
             if c > config.cosine_max:
