@@ -43,6 +43,12 @@ FINAL_STATES = frozenset(
     {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}
 )
 
+#: Reasons a pending job gives when it can never start on this cluster (fail at once instead of timing out).
+NEVER_STARTS = frozenset(
+    {"PartitionConfig", "BadConstraints", "PartitionNodeLimit", "PartitionTimeLimit", "DependencyNeverSatisfied",
+     "InvalidAccount", "InvalidQOS"}
+)  # fmt: skip
+
 #: Seconds to wait for both nodes to come up idle after the daemons start (~0.3 s when the host is idle).
 START_TIMEOUT_S = 60.0
 
@@ -141,6 +147,7 @@ class SlurmCluster:
             record = self.job(job_id)
             if record.get("JobState") in FINAL_STATES:
                 return record
+            self._fail_if_never_starts(job_id, record)
             time.sleep(poll_s)
         raise TimeoutError(
             f"job {job_id} not finished after {timeout_s:.0f} s: {record}\n"
@@ -157,8 +164,13 @@ class SlurmCluster:
                 return record
             if record.get("JobState") in FINAL_STATES:
                 raise RuntimeError(f"job {job_id} finished before the awaited condition: {record}")
+            self._fail_if_never_starts(job_id, record)
             time.sleep(poll_s)
         raise TimeoutError(f"job {job_id}: condition not met after {timeout_s:.0f} s: {record}")
+
+    def _fail_if_never_starts(self, job_id: int, record: dict[str, str]) -> None:
+        if record.get("JobState") == "PENDING" and record.get("Reason") in NEVER_STARTS:
+            raise RuntimeError(f"job {job_id} can never start here (Reason={record['Reason']}): {record}")
 
     def log_tail(self, daemon: str, n_lines: int = 40) -> str:
         """Last lines of a daemon log: ``slurmctld``, ``slurmd-n1``, ``slurmd-n2`` or ``munged``."""

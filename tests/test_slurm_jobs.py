@@ -1,0 +1,255 @@
+"""Real Slurm jobs on a one-host cluster (n1, n2): 2-node training, preemption -> requeue -> resume, eval array.
+
+The training runs go through `judge-train submit` and slurm/train.sbatch exactly as on a GPU cluster, with one
+CPU rank per node (`--gpus-per-node 0`), gloo, and torchrun's static rendezvous on the first node. Two runs of
+the tiny seq2seq config start together (the cluster has room for both): a reference run, and one that gets
+SIGUSR1 mid-training (`scancel --signal=USR1`, what `--signal=USR1@N` delivers before the time limit), saves,
+requeues itself and resumes. Both must end at the same step with the same loss.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from tests.slurm_cluster import SlurmCluster
+
+REPO = Path(__file__).resolve().parent.parent
+MAX_STEPS = 6
+SAVE_STEPS = 3
+#: The preempted run gets its signal once this many optimizer steps are logged.
+SIGNAL_AFTER_STEPS = 2
+JOB_TIMEOUT_S = 420.0
+
+
+def _console_scripts(bin_dir: Path) -> Path:
+    """A folder with judge-train / judge-eval: the venv's own when installed, else `python -m` shims."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    venv_bin = Path(sys.executable).parent
+    for name, module in (("judge-train", "train.cli"), ("judge-eval", "eval.cli")):
+        if not (venv_bin / name).exists():
+            shim = bin_dir / name
+            shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m {module} "$@"\n')
+            shim.chmod(0o755)
+    return bin_dir
+
+
+def _short_standard_records(path: Path, n: int) -> Path:
+    """The n shortest Standard-split rows of the bundled sample, as JSONL (fast to build; fit max_length 256)."""
+    import judge
+    from judge.sample_data import sample_data_path
+
+    lines = [line for line in sample_data_path().read_text(encoding="utf-8").splitlines() if line.strip()]
+    records = judge.load_records(sample_data_path())
+    standard = [line for line, rec in zip(lines, records) if judge.split_of(rec) == "standard"]
+    path.write_text("\n".join(sorted(standard, key=len)[:n]) + "\n", encoding="utf-8")
+    return path
+
+
+def _submit(cluster: SlurmCluster, env: dict[str, str], out: Path, data: Path, cwd: Path) -> int:
+    cmd = [
+        sys.executable, "-m", "train.cli", "submit",
+        "--config", str(REPO / "configs/train/tiny/seq2seq.yaml"),
+        "--nodes", "2", "--gpus-per-node", "0", "--cpus-per-task", "1", "--time", "00:15:00",
+        "--output-dir", str(out),
+        "--", "--data", str(data), "--max_steps", str(MAX_STEPS), "--save_steps", str(SAVE_STEPS),
+        "--gradient_checkpointing", "false", "--disable_tqdm",
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, cwd=cwd, env={**cluster.env, **env}, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    match = re.search(r"submitted job (\d+)", proc.stdout)
+    assert match, proc.stdout
+    return int(match.group(1))
+
+
+def _log(out: Path, job_id: int) -> str:
+    logs = list((out / "slurm").glob(f"*-{job_id}.out"))
+    return logs[0].read_text(errors="replace") if logs else ""
+
+
+def _final_state(out: Path) -> dict:
+    checkpoint = out / f"checkpoint-{MAX_STEPS}"
+    return json.loads((checkpoint / "trainer_state.json").read_text())
+
+
+def _loss_at(state: dict, step: int) -> float:
+    return next(entry["loss"] for entry in state["log_history"] if entry.get("step") == step and "loss" in entry)
+
+
+@pytest.fixture(scope="module")
+def training_runs(slurm_cluster, slurm_job_env, tmp_path_factory):
+    """Submit the reference and the to-be-preempted run together; signal the second mid-training; wait for both."""
+    root = tmp_path_factory.mktemp("slurm-train")
+    env = {**slurm_job_env, "PATH": f"{_console_scripts(root / 'bin')}{os.pathsep}{slurm_job_env['PATH']}"}
+    data = _short_standard_records(root / "records.jsonl", 12)
+    runs = {"reference": root / "reference", "preempted": root / "preempted"}
+    started = time.monotonic()
+    jobs = {name: _submit(slurm_cluster, env, out, data, root) for name, out in runs.items()}
+    signalled_at_step = None
+    deadline = time.monotonic() + JOB_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if signalled_at_step is None:
+            steps = _log(runs["preempted"], jobs["preempted"]).count("'loss'")
+            if steps >= SIGNAL_AFTER_STEPS:
+                slurm_cluster.command(["scancel", "--signal=USR1", str(jobs["preempted"])])
+                signalled_at_step = steps
+        records = {name: slurm_cluster.job(job_id) for name, job_id in jobs.items()}
+        if all(r["JobState"] in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL") for r in records.values()):
+            break
+        time.sleep(1.0)
+    else:
+        pytest.fail(f"training jobs not done in {JOB_TIMEOUT_S:.0f} s: {records}")
+    elapsed = time.monotonic() - started
+    print(f"\ntwo 2-node training jobs (one preempted and resumed) took {elapsed:.0f} s")
+    return {"runs": runs, "jobs": jobs, "records": records, "signalled_at_step": signalled_at_step}
+
+
+def test_two_node_training_job_trains_and_checkpoints(training_runs):
+    """slurm/train.sbatch on 2 nodes: both ranks rendezvous, train, checkpoint and export; the job completes."""
+    out, job_id = training_runs["runs"]["reference"], training_runs["jobs"]["reference"]
+    record, log = training_runs["records"]["reference"], _log(out, job_id)
+    assert record["JobState"] == "COMPLETED", f"{record}\n{log[-4000:]}"
+    assert record["NodeList"] == "n[1-2]" and record["Restarts"] == "0"
+    # The banner, and the arithmetic the recipe logged: one rank per node, accumulation 1 on 2 ranks.
+    assert f"judge-train: Slurm job {job_id} (restart 0)" in log
+    assert "nodes       2: n[1-2] x 1 ranks" in log
+    assert "rendezvous  127.0.0.1:" in log  # the fake names do not resolve: Slurm's NodeAddr
+    assert "global batch 2 = 1 per device x 1 accumulation steps x 2 ranks" in log
+    # Both node tasks (srun --label) ran judge-train to the end.
+    assert re.search(r"^0: judge-train: exported", log, re.M) and re.search(r"^1: judge-train: exported", log, re.M)
+    state = _final_state(out)
+    assert state["global_step"] == MAX_STEPS
+    checkpoint = out / f"checkpoint-{MAX_STEPS}"
+    # One RNG state per rank: both ranks saved into the checkpoint.
+    assert (checkpoint / "rng_state_0.pth").is_file() and (checkpoint / "rng_state_1.pth").is_file()
+    assert (checkpoint / "optimizer.pt").is_file() and (checkpoint / "model.safetensors").is_file()
+    assert json.loads((out / "run.json").read_text())["launch"]["world_size"] == 2
+    assert (out / "export" / "config.json").is_file()
+    losses = [e["loss"] for e in state["log_history"] if "loss" in e]
+    assert all(math.isfinite(x) for x in losses) and losses[-1] < losses[0]
+
+
+def test_preempted_job_saves_requeues_and_resumes_to_the_same_result(training_runs):
+    """SIGUSR1 mid-run -> checkpoint -> scontrol requeue -> rerun with --resume -> same final step and loss."""
+    out, job_id = training_runs["runs"]["preempted"], training_runs["jobs"]["preempted"]
+    record, log = training_runs["records"]["preempted"], _log(out, job_id)
+    assert training_runs["signalled_at_step"] is not None, "the run ended before it could be signalled"
+    assert record["JobState"] == "COMPLETED", f"{record}\n{log[-4000:]}"
+    assert record["Restarts"] == "1"
+    # First run: signal -> save -> requeue; second run (SLURM_RESTART_COUNT=1): resume from that checkpoint.
+    first, _, second = log.partition(f"judge-train: Slurm job {job_id} (restart 1)")
+    assert second, f"no rerun banner in the log:\n{log[-4000:]}"
+    assert "resume      no" in first and "received SIGUSR1" in first and "requeued Slurm job" in first
+    assert "resume      yes" in second and "--resume" in second
+    stopped = int(re.search(r"saving checkpoint-(\d+) and stopping", first).group(1))
+    assert SIGNAL_AFTER_STEPS <= stopped < MAX_STEPS
+    assert f"Continuing training from checkpoint" in second or f"checkpoint-{stopped}" in second
+    resumed, reference = _final_state(out), _final_state(training_runs["runs"]["reference"])
+    assert resumed["global_step"] == reference["global_step"] == MAX_STEPS
+    assert _loss_at(resumed, MAX_STEPS) == pytest.approx(_loss_at(reference, MAX_STEPS), rel=1e-5)
+    assert (out / "export" / "config.json").is_file()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Evaluation: a job array over shards, merged and scored by a dependent job
+# ---------------------------------------------------------------------------------------------------------------
+
+VERDICT = "[FEEDBACK] Ответ верный и полный. [RESULT] 1 [END]"
+
+
+class _JudgeStub(BaseHTTPRequestHandler):
+    """An OpenAI-compatible endpoint answering every chat completion with one fixed verdict.
+
+    The judge itself is not under test here (eval's own tests run real vLLM); the jobs' plumbing is. It is a
+    network boundary, so the test counts the requests that cross it.
+    """
+
+    requests: list[dict] = []
+    lock = threading.Lock()
+
+    def log_message(self, *args):  # quiet
+        pass
+
+    def _send(self, code: int, body: dict) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        if self.path.rstrip("/").endswith("/v1/models"):
+            self._send(200, {"object": "list", "data": [{"id": "stub-judge", "object": "model", "owned_by": "test"}]})
+        else:
+            self._send(404, {"error": {"message": "not found"}})
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._send(404, {"error": {"message": "not found"}})
+            return
+        with self.lock:
+            self.requests.append(body)
+        self._send(200, {
+            "id": "cmpl-stub", "object": "chat.completion", "created": 0, "model": body.get("model", "stub-judge"),
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": VERDICT}}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        })  # fmt: skip
+
+
+def test_eval_array_and_dependent_merge(slurm_cluster, slurm_job_env, tmp_path):
+    """3 array tasks judge 3 contiguous shards; the afterok merge job concatenates them and scores every item."""
+    import judge
+
+    data = _short_standard_records(tmp_path / "records.jsonl", 7)  # 7 records over 3 shards: 3 + 3 + 1
+    n_items = len(judge.load_records(data))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _JudgeStub)
+    _JudgeStub.requests = []
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        env = {
+            **slurm_job_env,
+            "PATH": f"{_console_scripts(tmp_path / 'bin')}{os.pathsep}{slurm_job_env['PATH']}",
+            "JUDGE_EVAL_JUDGE": f"http://127.0.0.1:{server.server_address[1]}/v1",
+            "JUDGE_EVAL_DATA": str(data),
+            "JUDGE_EVAL_OUT": str(tmp_path / "eval"),
+        }
+        started = time.monotonic()
+        array = slurm_cluster.sbatch(
+            ["--array=0-2", "--gpus-per-node=0", "--cpus-per-task=1", f"--output={tmp_path}/%x-%A_%a.out",
+             str(REPO / "slurm/eval.sbatch")],
+            cwd=tmp_path, env=env,
+        )  # fmt: skip
+        merge = slurm_cluster.sbatch(
+            [f"--dependency=afterok:{array}", "--cpus-per-task=1", f"--output={tmp_path}/%x-%j.out",
+             str(REPO / "slurm/eval_merge.sbatch"), "--n-boot", "0", "--vc-repeats", "2", "--no-plots"],
+            cwd=tmp_path, env=env,
+        )  # fmt: skip
+        record = slurm_cluster.wait(merge, timeout_s=JOB_TIMEOUT_S)
+        print(f"\neval array (3 tasks) + merge took {time.monotonic() - started:.0f} s")
+    finally:
+        server.shutdown()
+    logs = "\n".join(p.read_text(errors="replace") for p in sorted(tmp_path.glob("*.out")))
+    assert record["JobState"] == "COMPLETED", f"{record}\n{logs[-5000:]}"
+    for task in range(3):
+        assert slurm_cluster.job(f"{array}_{task}")["JobState"] == "COMPLETED"
+        assert f"judge-eval shard {task}/3" in logs
+    shard_sizes = [len((tmp_path / "eval" / "shards" / str(t) / "data.jsonl").read_text().splitlines()) for t in range(3)]
+    assert shard_sizes == [3, 3, 1]
+    merged = [json.loads(line) for line in (tmp_path / "eval" / "predictions.jsonl").read_text().splitlines()]
+    assert sorted(row["id"] for row in merged) == sorted(rec.id for rec in judge.load_records(data))
+    assert all(row["parse_ok"] and row["score"] == 1 for row in merged)
+    assert len(_JudgeStub.requests) == n_items
+    assert (tmp_path / "eval" / "metrics.json").is_file()
