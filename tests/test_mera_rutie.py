@@ -472,6 +472,35 @@ def test_rutie_logprob_variant_compares_continuations(tmp_path):
     assert answers[0]["scores"] == {"1": -3.0, "2": -0.1}
 
 
+def test_rutie_chat_logprob_variant_reads_first_token_top_logprobs(tmp_path):
+    """Chat logprob scoring asks for one token with top_logprobs and compares the entries for 1 and 2."""
+    tops = {
+        "Сколько ног у человека?": [(" 2", -0.2), ("1", -1.5), ("Ответ", -2.0)],
+        "А у муравья?": [("Ответ", -0.1), ("x", -0.3)],  # neither digit in the top list: unparsed
+        "Кто из них меньше?": [("1", -0.9), (" 2", -1.1), ("2", -0.4)],  # " 2" and "2" both count as 2
+    }
+
+    def respond(path: str, body: dict) -> tuple[int, dict]:
+        top = tops[_current_question(body)]
+        reply = chat_body(body["model"], [top[0][0]], prompt_tokens=7)
+        reply["choices"][0]["logprobs"] = {"content": [{
+            "token": top[0][0], "logprob": top[0][1], "bytes": None,
+            "top_logprobs": [{"token": t, "logprob": lp, "bytes": None} for t, lp in top],
+        }]}  # fmt: skip
+        return 200, reply
+
+    data = _write_dialogs(tmp_path / "d.jsonl")
+    with ScriptedEndpoint(respond) as endpoint:
+        assert _run(endpoint, data, tmp_path / "run", "--mode", "chat", "--scoring", "logprobs") == 0
+    bodies = endpoint.bodies("/v1/chat/completions")
+    assert all((b["max_tokens"], b["logprobs"], b["top_logprobs"]) == (1, True, 20) for b in bodies)
+    answers = read_progress(tmp_path / "run" / "answers.jsonl")
+    assert [(a["answer"], a["reason"]) for a in answers] == [("2", ""), (None, NO_LOGPROBS), ("2", "")]
+    assert answers[2]["scores"] == {"1": -0.9, "2": -0.4}
+    # The unparsed answer shows as empty in the later context, never as the gold one.
+    assert bodies[2]["messages"][3] == {"role": "assistant", "content": ""}
+
+
 def test_rutie_resumes_after_interruption(tmp_path):
     """A run that dies mid-dialogue resumes at the next question with the saved answers in context."""
     data = _write_dialogs(tmp_path / "d.jsonl", dialog_ids=(0, 1))
@@ -544,16 +573,24 @@ def test_rutie_help_runs():
 
 @pytest.mark.slow
 def test_rutie_on_sample_against_tiny_vllm(vllm_tiny_server, tmp_path):
-    """The bundled sample against the tiny model under real vLLM: every question answered, metrics computed."""
-    out = tmp_path / "run"
-    rc = cli.main(["rutie", "--endpoint", vllm_tiny_server.base_url, "--model", vllm_tiny_server.model,
-                   "--data", "sample", "--out", str(out), "--max-tokens", "4", "--concurrency", "3"])  # fmt: skip
-    assert rc == 0
+    """The bundled sample against the tiny model under real vLLM, generated and by log-probabilities."""
     n_questions = sum(len(d) for d in load_dialogues(SAMPLE).values())
-    answers = read_progress(out / "answers.jsonl")
-    assert len(answers) == n_questions
-    metrics = json.loads((out / "metrics.json").read_text())
-    assert metrics["n"] == n_questions and metrics["max_model_len"] == 2048
-    assert metrics["prompt_tokens"]["max"] > metrics["prompt_tokens"]["min"] > 0  # context grows along a dialogue
-    # A random tiny model: whatever it scores is reported as it is, parsed or not.
-    assert metrics["accuracy_all"] is not None and 0.0 <= metrics["accuracy_all"] <= 1.0
+
+    def run(name: str, *extra: str) -> dict:
+        out = tmp_path / name
+        rc = cli.main(["rutie", "--endpoint", vllm_tiny_server.base_url, "--model", vllm_tiny_server.model,
+                       "--data", "sample", "--out", str(out), "--concurrency", "3", *extra])  # fmt: skip
+        assert rc == 0
+        assert len(read_progress(out / "answers.jsonl")) == n_questions
+        metrics = json.loads((out / "metrics.json").read_text())
+        assert metrics["n"] == n_questions and metrics["max_model_len"] == 2048
+        assert metrics["prompt_tokens"]["max"] > metrics["prompt_tokens"]["min"] > 0  # context grows
+        # A random tiny model: whatever it scores is reported as it is, parsed or not.
+        assert metrics["accuracy_all"] is not None and 0.0 <= metrics["accuracy_all"] <= 1.0
+        print(name, {k: metrics[k] for k in ("accuracy", "accuracy_all", "n_unparsed", "n_context_limit")})
+        return metrics
+
+    run("generate", "--max-tokens", "4")
+    run("chat", "--mode", "chat", "--max-tokens", "4")
+    # echo + logprobs through vLLM's completions endpoint: every question gets an answer.
+    assert run("logprobs", "--scoring", "logprobs")["n_unparsed"] == 0

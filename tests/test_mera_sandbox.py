@@ -330,7 +330,7 @@ def test_each_call_gets_a_fresh_namespace_and_its_own_timeout(bwrap_sandbox):
 
 def test_without_bubblewrap_it_warns_loudly_and_still_runs(monkeypatch, caplog):
     """No bwrap: 'auto' falls back with a loud warning, 'bwrap' refuses, and samples still run with rlimits."""
-    monkeypatch.setattr(sandbox_mod.shutil, "which", lambda name: None)
+    monkeypatch.setattr(sandbox_mod, "find_bwrap", lambda: None)
     with pytest.raises(SandboxUnavailable, match="not installed"):
         Sandbox(LIMITS, isolation="bwrap")
     with caplog.at_level(logging.WARNING, logger="eval.mera.sandbox"):

@@ -36,8 +36,8 @@ MAX_CONTEXT_ANSWER_CHARS = 200
 PROGRESS_FILE = "answers.jsonl"
 
 # Unparsed reasons.
-NO_DIGIT, EMPTY, CONTEXT_LIMIT, NO_LOGPROBS, REQUEST_FAILED = (
-    "no standalone 1 or 2", "empty answer", "context limit", "no log-probabilities for 1/2", "request failed",
+NO_DIGIT, EMPTY, CONTEXT_LIMIT, NO_LOGPROBS = (
+    "no standalone 1 or 2", "empty answer", "context limit", "no log-probabilities for 1/2",
 )  # fmt: skip
 
 

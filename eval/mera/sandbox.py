@@ -221,6 +221,11 @@ def outcome_of(
 # ---------------------------------------------------------------------------------------------------------------
 
 
+def find_bwrap() -> str | None:
+    """Path of the bubblewrap executable, if installed."""
+    return shutil.which("bwrap")
+
+
 def _reachable_by_others(path: str) -> bool:
     """True when a user other than the owner can execute ``path`` (every parent directory searchable)."""
     p = Path(path)
@@ -270,7 +275,7 @@ def _interpreter_prefix(python: str) -> str:
 def bwrap_argv(python: str, *, child_fd: int, job_fd: int, token: str, tmpfs_mb: int, env: dict[str, str]) -> list[str]:
     """The bubblewrap command line that runs the child on a job (both passed as memfds, copied in by bwrap)."""
     argv = [
-        shutil.which("bwrap") or "bwrap",
+        find_bwrap() or "bwrap",
         "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session", "--as-pid-1",
         "--hostname", "sandbox",
         "--ro-bind", "/usr", "/usr",
@@ -422,7 +427,7 @@ class Sandbox:
         }
 
     def _probe_bwrap(self) -> tuple[bool, str]:
-        if shutil.which("bwrap") is None:
+        if find_bwrap() is None:
             return False, "bwrap is not installed"
         probe = ExecJob(program="def f():\n    return 1\n", entry_point="f", tests=[{}], expected=["1"])
         result = self._run_bwrap(probe)
