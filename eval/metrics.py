@@ -169,6 +169,9 @@ def _replacement_shares(experts: np.ndarray, judge: np.ndarray):
     valid = ~np.isnan(experts)
     has_experts = valid.any(axis=1)
     rows = np.nonzero(np.isfinite(judge_level) & has_experts)[0]
+    if len(rows) == 0:  # no judged item (a judge whose every verdict failed): nothing to replace
+        empty = np.zeros((0, 1))
+        return rows, empty, empty.astype(np.int64), np.zeros((0, experts.shape[1]), dtype=np.int64), np.zeros(0)
     sub = experts[rows]
     levels = np.unique(np.concatenate([sub[~np.isnan(sub)], judge_level[rows]]))
     counts, _ = level_counts(sub, levels)

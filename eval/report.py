@@ -92,9 +92,10 @@ def render_markdown(result: dict[str, Any]) -> str:
         "",
     ]
     header = ["Test", "n", "failed", "no unique mode", "MAE", "Spearman", "Pearson", "Kendall", "VC judge",
-              "VC experts"]
-    rows = [_row(SPLIT_TITLES[split], result["splits"][split]["overall"], True) for split in scoring.SPLITS
-            if split in result["splits"]]
+              "VC experts", "VC experts (all items)"]
+    rows = [_row(SPLIT_TITLES[split], result["splits"][split]["overall"], True)
+            + [fmt(result["splits"][split]["overall"]["vc_experts_all"])]
+            for split in scoring.SPLITS if split in result["splits"]]
     out += [markdown_table(header, rows), ""]
     missing = result["splits"]["all"]["overall"]["n_missing"] if "all" in result["splits"] else 0
     if missing:
@@ -205,10 +206,13 @@ def plot_mae_by_criterion(result: dict[str, Any], folder: Path) -> list[Path]:
 
 def log_wandb(result: dict[str, Any], markdown: str, images: list[Path], project: str, out: Path) -> None:
     """Log the summary numbers, every table and the plots to W&B (offline with ``WANDB_MODE=offline``)."""
+    import os
+
     import wandb
 
-    run = wandb.init(project=project, name=result["judge"] or None, dir=str(out), config=result["settings"],
-                     job_type="judge-eval")
+    # WANDB_DIR, when set, says where runs go; else beside the report.
+    run = wandb.init(project=project, name=result["judge"] or None, dir=os.environ.get("WANDB_DIR") or str(out),
+                     config=result["settings"], job_type="judge-eval")
     try:
         summary = {}
         for split, block in result["splits"].items():

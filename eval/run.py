@@ -11,7 +11,8 @@ A judge is reached over HTTP in every case:
   OpenAI server (``python -m vllm.entrypoints.openai.api_server``); it is stopped when the run ends.
 
 Output, in ``--out``: ``predictions.jsonl`` (one row per item: ``id, judge, raw_output, feedback, score, parse_ok,
-error, reason, score_source, latency_s``), appended as answers arrive, and ``run.json`` (resolved config, git
+error, reason, score_source, latency_s``; the latency is that of the request that produced the row, shared by the
+criteria of one ``/v1/judge`` request), appended as answers arrive, and ``run.json`` (resolved config, git
 revision, package versions, prompt version). A rerun resumes: rows already written are kept, a line cut by a kill
 is dropped, items whose *request* failed are retried, and the file ends with exactly one row per item. A verdict
 that does not parse is a final answer (``parse_ok: false`` with the parser's error); it is never a score.
@@ -709,6 +710,11 @@ def run(config: RunConfig) -> dict[str, Any]:
         if todo and kind == "auto":
             kind = detect_backend(base_url, api_key)
         config.name = config.name or model
+        others = {row.get("judge") for row in read_predictions(predictions) if row.get("judge") != config.name} \
+            if done else set()
+        if others:
+            raise ConfigError(f"out: {predictions} holds predictions of {sorted(map(str, others))}, not of "
+                              f"{config.name!r}; resume with the same --name or use another --out")
         (out / "run.json").write_text(
             json.dumps(_provenance(config, kind, model, len(records)), ensure_ascii=False, indent=2) + "\n",
             encoding="utf-8",

@@ -274,6 +274,15 @@ def test_transient_failures_are_retried_and_refusals_retried_on_the_next_run(sma
     assert len(rows) == len(records) and {r["id"]: r for r in rows}[records[1].id]["score"] == 1.0
 
 
+def test_resuming_into_a_folder_of_another_judge_is_refused(small_data, tmp_path):
+    """Rows of judge A are never mixed with judge B's in one predictions file."""
+    data, _ = small_data
+    with ScriptedServer() as server:
+        assert main(_run_args(server.base_url, data, tmp_path, "--limit", "2", "--name", "a")) == 0
+        assert main(_run_args(server.base_url, data, tmp_path, "--name", "b")) == 2
+        assert len(read_predictions(tmp_path)) == 2
+
+
 def test_english_prompt_for_api_judges_from_environment(small_data, tmp_path, monkeypatch):
     """An API judge config: base URL and key from the environment, the English prompt, the configured model."""
     data, records = small_data
@@ -355,6 +364,22 @@ def test_score_without_a_prediction_for_every_item_reports_them_missing(small_da
     assert "have no prediction" in (tmp_path / "report.md").read_text(encoding="utf-8")
 
 
+def test_score_logs_tables_and_plots_to_wandb_offline(small_data, tmp_path, monkeypatch):
+    """--wandb-project logs every table and PNG (offline here: no network)."""
+    data, _ = small_data
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path / "wandb-root"))
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    with ScriptedServer() as server:
+        assert main(_run_args(server.base_url, data, tmp_path / "run")) == 0
+    assert main(["score", "--predictions", str(tmp_path / "run"), "--n-boot", "20", "--wandb-project", "t"]) == 0
+    (run_dir,) = (tmp_path / "wandb-root" / "wandb").glob("offline-run-*")
+    media = run_dir / "files" / "media"
+    assert {p.name.split("_")[0] for p in (media / "images" / "plots").glob("*.png")} == {"confusion", "mae"}
+    assert sorted(p.name.split("_")[1] for p in (media / "table" / "all").glob("*.table.json")) == \
+        ["criterion", "model", "task"]
+
+
 # --------------------------------------------------------------------------------------------- end to end
 
 
@@ -379,3 +404,25 @@ def test_end_to_end_tiny_judge_run_score_compare(vllm_tiny_server, tmp_path):
     assert main(["compare", str(tmp_path / "tiny-ru"), str(tmp_path / "tiny-en"), "--out", str(tmp_path / "cmp"),
                  "--n-boot", "100"]) == 0
     assert (tmp_path / "cmp" / "compare.md").exists()
+
+
+@pytest.mark.slow
+def test_local_checkpoint_is_served_for_the_run_and_stopped(tiny_causal_dir, small_data, tmp_path):
+    """`--judge CHECKPOINT` starts vLLM's OpenAI server (as judge-serve would be, when installed) on a free port,
+    judges through it, records the backend in run.json and stops the server afterwards."""
+    import psutil
+
+    data, records = small_data
+    before = {p.pid for p in psutil.process_iter()}
+    assert main(["run", "--judge", str(tiny_causal_dir), "--server", "vllm", "--data", str(data), "--out",
+                 str(tmp_path), "--limit", "3", "--max-tokens", "4", "--no-progress", "--server-args",
+                 '["--enforce-eager", "--dtype", "float32", "--max-model-len", "2048"]']) == 0
+    rows = read_predictions(tmp_path)
+    assert sorted(r["id"] for r in rows) == sorted(r.id for r in records[:3])
+    assert {r["judge"] for r in rows} == {tiny_causal_dir.name}
+    assert json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))["backend"] == "chat"
+    assert "vllm" in (tmp_path / "server.log").read_text(errors="replace").lower()
+    leftovers = [p for p in psutil.process_iter(["cmdline"]) if p.pid not in before
+                 and "vllm.entrypoints.openai.api_server" in " ".join(p.info["cmdline"] or [])
+                 and str(tiny_causal_dir) in " ".join(p.info["cmdline"] or [])]
+    assert not leftovers, "the judge server outlived the run"

@@ -282,6 +282,16 @@ def test_regression_scores_are_compared_with_the_mean():
     assert result["splits"]["all"]["overall"]["n_scored"] == 2
 
 
+def test_a_judge_that_never_parses_is_reported_not_a_crash():
+    """Every verdict failed: n_failed = n, metrics undefined (NaN), Verdict Confidence undefined, no exception."""
+    table = _table(judge=[NAN, NAN, NAN], status=["parse_failed"] * 3, experts=[[2, 2], [1, 0], [0]])
+    assert np.isnan(metrics.verdict_confidence_judge(table.experts, table.judge)).all()
+    assert np.isnan(metrics.verdict_confidence_judge_expected(table.experts, table.judge)).all()
+    cell = scoring.evaluate(table, n_boot=20)["splits"]["all"]["overall"]
+    assert (cell["n"], cell["n_failed"], cell["n_scored"], cell["failure_rate"]) == (3, 3, 0, 1.0)
+    assert math.isnan(cell["mae"]) and math.isnan(cell["spearman"]) and math.isnan(cell["vc_judge"])
+
+
 def test_build_table_never_scores_a_parse_failure():
     """A prediction with parse_ok false is a failure even if a score is present; request failures are their own
     status; records without a prediction are missing."""
