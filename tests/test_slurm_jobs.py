@@ -25,18 +25,19 @@ import pytest
 from tests.slurm_cluster import SlurmCluster
 
 REPO = Path(__file__).resolve().parent.parent
-MAX_STEPS = 6
-SAVE_STEPS = 3
-#: The preempted run gets its signal once this many optimizer steps are logged.
-SIGNAL_AFTER_STEPS = 2
+MAX_STEPS = 4
+SAVE_STEPS = 2
+#: The preempted run gets its signal once rank 0 has logged this many optimizer steps.
+SIGNAL_AFTER_STEPS = 1
 JOB_TIMEOUT_S = 420.0
 
 
 def _console_scripts(bin_dir: Path) -> Path:
-    """A folder with judge-train / judge-eval: the venv's own when installed, else `python -m` shims."""
+    """A folder with judge-train / judge-eval / judge-serve: the venv's own when installed, else `python -m`
+    shims (a console script not yet declared in pyproject.toml)."""
     bin_dir.mkdir(parents=True, exist_ok=True)
     venv_bin = Path(sys.executable).parent
-    for name, module in (("judge-train", "train.cli"), ("judge-eval", "eval.cli")):
+    for name, module in (("judge-train", "train.cli"), ("judge-eval", "eval.cli"), ("judge-serve", "serve.cli")):
         if not (venv_bin / name).exists():
             shim = bin_dir / name
             shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m {module} "$@"\n')
@@ -56,13 +57,13 @@ def _short_standard_records(path: Path, n: int) -> Path:
     return path
 
 
-def _submit(cluster: SlurmCluster, env: dict[str, str], out: Path, data: Path, cwd: Path) -> int:
+def _submit(cluster: SlurmCluster, env: dict[str, str], out: Path, data: Path, model: Path, cwd: Path) -> int:
     cmd = [
         sys.executable, "-m", "train.cli", "submit",
         "--config", str(REPO / "configs/train/tiny/seq2seq.yaml"),
         "--nodes", "2", "--gpus-per-node", "0", "--cpus-per-task", "1", "--time", "00:15:00",
         "--output-dir", str(out),
-        "--", "--data", str(data), "--max_steps", str(MAX_STEPS), "--save_steps", str(SAVE_STEPS),
+        "--", "--model_name_or_path", str(model), "--data", str(data), "--max_steps", str(MAX_STEPS), "--save_steps", str(SAVE_STEPS),
         "--gradient_checkpointing", "false", "--disable_tqdm",
     ]  # fmt: skip
     proc = subprocess.run(cmd, cwd=cwd, env={**cluster.env, **env}, capture_output=True, text=True, timeout=120)
@@ -87,19 +88,20 @@ def _loss_at(state: dict, step: int) -> float:
 
 
 @pytest.fixture(scope="module")
-def training_runs(slurm_cluster, slurm_job_env, tmp_path_factory):
+def training_runs(slurm_cluster, slurm_job_env, tmp_path_factory, tiny_causal_dir):
     """Submit the reference and the to-be-preempted run together; signal the second mid-training; wait for both."""
     root = tmp_path_factory.mktemp("slurm-train")
     env = {**slurm_job_env, "PATH": f"{_console_scripts(root / 'bin')}{os.pathsep}{slurm_job_env['PATH']}"}
     data = _short_standard_records(root / "records.jsonl", 12)
     runs = {"reference": root / "reference", "preempted": root / "preempted"}
     started = time.monotonic()
-    jobs = {name: _submit(slurm_cluster, env, out, data, root) for name, out in runs.items()}
+    # The session's tiny Qwen2 (built once) instead of `tiny-qwen2`, which every rank would build again.
+    jobs = {name: _submit(slurm_cluster, env, out, data, tiny_causal_dir, root) for name, out in runs.items()}
     signalled_at_step = None
     deadline = time.monotonic() + JOB_TIMEOUT_S
     while time.monotonic() < deadline:
         if signalled_at_step is None:
-            steps = _log(runs["preempted"], jobs["preempted"]).count("'loss'")
+            steps = len(re.findall(r"^0: \{'loss'", _log(runs["preempted"], jobs["preempted"]), re.M))
             if steps >= SIGNAL_AFTER_STEPS:
                 slurm_cluster.command(["scancel", "--signal=USR1", str(jobs["preempted"])])
                 signalled_at_step = steps
@@ -253,3 +255,30 @@ def test_eval_array_and_dependent_merge(slurm_cluster, slurm_job_env, tmp_path):
     assert all(row["parse_ok"] and row["score"] == 1 for row in merged)
     assert len(_JudgeStub.requests) == n_items
     assert (tmp_path / "eval" / "metrics.json").is_file()
+
+
+def test_serve_job_prints_its_endpoint(slurm_cluster, slurm_job_env, tiny_causal_dir, tmp_path):
+    """slurm/serve.sbatch hands judge-serve the model, host and port and writes the endpoint other nodes use.
+
+    `--print-config` (passed through the script's arguments) makes judge-serve print its resolved settings and
+    exit instead of starting vLLM: the job's plumbing is under test, the server has its own tests.
+    """
+    env = {
+        **slurm_job_env,
+        "PATH": f"{_console_scripts(tmp_path / 'bin')}{os.pathsep}{slurm_job_env['PATH']}",
+        "JUDGE_MODEL": str(tiny_causal_dir),
+        "JUDGE_PORT": "8765",
+        "JUDGE_ENDPOINT_DIR": str(tmp_path / "endpoints"),
+    }
+    job = slurm_cluster.sbatch(
+        ["--gpus-per-node=0", "--cpus-per-task=1", f"--output={tmp_path}/%x-%j.out",
+         str(REPO / "slurm/serve.sbatch"), "--print-config"],
+        cwd=tmp_path, env=env,
+    )  # fmt: skip
+    record = slurm_cluster.wait(job, timeout_s=120)
+    log = (tmp_path / f"judge-serve-{job}.out").read_text()
+    assert record["JobState"] == "COMPLETED", log
+    assert (tmp_path / "endpoints" / f"judge-serve-{job}.endpoint").read_text().strip() == "http://127.0.0.1:8765/v1"
+    assert "endpoint  http://127.0.0.1:8765/v1" in log
+    config = json.loads(log[log.index("{"):log.rindex("}") + 1])
+    assert (config["model"], config["host"], config["port"]) == (str(tiny_causal_dir), "0.0.0.0", 8765)

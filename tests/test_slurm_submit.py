@@ -140,6 +140,17 @@ def test_shipped_configs_render_for_64_gpus(capsys):
         ("train.sbatch", {"SLURM_JOB_ID": "7"}, "JUDGE_CONFIG is not set"),
         ("train.sbatch", {"SLURM_JOB_ID": "7", "JUDGE_CONFIG": "/nonexistent.yaml"}, "is not a file"),
         ("train.sbatch", {"SLURM_JOB_ID": "7", "JUDGE_CONFIG": "{config}"}, "JUDGE_OUTPUT_DIR is not set"),
+        ("eval.sbatch", {"SLURM_JOB_ID": "7"}, "not an array task"),
+        ("eval.sbatch", {"SLURM_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "0"}, "JUDGE_EVAL_JUDGE is not set"),
+        ("eval.sbatch", {"SLURM_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "0", "JUDGE_EVAL_JUDGE": "http://x/v1"},
+         "JUDGE_EVAL_DATA is not set"),
+        ("eval.sbatch", {"SLURM_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "0", "JUDGE_EVAL_JUDGE": "http://x/v1",
+                         "JUDGE_EVAL_DATA": "{config}"}, "JUDGE_EVAL_OUT is not set"),
+        ("eval_merge.sbatch", {"SLURM_JOB_ID": "7"}, "JUDGE_EVAL_DATA is not set"),
+        ("eval_merge.sbatch", {"SLURM_JOB_ID": "7", "JUDGE_EVAL_DATA": "{config}"}, "JUDGE_EVAL_OUT is not set"),
+        ("serve.sbatch", {}, "not inside a Slurm job"),
+        ("serve.sbatch", {"SLURM_JOB_ID": "7"}, "JUDGE_MODEL is not set"),
+        ("serve.sbatch", {"SLURM_JOB_ID": "7", "JUDGE_MODEL": "/nonexistent"}, "is not a folder"),
     ],
 )
 def test_sbatch_scripts_name_the_missing_variable(script, env, message, config_file):
