@@ -3,10 +3,11 @@
     .venv/bin/python bench/mera_exec.py
     .venv/bin/python bench/mera_exec.py --workers 1 --samples 4      # example override
 
-Each task gets ``--samples`` programs in a fixed mix: 60 % the canonical solution, 20 % a body that returns
-None (a wrong answer, or a runtime error where check() computes with it), 10 % a syntax error, 10 % a runtime error (rounded, at least one canonical). No sample
-loops forever: a timeout would measure the timeout, not the sandbox. Prints the wall time, executions per
-second, the status counts, and whether every sample got the status it should (exit code 1 if not).
+Each task gets ``--samples`` programs in a fixed mix (rounded, at least one canonical): 60 % the canonical
+solution, 20 % a body that returns None (a wrong answer, or a runtime error where check() computes with it),
+10 % a syntax error, 10 % a runtime error. No sample loops forever: a timeout would measure the timeout, not
+the sandbox. Prints the wall time, executions per second, the status counts, and whether every sample got the
+status it should (exit code 1 if not).
 """
 
 from __future__ import annotations

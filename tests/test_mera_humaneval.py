@@ -101,7 +101,8 @@ def test_summarize_by_hand():
 
 MERA_ROW = {
     "instruction": "Реализуйте функцию:\n{function}",
-    "inputs": {"function": "def add(a, b):\n    '''Сложите числа.'''\n", "tests": "[{'a': 1, 'b': 2}, {'a': -1, 'b': 1}]"},
+    "inputs": {"function": "def add(a, b):\n    '''Сложите числа.'''\n",
+               "tests": "[{'a': 1, 'b': 2}, {'a': -1, 'b': 1}]"},
     "outputs": ["3", "0"],
     "meta": {"id": 7, "canonical_solution": "    return a + b\n", "entry_point": "add"},
 }  # fmt: skip
@@ -201,7 +202,7 @@ def test_prompts_are_pinned():
         ("\n    return x\nif __name__ == '__main__':\n    f()", "\n    return x"),
         ("\n    return x\nprint(f(2))", "\n    return x"),
         ("\n    return x\nclass A: pass", "\n    return x"),
-        ("\n    # a comment inside the body stays\n    return x", "\n    # a comment inside the body stays\n    return x"),
+        ("\n    # a comment in the body stays\n    return x", "\n    # a comment in the body stays\n    return x"),
         ("\n    print(x)\n    return x\nprint(1)", "\n    print(x)\n    return x"),
     ],
 )
@@ -236,7 +237,8 @@ STUB = 'from typing import List\n\n\ndef total(xs: List[int]) -> int:\n    """С
         # A continuation is appended to the stub, cut at the stops.
         ("    return sum(xs)\ndef extra():\n    pass\n", STUB + "    return sum(xs)"),
         # A redefinition is used whole; the stub's imports go on top, helpers before it stay, stops cut after it.
-        ("```python\ndef helper(x):\n    return x\n\ndef total(xs: List[int]) -> int:\n    return sum(map(helper, xs))\n"
+        ("```python\ndef helper(x):\n    return x\n\n"
+         "def total(xs: List[int]) -> int:\n    return sum(map(helper, xs))\n"
          "\nprint(total([1]))\n```",
          "from typing import List\ndef helper(x):\n    return x\n\ndef total(xs: List[int]) -> int:\n"
          "    return sum(map(helper, xs))\n"),

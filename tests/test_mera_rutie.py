@@ -46,7 +46,8 @@ SAMPLE = Path(cli.__file__).with_name("data") / "rutie_sample.jsonl"
 def completion_body(model: str, texts: list[str], prompt_tokens: int, logprobs: Any = None) -> dict:
     return {
         "id": "cmpl-test", "object": "text_completion", "created": 0, "model": model,
-        "choices": [{"index": i, "text": t, "finish_reason": "stop", "logprobs": logprobs} for i, t in enumerate(texts)],
+        "choices": [{"index": i, "text": t, "finish_reason": "stop", "logprobs": logprobs}
+                    for i, t in enumerate(texts)],
         "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(texts), "total_tokens": prompt_tokens + 1},
     }  # fmt: skip
 
@@ -169,7 +170,8 @@ def test_answer_from_logprobs(scores, expected):
 
 
 def _item(qid: int, question: str, c1: str, c2: str, gold: str = "1", **meta: Any) -> RutieItem:
-    return RutieItem(dialog_id=0, question_id=qid, instruction="Диалог:\n{context}\n{question}\n1. {choice1}\n2. {choice2}",
+    instruction = "Диалог:\n{context}\n{question}\n1. {choice1}\n2. {choice2}"
+    return RutieItem(dialog_id=0, question_id=qid, instruction=instruction,
                      question=question, choice1=c1, choice2=c2, gold=gold, **meta)  # fmt: skip
 
 

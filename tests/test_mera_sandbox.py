@@ -262,7 +262,8 @@ def test_sandbox_sees_a_minimal_environment_fresh_dir_and_limits(bwrap_sandbox):
         "import json, os, resource\n"
         "def f():\n"
         "    open('left-behind', 'w').write('x')\n"
-        "    limits = {n: resource.getrlimit(getattr(resource, 'RLIMIT_' + n)) for n in ('AS', 'NPROC', 'FSIZE', 'NOFILE')}\n"
+        "    limits = {n: resource.getrlimit(getattr(resource, 'RLIMIT_' + n))\n"
+        "              for n in ('AS', 'NPROC', 'FSIZE', 'NOFILE')}\n"
         "    return json.dumps({'env': dict(os.environ), 'cwd': os.getcwd(), 'uid': os.getuid(), 'limits': limits})\n"
     )  # fmt: skip
     os.environ["MERA_TEST_MARKER"] = "must-not-leak"
