@@ -52,22 +52,6 @@ def run_f(sandbox: Sandbox, program: str) -> sandbox_mod.ExecResult:
     return sandbox.run(ExecJob(program=program, entry_point="f", tests=[{}], expected=["ok"]))
 
 
-def sandbox_user_processes(sandbox: Sandbox) -> list[int]:
-    """Pids of live processes owned by the sandbox user (only meaningful when it is a dedicated user)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/status") as f:
-                fields = dict(line.split(":", 1) for line in f if ":" in line)
-        except OSError:
-            continue
-        if fields["Uid"].split()[0] == str(sandbox.uid) and not fields["State"].strip().startswith("Z"):
-            found.append(int(entry))
-    return found
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # Verdicts from events (pure)
 # ---------------------------------------------------------------------------------------------------------------
@@ -234,12 +218,13 @@ ESCAPES = {
 
 
 @pytest.mark.parametrize("name", list(ESCAPES))
-def test_escape_attempt_is_contained_and_fails(name, bwrap_sandbox, host):
+def test_escape_attempt_is_contained_and_fails(name, bwrap_sandbox, host, monkeypatch):
     """Each escape attempt fails as a sample and leaves no trace on the host."""
     template, contained = ESCAPES[name]
     program = template.format(port=host["port"], secret=str(host["secret"]), target=str(host["target"]),
                               pyproject=str(REPO / "pyproject.toml"), pid=host["pid"], pgid=host["pgid"])  # fmt: skip
-    before = set(sandbox_user_processes(bwrap_sandbox)) if bwrap_sandbox.uid is not None else set()
+    token = sandbox_mod.new_token()
+    monkeypatch.setattr(sandbox_mod, "new_token", lambda: token)  # to find this sample's processes afterwards
     started = time.monotonic()
     result = run_f(bwrap_sandbox, program)
     elapsed = time.monotonic() - started
@@ -251,9 +236,7 @@ def test_escape_attempt_is_contained_and_fails(name, bwrap_sandbox, host):
     assert not host["target"].exists()
     assert not _accepted(host["listener"])
     assert host["signals"] == []
-    if bwrap_sandbox.uid is not None:
-        time.sleep(0.2)
-        assert set(sandbox_user_processes(bwrap_sandbox)) <= before, "a sandboxed process outlived its sample"
+    assert sandbox_mod.processes_with(token) == [], "a sandboxed process outlived its sample"
 
 
 def test_sandbox_sees_a_minimal_environment_fresh_dir_and_limits(bwrap_sandbox):

@@ -325,10 +325,15 @@ def _memfd(name: str, data: bytes) -> int:
     return fd
 
 
-def kill_strays(token: str) -> int:
-    """SIGKILL every process whose command line carries ``token``; returns how many were signalled."""
+def new_token() -> str:
+    """A marker for one sample's command line, so its processes can be found and killed."""
+    return "mera-sbx-" + secrets.token_hex(8)
+
+
+def processes_with(token: str) -> list[int]:
+    """Pids of live (not zombie) processes whose command line carries ``token``."""
     needle = token.encode()
-    killed = 0
+    found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -336,10 +341,22 @@ def kill_strays(token: str) -> int:
             with open(f"/proc/{entry}/cmdline", "rb") as f:
                 if needle not in f.read():
                     continue
-            os.kill(int(entry), signal.SIGKILL)
-            killed += 1
-        except (OSError, ProcessLookupError):
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                if f.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                    continue
+        except (OSError, IndexError):
             continue
+        found.append(int(entry))
+    return found
+
+
+def kill_strays(token: str) -> int:
+    """SIGKILL every process whose command line carries ``token``; returns how many were signalled."""
+    killed = 0
+    for pid in processes_with(token):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+            killed += 1
     return killed
 
 
@@ -489,7 +506,7 @@ class Sandbox:
         return {"user": self.uid, "group": self.uid, "extra_groups": []}
 
     def _run_bwrap(self, job: ExecJob) -> ExecResult:
-        token = "mera-sbx-" + secrets.token_hex(8)
+        token = new_token()
         child_fd = _memfd("child.py", self._child_source)
         job_fd = _memfd("job.json", self._job_payload(job))
         try:
@@ -503,7 +520,7 @@ class Sandbox:
             os.close(job_fd)
 
     def _run_plain(self, job: ExecJob) -> ExecResult:
-        token = "mera-sbx-" + secrets.token_hex(8)
+        token = new_token()
         workdir = tempfile.mkdtemp(prefix="mera-sbx-")
         try:
             (Path(workdir) / "child.py").write_bytes(self._child_source)
