@@ -91,6 +91,10 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
     if len(folders) < 2:
         raise ValueError("compare needs at least two scored runs")
     runs = [load_run(f) for f in folders]
+    names = [r["name"] for r in runs]
+    for run in runs:  # two runs of one judge (say, two checkpoints' folders) are told apart by their folders
+        if names.count(run["name"]) > 1:
+            run["name"] = f"{run['name']} ({Path(run['folder']).name})"
     base = runs[0]
     result: dict[str, Any] = {
         "baseline": base["name"], "runs": [r["name"] for r in runs], "folders": [r["folder"] for r in runs],
@@ -134,7 +138,7 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
 
 def headline(result: dict[str, Any]) -> list[str]:
     """One sentence per compared run and split, e.g. "On the Zero-Shot test, B's MAE is 0.052 lower than A's
-    (95 % CI [-0.081, -0.024], p = 0.001, 412 paired items): better."."""
+    (delta -0.052, 95 % CI [-0.081, -0.024], p = 0.001, 412 paired items): better"."""
     lines = []
     for comp in result["comparisons"]:
         for split, block in comp["splits"].items():
@@ -143,11 +147,12 @@ def headline(result: dict[str, Any]) -> list[str]:
                 lines.append(f"On the {SPLIT_TITLES[split]}, {comp['run']} and {result['baseline']} share no "
                              "scored items.")
                 continue
-            direction = "lower" if (p["delta"] or 0) < 0 else "higher"
+            delta = p["delta"] or 0.0
+            how = "equal to" if delta == 0 else f"{fmt(abs(delta))} {'lower' if delta < 0 else 'higher'} than"
             lines.append(
-                f"On the {SPLIT_TITLES[split]}, {comp['run']}'s MAE is {fmt(abs(p['delta'] or 0))} {direction} than "
-                f"{result['baseline']}'s (95 % CI [{fmt(p['ci'][0])}, {fmt(p['ci'][1])}], p = {fmt(p['p_value'])}, "
-                f"{p['n']} paired items): {p['verdict']}."
+                f"On the {SPLIT_TITLES[split]}, {comp['run']}'s MAE is {how} {result['baseline']}'s "
+                f"(delta {fmt(delta)}, 95 % CI [{fmt(p['ci'][0])}, {fmt(p['ci'][1])}], p = {fmt(p['p_value'])}, "
+                f"{p['n']} paired items): {p['verdict']}"
             )
     return lines
 
@@ -164,16 +169,17 @@ def render_markdown(result: dict[str, Any]) -> str:
     out = [f"# Judge comparison (baseline: {result['baseline']})", ""]
     out += [f"- {line}" for line in headline(result)] + [""]
     out += ["## Each run on its own items", ""]
-    header = ["Test"] + [f"{name}: MAE" for name in result["runs"]] + [f"{name}: Spearman" for name in result["runs"]] \
-        + [f"{name}: failed" for name in result["runs"]]
+    header = ["Test", "Metric"] + list(result["runs"])
     rows = []
     for split in scoring.SPLITS:
         cells = [m["splits"].get(split, {}).get("overall") for m in result["metrics"]]
         if not all(cells):
             continue
-        rows.append([SPLIT_TITLES[split]] + [fmt_ci(c["mae"], c["mae_ci"]) for c in cells]
-                    + [fmt_ci(c["spearman"], c["spearman_ci"]) for c in cells]
-                    + [f"{c['n_failed']} / {c['n']}" for c in cells])
+        title = SPLIT_TITLES[split]
+        rows.append([title, "MAE"] + [fmt_ci(c["mae"], c["mae_ci"]) for c in cells])
+        rows.append([title, "Spearman"] + [fmt_ci(c["spearman"], c["spearman_ci"]) for c in cells])
+        rows.append([title, "VC judge / experts"] + [f"{fmt(c['vc_judge'])} / {fmt(c['vc_experts'])}" for c in cells])
+        rows.append([title, "failed / n"] + [f"{c['n_failed']} / {c['n']}" for c in cells])
     out += [markdown_table(header, rows), ""]
     out += [f"Paired: delta = run − baseline on items both scored; {result['n_boot']} paired bootstrap resamples; "
             f"better/worse at p < {result['alpha']} (MAE lower is better; Spearman and VC higher).", ""]

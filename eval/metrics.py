@@ -425,11 +425,25 @@ def cell_rng(seed: int, key: str) -> np.random.Generator:
     return np.random.default_rng([seed, zlib.crc32(key.encode("utf-8"))])
 
 
+def _use_multinomial(m: int, n: int) -> bool:
+    """Whether a multinomial over m cells is cheaper than drawing n item indices."""
+    return m * _NS_PER_BINOMIAL <= n * _NS_PER_INDEX
+
+
+def _resampled_means(values: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """Means of ``n_boot`` resamples (with replacement) of ``values``, drawn in chunks of bounded size."""
+    n = len(values)
+    chunk = max(1, _CHUNK_ENTRIES // n)
+    means = [values[rng.integers(0, n, size=(min(chunk, n_boot - done), n))].mean(axis=1)
+             for done in range(0, n_boot, chunk)]
+    return np.concatenate(means)
+
+
 def _resample_weights(counts: np.ndarray, n_boot: int, rng: np.random.Generator):
     """Yield ``(b, m)`` float64 weight blocks, ``n_boot`` rows in all: each row is one bootstrap resample of the
     ``counts.sum()`` items, expressed as how many times each cell was drawn."""
     n, m = int(counts.sum()), len(counts)
-    multinomial = m * _NS_PER_BINOMIAL <= n * _NS_PER_INDEX
+    multinomial = _use_multinomial(m, n)
     chunk = max(1, _CHUNK_ENTRIES // max(m if multinomial else n, 1))
     if not multinomial:
         cell_of_item = np.repeat(np.arange(m), counts)
@@ -531,6 +545,11 @@ def describe_pairs(
         if gx is not x:
             cells, counts = _cells(gx, y)
             cx, cy = cells[:, 0], cells[:, 1]
+        if not correlations and not _use_multinomial(len(counts), len(x)):
+            # MAE alone over many distinct values (a regression judge): averaging resampled item errors directly
+            # skips the per-cell counting, about twice as fast as weights over cells.
+            out["mae_ci"] = _interval(_resampled_means(np.abs(gx - y), n_boot, rng), level)
+            return out
         samples: dict[str, list[np.ndarray]] = {name: [] for name in names}
         for weights in _resample_weights(counts, n_boot, rng):
             for name in names:

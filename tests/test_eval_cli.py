@@ -426,3 +426,22 @@ def test_local_checkpoint_is_served_for_the_run_and_stopped(tiny_causal_dir, sma
                  and "vllm.entrypoints.openai.api_server" in " ".join(p.info["cmdline"] or [])
                  and str(tiny_causal_dir) in " ".join(p.info["cmdline"] or [])]
     assert not leftovers, "the judge server outlived the run"
+
+
+@pytest.mark.slow
+def test_local_checkpoint_through_judge_serve_uses_v1_judge(tiny_causal_dir, small_data, tmp_path):
+    """With judge-serve installed, `--judge CHECKPOINT` starts it, detects /v1/judge and gets one prediction per
+    item from it (a random tiny judge: parse failures, each with its error code, none a request failure)."""
+    import shutil
+
+    if shutil.which("judge-serve", path=str(Path(sys.executable).parent)) is None:
+        pytest.skip("judge-serve is not installed in this environment")
+    data, records = small_data
+    assert main(["run", "--judge", str(tiny_causal_dir), "--server", "judge-serve", "--data", str(data), "--out",
+                 str(tmp_path), "--limit", "4", "--max-tokens", "4", "--no-progress", "--server-args",
+                 '["--enforce-eager", "--dtype", "float32", "--max-model-len", "2048", "--cpu-kv-cache-gib", "1"]']) == 0
+    rows = read_predictions(tmp_path)
+    assert sorted(r["id"] for r in rows) == sorted(r.id for r in records[:4])
+    assert json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))["backend"] == "judge-serve"
+    assert all(r["error"] != "request_failed" for r in rows), [r["reason"] for r in rows]
+    assert all(r["parse_ok"] or r["error"] for r in rows)

@@ -185,6 +185,19 @@ def test_bootstrap_interval_is_seeded_and_brackets_the_estimate():
     assert a["kendall"] == pytest.approx(metrics.kendall(x, y))
 
 
+def test_real_valued_scores_give_the_same_interval_by_either_resampling_path():
+    """A regression judge's MAE interval drawn directly from item errors (MAE-only cells) matches the one drawn as
+    weights over cells (cells with correlations): both resample the same items; bounds agree to Monte Carlo noise."""
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 3, 4000).astype(float)
+    x = y + rng.normal(0, 0.5, 4000)
+    direct = metrics.describe_pairs(x, y, n_boot=2000, rng=np.random.default_rng(0), correlations=False)
+    weighted = metrics.describe_pairs(x, y, n_boot=2000, rng=np.random.default_rng(1), correlations=True)
+    assert direct["mae"] == weighted["mae"]
+    assert direct["mae_ci"] == pytest.approx(weighted["mae_ci"], abs=0.004)
+    assert direct["mae_ci"][0] < direct["mae"] < direct["mae_ci"][1]
+
+
 def test_paired_bootstrap_identical_judges_and_a_uniformly_better_one():
     """Identical judges: delta 0, p = 1. A judge right on every item where the other is off by 1: delta = -1
     exactly in every resample, so p = 0 and the interval is [-1, -1]."""
