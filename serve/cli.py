@@ -127,6 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             host=config.host,
             port=config.port,
             log_level=config.log_level.lower(),
+            access_log=config.access_log,
             timeout_graceful_shutdown=int(round(config.shutdown_grace_s)),
             timeout_keep_alive=5,
         )

@@ -58,7 +58,10 @@ class ServeConfig:
     enable_prefix_caching: bool = _f(True, "vLLM prefix caching (the criteria of one answer share their prompt).")
     enforce_eager: bool = _f(False, "vLLM --enforce-eager: no CUDA graphs / torch.compile; starts faster.")
     max_num_seqs: int = _f(0, "vLLM --max-num-seqs (sequences batched per step); 0 keeps vLLM's default.")
-    cpu_kv_cache_gib: float = _f(0.0, "CPU builds: VLLM_CPU_KVCACHE_SPACE per engine in GiB; 0 keeps vLLM's default.")
+    cpu_kv_cache_gib: int = _f(
+        0, "CPU builds: VLLM_CPU_KVCACHE_SPACE per engine in whole GiB; 0 keeps vLLM's default (finer: engine_args "
+        "['--kv-cache-memory-bytes', '64M'])."
+    )
     engine_args: list[str] = _f([], "More vLLM flags, passed to every engine as given (e.g. ['--seed', '0']).")
     generator_url: str = _f(
         "", "Use a vLLM server already running at this URL as the generating engine instead of starting one."
@@ -88,6 +91,7 @@ class ServeConfig:
     request_timeout_s: float = _f(600.0, "Seconds one request may take end to end before it gets 504.")
     shutdown_grace_s: float = _f(60.0, "On SIGTERM/SIGINT: seconds in-flight requests get to finish.")
     log_level: str = _f("info", "judge-serve log level (debug, info, warning, error).")
+    access_log: bool = _f(True, "Log every HTTP request (uvicorn's access log).")
     log_dir: str = _f("", "Folder for engine logs and serve_run.json (default: a fresh temporary folder).")
 
     def validate(self) -> ServeConfig:

@@ -431,7 +431,11 @@ class Judge:
             },
         }
 
-    async def _one(self, job: Job, options: dict[str, Any]) -> dict[str, Any]:
+    def completion_payload(self, job: Job, options: dict[str, Any]) -> dict[str, Any]:
+        """The ``/v1/completions`` body for one judgment (``options``: max_tokens, temperature, constrained).
+
+        Public so that benchmarks can send vLLM exactly what judge-serve sends.
+        """
         s = self.settings
         scale = job.criterion.scale
         payload: dict[str, Any] = {
@@ -448,6 +452,13 @@ class Judge:
             payload["logprob_token_ids"] = list(level_ids.values())
         if options["constrained"]:
             payload["structured_outputs"] = {"regex": verdict_regex(scale, s.feedback_max_chars, s.kind == "seq2seq")}
+        return payload
+
+    async def _one(self, job: Job, options: dict[str, Any]) -> dict[str, Any]:
+        s = self.settings
+        scale = job.criterion.scale
+        payload = self.completion_payload(job, options)
+        asked_logprobs = "logprob_token_ids" in payload
         async with self.limit:
             completion = await self.generator.post("/v1/completions", payload)
         choice = completion["choices"][0]
@@ -459,7 +470,7 @@ class Judge:
             "scale": list(scale.levels),
         }
         if s.kind == "seq2seq":
-            result.update(self._seq2seq_verdict(text, choice.get("logprobs"), scale, options["lenient"], bool(level_ids)))
+            result.update(self._seq2seq_verdict(text, choice.get("logprobs") if asked_logprobs else None, scale, options["lenient"]))
         else:
             result.update(await self._regression_verdict(job, text, options["lenient"]))
         result["output"] = text
@@ -471,9 +482,7 @@ class Judge:
         return result
 
     @staticmethod
-    def _seq2seq_verdict(
-        text: str, logprobs: dict[str, Any] | None, scale: Scale, lenient: bool, asked_logprobs: bool
-    ) -> dict[str, Any]:
+    def _seq2seq_verdict(text: str, logprobs: dict[str, Any] | None, scale: Scale, lenient: bool) -> dict[str, Any]:
         verdict = parse_verdict(text, scale=scale, lenient=lenient)
         dist = None
         if verdict.ok and logprobs:

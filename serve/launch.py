@@ -125,7 +125,7 @@ def engine_env(config: ServeConfig) -> dict[str, str]:
     """The engines' environment: judge-serve's own, plus the CPU KV cache size and no hub telemetry."""
     env = dict(os.environ)
     if config.cpu_kv_cache_gib:
-        env["VLLM_CPU_KVCACHE_SPACE"] = f"{config.cpu_kv_cache_gib:g}"
+        env["VLLM_CPU_KVCACHE_SPACE"] = str(int(config.cpu_kv_cache_gib))
     env.setdefault("VLLM_NO_USAGE_STATS", "1")
     env.setdefault("DO_NOT_TRACK", "1")
     return env

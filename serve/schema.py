@@ -117,9 +117,13 @@ def param_of(loc: tuple[Any, ...]) -> str:
 
 def _first_error(err: ValidationError) -> RequestError:
     errors = err.errors()
-    # A value that fails every branch of a union reports once per branch: a missing or unknown key inside an
-    # object branch says most; otherwise the shortest path is the field itself.
-    first = min(errors, key=lambda e: (e["type"] not in ("missing", "extra_forbidden"), len(param_of(tuple(e["loc"])))))
+    # A value that fails every branch of a union reports once per branch. An object given for a criterion is
+    # meant as a custom criterion, so errors inside that branch say most; then the shortest path (the field).
+    def rank(e: dict) -> tuple[bool, bool, int]:
+        inside_object = "CustomCriterion" in e["loc"] and e["type"] not in ("model_type", "model_attributes_type")
+        return (e["type"] not in ("missing", "extra_forbidden"), not inside_object, len(param_of(tuple(e["loc"]))))
+
+    first = min(errors, key=rank)
     param = param_of(tuple(first["loc"]))
     kind = first["type"]
     if kind == "missing":

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -27,6 +29,13 @@ def test_help_runs(capsys):
         main(["--help"])
     assert exit_info.value.code == 0
     assert "--max-body-bytes" in capsys.readouterr().out
+
+
+def test_console_script_help():
+    """The installed `judge-serve` console script runs."""
+    script = Path(sys.executable).parent / "judge-serve"
+    result = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and "--api-key" in result.stdout
 
 
 @pytest.mark.parametrize("path", sorted(CONFIG_DIR.glob("*.yaml")), ids=lambda p: p.name)

@@ -28,6 +28,8 @@ BAD_REQUESTS = [
     ({"items": [{**GOOD_ITEM, "criteria": "Креативность"}]}, "items[0].criteria"),
     ({"items": [{**GOOD_ITEM, "criteria": [7]}]}, "items[0].criteria[0]"),
     ({"items": [{**GOOD_ITEM, "criteria": [{"name": "X"}]}]}, "items[0].criteria[0].rubrics"),
+    ({"items": [{**GOOD_ITEM, "criteria": [{"name": "X", "rubrics": 3}]}]}, "items[0].criteria[0].rubrics"),
+    ({"items": [{**GOOD_ITEM, "criteria": [{"name": 1, "rubrics": "0: a\n1: b"}]}]}, "items[0].criteria[0].name"),
     ({"items": [{**GOOD_ITEM, "critera": ["Креативность"]}]}, "items[0].critera"),
     ({"items": [{k: v for k, v in GOOD_ITEM.items() if k != "criteria"}]}, "items[0].criteria"),
     ({"items": [GOOD_ITEM], "max_tokens": "10"}, "max_tokens"),

@@ -1,0 +1,256 @@
+"""Session fixtures: judge-serve, for real, over tiny judges (registered in tests/conftest.py).
+
+Fixtures:
+    judge_servers        both servers below, started together once per session
+    seq2seq_server       judge-serve on the tiny causal judge; it starts its own vLLM generating engine
+    regression_server    judge-serve on a regression export (classifier + ``generator/`` + ``pollux_judge.json``,
+                         the layout ``train/export.py`` writes); it starts its own vLLM pooling engine and, to
+                         keep the suite inside its time budget on 2 cores, attaches to the seq2seq server's
+                         generating engine, which serves the very weights ``export/generator`` holds
+    tiny_regression_export  the regression export folder
+
+Reusable: ``start_judge_serve(model_dir, args=...)`` starts ``python -m serve.cli`` and stops it (and any engine it
+left behind) on exit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import pytest
+
+from tests.fixtures_models import free_port
+
+API_KEY = "test-key"
+MODEL_NAME = "tiny-judge"
+#: Seconds to wait for /ready: an idle 2-core machine starts a tiny engine in about 45 s with --enforce-eager;
+#: two engines start at once here, beside other test processes.
+READY_TIMEOUT_S = 420.0
+#: Flags every test server gets: the CPU settings that start fast (eager fp32), a 1 GiB KV cache per engine, short
+#: generations, and constrained feedback short enough for a random model to finish a verdict within max_tokens.
+TEST_FLAGS = (
+    "--served-model-name", MODEL_NAME,
+    "--api-key", API_KEY,
+    "--enforce-eager",
+    "--dtype", "float32",
+    "--max-model-len", "2048",
+    "--cpu-kv-cache-gib", "1",
+    "--max-tokens", "48",
+    "--feedback-max-chars", "16",
+    "--engine-start-timeout-s", str(int(READY_TIMEOUT_S)),
+    "--no-access-log",
+)  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class JudgeServer:
+    """A running judge-serve.
+
+    Attributes:
+        root_url: ``http://127.0.0.1:PORT``; base_url: the same + ``/v1`` (for the openai client).
+        api_key, model: what clients send.
+        pid: judge-serve's process id.
+        run_dir: its ``--log-dir`` (``serve_run.json``, engine logs); log_path: its own output.
+    """
+
+    root_url: str
+    base_url: str
+    api_key: str
+    model: str
+    pid: int
+    run_dir: Path
+    log_path: Path
+    proc: subprocess.Popen | None = dataclasses.field(default=None, compare=False, repr=False)
+
+    def run_record(self) -> dict:
+        return json.loads((self.run_dir / "serve_run.json").read_text(encoding="utf-8"))
+
+    def engine_url(self, role: str) -> str:
+        return self.run_record()["engines"][role]["url"]
+
+    def log_tail(self, n: int = 80) -> str:
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+
+
+def _get(url: str, timeout: float = 5.0) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            return resp.status
+    except urllib.error.HTTPError as err:
+        return err.code
+    except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+        return 0
+
+
+class _Process:
+    """A judge-serve subprocess and its teardown."""
+
+    def __init__(self, model_dir: Path, args: Sequence[str], run_dir: Path, env: dict | None = None):
+        self.port = free_port()
+        self.run_dir = run_dir
+        run_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path = run_dir / "judge-serve.log"
+        cmd = [
+            sys.executable, "-m", "serve.cli", "--model", str(model_dir), "--port", str(self.port),
+            "--log-dir", str(run_dir), *TEST_FLAGS, *args,
+        ]  # fmt: skip
+        full_env = {
+            **os.environ,
+            "VLLM_CACHE_ROOT": str(run_dir / "vllm-cache"),
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "VLLM_NO_USAGE_STATS": "1",
+            **(env or {}),
+        }
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(
+                cmd, stdout=log, stderr=subprocess.STDOUT, env=full_env, start_new_session=True, cwd=Path(__file__).parents[1]
+            )
+        self.server = JudgeServer(
+            root_url=f"http://127.0.0.1:{self.port}",
+            base_url=f"http://127.0.0.1:{self.port}/v1",
+            api_key=API_KEY,
+            model=MODEL_NAME,
+            pid=self.proc.pid,
+            run_dir=run_dir,
+            log_path=self.log_path,
+            proc=self.proc,
+        )
+
+    def wait_run_record(self, timeout_s: float = 120.0) -> dict:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            self._check_alive()
+            with contextlib.suppress(OSError, json.JSONDecodeError):
+                return self.server.run_record()
+            time.sleep(0.2)
+        raise RuntimeError(f"judge-serve wrote no serve_run.json in {timeout_s:.0f} s\n{self.server.log_tail()}")
+
+    def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> JudgeServer:
+        deadline = time.monotonic() + timeout_s
+        while _get(self.server.root_url + "/ready") != 200:
+            self._check_alive()
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"judge-serve not ready within {timeout_s:.0f} s\n{self._logs()}")
+            time.sleep(0.5)
+        return self.server
+
+    def _check_alive(self) -> None:
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"judge-serve exited with code {self.proc.returncode}\n{self._logs()}")
+
+    def _logs(self) -> str:
+        parts = [f"--- judge-serve log:\n{self.server.log_tail()}"]
+        for engine_log in sorted(self.run_dir.glob("*.log")):
+            if engine_log != self.log_path:
+                parts.append(f"--- {engine_log.name}:\n" + "\n".join(engine_log.read_text(errors="replace").splitlines()[-60:]))
+        return "\n".join(parts)
+
+    def engine_pids(self) -> list[int]:
+        with contextlib.suppress(OSError, json.JSONDecodeError, KeyError):
+            return [e["pid"] for e in self.server.run_record()["engines"].values() if e.get("pid")]
+        return []
+
+    def stop(self, grace_s: float = 60.0) -> None:
+        """SIGTERM judge-serve (it drains and stops its engines); SIGKILL whatever is left after ``grace_s``."""
+        engines = self.engine_pids()
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=30)
+        # Engines lead their own process groups; judge-serve stops them, this is the safety net.
+        deadline = time.monotonic() + 30
+        for pid in engines:
+            while time.monotonic() < deadline and _alive(pid):
+                time.sleep(0.2)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie (exited, not yet reaped by its parent) counts as gone.
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    return True
+
+
+@contextlib.contextmanager
+def start_judge_serve(model_dir: str | Path, *, args: Sequence[str] = (), run_dir: str | Path | None = None) -> Iterator[JudgeServer]:
+    """Start ``judge-serve`` on a checkpoint with the test flags plus ``args``, wait for /ready, stop it on exit."""
+    scratch = Path(run_dir) if run_dir else Path(tempfile.mkdtemp(prefix="judge-serve-test-"))
+    process = _Process(Path(model_dir), args, scratch)
+    try:
+        yield process.wait_ready()
+    finally:
+        process.stop()
+        shutil.rmtree(scratch / "vllm-cache", ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def tiny_regression_export(tmp_path_factory, tiny_causal_dir, tiny_regression_dir) -> Path:
+    """A regression export in train/export.py's layout, from the tiny builder's models.
+
+    The classifier and the generator are two separately initialised tiny models here (a trained export shares one
+    backbone); the serving path, which is what these tests pin, is the same.
+    """
+    export = tmp_path_factory.mktemp("regression-export") / "export"
+    export.mkdir()
+    for path in tiny_regression_dir.iterdir():
+        (export / path.name).symlink_to(path)
+    (export / "generator").symlink_to(tiny_causal_dir, target_is_directory=True)
+    manifest = {"mode": "regression", "prompt_version": "pollux-ru-v1", "generator": "generator", "score_head": "score"}
+    (export / "pollux_judge.json").write_text(json.dumps(manifest), encoding="utf-8")
+    return export
+
+
+@pytest.fixture(scope="session")
+def judge_servers(tmp_path_factory, tiny_causal_dir, tiny_regression_export) -> Iterator[dict[str, JudgeServer]]:
+    """Both judge-serve instances, started together (their engines load in parallel), stopped at session end."""
+    seq2seq = _Process(tiny_causal_dir, (), tmp_path_factory.mktemp("serve-seq2seq"))
+    processes = [seq2seq]
+    try:
+        generator_url = seq2seq.wait_run_record()["engines"]["generator"]["url"]
+        regression = _Process(
+            tiny_regression_export, ("--generator-url", generator_url), tmp_path_factory.mktemp("serve-regression")
+        )
+        processes.append(regression)
+        servers = {"seq2seq": seq2seq.wait_ready(), "regression": regression.wait_ready()}
+        yield servers
+    finally:
+        # The regression server first: it uses the seq2seq server's generating engine.
+        for process in reversed(processes):
+            process.stop()
+
+
+@pytest.fixture(scope="session")
+def seq2seq_server(judge_servers) -> JudgeServer:
+    """judge-serve over the tiny seq2seq judge."""
+    return judge_servers["seq2seq"]
+
+
+@pytest.fixture(scope="session")
+def regression_server(judge_servers) -> JudgeServer:
+    """judge-serve over the tiny regression judge export."""
+    return judge_servers["regression"]
