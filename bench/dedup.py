@@ -1,7 +1,8 @@
 """Instructions per second for de-duplication (Algorithm 1) at 10k and 78k synthetic instructions.
 
     .venv/bin/python bench/dedup.py                          # 10k and 78k, MiniLM embeddings (slow on 2 cores)
-    .venv/bin/python bench/dedup.py --sizes 10000 --embedder hashed --block-size 512
+    .venv/bin/python bench/dedup.py --sizes 10000 78000 --embedder hashed --block-size 512
+    .venv/bin/python bench/dedup.py --sizes 1000 --embedder minilm --reference-per-type 10   # the model's rate
 
 The instructions are made up from a Russian template grammar over the taxonomy's 35 task types (the paper's 78,000
 spread evenly, about 2,200 per type), 10 % of them planted near-duplicates (one word changed) of an earlier one, and
@@ -83,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embedder", choices=["minilm", "hashed"], default="minilm", help="real model or hashing stand-in")
     parser.add_argument("--block-size", type=int, default=1024, help="rows per similarity block")
     parser.add_argument("--chrf-min-cosine", type=float, default=0.7, help="chrF only above this cosine")
+    parser.add_argument("--reference-per-type", type=int, default=60, help="reference instructions per task type (POLLUX: ~60)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
 
@@ -103,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for n in args.sizes:
         rows = make_instructions(n, task_types, args.seed)
-        reference = make_instructions(60 * len(task_types), task_types, args.seed + 1, planted=0.0)
+        reference = make_instructions(args.reference_per_type * len(task_types), task_types, args.seed + 1, planted=0.0)
         t0 = time.perf_counter()
         kept, dropped, info = deduplicate(rows, reference, config, embed_fn)
         elapsed = time.perf_counter() - t0

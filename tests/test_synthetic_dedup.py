@@ -272,3 +272,14 @@ def test_dedup_cli_with_llm_check_through_an_endpoint(tmp_path):
     assert summary["dropped_by_reason"] == {"near_duplicate:cosine": 1, "near_duplicate:chrf": 1}  # e1 (0.99), e2 (chrF 0.84)
     assert summary["elapsed_s"] > 0 and summary["instructions_per_s"] > 0
     assert list(out.glob("cache/embeddings-*.npy"))  # a rerun reuses the embeddings
+
+
+def test_vectorised_chrf_equals_pairwise_chrf():
+    """score_pairs (sparse 0/1 n-gram matrices) equals score, hence sacrebleu, on every ordered pair of a small set."""
+    texts = ["Исправьте ошибки в тексте.", "Исправьте  ошибки в письме!", "ааа ааа ааа", "аа", "", "abc abc",
+             "Напишите стихотворение о весне.", "Сочините небольшое стихотворение о весне в деревне."]  # fmt: skip
+    chrf = ChrF()
+    index = chrf.index(texts)
+    hyp, ref = np.array([h for h in range(len(texts)) for r in range(len(texts))]), np.array([r for h in range(len(texts)) for r in range(len(texts))])
+    expected = [chrf.score(texts[h], texts[r]) for h, r in zip(hyp, ref)]
+    assert chrf.score_pairs(index, hyp, ref, chunk=7).tolist() == pytest.approx(expected, abs=1e-12)

@@ -43,6 +43,7 @@ __all__ = [
     "Thresholds",
     "load_embedder",
     "embed",
+    "similar_pair_blocks",
     "similar_pairs",
     "reference_thresholds",
     "deduplicate",
@@ -92,6 +93,56 @@ class ChrF:
             stats.extend((n_hyp if ref else 0, n_ref, match))
         return self._metric._compute_f_score(stats) / 100.0
 
+    def index(self, texts: list[str]) -> list[tuple]:
+        """Per n-gram order, a sparse 0/1 matrix (texts x features) and each text's n-gram total.
+
+        An n-gram seen c times becomes c features (gram, 1) ... (gram, c), so the dot product of two rows is
+        sum over grams of min(count_a, count_b): chrF's match count, for many pairs at once in C.
+        """
+        from scipy.sparse import csr_matrix
+
+        out = []
+        for order in range(self._metric.char_order):
+            vocab: dict = {}  # the first copy of a gram is keyed by the gram itself, later ones by (gram, k)
+            add = vocab.setdefault
+            indptr, columns = [0], []
+            for text in texts:
+                for gram, count in self.ngrams(text)[order][0].items():
+                    columns.append(add(gram, len(vocab)))
+                    if count > 1:
+                        columns.extend(add((gram, k), len(vocab)) for k in range(1, count))
+                indptr.append(len(columns))
+            matrix = csr_matrix(
+                (np.ones(len(columns), dtype=np.float32), np.asarray(columns, dtype=np.int64), np.asarray(indptr, dtype=np.int64)),
+                shape=(len(texts), max(1, len(vocab))),
+            )
+            out.append((matrix, np.diff(np.asarray(indptr))))
+        return out
+
+    def score_pairs(self, index: list[tuple], hypotheses: np.ndarray, references: np.ndarray, chunk: int = 50_000) -> np.ndarray:
+        """chrF (0-1) of many (hypothesis, reference) pairs given as row numbers of ``index``; equal to ``score``."""
+        beta2 = float(self._metric.beta**2)
+        out = np.empty(len(hypotheses), dtype=np.float64)
+        for start in range(0, len(hypotheses), chunk):
+            hyp, ref = hypotheses[start : start + chunk], references[start : start + chunk]
+            prec = np.zeros(len(hyp))
+            rec = np.zeros(len(hyp))
+            effective = np.zeros(len(hyp))
+            for matrix, totals in index:
+                match = np.asarray(matrix[hyp].multiply(matrix[ref]).sum(axis=1), dtype=np.float64).ravel()
+                n_hyp, n_ref = totals[hyp], totals[ref]
+                counted = (n_hyp > 0) & (n_ref > 0)  # sacrebleu's effective order
+                prec += np.where(counted, match / np.maximum(n_hyp, 1), 0.0)
+                rec += np.where(counted, match / np.maximum(n_ref, 1), 0.0)
+                effective += counted
+            safe = np.maximum(effective, 1)
+            prec, rec = np.where(effective > 0, prec / safe, 0.0), np.where(effective > 0, rec / safe, 0.0)
+            both = prec + rec > 0
+            out[start : start + chunk] = np.where(
+                both, (1 + beta2) * prec * rec / np.where(both, beta2 * prec + rec, 1.0), 0.0
+            )
+        return out
+
 
 def load_embedder(name: str, device: str = "cpu", max_seq_length: int = 0):
     """A sentence-transformers model from a local folder or from a package that ships one.
@@ -122,8 +173,8 @@ def embed(model, texts: list[str], batch_size: int = 64, progress: bool = True) 
     return np.asarray(vectors, dtype=np.float32)
 
 
-def similar_pairs(embeddings: np.ndarray, floor: float, block_size: int) -> Iterator[tuple[int, int, float]]:
-    """Pairs (i, j, cosine) with i < j and cosine > ``floor``, computed block by block.
+def similar_pair_blocks(embeddings: np.ndarray, floor: float, block_size: int) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Pairs with cosine above ``floor``, one block at a time: (earlier rows, later rows, cosines) arrays.
 
     Each block multiplies ``block_size`` rows by the rows before and within it: at most ``block_size x n`` floats
     at a time.
@@ -135,8 +186,13 @@ def similar_pairs(embeddings: np.ndarray, floor: float, block_size: int) -> Iter
         rows, cols = np.nonzero(sims > floor)
         earlier = cols < rows + start
         rows, cols = rows[earlier], cols[earlier]
-        for r, c, s in zip(rows.tolist(), cols.tolist(), sims[rows, cols].tolist()):
-            yield c, r + start, s
+        yield cols, rows + start, np.asarray(sims[rows, cols], dtype=np.float64)
+
+
+def similar_pairs(embeddings: np.ndarray, floor: float, block_size: int) -> Iterator[tuple[int, int, float]]:
+    """Pairs (i, j, cosine) with i < j and cosine above ``floor`` (``similar_pair_blocks`` one pair at a time)."""
+    for earlier, later, cosines in similar_pair_blocks(embeddings, floor, block_size):
+        yield from zip(earlier.tolist(), later.tolist(), cosines.tolist())
 
 
 @dataclass(frozen=True)
@@ -157,10 +213,12 @@ def reference_thresholds(
         if len(texts) < 2:
             out[task_type] = Thresholds(None, None, len(texts))
             continue
+        index = chrf.index(texts)
         cosines, chrfs = [], []
-        for i, j, c in similar_pairs(embeddings_by_type[task_type], -2.0, block_size):
-            cosines.append(c)
-            chrfs.append(chrf.score(texts[j], texts[i]))
+        for earlier, later, sims in similar_pair_blocks(embeddings_by_type[task_type], -2.0, block_size):
+            cosines.append(sims)
+            chrfs.append(chrf.score_pairs(index, later, earlier))
+        cosines, chrfs = np.concatenate(cosines), np.concatenate(chrfs)
         out[task_type] = Thresholds(
             float(np.percentile(cosines, percentile)), float(np.percentile(chrfs, percentile)), len(texts)
         )
@@ -240,24 +298,26 @@ def deduplicate(
     for task_type, indices in by_type.items():
         th = thresholds[task_type]
         floor = min(config.cosine_max, config.chrf_min_cosine, th.cosine if th.cosine is not None else config.cosine_max)
-        for a, b, c in similar_pairs(embeddings[indices], floor, config.block_size):
-            i, j = indices[a], indices[b]
-            n_pairs += 1
-            f = None
-            if c <= config.cosine_max:  # above it the pair is a duplicate whatever its chrF
-                f = chrf.score(all_texts[j], all_texts[i])
-                n_chrf += 1
-            if c > config.cosine_max:
-                kind = "cosine"
-            elif f is not None and f > config.chrf_max:
-                kind = "chrf"
-            elif f is not None and f < config.chrf_original:
-                continue
-            elif (th.cosine is not None and c > th.cosine) or (th.chrf is not None and f is not None and f > th.chrf):
-                kind = "borderline"
-            else:
-                continue
-            verdicts[j].append((i, kind, c, f))
+        ref_cos = th.cosine if th.cosine is not None else np.inf
+        ref_chrf = th.chrf if th.chrf is not None else np.inf
+        rows_of = np.asarray(indices)
+        index = None
+        for a, b, c in similar_pair_blocks(embeddings[rows_of], floor, config.block_size):
+            n_pairs += len(a)
+            f = np.full(len(a), np.nan)  # NaN: not computed; every comparison with it is False
+            need = c <= config.cosine_max  # above it the pair is a duplicate whatever its chrF
+            if need.any():
+                index = index if index is not None else chrf.index([all_texts[k] for k in indices])
+                f[need] = chrf.score_pairs(index, b[need], a[need])
+                n_chrf += int(need.sum())
+            by_cosine = c > config.cosine_max
+            by_chrf = ~by_cosine & (f > config.chrf_max)
+            undecided = ~by_cosine & ~by_chrf & ~(f < config.chrf_original)
+            borderline = undecided & ((c > ref_cos) | (f > ref_chrf))
+            for mask, kind in ((by_cosine, "cosine"), (by_chrf, "chrf"), (borderline, "borderline")):
+                for k in np.nonzero(mask)[0].tolist():
+                    fk = None if np.isnan(f[k]) else float(f[k])
+                    verdicts[int(rows_of[b[k]])].append((int(rows_of[a[k]]), kind, float(c[k]), fk))
     timings["pairs_s"] = time.perf_counter() - t0
 
     # ---- optional LLM check of the borderline band (all borderline pairs at once, concurrently)
