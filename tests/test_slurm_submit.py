@@ -162,3 +162,11 @@ def test_sbatch_scripts_name_the_missing_variable(script, env, message, config_f
     )
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr
+
+
+def test_submit_help(capsys):
+    """`judge-train submit --help` exits 0 and shows an example command."""
+    with pytest.raises(SystemExit) as exit_info:
+        slurm_submit.main(["--help"])
+    assert exit_info.value.code == 0
+    assert "judge-train submit --config" in capsys.readouterr().out
