@@ -296,8 +296,10 @@ def start_cluster(
         The running :class:`SlurmCluster`; stop it with :func:`stop_cluster` (or use :func:`running_cluster`).
 
     Raises:
-        RuntimeError: A daemon failed to start; the message carries its log tail. Whatever did start is stopped.
+        RuntimeError: A daemon failed to start; the message carries its log tail. Whatever did start is stopped
+            (and the scratch folder removed when this function created it).
     """
+    created = root is None
     root = Path(root) if root is not None else Path(tempfile.mkdtemp(prefix="judge-slurm-"))
     root.mkdir(parents=True, exist_ok=True)
     # munged runs as the munge user and checks that every folder on its socket's path is executable by all.
@@ -329,7 +331,8 @@ def start_cluster(
             _run(["slurmd", "-N", name, "-f", str(conf)], env=env)
         _wait_nodes_idle(cluster)
     except BaseException:
-        stop_cluster(cluster)
+        # The error carries the daemons' log tails; a folder we made ourselves goes.
+        stop_cluster(cluster, remove=created)
         raise
     return cluster
 
@@ -401,13 +404,14 @@ def stop_cluster(cluster: SlurmCluster, *, remove: bool = False) -> None:
 
 
 @contextlib.contextmanager
-def running_cluster(root: str | Path | None = None, **kwargs) -> Iterator[SlurmCluster]:
-    """Context manager: :func:`start_cluster` on entry, :func:`stop_cluster` on exit."""
+def running_cluster(root: str | Path | None = None, *, remove: bool = True, **kwargs) -> Iterator[SlurmCluster]:
+    """Context manager: :func:`start_cluster` on entry, :func:`stop_cluster` (and removal of the scratch folder
+    unless ``remove=False``) on exit."""
     cluster = start_cluster(root, **kwargs)
     try:
         yield cluster
     finally:
-        stop_cluster(cluster)
+        stop_cluster(cluster, remove=remove)
 
 
 if __name__ == "__main__":  # a manual check: python -m tests.slurm_cluster
