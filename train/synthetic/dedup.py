@@ -75,14 +75,17 @@ class ChrF:
         self._metric = CHRF()
         self._cache: dict[str, list[tuple[dict, int]]] = {}
 
-    def ngrams(self, text: str) -> list[tuple[dict, int]]:
-        """Per order: (n-gram counts, total count)."""
+    def ngrams(self, text: str, cache: bool = True) -> list[tuple[dict, int]]:
+        """Per order: (n-gram counts, total count). ``cache=False`` for one-off use (``index``): at 78k texts the
+        cached dicts alone would take gigabytes."""
         from sacrebleu.metrics.helpers import extract_all_char_ngrams
 
         grams = self._cache.get(text)
         if grams is None:
             counters = extract_all_char_ngrams(text, self._metric.char_order, self._metric.whitespace)
-            grams = self._cache[text] = [(dict(c), sum(c.values())) for c in counters]
+            grams = [(dict(c), sum(c.values())) for c in counters]
+            if cache:
+                self._cache[text] = grams
         return grams
 
     def score(self, hypothesis: str, reference: str) -> float:
@@ -101,13 +104,14 @@ class ChrF:
         """
         from scipy.sparse import csr_matrix
 
+        grams = [self.ngrams(text, cache=False) for text in texts]
         out = []
         for order in range(self._metric.char_order):
             vocab: dict = {}  # the first copy of a gram is keyed by the gram itself, later ones by (gram, k)
             add = vocab.setdefault
             indptr, columns = [0], []
-            for text in texts:
-                for gram, count in self.ngrams(text)[order][0].items():
+            for text_grams in grams:
+                for gram, count in text_grams[order][0].items():
                     columns.append(add(gram, len(vocab)))
                     if count > 1:
                         columns.extend(add((gram, k), len(vocab)) for k in range(1, count))
