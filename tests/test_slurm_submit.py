@@ -170,3 +170,49 @@ def test_submit_help(capsys):
         slurm_submit.main(["--help"])
     assert exit_info.value.code == 0
     assert "judge-train submit --config" in capsys.readouterr().out
+
+
+def _fake_slurm_bin(bin_dir: Path) -> Path:
+    """srun that records its arguments, scontrol that knows two unresolvable nodes at 10.0.0.5/6, and the console
+    scripts the job checks for: enough to run train.sbatch's own logic without a cluster."""
+    bin_dir.mkdir()
+    scripts = {
+        "srun": 'printf "%s\\0" "$@" >"$FAKE_SRUN_ARGS"\n',
+        "scontrol": 'case "$1 $2" in\n  "show hostnames") printf "nx-node-1\\nnx-node-2\\n";;\n'
+                    '  "show node") echo "NodeName=$3 Arch=x86_64 NodeAddr=10.0.0.5 NodeHostName=$3";;\nesac\n',
+        "torchrun": "exit 0\n",
+        "judge-train": "exit 0\n",
+    }
+    for name, body in scripts.items():
+        (bin_dir / name).write_text("#!/bin/bash\n" + body)
+        (bin_dir / name).chmod(0o755)
+    return bin_dir
+
+
+def test_train_sbatch_resumes_from_the_newest_complete_checkpoint(tmp_path, config_file):
+    """A checkpoint cut off mid-save (no trainer_state.json) is set aside; --resume is passed for the complete one;
+    rendezvous falls back to Slurm's NodeAddr when the first node's name does not resolve."""
+    out = tmp_path / "run"
+    (out / "checkpoint-4").mkdir(parents=True)
+    (out / "checkpoint-4" / "trainer_state.json").write_text("{}")
+    (out / "checkpoint-6").mkdir()  # cut off: model written, trainer_state.json not yet
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
+        "PATH": f"{_fake_slurm_bin(tmp_path / 'bin')}{os.pathsep}{os.environ['PATH']}",
+        "FAKE_SRUN_ARGS": str(tmp_path / "srun_args"),
+        "SLURM_JOB_ID": "1234", "SLURM_JOB_NODELIST": "nx-node-[1-2]", "SLURM_JOB_NUM_NODES": "2",
+        "SLURM_RESTART_COUNT": "1", "SLURM_CPUS_PER_TASK": "16",
+        "JUDGE_CONFIG": str(config_file), "JUDGE_OUTPUT_DIR": str(out), "JUDGE_CACHE_DIR": str(tmp_path / "cache"),
+        "JUDGE_PROCS_PER_NODE": "8",
+    }  # fmt: skip
+    proc = subprocess.run(["bash", str(SLURM_DIR / "train.sbatch"), "--max_steps", "9"], env=env,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "(restart 1)" in proc.stdout and "resume      yes" in proc.stdout
+    assert "rendezvous  10.0.0.5:29734" in proc.stdout  # 29500 + 1234 mod 1000
+    assert not (out / "checkpoint-6").exists() and len(list(out.glob("incomplete-checkpoint-6-job1234-*"))) == 1
+    srun = (tmp_path / "srun_args").read_text().split("\0")[:-1]
+    assert srun[:5] == ["--kill-on-bad-exit=1", "--label", "--nodes=2", "--ntasks-per-node=1", "--cpus-per-task=16"]
+    assert srun[5:7] == ["bash", "-c"] and 'trap "" USR1' in srun[7] and "--no-python judge-train" in srun[7]
+    assert srun[8] == "judge-train"  # $0 of the inner shell; judge-train's arguments follow
+    assert srun[9:] == ["--config", str(config_file), "--output-dir", str(out), "--resume", "--max_steps", "9"]
