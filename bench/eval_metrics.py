@@ -4,8 +4,8 @@
     .venv/bin/python bench/eval_metrics.py --items 40000 --regression --end-to-end   # example override
 
 A synthetic table (seeded) with the POLLUX shape: 2-5 experts per item (mean ~2.94), scales 0-1 / 0-2 / 0-3 / 0-4,
-11 evaluated models, 35 task types, ~180 criteria, a quarter of the items in the Zero-Shot test, 3 % parse
-failures. The timed step is `eval.scoring.evaluate`: every metric cell of the report (3 splits x overall / model /
+11 evaluated models, the taxonomy's 35 task types and 60 criterion names (Zero-Shot by the real rule: about
+30 % of the items), 3 % parse failures. The timed step is `eval.scoring.evaluate`: every metric cell of the report (3 splits x overall / model /
 task type / criterion), the 100-fold Verdict Confidence, 1,000-resample bootstrap intervals for MAE and Spearman,
 Kendall, confusion matrices. ``--end-to-end`` also writes the table as JSONL data + predictions and times the whole
 `judge-eval score` command (loading and validating 160k records, metrics.json, Markdown, PNGs).
@@ -35,9 +35,16 @@ def synthetic_table(n_items: int, seed: int = 0, regression: bool = False):
     Returns:
         ``eval.scoring.ItemTable``.
     """
+    from types import SimpleNamespace
+
+    import judge
+
     from eval.scoring import ItemTable
 
     rng = np.random.default_rng(seed)
+    taxonomy = judge.load_taxonomy()
+    task_types = np.array(taxonomy.task_types, dtype=object)  # the 35 real task types (8 of them Zero-Shot)
+    criteria = np.array(sorted({c.name["ru"] for c in taxonomy.criteria.values()}), dtype=object)  # 60 names
     # Experts per item: mean 2*.45 + 3*.30 + 4*.12 + 5*.13 = 2.93, i.e. ~470k estimates for 160k items.
     k = rng.choice([2, 3, 4, 5], size=n_items, p=[0.45, 0.30, 0.12, 0.13])
     top = rng.choice([1, 2, 3, 4], size=n_items, p=[0.08, 0.85, 0.03, 0.04])
@@ -46,24 +53,28 @@ def synthetic_table(n_items: int, seed: int = 0, regression: bool = False):
     experts = np.clip(np.rint(quality[:, None] + noise), 0, top[:, None])
     experts[np.arange(5)[None, :] >= k[:, None]] = np.nan
     raw = quality + rng.normal(0.0, 0.7, size=n_items)
-    judge = np.clip(raw if regression else np.rint(raw), 0, top)
+    judge_scores = np.clip(raw if regression else np.rint(raw), 0, top)
     status = np.where(rng.random(n_items) < 0.03, "parse_failed", "ok").astype(object)
-    judge[status != "ok"] = np.nan
-    criteria = np.array([f"criterion {i}" for i in range(180)], dtype=object)
-    task_types = np.array([f"task type {i}" for i in range(35)], dtype=object)
-    task_type_idx = rng.integers(0, 35, n_items)
+    judge_scores[status != "ok"] = np.nan
+    task_idx = rng.integers(0, len(task_types), n_items)
+    crit_idx = rng.integers(0, len(criteria), n_items)
+    # The split comes from the real rule (judge.split_of), once per (task type, criterion) pair.
+    spec = judge.load_split_spec()
+    split_of_pair = np.array([[judge.split_of(SimpleNamespace(id="", task_type=t, task_subtype="", criteria_name=c),
+                                              spec) for c in criteria] for t in task_types], dtype=object)
+    groups = np.array([next(x.group for x in taxonomy.tasks if x.task_type == t) for t in task_types], dtype=object)
     return ItemTable(
         ids=np.array([f"item-{i}" for i in range(n_items)], dtype=object),
-        judge=judge,
+        judge=judge_scores,
         status=status,
         error=np.where(status == "ok", "", "no_result").astype(object),
-        score_source=np.full(n_items, "regression" if regression else "verdict", dtype=object),
+        score_source=np.full(n_items, "regression_head" if regression else "verdict", dtype=object),
         experts=experts,
-        split=np.where(task_type_idx < 9, "zero_shot", "standard").astype(object),
+        split=split_of_pair[task_idx, crit_idx],
         model_id=np.array([f"model-{i}" for i in range(11)], dtype=object)[rng.integers(0, 11, n_items)],
-        task_type=task_types[task_type_idx],
-        task_group=np.array([f"group {i}" for i in range(8)], dtype=object)[task_type_idx % 8],
-        criteria_name=criteria[rng.integers(0, 180, n_items)],
+        task_type=task_types[task_idx],
+        task_group=groups[task_idx],
+        criteria_name=criteria[crit_idx],
         judge_name="synthetic",
     )
 
@@ -105,20 +116,24 @@ def main(argv: list[str] | None = None) -> int:
     table = synthetic_table(args.items, regression=args.regression)
     n_estimates = int((~np.isnan(table.experts)).sum())
     print(f"items: {len(table):,}  expert estimates: {n_estimates:,}  judge: "
-          f"{'regression (vs mean)' if args.regression else 'verdicts (vs mode)'}  cores: {os.cpu_count()}")
-
-    start = time.perf_counter()
+          f"{'regression (vs mean)' if args.regression else 'verdicts (vs mode)'}  cores: {os.cpu_count()}  "
+          f"load average before: {os.getloadavg()[0]:.1f}")
+    # Wall time and this process's CPU time: on a shared machine the wall time grows with the load, the CPU time
+    # much less (the metrics run on one core).
+    start, cpu = time.perf_counter(), time.process_time()
     vc = metrics.verdict_confidence_judge(table.experts, table.judge, repeats=args.vc_repeats, seed=0)
-    vc_s = time.perf_counter() - start
-    print(f"verdict confidence ({args.vc_repeats}-fold, all items): {vc_s:.2f} s  (mean {np.nanmean(vc):.4f})")
+    print(f"verdict confidence ({args.vc_repeats}-fold, all items): {time.perf_counter() - start:.2f} s wall, "
+          f"{time.process_time() - cpu:.2f} s CPU  (mean {np.nanmean(vc):.4f})")
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     result = scoring.evaluate(table, n_boot=args.n_boot, vc_repeats=args.vc_repeats)
-    eval_s = time.perf_counter() - start
+    eval_s, eval_cpu = time.perf_counter() - start, time.process_time() - cpu
     cells = sum(1 + sum(len(result["splits"][s][f"by_{g}"]) for g in scoring.GROUPINGS) for s in scoring.SPLITS)
     overall = result["splits"]["all"]["overall"]
-    print(f"score metrics ({cells} cells, {args.n_boot} bootstrap resamples each): {eval_s:.2f} s")
-    print(f"  all: MAE {overall['mae']:.4f} {overall['mae_ci']}  Spearman {overall['spearman']:.4f}  "
+    print(f"score metrics incl. VC ({cells} cells, {args.n_boot} bootstrap resamples each): {eval_s:.2f} s wall, "
+          f"{eval_cpu:.2f} s CPU")
+    print(f"  all: MAE {overall['mae']:.4f} [{overall['mae_ci'][0]:.4f}, {overall['mae_ci'][1]:.4f}]  "
+          f"Spearman {overall['spearman']:.4f}  "
           f"VC judge {overall['vc_judge']:.4f} / experts {overall['vc_experts']:.4f}  n_failed {overall['n_failed']}")
 
     if args.end_to_end:
@@ -127,11 +142,12 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
             data, preds = _write_files(table, folder)
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             code = cli_main(["score", "--predictions", str(preds), "--data", str(data), "--out", str(folder / "score"),
                              "--n-boot", str(args.n_boot)])
-            total_s = time.perf_counter() - start
-        print(f"judge-eval score end to end (load + metrics + report + plots): {total_s:.2f} s  (exit {code})")
+            total_s, total_cpu = time.perf_counter() - start, time.process_time() - cpu
+        print(f"judge-eval score end to end (load + metrics + report + plots): {total_s:.2f} s wall, "
+              f"{total_cpu:.2f} s CPU  (exit {code})")
     return 0
 
 

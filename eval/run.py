@@ -98,6 +98,8 @@ class RunConfig:
     server: str = _f("auto", "Checkpoint judges: auto (judge-serve if installed, else vLLM), judge-serve or vllm.")
     server_args: list = _f([], "Checkpoint judges: extra server flags, e.g. ['--enforce-eager', '--dtype', 'float32'] "
                                "on CPU.")
+    server_env: dict = _f({}, "Checkpoint judges: environment variables for the server, e.g. "
+                              "{VLLM_CPU_KVCACHE_SPACE: '1'} (GiB of KV cache) on CPU.")
     server_timeout_s: float = _f(900.0, "Checkpoint judges: seconds the server may take to start.")
     progress: bool = _f(True, "Show a progress bar.")
 
@@ -517,7 +519,8 @@ def local_server(checkpoint: Path, config: RunConfig, out: Path) -> Iterator[tup
     log_path = out / "server.log"
     log.info("starting %s", " ".join(cmd))
     with open(log_path, "ab") as log_file:
-        proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
+        env = {**os.environ, **{str(k): str(v) for k, v in config.server_env.items()}}
+        proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True, env=env)
     root = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + config.server_timeout_s

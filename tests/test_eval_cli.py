@@ -416,7 +416,8 @@ def test_local_checkpoint_is_served_for_the_run_and_stopped(tiny_causal_dir, sma
     before = {p.pid for p in psutil.process_iter()}
     assert main(["run", "--judge", str(tiny_causal_dir), "--server", "vllm", "--data", str(data), "--out",
                  str(tmp_path), "--limit", "3", "--max-tokens", "4", "--no-progress", "--server-args",
-                 '["--enforce-eager", "--dtype", "float32", "--max-model-len", "2048"]']) == 0
+                 '["--enforce-eager", "--dtype", "float32", "--max-model-len", "2048"]',
+                 "--server-env", '{"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"}']) == 0
     rows = read_predictions(tmp_path)
     assert sorted(r["id"] for r in rows) == sorted(r.id for r in records[:3])
     assert {r["judge"] for r in rows} == {tiny_causal_dir.name}
