@@ -162,6 +162,31 @@ def _cell(p: dict[str, Any]) -> list[str]:
             fmt(p["p_value"]), p["verdict"], str(p["n"])]
 
 
+def _side_by_side(result: dict[str, Any]) -> list[str]:
+    """Paper-style tables (POLLUX Tables 10-18): rows are evaluated models / task types / criteria, one column per
+    judge, each on its own scored items."""
+    from eval.report import GROUP_TITLES, fmt_ci, markdown_table
+
+    out: list[str] = []
+    for split in scoring.SPLITS:
+        blocks = [m["splits"].get(split) for m in result["metrics"]]
+        if not all(blocks):
+            continue
+        for name, title in GROUP_TITLES.items():
+            metric_names = ("mae", "spearman") if name != "criterion" else ("mae",)
+            for metric in metric_names:
+                labels = sorted({label for b in blocks for label in b[f"by_{name}"]})
+                rows = []
+                for label in labels:
+                    cells = [b[f"by_{name}"].get(label) for b in blocks]
+                    rows.append([label] + [fmt_ci(c[metric], c[f"{metric}_ci"]) if c else "—" for c in cells])
+                if rows:
+                    heading = "MAE" if metric == "mae" else "Spearman"
+                    out += [f"### {SPLIT_TITLES[split]}: {heading} by {title}", "",
+                            markdown_table([title.capitalize()] + list(result["runs"]), rows), ""]
+    return out
+
+
 def render_markdown(result: dict[str, Any]) -> str:
     """Side-by-side tables: each run's own headline numbers, then each comparison with the baseline."""
     from eval.report import fmt_ci, markdown_table
@@ -181,6 +206,7 @@ def render_markdown(result: dict[str, Any]) -> str:
         rows.append([title, "VC judge / experts"] + [f"{fmt(c['vc_judge'])} / {fmt(c['vc_experts'])}" for c in cells])
         rows.append([title, "failed / n"] + [f"{c['n_failed']} / {c['n']}" for c in cells])
     out += [markdown_table(header, rows), ""]
+    out += _side_by_side(result)
     out += [f"Paired: delta = run − baseline on items both scored; {result['n_boot']} paired bootstrap resamples; "
             f"better/worse at p < {result['alpha']} (MAE lower is better; Spearman and VC higher).", ""]
     head = ["", "baseline", "run", "delta", "95 % CI", "p", "call", "n"]
