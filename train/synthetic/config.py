@@ -88,8 +88,8 @@ class DedupConfig:
     chrf_max: float = _f(0.8, "a pair above this chrF (0-1) is a duplicate")
     chrf_original: float = _f(0.3, "a pair below this chrF is original whatever its cosine (up to cosine_max)")
     reference_percentile: float = _f(95.0, "per task type, thresholds at this percentile of the reference pairs")
-    chrf_min_cosine: float = _f(0.7, "chrF is computed only for pairs above this cosine (-1: every pair; unrelated Russian "
-                                 "texts sit at 0.4-0.7 under the default English MiniLM)")
+    chrf_min_cosine: float = _f(0.7, "chrF is computed for pairs above this cosine or the type's reference cosine (-1: "
+                                 "every pair; unrelated Russian texts sit at 0.4-0.7 under the default English MiniLM)")
     llm_check: bool = _f(False, "ask the judge endpoint about borderline pairs instead of dropping them")
     llm: dict = _f({}, "the borderline-check endpoint (EndpointConfig mapping)")
     concurrency: int = _f(8, "borderline-check requests in flight")
