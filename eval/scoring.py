@@ -210,7 +210,10 @@ def write_table(table: ItemTable, path: str | Path, extra: Mapping[str, np.ndarr
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    experts = [[float(v) for v in row if not np.isnan(v)] for row in table.experts]
+    # A list column from flat values and row offsets (scores sit first in each padded row), not 160k Python lists.
+    valid = ~np.isnan(table.experts)
+    offsets = np.r_[0, np.cumsum(valid.sum(axis=1))].astype(np.int32)
+    experts = pa.ListArray.from_arrays(pa.array(offsets), pa.array(table.experts[valid]))
     columns = {
         "id": table.ids.tolist(),
         "judge_score": table.judge.tolist(),

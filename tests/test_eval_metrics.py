@@ -332,3 +332,14 @@ def test_build_table_never_scores_a_parse_failure():
     assert table.judge[0] == 1 and np.isnan(table.judge[1:]).all()
     assert notes == {"n_unknown_ids": 1, "n_repeated_ids": 0}
     assert table.judge_name == "j"
+
+
+def test_item_table_round_trips_through_parquet(tmp_path):
+    """What `score` writes, `compare` reads back: columns, ragged expert lists and extra per-item columns."""
+    table = _table(judge=[2, NAN, 1], status=["ok", "parse_failed", "ok"], experts=[[2, 2, 1], [0], []])
+    scoring.write_table(table, tmp_path / "items.parquet", extra={"vc_judge": np.array([0.5, NAN, 1.0])})
+    back, extra = scoring.read_table(tmp_path / "items.parquet")
+    np.testing.assert_array_equal(back.experts, table.experts)
+    np.testing.assert_array_equal(back.judge, table.judge)
+    assert back.status.tolist() == table.status.tolist() and back.judge_name == "hand"
+    np.testing.assert_array_equal(extra["vc_judge"], [0.5, NAN, 1.0])
