@@ -55,9 +55,9 @@ _CHUNK_ENTRIES = 4_000_000
 # A resample is drawn either as one multinomial over the cells (a binomial per cell, ~300 ns each) or as n item
 # indices counted per cell (~14 ns per item); whichever costs less for the cell's m and n.
 _NS_PER_BINOMIAL, _NS_PER_INDEX = 300.0, 14.0
-# Resamples of real-valued (regression) scores are drawn on a 0.01 grid: a full-test cell then has thousands of
-# distinct values instead of 160k, and an interval bound moves by at most 0.005 for MAE. Point estimates always
-# use the exact scores.
+# Resamples of real-valued (regression) scores are drawn on a 0.01 grid where Spearman is resampled too: a
+# full-test cell then has thousands of distinct values instead of 160k, and an MAE bound moves by at most 0.005.
+# Point estimates always use the exact scores; MAE-only cells resample exact item errors.
 BOOTSTRAP_RESOLUTION = 0.01
 
 
@@ -547,8 +547,8 @@ def describe_pairs(
             cx, cy = cells[:, 0], cells[:, 1]
         if not correlations and not _use_multinomial(len(counts), len(x)):
             # MAE alone over many distinct values (a regression judge): averaging resampled item errors directly
-            # skips the per-cell counting, about twice as fast as weights over cells.
-            out["mae_ci"] = _interval(_resampled_means(np.abs(gx - y), n_boot, rng), level)
+            # skips the per-cell counting (about twice as fast) and needs no grid: the interval is exact.
+            out["mae_ci"] = _interval(_resampled_means(np.abs(x - y), n_boot, rng), level)
             return out
         samples: dict[str, list[np.ndarray]] = {name: [] for name in names}
         for weights in _resample_weights(counts, n_boot, rng):
