@@ -1,0 +1,299 @@
+"""Training rows from POLLUX-format records: one row per (record, expert or teacher verdict).
+
+    judge-train build-data --data judge/data/sample.jsonl --recipe seq2seq --zero-shot drop --out runs/rows.jsonl
+
+A record carries one or more verdicts as ``expert_scores`` with matching ``expert_feedback`` (a teacher model's
+verdicts come in the same shape, one per row). Each verdict becomes a row unless a rule of the POLLUX paper
+(Appendix B) or of this toolkit rejects it; every rejection is counted under its reason:
+
+- ``zero_shot``        the record belongs to the Zero-Shot test (only with ``zero_shot="drop"``; ``"refuse"``
+                       raises ``judge.LeakageError`` naming the rows, ``"allow"`` keeps them);
+- ``no_feedback``      the record has scores but no rationales;
+- ``no_scale``         no scale can be read from the rubric;
+- ``score_out_of_scale`` the verdict's score (or the regression label) lies outside the criterion's scale;
+- ``not_russian``      fewer than ``min_russian_share`` of the rationale's letters are Cyrillic;
+- ``too_few_words``    a rationale under two words, unless the score is the scale's maximum (a perfect answer
+                       needs no argument);
+- ``tags_in_feedback`` the rationale contains ``[RESULT]`` or ``[END]`` (the target would not parse back).
+
+The recipes add one more, ``too_long`` (the tokenized row exceeds ``max_length``; see ``drop_too_long``).
+The seq2seq target is ``judge.render_target(feedback, score)`` with the verdict's own score; the regression row
+carries ``judge.render_rationale_target(feedback)`` and, as its label, the record's ``criteria_score`` (mean over
+experts, or the teacher's score) or, with ``score_target="expert"``, the verdict's own score.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import judge
+from judge import JudgeRecord, ScaleError
+
+__all__ = ["BuildReport", "build_rows", "rows_for_config", "split_rows", "drop_too_long", "load_training_records", "write_rows", "main"]
+
+logger = logging.getLogger(__name__)
+
+_CYRILLIC = re.compile(r"[а-яёА-ЯЁ]")
+_LETTER = re.compile(r"[^\W\d_]")
+_TAGS = re.compile(r"\[\s*(RESULT|END)\s*\]", re.IGNORECASE)
+
+
+@dataclass
+class BuildReport:
+    """What the builder kept and dropped.
+
+    Attributes:
+        n_records: records read.
+        n_verdicts: (score, rationale) pairs considered (records with no rationales count one per score).
+        n_rows: rows kept.
+        dropped: reason -> number of verdicts dropped for it.
+        zero_shot_ids: ids of the Zero-Shot records dropped (first 20).
+    """
+
+    n_records: int = 0
+    n_verdicts: int = 0
+    n_rows: int = 0
+    dropped: Counter = field(default_factory=Counter)
+    zero_shot_ids: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        """One line: kept and dropped counts with their reasons."""
+        reasons = ", ".join(f"{reason}={n}" for reason, n in sorted(self.dropped.items())) or "none"
+        return (
+            f"{self.n_records} records, {self.n_verdicts} verdicts -> {self.n_rows} rows kept; "
+            f"dropped {sum(self.dropped.values())}: {reasons}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "n_records": self.n_records,
+            "n_verdicts": self.n_verdicts,
+            "n_rows": self.n_rows,
+            "dropped": dict(sorted(self.dropped.items())),
+        }
+
+
+def russian_share(text: str) -> float:
+    """Share of Cyrillic letters among all letters of ``text`` (0.0 when it has no letters)."""
+    letters = _LETTER.findall(text)
+    if not letters:
+        return 0.0
+    return sum(1 for ch in letters if _CYRILLIC.match(ch)) / len(letters)
+
+
+def _verdicts(record: JudgeRecord) -> list[tuple[float, str | None]]:
+    feedback = record.expert_feedback or (None,) * len(record.expert_scores)
+    return list(zip(record.expert_scores, feedback))
+
+
+def build_rows(
+    records: Iterable[JudgeRecord],
+    *,
+    recipe: str,
+    zero_shot: str = "refuse",
+    min_russian_share: float = 0.5,
+    score_target: str = "mean",
+) -> tuple[list[dict[str, Any]], BuildReport]:
+    """Turn records into training rows.
+
+    Args:
+        records: judged items with ``expert_scores`` and ``expert_feedback``.
+        recipe: ``"seq2seq"`` (target ``[FEEDBACK] ... [RESULT] n [END]``) or ``"regression"`` (target
+            ``[FEEDBACK] ... [END]`` plus a float ``label``).
+        zero_shot: ``"refuse"`` (raise on Zero-Shot records), ``"drop"`` or ``"allow"``.
+        min_russian_share: minimum Cyrillic share of a rationale's letters.
+        score_target: regression label: ``"mean"`` (``criteria_score``) or ``"expert"`` (the verdict's score).
+
+    Returns:
+        (rows, report). A row has ``id`` (``<record id>/<verdict index>``), ``record_id``, ``prompt`` (the rendered
+        Russian judge prompt, no chat wrapping), ``feedback``, ``score`` (the verdict's score), ``completion`` (the
+        target text) and, for regression, ``label``.
+
+    Raises:
+        judge.LeakageError: Zero-Shot records with ``zero_shot="refuse"``.
+    """
+    if recipe not in ("seq2seq", "regression"):
+        raise ValueError(f"recipe must be 'seq2seq' or 'regression', got {recipe!r}")
+    if zero_shot not in ("refuse", "drop", "allow"):
+        raise ValueError(f"zero_shot must be 'refuse', 'drop' or 'allow', got {zero_shot!r}")
+    records = list(records)
+    report = BuildReport(n_records=len(records))
+    if zero_shot == "refuse":
+        judge.check_no_leakage(records)
+    spec = judge.load_split_spec()
+
+    rows: list[dict[str, Any]] = []
+    for record in records:
+        verdicts = _verdicts(record)
+        report.n_verdicts += len(verdicts)
+        if zero_shot == "drop" and judge.split_of(record, spec) == judge.ZERO_SHOT:
+            report.dropped["zero_shot"] += len(verdicts)
+            if len(report.zero_shot_ids) < 20:
+                report.zero_shot_ids.append(record.id)
+            continue
+        try:
+            scale = judge.scale_of(record.rubrics)
+        except ScaleError:
+            report.dropped["no_scale"] += len(verdicts)
+            continue
+        prompt = judge.render_prompt(record)
+        label = record.criteria_score
+        for index, (score, feedback) in enumerate(verdicts):
+            reason = _reject(score, feedback, scale, min_russian_share)
+            if reason is None and recipe == "regression":
+                label = score if score_target == "expert" else record.criteria_score
+                if label is None or not scale.contains(label):
+                    reason = "score_out_of_scale"
+            if reason is not None:
+                report.dropped[reason] += 1
+                continue
+            feedback = feedback.strip()
+            row = {"id": f"{record.id}/{index}", "record_id": record.id, "prompt": prompt, "feedback": feedback,
+                   "score": float(score)}  # fmt: skip
+            if recipe == "seq2seq":
+                row["completion"] = judge.render_target(feedback, score)
+            else:
+                row["completion"] = judge.render_rationale_target(feedback)
+                row["label"] = float(label)
+            rows.append(row)
+    report.n_rows = len(rows)
+    logger.info("training data: %s", report.summary())
+    return rows, report
+
+
+def _reject(score: float, feedback: str | None, scale, min_russian_share: float) -> str | None:
+    if feedback is None:
+        return "no_feedback"
+    if not scale.contains(score):
+        return "score_out_of_scale"
+    if _TAGS.search(feedback):
+        return "tags_in_feedback"
+    words = feedback.split()
+    if len(words) < 2 and score != scale.max:
+        return "too_few_words"
+    if words and russian_share(feedback) < min_russian_share:
+        return "not_russian"
+    return None
+
+
+def split_rows(rows: Sequence[dict[str, Any]], eval_fraction: float) -> tuple[list[dict], list[dict]]:
+    """Split rows into (train, eval) by a hash of the record id, so one record's verdicts stay together.
+
+    The assignment depends only on the record id: adding data never moves an existing record across.
+    """
+    if eval_fraction <= 0:
+        return list(rows), []
+    train, held_out = [], []
+    for row in rows:
+        digest = hashlib.sha256(row["record_id"].encode("utf-8")).digest()
+        bucket = int.from_bytes(digest[:8], "big") / 2**64
+        (held_out if bucket < eval_fraction else train).append(row)
+    return train, held_out
+
+
+def drop_too_long(rows: Sequence[dict[str, Any]], tokenizer, max_length: int) -> tuple[list[dict], int]:
+    """Drop rows whose chat-formatted prompt + target exceeds ``max_length`` tokens.
+
+    Returns:
+        (kept rows, number dropped).
+    """
+    kept = []
+    for row in rows:
+        text = judge.apply_chat(tokenizer, row["prompt"], row["completion"])
+        if len(tokenizer(text, add_special_tokens=False)["input_ids"]) <= max_length:
+            kept.append(row)
+    return kept, len(rows) - len(kept)
+
+
+def rows_for_config(config, tokenizer) -> tuple[list[dict], list[dict], BuildReport]:
+    """The recipes' data step: records -> rows -> drop too long -> split train/eval -> first ``max_rows``.
+
+    Args:
+        config: a resolved ``Seq2SeqConfig`` or ``RegressionConfig``.
+        tokenizer: the base model's tokenizer (lengths are counted through its chat template).
+
+    Returns:
+        (train rows, eval rows, report); ``report.dropped["too_long"]`` counts the rows over ``max_length``.
+    """
+    records = load_training_records(config.data)
+    rows, report = build_rows(
+        records,
+        recipe=config.recipe,
+        zero_shot=config.zero_shot,
+        min_russian_share=config.min_russian_share,
+        score_target=getattr(config, "score_target", "mean"),
+    )
+    rows, n_long = drop_too_long(rows, tokenizer, config.max_length)
+    if n_long:
+        report.dropped["too_long"] += n_long
+        report.n_rows = len(rows)
+        logger.info("dropped %d rows longer than max_length=%d tokens", n_long, config.max_length)
+    train, held_out = split_rows(rows, config.eval_fraction)
+    if config.max_rows is not None:
+        train = train[: config.max_rows]
+    if not train:
+        raise ValueError(f"no training rows left: {report.summary()}")
+    logger.info("%d training rows, %d validation rows", len(train), len(held_out))
+    return train, held_out, report
+
+
+def load_training_records(data: str) -> list[JudgeRecord]:
+    """Records from a path or dataset name; ``"sample"`` is the bundled sample data."""
+    from train.config import SAMPLE_DATA
+
+    source = str(judge.sample_data_path()) if data == SAMPLE_DATA else data
+    return judge.load_records(source)
+
+
+def write_rows(rows: Iterable[dict[str, Any]], path: str | Path) -> Path:
+    """Write rows as JSONL (UTF-8, one object per line)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``judge-train build-data``: build training rows, print the report, optionally write them."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="judge-train build-data",
+        description="Turn POLLUX-format records into training rows and report what was dropped and why.",
+    )
+    parser.add_argument("--data", default="sample", help="Records: JSONL, Parquet, datasets folder/name, or 'sample'.")
+    parser.add_argument("--recipe", choices=["seq2seq", "regression"], default="seq2seq", help="Target format.")
+    parser.add_argument("--zero-shot", "--zero_shot", dest="zero_shot", choices=["refuse", "drop", "allow"],
+                        default="refuse", help="What to do with Zero-Shot rows (default: refuse).")  # fmt: skip
+    parser.add_argument("--min-russian-share", "--min_russian_share", dest="min_russian_share", type=float,
+                        default=0.5, help="Minimum Cyrillic share of a rationale's letters.")  # fmt: skip
+    parser.add_argument("--score-target", "--score_target", dest="score_target", choices=["mean", "expert"],
+                        default="mean", help="Regression label (default: mean over experts).")  # fmt: skip
+    parser.add_argument("--out", default=None, help="Write the rows to this JSONL file.")
+    args = parser.parse_args(argv)
+    records = load_training_records(args.data)
+    try:
+        rows, report = build_rows(
+            records,
+            recipe=args.recipe,
+            zero_shot=args.zero_shot,
+            min_russian_share=args.min_russian_share,
+            score_target=args.score_target,
+        )
+    except judge.LeakageError as err:
+        print(f"error: {err}")
+        return 2
+    print(report.summary())
+    if args.out:
+        print(f"wrote {write_rows(rows, args.out)}")
+    return 0
