@@ -57,24 +57,28 @@ class SaveAndStopOnSignal(TrainerCallback):
         # Only a flag: saving from inside a signal handler could interrupt a collective or a half-written file.
         self.received = signum
 
-    def _any_rank_received(self) -> bool:
+    def _signal_on_any_rank(self) -> int:
+        """The received signal number, all-reduced (max) over ranks; 0 when none arrived anywhere."""
         import torch
         import torch.distributed as dist
 
-        flag = self.received is not None
+        received = int(self.received or 0)
         if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
             backend = dist.get_backend()
             device = torch.device("cuda", torch.cuda.current_device()) if backend == "nccl" else torch.device("cpu")
-            tensor = torch.tensor([1 if flag else 0], device=device)
+            tensor = torch.tensor([received], device=device)
             dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
-            flag = bool(tensor.item())
-        return flag
+            received = int(tensor.item())
+        return received
 
     def on_step_end(self, args, state, control, **kwargs):
-        if self._any_rank_received():
+        received = self._signal_on_any_rank()
+        if received:
             if self.stopped_at_step is None:
-                name = signal.Signals(self.received).name if self.received is not None else "a signal on another rank"
-                logger.warning("received %s: saving checkpoint-%d and stopping", name, state.global_step)
+                logger.warning(
+                    "received %s: saving checkpoint-%d and stopping", signal.Signals(received).name, state.global_step
+                )
+            self.received = received  # ranks that did not see the signal learn it here
             self.stopped_at_step = state.global_step
             control.should_save = True
             control.should_training_stop = True
@@ -84,8 +88,8 @@ class SaveAndStopOnSignal(TrainerCallback):
 def requeue_slurm_job(callback: SaveAndStopOnSignal) -> bool:
     """After a signal-triggered stop, requeue the Slurm job when the signal was the pre-timeout SIGUSR1.
 
-    Runs ``scontrol requeue $SLURM_JOB_ID`` on global rank 0 only. Does nothing outside Slurm, when training was
-    not stopped by a signal, or when this rank saw only another rank's signal.
+    Runs ``scontrol requeue $SLURM_JOB_ID`` on global rank 0 only (every rank learns the signal through the
+    callback's all-reduce). Does nothing outside Slurm, on other ranks, or when training was not stopped by SIGUSR1.
 
     Returns:
         True when the requeue command was run and succeeded.

@@ -1,0 +1,376 @@
+"""Final export: a folder that transformers and vLLM load unchanged, reloaded and checked before the run ends.
+
+Layouts (``<output_dir>/export/``)::
+
+    seq2seq                                   regression
+    export/                                   export/
+      config.json   Qwen2ForCausalLM            config.json   Qwen2ForSequenceClassification,
+      model*.safetensors                                      num_labels=1, problem_type="regression"
+      generation_config.json (eos <|im_end|>)   model*.safetensors   backbone + `score.weight` (1 x hidden)
+      tokenizer files                           generation_config.json, tokenizer files
+      pollux_judge.json, run.json               pollux_judge.json, run.json
+                                                generator/   Qwen2ForCausalLM: the same backbone + lm_head,
+                                                             generation_config.json, tokenizer files
+
+The regression judge is one trained model with two heads; vLLM runs one runner per engine, and a
+``Qwen2ForSequenceClassification`` checkpoint has no LM head, while a causal checkpoint carrying an extra
+``score.weight`` is refused by vLLM's weight loader. So the export holds two complete checkpoints of the same
+weights: ``export/`` for the pooling engine (``--runner pooling``; ``/classify`` returns the raw head value because
+``problem_type`` is ``regression``) and ``export/generator/`` for the generating engine (the backbone is stored
+twice; 15 GB extra for T-lite in bf16). Serving a regression judge:
+
+1. generate the rationale from ``export/generator`` with ``judge.apply_chat(tokenizer, prompt)`` (stops at
+   ``<|im_end|>``), giving ``[FEEDBACK] ... [END]``;
+2. score ``judge.apply_chat(tokenizer, prompt, rationale.strip())`` with ``export/`` — the exact text the head
+   was trained on; the head reads its last token.
+
+``pollux_judge.json`` says which judge a folder holds: ``{"mode", "prompt_version", "generator", "score_head"}``.
+
+After writing, every export is reloaded from disk and checked: the head has the right shape and a non-zero norm
+(ZeRO-3 is known to save empty head tensors: trl #1379, OpenRLHF #209), the score head sits in the main
+safetensors as ``score.weight``, and a forward pass on probe rows matches the live model's. LoRA adapters are
+merged into the base weights first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+
+__all__ = [
+    "ExportError",
+    "EXPORT_MANIFEST",
+    "GENERATOR_SUBDIR",
+    "probe_batch",
+    "live_outputs",
+    "load_trained",
+    "export_seq2seq",
+    "export_regression",
+    "verify_export",
+    "export_after_training",
+]
+
+logger = logging.getLogger(__name__)
+
+EXPORT_MANIFEST = "pollux_judge.json"
+GENERATOR_SUBDIR = "generator"
+#: Positions at the end of each probe row whose logits are compared (the whole vocabulary at each).
+PROBE_POSITIONS = 4
+
+
+class ExportError(RuntimeError):
+    """An export that does not reload as the model that was trained."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Probing the live model
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def probe_batch(tokenizer, texts: list[str]) -> dict[str, torch.Tensor]:
+    """Right-padded token ids and attention mask for ``texts`` (full chat-formatted rows)."""
+    encoded = tokenizer(texts, add_special_tokens=False, padding=True, return_tensors="pt")
+    return {"input_ids": encoded["input_ids"], "attention_mask": encoded["attention_mask"]}
+
+
+def _tail_logits(logits: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """Logits at the last ``PROBE_POSITIONS`` real tokens of each row, (batch, positions, vocab), float32."""
+    lengths = attention_mask.sum(-1)
+    rows = []
+    for i, length in enumerate(lengths.tolist()):
+        start = max(0, length - PROBE_POSITIONS)
+        rows.append(logits[i, start:length].float())
+    return torch.stack(rows)
+
+
+@torch.no_grad()
+def live_outputs(model, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Forward the probe through the model being trained (all ranks must call it under ZeRO-3).
+
+    Returns:
+        ``{"logits": tail logits}`` plus ``{"scores": (batch,)}`` for the regression model; on CPU, float32.
+    """
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    outputs = model(**{k: v.to(device) for k, v in batch.items()})
+    model.train(was_training)
+    result = {"logits": _tail_logits(outputs.logits, batch["attention_mask"].to(device)).cpu()}
+    scores = getattr(outputs, "scores", None)
+    if scores is not None:
+        result["scores"] = scores.float().cpu()
+    return result
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Loading what the trainer saved
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def load_trained(trained_dir: str | Path, model_cls, *, base_model: str, dtype: torch.dtype):
+    """The trained model from ``trainer.save_model``'s folder, on CPU; LoRA adapters merged into the base.
+
+    Args:
+        trained_dir: folder written by ``trainer.save_model`` (full weights, or ``adapter_config.json``).
+        model_cls: ``Qwen2ForCausalLM`` or ``train.score_head.Qwen2ForRationaleAndScore``.
+        base_model: the base the adapters were trained on (used only for LoRA).
+        dtype: the dtype to load and export in (the training dtype).
+    """
+    trained_dir = Path(trained_dir)
+    if (trained_dir / "adapter_config.json").is_file():
+        from peft import PeftModel
+
+        base = model_cls.from_pretrained(base_model, dtype=dtype)
+        merged = PeftModel.from_pretrained(base, str(trained_dir)).merge_and_unload()
+        logger.info("merged LoRA adapters from %s into %s", trained_dir, base_model)
+        return merged.eval()
+    return model_cls.from_pretrained(str(trained_dir), dtype=dtype).eval()
+
+
+def _save_tokenizer_and_generation(model, tokenizer, folder: Path) -> None:
+    from transformers import GenerationConfig
+
+    tokenizer.save_pretrained(str(folder))
+    generation = getattr(model, "generation_config", None) or GenerationConfig()
+    eos = generation.eos_token_id
+    eos = [] if eos is None else ([eos] if isinstance(eos, int) else list(eos))
+    # A chat turn ends at the tokenizer's eos (<|im_end|>); vLLM reads its stop ids from this file.
+    if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in eos:
+        eos = [tokenizer.eos_token_id, *eos]
+    generation = GenerationConfig(
+        bos_token_id=generation.bos_token_id,
+        eos_token_id=eos[0] if len(eos) == 1 else eos,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    generation.save_pretrained(str(folder))
+
+
+def _write_manifest(folder: Path, mode: str, extra: dict[str, Any]) -> None:
+    import judge
+
+    manifest = {"mode": mode, "prompt_version": judge.PROMPT_VERSION, **extra}
+    (folder / EXPORT_MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+
+
+def _fresh(folder: Path) -> Path:
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    return folder
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Writing the exports
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def export_seq2seq(model, tokenizer, out_dir: str | Path) -> Path:
+    """Write the generating judge as a plain ``Qwen2ForCausalLM`` folder.
+
+    Args:
+        model: the trained causal LM (LoRA already merged), on CPU.
+        tokenizer: the training tokenizer (its chat template is the one the judge learned).
+        out_dir: the export folder (replaced).
+    """
+    out = _fresh(Path(out_dir))
+    model.config.pad_token_id = tokenizer.pad_token_id
+    model.config.architectures = ["Qwen2ForCausalLM"]
+    model.config.use_cache = True  # gradient checkpointing switched it off for training
+    model.save_pretrained(str(out), safe_serialization=True)
+    _save_tokenizer_and_generation(model, tokenizer, out)
+    _write_manifest(out, "seq2seq", {"generator": ".", "score_head": None})
+    return out
+
+
+def export_regression(model, tokenizer, out_dir: str | Path) -> Path:
+    """Write the regression judge: a sequence classifier in ``out_dir`` and its generator in ``generator/``.
+
+    Args:
+        model: the trained ``Qwen2ForRationaleAndScore`` (LoRA already merged), on CPU.
+        tokenizer: the training tokenizer.
+        out_dir: the export folder (replaced).
+    """
+    from transformers import Qwen2ForCausalLM, Qwen2ForSequenceClassification
+
+    out = _fresh(Path(out_dir))
+    state = model.state_dict()
+
+    # The pooling checkpoint: backbone + score. Built on the meta device and saved from the trained tensors, so
+    # no second copy of the weights is allocated.
+    model.config.use_cache = True  # gradient checkpointing switched it off for training
+    cls_config = model.config.__class__.from_dict(model.config.to_dict())
+    cls_config.architectures = ["Qwen2ForSequenceClassification"]
+    cls_config.num_labels = 1  # sets id2label / label2id to one label
+    cls_config.id2label = {0: "score"}
+    cls_config.label2id = {"score": 0}
+    cls_config.problem_type = "regression"  # vLLM then returns the raw head value, no sigmoid
+    cls_config.pad_token_id = tokenizer.pad_token_id  # transformers finds the last token of a padded batch by it
+    cls_config.tie_word_embeddings = False  # there is no LM head to tie
+    with torch.device("meta"):
+        classifier = Qwen2ForSequenceClassification(cls_config)
+    cls_state = {name: tensor for name, tensor in state.items() if name.startswith("model.") or name == "score.weight"}
+    classifier.save_pretrained(str(out), state_dict=cls_state, safe_serialization=True)
+    _save_tokenizer_and_generation(model, tokenizer, out)
+
+    # The generating checkpoint: the same backbone + LM head.
+    generator_dir = out / GENERATOR_SUBDIR
+    gen_config = model.config.__class__.from_dict(model.config.to_dict())
+    gen_config.architectures = ["Qwen2ForCausalLM"]
+    gen_config.pad_token_id = tokenizer.pad_token_id
+    with torch.device("meta"):
+        generator = Qwen2ForCausalLM(gen_config)
+    gen_state = {name: tensor for name, tensor in state.items() if name != "score.weight"}
+    generator.save_pretrained(str(generator_dir), state_dict=gen_state, safe_serialization=True)
+    _save_tokenizer_and_generation(model, tokenizer, generator_dir)
+
+    _write_manifest(out, "regression", {"generator": GENERATOR_SUBDIR, "score_head": "score"})
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Checking them
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _tolerance(dtype: torch.dtype) -> float:
+    # Relative to the largest magnitude compared: fp32 reloads are bit-identical up to kernel order; bf16 carries
+    # 8 mantissa bits, and a LoRA merge in bf16 rounds once more.
+    return 1e-4 if dtype == torch.float32 else 3e-2
+
+
+def _compare(name: str, live: torch.Tensor, reloaded: torch.Tensor, dtype: torch.dtype) -> float:
+    if live.shape != reloaded.shape:
+        raise ExportError(f"{name}: reloaded shape {tuple(reloaded.shape)} != live {tuple(live.shape)}")
+    diff = (live.float() - reloaded.float()).abs().max().item()
+    scale = max(1.0, live.float().abs().max().item())
+    if not diff <= _tolerance(dtype) * scale:
+        raise ExportError(f"{name}: reloaded model differs from the live one by {diff:.3g} (scale {scale:.3g})")
+    return diff
+
+
+def _check_head(name: str, weight: torch.Tensor, shape: tuple[int, ...]) -> float:
+    if tuple(weight.shape) != shape:
+        raise ExportError(f"{name} has shape {tuple(weight.shape)}, expected {shape}: the export is broken")
+    norm = weight.float().norm().item()
+    if not norm > 0 or norm != norm:
+        raise ExportError(f"{name} has norm {norm}: saved empty (the ZeRO-3 gathering bug) or corrupted")
+    return norm
+
+
+def _safetensors_keys(folder: Path) -> set[str]:
+    from safetensors import safe_open
+
+    keys: set[str] = set()
+    for file in sorted(folder.glob("*.safetensors")):
+        with safe_open(str(file), framework="pt") as handle:
+            keys.update(handle.keys())
+    return keys
+
+
+@torch.no_grad()
+def verify_export(out_dir: str | Path, mode: str, batch: dict[str, torch.Tensor], live: dict[str, torch.Tensor],
+                  dtype: torch.dtype) -> dict[str, Any]:  # fmt: skip
+    """Reload an export with transformers' Auto classes and check it against the live model's probe outputs.
+
+    Args:
+        out_dir: the export folder.
+        mode: ``"seq2seq"`` or ``"regression"``.
+        batch: the probe batch given to ``live_outputs``.
+        live: what ``live_outputs`` returned.
+        dtype: the export's dtype (sets the tolerance).
+
+    Returns:
+        A report: head shapes and norms, largest differences.
+
+    Raises:
+        ExportError: any failed check.
+    """
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSequenceClassification
+
+    out = Path(out_dir)
+    report: dict[str, Any] = {"mode": mode}
+    generator_dir = out if mode == "seq2seq" else out / GENERATOR_SUBDIR
+
+    generator = AutoModelForCausalLM.from_pretrained(str(generator_dir), dtype=dtype).eval()
+    hidden = generator.config.hidden_size
+    vocab = generator.config.vocab_size
+    report["lm_head_norm"] = _check_head("lm_head.weight", generator.get_output_embeddings().weight, (vocab, hidden))
+    logits = _tail_logits(generator(**batch).logits, batch["attention_mask"])
+    report["max_logit_diff"] = _compare("LM logits", live["logits"], logits, dtype)
+
+    if mode == "regression":
+        config = AutoConfig.from_pretrained(str(out))
+        if config.architectures != ["Qwen2ForSequenceClassification"] or config.num_labels != 1:
+            raise ExportError(f"{out}/config.json: architectures {config.architectures}, num_labels {config.num_labels}")
+        if config.problem_type != "regression":
+            raise ExportError(f"{out}/config.json: problem_type {config.problem_type!r}; vLLM would apply a sigmoid")
+        if "score.weight" not in _safetensors_keys(out):
+            raise ExportError(f"{out}: no 'score.weight' in the main safetensors; vLLM could not find the head")
+        classifier = AutoModelForSequenceClassification.from_pretrained(str(out), dtype=dtype).eval()
+        report["score_norm"] = _check_head("score.weight", classifier.score.weight, (1, hidden))
+        scores = classifier(**batch).logits.squeeze(-1).float()
+        report["max_score_diff"] = _compare("scores", live["scores"], scores, dtype)
+        report["probe_scores"] = [round(v, 6) for v in scores.tolist()]
+    logger.info("export %s verified: %s", out, report)
+    return report
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The recipes' save step
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _zero3_init_paused(args):
+    """Build whole models on rank 0 alone: with ZeRO-3 configured, transformers would partition every model it
+    creates (zero.Init), a collective the other ranks never join."""
+    from transformers.integrations.deepspeed import set_hf_deepspeed_config, unset_hf_deepspeed_config
+
+    hf_config = getattr(args, "hf_deepspeed_config", None)
+    if hf_config is None:
+        yield
+        return
+    unset_hf_deepspeed_config()
+    try:
+        yield
+    finally:
+        set_hf_deepspeed_config(hf_config)
+
+
+def export_after_training(trainer, *, mode: str, model_cls, tokenizer, probe_texts: list[str], base_model: str,
+                          dtype: torch.dtype, export_dir: str | Path) -> dict[str, Any] | None:  # fmt: skip
+    """Save, export, reload and verify; call on every rank after ``trainer.train()``.
+
+    Steps: probe the live model (a collective under ZeRO-3), ``trainer.save_model`` into ``<output_dir>/trained``
+    (16-bit weights gathered on rank 0 under ZeRO-3; adapters only with LoRA), then on rank 0: load those weights
+    (merging LoRA), write the export, reload it and compare. The staging folder is removed once the export checks.
+
+    Returns:
+        The verification report on rank 0, None on other ranks.
+
+    Raises:
+        ExportError: on rank 0, when the export does not reload as the live model.
+    """
+    batch = probe_batch(tokenizer, probe_texts)
+    live = live_outputs(trainer.model, batch)
+    staging = Path(trainer.args.output_dir) / "trained"
+    trainer.save_model(str(staging))
+    report = None
+    if trainer.is_world_process_zero():
+        with _zero3_init_paused(trainer.args):
+            model = load_trained(staging, model_cls, base_model=base_model, dtype=dtype)
+            if mode == "seq2seq":
+                export_seq2seq(model, tokenizer, export_dir)
+            else:
+                export_regression(model, tokenizer, export_dir)
+            del model
+            report = verify_export(export_dir, mode, batch, live, dtype)
+        shutil.rmtree(staging, ignore_errors=True)
+    trainer.accelerator.wait_for_everyone()
+    return report

@@ -1,0 +1,228 @@
+"""Regression judge recipe: one checkpoint that writes the rationale with its LM head and scores with a linear head.
+
+    judge-train --config configs/train/tiny/regression.yaml                    # CPU, a minute or two
+    judge-train --config configs/train/t-lite/regression.yaml --output_dir runs/t-lite-regression
+    torchrun --nproc_per_node 8 -m train.cli --config configs/train/t-lite/regression.yaml      # 8 GPUs
+
+Each row is the POLLUX judge prompt and the assistant turn ``[FEEDBACK] rationale [END]``
+(``judge.render_rationale_target``), rendered through the base model's chat template by ``judge.apply_chat``:
+exactly the text a server builds from the prompt and the generated rationale. The model
+(``train.score_head.Qwen2ForRationaleAndScore``) is the base causal LM plus ``score`` (hidden size -> 1) on the final
+hidden state of the last token of that text. The loss is
+
+    lm_loss_weight * cross-entropy(rationale tokens, end-of-turn included) + score_loss_weight * MSE(score, label)
+
+with the label the mean over experts (``criteria_score``) or the teacher's score. Plain ``transformers.Trainer``
+trains it; the export (``train/export.py``) is a ``Qwen2ForSequenceClassification`` folder for vLLM's pooling
+runner plus ``generator/``, the same weights as a causal LM.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from train.config import RegressionConfig, config_to_dict
+from train.provenance import RunResult
+
+__all__ = ["main", "tokenize_rows", "RegressionCollator"]
+
+logger = logging.getLogger(__name__)
+
+
+def tokenize_rows(rows: list[dict[str, Any]], tokenizer) -> list[dict[str, Any]]:
+    """Token ids of ``judge.apply_chat(tokenizer, prompt, completion)``, labels on the assistant turn, the score label.
+
+    The prompt part (through the generation prompt ``<|im_start|>assistant\\n``) gets label -100; the assistant
+    turn, its end-of-turn token and what the template writes after it carry labels. The score head reads the last
+    token of ``input_ids``.
+    """
+    import judge
+
+    examples = []
+    for row in rows:
+        prompt_ids = tokenizer(judge.apply_chat(tokenizer, row["prompt"]), add_special_tokens=False)["input_ids"]
+        full_ids = tokenizer(judge.apply_chat(tokenizer, row["prompt"], row["completion"]), add_special_tokens=False)["input_ids"]
+        if full_ids[: len(prompt_ids)] != prompt_ids:
+            raise ValueError(f"row {row['id']}: the chat template renders the prompt differently with an answer")
+        labels = [-100] * len(prompt_ids) + full_ids[len(prompt_ids):]
+        examples.append({"input_ids": full_ids, "labels": labels, "score_labels": float(row["label"])})
+    return examples
+
+
+@dataclass
+class RegressionCollator:
+    """Right-pads a batch: ``input_ids`` with the pad id, ``labels`` with -100, plus ``attention_mask``."""
+
+    pad_token_id: int
+
+    def __call__(self, examples: list[dict[str, Any]]) -> dict[str, Any]:
+        import torch
+
+        width = max(len(ex["input_ids"]) for ex in examples)
+        input_ids = torch.full((len(examples), width), self.pad_token_id, dtype=torch.long)
+        labels = torch.full((len(examples), width), -100, dtype=torch.long)
+        attention_mask = torch.zeros((len(examples), width), dtype=torch.long)
+        for i, ex in enumerate(examples):
+            n = len(ex["input_ids"])
+            input_ids[i, :n] = torch.tensor(ex["input_ids"])
+            labels[i, :n] = torch.tensor(ex["labels"])
+            attention_mask[i, :n] = 1
+        score_labels = torch.tensor([ex["score_labels"] for ex in examples], dtype=torch.float32)
+        return {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels, "score_labels": score_labels}
+
+
+def _joint_loss_trainer_class():
+    from transformers import Trainer
+
+    class JointLossTrainer(Trainer):
+        """``Trainer`` whose loss is ``lm_weight * CE + score_weight * MSE``; both parts are logged."""
+
+        loss_is_scaled_for_ga = False  # per-batch means: the Trainer divides by the accumulation steps
+
+        def __init__(self, *args, lm_loss_weight: float, score_loss_weight: float, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.lm_loss_weight = lm_loss_weight
+            self.score_loss_weight = score_loss_weight
+            self._parts: dict[str, list[float]] = defaultdict(list)
+
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            import torch.nn.functional as F
+
+            score_labels = inputs.pop("score_labels")
+            outputs = model(**inputs)
+            score_loss = F.mse_loss(outputs.scores.float(), score_labels.to(outputs.scores.device).float())
+            loss = self.lm_loss_weight * outputs.loss + self.score_loss_weight * score_loss
+            if model.training:
+                self._parts["lm_loss"].append(outputs.loss.detach().float().item())
+                self._parts["score_loss"].append(score_loss.detach().item())
+            return (loss, outputs) if return_outputs else loss
+
+        def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+            if "loss" in logs and self._parts:
+                for name, values in self._parts.items():
+                    logs[name] = round(sum(values) / len(values), 6)
+                self._parts.clear()
+            super().log(logs, start_time)
+
+    return JointLossTrainer
+
+
+def main(config: RegressionConfig, *, callbacks: tuple = ()) -> RunResult:
+    """Train and export a regression judge.
+
+    Args:
+        config: a resolved ``RegressionConfig`` (``train.config.load_config``).
+        callbacks: extra ``transformers.TrainerCallback`` objects (tests use them to interrupt a run).
+
+    Returns:
+        A ``RunResult``; the export is in ``<output_dir>/export`` (see ``train/export.py`` for the layout).
+    """
+    import torch
+    import transformers
+    from datasets import Dataset
+    from transformers import TrainingArguments
+
+    import judge
+    from train import build_data, export, preemption, provenance, trainer_setup
+    from train.score_head import Qwen2ForRationaleAndScore
+
+    # ---- config -------------------------------------------------------------------------------------------------
+    trainer_setup.setup_logging()
+    launch = trainer_setup.launch_arithmetic(config)
+    resume_from = trainer_setup.check_output_dir(config)
+    logger.info("regression judge: %s -> %s; %s", config.model_name_or_path, config.output_dir, launch.describe())
+    logger.info("loss = %g x rationale cross-entropy + %g x score MSE", config.lm_loss_weight, config.score_loss_weight)
+    if "wandb" in config.report_to:
+        os.environ.setdefault("WANDB_DIR", config.output_dir)
+    transformers.set_seed(config.seed)
+
+    # ---- data ---------------------------------------------------------------------------------------------------
+    base_model = trainer_setup.resolve_base_model(config)
+    tokenizer = trainer_setup.load_tokenizer(base_model)
+    train_rows, eval_rows, data_report = build_data.rows_for_config(config, tokenizer)
+    train_dataset = Dataset.from_list(tokenize_rows(train_rows, tokenizer))
+    eval_dataset = Dataset.from_list(tokenize_rows(eval_rows, tokenizer)) if eval_rows else None
+    if trainer_setup.is_main_process():
+        provenance.write_run_json(
+            config.output_dir,
+            config=config_to_dict(config),
+            launch={**launch.__dict__, "base_model": base_model, "resume_from": str(resume_from) if resume_from else None},
+        )
+        provenance.update_run_json(config.output_dir, data={**data_report.to_dict(), "n_train": len(train_rows),
+                                                            "n_eval": len(eval_rows)})  # fmt: skip
+
+    # ---- model --------------------------------------------------------------------------------------------------
+    # Arguments first: under ZeRO-3 from_pretrained then partitions the weights as they load (zero.Init).
+    args = TrainingArguments(
+        **trainer_setup.training_kwargs(config, launch, has_eval=eval_dataset is not None),
+        remove_unused_columns=False,  # score_labels is not a forward() argument; the collator builds the batch
+        prediction_loss_only=True,
+    )
+    trainer_setup.init_distributed(args)  # zero.Init below must see the real world size
+    dtype = torch.bfloat16 if args.bf16 else torch.float32
+    # The score head is missing from a causal checkpoint and starts from the model's initializer (seeded above).
+    model = Qwen2ForRationaleAndScore.from_pretrained(base_model, dtype=dtype, attn_implementation=config.attn_implementation)
+    model.config.pad_token_id = tokenizer.pad_token_id
+    peft_config = trainer_setup.lora_config(config, modules_to_save=["score"])
+    if peft_config is not None:
+        from peft import get_peft_model
+
+        model = get_peft_model(model, peft_config)
+        model.print_trainable_parameters()
+
+    # ---- trainer ------------------------------------------------------------------------------------------------
+    stopper = preemption.SaveAndStopOnSignal()
+    trainer = _joint_loss_trainer_class()(
+        model=model,
+        args=args,
+        train_dataset=train_dataset,
+        eval_dataset=eval_dataset,
+        data_collator=RegressionCollator(tokenizer.pad_token_id),
+        processing_class=tokenizer,
+        callbacks=[stopper, *callbacks],
+        lm_loss_weight=config.lm_loss_weight,
+        score_loss_weight=config.score_loss_weight,
+    )
+
+    # ---- train --------------------------------------------------------------------------------------------------
+    stopper.install()
+    try:
+        trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+    finally:
+        stopper.uninstall()
+    result = RunResult(
+        output_dir=config.output_dir,
+        export_dir=None,
+        global_step=trainer.state.global_step,
+        final_learning_rate=float(trainer.lr_scheduler.get_last_lr()[0]),
+        log_history=list(trainer.state.log_history),
+        stopped_by_signal=stopper.received,
+    )
+    if stopper.stopped_at_step is not None:
+        logger.warning("stopped at step %d by a signal; resume with --resume", stopper.stopped_at_step)
+        preemption.requeue_slurm_job(stopper)
+        return result
+
+    # ---- save ---------------------------------------------------------------------------------------------------
+    export_dir = Path(config.output_dir) / "export"
+    probe_texts = [judge.apply_chat(tokenizer, row["prompt"], row["completion"]) for row in train_rows[:2]]
+    result.export_report = export.export_after_training(
+        trainer,
+        mode="regression",
+        model_cls=Qwen2ForRationaleAndScore,
+        tokenizer=tokenizer,
+        probe_texts=probe_texts,
+        base_model=base_model,
+        dtype=dtype,
+        export_dir=export_dir,
+    )
+    result.export_dir = str(export_dir)
+    if trainer.is_world_process_zero():
+        provenance.record_result(config.output_dir, result)
+    logger.info("regression judge exported to %s (pooling) and %s (generator)", export_dir, export_dir / "generator")
+    return result

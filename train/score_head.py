@@ -1,0 +1,96 @@
+"""The regression judge while it trains: a Qwen2 causal LM with a second, linear ``score`` head.
+
+One backbone, two heads. The LM head writes ``[FEEDBACK] rationale [END]``; the ``score`` head (hidden size -> 1,
+no bias, exactly ``Qwen2ForSequenceClassification.score``) reads the final hidden state at the last token of
+``judge.apply_chat(tokenizer, prompt, "[FEEDBACK] rationale [END]")`` — the last non-padding position, as
+transformers' sequence classifier and vLLM's last-token pooler pick it. The joint loss lives in the recipe
+(``train/regression.py``); ``forward`` returns the cross-entropy of the rationale and the head's scores.
+
+T-lite-it-1.0 and T-pro-it-1.0 are Qwen2.5 models, hence a Qwen2 subclass: ``from_pretrained`` on a causal
+checkpoint loads the backbone and LM head and initialises ``score`` (under ZeRO-3 inside ``zero.Init``), gradient
+checkpointing, peft and ``save_pretrained`` work unchanged. ``train/export.py`` splits it into the served layout.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import Qwen2ForCausalLM
+from transformers.utils import ModelOutput
+
+__all__ = ["Qwen2ForRationaleAndScore", "RationaleAndScoreOutput", "last_token_index"]
+
+
+@dataclass
+class RationaleAndScoreOutput(ModelOutput):
+    """Outputs of ``Qwen2ForRationaleAndScore``.
+
+    Attributes:
+        loss: mean cross-entropy over the labelled (rationale) tokens, when ``labels`` are given.
+        logits: LM logits, (batch, seq, vocab), only when no ``labels`` are given (training computes the LM head
+            at the labelled positions alone).
+        scores: the score head at the last non-padding token, (batch,), float32.
+    """
+
+    loss: torch.Tensor | None = None
+    logits: torch.Tensor | None = None
+    scores: torch.Tensor | None = None
+
+
+def last_token_index(input_ids: torch.Tensor, attention_mask: torch.Tensor | None, pad_token_id: int | None) -> torch.Tensor:
+    """Index of the last real token of each row (right or left padding), as the score head reads it.
+
+    Uses the attention mask when given (robust to a pad id inside the text), else the rightmost non-pad token as
+    transformers' ``Qwen2ForSequenceClassification`` does.
+    """
+    seq_len = input_ids.shape[-1]
+    positions = torch.arange(seq_len, device=input_ids.device)
+    if attention_mask is not None:
+        real = attention_mask.to(torch.bool)
+    elif pad_token_id is not None:
+        real = input_ids != pad_token_id
+    else:
+        return torch.full(input_ids.shape[:1], seq_len - 1, device=input_ids.device, dtype=torch.long)
+    return (positions * real).argmax(-1)
+
+
+class Qwen2ForRationaleAndScore(Qwen2ForCausalLM):
+    """``Qwen2ForCausalLM`` plus ``score = Linear(hidden_size, 1, bias=False)`` on the last token."""
+
+    # The recipe combines the two losses as per-batch means; the Trainer then divides by accumulation steps.
+    accepts_loss_kwargs = False
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.score = nn.Linear(config.hidden_size, 1, bias=False)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        **kwargs,
+    ) -> RationaleAndScoreOutput:
+        kwargs.pop("num_items_in_batch", None)
+        outputs = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, **kwargs)
+        hidden = outputs.last_hidden_state
+        rows = torch.arange(hidden.shape[0], device=hidden.device)
+        last = last_token_index(input_ids, attention_mask, self.config.pad_token_id)
+        scores = self.score(hidden[rows, last]).squeeze(-1).float()
+        if labels is None:
+            return RationaleAndScoreOutput(logits=self.lm_head(hidden), scores=scores)
+        # Training: project only the positions whose next token is labelled (the rationale), never the prompt.
+        # The full (batch, seq, vocab) logits of a 4k-token row would take 1.2 GB in bf16 for nothing.
+        next_labels = labels[:, 1:]
+        mask = next_labels != -100
+        if not bool(mask.any()):
+            loss = hidden.sum() * 0.0  # a batch without labelled tokens contributes a differentiable zero
+        else:
+            logits = self.lm_head(hidden[:, :-1][mask])
+            loss = F.cross_entropy(logits.float(), next_labels[mask])
+        return RationaleAndScoreOutput(loss=loss, scores=scores)
