@@ -1,1 +1,7 @@
-"""serve."""
+"""serve: judge-serve, an OpenAI-compatible POLLUX judge endpoint on vLLM.
+
+``judge-serve --model CKPT`` (``serve.cli``) starts vLLM engines for a judge checkpoint (``serve.layout``,
+``serve.launch``) and serves, on one port (``serve.app``), vLLM's OpenAI routes unchanged plus ``POST /v1/judge``
+(``serve.schema`` validates a request, ``serve.judging`` renders prompts with ``judge``, runs the engines and parses
+verdicts). Settings: ``serve.config.ServeConfig`` and ``configs/serve/*.yaml``.
+"""

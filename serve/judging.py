@@ -304,7 +304,10 @@ class EngineClient:
             raise EngineUnavailable(self.reason())
         try:
             response = call.result()
-        except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as err:
+        except httpx.TimeoutException as err:
+            # Reported like the request's own deadline: 504.
+            raise asyncio.TimeoutError(f"engine at {self.url} did not answer in time") from err
+        except httpx.TransportError as err:
             raise EngineUnavailable(f"engine at {self.url} unreachable: {type(err).__name__}: {err}") from err
         if response.status_code != 200:
             try:
