@@ -216,6 +216,8 @@ def drop_too_long(rows: Sequence[dict[str, Any]], tokenizer, max_length: int) ->
 def rows_for_config(config, tokenizer) -> tuple[list[dict], list[dict], BuildReport]:
     """The recipes' data step: records -> rows -> drop too long -> split train/eval -> first ``max_rows``.
 
+    The validation rows come from ``config.eval_data`` when given, else from a hash split of ``config.data``.
+
     Args:
         config: a resolved ``Seq2SeqConfig`` or ``RegressionConfig``.
         tokenizer: the base model's tokenizer (lengths are counted through its chat template).
@@ -223,20 +225,28 @@ def rows_for_config(config, tokenizer) -> tuple[list[dict], list[dict], BuildRep
     Returns:
         (train rows, eval rows, report); ``report.dropped["too_long"]`` counts the rows over ``max_length``.
     """
-    records = load_training_records(config.data)
-    rows, report = build_rows(
-        records,
-        recipe=config.recipe,
-        zero_shot=config.zero_shot,
-        min_russian_share=config.min_russian_share,
-        score_target=getattr(config, "score_target", "mean"),
-    )
-    rows, n_long = drop_too_long(rows, tokenizer, config.max_length)
-    if n_long:
-        report.dropped["too_long"] += n_long
-        report.n_rows = len(rows)
-        logger.info("dropped %d rows longer than max_length=%d tokens", n_long, config.max_length)
-    train, held_out = split_rows(rows, config.eval_fraction)
+    def build(source: str) -> tuple[list[dict], BuildReport]:
+        rows, report = build_rows(
+            load_training_records(source),
+            recipe=config.recipe,
+            zero_shot=config.zero_shot,
+            min_russian_share=config.min_russian_share,
+            score_target=getattr(config, "score_target", "mean"),
+        )
+        rows, n_long = drop_too_long(rows, tokenizer, config.max_length)
+        if n_long:
+            report.dropped["too_long"] += n_long
+            report.n_rows = len(rows)
+            logger.info("%s: dropped %d rows longer than max_length=%d tokens", source, n_long, config.max_length)
+        return rows, report
+
+    rows, report = build(config.data)
+    if config.eval_data:
+        train = rows
+        held_out, eval_report = build(config.eval_data)
+        logger.info("validation data: %s", eval_report.summary())
+    else:
+        train, held_out = split_rows(rows, config.eval_fraction)
     if config.max_rows is not None:
         train = train[: config.max_rows]
     if not train:

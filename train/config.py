@@ -70,6 +70,11 @@ class TrainConfig:
         f"'{SAMPLE_DATA}' is the bundled sample data. A teacher's verdicts come as one expert score and feedback per row.",
         default=SAMPLE_DATA,
     )
+    eval_data: str | None = _help(
+        "Validation records (same formats as data), e.g. the synthetic pipeline's validation.jsonl; when given, "
+        "eval_fraction is ignored.",
+        default=None,
+    )
     zero_shot: str = _help(
         "Zero-Shot rows (held-out task types and criteria): 'refuse' stops with an error naming them, 'drop' leaves "
         "them out and counts them, 'allow' trains on them (then the Zero-Shot test is no longer zero-shot).",

@@ -244,9 +244,13 @@ def is_main_process() -> bool:
 
 
 def setup_logging() -> None:
-    """Python logging at INFO on global rank 0, WARNING elsewhere; transformers follows."""
+    """This package's logs at INFO on global rank 0 (WARNING elsewhere); transformers and DeepSpeed at WARNING.
+
+    Configures the root logger only when nothing else has (a host program or pytest keeps its own handlers).
+    """
     import transformers
 
     level = logging.INFO if is_main_process() else logging.WARNING
-    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=level, force=True)
-    transformers.utils.logging.set_verbosity(level)
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=level)
+    logging.getLogger("train").setLevel(level)
+    transformers.utils.logging.set_verbosity_warning()

@@ -1,0 +1,138 @@
+"""Training configs: every shipped YAML parses, flags beat YAML, bad keys fail; DeepSpeed JSONs; the CLI's --help."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from train.cli import SUBCOMMANDS, _available, build_run_parser, main
+from train.config import ConfigError, RegressionConfig, Seq2SeqConfig, config_from_args, load_config
+from train.trainer_setup import launch_arithmetic, training_kwargs
+
+REPO = Path(__file__).resolve().parent.parent
+TRAIN_CONFIGS = sorted((REPO / "configs" / "train").glob("*/*.yaml"))
+DEEPSPEED_CONFIGS = sorted((REPO / "configs" / "deepspeed").glob("*.json"))
+
+
+def test_the_shipped_configs_are_all_there():
+    """Both recipes for T-lite, T-pro and the tiny CPU model; ZeRO-2, ZeRO-3 and ZeRO-3 offload."""
+    names = {f"{p.parent.name}/{p.stem}" for p in TRAIN_CONFIGS}
+    assert names == {f"{size}/{recipe}" for size in ("t-lite", "t-pro", "tiny") for recipe in ("seq2seq", "regression")}
+    assert {p.stem for p in DEEPSPEED_CONFIGS} == {"zero2", "zero3", "zero3_offload"}
+
+
+@pytest.mark.parametrize("path", TRAIN_CONFIGS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_every_train_yaml_parses_and_starts_with_its_command(path, monkeypatch):
+    """Each YAML resolves to its recipe's dataclass, and its first line is the command that runs it."""
+    monkeypatch.chdir(REPO)  # deepspeed paths in the configs are relative to the repository
+    config = load_config(path)
+    assert isinstance(config, Seq2SeqConfig if path.stem == "seq2seq" else RegressionConfig)
+    assert path.read_text(encoding="utf-8").splitlines()[0] == f"# judge-train --config configs/train/{path.parent.name}/{path.name}"
+
+
+@pytest.mark.parametrize("path", [p for p in TRAIN_CONFIGS if p.parent.name != "tiny"], ids=lambda p: p.parent.name + "/" + p.stem)
+def test_real_configs_carry_the_paper_hyperparameters(path, monkeypatch):
+    """AdamW, lr 1e-5 decaying linearly to 0, 3 epochs, global batch 256, bf16 on GPU, gradient checkpointing."""
+    monkeypatch.chdir(REPO)
+    config = load_config(path)
+    assert (config.learning_rate, config.lr_scheduler_type, config.num_train_epochs) == (1e-5, "linear", 3.0)
+    assert (config.global_batch_size, config.optim, config.bf16) == (256, "adamw_torch", "auto")
+    assert config.gradient_checkpointing and config.zero_shot == "refuse"
+    assert config.deepspeed == "configs/deepspeed/zero3.json"
+
+
+def test_a_cli_flag_overrides_the_yaml(monkeypatch):
+    """defaults -> YAML -> flags: --learning_rate beats the YAML's 3e-3; untouched fields keep the YAML's values."""
+    monkeypatch.chdir(REPO)
+    args = build_run_parser().parse_args(
+        ["--config", "configs/train/tiny/regression.yaml", "--learning_rate", "5e-4", "--score-loss-weight", "2",
+         "--resume", "--gradient_checkpointing", "false"]  # fmt: skip
+    )
+    config = config_from_args(args)
+    assert config.learning_rate == 5e-4 and config.score_loss_weight == 2.0
+    assert config.resume is True and config.gradient_checkpointing is False
+    assert config.max_steps == 12 and config.recipe == "regression"
+
+
+@pytest.mark.parametrize(
+    "yaml_text, overrides, message",
+    [
+        ("recipe: seq2seq\nlearning_rat: 1e-5\n", {}, "unknown keys ['learning_rat']"),
+        ("recipe: seq2seq\n", {"score_loss_weight": "2"}, "does not apply to the seq2seq recipe"),
+        ("recipe: regression\nmax_steps: ten\n", {}, "max_steps"),
+        ("recipe: regression\nmax_steps: 1.5\n", {}, "expected an integer"),
+        ("recipe: judge\n", {}, "'recipe' must be one of"),
+        ("recipe: seq2seq\nzero_shot: maybe\n", {}, "zero_shot must be"),
+        ("recipe: regression\nscore_target: median\n", {}, "score_target must be"),
+        ("recipe: seq2seq\ndeepspeed: nowhere.json\n", {}, "deepspeed config nowhere.json not found"),
+        ("- a list\n", {}, "expected a mapping"),
+    ],
+)
+def test_bad_configs_fail_with_a_message(tmp_path, yaml_text, overrides, message):
+    """Unknown keys, flags of the other recipe, wrong types and impossible values are errors, never ignored."""
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml_text, encoding="utf-8")
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]").replace("(", r"\(")):
+        load_config(path, overrides)
+
+
+@pytest.mark.parametrize(
+    "global_batch, per_device, world, accumulation",
+    [(256, 4, 64, 1), (256, 4, 8, 8), (256, 2, 64, 2), (256, 1, 1, 256), (2, 1, 2, 1)],
+)
+def test_accumulation_is_derived_from_the_world_size(global_batch, per_device, world, accumulation):
+    """global batch = per-device batch x accumulation x world size, whatever the number of ranks."""
+    config = Seq2SeqConfig(global_batch_size=global_batch, per_device_train_batch_size=per_device)
+    launch = launch_arithmetic(config, world_size=world)
+    assert launch.gradient_accumulation_steps == accumulation
+    assert f"global batch {global_batch} = {per_device} per device x {accumulation}" in launch.describe()
+
+
+def test_a_global_batch_that_does_not_divide_is_an_error():
+    """256 rows cannot be split over 3 ranks of 4: the run refuses instead of training on another batch size."""
+    with pytest.raises(ConfigError, match="not a multiple"):
+        launch_arithmetic(Seq2SeqConfig(global_batch_size=256, per_device_train_batch_size=4), world_size=3)
+
+
+def test_best_checkpoint_tracking_follows_the_validation_set():
+    """With a validation set, eval_loss picks the best checkpoint, which rotation keeps; without one, no tracking."""
+    config = Seq2SeqConfig(global_batch_size=4, per_device_train_batch_size=2, save_steps=50, save_total_limit=2)
+    launch = launch_arithmetic(config, world_size=1)
+    with_eval = training_kwargs(config, launch, has_eval=True)
+    assert (with_eval["metric_for_best_model"], with_eval["greater_is_better"]) == ("eval_loss", False)
+    assert (with_eval["eval_steps"], with_eval["save_steps"], with_eval["save_total_limit"]) == (50, 50, 2)
+    without = training_kwargs(config, launch, has_eval=False)
+    assert without["eval_strategy"] == "no" and without["metric_for_best_model"] is None
+    assert with_eval["lr_scheduler_type"] == "linear" and with_eval["gradient_accumulation_steps"] == 2
+
+
+@pytest.mark.parametrize("path", DEEPSPEED_CONFIGS, ids=lambda p: p.stem)
+def test_deepspeed_configs_leave_the_schedule_to_the_recipe(path):
+    """No scheduler block (it would override the decay to 0); batch sizes from the trainer; ZeRO-3 gathers 16-bit
+    weights on save so the export holds real tensors."""
+    config = json.loads(path.read_text(encoding="utf-8"))
+    assert "scheduler" not in config
+    assert config["train_batch_size"] == "auto" and config["gradient_accumulation_steps"] == "auto"
+    zero = config["zero_optimization"]
+    if zero["stage"] == 3:
+        assert zero["stage3_gather_16bit_weights_on_model_save"] is True
+    assert "judge-train" in config["_comment"] or "configs/train" in config["_comment"]
+
+
+@pytest.mark.parametrize("command", [name for name in SUBCOMMANDS if _available(name)])
+def test_help_runs_for_every_subcommand(command, capsys):
+    """`judge-train <command> --help` prints usage and exits 0 for every installed subcommand."""
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, "--help"])
+    assert exit_info.value.code == 0
+    assert "usage" in capsys.readouterr().out.lower()
+
+
+def test_top_level_help_lists_the_commands(capsys):
+    """`judge-train --help` lists run and build-data; a bare `judge-train` is a usage error."""
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert "run" in out and "build-data" in out
+    assert main([]) == 2
