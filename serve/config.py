@@ -79,7 +79,11 @@ class ServeConfig:
         "Force the verdict format ([FEEDBACK] ... [RESULT] n [END]) with vLLM structured outputs by default; "
         "requests may override with \"constrained\". For judges that do not yet keep the format reliably.",
     )
-    feedback_max_chars: int = _f(2000, "Constrained decoding: most characters the feedback may have.")
+    feedback_max_chars: int = _f(
+        0,
+        "Constrained decoding: most characters the feedback may have; 0 = unbounded (max_tokens bounds it). A bound "
+        "costs vLLM a regex compile that grows with it (a few seconds at 2000, past vLLM's 5 s limit on a busy CPU).",
+    )
     max_concurrent_engine_requests: int = _f(
         256, "Engine requests judge-serve keeps in flight at once (vLLM batches them); more wait their turn."
     )
@@ -104,7 +108,7 @@ class ServeConfig:
             raise ConfigError("model: a checkpoint folder is required (--model or `model:` in the YAML)")
         positive = (
             "port", "tensor_parallel_size", "max_model_len", "max_tokens", "max_batch_items",
-            "max_judgments_per_request", "max_body_bytes", "max_concurrent_engine_requests", "feedback_max_chars",
+            "max_judgments_per_request", "max_body_bytes", "max_concurrent_engine_requests",
         )  # fmt: skip
         for name in positive:
             if getattr(self, name) <= 0:
@@ -118,6 +122,8 @@ class ServeConfig:
             raise ConfigError(f"gpu_memory_share: must be in (0, 1], got {self.gpu_memory_share!r}")
         if not 0 < self.pooling_memory_fraction < 1:
             raise ConfigError(f"pooling_memory_fraction: must be in (0, 1), got {self.pooling_memory_fraction!r}")
+        if self.feedback_max_chars < 0:
+            raise ConfigError(f"feedback_max_chars: must be >= 0, got {self.feedback_max_chars!r}")
         if self.temperature < 0:
             raise ConfigError(f"temperature: must be >= 0, got {self.temperature!r}")
         if self.max_tokens >= self.max_model_len:

@@ -62,6 +62,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmd = [sys.executable, "-m", "serve.cli", "--model", model, "--port", str(port), "--api-key", key,
            "--served-model-name", "pollux-judge-demo", "--log-dir", str(scratch / "serve"), "--no-access-log",
            "--max-tokens", str(args.max_tokens), *CPU_FLAGS]  # fmt: skip
+    if not args.model:
+        # A random model fills whatever feedback length the format allows: keep it within max_tokens.
+        cmd += ["--feedback-max-chars", "40"]
     print("starting:", " ".join(cmd))
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_CACHE_ROOT": str(scratch / "vllm-cache")}
     log = open(scratch / "judge-serve.log", "wb")

@@ -262,9 +262,11 @@ def verdict_regex(scale: Scale, feedback_max_chars: int, with_score: bool) -> st
     """The output format as a regular expression, for vLLM structured outputs.
 
     Seq2seq: ``[FEEDBACK] <1..N characters other than brackets> [RESULT] <a level> [END]``; regression: the same
-    without the result.
+    without the result. ``feedback_max_chars`` 0 leaves the feedback unbounded (cheap to compile; a bound of N
+    makes vLLM's regex compiler build N states).
     """
-    feedback = rf"\[FEEDBACK\] [^\[\]]{{1,{feedback_max_chars}}}"
+    repeat = f"{{1,{feedback_max_chars}}}" if feedback_max_chars > 0 else "+"
+    feedback = rf"\[FEEDBACK\] [^\[\]]{repeat}"
     if not with_score:
         return feedback + r" \[END\]"
     levels = "|".join(re.escape(str(level)) for level in scale.levels)

@@ -226,3 +226,5 @@ def test_verdict_regex_accepts_the_training_targets():
     assert not seq2seq.fullmatch(judge.render_target("x" * 41, 1))
     regression = re.compile(verdict_regex(SCALE, 40, with_score=False))
     assert regression.fullmatch(judge.render_rationale_target("Ответ точен."))
+    unbounded = re.compile(verdict_regex(SCALE, 0, with_score=True))
+    assert unbounded.fullmatch(judge.render_target("x" * 5000, 0))
