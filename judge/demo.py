@@ -1,20 +1,41 @@
-"""The contract part of ``make demo``: tiny judge, sample data, prompts, verdicts — and a printed summary.
+"""``make demo``: the main job end to end on the bundled sample data and tiny judges built locally.
 
 Run:
     python -m judge.demo --out runs/demo
-    python -m judge.demo --out runs/demo --data my_pollux_rows.jsonl   # any POLLUX-format data
+    python -m judge.demo --out runs/demo --stages contract,train     # only some stages
+    python -m judge.demo --out runs/demo --data my_pollux_rows.jsonl # the contract stage on other data
 
-It builds the tiny real judge models (a randomly initialised 2-layer Qwen2 on the real Qwen2.5 vocabulary, causal
-and regression-head variants), loads the bundled sample data, renders the judge prompt through the model's chat
-template, parses verdicts (the experts' rationales as training targets, plus the malformed outputs judges really
-write) and prints what it found. Later stages of ``make demo`` train, serve and evaluate on the same folder.
+Stages, each through the same console scripts a user runs (the command is printed before it runs):
+
+1. **contract** — build the tiny real judge models (a random 2-layer Qwen2 on the real Qwen2.5 vocabulary), load
+   the sample data, render a prompt through the chat template, parse verdicts (the experts' rationales as
+   training targets and the malformed outputs judges really write) and summarise.
+2. **train** — ``judge-train`` trains tiny seq2seq and regression judges on the sample's Standard rows.
+3. **serve** — ``judge-serve`` serves the trained seq2seq judge (with the verdict format forced by structured
+   outputs: a judge trained for a minute cannot keep it); a few sample items are judged through ``/v1/judge``
+   with the ``openai`` SDK.
+4. **eval** — ``judge-eval run`` judges the whole sample with both trained judges, ``score`` prints the POLLUX
+   tables for the Zero-Shot and Standard tests, ``compare`` puts the two side by side.
+5. **mera** — ruHumanEval on a few HumanEval problems against the served judge (pass@k near zero: a tiny model
+   writes no code) and the canonical-solution self-check of the sandbox.
+
+The tiny judges are smoke-test models: their numbers show the plumbing, not a useful judge. This module runs the
+other stages only as subprocesses; it imports nothing from ``train``, ``serve`` or ``eval``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+import shutil
+import signal
+import socket
 import statistics
+import subprocess
+import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -30,6 +51,8 @@ from judge import (
 )
 from judge.prompts import apply_chat
 
+STAGES = ("contract", "train", "serve", "eval", "mera")
+
 # What real judges emit besides clean verdicts; each must come back as a counted failure, never a score.
 MALFORMED_OUTPUTS = [
     "[FEEDBACK] Ответ в целом верный, но неполный. [RESULT] 1",  # cut at the token limit
@@ -39,48 +62,80 @@ MALFORMED_OUTPUTS = [
     "<think>Надо сравнить с эталоном...",  # reasoning never closed
 ]
 
+# judge-serve on a CPU: eager fp32 (bf16 eager crashes vLLM's CPU backend), 1 GiB of KV cache per engine.
+CPU_SERVE_FLAGS = ["--enforce-eager", "--dtype", "float32", "--max-model-len", "2048", "--cpu-kv-cache-gib", "1"]
+# A tiny seq2seq judge trained for a minute cannot keep the verdict format on unseen prompts (it degenerates into
+# repeated tokens, each output a counted parse failure). The demo serves it with the format forced by vLLM's
+# structured outputs, so that the evaluation tables have numbers in them; the score is still the model's choice.
+SEQ2SEQ_DEMO_FLAGS = ["--constrained-decoding", "--feedback-max-chars", "48"]
+DEMO_API_KEY = "demo-key"
+SERVED_NAME = "pollux-judge-demo"
+
 
 def _parse_args(argv):
     parser = argparse.ArgumentParser(prog="python -m judge.demo", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", default="runs/demo", help="folder for the tiny models and the summary (default: runs/demo)")
-    parser.add_argument("--data", default=None, help="POLLUX-format records (default: the bundled sample data)")
-    return parser.parse_args(argv)
+    parser.add_argument("--out", default="runs/demo", help="folder for models, runs and reports (default: runs/demo)")
+    parser.add_argument("--data", default=None, help="POLLUX-format records for the contract stage (default: the sample)")
+    parser.add_argument("--stages", default=",".join(STAGES), help=f"comma-separated subset of {','.join(STAGES)}")
+    parser.add_argument("--serve-timeout-s", type=float, default=900.0, help="seconds judge-serve may take to start")
+    args = parser.parse_args(argv)
+    args.stages = [s.strip() for s in args.stages.split(",") if s.strip()]
+    unknown = sorted(set(args.stages) - set(STAGES))
+    if unknown:
+        parser.error(f"unknown stages {unknown}; choose from {list(STAGES)}")
+    return args
 
 
 def main(argv=None) -> int:
     args = _parse_args(argv)
-    out = Path(args.out)
+    out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    # One judge-serve per trained judge, started when a stage first needs it and shared by the later stages:
+    # a vLLM engine takes a minute or more to start on a CPU.
+    with _Servers(out, args.serve_timeout_s) as servers:
+        for stage in STAGES:
+            if stage not in args.stages:
+                continue
+            print(f"\n======== {stage} ========", flush=True)
+            stage_started = time.monotonic()
+            code = globals()[f"stage_{stage}"](out, args, servers)
+            print(f"[{stage}] {'done' if code == 0 else f'FAILED ({code})'} in {time.monotonic() - stage_started:.0f} s", flush=True)
+            if code != 0:
+                return code
+    print(f"\nmake demo finished in {time.monotonic() - started:.0f} s; everything is under {out}")
+    return 0
 
-    # ------------------------------------------------------------------ tiny judge models
+
+# ---------------------------------------------------------------------------------------------------- contract
+
+
+def stage_contract(out: Path, args, servers) -> int:
     from judge.tiny_models import build_qwen_tokenizer, build_tiny_qwen2
 
     tokenizer = build_qwen_tokenizer()
     models = {kind: build_tiny_qwen2(out / "models" / f"tiny-{kind}", kind=kind, tokenizer=tokenizer) for kind in ("causal", "regression")}
     for kind, path in models.items():
-        print(f"[model] tiny {kind} judge saved to {path}")
+        print(f"[model] random tiny {kind} judge saved to {path}")
 
-    # ------------------------------------------------------------------ data
     source = args.data or sample_data_path()
     records = load_records(source)
     splits = Counter(split_of(r) for r in records)
     no_mode = sum(1 for r in records if _has_no_unique_mode(r.expert_scores))
     print(f"[data] {len(records)} records from {source}")
-    print(f"[data] splits: {splits[ZERO_SHOT]} Zero-Shot, {len(records) - splits[ZERO_SHOT]} Standard; "
+    print(f"[data] {splits[ZERO_SHOT]} Zero-Shot, {len(records) - splits[ZERO_SHOT]} Standard; "
           f"{len({r.instruction for r in records})} instructions, {len({r.model_id for r in records})} evaluated models, "
           f"{len({r.task_type for r in records})} task types, {len({r.criteria_name for r in records})} criteria")
-    print(f"[data] experts per item: {statistics.mean(len(r.expert_scores) for r in records):.2f} on average; "
-          f"{no_mode} items without a unique mode (excluded from MAE, counted)")
+    print(f"[data] {statistics.mean(len(r.expert_scores) for r in records):.2f} experts per item on average; "
+          f"{no_mode} items without a unique mode (excluded from MAE, and counted)")
 
-    # ------------------------------------------------------------------ prompts
     first = records[0]
     chat_text = apply_chat(tokenizer, render_prompt(first))
     lengths = [len(tokenizer(apply_chat(tokenizer, render_prompt(r)), add_special_tokens=False).input_ids) for r in records]
     print(f"[prompt] item {first.id} ({first.task_type}, «{first.criteria_name}») through the chat template:")
-    print("\n".join("    " + line for line in chat_text.splitlines()[:14]) + "\n    ...")
-    print(f"[prompt] tokens per prompt: median {statistics.median(lengths):.0f}, max {max(lengths)}")
+    print("\n".join("    " + line for line in chat_text.splitlines()[:12]) + "\n    ...")
+    print(f"[prompt] Qwen2.5 tokens per prompt: median {statistics.median(lengths):.0f}, max {max(lengths)}")
 
-    # ------------------------------------------------------------------ verdicts
     targets = [
         render_target(feedback, score)
         for r in records if r.expert_feedback
@@ -88,7 +143,7 @@ def main(argv=None) -> int:
     ]
     parsed = [parse_verdict(t) for t in targets]
     failures = [parse_verdict(t, scale=scale_of("0: a\n1: b\n2: c")) for t in MALFORMED_OUTPUTS]
-    print(f"[verdict] {sum(v.ok for v in parsed)}/{len(parsed)} expert rationales rendered as targets parse back")
+    print(f"[verdict] {sum(v.ok for v in parsed)}/{len(parsed)} expert rationales rendered as training targets parse back")
     print(f"[verdict] e.g. {targets[0]}")
     for text, verdict in zip(MALFORMED_OUTPUTS, failures):
         print(f"[verdict] {verdict.error:<15} {verdict.reason}  <- {text[:50]!r}")
@@ -104,13 +159,171 @@ def main(argv=None) -> int:
         "models": {kind: str(path) for kind, path in models.items()},
     }
     (out / "contract_summary.json").write_text(json.dumps(summary, ensure_ascii=False, indent=2), encoding="utf-8")
-    print(f"[done] summary in {out / 'contract_summary.json'}")
-    return 0 if summary["targets_parsed"] == summary["targets"] and summary["malformed_failed"] == len(failures) else 1
+    ok = summary["targets_parsed"] == summary["targets"] and summary["malformed_failed"] == len(failures)
+    return 0 if ok else 1
 
 
 def _has_no_unique_mode(scores) -> bool:
     counts = Counter(scores).most_common()
     return len(counts) > 1 and counts[0][1] == counts[1][1]
+
+
+# ---------------------------------------------------------------------------------------------------- train
+
+
+def stage_train(out: Path, args, servers) -> int:
+    for recipe in ("seq2seq", "regression"):
+        code = _run(["judge-train", "--config", f"configs/train/tiny/{recipe}.yaml", "--output_dir", str(out / "train" / recipe)])
+        if code:
+            return code
+        print(f"[train] {recipe} judge exported to {out / 'train' / recipe / 'export'}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------------- serve
+
+
+def stage_serve(out: Path, args, servers) -> int:
+    import openai
+
+    url = servers.url("seq2seq")
+    client = openai.OpenAI(base_url=url, api_key=DEMO_API_KEY, max_retries=0, timeout=600)
+    records = [r for r in load_records(sample_data_path()) if split_of(r) != ZERO_SHOT][:3]
+    body = {
+        "items": [
+            {"id": r.id, "instruction": r.instruction, "answer": r.answer, "reference_answer": r.reference_answer,
+             "criteria": [{"name": r.criteria_name, "rubrics": r.rubrics}]}
+            for r in records
+        ]
+    }
+    print(f"[serve] POST {url}/judge with {len(records)} items through the openai SDK")
+    response = client.post("/judge", body=body, cast_to=object)
+    for record, item in zip(records, response["items"]):
+        for result in item["results"]:
+            shown = {k: result.get(k) for k in ("score", "parse_ok", "error", "expected_score", "confidence")}
+            print(f"[serve] {record.id} «{result['criterion'][:40]}» experts {list(record.expert_scores)} "
+                  f"-> {json.dumps(shown, ensure_ascii=False)}")
+            print(f"        feedback: {result['feedback'][:160]!r}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------------- eval
+
+
+def stage_eval(out: Path, args, servers) -> int:
+    runs = []
+    for recipe in ("seq2seq", "regression"):
+        run_dir = out / "eval" / recipe
+        code = _run(["judge-eval", "run", "--judge", servers.url(recipe), "--api-key-env", "JUDGE_DEMO_KEY",
+                     "--name", f"tiny-{recipe}", "--out", str(run_dir), "--max-tokens", "160", "--concurrency", "16"],
+                    env={"JUDGE_DEMO_KEY": DEMO_API_KEY})
+        if recipe == "regression":
+            servers.stop(recipe)  # frees its two engines before scoring
+        if code:
+            return code
+        code = _run(["judge-eval", "score", "--predictions", str(run_dir), "--n-boot", "200"])
+        if code:
+            return code
+        runs.append(str(run_dir))
+    return _run(["judge-eval", "compare", *runs, "--out", str(out / "eval" / "compare"), "--n-boot", "200"])
+
+
+# ---------------------------------------------------------------------------------------------------- mera
+
+
+def stage_mera(out: Path, args, servers) -> int:
+    code = _run(["judge-eval", "mera", "ruhumaneval", "--self-check", "--data", "openai-humaneval",
+                 "--out", str(out / "mera" / "self-check"), "--overwrite"])
+    if code:
+        return code
+    return _run(["judge-eval", "mera", "ruhumaneval", "--endpoint", servers.url("seq2seq"), "--model", SERVED_NAME,
+                 "--api-key", DEMO_API_KEY, "--data", "openai-humaneval", "--limit", "4", "--n", "4", "--k", "1", "4",
+                 "--max-tokens", "64", "--out", str(out / "mera" / "ruhumaneval"), "--overwrite"])
+
+
+# ---------------------------------------------------------------------------------------------------- processes
+
+
+def _run(cmd: list[str], env: dict | None = None) -> int:
+    """Run a console script of this environment, printing the command first."""
+    print("$ " + " ".join(cmd), flush=True)
+    return subprocess.call([_script(cmd[0]), *cmd[1:]], env={**os.environ, **(env or {})})
+
+
+def _script(name: str) -> str:
+    """A console script of the running interpreter's environment (works without an activated venv)."""
+    return shutil.which(name, path=str(Path(sys.executable).parent)) or name
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class _Servers:
+    """judge-serve processes for the trained judges, started on first use and stopped (process group) at exit."""
+
+    def __init__(self, out: Path, timeout_s: float):
+        self.out, self.timeout_s = out, timeout_s
+        self.running: dict[str, tuple[subprocess.Popen, str]] = {}
+
+    def __enter__(self) -> _Servers:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for recipe in list(self.running):
+            self.stop(recipe)
+
+    def url(self, recipe: str) -> str:
+        """The ``/v1`` base URL of the judge-serve for ``recipe``'s trained judge, starting it if needed."""
+        if recipe not in self.running:
+            self.running[recipe] = self._start(recipe)
+        return self.running[recipe][1]
+
+    def _start(self, recipe: str) -> tuple[subprocess.Popen, str]:
+        import httpx
+
+        model = self.out / "train" / recipe / "export"
+        log_dir = self.out / "serve" / recipe
+        log_dir.mkdir(parents=True, exist_ok=True)
+        port = _free_port()
+        cmd = ["judge-serve", "--model", str(model), "--port", str(port), "--api-key", DEMO_API_KEY,
+               "--served-model-name", SERVED_NAME, "--log-dir", str(log_dir), "--no-access-log", *CPU_SERVE_FLAGS,
+               *(SEQ2SEQ_DEMO_FLAGS if recipe == "seq2seq" else [])]
+        print("$ " + " ".join(cmd) + " &", flush=True)
+        log_path = log_dir / "judge-serve.log"
+        with log_path.open("wb") as log:
+            proc = subprocess.Popen([_script(cmd[0]), *cmd[1:]], stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True, env={**os.environ, "VLLM_CACHE_ROOT": str(log_dir / "vllm-cache")})
+        started = time.monotonic()
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"judge-serve exited with {proc.returncode}; its log:\n{log_path.read_text(errors='replace')[-3000:]}")
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"http://127.0.0.1:{port}/ready", timeout=5).status_code == 200:
+                    break
+            if time.monotonic() - started > self.timeout_s:
+                self._kill(proc)
+                raise RuntimeError(f"judge-serve not ready after {self.timeout_s:.0f} s; its log: {log_path}")
+            time.sleep(1)
+        print(f"[serve] judge-serve ({recipe} judge) ready on port {port} after {time.monotonic() - started:.0f} s", flush=True)
+        return proc, f"http://127.0.0.1:{port}/v1"
+
+    def stop(self, recipe: str) -> None:
+        proc, _ = self.running.pop(recipe, (None, None))
+        if proc is not None:
+            self._kill(proc)
+
+    @staticmethod
+    def _kill(proc: subprocess.Popen) -> None:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)  # judge-serve drains in-flight requests and stops its engines
+            try:
+                proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
 
 
 if __name__ == "__main__":
