@@ -45,7 +45,7 @@ demo: setup
 	$(PY) -m judge.demo --out $(DEMO_DIR)
 
 test: setup
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=25
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info
