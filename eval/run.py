@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from judge.config_files import ConfigError, read_config_file
+
 __all__ = [
     "RunConfig",
     "ConfigError",
@@ -53,10 +55,6 @@ log = logging.getLogger("judge_eval.run")
 REQUEST_FAILED = "request_failed"
 PREDICTION_FIELDS = ("id", "judge", "raw_output", "feedback", "score", "parse_ok", "error", "reason", "score_source",
                      "latency_s")
-
-
-class ConfigError(ValueError):
-    """A run configuration that cannot work; the message names the key."""
 
 
 def _f(default: Any, help: str) -> Any:  # noqa: A002 - argparse's word
@@ -125,16 +123,7 @@ class RunConfig:
         Raises:
             ConfigError: the file is not a mapping, or has a key that is not a field.
         """
-        import yaml
-
-        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-        if not isinstance(raw, dict):
-            raise ConfigError(f"{path}: expected a mapping of keys, got {type(raw).__name__}")
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(raw) - known)
-        if unknown:
-            raise ConfigError(f"{path}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-        return raw
+        return read_config_file(path, cls)
 
 
 # ------------------------------------------------------------------------------------------------ ordering

@@ -12,11 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from judge.config_files import ConfigError, read_config_file
+
 __all__ = ["ServeConfig", "ConfigError", "load_yaml_config"]
-
-
-class ConfigError(ValueError):
-    """A configuration that cannot run; the message names the key."""
 
 
 def _f(default: Any, help: str) -> Any:  # noqa: A002 - mirrors argparse's name
@@ -153,14 +151,4 @@ def load_yaml_config(path: str | Path) -> dict[str, Any]:
     Raises:
         ConfigError: the file is not a mapping, or has keys ``ServeConfig`` does not know (named).
     """
-    import yaml
-
-    text = Path(path).read_text(encoding="utf-8")
-    data = yaml.safe_load(text) or {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping of settings, got {type(data).__name__}")
-    known = {f.name for f in dataclasses.fields(ServeConfig)}
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise ConfigError(f"{path}: unknown keys {unknown}; known keys are {sorted(known)}")
-    return data
+    return read_config_file(path, ServeConfig)

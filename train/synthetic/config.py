@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from judge.config_files import read_config_file
+
 __all__ = [
     "EndpointConfig",
     "InstructionsConfig",
@@ -156,18 +158,7 @@ def load_config(cls: type, path: str | Path | None = None, overrides: dict | Non
     Raises:
         ValueError: unknown keys in the YAML, naming them and the file.
     """
-    import yaml
-
-    values: dict[str, Any] = {}
-    if path:
-        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-        if not isinstance(raw, dict):
-            raise ValueError(f"{path}: expected a mapping of config keys")
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(raw) - known)
-        if unknown:
-            raise ValueError(f"{path}: unknown keys {unknown} for {cls.__name__}; known: {sorted(known)}")
-        values.update(raw)
+    values: dict[str, Any] = dict(read_config_file(path, cls)) if path else {}
     values.update({k: v for k, v in (overrides or {}).items() if v is not None})
     config = cls(**values)
     for f in dataclasses.fields(cls):  # endpoint mappings are validated now, not at the first request
