@@ -136,3 +136,22 @@ def test_top_level_help_lists_the_commands(capsys):
     out = capsys.readouterr().out
     assert "run" in out and "build-data" in out
     assert main([]) == 2
+
+
+def test_output_dir_rules_keep_runs_apart(tmp_path):
+    """A fresh run refuses a folder with checkpoints, --resume needs one, --overwrite_output_dir starts over."""
+    from train.trainer_setup import check_output_dir
+
+    folder = tmp_path / "run"
+    fresh = Seq2SeqConfig(output_dir=str(folder))
+    assert check_output_dir(fresh) is None
+    with pytest.raises(ConfigError, match="no checkpoint-N"):
+        check_output_dir(Seq2SeqConfig(output_dir=str(folder), resume=True))
+    for step in (5, 10):
+        (folder / f"checkpoint-{step}").mkdir(parents=True)
+    (folder / "export").mkdir()
+    with pytest.raises(ConfigError, match="already holds checkpoint-10"):
+        check_output_dir(fresh)
+    assert check_output_dir(Seq2SeqConfig(output_dir=str(folder), resume=True)) == folder / "checkpoint-10"
+    assert check_output_dir(Seq2SeqConfig(output_dir=str(folder), overwrite_output_dir=True)) is None
+    assert not list(folder.glob("checkpoint-*")) and not (folder / "export").exists()

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from judge.config_files import ConfigError, read_config_file
+
 __all__ = [
     "ConfigError",
     "RECIPES",
@@ -38,10 +40,6 @@ __all__ = [
 TINY_MODEL = "tiny-qwen2"
 #: ``data`` value that means the sample data bundled with the package (``judge.sample_data_path()``).
 SAMPLE_DATA = "sample"
-
-
-class ConfigError(ValueError):
-    """A configuration that cannot run: unknown key, wrong type, or an impossible combination."""
 
 
 def _help(text: str, **kw: Any) -> Any:
@@ -146,6 +144,11 @@ class TrainConfig:
         "Continue from the latest checkpoint-N in output_dir (optimizer, scheduler, RNG and data position restored).",
         default=False,
     )
+    overwrite_output_dir: bool = _help(
+        "Start over in an output_dir that holds an earlier run: its checkpoint-N folders and export are deleted "
+        "(a fresh run into such a folder is refused otherwise).",
+        default=False,
+    )
     dataloader_num_workers: int = _help("Data loader worker processes.", default=0)
     disable_tqdm: bool = _help("Hide progress bars (logs still print).", default=False)
 
@@ -164,6 +167,8 @@ class TrainConfig:
         for name in ("global_batch_size", "per_device_train_batch_size", "max_length", "save_steps", "logging_steps"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.resume and self.overwrite_output_dir:
+            raise ConfigError("--resume continues the run in output_dir; --overwrite_output_dir deletes it: pick one")
         if self.deepspeed is not None and not Path(self.deepspeed).is_file():
             raise ConfigError(f"deepspeed config {self.deepspeed} not found (see configs/deepspeed/)")
 
@@ -260,18 +265,6 @@ def _coerce(name: str, value: Any, tp: Any, source: str) -> Any:
     raise ConfigError(f"{source}: {name}: unsupported field type {tp}")
 
 
-def _read_yaml(path: str | Path) -> dict[str, Any]:
-    import yaml
-
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"config file {path} not found")
-    raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: expected a mapping of field: value, got {type(raw).__name__}")
-    return raw
-
-
 def load_config(path: str | Path | None, overrides: dict[str, Any] | None = None, recipe: str | None = None) -> TrainConfig:
     """Resolve a config: dataclass defaults, then the YAML file, then ``overrides`` (already-named fields).
 
@@ -286,7 +279,7 @@ def load_config(path: str | Path | None, overrides: dict[str, Any] | None = None
     Raises:
         ConfigError: unknown keys (naming them and the file), wrong types, or invalid values.
     """
-    raw = _read_yaml(path) if path is not None else {}
+    raw = read_config_file(path) if path is not None else {}
     source = str(path) if path is not None else "<defaults>"
     name = raw.get("recipe", recipe)
     if recipe is not None and raw.get("recipe") not in (None, recipe):

@@ -208,7 +208,8 @@ def latest_checkpoint(output_dir: str | Path) -> Path | None:
 
 
 def check_output_dir(config: TrainConfig) -> Path | None:
-    """Refuse to mix runs: ``--resume`` needs a checkpoint, and a fresh run needs a folder without one.
+    """Refuse to mix runs: ``--resume`` needs a checkpoint, and a fresh run needs a folder without one (or
+    ``--overwrite_output_dir``, which deletes the earlier run's checkpoints and export first, on rank 0).
 
     Returns:
         The checkpoint to resume from, or None for a fresh run.
@@ -217,10 +218,19 @@ def check_output_dir(config: TrainConfig) -> Path | None:
     if config.resume and checkpoint is None:
         raise ConfigError(f"--resume: no checkpoint-N folder in {config.output_dir} to resume from")
     if not config.resume and checkpoint is not None:
-        raise ConfigError(
-            f"{config.output_dir} already holds {checkpoint.name}; pass --resume to continue that run, or choose "
-            "another output_dir"
-        )
+        if not config.overwrite_output_dir:
+            raise ConfigError(
+                f"{config.output_dir} already holds {checkpoint.name}; pass --resume to continue that run, "
+                "--overwrite_output_dir to start over, or choose another output_dir"
+            )
+        if is_main_process():
+            import shutil
+
+            folder = Path(config.output_dir)
+            for path in [*folder.glob("checkpoint-*"), folder / "export", folder / "trained"]:
+                shutil.rmtree(path, ignore_errors=True)
+            logger.warning("--overwrite_output_dir: deleted the earlier run's checkpoints and export in %s", folder)
+        return None
     return checkpoint
 
 
