@@ -29,14 +29,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from judge.checkpoints import EXPORT_MANIFEST, GENERATOR_SUBDIR, read_manifest
+
 __all__ = ["CheckpointLayout", "LayoutError", "resolve_layout", "GENERATOR_SUBFOLDERS", "EXPORT_MANIFEST"]
 
 JudgeKind = Literal["seq2seq", "regression"]
 
-#: Subfolders of a regression export searched for the generating model (train/export.py's GENERATOR_SUBDIR).
-GENERATOR_SUBFOLDERS = ("generator",)
-#: The export manifest judge-train writes (train/export.py's EXPORT_MANIFEST).
-EXPORT_MANIFEST = "pollux_judge.json"
+#: Subfolders of a regression export searched for the generating model.
+GENERATOR_SUBFOLDERS = (GENERATOR_SUBDIR,)
 
 
 class LayoutError(ValueError):
@@ -96,14 +96,10 @@ def resolve_layout(model: str | Path, generator_model: str | Path | None = None)
         raise LayoutError(f"model: {root} is not a folder")
     archs = _architectures(root)
     manifest_path = root / EXPORT_MANIFEST
-    manifest: dict = {}
-    if manifest_path.is_file():
-        try:
-            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as err:
-            raise LayoutError(f"{manifest_path}: not valid JSON ({err})") from err
-        if not isinstance(manifest, dict):
-            raise LayoutError(f"{manifest_path}: expected a JSON object")
+    try:
+        manifest = read_manifest(root)
+    except ValueError as err:
+        raise LayoutError(str(err)) from err
     prompt_version = str(manifest.get("prompt_version") or "")
     if any(a.endswith("ForCausalLM") for a in archs):
         if manifest.get("mode", "seq2seq") != "seq2seq":

@@ -35,13 +35,14 @@ merged into the base weights first.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import shutil
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from judge.checkpoints import EXPORT_MANIFEST, GENERATOR_SUBDIR, write_manifest
 
 __all__ = [
     "ExportError",
@@ -58,8 +59,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-EXPORT_MANIFEST = "pollux_judge.json"
-GENERATOR_SUBDIR = "generator"
 #: Positions at the end of each probe row whose logits are compared (the whole vocabulary at each).
 PROBE_POSITIONS = 4
 
@@ -151,13 +150,6 @@ def _save_tokenizer_and_generation(model, tokenizer, folder: Path) -> None:
     generation.save_pretrained(str(folder))
 
 
-def _write_manifest(folder: Path, mode: str, extra: dict[str, Any]) -> None:
-    import judge
-
-    manifest = {"mode": mode, "prompt_version": judge.PROMPT_VERSION, **extra}
-    (folder / EXPORT_MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-
-
 def _fresh(folder: Path) -> Path:
     if folder.exists():
         shutil.rmtree(folder)
@@ -184,7 +176,7 @@ def export_seq2seq(model, tokenizer, out_dir: str | Path) -> Path:
     model.config.use_cache = True  # gradient checkpointing switched it off for training
     model.save_pretrained(str(out), safe_serialization=True)
     _save_tokenizer_and_generation(model, tokenizer, out)
-    _write_manifest(out, "seq2seq", {"generator": ".", "score_head": None})
+    write_manifest(out, "seq2seq", generator=".", score_head=None)
     return out
 
 
@@ -229,7 +221,7 @@ def export_regression(model, tokenizer, out_dir: str | Path) -> Path:
     generator.save_pretrained(str(generator_dir), state_dict=gen_state, safe_serialization=True)
     _save_tokenizer_and_generation(model, tokenizer, generator_dir)
 
-    _write_manifest(out, "regression", {"generator": GENERATOR_SUBDIR, "score_head": "score"})
+    write_manifest(out, "regression", generator=GENERATOR_SUBDIR, score_head="score")
     return out
 
 
