@@ -127,7 +127,13 @@ def build_rows(
     records = list(records)
     report = BuildReport(n_records=len(records))
     if zero_shot == "refuse":
-        judge.check_no_leakage(records)
+        try:
+            judge.check_no_leakage(records)
+        except judge.LeakageError as err:
+            raise judge.LeakageError(
+                f"{err}. In judge-train: zero_shot: drop (--zero_shot drop) leaves them out and counts them, "
+                "zero_shot: allow trains on them"
+            ) from None
     spec = judge.load_split_spec()
 
     rows: list[dict[str, Any]] = []

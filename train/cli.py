@@ -72,9 +72,11 @@ def run(argv: Sequence[str]) -> int:
         from train.seq2seq import main as recipe_main
     else:
         from train.regression import main as recipe_main
+    from judge import LeakageError
+
     try:
         result = recipe_main(config)
-    except ConfigError as err:
+    except (ConfigError, LeakageError) as err:
         print(f"judge-train run: error: {err}", file=sys.stderr)
         return 2
     if result.export_dir:
