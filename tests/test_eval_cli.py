@@ -4,7 +4,6 @@ end-to-end test drives a tiny real judge on vLLM through run -> score -> compare
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import signal
@@ -19,6 +18,7 @@ import pytest
 import judge
 from eval.cli import build_parser, main, resolve_run_config
 from eval.run import RunConfig, prefix_order, read_predictions
+from tests.scripted_endpoint import ScriptedEndpoint, chat_completion
 
 REPO = Path(__file__).resolve().parent.parent
 GOOD = "[FEEDBACK] Ответ соответствует критерию. [RESULT] 1 [END]"
@@ -27,7 +27,7 @@ GOOD = "[FEEDBACK] Ответ соответствует критерию. [RESU
 # ------------------------------------------------------------------------------------------ scripted server
 
 
-class ScriptedServer:
+class ScriptedServer(ScriptedEndpoint):
     """An OpenAI-compatible server on 127.0.0.1 that answers from a script and records every request body.
 
     ``script[prompt]`` is a list of actions used in turn (the last one repeats): a reply text, or an int HTTP status
@@ -38,66 +38,31 @@ class ScriptedServer:
     def __init__(self, script=None, delay_s: float = 0.0, judge_results=None):
         self.script = {k: list(v) for k, v in (script or {}).items()}
         self.delay_s, self.judge_results = delay_s, judge_results
-        self.received: list[tuple[str, dict]] = []
         self.lock = threading.Lock()
-        server = self
+        super().__init__(self._respond)
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args):  # keep pytest output clean
-                pass
+    def _respond(self, path: str, body: dict) -> tuple[int, dict]:
+        if path == "/v1/judge":
+            if self.judge_results is None:
+                return 404, {"detail": "Not Found"}
+            if not body:  # backend detection probes with an empty body
+                return 400, {"error": {"message": "items: required field is missing"}}
+            results = [self.judge_results(c) for c in body["items"][0]["criteria"]]
+            return 200, {"object": "judge.result", "items": [{"index": 0, "results": results}]}
+        if path != "/v1/chat/completions":
+            return 404, {"error": {"message": "not found"}}
+        with self.lock:
+            actions = self.script.get(body["messages"][0]["content"])
+            action = (actions.pop(0) if len(actions) > 1 else actions[0]) if actions else GOOD
+        time.sleep(self.delay_s)
+        if isinstance(action, int):
+            return action, {"error": {"message": f"scripted {action}", "type": "scripted"}}
+        return 200, chat_completion(action, body["model"])
 
-            def _send(self, status: int, body: dict) -> None:
-                data = json.dumps(body, ensure_ascii=False).encode("utf-8")
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self):
-                if self.path == "/v1/models":
-                    return self._send(200, {"object": "list", "data": [{"id": "scripted", "object": "model"}]})
-                self._send(404, {"error": {"message": "not found"}})
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-                if self.path == "/v1/judge":
-                    if server.judge_results is None:
-                        return self._send(404, {"detail": "Not Found"})
-                    if not body:  # backend detection probes with an empty body
-                        return self._send(400, {"error": {"message": "items: required field is missing"}})
-                    with server.lock:
-                        server.received.append((self.path, body))
-                    results = [server.judge_results(c) for c in body["items"][0]["criteria"]]
-                    return self._send(200, {"object": "judge.result", "items": [{"index": 0, "results": results}]})
-                if self.path != "/v1/chat/completions":
-                    return self._send(404, {"error": {"message": "not found"}})
-                with server.lock:
-                    server.received.append((self.path, body))
-                    prompt = body["messages"][0]["content"]
-                    actions = server.script.get(prompt)
-                    action = (actions.pop(0) if len(actions) > 1 else actions[0]) if actions else GOOD
-                time.sleep(server.delay_s)
-                if isinstance(action, int):
-                    return self._send(action, {"error": {"message": f"scripted {action}", "type": "scripted"}})
-                self._send(200, {
-                    "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": action}}],
-                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-                })
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    @property
+    def received(self) -> list[tuple[str, dict]]:
+        """Every request but the backend-detection probe (an empty POST to /v1/judge)."""
+        return [(path, body) for path, body in self.requests if body]
 
     def prompts(self) -> list[str]:
         return [body["messages"][0]["content"] for path, body in self.received if path == "/v1/chat/completions"]
@@ -242,7 +207,7 @@ def test_run_resumes_a_killed_run_to_exactly_one_row_per_item(small_data, tmp_pa
         # The kill interrupted a write: half a JSON line, no newline.
         with (out / "predictions.jsonl").open("a", encoding="utf-8") as handle:
             handle.write('{"id": "' + records[-1].id + '", "judge": "scr')
-        server.received.clear()
+        server.requests.clear()
         server.delay_s = 0.0
         assert main(_run_args(server.base_url, data, out)) == 0
     after = _ids(out / "predictions.jsonl")
@@ -267,7 +232,7 @@ def test_transient_failures_are_retried_and_refusals_retried_on_the_next_run(sma
         failed = rows[records[1].id]
         assert (failed["error"], failed["parse_ok"], failed["score"]) == ("request_failed", False, None)
         assert "HTTP 400" in failed["reason"]
-        server.received.clear()
+        server.requests.clear()
         assert main(_run_args(server.base_url, data, tmp_path)) == 0
         assert server.prompts() == [refused]
     rows = read_predictions(tmp_path)

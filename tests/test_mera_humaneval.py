@@ -1,7 +1,7 @@
 """ruHumanEval: data formats, prompts, code extraction, pass@k by hand, canonical and wrong solutions, end to end.
 
 The end-to-end runs talk to ``ScriptedEndpoint`` (a local OpenAI-compatible HTTP server from
-``test_mera_rutie``) and assert the exact payloads that cross the wire; one slow test runs the tiny model
+``scripted_endpoint``, with response bodies from ``test_mera_rutie``) and assert the exact payloads that cross the wire; one slow test runs the tiny model
 under real vLLM.
 """
 
@@ -29,7 +29,8 @@ from eval.mera.humaneval import (
     truncate_at_stops,
 )
 from eval.mera.sandbox import PASSED, RUNTIME, SYNTAX, TIMEOUT, WRONG_ANSWER, Limits, Sandbox
-from tests.test_mera_rutie import ScriptedEndpoint, chat_body, completion_body
+from tests.scripted_endpoint import ScriptedEndpoint
+from tests.test_mera_rutie import chat_body, completion_body
 
 SAMPLE = Path(cli.__file__).with_name("data") / "ruhumaneval_sample.jsonl"
 

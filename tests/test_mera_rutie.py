@@ -1,15 +1,13 @@
 """ruTiE: answer parsing, prompts, metrics, and runs against a scripted endpoint at the HTTP boundary.
 
-``ScriptedEndpoint`` is a tiny OpenAI-compatible HTTP server answering from a table; it records every request
-body so the tests can assert the exact prompts that crossed the wire. ``test_mera_humaneval`` reuses it.
+``ScriptedEndpoint`` (``tests/scripted_endpoint.py``) is a tiny OpenAI-compatible HTTP server, here answering from a
+table; it records every request body so the tests can assert the exact prompts that crossed the wire.
+``test_mera_humaneval`` reuses the response bodies built here.
 """
 
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +33,12 @@ from eval.mera.rutie import (
     render_context,
     rutie_metrics,
 )
+from tests.scripted_endpoint import ScriptedEndpoint
 
 SAMPLE = Path(cli.__file__).with_name("data") / "rutie_sample.jsonl"
 
 # ---------------------------------------------------------------------------------------------------------------
-# A scripted OpenAI-compatible endpoint
+# What the scripted endpoint answers
 # ---------------------------------------------------------------------------------------------------------------
 
 
@@ -59,63 +58,6 @@ def chat_body(model: str, texts: list[str], prompt_tokens: int) -> dict:
                      "logprobs": None} for i, t in enumerate(texts)],
         "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(texts), "total_tokens": prompt_tokens + 1},
     }  # fmt: skip
-
-
-class ScriptedEndpoint:
-    """OpenAI-compatible server on 127.0.0.1 answering with ``respond(path, body) -> (status, json)``.
-
-    ``requests`` holds every ``(path, body)`` received, in arrival order. ``/v1/models`` lists ``model`` with
-    ``max_model_len``.
-    """
-
-    def __init__(self, respond: Callable[[str, dict], tuple[int, dict]], model: str = "scripted",
-                 max_model_len: int | None = 4096):  # fmt: skip
-        self.respond = respond
-        self.model = model
-        self.max_model_len = max_model_len
-        self.requests: list[tuple[str, dict]] = []
-        self._lock = threading.Lock()
-        endpoint = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):  # keep pytest output clean
-                pass
-
-            def _send(self, status: int, payload: dict) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self):
-                entry = {"id": endpoint.model, "object": "model", "created": 0, "owned_by": "test"}
-                if endpoint.max_model_len is not None:
-                    entry["max_model_len"] = endpoint.max_model_len
-                self._send(200, {"object": "list", "data": [entry]})
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                with endpoint._lock:
-                    endpoint.requests.append((self.path, body))
-                status, payload = endpoint.respond(self.path, body)
-                self._send(status, payload)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> ScriptedEndpoint:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-    def bodies(self, path: str) -> list[dict]:
-        return [b for p, b in self.requests if p == path]
 
 
 def error_body(message: str) -> dict:

@@ -15,13 +15,12 @@ import os
 import re
 import subprocess
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
+from tests.scripted_endpoint import ScriptedEndpoint, chat_completion
 from tests.slurm_cluster import SlurmCluster
 
 REPO = Path(__file__).resolve().parent.parent
@@ -175,46 +174,15 @@ def test_preempted_job_saves_requeues_and_resumes_to_the_same_result(training_ru
 VERDICT = "[FEEDBACK] Ответ верный и полный. [RESULT] 1 [END]"
 
 
-class _JudgeStub(BaseHTTPRequestHandler):
+def _judge_stub(path: str, body: dict) -> tuple[int, dict]:
     """An OpenAI-compatible endpoint answering every chat completion with one fixed verdict.
 
     The judge itself is not under test here (eval's own tests run real vLLM); the jobs' plumbing is. It is a
     network boundary, so the test counts the requests that cross it.
     """
-
-    requests: list[dict] = []
-    lock = threading.Lock()
-
-    def log_message(self, *args):  # quiet
-        pass
-
-    def _send(self, code: int, body: dict) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_GET(self):
-        if self.path.rstrip("/").endswith("/v1/models"):
-            self._send(200, {"object": "list", "data": [{"id": "stub-judge", "object": "model", "owned_by": "test"}]})
-        else:
-            self._send(404, {"error": {"message": "not found"}})
-
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-        if not self.path.rstrip("/").endswith("/chat/completions"):
-            self._send(404, {"error": {"message": "not found"}})
-            return
-        with self.lock:
-            self.requests.append(body)
-        self._send(200, {
-            "id": "cmpl-stub", "object": "chat.completion", "created": 0, "model": body.get("model", "stub-judge"),
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": VERDICT}}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-        })  # fmt: skip
+    if path != "/v1/chat/completions":
+        return 404, {"error": {"message": "not found"}}
+    return 200, chat_completion(VERDICT, body.get("model", "stub-judge"))
 
 
 def test_eval_array_and_dependent_merge(slurm_cluster, slurm_job_env, tmp_path):
@@ -223,14 +191,12 @@ def test_eval_array_and_dependent_merge(slurm_cluster, slurm_job_env, tmp_path):
 
     data = _short_standard_records(tmp_path / "records.jsonl", 7)  # 7 records over 3 shards: 3 + 3 + 1
     n_items = len(judge.load_records(data))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _JudgeStub)
-    _JudgeStub.requests = []
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = ScriptedEndpoint(_judge_stub, model="stub-judge", max_model_len=None)
     try:
         env = {
             **slurm_job_env,
             "PATH": f"{_console_scripts(tmp_path / 'bin')}{os.pathsep}{slurm_job_env['PATH']}",
-            "JUDGE_EVAL_JUDGE": f"http://127.0.0.1:{server.server_address[1]}/v1",
+            "JUDGE_EVAL_JUDGE": server.base_url,
             "JUDGE_EVAL_DATA": str(data),
             "JUDGE_EVAL_OUT": str(tmp_path / "eval"),
         }
@@ -248,7 +214,7 @@ def test_eval_array_and_dependent_merge(slurm_cluster, slurm_job_env, tmp_path):
         record = slurm_cluster.wait(merge, timeout_s=JOB_TIMEOUT_S)
         print(f"\neval array (3 tasks) + merge took {time.monotonic() - started:.0f} s")
     finally:
-        server.shutdown()
+        server.close()
     logs = "\n".join(p.read_text(errors="replace") for p in sorted(tmp_path.glob("*.out")))
     assert record["JobState"] == "COMPLETED", f"{record}\n{logs[-5000:]}"
     for task in range(3):
@@ -259,7 +225,7 @@ def test_eval_array_and_dependent_merge(slurm_cluster, slurm_job_env, tmp_path):
     merged = [json.loads(line) for line in (tmp_path / "eval" / "predictions.jsonl").read_text().splitlines()]
     assert sorted(row["id"] for row in merged) == sorted(rec.id for rec in judge.load_records(data))
     assert all(row["parse_ok"] and row["score"] == 1 for row in merged)
-    assert len(_JudgeStub.requests) == n_items
+    assert len(server.bodies("/v1/chat/completions")) == n_items
     assert (tmp_path / "eval" / "metrics.json").is_file()
 
 

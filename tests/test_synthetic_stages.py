@@ -10,18 +10,18 @@ from __future__ import annotations
 import json
 import threading
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from judge import load_records, load_taxonomy, render_prompt_en
+from tests import scripted_endpoint
 from train.synthetic.cli import main
 from train.synthetic.client import ChatClient, assign_shares
 from train.synthetic.config import EndpointConfig
 
 
-class ScriptedEndpoint:
+class ScriptedEndpoint(scripted_endpoint.ScriptedEndpoint):
     """An OpenAI-compatible chat endpoint that answers from a table.
 
     Args:
@@ -30,33 +30,16 @@ class ScriptedEndpoint:
 
     def __init__(self, table: dict[tuple[str, str], list]):
         self.table = {key: list(replies) for key, replies in table.items()}
-        self.received: list[dict] = []
         self.unscripted: list[dict] = []
-        self._lock = threading.Lock()
-        endpoint = self
+        self._table_lock = threading.Lock()
+        super().__init__(self._answer)
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):  # keep pytest output clean
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                status, payload = endpoint._answer(self.path, body)
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
+    @property
+    def received(self) -> list[dict]:
+        return [body for _, body in self.requests]
 
     def _answer(self, path: str, body: dict) -> tuple[int, dict]:
-        with self._lock:
-            self.received.append(body)
+        with self._table_lock:
             user = [m["content"] for m in body.get("messages", []) if m["role"] == "user"]
             key = (body.get("model"), user[-1] if user else None)
             if path != "/v1/chat/completions" or key not in self.table:
@@ -67,15 +50,7 @@ class ScriptedEndpoint:
         if isinstance(reply, int):
             return reply, {"error": {"message": f"scripted {reply}", "type": "server_error"}}
         text, finish = reply if isinstance(reply, tuple) else (reply, "stop")
-        return 200, {
-            "id": "chatcmpl-scripted", "object": "chat.completion", "created": 0, "model": body["model"],
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-        }  # fmt: skip
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        return 200, scripted_endpoint.chat_completion(text, body["model"], finish)
 
 
 @pytest.fixture

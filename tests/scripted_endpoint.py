@@ -1,0 +1,85 @@
+"""A scripted OpenAI-compatible endpoint on 127.0.0.1: the network boundary of the eval, MERA, synthetic-data and
+Slurm tests.
+
+``ScriptedEndpoint`` is a real HTTP server that answers every POST with ``respond(path, body) -> (status, json)`` and
+records each ``(path, body)`` it receives, so a test can assert the exact payloads that crossed the wire. What to
+answer (a table, a script, a fixed verdict) stays with each test module.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class ScriptedEndpoint:
+    """OpenAI-compatible server on 127.0.0.1 answering with ``respond(path, body) -> (status, json)``.
+
+    It serves from construction until ``close()`` (or the end of a ``with`` block). ``requests`` holds every
+    ``(path, body)`` POSTed, in arrival order (an empty body reads as ``{}``). ``GET /v1/models`` lists ``model``
+    with ``max_model_len`` (left out when None), as vLLM does.
+    """
+
+    def __init__(self, respond: Callable[[str, dict], tuple[int, dict]], model: str = "scripted",
+                 max_model_len: int | None = 4096):  # fmt: skip
+        self.respond = respond
+        self.model = model
+        self.max_model_len = max_model_len
+        self.requests: list[tuple[str, dict]] = []
+        self._lock = threading.Lock()
+        endpoint = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep pytest output clean
+                pass
+
+            def _send(self, status: int, payload: dict) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                if self.path.rstrip("/") != "/v1/models":
+                    return self._send(404, {"error": {"message": "not found"}})
+                entry = {"id": endpoint.model, "object": "model", "created": 0, "owned_by": "test"}
+                if endpoint.max_model_len is not None:
+                    entry["max_model_len"] = endpoint.max_model_len
+                self._send(200, {"object": "list", "data": [entry]})
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                with endpoint._lock:
+                    endpoint.requests.append((self.path, body))
+                self._send(*endpoint.respond(self.path, body))
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def __enter__(self) -> ScriptedEndpoint:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def bodies(self, path: str) -> list[dict]:
+        """The bodies POSTed to ``path``, in arrival order."""
+        return [b for p, b in self.requests if p == path]
+
+
+def chat_completion(text: str, model: str, finish_reason: str = "stop") -> dict:
+    """An OpenAI ``chat.completion`` with one choice saying ``text``."""
+    return {
+        "id": "chatcmpl-scripted", "object": "chat.completion", "created": 0, "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish_reason}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }  # fmt: skip
