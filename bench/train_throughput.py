@@ -76,7 +76,7 @@ def cpu_packing_ratio(rows: int, batch: int, max_length: int, seed: int) -> dict
     tokenizer = load_tokenizer(str(base))
     all_rows, _ = build_rows(judge.load_records(judge.sample_data_path()), recipe="seq2seq", zero_shot="drop")
     kept, _ = drop_too_long(all_rows, tokenizer, max_length)
-    kept = kept[:rows]
+    kept = kept[:: max(1, len(kept) // rows)][:rows]  # spread over the file: the sample's lengths vary by task
     lengths = [len(tokenizer(judge.apply_chat(tokenizer, r["prompt"], r["completion"]))["input_ids"]) for r in kept]
 
     # The same real tokens per step both ways: `batch` padded rows, or as many max_length blocks as they fill.
