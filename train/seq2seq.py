@@ -131,7 +131,9 @@ def main(config: Seq2SeqConfig, *, callbacks: tuple = ()) -> RunResult:
 
     # ---- save ---------------------------------------------------------------------------------------------------
     export_dir = Path(config.output_dir) / "export"
-    probe_texts = [judge.apply_chat(tokenizer, row["prompt"], row["completion"]) for row in train_rows[:2]]
+    # The two shortest training rows: rank 0 reloads the export on CPU to compare, and a 7B forward there is slow.
+    probe_rows = sorted(train_rows, key=lambda row: len(row["prompt"]) + len(row["completion"]))[:2]
+    probe_texts = [judge.apply_chat(tokenizer, row["prompt"], row["completion"]) for row in probe_rows]
     result.export_report = export.export_after_training(
         trainer,
         mode="seq2seq",
