@@ -173,7 +173,9 @@ def _has_no_unique_mode(scores) -> bool:
 
 def stage_train(out: Path, args, servers) -> int:
     for recipe in ("seq2seq", "regression"):
-        code = _run(["judge-train", "--config", f"configs/train/tiny/{recipe}.yaml", "--output_dir", str(out / "train" / recipe)])
+        # A second `make demo` trains again from scratch rather than refusing the folder of the first.
+        code = _run(["judge-train", "--config", f"configs/train/tiny/{recipe}.yaml", "--output_dir", str(out / "train" / recipe),
+                     "--overwrite_output_dir", "true"])
         if code:
             return code
         print(f"[train] {recipe} judge exported to {out / 'train' / recipe / 'export'}")
