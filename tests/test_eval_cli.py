@@ -331,7 +331,10 @@ def test_score_without_a_prediction_for_every_item_reports_them_missing(small_da
 
 def test_score_logs_tables_and_plots_to_wandb_offline(small_data, tmp_path, monkeypatch):
     """--wandb-project logs every table and PNG (offline here: no network)."""
+    import wandb
+
     data, _ = small_data
+    wandb.teardown()  # W&B's process-wide setup keeps the WANDB_DIR of any run logged earlier in this process
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_DIR", str(tmp_path / "wandb-root"))
     monkeypatch.setenv("WANDB_SILENT", "true")

@@ -21,6 +21,11 @@ def test_lora_regression_run_merges_adapters_and_head_into_the_export(tiny_causa
 
     from train import regression
 
+    import wandb
+
+    # W&B keeps a process-wide setup (with the WANDB_DIR it first saw); a run logged earlier in this pytest process
+    # (eval's offline-logging test) would otherwise send this run's files to that test's folder.
+    wandb.teardown()
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_DIR", str(tmp_path / "wandb"))
     monkeypatch.setenv("WANDB_SILENT", "true")
