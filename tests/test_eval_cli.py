@@ -257,11 +257,14 @@ def test_english_prompt_for_api_judges_from_environment(small_data, tmp_path, mo
         assert main(["run", "--base-url-env", "TEST_JUDGE_URL", "--api-key-env", "TEST_JUDGE_KEY", "--model", "gpt-x",
                      "--prompt", "en", "--data", str(data), "--out", str(tmp_path), "--limit", "2", "--max-tokens",
                      "64", "--no-progress"]) == 0
-    assert [body for _, body in server.received] == [
+    # The two requests are in flight at once, so they may arrive in either order; each payload must be exact.
+    expected = [
         {"model": "gpt-x", "messages": [{"role": "user", "content": judge.render_prompt_en(r)}], "max_tokens": 64,
          "temperature": 0.0}
         for r in records[:2]
     ]
+    by_text = lambda body: json.dumps(body, sort_keys=True, ensure_ascii=False)  # noqa: E731
+    assert sorted((body for _, body in server.received), key=by_text) == sorted(expected, key=by_text)
 
 
 def test_judge_serve_backend_batches_criteria_and_keeps_regression_scores(small_data, tmp_path):
