@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import os
-from pathlib import Path
 from typing import Any
 
 from train.config import Seq2SeqConfig, config_to_dict
@@ -56,8 +55,7 @@ def main(config: Seq2SeqConfig, *, callbacks: tuple = ()) -> RunResult:
     from transformers import AutoModelForCausalLM
     from trl import SFTConfig, SFTTrainer
 
-    import judge
-    from train import build_data, export, preemption, provenance, trainer_setup
+    from train import build_data, preemption, provenance, trainer_setup
 
     # ---- config -------------------------------------------------------------------------------------------------
     trainer_setup.setup_logging()
@@ -111,41 +109,10 @@ def main(config: Seq2SeqConfig, *, callbacks: tuple = ()) -> RunResult:
     )
 
     # ---- train --------------------------------------------------------------------------------------------------
-    stopper.install()
-    try:
-        trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
-    finally:
-        stopper.uninstall()
-    result = RunResult(
-        output_dir=config.output_dir,
-        export_dir=None,
-        global_step=trainer.state.global_step,
-        final_learning_rate=float(trainer.lr_scheduler.get_last_lr()[0]),
-        log_history=list(trainer.state.log_history),
-        stopped_by_signal=stopper.received,
+    result = trainer_setup.train_and_export(
+        trainer, config, stopper=stopper, resume_from=resume_from, mode="seq2seq", model_cls=AutoModelForCausalLM,
+        tokenizer=tokenizer, train_rows=train_rows, base_model=base_model, dtype=dtype,
     )
-    if stopper.stopped_at_step is not None:
-        logger.warning("stopped at step %d by a signal; resume with --resume", stopper.stopped_at_step)
-        preemption.requeue_slurm_job(stopper)
-        return result
-
-    # ---- save ---------------------------------------------------------------------------------------------------
-    export_dir = Path(config.output_dir) / "export"
-    # The two shortest training rows: rank 0 reloads the export on CPU to compare, and a 7B forward there is slow.
-    probe_rows = sorted(train_rows, key=lambda row: len(row["prompt"]) + len(row["completion"]))[:2]
-    probe_texts = [judge.apply_chat(tokenizer, row["prompt"], row["completion"]) for row in probe_rows]
-    result.export_report = export.export_after_training(
-        trainer,
-        mode="seq2seq",
-        model_cls=AutoModelForCausalLM,
-        tokenizer=tokenizer,
-        probe_texts=probe_texts,
-        base_model=base_model,
-        dtype=dtype,
-        export_dir=export_dir,
-    )
-    result.export_dir = str(export_dir)
-    if trainer.is_world_process_zero():
-        provenance.record_result(config.output_dir, result)
-    logger.info("seq2seq judge exported to %s", export_dir)
+    if result.export_dir is not None:
+        logger.info("seq2seq judge exported to %s", result.export_dir)
     return result

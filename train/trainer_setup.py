@@ -264,3 +264,60 @@ def setup_logging() -> None:
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=level)
     logging.getLogger("train").setLevel(level)
     transformers.utils.logging.set_verbosity_warning()
+
+
+def train_and_export(trainer, config: TrainConfig, *, stopper, resume_from: Path | None, mode: str, model_cls,
+                     tokenizer, train_rows: list[dict[str, Any]], base_model: str, dtype):
+    """The tail both recipes share: train (resuming if asked), stop cleanly on a signal, else export and record.
+
+    Args:
+        trainer: the built trl/transformers trainer.
+        stopper: the installed-on-demand ``preemption.SaveAndStopOnSignal`` callback of that trainer.
+        resume_from: the checkpoint to resume from, or None.
+        mode, model_cls: what ``export.export_after_training`` exports and reloads it as.
+        train_rows: the training rows (``prompt``, ``completion``); the two shortest probe the export.
+        base_model, dtype, tokenizer: as the recipe loaded them.
+
+    Returns:
+        The ``RunResult``; its ``export_dir`` is None when a signal stopped the run (a checkpoint was saved and the
+        Slurm job requeued; resume with ``--resume``).
+    """
+    import judge
+    from train import export, preemption, provenance
+
+    stopper.install()
+    try:
+        trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+    finally:
+        stopper.uninstall()
+    result = provenance.RunResult(
+        output_dir=config.output_dir,
+        export_dir=None,
+        global_step=trainer.state.global_step,
+        final_learning_rate=float(trainer.lr_scheduler.get_last_lr()[0]),
+        log_history=list(trainer.state.log_history),
+        stopped_by_signal=stopper.received,
+    )
+    if stopper.stopped_at_step is not None:
+        logger.warning("stopped at step %d by a signal; resume with --resume", stopper.stopped_at_step)
+        preemption.requeue_slurm_job(stopper)
+        return result
+
+    export_dir = Path(config.output_dir) / "export"
+    # The two shortest training rows: rank 0 reloads the export on CPU to compare, and a 7B forward there is slow.
+    probe_rows = sorted(train_rows, key=lambda row: len(row["prompt"]) + len(row["completion"]))[:2]
+    probe_texts = [judge.apply_chat(tokenizer, row["prompt"], row["completion"]) for row in probe_rows]
+    result.export_report = export.export_after_training(
+        trainer,
+        mode=mode,
+        model_cls=model_cls,
+        tokenizer=tokenizer,
+        probe_texts=probe_texts,
+        base_model=base_model,
+        dtype=dtype,
+        export_dir=export_dir,
+    )
+    result.export_dir = str(export_dir)
+    if trainer.is_world_process_zero():
+        provenance.record_result(config.output_dir, result)
+    return result
