@@ -85,11 +85,14 @@ def build_parser() -> argparse.ArgumentParser:
     score_p.add_argument("--name", default="", help="The judge's label in the report (default: from predictions).")
     score_p.add_argument("--no-plots", dest="plots", action="store_false", help="Skip the PNG plots.")
     score_p.add_argument("--wandb-project", default="", help="Also log tables and plots to this W&B project.")
+    score_p.add_argument("--html-text-items", type=int, default=None,
+                         help="Items whose full texts report.html embeds, largest disagreements first (default: "
+                              "20000; -1: all).")
 
     cmp_p = sub.add_parser("compare", help="Scored runs side by side with paired-bootstrap significance.",
                            description="Compare scored runs (folders written by `score`) with the first one.")
     cmp_p.add_argument("runs", nargs="+", metavar="RUN", help="Scored run folders; the first is the baseline.")
-    cmp_p.add_argument("--out", default=None, help="Also write compare.json and compare.md here.")
+    cmp_p.add_argument("--out", default=None, help="Also write compare.json, compare.md and compare.html here.")
     cmp_p.add_argument("--n-boot", type=int, default=1000, help="Paired bootstrap resamples.")
     cmp_p.add_argument("--seed", type=int, default=0, help="Bootstrap seed.")
     cmp_p.add_argument("--alpha", type=float, default=0.05, help="Significance level of better/worse calls.")
@@ -126,7 +129,8 @@ def _score(args: argparse.Namespace) -> int:
     from eval.report import SPLIT_TITLES, fmt, fmt_ci, score
 
     result = score(args.predictions, args.data, args.out, target=args.target, n_boot=args.n_boot, seed=args.seed,
-                   vc_repeats=args.vc_repeats, plots=args.plots, wandb_project=args.wandb_project, name=args.name)
+                   vc_repeats=args.vc_repeats, plots=args.plots, wandb_project=args.wandb_project, name=args.name,
+                   html_text_items=args.html_text_items)
     for split, block in result["splits"].items():
         c = block["overall"]
         print(f"{SPLIT_TITLES[split]:>22}: n {c['n']}, n_failed {c['n_failed']}, no unique mode "
@@ -150,6 +154,9 @@ def _compare(args: argparse.Namespace) -> int:
         out.mkdir(parents=True, exist_ok=True)
         (out / "compare.json").write_text(dumps(result) + "\n", encoding="utf-8")
         (out / "compare.md").write_text(markdown + "\n", encoding="utf-8")
+        from eval.html_report import write_compare_page
+
+        print(f"compare.html: {write_compare_page(result, out)}")
     return 0
 
 
