@@ -542,7 +542,8 @@ def compare_items(result: Mapping[str, Any], top: int = 1000) -> dict[str, Any]:
             out_rows.append([item_id, cats, [a, b], reference, None if diff is None else round(diff, 4), experts,
                              len(details) - 1])
     return {
-        "kind": "compare", "judges": ["baseline: " + names[0], "run"], "strings": strings.values,
+        "kind": "compare",
+        "judges": ["baseline: " + names[0], "run: " + names[1] if len(names) == 2 else "run"], "strings": strings.values,
         "details": details, "rows": out_rows, "page_size": 50, "status_filter": 5, "list_columns": [0, 4, 2, 5],
         "filters": [{"key": key, "label": label, "values": values[key]} for key, label in filters],
         "diff_label": "|run − baseline|", "reference_label": "experts' reference",
