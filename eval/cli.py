@@ -22,9 +22,23 @@ import logging
 import sys
 from typing import Any
 
-__all__ = ["main", "build_parser", "resolve_run_config"]
+__all__ = ["main", "build_parser", "resolve_run_config", "configure_logging", "CHATTY_LOGGERS"]
 
 log = logging.getLogger("judge_eval")
+# Client libraries that log one INFO line per HTTP request (httpx: hundreds of them through the progress bar, the
+# backend probe's expected 4xx among them). Shown with --log-level debug only.
+CHATTY_LOGGERS = ("httpx", "httpcore", "httpx2", "httpcore2", "openai")  # openai 3.x sends through httpx2
+
+
+def configure_logging(level: str) -> None:
+    """Root logging at ``level``; the HTTP clients' per-request lines only at ``debug``."""
+    number = logging.getLevelName(level.upper())
+    if not isinstance(number, int):
+        raise ValueError(f"--log-level: unknown level {level!r} (debug, info, warning, error)")
+    logging.basicConfig(level=number, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger().setLevel(number)  # also when handlers exist already (basicConfig then does nothing)
+    for name in CHATTY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.NOTSET if number <= logging.DEBUG else logging.WARNING)
 
 
 def _add_config_flags(parser: argparse.ArgumentParser) -> None:
@@ -62,7 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``judge-eval`` parser with its subcommands (``mera`` is dispatched before parsing)."""
     parser = argparse.ArgumentParser(prog="judge-eval", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    parser.add_argument("--log-level", default="info", help="Logging level (debug, info, warning).")
+    parser.add_argument("--log-level", default="info",
+                        help="Logging level (debug, info, warning); HTTP request lines are shown at debug only.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{run,score,compare,mera}")
 
     run_p = sub.add_parser("run", help="Judge records; writes predictions.jsonl (resumable) and run.json.",
@@ -170,8 +185,12 @@ def main(argv: list[str] | None = None) -> int:
         return mera_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from eval.run import ConfigError
+
+    try:
+        configure_logging(args.log_level)
+    except ValueError as err:
+        parser.error(str(err))
 
     handlers = {"run": _run, "score": _score, "compare": _compare}
     try:
