@@ -226,3 +226,15 @@ def test_compare_page_in_chromium_shows_both_judges(browser, scored, tmp_path): 
     assert "exact: отзыв" in detail and "lenient: отзыв" in detail
     shot = tmp_path / "compare.png"
     assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
+
+
+def test_demo_lists_the_pages_it_wrote(tmp_path):
+    """``make demo`` ends by naming each run's report.html, then the comparison's compare.html."""
+    from judge.demo import report_pages
+
+    for rel in ("eval/seq2seq/report.html", "eval/regression/report.html", "eval/compare/compare.html",
+                "eval/seq2seq/report.md"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x")
+    names = [p.relative_to(tmp_path).as_posix() for p in report_pages(tmp_path)]
+    assert names == ["eval/regression/report.html", "eval/seq2seq/report.html", "eval/compare/compare.html"]
