@@ -14,8 +14,9 @@ Per-item rows come from ``items.parquet`` (every column read, ``in_scale`` used 
 records' texts and the predictions' feedback.
 
 Full texts (instruction, answer, reference, rubric, comments, feedback) are embedded for at most
-``text_items`` items, the first ones in the explorer's default order (largest |judge − experts| first, then the
-items without a difference: failures and items without a reference). The POLLUX paper has no view of this kind;
+``text_items`` items: the largest |judge − experts| of every (criterion, evaluated model) first, round by round,
+then the items without a difference (failures, no reference). They sit in a second JSON element that the page
+parses only when an item is first opened. The POLLUX paper has no view of this kind;
 the cap is our choice, so that a full-test page stays a few tens of MB instead of several hundred.
 """
 
@@ -82,8 +83,12 @@ def _page(title: str, subtitle: list[str], nav: list[tuple[str, str]], body: lis
     parts += body
     parts.append("</main>")
     if data is not None:
-        payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
-        parts.append(f'<script type="application/json" id="explorer-data">{payload}</script>')
+        # Two elements: the rows are parsed at load, the texts only when an item is first opened.
+        rows = {k: v for k, v in data.items() if k not in ("details", "strings")}
+        texts = {"details": data.get("details", []), "strings": data.get("strings", [])}
+        for css_id, part in (("explorer-data", rows), ("explorer-texts", texts)):
+            payload = json.dumps(part, ensure_ascii=False, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+            parts.append(f'<script type="application/json" id="{css_id}">{payload}</script>')
     parts.append(f"<script>{_asset('page.js')}</script></body></html>")
     return "\n".join(parts)
 
@@ -258,17 +263,30 @@ def _read_items(path: Path) -> dict[str, list]:
     return pq.read_table(path).to_pydict()
 
 
-def _text_order(diffs: Sequence[float | None], cap: int) -> set[int]:
-    """Row indices whose texts are embedded: the first ``cap`` in the explorer's default order."""
-    if cap < 0 or cap >= len(diffs):
-        return set(range(len(diffs)))
-    order = sorted(range(len(diffs)), key=lambda i: (diffs[i] is None, -(diffs[i] or 0.0), i))
+def _text_order(diffs: Sequence[float | None], groups: Sequence[Any], cap: int) -> set[int]:
+    """Row indices whose texts are embedded: the worst items of every group first, round by round.
+
+    Within a group (a criterion of an evaluated model) items rank by difference, largest first, items without one
+    last; the 1st of every group come before the 2nd of any, so a filtered view also opens to its own worst items.
+    """
+    n = len(diffs)
+    if cap < 0 or cap >= n:
+        return set(range(n))
+    within = sorted(range(n), key=lambda i: (groups[i], diffs[i] is None, -(diffs[i] or 0.0), i))
+    rank = [0] * n
+    previous, r = object(), 0
+    for i in within:
+        r = r + 1 if groups[i] == previous else 0
+        previous = groups[i]
+        rank[i] = r
+    order = sorted(range(n), key=lambda i: (rank[i], diffs[i] is None, -(diffs[i] or 0.0), i))
     return set(order[:cap])
 
 
 def _no_text_note(n_text: int, n: int) -> str:
-    return (f"Texts are embedded for {n_text} of {n} items (the largest differences first); this one has only its "
-            "numbers here. Rewrite the page with a larger --html-text-items to embed more.")
+    return (f"Texts are embedded for {n_text} of {n} items (the largest differences of each criterion and evaluated "
+            "model first); this one has only its numbers here. Score again with a larger --html-text-items to embed "
+            "more.")
 
 
 def report_items(items: Mapping[str, list], records: Sequence | None, predictions: Iterable[Mapping[str, Any]] | None,
@@ -302,7 +320,8 @@ def report_items(items: Mapping[str, list], records: Sequence | None, prediction
     judge_scores = [_round(v) for v in items["judge_score"]]
     references = [_round(v) for v in items.get("reference", [None] * n)]
     diffs = [abs(j - r) if j is not None and r is not None else None for j, r in zip(judge_scores, references)]
-    with_text = _text_order(diffs, text_items) if (records is not None) else set()
+    groups = list(zip(items["criteria_name"], items["model_id"]))
+    with_text = _text_order(diffs, groups, text_items) if records is not None else set()
     strings, details, rows = _Strings(), [], []
     for i in range(n):
         experts = [float(v) for v in (items["expert_scores"][i] or [])]

@@ -53,9 +53,13 @@ def scored(tmp_path_factory) -> dict:
 
 
 def _embedded(page: str) -> dict:
-    match = re.search(r'<script type="application/json" id="explorer-data">(.*?)</script>', page, re.S)
-    assert match, "no explorer data in the page"
-    return json.loads(match.group(1))
+    """The explorer's rows and texts, from their two JSON elements."""
+    data = {}
+    for css_id in ("explorer-data", "explorer-texts"):
+        match = re.search(rf'<script type="application/json" id="{css_id}">(.*?)</script>', page, re.S)
+        assert match, f"no {css_id} in the page"
+        data.update(json.loads(match.group(1)))
+    return data
 
 
 # ------------------------------------------------------------------------------------------- pure pieces
@@ -103,6 +107,16 @@ def test_texts_are_embedded_for_the_largest_differences_first():
     assert with_text == {"i2", "i5"}  # judge 2.0 vs reference 0.0
     assert "2 of 6 items" in data["no_text_note"]
     assert len(data["details"]) == 2
+
+
+def test_text_cap_reaches_every_criterion_before_the_second_item_of_any():
+    """With room for 2 texts and two criteria, each criterion's worst item gets one, though criterion c's second
+    item differs more than d's first."""
+    items = _items(4, criteria_name=["c", "c", "d", "d"], judge_score=[2.0, 2.0, 1.0, 0.0])
+    records = [judge.JudgeRecord(id=f"i{k}", instruction="x", answer="a", criteria_name=c, rubrics="r",
+                                 expert_scores=(0.0, 0.0, 1.0)) for k, c in enumerate(["c", "c", "d", "d"])]
+    data = report_items(items, records, [], "j", "mode", text_items=2)
+    assert {row[0] for row in data["rows"] if row[6] >= 0} == {"i0", "i2"}
 
 
 def test_tables_render_every_key_a_metric_cell_has():

@@ -28,7 +28,9 @@
   const D = JSON.parse(holder.textContent);
   const PAGE = D.page_size || 50;
   const root = document.getElementById("explorer");
-  const S = D.strings;
+  // The texts are parsed on the first opened item, not at load (they are most of a large page).
+  let T = null;
+  const texts = () => T || (T = JSON.parse(document.getElementById("explorer-texts").textContent));
   const rows = D.rows;  // [id, [category index per filter], [judge scores], reference, diff, [experts], detail index]
   const fmt = (v, d) => (v === null || v === undefined) ? "—" : (Number.isInteger(v) ? String(v) : v.toFixed(d || 2));
   const esc = s => String(s).replace(/[&<>"]/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}[c]));
@@ -149,7 +151,7 @@
   function detail(i) {
     const r = rows[i];
     if (r[6] < 0) return '<div class="note">' + esc(D.no_text_note) + "</div>";
-    const t = D.details[r[6]];
+    const S = texts().strings, t = texts().details[r[6]];
     let out = '<div class="cols2"><div>' + text("Instruction", S[t.i]) + text("Answer", S[t.a]) +
       text("Reference answer", S[t.r]) + "</div><div>" + text("Criterion and rubric", S[t.u]);
     out += "<h5>Experts</h5><table class=\"grid experts\"><tr><th>#</th><th>score</th><th>comment</th></tr>" +
