@@ -102,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     score_p.add_argument("--wandb-project", default="", help="Also log tables and plots to this W&B project.")
     score_p.add_argument("--html-text-items", type=int, default=None,
                          help="Items whose full texts report.html embeds, largest disagreements first (default: "
-                              "20000; -1: all).")
+                              "5000; -1: all).")
 
     cmp_p = sub.add_parser("compare", help="Scored runs side by side with paired-bootstrap significance.",
                            description="Compare scored runs (folders written by `score`) with the first one.")

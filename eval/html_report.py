@@ -34,7 +34,9 @@ __all__ = ["write_report_page", "write_compare_page", "render_report_page", "ren
            "DEFAULT_TEXT_ITEMS", "STATUS_LABELS", "item_status"]
 
 #: Items whose full texts a page embeds (see the module docstring); 0 keeps none, a negative value keeps all.
-DEFAULT_TEXT_ITEMS = 20_000
+#: Each costs ~3 KB (its instruction, answer and reference are rarely shared with another embedded item): 5,000 keep
+#: a full-test page near 25 MB (bench/report_page.py).
+DEFAULT_TEXT_ITEMS = 5_000
 #: Explorer status of an item, as the filter shows it.
 STATUS_LABELS = ("scored", "failed", "out-of-scale", "no unique mode", "missing")
 # Metric keys shown first, in this order; any other key follows in alphabetical order.
@@ -154,14 +156,14 @@ def _mae_svg(cells: Mapping[str, Mapping[str, Any]], target: str) -> str:
     if not rows:
         return '<p class="note">No criterion has a defined MAE.</p>'
     top = max(max([c["mae"]] + [v for v in (c.get("mae_ci") or []) if _finite(v)]) for _, c in rows) or 1.0
-    label_w, bar_w, row_h = 360, 420, 18
+    label_w, bar_w, row_h = 390, 420, 18
     height = 30 + row_h * len(rows)
     scale = bar_w / top
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + bar_w + 70}" height="{height}" '
            f'class="mae-plot" font-size="11" font-family="sans-serif">']
     for i, (name, c) in enumerate(rows):
         y = 8 + i * row_h
-        short = name if len(name) <= 58 else name[:57] + "…"
+        short = name if len(name) <= 55 else name[:54] + "…"
         out.append(f'<text x="{label_w - 6}" y="{y + 12}" text-anchor="end"><title>{_e(name)}</title>{_e(short)}</text>')
         out.append(f'<rect x="{label_w}" y="{y + 2}" width="{c["mae"] * scale:.1f}" height="{row_h - 5}" fill="#4c72b0">'
                    f'<title>{_e(name)}: MAE {_num(c["mae"])} (n scored {c.get("n_scored", "?")})</title></rect>')
@@ -204,12 +206,16 @@ class _Strings:
         return self.index[text]
 
 
-def _round(value: Any, digits: int = 4) -> float | None:
+def _round(value: Any, digits: int = 4) -> float | int | None:
+    """A number for the page's JSON: rounded, whole numbers without ".0" (160k rows of them), None if undefined."""
     try:
         value = float(value)
     except (TypeError, ValueError):
         return None
-    return round(value, digits) if math.isfinite(value) else None
+    if not math.isfinite(value):
+        return None
+    value = round(value, digits)
+    return int(value) if value.is_integer() else value
 
 
 def item_status(status: str, reference: float | None, has_experts: bool, in_scale: Any = None) -> str:
@@ -324,7 +330,7 @@ def report_items(items: Mapping[str, list], records: Sequence | None, prediction
     with_text = _text_order(diffs, groups, text_items) if records is not None else set()
     strings, details, rows = _Strings(), [], []
     for i in range(n):
-        experts = [float(v) for v in (items["expert_scores"][i] or [])]
+        experts = [_round(v) for v in (items["expert_scores"][i] or [])]
         status = item_status(str(items["status"][i]), references[i], bool(experts), in_scale[i] if in_scale else None)
         cats = [code("split", _SPLIT_TITLES.get(str(items["split"][i]), str(items["split"][i]))),
                 code("model", str(items["model_id"][i])), code("task", str(items["task_type"][i])),
@@ -334,8 +340,7 @@ def report_items(items: Mapping[str, list], records: Sequence | None, prediction
         if i in with_text and record is not None:
             detail = len(details)
             details.append({**_record_text(record, strings), "v": [_verdict(rows_by_id.get(ids[i]))]})
-        rows.append([ids[i], cats, [judge_scores[i]], references[i],
-                     None if diffs[i] is None else round(diffs[i], 4), experts, detail])
+        rows.append([ids[i], cats, [judge_scores[i]], references[i], _round(diffs[i]), experts, detail])
     # Filter options in a readable order: labels sorted, row codes remapped to match.
     remap = {}
     for key, table in values.items():
@@ -557,8 +562,8 @@ def compare_items(result: Mapping[str, Any], top: int = 1000) -> dict[str, Any]:
             text["v"] = [_verdict(preds[0].get(item_id)), _verdict(preds[other_k].get(item_id))]
             details.append(text)
             reference = _round((base.get("reference") or [None] * (i + 1))[i])
-            experts = [float(v) for v in (base["expert_scores"][i] or [])]
-            out_rows.append([item_id, cats, [a, b], reference, None if diff is None else round(diff, 4), experts,
+            experts = [_round(v) for v in (base["expert_scores"][i] or [])]
+            out_rows.append([item_id, cats, [a, b], reference, _round(diff), experts,
                              len(details) - 1])
     return {
         "kind": "compare",
