@@ -28,7 +28,7 @@ def _fake_export(root: Path, mode: str = "seq2seq", with_result: bool = True) ->
     run = {
         "config": {"recipe": mode, "model_name_or_path": "t-tech/T-lite-it-1.0", "output_dir": str(run_dir),
                    "data": "pollux-train.jsonl", "zero_shot": "drop", "learning_rate": 1e-05, "global_batch_size": 256,
-                   "num_train_epochs": 3.0, "max_length": 4096, "seed": 42, "lora": False},
+                   "num_train_epochs": 3.0, "max_length": 4096, "seed": 42, "lora": False, "lora_r": 64},
         "prompt_version": judge.PROMPT_VERSION,
         "data": {"n_records": 1000, "n_verdicts": 2900, "n_rows": 2850, "dropped": {"no_feedback": 50},
                  "n_train": 2800, "n_eval": 50},
@@ -76,6 +76,7 @@ def test_card_body_says_what_the_run_recorded(tmp_path):
     assert "2800 training rows, 50 validation rows (from 1000 records, 2900 expert verdicts)" in card
     assert "dropped while building the rows: no_feedback 50" in card
     assert "| learning_rate | `1e-05` |" in card and "| global_batch_size | `256` |" in card
+    assert "| lora | `False` |" in card and "lora_r" not in card  # LoRA's settings only when it was used
     assert "8 process(es) x 4 rows per device x 8 accumulation steps = global batch 256" in card
     assert "optimizer steps: 33; training loss 2.5000 → 0.7500" in card
     assert "pollux-judge commit `abc123`" in card

@@ -183,7 +183,9 @@ def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, e
                    f"{launch.get('global_batch_size', '?')}"
                    + (f"; Slurm job {launch['slurm_job_id']}" if launch.get("slurm_job_id") else ""))
     out += ["", "### Hyperparameters", ""]
-    rows = [[key, f"`{config[key]}`"] for key in _HYPERPARAMETERS if key in config]
+    # LoRA's settings only when LoRA was used (they have defaults either way).
+    shown = [k for k in _HYPERPARAMETERS if k in config and (config.get("lora") or not k.startswith("lora_"))]
+    rows = [[key, f"`{config[key]}`"] for key in shown]
     out += _table(["setting", "value"], rows) if rows else [f"Training config {NOT_RECORDED}."]
 
     model_path = "PATH/TO/THIS/FOLDER"
