@@ -38,7 +38,11 @@ __all__ = ["write_report_page", "write_compare_page", "render_report_page", "ren
 #: a full-test page near 25 MB (bench/report_page.py).
 DEFAULT_TEXT_ITEMS = 5_000
 #: Explorer status of an item, as the filter shows it.
-STATUS_LABELS = ("scored", "failed", "out-of-scale", "no unique mode", "missing")
+STATUS_LABELS = ("scored", "failed", "out-of-scale", "no unique mode", "unlabelled", "missing")
+# items.parquet's ``why_unscored`` (when the scorer writes it) -> explorer status.
+_WHY_UNSCORED = {"no_prediction": "missing", "request_failed": "failed", "parse_failed": "failed",
+                 "all_experts_abstained": "unlabelled", "no_expert_scores": "unlabelled",
+                 "no_unique_mode": "no unique mode"}
 # Metric keys shown first, in this order; any other key follows in alphabetical order.
 _KEY_ORDER = ("n", "n_failed", "n_no_unique_mode", "n_out_of_scale", "mae", "mae_in_scale", "spearman", "pearson",
               "kendall", "vc_judge", "vc_experts", "vc_experts_all", "n_scored", "n_vc", "failure_rate", "n_missing",
@@ -218,15 +222,18 @@ def _round(value: Any, digits: int = 4) -> float | int | None:
     return int(value) if value.is_integer() else value
 
 
-def item_status(status: str, reference: float | None, has_experts: bool, in_scale: Any = None) -> str:
-    """The explorer's status of one item (one of ``STATUS_LABELS``).
+def item_status(status: str, reference: float | None, has_experts: bool, in_scale: Any = None,
+                why_unscored: str | None = None) -> str:
+    """The explorer's status of one item (one of ``STATUS_LABELS``); the first that applies of failed, missing,
+    out-of-scale, no unique mode, unlabelled, scored.
 
     Args:
         status: the item table's status (``ok``, ``parse_failed``, ``request_failed``, ``missing``).
-        reference: the item's reference score (None when undefined: no unique expert mode).
+        reference: the item's reference score (None when undefined: no unique expert mode, no expert scores).
         has_experts: whether the item has expert scores at all.
         in_scale: ``items.parquet``'s ``in_scale`` value when the column exists (False: the judge's score is
             outside the criterion's scale).
+        why_unscored: ``items.parquet``'s ``why_unscored`` when the column exists ("" for a scored item).
     """
     if status in ("parse_failed", "request_failed"):
         return "failed"
@@ -234,8 +241,10 @@ def item_status(status: str, reference: float | None, has_experts: bool, in_scal
         return "missing"
     if in_scale is not None and not (isinstance(in_scale, float) and math.isnan(in_scale)) and not bool(in_scale):
         return "out-of-scale"
-    if reference is None and has_experts:
-        return "no unique mode"
+    if why_unscored:
+        return _WHY_UNSCORED.get(why_unscored, "no unique mode" if has_experts else "unlabelled")
+    if reference is None:
+        return "no unique mode" if has_experts else "unlabelled"
     return "scored"
 
 
@@ -312,7 +321,7 @@ def report_items(items: Mapping[str, list], records: Sequence | None, prediction
     rows_by_id: dict[str, Mapping[str, Any]] = {}
     for row in predictions or ():
         rows_by_id.setdefault(str(row["id"]), row)
-    in_scale = items.get("in_scale")
+    in_scale, why_unscored = items.get("in_scale"), items.get("why_unscored")
     filters = [("split", "split"), ("model", "evaluated model"), ("task", "task type"), ("criterion", "criterion"),
                ("status", "status")]
     values: dict[str, dict[str, int]] = {key: {} for key, _ in filters}
@@ -331,7 +340,8 @@ def report_items(items: Mapping[str, list], records: Sequence | None, prediction
     strings, details, rows = _Strings(), [], []
     for i in range(n):
         experts = [_round(v) for v in (items["expert_scores"][i] or [])]
-        status = item_status(str(items["status"][i]), references[i], bool(experts), in_scale[i] if in_scale else None)
+        status = item_status(str(items["status"][i]), references[i], bool(experts), in_scale[i] if in_scale else None,
+                             why_unscored[i] if why_unscored else None)
         cats = [code("split", _SPLIT_TITLES.get(str(items["split"][i]), str(items["split"][i]))),
                 code("model", str(items["model_id"][i])), code("task", str(items["task_type"][i])),
                 code("criterion", str(items["criteria_name"][i])), code("status", status)]

@@ -11,8 +11,7 @@ Files written to the output folder:
 - ``report.md``: the tables;
 - ``items.parquet``: the per-item table (judge score, status, experts, reference, Verdict Confidences), which
   ``judge-eval compare`` pairs across runs;
-- ``plots/confusion_<split>.png`` (judge x expert mode, per task group) and ``plots/mae_by_criterion_<split>.png``;
-- ``report.html``: the same tables, plots and an item explorer in one offline page (``eval.html_report``).
+- ``plots/confusion_<split>.png`` (judge x expert mode, per task group) and ``plots/mae_by_criterion_<split>.png``.
 """
 
 from __future__ import annotations
@@ -252,7 +251,7 @@ def score(
     name: str = "",
     html_text_items: int | None = None,
 ) -> dict[str, Any]:
-    """Score a run against the experts and write the report.
+    """Score a run against the experts and write the report (and ``report.html``, see ``eval.html_report``).
 
     Args:
         predictions: ``predictions.jsonl`` or the run folder holding it.

@@ -74,11 +74,20 @@ def _embedded(page: str) -> dict:
     ("parse_failed", None, True, None, "failed"),
     ("request_failed", 1.0, True, None, "failed"),
     ("missing", 1.0, True, None, "missing"),
-    ("ok", None, False, None, "scored"),  # unlabelled data: no reference, but not a mode tie either
+    ("ok", None, False, None, "unlabelled"),  # no expert scores: no reference, but not a mode tie either
 ])
 def test_item_status(status, reference, has_experts, in_scale, expected):
     """Each item gets one explorer status; failures win over everything, out-of-scale over no-unique-mode."""
     assert item_status(status, reference, has_experts, in_scale) == expected
+
+
+@pytest.mark.parametrize("why, has_experts, expected", [
+    ("", True, "scored"), ("no_unique_mode", True, "no unique mode"), ("all_experts_abstained", False, "unlabelled"),
+    ("no_expert_scores", False, "unlabelled"), ("a_reason_added_later", True, "no unique mode"),
+])
+def test_item_status_from_why_unscored(why, has_experts, expected):
+    """items.parquet's ``why_unscored`` (h3's column), when present, names the status of an unscored item."""
+    assert item_status("ok", None if why else 1.0, has_experts, None, why) == expected
 
 
 def _items(n: int, **extra) -> dict:
