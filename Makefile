@@ -9,8 +9,9 @@ PY      = $(VENV)/bin/python
 PIP     = $(PY) -m pip
 STAMP   = $(VENV)/.installed
 DEMO_DIR ?= runs/demo
-# Debian packages the tests drive for real: bubblewrap (code sandbox), slurm-wlm + munge (one-host Slurm).
-APT_PACKAGES = bubblewrap slurm-wlm munge
+# Debian packages the tests drive for real: bubblewrap (code sandbox), slurm-wlm + munge (one-host Slurm),
+# chromium + chromium-driver (the report pages, opened in a headless browser through selenium).
+APT_PACKAGES = bubblewrap slurm-wlm munge chromium chromium-driver
 APT_STAMP    = $(VENV)/.apt-installed
 export PIP_DISABLE_PIP_VERSION_CHECK = 1
 
@@ -38,7 +39,7 @@ $(APT_STAMP): Makefile
 	@if dpkg -s $(APT_PACKAGES) >/dev/null 2>&1; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(APT_PACKAGES) >/dev/null; \
-	else echo "warning: cannot install $(APT_PACKAGES) (not root or no apt-get); sandbox and Slurm tests will say so and skip"; fi
+	else echo "warning: cannot install $(APT_PACKAGES) (not root or no apt-get); sandbox, Slurm and browser tests will say so and skip"; fi
 	touch $(APT_STAMP)
 
 demo: setup

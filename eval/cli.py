@@ -22,9 +22,23 @@ import logging
 import sys
 from typing import Any
 
-__all__ = ["main", "build_parser", "resolve_run_config"]
+__all__ = ["main", "build_parser", "resolve_run_config", "configure_logging", "CHATTY_LOGGERS"]
 
 log = logging.getLogger("judge_eval")
+# Client libraries that log one INFO line per HTTP request (httpx: hundreds of them through the progress bar, the
+# backend probe's expected 4xx among them). Shown with --log-level debug only.
+CHATTY_LOGGERS = ("httpx", "httpcore", "httpx2", "httpcore2", "openai")  # openai 3.x sends through httpx2
+
+
+def configure_logging(level: str) -> None:
+    """Root logging at ``level``; the HTTP clients' per-request lines only at ``debug``."""
+    number = logging.getLevelName(level.upper())
+    if not isinstance(number, int):
+        raise ValueError(f"--log-level: unknown level {level!r} (debug, info, warning, error)")
+    logging.basicConfig(level=number, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger().setLevel(number)  # also when handlers exist already (basicConfig then does nothing)
+    for name in CHATTY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.NOTSET if number <= logging.DEBUG else logging.WARNING)
 
 
 def _add_config_flags(parser: argparse.ArgumentParser) -> None:
@@ -62,7 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``judge-eval`` parser with its subcommands (``mera`` is dispatched before parsing)."""
     parser = argparse.ArgumentParser(prog="judge-eval", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    parser.add_argument("--log-level", default="info", help="Logging level (debug, info, warning).")
+    parser.add_argument("--log-level", default="info",
+                        help="Logging level (debug, info, warning); HTTP request lines are shown at debug only.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{run,score,compare,mera}")
 
     run_p = sub.add_parser("run", help="Judge records; writes predictions.jsonl (resumable) and run.json.",
@@ -85,11 +100,14 @@ def build_parser() -> argparse.ArgumentParser:
     score_p.add_argument("--name", default="", help="The judge's label in the report (default: from predictions).")
     score_p.add_argument("--no-plots", dest="plots", action="store_false", help="Skip the PNG plots.")
     score_p.add_argument("--wandb-project", default="", help="Also log tables and plots to this W&B project.")
+    score_p.add_argument("--html-text-items", type=int, default=None,
+                         help="Items whose full texts report.html embeds, largest disagreements first (default: "
+                              "5000; -1: all).")
 
     cmp_p = sub.add_parser("compare", help="Scored runs side by side with paired-bootstrap significance.",
                            description="Compare scored runs (folders written by `score`) with the first one.")
     cmp_p.add_argument("runs", nargs="+", metavar="RUN", help="Scored run folders; the first is the baseline.")
-    cmp_p.add_argument("--out", default=None, help="Also write compare.json and compare.md here.")
+    cmp_p.add_argument("--out", default=None, help="Also write compare.json, compare.md and compare.html here.")
     cmp_p.add_argument("--n-boot", type=int, default=1000, help="Paired bootstrap resamples.")
     cmp_p.add_argument("--seed", type=int, default=0, help="Bootstrap seed.")
     cmp_p.add_argument("--alpha", type=float, default=0.05, help="Significance level of better/worse calls.")
@@ -126,7 +144,8 @@ def _score(args: argparse.Namespace) -> int:
     from eval.report import SPLIT_TITLES, fmt, fmt_ci, score
 
     result = score(args.predictions, args.data, args.out, target=args.target, n_boot=args.n_boot, seed=args.seed,
-                   vc_repeats=args.vc_repeats, plots=args.plots, wandb_project=args.wandb_project, name=args.name)
+                   vc_repeats=args.vc_repeats, plots=args.plots, wandb_project=args.wandb_project, name=args.name,
+                   html_text_items=args.html_text_items)
     for split, block in result["splits"].items():
         c = block["overall"]
         print(f"{SPLIT_TITLES[split]:>22}: n {c['n']}, n_failed {c['n_failed']}, no unique mode "
@@ -150,6 +169,9 @@ def _compare(args: argparse.Namespace) -> int:
         out.mkdir(parents=True, exist_ok=True)
         (out / "compare.json").write_text(dumps(result) + "\n", encoding="utf-8")
         (out / "compare.md").write_text(markdown + "\n", encoding="utf-8")
+        from eval.html_report import write_compare_page
+
+        print(f"compare.html: {write_compare_page(result, out)}")
     return 0
 
 
@@ -163,8 +185,12 @@ def main(argv: list[str] | None = None) -> int:
         return mera_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from eval.run import ConfigError
+
+    try:
+        configure_logging(args.log_level)
+    except ValueError as err:
+        parser.error(str(err))
 
     handlers = {"run": _run, "score": _score, "compare": _compare}
     try:

@@ -249,8 +249,9 @@ def score(
     plots: bool = True,
     wandb_project: str = "",
     name: str = "",
+    html_text_items: int | None = None,
 ) -> dict[str, Any]:
-    """Score a run against the experts and write the report.
+    """Score a run against the experts and write the report (and ``report.html``, see ``eval.html_report``).
 
     Args:
         predictions: ``predictions.jsonl`` or the run folder holding it.
@@ -261,6 +262,8 @@ def score(
         plots: write the PNGs.
         wandb_project: log to this W&B project ("" for none).
         name: the judge's label (default: from the predictions).
+        html_text_items: items whose full texts ``report.html`` embeds (default:
+            ``eval.html_report.DEFAULT_TEXT_ITEMS``; negative: all).
 
     Returns:
         The metrics (as written to ``metrics.json``).
@@ -301,6 +304,10 @@ def score(
     images: list[Path] = []
     if plots:
         images = plot_confusions(result, out / "plots") + plot_mae_by_criterion(result, out / "plots")
+    from eval.html_report import DEFAULT_TEXT_ITEMS, write_report_page
+
+    page = write_report_page(out, records, rows, DEFAULT_TEXT_ITEMS if html_text_items is None else html_text_items)
+    log.info("wrote %s", page)
     if wandb_project:
         log_wandb(result, markdown, images, wandb_project, out)
     return result

@@ -432,9 +432,13 @@ def detect_backend(base_url: str, api_key: str) -> str:
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
         response = httpx.post(_root_of(base_url) + "/v1/judge", json={}, headers=headers, timeout=30)
-    except httpx.HTTPError:
+    except httpx.HTTPError as err:
+        log.debug("backend probe: POST /v1/judge failed (%s): an OpenAI-compatible chat server", err)
         return "chat"
-    return "chat" if response.status_code in (404, 405) else "judge-serve"
+    kind = "chat" if response.status_code in (404, 405) else "judge-serve"
+    # The probe's 4xx is the expected answer, not an error: said once, at debug level.
+    log.debug("backend probe: empty POST /v1/judge answered HTTP %d: %s", response.status_code, kind)
+    return kind
 
 
 def _first_model(base_url: str, api_key: str) -> str:

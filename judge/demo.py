@@ -15,7 +15,8 @@ Stages, each through the same console scripts a user runs (the command is printe
    outputs: a judge trained for a minute cannot keep it); a few sample items are judged through ``/v1/judge``
    with the ``openai`` SDK.
 4. **eval** — ``judge-eval run`` judges the whole sample with both trained judges, ``score`` prints the POLLUX
-   tables for the Zero-Shot and Standard tests, ``compare`` puts the two side by side.
+   tables for the Zero-Shot and Standard tests, ``compare`` puts the two side by side; the demo ends by printing
+   where their ``report.html`` / ``compare.html`` pages are.
 5. **mera** — ruHumanEval on a few HumanEval problems against the served judge (pass@k near zero: a tiny model
    writes no code) and the canonical-solution self-check of the sandbox.
 
@@ -104,7 +105,18 @@ def main(argv=None) -> int:
             if code != 0:
                 return code
     print(f"\nmake demo finished in {time.monotonic() - started:.0f} s; everything is under {out}")
+    pages = report_pages(out)
+    if pages:
+        print("Report pages (open in a browser; they work offline):")
+        for page in pages:
+            print(f"  file://{page}")
     return 0
+
+
+def report_pages(out: Path) -> list[Path]:
+    """The browsable pages ``judge-eval score`` and ``compare`` wrote under the demo's folder, in stage order."""
+    eval_dir = Path(out) / "eval"
+    return sorted(eval_dir.glob("*/report.html")) + sorted(eval_dir.glob("*/compare.html"))
 
 
 # ---------------------------------------------------------------------------------------------------- contract

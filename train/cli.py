@@ -4,6 +4,7 @@
     judge-train run --config configs/train/t-lite/regression.yaml --learning_rate 2e-5 --output_dir runs/x
     judge-train run --config configs/train/tiny/seq2seq.yaml --resume     # continue from the latest checkpoint
     judge-train build-data --data judge/data/sample.jsonl --zero-shot drop --out runs/rows.jsonl
+    judge-train card --export runs/x/export --run runs/eval/x            # model card with evaluation figures
     torchrun --nproc_per_node 8 -m train.cli --config configs/train/t-lite/seq2seq.yaml   # several GPUs
 
 Every config field is also a flag (``judge-train run --help`` lists them); a flag beats the YAML, which beats the
@@ -29,6 +30,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     # Listed only once their module is installed (nothing is declared that does not work yet).
     "submit": ("train.slurm_submit", "render and submit slurm/train.sbatch for N nodes x G GPUs (--dry-run prints it)"),
     "data": ("train.synthetic.cli", "build synthetic judge-training data, one resumable stage at a time"),
+    "card": ("train.model_card", "(re)write an export's model card README.md, with evaluation figures (--run)"),
 }
 
 

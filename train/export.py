@@ -24,7 +24,8 @@ twice; 15 GB extra for T-lite in bf16). Serving a regression judge:
 2. score ``judge.apply_chat(tokenizer, prompt, rationale.strip())`` with ``export/`` — the exact text the head
    was trained on; the head reads its last token.
 
-``pollux_judge.json`` says which judge a folder holds: ``{"mode", "prompt_version", "generator", "score_head"}``.
+``pollux_judge.json`` says which judge a folder holds: ``{"mode", "prompt_version", "generator", "score_head"}``;
+``README.md`` is its model card (``train.model_card``; rewrite it with evaluation figures by ``judge-train card``).
 
 After writing, every export is reloaded from disk and checked: the head has the right shape and a non-zero norm
 (ZeRO-3 is known to save empty head tensors: trl #1379, OpenRLHF #209), the score head sits in the main
@@ -335,6 +336,18 @@ def _zero3_init_paused(args):
         set_hf_deepspeed_config(hf_config)
 
 
+def _write_model_card(export_dir: str | Path, run_json: Path) -> None:
+    """README.md for the export; a card that cannot be written is a warning, not a lost (verified) export."""
+    from train.model_card import write_card
+
+    try:
+        path = write_card(export_dir, run_json=run_json)
+    except (OSError, ValueError) as err:
+        logger.warning("model card not written (%s); write it with: judge-train card --export %s", err, export_dir)
+        return
+    logger.info("model card: %s", path)
+
+
 def export_after_training(trainer, *, mode: str, model_cls, tokenizer, probe_texts: list[str], base_model: str,
                           dtype: torch.dtype, export_dir: str | Path) -> dict[str, Any] | None:  # fmt: skip
     """Save, export, reload and verify; call on every rank after ``trainer.train()``.
@@ -363,6 +376,7 @@ def export_after_training(trainer, *, mode: str, model_cls, tokenizer, probe_tex
                 export_regression(model, tokenizer, export_dir)
             del model
             report = verify_export(export_dir, mode, batch, live, dtype)
+        _write_model_card(export_dir, Path(trainer.args.output_dir) / "run.json")
         shutil.rmtree(staging, ignore_errors=True)
     trainer.accelerator.wait_for_everyone()
     return report

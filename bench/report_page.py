@@ -1,0 +1,138 @@
+"""How long report.html takes to show its item explorer for a run of the full POLLUX test's size (~160,000 items).
+
+    .venv/bin/python bench/report_page.py
+    .venv/bin/python bench/report_page.py --items 40000 --text-items -1      # example override: every text embedded
+
+Builds a seeded synthetic run shaped like the POLLUX test (``bench/eval_metrics.py``'s table: 11 evaluated
+models, 35 task types, 60 criteria, 2-5 experts, 3 % parse failures), with texts of realistic length in Cyrillic
+(instructions ~400 characters and answers ~1,200 shared by the ~10 criteria of one answer, rubrics per criterion,
+a ~150-character comment per expert, ~250 characters of judge feedback), scores it (``evaluate`` with a small
+bootstrap: the metric step is benchmarked in ``bench/eval_metrics.py``), writes the page with
+``eval.html_report.write_report_page`` and opens it from disk in headless chromium (Debian's, via selenium).
+
+Printed: the page's size, the time to write it, and the time until the explorer shows its first page, both as
+the page measures it (``performance.now()`` since navigation start) and as the wall clock around ``driver.get``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+WORDS = ("ответ", "модель", "критерий", "задача", "текст", "пользователь", "требование", "ошибка", "стиль", "рифма",
+         "логика", "факт", "пример", "вывод", "структура", "описание", "запрос", "оценка", "смысл", "точность",
+         "полностью", "частично", "верно", "неверно", "хорошо", "плохо", "учтено", "пропущено", "и", "но", "в", "на")
+
+
+def _text(rng: np.random.Generator, chars: int) -> str:
+    words = rng.choice(WORDS, size=max(1, chars // 7))
+    return " ".join(words).capitalize() + "."
+
+
+def build_run(n_items: int, folder: Path, seed: int = 0):
+    """Score a synthetic run into ``folder``; returns ``(records, predictions)`` for the page."""
+    sys.path.insert(0, str(REPO / "bench"))
+    from eval_metrics import synthetic_table
+
+    import judge
+    from eval import scoring
+
+    table = synthetic_table(n_items, seed=seed)
+    rng = np.random.default_rng(seed + 1)
+    target = "mode"
+    derived = scoring.derive(table, target, vc_repeats=10, seed=seed)
+    result = scoring.evaluate(table, target=target, n_boot=50, seed=seed, vc_repeats=10, derived=derived)
+    scoring.write_table(table, folder / "items.parquet", extra={
+        "reference": derived.reference, "vc_judge": derived.vc_judge, "vc_experts": derived.vc_experts})
+    result["data"], result["predictions"] = "(synthetic)", "(synthetic)"
+    (folder / "metrics.json").write_text(scoring.dumps(result) + "\n", encoding="utf-8")
+
+    answers = [(_text(rng, 400), _text(rng, 1200), _text(rng, 600)) for _ in range(n_items // 10 + 1)]
+    rubrics = {name: "0: " + _text(rng, 100) + "\n\n1: " + _text(rng, 100) + "\n\n2: " + _text(rng, 100)
+               for name in set(table.criteria_name)}
+    records, predictions = [], []
+    for i in range(n_items):
+        instruction, answer, reference = answers[i // 10]
+        experts = [float(v) for v in table.experts[i] if np.isfinite(v)]
+        records.append(judge.JudgeRecord(
+            id=str(table.ids[i]), instruction=instruction, answer=answer, reference_answer=reference,
+            criteria_name=str(table.criteria_name[i]), rubrics=rubrics[table.criteria_name[i]],
+            expert_scores=tuple(experts), expert_feedback=tuple(_text(rng, 150) for _ in experts),
+            model_id=str(table.model_id[i]), task_type=str(table.task_type[i])))
+        ok = table.status[i] == "ok"
+        feedback = _text(rng, 250) if ok else ""
+        score = float(table.judge[i]) if ok else None
+        predictions.append({"id": str(table.ids[i]), "judge": "synthetic", "feedback": feedback, "score": score,
+                            "raw_output": f"[FEEDBACK] {feedback} [RESULT] {score} [END]" if ok else "[FEEDBACK] …",
+                            "parse_ok": bool(ok), "error": None if ok else "no_result", "reason": "",
+                            "score_source": "verdict" if ok else None})
+    return records, predictions
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--items", type=int, default=160_000, help="items in the synthetic run")
+    parser.add_argument("--text-items", type=int, default=None,
+                        help="items whose texts the page embeds (default: the page's default; -1: all)")
+    parser.add_argument("--out", default=None, help="folder for the run and the page (default: a temporary one)")
+    parser.add_argument("--repeats", type=int, default=3, help="page loads to time (the median is printed)")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(REPO))
+    from eval.html_report import DEFAULT_TEXT_ITEMS, write_report_page
+    from tests.browser import CHROMEDRIVER, chrome_options, missing_browser
+
+    reason = missing_browser()
+    if reason:
+        print(f"cannot run: {reason}", file=sys.stderr)
+        return 2
+    folder = Path(args.out or tempfile.mkdtemp(prefix="report-page-bench-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    records, predictions = build_run(args.items, folder)
+    print(f"synthetic run of {args.items} items scored in {time.perf_counter() - started:.1f} s")
+    text_items = DEFAULT_TEXT_ITEMS if args.text_items is None else args.text_items
+    started = time.perf_counter()
+    page = write_report_page(folder, records, predictions, text_items)
+    write_s = time.perf_counter() - started
+    size_mb = page.stat().st_size / 2**20
+    print(f"report.html: {size_mb:.1f} MiB, written in {write_s:.1f} s ({text_items} items with texts)")
+
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    profile = tempfile.mkdtemp(prefix="chromium-profile-")
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=chrome_options(profile))
+    driver.set_page_load_timeout(300)
+    in_page, wall = [], []
+    try:
+        for _ in range(args.repeats):
+            driver.get("about:blank")
+            started = time.perf_counter()
+            driver.get(page.as_uri())
+            WebDriverWait(driver, 300).until(lambda d: d.execute_script("return document.body.dataset.ready") == "1")
+            wall.append(time.perf_counter() - started)
+            in_page.append(driver.execute_script("return window.__firstPageMs") / 1000)
+            shown = len(driver.find_elements(By.CSS_SELECTOR, "#items tr.item"))
+            matched = driver.find_element(By.ID, "match-count").text
+        driver.find_element(By.CSS_SELECTOR, "#items tr.item").click()
+        opened = bool(driver.find_elements(By.CSS_SELECTOR, "tr.detail-row .detail"))
+        screenshot = folder / "report-page-bench.png"
+        driver.save_screenshot(str(screenshot))
+    finally:
+        driver.quit()
+    print(f"first page of the explorer: {np.median(in_page):.2f} s in the page (median of {args.repeats}: "
+          f"{', '.join(f'{v:.2f}' for v in in_page)}), {np.median(wall):.2f} s wall clock around driver.get")
+    print(f"rows shown: {shown}; {matched}; first item opens: {opened}; screenshot: {screenshot}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,180 @@
+// judge-eval report pages: sortable tables and the item explorer. Plain ES2017, no libraries, works from file://.
+"use strict";
+(function () {
+  // ---- sortable tables: click a header; cells carry their number in data-v ("" = undefined, sorts last) ----
+  function sortTable(th) {
+    const table = th.closest("table"), body = table.tBodies[0], col = th.cellIndex;
+    const dir = th.dataset.dir === "desc" ? "asc" : "desc";
+    table.querySelectorAll("th").forEach(h => { delete h.dataset.dir; });
+    th.dataset.dir = dir;
+    const keep = Array.from(body.rows).filter(r => r.classList.contains("overall"));
+    const rows = Array.from(body.rows).filter(r => !r.classList.contains("overall"));
+    const key = r => { const c = r.cells[col]; if (!c) return null; const v = c.dataset.v;
+      return v === undefined ? c.textContent.trim() : (v === "" ? null : Number(v)); };
+    rows.sort((a, b) => { const x = key(a), y = key(b);
+      if (x === null && y === null) return 0; if (x === null) return 1; if (y === null) return -1;
+      const o = (typeof x === "number" && typeof y === "number") ? x - y : String(x).localeCompare(String(y));
+      return dir === "asc" ? o : -o; });
+    rows.concat(keep).forEach(r => body.appendChild(r));
+  }
+  document.addEventListener("click", ev => {
+    const th = ev.target.closest("table.sortable th");
+    if (th) sortTable(th);
+  });
+
+  // ---- the item explorer ----
+  const holder = document.getElementById("explorer-data");
+  if (!holder) { document.body.dataset.ready = "1"; return; }
+  const D = JSON.parse(holder.textContent);
+  const PAGE = D.page_size || 50;
+  const root = document.getElementById("explorer");
+  // The texts are parsed on the first opened item, not at load (they are most of a large page).
+  let T = null;
+  const texts = () => T || (T = JSON.parse(document.getElementById("explorer-texts").textContent));
+  const rows = D.rows;  // [id, [category index per filter], [judge scores], reference, diff, [experts], detail index]
+  const fmt = (v, d) => (v === null || v === undefined) ? "—" : (Number.isInteger(v) ? String(v) : v.toFixed(d || 2));
+  const esc = s => String(s).replace(/[&<>"]/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}[c]));
+
+  const filterBox = document.createElement("div");
+  filterBox.className = "filters";
+  const selects = D.filters.map((f, k) => {
+    const label = document.createElement("label");
+    label.textContent = f.label;
+    const sel = document.createElement("select");
+    sel.dataset.filter = f.key;
+    sel.innerHTML = '<option value="-1">all (' + f.values.length + ")</option>" +
+      f.values.map((v, i) => '<option value="' + i + '">' + esc(v) + "</option>").join("");
+    sel.addEventListener("change", () => { state.page = 0; apply(); });
+    label.appendChild(sel); filterBox.appendChild(label);
+    return sel;
+  });
+  const orderLabel = document.createElement("label");
+  orderLabel.textContent = "order";
+  const order = document.createElement("select");
+  order.id = "order";
+  order.innerHTML = '<option value="desc">' + esc(D.diff_label) + ' — largest first</option><option value="asc">' +
+    esc(D.diff_label) + " — smallest first</option><option value=\"id\">id</option>";
+  order.addEventListener("change", () => { state.page = 0; apply(); });
+  orderLabel.appendChild(order); filterBox.appendChild(orderLabel);
+  root.appendChild(filterBox);
+
+  const pager = document.createElement("div");
+  pager.className = "pager";
+  pager.innerHTML = '<button id="prev">◀ previous</button><span id="page-info"></span><button id="next">next ▶</button>' +
+    '<span id="match-count" class="note"></span>';
+  root.appendChild(pager);
+  const table = document.createElement("table");
+  table.className = "items";
+  table.id = "items";
+  const head = ["id"].concat(D.list_columns.map(k => D.filters[k].label), ["experts", D.reference_label],
+    D.judges.map(j => j), [D.diff_label]);
+  table.innerHTML = "<thead><tr>" + head.map(h => "<th>" + esc(h) + "</th>").join("") + "</tr></thead><tbody></tbody>";
+  root.appendChild(table);
+  const body = table.tBodies[0];
+
+  // Default order: largest difference first, undefined differences (failures, no reference) after all others.
+  const byDiff = Array.from(rows.keys()).sort((a, b) => {
+    const x = rows[a][4], y = rows[b][4];
+    if (x === null && y === null) return a - b; if (x === null) return 1; if (y === null) return -1;
+    return y - x || a - b; });
+  const state = { page: 0, match: null };
+
+  function apply() {
+    const want = selects.map(s => Number(s.value));
+    let base = byDiff;
+    if (order.value === "asc") base = byDiff.slice().reverse().filter(i => rows[i][4] !== null)
+      .concat(byDiff.filter(i => rows[i][4] === null));
+    if (order.value === "id") base = Array.from(rows.keys()).sort((a, b) => rows[a][0] < rows[b][0] ? -1 : rows[a][0] > rows[b][0] ? 1 : 0);
+    const match = [];
+    for (const i of base) {
+      const cats = rows[i][1];
+      let ok = true;
+      for (let k = 0; k < want.length; k++) if (want[k] >= 0 && cats[k] !== want[k]) { ok = false; break; }
+      if (ok) match.push(i);
+    }
+    state.match = match;
+    render();
+  }
+
+  function render() {
+    const m = state.match, pages = Math.max(1, Math.ceil(m.length / PAGE));
+    state.page = Math.min(state.page, pages - 1);
+    document.getElementById("page-info").textContent = "page " + (state.page + 1) + " of " + pages;
+    document.getElementById("match-count").textContent = m.length + " of " + rows.length + " items match";
+    document.getElementById("prev").disabled = state.page === 0;
+    document.getElementById("next").disabled = state.page >= pages - 1;
+    const html = [];
+    for (const i of m.slice(state.page * PAGE, (state.page + 1) * PAGE)) {
+      const r = rows[i];
+      const cells = ['<td>' + esc(r[0]) + "</td>"];
+      for (const k of D.list_columns) {
+        const v = D.filters[k].values[r[1][k]];
+        cells.push(k === D.status_filter ? '<td><span class="badge ' + v.replace(/ /g, "-").split(":")[0] + '">' + esc(v) + "</span></td>"
+                                         : "<td>" + esc(v) + "</td>");
+      }
+      cells.push("<td>" + esc(r[5].map(v => fmt(v, 1)).join(", ")) + "</td>");
+      cells.push('<td class="num">' + fmt(r[3]) + "</td>");
+      for (const s of r[2]) cells.push('<td class="num">' + fmt(s) + "</td>");
+      cells.push('<td class="num">' + fmt(r[4]) + "</td>");
+      html.push('<tr class="item" data-row="' + i + '">' + cells.join("") + "</tr>");
+    }
+    body.innerHTML = html.join("");
+    window.__firstPageMs = window.__firstPageMs || performance.now();
+    document.body.dataset.ready = "1";
+  }
+
+  function text(title, value) {
+    if (value === null || value === undefined || value === "") return "<h5>" + esc(title) + '</h5><div class="note">(none)</div>';
+    return "<h5>" + esc(title) + '</h5><div class="text">' + esc(value) + "</div>";
+  }
+
+  function verdict(name, v) {
+    let out = "<h5>" + esc(name) + "</h5>";
+    if (!v) return out + '<div class="note">no prediction</div>';
+    const facts = [];
+    if (v.e) facts.push("error: " + esc(v.e) + (v.w ? " (" + esc(v.w) + ")" : ""));
+    if (v.k !== undefined && v.k !== null) facts.push("confidence " + fmt(v.k, 3));
+    if (v.x !== undefined && v.x !== null) facts.push("expected score " + fmt(v.x, 3));
+    if (v.src) facts.push("score source: " + esc(v.src));
+    if (facts.length) out += '<div class="note">' + facts.join(" · ") + "</div>";
+    if (v.p) {
+      const levels = Object.keys(v.p).sort((a, b) => Number(a) - Number(b));
+      out += '<div class="bars" title="the judge\'s probability of each score">' + levels.map(l =>
+        '<span style="height:' + Math.max(1, Math.round(38 * v.p[l])) + 'px" title="' + esc(l) + ": " + fmt(v.p[l], 3) +
+        '"><em>' + esc(l) + "</em></span>").join("") + "</div><div style=\"height:14px\"></div>";
+    }
+    out += '<div class="text feedback">' + esc(v.f || "") + "</div>";
+    if (v.o && v.o !== v.f) out += '<details><summary>raw output</summary><div class="text">' + esc(v.o) + "</div></details>";
+    return out;
+  }
+
+  function detail(i) {
+    const r = rows[i];
+    if (r[6] < 0) return '<div class="note">' + esc(D.no_text_note) + "</div>";
+    const S = texts().strings, t = texts().details[r[6]];
+    let out = '<div class="cols2"><div>' + text("Instruction", S[t.i]) + text("Answer", S[t.a]) +
+      text("Reference answer", S[t.r]) + "</div><div>" + text("Criterion and rubric", S[t.u]);
+    out += "<h5>Experts</h5><table class=\"grid experts\"><tr><th>#</th><th>score</th><th>comment</th></tr>" +
+      r[5].map((s, k) => "<tr><td>" + (k + 1) + "</td><td>" + fmt(s, 1) + '</td><td style="white-space:pre-wrap">' +
+        esc((t.c && t.c[k]) || "") + "</td></tr>").join("") + "</table>";
+    out += "<div class=\"note\">" + esc(D.reference_label) + ": " + fmt(r[3]) + "</div>";
+    out += "</div></div><div class=\"cols" + (D.judges.length > 1 ? "2" : "1") + "\">" +
+      D.judges.map((j, k) => "<div>" + verdict("Judge: " + j + " — score " + fmt(r[2][k]), t.v[k]) + "</div>").join("") + "</div>";
+    return out;
+  }
+
+  body.addEventListener("click", ev => {
+    const tr = ev.target.closest("tr.item");
+    if (!tr) return;
+    const next = tr.nextElementSibling;
+    if (next && next.classList.contains("detail-row")) { next.remove(); tr.classList.remove("open"); return; }
+    const row = document.createElement("tr");
+    row.className = "detail-row";
+    row.innerHTML = '<td colspan="' + tr.cells.length + '"><div class="detail">' + detail(Number(tr.dataset.row)) + "</div></td>";
+    tr.after(row);
+    tr.classList.add("open");
+  });
+  document.getElementById("prev").addEventListener("click", () => { state.page--; render(); });
+  document.getElementById("next").addEventListener("click", () => { state.page++; render(); });
+  apply();
+})();

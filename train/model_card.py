@@ -1,0 +1,262 @@
+"""The model card: ``README.md`` in an export folder, in the Hugging Face hub's format (YAML front matter + Markdown).
+
+    judge-train card --export runs/t-lite-seq2seq/export
+    judge-train card --export runs/t-lite-seq2seq/export --run runs/eval/t-lite-seq2seq --license apache-2.0
+
+Every export gets one (``train.export.export_after_training`` writes it); ``judge-train card`` rewrites it later,
+e.g. with the evaluation figures of a run scored by ``judge-eval score`` (its ``metrics.json``).
+
+What the card says comes from the folder itself: ``pollux_judge.json`` (mode, prompt version, where the generator
+and the score head are), ``run.json`` (the resolved training config, data counts, base model, launch, git revision,
+package versions, and once training has finished, the steps taken and the logged losses) and ``config.json``
+(architecture). Nothing is invented: a field the folder does not record is written as "not recorded".
+
+The hub's model-card fields (https://huggingface.co/docs/hub/model-cards): ``base_model``, ``language``,
+``library_name``, ``pipeline_tag``, ``tags``, ``license``. The base model's license is not recorded anywhere in a
+run, so ``license`` is an option (default ``other``: check the base model's terms before publishing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from judge.checkpoints import EXPORT_MANIFEST, GENERATOR_SUBDIR, read_manifest
+
+__all__ = ["render_card", "write_card", "main", "CARD_NAME", "DEFAULT_LICENSE"]
+
+CARD_NAME = "README.md"
+DEFAULT_LICENSE = "other"
+NOT_RECORDED = "not recorded"
+# Training settings shown in the hyperparameter table, in this order (config keys; absent ones are left out).
+_HYPERPARAMETERS = ("learning_rate", "lr_scheduler_type", "warmup_steps", "num_train_epochs", "max_steps",
+                    "global_batch_size", "per_device_train_batch_size", "max_length", "weight_decay", "max_grad_norm",
+                    "optim", "bf16", "gradient_checkpointing", "deepspeed", "lora", "lora_r", "lora_alpha",
+                    "lora_dropout", "lora_target_modules", "packing", "score_target", "score_loss_weight",
+                    "lm_loss_weight", "seed")
+_SPLIT_TITLES = {"zero_shot": "Zero-Shot test", "standard": "Standard test", "all": "Zero-Shot + Standard"}
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid JSON ({err})") from err
+    if not isinstance(value, dict):
+        raise ValueError(f"{path}: expected a JSON object")
+    return value
+
+
+def _num(value: Any, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "—"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    return str(value) if isinstance(value, int) else f"{value:.{digits}f}"
+
+
+def _with_ci(value: Any, ci: Any) -> str:
+    if isinstance(ci, list) and len(ci) == 2 and all(isinstance(v, (int, float)) for v in ci):
+        return f"{_num(value)} [{_num(ci[0])}, {_num(ci[1])}]"
+    return _num(value)
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    def cell(text: Any) -> str:
+        return str(text).replace("|", "\\|").replace("\n", " ")
+
+    return (["| " + " | ".join(cell(h) for h in header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+            + ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows])
+
+
+def _losses(history: list[dict[str, Any]]) -> tuple[Any, Any]:
+    losses = [entry["loss"] for entry in history if isinstance(entry, dict) and "loss" in entry]
+    return (losses[0], losses[-1]) if losses else (None, None)
+
+
+def _evaluation(metrics: dict[str, Any], source: str) -> list[str]:
+    """The evaluation section from a ``metrics.json`` of ``judge-eval score``."""
+    target = metrics.get("target", "mode")
+    out = ["## Evaluation", "",
+           f"`judge-eval score` on `{metrics.get('data', NOT_RECORDED)}` (from `{source}`), against the experts' "
+           f"{target}. Intervals: {int(100 * (metrics.get('settings') or {}).get('ci_level', 0.95))} % bootstrap. "
+           "A verdict that did not parse is counted in `failed`, never scored.", ""]
+    rows = []
+    for split, title in _SPLIT_TITLES.items():
+        c = ((metrics.get("splits") or {}).get(split) or {}).get("overall")
+        if not c:
+            continue
+        rows.append([title, _num(c.get("n")), _num(c.get("n_failed")), _num(c.get("n_no_unique_mode")),
+                     _with_ci(c.get("mae"), c.get("mae_ci")), _with_ci(c.get("spearman"), c.get("spearman_ci")),
+                     f"{_num(c.get('vc_judge'))} / {_num(c.get('vc_experts'))}"])
+    if rows:
+        out += _table(["Test", "n", "failed", "no unique mode", "MAE", "Spearman", "VC judge / experts"], rows)
+    else:
+        out.append("The metrics file holds no split figures.")
+    return out + [""]
+
+
+def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, eval_run: str | Path | None = None,
+                license: str = DEFAULT_LICENSE, name: str | None = None) -> str:  # noqa: A002 - the hub's key
+    """The model card of an export folder.
+
+    Args:
+        export_dir: the export (``pollux_judge.json`` required).
+        run_json: the training run's ``run.json``; default: the export's own, else ``<export>/../run.json``.
+        eval_run: a folder scored by ``judge-eval score`` (or its ``metrics.json``) to report.
+        license: the hub's ``license`` field.
+        name: the model's name in the title and the serve commands; default: the run's folder name.
+
+    Raises:
+        FileNotFoundError: the folder has no ``pollux_judge.json`` (not an export of judge-train), or ``eval_run``
+            has no ``metrics.json``.
+        ValueError: a JSON file that does not parse, naming it.
+    """
+    export = Path(export_dir)
+    if not (export / EXPORT_MANIFEST).is_file():
+        raise FileNotFoundError(f"{export}: no {EXPORT_MANIFEST}; not a judge-train export")
+    manifest = read_manifest(export)
+    if run_json is None:
+        run_json = export / "run.json" if (export / "run.json").is_file() else export.parent / "run.json"
+    run = _read_json(Path(run_json))
+    config = run.get("config") or {}
+    launch = run.get("launch") or {}
+    data = run.get("data") or {}
+    result = run.get("result") or {}
+    hf_config = _read_json(export / "config.json")
+    mode = manifest.get("mode", NOT_RECORDED)
+    recipe = config.get("recipe") or mode
+    base_model = launch.get("base_model") or config.get("model_name_or_path") or NOT_RECORDED
+    name = name or Path(config.get("output_dir") or export.parent).name or export.name
+    regression = mode == "regression"
+
+    front = {
+        "base_model": base_model,
+        "language": ["ru"],
+        "library_name": "transformers",
+        "pipeline_tag": "text-classification" if regression else "text-generation",
+        "license": license,
+        "tags": ["pollux", "llm-as-a-judge", "judge", "russian", "pollux-judge", mode],
+    }
+    if config.get("lora"):
+        front["tags"].append("lora-merged")
+    out = ["---", yaml.safe_dump(front, allow_unicode=True, sort_keys=False).strip(), "---", "",
+           f"# {name}: a POLLUX judge ({mode})", "",
+           f"An LLM judge for Russian in the format of the POLLUX benchmark, trained with `judge-train` "
+           f"(pollux-judge) from `{base_model}`. Given an instruction, an answer, a criterion and its rubric, it "
+           "writes a rationale and a score: `[FEEDBACK] ... [RESULT] <score> [END]`."]
+    if regression:
+        out += ["", "This is a **regression** judge: the same trained backbone in two checkpoints. "
+                f"`{GENERATOR_SUBDIR}/` (a causal LM) writes the rationale; this folder "
+                f"(`{(hf_config.get('architectures') or ['Qwen2ForSequenceClassification'])[0]}`, "
+                f"`problem_type: {hf_config.get('problem_type', NOT_RECORDED)}`) reads the prompt plus that "
+                f"rationale and its `{manifest.get('score_head') or 'score'}` head returns a real-valued score."]
+    out += ["", "## Training", "",
+            f"- recipe: `{recipe}` (mode `{mode}`{', LoRA merged into the weights' if config.get('lora') else ''})",
+            f"- base model: `{base_model}`",
+            f"- prompt version: `{manifest.get('prompt_version') or run.get('prompt_version') or NOT_RECORDED}` "
+            "(the judge must be prompted with the same template: judge-serve checks it)",
+            f"- data: `{config.get('data', NOT_RECORDED)}`; Zero-Shot rows: `{config.get('zero_shot', NOT_RECORDED)}`; "
+            f"{_num(data.get('n_train')) if data else NOT_RECORDED} training rows, "
+            f"{_num(data.get('n_eval')) if data else NOT_RECORDED} validation rows"
+            + (f" (from {_num(data.get('n_records'))} records, {_num(data.get('n_verdicts'))} expert verdicts)"
+               if data.get("n_records") is not None else "")]
+    dropped = data.get("dropped") or {}
+    if dropped:
+        out.append("- dropped while building the rows: " + ", ".join(f"{k} {v}" for k, v in dropped.items()))
+    if result:
+        first, last = _losses(result.get("log_history") or [])
+        out.append(f"- optimizer steps: {_num(result.get('global_step'))}; training loss {_num(first, 4)} → {_num(last, 4)}"
+                   + (f"; stopped by signal {result['stopped_by_signal']}" if result.get("stopped_by_signal") else ""))
+    world = launch.get("world_size")
+    if world:
+        out.append(f"- launch: {world} process(es) x {launch.get('per_device_train_batch_size', '?')} rows per device x "
+                   f"{launch.get('gradient_accumulation_steps', '?')} accumulation steps = global batch "
+                   f"{launch.get('global_batch_size', '?')}"
+                   + (f"; Slurm job {launch['slurm_job_id']}" if launch.get("slurm_job_id") else ""))
+    out += ["", "### Hyperparameters", ""]
+    # LoRA's settings only when LoRA was used (they have defaults either way).
+    shown = [k for k in _HYPERPARAMETERS if k in config and (config.get("lora") or not k.startswith("lora_"))]
+    rows = [[key, f"`{config[key]}`"] for key in shown]
+    out += _table(["setting", "value"], rows) if rows else [f"Training config {NOT_RECORDED}."]
+
+    model_path = "PATH/TO/THIS/FOLDER"
+    out += ["", "## Serving", "", "With pollux-judge's `judge-serve` (vLLM underneath; one port, OpenAI-compatible "
+            "routes plus `/v1/judge`, which renders the POLLUX prompt and parses the verdict):", "", "```bash",
+            f"judge-serve --model {model_path} --served-model-name {name} --port 8000 --api-key $KEY", "```", "",
+            "```python", "from openai import OpenAI",
+            'client = OpenAI(base_url="http://127.0.0.1:8000/v1", api_key=KEY)',
+            'result = client.post("/judge", cast_to=object, body={"items": [{"instruction": "...", "answer": "...",',
+            '    "reference_answer": "", "criteria": [{"name": "...", "rubrics": "0: ...\\n\\n1: ..."}]}]})',
+            "```", "", "With plain vLLM:", ""]
+    if regression:
+        out += ["```bash",
+                f"vllm serve {model_path}/{GENERATOR_SUBDIR} --served-model-name {name}-generator --port 8001",
+                f"vllm serve {model_path} --runner pooling --served-model-name {name} --port 8002",
+                "```", "",
+                "Generate the rationale from the first (chat completion of the POLLUX prompt, stop at `<|im_end|>`), "
+                "then POST the chat-formatted prompt + rationale to the second's `/classify`: with "
+                "`problem_type: regression` it returns the head's raw value, the score."]
+    else:
+        out += ["```bash", f"vllm serve {model_path} --served-model-name {name} --port 8000", "```", "",
+                "Send the POLLUX prompt (`judge.render_prompt(record)` in pollux-judge) as the user message of a "
+                "chat completion (temperature 0) and parse `[RESULT] <score>` from the reply "
+                "(`judge.parse_verdict`)."]
+    out.append("")
+    if eval_run is not None:
+        metrics_path = Path(eval_run)
+        metrics_path = metrics_path / "metrics.json" if metrics_path.is_dir() else metrics_path
+        if not metrics_path.is_file():
+            raise FileNotFoundError(f"{metrics_path}: no metrics.json; score the run first (judge-eval score)")
+        out += _evaluation(_read_json(metrics_path), str(metrics_path.parent))
+    else:
+        out += ["## Evaluation", "", "Not evaluated yet. Judge and score the POLLUX test, then rewrite this card:",
+                "", "```bash", f"judge-eval run --judge {model_path} --data TEST.jsonl --out runs/eval/{name}",
+                f"judge-eval score --predictions runs/eval/{name}",
+                f"judge-train card --export {model_path} --run runs/eval/{name}", "```", ""]
+    git = run.get("git") or {}
+    packages = run.get("packages") or {}
+    out += ["## Provenance", "",
+            f"- pollux-judge commit `{git.get('commit') or NOT_RECORDED}`" + (" (uncommitted changes)" if git.get("dirty") else ""),
+            f"- started {launch.get('started_utc', NOT_RECORDED)} on `{launch.get('host', NOT_RECORDED)}`",
+            "- packages: " + (", ".join(f"{k} {v}" for k, v in packages.items() if v) or NOT_RECORDED),
+            "- the full record: `run.json` in this folder", ""]
+    return "\n".join(out)
+
+
+def write_card(export_dir: str | Path, **kwargs: Any) -> Path:
+    """Write ``README.md`` into the export folder (``render_card``'s arguments); returns its path."""
+    path = Path(export_dir) / CARD_NAME
+    path.write_text(render_card(export_dir, **kwargs), encoding="utf-8")
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``judge-train card``: (re)write an export's model card; returns the exit status."""
+    parser = argparse.ArgumentParser(prog="judge-train card", description=__doc__.split("\n\n")[0],
+                                     epilog="example: judge-train card --export runs/x/export --run runs/eval/x")
+    parser.add_argument("--export", required=True, help="the export folder (holding pollux_judge.json)")
+    parser.add_argument("--run", default=None, help="a folder scored by `judge-eval score` whose figures to include")
+    parser.add_argument("--run-json", default=None, help="the training run.json (default: the export's own)")
+    parser.add_argument("--license", default=DEFAULT_LICENSE, help="the hub's license field (default: other)")
+    parser.add_argument("--name", default=None, help="the model's name (default: the training run's folder)")
+    args = parser.parse_args(argv)
+    try:
+        path = write_card(args.export, run_json=args.run_json, eval_run=args.run, license=args.license, name=args.name)
+    except (FileNotFoundError, ValueError) as err:
+        print(f"judge-train card: error: {err}", file=sys.stderr)
+        return 2
+    print(f"judge-train card: wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
