@@ -87,6 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="generate: parse the first standalone 1/2; logprobs: compare ' 1' with ' 2'")
     rt.add_argument("--max-model-len", type=int, default=None,
                     help="context window for counting prompts that hit it (default: ask /v1/models)")
+    rt.add_argument("--answer-cue", default="Ответ:",
+                    help="completion mode: the cue the prompt ends in, added once unless the instruction already "
+                         "ends in it (the card's 'Ответ:'); '' reproduces MERA's harness, which adds none")
     return parser
 
 
@@ -273,10 +276,12 @@ def run_rutie(args: argparse.Namespace) -> dict[str, Any]:
     client = _client(args)
     max_model_len = args.max_model_len or client.max_model_len()
     settings = RutieSettings(mode=args.mode, scoring=args.scoring, max_tokens=args.max_tokens,
-                             temperature=args.temperature, seed=args.seed, max_model_len=max_model_len)  # fmt: skip
+                             temperature=args.temperature, seed=args.seed, max_model_len=max_model_len,
+                             answer_cue=args.answer_cue)  # fmt: skip
     run_key = {
         "task": "rutie", "model": args.model, "data_sha256": _sha256(data), "mode": args.mode,
         "scoring": args.scoring, "max_tokens": args.max_tokens, "temperature": args.temperature, "seed": args.seed,
+        "answer_cue": args.answer_cue,
     }  # fmt: skip
     resumed = claim_run_folder(out, run_key, [PROGRESS_FILE], overwrite=args.overwrite)
     _write_config(out, args, data, max_model_len=max_model_len, resumed=resumed,
@@ -291,9 +296,9 @@ def run_rutie(args: argparse.Namespace) -> dict[str, Any]:
     metrics = rutie_metrics(records, max_model_len=max_model_len)
     _write_json(out / "metrics.json", metrics)
     acc = "n/a" if metrics["accuracy"] is None else f"{metrics['accuracy']:.4f}"
-    acc_all = "n/a" if metrics["accuracy_all"] is None else f"{metrics['accuracy_all']:.4f}"
-    print(f"rutie: {metrics['n']} questions, accuracy {acc} over {metrics['n'] - metrics['n_unparsed']} parsed, "
-          f"{acc_all} counting {metrics['n_unparsed']} unparsed as wrong; "
+    acc_parsed = "n/a" if metrics["accuracy_parsed"] is None else f"{metrics['accuracy_parsed']:.4f}"
+    print(f"rutie: {metrics['n']} questions, accuracy {acc} ({metrics['n_unparsed']} unparsed counted wrong), "
+          f"{acc_parsed} over the {metrics['n'] - metrics['n_unparsed']} parsed; "
           f"{metrics['n_context_limit']} prompts hit the context limit")  # fmt: skip
     return metrics
 
