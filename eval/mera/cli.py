@@ -74,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     rhe.add_argument("--limit", type=int, default=None, help="only the first N tasks")
     rhe.add_argument("--self-check", action="store_true",
                      help="execute the canonical solutions instead of querying a model (no endpoint needed)")
+    rhe.add_argument("--extraction", choices=("mera", "lenient"), default="mera",
+                     help="mera: MERA's harness (cut at stops, strip a whole ```python...``` cover, append to the "
+                          "stub); lenient: take code out of fences anywhere, accept a redefined function (chat)")
     rhe.add_argument("--exec-workers", type=int, default=2, help="sandboxed executions at once (2)")
     rhe.add_argument("--exec-timeout", type=float, default=3.0, help="seconds per test call (3)")
     rhe.add_argument("--memory-mb", type=int, default=1024, help="address-space limit per sample, MiB (1024)")
@@ -232,7 +235,7 @@ def run_ruhumaneval(args: argparse.Namespace) -> dict[str, Any]:
     jobs, keys = [], []
     for task in tasks:
         for s, completion in enumerate(done[task.task_id]["completions"]):
-            program = build_program(completion, task.function, task.entry_point, stops)
+            program = build_program(completion, task.function, task.entry_point, stops, args.extraction)
             jobs.append(task.exec_job(program))
             keys.append((task.task_id, s, program))
     started = time.monotonic()
@@ -247,7 +250,8 @@ def run_ruhumaneval(args: argparse.Namespace) -> dict[str, Any]:
 
     # -- metrics --------------------------------------------------------------------------------------------
     metrics = summarize(outcomes, ks=args.k)
-    metrics.update(sandbox=sandbox.isolation, exec_seconds=round(exec_s, 2), self_check=args.self_check)
+    metrics.update(sandbox=sandbox.isolation, exec_seconds=round(exec_s, 2), self_check=args.self_check,
+                   extraction=args.extraction)
     _write_json(out / "metrics.json", metrics)
     scores = ", ".join(f"{k}={v:.4f}" for k, v in metrics["pass@k"].items())
     errors = ", ".join(f"{k}={v}" for k, v in metrics["errors"].items() if v)
