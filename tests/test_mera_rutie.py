@@ -18,6 +18,7 @@ from eval.mera.progress import ResumeMismatch, claim_run_folder, read_progress
 from eval.mera.rutie import (
     CONTEXT_LIMIT,
     EMPTY,
+    NO_ANY_DIGIT,
     NO_DIGIT,
     NO_LOGPROBS,
     Answer,
@@ -29,6 +30,8 @@ from eval.mera.rutie import (
     context_answer,
     load_dialogues,
     parse_answer,
+    parse_answer_mera,
+    parse_reply,
     parse_rutie_row,
     render_context,
     rutie_metrics,
@@ -91,8 +94,35 @@ def error_body(message: str) -> dict:
     ],
 )
 def test_parse_answer_takes_first_standalone_1_or_2(reply, expected):
-    """The first standalone 1 or 2 is the answer; anything else is a failure with a reason."""
+    """The "choice" parser: the first standalone 1 or 2 is the answer; anything else is a failure with a reason."""
     assert parse_answer(reply) == expected
+    assert parse_reply(reply, "choice") == expected
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        # MERA's RegexFilter r"(\b([0-9])\b)", first match, on the stripped reply (benchmark_tasks/rutie/utils.py).
+        ("1", Answer("1")),
+        (" Ответ: 2.", Answer("2")),
+        ("Ответ:1", Answer("1")),
+        ("Ответ: 3", Answer("3")),  # a digit, parsed, and wrong
+        ("3, нет, 1", Answer("3")),  # the first digit, whatever it is
+        ("1.5 или 2", Answer("1")),  # "." is a word boundary
+        ("<think>наверное 1</think>Ответ: 2", Answer("1")),  # no reasoning block is skipped
+        ("В 2023 году 12 месяцев, ответ 1", Answer("1")),  # 2023 and 12 are not single digits
+        ("x1 и 2-й", Answer("2")),  # "x1" has no boundary; "-" is one
+        ("12", Answer(None, NO_ANY_DIGIT)),
+        ("Не знаю", Answer(None, NO_ANY_DIGIT)),
+        ("  ", Answer(None, EMPTY)),
+    ],
+)
+def test_mera_parser_is_the_harness_regex(reply, expected):
+    """The default "mera" parser takes the first standalone digit 0-9, as the harness does."""
+    assert parse_answer_mera(reply) == expected
+    assert parse_reply(reply) == expected  # the default
+    with pytest.raises(ValueError, match="answer_parser"):
+        parse_reply(reply, "strict")
 
 
 @pytest.mark.parametrize(
@@ -258,8 +288,10 @@ def test_headline_accuracy_counts_unparsed_as_wrong():
     ],
 )
 def test_context_answer(reply, answer, shown):
-    """Later context shows the parsed digit, else the model's own words, collapsed and shortened."""
-    assert context_answer(reply, answer) == shown
+    """Later context shows the parsed digit, else (choice parser) the model's own words, collapsed and shortened,
+    or (mera parser) the harness's fallback -1."""
+    assert context_answer(reply, answer, "choice") == shown
+    assert context_answer(reply, answer, "mera") == (shown if answer.ok else "-1")
 
 
 GOOD_ROW = {
@@ -442,14 +474,20 @@ def _table_responder(replies: dict[str, str], fail_on: set[str] = frozenset()):
     return respond
 
 
-EXPECTED_PROMPTS = [
-    "Диалог:\n\nСколько ног у человека?\n1. Две\n2. Четыре\nОтвет:",
-    "Диалог:\nСколько ног у человека?\n1. Две\n2. Четыре\nОтвет: 2\n\n"
-    "А у муравья?\n1. Две\n2. Шесть\nОтвет:",
-    "Диалог:\nСколько ног у человека?\n1. Две\n2. Четыре\nОтвет: 2\n\n"
-    "А у муравья?\n1. Две\n2. Шесть\nОтвет: не уверен\n\n"
-    "Кто из них меньше?\n1. Человек\n2. Муравей\nОтвет:",
-]
+def expected_prompts(unparsed_shown: str) -> list[str]:
+    """The three prompts of DIALOG given REPLIES, the unparsed second answer shown as ``unparsed_shown``."""
+    return [
+        "Диалог:\n\nСколько ног у человека?\n1. Две\n2. Четыре\nОтвет:",
+        "Диалог:\nСколько ног у человека?\n1. Две\n2. Четыре\nОтвет: 2\n\n"
+        "А у муравья?\n1. Две\n2. Шесть\nОтвет:",
+        "Диалог:\nСколько ног у человека?\n1. Две\n2. Четыре\nОтвет: 2\n\n"
+        f"А у муравья?\n1. Две\n2. Шесть\nОтвет: {unparsed_shown}\n\n"
+        "Кто из них меньше?\n1. Человек\n2. Муравей\nОтвет:",
+    ]
+
+
+# The default parser is MERA's: an unparsed answer shows as the harness's fallback "-1".
+EXPECTED_PROMPTS = expected_prompts("-1")
 
 
 def _run(endpoint: ScriptedEndpoint, data: Path, out: Path, *extra: str) -> int:
@@ -457,26 +495,31 @@ def _run(endpoint: ScriptedEndpoint, data: Path, out: Path, *extra: str) -> int:
                      "--out", str(out), "--max-retries", "0", *extra])  # fmt: skip
 
 
-def test_rutie_sends_the_models_own_wrong_answer_in_later_context(tmp_path):
-    """Completion mode: the exact prompts on the wire carry the model's earlier (wrong, unparsed) answers."""
+@pytest.mark.parametrize(
+    ("parser_args", "shown", "reason"),
+    [((), "-1", NO_ANY_DIGIT), (("--answer-parser", "choice"), "не уверен", NO_DIGIT)],
+)
+def test_rutie_sends_the_models_own_wrong_answer_in_later_context(tmp_path, parser_args, shown, reason):
+    """Completion mode: the exact prompts on the wire carry the model's earlier (wrong, unparsed) answers; the
+    unparsed one as the harness's -1 (default parser) or in the model's own words (choice parser)."""
     data = _write_dialogs(tmp_path / "d.jsonl")
     with ScriptedEndpoint(_table_responder(REPLIES)) as endpoint:
-        assert _run(endpoint, data, tmp_path / "run") == 0
+        assert _run(endpoint, data, tmp_path / "run", *parser_args) == 0
     bodies = endpoint.bodies("/v1/completions")
-    assert [b["prompt"] for b in bodies] == EXPECTED_PROMPTS
+    assert [b["prompt"] for b in bodies] == expected_prompts(shown)
     assert all(b["model"] == "scripted" and b["temperature"] == 0.0 and b["max_tokens"] == 16 for b in bodies)
     # The gold answer to question 0 ("1") never reaches the model.
     assert "Ответ: 1" not in bodies[1]["prompt"]
 
     answers = read_progress(tmp_path / "run" / "answers.jsonl")
     assert [(a["answer"], a["reason"], a["correct"]) for a in answers] == [
-        ("2", "", False), (None, NO_DIGIT, False), ("2", "", True),
+        ("2", "", False), (None, reason, False), ("2", "", True),
     ]
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     # Headline: 1 right of 3 questions (the unparsed one is wrong); over the 2 parsed: 1 of 2.
     assert (metrics["n"], metrics["n_unparsed"], metrics["accuracy"], metrics["accuracy_parsed"]) == (3, 1, 1 / 3, 0.5)
     assert metrics["max_model_len"] == 4096
-    assert [s["mean"] for s in metrics["prompt_tokens"]["by_step"]] == [len(p) for p in EXPECTED_PROMPTS]
+    assert [s["mean"] for s in metrics["prompt_tokens"]["by_step"]] == [len(p) for p in expected_prompts(shown)]
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["task"] == "rutie" and config["args"]["mode"] == "completion" and len(config["data_sha256"]) == 64
 
@@ -494,7 +537,7 @@ def test_rutie_chat_mode_sends_earlier_answers_as_assistant_turns(tmp_path):
         [{"role": "user", "content": "Диалог:\n" + q0 + "\nОтвет:"}, {"role": "assistant", "content": "2"},
          {"role": "user", "content": q1}],
         [{"role": "user", "content": "Диалог:\n" + q0 + "\nОтвет:"}, {"role": "assistant", "content": "2"},
-         {"role": "user", "content": q1 + "\nОтвет:"}, {"role": "assistant", "content": "не уверен"},
+         {"role": "user", "content": q1 + "\nОтвет:"}, {"role": "assistant", "content": "-1"},
          {"role": "user", "content": "Кто из них меньше?\n1. Человек\n2. Муравей"}],
     ]  # fmt: skip
 
@@ -554,8 +597,8 @@ def test_rutie_chat_logprob_variant_reads_first_token_top_logprobs(tmp_path):
     answers = read_progress(tmp_path / "run" / "answers.jsonl")
     assert [(a["answer"], a["reason"]) for a in answers] == [("2", ""), (None, NO_LOGPROBS), ("2", "")]
     assert answers[2]["scores"] == {"1": -0.9, "2": -0.4}
-    # The unparsed answer shows as empty in the later context, never as the gold one.
-    assert bodies[2]["messages"][3] == {"role": "assistant", "content": ""}
+    # The unparsed answer shows as the harness's fallback -1 in the later context, never as the gold one.
+    assert bodies[2]["messages"][3] == {"role": "assistant", "content": "-1"}
 
 
 def test_rutie_resumes_after_interruption(tmp_path):
@@ -594,7 +637,7 @@ def test_rutie_counts_prompts_that_hit_the_context_limit(tmp_path):
         assert _run(endpoint, data, tmp_path / "run") == 0
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["n_context_limit"] == 1
-    assert metrics["unparsed_reasons"] == {NO_DIGIT: 1, CONTEXT_LIMIT: 1}
+    assert metrics["unparsed_reasons"] == {NO_ANY_DIGIT: 1, CONTEXT_LIMIT: 1}
     assert metrics["max_model_len"] is None
 
 

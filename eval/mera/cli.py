@@ -93,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
     rt.add_argument("--answer-cue", default="Ответ:",
                     help="completion mode: the cue the prompt ends in, added once unless the instruction already "
                          "ends in it (the card's 'Ответ:'); '' reproduces MERA's harness, which adds none")
+    rt.add_argument("--answer-parser", choices=("mera", "choice"), default="mera",
+                    help="mera: MERA's harness, first standalone digit 0-9, '-1' in later context when none; "
+                         "choice: first standalone 1 or 2, the model's own words in later context when none")
     return parser
 
 
@@ -281,11 +284,11 @@ def run_rutie(args: argparse.Namespace) -> dict[str, Any]:
     max_model_len = args.max_model_len or client.max_model_len()
     settings = RutieSettings(mode=args.mode, scoring=args.scoring, max_tokens=args.max_tokens,
                              temperature=args.temperature, seed=args.seed, max_model_len=max_model_len,
-                             answer_cue=args.answer_cue)  # fmt: skip
+                             answer_cue=args.answer_cue, answer_parser=args.answer_parser)  # fmt: skip
     run_key = {
         "task": "rutie", "model": args.model, "data_sha256": _sha256(data), "mode": args.mode,
         "scoring": args.scoring, "max_tokens": args.max_tokens, "temperature": args.temperature, "seed": args.seed,
-        "answer_cue": args.answer_cue,
+        "answer_cue": args.answer_cue, "answer_parser": args.answer_parser,
     }  # fmt: skip
     resumed = claim_run_folder(out, run_key, [PROGRESS_FILE], overwrite=args.overwrite)
     _write_config(out, args, data, max_model_len=max_model_len, resumed=resumed,

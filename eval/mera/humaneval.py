@@ -25,7 +25,7 @@ Code from a completion (``build_program``), one named option ``extraction``:
   character followed by ``python`` and *ends* with three copies of it (so ```` ```python ...``` ```` and
   ``~~~python ...~~~``, nothing else: no prose around, no other language tag, no leading whitespace), and the
   result is appended to the stub as it is (``inputs.function + completion``, no newline added). A chat answer
-  that opens with prose or a fence and ``def`` is therefore cut at its ``\ndef`` and fails, as in the harness.
+  that opens with prose or a fence and ``def`` is therefore cut at its ``\\ndef`` and fails, as in the harness.
 * ``"lenient"``, a deviation for chat models: code is taken out of the first suitable markdown fence anywhere in
   the answer (``extract_code``); an answer that (re)defines the entry point is used whole, with the stub's imports
   on top; otherwise it is a continuation cut at the stops and joined to the stub with a newline if neither side

@@ -10,9 +10,9 @@ meta: {dialog_id, question_id, category, use_context, turing_imitation}}`` (card
 
 Prompts (completion mode), as the harness's context former builds them: the instruction is split at
 ``{context}``; with no earlier questions the placeholder is dropped and the whole is stripped; otherwise the
-earlier questions, each ``{question}\n1. {choice1}\n2. {choice2}\nОтвет: {answer}`` (the harness's
+earlier questions, each ``{question}\\n1. {choice1}\\n2. {choice2}\\nОтвет: {answer}`` (the harness's
 ``doc_to_text_without_instruction``), follow the first part, joined by blank lines, and a blank line separates the
-last of them from the current question (card:133-135; the harness's ``fewshot_delimiter`` ``"\n\n"``); the
+last of them from the current question (card:133-135; the harness's ``fewshot_delimiter`` ``"\\n\\n"``); the
 second part, with only ``{question}``, ``{choice1}``, ``{choice2}`` filled (other braces stay literal, as in the
 harness's ``doc_to_text``), is stripped. The prompt then ends in the answer cue ``Ответ:`` once, as in the card's
 turn prompts (card:123, 139) and its prompt example (card:155): the cue is appended on a new line only when
@@ -21,18 +21,24 @@ which appends nothing). The log-probability variant continues the prompt with " 
 ``target_delimiter`` " ").
 
 The answer shown is **the model's own earlier answer**, never the gold one (card:111, 115): the parsed digit
-(the digit, as in card:133 and the harness, not the choice text the prose of card:115 mentions), or, when it
-gave none, what it said (whitespace collapsed, cut to ``MAX_CONTEXT_ANSWER_CHARS``). Deviation, named: the
-harness shows its fallback ``-1`` there.
+(the digit, as in card:133 and the harness, not the choice text the prose of card:115 mentions); when it gave
+none, see the parsers below.
 
 Chat mode follows the harness's multi-turn form (``fewshot_as_multiturn``): the first user turn is the
 instruction's first part plus the first earlier question ending in ``Ответ:``, each earlier answer an assistant
 turn, each further earlier question a user turn, and the last user turn the instruction's second part filled and
 stripped. With no earlier questions it is one user turn, the instruction with an empty context.
 
-Answers: the first standalone digit 1 or 2 (not part of a number or a word); anything else is unparsed and
-counted. Deviation, documented: the harness takes the first standalone digit 0-9 (``RegexFilter``
-``\b([0-9])\b``, fallback ``-1``), so "3, нет, 1" is wrong there and 1 here; "Ответ: 3" is wrong in both.
+Answers (the card is silent on parsing), one named option ``RutieSettings.answer_parser``:
+
+* ``"mera"`` (default), the harness (``utils.py``: ``RegexFilter(r"(\\b([0-9])\\b)")`` on the stripped reply,
+  fallback ``"-1"``): the first standalone digit 0-9 is the answer, so "3" is a parsed, wrong answer; a reply
+  with no digit is unparsed, and later context shows the harness's fallback ``-1`` for it.
+* ``"choice"`` (deviation): the first standalone 1 or 2 (not part of a number or a word, after any ``<think>``
+  block); anything else is unparsed, and later context shows what the model said instead (whitespace
+  collapsed, cut to ``MAX_CONTEXT_ANSWER_CHARS``). "3, нет, 1" is wrong under ``mera`` and 1 here.
+
+Either way an unparsed answer is counted (``n_unparsed``, ``unparsed_reasons``) and is wrong in the headline.
 
 Metrics (``rutie_metrics``): the headline ``accuracy`` is correct answers over **all** questions, an unparsed
 answer counting as wrong (card:166: "Accuracy ..., the average for the dialogue"; the harness scores its
@@ -53,6 +59,9 @@ from typing import Any
 from eval.mera.progress import ProgressWriter, read_progress
 
 CHOICES = ("1", "2")
+ANSWER_PARSERS = ("mera", "choice")
+#: What the harness puts in later context for a reply with no digit (utils.py ``FALLBACK``).
+MERA_FALLBACK = "-1"
 #: The answer cue the card's turn prompts end in (card:123, 139, 155).
 ANSWER_CUE = "Ответ:"
 #: The harness's separator between dialogue turns (``fewshot_delimiter``; the blank line of card:134).
@@ -62,8 +71,8 @@ MAX_CONTEXT_ANSWER_CHARS = 200
 PROGRESS_FILE = "answers.jsonl"
 
 # Unparsed reasons.
-NO_DIGIT, EMPTY, CONTEXT_LIMIT, NO_LOGPROBS = (
-    "no standalone 1 or 2", "empty answer", "context limit", "no log-probabilities for 1/2",
+NO_DIGIT, NO_ANY_DIGIT, EMPTY, CONTEXT_LIMIT, NO_LOGPROBS = (
+    "no standalone 1 or 2", "no standalone digit", "empty answer", "context limit", "no log-probabilities for 1/2",
 )  # fmt: skip
 
 
@@ -93,7 +102,8 @@ class RutieItem:
 
 @dataclasses.dataclass(frozen=True)
 class Answer:
-    """A parsed reply: ``value`` is ``"1"``, ``"2"`` or ``None`` with a ``reason``."""
+    """A parsed reply: ``value`` is a digit (``"1"``/``"2"`` only under the ``choice`` parser) or ``None`` with a
+    ``reason``; only ``"1"`` or ``"2"`` can be correct."""
 
     value: str | None
     reason: str = ""
@@ -278,6 +288,26 @@ def parse_answer(text: str) -> Answer:
     return Answer(match.group(1))
 
 
+_MERA_DIGIT = re.compile(r"\b([0-9])\b")
+
+
+def parse_answer_mera(text: str) -> Answer:
+    """MERA's harness: the first standalone digit 0-9 of the stripped reply (``\\b([0-9])\\b``), else a failure."""
+    if text is None or not text.strip():
+        return Answer(None, EMPTY)
+    match = _MERA_DIGIT.search(text.strip())
+    return Answer(match.group(1)) if match else Answer(None, NO_ANY_DIGIT)
+
+
+def parse_reply(text: str, parser: str = "mera") -> Answer:
+    """The answer in a reply under the named parser (``"mera"`` or ``"choice"``)."""
+    if parser == "mera":
+        return parse_answer_mera(text)
+    if parser == "choice":
+        return parse_answer(text)
+    raise ValueError(f"answer_parser must be one of {ANSWER_PARSERS}, not {parser!r}")
+
+
 def answer_from_logprobs(scores: Mapping[str, float | None]) -> Answer:
     """The choice with the larger log-probability; a missing score for either is a failure."""
     s1, s2 = scores.get("1"), scores.get("2")
@@ -290,10 +320,13 @@ def answer_from_logprobs(scores: Mapping[str, float | None]) -> Answer:
     return Answer("1" if s1 >= s2 else "2")
 
 
-def context_answer(reply: str, answer: Answer) -> str:
-    """What the later context shows as the model's answer: the digit, else its own words, shortened."""
+def context_answer(reply: str, answer: Answer, parser: str = "choice") -> str:
+    """What the later context shows as the model's answer: the digit; when unparsed, the harness's ``-1`` under
+    the ``mera`` parser, the model's own words (shortened) under ``choice``."""
     if answer.ok:
         return answer.value or ""
+    if parser == "mera":
+        return MERA_FALLBACK
     collapsed = " ".join((reply or "").split())
     return collapsed[:MAX_CONTEXT_ANSWER_CHARS]
 
@@ -316,6 +349,8 @@ class RutieSettings:
         max_model_len: The model's context window, to count prompts that hit it (``None``: only errors count).
         answer_cue: Completion mode: what the prompt ends in, appended on a new line unless the instruction
             already ends in it (card:123, 139, 155); ``""`` reproduces MERA's harness, which appends nothing.
+        answer_parser: ``"mera"`` (the harness's first standalone digit, ``-1`` in later context when there is
+            none) or ``"choice"`` (first standalone 1 or 2, the model's own words in context when there is none).
     """
 
     mode: str = "completion"
@@ -325,12 +360,15 @@ class RutieSettings:
     seed: int | None = 0
     max_model_len: int | None = None
     answer_cue: str = ANSWER_CUE
+    answer_parser: str = "mera"
 
 
 def ask(client: Any, item: RutieItem, history: Sequence[tuple[RutieItem, str]], settings: RutieSettings) -> dict:
     """Put one question to the model and return its progress record (see ``run_dialogues``)."""
     from eval.mera.client import ContextLimitError
 
+    if settings.answer_parser not in ANSWER_PARSERS:
+        raise ValueError(f"answer_parser must be one of {ANSWER_PARSERS}, not {settings.answer_parser!r}")
     if settings.mode == "chat":
         request: Any = chat_messages(item, history)
     elif settings.mode == "completion":
@@ -360,7 +398,7 @@ def ask(client: Any, item: RutieItem, history: Sequence[tuple[RutieItem, str]], 
         elif settings.scoring == "generate":
             (generation,) = client.generate(request, mode=settings.mode, n=1, temperature=settings.temperature,
                                             max_tokens=settings.max_tokens, seed=settings.seed)  # fmt: skip
-            answer = parse_answer(generation.text)
+            answer = parse_reply(generation.text, settings.answer_parser)
             record.update(reply=generation.text, prompt_tokens=generation.prompt_tokens)
         else:
             raise ValueError(f"scoring must be 'generate' or 'logprobs', not {settings.scoring!r}")
@@ -373,7 +411,7 @@ def ask(client: Any, item: RutieItem, history: Sequence[tuple[RutieItem, str]], 
     record.update(
         answer=answer.value,
         reason=answer.reason,
-        context_answer=context_answer(record["reply"], answer),
+        context_answer=context_answer(record["reply"], answer, settings.answer_parser),
         gold=item.gold,
         correct=answer.value == item.gold,
         category=list(item.category),
@@ -415,7 +453,7 @@ def run_dialogues(
 
     Every answer is appended (fsynced) to ``out_dir/answers.jsonl`` before the next question of its dialogue is
     asked, so an interrupted run continues where it stopped. Records hold ``dialog_id``, ``question_id``, the
-    exact ``request`` (prompt string or messages), ``reply``, ``answer`` (``"1"``/``"2"``/``None``), ``reason``,
+    exact ``request`` (prompt string or messages), ``reply``, ``answer`` (a digit or ``None``), ``reason``,
     ``context_answer`` (what later context shows), ``gold``, ``correct``, ``prompt_tokens``, ``context_limit``,
     ``scores`` (logprob scoring) and the item's ``category``, ``use_context``, ``turing_imitation``.
 
