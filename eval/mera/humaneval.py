@@ -30,6 +30,13 @@ Code from a completion (``build_program``), one named option ``extraction``:
   the answer (``extract_code``); an answer that (re)defines the entry point is used whole, with the stub's imports
   on top; otherwise it is a continuation cut at the stops and joined to the stub with a newline if neither side
   has one.
+
+Scoring follows the card (004:90) and the harness: a sample is correct when ``str()`` of every test call's result
+equals the expected string; pass@k is the unbiased estimator over n = 10 samples. Execution differs from the
+harness on purpose (``sandbox.py``): each test call runs in a fresh namespace under its own time limit
+(``--exec-timeout``, 3 s), where the harness executes the program once under a 3 s limit and calls every test in
+that namespace with the process killed after 4 s; and a call returning ``None`` is compared as ``"None"``, where
+the harness never matches ``None`` (its comment: no expected output is ``None``, so the two agree on its data).
 """
 
 from __future__ import annotations
