@@ -17,6 +17,8 @@ from eval.mera import cli
 from eval.mera.humaneval import (
     DEFAULT_INSTRUCTION,
     MERA_STOPS,
+    N_SAMPLES,
+    PASS_AT_K,
     DataError,
     build_program,
     extract_code,
@@ -25,6 +27,7 @@ from eval.mera.humaneval import (
     parse_mera_row,
     pass_at_k,
     render_prompt,
+    strip_markdown_cover,
     summarize,
     truncate_at_stops,
 )
@@ -70,6 +73,38 @@ def test_pass_at_k_by_hand(n, c, k, expected):
     """The unbiased estimator 1 - C(n-c, k)/C(n, k), values derived by hand."""
     assert pass_at_k(n, c, k) == pytest.approx(expected, abs=1e-12)
     assert comb(7, 5) == 21 and comb(10, 5) == 252  # the arithmetic in the comments above
+
+
+@pytest.mark.parametrize(
+    ("c", "k", "expected"),
+    [
+        # card 004:86: pass@k = E[1 - C(n-c, k) / C(n, k)] with n = 10 (card 004:90).
+        (2, 1, 1 - 8 / 10),  # C(8,1)/C(10,1) = 8/10 -> 0.2
+        (2, 5, 1 - 56 / 252),  # C(8,5) = 56, C(10,5) = 252 -> 1 - 2/9 = 7/9
+        (2, 9, 1.0),  # n - c = 8 < 9: every 9-subset holds a correct sample
+        (1, 5, 1 - 126 / 252),  # C(9,5) = 126 -> 0.5, i.e. k/n for c = 1
+        (9, 1, 0.9),
+        (0, 10, 0.0),
+        (1, 10, 1.0),  # pass@10 with n = 10 is "any sample passed"
+    ],
+)
+def test_pass_at_k_with_the_cards_n_of_10(c, k, expected):
+    """card 004:86-90: the unbiased estimator at n = 10, by hand; the harness's product form gives the same."""
+    assert pass_at_k(10, c, k) == pytest.approx(expected, abs=1e-12)
+    # MERA utils.py compute_pass_k: 1 - prod_{i=n-c+1}^{n} (1 - k/i), e.g. c=2, k=5: 1 - (4/9)(5/10) = 7/9.
+    product = 1.0
+    for i in range(10 - c + 1, 10 + 1):
+        product *= 1 - k / i
+    assert pass_at_k(10, c, k) == pytest.approx(1.0 if 10 - c < k else 1 - product, abs=1e-12)
+    assert (comb(8, 5), comb(10, 5), comb(9, 5)) == (56, 252, 126)  # the arithmetic above
+
+
+def test_cli_defaults_are_the_cards_and_harness_protocol():
+    """n = 10 samples, pass@1/5/10 (card 004:90; harness repeats: 10), temperature 0.6 (ruhumaneval.yaml)."""
+    args = cli.build_parser().parse_args(["ruhumaneval", "--out", "x"])
+    assert (args.n, args.k, args.temperature, args.extraction) == (10, [1, 5, 10], 0.6, "mera")
+    assert (N_SAMPLES, PASS_AT_K) == (10, (1, 5, 10))
+    assert MERA_STOPS == ("\nclass", "\ndef", "\n#", "\nif", "\nprint")
 
 
 @pytest.mark.parametrize(("n", "c", "k"), [(10, 11, 1), (10, -1, 1), (10, 3, 0), (10, 3, 11)])
@@ -248,14 +283,85 @@ STUB = 'from typing import List\n\n\ndef total(xs: List[int]) -> int:\n    """С
         ("    return totally(xs)\n", STUB + "    return totally(xs)\n"),
     ],
 )
-def test_build_program(completion, expected):
-    """The program executed for a completion: appended to the stub, or a redefinition used whole."""
-    assert build_program(completion, STUB, "total") == expected
+def test_build_program_lenient(completion, expected):
+    """extraction="lenient": appended to the stub, or a redefinition used whole."""
+    assert build_program(completion, STUB, "total", extraction="lenient") == expected
 
 
 def test_build_program_joins_a_stub_without_trailing_newline():
-    """A stub without a final newline and a body without a leading one are joined by a newline."""
-    assert build_program("    return 1", "def f():", "f") == "def f():\n    return 1"
+    """Lenient joins a stub without a final newline and a body without a leading one by a newline; MERA's harness
+    concatenates as is."""
+    assert build_program("    return 1", "def f():", "f", extraction="lenient") == "def f():\n    return 1"
+    assert build_program("    return 1", "def f():", "f") == "def f():    return 1"
+
+
+BODY = "    return sum(xs)\n"
+
+# model output -> (program under MERA's harness, program under "lenient"); STUB + x is the harness's
+# ``doc["inputs"]["function"] + resp_func`` (MERA utils.py execute_function).
+EXTRACTION_TABLE = [
+    # A plain continuation: both append it.
+    (BODY, STUB + BODY, STUB + BODY),
+    ("\n" + BODY, STUB + "\n" + BODY, STUB + "\n" + BODY),
+    # A whole ```python ... ``` cover: the harness strips it (preprocess_generation), keeping what was inside.
+    ("```python\n" + BODY + "```", STUB + "\n" + BODY, STUB + BODY),
+    # Same cover with ~~~: the harness's pattern is "first character x3 + python".
+    ("~~~python\n" + BODY + "~~~", STUB + "\n" + BODY, STUB + "~~~python\n" + BODY + "~~~"),
+    # A cover with another tag, or text after the closing fence: the harness leaves it (a syntax error).
+    ("```py\n" + BODY + "```", STUB + "```py\n" + BODY + "```", STUB + BODY),
+    ("```python\n" + BODY + "```\nГотово.", STUB + "```python\n" + BODY + "```\nГотово.", STUB + BODY),
+    # A leading space or newline: the harness does not look for a cover at all.
+    (" ```python\n" + BODY + "```", STUB + " ```python\n" + BODY + "```", STUB + BODY),
+    # Prose, then a fence with the signature repeated: the harness's stops cut at "\ndef" and the rest fails;
+    # lenient takes the fenced redefinition whole with the stub's import on top.
+    ("Вот решение:\n```python\ndef total(xs: List[int]) -> int:\n" + BODY + "```",
+     STUB + "Вот решение:\n```python",
+     "from typing import List\ndef total(xs: List[int]) -> int:\n" + BODY),
+    # The signature repeated without a fence, at the very start (no "\n" before def, so no stop): the harness
+    # appends it after the stub, which redefines the function; lenient uses it whole.
+    ("def total(xs: List[int]) -> int:\n" + BODY,
+     STUB + "def total(xs: List[int]) -> int:\n" + BODY,
+     "from typing import List\ndef total(xs: List[int]) -> int:\n" + BODY),
+    # A covered body followed by a helper: the harness cuts at "\ndef" first, so the cover no longer closes.
+    ("```python\n" + BODY + "\ndef helper():\n    pass\n```",
+     STUB + "```python\n" + BODY,
+     STUB + BODY),
+    # Test code after the body: cut at the stop ("\nprint", the newline included) by both.
+    (BODY + "print(total([1, 2]))\n", STUB + "    return sum(xs)", STUB + "    return sum(xs)"),
+    ("", STUB, STUB),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("completion", "mera", "lenient"), EXTRACTION_TABLE)
+def test_extraction_table(completion, mera, lenient):
+    """The program built from each kind of model output, under MERA's harness (default) and under lenient."""
+    assert build_program(completion, STUB, "total") == mera
+    assert build_program(completion, STUB, "total", extraction="mera") == mera
+    assert build_program(completion, STUB, "total", extraction="lenient") == lenient
+
+
+@pytest.mark.parametrize(
+    ("generation", "expected"),
+    [
+        ("```python\nx = 1\n```", "\nx = 1\n"),
+        ("```python```", ""),
+        ("~~~pythonx~~~", "x"),
+        ("```Python\nx\n```", "```Python\nx\n```"),  # case matters
+        ("```python\nx\n``", "```python\nx\n``"),  # no full closing cover
+        ("\n```python\nx\n```", "\n```python\nx\n```"),
+        ("\t```python\nx\n```", "\t```python\nx\n```"),
+        ("", ""),
+    ],
+)
+def test_strip_markdown_cover_is_meras_preprocess_generation(generation, expected):
+    """MERA utils.py preprocess_generation: only a whole 'XXXpython...XXX' cover (X = first character) goes."""
+    assert strip_markdown_cover(generation) == expected
+
+
+def test_unknown_extraction_is_an_error():
+    """A misspelt extraction is an error naming the choices, never a silent default."""
+    with pytest.raises(ValueError, match="mera"):
+        build_program(BODY, STUB, "total", extraction="fenced")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -412,14 +518,28 @@ def test_ruhumaneval_distinct_seeds_mode(tmp_path):
 
 
 def test_ruhumaneval_chat_mode_end_to_end(tmp_path):
-    """Chat mode: one user turn, no server-side stops (a fenced answer starts with def), same pass@k."""
+    """Chat mode with --extraction lenient: one user turn, no server-side stops (a fenced answer starts with
+    def), same pass@k."""
     with ScriptedEndpoint(_scripted) as endpoint:
-        assert _run(endpoint, tmp_path / "run", "--mode", "chat") == 0
+        assert _run(endpoint, tmp_path / "run", "--mode", "chat", "--extraction", "lenient") == 0
     bodies = endpoint.bodies("/v1/chat/completions")
     prompts = {t.prompt for t in load_tasks(SAMPLE)[:2]}
     assert {b["messages"][0]["content"] for b in bodies} == prompts
     assert all(len(b["messages"]) == 1 and b["messages"][0]["role"] == "user" and "stop" not in b for b in bodies)
     _check_metrics(tmp_path / "run")
+
+
+def test_ruhumaneval_chat_fenced_answer_fails_under_meras_extraction(tmp_path):
+    """Default extraction (MERA's harness): the chat answer with prose before its fence is cut at "\ndef" and
+    fails to compile, so strlen has c=2 of 3 instead of 3."""
+    with ScriptedEndpoint(_scripted) as endpoint:
+        assert _run(endpoint, tmp_path / "run", "--mode", "chat") == 0
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert [t["c"] for t in metrics["per_task"]] == [1, 2] and metrics["extraction"] == "mera"
+    assert metrics["errors"]["syntax"] == 2  # gcd's "return (a" and strlen's cut fence
+    executions = [json.loads(line) for line in (tmp_path / "run" / "executions.jsonl").read_text().splitlines()]
+    fenced = next(e for e in executions if e["task_id"] == "1" and e["sample"] == 1)
+    assert fenced["program"].endswith('"""\nВот решение:\n```python')
 
 
 def test_ruhumaneval_self_check_needs_no_endpoint(tmp_path):

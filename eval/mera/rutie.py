@@ -1,20 +1,48 @@
 """ruTiE (MERA): Turing-test interview dialogues answered with the model's own earlier answers in context.
 
+Sources: the ruTiE card ``seeds/002_18ce008100d98e11.txt`` (cited as ``card:LINE``) and MERA's harness,
+``MERA-Evaluation/MERA`` ``benchmark_tasks/rutie/rutie.yaml``, ``benchmark_tasks/rutie/utils.py`` and
+``benchmark_tasks/custom_context_formers.py`` (``ruTiEContextFormer``), cited as ``harness``.
+
 Data rows ``{instruction (contains {context}), inputs: {question, choice1, choice2}, outputs: "1" | "2",
-meta: {dialog_id, question_id, category, use_context, turing_imitation}}`` are grouped by ``dialog_id`` and
-asked strictly in ``question_id`` order.
+meta: {dialog_id, question_id, category, use_context, turing_imitation}}`` (card:47-60) are grouped by
+``dialog_id`` and asked strictly in ``question_id`` order (card:111-144).
 
-Prompts. Completion mode: the earlier questions of the dialogue, each as
-``{question}\\n1. {choice1}\\n2. {choice2}\\nОтвет: {answer}``, joined by blank lines, fill ``{context}`` of the
-current instruction; ``\\nОтвет:`` is appended so a completion (and the log-probability variant's " 1" / " 2")
-continues the same pattern. The answer shown is **the model's own earlier answer**, never the gold one: the
-parsed digit, or what it said (whitespace collapsed, cut to ``MAX_CONTEXT_ANSWER_CHARS``) when it gave none.
-Chat mode: each earlier question is a user turn ``{question}\\n1. {choice1}\\n2. {choice2}`` followed by the
-model's answer as an assistant turn; the last user turn is the current instruction with an empty context.
+Prompts (completion mode), as the harness's context former builds them: the instruction is split at
+``{context}``; with no earlier questions the placeholder is dropped and the whole is stripped; otherwise the
+earlier questions, each ``{question}\\n1. {choice1}\\n2. {choice2}\\nОтвет: {answer}`` (the harness's
+``doc_to_text_without_instruction``), follow the first part, joined by blank lines, and a blank line separates the
+last of them from the current question (card:133-135; the harness's ``fewshot_delimiter`` ``"\\n\\n"``); the
+second part, with only ``{question}``, ``{choice1}``, ``{choice2}`` filled (other braces stay literal, as in the
+harness's ``doc_to_text``), is stripped. The prompt then ends in the answer cue ``Ответ:`` once, as in the card's
+turn prompts (card:123, 139) and its prompt example (card:155): the cue is appended on a new line only when
+the instruction does not already end in it (``RutieSettings.answer_cue``; ``""`` reproduces the harness,
+which appends nothing). The log-probability variant continues the prompt with " 1" / " 2" (the harness's
+``target_delimiter`` " ").
 
-Answers: the first standalone digit 1 or 2 (not part of a number or a word); anything else is unparsed and
-counted, never scored as an answer. Metrics (``rutie_metrics``): ``accuracy`` over parsed answers (house rule:
-a parse failure is never a score) next to ``accuracy_all``, MERA's convention, where unparsed counts as wrong.
+The answer shown is **the model's own earlier answer**, never the gold one (card:111, 115): the parsed digit
+(the digit, as in card:133 and the harness, not the choice text the prose of card:115 mentions); when it gave
+none, see the parsers below.
+
+Chat mode follows the harness's multi-turn form (``fewshot_as_multiturn``): the first user turn is the
+instruction's first part plus the first earlier question ending in ``Ответ:``, each earlier answer an assistant
+turn, each further earlier question a user turn, and the last user turn the instruction's second part filled and
+stripped. With no earlier questions it is one user turn, the instruction with an empty context.
+
+Answers (the card is silent on parsing), one named option ``RutieSettings.answer_parser``:
+
+* ``"mera"`` (default), the harness (``utils.py``: ``RegexFilter(r"(\\b([0-9])\\b)")`` on the stripped reply,
+  fallback ``"-1"``): the first standalone digit 0-9 is the answer, so "3" is a parsed, wrong answer; a reply
+  with no digit is unparsed, and later context shows the harness's fallback ``-1`` for it.
+* ``"choice"`` (deviation): the first standalone 1 or 2 (not part of a number or a word, after any ``<think>``
+  block); anything else is unparsed, and later context shows what the model said instead (whitespace
+  collapsed, cut to ``MAX_CONTEXT_ANSWER_CHARS``). "3, нет, 1" is wrong under ``mera`` and 1 here.
+
+Either way an unparsed answer is counted (``n_unparsed``, ``unparsed_reasons``) and is wrong in the headline.
+
+Metrics (``rutie_metrics``): the headline ``accuracy`` is correct answers over **all** questions, an unparsed
+answer counting as wrong (card:166: "Accuracy ..., the average for the dialogue"; the harness scores its
+fallback ``-1`` as wrong). ``accuracy_parsed`` (over parsed answers) and ``n_unparsed`` stand beside it.
 """
 
 from __future__ import annotations
@@ -31,13 +59,20 @@ from typing import Any
 from eval.mera.progress import ProgressWriter, read_progress
 
 CHOICES = ("1", "2")
-COMPLETION_CUE = "\nОтвет:"
+ANSWER_PARSERS = ("mera", "choice")
+#: What the harness puts in later context for a reply with no digit (utils.py ``FALLBACK``).
+MERA_FALLBACK = "-1"
+#: The answer cue the card's turn prompts end in (card:123, 139, 155).
+ANSWER_CUE = "Ответ:"
+#: The harness's separator between dialogue turns (``fewshot_delimiter``; the blank line of card:134).
+TURN_SEPARATOR = "\n\n"
+CONTEXT_PLACEHOLDER = "{context}"
 MAX_CONTEXT_ANSWER_CHARS = 200
 PROGRESS_FILE = "answers.jsonl"
 
 # Unparsed reasons.
-NO_DIGIT, EMPTY, CONTEXT_LIMIT, NO_LOGPROBS = (
-    "no standalone 1 or 2", "empty answer", "context limit", "no log-probabilities for 1/2",
+NO_DIGIT, NO_ANY_DIGIT, EMPTY, CONTEXT_LIMIT, NO_LOGPROBS = (
+    "no standalone 1 or 2", "no standalone digit", "empty answer", "context limit", "no log-probabilities for 1/2",
 )  # fmt: skip
 
 
@@ -67,7 +102,8 @@ class RutieItem:
 
 @dataclasses.dataclass(frozen=True)
 class Answer:
-    """A parsed reply: ``value`` is ``"1"``, ``"2"`` or ``None`` with a ``reason``."""
+    """A parsed reply: ``value`` is a digit (``"1"``/``"2"`` only under the ``choice`` parser) or ``None`` with a
+    ``reason``; only ``"1"`` or ``"2"`` can be correct."""
 
     value: str | None
     reason: str = ""
@@ -102,8 +138,10 @@ def parse_rutie_row(row: Mapping[str, Any], line_no: int = 0) -> RutieItem:
         return container[key]
 
     instruction = need(row, "instruction", "instruction", str)
-    if "{context}" not in instruction:
+    if CONTEXT_PLACEHOLDER not in instruction:
         raise DataError(f"{where}: field 'instruction' has no {{context}} placeholder")
+    if instruction.count(CONTEXT_PLACEHOLDER) > 1:  # the harness splits the instruction in two at it
+        raise DataError(f"{where}: field 'instruction' has {{context}} more than once")
     inputs = need(row, "inputs", "inputs", Mapping)
     meta = need(row, "meta", "meta", Mapping)
     gold = str(need(row, "outputs", "outputs", (str, int))).strip()
@@ -130,10 +168,6 @@ def parse_rutie_row(row: Mapping[str, Any], line_no: int = 0) -> RutieItem:
         use_context=bool(use_context),
         turing_imitation=_as_list(meta.get("turing_imitation")),
     )
-    try:
-        render_prompt(item, "")
-    except (KeyError, IndexError, ValueError) as err:
-        raise DataError(f"{where}: field 'instruction' does not format: {err!r}") from None
     return item
 
 
@@ -170,28 +204,67 @@ def question_block(item: RutieItem) -> str:
     return f"{item.question}\n1. {item.choice1}\n2. {item.choice2}"
 
 
+def _turn(item: RutieItem, answer: str | None) -> str:
+    """One earlier turn: the harness's ``doc_to_text_without_instruction`` (``without_target`` when answer is None)."""
+    cue = ANSWER_CUE if answer is None else f"{ANSWER_CUE} {answer}"
+    return f"{question_block(item)}\n{cue}".lstrip()
+
+
 def render_context(history: Sequence[tuple[RutieItem, str]]) -> str:
     """Earlier questions with the model's own answers, joined by blank lines."""
-    return "\n\n".join(f"{question_block(item)}\nОтвет: {answer}" for item, answer in history)
+    return TURN_SEPARATOR.join(_turn(item, answer) for item, answer in history)
+
+
+def _fill(template: str, item: RutieItem) -> str:
+    # The harness escapes every brace but {question}, {choice1}, {choice2} before formatting (rutie.yaml
+    # doc_to_text), so only these three are placeholders; sequential replace would re-substitute a question
+    # that itself contains "{choice1}", one pass over the template does not.
+    return re.sub(r"\{(question|choice1|choice2)\}", lambda m: item.inputs[m.group(1)], template)
+
+
+def _split_instruction(item: RutieItem) -> tuple[str, str]:
+    head, tail = item.instruction.split(CONTEXT_PLACEHOLDER)
+    return head, tail
 
 
 def render_prompt(item: RutieItem, context: str) -> str:
-    """The row's instruction with ``{context}`` and the inputs filled in."""
-    return item.instruction.format(context=context, **item.inputs).strip()
+    """The row's instruction around ``context`` (already rendered turns), as the harness's context former joins them.
+
+    Empty context: ``{context}`` is dropped and the whole is stripped. Otherwise: first part + context + blank line
+    + the second part, filled and stripped.
+    """
+    head, tail = _split_instruction(item)
+    if not context:
+        return _fill(head + tail, item).strip()
+    return head + context + TURN_SEPARATOR + _fill(tail, item).strip()
 
 
-def completion_prompt(item: RutieItem, history: Sequence[tuple[RutieItem, str]]) -> str:
+def with_answer_cue(prompt: str, cue: str = ANSWER_CUE) -> str:
+    """``prompt`` ending in ``cue`` exactly once: appended on a new line unless the prompt already ends in it."""
+    if not cue or prompt.rstrip().endswith(cue):
+        return prompt
+    return f"{prompt}\n{cue}"
+
+
+def completion_prompt(item: RutieItem, history: Sequence[tuple[RutieItem, str]], answer_cue: str = ANSWER_CUE) -> str:
     """Completion-mode prompt for ``item`` after ``history`` (earlier items with the model's answers)."""
-    return render_prompt(item, render_context(history)) + COMPLETION_CUE
+    return with_answer_cue(render_prompt(item, render_context(history)), answer_cue)
 
 
 def chat_messages(item: RutieItem, history: Sequence[tuple[RutieItem, str]]) -> list[dict[str, str]]:
-    """Chat-mode messages: earlier questions as user turns, the model's answers as assistant turns."""
+    """Chat-mode messages in the harness's multi-turn form (``ruTiEContextFormer.get_chat_context``).
+
+    Earlier questions are user turns ending in ``Ответ:`` (the first one after the instruction's first part), the
+    model's answers assistant turns; the last user turn is the instruction's second part, filled and stripped.
+    """
+    if not history:
+        return [{"role": "user", "content": render_prompt(item, "")}]
+    head, tail = _split_instruction(item)
     messages: list[dict[str, str]] = []
-    for earlier, answer in history:
-        messages.append({"role": "user", "content": question_block(earlier)})
+    for i, (earlier, answer) in enumerate(history):
+        messages.append({"role": "user", "content": (head if i == 0 else "") + _turn(earlier, None)})
         messages.append({"role": "assistant", "content": answer})
-    messages.append({"role": "user", "content": render_prompt(item, "")})
+    messages.append({"role": "user", "content": _fill(tail, item).strip()})
     return messages
 
 
@@ -215,6 +288,26 @@ def parse_answer(text: str) -> Answer:
     return Answer(match.group(1))
 
 
+_MERA_DIGIT = re.compile(r"\b([0-9])\b")
+
+
+def parse_answer_mera(text: str) -> Answer:
+    """MERA's harness: the first standalone digit 0-9 of the stripped reply (``\\b([0-9])\\b``), else a failure."""
+    if text is None or not text.strip():
+        return Answer(None, EMPTY)
+    match = _MERA_DIGIT.search(text.strip())
+    return Answer(match.group(1)) if match else Answer(None, NO_ANY_DIGIT)
+
+
+def parse_reply(text: str, parser: str = "mera") -> Answer:
+    """The answer in a reply under the named parser (``"mera"`` or ``"choice"``)."""
+    if parser == "mera":
+        return parse_answer_mera(text)
+    if parser == "choice":
+        return parse_answer(text)
+    raise ValueError(f"answer_parser must be one of {ANSWER_PARSERS}, not {parser!r}")
+
+
 def answer_from_logprobs(scores: Mapping[str, float | None]) -> Answer:
     """The choice with the larger log-probability; a missing score for either is a failure."""
     s1, s2 = scores.get("1"), scores.get("2")
@@ -227,10 +320,13 @@ def answer_from_logprobs(scores: Mapping[str, float | None]) -> Answer:
     return Answer("1" if s1 >= s2 else "2")
 
 
-def context_answer(reply: str, answer: Answer) -> str:
-    """What the later context shows as the model's answer: the digit, else its own words, shortened."""
+def context_answer(reply: str, answer: Answer, parser: str = "choice") -> str:
+    """What the later context shows as the model's answer: the digit; when unparsed, the harness's ``-1`` under
+    the ``mera`` parser, the model's own words (shortened) under ``choice``."""
     if answer.ok:
         return answer.value or ""
+    if parser == "mera":
+        return MERA_FALLBACK
     collapsed = " ".join((reply or "").split())
     return collapsed[:MAX_CONTEXT_ANSWER_CHARS]
 
@@ -251,6 +347,10 @@ class RutieSettings:
         temperature: Sampling temperature (0: greedy).
         seed: Sent with every request.
         max_model_len: The model's context window, to count prompts that hit it (``None``: only errors count).
+        answer_cue: Completion mode: what the prompt ends in, appended on a new line unless the instruction
+            already ends in it (card:123, 139, 155); ``""`` reproduces MERA's harness, which appends nothing.
+        answer_parser: ``"mera"`` (the harness's first standalone digit, ``-1`` in later context when there is
+            none) or ``"choice"`` (first standalone 1 or 2, the model's own words in context when there is none).
     """
 
     mode: str = "completion"
@@ -259,16 +359,20 @@ class RutieSettings:
     temperature: float = 0.0
     seed: int | None = 0
     max_model_len: int | None = None
+    answer_cue: str = ANSWER_CUE
+    answer_parser: str = "mera"
 
 
 def ask(client: Any, item: RutieItem, history: Sequence[tuple[RutieItem, str]], settings: RutieSettings) -> dict:
     """Put one question to the model and return its progress record (see ``run_dialogues``)."""
     from eval.mera.client import ContextLimitError
 
+    if settings.answer_parser not in ANSWER_PARSERS:
+        raise ValueError(f"answer_parser must be one of {ANSWER_PARSERS}, not {settings.answer_parser!r}")
     if settings.mode == "chat":
         request: Any = chat_messages(item, history)
     elif settings.mode == "completion":
-        request = completion_prompt(item, history)
+        request = completion_prompt(item, history, settings.answer_cue)
     else:
         raise ValueError(f"mode must be 'chat' or 'completion', not {settings.mode!r}")
     record: dict[str, Any] = {
@@ -294,7 +398,7 @@ def ask(client: Any, item: RutieItem, history: Sequence[tuple[RutieItem, str]], 
         elif settings.scoring == "generate":
             (generation,) = client.generate(request, mode=settings.mode, n=1, temperature=settings.temperature,
                                             max_tokens=settings.max_tokens, seed=settings.seed)  # fmt: skip
-            answer = parse_answer(generation.text)
+            answer = parse_reply(generation.text, settings.answer_parser)
             record.update(reply=generation.text, prompt_tokens=generation.prompt_tokens)
         else:
             raise ValueError(f"scoring must be 'generate' or 'logprobs', not {settings.scoring!r}")
@@ -307,7 +411,7 @@ def ask(client: Any, item: RutieItem, history: Sequence[tuple[RutieItem, str]], 
     record.update(
         answer=answer.value,
         reason=answer.reason,
-        context_answer=context_answer(record["reply"], answer),
+        context_answer=context_answer(record["reply"], answer, settings.answer_parser),
         gold=item.gold,
         correct=answer.value == item.gold,
         category=list(item.category),
@@ -349,7 +453,7 @@ def run_dialogues(
 
     Every answer is appended (fsynced) to ``out_dir/answers.jsonl`` before the next question of its dialogue is
     asked, so an interrupted run continues where it stopped. Records hold ``dialog_id``, ``question_id``, the
-    exact ``request`` (prompt string or messages), ``reply``, ``answer`` (``"1"``/``"2"``/``None``), ``reason``,
+    exact ``request`` (prompt string or messages), ``reply``, ``answer`` (a digit or ``None``), ``reason``,
     ``context_answer`` (what later context shows), ``gold``, ``correct``, ``prompt_tokens``, ``context_limit``,
     ``scores`` (logprob scoring) and the item's ``category``, ``use_context``, ``turing_imitation``.
 
@@ -390,22 +494,25 @@ def run_dialogues(
 
 
 def _accuracy_block(records: Sequence[dict]) -> dict[str, Any]:
+    """Headline accuracy over all questions (unparsed = wrong, card:166), and over parsed ones beside it."""
     n = len(records)
     parsed = [r for r in records if r.get("answer") is not None]
     correct = sum(1 for r in parsed if r.get("correct"))
     return {
         "n": n,
         "n_unparsed": n - len(parsed),
-        "accuracy": correct / len(parsed) if parsed else None,
-        "accuracy_all": correct / n if n else None,
+        "accuracy": correct / n if n else None,
+        "accuracy_parsed": correct / len(parsed) if parsed else None,
     }
 
 
 def rutie_metrics(records: Sequence[dict], max_model_len: int | None = None) -> dict[str, Any]:
     """Accuracy overall and by category, ``use_context`` and ``turing_imitation``; prompt lengths per step.
 
-    ``accuracy`` is over parsed answers, ``accuracy_all`` counts unparsed as wrong (MERA's convention); every
-    block carries ``n`` and ``n_unparsed``. A question with several categories counts in each.
+    ``accuracy`` is over all questions, an unparsed answer counting as wrong (card:166, MERA's headline);
+    ``accuracy_parsed`` is over parsed answers only; every block carries ``n`` and ``n_unparsed``. ``None`` only
+    where a block has no question (or, for ``accuracy_parsed``, no parsed answer). A question with several
+    categories counts in each.
     """
     by_category: dict[str, list[dict]] = defaultdict(list)
     by_imitation: dict[str, list[dict]] = defaultdict(list)
