@@ -15,7 +15,17 @@ from judge.prompts import (
     render_prompt,
     render_prompt_en,
 )
-from judge.records import JudgeRecord, RecordError, load_records, records_from_rows, write_jsonl
+from judge.records import (
+    Annotation,
+    JudgeRecord,
+    LoadReport,
+    RecordError,
+    content_id,
+    load_records,
+    load_records_report,
+    records_from_rows,
+    write_jsonl,
+)
 from judge.sample_data import sample_data_path
 from judge.scales import Scale, ScaleError, scale_of
 from judge.splits import (
@@ -35,9 +45,11 @@ __all__ = [
     "PROMPT_VERSION_EN",
     "STANDARD",
     "ZERO_SHOT",
+    "Annotation",
     "Criterion",
     "JudgeRecord",
     "LeakageError",
+    "LoadReport",
     "RecordError",
     "Scale",
     "ScaleError",
@@ -50,8 +62,10 @@ __all__ = [
     "apply_chat",
     "chat_messages",
     "check_no_leakage",
+    "content_id",
     "format_score",
     "load_records",
+    "load_records_report",
     "load_split_spec",
     "load_taxonomy",
     "parse_verdict",
