@@ -30,11 +30,13 @@ from judge.sample_data import sample_data_path
 from judge.scales import Scale, ScaleError, scale_of
 from judge.splits import (
     STANDARD,
+    UNKNOWN,
     ZERO_SHOT,
     LeakageError,
     SplitSpec,
     check_no_leakage,
     load_split_spec,
+    UnknownTaskTypeError,
     split_of,
 )
 from judge.taxonomy import Criterion, Task, Taxonomy, TaxonomyError, load_taxonomy
@@ -44,6 +46,7 @@ __all__ = [
     "PROMPT_VERSION",
     "PROMPT_VERSION_EN",
     "STANDARD",
+    "UNKNOWN",
     "ZERO_SHOT",
     "Annotation",
     "Criterion",
@@ -57,6 +60,7 @@ __all__ = [
     "Task",
     "Taxonomy",
     "TaxonomyError",
+    "UnknownTaskTypeError",
     "Verdict",
     "VerdictError",
     "apply_chat",

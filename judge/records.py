@@ -66,13 +66,14 @@ class RecordError(ValueError):
 
     Attributes:
         source: where the row came from (a path or dataset name).
-        row: the 0-based row index (the line number minus one for JSONL).
+        row: the 0-based row index (the line number minus one for JSONL); None for a record built in code.
         field: the offending field, or None for a whole-row problem.
+        message: what is wrong, without the location.
     """
 
-    def __init__(self, source: str, row: int, field: str | None, message: str):
-        self.source, self.row, self.field = source, row, field
-        where = f"{source}: row {row}" + (f": field {field!r}" if field else "")
+    def __init__(self, source: str, row: int | None, field: str | None, message: str):
+        self.source, self.row, self.field, self.message = source, row, field, message
+        where = source + (f": row {row}" if row is not None else "") + (f": field {field!r}" if field else "")
         super().__init__(f"{where}: {message}")
 
 
@@ -261,6 +262,10 @@ class JudgeRecord:
             number = _number(aggregate)
             if number is None:
                 raise fail("criteria_score", f"{aggregate!r} is not a finite number")
+            if number == ABSTENTION_SCORE and annotations and not scores and "annotations" in row:
+                # RELEASE.md is silent on the aggregate of an item whose experts all abstained; a -1 there can only
+                # be the abstention marker carried over, never a score, so the item has no aggregate.
+                number = None
             values["criteria_score"] = number
 
         rid = row.get("id")
@@ -381,20 +386,21 @@ class LoadReport:
         n_rows: rows read.
         n_records: records kept (``n_rows - n_duplicates``).
         n_duplicates: exact duplicate rows (same id, same content) left out; the first copy is kept.
-        duplicate_rows: (row, row it repeats) for the first 20 duplicates.
-        n_derived_ids: records whose id was derived from their content (``content_id``).
+        duplicate_rows: the first 20 duplicates, as "row 7 = row 2" (each side prefixed with its shard when the
+            two rows come from different shards).
+        n_derived_ids: rows whose id was derived from their content (``content_id``), duplicates included.
         n_abstentions: expert verdicts that are abstentions (kept in ``annotations``, out of ``expert_scores``).
         n_all_abstained: records with experts, every one of whom abstained (kept, unlabelled for metrics).
         n_unlabelled: records with no usable expert score (no experts, or all abstained).
-        n_benchmark_rows: rows in the released benchmark's schema (an ``annotations`` column, or the
-            benchmark-only columns ``is_provocative`` and ``criteria_description``).
+        n_benchmark_rows: records read from rows in the released benchmark's schema (an ``annotations`` column, or
+            the benchmark-only columns ``is_provocative`` and ``criteria_description``).
     """
 
     source: str
     n_rows: int = 0
     n_records: int = 0
     n_duplicates: int = 0
-    duplicate_rows: list[tuple[int, int]] = field(default_factory=list)
+    duplicate_rows: list[str] = field(default_factory=list)
     n_derived_ids: int = 0
     n_abstentions: int = 0
     n_all_abstained: int = 0
@@ -429,13 +435,14 @@ def _validated(items: Iterable[tuple[str, int, Mapping[str, Any]]], source: str,
             report.n_derived_ids += 1
         earlier = first.get(record.id)
         if earlier is not None:
+            e_source, e_row = earlier.origin
+            other = f"row {e_row}" if e_source == where else f"{e_source}: row {e_row}"
             if record == earlier and record.extra == earlier.extra:
                 report.n_duplicates += 1
                 if len(report.duplicate_rows) < 20:
-                    report.duplicate_rows.append((index, earlier.origin[1]))
+                    here = f"row {index}" if e_source == where else f"{where}: row {index}"
+                    report.duplicate_rows.append(f"{here} = {other}")
                 continue
-            e_source, e_row = earlier.origin
-            other = f"row {e_row}" if e_source == where else f"{e_source}: row {e_row}"
             raise RecordError(where, index, "id", f"{record.id!r} repeats the id of {other} with different content")
         first[record.id] = record
         records.append(record)
@@ -449,7 +456,7 @@ def _validated(items: Iterable[tuple[str, int, Mapping[str, Any]]], source: str,
             report.n_benchmark_rows += 1
     report.n_records = len(records)
     if report.n_duplicates:
-        shown = ", ".join(f"row {a} = row {b}" for a, b in report.duplicate_rows[:5])
+        shown = "; ".join(report.duplicate_rows[:5])
         logger.warning("%s: %d exact duplicate rows left out (%s)", source, report.n_duplicates, shown)
     if report.n_all_abstained:
         logger.warning("%s: %d items whose experts all abstained are kept without a score", source, report.n_all_abstained)

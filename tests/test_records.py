@@ -77,7 +77,7 @@ def test_exact_duplicate_rows_are_counted_not_fatal(tmp_path):
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in [GOOD, GOOD, GOOD | {"id": "b"}]), encoding="utf-8")
     records, report = load_records_report(path)
     assert [r.id for r in records] == ["a1", "b"]
-    assert (report.n_rows, report.n_records, report.n_duplicates, report.duplicate_rows) == (3, 2, 1, [(1, 0)])
+    assert (report.n_rows, report.n_records, report.n_duplicates, report.duplicate_rows) == (3, 2, 1, ["row 1 = row 0"])
 
 
 def test_make_id_derives_stable_ids():

@@ -12,7 +12,7 @@ from train.build_data import build_rows, main as build_data_main, russian_share,
 RUBRIC = "0: Ответ неверный.\n\n1: Ответ частично верный.\n\n2: Ответ полностью верный."
 
 
-def record(rid: str, scores, feedback, *, criterion="Грамотность", task_type="", criteria_score=None):
+def record(rid: str, scores, feedback, *, criterion="Грамотность", task_type="Editing", criteria_score=None):
     return judge.JudgeRecord(
         id=rid,
         instruction="Сколько будет два плюс два?",
