@@ -34,6 +34,7 @@ from typing import Any
 
 __all__ = [
     "ABSTENTION_SCORE",
+    "ID_FIELDS",
     "Annotation",
     "JudgeRecord",
     "LoadReport",
