@@ -29,7 +29,8 @@ __all__ = ["score", "render_markdown", "markdown_table", "plot_confusions", "plo
 
 log = logging.getLogger("judge_eval.report")
 
-SPLIT_TITLES = {"zero_shot": "Zero-Shot test", "standard": "Standard test", "all": "Zero-Shot + Standard"}
+SPLIT_TITLES = {"zero_shot": "Zero-Shot test", "standard": "Standard test",
+                "unknown": "Task type unknown to the taxonomy (split unknown)", "all": "Zero-Shot + Standard"}
 GROUP_TITLES = {"model": "evaluated model", "task_type": "task type", "criterion": "criterion"}
 
 

@@ -32,7 +32,7 @@ __all__ = [
 
 # Report order of the splits and the groupings; the Spearman correlation is pooled per evaluated model and per
 # task type only (the paper: per criterion, 2-5 distinct scores make too many ties).
-SPLITS = ("zero_shot", "standard", "all")
+SPLITS = ("zero_shot", "standard", "unknown", "all")
 GROUPINGS = {"model": "model_id", "task_type": "task_type", "criterion": "criteria_name"}
 _CORRELATED = {"model", "task_type"}
 # Why an item has no score: the judge answered but the verdict did not parse, the request itself failed
@@ -100,7 +100,8 @@ def _labels(records) -> tuple[list[str], list[str]]:
     for record in records:
         key = (record.task_type, record.task_subtype, record.criteria_name)
         if key not in splits_cache:
-            splits_cache[key] = judge.split_of(record, spec)
+            # An unresolvable task type is its own "unknown" split, shown apart in the report, never Standard.
+            splits_cache[key] = judge.split_of(record, spec, allow_unknown=True)
         splits.append(splits_cache[key])
         gkey = (record.task_type, record.task_subtype)
         if gkey not in group_cache:
@@ -387,6 +388,9 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
     everything = np.arange(len(table))
     split_index = {"zero_shot": everything[table.split == "zero_shot"],
                    "standard": everything[table.split == "standard"], "all": everything}
+    if (table.split == "unknown").any():
+        split_index = {**{k: v for k, v in split_index.items() if k != "all"},
+                       "unknown": everything[table.split == "unknown"], "all": everything}
     groupings = {name: _groups(getattr(table, column)) for name, column in GROUPINGS.items()}
     task_groups = _groups(table.task_group)
     levels = np.unique(np.concatenate([

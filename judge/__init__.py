@@ -15,16 +15,28 @@ from judge.prompts import (
     render_prompt,
     render_prompt_en,
 )
-from judge.records import JudgeRecord, RecordError, load_records, records_from_rows, write_jsonl
+from judge.records import (
+    Annotation,
+    JudgeRecord,
+    LoadReport,
+    RecordError,
+    content_id,
+    load_records,
+    load_records_report,
+    records_from_rows,
+    write_jsonl,
+)
 from judge.sample_data import sample_data_path
 from judge.scales import Scale, ScaleError, scale_of
 from judge.splits import (
     STANDARD,
+    UNKNOWN,
     ZERO_SHOT,
     LeakageError,
     SplitSpec,
     check_no_leakage,
     load_split_spec,
+    UnknownTaskTypeError,
     split_of,
 )
 from judge.taxonomy import Criterion, Task, Taxonomy, TaxonomyError, load_taxonomy
@@ -34,10 +46,13 @@ __all__ = [
     "PROMPT_VERSION",
     "PROMPT_VERSION_EN",
     "STANDARD",
+    "UNKNOWN",
     "ZERO_SHOT",
+    "Annotation",
     "Criterion",
     "JudgeRecord",
     "LeakageError",
+    "LoadReport",
     "RecordError",
     "Scale",
     "ScaleError",
@@ -45,13 +60,16 @@ __all__ = [
     "Task",
     "Taxonomy",
     "TaxonomyError",
+    "UnknownTaskTypeError",
     "Verdict",
     "VerdictError",
     "apply_chat",
     "chat_messages",
     "check_no_leakage",
+    "content_id",
     "format_score",
     "load_records",
+    "load_records_report",
     "load_split_spec",
     "load_taxonomy",
     "parse_verdict",

@@ -1,25 +1,66 @@
-"""Judged items: one record per (instruction, answer, criterion), following the POLLUX dataset's columns.
+"""Judged items: one record per (instruction, answer, criterion), in either of two row schemas.
 
-Loaders read JSONL, Parquet, a ``datasets`` folder saved with ``save_to_disk``, or a dataset name that
-``datasets.load_dataset`` can reach from the user's machine. Every row is validated; a bad row raises a
-``RecordError`` naming the source, the row and the field. Nothing is dropped: columns the record does not know
-are kept in ``JudgeRecord.extra``.
+Two schemas are read natively, row by row:
+
+- **the released POLLUX schema** (dataset ``ai-forever/POLLUX``, ``../shared/pollux/RELEASE.md``): the experts sit in
+  ``annotations``, a list of ``{comment, score}`` (one per expert, in order); a score of ``-1`` there is an
+  abstention ("the criterion does not apply"), not a score; there is no ``id`` column;
+- **the project's JSONL schema**: ``expert_scores`` (a list of numbers, ``null`` for an abstention; a ``-1`` here is
+  a real score, since rubric levels may be negative) with ``expert_feedback`` (one text per expert, or null).
+
+Either way a record keeps every expert, abstentions included, in ``JudgeRecord.annotations``; ``expert_scores`` and
+``expert_feedback`` hold the non-abstaining experts only, which is what metrics and training read.
+
+Loaders read one JSONL / JSON / Parquet file, a folder of Parquet shards as the hub lays it out
+(``<dir>/data/test-00000-of-00003.parquet`` ...), a folder written by ``datasets.save_to_disk``, or a dataset name
+that ``datasets.load_dataset`` can reach from the user's machine. Every row is validated; a bad row raises a
+``RecordError`` naming the source, the row and the field. Nothing is dropped silently: columns the record does not
+know are kept in ``JudgeRecord.extra``, and exact duplicate rows, abstentions and items whose experts all abstained
+are counted in a ``LoadReport`` (``load_records_report``).
 """
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
+import logging
 import math
+import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["JudgeRecord", "RecordError", "load_records", "records_from_rows", "write_jsonl"]
+__all__ = [
+    "ABSTENTION_SCORE",
+    "ID_FIELDS",
+    "Annotation",
+    "JudgeRecord",
+    "LoadReport",
+    "RecordError",
+    "content_id",
+    "load_records",
+    "load_records_report",
+    "records_from_rows",
+    "write_jsonl",
+]
+
+logger = logging.getLogger(__name__)
 
 _TEXT_REQUIRED = ("instruction", "answer", "criteria_name", "rubrics")
-_TEXT_OPTIONAL = ("model_id", "task_type", "task_subtype", "task_subsubtype", "difficulty", "domain")
+_TEXT_OPTIONAL = ("model_id", "task_type", "task_subtype", "task_subsubtype", "difficulty", "domain",
+                  "criteria_description", "rubrics_example")  # fmt: skip
+#: The released data's marker for an abstaining expert (RELEASE.md, "A score of -1 in annotations is an abstention").
+ABSTENTION_SCORE = -1.0
+#: The fields a content-derived id hashes, in this order (see ``content_id``).
+ID_FIELDS = ("instruction", "reference_answer", "answer", "criteria_name", "rubrics", "model_id", "task_type",
+             "task_subtype", "task_subsubtype")  # fmt: skip
+# Columns only the released benchmark has (RELEASE.md's table); build-data refuses rows that carry them.
+_BENCHMARK_MARKERS = ("is_provocative", "criteria_description")
+# A hub shard name: "<split>-00000-of-00003.parquet".
+_SHARD_NAME = re.compile(r"^(?P<split>.+?)-\d+-of-\d+\.parquet$")
+_SAVE_TO_DISK_FILES = ("dataset_info.json", "state.json", "dataset_dict.json")
 
 
 class RecordError(ValueError):
@@ -27,14 +68,33 @@ class RecordError(ValueError):
 
     Attributes:
         source: where the row came from (a path or dataset name).
-        row: the 0-based row index (the line number minus one for JSONL).
+        row: the 0-based row index (the line number minus one for JSONL); None for a record built in code.
         field: the offending field, or None for a whole-row problem.
+        message: what is wrong, without the location.
     """
 
-    def __init__(self, source: str, row: int, field: str | None, message: str):
-        self.source, self.row, self.field = source, row, field
-        where = f"{source}: row {row}" + (f": field {field!r}" if field else "")
+    def __init__(self, source: str, row: int | None, field: str | None, message: str):
+        self.source, self.row, self.field, self.message = source, row, field, message
+        where = source + (f": row {row}" if row is not None else "") + (f": field {field!r}" if field else "")
         super().__init__(f"{where}: {message}")
+
+
+@dataclass(frozen=True, slots=True)  # slots: the 160k-item test set holds about 600k of them
+class Annotation:
+    """One expert's verdict on an item.
+
+    Attributes:
+        score: the expert's point estimate, or None when the expert abstained (the released data writes ``-1``,
+            the project's JSONL ``null``).
+        comment: the expert's rationale ("" when the source has none).
+    """
+
+    score: float | None
+    comment: str = ""
+
+    @property
+    def abstained(self) -> bool:
+        return self.score is None
 
 
 @dataclass(frozen=True)
@@ -42,17 +102,23 @@ class JudgeRecord:
     """One judged item: an answer to an instruction, scored on one criterion.
 
     Attributes:
-        id: unique within a data set.
+        id: unique within a data set (derived from the content when the source has no ``id`` column).
         instruction: the task given to the evaluated model.
         reference_answer: the reference ("" when there is none).
         answer: the evaluated model's answer.
         criteria_name: the criterion's name as shown to the judge.
         rubrics: the criterion's scale as text ("0: ...\\n\\n1: ...").
         criteria_score: the aggregate over experts (or a teacher's score); None when unknown.
-        expert_scores: the individual experts' point estimates (may be empty for unlabelled data).
-        expert_feedback: the experts' rationales, one per score, or None.
+        expert_scores: the non-abstaining experts' point estimates, in order (empty for unlabelled data).
+        expert_feedback: the non-abstaining experts' rationales, one per score, or None.
         model_id, task_type, task_subtype, task_subsubtype, difficulty, domain: POLLUX metadata ("" if absent).
         extra: any other columns of the source row, kept unchanged.
+        annotations: every expert in order, abstentions included. Built from ``expert_scores`` /
+            ``expert_feedback`` when not given; when given, its non-abstaining entries must agree with them
+            (``dataclasses.replace`` a record's scores with ``annotations=()`` to rebuild it).
+        criteria_description, rubrics_example: the released columns ("" if absent).
+        is_provocative: the released flag; None when the source does not say.
+        origin: (source, row) the record was read from, for error messages; not part of its value.
     """
 
     id: str
@@ -71,23 +137,73 @@ class JudgeRecord:
     difficulty: str = ""
     domain: str = ""
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    annotations: tuple[Annotation, ...] = ()
+    criteria_description: str = ""
+    rubrics_example: str = ""
+    is_provocative: bool | None = None
+    origin: tuple[str, int] | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        feedback = self.expert_feedback
+        if not self.annotations:
+            if not self.expert_scores:
+                return
+            if feedback is not None and len(feedback) != len(self.expert_scores):
+                raise ValueError(f"record {self.id!r}: {len(feedback)} feedback texts for {len(self.expert_scores)} scores")
+            comments = feedback if feedback is not None else ("",) * len(self.expert_scores)
+            object.__setattr__(self, "annotations", tuple(map(Annotation, map(float, self.expert_scores), comments)))
+            return
+        given = [a for a in self.annotations if a.score is not None]
+        scores = tuple(a.score for a in given)
+        if not self.expert_scores and feedback is None:
+            # Built from annotations alone: the non-abstaining experts are the scores and rationales.
+            object.__setattr__(self, "expert_scores", scores)
+            object.__setattr__(self, "expert_feedback", tuple(a.comment for a in given) if given else None)
+            return
+        comments_agree = (feedback is None and all(not a.comment for a in given)) or (
+            feedback is not None and tuple(feedback) == tuple(a.comment for a in given)
+        )
+        if tuple(self.expert_scores) != scores or not comments_agree:
+            raise ValueError(
+                f"record {self.id!r}: expert_scores/expert_feedback disagree with annotations; give one of them "
+                "(pass annotations=() to rebuild the annotations from new expert scores)"
+            )
+
+    @property
+    def n_abstained(self) -> int:
+        """How many experts abstained (kept in ``annotations``, left out of ``expert_scores``)."""
+        return sum(1 for a in self.annotations if a.score is None)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict with the POLLUX column names (extra columns merged back in)."""
-        row = asdict(self)
-        extra = row.pop("extra")
-        row["expert_scores"] = list(self.expert_scores)
-        row["expert_feedback"] = None if self.expert_feedback is None else list(self.expert_feedback)
-        return {**extra, **row}
+        """A JSON-ready dict in the project's schema (extra columns merged back in).
+
+        ``expert_scores`` lists every expert, ``null`` for an abstention; ``expert_feedback`` one text per expert
+        (or null when no expert left one). The released columns are written when set. ``load_records`` /
+        ``JudgeRecord.from_row`` read the dict back into an equal record.
+        """
+        row: dict[str, Any] = {"id": self.id, "instruction": self.instruction, "answer": self.answer,
+                               "criteria_name": self.criteria_name, "rubrics": self.rubrics,
+                               "reference_answer": self.reference_answer, "criteria_score": self.criteria_score}  # fmt: skip
+        row["expert_scores"] = [a.score for a in self.annotations]
+        has_comments = self.expert_feedback is not None or any(a.comment for a in self.annotations)
+        row["expert_feedback"] = [a.comment for a in self.annotations] if has_comments else None
+        for name in ("model_id", "task_type", "task_subtype", "task_subsubtype", "difficulty", "domain"):
+            row[name] = getattr(self, name)
+        for name in ("criteria_description", "rubrics_example"):
+            if getattr(self, name):
+                row[name] = getattr(self, name)
+        if self.is_provocative is not None:
+            row["is_provocative"] = self.is_provocative
+        return {**self.extra, **row}
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any], *, source: str = "<rows>", index: int = 0, make_id: bool = False) -> JudgeRecord:
-        """Validate one row into a record.
+        """Validate one row, in the released or the project's schema, into a record.
 
         Args:
-            row: a mapping with the POLLUX columns.
-            source, index: used in error messages.
-            make_id: when the row has no ``id``, derive a stable one from its content instead of failing.
+            row: a mapping with the POLLUX columns (``annotations`` or ``expert_scores`` for the experts).
+            source, index: used in error messages and kept as ``origin``.
+            make_id: when the row has no ``id``, derive one from its content (``content_id``) instead of failing.
 
         Raises:
             RecordError: naming the field that is missing or malformed.
@@ -120,52 +236,129 @@ class JudgeRecord:
                 raise fail(name, f"must be text, got {type(value).__name__}")
             values[name] = "" if value is None else str(value)
 
-        experts = row.get("expert_scores")
-        if experts is None:
-            experts = []
-        if isinstance(experts, (str, bytes, Mapping)) or not isinstance(experts, Iterable):
-            raise fail("expert_scores", f"must be a list of numbers, got {type(experts).__name__}")
-        scores = []
-        for position, value in enumerate(experts):
-            number = _number(value)
-            if number is None:
-                raise fail("expert_scores", f"item {position} ({value!r}) is not a finite number")
-            scores.append(number)
-        values["expert_scores"] = tuple(scores)
+        provocative = row.get("is_provocative")
+        if provocative is not None:
+            if type(provocative).__name__ not in ("bool", "bool_"):  # numpy booleans from datasets / pandas
+                raise fail("is_provocative", f"must be true or false, got {provocative!r}")
+            provocative = bool(provocative)
+        values["is_provocative"] = provocative
 
-        feedback = row.get("expert_feedback")
-        if feedback is not None:
-            if isinstance(feedback, str) or not isinstance(feedback, Iterable):
-                raise fail("expert_feedback", "must be a list of texts, one per expert score")
-            feedback = tuple(feedback)
-            if not all(isinstance(text, str) for text in feedback):
-                raise fail("expert_feedback", "must contain only texts")
-            if len(feedback) != len(scores):
-                raise fail("expert_feedback", f"has {len(feedback)} texts for {len(scores)} expert scores")
-        values["expert_feedback"] = feedback
+        if row.get("annotations") is not None:
+            if row.get("expert_scores") is not None:
+                raise fail("expert_scores", "a row gives both annotations and expert_scores; keep one of them")
+            annotations = _released_annotations(row["annotations"], fail)
+            given = [a for a in annotations if a.score is not None]
+            values["expert_scores"] = tuple(a.score for a in given)
+            values["expert_feedback"] = tuple(a.comment for a in given) if given else None
+        else:
+            annotations, values["expert_scores"], values["expert_feedback"] = _project_experts(row, fail)
+        values["annotations"] = annotations
 
+        scores = values["expert_scores"]
         aggregate = row.get("criteria_score")
         if aggregate is None:
-            # The aggregate the POLLUX data reports is the experts' mean; derive it rather than leave a gap.
+            # The aggregate the POLLUX data reports is the mean over the experts who did not abstain; derive it
+            # rather than leave a gap (None when every expert abstained).
             values["criteria_score"] = sum(scores) / len(scores) if scores else None
         else:
             number = _number(aggregate)
             if number is None:
                 raise fail("criteria_score", f"{aggregate!r} is not a finite number")
+            if number == ABSTENTION_SCORE and annotations and not scores and "annotations" in row:
+                # RELEASE.md is silent on the aggregate of an item whose experts all abstained; a -1 there can only
+                # be the abstention marker carried over, never a score, so the item has no aggregate.
+                number = None
             values["criteria_score"] = number
 
         rid = row.get("id")
         if rid is None or (isinstance(rid, str) and not rid.strip()):
             if not make_id:
                 raise fail("id", "is missing (pass make_id=True to derive stable ids from the content)")
-            rid = _content_id(values)
+            rid = content_id(values)
         elif not isinstance(rid, (str, int)):
             raise fail("id", f"must be text or an integer, got {type(rid).__name__}")
         values["id"] = str(rid)
 
-        known = {"id", "reference_answer", "expert_scores", "expert_feedback", "criteria_score", *_TEXT_REQUIRED, *_TEXT_OPTIONAL}
-        values["extra"] = {k: v for k, v in row.items() if k not in known}
-        return cls(**values)
+        values["extra"] = {k: v for k, v in row.items() if k not in _KNOWN}
+        values["origin"] = (source, index)
+        # ``values`` holds every field, consistent by construction (annotations and the non-abstaining scores come
+        # from one pass above): fill the instance directly instead of through __init__ and __post_init__'s
+        # re-check, which would add a third of the load time of the 160k-item test set.
+        record = object.__new__(cls)
+        record.__dict__.update(values)
+        return record
+
+
+_KNOWN = frozenset({"id", "reference_answer", "expert_scores", "expert_feedback", "criteria_score", "annotations",
+                    "is_provocative", *_TEXT_REQUIRED, *_TEXT_OPTIONAL})  # fmt: skip
+
+
+def _is_list(value: Any) -> bool:
+    return not isinstance(value, (str, bytes, Mapping)) and isinstance(value, Iterable)
+
+
+def _released_annotations(items: Any, fail) -> tuple[Annotation, ...]:
+    """The released ``annotations`` column: ``[{comment, score}, ...]``, ``-1`` meaning an abstention."""
+    if not _is_list(items):
+        raise fail("annotations", f"must be a list of {{comment, score}} objects, got {type(items).__name__}")
+    annotations = []
+    for position, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise fail("annotations", f"item {position} must be an object with comment and score, got {type(item).__name__}")
+        if item.get("score") is None:
+            raise fail("annotations", f"item {position} has no score")
+        score = _number(item["score"])
+        if score is None:
+            raise fail("annotations", f"item {position}: score {item['score']!r} is not a finite number")
+        comment = item.get("comment")
+        if comment is not None and not isinstance(comment, str):
+            raise fail("annotations", f"item {position}: comment must be text, got {type(comment).__name__}")
+        annotations.append(Annotation(None if score == ABSTENTION_SCORE else score, comment or ""))
+    return tuple(annotations)
+
+
+def _project_experts(row: Mapping[str, Any], fail) -> tuple[tuple[Annotation, ...], tuple[float, ...], tuple[str, ...] | None]:
+    """The project's ``expert_scores`` (``null`` = abstention) and ``expert_feedback`` (one text per expert)."""
+    experts = row.get("expert_scores")
+    if experts is None:
+        experts = ()
+    elif type(experts) is not list and not _is_list(experts):
+        raise fail("expert_scores", f"must be a list of numbers, got {type(experts).__name__}")
+    all_scores: list[float | None] = []
+    abstained = False
+    for position, value in enumerate(experts):
+        kind = type(value)
+        if (kind is float or kind is int) and math.isfinite(value):  # the common case, without _number's checks
+            all_scores.append(float(value))
+        elif value is None:
+            all_scores.append(None)
+            abstained = True
+        else:
+            number = _number(value)
+            if number is None:
+                raise fail("expert_scores", f"item {position} ({value!r}) is not a finite number")
+            all_scores.append(number)
+
+    feedback = row.get("expert_feedback")
+    if feedback is not None:
+        if isinstance(feedback, str) or not isinstance(feedback, (list, tuple)) and not isinstance(feedback, Iterable):
+            raise fail("expert_feedback", "must be a list of texts, one per expert score")
+        feedback = tuple(feedback)
+        for text in feedback:
+            if type(text) is not str:
+                raise fail("expert_feedback", "must contain only texts")
+        if len(feedback) != len(all_scores):
+            raise fail("expert_feedback", f"has {len(feedback)} texts for {len(all_scores)} expert scores")
+    comments = feedback if feedback is not None else ("",) * len(all_scores)
+    annotations = tuple(map(Annotation, all_scores, comments))
+    if not abstained:
+        return annotations, tuple(all_scores), feedback if all_scores else None
+    scores = tuple(s for s in all_scores if s is not None)
+    if feedback is not None and scores:
+        feedback = tuple(c for s, c in zip(all_scores, comments) if s is not None)
+    else:
+        feedback = None
+    return annotations, scores, feedback
 
 
 def _number(value: Any) -> float | None:
@@ -185,92 +378,259 @@ def _number(value: Any) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _content_id(values: Mapping[str, Any]) -> str:
-    key = "\x1f".join(str(values[k]) for k in ("instruction", "answer", "criteria_name", "model_id"))
-    return hashlib.sha1(key.encode("utf-8")).hexdigest()[:16]
+def content_id(values: Mapping[str, Any]) -> str:
+    """The id of a row with none: its content, hashed.
+
+    Recipe: the row's ``ID_FIELDS`` (instruction, reference_answer, answer, criteria_name, rubrics, model_id,
+    task_type, task_subtype, task_subsubtype; absent or null = "") as a JSON list, exactly as the row holds them
+    (no stripping), serialised with ``json.dumps(..., ensure_ascii=False, separators=(",", ":"))``, encoded as
+    UTF-8, hashed with SHA-256; the id is the first 16 hex characters. It depends on nothing but those texts, so
+    the same row gets the same id on every run and machine. These fields identify an item (RELEASE.md: "Items are
+    identified by their content (instruction, answer, criterion, model)"); the experts' scores are not part of it.
+    """
+    key = json.dumps([values.get(name) or "" for name in ID_FIELDS], ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass
+class LoadReport:
+    """What a load read, kept and counted.
+
+    Attributes:
+        source: the path or dataset name.
+        n_rows: rows read.
+        n_records: records kept (``n_rows - n_duplicates``).
+        n_duplicates: exact duplicate rows (same id, same content) left out; the first copy is kept.
+        duplicate_rows: the first 20 duplicates, as "row 7 = row 2" (each side prefixed with its shard when the
+            two rows come from different shards).
+        n_derived_ids: rows whose id was derived from their content (``content_id``), duplicates included.
+        n_abstentions: expert verdicts that are abstentions (kept in ``annotations``, out of ``expert_scores``).
+        n_all_abstained: records with experts, every one of whom abstained (kept, unlabelled for metrics).
+        n_unlabelled: records with no usable expert score (no experts, or all abstained).
+        n_benchmark_rows: records read from rows in the released benchmark's schema (an ``annotations`` column, or
+            the benchmark-only columns ``is_provocative`` and ``criteria_description``).
+    """
+
+    source: str
+    n_rows: int = 0
+    n_records: int = 0
+    n_duplicates: int = 0
+    duplicate_rows: list[str] = field(default_factory=list)
+    n_derived_ids: int = 0
+    n_abstentions: int = 0
+    n_all_abstained: int = 0
+    n_unlabelled: int = 0
+    n_benchmark_rows: int = 0
+
+    def summary(self) -> str:
+        """One line: rows, records and every count that is not zero."""
+        parts = [f"{self.source}: {self.n_rows} rows -> {self.n_records} records"]
+        for name in ("n_duplicates", "n_derived_ids", "n_abstentions", "n_all_abstained", "n_unlabelled", "n_benchmark_rows"):
+            if getattr(self, name):
+                parts.append(f"{name[2:]}={getattr(self, name)}")
+        return "; ".join(parts)
+
+
+def _validated(items: Iterable[tuple[str, int, Mapping[str, Any]]], source: str, make_id: bool) -> tuple[list[JudgeRecord], LoadReport]:
+    """Rows (each with its source and index) -> records, dropping exact duplicates and counting what it saw.
+
+    A source whose first row has no ``id`` key (a table without an ``id`` column) gets content-derived ids for all
+    its rows; otherwise a missing id is an error unless ``make_id``.
+    """
+    # A load builds millions of small acyclic objects (rows, records, annotations); the cyclic garbage collector
+    # would traverse the growing heap again and again for nothing (about a third of the load time of the
+    # 160k-item test set), so it pauses for the loop.
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _validated_loop(items, source, make_id)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _validated_loop(items: Iterable[tuple[str, int, Mapping[str, Any]]], source: str, make_id: bool) -> tuple[list[JudgeRecord], LoadReport]:
+    records: list[JudgeRecord] = []
+    report = LoadReport(source=source)
+    first: dict[str, JudgeRecord] = {}
+    derive = make_id
+    for where, index, row in items:
+        if report.n_rows == 0 and isinstance(row, Mapping) and "id" not in row:
+            derive = True
+        report.n_rows += 1
+        record = JudgeRecord.from_row(row, source=where, index=index, make_id=derive)
+        if isinstance(row, Mapping) and ("id" not in row or row["id"] is None or row["id"] == ""):
+            report.n_derived_ids += 1
+        earlier = first.get(record.id)
+        if earlier is not None:
+            e_source, e_row = earlier.origin
+            other = f"row {e_row}" if e_source == where else f"{e_source}: row {e_row}"
+            if record == earlier and record.extra == earlier.extra:
+                report.n_duplicates += 1
+                if len(report.duplicate_rows) < 20:
+                    here = f"row {index}" if e_source == where else f"{where}: row {index}"
+                    report.duplicate_rows.append(f"{here} = {other}")
+                continue
+            raise RecordError(where, index, "id", f"{record.id!r} repeats the id of {other} with different content")
+        first[record.id] = record
+        records.append(record)
+        abstained = record.n_abstained
+        report.n_abstentions += abstained
+        if not record.expert_scores:
+            report.n_unlabelled += 1
+            if abstained:
+                report.n_all_abstained += 1
+        if "annotations" in row or all(name in row for name in _BENCHMARK_MARKERS):
+            report.n_benchmark_rows += 1
+    report.n_records = len(records)
+    if report.n_duplicates:
+        shown = "; ".join(report.duplicate_rows[:5])
+        logger.warning("%s: %d exact duplicate rows left out (%s)", source, report.n_duplicates, shown)
+    if report.n_all_abstained:
+        logger.warning("%s: %d items whose experts all abstained are kept without a score", source, report.n_all_abstained)
+    return records, report
 
 
 def records_from_rows(rows: Iterable[Mapping[str, Any]], source: str = "<rows>", make_id: bool = False) -> list[JudgeRecord]:
-    """Validate rows into records; ids must be unique.
+    """Validate rows into records; exact duplicate rows are left out (counted, see ``load_records_report``).
+
+    Rows without an ``id`` get one from ``content_id`` when the first row has no ``id`` key, or with ``make_id``.
 
     Raises:
-        RecordError: for the first bad row (naming the row and field), or a repeated id (naming both rows).
+        RecordError: for the first bad row (naming the row and field), or an id repeated with different content
+            (naming both rows).
     """
-    records: list[JudgeRecord] = []
-    first_row: dict[str, int] = {}
-    for index, row in enumerate(rows):
-        record = JudgeRecord.from_row(row, source=source, index=index, make_id=make_id)
-        if record.id in first_row:
-            raise RecordError(source, index, "id", f"{record.id!r} repeats the id of row {first_row[record.id]}")
-        first_row[record.id] = index
-        records.append(record)
-    return records
+    return _validated(((source, index, row) for index, row in enumerate(rows)), source, make_id)[0]
 
 
-def _jsonl_rows(path: Path) -> Iterator[dict]:
+def _jsonl_rows(path: Path) -> Iterator[tuple[str, int, dict]]:
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle):
             if not line.strip():
                 continue
             try:
-                yield json.loads(line)
+                yield str(path), number, json.loads(line)
             except json.JSONDecodeError as err:
                 raise RecordError(str(path), number, None, f"invalid JSON ({err.msg} at column {err.colno})") from err
 
 
-def load_records(source: str | Path, split: str | None = None, make_id: bool = False) -> list[JudgeRecord]:
-    """Load judged items.
+def _parquet_rows(paths: list[Path]) -> Iterator[tuple[str, int, dict]]:
+    import pyarrow.parquet as pq
+
+    for path in paths:  # one shard at a time: rows are numbered within their shard
+        for index, row in enumerate(pq.read_table(path).to_pylist()):
+            yield str(path), index, row
+
+
+def _parquet_shards(folder: Path, split: str | None) -> list[Path]:
+    """The Parquet shards of a hub-layout folder (``data/<split>-0000k-of-0000n.parquet``, or without ``data/``),
+    in name order, for one split (default: the only one, else ``test``)."""
+    shards = sorted((folder / "data").glob("*.parquet")) or sorted(folder.glob("*.parquet"))
+    if not shards:
+        return []
+    by_split: dict[str, list[Path]] = {}
+    for shard in shards:
+        match = _SHARD_NAME.match(shard.name)
+        by_split.setdefault(match.group("split") if match else "", []).append(shard)
+    if split is None:
+        if len(by_split) == 1:
+            return shards
+        split = "test"
+    if split not in by_split:
+        raise ValueError(f"{folder}: no shards of split {split!r}; available: {sorted(by_split)}")
+    return by_split[split]
+
+
+def _looks_like_dataset_name(name: str, path: Path) -> bool:
+    return "/" in name and not name.startswith((".", "/")) and path.suffix.lower() not in {".jsonl", ".json", ".parquet"}
+
+
+def _dataset_rows(source: str, path: Path, split: str | None) -> Iterable[tuple[str, int, Mapping]]:
+    import datasets
+
+    if path.is_dir():
+        loaded = datasets.load_from_disk(str(path))
+    else:
+        try:
+            loaded = datasets.load_dataset(source, split=split)
+        except Exception as err:  # noqa: BLE001 - any failure here means the name could not be loaded; say how to fix it
+            raise FileNotFoundError(
+                f"{source}: not a local file or folder, and datasets.load_dataset({source!r}) failed "
+                f"({type(err).__name__}: {err}). If the hub is unreachable from this machine, download the dataset "
+                f"where it is reachable (huggingface-cli download {source} --repo-type dataset --local-dir DIR) and "
+                "pass DIR, or set HF_HUB_OFFLINE=1 with a populated Hugging Face cache"
+            ) from err
+    if isinstance(loaded, datasets.DatasetDict):
+        if split is None:
+            split = next(iter(loaded)) if len(loaded) == 1 else "test"
+        if split not in loaded:
+            raise ValueError(f"{source}: no split {split!r}; available: {sorted(loaded)}")
+        loaded = loaded[split]
+    return ((source, index, row) for index, row in enumerate(loaded))
+
+
+def load_records_report(source: str | Path, split: str | None = None, make_id: bool = False) -> tuple[list[JudgeRecord], LoadReport]:
+    """Load judged items and report what was read.
 
     Args:
-        source: a ``.jsonl`` / ``.json`` (a list of rows) / ``.parquet`` file, a folder written by
-            ``datasets.save_to_disk``, or a dataset name ``datasets.load_dataset`` can reach (a local path or a
-            hub name on machines that have access).
-        split: the split to take from a ``DatasetDict`` or a named dataset (default: the only split, or "test").
-        make_id: derive stable ids for rows that have none instead of failing.
+        source: a ``.jsonl`` / ``.json`` (a list of rows) / ``.parquet`` file; a folder of Parquet shards as the hub
+            lays it out (``<dir>/data/test-00000-of-00003.parquet`` ..., or the shards directly in ``<dir>``; read
+            in name order); a folder written by ``datasets.save_to_disk``; or a dataset name
+            ``datasets.load_dataset`` can reach (a hub name on machines that have access, or with
+            ``HF_HUB_OFFLINE=1`` and a populated cache).
+        split: the split to take from a shard folder, a ``DatasetDict`` or a named dataset (default: the only
+            split, or "test").
+        make_id: derive ids for rows that have none even when other rows have one (a source with no ``id`` column
+            at all gets derived ids without it).
 
     Returns:
-        The records, in source order.
+        (records in source order, ``LoadReport``).
 
     Raises:
-        RecordError: a bad row, naming the row and field.
-        FileNotFoundError: a path that does not exist and is not a dataset name.
+        RecordError: a bad row, naming the source, row and field.
+        FileNotFoundError: a path that does not exist and is not a dataset name, or a dataset name that
+            ``datasets.load_dataset`` cannot load (the message says how to fix it).
     """
     path = Path(source)
     name = str(source)
     if path.is_file():
         suffix = path.suffix.lower()
         if suffix == ".jsonl":
-            return records_from_rows(_jsonl_rows(path), name, make_id)
+            return _validated(_jsonl_rows(path), name, make_id)
         if suffix == ".json":
             rows = json.loads(path.read_text(encoding="utf-8"))
             if not isinstance(rows, list):
                 raise RecordError(name, 0, None, "a .json source must hold a list of rows (use .jsonl for one per line)")
-            return records_from_rows(rows, name, make_id)
+            return _validated(((name, index, row) for index, row in enumerate(rows)), name, make_id)
         if suffix == ".parquet":
-            import pyarrow.parquet as pq
-
-            return records_from_rows(pq.read_table(path).to_pylist(), name, make_id)
+            return _validated(_parquet_rows([path]), name, make_id)
         raise ValueError(f"{name}: unknown file type {suffix!r} (expected .jsonl, .json or .parquet)")
-
-    import datasets
-
     if path.is_dir():
-        loaded = datasets.load_from_disk(str(path))
-    elif "/" in name and not name.startswith((".", "/")) and path.suffix.lower() not in {".jsonl", ".json", ".parquet"}:
-        loaded = datasets.load_dataset(name, split=split)
-    else:
-        raise FileNotFoundError(f"{name}: no such file or folder")
-    if isinstance(loaded, datasets.DatasetDict):
-        if split is None:
-            split = next(iter(loaded)) if len(loaded) == 1 else "test"
-        if split not in loaded:
-            raise ValueError(f"{name}: no split {split!r}; available: {sorted(loaded)}")
-        loaded = loaded[split]
-    return records_from_rows(loaded, name, make_id)
+        if not any((path / marker).is_file() for marker in _SAVE_TO_DISK_FILES):
+            shards = _parquet_shards(path, split)
+            if not shards:
+                raise FileNotFoundError(f"{name}: a folder with neither Parquet shards (data/*.parquet, *.parquet) "
+                                        "nor a datasets.save_to_disk layout")  # fmt: skip
+            return _validated(_parquet_rows(shards), name, make_id)
+        return _validated(_dataset_rows(name, path, split), name, make_id)
+    if _looks_like_dataset_name(name, path):
+        return _validated(_dataset_rows(name, path, split), name, make_id)
+    raise FileNotFoundError(f"{name}: no such file or folder")
+
+
+def load_records(source: str | Path, split: str | None = None, make_id: bool = False) -> list[JudgeRecord]:
+    """Load judged items (``load_records_report`` without the report; its counts are logged).
+
+    Returns:
+        The records, in source order.
+    """
+    records, report = load_records_report(source, split=split, make_id=make_id)
+    logger.info("%s", report.summary())
+    return records
 
 
 def write_jsonl(records: Iterable[JudgeRecord], path: str | Path) -> Path:
-    """Write records as JSONL with the POLLUX column names (UTF-8, Cyrillic unescaped)."""
+    """Write records as JSONL in the project's schema (UTF-8, Cyrillic unescaped); ``load_records`` reads them back."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as handle:

@@ -59,9 +59,10 @@ class Scale:
         return cls(tuple(range(low, high + 1)))
 
 
-# A level line: optional bullet/emphasis, an integer, then a separator (colon, hyphen, en/em dash, full stop,
-# closing parenthesis). "2024 год" must not count, hence the required separator.
-_LEVEL_LINE = re.compile(r"^\s*[-*•]?\s*\**\s*(-?\d+)\s*\**\s*(?::|-|–|—|\.(?!\d)|\))")
+# A level line: optional bullet/emphasis, an integer (possibly negative), then a separator (colon, hyphen, en/em
+# dash, full stop, closing parenthesis). "2024 год" must not count, hence the required separator. A bullet needs
+# the space after it, so that "-1: ..." reads as level -1 and "- 1: ..." as a bulleted level 1.
+_LEVEL_LINE = re.compile(r"^\s*(?:[-*•]\s+)?\**\s*(-?\d+)\s*\**\s*(?::|-|–|—|\.(?!\d)|\))")
 # Ranges in words: "от 0 до 2", "from 1 to 10", "0–2 балла", "between 0 and 3".
 _RANGE_WORDS = (
     re.compile(r"\bот\s+(-?\d+)\s+до\s+(-?\d+)", re.IGNORECASE),

@@ -1,8 +1,11 @@
 """Zero-Shot vs Standard: which items the POLLUX paper held out of training.
 
-The held-out task types and criteria are data (``configs/splits/zero_shot.yaml``). A record is in the
-**Zero-Shot test** when its task type or its criterion is held out; otherwise it is in the **Standard test**.
-Training-data builders call ``check_no_leakage`` to refuse Zero-Shot rows unless told otherwise.
+The held-out task types and criteria are data (``configs/splits/zero_shot.yaml``; the paper's list is
+``seeds/003_04de0265a3137b49.txt:634-652``). A record is in the **Zero-Shot test** when its task type or its
+criterion is held out; otherwise it is in the **Standard test**. A record whose task type the taxonomy cannot
+resolve belongs to neither as far as anyone can tell: ``split_of`` raises ``UnknownTaskTypeError`` naming the row,
+or, with ``allow_unknown=True``, returns ``"unknown"`` so that reports can show those items apart. Training-data
+builders call ``check_no_leakage`` to refuse Zero-Shot rows unless told otherwise.
 """
 
 from __future__ import annotations
@@ -12,11 +15,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from judge.records import RecordError
 from judge.taxonomy import Taxonomy, TaxonomyError, load_taxonomy
 
 __all__ = [
     "ZERO_SHOT",
     "STANDARD",
+    "UNKNOWN",
+    "UnknownTaskTypeError",
     "SplitSpec",
     "LeakageError",
     "default_split_path",
@@ -27,10 +33,19 @@ __all__ = [
 
 ZERO_SHOT = "zero_shot"
 STANDARD = "standard"
+#: The split of a record whose task type the taxonomy cannot resolve (only with ``split_of(..., allow_unknown=True)``).
+UNKNOWN = "unknown"
 
 
 class LeakageError(ValueError):
     """Zero-Shot items found where training data was expected."""
+
+
+class UnknownTaskTypeError(RecordError, TaxonomyError):
+    """A record whose task type the taxonomy cannot resolve, so its split is unknown.
+
+    A ``RecordError`` (source, row, field ``task_type``) and a ``TaxonomyError``.
+    """
 
 
 @dataclass(frozen=True)
@@ -93,24 +108,31 @@ def _task_type_of(record, taxonomy: Taxonomy) -> str | None:
     return canonical
 
 
-def split_of(record, spec: SplitSpec | None = None, strict: bool = False) -> str:
+def split_of(record, spec: SplitSpec | None = None, strict: bool = False, allow_unknown: bool = False) -> str:
     """``"zero_shot"`` when the record's task type or criterion is held out, else ``"standard"``.
 
     Args:
         record: a ``JudgeRecord`` (uses ``task_type``, ``task_subtype`` and ``criteria_name``; names in English or
             Russian).
         spec: the split (default: ``load_split_spec()``).
-        strict: raise on a task type or criterion the taxonomy does not know, instead of treating it as
-            Standard (custom criteria are never held out).
+        strict: also raise on a criterion the taxonomy does not know, instead of treating it as Standard (custom
+            criteria are never held out).
+        allow_unknown: return ``"unknown"`` (``UNKNOWN``) for a task type the taxonomy cannot resolve (an empty one
+            included) instead of raising. Ignored with ``strict``.
 
     Raises:
-        TaxonomyError: only when ``strict``.
+        UnknownTaskTypeError: a task type the taxonomy cannot resolve (naming the record's source, row and id),
+            unless ``allow_unknown``. It was never silently Standard: a held-out task type under a name the
+            taxonomy does not know would leak into training and into the Standard figures.
+        TaxonomyError: an unknown criterion, only when ``strict``.
     """
     taxonomy = load_taxonomy()
     spec = spec or load_split_spec()
     task_type = _task_type_of(record, taxonomy)
-    if task_type is None and strict:
-        raise TaxonomyError(f"record {record.id!r}: unknown task type {record.task_type!r}")
+    if task_type is None:
+        if allow_unknown and not strict:
+            return UNKNOWN
+        raise _unknown_task_type(record)
     if task_type in spec.task_types:
         return ZERO_SHOT
     try:
@@ -122,11 +144,26 @@ def split_of(record, spec: SplitSpec | None = None, strict: bool = False) -> str
     return ZERO_SHOT if base_id in spec.criteria else STANDARD
 
 
+def _unknown_task_type(record) -> UnknownTaskTypeError:
+    source, row = getattr(record, "origin", None) or ("<records>", None)
+    if record.task_type:
+        what = f"unknown task type {record.task_type!r}" + (f" (subtype {record.task_subtype!r})" if record.task_subtype else "")
+    else:
+        what = "has no task type"
+    return UnknownTaskTypeError(
+        source, row, "task_type",
+        f"record {record.id!r}: {what}, so its Zero-Shot/Standard split is unknown; use a task type of the POLLUX "
+        "taxonomy (English or Russian name), or pass allow_unknown=True to put it in the 'unknown' split",
+    )
+
+
 def check_no_leakage(records: Iterable, spec: SplitSpec | None = None, allow_zero_shot: bool = False) -> None:
     """Refuse Zero-Shot items in training data.
 
     Raises:
         LeakageError: naming how many items leak and the first few ids, unless ``allow_zero_shot``.
+        UnknownTaskTypeError: a record whose task type cannot be resolved (it might be a held-out one), unless
+            ``allow_zero_shot``.
     """
     if allow_zero_shot:
         return

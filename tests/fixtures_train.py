@@ -105,7 +105,7 @@ def overfit_records_path(tmp_path_factory, qwen_tokenizer) -> Path:
         record_id, index = row["id"].rsplit("/", 1)
         record = by_id[record_id]
         score = record.expert_scores[int(index)]
-        chosen.append(dataclasses.replace(record, expert_scores=(score,), expert_feedback=(row["feedback"],),
+        chosen.append(dataclasses.replace(record, expert_scores=(score,), expert_feedback=(row["feedback"],), annotations=(),
                                           criteria_score=score))  # fmt: skip
     return judge.write_jsonl(chosen, tmp_path_factory.mktemp("overfit-data") / "overfit.jsonl")
 

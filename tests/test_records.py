@@ -63,9 +63,21 @@ def test_bad_row_names_row_and_field(mutation, field, fragment):
 
 
 def test_duplicate_ids_name_both_rows():
-    """A repeated id is an error naming both rows, not a silent overwrite."""
-    with pytest.raises(RecordError, match="repeats the id of row 0"):
-        records_from_rows([GOOD, GOOD])
+    """An id repeated with different content is an error naming both rows, not a silent overwrite."""
+    with pytest.raises(RecordError, match="repeats the id of row 0 with different content") as info:
+        records_from_rows([GOOD, GOOD | {"answer": "Другой ответ."}])
+    assert (info.value.row, info.value.field) == (1, "id")
+
+
+def test_exact_duplicate_rows_are_counted_not_fatal(tmp_path):
+    """The same row twice (same id, same content) keeps the first copy and is counted in the report."""
+    from judge import load_records_report
+
+    path = tmp_path / "d.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in [GOOD, GOOD, GOOD | {"id": "b"}]), encoding="utf-8")
+    records, report = load_records_report(path)
+    assert [r.id for r in records] == ["a1", "b"]
+    assert (report.n_rows, report.n_records, report.n_duplicates, report.duplicate_rows) == (3, 2, 1, ["row 1 = row 0"])
 
 
 def test_make_id_derives_stable_ids():

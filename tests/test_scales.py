@@ -11,6 +11,8 @@ READABLE = [
     ("em dash", "0 — нет\n1 — частично\n2 — да", (0, 1, 2)),
     ("en dash", "1 – плохо\n5 – отлично", (1, 5)),
     ("bulleted and bold", "- **0**: нет\n- **1**: да", (0, 1)),
+    ("negative level first", "-1: Критерий неприменим.\n\n0: Плохо.\n\n1: Хорошо.", (-1, 0, 1)),
+    ("bulleted negative levels", "- -2: очень плохо\n- 0: нейтрально\n- 2: очень хорошо", (-2, 0, 2)),
     ("0-4 scale", "\n".join(f"{i}: уровень {i}" for i in range(5)), (0, 1, 2, 3, 4)),
     ("range in Russian words", "Оцените ответ по шкале от 0 до 2 баллов.", (0, 1, 2)),
     ("range in English words", "Score the answer from 1 to 10.", tuple(range(1, 11))),
@@ -41,6 +43,13 @@ def test_rejects_unreadable(name, rubrics):
     """Rubrics without a scale raise ScaleError rather than guessing."""
     with pytest.raises(ScaleError):
         scale_of(rubrics)
+
+
+def test_negative_rubric_levels_set_the_scale_minimum():
+    """A hand-written rubric "-1: …\n\n0: …\n\n1: …" reads as min -1, max 1 (a leading "-" is a sign, not a bullet)."""
+    scale = scale_of("-1: Ответ не по теме.\n\n0: Ответ неверный.\n\n1: Ответ верный.")
+    assert (scale.min, scale.max) == (-1, 1)
+    assert scale.contains(-1) and not scale.contains(-1.5)
 
 
 def test_scale_contains_range_not_only_levels():

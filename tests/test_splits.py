@@ -2,7 +2,19 @@
 
 import pytest
 
-from judge import STANDARD, ZERO_SHOT, JudgeRecord, LeakageError, check_no_leakage, load_split_spec, split_of
+from judge import (
+    STANDARD,
+    UNKNOWN,
+    ZERO_SHOT,
+    JudgeRecord,
+    LeakageError,
+    RecordError,
+    UnknownTaskTypeError,
+    check_no_leakage,
+    load_split_spec,
+    records_from_rows,
+    split_of,
+)
 
 
 def _record(task_type, criteria_name="Absence of excessive repetitions", subtype="", rid="r"):
@@ -13,7 +25,14 @@ def _record(task_type, criteria_name="Absence of excessive repetitions", subtype
 
 
 def test_spec_matches_the_paper():
-    """The shipped split holds out the paper's eight task types and six criteria."""
+    """The shipped split holds out the paper's eight task types and six criteria.
+
+    Paper, App. D.2: the task types are listed at seeds/003_04de0265a3137b49.txt:634-643 ("AI as a Character (formal
+    setting)", "(informal setting)", "Applied Brainstorming", "Recommendations", "Literary Text Generation", "Code
+    Modification", "Style Transfer", "Text-Dependent Question Answering") and the criteria at lines 645-652
+    ("Expressiveness and coherence of dialogs", "Dramaturgy", "Rhyme quality", "Accents characteristic of literary
+    movements / writers", "Adherence to character descriptions", "Meter, or rhythmic structure of a verse").
+    """
     spec = load_split_spec()
     assert spec.task_types == {
         "Informal setting", "Formal setting", "Applied brainstorming", "Recommendations", "Literary text",
@@ -36,12 +55,33 @@ def test_spec_matches_the_paper():
         ("Editing", "", "Dramaturgy", ZERO_SHOT),
         ("Editing", "", "Absence of excessive repetitions", STANDARD),
         ("Editing", "", "Моя собственная метрика", STANDARD),  # a custom criterion is never held out
-        ("Unknown task", "", "Absence of excessive repetitions", STANDARD),
+        ("Творческий брейншторминг", "Литературный брейншторминг", "Проактивность", STANDARD),  # released names
+        ("ИИ как персонаж", "ИИ как персонаж (бытовая ситуация)", "Проактивность", ZERO_SHOT),  # Russian group + type
     ],
 )
 def test_split_of(task_type, subtype, criteria_name, expected):
     """A record is Zero-Shot when its task type or its criterion is held out."""
     assert split_of(_record(task_type, criteria_name, subtype)) == expected
+
+
+@pytest.mark.parametrize("task_type,subtype,what", [
+    ("Unknown task", "", "unknown task type 'Unknown task'"),
+    ("", "", "has no task type"),
+    ("Творческий брейнштурм", "Литературный брейншторминг", "unknown task type"),  # a typo is not Standard
+])
+def test_unresolvable_task_type_is_an_error_naming_the_row_or_an_explicit_unknown_split(task_type, subtype, what):
+    """A task type the taxonomy cannot resolve raises naming source, row and field; allow_unknown gives "unknown"."""
+    row = {"id": "x7", "instruction": "Задание", "answer": "Ответ", "criteria_name": "Проактивность",
+           "rubrics": "0: нет\n\n1: да", "task_type": task_type, "task_subtype": subtype}  # fmt: skip
+    record = records_from_rows([{**row, "id": "x6", "task_type": "Editing"}, row], source="bench.jsonl")[1]
+    with pytest.raises(UnknownTaskTypeError) as info:
+        split_of(record)
+    err = info.value
+    assert isinstance(err, RecordError) and (err.source, err.row, err.field) == ("bench.jsonl", 1, "task_type")
+    assert what in str(err) and "'x7'" in str(err) and "allow_unknown=True" in str(err)
+    assert split_of(record, allow_unknown=True) == UNKNOWN
+    with pytest.raises(UnknownTaskTypeError):  # the leakage guard cannot vouch for it either
+        check_no_leakage([record])
 
 
 def test_strict_rejects_unknown_task_type():
@@ -71,3 +111,16 @@ def test_split_file_with_typo_is_rejected(tmp_path):
     unknown_key.write_text("version: x\ntasks: []\n", encoding="utf-8")
     with pytest.raises(ValueError, match="unknown keys"):
         load_split_spec(unknown_key)
+
+
+def test_scoring_reports_unresolvable_task_types_as_their_own_split():
+    """judge-eval score puts items whose task type is unknown in an "unknown" split it reports, not in Standard."""
+    from eval import scoring
+
+    rows = [{"id": rid, "instruction": "И", "answer": "О", "criteria_name": "Проактивность", "rubrics": "0: нет\n\n1: да",
+             "expert_scores": [1, 1], "task_type": task_type} for rid, task_type in (("a", "Editing"), ("b", ""), ("c", "Моя задача"))]  # fmt: skip
+    predictions = [{"id": rid, "judge": "j", "score": 1, "parse_ok": True, "error": None, "score_source": "verdict"} for rid in "abc"]
+    table, _ = scoring.build_table(records_from_rows(rows), predictions)
+    assert table.split.tolist() == [STANDARD, UNKNOWN, UNKNOWN]
+    splits = scoring.evaluate(table, n_boot=10)["splits"]
+    assert (splits["standard"]["overall"]["n"], splits["unknown"]["overall"]["n"], splits["all"]["overall"]["n"]) == (1, 2, 3)

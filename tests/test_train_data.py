@@ -12,7 +12,7 @@ from train.build_data import build_rows, main as build_data_main, russian_share,
 RUBRIC = "0: Ответ неверный.\n\n1: Ответ частично верный.\n\n2: Ответ полностью верный."
 
 
-def record(rid: str, scores, feedback, *, criterion="Грамотность", task_type="", criteria_score=None):
+def record(rid: str, scores, feedback, *, criterion="Грамотность", task_type="Editing", criteria_score=None):
     return judge.JudgeRecord(
         id=rid,
         instruction="Сколько будет два плюс два?",
@@ -133,3 +133,41 @@ def test_build_data_command_writes_rows_and_refuses_leakage(tmp_path, capsys):
     assert first["completion"].startswith("[FEEDBACK] ") and first["completion"].endswith(" [END]")
     assert build_data_main(["--data", "sample"]) == 2
     assert "Zero-Shot" in capsys.readouterr().out
+
+
+def test_build_data_refuses_the_released_benchmark_unless_told(tmp_path, capsys):
+    """POLLUX is a test set (RELEASE.md: "The dataset card asks that the benchmark not be used for training"):
+    build-data refuses its rows, as released or converted to JSONL, unless --allow-benchmark-rows."""
+    from tests.release_artifacts import write_released_dataset
+
+    released = write_released_dataset(tmp_path / "POLLUX")
+    converted = judge.write_jsonl(judge.load_records(released), tmp_path / "converted.jsonl")
+    for source in (released, converted):
+        assert build_data_main(["--data", str(source), "--zero-shot", "drop"]) == 2
+        printed = capsys.readouterr().out
+        assert "8 of " in printed and "released POLLUX benchmark" in printed and "asks that it not be used for training" in printed
+        assert "--allow-benchmark-rows" in printed
+    out = tmp_path / "rows.jsonl"
+    assert build_data_main(["--data", str(released), "--zero-shot", "drop", "--allow-benchmark-rows", "--out", str(out)]) == 0
+    assert "rows kept" in capsys.readouterr().out and out.is_file()
+
+
+def test_training_records_of_the_project_schema_are_not_benchmark_rows():
+    """The bundled sample data (project schema) is not mistaken for the benchmark."""
+    from train.build_data import load_training_records
+
+    assert len(load_training_records("sample")) > 0
+
+
+def test_unknown_task_type_stops_the_build_naming_the_row(tmp_path, capsys):
+    """A task type the taxonomy cannot resolve might be a held-out one: refused and dropped modes both stop,
+    naming source, row and field; --zero-shot allow skips the check."""
+    rows = [record("r1", [2], ["Ответ верный и полный."]).to_dict() | {"task_type": "Неизвестная задача"}]
+    path = tmp_path / "custom.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    for mode in ("refuse", "drop"):
+        assert build_data_main(["--data", str(path), "--zero-shot", mode]) == 2
+        printed = capsys.readouterr().out
+        assert f"{path}: row 0: field 'task_type'" in printed and "'Неизвестная задача'" in printed
+        assert "zero_shot: allow" in printed
+    assert build_data_main(["--data", str(path), "--zero-shot", "allow"]) == 0

@@ -2,6 +2,10 @@
 
     judge-train build-data --data judge/data/sample.jsonl --recipe seq2seq --zero-shot drop --out runs/rows.jsonl
 
+The released POLLUX benchmark is not training data: rows in its schema are refused (``BenchmarkRowsError``) unless
+``--allow-benchmark-rows`` says otherwise (the dataset card asks that POLLUX not be used for training;
+``../shared/pollux/RELEASE.md``, "The dataset card asks that the benchmark not be used for training").
+
 A record carries one or more verdicts as ``expert_scores`` with matching ``expert_feedback`` (a teacher model's
 verdicts come in the same shape, one per row). Each verdict becomes a row unless a rule of the POLLUX paper
 (Appendix B) or of this toolkit rejects it; every rejection is counted under its reason:
@@ -37,13 +41,17 @@ from typing import Any
 import judge
 from judge import JudgeRecord, ScaleError
 
-__all__ = ["BuildReport", "build_rows", "rows_for_config", "split_rows", "drop_too_long", "load_training_records", "write_rows", "main"]
+__all__ = ["BenchmarkRowsError", "BuildReport", "build_rows", "rows_for_config", "split_rows", "drop_too_long", "load_training_records", "write_rows", "main"]
 
 logger = logging.getLogger(__name__)
 
 _CYRILLIC = re.compile(r"[а-яёА-ЯЁ]")
 _LETTER = re.compile(r"[^\W\d_]")
 _TAGS = re.compile(r"\[\s*(RESULT|END)\s*\]", re.IGNORECASE)
+
+
+class BenchmarkRowsError(judge.LeakageError):
+    """Training data in the released POLLUX benchmark's schema: test data that would leak into training."""
 
 
 @dataclass
@@ -126,21 +134,22 @@ def build_rows(
         raise ValueError(f"zero_shot must be 'refuse', 'drop' or 'allow', got {zero_shot!r}")
     records = list(records)
     report = BuildReport(n_records=len(records))
+    hint = ("In judge-train: zero_shot: drop (--zero_shot drop) leaves Zero-Shot rows out and counts them, "
+            "zero_shot: allow trains on every row without the check")  # fmt: skip
     if zero_shot == "refuse":
         try:
             judge.check_no_leakage(records)
+        except judge.UnknownTaskTypeError as err:
+            raise judge.UnknownTaskTypeError(err.source, err.row, err.field, f"{err.message}. {hint}") from None
         except judge.LeakageError as err:
-            raise judge.LeakageError(
-                f"{err}. In judge-train: zero_shot: drop (--zero_shot drop) leaves them out and counts them, "
-                "zero_shot: allow trains on them"
-            ) from None
+            raise judge.LeakageError(f"{err}. {hint}") from None
     spec = judge.load_split_spec()
 
     rows: list[dict[str, Any]] = []
     for record in records:
         verdicts = _verdicts(record)
         report.n_verdicts += len(verdicts)
-        if zero_shot == "drop" and judge.split_of(record, spec) == judge.ZERO_SHOT:
+        if zero_shot == "drop" and _split(record, spec, hint) == judge.ZERO_SHOT:
             report.dropped["zero_shot"] += len(verdicts)
             if len(report.zero_shot_ids) < 20:
                 report.zero_shot_ids.append(record.id)
@@ -173,6 +182,13 @@ def build_rows(
     report.n_rows = len(rows)
     logger.info("training data: %s", report.summary())
     return rows, report
+
+
+def _split(record: JudgeRecord, spec, hint: str) -> str:
+    try:
+        return judge.split_of(record, spec)
+    except judge.UnknownTaskTypeError as err:
+        raise judge.UnknownTaskTypeError(err.source, err.row, err.field, f"{err.message}. {hint}") from None
 
 
 def _reject(score: float, feedback: str | None, scale, min_russian_share: float) -> str | None:
@@ -233,7 +249,7 @@ def rows_for_config(config, tokenizer) -> tuple[list[dict], list[dict], BuildRep
     """
     def build(source: str) -> tuple[list[dict], BuildReport]:
         rows, report = build_rows(
-            load_training_records(source),
+            load_training_records(source, allow_benchmark_rows=config.allow_benchmark_rows),
             recipe=config.recipe,
             zero_shot=config.zero_shot,
             min_russian_share=config.min_russian_share,
@@ -261,12 +277,34 @@ def rows_for_config(config, tokenizer) -> tuple[list[dict], list[dict], BuildRep
     return train, held_out, report
 
 
-def load_training_records(data: str) -> list[JudgeRecord]:
-    """Records from a path or dataset name; ``"sample"`` is the bundled sample data."""
+def load_training_records(data: str, allow_benchmark_rows: bool = False) -> list[JudgeRecord]:
+    """Records from a path or dataset name; ``"sample"`` is the bundled sample data.
+
+    Args:
+        data: the source (as ``judge.load_records`` takes it) or ``"sample"``.
+        allow_benchmark_rows: accept rows in the released POLLUX benchmark's schema.
+
+    Raises:
+        BenchmarkRowsError: the source holds rows in the released benchmark's schema (``judge.LoadReport``'s
+            ``n_benchmark_rows``: an ``annotations`` column, or its ``is_provocative`` and ``criteria_description``
+            columns) and ``allow_benchmark_rows`` is off.
+    """
     from train.config import SAMPLE_DATA
 
     source = str(judge.sample_data_path()) if data == SAMPLE_DATA else data
-    return judge.load_records(source)
+    records, load_report = judge.load_records_report(source)
+    logger.info("%s", load_report.summary())
+    if load_report.n_benchmark_rows and not allow_benchmark_rows:
+        # ../shared/pollux/RELEASE.md: "The dataset card asks that the benchmark not be used for training."
+        raise BenchmarkRowsError(
+            f"{source}: {load_report.n_benchmark_rows} of {load_report.n_rows} rows are in the released POLLUX "
+            "benchmark's schema (an 'annotations' column, or its 'is_provocative' and 'criteria_description' "
+            "columns). POLLUX is a test set: its dataset card (ai-forever/POLLUX) asks that it not be used for "
+            "training, and training on it would leak the test into the judge. Train on the synthetic pipeline's "
+            "output (judge-train data) or your own data; pass --allow-benchmark-rows (config: "
+            "allow_benchmark_rows: true) only for a deliberate experiment."
+        )
+    return records
 
 
 def write_rows(rows: Iterable[dict[str, Any]], path: str | Path) -> Path:
@@ -295,10 +333,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                         default=0.5, help="Minimum Cyrillic share of a rationale's letters.")  # fmt: skip
     parser.add_argument("--score-target", "--score_target", dest="score_target", choices=["mean", "expert"],
                         default="mean", help="Regression label (default: mean over experts).")  # fmt: skip
+    parser.add_argument("--allow-benchmark-rows", "--allow_benchmark_rows", dest="allow_benchmark_rows",
+                        action="store_true", help="Accept rows in the released POLLUX benchmark schema (refused by "
+                        "default: the dataset card asks that POLLUX not be used for training).")  # fmt: skip
     parser.add_argument("--out", default=None, help="Write the rows to this JSONL file.")
     args = parser.parse_args(argv)
-    records = load_training_records(args.data)
     try:
+        records = load_training_records(args.data, allow_benchmark_rows=args.allow_benchmark_rows)
         rows, report = build_rows(
             records,
             recipe=args.recipe,
@@ -306,7 +347,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             min_russian_share=args.min_russian_share,
             score_target=args.score_target,
         )
-    except judge.LeakageError as err:
+    except (judge.LeakageError, judge.RecordError) as err:
         print(f"error: {err}")
         return 2
     print(report.summary())

@@ -78,6 +78,11 @@ class TrainConfig:
         "them out and counts them, 'allow' trains on them (then the Zero-Shot test is no longer zero-shot).",
         default="refuse",
     )
+    allow_benchmark_rows: bool = _help(
+        "Train on rows in the released POLLUX benchmark schema (ai-forever/POLLUX). Refused by default: the dataset "
+        "card asks that the benchmark not be used for training.",
+        default=False,
+    )
     min_russian_share: float = _help(
         "Minimum share of Cyrillic among the letters of a rationale; rationales below it are dropped (paper, App. B).",
         default=0.5,
