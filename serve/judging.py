@@ -18,6 +18,9 @@ Steps for one request:
    read from the generation and the ``score`` head scores (prompt + rationale) through the pooling engine's
    ``/classify``, over exactly the text training used: ``judge.apply_chat(tokenizer, prompt,
    completion=judge.render_rationale_target(rationale))``; the LM's own parsed verdict is returned beside it.
+   A released ``-r`` judge (``head_input="generated_text"``) is scored as POLLUX scores it: generation runs to the
+   end of the turn (no ``[END]`` stop), and the head reads the chat template over (prompt, the output as it came
+   out); its pooling engine's ``score`` is the released head, bias included (``serve.released``).
 """
 
 from __future__ import annotations
