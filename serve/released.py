@@ -12,11 +12,15 @@ are gone. So judge-serve derives two **views** of the folder, once, and points i
   symlinked, except the shard(s) holding ``regression_head.*``, rewritten without those tensors; the index
   rewritten. This is exactly a released seq2seq folder: the generating engine writes the rationale with the LM head.
 * ``classifier/``: ``config.json`` with ``architectures: ["Qwen2ForSequenceClassification"]``, ``num_labels: 1``,
-  ``problem_type: "regression"`` (vLLM then applies no activation), no ``auto_map``; the head's shard rewritten
-  with ``regression_head.weight`` renamed ``score.weight`` and ``regression_head.bias`` renamed ``score.bias``
-  (vLLM 0.32's sequence-classification adapter loads a ``score.bias`` when present: ``auto_set_score_bias`` in
-  ``vllm/model_executor/models/adapters.py``), everything else symlinked. vLLM's classifier pools the LAST token's
-  final normed hidden state and applies ``score``: ``w . h + b``, the released head, weight and bias.
+  ``problem_type: "regression"`` (vLLM then applies no activation), no ``auto_map``; the same shards as
+  ``causal/`` plus ``score-head.safetensors`` holding ``regression_head.weight`` renamed ``score.weight`` and
+  ``regression_head.bias`` renamed ``score.bias`` (vLLM 0.32's sequence-classification adapter loads a
+  ``score.bias`` when present: ``auto_set_score_bias`` in ``vllm/model_executor/models/adapters.py``); the index
+  names it. vLLM's classifier pools the LAST token's final normed hidden state and applies ``score``:
+  ``w . h + b``, the released head, weight and bias. (``lm_head.weight`` stays in the shards; the pooling model
+  skips it.)
+
+The rewritten shard(s) and the head file are written once, in ``shared/``; both views link to them.
 
 Tokenizer, chat template and generation config are symlinked into both views; ``*.py`` files are not (the custom
 code is never imported: both views name stock architectures and no ``auto_map``).
@@ -26,8 +30,8 @@ writable and is not a hub cache snapshot; otherwise in ``<cache>/<key>/`` with `
 ``derived_cache_dir`` (judge-serve's setting) or ``$XDG_CACHE_HOME/pollux-judge/released-views`` (default
 ``~/.cache/...``). ``<key>`` hashes the checkpoint's ``config.json``, index, shard names and sizes, and the head's
 tensors, so a changed checkpoint gets fresh views and an unchanged one reuses them (a stamp file,
-``pollux_views.json``, records the key; only the head's shard is rewritten: for the 7B about one shard's size on
-disk, the rest are symlinks).
+``pollux_views.json``, records the key; only the head's shard is rewritten, once: for the 7B about one shard's
+size on disk, the rest are symlinks).
 """
 
 from __future__ import annotations
@@ -57,6 +61,8 @@ VIEWS_FORMAT = 1
 INDEX = "model.safetensors.index.json"
 SINGLE_FILE = "model.safetensors"
 _HEAD_RENAMES = {"regression_head.weight": "score.weight", "regression_head.bias": "score.bias"}
+#: The classifier view's extra weights file: the released head as ``score.weight`` [1, hidden] + ``score.bias`` [1].
+HEAD_FILE = "score-head.safetensors"
 
 
 class ReleasedLayoutError(ValueError):
@@ -136,7 +142,8 @@ def _head_shape_ok(root: Path, config: dict[str, Any], head: dict[str, Any]) -> 
 
 
 def _key(root: Path, weight_map: dict[str, str], head: dict[str, Any]) -> str:
-    digest = hashlib.sha256(f"views-format-{VIEWS_FORMAT}".encode())
+    # The folder's own path is part of the key: views link to its shards by absolute path.
+    digest = hashlib.sha256(f"views-format-{VIEWS_FORMAT}:{root.absolute()}".encode())
     for name in ("config.json", INDEX):
         if (root / name).is_file():
             digest.update((root / name).read_bytes())
@@ -177,11 +184,22 @@ def _view_config(config: dict[str, Any], kind: str) -> dict[str, Any]:
     return out
 
 
-def _write_view(root: Path, view: Path, kind: str, config: dict[str, Any], weight_map: dict[str, str], meta: dict[str, Any]) -> None:
+def _write_shared(root: Path, shared: Path, weight_map: dict[str, str], head: dict[str, Any]) -> None:
+    """``shared/``: the head's shard(s) rewritten without ``regression_head.*`` (once, for both views), and
+    ``HEAD_FILE`` with the head renamed ``score.weight`` / ``score.bias`` (the classifier view's extra file)."""
     from safetensors.torch import load_file, save_file
 
+    shared.mkdir(parents=True)
+    for shard in sorted({weight_map[name] for name in _HEAD_RENAMES}):
+        rest = {n: t for n, t in load_file(str(root / shard)).items() if not n.startswith(REGRESSION_HEAD_PREFIX)}
+        if rest:  # a shard that held only the head leaves nothing to rewrite
+            save_file(rest, str(shared / shard), metadata={"format": "pt"})
+    save_file({_HEAD_RENAMES[n]: t.contiguous() for n, t in head.items()}, str(shared / HEAD_FILE), metadata={"format": "pt"})
+
+
+def _write_view(root: Path, base: Path, kind: str, config: dict[str, Any], weight_map: dict[str, str], meta: dict[str, Any]) -> None:
+    view, shared = base / kind, base / "shared"
     view.mkdir(parents=True)
-    head_shards = sorted({weight_map[name] for name in weight_map if name.startswith(REGRESSION_HEAD_PREFIX)})
     shards = set(weight_map.values())
     for entry in sorted(root.iterdir()):
         name = entry.name
@@ -189,28 +207,15 @@ def _write_view(root: Path, view: Path, kind: str, config: dict[str, Any], weigh
             continue
         if entry.is_file():  # tokenizer, chat template, generation config, README ...
             (view / name).symlink_to(entry.absolute())
-    new_map: dict[str, str] = {}
-    for tensor, shard in weight_map.items():
-        if tensor.startswith(REGRESSION_HEAD_PREFIX):
-            if kind == "classifier":
-                new_map[_HEAD_RENAMES[tensor]] = shard
-        else:
-            new_map[tensor] = shard
-    for shard in sorted(shards):
-        if shard not in head_shards:
-            (view / shard).symlink_to((root / shard).absolute())
-            continue
-        tensors = load_file(str(root / shard))
-        out = {}
-        for name, tensor in tensors.items():
-            if not name.startswith(REGRESSION_HEAD_PREFIX):
-                out[name] = tensor
-            elif kind == "classifier":
-                out[_HEAD_RENAMES[name]] = tensor
-        if out:
-            save_file(out, str(view / shard), metadata={"format": "pt"})
-        else:  # a shard that held only the head: the causal view drops it from the index too
-            new_map = {t: s for t, s in new_map.items() if s != shard}
+    head_shards = {weight_map[name] for name in _HEAD_RENAMES}
+    new_map = {t: s for t, s in weight_map.items() if not t.startswith(REGRESSION_HEAD_PREFIX)}
+    for shard in sorted(set(new_map.values())):
+        # Relative links into shared/ keep a moved views folder valid; other shards link to the checkpoint's own.
+        target = Path("..") / "shared" / shard if shard in head_shards else (root / shard).absolute()
+        (view / shard).symlink_to(target)
+    if kind == "classifier":
+        (view / HEAD_FILE).symlink_to(Path("..") / "shared" / HEAD_FILE)
+        new_map.update({score: HEAD_FILE for score in _HEAD_RENAMES.values()})
     if (root / INDEX).is_file() or len(set(new_map.values())) > 1:
         index = {"metadata": {k: v for k, v in meta.items() if k != "total_size"}, "weight_map": dict(sorted(new_map.items()))}
         (view / INDEX).write_text(json.dumps(index, indent=2) + "\n", encoding="utf-8")
@@ -251,13 +256,20 @@ def prepare_released_regression(root: str | Path, cache_dir: str | Path | None =
     # Built in a scratch folder beside the target and renamed into place: a crash leaves no half-built views.
     scratch = Path(tempfile.mkdtemp(prefix=f".{base.name}-building-", dir=base.parent))
     try:
+        _write_shared(root, scratch / "shared", weight_map, head)
         for kind in ("causal", "classifier"):
-            _write_view(root, scratch / kind, kind, config, weight_map, meta)
+            _write_view(root, scratch, kind, config, weight_map, meta)
         stamp = {"key": key, "format": VIEWS_FORMAT, "source": str(root.absolute()), "head_bias": float(head["regression_head.bias"][0])}
         (scratch / STAMP).write_text(json.dumps(stamp, indent=2) + "\n", encoding="utf-8")
         if base.exists():
             shutil.rmtree(base)
-        os.replace(scratch, base)
+        try:
+            os.replace(scratch, base)
+        except OSError:
+            if not _stamp_matches(base, key):  # another judge-serve built the same views meanwhile: use those
+                raise
+            shutil.rmtree(scratch, ignore_errors=True)
+            return DerivedViews(base, base / "causal", base / "classifier", built=False)
     except BaseException:
         shutil.rmtree(scratch, ignore_errors=True)
         raise

@@ -126,7 +126,7 @@ def test_eval_resolves_a_hub_id_and_needs_judge_serve_for_a_released_r(tmp_path,
 
 def test_views_hold_the_released_weights_under_stock_architectures(writable_r, released_regression_dir):
     """causal/: no head, Qwen2ForCausalLM; classifier/: score.weight/bias == regression_head.weight/bias; no auto_map;
-    only the head's shard is rewritten, the rest are links; the custom code is neither copied nor imported."""
+    only the head's shard is rewritten (once), the rest are links; the custom code is neither copied nor imported."""
     layout = resolve_layout(writable_r)
     base = writable_r / VIEWS_DIRNAME
     assert (layout.kind, layout.head_input, layout.released, layout.views_dir) == ("regression", "generated_text", True, base)
@@ -143,8 +143,10 @@ def test_views_hold_the_released_weights_under_stock_architectures(writable_r, r
         config = json.loads((base / view / "config.json").read_text(encoding="utf-8"))
         assert config["architectures"] == [arch] and "auto_map" not in config
         assert not list((base / view).glob("*.py"))
-        assert (base / view / "tokenizer.json").is_symlink() and (base / view / "model-00001-of-00002.safetensors").is_symlink()
-        assert not (base / view / "model-00002-of-00002.safetensors").is_symlink()  # held the head: rewritten
+        assert (base / view / "tokenizer.json").is_symlink()
+        assert (base / view / "model-00001-of-00002.safetensors").resolve() == (writable_r / "model-00001-of-00002.safetensors").resolve()
+        # The shard that held the head is rewritten once, in shared/, for both views.
+        assert (base / view / "model-00002-of-00002.safetensors").resolve() == base / "shared" / "model-00002-of-00002.safetensors"
     classifier_config = json.loads((base / "classifier" / "config.json").read_text(encoding="utf-8"))
     assert (classifier_config["num_labels"], classifier_config["problem_type"]) == (1, "regression")
     assert not (released_regression_dir.parent / "imported").exists()
@@ -153,7 +155,7 @@ def test_views_hold_the_released_weights_under_stock_architectures(writable_r, r
 def test_views_are_built_once_and_reused(writable_r):
     """A second resolve reuses the views (same files, not rewritten); a changed head gets fresh views."""
     first = prepare_released_regression(writable_r)
-    rewritten = first.classifier / "model-00002-of-00002.safetensors"
+    rewritten = first.base / "shared" / "model-00002-of-00002.safetensors"
     before = (rewritten.stat().st_ino, rewritten.stat().st_mtime_ns, (first.base / STAMP).read_text())
     second = prepare_released_regression(writable_r)
     assert (first.built, second.built) == (True, False) and second == first.__class__(first.base, first.causal, first.classifier, False)
