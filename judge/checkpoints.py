@@ -140,8 +140,8 @@ def resolve_checkpoint(ref: str | Path, *, allow_download: bool = True) -> Path:
     except (LocalEntryNotFoundError, FileNotFoundError, OfflineModeIsEnabled):
         pass
     remedy = (
-        f"Download it first where the hub is reachable (`huggingface-cli download {text}`, or "
-        f"`hf download {text}`) into this cache, or point HF_HUB_CACHE / HF_HOME at a cache that holds it "
+        f"Download it first where the hub is reachable (`hf download {text}`; older huggingface_hub: "
+        f"`huggingface-cli download {text}`) into this cache, or point HF_HUB_CACHE / HF_HOME at a cache that holds it "
         "(HF_HUB_OFFLINE=1 then resolves it with no network), or pass the checkpoint's folder instead."
     )
     if _offline() or not allow_download:

@@ -48,7 +48,15 @@ from typing import Any
 
 from judge.checkpoints import REGRESSION_HEAD_PREFIX, read_config
 
-__all__ = ["DerivedViews", "ReleasedLayoutError", "prepare_released_regression", "VIEWS_DIRNAME", "STAMP", "default_cache_dir"]
+__all__ = [
+    "DerivedViews",
+    "ReleasedLayoutError",
+    "prepare_released_regression",
+    "default_cache_dir",
+    "VIEWS_DIRNAME",
+    "STAMP",
+    "HEAD_FILE",
+]
 
 log = logging.getLogger("judge_serve.released")
 
@@ -259,7 +267,8 @@ def prepare_released_regression(root: str | Path, cache_dir: str | Path | None =
         _write_shared(root, scratch / "shared", weight_map, head)
         for kind in ("causal", "classifier"):
             _write_view(root, scratch, kind, config, weight_map, meta)
-        stamp = {"key": key, "format": VIEWS_FORMAT, "source": str(root.absolute()), "head_bias": float(head["regression_head.bias"][0])}
+        bias = float(head["regression_head.bias"][0])
+        stamp = {"key": key, "format": VIEWS_FORMAT, "source": str(root.absolute()), "head_bias": bias}
         (scratch / STAMP).write_text(json.dumps(stamp, indent=2) + "\n", encoding="utf-8")
         if base.exists():
             shutil.rmtree(base)

@@ -25,7 +25,11 @@ from serve.released import STAMP, VIEWS_DIRNAME, prepare_released_regression
 from tests.fixtures_serve import RELEASED_R_ID
 
 REPO = Path(__file__).parents[1]
-ITEM = {"instruction": "Объясни, почему небо голубое.", "answer": "Из-за рэлеевского рассеяния света.\n", "reference_answer": ""}
+ITEM = {
+    "instruction": "Объясни, почему небо голубое.",
+    "answer": "Из-за рэлеевского рассеяния света.\n",
+    "reference_answer": "",
+}
 
 
 def _tensors(folder: Path) -> dict:
@@ -70,7 +74,7 @@ def test_missing_hub_id_offline_is_a_clear_error(tmp_path, monkeypatch):
     with pytest.raises(CheckpointNotFound) as err:
         resolve_checkpoint("ai-forever/pollux-judge-7b")
     message = str(err.value)
-    for part in ("ai-forever/pollux-judge-7b", str(tmp_path / "empty-cache"), "HF_HUB_OFFLINE", "huggingface-cli download"):
+    for part in ("ai-forever/pollux-judge-7b", str(tmp_path / "empty-cache"), "HF_HUB_OFFLINE", "hf download ai-forever/pollux-judge-7b"):
         assert part in message
 
 
