@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from judge.checkpoints import is_hub_id
 from judge.config_files import ConfigError, read_config_file
 
 __all__ = [
@@ -454,15 +455,13 @@ def _first_model(base_url: str, api_key: str) -> str:
 
 
 def _checkpoint_kind(folder: Path) -> str:
-    """``regression`` for a sequence-classification export (a ``score`` head), else ``seq2seq``."""
+    """``regression`` for a score-head judge (our export, or a released ``-r``), else ``seq2seq``."""
+    from judge.checkpoints import judge_kind
+
     try:
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+        return judge_kind(folder)
+    except ValueError:
         return "seq2seq"
-    archs = config.get("architectures") or []
-    if any(a.endswith("ForSequenceClassification") for a in archs) or config.get("problem_type") == "regression":
-        return "regression"
-    return "seq2seq"
 
 
 def _judge_serve_command() -> list[str] | None:
@@ -476,7 +475,7 @@ def _judge_serve_command() -> list[str] | None:
 
 @contextlib.contextmanager
 def local_server(checkpoint: Path, config: RunConfig, out: Path) -> Iterator[tuple[str, str]]:
-    """Start judge-serve (or vLLM's OpenAI server) on a checkpoint folder; stop it on exit.
+    """Start judge-serve (or vLLM's OpenAI server) on a checkpoint folder or hub id; stop it on exit.
 
     Yields:
         ``(base_url, served model name)``.
@@ -492,6 +491,13 @@ def local_server(checkpoint: Path, config: RunConfig, out: Path) -> Iterator[tup
 
     import httpx
 
+    from judge.checkpoints import CheckpointNotFound, resolve_checkpoint
+
+    name = config.model or Path(checkpoint).name  # a hub id's name, not its snapshot's revision
+    try:
+        checkpoint = resolve_checkpoint(checkpoint)
+    except CheckpointNotFound as err:
+        raise ConfigError(f"judge: {err}") from err
     kind = _checkpoint_kind(checkpoint)
     serve_cmd = _judge_serve_command() if config.server in ("auto", "judge-serve") else None
     if config.server == "judge-serve" and serve_cmd is None:
@@ -502,7 +508,6 @@ def local_server(checkpoint: Path, config: RunConfig, out: Path) -> Iterator[tup
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    name = config.model or checkpoint.name
     common = ["--model", str(checkpoint), "--served-model-name", name, "--host", "127.0.0.1", "--port", str(port)]
     if serve_cmd is not None:
         cmd, ready_path = [*serve_cmd, *common, *map(str, config.server_args)], "/ready"
@@ -693,13 +698,13 @@ def run(config: RunConfig) -> dict[str, Any]:
     with contextlib.ExitStack() as stack:
         if judge_ref.startswith(("http://", "https://")):
             base_url, model = _base_of(judge_ref), config.model
-        elif Path(judge_ref).is_dir():
+        elif Path(judge_ref).is_dir() or is_hub_id(judge_ref):
             if not todo:
                 base_url, model = "", config.model or Path(judge_ref).name  # nothing to do: no server needed
             else:
                 base_url, model = stack.enter_context(local_server(Path(judge_ref), config, out))
         else:
-            raise ConfigError(f"judge: {judge_ref!r} is neither an http(s) URL nor a checkpoint folder")
+            raise ConfigError(f"judge: {judge_ref!r} is neither an http(s) URL, a checkpoint folder nor a hub id")
         if todo and not model:
             model = _first_model(base_url, api_key)
         kind = config.backend

@@ -1,4 +1,16 @@
-"""What a judge checkpoint folder says about itself: the export manifest written by training, read by serving.
+"""What a judge checkpoint says about itself: where it is (a folder or a hub id), which kind of judge it holds,
+and the export manifest written by training, read by serving.
+
+**Where.** ``resolve_checkpoint`` takes a local folder or a Hugging Face hub id (``ai-forever/pollux-judge-7b``)
+and returns a folder. A hub id is looked up in ``huggingface_hub``'s cache first (``snapshot_download(...,
+local_files_only=True)``: no network), so ``HF_HUB_OFFLINE=1`` with a populated cache works; only when the cache
+lacks it and the hub is allowed is it downloaded. ``judge-serve --model`` and ``judge-eval run --judge`` both call it.
+
+**Which kind.** ``judge_kind``: ``seq2seq`` (a ``*ForCausalLM`` folder: the released ``pollux-judge-7b/32b``, our
+seq2seq exports) or ``regression`` (our ``*ForSequenceClassification`` export, or a released ``-r`` checkpoint:
+architecture ``Qwen2WithRegressionHead``, custom code named in ``auto_map``, weights ``model.*``, ``lm_head.weight``,
+``regression_head.weight`` [1, hidden] and ``regression_head.bias`` [1]; ``../shared/pollux/RELEASE.md``, "The
+released judges"). ``is_released_regression`` tells the released layout apart; its custom code is never run.
 
 ``judge-train`` writes ``pollux_judge.json`` into every export; ``judge-serve`` reads it to know which judge the
 folder holds and where a regression judge's generating model lives. Both sides use these names, so they live
@@ -12,12 +24,27 @@ training time), ``generator`` (the folder, relative to the export, of the causal
 from __future__ import annotations
 
 import json
+import os
+import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from judge.prompts import PROMPT_VERSION
 
-__all__ = ["EXPORT_MANIFEST", "GENERATOR_SUBDIR", "write_manifest", "read_manifest"]
+__all__ = [
+    "EXPORT_MANIFEST",
+    "GENERATOR_SUBDIR",
+    "RELEASED_REGRESSION_ARCHITECTURES",
+    "REGRESSION_HEAD_PREFIX",
+    "CheckpointNotFound",
+    "write_manifest",
+    "read_manifest",
+    "is_hub_id",
+    "resolve_checkpoint",
+    "read_config",
+    "judge_kind",
+    "is_released_regression",
+]
 
 EXPORT_MANIFEST = "pollux_judge.json"
 #: A regression export's generating model: the same backbone with the LM head, as a causal-LM checkpoint.
@@ -52,3 +79,129 @@ def read_manifest(folder: str | Path) -> dict[str, Any]:
     if not isinstance(manifest, dict):
         raise ValueError(f"{path}: expected a JSON object")
     return manifest
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# where: a folder or a hub id
+# ---------------------------------------------------------------------------------------------------------------
+
+#: ``owner/name`` as the hub spells repository ids (letters, digits, ``-``, ``_``, ``.``; one slash).
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+class CheckpointNotFound(ValueError):
+    """A ``--judge`` / ``--model`` that is neither a folder nor a hub id this machine can resolve."""
+
+
+def is_hub_id(ref: str | Path) -> bool:
+    """Whether ``ref`` is spelled like a hub repository id (``owner/name``) and is not an existing path."""
+    text = str(ref)
+    return bool(_HUB_ID.match(text)) and not Path(text).exists()
+
+
+def _offline() -> bool:
+    # Read at call time (huggingface_hub's own constant is frozen when it is first imported).
+    value = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE") or ""
+    return value.strip().upper() in {"1", "ON", "YES", "TRUE"}
+
+
+def resolve_checkpoint(ref: str | Path, *, allow_download: bool = True) -> Path:
+    """The local folder of a judge checkpoint given as a folder or as a hub id.
+
+    A hub id is taken from ``huggingface_hub``'s cache (``HF_HUB_CACHE``, or ``$HF_HOME/hub``) without any network
+    call; when the cache lacks it, it is downloaded unless ``HF_HUB_OFFLINE`` is set or ``allow_download`` is False.
+
+    Args:
+        ref: a folder, or ``owner/name`` (e.g. ``ai-forever/pollux-judge-7b-r``).
+        allow_download: fetch a hub id the cache lacks (when the environment is not offline).
+
+    Returns:
+        The folder (for a hub id: the cached snapshot, ``.../models--owner--name/snapshots/<revision>``).
+
+    Raises:
+        CheckpointNotFound: naming ``ref`` and what to do (download it first, or point the cache at it).
+    """
+    path = Path(ref)
+    if path.is_dir():
+        return path
+    text = str(ref)
+    if not _HUB_ID.match(text):
+        raise CheckpointNotFound(f"{text}: no such folder, and not a hub id of the form owner/name")
+    from huggingface_hub import constants, snapshot_download
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError, OfflineModeIsEnabled
+
+    # huggingface_hub reads HF_HUB_CACHE / HF_HOME when first imported; read them again so a caller's later
+    # environment (a test, a Slurm script that exports them) is honoured.
+    cache_dir = os.environ.get("HF_HUB_CACHE") or (
+        str(Path(os.environ["HF_HOME"]) / "hub") if os.environ.get("HF_HOME") else constants.HF_HUB_CACHE
+    )
+    try:
+        return Path(snapshot_download(text, cache_dir=cache_dir, local_files_only=True))
+    except (LocalEntryNotFoundError, FileNotFoundError, OfflineModeIsEnabled):
+        pass
+    remedy = (
+        f"Download it first where the hub is reachable (`hf download {text}`; older huggingface_hub: "
+        f"`huggingface-cli download {text}`) into this cache, or point HF_HUB_CACHE / HF_HOME at a cache that holds it "
+        "(HF_HUB_OFFLINE=1 then resolves it with no network), or pass the checkpoint's folder instead."
+    )
+    if _offline() or not allow_download:
+        why = "HF_HUB_OFFLINE is set" if _offline() else "downloading is not allowed here"
+        raise CheckpointNotFound(
+            f"{text}: no such folder, and the hub id is not in the Hugging Face cache {cache_dir} ({why}). {remedy}"
+        )
+    try:
+        return Path(snapshot_download(text, cache_dir=cache_dir))
+    except (HfHubHTTPError, OSError, ValueError) as err:
+        raise CheckpointNotFound(
+            f"{text}: no such folder, not in the Hugging Face cache {cache_dir}, and downloading it failed "
+            f"({type(err).__name__}: {err}). {remedy}"
+        ) from err
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# which kind of judge
+# ---------------------------------------------------------------------------------------------------------------
+
+#: Architectures of the released regression judges (``pollux-judge-7b-r``, ``-32b-r``): custom code, never run here.
+RELEASED_REGRESSION_ARCHITECTURES = ("Qwen2WithRegressionHead",)
+#: The released ``-r`` head: ``torch.nn.Linear(hidden, 1)`` with its bias, over the last token's normed hidden state.
+REGRESSION_HEAD_PREFIX = "regression_head."
+
+JudgeKind = Literal["seq2seq", "regression"]
+
+
+def read_config(folder: str | Path) -> dict[str, Any]:
+    """A checkpoint folder's ``config.json`` as a dict.
+
+    Raises:
+        ValueError: no ``config.json``, or not a JSON object (naming the file).
+    """
+    path = Path(folder) / "config.json"
+    if not path.is_file():
+        raise ValueError(f"{folder}: no config.json; a judge checkpoint is a folder written by save_pretrained")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid JSON ({err})") from err
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a JSON object")
+    return data
+
+
+def is_released_regression(config: dict[str, Any]) -> bool:
+    """Whether a ``config.json`` (as a dict) is a released ``-r`` judge's (``Qwen2WithRegressionHead``)."""
+    return any(a in RELEASED_REGRESSION_ARCHITECTURES for a in config.get("architectures") or [])
+
+
+def judge_kind(folder: str | Path) -> JudgeKind:
+    """``regression`` for a score-head judge (our sequence-classification export or a released ``-r``), else
+    ``seq2seq``.
+
+    Raises:
+        ValueError: the folder has no readable ``config.json``.
+    """
+    config = read_config(folder)
+    archs = config.get("architectures") or []
+    if is_released_regression(config) or any(a.endswith("ForSequenceClassification") for a in archs):
+        return "regression"
+    return "regression" if config.get("problem_type") == "regression" else "seq2seq"

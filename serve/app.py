@@ -150,6 +150,7 @@ async def _bring_up(state: ServerState) -> None:
     settings = JudgeSettings(
         model_name=config.model_name,
         kind=state.layout.kind,
+        head_input=state.layout.head_input,
         engine_models=engine_models,
         max_model_len=config.max_model_len,
         max_tokens=config.max_tokens,
@@ -263,7 +264,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
     Raises:
         LayoutError: the checkpoint cannot be served.
     """
-    layout = layout or resolve_layout(config.model, config.generator_model or None)
+    layout = layout or resolve_layout(config.model, config.generator_model or None, config.derived_cache_dir or None)
     import judge
 
     if layout.prompt_version and layout.prompt_version != judge.PROMPT_VERSION:

@@ -1,6 +1,7 @@
 """judge-serve: an OpenAI-compatible POLLUX judge endpoint on vLLM.
 
     judge-serve --model runs/tiny-judge/final --port 8000
+    HF_HUB_OFFLINE=1 judge-serve --model ai-forever/pollux-judge-7b-r --dtype bfloat16
     judge-serve --config configs/serve/t-lite-seq2seq.yaml --api-key "$KEY" --tensor-parallel-size 2
 
 Starts vLLM for the checkpoint (one generating engine; a regression checkpoint adds a pooling engine) and serves,
@@ -80,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     try:
         config, args = resolve_config(argv)
-        layout = resolve_layout(config.model, config.generator_model or None)
+        layout = resolve_layout(config.model, config.generator_model or None, config.derived_cache_dir or None)
     except (ConfigError, LayoutError) as err:
         print(f"judge-serve: {err}", file=sys.stderr)
         return 2

@@ -28,10 +28,21 @@ class ServeConfig:
     """Everything judge-serve needs to start its engines and answer requests."""
 
     # --- the checkpoint
-    model: str = _f("", "Judge checkpoint folder (seq2seq causal LM or regression export).")
+    model: str = _f(
+        "",
+        "Judge checkpoint: a folder or a hub id such as ai-forever/pollux-judge-7b-r, taken from the Hugging Face "
+        "cache (HF_HUB_OFFLINE=1 works with a populated cache). Seq2seq causal LM, our regression export, or a "
+        "released -r judge (Qwen2WithRegressionHead; its custom code is not run).",
+    )
     served_model_name: str = _f("", "Model name clients send and /v1/models lists (default: the folder name).")
     generator_model: str = _f(
         "", "Regression checkpoints only: folder of the generating model, when the export does not say where it is."
+    )
+    derived_cache_dir: str = _f(
+        "",
+        "Released -r judges: where the derived vLLM views (causal LM + classifier) are built when the checkpoint's "
+        "folder is not writable or is a hub cache snapshot (default: $XDG_CACHE_HOME or ~/.cache, "
+        "pollux-judge/released-views). Built once per checkpoint, then reused.",
     )
 
     # --- the public server

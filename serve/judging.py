@@ -18,6 +18,9 @@ Steps for one request:
    read from the generation and the ``score`` head scores (prompt + rationale) through the pooling engine's
    ``/classify``, over exactly the text training used: ``judge.apply_chat(tokenizer, prompt,
    completion=judge.render_rationale_target(rationale))``; the LM's own parsed verdict is returned beside it.
+   A released ``-r`` judge (``head_input="generated_text"``) is scored as POLLUX scores it: generation runs to the
+   end of the turn (no ``[END]`` stop), and the head reads the chat template over (prompt, the output as it came
+   out); its pooling engine's ``score`` is the released head, bias included (``serve.released``).
 """
 
 from __future__ import annotations
@@ -340,6 +343,9 @@ class JudgeSettings:
     constrained: bool
     feedback_max_chars: int
     max_judgments: int
+    #: Regression: what the head reads as the assistant turn ("rationale_target": our exports' training text;
+    #: "generated_text": the output as it came out, as POLLUX scores its released -r judges). See serve.layout.
+    head_input: str = "rationale_target"
 
 
 class Judge:
@@ -451,6 +457,10 @@ class Judge:
             "stop": ["[END]"],
             "include_stop_str_in_output": True,
         }
+        if s.head_input == "generated_text":
+            # A released -r judge's head reads the text as it came out; POLLUX generates until the end of the
+            # turn (its llm.chat has no stop string), so a stop at [END] could cut what its head would read.
+            del payload["stop"], payload["include_stop_str_in_output"]
         level_ids = self._levels(scale) if (s.kind == "seq2seq" and s.score_logprobs) else None
         if level_ids:
             payload["logprobs"] = len(level_ids)
@@ -527,11 +537,15 @@ class Judge:
             "rationale_complete": complete,
             "lm_verdict": {"score": lm.score, "parse_ok": lm.ok, "error": lm.error, "error_reason": lm.reason or None},
         }
-        if not rationale:
+        released = self.settings.head_input == "generated_text"
+        if not (text if released else rationale):
             out["error"], out["error_reason"] = VerdictError.EMPTY, "the judge wrote no rationale for the head to score"
             return out
-        # Exactly the sequence training fed the head: prompt + assistant turn "[FEEDBACK] ... [END]".
-        text_for_head = apply_chat(self.tokenizer, job.prompt, completion=render_rationale_target(rationale))
+        # Our exports: exactly the sequence training fed the head, prompt + assistant turn "[FEEDBACK] ... [END]".
+        # Released -r judges: POLLUX's scoring input, the chat template over [user: prompt, assistant: the generated
+        # text as it came out], no generation prompt (../shared/pollux/RELEASE.md, "The released judges").
+        completion = text if released else render_rationale_target(rationale)
+        text_for_head = apply_chat(self.tokenizer, job.prompt, completion=completion)
         ids = self.tokenizer(text_for_head, add_special_tokens=False)["input_ids"]
         assert self.pooler is not None
         async with self.limit:

@@ -18,22 +18,40 @@ the generating model is taken from:
 The manifest's name and keys are a contract between ``train`` and ``serve``, which may not import each other;
 they are repeated here (candidates for ``judge/``).
 
-The tokenizer and chat template always come from the checkpoint folder itself, so prompts are rendered exactly
-as training rendered them.
+A **released regression** judge (``ai-forever/pollux-judge-7b-r``: ``Qwen2WithRegressionHead``, custom code,
+``regression_head`` with a bias) is served as published, its custom code never run: ``serve.released`` derives a
+causal-LM view (generating engine) and a sequence-classifier view whose ``score`` is the released head, weight and
+bias (pooling engine), once, and reuses them. Its head reads the chat template over (prompt, the generated text as
+it came out), as POLLUX scores it (``head_input="generated_text"``); our own exports' head reads the rationale
+re-rendered as training rendered it (``head_input="rationale_target"``).
+
+``model`` may be a folder or a hub id (``judge.checkpoints.resolve_checkpoint``: the Hugging Face cache first, so
+``HF_HUB_OFFLINE=1`` works with a populated cache). The tokenizer and chat template always come from the checkpoint
+folder itself, so prompts are rendered exactly as training rendered them.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from judge.checkpoints import EXPORT_MANIFEST, GENERATOR_SUBDIR, read_manifest
+from judge.checkpoints import (
+    EXPORT_MANIFEST,
+    GENERATOR_SUBDIR,
+    CheckpointNotFound,
+    is_released_regression,
+    read_config,
+    read_manifest,
+    resolve_checkpoint,
+)
 
 __all__ = ["CheckpointLayout", "LayoutError", "resolve_layout", "GENERATOR_SUBFOLDERS", "EXPORT_MANIFEST"]
 
 JudgeKind = Literal["seq2seq", "regression"]
+#: What a regression head reads as the assistant turn: the generated text as it came out (released ``-r`` judges,
+#: as POLLUX scores them) or the parsed rationale re-rendered as ``[FEEDBACK] ... [END]`` (our exports' training text).
+HeadInput = Literal["generated_text", "rationale_target"]
 
 #: Subfolders of a regression export searched for the generating model.
 GENERATOR_SUBFOLDERS = (GENERATOR_SUBDIR,)
@@ -53,6 +71,9 @@ class CheckpointLayout:
         generator_dir: the folder the generating engine loads.
         pooler_dir: the folder the pooling engine loads (regression only, else None).
         prompt_version: the prompt template version the export says it was trained with ("" when unknown).
+        head_input: regression only: what the head reads as the assistant turn (see ``HeadInput``).
+        released: True for a released ``-r`` checkpoint served through derived views.
+        views_dir: released ``-r`` only: the folder holding the derived views (else None).
     """
 
     kind: JudgeKind
@@ -60,29 +81,36 @@ class CheckpointLayout:
     generator_dir: Path
     pooler_dir: Path | None = None
     prompt_version: str = ""
+    head_input: HeadInput = "rationale_target"
+    released: bool = False
+    views_dir: Path | None = None
+
+
+def _config(folder: Path) -> dict:
+    try:
+        return read_config(folder)
+    except ValueError as err:
+        raise LayoutError(f"{err}; --model must be a checkpoint folder (or hub id) written by save_pretrained") from err
 
 
 def _architectures(folder: Path) -> list[str]:
-    config = folder / "config.json"
-    if not config.is_file():
-        raise LayoutError(f"{folder}: no config.json; --model must be a checkpoint folder written by save_pretrained")
-    try:
-        data = json.loads(config.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise LayoutError(f"{config}: not valid JSON ({err})") from err
-    return list(data.get("architectures") or [])
+    return list(_config(folder).get("architectures") or [])
 
 
 def _is_causal(folder: Path) -> bool:
     return (folder / "config.json").is_file() and any(a.endswith("ForCausalLM") for a in _architectures(folder))
 
 
-def resolve_layout(model: str | Path, generator_model: str | Path | None = None) -> CheckpointLayout:
+def resolve_layout(
+    model: str | Path, generator_model: str | Path | None = None, derived_cache_dir: str | Path | None = None
+) -> CheckpointLayout:
     """Read a checkpoint folder and decide which engines serve it.
 
     Args:
-        model: the checkpoint folder.
+        model: the checkpoint folder, or a hub id found in the Hugging Face cache.
         generator_model: regression checkpoints: the generating model's folder, overriding what the export says.
+        derived_cache_dir: released ``-r`` checkpoints: where derived views go when the checkpoint's folder is not
+            writable (``serve.released``).
 
     Returns:
         The ``CheckpointLayout``.
@@ -91,10 +119,14 @@ def resolve_layout(model: str | Path, generator_model: str | Path | None = None)
         LayoutError: the folder is not a checkpoint, its architecture is neither a causal LM nor a sequence
             classifier, or a regression export has no generating model.
     """
-    root = Path(model)
-    if not root.is_dir():
-        raise LayoutError(f"model: {root} is not a folder")
-    archs = _architectures(root)
+    try:
+        root = resolve_checkpoint(model)
+    except CheckpointNotFound as err:
+        raise LayoutError(f"model: {err}") from err
+    config = _config(root)
+    archs = list(config.get("architectures") or [])
+    if is_released_regression(config):
+        return _released_regression(root, generator_model, derived_cache_dir)
     manifest_path = root / EXPORT_MANIFEST
     try:
         manifest = read_manifest(root)
@@ -129,4 +161,29 @@ def resolve_layout(model: str | Path, generator_model: str | Path | None = None)
         f"{root} is a regression judge but names no generating model: vLLM cannot generate from a sequence "
         f"classifier. Export it with judge-train (which writes {'/'.join(GENERATOR_SUBFOLDERS)}/ and "
         f"{EXPORT_MANIFEST}), or pass --generator-model"
+    )
+
+
+def _released_regression(
+    root: Path, generator_model: str | Path | None, derived_cache_dir: str | Path | None
+) -> CheckpointLayout:
+    from serve.released import ReleasedLayoutError, prepare_released_regression
+
+    try:
+        views = prepare_released_regression(root, derived_cache_dir or None)
+    except (ReleasedLayoutError, ValueError, OSError) as err:
+        raise LayoutError(f"model: {err}") from err
+    generator = views.causal
+    if generator_model:
+        generator = Path(generator_model)
+        if not _is_causal(generator):
+            raise LayoutError(f"generator_model: {generator} is not a causal LM checkpoint folder")
+    return CheckpointLayout(
+        kind="regression",
+        root=root,
+        generator_dir=generator,
+        pooler_dir=views.classifier,
+        head_input="generated_text",
+        released=True,
+        views_dir=views.base,
     )

@@ -8,6 +8,11 @@ Fixtures:
                          keep the suite inside its time budget on 2 cores, attaches to the seq2seq server's
                          generating engine, which serves the very weights ``export/generator`` holds
     tiny_regression_export  the regression export folder
+    released_regression_dir  a tiny judge in the released ``-r`` layout (``judge.tiny_released``)
+    released_hub_cache       a Hugging Face cache holding it as ``ai-forever/pollux-judge-7b-r``
+    released_regression_server  judge-serve started with ``--model ai-forever/pollux-judge-7b-r`` (offline, from
+                         that cache): its own generating engine on the derived causal view and a pooling engine on
+                         the derived classifier view
 
 Reusable: ``start_judge_serve(model_dir, args=...)`` starts ``python -m serve.cli`` and stops it (and any engine it
 left behind) on exit.
@@ -254,3 +259,44 @@ def seq2seq_server(judge_servers) -> JudgeServer:
 def regression_server(judge_servers) -> JudgeServer:
     """judge-serve over the tiny regression judge export."""
     return judge_servers["regression"]
+
+
+#: The hub id the tiny released -r judge is cached under (the real one's).
+RELEASED_R_ID = "ai-forever/pollux-judge-7b-r"
+
+
+@pytest.fixture(scope="session")
+def released_regression_dir(tmp_path_factory, qwen_tokenizer) -> Path:
+    """A tiny judge in the released -r layout; its stand-in custom code writes ``<dir>.imported`` if imported."""
+    base = tmp_path_factory.mktemp("released-r")
+    from judge.tiny_released import build_released_regression
+
+    return build_released_regression(
+        base / "pollux-judge-7b-r", seed=3, head_bias=0.75, tokenizer=qwen_tokenizer, import_sentinel=base / "imported"
+    )
+
+
+@pytest.fixture(scope="session")
+def released_hub_cache(tmp_path_factory, released_regression_dir) -> Path:
+    """A hub cache (``HF_HUB_CACHE``) holding the tiny -r judge as ``ai-forever/pollux-judge-7b-r``."""
+    from judge.tiny_released import add_to_hub_cache
+
+    cache = tmp_path_factory.mktemp("hf-hub-cache")
+    add_to_hub_cache(released_regression_dir, cache, RELEASED_R_ID)
+    return cache
+
+
+@pytest.fixture(scope="session")
+def released_regression_server(tmp_path_factory, released_hub_cache) -> Iterator[JudgeServer]:
+    """judge-serve on the hub id of the tiny released -r judge, offline, views built in a scratch cache."""
+    views = tmp_path_factory.mktemp("released-views")
+    process = _Process(
+        Path(RELEASED_R_ID),
+        ("--derived-cache-dir", str(views)),
+        tmp_path_factory.mktemp("serve-released-r"),
+        env={"HF_HUB_CACHE": str(released_hub_cache), "HF_HUB_OFFLINE": "1"},
+    )
+    try:
+        yield process.wait_ready()
+    finally:
+        process.stop()

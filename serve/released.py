@@ -1,0 +1,285 @@
+"""Serving a released ``-r`` judge (``Qwen2WithRegressionHead``) as it is published, without its custom code.
+
+The folder (``../shared/pollux/RELEASE.md``, "The released judges") holds ``config.json`` with architecture
+``Qwen2WithRegressionHead`` and an ``auto_map`` to ``qwen2_regression.py``, and sharded safetensors with
+``model.safetensors.index.json``: the Qwen2 decoder ``model.*``, ``lm_head.weight`` and the head
+``regression_head.weight`` [1, hidden] + ``regression_head.bias`` [1] (a ``torch.nn.Linear(hidden, 1)`` over the
+last token's final normed hidden state; no sigmoid, no clipping). vLLM cannot load it as it is (unknown
+architecture; unexpected ``regression_head.*`` tensors), and POLLUX's own vLLM plugin targets vLLM internals that
+are gone. So judge-serve derives two **views** of the folder, once, and points its two engines at them:
+
+* ``causal/``: ``config.json`` with ``architectures: ["Qwen2ForCausalLM"]`` and no ``auto_map``; every shard
+  symlinked, except the shard(s) holding ``regression_head.*``, rewritten without those tensors; the index
+  rewritten. This is exactly a released seq2seq folder: the generating engine writes the rationale with the LM head.
+* ``classifier/``: ``config.json`` with ``architectures: ["Qwen2ForSequenceClassification"]``, ``num_labels: 1``,
+  ``problem_type: "regression"`` (vLLM then applies no activation), no ``auto_map``; the same shards as
+  ``causal/`` plus ``score-head.safetensors`` holding ``regression_head.weight`` renamed ``score.weight`` and
+  ``regression_head.bias`` renamed ``score.bias`` (vLLM 0.32's sequence-classification adapter loads a
+  ``score.bias`` when present: ``auto_set_score_bias`` in ``vllm/model_executor/models/adapters.py``); the index
+  names it. vLLM's classifier pools the LAST token's final normed hidden state and applies ``score``:
+  ``w . h + b``, the released head, weight and bias. (``lm_head.weight`` stays in the shards; the pooling model
+  skips it.)
+
+The rewritten shard(s) and the head file are written once, in ``shared/``; both views link to them.
+
+Tokenizer, chat template and generation config are symlinked into both views; ``*.py`` files are not (the custom
+code is never imported: both views name stock architectures and no ``auto_map``).
+
+**Where the views live.** Beside the checkpoint, in ``<checkpoint>/pollux_serve_views/``, when the folder is
+writable and is not a hub cache snapshot; otherwise in ``<cache>/<key>/`` with ``<cache>`` =
+``derived_cache_dir`` (judge-serve's setting) or ``$XDG_CACHE_HOME/pollux-judge/released-views`` (default
+``~/.cache/...``). ``<key>`` hashes the checkpoint's ``config.json``, index, shard names and sizes, and the head's
+tensors, so a changed checkpoint gets fresh views and an unchanged one reuses them (a stamp file,
+``pollux_views.json``, records the key; only the head's shard is rewritten, once: for the 7B about one shard's
+size on disk, the rest are symlinks).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from judge.checkpoints import REGRESSION_HEAD_PREFIX, read_config
+
+__all__ = [
+    "DerivedViews",
+    "ReleasedLayoutError",
+    "prepare_released_regression",
+    "default_cache_dir",
+    "VIEWS_DIRNAME",
+    "STAMP",
+    "HEAD_FILE",
+]
+
+log = logging.getLogger("judge_serve.released")
+
+#: The views' folder beside a writable checkpoint.
+VIEWS_DIRNAME = "pollux_serve_views"
+#: The stamp inside the views' folder: the key the views were built for.
+STAMP = "pollux_views.json"
+#: Bump when the views' recipe changes, so old views are rebuilt.
+VIEWS_FORMAT = 1
+INDEX = "model.safetensors.index.json"
+SINGLE_FILE = "model.safetensors"
+_HEAD_RENAMES = {"regression_head.weight": "score.weight", "regression_head.bias": "score.bias"}
+#: The classifier view's extra weights file: the released head as ``score.weight`` [1, hidden] + ``score.bias`` [1].
+HEAD_FILE = "score-head.safetensors"
+
+
+class ReleasedLayoutError(ValueError):
+    """A ``Qwen2WithRegressionHead`` folder that does not have the released layout; the message says what differs."""
+
+
+@dataclass(frozen=True)
+class DerivedViews:
+    """The two folders vLLM loads for a released ``-r`` checkpoint.
+
+    Attributes:
+        base: the folder holding both views and the stamp.
+        causal: the generating engine's folder (``Qwen2ForCausalLM``).
+        classifier: the pooling engine's folder (``Qwen2ForSequenceClassification`` with ``score`` = the head).
+        built: True when this call built them, False when it reused views built before.
+    """
+
+    base: Path
+    causal: Path
+    classifier: Path
+    built: bool
+
+
+def default_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/pollux-judge/released-views`` (``~/.cache/...`` when XDG_CACHE_HOME is unset)."""
+    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(root) / "pollux-judge" / "released-views"
+
+
+def _weight_map(root: Path) -> tuple[dict[str, str], dict[str, Any]]:
+    """(tensor name -> shard file name, the index's metadata) from the index, or from a single ``model.safetensors``."""
+    index = root / INDEX
+    if index.is_file():
+        data = json.loads(index.read_text(encoding="utf-8"))
+        return dict(data["weight_map"]), dict(data.get("metadata") or {})
+    single = root / SINGLE_FILE
+    if single.is_file():
+        from safetensors import safe_open
+
+        with safe_open(str(single), framework="pt") as handle:
+            return {name: SINGLE_FILE for name in handle.keys()}, {}
+    raise ReleasedLayoutError(f"{root}: neither {INDEX} nor {SINGLE_FILE}: no safetensors weights to serve")
+
+
+def _head_tensors(root: Path, weight_map: dict[str, str]) -> dict[str, Any]:
+    from safetensors import safe_open
+
+    tensors = {}
+    for name in _HEAD_RENAMES:
+        with safe_open(str(root / weight_map[name]), framework="pt") as handle:
+            tensors[name] = handle.get_tensor(name)
+    return tensors
+
+
+def _check_layout(root: Path, config: dict[str, Any], weight_map: dict[str, str]) -> None:
+    missing = [name for name in _HEAD_RENAMES if name not in weight_map]
+    if missing:
+        raise ReleasedLayoutError(
+            f"{root}: architecture {config.get('architectures')} but the weights lack {missing}; the released -r "
+            "judges carry regression_head.weight [1, hidden] and regression_head.bias [1]"
+        )
+    extra = sorted(n for n in weight_map if n.startswith(REGRESSION_HEAD_PREFIX) and n not in _HEAD_RENAMES)
+    if extra:
+        raise ReleasedLayoutError(f"{root}: unexpected head tensors {extra}; expected one Linear(hidden, 1)")
+    if "lm_head.weight" not in weight_map and not config.get("tie_word_embeddings"):
+        raise ReleasedLayoutError(f"{root}: no lm_head.weight and untied embeddings: the judge cannot write a rationale")
+
+
+def _head_shape_ok(root: Path, config: dict[str, Any], head: dict[str, Any]) -> None:
+    hidden = int(config.get("hidden_size") or 0)
+    weight, bias = head["regression_head.weight"], head["regression_head.bias"]
+    if tuple(weight.shape) != (1, hidden) or tuple(bias.shape) != (1,):
+        raise ReleasedLayoutError(
+            f"{root}: regression_head.weight {tuple(weight.shape)} and .bias {tuple(bias.shape)}; expected "
+            f"(1, {hidden}) and (1,)"
+        )
+
+
+def _key(root: Path, weight_map: dict[str, str], head: dict[str, Any]) -> str:
+    # The folder's own path is part of the key: views link to its shards by absolute path.
+    digest = hashlib.sha256(f"views-format-{VIEWS_FORMAT}:{root.absolute()}".encode())
+    for name in ("config.json", INDEX):
+        if (root / name).is_file():
+            digest.update((root / name).read_bytes())
+    for shard in sorted(set(weight_map.values())):
+        digest.update(f"{shard}:{(root / shard).stat().st_size}".encode())
+    for name in sorted(head):
+        digest.update(name.encode() + head[name].float().numpy().tobytes())
+    return digest.hexdigest()[:20]
+
+
+def _is_hub_snapshot(root: Path) -> bool:
+    resolved = root.resolve()
+    return resolved.parent.name == "snapshots" and resolved.parent.parent.name.startswith("models--")
+
+
+def _stamp_matches(base: Path, key: str) -> bool:
+    try:
+        stamp = json.loads((base / STAMP).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return False
+    return (
+        stamp.get("key") == key
+        and (base / "causal" / "config.json").is_file()
+        and (base / "classifier" / "config.json").is_file()
+    )
+
+
+def _view_config(config: dict[str, Any], kind: str) -> dict[str, Any]:
+    out = {k: v for k, v in config.items() if k != "auto_map"}
+    family = str(config.get("architectures", ["Qwen2WithRegressionHead"])[0]).removesuffix("WithRegressionHead") or "Qwen2"
+    if kind == "causal":
+        out["architectures"] = [f"{family}ForCausalLM"]
+        for key in ("num_labels", "id2label", "label2id", "problem_type"):
+            out.pop(key, None)
+    else:
+        out["architectures"] = [f"{family}ForSequenceClassification"]
+        out.update(num_labels=1, id2label={"0": "LABEL_0"}, label2id={"LABEL_0": 0}, problem_type="regression")
+    return out
+
+
+def _write_shared(root: Path, shared: Path, weight_map: dict[str, str], head: dict[str, Any]) -> None:
+    """``shared/``: the head's shard(s) rewritten without ``regression_head.*`` (once, for both views), and
+    ``HEAD_FILE`` with the head renamed ``score.weight`` / ``score.bias`` (the classifier view's extra file)."""
+    from safetensors.torch import load_file, save_file
+
+    shared.mkdir(parents=True)
+    for shard in sorted({weight_map[name] for name in _HEAD_RENAMES}):
+        rest = {n: t for n, t in load_file(str(root / shard)).items() if not n.startswith(REGRESSION_HEAD_PREFIX)}
+        if rest:  # a shard that held only the head leaves nothing to rewrite
+            save_file(rest, str(shared / shard), metadata={"format": "pt"})
+    save_file({_HEAD_RENAMES[n]: t.contiguous() for n, t in head.items()}, str(shared / HEAD_FILE), metadata={"format": "pt"})
+
+
+def _write_view(root: Path, base: Path, kind: str, config: dict[str, Any], weight_map: dict[str, str], meta: dict[str, Any]) -> None:
+    view, shared = base / kind, base / "shared"
+    view.mkdir(parents=True)
+    shards = set(weight_map.values())
+    for entry in sorted(root.iterdir()):
+        name = entry.name
+        if name in ("config.json", INDEX, VIEWS_DIRNAME) or name in shards or name.endswith(".py") or name.startswith("."):
+            continue
+        if entry.is_file():  # tokenizer, chat template, generation config, README ...
+            (view / name).symlink_to(entry.absolute())
+    head_shards = {weight_map[name] for name in _HEAD_RENAMES}
+    new_map = {t: s for t, s in weight_map.items() if not t.startswith(REGRESSION_HEAD_PREFIX)}
+    for shard in sorted(set(new_map.values())):
+        # Relative links into shared/ keep a moved views folder valid; other shards link to the checkpoint's own.
+        target = Path("..") / "shared" / shard if shard in head_shards else (root / shard).absolute()
+        (view / shard).symlink_to(target)
+    if kind == "classifier":
+        (view / HEAD_FILE).symlink_to(Path("..") / "shared" / HEAD_FILE)
+        new_map.update({score: HEAD_FILE for score in _HEAD_RENAMES.values()})
+    if (root / INDEX).is_file() or len(set(new_map.values())) > 1:
+        index = {"metadata": {k: v for k, v in meta.items() if k != "total_size"}, "weight_map": dict(sorted(new_map.items()))}
+        (view / INDEX).write_text(json.dumps(index, indent=2) + "\n", encoding="utf-8")
+    (view / "config.json").write_text(json.dumps(_view_config(config, kind), indent=2) + "\n", encoding="utf-8")
+
+
+def prepare_released_regression(root: str | Path, cache_dir: str | Path | None = None) -> DerivedViews:
+    """Build (or reuse) the causal and classifier views of a released ``-r`` checkpoint.
+
+    Args:
+        root: the checkpoint folder (``Qwen2WithRegressionHead``).
+        cache_dir: where views go when ``root`` is not writable or is a hub cache snapshot (default
+            ``default_cache_dir()``); each checkpoint gets its own ``<key>`` subfolder.
+
+    Returns:
+        The views (``built`` False when valid ones were found and reused).
+
+    Raises:
+        ReleasedLayoutError: the folder lacks the released head or weights, naming what is missing.
+    """
+    root = Path(root)
+    config = read_config(root)
+    weight_map, meta = _weight_map(root)
+    _check_layout(root, config, weight_map)
+    head = _head_tensors(root, weight_map)
+    _head_shape_ok(root, config, head)
+    key = _key(root, weight_map, head)
+    if not _is_hub_snapshot(root) and os.access(root, os.W_OK):
+        base = root / VIEWS_DIRNAME
+    else:
+        base = Path(cache_dir or default_cache_dir()) / key
+    if _stamp_matches(base, key):
+        log.info("reusing the derived views of %s in %s", root, base)
+        return DerivedViews(base, base / "causal", base / "classifier", built=False)
+
+    log.info("building the causal and classifier views of released regression judge %s in %s", root, base)
+    base.parent.mkdir(parents=True, exist_ok=True)
+    # Built in a scratch folder beside the target and renamed into place: a crash leaves no half-built views.
+    scratch = Path(tempfile.mkdtemp(prefix=f".{base.name}-building-", dir=base.parent))
+    try:
+        _write_shared(root, scratch / "shared", weight_map, head)
+        for kind in ("causal", "classifier"):
+            _write_view(root, scratch, kind, config, weight_map, meta)
+        bias = float(head["regression_head.bias"][0])
+        stamp = {"key": key, "format": VIEWS_FORMAT, "source": str(root.absolute()), "head_bias": bias}
+        (scratch / STAMP).write_text(json.dumps(stamp, indent=2) + "\n", encoding="utf-8")
+        if base.exists():
+            shutil.rmtree(base)
+        try:
+            os.replace(scratch, base)
+        except OSError:
+            if not _stamp_matches(base, key):  # another judge-serve built the same views meanwhile: use those
+                raise
+            shutil.rmtree(scratch, ignore_errors=True)
+            return DerivedViews(base, base / "causal", base / "classifier", built=False)
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    return DerivedViews(base, base / "causal", base / "classifier", built=True)
