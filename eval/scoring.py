@@ -439,7 +439,7 @@ def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, co
         ``spearman``, ``spearman_ci``, ``pearson``, ``kendall``.
 
         Out-of-scale verdicts are in the headline figures, as in the paper (Table 11,
-        ``seeds/003_04de0265a3137b49.txt:703``); ``n_out_of_scale`` counts them among the n_scored, and
+        ``seeds/003_04de0265a3137b49.txt:703``); ``n_out_of_scale`` counts them among the n verdicts, and
         ``n_scored_in_scale``, ``mae_in_scale`` (+ ``_ci``) and, with correlations, ``spearman_in_scale``
         (+ ``_ci``) give the figures without them.
 
@@ -475,11 +475,13 @@ def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, co
     stats = metrics.describe_pairs(x, y, n_boot, rng, ci_level, correlations=correlations)
     stats.pop("n")
     out.update(stats)
-    inside = table.in_scale[index][scored] != 0.0  # NaN (no readable scale) counts as inside: nothing to flag
-    out["n_out_of_scale"] = int((~inside).sum())
+    flags = table.in_scale[index]
+    # Every verdict outside its scale, whether or not its item has a reference (it is the judge's answer either way).
+    out["n_out_of_scale"] = int((ok & (flags == 0.0)).sum())
+    inside = flags[scored] != 0.0  # NaN (no readable scale) counts as inside: nothing to flag
     out["n_scored_in_scale"] = int(inside.sum())
     names = ("mae", "spearman") if correlations else ("mae",)
-    if out["n_out_of_scale"]:
+    if out["n_scored_in_scale"] < len(inside):
         within = metrics.describe_pairs(x[inside], y[inside], n_boot, metrics.cell_rng(seed, key + "/in_scale"),
                                         ci_level, correlations=correlations)
     else:  # nothing to leave out: the in-scale figures are the headline ones (no second bootstrap)

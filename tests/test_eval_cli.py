@@ -463,3 +463,18 @@ def test_local_checkpoint_through_judge_serve_uses_v1_judge(tiny_causal_dir, sma
     assert json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))["backend"] == "judge-serve"
     assert all(r["error"] != "request_failed" for r in rows), [r["reason"] for r in rows]
     assert all(r["parse_ok"] or r["error"] for r in rows)
+
+
+def test_score_says_why_a_test_has_no_figures(small_data, tmp_path):
+    """A judge whose every output fails to parse: metrics.json and report.md say why each test is empty, in words
+    and counts, instead of showing bare "—"."""
+    data, records = small_data
+    with ScriptedServer({judge.render_prompt(r): ["Ответ хороший."] for r in records}) as server:
+        assert main(_run_args(server.base_url, data, tmp_path)) == 0
+    assert main(["score", "--predictions", str(tmp_path), "--n-boot", "0", "--no-plots"]) == 0
+    metrics = json.loads((tmp_path / "metrics.json").read_text(encoding="utf-8"))
+    for split, n in (("zero_shot", 6), ("standard", 6), ("all", 12)):
+        cell = metrics["splits"][split]["overall"]
+        assert cell["mae"] is None and cell["why_empty"] == {"parse_failed": n}
+    report = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert "- **Zero-Shot + Standard**: no scored item: 12 the verdict did not parse." in report
