@@ -570,14 +570,16 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
             }
         failed = split_idx[(table.status[split_idx] == "parse_failed") | (table.status[split_idx] == REQUEST_FAILED)]
         block["failures"] = dict(Counter(str(e) or "unknown" for e in table.error[failed]).most_common())
-        block["model_means"] = model_means(table, derived, split_idx, block["by_model"], block["overall"])
+        by_model_index = {label: index[in_split[index]] for label, index in groupings["model"].items()}
+        block["model_means"] = model_means(table, derived, split_idx, block["by_model"], block["overall"],
+                                           {k: v for k, v in by_model_index.items() if len(v)})
         block["confusion"] = _confusions(table, derived, split_idx, in_split, task_groups, levels)
         result["splits"][split] = block
     return result
 
 
 def model_means(table: ItemTable, derived: _Derived, index: np.ndarray, by_model: Mapping[str, Mapping[str, Any]],
-                overall: Mapping[str, Any]) -> dict[str, Any]:
+                overall: Mapping[str, Any], groups: Mapping[str, np.ndarray] | None = None) -> dict[str, Any]:
     """The paper's Table 10 (``seeds/003_04de0265a3137b49.txt:679-690``): the mean score of each evaluated model by
     the experts and by the judge, side by side, with the judge's MAE in brackets.
 
@@ -594,7 +596,8 @@ def model_means(table: ItemTable, derived: _Derived, index: np.ndarray, by_model
     Returns:
         ``{"by_model": {model: row}, "all": row}``, row = ``n_items`` (with expert scores), ``experts_mean``,
         ``n_judged`` (of those, scored by the judge), ``judge_mean``, ``experts_mean_on_judged``,
-        ``n_out_of_scale``, ``mae`` (the cell's MAE, vs the reference of the run) and ``n_scored``.
+        ``n_out_of_scale``, ``mae`` (the cell's MAE, vs the reference of the run) and ``n_scored``. ``groups``:
+        the item indices of each model within ``index`` when the caller has them (else grouped here).
     """
     def row(items: np.ndarray, cell: Mapping[str, Any]) -> dict[str, Any]:
         labelled = items[derived.has_experts[items]]
@@ -610,8 +613,9 @@ def model_means(table: ItemTable, derived: _Derived, index: np.ndarray, by_model
             "n_scored": cell.get("n_scored", 0),
         }
 
-    groups = _groups(table.model_id[index])
-    return {"by_model": {label: row(index[rows], by_model.get(label, {})) for label, rows in groups.items()},
+    if groups is None:
+        groups = {label: index[rows] for label, rows in _groups(table.model_id[index]).items()}
+    return {"by_model": {label: row(items, by_model.get(label, {})) for label, items in groups.items()},
             "all": row(index, overall)}
 
 
