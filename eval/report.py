@@ -289,7 +289,8 @@ def log_wandb(result: dict[str, Any], markdown: str, images: list[Path], project
     try:
         summary = {}
         for split, block in result["splits"].items():
-            for key in ("mae", "spearman", "pearson", "kendall", "vc_judge", "vc_experts", "failure_rate", "n"):
+            for key in ("mae", "spearman", "pearson", "kendall", "vc_judge", "vc_experts", "failure_rate", "n",
+                        "n_out_of_scale", "mae_in_scale", "n_vc"):
                 summary[f"{split}/{key}"] = block["overall"].get(key)
             for name in GROUP_TITLES:
                 columns = ["label", "n", "n_failed", "n_no_unique_mode", "mae", "mae_low", "mae_high",
