@@ -26,6 +26,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import numpy as np
+
 __all__ = ["extract_score", "official_metrics", "pollux_official", "TITLE"]
 
 TITLE = "POLLUX repository evaluator (not the paper's metrics)"
@@ -50,22 +52,26 @@ def official_metrics(scores: Iterable[float | None], references: Iterable[float]
     """``format_acc``, ``score_acc`` and ``mse`` of extracted scores against ``criteria_score`` values.
 
     Args:
-        scores: one extracted score per output (None: nothing extracted).
+        scores: one extracted score per output (None or NaN: nothing extracted).
         references: the matching ``criteria_score`` values.
 
     Returns:
         ``{"n", "n_parsed", "format_acc", "score_acc", "mse"}``; NaN rates when n is 0, NaN mse when nothing parsed.
     """
-    pairs = list(zip(scores, references))
-    parsed = [(s, r) for s, r in pairs if s is not None]
-    n, n_parsed = len(pairs), len(parsed)
-    exact = sum(1 for s, r in parsed if s == r)
+    if not isinstance(scores, np.ndarray):  # a list with None for "nothing extracted"
+        scores = [np.nan if v is None else v for v in scores]
+    scores = np.asarray(scores, dtype=np.float64)
+    references = np.asarray(list(references), dtype=np.float64)
+    parsed = np.isfinite(scores)
+    n, n_parsed = len(scores), int(parsed.sum())
+    errors = scores[parsed] - references[parsed]
     return {
         "n": n,
         "n_parsed": n_parsed,
         "format_acc": n_parsed / n if n else float("nan"),
-        "score_acc": exact / n if n else float("nan"),
-        "mse": sum((s - r) ** 2 for s, r in parsed) / n_parsed if n_parsed else float("nan"),
+        # An output without a score is wrong: exact matches over all n outputs.
+        "score_acc": int((errors == 0).sum()) / n if n else float("nan"),
+        "mse": float((errors**2).mean()) if n_parsed else float("nan"),
     }
 
 
@@ -112,17 +118,18 @@ def pollux_official(records, predictions: Iterable[Mapping[str, Any]], splits: M
     by_id: dict[str, Mapping[str, Any]] = {}
     for row in predictions:
         by_id.setdefault(str(row["id"]), row)
-    scores: list[float | None] = []
-    references: list[float | None] = []
-    kinds: list[str] = []  # per record: "output", "regression", "clipped", "no_prediction", "request_failed"
-    from_experts: list[bool] = []
-    for record in records:
-        reference, derived = _reference(record)
-        score, kind = _score_of(by_id.get(record.id))
-        scores.append(score)
-        kinds.append(kind)
-        references.append(reference)
-        from_experts.append(derived)
+    n = len(records)
+    scores = np.full(n, np.nan)  # NaN: nothing extracted
+    references = np.full(n, np.nan)  # NaN: no reference
+    kind = np.empty(n, dtype=object)  # "output", "regression", "clipped", "no_prediction", "request_failed"
+    from_experts = np.zeros(n, dtype=bool)
+    for i, record in enumerate(records):
+        reference, from_experts[i] = _reference(record)
+        score, kind[i] = _score_of(by_id.get(record.id))
+        if reference is not None:
+            references[i] = reference
+        if score is not None:
+            scores[i] = score
 
     out: dict[str, Any] = {
         "title": TITLE,
@@ -131,18 +138,19 @@ def pollux_official(records, predictions: Iterable[Mapping[str, Any]], splits: M
         "reference": "criteria_score (the mean of the experts' scores where a record has none)",
         "splits": {},
     }
+    no_output = (kind == "no_prediction") | (kind == "request_failed")
+    usable = ~no_output & np.isfinite(references)
     for split, index in splits.items():
-        index = [int(i) for i in index]
-        used = [i for i in index if kinds[i] not in ("no_prediction", "request_failed") and references[i] is not None]
-        block = official_metrics([scores[i] for i in used], [references[i] for i in used])
-        block.update(
-            n_no_prediction=sum(kinds[i] == "no_prediction" for i in index),
-            n_request_failed=sum(kinds[i] == "request_failed" for i in index),
-            n_no_reference=sum(references[i] is None and kinds[i] not in ("no_prediction", "request_failed")
-                               for i in index),
-            n_reference_from_experts=sum(from_experts[i] for i in used),
-            n_regression=sum(kinds[i] == "regression" for i in used),
-            n_regression_clipped=sum(kinds[i] == "clipped" for i in used),
-        )
+        index = np.asarray(index, dtype=np.int64)
+        used = index[usable[index]]
+        block = official_metrics(scores[used], references[used])
+        block.update({
+            "n_no_prediction": int((kind[index] == "no_prediction").sum()),
+            "n_request_failed": int((kind[index] == "request_failed").sum()),
+            "n_no_reference": int((~no_output[index] & ~np.isfinite(references[index])).sum()),
+            "n_reference_from_experts": int(from_experts[used].sum()),
+            "n_regression": int((kind[used] == "regression").sum()),
+            "n_regression_clipped": int((kind[used] == "clipped").sum()),
+        })
         out["splits"][split] = block
     return out
