@@ -92,12 +92,16 @@ def _write_files(table, folder: Path) -> tuple[Path, Path]:
                 "task_type": table.task_type[i], "expert_scores": scores,
             }, ensure_ascii=False) + "\n")
             ok = table.status[i] == "ok"
+            regression = table.score_source[i] == "regression_head"
+            # A raw output POLLUX's own evaluator can read (eval.pollux_official), the head's value for regression.
+            raw = f"[FEEDBACK] Обоснование. [RESULT] {table.judge[i]:g} [END]" if ok and not regression else "мусор"
             p.write(json.dumps({
-                "id": table.ids[i], "judge": "synthetic", "raw_output": "", "feedback": "",
+                "id": table.ids[i], "judge": "synthetic", "raw_output": raw, "feedback": "",
                 "score": float(table.judge[i]) if ok else None, "parse_ok": bool(ok),
                 "error": None if ok else "no_result", "reason": "", "score_source": table.score_source[i],
-                "latency_s": 0.0,
-            }) + "\n")
+                "in_scale": True if ok else None,
+                "regression_score": float(table.judge[i]) if ok and regression else None, "latency_s": 0.0,
+            }, ensure_ascii=False) + "\n")
     return data, preds
 
 
@@ -110,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--regression", action="store_true", help="real-valued judge scores (compared to the mean)")
     parser.add_argument("--end-to-end", action="store_true", help="also time `judge-eval score` on JSONL files")
     args = parser.parse_args(argv)
+    # Time this checkout's code: run as a script, `eval` would otherwise resolve to wherever the venv installed it.
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
     from eval import metrics, scoring
 

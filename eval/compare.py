@@ -205,6 +205,8 @@ def render_markdown(result: dict[str, Any]) -> str:
         rows.append([title, "Spearman"] + [fmt_ci(c["spearman"], c["spearman_ci"]) for c in cells])
         rows.append([title, "VC judge / experts"] + [f"{fmt(c['vc_judge'])} / {fmt(c['vc_experts'])}" for c in cells])
         rows.append([title, "failed / n"] + [f"{c['n_failed']} / {c['n']}" for c in cells])
+        # Scored all the same (the paper's Table 11); absent from metrics.json written before the count existed.
+        rows.append([title, "out of scale / n"] + [f"{c.get('n_out_of_scale', '—')} / {c['n']}" for c in cells])
     out += [markdown_table(header, rows), ""]
     out += _side_by_side(result)
     out += [f"Paired: delta = run − baseline on items both scored; {result['n_boot']} paired bootstrap resamples; "

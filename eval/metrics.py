@@ -8,6 +8,9 @@ Definitions, as the paper states them:
 - **Verdict Confidence** of an item: the largest share of one score among its annotators (3 experts scoring
   2, 2, 1 give 2/3). The judge's value replaces one randomly chosen expert with the judge and recomputes that
   share, repeated ``repeats`` (100) times with a fixed seed and averaged; it is reported beside the experts' own.
+  An item with fewer than two (non-abstaining) annotators has no Verdict Confidence, for the experts or the judge:
+  the paper computes it only where annotations overlap and shows "—" for criteria annotated by one expert
+  (``seeds/003_04de0265a3137b49.txt:917`` Table 15, ``:981`` Table 16).
 - **Spearman** correlation pooled over all items of an evaluated model or a task type (not per criterion: a
   criterion's scores take 2–5 values, too many ties). Pearson and Kendall's tau-b are reported beside it.
 - **Confusion matrices** judge x expert mode, judge scores rounded half up to a level.
@@ -35,6 +38,7 @@ __all__ = [
     "expert_mode",
     "expert_mean",
     "round_half_up",
+    "MIN_VC_ANNOTATORS",
     "verdict_confidence_experts",
     "verdict_confidence_judge",
     "verdict_confidence_judge_expected",
@@ -59,6 +63,10 @@ _NS_PER_BINOMIAL, _NS_PER_INDEX = 300.0, 14.0
 # full-test cell then has thousands of distinct values instead of 160k, and an MAE bound moves by at most 0.005.
 # Point estimates always use the exact scores; MAE-only cells resample exact item errors.
 BOOTSTRAP_RESOLUTION = 0.01
+# Verdict Confidence needs overlapping annotations: with one annotator the share is 1 whatever was said, and the
+# paper leaves such items out ("the Verdict Confidence was not calculated, as annotations ... were conducted without
+# overlap", seeds/003_04de0265a3137b49.txt:917 and :981).
+MIN_VC_ANNOTATORS = 2
 
 
 # --------------------------------------------------------------------------------------------------- experts
@@ -145,19 +153,20 @@ def round_half_up(values: np.ndarray) -> np.ndarray:
 
 
 def verdict_confidence_experts(experts: np.ndarray) -> np.ndarray:
-    """Per item, the largest share of one score among its experts (NaN for an item with no scores)."""
+    """Per item, the largest share of one score among its experts: ``max_y (1/N) sum_i [y_i = y]``
+    (``seeds/003_04de0265a3137b49.txt:825``); NaN for an item with fewer than ``MIN_VC_ANNOTATORS`` scores."""
     counts, _ = level_counts(experts)
     k = counts.sum(axis=1)
     if counts.shape[1] == 0:
         return np.full(len(experts), np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(k > 0, counts.max(axis=1) / np.maximum(k, 1), np.nan)
+        return np.where(k >= MIN_VC_ANNOTATORS, counts.max(axis=1) / np.maximum(k, 1), np.nan)
 
 
 def _replacement_shares(experts: np.ndarray, judge: np.ndarray):
     """Shared set-up of the judge's Verdict Confidence.
 
-    For every item with a judge score and at least one expert, and every score level ``l`` an expert could have
+    For every item with a judge score and at least ``MIN_VC_ANNOTATORS`` experts, and every score level ``l`` an expert could have
     given, the largest share of one score after one expert who gave ``l`` is replaced with the judge.
 
     Returns:
@@ -166,9 +175,8 @@ def _replacement_shares(experts: np.ndarray, judge: np.ndarray):
         expert position (-1 for padding), and the experts per item.
     """
     judge_level = round_half_up(judge)
-    valid = ~np.isnan(experts)
-    has_experts = valid.any(axis=1)
-    rows = np.nonzero(np.isfinite(judge_level) & has_experts)[0]
+    overlapping = (~np.isnan(experts)).sum(axis=1) >= MIN_VC_ANNOTATORS
+    rows = np.nonzero(np.isfinite(judge_level) & overlapping)[0]
     if len(rows) == 0:  # no judged item (a judge whose every verdict failed): nothing to replace
         empty = np.zeros((0, 1))
         return rows, empty, empty.astype(np.int64), np.zeros((0, experts.shape[1]), dtype=np.int64), np.zeros(0)
@@ -202,7 +210,8 @@ def verdict_confidence_judge(experts: np.ndarray, judge: np.ndarray, repeats: in
         seed: seed of the replacement draws.
 
     Returns:
-        ``(n,)`` float64, NaN where the judge gave no score or the item has no expert scores.
+        ``(n,)`` float64, NaN where the judge gave no score or the item has fewer than ``MIN_VC_ANNOTATORS``
+        expert scores.
     """
     out = np.full(len(judge), np.nan)
     rows, shares, _, level_index, k = _replacement_shares(experts, np.asarray(judge, dtype=np.float64))

@@ -7,10 +7,12 @@ failed on (``n_failed``) or could not be compared on (no unique expert mode): fa
 
 Files written to the output folder:
 
-- ``metrics.json``: ``eval.scoring.evaluate``'s result plus the run's provenance;
+- ``metrics.json``: ``eval.scoring.evaluate``'s result (per test: the cells, ``model_means`` = the paper's
+  Table 10, ``why_empty`` where a cell has no scored item) plus ``pollux_official`` (POLLUX's repository evaluator,
+  ``eval.pollux_official``: not the paper's metrics) and the run's provenance;
 - ``report.md``: the tables;
-- ``items.parquet``: the per-item table (judge score, status, experts, reference, Verdict Confidences), which
-  ``judge-eval compare`` pairs across runs;
+- ``items.parquet``: the per-item table (judge score, status, experts, reference, Verdict Confidences, ``in_scale``,
+  ``n_abstained``, ``why_unscored``), which ``judge-eval compare`` pairs across runs;
 - ``plots/confusion_<split>.png`` (judge x expert mode, per task group) and ``plots/mae_by_criterion_<split>.png``.
 """
 
@@ -63,11 +65,61 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
 
 def _row(label: str, c: dict[str, Any], correlations: bool) -> list[str]:
     row = [label, str(c["n"]), f"{c['n_failed']} ({fmt(c['failure_rate'] * 100 if c['n'] else None, 1)} %)",
-           str(c["n_no_unique_mode"]), fmt_ci(c["mae"], c["mae_ci"])]
+           str(c["n_no_unique_mode"]), str(c.get("n_out_of_scale", 0)), fmt_ci(c["mae"], c["mae_ci"]),
+           _in_scale(c, "mae")]
     if correlations:
-        row += [fmt_ci(c["spearman"], c["spearman_ci"]), fmt(c["pearson"]), fmt(c["kendall"])]
-    row += [fmt(c["vc_judge"]), fmt(c["vc_experts"])]
+        row += [fmt_ci(c["spearman"], c["spearman_ci"]), _in_scale(c, "spearman"), fmt(c["pearson"]),
+                fmt(c["kendall"])]
+    # The paper shows "—" where no item has two annotators (Tables 15-16); n_vc says how many items the VC covers.
+    row += [fmt(c["vc_judge"]) if c.get("n_vc", 1) else "—", fmt(c["vc_experts"]) if c.get("n_vc", 1) else "—",
+            str(c.get("n_vc", ""))]
     return row
+
+
+def _in_scale(c: dict[str, Any], metric: str) -> str:
+    """The in-scale-only figure; "=" when no verdict was out of scale (it equals the headline)."""
+    return fmt(c.get(f"{metric}_in_scale")) if c.get("n_out_of_scale") else "="
+
+
+def _why_lines(cells: dict[str, dict[str, Any]]) -> list[str]:
+    """A sentence for every cell whose figures are all "—": why it has no scored item, or no VC."""
+    lines = []
+    for label, c in cells.items():
+        if c.get("why_empty_text"):
+            lines.append(f"- **{label}**: {c['why_empty_text']}.")
+        elif c.get("why_no_vc"):
+            lines.append(f"- **{label}**: VC —: {c['why_no_vc']}.")
+    return lines + [""] if lines else []
+
+
+def _model_means_table(means: dict[str, Any], judge_name: str) -> str:
+    """The paper's Table 10 layout: model, experts' mean score, the judge's mean score (MAE in brackets)."""
+    def row(label: str, m: dict[str, Any]) -> list[str]:
+        judged = f"{fmt(m['judge_mean'])} ({fmt(m['mae'])})"
+        return [label, str(m["n_items"]), fmt(m["experts_mean"]), str(m["n_judged"]), judged,
+                fmt(m["experts_mean_on_judged"]), str(m["n_out_of_scale"])]
+
+    rows = [row(label, m) for label, m in means["by_model"].items()] + [row("**Avg.** (items pooled)", means["all"])]
+    header = ["Evaluated model", "n", "Experts", "n judged", f"{judge_name or 'Judge'} (MAE)",
+              "Experts on judged items", "out of scale"]
+    return markdown_table(header, rows)
+
+
+def _pollux_official_lines(official: dict[str, Any]) -> list[str]:
+    """The clearly labelled section with POLLUX's repository figures."""
+    out = [f"## {official['title']}", "",
+           "What the POLLUX repository's judge evaluator reports, reproduced for comparison with its published "
+           f"figures. Score extraction: {official['extraction']}. Reference: {official['reference']}. "
+           "`format_acc`: share of outputs with a score; `score_acc`: exact match with the reference (an output "
+           "without a score is wrong); `mse` over outputs with a score. The paper's metrics above are the headline.",
+           ""]
+    header = ["Test", "outputs", "with a score", "format_acc", "score_acc", "mse", "no prediction",
+              "request failed", "no reference", "regression (raw head value)"]
+    rows = [[SPLIT_TITLES.get(split, split), str(b["n"]), str(b["n_parsed"]), fmt(b["format_acc"]),
+             fmt(b["score_acc"]), fmt(b["mse"]), str(b["n_no_prediction"]), str(b["n_request_failed"]),
+             str(b["n_no_reference"]), str(b["n_regression"] + b["n_regression_clipped"])]
+            for split, b in official["splits"].items()]
+    return out + [markdown_table(header, rows), ""]
 
 
 def render_markdown(result: dict[str, Any]) -> str:
@@ -86,21 +138,31 @@ def render_markdown(result: dict[str, Any]) -> str:
         f"MAE and correlations against {reference}. Spearman is pooled per evaluated model and per task type. "
         f"Verdict Confidence (VC): the largest share of one score among an item's annotators; the judge's value "
         f"replaces one random expert with the judge ({s['vc_repeats']} draws, seed {s['seed']}), over the items it "
-        f"scored. Intervals: {int(s['ci_level'] * 100)} % percentile bootstrap, {s['n_boot']} resamples. "
-        "A verdict that failed to parse counts in `failed` and is never scored.",
+        f"scored, only where an item has two or more annotators (`n VC`; \u2014 otherwise, as in the paper). "
+        f"Intervals: {int(s['ci_level'] * 100)} % percentile bootstrap, {s['n_boot']} resamples. "
+        "A verdict that failed to parse counts in `failed` and is never scored. A number outside the rubric's scale "
+        "is the judge's answer and is scored, as the paper does (its Table 11); `out of scale` counts them and the "
+        "`in scale` columns give the figures without them (\"=\" when there were none).",
         "",
         "## Summary",
         "",
     ]
-    header = ["Test", "n", "failed", "no unique mode", "MAE", "Spearman", "Pearson", "Kendall", "VC judge",
-              "VC experts", "VC experts (all items)"]
+    header = ["Test", "n", "failed", "no unique mode", "out of scale", "MAE", "MAE in scale", "Spearman",
+              "Spearman in scale", "Pearson", "Kendall", "VC judge", "VC experts", "n VC", "VC experts (all items)"]
     rows = [_row(SPLIT_TITLES[split], result["splits"][split]["overall"], True)
             + [fmt(result["splits"][split]["overall"]["vc_experts_all"])]
             for split in scoring.SPLITS if split in result["splits"]]
     out += [markdown_table(header, rows), ""]
+    out += _why_lines({SPLIT_TITLES[split]: result["splits"][split]["overall"]
+                       for split in scoring.SPLITS if split in result["splits"]})
     missing = result["splits"]["all"]["overall"]["n_missing"] if "all" in result["splits"] else 0
     if missing:
         out += [f"**{missing} items have no prediction** (the run is unfinished): they are not in `n`.", ""]
+    overall = result["splits"].get("all", {}).get("overall", {})
+    if overall.get("n_abstained"):
+        out += [f"Expert abstentions (a released `-1`: the criterion does not apply) are left out of every score: "
+                f"{overall['n_abstained']} in all; {overall.get('n_all_abstained', 0)} items had every expert abstain "
+                "and are unlabelled (not errors).", ""]
     for split in scoring.SPLITS:
         block = result["splits"].get(split)
         if not block:
@@ -109,17 +171,26 @@ def render_markdown(result: dict[str, Any]) -> str:
         failures = block["failures"]
         if failures:
             out += ["Failures by reason: " + ", ".join(f"`{k}` {v}" for k, v in failures.items()), ""]
+        if block.get("model_means", {}).get("by_model"):
+            out += [f"### {SPLIT_TITLES[split]}: mean score per evaluated model (the paper's Table 10)", "",
+                    "Experts: the mean over the model's labelled items of each item's mean expert score (the paper's "
+                    "aggregate, an unweighted average of the point estimates); the judge: the mean of its scores on "
+                    "those items, out-of-scale ones included; MAE in brackets.", "",
+                    _model_means_table(block["model_means"], result.get("judge", "")), ""]
         for name, title in GROUP_TITLES.items():
             cells = block[f"by_{name}"]
             if not cells:
                 continue
             correlated = name in ("model", "task_type")
-            head = [title.capitalize(), "n", "failed", "no unique mode", "MAE"]
-            head += ["Spearman", "Pearson", "Kendall"] if correlated else []
-            head += ["VC judge", "VC experts"]
+            head = [title.capitalize(), "n", "failed", "no unique mode", "out of scale", "MAE", "MAE in scale"]
+            head += ["Spearman", "Spearman in scale", "Pearson", "Kendall"] if correlated else []
+            head += ["VC judge", "VC experts", "n VC"]
             rows = [_row(label, c, correlated) for label, c in cells.items()]
             rows.append(_row("**Overall**", block["overall"], correlated))
             out += [f"### {SPLIT_TITLES[split]}: by {title}", "", markdown_table(head, rows), ""]
+            out += _why_lines(cells)
+    if result.get("pollux_official"):
+        out += _pollux_official_lines(result["pollux_official"])
     return "\n".join(out)
 
 
@@ -219,7 +290,8 @@ def log_wandb(result: dict[str, Any], markdown: str, images: list[Path], project
     try:
         summary = {}
         for split, block in result["splits"].items():
-            for key in ("mae", "spearman", "pearson", "kendall", "vc_judge", "vc_experts", "failure_rate", "n"):
+            for key in ("mae", "spearman", "pearson", "kendall", "vc_judge", "vc_experts", "failure_rate", "n",
+                        "n_out_of_scale", "mae_in_scale", "n_vc"):
                 summary[f"{split}/{key}"] = block["overall"].get(key)
             for name in GROUP_TITLES:
                 columns = ["label", "n", "n_failed", "n_no_unique_mode", "mae", "mae_low", "mae_high",
@@ -270,7 +342,9 @@ def score(
         The metrics (as written to ``metrics.json``).
     """
     import judge
+    import numpy as np
 
+    from eval.pollux_official import pollux_official
     from eval.run import read_predictions
 
     predictions = Path(predictions)
@@ -285,6 +359,8 @@ def score(
     records = judge.load_records(data)
     rows = read_predictions(predictions)
     table, notes = scoring.build_table(records, rows, judge_name=name)
+    official = pollux_official(records, rows, {split: np.flatnonzero(table.split == split) if split != "all"
+                                               else np.arange(len(table)) for split in scoring.SPLITS})
     if notes["n_unknown_ids"]:
         log.warning("%d predictions have ids that are not in %s: ignored", notes["n_unknown_ids"], data)
     target = scoring.choose_target(table, target)
@@ -293,10 +369,12 @@ def score(
     result["data"] = str(data)
     result["predictions"] = str(predictions)
     result["notes"] = notes
+    result["pollux_official"] = official
     result["run"] = {k: run_info.get(k) for k in ("backend", "model", "prompt_version", "git_revision")} if run_info else {}
 
     scoring.write_table(table, out / "items.parquet", extra={
         "reference": derived.reference, "vc_judge": derived.vc_judge, "vc_experts": derived.vc_experts,
+        "why_unscored": scoring.why_unscored_labels(derived),
     })
     (out / "metrics.json").write_text(scoring.dumps(result) + "\n", encoding="utf-8")
     result = json.loads((out / "metrics.json").read_text(encoding="utf-8"))  # NaN -> null, as every reader sees it

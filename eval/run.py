@@ -11,7 +11,8 @@ A judge is reached over HTTP in every case:
   OpenAI server (``python -m vllm.entrypoints.openai.api_server``); it is stopped when the run ends.
 
 Output, in ``--out``: ``predictions.jsonl`` (one row per item: ``id, judge, raw_output, feedback, score, parse_ok,
-error, reason, score_source, latency_s``; the latency is that of the request that produced the row, shared by the
+error, reason, score_source, in_scale, regression_score, latency_s``; ``in_scale`` is false for a number outside the
+rubric's scale, which is scored as the paper does; ``regression_score`` is a regression head's raw value); the latency is that of the request that produced the row, shared by the
 criteria of one ``/v1/judge`` request), appended as answers arrive, and ``run.json`` (resolved config, git
 revision, package versions, prompt version). A rerun resumes: rows already written are kept, a line cut by a kill
 is dropped, items whose *request* failed are retried, and the file ends with exactly one row per item. A verdict
@@ -55,7 +56,7 @@ log = logging.getLogger("judge_eval.run")
 # on the next run, unlike parse failures, which are the judge's answer.
 REQUEST_FAILED = "request_failed"
 PREDICTION_FIELDS = ("id", "judge", "raw_output", "feedback", "score", "parse_ok", "error", "reason", "score_source",
-                     "latency_s")
+                     "in_scale", "regression_score", "latency_s")
 
 
 def _f(default: Any, help: str) -> Any:  # noqa: A002 - argparse's word
@@ -232,7 +233,7 @@ class Refused(Exception):
 
 
 def _verdict_outcome(text: str | None, record, lenient: bool) -> dict[str, Any]:
-    """Parse a judge's raw output against the record's scale (a score outside it is a failure)."""
+    """Parse a judge's raw output against the record's scale (a score outside it is scored, ``in_scale`` false)."""
     from judge import ScaleError, parse_verdict, scale_of
 
     try:
@@ -248,6 +249,8 @@ def _verdict_outcome(text: str | None, record, lenient: bool) -> dict[str, Any]:
         "error": verdict.error,
         "reason": verdict.reason,
         "score_source": "verdict" if verdict.ok else None,
+        "in_scale": verdict.in_scale,
+        "regression_score": None,
     }
 
 
@@ -380,6 +383,9 @@ class JudgeServeBackend:
             "error": None if ok else (result.get("error") or "no_score"),
             "reason": "" if ok else (result.get("error_reason") or ""),
             "score_source": result.get("score_source") if ok else None,
+            "in_scale": result.get("in_scale") if ok else None,
+            # A regression head's raw (unclipped) value: POLLUX's own evaluator scores it (eval.pollux_official).
+            "regression_score": result.get("regression_score"),
         }
 
     async def aclose(self) -> None:

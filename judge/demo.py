@@ -58,10 +58,11 @@ STAGES = ("contract", "train", "serve", "eval", "mera")
 MALFORMED_OUTPUTS = [
     "[FEEDBACK] Ответ в целом верный, но неполный. [RESULT] 1",  # cut at the token limit
     "[FEEDBACK] Ответ хороший. [RESULT] отлично [END]",  # a word, not a score
-    "[FEEDBACK] Ответ безупречен. [RESULT] 5 [END]",  # outside a 0..2 scale
     "Я думаю, ответ хороший.",  # no tags at all
     "<think>Надо сравнить с эталоном...",  # reasoning never closed
 ]
+# A number outside a 0..2 scale is not a failure: it is scored, flagged in_scale=False (POLLUX paper Table 11).
+OUT_OF_SCALE_OUTPUT = "[FEEDBACK] Ответ безупречен. [RESULT] 5 [END]"
 
 # judge-serve on a CPU: eager fp32 (bf16 eager crashes vLLM's CPU backend), 1 GiB of KV cache per engine.
 CPU_SERVE_FLAGS = ["--enforce-eager", "--dtype", "float32", "--max-model-len", "2048", "--cpu-kv-cache-gib", "1"]
@@ -159,6 +160,8 @@ def stage_contract(out: Path, args, servers) -> int:
     print(f"[verdict] e.g. {targets[0]}")
     for text, verdict in zip(MALFORMED_OUTPUTS, failures):
         print(f"[verdict] {verdict.error:<15} {verdict.reason}  <- {text[:50]!r}")
+    flagged = parse_verdict(OUT_OF_SCALE_OUTPUT, scale=scale_of("0: a\n1: b\n2: c"))
+    print(f"[verdict] {'scored':<15} {flagged.score:g}, in_scale={flagged.in_scale}: {flagged.reason}  <- {OUT_OF_SCALE_OUTPUT[:50]!r}")
 
     summary = {
         "records": len(records),

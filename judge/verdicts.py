@@ -3,6 +3,13 @@
 ``render_target`` writes what a seq2seq judge is trained to produce; ``render_rationale_target`` what a regression
 judge's LM head writes (no score: the head scores). ``parse_verdict`` reads any judge's output back. A parse
 failure is a value (``Verdict.ok`` is False, ``error`` says why); it is never a score.
+
+A number outside the rubric's scale is the judge's answer, not a parse failure: the POLLUX paper scores such
+verdicts (Table 11, ``seeds/003_04de0265a3137b49.txt:703``: M-Prometheus-14B's MAE of 2.36-2.69 on mostly 0-2
+scales, and its 2.5-4.0 mean scores in Table 10, line 690, only arise from scoring out-of-range values; line 1005:
+it "frequently produc[es] values outside the defined evaluation range"). Such a verdict is ``ok`` with
+``in_scale=False``; callers that must reject it (teacher annotation, training data) check ``in_scale`` and
+report ``VerdictError.OUT_OF_SCALE``.
 """
 
 from __future__ import annotations
@@ -31,6 +38,8 @@ class VerdictError:
     NO_RESULT = "no_result"
     NO_SCORE = "no_score"
     MISSING_END = "missing_end"
+    # Not a parse failure (parse_verdict returns ok with in_scale=False): the drop reason of callers that must
+    # reject out-of-scale scores (teacher annotation, training-data building).
     OUT_OF_SCALE = "out_of_scale"
 
 
@@ -41,9 +50,12 @@ class Verdict:
     Attributes:
         feedback: the rationale (text between ``[FEEDBACK]`` and the final ``[RESULT]``), "" when absent.
         score: the score, or None when the parse failed.
-        ok: whether a score was read and accepted.
+        ok: whether a score was read (an out-of-scale number is read: it is the judge's answer).
         error: a ``VerdictError`` code when not ok, else None.
-        reason: a human-readable explanation of ``error`` ("" when ok).
+        reason: a human-readable explanation of ``error``; for an ok verdict outside the scale, which scale it
+            left ("" for an ok verdict inside it).
+        in_scale: whether the score lies within the scale given to ``parse_verdict``; None when no scale was given
+            or no score was read.
     """
 
     feedback: str
@@ -51,6 +63,7 @@ class Verdict:
     ok: bool
     error: str | None = None
     reason: str = ""
+    in_scale: bool | None = None
 
     @classmethod
     def failure(cls, error: str, reason: str, feedback: str = "") -> Verdict:
@@ -97,12 +110,13 @@ def parse_verdict(text: str | None, scale: Scale | None = None, lenient: bool = 
 
     Args:
         text: the raw output.
-        scale: when given, a score outside it is a failure (``out_of_scale``).
+        scale: when given, ``in_scale`` says whether the score lies within it; a score outside it is still ok
+            (see the module docstring), with ``in_scale=False`` and a ``reason`` naming the scale.
         lenient: accept a missing ``[END]`` when the output ends right after the score (a generation cut at the
             token limit); strict parsing reports it as ``missing_end``.
 
     Returns:
-        A ``Verdict``; ``ok`` is False with an ``error`` code and a ``reason`` when no acceptable score was read.
+        A ``Verdict``; ``ok`` is False with an ``error`` code and a ``reason`` when no numeric score was read.
     """
     if text is None or not text.strip():
         return Verdict.failure(VerdictError.EMPTY, "the output is empty")
@@ -136,11 +150,12 @@ def parse_verdict(text: str | None, scale: Scale | None = None, lenient: bool = 
     score = float(match.group(1).replace(",", "."))
     if not math.isfinite(score):
         return Verdict.failure(VerdictError.NO_SCORE, f"score {match.group(1)!r} is not finite", feedback)
-    if scale is not None and not scale.contains(score):
-        return Verdict.failure(
-            VerdictError.OUT_OF_SCALE, f"score {format_score(score)} is outside the scale {scale.min}..{scale.max}", feedback
-        )
-    return Verdict(feedback=feedback, score=score, ok=True)
+    if scale is None:
+        return Verdict(feedback=feedback, score=score, ok=True)
+    if not scale.contains(score):
+        reason = f"score {format_score(score)} is outside the scale {scale.min}..{scale.max}"
+        return Verdict(feedback=feedback, score=score, ok=True, reason=reason, in_scale=False)
+    return Verdict(feedback=feedback, score=score, ok=True, in_scale=True)
 
 
 def _feedback(body: str, result_at: int) -> str:

@@ -509,6 +509,7 @@ class Judge:
             "error": verdict.error,
             "error_reason": verdict.reason or None,
             "score_source": "verdict" if verdict.ok else None,
+            "in_scale": verdict.in_scale,  # False: a number outside the scale, scored (parse_ok stays true)
             "expected_score": dist.expected if dist else None,
             "confidence": dist.confidence if dist else None,
             "score_probs": {str(k): v for k, v in dist.probs.items()} if dist else None,
@@ -529,6 +530,7 @@ class Judge:
             "error": None,
             "error_reason": None,
             "score_source": None,
+            "in_scale": None,  # the head's score is clipped into the scale; its raw value is regression_score
             "expected_score": None,
             "confidence": None,
             "score_probs": None,

@@ -171,7 +171,8 @@ def test_run_sends_exact_payloads_and_counts_a_parse_failure_without_scoring_it(
     good = rows[records[0].id]
     assert (good["parse_ok"], good["score"], good["judge"], good["score_source"]) == (True, 1.0, "scripted", "verdict")
     assert set(good) == {"id", "judge", "raw_output", "feedback", "score", "parse_ok", "error", "reason",
-                         "score_source", "latency_s"}
+                         "score_source", "in_scale", "regression_score", "latency_s"}
+    assert good["in_scale"] is True and good["regression_score"] is None
     run_info = json.loads((tmp_path / "run" / "run.json").read_text(encoding="utf-8"))
     assert run_info["backend"] == "chat" and run_info["prompt_version"] == judge.PROMPT_VERSION
 
@@ -182,7 +183,9 @@ def test_run_sends_exact_payloads_and_counts_a_parse_failure_without_scoring_it(
     assert metrics["splits"]["all"]["failures"] == {"no_result": 1}
     # Every parsed verdict said 1; the scored items are those with a unique expert mode, the failure not among them.
     assert overall["n_scored"] <= 11
-    assert (tmp_path / "run" / "report.md").read_text(encoding="utf-8").count("| Zero-Shot test |") == 1
+    paper_part, official_part = (tmp_path / "run" / "report.md").read_text(encoding="utf-8").split(
+        "## POLLUX repository evaluator (not the paper's metrics)")
+    assert paper_part.count("| Zero-Shot test |") == 1 and official_part.count("| Zero-Shot test |") == 1
 
 
 def test_run_resumes_a_killed_run_to_exactly_one_row_per_item(small_data, tmp_path):
@@ -274,7 +277,8 @@ def test_judge_serve_backend_batches_criteria_and_keeps_regression_scores(small_
 
     def result(criterion):
         return {"criterion": criterion["name"], "feedback": "Обоснование.", "score": 1.37, "parse_ok": True,
-                "error": None, "error_reason": None, "score_source": "regression_head", "output": "[FEEDBACK] ..."}
+                "error": None, "error_reason": None, "score_source": "regression_head", "output": "[FEEDBACK] ...",
+                "regression_score": 2.6, "in_scale": None}
 
     with ScriptedServer(judge_results=result) as server:
         assert main(_run_args(server.base_url, data, tmp_path, "--batch-size", "3")) == 0
@@ -295,10 +299,52 @@ def test_judge_serve_backend_batches_criteria_and_keeps_regression_scores(small_
     key = lambda body: json.dumps(body, ensure_ascii=False, sort_keys=True)  # noqa: E731
     assert sorted((body for _, body in server.received), key=key) == sorted(expected, key=key)
     rows = read_predictions(tmp_path)
-    assert {(r["score"], r["score_source"]) for r in rows} == {(1.37, "regression_head")}
+    assert {(r["score"], r["score_source"], r["regression_score"]) for r in rows} == {(1.37, "regression_head", 2.6)}
     assert main(["score", "--predictions", str(tmp_path), "--n-boot", "20", "--no-plots"]) == 0
     metrics = json.loads((tmp_path / "metrics.json").read_text(encoding="utf-8"))
     assert metrics["target"] == "mean" and metrics["splits"]["all"]["overall"]["n_scored"] == len(records)
+    # POLLUX's own evaluator scores the head's raw value (2.6), not the clipped score nor any text.
+    official = metrics["pollux_official"]["splits"]["all"]
+    assert official["n_regression"] == len(records)
+    assert official["mse"] == pytest.approx(sum((2.6 - r.criteria_score) ** 2 for r in records) / len(records))
+
+
+def test_score_reports_out_of_scale_table_10_and_pollux_official(small_data, tmp_path):
+    """Through run and score: '[RESULT] 9' and '[RESULT] 10' on 0..k scales (k <= 4) are scored and flagged
+    (parse_ok true, in_scale false), '1,5' is 1.5 for the paper's metrics; the report gives n_out_of_scale, the
+    in-scale figures, Table 10 and POLLUX's own figures in their labelled section ('10' -> 1 and '1,5' -> 1 there)."""
+    data, records = small_data
+    script = {judge.render_prompt(records[0]): ["[FEEDBACK] x [RESULT] 9 [END]"],
+              judge.render_prompt(records[1]): ["[FEEDBACK] x [RESULT] 10 [END]"],
+              judge.render_prompt(records[2]): ["[FEEDBACK] x [RESULT] 1,5 [END]"],
+              judge.render_prompt(records[3]): ["Ответ хороший."]}
+    with ScriptedServer(script) as server:
+        assert main(_run_args(server.base_url, data, tmp_path)) == 0
+    rows = {row["id"]: row for row in read_predictions(tmp_path)}
+    assert [(rows[r.id]["parse_ok"], rows[r.id]["score"], rows[r.id]["in_scale"]) for r in records[:4]] == [
+        (True, 9.0, False), (True, 10.0, False), (True, 1.5, True), (False, None, None)]
+    assert main(["score", "--predictions", str(tmp_path), "--n-boot", "20", "--no-plots"]) == 0
+    metrics = json.loads((tmp_path / "metrics.json").read_text(encoding="utf-8"))
+    overall = metrics["splits"]["all"]["overall"]
+    assert overall["n_failed"] == 1 and overall["n_out_of_scale"] == 2
+    assert overall["n_scored_in_scale"] == overall["n_scored"] - 2
+    assert metrics["splits"]["all"]["model_means"]["all"]["n_judged"] == 11
+    # POLLUX's evaluator reads 9, 1, 1, nothing, then 1 for the other eight outputs (GOOD says 1).
+    official = metrics["pollux_official"]["splits"]["all"]
+    read = [9.0, 1.0, 1.0, None] + [1.0] * 8
+    exact = sum(1 for s, r in zip(read, records) if s is not None and s == r.criteria_score)
+    assert (official["n"], official["n_parsed"]) == (12, 11)
+    assert official["format_acc"] == pytest.approx(11 / 12) and official["score_acc"] == pytest.approx(exact / 12)
+    squared = [(s - r.criteria_score) ** 2 for s, r in zip(read, records) if s is not None]
+    assert official["mse"] == pytest.approx(sum(squared) / 11)
+    report = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert "## POLLUX repository evaluator (not the paper's metrics)" in report
+    assert "(the paper's Table 10)" in report and "| out of scale |" in report
+    import pyarrow.parquet as pq
+
+    items = pq.read_table(tmp_path / "items.parquet").to_pydict()
+    flags = dict(zip(items["id"], items["in_scale"]))
+    assert [flags[r.id] for r in records[:4]] == [False, False, True, None]
 
 
 def test_compare_pairs_two_scored_runs(small_data, tmp_path):
@@ -417,3 +463,18 @@ def test_local_checkpoint_through_judge_serve_uses_v1_judge(tiny_causal_dir, sma
     assert json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))["backend"] == "judge-serve"
     assert all(r["error"] != "request_failed" for r in rows), [r["reason"] for r in rows]
     assert all(r["parse_ok"] or r["error"] for r in rows)
+
+
+def test_score_says_why_a_test_has_no_figures(small_data, tmp_path):
+    """A judge whose every output fails to parse: metrics.json and report.md say why each test is empty, in words
+    and counts, instead of showing bare "—"."""
+    data, records = small_data
+    with ScriptedServer({judge.render_prompt(r): ["Ответ хороший."] for r in records}) as server:
+        assert main(_run_args(server.base_url, data, tmp_path)) == 0
+    assert main(["score", "--predictions", str(tmp_path), "--n-boot", "0", "--no-plots"]) == 0
+    metrics = json.loads((tmp_path / "metrics.json").read_text(encoding="utf-8"))
+    for split, n in (("zero_shot", 6), ("standard", 6), ("all", 12)):
+        cell = metrics["splits"][split]["overall"]
+        assert cell["mae"] is None and cell["why_empty"] == {"parse_failed": n}
+    report = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert "- **Zero-Shot + Standard**: no scored item: 12 the verdict did not parse." in report

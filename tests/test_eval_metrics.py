@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -17,7 +18,7 @@ EXPERTS = metrics.pad_scores([
     [0, 1],        # b: 0 and 1 once each -> no unique mode; mean 1/2; VC 1/2
     [1, 1, 0, 0],  # c: 1 and 0 twice each -> no unique mode; mean 1/2; VC 1/2
     [0, 0, 0],     # d: mode 0, unique; mean 0; VC 1
-    [1],           # e: one expert: mode 1, unique; mean 1; VC 1
+    [1],           # e: one expert: mode 1, unique; mean 1; no VC (needs two annotators)
     [],            # f: unlabelled: no mode, no mean, no VC
 ])
 
@@ -61,8 +62,32 @@ def test_mae_against_the_mean_for_a_regression_judge():
 
 
 def test_verdict_confidence_of_the_experts():
-    """Largest share of one score: a 2/3, b 1/2, c 2/4, d 3/3, e 1/1, f undefined."""
-    np.testing.assert_allclose(metrics.verdict_confidence_experts(EXPERTS), [2 / 3, 0.5, 0.5, 1.0, 1.0, NAN])
+    """Largest share of one score: a 2/3, b 1/2, c 2/4, d 3/3; e (one expert) and f (none) undefined."""
+    np.testing.assert_allclose(metrics.verdict_confidence_experts(EXPERTS), [2 / 3, 0.5, 0.5, 1.0, NAN, NAN])
+
+
+def test_verdict_confidence_matches_the_papers_worked_example():
+    """seeds/003_04de0265a3137b49.txt:825-827: five annotations [0, 1, 2, 2, 2] -> max share 3/5 = 0.6."""
+    assert metrics.verdict_confidence_experts(metrics.pad_scores([[0, 1, 2, 2, 2]]))[0] == pytest.approx(0.6)
+
+
+def test_verdict_confidence_by_hand_for_a_three_expert_and_a_one_expert_item():
+    """The paper's definition (lines 825, 850-857) worked by hand.
+
+    Three experts [2, 2, 1]: shares 2 -> 2/3, 1 -> 1/3, so the experts' VC is 2/3. Judge 2: one expert, chosen
+    uniformly, is replaced: a 2 (probability 2/3) leaves [2, 1, 2] -> 2/3; the 1 (probability 1/3) leaves
+    [2, 2, 2] -> 3/3. Expected judge VC = 2/3 * 2/3 + 1/3 * 1 = 4/9 + 3/9 = 7/9.
+    One expert [1]: there is no overlap, so no VC for the experts nor the judge (the paper's "—", Tables 15-16,
+    lines 917 and 981); before this rule the item scored 1/1 = 1.0 for both, whatever the judge said.
+    """
+    experts = metrics.pad_scores([[2, 2, 1], [1]])
+    judge = np.array([2.0, 0.0])
+    vc_experts = metrics.verdict_confidence_experts(experts)
+    assert vc_experts[0] == pytest.approx(2 / 3) and np.isnan(vc_experts[1])
+    expected = metrics.verdict_confidence_judge_expected(experts, judge)
+    assert expected[0] == pytest.approx(7 / 9) and np.isnan(expected[1])
+    sampled = metrics.verdict_confidence_judge(experts, judge, repeats=100, seed=0)
+    assert abs(sampled[0] - 7 / 9) < 0.1 and np.isnan(sampled[1])
 
 
 # Items where every possible replacement gives the same share, so 100 random draws must give it exactly.
@@ -71,7 +96,7 @@ EXACT = [
     ([2, 2, 2], 0, 2 / 3),    # all agree, judge disagrees: 2,2,0 -> 2/3
     ([0, 0, 1], 1, 2 / 3),    # drop a 0: 0,1,1 -> 2/3; drop the 1: 0,0,1 -> 2/3
     ([0, 1], 2, 0.5),         # drop 0: 1,2 -> 1/2; drop 1: 0,2 -> 1/2
-    ([1], 0, 1.0),            # the only expert replaced: 0 -> 1/1
+    ([1, 1], 1, 1.0),         # two experts agree with the judge: 1,1 -> 2/2
 ]
 
 
@@ -259,6 +284,7 @@ def test_evaluate_counts_failures_and_exclusions_and_scores_the_rest():
     assert result["splits"]["all"]["failures"] == {"no_result": 1}
     # Experts' VC over the 3 items the judge scored: 2/3, 1/2, 2/3 -> 11/18.
     assert cell["vc_experts"] == pytest.approx(11 / 18) and cell["n_vc"] == 3
+    assert cell["n_out_of_scale"] == 0 and cell["mae_in_scale"] == cell["mae"] and "why_empty" not in cell
     assert set(result["splits"]) == {"zero_shot", "standard", "all"}
     assert result["splits"]["zero_shot"]["overall"]["n"] == 0
     assert "spearman" not in result["splits"]["all"]["by_criterion"]["c"]
@@ -343,3 +369,135 @@ def test_item_table_round_trips_through_parquet(tmp_path):
     np.testing.assert_array_equal(back.judge, table.judge)
     assert back.status.tolist() == table.status.tolist() and back.judge_name == "hand"
     np.testing.assert_array_equal(extra["vc_judge"], [0.5, NAN, 1.0])
+
+
+def test_cell_verdict_confidence_leaves_out_single_annotator_items():
+    """Item 1: experts [2, 2, 2], judge 0 -> every replacement leaves two 2s and a 0: judge VC 2/3, experts 1.
+    Item 2: one expert [1], judge 0 -> no VC. Cell: n_vc = 1, VC judge 2/3 (it was (2/3 + 1) / 2 = 5/6 when the
+    lone expert's item counted 1.0), VC experts 1."""
+    table = _table(judge=[0, 0], status=["ok", "ok"], experts=[[2, 2, 2], [1]])
+    cell = scoring.evaluate(table, n_boot=0)["splits"]["all"]["overall"]
+    assert cell["n_vc"] == 1 and cell["n_vc_experts_all"] == 1
+    assert cell["vc_judge"] == pytest.approx(2 / 3) and cell["vc_experts"] == pytest.approx(1.0)
+
+
+def test_no_overlap_anywhere_gives_no_verdict_confidence_and_says_why():
+    """Every item has one annotator (the paper's Technical Problems): n_vc = 0, VC NaN, a why_no_vc sentence,
+    and the Markdown shows "—" in the VC columns."""
+    from eval.report import render_markdown
+
+    table = _table(judge=[1, 0], status=["ok", "ok"], experts=[[1], [2]])
+    result = json.loads(scoring.dumps(scoring.evaluate(table, n_boot=0)))
+    cell = result["splits"]["all"]["overall"]
+    assert cell["n_vc"] == 0 and cell["vc_judge"] is None and cell["vc_experts"] is None
+    assert "two or more annotators" in cell["why_no_vc"]
+    lines = render_markdown(result).splitlines()
+    header = [h.strip() for h in next(line for line in lines if line.startswith("| Test |")).split("|")]
+    summary = [c.strip() for c in next(line for line in lines if line.startswith("| Zero-Shot + Standard")).split("|")]
+    shown = dict(zip(header, summary))
+    assert (shown["VC judge"], shown["VC experts"], shown["n VC"], shown["VC experts (all items)"]) == ("—", "—", "0", "—")
+    assert any("two or more annotators" in line for line in lines)
+
+
+# Judge [5, 2, 0, 1] on 0..2 scales vs mode [2, 2, 1, 1]; the 5 is outside the scale.
+# Headline (out-of-scale included, as the paper): errors 3, 0, 1, 0 -> MAE 4/4 = 1.
+#   Spearman: ranks x [4, 3, 1, 2], y [3.5, 3.5, 1.5, 1.5]; dx [1.5, .5, -1.5, -.5], dy [1, 1, -1, -1];
+#   sum dx*dy = 4, sum dx^2 = 5, sum dy^2 = 4 -> rho = 4 / sqrt(20).
+# In scale only (items 2-4): errors 0, 1, 0 -> MAE 1/3.
+#   Spearman: ranks x [3, 1, 2], y [3, 1.5, 1.5]; dx [1, -1, 0], dy [1, -.5, -.5]; sum dx*dy = 1.5,
+#   sum dx^2 = 2, sum dy^2 = 1.5 -> rho = 1.5 / sqrt(3).
+def test_out_of_scale_verdicts_are_in_the_headline_and_counted_beside_it():
+    """Headline MAE/Spearman include the out-of-scale score; n_out_of_scale and the in-scale-only figures beside."""
+    table = _table(judge=[5, 2, 0, 1], status=["ok"] * 4, experts=[[2, 2], [2, 2, 1], [1, 1, 0], [1, 1]])
+    table.in_scale[:] = [0.0, 1.0, 1.0, 1.0]
+    cell = scoring.evaluate(table, n_boot=50)["splits"]["all"]["overall"]
+    assert (cell["n_scored"], cell["n_out_of_scale"], cell["n_scored_in_scale"]) == (4, 1, 3)
+    assert cell["mae"] == pytest.approx(1.0) and cell["spearman"] == pytest.approx(4 / math.sqrt(20))
+    assert cell["mae_in_scale"] == pytest.approx(1 / 3) and cell["spearman_in_scale"] == pytest.approx(1.5 / math.sqrt(3))
+    assert cell["mae_in_scale_ci"][0] <= 1 / 3 <= cell["mae_in_scale_ci"][1]
+
+
+def _records(rows):
+    import judge
+
+    base = {"instruction": "i", "answer": "x", "criteria_name": "c", "rubrics": "0: нет\n\n1: частично\n\n2: да"}
+    return judge.records_from_rows([{**base, **row} for row in rows])
+
+
+def test_build_table_scores_out_of_scale_verdicts_and_flags_them():
+    """The item's rubric (0..2) decides in_scale; a row an older run refused as out_of_scale is read again from its
+    raw output and scored; unparseable rows stay failures; items.parquet carries the in_scale column."""
+    records = _records([{"id": "a", "expert_scores": [2, 2]}, {"id": "b", "expert_scores": [1, 1]},
+                        {"id": "c", "expert_scores": [0, 0]}, {"id": "d", "expert_scores": [0, 0]}])
+    predictions = [
+        {"id": "a", "judge": "j", "score": 3, "parse_ok": True, "error": None, "in_scale": False},
+        {"id": "b", "judge": "j", "score": 1, "parse_ok": True, "error": None, "in_scale": True},
+        {"id": "c", "judge": "j", "score": None, "parse_ok": False, "error": "out_of_scale",
+         "raw_output": "[FEEDBACK] Хорошо. [RESULT] 4 [END]"},
+        {"id": "d", "judge": "j", "score": None, "parse_ok": False, "error": "no_result", "raw_output": "нет"},
+    ]
+    table, notes = scoring.build_table(records, predictions)
+    assert table.status.tolist() == ["ok", "ok", "ok", "parse_failed"]
+    np.testing.assert_array_equal(table.judge, [3, 1, 4, NAN])
+    np.testing.assert_array_equal(table.in_scale, [0, 1, 0, NAN])
+    assert notes["n_out_of_scale_reparsed"] == 1
+
+
+def test_item_table_writes_in_scale_and_abstentions(tmp_path):
+    """items.parquet: in_scale true/false for scored items and null otherwise; n_abstained per item."""
+    import pyarrow.parquet as pq
+
+    table = _table(judge=[5, 1, NAN], status=["ok", "ok", "parse_failed"], experts=[[2, 2], [1], []])
+    table.in_scale[:] = [0.0, 1.0, NAN]
+    table.n_abstained[:] = [0, 1, 3]
+    scoring.write_table(table, tmp_path / "items.parquet")
+    data = pq.read_table(tmp_path / "items.parquet").to_pydict()
+    assert data["in_scale"] == [False, True, None] and data["n_abstained"] == [0, 1, 3]
+    back, _ = scoring.read_table(tmp_path / "items.parquet")
+    np.testing.assert_array_equal(back.in_scale, [0, 1, NAN])
+    np.testing.assert_array_equal(back.n_abstained, [0, 1, 3])
+
+
+# Table 10 by hand. Model x: items [2, 1] (mean 3/2), [0, 0] (0), [2, 2] (2), all judged 2, 1, 3 (the 3 is out of
+# the 0..2 scale) -> experts (3/2 + 0 + 2) / 3 = 7/6, judge (2 + 1 + 3) / 3 = 2; MAE vs modes [-, 0, 2]: |1-0| and
+# |3-2| -> 1 (the first has no unique mode). Model y: items [1, 1, 0] (mean 2/3) judged 0, [1, 1] (mean 1) not
+# judged (parse failure) -> experts (2/3 + 1) / 2 = 5/6; judge 0 over 1 item; experts on judged items 2/3.
+# All items pooled: experts (3/2 + 0 + 2 + 2/3 + 1) / 5 = (9 + 0 + 12 + 4 + 6) / 30 = 31/30; judge (2+1+3+0)/4 = 3/2.
+def test_model_means_reproduce_table_10_aggregation():
+    """Per evaluated model: mean of the items' expert means and mean of the judge's scores (out-of-scale kept)."""
+    table = _table(judge=[2, 1, 3, 0, NAN], status=["ok", "ok", "ok", "ok", "parse_failed"],
+                   experts=[[2, 1], [0, 0], [2, 2], [1, 1, 0], [1, 1]], models=["x", "x", "x", "y", "y"])
+    table.in_scale[:] = [1, 1, 0, 1, NAN]
+    means = scoring.evaluate(table, n_boot=0)["splits"]["all"]["model_means"]
+    x, y, pooled = means["by_model"]["x"], means["by_model"]["y"], means["all"]
+    assert (x["n_items"], x["n_judged"], x["n_out_of_scale"]) == (3, 3, 1)
+    assert x["experts_mean"] == pytest.approx(7 / 6) and x["judge_mean"] == pytest.approx(2.0)
+    assert x["mae"] == pytest.approx(1.0)
+    assert (y["n_items"], y["n_judged"]) == (2, 1)
+    assert y["experts_mean"] == pytest.approx(5 / 6) and y["judge_mean"] == 0.0
+    assert y["experts_mean_on_judged"] == pytest.approx(2 / 3)
+    assert pooled["experts_mean"] == pytest.approx(31 / 30) and pooled["judge_mean"] == pytest.approx(1.5)
+
+
+WHY_EMPTY = [
+    # (name, status, experts, n_abstained, expected why_empty)
+    ("no predictions", ["missing", "missing"], [[1, 1], [0, 0]], [0, 0], {"no_prediction": 2}),
+    ("all parse failures", ["parse_failed", "request_failed"], [[1, 1], [0, 0]], [0, 0],
+     {"request_failed": 1, "parse_failed": 1}),
+    ("all experts abstained", ["ok", "ok"], [[], []], [3, 2], {"all_experts_abstained": 2}),
+    ("unlabelled", ["ok", "ok"], [[], []], [0, 0], {"no_expert_scores": 2}),
+    ("no unique mode", ["ok", "ok"], [[0, 1], [2, 1]], [0, 1], {"no_unique_mode": 2}),
+]
+
+
+@pytest.mark.parametrize("name,status,experts,abstained,expected", WHY_EMPTY, ids=[r[0] for r in WHY_EMPTY])
+def test_a_test_with_no_scored_item_says_why(name, status, experts, abstained, expected):
+    """n_scored 0 comes with why_empty (items per reason) and a sentence; abstentions are counted, not errors."""
+    judge = [1.0 if s == "ok" else NAN for s in status]
+    table = _table(judge=judge, status=status, experts=experts)
+    table.n_abstained[:] = abstained
+    cell = scoring.evaluate(table, n_boot=0)["splits"]["all"]["overall"]
+    assert cell["n_scored"] == 0 and cell["why_empty"] == expected
+    assert cell["why_empty_text"].startswith("no scored item: ")
+    assert cell["n_abstained"] == sum(abstained)
+    assert cell["n_all_abstained"] == (2 if name == "all experts abstained" else 0)

@@ -50,8 +50,6 @@ MUST_FAIL = [
     ("two numbers", "[FEEDBACK] Хорошо. [RESULT] 1 2 [END]", {}, VerdictError.NO_SCORE),
     ("truncated: no [END] (strict)", "[FEEDBACK] Хорошо. [RESULT] 2", {}, VerdictError.MISSING_END),
     ("truncated: nothing after [RESULT]", "[FEEDBACK] Хорошо. [RESULT]", {"lenient": True}, VerdictError.NO_SCORE),
-    ("above the scale", "[FEEDBACK] Хорошо. [RESULT] 3 [END]", {"scale": ZERO_TO_TWO}, VerdictError.OUT_OF_SCALE),
-    ("below the scale", "[FEEDBACK] Плохо. [RESULT] -1 [END]", {"scale": ZERO_TO_TWO}, VerdictError.OUT_OF_SCALE),
     ("unclosed think", "<think>Рассуждаю о том, что [RESULT] 2 [END]", {}, VerdictError.UNCLOSED_THINK),
 ]
 
@@ -75,10 +73,33 @@ def test_lenient_accepts_missing_end():
 
 
 def test_failure_keeps_feedback():
-    """An out-of-scale verdict still carries the rationale, for inspection."""
-    verdict = parse_verdict("[FEEDBACK] Отлично. [RESULT] 5 [END]", scale=ZERO_TO_TWO)
-    assert verdict.feedback == "Отлично."
-    assert "outside the scale 0..2" in verdict.reason
+    """A failed verdict still carries the rationale, for inspection."""
+    verdict = parse_verdict("[FEEDBACK] Отлично. [RESULT] пять [END]", scale=ZERO_TO_TWO)
+    assert (verdict.ok, verdict.feedback, verdict.in_scale) == (False, "Отлично.", None)
+
+
+IN_SCALE = [
+    # (name, text, scale, expected score, expected in_scale). The paper scores out-of-range numbers (Table 11,
+    # seeds/003_04de0265a3137b49.txt:703: M-Prometheus-14B's MAE 2.36-2.69 on mostly 0-2 scales; line 1005).
+    ("above the scale: 3 on 0..2", "[FEEDBACK] Хорошо. [RESULT] 3 [END]", ZERO_TO_TWO, 3.0, False),
+    ("below the scale: -1 on 0..2", "[FEEDBACK] Плохо. [RESULT] -1 [END]", ZERO_TO_TWO, -1.0, False),
+    ("far above: 10 on 0..2", "[FEEDBACK] Отлично. [RESULT] 10 [END]", ZERO_TO_TWO, 10.0, False),
+    ("the top level: 2 on 0..2", "[FEEDBACK] Хорошо. [RESULT] 2 [END]", ZERO_TO_TWO, 2.0, True),
+    ("between levels: 1.5 on 0..2", "[FEEDBACK] Средне. [RESULT] 1.5 [END]", ZERO_TO_TWO, 1.5, True),
+    ("no scale given: 7", "[FEEDBACK] Хорошо. [RESULT] 7 [END]", None, 7.0, None),
+]
+
+
+@pytest.mark.parametrize("name,text,scale,score,in_scale", IN_SCALE, ids=[row[0] for row in IN_SCALE])
+def test_out_of_scale_number_is_the_judges_answer(name, text, scale, score, in_scale):
+    """A number outside the scale is ok with its score and in_scale=False (not a parse failure); inside, True;
+    without a scale, None."""
+    verdict = parse_verdict(text, scale=scale)
+    assert (verdict.ok, verdict.error, verdict.score, verdict.in_scale) == (True, None, score, in_scale)
+    if in_scale is False:
+        assert "outside the scale 0..2" in verdict.reason
+    else:
+        assert verdict.reason == ""
 
 
 def test_render_target_exact():
@@ -98,3 +119,13 @@ def test_render_then_parse_round_trips(score):
 def test_format_score():
     """Integral scores print without a decimal part."""
     assert [format_score(s) for s in (2.0, 0, 1.5, -1.0)] == ["2", "0", "1.5", "-1"]
+
+
+def test_serve_result_carries_in_scale_with_parse_ok_true():
+    """judge-serve's seq2seq result for a number outside the scale: parse_ok true, the score, in_scale false."""
+    from serve.judging import Judge
+
+    result = Judge._seq2seq_verdict("[FEEDBACK] Отлично. [RESULT] 5 [END]", None, ZERO_TO_TWO, False)
+    assert (result["parse_ok"], result["score"], result["in_scale"], result["error"]) == (True, 5.0, False, None)
+    inside = Judge._seq2seq_verdict("[FEEDBACK] Хорошо. [RESULT] 2 [END]", None, ZERO_TO_TWO, False)
+    assert (inside["parse_ok"], inside["score"], inside["in_scale"]) == (True, 2.0, True)

@@ -1,0 +1,102 @@
+"""eval.pollux_official: POLLUX's repository evaluator (RELEASE.md "POLLUX's released evaluation code"), bugs kept;
+every expected value is worked out by hand in the comments."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+import judge
+from eval.pollux_official import extract_score, official_metrics, pollux_official
+
+EXTRACTED = [
+    # (name, judge output, what POLLUX's evaluator reads)
+    ("canonical", "[FEEDBACK] Верно. [RESULT] 2 [END]", 2.0),
+    ("decimal point", "[FEEDBACK] Средне. [RESULT] 1.5 [END]", 1.5),
+    ("BUG kept: 10 reads as 1", "[FEEDBACK] Отлично. [RESULT] 10 [END]", 1.0),
+    ("BUG kept: decimal comma 1,5 reads as 1", "[FEEDBACK] Средне. [RESULT] 1,5 [END]", 1.0),
+    ("the FIRST [RESULT] wins, even inside the rationale",
+     "[FEEDBACK] Модель написала «[RESULT] 0», но это не так. [RESULT] 2 [END]", 0.0),
+    ("no [END] needed", "[FEEDBACK] Верно. [RESULT] 2", 2.0),
+    ("two-digit decimal is whole", "[FEEDBACK] x [RESULT] 10.5 [END]", 10.5),
+    ("negative: no digit right after the space", "[FEEDBACK] x [RESULT] -1 [END]", None),
+    ("markdown around the score", "[FEEDBACK] x [RESULT] **2** [END]", None),
+    ("no space after the tag", "[FEEDBACK] x [RESULT]2 [END]", None),
+    ("two spaces after the tag", "[FEEDBACK] x [RESULT]  2 [END]", None),
+    ("lower-case tag", "[feedback] x [result] 2 [end]", None),
+    ("no tag", "Ответ хороший, ставлю 2.", None),
+    ("empty", "", None),
+    ("None", None, None),
+]
+
+
+@pytest.mark.parametrize("name,text,expected", EXTRACTED, ids=[row[0] for row in EXTRACTED])
+def test_extract_score_reads_what_pollux_reads(name, text, expected):
+    """The first '[RESULT] ' followed by a decimal, else one digit; its known bugs reproduced."""
+    assert extract_score(text) == expected
+
+
+def test_official_metrics_by_hand():
+    """Scores [2, 1, None, 0] vs criteria_score [2, 1.5, 1, 1]: 3 of 4 with a score -> format_acc 3/4; exact
+    matches: only the first (2 == 2) -> score_acc 1/4 (the None counts as wrong); squared errors over the 3 parsed:
+    0, 0.25, 1 -> mse 1.25 / 3 = 5/12."""
+    out = official_metrics([2.0, 1.0, None, 0.0], [2.0, 1.5, 1.0, 1.0])
+    assert (out["n"], out["n_parsed"]) == (4, 3)
+    assert out["format_acc"] == pytest.approx(3 / 4)
+    assert out["score_acc"] == pytest.approx(1 / 4)
+    assert out["mse"] == pytest.approx(5 / 12)
+
+
+def test_official_metrics_with_nothing_parsed_or_no_outputs():
+    """No score extracted: format_acc and score_acc 0, mse undefined; no outputs at all: everything undefined."""
+    none = official_metrics([None, None], [1.0, 2.0])
+    assert (none["format_acc"], none["score_acc"]) == (0.0, 0.0) and math.isnan(none["mse"])
+    empty = official_metrics([], [])
+    assert empty["n"] == 0 and math.isnan(empty["format_acc"]) and math.isnan(empty["mse"])
+
+
+def _records():
+    rubric = "0: нет\n\n1: частично\n\n2: да"
+    rows = [
+        # criteria_score is POLLUX's reference; record d has none: the mean of its experts (0 + 1) / 2 = 0.5.
+        {"id": "a", "criteria_score": 2.0, "expert_scores": [2, 2]},
+        {"id": "b", "criteria_score": 1.0, "expert_scores": [1, 1]},
+        {"id": "c", "criteria_score": 1.5, "expert_scores": [1, 2]},
+        {"id": "d", "expert_scores": [0, 1]},
+        {"id": "e", "criteria_score": 1.0, "expert_scores": [1]},
+        {"id": "f", "criteria_score": 2.0, "expert_scores": [2]},
+    ]
+    base = {"instruction": "i", "answer": "x", "criteria_name": "c", "rubrics": rubric}
+    return judge.records_from_rows([{**base, **row} for row in rows])
+
+
+def test_pollux_official_over_a_run_by_hand():
+    """a '[RESULT] 2' -> 2 vs 2 (exact, se 0); b '[RESULT] 10' -> 1 (the bug) vs 1 (exact, se 0); c '[RESULT] 1,5'
+    -> 1 vs 1.5 (se 0.25); d no tag -> no score (wrong); e a regression head's raw value 1.3 vs 1 (se 0.09), used
+    instead of any text; f request failed -> not an output. Outputs a-e: 5, with a score 4 -> format_acc 4/5;
+    exact a, b -> score_acc 2/5; mse (0 + 0 + 0.25 + 0.09) / 4 = 0.085."""
+    predictions = [
+        {"id": "a", "raw_output": "[FEEDBACK] x [RESULT] 2 [END]", "parse_ok": True, "score": 2},
+        {"id": "b", "raw_output": "[FEEDBACK] x [RESULT] 10 [END]", "parse_ok": True, "score": 10},
+        {"id": "c", "raw_output": "[FEEDBACK] x [RESULT] 1,5 [END]", "parse_ok": True, "score": 1.5},
+        {"id": "d", "raw_output": "Хороший ответ.", "parse_ok": False, "score": None, "error": "no_result"},
+        {"id": "e", "raw_output": "[FEEDBACK] x [END]", "parse_ok": True, "score": 1.3, "regression_score": 1.3,
+         "score_source": "regression_head"},
+        {"id": "f", "raw_output": None, "parse_ok": False, "score": None, "error": "request_failed"},
+    ]
+    records = _records()
+    # The loader fills a missing criteria_score with the experts' mean; a record built without one falls back too.
+    assert records[3].criteria_score == 0.5
+    records[3] = dataclasses.replace(records[3], criteria_score=None)
+    out = pollux_official(records, predictions, {"all": np.arange(6), "standard": np.array([0, 1])})
+    block = out["splits"]["all"]
+    assert (block["n"], block["n_parsed"], block["n_request_failed"], block["n_regression"]) == (5, 4, 1, 1)
+    assert block["format_acc"] == pytest.approx(4 / 5) and block["score_acc"] == pytest.approx(2 / 5)
+    assert block["mse"] == pytest.approx(0.085)
+    assert block["n_reference_from_experts"] == 1
+    # Items a and b only: both exact -> 1, 1, mse 0.
+    assert (out["splits"]["standard"]["score_acc"], out["splits"]["standard"]["mse"]) == (1.0, 0.0)
+    assert out["title"] == "POLLUX repository evaluator (not the paper's metrics)"
