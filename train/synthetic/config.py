@@ -75,6 +75,8 @@ class InstructionsConfig(_Common):
     per_task_level: int = _f(1, "instructions per (leaf task, complexity level); the paper's 78k is about 171")
     task_types: list = _f([], "only these task types (English names; empty: all 35)")
     skip_zero_shot: bool = _f(False, "skip the Zero-Shot task types (the split stage drops them anyway)")
+    details_language: str = _f("en", "language of the taxonomy texts filled into the paper's generation prompt (en, ru); "
+                                "the paper does not show a filled prompt")
     max_non_russian: float = _f(0.05, "drop an instruction whose share of non-Russian word tokens exceeds this")
     ignore_code: bool = _f(True, "leave code blocks and `inline code` out of the non-Russian count (code tasks)")
 
