@@ -11,10 +11,11 @@ import json
 import threading
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from judge import load_records, load_taxonomy, render_prompt_en
+from judge import Verdict, load_records, load_taxonomy, render_prompt_en
 from tests import scripted_endpoint
 from train.synthetic.cli import main
 from train.synthetic.client import ChatClient, assign_shares
@@ -393,6 +394,25 @@ def _answer_rows() -> list[dict]:
         "task_group": "Text Transformation", "task_type": "Editing", "task_subtype": "", "task_subsubtype": "",
         "difficulty": "easy", "domain": "Общее", "model_id": "ans-a", "answer": "Я пошёл домой.",
     }]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "verdict, expected",
+    [
+        (Verdict("ok", 2.0, True), None),
+        (Verdict.failure("out_of_scale", "score 7 is outside 0-1"), ("out_of_scale", "score 7 is outside 0-1")),
+        (Verdict.failure("no_result", "no [RESULT]"), ("no_result", "no [RESULT]")),
+        # the parser that keeps an out-of-scale score as the judge's answer: ok, with in_scale False
+        (SimpleNamespace(feedback="x", score=7.0, ok=True, error=None, reason="", in_scale=False),
+         ("out_of_scale", "score 7.0 is outside the criterion's scale")),
+        (SimpleNamespace(feedback="x", score=1.0, ok=True, error=None, reason="", in_scale=True), None),
+    ],
+)
+def test_unusable_verdict_refuses_out_of_scale_under_either_parser(verdict, expected):
+    """An out-of-scale teacher score is never a label, whether the parser fails it or flags it in_scale=False."""
+    from train.synthetic.annotate import unusable_verdict
+
+    assert unusable_verdict(verdict) == expected
 
 
 def test_annotate_stage_retries_failures_and_never_scores_them(scripted, tmp_path):
