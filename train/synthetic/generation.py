@@ -1,9 +1,9 @@
 """Stage 1, instructions: problems for every leaf task and complexity level, from generator endpoints in shares.
 
-The POLLUX judges' 78,000 instructions came from three strong LLMs in equal shares, each prompted with the leaf's
-task type, subtypes, domain, description, the complexity level's requirements, and asked for the problem wrapped in
-``[PROBLEM] ... [END]`` (paper App. C.3). ``GENERATION_TEMPLATE`` follows that structure; its wording is ours (the
-paper's exact text was not at hand), so it carries its own version.
+The POLLUX judges' 78,000 instructions came from three strong LLMs in equal shares (paper App. C.1), each given the
+paper's instruction-generation prompt (``seeds/003_04de0265a3137b49.txt:2757-2810``, ``GENERATION_TEMPLATE``, byte
+for byte) with the leaf's type, subtypes, domain, description, and the complexity level with its requirements, and
+asked for the problem wrapped in ``[PROBLEM] ... [END]``.
 
 Filters, in order: a failed request; a malformed output (no ``[PROBLEM] ... [END]``, an empty or repeated block);
 more than ``max_non_russian`` non-Russian word tokens; an exact duplicate (case and whitespace folded) of an earlier
@@ -26,6 +26,7 @@ from train.synthetic.journal import Journal, log, run_jobs, write_stage_outputs
 __all__ = [
     "GENERATION_VERSION",
     "GENERATION_TEMPLATE",
+    "generation_fields",
     "render_generation_prompt",
     "parse_problem",
     "non_russian_share",
@@ -33,22 +34,66 @@ __all__ = [
     "run_instructions",
 ]
 
-GENERATION_VERSION = "pollux-gen-v1"
+GENERATION_VERSION = "pollux-gen-v2"  # v1: our own wording; v2: the paper's M.1 text
 
+# seeds/003_04de0265a3137b49.txt:2760-2770 and 2776-2809. The paper prints this prompt as two code fences: the first
+# closes after "- **Complexity:**" (:2771), three blank lines follow outside any fence (:2772-2774), and a second fence
+# opens (:2775) before the "---" and the rules. We read the stray fence as a typesetting split of ONE prompt (a page
+# or column break in the source), not as text the generators saw: the template is the lines inside both fences,
+# joined by "\n", exactly as for the judge prompts (the lines inside the fence, no newline after the last one). The
+# second fence's last line (:2809) is empty, so the template ends in "extra messages.\n". The fences themselves and the
+# three blank lines between them are not part of it.
 GENERATION_TEMPLATE = (
-    "You write tasks that test AI assistants in Russian. Write one new problem: a request a user could send to an "
-    "AI assistant, for the task described below.\n\n"
-    "Task type: {task_type} ({task_type_ru})\n"
-    "Subtypes: {subtypes}\n"
-    "Domain: {domain}\n"
-    "Task description: {description}\n"
-    "Complexity: {complexity}\n"
-    "Requirements for this complexity: {requirements}\n\n"
-    "The problem must be written in Russian, be self-contained (include any text it asks to work on), match the "
-    "task type, domain and complexity, and contain neither the solution nor comments about the problem.\n"
-    "Output only the problem, in this format:\n"
-    "[PROBLEM] (the problem) [END]"
+    "### **Instruction:**\n"
+    "Your task is to generate a new novel problem based on the given details about its type, description, "
+    "requirements, and complexity.\n"
+    "\n"
+    "### **Problem Details:**\n"
+    "- **General Problem Type:** {problem_type}\n"
+    "- **Specific Problem Type:** {problem_subtype}\n"
+    "- **More Specific Subtype:** {problem_subtype2}\n"
+    "- **Domain:** {domain}\n"
+    "- **Description:** {problem_description}\n"
+    "- **Requirements:** {problem_requirements}\n"
+    "- **Complexity:** {problem_complexity}\n"
+    "\n"
+    "---\n"
+    "\n"
+    "### **Problem Generation Rules:**\n"
+    "\n"
+    "1. **Relevance:**\n"
+    "  - The problem must be directly related to the given description and domain.\n"
+    "  - It should align with the specified problem type and complexity level.\n"
+    "\n"
+    "2. **Complexity & Challenge:**\n"
+    "  - The problem should not be too generic or easy to solve.\n"
+    "  - The complexity should match '{problem_complexity}'.\n"
+    "\n"
+    "3. **Implicit Requirements:**\n"
+    "  - The problem should naturally contain the requirements but should not list them explicitly.\n"
+    "\n"
+    "4. **Text-Based Problems:**\n"
+    "  - If the problem involves working with text, the text content should be provided after the problem statement.\n"
+    "\n"
+    "5. **Perspective & Style:**\n"
+    "  - Assume a situation where a user is asking a question.\n"
+    "  - The user should ask in first-person perspective but should not use phrases like \"I\", \"A user\", or \"You\" in "
+    "the first sentence.\n"
+    "  - Do not assign a role to any entity in the problem.\n"
+    "  - Avoid mentioning AI models in any way.\n"
+    "\n"
+    "---\n"
+    "\n"
+    "### **Format:**\n"
+    "\n"
+    "- Prefix the problem with: [PROBLEM]\n"
+    "- Write the problem in Russian (matching the given description).\n"
+    "- End the problem with: [END]\n"
+    "- No greetings or extra messages.\n"
 )
+
+# The level names of the released POLLUX `difficulty` column (RELEASE.md); the paper does not show the filled value.
+_COMPLEXITY_NAMES = {"easy": "Easy", "medium": "Medium", "hard": "Hard"}
 
 _PROBLEM = re.compile(r"\[PROBLEM\](.*?)\[END\]", re.DOTALL | re.IGNORECASE)
 _THINK = re.compile(r"^.*?</think\s*>", re.DOTALL | re.IGNORECASE)
@@ -75,19 +120,45 @@ def _leaf_domains() -> dict[tuple, dict]:
     return out
 
 
-def render_generation_prompt(task, level: str) -> str:
-    """The generation prompt for one leaf task (a ``judge.Task``) at one complexity level (easy/medium/hard)."""
-    domain = _leaf_domains().get((task.task_type, task.subtype, task.subsubtype), {})
-    subtypes = " / ".join(p for p in (task.subtype, task.subsubtype) if p) or "none"
-    return GENERATION_TEMPLATE.format(
-        task_type=task.task_type,
-        task_type_ru=task.names_ru[1],
-        subtypes=subtypes,
-        domain=domain.get("en") or domain.get("ru") or "general",
-        description=task.description.get("en") or task.description.get("ru") or "",
-        complexity=level,
-        requirements=task.complexity[level].get("en") or task.complexity[level].get("ru") or "",
-    )
+def generation_fields(task, level: str, language: str = "en") -> dict[str, str]:
+    """The placeholders of ``GENERATION_TEMPLATE`` for one leaf task at one complexity level.
+
+    The paper names the placeholders (``seeds/003_04de0265a3137b49.txt:2764-2770``) but shows no filled example, so
+    two choices are ours: the taxonomy texts are in ``language`` (default English, the prompt's own language;
+    ``ru`` gives the Russian names and texts); an absent subtype level is ``""``, as in the released POLLUX data's
+    ``task_subtype`` / ``task_subsubtype`` columns.
+
+    Args:
+        task: a leaf ``judge.Task``.
+        level: ``easy``, ``medium`` or ``hard``.
+        language: ``en`` or ``ru``.
+    """
+    if language not in ("en", "ru"):
+        raise ValueError(f"generation prompt language must be 'en' or 'ru', got {language!r}")
+    if level not in task.complexity:
+        raise ValueError(f"task {'/'.join(task.path)!r} has no complexity level {level!r}")
+    if language == "en":
+        names = (task.task_type, task.subtype or "", task.subsubtype or "")
+        domain = task.domain or _leaf_domains().get((task.task_type, task.subtype, task.subsubtype), {}).get("en", "")
+    else:
+        ru = tuple(task.names_ru[1:]) + ("", "")
+        names = ru[:3]
+        domain = _leaf_domains().get((task.task_type, task.subtype, task.subsubtype), {}).get("ru", "")
+    return {
+        "problem_type": names[0],
+        "problem_subtype": names[1],
+        "problem_subtype2": names[2],
+        "domain": domain or "",
+        "problem_description": task.description.get(language, ""),
+        "problem_requirements": task.complexity[level].get(language, ""),
+        "problem_complexity": _COMPLEXITY_NAMES[level],
+    }
+
+
+def render_generation_prompt(task, level: str, language: str = "en") -> str:
+    """The paper's instruction-generation prompt for one leaf task (a ``judge.Task``) at one complexity level
+    (easy/medium/hard), its placeholders filled by ``generation_fields``."""
+    return GENERATION_TEMPLATE.format(**generation_fields(task, level, language))
 
 
 def parse_problem(text: str) -> tuple[str | None, str]:
@@ -156,6 +227,8 @@ def run_instructions(config: InstructionsConfig, out_dir: Path) -> dict:
     """Run stage 1 into ``out_dir`` (resumable). Returns the summary."""
     if not config.generators:
         raise ValueError("instructions: no generators configured (list them under 'generators' in the YAML)")
+    if config.details_language not in ("en", "ru"):
+        raise ValueError(f"instructions: details_language must be 'en' or 'ru', got {config.details_language!r}")
     endpoints = [EndpointConfig(**g) for g in config.generators]
     clients = [ChatClient(e, config.max_retries, config.backoff_s, config.timeout_s) for e in endpoints]
     jobs = generation_jobs(config)
@@ -163,7 +236,7 @@ def run_instructions(config: InstructionsConfig, out_dir: Path) -> dict:
 
     def work(payload: dict) -> dict:
         task, level, ep = payload["task"], payload["level"], payload["endpoint"]
-        result = clients[ep].complete(render_generation_prompt(task, level))
+        result = clients[ep].complete(render_generation_prompt(task, level, config.details_language))
         return {
             "task_group": task.group,
             "task_type": task.task_type,
