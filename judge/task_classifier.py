@@ -113,7 +113,7 @@ class TaskChoice:
     Attributes:
         task_type, task_subtype, task_subsubtype: the top-1 leaf's English names ("" where the path is shorter);
             the top-1 leaf even when ``fallback`` is set.
-        label: the top-1 leaf's label (``label_of``).
+        label: the top-1 leaf's label (``label_of``); "" when the method failed to name a leaf (see ``reason``).
         probability: the classifier's probability of the top-1 leaf (None when the method gives none).
         alternatives: the top-k leaves as ``(label, probability)``, best first, the top-1 included.
         criteria: criterion ids to judge on: the leaf's set, or ``fallback_criteria()`` when ``fallback``.
@@ -542,7 +542,8 @@ def expand_criteria(
     if not isinstance(choice, TaskChoice):
         choice = choice.choose(instruction, answer)
     taxonomy = load_taxonomy()
-    leaf = leaf_of(choice.label, taxonomy)
+    # A failed choice (an LLM answer outside the taxonomy) has no leaf: its items carry empty task columns.
+    leaf = leaf_of(choice.label, taxonomy) if choice.label else None
     record = choice.to_dict()
     items = []
     for cid in choice.criteria:
@@ -554,9 +555,9 @@ def expand_criteria(
             "criteria_name": crit.name[lang],
             "criterion_id": cid,
             "rubrics": crit.rubric(lang),
-            "task_type": leaf.task_type,
-            "task_subtype": leaf.subtype or "",
-            "task_subsubtype": leaf.subsubtype or "",
+            "task_type": leaf.task_type if leaf else "",
+            "task_subtype": (leaf.subtype or "") if leaf else "",
+            "task_subsubtype": (leaf.subsubtype or "") if leaf else "",
             "task_choice": record,
         })  # fmt: skip
     return items, record
