@@ -49,6 +49,7 @@ __all__ = [
     "choose_from_scores",
     "criteria_set_scores",
     "expand_criteria",
+    "expand_rows",
     "fallback_criteria",
     "heldout_path",
     "label_of",
@@ -561,6 +562,42 @@ def expand_criteria(
             "task_choice": record,
         })  # fmt: skip
     return items, record
+
+
+#: Columns of an input row that ``expand_rows`` copies into every item (POLLUX record columns it does not set).
+_CARRIED = ("id", "model_id", "reference_answer", "difficulty", "domain", "expert_scores", "expert_feedback",
+            "criteria_score")  # fmt: skip
+
+
+def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str = "data") -> tuple[list[dict], list[dict]]:
+    """``criteria: auto`` over a dataset: every (instruction, answer) row becomes one item per chosen criterion.
+
+    Rows that already name a criterion (``criteria_name``) pass through unchanged, so a file may mix both.
+    Item ids are ``<row id>::<criterion id>`` (row id: the row's ``id``, else its index), stable across runs.
+
+    Returns:
+        (items, choices): the POLLUX-format items, and one choice record per expanded row (``row`` index, ``id``
+        and ``TaskChoice.to_dict()`` fields) for a ``task_choices.jsonl`` beside the predictions.
+
+    Raises:
+        ValueError: a row without ``instruction`` or ``answer``, naming the source and row.
+    """
+    items, choices = [], []
+    for i, row in enumerate(rows):
+        if row.get("criteria_name"):
+            items.append(dict(row))
+            continue
+        for key in ("instruction", "answer"):
+            if not isinstance(row.get(key), str) or not row[key].strip():
+                raise ValueError(f"{source} row {i}: '{key}' must be a non-empty string for criteria: auto")
+        row_id = str(row.get("id") or i)
+        carried = {k: row[k] for k in _CARRIED if k in row and k != "id"}
+        got, record = expand_criteria(row["instruction"], row["answer"], classifier, extra=carried)
+        for item in got:
+            item["id"] = f"{row_id}::{item['criterion_id']}"
+        items.extend(got)
+        choices.append({"row": i, "id": row_id, **record})
+    return items, choices
 
 
 def criteria_set_scores(chosen: Iterable[str], gold: Iterable[str]) -> dict[str, float]:

@@ -269,3 +269,43 @@ def test_criteria_set_scores_by_hand(chosen, gold, expected):
     """Precision |A∩B|/|A|, recall |A∩B|/|B|, Jaccard |A∩B|/|A∪B| over base ids (worked by hand)."""
     got = criteria_set_scores(chosen, gold)
     assert got == pytest.approx(expected)
+
+
+class _Fixed:
+    """A classifier that always gives the same leaf probabilities (a test double behind the Protocol)."""
+
+    name = "fixed"
+    threshold = 0.5
+
+    def __init__(self, scores):
+        self.scores = scores
+
+    def predict_proba(self, instructions):
+        return [dict(self.scores) for _ in instructions]
+
+    def choose(self, instruction, answer=None, top_k=3):
+        return choose_from_scores(self.scores, self.name, self.threshold, top_k)
+
+
+def test_expand_rows_expands_unlabelled_rows_and_passes_labelled_ones():
+    """Rows without criteria_name become one item per criterion (ids row::criterion); labelled rows pass through."""
+    from judge.task_classifier import expand_rows
+
+    rows = [
+        {"id": "q1", "instruction": "Дай совет", "answer": "Спи.", "model_id": "m", "reference_answer": "r"},
+        {"id": "q2", "instruction": "i", "answer": "a", "criteria_name": "Креативность", "rubrics": "0: a\n\n1: b"},
+    ]
+    items, choices = expand_rows(rows, _Fixed({"Advice": 0.9}))
+    n = len(leaf_of("Advice").criteria)
+    assert len(items) == n + 1 and items[-1] == rows[1]
+    assert items[0]["id"] == f"q1::{leaf_of('Advice').criteria[0]}"
+    assert items[0]["model_id"] == "m" and items[0]["reference_answer"] == "r"
+    assert choices == [{"row": 0, "id": "q1", **choose_from_scores({"Advice": 0.9}, "fixed").to_dict()}]
+
+
+def test_expand_rows_names_a_row_without_answer():
+    """A row with no answer is an error naming the source and row, not a silently dropped item."""
+    from judge.task_classifier import expand_rows
+
+    with pytest.raises(ValueError, match="data.jsonl row 1: 'answer'"):
+        expand_rows([{"instruction": "a", "answer": "b"}, {"instruction": "a"}], _Fixed({"Advice": 0.9}), "data.jsonl")
