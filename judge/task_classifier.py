@@ -49,6 +49,7 @@ __all__ = [
     "choose_from_scores",
     "criteria_set_scores",
     "expand_criteria",
+    "expand_file",
     "expand_rows",
     "fallback_criteria",
     "heldout_path",
@@ -598,6 +599,29 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
         items.extend(got)
         choices.append({"row": i, "id": row_id, **record})
     return items, choices
+
+
+def expand_file(source: str | Path, out_dir: str | Path, classifier: TaskClassifier) -> Path:
+    """``expand_rows`` over a JSONL file: writes ``auto_items.jsonl`` (POLLUX-format items for ``judge.load_records``)
+    and ``task_choices.jsonl`` (one choice record per expanded row) into ``out_dir``; returns the items' path.
+
+    Raises:
+        ValueError: a line that is not a JSON object, or a row ``expand_rows`` refuses (naming file and row).
+    """
+    source, out = Path(source), Path(out_dir)
+    rows = []
+    for i, line in enumerate(source.read_text(encoding="utf-8").splitlines()):
+        if line.strip():
+            row = json.loads(line)
+            if not isinstance(row, dict):
+                raise ValueError(f"{source} line {i + 1}: not a JSON object")
+            rows.append(row)
+    items, choices = expand_rows(rows, classifier, str(source))
+    out.mkdir(parents=True, exist_ok=True)
+    for name, data in (("auto_items.jsonl", items), ("task_choices.jsonl", choices)):
+        with (out / name).open("w", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in data)
+    return out / "auto_items.jsonl"
 
 
 def criteria_set_scores(chosen: Iterable[str], gold: Iterable[str]) -> dict[str, float]:

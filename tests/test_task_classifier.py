@@ -309,3 +309,35 @@ def test_expand_rows_names_a_row_without_answer():
 
     with pytest.raises(ValueError, match="data.jsonl row 1: 'answer'"):
         expand_rows([{"instruction": "a", "answer": "b"}, {"instruction": "a"}], _Fixed({"Advice": 0.9}), "data.jsonl")
+
+
+def test_expand_file_writes_items_that_load_as_records_and_the_choices(tmp_path):
+    """expand_file: auto_items.jsonl loads through judge.load_records; task_choices.jsonl has one row per pair."""
+    from judge import load_records
+    from judge.task_classifier import expand_file
+
+    src = tmp_path / "pairs.jsonl"
+    src.write_text('{"id": "a", "instruction": "Дай совет", "answer": "Спи."}\n\n'
+                   '{"id": "b", "instruction": "Ещё совет", "answer": "Ешь."}\n', encoding="utf-8")  # fmt: skip
+    path = expand_file(src, tmp_path / "out", _Fixed({"Advice": 0.9}))
+    records = load_records(path)
+    n = len(leaf_of("Advice").criteria)
+    assert len(records) == 2 * n and records[0].id == f"a::{leaf_of('Advice').criteria[0]}"
+    assert records[0].task_type == "Advice" and records[0].extra["task_choice"]["label"] == "Advice"
+    choices = _rows(tmp_path / "out" / "task_choices.jsonl")
+    assert [c["id"] for c in choices] == ["a", "b"]
+
+
+def test_bench_scores_a_fixed_classifier_by_hand():
+    """bench/criteria_auto: a classifier that always says Advice (0.9) over one Advice and one Fact-checking row:
+    leaf top-1 1/2, top-3 2/2 (Fact checking is its second alternative), Jaccard 1 on the Advice row."""
+    from bench.criteria_auto import evaluate, summarise
+
+    rows = [{"id": "1", "instruction": "x", "label": "Advice", "split": STANDARD},
+            {"id": "2", "instruction": "y", "label": "Fact checking", "split": STANDARD}]  # fmt: skip
+    results = evaluate(_Fixed({"Advice": 0.9, "Fact checking": 0.1}), rows)
+    assert [r["leaf_top1"] for r in results] == [True, False] and [r["leaf_top3"] for r in results] == [True, True]
+    assert results[0]["set"] == {"precision": 1.0, "recall": 1.0, "jaccard": 1.0}
+    s = summarise(results)
+    assert (s["n"], s["leaf_top1"], s["leaf_top3"], s["type_top1"], s["fallback"]) == (2, 0.5, 1.0, 0.5, 0.0)
+    assert s["set_jaccard"] == pytest.approx((1.0 + results[1]["set"]["jaccard"]) / 2)
