@@ -102,6 +102,15 @@ class RunConfig:
                               "{VLLM_CPU_KVCACHE_SPACE: '1'} (GiB of KV cache) on CPU.")
     server_timeout_s: float = _f(900.0, "Checkpoint judges: seconds the server may take to start.")
     progress: bool = _f(True, "Show a progress bar.")
+    # ---- criteria: auto (issue #13) -------------------------------------------------------------------------------
+    criteria: str = _f("", "auto: rows without criteria_name are (instruction, answer) pairs, expanded into one item "
+                           "per criterion of the task a classifier chooses (judge.task_classifier); empty: every row "
+                           "names its criterion.")
+    criteria_classifier: str = _f("tfidf", "criteria auto: the task-classifier method (tfidf, llm or head).")
+    criteria_classifier_path: str = _f("", "criteria auto: tfidf/head artefact folder, or the llm method's base URL.")
+    criteria_classifier_model: str = _f("", "criteria auto, llm method: the served model name.")
+    criteria_threshold: float = _f(0.5, "criteria auto: below this top probability the criteria fall back to those "
+                                        "that apply to every task.")
 
     def validate(self) -> None:
         """Raise ``ConfigError`` naming the first bad key."""
@@ -115,6 +124,10 @@ class RunConfig:
                 raise ConfigError(f"{key}: must be at least 1, got {getattr(self, key)}")
         if not self.out:
             raise ConfigError("out: an output folder is required (--out DIR)")
+        if self.criteria not in ("", "auto"):
+            raise ConfigError(f"criteria: {self.criteria!r} is not one of '', auto")
+        if self.criteria == "auto" and not self.criteria_classifier_path:
+            raise ConfigError("criteria_classifier_path: required with --criteria auto (artefact folder or llm URL)")
         if not self.judge and not self.base_url_env:
             raise ConfigError("judge: give a checkpoint folder or URL (--judge), or base_url_env for an API judge")
 
@@ -667,6 +680,19 @@ def _select(records: list, config: RunConfig) -> list:
     return records
 
 
+def _expand_auto(config: RunConfig, out: Path) -> Path:
+    """``--criteria auto``: ``out/auto_items.jsonl`` (one item per chosen criterion) and ``out/task_choices.jsonl``."""
+    import judge
+    from judge.task_classifier import build_classifier, expand_file
+
+    if config.criteria_classifier == "llm":
+        kwargs = {"base_url": config.criteria_classifier_path, "model": config.criteria_classifier_model}
+    else:
+        kwargs = {"path": config.criteria_classifier_path}
+    classifier = build_classifier(config.criteria_classifier, threshold=config.criteria_threshold, **kwargs)
+    return expand_file(config.data or judge.sample_data_path(), out, classifier)
+
+
 def run(config: RunConfig) -> dict[str, Any]:
     """Judge every selected record that has no final prediction yet.
 
@@ -685,6 +711,8 @@ def run(config: RunConfig) -> dict[str, Any]:
     config.validate()
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
+    if config.criteria == "auto":
+        config.data = str(_expand_auto(config, out))  # run.json then names the expanded items, as `score` reads them
     records = _select(judge.load_records(config.data or judge.sample_data_path()), config)
     if not config.data:
         config.data = str(judge.sample_data_path())

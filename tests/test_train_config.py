@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 
 from train.cli import SUBCOMMANDS, _available, build_run_parser, main
-from train.config import ConfigError, RegressionConfig, Seq2SeqConfig, config_from_args, load_config
+from train.config import (
+    ClassifierConfig,
+    ConfigError,
+    RegressionConfig,
+    Seq2SeqConfig,
+    config_from_args,
+    load_config,
+)
 from train.trainer_setup import launch_arithmetic, training_kwargs
 
 REPO = Path(__file__).resolve().parent.parent
@@ -19,7 +26,8 @@ DEEPSPEED_CONFIGS = sorted((REPO / "configs" / "deepspeed").glob("*.json"))
 def test_the_shipped_configs_are_all_there():
     """Both recipes for T-lite, T-pro and the tiny CPU model; ZeRO-2, ZeRO-3 and ZeRO-3 offload."""
     names = {f"{p.parent.name}/{p.stem}" for p in TRAIN_CONFIGS}
-    assert names == {f"{size}/{recipe}" for size in ("t-lite", "t-pro", "tiny") for recipe in ("seq2seq", "regression")}
+    judges = {f"{size}/{recipe}" for size in ("t-lite", "t-pro", "tiny") for recipe in ("seq2seq", "regression")}
+    assert names == judges | {"tiny/classifier"}  # the criteria: auto task classifier (issue #13)
     assert {p.stem for p in DEEPSPEED_CONFIGS} == {"zero2", "zero3", "zero3_offload"}
 
 
@@ -28,7 +36,8 @@ def test_every_train_yaml_parses_and_starts_with_its_command(path, monkeypatch):
     """Each YAML resolves to its recipe's dataclass, and its first line is the command that runs it."""
     monkeypatch.chdir(REPO)  # deepspeed paths in the configs are relative to the repository
     config = load_config(path)
-    assert isinstance(config, Seq2SeqConfig if path.stem == "seq2seq" else RegressionConfig)
+    expected = {"seq2seq": Seq2SeqConfig, "regression": RegressionConfig, "classifier": ClassifierConfig}[path.stem]
+    assert isinstance(config, expected)
     assert path.read_text(encoding="utf-8").splitlines()[0] == f"# judge-train --config configs/train/{path.parent.name}/{path.name}"
 
 

@@ -3,6 +3,7 @@
     judge-train --config configs/train/tiny/seq2seq.yaml                 # same as `judge-train run --config ...`
     judge-train run --config configs/train/t-lite/regression.yaml --learning_rate 2e-5 --output_dir runs/x
     judge-train run --config configs/train/tiny/seq2seq.yaml --resume     # continue from the latest checkpoint
+    judge-train classifier --config configs/train/tiny/classifier.yaml   # the criteria: auto task classifier
     judge-train build-data --data judge/data/sample.jsonl --zero-shot drop --out runs/rows.jsonl
     judge-train card --export runs/x/export --run runs/eval/x            # model card with evaluation figures
     torchrun --nproc_per_node 8 -m train.cli --config configs/train/t-lite/seq2seq.yaml   # several GPUs
@@ -25,6 +26,7 @@ __all__ = ["main", "build_run_parser", "SUBCOMMANDS"]
 #: in the subcommand that runs.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "run": ("train.cli", "train a judge from a config (the default: `judge-train --config ...`)"),
+    "classifier": ("train.classifier", "train the criteria: auto task classifier (a head over the leaf tasks)"),
     "build-data": ("train.build_data", "turn POLLUX-format records into training rows and report what was dropped"),
     # ---- subcommands owned by other parts of the toolkit ---------------------------------------------------------
     # Listed only once their module is installed (nothing is declared that does not work yet).
@@ -52,7 +54,7 @@ def build_run_parser(prog: str = "judge-train run") -> argparse.ArgumentParser:
         epilog="example: judge-train run --config configs/train/tiny/seq2seq.yaml --max_steps 5 --output_dir runs/demo",
     )
     parser.add_argument("--config", help="YAML file from configs/train/ (it names its recipe)")
-    parser.add_argument("--recipe", choices=["seq2seq", "regression"], help="recipe when no --config is given")
+    parser.add_argument("--recipe", choices=["seq2seq", "regression", "classifier"], help="recipe when no --config is given")
     add_config_arguments(parser)
     return parser
 
@@ -72,6 +74,8 @@ def run(argv: Sequence[str]) -> int:
         return 2
     if config.recipe == "seq2seq":
         from train.seq2seq import main as recipe_main
+    elif config.recipe == "classifier":
+        from train.classifier import train_classifier as recipe_main
     else:
         from train.regression import main as recipe_main
     from judge import LeakageError

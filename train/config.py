@@ -30,6 +30,7 @@ __all__ = [
     "TrainConfig",
     "Seq2SeqConfig",
     "RegressionConfig",
+    "ClassifierConfig",
     "load_config",
     "add_config_arguments",
     "config_from_args",
@@ -211,7 +212,36 @@ class RegressionConfig(TrainConfig):
             raise ConfigError("loss weights must be non-negative and not both zero")
 
 
-RECIPES: dict[str, type[TrainConfig]] = {"seq2seq": Seq2SeqConfig, "regression": RegressionConfig}
+@dataclass
+class ClassifierConfig(TrainConfig):
+    """The task classifier of ``criteria: auto``: a sequence-classification head over the leaf tasks."""
+
+    recipe: str = _help("Which recipe this file configures: 'seq2seq', 'regression' or 'classifier'.", default="classifier")
+    data: str = _help(
+        "Labelled instructions, comma-separated: `judge-train data instructions` output, POLLUX-format records "
+        f"(their task columns label them) or labelled JSONL; '{SAMPLE_DATA}' is the bundled training set "
+        "(judge/data/task_classifier_train.jsonl). The bundled held-out set is refused here.",
+        default=SAMPLE_DATA,
+    )
+    zero_shot: str = _help(
+        "Zero-Shot task types: 'drop' leaves them out (default: its Zero-Shot figures stay zero-shot), 'allow' "
+        "trains on them, 'refuse' stops when any are present.",
+        default="drop",
+    )
+    taxonomy_text: bool = _help("Add one taxonomy-text row per leaf (names, description) to the training rows.",
+                                default=True)  # fmt: skip
+
+    def validate(self) -> None:
+        super().validate()
+        if self.lora:
+            raise ConfigError("the classifier recipe trains all weights; lora is not supported for it")
+
+
+RECIPES: dict[str, type[TrainConfig]] = {
+    "seq2seq": Seq2SeqConfig,
+    "regression": RegressionConfig,
+    "classifier": ClassifierConfig,
+}
 
 
 # ---------------------------------------------------------------------------------------------------------------

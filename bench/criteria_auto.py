@@ -1,0 +1,159 @@
+"""Measure `criteria: auto` task classifiers on the bundled held-out instructions (never used for training).
+
+    .venv/bin/python bench/criteria_auto.py                                   # tfidf, trained on the bundled rows
+    .venv/bin/python bench/criteria_auto.py --methods tfidf,llm --llm-url http://127.0.0.1:8000/v1 --llm-model judge
+    .venv/bin/python bench/criteria_auto.py --train runs/instructions/instructions.jsonl --save runs/task-clf
+    .venv/bin/python bench/criteria_auto.py --methods head --head runs/classifier/final
+
+Per method and per split (all / Standard / Zero-Shot task types): leaf-task and task-type top-1 / top-3 accuracy,
+the fallback rate, precision / recall / Jaccard of the chosen criteria set against the gold leaf's set (over base
+criterion ids; macro-averaged over instructions; once with the threshold's fallback applied and once with the top-1
+leaf's set), and latency per instruction (ms, median and mean, one instruction at a time). The tfidf method is
+trained here on ``--train`` files (default: the bundled training set plus one taxonomy-text row per leaf), with
+Zero-Shot task types left out unless ``--include-zero-shot``, so its Zero-Shot figures measure transfer to unseen
+task types. Prints a Markdown table and, with ``--json``, writes the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from judge.splits import STANDARD, ZERO_SHOT
+from judge.task_classifier import (
+    DEFAULT_THRESHOLD,
+    LABEL_SEPARATOR,
+    TfidfClassifier,
+    build_classifier,
+    criteria_set_scores,
+    heldout_path,
+    leaf_of,
+    load_labelled,
+    taxonomy_rows,
+    training_path,
+)
+
+
+def _type(label: str) -> str:
+    return label.split(LABEL_SEPARATOR)[0] if label else ""
+
+
+def evaluate(classifier, rows: list[dict], top_k: int = 3) -> list[dict]:
+    """One result row per held-out instruction: gold, choice, hits, criteria-set scores, latency (ms)."""
+    out = []
+    for row in rows:
+        start = time.perf_counter()
+        choice = classifier.choose(row["instruction"], top_k=top_k)
+        latency_ms = (time.perf_counter() - start) * 1000.0
+        gold = leaf_of(row["label"])
+        labels = [lab for lab, _ in choice.alternatives]
+        top1_leaf = leaf_of(choice.label).criteria if choice.label else ()
+        out.append({
+            "id": row.get("id", ""), "gold": row["label"], "split": row["split"], "chosen": choice.label,
+            "probability": choice.probability, "fallback": choice.fallback,
+            "leaf_top1": choice.label == row["label"], "leaf_top3": row["label"] in labels[:3],
+            "type_top1": _type(choice.label) == _type(row["label"]),
+            "type_top3": _type(row["label"]) in {_type(lab) for lab in labels[:3]},
+            "set": criteria_set_scores(choice.criteria, gold.criteria),
+            "set_no_fallback": criteria_set_scores(top1_leaf, gold.criteria) if top1_leaf else
+            {"precision": 0.0, "recall": 0.0, "jaccard": 0.0},
+            "latency_ms": latency_ms,
+        })  # fmt: skip
+    return out
+
+
+def summarise(results: list[dict]) -> dict:
+    """Means over instructions (accuracies, set scores), latency median/mean; n per split."""
+    if not results:
+        return {"n": 0}
+    mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
+    summary = {"n": len(results)}
+    for key in ("leaf_top1", "leaf_top3", "type_top1", "type_top3", "fallback"):
+        summary[key] = mean([float(r[key]) for r in results])
+    for which in ("set", "set_no_fallback"):
+        for metric in ("precision", "recall", "jaccard"):
+            summary[f"{which}_{metric}"] = mean([r[which][metric] for r in results])
+    lat = [r["latency_ms"] for r in results]
+    summary["latency_ms_median"] = statistics.median(lat)
+    summary["latency_ms_mean"] = mean(lat)
+    return summary
+
+
+def build(method: str, args, train_pairs: list[dict]):
+    if method == "tfidf":
+        clf = TfidfClassifier.fit(train_pairs, threshold=args.threshold)
+        if args.save:
+            clf.save(args.save)
+            print(f"saved the tfidf artefact to {args.save}", file=sys.stderr)
+        return clf
+    if method == "llm":
+        if not (args.llm_url and args.llm_model):
+            raise SystemExit("--methods llm needs --llm-url and --llm-model")
+        return build_classifier("llm", base_url=args.llm_url, model=args.llm_model, threshold=args.threshold)
+    if method == "head":
+        if not args.head:
+            raise SystemExit("--methods head needs --head DIR (a `judge-train classifier` export)")
+        return build_classifier("head", path=args.head, threshold=args.threshold)
+    raise SystemExit(f"unknown method {method!r}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--methods", default="tfidf", help="comma-separated: tfidf, llm, head")
+    parser.add_argument("--heldout", default=str(heldout_path()), help="labelled JSONL to evaluate on")
+    parser.add_argument("--train", action="append", default=None,
+                        help="tfidf training files (instructions output / POLLUX records / labelled JSONL); "
+                             "repeatable; default: the bundled training set")  # fmt: skip
+    parser.add_argument("--no-taxonomy-text", action="store_true", help="do not add one taxonomy-text row per leaf")
+    parser.add_argument("--include-zero-shot", action="store_true", help="let Zero-Shot task types into training")
+    parser.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD, help="fallback threshold")
+    parser.add_argument("--save", default=None, help="write the trained tfidf artefact to this folder")
+    parser.add_argument("--llm-url", default=None, help="OpenAI base URL for the llm method")
+    parser.add_argument("--llm-model", default=None, help="served model name for the llm method")
+    parser.add_argument("--head", default=None, help="classifier export folder for the head method")
+    parser.add_argument("--json", default=None, help="write the summaries (and per-row results) here")
+    args = parser.parse_args(argv)
+
+    heldout, _ = load_labelled([args.heldout], include_zero_shot=True)
+    train_pairs, counts = load_labelled(args.train or [training_path()], include_zero_shot=args.include_zero_shot)
+    if not args.no_taxonomy_text:
+        train_pairs += taxonomy_rows(include_zero_shot=args.include_zero_shot)
+    overlap = {p["instruction"] for p in train_pairs} & {r["instruction"] for r in heldout}
+    if overlap:
+        raise SystemExit(f"{len(overlap)} held-out instructions are in the training data; remove them")
+
+    report = {"heldout": args.heldout, "n_heldout": len(heldout), "train_counts": counts,
+              "n_train": len(train_pairs), "threshold": args.threshold, "methods": {}}  # fmt: skip
+    print(f"held-out: {len(heldout)} instructions ({sum(r['split'] == ZERO_SHOT for r in heldout)} Zero-Shot); "
+          f"tfidf training rows: {len(train_pairs)}; threshold {args.threshold}")  # fmt: skip
+    header = ("| method | split | n | leaf top-1 | leaf top-3 | type top-1 | type top-3 | fallback | "
+              "P / R / J (auto) | P / R / J (top-1 leaf) | ms median / mean |")  # fmt: skip
+    print(header)
+    print("|---" * (header.count("|") - 1) + "|")
+    for method in [m.strip() for m in args.methods.split(",") if m.strip()]:
+        clf = build(method, args, train_pairs)
+        results = evaluate(clf, heldout)
+        report["methods"][method] = {"results": results, "summary": {}}
+        for split, rows in (("all", results), (STANDARD, [r for r in results if r["split"] == STANDARD]),
+                            (ZERO_SHOT, [r for r in results if r["split"] == ZERO_SHOT])):  # fmt: skip
+            s = summarise(rows)
+            report["methods"][method]["summary"][split] = s
+            if not s["n"]:
+                print(f"| {method} | {split} | 0 | (no rows) |")
+                continue
+            print(f"| {method} | {split} | {s['n']} | {s['leaf_top1']:.3f} | {s['leaf_top3']:.3f} | "
+                  f"{s['type_top1']:.3f} | {s['type_top3']:.3f} | {s['fallback']:.3f} | "
+                  f"{s['set_precision']:.2f} / {s['set_recall']:.2f} / {s['set_jaccard']:.2f} | "
+                  f"{s['set_no_fallback_precision']:.2f} / {s['set_no_fallback_recall']:.2f} / "
+                  f"{s['set_no_fallback_jaccard']:.2f} | {s['latency_ms_median']:.1f} / {s['latency_ms_mean']:.1f} |")  # fmt: skip
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, ensure_ascii=False, indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

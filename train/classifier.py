@@ -1,0 +1,203 @@
+"""Task-classifier recipe (``criteria: auto``): a sequence-classification head over the judge's backbone.
+
+    judge-train classifier --config configs/train/tiny/classifier.yaml                 # CPU, seconds
+    judge-train classifier --config configs/train/tiny/classifier.yaml --data runs/instructions/instructions.jsonl
+    judge-train run --config configs/train/tiny/classifier.yaml                        # the same recipe
+
+Each row is an instruction labelled with its leaf task (``judge.task_classifier.load_labelled``: synthetic
+instructions labelled by the leaf they were generated for, POLLUX records by their task columns, the bundled training
+set; plus one taxonomy-text row per leaf unless ``taxonomy_text: false``). The model is
+``AutoModelForSequenceClassification`` on the base model with ``num_labels`` = all 152 leaves of the taxonomy and
+``id2label`` = their labels (``"Code creation / Python"``), so the head always speaks the contract's vocabulary,
+even for leaves without training rows. Plain ``transformers.Trainer`` trains it (cross-entropy on the last token).
+The export (``<output_dir>/export``) is a ``*ForSequenceClassification`` folder that vLLM's pooling runner serves
+(``--runner pooling``, ``POST /classify``) and ``judge.task_classifier.HeadClassifier`` reads.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from train.config import ClassifierConfig, config_to_dict
+from train.provenance import RunResult
+
+__all__ = ["main", "train_classifier", "classifier_rows", "ClassifierCollator"]
+
+logger = logging.getLogger(__name__)
+
+
+def classifier_rows(config: ClassifierConfig) -> tuple[list[dict], dict]:
+    """The labelled training rows of a config and a report of what was read, dropped or refused.
+
+    Raises:
+        ConfigError: held-out instructions in the data, or Zero-Shot rows with ``zero_shot: refuse``.
+    """
+    from judge.task_classifier import heldout_path, load_labelled, taxonomy_rows, training_path
+    from train.config import SAMPLE_DATA, ConfigError
+
+    sources = [training_path() if s.strip() == SAMPLE_DATA else Path(s.strip()) for s in config.data.split(",") if s.strip()]
+    pairs, counts = load_labelled(sources, include_zero_shot=config.zero_shot != "drop")
+    if config.zero_shot == "refuse" and any(p["split"] == "zero_shot" for p in pairs):
+        n = sum(p["split"] == "zero_shot" for p in pairs)
+        raise ConfigError(f"{n} training instructions belong to Zero-Shot task types; set zero_shot: drop or allow")
+    held, _ = load_labelled([heldout_path()], include_zero_shot=True)
+    leaked = {p["instruction"] for p in pairs} & {h["instruction"] for h in held}
+    if leaked:
+        raise ConfigError(f"{len(leaked)} training instructions are in the bundled held-out set; remove them")
+    if config.taxonomy_text:
+        pairs += taxonomy_rows(include_zero_shot=config.zero_shot != "drop")
+    if config.max_rows:
+        pairs = pairs[: config.max_rows]
+    return pairs, {**counts, "n_train": len(pairs), "taxonomy_text": config.taxonomy_text}
+
+
+@dataclass
+class ClassifierCollator:
+    """Right-pads ``input_ids`` with the pad id and builds ``attention_mask``; ``labels`` are leaf indices."""
+
+    pad_token_id: int
+
+    def __call__(self, examples: list[dict[str, Any]]) -> dict[str, Any]:
+        import torch
+
+        width = max(len(ex["input_ids"]) for ex in examples)
+        input_ids = torch.full((len(examples), width), self.pad_token_id, dtype=torch.long)
+        attention_mask = torch.zeros((len(examples), width), dtype=torch.long)
+        for i, ex in enumerate(examples):
+            input_ids[i, : len(ex["input_ids"])] = torch.tensor(ex["input_ids"])
+            attention_mask[i, : len(ex["input_ids"])] = 1
+        labels = torch.tensor([ex["labels"] for ex in examples], dtype=torch.long)
+        return {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}
+
+
+def _check_export(export_dir: Path, model, tokenizer, probe: Sequence[str], dtype) -> dict:
+    """Reload the export on CPU and compare its logits with the trained model's; refuse an empty head."""
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    reloaded = AutoModelForSequenceClassification.from_pretrained(export_dir, dtype=torch.float32).eval()
+    head = reloaded.score.weight
+    if head.shape[0] != reloaded.config.num_labels or float(head.detach().norm()) == 0.0:
+        raise RuntimeError(f"export {export_dir}: classification head has shape {tuple(head.shape)}, norm {float(head.detach().norm())}")
+    model = model.to("cpu").float().eval()
+    worst = 0.0
+    for text in probe:
+        enc = tokenizer(text, return_tensors="pt")
+        with torch.no_grad():
+            a, b = model(**enc).logits, reloaded(**enc).logits
+        worst = max(worst, float((a - b).abs().max()))
+    tolerance = 1e-4 if dtype == torch.float32 else 5e-2
+    if worst > tolerance:
+        raise RuntimeError(f"export {export_dir}: reloaded logits differ by {worst:g} (> {tolerance:g})")
+    return {"max_abs_logit_diff": worst, "head_norm": float(head.detach().norm()), "num_labels": reloaded.config.num_labels}
+
+
+def train_classifier(config: ClassifierConfig, *, callbacks: tuple = ()) -> RunResult:
+    """Train and export a task classifier.
+
+    Returns:
+        A ``RunResult``; the export is ``<output_dir>/export`` (``export_report`` holds the reload check).
+    """
+    import torch
+    import transformers
+    from datasets import Dataset
+    from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments
+
+    from judge import load_taxonomy
+    from judge.task_classifier import label_of
+    from train import preemption, provenance, trainer_setup
+
+    # ---- config -------------------------------------------------------------------------------------------------
+    trainer_setup.setup_logging()
+    launch = trainer_setup.launch_arithmetic(config)
+    resume_from = trainer_setup.check_output_dir(config)
+    logger.info("task classifier: %s -> %s; %s", config.model_name_or_path, config.output_dir, launch.describe())
+    if "wandb" in config.report_to:
+        os.environ.setdefault("WANDB_DIR", config.output_dir)
+    transformers.set_seed(config.seed)
+
+    # ---- data ---------------------------------------------------------------------------------------------------
+    labels = [label_of(task) for task in load_taxonomy().tasks]  # all leaves, taxonomy order
+    label2id = {lab: i for i, lab in enumerate(labels)}
+    base_model = trainer_setup.resolve_base_model(config)
+    tokenizer = trainer_setup.load_tokenizer(base_model)
+    pairs, report = classifier_rows(config)
+    examples, too_long = [], 0
+    for pair in pairs:
+        ids = tokenizer(pair["instruction"], add_special_tokens=False)["input_ids"]
+        if len(ids) > config.max_length:
+            too_long += 1  # dropped and counted, as the judge recipes do
+            continue
+        examples.append({"input_ids": ids, "labels": label2id[pair["label"]]})
+    report["dropped_too_long"] = too_long
+    train_dataset = Dataset.from_list(examples)
+    if trainer_setup.is_main_process():
+        provenance.write_run_json(config.output_dir, config=config_to_dict(config),
+                                  launch={**launch.__dict__, "base_model": base_model})  # fmt: skip
+        provenance.update_run_json(config.output_dir, data=report)
+
+    # ---- model --------------------------------------------------------------------------------------------------
+    args = TrainingArguments(**trainer_setup.training_kwargs(config, launch, has_eval=False), remove_unused_columns=False)
+    trainer_setup.init_distributed(args)
+    dtype = torch.bfloat16 if args.bf16 else torch.float32
+    model = AutoModelForSequenceClassification.from_pretrained(
+        base_model, num_labels=len(labels), id2label=dict(enumerate(labels)), label2id=label2id,
+        problem_type="single_label_classification", dtype=dtype, attn_implementation=config.attn_implementation,
+    )  # fmt: skip
+    model.config.pad_token_id = tokenizer.pad_token_id  # the head reads the last non-pad token
+
+    # ---- trainer ------------------------------------------------------------------------------------------------
+    stopper = preemption.SaveAndStopOnSignal()
+    trainer = Trainer(model=model, args=args, train_dataset=train_dataset, processing_class=tokenizer,
+                      data_collator=ClassifierCollator(tokenizer.pad_token_id), callbacks=[stopper, *callbacks])  # fmt: skip
+
+    # ---- train --------------------------------------------------------------------------------------------------
+    stopper.install()
+    try:
+        trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+    finally:
+        stopper.uninstall()
+    result = RunResult(output_dir=config.output_dir, export_dir=None, global_step=trainer.state.global_step,
+                       final_learning_rate=float(trainer.lr_scheduler.get_last_lr()[0]),
+                       log_history=list(trainer.state.log_history), stopped_by_signal=stopper.received)  # fmt: skip
+    if stopper.stopped_at_step is not None:
+        preemption.requeue_slurm_job(stopper)
+        return result
+
+    # ---- save ---------------------------------------------------------------------------------------------------
+    export_dir = Path(config.output_dir) / "export"
+    trainer.save_model(str(export_dir))  # gathers ZeRO-3 shards
+    if trainer.is_world_process_zero():
+        tokenizer.save_pretrained(export_dir)
+        probe = sorted((p["instruction"] for p in pairs), key=len)[:2]
+        result.export_report = _check_export(export_dir, trainer.model, tokenizer, probe, dtype)
+        result.export_dir = str(export_dir)
+        provenance.record_result(config.output_dir, result)
+    logger.info("task classifier exported to %s (%d leaf labels)", export_dir, len(labels))
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``judge-train classifier``: ``judge-train run`` with the classifier recipe."""
+    from judge import LeakageError
+    from train.cli import build_run_parser
+    from train.config import ConfigError, config_from_args
+
+    args = build_run_parser(prog="judge-train classifier").parse_args(list(sys.argv[1:] if argv is None else argv))
+    try:
+        config = config_from_args(args, recipe="classifier")
+        result = train_classifier(config)
+    except (ConfigError, LeakageError) as err:
+        print(f"judge-train classifier: error: {err}", file=sys.stderr)
+        return 2
+    if result.export_dir:
+        print(f"judge-train: exported task classifier to {result.export_dir}")
+    else:
+        print(f"judge-train: stopped at step {result.global_step}; continue with --resume")
+    return 0
