@@ -683,13 +683,10 @@ def _select(records: list, config: RunConfig) -> list:
 def _expand_auto(config: RunConfig, out: Path) -> Path:
     """``--criteria auto``: ``out/auto_items.jsonl`` (one item per chosen criterion) and ``out/task_choices.jsonl``."""
     import judge
-    from judge.task_classifier import build_classifier, expand_file
+    from judge.task_classifier import classifier_from_settings, expand_file
 
-    if config.criteria_classifier == "llm":
-        kwargs = {"base_url": config.criteria_classifier_path, "model": config.criteria_classifier_model}
-    else:
-        kwargs = {"path": config.criteria_classifier_path}
-    classifier = build_classifier(config.criteria_classifier, threshold=config.criteria_threshold, **kwargs)
+    classifier = classifier_from_settings(config.criteria_classifier, config.criteria_classifier_path,
+                                          config.criteria_classifier_model, config.criteria_threshold)
     return expand_file(config.data or judge.sample_data_path(), out, classifier)
 
 

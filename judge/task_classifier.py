@@ -46,6 +46,7 @@ __all__ = [
     "TfidfClassifier",
     "HeadClassifier",
     "build_classifier",
+    "classifier_from_settings",
     "choose_from_scores",
     "criteria_set_scores",
     "expand_criteria",
@@ -515,6 +516,21 @@ def build_classifier(method: str, **kwargs) -> TaskClassifier:
     if method not in METHODS:
         raise ValueError(f"unknown task-classifier method {method!r}; choose one of {sorted(METHODS)}")
     return METHODS[method](**kwargs)
+
+
+def classifier_from_settings(method: str, location: str, model: str = "", threshold: float = DEFAULT_THRESHOLD) -> TaskClassifier:
+    """The classifier judge-eval's ``--criteria-classifier*`` and judge-serve's ``criteria_classifier*`` settings name.
+
+    Args:
+        method: a key of ``METHODS``.
+        location: the ``tfidf`` / ``head`` artefact folder, or the ``llm`` method's base URL.
+        model: the ``llm`` method's served model name.
+        threshold: below this top-1 probability the choice falls back (``DEFAULT_THRESHOLD``).
+    """
+    if not location:
+        raise ValueError(f"task classifier {method!r}: no artefact folder or URL given")
+    kwargs = {"base_url": location, "model": model} if method == "llm" else {"path": location}
+    return build_classifier(method, threshold=threshold, **kwargs)
 
 
 # ----------------------------------------------------------------------------------------------- expansion

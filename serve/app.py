@@ -161,8 +161,17 @@ async def _bring_up(state: ServerState) -> None:
         feedback_max_chars=config.feedback_max_chars,
         max_judgments=config.max_judgments_per_request,
     )
+    classifier = None
+    if config.criteria_classifier:
+        from judge.task_classifier import classifier_from_settings
+
+        classifier = await asyncio.to_thread(
+            classifier_from_settings, config.criteria_classifier, config.criteria_classifier_path,
+            config.criteria_classifier_model, config.criteria_threshold,
+        )
     state.judge = Judge(
-        settings, tokenizer, clients["generator"], clients.get("pooler"), asyncio.Semaphore(config.max_concurrent_engine_requests)
+        settings, tokenizer, clients["generator"], clients.get("pooler"), asyncio.Semaphore(config.max_concurrent_engine_requests),
+        classifier=classifier,
     )
     if state.status == "starting":
         state.status = "ready"

@@ -31,11 +31,13 @@ import re
 import time
 import uuid
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any, Callable
 
 import httpx
 
 from judge import PROMPT_VERSION, Scale, VerdictError, apply_chat, parse_verdict, render_prompt, render_rationale_target
+from judge.task_classifier import TaskChoice, TaskClassifier
 from serve.schema import JudgeRequest, RequestError, ResolvedCriterion, resolve_criteria
 
 __all__ = [
@@ -111,6 +113,7 @@ def build_jobs(
     max_tokens: int,
     reserve: int = 0,
     max_judgments: int | None = None,
+    choices: Mapping[int, TaskChoice] | None = None,
 ) -> list[Job]:
     """Resolve criteria, render and tokenize every judgment, and order them for prefix reuse.
 
@@ -121,6 +124,7 @@ def build_jobs(
         max_tokens: tokens each judgment may generate.
         reserve: further tokens a judgment needs beyond prompt + generation (regression: the head's input).
         max_judgments: most (item, criterion) pairs allowed, checked before any tokenizing.
+        choices: the task classifier's choice per item index, for items with ``"criteria": "auto"``.
 
     Returns:
         The jobs, grouped so that the criteria of one answer are adjacent.
@@ -129,7 +133,7 @@ def build_jobs(
         RequestError: an unknown criterion or task, too many judgments, or a prompt that does not fit the
             context (naming the item and criterion, with the token counts).
     """
-    resolved = [resolve_criteria(item, i) for i, item in enumerate(request.items)]
+    resolved = [resolve_criteria(item, i, (choices or {}).get(i)) for i, item in enumerate(request.items)]
     total = sum(len(criteria) for criteria in resolved)
     if max_judgments is not None and total > max_judgments:
         raise RequestError(
@@ -152,7 +156,7 @@ def build_jobs(
             prompt = render_prompt(fields)
             ids = tokenizer(apply_chat(tokenizer, prompt), add_special_tokens=False)["input_ids"]
             if len(ids) > budget:
-                where = f"items[{i}]" if item.criteria is None else f"items[{i}].criteria[{j}]"
+                where = f"items[{i}]" if item.criteria is None or item.criteria == "auto" else f"items[{i}].criteria[{j}]"
                 raise RequestError(
                     f"{where}: the prompt for criterion {crit.name!r} is {len(ids)} tokens; with max_tokens "
                     f"{max_tokens}{f' and {reserve} reserved' if reserve else ''} it needs "
@@ -366,8 +370,10 @@ class Judge:
         generator: EngineClient,
         pooler: EngineClient | None,
         limit: asyncio.Semaphore,
+        classifier: TaskClassifier | None = None,
     ):
         self.settings, self.tokenizer, self.generator, self.pooler, self.limit = settings, tokenizer, generator, pooler, limit
+        self.classifier = classifier
         self._level_ids: dict[tuple[int, ...], dict[int, int] | None] = {}
 
     def _levels(self, scale: Scale) -> dict[int, int] | None:
@@ -392,6 +398,12 @@ class Judge:
         if max_tokens > s.max_tokens:
             raise RequestError(f"max_tokens: {max_tokens} is above this server's limit of {s.max_tokens}", "max_tokens")
         reserve = REGRESSION_RESERVE_TOKENS if s.kind == "regression" else 0
+        auto = [i for i, item in enumerate(request.items) if item.criteria == "auto"]
+        choices = {}
+        if auto and self.classifier is not None:  # without one, resolve_criteria refuses the item, naming it
+            choices = await asyncio.to_thread(
+                lambda: {i: self.classifier.choose(request.items[i].instruction, request.items[i].answer) for i in auto}
+            )
         jobs = await asyncio.to_thread(
             build_jobs,
             request,
@@ -400,6 +412,7 @@ class Judge:
             max_tokens=max_tokens,
             reserve=reserve,
             max_judgments=s.max_judgments,
+            choices=choices,
         )
         options = {
             "max_tokens": max_tokens,
@@ -421,6 +434,8 @@ class Judge:
         items = [
             {"index": i, "id": item.id, "results": [None] * n_criteria.get(i, 0)} for i, item in enumerate(request.items)
         ]
+        for i, choice in choices.items():  # criteria: auto — which task was chosen, how sure, what it expanded to
+            items[i]["task_choice"] = choice.to_dict()
         for job, result in zip(jobs, results):
             items[job.item]["results"][job.slot] = result
         prompt_tokens = sum(r["usage"]["prompt_tokens"] for r in results)

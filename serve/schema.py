@@ -26,11 +26,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
 
 from judge import Scale, ScaleError, TaxonomyError, load_taxonomy, scale_of
+from judge.task_classifier import TaskChoice
 from judge.taxonomy import RUBRIC_LEVEL_SEPARATOR
 
 __all__ = [
@@ -82,7 +83,9 @@ class JudgeItem(_Strict):
     instruction: StrictStr
     answer: StrictStr
     reference_answer: StrictStr | None = None
-    criteria: list[StrictStr | CustomCriterion] | None = None
+    #: Taxonomy names/ids and custom criteria; None: the task type's set; "auto": the server's task classifier
+    #: chooses the task and with it the criteria (judge.task_classifier).
+    criteria: list[StrictStr | CustomCriterion] | Literal["auto"] | None = None
     task_type: StrictStr | None = None
     task_subtype: StrictStr | None = None
     task_subsubtype: StrictStr | None = None
@@ -119,9 +122,11 @@ def _first_error(err: ValidationError) -> RequestError:
     errors = err.errors()
     # A value that fails every branch of a union reports once per branch. An object given for a criterion is
     # meant as a custom criterion, so errors inside that branch say most; then the shortest path (the field).
-    def rank(e: dict) -> tuple[bool, bool, int]:
+    # A list of criteria that fails also fails the "auto" branch; the list's own error says more.
+    def rank(e: dict) -> tuple[bool, bool, bool, int]:
         inside_object = "CustomCriterion" in e["loc"] and e["type"] not in ("model_type", "model_attributes_type")
-        return (e["type"] not in ("missing", "extra_forbidden"), not inside_object, len(param_of(tuple(e["loc"]))))
+        literal = e["type"] == "literal_error"
+        return (literal, e["type"] not in ("missing", "extra_forbidden"), not inside_object, len(param_of(tuple(e["loc"]))))
 
     first = min(errors, key=rank)
     param = param_of(tuple(first["loc"]))
@@ -166,7 +171,7 @@ def parse_judge_request(body: Any) -> JudgeRequest:
                 f"items[{i}].criteria: must not be empty (leave it out to use the task type's criteria)",
                 param=f"items[{i}].criteria",
             )
-        if item.criteria is None and not item.task_type:
+        if item.criteria is None and not item.task_type:  # "auto" needs neither
             raise RequestError(
                 f"items[{i}].criteria: required unless task_type names a task whose criteria set to use",
                 param=f"items[{i}].criteria",
@@ -205,18 +210,30 @@ def _level_key(level: str) -> tuple[int, str]:
         return (0, level)
 
 
-def resolve_criteria(item: JudgeItem, index: int) -> list[ResolvedCriterion]:
+def resolve_criteria(item: JudgeItem, index: int, choice: TaskChoice | None = None) -> list[ResolvedCriterion]:
     """The criteria an item is judged on, resolved against the POLLUX taxonomy.
 
     Args:
         item: the validated item.
         index: its position in the request (for error paths).
+        choice: for ``"criteria": "auto"``, the task classifier's choice (its criteria ids are taxonomy ids).
 
     Raises:
-        RequestError: unknown task type or criterion (the taxonomy's message, with its closest matches), or a
-            custom rubric from which no scale can be read.
+        RequestError: unknown task type or criterion (the taxonomy's message, with its closest matches), a
+            custom rubric from which no scale can be read, or ``"auto"`` on a server without a task classifier.
     """
     taxonomy = load_taxonomy()
+    if item.criteria == "auto":
+        if choice is None:
+            raise RequestError(
+                f"items[{index}].criteria: 'auto' needs a task classifier on this server "
+                "(judge-serve --criteria-classifier tfidf|llm|head --criteria-classifier-path PATH)",
+                param=f"items[{index}].criteria",
+            )
+        return [
+            ResolvedCriterion(c.name["ru"], c.rubric("ru"), c.scale, c.id)
+            for c in (taxonomy.criteria[cid] for cid in choice.criteria)
+        ]
     task_path = tuple(p for p in (item.task_type, item.task_subtype, item.task_subsubtype) if p) or None
     if task_path:
         try:

@@ -231,9 +231,22 @@ def tiny_regression_export(tmp_path_factory, tiny_causal_dir, tiny_regression_di
 
 
 @pytest.fixture(scope="session")
-def judge_servers(tmp_path_factory, tiny_causal_dir, tiny_regression_export) -> Iterator[dict[str, JudgeServer]]:
-    """Both judge-serve instances, started together (their engines load in parallel), stopped at session end."""
-    seq2seq = _Process(tiny_causal_dir, (), tmp_path_factory.mktemp("serve-seq2seq"))
+def task_classifier_dir(tmp_path_factory) -> Path:
+    """A tfidf task classifier (judge.task_classifier) fitted on the bundled training instructions, saved."""
+    from judge.task_classifier import TfidfClassifier, load_labelled, training_path
+
+    pairs, _ = load_labelled([training_path()])
+    return TfidfClassifier.fit(pairs).save(tmp_path_factory.mktemp("task-classifier") / "tfidf")
+
+
+@pytest.fixture(scope="session")
+def judge_servers(tmp_path_factory, tiny_causal_dir, tiny_regression_export, task_classifier_dir) -> Iterator[dict[str, JudgeServer]]:
+    """Both judge-serve instances, started together (their engines load in parallel), stopped at session end.
+
+    The seq2seq server has a task classifier (``criteria: auto``); the regression server has none.
+    """
+    classifier_args = ("--criteria-classifier", "tfidf", "--criteria-classifier-path", str(task_classifier_dir))
+    seq2seq = _Process(tiny_causal_dir, classifier_args, tmp_path_factory.mktemp("serve-seq2seq"))
     processes = [seq2seq]
     try:
         generator_url = seq2seq.wait_run_record()["engines"]["generator"]["url"]

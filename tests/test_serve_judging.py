@@ -228,3 +228,26 @@ def test_verdict_regex_accepts_the_training_targets():
     assert regression.fullmatch(judge.render_rationale_target("Ответ точен."))
     unbounded = re.compile(verdict_regex(SCALE, 0, with_score=True))
     assert unbounded.fullmatch(judge.render_target("x" * 5000, 0))
+
+
+def test_criteria_auto_parses_and_resolves_to_the_choice_criteria():
+    """"criteria": "auto" needs no task type; it resolves to the classifier's choice (taxonomy ids, in order);
+    with no choice (a server without a classifier) it is a 400 naming the field; any other string is refused."""
+    from judge.task_classifier import TaskChoice
+    from serve.schema import resolve_criteria
+
+    request = parse_judge_request({"instruction": "Напиши стих.", "answer": "Стих.", "criteria": "auto"})
+    (item,) = request.items
+    choice = TaskChoice("Literary text", "Poetry", "", "Literary text / Poetry", 0.9,
+                        (("Literary text / Poetry", 0.9),), ("creativity", "grammar"), False, "", "tfidf")
+    tax = judge.load_taxonomy()
+    resolved = resolve_criteria(item, 0, choice)
+    assert [(r.id, r.name, r.rubrics) for r in resolved] == [
+        (c, tax.criteria[c].name["ru"], tax.criteria[c].rubric("ru")) for c in ("creativity", "grammar")
+    ]
+    with pytest.raises(RequestError) as err:
+        resolve_criteria(item, 0, None)
+    assert err.value.param == "items[0].criteria" and "task classifier" in err.value.message
+    with pytest.raises(RequestError) as err:
+        parse_judge_request({"instruction": "x", "answer": "y", "criteria": "automatic"})
+    assert err.value.param == "items[0].criteria"
