@@ -5,6 +5,7 @@
     judge-eval run --config configs/eval/gpt-4o.yaml --data DATA.jsonl --out runs/gpt-4o
     judge-eval score --predictions runs/judge-a --data DATA.jsonl --out runs/judge-a
     judge-eval compare runs/judge-a runs/judge-b [runs/gpt-4o ...] --out runs/compare
+    judge-eval convert --data data/POLLUX --out pollux_test.jsonl   (released Parquet shards -> JSONL, lossless)
     judge-eval mera ruhumaneval --endpoint URL --model NAME --out runs/rhe      (see eval/mera/cli.py)
 
 Example override: ``judge-eval run --config configs/eval/gpt-4o.yaml --concurrency 4 --limit 100 ...`` (flags
@@ -78,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("--log-level", default="info",
                         help="Logging level (debug, info, warning); HTTP request lines are shown at debug only.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{run,score,compare,mera}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{run,score,compare,convert,mera}")
 
     run_p = sub.add_parser("run", help="Judge records; writes predictions.jsonl (resumable) and run.json.",
                            description="Judge every record of --data and append one prediction per item to "
@@ -111,6 +112,15 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_p.add_argument("--n-boot", type=int, default=1000, help="Paired bootstrap resamples.")
     cmp_p.add_argument("--seed", type=int, default=0, help="Bootstrap seed.")
     cmp_p.add_argument("--alpha", type=float, default=0.05, help="Significance level of better/worse calls.")
+
+    conv_p = sub.add_parser("convert", help="Any supported data source -> one JSONL file (for eval.sbatch shards).",
+                            description="Read records with judge.load_records (a JSONL/JSON/Parquet file, a folder of "
+                                        "the hub's Parquet shards, a save_to_disk folder or a dataset name) and write "
+                                        "them as JSONL in the project schema; abstentions, released columns and "
+                                        "unknown columns survive the round trip.")
+    conv_p.add_argument("--data", required=True, help="The source.")
+    conv_p.add_argument("--out", required=True, help="The JSONL file to write.")
+    conv_p.add_argument("--split", default=None, help="Split of a multi-split source (default: the only one, or test).")
 
     sub.add_parser("mera", help="MERA tasks (ruHumanEval, ruTiE): `judge-eval mera --help`.", add_help=False)
     return parser
@@ -159,6 +169,15 @@ def _score(args: argparse.Namespace) -> int:
     return 0
 
 
+def _convert(args: argparse.Namespace) -> int:
+    import judge
+
+    records, report = judge.load_records_report(args.data, split=args.split)
+    path = judge.write_jsonl(records, args.out)
+    print(f"{report.summary()} -> {path}")
+    return 0
+
+
 def _compare(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -196,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:
         parser.error(str(err))
 
-    handlers = {"run": _run, "score": _score, "compare": _compare}
+    handlers = {"run": _run, "score": _score, "compare": _compare, "convert": _convert}
     try:
         return handlers[args.command](args)
     except (ConfigError, FileNotFoundError, ValueError) as err:

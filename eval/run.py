@@ -56,7 +56,7 @@ log = logging.getLogger("judge_eval.run")
 # on the next run, unlike parse failures, which are the judge's answer.
 REQUEST_FAILED = "request_failed"
 PREDICTION_FIELDS = ("id", "judge", "raw_output", "feedback", "score", "parse_ok", "error", "reason", "score_source",
-                     "in_scale", "regression_score", "latency_s")
+                     "in_scale", "regression_score", "expected_score", "confidence", "score_probs", "latency_s")
 
 
 def _f(default: Any, help: str) -> Any:  # noqa: A002 - argparse's word
@@ -94,7 +94,8 @@ class RunConfig:
     batch_size: int = _f(16, "judge-serve backend: most criteria per /v1/judge request.")
     split: str = _f("all", "Which items to judge: all, zero_shot or standard.")
     limit: int = _f(0, "Judge only the first N items of the data (0: all).")
-    extra_body: dict = _f({}, "Extra JSON fields sent with every chat request (e.g. {reasoning_effort: low}).")
+    extra_body: dict = _f({}, "Extra JSON fields sent with every request: chat ({reasoning_effort: low}) or "
+                                "judge-serve's /v1/judge ({constrained: true}).")
     server: str = _f("auto", "Checkpoint judges: auto (judge-serve if installed, else vLLM), judge-serve or vllm.")
     server_args: list = _f([], "Checkpoint judges: extra server flags, e.g. ['--enforce-eager', '--dtype', 'float32'] "
                                "on CPU.")
@@ -372,6 +373,8 @@ class JudgeServeBackend:
             "max_tokens": self.config.max_tokens,
             "temperature": float(self.config.temperature),
             "lenient": self.config.lenient,
+            # The same extra fields a chat backend sends (e.g. {"constrained": true} for judge-serve).
+            **dict(self.config.extra_body),
         }
 
     async def judge(self, batch: Sequence) -> list[dict[str, Any]]:
@@ -399,6 +402,10 @@ class JudgeServeBackend:
             "in_scale": result.get("in_scale") if ok else None,
             # A regression head's raw (unclipped) value: POLLUX's own evaluator scores it (eval.pollux_official).
             "regression_score": result.get("regression_score"),
+            # Seq2seq judges: the score tokens' distribution (judge-serve's score_logprobs); the report shows it.
+            "expected_score": result.get("expected_score"),
+            "confidence": result.get("confidence"),
+            "score_probs": result.get("score_probs"),
         }
 
     async def aclose(self) -> None:

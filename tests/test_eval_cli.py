@@ -171,7 +171,8 @@ def test_run_sends_exact_payloads_and_counts_a_parse_failure_without_scoring_it(
     good = rows[records[0].id]
     assert (good["parse_ok"], good["score"], good["judge"], good["score_source"]) == (True, 1.0, "scripted", "verdict")
     assert set(good) == {"id", "judge", "raw_output", "feedback", "score", "parse_ok", "error", "reason",
-                         "score_source", "in_scale", "regression_score", "latency_s"}
+                         "score_source", "in_scale", "regression_score", "expected_score", "confidence", "score_probs",
+                         "latency_s"}
     assert good["in_scale"] is True and good["regression_score"] is None
     run_info = json.loads((tmp_path / "run" / "run.json").read_text(encoding="utf-8"))
     assert run_info["backend"] == "chat" and run_info["prompt_version"] == judge.PROMPT_VERSION
@@ -271,17 +272,20 @@ def test_english_prompt_for_api_judges_from_environment(small_data, tmp_path, mo
 
 
 def test_judge_serve_backend_batches_criteria_and_keeps_regression_scores(small_data, tmp_path):
-    """A URL with /v1/judge gets one request per answer carrying all its criteria as {name, rubrics}; regression
-    scores come back real-valued and `score` compares them with the experts' mean."""
+    """A URL with /v1/judge gets one request per answer carrying all its criteria as {name, rubrics} (plus the
+    run's extra_body fields); regression scores come back real-valued and `score` compares them with the experts'
+    mean; a score distribution in the result is kept in the prediction."""
     data, records = small_data
 
     def result(criterion):
         return {"criterion": criterion["name"], "feedback": "Обоснование.", "score": 1.37, "parse_ok": True,
                 "error": None, "error_reason": None, "score_source": "regression_head", "output": "[FEEDBACK] ...",
-                "regression_score": 2.6, "in_scale": None}
+                "regression_score": 2.6, "in_scale": None, "expected_score": 1.2, "confidence": 0.8,
+                "score_probs": {"0": 0.1, "1": 0.6, "2": 0.3}}
 
     with ScriptedServer(judge_results=result) as server:
-        assert main(_run_args(server.base_url, data, tmp_path, "--batch-size", "3")) == 0
+        assert main(_run_args(server.base_url, data, tmp_path, "--batch-size", "3",
+                              "--extra-body", '{"constrained": true}')) == 0
     groups: dict[tuple, list] = {}
     for record in records:
         groups.setdefault((record.instruction, record.reference_answer, record.answer), []).append(record)
@@ -294,12 +298,14 @@ def test_judge_serve_backend_batches_criteria_and_keeps_regression_scores(small_
                 "items": [{"id": batch[0].id, "instruction": batch[0].instruction, "answer": batch[0].answer,
                            "reference_answer": batch[0].reference_answer,
                            "criteria": [{"name": r.criteria_name, "rubrics": r.rubrics} for r in batch]}],
-                "max_tokens": 32, "temperature": 0.0, "lenient": False,
+                "max_tokens": 32, "temperature": 0.0, "lenient": False, "constrained": True,
             })
     key = lambda body: json.dumps(body, ensure_ascii=False, sort_keys=True)  # noqa: E731
     assert sorted((body for _, body in server.received), key=key) == sorted(expected, key=key)
     rows = read_predictions(tmp_path)
     assert {(r["score"], r["score_source"], r["regression_score"]) for r in rows} == {(1.37, "regression_head", 2.6)}
+    assert all((r["expected_score"], r["confidence"], r["score_probs"]) == (1.2, 0.8, {"0": 0.1, "1": 0.6, "2": 0.3})
+               for r in rows)
     assert main(["score", "--predictions", str(tmp_path), "--n-boot", "20", "--no-plots"]) == 0
     metrics = json.loads((tmp_path / "metrics.json").read_text(encoding="utf-8"))
     assert metrics["target"] == "mean" and metrics["splits"]["all"]["overall"]["n_scored"] == len(records)
