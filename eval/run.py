@@ -271,6 +271,9 @@ def _verdict_outcome(text: str | None, record, lenient: bool) -> dict[str, Any]:
 class ChatBackend:
     """One ``/v1/chat/completions`` request per record (vLLM, judge-serve's passthrough, OpenAI-compatible APIs).
 
+    With the Russian POLLUX prompt, requests carry ``chat_template_kwargs: {"enable_thinking": false}``: the server
+    renders the chat template with thinking off, as ``judge.apply_chat`` does (Qwen3 judges; ChatML ignores it).
+
     Args:
         base_url: the OpenAI base URL (ending in ``/v1``).
         api_key: the key ("EMPTY" for local servers).
@@ -301,8 +304,14 @@ class ChatBackend:
 
         (record,) = batch
         kwargs: dict[str, Any] = {}
-        if self.config.extra_body:
-            kwargs["extra_body"] = dict(self.config.extra_body)
+        # The POLLUX prompt goes to POLLUX judges on vLLM: thinking off, as judge.apply_chat renders (Qwen3 templates
+        # read it; ChatML ignores it). API judges (prompt "en") get no such field: api.openai.com refuses unknown ones.
+        body: dict[str, Any] = {}
+        if self.config.prompt == "ru":
+            body["chat_template_kwargs"] = dict(judge.prompts.JUDGE_CHAT_TEMPLATE_KWARGS)
+        body.update(self.config.extra_body)  # the user's extra_body wins, chat_template_kwargs included
+        if body:
+            kwargs["extra_body"] = body
         try:
             response = await self.client.chat.completions.create(
                 model=self.model,

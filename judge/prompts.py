@@ -147,6 +147,15 @@ def render_prompt_en(item: Any, clean: bool = False) -> str:
     return EN_TEMPLATE.format(**prompt_fields(item, clean))
 
 
+#: Keyword arguments every judge chat rendering passes to the chat template: **thinking off**. Qwen3 templates
+#: (``Pollux-4B-Judge``) then close an empty ``<think>\n\n</think>\n\n`` block after the generation prompt, so the
+#: judge writes its verdict at once, as it was trained to; ChatML templates (Qwen2.5 judges) never read the variable
+#: and render byte for byte as without it. Used by ``apply_chat`` (training rows, judge-serve's prompts, the regression
+#: head's input), by the seq2seq recipe's trl dataset (``chat_template_kwargs`` column) and, as
+#: ``chat_template_kwargs``, by judge-eval's chat requests to vLLM.
+JUDGE_CHAT_TEMPLATE_KWARGS: Mapping[str, Any] = {"enable_thinking": False}
+
+
 def chat_messages(prompt: str, completion: str | None = None) -> list[dict[str, str]]:
     """A prompt as chat messages: one user turn, plus the assistant turn when ``completion`` is given."""
     messages = [{"role": "user", "content": prompt}]
@@ -156,7 +165,12 @@ def chat_messages(prompt: str, completion: str | None = None) -> list[dict[str, 
 
 
 def apply_chat(tokenizer, prompt: str, completion: str | None = None) -> str:
-    """Wrap a prompt with the tokenizer's own chat template.
+    """Wrap a prompt with the tokenizer's own chat template, thinking turned off.
+
+    This is where a judge's thinking is turned off for every text the toolkit renders itself: the template gets
+    ``enable_thinking=False`` (:data:`JUDGE_CHAT_TEMPLATE_KWARGS`). For a Qwen3 template the generation prompt
+    then ends ``<|im_start|>assistant\\n<think>\\n\\n</think>\\n\\n``, and an assistant turn renders after the same
+    empty block, so the prompt stays an exact prefix of prompt + verdict; ChatML templates ignore the switch.
 
     Args:
         tokenizer: a transformers tokenizer with a chat template.
@@ -168,5 +182,7 @@ def apply_chat(tokenizer, prompt: str, completion: str | None = None) -> str:
         The chat-formatted text.
     """
     if completion is None:
-        return tokenizer.apply_chat_template(chat_messages(prompt), tokenize=False, add_generation_prompt=True)
-    return tokenizer.apply_chat_template(chat_messages(prompt, completion), tokenize=False, add_generation_prompt=False)
+        return tokenizer.apply_chat_template(chat_messages(prompt), tokenize=False, add_generation_prompt=True,
+                                             **JUDGE_CHAT_TEMPLATE_KWARGS)
+    return tokenizer.apply_chat_template(chat_messages(prompt, completion), tokenize=False, add_generation_prompt=False,
+                                         **JUDGE_CHAT_TEMPLATE_KWARGS)

@@ -3,8 +3,9 @@
 Steps for one request:
 
 1. **Prompts.** Each (item, criterion) becomes the POLLUX prompt (``judge.render_prompt``) wrapped as one user
-   turn by the checkpoint's own chat template (``judge.apply_chat``) and tokenized here, so its length is checked
-   against the context before anything reaches vLLM (a clear 400, never a silent truncation).
+   turn by the checkpoint's own chat template (``judge.apply_chat``, thinking off: a Qwen3 judge's prompt ends with
+   the empty ``<think>`` block) and tokenized here, so its length is checked against the context before anything
+   reaches vLLM (a clear 400, never a silent truncation).
 2. **Prefix-friendly order.** The criteria of one (instruction, reference, answer) share every token up to
    ``### Критерий оценки:``. Jobs are grouped by that prefix and sent group by group, all at once up to
    ``max_concurrent_engine_requests``: siblings land in the same scheduler steps, where vLLM's prefix cache

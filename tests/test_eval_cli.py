@@ -80,8 +80,9 @@ def small_data(tmp_path_factory) -> tuple[Path, list]:
 
 
 def _chat_payload(record, max_tokens: int = 32) -> dict:
+    # The Russian POLLUX prompt travels with thinking off (Qwen3 judges read it, ChatML ignores it).
     return {"model": "scripted", "messages": [{"role": "user", "content": judge.render_prompt(record)}],
-            "max_tokens": max_tokens, "temperature": 0.0}
+            "max_tokens": max_tokens, "temperature": 0.0, "chat_template_kwargs": {"enable_thinking": False}}
 
 
 def _run_args(url: str, data: Path, out: Path, *extra: str) -> list[str]:

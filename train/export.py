@@ -164,7 +164,7 @@ def _fresh(folder: Path) -> Path:
 
 
 def export_seq2seq(model, tokenizer, out_dir: str | Path) -> Path:
-    """Write the generating judge as a plain ``Qwen2ForCausalLM`` folder.
+    """Write the generating judge as a plain causal LM folder (``Qwen2ForCausalLM``, ``Qwen3ForCausalLM``, ...).
 
     Args:
         model: the trained causal LM (LoRA already merged), on CPU.
@@ -173,7 +173,8 @@ def export_seq2seq(model, tokenizer, out_dir: str | Path) -> Path:
     """
     out = _fresh(Path(out_dir))
     model.config.pad_token_id = tokenizer.pad_token_id
-    model.config.architectures = ["Qwen2ForCausalLM"]
+    # The trained class's own name: a Qwen3 base must stay Qwen3ForCausalLM (vLLM picks its loader by this name).
+    model.config.architectures = [type(model).__name__]
     model.config.use_cache = True  # gradient checkpointing switched it off for training
     model.save_pretrained(str(out), safe_serialization=True)
     _save_tokenizer_and_generation(model, tokenizer, out)

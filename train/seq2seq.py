@@ -27,14 +27,21 @@ logger = logging.getLogger(__name__)
 
 
 def sft_dataset(rows: list[dict[str, Any]]):
-    """Rows as trl's conversational prompt-completion dataset (one user turn, one assistant turn)."""
+    """Rows as trl's conversational prompt-completion dataset (one user turn, one assistant turn).
+
+    Each row carries ``chat_template_kwargs`` (thinking off, ``judge.prompts.JUDGE_CHAT_TEMPLATE_KWARGS``), which trl
+    passes to the chat template: a Qwen3 base is trained on the very text ``judge.apply_chat`` serves, with the empty
+    ``<think>`` block in the (unlabelled) prompt.
+    """
     from datasets import Dataset
 
     import judge
+    from judge.prompts import JUDGE_CHAT_TEMPLATE_KWARGS
 
     return Dataset.from_list(
         [
-            {"prompt": judge.chat_messages(row["prompt"]), "completion": judge.chat_messages(row["prompt"], row["completion"])[1:]}
+            {"prompt": judge.chat_messages(row["prompt"]), "completion": judge.chat_messages(row["prompt"], row["completion"])[1:],
+             "chat_template_kwargs": dict(JUDGE_CHAT_TEMPLATE_KWARGS)}
             for row in rows
         ]
     )
