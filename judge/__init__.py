@@ -9,6 +9,7 @@ this package and never each other.
 from judge.prompts import (
     PROMPT_VERSION,
     PROMPT_VERSION_EN,
+    JUDGE_CHAT_TEMPLATE_KWARGS,
     apply_chat,
     chat_messages,
     prompt_fields,
@@ -64,6 +65,7 @@ __all__ = [
     "Verdict",
     "VerdictError",
     "apply_chat",
+    "JUDGE_CHAT_TEMPLATE_KWARGS",
     "chat_messages",
     "check_no_leakage",
     "content_id",

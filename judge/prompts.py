@@ -42,6 +42,7 @@ __all__ = [
     "prompt_fields",
     "chat_messages",
     "apply_chat",
+    "JUDGE_CHAT_TEMPLATE_KWARGS",
 ]
 
 PROMPT_VERSION = "pollux-ru-v2"

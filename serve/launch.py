@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 import logging
 import os
 import signal
@@ -39,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Literal
 
+from judge import JUDGE_CHAT_TEMPLATE_KWARGS
 from serve.config import ServeConfig
 from serve.layout import CheckpointLayout
 
@@ -113,7 +115,10 @@ def engine_command(spec: EngineSpec, config: ServeConfig, port: int) -> list[str
     if spec.role == "pooler":
         cmd += ["--runner", "pooling"]
     else:
-        cmd += ["--runner", "generate"]
+        # Chat requests passed through to the generating engine render as judge-serve's own prompts do: thinking
+        # off (judge.JUDGE_CHAT_TEMPLATE_KWARGS; Qwen3 templates read it, ChatML ignores it). A client's own
+        # chat_template_kwargs still win.
+        cmd += ["--runner", "generate", "--default-chat-template-kwargs", json.dumps(JUDGE_CHAT_TEMPLATE_KWARGS)]
     if config.enforce_eager:
         cmd.append("--enforce-eager")
     if config.max_num_seqs:

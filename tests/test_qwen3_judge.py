@@ -229,8 +229,8 @@ def test_seq2seq_recipe_trains_a_qwen3_judge_on_the_thinking_off_rendering(qwen3
 @pytest.mark.slow
 def test_judge_serve_serves_the_qwen3_export_with_thinking_off(qwen3_seq2seq_run, qwen3_tokenizer):
     """judge-serve (vLLM engine, Qwen3ForCausalLM) judges with the thinking-off prompt apply_chat renders, and its
-    chat passthrough renders the same prompt when a request carries chat_template_kwargs enable_thinking=false
-    (judge-eval's chat backend sends it) — 4 tokens (<think> \\n\\n </think> \\n\\n) more than with thinking on."""
+    chat passthrough renders the same prompt by default (the engine starts with --default-chat-template-kwargs
+    enable_thinking=false) — 4 tokens (<think> \\n\\n </think> \\n\\n) more than when a client turns thinking on."""
     import httpx
 
     from tests.fixtures_serve import start_judge_serve
@@ -260,7 +260,7 @@ def test_judge_serve_serves_the_qwen3_export_with_thinking_off(qwen3_seq2seq_run
             assert reply.status_code == 200, reply.text
             return reply.json()["usage"]["prompt_tokens"]
 
-        off = chat_prompt_tokens({"chat_template_kwargs": dict(judge.prompts.JUDGE_CHAT_TEMPLATE_KWARGS)})
-        on = chat_prompt_tokens({})
+        off = chat_prompt_tokens({})
+        on = chat_prompt_tokens({"chat_template_kwargs": {"enable_thinking": True}})
     assert off == len(qwen3_tokenizer(QWEN3_PROMPT_TEXT, add_special_tokens=False)["input_ids"])
     assert off - on == 4

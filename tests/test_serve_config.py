@@ -149,6 +149,9 @@ def test_memory_split_and_engine_commands(tmp_path):
     assert gen_cmd[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
     assert gen_cmd[gen_cmd.index("--model") + 1] == str(root / "generator")
     assert pool_cmd[pool_cmd.index("--runner") + 1] == "pooling"
+    # passthrough chat renders with thinking off, like judge-serve's own prompts; a pooling engine has no chat
+    assert json.loads(gen_cmd[gen_cmd.index("--default-chat-template-kwargs") + 1]) == {"enable_thinking": False}
+    assert "--default-chat-template-kwargs" not in pool_cmd
     assert pool_cmd[pool_cmd.index("--tensor-parallel-size") + 1] == "2"
     assert gen_cmd[-2:] == ["--seed", "1"]  # engine_args last, so they override
     seq2seq = ServeConfig(model=str(root / "generator")).validate()
