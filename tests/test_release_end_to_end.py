@@ -1,0 +1,94 @@
+"""The released POLLUX artefacts end to end (issue #11): the benchmark's Parquet shards, as the hub lays them out,
+are judged by served tiny judges in the released layouts and scored with the paper's metrics and POLLUX's own.
+
+Nothing here is downloaded: ``tests/release_artifacts.py`` rebuilds the dataset (``ai-forever/POLLUX``: three shards
+under ``data/``, the released column names and Arrow types, ``annotations`` with ``-1`` abstentions, no ``id``) and
+``judge/tiny_released.py`` the ``-r`` judge (``Qwen2WithRegressionHead``, a ``regression_head`` with a bias, sharded
+safetensors), served under its hub id from an offline hub cache. The Qwen3 layout (``Pollux-4B-Judge``) is judged on
+the same data in ``tests/test_qwen3_judge.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+import judge
+from eval.cli import main
+from eval.run import read_predictions
+from tests.release_artifacts import released_rows, write_released_dataset
+
+N_ITEMS = len(released_rows()) - 1  # the last row is an exact duplicate of the first
+
+
+@pytest.fixture(scope="module")
+def released_data(tmp_path_factory) -> Path:
+    """The benchmark's layout in miniature: ``<dir>/data/test-0000{0,1,2}-of-00003.parquet``."""
+    return write_released_dataset(tmp_path_factory.mktemp("released") / "POLLUX")
+
+
+def test_convert_writes_the_released_shards_as_jsonl_without_loss(released_data, tmp_path, capsys):
+    """`judge-eval convert` reads the shard folder (duplicate left out and counted) and writes JSONL that loads back
+    to the same records: abstentions, released columns and derived ids survive."""
+    out = tmp_path / "pollux_test.jsonl"
+    assert main(["convert", "--data", str(released_data), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert f"{len(released_rows())} rows -> {N_ITEMS} records" in printed and "duplicates=1" in printed
+    from_shards, from_jsonl = judge.load_records(released_data), judge.load_records(out)
+    assert len(from_jsonl) == N_ITEMS and from_jsonl == from_shards
+    assert [r.annotations for r in from_jsonl] == [r.annotations for r in from_shards]
+    assert sum(r.n_abstained for r in from_jsonl) == sum(
+        1 for row in released_rows()[:-1] for a in row["annotations"] if a["score"] == -1
+    )
+
+
+def judge_and_score(server, data: Path, out: Path, monkeypatch) -> dict:
+    """`judge-eval run` against a served judge (format forced by structured outputs: a random tiny model rarely
+    finishes a verdict otherwise), then `judge-eval score`; returns metrics.json."""
+    monkeypatch.setenv("TEST_JUDGE_KEY", server.api_key)
+    assert main(["run", "--judge", server.base_url, "--api-key-env", "TEST_JUDGE_KEY", "--data", str(data),
+                 "--out", str(out), "--no-progress", "--extra-body", '{"constrained": true}']) == 0
+    assert len(read_predictions(out)) == N_ITEMS
+    assert main(["score", "--predictions", str(out), "--n-boot", "50", "--no-plots"]) == 0
+    return json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+
+
+def assert_paper_and_pollux_figures(metrics: dict) -> dict:
+    """Non-empty paper metrics over the released items, the all-abstained item reported, POLLUX's figures beside."""
+    overall = metrics["splits"]["all"]["overall"]
+    assert overall["n"] == N_ITEMS and overall["n_request_failed"] == 0
+    assert overall["n_scored"] > 0 and math.isfinite(overall["mae"])
+    assert overall["n_all_abstained"] == 1  # "every expert abstained": unlabelled, counted, never an error
+    official = metrics["pollux_official"]["splits"]["all"]
+    # the all-abstained item has no criteria_score (the release's -1 aggregate) and no expert score: POLLUX's
+    # evaluator cannot compare it, so it is left out and counted
+    assert (official["n"], official["n_no_reference"]) == (N_ITEMS - 1, 1)
+    assert 0.0 <= official["format_acc"] <= 1.0 and math.isfinite(official["mse"])
+    return official
+
+
+@pytest.mark.slow
+def test_released_data_judged_by_a_seq2seq_judge_and_scored(seq2seq_server, released_data, tmp_path, monkeypatch):
+    """Seq2seq layout: every verdict is read from the text; the paper's metrics and POLLUX's evaluator agree on what
+    parsed (POLLUX extracts the first [RESULT] n from the same outputs)."""
+    metrics = judge_and_score(seq2seq_server, released_data, tmp_path / "seq2seq", monkeypatch)
+    official = assert_paper_and_pollux_figures(metrics)
+    rows = read_predictions(tmp_path / "seq2seq")
+    assert official["n_parsed"] == sum(1 for r in rows if r["parse_ok"])
+
+
+@pytest.mark.slow
+def test_released_data_judged_by_the_released_regression_judge_and_scored(
+    released_regression_server, released_data, tmp_path, monkeypatch
+):
+    """The -r layout served under its hub id: every item gets the head's raw value (regression_score), `score`
+    compares with the experts' mean, and POLLUX's evaluator scores the raw head values."""
+    metrics = judge_and_score(released_regression_server, released_data, tmp_path / "r", monkeypatch)
+    assert metrics["target"] == "mean"
+    official = assert_paper_and_pollux_figures(metrics)
+    rows = read_predictions(tmp_path / "r")
+    assert all(r["score_source"] == "regression_head" and isinstance(r["regression_score"], float) for r in rows)
+    assert official["n_regression"] == N_ITEMS - 1 and official["format_acc"] == 1.0
