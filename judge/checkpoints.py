@@ -29,6 +29,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
+from judge.config_files import read_json_object
 from judge.prompts import PROMPT_VERSION
 
 __all__ = [
@@ -69,16 +70,7 @@ def read_manifest(folder: str | Path) -> dict[str, Any]:
     Raises:
         ValueError: a manifest that is not a JSON object, naming the file.
     """
-    path = Path(folder) / EXPORT_MANIFEST
-    if not path.is_file():
-        return {}
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not valid JSON ({err})") from err
-    if not isinstance(manifest, dict):
-        raise ValueError(f"{path}: expected a JSON object")
-    return manifest
+    return read_json_object(Path(folder) / EXPORT_MANIFEST, missing_ok=True)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -179,13 +171,7 @@ def read_config(folder: str | Path) -> dict[str, Any]:
     path = Path(folder) / "config.json"
     if not path.is_file():
         raise ValueError(f"{folder}: no config.json; a judge checkpoint is a folder written by save_pretrained")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not valid JSON ({err})") from err
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a JSON object")
-    return data
+    return read_json_object(path)
 
 
 def is_released_regression(config: dict[str, Any]) -> bool:

@@ -1,4 +1,5 @@
-"""YAML config files mirrored by dataclasses: the one reader every stage's config uses.
+"""YAML config files mirrored by dataclasses: the one reader every stage's config uses; and the one reader of the
+JSON objects stages hand each other (a checkpoint's ``config.json``, the export manifest, ``run.json``).
 
 Each stage keeps its own config dataclass (``train.config``, ``serve.config``, ``eval.run.RunConfig``,
 ``train.synthetic.config``) and resolves defaults, then the YAML file, then command-line flags. Reading the file
@@ -12,7 +13,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ConfigError", "read_config_file"]
+__all__ = ["ConfigError", "read_config_file", "read_json_object"]
 
 
 class ConfigError(ValueError):
@@ -46,3 +47,29 @@ def read_config_file(path: str | Path, fields_of: type | None = None) -> dict[st
         if unknown:
             raise ConfigError(f"{path}: unknown keys {unknown} for {fields_of.__name__}; known: {sorted(known)}")
     return raw
+
+
+def read_json_object(path: str | Path, missing_ok: bool = False) -> dict[str, Any]:
+    """A JSON file holding one object (``config.json``, ``pollux_judge.json``, ``run.json``, ``metrics.json``).
+
+    Args:
+        path: the file.
+        missing_ok: a missing file reads as ``{}`` instead of an error.
+
+    Raises:
+        ValueError: the file is missing (unless ``missing_ok``), not valid JSON, or not an object, naming the file.
+    """
+    import json
+
+    path = Path(path)
+    if not path.is_file():
+        if missing_ok:
+            return {}
+        raise ValueError(f"{path}: not found")
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid JSON ({err})") from err
+    if not isinstance(value, dict):
+        raise ValueError(f"{path}: expected a JSON object")
+    return value

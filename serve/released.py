@@ -206,7 +206,7 @@ def _write_shared(root: Path, shared: Path, weight_map: dict[str, str], head: di
 
 
 def _write_view(root: Path, base: Path, kind: str, config: dict[str, Any], weight_map: dict[str, str], meta: dict[str, Any]) -> None:
-    view, shared = base / kind, base / "shared"
+    view = base / kind
     view.mkdir(parents=True)
     shards = set(weight_map.values())
     for entry in sorted(root.iterdir()):

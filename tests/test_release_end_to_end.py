@@ -50,7 +50,7 @@ def judge_and_score(server, data: Path, out: Path, monkeypatch) -> dict:
     finishes a verdict otherwise), then `judge-eval score`; returns metrics.json."""
     monkeypatch.setenv("TEST_JUDGE_KEY", server.api_key)
     assert main(["run", "--judge", server.base_url, "--api-key-env", "TEST_JUDGE_KEY", "--data", str(data),
-                 "--out", str(out), "--no-progress", "--extra-body", '{"constrained": true}']) == 0
+                 "--out", str(out), "--no-progress", "--max-tokens", "48", "--extra-body", '{"constrained": true}']) == 0
     assert len(read_predictions(out)) == N_ITEMS
     assert main(["score", "--predictions", str(out), "--n-boot", "50", "--no-plots"]) == 0
     return json.loads((out / "metrics.json").read_text(encoding="utf-8"))

@@ -202,7 +202,6 @@ def test_served_released_r_score_is_the_head_over_the_generated_text(released_re
     """judge-serve --model ai-forever/pollux-judge-7b-r (offline cache): the regression score equals w . h + b, h the
     final normed hidden state of the last token of chat(prompt, output as generated), fp32; no custom code ran."""
     import torch
-    from safetensors import safe_open
     from transformers import AutoTokenizer, Qwen2Config, Qwen2Model
 
     criterion = judge.load_taxonomy().criterion("Грамотность")

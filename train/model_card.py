@@ -19,7 +19,6 @@ run, so ``license`` is an option (default ``other``: check the base model's term
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any
 import yaml
 
 from judge.checkpoints import EXPORT_MANIFEST, GENERATOR_SUBDIR, read_manifest
+from judge.config_files import read_json_object
 
 __all__ = ["render_card", "write_card", "main", "CARD_NAME", "DEFAULT_LICENSE"]
 
@@ -41,18 +41,6 @@ _HYPERPARAMETERS = ("learning_rate", "lr_scheduler_type", "warmup_steps", "num_t
                     "lora_dropout", "lora_target_modules", "packing", "score_target", "score_loss_weight",
                     "lm_loss_weight", "seed")
 _SPLIT_TITLES = {"zero_shot": "Zero-Shot test", "standard": "Standard test", "all": "Zero-Shot + Standard"}
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        return {}
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not valid JSON ({err})") from err
-    if not isinstance(value, dict):
-        raise ValueError(f"{path}: expected a JSON object")
-    return value
 
 
 def _num(value: Any, digits: int = 3) -> str:
@@ -126,12 +114,12 @@ def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, e
     manifest = read_manifest(export)
     if run_json is None:
         run_json = export / "run.json" if (export / "run.json").is_file() else export.parent / "run.json"
-    run = _read_json(Path(run_json))
+    run = read_json_object(run_json, missing_ok=True)
     config = run.get("config") or {}
     launch = run.get("launch") or {}
     data = run.get("data") or {}
     result = run.get("result") or {}
-    hf_config = _read_json(export / "config.json")
+    hf_config = read_json_object(export / "config.json", missing_ok=True)
     mode = manifest.get("mode", NOT_RECORDED)
     recipe = config.get("recipe") or mode
     base_model = launch.get("base_model") or config.get("model_name_or_path") or NOT_RECORDED
@@ -216,7 +204,7 @@ def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, e
         metrics_path = metrics_path / "metrics.json" if metrics_path.is_dir() else metrics_path
         if not metrics_path.is_file():
             raise FileNotFoundError(f"{metrics_path}: no metrics.json; score the run first (judge-eval score)")
-        out += _evaluation(_read_json(metrics_path), str(metrics_path.parent))
+        out += _evaluation(read_json_object(metrics_path, missing_ok=True), str(metrics_path.parent))
     else:
         out += ["## Evaluation", "", "Not evaluated yet. Judge and score the POLLUX test, then rewrite this card:",
                 "", "```bash", f"judge-eval run --judge {model_path} --data TEST.jsonl --out runs/eval/{name}",
