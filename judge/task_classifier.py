@@ -143,6 +143,27 @@ class TaskChoice:
         return row
 
     @classmethod
+    def of_leaf(
+        cls, leaf: Task, probability: float | None, alternatives: tuple[tuple[str, float], ...], threshold: float,
+        method: str, taxonomy: Taxonomy,
+    ) -> "TaskChoice":
+        """The choice of ``leaf``: its criteria, or the fallback set when ``probability`` is below ``threshold``
+        (a method without probabilities, ``None``, never falls back)."""
+        fallback = probability is not None and probability < threshold
+        return cls(
+            task_type=leaf.task_type,
+            task_subtype=leaf.subtype or "",
+            task_subsubtype=leaf.subsubtype or "",
+            label=label_of(leaf),
+            probability=probability,
+            alternatives=alternatives,
+            criteria=fallback_criteria(taxonomy) if fallback else leaf.criteria,
+            fallback=fallback,
+            reason=f"top probability {probability:.3f} < threshold {threshold:.3f}" if fallback else "",
+            method=method,
+        )
+
+    @classmethod
     def from_dict(cls, row: Mapping) -> "TaskChoice":
         values = dict(row)
         values["alternatives"] = tuple((a["label"], float(a["probability"])) for a in values.get("alternatives", []))
@@ -176,22 +197,9 @@ def choose_from_scores(
         if not (0.0 <= p <= 1.0 + 1e-6):  # NaN fails this too
             raise ValueError(f"{method}: probability {p!r} of {label!r} is outside [0, 1]")
     ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
-    leaf = leaf_of(ranked[0][0], taxonomy)
-    probability = float(ranked[0][1])
-    fallback = probability < threshold
-    reason = f"top probability {probability:.3f} < threshold {threshold:.3f}" if fallback else ""
-    return TaskChoice(
-        task_type=leaf.task_type,
-        task_subtype=leaf.subtype or "",
-        task_subsubtype=leaf.subsubtype or "",
-        label=label_of(leaf),
-        probability=probability,
-        alternatives=tuple((label_of(leaf_of(lab, taxonomy)), float(p)) for lab, p in ranked[:top_k]),
-        criteria=fallback_criteria(taxonomy) if fallback else leaf.criteria,
-        fallback=fallback,
-        reason=reason,
-        method=method,
-    )
+    alternatives = tuple((label_of(leaf_of(lab, taxonomy)), float(p)) for lab, p in ranked[:top_k])
+    return TaskChoice.of_leaf(leaf_of(ranked[0][0], taxonomy), float(ranked[0][1]), alternatives, threshold, method,
+                              taxonomy)
 
 
 @runtime_checkable

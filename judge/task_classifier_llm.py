@@ -148,19 +148,8 @@ class LLMClassifier:
                 path.append(text)
                 probability = None if (p is None or probability is None) else probability * p
         leaf = self.taxonomy.find_tasks(*path)[0]
-        fallback = probability is not None and probability < self.threshold
-        return TaskChoice(
-            task_type=leaf.task_type,
-            task_subtype=leaf.subtype or "",
-            task_subsubtype=leaf.subsubtype or "",
-            label=label_of(leaf),
-            probability=probability,
-            alternatives=((label_of(leaf), probability if probability is not None else math.nan),),
-            criteria=fallback_criteria(self.taxonomy) if fallback else leaf.criteria,
-            fallback=fallback,
-            reason=f"top probability {probability:.3f} < threshold {self.threshold:.3f}" if fallback else "",
-            method=self.name,
-        )
+        alternatives = ((label_of(leaf), probability if probability is not None else math.nan),)
+        return TaskChoice.of_leaf(leaf, probability, alternatives, self.threshold, self.name, self.taxonomy)
 
     def _failed(self, path: list[str], reason: str) -> TaskChoice:
         chosen = f" (after {LABEL_SEPARATOR.join(path)})" if path else ""
