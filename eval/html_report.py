@@ -30,6 +30,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from eval.report import SPLIT_TITLES
+
 __all__ = ["write_report_page", "write_compare_page", "render_report_page", "render_compare_page",
            "DEFAULT_TEXT_ITEMS", "STATUS_LABELS", "item_status"]
 
@@ -54,7 +56,7 @@ _KEY_LABELS = {"n_failed": "failed", "n_no_unique_mode": "no unique mode", "n_ou
                "vc_experts_all": "VC experts (all items)", "n_scored": "scored", "n_vc": "n in VC",
                "failure_rate": "failure rate", "n_missing": "no prediction", "n_parse_failed": "parse failed",
                "n_request_failed": "request failed"}
-_SPLIT_TITLES = {"zero_shot": "Zero-Shot test", "standard": "Standard test", "all": "Zero-Shot + Standard"}
+
 _GROUP_TITLES = {"model": "evaluated model", "task_type": "task type", "criterion": "criterion"}
 
 
@@ -342,7 +344,7 @@ def report_items(items: Mapping[str, list], records: Sequence | None, prediction
         experts = [_round(v) for v in (items["expert_scores"][i] or [])]
         status = item_status(str(items["status"][i]), references[i], bool(experts), in_scale[i] if in_scale else None,
                              why_unscored[i] if why_unscored else None)
-        cats = [code("split", _SPLIT_TITLES.get(str(items["split"][i]), str(items["split"][i]))),
+        cats = [code("split", SPLIT_TITLES.get(str(items["split"][i]), str(items["split"][i]))),
                 code("model", str(items["model_id"][i])), code("task", str(items["task_type"][i])),
                 code("criterion", str(items["criteria_name"][i])), code("status", status)]
         detail = -1
@@ -392,12 +394,12 @@ def render_report_page(result: Mapping[str, Any], explorer: Mapping[str, Any] | 
             '<p class="note">A verdict that failed to parse counts in <code>n_failed</code> and is never scored. '
             "Click a column header to sort. Intervals in grey.</p>"]
     splits = result.get("splits") or {}
-    overall = {_SPLIT_TITLES.get(k, k): b["overall"] for k, b in splits.items() if "overall" in b}
+    overall = {SPLIT_TITLES.get(k, k): b["overall"] for k, b in splits.items() if "overall" in b}
     body.append(_metric_table("Test", overall, None, "summary-table"))
     if result.get("why_empty"):
         body.append(f'<p class="note">Why some figures are empty: {_e(json.dumps(result["why_empty"], ensure_ascii=False))}</p>')
     for split, block in splits.items():
-        title = _SPLIT_TITLES.get(split, split)
+        title = SPLIT_TITLES.get(split, split)
         body.append(f'<h2 id="tables-{_e(split)}">{_e(title)}</h2>')
         if block.get("failures"):
             body.append('<p class="note">Failures by reason: ' + ", ".join(
@@ -414,7 +416,7 @@ def render_report_page(result: Mapping[str, Any], explorer: Mapping[str, Any] | 
                         f'{_e(json.dumps(other, ensure_ascii=False, indent=1))}</pre></details>')
     body.append('<h2 id="plots">Plots</h2>')
     for split, block in splits.items():
-        title = _SPLIT_TITLES.get(split, split)
+        title = SPLIT_TITLES.get(split, split)
         conf = block.get("confusion") or {}
         if conf:
             body.append(f"<h3>{_e(title)}: judge × expert mode</h3><div class=\"panels\">")
@@ -425,7 +427,7 @@ def render_report_page(result: Mapping[str, Any], explorer: Mapping[str, Any] | 
         body.append(_mae_svg(block.get("by_criterion") or {}, str(result.get("target"))))
     known = {"judge", "target", "settings", "levels", "splits", "data", "predictions", "notes", "run", "why_empty"}
     body += _other_keys(result, known)
-    nav = [("summary", "Summary")] + [(f"tables-{k}", _SPLIT_TITLES.get(k, k)) for k in splits] + [("plots", "Plots")]
+    nav = [("summary", "Summary")] + [(f"tables-{k}", SPLIT_TITLES.get(k, k)) for k in splits] + [("plots", "Plots")]
     data = None
     if explorer is not None:
         nav.append(("explorer", "Items"))
@@ -563,7 +565,7 @@ def compare_items(result: Mapping[str, Any], top: int = 1000) -> dict[str, Any]:
             sa, sb = str(base["status"][i]), str(other["status"][j])
             status = ("both scored" if sa == sb == "ok" else f"baseline {sa.replace('_', ' ')}, run "
                       f"{sb.replace('_', ' ')}")
-            cats = [pair, code("split", _SPLIT_TITLES.get(str(base["split"][i]), str(base["split"][i]))),
+            cats = [pair, code("split", SPLIT_TITLES.get(str(base["split"][i]), str(base["split"][i]))),
                     code("model", str(base["model_id"][i])), code("task", str(base["task_type"][i])),
                     code("criterion", str(base["criteria_name"][i])), code("status", status)]
             record = by_id.get(item_id)
@@ -594,7 +596,7 @@ def render_compare_page(result: Mapping[str, Any], explorer: Mapping[str, Any] |
                 "higher)."]
     body = ['<h2 id="side">Each run on its own items</h2>']
     metrics_list = result.get("metrics") or []
-    for split, title in _SPLIT_TITLES.items():
+    for split, title in SPLIT_TITLES.items():
         cells = {name: (m.get("splits") or {}).get(split, {}).get("overall") for name, m in zip(runs, metrics_list)}
         cells = {k: v for k, v in cells.items() if v}
         if cells:
@@ -604,7 +606,7 @@ def render_compare_page(result: Mapping[str, Any], explorer: Mapping[str, Any] |
         body.append(f'<h2 id="cmp-{k}">{_e(comp["run"])} vs {_e(result["baseline"])}</h2>')
         body.append(f'<p class="note">{_e(comp.get("n_common"))} items in both runs.</p>')
         for split, block in (comp.get("splits") or {}).items():
-            title = _SPLIT_TITLES.get(split, split)
+            title = SPLIT_TITLES.get(split, split)
             body.append(f"<h3>{_e(title)}</h3>")
             body.append(_paired_table("Overall", {"all items": block["overall"]}, list(block["overall"]),
                                       f"paired-{k}-{split}-overall"))

@@ -359,8 +359,10 @@ def score(
     records = judge.load_records(data)
     rows = read_predictions(predictions)
     table, notes = scoring.build_table(records, rows, judge_name=name)
+    # The same tests as the paper's metrics: "all" is Zero-Shot + Standard; "unknown" only where some item has it.
     official = pollux_official(records, rows, {split: np.flatnonzero(table.split == split) if split != "all"
-                                               else np.arange(len(table)) for split in scoring.SPLITS})
+                                               else np.flatnonzero(table.split != "unknown") for split in scoring.SPLITS
+                                               if split != "unknown" or (table.split == split).any()})
     if notes["n_unknown_ids"]:
         log.warning("%d predictions have ids that are not in %s: ignored", notes["n_unknown_ids"], data)
     target = scoring.choose_target(table, target)

@@ -690,7 +690,9 @@ def _select(records: list, config: RunConfig) -> list:
 
     if config.split != "all":
         spec = judge.load_split_spec()
-        records = [r for r in records if judge.split_of(r, spec) == config.split]
+        # An item whose task type the taxonomy does not know is in neither test: it runs only under --split all
+        # (score then reports it as the "unknown" split), never silently as Standard, and never aborts the run.
+        records = [r for r in records if judge.split_of(r, spec, allow_unknown=True) == config.split]
     if config.limit:
         records = records[: config.limit]
     return records
@@ -701,6 +703,12 @@ def _expand_auto(config: RunConfig, out: Path) -> Path:
     import judge
     from judge.task_classifier import classifier_from_settings, expand_file
 
+    items = out / "auto_items.jsonl"
+    if items.is_file() and (out / "task_choices.jsonl").is_file():
+        # A resumed run keeps the items it started with: an llm classifier asked again could choose differently and
+        # orphan the predictions already written.
+        log.info("criteria auto: reusing %s (delete it to classify again)", items)
+        return items
     classifier = classifier_from_settings(config.criteria_classifier, config.criteria_classifier_path,
                                           config.criteria_classifier_model, config.criteria_threshold)
     return expand_file(config.data or judge.sample_data_path(), out, classifier)

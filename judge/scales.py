@@ -61,8 +61,10 @@ class Scale:
 
 # A level line: optional bullet/emphasis, an integer (possibly negative), then a separator (colon, hyphen, en/em
 # dash, full stop, closing parenthesis). "2024 год" must not count, hence the required separator. A bullet needs
-# the space after it, so that "-1: ..." reads as level -1 and "- 1: ..." as a bulleted level 1.
-_LEVEL_LINE = re.compile(r"^\s*(?:[-*•]\s+)?\**\s*(-?\d+)\s*\**\s*(?::|-|–|—|\.(?!\d)|\))")
+# a space after it, so that "-1: ..." reads as level -1 and "- 1: ..." as a bulleted level 1 ("•1" and "*1" are
+# never negative, so those bullets may touch the number). A list written "-0: / -1: / -2:" uses hyphens as bullets
+# (nobody writes a level "-0"): see scale_of.
+_LEVEL_LINE = re.compile(r"^\s*(?:-\s+|[*•]\s*)?\**\s*(-?\d+)\s*\**\s*(?::|-|–|—|\.(?!\d)|\))")
 # Ranges in words: "от 0 до 2", "from 1 to 10", "0–2 балла", "between 0 and 3".
 _RANGE_WORDS = (
     re.compile(r"\bот\s+(-?\d+)\s+до\s+(-?\d+)", re.IGNORECASE),
@@ -107,11 +109,10 @@ def scale_of(rubrics: str | Mapping) -> Scale:
     if not isinstance(rubrics, str):
         raise ScaleError(f"rubrics must be text or a mapping, got {type(rubrics).__name__}")
 
-    levels = []
-    for line in rubrics.splitlines():
-        match = _LEVEL_LINE.match(line)
-        if match:
-            levels.append(int(match.group(1)))
+    written = [m.group(1) for m in map(_LEVEL_LINE.match, rubrics.splitlines()) if m]
+    # "-0:" can only be a hyphen bullet before level 0, so every hyphen in the list is a bullet.
+    hyphen_bullets = "-0" in written and all(w.startswith("-") for w in written)
+    levels = [int(w.lstrip("-")) if hyphen_bullets else int(w) for w in written]
     # Two or more level lines are a level list; a single numbered line is more likely prose ("1. Оцените...").
     if len(set(levels)) >= 2:
         return Scale(tuple(sorted(set(levels))))

@@ -590,8 +590,10 @@ def expand_criteria(
 
 
 #: Columns of an input row that ``expand_rows`` copies into every item (POLLUX record columns it does not set).
-_CARRIED = ("id", "model_id", "reference_answer", "difficulty", "domain", "expert_scores", "expert_feedback",
-            "criteria_score")  # fmt: skip
+_CARRIED = ("id", "model_id", "reference_answer", "difficulty", "domain")
+#: Labels belong to one criterion: a row without ``criteria_name`` that carries them is refused, since copying them
+#: onto every chosen criterion would score the judge against made-up references.
+_PER_CRITERION = ("expert_scores", "expert_feedback", "criteria_score", "annotations")
 
 
 def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str = "data") -> tuple[list[dict], list[dict]]:
@@ -605,7 +607,8 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
         and ``TaskChoice.to_dict()`` fields) for a ``task_choices.jsonl`` beside the predictions.
 
     Raises:
-        ValueError: a row without ``instruction`` or ``answer``, naming the source and row.
+        ValueError: a row without ``instruction`` or ``answer``, or a row without ``criteria_name`` that carries
+            expert labels (they belong to one criterion), naming the source, row and field.
     """
     items, choices = [], []
     for i, row in enumerate(rows):
@@ -615,6 +618,10 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
         for key in ("instruction", "answer"):
             if not isinstance(row.get(key), str) or not row[key].strip():
                 raise ValueError(f"{source} row {i}: '{key}' must be a non-empty string for criteria: auto")
+        labelled = [k for k in _PER_CRITERION if row.get(k) not in (None, [], ())]
+        if labelled:
+            raise ValueError(f"{source} row {i}: field '{labelled[0]}' labels one criterion, but the row names none "
+                             "(criteria_name) for criteria: auto to expand; give criteria_name, or drop the labels")
         row_id = str(row.get("id") or i)
         carried = {k: row[k] for k in _CARRIED if k in row and k != "id"}
         got, record = expand_criteria(row["instruction"], row["answer"], classifier, extra=carried)
@@ -633,10 +640,16 @@ def expand_file(source: str | Path, out_dir: str | Path, classifier: TaskClassif
         ValueError: a line that is not a JSON object, or a row ``expand_rows`` refuses (naming file and row).
     """
     source, out = Path(source), Path(out_dir)
+    if source.suffix.lower() != ".jsonl":
+        raise ValueError(f"{source}: criteria: auto reads (instruction, answer) rows from a .jsonl file "
+                         "(judge-eval convert writes one from any source)")
     rows = []
     for i, line in enumerate(source.read_text(encoding="utf-8").splitlines()):
         if line.strip():
-            row = json.loads(line)
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{source} line {i + 1}: invalid JSON ({err.msg})") from None
             if not isinstance(row, dict):
                 raise ValueError(f"{source} line {i + 1}: not a JSON object")
             rows.append(row)

@@ -114,7 +114,8 @@ def test_split_file_with_typo_is_rejected(tmp_path):
 
 
 def test_scoring_reports_unresolvable_task_types_as_their_own_split():
-    """judge-eval score puts items whose task type is unknown in an "unknown" split it reports, not in Standard."""
+    """judge-eval score puts items whose task type is unknown in an "unknown" split it reports, not in Standard, and
+    not in "all" either: that is the paper's two tests together (Zero-Shot + Standard)."""
     from eval import scoring
 
     rows = [{"id": rid, "instruction": "И", "answer": "О", "criteria_name": "Проактивность", "rubrics": "0: нет\n\n1: да",
@@ -123,4 +124,16 @@ def test_scoring_reports_unresolvable_task_types_as_their_own_split():
     table, _ = scoring.build_table(records_from_rows(rows), predictions)
     assert table.split.tolist() == [STANDARD, UNKNOWN, UNKNOWN]
     splits = scoring.evaluate(table, n_boot=10)["splits"]
-    assert (splits["standard"]["overall"]["n"], splits["unknown"]["overall"]["n"], splits["all"]["overall"]["n"]) == (1, 2, 3)
+    assert (splits["standard"]["overall"]["n"], splits["unknown"]["overall"]["n"], splits["all"]["overall"]["n"]) == (1, 2, 1)
+
+
+def test_run_split_selection_skips_unknown_task_types_without_aborting():
+    """judge-eval run --split standard takes the Standard items and leaves an unknown task type out (it runs under
+    --split all and is scored as the "unknown" split); it never aborts the run."""
+    from eval.run import RunConfig, _select
+
+    rows = [{"id": rid, "instruction": "И", "answer": "О", "criteria_name": "Проактивность", "rubrics": "0: нет\n\n1: да",
+             "expert_scores": [1, 1], "task_type": task_type} for rid, task_type in (("a", "Editing"), ("b", ""), ("c", "Моя задача"))]  # fmt: skip
+    records = records_from_rows(rows)
+    assert [r.id for r in _select(records, RunConfig(split="standard"))] == ["a"]
+    assert [r.id for r in _select(records, RunConfig(split="all"))] == ["a", "b", "c"]

@@ -311,6 +311,25 @@ def test_expand_rows_names_a_row_without_answer():
         expand_rows([{"instruction": "a", "answer": "b"}, {"instruction": "a"}], _Fixed({"Advice": 0.9}), "data.jsonl")
 
 
+@pytest.mark.parametrize("field", ["expert_scores", "criteria_score", "annotations"])
+def test_expand_rows_refuses_labels_without_a_criterion(field):
+    """Expert labels belong to one criterion: a pair row that carries them is refused (naming row and field) rather
+    than copied onto every chosen criterion as a made-up reference."""
+    from judge.task_classifier import expand_rows
+
+    value = {"expert_scores": [2, 2], "criteria_score": 2.0, "annotations": [{"comment": "", "score": 2.0}]}[field]
+    with pytest.raises(ValueError, match=f"data.jsonl row 0: field '{field}' labels one criterion"):
+        expand_rows([{"instruction": "a", "answer": "b", field: value}], _Fixed({"Advice": 0.9}), "data.jsonl")
+
+
+def test_expand_file_reads_jsonl_only_and_says_how_to_convert(tmp_path):
+    """criteria: auto over a non-JSONL source is a clear error pointing at judge-eval convert."""
+    from judge.task_classifier import expand_file
+
+    with pytest.raises(ValueError, match="judge-eval convert"):
+        expand_file(tmp_path / "pairs.parquet", tmp_path / "out", _Fixed({"Advice": 0.9}))
+
+
 def test_expand_file_writes_items_that_load_as_records_and_the_choices(tmp_path):
     """expand_file: auto_items.jsonl loads through judge.load_records; task_choices.jsonl has one row per pair."""
     from judge import load_records
