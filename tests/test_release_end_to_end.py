@@ -4,8 +4,9 @@ are judged by served tiny judges in the released layouts and scored with the pap
 Nothing here is downloaded: ``tests/release_artifacts.py`` rebuilds the dataset (``ai-forever/POLLUX``: three shards
 under ``data/``, the released column names and Arrow types, ``annotations`` with ``-1`` abstentions, no ``id``) and
 ``judge/tiny_released.py`` the ``-r`` judge (``Qwen2WithRegressionHead``, a ``regression_head`` with a bias, sharded
-safetensors), served under its hub id from an offline hub cache. The Qwen3 layout (``Pollux-4B-Judge``) is judged on
-the same data in ``tests/test_qwen3_judge.py``.
+safetensors). The ``-r`` judge, served under its hub id from an offline hub cache, judges the same data in
+``tests/test_released_judges.py`` (the module that owns its server) and the Qwen3 layout (``Pollux-4B-Judge``) in
+``tests/test_qwen3_judge.py``; both use ``judge_and_score`` and ``assert_paper_and_pollux_figures`` from here.
 """
 
 from __future__ import annotations
@@ -79,17 +80,3 @@ def test_released_data_judged_by_a_seq2seq_judge_and_scored(seq2seq_server, rele
     rows = read_predictions(tmp_path / "seq2seq")
     comparable = {r.id for r in judge.load_records(released_data) if r.criteria_score is not None or r.expert_scores}
     assert official["n_parsed"] == sum(1 for r in rows if r["parse_ok"] and r["id"] in comparable)
-
-
-@pytest.mark.slow
-def test_released_data_judged_by_the_released_regression_judge_and_scored(
-    released_regression_server, released_data, tmp_path, monkeypatch
-):
-    """The -r layout served under its hub id: every item gets the head's raw value (regression_score), `score`
-    compares with the experts' mean, and POLLUX's evaluator scores the raw head values."""
-    metrics = judge_and_score(released_regression_server, released_data, tmp_path / "r", monkeypatch)
-    assert metrics["target"] == "mean"
-    official = assert_paper_and_pollux_figures(metrics)
-    rows = read_predictions(tmp_path / "r")
-    assert all(r["score_source"] == "regression_head" and isinstance(r["regression_score"], float) for r in rows)
-    assert official["n_regression"] == N_ITEMS - 1 and official["format_acc"] == 1.0
