@@ -303,9 +303,9 @@ def released_hub_cache(tmp_path_factory, released_regression_dir) -> Path:
 def released_regression_server(tmp_path_factory, released_hub_cache) -> Iterator[JudgeServer]:
     """judge-serve on the hub id of the tiny released -r judge, offline, views built in a scratch cache.
 
-    Module-scoped (its tests live in tests/test_released_judges.py): its two engines stop with the module, so they
-    never sit beside the session's other engines for the rest of the run (2 CPU cores, 24 GiB: the OOM killer
-    takes an engine when six are up at once).
+    Module-scoped (its tests live in tests/test_released_judges.py, which sorts before the test_serve_* modules that
+    start the session's judge-serve engines): its two engines stop with the module and never sit beside the
+    session's others (24 GiB: the OOM killer took an engine when six were up at once).
     """
     views = tmp_path_factory.mktemp("released-views")
     process = _Process(

@@ -15,6 +15,8 @@ trailing spaces and newlines. Tests that need other rows pass their own (``relea
 
 from __future__ import annotations
 
+import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -162,3 +164,35 @@ def write_released_dataset(folder: str | Path, rows: list[dict[str, Any]] | None
         table = pa.Table.from_pylist(chunk, schema=RELEASED_SCHEMA)
         pq.write_table(table, folder / "data" / f"test-{k:05d}-of-{n_shards:05d}.parquet")
     return folder
+
+
+#: Items in ``released_rows()``: the last row is an exact duplicate of the first.
+N_ITEMS = len(released_rows()) - 1
+
+
+def judge_and_score(server, data: Path, out: Path, monkeypatch) -> dict:
+    """`judge-eval run` against a served judge (format forced by structured outputs: a random tiny model rarely
+    finishes a verdict otherwise), then `judge-eval score`; returns metrics.json."""
+    from eval.cli import main
+    from eval.run import read_predictions
+
+    monkeypatch.setenv("TEST_JUDGE_KEY", server.api_key)
+    assert main(["run", "--judge", server.base_url, "--api-key-env", "TEST_JUDGE_KEY", "--data", str(data),
+                 "--out", str(out), "--no-progress", "--max-tokens", "48", "--extra-body", '{"constrained": true}']) == 0
+    assert len(read_predictions(out)) == N_ITEMS
+    assert main(["score", "--predictions", str(out), "--n-boot", "50", "--no-plots"]) == 0
+    return json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+
+
+def assert_paper_and_pollux_figures(metrics: dict) -> dict:
+    """Non-empty paper metrics over the released items, the all-abstained item reported, POLLUX's figures beside."""
+    overall = metrics["splits"]["all"]["overall"]
+    assert overall["n"] == N_ITEMS and overall["n_request_failed"] == 0
+    assert overall["n_scored"] > 0 and math.isfinite(overall["mae"])
+    assert overall["n_all_abstained"] == 1  # "every expert abstained": unlabelled, counted, never an error
+    official = metrics["pollux_official"]["splits"]["all"]
+    # the all-abstained item has no criteria_score (the release's -1 aggregate) and no expert score: POLLUX's
+    # evaluator cannot compare it, so it is left out and counted
+    assert (official["n"], official["n_no_reference"]) == (N_ITEMS - 1, 1)
+    assert 0.0 <= official["format_acc"] <= 1.0 and math.isfinite(official["mse"])
+    return official

@@ -265,7 +265,7 @@ def test_judge_serve_serves_the_qwen3_export_with_thinking_off(qwen3_seq2seq_run
 
         # The Pollux-4B-Judge layout on the released benchmark's shards: judged, scored, POLLUX's figures beside.
         from tests.release_artifacts import write_released_dataset
-        from tests.test_release_end_to_end import assert_paper_and_pollux_figures, judge_and_score
+        from tests.release_artifacts import assert_paper_and_pollux_figures, judge_and_score
 
         data = write_released_dataset(tmp_path / "POLLUX")
         assert_paper_and_pollux_figures(judge_and_score(server, data, tmp_path / "eval", monkeypatch))

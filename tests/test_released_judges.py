@@ -247,7 +247,7 @@ def test_released_data_judged_by_the_released_regression_judge_and_scored(releas
     compares with the experts' mean, and POLLUX's evaluator scores the raw head values."""
     from eval.run import read_predictions
     from tests.release_artifacts import write_released_dataset
-    from tests.test_release_end_to_end import N_ITEMS, assert_paper_and_pollux_figures, judge_and_score
+    from tests.release_artifacts import N_ITEMS, assert_paper_and_pollux_figures, judge_and_score
 
     data = write_released_dataset(tmp_path / "POLLUX")
     metrics = judge_and_score(released_regression_server, data, tmp_path / "r", monkeypatch)

@@ -6,13 +6,12 @@ under ``data/``, the released column names and Arrow types, ``annotations`` with
 ``judge/tiny_released.py`` the ``-r`` judge (``Qwen2WithRegressionHead``, a ``regression_head`` with a bias, sharded
 safetensors). The ``-r`` judge, served under its hub id from an offline hub cache, judges the same data in
 ``tests/test_released_judges.py`` (the module that owns its server) and the Qwen3 layout (``Pollux-4B-Judge``) in
-``tests/test_qwen3_judge.py``; both use ``judge_and_score`` and ``assert_paper_and_pollux_figures`` from here.
+``tests/test_qwen3_judge.py``, all through ``tests.release_artifacts.judge_and_score``. (This file sorts after
+``test_released_judges.py`` on purpose: the -r server's engines stop before the session's judge-serve engines start.)
 """
 
 from __future__ import annotations
 
-import json
-import math
 from pathlib import Path
 
 import pytest
@@ -20,9 +19,14 @@ import pytest
 import judge
 from eval.cli import main
 from eval.run import read_predictions
-from tests.release_artifacts import released_rows, write_released_dataset
+from tests.release_artifacts import (
+    N_ITEMS,
+    assert_paper_and_pollux_figures,
+    judge_and_score,
+    released_rows,
+    write_released_dataset,
+)
 
-N_ITEMS = len(released_rows()) - 1  # the last row is an exact duplicate of the first
 
 
 @pytest.fixture(scope="module")
@@ -44,31 +48,6 @@ def test_convert_writes_the_released_shards_as_jsonl_without_loss(released_data,
     assert sum(r.n_abstained for r in from_jsonl) == sum(
         1 for row in released_rows()[:-1] for a in row["annotations"] if a["score"] == -1
     )
-
-
-def judge_and_score(server, data: Path, out: Path, monkeypatch) -> dict:
-    """`judge-eval run` against a served judge (format forced by structured outputs: a random tiny model rarely
-    finishes a verdict otherwise), then `judge-eval score`; returns metrics.json."""
-    monkeypatch.setenv("TEST_JUDGE_KEY", server.api_key)
-    assert main(["run", "--judge", server.base_url, "--api-key-env", "TEST_JUDGE_KEY", "--data", str(data),
-                 "--out", str(out), "--no-progress", "--max-tokens", "48", "--extra-body", '{"constrained": true}']) == 0
-    assert len(read_predictions(out)) == N_ITEMS
-    assert main(["score", "--predictions", str(out), "--n-boot", "50", "--no-plots"]) == 0
-    return json.loads((out / "metrics.json").read_text(encoding="utf-8"))
-
-
-def assert_paper_and_pollux_figures(metrics: dict) -> dict:
-    """Non-empty paper metrics over the released items, the all-abstained item reported, POLLUX's figures beside."""
-    overall = metrics["splits"]["all"]["overall"]
-    assert overall["n"] == N_ITEMS and overall["n_request_failed"] == 0
-    assert overall["n_scored"] > 0 and math.isfinite(overall["mae"])
-    assert overall["n_all_abstained"] == 1  # "every expert abstained": unlabelled, counted, never an error
-    official = metrics["pollux_official"]["splits"]["all"]
-    # the all-abstained item has no criteria_score (the release's -1 aggregate) and no expert score: POLLUX's
-    # evaluator cannot compare it, so it is left out and counted
-    assert (official["n"], official["n_no_reference"]) == (N_ITEMS - 1, 1)
-    assert 0.0 <= official["format_acc"] <= 1.0 and math.isfinite(official["mse"])
-    return official
 
 
 @pytest.mark.slow
