@@ -169,10 +169,12 @@ def test_judge_single_item_with_the_openai_sdk(seq2seq_server):
     }  # fmt: skip
 
 
-def test_criteria_auto_chooses_the_task_and_expands_its_criteria(seq2seq_server, regression_server):
+def test_criteria_auto_chooses_the_task_and_expands_its_criteria(seq2seq_server):
     """"criteria": "auto": the server's task classifier picks a leaf task; the item is judged on exactly the
     criteria the choice names (taxonomy ids, in order) and the response says which task, how sure, and why a
-    fallback happened. A server without a classifier refuses "auto" with a 400 naming the field."""
+    fallback happened. (A server without a classifier refuses "auto" with a 400 naming the field:
+    tests/test_serve_judging.py::test_criteria_auto_parses_and_resolves_to_the_choice_criteria — the session's
+    regression server cannot show it here, test_serve_regression.py kills its pooling engine on purpose.)"""
     from judge.task_classifier import TaskChoice, fallback_criteria, leaf_of
 
     body = {"items": [{**ITEM, "id": "auto", "criteria": "auto"}], "max_tokens": 2}
@@ -187,10 +189,6 @@ def test_criteria_auto_chooses_the_task_and_expands_its_criteria(seq2seq_server,
     tax = judge.load_taxonomy()
     assert [r["criterion_id"] for r in item["results"]] == list(choice.criteria)
     assert [r["criterion"] for r in item["results"]] == [tax.criteria[c].name["ru"] for c in choice.criteria]
-
-    refused = _post(regression_server, "/v1/judge", body)
-    assert refused.status_code == 400
-    assert refused.json()["error"]["param"] == "items[0].criteria" and "task classifier" in refused.json()["error"]["message"]
 
 
 def test_judge_batch_by_name_custom_rubric_and_task_type(seq2seq_server):
