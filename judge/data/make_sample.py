@@ -16,7 +16,6 @@ per-criterion phrases and the answer-specific remark. The content (instructions,
 from __future__ import annotations
 
 import argparse
-import json
 import random
 from collections import Counter
 from dataclasses import dataclass, field
@@ -183,23 +182,6 @@ def _leaf(tax: Taxonomy, path: tuple[str, ...]) -> Task:
     return leaves[0]
 
 
-def _leaf_domains() -> dict[tuple[str, ...], str]:
-    """Leaf path -> the English domain tasks.json gives it (every leaf has one; ``Task`` does not carry it)."""
-    raw = json.loads((resources.files("judge") / "data" / "tasks.json").read_text(encoding="utf-8"))
-    domains: dict[tuple[str, ...], str] = {}
-
-    def walk(node: dict, path: tuple[str, ...]) -> None:
-        if "criteria" in node:
-            domains[path] = ((node.get("domain") or {}).get("en") or "").strip()
-        for key in ("tasks", "subtasks_l1", "subtasks_l2"):
-            for name, child in (node.get(key) or {}).items():
-                walk(child, path + (name,))
-
-    for group in raw.values():
-        walk(group, ())
-    return domains
-
-
 def _quality(crit: Criterion, score: int) -> str:
     """How a level of the criterion's scale reads: "bad", "mid" or "good" (critical criteria: 0 is good)."""
     levels = crit.scale.levels
@@ -293,7 +275,6 @@ def build_records(seed: int = SEED) -> list[JudgeRecord]:
     phrases, items = load_content()
     rng = random.Random(seed)
     tax = load_taxonomy()
-    domains = _leaf_domains()
     records: list[JudgeRecord] = []
     for item in items:
         leaf = _leaf(tax, item.path)
@@ -334,7 +315,7 @@ def build_records(seed: int = SEED) -> list[JudgeRecord]:
                         task_subtype=leaf.subtype or "",
                         task_subsubtype=leaf.subsubtype or "",
                         difficulty=item.difficulty,
-                        domain=domains[leaf.path],
+                        domain=leaf.domain.get("en", ""),
                     )
                 )
     return records
