@@ -116,14 +116,14 @@ def test_split_file_with_typo_is_rejected(tmp_path):
 def test_scoring_reports_unresolvable_task_types_as_their_own_split():
     """judge-eval score puts items whose task type is unknown in an "unknown" split it reports, not in Standard, and
     not in "all" either: that is the paper's two tests together (Zero-Shot + Standard)."""
-    from eval import scoring
+    from eval import item_table
 
     rows = [{"id": rid, "instruction": "И", "answer": "О", "criteria_name": "Проактивность", "rubrics": "0: нет\n\n1: да",
              "expert_scores": [1, 1], "task_type": task_type} for rid, task_type in (("a", "Editing"), ("b", ""), ("c", "Моя задача"))]  # fmt: skip
     predictions = [{"id": rid, "judge": "j", "score": 1, "parse_ok": True, "error": None, "score_source": "verdict"} for rid in "abc"]
-    table, _ = scoring.build_table(records_from_rows(rows), predictions)
+    table, _ = item_table.build_table(records_from_rows(rows), predictions)
     assert table.split.tolist() == [STANDARD, UNKNOWN, UNKNOWN]
-    splits = scoring.evaluate(table, n_boot=10)["splits"]
+    splits = item_table.evaluate(table, n_boot=10)["splits"]
     assert (splits["standard"]["overall"]["n"], splits["unknown"]["overall"]["n"], splits["all"]["overall"]["n"]) == (1, 2, 1)
 
 
