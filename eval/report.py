@@ -15,14 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from eval import item_table
+from judge.splits import SPLIT_TITLES  # one definition in the contract; re-exported here for eval's own modules
 
 __all__ = ["render_markdown", "markdown_table", "plot_confusions", "plot_mae_by_criterion", "SPLIT_TITLES",
            "fmt", "fmt_ci"]
 
 log = logging.getLogger("judge_eval.report")
 
-SPLIT_TITLES = {"zero_shot": "Zero-Shot test", "standard": "Standard test",
-                "unknown": "Task type unknown to the taxonomy (split unknown)", "all": "Zero-Shot + Standard"}
 GROUP_TITLES = {"model": "evaluated model", "task_type": "task type", "criterion": "criterion"}
 
 
