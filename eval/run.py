@@ -38,9 +38,10 @@ from typing import Any
 from eval.backends import (ChatBackend, JudgeBackend, JudgeServeBackend, Refused, base_of, detect_backend, first_model,
                            is_transient, root_of, short)
 from eval.local_server import local_server
-from eval.predictions import PREDICTION_FIELDS, REQUEST_FAILED, read_predictions, resume_predictions
+from eval.predictions import REQUEST_FAILED, PredictionRow, read_predictions, resume_predictions
 from judge.checkpoints import is_hub_id
 from judge.config_files import ConfigError, read_config_file
+from judge.journal import JournalWriter
 
 __all__ = ["RunConfig", "ConfigError", "prefix_order", "run"]
 
@@ -159,18 +160,18 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
         queue.put_nowait(batch)
     counts = {"written": 0, "parse_failed": 0, "request_failed": 0}
     bar = tqdm(total=len(records), desc=f"judging ({backend.name})", unit="item", disable=not config.progress)
-    handle = path.open("a", encoding="utf-8")
+    journal = JournalWriter(path)
 
     def write(batch: Sequence, outcomes: list[dict[str, Any]], latency: float) -> None:
-        for record, outcome in zip(batch, outcomes):
-            row = {"id": record.id, "judge": backend.name, **outcome, "latency_s": round(latency, 4)}
-            handle.write(json.dumps({k: row.get(k) for k in PREDICTION_FIELDS}, ensure_ascii=False) + "\n")
+        rows = [PredictionRow(id=record.id, judge=backend.name, **outcome, latency_s=round(latency, 4))
+                for record, outcome in zip(batch, outcomes)]
+        journal.append(*(row.to_json() for row in rows))  # one fsync per batch; a kill's torn line is dropped on resume
+        for row in rows:
             counts["written"] += 1
-            if outcome["error"] == REQUEST_FAILED:
+            if row.error == REQUEST_FAILED:
                 counts["request_failed"] += 1
-            elif not outcome["parse_ok"]:
+            elif not row.parse_ok:
                 counts["parse_failed"] += 1
-        handle.flush()  # a kill loses at most the line being written; resume drops it
         bar.update(len(batch))
 
     async def worker() -> None:
@@ -186,7 +187,6 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
     try:
         await asyncio.gather(*(worker() for _ in range(min(config.concurrency, max(len(batches), 1)))))
     finally:
-        handle.close()
         bar.close()
         await backend.aclose()
     return counts
