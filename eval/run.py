@@ -10,13 +10,13 @@ A judge is reached over HTTP in every case:
 - **a local checkpoint folder**: ``judge-serve`` is started for it as a child process when installed, else vLLM's
   OpenAI server (``python -m vllm.entrypoints.openai.api_server``); it is stopped when the run ends.
 
-Output, in ``--out``: ``predictions.jsonl`` (one row per item: ``id, judge, raw_output, feedback, score, parse_ok,
-error, reason, score_source, in_scale, regression_score, latency_s``; ``in_scale`` is false for a number outside the
-rubric's scale, which is scored as the paper does; ``regression_score`` is a regression head's raw value); the latency is that of the request that produced the row, shared by the
-criteria of one ``/v1/judge`` request), appended as answers arrive, and ``run.json`` (resolved config, git
-revision, package versions, prompt version). A rerun resumes: rows already written are kept, a line cut by a kill
-is dropped, items whose *request* failed are retried, and the file ends with exactly one row per item. A verdict
-that does not parse is a final answer (``parse_ok: false`` with the parser's error); it is never a score.
+Output, in ``--out``: ``predictions.jsonl`` (one ``eval.predictions.PredictionRow`` per item; ``in_scale`` is false
+for a number outside the rubric's scale, which is scored as the paper does; ``regression_score`` is a regression
+head's raw value; the latency is that of the request that produced the row, shared by the criteria of one
+``/v1/judge`` request), appended as answers arrive (``judge.journal``: one fsync per request), and ``run.json``
+(resolved config, git revision, package versions, prompt version). A rerun resumes: rows already written are kept,
+a line cut by a kill is dropped, items whose *request* failed are retried, and the file ends with exactly one row
+per item. A verdict that does not parse is a final answer (``parse_ok: false`` with the parser's error); it is never a score.
 """
 
 
@@ -74,7 +74,8 @@ class RunConfig:
     base_url_env: str = _f("", "Environment variable holding the base URL when judge is empty (API judges).")
     api_key_env: str = _f("", "Environment variable holding the API key (empty or unset: no key).")
     concurrency: int = _f(8, "Requests in flight at once.")
-    max_retries: int = _f(5, "Retries of a request that failed for a transient reason (connection, timeout, 429, 5xx).")
+    max_retries: int = _f(5, "Retries of a request that failed for a transient reason (connection, timeout, 408, 409, "
+                               "429, 5xx; judge.retry).")
     backoff_s: float = _f(1.0, "First retry delay in seconds; doubles per retry (with jitter), capped at 60 s; never "
                                   "shorter than the server's Retry-After (judge.retry).")
     timeout_s: float = _f(600.0, "Seconds one request may take.")
