@@ -14,7 +14,7 @@ greedy.
    for rendering, tokenizing, parsing and its HTTP hop). Rounds run direct, judge-serve, judge-serve, direct,
    each from an empty prefix cache, ``--rounds`` times. Reported: judgments/s, p50/p95 latency per item, ratios.
 2. **Ordering.** All judgments at once, at most ``--window`` in flight (judge-serve's
-   ``max_concurrent_engine_requests``), sent to vLLM in prefix-aware order (``serve.judging.prefix_order``, what
+   ``max_concurrent_engine_requests``), sent to vLLM in prefix-aware order (``judge.prefix_order``, what
    judge-serve does) or shuffled; on the large KV cache and on a KV cache smaller than the batch's prompts
    (``--small-kv-cache``), where order decides whether siblings find their shared prefix still cached.
 
@@ -301,7 +301,7 @@ async def overhead(args, server: JudgeServe, items, payloads_by_item, http: http
 
 async def ordering(args, server: JudgeServe, jobs_payloads: list[tuple[tuple, dict]], http: httpx.AsyncClient, items) -> dict[str, Any]:
     """All judgments at once, ``window`` in flight, prefix-aware vs shuffled; plus one judge-serve batch request."""
-    from serve.judging import prefix_order
+    from judge import prefix_order
 
     engine = server.engine_url
     keys = [key for key, _ in jobs_payloads]

@@ -14,6 +14,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from judge.config_files import ConfigError
+from judge.verdicts import VerdictError
+from judge.wire import JudgeResult, ScoreSource
+from judge.retry import is_transient, retryable_status
 
 if TYPE_CHECKING:
     from eval.run import RunConfig
@@ -61,7 +64,7 @@ def verdict_outcome(text: str | None, record, lenient: bool) -> dict[str, Any]:
         "parse_ok": verdict.ok,
         "error": verdict.error,
         "reason": verdict.reason,
-        "score_source": "verdict" if verdict.ok else None,
+        "score_source": ScoreSource.VERDICT if verdict.ok else None,
         "in_scale": verdict.in_scale,
         "regression_score": None,
     }
@@ -135,7 +138,8 @@ class JudgeServeBackend:
 
     Each record's criterion is sent as a custom ``{name, rubrics}`` so the server renders exactly the prompt
     ``judge.render_prompt(record)`` gives. The response's per-criterion result carries the score and its source:
-    ``verdict`` for seq2seq judges, ``regression_head`` (real-valued) for regression judges.
+    ``verdict`` for seq2seq judges, ``regression_head`` (real-valued) for regression judges (``judge.ScoreSource``);
+    each result is read as the contract's ``judge.JudgeResult``.
 
     Args:
         root_url: the server root (no ``/v1``).
@@ -154,13 +158,13 @@ class JudgeServeBackend:
 
     def batches(self, records: Sequence) -> list[list]:
         """Consecutive records of one (instruction, reference, answer), at most ``batch_size`` per request
-        (``records`` are in ``prefix_order``)."""
+        (``records`` are in ``judge.prefix_order``)."""
+        from judge import prefix_key
+
         out: list[list] = []
         for record in records:
-            key = (record.instruction, record.reference_answer, record.answer)
             last = out[-1] if out else None
-            if last and len(last) < self.config.batch_size and \
-                    (last[0].instruction, last[0].reference_answer, last[0].answer) == key:
+            if last and len(last) < self.config.batch_size and prefix_key(last[0]) == prefix_key(record):
                 last.append(record)
             else:
                 out.append([record])
@@ -194,54 +198,37 @@ class JudgeServeBackend:
         results = response.json()["items"][0]["results"]
         if len(results) != len(batch):
             raise Refused(f"judge-serve returned {len(results)} results for {len(batch)} criteria")
-        return [self._outcome(result) for result in results]
+        return [self._outcome(JudgeResult.from_json(result, where=f"/v1/judge results[{k}]"))
+                for k, result in enumerate(results)]
 
     @staticmethod
-    def _outcome(result: dict[str, Any]) -> dict[str, Any]:
-        ok = bool(result.get("parse_ok")) and result.get("score") is not None
+    def _outcome(result: JudgeResult) -> dict[str, Any]:
+        """A predictions row's judge fields (``eval.predictions.PredictionRow``) from one ``/v1/judge`` result."""
+        ok = result.parse_ok and result.score is not None
         return {
-            "raw_output": result.get("output"),
-            "feedback": result.get("feedback") or "",
-            "score": float(result["score"]) if ok else None,
+            "raw_output": result.output,
+            "feedback": result.feedback or "",
+            "score": float(result.score) if ok else None,
             "parse_ok": ok,
-            "error": None if ok else (result.get("error") or "no_score"),
-            "reason": "" if ok else (result.get("error_reason") or ""),
-            "score_source": result.get("score_source") if ok else None,
-            "in_scale": result.get("in_scale") if ok else None,
+            "error": None if ok else (result.error or VerdictError.NO_SCORE),
+            "reason": "" if ok else (result.error_reason or ""),
+            "score_source": result.score_source if ok else None,
+            "in_scale": result.in_scale if ok else None,
             # A regression head's raw (unclipped) value: POLLUX's own evaluator scores it (eval.pollux_official).
-            "regression_score": result.get("regression_score"),
+            "regression_score": result.regression_score,
             # Seq2seq judges: the score tokens' distribution (judge-serve's score_logprobs); the report shows it.
-            "expected_score": result.get("expected_score"),
-            "confidence": result.get("confidence"),
-            "score_probs": result.get("score_probs"),
+            "expected_score": result.expected_score,
+            "confidence": result.confidence,
+            "score_probs": result.score_probs,
         }
 
     async def aclose(self) -> None:
         await self.http.aclose()
 
 
-def retryable_status(status: int) -> bool:
-    return status in (408, 409, 429) or status >= 500
-
-
 def short(text: str, limit: int = 300) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[:limit] + "..."
-
-
-def is_transient(err: BaseException) -> bool:
-    import httpx
-    import openai
-
-    if isinstance(err, (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError,
-                        httpx.TransportError)):
-        return True
-    if isinstance(err, openai.APIStatusError):
-        return retryable_status(err.status_code)
-    if isinstance(err, httpx.HTTPStatusError):
-        return retryable_status(err.response.status_code)
-    return False
-
 
 
 def root_of(base_url: str) -> str:

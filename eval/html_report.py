@@ -263,7 +263,7 @@ def _verdict(row: Mapping[str, Any] | None) -> dict[str, Any] | None:
     for key, short in (("confidence", "k"), ("expected_score", "x"), ("score_source", "src")):
         if row.get(key) is not None:
             out[short] = _round(row[key]) if short != "src" else row[key]
-    probs = row.get("score_probs") or row.get("score_distribution")
+    probs = row.get("score_probs")
     if isinstance(probs, Mapping):
         out["p"] = {str(k): _round(v) for k, v in probs.items()}
     return out

@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 
 from eval import metrics
+from eval.predictions import REQUEST_FAILED
+from judge.wire import ScoreSource
 
 __all__ = [
     "ItemTable",
@@ -42,7 +44,6 @@ _CORRELATED = {"model", "task_type"}
 # Why an item has no score: the judge answered but the verdict did not parse, the request itself failed
 # (retried on the next `run`), or there is no prediction for it at all (the run is unfinished).
 STATUSES = ("ok", "parse_failed", "request_failed", "missing")
-REQUEST_FAILED = "request_failed"
 # judge.VerdictError.OUT_OF_SCALE: the error older runs wrote for a number outside the scale (now a scored verdict).
 OUT_OF_SCALE = "out_of_scale"
 _OK, _PARSE_FAILED, _REQUEST_FAILED, _MISSING = range(len(STATUSES))
@@ -57,7 +58,7 @@ class ItemTable:
         judge: the judge's score, NaN where it gave none.
         status: one of STATUSES.
         error: the verdict's error code ("" when ok).
-        score_source: where the score came from ("verdict", "regression", ...; "" when none).
+        score_source: where the score came from (a ``judge.ScoreSource`` value; "" when none).
         experts: NaN-padded ``(n, k)`` expert scores.
         split: "zero_shot" or "standard".
         model_id, task_type, task_group, criteria_name: grouping labels.
@@ -251,7 +252,7 @@ def _reparse(row: Mapping[str, Any], record, scales: _ScaleCache) -> dict[str, A
     if not verdict.ok:  # cannot happen for a row refused only for its range; keep the row's own failure then
         return dict(row)
     return {**row, "score": verdict.score, "parse_ok": True, "error": None, "in_scale": verdict.in_scale,
-            "score_source": row.get("score_source") or "verdict"}
+            "score_source": row.get("score_source") or ScoreSource.VERDICT}
 
 
 def choose_target(table: ItemTable, target: str = "auto") -> str:
@@ -265,7 +266,7 @@ def choose_target(table: ItemTable, target: str = "auto") -> str:
     if target != "auto":
         raise ValueError(f"target must be auto, mode or mean, got {target!r}")
     sources = table.score_source[table.status == "ok"].astype(str)
-    return "mean" if len(sources) and np.mean(np.char.startswith(sources, "regression")) > 0.5 else "mode"
+    return "mean" if len(sources) and np.mean(sources == ScoreSource.REGRESSION_HEAD) > 0.5 else "mode"
 
 
 def write_table(table: ItemTable, path: str | Path, extra: Mapping[str, np.ndarray] | None = None) -> Path:

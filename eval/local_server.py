@@ -19,19 +19,9 @@ from judge.config_files import ConfigError
 if TYPE_CHECKING:
     from eval.run import RunConfig
 
-__all__ = ["local_server", "checkpoint_kind"]
+__all__ = ["local_server"]
 
 log = logging.getLogger("judge_eval.local_server")
-
-
-def checkpoint_kind(folder: Path) -> str:
-    """``regression`` for a score-head judge (our export, or a released ``-r``), else ``seq2seq``."""
-    from judge.checkpoints import judge_kind
-
-    try:
-        return judge_kind(folder)
-    except ValueError:
-        return "seq2seq"
 
 
 def _judge_serve_command() -> list[str] | None:
@@ -61,14 +51,17 @@ def local_server(checkpoint: Path, config: RunConfig, out: Path) -> Iterator[tup
 
     import httpx
 
-    from judge.checkpoints import CheckpointNotFound, resolve_checkpoint
+    from judge.checkpoints import CheckpointNotFound, judge_kind, resolve_checkpoint
 
     name = config.model or Path(checkpoint).name  # a hub id's name, not its snapshot's revision
     try:
         checkpoint = resolve_checkpoint(checkpoint)
     except CheckpointNotFound as err:
         raise ConfigError(f"judge: {err}") from err
-    kind = checkpoint_kind(checkpoint)
+    try:
+        kind = judge_kind(checkpoint)  # the export manifest first, as judge-serve decides
+    except ValueError as err:
+        raise ConfigError(f"judge: {err}") from err
     serve_cmd = _judge_serve_command() if config.server in ("auto", "judge-serve") else None
     if config.server == "judge-serve" and serve_cmd is None:
         raise ConfigError("server: judge-serve is not installed (install pollux-judge, or use server: vllm)")

@@ -28,6 +28,9 @@ from typing import Any
 
 import numpy as np
 
+from eval.predictions import REQUEST_FAILED
+from judge.wire import ScoreSource
+
 __all__ = ["extract_score", "official_metrics", "pollux_official", "TITLE"]
 
 TITLE = "POLLUX repository evaluator (not the paper's metrics)"
@@ -90,11 +93,11 @@ def _score_of(row: Mapping[str, Any] | None) -> tuple[float | None, str]:
     """The score POLLUX's evaluator takes from one prediction row, and which kind of row it was."""
     if row is None:
         return None, "no_prediction"
-    if row.get("error") == "request_failed":
+    if row.get("error") == REQUEST_FAILED:
         return None, "request_failed"
     if row.get("regression_score") is not None:
         return float(row["regression_score"]), "regression"
-    if str(row.get("score_source") or "").startswith("regression"):
+    if row.get("score_source") == ScoreSource.REGRESSION_HEAD:
         score = row.get("score")
         return (float(score) if score is not None and row.get("parse_ok") else None), "clipped"
     return extract_score(row.get("raw_output")), "output"

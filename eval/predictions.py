@@ -1,59 +1,119 @@
-"""The predictions file of a ``judge-eval run``: ``predictions.jsonl``, one row per judged item.
+"""The predictions file of a ``judge-eval run``: ``predictions.jsonl``, one row per judged item, and its schema.
 
-Rows are appended as answers arrive; a rerun resumes from the file (``resume_predictions``). ``score``, ``compare``
-and the report pages read it with ``read_predictions``.
+``PredictionRow`` is the row: ``run`` writes it, ``score`` (``eval.item_table.build_table``), the official
+evaluator and the report pages read it through ``read_predictions``. Rows are appended as answers arrive (a
+``judge.journal`` journal: strict reading, a torn last line dropped); a rerun resumes from the file
+(``resume_predictions``).
 """
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import logging
-import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PREDICTION_FIELDS", "REQUEST_FAILED", "read_predictions", "resume_predictions"]
+from judge.journal import read_journal, rewrite_journal
+
+__all__ = ["PredictionRow", "PREDICTION_FIELDS", "REQUEST_FAILED", "read_predictions", "resume_predictions"]
 
 log = logging.getLogger("judge_eval.predictions")
 
 # The error code of a row whose request failed (after retries, or refused by the server): such rows are retried
 # on the next run, unlike parse failures, which are the judge's answer.
 REQUEST_FAILED = "request_failed"
-PREDICTION_FIELDS = ("id", "judge", "raw_output", "feedback", "score", "parse_ok", "error", "reason", "score_source",
-                     "in_scale", "regression_score", "expected_score", "confidence", "score_probs", "latency_s")
+
+
+@dataclass(frozen=True)
+class PredictionRow:
+    """One judged item of a run.
+
+    Attributes:
+        id: the record's id.
+        judge: the judge's label (``--name``, else the served model name).
+        raw_output: what the judge generated (None when the request failed).
+        feedback: the rationale ("" when none).
+        score: the score, None unless ``parse_ok`` (a parse failure is never a score).
+        parse_ok: whether a score was read.
+        error: a ``judge.VerdictError`` code, ``request_failed``, or None.
+        reason: why ``error`` ("" when none).
+        score_source: a ``judge.wire.ScoreSource`` value (``verdict``, ``regression_head``), None without a score.
+        in_scale: False for a number outside the rubric's scale (scored, as the paper does); None when unknown.
+        regression_score: a regression head's raw (unclipped) value.
+        expected_score, confidence, score_probs: seq2seq judges on judge-serve: the score token's distribution.
+        latency_s: seconds of the request that produced the row (shared by the criteria of one ``/v1/judge``).
+    """
+
+    id: str
+    judge: str | None = None
+    raw_output: str | None = None
+    feedback: str = ""
+    score: float | None = None
+    parse_ok: bool = False
+    error: str | None = None
+    reason: str = ""
+    score_source: str | None = None
+    in_scale: bool | None = None
+    regression_score: float | None = None
+    expected_score: float | None = None
+    confidence: float | None = None
+    score_probs: dict[str, float] | None = None
+    latency_s: float | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], where: str = "row") -> PredictionRow:
+        """A row from its JSON object; absent fields take their defaults (rows of older runs lack some).
+
+        Raises:
+            ValueError: naming ``where`` and the field: no ``id``, or a key that is not a field.
+        """
+        unknown = sorted(set(data) - set(PREDICTION_FIELDS))
+        if unknown:
+            raise ValueError(f"{where}: unknown prediction field(s) {unknown}; a row has {', '.join(PREDICTION_FIELDS)}")
+        if data.get("id") is None:
+            raise ValueError(f"{where}: id: required field is missing")
+        values = {k: data[k] for k in PREDICTION_FIELDS if k in data}
+        values["id"] = str(values["id"])
+        for key in ("feedback", "reason"):
+            if values.get(key) is None:
+                values[key] = ""
+        values["parse_ok"] = bool(values.get("parse_ok"))
+        return cls(**values)
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as written: every field, in ``PREDICTION_FIELDS`` order."""
+        return dataclasses.asdict(self)
+
+
+#: The keys of a predictions row, in the order they are written.
+PREDICTION_FIELDS = tuple(f.name for f in dataclasses.fields(PredictionRow))
 
 
 def read_predictions(path: str | Path) -> list[dict[str, Any]]:
-    """Prediction rows of a ``predictions.jsonl`` (a run folder works too).
+    """Prediction rows of a ``predictions.jsonl`` (a run folder works too), each with every ``PREDICTION_FIELDS``
+    key (``PredictionRow.to_json``).
 
-    A last line without its newline (the process was killed while writing it) is ignored; any other line that is
-    not valid JSON is an error.
+    A last line without its newline (the process was killed while writing it) is dropped, with a warning; any
+    other line that is not a JSON row is an error.
 
     Raises:
-        ValueError: naming the line that does not parse.
+        ValueError: naming ``file:line`` of a line that does not parse or is not a prediction row.
     """
     path = Path(path)
     if path.is_dir():
         path = path / "predictions.jsonl"
-    rows, _ = _read_rows(path)
-    return rows
+    return [row.to_json() for row in _read_rows(path)[0]]
 
 
-def _read_rows(path: Path) -> tuple[list[dict[str, Any]], bool]:
+def _read_rows(path: Path) -> tuple[list[PredictionRow], bool]:
     """Rows and whether a cut last line was dropped."""
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    lines = text.split("\n")
-    cut = bool(lines and lines[-1].strip())  # text after the last newline: a write the kill interrupted
+    contents = read_journal(path)
     rows = []
-    for number, line in enumerate(lines[:-1], start=1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{path}:{number}: not a JSON prediction row ({err.msg})") from err
-    return rows, cut
+    for number, data in enumerate(contents.rows, start=1):
+        rows.append(PredictionRow.from_json(data, where=f"{path}: row {number}"))
+    return rows, contents.torn
 
 
 def resume_predictions(path: str | Path, ids: Sequence[str]) -> set[str]:
@@ -71,18 +131,12 @@ def resume_predictions(path: str | Path, ids: Sequence[str]) -> set[str]:
         return set()
     rows, cut = _read_rows(path)
     wanted = set(ids)
-    kept: dict[str, dict[str, Any]] = {}
+    kept: dict[str, PredictionRow] = {}
     for row in rows:
-        rid = str(row.get("id"))
-        if rid in wanted and rid not in kept and row.get("error") != REQUEST_FAILED:
-            kept[rid] = row
+        if row.id in wanted and row.id not in kept and row.error != REQUEST_FAILED:
+            kept[row.id] = row
     if cut or len(kept) != len(rows):
-        tmp = path.with_suffix(".jsonl.tmp")
-        with tmp.open("w", encoding="utf-8") as handle:
-            for row in kept.values():
-                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-        os.replace(tmp, path)
+        rewrite_journal(path, (row.to_json() for row in kept.values()))
         log.info("resume: kept %d rows of %s, dropped %d (cut line: %s)", len(kept), path, len(rows) - len(kept), cut)
     return set(kept)
-
 

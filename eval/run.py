@@ -10,13 +10,13 @@ A judge is reached over HTTP in every case:
 - **a local checkpoint folder**: ``judge-serve`` is started for it as a child process when installed, else vLLM's
   OpenAI server (``python -m vllm.entrypoints.openai.api_server``); it is stopped when the run ends.
 
-Output, in ``--out``: ``predictions.jsonl`` (one row per item: ``id, judge, raw_output, feedback, score, parse_ok,
-error, reason, score_source, in_scale, regression_score, latency_s``; ``in_scale`` is false for a number outside the
-rubric's scale, which is scored as the paper does; ``regression_score`` is a regression head's raw value); the latency is that of the request that produced the row, shared by the
-criteria of one ``/v1/judge`` request), appended as answers arrive, and ``run.json`` (resolved config, git
-revision, package versions, prompt version). A rerun resumes: rows already written are kept, a line cut by a kill
-is dropped, items whose *request* failed are retried, and the file ends with exactly one row per item. A verdict
-that does not parse is a final answer (``parse_ok: false`` with the parser's error); it is never a score.
+Output, in ``--out``: ``predictions.jsonl`` (one ``eval.predictions.PredictionRow`` per item; ``in_scale`` is false
+for a number outside the rubric's scale, which is scored as the paper does; ``regression_score`` is a regression
+head's raw value; the latency is that of the request that produced the row, shared by the criteria of one
+``/v1/judge`` request), appended as answers arrive (``judge.journal``: one fsync per request), and ``run.json``
+(resolved config, git revision, package versions, prompt version). A rerun resumes: rows already written are kept,
+a line cut by a kill is dropped, items whose *request* failed are retried, and the file ends with exactly one row
+per item. A verdict that does not parse is a final answer (``parse_ok: false`` with the parser's error); it is never a score.
 """
 
 
@@ -28,7 +28,6 @@ import dataclasses
 import json
 import logging
 import os
-import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -36,13 +35,15 @@ from pathlib import Path
 from typing import Any
 
 from eval.backends import (ChatBackend, JudgeBackend, JudgeServeBackend, Refused, base_of, detect_backend, first_model,
-                           is_transient, root_of, short)
+                           root_of, short)
 from eval.local_server import local_server
-from eval.predictions import PREDICTION_FIELDS, REQUEST_FAILED, read_predictions, resume_predictions
+from eval.predictions import REQUEST_FAILED, PredictionRow, read_predictions, resume_predictions
 from judge.checkpoints import is_hub_id
 from judge.config_files import ConfigError, read_config_file
+from judge.journal import JournalWriter
+from judge.retry import RetryPolicy
 
-__all__ = ["RunConfig", "ConfigError", "prefix_order", "run"]
+__all__ = ["RunConfig", "ConfigError", "run"]
 
 log = logging.getLogger("judge_eval.run")
 
@@ -73,8 +74,10 @@ class RunConfig:
     base_url_env: str = _f("", "Environment variable holding the base URL when judge is empty (API judges).")
     api_key_env: str = _f("", "Environment variable holding the API key (empty or unset: no key).")
     concurrency: int = _f(8, "Requests in flight at once.")
-    max_retries: int = _f(5, "Retries of a request that failed for a transient reason (connection, timeout, 429, 5xx).")
-    backoff_s: float = _f(1.0, "First retry delay in seconds; doubles per retry (with jitter), capped at 60 s.")
+    max_retries: int = _f(5, "Retries of a request that failed for a transient reason (connection, timeout, 408, 409, "
+                               "429, 5xx; judge.retry).")
+    backoff_s: float = _f(1.0, "First retry delay in seconds; doubles per retry (with jitter), capped at 60 s; never "
+                                  "shorter than the server's Retry-After (judge.retry).")
     timeout_s: float = _f(600.0, "Seconds one request may take.")
     max_tokens: int = _f(1024, "Tokens the judge may generate per verdict.")
     temperature: float = _f(0.0, "Sampling temperature (0: greedy).")
@@ -130,22 +133,6 @@ class RunConfig:
         return read_config_file(path, cls)
 
 
-# ------------------------------------------------------------------------------------------------ ordering
-
-
-def prefix_order(records: Sequence) -> list:
-    """Records grouped so all criteria of one (instruction, reference, answer) are consecutive.
-
-    Groups keep the order of their first appearance, records inside a group keep theirs. The judge prompt differs
-    only from the criterion on, so consecutive requests of a group reuse vLLM's prefix cache.
-    """
-    groups: dict[tuple[str, str, str], list] = {}
-    for record in records:
-        groups.setdefault((record.instruction, record.reference_answer, record.answer), []).append(record)
-    return [record for group in groups.values() for record in group]
-
-
-
 # ---------------------------------------------------------------------------------------------- the runner
 
 
@@ -159,18 +146,19 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
         queue.put_nowait(batch)
     counts = {"written": 0, "parse_failed": 0, "request_failed": 0}
     bar = tqdm(total=len(records), desc=f"judging ({backend.name})", unit="item", disable=not config.progress)
-    handle = path.open("a", encoding="utf-8")
+    journal = JournalWriter(path)
+    policy = retry_policy(config)
 
     def write(batch: Sequence, outcomes: list[dict[str, Any]], latency: float) -> None:
-        for record, outcome in zip(batch, outcomes):
-            row = {"id": record.id, "judge": backend.name, **outcome, "latency_s": round(latency, 4)}
-            handle.write(json.dumps({k: row.get(k) for k in PREDICTION_FIELDS}, ensure_ascii=False) + "\n")
+        rows = [PredictionRow(id=record.id, judge=backend.name, **outcome, latency_s=round(latency, 4))
+                for record, outcome in zip(batch, outcomes)]
+        journal.append(*(row.to_json() for row in rows))  # one fsync per batch; a kill's torn line is dropped on resume
+        for row in rows:
             counts["written"] += 1
-            if outcome["error"] == REQUEST_FAILED:
+            if row.error == REQUEST_FAILED:
                 counts["request_failed"] += 1
-            elif not outcome["parse_ok"]:
+            elif not row.parse_ok:
                 counts["parse_failed"] += 1
-        handle.flush()  # a kill loses at most the line being written; resume drops it
         bar.update(len(batch))
 
     async def worker() -> None:
@@ -180,35 +168,31 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
             except asyncio.QueueEmpty:
                 return
             start = time.perf_counter()
-            outcomes = await _with_retries(backend, batch, config)
+            outcomes = await _with_retries(backend, batch, policy)
             write(batch, outcomes, time.perf_counter() - start)
 
     try:
         await asyncio.gather(*(worker() for _ in range(min(config.concurrency, max(len(batches), 1)))))
     finally:
-        handle.close()
         bar.close()
         await backend.aclose()
     return counts
 
 
-async def _with_retries(backend: JudgeBackend, batch: Sequence, config: RunConfig) -> list[dict[str, Any]]:
-    """The backend's outcomes, retrying transient failures with exponential backoff and jitter; a batch that
+def retry_policy(config: RunConfig) -> RetryPolicy:
+    """The run's ``judge.retry`` policy (``max_retries``, ``backoff_s``; base delay capped at 60 s)."""
+    return RetryPolicy(max_retries=config.max_retries, backoff_s=config.backoff_s, max_backoff_s=60.0)
+
+
+async def _with_retries(backend: JudgeBackend, batch: Sequence, policy: RetryPolicy) -> list[dict[str, Any]]:
+    """The backend's outcomes, retrying transient failures by ``policy`` (``Retry-After`` honoured); a batch that
     still fails (or is refused) gets ``request_failed`` rows, retried by the next run."""
-    delay = config.backoff_s
-    for attempt in range(config.max_retries + 1):
-        try:
-            return await backend.judge(batch)
-        except Refused as err:
-            reason = str(err)
-            break
-        except Exception as err:  # noqa: BLE001 - classified just below; unknown errors are not retried
-            reason = f"{type(err).__name__}: {short(str(err))}"
-            if not is_transient(err) or attempt == config.max_retries:
-                break
-            log.warning("attempt %d of a request failed (%s); retrying in %.1f s", attempt + 1, reason, delay)
-            await asyncio.sleep(delay * (0.5 + random.random()))
-            delay = min(delay * 2, 60.0)
+    try:
+        return await policy.acall(lambda: backend.judge(batch))
+    except Refused as err:
+        reason = str(err)
+    except Exception as err:  # noqa: BLE001 - transient ones were retried; every failure becomes a counted row
+        reason = f"{type(err).__name__}: {short(str(err))}"
     failed = {"raw_output": None, "feedback": "", "score": None, "parse_ok": False, "error": REQUEST_FAILED,
               "reason": reason, "score_source": None}
     return [dict(failed) for _ in batch]
@@ -299,7 +283,9 @@ def run(config: RunConfig) -> dict[str, Any]:
         config.data = str(judge.sample_data_path())
     predictions = out / "predictions.jsonl"
     done = resume_predictions(predictions, [r.id for r in records])
-    todo = prefix_order([r for r in records if r.id not in done])
+    todo = [r for r in records if r.id not in done]
+    # All criteria of one answer consecutive: their prompts share a prefix the server computes once.
+    todo = [todo[i] for i in judge.prefix_order([judge.prefix_key(r) for r in todo])]
 
     api_key = os.environ.get(config.api_key_env, "") if config.api_key_env else ""
     judge_ref = config.judge

@@ -2,7 +2,8 @@
 
 Records (``JudgeRecord``, ``load_records``), prompt rendering (``render_prompt``, ``apply_chat``), verdict
 rendering and parsing (``render_target``, ``parse_verdict``), rubric scales (``scale_of``), the POLLUX taxonomy
-(``load_taxonomy``) and the Zero-Shot / Standard split (``split_of``). ``train``, ``serve`` and ``eval`` import
+(``load_taxonomy``), the Zero-Shot / Standard split (``split_of``) and the ``/v1/judge`` result on the wire
+(``JudgeResult``, ``ScoreSource``). ``train``, ``serve`` and ``eval`` import
 this package and never each other.
 """
 
@@ -12,6 +13,8 @@ from judge.prompts import (
     JUDGE_CHAT_TEMPLATE_KWARGS,
     apply_chat,
     chat_messages,
+    prefix_key,
+    prefix_order,
     prompt_fields,
     render_prompt,
     render_prompt_en,
@@ -41,7 +44,16 @@ from judge.splits import (
     split_of,
 )
 from judge.taxonomy import Criterion, Task, Taxonomy, TaxonomyError, load_taxonomy
-from judge.verdicts import Verdict, VerdictError, format_score, parse_verdict, render_rationale_target, render_target
+from judge.verdicts import (
+    Verdict,
+    VerdictError,
+    format_score,
+    parse_rationale,
+    parse_verdict,
+    render_rationale_target,
+    render_target,
+)
+from judge.wire import JudgeResult, ScoreSource
 
 __all__ = [
     "PROMPT_VERSION",
@@ -52,10 +64,12 @@ __all__ = [
     "Annotation",
     "Criterion",
     "JudgeRecord",
+    "JudgeResult",
     "LeakageError",
     "LoadReport",
     "RecordError",
     "Scale",
+    "ScoreSource",
     "ScaleError",
     "SplitSpec",
     "Task",
@@ -74,7 +88,10 @@ __all__ = [
     "load_records_report",
     "load_split_spec",
     "load_taxonomy",
+    "parse_rationale",
     "parse_verdict",
+    "prefix_key",
+    "prefix_order",
     "prompt_fields",
     "records_from_rows",
     "render_prompt",

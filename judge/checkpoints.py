@@ -180,14 +180,30 @@ def is_released_regression(config: dict[str, Any]) -> bool:
 
 
 def judge_kind(folder: str | Path) -> JudgeKind:
-    """``regression`` for a score-head judge (our sequence-classification export or a released ``-r``), else
-    ``seq2seq``.
+    """What kind of judge a checkpoint folder holds: ``regression`` (a score head: our sequence-classification
+    export or a released ``-r``) or ``seq2seq``. judge-serve (``serve.layout``) and judge-eval both ask here.
+
+    The export manifest (``pollux_judge.json``, written by ``judge-train``'s export) is read first: its ``mode``
+    decides, and ``config.json`` must agree with it. A folder without a manifest (a released or plain Hugging Face
+    checkpoint) is judged by ``config.json``: ``Qwen2WithRegressionHead``, ``*ForSequenceClassification`` or
+    ``problem_type: regression`` is a regression judge; anything else seq2seq.
 
     Raises:
-        ValueError: the folder has no readable ``config.json``.
+        ValueError: no readable ``config.json``; a manifest that is not a JSON object, names an unknown mode, or
+            contradicts ``config.json``.
     """
     config = read_config(folder)
     archs = config.get("architectures") or []
-    if is_released_regression(config) or any(a.endswith("ForSequenceClassification") for a in archs):
-        return "regression"
-    return "regression" if config.get("problem_type") == "regression" else "seq2seq"
+    regression = (is_released_regression(config) or any(a.endswith("ForSequenceClassification") for a in archs)
+                  or config.get("problem_type") == "regression")
+    by_config: JudgeKind = "regression" if regression else "seq2seq"
+    mode = read_manifest(folder).get("mode")
+    if mode is None:
+        return by_config
+    manifest = Path(folder) / EXPORT_MANIFEST
+    if mode not in ("seq2seq", "regression"):
+        raise ValueError(f"{manifest}: mode {mode!r} is not one of seq2seq, regression")
+    if mode != by_config:
+        raise ValueError(f"{manifest} says mode {mode!r} but {Path(folder) / 'config.json'} (architectures {archs}) "
+                         f"holds a {by_config} model")
+    return mode

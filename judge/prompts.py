@@ -29,7 +29,7 @@ template it learned:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 __all__ = [
@@ -38,6 +38,8 @@ __all__ = [
     "RU_TEMPLATE",
     "EN_TEMPLATE",
     "render_prompt",
+    "prefix_key",
+    "prefix_order",
     "render_prompt_en",
     "prompt_fields",
     "chat_messages",
@@ -187,3 +189,26 @@ def apply_chat(tokenizer, prompt: str, completion: str | None = None) -> str:
                                              **JUDGE_CHAT_TEMPLATE_KWARGS)
     return tokenizer.apply_chat_template(chat_messages(prompt, completion), tokenize=False, add_generation_prompt=False,
                                          **JUDGE_CHAT_TEMPLATE_KWARGS)
+
+
+def prefix_key(item: Any) -> tuple[str, str, str]:
+    """What the POLLUX prompts of one item share up to the criterion: ``(instruction, reference_answer, answer)``
+    (a missing reference reads as "", as ``render_prompt`` renders it)."""
+    return (_get(item, "instruction") or "", _get(item, "reference_answer") or "", _get(item, "answer") or "")
+
+
+def prefix_order(keys: Sequence[Hashable]) -> list[int]:
+    """Indices of ``keys`` grouped by equal key, groups in order of first appearance, stable inside a group.
+
+    With ``prefix_key`` as the key, all criteria of one answer become consecutive: their prompts differ only from
+    the criterion on, so a vLLM engine computes the shared prefix once (its prefix cache). judge-serve orders each
+    request's jobs this way and judge-eval its items. ``prefix_order(["a", "b", "a"]) == [0, 2, 1]``.
+    """
+    groups: dict[Hashable, list[int]] = {}
+    for index, key in enumerate(keys):
+        groups.setdefault(key, []).append(index)
+    return [index for members in groups.values() for index in members]
+
+
+def _get(item: Any, name: str) -> Any:
+    return item.get(name) if isinstance(item, Mapping) else getattr(item, name, None)

@@ -26,6 +26,7 @@ __all__ = [
     "parse_verdict",
     "render_target",
     "render_rationale_target",
+    "parse_rationale",
     "format_score",
 ]
 
@@ -99,6 +100,26 @@ _SCORE = re.compile(r"^[*_(\s]*(-?\d+(?:[.,]\d+)?)[*_)\s]*$")
 
 def _normalise_tags(text: str) -> str:
     return _TAG.sub(lambda m: f"[{m.group(1).upper()}]", text)
+
+
+def parse_rationale(text: str) -> tuple[str, bool]:
+    """The rationale a regression judge wrote (``render_rationale_target``'s ``[FEEDBACK] <rationale> [END]``).
+
+    Tolerates what ``parse_verdict`` tolerates (a ``<think>`` preamble, markdown around tags, a score the LM added
+    anyway: the rationale runs from the first ``[FEEDBACK]`` to the first ``[RESULT]`` or ``[END]`` after it).
+
+    Returns:
+        ``(rationale, complete)``: complete is False when no closing tag was written (the generation was cut).
+    """
+    closes = list(_THINK_CLOSE.finditer(text))
+    body = _normalise_tags(text[closes[-1].end():] if closes else text)
+    start = body.find("[FEEDBACK]")
+    if start >= 0:
+        body = body[start + len("[FEEDBACK]"):]
+    stops = [at for at in (body.find("[RESULT]"), body.find("[END]")) if at >= 0]
+    if stops:
+        return body[: min(stops)].strip(), True
+    return body.strip(), False
 
 
 def parse_verdict(text: str | None, scale: Scale | None = None, lenient: bool = False) -> Verdict:

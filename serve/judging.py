@@ -37,7 +37,9 @@ from typing import Any, Callable
 
 import httpx
 
-from judge import PROMPT_VERSION, Scale, VerdictError, apply_chat, parse_verdict, render_prompt, render_rationale_target
+from judge import (PROMPT_VERSION, JudgeResult, Scale, ScoreSource, VerdictError, apply_chat, parse_rationale, parse_verdict,
+                   prefix_key, prefix_order, render_prompt, render_rationale_target)
+from judge.wire import JudgmentUsage, LmVerdict
 from judge.task_classifier import TaskChoice, TaskClassifier
 from serve.schema import JudgeRequest, RequestError, ResolvedCriterion, resolve_criteria
 
@@ -50,9 +52,7 @@ __all__ = [
     "ScoreDistribution",
     "JudgeSettings",
     "build_jobs",
-    "prefix_order",
     "score_distribution",
-    "extract_rationale",
     "verdict_regex",
     "level_token_ids",
     "REGRESSION_RESERVE_TOKENS",
@@ -93,17 +93,6 @@ class Job:
     criterion: ResolvedCriterion
     prompt: str
     prompt_ids: list[int]
-
-
-def prefix_order(keys: list[Any]) -> list[int]:
-    """Indices of ``keys`` grouped by equal key, groups in order of first appearance, stable inside a group.
-
-    ``prefix_order(["a", "b", "a"]) == [0, 2, 1]``.
-    """
-    groups: dict[Any, list[int]] = {}
-    for index, key in enumerate(keys):
-        groups.setdefault(key, []).append(index)
-    return [index for members in groups.values() for index in members]
 
 
 def build_jobs(
@@ -167,7 +156,7 @@ def build_jobs(
                     code="context_length_exceeded",
                 )
             jobs.append(Job(i, j, crit, prompt, ids))
-            keys.append((item.instruction, item.reference_answer or "", item.answer))
+            keys.append(prefix_key(item))
     return [jobs[k] for k in prefix_order(keys)]
 
 
@@ -239,31 +228,6 @@ def score_distribution(
         expected = sum(level * p for level, p in probs.items())
         return ScoreDistribution(probs=probs, expected=expected, confidence=probs[int(score)], mass=min(mass, 1.0))
     return None
-
-
-_FEEDBACK_TAG = re.compile(r"[*_]{0,3}\[\s*FEEDBACK\s*\]:?[*_]{0,3}:?", re.IGNORECASE)
-_STOP_TAG = re.compile(r"[*_]{0,3}\[\s*(RESULT|END)\s*\]", re.IGNORECASE)
-_THINK_CLOSE = re.compile(r"</think\s*>", re.IGNORECASE)
-
-
-def extract_rationale(text: str) -> tuple[str, bool]:
-    """The rationale a regression judge wrote: ``[FEEDBACK] <rationale> [END]``.
-
-    Tolerates what ``judge.parse_verdict`` tolerates (a ``<think>`` preamble, markdown around tags, a score
-    the LM added anyway: the rationale stops at ``[RESULT]`` or ``[END]``).
-
-    Returns:
-        (rationale, complete): complete is False when no closing tag was written (the generation was cut).
-    """
-    closes = list(_THINK_CLOSE.finditer(text))
-    body = text[closes[-1].end():] if closes else text
-    start = _FEEDBACK_TAG.search(body)
-    if start:
-        body = body[start.end():]
-    stop = _STOP_TAG.search(body)
-    if stop:
-        return body[: stop.start()].strip(), True
-    return body.strip(), False
 
 
 def verdict_regex(scale: Scale, feedback_max_chars: int, with_score: bool) -> str:
@@ -438,9 +402,9 @@ class Judge:
         for i, choice in choices.items():  # criteria: auto — which task was chosen, how sure, what it expanded to
             items[i]["task_choice"] = choice.to_dict()
         for job, result in zip(jobs, results):
-            items[job.item]["results"][job.slot] = result
-        prompt_tokens = sum(r["usage"]["prompt_tokens"] for r in results)
-        completion_tokens = sum(r["usage"]["completion_tokens"] for r in results)
+            items[job.item]["results"][job.slot] = result.to_json()
+        prompt_tokens = sum(r.usage.prompt_tokens for r in results)
+        completion_tokens = sum(r.usage.completion_tokens for r in results)
         return {
             "id": f"judge-{uuid.uuid4().hex}",
             "object": "judge.result",
@@ -451,7 +415,7 @@ class Judge:
             "items": items,
             "usage": {
                 "judgments": len(results),
-                "parsed": sum(1 for r in results if r["parse_ok"]),
+                "parsed": sum(1 for r in results if r.parse_ok),
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,
                 "total_tokens": prompt_tokens + completion_tokens,
@@ -485,7 +449,7 @@ class Judge:
             payload["structured_outputs"] = {"regex": verdict_regex(scale, s.feedback_max_chars, s.kind == "seq2seq")}
         return payload
 
-    async def _one(self, job: Job, options: dict[str, Any]) -> dict[str, Any]:
+    async def _one(self, job: Job, options: dict[str, Any]) -> JudgeResult:
         s = self.settings
         scale = job.criterion.scale
         payload = self.completion_payload(job, options)
@@ -495,22 +459,22 @@ class Judge:
         choice = completion["choices"][0]
         text = choice.get("text") or ""
         usage = completion.get("usage") or {}
-        result: dict[str, Any] = {
-            "criterion": job.criterion.name,
-            "criterion_id": job.criterion.id,
-            "scale": list(scale.levels),
-        }
         if s.kind == "seq2seq":
-            result.update(self._seq2seq_verdict(text, choice.get("logprobs") if asked_logprobs else None, scale, options["lenient"]))
+            verdict = self._seq2seq_verdict(text, choice.get("logprobs") if asked_logprobs else None, scale, options["lenient"])
         else:
-            result.update(await self._regression_verdict(job, text, options["lenient"]))
-        result["output"] = text
-        result["finish_reason"] = choice.get("finish_reason")
-        result["usage"] = {
-            "prompt_tokens": int(usage.get("prompt_tokens") or len(job.prompt_ids)),
-            "completion_tokens": int(usage.get("completion_tokens") or 0),
-        }
-        return result
+            verdict = await self._regression_verdict(job, text, options["lenient"])
+        return JudgeResult(
+            criterion=job.criterion.name,
+            criterion_id=job.criterion.id,
+            scale=list(scale.levels),
+            **verdict,
+            output=text,
+            finish_reason=choice.get("finish_reason"),
+            usage=JudgmentUsage(
+                prompt_tokens=int(usage.get("prompt_tokens") or len(job.prompt_ids)),
+                completion_tokens=int(usage.get("completion_tokens") or 0),
+            ),
+        )
 
     @staticmethod
     def _seq2seq_verdict(text: str, logprobs: dict[str, Any] | None, scale: Scale, lenient: bool) -> dict[str, Any]:
@@ -524,7 +488,7 @@ class Judge:
             "parse_ok": verdict.ok,
             "error": verdict.error,
             "error_reason": verdict.reason or None,
-            "score_source": "verdict" if verdict.ok else None,
+            "score_source": ScoreSource.VERDICT if verdict.ok else None,
             "in_scale": verdict.in_scale,  # False: a number outside the scale, scored (parse_ok stays true)
             "expected_score": dist.expected if dist else None,
             "confidence": dist.confidence if dist else None,
@@ -538,7 +502,7 @@ class Judge:
     async def _regression_verdict(self, job: Job, text: str, lenient: bool) -> dict[str, Any]:
         scale = job.criterion.scale
         lm = parse_verdict(text, scale=scale, lenient=lenient)
-        rationale, complete = extract_rationale(text)
+        rationale, complete = parse_rationale(text)
         out: dict[str, Any] = {
             "feedback": rationale,
             "score": None,
@@ -553,7 +517,7 @@ class Judge:
             "score_mass": None,
             "regression_score": None,
             "rationale_complete": complete,
-            "lm_verdict": {"score": lm.score, "parse_ok": lm.ok, "error": lm.error, "error_reason": lm.reason or None},
+            "lm_verdict": LmVerdict(score=lm.score, parse_ok=lm.ok, error=lm.error, error_reason=lm.reason or None),
         }
         released = self.settings.head_input == "generated_text"
         if not (text if released else rationale):
@@ -573,7 +537,7 @@ class Judge:
         out.update(
             score=float(min(max(raw, scale.min), scale.max)),
             parse_ok=True,
-            score_source="regression_head",
+            score_source=ScoreSource.REGRESSION_HEAD,
             regression_score=raw,
         )
         return out

@@ -15,8 +15,8 @@ the generating model is taken from:
 2. ``pollux_judge.json``'s ``generator`` (a folder relative to the export);
 3. a ``generator/`` subfolder holding a ``*ForCausalLM`` config.
 
-The manifest's name and keys are a contract between ``train`` and ``serve``, which may not import each other;
-they are repeated here (candidates for ``judge/``).
+The manifest's name and keys are a contract between ``train`` and ``serve``, which may not import each other: they
+live in ``judge.checkpoints``, whose ``judge_kind`` (manifest first) decides the kind for serve and eval alike.
 
 A **released regression** judge (``ai-forever/pollux-judge-7b-r``: ``Qwen2WithRegressionHead``, custom code,
 ``regression_head`` with a bias) is served as published, its custom code never run: ``serve.released`` derives a
@@ -41,6 +41,7 @@ from judge.checkpoints import (
     GENERATOR_SUBDIR,
     CheckpointNotFound,
     is_released_regression,
+    judge_kind,
     read_config,
     read_manifest,
     resolve_checkpoint,
@@ -129,13 +130,12 @@ def resolve_layout(
         return _released_regression(root, generator_model, derived_cache_dir)
     manifest_path = root / EXPORT_MANIFEST
     try:
+        kind = judge_kind(root)  # the manifest first, checked against config.json
         manifest = read_manifest(root)
     except ValueError as err:
         raise LayoutError(str(err)) from err
     prompt_version = str(manifest.get("prompt_version") or "")
-    if any(a.endswith("ForCausalLM") for a in archs):
-        if manifest.get("mode", "seq2seq") != "seq2seq":
-            raise LayoutError(f"{manifest_path} says mode {manifest.get('mode')!r} but {root} holds a causal LM")
+    if kind == "seq2seq" and any(a.endswith("ForCausalLM") for a in archs):
         return CheckpointLayout(kind="seq2seq", root=root, generator_dir=root, prompt_version=prompt_version)
     if not any(a.endswith("ForSequenceClassification") for a in archs):
         raise LayoutError(

@@ -1,7 +1,8 @@
 """A scripted OpenAI-compatible endpoint on 127.0.0.1: the network boundary of the eval, MERA, synthetic-data and
 Slurm tests.
 
-``ScriptedEndpoint`` is a real HTTP server that answers every POST with ``respond(path, body) -> (status, json)`` and
+``ScriptedEndpoint`` is a real HTTP server that answers every POST with ``respond(path, body) -> (status, json)``
+(or ``(status, json, headers)``, e.g. a ``Retry-After``) and
 records each ``(path, body)`` it receives, so a test can assert the exact payloads that crossed the wire. What to
 answer (a table, a script, a fixed verdict) stays with each test module.
 """
@@ -22,7 +23,7 @@ class ScriptedEndpoint:
     with ``max_model_len`` (left out when None), as vLLM does.
     """
 
-    def __init__(self, respond: Callable[[str, dict], tuple[int, dict]], model: str = "scripted",
+    def __init__(self, respond: Callable[[str, dict], tuple], model: str = "scripted",
                  max_model_len: int | None = 4096):  # fmt: skip
         self.respond = respond
         self.model = model
@@ -35,9 +36,11 @@ class ScriptedEndpoint:
             def log_message(self, *args):  # keep pytest output clean
                 pass
 
-            def _send(self, status: int, payload: dict) -> None:
+            def _send(self, status: int, payload: dict, headers: dict[str, str] | None = None) -> None:
                 data = json.dumps(payload).encode()
                 self.send_response(status)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()

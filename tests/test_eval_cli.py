@@ -18,7 +18,7 @@ import pytest
 import judge
 from eval.cli import build_parser, main, resolve_run_config
 from eval.predictions import read_predictions
-from eval.run import RunConfig, prefix_order
+from eval.run import RunConfig
 from tests.scripted_endpoint import ScriptedEndpoint, chat_completion
 
 REPO = Path(__file__).resolve().parent.parent
@@ -149,7 +149,8 @@ def test_prefix_order_groups_criteria_of_one_answer():
     """Shuffled criteria come back grouped by (instruction, reference, answer), groups in first-seen order."""
     records = judge.load_records(judge.sample_data_path())[:12]
     shuffled = [records[i] for i in (4, 0, 8, 5, 1, 9, 6, 2, 10, 7, 3, 11)]
-    assert [r.id for r in prefix_order(shuffled)] == [records[i].id for i in (4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11)]
+    order = judge.prefix_order([judge.prefix_key(r) for r in shuffled])
+    assert [shuffled[i].id for i in order] == [records[i].id for i in (4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11)]
 
 
 # ----------------------------------------------------------------------------------- run against the script
@@ -279,11 +280,11 @@ def test_judge_serve_backend_batches_criteria_and_keeps_regression_scores(small_
     mean; a score distribution in the result is kept in the prediction."""
     data, records = small_data
 
-    def result(criterion):
-        return {"criterion": criterion["name"], "feedback": "Обоснование.", "score": 1.37, "parse_ok": True,
-                "error": None, "error_reason": None, "score_source": "regression_head", "output": "[FEEDBACK] ...",
-                "regression_score": 2.6, "in_scale": None, "expected_score": 1.2, "confidence": 0.8,
-                "score_probs": {"0": 0.1, "1": 0.6, "2": 0.3}}
+    def result(criterion):  # the wire type judge-serve writes (tests/test_wire.py ties it to serve's own output)
+        return judge.JudgeResult(criterion=criterion["name"], criterion_id=None, scale=[0, 1, 2],
+                                 feedback="Обоснование.", score=1.37, parse_ok=True, score_source="regression_head",
+                                 output="[FEEDBACK] ...", regression_score=2.6, in_scale=None, expected_score=1.2,
+                                 confidence=0.8, score_probs={"0": 0.1, "1": 0.6, "2": 0.3}).to_json()
 
     with ScriptedServer(judge_results=result) as server:
         assert main(_run_args(server.base_url, data, tmp_path, "--batch-size", "3",

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from eval.mera import cli
-from eval.mera.progress import ResumeMismatch, claim_run_folder, read_progress
+from eval.mera.progress import ResumeMismatch, claim_run_folder
+from judge.journal import open_journal, read_jsonl
 from eval.mera.rutie import (
     CONTEXT_LIMIT,
     EMPTY,
@@ -407,15 +408,15 @@ def test_rutie_metrics_by_hand():
     assert m["n_context_limit"] == 1 and m["max_model_len"] == 64
 
 
-def test_read_progress_drops_a_torn_last_line(tmp_path):
+def test_open_journal_drops_a_torn_last_line(tmp_path):
     """A write cut by a kill is dropped (and truncated away) so the next append starts on a clean line."""
     path = tmp_path / "answers.jsonl"
     path.write_bytes(b'{"a": 1}\n{"a": 2}\n{"a": 3, "cut')
-    assert read_progress(path) == [{"a": 1}, {"a": 2}]
+    assert open_journal(path).rows == [{"a": 1}, {"a": 2}]
     assert path.read_bytes() == b'{"a": 1}\n{"a": 2}\n'
     path.write_bytes(b'{"a": 1}\nnot json\n{"a": 2}\n')
-    with pytest.raises(ValueError, match="line 2"):
-        read_progress(path)
+    with pytest.raises(ValueError, match="answers.jsonl:2"):
+        open_journal(path)
 
 
 def test_claim_run_folder_refuses_other_settings(tmp_path):
@@ -511,7 +512,7 @@ def test_rutie_sends_the_models_own_wrong_answer_in_later_context(tmp_path, pars
     # The gold answer to question 0 ("1") never reaches the model.
     assert "Ответ: 1" not in bodies[1]["prompt"]
 
-    answers = read_progress(tmp_path / "run" / "answers.jsonl")
+    answers = read_jsonl(tmp_path / "run" / "answers.jsonl")
     assert [(a["answer"], a["reason"], a["correct"]) for a in answers] == [
         ("2", "", False), (None, reason, False), ("2", "", True),
     ]
@@ -567,7 +568,7 @@ def test_rutie_logprob_variant_compares_continuations(tmp_path):
     assert "Ответ: 2\n\nА у муравья?" in bodies[2]["prompt"]
     assert bodies[4]["prompt"].endswith("Ответ: 2\n\nА у муравья?\n1. Две\n2. Шесть\nОтвет: 2\n\n"
                                         "Кто из них меньше?\n1. Человек\n2. Муравей\nОтвет: 1")  # fmt: skip
-    answers = read_progress(tmp_path / "run" / "answers.jsonl")
+    answers = read_jsonl(tmp_path / "run" / "answers.jsonl")
     assert [a["answer"] for a in answers] == ["2", "2", "1"]
     assert answers[0]["scores"] == {"1": -3.0, "2": -0.1}
 
@@ -594,7 +595,7 @@ def test_rutie_chat_logprob_variant_reads_first_token_top_logprobs(tmp_path):
         assert _run(endpoint, data, tmp_path / "run", "--mode", "chat", "--scoring", "logprobs") == 0
     bodies = endpoint.bodies("/v1/chat/completions")
     assert all((b["max_tokens"], b["logprobs"], b["top_logprobs"]) == (1, True, 20) for b in bodies)
-    answers = read_progress(tmp_path / "run" / "answers.jsonl")
+    answers = read_jsonl(tmp_path / "run" / "answers.jsonl")
     assert [(a["answer"], a["reason"]) for a in answers] == [("2", ""), (None, NO_LOGPROBS), ("2", "")]
     assert answers[2]["scores"] == {"1": -0.9, "2": -0.4}
     # The unparsed answer shows as the harness's fallback -1 in the later context, never as the gold one.
@@ -608,7 +609,7 @@ def test_rutie_resumes_after_interruption(tmp_path):
     with ScriptedEndpoint(_table_responder(REPLIES, fail_on={"Кто из них меньше?"})) as endpoint:
         with pytest.raises(Exception, match="pulled the plug"):
             _run(endpoint, data, out, "--concurrency", "2")
-    saved = read_progress(out / "answers.jsonl")
+    saved = read_jsonl(out / "answers.jsonl")
     assert sorted((a["dialog_id"], a["question_id"]) for a in saved) == [(0, 0), (0, 1), (1, 0), (1, 1)]
     assert not (out / "metrics.json").exists()
 
@@ -616,7 +617,7 @@ def test_rutie_resumes_after_interruption(tmp_path):
         assert _run(endpoint, data, out, "--concurrency", "2") == 0
     # Only the unanswered questions were asked, each with the saved answers in its context.
     assert [b["prompt"] for b in endpoint.bodies("/v1/completions")] == [EXPECTED_PROMPTS[2]] * 2
-    final = read_progress(out / "answers.jsonl")
+    final = read_jsonl(out / "answers.jsonl")
     assert sorted((a["dialog_id"], a["question_id"]) for a in final) == [(d, q) for d in (0, 1) for q in range(3)]
     assert json.loads((out / "metrics.json").read_text())["n"] == 6
 
@@ -688,7 +689,7 @@ def test_rutie_on_sample_against_tiny_vllm(vllm_tiny_server, tmp_path):
         rc = cli.main(["rutie", "--endpoint", vllm_tiny_server.base_url, "--model", vllm_tiny_server.model,
                        "--data", "sample", "--out", str(out), "--concurrency", "3", *extra])  # fmt: skip
         assert rc == 0
-        assert len(read_progress(out / "answers.jsonl")) == n_questions
+        assert len(read_jsonl(out / "answers.jsonl")) == n_questions
         metrics = json.loads((out / "metrics.json").read_text())
         assert metrics["n"] == n_questions and metrics["max_model_len"] == 2048
         assert metrics["prompt_tokens"]["max"] > metrics["prompt_tokens"]["min"] > 0  # context grows

@@ -6,6 +6,7 @@ Expected strings are written out by hand from the POLLUX paper, Appendix M.1: th
 
 import pytest
 
+import judge
 from judge import (
     PROMPT_VERSION,
     PROMPT_VERSION_EN,
@@ -197,3 +198,21 @@ def test_apply_chat_uses_the_tokenizers_template(qwen_tokenizer):
     assert apply_chat(qwen_tokenizer, prompt, target) == (
         f"<|im_start|>user\n{prompt}<|im_end|>\n<|im_start|>assistant\n{target}<|im_end|>\n"
     )
+
+
+# Moved from tests/test_serve_judging.py (issue #17): one prefix_order, in the contract, for serve and eval.
+@pytest.mark.parametrize(
+    ("keys", "order"),
+    [([], []), (["a"], [0]), (["a", "b", "a"], [0, 2, 1]), (["a", "b", "b", "a", "c", "a"], [0, 3, 5, 1, 2, 4])],
+)
+def test_prefix_order(keys, order):
+    """Equal keys become adjacent, groups keep first-appearance order, members keep their order."""
+    assert judge.prefix_order(keys) == order
+
+
+def test_prefix_key_reads_records_and_mappings_alike():
+    """A record and a request item of the same answer share a key; a missing reference reads as ""."""
+    record = judge.load_records(judge.sample_data_path())[0]
+    item = {"instruction": record.instruction, "answer": record.answer, "reference_answer": record.reference_answer}
+    assert judge.prefix_key(record) == judge.prefix_key(item)
+    assert judge.prefix_key({"instruction": "I", "answer": "A", "reference_answer": None}) == ("I", "", "A")

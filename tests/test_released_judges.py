@@ -100,14 +100,13 @@ def test_folder_passes_through_and_nonsense_is_refused(tmp_path):
 
 def test_judge_kinds(tiny_causal_dir, tiny_regression_dir, released_regression_dir, tmp_path, qwen_tokenizer):
     """Which kind each layout is: causal and released seq2seq -> seq2seq; our export and released -r -> regression."""
-    from eval.local_server import checkpoint_kind
-
     released_seq2seq = build_released_seq2seq(tmp_path / "pollux-judge-7b", tokenizer=qwen_tokenizer)
     table = {tiny_causal_dir: "seq2seq", released_seq2seq: "seq2seq", tiny_regression_dir: "regression",
              released_regression_dir: "regression"}  # fmt: skip
     for folder, kind in table.items():
         assert judge_kind(folder) == kind, folder
-        assert checkpoint_kind(folder) == kind, folder
+        if folder != tiny_regression_dir:  # a bare classifier: no generating model for serve to pair it with
+            assert resolve_layout(folder).kind == kind, folder  # serve asks judge_kind too (eval calls it directly)
     layout = resolve_layout(released_seq2seq)  # sharded + index, served as it is
     assert (layout.kind, layout.generator_dir, layout.released) == ("seq2seq", released_seq2seq, False)
 
@@ -257,3 +256,27 @@ def test_released_data_judged_by_the_released_regression_judge_and_scored(releas
     rows = read_predictions(tmp_path / "r")
     assert all(r["score_source"] == "regression_head" and isinstance(r["regression_score"], float) for r in rows)
     assert official["n_regression"] == N_ITEMS - 1 and official["format_acc"] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("architectures", "manifest", "kind"),
+    [
+        (["Qwen2ForCausalLM"], None, "seq2seq"),
+        (["Qwen2ForSequenceClassification"], None, "regression"),
+        (["Qwen2ForCausalLM"], {"mode": "seq2seq"}, "seq2seq"),
+        (["Qwen2ForSequenceClassification"], {"mode": "regression"}, "regression"),
+        (["Qwen2ForCausalLM"], {"mode": "regression"}, "says mode 'regression'"),  # contradicts config.json
+        (["Qwen2ForSequenceClassification"], {"mode": "seq2seq"}, "says mode 'seq2seq'"),
+        (["Qwen2ForCausalLM"], {"mode": "reward"}, "mode 'reward' is not one of"),
+    ],
+)
+def test_judge_kind_reads_the_export_manifest_first(tmp_path, architectures, manifest, kind):
+    """The export manifest's mode decides and config.json must agree; without a manifest config.json decides."""
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": architectures}), encoding="utf-8")
+    if manifest is not None:
+        (tmp_path / "pollux_judge.json").write_text(json.dumps(manifest), encoding="utf-8")
+    if kind in ("seq2seq", "regression"):
+        assert judge_kind(tmp_path) == kind
+    else:
+        with pytest.raises(ValueError, match=kind):
+            judge_kind(tmp_path)

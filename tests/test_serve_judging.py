@@ -9,7 +9,7 @@ import pytest
 
 import judge
 from judge import Scale
-from serve.judging import build_jobs, extract_rationale, level_token_ids, prefix_order, score_distribution, verdict_regex
+from serve.judging import build_jobs, level_token_ids, score_distribution, verdict_regex
 from serve.schema import RequestError, parse_judge_request, resolve_criteria
 
 GOOD_ITEM = {"instruction": "Напиши стих", "answer": "Роза красная", "criteria": ["Креативность"]}
@@ -93,15 +93,6 @@ def test_inline_item_is_one_item():
 
 
 # ------------------------------------------------------------------------------------------ jobs and order
-
-
-@pytest.mark.parametrize(
-    ("keys", "order"),
-    [([], []), (["a"], [0]), (["a", "b", "a"], [0, 2, 1]), (["a", "b", "b", "a", "c", "a"], [0, 3, 5, 1, 2, 4])],
-)
-def test_prefix_order(keys, order):
-    """Equal keys become adjacent, groups keep first-appearance order, members keep their order."""
-    assert prefix_order(keys) == order
 
 
 def test_build_jobs_groups_shared_prompts_and_matches_the_contract(qwen_tokenizer):
@@ -200,23 +191,7 @@ def test_distribution_after_markdown_result_tag():
     assert score_distribution(tokens, top, SCALE, 1.0).expected == pytest.approx(1.0)
 
 
-# ------------------------------------------------------------------------------------------ rationales and format
-
-RATIONALES = [
-    ("[FEEDBACK] Хорошо. [END]", ("Хорошо.", True)),
-    ("  **[FEEDBACK]** Хорошо [RESULT] 2 [END]", ("Хорошо", True)),
-    ("<think>hm</think>[FEEDBACK] Да [END] trailing", ("Да", True)),
-    ("[FEEDBACK] обрыв на середине", ("обрыв на середине", False)),
-    ("без тегов", ("без тегов", False)),
-    ("", ("", False)),
-]
-
-
-@pytest.mark.parametrize(("text", "expected"), RATIONALES)
-def test_extract_rationale(text, expected):
-    """The regression judge's rationale is read between [FEEDBACK] and [END] (or [RESULT])."""
-    assert extract_rationale(text) == expected
-
+# ------------------------------------------------------------------------------------------ output format
 
 def test_verdict_regex_accepts_the_training_targets():
     """The constrained-decoding format accepts exactly what training targets look like."""

@@ -323,6 +323,13 @@ def test_instructions_stage_resumes_from_its_journal(scripted, tmp_path):
     keys = [json.loads(line)["key"] for line in (out / "journal.jsonl").read_text().splitlines() if line.endswith("}")]
     assert keys.count(cut) == 1
 
+    # Deliberate change (issue #17): an unreadable line that is not the last was skipped silently; it is an error now.
+    lines = (out / "journal.jsonl").read_text(encoding="utf-8").splitlines()
+    (out / "journal.jsonl").write_text("\n".join([lines[0], "not json", *lines[1:]]) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"journal\.jsonl:2"):
+        main(argv)
+    assert len(server.received) == sent + 1
+
 
 def test_generators_share_the_jobs(scripted, tmp_path):
     """Two generators with shares 1 and 2 get 2 and 4 of the 6 jobs (largest remainder of 2 and 4)."""

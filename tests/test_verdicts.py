@@ -3,6 +3,7 @@
 import pytest
 
 from judge import Scale, VerdictError, format_score, parse_verdict, render_rationale_target, render_target
+import judge
 
 ZERO_TO_TWO = Scale((0, 1, 2))
 
@@ -129,3 +130,22 @@ def test_serve_result_carries_in_scale_with_parse_ok_true():
     assert (result["parse_ok"], result["score"], result["in_scale"], result["error"]) == (True, 5.0, False, None)
     inside = Judge._seq2seq_verdict("[FEEDBACK] Хорошо. [RESULT] 2 [END]", None, ZERO_TO_TWO, False)
     assert (inside["parse_ok"], inside["score"], inside["in_scale"]) == (True, 2.0, True)
+
+
+# Moved from tests/test_serve_judging.py (issue #17): rationale parsing lives next to render_rationale_target.
+RATIONALES = [
+    ("[FEEDBACK] Хорошо. [END]", ("Хорошо.", True)),
+    ("  **[FEEDBACK]** Хорошо [RESULT] 2 [END]", ("Хорошо", True)),
+    ("<think>hm</think>[FEEDBACK] Да [END] trailing", ("Да", True)),
+    ("[FEEDBACK] обрыв на середине", ("обрыв на середине", False)),
+    ("без тегов", ("без тегов", False)),
+    ("", ("", False)),
+    ("_[feedback]:_ Ясно. **[end]**", ("Ясно.", True)),  # the tag spellings parse_verdict accepts
+    ("[FEEDBACK] Мысль [FEEDBACK] вторая [END]", ("Мысль [FEEDBACK] вторая", True)),  # from the first [FEEDBACK]
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), RATIONALES)
+def test_parse_rationale(text, expected):
+    """The regression judge's rationale is read between [FEEDBACK] and [END] (or [RESULT])."""
+    assert judge.parse_rationale(text) == expected

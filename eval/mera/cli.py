@@ -180,7 +180,8 @@ def _client(args: argparse.Namespace):
 def run_ruhumaneval(args: argparse.Namespace) -> dict[str, Any]:
     """Generate (or take canonical solutions), execute in the sandbox, write pass@k. Returns the metrics."""
     from eval.mera.humaneval import MERA_STOPS, build_program, chat_messages, load_tasks, summarize
-    from eval.mera.progress import ProgressWriter, claim_run_folder, read_progress
+    from eval.mera.progress import claim_run_folder
+    from judge.journal import JournalWriter, open_journal
     from eval.mera.sandbox import Limits, Sandbox
 
     # -- config ---------------------------------------------------------------------------------------------
@@ -201,8 +202,8 @@ def run_ruhumaneval(args: argparse.Namespace) -> dict[str, Any]:
 
     # -- generation -----------------------------------------------------------------------------------------
     gen_path = out / GENERATIONS_FILE
-    done = {rec["task_id"]: rec for rec in read_progress(gen_path)}
-    writer = ProgressWriter(gen_path)
+    done = {rec["task_id"]: rec for rec in open_journal(gen_path).rows}
+    writer = JournalWriter(gen_path)
     todo = [t for t in tasks if t.task_id not in done]
     if args.self_check:
         for task in todo:

@@ -3,7 +3,7 @@
 What it adds to ``openai.OpenAI``: one call shape for chat and completion, ``n`` samples either through the
 API's ``n`` or through one request per sample with a distinct seed (a fixed seed would make all samples the
 same), stop strings applied on the client as well (chat APIs accept only four, and servers differ in whether
-the stop string is kept), retries with exponential backoff on transient failures, context-limit errors as a
+the stop string is kept), retries of transient failures (``judge.retry``, ``Retry-After`` honoured), context-limit errors as a
 distinct exception, log-probability helpers, and a bounded thread pool for concurrency.
 """
 
@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
+
+from judge.retry import RetryPolicy
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -70,7 +71,7 @@ class OpenAICompatClient:
         api_key: Key for hosted APIs; local servers accept anything.
         timeout_s: Per-request timeout, seconds.
         max_retries: Retries after the first attempt for connection errors, timeouts, 408/409/429 and 5xx.
-        backoff_s: First retry delay; doubles each time up to ``max_backoff_s``.
+        backoff_s: First retry delay; doubles each time up to ``max_backoff_s`` (jittered, at least ``Retry-After``).
         concurrency: Threads used by ``map``.
     """
 
@@ -90,9 +91,8 @@ class OpenAICompatClient:
 
         self.base_url = base_url.rstrip("/")
         self.model = model
-        self.max_retries = max_retries
-        self.backoff_s = backoff_s
-        self.max_backoff_s = max_backoff_s
+        #: judge.retry's policy (Retry-After honoured); tests swap in one with a recording sleep.
+        self.retry = RetryPolicy(max_retries=max_retries, backoff_s=backoff_s, max_backoff_s=max_backoff_s)
         self.concurrency = max(1, concurrency)
         # The SDK's own retries are off: ours are explicit, counted, and shared by every call shape.
         self._client = openai.OpenAI(base_url=self.base_url, api_key=api_key or "EMPTY", timeout=timeout_s,
@@ -103,20 +103,12 @@ class OpenAICompatClient:
     def _with_retries(self, call: Callable[[], R]) -> R:
         import openai
 
-        for attempt in range(self.max_retries + 1):
-            try:
-                return call()
-            except openai.BadRequestError as err:
-                if is_context_limit_message(str(err)):
-                    raise ContextLimitError(str(err)) from err
-                raise
-            except (openai.APIConnectionError, openai.APIStatusError) as err:
-                status = getattr(err, "status_code", None)
-                transient = status is None or status in (408, 409, 429) or status >= 500
-                if not transient or attempt == self.max_retries:
-                    raise
-                time.sleep(min(self.max_backoff_s, self.backoff_s * 2**attempt))
-        raise AssertionError("unreachable")
+        try:
+            return self.retry.call(call)
+        except openai.BadRequestError as err:
+            if is_context_limit_message(str(err)):
+                raise ContextLimitError(str(err)) from err
+            raise
 
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
         """``fn`` over ``items`` with at most ``concurrency`` in flight; results in input order."""

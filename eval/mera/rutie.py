@@ -56,7 +56,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from eval.mera.progress import ProgressWriter, read_progress
+from judge.journal import JournalWriter, open_journal
 
 CHOICES = ("1", "2")
 ANSWER_PARSERS = ("mera", "choice")
@@ -463,9 +463,9 @@ def run_dialogues(
     from concurrent.futures import ThreadPoolExecutor
 
     progress_path = Path(out_dir) / PROGRESS_FILE
-    earlier = read_progress(progress_path)
+    earlier = open_journal(progress_path).rows
     histories = _resume_histories(dialogues, earlier)
-    writer = ProgressWriter(progress_path)
+    writer = JournalWriter(progress_path)
     results: dict[Any, list[dict]] = defaultdict(list)
     for rec in earlier:
         results[rec["dialog_id"]].append(rec)

@@ -1,16 +1,17 @@
 """OpenAI-compatible chat endpoints with retries, exponential backoff and a bounded number of requests in flight.
 
 Every data stage talks to its models through ``ChatClient.complete`` (one user turn, optionally a system turn) and
-runs many of them at once through ``journal.run_jobs``. Only transient failures are retried: connection errors,
-timeouts, 429 and 5xx. A 4xx other than 429 is the caller's bug and fails at once.
+runs many of them at once through ``journal.run_jobs``. Only transient failures are retried (``judge.retry``):
+connection errors, timeouts, 408, 409, 429 and 5xx, waiting at least the server's ``Retry-After``. Any other 4xx is
+the caller's bug and fails at once.
 """
 
 from __future__ import annotations
 
 import random
-import time
 from dataclasses import dataclass
 
+from judge.retry import Attempts, RetryPolicy
 from train.synthetic.config import EndpointConfig
 
 __all__ = ["ChatClient", "ChatResult", "assign_shares"]
@@ -43,7 +44,8 @@ class ChatClient:
     Args:
         endpoint: where and what to ask.
         max_retries: retries of a transient failure.
-        backoff_s: the first retry delay; it doubles per retry, capped at 60 s, with up to 10 % jitter.
+        backoff_s: the first retry delay; it doubles per retry, capped at 60 s, jittered, never shorter than the
+            server's ``Retry-After`` (``judge.retry``).
         timeout_s: per-request timeout.
     """
 
@@ -51,12 +53,11 @@ class ChatClient:
         import openai
 
         self.endpoint = endpoint
-        self.max_retries = max_retries
-        self.backoff_s = backoff_s
+        #: judge.retry's policy (Retry-After honoured); tests swap in one with a recording sleep.
+        self.retry = RetryPolicy(max_retries=max_retries, backoff_s=backoff_s, max_backoff_s=_BACKOFF_CAP_S)
         # The SDK's own retries are off: this class retries, so attempts are counted and reported.
         self._client = openai.OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key, max_retries=0, timeout=timeout_s)
-        self._transient = (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError, openai.InternalServerError)
-        self._status_error = openai.APIStatusError
+        self._api_error = openai.APIError
 
     def complete(self, prompt: str, system: str = "", temperature: float | None = None) -> ChatResult:
         """Ask for one completion of ``prompt`` as a single user turn.
@@ -66,26 +67,19 @@ class ChatClient:
         """
         messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
         ep = self.endpoint
-        error = ""
-        for attempt in range(self.max_retries + 1):
-            try:
-                response = self._client.chat.completions.create(
-                    model=ep.model,
-                    messages=messages,
-                    temperature=ep.temperature if temperature is None else temperature,
-                    max_tokens=ep.max_tokens,
-                    extra_body=ep.extra_body or None,
-                )
-                choice = response.choices[0]
-                return ChatResult(choice.message.content or "", True, attempts=attempt + 1, finish_reason=choice.finish_reason or "")
-            except self._transient as err:
-                error = f"{type(err).__name__}: {err}"
-            except self._status_error as err:  # 4xx other than 429: retrying will not help
-                return ChatResult("", False, f"{type(err).__name__}: {err}", attempts=attempt + 1)
-            if attempt < self.max_retries:
-                delay = min(self.backoff_s * 2**attempt, _BACKOFF_CAP_S)
-                time.sleep(delay * (1 + 0.1 * random.random()))
-        return ChatResult("", False, error, attempts=self.max_retries + 1)
+        attempts = Attempts()
+        try:
+            response = self.retry.call(lambda: self._client.chat.completions.create(
+                model=ep.model,
+                messages=messages,
+                temperature=ep.temperature if temperature is None else temperature,
+                max_tokens=ep.max_tokens,
+                extra_body=ep.extra_body or None,
+            ), attempts)
+        except self._api_error as err:  # retries spent, or a 4xx retrying will not fix
+            return ChatResult("", False, f"{type(err).__name__}: {err}", attempts=attempts.n)
+        choice = response.choices[0]
+        return ChatResult(choice.message.content or "", True, attempts=attempts.n, finish_reason=choice.finish_reason or "")
 
 
 def assign_shares(n_jobs: int, shares: list[float], seed: int) -> list[int]:

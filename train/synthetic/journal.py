@@ -9,7 +9,8 @@ Every stage writes one folder::
     summary.json    kept / dropped counts with reasons
     run.json        resolved config, git revision, package versions, prompt versions, seed
 
-A stage killed halfway loses at most the jobs in flight; the journal's last line may be cut, and is ignored.
+A stage killed halfway loses at most the jobs in flight; the journal's last line may be cut, and is dropped (and
+said). Any other line that is not JSON is an error naming ``file:line``, never skipped.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
+from judge.journal import JournalWriter, open_journal, read_jsonl
+
 __all__ = ["Journal", "run_jobs", "write_stage_outputs", "read_rows", "log"]
 
 
@@ -34,24 +37,13 @@ def log(message: str) -> None:
 
 
 class Journal:
-    """Append-only JSONL of finished jobs keyed by ``row["key"]``."""
+    """Finished jobs keyed by ``row["key"]``: a ``judge.journal`` journal (strict reading, a torn last line dropped
+    and cut from the file so its job is redone, fsynced appends)."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.rows: dict[str, dict] = {}
-        if self.path.exists():
-            text = self.path.read_text(encoding="utf-8")
-            if text and not text.endswith("\n"):
-                # A line cut by a kill: drop it (its job is redone), or the next append would glue onto it.
-                text = text[: text.rfind("\n") + 1]
-                self.path.write_text(text, encoding="utf-8")
-            for line in text.splitlines():
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                self.rows[row["key"]] = row
+        self.rows: dict[str, dict] = {row["key"]: row for row in open_journal(self.path).rows}
+        self._writer = JournalWriter(self.path)
         self._lock = threading.Lock()
 
     def __contains__(self, key: str) -> bool:
@@ -59,8 +51,7 @@ class Journal:
 
     def add(self, row: dict) -> None:
         with self._lock:
-            with self.path.open("a", encoding="utf-8") as handle:
-                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+            self._writer.append(row)
             self.rows[row["key"]] = row
 
 
@@ -203,5 +194,4 @@ def read_rows(source: str | Path, stage: str | None = None) -> list[dict]:
         import pyarrow.parquet as pq
 
         return pq.read_table(path).to_pylist()
-    with path.open(encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+    return read_jsonl(path)

@@ -1,0 +1,142 @@
+"""Append-only JSONL journals: the resumable files of every stage (eval predictions, MERA progress, synthetic-data
+jobs).
+
+One rule for all of them:
+
+- **Strict reading.** Every line is a JSON object (blank lines are skipped); any other line is an error naming
+  ``file:line``. A journal is never "repaired" by skipping what does not parse.
+- **A torn tail.** A last line without its newline is a write cut by a kill (appends write a row and its newline
+  in one call): it is dropped, and a warning says so. ``read_journal`` reports it; ``open_journal`` also cuts it
+  from the file so the next append starts on a clean line.
+- **Durable appends.** ``JournalWriter.append`` writes its rows, flushes and ``fsync``\\ s once per call: a call is
+  a batch (the criteria of one ``/v1/judge`` request) or one finished job. Measured on this project's disk, an
+  fsync costs ~0.26 ms per call against ~0.004 ms for a flush alone: far below any judged item's latency, so
+  every call is synced rather than every N.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["JournalContents", "JournalError", "JournalWriter", "read_journal", "read_jsonl", "open_journal",
+           "rewrite_journal"]
+
+log = logging.getLogger("judge.journal")
+
+
+class JournalError(ValueError):
+    """A journal line that is not a JSON object (and is not the torn last line); the message names ``file:line``."""
+
+
+@dataclass(frozen=True)
+class JournalContents:
+    """A journal as read.
+
+    Attributes:
+        rows: every complete line's object, in file order.
+        torn_tail: the bytes of a last line without its newline (a write cut by a kill), dropped; ``b""`` if none.
+        good_size: the byte length of the complete lines (where the file is cut when the tail is repaired).
+    """
+
+    rows: list[dict[str, Any]]
+    torn_tail: bytes = b""
+    good_size: int = 0
+
+    @property
+    def torn(self) -> bool:
+        return bool(self.torn_tail)
+
+
+def read_journal(path: str | Path) -> JournalContents:
+    """Read a journal strictly; a missing file reads as empty. The file is not changed.
+
+    Raises:
+        JournalError: a complete line that is not a JSON object, naming ``file:line``.
+    """
+    path = Path(path)
+    if not path.exists():
+        return JournalContents(rows=[])
+    data = path.read_bytes()
+    good_size = data.rfind(b"\n") + 1  # after the last newline: a cut write (or nothing)
+    complete, tail = data[:good_size], data[good_size:]
+    if not tail.strip():
+        tail = b""
+    rows: list[dict[str, Any]] = []
+    for number, line in enumerate(complete.split(b"\n")[:-1], start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise JournalError(f"{path}:{number}: not a JSON line ({getattr(err, 'msg', err)}); only a last line "
+                               "without its newline is taken for a write cut by a kill") from err
+        if not isinstance(row, dict):
+            raise JournalError(f"{path}:{number}: a JSON {type(row).__name__}, not an object")
+        rows.append(row)
+    if tail:
+        log.warning("%s: dropped its last line, which has no newline (a write cut by a kill): %r", path, tail[:80])
+    return JournalContents(rows=rows, torn_tail=tail, good_size=good_size)
+
+
+def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    """The rows of a JSONL file read by ``read_journal``'s rules (a torn last line is dropped and said)."""
+    return read_journal(path).rows
+
+
+def open_journal(path: str | Path) -> JournalContents:
+    """Read a journal about to be appended to, cutting a torn last line from the file (in place).
+
+    Raises:
+        JournalError: as ``read_journal``.
+    """
+    contents = read_journal(path)
+    if contents.torn:
+        with open(path, "r+b") as handle:
+            handle.truncate(contents.good_size)
+            handle.flush()
+            os.fsync(handle.fileno())
+    return contents
+
+
+def rewrite_journal(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> None:
+    """Replace a journal's rows atomically (a temporary file, fsynced, then renamed over it)."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(_line(row))
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def _line(row: Mapping[str, Any]) -> str:
+    return json.dumps(row, ensure_ascii=False) + "\n"
+
+
+class JournalWriter:
+    """Thread-safe, fsynced appends to a JSONL journal.
+
+    Each ``append`` opens the file, writes its rows in one ``write`` call, flushes, fsyncs and closes, so a kill
+    loses at most the call in flight (whose torn last line the next reader drops) and no handle outlives a call.
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+
+    def append(self, *rows: Mapping[str, Any]) -> None:
+        """Append rows (one write, one fsync)."""
+        text = "".join(_line(row) for row in rows)
+        with self._lock, self.path.open("a", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())

@@ -1,0 +1,125 @@
+"""The ``/v1/judge`` result on the wire: what judge-serve writes per (item, criterion) and judge-eval reads.
+
+One frozen dataclass, ``JudgeResult``, is the contract between ``serve`` (``serve.judging`` builds it and sends
+``to_json()``) and ``eval`` (``eval.backends.JudgeServeBackend`` reads it back with ``from_json``), as vLLM's
+``entrypoints/openai/protocol.py`` is for its server. The response around the results (``items[].results``,
+``usage``, ``judge_kind``) is documented in ``serve.judging.Judge.run``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["ScoreSource", "LmVerdict", "JudgmentUsage", "JudgeResult", "JUDGE_RESULT_FIELDS"]
+
+
+class ScoreSource:
+    """Where a score came from: stable strings written to results and predictions rows."""
+
+    #: the judge's own ``[RESULT] n`` (seq2seq judges), read by ``judge.parse_verdict``.
+    VERDICT = "verdict"
+    #: a regression judge's ``score`` head over (prompt, rationale), clipped into the scale.
+    REGRESSION_HEAD = "regression_head"
+    ALL = (VERDICT, REGRESSION_HEAD)
+
+
+@dataclass(frozen=True)
+class LmVerdict:
+    """A regression judge's LM parsed as a seq2seq verdict (shown beside the head's score, never used as it)."""
+
+    score: float | None
+    parse_ok: bool
+    error: str | None = None
+    error_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class JudgmentUsage:
+    """Tokens of one judgment."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class JudgeResult:
+    """One criterion's verdict on one item.
+
+    Attributes:
+        criterion: the criterion's name as shown to the judge.
+        criterion_id: its taxonomy id (None for a custom criterion).
+        scale: the scale's levels.
+        feedback: the rationale ("" when none was read).
+        score: the score; None unless ``parse_ok``. Regression judges: the head's value clipped into the scale.
+        parse_ok: whether a score was read (seq2seq) or computed (regression).
+        error, error_reason: a ``judge.VerdictError`` code and its explanation when no score.
+        score_source: a ``ScoreSource`` value; None without a score.
+        in_scale: seq2seq: False for a number outside the scale (scored, as the paper does); None for regression.
+        expected_score, confidence, score_probs, score_mass: seq2seq with score log-probabilities: the score
+            token's distribution over the scale (``serve.judging.ScoreDistribution``), keys of ``score_probs``
+            are the levels as strings.
+        regression_score: the head's raw (unclipped) value.
+        rationale_complete: regression: whether the rationale was closed by a tag (False: generation was cut).
+        lm_verdict: regression: the LM's own parsed verdict.
+        output: the generated text as it came out.
+        finish_reason: the engine's (``stop``, ``length``).
+        usage: the judgment's tokens.
+    """
+
+    criterion: str
+    criterion_id: str | None
+    scale: list[int]
+    feedback: str = ""
+    score: float | None = None
+    parse_ok: bool = False
+    error: str | None = None
+    error_reason: str | None = None
+    score_source: str | None = None
+    in_scale: bool | None = None
+    expected_score: float | None = None
+    confidence: float | None = None
+    score_probs: dict[str, float] | None = None
+    score_mass: float | None = None
+    regression_score: float | None = None
+    rationale_complete: bool | None = None
+    lm_verdict: LmVerdict | None = None
+    output: str = ""
+    finish_reason: str | None = None
+    usage: JudgmentUsage = field(default_factory=JudgmentUsage)
+
+    def __post_init__(self) -> None:
+        if self.score_source is not None and self.score_source not in ScoreSource.ALL:
+            raise ValueError(f"score_source: {self.score_source!r} is not one of {', '.join(ScoreSource.ALL)}")
+
+    def to_json(self) -> dict[str, Any]:
+        """The result as sent: every field, nested ones as objects."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], where: str = "result") -> JudgeResult:
+        """A result as received.
+
+        Raises:
+            ValueError: naming ``where`` and the field: a key that is not a field, or a required one missing.
+        """
+        unknown = sorted(set(data) - set(JUDGE_RESULT_FIELDS))
+        if unknown:
+            raise ValueError(f"{where}: unknown field(s) {unknown}")
+        missing = [name for name in ("criterion", "criterion_id", "scale") if name not in data]
+        if missing:
+            raise ValueError(f"{where}.{missing[0]}: required field is missing")
+        values = dict(data)
+        if isinstance(values.get("lm_verdict"), Mapping):
+            values["lm_verdict"] = LmVerdict(**values["lm_verdict"])
+        if isinstance(values.get("usage"), Mapping):
+            values["usage"] = JudgmentUsage(**values["usage"])
+        elif values.get("usage") is None:
+            values.pop("usage", None)
+        return cls(**values)
+
+
+#: The keys of a ``JudgeResult`` on the wire, in order.
+JUDGE_RESULT_FIELDS = tuple(f.name for f in dataclasses.fields(JudgeResult))

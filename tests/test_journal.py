@@ -1,0 +1,96 @@
+"""judge.journal: the one JSONL journal of eval predictions, MERA progress and synthetic-data jobs."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+
+import pytest
+
+from judge.journal import JournalError, JournalWriter, open_journal, read_journal, read_jsonl, rewrite_journal
+
+
+@pytest.mark.parametrize(
+    ("data", "rows", "torn"),
+    [
+        (b"", [], b""),
+        (b'{"a": 1}\n{"a": 2}\n', [{"a": 1}, {"a": 2}], b""),
+        (b'{"a": 1}\n\n{"a": 2}\n', [{"a": 1}, {"a": 2}], b""),  # blank lines are skipped
+        (b'{"a": 1}\n{"a": 2, "cu', [{"a": 1}], b'{"a": 2, "cu'),
+        (b'{"a": 1}\n{"a": 2}', [{"a": 1}], b'{"a": 2}'),  # complete JSON but no newline: still a cut write
+        (b'{"a": 1', [], b'{"a": 1'),  # the only line, cut
+        (b'{"a": "\xd0', [], b'{"a": "\xd0'),  # cut inside a UTF-8 character
+    ],
+)
+def test_read_journal_drops_only_a_last_line_without_its_newline(tmp_path, data, rows, torn):
+    """The torn-tail rule: bytes after the last newline are dropped and reported; the file is left as it is."""
+    path = tmp_path / "j.jsonl"
+    path.write_bytes(data)
+    contents = read_journal(path)
+    assert (contents.rows, contents.torn_tail, contents.torn) == (rows, torn, bool(torn))
+    assert path.read_bytes() == data
+
+
+@pytest.mark.parametrize(
+    ("data", "line", "why"),
+    [
+        (b'{"a": 1}\nnot json\n{"a": 2}\n', 2, "not a JSON line"),
+        (b'{"a": 1}\n{"a": 2}\n{"a": \n', 3, "not a JSON line"),  # a complete last line is held to the rule
+        (b'[1, 2]\n', 1, "a JSON list, not an object"),
+        (b'{"a": 1}\n\xff\xfe\n', 2, "not a JSON line"),
+    ],
+)
+def test_read_journal_refuses_any_other_bad_line_naming_file_and_line(tmp_path, data, line, why):
+    """A bad line that is not the torn tail is an error naming file:line, never skipped."""
+    path = tmp_path / "j.jsonl"
+    path.write_bytes(data)
+    with pytest.raises(JournalError, match=rf"j\.jsonl:{line}: {why}"):
+        read_journal(path)
+
+
+def test_torn_tail_is_said(tmp_path, caplog):
+    """Dropping a torn line is logged with the file's name, never silent."""
+    path = tmp_path / "j.jsonl"
+    path.write_bytes(b'{"a": 1}\n{"a"')
+    with caplog.at_level(logging.WARNING, logger="judge.journal"):
+        assert read_jsonl(path) == [{"a": 1}]
+    assert "j.jsonl" in caplog.text and "cut by a kill" in caplog.text
+
+
+def test_open_journal_cuts_the_torn_tail_so_appends_start_clean(tmp_path):
+    """After open_journal, an append lands on its own line and the journal reads back whole."""
+    path = tmp_path / "j.jsonl"
+    path.write_bytes(b'{"a": 1}\n{"a": 2, "cu')
+    assert open_journal(path).rows == [{"a": 1}]
+    JournalWriter(path).append({"a": 3})
+    assert path.read_bytes() == b'{"a": 1}\n{"a": 3}\n'
+
+
+def test_writer_appends_rows_whole_from_many_threads(tmp_path, monkeypatch):
+    """Each append is one write of whole lines and one fsync; concurrent appends never interleave."""
+    import judge.journal as journal
+
+    synced = []
+    real_fsync = journal.os.fsync
+    monkeypatch.setattr(journal.os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
+    path = tmp_path / "sub" / "j.jsonl"
+    writer = JournalWriter(path)
+    threads = [threading.Thread(target=writer.append, args=({"t": t, "i": 0}, {"t": t, "i": 1})) for t in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    rows = read_jsonl(path)
+    assert len(rows) == 16 and len(synced) == 8
+    for k in range(0, 16, 2):  # the rows of one call are adjacent
+        assert rows[k]["t"] == rows[k + 1]["t"] and (rows[k]["i"], rows[k + 1]["i"]) == (0, 1)
+
+
+def test_rewrite_journal_replaces_atomically(tmp_path):
+    """rewrite_journal leaves exactly the given rows and no temporary file."""
+    path = tmp_path / "j.jsonl"
+    path.write_text('{"a": 1}\n{"a": 2}\n', encoding="utf-8")
+    rewrite_journal(path, [{"a": "ё"}])
+    assert path.read_text(encoding="utf-8") == json.dumps({"a": "ё"}, ensure_ascii=False) + "\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["j.jsonl"]
