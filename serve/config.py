@@ -114,7 +114,7 @@ class ServeConfig:
     shutdown_grace_s: float = _f(60.0, "On SIGTERM/SIGINT: seconds in-flight requests get to finish.")
     log_level: str = _f("info", "judge-serve log level (debug, info, warning, error).")
     access_log: bool = _f(True, "Log every HTTP request (uvicorn's access log).")
-    log_dir: str = _f("", "Folder for engine logs and serve_run.json (default: a fresh temporary folder).")
+    log_dir: str = _f("", "Folder for engine logs and run.json (default: a fresh temporary folder).")
 
     def validate(self) -> ServeConfig:
         """Check values that would otherwise fail late; returns self.

@@ -496,8 +496,9 @@ def test_ruhumaneval_completion_mode_end_to_end(tmp_path):
     assert strlen["completions"][2] == "\n    return len(string)"  # cut at "\nprint" on the client
     executions = (tmp_path / "run" / "executions.jsonl").read_text().splitlines()
     assert len(executions) == 6
-    config = json.loads((tmp_path / "run" / "config.json").read_text())
-    assert config["sandbox"]["isolation"] in ("bubblewrap", "none") and config["stops"] == list(MERA_STOPS)
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["sandbox"]["isolation"] in ("bubblewrap", "none") and run["stops"] == list(MERA_STOPS)
+    assert run["job"] == "judge-eval mera ruhumaneval" and run["config"]["n"] == 3 and "api_key" not in run["config"]
 
     # Re-running resumes: nothing is generated again, the same metrics come out.
     with ScriptedEndpoint(_scripted) as endpoint:

