@@ -31,7 +31,7 @@ import os
 import random
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,17 +41,12 @@ from eval.local_server import local_server
 from eval.predictions import PREDICTION_FIELDS, REQUEST_FAILED, read_predictions, resume_predictions
 from judge.checkpoints import is_hub_id
 from judge.config_files import ConfigError, read_config_file
+from judge.config_files import option as _f
 from judge.provenance import write_provenance
 
 __all__ = ["RunConfig", "ConfigError", "prefix_order", "run"]
 
 log = logging.getLogger("judge_eval.run")
-
-
-def _f(default: Any, help: str) -> Any:  # noqa: A002 - argparse's word
-    if isinstance(default, (list, dict)):
-        return field(default_factory=lambda: type(default)(default), metadata={"help": help})
-    return field(default=default, metadata={"help": help})
 
 
 @dataclass
