@@ -272,7 +272,8 @@ def add_config_flags(parser: argparse.ArgumentParser | Any, cls: type, *, names:
                 parser.add_argument(alias, action=_BoolFlag, help=argparse.SUPPRESS, **common)
             continue
 
-        def convert(text: str, name: str = f.name, tp: Any = hints[f.name], item: bool = False) -> Any:
+        def convert(text: str, name: str = f.name, tp: Any = hints[f.name], choices: Any = choices,
+                    item: bool = False) -> Any:
             try:
                 if item:  # one of nargs values: the list's element type
                     return coerce(name, [text], tp, "command line")[0]

@@ -666,9 +666,9 @@ def test_client_retries_transient_errors_with_backoff():
 
 def test_rutie_cli_defaults_follow_the_card_and_harness():
     """Defaults: one 'Ответ:' cue (card 002:139, 155), MERA's answer parser, greedy; '' turns the cue off."""
-    args = cli.build_parser().parse_args(["rutie", "--out", "x"])
+    args = cli.config_from_args(cli.build_parser().parse_args(["rutie", "--out", "x"]))
     assert (args.answer_cue, args.answer_parser, args.temperature, args.mode) == ("Ответ:", "mera", 0.0, "completion")
-    assert cli.build_parser().parse_args(["rutie", "--out", "x", "--answer-cue", ""]).answer_cue == ""
+    assert cli.config_from_args(cli.build_parser().parse_args(["rutie", "--out", "x", "--answer-cue", ""])).answer_cue == ""
 
 
 def test_rutie_help_runs():
