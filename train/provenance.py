@@ -31,7 +31,10 @@ def write_run_json(output_dir: str | Path, *, config: dict[str, Any], launch: di
     import judge
     from judge.provenance import write_provenance
 
-    return write_provenance(output_dir, "judge-train run", config, prompt_version=judge.PROMPT_VERSION, launch=launch,
+    # The task classifier has its own subcommand and renders no judge prompt; the judges run under `judge-train run`.
+    classifier = config.get("recipe") == "classifier"
+    return write_provenance(output_dir, "judge-train classifier" if classifier else "judge-train run", config,
+                            prompt_version=None if classifier else judge.PROMPT_VERSION, launch=launch,
                             seed=config.get("seed"))
 
 
