@@ -195,7 +195,7 @@ class JudgeServe:
 
     @property
     def engine_url(self) -> str:
-        record = json.loads((self.run_dir / "serve_run.json").read_text())
+        record = json.loads((self.run_dir / "run.json").read_text())
         return record["engines"]["generator"]["url"]
 
     def stop(self) -> None:

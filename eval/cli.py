@@ -21,7 +21,6 @@ import dataclasses
 import json
 import logging
 import sys
-from typing import Any
 
 __all__ = ["main", "build_parser", "resolve_run_config", "configure_logging", "CHATTY_LOGGERS"]
 
@@ -42,37 +41,6 @@ def configure_logging(level: str) -> None:
         logging.getLogger(name).setLevel(logging.NOTSET if number <= logging.DEBUG else logging.WARNING)
 
 
-def _add_config_flags(parser: argparse.ArgumentParser) -> None:
-    """One flag per ``RunConfig`` field, defaulting to None so only the flags given override the YAML."""
-    from eval.run import RunConfig
-
-    for f in dataclasses.fields(RunConfig):
-        flag = "--" + f.name.replace("_", "-")
-        help_text = f.metadata.get("help", "")
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
-        help_text += f" (default: {default!r})"
-        if isinstance(default, bool):
-            parser.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=None, help=help_text)
-        elif isinstance(default, (list, dict)):
-            parser.add_argument(flag, dest=f.name, type=_json_value(type(default)), default=None,
-                                metavar="JSON", help=help_text)
-        else:
-            parser.add_argument(flag, dest=f.name, type=type(default), default=None, help=help_text)
-
-
-def _json_value(kind: type):
-    def parse(text: str) -> Any:
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise argparse.ArgumentTypeError(f"not JSON: {text!r} ({err.msg})") from err
-        if not isinstance(value, kind):
-            raise argparse.ArgumentTypeError(f"expected a JSON {kind.__name__}, got {text!r}")
-        return value
-
-    return parse
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The ``judge-eval`` parser with its subcommands (``mera`` is dispatched before parsing)."""
     parser = argparse.ArgumentParser(prog="judge-eval", description=__doc__.split("\n\n")[0],
@@ -85,7 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
                            description="Judge every record of --data and append one prediction per item to "
                                        "OUT/predictions.jsonl; rerunning resumes.")
     run_p.add_argument("--config", default=None, help="YAML with RunConfig keys (configs/eval/*.yaml).")
-    _add_config_flags(run_p)
+    from eval.run import RunConfig
+    from judge.config_files import add_config_flags
+
+    add_config_flags(run_p, RunConfig)
 
     score_p = sub.add_parser("score", help="POLLUX metrics of a run: metrics.json, report.md, plots.",
                              description="Compare a run's predictions with the experts (POLLUX Appendix D.2).")
@@ -129,15 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
 def resolve_run_config(args: argparse.Namespace):
     """``RunConfig`` from defaults, then ``--config`` YAML, then the flags actually given."""
     from eval.run import RunConfig
+    from judge.config_files import given_flags, resolve_config
 
-    values: dict[str, Any] = {}
-    if args.config:
-        values.update(RunConfig.from_yaml(args.config))
-    for f in dataclasses.fields(RunConfig):
-        given = getattr(args, f.name)
-        if given is not None:
-            values[f.name] = given
-    return RunConfig(**values)
+    return resolve_config(RunConfig, args.config, given_flags(args, RunConfig))
 
 
 def _run(args: argparse.Namespace) -> int:

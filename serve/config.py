@@ -1,26 +1,21 @@
 """judge-serve's configuration: one dataclass, mirrored by the YAML files in ``configs/serve/``.
 
-Precedence is defaults, then the YAML given with ``--config``, then command-line flags (``serve.cli``). Every
-field carries its help text in ``metadata["help"]``; the CLI builds its flags from them, so a field added here
-is a flag and a YAML key at once. Unknown YAML keys are errors.
+Precedence is defaults, then the YAML given with ``--config``, then command-line flags (``serve.cli``, through
+``judge.config_files``). Every field carries its help text; the CLI builds its flags from them, so a field added
+here is a flag and a YAML key at once. Unknown YAML keys are errors.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from judge.config_files import ConfigError, read_config_file
+from judge.config_files import option as _f
 
 __all__ = ["ServeConfig", "ConfigError", "load_yaml_config"]
-
-
-def _f(default: Any, help: str) -> Any:  # noqa: A002 - mirrors argparse's name
-    if isinstance(default, list):
-        return field(default_factory=lambda: list(default), metadata={"help": help})
-    return field(default=default, metadata={"help": help})
 
 
 @dataclass
@@ -114,7 +109,7 @@ class ServeConfig:
     shutdown_grace_s: float = _f(60.0, "On SIGTERM/SIGINT: seconds in-flight requests get to finish.")
     log_level: str = _f("info", "judge-serve log level (debug, info, warning, error).")
     access_log: bool = _f(True, "Log every HTTP request (uvicorn's access log).")
-    log_dir: str = _f("", "Folder for engine logs and serve_run.json (default: a fresh temporary folder).")
+    log_dir: str = _f("", "Folder for engine logs and run.json (default: a fresh temporary folder).")
 
     def validate(self) -> ServeConfig:
         """Check values that would otherwise fail late; returns self.

@@ -68,7 +68,7 @@ class JudgeServer:
         root_url: ``http://127.0.0.1:PORT``; base_url: the same + ``/v1`` (for the openai client).
         api_key, model: what clients send.
         pid: judge-serve's process id.
-        run_dir: its ``--log-dir`` (``serve_run.json``, engine logs); log_path: its own output.
+        run_dir: its ``--log-dir`` (``run.json``, engine logs); log_path: its own output.
     """
 
     root_url: str
@@ -81,7 +81,7 @@ class JudgeServer:
     proc: subprocess.Popen | None = dataclasses.field(default=None, compare=False, repr=False)
 
     def run_record(self) -> dict:
-        return json.loads((self.run_dir / "serve_run.json").read_text(encoding="utf-8"))
+        return json.loads((self.run_dir / "run.json").read_text(encoding="utf-8"))
 
     def engine_url(self, role: str) -> str:
         return self.run_record()["engines"][role]["url"]
@@ -142,7 +142,7 @@ class _Process:
             with contextlib.suppress(OSError, json.JSONDecodeError):
                 return self.server.run_record()
             time.sleep(0.2)
-        raise RuntimeError(f"judge-serve wrote no serve_run.json in {timeout_s:.0f} s\n{self.server.log_tail()}")
+        raise RuntimeError(f"judge-serve wrote no run.json in {timeout_s:.0f} s\n{self.server.log_tail()}")
 
     def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> JudgeServer:
         deadline = time.monotonic() + timeout_s

@@ -101,7 +101,7 @@ def test_pass_at_k_with_the_cards_n_of_10(c, k, expected):
 
 def test_cli_defaults_are_the_cards_and_harness_protocol():
     """n = 10 samples, pass@1/5/10 (card 004:90; harness repeats: 10), temperature 0.6 (ruhumaneval.yaml)."""
-    args = cli.build_parser().parse_args(["ruhumaneval", "--out", "x"])
+    args = cli.config_from_args(cli.build_parser().parse_args(["ruhumaneval", "--out", "x"]))
     assert (args.n, args.k, args.temperature, args.extraction) == (10, [1, 5, 10], 0.6, "mera")
     assert (N_SAMPLES, PASS_AT_K) == (10, (1, 5, 10))
     assert MERA_STOPS == ("\nclass", "\ndef", "\n#", "\nif", "\nprint")
@@ -496,8 +496,9 @@ def test_ruhumaneval_completion_mode_end_to_end(tmp_path):
     assert strlen["completions"][2] == "\n    return len(string)"  # cut at "\nprint" on the client
     executions = (tmp_path / "run" / "executions.jsonl").read_text().splitlines()
     assert len(executions) == 6
-    config = json.loads((tmp_path / "run" / "config.json").read_text())
-    assert config["sandbox"]["isolation"] in ("bubblewrap", "none") and config["stops"] == list(MERA_STOPS)
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["sandbox"]["isolation"] in ("bubblewrap", "none") and run["stops"] == list(MERA_STOPS)
+    assert run["job"] == "judge-eval mera ruhumaneval" and run["config"]["n"] == 3 and "api_key" not in run["config"]
 
     # Re-running resumes: nothing is generated again, the same metrics come out.
     with ScriptedEndpoint(_scripted) as endpoint:
@@ -583,3 +584,29 @@ def test_ruhumaneval_against_tiny_vllm(vllm_tiny_server, tmp_path):
     # A random tiny model: pass@k near zero, reported as it is.
     assert set(metrics["pass@k"]) == {"pass@1", "pass@2"} and 0.0 <= metrics["pass@k"]["pass@1"] <= 1.0
     assert sum(metrics["errors"].values()) == 6 and metrics["errors"]["sandbox_error"] == 0
+
+
+@pytest.mark.parametrize("task", ["ruhumaneval", "rutie"])
+def test_shipped_mera_yaml_parses_and_matches_the_defaults(task):
+    """configs/mera/<task>.yaml has only known keys, starts with its command, and restates the card's defaults;
+    a flag overrides the file."""
+    from eval.mera.config import TASK_CONFIGS
+
+    path = Path(__file__).resolve().parent.parent / "configs" / "mera" / f"{task}.yaml"
+    assert path.read_text(encoding="utf-8").startswith(f"# judge-eval mera {task} --config configs/mera/{task}.yaml")
+    config = cli.config_from_args(cli.build_parser().parse_args([task, "--config", str(path), "--out", "x"]))
+    defaults = TASK_CONFIGS[task](out="x")
+    assert {k: v for k, v in vars(config).items() if k not in ("data", "api_key")} == \
+        {k: v for k, v in vars(defaults).items() if k not in ("data", "api_key")}
+    flagged = cli.config_from_args(cli.build_parser().parse_args([task, "--config", str(path), "--out", "x",
+                                                                  "--concurrency", "9", "--max_tokens", "7"]))
+    assert (flagged.concurrency, flagged.max_tokens, flagged.mode) == (9, 7, "completion")
+
+
+def test_mera_yaml_unknown_key_is_a_usage_error(tmp_path, capsys):
+    """A misspelt key in the MERA YAML stops the run with exit 2, naming the key."""
+    path = tmp_path / "bad.yaml"
+    path.write_text("n: 2\nsampels: 3\n", encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["ruhumaneval", "--config", str(path), "--out", str(tmp_path / "run"), "--self-check"])
+    assert exit_info.value.code == 2 and "sampels" in capsys.readouterr().err

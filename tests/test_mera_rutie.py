@@ -521,8 +521,8 @@ def test_rutie_sends_the_models_own_wrong_answer_in_later_context(tmp_path, pars
     assert (metrics["n"], metrics["n_unparsed"], metrics["accuracy"], metrics["accuracy_parsed"]) == (3, 1, 1 / 3, 0.5)
     assert metrics["max_model_len"] == 4096
     assert [s["mean"] for s in metrics["prompt_tokens"]["by_step"]] == [len(p) for p in expected_prompts(shown)]
-    config = json.loads((tmp_path / "run" / "config.json").read_text())
-    assert config["task"] == "rutie" and config["args"]["mode"] == "completion" and len(config["data_sha256"]) == 64
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["job"] == "judge-eval mera rutie" and run["config"]["mode"] == "completion" and len(run["data_sha256"]) == 64
 
 
 def test_rutie_chat_mode_sends_earlier_answers_as_assistant_turns(tmp_path):
@@ -667,9 +667,9 @@ def test_client_retries_transient_errors_with_backoff():
 
 def test_rutie_cli_defaults_follow_the_card_and_harness():
     """Defaults: one 'Ответ:' cue (card 002:139, 155), MERA's answer parser, greedy; '' turns the cue off."""
-    args = cli.build_parser().parse_args(["rutie", "--out", "x"])
+    args = cli.config_from_args(cli.build_parser().parse_args(["rutie", "--out", "x"]))
     assert (args.answer_cue, args.answer_parser, args.temperature, args.mode) == ("Ответ:", "mera", 0.0, "completion")
-    assert cli.build_parser().parse_args(["rutie", "--out", "x", "--answer-cue", ""]).answer_cue == ""
+    assert cli.config_from_args(cli.build_parser().parse_args(["rutie", "--out", "x", "--answer-cue", ""])).answer_cue == ""
 
 
 def test_rutie_help_runs():

@@ -35,7 +35,7 @@ def _fake_export(root: Path, mode: str = "seq2seq", with_result: bool = True) ->
         "launch": {"world_size": 8, "per_device_train_batch_size": 4, "gradient_accumulation_steps": 8,
                    "global_batch_size": 256, "base_model": "t-tech/T-lite-it-1.0", "host": "node-1",
                    "started_utc": "2026-11-23T10:00:00+00:00"},
-        "git": {"commit": "abc123", "dirty": False},
+        "git_revision": "abc123", "git_dirty": False,
         "packages": {"transformers": "4.57.0", "trl": "0.24.0"},
     }
     if with_result:

@@ -300,7 +300,8 @@ def test_instructions_stage_filters_counts_and_payloads(scripted, tmp_path):
 
     assert datasets.load_from_disk(str(out / "dataset"))["instruction"] == [r["instruction"] for r in kept]
     run = json.loads((out / "run.json").read_text())
-    assert run["config"]["per_task_level"] == 2 and run["prompt_versions"]["judge_en"]
+    assert run["config"]["per_task_level"] == 2 and run["job"] == "judge-train data instructions"
+    assert run["prompt_version"] is None and run["seed"] == run["config"]["seed"]  # no judge prompt in this stage
 
 
 def test_instructions_stage_resumes_from_its_journal(scripted, tmp_path):

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import judge
+from judge.provenance import SCHEMA_KEYS
 from judge.tiny_models import QWEN_SPECIAL_IDS
 from train.build_data import build_rows
 from train.export import EXPORT_MANIFEST, GENERATOR_SUBDIR
@@ -183,7 +184,8 @@ def test_run_json_makes_the_run_reproducible(run_name, request):
     record = json.loads((Path(run.export_dir) / "run.json").read_text(encoding="utf-8"))
     assert record["config"]["recipe"] == run_name.split("_")[0] and record["seed"] == record["config"]["seed"]
     assert record["prompt_version"] == judge.PROMPT_VERSION
-    assert set(record["git"]) == {"commit", "dirty"}
+    assert set(record) >= set(SCHEMA_KEYS) and record["job"] == "judge-train run"
+    assert "git_revision" in record and record["git_dirty"] in (True, False, None)
     assert record["packages"]["torch"] and record["packages"]["transformers"] and record["packages"]["trl"]
     assert record["launch"]["world_size"] == 1 and record["launch"]["gradient_accumulation_steps"] >= 1
     assert record["data"]["n_train"] > 0 and "dropped" in record["data"]

@@ -1,7 +1,7 @@
 """judge-train: train a POLLUX judge, build its training data, or submit it to Slurm.
 
     judge-train --config configs/train/tiny/seq2seq.yaml                 # same as `judge-train run --config ...`
-    judge-train run --config configs/train/t-lite/regression.yaml --learning_rate 2e-5 --output_dir runs/x
+    judge-train run --config configs/train/t-lite/regression.yaml --learning-rate 2e-5 --output-dir runs/x
     judge-train run --config configs/train/tiny/seq2seq.yaml --resume     # continue from the latest checkpoint
     judge-train classifier --config configs/train/tiny/classifier.yaml   # the criteria: auto task classifier
     judge-train build-data --data judge/data/sample.jsonl --zero-shot drop --out runs/rows.jsonl
@@ -51,7 +51,7 @@ def build_run_parser(prog: str = "judge-train run") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Train a POLLUX judge (seq2seq or regression head) from a YAML config; flags override the YAML.",
-        epilog="example: judge-train run --config configs/train/tiny/seq2seq.yaml --max_steps 5 --output_dir runs/demo",
+        epilog="example: judge-train run --config configs/train/tiny/seq2seq.yaml --max-steps 5 --output-dir runs/demo",
     )
     parser.add_argument("--config", help="YAML file from configs/train/ (it names its recipe)")
     parser.add_argument("--recipe", choices=["seq2seq", "regression", "classifier"], help="recipe when no --config is given")

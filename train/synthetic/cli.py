@@ -19,6 +19,7 @@ import json
 import sys
 from pathlib import Path
 
+from judge.config_files import given_flags
 from train.synthetic.config import STAGE_CONFIGS, add_config_flags, load_config
 
 __all__ = ["build_parser", "main"]
@@ -52,8 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         argv = argv[1:]
     args = build_parser().parse_args(argv)
     cls = STAGE_CONFIGS[args.stage]
-    overrides = {f.name: getattr(args, f.name, None) for f in dataclasses.fields(cls)}
-    config = load_config(cls, args.config, overrides)
+    config = load_config(cls, args.config, given_flags(args, cls))
     out_dir = Path(args.output)
     out_dir.mkdir(parents=True, exist_ok=True)
     print(f"judge-train data {args.stage}: config {json.dumps(dataclasses.asdict(config), ensure_ascii=False, default=str)}", file=sys.stderr)

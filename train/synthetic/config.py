@@ -1,7 +1,7 @@
 """Stage configs: dataclasses mirrored by ``configs/data/<stage>.yaml``.
 
-Defaults, then the YAML, then command-line flags (every scalar field has a ``--field-name`` flag). Unknown YAML keys
-are errors. Endpoint lists (generators, answer models, the teacher) come from the YAML only.
+Defaults, then the YAML, then command-line flags (every scalar field has a ``--field-name`` flag), resolved by
+``judge.config_files``. Unknown YAML keys are errors. Endpoint lists (generators, answer models, the teacher) come from the YAML only.
 """
 
 from __future__ import annotations
@@ -9,11 +9,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from judge.config_files import read_config_file
+from judge.config_files import add_config_flags as add_shared_flags
+from judge.config_files import option as _f
+from judge.config_files import resolve_config
 
 __all__ = [
     "EndpointConfig",
@@ -27,12 +28,6 @@ __all__ = [
     "add_config_flags",
     "load_config",
 ]
-
-
-def _f(default: Any, help: str, **kwargs) -> Any:
-    if isinstance(default, (list, dict)):
-        return field(default_factory=lambda d=default: type(d)(d), metadata={"help": help}, **kwargs)
-    return field(default=default, metadata={"help": help}, **kwargs)
 
 
 @dataclass
@@ -159,33 +154,19 @@ STAGE_CONFIGS = {
 }
 
 
-def _scalar(f: dataclasses.Field) -> bool:
-    return f.type in ("int", "float", "str", "bool", int, float, str, bool)
-
-
 def add_config_flags(parser: argparse.ArgumentParser, cls: type) -> None:
-    """One ``--field-name`` flag per scalar field of ``cls`` (default None: the YAML or the default decides)."""
-    group = parser.add_argument_group(f"{cls.__name__} overrides (YAML keys)")
-    for f in dataclasses.fields(cls):
-        if not _scalar(f):
-            continue
-        flag = "--" + f.name.replace("_", "-")
-        kind = {"int": int, "float": float, "str": str}.get(str(f.type))
-        if str(f.type) == "bool":
-            group.add_argument(flag, dest=f.name, default=None, action=argparse.BooleanOptionalAction, help=f.metadata["help"])
-        else:
-            group.add_argument(flag, dest=f.name, default=None, type=kind, help=f.metadata["help"])
+    """One ``--field-name`` flag per scalar field of ``cls`` (lists and mappings come from the YAML only)."""
+    containers = [f.name for f in dataclasses.fields(cls) if str(f.type) in ("list", "dict")]
+    add_shared_flags(parser.add_argument_group(f"{cls.__name__} overrides (YAML keys)"), cls, skip=containers)
 
 
 def load_config(cls: type, path: str | Path | None = None, overrides: dict | None = None):
     """Build a stage config: defaults, then the YAML at ``path``, then ``overrides`` (None values ignored).
 
     Raises:
-        ValueError: unknown keys in the YAML, naming them and the file.
+        ValueError: unknown keys in the YAML, naming them and the file (``judge.config_files.ConfigError``).
     """
-    values: dict[str, Any] = dict(read_config_file(path, cls)) if path else {}
-    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
-    config = cls(**values)
+    config = resolve_config(cls, path or None, overrides)
     for f in dataclasses.fields(cls):  # endpoint mappings are validated now, not at the first request
         value = getattr(config, f.name)
         if f.name in ("generators", "answer_models"):

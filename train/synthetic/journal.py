@@ -7,7 +7,7 @@ Every stage writes one folder::
     dropped.jsonl   the dropped rows, each with its ``drop_reason``
     dataset/        the kept rows as a ``datasets`` folder (``datasets.load_from_disk``)
     summary.json    kept / dropped counts with reasons
-    run.json        resolved config, git revision, package versions, prompt versions, seed
+    run.json        provenance (judge.provenance): resolved config, git revision, package versions, seed
 
 A stage killed halfway loses at most the jobs in flight; the journal's last line may be cut, and is dropped (and
 said). Any other line that is not JSON is an error naming ``file:line``, never skipped.
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
 import sys
 import threading
 from collections import Counter
@@ -93,27 +92,6 @@ def run_jobs(
     return len(todo)
 
 
-def _git_revision() -> str:
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True, cwd=Path(__file__).parent
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def _versions() -> dict[str, str]:
-    from importlib import metadata
-
-    out = {}
-    for name in ("pollux-judge", "openai", "datasets", "sacrebleu", "sentence-transformers", "torch", "numpy"):
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            pass
-    return out
-
-
 def write_stage_outputs(
     out_dir: Path, stage: str, kept: list[dict], dropped: list[dict], config: Any, extra: dict | None = None,
     splits: dict[str, list[dict]] | None = None,
@@ -130,7 +108,8 @@ def write_stage_outputs(
     """
     import datasets
 
-    from judge import PROMPT_VERSION, PROMPT_VERSION_EN
+    from judge import PROMPT_VERSION_EN
+    from judge.provenance import write_provenance
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -157,15 +136,9 @@ def write_stage_outputs(
         **(extra or {}),
     }
     (out_dir / "summary.json").write_text(json.dumps(summary, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    run = {
-        "stage": stage,
-        "config": dataclasses.asdict(config),
-        "git_revision": _git_revision(),
-        "versions": _versions(),
-        "prompt_versions": {"judge_ru": PROMPT_VERSION, "judge_en": PROMPT_VERSION_EN},
-        "seed": getattr(config, "seed", None),
-    }
-    (out_dir / "run.json").write_text(json.dumps(run, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    # Only the annotate stage renders a judge prompt (the teacher's English one); the others render none.
+    write_provenance(out_dir, f"judge-train data {stage}", dataclasses.asdict(config),
+                     prompt_version=PROMPT_VERSION_EN if stage == "annotate" else None, seed=getattr(config, "seed", None))
     return summary
 
 

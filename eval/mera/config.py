@@ -1,0 +1,86 @@
+"""MERA task settings: one dataclass per task, mirrored by the YAML files in ``configs/mera/``.
+
+    judge-eval mera ruhumaneval --config configs/mera/ruhumaneval.yaml --endpoint URL --model NAME --out runs/rhe
+    judge-eval mera rutie --config configs/mera/rutie.yaml --endpoint URL --model NAME --out runs/rutie --concurrency 8
+
+Defaults, then the YAML given with ``--config``, then flags (``judge.config_files``); unknown keys are errors.
+The defaults are MERA's task cards and harness (``eval/mera/humaneval.py``, ``eval/mera/rutie.py`` cite the
+lines); each deviation is a named field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from judge.config_files import ConfigError
+from judge.config_files import option as _f
+
+__all__ = ["MeraConfig", "HumanEvalConfig", "RutieConfig", "TASK_CONFIGS", "ConfigError"]
+
+
+@dataclass
+class MeraConfig:
+    """Settings every MERA task shares: the endpoint, the run folder, sampling and the HTTP client."""
+
+    task: ClassVar[str] = ""
+
+    endpoint: str = _f("", "OpenAI-compatible base URL including /v1, e.g. http://127.0.0.1:8000/v1.")
+    model: str = _f("", "Served model name sent in every request.")
+    data: str = _f("sample", "JSONL file, or 'sample' for the bundled sample.")
+    out: str = _f("", "Run folder (required); re-running with the same settings resumes.")
+    mode: str = _f("completion", "completion: raw prompt to /v1/completions (MERA's protocol); chat: one "
+                                 "conversation.", choices=("completion", "chat"))
+    temperature: float = _f(0.0, "Sampling temperature.")
+    max_tokens: int = _f(16, "Tokens to generate.")
+    seed: int = _f(1234, "Request seed (base seed with sampling: seeds).")
+    concurrency: int = _f(4, "Requests in flight at once.")
+    api_key: str = _f("", "API key (default: $OPENAI_API_KEY; never written to run.json).")
+    request_timeout: float = _f(600.0, "Seconds per request.")
+    max_retries: int = _f(5, "Retries on connection errors, 429 and 5xx.")
+    overwrite: bool = _f(False, "Discard earlier progress in out.")
+    log_level: str = _f("INFO", "Logging level.")
+
+
+@dataclass
+class HumanEvalConfig(MeraConfig):
+    """ruHumanEval / HumanEval: n samples per task, run in the sandbox, pass@k."""
+
+    task: ClassVar[str] = "ruhumaneval"
+
+    temperature: float = _f(0.6, "Sampling temperature (MERA's ruhumaneval.yaml: 0.6).")
+    max_tokens: int = _f(512, "Tokens to generate.")
+    n: int = _f(10, "Samples per task.")
+    k: list[int] = _f([1, 5, 10], "pass@k budgets; every k <= n.", nargs="+")
+    sampling: str = _f("n", "n: the API's n in one request; seeds: one request per sample with seed+i.",
+                       choices=("n", "seeds"))
+    limit: int | None = _f(None, "Only the first N tasks.")
+    self_check: bool = _f(False, "Execute the canonical solutions instead of querying a model (no endpoint needed).")
+    extraction: str = _f("mera", "mera: MERA's harness (cut at stops, strip a whole ```python...``` cover, append to "
+                                 "the stub); lenient: take code out of fences anywhere, accept a redefined function "
+                                 "(chat).", choices=("mera", "lenient"))
+    exec_workers: int = _f(2, "Sandboxed executions at once.")
+    exec_timeout: float = _f(3.0, "Seconds per test call.")
+    memory_mb: int = _f(1024, "Address-space limit per sample, MiB.")
+    sandbox: str = _f("auto", "auto: bubblewrap when it works, else rlimits only with a warning; bwrap: require it.",
+                      choices=("auto", "bwrap", "none"))
+
+
+@dataclass
+class RutieConfig(MeraConfig):
+    """ruTiE: dialogues run concurrently, questions strictly in order, the model's own answers in context."""
+
+    task: ClassVar[str] = "rutie"
+
+    scoring: str = _f("generate", "generate: parse the first standalone 1/2; logprobs: compare ' 1' with ' 2'.",
+                      choices=("generate", "logprobs"))
+    max_model_len: int | None = _f(None, "Context window for counting prompts that hit it (default: ask /v1/models).")
+    answer_cue: str = _f("Ответ:", "Completion mode: the cue the prompt ends in, added once unless the instruction "
+                                   "already ends in it (the card's 'Ответ:'); '' reproduces MERA's harness, which "
+                                   "adds none.")
+    answer_parser: str = _f("mera", "mera: MERA's harness, first standalone digit 0-9, '-1' in later context when "
+                                    "none; choice: first standalone 1 or 2, the model's own words in later context "
+                                    "when none.", choices=("mera", "choice"))
+
+
+TASK_CONFIGS: dict[str, type[MeraConfig]] = {"ruhumaneval": HumanEvalConfig, "rutie": RutieConfig}

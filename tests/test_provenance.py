@@ -1,0 +1,70 @@
+"""judge.provenance: one run.json schema for every job, null for unknowns, history kept across launches."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from judge import provenance
+from judge.provenance import PROVENANCE_FILE, SCHEMA_KEYS, read_provenance, update_provenance, write_provenance
+
+
+def test_record_has_every_schema_key_in_order(tmp_path):
+    """A fresh run.json holds exactly the schema keys (in order), then the job's own sections."""
+    path = write_provenance(tmp_path / "run", "judge-eval run", {"out": "x"}, prompt_version="pollux-ru-v2",
+                            launch={"world_size": 2}, backend="chat")
+    assert path == tmp_path / "run" / PROVENANCE_FILE
+    record = json.loads(path.read_text(encoding="utf-8"))
+    assert list(record) == [*SCHEMA_KEYS, "backend"]
+    assert (record["job"], record["config"], record["prompt_version"], record["backend"]) == (
+        "judge-eval run", {"out": "x"}, "pollux-ru-v2", "chat")
+    assert re.fullmatch(r"\d+\.\d+\.\d+.*", record["python"])
+    assert record["launch"]["world_size"] == 2 and record["launch"]["argv"] and record["launch"]["pid"] > 0
+    assert set(record["packages"]) == set(provenance.PACKAGES) and record["earlier_launches"] == []
+
+
+def test_unknowns_are_null_never_a_word(tmp_path, monkeypatch):
+    """Outside a git checkout and for a package that is not installed the values are null, not "unknown"."""
+    monkeypatch.setattr(provenance, "PACKAGES", ("pollux-judge", "surely-not-installed-dist"))
+    assert provenance.package_versions(provenance.PACKAGES)["surely-not-installed-dist"] is None
+    assert provenance.git_state(tmp_path) == (None, None)
+    real_git_state = provenance.git_state
+    monkeypatch.setattr(provenance, "git_state", lambda where=None: real_git_state(tmp_path))
+    record = provenance.provenance("judge-serve", {})
+    assert record["git_revision"] is None and record["git_dirty"] is None
+    assert "unknown" not in json.dumps(record)
+
+
+def test_this_checkout_is_recorded():
+    """Run from the repository, the commit is a 40-hex sha and dirtiness a bool."""
+    commit, dirty = provenance.git_state()
+    assert re.fullmatch(r"[0-9a-f]{40}", commit or "") and isinstance(dirty, bool)
+
+
+def test_a_second_launch_keeps_the_first_in_earlier_launches(tmp_path):
+    """Resuming into the same folder: the earlier launch moves to earlier_launches; sections are replaced."""
+    write_provenance(tmp_path, "judge-train run", {"seed": 1}, launch={"resume_from": None}, data={"n": 1})
+    update_provenance(tmp_path, result={"global_step": 3})
+    write_provenance(tmp_path, "judge-train run", {"seed": 1}, launch={"resume_from": "checkpoint-3"})
+    write_provenance(tmp_path, "judge-train run", {"seed": 1}, launch={"resume_from": "checkpoint-5"})
+    record = read_provenance(tmp_path)
+    assert [e["resume_from"] for e in record["earlier_launches"]] == [None, "checkpoint-3"]
+    assert record["launch"]["resume_from"] == "checkpoint-5" and "result" not in record and "data" not in record
+
+
+def test_update_merges_sections_and_needs_a_record(tmp_path):
+    """update_provenance adds top-level sections to an existing run.json and refuses a folder without one."""
+    with pytest.raises(ValueError, match="run.json: not found"):
+        update_provenance(tmp_path, result={})
+    write_provenance(tmp_path, "judge-serve", {"port": 1})
+    update_provenance(tmp_path, engines={"generator": {"url": "http://x"}})
+    assert read_provenance(tmp_path / PROVENANCE_FILE)["engines"] == {"generator": {"url": "http://x"}}
+    assert read_provenance(tmp_path / "elsewhere", missing_ok=True) == {}
+
+
+def test_a_section_may_not_overwrite_the_schema(tmp_path):
+    """Job sections named like schema keys are refused (a job cannot redefine git_revision or packages)."""
+    with pytest.raises(ValueError, match="git_revision"):
+        write_provenance(tmp_path, "judge-eval run", {}, git_revision="abc")
