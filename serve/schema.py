@@ -113,9 +113,9 @@ def param_of(loc: tuple[Any, ...], data: Any, missing: bool = False) -> str:
 
     The location mixes the body's keys with the union branch names pydantic inserts (``str``, ``CustomCriterion``,
     ``list[union[str,CustomCriterion]]``). Walking ``data`` (the validated input) tells them apart: a part is a key
-    when the object at that point has it (or, with ``missing``, when it is the last part: the absent field), an index
-    when the object is a list, and a branch name otherwise. Guessing from the name alone took a client's own field called
-    ``str``, ``int`` or ``my-field`` for a branch name and reported its parent instead.
+    when the object at that point has it (or, with ``missing``, when it is the last part: the absent field), an
+    index when the object is a list, and a branch name otherwise. Guessing from the name alone took a client's own
+    field called ``str``, ``int`` or ``my-field`` for a branch name and reported its parent instead.
     """
     out = ""
     node: Any = data
@@ -151,7 +151,8 @@ def _first_error(err: ValidationError, data: Any) -> RequestError:
     def rank(e: dict) -> tuple[bool, bool, bool, int]:
         inside_object = "CustomCriterion" in e["loc"] and e["type"] not in ("model_type", "model_attributes_type")
         literal = e["type"] == "literal_error"
-        return (literal, e["type"] not in ("missing", "extra_forbidden"), not inside_object, len(param_of(tuple(e["loc"]), data, e["type"] == "missing")))
+        path = param_of(tuple(e["loc"]), data, e["type"] == "missing")
+        return (literal, e["type"] not in ("missing", "extra_forbidden"), not inside_object, len(path))
 
     first = min(errors, key=rank)
     kind = first["type"]
@@ -196,7 +197,7 @@ def decode_json_body(raw: bytes) -> Any:
         raise RequestError(f"body: not valid JSON ({err})", param="body", code="invalid_json") from None
     except RecursionError:
         # The C decoder stops at Python's recursion limit (sys.getrecursionlimit(), less the caller's stack) and
-        # raises RecursionError, which is not a JSONDecodeError. A /v1/judge body nests 5 levels deep.
+        # raises RecursionError, which is not a JSONDecodeError. A /v1/judge body nests 6 levels deep.
         raise RequestError(
             f"body: JSON nested too deeply to decode (more than about {sys.getrecursionlimit()} levels; a /v1/judge "
             "body nests at most 6)",
