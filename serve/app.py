@@ -36,7 +36,7 @@ from serve.config import ServeConfig
 from serve.judging import EngineClient, EngineFailure, EngineUnavailable, Judge, JudgeSettings
 from serve.launch import Engine, engine_specs
 from serve.layout import CheckpointLayout, resolve_layout
-from serve.schema import RequestError, parse_judge_request
+from serve.schema import RequestError, decode_json_body, parse_judge_request
 
 __all__ = ["create_app", "ServerState"]
 
@@ -384,9 +384,9 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
             if problem:
                 return _error(503, problem, "service_unavailable", code="engine_unavailable", headers={"Retry-After": "5"})
         try:
-            body = json.loads(await request.body())
-        except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            return _error(400, f"body: not valid JSON ({err})", "invalid_request_error", "body", "invalid_json")
+            body = decode_json_body(await request.body())
+        except RequestError as err:
+            return _error(err.status, err.message, "invalid_request_error", err.param, err.code)
         items = body.get("items") if isinstance(body, dict) else None
         if isinstance(items, list) and len(items) > config.max_batch_items:
             return _error(

@@ -24,6 +24,8 @@ from typing import Sequence
 from judge.config_files import add_config_flags, given_flags
 from judge.config_files import resolve_config as resolve_settings
 from serve.config import ConfigError, ServeConfig
+from serve.engine_version import (EngineVersionError, attached_engine_urls, check_installed_vllm, starts_own_engines,
+                                  watch_attached_versions)
 from serve.layout import LayoutError, resolve_layout
 
 __all__ = ["main", "build_parser", "resolve_config"]
@@ -59,7 +61,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run judge-serve until SIGTERM/SIGINT.
 
     Returns:
-        0 after a clean shutdown, 1 when an engine failed to start, 2 for a bad configuration or checkpoint.
+        0 after a clean shutdown, 1 when an engine failed to start (or an attached one runs another vLLM release
+        line), 2 for a bad configuration or checkpoint or an installed vLLM outside ``SUPPORTED_VLLM``.
     """
     try:
         config, args = resolve_config(argv)
@@ -70,6 +73,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.print_config:
         print(json.dumps({**config.to_dict(), "judge_kind": layout.kind}, indent=2, ensure_ascii=False))
         return 0
+    if starts_own_engines(config, layout):
+        try:
+            check_installed_vllm()  # the tested vLLM line only (serve.engine_version)
+        except EngineVersionError as err:
+            print(f"judge-serve: {err}", file=sys.stderr)
+            return 2
 
     logging.basicConfig(
         level=config.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
@@ -120,6 +129,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         server.should_exit = True
 
     app.state.serve.on_fatal = fatal
+
+    def refuse_engine(message: str) -> None:  # an attached engine (--generator-url/--pooling-url) of another vLLM
+        log.error("judge-serve cannot start: %s", message)
+        app.state.serve.status, app.state.serve.failure = "failed", message
+        fatal()
+
+    watch_attached_versions(
+        attached_engine_urls(config, layout), config.engine_start_timeout_s, refuse_engine, stop=lambda: server.should_exit
+    )
     server.run()
     return 1 if app.state.serve.status == "failed" else 0
 

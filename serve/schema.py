@@ -19,11 +19,16 @@ Request (one item inline, or many under ``items``)::
     }
 
 Every failure is a ``RequestError`` carrying an HTTP status and ``param``, the dotted path of the bad field
-(``items[2].criteria[0]``), which the server returns as an OpenAI-style error body.
+(``items[2].criteria[0]``), which the server returns as an OpenAI-style error body. A body that cannot be read at all
+(not JSON, not UTF-8, nested past the decoder's depth) names ``body``. ``tests/test_serve_request_fuzz.py`` holds
+this as a property over bodies generated from the schema.
 """
 
 from __future__ import annotations
 
+import json
+import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -36,6 +41,7 @@ from judge.taxonomy import RUBRIC_LEVEL_SEPARATOR
 
 __all__ = [
     "RequestError",
+    "decode_json_body",
     "CustomCriterion",
     "JudgeItem",
     "JudgeRequest",
@@ -102,23 +108,42 @@ class JudgeRequest(_Strict):
     constrained: StrictBool | None = None
 
 
-def param_of(loc: tuple[Any, ...]) -> str:
+def param_of(loc: tuple[Any, ...], data: Any, missing: bool = False) -> str:
     """A pydantic error location as a dotted field path: ``("items", 0, "answer")`` -> ``items[0].answer``.
 
-    Union branch names pydantic inserts (``str``, ``CustomCriterion``, ``constrained-str``) are dropped.
+    The location mixes the body's keys with the union branch names pydantic inserts (``str``, ``CustomCriterion``,
+    ``list[union[str,CustomCriterion]]``). Walking ``data`` (the validated input) tells them apart: a part is a key
+    when the object at that point has it (or, with ``missing``, when it is the last part: the absent field), an
+    index when the object is a list, and a branch name otherwise. Guessing from the name alone took a client's own
+    field called ``str``, ``int`` or ``my-field`` for a branch name and reported its parent instead.
     """
     out = ""
-    for part in loc:
-        if isinstance(part, int):
+    node: Any = data
+    for n, part in enumerate(loc):
+        if isinstance(part, int) and isinstance(node, list):
             out += f"[{part}]"
-        elif part in ("str", "int", "float", "bool", "CustomCriterion", "JudgeItem") or "[" in str(part) or "-" in str(part):
-            continue
-        else:
-            out += ("." if out else "") + str(part)
+            node = node[part] if part < len(node) else None
+        elif isinstance(node, Mapping) and (part in node or (missing and n == len(loc) - 1)):
+            out += ("." if out else "") + _key_text(str(part))
+            node = node.get(part)
+        # else: a union branch name; the value stays where it is
     return out or "body"
 
 
-def _first_error(err: ValidationError) -> RequestError:
+def _printable(text: str) -> str:
+    """``text`` safe to put in a JSON response: lone surrogates (which UTF-8 cannot carry) escaped."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+_PLAIN_KEY = re.compile(r"[^\s.\[\]\"\\]+")
+
+
+def _key_text(key: str) -> str:
+    """A key as a path segment: as is, or JSON-quoted when it is empty or holds a path character (``a.b`` -> ``"a.b"``)."""
+    return _printable(key if _PLAIN_KEY.fullmatch(key) else json.dumps(key, ensure_ascii=False))
+
+
+def _first_error(err: ValidationError, data: Any) -> RequestError:
     errors = err.errors()
     # A value that fails every branch of a union reports once per branch. An object given for a criterion is
     # meant as a custom criterion, so errors inside that branch say most; then the shortest path (the field).
@@ -126,11 +151,12 @@ def _first_error(err: ValidationError) -> RequestError:
     def rank(e: dict) -> tuple[bool, bool, bool, int]:
         inside_object = "CustomCriterion" in e["loc"] and e["type"] not in ("model_type", "model_attributes_type")
         literal = e["type"] == "literal_error"
-        return (literal, e["type"] not in ("missing", "extra_forbidden"), not inside_object, len(param_of(tuple(e["loc"]))))
+        path = param_of(tuple(e["loc"]), data, e["type"] == "missing")
+        return (literal, e["type"] not in ("missing", "extra_forbidden"), not inside_object, len(path))
 
     first = min(errors, key=rank)
-    param = param_of(tuple(first["loc"]))
     kind = first["type"]
+    param = param_of(tuple(first["loc"]), data, kind == "missing")
     if kind == "missing":
         message = f"{param}: required field is missing"
     elif kind == "extra_forbidden":
@@ -138,6 +164,99 @@ def _first_error(err: ValidationError) -> RequestError:
     else:
         message = f"{param}: {first['msg']}"
     return RequestError(message, param=param)
+
+
+#: Digits an integer in a body may have. Python refuses to convert more than 4300 (CVE-2020-10735) with a
+#: ValueError that is no JSONDecodeError; no field of the request needs more than a few.
+MAX_INT_DIGITS = 100
+
+
+@dataclass(frozen=True)
+class _LongNumber:
+    """An integer too long to convert, kept in place so that validation can name its field."""
+
+    digits: int
+
+
+def _parse_int(text: str) -> int | _LongNumber:
+    digits = len(text.lstrip("-"))
+    return _LongNumber(digits) if digits > MAX_INT_DIGITS else int(text)
+
+
+def decode_json_body(raw: bytes) -> Any:
+    """Decode a request body as JSON (UTF-8; UTF-16/32 as ``json`` detects them).
+
+    Raises:
+        RequestError: on ``body`` (code ``invalid_json``): not JSON, not text in a JSON encoding, or nesting
+            deeper than the decoder's recursion limit. (An integer too long to convert decodes to a placeholder that
+            ``parse_judge_request`` refuses, naming its field.)
+    """
+    try:
+        return json.loads(raw, parse_int=_parse_int)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise RequestError(f"body: not valid JSON ({err})", param="body", code="invalid_json") from None
+    except RecursionError:
+        # The C decoder stops at Python's recursion limit (sys.getrecursionlimit(), less the caller's stack) and
+        # raises RecursionError, which is not a JSONDecodeError. A /v1/judge body nests 6 levels deep.
+        raise RequestError(
+            f"body: JSON nested too deeply to decode (more than about {sys.getrecursionlimit()} levels; a /v1/judge "
+            "body nests at most 6)",
+            param="body", code="invalid_json",
+        ) from None  # fmt: skip
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _check_values(data: Any) -> None:
+    """Refuse, naming where, what JSON decodes but no field can hold: an integer of more than ``MAX_INT_DIGITS``
+    digits, and a lone UTF-16 surrogate (JSON ``"\\ud800"``) in a string or a key.
+
+    A surrogate is no Unicode text: UTF-8 cannot encode it, so the tokenizer (and a JSON response echoing it) would
+    fail with a 500. Iterative: the body may nest deeply.
+    """
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        path, node = stack.pop()
+        if isinstance(node, str):
+            bad = _SURROGATE.search(node)
+            if bad:
+                where = path or "body"
+                raise RequestError(
+                    f"{where}: not valid Unicode text (a lone surrogate {_printable(bad.group())} at character "
+                    f"{bad.start()}); send UTF-8 text",
+                    param=where,
+                )  # fmt: skip
+        elif isinstance(node, _LongNumber):
+            where = path or "body"
+            raise RequestError(f"{where}: a number of {node.digits} digits; at most {MAX_INT_DIGITS}", param=where)
+        elif isinstance(node, Mapping):
+            for key, value in node.items():
+                child = f"{path}.{_key_text(key)}" if path else _key_text(key)
+                if _SURROGATE.search(key):
+                    raise RequestError(f"{child}: a field name that is not valid Unicode text", param=child)
+                stack.append((child, value))
+        elif isinstance(node, list):
+            stack.extend((f"{path}[{i}]", value) for i, value in enumerate(node))
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float, _LongNumber)):
+        return "a number"
+    return {str: "a string", list: "an array", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+#: Characters of a message that echoes the client's text (an unknown criterion name, say) kept in the answer.
+MESSAGE_MAX_CHARS = 1000
+
+
+def _clip(message: str) -> str:
+    """``message`` cut to ``MESSAGE_MAX_CHARS``: a 1 MB criterion name is not echoed back whole."""
+    if len(message) <= MESSAGE_MAX_CHARS:
+        return message
+    return f"{message[:MESSAGE_MAX_CHARS]}... [{len(message)} characters]"
 
 
 def parse_judge_request(body: Any) -> JudgeRequest:
@@ -149,7 +268,7 @@ def parse_judge_request(body: Any) -> JudgeRequest:
         RequestError: naming the first bad field.
     """
     if not isinstance(body, Mapping):
-        raise RequestError(f"body: expected a JSON object, got {type(body).__name__}", param="body")
+        raise RequestError(f"body: expected a JSON object, got {_json_type(body)}", param="body")
     data = dict(body)
     inline = [k for k in _ITEM_FIELDS if k in data]
     if inline and "items" in data:
@@ -158,10 +277,11 @@ def parse_judge_request(body: Any) -> JudgeRequest:
         if not inline:
             raise RequestError("items: required field is missing", param="items")
         data["items"] = [{k: data.pop(k) for k in inline}]
+    _check_values(data)
     try:
         request = JudgeRequest.model_validate(data)
     except ValidationError as err:
-        raise _first_error(err) from None
+        raise _first_error(err, data) from None
     for i, item in enumerate(request.items):
         for name in ("instruction", "answer"):
             if not getattr(item, name).strip():
@@ -239,12 +359,12 @@ def resolve_criteria(item: JudgeItem, index: int, choice: TaskChoice | None = No
         try:
             taxonomy.find_tasks(*task_path)
         except TaxonomyError as err:
-            raise RequestError(f"items[{index}].task_type: {err}", param=f"items[{index}].task_type") from None
+            raise RequestError(_clip(f"items[{index}].task_type: {err}"), param=f"items[{index}].task_type") from None
     if item.criteria is None:
         try:
             crits = taxonomy.criteria_for(*task_path)  # type: ignore[misc]
         except TaxonomyError as err:
-            raise RequestError(f"items[{index}].task_type: {err}", param=f"items[{index}].task_type") from None
+            raise RequestError(_clip(f"items[{index}].task_type: {err}"), param=f"items[{index}].task_type") from None
         return [ResolvedCriterion(c.name["ru"], c.rubric("ru"), c.scale, c.id) for c in crits]
 
     resolved = []
@@ -254,7 +374,7 @@ def resolve_criteria(item: JudgeItem, index: int, choice: TaskChoice | None = No
             try:
                 crit = taxonomy.criterion(spec, task=task_path)
             except TaxonomyError as err:
-                raise RequestError(f"{param}: {err}", param=param) from None
+                raise RequestError(_clip(f"{param}: {err}"), param=param) from None
             resolved.append(ResolvedCriterion(crit.name["ru"], crit.rubric("ru"), crit.scale, crit.id))
             continue
         if not spec.name.strip():
@@ -265,6 +385,6 @@ def resolve_criteria(item: JudgeItem, index: int, choice: TaskChoice | None = No
         try:
             scale = scale_of(spec.rubrics if isinstance(spec.rubrics, Mapping) else text)
         except ScaleError as err:
-            raise RequestError(f"{param}.rubrics: {err}", param=f"{param}.rubrics") from None
+            raise RequestError(_clip(f"{param}.rubrics: {err}"), param=f"{param}.rubrics") from None
         resolved.append(ResolvedCriterion(spec.name.strip(), text, scale, None))
     return resolved
