@@ -5,6 +5,11 @@ CPU rank per node (`--gpus-per-node 0`), gloo, and torchrun's static rendezvous 
 the tiny seq2seq config start together (the cluster has room for both): a reference run, and one that gets
 SIGUSR1 mid-training (`scancel --signal=USR1`, what `--signal=USR1@N` delivers before the time limit), saves,
 requeues itself and resumes. Both must end at the same step with the same loss.
+
+Then two more start together: one in the preemptible partition, preempted by a job of the default partition
+(SIGTERM within GraceTime; the trainer saves and requeues itself), and a 2-node DeepSpeed ZeRO-3 run hit by
+`scontrol requeue` (SIGTERM; Slurm requeues it). Both resume from their checkpoints to the reference's final step and
+loss. The jobs import this checkout (``slurm_job_env`` sets PYTHONPATH).
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ SAVE_STEPS = 2
 #: The preempted run gets its signal once rank 0 has logged this many optimizer steps.
 SIGNAL_AFTER_STEPS = 1
 JOB_TIMEOUT_S = 420.0
+#: The preemption pair: two runs of two starts each, one with DeepSpeed (its CPU op is compiled once, ~40 s idle).
+PREEMPTION_TIMEOUT_S = 720.0
 
 
 def _console_scripts(bin_dir: Path) -> Path:
@@ -206,7 +213,7 @@ def preemption_runs(training_runs, slurm_cluster, tiny_causal_dir):
     high = None
     preempted_at_step = requeued_at_step = None
     records: dict[str, dict[str, str]] = {}
-    deadline = time.monotonic() + JOB_TIMEOUT_S
+    deadline = time.monotonic() + PREEMPTION_TIMEOUT_S
     while time.monotonic() < deadline:
         records = {name: slurm_cluster.job(job_id) for name, job_id in jobs.items()}
         if high is None and _logged_steps(runs["preempted"], jobs["preempted"]) >= SIGNAL_AFTER_STEPS:
@@ -230,7 +237,7 @@ def preemption_runs(training_runs, slurm_cluster, tiny_causal_dir):
             break
         time.sleep(1.0)
     else:
-        pytest.fail(f"preemption jobs not done in {JOB_TIMEOUT_S:.0f} s: {records}")
+        pytest.fail(f"preemption jobs not done in {PREEMPTION_TIMEOUT_S:.0f} s: {records}")
     print(f"\npartition-preempted run + ZeRO-3 run requeued by scontrol took {time.monotonic() - started:.0f} s")
     return {"runs": runs, "jobs": jobs, "records": records, "high": high, "preempted_at_step": preempted_at_step,
             "requeued_at_step": requeued_at_step, "reference": training_runs["runs"]["reference"]}
