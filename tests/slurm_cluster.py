@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import re
 import shutil
 import signal
 import socket
@@ -294,7 +295,20 @@ def _run(args: Sequence[str], *, env: Mapping[str, str] | None = None) -> None:
         raise RuntimeError(f"{' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()}{proc.stdout.strip()}")
 
 
-def start_cluster(
+def start_cluster(root: str | Path | None = None, *, attempts: int = 3, **kwargs) -> SlurmCluster:
+    """:func:`_start_cluster_once`, again with fresh ports (up to ``attempts`` times) when another cluster took one
+    of them between picking and binding (several test sessions on one host)."""
+    for attempt in range(attempts):
+        try:
+            return _start_cluster_once(root, **kwargs)
+        except PortTakenError:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(1.0)
+    raise AssertionError("unreachable")
+
+
+def _start_cluster_once(
     root: str | Path | None = None,
     *,
     nodes: Sequence[str] = ("n1", "n2"),
@@ -351,6 +365,10 @@ def start_cluster(
         for name in nodes:
             _run(["slurmd", "-N", name, "-f", str(conf)], env=env)
         _wait_nodes_idle(cluster)
+    except PortTakenError:
+        # Client commands would reach the other cluster: stop only our own daemons, cancel nothing.
+        stop_cluster(cluster, remove=created, cancel_jobs=False)
+        raise
     except BaseException:
         # The error carries the daemons' log tails; a folder we made ourselves goes.
         stop_cluster(cluster, remove=created)
@@ -358,9 +376,32 @@ def start_cluster(
     return cluster
 
 
+def _check_own_controller(cluster: SlurmCluster) -> None:
+    """Fail unless the controller at our port is ours: ports are picked free but not held, so a cluster started at
+    the same moment by another test session can take the same port; our slurmctld then dies on bind and every
+    client command would reach (and cancel jobs on) the other cluster."""
+    wanted = str(cluster.root / "state")
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        config = cluster.command(["scontrol", "show", "config"], check=False)
+        found = re.search(r"^StateSaveLocation\s*=\s*(\S+)", config, re.M)
+        if found:  # a controller answered
+            if found.group(1) != wanted:
+                raise PortTakenError(f"the controller at this cluster's port keeps its state in {found.group(1)}, "
+                                     f"not {wanted}: another cluster took the port")
+            return
+        time.sleep(0.3)
+    raise RuntimeError(f"slurmctld did not answer in {START_TIMEOUT_S:.0f} s:\n{cluster.log_tail('slurmctld')}")
+
+
+class PortTakenError(RuntimeError):
+    """Another process (another test cluster) holds a port this cluster was given."""
+
+
 def _wait_nodes_idle(cluster: SlurmCluster) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     states = ""
+    _check_own_controller(cluster)
     while time.monotonic() < deadline:
         states = cluster.command(["sinfo", "-h", "-N", "-o", "%N %t"], check=False)
         idle = {line.split()[0] for line in states.splitlines() if line.split()[1:] == ["idle"]}
@@ -403,14 +444,15 @@ def _stop_by_pid_files(pid_files: Sequence[Path], grace_s: float = 10.0) -> None
                 os.kill(pid, signal.SIGKILL)
 
 
-def stop_cluster(cluster: SlurmCluster, *, remove: bool = False) -> None:
+def stop_cluster(cluster: SlurmCluster, *, remove: bool = False, cancel_jobs: bool = True) -> None:
     """Cancel every job, wait for them to end, then stop the daemons by their pid files.
 
     Args:
         cluster: The cluster to stop (possibly half-started).
         remove: Also delete the scratch folder (job outputs written elsewhere stay).
+        cancel_jobs: Cancel the jobs first (not when the controller at the cluster's port is someone else's).
     """
-    if (cluster.root / "run" / "slurmctld.pid").exists():
+    if cancel_jobs and (cluster.root / "run" / "slurmctld.pid").exists():
         with contextlib.suppress(Exception):
             for job_id in cluster.jobs():
                 cluster.command(["scancel", str(job_id)], check=False)
