@@ -51,6 +51,9 @@ NEVER_STARTS = frozenset(
      "InvalidAccount", "InvalidQOS"}
 )  # fmt: skip
 
+#: Seconds a client command may take: `scontrol show job` took over 30 s at load average 20 on 2 cores.
+CLIENT_TIMEOUT_S = 120.0
+
 #: Slurm's KillWait (and the preemptible partition's GraceTime): seconds between SIGTERM and SIGKILL.
 KILL_WAIT_S = 30
 
@@ -84,7 +87,7 @@ class SlurmCluster:
         """The caller's environment plus ``SLURM_CONF`` pointing at this cluster."""
         return {**os.environ, "SLURM_CONF": str(self.conf)}
 
-    def command(self, args: Sequence[str], *, check: bool = True, timeout_s: float = 30.0) -> str:
+    def command(self, args: Sequence[str], *, check: bool = True, timeout_s: float = CLIENT_TIMEOUT_S) -> str:
         """Run a Slurm client command (``scontrol``, ``squeue``, ...) against this cluster; return its stdout."""
         proc = subprocess.run(
             list(args), env=self.env, capture_output=True, text=True, timeout=timeout_s, check=False
@@ -119,7 +122,7 @@ class SlurmCluster:
             input=stdin,
             capture_output=True,
             text=True,
-            timeout=30,
+            timeout=CLIENT_TIMEOUT_S,
             check=False,
         )
         if proc.returncode != 0:
