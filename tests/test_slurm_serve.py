@@ -125,10 +125,11 @@ def serve_flow(slurm_cluster, slurm_job_env, tiny_causal_dir, tmp_path_factory):
     # The rerun: the same array task again (its shard index comes from the array's bounds, so not a new sbatch).
     slurm_cluster.command(["scontrol", "requeue", killed_task])
     rerun_record = slurm_cluster.wait(killed_task, timeout_s=600)
-    # afterok on an array one of whose tasks was cancelled never fires, even after that task's rerun succeeded
-    # (DependencyNeverSatisfied, Slurm 22.05): the merge goes in once every task has completed.
+    # `afterok:<array>` never fires once a task was cancelled, even after its rerun completed (observed, Slurm 22.05:
+    # "afterok:2_*(failed)", DependencyNeverSatisfied): the merge depends on each task by its own id instead.
+    tasks = ":".join(f"{array}_{task}" for task in range(N_SHARDS))
     merge = slurm_cluster.sbatch(
-        [f"--dependency=afterok:{array}", "--cpus-per-task=1", f"--output={root}/%x-%j.out",
+        [f"--dependency=afterok:{tasks}", "--cpus-per-task=1", f"--output={root}/%x-%j.out",
          str(REPO / "slurm/eval_merge.sbatch"), "--n-boot", "0", "--vc-repeats", "2", "--no-plots"],
         cwd=root, env=eval_env,
     )  # fmt: skip
