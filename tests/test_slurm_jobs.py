@@ -66,11 +66,13 @@ def _short_standard_records(path: Path, n: int) -> Path:
 
 def _submit(cluster: SlurmCluster, env: dict[str, str], out: Path, data: Path, model: Path, cwd: Path,
             *, partition: str | None = None, extra: tuple[str, ...] = ()) -> int:
+    # A one-hour limit: the template's --signal=USR1@600 must not fire on its own (a 15-minute limit did, on a ZeRO-3
+    # run slowed by a load average of 20, before the test could requeue it).
     cmd = [
         sys.executable, "-m", "train.cli", "submit",
         *(["--partition", partition] if partition else []),
         "--config", str(REPO / "configs/train/tiny/seq2seq.yaml"),
-        "--nodes", "2", "--gpus-per-node", "0", "--cpus-per-task", "1", "--time", "00:15:00",
+        "--nodes", "2", "--gpus-per-node", "0", "--cpus-per-task", "1", "--time", "01:00:00",
         "--output-dir", str(out),
         "--", "--model_name_or_path", str(model), "--data", str(data), "--max_steps", str(MAX_STEPS), "--save_steps", str(SAVE_STEPS),
         "--gradient_checkpointing", "false", "--disable_tqdm", *extra,
