@@ -15,6 +15,7 @@ import argparse
 import contextlib
 import json
 import logging
+import math
 import os
 import signal
 import sys
@@ -57,6 +58,21 @@ def resolve_config(argv: Sequence[str] | None = None) -> tuple[ServeConfig, argp
     return config.validate(), args
 
 
+def engines_drain_on_sigterm(config: ServeConfig) -> ServeConfig:
+    """Give the engines judge-serve starts vLLM's ``--shutdown-timeout`` = ``shutdown_grace_s`` (unless
+    ``engine_args`` sets it).
+
+    ``scancel``, preemption and systemd's control-group stop send SIGTERM to every process of the job at once, the
+    engines included, not only to judge-serve. A vLLM engine with the default ``--shutdown-timeout 0`` aborts its
+    in-flight requests on SIGTERM (vllm/v1/engine/core.py, "mode=abort"); with a timeout it finishes them first
+    ("mode=drain"), so the requests judge-serve is draining still get their answers.
+    """
+    if "--shutdown-timeout" in config.engine_args or any(a.startswith("--shutdown-timeout=") for a in config.engine_args):
+        return config
+    grace = str(math.ceil(config.shutdown_grace_s))
+    return dataclasses.replace(config, engine_args=[*config.engine_args, "--shutdown-timeout", grace])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run judge-serve until SIGTERM/SIGINT.
 
@@ -70,6 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, LayoutError) as err:
         print(f"judge-serve: {err}", file=sys.stderr)
         return 2
+    config = engines_drain_on_sigterm(config)
     if args.print_config:
         print(json.dumps({**config.to_dict(), "judge_kind": layout.kind}, indent=2, ensure_ascii=False))
         return 0

@@ -34,11 +34,16 @@ def slurm_cluster() -> Iterator[SlurmCluster]:
 
 @pytest.fixture(scope="session")
 def slurm_job_env(tmp_path_factory) -> dict[str, str]:
-    """Environment additions for jobs: the venv's console scripts (torchrun, judge-train) first on PATH, no hub,
-    W&B offline, one OpenMP thread per rank (two cores host everything)."""
+    """Environment additions for jobs: the venv's console scripts (torchrun, judge-train) first on PATH, this
+    checkout first on PYTHONPATH, no hub, W&B offline, one OpenMP thread per rank (two cores host everything).
+
+    PYTHONPATH: a console script puts its own folder, not the working directory, first on ``sys.path``, so with
+    the venv's editable install pointing at another checkout the jobs would import that checkout's code."""
     venv_bin = str(Path(sys.executable).parent)
+    repo = str(Path(__file__).resolve().parent.parent)
     return {
         "PATH": venv_bin + os.pathsep + os.environ.get("PATH", ""),
+        "PYTHONPATH": repo + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else ""),
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
         "WANDB_MODE": "offline",

@@ -3,7 +3,8 @@
 Debian's ``slurm-wlm`` (22.05) and ``munge`` are installed by ``make system-packages``. Everything lives under one
 temporary folder (config, munge key and socket, state, spool, logs, pid files); the ports are picked free, so a
 second cluster on the same host does not collide. Requeue-friendly timings (``cred_expire=5``, 2 s scheduler and
-backfill intervals, ``KillWait=5``) bring a requeue-and-rerun to about 7 s instead of two minutes.
+backfill intervals) bring a requeue-and-rerun to about 7 s instead of two minutes. ``KillWait=30`` gives a
+signalled job 30 s to save; a second partition on the same nodes is preempted by the default one (requeue).
 
 The fake node names do not resolve; both nodes are ``127.0.0.1`` (``NodeAddr``), and a job sees
 ``SLURM_NODELIST=n[1-2]`` with ``SLURM_NODEID`` 0 and 1 as on a real two-node allocation.
@@ -26,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import re
 import shutil
 import signal
 import socket
@@ -49,6 +51,12 @@ NEVER_STARTS = frozenset(
      "InvalidAccount", "InvalidQOS"}
 )  # fmt: skip
 
+#: Seconds a client command may take: `scontrol show job` took over 30 s at load average 20 on 2 cores.
+CLIENT_TIMEOUT_S = 120.0
+
+#: Slurm's KillWait (and the preemptible partition's GraceTime): seconds between SIGTERM and SIGKILL.
+KILL_WAIT_S = 30
+
 #: Seconds to wait for both nodes to come up idle after the daemons start (~0.3 s when the host is idle).
 START_TIMEOUT_S = 60.0
 
@@ -61,7 +69,9 @@ class SlurmCluster:
         root: Scratch folder holding everything the cluster writes.
         conf: Path of its ``slurm.conf``.
         nodes: Node names, in order (``n1``, ``n2``).
-        partition: The single (default) partition.
+        partition: The default partition (PriorityTier 2, never preempted).
+        preemptible_partition: A partition on the same nodes (PriorityTier 1) whose jobs a job of the default
+            partition requeues when it needs their CPUs.
         cpus_per_node: CPUs each fake node declares (both share the host's cores).
     """
 
@@ -70,13 +80,14 @@ class SlurmCluster:
     nodes: tuple[str, ...]
     partition: str
     cpus_per_node: int
+    preemptible_partition: str = "scavenger"
 
     @property
     def env(self) -> dict[str, str]:
         """The caller's environment plus ``SLURM_CONF`` pointing at this cluster."""
         return {**os.environ, "SLURM_CONF": str(self.conf)}
 
-    def command(self, args: Sequence[str], *, check: bool = True, timeout_s: float = 30.0) -> str:
+    def command(self, args: Sequence[str], *, check: bool = True, timeout_s: float = CLIENT_TIMEOUT_S) -> str:
         """Run a Slurm client command (``scontrol``, ``squeue``, ...) against this cluster; return its stdout."""
         proc = subprocess.run(
             list(args), env=self.env, capture_output=True, text=True, timeout=timeout_s, check=False
@@ -111,7 +122,7 @@ class SlurmCluster:
             input=stdin,
             capture_output=True,
             text=True,
-            timeout=30,
+            timeout=CLIENT_TIMEOUT_S,
             check=False,
         )
         if proc.returncode != 0:
@@ -219,7 +230,9 @@ def _free_ports(count: int) -> list[int]:
             sock.close()
 
 
-def _slurm_conf(root: Path, *, nodes: Sequence[str], cpus_per_node: int, partition: str) -> str:
+def _slurm_conf(
+    root: Path, *, nodes: Sequence[str], cpus_per_node: int, partition: str, preemptible_partition: str
+) -> str:
     ctld_port, *node_ports = _free_ports(1 + len(nodes))
     host = socket.gethostname().split(".")[0]
     node_lines = "\n".join(
@@ -261,13 +274,21 @@ MailProg=/bin/true
 # Both fake nodes declare the host's cores; slurmd must trust the config rather than the hardware.
 SlurmdParameters=config_overrides
 ReturnToService=2
-# Seconds: scheduling passes every 2 s, SIGKILL 5 s after SIGTERM, finished jobs listed for 10 minutes.
+# Seconds: scheduling passes every 2 s, finished jobs listed for 10 minutes. KillWait: SIGKILL follows SIGTERM
+# (scancel, scontrol requeue, preemption) after 30 s, the time a training job has to finish its step and save
+# and judge-serve has to answer its in-flight requests (a production cluster sets it for its largest checkpoint).
 SchedulerParameters=sched_interval=2,bf_interval=2
-KillWait=5
+KillWait={KILL_WAIT_S}
 MinJobAge=600
 InactiveLimit=0
+# Preemption by partition priority: a job in the default partition (PriorityTier 2) that needs the CPUs of a job
+# in the preemptible one (PriorityTier 1) requeues it. The preempted job gets SIGTERM at once and SIGKILL after
+# GraceTime (then KillWait): its window to checkpoint.
+PreemptType=preempt/partition_prio
+PreemptMode=REQUEUE
 {node_lines}
-PartitionName={partition} Nodes={','.join(nodes)} Default=YES MaxTime=INFINITE State=UP
+PartitionName={partition} Nodes={','.join(nodes)} Default=YES MaxTime=INFINITE State=UP PriorityTier=2 PreemptMode=OFF
+PartitionName={preemptible_partition} Nodes={','.join(nodes)} MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=REQUEUE GraceTime={KILL_WAIT_S}
 """
 
 
@@ -277,12 +298,26 @@ def _run(args: Sequence[str], *, env: Mapping[str, str] | None = None) -> None:
         raise RuntimeError(f"{' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()}{proc.stdout.strip()}")
 
 
-def start_cluster(
+def start_cluster(root: str | Path | None = None, *, attempts: int = 3, **kwargs) -> SlurmCluster:
+    """:func:`_start_cluster_once`, again with fresh ports (up to ``attempts`` times) when another cluster took one
+    of them between picking and binding (several test sessions on one host)."""
+    for attempt in range(attempts):
+        try:
+            return _start_cluster_once(root, **kwargs)
+        except PortTakenError:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(1.0)
+    raise AssertionError("unreachable")
+
+
+def _start_cluster_once(
     root: str | Path | None = None,
     *,
     nodes: Sequence[str] = ("n1", "n2"),
     cpus_per_node: int = 2,
     partition: str = "debug",
+    preemptible_partition: str = "scavenger",
 ) -> SlurmCluster:
     """Write the config, start munged, slurmctld and one slurmd per node; wait until every node is idle.
 
@@ -290,7 +325,8 @@ def start_cluster(
         root: Scratch folder (created; must be traversable by the munge user). A fresh ``/tmp`` folder if omitted.
         nodes: Node names; each gets its own slurmd on 127.0.0.1 with its own port.
         cpus_per_node: CPUs each node declares.
-        partition: Name of the single default partition.
+        partition: Name of the default partition.
+        preemptible_partition: Name of the lower-priority partition whose jobs the default one preempts.
 
     Returns:
         The running :class:`SlurmCluster`; stop it with :func:`stop_cluster` (or use :func:`running_cluster`).
@@ -312,8 +348,10 @@ def start_cluster(
     munge_dir.chmod(0o755)
     (root / "plugstack.conf").write_text("")
     conf = root / "slurm.conf"
-    conf.write_text(_slurm_conf(root, nodes=nodes, cpus_per_node=cpus_per_node, partition=partition))
-    cluster = SlurmCluster(root=root, conf=conf, nodes=tuple(nodes), partition=partition, cpus_per_node=cpus_per_node)
+    conf.write_text(_slurm_conf(root, nodes=nodes, cpus_per_node=cpus_per_node, partition=partition,
+                                preemptible_partition=preemptible_partition))
+    cluster = SlurmCluster(root=root, conf=conf, nodes=tuple(nodes), partition=partition, cpus_per_node=cpus_per_node,
+                           preemptible_partition=preemptible_partition)
     env = {**os.environ, "SLURM_CONF": str(conf), "PATH": _sbin_path()}
     try:
         key = munge_dir / "munge.key"
@@ -330,6 +368,10 @@ def start_cluster(
         for name in nodes:
             _run(["slurmd", "-N", name, "-f", str(conf)], env=env)
         _wait_nodes_idle(cluster)
+    except PortTakenError:
+        # Client commands would reach the other cluster: stop only our own daemons, cancel nothing.
+        stop_cluster(cluster, remove=created, cancel_jobs=False)
+        raise
     except BaseException:
         # The error carries the daemons' log tails; a folder we made ourselves goes.
         stop_cluster(cluster, remove=created)
@@ -337,9 +379,32 @@ def start_cluster(
     return cluster
 
 
+def _check_own_controller(cluster: SlurmCluster) -> None:
+    """Fail unless the controller at our port is ours: ports are picked free but not held, so a cluster started at
+    the same moment by another test session can take the same port; our slurmctld then dies on bind and every
+    client command would reach (and cancel jobs on) the other cluster."""
+    wanted = str(cluster.root / "state")
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        config = cluster.command(["scontrol", "show", "config"], check=False)
+        found = re.search(r"^StateSaveLocation\s*=\s*(\S+)", config, re.M)
+        if found:  # a controller answered
+            if found.group(1) != wanted:
+                raise PortTakenError(f"the controller at this cluster's port keeps its state in {found.group(1)}, "
+                                     f"not {wanted}: another cluster took the port")
+            return
+        time.sleep(0.3)
+    raise RuntimeError(f"slurmctld did not answer in {START_TIMEOUT_S:.0f} s:\n{cluster.log_tail('slurmctld')}")
+
+
+class PortTakenError(RuntimeError):
+    """Another process (another test cluster) holds a port this cluster was given."""
+
+
 def _wait_nodes_idle(cluster: SlurmCluster) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     states = ""
+    _check_own_controller(cluster)
     while time.monotonic() < deadline:
         states = cluster.command(["sinfo", "-h", "-N", "-o", "%N %t"], check=False)
         idle = {line.split()[0] for line in states.splitlines() if line.split()[1:] == ["idle"]}
@@ -382,19 +447,20 @@ def _stop_by_pid_files(pid_files: Sequence[Path], grace_s: float = 10.0) -> None
                 os.kill(pid, signal.SIGKILL)
 
 
-def stop_cluster(cluster: SlurmCluster, *, remove: bool = False) -> None:
+def stop_cluster(cluster: SlurmCluster, *, remove: bool = False, cancel_jobs: bool = True) -> None:
     """Cancel every job, wait for them to end, then stop the daemons by their pid files.
 
     Args:
         cluster: The cluster to stop (possibly half-started).
         remove: Also delete the scratch folder (job outputs written elsewhere stay).
+        cancel_jobs: Cancel the jobs first (not when the controller at the cluster's port is someone else's).
     """
-    if (cluster.root / "run" / "slurmctld.pid").exists():
+    if cancel_jobs and (cluster.root / "run" / "slurmctld.pid").exists():
         with contextlib.suppress(Exception):
             for job_id in cluster.jobs():
                 cluster.command(["scancel", str(job_id)], check=False)
-            # KillWait is 5 s; jobs leave the queue shortly after.
-            deadline = time.monotonic() + 15.0
+            # Jobs leave the queue once their processes exit, KillWait at the latest.
+            deadline = time.monotonic() + KILL_WAIT_S + 10.0
             while cluster.jobs() and time.monotonic() < deadline:
                 time.sleep(0.3)
     _stop_by_pid_files([cluster.root / "run" / f"slurmd-{name}.pid" for name in cluster.nodes])

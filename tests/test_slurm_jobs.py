@@ -5,6 +5,11 @@ CPU rank per node (`--gpus-per-node 0`), gloo, and torchrun's static rendezvous 
 the tiny seq2seq config start together (the cluster has room for both): a reference run, and one that gets
 SIGUSR1 mid-training (`scancel --signal=USR1`, what `--signal=USR1@N` delivers before the time limit), saves,
 requeues itself and resumes. Both must end at the same step with the same loss.
+
+Then two more start together: one in the preemptible partition, preempted by a job of the default partition
+(SIGTERM within GraceTime; the trainer saves and requeues itself), and a 2-node DeepSpeed ZeRO-3 run hit by
+`scontrol requeue` (SIGTERM; Slurm requeues it). Both resume from their checkpoints to the reference's final step and
+loss. The jobs import this checkout (``slurm_job_env`` sets PYTHONPATH).
 """
 
 from __future__ import annotations
@@ -20,8 +25,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures_models import free_port
 from tests.scripted_endpoint import ScriptedEndpoint, chat_completion
-from tests.slurm_cluster import SlurmCluster
+from tests.slurm_cluster import FINAL_STATES, SlurmCluster
 
 REPO = Path(__file__).resolve().parent.parent
 MAX_STEPS = 4
@@ -29,6 +35,8 @@ SAVE_STEPS = 2
 #: The preempted run gets its signal once rank 0 has logged this many optimizer steps.
 SIGNAL_AFTER_STEPS = 1
 JOB_TIMEOUT_S = 420.0
+#: The preemption pair: two runs of two starts each, one with DeepSpeed (its CPU op is compiled once, ~40 s idle).
+PREEMPTION_TIMEOUT_S = 720.0
 
 
 def _console_scripts(bin_dir: Path) -> Path:
@@ -56,16 +64,23 @@ def _short_standard_records(path: Path, n: int) -> Path:
     return path
 
 
-def _submit(cluster: SlurmCluster, env: dict[str, str], out: Path, data: Path, model: Path, cwd: Path) -> int:
+def _submit(cluster: SlurmCluster, env: dict[str, str], out: Path, data: Path, model: Path, cwd: Path,
+            *, partition: str | None = None, extra: tuple[str, ...] = ()) -> int:
+    # A one-hour limit: the template's --signal=USR1@600 must not fire on its own (a 15-minute limit did, on a ZeRO-3
+    # run slowed by a load average of 20, before the test could requeue it).
     cmd = [
         sys.executable, "-m", "train.cli", "submit",
+        *(["--partition", partition] if partition else []),
         "--config", str(REPO / "configs/train/tiny/seq2seq.yaml"),
-        "--nodes", "2", "--gpus-per-node", "0", "--cpus-per-task", "1", "--time", "00:15:00",
+        "--nodes", "2", "--gpus-per-node", "0", "--cpus-per-task", "1", "--time", "01:00:00",
         "--output-dir", str(out),
         "--", "--model_name_or_path", str(model), "--data", str(data), "--max_steps", str(MAX_STEPS), "--save_steps", str(SAVE_STEPS),
-        "--gradient_checkpointing", "false", "--disable_tqdm",
+        "--gradient_checkpointing", "false", "--disable_tqdm", *extra,
     ]  # fmt: skip
-    proc = subprocess.run(cmd, cwd=cwd, env={**cluster.env, **env}, capture_output=True, text=True, timeout=120)
+    # A free rendezvous port per job: the script's default (29500 + job id) collides with other torchruns on a
+    # shared host, and job ids restart at 1 with every fresh test cluster.
+    job_env = {**cluster.env, **env, "JUDGE_MASTER_PORT": str(free_port())}
+    proc = subprocess.run(cmd, cwd=cwd, env=job_env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     match = re.search(r"submitted job (\d+)", proc.stdout)
     assert match, proc.stdout
@@ -80,6 +95,11 @@ def _log(out: Path, job_id: int) -> str:
 def _final_state(out: Path) -> dict:
     checkpoint = out / f"checkpoint-{MAX_STEPS}"
     return json.loads((checkpoint / "trainer_state.json").read_text())
+
+
+def _logged_steps(out: Path, job_id: int) -> int:
+    """Optimizer steps rank 0 has logged so far in the job's log (all runs of the job)."""
+    return len(re.findall(r"^0: \{'loss'", _log(out, job_id), re.M))
 
 
 def _loss_at(state: dict, step: int) -> float:
@@ -112,7 +132,8 @@ def training_runs(slurm_cluster, slurm_job_env, tmp_path_factory, tiny_causal_di
         pytest.fail(f"training jobs not done in {JOB_TIMEOUT_S:.0f} s: {records}")
     elapsed = time.monotonic() - started
     print(f"\ntwo 2-node training jobs (one preempted and resumed) took {elapsed:.0f} s")
-    return {"runs": runs, "jobs": jobs, "records": records, "signalled_at_step": signalled_at_step}
+    return {"runs": runs, "jobs": jobs, "records": records, "signalled_at_step": signalled_at_step, "root": root,
+            "env": env, "data": data}
 
 
 def test_two_node_training_job_trains_and_checkpoints(training_runs):
@@ -165,6 +186,115 @@ def test_preempted_job_saves_requeues_and_resumes_to_the_same_result(training_ru
     assert resumed["global_step"] == reference["global_step"] == MAX_STEPS
     assert _loss_at(resumed, MAX_STEPS) == pytest.approx(_loss_at(reference, MAX_STEPS), rel=1e-5)
     assert (out / "export" / "config.json").is_file()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Preemption as Slurm does it: SIGTERM from a higher-priority partition and from `scontrol requeue`
+# ---------------------------------------------------------------------------------------------------------------
+
+ZERO3 = str(REPO / "configs" / "deepspeed" / "zero3.json")
+#: The high-priority job's run time: the preempted run waits this long in the queue, then resumes.
+HIGH_PRIORITY_SLEEP_S = 5
+
+
+@pytest.fixture(scope="module")
+def preemption_runs(training_runs, slurm_cluster, tiny_causal_dir):
+    """After the first pair: a run in the preemptible partition and a 2-node ZeRO-3 run start together (the
+    cluster is full). A job of the default partition that needs their CPUs then preempts the first one (SIGTERM,
+    GraceTime); once that preemption is decided, ``scontrol requeue`` hits the ZeRO-3 run (SIGTERM). Both resume."""
+    root, data = training_runs["root"], training_runs["data"]
+    # DeepSpeed's CPU op is compiled once into the repository cache (tests/fixtures_train.py uses the same one).
+    env = {**training_runs["env"], "TORCH_EXTENSIONS_DIR": str(REPO / ".cache" / "torch_extensions")}
+    runs = {"preempted": root / "partition-preempted", "zero3": root / "zero3-requeued"}
+    started = time.monotonic()
+    jobs = {
+        "preempted": _submit(slurm_cluster, env, runs["preempted"], data, tiny_causal_dir, root,
+                             partition=slurm_cluster.preemptible_partition),
+        "zero3": _submit(slurm_cluster, env, runs["zero3"], data, tiny_causal_dir, root, extra=("--deepspeed", ZERO3)),
+    }  # fmt: skip
+    high = None
+    preempted_at_step = requeued_at_step = None
+    records: dict[str, dict[str, str]] = {}
+    deadline = time.monotonic() + PREEMPTION_TIMEOUT_S
+    while time.monotonic() < deadline:
+        records = {name: slurm_cluster.job(job_id) for name, job_id in jobs.items()}
+        if high is None and _logged_steps(runs["preempted"], jobs["preempted"]) >= SIGNAL_AFTER_STEPS:
+            # Both nodes' CPUs are taken (one per node by each run): the high-priority job fits only by
+            # preempting the run of the lower partition (the ZeRO-3 run is in the same tier: not preemptible).
+            assert all(r["JobState"] == "RUNNING" for r in records.values()), records
+            high = slurm_cluster.sbatch(
+                ["-N2", "--ntasks-per-node=1", "--cpus-per-task=1", f"--output={root}/high-%j.out",
+                 "--wrap", f"sleep {HIGH_PRIORITY_SLEEP_S}"], cwd=root,
+            )  # fmt: skip
+            preempted_at_step = _logged_steps(runs["preempted"], jobs["preempted"])
+        if (
+            high is not None
+            and requeued_at_step is None
+            and records["preempted"].get("PreemptTime", "None") != "None"
+            and _logged_steps(runs["zero3"], jobs["zero3"]) >= SIGNAL_AFTER_STEPS
+        ):
+            slurm_cluster.command(["scontrol", "requeue", str(jobs["zero3"])])
+            requeued_at_step = _logged_steps(runs["zero3"], jobs["zero3"])
+        if all(r["JobState"] in FINAL_STATES for r in records.values()):
+            break
+        time.sleep(1.0)
+    else:
+        pytest.fail(f"preemption jobs not done in {PREEMPTION_TIMEOUT_S:.0f} s: {records}")
+    print(f"\npartition-preempted run + ZeRO-3 run requeued by scontrol took {time.monotonic() - started:.0f} s")
+    return {"runs": runs, "jobs": jobs, "records": records, "high": high, "preempted_at_step": preempted_at_step,
+            "requeued_at_step": requeued_at_step, "reference": training_runs["runs"]["reference"]}
+
+
+def _check_resumed(out: Path, job_id: int, record: dict[str, str], reference: Path, *, rel: float) -> int:
+    """The job ran twice (restart 0, then 1), stopped by SIGTERM, resumed from its checkpoint and ended at the
+    reference's final step and loss; returns the step it stopped at."""
+    log = _log(out, job_id)
+    assert record["JobState"] == "COMPLETED", f"{record}\n{log[-4000:]}"
+    assert record["Restarts"] == "1", record
+    first, _, second = log.partition(f"judge-train: Slurm job {job_id} (restart 1)")
+    assert second, f"no rerun banner in the log:\n{log[-4000:]}"
+    assert "received SIGTERM" in first, first[-4000:]
+    assert "resume      yes" in second and "--resume" in second
+    run = json.loads((out / "run.json").read_text())
+    assert run["launch"]["slurm_restart_count"] == "1"
+    stopped = int(Path(run["launch"]["resume_from"]).name.split("-")[1])
+    assert SIGNAL_AFTER_STEPS <= stopped < MAX_STEPS
+    resumed, expected = _final_state(out), _final_state(reference)
+    assert resumed["global_step"] == expected["global_step"] == MAX_STEPS
+    assert _loss_at(resumed, MAX_STEPS) == pytest.approx(_loss_at(expected, MAX_STEPS), rel=rel)
+    assert (out / "export" / "config.json").is_file()
+    return stopped
+
+
+def test_partition_preemption_requeues_and_resumes_to_the_same_result(preemption_runs, slurm_cluster):
+    """A job of the higher-priority partition preempts a training run (SIGTERM within GraceTime): it saves, requeues
+    itself (Slurm alone would end it COMPLETED), waits for the preemptor and resumes to the reference's loss."""
+    out, job_id = preemption_runs["runs"]["preempted"], preemption_runs["jobs"]["preempted"]
+    record = preemption_runs["records"]["preempted"]
+    assert preemption_runs["high"] is not None, "the run ended before it could be preempted"
+    assert record["Partition"] == slurm_cluster.preemptible_partition
+    high = slurm_cluster.job(preemption_runs["high"])
+    assert high["JobState"] == "COMPLETED" and high["Partition"] == slurm_cluster.partition
+    # The rerun started only after the preemptor had its CPUs (started before the rerun's start).
+    assert high["StartTime"] <= record["StartTime"], (high, record)
+    _check_resumed(out, job_id, record, preemption_runs["reference"], rel=1e-5)
+    assert "requeued Slurm job" in _log(out, job_id)  # by the trainer, after its save
+
+
+def test_scontrol_requeue_of_a_two_node_zero3_run_resumes_from_its_zero_checkpoint(preemption_runs):
+    """`scontrol requeue` (SIGTERM) mid-run: both ZeRO-3 ranks save their partitions, Slurm requeues the job, the
+    rerun loads the ZeRO checkpoint and ends at the DDP reference's step and loss (ZeRO-3 reorders reductions:
+    the same tolerance as tests/test_train_deepspeed.py)."""
+    out, job_id = preemption_runs["runs"]["zero3"], preemption_runs["jobs"]["zero3"]
+    assert preemption_runs["requeued_at_step"] is not None, "the ZeRO-3 run ended before it could be requeued"
+    stopped = _check_resumed(out, job_id, preemption_runs["records"]["zero3"], preemption_runs["reference"], rel=1e-4)
+    run = json.loads((out / "run.json").read_text())
+    assert run["config"]["deepspeed"] == ZERO3 and run["launch"]["world_size"] == 2
+    # Each rank wrote its own partition of the parameters and optimizer state into the checkpoint it resumed from.
+    zero_dir = out / f"checkpoint-{stopped}" / f"global_step{stopped}"
+    for rank in (0, 1):
+        assert list(zero_dir.glob(f"*zero_pp_rank_{rank}_*optim_states.pt")), sorted(zero_dir.iterdir())
+    assert "is being requeued by Slurm" in _log(out, job_id)  # scontrol had requeued it: no second requeue
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -6,10 +6,22 @@ checkpoint and stop, so the job exits cleanly with a ``checkpoint-N`` that ``--r
 several ranks the flag is all-reduced every step, so all ranks save and stop together even when only some of
 them received the signal (a collective save under ZeRO-3 needs all of them).
 
-After the stop, ``requeue_slurm_job`` (called by the recipes) puts the job back in the queue on SIGUSR1, the
-pre-timeout signal, by running ``scontrol requeue $SLURM_JOB_ID`` once (global rank 0). On SIGTERM (preemption,
-or ``scontrol requeue`` by hand) Slurm requeues the job itself, so nothing more is done. The rerun finds
-``checkpoint-N`` in the run folder and passes ``--resume`` (``slurm/train.sbatch``).
+After the stop, ``requeue_slurm_job`` (called by the recipes) puts the job back in the queue by running
+``scontrol requeue $SLURM_JOB_ID`` once (global rank 0), on either signal:
+
+* SIGUSR1, the pre-timeout signal (``--signal=USR1@N``): Slurm would otherwise end the job at its time limit.
+* SIGTERM, what ``scontrol requeue``, ``scancel`` and preemption send first, SIGKILL following after KillWait (or
+  the partition's GraceTime). Which of them sent it is read from the job's record (``scontrol show job``):
+  preempted (``PreemptTime`` set) and still RUNNING: requeue. Under partition preemption with a GraceTime
+  (PreemptMode=REQUEUE) a job that saves and exits 0 within the grace ends COMPLETED and is *not* requeued
+  (observed with Slurm 22.05 on the one-host test cluster): this requeue is what brings it back. ``Restarts``
+  above ``SLURM_RESTART_COUNT`` (``scontrol requeue`` by hand, preemption without grace): Slurm is requeueing it
+  already, nothing to do. CANCELLED (``scancel``) or TIMEOUT: the operator or the limit ended it; no requeue
+  (``scontrol requeue`` would bring back even a cancelled batch job), the checkpoint stays for ``--resume``.
+
+The rerun finds ``checkpoint-N`` in the run folder and passes ``--resume`` (``slurm/train.sbatch``). A save must
+finish within KillWait / GraceTime; size them for the checkpoint (a ZeRO-3 save of a 32B model on shared storage
+takes minutes).
 """
 
 from __future__ import annotations
@@ -85,21 +97,57 @@ class SaveAndStopOnSignal(TrainerCallback):
         return control
 
 
-def requeue_slurm_job(callback: SaveAndStopOnSignal) -> bool:
-    """After a signal-triggered stop, requeue the Slurm job when the signal was the pre-timeout SIGUSR1.
+def _slurm_job_record(job_id: str) -> dict[str, str]:
+    """``scontrol show job -o`` as a dict; empty when the controller cannot be asked."""
+    try:
+        result = subprocess.run(["scontrol", "show", "job", "-o", job_id], capture_output=True, text=True,
+                                timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        logger.error("scontrol show job %s: %s", job_id, err)
+        return {}
+    fields = {}
+    for token in result.stdout.split():
+        key, sep, value = token.partition("=")
+        if sep:
+            fields[key] = value
+    return fields
 
-    Runs ``scontrol requeue $SLURM_JOB_ID`` on global rank 0 only (every rank learns the signal through the
-    callback's all-reduce). Does nothing outside Slurm, on other ranks, or when training was not stopped by SIGUSR1.
+
+def requeue_slurm_job(callback: SaveAndStopOnSignal) -> bool:
+    """After a signal-triggered stop, put the Slurm job back in the queue (``scontrol requeue $SLURM_JOB_ID``).
+
+    Runs on global rank 0 only (every rank learns the signal through the callback's all-reduce). SIGUSR1 always
+    requeues; SIGTERM requeues only a job Slurm is preempting (see the module docstring), never a cancelled one.
+    Does nothing outside Slurm, on other ranks, or when training was not stopped by a signal.
 
     Returns:
-        True when the requeue command was run and succeeded.
+        True when the job is requeued: by this call, or by Slurm itself (``scontrol requeue``, preemption).
     """
     job_id = os.environ.get("SLURM_JOB_ID")
-    if callback.received != signal.SIGUSR1 or not job_id or os.environ.get("RANK", "0") != "0":
+    if callback.received not in (signal.SIGUSR1, signal.SIGTERM) or not job_id or os.environ.get("RANK", "0") != "0":
         return False
-    result = subprocess.run(["scontrol", "requeue", job_id], capture_output=True, text=True, check=False)
+    if callback.received == signal.SIGTERM:
+        record = _slurm_job_record(job_id)
+        state = record.get("JobState", "UNKNOWN")
+        restarts = record.get("Restarts", "0")
+        # Slurm counts a requeue it performs at once (the record reads COMPLETING, then PENDING).
+        if restarts.isdigit() and int(restarts) > int(os.environ.get("SLURM_RESTART_COUNT") or 0):
+            logger.warning("Slurm job %s is being requeued by Slurm (%s, restart %s); the rerun resumes from the "
+                           "checkpoint just saved", job_id, state, restarts)
+            return True
+        if state != "RUNNING" or record.get("PreemptTime", "None") in ("None", ""):
+            logger.warning("Slurm job %s ended by SIGTERM (state %s, not preempted): not requeued; resubmit with the "
+                           "same output folder to resume from the checkpoint just saved", job_id, state)
+            return False
+    try:
+        result = subprocess.run(["scontrol", "requeue", job_id], capture_output=True, text=True, timeout=60,
+                                check=False)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        logger.error("scontrol requeue %s: %s", job_id, err)
+        return False
     if result.returncode != 0:
         logger.error("scontrol requeue %s failed (%d): %s", job_id, result.returncode, result.stderr.strip())
         return False
-    logger.warning("requeued Slurm job %s; the rerun resumes from the checkpoint just saved", job_id)
+    logger.warning("requeued Slurm job %s after %s; the rerun resumes from the checkpoint just saved", job_id,
+                   signal.Signals(callback.received).name)
     return True

