@@ -29,6 +29,9 @@ from tests.fixtures_models import free_port
 from tests.scripted_endpoint import ScriptedEndpoint, chat_completion
 from tests.slurm_cluster import FINAL_STATES, SlurmCluster
 
+# Real Slurm daemons and jobs that train or serve: part of `make test`, not of the quick `-m "not slow"` loop.
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parent.parent
 MAX_STEPS = 4
 SAVE_STEPS = 2
