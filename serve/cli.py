@@ -77,7 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run judge-serve until SIGTERM/SIGINT.
 
     Returns:
-        0 after a clean shutdown, 1 when an engine failed to start, 2 for a bad configuration or checkpoint.
+        0 after a clean shutdown, 1 when an engine failed to start or kept dying past ``engine_max_restarts``, 2 for
+        a bad configuration or checkpoint.
     """
     try:
         config, args = resolve_config(argv)
