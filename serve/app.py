@@ -50,7 +50,7 @@ from serve.launch import Engine, EngineStartError, engine_specs
 from serve.layout import CheckpointLayout, resolve_layout
 from serve.schema import RequestError, parse_judge_request
 
-__all__ = ["create_app", "ServerState"]
+__all__ = ["create_app", "ServerState", "restart_delay"]
 
 log = logging.getLogger("judge_serve")
 
@@ -231,6 +231,17 @@ async def _watch(state: ServerState, interval_s: float = 0.5, attached_every: in
                     state.tasks.append(asyncio.ensure_future(_heal(state, role, code)))
 
 
+def restart_delay(config: ServeConfig, restarts_in_window: int) -> float | None:
+    """Seconds to wait before the next restart of an engine that has already been restarted
+    ``restarts_in_window`` times within ``engine_restart_window_s``; None when that is past the limit.
+
+    ``engine_restart_backoff_s`` doubles with each restart in the window, up to ``engine_restart_backoff_max_s``.
+    """
+    if restarts_in_window >= config.engine_max_restarts:
+        return None
+    return min(config.engine_restart_backoff_max_s, config.engine_restart_backoff_s * 2**restarts_in_window)
+
+
 async def _heal(state: ServerState, role: str, code: int | None) -> None:
     """Restart ``role``'s dead engine with backoff until it answers, or give judge-serve up past the limit."""
     config = state.config
@@ -242,7 +253,8 @@ async def _heal(state: ServerState, role: str, code: int | None) -> None:
             now = time.monotonic()
             recent = [t for t in state.restart_times.setdefault(role, []) if now - t < config.engine_restart_window_s]
             state.restart_times[role] = recent
-            if len(recent) >= config.engine_max_restarts:
+            backoff = restart_delay(config, len(recent))
+            if backoff is None:
                 state.status = "failed"
                 state.failure = (
                     f"the {role} engine died {len(recent) + 1} times within {config.engine_restart_window_s:g} s "
@@ -253,7 +265,6 @@ async def _heal(state: ServerState, role: str, code: int | None) -> None:
                 if state.on_fatal:
                     state.on_fatal()
                 return
-            backoff = min(config.engine_restart_backoff_max_s, config.engine_restart_backoff_s * 2 ** len(recent))
             attempt = f"restart {len(recent) + 1} of {config.engine_max_restarts} allowed within {config.engine_restart_window_s:g} s"
             state.retry_after[role] = max(1, math.ceil(backoff)) + 5
             state.dead_reason[role] = (
@@ -522,7 +533,12 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
             kind = "not_found_error" if err.status == 404 else "invalid_request_error"
             return _error(err.status, err.message, kind, err.param, err.code)
         except EngineUnavailable as err:
-            return _error(503, str(err), "service_unavailable", code="engine_unavailable", headers={"Retry-After": state.retry_after_s(state.engines)})
+            # A dropped connection can beat the watcher to an engine's death: name the engine by its URL.
+            message = str(err)
+            for role, engine in state.engines.items():
+                if engine.url in message and role not in message:
+                    message = f"the {role} engine is unavailable ({message})"
+            return _error(503, message, "service_unavailable", code="engine_unavailable", headers={"Retry-After": state.retry_after_s(state.engines)})
         except EngineFailure as err:
             return _error(502, str(err), "engine_error", code="engine_error")
         except asyncio.TimeoutError:
