@@ -19,7 +19,7 @@ the supervisor, never by the owner's good behaviour:
   (``PR_SET_PDEATHSIG`` alone on vLLM's API server would not do: a signal-killed API server leaves its
   ``EngineCore``, which does not watch its parent, running.)
 * **The command dies** (OOM killer, crash, ``kill -9`` of the API server): the supervisor takes the rest of the
-  group down the same way and exits with the command's status (a signal death is re-raised, so the owner reads
+  group down the same way, with a grace of at most ``ORPHAN_GRACE_S`` (5 s), and exits with the command's status (a signal death is re-raised, so the owner reads
   ``-9`` as it would from the command itself).
 * **The owner stops it** (``stop``): SIGTERM to the supervisor, which passes it on to the group once (a second
   SIGTERM would cut vLLM's graceful shutdown short), then SIGKILL to the whole group after ``grace_s``.
@@ -60,8 +60,10 @@ __all__ = [
 _LINUX = sys.platform.startswith("linux")
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
-#: Seconds between readiness polls and between reaping passes.
+#: Seconds between readiness polls.
 _POLL_S = 0.5
+#: Seconds the orphans of a command that died on its own get between SIGTERM and SIGKILL (at most grace_s).
+ORPHAN_GRACE_S = 5.0
 
 
 class ProcessStartError(RuntimeError):
@@ -366,6 +368,11 @@ def _supervise(argv: list[str]) -> int:
             statuses[pid] = raw
     except _Stop:
         pass
+    else:
+        # The command died on its own: what is left are its orphans, with nobody to serve (vLLM's EngineCore, for
+        # one, lingers for many seconds after SIGTERM once its API server is gone). A short grace, so the owner
+        # learns of the death in seconds.
+        grace_s = min(grace_s, ORPHAN_GRACE_S)
     # Take the group down: one SIGTERM to everyone but us, then SIGKILL after the grace.
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)

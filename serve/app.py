@@ -228,7 +228,8 @@ async def _watch(state: ServerState, interval_s: float = 0.5, attached_every: in
                 state.dead[role].set()  # in-flight calls to it give up now: 503, never a hang
                 log.error("%s\n%s", reason, engine.log_tail(30) if engine.owned else "")
                 if engine.owned and state.status == "ready":
-                    state.tasks.append(asyncio.ensure_future(_heal(state, role, code)))
+                    state.retry_after[role] = 5  # restarting from now on (/health), before the task first runs
+                    state.tasks.append(asyncio.ensure_future(_heal(state, role)))
 
 
 def restart_delay(config: ServeConfig, restarts_in_window: int) -> float | None:
@@ -242,7 +243,7 @@ def restart_delay(config: ServeConfig, restarts_in_window: int) -> float | None:
     return min(config.engine_restart_backoff_max_s, config.engine_restart_backoff_s * 2**restarts_in_window)
 
 
-async def _heal(state: ServerState, role: str, code: int | None) -> None:
+async def _heal(state: ServerState, role: str) -> None:
     """Restart ``role``'s dead engine with backoff until it answers, or give judge-serve up past the limit."""
     config = state.config
     state.retry_after[role] = 5

@@ -103,7 +103,10 @@ def test_engine_killed_mid_request_fails_it_cleanly_then_heals(healing_server):
         assert time.monotonic() < deadline, f"orphans of the killed engine: {set(old_tree) & set(marked_processes(marker))}"
         time.sleep(0.2)
     print(f"old engine tree ({len(old_tree)} processes) gone {time.monotonic() - killed_at:.1f} s after the kill")
-    health = httpx.get(server.root_url + "/health").json()
+    deadline = time.monotonic() + 30  # the watcher looks every 0.5 s
+    while (health := httpx.get(server.root_url + "/health").json())["engines"]["generator"]["last_exit"] is None:
+        assert time.monotonic() < deadline, health
+        time.sleep(0.2)
     assert health["engines"]["generator"]["last_exit"] == -signal.SIGKILL
     assert health["engines"]["generator"]["state"] in ("restarting", "up")
     if health["engines"]["generator"]["state"] == "restarting":
