@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import signal
-import tempfile
 import threading
 import time
 import uuid
@@ -49,16 +48,15 @@ def _engine_main_pid(pgid: int) -> int:
     raise AssertionError(f"no API server in process group {pgid}")
 
 
-def _start(model_dir: Path, args=(), name: str = "faults") -> tuple[_Process, str]:
+def _start(model_dir: Path, run_dir: Path, args=(), name: str = "faults") -> tuple[_Process, str]:
     marker = f"{name}-{uuid.uuid4().hex[:8]}"
-    process = _Process(model_dir, args, Path(tempfile.mkdtemp(prefix=f"judge-serve-{name}-")), env={MARKER_ENV: marker})
-    return process, marker
+    return _Process(model_dir, args, run_dir, env={MARKER_ENV: marker}), marker
 
 
 @pytest.fixture(scope="module")
-def healing_server(tiny_causal_dir):
+def healing_server(tiny_causal_dir, tmp_path_factory):
     """judge-serve over the tiny seq2seq judge, allowed one engine restart, its tree marked."""
-    process, marker = _start(tiny_causal_dir, HEALING_ARGS, "healing")
+    process, marker = _start(tiny_causal_dir, tmp_path_factory.mktemp("serve-healing"), HEALING_ARGS, "healing")
     try:
         process.wait_ready()
         yield process, marker
@@ -158,9 +156,9 @@ def _wait_engine_core(marker: str, timeout_s: float = 300) -> None:
         time.sleep(0.5)
 
 
-def test_judge_serve_sigterm_while_its_engine_loads_leaves_nothing(tiny_causal_dir):
+def test_judge_serve_sigterm_while_its_engine_loads_leaves_nothing(tiny_causal_dir, tmp_path):
     """SIGTERM to judge-serve while its engine's EngineCore is loading: it exits 0 and leaves no process."""
-    process, marker = _start(tiny_causal_dir, name="sigterm")
+    process, marker = _start(tiny_causal_dir, tmp_path, name="sigterm")
     try:
         _wait_engine_core(marker)
         n = len(marked_processes(marker))
@@ -172,10 +170,10 @@ def test_judge_serve_sigterm_while_its_engine_loads_leaves_nothing(tiny_causal_d
         process.stop()
 
 
-def test_judge_serve_kill_9_leaves_nothing(tiny_causal_dir):
+def test_judge_serve_kill_9_leaves_nothing(tiny_causal_dir, tmp_path):
     """kill -9 of a ready judge-serve: the kernel's parent-death signal reaches its engine's supervisor, which
     ends the engine's whole tree; no process is left."""
-    process, marker = _start(tiny_causal_dir, name="kill9")
+    process, marker = _start(tiny_causal_dir, tmp_path, name="kill9")
     try:
         process.wait_ready()
         n = len(marked_processes(marker))
