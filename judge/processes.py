@@ -358,7 +358,10 @@ def _supervise(argv: list[str]) -> int:
     child_pid = None
     try:
         try:
-            child_pid = subprocess.Popen(command, preexec_fn=_die_with_parent if _LINUX else None).pid
+            # Held until we return: a collected Popen polls (and so reaps) its child in __del__, and the wait below
+            # must be the one to reap it.
+            child = subprocess.Popen(command, preexec_fn=_die_with_parent if _LINUX else None)
+            child_pid = child.pid
         except OSError as err:
             print(f"supervisor: cannot start {command[0]}: {err}", file=sys.stderr, flush=True)
             return 127
@@ -379,7 +382,9 @@ def _supervise(argv: list[str]) -> int:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(me, signal.SIGTERM)
     _reap_until_none_left(time.monotonic() + grace_s, statuses)
-    for pid in set(group_members(me) + _children_of(me)) - {me}:
+    left = set(group_members(me) + _children_of(me)) - {me}
+    # The command first, so its status says it was killed (not that it exited once its children were).
+    for pid in sorted(left, key=lambda pid: pid != child_pid):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
     _reap_until_none_left(time.monotonic() + 10.0, statuses)
