@@ -6,14 +6,23 @@ Routes:
   byte for byte (streaming included), so OpenAI clients work unchanged.
 * ``POST /v1/judge``: POLLUX judgments (``serve.schema`` for the request, ``serve.judging`` for the work).
 * ``GET /metrics``: the generating engine's Prometheus metrics; ``GET /metrics/pooler``: the pooling engine's.
-* ``GET /health``: 200 while the engines live (also while they start), 503 once one died or failed to start.
+* ``GET /health``: 200 while judge-serve lives and can heal (also while engines start or restart), 503 once it
+  failed (an engine failed to start, kept dying past ``engine_max_restarts``, or an attached engine stopped
+  answering). Its body reports, per engine, its state, process group, restarts and last exit code.
   ``GET /ready``: 200 only when every engine answers and the server is not draining.
 
 Robustness: with an API key every ``/v1/*`` route needs ``Authorization: Bearer <key>`` (401 otherwise); bodies
 above ``max_body_bytes`` get 413; bad input gets 400/404 with an OpenAI-style error whose ``param`` names the
-field; a request that outlives ``request_timeout_s`` gets 504; an engine that died makes its routes answer 503 at
-once (in-flight calls to it are abandoned, not left hanging). On SIGTERM/SIGINT uvicorn stops accepting
-connections, lets in-flight requests finish (``shutdown_grace_s``), then the engines are stopped.
+field; a request that outlives ``request_timeout_s`` gets 504; an engine that died makes its routes answer 503 with
+``Retry-After`` at once (in-flight calls to it are abandoned, not left hanging, and never retried here, so no
+answer is duplicated).
+
+Self-healing: an engine judge-serve started that dies (its whole process tree is taken down with it,
+``judge.processes``) is restarted after a backoff (``engine_restart_backoff_s``, doubling, at most
+``engine_restart_backoff_max_s``); a restart that fails to come up counts as another death. Past
+``engine_max_restarts`` deaths within ``engine_restart_window_s`` judge-serve stops and exits 1. An attached engine
+(``generator_url``/``pooling_url``) is not judge-serve's to restart: its death is final. On SIGTERM/SIGINT uvicorn
+stops accepting connections, lets in-flight requests finish (``shutdown_grace_s``), then the engines are stopped.
 """
 
 from __future__ import annotations
@@ -21,9 +30,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
-import json
 import logging
+import math
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -34,11 +44,11 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from serve.config import ServeConfig
 from serve.judging import EngineClient, EngineFailure, EngineUnavailable, Judge, JudgeSettings
-from serve.launch import Engine, engine_specs
+from serve.launch import Engine, EngineStartError, engine_specs
 from serve.layout import CheckpointLayout, resolve_layout
 from serve.schema import RequestError, decode_json_body, parse_judge_request
 
-__all__ = ["create_app", "ServerState"]
+__all__ = ["create_app", "ServerState", "restart_delay"]
 
 log = logging.getLogger("judge_serve")
 
@@ -73,11 +83,16 @@ class ServerState:
     log_dir: Path | None = None
     on_fatal: Callable[[], None] | None = None
     tasks: list[asyncio.Task] = field(default_factory=list)
+    clients: dict[str, EngineClient] = field(default_factory=dict)
+    restarts: dict[str, int] = field(default_factory=dict)  # role -> restarts since judge-serve started
+    restart_times: dict[str, list[float]] = field(default_factory=dict)  # role -> time.monotonic() of each
+    last_exit: dict[str, int] = field(default_factory=dict)  # role -> the last exit code of its engine
+    retry_after: dict[str, int] = field(default_factory=dict)  # role -> seconds to tell clients while it restarts
 
     def engine_problem(self, role: str) -> str | None:
         """Why ``role``'s engine cannot take a request now, or None when it can."""
         if self.status == "failed":
-            return f"judge-serve failed to start: {self.failure}"
+            return f"judge-serve cannot serve: {self.failure}"
         if role in self.dead_reason:
             return self.dead_reason[role]
         if self.status == "starting":
@@ -86,6 +101,14 @@ class ServerState:
 
     def any_dead(self) -> str | None:
         return next(iter(self.dead_reason.values()), None)
+
+    def healing(self, role: str) -> bool:
+        """Whether ``role``'s engine is dead and being restarted."""
+        return role in self.retry_after
+
+    def retry_after_s(self, roles) -> str:
+        """The ``Retry-After`` header value for requests refused because of ``roles``' engines."""
+        return str(max([self.retry_after.get(role, 5) for role in roles] or [5]))
 
 
 def _write_run_record(state: ServerState) -> None:
@@ -97,7 +120,9 @@ def _write_run_record(state: ServerState) -> None:
     write_provenance(
         state.log_dir, "judge-serve", state.config.to_dict(), prompt_version=judge.PROMPT_VERSION,
         layout={k: str(v) if v is not None else None for k, v in vars(state.layout).items()},
-        engines={role: {"url": e.url, "pid": e.proc.pid if e.proc else None, "command": e.command, "log": str(e.log_path) if e.log_path else None} for role, e in state.engines.items()},
+        # pid: the engine's process group (its supervisor); its whole tree shares it. Rewritten after a restart.
+        engines={role: {"url": e.url, "pid": e.pid, "command": e.command, "log": str(e.log_path) if e.log_path else None,
+                        "restarts": state.restarts.get(role, 0)} for role, e in state.engines.items()},
     )  # fmt: skip
 
 
@@ -126,7 +151,7 @@ async def _bring_up(state: ServerState) -> None:
         engine_models[role] = config.model_name
         with contextlib.suppress(httpx.HTTPError, ValueError, KeyError, IndexError):
             engine_models[role] = (await state.http.get(engine.url + "/v1/models")).json()["data"][0]["id"]
-    clients = {
+    clients = state.clients = {
         role: EngineClient(state.http, e.url, state.dead[role], lambda role=role: state.dead_reason.get(role, f"{role} engine unavailable"))
         for role, e in state.engines.items()
     }
@@ -162,28 +187,99 @@ async def _bring_up(state: ServerState) -> None:
 
 
 async def _watch(state: ServerState, interval_s: float = 0.5, attached_every: int = 10) -> None:
-    """Mark an engine dead as soon as its process exits (started engines) or its /health fails twice (attached)."""
+    """Notice a dead engine: a started one as soon as its process exits (then heal it, once judge-serve is ready),
+    an attached one when its /health fails twice."""
     misses: dict[str, int] = {}
     tick = 0
     while True:
         await asyncio.sleep(interval_s)
         tick += 1
-        for role, engine in state.engines.items():
+        for role, engine in list(state.engines.items()):
             if role in state.dead_reason:
                 continue
             reason = None
             code = engine.exit_code()
             if code is not None:
-                reason = f"the {role} engine exited with code {code}; restart judge-serve (log: {engine.log_path})"
+                state.last_exit[role] = code
+                reason = f"the {role} engine exited with code {code} (log: {engine.log_path})"
             elif not engine.owned and state.status == "ready" and tick % attached_every == 0:
                 healthy = await asyncio.to_thread(engine.healthy)
                 misses[role] = 0 if healthy else misses.get(role, 0) + 1
                 if misses[role] >= 2:
-                    reason = f"the attached {role} engine at {engine.url} stopped answering /health"
+                    reason = f"the attached {role} engine at {engine.url} stopped answering /health; restart judge-serve"
             if reason:
                 state.dead_reason[role] = reason
-                state.dead[role].set()
+                state.dead[role].set()  # in-flight calls to it give up now: 503, never a hang
                 log.error("%s\n%s", reason, engine.log_tail(30) if engine.owned else "")
+                if engine.owned and state.status == "ready":
+                    state.retry_after[role] = 5  # restarting from now on (/health), before the task first runs
+                    state.tasks.append(asyncio.ensure_future(_heal(state, role)))
+
+
+def restart_delay(config: ServeConfig, restarts_in_window: int) -> float | None:
+    """Seconds to wait before the next restart of an engine that has already been restarted
+    ``restarts_in_window`` times within ``engine_restart_window_s``; None when that is past the limit.
+
+    ``engine_restart_backoff_s`` doubles with each restart in the window, up to ``engine_restart_backoff_max_s``.
+    """
+    if restarts_in_window >= config.engine_max_restarts:
+        return None
+    return min(config.engine_restart_backoff_max_s, config.engine_restart_backoff_s * 2**restarts_in_window)
+
+
+async def _heal(state: ServerState, role: str) -> None:
+    """Restart ``role``'s dead engine with backoff until it answers, or give judge-serve up past the limit."""
+    config = state.config
+    state.retry_after[role] = 5
+    try:
+        # Its supervisor already took its process tree down; stop() reaps it and SIGKILLs any straggler.
+        await asyncio.to_thread(state.engines[role].stop)
+        while state.status == "ready":
+            now = time.monotonic()
+            recent = [t for t in state.restart_times.setdefault(role, []) if now - t < config.engine_restart_window_s]
+            state.restart_times[role] = recent
+            backoff = restart_delay(config, len(recent))
+            if backoff is None:
+                state.status = "failed"
+                state.failure = (
+                    f"the {role} engine died {len(recent) + 1} times within {config.engine_restart_window_s:g} s "
+                    f"(last exit code {state.last_exit.get(role)}); engine_max_restarts={config.engine_max_restarts} "
+                    f"reached, judge-serve stops (log: {state.engines[role].log_path})"
+                )
+                log.error("%s", state.failure)
+                if state.on_fatal:
+                    state.on_fatal()
+                return
+            attempt = f"restart {len(recent) + 1} of {config.engine_max_restarts} allowed within {config.engine_restart_window_s:g} s"
+            state.retry_after[role] = max(1, math.ceil(backoff)) + 5
+            state.dead_reason[role] = (
+                f"the {role} engine exited with code {state.last_exit.get(role)}; judge-serve is restarting it "
+                f"({attempt}); retry later"
+            )
+            log.warning("%s engine: %s in %.1f s", role, attempt, backoff)
+            await asyncio.sleep(backoff)
+            if state.status != "ready":
+                return
+            state.restart_times[role].append(time.monotonic())
+            state.restarts[role] = state.restarts.get(role, 0) + 1
+            # Started here, on the event loop's thread, which lives as long as judge-serve (the parent-death signal).
+            engine = state.engines[role] = Engine.start(state.engines[role].spec, config, state.log_dir)
+            _write_run_record(state)
+            try:
+                await asyncio.to_thread(engine.wait_ready, config.engine_start_timeout_s, lambda: state.status != "ready")
+            except EngineStartError as err:
+                state.last_exit[role] = engine.exit_code() if engine.exit_code() is not None else state.last_exit.get(role, -1)
+                log.error("the restarted %s engine did not come up: %s", role, err)
+                await asyncio.to_thread(engine.stop)
+                continue
+            if role in state.clients:
+                state.clients[role].url = engine.url
+            state.dead[role].clear()
+            state.dead_reason.pop(role, None)
+            log.info("%s engine restarted and ready at %s (%d restarts so far)", role, engine.url, state.restarts[role])
+            return
+    finally:
+        state.retry_after.pop(role, None)
 
 
 class _TooLarge(Exception):
@@ -302,11 +398,26 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
     @app.get("/health")
     async def health(request: Request) -> JSONResponse:
         state = state_of(request)
-        problem = state.failure if state.status == "failed" else state.any_dead()
+        engines = {
+            role: {
+                "state": "restarting" if state.healing(role) else "dead" if role in state.dead_reason else "up",
+                "pid": engine.pid,
+                "restarts": state.restarts.get(role, 0),
+                "last_exit": state.last_exit.get(role),
+            }
+            for role, engine in state.engines.items()
+        }
+        # Fatal: failed, or dead with no restart coming (an attached engine; an engine dead while starting).
+        problem = state.failure if state.status == "failed" else next(
+            (reason for role, reason in state.dead_reason.items() if not state.healing(role)), None
+        )
         if problem:
-            return JSONResponse({"status": "unhealthy", "detail": problem}, status_code=503)
-        engines = {role: ("dead" if role in state.dead_reason else "up") for role in state.engines}
-        return JSONResponse({"status": state.status, "judge_kind": state.layout.kind, "engines": engines})
+            return JSONResponse({"status": "unhealthy", "detail": problem, "engines": engines}, status_code=503)
+        status = "restarting" if state.retry_after and state.status == "ready" else state.status
+        body = {"status": status, "judge_kind": state.layout.kind, "engines": engines}
+        if state.dead_reason:
+            body["detail"] = state.any_dead()
+        return JSONResponse(body)
 
     @app.get("/ready")
     async def ready(request: Request) -> JSONResponse:
@@ -321,7 +432,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         state = state_of(request)
         problem = state.engine_problem(role)
         if problem:
-            return _error(503, problem, "service_unavailable", code="engine_unavailable", headers={"Retry-After": "5"})
+            return _error(503, problem, "service_unavailable", code="engine_unavailable", headers={"Retry-After": state.retry_after_s([role])})
         engine = state.engines[role]
         assert state.http is not None
         headers = {k: v for k, v in request.headers.items() if k.lower() in _FORWARD_REQUEST_HEADERS}
@@ -336,13 +447,19 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
             death.cancel()
         if sending not in done:
             sending.cancel()
-            return _error(503, state.dead_reason.get(role, "engine died"), "service_unavailable", code="engine_unavailable")
+            return _error(
+                503, state.dead_reason.get(role, "engine died"), "service_unavailable", code="engine_unavailable",
+                headers={"Retry-After": state.retry_after_s([role])},
+            )  # fmt: skip
         try:
             upstream_response = sending.result()
         except httpx.TimeoutException:
             return _error(504, f"the {role} engine did not answer within {config.request_timeout_s:g} s", "timeout", code="timeout")
         except httpx.TransportError as err:
-            return _error(503, f"the {role} engine is unreachable: {err}", "service_unavailable", code="engine_unavailable")
+            return _error(
+                503, f"the {role} engine is unreachable: {err}", "service_unavailable", code="engine_unavailable",
+                headers={"Retry-After": state.retry_after_s([role])},
+            )  # fmt: skip
 
         async def body():
             try:
@@ -382,7 +499,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         for role in state.engines:
             problem = state.engine_problem(role)
             if problem:
-                return _error(503, problem, "service_unavailable", code="engine_unavailable", headers={"Retry-After": "5"})
+                return _error(503, problem, "service_unavailable", code="engine_unavailable", headers={"Retry-After": state.retry_after_s(state.engines)})
         try:
             body = decode_json_body(await request.body())
         except RequestError as err:
@@ -401,7 +518,12 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
             kind = "not_found_error" if err.status == 404 else "invalid_request_error"
             return _error(err.status, err.message, kind, err.param, err.code)
         except EngineUnavailable as err:
-            return _error(503, str(err), "service_unavailable", code="engine_unavailable", headers={"Retry-After": "5"})
+            # A dropped connection can beat the watcher to an engine's death: name the engine by its URL.
+            message = str(err)
+            for role, engine in state.engines.items():
+                if engine.url in message and role not in message:
+                    message = f"the {role} engine is unavailable ({message})"
+            return _error(503, message, "service_unavailable", code="engine_unavailable", headers={"Retry-After": state.retry_after_s(state.engines)})
         except EngineFailure as err:
             return _error(502, str(err), "engine_error", code="engine_error")
         except asyncio.TimeoutError:

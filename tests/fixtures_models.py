@@ -18,19 +18,14 @@ import contextlib
 import dataclasses
 import os
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
 import pytest
 
+from judge.processes import ProcessStartError, free_port, start_process
 from judge.tiny_models import build_qwen_tokenizer, build_tiny_qwen2
 
 #: Seconds to wait for /v1/models; ``JUDGE_VLLM_START_TIMEOUT_S`` overrides it. On 2 CPU cores the tiny model
@@ -48,7 +43,7 @@ class VLLMServer:
         root_url: Server root for vLLM's own routes (``/classify``, ``/tokenize``, ``/health``).
         model: The served model name to put in requests.
         log_path: File holding the server's stdout and stderr.
-        pid: Process id of the server (also its process-group id).
+        pid: Process-group id of the server's whole tree (its supervisor's pid, ``judge.processes``).
     """
 
     base_url: str
@@ -56,35 +51,6 @@ class VLLMServer:
     model: str
     log_path: Path
     pid: int
-
-
-def free_port() -> int:
-    """Return a TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _log_tail(path: Path, n_lines: int = 150) -> str:
-    try:
-        lines = path.read_text(errors="replace").splitlines()
-    except OSError as err:
-        return f"(no log: {err})"
-    return "\n".join(lines[-n_lines:])
-
-
-def _stop_process_group(proc: subprocess.Popen, grace_s: float = 30.0) -> None:
-    # vLLM forks an engine-core process; signalling the whole group (the server leads its own session) stops both.
-    if proc.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=grace_s)
 
 
 @contextlib.contextmanager
@@ -144,30 +110,13 @@ def start_vllm_server(
         "DO_NOT_TRACK": "1",
         **(env or {}),
     }
-    with open(log_file_path, "wb") as log_file:
-        proc = subprocess.Popen(
-            cmd, stdout=log_file, stderr=subprocess.STDOUT, env=full_env, start_new_session=True
-        )
+    # Supervised (judge.processes): the server's whole tree (API server, EngineCore) stops with it, or with pytest.
+    proc = start_process(cmd, log_path=log_file_path, env=full_env, name="vLLM server", grace_s=30.0)
     try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(
-                    f"vLLM server exited with code {proc.returncode} before answering.\n"
-                    f"command: {' '.join(cmd)}\nlog ({log_file_path}):\n{_log_tail(log_file_path)}"
-                )
-            try:
-                with urllib.request.urlopen(root_url + "/v1/models", timeout=5) as resp:
-                    if resp.status == 200:
-                        break
-            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(
-                    f"vLLM server did not answer /v1/models within {timeout_s:.0f} s.\n"
-                    f"command: {' '.join(cmd)}\nlog ({log_file_path}):\n{_log_tail(log_file_path)}"
-                )
-            time.sleep(1.0)
+        try:
+            proc.wait_ready(root_url + "/v1/models", timeout_s, interval_s=1.0)
+        except ProcessStartError as err:
+            raise RuntimeError(str(err)) from None
         yield VLLMServer(
             base_url=root_url + "/v1",
             root_url=root_url,
@@ -176,7 +125,7 @@ def start_vllm_server(
             pid=proc.pid,
         )
     finally:
-        _stop_process_group(proc)
+        proc.stop()
         # The compile cache is per server; the log stays when it lives in the scratch folder.
         shutil.rmtree(scratch / "vllm-cache", ignore_errors=True)
         if log_path is not None:

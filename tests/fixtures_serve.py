@@ -15,7 +15,10 @@ Fixtures:
                          the derived classifier view
 
 Reusable: ``start_judge_serve(model_dir, args=...)`` starts ``python -m serve.cli`` and stops it (and any engine it
-left behind) on exit.
+left behind) on exit. Every judge-serve here runs through ``judge.processes`` (supervised, with a parent-death
+signal): a pytest that dies, ``kill -9`` included, takes its servers and their engines with it.
+``marked_processes(marker)`` lists the live processes started with ``JUDGE_TEST_MARKER=<marker>`` in their
+environment (a server's whole tree inherits it), for tests that count leftovers.
 """
 
 from __future__ import annotations
@@ -25,19 +28,16 @@ import dataclasses
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Iterator, Sequence
 
 import pytest
 
-from tests.fixtures_models import free_port
+from judge.processes import ManagedProcess, free_port, group_members, http_status, start_process
 
 API_KEY = "test-key"
 MODEL_NAME = "tiny-judge"
@@ -67,7 +67,7 @@ class JudgeServer:
     Attributes:
         root_url: ``http://127.0.0.1:PORT``; base_url: the same + ``/v1`` (for the openai client).
         api_key, model: what clients send.
-        pid: judge-serve's process id.
+        pid: judge-serve's own process id (its supervisor's child).
         run_dir: its ``--log-dir`` (``run.json``, engine logs); log_path: its own output.
     """
 
@@ -90,18 +90,35 @@ class JudgeServer:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
 
 
-def _get(url: str, timeout: float = 5.0) -> int:
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
-            return resp.status
-    except urllib.error.HTTPError as err:
-        return err.code
-    except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
-        return 0
+#: The environment variable a test server's whole process tree carries (``marked_processes``).
+MARKER_ENV = "JUDGE_TEST_MARKER"
+
+
+def marked_processes(marker: str) -> list[int]:
+    """Live (not zombie) processes whose environment holds ``JUDGE_TEST_MARKER=<marker>``."""
+    needle = f"{MARKER_ENV}={marker}".encode() + b"\0"
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            if needle in Path(f"/proc/{entry}/environ").read_bytes() + b"\0":
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                if stat[stat.rfind(")") + 2] != "Z":
+                    found.append(int(entry))
+    return found
+
+
+def wait_until_gone(marker: str, timeout_s: float = 60.0) -> list[int]:
+    """Wait up to ``timeout_s`` for every process marked ``marker`` to end; returns those still alive."""
+    deadline = time.monotonic() + timeout_s
+    while (left := marked_processes(marker)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
 
 
 class _Process:
-    """A judge-serve subprocess and its teardown."""
+    """A judge-serve subprocess (supervised: see ``judge.processes``) and its teardown."""
 
     def __init__(self, model_dir: Path, args: Sequence[str], run_dir: Path, env: dict | None = None):
         self.port = free_port()
@@ -120,20 +137,29 @@ class _Process:
             "VLLM_NO_USAGE_STATS": "1",
             **(env or {}),
         }
-        with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(
-                cmd, stdout=log, stderr=subprocess.STDOUT, env=full_env, start_new_session=True, cwd=Path(__file__).parents[1]
-            )
+        self.managed: ManagedProcess = start_process(
+            cmd, log_path=self.log_path, env=full_env, cwd=Path(__file__).parents[1], name="judge-serve", grace_s=60.0
+        )
+        self.proc = self.managed.proc
         self.server = JudgeServer(
             root_url=f"http://127.0.0.1:{self.port}",
             base_url=f"http://127.0.0.1:{self.port}/v1",
             api_key=API_KEY,
             model=MODEL_NAME,
-            pid=self.proc.pid,
+            pid=self._main_pid(),
             run_dir=run_dir,
             log_path=self.log_path,
             proc=self.proc,
         )
+
+    def _main_pid(self, timeout_s: float = 30.0) -> int:
+        deadline = time.monotonic() + timeout_s
+        while (pid := self.managed.main_pid()) is None:
+            self._check_alive()
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"judge-serve's supervisor started nothing in {timeout_s:.0f} s\n{self._logs()}")
+            time.sleep(0.02)
+        return pid
 
     def wait_run_record(self, timeout_s: float = 120.0) -> dict:
         deadline = time.monotonic() + timeout_s
@@ -146,7 +172,7 @@ class _Process:
 
     def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> JudgeServer:
         deadline = time.monotonic() + timeout_s
-        while _get(self.server.root_url + "/ready") != 200:
+        while http_status(self.server.root_url + "/ready") != 200:
             self._check_alive()
             if time.monotonic() > deadline:
                 raise RuntimeError(f"judge-serve not ready within {timeout_s:.0f} s\n{self._logs()}")
@@ -154,8 +180,8 @@ class _Process:
         return self.server
 
     def _check_alive(self) -> None:
-        if self.proc.poll() is not None:
-            raise RuntimeError(f"judge-serve exited with code {self.proc.returncode}\n{self._logs()}")
+        if self.managed.exit_code() is not None:
+            raise RuntimeError(f"judge-serve exited with code {self.managed.exit_code()}\n{self._logs()}")
 
     def _logs(self) -> str:
         parts = [f"--- judge-serve log:\n{self.server.log_tail()}"]
@@ -164,41 +190,19 @@ class _Process:
                 parts.append(f"--- {engine_log.name}:\n" + "\n".join(engine_log.read_text(errors="replace").splitlines()[-60:]))
         return "\n".join(parts)
 
-    def engine_pids(self) -> list[int]:
+    def stop(self, grace_s: float = 60.0) -> None:
+        """SIGTERM judge-serve (it drains and stops its engines); SIGKILL its whole tree after ``grace_s``. Its
+        engines' own supervisors take them down with it if it dies first; waits (30 s at most) until they have."""
+        engines = self.engine_pgids()
+        self.managed.stop(grace_s)
+        deadline = time.monotonic() + 30
+        while any(group_members(pgid) for pgid in engines) and time.monotonic() < deadline:
+            time.sleep(0.2)
+
+    def engine_pgids(self) -> list[int]:
         with contextlib.suppress(OSError, json.JSONDecodeError, KeyError):
             return [e["pid"] for e in self.server.run_record()["engines"].values() if e.get("pid")]
         return []
-
-    def stop(self, grace_s: float = 60.0) -> None:
-        """SIGTERM judge-serve (it drains and stops its engines); SIGKILL whatever is left after ``grace_s``."""
-        engines = self.engine_pids()
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=grace_s)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=30)
-        # Engines lead their own process groups; judge-serve stops them, this is the safety net.
-        deadline = time.monotonic() + 30
-        for pid in engines:
-            while time.monotonic() < deadline and _alive(pid):
-                time.sleep(0.2)
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, signal.SIGKILL)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie (exited, not yet reaped by its parent) counts as gone.
-    with contextlib.suppress(OSError):
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    return True
 
 
 @contextlib.contextmanager

@@ -157,3 +157,33 @@ def test_memory_split_and_engine_commands(tmp_path):
     seq2seq = ServeConfig(model=str(root / "generator")).validate()
     (only,) = engine_specs(seq2seq, resolve_layout(root / "generator"))
     assert only.memory_share == 0.9
+
+
+@pytest.mark.parametrize(
+    ("max_restarts", "backoff_s", "backoff_max_s", "expected"),
+    [
+        (3, 2.0, 60.0, [2.0, 4.0, 8.0, None]),  # the defaults: doubling, then past the limit
+        (5, 10.0, 25.0, [10.0, 20.0, 25.0, 25.0, 25.0, None]),  # capped at backoff_max_s
+        (0, 2.0, 60.0, [None]),  # no restarts: the first death is fatal
+        (1, 0.0, 60.0, [0.0, None]),  # no wait at all
+    ],
+)
+def test_restart_delay_doubles_to_its_cap_then_gives_up(max_restarts, backoff_s, backoff_max_s, expected):
+    """The wait before restart n+1 (n restarts already in the window) is backoff_s * 2**n, capped; past
+    engine_max_restarts there is none."""
+    from serve.app import restart_delay
+
+    config = ServeConfig(
+        model="m", engine_max_restarts=max_restarts, engine_restart_backoff_s=backoff_s, engine_restart_backoff_max_s=backoff_max_s
+    ).validate()
+    assert [restart_delay(config, n) for n in range(len(expected))] == expected
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("engine_max_restarts", -1), ("engine_restart_window_s", 0), ("engine_restart_backoff_s", -1.0), ("engine_stop_grace_s", -1.0)],
+)
+def test_restart_settings_are_checked(field, value):
+    """A negative restart count, backoff or grace, or an empty window, is refused naming the field."""
+    with pytest.raises(ConfigError, match=field):
+        ServeConfig(model="m", **{field: value}).validate()

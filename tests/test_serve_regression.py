@@ -1,14 +1,12 @@
 """judge-serve over a tiny regression judge export: rationale from the generating engine, score from the pooling
-engine's head over (prompt + rationale), the LM's own verdict beside it; then the pooling engine dies.
+engine's head over (prompt + rationale), the LM's own verdict beside it.
 
-The last test kills this server's pooling engine: keep it last in the file.
+A dead engine (503 with Retry-After at once, then healed, or judge-serve's exit past the restart limit) is pinned
+in tests/test_serve_faults.py on that module's own server: judge-serve now restarts a killed engine, and killing
+this session server's pooler would leave it restarting beside the tests that follow.
 """
 
 from __future__ import annotations
-
-import os
-import signal
-import time
 
 import httpx
 import openai
@@ -88,19 +86,3 @@ def test_pooler_metrics(regression_server):
     """The pooling engine's Prometheus metrics are exposed at /metrics/pooler."""
     response = httpx.get(regression_server.root_url + "/metrics/pooler")
     assert response.status_code == 200 and "vllm:" in response.text
-
-
-def test_dead_engine_answers_503(regression_server):
-    """Killing the pooling engine turns /health, /ready and /v1/judge into 503 within seconds, never a hang."""
-    pooler = regression_server.run_record()["engines"]["pooler"]
-    os.killpg(pooler["pid"], signal.SIGKILL)
-    deadline = time.monotonic() + 30
-    while httpx.get(regression_server.root_url + "/health").status_code != 503:
-        assert time.monotonic() < deadline, "judge-serve did not notice the dead engine"
-        time.sleep(0.2)
-    assert "pooler" in httpx.get(regression_server.root_url + "/health").json()["detail"]
-    assert httpx.get(regression_server.root_url + "/ready").status_code == 503
-    started = time.monotonic()
-    response = _post(regression_server, {**ITEM, "criteria": ["Креативность"]})
-    assert response.status_code == 503 and "pooler" in response.json()["error"]["message"]
-    assert time.monotonic() - started < 10

@@ -159,7 +159,7 @@ def serve_flow(slurm_cluster, slurm_job_env, tiny_causal_dir, tmp_path_factory):
     for thread in threads:
         thread.join(timeout=120)
     serve_record = slurm_cluster.wait(serve, timeout_s=120)
-    serve_run = json.loads((root / "serve-run" / "serve_run.json").read_text())
+    serve_run = json.loads((root / "serve-run" / "run.json").read_text())
     engine_pids = [e["pid"] for e in serve_run.get("engines", {}).values() if e.get("pid")]
     print(f"\nserve job + eval array (one task killed, rerun) + merge took {eval_s:.0f} s")
     return {

@@ -1,0 +1,404 @@
+"""Starting, watching and stopping server processes (vLLM engines, judge-serve) so that none outlives its owner.
+
+    proc = start_process([sys.executable, "-m", "serve.cli", ...], log_path=run_dir / "judge-serve.log")
+    try:
+        proc.wait_ready(f"http://127.0.0.1:{port}/ready", timeout_s=600)
+        ...
+    finally:
+        proc.stop(grace_s=60)
+
+The one home for the mechanism (judge-serve's engines, the eval runner's local server, the benchmark, the demo and
+the test fixtures all call it). Each command runs under a **supervisor**: a tiny stdlib-only Python process
+(``python -I -S judge/processes.py``, this file run as a script) that leads its own session and process group and
+is a child subreaper. The command and everything it forks (vLLM's API server, its ``VLLM::EngineCore``, workers)
+stay in that group and, orphaned, are re-parented to the supervisor. The rules, all enforced by the kernel or by
+the supervisor, never by the owner's good behaviour:
+
+* **The owner dies, even by ``kill -9``**: the kernel sends the supervisor SIGTERM (``PR_SET_PDEATHSIG``, set
+  between fork and exec); it SIGTERMs the group, waits ``grace_s`` for every descendant, then SIGKILLs what is left.
+  (``PR_SET_PDEATHSIG`` alone on vLLM's API server would not do: a signal-killed API server leaves its
+  ``EngineCore``, which does not watch its parent, running.)
+* **The command dies** (OOM killer, crash, ``kill -9`` of the API server): the supervisor takes the rest of the
+  group down the same way, with a grace of at most ``ORPHAN_GRACE_S`` (5 s), and exits with the command's status (a signal death is re-raised, so the owner reads
+  ``-9`` as it would from the command itself).
+* **The owner stops it** (``stop``): SIGTERM to the supervisor, which passes it on to the group once (a second
+  SIGTERM would cut vLLM's graceful shutdown short), then SIGKILL to the whole group after ``grace_s``.
+* The supervisor itself ``kill -9``-ed: its command gets SIGTERM from the kernel (it, too, has a parent-death
+  signal), and the owner's ``stop`` SIGKILLs the group that is left.
+
+Linux only for the guarantees (``prctl``); elsewhere the same calls run without them. ``PR_SET_PDEATHSIG`` fires
+when the *thread* that forked dies: start processes from a thread that lives as long as the owner (the main thread
+or the event loop's), never from a short-lived worker thread (``asyncio.to_thread``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+__all__ = [
+    "ManagedProcess",
+    "ProcessStartError",
+    "free_port",
+    "group_members",
+    "http_status",
+    "log_tail",
+    "start_process",
+]
+
+_LINUX = sys.platform.startswith("linux")
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+#: Seconds between readiness polls.
+_POLL_S = 0.5
+#: Seconds the orphans of a command that died on its own get between SIGTERM and SIGKILL (at most grace_s).
+ORPHAN_GRACE_S = 5.0
+
+
+class ProcessStartError(RuntimeError):
+    """A process exited, or did not answer in time, while starting; the message carries its log tail."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port on ``host`` that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def _prctl(option: int, value: int) -> None:
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(option, value)
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec; survives exec
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def http_status(url: str, timeout_s: float = 5.0) -> int:
+    """The HTTP status ``GET url`` answers with now; 0 when nothing answers."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as resp:
+            return resp.status
+    except urllib.error.HTTPError as err:
+        return err.code
+    except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+        return 0
+
+
+def log_tail(path: Path | None, n_lines: int = 60) -> str:
+    """The last ``n_lines`` of a log file, or a note saying why there are none."""
+    if path is None:
+        return "(no log)"
+    try:
+        return "\n".join(Path(path).read_text(errors="replace").splitlines()[-n_lines:])
+    except OSError as err:
+        return f"(no log: {err})"
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """``/proc/PID/stat`` after the command name: [state, ppid, pgrp, ...]; None when the process is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text[text.rfind(")") + 2 :].split()
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes in process group ``pgid`` (Linux ``/proc``)."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            fields = _stat_fields(int(entry))
+            if fields and fields[0] != "Z" and int(fields[2]) == pgid:
+                members.append(int(entry))
+    return members
+
+
+def _children_of(pid: int) -> list[int]:
+    children = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            fields = _stat_fields(int(entry))
+            if fields and int(fields[1]) == pid:
+                children.append(int(entry))
+    return children
+
+
+@dataclass
+class ManagedProcess:
+    """A command started by :func:`start_process` (under its supervisor unless ``supervised`` is False).
+
+    Attributes:
+        proc: the supervisor's (or, unsupervised, the command's) ``Popen``; its pid leads the process group.
+        command: the command line that was asked for.
+        log_path: where its stdout and stderr go.
+        name: what messages call it.
+        grace_s: seconds SIGTERM gets before SIGKILL, in ``stop`` and in the supervisor.
+    """
+
+    proc: subprocess.Popen
+    command: list[str]
+    log_path: Path | None
+    name: str
+    grace_s: float
+    supervised: bool = True
+    _exit: int | None = field(default=None, repr=False)
+
+    @property
+    def pid(self) -> int:
+        """The supervisor's pid, which is also the process group id."""
+        return self.proc.pid
+
+    @property
+    def pgid(self) -> int:
+        return self.proc.pid
+
+    def main_pid(self) -> int | None:
+        """The command's own pid (the supervisor's child), or None once it has gone."""
+        if not self.supervised:
+            return None if self.exit_code() is not None else self.proc.pid
+        children = _children_of(self.proc.pid)
+        return min(children) if children else None
+
+    def exit_code(self) -> int | None:
+        """The exit status once it has exited (``-N`` for signal N), else None; does not reap, so the group id
+        stays reserved until ``stop``."""
+        if self._exit is not None:
+            return self._exit
+        if self.proc.returncode is not None:
+            self._exit = self.proc.returncode
+            return self._exit
+        try:
+            info = os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:  # reaped elsewhere
+            self._exit = self.proc.poll() if self.proc.poll() is not None else -1
+            return self._exit
+        if info is None or info.si_pid == 0:
+            return None
+        self._exit = info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+        return self._exit
+
+    def alive(self) -> bool:
+        return self.exit_code() is None
+
+    def log_tail(self, n_lines: int = 60) -> str:
+        return log_tail(self.log_path, n_lines)
+
+    def wait_ready(
+        self,
+        url: str,
+        timeout_s: float,
+        *,
+        should_stop: Callable[[], bool] = lambda: False,
+        ready: Callable[[int], bool] = lambda status: status == 200,
+        interval_s: float = _POLL_S,
+    ) -> None:
+        """Block until ``GET url`` answers a status ``ready`` accepts (default 200).
+
+        Raises:
+            ProcessStartError: the process exited, ``timeout_s`` passed, or ``should_stop()`` became true; the
+                message names the command and carries the log's tail.
+        """
+        deadline = time.monotonic() + timeout_s
+        while True:
+            code = self.exit_code()
+            if code is not None:
+                raise ProcessStartError(
+                    f"{self.name} exited with code {code} while starting.\n"
+                    f"command: {' '.join(self.command)}\nlog ({self.log_path}):\n{self.log_tail()}"
+                )
+            if ready(http_status(url)):
+                return
+            if should_stop():
+                raise ProcessStartError(f"{self.name}: start abandoned (its owner is shutting down)")
+            if time.monotonic() > deadline:
+                raise ProcessStartError(
+                    f"{self.name} did not answer {url} within {timeout_s:.0f} s.\n"
+                    f"command: {' '.join(self.command)}\nlog ({self.log_path}):\n{self.log_tail()}"
+                )
+            time.sleep(interval_s)
+
+    def stop(self, grace_s: float | None = None) -> int | None:
+        """Stop the command and everything it started: SIGTERM, ``grace_s``, then SIGKILL to the whole group; reaps.
+
+        Idempotent; safe on a process that already exited (its group's leftovers are still SIGKILLed).
+
+        Returns:
+            The exit status (``-N`` for signal N).
+        """
+        grace = self.grace_s if grace_s is None else grace_s
+        if self.proc.returncode is not None:
+            return self.proc.returncode
+        if self.alive():
+            # Supervised: one SIGTERM to the supervisor, which passes it to the group and reaps it within its own
+            # grace; unsupervised: the group at once.
+            with contextlib.suppress(ProcessLookupError):
+                if self.supervised:
+                    os.kill(self.proc.pid, signal.SIGTERM)
+                else:
+                    os.killpg(self.pgid, signal.SIGTERM)
+            deadline = time.monotonic() + grace + (5.0 if self.supervised else 0.0)
+            while self.alive() and time.monotonic() < deadline:
+                time.sleep(0.1)
+        # Still unreaped here, so the group id cannot have been reused: SIGKILL whatever is left in it.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pgid, signal.SIGKILL)
+        try:
+            return self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL is not ignorable
+            return None
+
+    def __enter__(self) -> ManagedProcess:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def start_process(
+    command: Sequence[str],
+    *,
+    log_path: str | Path | None,
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+    name: str | None = None,
+    grace_s: float = 30.0,
+    append_log: bool = False,
+    supervised: bool = True,
+) -> ManagedProcess:
+    """Start ``command`` in its own session and process group, under a supervisor; returns at once.
+
+    Args:
+        command: the command line.
+        log_path: file for its stdout and stderr (created with its folder; ``None``: discarded).
+        env: its whole environment (default: this process's).
+        cwd: its working folder.
+        name: what messages call it (default: the program's name).
+        grace_s: seconds between SIGTERM and SIGKILL when it stops, whoever stops it.
+        append_log: append to ``log_path`` instead of truncating it (a restarted engine keeps its history).
+        supervised: run under the supervisor (the default; see the module docstring). Unsupervised, only the
+            command gets the parent-death signal, and descendants that outlive it are the owner's to ``stop``.
+
+    Returns:
+        The :class:`ManagedProcess`; wait for it with ``wait_ready``, end it with ``stop``.
+    """
+    command = [str(part) for part in command]
+    full = command
+    if supervised:
+        full = [sys.executable, "-I", "-S", str(Path(__file__).resolve()), "--grace-s", str(grace_s), "--owner-pid", str(os.getpid()), "--", *command]
+    if log_path is not None:
+        log_path = Path(log_path)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        out = open(log_path, "ab" if append_log else "wb")  # noqa: SIM115 - closed below, once the child holds it
+    else:
+        out = open(os.devnull, "wb")  # noqa: SIM115
+    with out:
+        proc = subprocess.Popen(
+            full,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=dict(env) if env is not None else None,
+            cwd=cwd,
+            start_new_session=True,
+            preexec_fn=_die_with_parent if _LINUX else None,
+        )
+    return ManagedProcess(proc, command, log_path, name or Path(command[0]).name, grace_s, supervised)
+
+
+# ----------------------------------------------------------------------------------------------- the supervisor
+
+
+class _Stop(Exception):
+    pass
+
+
+def _raise_stop(signum, frame):  # noqa: ARG001 - signal handler signature
+    raise _Stop(signum)
+
+
+def _reap_until_none_left(deadline: float, statuses: dict[int, int]) -> None:
+    """Reap descendants (ours, or re-parented to us as subreaper) until none is left or ``deadline`` passes."""
+    while time.monotonic() < deadline:
+        try:
+            pid, raw = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            time.sleep(0.05)
+        else:
+            statuses[pid] = raw
+
+
+def _supervise(argv: list[str]) -> int:
+    """Run ``argv`` (``--grace-s S --owner-pid P -- command...``) as the module docstring says; returns its status."""
+    grace_s = float(argv[argv.index("--grace-s") + 1])
+    owner = int(argv[argv.index("--owner-pid") + 1])
+    command = argv[argv.index("--") + 1 :]
+    if _LINUX and os.getppid() != owner:  # the owner died before our parent-death signal was armed
+        return 1
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, _raise_stop)
+    me = os.getpid()
+    statuses: dict[int, int] = {}
+    child_pid = None
+    try:
+        try:
+            # Held until we return: a collected Popen polls (and so reaps) its child in __del__, and the wait below
+            # must be the one to reap it.
+            child = subprocess.Popen(command, preexec_fn=_die_with_parent if _LINUX else None)
+            child_pid = child.pid
+        except OSError as err:
+            print(f"supervisor: cannot start {command[0]}: {err}", file=sys.stderr, flush=True)
+            return 127
+        # Reap re-parented orphans along the way; a signal interrupts the wait through _raise_stop.
+        while child_pid not in statuses:
+            pid, raw = os.waitpid(-1, 0)
+            statuses[pid] = raw
+    except _Stop:
+        pass
+    else:
+        # The command died on its own: what is left are its orphans, with nobody to serve (vLLM's EngineCore, for
+        # one, lingers for many seconds after SIGTERM once its API server is gone). A short grace, so the owner
+        # learns of the death in seconds.
+        grace_s = min(grace_s, ORPHAN_GRACE_S)
+    # Take the group down: one SIGTERM to everyone but us, then SIGKILL after the grace.
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(me, signal.SIGTERM)
+    _reap_until_none_left(time.monotonic() + grace_s, statuses)
+    left = set(group_members(me) + _children_of(me)) - {me}
+    # The command first, so its status says it was killed (not that it exited once its children were).
+    for pid in sorted(left, key=lambda pid: pid != child_pid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    _reap_until_none_left(time.monotonic() + 10.0, statuses)
+    status = statuses.get(child_pid) if child_pid is not None else None
+    if status is None:  # pragma: no cover - the child outlived SIGKILL
+        return 128 + signal.SIGKILL
+    if os.WIFEXITED(status):
+        return os.WEXITSTATUS(status)
+    sig = os.WTERMSIG(status)
+    if sig != signal.SIGKILL:
+        signal.signal(sig, signal.SIG_DFL)
+    os.kill(me, sig)  # die of the same signal, so the owner reads -sig as it would from the command itself
+    return 128 + sig
+
+
+if __name__ == "__main__":
+    raise SystemExit(_supervise(sys.argv[1:]))
