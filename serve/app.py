@@ -496,10 +496,8 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
     @app.post("/v1/judge")
     async def judge_route(request: Request) -> Response:
         state = state_of(request)
-        for role in state.engines:
-            problem = state.engine_problem(role)
-            if problem:
-                return _error(503, problem, "service_unavailable", code="engine_unavailable", headers={"Retry-After": state.retry_after_s(state.engines)})
+        # The body is validated before the engines' health is asked: a broken request gets its 4xx naming the field
+        # even while an engine restarts (a 503 would tell the client to retry what can never succeed).
         try:
             body = decode_json_body(await request.body())
         except RequestError as err:
@@ -512,6 +510,15 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
             )  # fmt: skip
         try:
             parsed = parse_judge_request(body)
+        except RequestError as err:
+            kind = "not_found_error" if err.status == 404 else "invalid_request_error"
+            return _error(err.status, err.message, kind, err.param, err.code)
+        for role in state.engines:
+            problem = state.engine_problem(role)
+            if problem:
+                return _error(503, problem, "service_unavailable", code="engine_unavailable",
+                              headers={"Retry-After": state.retry_after_s(state.engines)})
+        try:
             assert state.judge is not None
             result = await asyncio.wait_for(state.judge.run(parsed), timeout=config.request_timeout_s)
         except RequestError as err:

@@ -112,6 +112,9 @@ def test_engine_killed_mid_request_fails_it_cleanly_then_heals(healing_server):
         refused = _post(server, {**ITEM, "criteria": ["Креативность"]}, timeout=30)
         assert refused.status_code == 503 and int(refused.headers["Retry-After"]) > 0, refused.text
         assert "restarting" in refused.json()["error"]["message"]
+        # A broken body is still the client's error while the engine is away: 400 naming the field, never 503.
+        broken = _post(server, {**ITEM, "criteria": ["Креативность"], "max_tokens": "many"}, timeout=30)
+        assert broken.status_code == 400 and broken.json()["error"]["param"] == "max_tokens", broken.text
         assert httpx.get(server.root_url + "/ready").status_code == 503
 
     process.wait_ready()
