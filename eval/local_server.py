@@ -1,7 +1,7 @@
 """A judge server for a checkpoint folder or hub id, started for the length of a ``judge-eval run``.
 
 judge-serve when it is installed (it serves seq2seq and regression judges), else vLLM's OpenAI server (seq2seq
-only); stopped, with its whole process group, when the run ends.
+only), under ``judge.processes``' supervisor: its whole process tree ends with the run.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import time
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,7 +26,6 @@ log = logging.getLogger("judge_eval.local_server")
 
 def _judge_serve_command() -> list[str] | None:
     import shutil
-    import sys
 
     beside = Path(sys.executable).parent / "judge-serve"  # the venv's own script first, then PATH
     found = str(beside) if beside.exists() else shutil.which("judge-serve")
@@ -44,14 +43,8 @@ def local_server(checkpoint: Path, config: RunConfig, out: Path) -> Iterator[tup
         ConfigError: a regression checkpoint without judge-serve (vLLM alone cannot produce its verdicts).
         RuntimeError: the server exited or did not answer within ``server_timeout_s`` (with its log tail).
     """
-    import signal
-    import socket
-    import subprocess
-    import sys
-
-    import httpx
-
     from judge.checkpoints import CheckpointNotFound, judge_kind, resolve_checkpoint
+    from judge.processes import ProcessStartError, free_port, start_process
 
     name = config.model or Path(checkpoint).name  # a hub id's name, not its snapshot's revision
     try:
@@ -68,52 +61,24 @@ def local_server(checkpoint: Path, config: RunConfig, out: Path) -> Iterator[tup
     if serve_cmd is None and kind == "regression":
         raise ConfigError(f"judge: {checkpoint} is a regression checkpoint; it needs judge-serve (generator + score "
                           "head), which is not installed")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     common = ["--model", str(checkpoint), "--served-model-name", name, "--host", "127.0.0.1", "--port", str(port)]
     if serve_cmd is not None:
         cmd, ready_path = [*serve_cmd, *common, *map(str, config.server_args)], "/ready"
     else:
         cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", *common, *map(str, config.server_args)]
         ready_path = "/v1/models"
-    log_path = out / "server.log"
     log.info("starting %s", " ".join(cmd))
-    with open(log_path, "ab") as log_file:
-        env = {**os.environ, **{str(k): str(v) for k, v in config.server_env.items()}}
-        proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True, env=env)
+    env = {**os.environ, **{str(k): str(v) for k, v in config.server_env.items()}}
+    # Under judge.processes' supervisor: the server's whole tree (vLLM forks an engine process) ends with the run,
+    # with this process if it is killed, and with the server if it dies.
+    server = start_process(cmd, log_path=out / "server.log", env=env, append_log=True, grace_s=60, name="the judge server")
     root = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + config.server_timeout_s
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"the judge server exited with code {proc.returncode}; log {log_path}:\n"
-                                   + _tail(log_path))
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(root + ready_path, timeout=5).status_code == 200:
-                    break
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the judge server did not answer {ready_path} in {config.server_timeout_s:.0f} s; "
-                                   f"log {log_path}:\n" + _tail(log_path))
-            time.sleep(1.0)
+        try:
+            server.wait_ready(root + ready_path, config.server_timeout_s, interval_s=1.0)
+        except ProcessStartError as err:
+            raise RuntimeError(str(err)) from err
         yield root + "/v1", name
     finally:
-        # The server leads its own session (vLLM forks an engine process): signal the group, then insist.
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=30)
-
-
-def _tail(path: Path, lines: int = 40) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return ""
-
-
+        server.stop()

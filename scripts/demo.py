@@ -29,12 +29,9 @@ subprocesses, importing nothing from ``train``, ``serve`` or ``eval``.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -54,6 +51,7 @@ from judge import (
     scale_of,
     split_of,
 )
+from judge.processes import ManagedProcess, ProcessStartError, free_port, start_process
 from judge.prompts import apply_chat
 
 # What real judges emit besides clean verdicts; each must come back as a counted failure, never a score.
@@ -301,18 +299,12 @@ def _script(name: str) -> str:
     return shutil.which(name, path=str(Path(sys.executable).parent)) or name
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 class _Servers:
-    """judge-serve processes for the trained judges, started on first use and stopped (process group) at exit."""
+    """judge-serve processes for the trained judges, started on first use and stopped (whole tree) at exit."""
 
     def __init__(self, out: Path, timeout_s: float):
         self.out, self.timeout_s = out, timeout_s
-        self.running: dict[str, tuple[subprocess.Popen, str]] = {}
+        self.running: dict[str, tuple[ManagedProcess, str]] = {}
 
     def __enter__(self) -> _Servers:
         return self
@@ -327,49 +319,30 @@ class _Servers:
             self.running[recipe] = self._start(recipe)
         return self.running[recipe][1]
 
-    def _start(self, recipe: str) -> tuple[subprocess.Popen, str]:
-        import httpx
-
+    def _start(self, recipe: str) -> tuple[ManagedProcess, str]:
         model = self.out / "train" / recipe / "export"
         log_dir = self.out / "serve" / recipe
-        log_dir.mkdir(parents=True, exist_ok=True)
-        port = _free_port()
+        port = free_port()
         cmd = ["judge-serve", "--model", str(model), "--port", str(port), "--api-key", DEMO_API_KEY,
                "--served-model-name", SERVED_NAME, "--log-dir", str(log_dir), "--no-access-log", *CPU_SERVE_FLAGS,
                *(SEQ2SEQ_DEMO_FLAGS if recipe == "seq2seq" else [])]
         print("$ " + " ".join(cmd) + " &", flush=True)
-        log_path = log_dir / "judge-serve.log"
-        with log_path.open("wb") as log:
-            proc = subprocess.Popen([_script(cmd[0]), *cmd[1:]], stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True, env={**os.environ, "VLLM_CACHE_ROOT": str(log_dir / "vllm-cache")})
+        # judge-serve drains in-flight requests and stops its engines on SIGTERM; 120 s before SIGKILL.
+        server = start_process([_script(cmd[0]), *cmd[1:]], log_path=log_dir / "judge-serve.log", grace_s=120,
+                               env={**os.environ, "VLLM_CACHE_ROOT": str(log_dir / "vllm-cache")})
         started = time.monotonic()
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"judge-serve exited with {proc.returncode}; its log:\n{log_path.read_text(errors='replace')[-3000:]}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"http://127.0.0.1:{port}/ready", timeout=5).status_code == 200:
-                    break
-            if time.monotonic() - started > self.timeout_s:
-                self._kill(proc)
-                raise RuntimeError(f"judge-serve not ready after {self.timeout_s:.0f} s; its log: {log_path}")
-            time.sleep(1)
+        try:
+            server.wait_ready(f"http://127.0.0.1:{port}/ready", self.timeout_s, interval_s=1.0)
+        except ProcessStartError:
+            server.stop()
+            raise
         print(f"[serve] judge-serve ({recipe} judge) ready on port {port} after {time.monotonic() - started:.0f} s", flush=True)
-        return proc, f"http://127.0.0.1:{port}/v1"
+        return server, f"http://127.0.0.1:{port}/v1"
 
     def stop(self, recipe: str) -> None:
-        proc, _ = self.running.pop(recipe, (None, None))
-        if proc is not None:
-            self._kill(proc)
-
-    @staticmethod
-    def _kill(proc: subprocess.Popen) -> None:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)  # judge-serve drains in-flight requests and stops its engines
-            try:
-                proc.wait(timeout=120)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        server, _ = self.running.pop(recipe, (None, None))
+        if server is not None:
+            server.stop()
 
 
 if __name__ == "__main__":
