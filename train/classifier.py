@@ -129,6 +129,7 @@ def train_classifier(config: ClassifierConfig, *, callbacks: tuple = ()) -> RunR
     run.record_data(report)
 
     # ---- model --------------------------------------------------------------------------------------------------
+    # Arguments before the model: under ZeRO-3 from_pretrained then partitions the weights as they load.
     args = run.training_arguments(TrainingArguments, has_eval=False, remove_unused_columns=False)
     model = AutoModelForSequenceClassification.from_pretrained(
         run.base_model, num_labels=len(labels), id2label=dict(enumerate(labels)), label2id=label2id,

@@ -97,7 +97,7 @@ def use_bf16(config: TrainConfig) -> bool:
 
 
 def training_kwargs(config: TrainConfig, launch: Launch, *, has_eval: bool) -> dict[str, Any]:
-    """Keyword arguments for ``transformers.TrainingArguments`` / ``trl.SFTConfig`` shared by both recipes.
+    """Keyword arguments for ``transformers.TrainingArguments`` / ``trl.SFTConfig`` shared by every recipe.
 
     Best-checkpoint tracking (``metric_for_best_model="eval_loss"``) is on whenever there is a validation set:
     checkpoint rotation (``save_total_limit``) then never deletes the best checkpoint.

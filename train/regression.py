@@ -102,6 +102,7 @@ def main(config: RegressionConfig, *, callbacks: tuple = ()) -> RunResult:
     run.record_data({**data_report.to_dict(), "n_train": len(train_rows), "n_eval": len(eval_rows)})
 
     # ---- model --------------------------------------------------------------------------------------------------
+    # Arguments before the model: under ZeRO-3 from_pretrained then partitions the weights as they load.
     args = run.training_arguments(
         TrainingArguments,
         has_eval=eval_dataset is not None,
