@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from eval import item_table, metrics
+from eval import bootstrap, item_table
 from eval.report import SPLIT_TITLES, fmt
 
 __all__ = ["compare", "load_run", "render_markdown", "headline"]
@@ -65,7 +65,7 @@ def _paired(base: dict, other: dict, index_a: np.ndarray, index_b: np.ndarray, m
     else:
         xa, ya = ta.judge[index_a], base["extra"]["reference"][index_a]
         xb, yb = tb.judge[index_b], other["extra"]["reference"][index_b]
-    out = metrics.paired_bootstrap(xa, ya, xb, yb, _STAT[metric], n_boot, metrics.cell_rng(seed, key))
+    out = bootstrap.paired_bootstrap(xa, ya, xb, yb, _STAT[metric], n_boot, bootstrap.cell_rng(seed, key))
     out["verdict"] = _verdict(out["delta"], out["p_value"], metric, alpha)
     return out
 
@@ -76,13 +76,13 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
     Args:
         folders: two or more folders written by ``judge-eval score``.
         n_boot: paired bootstrap resamples.
-        seed: bootstrap seed (per cell, see ``metrics.cell_rng``).
+        seed: bootstrap seed (per cell, see ``bootstrap.cell_rng``).
         alpha: significance level of the better/worse calls.
 
     Returns:
         ``{"baseline", "runs", "alpha", "n_boot", "comparisons": [{"run", "splits": {split: {"overall": {metric:
         paired}, "by_model" | "by_task_type" | "by_criterion": {label: {metric: paired}}}}}]}`` where ``paired`` is
-        ``metrics.paired_bootstrap``'s dict plus ``verdict``; and ``"metrics"``: each run's own metrics.json.
+        ``bootstrap.paired_bootstrap``'s dict plus ``verdict``; and ``"metrics"``: each run's own metrics.json.
 
     Raises:
         ValueError: fewer than two runs, or runs whose shared items carry different expert scores (scored on

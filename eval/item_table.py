@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from eval import metrics
+from eval import bootstrap, metrics
 from eval.predictions import REQUEST_FAILED
 from judge.wire import ScoreSource
 
@@ -463,7 +463,7 @@ def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, co
     judge_scores = table.judge[index]
     scored = ok & np.isfinite(reference)
     x, y = judge_scores[scored], reference[scored]
-    rng = metrics.cell_rng(seed, key)
+    rng = bootstrap.cell_rng(seed, key)
     out: dict[str, Any] = {
         "n": n,
         "n_missing": int((~present).sum()),
@@ -474,7 +474,7 @@ def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, co
         "n_no_unique_mode": int((present & derived.has_experts[index] & ~derived.unique_mode[index]).sum()),
         "n_scored": int(scored.sum()),
     }
-    stats = metrics.describe_pairs(x, y, n_boot, rng, ci_level, correlations=correlations)
+    stats = bootstrap.describe_pairs(x, y, n_boot, rng, ci_level, correlations=correlations)
     stats.pop("n")
     out.update(stats)
     flags = table.in_scale[index]
@@ -484,7 +484,7 @@ def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, co
     out["n_scored_in_scale"] = int(inside.sum())
     names = ("mae", "spearman") if correlations else ("mae",)
     if out["n_scored_in_scale"] < len(inside):
-        within = metrics.describe_pairs(x[inside], y[inside], n_boot, metrics.cell_rng(seed, key + "/in_scale"),
+        within = bootstrap.describe_pairs(x[inside], y[inside], n_boot, bootstrap.cell_rng(seed, key + "/in_scale"),
                                         ci_level, correlations=correlations)
     else:  # nothing to leave out: the in-scale figures are the headline ones (no second bootstrap)
         within = stats
@@ -527,7 +527,7 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
         table: the judged items.
         target: ``mode``, ``mean`` or ``auto`` (see ``choose_target``).
         n_boot: bootstrap resamples per interval (0 disables intervals).
-        seed: seed of the Verdict Confidence draws and of every bootstrap (per cell, see ``metrics.cell_rng``).
+        seed: seed of the Verdict Confidence draws and of every bootstrap (per cell, see ``bootstrap.cell_rng``).
         vc_repeats: random expert replacements averaged in the judge's Verdict Confidence.
         ci_level: coverage of the percentile bootstrap intervals.
         derived: ``derive(table, target, vc_repeats, seed)`` when the caller already has it.

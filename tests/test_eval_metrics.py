@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from eval import item_table, metrics
+from eval import bootstrap, item_table, metrics
 
 NAN = float("nan")
 
@@ -192,15 +192,15 @@ def test_confusion_matrix_rounds_judge_scores_half_up():
 
 def test_bootstrap_interval_of_a_constant_error_is_that_error():
     """Every item off by exactly 1: every resample's MAE is 1."""
-    ci = metrics.bootstrap_ci(np.zeros(50), np.ones(50), "mae", n_boot=200)
+    ci = bootstrap.bootstrap_ci(np.zeros(50), np.ones(50), "mae", n_boot=200)
     assert ci == pytest.approx([1.0, 1.0])
 
 
 def test_bootstrap_interval_is_seeded_and_brackets_the_estimate():
     rng = np.random.default_rng(0)
     x, y = rng.integers(0, 3, 300).astype(float), rng.integers(0, 3, 300).astype(float)
-    a = metrics.describe_pairs(x, y, n_boot=500, rng=metrics.cell_rng(0, "cell"))
-    b = metrics.describe_pairs(x, y, n_boot=500, rng=metrics.cell_rng(0, "cell"))
+    a = bootstrap.describe_pairs(x, y, n_boot=500, rng=bootstrap.cell_rng(0, "cell"))
+    b = bootstrap.describe_pairs(x, y, n_boot=500, rng=bootstrap.cell_rng(0, "cell"))
     assert a == b
     assert a["mae_ci"][0] < a["mae"] < a["mae_ci"][1]
     assert a["spearman_ci"][0] < a["spearman"] < a["spearman_ci"][1]
@@ -216,8 +216,8 @@ def test_real_valued_scores_give_the_same_interval_by_either_resampling_path():
     rng = np.random.default_rng(3)
     y = rng.integers(0, 3, 4000).astype(float)
     x = y + rng.normal(0, 0.5, 4000)
-    direct = metrics.describe_pairs(x, y, n_boot=2000, rng=np.random.default_rng(0), correlations=False)
-    weighted = metrics.describe_pairs(x, y, n_boot=2000, rng=np.random.default_rng(1), correlations=True)
+    direct = bootstrap.describe_pairs(x, y, n_boot=2000, rng=np.random.default_rng(0), correlations=False)
+    weighted = bootstrap.describe_pairs(x, y, n_boot=2000, rng=np.random.default_rng(1), correlations=True)
     assert direct["mae"] == weighted["mae"]
     assert direct["mae_ci"] == pytest.approx(weighted["mae_ci"], abs=0.004)
     assert direct["mae_ci"][0] < direct["mae"] < direct["mae_ci"][1]
@@ -227,9 +227,9 @@ def test_paired_bootstrap_identical_judges_and_a_uniformly_better_one():
     """Identical judges: delta 0, p = 1. A judge right on every item where the other is off by 1: delta = -1
     exactly in every resample, so p = 0 and the interval is [-1, -1]."""
     y = np.array([0, 1, 2, 1, 0, 2, 1, 1.0])
-    same = metrics.paired_bootstrap(y + 1, y, y + 1, y, "mae", n_boot=300)
+    same = bootstrap.paired_bootstrap(y + 1, y, y + 1, y, "mae", n_boot=300)
     assert same["delta"] == 0 and same["p_value"] == 1.0 and same["n"] == 8
-    better = metrics.paired_bootstrap(y + 1, y, y, y, "mae", n_boot=300)
+    better = bootstrap.paired_bootstrap(y + 1, y, y, y, "mae", n_boot=300)
     assert better["a"] == 1 and better["b"] == 0 and better["delta"] == -1
     assert better["ci"] == [-1.0, -1.0] and better["p_value"] == 0.0
 
@@ -239,7 +239,7 @@ def test_paired_bootstrap_uses_only_items_both_judges_scored():
     y = np.array([0, 1, 2, 1, 0.0])
     a = np.array([NAN, 1, 2, 2, 0])
     b = np.array([0, NAN, 1, 1, 0])
-    result = metrics.paired_bootstrap(a, y, b, y, "mae", n_boot=100)
+    result = bootstrap.paired_bootstrap(a, y, b, y, "mae", n_boot=100)
     # Items 2-4: A errs 0, 1, 0 -> 1/3; B errs 1, 0, 0 -> 1/3.
     assert result["n"] == 3 and result["a"] == pytest.approx(1 / 3) and result["b"] == pytest.approx(1 / 3)
 

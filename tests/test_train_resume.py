@@ -12,7 +12,7 @@ import torch
 
 from tests.fixtures_train import TINY_REGRESSION
 from train.config import ConfigError, load_config
-from train.trainer_setup import latest_checkpoint
+from train.recipe_steps import latest_checkpoint
 
 pytestmark = pytest.mark.slow
 

@@ -17,14 +17,13 @@ The export (``<output_dir>/export``) is a ``*ForSequenceClassification`` folder 
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from train.config import ClassifierConfig, config_to_dict
+from train.config import ClassifierConfig
 from train.provenance import RunResult
 
 __all__ = ["main", "train_classifier", "classifier_rows", "ClassifierCollator"]
@@ -104,79 +103,56 @@ def train_classifier(config: ClassifierConfig, *, callbacks: tuple = ()) -> RunR
     Returns:
         A ``RunResult``; the export is ``<output_dir>/export`` (``export_report`` holds the reload check).
     """
-    import torch
-    import transformers
     from datasets import Dataset
     from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments
 
     from judge import load_taxonomy
     from judge.task_classifier import label_of
-    from train import preemption, provenance, trainer_setup
+    from train import provenance, recipe_steps
 
     # ---- config -------------------------------------------------------------------------------------------------
-    trainer_setup.setup_logging()
-    launch = trainer_setup.launch_arithmetic(config)
-    resume_from = trainer_setup.check_output_dir(config)
-    logger.info("task classifier: %s -> %s; %s", config.model_name_or_path, config.output_dir, launch.describe())
-    if "wandb" in config.report_to:
-        os.environ.setdefault("WANDB_DIR", config.output_dir)
-    transformers.set_seed(config.seed)
+    run = recipe_steps.prepare(config, "task classifier")
 
     # ---- data ---------------------------------------------------------------------------------------------------
     labels = [label_of(task) for task in load_taxonomy().tasks]  # all leaves, taxonomy order
     label2id = {lab: i for i, lab in enumerate(labels)}
-    base_model = trainer_setup.resolve_base_model(config)
-    tokenizer = trainer_setup.load_tokenizer(base_model)
     pairs, report = classifier_rows(config)
     examples, too_long = [], 0
     for pair in pairs:
-        ids = tokenizer(pair["instruction"], add_special_tokens=False)["input_ids"]
+        ids = run.tokenizer(pair["instruction"], add_special_tokens=False)["input_ids"]
         if len(ids) > config.max_length:
             too_long += 1  # dropped and counted, as the judge recipes do
             continue
         examples.append({"input_ids": ids, "labels": label2id[pair["label"]]})
     report["dropped_too_long"] = too_long
     train_dataset = Dataset.from_list(examples)
-    if trainer_setup.is_main_process():
-        provenance.write_run_json(config.output_dir, config=config_to_dict(config),
-                                  launch={**launch.__dict__, "base_model": base_model})  # fmt: skip
-        provenance.update_run_json(config.output_dir, data=report)
+    run.record_data(report)
 
     # ---- model --------------------------------------------------------------------------------------------------
-    args = TrainingArguments(**trainer_setup.training_kwargs(config, launch, has_eval=False), remove_unused_columns=False)
-    trainer_setup.init_distributed(args)
-    dtype = torch.bfloat16 if args.bf16 else torch.float32
+    # Arguments before the model: under ZeRO-3 from_pretrained then partitions the weights as they load.
+    args = run.training_arguments(TrainingArguments, has_eval=False, remove_unused_columns=False)
     model = AutoModelForSequenceClassification.from_pretrained(
-        base_model, num_labels=len(labels), id2label=dict(enumerate(labels)), label2id=label2id,
-        problem_type="single_label_classification", dtype=dtype, attn_implementation=config.attn_implementation,
+        run.base_model, num_labels=len(labels), id2label=dict(enumerate(labels)), label2id=label2id,
+        problem_type="single_label_classification", dtype=run.dtype, attn_implementation=config.attn_implementation,
     )  # fmt: skip
-    model.config.pad_token_id = tokenizer.pad_token_id  # the head reads the last non-pad token
+    model.config.pad_token_id = run.tokenizer.pad_token_id  # the head reads the last non-pad token
 
     # ---- trainer ------------------------------------------------------------------------------------------------
-    stopper = preemption.SaveAndStopOnSignal()
-    trainer = Trainer(model=model, args=args, train_dataset=train_dataset, processing_class=tokenizer,
-                      data_collator=ClassifierCollator(tokenizer.pad_token_id), callbacks=[stopper, *callbacks])  # fmt: skip
+    trainer = Trainer(model=model, args=args, train_dataset=train_dataset, processing_class=run.tokenizer,
+                      data_collator=ClassifierCollator(run.tokenizer.pad_token_id), callbacks=[run.stopper, *callbacks])  # fmt: skip
 
     # ---- train --------------------------------------------------------------------------------------------------
-    stopper.install()
-    try:
-        trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
-    finally:
-        stopper.uninstall()
-    result = RunResult(output_dir=config.output_dir, export_dir=None, global_step=trainer.state.global_step,
-                       final_learning_rate=float(trainer.lr_scheduler.get_last_lr()[0]),
-                       log_history=list(trainer.state.log_history), stopped_by_signal=stopper.received)  # fmt: skip
-    if stopper.stopped_at_step is not None:
-        preemption.requeue_slurm_job(stopper)
+    result = run.train(trainer)
+    if run.stopped:
         return result
 
     # ---- save ---------------------------------------------------------------------------------------------------
     export_dir = Path(config.output_dir) / "export"
     trainer.save_model(str(export_dir))  # gathers ZeRO-3 shards
     if trainer.is_world_process_zero():
-        tokenizer.save_pretrained(export_dir)
+        run.tokenizer.save_pretrained(export_dir)
         probe = sorted((p["instruction"] for p in pairs), key=len)[:2]
-        result.export_report = _check_export(export_dir, trainer.model, tokenizer, probe, dtype)
+        result.export_report = _check_export(export_dir, trainer.model, run.tokenizer, probe, run.dtype)
         result.export_dir = str(export_dir)
         provenance.record_result(config.output_dir, result)
     logger.info("task classifier exported to %s (%d leaf labels)", export_dir, len(labels))
@@ -185,19 +161,6 @@ def train_classifier(config: ClassifierConfig, *, callbacks: tuple = ()) -> RunR
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``judge-train classifier``: ``judge-train run`` with the classifier recipe."""
-    from judge import LeakageError
-    from train.cli import build_run_parser
-    from train.config import ConfigError, config_from_args
+    from train.cli import run
 
-    args = build_run_parser(prog="judge-train classifier").parse_args(list(sys.argv[1:] if argv is None else argv))
-    try:
-        config = config_from_args(args, recipe="classifier")
-        result = train_classifier(config)
-    except (ConfigError, LeakageError) as err:
-        print(f"judge-train classifier: error: {err}", file=sys.stderr)
-        return 2
-    if result.export_dir:
-        print(f"judge-train: exported task classifier to {result.export_dir}")
-    else:
-        print(f"judge-train: stopped at step {result.global_step}; continue with --resume")
-    return 0
+    return run(list(sys.argv[1:] if argv is None else argv), prog="judge-train classifier", recipe="classifier")

@@ -16,11 +16,11 @@ from it and derives gradient accumulation so that the global batch stays ``globa
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import importlib
 import sys
 from collections.abc import Sequence
 
-__all__ = ["main", "build_run_parser", "SUBCOMMANDS"]
+__all__ = ["main", "run", "build_run_parser", "SUBCOMMANDS", "RECIPE_ENTRIES"]
 
 #: Subcommand -> (module with ``main(argv) -> int``, one-line help). Dispatched lazily: heavy imports happen only
 #: in the subcommand that runs.
@@ -28,20 +28,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "run": ("train.cli", "train a judge from a config (the default: `judge-train --config ...`)"),
     "classifier": ("train.classifier", "train the criteria: auto task classifier (a head over the leaf tasks)"),
     "build-data": ("train.build_data", "turn POLLUX-format records into training rows and report what was dropped"),
-    # ---- subcommands owned by other parts of the toolkit ---------------------------------------------------------
-    # Listed only once their module is installed (nothing is declared that does not work yet).
     "submit": ("train.slurm_submit", "render and submit slurm/train.sbatch for N nodes x G GPUs (--dry-run prints it)"),
     "data": ("train.synthetic.cli", "build synthetic judge-training data, one resumable stage at a time"),
     "card": ("train.model_card", "(re)write an export's model card README.md, with evaluation figures (--run)"),
 }
-
-
-def _available(name: str) -> bool:
-    module = SUBCOMMANDS[name][0]
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:
-        return False
 
 
 def build_run_parser(prog: str = "judge-train run") -> argparse.ArgumentParser:
@@ -59,34 +49,41 @@ def build_run_parser(prog: str = "judge-train run") -> argparse.ArgumentParser:
     return parser
 
 
-def run(argv: Sequence[str]) -> int:
-    """``judge-train run``: resolve the config and run its recipe."""
+#: Recipe -> (module, its ``fn(config) -> RunResult``, what it trains). Imported only for the recipe that runs.
+RECIPE_ENTRIES: dict[str, tuple[str, str, str]] = {
+    "seq2seq": ("train.seq2seq", "main", "seq2seq judge"),
+    "regression": ("train.regression", "main", "regression judge"),
+    "classifier": ("train.classifier", "train_classifier", "task classifier"),
+}
+
+
+def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | None = None) -> int:
+    """``judge-train run`` (and ``judge-train classifier``): resolve the config, run its recipe, say what came out.
+
+    Args:
+        argv: the command's arguments.
+        prog: the command's name in usage and error messages.
+        recipe: force this recipe (``judge-train classifier``); default: the one the config names.
+
+    Returns:
+        The exit status: 0, or 2 for a config error or held-out data in the training set (the message says which).
+    """
+    from judge import LeakageError
     from train.config import ConfigError, config_from_args
 
-    args = build_run_parser().parse_args(list(argv))
-    if args.config is None and args.recipe is None:
-        print("judge-train run: error: give --config FILE (or --recipe with every field as a flag)", file=sys.stderr)
+    args = build_run_parser(prog=prog).parse_args(list(argv))
+    if args.config is None and args.recipe is None and recipe is None:
+        print(f"{prog}: error: give --config FILE (or --recipe with every field as a flag)", file=sys.stderr)
         return 2
     try:
-        config = config_from_args(args)
-    except ConfigError as err:
-        print(f"judge-train run: error: {err}", file=sys.stderr)
-        return 2
-    if config.recipe == "seq2seq":
-        from train.seq2seq import main as recipe_main
-    elif config.recipe == "classifier":
-        from train.classifier import train_classifier as recipe_main
-    else:
-        from train.regression import main as recipe_main
-    from judge import LeakageError
-
-    try:
-        result = recipe_main(config)
+        config = config_from_args(args, recipe=recipe)
+        module, function, what = RECIPE_ENTRIES[config.recipe]
+        result = getattr(importlib.import_module(module), function)(config)
     except (ConfigError, LeakageError) as err:
-        print(f"judge-train run: error: {err}", file=sys.stderr)
+        print(f"{prog}: error: {err}", file=sys.stderr)
         return 2
     if result.export_dir:
-        print(f"judge-train: exported {config.recipe} judge to {result.export_dir}")
+        print(f"judge-train: exported {what} to {result.export_dir}")
     else:
         print(f"judge-train: stopped at step {result.global_step}; continue with --resume")
     return 0
@@ -96,8 +93,7 @@ def _usage() -> str:
     lines = ["usage: judge-train [run] --config FILE [--<field> VALUE ...]", "       judge-train <command> [...]", "",
              "commands:"]  # fmt: skip
     for name, (_, help_text) in SUBCOMMANDS.items():
-        if _available(name):
-            lines.append(f"  {name:<11} {help_text}")
+        lines.append(f"  {name:<11} {help_text}")
     lines += ["", "`judge-train <command> --help` describes a command; `judge-train run --help` lists every config field."]
     return "\n".join(lines)
 
@@ -118,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = argv[0]
     if command.startswith("-"):  # `judge-train --config ...` is `judge-train run --config ...`
         return run(argv)
-    if command not in SUBCOMMANDS or not _available(command):
+    if command not in SUBCOMMANDS:
         print(f"judge-train: unknown command {command!r}\n\n{_usage()}", file=sys.stderr)
         return 2
     if command == "run":

@@ -12,21 +12,19 @@ hidden state of the last token of that text. The loss is
 
     lm_loss_weight * cross-entropy(rationale tokens, end-of-turn included) + score_loss_weight * MSE(score, label)
 
-with the label the mean over experts (``criteria_score``) or the teacher's score. Plain ``transformers.Trainer``
-trains it; the export (``train/export.py``) is a ``Qwen2ForSequenceClassification`` folder for vLLM's pooling
+with the label the mean over experts (``criteria_score``) or the teacher's score; ``train.joint_loss.JointLossTrainer``
+(``transformers.Trainer`` with that loss) trains it. The export (``train/export.py``) is a ``Qwen2ForSequenceClassification`` folder for vLLM's pooling
 runner plus ``generator/``, the same weights as a causal LM.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from train.config import RegressionConfig, config_to_dict
+from train.config import RegressionConfig
 from train.provenance import RunResult
 
 __all__ = ["main", "tokenize_rows", "RegressionCollator"]
@@ -76,42 +74,6 @@ class RegressionCollator:
         return {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels, "score_labels": score_labels}
 
 
-def _joint_loss_trainer_class():
-    from transformers import Trainer
-
-    class JointLossTrainer(Trainer):
-        """``Trainer`` whose loss is ``lm_weight * CE + score_weight * MSE``; both parts are logged."""
-
-        loss_is_scaled_for_ga = False  # per-batch means: the Trainer divides by the accumulation steps
-
-        def __init__(self, *args, lm_loss_weight: float, score_loss_weight: float, **kwargs):
-            super().__init__(*args, **kwargs)
-            self.lm_loss_weight = lm_loss_weight
-            self.score_loss_weight = score_loss_weight
-            self._parts: dict[str, list[float]] = defaultdict(list)
-
-        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-            import torch.nn.functional as F
-
-            score_labels = inputs.pop("score_labels")
-            outputs = model(**inputs)
-            score_loss = F.mse_loss(outputs.scores.float(), score_labels.to(outputs.scores.device).float())
-            loss = self.lm_loss_weight * outputs.loss + self.score_loss_weight * score_loss
-            if model.training:
-                self._parts["lm_loss"].append(outputs.loss.detach().float().item())
-                self._parts["score_loss"].append(score_loss.detach().item())
-            return (loss, outputs) if return_outputs else loss
-
-        def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
-            if "loss" in logs and self._parts:
-                for name, values in self._parts.items():
-                    logs[name] = round(sum(values) / len(values), 6)
-                self._parts.clear()
-            super().log(logs, start_time)
-
-    return JointLossTrainer
-
-
 def main(config: RegressionConfig, *, callbacks: tuple = ()) -> RunResult:
     """Train and export a regression judge.
 
@@ -122,52 +84,35 @@ def main(config: RegressionConfig, *, callbacks: tuple = ()) -> RunResult:
     Returns:
         A ``RunResult``; the export is in ``<output_dir>/export`` (see ``train/export.py`` for the layout).
     """
-    import torch
-    import transformers
     from datasets import Dataset
     from transformers import TrainingArguments
 
-    from train import build_data, preemption, provenance, trainer_setup
+    from train import build_data, recipe_steps
+    from train.joint_loss import JointLossTrainer
     from train.score_head import Qwen2ForRationaleAndScore
 
     # ---- config -------------------------------------------------------------------------------------------------
-    trainer_setup.setup_logging()
-    launch = trainer_setup.launch_arithmetic(config)
-    resume_from = trainer_setup.check_output_dir(config)
-    logger.info("regression judge: %s -> %s; %s", config.model_name_or_path, config.output_dir, launch.describe())
+    run = recipe_steps.prepare(config, "regression judge")
     logger.info("loss = %g x rationale cross-entropy + %g x score MSE", config.lm_loss_weight, config.score_loss_weight)
-    if "wandb" in config.report_to:
-        os.environ.setdefault("WANDB_DIR", config.output_dir)
-    transformers.set_seed(config.seed)
 
     # ---- data ---------------------------------------------------------------------------------------------------
-    base_model = trainer_setup.resolve_base_model(config)
-    tokenizer = trainer_setup.load_tokenizer(base_model)
-    train_rows, eval_rows, data_report = build_data.rows_for_config(config, tokenizer)
-    train_dataset = Dataset.from_list(tokenize_rows(train_rows, tokenizer))
-    eval_dataset = Dataset.from_list(tokenize_rows(eval_rows, tokenizer)) if eval_rows else None
-    if trainer_setup.is_main_process():
-        provenance.write_run_json(
-            config.output_dir,
-            config=config_to_dict(config),
-            launch={**launch.__dict__, "base_model": base_model, "resume_from": str(resume_from) if resume_from else None},
-        )
-        provenance.update_run_json(config.output_dir, data={**data_report.to_dict(), "n_train": len(train_rows),
-                                                            "n_eval": len(eval_rows)})  # fmt: skip
+    train_rows, eval_rows, data_report = build_data.rows_for_config(config, run.tokenizer)
+    train_dataset = Dataset.from_list(tokenize_rows(train_rows, run.tokenizer))
+    eval_dataset = Dataset.from_list(tokenize_rows(eval_rows, run.tokenizer)) if eval_rows else None
+    run.record_data({**data_report.to_dict(), "n_train": len(train_rows), "n_eval": len(eval_rows)})
 
     # ---- model --------------------------------------------------------------------------------------------------
-    # Arguments first: under ZeRO-3 from_pretrained then partitions the weights as they load (zero.Init).
-    args = TrainingArguments(
-        **trainer_setup.training_kwargs(config, launch, has_eval=eval_dataset is not None),
+    # Arguments before the model: under ZeRO-3 from_pretrained then partitions the weights as they load.
+    args = run.training_arguments(
+        TrainingArguments,
+        has_eval=eval_dataset is not None,
         remove_unused_columns=False,  # score_labels is not a forward() argument; the collator builds the batch
         prediction_loss_only=True,
     )
-    trainer_setup.init_distributed(args)  # zero.Init below must see the real world size
-    dtype = torch.bfloat16 if args.bf16 else torch.float32
     # The score head is missing from a causal checkpoint and starts from the model's initializer (seeded above).
-    model = Qwen2ForRationaleAndScore.from_pretrained(base_model, dtype=dtype, attn_implementation=config.attn_implementation)
-    model.config.pad_token_id = tokenizer.pad_token_id
-    peft_config = trainer_setup.lora_config(config, modules_to_save=["score"])
+    model = Qwen2ForRationaleAndScore.from_pretrained(run.base_model, dtype=run.dtype, attn_implementation=config.attn_implementation)
+    model.config.pad_token_id = run.tokenizer.pad_token_id
+    peft_config = recipe_steps.lora_config(config, modules_to_save=["score"])
     if peft_config is not None:
         from peft import get_peft_model
 
@@ -175,24 +120,24 @@ def main(config: RegressionConfig, *, callbacks: tuple = ()) -> RunResult:
         model.print_trainable_parameters()
 
     # ---- trainer ------------------------------------------------------------------------------------------------
-    stopper = preemption.SaveAndStopOnSignal()
-    trainer = _joint_loss_trainer_class()(
+    trainer = JointLossTrainer(
         model=model,
         args=args,
         train_dataset=train_dataset,
         eval_dataset=eval_dataset,
-        data_collator=RegressionCollator(tokenizer.pad_token_id),
-        processing_class=tokenizer,
-        callbacks=[stopper, *callbacks],
+        data_collator=RegressionCollator(run.tokenizer.pad_token_id),
+        processing_class=run.tokenizer,
+        callbacks=[run.stopper, *callbacks],
         lm_loss_weight=config.lm_loss_weight,
         score_loss_weight=config.score_loss_weight,
     )
 
     # ---- train --------------------------------------------------------------------------------------------------
-    result = trainer_setup.train_and_export(
-        trainer, config, stopper=stopper, resume_from=resume_from, mode="regression", model_cls=Qwen2ForRationaleAndScore,
-        tokenizer=tokenizer, train_rows=train_rows, base_model=base_model, dtype=dtype,
-    )
-    if result.export_dir is not None:
-        logger.info("regression judge exported to %s (pooling) and %s (generator)", result.export_dir, Path(result.export_dir) / "generator")
+    result = run.train(trainer)
+    if run.stopped:
+        return result
+
+    # ---- save ---------------------------------------------------------------------------------------------------
+    run.export_judge(trainer, result, mode="regression", model_cls=Qwen2ForRationaleAndScore, train_rows=train_rows)
+    logger.info("regression judge exported to %s (pooling) and %s (generator)", result.export_dir, Path(result.export_dir) / "generator")
     return result

@@ -3,8 +3,8 @@
 One backbone, two heads. The LM head writes ``[FEEDBACK] rationale [END]``; the ``score`` head (hidden size -> 1,
 no bias, exactly ``Qwen2ForSequenceClassification.score``) reads the final hidden state at the last token of
 ``judge.apply_chat(tokenizer, prompt, "[FEEDBACK] rationale [END]")`` — the last non-padding position, as
-transformers' sequence classifier and vLLM's last-token pooler pick it. The joint loss lives in the recipe
-(``train/regression.py``); ``forward`` returns the cross-entropy of the rationale and the head's scores.
+transformers' sequence classifier and vLLM's last-token pooler pick it. ``forward`` returns the cross-entropy of
+the rationale and the head's scores; ``train.joint_loss.JointLossTrainer`` combines them into the training loss.
 
 T-lite-it-1.0 and T-pro-it-1.0 are Qwen2.5 models, hence a Qwen2 subclass: ``from_pretrained`` on a causal
 checkpoint loads the backbone and LM head and initialises ``score`` (under ZeRO-3 inside ``zero.Init``), gradient
@@ -60,7 +60,7 @@ def last_token_index(input_ids: torch.Tensor, attention_mask: torch.Tensor | Non
 class Qwen2ForRationaleAndScore(Qwen2ForCausalLM):
     """``Qwen2ForCausalLM`` plus ``score = Linear(hidden_size, 1, bias=False)`` on the last token."""
 
-    # The recipe combines the two losses as per-batch means; the Trainer then divides by accumulation steps.
+    # JointLossTrainer combines the two losses as per-batch means; the Trainer then divides by accumulation steps.
     accepts_loss_kwargs = False
 
     def __init__(self, config):

@@ -15,10 +15,9 @@ through the base model's own chat template, exactly as ``judge.apply_chat`` rend
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any
 
-from train.config import Seq2SeqConfig, config_to_dict
+from train.config import Seq2SeqConfig
 from train.provenance import RunResult
 
 __all__ = ["main", "sft_dataset"]
@@ -57,69 +56,50 @@ def main(config: Seq2SeqConfig, *, callbacks: tuple = ()) -> RunResult:
     Returns:
         A ``RunResult``; the export is in ``<output_dir>/export``.
     """
-    import torch
-    import transformers
     from transformers import AutoModelForCausalLM
     from trl import SFTConfig, SFTTrainer
 
-    from train import build_data, preemption, provenance, trainer_setup
+    from train import build_data, recipe_steps
 
     # ---- config -------------------------------------------------------------------------------------------------
-    trainer_setup.setup_logging()
-    launch = trainer_setup.launch_arithmetic(config)
-    resume_from = trainer_setup.check_output_dir(config)
-    logger.info("seq2seq judge: %s -> %s; %s", config.model_name_or_path, config.output_dir, launch.describe())
-    if "wandb" in config.report_to:
-        os.environ.setdefault("WANDB_DIR", config.output_dir)
-    transformers.set_seed(config.seed)
+    run = recipe_steps.prepare(config, "seq2seq judge")
 
     # ---- data ---------------------------------------------------------------------------------------------------
-    base_model = trainer_setup.resolve_base_model(config)
-    tokenizer = trainer_setup.load_tokenizer(base_model)
-    train_rows, eval_rows, data_report = build_data.rows_for_config(config, tokenizer)
+    train_rows, eval_rows, data_report = build_data.rows_for_config(config, run.tokenizer)
     train_dataset = sft_dataset(train_rows)
     eval_dataset = sft_dataset(eval_rows) if eval_rows else None
-    if trainer_setup.is_main_process():
-        provenance.write_run_json(
-            config.output_dir,
-            config=config_to_dict(config),
-            launch={**launch.__dict__, "base_model": base_model, "resume_from": str(resume_from) if resume_from else None},
-        )
-        provenance.update_run_json(config.output_dir, data={**data_report.to_dict(), "n_train": len(train_rows),
-                                                            "n_eval": len(eval_rows)})  # fmt: skip
+    run.record_data({**data_report.to_dict(), "n_train": len(train_rows), "n_eval": len(eval_rows)})
 
     # ---- model --------------------------------------------------------------------------------------------------
-    # The trainer arguments exist before the model is loaded: under ZeRO-3 from_pretrained then partitions the
-    # weights as they load (zero.Init) instead of materialising the whole model on every rank.
-    args = SFTConfig(
-        **trainer_setup.training_kwargs(config, launch, has_eval=eval_dataset is not None),
+    # Arguments before the model: under ZeRO-3 from_pretrained then partitions the weights as they load.
+    args = run.training_arguments(
+        SFTConfig,
+        has_eval=eval_dataset is not None,
         max_length=config.max_length,
         completion_only_loss=True,
         packing=config.packing,
         packing_strategy="bfd",
         prediction_loss_only=True,
     )
-    trainer_setup.init_distributed(args)  # zero.Init below must see the real world size
-    dtype = torch.bfloat16 if args.bf16 else torch.float32
-    model = AutoModelForCausalLM.from_pretrained(base_model, dtype=dtype, attn_implementation=config.attn_implementation)
+    model = AutoModelForCausalLM.from_pretrained(run.base_model, dtype=run.dtype, attn_implementation=config.attn_implementation)
 
     # ---- trainer ------------------------------------------------------------------------------------------------
-    stopper = preemption.SaveAndStopOnSignal()
     trainer = SFTTrainer(
         model=model,
         args=args,
         train_dataset=train_dataset,
         eval_dataset=eval_dataset,
-        processing_class=tokenizer,
-        peft_config=trainer_setup.lora_config(config),
-        callbacks=[stopper, *callbacks],
+        processing_class=run.tokenizer,
+        peft_config=recipe_steps.lora_config(config),
+        callbacks=[run.stopper, *callbacks],
     )
 
     # ---- train --------------------------------------------------------------------------------------------------
-    result = trainer_setup.train_and_export(
-        trainer, config, stopper=stopper, resume_from=resume_from, mode="seq2seq", model_cls=AutoModelForCausalLM,
-        tokenizer=tokenizer, train_rows=train_rows, base_model=base_model, dtype=dtype,
-    )
-    if result.export_dir is not None:
-        logger.info("seq2seq judge exported to %s", result.export_dir)
+    result = run.train(trainer)
+    if run.stopped:
+        return result
+
+    # ---- save ---------------------------------------------------------------------------------------------------
+    run.export_judge(trainer, result, mode="seq2seq", model_cls=AutoModelForCausalLM, train_rows=train_rows)
+    logger.info("seq2seq judge exported to %s", result.export_dir)
     return result

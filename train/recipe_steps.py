@@ -1,8 +1,16 @@
-"""What both recipes set up the same way: launch arithmetic, trainer arguments, base model, LoRA, checkpoints.
+"""The steps every recipe takes the same way: prepare (config, base model, tokenizer), arguments, train, export.
 
-Kept out of the recipes so that ``train/seq2seq.py`` and ``train/regression.py`` read as the steps they take.
-Nothing here trains; every function is a small pure-ish step the recipes call in their config/model/trainer
-sections.
+A recipe (``train/seq2seq.py``, ``train/regression.py``, ``train/classifier.py``) reads as its own steps:
+
+    run = recipe_steps.prepare(config, "seq2seq judge")        # config: logging, batch arithmetic, resume, seed
+    rows = ...; run.record_data(report)                          # data: the recipe's rows; run.json on rank 0
+    args = run.training_arguments(SFTConfig, has_eval=..., ...)  # model: arguments first (ZeRO-3), then the model
+    trainer = SFTTrainer(..., callbacks=[run.stopper, *callbacks])
+    result = run.train(trainer)                                  # train: resume, stop cleanly on a signal
+    run.export_judge(trainer, result, ...)                       # save: the served layout, checked and recorded
+
+Everything that differs between recipes (rows, datasets, model class, trainer class, export) stays in the recipe;
+everything here is the same for all of them.
 """
 
 from __future__ import annotations
@@ -10,13 +18,16 @@ from __future__ import annotations
 import logging
 import os
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from train.config import TINY_MODEL, ConfigError, TrainConfig
+from train.config import TINY_MODEL, ConfigError, TrainConfig, config_to_dict
 
 __all__ = [
+    "PreparedRun",
+    "prepare",
     "Launch",
     "launch_arithmetic",
     "use_bf16",
@@ -86,7 +97,7 @@ def use_bf16(config: TrainConfig) -> bool:
 
 
 def training_kwargs(config: TrainConfig, launch: Launch, *, has_eval: bool) -> dict[str, Any]:
-    """Keyword arguments for ``transformers.TrainingArguments`` / ``trl.SFTConfig`` shared by both recipes.
+    """Keyword arguments for ``transformers.TrainingArguments`` / ``trl.SFTConfig`` shared by every recipe.
 
     Best-checkpoint tracking (``metric_for_best_model="eval_loss"``) is on whenever there is a validation set:
     checkpoint rotation (``save_total_limit``) then never deletes the best checkpoint.
@@ -266,58 +277,158 @@ def setup_logging() -> None:
     transformers.utils.logging.set_verbosity_warning()
 
 
-def train_and_export(trainer, config: TrainConfig, *, stopper, resume_from: Path | None, mode: str, model_cls,
-                     tokenizer, train_rows: list[dict[str, Any]], base_model: str, dtype):
-    """The tail both recipes share: train (resuming if asked), stop cleanly on a signal, else export and record.
+# ------------------------------------------------------------------------------------------------ the prepare step
 
-    Args:
-        trainer: the built trl/transformers trainer.
-        stopper: the installed-on-demand ``preemption.SaveAndStopOnSignal`` callback of that trainer.
-        resume_from: the checkpoint to resume from, or None.
-        mode, model_cls: what ``export.export_after_training`` exports and reloads it as.
-        train_rows: the training rows (``prompt``, ``completion``); the two shortest probe the export.
-        base_model, dtype, tokenizer: as the recipe loaded them.
 
-    Returns:
-        The ``RunResult``; its ``export_dir`` is None when a signal stopped the run (a checkpoint was saved and the
-        Slurm job requeued; resume with ``--resume``).
+@dataclass
+class PreparedRun:
+    """One recipe run after its config step: what every later step reads.
+
+    Attributes:
+        config: the resolved config.
+        launch: the batch arithmetic over ranks.
+        resume_from: the checkpoint to resume from, or None for a fresh run.
+        base_model: the base model folder or hub id (``resolve_base_model``).
+        tokenizer: the base model's tokenizer (``load_tokenizer``).
+        dtype: the weights' dtype: bfloat16 when the run trains in bf16, else float32.
+        stopper: the ``preemption.SaveAndStopOnSignal`` callback; pass it to the trainer (``run.train`` installs it).
     """
-    import judge
-    from train import export, preemption, provenance
 
-    stopper.install()
-    try:
-        trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
-    finally:
-        stopper.uninstall()
-    result = provenance.RunResult(
-        output_dir=config.output_dir,
-        export_dir=None,
-        global_step=trainer.state.global_step,
-        final_learning_rate=float(trainer.lr_scheduler.get_last_lr()[0]),
-        log_history=list(trainer.state.log_history),
-        stopped_by_signal=stopper.received,
-    )
-    if stopper.stopped_at_step is not None:
-        logger.warning("stopped at step %d by a signal; resume with --resume", stopper.stopped_at_step)
-        preemption.requeue_slurm_job(stopper)
+    config: TrainConfig
+    launch: Launch
+    resume_from: Path | None
+    base_model: str
+    tokenizer: Any
+    dtype: Any
+    stopper: Any = field(repr=False)
+
+    def record_data(self, report: dict[str, Any]) -> None:
+        """Write run.json (resolved config, launch, provenance) with the data report, on global rank 0."""
+        from train import provenance
+
+        if not is_main_process():
+            return
+        launch = {**self.launch.__dict__, "base_model": self.base_model,
+                  "resume_from": str(self.resume_from) if self.resume_from else None}  # fmt: skip
+        provenance.write_run_json(self.config.output_dir, config=config_to_dict(self.config), launch=launch)
+        provenance.update_run_json(self.config.output_dir, data=report)
+
+    def training_arguments(self, arguments_cls, *, has_eval: bool, **extra):
+        """The trainer arguments (``TrainingArguments`` or a trl subclass), with torch.distributed set up.
+
+        Built before the model is loaded: under ZeRO-3 ``from_pretrained`` then partitions the weights as they load
+        (``zero.Init``) instead of materialising the whole model on every rank, and zero.Init must see the real
+        world size (``init_distributed``).
+
+        Args:
+            arguments_cls: ``transformers.TrainingArguments`` or e.g. ``trl.SFTConfig``.
+            has_eval: whether there is a validation set (best-checkpoint tracking follows it).
+            extra: the recipe's own arguments (``max_length``, ``remove_unused_columns`` ...).
+        """
+        args = arguments_cls(**training_kwargs(self.config, self.launch, has_eval=has_eval), **extra)
+        init_distributed(args)
+        return args
+
+    def train(self, trainer):
+        """Train (resuming if asked) with the stopper installed; a signal saves a checkpoint and requeues the job.
+
+        Returns:
+            The ``RunResult`` without an export; ``stopped`` tells whether a signal ended the run early (resume it
+            with ``--resume``).
+        """
+        from train import preemption, provenance
+
+        self.stopper.install()
+        try:
+            trainer.train(resume_from_checkpoint=str(self.resume_from) if self.resume_from else None)
+        finally:
+            self.stopper.uninstall()
+        result = provenance.RunResult(
+            output_dir=self.config.output_dir,
+            export_dir=None,
+            global_step=trainer.state.global_step,
+            final_learning_rate=float(trainer.lr_scheduler.get_last_lr()[0]),
+            log_history=list(trainer.state.log_history),
+            stopped_by_signal=self.stopper.received,
+        )
+        if self.stopped:
+            logger.warning("stopped at step %d by a signal; resume with --resume", self.stopper.stopped_at_step)
+            preemption.requeue_slurm_job(self.stopper)
         return result
 
-    export_dir = Path(config.output_dir) / "export"
-    # The two shortest training rows: rank 0 reloads the export on CPU to compare, and a 7B forward there is slow.
-    probe_rows = sorted(train_rows, key=lambda row: len(row["prompt"]) + len(row["completion"]))[:2]
-    probe_texts = [judge.apply_chat(tokenizer, row["prompt"], row["completion"]) for row in probe_rows]
-    result.export_report = export.export_after_training(
-        trainer,
-        mode=mode,
-        model_cls=model_cls,
-        tokenizer=tokenizer,
-        probe_texts=probe_texts,
+    @property
+    def stopped(self) -> bool:
+        """Whether a signal stopped training before the end (a checkpoint was saved; nothing is exported)."""
+        return self.stopper.stopped_at_step is not None
+
+    def export_judge(self, trainer, result, *, mode: str, model_cls, train_rows: Sequence[dict[str, Any]]):
+        """Export a judge in the served layout (``export.export_after_training``) and record the result.
+
+        Args:
+            trainer: the trained trainer.
+            result: ``train``'s ``RunResult``; its ``export_dir`` and ``export_report`` are filled in.
+            mode, model_cls: what the export is and what it reloads the trained weights as.
+            train_rows: the training rows (``prompt``, ``completion``); the two shortest probe the export.
+
+        Returns:
+            ``result``, with the export recorded in run.json (rank 0).
+        """
+        import judge
+        from train import export, provenance
+
+        export_dir = Path(self.config.output_dir) / "export"
+        # The two shortest training rows: rank 0 reloads the export on CPU to compare, and a 7B forward there is slow.
+        probe_rows = sorted(train_rows, key=lambda row: len(row["prompt"]) + len(row["completion"]))[:2]
+        probe_texts = [judge.apply_chat(self.tokenizer, row["prompt"], row["completion"]) for row in probe_rows]
+        result.export_report = export.export_after_training(
+            trainer,
+            mode=mode,
+            model_cls=model_cls,
+            tokenizer=self.tokenizer,
+            probe_texts=probe_texts,
+            base_model=self.base_model,
+            dtype=self.dtype,
+            export_dir=export_dir,
+        )
+        result.export_dir = str(export_dir)
+        if trainer.is_world_process_zero():
+            provenance.record_result(self.config.output_dir, result)
+        return result
+
+
+def prepare(config: TrainConfig, name: str) -> PreparedRun:
+    """The config step every recipe starts with, then the base model and its tokenizer.
+
+    Sets up logging, derives the batch arithmetic, applies the output-folder rules (``check_output_dir``), points
+    W&B at the run folder, seeds everything with ``config.seed`` and resolves the base model (building the tiny
+    one when asked).
+
+    Args:
+        config: the resolved config.
+        name: what the recipe trains, for the log (``"seq2seq judge"``).
+
+    Raises:
+        ConfigError: a global batch that does not divide, or an output folder that would mix runs.
+    """
+    import torch
+    import transformers
+
+    from train import preemption
+
+    setup_logging()
+    launch = launch_arithmetic(config)
+    resume_from = check_output_dir(config)
+    logger.info("%s: %s -> %s; %s", name, config.model_name_or_path, config.output_dir, launch.describe())
+    if "wandb" in config.report_to:
+        os.environ.setdefault("WANDB_DIR", config.output_dir)
+    transformers.set_seed(config.seed)
+    base_model = resolve_base_model(config)
+    return PreparedRun(
+        config=config,
+        launch=launch,
+        resume_from=resume_from,
         base_model=base_model,
-        dtype=dtype,
-        export_dir=export_dir,
+        tokenizer=load_tokenizer(base_model),
+        dtype=torch.bfloat16 if use_bf16(config) else torch.float32,
+        stopper=preemption.SaveAndStopOnSignal(),
     )
-    result.export_dir = str(export_dir)
-    if trainer.is_world_process_zero():
-        provenance.record_result(config.output_dir, result)
-    return result

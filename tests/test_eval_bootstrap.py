@@ -1,0 +1,147 @@
+"""The fast bootstrap engine (eval/bootstrap.py) against a naive bootstrap: scipy.stats.bootstrap and a numpy loop
+resampling the items themselves, on small POLLUX-shaped tables.
+
+The engine and the naive bootstrap draw different resamples, so their percentile intervals differ by Monte-Carlo
+error only. Each endpoint is the p-quantile (p = 0.025 or 0.975) of B resampled values; its standard error is
+sqrt(p (1 - p) / B) / f(q_p) (the asymptotic variance of a sample quantile), with the density f(q_p) estimated from
+the naive bootstrap distribution by Siddiqui's difference quotient 2h / (q_{p+h} - q_{p-h}). Two independent
+estimates differ by sqrt(2) times that; the tests allow 4 of those standard errors, plus one lattice step where the
+statistic is lattice-valued (an MAE of n integer errors moves in steps of 1/n, and two quantiles of a lattice
+distribution can sit on neighbouring points whatever B). With B = 4000 the Monte-Carlo part is about 0.24 bootstrap
+standard deviations: a 90 % interval reported as 95 % (endpoints 0.32 sd inward), resampling cells instead of items,
+or ranks that ignore the resample's ties would all fail.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from eval import bootstrap, metrics
+
+B = 4000  # resamples, the same for the engine and the naive bootstrap
+LEVEL = 0.95
+MC_SIGMAS = 4.0  # per endpoint: ~6e-5 two-sided chance for a correct engine; the seeds are fixed anyway
+
+
+def pollux_table(n: int, seed: int, regression: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(judge, expert mode) of n items on a 0-2 criterion: the judge agrees with the mode 60 % of the time, else is
+    off by one. A regression judge scores the mode plus noise, on the 0.01 grid the engine resamples on."""
+    rng = np.random.default_rng(seed)
+    mode = rng.choice([0.0, 1.0, 2.0], size=n, p=[0.2, 0.3, 0.5])
+    if regression:
+        return np.round(np.clip(mode + rng.normal(0, 0.6, n), 0, 2), 2), mode
+    off = rng.choice([-1.0, 1.0], size=n)
+    judge = np.where(rng.random(n) < 0.6, mode, np.clip(mode + off, 0, 2))
+    return judge, mode
+
+
+def _pearson(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+    dx = x - x.mean(axis=axis, keepdims=True)
+    dy = y - y.mean(axis=axis, keepdims=True)
+    return (dx * dy).sum(axis=axis) / np.sqrt((dx * dx).sum(axis=axis) * (dy * dy).sum(axis=axis))
+
+
+def _spearman(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+    from scipy.stats import rankdata
+
+    return _pearson(rankdata(x, axis=axis), rankdata(y, axis=axis), axis=axis)
+
+
+NAIVE_STATISTICS = {
+    "mae": lambda x, y, axis=-1: np.abs(x - y).mean(axis=axis),
+    "pearson": _pearson,
+    "spearman": _spearman,
+}
+
+
+def naive_bootstrap(x: np.ndarray, y: np.ndarray, statistic: str, seed: int):
+    """scipy's percentile bootstrap of the statistic over the (x, y) items: (interval, bootstrap distribution)."""
+    from scipy.stats import bootstrap as scipy_bootstrap
+
+    result = scipy_bootstrap((x, y), NAIVE_STATISTICS[statistic], paired=True, vectorized=True, n_resamples=B,
+                             batch=500, method="percentile", confidence_level=LEVEL, rng=np.random.default_rng(seed))  # fmt: skip
+    interval = result.confidence_interval
+    return [interval.low, interval.high], result.bootstrap_distribution
+
+
+def tolerance(distribution: np.ndarray, p: float, h: float = 0.02) -> float:
+    """MC_SIGMAS standard errors of the difference of two independent B-sample p-quantiles, plus the distribution's
+    step between distinct values at that quantile (see the module doc)."""
+    low, high = np.quantile(distribution, [p - h, p + h])
+    quantile_se = math.sqrt(p * (1 - p) / B) * (high - low) / (2 * h)
+    values = np.unique(distribution)
+    at = min(max(int(np.searchsorted(values, np.quantile(distribution, p))), 1), len(values) - 2)
+    lattice_step = max(values[at] - values[at - 1], values[at + 1] - values[at])
+    return MC_SIGMAS * math.sqrt(2.0) * quantile_se + lattice_step
+
+
+def assert_same_interval(engine: list[float], naive: list[float], distribution: np.ndarray) -> None:
+    tail = (1 - LEVEL) / 2
+    for bound, mine, theirs, p in zip(("low", "high"), engine, naive, (tail, 1 - tail)):
+        allowed = tolerance(distribution, p)
+        assert allowed > 0, "a degenerate table tests nothing"
+        assert abs(mine - theirs) <= allowed, f"{bound}: engine {mine:.4f} vs naive {theirs:.4f} (allowed {allowed:.4f})"
+
+
+# The 60-item table takes the engine's item-index path, the 300-item discrete one (9 cells) its multinomial path;
+# both paths are checked (the path is asserted, so a change of the cost model cannot silently skip one).
+TABLES = {
+    "60 items, discrete": (pollux_table(60, seed=0), False),
+    "300 items, discrete": (pollux_table(300, seed=1), True),
+    "400 items, regression judge": (pollux_table(400, seed=2, regression=True), False),
+}
+
+
+@pytest.mark.parametrize("table", list(TABLES))
+@pytest.mark.parametrize("statistic", ["mae", "spearman", "pearson"])
+def test_bootstrap_ci_matches_scipys_percentile_bootstrap(table, statistic):
+    """bootstrap_ci's percentile interval equals scipy.stats.bootstrap's on the same items, within Monte-Carlo error."""
+    (x, y), multinomial = TABLES[table]
+    cells = len(np.unique(np.column_stack([x, y]), axis=0))
+    assert bootstrap._use_multinomial(cells, len(x)) is multinomial
+    engine = bootstrap.bootstrap_ci(x, y, statistic, n_boot=B, rng=np.random.default_rng(1), level=LEVEL)
+    naive, distribution = naive_bootstrap(x, y, statistic, seed=2)
+    assert_same_interval(engine, naive, distribution)
+
+
+@pytest.mark.parametrize("table", list(TABLES))
+def test_describe_pairs_matches_the_definitions_and_scipys_intervals(table):
+    """describe_pairs gives eval.metrics' MAE, Spearman, Pearson and Kendall (to float rounding) and scipy's
+    intervals; with correlations off (its direct item-error path for MAE) the MAE interval still matches."""
+    (x, y), _ = TABLES[table]
+    both = bootstrap.describe_pairs(x, y, n_boot=B, rng=np.random.default_rng(3), level=LEVEL)
+    mae_only = bootstrap.describe_pairs(x, y, n_boot=B, rng=np.random.default_rng(4), level=LEVEL, correlations=False)
+    assert both["n"] == mae_only["n"] == len(x)
+    for name, definition in (("mae", metrics.mean_absolute_error), ("spearman", metrics.spearman),
+                             ("pearson", metrics.pearson), ("kendall", metrics.kendall)):  # fmt: skip
+        assert both[name] == pytest.approx(definition(x, y), abs=1e-12), name
+    assert mae_only["mae"] == pytest.approx(both["mae"], abs=1e-12)
+    for name in ("mae", "spearman"):
+        naive, distribution = naive_bootstrap(x, y, name, seed=5)
+        assert_same_interval(both[f"{name}_ci"], naive, distribution)
+    naive, distribution = naive_bootstrap(x, y, "mae", seed=6)
+    assert_same_interval(mae_only["mae_ci"], naive, distribution)
+
+
+def test_paired_bootstrap_matches_a_numpy_loop_over_items():
+    """paired_bootstrap's interval of MAE(B) - MAE(A) equals a plain loop that resamples the same item indices for
+    both judges, within Monte-Carlo error; its point delta is the definitions' difference."""
+    judge_a, mode = pollux_table(300, seed=7)
+    rng = np.random.default_rng(8)
+    judge_b = np.where(rng.random(300) < 0.3, mode, judge_a)  # B corrects 30 % of A's verdicts: a real improvement
+    engine = bootstrap.paired_bootstrap(judge_a, mode, judge_b, mode, "mae", n_boot=B, rng=np.random.default_rng(9))
+    assert engine["delta"] == pytest.approx(
+        metrics.mean_absolute_error(judge_b, mode) - metrics.mean_absolute_error(judge_a, mode), abs=1e-12
+    )
+    loop_rng = np.random.default_rng(10)
+    deltas = np.empty(B)
+    for b in range(B):
+        items = loop_rng.integers(0, len(mode), len(mode))
+        deltas[b] = np.abs(judge_b[items] - mode[items]).mean() - np.abs(judge_a[items] - mode[items]).mean()
+    tail = (1 - LEVEL) / 2
+    naive = list(np.quantile(deltas, [tail, 1 - tail]))
+    assert_same_interval(engine["ci"], naive, deltas)
+    assert engine["ci"][1] < 0 and engine["p_value"] < 0.05  # and both see the improvement

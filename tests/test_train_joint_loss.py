@@ -1,0 +1,90 @@
+"""The regression judge's joint loss (train/joint_loss.py) on a tiny real model, against the formula computed by hand."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+#: Weights other than the shipped 1.0 / 1.0, so a swapped or dropped weight changes the loss.
+LM_WEIGHT, SCORE_WEIGHT = 0.3, 2.0
+
+
+@pytest.fixture()
+def model():
+    """A randomly initialised tiny Qwen2 with the score head (judge.tiny_models' architecture), seed 0."""
+    from judge.tiny_models import tiny_qwen2_config
+    from train.score_head import Qwen2ForRationaleAndScore
+
+    torch.manual_seed(0)
+    config = tiny_qwen2_config("causal")
+    config.pad_token_id = 0
+    return Qwen2ForRationaleAndScore(config).float()
+
+
+@pytest.fixture()
+def trainer(model, tmp_path):
+    from transformers import TrainingArguments
+
+    from train.joint_loss import JointLossTrainer
+
+    args = TrainingArguments(output_dir=str(tmp_path), report_to=[], use_cpu=True, disable_tqdm=True)
+    return JointLossTrainer(model=model, args=args, lm_loss_weight=LM_WEIGHT, score_loss_weight=SCORE_WEIGHT)
+
+
+def tiny_batch() -> dict[str, torch.Tensor]:
+    """Two right-padded rows: a prompt (label -100), then labelled rationale tokens; float score labels."""
+    generator = torch.Generator().manual_seed(1)
+    input_ids = torch.randint(1, 1000, (2, 7), generator=generator)
+    attention_mask = torch.tensor([[1, 1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 1, 0, 0]])
+    input_ids[1, 5:] = 0  # padding
+    labels = input_ids.clone()
+    labels[:, :3] = -100  # the prompt
+    labels[1, 5:] = -100  # the padding
+    return {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels,
+            "score_labels": torch.tensor([2.0, 0.5])}  # fmt: skip
+
+
+def by_hand(model, batch: dict[str, torch.Tensor]) -> tuple[float, float]:
+    """(cross-entropy of the labelled next tokens, MSE of the score head), from the model's full logits and scores."""
+    with torch.no_grad():
+        out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+    log_probs = torch.log_softmax(out.logits[:, :-1].double(), dim=-1)
+    targets = batch["labels"][:, 1:]
+    picked = [-log_probs[b, t, targets[b, t]] for b in range(2) for t in range(targets.shape[1]) if targets[b, t] != -100]
+    assert len(picked) == 4 + 2  # row 0 predicts tokens 3..6, row 1 tokens 3..4
+    ce = float(sum(picked) / len(picked))
+    # The score head reads the last real token: position 6 of row 0, position 4 of row 1.
+    mse = float(((out.scores.double() - batch["score_labels"].double()) ** 2).mean())
+    return ce, mse
+
+
+def test_the_loss_is_the_weighted_sum_of_cross_entropy_and_score_mse(trainer, model):
+    """compute_loss = lm_loss_weight * CE(labelled rationale tokens) + score_loss_weight * MSE(scores, score labels)."""
+    ce, mse = by_hand(model, tiny_batch())
+    model.eval()
+    with torch.no_grad():
+        loss, outputs = trainer.compute_loss(model, tiny_batch(), return_outputs=True)
+    assert float(outputs.loss) == pytest.approx(ce, rel=1e-5)
+    assert float(loss) == pytest.approx(LM_WEIGHT * ce + SCORE_WEIGHT * mse, rel=1e-5)
+    assert mse > 0.01 and ce > 0.01  # both parts weigh in: neither is a vanishing term that would hide a dropped one
+
+
+def test_training_logs_carry_the_two_parts_averaged_since_the_last_log(trainer, model):
+    """In training mode each batch's CE and MSE are kept and logged (averaged) beside `loss`, then forgotten;
+    an evaluation batch adds nothing to them."""
+    batch = tiny_batch()
+    ce, mse = by_hand(model, batch)
+    shifted = {**batch, "score_labels": batch["score_labels"] + 1.0}
+    ce2, mse2 = by_hand(model, shifted)
+    model.train()  # dropout is 0 in the tiny config: training mode computes the same values
+    trainer.compute_loss(model, dict(batch))
+    trainer.compute_loss(model, dict(shifted))
+    model.eval()
+    trainer.compute_loss(model, {**batch, "score_labels": batch["score_labels"] + 10.0})  # not training: not kept
+    trainer.log({"loss": 1.0})
+    logged = trainer.state.log_history[-1]
+    assert logged["lm_loss"] == pytest.approx((ce + ce2) / 2, abs=1e-5)
+    assert logged["score_loss"] == pytest.approx((mse + mse2) / 2, abs=1e-5)
+    trainer.log({"loss": 1.0})
+    assert "lm_loss" not in trainer.state.log_history[-1]  # nothing trained since: no stale parts
+

@@ -1,0 +1,55 @@
+"""The regression judge's trainer: ``transformers.Trainer`` with the joint rationale + score loss.
+
+    loss = lm_loss_weight * cross-entropy(rationale tokens) + score_loss_weight * MSE(score head, score label)
+
+The model (``train.score_head.Qwen2ForRationaleAndScore``) returns the cross-entropy as ``loss`` and the score head's
+output as ``scores``; the batch (``train.regression.RegressionCollator``) carries the score labels as
+``score_labels``, which the model's ``forward`` does not take. Both parts are logged beside ``loss`` as ``lm_loss``
+and ``score_loss`` (means over the training batches since the last log).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import torch.nn.functional as F
+from transformers import Trainer
+
+__all__ = ["JointLossTrainer"]
+
+
+class JointLossTrainer(Trainer):
+    """``Trainer`` whose loss is ``lm_loss_weight * CE + score_loss_weight * MSE``; both parts are logged.
+
+    Args:
+        lm_loss_weight: weight of the rationale's cross-entropy.
+        score_loss_weight: weight of the score head's mean squared error.
+        *args, **kwargs: as for ``transformers.Trainer``.
+    """
+
+    # Both parts are per-batch means, so the Trainer divides the loss by the gradient accumulation steps itself
+    # (the model sets accepts_loss_kwargs = False for the same reason).
+    loss_is_scaled_for_ga = False
+
+    def __init__(self, *args, lm_loss_weight: float, score_loss_weight: float, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lm_loss_weight = lm_loss_weight
+        self.score_loss_weight = score_loss_weight
+        self._parts: dict[str, list[float]] = defaultdict(list)
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        score_labels = inputs.pop("score_labels")
+        outputs = model(**inputs)
+        score_loss = F.mse_loss(outputs.scores.float(), score_labels.to(outputs.scores.device).float())
+        loss = self.lm_loss_weight * outputs.loss + self.score_loss_weight * score_loss
+        if model.training:
+            self._parts["lm_loss"].append(outputs.loss.detach().float().item())
+            self._parts["score_loss"].append(score_loss.detach().item())
+        return (loss, outputs) if return_outputs else loss
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        if "loss" in logs and self._parts:  # a training log: add the parts averaged since the last one
+            for name, values in self._parts.items():
+                logs[name] = round(sum(values) / len(values), 6)
+            self._parts.clear()
+        super().log(logs, start_time)
