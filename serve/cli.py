@@ -92,6 +92,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         level=config.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
     )
+    if config.log_level.lower() != "debug":
+        # httpx logs one INFO line per engine request: one per judgment, a measurable share of judge-serve's CPU
+        # (bench/serve.py overhead). Shown with --log-level debug.
+        for name in ("httpx", "httpcore"):
+            logging.getLogger(name).setLevel(logging.WARNING)
     log = logging.getLogger("judge_serve")
     log.info("judge-serve settings: %s", json.dumps(config.to_dict(), ensure_ascii=False))
 
