@@ -72,9 +72,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "costs something); t-lite: Qwen2.5-7B shape, random weights (--load-format dummy), GPU. "
                         "Default: tiny for overhead, small for ordering.")
     p.add_argument("--model", default="", help="Serve this checkpoint instead of building one.")
-    p.add_argument("--items", type=int, default=None, help="Distinct answers (default: 24 overhead, 12 ordering).")
+    p.add_argument("--items", type=int, default=None, help="Distinct answers (default: 24 overhead, 8 ordering).")
     p.add_argument("--criteria", type=int, default=None, help="Criteria per answer (default: 5 overhead, 16 ordering).")
-    p.add_argument("--answer-tokens", type=int, default=600, help="Approximate tokens per answer.")
+    p.add_argument("--answer-tokens", type=int, default=None, help="Approximate tokens per answer (default: 600 overhead, 400 ordering).")
     p.add_argument("--max-tokens", type=int, default=None, help="Tokens generated per judgment (default: 32 overhead, 4 ordering).")
     p.add_argument("--clients", type=int, default=8, help="overhead: concurrent clients, one item each at a time.")
     p.add_argument("--window", type=int, default=32, help="Engine requests in flight (judge-serve's max_concurrent_engine_requests).")
@@ -82,16 +82,20 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="overhead: how the direct arm calls vLLM (chat: /v1/chat/completions with the rendered prompt; "
                         "tokens: judge-serve's own /v1/completions payloads, pre-tokenized).")
     p.add_argument("--kv-cache", default=None,
-                   help="vLLM --kv-cache-memory-bytes (default: 1 GiB via VLLM_CPU_KVCACHE_SPACE for overhead, 48M for "
-                        "ordering; '' for vLLM's default).")
-    p.add_argument("--rounds", type=int, default=None, help="Rounds, each one A and one B (default: 6 overhead, 4 ordering).")
+                   help="vLLM --kv-cache-memory-bytes (default: 1 GiB via VLLM_CPU_KVCACHE_SPACE for overhead; 32M, "
+                        "about 8,000 tokens of the small judge, for ordering).")
+    p.add_argument("--rounds", type=int, default=None, help="Rounds, each one A and one B (default: 6 overhead, 3 ordering).")
+    p.add_argument("--profile", default="",
+                   help="overhead: run judge-serve under py-spy (all threads, raw samples to this file) and print where "
+                        "its CPU goes. Sampling costs judge-serve time: leave it off for the figures.")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="", help="JSON results file (default: print only).")
     args = p.parse_args(argv)
     overhead = args.mode == "overhead"
-    defaults = {"arch": "tiny" if overhead else "small", "items": 24 if overhead else 12,
+    defaults = {"arch": "tiny" if overhead else "small", "items": 24 if overhead else 8,
                 "criteria": 5 if overhead else 16, "max_tokens": 32 if overhead else 4,
-                "kv_cache": "" if overhead else "48M", "rounds": 6 if overhead else 4}  # fmt: skip
+                "answer_tokens": 600 if overhead else 400, "kv_cache": "" if overhead else "32M",
+                "rounds": 6 if overhead else 3}  # fmt: skip
     for name, value in defaults.items():
         if getattr(args, name) is None:
             setattr(args, name, value)
@@ -202,9 +206,9 @@ class Process:
             total += times.user + times.system
         return total
 
-    def stop(self) -> None:
+    def stop(self, sig: int = signal.SIGTERM) -> None:
         if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
+            os.killpg(self.proc.pid, sig)
             try:
                 self.proc.wait(timeout=120)
             except subprocess.TimeoutExpired:
@@ -240,8 +244,49 @@ def start_judge_serve(args, model: Path, flags: list[str], engine_url: str, scra
         "--served-model-name", "bench-judge", "--max-concurrent-engine-requests", str(args.window), "--no-access-log",
         "--max-batch-items", "1024", "--max-judgments-per-request", "8192", "--generator-url", engine_url, *flags,
     ]  # fmt: skip
+    if args.profile:
+        # py-spy starts judge-serve as its child and writes the samples when SIGINT stops both.
+        spy = Path(sys.executable).with_name("py-spy")
+        cmd = [str(spy), "record", "--format", "raw", "--rate", "200", "--output", str(Path(args.profile).resolve()), "--", *cmd]
     server = Process("judge-serve", cmd, {**os.environ, "HF_HUB_OFFLINE": "1"}, scratch / "judge-serve.log")
+    if args.profile:
+        server.ps = _wait_child(server.ps)  # CPU-seconds are judge-serve's, not py-spy's
     return server, f"http://127.0.0.1:{port}"
+
+
+def _wait_child(parent: psutil.Process) -> psutil.Process:
+    for _ in range(600):
+        children = parent.children()
+        if children:
+            return children[0]
+        time.sleep(0.1)
+    raise RuntimeError("py-spy did not start judge-serve")
+
+
+def print_profile(path: Path, top: int = 25) -> None:
+    """Where judge-serve's sampled time went: leaf functions (self time) and this project's frames (inclusive)."""
+    from collections import Counter
+
+    leaf, inclusive, total = Counter(), Counter(), 0
+    for line in path.read_text(encoding="utf-8").splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not count.isdigit():
+            continue
+        frames = stack.split(";")
+        n = int(count)
+        total += n
+        leaf[frames[-1]] += n
+        for frame in set(frames):
+            if any(part in frame for part in ("serve/", "judge/", "httpx/", "httpcore/", "uvicorn/", "starlette/",
+                                              "fastapi/", "tokenizers", "transformers/", "jinja2/", "json/")):  # fmt: skip
+                inclusive[frame] += n
+    print(f"\n== judge-serve profile ({total} samples, idle threads left out) ==")
+    print("self time:")
+    for frame, n in leaf.most_common(top):
+        print(f"  {100 * n / total:5.1f} %  {frame}")
+    print("inclusive (this project, HTTP, tokenizer):")
+    for frame, n in inclusive.most_common(top):
+        print(f"  {100 * n / total:5.1f} %  {frame}")
 
 
 def check(response: httpx.Response) -> None:
@@ -499,9 +544,11 @@ def main(argv=None) -> int:
         print(f"servers ready in {time.monotonic() - started:.0f} s (logs in {scratch})", flush=True)
         result = asyncio.run(measure(args, engine, engine_url, served, served_url, model))
     finally:
-        for proc in (served, engine):
-            if proc is not None:
-                proc.stop()
+        if served is not None:
+            served.stop(signal.SIGINT if args.profile else signal.SIGTERM)
+        engine.stop()
+    if args.profile:
+        print_profile(Path(args.profile))
     ended_machine = machine()
     result = {"command": " ".join(["bench/serve.py", *(argv if argv is not None else sys.argv[1:])]),
               "machine_start": started_machine, "machine_end": ended_machine, **result}  # fmt: skip
