@@ -43,7 +43,7 @@ $(APT_STAMP): Makefile
 	touch $(APT_STAMP)
 
 demo: setup
-	$(PY) -m judge.demo --out $(DEMO_DIR)
+	$(PY) scripts/demo.py --out $(DEMO_DIR)
 
 test: setup
 	$(PY) -m pytest -q --durations=25

@@ -5,7 +5,7 @@
 
 A synthetic table (seeded) with the POLLUX shape: 2-5 experts per item (mean ~2.94), scales 0-1 / 0-2 / 0-3 / 0-4,
 11 evaluated models, the taxonomy's 35 task types and 60 criterion names (Zero-Shot by the real rule: about
-30 % of the items), 3 % parse failures. The timed step is `eval.scoring.evaluate`: every metric cell of the report (3 splits x overall / model /
+30 % of the items), 3 % parse failures. The timed step is `eval.item_table.evaluate`: every metric cell of the report (3 splits x overall / model /
 task type / criterion), the 100-fold Verdict Confidence, 1,000-resample bootstrap intervals for MAE and Spearman,
 Kendall, confusion matrices. ``--end-to-end`` also writes the table as JSONL data + predictions and times the whole
 `judge-eval score` command (loading and validating 160k records, metrics.json, Markdown, PNGs, report.html)
@@ -38,13 +38,13 @@ def synthetic_table(n_items: int, seed: int = 0, regression: bool = False):
         regression: real-valued judge scores (a regression head) instead of integer verdicts.
 
     Returns:
-        ``eval.scoring.ItemTable``.
+        ``eval.item_table.ItemTable``.
     """
     from types import SimpleNamespace
 
     import judge
 
-    from eval.scoring import ItemTable
+    from eval.item_table import ItemTable
 
     rng = np.random.default_rng(seed)
     taxonomy = judge.load_taxonomy()
@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-    from eval import metrics, scoring
+    from eval import item_table, metrics
 
     table = synthetic_table(args.items, regression=args.regression)
     n_estimates = int((~np.isnan(table.experts)).sum())
@@ -139,9 +139,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{time.process_time() - cpu:.2f} s CPU  (mean {np.nanmean(vc):.4f})")
 
     start, cpu = time.perf_counter(), time.process_time()
-    result = scoring.evaluate(table, n_boot=args.n_boot, vc_repeats=args.vc_repeats)
+    result = item_table.evaluate(table, n_boot=args.n_boot, vc_repeats=args.vc_repeats)
     eval_s, eval_cpu = time.perf_counter() - start, time.process_time() - cpu
-    cells = sum(1 + sum(len(block[f"by_{g}"]) for g in scoring.GROUPINGS) for block in result["splits"].values())
+    cells = sum(1 + sum(len(block[f"by_{g}"]) for g in item_table.GROUPINGS) for block in result["splits"].values())
     overall = result["splits"]["all"]["overall"]
     print(f"score metrics incl. VC ({cells} cells, {args.n_boot} bootstrap resamples each): {eval_s:.2f} s wall, "
           f"{eval_cpu:.2f} s CPU")
@@ -159,16 +159,15 @@ def main(argv: list[str] | None = None) -> int:
 # moved (eval's modules are being split) is skipped and its time lands in "other".
 STAGES = [
     ("judge", "load_records", "load + validate records"),
-    ("eval.run", "read_predictions", "read predictions"),
-    ("eval.scoring", "build_table", "build item table"),
-    ("eval.report", "pollux_official", "POLLUX's own evaluator"),
+    ("eval.predictions", "read_predictions", "read predictions"),
+    ("eval.item_table", "build_table", "build item table"),
     ("eval.pollux_official", "pollux_official", "POLLUX's own evaluator"),
-    ("eval.scoring", "derive", "metrics"),
-    ("eval.scoring", "evaluate", "metrics"),
-    ("eval.scoring", "write_table", "items.parquet"),
-    ("eval.report", "plot_confusions", "plots"),
-    ("eval.report", "plot_mae_by_criterion", "plots"),
-    ("eval.html_report", "write_report_page", "report.html"),
+    ("eval.item_table", "derive", "metrics"),
+    ("eval.item_table", "evaluate", "metrics"),
+    ("eval.item_table", "write_table", "items.parquet"),
+    ("eval.scoring", "plot_confusions", "plots"),
+    ("eval.scoring", "plot_mae_by_criterion", "plots"),
+    ("eval.scoring", "write_report_page", "report.html"),
 ]
 
 

@@ -41,17 +41,17 @@ def build_run(n_items: int, folder: Path, seed: int = 0):
     from eval_metrics import synthetic_table
 
     import judge
-    from eval import scoring
+    from eval import item_table
 
     table = synthetic_table(n_items, seed=seed)
     rng = np.random.default_rng(seed + 1)
     target = "mode"
-    derived = scoring.derive(table, target, vc_repeats=10, seed=seed)
-    result = scoring.evaluate(table, target=target, n_boot=50, seed=seed, vc_repeats=10, derived=derived)
-    scoring.write_table(table, folder / "items.parquet", extra={
+    derived = item_table.derive(table, target, vc_repeats=10, seed=seed)
+    result = item_table.evaluate(table, target=target, n_boot=50, seed=seed, vc_repeats=10, derived=derived)
+    item_table.write_table(table, folder / "items.parquet", extra={
         "reference": derived.reference, "vc_judge": derived.vc_judge, "vc_experts": derived.vc_experts})
     result["data"], result["predictions"] = "(synthetic)", "(synthetic)"
-    (folder / "metrics.json").write_text(scoring.dumps(result) + "\n", encoding="utf-8")
+    (folder / "metrics.json").write_text(item_table.dumps(result) + "\n", encoding="utf-8")
 
     answers = [(_text(rng, 400), _text(rng, 1200), _text(rng, 600)) for _ in range(n_items // 10 + 1)]
     rubrics = {name: "0: " + _text(rng, 100) + "\n\n1: " + _text(rng, 100) + "\n\n2: " + _text(rng, 100)

@@ -151,7 +151,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from eval.report import SPLIT_TITLES, fmt, fmt_ci, score
+    from eval.report import SPLIT_TITLES, fmt, fmt_ci
+    from eval.scoring import score
 
     result = score(args.predictions, args.data, args.out, target=args.target, n_boot=args.n_boot, seed=args.seed,
                    vc_repeats=args.vc_repeats, plots=args.plots, wandb_project=args.wandb_project, name=args.name,
@@ -182,7 +183,7 @@ def _compare(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from eval.compare import compare, render_markdown
-    from eval.scoring import dumps
+    from eval.item_table import dumps
 
     result = compare(args.runs, n_boot=args.n_boot, seed=args.seed, alpha=args.alpha)
     markdown = render_markdown(result)

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from eval import metrics, scoring
+from eval import item_table, metrics
 from eval.report import SPLIT_TITLES, fmt
 
 __all__ = ["compare", "load_run", "render_markdown", "headline"]
@@ -41,7 +41,7 @@ def load_run(folder: str | Path) -> dict[str, Any]:
             f"{folder}: no items.parquet / metrics.json; score the run first: "
             f"judge-eval score --predictions {folder} --out {folder}"
         )
-    table, extra = scoring.read_table(items)
+    table, extra = item_table.read_table(items)
     result = json.loads(metrics_path.read_text(encoding="utf-8"))
     return {"folder": str(folder), "name": result.get("judge") or folder.name, "metrics": result, "table": table,
             "extra": extra}
@@ -113,7 +113,7 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
         if not np.array_equal(ea, eb, equal_nan=True):
             raise ValueError(f"{base['folder']} and {other['folder']} were scored on different expert labels")
         splits: dict[str, Any] = {}
-        for split in scoring.SPLITS:
+        for split in item_table.SPLITS:
             keep = np.ones(len(common), dtype=bool) if split == "all" else ta.split[index_a] == split
             if not keep.any():
                 continue
@@ -168,7 +168,7 @@ def _side_by_side(result: dict[str, Any]) -> list[str]:
     from eval.report import GROUP_TITLES, fmt_ci, markdown_table
 
     out: list[str] = []
-    for split in scoring.SPLITS:
+    for split in item_table.SPLITS:
         blocks = [m["splits"].get(split) for m in result["metrics"]]
         if not all(blocks):
             continue
@@ -196,7 +196,7 @@ def render_markdown(result: dict[str, Any]) -> str:
     out += ["## Each run on its own items", ""]
     header = ["Test", "Metric"] + list(result["runs"])
     rows = []
-    for split in scoring.SPLITS:
+    for split in item_table.SPLITS:
         cells = [m["splits"].get(split, {}).get("overall") for m in result["metrics"]]
         if not all(cells):
             continue

@@ -479,7 +479,7 @@ def _load_records(data: str | None):
 def _load_predictions(path: str | None):
     if not path or not Path(path).exists():
         return None
-    from eval.run import read_predictions
+    from eval.predictions import read_predictions
 
     return read_predictions(path)
 

@@ -11,7 +11,7 @@ a single digit), compares it with the released ``criteria_score`` and reports:
 
 ``extract_score`` reproduces its extraction faithfully, known bugs included (see there), so that a user can put
 the repository's figures beside the paper's. The paper's metrics (MAE against the experts' mode, Verdict
-Confidence, Spearman; ``eval.scoring``) stay the headline; these numbers are reported in their own section.
+Confidence, Spearman; ``eval.item_table``) stay the headline; these numbers are reported in their own section.
 
 Regression (``-r``) judges: POLLUX scores them with the head's raw value (RELEASE.md, "How POLLUX scores with an
 ``-r`` judge"), not with a number parsed from text. A prediction that carries ``regression_score`` (judge-serve's
@@ -106,7 +106,7 @@ def pollux_official(records, predictions: Iterable[Mapping[str, Any]], splits: M
     Args:
         records: the labelled ``JudgeRecord`` list.
         predictions: the run's prediction rows (the first row per id counts, as in scoring).
-        splits: ``{split name: item indices into records}`` (``eval.scoring``'s splits).
+        splits: ``{split name: item indices into records}`` (``eval.item_table``'s splits).
 
     Returns:
         ``{"title", "extraction", "reference", "splits": {split: metrics + counts}}``, where each split holds

@@ -1,38 +1,27 @@
-"""The ``judge-eval score`` step: metrics.json, Markdown tables, PNG plots and optional W&B logging for one run.
+"""Rendering one run's metrics: the Markdown tables of ``report.md``, the PNG plots and the optional W&B log.
 
 Tables follow the layout of the POLLUX paper's Tables 10-18: one table per (split, grouping), rows are the
 evaluated models, task types or criteria, columns the judge's MAE and Spearman with 95 % bootstrap intervals and
 its Verdict Confidence beside the experts'. Every table says how many items it covers and how many the judge
 failed on (``n_failed``) or could not be compared on (no unique expert mode): failures are counted, never scored.
-
-Files written to the output folder:
-
-- ``metrics.json``: ``eval.scoring.evaluate``'s result (per test: the cells, ``model_means`` = the paper's
-  Table 10, ``why_empty`` where a cell has no scored item) plus ``pollux_official`` (POLLUX's repository evaluator,
-  ``eval.pollux_official``: not the paper's metrics) and the run's provenance;
-- ``report.md``: the tables;
-- ``items.parquet``: the per-item table (judge score, status, experts, reference, Verdict Confidences, ``in_scale``,
-  ``n_abstained``, ``why_unscored``), which ``judge-eval compare`` pairs across runs;
-- ``plots/confusion_<split>.png`` (judge x expert mode, per task group) and ``plots/mae_by_criterion_<split>.png``.
+``eval.scoring.score`` computes the metrics and calls these.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from pathlib import Path
 from typing import Any
 
-from eval import scoring
+from eval import item_table
+from judge.splits import SPLIT_TITLES  # one definition in the contract; re-exported here for eval's own modules
 
-__all__ = ["score", "render_markdown", "markdown_table", "plot_confusions", "plot_mae_by_criterion", "SPLIT_TITLES",
+__all__ = ["render_markdown", "markdown_table", "plot_confusions", "plot_mae_by_criterion", "SPLIT_TITLES",
            "fmt", "fmt_ci"]
 
 log = logging.getLogger("judge_eval.report")
 
-SPLIT_TITLES = {"zero_shot": "Zero-Shot test", "standard": "Standard test",
-                "unknown": "Task type unknown to the taxonomy (split unknown)", "all": "Zero-Shot + Standard"}
 GROUP_TITLES = {"model": "evaluated model", "task_type": "task type", "criterion": "criterion"}
 
 
@@ -126,7 +115,7 @@ def render_markdown(result: dict[str, Any]) -> str:
     """The report's Markdown: a summary per split, then tables by evaluated model, task type and criterion.
 
     Args:
-        result: ``eval.scoring.evaluate``'s output.
+        result: ``eval.item_table.evaluate``'s output.
     """
     target = result["target"]
     reference = "the mode of the expert scores (items without a unique mode excluded)" if target == "mode" \
@@ -151,10 +140,10 @@ def render_markdown(result: dict[str, Any]) -> str:
               "Spearman in scale", "Pearson", "Kendall", "VC judge", "VC experts", "n VC", "VC experts (all items)"]
     rows = [_row(SPLIT_TITLES[split], result["splits"][split]["overall"], True)
             + [fmt(result["splits"][split]["overall"]["vc_experts_all"])]
-            for split in scoring.SPLITS if split in result["splits"]]
+            for split in item_table.SPLITS if split in result["splits"]]
     out += [markdown_table(header, rows), ""]
     out += _why_lines({SPLIT_TITLES[split]: result["splits"][split]["overall"]
-                       for split in scoring.SPLITS if split in result["splits"]})
+                       for split in item_table.SPLITS if split in result["splits"]})
     missing = result["splits"]["all"]["overall"]["n_missing"] if "all" in result["splits"] else 0
     if missing:
         out += [f"**{missing} items have no prediction** (the run is unfinished): they are not in `n`.", ""]
@@ -163,7 +152,7 @@ def render_markdown(result: dict[str, Any]) -> str:
         out += [f"Expert abstentions (a released `-1`: the criterion does not apply) are left out of every score: "
                 f"{overall['n_abstained']} in all; {overall.get('n_all_abstained', 0)} items had every expert abstain "
                 "and are unlabelled (not errors).", ""]
-    for split in scoring.SPLITS:
+    for split in item_table.SPLITS:
         block = result["splits"].get(split)
         if not block:
             continue
@@ -305,91 +294,3 @@ def log_wandb(result: dict[str, Any], markdown: str, images: list[Path], project
         run.log({"report": wandb.Html(f"<pre>{markdown}</pre>")})
     finally:
         run.finish()
-
-
-# ------------------------------------------------------------------------------------------------- score
-
-
-def score(
-    predictions: str | Path,
-    data: str | Path | None = None,
-    out: str | Path | None = None,
-    *,
-    target: str = "auto",
-    n_boot: int = 1000,
-    seed: int = 0,
-    vc_repeats: int = 100,
-    plots: bool = True,
-    wandb_project: str = "",
-    name: str = "",
-    html_text_items: int | None = None,
-) -> dict[str, Any]:
-    """Score a run against the experts and write the report (and ``report.html``, see ``eval.html_report``).
-
-    Args:
-        predictions: ``predictions.jsonl`` or the run folder holding it.
-        data: the labelled records; default: the ``data`` recorded in the run's ``run.json``.
-        out: output folder; default: the folder of the predictions.
-        target: ``auto`` (mean for regression judges, else mode), ``mode`` or ``mean``.
-        n_boot, seed, vc_repeats: see ``eval.scoring.evaluate``.
-        plots: write the PNGs.
-        wandb_project: log to this W&B project ("" for none).
-        name: the judge's label (default: from the predictions).
-        html_text_items: items whose full texts ``report.html`` embeds (default:
-            ``eval.html_report.DEFAULT_TEXT_ITEMS``; negative: all).
-
-    Returns:
-        The metrics (as written to ``metrics.json``).
-    """
-    import judge
-    import numpy as np
-
-    from eval.pollux_official import pollux_official
-    from eval.run import read_predictions
-
-    predictions = Path(predictions)
-    run_dir = predictions if predictions.is_dir() else predictions.parent
-    run_info = json.loads((run_dir / "run.json").read_text(encoding="utf-8")) if (run_dir / "run.json").exists() else {}
-    data = data or (run_info.get("config") or {}).get("data") or None
-    if not data:
-        raise ValueError("score: no --data given and the run folder has no run.json naming its data")
-    out = Path(out) if out else run_dir
-    out.mkdir(parents=True, exist_ok=True)
-
-    records = judge.load_records(data)
-    rows = read_predictions(predictions)
-    table, notes = scoring.build_table(records, rows, judge_name=name)
-    # The same tests as the paper's metrics: "all" is Zero-Shot + Standard; "unknown" only where some item has it.
-    official = pollux_official(records, rows, {split: np.flatnonzero(table.split == split) if split != "all"
-                                               else np.flatnonzero(table.split != "unknown") for split in scoring.SPLITS
-                                               if split != "unknown" or (table.split == split).any()})
-    if notes["n_unknown_ids"]:
-        log.warning("%d predictions have ids that are not in %s: ignored", notes["n_unknown_ids"], data)
-    target = scoring.choose_target(table, target)
-    derived = scoring.derive(table, target, vc_repeats=vc_repeats, seed=seed)
-    result = scoring.evaluate(table, target=target, n_boot=n_boot, seed=seed, vc_repeats=vc_repeats, derived=derived)
-    result["data"] = str(data)
-    result["predictions"] = str(predictions)
-    result["notes"] = notes
-    result["pollux_official"] = official
-    result["run"] = {k: run_info.get(k) for k in ("backend", "model", "prompt_version", "git_revision")} if run_info else {}
-
-    scoring.write_table(table, out / "items.parquet", extra={
-        "reference": derived.reference, "vc_judge": derived.vc_judge, "vc_experts": derived.vc_experts,
-        "why_unscored": scoring.why_unscored_labels(derived),
-    })
-    (out / "metrics.json").write_text(scoring.dumps(result) + "\n", encoding="utf-8")
-    result = json.loads((out / "metrics.json").read_text(encoding="utf-8"))  # NaN -> null, as every reader sees it
-    markdown = render_markdown(result)
-    (out / "report.md").write_text(markdown + "\n", encoding="utf-8")
-    images: list[Path] = []
-    if plots:
-        images = plot_confusions(result, out / "plots") + plot_mae_by_criterion(result, out / "plots")
-    from eval.html_report import DEFAULT_TEXT_ITEMS, write_report_page
-
-    page = write_report_page(out, records, rows, DEFAULT_TEXT_ITEMS if html_text_items is None else html_text_items)
-    log.info("wrote %s", page)
-    if wandb_project:
-        log_wandb(result, markdown, images, wandb_project, out)
-    return result
-

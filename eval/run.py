@@ -19,6 +19,7 @@ is dropped, items whose *request* failed are retried, and the file ends with exa
 that does not parse is a final answer (``parse_ok: false`` with the parser's error); it is never a score.
 """
 
+
 from __future__ import annotations
 
 import asyncio
@@ -29,34 +30,21 @@ import logging
 import os
 import random
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
+from eval.backends import (ChatBackend, JudgeBackend, JudgeServeBackend, Refused, base_of, detect_backend, first_model,
+                           is_transient, root_of, short)
+from eval.local_server import local_server
+from eval.predictions import PREDICTION_FIELDS, REQUEST_FAILED, read_predictions, resume_predictions
 from judge.checkpoints import is_hub_id
 from judge.config_files import ConfigError, read_config_file
 
-__all__ = [
-    "RunConfig",
-    "ConfigError",
-    "JudgeBackend",
-    "ChatBackend",
-    "JudgeServeBackend",
-    "prefix_order",
-    "read_predictions",
-    "resume_predictions",
-    "run",
-    "REQUEST_FAILED",
-]
+__all__ = ["RunConfig", "ConfigError", "prefix_order", "run"]
 
 log = logging.getLogger("judge_eval.run")
-
-# The error code of a row whose request failed (after retries, or refused by the server): such rows are retried
-# on the next run, unlike parse failures, which are the judge's answer.
-REQUEST_FAILED = "request_failed"
-PREDICTION_FIELDS = ("id", "judge", "raw_output", "feedback", "score", "parse_ok", "error", "reason", "score_source",
-                     "in_scale", "regression_score", "expected_score", "confidence", "score_probs", "latency_s")
 
 
 def _f(default: Any, help: str) -> Any:  # noqa: A002 - argparse's word
@@ -157,437 +145,6 @@ def prefix_order(records: Sequence) -> list:
     return [record for group in groups.values() for record in group]
 
 
-# ------------------------------------------------------------------------------------------- predictions file
-
-
-def read_predictions(path: str | Path) -> list[dict[str, Any]]:
-    """Prediction rows of a ``predictions.jsonl`` (a run folder works too).
-
-    A last line without its newline (the process was killed while writing it) is ignored; any other line that is
-    not valid JSON is an error.
-
-    Raises:
-        ValueError: naming the line that does not parse.
-    """
-    path = Path(path)
-    if path.is_dir():
-        path = path / "predictions.jsonl"
-    rows, _ = _read_rows(path)
-    return rows
-
-
-def _read_rows(path: Path) -> tuple[list[dict[str, Any]], bool]:
-    """Rows and whether a cut last line was dropped."""
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    lines = text.split("\n")
-    cut = bool(lines and lines[-1].strip())  # text after the last newline: a write the kill interrupted
-    rows = []
-    for number, line in enumerate(lines[:-1], start=1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{path}:{number}: not a JSON prediction row ({err.msg})") from err
-    return rows, cut
-
-
-def resume_predictions(path: str | Path, ids: Sequence[str]) -> set[str]:
-    """Prepare a predictions file for appending, and say which items are done.
-
-    Kept: the first row of each id in ``ids`` whose request succeeded (parsed or not). Dropped: a line cut by a
-    kill, rows whose request failed (they are retried), repeated ids and ids not in ``ids``. The file is rewritten
-    (atomically, by rename) only when something was dropped.
-
-    Returns:
-        The ids that already have their final row.
-    """
-    path = Path(path)
-    if not path.exists():
-        return set()
-    rows, cut = _read_rows(path)
-    wanted = set(ids)
-    kept: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        rid = str(row.get("id"))
-        if rid in wanted and rid not in kept and row.get("error") != REQUEST_FAILED:
-            kept[rid] = row
-    if cut or len(kept) != len(rows):
-        tmp = path.with_suffix(".jsonl.tmp")
-        with tmp.open("w", encoding="utf-8") as handle:
-            for row in kept.values():
-                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-        os.replace(tmp, path)
-        log.info("resume: kept %d rows of %s, dropped %d (cut line: %s)", len(kept), path, len(rows) - len(kept), cut)
-    return set(kept)
-
-
-# ----------------------------------------------------------------------------------------------- backends
-
-
-class JudgeBackend(Protocol):
-    """How predictions are obtained from one kind of endpoint.
-
-    ``batches`` decides which records travel together in one request; ``judge`` sends one batch and returns one
-    outcome per record, in order: a dict with ``raw_output, feedback, score, parse_ok, error, reason,
-    score_source``. Transient failures raise (the runner retries them); a server's refusal raises ``Refused``.
-    """
-
-    name: str
-
-    def batches(self, records: Sequence) -> list[list]: ...
-
-    async def judge(self, batch: Sequence) -> list[dict[str, Any]]: ...
-
-    async def aclose(self) -> None: ...
-
-
-class Refused(Exception):
-    """The server refused the request for a reason retrying will not fix (a 4xx other than 408/409/429)."""
-
-
-def _verdict_outcome(text: str | None, record, lenient: bool) -> dict[str, Any]:
-    """Parse a judge's raw output against the record's scale (a score outside it is scored, ``in_scale`` false)."""
-    from judge import ScaleError, parse_verdict, scale_of
-
-    try:
-        scale = scale_of(record.rubrics)
-    except ScaleError:
-        scale = None  # a rubric without a readable scale: no range check, rather than no verdict
-    verdict = parse_verdict(text, scale=scale, lenient=lenient)
-    return {
-        "raw_output": text,
-        "feedback": verdict.feedback,
-        "score": verdict.score if verdict.ok else None,
-        "parse_ok": verdict.ok,
-        "error": verdict.error,
-        "reason": verdict.reason,
-        "score_source": "verdict" if verdict.ok else None,
-        "in_scale": verdict.in_scale,
-        "regression_score": None,
-    }
-
-
-class ChatBackend:
-    """One ``/v1/chat/completions`` request per record (vLLM, judge-serve's passthrough, OpenAI-compatible APIs).
-
-    With the Russian POLLUX prompt, requests carry ``chat_template_kwargs: {"enable_thinking": false}``: the server
-    renders the chat template with thinking off, as ``judge.apply_chat`` does (Qwen3 judges; ChatML ignores it).
-
-    Args:
-        base_url: the OpenAI base URL (ending in ``/v1``).
-        api_key: the key ("EMPTY" for local servers).
-        model: the model name to send.
-        config: the run's settings (prompt language, max_tokens, temperature, timeout, lenient, extra_body).
-    """
-
-    def __init__(self, base_url: str, api_key: str, model: str, config: RunConfig):
-        import openai
-
-        # Retries are the runner's (with its own backoff and accounting), so the SDK's are off.
-        self.client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "EMPTY", max_retries=0,
-                                         timeout=config.timeout_s)
-        self.model, self.config = model, config
-        self.name = config.name or model
-
-    def batches(self, records: Sequence) -> list[list]:
-        return [[record] for record in records]
-
-    def prompt(self, record) -> str:
-        import judge
-
-        return judge.render_prompt_en(record) if self.config.prompt == "en" else judge.render_prompt(record)
-
-    async def judge(self, batch: Sequence) -> list[dict[str, Any]]:
-        import judge
-        import openai
-
-        (record,) = batch
-        kwargs: dict[str, Any] = {}
-        # The POLLUX prompt goes to POLLUX judges on vLLM: thinking off, as judge.apply_chat renders (Qwen3 templates
-        # read it; ChatML ignores it). API judges (prompt "en") get no such field: api.openai.com refuses unknown ones.
-        body: dict[str, Any] = {}
-        if self.config.prompt == "ru":
-            body["chat_template_kwargs"] = dict(judge.prompts.JUDGE_CHAT_TEMPLATE_KWARGS)
-        body.update(self.config.extra_body)  # the user's extra_body wins, chat_template_kwargs included
-        if body:
-            kwargs["extra_body"] = body
-        try:
-            response = await self.client.chat.completions.create(
-                model=self.model,
-                messages=judge.chat_messages(self.prompt(record)),
-                max_tokens=self.config.max_tokens,
-                temperature=self.config.temperature,
-                **kwargs,
-            )
-        except openai.APIStatusError as err:
-            if _retryable_status(err.status_code):
-                raise
-            raise Refused(f"HTTP {err.status_code}: {_short(err.message)}") from err
-        text = response.choices[0].message.content if response.choices else None
-        return [_verdict_outcome(text, record, self.config.lenient)]
-
-    async def aclose(self) -> None:
-        await self.client.close()
-
-
-class JudgeServeBackend:
-    """judge-serve's ``POST /v1/judge``: all criteria of one (instruction, answer) in one request.
-
-    Each record's criterion is sent as a custom ``{name, rubrics}`` so the server renders exactly the prompt
-    ``judge.render_prompt(record)`` gives. The response's per-criterion result carries the score and its source:
-    ``verdict`` for seq2seq judges, ``regression_head`` (real-valued) for regression judges.
-
-    Args:
-        root_url: the server root (no ``/v1``).
-        api_key: bearer token ("" for none).
-        model: the served model name.
-        config: the run's settings.
-    """
-
-    def __init__(self, root_url: str, api_key: str, model: str, config: RunConfig):
-        import httpx
-
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key and api_key != "EMPTY" else {}
-        self.http = httpx.AsyncClient(base_url=root_url, headers=headers, timeout=config.timeout_s)
-        self.model, self.config = model, config
-        self.name = config.name or model
-
-    def batches(self, records: Sequence) -> list[list]:
-        """Consecutive records of one (instruction, reference, answer), at most ``batch_size`` per request
-        (``records`` are in ``prefix_order``)."""
-        out: list[list] = []
-        for record in records:
-            key = (record.instruction, record.reference_answer, record.answer)
-            last = out[-1] if out else None
-            if last and len(last) < self.config.batch_size and \
-                    (last[0].instruction, last[0].reference_answer, last[0].answer) == key:
-                last.append(record)
-            else:
-                out.append([record])
-        return out
-
-    def payload(self, batch: Sequence) -> dict[str, Any]:
-        """The request body for one batch (one item, one custom criterion per record)."""
-        first = batch[0]
-        return {
-            "model": self.model,
-            "items": [{
-                "id": first.id,
-                "instruction": first.instruction,
-                "answer": first.answer,
-                "reference_answer": first.reference_answer,
-                "criteria": [{"name": r.criteria_name, "rubrics": r.rubrics} for r in batch],
-            }],
-            "max_tokens": self.config.max_tokens,
-            "temperature": float(self.config.temperature),
-            "lenient": self.config.lenient,
-            # The same extra fields a chat backend sends (e.g. {"constrained": true} for judge-serve).
-            **dict(self.config.extra_body),
-        }
-
-    async def judge(self, batch: Sequence) -> list[dict[str, Any]]:
-        response = await self.http.post("/v1/judge", json=self.payload(batch))
-        if response.status_code != 200:
-            if _retryable_status(response.status_code):
-                response.raise_for_status()
-            raise Refused(f"HTTP {response.status_code}: {_short(response.text)}")
-        results = response.json()["items"][0]["results"]
-        if len(results) != len(batch):
-            raise Refused(f"judge-serve returned {len(results)} results for {len(batch)} criteria")
-        return [self._outcome(result) for result in results]
-
-    @staticmethod
-    def _outcome(result: dict[str, Any]) -> dict[str, Any]:
-        ok = bool(result.get("parse_ok")) and result.get("score") is not None
-        return {
-            "raw_output": result.get("output"),
-            "feedback": result.get("feedback") or "",
-            "score": float(result["score"]) if ok else None,
-            "parse_ok": ok,
-            "error": None if ok else (result.get("error") or "no_score"),
-            "reason": "" if ok else (result.get("error_reason") or ""),
-            "score_source": result.get("score_source") if ok else None,
-            "in_scale": result.get("in_scale") if ok else None,
-            # A regression head's raw (unclipped) value: POLLUX's own evaluator scores it (eval.pollux_official).
-            "regression_score": result.get("regression_score"),
-            # Seq2seq judges: the score tokens' distribution (judge-serve's score_logprobs); the report shows it.
-            "expected_score": result.get("expected_score"),
-            "confidence": result.get("confidence"),
-            "score_probs": result.get("score_probs"),
-        }
-
-    async def aclose(self) -> None:
-        await self.http.aclose()
-
-
-def _retryable_status(status: int) -> bool:
-    return status in (408, 409, 429) or status >= 500
-
-
-def _short(text: str, limit: int = 300) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-def _is_transient(err: BaseException) -> bool:
-    import httpx
-    import openai
-
-    if isinstance(err, (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError,
-                        httpx.TransportError)):
-        return True
-    if isinstance(err, openai.APIStatusError):
-        return _retryable_status(err.status_code)
-    if isinstance(err, httpx.HTTPStatusError):
-        return _retryable_status(err.response.status_code)
-    return False
-
-
-# ------------------------------------------------------------------------------------------- endpoints
-
-
-def _root_of(base_url: str) -> str:
-    base = base_url.rstrip("/")
-    return base[: -len("/v1")] if base.endswith("/v1") else base
-
-
-def _base_of(url: str) -> str:
-    url = url.rstrip("/")
-    return url if url.endswith("/v1") else url + "/v1"
-
-
-def detect_backend(base_url: str, api_key: str) -> str:
-    """``judge-serve`` when the server has a ``/v1/judge`` route, else ``chat``.
-
-    An empty POST tells them apart without judging anything: judge-serve answers 400 (missing items) or 401,
-    vLLM and other OpenAI servers 404 or 405.
-    """
-    import httpx
-
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    try:
-        response = httpx.post(_root_of(base_url) + "/v1/judge", json={}, headers=headers, timeout=30)
-    except httpx.HTTPError as err:
-        log.debug("backend probe: POST /v1/judge failed (%s): an OpenAI-compatible chat server", err)
-        return "chat"
-    kind = "chat" if response.status_code in (404, 405) else "judge-serve"
-    # The probe's 4xx is the expected answer, not an error: said once, at debug level.
-    log.debug("backend probe: empty POST /v1/judge answered HTTP %d: %s", response.status_code, kind)
-    return kind
-
-
-def _first_model(base_url: str, api_key: str) -> str:
-    import httpx
-
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    response = httpx.get(_base_of(base_url) + "/models", headers=headers, timeout=30)
-    response.raise_for_status()
-    models = response.json().get("data") or []
-    if not models:
-        raise ConfigError(f"judge: {base_url} lists no models; set --model")
-    return models[0]["id"]
-
-
-def _checkpoint_kind(folder: Path) -> str:
-    """``regression`` for a score-head judge (our export, or a released ``-r``), else ``seq2seq``."""
-    from judge.checkpoints import judge_kind
-
-    try:
-        return judge_kind(folder)
-    except ValueError:
-        return "seq2seq"
-
-
-def _judge_serve_command() -> list[str] | None:
-    import shutil
-    import sys
-
-    beside = Path(sys.executable).parent / "judge-serve"  # the venv's own script first, then PATH
-    found = str(beside) if beside.exists() else shutil.which("judge-serve")
-    return [found] if found else None
-
-
-@contextlib.contextmanager
-def local_server(checkpoint: Path, config: RunConfig, out: Path) -> Iterator[tuple[str, str]]:
-    """Start judge-serve (or vLLM's OpenAI server) on a checkpoint folder or hub id; stop it on exit.
-
-    Yields:
-        ``(base_url, served model name)``.
-
-    Raises:
-        ConfigError: a regression checkpoint without judge-serve (vLLM alone cannot produce its verdicts).
-        RuntimeError: the server exited or did not answer within ``server_timeout_s`` (with its log tail).
-    """
-    import signal
-    import socket
-    import subprocess
-    import sys
-
-    import httpx
-
-    from judge.checkpoints import CheckpointNotFound, resolve_checkpoint
-
-    name = config.model or Path(checkpoint).name  # a hub id's name, not its snapshot's revision
-    try:
-        checkpoint = resolve_checkpoint(checkpoint)
-    except CheckpointNotFound as err:
-        raise ConfigError(f"judge: {err}") from err
-    kind = _checkpoint_kind(checkpoint)
-    serve_cmd = _judge_serve_command() if config.server in ("auto", "judge-serve") else None
-    if config.server == "judge-serve" and serve_cmd is None:
-        raise ConfigError("server: judge-serve is not installed (install pollux-judge, or use server: vllm)")
-    if serve_cmd is None and kind == "regression":
-        raise ConfigError(f"judge: {checkpoint} is a regression checkpoint; it needs judge-serve (generator + score "
-                          "head), which is not installed")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    common = ["--model", str(checkpoint), "--served-model-name", name, "--host", "127.0.0.1", "--port", str(port)]
-    if serve_cmd is not None:
-        cmd, ready_path = [*serve_cmd, *common, *map(str, config.server_args)], "/ready"
-    else:
-        cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", *common, *map(str, config.server_args)]
-        ready_path = "/v1/models"
-    log_path = out / "server.log"
-    log.info("starting %s", " ".join(cmd))
-    with open(log_path, "ab") as log_file:
-        env = {**os.environ, **{str(k): str(v) for k, v in config.server_env.items()}}
-        proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True, env=env)
-    root = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + config.server_timeout_s
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"the judge server exited with code {proc.returncode}; log {log_path}:\n"
-                                   + _tail(log_path))
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(root + ready_path, timeout=5).status_code == 200:
-                    break
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the judge server did not answer {ready_path} in {config.server_timeout_s:.0f} s; "
-                                   f"log {log_path}:\n" + _tail(log_path))
-            time.sleep(1.0)
-        yield root + "/v1", name
-    finally:
-        # The server leads its own session (vLLM forks an engine process): signal the group, then insist.
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=30)
-
-
-def _tail(path: Path, lines: int = 40) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return ""
-
 
 # ---------------------------------------------------------------------------------------------- the runner
 
@@ -646,8 +203,8 @@ async def _with_retries(backend: JudgeBackend, batch: Sequence, config: RunConfi
             reason = str(err)
             break
         except Exception as err:  # noqa: BLE001 - classified just below; unknown errors are not retried
-            reason = f"{type(err).__name__}: {_short(str(err))}"
-            if not _is_transient(err) or attempt == config.max_retries:
+            reason = f"{type(err).__name__}: {short(str(err))}"
+            if not is_transient(err) or attempt == config.max_retries:
                 break
             log.warning("attempt %d of a request failed (%s); retrying in %.1f s", attempt + 1, reason, delay)
             await asyncio.sleep(delay * (0.5 + random.random()))
@@ -730,6 +287,9 @@ def run(config: RunConfig) -> dict[str, Any]:
     import judge
 
     config.validate()
+    # The run resolves data, name and model into its own copy: the caller's config is left as it was given.
+    config = dataclasses.replace(config, extra_body=dict(config.extra_body), server_args=list(config.server_args),
+                                 server_env=dict(config.server_env))
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     if config.criteria == "auto":
@@ -752,7 +312,7 @@ def run(config: RunConfig) -> dict[str, Any]:
 
     with contextlib.ExitStack() as stack:
         if judge_ref.startswith(("http://", "https://")):
-            base_url, model = _base_of(judge_ref), config.model
+            base_url, model = base_of(judge_ref), config.model
         elif Path(judge_ref).is_dir() or is_hub_id(judge_ref):
             if not todo:
                 base_url, model = "", config.model or Path(judge_ref).name  # nothing to do: no server needed
@@ -761,7 +321,7 @@ def run(config: RunConfig) -> dict[str, Any]:
         else:
             raise ConfigError(f"judge: {judge_ref!r} is neither an http(s) URL, a checkpoint folder nor a hub id")
         if todo and not model:
-            model = _first_model(base_url, api_key)
+            model = first_model(base_url, api_key)
         kind = config.backend
         if todo and kind == "auto":
             kind = detect_backend(base_url, api_key)
@@ -778,10 +338,11 @@ def run(config: RunConfig) -> dict[str, Any]:
         counts = {"written": 0, "parse_failed": 0, "request_failed": 0}
         if todo:
             log.info("judging %d items (%d already done) with %s via %s", len(todo), len(done), model, kind)
-            backend: JudgeBackend = (JudgeServeBackend(_root_of(base_url), api_key, model, config) if kind == "judge-serve"
+            backend: JudgeBackend = (JudgeServeBackend(root_of(base_url), api_key, model, config) if kind == "judge-serve"
                                      else ChatBackend(base_url, api_key, model, config))
             counts = asyncio.run(_judge_all(backend, todo, config, predictions))
     if not predictions.exists():
         predictions.touch()
     return {"n_items": len(records), "n_done_before": len(done), **counts, "predictions": str(predictions),
             "judge": config.name}
+

@@ -1,655 +1,111 @@
-"""Scoring a run: join predictions with expert-labelled records into one item table, then compute every metric
-cell of the report (Zero-Shot / Standard / all x overall / evaluated model / task type / criterion).
+"""The ``judge-eval score`` step: join a run's predictions with the expert-labelled records, compute the paper's
+metrics (``eval.item_table``), and write the report (``eval.report``, ``eval.html_report``).
 
-The item table is a set of aligned numpy columns, so the metric cells are index selections over the same
-arrays: the 100-fold Verdict Confidence is computed once for all items and averaged per cell.
+Files written to the output folder:
+
+- ``metrics.json``: ``eval.item_table.evaluate``'s result (per test: the cells, ``model_means`` = the paper's
+  Table 10, ``why_empty`` where a cell has no scored item) plus ``pollux_official`` (POLLUX's repository evaluator,
+  ``eval.pollux_official``: not the paper's metrics) and the run's provenance;
+- ``report.md``: the tables;
+- ``items.parquet``: the per-item table (judge score, status, experts, reference, Verdict Confidences, ``in_scale``,
+  ``n_abstained``, ``why_unscored``), which ``judge-eval compare`` pairs across runs;
+- ``plots/confusion_<split>.png`` (judge x expert mode, per task group) and ``plots/mae_by_criterion_<split>.png``.
 """
 
 from __future__ import annotations
 
 import json
-from collections import Counter
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+import logging
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from eval import item_table
+from eval.html_report import DEFAULT_TEXT_ITEMS, write_report_page
+from eval.report import log_wandb, plot_confusions, plot_mae_by_criterion, render_markdown
 
-from eval import metrics
+__all__ = ["score"]
 
-__all__ = [
-    "ItemTable",
-    "UNSCORED_REASONS",
-    "model_means",
-    "why_empty",
-    "why_unscored_labels",
-    "SPLITS",
-    "GROUPINGS",
-    "STATUSES",
-    "build_table",
-    "choose_target",
-    "evaluate",
-    "write_table",
-    "read_table",
-]
-
-# Report order of the splits and the groupings; the Spearman correlation is pooled per evaluated model and per
-# task type only (the paper: per criterion, 2-5 distinct scores make too many ties).
-SPLITS = ("zero_shot", "standard", "unknown", "all")
-GROUPINGS = {"model": "model_id", "task_type": "task_type", "criterion": "criteria_name"}
-_CORRELATED = {"model", "task_type"}
-# Why an item has no score: the judge answered but the verdict did not parse, the request itself failed
-# (retried on the next `run`), or there is no prediction for it at all (the run is unfinished).
-STATUSES = ("ok", "parse_failed", "request_failed", "missing")
-REQUEST_FAILED = "request_failed"
-# judge.VerdictError.OUT_OF_SCALE: the error older runs wrote for a number outside the scale (now a scored verdict).
-OUT_OF_SCALE = "out_of_scale"
-_OK, _PARSE_FAILED, _REQUEST_FAILED, _MISSING = range(len(STATUSES))
+log = logging.getLogger("judge_eval.score")
 
 
-@dataclass
-class ItemTable:
-    """Aligned per-item columns (numpy arrays of length n; strings are object arrays).
-
-    Attributes:
-        ids: item ids.
-        judge: the judge's score, NaN where it gave none.
-        status: one of STATUSES.
-        error: the verdict's error code ("" when ok).
-        score_source: where the score came from ("verdict", "regression", ...; "" when none).
-        experts: NaN-padded ``(n, k)`` expert scores.
-        split: "zero_shot" or "standard".
-        model_id, task_type, task_group, criteria_name: grouping labels.
-        judge_name: the judge's label (for report headers).
-        in_scale: 1.0 where the judge's score lies within the item's scale, 0.0 outside it (scored all the same,
-            as the paper does), NaN where there is no score or no readable scale.
-        n_abstained: per item, how many experts abstained (a released ``-1``): not scores, counted.
-    """
-
-    ids: np.ndarray
-    judge: np.ndarray
-    status: np.ndarray
-    error: np.ndarray
-    score_source: np.ndarray
-    experts: np.ndarray
-    split: np.ndarray
-    model_id: np.ndarray
-    task_type: np.ndarray
-    task_group: np.ndarray
-    criteria_name: np.ndarray
-    judge_name: str = ""
-    in_scale: np.ndarray | None = None
-    n_abstained: np.ndarray | None = None
-
-    def __post_init__(self) -> None:
-        if self.in_scale is None:  # a hand-built table: every score taken as inside its scale
-            self.in_scale = np.where(np.isfinite(self.judge), 1.0, np.nan)
-        if self.n_abstained is None:
-            self.n_abstained = np.zeros(len(self.ids), dtype=np.int64)
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    def take(self, index: np.ndarray) -> ItemTable:
-        """The rows at ``index`` (for pairing two runs on shared items)."""
-        fields = {name: getattr(self, name)[index] for name in _COLUMNS}
-        return ItemTable(**fields, judge_name=self.judge_name)
-
-
-_COLUMNS = ("ids", "judge", "status", "error", "score_source", "experts", "split", "model_id", "task_type",
-            "task_group", "criteria_name", "in_scale", "n_abstained")
-
-
-# ------------------------------------------------------------------------------------------- the item table
-
-
-def _labels(records) -> tuple[list[str], list[str]]:
-    """Split and task group of each record, memoised per (task type, subtype, criterion): ``split_of`` resolves
-    names through the taxonomy, which would cost seconds on the 160k items of the full test."""
-    import judge
-
-    taxonomy = judge.load_taxonomy()
-    spec = judge.load_split_spec()
-    splits_cache: dict[tuple, str] = {}
-    group_cache: dict[tuple, str] = {}
-    splits, groups = [], []
-    for record in records:
-        key = (record.task_type, record.task_subtype, record.criteria_name)
-        if key not in splits_cache:
-            # An unresolvable task type is its own "unknown" split, shown apart in the report, never Standard.
-            splits_cache[key] = judge.split_of(record, spec, allow_unknown=True)
-        splits.append(splits_cache[key])
-        gkey = (record.task_type, record.task_subtype)
-        if gkey not in group_cache:
-            group_cache[gkey] = _task_group(taxonomy, record.task_type, record.task_subtype)
-        groups.append(group_cache[gkey])
-    return splits, groups
-
-
-def _task_group(taxonomy, task_type: str, subtype: str) -> str:
-    """The taxonomy's task group (English) of a task type; the task type itself when the taxonomy lacks it."""
-    for name in (task_type, subtype):
-        if not name:
-            continue
-        group = taxonomy.canonical_group(name)
-        if group is not None:
-            return group
-        canonical = taxonomy.canonical_task_type(name)
-        if canonical is not None:
-            return next(t.group for t in taxonomy.tasks if t.task_type == canonical)
-    return task_type or "(unknown)"
-
-
-def build_table(records, predictions: Iterable[Mapping[str, Any]], judge_name: str = "") -> tuple[ItemTable, dict]:
-    """Join records (the expert labels) with a run's predictions by id.
+def score(
+    predictions: str | Path,
+    data: str | Path | None = None,
+    out: str | Path | None = None,
+    *,
+    target: str = "auto",
+    n_boot: int = 1000,
+    seed: int = 0,
+    vc_repeats: int = 100,
+    plots: bool = True,
+    wandb_project: str = "",
+    name: str = "",
+    html_text_items: int | None = None,
+) -> dict[str, Any]:
+    """Score a run against the experts and write the report (and ``report.html``, see ``eval.html_report``).
 
     Args:
-        records: ``JudgeRecord`` list (from ``judge.load_records``).
-        predictions: prediction rows (``eval.run.read_predictions``).
-        judge_name: label for reports; default: the predictions' ``judge`` field.
+        predictions: ``predictions.jsonl`` or the run folder holding it.
+        data: the labelled records; default: the ``data`` recorded in the run's ``run.json``.
+        out: output folder; default: the folder of the predictions.
+        target: ``auto`` (mean for regression judges, else mode), ``mode`` or ``mean``.
+        n_boot, seed, vc_repeats: see ``eval.item_table.evaluate``.
+        plots: write the PNGs.
+        wandb_project: log to this W&B project ("" for none).
+        name: the judge's label (default: from the predictions).
+        html_text_items: items whose full texts ``report.html`` embeds (default:
+            ``eval.html_report.DEFAULT_TEXT_ITEMS``; negative: all).
 
     Returns:
-        ``(table, notes)``: the table over all records (items without a prediction have status "missing"), and
-        notes counting predictions whose id is not in the data (``n_unknown_ids``, ignored) and repeated ids.
+        The metrics (as written to ``metrics.json``).
     """
-    by_id: dict[str, Mapping[str, Any]] = {}
-    repeated = 0
-    names = Counter()
-    for row in predictions:
-        rid = str(row["id"])
-        if rid in by_id:
-            repeated += 1  # the first row wins, as in `run`'s resume
-            continue
-        by_id[rid] = row
-        names[row.get("judge") or ""] += 1
-    n = len(records)
-    judge_scores = np.full(n, np.nan)
-    in_scale = np.full(n, np.nan)
-    status = np.empty(n, dtype=object)
-    error = np.empty(n, dtype=object)
-    source = np.empty(n, dtype=object)
-    known = set()
-    scales = _ScaleCache()
-    n_rescued = 0
-    for i, record in enumerate(records):
-        row = by_id.get(record.id)
-        known.add(record.id)
-        if row is None:
-            status[i], error[i], source[i] = "missing", "", ""
-            continue
-        if row.get("error") == OUT_OF_SCALE and row.get("raw_output"):
-            # Written before out-of-scale numbers were scored (they were parse failures then): read it again.
-            row, n_rescued = _reparse(row, record, scales), n_rescued + 1
-        score = row.get("score")
-        if row.get("parse_ok") and score is not None and np.isfinite(float(score)):
-            judge_scores[i] = float(score)
-            # The item's own rubric decides (whatever the server resolved); the row's flag when it has no scale.
-            scale = scales.get(record.rubrics)
-            flag = scale.contains(float(score)) if scale is not None else row.get("in_scale")
-            in_scale[i] = np.nan if flag is None else float(bool(flag))
-            status[i] = "ok"
-        elif row.get("error") == REQUEST_FAILED:
-            status[i] = REQUEST_FAILED
-        else:
-            # A parse failure is a value, never a score: whatever `score` says, it is not used.
-            status[i] = "parse_failed"
-        error[i] = row.get("error") or ""
-        source[i] = row.get("score_source") or ""
-    splits, groups = _labels(records)
-
-    def column(name: str) -> np.ndarray:
-        return np.array([getattr(r, name) or "" for r in records], dtype=object)
-
-    table = ItemTable(
-        ids=np.array([r.id for r in records], dtype=object),
-        judge=judge_scores,
-        status=status,
-        error=error,
-        score_source=source,
-        experts=metrics.pad_scores([r.expert_scores for r in records]),
-        split=np.array(splits, dtype=object),
-        model_id=column("model_id"),
-        task_type=column("task_type"),
-        task_group=np.array(groups, dtype=object),
-        criteria_name=column("criteria_name"),
-        judge_name=judge_name or (names.most_common(1)[0][0] if names else ""),
-        in_scale=in_scale,
-        # Abstentions are counted on the record by the loader (judge.JudgeRecord.n_abstained, released -1 scores);
-        # records of a loader without them have none.
-        n_abstained=np.array([int(getattr(r, "n_abstained", 0) or 0) for r in records], dtype=np.int64),
-    )
-    notes = {"n_unknown_ids": len(set(by_id) - known), "n_repeated_ids": repeated}
-    if n_rescued:
-        notes["n_out_of_scale_reparsed"] = n_rescued
-    return table, notes
-
-
-class _ScaleCache:
-    """``judge.scale_of`` per distinct rubric text (None when unreadable): 160k items share a few hundred rubrics."""
-
-    def __init__(self) -> None:
-        self._cache: dict[str, Any] = {}
-
-    def get(self, rubrics: str):
-        if rubrics not in self._cache:
-            import judge
-
-            try:
-                self._cache[rubrics] = judge.scale_of(rubrics)
-            except judge.ScaleError:
-                self._cache[rubrics] = None
-        return self._cache[rubrics]
-
-
-def _reparse(row: Mapping[str, Any], record, scales: _ScaleCache) -> dict[str, Any]:
-    """A prediction row whose verdict an older parser refused as out of scale, parsed again (now scored)."""
     import judge
+    import numpy as np
 
-    # lenient: the old parser checked [END] before the range, so a row refused for its range parses either way.
-    verdict = judge.parse_verdict(row["raw_output"], scale=scales.get(record.rubrics), lenient=True)
-    if not verdict.ok:  # cannot happen for a row refused only for its range; keep the row's own failure then
-        return dict(row)
-    return {**row, "score": verdict.score, "parse_ok": True, "error": None, "in_scale": verdict.in_scale,
-            "score_source": row.get("score_source") or "verdict"}
+    from eval.pollux_official import pollux_official
+    from eval.predictions import read_predictions
 
+    predictions = Path(predictions)
+    run_dir = predictions if predictions.is_dir() else predictions.parent
+    run_info = json.loads((run_dir / "run.json").read_text(encoding="utf-8")) if (run_dir / "run.json").exists() else {}
+    data = data or (run_info.get("config") or {}).get("data") or None
+    if not data:
+        raise ValueError("score: no --data given and the run folder has no run.json naming its data")
+    out = Path(out) if out else run_dir
+    out.mkdir(parents=True, exist_ok=True)
 
-def choose_target(table: ItemTable, target: str = "auto") -> str:
-    """The reference the judge is compared with: ``"mode"`` of the experts, or ``"mean"`` for regression judges.
+    records = judge.load_records(data)
+    rows = read_predictions(predictions)
+    table, notes = item_table.build_table(records, rows, judge_name=name)
+    # The same tests as the paper's metrics: "all" is Zero-Shot + Standard; "unknown" only where some item has it.
+    official = pollux_official(records, rows, {split: np.flatnonzero(table.split == split) if split != "all"
+                                               else np.flatnonzero(table.split != "unknown") for split in item_table.SPLITS
+                                               if split != "unknown" or (table.split == split).any()})
+    if notes["n_unknown_ids"]:
+        log.warning("%d predictions have ids that are not in %s: ignored", notes["n_unknown_ids"], data)
+    target = item_table.choose_target(table, target)
+    derived = item_table.derive(table, target, vc_repeats=vc_repeats, seed=seed)
+    result = item_table.evaluate(table, target=target, n_boot=n_boot, seed=seed, vc_repeats=vc_repeats, derived=derived)
+    result["data"] = str(data)
+    result["predictions"] = str(predictions)
+    result["notes"] = notes
+    result["pollux_official"] = official
+    result["run"] = {k: run_info.get(k) for k in ("backend", "model", "prompt_version", "git_revision")} if run_info else {}
 
-    ``auto`` picks ``mean`` when most of the run's scores come from a regression head (``score_source``
-    ``regression_head``, as judge-serve reports it).
-    """
-    if target in ("mode", "mean"):
-        return target
-    if target != "auto":
-        raise ValueError(f"target must be auto, mode or mean, got {target!r}")
-    sources = table.score_source[table.status == "ok"].astype(str)
-    return "mean" if len(sources) and np.mean(np.char.startswith(sources, "regression")) > 0.5 else "mode"
-
-
-def write_table(table: ItemTable, path: str | Path, extra: Mapping[str, np.ndarray] | None = None) -> Path:
-    """Save the item table as Parquet (``compare`` pairs runs from it without reloading the data)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    # A list column from flat values and row offsets (scores sit first in each padded row), not 160k Python lists.
-    valid = ~np.isnan(table.experts)
-    offsets = np.r_[0, np.cumsum(valid.sum(axis=1))].astype(np.int32)
-    experts = pa.ListArray.from_arrays(pa.array(offsets), pa.array(table.experts[valid]))
-    columns = {
-        "id": table.ids.tolist(),
-        "judge_score": table.judge.tolist(),
-        "status": table.status.tolist(),
-        "error": table.error.tolist(),
-        "score_source": table.score_source.tolist(),
-        "expert_scores": experts,
-        "split": table.split.tolist(),
-        "model_id": table.model_id.tolist(),
-        "task_type": table.task_type.tolist(),
-        "task_group": table.task_group.tolist(),
-        "criteria_name": table.criteria_name.tolist(),
-        # true / false for a scored item (false: outside its scale, scored as the paper does), null otherwise
-        "in_scale": pa.array(np.where(np.isnan(table.in_scale), False, table.in_scale == 1.0),
-                             mask=np.isnan(table.in_scale)),
-        "n_abstained": pa.array(np.asarray(table.n_abstained, dtype=np.int64)),
-    }
-    for name, values in (extra or {}).items():
-        columns[name] = np.asarray(values).tolist()
-    arrow = pa.table(columns)
-    arrow = arrow.replace_schema_metadata({"judge_name": table.judge_name})
-    path = Path(path)
-    pq.write_table(arrow, path)
-    return path
-
-
-def read_table(path: str | Path) -> tuple[ItemTable, dict[str, np.ndarray]]:
-    """Read an item table written by ``write_table``.
-
-    Returns:
-        ``(table, extra)``: the table and the extra per-item columns written beside it.
-    """
-    import pyarrow.parquet as pq
-
-    arrow = pq.read_table(path)
-    data = arrow.to_pydict()
-    meta = arrow.schema.metadata or {}
-
-    def strings(name: str) -> np.ndarray:
-        return np.array(data[name], dtype=object)
-
-    table = ItemTable(
-        ids=strings("id"),
-        judge=np.array([np.nan if v is None else v for v in data["judge_score"]], dtype=np.float64),
-        status=strings("status"),
-        error=strings("error"),
-        score_source=strings("score_source"),
-        experts=metrics.pad_scores(data["expert_scores"]),
-        split=strings("split"),
-        model_id=strings("model_id"),
-        task_type=strings("task_type"),
-        task_group=strings("task_group"),
-        criteria_name=strings("criteria_name"),
-        judge_name=meta.get(b"judge_name", b"").decode("utf-8"),
-        # Tables written before these columns existed: every score in scale, no abstentions.
-        in_scale=(np.array([np.nan if v is None else float(v) for v in data["in_scale"]], dtype=np.float64)
-                  if "in_scale" in data else None),
-        n_abstained=np.array(data["n_abstained"], dtype=np.int64) if "n_abstained" in data else None,
-    )
-    known = {"id", "judge_score", "status", "error", "score_source", "expert_scores", "split", "model_id",
-             "task_type", "task_group", "criteria_name", "in_scale", "n_abstained"}
-    extra = {name: np.array([np.nan if v is None else v for v in values], dtype=np.float64)
-             for name, values in data.items() if name not in known and name != "why_unscored"}
-    return table, extra
-
-
-# ---------------------------------------------------------------------------------------------- the cells
-
-
-@dataclass
-class _Derived:
-    """Per-item quantities every cell reads: computed once per table."""
-
-    status: np.ndarray
-    reference: np.ndarray
-    mode: np.ndarray
-    unique_mode: np.ndarray
-    has_experts: np.ndarray
-    vc_judge: np.ndarray
-    vc_experts: np.ndarray
-    expert_mean: np.ndarray
-    why_unscored: np.ndarray
-
-
-# Why an item has no (judge score, reference) pair, in the order the reasons are checked; an item gets the first
-# that applies. "all_experts_abstained": every expert said the criterion does not apply (a released -1): the item
-# is unlabelled, not an error. "no_expert_scores": unlabelled data. "no_unique_mode": the experts tie (the paper
-# excludes such items, seeds/003_04de0265a3137b49.txt:672-674).
-UNSCORED_REASONS = ("no_prediction", "request_failed", "parse_failed", "all_experts_abstained", "no_expert_scores",
-                    "no_unique_mode")
-_REASON_TEXT = {
-    "no_prediction": "no prediction (the run is unfinished)",
-    "request_failed": "the request failed (retried by the next `run`)",
-    "parse_failed": "the verdict did not parse",
-    "all_experts_abstained": "every expert abstained (unlabelled, not an error)",
-    "no_expert_scores": "no expert scores (unlabelled)",
-    "no_unique_mode": "the experts have no unique mode",
-}
-
-
-def derive(table: ItemTable, target: str, vc_repeats: int = 100, seed: int = 0) -> _Derived:
-    """The reference score, unique-mode mask and both Verdict Confidences of every item."""
-    mode, unique = metrics.expert_mode(table.experts)
-    reference = mode if target == "mode" else metrics.expert_mean(table.experts)
-    # Integer status codes (index into STATUSES): comparisons on object arrays would dominate the cell loop.
-    status = np.zeros(len(table), dtype=np.int8)
-    for code, name in enumerate(STATUSES):
-        status[table.status == name] = code
-    has_experts = (~np.isnan(table.experts)).any(axis=1)
-    # Reason codes: 0 = scored, 1 + index into UNSCORED_REASONS otherwise (assigned last reason first, so the first
-    # applicable reason wins).
-    why = np.zeros(len(table), dtype=np.int8)
-    conditions = [
-        status == _MISSING,
-        status == _REQUEST_FAILED,
-        status == _PARSE_FAILED,
-        ~has_experts & (np.asarray(table.n_abstained) > 0),
-        ~has_experts,
-        ~np.isfinite(reference),
-    ]
-    for code in range(len(conditions) - 1, -1, -1):
-        why[conditions[code]] = code + 1
-    return _Derived(
-        status=status,
-        reference=reference,
-        mode=mode,
-        unique_mode=unique,
-        has_experts=has_experts,
-        vc_judge=metrics.verdict_confidence_judge(table.experts, table.judge, repeats=vc_repeats, seed=seed),
-        vc_experts=metrics.verdict_confidence_experts(table.experts),
-        expert_mean=reference if target == "mean" else metrics.expert_mean(table.experts),
-        why_unscored=why,
-    )
-
-
-def why_unscored_labels(derived: _Derived) -> np.ndarray:
-    """Per item, why it has no (judge, reference) pair ("" when it has one): the items.parquet column."""
-    labels = np.array(("",) + UNSCORED_REASONS, dtype=object)
-    return labels[derived.why_unscored]
-
-
-def why_empty(counts: Mapping[str, int]) -> str:
-    """A sentence saying why a cell has no scored item, from its counts per reason."""
-    parts = [f"{n} {_REASON_TEXT[k]}" for k, n in counts.items() if n]
-    return "no scored item: " + "; ".join(parts) if parts else "no items"
-
-
-def _nan_mean(values: np.ndarray) -> float:
-    values = values[np.isfinite(values)]
-    return float(values.mean()) if len(values) else float("nan")
-
-
-def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, correlations: bool,
-         n_boot: int, seed: int, ci_level: float = 0.95) -> dict[str, Any]:
-    """All metrics of one cell (a set of items).
-
-    Returns:
-        ``n`` items with a prediction, ``n_missing`` without one, ``n_failed`` (parse + request failures) and
-        ``failure_rate`` = n_failed / n; ``n_no_unique_mode`` among the n; ``n_scored`` items in MAE / correlations
-        (scored by the judge, with a defined reference); ``mae`` and ``mae_ci``; with ``correlations``:
-        ``spearman``, ``spearman_ci``, ``pearson``, ``kendall``.
-
-        Out-of-scale verdicts are in the headline figures, as in the paper (Table 11,
-        ``seeds/003_04de0265a3137b49.txt:703``); ``n_out_of_scale`` counts them among the n verdicts, and
-        ``n_scored_in_scale``, ``mae_in_scale`` (+ ``_ci``) and, with correlations, ``spearman_in_scale``
-        (+ ``_ci``) give the figures without them.
-
-        ``vc_judge`` and ``vc_experts`` over the items the judge scored that have two or more annotators
-        (``n_vc``; NaN when 0, the paper's "—"), ``vc_experts_all`` over all such items with a prediction
-        (``n_vc_experts_all``); ``why_no_vc`` when n_vc is 0 though items were scored.
-
-        ``n_abstained`` expert abstentions over the cell's items and ``n_all_abstained`` items whose experts all
-        abstained (unlabelled, not errors). When ``n_scored`` is 0: ``why_empty`` (reason -> items, see
-        ``UNSCORED_REASONS``) and ``why_empty_text``.
-    """
-    status = derived.status[index]
-    present = status != _MISSING
-    ok = status == _OK
-    parse_failed, request_failed = status == _PARSE_FAILED, status == _REQUEST_FAILED
-    n = int(present.sum())
-    n_failed = int((parse_failed | request_failed).sum())
-    reference = derived.reference[index]
-    judge_scores = table.judge[index]
-    scored = ok & np.isfinite(reference)
-    x, y = judge_scores[scored], reference[scored]
-    rng = metrics.cell_rng(seed, key)
-    out: dict[str, Any] = {
-        "n": n,
-        "n_missing": int((~present).sum()),
-        "n_failed": n_failed,
-        "n_parse_failed": int(parse_failed.sum()),
-        "n_request_failed": int(request_failed.sum()),
-        "failure_rate": n_failed / n if n else float("nan"),
-        "n_no_unique_mode": int((present & derived.has_experts[index] & ~derived.unique_mode[index]).sum()),
-        "n_scored": int(scored.sum()),
-    }
-    stats = metrics.describe_pairs(x, y, n_boot, rng, ci_level, correlations=correlations)
-    stats.pop("n")
-    out.update(stats)
-    flags = table.in_scale[index]
-    # Every verdict outside its scale, whether or not its item has a reference (it is the judge's answer either way).
-    out["n_out_of_scale"] = int((ok & (flags == 0.0)).sum())
-    inside = flags[scored] != 0.0  # NaN (no readable scale) counts as inside: nothing to flag
-    out["n_scored_in_scale"] = int(inside.sum())
-    names = ("mae", "spearman") if correlations else ("mae",)
-    if out["n_scored_in_scale"] < len(inside):
-        within = metrics.describe_pairs(x[inside], y[inside], n_boot, metrics.cell_rng(seed, key + "/in_scale"),
-                                        ci_level, correlations=correlations)
-    else:  # nothing to leave out: the in-scale figures are the headline ones (no second bootstrap)
-        within = stats
-    for name in names:
-        out[f"{name}_in_scale"] = within[name]
-        out[f"{name}_in_scale_ci"] = within[f"{name}_ci"]
-    vc_judge, vc_experts = derived.vc_judge[index], derived.vc_experts[index]
-    judged = ok & np.isfinite(vc_judge)  # finite only with a judge score and >= 2 annotators
-    out["n_vc"] = int(judged.sum())
-    out["vc_judge"] = _nan_mean(vc_judge[judged])
-    out["vc_experts"] = _nan_mean(vc_experts[judged])
-    overlapping = present & np.isfinite(vc_experts)
-    out["n_vc_experts_all"] = int(overlapping.sum())
-    out["vc_experts_all"] = _nan_mean(vc_experts[overlapping])
-    if out["n_vc"] == 0 and out["n_scored"]:
-        out["why_no_vc"] = ("no scored item has two or more annotators: Verdict Confidence needs overlapping "
-                            "annotations (the paper shows it as \u2014 for criteria annotated by one expert)")
-    out["n_abstained"] = int(table.n_abstained[index].sum())
-    out["n_all_abstained"] = int((~derived.has_experts[index] & (table.n_abstained[index] > 0)).sum())
-    if out["n_scored"] == 0:
-        counts = np.bincount(derived.why_unscored[index], minlength=len(UNSCORED_REASONS) + 1)
-        out["why_empty"] = {reason: int(counts[i + 1]) for i, reason in enumerate(UNSCORED_REASONS) if counts[i + 1]}
-        out["why_empty_text"] = why_empty(out["why_empty"])
-    return out
-
-
-def _groups(labels: np.ndarray) -> dict[str, np.ndarray]:
-    """Item indices per label, labels in sorted order (one sort for all labels, not one scan per label)."""
-    names, inverse = np.unique(labels.astype(str), return_inverse=True)
-    order = np.argsort(inverse, kind="stable")
-    bounds = np.r_[0, np.cumsum(np.bincount(inverse, minlength=len(names)))]
-    return {str(name): order[bounds[i]:bounds[i + 1]] for i, name in enumerate(names)}
-
-
-def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: int = 0, vc_repeats: int = 100,
-             ci_level: float = 0.95, derived: _Derived | None = None) -> dict[str, Any]:
-    """Every metric of the report, for one judge.
-
-    Args:
-        table: the judged items.
-        target: ``mode``, ``mean`` or ``auto`` (see ``choose_target``).
-        n_boot: bootstrap resamples per interval (0 disables intervals).
-        seed: seed of the Verdict Confidence draws and of every bootstrap (per cell, see ``metrics.cell_rng``).
-        vc_repeats: random expert replacements averaged in the judge's Verdict Confidence.
-        ci_level: coverage of the percentile bootstrap intervals.
-        derived: ``derive(table, target, vc_repeats, seed)`` when the caller already has it.
-
-    Returns:
-        A JSON-ready dict: ``judge``, ``target``, ``settings``, ``levels``, and ``splits`` →
-        {zero_shot, standard, all} → {``overall``, ``by_model``, ``by_task_type``, ``by_criterion`` (cells as in
-        ``cell``), ``failures`` (error code → count), ``model_means`` (Table 10, see ``model_means``), ``confusion`` ({``all``, ``by_task_group``} →
-        {levels, matrix})}.
-    """
-    target = choose_target(table, target)
-    derived = derived or derive(table, target, vc_repeats=vc_repeats, seed=seed)
-    everything = np.arange(len(table))
-    # "all" is the paper's two tests together (Zero-Shot + Standard); items of a task type the taxonomy does not
-    # know are reported on their own ("unknown"), never folded into either test or into their sum.
-    split_index = {"zero_shot": everything[table.split == "zero_shot"],
-                   "standard": everything[table.split == "standard"]}
-    if (table.split == "unknown").any():
-        split_index["unknown"] = everything[table.split == "unknown"]
-    split_index["all"] = everything[table.split != "unknown"]
-    groupings = {name: _groups(getattr(table, column)) for name, column in GROUPINGS.items()}
-    task_groups = _groups(table.task_group)
-    levels = np.unique(np.concatenate([
-        table.experts[~np.isnan(table.experts)], metrics.round_half_up(table.judge[np.isfinite(table.judge)])
-    ])) if len(table) else np.zeros(0)
-
-    result: dict[str, Any] = {
-        "judge": table.judge_name,
-        "target": target,
-        "settings": {"n_boot": n_boot, "seed": seed, "vc_repeats": vc_repeats, "ci_level": ci_level},
-        "levels": [float(v) for v in levels],
-        "splits": {},
-    }
-    for split, split_idx in split_index.items():
-        in_split = np.zeros(len(table), dtype=bool)
-        in_split[split_idx] = True
-        block: dict[str, Any] = {
-            "overall": cell(table, derived, split_idx, key=f"{split}/overall", correlations=True, n_boot=n_boot,
-                            seed=seed, ci_level=ci_level)
-        }
-        for name, groups in groupings.items():
-            block[f"by_{name}"] = {
-                label: cell(table, derived, index[in_split[index]], key=f"{split}/{name}/{label}",
-                            correlations=name in _CORRELATED, n_boot=n_boot, seed=seed, ci_level=ci_level)
-                for label, index in groups.items()
-                if in_split[index].any()
-            }
-        failed = split_idx[(table.status[split_idx] == "parse_failed") | (table.status[split_idx] == REQUEST_FAILED)]
-        block["failures"] = dict(Counter(str(e) or "unknown" for e in table.error[failed]).most_common())
-        by_model_index = {label: index[in_split[index]] for label, index in groupings["model"].items()}
-        block["model_means"] = model_means(table, derived, split_idx, block["by_model"], block["overall"],
-                                           {k: v for k, v in by_model_index.items() if len(v)})
-        block["confusion"] = _confusions(table, derived, split_idx, in_split, task_groups, levels)
-        result["splits"][split] = block
+    item_table.write_table(table, out / "items.parquet", extra={
+        "reference": derived.reference, "vc_judge": derived.vc_judge, "vc_experts": derived.vc_experts,
+        "why_unscored": item_table.why_unscored_labels(derived),
+    })
+    (out / "metrics.json").write_text(item_table.dumps(result) + "\n", encoding="utf-8")
+    result = json.loads((out / "metrics.json").read_text(encoding="utf-8"))  # NaN -> null, as every reader sees it
+    markdown = render_markdown(result)
+    (out / "report.md").write_text(markdown + "\n", encoding="utf-8")
+    images: list[Path] = []
+    if plots:
+        images = plot_confusions(result, out / "plots") + plot_mae_by_criterion(result, out / "plots")
+    page = write_report_page(out, records, rows, DEFAULT_TEXT_ITEMS if html_text_items is None else html_text_items)
+    log.info("wrote %s", page)
+    if wandb_project:
+        log_wandb(result, markdown, images, wandb_project, out)
     return result
 
-
-def model_means(table: ItemTable, derived: _Derived, index: np.ndarray, by_model: Mapping[str, Mapping[str, Any]],
-                overall: Mapping[str, Any], groups: Mapping[str, np.ndarray] | None = None) -> dict[str, Any]:
-    """The paper's Table 10 (``seeds/003_04de0265a3137b49.txt:679-690``): the mean score of each evaluated model by
-    the experts and by the judge, side by side, with the judge's MAE in brackets.
-
-    How the paper aggregates: an item's expert score is "an unweighted average of the corresponding point
-    estimates" (line 179), i.e. the mean of its (non-abstaining) experts; the Experts column averages it over the
-    model's items. The Experts column is the same for every judge (and is given for the Human Baseline, which no
-    judge scored), so it does not depend on the judge: it covers every item of the model with expert scores. The
-    judge column averages the judge's scores, out-of-scale ones included (M-Prometheus-14B's 2.5-4.0 means on mostly
-    0-2 scales show the paper kept them). The "Avg." row pools items (it is not the mean of the rows: the Experts
-    rows average 1.406, the Avg. is 1.401). The paper is silent on whether the judge's mean covers only items with
-    expert scores: here it does (both columns over the same labelled items), and ``experts_mean_on_judged`` gives
-    the experts' mean over exactly the items the judge scored.
-
-    Returns:
-        ``{"by_model": {model: row}, "all": row}``, row = ``n_items`` (with expert scores), ``experts_mean``,
-        ``n_judged`` (of those, scored by the judge), ``judge_mean``, ``experts_mean_on_judged``,
-        ``n_out_of_scale``, ``mae`` (the cell's MAE, vs the reference of the run) and ``n_scored``. ``groups``:
-        the item indices of each model within ``index`` when the caller has them (else grouped here).
-    """
-    def row(items: np.ndarray, cell: Mapping[str, Any]) -> dict[str, Any]:
-        labelled = items[derived.has_experts[items]]
-        judged = labelled[derived.status[labelled] == _OK]
-        return {
-            "n_items": int(len(labelled)),
-            "experts_mean": _nan_mean(derived.expert_mean[labelled]),
-            "n_judged": int(len(judged)),
-            "judge_mean": _nan_mean(table.judge[judged]),
-            "experts_mean_on_judged": _nan_mean(derived.expert_mean[judged]),
-            "n_out_of_scale": int((table.in_scale[judged] == 0.0).sum()),
-            "mae": cell.get("mae", float("nan")),
-            "n_scored": cell.get("n_scored", 0),
-        }
-
-    if groups is None:
-        groups = {label: index[rows] for label, rows in _groups(table.model_id[index]).items()}
-    return {"by_model": {label: row(items, by_model.get(label, {})) for label, items in groups.items()},
-            "all": row(index, overall)}
-
-
-def _confusions(table, derived, split_idx, in_split, task_groups, levels) -> dict[str, Any]:
-    """Judge x expert-mode confusion matrices (items the judge scored that have a unique mode)."""
-    def one(index: np.ndarray) -> dict[str, Any]:
-        matrix, _ = metrics.confusion_matrix(table.judge[index], derived.mode[index], levels)
-        return {"levels": [float(v) for v in levels], "matrix": matrix.tolist()}
-
-    return {
-        "all": one(split_idx),
-        "by_task_group": {label: one(index[in_split[index]]) for label, index in task_groups.items()
-                          if in_split[index].any()},
-    }
-
-
-def dumps(result: Mapping[str, Any]) -> str:
-    """JSON text with NaN written as null (strict JSON readers reject NaN)."""
-
-    def clean(value):
-        if isinstance(value, float):
-            return None if not np.isfinite(value) else value
-        if isinstance(value, Mapping):
-            return {str(k): clean(v) for k, v in value.items()}
-        if isinstance(value, (list, tuple)):
-            return [clean(v) for v in value]
-        if isinstance(value, np.generic):
-            return clean(value.item())
-        return value
-
-    return json.dumps(clean(result), ensure_ascii=False, indent=2)

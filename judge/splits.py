@@ -1,11 +1,12 @@
 """Zero-Shot vs Standard: which items the POLLUX paper held out of training.
 
-The held-out task types and criteria are data (``configs/splits/zero_shot.yaml``; the paper's list is
-``seeds/003_04de0265a3137b49.txt:634-652``). A record is in the **Zero-Shot test** when its task type or its
+The held-out task types and criteria are data, ``judge/data/zero_shot.yaml``, shipped with the package (the paper's
+list is ``seeds/003_04de0265a3137b49.txt:634-652``); another split file can be passed to ``load_split_spec``. A record is in the **Zero-Shot test** when its task type or its
 criterion is held out; otherwise it is in the **Standard test**. A record whose task type the taxonomy cannot
 resolve belongs to neither as far as anyone can tell: ``split_of`` raises ``UnknownTaskTypeError`` naming the row,
 or, with ``allow_unknown=True``, returns ``"unknown"`` so that reports can show those items apart. Training-data
-builders call ``check_no_leakage`` to refuse Zero-Shot rows unless told otherwise.
+builders call ``check_no_leakage`` to refuse Zero-Shot rows unless told otherwise. ``SPLIT_TITLES`` names the splits
+in reports and model cards.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from importlib import resources
 from pathlib import Path
 
 from judge.records import RecordError
@@ -22,6 +24,7 @@ __all__ = [
     "ZERO_SHOT",
     "STANDARD",
     "UNKNOWN",
+    "SPLIT_TITLES",
     "UnknownTaskTypeError",
     "SplitSpec",
     "LeakageError",
@@ -35,6 +38,10 @@ ZERO_SHOT = "zero_shot"
 STANDARD = "standard"
 #: The split of a record whose task type the taxonomy cannot resolve (only with ``split_of(..., allow_unknown=True)``).
 UNKNOWN = "unknown"
+#: How reports and model cards title each split, in report order; "all" is Zero-Shot + Standard, the paper's overall
+#: figures (a report's name for the union: no record is in it alone).
+SPLIT_TITLES = {ZERO_SHOT: "Zero-Shot test", STANDARD: "Standard test",
+                UNKNOWN: "Task type unknown to the taxonomy (split unknown)", "all": "Zero-Shot + Standard"}
 
 
 class LeakageError(ValueError):
@@ -58,8 +65,8 @@ class SplitSpec:
 
 
 def default_split_path() -> Path:
-    """``configs/splits/zero_shot.yaml`` of the source tree this package runs from."""
-    return Path(__file__).resolve().parent.parent / "configs" / "splits" / "zero_shot.yaml"
+    """The paper's split, ``zero_shot.yaml`` in the package's data (installed with it; no source tree needed)."""
+    return Path(str(resources.files("judge") / "data" / "zero_shot.yaml"))
 
 
 def load_split_spec(path: str | Path | None = None, taxonomy: Taxonomy | None = None) -> SplitSpec:
@@ -80,7 +87,7 @@ def _load_split_spec(path: str, taxonomy: Taxonomy) -> SplitSpec:
     import yaml
 
     if not Path(path).is_file():
-        raise FileNotFoundError(f"split file {path} not found; pass its path explicitly (it ships in configs/splits/)")
+        raise FileNotFoundError(f"split file {path} not found; the paper's split ships as judge/data/zero_shot.yaml")
     raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
     unknown_keys = set(raw) - {"version", "task_types", "criteria"}
     if unknown_keys:

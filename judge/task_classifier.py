@@ -257,7 +257,7 @@ def labelled_rows(
     Args:
         rows: mappings (or ``JudgeRecord``s: their attributes are read).
         source: named in errors.
-        include_zero_shot: keep rows of the Zero-Shot task types (``configs/splits/zero_shot.yaml``); off by default
+        include_zero_shot: keep rows of the Zero-Shot task types (``judge/data/zero_shot.yaml``); off by default
             so that the classifier's Zero-Shot figures stay zero-shot, as the judges' do.
 
     Returns:

@@ -92,7 +92,8 @@ class Task:
         criteria: criterion ids the leaf is scored on, in taxonomy order.
         has_gold: whether its instructions come with reference answers.
         complexity: {"easy"|"medium"|"hard": {"ru": ..., "en": ...}}.
-        domain: the leaf's domain in English (``General-purpose``, ``Literary text``...), None where unset.
+        description: {"ru": ..., "en": ...}.
+        domain: the leaf's domain, {"ru": "Общее", "en": "General-purpose"} ({} where tasks.json gives none).
     """
 
     group: str
@@ -104,7 +105,7 @@ class Task:
     has_gold: bool
     complexity: dict = field(default_factory=dict)
     description: dict = field(default_factory=dict)
-    domain: str | None = None
+    domain: dict[str, str] = field(default_factory=dict)
 
     @property
     def path(self) -> tuple[str, ...]:
@@ -205,7 +206,7 @@ class Taxonomy:
                         has_gold=bool(leaf.get("has_gold")),
                         complexity=leaf.get("complexity") or {},
                         description=leaf.get("desc") or {},
-                        domain=(leaf.get("domain") or {}).get("en") or None,
+                        domain={lang: text.strip() for lang, text in (leaf.get("domain") or {}).items() if text},
                     )
                 )
         unknown = {c for t in self.tasks for c in t.criteria} - set(self.criteria)

@@ -17,7 +17,8 @@ import pytest
 
 import judge
 from eval.cli import build_parser, main, resolve_run_config
-from eval.run import RunConfig, prefix_order, read_predictions
+from eval.predictions import read_predictions
+from eval.run import RunConfig, prefix_order
 from tests.scripted_endpoint import ScriptedEndpoint, chat_completion
 
 REPO = Path(__file__).resolve().parent.parent

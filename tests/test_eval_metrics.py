@@ -1,4 +1,4 @@
-"""eval.metrics and eval.scoring: every expected value below is worked out by hand in the comments."""
+"""eval.metrics and eval.item_table: every expected value below is worked out by hand in the comments."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from eval import metrics, scoring
+from eval import item_table, metrics
 
 NAN = float("nan")
 
@@ -249,7 +249,7 @@ def test_paired_bootstrap_uses_only_items_both_judges_scored():
 
 def _table(judge, status, experts, split=None, models=None):
     n = len(judge)
-    return scoring.ItemTable(
+    return item_table.ItemTable(
         ids=np.array([f"i{k}" for k in range(n)], dtype=object),
         judge=np.array(judge, dtype=float),
         status=np.array(status, dtype=object),
@@ -274,7 +274,7 @@ def test_evaluate_counts_failures_and_exclusions_and_scores_the_rest():
         status=["ok", "parse_failed", "missing", "ok", "ok"],
         experts=[[2, 2, 1], [2, 2, 2], [0, 0, 0], [0, 1], [1, 1, 0]],
     )
-    result = scoring.evaluate(table, n_boot=50)
+    result = item_table.evaluate(table, n_boot=50)
     cell = result["splits"]["all"]["overall"]
     assert result["target"] == "mode"
     assert (cell["n"], cell["n_missing"], cell["n_failed"], cell["n_parse_failed"]) == (4, 1, 1, 1)
@@ -299,7 +299,7 @@ def test_evaluate_splits_and_groups_items():
         split=["zero_shot", "zero_shot", "standard", "standard"],
         models=["x", "y", "x", "y"],
     )
-    result = scoring.evaluate(table, n_boot=20)
+    result = item_table.evaluate(table, n_boot=20)
     # Zero-Shot: |2-2| + |0-1| = 1 over 2; Standard: |1-1| + |1-0| = 1 over 2; all: 2 over 4.
     assert result["splits"]["zero_shot"]["overall"]["mae"] == pytest.approx(0.5)
     assert result["splits"]["standard"]["overall"]["mae"] == pytest.approx(0.5)
@@ -315,7 +315,7 @@ def test_regression_scores_are_compared_with_the_mean():
     judge 0.2 vs 0,0,1 (mean 1/3) -> 2/15; MAE 1/15, and the tie 2,1 is not excluded."""
     table = _table(judge=[1.5, 0.2], status=["ok", "ok"], experts=[[2, 1], [0, 0, 1]])
     table.score_source[:] = "regression_head"
-    result = scoring.evaluate(table, n_boot=20)
+    result = item_table.evaluate(table, n_boot=20)
     assert result["target"] == "mean"
     assert result["splits"]["all"]["overall"]["mae"] == pytest.approx(1 / 15)
     assert result["splits"]["all"]["overall"]["n_scored"] == 2
@@ -326,7 +326,7 @@ def test_a_judge_that_never_parses_is_reported_not_a_crash():
     table = _table(judge=[NAN, NAN, NAN], status=["parse_failed"] * 3, experts=[[2, 2], [1, 0], [0]])
     assert np.isnan(metrics.verdict_confidence_judge(table.experts, table.judge)).all()
     assert np.isnan(metrics.verdict_confidence_judge_expected(table.experts, table.judge)).all()
-    cell = scoring.evaluate(table, n_boot=20)["splits"]["all"]["overall"]
+    cell = item_table.evaluate(table, n_boot=20)["splits"]["all"]["overall"]
     assert (cell["n"], cell["n_failed"], cell["n_scored"], cell["failure_rate"]) == (3, 3, 0, 1.0)
     assert math.isnan(cell["mae"]) and math.isnan(cell["spearman"]) and math.isnan(cell["vc_judge"])
 
@@ -353,7 +353,7 @@ def test_build_table_never_scores_a_parse_failure():
         {"id": "c", "judge": "j", "score": None, "parse_ok": False, "error": "request_failed"},
         {"id": "zzz", "judge": "j", "score": 1, "parse_ok": True},
     ]
-    table, notes = scoring.build_table(records, predictions)
+    table, notes = item_table.build_table(records, predictions)
     assert table.status.tolist() == ["ok", "parse_failed", "request_failed", "missing"]
     assert table.judge[0] == 1 and np.isnan(table.judge[1:]).all()
     assert notes == {"n_unknown_ids": 1, "n_repeated_ids": 0}
@@ -363,8 +363,8 @@ def test_build_table_never_scores_a_parse_failure():
 def test_item_table_round_trips_through_parquet(tmp_path):
     """What `score` writes, `compare` reads back: columns, ragged expert lists and extra per-item columns."""
     table = _table(judge=[2, NAN, 1], status=["ok", "parse_failed", "ok"], experts=[[2, 2, 1], [0], []])
-    scoring.write_table(table, tmp_path / "items.parquet", extra={"vc_judge": np.array([0.5, NAN, 1.0])})
-    back, extra = scoring.read_table(tmp_path / "items.parquet")
+    item_table.write_table(table, tmp_path / "items.parquet", extra={"vc_judge": np.array([0.5, NAN, 1.0])})
+    back, extra = item_table.read_table(tmp_path / "items.parquet")
     np.testing.assert_array_equal(back.experts, table.experts)
     np.testing.assert_array_equal(back.judge, table.judge)
     assert back.status.tolist() == table.status.tolist() and back.judge_name == "hand"
@@ -376,7 +376,7 @@ def test_cell_verdict_confidence_leaves_out_single_annotator_items():
     Item 2: one expert [1], judge 0 -> no VC. Cell: n_vc = 1, VC judge 2/3 (it was (2/3 + 1) / 2 = 5/6 when the
     lone expert's item counted 1.0), VC experts 1."""
     table = _table(judge=[0, 0], status=["ok", "ok"], experts=[[2, 2, 2], [1]])
-    cell = scoring.evaluate(table, n_boot=0)["splits"]["all"]["overall"]
+    cell = item_table.evaluate(table, n_boot=0)["splits"]["all"]["overall"]
     assert cell["n_vc"] == 1 and cell["n_vc_experts_all"] == 1
     assert cell["vc_judge"] == pytest.approx(2 / 3) and cell["vc_experts"] == pytest.approx(1.0)
 
@@ -387,7 +387,7 @@ def test_no_overlap_anywhere_gives_no_verdict_confidence_and_says_why():
     from eval.report import render_markdown
 
     table = _table(judge=[1, 0], status=["ok", "ok"], experts=[[1], [2]])
-    result = json.loads(scoring.dumps(scoring.evaluate(table, n_boot=0)))
+    result = json.loads(item_table.dumps(item_table.evaluate(table, n_boot=0)))
     cell = result["splits"]["all"]["overall"]
     assert cell["n_vc"] == 0 and cell["vc_judge"] is None and cell["vc_experts"] is None
     assert "two or more annotators" in cell["why_no_vc"]
@@ -410,7 +410,7 @@ def test_out_of_scale_verdicts_are_in_the_headline_and_counted_beside_it():
     """Headline MAE/Spearman include the out-of-scale score; n_out_of_scale and the in-scale-only figures beside."""
     table = _table(judge=[5, 2, 0, 1], status=["ok"] * 4, experts=[[2, 2], [2, 2, 1], [1, 1, 0], [1, 1]])
     table.in_scale[:] = [0.0, 1.0, 1.0, 1.0]
-    cell = scoring.evaluate(table, n_boot=50)["splits"]["all"]["overall"]
+    cell = item_table.evaluate(table, n_boot=50)["splits"]["all"]["overall"]
     assert (cell["n_scored"], cell["n_out_of_scale"], cell["n_scored_in_scale"]) == (4, 1, 3)
     assert cell["mae"] == pytest.approx(1.0) and cell["spearman"] == pytest.approx(4 / math.sqrt(20))
     assert cell["mae_in_scale"] == pytest.approx(1 / 3) and cell["spearman_in_scale"] == pytest.approx(1.5 / math.sqrt(3))
@@ -436,7 +436,7 @@ def test_build_table_scores_out_of_scale_verdicts_and_flags_them():
          "raw_output": "[FEEDBACK] Хорошо. [RESULT] 4 [END]"},
         {"id": "d", "judge": "j", "score": None, "parse_ok": False, "error": "no_result", "raw_output": "нет"},
     ]
-    table, notes = scoring.build_table(records, predictions)
+    table, notes = item_table.build_table(records, predictions)
     assert table.status.tolist() == ["ok", "ok", "ok", "parse_failed"]
     np.testing.assert_array_equal(table.judge, [3, 1, 4, NAN])
     np.testing.assert_array_equal(table.in_scale, [0, 1, 0, NAN])
@@ -450,10 +450,10 @@ def test_item_table_writes_in_scale_and_abstentions(tmp_path):
     table = _table(judge=[5, 1, NAN], status=["ok", "ok", "parse_failed"], experts=[[2, 2], [1], []])
     table.in_scale[:] = [0.0, 1.0, NAN]
     table.n_abstained[:] = [0, 1, 3]
-    scoring.write_table(table, tmp_path / "items.parquet")
+    item_table.write_table(table, tmp_path / "items.parquet")
     data = pq.read_table(tmp_path / "items.parquet").to_pydict()
     assert data["in_scale"] == [False, True, None] and data["n_abstained"] == [0, 1, 3]
-    back, _ = scoring.read_table(tmp_path / "items.parquet")
+    back, _ = item_table.read_table(tmp_path / "items.parquet")
     np.testing.assert_array_equal(back.in_scale, [0, 1, NAN])
     np.testing.assert_array_equal(back.n_abstained, [0, 1, 3])
 
@@ -468,7 +468,7 @@ def test_model_means_reproduce_table_10_aggregation():
     table = _table(judge=[2, 1, 3, 0, NAN], status=["ok", "ok", "ok", "ok", "parse_failed"],
                    experts=[[2, 1], [0, 0], [2, 2], [1, 1, 0], [1, 1]], models=["x", "x", "x", "y", "y"])
     table.in_scale[:] = [1, 1, 0, 1, NAN]
-    means = scoring.evaluate(table, n_boot=0)["splits"]["all"]["model_means"]
+    means = item_table.evaluate(table, n_boot=0)["splits"]["all"]["model_means"]
     x, y, pooled = means["by_model"]["x"], means["by_model"]["y"], means["all"]
     assert (x["n_items"], x["n_judged"], x["n_out_of_scale"]) == (3, 3, 1)
     assert x["experts_mean"] == pytest.approx(7 / 6) and x["judge_mean"] == pytest.approx(2.0)
@@ -496,7 +496,7 @@ def test_a_test_with_no_scored_item_says_why(name, status, experts, abstained, e
     judge = [1.0 if s == "ok" else NAN for s in status]
     table = _table(judge=judge, status=status, experts=experts)
     table.n_abstained[:] = abstained
-    cell = scoring.evaluate(table, n_boot=0)["splits"]["all"]["overall"]
+    cell = item_table.evaluate(table, n_boot=0)["splits"]["all"]["overall"]
     assert cell["n_scored"] == 0 and cell["why_empty"] == expected
     assert cell["why_empty_text"].startswith("no scored item: ")
     assert cell["n_abstained"] == sum(abstained)

@@ -100,21 +100,22 @@ def test_folder_passes_through_and_nonsense_is_refused(tmp_path):
 
 def test_judge_kinds(tiny_causal_dir, tiny_regression_dir, released_regression_dir, tmp_path, qwen_tokenizer):
     """Which kind each layout is: causal and released seq2seq -> seq2seq; our export and released -r -> regression."""
-    from eval.run import _checkpoint_kind
+    from eval.local_server import checkpoint_kind
 
     released_seq2seq = build_released_seq2seq(tmp_path / "pollux-judge-7b", tokenizer=qwen_tokenizer)
     table = {tiny_causal_dir: "seq2seq", released_seq2seq: "seq2seq", tiny_regression_dir: "regression",
              released_regression_dir: "regression"}  # fmt: skip
     for folder, kind in table.items():
         assert judge_kind(folder) == kind, folder
-        assert _checkpoint_kind(folder) == kind, folder
+        assert checkpoint_kind(folder) == kind, folder
     layout = resolve_layout(released_seq2seq)  # sharded + index, served as it is
     assert (layout.kind, layout.generator_dir, layout.released) == ("seq2seq", released_seq2seq, False)
 
 
 def test_eval_resolves_a_hub_id_and_needs_judge_serve_for_a_released_r(tmp_path, monkeypatch, released_hub_cache):
     """judge-eval's local server resolves the hub id and, seeing a released -r, refuses plain vLLM (needs judge-serve)."""
-    from eval.run import RunConfig, local_server
+    from eval.local_server import local_server
+    from eval.run import RunConfig
     from judge.config_files import ConfigError
 
     monkeypatch.setenv("HF_HUB_CACHE", str(released_hub_cache))
@@ -245,7 +246,7 @@ def test_served_released_r_score_is_the_head_over_the_generated_text(released_re
 def test_released_data_judged_by_the_released_regression_judge_and_scored(released_regression_server, tmp_path, monkeypatch):
     """The -r layout served under its hub id: every item gets the head's raw value (regression_score), `score`
     compares with the experts' mean, and POLLUX's evaluator scores the raw head values."""
-    from eval.run import read_predictions
+    from eval.predictions import read_predictions
     from tests.release_artifacts import write_released_dataset
     from tests.release_artifacts import N_ITEMS, assert_paper_and_pollux_figures, judge_and_score
 

@@ -253,7 +253,7 @@ def test_compare_page_in_chromium_shows_both_judges(browser, scored, tmp_path): 
 
 def test_demo_lists_the_pages_it_wrote(tmp_path):
     """``make demo`` ends by naming each run's report.html, then the comparison's compare.html."""
-    from judge.demo import report_pages
+    from scripts.demo import report_pages
 
     for rel in ("eval/seq2seq/report.html", "eval/regression/report.html", "eval/compare/compare.html",
                 "eval/seq2seq/report.md"):

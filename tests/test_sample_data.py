@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 
 import pytest
@@ -101,3 +102,43 @@ def test_bundled_file_is_what_the_generator_writes(records):
     fresh = [json.loads(json.dumps(r.to_dict(), ensure_ascii=False)) for r in make_sample.build_records()]
     bundled = [json.loads(line) for line in judge.sample_data_path().read_text(encoding="utf-8").splitlines() if line]
     assert fresh == bundled
+
+
+_ANSWER = {"model": "m", "scores": "2", "text": "ответ", "notes": {"general": "ок"}}
+_ITEM = {"path": ["Editing"], "difficulty": "easy", "instruction": "И", "criteria": ["general"], "answers": [_ANSWER]}
+
+
+@pytest.mark.parametrize(
+    "item,message",
+    [
+        ({**_ITEM, "answers": [{**_ANSWER, "scores": 2}]}, "items[0].answers[0].scores: expected text, got 2 (quote it"),
+        ({**_ITEM, "answers": [{**_ANSWER, "note": "x"}]}, "items[0].answers[0]: unknown keys ['note']"),
+        ({k: v for k, v in _ITEM.items() if k != "difficulty"}, "items[0]: missing keys ['difficulty']"),
+        ({**_ITEM, "path": "Editing"}, "items[0].path: expected a list of texts"),
+    ],
+)
+def test_content_file_errors_name_the_place(tmp_path, item, message):
+    """A malformed content file is refused with a message naming the item, answer and key (e.g. an unquoted score)."""
+    import yaml
+
+    phrases = yaml.safe_load((judge.sample_data_path().parent / make_sample.CONTENT).read_text(encoding="utf-8"))["phrases"]
+    path = tmp_path / "content.yaml"
+    path.write_text(yaml.safe_dump({"phrases": phrases, "items": [item]}, allow_unicode=True), encoding="utf-8")
+    with pytest.raises(ValueError, match=re.escape(message)):
+        make_sample.load_content(path)
+
+
+def test_block_scalar_layout_is_not_content(tmp_path):
+    """A text written as `|`, `|-` or `|+` (one, no, all trailing newlines) loads the same: outer whitespace is trimmed."""
+    text = "def f():\n    return 1"
+    body = "\n".join("        " + line for line in text.splitlines())
+    base = ("phrases: {aspects: {}, verdicts: {bad: [], mid: [], good: []}, asides: {bad: [], mid: [], good: []},"
+            " stricter: [], milder: []}\nitems:\n  - path: [Editing]\n    difficulty: easy\n    instruction: И\n"
+            "    criteria: [general]\n    answers:\n")
+    loaded = []
+    for style in ("|", "|-", "|+"):
+        path = tmp_path / f"c{len(loaded)}.yaml"
+        path.write_text(base + f"    - model: m\n      scores: \"2\"\n      notes: {{}}\n      text: {style}\n{body}\n\n",
+                        encoding="utf-8")
+        loaded.append(make_sample.load_content(path)[1][0].answers[0].text)
+    assert loaded == [text, text, text]

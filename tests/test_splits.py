@@ -116,14 +116,14 @@ def test_split_file_with_typo_is_rejected(tmp_path):
 def test_scoring_reports_unresolvable_task_types_as_their_own_split():
     """judge-eval score puts items whose task type is unknown in an "unknown" split it reports, not in Standard, and
     not in "all" either: that is the paper's two tests together (Zero-Shot + Standard)."""
-    from eval import scoring
+    from eval import item_table
 
     rows = [{"id": rid, "instruction": "И", "answer": "О", "criteria_name": "Проактивность", "rubrics": "0: нет\n\n1: да",
              "expert_scores": [1, 1], "task_type": task_type} for rid, task_type in (("a", "Editing"), ("b", ""), ("c", "Моя задача"))]  # fmt: skip
     predictions = [{"id": rid, "judge": "j", "score": 1, "parse_ok": True, "error": None, "score_source": "verdict"} for rid in "abc"]
-    table, _ = scoring.build_table(records_from_rows(rows), predictions)
+    table, _ = item_table.build_table(records_from_rows(rows), predictions)
     assert table.split.tolist() == [STANDARD, UNKNOWN, UNKNOWN]
-    splits = scoring.evaluate(table, n_boot=10)["splits"]
+    splits = item_table.evaluate(table, n_boot=10)["splits"]
     assert (splits["standard"]["overall"]["n"], splits["unknown"]["overall"]["n"], splits["all"]["overall"]["n"]) == (1, 2, 1)
 
 
@@ -137,3 +137,58 @@ def test_run_split_selection_skips_unknown_task_types_without_aborting():
     records = records_from_rows(rows)
     assert [r.id for r in _select(records, RunConfig(split="standard"))] == ["a"]
     assert [r.id for r in _select(records, RunConfig(split="all"))] == ["a", "b", "c"]
+
+
+def _installed_copy(dest):
+    """The judge package as a wheel would install it: its .py files plus the pyproject package-data globs, no source
+    tree around it (no configs/)."""
+    import fnmatch
+    import shutil
+    import tomllib
+    from pathlib import Path
+
+    import judge
+
+    root = Path(judge.__file__).parent
+    pyproject = tomllib.loads((root.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    globs = pyproject["tool"]["setuptools"]["package-data"]["judge"]
+    for path in root.rglob("*"):
+        rel = path.relative_to(root).as_posix()
+        if path.is_file() and "__pycache__" not in rel and (path.suffix == ".py" or any(fnmatch.fnmatch(rel, g) for g in globs)):
+            (dest / "judge" / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, dest / "judge" / rel)
+    return dest
+
+
+def test_split_of_works_without_the_source_tree(tmp_path):
+    """An installed judge (no configs/ next to it) finds the paper's split in its package data and assigns splits."""
+    import subprocess
+    import sys
+
+    site = _installed_copy(tmp_path / "site")
+    script = (
+        "import judge\n"
+        "from judge.splits import default_split_path\n"
+        f"assert judge.__file__.startswith({str(site)!r}), judge.__file__\n"
+        "print(default_split_path())\n"
+        "print(*(judge.split_of(judge.JudgeRecord(id='r', instruction='И', answer='О', criteria_name=name,"
+        " rubrics='0: а\\n\\n1: б', task_type='Editing')) for name in ('Rhyme quality', 'Проактивность')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], cwd=site, env={"PYTHONPATH": str(site)},
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    path, splits = out.stdout.splitlines()
+    assert path == str(site / "judge" / "data" / "zero_shot.yaml")
+    assert splits == "zero_shot standard"
+    assert not (site / "configs").exists()
+
+
+def test_split_titles_have_one_definition():
+    """Reports and model cards title the splits from judge.splits.SPLIT_TITLES (eval.report re-exports the same dict)."""
+    from eval import report
+    from judge.splits import SPLIT_TITLES
+    from train import model_card
+
+    assert report.SPLIT_TITLES is SPLIT_TITLES
+    assert list(SPLIT_TITLES) == [ZERO_SHOT, STANDARD, UNKNOWN, "all"]
+    assert [SPLIT_TITLES[s] for s in model_card._CARD_SPLITS] == ["Zero-Shot test", "Standard test", "Zero-Shot + Standard"]

@@ -168,7 +168,7 @@ def test_labelled_rows_read_instructions_output_and_records():
 
 
 def test_zero_shot_task_types_stay_out_unless_asked():
-    """Zero-Shot task types (configs/splits/zero_shot.yaml) are dropped by default, kept with include_zero_shot."""
+    """Zero-Shot task types (judge/data/zero_shot.yaml) are dropped by default, kept with include_zero_shot."""
     rows = [{"instruction": "Напиши стих", "task_type": "Literary text", "task_subtype": "Poetry"},
             {"instruction": "Дай совет", "task_type": "Advice"}]  # fmt: skip
     pairs, counts = labelled_rows(rows, "rows")

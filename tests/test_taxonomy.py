@@ -95,6 +95,26 @@ def test_group_then_task_type_path(taxonomy):
     assert taxonomy.canonical_task_type("ИИ как персонаж (бытовая ситуация)") == "Informal setting"
 
 
+@pytest.mark.parametrize(
+    "path,domain",
+    [
+        (("Editing",), {"ru": "Общее", "en": "General-purpose"}),
+        (("Style transfer", "Functional styles", "Rewrite in conversational style"),
+         {"ru": "Разговорный", "en": "Conversational"}),
+        (("Extract", "Scientific text"), {"ru": "Научный текст", "en": "Scientific text"}),
+    ],
+)
+def test_leaf_domain_in_both_languages(taxonomy, path, domain):
+    """A leaf task carries its domain in Russian and English as tasks.json gives it (judge/data/tasks.json)."""
+    (leaf,) = taxonomy.find_tasks(*path)
+    assert leaf.domain == domain
+
+
+def test_every_leaf_has_a_domain_in_both_languages(taxonomy):
+    """All 152 leaves have a non-empty domain in both languages (the sample data's `domain` column relies on it)."""
+    assert all(set(t.domain) == {"ru", "en"} and all(t.domain.values()) for t in taxonomy.tasks)
+
+
 def test_rubric_rendering(taxonomy):
     """A rubric renders as 'level: text' lines separated by a blank line, in the asked language."""
     crit = taxonomy.criterion("repeats")

@@ -28,6 +28,7 @@ import yaml
 
 from judge.checkpoints import EXPORT_MANIFEST, GENERATOR_SUBDIR, read_manifest
 from judge.config_files import read_json_object
+from judge.splits import SPLIT_TITLES, STANDARD, ZERO_SHOT
 
 __all__ = ["render_card", "write_card", "main", "CARD_NAME", "DEFAULT_LICENSE"]
 
@@ -40,7 +41,9 @@ _HYPERPARAMETERS = ("learning_rate", "lr_scheduler_type", "warmup_steps", "num_t
                     "optim", "bf16", "gradient_checkpointing", "deepspeed", "lora", "lora_r", "lora_alpha",
                     "lora_dropout", "lora_target_modules", "packing", "score_target", "score_loss_weight",
                     "lm_loss_weight", "seed")
-_SPLIT_TITLES = {"zero_shot": "Zero-Shot test", "standard": "Standard test", "all": "Zero-Shot + Standard"}
+# The evaluation table's rows, in this order; the "unknown" split (task types the taxonomy does not know) stays in
+# judge-eval's own report.
+_CARD_SPLITS = (ZERO_SHOT, STANDARD, "all")
 
 
 def _num(value: Any, digits: int = 3) -> str:
@@ -78,7 +81,8 @@ def _evaluation(metrics: dict[str, Any], source: str) -> list[str]:
            f"{target}. Intervals: {int(100 * (metrics.get('settings') or {}).get('ci_level', 0.95))} % bootstrap. "
            "A verdict that did not parse is counted in `failed`, never scored.", ""]
     rows = []
-    for split, title in _SPLIT_TITLES.items():
+    for split in _CARD_SPLITS:
+        title = SPLIT_TITLES[split]
         c = ((metrics.get("splits") or {}).get(split) or {}).get("overall")
         if not c:
             continue

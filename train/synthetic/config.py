@@ -147,7 +147,7 @@ class SplitConfig:
     validation_fraction: float = _f(0.05, "share of instructions held out for validation")
     seed: int = _f(0, "seed of the instruction shuffle")
     allow_zero_shot: bool = _f(False, "keep Zero-Shot task types and criteria (leaks the Zero-Shot test)")
-    split_file: str = _f("", "Zero-Shot split YAML (default: configs/splits/zero_shot.yaml)")
+    split_file: str = _f("", "Zero-Shot split YAML (default: the packaged judge/data/zero_shot.yaml)")
 
 
 STAGE_CONFIGS = {

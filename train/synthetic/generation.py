@@ -13,10 +13,7 @@ instruction, in job order.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
-from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 
 from train.synthetic.client import ChatClient, assign_shares
@@ -102,24 +99,6 @@ _WORD = re.compile(r"[^\W\d_]+")
 _RUSSIAN_WORD = re.compile(r"[а-яё]+", re.IGNORECASE)
 
 
-@lru_cache(maxsize=1)
-def _leaf_domains() -> dict[tuple, dict]:
-    """Domain ({"en", "ru"}) of every leaf, keyed by its English path; judge.Task does not carry it."""
-    raw = json.loads((resources.files("judge") / "data" / "tasks.json").read_text(encoding="utf-8"))
-    out: dict[tuple, dict] = {}
-
-    def walk(node: dict, path: tuple) -> None:
-        if "criteria" in node:
-            out[(path + (None, None))[:3]] = node.get("domain") or {}
-        for key in ("tasks", "subtasks_l1", "subtasks_l2"):
-            for name, child in (node.get(key) or {}).items():
-                walk(child, path + (name,))
-
-    for group in raw.values():
-        walk(group, ())
-    return out
-
-
 def generation_fields(task, level: str, language: str = "en") -> dict[str, str]:
     """The placeholders of ``GENERATION_TEMPLATE`` for one leaf task at one complexity level.
 
@@ -139,16 +118,14 @@ def generation_fields(task, level: str, language: str = "en") -> dict[str, str]:
         raise ValueError(f"task {'/'.join(task.path)!r} has no complexity level {level!r}")
     if language == "en":
         names = (task.task_type, task.subtype or "", task.subsubtype or "")
-        domain = task.domain or _leaf_domains().get((task.task_type, task.subtype, task.subsubtype), {}).get("en", "")
     else:
         ru = tuple(task.names_ru[1:]) + ("", "")
         names = ru[:3]
-        domain = _leaf_domains().get((task.task_type, task.subtype, task.subsubtype), {}).get("ru", "")
     return {
         "problem_type": names[0],
         "problem_subtype": names[1],
         "problem_subtype2": names[2],
-        "domain": domain or "",
+        "domain": task.domain.get(language, ""),
         "problem_description": task.description.get(language, ""),
         "problem_requirements": task.complexity[level].get(language, ""),
         "problem_complexity": _COMPLEXITY_NAMES[level],
@@ -243,7 +220,7 @@ def run_instructions(config: InstructionsConfig, out_dir: Path) -> dict:
             "task_subtype": task.subtype or "",
             "task_subsubtype": task.subsubtype or "",
             "difficulty": level,
-            "domain": _leaf_domains().get((task.task_type, task.subtype, task.subsubtype), {}).get("ru", ""),
+            "domain": task.domain.get("ru", ""),
             "generator": endpoints[ep].name,
             "raw": result.text,
             "ok": result.ok,

@@ -1,11 +1,12 @@
 """``make demo``: the main job end to end on the bundled sample data and tiny judges built locally.
 
-Run:
-    python -m judge.demo --out runs/demo
-    python -m judge.demo --out runs/demo --stages contract,train     # only some stages
-    python -m judge.demo --out runs/demo --data my_pollux_rows.jsonl # the contract stage on other data
+Run from the repository root (the train stage reads ``configs/train/tiny/``):
+    .venv/bin/python scripts/demo.py --out runs/demo
+    .venv/bin/python scripts/demo.py --out runs/demo --stages contract,train     # only some stages
+    .venv/bin/python scripts/demo.py --out runs/demo --data my_pollux_rows.jsonl # the contract stage on other data
 
-Stages, each through the same console scripts a user runs (the command is printed before it runs):
+Stages, in the order of the ``STAGES`` table, each through the same console scripts a user runs (the command is
+printed before it runs):
 
 1. **contract** — build the tiny real judge models (a random 2-layer Qwen2 on the real Qwen2.5 vocabulary), load
    the sample data, render a prompt through the chat template, parse verdicts (the experts' rationales as
@@ -20,8 +21,9 @@ Stages, each through the same console scripts a user runs (the command is printe
 5. **mera** — ruHumanEval on a few HumanEval problems against the served judge (pass@k near zero: a tiny model
    writes no code) and the canonical-solution self-check of the sandbox.
 
-The tiny judges are smoke-test models: their numbers show the plumbing, not a useful judge. This module runs the
-other stages only as subprocesses; it imports nothing from ``train``, ``serve`` or ``eval``.
+The tiny judges are smoke-test models: their numbers show the plumbing, not a useful judge. The demo sits outside
+the packages it exercises: it imports only the contract (``judge``) and runs training, serving and evaluation as
+subprocesses, importing nothing from ``train``, ``serve`` or ``eval``.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from judge import (
@@ -51,8 +55,6 @@ from judge import (
     split_of,
 )
 from judge.prompts import apply_chat
-
-STAGES = ("contract", "train", "serve", "eval", "mera")
 
 # What real judges emit besides clean verdicts; each must come back as a counted failure, never a score.
 MALFORMED_OUTPUTS = [
@@ -75,16 +77,17 @@ SERVED_NAME = "pollux-judge-demo"
 
 
 def _parse_args(argv):
-    parser = argparse.ArgumentParser(prog="python -m judge.demo", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python scripts/demo.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="runs/demo", help="folder for models, runs and reports (default: runs/demo)")
     parser.add_argument("--data", default=None, help="POLLUX-format records for the contract stage (default: the sample)")
-    parser.add_argument("--stages", default=",".join(STAGES), help=f"comma-separated subset of {','.join(STAGES)}")
+    names = [stage.name for stage in STAGES]
+    parser.add_argument("--stages", default=",".join(names), help=f"comma-separated subset of {','.join(names)}")
     parser.add_argument("--serve-timeout-s", type=float, default=900.0, help="seconds judge-serve may take to start")
     args = parser.parse_args(argv)
     args.stages = [s.strip() for s in args.stages.split(",") if s.strip()]
-    unknown = sorted(set(args.stages) - set(STAGES))
+    unknown = sorted(set(args.stages) - set(names))
     if unknown:
-        parser.error(f"unknown stages {unknown}; choose from {list(STAGES)}")
+        parser.error(f"unknown stages {unknown}; choose from {names}")
     return args
 
 
@@ -93,16 +96,19 @@ def main(argv=None) -> int:
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
+    chosen = [stage for stage in STAGES if stage.name in args.stages]
+    print("Stages:")
+    for number, stage in enumerate(chosen, 1):
+        print(f"  {number}. {stage.name:<8} {stage.summary}")
     # One judge-serve per trained judge, started when a stage first needs it and shared by the later stages:
     # a vLLM engine takes a minute or more to start on a CPU.
     with _Servers(out, args.serve_timeout_s) as servers:
-        for stage in STAGES:
-            if stage not in args.stages:
-                continue
-            print(f"\n======== {stage} ========", flush=True)
+        for stage in chosen:
+            print(f"\n======== {stage.name} ========", flush=True)
             stage_started = time.monotonic()
-            code = globals()[f"stage_{stage}"](out, args, servers)
-            print(f"[{stage}] {'done' if code == 0 else f'FAILED ({code})'} in {time.monotonic() - stage_started:.0f} s", flush=True)
+            code = stage.run(out, args, servers)
+            print(f"[{stage.name}] {'done' if code == 0 else f'FAILED ({code})'} in {time.monotonic() - stage_started:.0f} s",
+                  flush=True)
             if code != 0:
                 return code
     print(f"\nmake demo finished in {time.monotonic() - started:.0f} s; everything is under {out}")
@@ -256,6 +262,29 @@ def stage_mera(out: Path, args, servers) -> int:
     return _run(["judge-eval", "mera", "ruhumaneval", "--endpoint", servers.url("seq2seq"), "--model", SERVED_NAME,
                  "--api-key", DEMO_API_KEY, "--data", "openai-humaneval", "--limit", "4", "--n", "4", "--k", "1", "4",
                  "--max-tokens", "64", "--out", str(out / "mera" / "ruhumaneval"), "--overwrite"])
+
+
+# ---------------------------------------------------------------------------------------------------- the stage table
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One step of the demo: its name (for ``--stages``), what it shows (printed in the plan) and the function that
+    runs it, ``run(out, args, servers) -> exit code`` (0 is success; anything else stops the demo)."""
+
+    name: str
+    summary: str
+    run: Callable[[Path, argparse.Namespace, "_Servers"], int]
+
+
+STAGES = (
+    Stage("contract", "tiny judge models, the sample data, a prompt through the chat template, verdict parsing",
+          stage_contract),
+    Stage("train", "judge-train: tiny seq2seq and regression judges on the sample's Standard rows", stage_train),
+    Stage("serve", "judge-serve: a few sample items judged through /v1/judge with the openai SDK", stage_serve),
+    Stage("eval", "judge-eval run, score and compare for both trained judges", stage_eval),
+    Stage("mera", "judge-eval mera ruhumaneval: sandbox self-check, then the served judge", stage_mera),
+)
 
 
 # ---------------------------------------------------------------------------------------------------- processes
