@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PREDICTION_FIELDS", "REQUEST_FAILED", "read_predictions", "resume_predictions"]
+__all__ = ["PREDICTION_FIELDS", "REQUEST_FAILED", "iter_predictions", "read_predictions", "resume_predictions"]
 
 log = logging.getLogger("judge_eval.predictions")
 
@@ -33,27 +33,36 @@ def read_predictions(path: str | Path) -> list[dict[str, Any]]:
     Raises:
         ValueError: naming the line that does not parse.
     """
+    return list(iter_predictions(path))
+
+
+def iter_predictions(path: str | Path) -> Iterator[dict[str, Any]]:
+    """``read_predictions`` one row at a time: memory does not grow with the file (resume, provenance checks)."""
     path = Path(path)
     if path.is_dir():
         path = path / "predictions.jsonl"
-    rows, _ = _read_rows(path)
-    return rows
+    for _, row in _scan(path):
+        if row is not None:
+            yield row
 
 
-def _read_rows(path: Path) -> tuple[list[dict[str, Any]], bool]:
-    """Rows and whether a cut last line was dropped."""
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    lines = text.split("\n")
-    cut = bool(lines and lines[-1].strip())  # text after the last newline: a write the kill interrupted
-    rows = []
-    for number, line in enumerate(lines[:-1], start=1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{path}:{number}: not a JSON prediction row ({err.msg})") from err
-    return rows, cut
+def _scan(path: Path) -> Iterator[tuple[int, dict[str, Any] | None]]:
+    """(line number, row) per non-blank line, in order; the row is None for a last line cut by a kill (text after
+    the last newline), which is not parsed."""
+    if not path.exists():
+        return
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.endswith("\n"):
+                if line.strip():
+                    yield number, None
+                return
+            if not line.strip():
+                continue
+            try:
+                yield number, json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{path}:{number}: not a JSON prediction row ({err.msg})") from err
 
 
 def resume_predictions(path: str | Path, ids: Sequence[str]) -> set[str]:
@@ -61,7 +70,8 @@ def resume_predictions(path: str | Path, ids: Sequence[str]) -> set[str]:
 
     Kept: the first row of each id in ``ids`` whose request succeeded (parsed or not). Dropped: a line cut by a
     kill, rows whose request failed (they are retried), repeated ids and ids not in ``ids``. The file is rewritten
-    (atomically, by rename) only when something was dropped.
+    (atomically, by rename) only when something was dropped. The file is read as a stream, twice when it is
+    rewritten: memory holds the done ids, never the rows (a resumed 160k-item run).
 
     Returns:
         The ids that already have their final row.
@@ -69,20 +79,30 @@ def resume_predictions(path: str | Path, ids: Sequence[str]) -> set[str]:
     path = Path(path)
     if not path.exists():
         return set()
-    rows, cut = _read_rows(path)
     wanted = set(ids)
-    kept: dict[str, dict[str, Any]] = {}
-    for row in rows:
+
+    def keep(row: dict[str, Any], kept: set[str]) -> bool:
         rid = str(row.get("id"))
         if rid in wanted and rid not in kept and row.get("error") != REQUEST_FAILED:
-            kept[rid] = row
-    if cut or len(kept) != len(rows):
+            kept.add(rid)
+            return True
+        return False
+
+    kept: set[str] = set()
+    n_rows, cut = 0, False
+    for _, row in _scan(path):
+        if row is None:
+            cut = True
+            continue
+        n_rows += 1
+        keep(row, kept)
+    if cut or len(kept) != n_rows:
         tmp = path.with_suffix(".jsonl.tmp")
+        again: set[str] = set()
         with tmp.open("w", encoding="utf-8") as handle:
-            for row in kept.values():
-                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+            for _, row in _scan(path):
+                if row is not None and keep(row, again):
+                    handle.write(json.dumps(row, ensure_ascii=False) + "\n")
         os.replace(tmp, path)
-        log.info("resume: kept %d rows of %s, dropped %d (cut line: %s)", len(kept), path, len(rows) - len(kept), cut)
-    return set(kept)
-
-
+        log.info("resume: kept %d rows of %s, dropped %d (cut line: %s)", len(kept), path, n_rows - len(kept), cut)
+    return kept
