@@ -536,6 +536,21 @@ def _all_finite(array) -> bool:
     return bool(pc.all(pc.or_kleene(finite, pc.is_null(array))).as_py() in (True, None))
 
 
+def _shared_texts(column) -> tuple[list, list]:
+    """A text column as Python strings, one object per distinct text (the 16 criteria of an answer share its
+    instruction and answer: a 160k-item set would otherwise hold each long text 16 times), and the distinct texts."""
+    import numpy as np
+    import pyarrow as pa
+
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    encoded = array.dictionary_encode()
+    unique = encoded.dictionary.to_pylist()
+    lookup = np.empty(len(unique) + 1, dtype=object)
+    lookup[:-1] = unique  # the last slot stays None: a null's index (filled with -1) lands there
+    indices = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+    return lookup[indices].tolist(), unique
+
+
 def _lists(column) -> tuple[list | None, list[int]] | None:
     """A list column as (flattened values, per-row lengths with null lists as 0), or None if not a list column."""
     import pyarrow as pa
@@ -574,8 +589,8 @@ def _columnar(where: str, table, state: dict[str, Any], jsonl: bool) -> list[tup
         col = column(name)
         if col is None or not _is_text_type(col.type) or col.null_count:
             return None
-        texts = col.to_pylist()
-        if not all(map(str.strip, texts)):  # an empty or blank text
+        texts, unique = _shared_texts(col)
+        if not all(map(str.strip, unique)):  # an empty or blank text
             return None
         values[name] = texts
     for name in ("reference_answer", *_TEXT_OPTIONAL):
@@ -584,7 +599,7 @@ def _columnar(where: str, table, state: dict[str, Any], jsonl: bool) -> list[tup
             values[name] = [""] * n
             continue
         if _is_text_type(col.type):
-            texts = col.to_pylist()
+            texts, _ = _shared_texts(col)
             values[name] = [v or "" for v in texts] if col.null_count else texts
         elif name != "reference_answer" and (pa.types.is_integer(col.type) or pa.types.is_boolean(col.type)):
             values[name] = ["" if v is None else str(v) for v in col.to_pylist()]  # as the row path's str(value)
