@@ -529,6 +529,8 @@ async def measure(args, engine, engine_url, served, served_url, model) -> dict[s
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    # A timeout's SIGTERM unwinds through the finally blocks, which stop the servers this bench started.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started_machine = machine()
     print(machine_line(started_machine), flush=True)
     scratch = Path(tempfile.mkdtemp(prefix="bench-serve-"))
