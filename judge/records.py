@@ -779,7 +779,17 @@ def _table_sources(tables: Iterable[tuple[str, Callable[[], Any], Callable[[], I
         if built is None:
             yield from _checked_rows(rows(), state)
         else:
+            del table
+            _release_arrow_memory()
             yield from built
+
+
+def _release_arrow_memory() -> None:
+    """Hand the freed Arrow buffers back to the system: Arrow's allocator keeps them otherwise (about the size of
+    the file: ~500 MB resident for the rest of a run on a 160k-item JSONL)."""
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
 
 
 def _jsonl_table(path: Path):
