@@ -26,7 +26,7 @@ from typing import Any, Sequence
 from serve.config import ConfigError, ServeConfig, load_yaml_config
 from serve.layout import LayoutError, resolve_layout
 
-__all__ = ["main", "build_parser", "resolve_config"]
+__all__ = ["main", "build_parser", "resolve_config", "configure_logging", "CHATTY_LOGGERS"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,6 +73,18 @@ def resolve_config(argv: Sequence[str] | None = None) -> tuple[ServeConfig, argp
     return config.validate(), args
 
 
+#: HTTP client loggers that write one INFO line per engine request (one per judgment); shown at debug only.
+CHATTY_LOGGERS = ("httpx", "httpcore")
+
+
+def configure_logging(level: str) -> None:
+    """Root logging at ``level``; the HTTP clients' per-request lines only at ``debug`` (at info they cost judge-serve
+    a measurable share of its CPU per judgment, see ``bench/serve.py overhead``)."""
+    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    for name in CHATTY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.NOTSET if level.lower() == "debug" else logging.WARNING)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run judge-serve until SIGTERM/SIGINT.
 
@@ -89,14 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps({**config.to_dict(), "judge_kind": layout.kind}, indent=2, ensure_ascii=False))
         return 0
 
-    logging.basicConfig(
-        level=config.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
-    )
-    if config.log_level.lower() != "debug":
-        # httpx logs one INFO line per engine request: one per judgment, a measurable share of judge-serve's CPU
-        # (bench/serve.py overhead). Shown with --log-level debug.
-        for name in ("httpx", "httpcore"):
-            logging.getLogger(name).setLevel(logging.WARNING)
+    configure_logging(config.log_level)
     log = logging.getLogger("judge_serve")
     log.info("judge-serve settings: %s", json.dumps(config.to_dict(), ensure_ascii=False))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -157,3 +158,16 @@ def test_memory_split_and_engine_commands(tmp_path):
     seq2seq = ServeConfig(model=str(root / "generator")).validate()
     (only,) = engine_specs(seq2seq, resolve_layout(root / "generator"))
     assert only.memory_share == 0.9
+
+
+@pytest.mark.parametrize("level, httpx_level", [("info", logging.WARNING), ("warning", logging.WARNING), ("debug", logging.NOTSET)])
+def test_engine_request_lines_only_at_debug(level, httpx_level):
+    """judge-serve's HTTP client logs one line per engine request only at --log-level debug."""
+    from serve.cli import CHATTY_LOGGERS, configure_logging
+
+    try:
+        configure_logging(level)
+        assert [logging.getLogger(name).level for name in CHATTY_LOGGERS] == [httpx_level] * len(CHATTY_LOGGERS)
+    finally:
+        for name in CHATTY_LOGGERS:
+            logging.getLogger(name).setLevel(logging.NOTSET)
