@@ -82,8 +82,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="overhead: how the direct arm calls vLLM (chat: /v1/chat/completions with the rendered prompt; "
                         "tokens: judge-serve's own /v1/completions payloads, pre-tokenized).")
     p.add_argument("--kv-cache", default=None,
-                   help="vLLM --kv-cache-memory-bytes (default: 1 GiB via VLLM_CPU_KVCACHE_SPACE for overhead; 32M, "
-                        "about 8,000 tokens of the small judge, for ordering).")
+                   help="vLLM --kv-cache-memory-bytes (default: 1 GiB via VLLM_CPU_KVCACHE_SPACE for overhead; 16M, "
+                        "about 4,000 tokens of the small judge: fewer than the 8 answers prefixes, for ordering).")
     p.add_argument("--rounds", type=int, default=None, help="Rounds, each one A and one B (default: 6 overhead, 3 ordering).")
     p.add_argument("--profile", default="",
                    help="overhead: run judge-serve under py-spy (all threads, raw samples to this file) and print where "
@@ -94,7 +94,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     overhead = args.mode == "overhead"
     defaults = {"arch": "tiny" if overhead else "small", "items": 24 if overhead else 8,
                 "criteria": 5 if overhead else 16, "max_tokens": 32 if overhead else 4,
-                "answer_tokens": 600 if overhead else 400, "kv_cache": "" if overhead else "32M",
+                "answer_tokens": 600 if overhead else 400, "kv_cache": "" if overhead else "16M",
                 "rounds": 6 if overhead else 3}  # fmt: skip
     for name, value in defaults.items():
         if getattr(args, name) is None:
