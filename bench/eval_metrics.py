@@ -8,7 +8,12 @@ A synthetic table (seeded) with the POLLUX shape: 2-5 experts per item (mean ~2.
 30 % of the items), 3 % parse failures. The timed step is `eval.item_table.evaluate`: every metric cell of the report (3 splits x overall / model /
 task type / criterion), the 100-fold Verdict Confidence, 1,000-resample bootstrap intervals for MAE and Spearman,
 Kendall, confusion matrices. ``--end-to-end`` also writes the table as JSONL data + predictions and times the whole
-`judge-eval score` command (loading and validating 160k records, metrics.json, Markdown, PNGs).
+`judge-eval score` command (loading and validating 160k records, metrics.json, Markdown, PNGs, report.html)
+``--rounds`` times, printing the median wall and CPU time with their min-max and each stage's share (the
+functions `score` calls, timed by wrapping them: load records, read predictions, build table, POLLUX's own
+evaluator, metrics, items.parquet, plots, report page).
+
+    .venv/bin/python bench/eval_metrics.py --end-to-end --rounds 3    # the README's figure
 """
 
 from __future__ import annotations
@@ -113,9 +118,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--vc-repeats", type=int, default=100, help="Verdict Confidence replacements")
     parser.add_argument("--regression", action="store_true", help="real-valued judge scores (compared to the mean)")
     parser.add_argument("--end-to-end", action="store_true", help="also time `judge-eval score` on JSONL files")
+    parser.add_argument("--rounds", type=int, default=3, help="end-to-end runs (median and min-max reported)")
     args = parser.parse_args(argv)
     # Time this checkout's code: run as a script, `eval` would otherwise resolve to wherever the venv installed it.
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
 
     from eval import item_table, metrics
 
@@ -134,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     start, cpu = time.perf_counter(), time.process_time()
     result = item_table.evaluate(table, n_boot=args.n_boot, vc_repeats=args.vc_repeats)
     eval_s, eval_cpu = time.perf_counter() - start, time.process_time() - cpu
-    cells = sum(1 + sum(len(result["splits"][s][f"by_{g}"]) for g in item_table.GROUPINGS) for s in item_table.SPLITS)
+    cells = sum(1 + sum(len(block[f"by_{g}"]) for g in item_table.GROUPINGS) for block in result["splits"].values())
     overall = result["splits"]["all"]["overall"]
     print(f"score metrics incl. VC ({cells} cells, {args.n_boot} bootstrap resamples each): {eval_s:.2f} s wall, "
           f"{eval_cpu:.2f} s CPU")
@@ -143,18 +150,86 @@ def main(argv: list[str] | None = None) -> int:
           f"VC judge {overall['vc_judge']:.4f} / experts {overall['vc_experts']:.4f}  n_failed {overall['n_failed']}")
 
     if args.end_to_end:
-        from eval.cli import main as cli_main
-
-        with tempfile.TemporaryDirectory() as tmp:
-            folder = Path(tmp)
-            data, preds = _write_files(table, folder)
-            start, cpu = time.perf_counter(), time.process_time()
-            code = cli_main(["score", "--predictions", str(preds), "--data", str(data), "--out", str(folder / "score"),
-                             "--n-boot", str(args.n_boot)])
-            total_s, total_cpu = time.perf_counter() - start, time.process_time() - cpu
-        print(f"judge-eval score end to end (load + metrics + report + plots): {total_s:.2f} s wall, "
-              f"{total_cpu:.2f} s CPU  (exit {code})")
+        end_to_end(table, args.n_boot, args.rounds)
+    print(f"load average at end: {os.getloadavg()[0]:.1f}")
     return 0
+
+
+# The stages of `judge-eval score`, as (module, function) pairs `score` looks up at call time; a name that has
+# moved (eval's modules are being split) is skipped and its time lands in "other".
+STAGES = [
+    ("judge", "load_records", "load + validate records"),
+    ("eval.predictions", "read_predictions", "read predictions"),
+    ("eval.item_table", "build_table", "build item table"),
+    ("eval.pollux_official", "pollux_official", "POLLUX's own evaluator"),
+    ("eval.item_table", "derive", "metrics"),
+    ("eval.item_table", "evaluate", "metrics"),
+    ("eval.item_table", "write_table", "items.parquet"),
+    ("eval.scoring", "plot_confusions", "plots"),
+    ("eval.scoring", "plot_mae_by_criterion", "plots"),
+    ("eval.scoring", "write_report_page", "report.html"),
+]
+
+
+def _timed_stages(stages: dict[str, list[float]]):
+    """Wrap each stage's function to add its (wall, CPU) seconds to ``stages``; returns an undo function."""
+    import importlib
+
+    undo = []
+    for module_name, attr, label in STAGES:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        original = getattr(module, attr, None)
+        if original is None:
+            continue
+
+        def wrapper(*a, _original=original, _label=label, **k):
+            start, cpu = time.perf_counter(), time.process_time()
+            try:
+                return _original(*a, **k)
+            finally:
+                totals = stages.setdefault(_label, [0.0, 0.0])
+                totals[0] += time.perf_counter() - start
+                totals[1] += time.process_time() - cpu
+
+        setattr(module, attr, wrapper)
+        undo.append((module, attr, original))
+    return lambda: [setattr(m, a, o) for m, a, o in undo]
+
+
+def end_to_end(table, n_boot: int, rounds: int) -> None:
+    """Time `judge-eval score` on the table written as JSONL, ``rounds`` times, with its stages."""
+    from measure import fmt, machine_line, spread
+
+    from eval.cli import main as cli_main
+
+    print(machine_line())
+    walls, cpus, all_stages = [], [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        data, preds = _write_files(table, folder)
+        for r in range(rounds):
+            stages: dict[str, list[float]] = {}
+            undo = _timed_stages(stages)
+            try:
+                start, cpu = time.perf_counter(), time.process_time()
+                code = cli_main(["score", "--predictions", str(preds), "--data", str(data), "--out",
+                                 str(folder / f"score-{r}"), "--n-boot", str(n_boot)])  # fmt: skip
+                wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+            finally:
+                undo()
+            walls.append(wall)
+            cpus.append(cpu)
+            all_stages.append(stages)
+            parts = ", ".join(f"{label} {w:.2f}/{c:.2f}" for label, (w, c) in stages.items())
+            print(f"  round {r + 1}: {wall:.2f} s wall, {cpu:.2f} s CPU (exit {code}); stages wall/CPU s: {parts}", flush=True)
+    print(f"judge-eval score end to end, {len(table):,} items: wall {fmt(spread(walls), digits=2)} s; "
+          f"CPU {fmt(spread(cpus), digits=2)} s")
+    labels = list(all_stages[0])
+    shares = ", ".join(f"{label} {spread([s.get(label, [0, 0])[1] for s in all_stages])['median']:.2f}" for label in labels)
+    print(f"  median CPU s by stage: {shares}")
 
 
 if __name__ == "__main__":

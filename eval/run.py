@@ -36,7 +36,7 @@ from typing import Any
 from eval.backends import (ChatBackend, JudgeBackend, JudgeServeBackend, Refused, base_of, detect_backend, first_model,
                            root_of, short)
 from eval.local_server import local_server
-from eval.predictions import REQUEST_FAILED, PredictionRow, read_predictions, resume_predictions
+from eval.predictions import REQUEST_FAILED, PredictionRow, iter_predictions, resume_predictions
 from judge.checkpoints import is_hub_id
 from judge.config_files import ConfigError, read_config_file
 from judge.config_files import option as _f
@@ -279,7 +279,7 @@ def run(config: RunConfig) -> dict[str, Any]:
         if todo and kind == "auto":
             kind = detect_backend(base_url, api_key)
         config.name = config.name or model
-        others = {row.get("judge") for row in read_predictions(predictions) if row.get("judge") != config.name} \
+        others = {row.get("judge") for row in iter_predictions(predictions) if row.get("judge") != config.name} \
             if done else set()
         if others:
             raise ConfigError(f"out: {predictions} holds predictions of {sorted(map(str, others))}, not of "

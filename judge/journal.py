@@ -20,12 +20,12 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["JournalContents", "JournalError", "JournalWriter", "read_journal", "read_jsonl", "open_journal",
+__all__ = ["JournalContents", "JournalError", "JournalWriter", "iter_journal", "read_journal", "read_jsonl", "open_journal",
            "rewrite_journal"]
 
 log = logging.getLogger("judge.journal")
@@ -54,35 +54,51 @@ class JournalContents:
         return bool(self.torn_tail)
 
 
-def read_journal(path: str | Path) -> JournalContents:
-    """Read a journal strictly; a missing file reads as empty. The file is not changed.
+def iter_journal(path: str | Path, torn: list[bytes] | None = None) -> Iterator[dict[str, Any]]:
+    """A journal's rows one at a time, by ``read_journal``'s rules; memory does not grow with the file.
+
+    Args:
+        path: the journal (a missing file has no rows).
+        torn: when given, a torn last line's bytes are appended to it (the rows it dropped, for the caller).
 
     Raises:
         JournalError: a complete line that is not a JSON object, naming ``file:line``.
     """
     path = Path(path)
     if not path.exists():
-        return JournalContents(rows=[])
-    data = path.read_bytes()
-    good_size = data.rfind(b"\n") + 1  # after the last newline: a cut write (or nothing)
-    complete, tail = data[:good_size], data[good_size:]
-    if not tail.strip():
-        tail = b""
-    rows: list[dict[str, Any]] = []
-    for number, line in enumerate(complete.split(b"\n")[:-1], start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise JournalError(f"{path}:{number}: not a JSON line ({getattr(err, 'msg', err)}); only a last line "
-                               "without its newline is taken for a write cut by a kill") from err
-        if not isinstance(row, dict):
-            raise JournalError(f"{path}:{number}: a JSON {type(row).__name__}, not an object")
-        rows.append(row)
-    if tail:
-        log.warning("%s: dropped its last line, which has no newline (a write cut by a kill): %r", path, tail[:80])
-    return JournalContents(rows=rows, torn_tail=tail, good_size=good_size)
+        return
+    with path.open("rb") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.endswith(b"\n"):  # after the last newline: a cut write (or only whitespace)
+                if line.strip():
+                    log.warning("%s: dropped its last line, which has no newline (a write cut by a kill): %r", path,
+                                line[:80])
+                    if torn is not None:
+                        torn.append(line)
+                return
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except (UnicodeDecodeError, json.JSONDecodeError) as err:
+                raise JournalError(f"{path}:{number}: not a JSON line ({getattr(err, 'msg', err)}); only a last line "
+                                   "without its newline is taken for a write cut by a kill") from err
+            if not isinstance(row, dict):
+                raise JournalError(f"{path}:{number}: a JSON {type(row).__name__}, not an object")
+            yield row
+
+
+def read_journal(path: str | Path) -> JournalContents:
+    """Read a journal strictly; a missing file reads as empty. The file is not changed.
+
+    Raises:
+        JournalError: a complete line that is not a JSON object, naming ``file:line``.
+    """
+    torn: list[bytes] = []
+    rows = list(iter_journal(path, torn))
+    tail = torn[0] if torn else b""
+    size = Path(path).stat().st_size if Path(path).exists() else 0
+    return JournalContents(rows=rows, torn_tail=tail, good_size=size - len(tail) if tail else size)
 
 
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:

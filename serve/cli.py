@@ -30,7 +30,7 @@ from serve.engine_version import (EngineVersionError, attached_engine_urls, chec
                                   watch_attached_versions)
 from serve.layout import LayoutError, resolve_layout
 
-__all__ = ["main", "build_parser", "resolve_config"]
+__all__ = ["main", "build_parser", "resolve_config", "configure_logging", "CHATTY_LOGGERS"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -74,6 +74,18 @@ def engines_drain_on_sigterm(config: ServeConfig) -> ServeConfig:
     return dataclasses.replace(config, engine_args=[*config.engine_args, "--shutdown-timeout", grace])
 
 
+#: HTTP client loggers that write one INFO line per engine request (one per judgment); shown at debug only.
+CHATTY_LOGGERS = ("httpx", "httpcore")
+
+
+def configure_logging(level: str) -> None:
+    """Root logging at ``level``; the HTTP clients' per-request lines only at ``debug`` (at info they cost judge-serve
+    a measurable share of its CPU per judgment, see ``bench/serve.py overhead``)."""
+    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    for name in CHATTY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.NOTSET if level.lower() == "debug" else logging.WARNING)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run judge-serve until SIGTERM/SIGINT.
 
@@ -99,9 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"judge-serve: {err}", file=sys.stderr)
             return 2
 
-    logging.basicConfig(
-        level=config.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
-    )
+    configure_logging(config.log_level)
     log = logging.getLogger("judge_serve")
     log.info("judge-serve settings: %s", json.dumps(config.to_dict(), ensure_ascii=False))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -187,3 +188,14 @@ def test_restart_settings_are_checked(field, value):
     """A negative restart count, backoff or grace, or an empty window, is refused naming the field."""
     with pytest.raises(ConfigError, match=field):
         ServeConfig(model="m", **{field: value}).validate()
+@pytest.mark.parametrize("level, httpx_level", [("info", logging.WARNING), ("warning", logging.WARNING), ("debug", logging.NOTSET)])
+def test_engine_request_lines_only_at_debug(level, httpx_level):
+    """judge-serve's HTTP client logs one line per engine request only at --log-level debug."""
+    from serve.cli import CHATTY_LOGGERS, configure_logging
+
+    try:
+        configure_logging(level)
+        assert [logging.getLogger(name).level for name in CHATTY_LOGGERS] == [httpx_level] * len(CHATTY_LOGGERS)
+    finally:
+        for name in CHATTY_LOGGERS:
+            logging.getLogger(name).setLevel(logging.NOTSET)

@@ -1,0 +1,58 @@
+"""What every bench prints around its figures: the machine, its load, and ratios with their spread over rounds.
+
+A shared 2-core machine swings single runs by tens of percent, so the benches measure A and B interleaved, round
+by round (A B, B A, A B, ...), take one ratio per round, and report the median ratio with its min-max and
+inter-quartile range. A ratio's spread is the honest error bar: two runs agree when their medians fall inside
+each other's ranges.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+from collections.abc import Sequence
+
+
+def machine() -> dict[str, object]:
+    """CPU count and model, Python, and the 1-minute load average now."""
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {"nproc": len(os.sched_getaffinity(0)), "cpu": model, "python": platform.python_version(),
+            "load_1m": round(os.getloadavg()[0], 2)}  # fmt: skip
+
+
+def machine_line(info: dict[str, object] | None = None) -> str:
+    info = info or machine()
+    return f"machine: {info['nproc']} cores ({info['cpu']}), Python {info['python']}, load average {info['load_1m']}"
+
+
+def spread(values: Sequence[float]) -> dict[str, float]:
+    """Median, min, max and the inter-quartile range (``statistics.quantiles``, inclusive) of per-round values."""
+    ordered = sorted(values)
+    if len(ordered) >= 2:
+        q1, _, q3 = statistics.quantiles(ordered, n=4, method="inclusive")
+    else:
+        q1 = q3 = ordered[0]
+    return {"median": statistics.median(ordered), "min": ordered[0], "max": ordered[-1], "q1": q1, "q3": q3,
+            "rounds": len(ordered)}  # fmt: skip
+
+
+def fmt(s: dict[str, float], unit: str = "", digits: int = 3) -> str:
+    """``x1.020 (min-max 0.990-1.050, IQR 1.000-1.030, 5 rounds)``."""
+    f = f"{{:.{digits}f}}"
+    return (f"{unit}{f.format(s['median'])} (min-max {f.format(s['min'])}-{f.format(s['max'])}, "
+            f"IQR {f.format(s['q1'])}-{f.format(s['q3'])}, {s['rounds']} rounds)")  # fmt: skip
+
+
+def interleaved(names: tuple[str, str], rounds: int) -> list[tuple[str, str]]:
+    """Round order A B, B A, A B, ...: neither side always runs first (warm caches, load drifting in time)."""
+    a, b = names
+    return [(a, b) if r % 2 == 0 else (b, a) for r in range(rounds)]

@@ -1,0 +1,45 @@
+"""predictions.jsonl read as a stream: the same rows, the same resume decisions, the same error naming the line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from eval.predictions import REQUEST_FAILED, iter_predictions, read_predictions, resume_predictions
+
+
+def _row(rid: str, error: str | None = None, judge: str = "j") -> str:
+    return json.dumps({"id": rid, "judge": judge, "score": None if error else 1.0, "error": error}, ensure_ascii=False)
+
+
+def test_resume_keeps_first_final_rows_and_drops_the_rest(tmp_path):
+    """Kept: the first successful row of each wanted id; dropped: a repeat, a failed request, an unknown id and the
+    line a kill cut; the file is rewritten to exactly the kept rows, in order."""
+    path = tmp_path / "predictions.jsonl"
+    lines = [_row("a"), "", _row("b", REQUEST_FAILED), _row("a"), _row("zzz"), _row("c"), _row("b")]
+    path.write_text("\n".join(lines) + "\n" + '{"id": "d", "sco', encoding="utf-8")
+    assert [r["id"] for r in iter_predictions(path)] == ["a", "b", "a", "zzz", "c", "b"]
+    assert read_predictions(tmp_path) == list(iter_predictions(path))
+    assert resume_predictions(path, ["a", "b", "c", "d"]) == {"a", "c", "b"}
+    assert [r["id"] for r in read_predictions(path)] == ["a", "c", "b"]
+    assert path.read_text(encoding="utf-8").endswith("\n") and not (tmp_path / "predictions.jsonl.tmp").exists()
+
+
+def test_clean_file_is_not_rewritten(tmp_path):
+    """A file with nothing to drop keeps its bytes (no rewrite)."""
+    path = tmp_path / "predictions.jsonl"
+    path.write_text(_row("a") + "\n" + _row("b") + "\n", encoding="utf-8")
+    before = path.stat().st_mtime_ns, path.read_bytes()
+    assert resume_predictions(path, ["a", "b", "c"]) == {"a", "b"}
+    assert (path.stat().st_mtime_ns, path.read_bytes()) == before
+
+
+def test_broken_line_in_the_middle_is_named(tmp_path):
+    """A line that is not JSON, not the last one, is an error naming the file and its line number."""
+    path = tmp_path / "predictions.jsonl"
+    path.write_text(_row("a") + "\n{not json\n" + _row("b") + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"predictions.jsonl:2: not a JSON prediction row"):
+        list(iter_predictions(path))
+    with pytest.raises(ValueError, match=r"predictions.jsonl:2: not a JSON prediction row"):
+        resume_predictions(path, ["a", "b"])
