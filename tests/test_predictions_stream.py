@@ -39,7 +39,7 @@ def test_broken_line_in_the_middle_is_named(tmp_path):
     """A line that is not JSON, not the last one, is an error naming the file and its line number."""
     path = tmp_path / "predictions.jsonl"
     path.write_text(_row("a") + "\n{not json\n" + _row("b") + "\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"predictions.jsonl:2: not a JSON prediction row"):
+    with pytest.raises(ValueError, match=r"predictions.jsonl:2: not a JSON line"):
         list(iter_predictions(path))
-    with pytest.raises(ValueError, match=r"predictions.jsonl:2: not a JSON prediction row"):
+    with pytest.raises(ValueError, match=r"predictions.jsonl:2: not a JSON line"):
         resume_predictions(path, ["a", "b"])
