@@ -27,8 +27,9 @@ the supervisor, never by the owner's good behaviour:
   signal), and the owner's ``stop`` SIGKILLs the group that is left.
 
 Linux only for the guarantees (``prctl``); elsewhere the same calls run without them. ``PR_SET_PDEATHSIG`` fires
-when the *thread* that forked dies: start processes from a thread that lives as long as the owner (the main thread
-or the event loop's), never from a short-lived worker thread (``asyncio.to_thread``).
+when the *thread* that forked dies, so it is armed only for processes started from the main thread; the supervisor
+also polls its parent (``getppid``, every 0.5 s) and stops when the owner is gone, so a process started from a
+worker thread (a thread pool, ``asyncio.to_thread``) outlives that thread but not its owner.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -62,6 +64,8 @@ _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 #: Seconds between readiness polls.
 _POLL_S = 0.5
+#: Seconds between the supervisor's checks that its owner is still alive.
+_OWNER_POLL_S = 0.5
 #: Seconds the orphans of a command that died on its own get between SIGTERM and SIGKILL (at most grace_s).
 ORPHAN_GRACE_S = 5.0
 
@@ -314,7 +318,10 @@ def start_process(
             env=dict(env) if env is not None else None,
             cwd=cwd,
             start_new_session=True,
-            preexec_fn=_die_with_parent if _LINUX else None,
+            # The kernel's parent-death signal follows the *thread* that forks: armed only from the main thread,
+            # which lives as long as the owner. Started from another thread (a fixture's thread pool, a server's
+            # worker), the supervisor notices the owner's death by polling instead (_watch_owner).
+            preexec_fn=_die_with_parent if _LINUX and threading.current_thread() is threading.main_thread() else None,
         )
     return ManagedProcess(proc, command, log_path, name or Path(command[0]).name, grace_s, supervised)
 
@@ -343,6 +350,22 @@ def _reap_until_none_left(deadline: float, statuses: dict[int, int]) -> None:
             statuses[pid] = raw
 
 
+def _watch_owner(owner: int, me: int) -> None:
+    """Stop (SIGTERM to ourselves) once the owner is gone: we are re-parented, so ``getppid`` changes.
+
+    The parent-death signal covers this at once when the owner started us from its main thread; from any other
+    thread it is not armed (it would fire when that thread exits), and this poll is what notices the owner's death.
+    """
+    import threading
+
+    def watch() -> None:
+        while os.getppid() == owner:
+            time.sleep(_OWNER_POLL_S)
+        os.kill(me, signal.SIGTERM)
+
+    threading.Thread(target=watch, name="owner-watch", daemon=True).start()
+
+
 def _supervise(argv: list[str]) -> int:
     """Run ``argv`` (``--grace-s S --owner-pid P -- command...``) as the module docstring says; returns its status."""
     grace_s = float(argv[argv.index("--grace-s") + 1])
@@ -354,6 +377,7 @@ def _supervise(argv: list[str]) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _raise_stop)
     me = os.getpid()
+    _watch_owner(owner, me)
     statuses: dict[int, int] = {}
     child_pid = None
     try:

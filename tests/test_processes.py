@@ -71,15 +71,20 @@ def test_the_command_dying_takes_its_descendants(tmp_path, sig):
     assert proc.stop() == -sig
 
 
+@pytest.mark.parametrize("from_thread", [False, True], ids=["main-thread", "worker-thread"])
 @pytest.mark.parametrize("owner_signal", [signal.SIGKILL, signal.SIGTERM])
-def test_the_owner_dying_takes_the_tree(tmp_path, owner_signal):
-    """The owner killed (kill -9 included): the kernel signals the supervisor, which ends the whole tree."""
+def test_the_owner_dying_takes_the_tree(tmp_path, owner_signal, from_thread):
+    """The owner killed (kill -9 included): the supervisor learns it (the kernel's parent-death signal, or its poll
+    of its parent when a worker thread started it) and ends the whole tree."""
     marker, env = _marked_env()
+    start = f"start_process({TREE!r}, log_path={str(tmp_path / 'log')!r}, grace_s=2)"
+    if from_thread:
+        start = f"t = threading.Thread(target=lambda: {start}); t.start(); t.join()"
     owner_code = textwrap.dedent(f"""
-        import sys, time
+        import sys, threading, time
         sys.path.insert(0, {os.getcwd()!r})
         from judge.processes import start_process
-        start_process({TREE!r}, log_path={str(tmp_path / "log")!r}, grace_s=2)
+        {start}
         print("started", flush=True)
         time.sleep(600)
     """)
@@ -129,3 +134,21 @@ def test_a_missing_program_fails_at_once_with_a_message(tmp_path):
     proc = start_process(["/nonexistent/program"], log_path=tmp_path / "log", grace_s=1)
     with pytest.raises(ProcessStartError, match=r"(?s)exited with code 127.*cannot start /nonexistent/program"):
         proc.wait_ready(f"http://127.0.0.1:{free_port()}/", timeout_s=30)
+
+
+def test_a_process_started_from_a_worker_thread_outlives_that_thread(tmp_path):
+    """The parent-death signal follows the forking thread: a server a thread pool started (as a fixture starting two
+    servers at once does) keeps running after that thread has ended, and stops when told."""
+    import threading
+
+    marker, env = _marked_env()
+    started = {}
+    worker = threading.Thread(target=lambda: started.update(proc=start_process(TREE, log_path=tmp_path / "log", env=env,
+                                                                                 grace_s=5)))
+    worker.start()
+    worker.join()
+    _wait_for_tree(marker, 5)
+    time.sleep(1.5)  # longer than the supervisor's owner poll: a spurious stop would have begun
+    assert started["proc"].alive() and len(marked_processes(marker)) == 5
+    assert started["proc"].stop() == -signal.SIGTERM
+    assert marked_processes(marker) == []
