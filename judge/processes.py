@@ -356,7 +356,6 @@ def _watch_owner(owner: int, me: int) -> None:
     The parent-death signal covers this at once when the owner started us from its main thread; from any other
     thread it is not armed (it would fire when that thread exits), and this poll is what notices the owner's death.
     """
-    import threading
 
     def watch() -> None:
         while os.getppid() == owner:
