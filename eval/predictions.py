@@ -115,11 +115,11 @@ def iter_predictions(path: str | Path, torn: list[bytes] | None = None) -> Itera
         yield row.to_json()
 
 
-def _iter_rows(path: str | Path, torn: list[bytes] | None = None) -> Iterator[PredictionRow]:
+def _iter_rows(path: str | Path, torn: list[bytes] | None = None, *, quiet: bool = False) -> Iterator[PredictionRow]:
     path = Path(path)
     if path.is_dir():
         path = path / "predictions.jsonl"
-    for number, data in enumerate(iter_journal(path, torn), start=1):
+    for number, data in enumerate(iter_journal(path, torn, quiet=quiet), start=1):
         yield PredictionRow.from_json(data, where=f"{path}: row {number}")
 
 
@@ -153,7 +153,7 @@ def resume_predictions(path: str | Path, ids: Sequence[str]) -> set[str]:
         keep(row, kept)
     if torn or len(kept) != n_rows:
         again: set[str] = set()
-        rewrite_journal(path, (row.to_json() for row in _iter_rows(path) if keep(row, again)))
+        rewrite_journal(path, (row.to_json() for row in _iter_rows(path, quiet=True) if keep(row, again)))
         log.info("resume: kept %d rows of %s, dropped %d (cut line: %s)", len(kept), path, n_rows - len(kept),
                  bool(torn))
     return kept

@@ -54,12 +54,13 @@ class JournalContents:
         return bool(self.torn_tail)
 
 
-def iter_journal(path: str | Path, torn: list[bytes] | None = None) -> Iterator[dict[str, Any]]:
+def iter_journal(path: str | Path, torn: list[bytes] | None = None, *, quiet: bool = False) -> Iterator[dict[str, Any]]:
     """A journal's rows one at a time, by ``read_journal``'s rules; memory does not grow with the file.
 
     Args:
         path: the journal (a missing file has no rows).
         torn: when given, a torn last line's bytes are appended to it (the rows it dropped, for the caller).
+        quiet: no warning for a torn last line (a second pass over a file whose tail was already reported).
 
     Raises:
         JournalError: a complete line that is not a JSON object, naming ``file:line``.
@@ -71,8 +72,9 @@ def iter_journal(path: str | Path, torn: list[bytes] | None = None) -> Iterator[
         for number, line in enumerate(handle, start=1):
             if not line.endswith(b"\n"):  # after the last newline: a cut write (or only whitespace)
                 if line.strip():
-                    log.warning("%s: dropped its last line, which has no newline (a write cut by a kill): %r", path,
-                                line[:80])
+                    if not quiet:
+                        log.warning("%s: dropped its last line, which has no newline (a write cut by a kill): %r",
+                                    path, line[:80])
                     if torn is not None:
                         torn.append(line)
                 return

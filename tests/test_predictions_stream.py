@@ -43,3 +43,15 @@ def test_broken_line_in_the_middle_is_named(tmp_path):
         list(iter_predictions(path))
     with pytest.raises(ValueError, match=r"predictions.jsonl:2: not a JSON line"):
         resume_predictions(path, ["a", "b"])
+
+
+def test_resume_warns_once_about_a_torn_last_line(tmp_path, caplog):
+    """The rewrite reads the file a second time: the line a kill cut is still reported once, not twice."""
+    import logging
+
+    path = tmp_path / "predictions.jsonl"
+    path.write_text(_row("a") + "\n" + '{"id": "b", "sco', encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="judge.journal"):
+        assert resume_predictions(path, ["a", "b"]) == {"a"}
+    assert sum("dropped its last line" in r.getMessage() for r in caplog.records) == 1
+    assert [r["id"] for r in read_predictions(path)] == ["a"] and path.read_text(encoding="utf-8").endswith("\n")
