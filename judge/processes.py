@@ -37,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -71,7 +72,15 @@ ORPHAN_GRACE_S = 5.0
 
 
 class ProcessStartError(RuntimeError):
-    """A process exited, or did not answer in time, while starting; the message carries its log tail."""
+    """A process exited, or did not answer in time, while starting; the message carries its log tail.
+
+    Attributes:
+        exit_code: the status it exited with (``-N`` for signal N); None when it timed out or was abandoned.
+    """
+
+    def __init__(self, message: str, exit_code: int | None = None) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -109,6 +118,31 @@ def log_tail(path: Path | None, n_lines: int = 60) -> str:
         return "\n".join(Path(path).read_text(errors="replace").splitlines()[-n_lines:])
     except OSError as err:
         return f"(no log: {err})"
+
+
+#: A line that names a failure: an exception line as Python prints it (``ValueError: ...`` at column 0, also
+#: dotted, also after vLLM's ``(EngineCore pid=7)`` process prefix), or a logger line at ERROR or CRITICAL level
+#: (vLLM: ``(EngineCore pid=7) ERROR 11-23 ...``).
+_ERROR_LINE = re.compile(r"^(\([^)]*\) )?[\w.]*(Error|Exception|Exit|Interrupt)\b.*:|\b(ERROR|CRITICAL)\b")
+
+
+def error_lines(path: Path | None, limit: int = 12) -> list[str]:
+    """The distinct lines of a log that name a failure, oldest first, at most ``limit`` (the last ones).
+
+    A server's log tail often ends in a wrapper's traceback (vLLM: "Engine core initialization failed. See root
+    cause above") while the root cause sits further up; these lines put it at the head of a start error.
+    """
+    if path is None:
+        return []
+    try:
+        lines = Path(path).read_text(errors="replace").splitlines()
+    except OSError:
+        return []
+    seen: dict[str, None] = {}
+    for line in lines:
+        if _ERROR_LINE.search(line):
+            seen.setdefault(line.strip()[:400], None)
+    return list(seen)[-limit:]
 
 
 def _stat_fields(pid: int) -> list[str] | None:
@@ -201,6 +235,10 @@ class ManagedProcess:
     def log_tail(self, n_lines: int = 60) -> str:
         return log_tail(self.log_path, n_lines)
 
+    def _failure_summary(self) -> str:
+        found = error_lines(self.log_path)
+        return "errors in the log:\n  " + "\n  ".join(found) + "\n" if found else ""
+
     def wait_ready(
         self,
         url: str,
@@ -221,8 +259,9 @@ class ManagedProcess:
             code = self.exit_code()
             if code is not None:
                 raise ProcessStartError(
-                    f"{self.name} exited with code {code} while starting.\n"
-                    f"command: {' '.join(self.command)}\nlog ({self.log_path}):\n{self.log_tail()}"
+                    f"{self.name} exited with code {code} while starting.\n{self._failure_summary()}"
+                    f"command: {' '.join(self.command)}\nlog ({self.log_path}):\n{self.log_tail()}",
+                    exit_code=code,
                 )
             if ready(http_status(url)):
                 return
@@ -230,7 +269,7 @@ class ManagedProcess:
                 raise ProcessStartError(f"{self.name}: start abandoned (its owner is shutting down)")
             if time.monotonic() > deadline:
                 raise ProcessStartError(
-                    f"{self.name} did not answer {url} within {timeout_s:.0f} s.\n"
+                    f"{self.name} did not answer {url} within {timeout_s:.0f} s.\n{self._failure_summary()}"
                     f"command: {' '.join(self.command)}\nlog ({self.log_path}):\n{self.log_tail()}"
                 )
             time.sleep(interval_s)

@@ -107,6 +107,30 @@ def test_a_command_that_exits_while_starting_raises_with_its_log(tmp_path):
     assert proc.stop() == 7
 
 
+def test_a_start_error_puts_the_root_cause_above_a_long_log_tail(tmp_path):
+    """wait_ready: the log's failure lines (a subprocess's ERROR line, exception lines) head the message even when
+    they are far above the tail, and the error carries the exit code; ordinary lines are not picked."""
+    script = (
+        "echo 'INFO loading the model'; "
+        "echo '(EngineCore pid=7) ERROR 11-23 [core.py:1] EngineCore failed to start.'; "
+        "echo '(EngineCore pid=7) ValueError: Available memory on node 0 is too low'; "
+        "for i in $(seq 200); do echo \"  File x.py, line $i, in f\"; done; "
+        "echo 'RuntimeError: Engine core initialization failed. See root cause above.'; exit 1"
+    )
+    proc = start_process(["sh", "-c", script], log_path=tmp_path / "log", grace_s=1)
+    with pytest.raises(ProcessStartError) as raised:
+        proc.wait_ready(f"http://127.0.0.1:{free_port()}/", timeout_s=30)
+    head = str(raised.value).split("command:")[0]
+    assert raised.value.exit_code == 1
+    assert head.splitlines()[1:] == [
+        "errors in the log:",
+        "  (EngineCore pid=7) ERROR 11-23 [core.py:1] EngineCore failed to start.",
+        "  (EngineCore pid=7) ValueError: Available memory on node 0 is too low",
+        "  RuntimeError: Engine core initialization failed. See root cause above.",
+    ]
+    proc.stop()
+
+
 def test_wait_ready_times_out_with_the_log_and_stop_still_cleans_up(tmp_path):
     """wait_ready: no answer within timeout_s raises with the log's tail; the process keeps running until stop."""
     marker, env = _marked_env()
