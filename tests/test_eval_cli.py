@@ -19,6 +19,7 @@ import judge
 from eval.cli import build_parser, main, resolve_run_config
 from eval.predictions import read_predictions
 from eval.run import RunConfig
+from tests.fixtures_models import FAST_ENGINE_ENV
 from tests.scripted_endpoint import ScriptedEndpoint, chat_completion
 
 REPO = Path(__file__).resolve().parent.parent
@@ -443,7 +444,7 @@ def test_local_checkpoint_is_served_for_the_run_and_stopped(tiny_causal_dir, sma
     assert main(["run", "--judge", str(tiny_causal_dir), "--server", "vllm", "--data", str(data), "--out",
                  str(tmp_path), "--limit", "3", "--max-tokens", "4", "--no-progress", "--server-args",
                  '["--enforce-eager", "--dtype", "float32", "--max-model-len", "2048"]',
-                 "--server-env", '{"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"}']) == 0
+                 "--server-env", json.dumps({"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", **FAST_ENGINE_ENV})]) == 0
     rows = read_predictions(tmp_path)
     assert sorted(r["id"] for r in rows) == sorted(r.id for r in records[:3])
     assert {r["judge"] for r in rows} == {tiny_causal_dir.name}
@@ -456,10 +457,13 @@ def test_local_checkpoint_is_served_for_the_run_and_stopped(tiny_causal_dir, sma
 
 
 @pytest.mark.slow
-def test_local_checkpoint_through_judge_serve_uses_v1_judge(tiny_causal_dir, small_data, tmp_path):
+def test_local_checkpoint_through_judge_serve_uses_v1_judge(tiny_causal_dir, small_data, tmp_path, monkeypatch):
     """With judge-serve installed, `--judge CHECKPOINT` starts it, detects /v1/judge and gets one prediction per
     item from it (a random tiny judge: parse failures, each with its error code, none a request failure)."""
     import shutil
+
+    for name, value in FAST_ENGINE_ENV.items():  # judge-serve's engines inherit it
+        monkeypatch.setenv(name, value)
 
     if shutil.which("judge-serve", path=str(Path(sys.executable).parent)) is None:
         pytest.skip("judge-serve is not installed in this environment")

@@ -50,7 +50,8 @@ def _engine_main_pid(pgid: int) -> int:
 
 def _start(model_dir: Path, run_dir: Path, args=(), name: str = "faults") -> tuple[_Process, str]:
     marker = f"{name}-{uuid.uuid4().hex[:8]}"
-    return _Process(model_dir, args, run_dir, env={MARKER_ENV: marker}), marker
+    # The engines' production process tree (a worker process each): what these tests count and kill.
+    return _Process(model_dir, args, run_dir, env={MARKER_ENV: marker}, production_engines=True), marker
 
 
 @pytest.fixture(scope="module")
