@@ -51,10 +51,15 @@ def instant_server(port: int, first_request_file: str) -> None:
 
     models = json.dumps({"object": "list", "data": [{"id": "instant", "object": "model", "max_model_len": 32768}]}).encode()
 
+    from judge.wire import JudgeResult, ScoreSource
+
+    # What judge-serve sends (the typed wire result judge-eval reads strictly), built once; each result renames it.
+    parsed = JudgeResult(criterion="", criterion_id=None, scale=[0, 1], feedback="Ответ выполняет требования критерия.",
+                         score=1.0, parse_ok=True, score_source=ScoreSource.VERDICT, in_scale=True, output=VERDICT,
+                         expected_score=1.0, confidence=1.0, score_probs={"0": 0.0, "1": 1.0}).to_json()  # fmt: skip
+
     def result(criterion: dict) -> dict:
-        return {"criterion": criterion.get("name"), "feedback": "Ответ выполняет требования критерия.", "score": 1.0,
-                "parse_ok": True, "error": None, "error_reason": None, "score_source": "verdict", "in_scale": True,
-                "output": VERDICT, "expected_score": 1.0, "confidence": 1.0, "score_probs": {"0": 0.0, "1": 1.0}}  # fmt: skip
+        return {**parsed, "criterion": criterion.get("name")}
 
     async def app(scope, receive, send):
         if scope["type"] != "http":
