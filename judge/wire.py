@@ -4,6 +4,10 @@ One frozen dataclass, ``JudgeResult``, is the contract between ``serve`` (``serv
 ``to_json()``) and ``eval`` (``eval.backends.JudgeServeBackend`` reads it back with ``from_json``), as vLLM's
 ``entrypoints/openai/protocol.py`` is for its server. The response around the results (``items[].results``,
 ``usage``, ``judge_kind``) is documented in ``serve.judging.Judge.run``.
+
+``checked_json_fields`` is the one strict reading of a dataclass from a JSON object (unknown keys and missing
+required fields are errors naming the field); ``JudgeResult.from_json`` and ``eval.predictions.PredictionRow``'s
+``from_json`` both read through it.
 """
 
 from __future__ import annotations
