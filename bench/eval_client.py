@@ -38,7 +38,7 @@ for path in (REPO, REPO / "bench"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-from measure import fmt, machine, machine_line, spread  # noqa: E402
+from measure import fmt, machine, machine_line, spreads  # noqa: E402
 
 from judge.processes import free_port, start_process  # noqa: E402
 
@@ -51,10 +51,15 @@ def instant_server(port: int, first_request_file: str) -> None:
 
     models = json.dumps({"object": "list", "data": [{"id": "instant", "object": "model", "max_model_len": 32768}]}).encode()
 
+    from judge.wire import JudgeResult, ScoreSource
+
+    # What judge-serve sends (the typed wire result judge-eval reads strictly), built once; each result renames it.
+    parsed = JudgeResult(criterion="", criterion_id=None, scale=[0, 1], feedback="Ответ выполняет требования критерия.",
+                         score=1.0, parse_ok=True, score_source=ScoreSource.VERDICT, in_scale=True, output=VERDICT,
+                         expected_score=1.0, confidence=1.0, score_probs={"0": 0.0, "1": 1.0}).to_json()  # fmt: skip
+
     def result(criterion: dict) -> dict:
-        return {"criterion": criterion.get("name"), "feedback": "Ответ выполняет требования критерия.", "score": 1.0,
-                "parse_ok": True, "error": None, "error_reason": None, "score_source": "verdict", "in_scale": True,
-                "output": VERDICT, "expected_score": 1.0, "confidence": 1.0, "score_probs": {"0": 0.0, "1": 1.0}}  # fmt: skip
+        return {**parsed, "criterion": criterion.get("name")}
 
     async def app(scope, receive, send):
         if scope["type"] != "http":
@@ -214,18 +219,19 @@ def main(argv=None) -> int:
     finally:
         server.stop()
     end_machine = machine()
-    summary = {
-        "items_per_s": spread([r["items_per_s"] for r in fresh]),
-        "steady_items_per_s": spread([r["steady_items_per_s"] for r in fresh]),
-        "items_per_client_cpu_s": spread([r["judged"] / r["cpu_s"] for r in fresh]),
-        "client_cpu_s": spread([r["cpu_s"] for r in fresh]),
-        "client_cpu_ms_per_item": spread([1000 * r["cpu_s"] / r["judged"] for r in fresh]),
-        "peak_rss_mib": spread([r["peak_rss_mib"] for r in fresh]),
-        "first_request_s": spread([r["first_request_s"] for r in fresh]),
-        "resumed_wall_s": spread([r["wall_s"] for r in resumed]),
-        "resumed_first_request_s": spread([r["first_request_s"] for r in resumed]),
-        "resumed_peak_rss_mib": spread([r["peak_rss_mib"] for r in resumed]),
-    }
+    summary = spreads(fresh, {
+        "items_per_s": lambda r: r["items_per_s"],
+        "steady_items_per_s": lambda r: r["steady_items_per_s"],
+        "items_per_client_cpu_s": lambda r: r["judged"] / r["cpu_s"],
+        "client_cpu_s": lambda r: r["cpu_s"],
+        "client_cpu_ms_per_item": lambda r: 1000 * r["cpu_s"] / r["judged"],
+        "peak_rss_mib": lambda r: r["peak_rss_mib"],
+        "first_request_s": lambda r: r["first_request_s"],
+    }) | spreads(resumed, {
+        "resumed_wall_s": lambda r: r["wall_s"],
+        "resumed_first_request_s": lambda r: r["first_request_s"],
+        "resumed_peak_rss_mib": lambda r: r["peak_rss_mib"],
+    })  # fmt: skip
     print(f"\n== judge-eval run against an instant server: {args.items:,} items, backend {args.backend}, "
           f"concurrency {args.concurrency}, batch {args.batch_size} ==")
     print(f"items/s (whole command)    {fmt(summary['items_per_s'], digits=0)}")

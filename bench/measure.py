@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 import platform
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 
 def machine() -> dict[str, object]:
@@ -45,6 +46,11 @@ def spread(values: Sequence[float]) -> dict[str, float]:
             "rounds": len(ordered)}  # fmt: skip
 
 
+def spreads(rounds: Sequence[Any], columns: Mapping[str, Callable[[Any], float]]) -> dict[str, dict[str, float]]:
+    """A bench's summary: for each named column, the ``spread`` over rounds of the value it reads from a round."""
+    return {name: spread([value(r) for r in rounds]) for name, value in columns.items()}
+
+
 def fmt(s: dict[str, float], unit: str = "", digits: int = 3) -> str:
     """``x1.020 (min-max 0.990-1.050, IQR 1.000-1.030, 5 rounds)``."""
     f = f"{{:.{digits}f}}"
@@ -56,3 +62,20 @@ def interleaved(names: tuple[str, str], rounds: int) -> list[tuple[str, str]]:
     """Round order A B, B A, A B, ...: neither side always runs first (warm caches, load drifting in time)."""
     a, b = names
     return [(a, b) if r % 2 == 0 else (b, a) for r in range(rounds)]
+
+
+async def interleaved_rounds(arm, names: tuple[str, str], n_rounds: int, compare) -> list[dict[str, Any]]:
+    """Both arms of a comparison, round after round in ``interleaved`` order (A B, B A, ...).
+
+    Args:
+        arm: ``async arm(name) -> figures`` runs one arm once.
+        compare: ``compare(r, order, {name: figures})`` prints round ``r`` and returns its ratios.
+
+    Returns:
+        One dict per round: each arm's figures under its name, beside the ratios ``compare`` returned.
+    """
+    rounds = []
+    for r, order in enumerate(interleaved(names, n_rounds)):
+        result = {name: await arm(name) for name in order}
+        rounds.append({**result, **compare(r, order, result)})
+    return rounds

@@ -61,7 +61,7 @@ for path in (REPO, REPO / "bench"):  # run as a script from the checkout: time t
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-from measure import fmt, interleaved, machine, machine_line, spread  # noqa: E402
+from measure import fmt, interleaved_rounds, machine, machine_line, spreads  # noqa: E402
 
 from judge.processes import start_process  # noqa: E402
 
@@ -413,26 +413,27 @@ async def overhead(args, http, engine: Process, engine_url: str, served: Process
     print("warm-up (not counted): one pass of each arm", flush=True)
     for name in arms:
         await arm(name)
-    rounds = []
-    for r, order in enumerate(interleaved(("direct", "judge-serve"), args.rounds)):
-        result = {name: await arm(name) for name in order}
+
+    def compare(r: int, order: tuple[str, str], result: dict[str, dict[str, float]]) -> dict[str, Any]:
         d, s = result["direct"], result["judge-serve"]
         ratios = {"throughput": d["judgments_per_s"] / s["judgments_per_s"], "p50": s["p50_s"] / d["p50_s"],
                   "p95": s["p95_s"] / d["p95_s"]}  # fmt: skip
-        rounds.append({**result, "ratios": ratios})
         print(f"  round {r + 1} ({order[0]} first): direct {d['judgments_per_s']:6.2f} j/s, judge-serve "
               f"{s['judgments_per_s']:6.2f} j/s, throughput x{ratios['throughput']:.3f}, p50 x{ratios['p50']:.3f}, "
               f"judge-serve CPU {1000 * s['serve_cpu_s_per_judgment']:.2f} ms/judgment", flush=True)
-    summary = {
-        "throughput_ratio": spread([r["ratios"]["throughput"] for r in rounds]),
-        "p50_ratio": spread([r["ratios"]["p50"] for r in rounds]),
-        "p95_ratio": spread([r["ratios"]["p95"] for r in rounds]),
-        "direct_judgments_per_s": spread([r["direct"]["judgments_per_s"] for r in rounds]),
-        "serve_judgments_per_s": spread([r["judge-serve"]["judgments_per_s"] for r in rounds]),
-        "serve_cpu_ms_per_judgment": spread([1000 * r["judge-serve"]["serve_cpu_s_per_judgment"] for r in rounds]),
-        "engine_cpu_ms_per_judgment_direct": spread([1000 * r["direct"]["engine_cpu_s_per_judgment"] for r in rounds]),
-        "engine_cpu_ms_per_judgment_served": spread([1000 * r["judge-serve"]["engine_cpu_s_per_judgment"] for r in rounds]),
-    }
+        return {"ratios": ratios}
+
+    rounds = await interleaved_rounds(arm, ("direct", "judge-serve"), args.rounds, compare)
+    summary = spreads(rounds, {
+        "throughput_ratio": lambda r: r["ratios"]["throughput"],
+        "p50_ratio": lambda r: r["ratios"]["p50"],
+        "p95_ratio": lambda r: r["ratios"]["p95"],
+        "direct_judgments_per_s": lambda r: r["direct"]["judgments_per_s"],
+        "serve_judgments_per_s": lambda r: r["judge-serve"]["judgments_per_s"],
+        "serve_cpu_ms_per_judgment": lambda r: 1000 * r["judge-serve"]["serve_cpu_s_per_judgment"],
+        "engine_cpu_ms_per_judgment_direct": lambda r: 1000 * r["direct"]["engine_cpu_s_per_judgment"],
+        "engine_cpu_ms_per_judgment_served": lambda r: 1000 * r["judge-serve"]["engine_cpu_s_per_judgment"],
+    })  # fmt: skip
     return {"workload": workload, "rounds": rounds, "summary": summary}
 
 
@@ -486,21 +487,22 @@ async def ordering(args, http, engine_url: str, model: Path) -> dict[str, Any]:
 
     print("warm-up (not counted): one grouped pass", flush=True)
     await arm("grouped")
-    rounds = []
-    for r, order in enumerate(interleaved(("grouped", "shuffled"), args.rounds)):
-        result = {name: await arm(name) for name in order}
+
+    def compare(r: int, order: tuple[str, str], result: dict[str, dict[str, float]]) -> dict[str, Any]:
         g, s = result["grouped"], result["shuffled"]
         ratio = s["wall_s"] / g["wall_s"]
-        rounds.append({**result, "speedup": ratio})
         print(f"  round {r + 1} ({order[0]} first): grouped {g['wall_s']:6.2f} s (hit {g['hit_rate']:.2f}), shuffled "
               f"{s['wall_s']:6.2f} s (hit {s['hit_rate']:.2f}), x{ratio:.2f}", flush=True)
-    summary = {
-        "speedup": spread([r["speedup"] for r in rounds]),
-        "grouped_wall_s": spread([r["grouped"]["wall_s"] for r in rounds]),
-        "shuffled_wall_s": spread([r["shuffled"]["wall_s"] for r in rounds]),
-        "grouped_hit_rate": spread([r["grouped"]["hit_rate"] for r in rounds]),
-        "shuffled_hit_rate": spread([r["shuffled"]["hit_rate"] for r in rounds]),
-    }
+        return {"speedup": ratio}
+
+    rounds = await interleaved_rounds(arm, ("grouped", "shuffled"), args.rounds, compare)
+    summary = spreads(rounds, {
+        "speedup": lambda r: r["speedup"],
+        "grouped_wall_s": lambda r: r["grouped"]["wall_s"],
+        "shuffled_wall_s": lambda r: r["shuffled"]["wall_s"],
+        "grouped_hit_rate": lambda r: r["grouped"]["hit_rate"],
+        "shuffled_hit_rate": lambda r: r["shuffled"]["hit_rate"],
+    })  # fmt: skip
     return {"workload": workload, "rounds": rounds, "summary": summary}
 
 

@@ -69,7 +69,8 @@ def cpu_packing_ratio(rows: int, batch: int, max_length: int, seed: int) -> dict
     from train.build_data import build_rows, drop_too_long
     from train.config import load_config
     from train.seq2seq import sft_dataset
-    from train.recipe_steps import launch_arithmetic, load_tokenizer, training_kwargs
+    from train.recipe_steps import load_tokenizer
+    from train.training_arguments import launch_arithmetic, training_kwargs
 
     work = Path(tempfile.mkdtemp(prefix="bench-train-"))
     base = build_tiny_qwen2(work / "base", kind="causal", seed=seed)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from judge.journal import iter_journal, rewrite_journal
+from judge.wire import checked_json_fields
 
 __all__ = ["PredictionRow", "PREDICTION_FIELDS", "REQUEST_FAILED", "iter_predictions", "read_predictions",
            "resume_predictions"]
@@ -68,14 +69,10 @@ class PredictionRow:
         """A row from its JSON object; absent fields take their defaults (rows of older runs lack some).
 
         Raises:
-            ValueError: naming ``where`` and the field: no ``id``, or a key that is not a field.
+            ValueError: naming ``where`` and the field: no ``id``, or a key that is not a field
+                (``judge.wire.checked_json_fields``).
         """
-        unknown = sorted(set(data) - set(PREDICTION_FIELDS))
-        if unknown:
-            raise ValueError(f"{where}: unknown prediction field(s) {unknown}; a row has {', '.join(PREDICTION_FIELDS)}")
-        if data.get("id") is None:
-            raise ValueError(f"{where}: id: required field is missing")
-        values = {k: data[k] for k in PREDICTION_FIELDS if k in data}
+        values = checked_json_fields(cls, data, where, noun="prediction field")
         values["id"] = str(values["id"])
         for key in ("feedback", "reason"):
             if values.get(key) is None:

@@ -4,16 +4,61 @@ One frozen dataclass, ``JudgeResult``, is the contract between ``serve`` (``serv
 ``to_json()``) and ``eval`` (``eval.backends.JudgeServeBackend`` reads it back with ``from_json``), as vLLM's
 ``entrypoints/openai/protocol.py`` is for its server. The response around the results (``items[].results``,
 ``usage``, ``judge_kind``) is documented in ``serve.judging.Judge.run``.
+
+``checked_json_fields`` is the one strict reading of a dataclass from a JSON object (unknown keys and missing
+required fields are errors naming the field); ``JudgeResult.from_json`` and ``eval.predictions.PredictionRow``'s
+``from_json`` both read through it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ScoreSource", "LmVerdict", "JudgmentUsage", "JudgeResult", "JUDGE_RESULT_FIELDS"]
+__all__ = ["ScoreSource", "LmVerdict", "JudgmentUsage", "JudgeResult", "JUDGE_RESULT_FIELDS", "checked_json_fields"]
+
+
+def checked_json_fields(cls: type, data: Mapping[str, Any], where: str, *, noun: str = "field") -> dict[str, Any]:
+    """The values a JSON object gives for the fields of dataclass ``cls``, its keys checked strictly.
+
+    A key that is not a field is refused; a field without a default is required, and null counts as missing
+    unless the field's type admits None. Fields absent from ``data`` are left out (the dataclass's defaults
+    apply); values are not converted (each ``from_json`` does what its type needs).
+
+    Args:
+        cls: the dataclass read (``JudgeResult``, ``eval.predictions.PredictionRow``).
+        data: the JSON object.
+        where: names the object in errors (``"/v1/judge results[3]"``, ``"predictions.jsonl: row 7"``).
+        noun: what an unknown key is called in the error (``"prediction field"``).
+
+    Raises:
+        ValueError: ``{where}: unknown {noun}(s) [...]; known: ...`` or ``{where}.{name}: required field is missing``.
+    """
+    names, required = _field_rules(cls)
+    unknown = sorted(set(data) - set(names))
+    if unknown:
+        raise ValueError(f"{where}: unknown {noun}(s) {unknown}; known: {', '.join(names)}")
+    for name, nullable in required:
+        if name not in data or (data[name] is None and not nullable):
+            raise ValueError(f"{where}.{name}: required field is missing")
+    return {name: data[name] for name in names if name in data}
+
+
+@functools.cache
+def _field_rules(cls: type) -> tuple[tuple[str, ...], tuple[tuple[str, bool], ...]]:
+    """``cls``'s field names in order, and each field without a default with whether its type admits None."""
+    hints = typing.get_type_hints(cls)
+    fields = dataclasses.fields(cls)
+    required = tuple(
+        (f.name, type(None) in typing.get_args(hints[f.name]))
+        for f in fields
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    )
+    return tuple(f.name for f in fields), required
 
 
 class ScoreSource:
@@ -103,21 +148,15 @@ class JudgeResult:
         """A result as received.
 
         Raises:
-            ValueError: naming ``where`` and the field: a key that is not a field, or a required one missing.
+            ValueError: naming ``where`` and the field: a key that is not a field, or a required one missing
+                (``checked_json_fields``).
         """
-        unknown = sorted(set(data) - set(JUDGE_RESULT_FIELDS))
-        if unknown:
-            raise ValueError(f"{where}: unknown field(s) {unknown}")
-        missing = [name for name in ("criterion", "criterion_id", "scale") if name not in data]
-        if missing:
-            raise ValueError(f"{where}.{missing[0]}: required field is missing")
-        values = dict(data)
-        if isinstance(values.get("lm_verdict"), Mapping):
-            values["lm_verdict"] = LmVerdict(**values["lm_verdict"])
-        if isinstance(values.get("usage"), Mapping):
-            values["usage"] = JudgmentUsage(**values["usage"])
-        elif values.get("usage") is None:
-            values.pop("usage", None)
+        values = checked_json_fields(cls, data, where)
+        for name, nested in (("lm_verdict", LmVerdict), ("usage", JudgmentUsage)):
+            if isinstance(values.get(name), Mapping):
+                values[name] = nested(**checked_json_fields(nested, values[name], f"{where}.{name}"))
+        if "usage" in values and values["usage"] is None:
+            values.pop("usage")
         return cls(**values)
 
 

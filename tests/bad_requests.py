@@ -16,11 +16,13 @@ import json
 import re
 from typing import Any
 
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from judge import TaxonomyError, load_taxonomy
 
-__all__ = ["BadBody", "BREAKERS", "bad_bodies", "valid_bodies", "param_text", "key_text", "SERVED_MODEL", "SERVER_MAX_TOKENS"]
+__all__ = ["BadBody", "BREAKERS", "bad_bodies", "valid_bodies", "param_text", "key_text", "SERVED_MODEL", "SERVER_MAX_TOKENS",
+           "deterministic_settings"]
 
 #: What the live test server is started with (tests/fixtures_serve.py TEST_FLAGS).
 SERVED_MODEL = "tiny-judge"
@@ -29,6 +31,15 @@ SERVER_MAX_BATCH_ITEMS = 64
 SERVER_MAX_BODY_BYTES = 8 * 1024 * 1024
 
 Path = tuple[Any, ...]
+
+
+def deterministic_settings(max_examples: int) -> settings:
+    """Hypothesis settings for these strategies: the same examples every run (CI), no example database written into
+    the checkout, no deadline, and the health checks that large drawn bodies trip turned off."""
+    return settings(
+        derandomize=True, database=None, deadline=None, max_examples=max_examples,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example, HealthCheck.filter_too_much],
+    )  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,16 +19,19 @@ class ScriptedEndpoint:
     """OpenAI-compatible server on 127.0.0.1 answering with ``respond(path, body) -> (status, json)``.
 
     It serves from construction until ``close()`` (or the end of a ``with`` block). ``requests`` holds every
-    ``(path, body)`` POSTed, in arrival order (an empty body reads as ``{}``). ``GET /v1/models`` lists ``model``
-    with ``max_model_len`` (left out when None), as vLLM does.
+    ``(path, body)`` POSTed, in arrival order (an empty body reads as ``{}``), ``gets`` every GET path. ``GET
+    /v1/models`` lists ``model`` with ``max_model_len`` (left out when None), as vLLM does; with ``respond_get``,
+    every GET is answered by ``respond_get(path) -> (status, json)`` instead.
     """
 
     def __init__(self, respond: Callable[[str, dict], tuple], model: str = "scripted",
-                 max_model_len: int | None = 4096):  # fmt: skip
+                 max_model_len: int | None = 4096, *, respond_get: Callable[[str], tuple] | None = None,
+                 port: int = 0):  # fmt: skip
         self.respond = respond
         self.model = model
         self.max_model_len = max_model_len
         self.requests: list[tuple[str, dict]] = []
+        self.gets: list[str] = []
         self._lock = threading.Lock()
         endpoint = self
 
@@ -47,6 +50,9 @@ class ScriptedEndpoint:
                 self.wfile.write(data)
 
             def do_GET(self):
+                endpoint.gets.append(self.path)
+                if respond_get is not None:
+                    return self._send(*respond_get(self.path))
                 if self.path.rstrip("/") != "/v1/models":
                     return self._send(404, {"error": {"message": "not found"}})
                 entry = {"id": endpoint.model, "object": "model", "created": 0, "owned_by": "test"}
@@ -60,8 +66,9 @@ class ScriptedEndpoint:
                     endpoint.requests.append((self.path, body))
                 self._send(*endpoint.respond(self.path, body))
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self.base_url = self.url + "/v1"
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
 
     def __enter__(self) -> ScriptedEndpoint:

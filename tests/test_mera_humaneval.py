@@ -33,7 +33,7 @@ from eval.mera.humaneval import (
 )
 from eval.mera.sandbox import PASSED, RUNTIME, SYNTAX, TIMEOUT, WRONG_ANSWER, Limits, Sandbox
 from tests.scripted_endpoint import ScriptedEndpoint
-from tests.test_mera_rutie import chat_body, completion_body
+from tests.test_mera_rutie import chat_body, completion_body, with_field
 
 SAMPLE = Path(cli.__file__).with_name("data") / "ruhumaneval_sample.jsonl"
 
@@ -145,16 +145,9 @@ MERA_ROW = {
 
 
 def _row(**changes):
-    row = json.loads(json.dumps(MERA_ROW))
-    for dotted, value in changes.items():
-        *parents, last = dotted.split("__")
-        target = row
-        for p in parents:
-            target = target[p]
-        if value is KeyError:
-            del target[last]
-        else:
-            target[last] = value
+    row = json.loads(json.dumps(MERA_ROW))  # a copy even with no change
+    for dotted, value in changes.items():  # meta__entry_point: the field meta.entry_point
+        row = with_field(row, dotted.replace("__", "."), value)
     return row
 
 

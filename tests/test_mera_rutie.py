@@ -304,8 +304,9 @@ GOOD_ROW = {
 }  # fmt: skip
 
 
-def _with(path: str, value: Any) -> dict:
-    row = json.loads(json.dumps(GOOD_ROW))
+def with_field(row: dict, path: str, value: Any) -> dict:
+    """A deep copy of the JSON ``row`` with the field at the dotted ``path`` set to ``value`` (removed for KeyError)."""
+    row = json.loads(json.dumps(row))
     *parents, last = path.split(".")
     target = row
     for p in parents:
@@ -315,6 +316,10 @@ def _with(path: str, value: Any) -> dict:
     else:
         target[last] = value
     return row
+
+
+def _with(path: str, value: Any) -> dict:
+    return with_field(GOOD_ROW, path, value)
 
 
 def test_parse_rutie_row_reads_the_documented_format():

@@ -7,9 +7,7 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import tomllib
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import metadata
 from pathlib import Path
 
@@ -20,39 +18,21 @@ from packaging.version import Version
 import serve.engine_version as ev
 from serve.cli import main
 from tests.fixtures_models import free_port
+from tests.scripted_endpoint import ScriptedEndpoint
 
 ROOT = Path(__file__).parents[1]
 
 
-class VersionEndpoint:
+def version_endpoint(version: str = "0.32.0", status: int = 200, port: int = 0) -> ScriptedEndpoint:
     """A stand-in engine on 127.0.0.1 (the network boundary): ``GET /version`` answers ``version`` (or ``status``
-    with no vLLM body), every other path 404; ``paths`` records each GET path in arrival order."""
+    with no vLLM body), every other path 404; ``gets`` records each GET path in arrival order."""
 
-    def __init__(self, version: str = "0.32.0", status: int = 200, port: int = 0):
-        self.paths: list[str] = []
-        endpoint = self
+    def respond_get(path: str) -> tuple[int, dict]:
+        if path == "/version" and status == 200:
+            return 200, {"version": version}
+        return (status if path == "/version" else 404), {"detail": "Not Found"}
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_GET(self):  # noqa: N802 - http.server's name
-                endpoint.paths.append(self.path)
-                ok = self.path == "/version" and status == 200
-                data = json.dumps({"version": version} if ok else {"detail": "Not Found"}).encode()
-                self.send_response(200 if ok else (status if self.path == "/version" else 404))
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+    return ScriptedEndpoint(lambda path, body: (404, {"detail": "Not Found"}), respond_get=respond_get, port=port)
 
 
 def _checkpoint(folder: Path) -> Path:
@@ -151,12 +131,9 @@ def test_attached_engines_skip_the_installed_check(tmp_path, monkeypatch):
 
 def test_engine_version_is_read_from_get_version():
     """The version comes from exactly GET /version at the engine's root (a /v1 base URL is accepted)."""
-    engine = VersionEndpoint("0.32.0")
-    try:
+    with version_endpoint("0.32.0") as engine:
         assert ev.engine_version_at(engine.url + "/v1") == "0.32.0"
-        assert engine.paths == ["/version"]
-    finally:
-        engine.close()
+        assert engine.gets == ["/version"]
 
 
 @pytest.mark.parametrize(("version", "status", "expected"), [
@@ -165,13 +142,10 @@ def test_engine_version_is_read_from_get_version():
 ])  # fmt: skip
 def test_attached_engine_of_another_line_is_refused(version, status, expected):
     """An attached engine of another line, or one without vLLM's /version, is refused with a message saying so."""
-    engine = VersionEndpoint(version, status)
     refusals: list[str] = []
-    try:
+    with version_endpoint(version, status) as engine:
         ev.watch_attached_versions({"generator": engine.url}, 30, refusals.append).join(timeout=30)
-    finally:
-        engine.close()
-    assert len(refusals) == 1 and engine.paths == ["/version"]
+    assert len(refusals) == 1 and engine.gets == ["/version"]
     for text in expected:
         assert text in refusals[0]
 
@@ -184,36 +158,27 @@ def test_attached_engine_is_checked_once_it_comes_up():
     watcher = ev.watch_attached_versions({"generator": f"http://127.0.0.1:{port}"}, 60, refusals.append, poll_s=0.1)
     watcher.join(timeout=1.0)
     assert watcher.is_alive() and not refusals  # still waiting
-    engine = VersionEndpoint("0.31.9", port=port)
-    try:
+    with version_endpoint("0.31.9", port=port):
         watcher.join(timeout=30)
-    finally:
-        engine.close()
     assert not watcher.is_alive() and "is vLLM 0.31.9" in refusals[0]
-    matching = VersionEndpoint("0.32.0")
-    try:
+    with version_endpoint("0.32.0") as matching:
         ev.watch_attached_versions({"generator": matching.url}, 30, refusals.append).join(timeout=30)
-    finally:
-        matching.close()
-    assert len(refusals) == 1 and matching.paths == ["/version"]
+    assert len(refusals) == 1 and matching.gets == ["/version"]
 
 
 @pytest.mark.slow
 def test_judge_serve_on_an_attached_engine_of_another_line_exits_1(tiny_causal_dir, tmp_path):
     """judge-serve --generator-url on an engine reporting vLLM 0.31.2 stops with exit 1 and the refusal in its log
     (the stand-in never answers /health 200, so only the version check can end the start)."""
-    engine = VersionEndpoint("0.31.2")
-    try:
+    with version_endpoint("0.31.2") as engine:
         proc = subprocess.run(
             [sys.executable, "-m", "serve.cli", "--model", str(tiny_causal_dir), "--port", str(free_port()),
              "--generator-url", engine.url, "--log-dir", str(tmp_path), "--engine-start-timeout-s", "120", "--no-access-log"],
             capture_output=True, text=True, timeout=180, cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"},
         )  # fmt: skip
-    finally:
-        engine.close()
     assert proc.returncode == 1, proc.stderr[-3000:]
     assert "is vLLM 0.31.2" in proc.stderr and ev.SUPPORTED_VLLM in proc.stderr and "pollux-judge[gpu]" in proc.stderr
-    assert "/version" in engine.paths
+    assert "/version" in engine.gets
 
 
 @pytest.mark.slow

@@ -17,19 +17,16 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import psutil
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.bad_requests import BREAKERS, SERVED_MODEL, BadBody, bad_bodies
+from tests.bad_requests import BREAKERS, SERVED_MODEL, BadBody, bad_bodies, deterministic_settings
 
 pytestmark = pytest.mark.slow
 
-# Deterministic in CI, no example database in the checkout; a few examples per way of breaking a body (each one an
-# HTTP round trip, some of them a tokenization of a 40,000-character answer).
-LIVE = settings(
-    derandomize=True, database=None, deadline=None, max_examples=8,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example, HealthCheck.filter_too_much],
-)  # fmt: skip
+# A few examples per way of breaking a body (each one an HTTP round trip, some of them a tokenization of a
+# 40,000-character answer).
+LIVE = deterministic_settings(max_examples=8)
 
 ITEM = {"instruction": "Напиши четверостишие про осень.", "answer": "Листья падают, ветер воет, дождь стучит в окно."}
 CLIENTS = 64

@@ -10,18 +10,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from serve.schema import RequestError, decode_json_body, parse_judge_request, resolve_criteria
-from tests.bad_requests import BREAKERS, BadBody, bad_bodies, valid_bodies
+from tests.bad_requests import BREAKERS, BadBody, bad_bodies, deterministic_settings, valid_bodies
 
-# Deterministic in CI: the same examples every run, no example database written into the checkout. Each way of
-# breaking a body gets its own examples (one strategy over all ways lets Hypothesis dwell on a few).
-FUZZ = settings(
-    derandomize=True, database=None, deadline=None, max_examples=60,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example, HealthCheck.filter_too_much],
-)  # fmt: skip
+# Each way of breaking a body gets its own examples (one strategy over all ways lets Hypothesis dwell on a few).
+FUZZ = deterministic_settings(max_examples=60)
 
 
 def validate(raw: bytes) -> None:

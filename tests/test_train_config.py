@@ -16,7 +16,7 @@ from train.config import (
     config_from_args,
     load_config,
 )
-from train.recipe_steps import launch_arithmetic, training_kwargs
+from train.training_arguments import launch_arithmetic, training_kwargs
 
 REPO = Path(__file__).resolve().parent.parent
 TRAIN_CONFIGS = sorted((REPO / "configs" / "train").glob("*/*.yaml"))

@@ -93,10 +93,13 @@ def test_regression_result_round_trips_its_nested_fields(qwen_tokenizer):
 @pytest.mark.parametrize(
     ("change", "message"),
     [({"surprise": 1}, r"unknown field\(s\) \['surprise'\]"), ({"score_source": "regression"}, "score_source"),
-     ({"criterion": None, "scale": None}, None)],
+     ({"criterion": None, "scale": None}, None), ({"criterion": None}, r"result\.criterion: required field is missing"),
+     ({"usage": {"prompt_tokens": 1, "cached": 2}}, r"result\.usage: unknown field\(s\) \['cached'\]"),
+     ({"lm_verdict": {"score": 1.0}}, r"result\.lm_verdict\.parse_ok: required field is missing")],
 )
 def test_judge_result_refuses_what_it_does_not_know(change, message):
-    """An unknown field or score source is refused by name; a missing required field names the field."""
+    """An unknown field or score source is refused by name; a missing (or null, where its type has no None)
+    required field names the field; nested objects are read as strictly."""
     base = JudgeResult(criterion="c", criterion_id=None, scale=[0, 1]).to_json()
     data = {**base, **change}
     if message is None:
@@ -114,3 +117,5 @@ def test_prediction_fields_are_the_row_dataclass():
         PredictionRow.from_json({"id": "x", "score_distribution": {}}, where="row 3")
     with pytest.raises(ValueError, match="id: required"):
         PredictionRow.from_json({"judge": "j"})
+    with pytest.raises(ValueError, match=r"row 4\.id: required field is missing"):
+        PredictionRow.from_json({"id": None}, where="row 4")

@@ -10,7 +10,8 @@ A recipe (``train/seq2seq.py``, ``train/regression.py``, ``train/classifier.py``
     run.export_judge(trainer, result, ...)                       # save: the served layout, checked and recorded
 
 Everything that differs between recipes (rows, datasets, model class, trainer class, export) stays in the recipe;
-everything here is the same for all of them.
+everything here is the same for all of them. The trainer's arguments are computed in ``train.training_arguments``;
+the recipes that train adapters take their ``LoraConfig`` from ``train.lora``.
 """
 
 from __future__ import annotations
@@ -24,126 +25,20 @@ from pathlib import Path
 from typing import Any
 
 from train.config import TINY_MODEL, ConfigError, TrainConfig, config_to_dict
+from train.training_arguments import Launch, init_distributed, launch_arithmetic, training_kwargs, use_bf16
 
 __all__ = [
     "PreparedRun",
     "prepare",
-    "Launch",
-    "launch_arithmetic",
-    "use_bf16",
-    "training_kwargs",
     "resolve_base_model",
     "load_tokenizer",
-    "lora_config",
-    "QWEN2_LINEAR_MODULES",
     "latest_checkpoint",
     "check_output_dir",
     "setup_logging",
     "is_main_process",
-    "init_distributed",
 ]
 
 logger = logging.getLogger(__name__)
-
-#: The linear layers of a Qwen2 decoder block: what LoRA's "all-linear" means here. Listing them keeps the LM head
-#: and the regression ``score`` head out of the adapters (the score head is trained in full instead).
-QWEN2_LINEAR_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-
-
-@dataclass(frozen=True)
-class Launch:
-    """How one optimizer step is spread over ranks: global = per_device x accumulation x world_size."""
-
-    world_size: int
-    per_device_train_batch_size: int
-    gradient_accumulation_steps: int
-    global_batch_size: int
-
-    def describe(self) -> str:
-        return (
-            f"global batch {self.global_batch_size} = {self.per_device_train_batch_size} per device x "
-            f"{self.gradient_accumulation_steps} accumulation steps x {self.world_size} ranks"
-        )
-
-
-def launch_arithmetic(config: TrainConfig, world_size: int | None = None) -> Launch:
-    """Derive gradient accumulation so the global batch is ``config.global_batch_size`` on this many ranks.
-
-    Args:
-        config: the resolved config.
-        world_size: ranks taking part (default: ``$WORLD_SIZE`` set by torchrun/accelerate/deepspeed, else 1).
-
-    Raises:
-        ConfigError: when the global batch is not a multiple of per-device batch x world size.
-    """
-    world = int(os.environ.get("WORLD_SIZE", "1")) if world_size is None else world_size
-    per_step = config.per_device_train_batch_size * world
-    if config.global_batch_size % per_step:
-        raise ConfigError(
-            f"global_batch_size {config.global_batch_size} is not a multiple of per_device_train_batch_size "
-            f"{config.per_device_train_batch_size} x {world} ranks = {per_step}; change per_device_train_batch_size "
-            "or the number of ranks"
-        )
-    return Launch(world, config.per_device_train_batch_size, config.global_batch_size // per_step, config.global_batch_size)
-
-
-def use_bf16(config: TrainConfig) -> bool:
-    """bf16 on when asked, or with ``auto`` when CUDA is available."""
-    import torch
-
-    if config.bf16 == "auto":
-        return torch.cuda.is_available()
-    return config.bf16 == "true"
-
-
-def training_kwargs(config: TrainConfig, launch: Launch, *, has_eval: bool) -> dict[str, Any]:
-    """Keyword arguments for ``transformers.TrainingArguments`` / ``trl.SFTConfig`` shared by every recipe.
-
-    Best-checkpoint tracking (``metric_for_best_model="eval_loss"``) is on whenever there is a validation set:
-    checkpoint rotation (``save_total_limit``) then never deletes the best checkpoint.
-    """
-    import torch
-
-    report_to = [name.strip() for name in config.report_to.split(",") if name.strip() and name.strip() != "none"]
-    kwargs: dict[str, Any] = {
-        "output_dir": config.output_dir,
-        "seed": config.seed,
-        "data_seed": config.seed,
-        "learning_rate": config.learning_rate,
-        "lr_scheduler_type": config.lr_scheduler_type,
-        "warmup_steps": config.warmup_steps,
-        "num_train_epochs": config.num_train_epochs,
-        "max_steps": config.max_steps,
-        "per_device_train_batch_size": config.per_device_train_batch_size,
-        "per_device_eval_batch_size": config.per_device_eval_batch_size,
-        "gradient_accumulation_steps": launch.gradient_accumulation_steps,
-        "weight_decay": config.weight_decay,
-        "max_grad_norm": config.max_grad_norm,
-        "optim": config.optim,
-        "bf16": use_bf16(config),
-        "fp16": False,
-        "use_cpu": not torch.cuda.is_available(),
-        "gradient_checkpointing": config.gradient_checkpointing,
-        # Non-reentrant checkpointing works with frozen embeddings (LoRA) and ZeRO-3 without extra hooks.
-        "gradient_checkpointing_kwargs": {"use_reentrant": False} if config.gradient_checkpointing else None,
-        "deepspeed": config.deepspeed,
-        "save_strategy": "steps",
-        "save_steps": config.save_steps,
-        "save_total_limit": config.save_total_limit,
-        "eval_strategy": "steps" if has_eval else "no",
-        "eval_steps": config.save_steps if has_eval else None,
-        "metric_for_best_model": "eval_loss" if has_eval else None,
-        "greater_is_better": False if has_eval else None,
-        "load_best_model_at_end": False,
-        "logging_steps": config.logging_steps,
-        "logging_first_step": True,
-        "report_to": report_to,
-        "run_name": config.run_name or Path(config.output_dir).name,
-        "dataloader_num_workers": config.dataloader_num_workers,
-        "disable_tqdm": config.disable_tqdm,
-    }
-    return kwargs
-
 
 def resolve_base_model(config: TrainConfig) -> str:
     """The base model folder or hub id; builds the tiny Qwen2 when ``model_name_or_path`` is ``tiny-qwen2``.
@@ -186,26 +81,6 @@ def load_tokenizer(base: str):
     return tokenizer
 
 
-def lora_config(config: TrainConfig, *, modules_to_save: list[str] | None = None):
-    """A peft ``LoraConfig`` from the config, or None when LoRA is off."""
-    if not config.lora:
-        return None
-    from peft import LoraConfig
-
-    if config.lora_target_modules == "all-linear":
-        targets = list(QWEN2_LINEAR_MODULES)
-    else:
-        targets = [name.strip() for name in config.lora_target_modules.split(",") if name.strip()]
-    return LoraConfig(
-        r=config.lora_r,
-        lora_alpha=config.lora_alpha,
-        lora_dropout=config.lora_dropout,
-        target_modules=targets,
-        modules_to_save=modules_to_save,
-        task_type="CAUSAL_LM",
-    )
-
-
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 
 
@@ -243,20 +118,6 @@ def check_output_dir(config: TrainConfig) -> Path | None:
             logger.warning("--overwrite_output_dir: deleted the earlier run's checkpoints and export in %s", folder)
         return None
     return checkpoint
-
-
-def init_distributed(args) -> None:
-    """Set up torch.distributed (and DeepSpeed's view of it) before the model is loaded.
-
-    transformers sets up devices lazily, and on CPU accelerate leaves DeepSpeed's communicator alone; ZeRO-3's
-    zero.Init inside ``from_pretrained`` would then see a world of one rank and reject the batch arithmetic.
-    DeepSpeed wraps the process group accelerate created (gloo on CPU, NCCL on GPU); on GPU this is a no-op.
-    """
-    args.device  # noqa: B018 - the property initialises the process group
-    if args.deepspeed:
-        import deepspeed
-
-        deepspeed.init_distributed()
 
 
 def is_main_process() -> bool:

@@ -87,7 +87,7 @@ def main(config: RegressionConfig, *, callbacks: tuple = ()) -> RunResult:
     from datasets import Dataset
     from transformers import TrainingArguments
 
-    from train import build_data, recipe_steps
+    from train import build_data, lora, recipe_steps
     from train.joint_loss import JointLossTrainer
     from train.score_head import Qwen2ForRationaleAndScore
 
@@ -112,7 +112,7 @@ def main(config: RegressionConfig, *, callbacks: tuple = ()) -> RunResult:
     # The score head is missing from a causal checkpoint and starts from the model's initializer (seeded above).
     model = Qwen2ForRationaleAndScore.from_pretrained(run.base_model, dtype=run.dtype, attn_implementation=config.attn_implementation)
     model.config.pad_token_id = run.tokenizer.pad_token_id
-    peft_config = recipe_steps.lora_config(config, modules_to_save=["score"])
+    peft_config = lora.lora_config(config, modules_to_save=["score"])
     if peft_config is not None:
         from peft import get_peft_model
 

@@ -59,7 +59,7 @@ def main(config: Seq2SeqConfig, *, callbacks: tuple = ()) -> RunResult:
     from transformers import AutoModelForCausalLM
     from trl import SFTConfig, SFTTrainer
 
-    from train import build_data, recipe_steps
+    from train import build_data, lora, recipe_steps
 
     # ---- config -------------------------------------------------------------------------------------------------
     run = recipe_steps.prepare(config, "seq2seq judge")
@@ -90,7 +90,7 @@ def main(config: Seq2SeqConfig, *, callbacks: tuple = ()) -> RunResult:
         train_dataset=train_dataset,
         eval_dataset=eval_dataset,
         processing_class=run.tokenizer,
-        peft_config=recipe_steps.lora_config(config),
+        peft_config=lora.lora_config(config),
         callbacks=[run.stopper, *callbacks],
     )
 

@@ -287,17 +287,16 @@ def main(argv: list[str] | None = None) -> int:
     if config.task == "ruhumaneval" and not config.self_check and any(not 1 <= k <= config.n for k in config.k):
         parser.error(f"every --k must be between 1 and --n ({config.n}); got {config.k}")
 
-    from eval.mera.humaneval import DataError as CodeDataError
     from eval.mera.progress import ResumeMismatch
-    from eval.mera.rutie import DataError as RutieDataError
     from eval.mera.sandbox import SandboxUnavailable
+    from eval.mera.task_rows import DataError
 
     try:
         if config.task == "ruhumaneval":
             run_ruhumaneval(config)
         else:
             run_rutie(config)
-    except (CodeDataError, RutieDataError, ResumeMismatch, SandboxUnavailable, FileNotFoundError) as err:
+    except (DataError, ResumeMismatch, SandboxUnavailable, FileNotFoundError) as err:
         logger.error("%s", err)
         return 1
     return 0

@@ -43,8 +43,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import gzip
-import json
 import math
 import re
 from collections import Counter
@@ -53,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.mera.sandbox import PASSED, STATUSES, ExecJob
+from eval.mera.task_rows import DataError, iter_task_rows
 
 #: MERA's stop strings for ruHumanEval (benchmark_tasks/ruhumaneval/ruhumaneval.yaml).
 MERA_STOPS: tuple[str, ...] = ("\nclass", "\ndef", "\n#", "\nif", "\nprint")
@@ -69,10 +68,6 @@ N_SAMPLES = 10
 
 #: ``build_program``'s ways of turning a completion into code: MERA's harness, or the fence-aware deviation.
 EXTRACTIONS: tuple[str, ...] = ("mera", "lenient")
-
-
-class DataError(ValueError):
-    """A data row that cannot be used; the message names the row and the field."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -213,18 +208,7 @@ def parse_row(row: Mapping[str, Any], line_no: int = 0) -> CodeTask:
 
 def load_tasks(path: str | Path) -> list[CodeTask]:
     """Load ``.jsonl`` or ``.jsonl.gz`` in either format; blank lines are skipped, nothing else is."""
-    path = Path(path)
-    opener = gzip.open if path.suffix == ".gz" else open
-    tasks: list[CodeTask] = []
-    with opener(path, "rt", encoding="utf-8") as f:
-        for line_no, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DataError(f"{path}: row {line_no}: not JSON: {err}") from None
-            tasks.append(parse_row(row, line_no))
+    tasks = [parse_row(row, line_no) for line_no, row in iter_task_rows(path)]
     ids = Counter(t.task_id for t in tasks)
     duplicated = sorted(i for i, c in ids.items() if c > 1)
     if duplicated:

@@ -48,7 +48,6 @@ fallback ``-1`` as wrong). ``accuracy_parsed`` (over parsed answers) and ``n_unp
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 import threading
 from collections import Counter, defaultdict
@@ -56,6 +55,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from eval.mera.task_rows import DataError, iter_task_rows
 from judge.journal import JournalWriter, open_journal
 
 CHOICES = ("1", "2")
@@ -74,10 +74,6 @@ PROGRESS_FILE = "answers.jsonl"
 NO_DIGIT, NO_ANY_DIGIT, EMPTY, CONTEXT_LIMIT, NO_LOGPROBS = (
     "no standalone 1 or 2", "no standalone digit", "empty answer", "context limit", "no log-probabilities for 1/2",
 )  # fmt: skip
-
-
-class DataError(ValueError):
-    """A ruTiE row that cannot be used; the message names the row and the field."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,16 +170,9 @@ def parse_rutie_row(row: Mapping[str, Any], line_no: int = 0) -> RutieItem:
 def load_dialogues(path: str | Path) -> dict[int | str, list[RutieItem]]:
     """Rows grouped by ``dialog_id``, each dialogue sorted by ``question_id`` (duplicates are an error)."""
     by_dialog: dict[int | str, list[RutieItem]] = defaultdict(list)
-    with open(path, encoding="utf-8") as f:
-        for line_no, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DataError(f"{path}: row {line_no}: not JSON: {err}") from None
-            item = parse_rutie_row(row, line_no)
-            by_dialog[item.dialog_id].append(item)
+    for line_no, row in iter_task_rows(path):
+        item = parse_rutie_row(row, line_no)
+        by_dialog[item.dialog_id].append(item)
     dialogues: dict[int | str, list[RutieItem]] = {}
     for dialog_id in sorted(by_dialog, key=lambda d: (isinstance(d, str), d)):
         items = sorted(by_dialog[dialog_id], key=lambda it: it.question_id)

@@ -1,0 +1,38 @@
+"""A MERA task's data file read strictly: one JSON object per line (``.jsonl``, or ``.jsonl.gz``).
+
+ruHumanEval (``humaneval.load_tasks``) and ruTiE (``rutie.load_dialogues``) read their rows here. A task file is
+input, unlike the journals a run writes (``judge.journal``): a last line without its newline is a whole row, blank
+lines are skipped, and any other line that is not JSON is an error naming the file and the row.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+__all__ = ["DataError", "iter_task_rows"]
+
+
+class DataError(ValueError):
+    """A data row that cannot be used; the message names the row and the field."""
+
+
+def iter_task_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """``(line number, parsed JSON)`` of each non-blank line of ``path`` (gzip-compressed when it ends in ``.gz``).
+
+    Raises:
+        DataError: ``{path}: row {n}: not JSON: ...``.
+    """
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        for line_no, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield line_no, json.loads(line)
+            except json.JSONDecodeError as err:
+                raise DataError(f"{path}: row {line_no}: not JSON: {err}") from None
