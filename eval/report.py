@@ -9,6 +9,7 @@ failed on (``n_failed``) or could not be compared on (no unique expert mode): fa
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from pathlib import Path
@@ -17,8 +18,8 @@ from typing import Any
 from eval import item_table
 from judge.splits import SPLIT_TITLES  # one definition in the contract; re-exported here for eval's own modules
 
-__all__ = ["render_markdown", "markdown_table", "plot_confusions", "plot_mae_by_criterion", "SPLIT_TITLES",
-           "fmt", "fmt_ci"]
+__all__ = ["render_markdown", "markdown_table", "plot_confusions", "plot_mae_by_criterion", "write_plots",
+           "PlotProcess", "SPLIT_TITLES", "fmt", "fmt_ci"]
 
 log = logging.getLogger("judge_eval.report")
 
@@ -262,6 +263,61 @@ def plot_mae_by_criterion(result: dict[str, Any], folder: Path) -> list[Path]:
         plt.close(fig)
         written.append(path)
     return written
+
+
+def write_plots(result: dict[str, Any], folder: Path) -> list[Path]:
+    """Every PNG of a run: ``plot_confusions``, then ``plot_mae_by_criterion``."""
+    return plot_confusions(result, folder) + plot_mae_by_criterion(result, folder)
+
+
+class PlotProcess:
+    """``write_plots`` for a written ``metrics.json``, in a child Python process.
+
+    ``eval.scoring.score`` starts it and writes report.md and report.html meanwhile: the plots cost ~3.5 s CPU on
+    the full test (mostly matplotlib drawing text), which a second core takes off the command's wall time. A plain
+    subprocess, not multiprocessing: "spawn" re-runs the caller's main script when it lacks a ``__main__`` guard,
+    and "fork" copies a process whose threads (pyarrow's) may hold locks. The child imports the same ``eval`` as
+    this process. Use as a context manager: leaving it early stops the child.
+    """
+
+    def __init__(self, metrics_path: Path, folder: Path) -> None:
+        import os
+        import subprocess
+        import sys
+
+        root = str(Path(__file__).resolve().parent.parent)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([root] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", "import sys; from eval.report import _plots_main; sys.exit(_plots_main(sys.argv[1:]))",
+             str(metrics_path), str(folder)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+
+    def wait(self) -> list[Path]:
+        """The PNGs written, in ``write_plots``'s order.
+
+        Raises:
+            RuntimeError: the child failed; its error output is in the message.
+        """
+        out, err = self._process.communicate()
+        if self._process.returncode != 0:
+            raise RuntimeError(f"plots: the plotting process exited with {self._process.returncode}:\n"
+                               f"{err.decode('utf-8', 'replace')[-4000:]}")
+        return [Path(p) for p in json.loads(out)]
+
+    def __enter__(self) -> PlotProcess:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._process.poll() is None:
+            self._process.kill()
+            self._process.communicate()
+
+
+def _plots_main(argv: list[str]) -> int:
+    """The child of ``PlotProcess``: ``METRICS_JSON FOLDER``; prints the written paths as a JSON list."""
+    metrics_path, folder = argv
+    result = json.loads(Path(metrics_path).read_text(encoding="utf-8"))
+    print(json.dumps([str(p) for p in write_plots(result, Path(folder))]))
+    return 0
 
 
 # ------------------------------------------------------------------------------------------------ W&B

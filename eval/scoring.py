@@ -9,11 +9,13 @@ Files written to the output folder:
 - ``report.md``: the tables;
 - ``items.parquet``: the per-item table (judge score, status, experts, reference, Verdict Confidences, ``in_scale``,
   ``n_abstained``, ``why_unscored``), which ``judge-eval compare`` pairs across runs;
-- ``plots/confusion_<split>.png`` (judge x expert mode, per task group) and ``plots/mae_by_criterion_<split>.png``.
+- ``plots/confusion_<split>.png`` (judge x expert mode, per task group) and ``plots/mae_by_criterion_<split>.png``,
+  drawn by a child process (``eval.report.PlotProcess``) while report.md and report.html are written.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import json
@@ -23,7 +25,7 @@ from typing import Any
 
 from eval import item_table
 from eval.html_report import DEFAULT_TEXT_ITEMS, write_report_page
-from eval.report import log_wandb, plot_confusions, plot_mae_by_criterion, render_markdown
+from eval.report import PlotProcess, log_wandb, render_markdown
 
 __all__ = ["score"]
 
@@ -124,13 +126,15 @@ def score(
     })
     (out / "metrics.json").write_text(item_table.dumps(result) + "\n", encoding="utf-8")
     result = json.loads((out / "metrics.json").read_text(encoding="utf-8"))  # NaN -> null, as every reader sees it
-    markdown = render_markdown(result)
-    (out / "report.md").write_text(markdown + "\n", encoding="utf-8")
-    images: list[Path] = []
-    if plots:
-        images = plot_confusions(result, out / "plots") + plot_mae_by_criterion(result, out / "plots")
-    page = write_report_page(out, records, rows, DEFAULT_TEXT_ITEMS if html_text_items is None else html_text_items)
-    log.info("wrote %s", page)
+    with contextlib.ExitStack() as stack:
+        # The PNGs are drawn in a child process (on a second core, where there is one) while this one writes
+        # report.md and report.html: the same files, ~3.5 s less wall time on the full test.
+        plotting = stack.enter_context(PlotProcess(out / "metrics.json", out / "plots")) if plots else None
+        markdown = render_markdown(result)
+        (out / "report.md").write_text(markdown + "\n", encoding="utf-8")
+        page = write_report_page(out, records, rows, DEFAULT_TEXT_ITEMS if html_text_items is None else html_text_items)
+        log.info("wrote %s", page)
+        images: list[Path] = plotting.wait() if plotting is not None else []
     if wandb_project:
         log_wandb(result, markdown, images, wandb_project, out)
     return result
