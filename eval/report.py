@@ -271,16 +271,17 @@ def write_plots(result: dict[str, Any], folder: Path) -> list[Path]:
 
 
 class PlotProcess:
-    """``write_plots`` for a written ``metrics.json``, in a child Python process.
+    """``write_plots`` in a child Python process, started before the metrics exist.
 
-    ``eval.scoring.score`` starts it and writes report.md and report.html meanwhile: the plots cost ~3.5 s CPU on
-    the full test (mostly matplotlib drawing text), which a second core takes off the command's wall time. A plain
-    subprocess, not multiprocessing: "spawn" re-runs the caller's main script when it lacks a ``__main__`` guard,
-    and "fork" copies a process whose threads (pyarrow's) may hold locks. The child imports the same ``eval`` as
-    this process. Use as a context manager: leaving it early stops the child.
+    ``eval.scoring.score`` starts it first, so that the child imports matplotlib while the records load, hands it
+    ``metrics.json`` once written (``draw``), and writes report.md and report.html meanwhile: the plots cost
+    ~3.5 s CPU on the full test (mostly matplotlib drawing text), which a second core takes off the command's wall
+    time. A plain subprocess, not multiprocessing: "spawn" re-runs the caller's main script when it lacks a
+    ``__main__`` guard, and "fork" copies a process whose threads (pyarrow's) may hold locks. The child imports the
+    same ``eval`` as this process. Use as a context manager: leaving it before ``wait`` stops the child.
     """
 
-    def __init__(self, metrics_path: Path, folder: Path) -> None:
+    def __init__(self, folder: Path) -> None:
         import os
         import subprocess
         import sys
@@ -289,7 +290,12 @@ class PlotProcess:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([root] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
         self._process = subprocess.Popen(
             [sys.executable, "-c", "import sys; from eval.report import _plots_main; sys.exit(_plots_main(sys.argv[1:]))",
-             str(metrics_path), str(folder)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+             str(folder)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+
+    def draw(self, metrics_path: Path) -> None:
+        """Give the child the written ``metrics.json`` to plot."""
+        self._process.stdin.write(f"{metrics_path}\n".encode("utf-8"))
+        self._process.stdin.flush()  # the child reads one line; ``wait`` closes the pipe
 
     def wait(self) -> list[Path]:
         """The PNGs written, in ``write_plots``'s order.
@@ -313,10 +319,19 @@ class PlotProcess:
 
 
 def _plots_main(argv: list[str]) -> int:
-    """The child of ``PlotProcess``: ``METRICS_JSON FOLDER``; prints the written paths as a JSON list."""
-    metrics_path, folder = argv
-    result = json.loads(Path(metrics_path).read_text(encoding="utf-8"))
-    print(json.dumps([str(p) for p in write_plots(result, Path(folder))]))
+    """The child of ``PlotProcess``: argument FOLDER, then the metrics.json path on stdin (none: nothing to draw);
+    prints the written paths as a JSON list."""
+    import sys
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot  # noqa: F401  (imported while the parent still computes: see PlotProcess)
+
+    (folder,) = argv
+    metrics_path = sys.stdin.readline().strip()
+    written = write_plots(json.loads(Path(metrics_path).read_text(encoding="utf-8")), Path(folder)) if metrics_path else []
+    print(json.dumps([str(p) for p in written]))
     return 0
 
 

@@ -34,7 +34,8 @@ def _metrics(tmp_path: Path) -> Path:
 def test_plots_from_the_child_process_are_the_in_process_plots(tmp_path):
     """Same files, in the same order, pixel for pixel."""
     metrics_path = _metrics(tmp_path)
-    with PlotProcess(metrics_path, tmp_path / "child") as plotting:
+    with PlotProcess(tmp_path / "child") as plotting:
+        plotting.draw(metrics_path)
         child = plotting.wait()
     here = write_plots(json.loads(metrics_path.read_text(encoding="utf-8")), tmp_path / "here")
     assert [p.name for p in child] == [p.name for p in here] and len(here) == 6
@@ -46,5 +47,14 @@ def test_plots_from_the_child_process_are_the_in_process_plots(tmp_path):
 def test_a_failing_plot_process_raises_with_the_childs_error(tmp_path):
     """A metrics.json that is not there: the child's traceback is in the error."""
     with pytest.raises(RuntimeError, match=r"(?s)plotting process exited with 1.*FileNotFoundError"):
-        with PlotProcess(tmp_path / "missing.json", tmp_path / "plots") as plotting:
+        with PlotProcess(tmp_path / "plots") as plotting:
+            plotting.draw(tmp_path / "missing.json")
             plotting.wait()
+
+
+def test_a_plot_process_left_early_draws_nothing_and_is_stopped(tmp_path):
+    """Leaving the context before ``draw`` (scoring failed): the child is stopped and no plot folder appears."""
+    with PlotProcess(tmp_path / "plots") as plotting:
+        pass
+    assert plotting._process.poll() is not None
+    assert not (tmp_path / "plots").exists()
