@@ -9,11 +9,15 @@ A synthetic table (seeded) with the POLLUX shape: 2-5 experts per item (mean ~2.
 task type / criterion), the 100-fold Verdict Confidence, 1,000-resample bootstrap intervals for MAE and Spearman,
 Kendall, confusion matrices. ``--end-to-end`` also writes the table as JSONL data + predictions and times the whole
 `judge-eval score` command (loading and validating 160k records, metrics.json, Markdown, PNGs, report.html)
-``--rounds`` times, printing the median wall and CPU time with their min-max and each stage's share (the
-functions `score` calls, timed by wrapping them: load records, read predictions, build table, POLLUX's own
-evaluator, metrics, items.parquet, plots, report page).
+``--rounds`` times, each round a fresh Python process (imports counted, as a user's command pays them), printing
+the median wall and CPU time with their min-max and each stage's share (the functions `score` calls, timed by
+wrapping them: load records, read predictions, build table, POLLUX's own evaluator, metrics, items.parquet, plots,
+report page). CPU is the command's own plus its children's (the plots are drawn by a child process).
+``--baseline DIR`` times another checkout (e.g. ``git archive main | tar -x -C /tmp/base``) in the same run,
+rounds interleaved (A B, B A, ...), and prints both sides and the ratio of their walls.
 
     .venv/bin/python bench/eval_metrics.py --end-to-end --rounds 3    # the README's figure
+    .venv/bin/python bench/eval_metrics.py --end-to-end --rounds 4 --baseline /tmp/base   # before/after
 """
 
 from __future__ import annotations
@@ -119,7 +123,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--regression", action="store_true", help="real-valued judge scores (compared to the mean)")
     parser.add_argument("--end-to-end", action="store_true", help="also time `judge-eval score` on JSONL files")
     parser.add_argument("--rounds", type=int, default=3, help="end-to-end runs (median and min-max reported)")
+    parser.add_argument("--baseline", default="", help="another checkout to time end to end in the same run")
+    parser.add_argument("--skip-metrics", action="store_true",
+                        help="with --end-to-end: skip the separate timing of the metrics step")
+    parser.add_argument("--score-once", nargs=5, metavar=("CHECKOUT", "PREDICTIONS", "DATA", "OUT", "N_BOOT"),
+                        help=argparse.SUPPRESS)  # one end-to-end round, in the process end_to_end starts
     args = parser.parse_args(argv)
+    if args.score_once:
+        return _score_once(*args.score_once)
     # Time this checkout's code: run as a script, `eval` would otherwise resolve to wherever the venv installed it.
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -131,26 +142,27 @@ def main(argv: list[str] | None = None) -> int:
     print(f"items: {len(table):,}  expert estimates: {n_estimates:,}  judge: "
           f"{'regression (vs mean)' if args.regression else 'verdicts (vs mode)'}  cores: {os.cpu_count()}  "
           f"load average before: {os.getloadavg()[0]:.1f}")
-    # Wall time and this process's CPU time: on a shared machine the wall time grows with the load, the CPU time
-    # much less (the metrics run on one core).
-    start, cpu = time.perf_counter(), time.process_time()
-    vc = metrics.verdict_confidence_judge(table.experts, table.judge, repeats=args.vc_repeats, seed=0)
-    print(f"verdict confidence ({args.vc_repeats}-fold, all items): {time.perf_counter() - start:.2f} s wall, "
-          f"{time.process_time() - cpu:.2f} s CPU  (mean {np.nanmean(vc):.4f})")
+    if not (args.skip_metrics and args.end_to_end):
+        # Wall time and this process's CPU time: on a shared machine the wall time grows with the load, the CPU time
+        # much less (the metrics run on one core).
+        start, cpu = time.perf_counter(), time.process_time()
+        vc = metrics.verdict_confidence_judge(table.experts, table.judge, repeats=args.vc_repeats, seed=0)
+        print(f"verdict confidence ({args.vc_repeats}-fold, all items): {time.perf_counter() - start:.2f} s wall, "
+              f"{time.process_time() - cpu:.2f} s CPU  (mean {np.nanmean(vc):.4f})")
 
-    start, cpu = time.perf_counter(), time.process_time()
-    result = item_table.evaluate(table, n_boot=args.n_boot, vc_repeats=args.vc_repeats)
-    eval_s, eval_cpu = time.perf_counter() - start, time.process_time() - cpu
-    cells = sum(1 + sum(len(block[f"by_{g}"]) for g in item_table.GROUPINGS) for block in result["splits"].values())
-    overall = result["splits"]["all"]["overall"]
-    print(f"score metrics incl. VC ({cells} cells, {args.n_boot} bootstrap resamples each): {eval_s:.2f} s wall, "
-          f"{eval_cpu:.2f} s CPU")
-    print(f"  all: MAE {overall['mae']:.4f} [{overall['mae_ci'][0]:.4f}, {overall['mae_ci'][1]:.4f}]  "
-          f"Spearman {overall['spearman']:.4f}  "
-          f"VC judge {overall['vc_judge']:.4f} / experts {overall['vc_experts']:.4f}  n_failed {overall['n_failed']}")
+        start, cpu = time.perf_counter(), time.process_time()
+        result = item_table.evaluate(table, n_boot=args.n_boot, vc_repeats=args.vc_repeats)
+        eval_s, eval_cpu = time.perf_counter() - start, time.process_time() - cpu
+        cells = sum(1 + sum(len(block[f"by_{g}"]) for g in item_table.GROUPINGS) for block in result["splits"].values())
+        overall = result["splits"]["all"]["overall"]
+        print(f"score metrics incl. VC ({cells} cells, {args.n_boot} bootstrap resamples each): {eval_s:.2f} s wall, "
+              f"{eval_cpu:.2f} s CPU")
+        print(f"  all: MAE {overall['mae']:.4f} [{overall['mae_ci'][0]:.4f}, {overall['mae_ci'][1]:.4f}]  "
+              f"Spearman {overall['spearman']:.4f}  "
+              f"VC judge {overall['vc_judge']:.4f} / experts {overall['vc_experts']:.4f}  n_failed {overall['n_failed']}")
 
     if args.end_to_end:
-        end_to_end(table, args.n_boot, args.rounds)
+        end_to_end(table, args.n_boot, args.rounds, args.baseline)
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
     return 0
 
@@ -199,37 +211,75 @@ def _timed_stages(stages: dict[str, list[float]]):
     return lambda: [setattr(m, a, o) for m, a, o in undo]
 
 
-def end_to_end(table, n_boot: int, rounds: int) -> None:
-    """Time `judge-eval score` on the table written as JSONL, ``rounds`` times, with its stages."""
-    from measure import fmt, machine_line, spread
+def _score_once(checkout: str, predictions: str, data: str, out: str, n_boot: str) -> int:
+    """One `judge-eval score` of ``checkout``'s code with its stages timed; prints one JSON line."""
+    import resource
 
+    sys.path.insert(0, checkout)
     from eval.cli import main as cli_main
 
+    stages: dict[str, list[float]] = {}
+    undo = _timed_stages(stages)
+    start, cpu = time.perf_counter(), time.process_time()
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    try:
+        code = cli_main(["score", "--predictions", predictions, "--data", data, "--out", out, "--n-boot", n_boot])
+    finally:
+        undo()
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    child_cpu = (after.ru_utime + after.ru_stime) - (children.ru_utime + children.ru_stime)
+    if child_cpu > 0:
+        stages["plots (child process)"] = [float("nan"), child_cpu]
+    print(json.dumps({"code": code, "wall": wall, "cpu": cpu, "child_cpu": child_cpu, "stages": stages}))
+    return 0
+
+
+def end_to_end(table, n_boot: int, rounds: int, baseline: str = "") -> None:
+    """Time `judge-eval score` on the table written as JSONL, ``rounds`` times per checkout, with its stages."""
+    import subprocess
+
+    from measure import fmt, interleaved, machine_line, spread
+
+    here = str(Path(__file__).resolve().parent.parent)
+    sides = {"this checkout": here} if not baseline else {"baseline": str(Path(baseline).resolve()),
+                                                          "this checkout": here}
+    order = ([(name,) for name in sides] * rounds if len(sides) == 1
+             else interleaved(tuple(sides), rounds))  # type: ignore[arg-type]
     print(machine_line())
-    walls, cpus, all_stages = [], [], []
+    runs: dict[str, list[dict]] = {name: [] for name in sides}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         data, preds = _write_files(table, folder)
-        for r in range(rounds):
-            stages: dict[str, list[float]] = {}
-            undo = _timed_stages(stages)
-            try:
-                start, cpu = time.perf_counter(), time.process_time()
-                code = cli_main(["score", "--predictions", str(preds), "--data", str(data), "--out",
-                                 str(folder / f"score-{r}"), "--n-boot", str(n_boot)])  # fmt: skip
-                wall, cpu = time.perf_counter() - start, time.process_time() - cpu
-            finally:
-                undo()
-            walls.append(wall)
-            cpus.append(cpu)
-            all_stages.append(stages)
-            parts = ", ".join(f"{label} {w:.2f}/{c:.2f}" for label, (w, c) in stages.items())
-            print(f"  round {r + 1}: {wall:.2f} s wall, {cpu:.2f} s CPU (exit {code}); stages wall/CPU s: {parts}", flush=True)
-    print(f"judge-eval score end to end, {len(table):,} items: wall {fmt(spread(walls), digits=2)} s; "
-          f"CPU {fmt(spread(cpus), digits=2)} s")
-    labels = list(all_stages[0])
-    shares = ", ".join(f"{label} {spread([s.get(label, [0, 0])[1] for s in all_stages])['median']:.2f}" for label in labels)
-    print(f"  median CPU s by stage: {shares}")
+        for r, names in enumerate(order):
+            for name in names:
+                start = time.perf_counter()
+                done = subprocess.run([sys.executable, __file__, "--score-once", sides[name], str(preds), str(data),
+                                       str(folder / f"score-{r}-{name.split()[0]}"), str(n_boot)],
+                                      capture_output=True, text=True, check=True)
+                run = json.loads(done.stdout.strip().splitlines()[-1])
+                run["process_wall"] = time.perf_counter() - start
+                runs[name].append(run)
+                parts = ", ".join(f"{label} {w:.2f}/{c:.2f}" for label, (w, c) in run["stages"].items())
+                print(f"  round {r + 1} {name}: {run['process_wall']:.2f} s wall (process), {run['wall']:.2f} s "
+                      f"(score), {run['cpu']:.2f} + {run['child_cpu']:.2f} s CPU (command + children), exit "
+                      f"{run['code']}, load {os.getloadavg()[0]:.1f}; stages wall/CPU s: {parts}", flush=True)
+    for name, side in runs.items():
+        print(f"judge-eval score end to end, {len(table):,} items, {name} ({sides[name]}):")
+        print(f"  wall, whole process: {fmt(spread([r['process_wall'] for r in side]), digits=2)} s")
+        print(f"  wall, score call:    {fmt(spread([r['wall'] for r in side]), digits=2)} s")
+        print(f"  CPU, command:        {fmt(spread([r['cpu'] for r in side]), digits=2)} s")
+        print(f"  CPU, with children:  {fmt(spread([r['cpu'] + r['child_cpu'] for r in side]), digits=2)} s")
+        for label in side[0]["stages"]:
+            walls = [r["stages"].get(label, [0, 0])[0] for r in side]
+            cpus = spread([r["stages"].get(label, [0, 0])[1] for r in side])
+            wall_text = "" if any(w != w for w in walls) else f"wall {spread(walls)['median']:.2f} s, "
+            print(f"    {label}: {wall_text}CPU {cpus['median']:.2f} s ({cpus['min']:.2f}-{cpus['max']:.2f})")
+    if baseline:
+        ratios = [b["process_wall"] / a["process_wall"] for a, b in zip(runs["baseline"], runs["this checkout"])]
+        cpu_ratios = [(b["cpu"] + b["child_cpu"]) / (a["cpu"] + a["child_cpu"])
+                      for a, b in zip(runs["baseline"], runs["this checkout"])]
+        print(f"this checkout / baseline, per round: wall {fmt(spread(ratios))}; CPU {fmt(spread(cpu_ratios))}")
 
 
 if __name__ == "__main__":

@@ -8,8 +8,10 @@ evaluator and the report pages read it through ``read_predictions``. Rows are ap
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
+import operator
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,7 +111,21 @@ def iter_predictions(path: str | Path, torn: list[bytes] | None = None) -> Itera
         torn: when given, receives a torn last line's bytes (``judge.journal.iter_journal``).
     """
     for row in _iter_rows(path, torn):
-        yield row.to_json()
+        yield _as_json(row)
+
+
+def _as_json(row: PredictionRow) -> dict[str, Any]:
+    """``row.to_json()`` without ``dataclasses.asdict``'s recursion, which took most of reading 160k rows (2.6 of
+    ~4 s CPU): every field in ``PREDICTION_FIELDS`` order, a JSON container (``score_probs``) copied as ``asdict``
+    copies it."""
+    values = dict(zip(PREDICTION_FIELDS, _FIELD_VALUES(row)))
+    for key, value in values.items():
+        if isinstance(value, (dict, list)):
+            values[key] = copy.deepcopy(value)
+    return values
+
+
+_FIELD_VALUES = operator.attrgetter(*PREDICTION_FIELDS)
 
 
 def _iter_rows(path: str | Path, torn: list[bytes] | None = None, *, quiet: bool = False) -> Iterator[PredictionRow]:

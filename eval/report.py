@@ -9,6 +9,7 @@ failed on (``n_failed``) or could not be compared on (no unique expert mode): fa
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from pathlib import Path
@@ -17,8 +18,8 @@ from typing import Any
 from eval import item_table
 from judge.splits import SPLIT_TITLES  # one definition in the contract; re-exported here for eval's own modules
 
-__all__ = ["render_markdown", "markdown_table", "plot_confusions", "plot_mae_by_criterion", "SPLIT_TITLES",
-           "fmt", "fmt_ci"]
+__all__ = ["render_markdown", "markdown_table", "plot_confusions", "plot_mae_by_criterion", "write_plots",
+           "PlotProcess", "SPLIT_TITLES", "fmt", "fmt_ci"]
 
 log = logging.getLogger("judge_eval.report")
 
@@ -262,6 +263,76 @@ def plot_mae_by_criterion(result: dict[str, Any], folder: Path) -> list[Path]:
         plt.close(fig)
         written.append(path)
     return written
+
+
+def write_plots(result: dict[str, Any], folder: Path) -> list[Path]:
+    """Every PNG of a run: ``plot_confusions``, then ``plot_mae_by_criterion``."""
+    return plot_confusions(result, folder) + plot_mae_by_criterion(result, folder)
+
+
+class PlotProcess:
+    """``write_plots`` in a child Python process, started before the metrics exist.
+
+    ``eval.scoring.score`` starts it first, so that the child imports matplotlib while the records load, hands it
+    ``metrics.json`` once written (``draw``), and writes report.md and report.html meanwhile: the plots cost
+    ~3.5 s CPU on the full test (mostly matplotlib drawing text), which a second core takes off the command's wall
+    time. A plain subprocess, not multiprocessing: "spawn" re-runs the caller's main script when it lacks a
+    ``__main__`` guard, and "fork" copies a process whose threads (pyarrow's) may hold locks. The child imports the
+    same ``eval`` as this process. Use as a context manager: leaving it before ``wait`` stops the child.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        import os
+        import subprocess
+        import sys
+
+        root = str(Path(__file__).resolve().parent.parent)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([root] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", "import sys; from eval.report import _plots_main; sys.exit(_plots_main(sys.argv[1:]))",
+             str(folder)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+
+    def draw(self, metrics_path: Path) -> None:
+        """Give the child the written ``metrics.json`` to plot."""
+        self._process.stdin.write(f"{metrics_path}\n".encode("utf-8"))
+        self._process.stdin.flush()  # the child reads one line; ``wait`` closes the pipe
+
+    def wait(self) -> list[Path]:
+        """The PNGs written, in ``write_plots``'s order.
+
+        Raises:
+            RuntimeError: the child failed; its error output is in the message.
+        """
+        out, err = self._process.communicate()
+        if self._process.returncode != 0:
+            raise RuntimeError(f"plots: the plotting process exited with {self._process.returncode}:\n"
+                               f"{err.decode('utf-8', 'replace')[-4000:]}")
+        return [Path(p) for p in json.loads(out)]
+
+    def __enter__(self) -> PlotProcess:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._process.poll() is None:
+            self._process.kill()
+            self._process.communicate()
+
+
+def _plots_main(argv: list[str]) -> int:
+    """The child of ``PlotProcess``: argument FOLDER, then the metrics.json path on stdin (none: nothing to draw);
+    prints the written paths as a JSON list."""
+    import sys
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot  # noqa: F401  (imported while the parent still computes: see PlotProcess)
+
+    (folder,) = argv
+    metrics_path = sys.stdin.readline().strip()
+    written = write_plots(json.loads(Path(metrics_path).read_text(encoding="utf-8")), Path(folder)) if metrics_path else []
+    print(json.dumps([str(p) for p in written]))
+    return 0
 
 
 # ------------------------------------------------------------------------------------------------ W&B

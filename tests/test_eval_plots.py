@@ -1,0 +1,60 @@
+"""The PNG plots of ``judge-eval score`` drawn in a child process (``eval.report.PlotProcess``): the same files as
+drawn in-process, and a failure in the child is an error naming its cause, never a run without plots."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from eval import item_table
+from eval.report import PlotProcess, write_plots
+
+
+def _metrics(tmp_path: Path) -> Path:
+    rng = np.random.default_rng(0)
+    n = 60
+    table = item_table.ItemTable(
+        ids=np.array([f"i{k}" for k in range(n)], dtype=object), judge=rng.integers(0, 3, n).astype(float),
+        status=np.array(["ok"] * n, dtype=object), error=np.array([""] * n, dtype=object),
+        score_source=np.array(["verdict"] * n, dtype=object), experts=rng.integers(0, 3, (n, 3)).astype(float),
+        split=np.array(["zero_shot", "standard"] * (n // 2), dtype=object),
+        model_id=np.array(["m"] * n, dtype=object), task_type=np.array(["t"] * n, dtype=object),
+        task_group=np.array(["g1", "g2", "g3"] * (n // 3), dtype=object),
+        criteria_name=np.array(["c1", "c2", "c3", "c4"] * (n // 4), dtype=object), judge_name="j")
+    result = item_table.evaluate(table, n_boot=20, vc_repeats=2)
+    path = tmp_path / "metrics.json"
+    path.write_text(item_table.dumps(result), encoding="utf-8")
+    return path
+
+
+def test_plots_from_the_child_process_are_the_in_process_plots(tmp_path):
+    """Same files, in the same order, pixel for pixel."""
+    metrics_path = _metrics(tmp_path)
+    with PlotProcess(tmp_path / "child") as plotting:
+        plotting.draw(metrics_path)
+        child = plotting.wait()
+    here = write_plots(json.loads(metrics_path.read_text(encoding="utf-8")), tmp_path / "here")
+    assert [p.name for p in child] == [p.name for p in here] and len(here) == 6
+    for a, b in zip(child, here):
+        assert a.parent == tmp_path / "child"
+        assert np.array_equal(np.asarray(Image.open(a)), np.asarray(Image.open(b)))
+
+
+def test_a_failing_plot_process_raises_with_the_childs_error(tmp_path):
+    """A metrics.json that is not there: the child's traceback is in the error."""
+    with pytest.raises(RuntimeError, match=r"(?s)plotting process exited with 1.*FileNotFoundError"):
+        with PlotProcess(tmp_path / "plots") as plotting:
+            plotting.draw(tmp_path / "missing.json")
+            plotting.wait()
+
+
+def test_a_plot_process_left_early_draws_nothing_and_is_stopped(tmp_path):
+    """Leaving the context before ``draw`` (scoring failed): the child is stopped and no plot folder appears."""
+    with PlotProcess(tmp_path / "plots") as plotting:
+        pass
+    assert plotting._process.poll() is not None
+    assert not (tmp_path / "plots").exists()
