@@ -131,9 +131,9 @@ def build_jobs(
             "per request. Split the batch.",
             param="items",
         )
-    jobs: list[Job] = []
-    keys: list[tuple[str, str, str]] = []
     budget = max_model_len - max_tokens - reserve
+    pending: list[tuple[int, int, ResolvedCriterion, str]] = []  # (item index, criterion index, criterion, prompt)
+    keys: list[tuple[str, str, str]] = []
     for i, (item, criteria) in enumerate(zip(request.items, resolved)):
         for j, crit in enumerate(criteria):
             fields = {
@@ -143,20 +143,26 @@ def build_jobs(
                 "criteria_name": crit.name,
                 "rubrics": crit.rubrics,
             }
-            prompt = render_prompt(fields)
-            ids = tokenizer(apply_chat(tokenizer, prompt), add_special_tokens=False)["input_ids"]
-            if len(ids) > budget:
-                where = f"items[{i}]" if item.criteria is None or item.criteria == "auto" else f"items[{i}].criteria[{j}]"
-                raise RequestError(
-                    f"{where}: the prompt for criterion {crit.name!r} is {len(ids)} tokens; with max_tokens "
-                    f"{max_tokens}{f' and {reserve} reserved' if reserve else ''} it needs "
-                    f"{len(ids) + max_tokens + reserve} > the model's context of {max_model_len} tokens. "
-                    f"Shorten the answer or ask for fewer max_tokens.",
-                    param=where,
-                    code="context_length_exceeded",
-                )
-            jobs.append(Job(i, j, crit, prompt, ids))
+            pending.append((i, j, crit, render_prompt(fields)))
             keys.append(prefix_key(item))
+    # One batch call: the fast tokenizer encodes a batch in Rust, 1.3 ms of CPU per ~1,100-token judgment against
+    # 2.0 ms one call at a time (16 criteria of one answer, 3 rounds each; same ids).
+    texts = [apply_chat(tokenizer, prompt) for _, _, _, prompt in pending]
+    all_ids = tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
+    jobs: list[Job] = []
+    for (i, j, crit, prompt), ids in zip(pending, all_ids):
+        if len(ids) > budget:
+            item = request.items[i]
+            where = f"items[{i}]" if item.criteria is None or item.criteria == "auto" else f"items[{i}].criteria[{j}]"
+            raise RequestError(
+                f"{where}: the prompt for criterion {crit.name!r} is {len(ids)} tokens; with max_tokens "
+                f"{max_tokens}{f' and {reserve} reserved' if reserve else ''} it needs "
+                f"{len(ids) + max_tokens + reserve} > the model's context of {max_model_len} tokens. "
+                f"Shorten the answer or ask for fewer max_tokens.",
+                param=where,
+                code="context_length_exceeded",
+            )
+        jobs.append(Job(i, j, crit, prompt, ids))
     return [jobs[k] for k in prefix_order(keys)]
 
 
