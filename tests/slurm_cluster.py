@@ -227,6 +227,33 @@ class SlurmCluster:
             return f"(no log: {err})"
 
 
+def job_processes(needle: str, *, skip: Sequence[str] = ("srun", "bash", "sh")) -> list[int]:
+    """Pids of the processes (on this host: every fake node is) whose command line has an argument containing
+    ``needle`` (a job's unique output folder), except the Slurm launchers and shells that name it too."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if Path(argv[0]).name not in skip and any(needle in arg for arg in argv[1:]):
+            pids.append(int(entry.name))
+    return pids
+
+
+def signal_processes(pids: Sequence[int], sig: int) -> list[int]:
+    """Send ``sig`` to each pid; return those that were there to get it. Tests freeze a job's processes with
+    SIGSTOP to make a Slurm event land at a chosen point of the job (SIGCONT, or Slurm's own SIGKILL, ends it)."""
+    sent = []
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
+            sent.append(pid)
+    return sent
+
+
 def cannot_start_reason() -> str | None:
     """Why a real Slurm cannot start on this host, or ``None`` when it can.
 

@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures_models import free_port
-from serve.cli import engines_drain_on_sigterm
+from serve.launch import engines_drain_on_sigterm
 from serve.config import ServeConfig
 from tests.fixtures_serve import MODEL_NAME, TEST_FLAGS
-from tests.slurm_cluster import FINAL_STATES
+from tests.slurm_cluster import job_processes, signal_processes
 from tests.test_slurm_jobs import REPO, _console_scripts, _short_standard_records
 
 # Real Slurm daemons and jobs that train or serve: part of `make test`, not of the quick `-m "not slow"` loop.
@@ -72,32 +72,6 @@ def _rows(predictions: Path) -> int:
         return predictions.read_bytes().count(b"\n")
     except OSError:
         return 0
-
-
-def _judge_eval_pids(data: Path) -> list[int]:
-    """The judge-eval processes judging ``data`` (not the srun whose command line names it too)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        try:
-            argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
-        except OSError:
-            continue
-        if entry.name.isdigit() and str(data) in argv and Path(argv[0]).name != "srun" and \
-                any(arg.endswith(("judge-eval", "eval.cli")) for arg in argv):
-            pids.append(int(entry.name))
-    return pids
-
-
-def _freeze(pids: list[int]) -> list[int]:
-    """SIGSTOP each process; return those stopped."""
-    stopped = []
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGSTOP)
-            stopped.append(pid)
-        except ProcessLookupError:
-            pass
-    return stopped
 
 
 def _pids_alive(pids: list[int]) -> list[int]:
@@ -157,7 +131,7 @@ def serve_flow(slurm_cluster, slurm_job_env, tiny_causal_dir, tmp_path_factory):
     deadline = time.monotonic() + 600
     while rows_at_kill is None and time.monotonic() < deadline:
         if _rows(shard_predictions) >= 1:
-            frozen = _freeze(_judge_eval_pids(root / "eval" / "shards" / str(KILLED_TASK) / "data.jsonl"))
+            frozen = signal_processes(job_processes(str(shard_predictions.parent / "data.jsonl")), signal.SIGSTOP)
             rows_at_kill = _rows(shard_predictions)
             slurm_cluster.command(["scancel", killed_task])  # SIGCONT, SIGTERM, then SIGKILL: judge-eval dies mid-shard
             print(f"\ntask {killed_task}: {rows_at_kill} rows when cancelled (judge-eval frozen: {frozen})")
@@ -252,16 +226,10 @@ def test_a_killed_array_task_reruns_without_duplicate_predictions(serve_flow):
     assert log.count(f"judge-eval shard {KILLED_TASK}/{N_SHARDS}") == 2  # killed run, then the rerun
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="observed: scancel SIGTERMs every process of the job; the engines' API server and EngineCore drain "
-           "(--shutdown-timeout), but vLLM's VllmWorker process dies on the SIGTERM, the EngineCore fails and the "
-           "6 in-flight requests get HTTP 500. Fix (serve/launch.py / judge.processes): start engines with SIGTERM "
-           "blocked so that only judge-serve gets it and stops them after draining.",
-)
 def test_scancel_of_the_serve_job_drains_in_flight_requests(serve_flow):
-    """scancel (SIGTERM to the job's processes) while requests are in flight: each is answered, a request sent after
-    the cancel is refused, and the job's engine processes are gone."""
+    """scancel (SIGTERM to every process of the job) while requests are in flight: the engines, started with SIGTERM
+    blocked, keep serving while judge-serve drains, so each request is answered 200; a request sent after the cancel
+    is refused; the job's engine processes are gone afterwards."""
     statuses = [status for status, _ in serve_flow["in_flight"]]
     assert len(statuses) == N_IN_FLIGHT
     assert statuses == [200] * N_IN_FLIGHT, statuses
@@ -283,7 +251,7 @@ def test_scancel_of_the_serve_job_drains_in_flight_requests(serve_flow):
     ],
 )
 def test_engines_get_the_drain_window_unless_told_otherwise(engine_args, expected):
-    """judge-serve hands its engines vLLM's --shutdown-timeout = shutdown_grace_s (rounded up), so a SIGTERM that
-    reaches an engine directly (Slurm signals the whole job) drains instead of aborting; an explicit value wins."""
+    """judge-serve hands its engines vLLM's --shutdown-timeout = shutdown_grace_s (rounded up), so an engine stopped
+    with requests still in it finishes them instead of aborting; an explicit value wins."""
     config = ServeConfig(model="m", shutdown_grace_s=19.5, engine_args=engine_args)
     assert engines_drain_on_sigterm(config).engine_args == expected
