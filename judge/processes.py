@@ -26,6 +26,21 @@ the supervisor, never by the owner's good behaviour:
 * The supervisor itself ``kill -9``-ed: its command gets SIGTERM from the kernel (it, too, has a parent-death
   signal), and the owner's ``stop`` SIGKILLs the group that is left.
 
+**Shielded from SIGTERM** (``sigterm_shielded=True``, judge-serve's engines): Slurm's ``scancel`` and preemption,
+systemd and container runtimes send SIGTERM to *every* process of the job at once; an engine that gets it stops
+(vLLM's worker dies on it) while its owner is still answering the requests in flight. A shielded supervisor and
+its command start with SIGTERM **blocked** (set between fork and exec; a signal mask survives ``exec`` and is
+inherited by every fork, and a handler vLLM installs does not unblock it, whereas ``SIG_IGN`` would be replaced
+by it), so only the owner hears that SIGTERM, drains, and then stops the tree itself. Python itself unblocks it:
+``multiprocessing``'s resource tracker calls ``pthread_sigmask(SIG_UNBLOCK, {SIGINT, SIGTERM})`` in the process that
+starts it (observed: a shielded vLLM engine's API server and ``EngineCore`` then got scancel's SIGTERM). So a
+Python module command (``python -m module ...``) runs through this file's shield (``--sigterm-blocked-module``), which
+keeps SIGTERM in the mask of the engine's own process whatever Python code asks; the processes it spawns inherit
+the mask. (A shell clears its mask at start: a shielded ``sh -c`` command is not shielded.) Every rule above still holds
+with SIGINT in SIGTERM's place: the owner's ``stop``, the parent-death signals and the supervisor's signal to the
+group are SIGINT (vLLM's API server, ``EngineCore`` and workers shut down on it as on SIGTERM). SIGKILL (Slurm's,
+after ``KillWait``) is never blocked.
+
 Linux only for the guarantees (``prctl``); elsewhere the same calls run without them. ``PR_SET_PDEATHSIG`` fires
 when the *thread* that forked dies, so it is armed only for processes started from the main thread; the supervisor
 also polls its parent (``getppid``, every 0.5 s) and stops when the owner is gone, so a process started from a
@@ -95,8 +110,21 @@ def _prctl(option: int, value: int) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(option, value)
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec; survives exec
-    _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+def _die_with_parent(sig: int = signal.SIGTERM) -> None:  # runs in the child between fork and exec; survives exec
+    _prctl(_PR_SET_PDEATHSIG, sig)
+
+
+def _child_setup(*, shielded: bool, pdeathsig: bool) -> Callable[[], None] | None:
+    """What runs in a child between fork and exec: SIGTERM blocked when shielded, the parent-death signal armed."""
+    if not shielded:
+        return _die_with_parent if pdeathsig else None
+
+    def setup() -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+        if pdeathsig:
+            _die_with_parent(signal.SIGINT)
+
+    return setup
 
 
 def http_status(url: str, timeout_s: float = 5.0) -> int:
@@ -185,6 +213,7 @@ class ManagedProcess:
         log_path: where its stdout and stderr go.
         name: what messages call it.
         grace_s: seconds SIGTERM gets before SIGKILL, in ``stop`` and in the supervisor.
+        sigterm_shielded: started with SIGTERM blocked; stopped with SIGINT (module docstring).
     """
 
     proc: subprocess.Popen
@@ -193,7 +222,13 @@ class ManagedProcess:
     name: str
     grace_s: float
     supervised: bool = True
+    sigterm_shielded: bool = False
     _exit: int | None = field(default=None, repr=False)
+
+    @property
+    def stop_signal(self) -> int:
+        """The signal ``stop`` sends first: SIGTERM, or SIGINT when SIGTERM is blocked (``sigterm_shielded``)."""
+        return signal.SIGINT if self.sigterm_shielded else signal.SIGTERM
 
     @property
     def pid(self) -> int:
@@ -275,7 +310,8 @@ class ManagedProcess:
             time.sleep(interval_s)
 
     def stop(self, grace_s: float | None = None) -> int | None:
-        """Stop the command and everything it started: SIGTERM, ``grace_s``, then SIGKILL to the whole group; reaps.
+        """Stop the command and everything it started: SIGTERM (SIGINT when shielded), ``grace_s``, then SIGKILL to the
+        whole group; reaps.
 
         Idempotent; safe on a process that already exited (its group's leftovers are still SIGKILLed).
 
@@ -286,13 +322,13 @@ class ManagedProcess:
         if self.proc.returncode is not None:
             return self.proc.returncode
         if self.alive():
-            # Supervised: one SIGTERM to the supervisor, which passes it to the group and reaps it within its own
+            # Supervised: one signal to the supervisor, which passes it to the group and reaps it within its own
             # grace; unsupervised: the group at once.
             with contextlib.suppress(ProcessLookupError):
                 if self.supervised:
-                    os.kill(self.proc.pid, signal.SIGTERM)
+                    os.kill(self.proc.pid, self.stop_signal)
                 else:
-                    os.killpg(self.pgid, signal.SIGTERM)
+                    os.killpg(self.pgid, self.stop_signal)
             deadline = time.monotonic() + grace + (5.0 if self.supervised else 0.0)
             while self.alive() and time.monotonic() < deadline:
                 time.sleep(0.1)
@@ -321,6 +357,7 @@ def start_process(
     grace_s: float = 30.0,
     append_log: bool = False,
     supervised: bool = True,
+    sigterm_shielded: bool = False,
 ) -> ManagedProcess:
     """Start ``command`` in its own session and process group, under a supervisor; returns at once.
 
@@ -334,14 +371,20 @@ def start_process(
         append_log: append to ``log_path`` instead of truncating it (a restarted engine keeps its history).
         supervised: run under the supervisor (the default; see the module docstring). Unsupervised, only the
             command gets the parent-death signal, and descendants that outlive it are the owner's to ``stop``.
+        sigterm_shielded: start the supervisor and the command with SIGTERM blocked, so a SIGTERM sent to every
+            process of a Slurm job (``scancel``) or a control group reaches only the owner, which drains and then
+            stops this tree with SIGINT (module docstring).
 
     Returns:
         The :class:`ManagedProcess`; wait for it with ``wait_ready``, end it with ``stop``.
     """
     command = [str(part) for part in command]
+    if sigterm_shielded and len(command) > 2 and command[1] == "-m" and Path(command[0]).name.startswith("python"):
+        command = [command[0], str(Path(__file__).resolve()), "--sigterm-blocked-module", *command[2:]]
     full = command
     if supervised:
-        full = [sys.executable, "-I", "-S", str(Path(__file__).resolve()), "--grace-s", str(grace_s), "--owner-pid", str(os.getpid()), "--", *command]
+        full = [sys.executable, "-I", "-S", str(Path(__file__).resolve()), "--grace-s", str(grace_s), "--owner-pid", str(os.getpid()),
+                *(["--sigterm-shielded"] if sigterm_shielded else []), "--", *command]  # fmt: skip
     if log_path is not None:
         log_path = Path(log_path)
         log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -360,9 +403,12 @@ def start_process(
             # The kernel's parent-death signal follows the *thread* that forks: armed only from the main thread,
             # which lives as long as the owner. Started from another thread (a fixture's thread pool, a server's
             # worker), the supervisor notices the owner's death by polling instead (_watch_owner).
-            preexec_fn=_die_with_parent if _LINUX and threading.current_thread() is threading.main_thread() else None,
+            preexec_fn=_child_setup(
+                shielded=sigterm_shielded,
+                pdeathsig=_LINUX and threading.current_thread() is threading.main_thread(),
+            ),
         )
-    return ManagedProcess(proc, command, log_path, name or Path(command[0]).name, grace_s, supervised)
+    return ManagedProcess(proc, command, log_path, name or Path(command[0]).name, grace_s, supervised, sigterm_shielded)
 
 
 # ----------------------------------------------------------------------------------------------- the supervisor
@@ -389,7 +435,7 @@ def _reap_until_none_left(deadline: float, statuses: dict[int, int]) -> None:
             statuses[pid] = raw
 
 
-def _watch_owner(owner: int, me: int) -> None:
+def _watch_owner(owner: int, me: int, stop_signal: int) -> None:
     """Stop (SIGTERM to ourselves) once the owner is gone: we are re-parented, so ``getppid`` changes.
 
     The parent-death signal covers this at once when the owner started us from its main thread; from any other
@@ -399,30 +445,35 @@ def _watch_owner(owner: int, me: int) -> None:
     def watch() -> None:
         while os.getppid() == owner:
             time.sleep(_OWNER_POLL_S)
-        os.kill(me, signal.SIGTERM)
+        os.kill(me, stop_signal)
 
     threading.Thread(target=watch, name="owner-watch", daemon=True).start()
 
 
 def _supervise(argv: list[str]) -> int:
-    """Run ``argv`` (``--grace-s S --owner-pid P -- command...``) as the module docstring says; returns its status."""
-    grace_s = float(argv[argv.index("--grace-s") + 1])
-    owner = int(argv[argv.index("--owner-pid") + 1])
+    """Run ``argv`` (``--grace-s S --owner-pid P [--sigterm-shielded] -- command...``) as the module docstring says;
+    returns its status."""
     command = argv[argv.index("--") + 1 :]
+    options = argv[: argv.index("--")]
+    grace_s = float(options[options.index("--grace-s") + 1])
+    owner = int(options[options.index("--owner-pid") + 1])
+    # Shielded: SIGTERM stays blocked (the owner set it before exec; the command inherits it), so SIGINT does its job.
+    shielded = "--sigterm-shielded" in options
+    stop_signal = signal.SIGINT if shielded else signal.SIGTERM
     if _LINUX and os.getppid() != owner:  # the owner died before our parent-death signal was armed
         return 1
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _raise_stop)
     me = os.getpid()
-    _watch_owner(owner, me)
+    _watch_owner(owner, me, stop_signal)
     statuses: dict[int, int] = {}
     child_pid = None
     try:
         try:
             # Held until we return: a collected Popen polls (and so reaps) its child in __del__, and the wait below
             # must be the one to reap it.
-            child = subprocess.Popen(command, preexec_fn=_die_with_parent if _LINUX else None)
+            child = subprocess.Popen(command, preexec_fn=_child_setup(shielded=shielded, pdeathsig=_LINUX))
             child_pid = child.pid
         except OSError as err:
             print(f"supervisor: cannot start {command[0]}: {err}", file=sys.stderr, flush=True)
@@ -438,11 +489,11 @@ def _supervise(argv: list[str]) -> int:
         # one, lingers for many seconds after SIGTERM once its API server is gone). A short grace, so the owner
         # learns of the death in seconds.
         grace_s = min(grace_s, ORPHAN_GRACE_S)
-    # Take the group down: one SIGTERM to everyone but us, then SIGKILL after the grace.
+    # Take the group down: one stop signal to everyone but us, then SIGKILL after the grace.
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
     with contextlib.suppress(ProcessLookupError):
-        os.killpg(me, signal.SIGTERM)
+        os.killpg(me, stop_signal)
     _reap_until_none_left(time.monotonic() + grace_s, statuses)
     left = set(group_members(me) + _children_of(me)) - {me}
     # The command first, so its status says it was killed (not that it exited once its children were).
@@ -458,9 +509,33 @@ def _supervise(argv: list[str]) -> int:
     sig = os.WTERMSIG(status)
     if sig != signal.SIGKILL:
         signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {sig})  # a shielded supervisor has SIGTERM blocked
     os.kill(me, sig)  # die of the same signal, so the owner reads -sig as it would from the command itself
     return 128 + sig
 
 
+def _run_module_sigterm_blocked(module: str, args: list[str]) -> None:
+    """``python -m module args`` with SIGTERM blocked for good in this process (the module docstring says why)."""
+    import runpy
+
+    sys.path[0] = os.getcwd()  # as `python -m` has it, not this file's folder (judge/ must not shadow anything)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    real_sigmask = signal.pthread_sigmask
+
+    def sigmask_keeping_sigterm(how: int, mask):  # multiprocessing.resource_tracker unblocks it after a spawn
+        if how == signal.SIG_UNBLOCK:
+            mask = set(mask) - {signal.SIGTERM}
+        elif how == signal.SIG_SETMASK:
+            mask = set(mask) | {signal.SIGTERM}
+        return real_sigmask(how, mask)
+
+    signal.pthread_sigmask = sigmask_keeping_sigterm
+    sys.argv = [module, *args]
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
+
+
 if __name__ == "__main__":
-    raise SystemExit(_supervise(sys.argv[1:]))
+    if sys.argv[1:2] == ["--sigterm-blocked-module"]:
+        _run_module_sigterm_blocked(sys.argv[2], sys.argv[3:])
+    else:
+        raise SystemExit(_supervise(sys.argv[1:]))

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import json
 import logging
-import math
 import os
 import signal
 import sys
@@ -28,6 +26,7 @@ from judge.config_files import resolve_config as resolve_settings
 from serve.config import ConfigError, ServeConfig
 from serve.engine_version import (EngineVersionError, attached_engine_urls, check_installed_vllm, starts_own_engines,
                                   watch_attached_versions)
+from serve.launch import engines_drain_on_sigterm
 from serve.layout import LayoutError, resolve_layout
 
 __all__ = ["main", "build_parser", "resolve_config", "configure_logging", "CHATTY_LOGGERS"]
@@ -57,21 +56,6 @@ def resolve_config(argv: Sequence[str] | None = None) -> tuple[ServeConfig, argp
     if not config.api_key and os.environ.get("JUDGE_SERVE_API_KEY"):
         config.api_key = os.environ["JUDGE_SERVE_API_KEY"]
     return config.validate(), args
-
-
-def engines_drain_on_sigterm(config: ServeConfig) -> ServeConfig:
-    """Give the engines judge-serve starts vLLM's ``--shutdown-timeout`` = ``shutdown_grace_s`` (unless
-    ``engine_args`` sets it).
-
-    ``scancel``, preemption and systemd's control-group stop send SIGTERM to every process of the job at once, the
-    engines included, not only to judge-serve. A vLLM engine with the default ``--shutdown-timeout 0`` aborts its
-    in-flight requests on SIGTERM (vllm/v1/engine/core.py, "mode=abort"); with a timeout it finishes them first
-    ("mode=drain"), so the requests judge-serve is draining still get their answers.
-    """
-    if "--shutdown-timeout" in config.engine_args or any(a.startswith("--shutdown-timeout=") for a in config.engine_args):
-        return config
-    grace = str(math.ceil(config.shutdown_grace_s))
-    return dataclasses.replace(config, engine_args=[*config.engine_args, "--shutdown-timeout", grace])
 
 
 #: HTTP client loggers that write one INFO line per engine request (one per judgment); shown at debug only.

