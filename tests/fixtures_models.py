@@ -43,6 +43,13 @@ VLLM_START_TIMEOUT_S = 300.0
 #: production process tree (tests/test_serve_faults.py, the Slurm jobs) start engines without it.
 FAST_ENGINE_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
 
+#: The tests' KV cache per engine (vLLM's ``--kv-cache-memory-bytes``). vLLM's CPU build commits it at start: with
+#: ``VLLM_CPU_KVCACHE_SPACE=1`` (whole GiB, the least it takes) an engine tree held 3.2 GiB (PSS), and a full test
+#: run keeps up to six engines up at once on 24 GiB (the session's servers plus a module's): a CI run ended with
+#: "Available memory on node 0 (0.95/23.54 GiB) ... less than requested memory for kv (1.0 GiB)". 256 MiB holds
+#: 512k tokens of a tiny judge (512 bytes a token), eight times what 64 concurrent ~1,000-token prompts need.
+TEST_KV_CACHE = "256M"
+
 
 @dataclasses.dataclass(frozen=True)
 class VLLMServer:
@@ -82,9 +89,10 @@ def start_vllm_server(
     Args:
         model_dir: Folder written by ``save_pretrained`` (e.g. from ``judge.tiny_models.build_tiny_qwen2``).
         extra_args: More server flags, e.g. ``["--runner", "pooling"]`` or LoRA flags.
-        env: Variables added to (and overriding) the inherited environment. By default the KV cache gets 1 GiB
-            (``VLLM_CPU_KVCACHE_SPACE=1``), the compile cache lives in a temporary folder, the hub is off, and the
-            model runs in the EngineCore process (:data:`FAST_ENGINE_ENV`).
+        env: Variables added to (and overriding) the inherited environment. By default the KV cache gets
+            :data:`TEST_KV_CACHE` (a flag; ``VLLM_CPU_KVCACHE_SPACE`` in ``env`` would override it), the compile
+            cache lives in a temporary folder, the hub is off, and the model runs in the EngineCore process
+            (:data:`FAST_ENGINE_ENV`).
         served_model_name: Name clients put in ``model``.
         log_path: Where the server's output goes; a temporary file when omitted.
         timeout_s: Seconds to wait for ``/v1/models`` to answer; default ``$JUDGE_VLLM_START_TIMEOUT_S`` or
@@ -100,7 +108,6 @@ def start_vllm_server(
     log_file_path = Path(log_path) if log_path is not None else scratch / "server.log"
     full_env = {
         **os.environ,
-        "VLLM_CPU_KVCACHE_SPACE": "1",  # GiB; the default (4 GiB and up) is far more than a tiny model needs
         "VLLM_CACHE_ROOT": str(scratch / "vllm-cache"),
         "HF_HUB_OFFLINE": "1",  # no hub access, ever: a missing local file must fail, not download
         "TRANSFORMERS_OFFLINE": "1",
@@ -122,6 +129,8 @@ def start_vllm_server(
                 "--max-model-len", "2048",
                 "--host", "127.0.0.1",
                 "--port", str(port),
+                # VLLM_CPU_KVCACHE_SPACE, when set, would override it (vllm/platforms/cpu.py): kept out of the env.
+                "--kv-cache-memory-bytes", TEST_KV_CACHE,
                 *extra_args,
             ]  # fmt: skip
             # Supervised (judge.processes): the server's whole tree (API server, EngineCore) stops with it, or with

@@ -38,22 +38,23 @@ from typing import Iterator, Sequence
 import pytest
 
 from judge.processes import ManagedProcess, free_port, group_members, http_status, start_process
-from tests.fixtures_models import FAST_ENGINE_ENV
+from tests.fixtures_models import FAST_ENGINE_ENV, TEST_KV_CACHE
 
 API_KEY = "test-key"
 MODEL_NAME = "tiny-judge"
 #: Seconds to wait for /ready: an idle 2-core machine starts a tiny engine in about 45 s with --enforce-eager;
 #: two engines start at once here, beside other test processes.
 READY_TIMEOUT_S = 420.0
-#: Flags every test server gets: the CPU settings that start fast (eager fp32), a 1 GiB KV cache per engine, short
-#: generations, and constrained feedback short enough for a random model to finish a verdict within max_tokens.
+#: Flags every test server gets: the CPU settings that start fast (eager fp32), a small KV cache per engine
+#: (``TEST_KV_CACHE``), short generations, and constrained feedback short enough for a random model to finish a
+#: verdict within max_tokens.
 TEST_FLAGS = (
     "--served-model-name", MODEL_NAME,
     "--api-key", API_KEY,
     "--enforce-eager",
     "--dtype", "float32",
     "--max-model-len", "2048",
-    "--cpu-kv-cache-gib", "1",
+    "--engine-args", json.dumps(["--kv-cache-memory-bytes", TEST_KV_CACHE]),
     "--max-tokens", "48",
     "--feedback-max-chars", "16",
     "--engine-start-timeout-s", str(int(READY_TIMEOUT_S)),
