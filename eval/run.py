@@ -278,14 +278,13 @@ def run(config: RunConfig) -> dict[str, Any]:
         kind = config.backend
         if todo and kind == "auto":
             kind = detect_backend(base_url, api_key)
-        if not (config.name or model) and not todo and done:
+        written_judges = {row.get("judge") for row in iter_predictions(predictions)} if done else set()
+        if not (config.name or model) and not todo and len(written_judges) == 1:
             # A rerun of a finished run (a requeued Slurm task whose shard was complete) asks no server for its
             # model: it keeps the name its rows were written under, so it passes the check below and exits 0.
-            names = {row.get("judge") for row in iter_predictions(predictions)}
-            model = names.pop() if len(names) == 1 else ""
+            (model,) = written_judges
         config.name = config.name or model
-        others = {row.get("judge") for row in iter_predictions(predictions) if row.get("judge") != config.name} \
-            if done else set()
+        others = written_judges - {config.name}
         if others:
             raise ConfigError(f"out: {predictions} holds predictions of {sorted(map(str, others))}, not of "
                               f"{config.name!r}; resume with the same --name or use another --out")
