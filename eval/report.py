@@ -275,8 +275,8 @@ class PlotProcess:
 
     ``eval.scoring.score`` starts it first, so that the child imports matplotlib while the records load, hands it
     ``metrics.json`` once written (``draw``), and writes report.md and report.html meanwhile: the plots cost
-    ~3.5 s CPU on the full test (mostly matplotlib drawing text), which a second core takes off the command's wall
-    time. A plain subprocess, not multiprocessing: "spawn" re-runs the caller's main script when it lacks a
+    ~4.5 s CPU on the full test (bench/eval_metrics.py --end-to-end; mostly matplotlib drawing text), which a
+    second core takes off the command's wall time. A plain subprocess, not multiprocessing: "spawn" re-runs the caller's main script when it lacks a
     ``__main__`` guard, and "fork" copies a process whose threads (pyarrow's) may hold locks. The child imports the
     same ``eval`` as this process. Use as a context manager: leaving it before ``wait`` stops the child.
     """

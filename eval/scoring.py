@@ -38,7 +38,8 @@ def _without_cyclic_gc(function):
     Scoring the full test builds millions of containers that all stay alive until the end (records, prediction
     rows, the report's rows): the collector's passes over that growing heap found nothing to free and cost ~6 of
     ~20 s CPU (bench/eval_metrics.py --end-to-end). Reference counting still frees everything that is not a
-    cycle; the few cycles made meanwhile (matplotlib figures) are collected once the collector is back on.
+    cycle; the few cycles made meanwhile are collected once the collector is back on (the plots, whose figures
+    make cycles, are drawn in PlotProcess's child).
     """
 
     @functools.wraps(function)
