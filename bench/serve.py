@@ -53,7 +53,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
+import aiohttp
 import psutil
 
 REPO = Path(__file__).resolve().parents[1]
@@ -273,7 +273,7 @@ def print_profile(path: Path, top: int = 25) -> None:
         total += n
         leaf[frames[-1]] += n
         for frame in set(frames):
-            if any(part in frame for part in ("serve/", "judge/", "httpx/", "httpcore/", "uvicorn/", "starlette/",
+            if any(part in frame for part in ("serve/", "judge/", "aiohttp/", "httpx/", "httpcore/", "uvicorn/", "starlette/",
                                               "fastapi/", "tokenizers", "transformers/", "jinja2/", "json/")):  # fmt: skip
                 inclusive[frame] += n
     print(f"\n== judge-serve profile ({total} samples, idle threads left out) ==")
@@ -285,24 +285,34 @@ def print_profile(path: Path, top: int = 25) -> None:
         print(f"  {100 * n / total:5.1f} %  {frame}")
 
 
-def check(response: httpx.Response) -> None:
-    """raise_for_status with the server's own message in the exception."""
-    if response.status_code != 200:
-        raise RuntimeError(f"{response.request.method} {response.request.url}: {response.status_code} {response.text[:500]}")
+async def post(http: aiohttp.ClientSession, url: str, payload: dict | None = None) -> Any:
+    """POST (JSON) and return the answer's JSON; any status but 200 raises with the server's own message.
+
+    The bench's client is aiohttp, like judge-serve's engine hop: httpx costs ~10x the CPU per request
+    (``bench/engine_hop.py``), CPU the measured engine would lose on this 2-core machine, and the direct arm makes
+    ``--criteria`` times as many requests from here as the judge-serve arm does.
+    """
+    async with http.post(url, json=payload) as response:
+        body = await response.read()
+    if response.status != 200:
+        raise RuntimeError(f"POST {url}: {response.status} {body[:500].decode('utf-8', 'replace')}")
+    return json.loads(body) if body else None
 
 
-async def reset_prefix_cache(http: httpx.AsyncClient, engine_url: str) -> None:
+async def reset_prefix_cache(http: aiohttp.ClientSession, engine_url: str) -> None:
     for _ in range(50):
-        response = await http.post(engine_url + "/reset_prefix_cache")
-        if response.status_code == 200:
+        async with http.post(engine_url + "/reset_prefix_cache") as response:
+            body = await response.read()
+        if response.status == 200:
             return
         await asyncio.sleep(0.2)  # refused while requests are still running
-    raise RuntimeError(f"vLLM refused to reset its prefix cache: {response.status_code} {response.text[:200]}")
+    raise RuntimeError(f"vLLM refused to reset its prefix cache: {response.status} {body[:200]!r}")
 
 
-async def prefix_counters(http: httpx.AsyncClient, engine_url: str) -> tuple[float, float]:
+async def prefix_counters(http: aiohttp.ClientSession, engine_url: str) -> tuple[float, float]:
     """(queried, hit) prompt tokens of the prefix cache so far (vLLM /metrics)."""
-    text = (await http.get(engine_url + "/metrics")).text
+    async with http.get(engine_url + "/metrics") as response:
+        text = await response.text()
     values = {"vllm:prefix_cache_queries_total": 0.0, "vllm:prefix_cache_hits_total": 0.0}
     for line in text.splitlines():
         for name in values:
@@ -389,15 +399,13 @@ async def overhead(args, http, engine: Process, engine_url: str, served: Process
     async def direct_item(item):
         async def one(payload):
             async with limit:
-                response = await http.post(engine_url + path, json=payload)
-                check(response)
+                await post(http, engine_url + path, payload)
 
         await asyncio.gather(*(one(p) for p in direct_payloads[item["id"]]))
 
     async def served_item(item):
-        response = await http.post(served_url + "/v1/judge", json={"items": [item], "max_tokens": args.max_tokens})
-        check(response)
-        assert response.json()["usage"]["judgments"] == len(item["criteria"])
+        answer = await post(http, served_url + "/v1/judge", {"items": [item], "max_tokens": args.max_tokens})
+        assert answer["usage"]["judgments"] == len(item["criteria"])
 
     arms = {"direct": direct_item, "judge-serve": served_item}
 
@@ -473,8 +481,7 @@ async def ordering(args, http, engine_url: str, model: Path) -> dict[str, Any]:
 
         async def one(payload):
             async with limit:
-                response = await http.post(engine_url + "/v1/completions", json=payload)
-                check(response)
+                await post(http, engine_url + "/v1/completions", payload)
 
         await reset_prefix_cache(http, engine_url)
         queried0, hit0 = await prefix_counters(http, engine_url)
@@ -518,8 +525,8 @@ def print_ordering(result: dict[str, Any]) -> None:
 
 
 async def measure(args, engine, engine_url, served, served_url, model) -> dict[str, Any]:
-    limits = httpx.Limits(max_connections=512, max_keepalive_connections=512)
-    async with httpx.AsyncClient(timeout=httpx.Timeout(1800, connect=30), limits=limits) as http:
+    timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=1800)
+    async with aiohttp.ClientSession(timeout=timeout, connector=aiohttp.TCPConnector(limit=512)) as http:
         if args.mode == "overhead":
             return await overhead(args, http, engine, engine_url, served, served_url, model)
         return await ordering(args, http, engine_url, model)

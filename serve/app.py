@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import json
 import logging
 import math
 import tempfile
@@ -38,12 +39,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-import httpx
+import aiohttp
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from serve.config import ServeConfig
-from serve.judging import EngineClient, EngineFailure, EngineUnavailable, Judge, JudgeSettings
+from serve.judging import EngineClient, EngineFailure, EngineUnavailable, Judge, JudgeSettings, engine_session
 from serve.launch import Engine, EngineStartError, engine_specs
 from serve.layout import CheckpointLayout, resolve_layout
 from serve.schema import RequestError, decode_json_body, parse_judge_request
@@ -78,7 +79,7 @@ class ServerState:
     engines: dict[str, Engine] = field(default_factory=dict)
     dead: dict[str, asyncio.Event] = field(default_factory=dict)
     dead_reason: dict[str, str] = field(default_factory=dict)
-    http: httpx.AsyncClient | None = None
+    http: aiohttp.ClientSession | None = None
     judge: Judge | None = None
     log_dir: Path | None = None
     on_fatal: Callable[[], None] | None = None
@@ -149,8 +150,9 @@ async def _bring_up(state: ServerState) -> None:
     for role, engine in state.engines.items():
         # An attached engine may serve under another name; judge-serve's own calls use the engine's.
         engine_models[role] = config.model_name
-        with contextlib.suppress(httpx.HTTPError, ValueError, KeyError, IndexError):
-            engine_models[role] = (await state.http.get(engine.url + "/v1/models")).json()["data"][0]["id"]
+        with contextlib.suppress(aiohttp.ClientError, asyncio.TimeoutError, ValueError, KeyError, IndexError):
+            async with state.http.get(engine.url + "/v1/models") as response:
+                engine_models[role] = json.loads(await response.read())["data"][0]["id"]
     clients = state.clients = {
         role: EngineClient(state.http, e.url, state.dead[role], lambda role=role: state.dead_reason.get(role, f"{role} engine unavailable"))
         for role, e in state.engines.items()
@@ -366,10 +368,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         state: ServerState = app.state.serve
         state.log_dir = Path(config.log_dir) if config.log_dir else Path(tempfile.mkdtemp(prefix="judge-serve-"))
         state.log_dir.mkdir(parents=True, exist_ok=True)
-        state.http = httpx.AsyncClient(
-            timeout=httpx.Timeout(config.request_timeout_s, connect=10.0, pool=None),
-            limits=httpx.Limits(max_connections=config.max_concurrent_engine_requests + 64, max_keepalive_connections=64),
-        )
+        state.http = engine_session(config.request_timeout_s, max_connections=config.max_concurrent_engine_requests + 64)
         try:
             for spec in engine_specs(config, layout):
                 state.engines[spec.role] = Engine.start(spec, config, state.log_dir)
@@ -384,7 +383,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
             for task in state.tasks:
                 task.cancel()
             await asyncio.gather(*(asyncio.to_thread(e.stop) for e in state.engines.values()))
-            await state.http.aclose()
+            await state.http.close()
 
     app = FastAPI(title="judge-serve", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.serve = ServerState(config=config, layout=layout)
@@ -436,10 +435,12 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         engine = state.engines[role]
         assert state.http is not None
         headers = {k: v for k, v in request.headers.items() if k.lower() in _FORWARD_REQUEST_HEADERS}
-        upstream = state.http.build_request(
-            request.method, engine.url + path, content=await request.body(), headers=headers, params=request.query_params
-        )
-        sending = asyncio.ensure_future(state.http.send(upstream, stream=True))
+        # Without the client's own Accept-Encoding, ask for the body as is (the session passes bytes through).
+        headers.setdefault("accept-encoding", "identity")
+        sending = asyncio.ensure_future(state.http.request(
+            request.method, engine.url + path, data=await request.body(), headers=headers,
+            params=list(request.query_params.multi_items()), skip_auto_headers={"Content-Type"},
+        ))  # fmt: skip
         death = asyncio.ensure_future(state.dead[role].wait())
         try:
             done, _ = await asyncio.wait({sending, death}, return_when=asyncio.FIRST_COMPLETED)
@@ -453,9 +454,9 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
             )  # fmt: skip
         try:
             upstream_response = sending.result()
-        except httpx.TimeoutException:
+        except asyncio.TimeoutError:
             return _error(504, f"the {role} engine did not answer within {config.request_timeout_s:g} s", "timeout", code="timeout")
-        except httpx.TransportError as err:
+        except aiohttp.ClientError as err:
             return _error(
                 503, f"the {role} engine is unreachable: {err}", "service_unavailable", code="engine_unavailable",
                 headers={"Retry-After": state.retry_after_s([role])},
@@ -463,13 +464,13 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
 
         async def body():
             try:
-                async for chunk in upstream_response.aiter_raw():
+                async for chunk in upstream_response.content.iter_any():
                     yield chunk
             finally:
-                await upstream_response.aclose()
+                upstream_response.release()
 
         out_headers = {k: v for k, v in upstream_response.headers.items() if k.lower() not in _DROP_RESPONSE_HEADERS}
-        return StreamingResponse(body(), status_code=upstream_response.status_code, headers=out_headers)
+        return StreamingResponse(body(), status_code=upstream_response.status, headers=out_headers)
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:

@@ -11,7 +11,6 @@ import asyncio
 import dataclasses
 import json
 
-import httpx
 import pytest
 
 import judge
@@ -19,7 +18,7 @@ from eval.backends import JudgeServeBackend
 from eval.predictions import PREDICTION_FIELDS, PredictionRow, read_predictions
 from judge.journal import JournalWriter
 from judge.wire import JUDGE_RESULT_FIELDS, JudgeResult, ScoreSource
-from serve.judging import EngineClient, Judge, JudgeSettings
+from serve.judging import EngineClient, Judge, JudgeSettings, engine_session
 from serve.schema import parse_judge_request
 from tests.scripted_endpoint import ScriptedEndpoint
 
@@ -47,7 +46,7 @@ def _serve(kind: str, tokenizer) -> dict:
                              constrained=False, feedback_max_chars=0, max_judgments=16)
 
     async def go(root: str) -> dict:
-        async with httpx.AsyncClient() as http:
+        async with engine_session(30.0, max_connections=8) as http:
             dead = asyncio.Event()
             engine = EngineClient(http, root, dead, lambda: "dead")
             server = Judge(settings, tokenizer, engine, engine if kind == "regression" else None, asyncio.Semaphore(4))
