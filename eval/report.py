@@ -18,7 +18,7 @@ from typing import Any
 from eval import item_table
 from judge.splits import SPLIT_TITLES  # one definition in the contract; re-exported here for eval's own modules
 
-__all__ = ["render_markdown", "markdown_table", "plot_confusions", "plot_mae_by_criterion", "write_plots",
+__all__ = ["render_markdown", "markdown_table", "plot_confusions", "plot_mae_by_criterion", "plotted", "write_plots",
            "PlotProcess", "SPLIT_TITLES", "fmt", "fmt_ci"]
 
 log = logging.getLogger("judge_eval.report")
@@ -265,6 +265,14 @@ def plot_mae_by_criterion(result: dict[str, Any], folder: Path) -> list[Path]:
     return written
 
 
+def plotted(result: dict[str, Any]) -> dict[str, Any]:
+    """The part of the metrics ``write_plots`` reads: the judge, the target, and per split the confusion matrices
+    and the by-criterion cells."""
+    return {"judge": result["judge"], "target": result["target"],
+            "splits": {split: {"confusion": block["confusion"], "by_criterion": block["by_criterion"]}
+                       for split, block in result["splits"].items()}}
+
+
 def write_plots(result: dict[str, Any], folder: Path) -> list[Path]:
     """Every PNG of a run: ``plot_confusions``, then ``plot_mae_by_criterion``."""
     return plot_confusions(result, folder) + plot_mae_by_criterion(result, folder)
@@ -274,7 +282,8 @@ class PlotProcess:
     """``write_plots`` in a child Python process, started before the metrics exist.
 
     ``eval.scoring.score`` starts it first, so that the child imports matplotlib while the records load, hands it
-    ``metrics.json`` once written (``draw``), and writes report.md and report.html meanwhile: the plots cost
+    the metrics as soon as they are computed (``draw``), and meanwhile runs POLLUX's evaluator and writes
+    items.parquet, metrics.json, report.md and report.html: the plots cost
     ~4.5 s CPU on the full test (bench/eval_metrics.py --end-to-end; mostly matplotlib drawing text), which a
     second core takes off the command's wall time. A plain subprocess, not multiprocessing: "spawn" re-runs the caller's main script when it lacks a
     ``__main__`` guard, and "fork" copies a process whose threads (pyarrow's) may hold locks. The child imports the
@@ -292,9 +301,15 @@ class PlotProcess:
             [sys.executable, "-c", "import sys; from eval.report import _plots_main; sys.exit(_plots_main(sys.argv[1:]))",
              str(folder)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
 
-    def draw(self, metrics_path: Path) -> None:
-        """Give the child the written ``metrics.json`` to plot."""
-        self._process.stdin.write(f"{metrics_path}\n".encode("utf-8"))
+    def draw(self, metrics: Path | dict[str, Any]) -> None:
+        """Give the child what to plot: a written ``metrics.json``, or the metrics themselves (as read back from
+        that file: NaN as None), which lets scoring start the plots before the rest of metrics.json is known.
+        Only what ``write_plots`` reads is sent."""
+        if isinstance(metrics, dict):
+            message = {"metrics": json.loads(item_table.dumps(plotted(metrics)))}
+        else:
+            message = {"path": str(metrics)}
+        self._process.stdin.write(json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n")
         self._process.stdin.flush()  # the child reads one line; ``wait`` closes the pipe
 
     def wait(self) -> list[Path]:
@@ -319,8 +334,8 @@ class PlotProcess:
 
 
 def _plots_main(argv: list[str]) -> int:
-    """The child of ``PlotProcess``: argument FOLDER, then the metrics.json path on stdin (none: nothing to draw);
-    prints the written paths as a JSON list."""
+    """The child of ``PlotProcess``: argument FOLDER, then one JSON line on stdin, ``{"path": metrics.json}`` or
+    ``{"metrics": ...}`` (none: nothing to draw); prints the written paths as a JSON list."""
     import sys
 
     import matplotlib
@@ -329,8 +344,11 @@ def _plots_main(argv: list[str]) -> int:
     import matplotlib.pyplot  # noqa: F401  (imported while the parent still computes: see PlotProcess)
 
     (folder,) = argv
-    metrics_path = sys.stdin.readline().strip()
-    written = write_plots(json.loads(Path(metrics_path).read_text(encoding="utf-8")), Path(folder)) if metrics_path else []
+    line = sys.stdin.readline().strip()
+    message = json.loads(line) if line else {}
+    if "path" in message:
+        message["metrics"] = json.loads(Path(message["path"]).read_text(encoding="utf-8"))
+    written = write_plots(message["metrics"], Path(folder)) if message else []
     print(json.dumps([str(p) for p in written]))
     return 0
 

@@ -10,7 +10,8 @@ Files written to the output folder:
 - ``items.parquet``: the per-item table (judge score, status, experts, reference, Verdict Confidences, ``in_scale``,
   ``n_abstained``, ``why_unscored``), which ``judge-eval compare`` pairs across runs;
 - ``plots/confusion_<split>.png`` (judge x expert mode, per task group) and ``plots/mae_by_criterion_<split>.png``,
-  drawn by a child process (``eval.report.PlotProcess``) while report.md and report.html are written.
+  drawn by a child process (``eval.report.PlotProcess``) while POLLUX's evaluator runs and the other files are
+  written.
 """
 
 from __future__ import annotations
@@ -114,13 +115,17 @@ def score(
         # The same tests as the paper's metrics: "all" is Zero-Shot + Standard; "unknown" only where some item has it.
         tests = {split: np.flatnonzero(table.split == split) if split != "all" else np.flatnonzero(table.split != "unknown")
                  for split in item_table.SPLITS if split != "unknown" or (table.split == split).any()}
-        official = pollux_official(records, rows, tests)
         if notes["n_unknown_ids"]:
             log.warning("%d predictions have ids that are not in %s: ignored", notes["n_unknown_ids"], data)
         target = item_table.choose_target(table, target)
         derived = item_table.derive(table, target, vc_repeats=vc_repeats, seed=seed)
         result = item_table.evaluate(table, target=target, n_boot=n_boot, seed=seed, vc_repeats=vc_repeats,
                                      derived=derived)
+        if plotting is not None:
+            # The plots need only these metrics: drawn from now on, beside POLLUX's evaluator and the files below
+            # (on the full test they had waited for all of those, ~1 s longer on the command's wall).
+            plotting.draw(result)
+        official = pollux_official(records, rows, tests)
         result["data"] = str(data)
         result["predictions"] = str(predictions)
         result["notes"] = notes
@@ -134,8 +139,6 @@ def score(
         })
         (out / "metrics.json").write_text(item_table.dumps(result) + "\n", encoding="utf-8")
         result = json.loads((out / "metrics.json").read_text(encoding="utf-8"))  # NaN -> null, as every reader sees it
-        if plotting is not None:
-            plotting.draw(out / "metrics.json")
         markdown = render_markdown(result)
         (out / "report.md").write_text(markdown + "\n", encoding="utf-8")
         page = write_report_page(out, records, rows, DEFAULT_TEXT_ITEMS if html_text_items is None else html_text_items)

@@ -58,3 +58,19 @@ def test_a_plot_process_left_early_draws_nothing_and_is_stopped(tmp_path):
         pass
     assert plotting._process.poll() is not None
     assert not (tmp_path / "plots").exists()
+
+
+def test_plots_drawn_from_the_metrics_are_the_plots_drawn_from_metrics_json(tmp_path):
+    """``draw`` given the metrics themselves (before metrics.json is written, as scoring does) draws the same
+    files, pixel for pixel, as ``draw`` given the written file."""
+    metrics_path = _metrics(tmp_path)
+    result = json.loads(metrics_path.read_text(encoding="utf-8"))
+    with PlotProcess(tmp_path / "from_dict") as plotting:
+        plotting.draw(result)
+        from_dict = plotting.wait()
+    with PlotProcess(tmp_path / "from_file") as plotting:
+        plotting.draw(metrics_path)
+        from_file = plotting.wait()
+    assert [p.name for p in from_dict] == [p.name for p in from_file] and len(from_file) == 6
+    for a, b in zip(from_dict, from_file):
+        assert np.array_equal(np.asarray(Image.open(a)), np.asarray(Image.open(b)))
