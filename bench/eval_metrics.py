@@ -172,6 +172,9 @@ def main(argv: list[str] | None = None) -> int:
 STAGES = [
     ("judge", "load_records", "load + validate records"),
     ("eval.predictions", "read_predictions", "read predictions"),
+    # Where the predictions are read in a child process (eval.predictions.PredictionsProcess): the wait for its
+    # rows and their unpickling (the reading's CPU is in the children's).
+    ("eval.predictions", "PredictionsProcess.rows", "read predictions"),
     ("eval.item_table", "build_table", "build item table"),
     ("eval.pollux_official", "pollux_official", "POLLUX's own evaluator"),
     ("eval.item_table", "derive", "metrics"),
@@ -193,7 +196,10 @@ def _timed_stages(stages: dict[str, list[float]]):
             module = importlib.import_module(module_name)
         except ImportError:
             continue
-        original = getattr(module, attr, None)
+        owner, *path, attr = [module, *attr.split(".")]  # "Class.method": the method, wrapped on its class
+        for part in path:
+            owner = getattr(owner, part, None)
+        original = getattr(owner, attr, None)
         if original is None:
             continue
 
@@ -206,8 +212,8 @@ def _timed_stages(stages: dict[str, list[float]]):
                 totals[0] += time.perf_counter() - start
                 totals[1] += time.process_time() - cpu
 
-        setattr(module, attr, wrapper)
-        undo.append((module, attr, original))
+        setattr(owner, attr, wrapper)
+        undo.append((owner, attr, original))
     return lambda: [setattr(m, a, o) for m, a, o in undo]
 
 

@@ -90,3 +90,36 @@ def test_a_torn_last_line_is_dropped_with_the_same_warning(tmp_path, caplog):
     assert fast == strict and [r["id"] for r in fast] == [f"item-{i}" for i in range(5)]
     assert fast_warnings == [r.getMessage() for r in caplog.records] and len(fast_warnings) == 1
     assert "dropped its last line" in fast_warnings[0]
+
+
+def test_the_reading_process_gives_read_predictions_rows(tmp_path):
+    """PredictionsProcess (the child that reads while the records load) returns read_predictions' rows."""
+    from eval.predictions import PredictionsProcess
+
+    path = tmp_path / "predictions.jsonl"
+    _write(path, _seeded_rows(200))
+    with PredictionsProcess(tmp_path) as reading:  # a run folder works, as for read_predictions
+        assert reading.rows() == read_predictions(path)
+
+
+def test_the_reading_process_raises_the_same_error_and_relays_the_torn_line_warning(tmp_path, caplog):
+    """A bad row: the child's ValueError is raised here with the same text; a torn last line: its warning is
+    emitted here, through the judge.journal logger, once."""
+    from eval.predictions import PredictionsProcess
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"id": "a"}) + "\n" + json.dumps({"id": "b", "scroe": 1}) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError) as strict:
+        read_predictions(bad)
+    with PredictionsProcess(bad) as reading, pytest.raises(ValueError) as child:
+        reading.rows()
+    assert str(child.value) == str(strict.value) and "bad.jsonl: row 2: unknown prediction field" in str(child.value)
+
+    torn = tmp_path / "torn.jsonl"
+    _write(torn, _seeded_rows(3), tail='{"id": "cut"')
+    with caplog.at_level(logging.WARNING, logger="judge.journal"), PredictionsProcess(torn) as reading:
+        rows = reading.rows()
+    assert [r["id"] for r in rows] == ["item-0", "item-1", "item-2"]
+    warnings = [r for r in caplog.records if r.name == "judge.journal"]
+    assert len(warnings) == 1 and "dropped its last line" in warnings[0].getMessage()
+    assert warnings[0].levelno == logging.WARNING
