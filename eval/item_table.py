@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -520,7 +520,8 @@ def _groups(labels: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: int = 0, vc_repeats: int = 100,
-             ci_level: float = 0.95, derived: _Derived | None = None) -> dict[str, Any]:
+             ci_level: float = 0.95, derived: _Derived | None = None,
+             plots_ready: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Every metric of the report, for one judge.
 
     Args:
@@ -531,6 +532,9 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
         vc_repeats: random expert replacements averaged in the judge's Verdict Confidence.
         ci_level: coverage of the percentile bootstrap intervals.
         derived: ``derive(table, target, vc_repeats, seed)`` when the caller already has it.
+        plots_ready: called, before the other cells are computed, with the part of the result the plots draw
+            (``judge``, ``target``, ``settings``, ``levels`` and per split ``by_criterion`` and ``confusion``, the
+            same values as in the result): ``eval.scoring`` starts drawing then.
 
     Returns:
         A JSON-ready dict: ``judge``, ``target``, ``settings``, ``levels``, and ``splits`` →
@@ -561,26 +565,39 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
         "levels": [float(v) for v in levels],
         "splits": {},
     }
+
+    def cells_by(name: str, split: str, in_split: np.ndarray) -> dict[str, Any]:
+        return {label: cell(table, derived, index[in_split[index]], key=f"{split}/{name}/{label}",
+                            correlations=name in _CORRELATED, n_boot=n_boot, seed=seed, ci_level=ci_level)
+                for label, index in groupings[name].items() if in_split[index].any()}
+
+    in_splits = {}
     for split, split_idx in split_index.items():
-        in_split = np.zeros(len(table), dtype=bool)
+        in_split = in_splits[split] = np.zeros(len(table), dtype=bool)
         in_split[split_idx] = True
+    # What the plots draw (eval.report.plotted) first, for ``plots_ready``: each cell draws from its own generator
+    # (bootstrap.cell_rng), so computing some cells earlier changes no figure.
+    early = {split: {"by_criterion": cells_by("criterion", split, in_splits[split]),
+                     "confusion": _confusions(table, derived, split_idx, in_splits[split], task_groups, levels)}
+             for split, split_idx in split_index.items()} if plots_ready is not None else {}
+    if plots_ready is not None:
+        plots_ready({**result, "splits": early})
+    for split, split_idx in split_index.items():
+        in_split = in_splits[split]
         block: dict[str, Any] = {
             "overall": cell(table, derived, split_idx, key=f"{split}/overall", correlations=True, n_boot=n_boot,
                             seed=seed, ci_level=ci_level)
         }
-        for name, groups in groupings.items():
-            block[f"by_{name}"] = {
-                label: cell(table, derived, index[in_split[index]], key=f"{split}/{name}/{label}",
-                            correlations=name in _CORRELATED, n_boot=n_boot, seed=seed, ci_level=ci_level)
-                for label, index in groups.items()
-                if in_split[index].any()
-            }
+        for name in groupings:
+            block[f"by_{name}"] = (early[split]["by_criterion"] if name == "criterion" and early
+                                   else cells_by(name, split, in_split))
         failed = split_idx[(table.status[split_idx] == "parse_failed") | (table.status[split_idx] == REQUEST_FAILED)]
         block["failures"] = dict(Counter(str(e) or "unknown" for e in table.error[failed]).most_common())
         by_model_index = {label: index[in_split[index]] for label, index in groupings["model"].items()}
         block["model_means"] = model_means(table, derived, split_idx, block["by_model"], block["overall"],
                                            {k: v for k, v in by_model_index.items() if len(v)})
-        block["confusion"] = _confusions(table, derived, split_idx, in_split, task_groups, levels)
+        block["confusion"] = (early[split]["confusion"] if early
+                              else _confusions(table, derived, split_idx, in_split, task_groups, levels))
         result["splits"][split] = block
     return result
 

@@ -279,16 +279,21 @@ def write_plots(result: dict[str, Any], folder: Path) -> list[Path]:
 
 
 class PlotProcess:
-    """``write_plots`` in a child Python process, started before the metrics exist.
+    """``write_plots`` in two child Python processes, started before the metrics exist.
 
-    ``eval.scoring.score`` starts it first, so that the child imports matplotlib while the records load, hands it
-    the metrics as soon as they are computed (``draw``), and meanwhile runs POLLUX's evaluator and writes
-    items.parquet, metrics.json, report.md and report.html: the plots cost
-    ~4.5 s CPU on the full test (bench/eval_metrics.py --end-to-end; mostly matplotlib drawing text), which a
-    second core takes off the command's wall time. A plain subprocess, not multiprocessing: "spawn" re-runs the caller's main script when it lacks a
-    ``__main__`` guard, and "fork" copies a process whose threads (pyarrow's) may hold locks. The child imports the
-    same ``eval`` as this process. Use as a context manager: leaving it before ``wait`` stops the child.
+    ``eval.scoring.score`` starts them once the inputs are read, so that they import matplotlib while the table
+    and the metrics are computed, hands them the metrics the plots need as soon as those are computed (``draw``),
+    and meanwhile computes the other metrics, runs POLLUX's evaluator and writes items.parquet, metrics.json,
+    report.md and report.html. The plots cost ~4 s CPU on the full test (bench/eval_metrics.py --end-to-end;
+    mostly matplotlib drawing text), about half for the confusion matrices and half for the MAE bars: one child
+    draws each, so that the drawing, the longest step after the metrics, is halved where two cores are free.
+    Plain subprocesses, not multiprocessing: "spawn" re-runs the caller's main script when it lacks a
+    ``__main__`` guard, and "fork" copies a process whose threads (pyarrow's) may hold locks. The children import
+    the same ``eval`` as this process. Use as a context manager: leaving it before ``wait`` stops the children.
     """
+
+    #: What each child draws, in ``write_plots``'s order.
+    PARTS = ("confusions", "mae_by_criterion")
 
     def __init__(self, folder: Path) -> None:
         import os
@@ -297,45 +302,52 @@ class PlotProcess:
 
         root = str(Path(__file__).resolve().parent.parent)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([root] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
-        self._process = subprocess.Popen(
+        self._processes = [subprocess.Popen(
             [sys.executable, "-c", "import sys; from eval.report import _plots_main; sys.exit(_plots_main(sys.argv[1:]))",
-             str(folder)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+             str(folder), part], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+            for part in self.PARTS]
 
     def draw(self, metrics: Path | dict[str, Any]) -> None:
-        """Give the child what to plot: a written ``metrics.json``, or the metrics themselves (as read back from
-        that file: NaN as None), which lets scoring start the plots before the rest of metrics.json is known.
-        Only what ``write_plots`` reads is sent."""
+        """Give the children what to plot: a written ``metrics.json``, or the metrics themselves (as read back
+        from that file: NaN as None; only what ``write_plots`` reads, ``plotted``, is sent)."""
         if isinstance(metrics, dict):
             message = {"metrics": json.loads(item_table.dumps(plotted(metrics)))}
         else:
             message = {"path": str(metrics)}
-        self._process.stdin.write(json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n")
-        self._process.stdin.flush()  # the child reads one line; ``wait`` closes the pipe
+        line = json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n"
+        for process in self._processes:
+            process.stdin.write(line)
+            process.stdin.flush()  # each child reads one line; ``wait`` closes the pipes
 
     def wait(self) -> list[Path]:
         """The PNGs written, in ``write_plots``'s order.
 
         Raises:
-            RuntimeError: the child failed; its error output is in the message.
+            RuntimeError: a child failed; its error output is in the message.
         """
-        out, err = self._process.communicate()
-        if self._process.returncode != 0:
-            raise RuntimeError(f"plots: the plotting process exited with {self._process.returncode}:\n"
-                               f"{err.decode('utf-8', 'replace')[-4000:]}")
-        return [Path(p) for p in json.loads(out)]
+        written = []
+        for process in self._processes:
+            out, err = process.communicate()
+            if process.returncode != 0:
+                raise RuntimeError(f"plots: the plotting process exited with {process.returncode}:\n"
+                                   f"{err.decode('utf-8', 'replace')[-4000:]}")
+            written += [Path(p) for p in json.loads(out)]
+        return written
 
     def __enter__(self) -> PlotProcess:
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._process.poll() is None:
-            self._process.kill()
-            self._process.communicate()
+        for process in self._processes:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
 
 
 def _plots_main(argv: list[str]) -> int:
-    """The child of ``PlotProcess``: argument FOLDER, then one JSON line on stdin, ``{"path": metrics.json}`` or
-    ``{"metrics": ...}`` (none: nothing to draw); prints the written paths as a JSON list."""
+    """A child of ``PlotProcess``: arguments FOLDER and PART (``confusions``, ``mae_by_criterion``; none: both),
+    then one JSON line on stdin, ``{"path": metrics.json}`` or ``{"metrics": ...}`` (none: nothing to draw);
+    prints the written paths as a JSON list."""
     import sys
 
     import matplotlib
@@ -343,12 +355,14 @@ def _plots_main(argv: list[str]) -> int:
     matplotlib.use("Agg")
     import matplotlib.pyplot  # noqa: F401  (imported while the parent still computes: see PlotProcess)
 
-    (folder,) = argv
+    folder, *part = argv
+    draw = {"confusions": plot_confusions, "mae_by_criterion": plot_mae_by_criterion}.get(part[0] if part else "",
+                                                                                         write_plots)
     line = sys.stdin.readline().strip()
     message = json.loads(line) if line else {}
     if "path" in message:
         message["metrics"] = json.loads(Path(message["path"]).read_text(encoding="utf-8"))
-    written = write_plots(message["metrics"], Path(folder)) if message else []
+    written = draw(message["metrics"], Path(folder)) if message else []
     print(json.dumps([str(p) for p in written]))
     return 0
 

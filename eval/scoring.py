@@ -122,12 +122,10 @@ def score(
             log.warning("%d predictions have ids that are not in %s: ignored", notes["n_unknown_ids"], data)
         target = item_table.choose_target(table, target)
         derived = item_table.derive(table, target, vc_repeats=vc_repeats, seed=seed)
+        # The plots need only some of the metrics, computed first: they are drawn from then on, beside the other
+        # metrics, POLLUX's evaluator and the files below (on the full test they had waited for all of those).
         result = item_table.evaluate(table, target=target, n_boot=n_boot, seed=seed, vc_repeats=vc_repeats,
-                                     derived=derived)
-        if plotting is not None:
-            # The plots need only these metrics: drawn from now on, beside POLLUX's evaluator and the files below
-            # (on the full test they had waited for all of those, ~1 s longer on the command's wall).
-            plotting.draw(result)
+                                     derived=derived, plots_ready=plotting.draw if plotting is not None else None)
         official = pollux_official(records, rows, tests)
         result["data"] = str(data)
         result["predictions"] = str(predictions)

@@ -56,7 +56,7 @@ def test_a_plot_process_left_early_draws_nothing_and_is_stopped(tmp_path):
     """Leaving the context before ``draw`` (scoring failed): the child is stopped and no plot folder appears."""
     with PlotProcess(tmp_path / "plots") as plotting:
         pass
-    assert plotting._process.poll() is not None
+    assert all(process.poll() is not None for process in plotting._processes)
     assert not (tmp_path / "plots").exists()
 
 
