@@ -262,7 +262,8 @@ def end_to_end(table, n_boot: int, rounds: int, baseline: str = "") -> None:
                 start = time.perf_counter()
                 done = subprocess.run([sys.executable, __file__, "--score-once", sides[name], str(preds), str(data),
                                        str(folder / f"score-{r}-{name.split()[0]}"), str(n_boot)],
-                                      capture_output=True, text=True, check=True)
+                                      capture_output=True, text=True, check=True,
+                                      cwd=sides[name])  # `python -c` children import from their working folder
                 run = json.loads(done.stdout.strip().splitlines()[-1])
                 run["process_wall"] = time.perf_counter() - start
                 runs[name].append(run)

@@ -221,6 +221,11 @@ def resume_predictions(path: str | Path, ids: Sequence[str]) -> set[str]:
     return kept
 
 
+# The command of a child process: ``root`` first on sys.path, so that the child imports this process's ``eval``
+# even when started from another checkout's folder (``python -c`` puts the working directory first).
+_CHILD = "import sys; sys.path.insert(0, {root!r}); from {module} import {main}; sys.exit({main}(sys.argv[1:]))"
+
+
 class PredictionsProcess:
     """``read_predictions`` in a child Python process, started before the records load.
 
@@ -240,7 +245,7 @@ class PredictionsProcess:
         root = str(Path(__file__).resolve().parent.parent)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([root] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
         self._process = subprocess.Popen(
-            [sys.executable, "-c", "import sys; from eval.predictions import _read_main; sys.exit(_read_main(sys.argv[1:]))",
+            [sys.executable, "-c", _CHILD.format(root=root, module="eval.predictions", main="_read_main"),
              str(path)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
 
     def rows(self) -> list[dict[str, Any]]:

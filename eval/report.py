@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from eval import item_table
+from eval.predictions import _CHILD
 from judge.splits import SPLIT_TITLES  # one definition in the contract; re-exported here for eval's own modules
 
 __all__ = ["render_markdown", "markdown_table", "plot_confusions", "plot_mae_by_criterion", "plotted", "write_plots",
@@ -303,7 +304,7 @@ class PlotProcess:
         root = str(Path(__file__).resolve().parent.parent)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([root] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
         self._processes = [subprocess.Popen(
-            [sys.executable, "-c", "import sys; from eval.report import _plots_main; sys.exit(_plots_main(sys.argv[1:]))",
+            [sys.executable, "-c", _CHILD.format(root=root, module="eval.report", main="_plots_main"),
              str(folder), part], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
             for part in self.PARTS]
 

@@ -74,3 +74,29 @@ def test_plots_drawn_from_the_metrics_are_the_plots_drawn_from_metrics_json(tmp_
     assert [p.name for p in from_dict] == [p.name for p in from_file] and len(from_file) == 6
     for a, b in zip(from_dict, from_file):
         assert np.array_equal(np.asarray(Image.open(a)), np.asarray(Image.open(b)))
+
+
+def test_evaluate_hands_the_plotted_cells_first_and_its_result_does_not_change():
+    """``evaluate(plots_ready=...)`` calls back once, with the by-criterion cells and confusion matrices of every
+    split (the plots' inputs) equal to those of the result, and the result equals evaluate's without a callback."""
+    rng = np.random.default_rng(1)
+    n = 90
+    table = item_table.ItemTable(
+        ids=np.array([f"i{k}" for k in range(n)], dtype=object), judge=rng.integers(0, 3, n).astype(float),
+        status=np.array(["ok"] * n, dtype=object), error=np.array([""] * n, dtype=object),
+        score_source=np.array(["verdict"] * n, dtype=object), experts=rng.integers(0, 3, (n, 3)).astype(float),
+        split=np.array(["zero_shot", "standard"] * (n // 2), dtype=object),
+        model_id=np.array(["m1", "m2", "m3"] * (n // 3), dtype=object), task_type=np.array(["t"] * n, dtype=object),
+        task_group=np.array(["g1", "g2", "g3"] * (n // 3), dtype=object),
+        criteria_name=np.array(["c1", "c2", "c3", "c4", "c5"] * (n // 5), dtype=object), judge_name="j")
+    calls = []
+    early = item_table.evaluate(table, n_boot=30, vc_repeats=2, plots_ready=calls.append)
+    plain = item_table.evaluate(table, n_boot=30, vc_repeats=2)
+    assert item_table.dumps(early) == item_table.dumps(plain)
+    assert list(early["splits"]["all"]) == list(plain["splits"]["all"])  # the blocks' key order too
+    (handed,) = calls
+    assert set(handed["splits"]) == set(plain["splits"]) == {"zero_shot", "standard", "all"}
+    for split, block in handed["splits"].items():
+        assert item_table.dumps(block["by_criterion"]) == item_table.dumps(plain["splits"][split]["by_criterion"])
+        assert block["confusion"] == plain["splits"][split]["confusion"]
+    assert (handed["judge"], handed["target"]) == (plain["judge"], plain["target"])
