@@ -532,9 +532,9 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
         vc_repeats: random expert replacements averaged in the judge's Verdict Confidence.
         ci_level: coverage of the percentile bootstrap intervals.
         derived: ``derive(table, target, vc_repeats, seed)`` when the caller already has it.
-        plots_ready: called, before the other cells are computed, with the part of the result the plots draw
-            (``judge``, ``target``, ``settings``, ``levels`` and per split ``by_criterion`` and ``confusion``, the
-            same values as in the result): ``eval.scoring`` starts drawing then.
+        plots_ready: called twice, before the other cells are computed, with the parts of the result the plots
+            draw, the same values as in the result: ``judge``, ``target``, ``settings``, ``levels`` and per split
+            ``confusion``, then the same with per split ``by_criterion``. ``eval.scoring`` starts each drawing then.
 
     Returns:
         A JSON-ready dict: ``judge``, ``target``, ``settings``, ``levels``, and ``splits`` →
@@ -575,13 +575,18 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
     for split, split_idx in split_index.items():
         in_split = in_splits[split] = np.zeros(len(table), dtype=bool)
         in_split[split_idx] = True
-    # What the plots draw (eval.report.plotted) first, for ``plots_ready``: each cell draws from its own generator
-    # (bootstrap.cell_rng), so computing some cells earlier changes no figure.
-    early = {split: {"by_criterion": cells_by("criterion", split, in_splits[split]),
-                     "confusion": _confusions(table, derived, split_idx, in_splits[split], task_groups, levels)}
-             for split, split_idx in split_index.items()} if plots_ready is not None else {}
+    # What the plots draw (eval.report.plotted) first, for ``plots_ready``: the confusion matrices (quick), then
+    # the by-criterion cells. Each cell draws from its own generator (bootstrap.cell_rng), so computing some cells
+    # earlier changes no figure.
+    early: dict[str, dict[str, Any]] = {}
     if plots_ready is not None:
-        plots_ready({**result, "splits": early})
+        early = {split: {"confusion": _confusions(table, derived, split_idx, in_splits[split], task_groups, levels)}
+                 for split, split_idx in split_index.items()}
+        plots_ready({**result, "splits": {split: dict(block) for split, block in early.items()}})
+        for split in split_index:
+            early[split]["by_criterion"] = cells_by("criterion", split, in_splits[split])
+        plots_ready({**result, "splits": {split: {"by_criterion": block["by_criterion"]}
+                                          for split, block in early.items()}})
     for split, split_idx in split_index.items():
         in_split = in_splits[split]
         block: dict[str, Any] = {

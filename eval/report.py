@@ -19,7 +19,7 @@ from eval import item_table
 from eval.predictions import _CHILD
 from judge.splits import SPLIT_TITLES  # one definition in the contract; re-exported here for eval's own modules
 
-__all__ = ["render_markdown", "markdown_table", "plot_confusions", "plot_mae_by_criterion", "plotted", "write_plots",
+__all__ = ["render_markdown", "markdown_table", "plot_confusions", "plot_mae_by_criterion", "PLOTTED", "plotted", "write_plots",
            "PlotProcess", "SPLIT_TITLES", "fmt", "fmt_ci"]
 
 log = logging.getLogger("judge_eval.report")
@@ -266,11 +266,15 @@ def plot_mae_by_criterion(result: dict[str, Any], folder: Path) -> list[Path]:
     return written
 
 
-def plotted(result: dict[str, Any]) -> dict[str, Any]:
-    """The part of the metrics ``write_plots`` reads: the judge, the target, and per split the confusion matrices
-    and the by-criterion cells."""
+#: The per-split key each plot reads: ``plot_confusions`` and ``plot_mae_by_criterion``.
+PLOTTED = {"confusions": "confusion", "mae_by_criterion": "by_criterion"}
+
+
+def plotted(result: dict[str, Any], parts: tuple[str, ...] = tuple(PLOTTED)) -> dict[str, Any]:
+    """The part of the metrics that the plots ``parts`` (``PLOTTED``'s keys) read: the judge, the target, and per
+    split the confusion matrices and/or the by-criterion cells."""
     return {"judge": result["judge"], "target": result["target"],
-            "splits": {split: {"confusion": block["confusion"], "by_criterion": block["by_criterion"]}
+            "splits": {split: {PLOTTED[part]: block[PLOTTED[part]] for part in parts}
                        for split, block in result["splits"].items()}}
 
 
@@ -293,8 +297,8 @@ class PlotProcess:
     the same ``eval`` as this process. Use as a context manager: leaving it before ``wait`` stops the children.
     """
 
-    #: What each child draws, in ``write_plots``'s order.
-    PARTS = ("confusions", "mae_by_criterion")
+    #: What each child draws, in ``write_plots``'s order (``PLOTTED``'s keys).
+    PARTS = tuple(PLOTTED)
 
     def __init__(self, folder: Path) -> None:
         import os
@@ -307,18 +311,24 @@ class PlotProcess:
             [sys.executable, "-c", _CHILD.format(root=root, module="eval.report", main="_plots_main"),
              str(folder), part], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
             for part in self.PARTS]
+        self._sent: set[str] = set()
 
     def draw(self, metrics: Path | dict[str, Any]) -> None:
         """Give the children what to plot: a written ``metrics.json``, or the metrics themselves (as read back
-        from that file: NaN as None; only what ``write_plots`` reads, ``plotted``, is sent)."""
-        if isinstance(metrics, dict):
-            message = {"metrics": json.loads(item_table.dumps(plotted(metrics)))}
-        else:
-            message = {"path": str(metrics)}
-        line = json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n"
-        for process in self._processes:
-            process.stdin.write(line)
+        from that file: NaN as None). Metrics may come in parts (``evaluate``'s ``plots_ready``): each child gets
+        its plot's input (``plotted``) once, from the first call whose splits all hold it."""
+        for part, process in zip(self.PARTS, self._processes):
+            if part in self._sent:
+                continue
+            if isinstance(metrics, dict):
+                if not all(PLOTTED[part] in block for block in metrics["splits"].values()):
+                    continue
+                message = {"metrics": json.loads(item_table.dumps(plotted(metrics, (part,))))}
+            else:
+                message = {"path": str(metrics)}
+            process.stdin.write(json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n")
             process.stdin.flush()  # each child reads one line; ``wait`` closes the pipes
+            self._sent.add(part)
 
     def wait(self) -> list[Path]:
         """The PNGs written, in ``write_plots``'s order.

@@ -77,8 +77,8 @@ def test_plots_drawn_from_the_metrics_are_the_plots_drawn_from_metrics_json(tmp_
 
 
 def test_evaluate_hands_the_plotted_cells_first_and_its_result_does_not_change():
-    """``evaluate(plots_ready=...)`` calls back once, with the by-criterion cells and confusion matrices of every
-    split (the plots' inputs) equal to those of the result, and the result equals evaluate's without a callback."""
+    """``evaluate(plots_ready=...)`` calls back twice, with the confusion matrices, then the by-criterion cells, of
+    every split (the plots' inputs) equal to those of the result, and the result equals evaluate's without one."""
     rng = np.random.default_rng(1)
     n = 90
     table = item_table.ItemTable(
@@ -94,9 +94,31 @@ def test_evaluate_hands_the_plotted_cells_first_and_its_result_does_not_change()
     plain = item_table.evaluate(table, n_boot=30, vc_repeats=2)
     assert item_table.dumps(early) == item_table.dumps(plain)
     assert list(early["splits"]["all"]) == list(plain["splits"]["all"])  # the blocks' key order too
-    (handed,) = calls
-    assert set(handed["splits"]) == set(plain["splits"]) == {"zero_shot", "standard", "all"}
-    for split, block in handed["splits"].items():
-        assert item_table.dumps(block["by_criterion"]) == item_table.dumps(plain["splits"][split]["by_criterion"])
-        assert block["confusion"] == plain["splits"][split]["confusion"]
-    assert (handed["judge"], handed["target"]) == (plain["judge"], plain["target"])
+    confusions, criteria = calls  # the quick part first, each plot's input whole in one call
+    assert set(confusions["splits"]) == set(criteria["splits"]) == {"zero_shot", "standard", "all"}
+    for split in plain["splits"]:
+        assert confusions["splits"][split] == {"confusion": plain["splits"][split]["confusion"]}
+        assert list(criteria["splits"][split]) == ["by_criterion"]
+        assert (item_table.dumps(criteria["splits"][split]["by_criterion"])
+                == item_table.dumps(plain["splits"][split]["by_criterion"]))
+    for handed in calls:
+        assert (handed["judge"], handed["target"]) == (plain["judge"], plain["target"])
+
+
+def test_metrics_given_in_parts_reach_each_child_once(tmp_path):
+    """``draw`` called with the confusion matrices, then the by-criterion cells (as evaluate's ``plots_ready``
+    gives them), then everything: the same PNGs as from metrics.json, each child fed once."""
+    metrics_path = _metrics(tmp_path)
+    result = json.loads(metrics_path.read_text(encoding="utf-8"))
+    only = [{**result, "splits": {s: {key: b[key]} for s, b in result["splits"].items()}}
+            for key in ("confusion", "by_criterion")]
+    with PlotProcess(tmp_path / "parts") as plotting:
+        plotting.draw(only[0])
+        assert plotting._sent == {"confusions"}
+        plotting.draw(only[1])
+        plotting.draw(result)  # nothing left to send
+        parts = plotting.wait()
+    here = write_plots(result, tmp_path / "here")
+    assert [p.name for p in parts] == [p.name for p in here] and len(here) == 6
+    for a, b in zip(parts, here):
+        assert np.array_equal(np.asarray(Image.open(a)), np.asarray(Image.open(b)))
