@@ -512,8 +512,20 @@ def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, co
 
 
 def _groups(labels: np.ndarray) -> dict[str, np.ndarray]:
-    """Item indices per label, labels in sorted order (one sort for all labels, not one scan per label)."""
-    names, inverse = np.unique(labels.astype(str), return_inverse=True)
+    """Item indices per label, labels in sorted order (one sort for all labels, not one scan per label).
+
+    The labels are numbered in a dict (first seen first), then the few distinct ones sorted: ``np.unique`` on the
+    labels as a string array sorted 160,000 strings per grouping, ~0.4 s each on the full test. The same groups:
+    Python orders strings by code point as numpy does (numpy's string arrays also drop trailing NUL characters,
+    which no label has).
+    """
+    numbers: dict[str, int] = {}
+    first_seen = np.fromiter((numbers.setdefault(str(v), len(numbers)) for v in labels), dtype=np.intp,
+                             count=len(labels))
+    names = sorted(numbers)
+    rank = np.empty(len(names), dtype=np.intp)
+    rank[[numbers[name] for name in names]] = np.arange(len(names))
+    inverse = rank[first_seen]
     order = np.argsort(inverse, kind="stable")
     bounds = np.r_[0, np.cumsum(np.bincount(inverse, minlength=len(names)))]
     return {str(name): order[bounds[i]:bounds[i + 1]] for i, name in enumerate(names)}
