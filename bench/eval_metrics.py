@@ -183,6 +183,10 @@ STAGES = [
     ("eval.scoring", "plot_confusions", "plots"),
     ("eval.scoring", "plot_mae_by_criterion", "plots"),
     ("eval.scoring", "write_report_page", "report.html"),
+    # Where report.html's explorer is computed by a forked child (eval.html_report.ReportPageProcess): reading
+    # items.parquet and forking, then the wait for the page (the child's CPU is in the children's).
+    ("eval.html_report", "ReportPageProcess.__init__", "report.html"),
+    ("eval.html_report", "ReportPageProcess.finish", "report.html"),
 ]
 
 
