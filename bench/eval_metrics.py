@@ -203,8 +203,8 @@ def _timed_stages(stages: dict[str, list[float]]):
         owner, *path, attr = [module, *attr.split(".")]  # "Class.method": the method, wrapped on its class
         for part in path:
             owner = getattr(owner, part, None)
-        original = getattr(owner, attr, None)
-        if original is None:
+        original = getattr(owner, attr, None) if owner is not None else None
+        if original is None:  # not in this checkout (the baseline's older code)
             continue
 
         def wrapper(*a, _original=original, _label=label, **k):
