@@ -177,6 +177,9 @@ STAGES = [
     ("eval.predictions", "PredictionsProcess.rows", "read predictions"),
     ("eval.item_table", "build_table", "build item table"),
     ("eval.pollux_official", "pollux_official", "POLLUX's own evaluator"),
+    # Where it runs in a forked child (eval.forked.ForkedCall): forking, and the wait for its value.
+    ("eval.forked", "ForkedCall.__init__", "forked calls (POLLUX's evaluator)"),
+    ("eval.forked", "ForkedCall.result", "forked calls (POLLUX's evaluator)"),
     ("eval.item_table", "derive", "metrics"),
     ("eval.item_table", "evaluate", "metrics"),
     ("eval.item_table", "write_table", "items.parquet"),

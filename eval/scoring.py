@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from eval import item_table
+from eval.forked import ForkedCall
 from eval.html_report import DEFAULT_TEXT_ITEMS, ReportPageProcess
 from eval.report import PlotProcess, log_wandb, render_markdown
 
@@ -120,6 +121,9 @@ def score(
                  for split in item_table.SPLITS if split != "unknown" or (table.split == split).any()}
         if notes["n_unknown_ids"]:
             log.warning("%d predictions have ids that are not in %s: ignored", notes["n_unknown_ids"], data)
+        # POLLUX's evaluator needs only the records, the rows and the tests: a forked child runs it while the
+        # metrics are computed (~0.6 s CPU off this process on the full test).
+        official = stack.enter_context(ForkedCall(pollux_official, records, rows, tests))
         target = item_table.choose_target(table, target)
         derived = item_table.derive(table, target, vc_repeats=vc_repeats, seed=seed)
         item_table.write_table(table, out / "items.parquet", extra={
@@ -135,11 +139,10 @@ def score(
         # metrics, POLLUX's evaluator and the files below (on the full test they had waited for all of those).
         result = item_table.evaluate(table, target=target, n_boot=n_boot, seed=seed, vc_repeats=vc_repeats,
                                      derived=derived, plots_ready=plotting.draw if plotting is not None else None)
-        official = pollux_official(records, rows, tests)
         result["data"] = str(data)
         result["predictions"] = str(predictions)
         result["notes"] = notes
-        result["pollux_official"] = official
+        result["pollux_official"] = official.result()
         result["run"] = ({k: run_info.get(k) for k in ("backend", "model", "prompt_version", "git_revision")}
                          if run_info else {})
 
