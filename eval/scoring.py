@@ -9,9 +9,13 @@ Files written to the output folder:
 - ``report.md``: the tables;
 - ``items.parquet``: the per-item table (judge score, status, experts, reference, Verdict Confidences, ``in_scale``,
   ``n_abstained``, ``why_unscored``), which ``judge-eval compare`` pairs across runs;
-- ``plots/confusion_<split>.png`` (judge x expert mode, per task group) and ``plots/mae_by_criterion_<split>.png``,
-  drawn by a child process (``eval.report.PlotProcess``) while POLLUX's evaluator runs and the other files are
-  written.
+- ``plots/confusion_<split>.png`` (judge x expert mode, per task group) and ``plots/mae_by_criterion_<split>.png``.
+
+On the full test (160,000 items) the work is spread over two cores (bench/eval_metrics.py --end-to-end): a child
+process reads the predictions while the records load (``eval.predictions.PredictionsProcess``); two children draw
+the plots (``eval.report.PlotProcess``); forked children run POLLUX's evaluator (``eval.forked.ForkedCall``) and
+build report.html's explorer (``eval.html_report.ReportPageProcess``) while the metrics are computed here. Every
+file is the same as computed in one process.
 """
 
 from __future__ import annotations
@@ -107,13 +111,13 @@ def score(
 
     with contextlib.ExitStack() as stack:
         # The predictions are read by a child process (on a second core, where there is one) while the records
-        # load here: ~1.2 s off the command's wall on the full test (the rows' unpickling is what is left here).
+        # load here: ~1.2 s off the command's wall on the full test (unmarshalling the rows is what is left here).
         reading = stack.enter_context(PredictionsProcess(predictions))
         records = judge.load_records(data)
         rows = reading.rows()
-        # The PNGs are drawn by a child process too, started now so that it imports matplotlib while the table
-        # and the metrics are computed (a core the reading above no longer needs), and drawing beside POLLUX's
-        # evaluator and the other files: the same files, ~4 s CPU off the command's critical path.
+        # The PNGs are drawn by two child processes, started now so that they import matplotlib while the table
+        # is built (a core the reading above no longer needs), and drawing from the moment evaluate has the cells
+        # they draw: the same files, ~4 s CPU off this process.
         plotting = stack.enter_context(PlotProcess(out / "plots")) if plots else None
         table, notes = item_table.build_table(records, rows, judge_name=name)
         # The same tests as the paper's metrics: "all" is Zero-Shot + Standard; "unknown" only where some item has it.
