@@ -19,7 +19,8 @@ from eval import item_table
 from eval.predictions import _CHILD
 from judge.splits import SPLIT_TITLES  # one definition in the contract; re-exported here for eval's own modules
 
-__all__ = ["render_markdown", "markdown_table", "plot_confusions", "plot_mae_by_criterion", "PLOTTED", "plotted", "write_plots",
+__all__ = ["render_markdown", "markdown_table", "plot_confusions", "plot_mae_by_criterion", "PLOTTED", "plotted",
+           "write_plots",
            "PlotProcess", "SPLIT_TITLES", "fmt", "fmt_ci"]
 
 log = logging.getLogger("judge_eval.report")

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["JournalContents", "JournalError", "JournalWriter", "iter_journal", "log_torn_tail", "read_journal", "read_jsonl", "open_journal",
+__all__ = ["JournalContents", "JournalError", "JournalWriter", "iter_journal", "log_torn_tail", "read_journal",
+           "read_jsonl", "open_journal",
            "rewrite_journal"]
 
 log = logging.getLogger("judge.journal")
