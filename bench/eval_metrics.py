@@ -12,7 +12,8 @@ Kendall, confusion matrices. ``--end-to-end`` also writes the table as JSONL dat
 ``--rounds`` times, each round a fresh Python process (imports counted, as a user's command pays them), printing
 the median wall and CPU time with their min-max and each stage's share (the functions `score` calls, timed by
 wrapping them: load records, read predictions, build table, POLLUX's own evaluator, metrics, items.parquet, plots,
-report page). CPU is the command's own plus its children's (the plots are drawn by a child process).
+report page). CPU is the command's own plus its children's (the plots, the predictions' reading and the forked
+evaluator and report page run in child processes: see eval.scoring).
 ``--baseline DIR`` times another checkout (e.g. ``git archive main | tar -x -C /tmp/base``) in the same run,
 rounds interleaved (A B, B A, ...), and prints both sides and the ratio of their walls.
 
@@ -243,7 +244,7 @@ def _score_once(checkout: str, predictions: str, data: str, out: str, n_boot: st
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     child_cpu = (after.ru_utime + after.ru_stime) - (children.ru_utime + children.ru_stime)
     if child_cpu > 0:
-        stages["plots (child process)"] = [float("nan"), child_cpu]
+        stages["child processes (plots, predictions, forked calls)"] = [float("nan"), child_cpu]
     print(json.dumps({"code": code, "wall": wall, "cpu": cpu, "child_cpu": child_cpu, "stages": stages}))
     return 0
 
