@@ -12,7 +12,8 @@ Kendall, confusion matrices. ``--end-to-end`` also writes the table as JSONL dat
 ``--rounds`` times, each round a fresh Python process (imports counted, as a user's command pays them), printing
 the median wall and CPU time with their min-max and each stage's share (the functions `score` calls, timed by
 wrapping them: load records, read predictions, build table, POLLUX's own evaluator, metrics, items.parquet, plots,
-report page). CPU is the command's own plus its children's (the plots are drawn by a child process).
+report page). CPU is the command's own plus its children's (the plots, the predictions' reading and the forked
+evaluator and report page run in child processes: see eval.scoring).
 ``--baseline DIR`` times another checkout (e.g. ``git archive main | tar -x -C /tmp/base``) in the same run,
 rounds interleaved (A B, B A, ...), and prints both sides and the ratio of their walls.
 
@@ -172,14 +173,24 @@ def main(argv: list[str] | None = None) -> int:
 STAGES = [
     ("judge", "load_records", "load + validate records"),
     ("eval.predictions", "read_predictions", "read predictions"),
+    # Where the predictions are read in a child process (eval.predictions.PredictionsProcess): the wait for its
+    # rows and their unpickling (the reading's CPU is in the children's).
+    ("eval.predictions", "PredictionsProcess.rows", "read predictions"),
     ("eval.item_table", "build_table", "build item table"),
     ("eval.pollux_official", "pollux_official", "POLLUX's own evaluator"),
+    # Where it runs in a forked child (eval.forked.ForkedCall): forking, and the wait for its value.
+    ("eval.forked", "ForkedCall.__init__", "forked calls (POLLUX's evaluator)"),
+    ("eval.forked", "ForkedCall.result", "forked calls (POLLUX's evaluator)"),
     ("eval.item_table", "derive", "metrics"),
     ("eval.item_table", "evaluate", "metrics"),
     ("eval.item_table", "write_table", "items.parquet"),
     ("eval.scoring", "plot_confusions", "plots"),
     ("eval.scoring", "plot_mae_by_criterion", "plots"),
     ("eval.scoring", "write_report_page", "report.html"),
+    # Where report.html's explorer is computed by a forked child (eval.html_report.ReportPageProcess): reading
+    # items.parquet and forking, then the wait for the page (the child's CPU is in the children's).
+    ("eval.html_report", "ReportPageProcess.__init__", "report.html"),
+    ("eval.html_report", "ReportPageProcess.finish", "report.html"),
 ]
 
 
@@ -193,8 +204,11 @@ def _timed_stages(stages: dict[str, list[float]]):
             module = importlib.import_module(module_name)
         except ImportError:
             continue
-        original = getattr(module, attr, None)
-        if original is None:
+        owner, *path, attr = [module, *attr.split(".")]  # "Class.method": the method, wrapped on its class
+        for part in path:
+            owner = getattr(owner, part, None)
+        original = getattr(owner, attr, None) if owner is not None else None
+        if original is None:  # not in this checkout (the baseline's older code)
             continue
 
         def wrapper(*a, _original=original, _label=label, **k):
@@ -206,8 +220,8 @@ def _timed_stages(stages: dict[str, list[float]]):
                 totals[0] += time.perf_counter() - start
                 totals[1] += time.process_time() - cpu
 
-        setattr(module, attr, wrapper)
-        undo.append((module, attr, original))
+        setattr(owner, attr, wrapper)
+        undo.append((owner, attr, original))
     return lambda: [setattr(m, a, o) for m, a, o in undo]
 
 
@@ -230,7 +244,7 @@ def _score_once(checkout: str, predictions: str, data: str, out: str, n_boot: st
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     child_cpu = (after.ru_utime + after.ru_stime) - (children.ru_utime + children.ru_stime)
     if child_cpu > 0:
-        stages["plots (child process)"] = [float("nan"), child_cpu]
+        stages["child processes (plots, predictions, forked calls)"] = [float("nan"), child_cpu]
     print(json.dumps({"code": code, "wall": wall, "cpu": cpu, "child_cpu": child_cpu, "stages": stages}))
     return 0
 
@@ -256,7 +270,8 @@ def end_to_end(table, n_boot: int, rounds: int, baseline: str = "") -> None:
                 start = time.perf_counter()
                 done = subprocess.run([sys.executable, __file__, "--score-once", sides[name], str(preds), str(data),
                                        str(folder / f"score-{r}-{name.split()[0]}"), str(n_boot)],
-                                      capture_output=True, text=True, check=True)
+                                      capture_output=True, text=True, check=True,
+                                      cwd=sides[name])  # `python -c` children import from their working folder
                 run = json.loads(done.stdout.strip().splitlines()[-1])
                 run["process_wall"] = time.perf_counter() - start
                 runs[name].append(run)

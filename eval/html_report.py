@@ -33,7 +33,7 @@ from typing import Any
 
 from eval.report import SPLIT_TITLES
 
-__all__ = ["write_report_page", "write_compare_page", "render_report_page", "render_compare_page",
+__all__ = ["ReportPageProcess", "write_report_page", "write_compare_page", "render_report_page", "render_compare_page",
            "DEFAULT_TEXT_ITEMS", "STATUS_LABELS", "item_status"]
 
 #: Items whose full texts a page embeds (see the module docstring); 0 keeps none, a negative value keeps all.
@@ -524,6 +524,91 @@ def write_report_page(out: str | Path, records: Sequence | None = None,
     path = out / "report.html"
     path.write_text(render_report_page(result, explorer), encoding="utf-8")
     return path
+
+
+class ReportPageProcess:
+    """``write_report_page`` with its heavy part, the explorer's data (``report_items``, ~1.1 s CPU on the full
+    test), computed by a forked child while this process computes the metrics; the child writes the page once
+    ``metrics.json`` exists (``finish``). The same page: the same function on the same inputs.
+
+    A fork, because the child needs the records and prediction rows this process holds (a fresh process would
+    load them again); it reads nothing with pyarrow (``items.parquet`` is read here, before the fork: pyarrow's
+    threads in a forked process are not to be trusted) and ends with ``os._exit``, running nothing of the
+    parent's (its ``with`` blocks would stop the plot processes). Where ``os.fork`` is missing (Windows) the page
+    is written in this process by ``finish``. Use as a context manager: leaving it before ``finish`` stops the
+    child.
+    """
+
+    def __init__(self, out: str | Path, records: Sequence | None, predictions: Iterable[Mapping[str, Any]] | None,
+                 judge_name: str, target: str, text_items: int = DEFAULT_TEXT_ITEMS) -> None:
+        import os
+
+        self.out = Path(out)
+        self._args = (records, predictions, text_items)
+        self._pid = 0
+        if not hasattr(os, "fork"):
+            return
+        items = _read_item_columns(self.out / "items.parquet")
+        go_read, self._go = os.pipe()
+        self._result_read, result_write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            os.close(self._go)
+            os.close(self._result_read)
+            status = 1
+            try:
+                explorer = report_items(items, records, predictions, judge_name, target, text_items)
+                with os.fdopen(go_read, "rb") as go:
+                    started = go.read(1)  # the parent writes a byte once metrics.json is written; EOF: stop
+                if started:
+                    result = json.loads((self.out / "metrics.json").read_text(encoding="utf-8"))
+                    (self.out / "report.html").write_text(render_report_page(result, explorer), encoding="utf-8")
+                    status = 0
+            except BaseException as err:  # noqa: BLE001 (the parent raises it)
+                import traceback
+
+                os.write(result_write, f"{type(err).__name__}: {err}\n{traceback.format_exc()}".encode("utf-8",
+                                                                                                      "replace"))
+            finally:
+                os._exit(status)
+        os.close(go_read)
+        os.close(result_write)
+        self._pid = pid
+
+    def finish(self) -> Path:
+        """Write the page (``metrics.json`` must be written) and return its path.
+
+        Raises:
+            RuntimeError: the child failed; its error is in the message.
+        """
+        import os
+
+        if not self._pid:
+            return write_report_page(self.out, *self._args)
+        os.write(self._go, b"1")
+        os.close(self._go)
+        with os.fdopen(self._result_read, "rb") as error:
+            message = error.read().decode("utf-8", "replace")
+        _, status = os.waitpid(self._pid, 0)
+        self._pid = 0
+        if status != 0:
+            raise RuntimeError(f"report.html: the page's process failed ({status}): {message[-4000:]}")
+        return self.out / "report.html"
+
+    def __enter__(self) -> ReportPageProcess:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import os
+
+        if self._pid:  # left before finish: the child is stopped, nothing written
+            import signal
+
+            os.kill(self._pid, signal.SIGKILL)
+            os.waitpid(self._pid, 0)
+            os.close(self._go)
+            os.close(self._result_read)
+            self._pid = 0
 
 
 def _load_records(data: str | None):

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["JournalContents", "JournalError", "JournalWriter", "iter_journal", "read_journal", "read_jsonl", "open_journal",
+__all__ = ["JournalContents", "JournalError", "JournalWriter", "iter_journal", "log_torn_tail", "read_journal",
+           "read_jsonl", "open_journal",
            "rewrite_journal"]
 
 log = logging.getLogger("judge.journal")
@@ -73,8 +74,7 @@ def iter_journal(path: str | Path, torn: list[bytes] | None = None, *, quiet: bo
             if not line.endswith(b"\n"):  # after the last newline: a cut write (or only whitespace)
                 if line.strip():
                     if not quiet:
-                        log.warning("%s: dropped its last line, which has no newline (a write cut by a kill): %r",
-                                    path, line[:80])
+                        log_torn_tail(path, line)
                     if torn is not None:
                         torn.append(line)
                 return
@@ -88,6 +88,11 @@ def iter_journal(path: str | Path, torn: list[bytes] | None = None, *, quiet: bo
             if not isinstance(row, dict):
                 raise JournalError(f"{path}:{number}: a JSON {type(row).__name__}, not an object")
             yield row
+
+
+def log_torn_tail(path: Path, line: bytes) -> None:
+    """The warning for a dropped torn last line (one wording for every reader of a journal)."""
+    log.warning("%s: dropped its last line, which has no newline (a write cut by a kill): %r", path, line[:80])
 
 
 def read_journal(path: str | Path) -> JournalContents:
