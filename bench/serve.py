@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/serve.py overhead                      # tiny judge on CPU, ~5 min
     .venv/bin/python bench/serve.py ordering                      # 'small' judge, prefill-bound, ~10 min
+    .venv/bin/python bench/serve.py overhead --rounds 6 --items 48 --client-cpus 1 --direct tokens   # README's
     .venv/bin/python bench/serve.py overhead --rounds 9 --out runs/bench/overhead.json   # example override
     python bench/serve.py overhead --arch t-lite                  # GPU: the T-lite (Qwen2.5-7B) shape, random weights
 
@@ -22,7 +23,10 @@ parameters judge-serve sends (max_tokens, temperature, stop at ``[END]``, the sc
 throughput ratio (direct / judge-serve; 1.03 = judge-serve 3 % slower), p50 and p95 latency ratios (judge-serve /
 direct), and judge-serve's own CPU-seconds per judgment (``psutil`` cpu_times of the judge-serve process, before
 and after its arm: rendering, tokenizing, parsing and its HTTP hop), beside the engine's CPU-seconds per judgment
-in each arm.
+in each arm. On a CPU host vLLM binds its model's OpenMP threads to every core but those it reserves for its own
+processes (the engine log's ``reserved_cpus``: core 1 of 2 here); ``--client-cpus 1`` puts judge-serve and this
+bench's client there in both arms, so that neither arm's client side preempts the model's threads (on 2 cores it
+narrowed the ratio's spread over rounds, README *Performance*).
 
 **ordering.** What ``judge.prefix_order`` (judge-serve and ``judge-eval run`` both order by it) buys: all
 judgments sent to the engine at once, at most ``--window`` in flight (judge-serve's
@@ -83,6 +87,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--direct", choices=["chat", "tokens"], default="chat",
                    help="overhead: how the direct arm calls vLLM (chat: /v1/chat/completions with the rendered prompt; "
                         "tokens: judge-serve's own /v1/completions payloads, pre-tokenized).")
+    p.add_argument("--client-cpus", default="",
+                   help="overhead: run judge-serve and this bench's own client (both arms' client side) on these CPUs "
+                        "(taskset list, e.g. '1': the core vLLM's CPU backend reserves for its own processes, where "
+                        "its model threads are not). Default: wherever the OS puts them.")
     p.add_argument("--kv-cache", default=None,
                    help="vLLM --kv-cache-memory-bytes (default: 1 GiB via VLLM_CPU_KVCACHE_SPACE for overhead; 16M, "
                         "about 4,000 tokens of the small judge: fewer than the 8 answers prefixes, for ordering).")
@@ -231,6 +239,15 @@ def start_engine(args, model: Path, flags: list[str], scratch: Path) -> tuple[Pr
     return engine, f"http://127.0.0.1:{port}", config
 
 
+def parse_cpu_list(text: str) -> set[int]:
+    """'1' or '0,2-3' (taskset's list syntax) as a set of CPU ids."""
+    cpus: set[int] = set()
+    for part in text.split(","):
+        first, _, last = part.partition("-")
+        cpus.update(range(int(first), int(last or first) + 1))
+    return cpus
+
+
 def start_judge_serve(args, model: Path, flags: list[str], engine_url: str, scratch: Path) -> tuple[Process, str]:
     from judge.processes import free_port
 
@@ -244,6 +261,8 @@ def start_judge_serve(args, model: Path, flags: list[str], engine_url: str, scra
         # py-spy starts judge-serve as its child and writes the samples when SIGINT stops both.
         spy = Path(sys.executable).with_name("py-spy")
         cmd = [str(spy), "record", "--format", "raw", "--rate", "200", "--output", str(Path(args.profile).resolve()), "--", *cmd]
+    if args.client_cpus:
+        cmd = ["taskset", "-c", args.client_cpus, *cmd]  # exec'd: the pid (and its CPU-seconds) are judge-serve's
     server = Process("judge-serve", cmd, {**os.environ, "HF_HUB_OFFLINE": "1"}, scratch / "judge-serve.log")
     if args.profile:
         server.ps = _wait_child(server.ps)  # CPU-seconds are judge-serve's, not py-spy's
@@ -392,7 +411,8 @@ async def overhead(args, http, engine: Process, engine_url: str, served: Process
     lengths = [len(p["prompt"]) for ps in tokens.values() for p in ps]
     workload = {"items": len(items), "criteria": args.criteria, "judgments": n, "max_tokens": args.max_tokens,
                 "prompt_tokens_min": min(lengths), "prompt_tokens_max": max(lengths), "clients": args.clients,
-                "window": args.window, "arch": args.arch, "direct": f"{args.direct} ({path})"}  # fmt: skip
+                "window": args.window, "arch": args.arch, "direct": f"{args.direct} ({path})",
+                "client_cpus": args.client_cpus or "any"}  # fmt: skip
     print(f"workload: {workload}", flush=True)
     limit = asyncio.Semaphore(args.window)
 
@@ -549,6 +569,8 @@ def main(argv=None) -> int:
             served, served_url = start_judge_serve(args, model, flags, engine_url, scratch)
             served.wait_ready(served_url + "/ready")
         print(f"servers ready in {time.monotonic() - started:.0f} s (logs in {scratch})", flush=True)
+        if args.client_cpus:  # after the engine started: it must not inherit the mask
+            os.sched_setaffinity(0, parse_cpu_list(args.client_cpus))
         result = asyncio.run(measure(args, engine, engine_url, served, served_url, model))
     finally:
         if served is not None:
