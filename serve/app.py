@@ -44,7 +44,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from serve.config import ServeConfig
-from serve.judging import EngineClient, EngineFailure, EngineUnavailable, Judge, JudgeSettings, engine_session
+from serve.judging import (EngineClient, EngineFailure, EngineUnavailable, Judge, JudgeSettings, engine_session,
+                           unless_dead)
 from serve.launch import Engine, EngineStartError, engine_specs
 from serve.layout import CheckpointLayout, resolve_layout
 from serve.schema import RequestError, decode_json_body, parse_judge_request
@@ -437,17 +438,11 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         headers = {k: v for k, v in request.headers.items() if k.lower() in _FORWARD_REQUEST_HEADERS}
         # Without the client's own Accept-Encoding, ask for the body as is (the session passes bytes through).
         headers.setdefault("accept-encoding", "identity")
-        sending = asyncio.ensure_future(state.http.request(
+        sending = await unless_dead(state.http.request(
             request.method, engine.url + path, data=await request.body(), headers=headers,
             params=list(request.query_params.multi_items()), skip_auto_headers={"Content-Type"},
-        ))  # fmt: skip
-        death = asyncio.ensure_future(state.dead[role].wait())
-        try:
-            done, _ = await asyncio.wait({sending, death}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            death.cancel()
-        if sending not in done:
-            sending.cancel()
+        ), state.dead[role])  # fmt: skip
+        if sending is None:
             return _error(
                 503, state.dead_reason.get(role, "engine died"), "service_unavailable", code="engine_unavailable",
                 headers={"Retry-After": state.retry_after_s([role])},

@@ -34,7 +34,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from collections.abc import Mapping
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable, TypeVar
 
 import aiohttp
 
@@ -44,11 +44,14 @@ from judge.wire import JudgmentUsage, LmVerdict
 from judge.task_classifier import TaskChoice, TaskClassifier
 from serve.schema import JudgeRequest, RequestError, ResolvedCriterion, resolve_criteria
 
+T = TypeVar("T")
+
 __all__ = [
     "Job",
     "Judge",
     "EngineClient",
     "engine_session",
+    "unless_dead",
     "EngineUnavailable",
     "EngineFailure",
     "ScoreDistribution",
@@ -283,15 +286,8 @@ class EngineClient:
     async def post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
         if self.dead.is_set():
             raise EngineUnavailable(self.reason())
-        call = asyncio.ensure_future(self._exchange(path, payload))
-        death = asyncio.ensure_future(self.dead.wait())
-        try:
-            done, _ = await asyncio.wait({call, death}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (call, death):
-                if not task.done():
-                    task.cancel()
-        if call not in done:
+        call = await unless_dead(self._exchange(path, payload), self.dead)
+        if call is None:
             raise EngineUnavailable(self.reason())
         try:
             status, body = call.result()
@@ -310,6 +306,24 @@ class EngineClient:
 
 
 _IDENTITY = {"Accept-Encoding": "identity"}
+
+
+async def unless_dead(call: Awaitable[T], dead: asyncio.Event) -> asyncio.Future[T] | None:
+    """Await an engine call until it finishes or its engine is known dead (``dead`` set), whichever comes first.
+
+    Returns the finished call's future (its result, or its exception, still inside), or None when the engine died
+    first; the call is then cancelled, as both are when the caller is (a client gone mid-request leaves no
+    request, and no pooled connection, behind). judge-serve's judgments and its proxied routes both use it.
+    """
+    task = asyncio.ensure_future(call)
+    death = asyncio.ensure_future(dead.wait())
+    try:
+        done, _ = await asyncio.wait({task, death}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiting in (task, death):
+            if not waiting.done():
+                waiting.cancel()
+    return task if task in done else None
 
 
 def engine_session(request_timeout_s: float, max_connections: int) -> aiohttp.ClientSession:

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from serve.judging import EngineClient, EngineFailure, EngineUnavailable, engine_session
+from serve.judging import EngineClient, EngineFailure, EngineUnavailable, engine_session, unless_dead
 from tests.scripted_endpoint import ScriptedEndpoint
 
 PAYLOAD = {"model": "gen", "prompt": [151644, 872, 198], "max_tokens": 4, "temperature": 0.0, "stop": ["[END]"],
@@ -102,3 +102,29 @@ def test_a_dead_engine_is_not_called_and_one_dying_mid_call_is_given_up_at_once(
         finally:
             release.set()
         assert time.monotonic() - started < 20  # given up at the death, long before the 30 s the engine would take
+
+
+def test_a_cancelled_caller_cancels_its_engine_call():
+    """A caller cancelled while it waits (a client gone mid-request) takes its engine call with it: nothing keeps
+    running, or holding a pooled connection, for an answer nobody reads. Before ``unless_dead``, the proxy left it."""
+
+    async def go() -> bool:
+        started, cancelled = asyncio.Event(), asyncio.Event()
+
+        async def call():
+            started.set()
+            try:
+                await asyncio.sleep(60)
+            except asyncio.CancelledError:
+                cancelled.set()
+                raise
+
+        waiting = asyncio.ensure_future(unless_dead(call(), asyncio.Event()))
+        await started.wait()
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        await asyncio.sleep(0)  # the call's cancellation runs
+        return cancelled.is_set()
+
+    assert asyncio.run(go())
