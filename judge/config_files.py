@@ -42,6 +42,7 @@ __all__ = [
     "config_flag",
     "read_config_file",
     "read_json_object",
+    "refuse_control_characters",
 ]
 
 
@@ -102,6 +103,28 @@ def read_json_object(path: str | Path, missing_ok: bool = False) -> dict[str, An
     if not isinstance(value, dict):
         raise ValueError(f"{path}: expected a JSON object")
     return value
+
+
+def refuse_control_characters(setting: str, value: Any) -> None:
+    """Refuse a value holding a control character (a newline above all) before it reaches a script or a file name.
+
+    A newline in a value rendered into a shell script (an ``#SBATCH`` header, a comment, a path) starts a new
+    command line there; tabs, NULs, escape sequences and the Unicode line separators are refused with it.
+
+    Args:
+        setting: how the error names the value (``--partition``, ``model_name_or_path in FILE``).
+        value: the value; anything not text is read as its ``str``.
+
+    Raises:
+        ConfigError: naming ``setting``, the character and where it stands.
+    """
+    import unicodedata
+
+    text = str(value)
+    for i, char in enumerate(text):
+        if unicodedata.category(char) in ("Cc", "Zl", "Zp"):
+            raise ConfigError(f"{setting}: control character {char!r} at position {i} of {text!r}; a value that "
+                              "reaches a script or a file name may not hold one")
 
 
 # ---------------------------------------------------------------------------------------------------------------
