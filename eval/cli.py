@@ -43,7 +43,9 @@ def configure_logging(level: str) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``judge-eval`` parser with its subcommands (``mera`` is dispatched before parsing)."""
-    parser = argparse.ArgumentParser(prog="judge-eval", description=__doc__.split("\n\n")[0],
+    from judge.config_files import ExactArgumentParser  # long options in full only (#30.7)
+
+    parser = ExactArgumentParser(prog="judge-eval", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("--log-level", default="info",
                         help="Logging level (debug, info, warning); HTTP request lines are shown at debug only.")
@@ -109,7 +111,9 @@ def _run(args: argparse.Namespace) -> int:
     from eval.run import run
 
     config = resolve_run_config(args)
-    log.info("run config: %s", json.dumps(dataclasses.asdict(config), ensure_ascii=False))
+    from judge.provenance import redact
+
+    log.info("run config: %s", json.dumps(redact(dataclasses.asdict(config)), ensure_ascii=False))
     summary = run(config)
     print(json.dumps(summary, ensure_ascii=False, indent=2))
     return 0 if summary["request_failed"] == 0 else 3

@@ -37,11 +37,12 @@ from eval.backends import (ChatBackend, JudgeBackend, JudgeServeBackend, Refused
                            root_of, short)
 from eval.local_server import local_server
 from eval.predictions import REQUEST_FAILED, PredictionRow, iter_predictions, resume_predictions
+from judge.api_keys import resolve_api_key
 from judge.checkpoints import is_hub_id
 from judge.config_files import ConfigError, read_config_file
 from judge.config_files import option as _f
 from judge.journal import JournalWriter
-from judge.provenance import write_provenance
+from judge.provenance import make_private_dir, write_provenance
 from judge.retry import RetryPolicy
 
 __all__ = ["RunConfig", "ConfigError", "run"]
@@ -67,7 +68,10 @@ class RunConfig:
     backend: str = _f("auto", "auto: judge-serve when the URL has /v1/judge, else chat; chat: one chat completion "
                               "per item; judge-serve: /v1/judge with all criteria of an answer per request.")
     base_url_env: str = _f("", "Environment variable holding the base URL when judge is empty (API judges).")
-    api_key_env: str = _f("", "Environment variable holding the API key (empty or unset: no key).")
+    api_key_env: str = _f("OPENAI_API_KEY", "Environment variable holding the API key (judge.api_keys; the default "
+                                            "may be unset: no key; empty: never send one).")
+    api_key: str = _f("", "The API key itself; works, with a warning: a command line is visible to every user of the "
+                          "node. Prefer the variable api_key_env names. Never written to run.json.")
     concurrency: int = _f(8, "Requests in flight at once.")
     max_retries: int = _f(5, "Retries of a request that failed for a transient reason (connection, timeout, 408, 409, "
                                "429, 5xx; judge.retry).")
@@ -241,8 +245,7 @@ def run(config: RunConfig) -> dict[str, Any]:
     # The run resolves data, name and model into its own copy: the caller's config is left as it was given.
     config = dataclasses.replace(config, extra_body=dict(config.extra_body), server_args=list(config.server_args),
                                  server_env=dict(config.server_env))
-    out = Path(config.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_private_dir(config.out)  # 0700 when created here (issue #30.7)
     if config.criteria == "auto":
         config.data = str(_expand_auto(config, out))  # run.json then names the expanded items, as `score` reads them
     records = _select(judge.load_records(config.data or judge.sample_data_path()), config)
@@ -254,14 +257,12 @@ def run(config: RunConfig) -> dict[str, Any]:
     # All criteria of one answer consecutive: their prompts share a prefix the server computes once.
     todo = [todo[i] for i in judge.prefix_order([judge.prefix_key(r) for r in todo])]
 
-    api_key = os.environ.get(config.api_key_env, "") if config.api_key_env else ""
+    api_key = resolve_api_key(config.api_key, config.api_key_env, command="judge-eval run")
     judge_ref = config.judge
     if not judge_ref:
         judge_ref = os.environ.get(config.base_url_env, "")
         if not judge_ref:
             raise ConfigError(f"base_url_env: the environment variable {config.base_url_env} is not set")
-    if config.api_key_env and not api_key:
-        raise ConfigError(f"api_key_env: the environment variable {config.api_key_env} is not set")
 
     with contextlib.ExitStack() as stack:
         if judge_ref.startswith(("http://", "https://")):

@@ -33,6 +33,7 @@ from typing import Any
 
 __all__ = [
     "ConfigError",
+    "ExactArgumentParser",
     "option",
     "field_types",
     "coerce",
@@ -48,6 +49,19 @@ __all__ = [
 
 class ConfigError(ValueError):
     """A configuration that cannot run: a missing file, an unknown key, a wrong type or an impossible value."""
+
+
+class ExactArgumentParser(argparse.ArgumentParser):
+    """``argparse.ArgumentParser`` that takes long options only as spelt in full (``allow_abbrev=False``).
+
+    With abbreviations on, ``judge-eval run --api-key SECRET`` was read as ``--api-key-env SECRET`` (issue #30.7),
+    and any new option can silently change what an old abbreviation means. Subcommand parsers made by
+    ``add_subparsers`` are of the same class, so every parser of a console script takes options in full.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
 
 
 def read_config_file(path: str | Path, fields_of: type | None = None) -> dict[str, Any]:

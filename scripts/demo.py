@@ -75,7 +75,9 @@ SERVED_NAME = "pollux-judge-demo"
 
 
 def _parse_args(argv):
-    parser = argparse.ArgumentParser(prog="python scripts/demo.py", description=__doc__.split("\n\n")[0])
+    from judge.config_files import ExactArgumentParser  # long options in full only (#30.7)
+
+    parser = ExactArgumentParser(prog="python scripts/demo.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="runs/demo", help="folder for models, runs and reports (default: runs/demo)")
     parser.add_argument("--data", default=None, help="POLLUX-format records for the contract stage (default: the sample)")
     names = [stage.name for stage in STAGES]

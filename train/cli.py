@@ -38,7 +38,9 @@ def build_run_parser(prog: str = "judge-train run") -> argparse.ArgumentParser:
     """The parser of ``judge-train run``: ``--config``/``--recipe`` plus one flag per config field."""
     from train.config import add_config_arguments
 
-    parser = argparse.ArgumentParser(
+    from judge.config_files import ExactArgumentParser  # long options in full only (#30.7)
+
+    parser = ExactArgumentParser(
         prog=prog,
         description="Train a POLLUX judge (seq2seq or regression head) from a YAML config; flags override the YAML.",
         epilog="example: judge-train run --config configs/train/tiny/seq2seq.yaml --max-steps 5 --output-dir runs/demo",

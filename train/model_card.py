@@ -18,7 +18,6 @@ run, so ``license`` is an option (default ``other``: check the base model's term
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from pathlib import Path
@@ -232,7 +231,9 @@ def write_card(export_dir: str | Path, **kwargs: Any) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     """``judge-train card``: (re)write an export's model card; returns the exit status."""
-    parser = argparse.ArgumentParser(prog="judge-train card", description=__doc__.split("\n\n")[0],
+    from judge.config_files import ExactArgumentParser  # long options in full only (#30.7)
+
+    parser = ExactArgumentParser(prog="judge-train card", description=__doc__.split("\n\n")[0],
                                      epilog="example: judge-train card --export runs/x/export --run runs/eval/x")
     parser.add_argument("--export", required=True, help="the export folder (holding pollux_judge.json)")
     parser.add_argument("--run", default=None, help="a folder scored by `judge-eval score` whose figures to include")

@@ -172,7 +172,9 @@ def _sbatch_line(key: str, value: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    from judge.config_files import ExactArgumentParser  # long options in full only (#30.7)
+
+    parser = ExactArgumentParser(
         prog="judge-train submit",
         description="Render slurm/train.sbatch for N nodes x G GPUs (gradient accumulation keeps the config's global "
         "batch) and submit it with sbatch; --dry-run prints the script instead.",

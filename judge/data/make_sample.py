@@ -342,7 +342,9 @@ def summary(records: list[JudgeRecord]) -> dict[str, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m judge.data.make_sample", description=__doc__.splitlines()[0])
+    from judge.config_files import ExactArgumentParser  # long options in full only (#30.7)
+
+    parser = ExactArgumentParser(prog="python -m judge.data.make_sample", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSONL file to write (default: %(default)s)")
     args = parser.parse_args(argv)
     records = build_records(SEED)

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from judge.config_files import given_flags
+from judge.provenance import redact
 from train.synthetic.config import STAGE_CONFIGS, add_config_flags, load_config
 
 __all__ = ["build_parser", "main"]
@@ -34,7 +35,9 @@ _HELP = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="judge-train data", description=__doc__.split("\n\n")[0])
+    from judge.config_files import ExactArgumentParser  # long options in full only (#30.7)
+
+    parser = ExactArgumentParser(prog="judge-train data", description=__doc__.split("\n\n")[0])
     stages = parser.add_subparsers(dest="stage", required=True, metavar="<stage>")
     for stage, cls in STAGE_CONFIGS.items():
         sub = stages.add_parser(stage, help=_HELP[stage], description=_HELP[stage])
@@ -56,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     config = load_config(cls, args.config, given_flags(args, cls))
     out_dir = Path(args.output)
     out_dir.mkdir(parents=True, exist_ok=True)
-    print(f"judge-train data {args.stage}: config {json.dumps(dataclasses.asdict(config), ensure_ascii=False, default=str)}", file=sys.stderr)
+    print(f"judge-train data {args.stage}: config {json.dumps(redact(dataclasses.asdict(config)), ensure_ascii=False, default=str)}", file=sys.stderr)
 
     if args.stage == "instructions":
         from train.synthetic.generation import run_instructions

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,7 +51,10 @@ class EndpointConfig:
 
     @property
     def api_key(self) -> str:
-        return os.environ.get(self.api_key_env, "") or "EMPTY"
+        """The key from the variable ``api_key_env`` names (``judge.api_keys``); "EMPTY" when it is unset."""
+        from judge.api_keys import resolve_api_key
+
+        return resolve_api_key("", self.api_key_env, command="judge-train data", default_env=self.api_key_env) or "EMPTY"
 
 
 @dataclass
