@@ -74,6 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     score_p.add_argument("--name", default="", help="The judge's label in the report (default: from predictions).")
     score_p.add_argument("--no-plots", dest="plots", action="store_false", help="Skip the PNG plots.")
     score_p.add_argument("--wandb-project", default="", help="Also log tables and plots to this W&B project.")
+    score_p.add_argument("--allow-repeated-ids", action="store_true",
+                         help="Score each id's first row when the predictions repeat an id (default: refuse the file).")
     score_p.add_argument("--html-text-items", type=int, default=None,
                          help="Items whose full texts report.html embeds, largest disagreements first (default: "
                               "5000; -1: all).")
@@ -125,7 +127,7 @@ def _score(args: argparse.Namespace) -> int:
 
     result = score(args.predictions, args.data, args.out, target=args.target, n_boot=args.n_boot, seed=args.seed,
                    vc_repeats=args.vc_repeats, plots=args.plots, wandb_project=args.wandb_project, name=args.name,
-                   html_text_items=args.html_text_items)
+                   html_text_items=args.html_text_items, allow_repeated_ids=args.allow_repeated_ids)
     for split, block in result["splits"].items():
         c = block["overall"]
         print(f"{SPLIT_TITLES[split]:>22}: n {c['n']}, n_failed {c['n_failed']}, no unique mode "
@@ -179,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     from eval.run import ConfigError
+    from judge.run_folder import ResumeMismatch, RunFolderBusy
 
     try:
         configure_logging(args.log_level)
@@ -188,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     handlers = {"run": _run, "score": _score, "compare": _compare, "convert": _convert}
     try:
         return handlers[args.command](args)
-    except (ConfigError, FileNotFoundError, ValueError) as err:
+    except (ConfigError, FileNotFoundError, ValueError, ResumeMismatch, RunFolderBusy) as err:
         print(f"judge-eval {args.command}: error: {err}", file=sys.stderr)
         return 2
 

@@ -12,7 +12,7 @@ import copy
 import dataclasses
 import logging
 import operator
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ from judge.journal import iter_journal, log_torn_tail, rewrite_journal
 from judge.wire import checked_json_fields
 
 __all__ = ["PredictionRow", "PREDICTION_FIELDS", "PredictionsProcess", "REQUEST_FAILED", "iter_predictions",
-           "read_predictions", "resume_predictions"]
+           "read_predictions", "refuse_repeated_ids", "resume_predictions"]
 
 log = logging.getLogger("judge_eval.predictions")
 
@@ -317,3 +317,28 @@ def _read_main(argv: list[str]) -> int:
     out.write(marshal.dumps(rows))
     out.flush()
     return 0
+
+
+def refuse_repeated_ids(ids: Iterable[str], where: str | Path) -> None:
+    """Refuse predictions that hold an id more than once (issue #30.13: two runs appended to one folder).
+
+    ``run`` itself ends with one row per id (its resume drops repeats); a repeated id in what ``score`` reads means
+    the file did not come from one run, and scoring its first rows would report a judge that was not run.
+
+    Args:
+        ids: the rows' ids in file order (a list, or an Arrow array: anything with ``to_pylist`` is converted).
+        where: the predictions file, for the message.
+
+    Raises:
+        ValueError: naming the file, how many ids repeat, and the first few with their counts.
+    """
+    from collections import Counter
+
+    values = ids.to_pylist() if hasattr(ids, "to_pylist") else list(ids)
+    if len(set(values)) == len(values):
+        return
+    repeated = [(i, n) for i, n in Counter(values).items() if n > 1]
+    shown = ", ".join(f"{i!r} x{n}" for i, n in repeated[:3])
+    raise ValueError(f"{where}: {len(repeated)} ids appear more than once ({shown}{', ...' if len(repeated) > 3 else ''})"
+                     "; two runs wrote into one folder, or files were joined. Rerun `judge-eval run` on the folder "
+                     "(its resume keeps one row per id), or pass --allow-repeated-ids to score each id's first row")

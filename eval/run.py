@@ -42,8 +42,9 @@ from judge.checkpoints import is_hub_id
 from judge.config_files import ConfigError, read_config_file
 from judge.config_files import option as _f
 from judge.journal import JournalWriter
-from judge.provenance import make_private_dir, write_provenance
+from judge.provenance import write_provenance
 from judge.retry import RetryPolicy
+from judge.run_folder import claim_run_folder, hold_run_folder
 
 __all__ = ["RunConfig", "ConfigError", "run"]
 
@@ -93,6 +94,8 @@ class RunConfig:
                               "{VLLM_CPU_KVCACHE_SPACE: '1'} (GiB of KV cache) on CPU.")
     server_timeout_s: float = _f(900.0, "Checkpoint judges: seconds the server may take to start.")
     progress: bool = _f(True, "Show a progress bar.")
+    overwrite: bool = _f(False, "Discard the predictions already in out (and criteria auto's items) instead of "
+                                "resuming; without it, a resume with other settings (run_key) is refused.")
     # ---- criteria: auto (issue #13) -------------------------------------------------------------------------------
     criteria: str = _f("", "auto: rows without criteria_name are (instruction, answer) pairs, expanded into one item "
                            "per criterion of the task a classifier chooses (judge.task_classifier); empty: every row "
@@ -237,15 +240,41 @@ def run(config: RunConfig) -> dict[str, Any]:
         ``predictions`` (path) and ``judge`` (label).
 
     Raises:
-        ConfigError: a bad key; RecordError: bad data; RuntimeError: a local server that does not start.
+        ConfigError: a bad key; RecordError: bad data; RuntimeError: a local server that does not start;
+        RunFolderBusy: another process writes to ``out``; ResumeMismatch: ``out`` holds progress made with other
+        settings (``run_key``) and ``overwrite`` is off.
     """
+    config.validate()
+    with hold_run_folder(config.out, "judge-eval run") as out:  # one writer per folder (issue #30.13)
+        return _run_holding(config, out)
+
+
+#: Settings that say how a run goes, not what it computes: a resume may change them. Every other setting is part
+#: of the run's key (``run_key``), so a new setting is guarded unless it is added here.
+RESUME_FREE = ("out", "concurrency", "max_retries", "backoff_s", "timeout_s", "progress", "batch_size", "api_key",
+               "api_key_env", "base_url_env", "server_env", "server_timeout_s", "overwrite")  # fmt: skip
+
+
+def run_key(config: RunConfig) -> dict[str, Any]:
+    """The settings a resume must share with the run that started the folder (``judge.run_folder``).
+
+    A judge given as a URL is left out: a requeued Slurm shard reaches its server at a new address, and the served
+    model's name is checked against the rows already written instead.
+    """
+    key = {k: v for k, v in dataclasses.asdict(config).items() if k not in RESUME_FREE}
+    if str(key["judge"]).startswith(("http://", "https://")):
+        key["judge"] = "<url>"
+    return key
+
+
+def _run_holding(config: RunConfig, out: Path) -> dict[str, Any]:
     import judge
 
-    config.validate()
     # The run resolves data, name and model into its own copy: the caller's config is left as it was given.
     config = dataclasses.replace(config, extra_body=dict(config.extra_body), server_args=list(config.server_args),
                                  server_env=dict(config.server_env))
-    out = make_private_dir(config.out)  # 0700 when created here (issue #30.7)
+    claim_run_folder(out, run_key(config), ["predictions.jsonl", "auto_items.jsonl", "task_choices.jsonl"],
+                     overwrite=config.overwrite)
     if config.criteria == "auto":
         config.data = str(_expand_auto(config, out))  # run.json then names the expanded items, as `score` reads them
     records = _select(judge.load_records(config.data or judge.sample_data_path()), config)

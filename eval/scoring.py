@@ -75,6 +75,7 @@ def score(
     wandb_project: str = "",
     name: str = "",
     html_text_items: int | None = None,
+    allow_repeated_ids: bool = False,
 ) -> dict[str, Any]:
     """Score a run against the experts and write the report (and ``report.html``, see ``eval.html_report``).
 
@@ -89,6 +90,8 @@ def score(
         name: the judge's label (default: from the predictions).
         html_text_items: items whose full texts ``report.html`` embeds (default:
             ``eval.html_report.DEFAULT_TEXT_ITEMS``; negative: all).
+        allow_repeated_ids: score each id's first row when an id repeats, instead of refusing the file
+            (``eval.predictions.refuse_repeated_ids``).
 
     Returns:
         The metrics (as written to ``metrics.json``).
@@ -97,7 +100,7 @@ def score(
     import numpy as np
 
     from eval.pollux_official import pollux_official
-    from eval.predictions import PredictionsProcess
+    from eval.predictions import PredictionsProcess, refuse_repeated_ids
     from judge.provenance import read_provenance
 
     predictions = Path(predictions)
@@ -115,6 +118,8 @@ def score(
         reading = stack.enter_context(PredictionsProcess(predictions))
         records = judge.load_records(data)
         rows = reading.rows()
+        if not allow_repeated_ids:
+            refuse_repeated_ids([row["id"] for row in rows], predictions)
         # The PNGs are drawn by two child processes, started now so that they import matplotlib while the table
         # is built (a core the reading above no longer needs), and drawing from the moment evaluate has the cells
         # they draw: the same files, ~4 s CPU off this process.

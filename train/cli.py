@@ -71,6 +71,7 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
         The exit status: 0, or 2 for a config error or held-out data in the training set (the message says which).
     """
     from judge import LeakageError
+    from judge.run_folder import RunFolderBusy
     from train.config import ConfigError, config_from_args
 
     args = build_run_parser(prog=prog).parse_args(list(argv))
@@ -80,8 +81,9 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
     try:
         config = config_from_args(args, recipe=recipe)
         module, function, what = RECIPE_ENTRIES[config.recipe]
-        result = getattr(importlib.import_module(module), function)(config)
-    except (ConfigError, LeakageError) as err:
+        with _one_writer(config.output_dir, prog):
+            result = getattr(importlib.import_module(module), function)(config)
+    except (ConfigError, LeakageError, RunFolderBusy) as err:
         print(f"{prog}: error: {err}", file=sys.stderr)
         return 2
     if result.export_dir:
@@ -89,6 +91,17 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
     else:
         print(f"judge-train: stopped at step {result.global_step}; continue with --resume")
     return 0
+
+
+def _one_writer(output_dir: str, prog: str):
+    """Global rank 0 holds the run folder (``judge.run_folder``) for the whole run; the other ranks write where it
+    tells them, so they take no lock (they would each find the folder held)."""
+    import contextlib
+
+    from judge.run_folder import hold_run_folder
+    from train.recipe_steps import is_main_process
+
+    return hold_run_folder(output_dir, prog) if is_main_process() else contextlib.nullcontext()
 
 
 def _usage() -> str:

@@ -293,12 +293,15 @@ def main(argv: list[str] | None = None) -> int:
     from eval.mera.sandbox import SandboxUnavailable
     from eval.mera.task_rows import DataError
 
+    from judge.run_folder import RunFolderBusy, hold_run_folder
+
     try:
-        if config.task == "ruhumaneval":
-            run_ruhumaneval(config)
-        else:
-            run_rutie(config)
-    except (DataError, ResumeMismatch, SandboxUnavailable, FileNotFoundError) as err:
+        with hold_run_folder(config.out, f"judge-eval mera {config.task}"):  # one writer per folder (#30.13)
+            if config.task == "ruhumaneval":
+                run_ruhumaneval(config)
+            else:
+                run_rutie(config)
+    except (DataError, ResumeMismatch, RunFolderBusy, SandboxUnavailable, FileNotFoundError) as err:
         logger.error("%s", err)
         return 1
     return 0
