@@ -210,4 +210,4 @@ def test_judge_serve_writes_no_key(tiny_causal_dir, tmp_path):
     assert run_json["job"] == "judge-serve" and REDACTED in run_json["launch"]["argv"]
     assert _files_holding(log_dir, [TYPED, BODY]) == {}
     assert TYPED not in proc.stdout + proc.stderr and BODY not in proc.stdout + proc.stderr
-    assert _mode(log_dir / "run.json") == 0o600
+    assert (_mode(log_dir / "run.json"), _mode(log_dir)) == (0o600, 0o700)
