@@ -182,7 +182,7 @@ def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, e
     model_path = "PATH/TO/THIS/FOLDER"
     out += ["", "## Serving", "", "With pollux-judge's `judge-serve` (vLLM underneath; one port, OpenAI-compatible "
             "routes plus `/v1/judge`, which renders the POLLUX prompt and parses the verdict):", "", "```bash",
-            f"judge-serve --model {model_path} --served-model-name {name} --port 8000 --api-key $KEY", "```", "",
+            f"JUDGE_SERVE_API_KEY=$KEY judge-serve --model {model_path} --served-model-name {name} --port 8000", "```", "",
             "```python", "from openai import OpenAI",
             'client = OpenAI(base_url="http://127.0.0.1:8000/v1", api_key=KEY)',
             'result = client.post("/judge", cast_to=object, body={"items": [{"instruction": "...", "answer": "...",',
