@@ -89,18 +89,21 @@ def test_the_lock_is_released_when_the_holder_ends(tmp_path):
     assert oct((tmp_path / "run" / LOCK_FILE).stat().st_mode & 0o777) == "0o600"
 
 
-def test_mera_and_training_take_the_same_lock(tmp_path):
-    """judge-eval mera and judge-train run on a held folder stop before writing anything (exit 1 / 2)."""
+def test_mera_and_training_take_the_same_lock(tmp_path, capsys):
+    """judge-eval mera, judge-train run and judge-train data on a held folder stop before writing anything."""
     from eval.mera import cli as mera_cli
     from train.cli import run as train_run
+    from train.synthetic.cli import main as data_main
 
-    mera_out, train_out = tmp_path / "mera", tmp_path / "train"
-    with hold_run_folder(mera_out, "holder"), hold_run_folder(train_out, "holder"):
+    mera_out, train_out, data_out = tmp_path / "mera", tmp_path / "train", tmp_path / "data"
+    with hold_run_folder(mera_out, "holder"), hold_run_folder(train_out, "holder"), hold_run_folder(data_out, "holder"):
         assert mera_cli.main(["ruhumaneval", "--self-check", "--out", str(mera_out), "--limit", "1"]) == 1
         assert train_run(["--config", str(REPO / "configs/train/tiny/seq2seq.yaml"), "--output-dir",
                           str(train_out)]) == 2  # fmt: skip
-    assert sorted(p.name for p in mera_out.iterdir()) == [LOCK_FILE]
-    assert sorted(p.name for p in train_out.iterdir()) == [LOCK_FILE]
+        assert data_main(["split", "--input", str(tmp_path / "absent.jsonl"), "--output", str(data_out)]) == 2
+    assert capsys.readouterr().err.count("is in use by holder (pid") == 2  # MERA's goes to its log
+    for folder in (mera_out, train_out, data_out):
+        assert sorted(p.name for p in folder.iterdir()) == [LOCK_FILE]
 
 
 # ------------------------------------------------------------------------------------------- one resume guard
