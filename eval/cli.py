@@ -6,6 +6,7 @@
     judge-eval score --predictions runs/judge-a --data DATA.jsonl --out runs/judge-a
     judge-eval compare runs/judge-a runs/judge-b [runs/gpt-4o ...] --out runs/compare
     judge-eval convert --data data/POLLUX --out pollux_test.jsonl   (released Parquet shards -> JSONL, lossless)
+    judge-eval experts --data ai-forever/POLLUX --out runs/experts   (the paper's expert-only tables, no judge)
     judge-eval mera ruhumaneval --endpoint URL --model NAME --out runs/rhe      (see eval/mera/cli.py)
 
 Example override: ``judge-eval run --config configs/eval/gpt-4o.yaml --concurrency 4 --limit 100 ...`` (flags
@@ -47,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("--log-level", default="info",
                         help="Logging level (debug, info, warning); HTTP request lines are shown at debug only.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{run,score,compare,convert,mera}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{run,score,compare,convert,experts,mera}")
 
     run_p = sub.add_parser("run", help="Judge records; writes predictions.jsonl (resumable) and run.json.",
                            description="Judge every record of --data and append one prediction per item to "
@@ -92,6 +93,15 @@ def build_parser() -> argparse.ArgumentParser:
     conv_p.add_argument("--data", required=True, help="The source.")
     conv_p.add_argument("--out", required=True, help="The JSONL file to write.")
     conv_p.add_argument("--split", default=None, help="Split of a multi-split source (default: the only one, or test).")
+
+    exp_p = sub.add_parser("experts", help="The experts' own tables from the labels alone (no judge).",
+                           description="Mean expert score by evaluated model per split (Table 10's Experts column), "
+                                       "by task type (Table 1) and by criterion (Table 9), and the experts' Verdict "
+                                       "Confidence (Tables 14-16): experts_tables.csv and experts.md.")
+    exp_p.add_argument("--data", required=True, help="The labelled records (any source judge.load_records reads, "
+                                                     "e.g. ai-forever/POLLUX or a folder of its Parquet shards).")
+    exp_p.add_argument("--out", required=True, help="Folder for experts_tables.csv and experts.md.")
+    exp_p.add_argument("--split", default=None, help="Split of a multi-split source (default: the only one, or test).")
 
     sub.add_parser("mera", help="MERA tasks (ruHumanEval, ruTiE): `judge-eval mera --help`.", add_help=False)
     return parser
@@ -144,6 +154,18 @@ def _convert(args: argparse.Namespace) -> int:
     return 0
 
 
+def _experts(args: argparse.Namespace) -> int:
+    import judge
+    from eval.experts import expert_tables, summary_line, write_expert_tables
+
+    records = judge.load_records(args.data, split=args.split)
+    result = expert_tables(records)
+    paths = write_expert_tables(result, args.out)
+    print(summary_line(result))
+    print(f"{paths['csv']}\n{paths['markdown']}")
+    return 0
+
+
 def _compare(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -181,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:
         parser.error(str(err))
 
-    handlers = {"run": _run, "score": _score, "compare": _compare, "convert": _convert}
+    handlers = {"run": _run, "score": _score, "compare": _compare, "convert": _convert, "experts": _experts}
     try:
         return handlers[args.command](args)
     except (ConfigError, FileNotFoundError, ValueError) as err:

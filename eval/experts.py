@@ -1,0 +1,259 @@
+"""The experts' own tables: the POLLUX paper's judge-independent figures, from the labels alone.
+
+    judge-eval experts --data ai-forever/POLLUX --out runs/experts
+
+No judge is involved: these are the experts' ranking of the evaluated LLMs and their agreement, the ground truth a
+judge-based run approximates. A user who reproduces them knows that loading, the ``-1`` abstentions, the split and
+the pooling are right before comparing any judge. The paper's tables (``seeds/003_04de0265a3137b49.txt``):
+
+- **Table 10, Experts column** (line 690, rows at 680-689): the mean expert score by evaluated model on the
+  Zero-Shot test (here on each split: ``zero_shot``, ``standard`` and ``all``);
+- **Table 1** (line 139): the mean expert score by task type and evaluated model on the Full test (Zero-Shot +
+  Standard);
+- **Table 9** (line 623): the same by criterion;
+- **Tables 14, 15, 16, Experts column** (lines 876, 917, 981): the experts' Verdict Confidence on the Full test by
+  evaluated model, task type and criterion.
+
+How they aggregate, as far as the paper says:
+
+- an item's expert score is "an unweighted average of the corresponding point estimates" (line 179), over the
+  experts who did not abstain: a ``-1`` in ``annotations`` is an abstention, not a score (RELEASE.md); an item all
+  of whose experts abstained has no score and is left out (``n_no_experts``);
+- an item's Verdict Confidence is the largest share of one score among its experts (line 825), only where two or
+  more experts scored it (Table 15's note, line 917: no VC for the single-annotator Technical Problems);
+- a cell is the mean over its items (the paper does not say; the only reading its figures allow, see next);
+- the "Avg." row is the mean over **all items** of the column, not the mean of the rows: Table 10's seven model
+  rows average to (1.569 + 1.404 + 1.398 + 1.295 + 1.300 + 1.333 + 1.541) / 7 = 1.406, but its Avg. is 1.401;
+  Tables 14, 15 and 16 group the same items three ways and all give Avg. 0.888, which only an item-pooled mean
+  does (Table 14's rows average to 0.887). Every criterion counts, the two Critical ones included (Table 9 lists
+  them). ``Avg.`` in the outputs is that pooled mean.
+
+Task types are shown by their English taxonomy name where the taxonomy knows the record's (Russian) one, criteria
+by the record's name with the taxonomy's English name beside it. Items of a task type the taxonomy does not know
+form their own ``unknown`` split, outside ``all``, as in ``judge-eval score``.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from eval.metrics import expert_mean, pad_scores, verdict_confidence_experts
+from eval.report import fmt, markdown_table
+
+__all__ = ["AVG", "PAPER", "expert_tables", "render_markdown", "summary_line", "write_expert_tables"]
+
+#: The pooled row's name, as the paper's tables write it.
+AVG = "Avg."
+_SPLITS = ("zero_shot", "standard", "unknown", "all")
+_SPLIT_TITLES = {"zero_shot": "Zero-Shot test", "standard": "Standard test", "unknown": "split unknown",
+                 "all": "Full test (Zero-Shot + Standard)"}
+#: (table key, what is averaged, rows grouped by, the paper's table) for every table written.
+_TABLES = (
+    ("mean_by_model", "mean", "model_id", "Table 10, Experts column (paper line 690; Zero-Shot)"),
+    ("mean_by_task_type", "mean", "task_type", "Table 1 (paper line 139; Full test)"),
+    ("mean_by_criterion", "mean", "criterion", "Table 9 (paper line 623; Full test)"),
+    ("vc_by_model", "vc", "model_id", "Table 14, Experts column (paper line 876; Full test)"),
+    ("vc_by_task_type", "vc", "task_type", "Table 15, Experts column (paper line 917; Full test)"),
+    ("vc_by_criterion", "vc", "criterion", "Table 16, Experts column (paper line 981; Full test)"),
+)
+#: The paper's figures that need only the labels, to compare with (Table 10 lines 680-688, Table 14 line 874).
+PAPER = {
+    "table_10_experts_zero_shot": {"Claude 3.5 Sonnet (2024-10-22)": 1.569, "GPT-4o (2024-08-06)": 1.404,
+                                   "GigaChat-Max (1.0.26.20)": 1.398, "Llama-3.1-405B": 1.295, "T-pro-it-1.0": 1.300,
+                                   "YaGPT-4-Pro (2024-10-23)": 1.333, "o1 (2024-12-17)": 1.541, AVG: 1.401},
+    "tables_14_16_experts_vc_full_test": {AVG: 0.888},
+}
+
+
+def _labels(records) -> tuple[list[str], list[str], list[str], list[str]]:
+    """Split, task type (English where known), criterion name and its English name per record; memoised, as the
+    taxonomy lookups would cost seconds on the release's 160k items."""
+    import judge
+
+    taxonomy = judge.load_taxonomy()
+    spec = judge.load_split_spec()
+    split_of: dict[tuple, str] = {}
+    task_of: dict[tuple, str] = {}
+    english_of: dict[str, str] = {}
+    splits, tasks, english = [], [], []
+    for record in records:
+        key = (record.task_type, record.task_subtype, record.criteria_name)
+        if key not in split_of:
+            split_of[key] = judge.split_of(record, spec, allow_unknown=True)
+        splits.append(split_of[key])
+        tkey = (record.task_type, record.task_subtype)
+        if tkey not in task_of:
+            names = (record.task_type, record.task_subtype)
+            task_of[tkey] = next((c for c in map(taxonomy.canonical_task_type, filter(None, names)) if c),
+                                 record.task_type or "(none)")
+        tasks.append(task_of[tkey])
+        if record.criteria_name not in english_of:
+            try:
+                english_of[record.criteria_name] = taxonomy.criterion(record.criteria_name).name["en"]
+            except judge.TaxonomyError:
+                english_of[record.criteria_name] = ""
+        english.append(english_of[record.criteria_name])
+    return splits, tasks, [r.criteria_name for r in records], english
+
+
+def _cells(values: np.ndarray, rows: Sequence[str], models: Sequence[str] | None, index: np.ndarray) -> dict:
+    """``{row: {column: (n, mean)}}`` over the finite values of ``index``, with the pooled ``AVG`` row; the column is
+    the evaluated model (cross tables) or ``"Experts"``."""
+    sums: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0, 0.0]))
+    for i in index[np.isfinite(values[index])]:
+        column = models[i] if models is not None else "Experts"
+        for row in (rows[i], AVG):
+            cell = sums[row][column]
+            cell[0] += 1
+            cell[1] += float(values[i])
+    if models is not None:  # the pooled column of a cross table: all models together
+        for row in list(sums):
+            n = sum(c[0] for c in sums[row].values())
+            sums[row][AVG] = [n, sum(c[1] for c in sums[row].values())]
+    return {row: {col: (int(n), total / n) for col, (n, total) in sorted(cols.items())}
+            for row, cols in sorted(sums.items(), key=lambda kv: (kv[0] == AVG, kv[0]))}
+
+
+def expert_tables(records) -> dict[str, Any]:
+    """The experts' tables of labelled records, judge-independent.
+
+    Args:
+        records: ``JudgeRecord`` list (``judge.load_records``), abstentions already out of ``expert_scores``.
+
+    Returns:
+        ``{"counts": {...}, "english_names": {criterion: English name}, "tables": {table: {split: {row: {column:
+        (n_items, value)}}}}}``. ``mean_by_*`` are cross tables (columns: evaluated models and ``AVG``, all models
+        pooled; ``mean_by_model`` has the one column ``"Experts"``); ``vc_by_*`` have the column ``"Experts"``.
+        Every table has the pooled ``AVG`` row. A group without a value is absent (the paper's "—").
+    """
+    splits, tasks, criteria, english = _labels(records)
+    experts = pad_scores([r.expert_scores for r in records])
+    item_mean = expert_mean(experts)
+    item_vc = verdict_confidence_experts(experts)
+    split = np.asarray(splits, dtype=object)
+    models = [r.model_id or "(none)" for r in records]
+    group_of = {"model_id": models, "task_type": tasks, "criterion": criteria}
+    index = {name: np.flatnonzero(split == name) for name in _SPLITS if name != "all"}
+    index["all"] = np.flatnonzero((split == "zero_shot") | (split == "standard"))
+    tables: dict[str, dict] = {}
+    for key, value, by, _ in _TABLES:
+        values = item_mean if value == "mean" else item_vc
+        cross = models if value == "mean" and by != "model_id" else None
+        tables[key] = {name: _cells(values, group_of[by], cross, idx) for name, idx in index.items() if len(idx)}
+    n_experts = np.isfinite(experts).sum(axis=1)
+    released = np.array([np.nan if r.criteria_score is None else r.criteria_score for r in records], dtype=float)
+    differs = np.isfinite(item_mean) & np.isfinite(released) & ~np.isclose(item_mean, released, atol=1e-6)
+    counts = {
+        "n_records": len(records),
+        "by_split": {name: int(len(idx)) for name, idx in index.items()},
+        "n_no_experts": int((n_experts == 0).sum()),
+        "n_single_expert": int((n_experts == 1).sum()),
+        "n_abstentions": sum(sum(a.score is None for a in r.annotations) for r in records),
+        # A check on loading: the release's criteria_score should be the mean computed here (paper line 179).
+        "n_criteria_score_differs": int(differs.sum()),
+    }
+    return {"counts": counts, "english_names": dict(sorted({c: e for c, e in zip(criteria, english) if e}.items())),
+            "tables": tables}
+
+
+def write_expert_tables(result: dict[str, Any], out: str | Path) -> dict[str, Path]:
+    """``experts_tables.csv`` (long: table, paper, split, row, column, n_items, value) and ``experts.md``.
+
+    Returns:
+        ``{"csv": path, "markdown": path}``.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    paper_of = {key: paper for key, _, _, paper in _TABLES}
+    english = result["english_names"]
+    csv_path = out / "experts_tables.csv"
+    with csv_path.open("w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["table", "paper", "split", "row", "row_en", "column", "n_items", "value"])
+        for key, by_split in result["tables"].items():
+            for split, rows in by_split.items():
+                for row, cols in rows.items():
+                    row_en = english.get(row, "") if key.endswith("criterion") else ""
+                    for col, (n, value) in cols.items():
+                        writer.writerow([key, paper_of[key], split, row, row_en, col, n, repr(float(value))])
+    md_path = out / "experts.md"
+    md_path.write_text(render_markdown(result) + "\n", encoding="utf-8")
+    return {"csv": csv_path, "markdown": md_path}
+
+
+def _cross_table(rows: dict, english: dict[str, str] | None) -> str:
+    columns = sorted({c for cols in rows.values() for c in cols if c != AVG}) + [AVG]
+    header = ["", *(["English name"] if english is not None else []), *columns]
+    body = [[row, *([english.get(row, "")] if english is not None else []),
+             *(f"{fmt(cols[c][1])} ({cols[c][0]})" if c in cols else "\u2014" for c in columns)]
+            for row, cols in rows.items()]
+    return markdown_table(header, body)
+
+
+def _column_table(by_split: dict, splits: Sequence[str], english: dict[str, str] | None) -> str:
+    names = sorted({row for s in splits for row in by_split.get(s, {}) if row != AVG}) + [AVG]
+    header = ["", *(["English name"] if english is not None else []), *(_SPLIT_TITLES[s] for s in splits)]
+    body = []
+    for row in names:
+        cells = []
+        for s in splits:
+            cell = by_split.get(s, {}).get(row, {}).get("Experts")
+            cells.append(f"{fmt(cell[1])} ({cell[0]})" if cell else "\u2014")
+        body.append([row, *([english.get(row, "")] if english is not None else []), *cells])
+    return markdown_table(header, body)
+
+
+def render_markdown(result: dict[str, Any]) -> str:
+    """The report section: the experts' tables in the paper's layout, each cell "value (items)"."""
+    c = result["counts"]
+    english = result["english_names"]
+    tables = result["tables"]
+    splits = [s for s in ("zero_shot", "standard", "all") if s in tables["mean_by_model"]]
+    full = "all"
+    out = [
+        "## The experts' own tables (judge-independent)",
+        "",
+        f"{c['n_records']} items ({', '.join(f'{_SPLIT_TITLES[s]} {n}' for s, n in c['by_split'].items() if n)}); "
+        f"{c['n_abstentions']} abstentions (`-1`) left out; {c['n_no_experts']} items without a non-abstaining "
+        f"expert left out; {c['n_single_expert']} items with a single expert have no Verdict Confidence; "
+        f"{c['n_criteria_score_differs']} items whose released `criteria_score` is not the mean of their experts. "
+        "An item's score is the mean of its experts' point estimates (paper line 179), a cell the mean over its "
+        "items, `Avg.` the mean over all items of the column (not of the rows). Cells: value (items).",
+        "",
+        "### Mean expert score by evaluated model (Table 10's Experts column is the Zero-Shot one)",
+        "",
+        _column_table(tables["mean_by_model"], splits, None),
+        "",
+        "Paper, Table 10, Experts (Zero-Shot): " + ", ".join(
+            f"{name} {value:.3f}" for name, value in PAPER["table_10_experts_zero_shot"].items()) + ".",
+        "",
+    ]
+    if full in tables["mean_by_task_type"]:
+        out += ["### Mean expert score by task type and evaluated model, Full test (Table 1)", "",
+                _cross_table(tables["mean_by_task_type"][full], None), "",
+                "### Mean expert score by criterion and evaluated model, Full test (Table 9)", "",
+                _cross_table(tables["mean_by_criterion"][full], english), ""]
+    out += ["### Experts' Verdict Confidence (Tables 14, 15, 16: Experts column)", "",
+            "By evaluated model (Table 14 is the Full test):", "", _column_table(tables["vc_by_model"], splits, None),
+            "", "By task type (Table 15):", "", _column_table(tables["vc_by_task_type"], splits, None), "",
+            "By criterion (Table 16):", "", _column_table(tables["vc_by_criterion"], splits, english), "",
+            f"Paper, Tables 14-16, Experts Avg. (Full test): {PAPER['tables_14_16_experts_vc_full_test'][AVG]:.3f}.",
+            ""]
+    return "\n".join(out)
+
+
+def summary_line(result: dict[str, Any]) -> str:
+    """One line for the console: the pooled figures per split."""
+    parts = []
+    for split, rows in result["tables"]["mean_by_model"].items():
+        n, mean = rows[AVG]["Experts"]
+        vc = result["tables"]["vc_by_model"].get(split, {}).get(AVG, {}).get("Experts")
+        vc_text = f"{vc[1]:.3f} over {vc[0]}" if vc else "\u2014"
+        parts.append(f"{_SPLIT_TITLES[split]}: mean {mean:.3f} over {n} items, experts VC {vc_text}")
+    return "; ".join(parts) if parts else "no item with an expert score"
