@@ -6,7 +6,7 @@ No judge is involved: these are the experts' ranking of the evaluated LLMs and t
 judge-based run approximates. A user who reproduces them knows that loading, the ``-1`` abstentions, the split and
 the pooling are right before comparing any judge. The paper's tables (``seeds/003_04de0265a3137b49.txt``):
 
-- **Table 10, Experts column** (line 690, rows at 680-689): the mean expert score by evaluated model on the
+- **Table 10, Experts column** (line 690, rows at 680-688): the mean expert score by evaluated model on the
   Zero-Shot test (here on each split: ``zero_shot``, ``standard`` and ``all``);
 - **Table 1** (line 139): the mean expert score by task type and evaluated model on the Full test (Zero-Shot +
   Standard);
