@@ -156,6 +156,14 @@ class TrainConfig:
     )
     dataloader_num_workers: int = option(0, "Data loader worker processes.")
     disable_tqdm: bool = option(False, "Hide progress bars (logs still print).")
+    trainer_args: dict[str, Any] = option(
+        {},
+        "Any other key of the installed transformers' TrainingArguments (and of trl's SFTConfig for seq2seq), passed "
+        "to the trainer as given, e.g. {adam_beta2: 0.95, lr_scheduler_kwargs: {...}} in YAML or "
+        "--trainer-args '{\"adam_beta2\": 0.95}'; a flag's keys are merged over the YAML's, key by key. Checked by "
+        "building TrainingArguments when the config loads; keys this config sets itself, or derives "
+        "(gradient_accumulation_steps), are refused.",
+    )
 
     def validate(self) -> None:
         """Raise ConfigError for values no recipe can run with."""
@@ -176,6 +184,14 @@ class TrainConfig:
             raise ConfigError("--resume continues the run in output_dir; --overwrite-output-dir deletes it: pick one")
         if self.deepspeed is not None and not Path(self.deepspeed).is_file():
             raise ConfigError(f"deepspeed config {self.deepspeed} not found (see configs/deepspeed/)")
+        if self.trainer_args:
+            from train.training_arguments import check_trainer_args
+
+            check_trainer_args(self, self.arguments_class_fields())
+
+    def arguments_class_fields(self) -> frozenset[str]:
+        """Keys the recipe's trainer-arguments class takes beyond ``TrainingArguments``'s (none here)."""
+        return frozenset()
 
 
 @dataclass
@@ -188,6 +204,14 @@ class Seq2SeqConfig(TrainConfig):
         "Padding-free packing: trl's packing=True with packing_strategy='bfd' (rows packed into max_length blocks, "
         "no pad tokens, sequence boundaries kept through position_ids).",
     )
+
+    def arguments_class_fields(self) -> frozenset[str]:
+        """trl ``SFTConfig``'s own keys (the seq2seq recipe's trainer arguments)."""
+        from trl import SFTConfig
+
+        from train.training_arguments import arguments_fields
+
+        return arguments_fields(SFTConfig) - arguments_fields()
 
 
 @dataclass
@@ -268,7 +292,14 @@ def load_config(path: str | Path | None, overrides: dict[str, Any] | None = None
     name = named or recipe
     if name not in RECIPES:
         raise ConfigError(f"{source}: 'recipe' must be one of {sorted(RECIPES)}, got {name!r}")
-    config = resolve_config(RECIPES[name], path, {**(overrides or {}), "recipe": name}, label=f"the {name} recipe")
+    overrides = dict(overrides or {})
+    if overrides.get("trainer_args") is not None and path is not None:
+        # trainer_args is a mapping of free keys: a flag adds to (or replaces keys of) the YAML's, not all of it.
+        from judge.config_files import coerce
+
+        flag = coerce("trainer_args", overrides["trainer_args"], dict[str, Any], "command line")
+        overrides["trainer_args"] = {**(read_config_file(path).get("trainer_args") or {}), **flag}
+    config = resolve_config(RECIPES[name], path, {**overrides, "recipe": name}, label=f"the {name} recipe")
     config.validate()
     return config
 

@@ -186,7 +186,10 @@ class PreparedRun:
             has_eval: whether there is a validation set (best-checkpoint tracking follows it).
             extra: the recipe's own arguments (``max_length``, ``remove_unused_columns`` ...).
         """
-        args = arguments_cls(**training_kwargs(self.config, self.launch, has_eval=has_eval), **extra)
+        clash = sorted(set(extra) & set(self.config.trainer_args))
+        if clash:
+            raise ConfigError(f"trainer_args {clash}: the {self.config.recipe} recipe sets these itself")
+        args = arguments_cls(**{**training_kwargs(self.config, self.launch, has_eval=has_eval), **extra})
         init_distributed(args)
         return args
 
