@@ -99,9 +99,14 @@ class TrainConfig:
         "and counted, never truncated: a truncated target teaches a judge that never writes [END].",
     )
 
-    # --- optimisation (POLLUX paper: AdamW, lr 1e-5 decaying linearly to 0, 3 epochs, global batch 256) -----------
+    # --- optimisation (POLLUX paper line 220: AdamW, lr from 1e-5 to 0 over 3 epochs, global batch 256; the linear
+    # shape of the decay is our choice, the paper does not name one) ------------------------------------------------
     learning_rate: float = option(1e-5, "Peak AdamW learning rate.")
-    lr_scheduler_type: str = option("linear", "Learning-rate schedule (transformers name); 'linear' decays to 0.")
+    lr_scheduler_type: str = option(
+        "linear",
+        "Learning-rate schedule (transformers name); 'linear' decays to 0. The paper says 'from 1e-5 to 0' (line 220) "
+        "without a shape: linear is this toolkit's choice.",
+    )
     warmup_steps: int = option(0, "Linear warm-up steps before the decay.")
     num_train_epochs: float = option(3.0, "Epochs over the training rows.")
     max_steps: int = option(-1, "Stop after this many optimizer steps (overrides epochs when > 0).")
