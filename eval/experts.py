@@ -36,7 +36,6 @@ form their own ``unknown`` split, outside ``all``, as in ``judge-eval score``.
 from __future__ import annotations
 
 import csv
-from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -72,52 +71,66 @@ PAPER = {
 
 
 def _labels(records) -> tuple[list[str], list[str], list[str], list[str]]:
-    """Split, task type (English where known), criterion name and its English name per record; memoised, as the
-    taxonomy lookups would cost seconds on the release's 160k items."""
+    """Split, task type (English where known), criterion name and its English name per record; each taxonomy lookup
+    is made once per distinct key (a few hundred), not per item (160k on the release)."""
     import judge
 
     taxonomy = judge.load_taxonomy()
     spec = judge.load_split_spec()
-    split_of: dict[tuple, str] = {}
-    task_of: dict[tuple, str] = {}
-    english_of: dict[str, str] = {}
-    splits, tasks, english = [], [], []
+    by_key: dict[tuple[str, str, str], Any] = {}
     for record in records:
-        key = (record.task_type, record.task_subtype, record.criteria_name)
-        if key not in split_of:
-            split_of[key] = judge.split_of(record, spec, allow_unknown=True)
-        splits.append(split_of[key])
-        tkey = (record.task_type, record.task_subtype)
-        if tkey not in task_of:
-            names = (record.task_type, record.task_subtype)
-            task_of[tkey] = next((c for c in map(taxonomy.canonical_task_type, filter(None, names)) if c),
-                                 record.task_type or "(none)")
-        tasks.append(task_of[tkey])
-        if record.criteria_name not in english_of:
-            try:
-                english_of[record.criteria_name] = taxonomy.criterion(record.criteria_name).name["en"]
-            except judge.TaxonomyError:
-                english_of[record.criteria_name] = ""
-        english.append(english_of[record.criteria_name])
-    return splits, tasks, [r.criteria_name for r in records], english
+        by_key.setdefault((record.task_type, record.task_subtype, record.criteria_name), record)
+    split = {key: judge.split_of(record, spec, allow_unknown=True) for key, record in by_key.items()}
+
+    def task_name(task_type: str, subtype: str) -> str:
+        known = [taxonomy.canonical_task_type(name) for name in (task_type, subtype) if name]
+        return next((name for name in known if name), task_type or "(none)")
+
+    def english_name(criterion: str) -> str:
+        try:
+            return taxonomy.criterion(criterion).name["en"]
+        except judge.TaxonomyError:
+            return ""
+
+    task = {key[:2]: task_name(*key[:2]) for key in by_key}
+    english = {key[2]: english_name(key[2]) for key in by_key}
+    keys = [(r.task_type, r.task_subtype, r.criteria_name) for r in records]
+    return ([split[k] for k in keys], [task[k[:2]] for k in keys], [k[2] for k in keys],
+            [english[k[2]] for k in keys])
 
 
-def _cells(values: np.ndarray, rows: Sequence[str], models: Sequence[str] | None, index: np.ndarray) -> dict:
+def _codes(labels: Sequence[str]) -> tuple[list[str], np.ndarray]:
+    """(distinct labels in first-seen order, each label's index into them)."""
+    lookup: dict[str, int] = {}
+    codes = np.fromiter((lookup.setdefault(label, len(lookup)) for label in labels), dtype=np.int64, count=len(labels))
+    return list(lookup), codes
+
+
+def _cells(values: np.ndarray, rows: tuple[list[str], np.ndarray], columns: tuple[list[str], np.ndarray] | None,
+           index: np.ndarray) -> dict:
     """``{row: {column: (n, mean)}}`` over the finite values of ``index``, with the pooled ``AVG`` row; the column is
-    the evaluated model (cross tables) or ``"Experts"``."""
-    sums: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0, 0.0]))
-    for i in index[np.isfinite(values[index])]:
-        column = models[i] if models is not None else "Experts"
-        for row in (rows[i], AVG):
-            cell = sums[row][column]
-            cell[0] += 1
-            cell[1] += float(values[i])
-    if models is not None:  # the pooled column of a cross table: all models together
-        for row in list(sums):
-            n = sum(c[0] for c in sums[row].values())
-            sums[row][AVG] = [n, sum(c[1] for c in sums[row].values())]
-    return {row: {col: (int(n), total / n) for col, (n, total) in sorted(cols.items())}
-            for row, cols in sorted(sums.items(), key=lambda kv: (kv[0] == AVG, kv[0]))}
+    the evaluated model (cross tables, with the pooled ``AVG`` column: all models together) or ``"Experts"``."""
+    keep = index[np.isfinite(values[index])]
+    row_names, row_codes = rows
+    col_names, col_codes = columns if columns is not None else (["Experts"], np.zeros(len(values), dtype=np.int64))
+    shape = (len(row_names), len(col_names))
+    flat = row_codes[keep] * shape[1] + col_codes[keep]
+    n = np.bincount(flat, minlength=shape[0] * shape[1]).reshape(shape)
+    total = np.bincount(flat, weights=values[keep], minlength=shape[0] * shape[1]).reshape(shape)
+    # The pooled row (and, in a cross table, column) adds the counts and sums: a mean over items, not over cells.
+    n = np.vstack([n, n.sum(axis=0)])
+    total = np.vstack([total, total.sum(axis=0)])
+    names = list(col_names)
+    if columns is not None:
+        n, total = np.hstack([n, n.sum(axis=1, keepdims=True)]), np.hstack([total, total.sum(axis=1, keepdims=True)])
+        names.append(AVG)
+    out = {}
+    for i in [*np.argsort(np.asarray(row_names, dtype=object), kind="stable"), len(row_names)]:
+        cells = {names[j]: (int(n[i, j]), float(total[i, j] / n[i, j])) for j in np.argsort(names, kind="stable")
+                 if n[i, j]}
+        if cells:
+            out[row_names[i] if i < len(row_names) else AVG] = cells
+    return out
 
 
 def expert_tables(records) -> dict[str, Any]:
@@ -138,13 +151,13 @@ def expert_tables(records) -> dict[str, Any]:
     item_vc = verdict_confidence_experts(experts)
     split = np.asarray(splits, dtype=object)
     models = [r.model_id or "(none)" for r in records]
-    group_of = {"model_id": models, "task_type": tasks, "criterion": criteria}
+    group_of = {"model_id": _codes(models), "task_type": _codes(tasks), "criterion": _codes(criteria)}
     index = {name: np.flatnonzero(split == name) for name in _SPLITS if name != "all"}
     index["all"] = np.flatnonzero((split == "zero_shot") | (split == "standard"))
     tables: dict[str, dict] = {}
     for key, value, by, _ in _TABLES:
         values = item_mean if value == "mean" else item_vc
-        cross = models if value == "mean" and by != "model_id" else None
+        cross = group_of["model_id"] if value == "mean" and by != "model_id" else None
         tables[key] = {name: _cells(values, group_of[by], cross, idx) for name, idx in index.items() if len(idx)}
     n_experts = np.isfinite(experts).sum(axis=1)
     released = np.array([np.nan if r.criteria_score is None else r.criteria_score for r in records], dtype=float)
