@@ -237,3 +237,22 @@ def test_bad_trainer_args_fail_when_the_config_loads(tmp_path, trainer_args, mes
     errors at load time, naming the key."""
     with pytest.raises(ConfigError, match=message):
         load_config(_yaml(tmp_path, f"recipe: regression\ntrainer_args: {trainer_args}\n"))
+
+
+def test_the_recipe_step_passes_trainer_args_to_the_trainer_and_refuses_its_own_keys(tmp_path):
+    """PreparedRun.training_arguments builds the recipe's arguments class with trainer_args in it (adam_beta2 0.97
+    reaches trl's SFTConfig); a trainer_args key the recipe passes itself (completion_only_loss) is an error."""
+    from trl import SFTConfig
+
+    from train.recipe_steps import PreparedRun
+
+    def prepared(trainer_args):
+        config = load_config(_yaml(tmp_path, "recipe: seq2seq\nglobal_batch_size: 2\n"),
+                             {"output_dir": str(tmp_path / "run"), "trainer_args": trainer_args})
+        return PreparedRun(config, launch_arithmetic(config, world_size=1), None, "base", None, None, None)
+
+    args = prepared('{"adam_beta2": 0.97}').training_arguments(SFTConfig, has_eval=False, max_length=64)
+    assert (args.adam_beta2, args.max_length, args.gradient_accumulation_steps) == (0.97, 64, 2)
+    with pytest.raises(ConfigError, match=r"trainer_args \['completion_only_loss'\]: the seq2seq recipe sets these"):
+        prepared('{"completion_only_loss": false}').training_arguments(SFTConfig, has_eval=False,
+                                                                        completion_only_loss=True)
