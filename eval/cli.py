@@ -97,10 +97,11 @@ def build_parser() -> argparse.ArgumentParser:
     exp_p = sub.add_parser("experts", help="The experts' own tables from the labels alone (no judge).",
                            description="Mean expert score by evaluated model per split (Table 10's Experts column), "
                                        "by task type (Table 1) and by criterion (Table 9), and the experts' Verdict "
-                                       "Confidence (Tables 14-16): experts_tables.csv and experts.md.")
+                                       "Confidence (Tables 14-16): experts_tables.csv, experts.md and "
+                                       "experts.html.")
     exp_p.add_argument("--data", required=True, help="The labelled records (any source judge.load_records reads, "
                                                      "e.g. ai-forever/POLLUX or a folder of its Parquet shards).")
-    exp_p.add_argument("--out", required=True, help="Folder for experts_tables.csv and experts.md.")
+    exp_p.add_argument("--out", required=True, help="Folder for experts_tables.csv, experts.md and experts.html.")
     exp_p.add_argument("--split", default=None, help="Split of a multi-split source (default: the only one, or test).")
 
     sub.add_parser("mera", help="MERA tasks (ruHumanEval, ruTiE): `judge-eval mera --help`.", add_help=False)
@@ -162,7 +163,7 @@ def _experts(args: argparse.Namespace) -> int:
     result = expert_tables(records)
     paths = write_expert_tables(result, args.out)
     print(summary_line(result))
-    print(f"{paths['csv']}\n{paths['markdown']}")
+    print("\n".join(str(path) for path in paths.values()))
     return 0
 
 

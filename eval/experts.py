@@ -45,7 +45,7 @@ import numpy as np
 from eval.metrics import expert_mean, pad_scores, verdict_confidence_experts
 from eval.report import fmt, markdown_table
 
-__all__ = ["AVG", "PAPER", "expert_tables", "render_markdown", "summary_line", "write_expert_tables"]
+__all__ = ["AVG", "PAPER", "expert_tables", "render_html", "render_markdown", "summary_line", "write_expert_tables"]
 
 #: The pooled row's name, as the paper's tables write it.
 AVG = "Avg."
@@ -176,10 +176,11 @@ def expert_tables(records) -> dict[str, Any]:
 
 
 def write_expert_tables(result: dict[str, Any], out: str | Path) -> dict[str, Path]:
-    """``experts_tables.csv`` (long: table, paper, split, row, column, n_items, value) and ``experts.md``.
+    """``experts_tables.csv`` (long: table, paper, split, row, column, n_items, value), ``experts.md`` and the same
+    tables as a small page, ``experts.html``.
 
     Returns:
-        ``{"csv": path, "markdown": path}``.
+        ``{"csv": path, "markdown": path, "html": path}``.
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -196,20 +197,22 @@ def write_expert_tables(result: dict[str, Any], out: str | Path) -> dict[str, Pa
                     for col, (n, value) in cols.items():
                         writer.writerow([key, paper_of[key], split, row, row_en, col, n, repr(float(value))])
     md_path = out / "experts.md"
-    md_path.write_text(render_markdown(result) + "\n", encoding="utf-8")
-    return {"csv": csv_path, "markdown": md_path}
+    md_path.write_text(render_markdown(result), encoding="utf-8")
+    html_path = out / "experts.html"
+    html_path.write_text(render_html(result), encoding="utf-8")
+    return {"csv": csv_path, "markdown": md_path, "html": html_path}
 
 
-def _cross_table(rows: dict, english: dict[str, str] | None) -> str:
+def _cross_table(rows: dict, english: dict[str, str] | None) -> tuple[list[str], list[list[str]]]:
     columns = sorted({c for cols in rows.values() for c in cols if c != AVG}) + [AVG]
     header = ["", *(["English name"] if english is not None else []), *columns]
     body = [[row, *([english.get(row, "")] if english is not None else []),
              *(f"{fmt(cols[c][1])} ({cols[c][0]})" if c in cols else "\u2014" for c in columns)]
             for row, cols in rows.items()]
-    return markdown_table(header, body)
+    return header, body
 
 
-def _column_table(by_split: dict, splits: Sequence[str], english: dict[str, str] | None) -> str:
+def _column_table(by_split: dict, splits: Sequence[str], english: dict[str, str] | None) -> tuple[list[str], list]:
     names = sorted({row for s in splits for row in by_split.get(s, {}) if row != AVG}) + [AVG]
     header = ["", *(["English name"] if english is not None else []), *(_SPLIT_TITLES[s] for s in splits)]
     body = []
@@ -219,46 +222,69 @@ def _column_table(by_split: dict, splits: Sequence[str], english: dict[str, str]
             cell = by_split.get(s, {}).get(row, {}).get("Experts")
             cells.append(f"{fmt(cell[1])} ({cell[0]})" if cell else "\u2014")
         body.append([row, *([english.get(row, "")] if english is not None else []), *cells])
-    return markdown_table(header, body)
+    return header, body
 
 
-def render_markdown(result: dict[str, Any]) -> str:
-    """The report section: the experts' tables in the paper's layout, each cell "value (items)"."""
+def _blocks(result: dict[str, Any]) -> list[tuple]:
+    """The report section as ("h2" | "h3" | "p", text) and ("table", header, rows) blocks, for both renderers."""
     c = result["counts"]
     english = result["english_names"]
     tables = result["tables"]
     splits = [s for s in ("zero_shot", "standard", "all") if s in tables["mean_by_model"]]
     full = "all"
-    out = [
-        "## The experts' own tables (judge-independent)",
-        "",
-        f"{c['n_records']} items ({', '.join(f'{_SPLIT_TITLES[s]} {n}' for s, n in c['by_split'].items() if n)}); "
-        f"{c['n_abstentions']} abstentions (`-1`) left out; {c['n_no_experts']} items without a non-abstaining "
-        f"expert left out; {c['n_single_expert']} items with a single expert have no Verdict Confidence; "
-        f"{c['n_criteria_score_differs']} items whose released `criteria_score` is not the mean of their experts. "
-        "An item's score is the mean of its experts' point estimates (paper line 179), a cell the mean over its "
-        "items, `Avg.` the mean over all items of the column (not of the rows). Cells: value (items).",
-        "",
-        "### Mean expert score by evaluated model (Table 10's Experts column is the Zero-Shot one)",
-        "",
-        _column_table(tables["mean_by_model"], splits, None),
-        "",
-        "Paper, Table 10, Experts (Zero-Shot): " + ", ".join(
-            f"{name} {value:.3f}" for name, value in PAPER["table_10_experts_zero_shot"].items()) + ".",
-        "",
+    blocks: list[tuple] = [
+        ("h2", "The experts' own tables (judge-independent)"),
+        ("p", f"{c['n_records']} items ({', '.join(f'{_SPLIT_TITLES[s]} {n}' for s, n in c['by_split'].items() if n)}); "
+              f"{c['n_abstentions']} abstentions (-1) left out; {c['n_no_experts']} items without a non-abstaining "
+              f"expert left out; {c['n_single_expert']} items with a single expert have no Verdict Confidence; "
+              f"{c['n_criteria_score_differs']} items whose released criteria_score is not the mean of their "
+              "experts. An item's score is the mean of its experts' point estimates (paper line 179), a cell the "
+              "mean over its items, Avg. the mean over all items of the column (not of the rows). Cells: value "
+              "(items)."),
+        ("h3", "Mean expert score by evaluated model (Table 10's Experts column is the Zero-Shot one)"),
+        ("table", *_column_table(tables["mean_by_model"], splits, None)),
+        ("p", "Paper, Table 10, Experts (Zero-Shot): " + ", ".join(
+            f"{name} {value:.3f}" for name, value in PAPER["table_10_experts_zero_shot"].items()) + "."),
     ]
     if full in tables["mean_by_task_type"]:
-        out += ["### Mean expert score by task type and evaluated model, Full test (Table 1)", "",
-                _cross_table(tables["mean_by_task_type"][full], None), "",
-                "### Mean expert score by criterion and evaluated model, Full test (Table 9)", "",
-                _cross_table(tables["mean_by_criterion"][full], english), ""]
-    out += ["### Experts' Verdict Confidence (Tables 14, 15, 16: Experts column)", "",
-            "By evaluated model (Table 14 is the Full test):", "", _column_table(tables["vc_by_model"], splits, None),
-            "", "By task type (Table 15):", "", _column_table(tables["vc_by_task_type"], splits, None), "",
-            "By criterion (Table 16):", "", _column_table(tables["vc_by_criterion"], splits, english), "",
-            f"Paper, Tables 14-16, Experts Avg. (Full test): {PAPER['tables_14_16_experts_vc_full_test'][AVG]:.3f}.",
-            ""]
-    return "\n".join(out)
+        blocks += [("h3", "Mean expert score by task type and evaluated model, Full test (Table 1)"),
+                   ("table", *_cross_table(tables["mean_by_task_type"][full], None)),
+                   ("h3", "Mean expert score by criterion and evaluated model, Full test (Table 9)"),
+                   ("table", *_cross_table(tables["mean_by_criterion"][full], english))]
+    blocks += [("h3", "Experts' Verdict Confidence (Tables 14, 15, 16: Experts column)"),
+               ("p", "By evaluated model (Table 14 is the Full test):"),
+               ("table", *_column_table(tables["vc_by_model"], splits, None)),
+               ("p", "By task type (Table 15):"), ("table", *_column_table(tables["vc_by_task_type"], splits, None)),
+               ("p", "By criterion (Table 16):"),
+               ("table", *_column_table(tables["vc_by_criterion"], splits, english)),
+               ("p", "Paper, Tables 14-16, Experts Avg. (Full test): "
+                     f"{PAPER['tables_14_16_experts_vc_full_test'][AVG]:.3f}.")]
+    return blocks
+
+
+def render_markdown(result: dict[str, Any]) -> str:
+    """The report section in Markdown: the experts' tables in the paper's layout, each cell "value (items)"."""
+    marks = {"h2": "## ", "h3": "### ", "p": ""}
+    return "\n\n".join(markdown_table(*block[1:]) if block[0] == "table" else marks[block[0]] + block[1]
+                        for block in _blocks(result)) + "\n"
+
+
+def render_html(result: dict[str, Any]) -> str:
+    """The same section as a small self-contained HTML page (no script; opens from disk)."""
+    from html import escape
+
+    def table(header: list[str], rows: list[list[str]]) -> str:
+        head = "".join(f"<th>{escape(h)}</th>" for h in header)
+        body = "".join("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+    parts = [table(*block[1:]) if block[0] == "table" else f"<{block[0]}>{escape(block[1])}</{block[0]}>"
+             for block in _blocks(result)]
+    style = ("body{font-family:sans-serif;margin:2em;max-width:80em}table{border-collapse:collapse;margin:1em 0}"
+             "td,th{border:1px solid #ccc;padding:.2em .5em;text-align:right}td:first-child,th:first-child,"
+             "td:nth-child(2){text-align:left}tr:last-child td{font-weight:bold}")
+    return ("<!DOCTYPE html>\n<html lang=\"ru\"><head><meta charset=\"utf-8\"><title>The experts' own tables</title>"
+            f"<style>{style}</style></head><body>\n" + "\n".join(parts) + "\n</body></html>\n")
 
 
 def summary_line(result: dict[str, Any]) -> str:

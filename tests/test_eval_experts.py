@@ -106,7 +106,8 @@ def test_counts_say_what_was_left_out(tables):
 
 
 def test_the_experts_command_writes_csv_and_markdown(tmp_path):
-    """`judge-eval experts --data FOLDER --out OUT`: experts_tables.csv in long form and experts.md with the tables."""
+    """`judge-eval experts --data FOLDER --out OUT`: experts_tables.csv in long form, experts.md and experts.html
+    with the tables."""
     folder = write_released_dataset(tmp_path / "POLLUX", _rows())
     assert main(["experts", "--data", str(folder), "--out", str(tmp_path / "out")]) == 0
     with (tmp_path / "out" / "experts_tables.csv").open(encoding="utf-8") as f:
@@ -121,6 +122,9 @@ def test_the_experts_command_writes_csv_and_markdown(tmp_path):
     page = (tmp_path / "out" / "experts.md").read_text(encoding="utf-8")
     assert "## The experts' own tables (judge-independent)" in page and "(Table 1)" in page and "(Table 9)" in page
     assert "| Literary text | 1.500 (1) | 2.000 (1) | 1.750 (2) |" in page
+    html = (tmp_path / "out" / "experts.html").read_text(encoding="utf-8")
+    assert "<tr><td>Literary text</td><td>1.500 (1)</td><td>2.000 (1)</td><td>1.750 (2)</td></tr>" in html
+    assert "<h2>The experts&#x27; own tables (judge-independent)</h2>" in html and "<script" not in html
 
 
 def test_the_experts_command_has_help(capsys):
@@ -129,4 +133,4 @@ def test_the_experts_command_has_help(capsys):
         main(["experts", "--help"])
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
-    assert "experts_tables.csv" in out and "experts.md" in out
+    assert "experts_tables.csv" in out and "experts.md" in out and "experts.html" in out
