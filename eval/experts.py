@@ -234,7 +234,8 @@ def _blocks(result: dict[str, Any]) -> list[tuple]:
     full = "all"
     blocks: list[tuple] = [
         ("h2", "The experts' own tables (judge-independent)"),
-        ("p", f"{c['n_records']} items ({', '.join(f'{_SPLIT_TITLES[s]} {n}' for s, n in c['by_split'].items() if n)}); "
+        ("p", f"{c['n_records']} items "
+              f"({', '.join(f'{_SPLIT_TITLES[s]} {n}' for s, n in c['by_split'].items() if n)}); "
               f"{c['n_abstentions']} abstentions (-1) left out; {c['n_no_experts']} items without a non-abstaining "
               f"expert left out; {c['n_single_expert']} items with a single expert have no Verdict Confidence; "
               f"{c['n_criteria_score_differs']} items whose released criteria_score is not the mean of their "
