@@ -94,10 +94,12 @@ class RunConfig:
                            "per criterion of the task a classifier chooses (judge.task_classifier); empty: every row "
                            "names its criterion.")
     criteria_classifier: str = _f("tfidf", "criteria auto: the task-classifier method (tfidf, llm or head).")
-    criteria_classifier_path: str = _f("", "criteria auto: tfidf/head artefact folder, or the llm method's base URL.")
+    criteria_classifier_path: str = _f("", "criteria auto: tfidf/head artefact folder, or the llm method's base URL; "
+                                           "empty with tfidf: the classifier shipped with the package.")
     criteria_classifier_model: str = _f("", "criteria auto, llm method: the served model name.")
-    criteria_threshold: float = _f(0.5, "criteria auto: below this top probability the criteria fall back to those "
-                                        "that apply to every task.")
+    criteria_threshold: float | None = _f(None, "criteria auto: below this task-type probability the criteria fall "
+                                               "back to those that apply to every task; empty: the classifier's own "
+                                               "(the shipped tfidf's is chosen on out-of-fold data).")
 
     def validate(self) -> None:
         """Raise ``ConfigError`` naming the first bad key."""
@@ -113,8 +115,9 @@ class RunConfig:
             raise ConfigError("out: an output folder is required (--out DIR)")
         if self.criteria not in ("", "auto"):
             raise ConfigError(f"criteria: {self.criteria!r} is not one of '', auto")
-        if self.criteria == "auto" and not self.criteria_classifier_path:
-            raise ConfigError("criteria_classifier_path: required with --criteria auto (artefact folder or llm URL)")
+        if self.criteria == "auto" and self.criteria_classifier != "tfidf" and not self.criteria_classifier_path:
+            raise ConfigError(f"criteria_classifier_path: required with --criteria-classifier "
+                              f"{self.criteria_classifier} (artefact folder or llm URL)")
         if not self.judge and not self.base_url_env:
             raise ConfigError("judge: give a checkpoint folder or URL (--judge), or base_url_env for an API judge")
 

@@ -248,21 +248,21 @@ def tiny_regression_export(tmp_path_factory, tiny_causal_dir, tiny_regression_di
 
 
 @pytest.fixture(scope="session")
-def task_classifier_dir(tmp_path_factory) -> Path:
-    """A tfidf task classifier (judge.task_classifier) fitted on the bundled training instructions, saved."""
-    from judge.task_classifier import TfidfClassifier, load_labelled, training_path
+def task_classifier_dir() -> Path:
+    """The tfidf task classifier that ships with the package (judge/data/criteria_tfidf), judge-serve's default."""
+    from judge.task_classifier import default_classifier_path
 
-    pairs, _ = load_labelled([training_path()])
-    return TfidfClassifier.fit(pairs).save(tmp_path_factory.mktemp("task-classifier") / "tfidf")
+    return default_classifier_path()
 
 
 @pytest.fixture(scope="session")
 def judge_servers(tmp_path_factory, tiny_causal_dir, tiny_regression_export, task_classifier_dir) -> Iterator[dict[str, JudgeServer]]:
     """Both judge-serve instances, started together (their engines load in parallel), stopped at session end.
 
-    The seq2seq server has a task classifier (``criteria: auto``); the regression server has none.
+    Both have the shipped task classifier (``criteria: auto``), judge-serve's default.
     """
-    classifier_args = ("--criteria-classifier", "tfidf", "--criteria-classifier-path", str(task_classifier_dir))
+    # no classifier flags: "criteria": "auto" works out of the box with the shipped classifier (task_classifier_dir)
+    classifier_args = ()
     seq2seq = _Process(tiny_causal_dir, classifier_args, tmp_path_factory.mktemp("serve-seq2seq"))
     processes = [seq2seq]
     try:
