@@ -156,11 +156,12 @@ def instruction_from_row(row: Any, source: str, index: int) -> InstructionRow:
     if not isinstance(row, Mapping):
         raise fail(None, f"expected an object, got {type(row).__name__}")
     pid = row.get("prompt_id")
-    if pid is None or isinstance(pid, bool) or not isinstance(pid, (int, str)) or (isinstance(pid, str) and not pid.strip()):
-        if type(pid).__name__.startswith("int"):  # numpy integers from pandas / datasets
-            pid = int(pid)
-        else:
-            raise fail("prompt_id", "is missing" if pid is None else f"must be an integer or text, got {pid!r}")
+    if type(pid).__name__.startswith(("int", "uint")) and not isinstance(pid, (bool, int)):
+        pid = int(pid)  # a numpy integer (pandas, datasets)
+    if pid is None:
+        raise fail("prompt_id", "is missing")
+    if isinstance(pid, bool) or not isinstance(pid, (int, str)) or (isinstance(pid, str) and not pid.strip()):
+        raise fail("prompt_id", f"must be an integer or text, got {pid!r}")
     meta = row.get("meta")
     if meta is not None and not isinstance(meta, str):
         raise fail("meta", f"must be text or null, got {type(meta).__name__}")
@@ -261,6 +262,7 @@ async def _answer_all(rows: Sequence[InstructionRow], config: BenchConfig, base_
     import openai
     from tqdm import tqdm
 
+    from eval.backends import Refused
     from judge.journal import JournalWriter
     from judge.retry import RetryPolicy, retryable_status
 
@@ -274,9 +276,6 @@ async def _answer_all(rows: Sequence[InstructionRow], config: BenchConfig, base_
     counts = {"answered": 0, "request_failed": 0}
     bar = tqdm(total=len(rows), desc="answers", unit="instruction", disable=not config.progress)
 
-    class _Refused(Exception):
-        pass
-
     async def ask(row: InstructionRow):
         kwargs = {"extra_body": dict(config.extra_body)} if config.extra_body else {}
         try:
@@ -287,7 +286,7 @@ async def _answer_all(rows: Sequence[InstructionRow], config: BenchConfig, base_
         except openai.APIStatusError as err:
             if retryable_status(err.status_code):
                 raise
-            raise _Refused(f"HTTP {err.status_code}: {err.message}") from err
+            raise Refused(f"HTTP {err.status_code}: {err.message}") from err
 
     async def worker() -> None:
         while True:
@@ -364,6 +363,8 @@ def answers_stage(rows: Sequence[InstructionRow], config: BenchConfig, out: Path
     todo = [r for r in rows if r.prompt_id not in done]
     counts: dict[str, Any] = {"answered": 0, "request_failed": 0}
     name = next(iter(done.values())).model if done else ""
+    if name and config.model_name and config.model_name != name:
+        raise ConfigError(f"out: {path} holds answers of {name!r}, not of {config.model_name!r}; use another --out")
     if todo:
         with _candidate(config, out) as (base_url, model):
             label = config.model_name or model
@@ -470,7 +471,7 @@ def bench(config: BenchConfig) -> dict[str, Any]:
     from eval.bench_matrix import pollux_matrix
     from eval.bench_report import write_bench_page
     from eval.run import run
-    from judge.provenance import PROVENANCE_FILE, update_provenance, write_provenance
+    from judge.provenance import update_provenance
 
     config.validate()
     if config.judge_config:
@@ -486,9 +487,11 @@ def bench(config: BenchConfig) -> dict[str, Any]:
     answer_counts = answers_stage(rows, config, out)
     answers = read_answers(out / ANSWERS)
     item_counts = write_items(rows, answers, out / ITEMS)
-    judge_counts: dict[str, Any] = {}
-    if item_counts["n_items"]:
-        judge_counts = run(judge_config(config, out / ITEMS, out))
+    if not item_counts["n_items"]:
+        raise ValueError(f"no answer to judge: {item_counts['n_no_answer']} items lack an answer (failed requests, "
+                         f"retried by the next run; see {out / ANSWERS}) and {item_counts['n_empty_answer']} have an "
+                         "empty one")
+    judge_counts = run(judge_config(config, out / ITEMS, out))
 
     items = bench_items(out / ITEMS, out / "predictions.jsonl")
     matrix = pollux_matrix(items, normalize=config.normalize, n_boot=config.n_boot, seed=config.seed)
@@ -503,11 +506,8 @@ def bench(config: BenchConfig) -> dict[str, Any]:
     (out / BENCH_RESULT).write_text(json.dumps(result, ensure_ascii=False, indent=2, allow_nan=False) + "\n",
                                     encoding="utf-8")
     page = write_bench_page(result, out)
-    bench_section = {"config": dataclasses.asdict(config), "model": result["model"]}
-    if (out / PROVENANCE_FILE).is_file():  # run.json of the verdict stage: the bench's settings join it
-        update_provenance(out, bench=bench_section)
-    else:  # nothing was judged (no answer): the bench's own record
-        write_provenance(out, "judge-eval bench", dataclasses.asdict(config), bench=bench_section)
+    # run.json is the verdict stage's (written by eval.run.run); the bench's settings join it.
+    update_provenance(out, bench={"config": dataclasses.asdict(config), "model": result["model"]})
     log.info("bench: %s", _summary_line(matrix))
     return {"model": result["model"], "judge": result["judge"], "grand_mean": result["matrix"]["grand_mean"],
             **counts, "request_failed": judge_counts.get("request_failed", 0), "matrix": str(out / MATRIX),
