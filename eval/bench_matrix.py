@@ -52,7 +52,9 @@ __all__ = ["BenchItem", "BenchMatrix", "NORMALIZE", "STATUSES", "MEAN_OVER_META"
 #: POLLUX's names of the added column and row (metrics.py: ``matrix["mean_over_meta"]``,
 #: ``matrix.loc["mean_over_criteria"]``) and of the index column of metrics.csv.
 MEAN_OVER_META, MEAN_OVER_CRITERIA, INDEX_NAME = "mean_over_meta", "mean_over_criteria", "criteria_name"
-#: minmax: score_utils.py at 9179cb4e; max: at 83f6eb6b (and RELEASE.md); none: raw scores (metrics.py at 2e8eb789).
+#: minmax: score_utils.py at 9179cb4e; max: at 83f6eb6b (and RELEASE.md); none: raw scores, as metrics.py at 2e8eb789
+#: averaged them (that version's other rules differed too: a binary criterion was any rubric with two levels, and the
+#: gate closed on a score of exactly 1; those are not reproduced).
 NORMALIZE = ("minmax", "max", "none")
 #: What became of one (instruction, criterion): ``ok`` is scored; the others are counted per cell and not scored.
 STATUSES = ("ok", "unparsed", "out_of_scale", "request_failed")

@@ -154,6 +154,16 @@ def test_bench_matrix_by_hand_and_payloads(tmp_path: Path, data: Path, capsys) -
         for column, text in zip(grid[0][1:], row[1:]):
             assert float(text) == pytest.approx(EXPECTED[row[0]][column], abs=1e-12), (row[0], column)
 
+    # Byte for byte as pandas' to_csv writes POLLUX's frame (checked against pandas 3.1 once, by hand): shortest
+    # round-trip floats, "\n" line ends, the index header "criteria_name"; each mean in pandas' order of operations.
+    r = repr
+    assert (out / "matrix.csv").read_text(encoding="utf-8") == (
+        f"criteria_name,{GEN},{TECH},mean_over_meta\n"
+        f"{SAFE},0.0,0.0,0.0\n"
+        f"{LITERACY},0.5,{r((0.0 + 0.5 + 0.5) / 3)},{r((0.5 + (0.0 + 0.5 + 0.5) / 3) / 2)}\n"
+        f"{FULLNESS},0.5,0.5,0.5\n"
+        f"mean_over_criteria,0.5,{r((0.5 + 1 / 3) / 2)},{r(4.0 / 9)}\n")
+
     result = json.loads((out / "bench.json").read_text(encoding="utf-8"))
     cells = result["matrix"]["cells"]
     assert cells[LITERACY][TECH]["n"] == 3 and cells[LITERACY][TECH]["n_unparsed"] == 1  # prompt 5
