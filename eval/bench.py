@@ -89,8 +89,8 @@ class BenchConfig:
     server_env: dict = _f({}, "Checkpoint candidates: environment variables for the vLLM server.")
     server_timeout_s: float = _f(900.0, "Checkpoint candidates: seconds the server may take to start.")
     normalize: str = _f("minmax", "Score normalisation before averaging: minmax (POLLUX today, score_utils.py at "
-                                  "9179cb4e), max (at 83f6eb6b), none (raw scores, as metrics.py at 2e8eb789 averaged them; "
-                                  "the gate stays today's).",
+                                  "9179cb4e), max (at 83f6eb6b), none (raw scores, as metrics.py at 2e8eb789 "
+                                  "averaged them; the gate stays today's).",
                         choices=("minmax", "max", "none"))
     n_boot: int = _f(1000, "Bootstrap resamples of the instructions per interval (0: none).")
     seed: int = _f(0, "Seed of the bootstrap resamples.")

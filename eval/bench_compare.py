@@ -83,9 +83,10 @@ def compare_bench(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, seed
     if n_boot > 0 and len(shared) >= 2:
         deltas = np.concatenate([resampled_matrices(arrays[1], w) - resampled_matrices(arrays[0], w)
                                  for w in instruction_weights(len(shared), n_boot, seed, key="bench/compare")])
+        per_cell = np.ascontiguousarray(np.moveaxis(deltas, 0, -1))  # (rows, columns, resamples)
         for i in range(shape[0]):
             for j in range(shape[1]):
-                d = deltas[:, i, j]
+                d = per_cell[i, j]
                 d = d[np.isfinite(d)]
                 low[i, j], high[i, j] = percentile_interval(d, 1.0 - alpha)
                 if len(d):

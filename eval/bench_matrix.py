@@ -91,17 +91,18 @@ class BenchItem:
 class MatrixArrays:
     """The scored items folded per (instruction, cell): what every matrix and resample is computed from.
 
-    ``sums[i, j]`` / ``counts[i, j]``: instruction i's normalised, gated scores in cell j (all of them);
-    ``nb_sums`` / ``nb_counts``: the same over non-binary scores only (the means over criteria and the grand mean).
+    ``sums[i, j]`` / ``counts[i, j]``: the total and number of instruction i's normalised, gated scores in cell j
+    (all of them); ``nb_sums`` / ``nb_counts``: the same over non-binary scores only (the means over criteria and
+    the grand mean). Sparse (``scipy.sparse`` CSR), shape (instructions, criteria x meta values).
     """
 
     prompt_ids: list[Any]
     criteria: list[str]
     metas: list[str]
-    sums: np.ndarray
-    counts: np.ndarray
-    nb_sums: np.ndarray
-    nb_counts: np.ndarray
+    sums: Any
+    counts: Any
+    nb_sums: Any
+    nb_counts: Any
     failures: dict[str, np.ndarray] = field(default_factory=dict)  # status -> (n_criteria, n_meta) counts
 
     @property
@@ -171,17 +172,29 @@ def matrix_arrays(items: Iterable[BenchItem], normalize: str = "minmax", *, layo
         prompt_ids = list(dict.fromkeys(it.prompt_id for it in items))
     row = {p: i for i, p in enumerate(prompt_ids)}
     col = {(c, m): ci * len(metas) + mi for ci, c in enumerate(criteria) for mi, m in enumerate(metas)}
-    n_cells = len(criteria) * len(metas)
-    sums, counts = np.zeros((len(prompt_ids), n_cells)), np.zeros((len(prompt_ids), n_cells))
-    nb_sums, nb_counts = np.zeros_like(sums), np.zeros_like(sums)
+    # Sparse (instruction x cell) totals: an instruction fills a handful of the cells, and a resample's matrix is
+    # then one sparse-dense product (nnz x resamples) instead of a dense one (instructions x cells x resamples).
+    entries: dict[str, list] = {"i": [], "j": [], "score": [], "binary": []}
     for it, value, binary in scored:
-        value = 0.0 if it.prompt_id in rejected else value
-        i, j = row[it.prompt_id], col[(it.criteria_name, it.meta)]
-        sums[i, j] += value
-        counts[i, j] += 1
-        if not binary:
-            nb_sums[i, j] += value
-            nb_counts[i, j] += 1
+        entries["i"].append(row[it.prompt_id])
+        entries["j"].append(col[(it.criteria_name, it.meta)])
+        entries["score"].append(0.0 if it.prompt_id in rejected else value)
+        entries["binary"].append(binary)
+    i, j = np.asarray(entries["i"], dtype=np.int64), np.asarray(entries["j"], dtype=np.int64)
+    score, keep = np.asarray(entries["score"], dtype=np.float64), ~np.asarray(entries["binary"], dtype=bool)
+    shape = (len(prompt_ids), len(criteria) * len(metas))
+
+    def total(values: np.ndarray, mask: np.ndarray | None = None):
+        from scipy import sparse
+
+        if mask is not None:
+            values, rows, cols = values[mask], i[mask], j[mask]
+        else:
+            rows, cols = i, j
+        return sparse.csr_matrix((values, (rows, cols)), shape=shape)  # duplicates are summed
+
+    sums, counts = total(score), total(np.ones_like(score))
+    nb_sums, nb_counts = total(score, keep), total(np.ones_like(score), keep)
     failure_arrays = {}
     for status, per_cell in failures.items():
         grid = np.zeros((len(criteria), len(metas)), dtype=np.int64)
@@ -221,8 +234,11 @@ def _full_matrices(w_sums: np.ndarray, w_counts: np.ndarray, w_nb_sums: np.ndarr
 
 def resampled_matrices(arrays: MatrixArrays, weights: np.ndarray) -> np.ndarray:
     """POLLUX's matrix for each row of ``weights`` (b, n_instructions): how often each instruction was drawn."""
-    return _full_matrices(weights @ arrays.sums, weights @ arrays.counts, weights @ arrays.nb_sums,
-                          weights @ arrays.nb_counts, arrays.shape)
+    def weighted(totals) -> np.ndarray:
+        return np.asarray((totals.T @ weights.T).T)  # sparse.T @ dense: nnz x resamples multiply-adds
+
+    return _full_matrices(weighted(arrays.sums), weighted(arrays.counts), weighted(arrays.nb_sums),
+                          weighted(arrays.nb_counts), arrays.shape)
 
 
 def instruction_weights(n: int, n_boot: int, seed: int, key: str = "bench/matrix"):
@@ -336,7 +352,7 @@ def pollux_matrix(items: Iterable[BenchItem], normalize: str = "minmax", n_boot:
         ValueError: nothing was scored (POLLUX: "No valid scores parsed"), or as ``matrix_arrays``.
     """
     arrays = matrix_arrays(items, normalize)
-    if not arrays.counts.any():
+    if not arrays.counts.nnz:
         counts = {s: int(a.sum()) for s, a in arrays.failures.items()}
         raise ValueError(f"no verdict was scored ({counts}); POLLUX's matrix needs at least one score")
     n_i = len(arrays.prompt_ids)
@@ -345,11 +361,13 @@ def pollux_matrix(items: Iterable[BenchItem], normalize: str = "minmax", n_boot:
     high = np.full_like(point, np.nan)
     if n_boot > 0 and n_i >= 2:
         samples = np.concatenate([resampled_matrices(arrays, w) for w in instruction_weights(n_i, n_boot, seed)])
+        # (rows, columns, resamples): each cell's resamples contiguous for the percentiles.
+        per_cell = np.ascontiguousarray(np.moveaxis(samples, 0, -1))
         for i in range(point.shape[0]):
             for j in range(point.shape[1]):
-                low[i, j], high[i, j] = percentile_interval(samples[:, i, j], level)
+                low[i, j], high[i, j] = percentile_interval(per_cell[i, j], level)
     n_c, n_m = arrays.shape
-    n_scored = arrays.counts.sum(axis=0).reshape(n_c, n_m).astype(np.int64)
+    n_scored = np.asarray(arrays.counts.sum(axis=0)).reshape(n_c, n_m).astype(np.int64)
     return BenchMatrix(rows=[*arrays.criteria, MEAN_OVER_CRITERIA], columns=[*arrays.metas, MEAN_OVER_META],
                        values=point, ci_low=low, ci_high=high, n=_margins(n_scored),
                        failed={s: _margins(a) for s, a in arrays.failures.items()}, n_instructions=n_i,
