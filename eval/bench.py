@@ -75,6 +75,7 @@ class BenchConfig:
                        "Parquet, a folder of hub shards, a save_to_disk folder or a dataset name.")
     split: str = _f("", "Split of a multi-split source (default: the only one; POLLUX's answer.py reads 'train').")
     out: str = _f("", "Output folder: answers.jsonl, items.jsonl, predictions.jsonl, matrix.csv, report.html.")
+    meta: str = _f("", "Bench only the instructions whose meta equals this value (answer.py's --meta; empty: all).")
     limit: int = _f(0, "Bench only the first N instructions (0: all).")
     max_tokens: int = _f(POLLUX_ANSWER_MAX_TOKENS, "Tokens the candidate may generate per answer (answer.py: 4096).")
     temperature: float = _f(POLLUX_ANSWER_TEMPERATURE, "The candidate's sampling temperature (answer.py: 0.7).")
@@ -480,6 +481,11 @@ def bench(config: BenchConfig) -> dict[str, Any]:
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     rows = load_instructions(config.data, split=config.split or None)
+    if config.meta:
+        metas = {r.meta for r in rows}
+        rows = [r for r in rows if r.meta == config.meta]
+        if not rows:
+            raise ValueError(f"meta: no instruction has meta {config.meta!r}; the data has {sorted(metas)}")
     if config.limit:
         rows = rows[: config.limit]
     if not rows:

@@ -248,6 +248,16 @@ def test_strip_think_as_answer_py() -> None:
     assert strip_think("") == ("", False)
 
 
+def test_meta_filter_benches_one_column(tmp_path: Path, data: Path) -> None:
+    """--meta keeps only that meta's instructions (answer.py's --meta); an unknown value names the ones there are."""
+    with Candidate() as cand, Judge(_table()) as judge:
+        assert main(_bench_argv(cand.base_url, judge.base_url, data, tmp_path / "gen", "--meta", GEN)) == 0
+        assert len(cand.bodies("/v1/chat/completions")) == 2  # prompts 1 and 2
+        assert main(_bench_argv(cand.base_url, judge.base_url, data, tmp_path / "x", "--meta", "нет такой")) == 2
+    grid = _matrix_csv(tmp_path / "gen" / "matrix.csv")
+    assert grid[0] == ["criteria_name", GEN, "mean_over_meta"] and float(grid[2][1]) == 0.5
+
+
 def test_bad_instruction_row_names_field(tmp_path: Path) -> None:
     """A row without its criteria list is refused, naming the source, row and field."""
     path = tmp_path / "instructions.jsonl"
