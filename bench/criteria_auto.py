@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from judge.splits import STANDARD, ZERO_SHOT
-from judge.task_classifier import (
+from judge.criteria_auto import (
     DEFAULT_THRESHOLD,
     LABEL_SEPARATOR,
     TfidfClassifier,

@@ -11,7 +11,7 @@ Three stages, each resumable, all in ``--out``:
 1. **answers** (POLLUX ``src/answer.py``): the candidate answers every instruction of ``--data``: one chat
    completion, one user turn holding the instruction, ``max_tokens`` 4096 and temperature 0.7 by default (answer.py's
    defaults); ``<think>`` blocks are stripped from the answer, and an unclosed ``<think>`` cuts the rest
-   (answer.py ``strip_think_tags``). Rows go to ``answers.jsonl`` as they arrive (``judge.journal``); a rerun keeps
+   (answer.py ``strip_think_tags``). Rows go to ``answers.jsonl`` as they arrive (``judge.plumbing.journal``); a rerun keeps
    them and retries only failed requests. ``--model`` is a URL, or a checkpoint folder / hub id served for the
    stage by vLLM's OpenAI server (``eval.local_server``, as ``judge-eval run`` serves a judge).
 2. **verdicts** (POLLUX ``src/score.py``): every (instruction, criterion) becomes a judged item in ``items.jsonl``
@@ -44,8 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from judge.config_files import ConfigError, read_config_file
-from judge.config_files import option as _f
+from judge.plumbing.config_files import ConfigError, read_config_file
+from judge.plumbing.config_files import option as _f
 from judge.records import RecordError
 
 __all__ = ["BenchConfig", "InstructionRow", "AnswerRow", "load_instructions", "strip_think", "bench", "ANSWERS",
@@ -84,8 +84,8 @@ class BenchConfig:
                               "{chat_template_kwargs: {enable_thinking: false}}.")
     api_key_env: str = _f("", "Environment variable holding the candidate's API key (empty: no key).")
     timeout_s: float = _f(600.0, "Seconds one candidate request may take.")
-    max_retries: int = _f(5, "Retries of a candidate request that failed for a transient reason (judge.retry).")
-    backoff_s: float = _f(1.0, "First retry delay in seconds; doubles per retry (judge.retry).")
+    max_retries: int = _f(5, "Retries of a candidate request that failed for a transient reason (judge.plumbing.retry).")
+    backoff_s: float = _f(1.0, "First retry delay in seconds; doubles per retry (judge.plumbing.retry).")
     server_args: list = _f([], "Checkpoint candidates: extra vLLM flags, e.g. ['--enforce-eager'].")
     server_env: dict = _f({}, "Checkpoint candidates: environment variables for the vLLM server.")
     server_timeout_s: float = _f(900.0, "Checkpoint candidates: seconds the server may take to start.")
@@ -265,8 +265,8 @@ async def _answer_all(rows: Sequence[InstructionRow], config: BenchConfig, base_
     from tqdm import tqdm
 
     from eval.backends import Refused
-    from judge.journal import JournalWriter
-    from judge.retry import RetryPolicy, retryable_status
+    from judge.plumbing.journal import JournalWriter
+    from judge.plumbing.retry import RetryPolicy, retryable_status
 
     api_key = os.environ.get(config.api_key_env, "") if config.api_key_env else ""
     client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "EMPTY", max_retries=0, timeout=config.timeout_s)
@@ -322,7 +322,7 @@ async def _answer_all(rows: Sequence[InstructionRow], config: BenchConfig, base_
 
 def read_answers(path: Path) -> dict[Any, AnswerRow]:
     """The latest row per ``prompt_id`` of ``answers.jsonl`` (a failed request is superseded by its retry)."""
-    from judge.journal import open_journal
+    from judge.plumbing.journal import open_journal
 
     latest: dict[Any, AnswerRow] = {}
     for k, data in enumerate(open_journal(path).rows, start=1):
@@ -358,7 +358,7 @@ def _candidate(config: BenchConfig, out: Path) -> Iterator[tuple[str, str]]:
 
 def answers_stage(rows: Sequence[InstructionRow], config: BenchConfig, out: Path) -> dict[str, Any]:
     """Ask the candidate for every instruction that has no answer yet; ``answers.jsonl`` ends with one row each."""
-    from judge.journal import rewrite_journal
+    from judge.plumbing.journal import rewrite_journal
 
     path = out / ANSWERS
     done = {pid: a for pid, a in read_answers(path).items() if a.error is None}
@@ -414,7 +414,7 @@ def write_items(rows: Sequence[InstructionRow], answers: Mapping[Any, AnswerRow]
 def judge_config(config: BenchConfig, items: Path, out: Path):
     """``judge-eval run``'s config for the verdict stage: ``judge_config`` YAML, then the bench's judge flags."""
     from eval.run import RunConfig
-    from judge.config_files import resolve_config
+    from judge.plumbing.config_files import resolve_config
 
     flags = {"data": str(items), "out": str(out), "judge": config.judge or None, "model": config.judge_model or None,
              "progress": config.progress}
@@ -473,7 +473,7 @@ def bench(config: BenchConfig) -> dict[str, Any]:
     from eval.bench_matrix import pollux_matrix
     from eval.bench_report import write_bench_page
     from eval.run import run
-    from judge.provenance import update_provenance
+    from judge.plumbing.provenance import update_provenance
 
     config.validate()
     if config.judge_config:

@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
                                        "OUT/predictions.jsonl; rerunning resumes.")
     run_p.add_argument("--config", default=None, help="YAML with RunConfig keys (configs/eval/*.yaml).")
     from eval.run import RunConfig
-    from judge.config_files import add_config_flags
+    from judge.plumbing.config_files import add_config_flags
 
     add_config_flags(run_p, RunConfig)
 
@@ -127,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
 def resolve_run_config(args: argparse.Namespace):
     """``RunConfig`` from defaults, then ``--config`` YAML, then the flags actually given."""
     from eval.run import RunConfig
-    from judge.config_files import given_flags, resolve_config
+    from judge.plumbing.config_files import given_flags, resolve_config
 
     return resolve_config(RunConfig, args.config, given_flags(args, RunConfig))
 
@@ -185,7 +185,7 @@ def _experts(args: argparse.Namespace) -> int:
 
 def _bench(args: argparse.Namespace) -> int:
     from eval.bench import BenchConfig, bench
-    from judge.config_files import given_flags, resolve_config
+    from judge.plumbing.config_files import given_flags, resolve_config
 
     config = resolve_config(BenchConfig, args.config, given_flags(args, BenchConfig))
     log.info("bench config: %s", json.dumps(dataclasses.asdict(config), ensure_ascii=False))

@@ -1,7 +1,7 @@
 """judge-serve's configuration: one dataclass, mirrored by the YAML files in ``configs/serve/``.
 
 Precedence is defaults, then the YAML given with ``--config``, then command-line flags (``serve.cli``, through
-``judge.config_files``). Every field carries its help text; the CLI builds its flags from them, so a field added
+``judge.plumbing.config_files``). Every field carries its help text; the CLI builds its flags from them, so a field added
 here is a flag and a YAML key at once. Unknown YAML keys are errors.
 """
 
@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from judge.config_files import ConfigError, read_config_file
-from judge.config_files import option as _f
+from judge.plumbing.config_files import ConfigError, read_config_file
+from judge.plumbing.config_files import option as _f
 
 __all__ = ["ServeConfig", "ConfigError", "load_yaml_config"]
 
@@ -109,7 +109,7 @@ class ServeConfig:
 
     # --- bounds and timeouts
     criteria_classifier: str = _f(
-        "tfidf", "Task classifier for items with \"criteria\": \"auto\" (tfidf, llm or head; judge.task_classifier). "
+        "tfidf", "Task classifier for items with \"criteria\": \"auto\" (tfidf, llm or head; judge.criteria_auto). "
         "Empty: such items are refused with 400."
     )
     criteria_classifier_path: str = _f("", "criteria auto: the tfidf/head artefact folder, or the llm method's base URL; "

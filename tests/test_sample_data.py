@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 import judge
-from judge.data import make_sample
+from scripts import make_sample
 
 
 @pytest.fixture(scope="module")

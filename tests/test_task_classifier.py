@@ -10,7 +10,7 @@ import pytest
 
 from judge import load_taxonomy
 from judge.splits import STANDARD, ZERO_SHOT
-from judge.task_classifier import (
+from judge.criteria_auto import (
     FALLBACK_GROUPS,
     LEAF_SHARE,
     TaskChoice,
@@ -376,7 +376,7 @@ class _Fixed:
 
 def test_expand_rows_expands_unlabelled_rows_and_passes_labelled_ones():
     """Rows without criteria_name become one item per criterion (ids row::criterion); labelled rows pass through."""
-    from judge.task_classifier import expand_rows
+    from judge.criteria_auto import expand_rows
 
     rows = [
         {"id": "q1", "instruction": "Дай совет", "answer": "Спи.", "model_id": "m", "reference_answer": "r"},
@@ -392,7 +392,7 @@ def test_expand_rows_expands_unlabelled_rows_and_passes_labelled_ones():
 
 def test_expand_rows_names_a_row_without_answer():
     """A row with no answer is an error naming the source and row, not a silently dropped item."""
-    from judge.task_classifier import expand_rows
+    from judge.criteria_auto import expand_rows
 
     with pytest.raises(ValueError, match="data.jsonl row 1: 'answer'"):
         expand_rows([{"instruction": "a", "answer": "b"}, {"instruction": "a"}], _Fixed({"Advice": 0.9}), "data.jsonl")
@@ -402,7 +402,7 @@ def test_expand_rows_names_a_row_without_answer():
 def test_expand_rows_refuses_labels_without_a_criterion(field):
     """Expert labels belong to one criterion: a pair row that carries them is refused (naming row and field) rather
     than copied onto every chosen criterion as a made-up reference."""
-    from judge.task_classifier import expand_rows
+    from judge.criteria_auto import expand_rows
 
     value = {"expert_scores": [2, 2], "criteria_score": 2.0, "annotations": [{"comment": "", "score": 2.0}]}[field]
     with pytest.raises(ValueError, match=f"data.jsonl row 0: field '{field}' labels one criterion"):
@@ -411,7 +411,7 @@ def test_expand_rows_refuses_labels_without_a_criterion(field):
 
 def test_expand_file_reads_jsonl_only_and_says_how_to_convert(tmp_path):
     """criteria: auto over a non-JSONL source is a clear error pointing at judge-eval convert."""
-    from judge.task_classifier import expand_file
+    from judge.criteria_auto import expand_file
 
     with pytest.raises(ValueError, match="judge-eval convert"):
         expand_file(tmp_path / "pairs.parquet", tmp_path / "out", _Fixed({"Advice": 0.9}))
@@ -420,7 +420,7 @@ def test_expand_file_reads_jsonl_only_and_says_how_to_convert(tmp_path):
 def test_expand_file_writes_items_that_load_as_records_and_the_choices(tmp_path):
     """expand_file: auto_items.jsonl loads through judge.load_records; task_choices.jsonl has one row per pair."""
     from judge import load_records
-    from judge.task_classifier import expand_file
+    from judge.criteria_auto import expand_file
 
     src = tmp_path / "pairs.jsonl"
     src.write_text('{"id": "a", "instruction": "Дай совет", "answer": "Спи."}\n\n'

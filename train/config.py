@@ -8,7 +8,7 @@ file, then command-line flags::
 A YAML file names its recipe (``recipe: seq2seq``, ``regression`` or ``classifier``); a key the recipe does not
 define is an error, as is a flag that belongs only to another recipe. Every field carries its help text, which
 ``judge-train run --help`` prints. Flags are spelt with dashes; the underscore spelling (``--output_dir``) still
-works (``judge.config_files``).
+works (``judge.plumbing.config_files``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from judge.config_files import ConfigError, add_config_flags, option, read_config_file, resolve_config
+from judge.plumbing.config_files import ConfigError, add_config_flags, option, read_config_file, resolve_config
 
 __all__ = [
     "ConfigError",
@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 #: ``model_name_or_path`` value that builds a randomly initialised 2-layer Qwen2 on the real Qwen2.5 vocabulary
-#: (``judge.tiny_models``) into ``<output_dir>/base-model``: what the tiny CPU configs, tests and demo train.
+#: (``train.tiny_models``) into ``<output_dir>/base-model``: what the tiny CPU configs, tests and demo train.
 TINY_MODEL = "tiny-qwen2"
 #: ``data`` value that means the sample data bundled with the package (``judge.sample_data_path()``).
 SAMPLE_DATA = "sample"
@@ -272,7 +272,7 @@ RECIPES: dict[str, type[TrainConfig]] = {
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Resolution and flags (judge.config_files): the recipe's class is chosen first, from the file or --recipe
+# Resolution and flags (judge.plumbing.config_files): the recipe's class is chosen first, from the file or --recipe
 # ---------------------------------------------------------------------------------------------------------------
 
 
@@ -300,7 +300,7 @@ def load_config(path: str | Path | None, overrides: dict[str, Any] | None = None
     overrides = dict(overrides or {})
     if overrides.get("trainer_args") is not None and path is not None:
         # trainer_args is a mapping of free keys: a flag adds to (or replaces keys of) the YAML's, not all of it.
-        from judge.config_files import coerce
+        from judge.plumbing.config_files import coerce
 
         flag = coerce("trainer_args", overrides["trainer_args"], dict[str, Any], "command line")
         overrides["trainer_args"] = {**(read_config_file(path).get("trainer_args") or {}), **flag}
@@ -310,7 +310,7 @@ def load_config(path: str | Path | None, overrides: dict[str, Any] | None = None
 
 
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add a flag for every field of every recipe, grouped (``judge.config_files.add_config_flags``)."""
+    """Add a flag for every field of every recipe, grouped (``judge.plumbing.config_files.add_config_flags``)."""
     common = [f.name for f in dataclasses.fields(TrainConfig) if f.name != "recipe"]
     add_config_flags(parser.add_argument_group("shared by all recipes"), TrainConfig, names=common)
     for name, cls in RECIPES.items():

@@ -1,10 +1,10 @@
-"""judge-train criteria-classifier: train the tfidf task classifier of ``criteria: auto`` (``judge.task_classifier``).
+"""judge-train criteria-classifier: train the tfidf task classifier of ``criteria: auto`` (``judge.criteria_auto``).
 
     judge-train criteria-classifier --out judge/data/criteria_tfidf          # rebuild the classifier that ships
     judge-train criteria-classifier --data ai-forever/POLLUX --out runs/task-clf   # + the release's 2,100 instructions
     judge-train criteria-classifier --data runs/instructions/instructions.jsonl --out runs/task-clf --no-bundled
 
-With no ``--data`` it trains on the bundled rows and the taxonomy (``judge.task_classifier.bundled_rows``) with the
+With no ``--data`` it trains on the bundled rows and the taxonomy (``judge.criteria_auto.bundled_rows``) with the
 default parameters: exactly the artefact in ``judge/data/criteria_tfidf``, which a test checks against today's rows.
 ``--data`` adds labelled instructions: POLLUX-format records by their task columns (the release by hub id or folder,
 offline from the cache), ``judge-train data instructions`` output, or labelled JSONL. The fallback threshold is
@@ -33,7 +33,7 @@ def training_rows(data: Sequence[str], bundled: bool, include_zero_shot: bool) -
     Raises:
         ValueError: an instruction of the bundled held-out set among them (it would inflate the bench's figures).
     """
-    from judge.task_classifier import bundled_rows, heldout_path, load_labelled, taxonomy_rows
+    from judge.criteria_auto import bundled_rows, heldout_path, load_labelled, taxonomy_rows
 
     pairs, counts = bundled_rows(include_zero_shot) if bundled else (taxonomy_rows(include_zero_shot), {})
     if data:
@@ -69,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
 
-    from judge.task_classifier import TfidfClassifier
+    from judge.criteria_auto import TfidfClassifier
 
     pairs, counts = training_rows(args.data, not args.no_bundled, not args.exclude_zero_shot)
     clf = TfidfClassifier.fit(pairs, folds=args.folds, threshold=args.threshold,

@@ -50,7 +50,7 @@ def resolve_base_model(config: TrainConfig) -> str:
         return config.model_name_or_path
     import tempfile
 
-    from judge.tiny_models import build_tiny_qwen2
+    from train.tiny_models import build_tiny_qwen2
 
     target = Path(config.output_dir) / "base-model"
     if not (target / "config.json").is_file():

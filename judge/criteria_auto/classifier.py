@@ -14,7 +14,7 @@ Methods are pluggable by name (``build_classifier``):
   from labelled instructions, saved as JSON + npz (no pickle); one ships with the package (``judge/data/
   criteria_tfidf``, rebuilt by ``judge-train criteria-classifier``);
 - ``llm``: any OpenAI-compatible chat endpoint chooses hierarchically (task type, then subtype, then sub-subtype)
-  with vLLM's guided choice over the taxonomy's names (``judge.task_classifier_llm``);
+  with vLLM's guided choice over the taxonomy's names (``judge.criteria_auto.llm``);
 - ``head``: a sequence-classification checkpoint whose ``id2label`` are leaf labels (transformers, or vLLM's
   pooling runner).
 
@@ -51,13 +51,11 @@ __all__ = [
     "TaskClassifier",
     "TfidfClassifier",
     "HeadClassifier",
-    "build_classifier",
     "bundled_rows",
     "choose_threshold",
     "default_classifier_path",
     "reliability",
     "type_criteria",
-    "classifier_from_settings",
     "choose_from_scores",
     "criteria_set_scores",
     "expand_criteria",
@@ -861,51 +859,6 @@ class HeadClassifier(_ChooseMixin):
                 probs = torch.softmax(self.model(**enc).logits[0].float(), dim=-1)
             out.append(dict(zip(self.labels, map(float, probs))))
         return out
-
-
-# ----------------------------------------------------------------------------------------------- registry
-
-
-def _build_llm(**kwargs) -> TaskClassifier:
-    from judge.task_classifier_llm import LLMClassifier
-
-    return LLMClassifier(**kwargs)
-
-
-#: Method name -> factory. ``tfidf`` and ``head`` take ``path``; ``llm`` takes ``base_url`` and ``model``.
-METHODS: dict[str, Callable[..., TaskClassifier]] = {
-    "tfidf": lambda path, **kw: TfidfClassifier.load(path, **kw),
-    "llm": _build_llm,
-    "head": lambda path, **kw: HeadClassifier(path, **kw),
-}
-
-
-def build_classifier(method: str, **kwargs) -> TaskClassifier:
-    """The classifier of ``method`` (a key of ``METHODS``), built from its keyword arguments."""
-    if method not in METHODS:
-        raise ValueError(f"unknown task-classifier method {method!r}; choose one of {sorted(METHODS)}")
-    return METHODS[method](**kwargs)
-
-
-def classifier_from_settings(method: str, location: str, model: str = "", threshold: float | None = None) -> TaskClassifier:
-    """The classifier judge-eval's ``--criteria-classifier*`` and judge-serve's ``criteria_classifier*`` settings name.
-
-    Args:
-        method: a key of ``METHODS``.
-        location: the ``tfidf`` / ``head`` artefact folder, or the ``llm`` method's base URL; empty with
-            ``tfidf``: the classifier shipped with the package (``default_classifier_path``).
-        model: the ``llm`` method's served model name.
-        threshold: below this task-type probability the choice falls back; None: the classifier's own (a tfidf
-            artefact records the one chosen at training; ``DEFAULT_THRESHOLD`` for the others).
-    """
-    if not location:
-        if method != "tfidf":
-            raise ValueError(f"task classifier {method!r}: no artefact folder or URL given")
-        return TfidfClassifier.load(None, threshold=threshold)  # the classifier shipped with the package
-    if method == "tfidf":
-        return TfidfClassifier.load(location, threshold=threshold)
-    kwargs = {"base_url": location, "model": model} if method == "llm" else {"path": location}
-    return build_classifier(method, threshold=DEFAULT_THRESHOLD if threshold is None else threshold, **kwargs)
 
 
 # ----------------------------------------------------------------------------------------------- expansion
