@@ -32,7 +32,7 @@ for path in (REPO, REPO / "bench"):
 
 from measure import fmt, interleaved_rounds, machine_line, spreads  # noqa: E402
 
-from judge.processes import free_port  # noqa: E402
+from judge.plumbing.processes import free_port  # noqa: E402
 from serve.judging import engine_session  # noqa: E402
 
 PAYLOAD = {"model": "bench-judge", "prompt": list(range(1000, 1900)), "max_tokens": 32, "temperature": 0.0,
@@ -60,7 +60,7 @@ web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), print=None, access_log
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    from judge.config_files import ExactArgumentParser  # long options in full only (#30.7)
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
 
     p = ExactArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--requests", type=int, default=3000, help="Requests per arm per round.")

@@ -39,7 +39,7 @@ for path in (REPO, REPO / "bench"):
 
 from measure import fmt, machine, machine_line, spreads  # noqa: E402
 
-from judge.processes import free_port, start_process  # noqa: E402
+from judge.plumbing.processes import free_port, start_process  # noqa: E402
 
 VERDICT = "[FEEDBACK] Ответ выполняет требования критерия. [RESULT] 1 [END]"
 
@@ -168,7 +168,7 @@ def _rows_fast(path: Path) -> int:
 
 
 def main(argv=None) -> int:
-    from judge.config_files import ExactArgumentParser  # long options in full only (#30.7)
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
 
     p = ExactArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--items", type=int, default=160_000, help="Records to judge (the full POLLUX test: ~160,000).")

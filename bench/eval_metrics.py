@@ -117,7 +117,7 @@ def _write_files(table, folder: Path) -> tuple[Path, Path]:
 
 def main(argv: list[str] | None = None) -> int:
     """Generate the table, time the metrics (and optionally the whole `score` command), print the figures."""
-    from judge.config_files import ExactArgumentParser  # long options in full only (#30.7)
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
 
     parser = ExactArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=160_000, help="judged items (default: the full POLLUX test)")

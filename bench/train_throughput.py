@@ -64,7 +64,7 @@ def cpu_packing_ratio(rows: int, batch: int, max_length: int, seed: int) -> dict
     from trl import SFTConfig, SFTTrainer
 
     import judge
-    from judge.tiny_models import build_tiny_qwen2
+    from train.tiny_models import build_tiny_qwen2
     from train.build_data import build_rows, drop_too_long
     from train.config import load_config
     from train.seq2seq import sft_dataset
@@ -193,7 +193,7 @@ def cuda_t_lite(seq_len: int, micro_batch: int, steps: int, warmup: int, peak_ov
 
 
 def main(argv: list[str] | None = None) -> int:
-    from judge.config_files import ExactArgumentParser  # long options in full only (#30.7)
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
 
     parser = ExactArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=24, help="CPU: sample rows trained on (one epoch each way)")

@@ -20,9 +20,9 @@ import sys
 import threading
 from typing import Sequence
 
-from judge.api_keys import resolve_api_key
-from judge.config_files import add_config_flags, given_flags
-from judge.config_files import resolve_config as resolve_settings
+from judge.plumbing.api_keys import resolve_api_key
+from judge.plumbing.config_files import add_config_flags, given_flags
+from judge.plumbing.config_files import resolve_config as resolve_settings
 from serve.config import ConfigError, ServeConfig
 from serve.engine_version import (EngineVersionError, attached_engine_urls, check_installed_vllm, starts_own_engines,
                                   watch_attached_versions)
@@ -34,7 +34,7 @@ __all__ = ["main", "build_parser", "resolve_config", "configure_logging", "CHATT
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser: ``--config``, ``--print-config`` and one flag per ``ServeConfig`` field."""
-    from judge.config_files import ExactArgumentParser  # long options in full only (#30.7)
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
 
     parser = ExactArgumentParser(
         prog="judge-serve",
@@ -49,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def resolve_config(argv: Sequence[str] | None = None) -> tuple[ServeConfig, argparse.Namespace]:
     """Defaults, then ``--config`` YAML, then flags; the API key comes from ``$JUDGE_SERVE_API_KEY`` or the variable
-    ``--api-key-env`` names (``judge.api_keys``).
+    ``--api-key-env`` names (``judge.plumbing.api_keys``).
 
     Raises:
         ConfigError: an unknown YAML key or a bad value, naming it.

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from judge.api_keys import resolve_api_key
-from judge.config_files import ConfigError, ExactArgumentParser
-from judge.processes import free_port
-from judge.provenance import REDACTED, is_secret_name, redact, redact_argv, write_provenance
+from judge.plumbing.api_keys import resolve_api_key
+from judge.plumbing.config_files import ConfigError, ExactArgumentParser
+from judge.plumbing.processes import free_port
+from judge.plumbing.provenance import REDACTED, is_secret_name, redact, redact_argv, write_provenance
 from tests.scripted_endpoint import ScriptedEndpoint, chat_completion
 
 REPO = Path(__file__).resolve().parent.parent
@@ -114,7 +114,7 @@ def test_key_from_the_environment_by_default_and_a_typed_key_warned_about(monkey
     assert resolve_api_key("", "OPENAI_API_KEY", command="judge-eval run") == FROM_ENV
     with pytest.raises(ConfigError, match="api_key_env: the environment variable NOT_SET_ANYWHERE is not set"):
         resolve_api_key("", "NOT_SET_ANYWHERE", command="judge-eval run")
-    with caplog.at_level(logging.WARNING, logger="judge.api_keys"):
+    with caplog.at_level(logging.WARNING, logger="judge.plumbing.api_keys"):
         assert resolve_api_key(TYPED, "OPENAI_API_KEY", command="judge-eval run") == TYPED
     assert "visible to other users" in caplog.text and TYPED not in caplog.text
 
@@ -134,7 +134,7 @@ def test_long_options_are_never_abbreviated():
 
 
 def test_every_parser_in_the_tree_takes_options_in_full():
-    """No console script or bench builds a plain argparse.ArgumentParser (judge.config_files.ExactArgumentParser)."""
+    """No console script or bench builds a plain argparse.ArgumentParser (judge.plumbing.config_files.ExactArgumentParser)."""
     offenders = []
     for path in REPO.rglob("*.py"):
         if ".venv" in path.parts or path.parts[len(REPO.parts)] == "tests":

@@ -4,6 +4,7 @@
     judge-train run --config configs/train/t-lite/regression.yaml --learning-rate 2e-5 --output-dir runs/x
     judge-train run --config configs/train/tiny/seq2seq.yaml --resume     # continue from the latest checkpoint
     judge-train classifier --config configs/train/tiny/classifier.yaml   # the criteria: auto task classifier
+    judge-train criteria-classifier --data ai-forever/POLLUX --out runs/task-clf   # its tfidf method
     judge-train build-data --data judge/data/sample.jsonl --zero-shot drop --out runs/rows.jsonl
     judge-train card --export runs/x/export --run runs/eval/x            # model card with evaluation figures
     torchrun --nproc_per_node 8 -m train.cli --config configs/train/t-lite/seq2seq.yaml   # several GPUs
@@ -27,6 +28,7 @@ __all__ = ["main", "run", "build_run_parser", "SUBCOMMANDS", "RECIPE_ENTRIES"]
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "run": ("train.cli", "train a judge from a config (the default: `judge-train --config ...`)"),
     "classifier": ("train.classifier", "train the criteria: auto task classifier (a head over the leaf tasks)"),
+    "criteria-classifier": ("train.criteria_classifier", "train the criteria: auto tfidf classifier (the one that ships)"),
     "build-data": ("train.build_data", "turn POLLUX-format records into training rows and report what was dropped"),
     "submit": ("train.slurm_submit", "render and submit slurm/train.sbatch for N nodes x G GPUs (--dry-run prints it)"),
     "data": ("train.synthetic.cli", "build synthetic judge-training data, one resumable stage at a time"),
@@ -38,7 +40,7 @@ def build_run_parser(prog: str = "judge-train run") -> argparse.ArgumentParser:
     """The parser of ``judge-train run``: ``--config``/``--recipe`` plus one flag per config field."""
     from train.config import add_config_arguments
 
-    from judge.config_files import ExactArgumentParser  # long options in full only (#30.7)
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
 
     parser = ExactArgumentParser(
         prog=prog,
@@ -71,7 +73,7 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
         The exit status: 0, or 2 for a config error or held-out data in the training set (the message says which).
     """
     from judge import LeakageError
-    from judge.run_folder import RunFolderBusy
+    from judge.plumbing.run_folder import RunFolderBusy
     from train.config import ConfigError, config_from_args
 
     args = build_run_parser(prog=prog).parse_args(list(argv))
@@ -94,11 +96,11 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
 
 
 def _one_writer(output_dir: str, prog: str):
-    """Global rank 0 holds the run folder (``judge.run_folder``) for the whole run; the other ranks write where it
+    """Global rank 0 holds the run folder (``judge.plumbing.run_folder``) for the whole run; the other ranks write where it
     tells them, so they take no lock (they would each find the folder held)."""
     import contextlib
 
-    from judge.run_folder import hold_run_folder
+    from judge.plumbing.run_folder import hold_run_folder
     from train.recipe_steps import is_main_process
 
     return hold_run_folder(output_dir, prog) if is_main_process() else contextlib.nullcontext()

@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 
 from judge.checkpoints import EXPORT_MANIFEST, GENERATOR_SUBDIR, read_manifest
-from judge.config_files import read_json_object
+from judge.plumbing.config_files import read_json_object
 from judge.splits import SPLIT_TITLES, STANDARD, ZERO_SHOT
 
 __all__ = ["render_card", "write_card", "main", "CARD_NAME", "DEFAULT_LICENSE"]
@@ -231,7 +231,7 @@ def write_card(export_dir: str | Path, **kwargs: Any) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     """``judge-train card``: (re)write an export's model card; returns the exit status."""
-    from judge.config_files import ExactArgumentParser  # long options in full only (#30.7)
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
 
     parser = ExactArgumentParser(prog="judge-train card", description=__doc__.split("\n\n")[0],
                                      epilog="example: judge-train card --export runs/x/export --run runs/eval/x")

@@ -157,8 +157,8 @@ def render_script(template: str, *, sbatch: dict[str, str | None], exports: dict
 
 
 def _refuse_control(values: dict[str, object]) -> None:
-    """SubmitError naming the first setting whose value holds a control character (``judge.config_files``)."""
-    from judge.config_files import ConfigError, refuse_control_characters
+    """SubmitError naming the first setting whose value holds a control character (``judge.plumbing.config_files``)."""
+    from judge.plumbing.config_files import ConfigError, refuse_control_characters
 
     try:
         for setting, value in values.items():
@@ -172,7 +172,7 @@ def _sbatch_line(key: str, value: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from judge.config_files import ExactArgumentParser  # long options in full only (#30.7)
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
 
     parser = ExactArgumentParser(
         prog="judge-train submit",

@@ -3,7 +3,7 @@
     judge-eval mera ruhumaneval --config configs/mera/ruhumaneval.yaml --endpoint URL --model NAME --out runs/rhe
     judge-eval mera rutie --config configs/mera/rutie.yaml --endpoint URL --model NAME --out runs/rutie --concurrency 8
 
-Defaults, then the YAML given with ``--config``, then flags (``judge.config_files``); unknown keys are errors.
+Defaults, then the YAML given with ``--config``, then flags (``judge.plumbing.config_files``); unknown keys are errors.
 The defaults are MERA's task cards and harness (``eval/mera/humaneval.py``, ``eval/mera/rutie.py`` cite the
 lines); each deviation is a named field.
 """
@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from judge.config_files import ConfigError
-from judge.config_files import option as _f
+from judge.plumbing.config_files import ConfigError
+from judge.plumbing.config_files import option as _f
 
 __all__ = ["MeraConfig", "HumanEvalConfig", "RutieConfig", "TASK_CONFIGS", "ConfigError"]
 
@@ -37,8 +37,8 @@ class MeraConfig:
     concurrency: int = _f(4, "Requests in flight at once.")
     api_key: str = _f("", "The API key itself; works, with a warning (a command line is visible to every user of the "
                           "node); prefer the variable api_key_env names. Never written to run.json.")
-    api_key_env: str = _f("OPENAI_API_KEY", "Environment variable holding the API key (judge.api_keys; the default "
-                                            "may be unset: no key).")
+    api_key_env: str = _f("OPENAI_API_KEY", "Environment variable holding the API key (judge.plumbing.api_keys; "
+                                            "the default may be unset: no key).")
     request_timeout: float = _f(600.0, "Seconds per request.")
     max_retries: int = _f(5, "Retries on connection errors, 429 and 5xx.")
     overwrite: bool = _f(False, "Discard earlier progress in out.")

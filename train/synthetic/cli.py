@@ -18,8 +18,8 @@ import dataclasses
 import json
 import sys
 
-from judge.config_files import given_flags
-from judge.provenance import redact
+from judge.plumbing.config_files import given_flags
+from judge.plumbing.provenance import redact
 from train.synthetic.config import STAGE_CONFIGS, add_config_flags, load_config
 
 __all__ = ["build_parser", "main"]
@@ -34,7 +34,7 @@ _HELP = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from judge.config_files import ExactArgumentParser  # long options in full only (#30.7)
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
 
     parser = ExactArgumentParser(prog="judge-train data", description=__doc__.split("\n\n")[0])
     stages = parser.add_subparsers(dest="stage", required=True, metavar="<stage>")
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     cls = STAGE_CONFIGS[args.stage]
     config = load_config(cls, args.config, given_flags(args, cls))
-    from judge.run_folder import RunFolderBusy, hold_run_folder
+    from judge.plumbing.run_folder import RunFolderBusy, hold_run_folder
 
     try:
         with hold_run_folder(args.output, f"judge-train data {args.stage}") as out_dir:  # one writer (#30.13)

@@ -1,7 +1,7 @@
 """Stage configs: dataclasses mirrored by ``configs/data/<stage>.yaml``.
 
 Defaults, then the YAML, then command-line flags (every scalar field has a ``--field-name`` flag), resolved by
-``judge.config_files``. Unknown YAML keys are errors. Endpoint lists (generators, answer models, the teacher) come from the YAML only.
+``judge.plumbing.config_files``. Unknown YAML keys are errors. Endpoint lists (generators, answer models, the teacher) come from the YAML only.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from judge.config_files import add_config_flags as add_shared_flags
-from judge.config_files import option as _f
-from judge.config_files import resolve_config
+from judge.plumbing.config_files import add_config_flags as add_shared_flags
+from judge.plumbing.config_files import option as _f
+from judge.plumbing.config_files import resolve_config
 
 __all__ = [
     "EndpointConfig",
@@ -51,8 +51,8 @@ class EndpointConfig:
 
     @property
     def api_key(self) -> str:
-        """The key from the variable ``api_key_env`` names (``judge.api_keys``); "EMPTY" when it is unset."""
-        from judge.api_keys import resolve_api_key
+        """The key from the variable ``api_key_env`` names (``judge.plumbing.api_keys``); "EMPTY" when it is unset."""
+        from judge.plumbing.api_keys import resolve_api_key
 
         return resolve_api_key("", self.api_key_env, command="judge-train data", default_env=self.api_key_env) or "EMPTY"
 
@@ -167,7 +167,7 @@ def load_config(cls: type, path: str | Path | None = None, overrides: dict | Non
     """Build a stage config: defaults, then the YAML at ``path``, then ``overrides`` (None values ignored).
 
     Raises:
-        ValueError: unknown keys in the YAML, naming them and the file (``judge.config_files.ConfigError``).
+        ValueError: unknown keys in the YAML, naming them and the file (``judge.plumbing.config_files.ConfigError``).
     """
     config = resolve_config(cls, path or None, overrides)
     for f in dataclasses.fields(cls):  # endpoint mappings are validated now, not at the first request

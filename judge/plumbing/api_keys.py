@@ -5,8 +5,8 @@ A key comes from the environment: ``$OPENAI_API_KEY`` by default, as the ``opena
 command's ``api_key_env`` setting names (judge-serve's own key: ``$JUDGE_SERVE_API_KEY``, so that a server never
 demands the user's OpenAI key by accident). A key typed into the settings (``--api-key X`` or ``api_key:`` in a
 YAML) still works, with a warning: a command line is visible to every user of the node (``ps``, ``/proc/PID/cmdline``)
-and stays in the shell's history. Every key read here is registered with ``judge.provenance.register_secret``, so
-no run file written afterwards holds it, wherever it appears.
+and stays in the shell's history. Every key read here is registered with
+``judge.plumbing.provenance.register_secret``, so no run file written afterwards holds it, wherever it appears.
 """
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ from __future__ import annotations
 import logging
 import os
 
-from judge.config_files import ConfigError
-from judge.provenance import register_secret
+from judge.plumbing.config_files import ConfigError
+from judge.plumbing.provenance import register_secret
 
 __all__ = ["DEFAULT_KEY_ENV", "resolve_api_key"]
 
 #: The variable a client command reads its key from unless told another (the ``openai`` SDK's own).
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 
-log = logging.getLogger("judge.api_keys")
+log = logging.getLogger("judge.plumbing.api_keys")
 
 
 def resolve_api_key(typed: str, env_name: str, *, command: str, default_env: str = DEFAULT_KEY_ENV) -> str:

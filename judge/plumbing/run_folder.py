@@ -13,7 +13,7 @@ Every job that appends to a run folder and resumes from it (``judge-eval run``, 
   results, written when the folder was started) must equal this launch's; a mismatch is refused with the settings
   that differ, unless ``overwrite`` discards the earlier progress.
 
-Both files are owner-only (0600) and hold no secret (``judge.provenance.redact``).
+Both files are owner-only (0600) and hold no secret (``judge.plumbing.provenance.redact``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from judge.provenance import make_private_dir, redact, redact_argv, write_private_text
+from judge.plumbing.provenance import make_private_dir, redact, redact_argv, write_private_text
 
 __all__ = ["LOCK_FILE", "RUN_KEY_FILE", "RunFolderBusy", "ResumeMismatch", "hold_run_folder", "claim_run_folder"]
 

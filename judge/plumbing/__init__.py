@@ -1,0 +1,15 @@
+"""The plumbing every stage shares, beneath the contract: one home per mechanism.
+
+- ``processes``: starting, waiting for and stopping server processes; ``supervisor``: the stdlib-only process every
+  command runs under, so that no process outlives its owner;
+- ``journal``: append-only JSONL (predictions, MERA progress, synthetic jobs): one strict reader, one torn-tail rule;
+- ``retry``: one retry policy for every HTTP client, never sooner than the server's ``Retry-After``;
+- ``config_files``: the config layer (defaults, then YAML, then flags; unknown keys are errors);
+- ``provenance``: ``run.json``, one schema written by every console script into its run folder.
+  It is also the one redaction of secrets for every file a run writes about itself;
+- ``api_keys``: one way to give a key to every command (from the environment; a typed key warned about);
+- ``run_folder``: one writer per run folder (an ``flock`` naming the holder) and one resume guard (``run_key.json``).
+
+Nothing here knows what a judge is; the contract (``judge``) and the stages (``train``, ``serve``, ``eval``) build on
+it.
+"""
