@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from judge.config_files import ConfigError
-from judge.verdicts import VerdictError
+from judge.verdicts import VerdictError, VerdictFormat
 from judge.wire import JudgeResult, ScoreSource
 from judge.retry import is_transient, retryable_status
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from eval.run import RunConfig
 
 __all__ = ["JudgeBackend", "Refused", "ChatBackend", "JudgeServeBackend", "verdict_outcome", "retryable_status",
-           "is_transient", "short", "root_of", "base_of", "detect_backend", "first_model"]
+           "is_transient", "reasoning_of", "short", "root_of", "base_of", "detect_backend", "first_model"]
 
 log = logging.getLogger("judge_eval.backends")
 
@@ -48,15 +48,20 @@ class Refused(Exception):
     """The server refused the request for a reason retrying will not fix (a 4xx other than 408/409/429)."""
 
 
-def verdict_outcome(text: str | None, record, lenient: bool) -> dict[str, Any]:
-    """Parse a judge's raw output against the record's scale (a score outside it is scored, ``in_scale`` false)."""
-    from judge import ScaleError, parse_verdict, scale_of
+def verdict_outcome(text: str | None, record, lenient: bool, *, verdict_format: str = VerdictFormat.TAGGED,
+                    reasoning: str | None = None) -> dict[str, Any]:
+    """Parse a judge's raw output against the record's scale (a score outside it is scored, ``in_scale`` false).
+
+    ``verdict_format`` is the judge's (``judge.VerdictFormat``); for ``integer``, ``reasoning`` is the server's
+    separated reasoning, kept as the row's ``feedback``.
+    """
+    from judge import ScaleError, parse_judge_output, scale_of
 
     try:
         scale = scale_of(record.rubrics)
     except ScaleError:
         scale = None  # a rubric without a readable scale: no range check, rather than no verdict
-    verdict = parse_verdict(text, scale=scale, lenient=lenient)
+    verdict = parse_judge_output(verdict_format, text, reasoning=reasoning, scale=scale, lenient=lenient)
     return {
         "raw_output": text,
         "feedback": verdict.feedback,
@@ -73,14 +78,18 @@ def verdict_outcome(text: str | None, record, lenient: bool) -> dict[str, Any]:
 class ChatBackend:
     """One ``/v1/chat/completions`` request per record (vLLM, judge-serve's passthrough, OpenAI-compatible APIs).
 
-    With the Russian POLLUX prompt, requests carry ``chat_template_kwargs: {"enable_thinking": false}``: the server
-    renders the chat template with thinking off, as ``judge.apply_chat`` does (Qwen3 judges; ChatML ignores it).
+    With the Russian POLLUX prompt, requests to a ``tagged`` judge carry ``chat_template_kwargs: {"enable_thinking":
+    false}``: the server renders the chat template with thinking off, as ``judge.apply_chat`` does (Qwen3 judges;
+    ChatML ignores it). An ``integer`` judge (``Pollux-4B-Judge``) keeps thinking on: its reasoning comes back in
+    the message's ``reasoning`` (vLLM ``--reasoning-parser``; ``reasoning_content`` in older servers) or inline as
+    ``<think>...</think>``, and is kept as the prediction's feedback.
 
     Args:
         base_url: the OpenAI base URL (ending in ``/v1``).
         api_key: the key ("EMPTY" for local servers).
         model: the model name to send.
-        config: the run's settings (prompt language, max_tokens, temperature, timeout, lenient, extra_body).
+        config: the run's settings (prompt language, verdict format, max_tokens, temperature, timeout, lenient,
+            extra_body).
     """
 
     def __init__(self, base_url: str, api_key: str, model: str, config: RunConfig):
@@ -109,7 +118,8 @@ class ChatBackend:
         # The POLLUX prompt goes to POLLUX judges on vLLM: thinking off, as judge.apply_chat renders (Qwen3 templates
         # read it; ChatML ignores it). API judges (prompt "en") get no such field: api.openai.com refuses unknown ones.
         body: dict[str, Any] = {}
-        if self.config.prompt == "ru":
+        integer = self.config.verdict_format == VerdictFormat.INTEGER
+        if self.config.prompt == "ru" and not integer:  # an integer judge was released to think first
             body["chat_template_kwargs"] = dict(judge.prompts.JUDGE_CHAT_TEMPLATE_KWARGS)
         body.update(self.config.extra_body)  # the user's extra_body wins, chat_template_kwargs included
         if body:
@@ -126,8 +136,10 @@ class ChatBackend:
             if retryable_status(err.status_code):
                 raise
             raise Refused(f"HTTP {err.status_code}: {short(err.message)}") from err
-        text = response.choices[0].message.content if response.choices else None
-        return [verdict_outcome(text, record, self.config.lenient)]
+        message = response.choices[0].message if response.choices else None
+        text = message.content if message is not None else None
+        return [verdict_outcome(text, record, self.config.lenient, verdict_format=self.config.verdict_format,
+                                reasoning=reasoning_of(message) if integer else None)]
 
     async def aclose(self) -> None:
         await self.client.close()
@@ -224,6 +236,19 @@ class JudgeServeBackend:
 
     async def aclose(self) -> None:
         await self.http.aclose()
+
+
+def reasoning_of(message: Any) -> str | None:
+    """A chat message's separated reasoning: vLLM's ``reasoning`` (``--reasoning-parser``), or the
+    ``reasoning_content`` older vLLM and DeepSeek's API write; None when the server sent neither."""
+    if message is None:
+        return None
+    extra = getattr(message, "model_extra", None) or {}
+    for name in ("reasoning", "reasoning_content"):
+        value = getattr(message, name, None) or extra.get(name)
+        if isinstance(value, str) and value:
+            return value
+    return None
 
 
 def short(text: str, limit: int = 300) -> str:

@@ -43,6 +43,7 @@ from judge.config_files import option as _f
 from judge.journal import JournalWriter
 from judge.provenance import write_provenance
 from judge.retry import RetryPolicy
+from judge.verdicts import VerdictFormat, verdict_format_of_model
 
 __all__ = ["RunConfig", "ConfigError", "run"]
 
@@ -64,6 +65,9 @@ class RunConfig:
     model: str = _f("", "Model name sent in requests (default: the first model the server lists).")
     prompt: str = _f("ru", "ru: the Russian POLLUX judge prompt (POLLUX judges); en: the English task-description "
                            "prompt (API baselines such as GPT-4o, DeepSeek-R1).")
+    verdict_format: str = _f("auto", "How the judge writes its verdict: tagged ([FEEDBACK] ... [RESULT] n [END]), "
+                                     "integer (reasoning, then a bare integer: ai-forever/Pollux-4B-Judge; thinking "
+                                     "stays on) or auto (from the checkpoint's manifest/config or the model id).")
     backend: str = _f("auto", "auto: judge-serve when the URL has /v1/judge, else chat; chat: one chat completion "
                               "per item; judge-serve: /v1/judge with all criteria of an answer per request.")
     base_url_env: str = _f("", "Environment variable holding the base URL when judge is empty (API judges).")
@@ -101,7 +105,7 @@ class RunConfig:
 
     def validate(self) -> None:
         """Raise ``ConfigError`` naming the first bad key."""
-        choices = {"prompt": ("ru", "en"), "backend": ("auto", "chat", "judge-serve"),
+        choices = {"prompt": ("ru", "en"), "verdict_format": ("auto", *VerdictFormat.ALL), "backend": ("auto", "chat", "judge-serve"),
                    "split": ("all", "zero_shot", "standard"), "server": ("auto", "judge-serve", "vllm")}
         for key, allowed in choices.items():
             if getattr(self, key) not in allowed:
@@ -222,6 +226,20 @@ def _expand_auto(config: RunConfig, out: Path) -> Path:
     return expand_file(config.data or judge.sample_data_path(), out, classifier)
 
 
+def resolve_verdict_format(setting: str, judge_ref: str, model: str) -> str:
+    """The judge's verdict format: ``setting`` unless ``auto``; else a checkpoint folder's
+    (``judge.checkpoints.checkpoint_verdict_format``), else the one its hub id or served model id implies
+    (``Pollux-4B-Judge`` -> ``integer``, anything else ``tagged``)."""
+    if setting != "auto":
+        return setting
+    if not judge_ref.startswith(("http://", "https://")) and Path(judge_ref).is_dir():
+        from judge.checkpoints import checkpoint_verdict_format
+
+        return checkpoint_verdict_format(judge_ref, model)
+    by_id = [verdict_format_of_model(ref) for ref in (model, judge_ref if is_hub_id(judge_ref) else "")]
+    return VerdictFormat.INTEGER if VerdictFormat.INTEGER in by_id else VerdictFormat.TAGGED
+
+
 def run(config: RunConfig) -> dict[str, Any]:
     """Judge every selected record that has no final prediction yet.
 
@@ -284,6 +302,7 @@ def run(config: RunConfig) -> dict[str, Any]:
             # model: it keeps the name its rows were written under, so it passes the check below and exits 0.
             (model,) = written_judges
         config.name = config.name or model
+        config.verdict_format = resolve_verdict_format(config.verdict_format, judge_ref, model)
         others = written_judges - {config.name}
         if others:
             raise ConfigError(f"out: {predictions} holds predictions of {sorted(map(str, others))}, not of "

@@ -167,8 +167,8 @@ def chat_messages(prompt: str, completion: str | None = None) -> list[dict[str, 
     return messages
 
 
-def apply_chat(tokenizer, prompt: str, completion: str | None = None) -> str:
-    """Wrap a prompt with the tokenizer's own chat template, thinking turned off.
+def apply_chat(tokenizer, prompt: str, completion: str | None = None, *, thinking: bool = False) -> str:
+    """Wrap a prompt with the tokenizer's own chat template, thinking turned off (unless ``thinking``).
 
     This is where a judge's thinking is turned off for every text the toolkit renders itself: the template gets
     ``enable_thinking=False`` (:data:`JUDGE_CHAT_TEMPLATE_KWARGS`). For a Qwen3 template the generation prompt
@@ -180,15 +180,17 @@ def apply_chat(tokenizer, prompt: str, completion: str | None = None) -> str:
         prompt: the rendered judge prompt.
         completion: when given, the assistant turn is included (training text, or the sequence a regression head
             reads); otherwise the generation prompt is appended (what the judge is asked to continue).
+        thinking: leave the template's thinking on (no ``enable_thinking`` is passed): integer-format judges
+            (``Pollux-4B-Judge``) were released to reason before they answer.
 
     Returns:
         The chat-formatted text.
     """
+    kwargs = {} if thinking else dict(JUDGE_CHAT_TEMPLATE_KWARGS)
     if completion is None:
-        return tokenizer.apply_chat_template(chat_messages(prompt), tokenize=False, add_generation_prompt=True,
-                                             **JUDGE_CHAT_TEMPLATE_KWARGS)
+        return tokenizer.apply_chat_template(chat_messages(prompt), tokenize=False, add_generation_prompt=True, **kwargs)
     return tokenizer.apply_chat_template(chat_messages(prompt, completion), tokenize=False, add_generation_prompt=False,
-                                         **JUDGE_CHAT_TEMPLATE_KWARGS)
+                                         **kwargs)
 
 
 def prefix_key(item: Any) -> tuple[str, str, str]:

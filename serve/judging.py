@@ -22,6 +22,9 @@ Steps for one request:
    A released ``-r`` judge (``head_input="generated_text"``) is scored as POLLUX scores it: generation runs to the
    end of the turn (no ``[END]`` stop), and the head reads the chat template over (prompt, the output as it came
    out); its pooling engine's ``score`` is the released head, bias included (``serve.released``).
+   An integer-format judge (``verdict_format="integer"``, ``Pollux-4B-Judge``) is prompted with thinking on and
+   generates to the end of its turn; ``judge.parse_integer_verdict`` splits the ``<think>`` reasoning (the
+   result's ``feedback``) from the integer (its ``score``), and an output cut inside the reasoning is a failure.
 """
 
 from __future__ import annotations
@@ -38,8 +41,9 @@ from typing import Any, Awaitable, Callable, TypeVar
 
 import aiohttp
 
-from judge import (PROMPT_VERSION, JudgeResult, Scale, ScoreSource, VerdictError, apply_chat, parse_rationale, parse_verdict,
-                   prefix_key, prefix_order, render_prompt, render_rationale_target)
+from judge import (PROMPT_VERSION, JudgeResult, Scale, ScoreSource, VerdictError, VerdictFormat, apply_chat,
+                   parse_integer_verdict, parse_rationale, parse_verdict, prefix_key, prefix_order, render_prompt,
+                   render_rationale_target)
 from judge.wire import JudgmentUsage, LmVerdict
 from judge.task_classifier import TaskChoice, TaskClassifier
 from serve.schema import JudgeRequest, RequestError, ResolvedCriterion, resolve_criteria
@@ -109,6 +113,7 @@ def build_jobs(
     reserve: int = 0,
     max_judgments: int | None = None,
     choices: Mapping[int, TaskChoice] | None = None,
+    thinking: bool = False,
 ) -> list[Job]:
     """Resolve criteria, render and tokenize every judgment, and order them for prefix reuse.
 
@@ -120,6 +125,7 @@ def build_jobs(
         reserve: further tokens a judgment needs beyond prompt + generation (regression: the head's input).
         max_judgments: most (item, criterion) pairs allowed, checked before any tokenizing.
         choices: the task classifier's choice per item index, for items with ``"criteria": "auto"``.
+        thinking: render with the chat template's thinking on (integer-format judges; ``judge.apply_chat``).
 
     Returns:
         The jobs, grouped so that the criteria of one answer are adjacent.
@@ -152,7 +158,7 @@ def build_jobs(
             keys.append(prefix_key(item))
     # One batch call: the fast tokenizer encodes a batch in Rust, 1.3 ms of CPU per ~1,100-token judgment against
     # 2.0 ms one call at a time (16 criteria of one answer, 3 rounds each; same ids).
-    texts = [apply_chat(tokenizer, prompt) for _, _, _, prompt in pending]
+    texts = [apply_chat(tokenizer, prompt, thinking=thinking) for _, _, _, prompt in pending]
     all_ids = tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
     jobs: list[Job] = []
     for (i, j, crit, prompt), ids in zip(pending, all_ids):
@@ -363,6 +369,8 @@ class JudgeSettings:
     #: Regression: what the head reads as the assistant turn ("rationale_target": our exports' training text;
     #: "generated_text": the output as it came out, as POLLUX scores its released -r judges). See serve.layout.
     head_input: str = "rationale_target"
+    #: How the judge writes its verdict (``judge.VerdictFormat``): ``integer`` judges think, then answer an integer.
+    verdict_format: str = VerdictFormat.TAGGED
 
 
 class Judge:
@@ -426,6 +434,7 @@ class Judge:
             reserve=reserve,
             max_judgments=s.max_judgments,
             choices=choices,
+            thinking=s.verdict_format == VerdictFormat.INTEGER,
         )
         options = {
             "max_tokens": max_tokens,
@@ -433,6 +442,10 @@ class Judge:
             "lenient": request.lenient if request.lenient is not None else s.lenient,
             "constrained": request.constrained if request.constrained is not None else s.constrained,
         }
+        if options["constrained"] and s.verdict_format == VerdictFormat.INTEGER:
+            # The verdict regex is the tagged format's; an integer judge's free reasoning has no such grammar.
+            raise RequestError("constrained: this server's judge answers in the integer format (reasoning, then an "
+                               "integer), which constrained decoding does not cover", "constrained")
         # Tasks are created in prefix order and take the semaphore in that order (asyncio's is FIFO).
         tasks = [asyncio.ensure_future(self._one(job, options)) for job in jobs]
         try:
@@ -459,6 +472,7 @@ class Judge:
             "created": int(time.time()),
             "model": s.model_name,
             "judge_kind": s.kind,
+            "verdict_format": s.verdict_format,
             "prompt_version": PROMPT_VERSION,
             "items": items,
             "usage": {
@@ -485,11 +499,14 @@ class Judge:
             "stop": ["[END]"],
             "include_stop_str_in_output": True,
         }
-        if s.head_input == "generated_text":
+        if s.head_input == "generated_text" or s.verdict_format == VerdictFormat.INTEGER:
+            # Integer judges answer after their reasoning, to the end of the turn: there is no [END] to stop at.
             # A released -r judge's head reads the text as it came out; POLLUX generates until the end of the
             # turn (its llm.chat has no stop string), so a stop at [END] could cut what its head would read.
             del payload["stop"], payload["include_stop_str_in_output"]
-        level_ids = self._levels(scale) if (s.kind == "seq2seq" and s.score_logprobs) else None
+        # The score token's position is known for the tagged format only (after [RESULT]).
+        tagged = s.verdict_format == VerdictFormat.TAGGED
+        level_ids = self._levels(scale) if (s.kind == "seq2seq" and s.score_logprobs and tagged) else None
         if level_ids:
             payload["logprobs"] = len(level_ids)
             payload["logprob_token_ids"] = list(level_ids.values())
@@ -507,7 +524,9 @@ class Judge:
         choice = completion["choices"][0]
         text = choice.get("text") or ""
         usage = completion.get("usage") or {}
-        if s.kind == "seq2seq":
+        if s.kind == "seq2seq" and s.verdict_format == VerdictFormat.INTEGER:
+            verdict = self._integer_verdict(text, scale)
+        elif s.kind == "seq2seq":
             verdict = self._seq2seq_verdict(text, choice.get("logprobs") if asked_logprobs else None, scale, options["lenient"])
         else:
             verdict = await self._regression_verdict(job, text, options["lenient"])
@@ -545,6 +564,20 @@ class Judge:
             "regression_score": None,
             "rationale_complete": None,
             "lm_verdict": None,
+        }
+
+    @staticmethod
+    def _integer_verdict(text: str, scale: Scale) -> dict[str, Any]:
+        """An integer-format verdict: the completion's ``<think>`` block is the feedback, the integer the score."""
+        verdict = parse_integer_verdict(text, None, scale)
+        return {
+            "feedback": verdict.feedback,
+            "score": verdict.score,
+            "parse_ok": verdict.ok,
+            "error": verdict.error,
+            "error_reason": verdict.reason or None,
+            "score_source": ScoreSource.VERDICT if verdict.ok else None,
+            "in_scale": verdict.in_scale,
         }
 
     async def _regression_verdict(self, job: Job, text: str, lenient: bool) -> dict[str, Any]:
