@@ -19,7 +19,7 @@ from judge.wire import JudgeResult, ScoreSource
 from judge.retry import is_transient, retryable_status
 
 if TYPE_CHECKING:
-    from eval.run import RunConfig
+    from eval.config import RunConfig
 
 __all__ = ["JudgeBackend", "Refused", "ChatBackend", "JudgeServeBackend", "verdict_outcome", "retryable_status",
            "is_transient", "reasoning_of", "short", "root_of", "base_of", "detect_backend", "first_model"]

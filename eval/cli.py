@@ -53,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
                            description="Judge every record of --data and append one prediction per item to "
                                        "OUT/predictions.jsonl; rerunning resumes.")
     run_p.add_argument("--config", default=None, help="YAML with RunConfig keys (configs/eval/*.yaml).")
-    from eval.run import RunConfig
+    from eval.config import RunConfig
     from judge.config_files import add_config_flags
 
     add_config_flags(run_p, RunConfig)
@@ -99,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def resolve_run_config(args: argparse.Namespace):
     """``RunConfig`` from defaults, then ``--config`` YAML, then the flags actually given."""
-    from eval.run import RunConfig
+    from eval.config import RunConfig
     from judge.config_files import given_flags, resolve_config
 
     return resolve_config(RunConfig, args.config, given_flags(args, RunConfig))
@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         return mera_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
-    from eval.run import ConfigError
+    from judge.config_files import ConfigError
 
     try:
         configure_logging(args.log_level)
