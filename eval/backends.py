@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from judge.config_files import ConfigError
 from judge.verdicts import VerdictError, VerdictFormat
-from judge.wire import JudgeResult, ScoreSource
+from judge.wire import CustomCriterion, JudgeItem, JudgeRequest, JudgeResponse, JudgeResult, ScoreSource
 from judge.retry import is_transient, retryable_status
 
 if TYPE_CHECKING:
@@ -145,6 +145,15 @@ class ChatBackend:
         await self.client.close()
 
 
+class _ProbeRecord:
+    """The fields ``JudgeServeBackend.request`` reads, for checking ``extra_body`` before a run."""
+
+    id, instruction, answer, reference_answer, criteria_name, rubrics = "probe", "-", "-", None, "-", "0: -\n\n1: -"
+
+
+_PROBE_RECORD = _ProbeRecord()
+
+
 class JudgeServeBackend:
     """judge-serve's ``POST /v1/judge``: all criteria of one (instruction, answer) in one request.
 
@@ -164,9 +173,10 @@ class JudgeServeBackend:
         import httpx
 
         headers = {"Authorization": f"Bearer {api_key}"} if api_key and api_key != "EMPTY" else {}
-        self.http = httpx.AsyncClient(base_url=root_url, headers=headers, timeout=config.timeout_s)
         self.model, self.config = model, config
         self.name = config.name or model
+        self.request([_PROBE_RECORD])  # a bad extra_body is a configuration error before any request is sent
+        self.http = httpx.AsyncClient(base_url=root_url, headers=headers, timeout=config.timeout_s)
 
     def batches(self, records: Sequence) -> list[list]:
         """Consecutive records of one (instruction, reference, answer), at most ``batch_size`` per request
@@ -182,24 +192,27 @@ class JudgeServeBackend:
                 out.append([record])
         return out
 
-    def payload(self, batch: Sequence) -> dict[str, Any]:
-        """The request body for one batch (one item, one custom criterion per record)."""
+    def request(self, batch: Sequence) -> JudgeRequest:
+        """The request for one batch (one item, one custom criterion per record), as the contract types it.
+
+        Raises:
+            ConfigError: ``extra_body`` has a key ``/v1/judge`` does not take, or a value of the wrong type.
+        """
         first = batch[0]
-        return {
-            "model": self.model,
-            "items": [{
-                "id": first.id,
-                "instruction": first.instruction,
-                "answer": first.answer,
-                "reference_answer": first.reference_answer,
-                "criteria": [{"name": r.criteria_name, "rubrics": r.rubrics} for r in batch],
-            }],
-            "max_tokens": self.config.max_tokens,
-            "temperature": float(self.config.temperature),
-            "lenient": self.config.lenient,
-            # The same extra fields a chat backend sends (e.g. {"constrained": true} for judge-serve).
-            **dict(self.config.extra_body),
-        }
+        item = JudgeItem(id=first.id, instruction=first.instruction, answer=first.answer,
+                         reference_answer=first.reference_answer,
+                         criteria=[CustomCriterion(name=r.criteria_name, rubrics=r.rubrics) for r in batch])
+        fields = {"model": self.model, "items": [item], "max_tokens": self.config.max_tokens,
+                  "temperature": float(self.config.temperature), "lenient": self.config.lenient}
+        # The same extra fields a chat backend sends (e.g. {"constrained": true} for judge-serve), checked here.
+        try:
+            return JudgeRequest.model_validate({**fields, **dict(self.config.extra_body)})
+        except ValueError as err:  # pydantic's ValidationError is a ValueError
+            raise ConfigError(f"extra_body: not a /v1/judge field or value: {short(str(err))}") from err
+
+    def payload(self, batch: Sequence) -> dict[str, Any]:
+        """The JSON body for one batch: ``request(batch)`` with the fields it was given."""
+        return self.request(batch).model_dump(mode="json", exclude_unset=True)
 
     async def judge(self, batch: Sequence) -> list[dict[str, Any]]:
         response = await self.http.post("/v1/judge", json=self.payload(batch))
@@ -207,11 +220,11 @@ class JudgeServeBackend:
             if retryable_status(response.status_code):
                 response.raise_for_status()
             raise Refused(f"HTTP {response.status_code}: {short(response.text)}")
-        results = response.json()["items"][0]["results"]
+        body = JudgeResponse.from_json(response.json())
+        results = body.items[0].results if body.items else []
         if len(results) != len(batch):
             raise Refused(f"judge-serve returned {len(results)} results for {len(batch)} criteria")
-        return [self._outcome(JudgeResult.from_json(result, where=f"/v1/judge results[{k}]"))
-                for k, result in enumerate(results)]
+        return [self._outcome(result) for result in results]
 
     @staticmethod
     def _outcome(result: JudgeResult) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from judge.prompts import (
     prefix_key,
     prefix_order,
     prompt_fields,
+    render_pairwise_prompt,
     render_prompt,
     render_prompt_en,
 )
@@ -83,6 +84,7 @@ __all__ = [
     "Verdict",
     "VerdictError",
     "VerdictFormat",
+    "render_pairwise_prompt",
     "parse_integer_verdict",
     "parse_judge_output",
     "verdict_format_of_model",

@@ -41,6 +41,9 @@ __all__ = [
     "prefix_key",
     "prefix_order",
     "render_prompt_en",
+    "PAIRWISE_TEMPLATE",
+    "PAIRWISE_FIELDS",
+    "render_pairwise_prompt",
     "prompt_fields",
     "chat_messages",
     "apply_chat",
@@ -86,6 +89,21 @@ EN_TEMPLATE = (
     "### Score name\n{criteria_name}\n\n"
     "### Score Rubrics:\n{rubrics}"
 )
+
+# The 4B judge's pairwise prompt: POLLUX's demo/serve_pollux_demo.py:40-54 (ai-forever/POLLUX), the original Russian
+# template kept there commented out ("# " removed from each line, a bare "#" a blank line). It ends with one newline
+# after {rubrics}: the closing quotes stand on their own line (line 54). The criterion is part of the comparison
+# scale's text (lines 77-78); the verdict is -1 (answer 1 better), 0 (tie) or 1 (answer 2 better).
+PAIRWISE_TEMPLATE = (
+    "### Инструкция\n"
+    "Даны два ответа для оценки и шкала их сравнения. Необходимо сравнить ответы по качеству выполнения задания и "
+    "вернуть число в соответствии со шкалой сравнения ответов.\n\n"
+    "### Задание для оценки:\n{instruction}\n\n"
+    "### Ответ 1 для оценки:\n{answer_1}\n\n"
+    "### Ответ 2 для оценки:\n{answer_2}\n\n"
+    "### Шкала сравнения ответов:\n{rubrics}\n"
+)
+PAIRWISE_FIELDS = ("instruction", "answer_1", "answer_2", "rubrics")
 
 _FIELDS = ("instruction", "reference_answer", "answer", "criteria_name", "rubrics")
 
@@ -148,6 +166,27 @@ def render_prompt_en(item: Any, clean: bool = False) -> str:
         The prompt text.
     """
     return EN_TEMPLATE.format(**prompt_fields(item, clean))
+
+
+def render_pairwise_prompt(item: Any) -> str:
+    """The 4B judge's pairwise prompt for two answers to one instruction (``PAIRWISE_TEMPLATE``).
+
+    Args:
+        item: a mapping or object with ``instruction``, ``answer_1``, ``answer_2`` and ``rubrics`` (the comparison
+            scale, criterion included); the fields go in raw, as POLLUX's ``str.format`` puts them.
+
+    Raises:
+        ValueError: a field is missing; TypeError: a field is not text.
+    """
+    values = {}
+    for name in PAIRWISE_FIELDS:
+        value = _get(item, name)
+        if value is None:
+            raise ValueError(f"prompt field {name!r} is missing")
+        if not isinstance(value, str):
+            raise TypeError(f"prompt field {name!r} must be text, got {type(value).__name__}")
+        values[name] = value
+    return PAIRWISE_TEMPLATE.format(**values)
 
 
 #: Keyword arguments every judge chat rendering passes to the chat template: **thinking off**. Qwen3 templates

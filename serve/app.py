@@ -519,12 +519,13 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
             body = decode_json_body(await request.body())
         except RequestError as err:
             return _error(err.status, err.message, "invalid_request_error", err.param, err.code)
-        items = body.get("items") if isinstance(body, dict) else None
-        if isinstance(items, list) and len(items) > config.max_batch_items:
-            return _error(
-                400, f"items: {len(items)} items; this server takes at most {config.max_batch_items} per request",
-                "invalid_request_error", "items", "too_many_items",
-            )  # fmt: skip
+        for key in ("items", "pairs"):  # pairs: the pairwise variant, bounded alike
+            items = body.get(key) if isinstance(body, dict) else None
+            if isinstance(items, list) and len(items) > config.max_batch_items:
+                return _error(
+                    400, f"{key}: {len(items)} {key}; this server takes at most {config.max_batch_items} per request",
+                    "invalid_request_error", key, "too_many_items",
+                )  # fmt: skip
         try:
             parsed = parse_judge_request(body)
         except RequestError as err:

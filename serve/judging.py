@@ -44,7 +44,9 @@ import aiohttp
 from judge import (PROMPT_VERSION, JudgeResult, Scale, ScoreSource, VerdictError, VerdictFormat, apply_chat,
                    parse_integer_verdict, parse_rationale, parse_verdict, prefix_key, prefix_order, render_prompt,
                    render_rationale_target)
-from judge.wire import JudgmentUsage, LmVerdict
+from judge.prompts import render_pairwise_prompt
+from judge.wire import (PAIRWISE_CRITERION, JudgeResponse, JudgeResponseItem, JudgeResponseUsage, JudgmentUsage,
+                        LmVerdict, PairwiseRequest)
 from judge.task_classifier import TaskChoice, TaskClassifier
 from serve.schema import JudgeRequest, RequestError, ResolvedCriterion, resolve_criteria
 
@@ -61,6 +63,8 @@ __all__ = [
     "ScoreDistribution",
     "JudgeSettings",
     "build_jobs",
+    "build_pair_jobs",
+    "PAIRWISE_SCALE",
     "score_distribution",
     "verdict_regex",
     "level_token_ids",
@@ -175,6 +179,33 @@ def build_jobs(
             )
         jobs.append(Job(i, j, crit, prompt, ids))
     return [jobs[k] for k in prefix_order(keys)]
+
+
+#: The pairwise comparison scale: -1 answer 1 better, 0 tie, 1 answer 2 better (demo/serve_pollux_demo.py:77-78).
+PAIRWISE_SCALE = Scale((-1, 0, 1))
+
+
+def build_pair_jobs(request: PairwiseRequest, tokenizer: Any, *, max_model_len: int, max_tokens: int,
+                    thinking: bool) -> list[Job]:
+    """Render and tokenize every pair of a pairwise request (``judge.render_pairwise_prompt``), in request order.
+
+    Raises:
+        RequestError: a prompt that does not fit the context, naming the pair.
+    """
+    prompts = [render_pairwise_prompt(pair) for pair in request.pairs]
+    texts = [apply_chat(tokenizer, prompt, thinking=thinking) for prompt in prompts]
+    all_ids = tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
+    jobs = []
+    for i, (pair, prompt, ids) in enumerate(zip(request.pairs, prompts, all_ids)):
+        if len(ids) + max_tokens > max_model_len:
+            raise RequestError(
+                f"pairs[{i}]: the prompt is {len(ids)} tokens; with max_tokens {max_tokens} it needs "
+                f"{len(ids) + max_tokens} > the model's context of {max_model_len} tokens.",
+                param=f"pairs[{i}]", code="context_length_exceeded",
+            )  # fmt: skip
+        criterion = ResolvedCriterion(PAIRWISE_CRITERION, pair.rubrics, PAIRWISE_SCALE, None)
+        jobs.append(Job(i, 0, criterion, prompt, ids))
+    return jobs
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -402,11 +433,11 @@ class Judge:
             self._level_ids[scale.levels] = level_token_ids(self.tokenizer, scale)
         return self._level_ids[scale.levels]
 
-    async def run(self, request: JudgeRequest) -> dict[str, Any]:
-        """Judge every (item, criterion) of a request.
+    async def run(self, request: JudgeRequest | PairwiseRequest) -> dict[str, Any]:
+        """Judge every (item, criterion) of a request, or every pair of a pairwise one.
 
         Returns:
-            The response body (see the README's ``/v1/judge`` section).
+            The response body: ``judge.wire.JudgeResponse.to_json()`` (see the README's ``/v1/judge`` section).
 
         Raises:
             RequestError: bad model name, criterion, task or context length.
@@ -418,6 +449,8 @@ class Judge:
         max_tokens = request.max_tokens if request.max_tokens is not None else s.max_tokens
         if max_tokens > s.max_tokens:
             raise RequestError(f"max_tokens: {max_tokens} is above this server's limit of {s.max_tokens}", "max_tokens")
+        if isinstance(request, PairwiseRequest):
+            return await self._run_pairs(request, max_tokens)
         reserve = REGRESSION_RESERVE_TOKENS if s.kind == "regression" else 0
         auto = [i for i, item in enumerate(request.items) if item.criteria == "auto"]
         choices = {}
@@ -446,43 +479,69 @@ class Judge:
             # The verdict regex is the tagged format's; an integer judge's free reasoning has no such grammar.
             raise RequestError("constrained: this server's judge answers in the integer format (reasoning, then an "
                                "integer), which constrained decoding does not cover", "constrained")
+        results = await self._judge_jobs(jobs, options)
+        n_criteria: dict[int, int] = {}
+        for job in jobs:
+            n_criteria[job.item] = max(n_criteria.get(job.item, 0), job.slot + 1)
+        slots: list[list[JudgeResult | None]] = [[None] * n_criteria.get(i, 0) for i in range(len(request.items))]
+        for job, result in zip(jobs, results):
+            slots[job.item][job.slot] = result
+        items = [
+            JudgeResponseItem(index=i, id=item.id, results=slots[i],  # type: ignore[arg-type]
+                              task_choice=choices[i].to_dict() if i in choices else None)  # criteria: auto's choice
+            for i, item in enumerate(request.items)
+        ]
+        return self._response(items, results)
+
+    async def _judge_jobs(self, jobs: list[Job], options: dict[str, Any]) -> list[JudgeResult]:
         # Tasks are created in prefix order and take the semaphore in that order (asyncio's is FIFO).
         tasks = [asyncio.ensure_future(self._one(job, options)) for job in jobs]
         try:
-            results = await asyncio.gather(*tasks)
+            return list(await asyncio.gather(*tasks))
         finally:
             for task in tasks:
                 task.cancel()
 
-        n_criteria: dict[int, int] = {}
-        for job in jobs:
-            n_criteria[job.item] = max(n_criteria.get(job.item, 0), job.slot + 1)
-        items = [
-            {"index": i, "id": item.id, "results": [None] * n_criteria.get(i, 0)} for i, item in enumerate(request.items)
-        ]
-        for i, choice in choices.items():  # criteria: auto — which task was chosen, how sure, what it expanded to
-            items[i]["task_choice"] = choice.to_dict()
-        for job, result in zip(jobs, results):
-            items[job.item]["results"][job.slot] = result.to_json()
+    def _response(self, items: list[JudgeResponseItem], results: list[JudgeResult]) -> dict[str, Any]:
+        s = self.settings
         prompt_tokens = sum(r.usage.prompt_tokens for r in results)
         completion_tokens = sum(r.usage.completion_tokens for r in results)
-        return {
-            "id": f"judge-{uuid.uuid4().hex}",
-            "object": "judge.result",
-            "created": int(time.time()),
-            "model": s.model_name,
-            "judge_kind": s.kind,
-            "verdict_format": s.verdict_format,
-            "prompt_version": PROMPT_VERSION,
-            "items": items,
-            "usage": {
-                "judgments": len(results),
-                "parsed": sum(1 for r in results if r.parse_ok),
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
+        return JudgeResponse(
+            id=f"judge-{uuid.uuid4().hex}",
+            object="judge.result",
+            created=int(time.time()),
+            model=s.model_name,
+            judge_kind=s.kind,
+            verdict_format=s.verdict_format,
+            prompt_version=PROMPT_VERSION,
+            items=items,
+            usage=JudgeResponseUsage(
+                judgments=len(results),
+                parsed=sum(1 for r in results if r.parse_ok),
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+                total_tokens=prompt_tokens + completion_tokens,
+            ),
+        ).to_json()
+
+    async def _run_pairs(self, request: PairwiseRequest, max_tokens: int) -> dict[str, Any]:
+        """A pairwise request: one judgment per pair on ``PAIRWISE_SCALE``, in the judge's verdict format."""
+        s = self.settings
+        if s.kind != "seq2seq":
+            raise RequestError("pairs: pairwise judging needs a judge that writes its verdict; this server's judge "
+                               f"is a {s.kind} judge", "pairs")  # fmt: skip
+        jobs = await asyncio.to_thread(build_pair_jobs, request, self.tokenizer, max_model_len=s.max_model_len,
+                                       max_tokens=max_tokens, thinking=s.verdict_format == VerdictFormat.INTEGER)
+        options = {
+            "max_tokens": max_tokens,
+            "temperature": float(request.temperature if request.temperature is not None else s.temperature),
+            "lenient": s.lenient,
+            "constrained": False,  # the verdict regex is the per-criterion one
         }
+        results = await self._judge_jobs(jobs, options)
+        items = [JudgeResponseItem(index=i, id=pair.id, results=[result])
+                 for i, (pair, result) in enumerate(zip(request.pairs, results))]
+        return self._response(items, results)
 
     def completion_payload(self, job: Job, options: dict[str, Any]) -> dict[str, Any]:
         """The ``/v1/completions`` body for one judgment (``options``: max_tokens, temperature, constrained).
