@@ -116,6 +116,12 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _score(args: argparse.Namespace) -> int:
+    from eval.pairwise_metrics import is_pairwise_run, pairwise_markdown, score_pairwise
+
+    if is_pairwise_run(args.predictions):  # a pairwise run (eval.pairwise): its own metrics and report
+        print(pairwise_markdown(score_pairwise(args.predictions, args.data, args.out, n_boot=args.n_boot,
+                                               seed=args.seed, name=args.name)))
+        return 0
     from eval.report import SPLIT_TITLES, fmt, fmt_ci
     from eval.scoring import score
 

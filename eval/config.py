@@ -50,6 +50,8 @@ class RunConfig:
     max_tokens: int = _f(1024, "Tokens the judge may generate per verdict.")
     temperature: float = _f(0.0, "Sampling temperature (0: greedy).")
     lenient: bool = _f(False, "Accept a verdict whose [END] was cut off (judge.parse_verdict lenient=True).")
+    pairwise_orders: str = _f("both", "Pairwise rows (answer_1/answer_2): both asks each pair in both orders (position "
+                                      "bias shows as verdicts that do not flip with the order); original asks once.")
     batch_size: int = _f(16, "judge-serve backend: most criteria per /v1/judge request.")
     split: str = _f("all", "Which items to judge: all, zero_shot or standard.")
     limit: int = _f(0, "Judge only the first N items of the data (0: all).")
@@ -74,7 +76,7 @@ class RunConfig:
 
     def validate(self) -> None:
         """Raise ``ConfigError`` naming the first bad key."""
-        choices = {"prompt": ("ru", "en"), "verdict_format": ("auto", *VerdictFormat.ALL), "backend": ("auto", "chat", "judge-serve"),
+        choices = {"prompt": ("ru", "en"), "verdict_format": ("auto", *VerdictFormat.ALL), "pairwise_orders": ("both", "original"), "backend": ("auto", "chat", "judge-serve"),
                    "split": ("all", "zero_shot", "standard"), "server": ("auto", "judge-serve", "vllm")}
         for key, allowed in choices.items():
             if getattr(self, key) not in allowed:

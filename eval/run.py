@@ -36,6 +36,7 @@ from eval.config import RunConfig
 from eval.backends import (ChatBackend, JudgeBackend, JudgeServeBackend, Refused, base_of, detect_backend, first_model,
                            root_of, short)
 from eval.local_server import local_server
+from eval.pairwise import ORDERS, PAIRWISE_PREDICTIONS, is_pairwise_data, judge_pairs, load_pairs, pending_judgments
 from eval.predictions import REQUEST_FAILED, PredictionRow, iter_predictions, resume_predictions
 from judge.checkpoints import is_hub_id
 from judge.config_files import ConfigError
@@ -180,14 +181,22 @@ def run(config: RunConfig) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     if config.criteria == "auto":
         config.data = str(_expand_auto(config, out))  # run.json then names the expanded items, as `score` reads them
-    records = _select(judge.load_records(config.data or judge.sample_data_path()), config)
-    if not config.data:
-        config.data = str(judge.sample_data_path())
-    predictions = out / "predictions.jsonl"
-    done = resume_predictions(predictions, [r.id for r in records])
-    todo = [r for r in records if r.id not in done]
-    # All criteria of one answer consecutive: their prompts share a prefix the server computes once.
-    todo = [todo[i] for i in judge.prefix_order([judge.prefix_key(r) for r in todo])]
+    pairwise = is_pairwise_data(config.data)
+    if pairwise:  # rows with answer_1/answer_2: eval.pairwise, every pair in both orders by default
+        records = load_pairs(config.data)[: config.limit or None]
+        predictions = out / PAIRWISE_PREDICTIONS
+        orders = ORDERS if config.pairwise_orders == "both" else ORDERS[:1]
+        todo, n_done, pair_judges = pending_judgments(records, predictions, orders)
+        done: Any = ()  # counted in n_done
+    else:
+        records = _select(judge.load_records(config.data or judge.sample_data_path()), config)
+        if not config.data:
+            config.data = str(judge.sample_data_path())
+        predictions = out / "predictions.jsonl"
+        done = resume_predictions(predictions, [r.id for r in records])
+        todo = [r for r in records if r.id not in done]
+        # All criteria of one answer consecutive: their prompts share a prefix the server computes once.
+        todo = [todo[i] for i in judge.prefix_order([judge.prefix_key(r) for r in todo])]
 
     api_key = os.environ.get(config.api_key_env, "") if config.api_key_env else ""
     judge_ref = config.judge
@@ -213,7 +222,10 @@ def run(config: RunConfig) -> dict[str, Any]:
         kind = config.backend
         if todo and kind == "auto":
             kind = detect_backend(base_url, api_key)
-        written_judges = {row.get("judge") for row in iter_predictions(predictions)} if done else set()
+        if pairwise:
+            written_judges = pair_judges
+        else:
+            written_judges = {row.get("judge") for row in iter_predictions(predictions)} if done else set()
         if not (config.name or model) and not todo and len(written_judges) == 1:
             # A rerun of a finished run (a requeued Slurm task whose shard was complete) asks no server for its
             # model: it keeps the name its rows were written under, so it passes the check below and exits 0.
@@ -226,15 +238,21 @@ def run(config: RunConfig) -> dict[str, Any]:
                               f"{config.name!r}; resume with the same --name or use another --out")
         write_provenance(out, "judge-eval run", dataclasses.asdict(config), backend=kind, model=model,
                          n_items=len(records),
-                         prompt_version=judge.PROMPT_VERSION_EN if config.prompt == "en" else judge.PROMPT_VERSION)
+                         prompt_version=(judge.prompts.PAIRWISE_PROMPT_VERSION if pairwise else
+                                         judge.PROMPT_VERSION_EN if config.prompt == "en" else judge.PROMPT_VERSION))
         counts = {"written": 0, "parse_failed": 0, "request_failed": 0}
-        if todo:
+        if todo and pairwise:
+            log.info("judging %d pairwise judgments (%d already done) with %s via %s", len(todo), n_done, model, kind)
+            counts = asyncio.run(judge_pairs(todo, predictions, kind=kind, base_url=base_url, root_url=root_of(base_url),
+                                             api_key=api_key, model=model, name=config.name, config=config,
+                                             policy=retry_policy(config)))  # fmt: skip
+        elif todo:
             log.info("judging %d items (%d already done) with %s via %s", len(todo), len(done), model, kind)
             backend: JudgeBackend = (JudgeServeBackend(root_of(base_url), api_key, model, config) if kind == "judge-serve"
                                      else ChatBackend(base_url, api_key, model, config))
             counts = asyncio.run(_judge_all(backend, todo, config, predictions))
     if not predictions.exists():
         predictions.touch()
-    return {"n_items": len(records), "n_done_before": len(done), **counts, "predictions": str(predictions),
+    return {"n_items": len(records), "n_done_before": n_done if pairwise else len(done), **counts, "predictions": str(predictions),
             "judge": config.name}
 

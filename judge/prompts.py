@@ -42,6 +42,7 @@ __all__ = [
     "prefix_order",
     "render_prompt_en",
     "PAIRWISE_TEMPLATE",
+    "PAIRWISE_PROMPT_VERSION",
     "PAIRWISE_FIELDS",
     "render_pairwise_prompt",
     "prompt_fields",
@@ -52,6 +53,8 @@ __all__ = [
 
 PROMPT_VERSION = "pollux-ru-v2"
 PROMPT_VERSION_EN = "pollux-en-v2"
+#: The pairwise template's version (``PAIRWISE_TEMPLATE``: POLLUX's demo, Russian original).
+PAIRWISE_PROMPT_VERSION = "pollux-pairwise-ru-v1"
 
 # seeds/003_04de0265a3137b49.txt:2707-2720, the lines inside the code fence. The paper's placeholders
 # {criteria.name} / {criteria.rubrics} are our fields criteria_name / rubrics. No trailing newline: the fence closes
