@@ -205,6 +205,11 @@ def parse_verdict(text: str | None, scale: Scale | None = None, lenient: bool = 
     score = float(match.group(1).replace(",", "."))
     if not math.isfinite(score):
         return Verdict.failure(VerdictError.NO_SCORE, f"score {match.group(1)!r} is not finite", feedback)
+    return _read(feedback, score, scale)
+
+
+def _read(feedback: str, score: float, scale: Scale | None) -> Verdict:
+    """A read score as an ok verdict, checked against ``scale`` when given (outside it: ``in_scale=False``)."""
     if scale is None:
         return Verdict(feedback=feedback, score=score, ok=True)
     if not scale.contains(score):
@@ -277,13 +282,7 @@ def parse_integer_verdict(content: str | None, reasoning: str | None = None, sca
     if not match:
         shown = text[-40:]
         return Verdict.failure(VerdictError.NO_SCORE, f"the answer {shown!r} does not end with an integer", thought)
-    score = float(int(match.group(0) if match.re is _WHOLE_INTEGER else match.group(1)))
-    if scale is None:
-        return Verdict(feedback=thought, score=score, ok=True)
-    if not scale.contains(score):
-        reason = f"score {format_score(score)} is outside the scale {scale.min}..{scale.max}"
-        return Verdict(feedback=thought, score=score, ok=True, reason=reason, in_scale=False)
-    return Verdict(feedback=thought, score=score, ok=True, in_scale=True)
+    return _read(thought, float(int(match.group(0) if match.re is _WHOLE_INTEGER else match.group(1))), scale)
 
 
 def parse_judge_output(verdict_format: str, text: str | None, *, reasoning: str | None = None,

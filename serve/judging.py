@@ -42,7 +42,7 @@ from typing import Any, Awaitable, Callable, TypeVar
 import aiohttp
 
 from judge import (PROMPT_VERSION, JudgeResult, Scale, ScoreSource, VerdictError, VerdictFormat, apply_chat,
-                   parse_integer_verdict, parse_rationale, parse_verdict, prefix_key, prefix_order, render_prompt,
+                   parse_judge_output, parse_rationale, parse_verdict, prefix_key, prefix_order, render_prompt,
                    render_rationale_target)
 from judge.prompts import render_pairwise_prompt
 from judge.wire import (PAIRWISE_CRITERION, JudgeResponse, JudgeResponseItem, JudgeResponseUsage, JudgmentUsage,
@@ -583,10 +583,9 @@ class Judge:
         choice = completion["choices"][0]
         text = choice.get("text") or ""
         usage = completion.get("usage") or {}
-        if s.kind == "seq2seq" and s.verdict_format == VerdictFormat.INTEGER:
-            verdict = self._integer_verdict(text, scale)
-        elif s.kind == "seq2seq":
-            verdict = self._seq2seq_verdict(text, choice.get("logprobs") if asked_logprobs else None, scale, options["lenient"])
+        if s.kind == "seq2seq":
+            verdict = self._seq2seq_verdict(text, choice.get("logprobs") if asked_logprobs else None, scale,
+                                            options["lenient"], s.verdict_format)
         else:
             verdict = await self._regression_verdict(job, text, options["lenient"])
         return JudgeResult(
@@ -603,8 +602,10 @@ class Judge:
         )
 
     @staticmethod
-    def _seq2seq_verdict(text: str, logprobs: dict[str, Any] | None, scale: Scale, lenient: bool) -> dict[str, Any]:
-        verdict = parse_verdict(text, scale=scale, lenient=lenient)
+    def _seq2seq_verdict(text: str, logprobs: dict[str, Any] | None, scale: Scale, lenient: bool,
+                         verdict_format: str = VerdictFormat.TAGGED) -> dict[str, Any]:
+        # Integer format: the completion's <think> block is the feedback, the integer after it the score.
+        verdict = parse_judge_output(verdict_format, text, scale=scale, lenient=lenient)
         dist = None
         if verdict.ok and logprobs:
             dist = score_distribution(logprobs.get("tokens") or [], logprobs.get("top_logprobs") or [], scale, verdict.score)
@@ -623,20 +624,6 @@ class Judge:
             "regression_score": None,
             "rationale_complete": None,
             "lm_verdict": None,
-        }
-
-    @staticmethod
-    def _integer_verdict(text: str, scale: Scale) -> dict[str, Any]:
-        """An integer-format verdict: the completion's ``<think>`` block is the feedback, the integer the score."""
-        verdict = parse_integer_verdict(text, None, scale)
-        return {
-            "feedback": verdict.feedback,
-            "score": verdict.score,
-            "parse_ok": verdict.ok,
-            "error": verdict.error,
-            "error_reason": verdict.reason or None,
-            "score_source": ScoreSource.VERDICT if verdict.ok else None,
-            "in_scale": verdict.in_scale,
         }
 
     async def _regression_verdict(self, job: Job, text: str, lenient: bool) -> dict[str, Any]:

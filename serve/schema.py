@@ -31,7 +31,7 @@ import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -40,6 +40,8 @@ from judge.task_classifier import TaskChoice
 from judge.taxonomy import RUBRIC_LEVEL_SEPARATOR
 # The request types are the contract's (judge.wire); re-exported here, where the server validates with them.
 from judge.wire import CustomCriterion, JudgeItem, JudgeRequest, PairItem, PairwiseRequest
+
+T = TypeVar("T", JudgeRequest, PairwiseRequest)
 
 __all__ = [
     "RequestError",
@@ -243,11 +245,7 @@ def parse_judge_request(body: Any) -> JudgeRequest | PairwiseRequest:
         if not inline:
             raise RequestError("items: required field is missing", param="items")
         data["items"] = [{k: data.pop(k) for k in inline}]
-    _check_values(data)
-    try:
-        request = JudgeRequest.model_validate(data)
-    except ValidationError as err:
-        raise _first_error(err, data) from None
+    request = _validated(JudgeRequest, data)
     for i, item in enumerate(request.items):
         for name in ("instruction", "answer"):
             if not getattr(item, name).strip():
@@ -265,15 +263,20 @@ def parse_judge_request(body: Any) -> JudgeRequest | PairwiseRequest:
     return request
 
 
+def _validated(model: type[T], data: dict[str, Any]) -> T:
+    """``data`` checked for unreadable values, then validated into ``model``; the first error names its field."""
+    _check_values(data)
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        raise _first_error(err, data) from None
+
+
 def _parse_pairwise(data: dict[str, Any]) -> PairwiseRequest:
     """The pairwise variant: ``pairs`` of (instruction, answer_1, answer_2, rubrics), never beside ``items``."""
     if "items" in data:
         raise RequestError("pairs: give either items (criteria) or pairs (pairwise), not both", param="pairs")
-    _check_values(data)
-    try:
-        request = PairwiseRequest.model_validate(data)
-    except ValidationError as err:
-        raise _first_error(err, data) from None
+    request = _validated(PairwiseRequest, data)
     for i, pair in enumerate(request.pairs):
         for name in ("instruction", "answer_1", "answer_2", "rubrics"):
             if not getattr(pair, name).strip():

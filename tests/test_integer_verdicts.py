@@ -278,13 +278,68 @@ def test_judge_serve_serves_a_qwen3_judge_in_the_integer_format(tiny_pollux_4b, 
         # A tiny random model never closes </think> in 8 tokens: vLLM's qwen3 parser returns it all as reasoning.
         assert message["reasoning"] and not message.get("content")
 
+        pair = {"id": "p1", "instruction": item["instruction"], "answer_1": "Листья падают.", "answer_2": "Осень.",
+                "rubrics": "Критерий: образность.\n-1: ответ 1 лучше\n0: одинаково\n1: ответ 2 лучше"}
+        paired = httpx.post(server.root_url + "/v1/judge", headers=headers, timeout=300,
+                            json={"pairs": [pair], "max_tokens": 24})  # fmt: skip
+        assert paired.status_code == 200, paired.text
+        (pair_result,) = paired.json()["items"][0]["results"]
+        again = parse_integer_verdict(pair_result["output"], None, Scale((-1, 0, 1)))
+        assert (pair_result["criterion"], pair_result["scale"], pair_result["parse_ok"], pair_result["score"]) == (
+            "pairwise", [-1, 0, 1], again.ok, again.score)
+
         monkeypatch.setenv("TEST_JUDGE_KEY", server.api_key)
         argv = ["run", "--judge", server.base_url, "--api-key-env", "TEST_JUDGE_KEY", "--data", str(data), "--out",
                 str(tmp_path / "run"), "--max-tokens", "24", "--no-progress"]
         assert main(argv) == 0
+        pairs_file = tmp_path / "pairs.jsonl"
+        pairs_file.write_text(json.dumps(pair, ensure_ascii=False) + "\n", encoding="utf-8")
+        assert main(["run", "--judge", server.base_url, "--api-key-env", "TEST_JUDGE_KEY", "--data", str(pairs_file),
+                     "--out", str(tmp_path / "pairs"), "--max-tokens", "24", "--no-progress"]) == 0
+    from eval.pairwise import read_pairwise_rows
+
+    assert sorted(r.order for r in read_pairwise_rows(tmp_path / "pairs" / "pairwise_predictions.jsonl")) == [
+        "original", "swapped"]
     rows = read_predictions(tmp_path / "run")
     assert len(rows) == 3
     for row in rows:
         again = parse_integer_verdict(row["raw_output"], None)
         assert (row["parse_ok"], row["feedback"]) == (again.ok, again.feedback)
         assert row["error"] == (None if again.ok else again.error)
+
+
+@pytest.mark.parametrize("fmt", ["tagged", "integer"])
+def test_engine_command_follows_the_verdict_format(fmt, tmp_path):
+    """The generating engine of an integer judge runs as its authors serve it (--reasoning-parser qwen3, thinking left
+    on); a tagged judge's gets thinking off by default and no reasoning parser."""
+    from serve.config import ServeConfig
+    from serve.launch import EngineSpec, engine_command
+
+    config = ServeConfig(model=str(tmp_path), verdict_format=fmt).validate()
+    cmd = engine_command(EngineSpec("generator", tmp_path, "j", 0.9), config, 1234)
+    assert ("--reasoning-parser" in cmd) == (fmt == "integer")
+    assert ("--default-chat-template-kwargs" in cmd) == (fmt == "tagged")
+    if fmt == "integer":
+        assert cmd[cmd.index("--reasoning-parser") + 1] == "qwen3"
+
+
+def test_serve_resolves_the_format_from_the_layout(tmp_path):
+    """judge-serve's auto: a seq2seq folder named Pollux-4B-Judge is integer, another tagged; integer asked of a
+    regression judge is refused; an unknown setting is a config error naming verdict_format."""
+    from judge.config_files import ConfigError
+    from serve.app import resolved_verdict_format
+    from serve.config import ServeConfig
+    from serve.layout import CheckpointLayout, LayoutError
+
+    four_b = tmp_path / "Pollux-4B-Judge"
+    four_b.mkdir()
+    (four_b / "config.json").write_text("{}")
+    seq = CheckpointLayout(kind="seq2seq", root=four_b, generator_dir=four_b)
+    assert resolved_verdict_format(ServeConfig(model=str(four_b)), seq).verdict_format == "integer"
+    other = CheckpointLayout(kind="seq2seq", root=tmp_path, generator_dir=tmp_path)
+    assert resolved_verdict_format(ServeConfig(model=str(tmp_path), served_model_name="j"), other).verdict_format == "tagged"
+    regression = CheckpointLayout(kind="regression", root=four_b, generator_dir=four_b, pooler_dir=four_b)
+    with pytest.raises(LayoutError, match="verdict_format: integer"):
+        resolved_verdict_format(ServeConfig(model=str(four_b), verdict_format="integer"), regression)
+    with pytest.raises(ConfigError, match="verdict_format: 'bare'"):
+        ServeConfig(model=str(four_b), verdict_format="bare").validate()
