@@ -213,18 +213,21 @@ def judge_kind(folder: str | Path) -> JudgeKind:
 def checkpoint_verdict_format(folder: str | Path, served_name: str | None = None) -> str:
     """The verdict format (``judge.VerdictFormat``) of the judge a checkpoint folder holds.
 
-    The export manifest's ``verdict_format`` decides when it has one; else the model ids the folder carries: the
-    served name, ``config.json``'s ``_name_or_path`` and the folder's own name (a hub snapshot's repository folder
-    ``models--ai-forever--Pollux-4B-Judge`` included), any of which naming ``Pollux-4B-Judge`` means ``integer``.
-    Anything else is ``tagged`` (every judge judge-train exports, the 7B/32B releases).
+    An export manifest decides: its ``verdict_format``, else ``tagged`` (judge-train teaches the tagged format, also
+    to a judge fine-tuned from ``Pollux-4B-Judge``, whose ``_name_or_path`` still names it). A folder without a
+    manifest (a released or plain checkpoint) is judged by the model ids it carries: the served name,
+    ``config.json``'s ``_name_or_path`` and the folder's own name (a hub snapshot's repository folder
+    ``models--ai-forever--Pollux-4B-Judge`` included), any of which naming ``Pollux-4B-Judge`` means ``integer``;
+    anything else is ``tagged`` (the 7B/32B releases).
 
     Raises:
         ValueError: a manifest whose ``verdict_format`` is not a known format.
     """
     from judge.verdicts import VerdictFormat, verdict_format_of_model
 
-    declared = read_manifest(folder).get("verdict_format")
-    if declared is not None:
+    manifest = read_manifest(folder)
+    if manifest:
+        declared = manifest.get("verdict_format", VerdictFormat.TAGGED)
         if declared not in VerdictFormat.ALL:
             raise ValueError(f"{Path(folder) / EXPORT_MANIFEST}: verdict_format {declared!r} is not one of "
                              f"{', '.join(VerdictFormat.ALL)}")

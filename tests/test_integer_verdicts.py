@@ -118,8 +118,9 @@ def test_verdict_format_follows_the_model_id(model_id, expected):
 
 
 def test_checkpoint_verdict_format_reads_manifest_then_ids(tmp_path):
-    """A checkpoint's format: the export manifest's verdict_format first, then its ids (served name, config.json's
-    _name_or_path, folder, hub-cache repository folder), else tagged; an unknown manifest value is refused."""
+    """A checkpoint's format: an export manifest decides (its verdict_format, else tagged: judge-train's exports are
+    tagged even when fine-tuned from the 4B judge); without one its ids (served name, config.json's _name_or_path,
+    folder, hub-cache repository folder), else tagged; an unknown manifest value is refused."""
     from judge.checkpoints import EXPORT_MANIFEST, checkpoint_verdict_format
 
     plain = tmp_path / "judge-a"
@@ -129,8 +130,10 @@ def test_checkpoint_verdict_format_reads_manifest_then_ids(tmp_path):
     assert checkpoint_verdict_format(plain, "ai-forever/Pollux-4B-Judge") == VerdictFormat.INTEGER
     (plain / "config.json").write_text(json.dumps({"_name_or_path": "ai-forever/Pollux-4B-Judge"}))
     assert checkpoint_verdict_format(plain) == VerdictFormat.INTEGER
-    (plain / EXPORT_MANIFEST).write_text(json.dumps({"mode": "seq2seq", "verdict_format": "tagged"}))
-    assert checkpoint_verdict_format(plain) == VerdictFormat.TAGGED
+    (plain / EXPORT_MANIFEST).write_text(json.dumps({"mode": "seq2seq"}))  # judge-train's export of a 4B fine-tune
+    assert checkpoint_verdict_format(plain, "Pollux-4B-Judge") == VerdictFormat.TAGGED
+    (plain / EXPORT_MANIFEST).write_text(json.dumps({"mode": "seq2seq", "verdict_format": "integer"}))
+    assert checkpoint_verdict_format(plain) == VerdictFormat.INTEGER
     (plain / EXPORT_MANIFEST).write_text(json.dumps({"mode": "seq2seq", "verdict_format": "bare"}))
     with pytest.raises(ValueError, match="verdict_format 'bare'"):
         checkpoint_verdict_format(plain)
