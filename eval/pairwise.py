@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eval.predictions import REQUEST_FAILED  # a judgment whose request failed: retried by the next run
 from judge.config_files import ConfigError
 from judge.journal import JournalWriter, iter_journal
 from judge.prompts import PAIRWISE_FIELDS, render_pairwise_prompt
@@ -42,7 +43,6 @@ PAIRWISE_PREDICTIONS = "pairwise_predictions.jsonl"
 PAIRWISE_SCALE = Scale((-1, 0, 1))
 ORDERS = ("original", "swapped")
 _WINNER_NAMES = {"answer_1": -1, "tie": 0, "answer_2": 1}
-REQUEST_FAILED = "request_failed"  # the same code as eval.predictions.REQUEST_FAILED: retried by the next run
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,10 @@ head's raw value; the latency is that of the request that produced the row, shar
 (resolved config, git revision, package versions, prompt version). A rerun resumes: rows already written are kept,
 a line cut by a kill is dropped, items whose *request* failed are retried, and the file ends with exactly one row
 per item. A verdict that does not parse is a final answer (``parse_ok: false`` with the parser's error); it is never a score.
+
+The judge's verdict format (``judge.VerdictFormat``: ``tagged`` or ``integer``, ``Pollux-4B-Judge``) follows from the
+checkpoint or the model id unless ``verdict_format`` is set. Data whose rows carry ``answer_1``/``answer_2`` is judged
+pairwise (``eval.pairwise``: every pair in both orders by default, into ``pairwise_predictions.jsonl``).
 """
 
 
