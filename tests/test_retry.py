@@ -7,7 +7,6 @@ waits are read from an injected sleep, never timed.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import email.utils
 
 import httpx
@@ -134,7 +133,11 @@ def _judge_result(record) -> dict:
     result = judge.JudgeResult(criterion=record.criteria_name, criterion_id=None, scale=[0, 1, 2], feedback="ok",
                                score=1.0, parse_ok=True, score_source=judge.ScoreSource.VERDICT, output="[RESULT] 1",
                                in_scale=True)
-    return {"items": [{"index": 0, "id": record.id, "results": [dataclasses.asdict(result)]}]}
+    from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage
+
+    # The full envelope: judge-eval reads /v1/judge responses strictly (judge.wire.JudgeResponse).
+    return JudgeResponse("judge-1", "judge.result", 0, "scripted", "seq2seq", "tagged", judge.PROMPT_VERSION,
+                         [JudgeResponseItem(0, record.id, [result])], JudgeResponseUsage(1, 1, 0, 0, 0)).to_json()
 
 
 def test_eval_runner_waits_for_retry_after_and_keeps_its_accounting(tmp_path):
