@@ -18,7 +18,7 @@ import pytest
 import judge
 from eval.cli import build_parser, main, resolve_run_config
 from eval.predictions import read_predictions
-from eval.run import RunConfig
+from eval.config import RunConfig
 from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage
 from tests.fixtures_models import FAST_ENGINE_ENV
 from tests.scripted_endpoint import ScriptedEndpoint, chat_completion
