@@ -345,7 +345,7 @@ def _candidate(config: BenchConfig, out: Path) -> Iterator[tuple[str, str]]:
     if not (Path(config.model).is_dir() or is_hub_id(config.model)):
         raise ConfigError(f"model: {config.model!r} is neither an http(s) URL, a checkpoint folder nor a hub id")
     from eval.local_server import local_server
-    from eval.run import RunConfig
+    from eval.config import RunConfig
 
     # The judge's server helper, told to start plain vLLM: a candidate is an ordinary chat model, not a judge.
     served = RunConfig(judge=config.model, out=str(out), model=config.model_name, server="vllm",
@@ -413,7 +413,7 @@ def write_items(rows: Sequence[InstructionRow], answers: Mapping[Any, AnswerRow]
 
 def judge_config(config: BenchConfig, items: Path, out: Path):
     """``judge-eval run``'s config for the verdict stage: ``judge_config`` YAML, then the bench's judge flags."""
-    from eval.run import RunConfig
+    from eval.config import RunConfig
     from judge.plumbing.config_files import resolve_config
 
     flags = {"data": str(items), "out": str(out), "judge": config.judge or None, "model": config.judge_model or None,

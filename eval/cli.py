@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
                            description="Judge every record of --data and append one prediction per item to "
                                        "OUT/predictions.jsonl; rerunning resumes.")
     run_p.add_argument("--config", default=None, help="YAML with RunConfig keys (configs/eval/*.yaml).")
-    from eval.run import RunConfig
+    from eval.config import RunConfig
     from judge.plumbing.config_files import add_config_flags
 
     add_config_flags(run_p, RunConfig)
@@ -130,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def resolve_run_config(args: argparse.Namespace):
     """``RunConfig`` from defaults, then ``--config`` YAML, then the flags actually given."""
-    from eval.run import RunConfig
+    from eval.config import RunConfig
     from judge.plumbing.config_files import given_flags, resolve_config
 
     return resolve_config(RunConfig, args.config, given_flags(args, RunConfig))
@@ -149,6 +149,12 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _score(args: argparse.Namespace) -> int:
+    from eval.pairwise_metrics import is_pairwise_run, pairwise_markdown, score_pairwise
+
+    if is_pairwise_run(args.predictions):  # a pairwise run (eval.pairwise): its own metrics and report
+        print(pairwise_markdown(score_pairwise(args.predictions, args.data, args.out, n_boot=args.n_boot,
+                                               seed=args.seed, name=args.name)))
+        return 0
     from eval.report import SPLIT_TITLES, fmt, fmt_ci
     from eval.scoring import score
 
@@ -256,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         return mera_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
-    from eval.run import ConfigError
+    from judge.plumbing.config_files import ConfigError
     from judge.plumbing.run_folder import ResumeMismatch, RunFolderBusy
 
     try:

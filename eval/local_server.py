@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from judge.plumbing.config_files import ConfigError
 
 if TYPE_CHECKING:
-    from eval.run import RunConfig
+    from eval.config import RunConfig
 
 __all__ = ["local_server"]
 

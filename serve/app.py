@@ -27,6 +27,7 @@ stops accepting connections, lets in-flight requests finish (``shutdown_grace_s`
 
 from __future__ import annotations
 
+import dataclasses
 import asyncio
 import contextlib
 import hmac
@@ -47,7 +48,7 @@ from serve.config import ServeConfig
 from serve.judging import (EngineClient, EngineFailure, EngineUnavailable, Judge, JudgeSettings, engine_session,
                            unless_dead)
 from serve.launch import Engine, EngineStartError, engine_specs
-from serve.layout import CheckpointLayout, resolve_layout
+from serve.layout import CheckpointLayout, LayoutError, resolve_layout
 from serve.schema import RequestError, decode_json_body, parse_judge_request
 
 __all__ = ["create_app", "ServerState", "restart_delay"]
@@ -162,6 +163,7 @@ async def _bring_up(state: ServerState) -> None:
         model_name=config.model_name,
         kind=state.layout.kind,
         head_input=state.layout.head_input,
+        verdict_format=config.verdict_format,
         engine_models=engine_models,
         max_model_len=config.max_model_len,
         max_tokens=config.max_tokens,
@@ -345,6 +347,23 @@ class ApiKeyMiddleware:
         return await self.app(scope, receive, send)
 
 
+def resolved_verdict_format(config: ServeConfig, layout: CheckpointLayout) -> ServeConfig:
+    """``config`` with ``verdict_format`` decided (``auto``: ``judge.checkpoints.checkpoint_verdict_format``).
+
+    Raises:
+        LayoutError: an integer format asked of a regression judge (its head scores; it writes no integer).
+    """
+    from judge.checkpoints import checkpoint_verdict_format
+
+    fmt = config.verdict_format
+    if fmt == "auto":
+        fmt = checkpoint_verdict_format(layout.root, config.model_name) if layout.kind == "seq2seq" else "tagged"
+    if fmt == "integer" and layout.kind != "seq2seq":
+        raise LayoutError(f"verdict_format: integer is for judges that write their score; {layout.root} is a "
+                          f"{layout.kind} judge")
+    return dataclasses.replace(config, verdict_format=fmt)
+
+
 def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> FastAPI:
     """Build the app; the engines start in its lifespan (so the port answers /health while they load).
 
@@ -357,6 +376,8 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
     """
     layout = layout or resolve_layout(config.model, config.generator_model or None, config.derived_cache_dir or None)
     import judge
+
+    config = resolved_verdict_format(config, layout)
 
     if layout.prompt_version and layout.prompt_version != judge.PROMPT_VERSION:
         log.warning(
@@ -500,12 +521,13 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
             body = decode_json_body(await request.body())
         except RequestError as err:
             return _error(err.status, err.message, "invalid_request_error", err.param, err.code)
-        items = body.get("items") if isinstance(body, dict) else None
-        if isinstance(items, list) and len(items) > config.max_batch_items:
-            return _error(
-                400, f"items: {len(items)} items; this server takes at most {config.max_batch_items} per request",
-                "invalid_request_error", "items", "too_many_items",
-            )  # fmt: skip
+        for key in ("items", "pairs"):  # pairs: the pairwise variant, bounded alike
+            items = body.get(key) if isinstance(body, dict) else None
+            if isinstance(items, list) and len(items) > config.max_batch_items:
+                return _error(
+                    400, f"{key}: {len(items)} {key}; this server takes at most {config.max_batch_items} per request",
+                    "invalid_request_error", key, "too_many_items",
+                )  # fmt: skip
         try:
             parsed = parse_judge_request(body)
         except RequestError as err:

@@ -94,6 +94,12 @@ class ServeConfig:
     # --- judging
     max_tokens: int = _f(1024, "Default and upper bound of tokens a judge may generate per judgment.")
     temperature: float = _f(0.0, "Default sampling temperature of the judge (0: greedy, reproducible).")
+    verdict_format: str = _f(
+        "auto",
+        "How the judge writes its verdict: tagged ([FEEDBACK] ... [RESULT] n [END]; thinking off), integer (reasoning, "
+        "then a bare integer: ai-forever/Pollux-4B-Judge; thinking on, the engine runs --reasoning-parser qwen3) or "
+        "auto (the export manifest, then the model's ids: Pollux-4B-Judge is integer; judge.checkpoints).",
+    )
     score_logprobs: bool = _f(True, "Seq2seq: compute the expected score and confidence from score-token logprobs.")
     lenient_parsing: bool = _f(False, "Accept a verdict whose [END] was cut off (judge.parse_verdict lenient=True).")
     constrained_decoding: bool = _f(
@@ -168,6 +174,8 @@ class ServeConfig:
             )
         if not isinstance(self.engine_args, list) or not all(isinstance(a, str) for a in self.engine_args):
             raise ConfigError("engine_args: must be a list of strings")
+        if self.verdict_format not in ("auto", "tagged", "integer"):
+            raise ConfigError(f"verdict_format: {self.verdict_format!r} is not one of auto, tagged, integer")
         if self.criteria_classifier not in ("", "tfidf", "llm", "head"):
             raise ConfigError(f"criteria_classifier: {self.criteria_classifier!r} is not one of tfidf, llm, head")
         if self.criteria_classifier in ("llm", "head") and not self.criteria_classifier_path:

@@ -111,6 +111,10 @@ def engine_command(spec: EngineSpec, config: ServeConfig, port: int) -> list[str
     ]  # fmt: skip
     if spec.role == "pooler":
         cmd += ["--runner", "pooling"]
+    elif config.verdict_format == "integer":
+        # An integer-format judge (Pollux-4B-Judge) thinks, as its authors serve it: `vllm serve ... --reasoning-parser
+        # qwen3`, so passed-through chat answers carry `reasoning` apart from the integer, as vLLM's do.
+        cmd += ["--runner", "generate", "--reasoning-parser", "qwen3"]
     else:
         # Chat requests passed through to the generating engine render as judge-serve's own prompts do: thinking
         # off (judge.JUDGE_CHAT_TEMPLATE_KWARGS; Qwen3 templates read it, ChatML ignores it). A client's own

@@ -18,7 +18,8 @@ import pytest
 import judge
 from eval.cli import build_parser, main, resolve_run_config
 from eval.predictions import read_predictions
-from eval.run import RunConfig
+from eval.config import RunConfig
+from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage
 from tests.fixtures_models import FAST_ENGINE_ENV
 from tests.scripted_endpoint import ScriptedEndpoint, chat_completion
 
@@ -49,8 +50,10 @@ class ScriptedServer(ScriptedEndpoint):
                 return 404, {"detail": "Not Found"}
             if not body:  # backend detection probes with an empty body
                 return 400, {"error": {"message": "items: required field is missing"}}
-            results = [self.judge_results(c) for c in body["items"][0]["criteria"]]
-            return 200, {"object": "judge.result", "items": [{"index": 0, "results": results}]}
+            results = [judge.JudgeResult.from_json(self.judge_results(c)) for c in body["items"][0]["criteria"]]
+            usage = JudgeResponseUsage(len(results), len(results), 0, 0, 0)
+            return 200, JudgeResponse("judge-1", "judge.result", 0, body["model"], "seq2seq", "tagged", judge.PROMPT_VERSION,
+                                      [JudgeResponseItem(0, body["items"][0].get("id"), results)], usage).to_json()
         if path != "/v1/chat/completions":
             return 404, {"error": {"message": "not found"}}
         with self.lock:

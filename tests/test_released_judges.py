@@ -114,7 +114,7 @@ def test_judge_kinds(tiny_causal_dir, tiny_regression_dir, released_regression_d
 def test_eval_resolves_a_hub_id_and_needs_judge_serve_for_a_released_r(tmp_path, monkeypatch, released_hub_cache):
     """judge-eval's local server resolves the hub id and, seeing a released -r, refuses plain vLLM (needs judge-serve)."""
     from eval.local_server import local_server
-    from eval.run import RunConfig
+    from eval.config import RunConfig
     from judge.plumbing.config_files import ConfigError
 
     monkeypatch.setenv("HF_HUB_CACHE", str(released_hub_cache))

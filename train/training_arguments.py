@@ -13,7 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from train.config import ConfigError, TrainConfig
+from judge.plumbing.config_files import ConfigError
+
+#: A ``train.config.TrainConfig`` (or a subclass). Not imported: the config's own validation calls
+#: ``check_trainer_args`` here, and the import would close a cycle (tests/test_import_cycles.py).
+TrainConfig = Any
 
 __all__ = ["Launch", "launch_arithmetic", "use_bf16", "training_kwargs", "arguments_fields", "check_trainer_args",
            "DERIVED_ONLY", "init_distributed"]
