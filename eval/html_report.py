@@ -33,7 +33,7 @@ from typing import Any
 
 from eval.report import SPLIT_TITLES
 
-__all__ = ["ReportPageProcess", "write_report_page", "write_compare_page", "render_report_page", "render_compare_page",
+__all__ = ["item_columns", "report_items", "write_report_page", "write_compare_page", "render_report_page", "render_compare_page",
            "DEFAULT_TEXT_ITEMS", "STATUS_LABELS", "item_status"]
 
 #: Items whose full texts a page embeds (see the module docstring); 0 keeps none, a negative value keeps all.
@@ -292,6 +292,36 @@ def _verdict(row: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return out
 
 
+class _Verdicts:
+    """``_verdict`` of the first prediction row of an id, from rows (dicts) or a prediction table
+    (``eval.predictions.read_prediction_table``): a table's rows are made into dicts only for the ids asked."""
+
+    def __init__(self, predictions: Any) -> None:
+        import pyarrow as pa
+
+        self._table = predictions if isinstance(predictions, pa.Table) else None
+        self._rows: dict[str, Any] = {}
+        if self._table is not None:
+            for position, rid in enumerate(self._table.column("id").to_pylist()):
+                self._rows.setdefault(rid, position)
+        else:
+            for row in predictions or ():
+                self._rows.setdefault(str(row["id"]), row)
+
+    def of(self, item_ids: Sequence[str]) -> list[dict[str, Any] | None]:
+        """``_verdict`` of each id's first row (None for an id without one)."""
+        found = [self._rows.get(item_id) for item_id in item_ids]
+        if self._table is not None:
+            import pyarrow as pa
+
+            from eval.predictions import prediction_rows
+
+            positions = [p for p in found if p is not None]
+            taken = iter(prediction_rows(self._table.take(pa.array(positions, type=pa.int64()))))
+            found = [None if p is None else next(taken) for p in found]
+        return [_verdict(row) for row in found]
+
+
 def _record_text(record, strings: _Strings) -> dict[str, Any]:
     return {"i": strings(record.instruction), "a": strings(record.answer), "r": strings(record.reference_answer),
             "u": strings(f"{record.criteria_name}\n\n{record.rubrics}"), "c": list(record.expert_feedback or [])}
@@ -303,18 +333,26 @@ def _read_items(path: Path) -> dict[str, list]:
     return pq.read_table(path).to_pydict()
 
 
+_ITEM_COLUMNS = ("id", "judge_score", "reference", "status", "expert_scores", "split", "model_id", "task_type",
+                 "criteria_name", "in_scale", "why_unscored")
+
+
 def _read_item_columns(path: Path) -> dict[str, Any]:
-    """The columns of ``items.parquet`` that ``report_items`` reads: the float columns as numpy arrays (null ->
-    NaN, which rounds to None as before), the others as lists (``to_pydict`` of every column took ~1 s on 160k)."""
-    import pyarrow as pa
+    """``item_columns`` of a written ``items.parquet``."""
     import pyarrow.parquet as pq
 
-    wanted = ("id", "judge_score", "reference", "status", "expert_scores", "split", "model_id", "task_type",
-              "criteria_name", "in_scale", "why_unscored")
     names = set(pq.read_schema(path).names)
-    table = pq.read_table(path, columns=[c for c in wanted if c in names])
+    return item_columns(pq.read_table(path, columns=[c for c in _ITEM_COLUMNS if c in names]))
+
+
+def item_columns(items) -> dict[str, Any]:
+    """The columns of an item table (``eval.item_table.arrow_table``, as ``items.parquet`` holds it) that
+    ``report_items`` reads: the float columns as numpy arrays (null -> NaN, which rounds to None), the others as
+    lists (``to_pydict`` of every column took ~1 s on 160k)."""
+    import pyarrow as pa
+
     return {name: column.to_numpy() if pa.types.is_floating(column.type) else column.to_pylist()
-            for name, column in zip(table.column_names, table.columns)}
+            for name, column in zip(items.column_names, items.columns) if name in _ITEM_COLUMNS}
 
 
 def _text_order(diffs: Sequence[float | None], groups: Sequence[Any], cap: int) -> set[int]:
@@ -362,16 +400,14 @@ def report_items(items: Mapping[str, Sequence], records: Sequence | None,
     Args:
         items: ``items.parquet`` as columns (lists, or numpy arrays for the numeric ones).
         records: the labelled records (for the texts), or None.
-        predictions: the run's prediction rows (for the judge's feedback), or None.
+        predictions: the run's predictions (for the judge's feedback): a prediction table or rows, or None.
         judge_name, target: labels.
         text_items: see ``DEFAULT_TEXT_ITEMS``.
     """
     ids = [str(v) for v in items["id"]]
     n = len(ids)
     by_id = {r.id: r for r in records} if records is not None else {}
-    rows_by_id: dict[str, Mapping[str, Any]] = {}
-    for row in predictions or ():
-        rows_by_id.setdefault(str(row["id"]), row)
+    verdicts = _Verdicts(predictions)
     in_scale, why_unscored = items.get("in_scale"), items.get("why_unscored")
     filters = [("split", "split"), ("model", "evaluated model"), ("task", "task type"), ("criterion", "criterion"),
                ("status", "status")]
@@ -413,11 +449,10 @@ def report_items(items: Mapping[str, Sequence], records: Sequence | None,
     with_text = _text_order(diffs, groups, text_items) if records is not None else set()
     strings, details = _Strings(), []
     detail = [-1] * n
-    for i in sorted(with_text):
-        record = by_id.get(ids[i])
-        if record is not None:
-            detail[i] = len(details)
-            details.append({**_record_text(record, strings), "v": [_verdict(rows_by_id.get(ids[i]))]})
+    chosen = [i for i in sorted(with_text) if ids[i] in by_id]
+    for i, verdict in zip(chosen, verdicts.of([ids[i] for i in chosen])):
+        detail[i] = len(details)
+        details.append({**_record_text(by_id[ids[i]], strings), "v": [verdict]})
     rows = [[item_id, list(cats), [score], reference, diff, scores, d] for item_id, cats, score, reference, diff,
             scores, d in zip(ids, zip(*codes), judge_scores, references, shown_diffs, experts, detail)]
     return {
@@ -524,91 +559,6 @@ def write_report_page(out: str | Path, records: Sequence | None = None,
     path = out / "report.html"
     path.write_text(render_report_page(result, explorer), encoding="utf-8")
     return path
-
-
-class ReportPageProcess:
-    """``write_report_page`` with its heavy part, the explorer's data (``report_items``, ~1.1 s CPU on the full
-    test), computed by a forked child while this process computes the metrics; the child writes the page once
-    ``metrics.json`` exists (``finish``). The same page: the same function on the same inputs.
-
-    A fork, because the child needs the records and prediction rows this process holds (a fresh process would
-    load them again); it reads nothing with pyarrow (``items.parquet`` is read here, before the fork: pyarrow's
-    threads in a forked process are not to be trusted) and ends with ``os._exit``, running nothing of the
-    parent's (its ``with`` blocks would stop the plot processes). Where ``os.fork`` is missing (Windows) the page
-    is written in this process by ``finish``. Use as a context manager: leaving it before ``finish`` stops the
-    child.
-    """
-
-    def __init__(self, out: str | Path, records: Sequence | None, predictions: Iterable[Mapping[str, Any]] | None,
-                 judge_name: str, target: str, text_items: int = DEFAULT_TEXT_ITEMS) -> None:
-        import os
-
-        self.out = Path(out)
-        self._args = (records, predictions, text_items)
-        self._pid = 0
-        if not hasattr(os, "fork"):
-            return
-        items = _read_item_columns(self.out / "items.parquet")
-        go_read, self._go = os.pipe()
-        self._result_read, result_write = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child: never returns
-            os.close(self._go)
-            os.close(self._result_read)
-            status = 1
-            try:
-                explorer = report_items(items, records, predictions, judge_name, target, text_items)
-                with os.fdopen(go_read, "rb") as go:
-                    started = go.read(1)  # the parent writes a byte once metrics.json is written; EOF: stop
-                if started:
-                    result = json.loads((self.out / "metrics.json").read_text(encoding="utf-8"))
-                    (self.out / "report.html").write_text(render_report_page(result, explorer), encoding="utf-8")
-                    status = 0
-            except BaseException as err:  # noqa: BLE001 (the parent raises it)
-                import traceback
-
-                os.write(result_write, f"{type(err).__name__}: {err}\n{traceback.format_exc()}".encode("utf-8",
-                                                                                                      "replace"))
-            finally:
-                os._exit(status)
-        os.close(go_read)
-        os.close(result_write)
-        self._pid = pid
-
-    def finish(self) -> Path:
-        """Write the page (``metrics.json`` must be written) and return its path.
-
-        Raises:
-            RuntimeError: the child failed; its error is in the message.
-        """
-        import os
-
-        if not self._pid:
-            return write_report_page(self.out, *self._args)
-        os.write(self._go, b"1")
-        os.close(self._go)
-        with os.fdopen(self._result_read, "rb") as error:
-            message = error.read().decode("utf-8", "replace")
-        _, status = os.waitpid(self._pid, 0)
-        self._pid = 0
-        if status != 0:
-            raise RuntimeError(f"report.html: the page's process failed ({status}): {message[-4000:]}")
-        return self.out / "report.html"
-
-    def __enter__(self) -> ReportPageProcess:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        import os
-
-        if self._pid:  # left before finish: the child is stopped, nothing written
-            import signal
-
-            os.kill(self._pid, signal.SIGKILL)
-            os.waitpid(self._pid, 0)
-            os.close(self._go)
-            os.close(self._result_read)
-            self._pid = 0
 
 
 def _load_records(data: str | None):

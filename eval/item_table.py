@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,8 @@ __all__ = [
     "choose_target",
     "evaluate",
     "write_table",
+    "arrow_table",
+    "write_arrow",
     "read_table",
 ]
 
@@ -142,88 +144,112 @@ def _task_group(taxonomy, task_type: str, subtype: str) -> str:
     return task_type or "(unknown)"
 
 
-def build_table(records, predictions: Iterable[Mapping[str, Any]], judge_name: str = "") -> tuple[ItemTable, dict]:
-    """Join records (the expert labels) with a run's predictions by id.
+def build_table(records, predictions, judge_name: str = "") -> tuple[ItemTable, dict]:
+    """Join records (the expert labels) with a run's predictions by id, column-wise.
 
     Args:
         records: ``JudgeRecord`` list (from ``judge.load_records``).
-        predictions: prediction rows (``eval.predictions.read_predictions``).
-        judge_name: label for reports; default: the predictions' ``judge`` field.
+        predictions: the run's prediction table (``eval.predictions.read_prediction_table``), or prediction rows
+            (dicts, made into that table by ``eval.predictions.prediction_table``).
+        judge_name: label for reports; default: the most frequent ``judge`` of the predictions.
 
     Returns:
         ``(table, notes)``: the table over all records (items without a prediction have status "missing"), and
         notes counting predictions whose id is not in the data (``n_unknown_ids``, ignored) and repeated ids.
     """
-    by_id: dict[str, Mapping[str, Any]] = {}
-    repeated = 0
-    names = Counter()
-    for row in predictions:
-        rid = str(row["id"])
-        if rid in by_id:
-            repeated += 1  # the first row wins, as in `run`'s resume
-            continue
-        by_id[rid] = row
-        names[row.get("judge") or ""] += 1
-    n = len(records)
-    judge_scores = np.full(n, np.nan)
-    in_scale = np.full(n, np.nan)
-    status = np.empty(n, dtype=object)
-    error = np.empty(n, dtype=object)
-    source = np.empty(n, dtype=object)
-    known = set()
-    scales = _ScaleCache()
-    n_rescued = 0
-    for i, record in enumerate(records):
-        row = by_id.get(record.id)
-        known.add(record.id)
-        if row is None:
-            status[i], error[i], source[i] = "missing", "", ""
-            continue
-        if row.get("error") == OUT_OF_SCALE and row.get("raw_output"):
-            # Written before out-of-scale numbers were scored (they were parse failures then): read it again.
-            row, n_rescued = _reparse(row, record, scales), n_rescued + 1
-        score = row.get("score")
-        if row.get("parse_ok") and score is not None and np.isfinite(float(score)):
-            judge_scores[i] = float(score)
-            # The item's own rubric decides (whatever the server resolved); the row's flag when it has no scale.
-            scale = scales.get(record.rubrics)
-            flag = scale.contains(float(score)) if scale is not None else row.get("in_scale")
-            in_scale[i] = np.nan if flag is None else float(bool(flag))
-            status[i] = "ok"
-        elif row.get("error") == REQUEST_FAILED:
-            status[i] = REQUEST_FAILED
-        else:
-            # A parse failure is a value, never a score: whatever `score` says, it is not used.
-            status[i] = "parse_failed"
-        error[i] = row.get("error") or ""
-        source[i] = row.get("score_source") or ""
-    splits, groups = _labels(records)
+    import pyarrow as pa
 
-    def column(name: str) -> np.ndarray:
+    from eval.predictions import prediction_rows, prediction_table
+
+    if not isinstance(predictions, pa.Table):
+        predictions = prediction_table(predictions)
+    # The first row of each id counts, as in `run`'s resume: its position in the predictions, per record.
+    first: dict[str, int] = {}
+    for position, rid in enumerate(predictions.column("id").to_pylist()):
+        first.setdefault(rid, position)
+    repeated = predictions.num_rows - len(first)
+    record_ids = [r.id for r in records]
+    n = len(records)
+    match = np.fromiter((first.get(rid, -1) for rid in record_ids), dtype=np.int64, count=n)
+    found = match >= 0
+    rows = predictions.take(pa.array(match[found]))
+
+    def column(name: str, kind=None) -> np.ndarray:
+        """The matched rows' values of ``name`` at the records' positions (None / NaN for the unmatched)."""
+        values = rows.column(name)
+        if kind is float:
+            out = np.full(n, np.nan)
+            out[found] = values.to_numpy(zero_copy_only=False).astype(np.float64)
+        else:
+            out = np.full(n, None, dtype=object)
+            out[found] = values.to_pylist()
+        return out
+
+    error, source = column("error"), column("score_source")
+    rescue = np.flatnonzero(error == OUT_OF_SCALE)
+    rescue = rescue[[bool(v) for v in column("raw_output")[rescue]]] if len(rescue) else rescue
+    scores, parse_ok, row_in_scale = column("score", float), column("parse_ok"), column("in_scale")
+    scales = _ScaleCache()
+    if len(rescue):
+        # Written before out-of-scale numbers were scored (they were parse failures then): read them again.
+        whole = prediction_rows(predictions.take(pa.array(match[rescue])))
+        for i, row in zip(rescue.tolist(), whole):
+            row = _reparse(row, records[i], scales)
+            scores[i] = np.nan if row["score"] is None else float(row["score"])
+            parse_ok[i], error[i], row_in_scale[i] = row["parse_ok"], row["error"], row["in_scale"]
+            source[i] = row["score_source"]
+    # A parse failure is a value, never a score: whatever `score` says, it is not used.
+    ok = found & (parse_ok == True) & np.isfinite(scores)  # noqa: E712 (an object array of True/False/None)
+    request_failed = found & ~ok & (error == REQUEST_FAILED)
+    code = np.where(ok, _OK, np.where(request_failed, _REQUEST_FAILED, np.where(found, _PARSE_FAILED, _MISSING)))
+    judge_scores = np.where(ok, scores, np.nan)
+    # The item's own rubric decides (whatever the server resolved); the row's flag when it has no readable scale.
+    low, high = _scale_bounds([r.rubrics for r in records], scales)
+    with np.errstate(invalid="ignore"):
+        inside = np.where(np.isnan(low), np.nan, ((low <= judge_scores) & (judge_scores <= high)).astype(float))
+    no_scale = ok & np.isnan(low)
+    inside[no_scale] = [np.nan if flag is None else float(bool(flag)) for flag in row_in_scale[no_scale]]
+    in_scale = np.where(ok, inside, np.nan)
+    splits, groups = _labels(records)
+    names = Counter(predictions.column("judge").take(pa.array(sorted(first.values()))).to_pylist())
+    names = Counter({name or "": count for name, count in names.items()})  # None and "" are one label
+    label = judge_name or (max(names, key=names.__getitem__) if names else "")
+
+    def text(name: str) -> np.ndarray:
         return np.array([getattr(r, name) or "" for r in records], dtype=object)
 
     table = ItemTable(
-        ids=np.array([r.id for r in records], dtype=object),
+        ids=np.array(record_ids, dtype=object),
         judge=judge_scores,
-        status=status,
-        error=error,
-        score_source=source,
+        status=np.array(STATUSES, dtype=object)[code],
+        error=np.where(found, [e or "" for e in error], "").astype(object),
+        score_source=np.where(found, [s or "" for s in source], "").astype(object),
         experts=metrics.pad_scores([r.expert_scores for r in records]),
         split=np.array(splits, dtype=object),
-        model_id=column("model_id"),
-        task_type=column("task_type"),
+        model_id=text("model_id"),
+        task_type=text("task_type"),
         task_group=np.array(groups, dtype=object),
-        criteria_name=column("criteria_name"),
-        judge_name=judge_name or (names.most_common(1)[0][0] if names else ""),
+        criteria_name=text("criteria_name"),
+        judge_name=label,
         in_scale=in_scale,
         # Abstentions are counted on the record by the loader (judge.JudgeRecord.n_abstained, released -1 scores);
         # records of a loader without them have none.
         n_abstained=np.array([int(getattr(r, "n_abstained", 0) or 0) for r in records], dtype=np.int64),
     )
-    notes = {"n_unknown_ids": len(set(by_id) - known), "n_repeated_ids": repeated}
-    if n_rescued:
-        notes["n_out_of_scale_reparsed"] = n_rescued
+    notes = {"n_unknown_ids": len(first.keys() - set(record_ids)), "n_repeated_ids": repeated}
+    if len(rescue):
+        notes["n_out_of_scale_reparsed"] = len(rescue)
     return table, notes
+
+
+def _scale_bounds(rubrics: list[str], scales: _ScaleCache) -> tuple[np.ndarray, np.ndarray]:
+    """Each item's scale minimum and maximum (NaN where its rubric has no readable scale), one parse per rubric."""
+    bounds: dict[str, tuple[float, float]] = {}
+    for text in set(rubrics):
+        scale = scales.get(text)
+        bounds[text] = (float(scale.min), float(scale.max)) if scale is not None else (np.nan, np.nan)
+    pairs = np.array([bounds[text] for text in rubrics], dtype=np.float64).reshape(len(rubrics), 2)
+    return pairs[:, 0], pairs[:, 1]
 
 
 class _ScaleCache:
@@ -271,8 +297,21 @@ def choose_target(table: ItemTable, target: str = "auto") -> str:
 
 def write_table(table: ItemTable, path: str | Path, extra: Mapping[str, np.ndarray] | None = None) -> Path:
     """Save the item table as Parquet (``compare`` pairs runs from it without reloading the data)."""
-    import pyarrow as pa
+    return write_arrow(arrow_table(table, extra), path)
+
+
+def write_arrow(items, path: str | Path) -> Path:
+    """Write ``arrow_table``'s table as ``items.parquet``."""
     import pyarrow.parquet as pq
+
+    path = Path(path)
+    pq.write_table(items, path)
+    return path
+
+
+def arrow_table(table: ItemTable, extra: Mapping[str, np.ndarray] | None = None):
+    """The item table as the Arrow table ``write_table`` writes (``extra``: more per-item columns after its own)."""
+    import pyarrow as pa
 
     # A list column from flat values and row offsets (scores sit first in each padded row), not 160k Python lists.
     valid = ~np.isnan(table.experts)
@@ -298,10 +337,7 @@ def write_table(table: ItemTable, path: str | Path, extra: Mapping[str, np.ndarr
     for name, values in (extra or {}).items():
         columns[name] = np.asarray(values).tolist()
     arrow = pa.table(columns)
-    arrow = arrow.replace_schema_metadata({"judge_name": table.judge_name})
-    path = Path(path)
-    pq.write_table(arrow, path)
-    return path
+    return arrow.replace_schema_metadata({"judge_name": table.judge_name})
 
 
 def read_table(path: str | Path) -> tuple[ItemTable, dict[str, np.ndarray]]:
@@ -532,8 +568,7 @@ def _groups(labels: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: int = 0, vc_repeats: int = 100,
-             ci_level: float = 0.95, derived: _Derived | None = None,
-             plots_ready: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+             ci_level: float = 0.95, derived: _Derived | None = None) -> dict[str, Any]:
     """Every metric of the report, for one judge.
 
     Args:
@@ -544,10 +579,6 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
         vc_repeats: random expert replacements averaged in the judge's Verdict Confidence.
         ci_level: coverage of the percentile bootstrap intervals.
         derived: ``derive(table, target, vc_repeats, seed)`` when the caller already has it.
-        plots_ready: called twice, before the other cells are computed, with the parts of the result the plots
-            draw, the same values as in the result: ``judge``, ``target``, ``settings``, ``levels`` and per split
-            ``confusion``, then the same with per split ``by_criterion``. ``eval.scoring`` starts each drawing then.
-
     Returns:
         A JSON-ready dict: ``judge``, ``target``, ``settings``, ``levels``, and ``splits`` →
         {zero_shot, standard, all} → {``overall``, ``by_model``, ``by_task_type``, ``by_criterion`` (cells as in
@@ -587,18 +618,6 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
     for split, split_idx in split_index.items():
         in_split = in_splits[split] = np.zeros(len(table), dtype=bool)
         in_split[split_idx] = True
-    # What the plots draw (eval.report.plotted) first, for ``plots_ready``: the confusion matrices (quick), then
-    # the by-criterion cells. Each cell draws from its own generator (bootstrap.cell_rng), so computing some cells
-    # earlier changes no figure.
-    early: dict[str, dict[str, Any]] = {}
-    if plots_ready is not None:
-        early = {split: {"confusion": _confusions(table, derived, split_idx, in_splits[split], task_groups, levels)}
-                 for split, split_idx in split_index.items()}
-        plots_ready({**result, "splits": {split: dict(block) for split, block in early.items()}})
-        for split in split_index:
-            early[split]["by_criterion"] = cells_by("criterion", split, in_splits[split])
-        plots_ready({**result, "splits": {split: {"by_criterion": block["by_criterion"]}
-                                          for split, block in early.items()}})
     for split, split_idx in split_index.items():
         in_split = in_splits[split]
         block: dict[str, Any] = {
@@ -606,15 +625,13 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
                             seed=seed, ci_level=ci_level)
         }
         for name in groupings:
-            block[f"by_{name}"] = (early[split]["by_criterion"] if name == "criterion" and early
-                                   else cells_by(name, split, in_split))
+            block[f"by_{name}"] = cells_by(name, split, in_split)
         failed = split_idx[(table.status[split_idx] == "parse_failed") | (table.status[split_idx] == REQUEST_FAILED)]
         block["failures"] = dict(Counter(str(e) or "unknown" for e in table.error[failed]).most_common())
         by_model_index = {label: index[in_split[index]] for label, index in groupings["model"].items()}
         block["model_means"] = model_means(table, derived, split_idx, block["by_model"], block["overall"],
                                            {k: v for k, v in by_model_index.items() if len(v)})
-        block["confusion"] = (early[split]["confusion"] if early
-                              else _confusions(table, derived, split_idx, in_split, task_groups, levels))
+        block["confusion"] = _confusions(table, derived, split_idx, in_split, task_groups, levels)
         result["splits"][split] = block
     return result
 

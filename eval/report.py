@@ -9,19 +9,16 @@ failed on (``n_failed``) or could not be compared on (no unique expert mode): fa
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from pathlib import Path
 from typing import Any
 
 from eval import item_table
-from eval.predictions import _CHILD
 from judge.splits import SPLIT_TITLES  # one definition in the contract; re-exported here for eval's own modules
 
-__all__ = ["render_markdown", "markdown_table", "plot_confusions", "plot_mae_by_criterion", "PLOTTED", "plotted",
-           "write_plots",
-           "PlotProcess", "SPLIT_TITLES", "fmt", "fmt_ci"]
+__all__ = ["render_markdown", "markdown_table", "plot_confusions", "plot_mae_by_criterion", "write_plots",
+           "SPLIT_TITLES", "fmt", "fmt_ci"]
 
 log = logging.getLogger("judge_eval.report")
 
@@ -267,116 +264,9 @@ def plot_mae_by_criterion(result: dict[str, Any], folder: Path) -> list[Path]:
     return written
 
 
-#: The per-split key each plot reads: ``plot_confusions`` and ``plot_mae_by_criterion``.
-PLOTTED = {"confusions": "confusion", "mae_by_criterion": "by_criterion"}
-
-
-def plotted(result: dict[str, Any], parts: tuple[str, ...] = tuple(PLOTTED)) -> dict[str, Any]:
-    """The part of the metrics that the plots ``parts`` (``PLOTTED``'s keys) read: the judge, the target, and per
-    split the confusion matrices and/or the by-criterion cells."""
-    return {"judge": result["judge"], "target": result["target"],
-            "splits": {split: {PLOTTED[part]: block[PLOTTED[part]] for part in parts}
-                       for split, block in result["splits"].items()}}
-
-
 def write_plots(result: dict[str, Any], folder: Path) -> list[Path]:
     """Every PNG of a run: ``plot_confusions``, then ``plot_mae_by_criterion``."""
     return plot_confusions(result, folder) + plot_mae_by_criterion(result, folder)
-
-
-class PlotProcess:
-    """``write_plots`` in two child Python processes, started before the metrics exist.
-
-    ``eval.scoring.score`` starts them once the inputs are read, so that they import matplotlib while the table
-    and the metrics are computed, hands them the metrics the plots need as soon as those are computed (``draw``),
-    and meanwhile computes the other metrics, runs POLLUX's evaluator and writes items.parquet, metrics.json,
-    report.md and report.html. The plots cost ~4 s CPU on the full test (bench/eval_metrics.py --end-to-end;
-    mostly matplotlib drawing text), about half for the confusion matrices and half for the MAE bars: one child
-    draws each, so that the drawing, the longest step after the metrics, is halved where two cores are free.
-    Plain subprocesses, not multiprocessing: "spawn" re-runs the caller's main script when it lacks a
-    ``__main__`` guard, and "fork" copies a process whose threads (pyarrow's) may hold locks. The children import
-    the same ``eval`` as this process. Use as a context manager: leaving it before ``wait`` stops the children.
-    """
-
-    #: What each child draws, in ``write_plots``'s order (``PLOTTED``'s keys).
-    PARTS = tuple(PLOTTED)
-
-    def __init__(self, folder: Path) -> None:
-        import os
-        import subprocess
-        import sys
-
-        root = str(Path(__file__).resolve().parent.parent)
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([root] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
-        self._processes = [subprocess.Popen(
-            [sys.executable, "-c", _CHILD.format(root=root, module="eval.report", main="_plots_main"),
-             str(folder), part], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-            for part in self.PARTS]
-        self._sent: set[str] = set()
-
-    def draw(self, metrics: Path | dict[str, Any]) -> None:
-        """Give the children what to plot: a written ``metrics.json``, or the metrics themselves (as read back
-        from that file: NaN as None). Metrics may come in parts (``evaluate``'s ``plots_ready``): each child gets
-        its plot's input (``plotted``) once, from the first call whose splits all hold it."""
-        for part, process in zip(self.PARTS, self._processes):
-            if part in self._sent:
-                continue
-            if isinstance(metrics, dict):
-                if not all(PLOTTED[part] in block for block in metrics["splits"].values()):
-                    continue
-                message = {"metrics": json.loads(item_table.dumps(plotted(metrics, (part,))))}
-            else:
-                message = {"path": str(metrics)}
-            process.stdin.write(json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n")
-            process.stdin.flush()  # each child reads one line; ``wait`` closes the pipes
-            self._sent.add(part)
-
-    def wait(self) -> list[Path]:
-        """The PNGs written, in ``write_plots``'s order.
-
-        Raises:
-            RuntimeError: a child failed; its error output is in the message.
-        """
-        written = []
-        for process in self._processes:
-            out, err = process.communicate()
-            if process.returncode != 0:
-                raise RuntimeError(f"plots: the plotting process exited with {process.returncode}:\n"
-                                   f"{err.decode('utf-8', 'replace')[-4000:]}")
-            written += [Path(p) for p in json.loads(out)]
-        return written
-
-    def __enter__(self) -> PlotProcess:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for process in self._processes:
-            if process.poll() is None:
-                process.kill()
-                process.communicate()
-
-
-def _plots_main(argv: list[str]) -> int:
-    """A child of ``PlotProcess``: arguments FOLDER and PART (``confusions``, ``mae_by_criterion``; none: both),
-    then one JSON line on stdin, ``{"path": metrics.json}`` or ``{"metrics": ...}`` (none: nothing to draw);
-    prints the written paths as a JSON list."""
-    import sys
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot  # noqa: F401  (imported while the parent still computes: see PlotProcess)
-
-    folder, *part = argv
-    draw = {"confusions": plot_confusions, "mae_by_criterion": plot_mae_by_criterion}.get(part[0] if part else "",
-                                                                                         write_plots)
-    line = sys.stdin.readline().strip()
-    message = json.loads(line) if line else {}
-    if "path" in message:
-        message["metrics"] = json.loads(Path(message["path"]).read_text(encoding="utf-8"))
-    written = draw(message["metrics"], Path(folder)) if message else []
-    print(json.dumps([str(p) for p in written]))
-    return 0
 
 
 # ------------------------------------------------------------------------------------------------ W&B
