@@ -96,10 +96,20 @@ def _page(title: str, subtitle: list[str], nav: list[tuple[str, str]], body: lis
         rows = {k: v for k, v in data.items() if k not in ("details", "strings")}
         texts = {"details": data.get("details", []), "strings": data.get("strings", [])}
         for css_id, part in (("explorer-data", rows), ("explorer-texts", texts)):
-            payload = json.dumps(part, ensure_ascii=False, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+            payload = _json(part).replace("</", "<\\/")
             parts.append(f'<script type="application/json" id="{css_id}">{payload}</script>')
     parts.append(f"<script>{_asset('page.js')}</script></body></html>")
     return "\n".join(parts)
+
+
+def _json(data: Mapping[str, Any]) -> str:
+    """``json.dumps`` of the explorer's data, compact, non-ASCII kept; its ``rows`` written by ``_ItemRows``."""
+    rows = data.get("rows")
+    if not isinstance(rows, _ItemRows):
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    mark = "\u0000rows\u0000"  # a string no JSON value of the data holds: its encoding is replaced by the rows
+    text = json.dumps({**data, "rows": mark}, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return text.replace(json.dumps(mark), rows.json_text(), 1)
 
 
 def _columns(cells: Iterable[Mapping[str, Any]]) -> list[str]:
@@ -347,12 +357,70 @@ def _read_item_columns(path: Path) -> dict[str, Any]:
 
 def item_columns(items) -> dict[str, Any]:
     """The columns of an item table (``eval.item_table.arrow_table``, as ``items.parquet`` holds it) that
-    ``report_items`` reads: the float columns as numpy arrays (null -> NaN, which rounds to None), the others as
-    lists (``to_pydict`` of every column took ~1 s on 160k)."""
+    ``report_items`` reads: the float columns as numpy arrays (null -> NaN, which rounds to None), the expert
+    scores as their Arrow list column, the others as lists (``to_pydict`` of every column took ~1 s on 160k)."""
     import pyarrow as pa
 
-    return {name: column.to_numpy() if pa.types.is_floating(column.type) else column.to_pylist()
-            for name, column in zip(items.column_names, items.columns) if name in _ITEM_COLUMNS}
+    def values(column):
+        if pa.types.is_floating(column.type):
+            return column.to_numpy()
+        return column if pa.types.is_list(column.type) else column.to_pylist()  # lists: read flat by report_items
+
+    return {name: values(column) for name, column in zip(items.column_names, items.columns) if name in _ITEM_COLUMNS}
+
+
+def _flat_lists(lists: Any, n: int) -> tuple[list, list[int]]:
+    """A column of number lists (an Arrow list array, or Python lists with None for none) as its values in one flat
+    list and the offsets where each row's values start (n + 1 of them)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(lists, (pa.Array, pa.ChunkedArray)):
+        array = lists.combine_chunks() if isinstance(lists, pa.ChunkedArray) else lists
+        lengths = pc.fill_null(pc.list_value_length(array), 0).to_numpy()
+        values = pc.list_flatten(array).to_numpy(zero_copy_only=False)
+    else:
+        lengths = [len(v) if v is not None else 0 for v in lists]
+        values = [x for v in lists if v is not None for x in v]
+    return values, [0] + list(itertools.accumulate(int(k) for k in lengths))[:n]
+
+
+class _ItemRows(Sequence):
+    """The explorer's rows, ``[id, [filter codes], [judge score], reference, difference, [expert scores], text
+    index]`` per item, held as columns: 160,000 rows as Python lists were ~800,000 containers that the cyclic
+    garbage collector traversed again and again while the page was built. ``json_text`` writes them as
+    ``json.dumps`` would (compact, non-ASCII kept); indexing gives one row as a list."""
+
+    def __init__(self, ids, codes, judge, reference, diff, flat, starts, detail) -> None:
+        self._columns = (ids, codes, judge, reference, diff, flat, starts, detail)
+
+    def __len__(self) -> int:
+        return len(self._columns[0])
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        ids, codes, judge, reference, diff, flat, starts, detail = self._columns
+        return [ids[i], [c[i] for c in codes], [judge[i]], reference[i], diff[i], flat[starts[i]:starts[i + 1]],
+                detail[i]]
+
+    def json_text(self) -> str:
+        """The rows as one JSON array, the bytes ``json.dumps(list(self), ensure_ascii=False,
+        separators=(",", ":"))`` writes."""
+        from json.encoder import encode_basestring  # json.dumps' own string encoder when ensure_ascii is off
+
+        ids, codes, judge, reference, diff, flat, starts, detail = self._columns
+
+        def numbers(values):  # json.dumps writes an int or a float by its repr, None as null
+            return ["null" if v is None else repr(v) for v in values]
+
+        flat_text = numbers(flat)
+        cats = [",".join(map(str, row)) for row in zip(*codes)] if codes else [""] * len(ids)
+        experts = [",".join(flat_text[a:b]) for a, b in zip(starts, starts[1:])]
+        return "[" + ",".join(
+            f"[{encode_basestring(i)},[{c}],[{j}],{r},{d},[{e}],{t}]"
+            for i, c, j, r, d, e, t in zip(ids, cats, numbers(judge), numbers(reference), numbers(diff), experts,
+                                           detail)) + "]"
 
 
 def _text_order(diffs: Sequence[float | None], groups: Sequence[Any], cap: int) -> set[int]:
@@ -416,16 +484,14 @@ def report_items(items: Mapping[str, Sequence], records: Sequence | None,
     references = _round_column(items["reference"]) if "reference" in items else [None] * n
     diffs = [abs(j - r) if j is not None and r is not None else None for j, r in zip(judge_scores, references)]
     shown_diffs = _round_column(diffs)
-    expert_lists = [v if v is not None else () for v in items["expert_scores"]]
-    flat = _round_column([v for scores in expert_lists for v in scores])
-    ends = list(itertools.accumulate(len(scores) for scores in expert_lists))
-    experts = [flat[end - len(scores):end] for scores, end in zip(expert_lists, ends)]
+    flat_scores, starts = _flat_lists(items["expert_scores"], n)
+    flat = _round_column(flat_scores)
 
     # The status of an item depends on these five values only: computed once per distinct combination.
     known: dict[tuple, str] = {}
     statuses = []
     for i in range(n):
-        key = (str(items["status"][i]), references[i] is None, bool(experts[i]),
+        key = (str(items["status"][i]), references[i] is None, starts[i + 1] > starts[i],
                in_scale[i] if in_scale is not None else None, why_unscored[i] if why_unscored is not None else None)
         status = known.get(key)
         if status is None:
@@ -453,8 +519,7 @@ def report_items(items: Mapping[str, Sequence], records: Sequence | None,
     for i, verdict in zip(chosen, verdicts.of([ids[i] for i in chosen])):
         detail[i] = len(details)
         details.append({**_record_text(by_id[ids[i]], strings), "v": [verdict]})
-    rows = [[item_id, list(cats), [score], reference, diff, scores, d] for item_id, cats, score, reference, diff,
-            scores, d in zip(ids, zip(*codes), judge_scores, references, shown_diffs, experts, detail)]
+    rows = _ItemRows(ids, codes, judge_scores, references, shown_diffs, flat, starts, detail)
     return {
         "kind": "report", "judges": ["judge: " + (judge_name or "(unnamed)")], "strings": strings.values, "details": details,
         "rows": rows, "page_size": 50, "status_filter": 4, "list_columns": [3, 1, 0, 4],

@@ -8,6 +8,7 @@ arrays: the 100-fold Verdict Confidence is computed once for all items and avera
 from __future__ import annotations
 
 import json
+import operator
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -114,20 +115,17 @@ def _labels(records) -> tuple[list[str], list[str]]:
 
     taxonomy = judge.load_taxonomy()
     spec = judge.load_split_spec()
-    splits_cache: dict[tuple, str] = {}
-    group_cache: dict[tuple, str] = {}
-    splits, groups = [], []
-    for record in records:
-        key = (record.task_type, record.task_subtype, record.criteria_name)
-        if key not in splits_cache:
-            # An unresolvable task type is its own "unknown" split, shown apart in the report, never Standard.
-            splits_cache[key] = judge.split_of(record, spec, allow_unknown=True)
-        splits.append(splits_cache[key])
-        gkey = (record.task_type, record.task_subtype)
-        if gkey not in group_cache:
-            group_cache[gkey] = _task_group(taxonomy, record.task_type, record.task_subtype)
-        groups.append(group_cache[gkey])
-    return splits, groups
+    keys = list(map(operator.attrgetter("task_type", "task_subtype", "criteria_name"), records))
+    first: dict[tuple, int] = {}
+    for i, key in enumerate(keys):
+        first.setdefault(key, i)
+    # An unresolvable task type is its own "unknown" split, shown apart in the report, never Standard.
+    split_of = {key: judge.split_of(records[i], spec, allow_unknown=True) for key, i in first.items()}
+    groups_of = {key[:2]: "" for key in first}
+    for task_type, subtype in groups_of:
+        groups_of[task_type, subtype] = _task_group(taxonomy, task_type, subtype)
+    group_of = {key: groups_of[key[:2]] for key in first}
+    return list(map(split_of.__getitem__, keys)), list(map(group_of.__getitem__, keys))
 
 
 def _task_group(taxonomy, task_type: str, subtype: str) -> str:
@@ -204,7 +202,7 @@ def build_table(records, predictions, judge_name: str = "") -> tuple[ItemTable, 
     code = np.where(ok, _OK, np.where(request_failed, _REQUEST_FAILED, np.where(found, _PARSE_FAILED, _MISSING)))
     judge_scores = np.where(ok, scores, np.nan)
     # The item's own rubric decides (whatever the server resolved); the row's flag when it has no readable scale.
-    low, high = _scale_bounds([r.rubrics for r in records], scales)
+    low, high = _scale_bounds(list(map(operator.attrgetter("rubrics"), records)), scales)
     with np.errstate(invalid="ignore"):
         inside = np.where(np.isnan(low), np.nan, ((low <= judge_scores) & (judge_scores <= high)).astype(float))
     no_scale = ok & np.isnan(low)
@@ -216,7 +214,7 @@ def build_table(records, predictions, judge_name: str = "") -> tuple[ItemTable, 
     label = judge_name or (max(names, key=names.__getitem__) if names else "")
 
     def text(name: str) -> np.ndarray:
-        return np.array([getattr(r, name) or "" for r in records], dtype=object)
+        return np.array([value or "" for value in map(operator.attrgetter(name), records)], dtype=object)
 
     table = ItemTable(
         ids=np.array(record_ids, dtype=object),
@@ -244,12 +242,14 @@ def build_table(records, predictions, judge_name: str = "") -> tuple[ItemTable, 
 
 def _scale_bounds(rubrics: list[str], scales: _ScaleCache) -> tuple[np.ndarray, np.ndarray]:
     """Each item's scale minimum and maximum (NaN where its rubric has no readable scale), one parse per rubric."""
-    bounds: dict[str, tuple[float, float]] = {}
-    for text in set(rubrics):
+    number = {text: k for k, text in enumerate(dict.fromkeys(rubrics))}
+    bounds = np.full((len(number) + 1, 2), np.nan)
+    for text, k in number.items():
         scale = scales.get(text)
-        bounds[text] = (float(scale.min), float(scale.max)) if scale is not None else (np.nan, np.nan)
-    pairs = np.array([bounds[text] for text in rubrics], dtype=np.float64).reshape(len(rubrics), 2)
-    return pairs[:, 0], pairs[:, 1]
+        if scale is not None:
+            bounds[k] = scale.min, scale.max
+    index = np.fromiter(map(number.__getitem__, rubrics), dtype=np.intp, count=len(rubrics))
+    return bounds[index, 0], bounds[index, 1]
 
 
 class _ScaleCache:
@@ -550,18 +550,21 @@ def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, co
 def _groups(labels: np.ndarray) -> dict[str, np.ndarray]:
     """Item indices per label, labels in sorted order (one sort for all labels, not one scan per label).
 
-    The labels are numbered in a dict (first seen first), then the few distinct ones sorted: ``np.unique`` on the
-    labels as a string array sorted 160,000 strings per grouping, ~0.4 s each on the full test. The same groups:
-    Python orders strings by code point as numpy does (numpy's string arrays also drop trailing NUL characters,
-    which no label has).
+    The labels are numbered by Arrow's dictionary encoding (first seen first), then the few distinct ones sorted:
+    ``np.unique`` on the labels as a string array sorted 160,000 strings per grouping, ~0.4 s each on the full
+    test. The same groups: Python orders strings by code point as numpy does (numpy's string arrays also drop
+    trailing NUL characters, which no label has).
     """
-    numbers: dict[str, int] = {}
-    first_seen = np.fromiter((numbers.setdefault(str(v), len(numbers)) for v in labels), dtype=np.intp,
-                             count=len(labels))
-    names = sorted(numbers)
+    import pyarrow as pa
+
+    # Labels numbered first seen first, by Arrow in C (each label as its text, as np.unique on a string array).
+    encoded = pa.array(list(map(str, labels)), type=pa.string()).dictionary_encode()
+    first_seen = encoded.indices.to_numpy().astype(np.intp)
+    seen = encoded.dictionary.to_pylist()
+    names = sorted(seen)
     rank = np.empty(len(names), dtype=np.intp)
-    rank[[numbers[name] for name in names]] = np.arange(len(names))
-    inverse = rank[first_seen]
+    rank[[seen.index(name) for name in names]] = np.arange(len(names))
+    inverse = rank[first_seen] if len(labels) else first_seen
     order = np.argsort(inverse, kind="stable")
     bounds = np.r_[0, np.cumsum(np.bincount(inverse, minlength=len(names)))]
     return {str(name): order[bounds[i]:bounds[i + 1]] for i, name in enumerate(names)}

@@ -24,6 +24,7 @@ These are the definitions, written plainly. Their bootstrap intervals come from 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
@@ -81,7 +82,7 @@ def pad_scores(score_lists: Sequence[Sequence[float]]) -> np.ndarray:
     width = int(lengths.max()) if len(lengths) else 0
     padded = np.full((len(lengths), max(width, 1)), np.nan)
     if lengths.sum():
-        flat = np.fromiter((float(v) for s in score_lists for v in s), dtype=np.float64, count=int(lengths.sum()))
+        flat = np.fromiter(itertools.chain.from_iterable(score_lists), dtype=np.float64, count=int(lengths.sum()))
         rows = np.repeat(np.arange(len(lengths)), lengths)
         # Position of each score inside its row: a running index that restarts at every row start.
         starts = np.repeat(np.cumsum(lengths) - lengths, lengths)

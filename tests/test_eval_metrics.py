@@ -504,7 +504,7 @@ def test_a_test_with_no_scored_item_says_why(name, status, experts, abstained, e
 
 
 def test_groups_are_numpys_sorted_unique_labels_with_their_items_in_order():
-    """item_table._groups (labels numbered in a dict) gives np.unique's groups: the labels as text in code-point
+    """item_table._groups (labels numbered by Arrow) gives np.unique's groups: the labels as text in code-point
     order (Cyrillic, accents, None and numbers as their text) and each label's item indices ascending."""
     rng = np.random.default_rng(3)
     pool = ["b", "a", "Я", "я", "ё", "A b", "a\u00e9", "e\u0301", None, 1.5, "", "z"]

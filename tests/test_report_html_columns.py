@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pytest
 
 import judge
-from eval.html_report import SPLIT_TITLES, STATUS_LABELS, _round, _round_column, report_items
+from eval.html_report import _round, _round_column, report_items
 from eval.predictions import prediction_table
 
 # ----------------------------------------------------------------------------------------------------- the tests
@@ -64,7 +64,7 @@ def _typed(value: Any) -> Any:
     """A value with each number tagged by its type (1 == 1.0 in Python; the page's JSON tells them apart)."""
     if isinstance(value, Mapping):
         return {k: _typed(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, Sequence) and not isinstance(value, str):  # the explorer's rows are a Sequence
         return [_typed(v) for v in value]
     if isinstance(value, float):
         return ("float", repr(value))
