@@ -73,6 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
     score_p.add_argument("--png", action="store_true",
                          help="Also draw the PNG plots (plots/*.png; report.html has them as SVG). On with "
                               "--wandb-project, which uploads them.")
+    score_p.add_argument("--clip-regression", action="store_true",
+                         help="Score regression (-r) judges on the head's value clipped into the scale (as "
+                              "judge-serve's score) instead of its raw value (the default: the paper's and POLLUX's "
+                              "evaluator's). Named in metrics.json and the report.")
     score_p.add_argument("--no-plots", dest="png", action="store_false",
                          help="No PNG plots: the default now (kept for older command lines).")
     score_p.add_argument("--wandb-project", default="", help="Also log tables and plots to this W&B project.")
@@ -124,7 +128,8 @@ def _score(args: argparse.Namespace) -> int:
     from eval.scoring import score
 
     result = score(args.predictions, args.data, args.out, target=args.target, n_boot=args.n_boot, seed=args.seed,
-                   vc_repeats=args.vc_repeats, png=args.png, wandb_project=args.wandb_project, name=args.name,
+                   vc_repeats=args.vc_repeats, png=args.png, clip_regression=args.clip_regression,
+                   wandb_project=args.wandb_project, name=args.name,
                    html_text_items=args.html_text_items)
     for split, block in result["splits"].items():
         c = block["overall"]

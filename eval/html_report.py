@@ -31,7 +31,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from eval.report import SPLIT_TITLES
+from eval.report import SPLIT_TITLES, regression_note
 
 __all__ = ["item_columns", "report_items", "write_report_page", "write_compare_page", "render_report_page", "render_compare_page",
            "DEFAULT_TEXT_ITEMS", "STATUS_LABELS", "item_status"]
@@ -548,6 +548,8 @@ def render_report_page(result: Mapping[str, Any], explorer: Mapping[str, Any] | 
                 f"Data: <code>{_e(result.get('data', ''))}</code> · predictions: <code>{_e(result.get('predictions', ''))}</code>"]
     if run:
         subtitle.append(" · ".join(f"{_e(k)}: <code>{_e(v)}</code>" for k, v in run.items() if v))
+    if regression_note(dict(result)):
+        subtitle.append(_e(regression_note(dict(result))).replace("`", ""))
     body = ['<h2 id="summary">Summary</h2>',
             '<p class="note">A verdict that failed to parse counts in <code>n_failed</code> and is never scored. '
             "Click a column header to sort. Intervals in grey.</p>"]

@@ -142,14 +142,21 @@ def _task_group(taxonomy, task_type: str, subtype: str) -> str:
     return task_type or "(unknown)"
 
 
-def build_table(records, predictions, judge_name: str = "") -> tuple[ItemTable, dict]:
+def build_table(records, predictions, judge_name: str = "", clip_regression: bool = False) -> tuple[ItemTable, dict]:
     """Join records (the expert labels) with a run's predictions by id, column-wise.
+
+    A regression head's score (``score_source`` ``regression_head``) is its raw value (``regression_score``), as
+    the paper and POLLUX's evaluator score it: judge-serve clips the head into the scale for ``score``, which would
+    hide the low scores the paper finds regression judges give. ``in_scale`` says whether that raw value lies
+    within the scale, whichever value is scored.
 
     Args:
         records: ``JudgeRecord`` list (from ``judge.load_records``).
         predictions: the run's prediction table (``eval.predictions.read_prediction_table``), or prediction rows
             (dicts, made into that table by ``eval.predictions.prediction_table``).
         judge_name: label for reports; default: the most frequent ``judge`` of the predictions.
+        clip_regression: score a regression head's value clipped into the scale (the row's ``score``) instead of
+            its raw value (``judge-eval score --clip-regression``; a choice of this toolkit, not the paper's).
 
     Returns:
         ``(table, notes)``: the table over all records (items without a prediction have status "missing"), and
@@ -201,10 +208,15 @@ def build_table(records, predictions, judge_name: str = "") -> tuple[ItemTable, 
     request_failed = found & ~ok & (error == REQUEST_FAILED)
     code = np.where(ok, _OK, np.where(request_failed, _REQUEST_FAILED, np.where(found, _PARSE_FAILED, _MISSING)))
     judge_scores = np.where(ok, scores, np.nan)
+    raw = column("regression_score", float)
+    from_head = ok & (source == ScoreSource.REGRESSION_HEAD) & np.isfinite(raw)
+    answered = np.where(from_head, raw, judge_scores)  # the judge's own value: a head's raw one
+    if not clip_regression:
+        judge_scores = answered
     # The item's own rubric decides (whatever the server resolved); the row's flag when it has no readable scale.
     low, high = _scale_bounds(list(map(operator.attrgetter("rubrics"), records)), scales)
     with np.errstate(invalid="ignore"):
-        inside = np.where(np.isnan(low), np.nan, ((low <= judge_scores) & (judge_scores <= high)).astype(float))
+        inside = np.where(np.isnan(low), np.nan, ((low <= answered) & (answered <= high)).astype(float))
     no_scale = ok & np.isnan(low)
     inside[no_scale] = [np.nan if flag is None else float(bool(flag)) for flag in row_in_scale[no_scale]]
     in_scale = np.where(ok, inside, np.nan)
@@ -235,6 +247,10 @@ def build_table(records, predictions, judge_name: str = "") -> tuple[ItemTable, 
         n_abstained=np.array([int(getattr(r, "n_abstained", 0) or 0) for r in records], dtype=np.int64),
     )
     notes = {"n_unknown_ids": len(first.keys() - set(record_ids)), "n_repeated_ids": repeated}
+    if from_head.any():
+        # How many of the head's raw values fell outside their scale (they are clipped only with clip_regression).
+        notes["n_regression_scores"] = int(from_head.sum())
+        notes["n_regression_out_of_scale"] = int((from_head & (inside == 0.0)).sum())
     if len(rescue):
         notes["n_out_of_scale_reparsed"] = len(rescue)
     return table, notes

@@ -111,6 +111,29 @@ def _pollux_official_lines(official: dict[str, Any]) -> list[str]:
     return out + [markdown_table(header, rows), ""]
 
 
+def regression_note(result: dict[str, Any]) -> str:
+    """How a regression (``-r``) judge's head values were scored and how many fell outside their scale; "" for a
+    run without them."""
+    notes = result.get("notes") or {}
+    n = notes.get("n_regression_scores", 0)
+    if not n:
+        return ""
+    outside = notes.get("n_regression_out_of_scale", 0)
+    if (result.get("settings") or {}).get("regression_scores") == "clipped":
+        how = ("the head's value clipped into the scale (`--clip-regression`, this toolkit's choice: the paper and "
+               "POLLUX's evaluator score the raw value)")
+    else:
+        how = ("the head's raw value, as the paper and POLLUX's evaluator score it (judge-serve's `score` clips it "
+               "into the scale; `--clip-regression` scores that instead)")
+    return (f"Regression head: {n} scores, each {how}. {outside} of the {n} raw values fell outside their scale "
+            "(counted in `out of scale`).")
+
+
+def _regression_lines(result: dict[str, Any]) -> list[str]:
+    note = regression_note(result)
+    return [note, ""] if note else []
+
+
 def render_markdown(result: dict[str, Any]) -> str:
     """The report's Markdown: a summary per split, then tables by evaluated model, task type and criterion.
 
@@ -133,6 +156,9 @@ def render_markdown(result: dict[str, Any]) -> str:
         "is the judge's answer and is scored, as the paper does (its Table 11); `out of scale` counts them and the "
         "`in scale` columns give the figures without them (\"=\" when there were none).",
         "",
+    ]
+    out += _regression_lines(result)
+    out += [
         "## Summary",
         "",
     ]

@@ -3,6 +3,7 @@ metrics (``eval.item_table``), and write the report (``eval.report``, ``eval.htm
 
     judge-eval score --predictions runs/judge-a --data DATA.jsonl          # report beside the predictions
     judge-eval score --predictions runs/judge-a --png                      # also the PNG plots
+    judge-eval score --predictions runs/judge-a-r --clip-regression        # -r judges: the head clipped to the scale
 
 Files written to the output folder:
 
@@ -46,6 +47,7 @@ def score(
     seed: int = 0,
     vc_repeats: int = 100,
     png: bool = False,
+    clip_regression: bool = False,
     wandb_project: str = "",
     name: str = "",
     html_text_items: int | None = None,
@@ -60,6 +62,9 @@ def score(
         n_boot, seed, vc_repeats: see ``eval.item_table.evaluate``.
         png: also draw the PNG plots (matplotlib, ~4 s CPU on the full test; report.html draws the same figures as
             SVG). Always drawn when ``wandb_project`` is set, since W&B shows them.
+        clip_regression: score regression (``-r``) judges on their head's value clipped into the scale, instead of
+            its raw value (the default, as the paper and POLLUX's evaluator); named in ``metrics.json``
+            (``settings.regression_scores``) and the report.
         wandb_project: log to this W&B project ("" for none).
         name: the judge's label (default: from the predictions).
         html_text_items: items whose full texts ``report.html`` embeds (default:
@@ -87,7 +92,7 @@ def score(
     # ---- inputs: the predictions as one Arrow table, the records, joined by id into the item table's columns
     rows = read_prediction_table(predictions)
     records = judge.load_records(data)
-    table, notes = item_table.build_table(records, rows, judge_name=name)
+    table, notes = item_table.build_table(records, rows, judge_name=name, clip_regression=clip_regression)
     if notes["n_unknown_ids"]:
         log.warning("%d predictions have ids that are not in %s: ignored", notes["n_unknown_ids"], data)
     # The same tests as the paper's metrics: "all" is Zero-Shot + Standard; "unknown" only where some item has it.
@@ -99,6 +104,7 @@ def score(
     derived = item_table.derive(table, target, vc_repeats=vc_repeats, seed=seed)
     result = item_table.evaluate(table, target=target, n_boot=n_boot, seed=seed, vc_repeats=vc_repeats,
                                  derived=derived)
+    result["settings"]["regression_scores"] = "clipped" if clip_regression else "raw"
     result["data"] = str(data)
     result["predictions"] = str(predictions)
     result["notes"] = notes
