@@ -73,6 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     score_p.add_argument("--png", action="store_true",
                          help="Also draw the PNG plots (plots/*.png; report.html has them as SVG). On with "
                               "--wandb-project, which uploads them.")
+    score_p.add_argument("--spearman-target", choices=("auto", "mode", "mean"), default="auto",
+                         help="Reference of Spearman (and Pearson, Kendall), chosen apart from MAE's --target: auto "
+                              "= the same as MAE's (the paper names no aggregate for its correlations).")
     score_p.add_argument("--clip-regression", action="store_true",
                          help="Score regression (-r) judges on the head's value clipped into the scale (as "
                               "judge-serve's score) instead of its raw value (the default: the paper's and POLLUX's "
@@ -129,6 +132,7 @@ def _score(args: argparse.Namespace) -> int:
 
     result = score(args.predictions, args.data, args.out, target=args.target, n_boot=args.n_boot, seed=args.seed,
                    vc_repeats=args.vc_repeats, png=args.png, clip_regression=args.clip_regression,
+                   spearman_target=args.spearman_target,
                    wandb_project=args.wandb_project, name=args.name,
                    html_text_items=args.html_text_items)
     for split, block in result["splits"].items():

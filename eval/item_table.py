@@ -412,6 +412,8 @@ class _Derived:
     vc_experts: np.ndarray
     expert_mean: np.ndarray
     why_unscored: np.ndarray
+    #: the reference of the correlations (Spearman, Pearson, Kendall): ``reference`` itself unless chosen apart.
+    spearman_reference: np.ndarray | None = None
 
 
 # Why an item has no (judge score, reference) pair, in the order the reasons are checked; an item gets the first
@@ -430,8 +432,14 @@ _REASON_TEXT = {
 }
 
 
-def derive(table: ItemTable, target: str, vc_repeats: int = 100, seed: int = 0) -> _Derived:
-    """The reference score, unique-mode mask and both Verdict Confidences of every item."""
+def derive(table: ItemTable, target: str, vc_repeats: int = 100, seed: int = 0,
+           spearman_target: str | None = None) -> _Derived:
+    """The reference score, unique-mode mask and both Verdict Confidences of every item.
+
+    Args:
+        spearman_target: ``mode`` or ``mean``, the correlations' reference when it differs from ``target`` (MAE's);
+            None: the same as MAE's.
+    """
     mode, unique = metrics.expert_mode(table.experts)
     reference = mode if target == "mode" else metrics.expert_mean(table.experts)
     # Integer status codes (index into STATUSES): comparisons on object arrays would dominate the cell loop.
@@ -462,6 +470,8 @@ def derive(table: ItemTable, target: str, vc_repeats: int = 100, seed: int = 0) 
         vc_experts=metrics.verdict_confidence_experts(table.experts),
         expert_mean=reference if target == "mean" else metrics.expert_mean(table.experts),
         why_unscored=why,
+        spearman_reference=(reference if spearman_target in (None, target)
+                            else mode if spearman_target == "mode" else metrics.expert_mean(table.experts)),
     )
 
 
@@ -499,7 +509,9 @@ def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, co
 
         ``vc_judge`` and ``vc_experts`` over the items the judge scored that have two or more annotators
         (``n_vc``; NaN when 0, the paper's "—"), ``vc_experts_all`` over all such items with a prediction
-        (``n_vc_experts_all``); ``why_no_vc`` when n_vc is 0 though items were scored.
+        (``n_vc_experts_all``), ``vc_experts_labelled`` over all such items whether predicted or not
+        (``n_vc_experts_labelled``: judge-independent, the paper's Experts VC); ``why_no_vc`` when n_vc is 0
+        though items were scored.
 
         ``n_abstained`` expert abstentions over the cell's items and ``n_all_abstained`` items whose experts all
         abstained (unlabelled, not errors). When ``n_scored`` is 0: ``why_empty`` (reason -> items, see
@@ -526,7 +538,9 @@ def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, co
         "n_no_unique_mode": int((present & derived.has_experts[index] & ~derived.unique_mode[index]).sum()),
         "n_scored": int(scored.sum()),
     }
-    stats = bootstrap.describe_pairs(x, y, n_boot, rng, ci_level, correlations=correlations)
+    apart = derived.spearman_reference is not None and derived.spearman_reference is not derived.reference
+    together = correlations and not apart  # MAE and the correlations on the same pairs, sharing each resample
+    stats = bootstrap.describe_pairs(x, y, n_boot, rng, ci_level, correlations=together)
     stats.pop("n")
     out.update(stats)
     flags = table.in_scale[index]
@@ -534,15 +548,27 @@ def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, co
     out["n_out_of_scale"] = int((ok & (flags == 0.0)).sum())
     inside = flags[scored] != 0.0  # NaN (no readable scale) counts as inside: nothing to flag
     out["n_scored_in_scale"] = int(inside.sum())
-    names = ("mae", "spearman") if correlations else ("mae",)
+    names = ("mae", "spearman") if together else ("mae",)
     if out["n_scored_in_scale"] < len(inside):
         within = bootstrap.describe_pairs(x[inside], y[inside], n_boot, bootstrap.cell_rng(seed, key + "/in_scale"),
-                                        ci_level, correlations=correlations)
+                                        ci_level, correlations=together)
     else:  # nothing to leave out: the in-scale figures are the headline ones (no second bootstrap)
         within = stats
     for name in names:
         out[f"{name}_in_scale"] = within[name]
         out[f"{name}_in_scale_ci"] = within[f"{name}_ci"]
+    if correlations and apart:  # the correlations against their own reference (its own generator: key/spearman)
+        against = derived.spearman_reference[index]
+        paired = ok & np.isfinite(against)
+        sx, sy, s_inside = judge_scores[paired], against[paired], flags[paired] != 0.0
+        corr = bootstrap.describe_pairs(sx, sy, n_boot, bootstrap.cell_rng(seed, key + "/spearman"), ci_level)
+        out["n_spearman"] = corr.pop("n")
+        for name in ("spearman", "spearman_ci", "pearson", "kendall"):
+            out[name] = corr[name]
+        if s_inside.sum() < len(s_inside):
+            corr = bootstrap.describe_pairs(sx[s_inside], sy[s_inside], n_boot,
+                                            bootstrap.cell_rng(seed, key + "/spearman/in_scale"), ci_level)
+        out["spearman_in_scale"], out["spearman_in_scale_ci"] = corr["spearman"], corr["spearman_ci"]
     vc_judge, vc_experts = derived.vc_judge[index], derived.vc_experts[index]
     judged = ok & np.isfinite(vc_judge)  # finite only with a judge score and >= 2 annotators
     out["n_vc"] = int(judged.sum())
@@ -551,6 +577,11 @@ def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, co
     overlapping = present & np.isfinite(vc_experts)
     out["n_vc_experts_all"] = int(overlapping.sum())
     out["vc_experts_all"] = _nan_mean(vc_experts[overlapping])
+    # Judge-independent: every labelled item of the cell with two or more annotators, predicted or not (the paper's
+    # Experts VC, Tables 14-16), beside the experts' VC over the judge's own items (vc_experts).
+    labelled = np.isfinite(vc_experts)
+    out["n_vc_experts_labelled"] = int(labelled.sum())
+    out["vc_experts_labelled"] = _nan_mean(vc_experts[labelled])
     if out["n_vc"] == 0 and out["n_scored"]:
         out["why_no_vc"] = ("no scored item has two or more annotators: Verdict Confidence needs overlapping "
                             "annotations (the paper shows it as \u2014 for criteria annotated by one expert)")
@@ -587,7 +618,8 @@ def _groups(labels: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: int = 0, vc_repeats: int = 100,
-             ci_level: float = 0.95, derived: _Derived | None = None) -> dict[str, Any]:
+             ci_level: float = 0.95, derived: _Derived | None = None,
+             spearman_target: str | None = None) -> dict[str, Any]:
     """Every metric of the report, for one judge.
 
     Args:
@@ -597,7 +629,12 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
         seed: seed of the Verdict Confidence draws and of every bootstrap (per cell, see ``bootstrap.cell_rng``).
         vc_repeats: random expert replacements averaged in the judge's Verdict Confidence.
         ci_level: coverage of the percentile bootstrap intervals.
-        derived: ``derive(table, target, vc_repeats, seed)`` when the caller already has it.
+        derived: ``derive(table, target, vc_repeats, seed, spearman_target)`` when the caller already has it.
+        spearman_target: the correlations' reference, ``mode`` or ``mean`` of the experts, chosen apart from MAE's
+            ``target`` (``auto`` or None: the same). The paper correlates with "expert ratings" and names no
+            aggregate; its item aggregate is the unweighted mean of the experts' estimates
+            (``seeds/003_04de0265a3137b49.txt:179``). With a reference of its own, the correlation cells carry
+            ``n_spearman`` (the pairs they cover) and draw their intervals from their own generator.
     Returns:
         A JSON-ready dict: ``judge``, ``target``, ``settings``, ``levels``, and ``splits`` →
         {zero_shot, standard, all} → {``overall``, ``by_model``, ``by_task_type``, ``by_criterion`` (cells as in
@@ -605,7 +642,10 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
         {levels, matrix})}.
     """
     target = choose_target(table, target)
-    derived = derived or derive(table, target, vc_repeats=vc_repeats, seed=seed)
+    spearman_target = target if spearman_target in (None, "auto") else spearman_target
+    if spearman_target not in ("mode", "mean"):
+        raise ValueError(f"spearman_target must be auto, mode or mean, got {spearman_target!r}")
+    derived = derived or derive(table, target, vc_repeats=vc_repeats, seed=seed, spearman_target=spearman_target)
     everything = np.arange(len(table))
     # "all" is the paper's two tests together (Zero-Shot + Standard); items of a task type the taxonomy does not
     # know are reported on their own ("unknown"), never folded into either test or into their sum.
@@ -623,7 +663,8 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
     result: dict[str, Any] = {
         "judge": table.judge_name,
         "target": target,
-        "settings": {"n_boot": n_boot, "seed": seed, "vc_repeats": vc_repeats, "ci_level": ci_level},
+        "settings": {"n_boot": n_boot, "seed": seed, "vc_repeats": vc_repeats, "ci_level": ci_level,
+                     "spearman_target": spearman_target},
         "levels": [float(v) for v in levels],
         "splits": {},
     }

@@ -39,6 +39,8 @@ __all__ = [
     "verdict_confidence_experts",
     "verdict_confidence_judge",
     "verdict_confidence_judge_expected",
+    "random_labelling_vc",
+    "RANDOM_LABELLING_VC",
     "mean_absolute_error",
     "spearman",
     "pearson",
@@ -236,6 +238,19 @@ def verdict_confidence_judge_expected(experts: np.ndarray, judge: np.ndarray) ->
     if len(rows):
         out[rows] = (counts * shares).sum(axis=1) / k
     return out
+
+
+def random_labelling_vc(annotators: int = 3, labels: int = 3) -> float:
+    """The expected Verdict Confidence of ``annotators`` who each pick one of ``labels`` labels uniformly at random:
+    the exact mean of ``verdict_confidence_experts`` over every labelling. The paper's case, three annotators and
+    three labels, is 17/27 ~ 0.63 (App. D.2.2, ``seeds/003_04de0265a3137b49.txt:829-843``), which it reads as
+    "comparable to random labeling" below 60 % (line 847)."""
+    every = np.array(list(itertools.product(range(labels), repeat=annotators)), dtype=np.float64)
+    return float(verdict_confidence_experts(every).mean())
+
+
+#: The paper's reference point for Verdict Confidence: random labelling by 3 annotators over 3 labels, 17/27.
+RANDOM_LABELLING_VC = 17 / 27
 
 
 # ------------------------------------------------------------------------------------- point statistics

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from eval import item_table
+from eval.metrics import RANDOM_LABELLING_VC
 from judge.splits import SPLIT_TITLES  # one definition in the contract; re-exported here for eval's own modules
 
 __all__ = ["render_markdown", "markdown_table", "plot_confusions", "plot_mae_by_criterion", "write_plots",
@@ -52,17 +53,27 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def _row(label: str, c: dict[str, Any], correlations: bool) -> list[str]:
-    row = [label, str(c["n"]), f"{c['n_failed']} ({fmt(c['failure_rate'] * 100 if c['n'] else None, 1)} %)",
-           str(c["n_no_unique_mode"]), str(c.get("n_out_of_scale", 0)), fmt_ci(c["mae"], c["mae_ci"]),
-           _in_scale(c, "mae")]
-    if correlations:
-        row += [fmt_ci(c["spearman"], c["spearman_ci"]), _in_scale(c, "spearman"), fmt(c["pearson"]),
-                fmt(c["kendall"])]
+def _header(label: str, correlations: bool, summary: bool = False) -> list[str]:
+    """A table's columns: the headline first (the paper's figures: n, failed, MAE, Spearman, VC judge / experts),
+    then the bookkeeping (exclusions, in-scale figures, the other correlations, counts)."""
+    head = [label, "n", "failed", "MAE"] + (["Spearman"] if correlations else []) + ["VC judge", "VC experts"]
+    head += ["VC experts (all labelled)"] if summary else []
+    head += ["no unique mode", "out of scale", "MAE in scale"]
+    head += ["Spearman in scale", "Pearson", "Kendall"] if correlations else []
+    return head + ["n VC"] + (["VC experts (all predicted)"] if summary else [])
+
+
+def _row(label: str, c: dict[str, Any], correlations: bool, summary: bool = False) -> list[str]:
+    """A table row in ``_header``'s order."""
     # The paper shows "—" where no item has two annotators (Tables 15-16); n_vc says how many items the VC covers.
-    row += [fmt(c["vc_judge"]) if c.get("n_vc", 1) else "—", fmt(c["vc_experts"]) if c.get("n_vc", 1) else "—",
-            str(c.get("n_vc", ""))]
-    return row
+    row = [label, str(c["n"]), f"{c['n_failed']} ({fmt(c['failure_rate'] * 100 if c['n'] else None, 1)} %)",
+           fmt_ci(c["mae"], c["mae_ci"])]
+    row += [fmt_ci(c["spearman"], c["spearman_ci"])] if correlations else []
+    row += [fmt(c["vc_judge"]) if c.get("n_vc", 1) else "—", fmt(c["vc_experts"]) if c.get("n_vc", 1) else "—"]
+    row += [fmt(c.get("vc_experts_labelled"))] if summary else []
+    row += [str(c["n_no_unique_mode"]), str(c.get("n_out_of_scale", 0)), _in_scale(c, "mae")]
+    row += [_in_scale(c, "spearman"), fmt(c["pearson"]), fmt(c["kendall"])] if correlations else []
+    return row + [str(c.get("n_vc", ""))] + ([fmt(c.get("vc_experts_all"))] if summary else [])
 
 
 def _in_scale(c: dict[str, Any], metric: str) -> str:
@@ -111,6 +122,29 @@ def _pollux_official_lines(official: dict[str, Any]) -> list[str]:
     return out + [markdown_table(header, rows), ""]
 
 
+_REFERENCES = {"mode": "the mode of the expert scores (items without a unique mode excluded)",
+               "mean": "the mean of the expert scores"}
+
+
+def references_note(result: dict[str, Any]) -> str:
+    """What MAE and Spearman compare the judge with, and that Spearman's reference is a choice."""
+    target = result["target"]
+    spearman = (result.get("settings") or {}).get("spearman_target") or target
+    mae = f"MAE against {_REFERENCES[target]}" + (" (a regression judge)" if target == "mean" else "")
+    return (f"{mae}; Spearman, Pearson and Kendall against {_REFERENCES[spearman]} (`--spearman-target`: the "
+            "paper correlates with \"expert ratings\" without naming an aggregate; its item aggregate is the "
+            "unweighted mean of the experts' estimates, seeds/003_04de0265a3137b49.txt:179).")
+
+
+def random_labelling_note() -> str:
+    """The paper's random-labelling Verdict Confidence, to read the VC columns against."""
+    return (f"VC under random labelling: {fmt(RANDOM_LABELLING_VC)} (17/27: three annotators picking among three "
+            "labels at random, the paper's App. D.2.2, seeds/003_04de0265a3137b49.txt:829-847; below 0.60 it reads "
+            "as \"comparable to random labeling\"). `VC experts` covers the items the judge scored; `VC experts "
+            "(all labelled)` every labelled item with two or more annotators, whatever the judge did (the paper's "
+            "Experts VC, judge-independent).")
+
+
 def regression_note(result: dict[str, Any]) -> str:
     """How a regression (``-r``) judge's head values were scored and how many fell outside their scale; "" for a
     run without them."""
@@ -140,14 +174,11 @@ def render_markdown(result: dict[str, Any]) -> str:
     Args:
         result: ``eval.item_table.evaluate``'s output.
     """
-    target = result["target"]
-    reference = "the mode of the expert scores (items without a unique mode excluded)" if target == "mode" \
-        else "the mean of the expert scores (regression judge)"
     s = result["settings"]
     out = [
         f"# Judge report: {result['judge'] or '(unnamed judge)'}",
         "",
-        f"MAE and correlations against {reference}. Spearman is pooled per evaluated model and per task type. "
+        f"{references_note(result)} Spearman is pooled per evaluated model and per task type. "
         f"Verdict Confidence (VC): the largest share of one score among an item's annotators; the judge's value "
         f"replaces one random expert with the judge ({s['vc_repeats']} draws, seed {s['seed']}), over the items it "
         f"scored, only where an item has two or more annotators (`n VC`; \u2014 otherwise, as in the paper). "
@@ -162,12 +193,11 @@ def render_markdown(result: dict[str, Any]) -> str:
         "## Summary",
         "",
     ]
-    header = ["Test", "n", "failed", "no unique mode", "out of scale", "MAE", "MAE in scale", "Spearman",
-              "Spearman in scale", "Pearson", "Kendall", "VC judge", "VC experts", "n VC", "VC experts (all items)"]
-    rows = [_row(SPLIT_TITLES[split], result["splits"][split]["overall"], True)
-            + [fmt(result["splits"][split]["overall"]["vc_experts_all"])]
+    header = _header("Test", True, summary=True)
+    rows = [_row(SPLIT_TITLES[split], result["splits"][split]["overall"], True, summary=True)
             for split in item_table.SPLITS if split in result["splits"]]
     out += [markdown_table(header, rows), ""]
+    out += [random_labelling_note(), ""]
     out += _why_lines({SPLIT_TITLES[split]: result["splits"][split]["overall"]
                        for split in item_table.SPLITS if split in result["splits"]})
     missing = result["splits"]["all"]["overall"]["n_missing"] if "all" in result["splits"] else 0
@@ -197,9 +227,7 @@ def render_markdown(result: dict[str, Any]) -> str:
             if not cells:
                 continue
             correlated = name in ("model", "task_type")
-            head = [title.capitalize(), "n", "failed", "no unique mode", "out of scale", "MAE", "MAE in scale"]
-            head += ["Spearman", "Spearman in scale", "Pearson", "Kendall"] if correlated else []
-            head += ["VC judge", "VC experts", "n VC"]
+            head = _header(title.capitalize(), correlated)
             rows = [_row(label, c, correlated) for label, c in cells.items()]
             rows.append(_row("**Overall**", block["overall"], correlated))
             out += [f"### {SPLIT_TITLES[split]}: by {title}", "", markdown_table(head, rows), ""]

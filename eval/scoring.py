@@ -43,6 +43,7 @@ def score(
     out: str | Path | None = None,
     *,
     target: str = "auto",
+    spearman_target: str = "auto",
     n_boot: int = 1000,
     seed: int = 0,
     vc_repeats: int = 100,
@@ -58,7 +59,8 @@ def score(
         predictions: ``predictions.jsonl`` or the run folder holding it.
         data: the labelled records; default: the ``data`` recorded in the run's ``run.json``.
         out: output folder; default: the folder of the predictions.
-        target: ``auto`` (mean for regression judges, else mode), ``mode`` or ``mean``.
+        target: MAE's reference: ``auto`` (mean for regression judges, else mode), ``mode`` or ``mean``.
+        spearman_target: the correlations' reference, ``auto`` (the same as MAE's), ``mode`` or ``mean``.
         n_boot, seed, vc_repeats: see ``eval.item_table.evaluate``.
         png: also draw the PNG plots (matplotlib, ~4 s CPU on the full test; report.html draws the same figures as
             SVG). Always drawn when ``wandb_project`` is set, since W&B shows them.
@@ -101,9 +103,10 @@ def score(
 
     # ---- metrics: every cell of the report, then POLLUX's own evaluator on the same items
     target = item_table.choose_target(table, target)
-    derived = item_table.derive(table, target, vc_repeats=vc_repeats, seed=seed)
+    spearman_target = target if spearman_target == "auto" else spearman_target
+    derived = item_table.derive(table, target, vc_repeats=vc_repeats, seed=seed, spearman_target=spearman_target)
     result = item_table.evaluate(table, target=target, n_boot=n_boot, seed=seed, vc_repeats=vc_repeats,
-                                 derived=derived)
+                                 derived=derived, spearman_target=spearman_target)
     result["settings"]["regression_scores"] = "clipped" if clip_regression else "raw"
     result["data"] = str(data)
     result["predictions"] = str(predictions)

@@ -395,7 +395,7 @@ def test_no_overlap_anywhere_gives_no_verdict_confidence_and_says_why():
     header = [h.strip() for h in next(line for line in lines if line.startswith("| Test |")).split("|")]
     summary = [c.strip() for c in next(line for line in lines if line.startswith("| Zero-Shot + Standard")).split("|")]
     shown = dict(zip(header, summary))
-    assert (shown["VC judge"], shown["VC experts"], shown["n VC"], shown["VC experts (all items)"]) == ("—", "—", "0", "—")
+    assert (shown["VC judge"], shown["VC experts"], shown["n VC"], shown["VC experts (all predicted)"], shown["VC experts (all labelled)"]) == ("—", "—", "0", "—", "—")
     assert any("two or more annotators" in line for line in lines)
 
 
