@@ -183,6 +183,7 @@ STAGES = [
     ("eval.item_table", "write_table", "items.parquet"),
     ("eval.item_table", "write_arrow", "items.parquet"),
     ("eval.scoring", "report_items", "report.html"),
+    ("eval.scoring", "item_columns", "report.html"),
     ("eval.scoring", "render_report_page", "report.html"),
     ("eval.scoring", "write_plots", "plots"),
     # The older checkouts' stages (the baseline of --baseline), where they ran in child processes.

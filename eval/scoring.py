@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from eval import item_table
-from eval.html_report import DEFAULT_TEXT_ITEMS, item_columns, render_report_page, report_items
+from eval.html_explorer import DEFAULT_TEXT_ITEMS, item_columns, report_items
+from eval.html_report import render_report_page
 from eval.report import log_wandb, render_markdown, write_plots
 
 __all__ = ["score"]
@@ -70,7 +71,7 @@ def score(
         wandb_project: log to this W&B project ("" for none).
         name: the judge's label (default: from the predictions).
         html_text_items: items whose full texts ``report.html`` embeds (default:
-            ``eval.html_report.DEFAULT_TEXT_ITEMS``; negative: all).
+            ``eval.html_explorer.DEFAULT_TEXT_ITEMS``; negative: all).
 
     Returns:
         The metrics (as written to ``metrics.json``).

@@ -12,7 +12,8 @@ import pytest
 
 import judge
 from eval.cli import main
-from eval.html_report import item_status, render_report_page, report_items, write_report_page
+from eval.html_explorer import item_status, report_items
+from eval.html_report import render_report_page, write_report_page
 from tests.browser import browser  # noqa: F401  (the fixture)
 
 FAILED_RAW = "[FEEDBACK] Непонятно. [RESULT] отлично [END]"

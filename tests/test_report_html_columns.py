@@ -1,4 +1,4 @@
-"""report.html's explorer data (``eval.html_report.report_items``), built column-wise: numeric columns as lists or
+"""report.html's explorer data (``eval.html_explorer.report_items``), built column-wise: numeric columns as lists or
 numpy arrays, the judge's feedback from a prediction table or from rows, Python's rounding value by value."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import judge
-from eval.html_report import _round, _round_column, report_items
+from eval.html_explorer import _round, _round_column, report_items
 from eval.predictions import prediction_table
 
 # ----------------------------------------------------------------------------------------------------- the tests
