@@ -26,20 +26,31 @@ from typing import Any
 
 from eval.html_explorer import (DEFAULT_TEXT_ITEMS, compare_items, explorer_json, load_predictions, load_records,
                                 read_item_columns, report_items)
-from eval.report import SPLIT_TITLES, regression_note
+from eval.report import SPLIT_TITLES, random_labelling_note, references_note, regression_note
 
 __all__ = ["write_report_page", "write_compare_page", "render_report_page", "render_compare_page"]
 
-_KEY_ORDER = ("n", "n_failed", "n_no_unique_mode", "n_out_of_scale", "mae", "mae_in_scale", "spearman", "pearson",
-              "kendall", "vc_judge", "vc_experts", "vc_experts_all", "n_scored", "n_vc", "failure_rate", "n_missing",
-              "n_parse_failed", "n_request_failed")
+#: The headline of a metric table, in this order: the paper's figures (n, failures, MAE, Spearman, VC judge /
+#: experts, and the judge-independent Experts VC). Every other key is bookkeeping, shown by the page's toggle.
+HEADLINE_KEYS = ("n", "n_failed", "mae", "spearman", "vc_judge", "vc_experts", "vc_experts_labelled")
+# Bookkeeping keys shown first (after the headline), in this order; any other key follows in alphabetical order.
+_KEY_ORDER = HEADLINE_KEYS + ("n_no_unique_mode", "n_out_of_scale", "mae_in_scale", "spearman_in_scale", "pearson",
+                              "kendall", "vc_experts_all", "n_scored", "n_spearman", "n_vc", "n_vc_experts_all",
+                              "n_vc_experts_labelled", "failure_rate", "n_missing", "n_parse_failed",
+                              "n_request_failed")
 # Column headings of the known keys (the raw key is the heading's tooltip); other keys are shown as they are.
 _KEY_LABELS = {"n_failed": "failed", "n_no_unique_mode": "no unique mode", "n_out_of_scale": "out of scale",
                "mae": "MAE", "mae_in_scale": "MAE (in scale)", "spearman": "Spearman", "pearson": "Pearson",
-               "kendall": "Kendall", "vc_judge": "VC judge", "vc_experts": "VC experts",
-               "vc_experts_all": "VC experts (all items)", "n_scored": "scored", "n_vc": "n in VC",
+               "spearman_in_scale": "Spearman (in scale)", "kendall": "Kendall", "vc_judge": "VC judge",
+               "vc_experts": "VC experts", "vc_experts_labelled": "VC experts (all labelled)",
+               "vc_experts_all": "VC experts (all predicted)", "n_scored": "scored", "n_vc": "n in VC",
+               "n_spearman": "n in Spearman", "n_vc_experts_all": "n in VC experts (all predicted)",
+               "n_vc_experts_labelled": "n in VC experts (all labelled)",
                "failure_rate": "failure rate", "n_missing": "no prediction", "n_parse_failed": "parse failed",
                "n_request_failed": "request failed"}
+#: The switch that shows a table's bookkeeping columns (hidden at first: the tables fit a 1280-pixel screen).
+_BOOKKEEPING_TOGGLE = ('<label class="toggle"><input type="checkbox" id="show-bookkeeping"> show bookkeeping columns '
+                       "(exclusions, in-scale figures, Pearson, Kendall, counts)</label>")
 
 _GROUP_TITLES = {"model": "evaluated model", "task_type": "task type", "criterion": "criterion"}
 
@@ -71,7 +82,8 @@ def _page(title: str, subtitle: list[str], nav: list[tuple[str, str]], body: lis
              '<meta name="viewport" content="width=device-width, initial-scale=1">', f"<title>{_e(title)}</title>",
              f"<style>{_asset('page.css')}</style></head><body>", f"<header><h1>{_e(title)}</h1>"]
     parts += [f"<p>{line}</p>" for line in subtitle]
-    parts += ["</header><nav>" + "".join(f'<a href="#{a}">{_e(t)}</a>' for a, t in nav) + "</nav><main>"]
+    parts += ["</header><nav>" + "".join(f'<a href="#{a}">{_e(t)}</a>' for a, t in nav) + _BOOKKEEPING_TOGGLE
+              + "</nav><main>"]
     parts += body
     parts.append("</main>")
     if data is not None:
@@ -85,6 +97,12 @@ def _page(title: str, subtitle: list[str], nav: list[tuple[str, str]], body: lis
     return "\n".join(parts)
 
 
+def _md_text(text: str) -> str:
+    """A sentence of report.md as HTML: escaped, its `code` spans as <code>."""
+    parts = _e(text).split("`")
+    return "".join(f"<code>{p}</code>" if k % 2 else p for k, p in enumerate(parts))
+
+
 def _columns(cells: Iterable[Mapping[str, Any]]) -> list[str]:
     """Every metric key the cells carry (``x_ci`` folded into ``x``), known keys first."""
     keys: set[str] = set()
@@ -93,29 +111,33 @@ def _columns(cells: Iterable[Mapping[str, Any]]) -> list[str]:
     return [k for k in _KEY_ORDER if k in keys] + sorted(keys - set(_KEY_ORDER))
 
 
-def _cell_td(c: Mapping[str, Any] | None, key: str) -> str:
+def _cell_td(c: Mapping[str, Any] | None, key: str, attributes: str = "") -> str:
     if c is None or key not in c:
-        return '<td data-v="">—</td>'
+        return f'<td data-v=""{attributes}>—</td>'
     value, ci = c.get(key), c.get(f"{key}_ci")
     if isinstance(value, (dict, list)):
-        return f'<td class="json">{_e(json.dumps(value, ensure_ascii=False))}</td>'
+        css = ' class="json book"' if attributes else ' class="json"'
+        return f'<td{css}>{_e(json.dumps(value, ensure_ascii=False))}</td>'
     if isinstance(value, str) or isinstance(value, bool):
-        return f"<td>{_e(value)}</td>"
+        return f"<td{attributes}>{_e(value)}</td>"
     shown = _num(value)
     if isinstance(ci, list) and len(ci) == 2 and all(_finite(v) for v in ci):
         shown += f' <span class="ci">[{_num(ci[0])}, {_num(ci[1])}]</span>'
-    return f'<td data-v="{value if _finite(value) else ""}">{shown}</td>'
+    return f'<td data-v="{value if _finite(value) else ""}"{attributes}>{shown}</td>'
 
 
 def _metric_table(label: str, cells: Mapping[str, Mapping[str, Any]], overall: Mapping[str, Any] | None,
                   css_id: str = "") -> str:
     """A sortable table: one row per label, one column per metric key, the overall row pinned last."""
     columns = _columns(list(cells.values()) + ([overall] if overall else []))
-    head = f"<th>{_e(label)}</th>" + "".join(f'<th title="{_e(k)}">{_e(_KEY_LABELS.get(k, k))}</th>' for k in columns)
-    rows = [f"<tr><td>{_e(name)}</td>" + "".join(_cell_td(c, k) for k in columns) + "</tr>"
+    book = ['' if k in HEADLINE_KEYS else ' class="book"' for k in columns]  # hidden until the toggle shows them
+    head = f"<th>{_e(label)}</th>" + "".join(f'<th title="{_e(k)}"{b}>{_e(_KEY_LABELS.get(k, k))}</th>'
+                                             for k, b in zip(columns, book))
+    rows = [f"<tr><td>{_e(name)}</td>" + "".join(_cell_td(c, k, b) for k, b in zip(columns, book)) + "</tr>"
             for name, c in cells.items()]
     if overall:
-        rows.append('<tr class="overall"><td>Overall</td>' + "".join(_cell_td(overall, k) for k in columns) + "</tr>")
+        rows.append('<tr class="overall"><td>Overall</td>'
+                    + "".join(_cell_td(overall, k, b) for k, b in zip(columns, book)) + "</tr>")
     id_attr = f' id="{_e(css_id)}"' if css_id else ""
     return (f'<div class="scroll"><table class="grid sortable"{id_attr}><thead><tr>{head}</tr></thead><tbody>'
             + "".join(rows) + "</tbody></table></div>")
@@ -201,10 +223,13 @@ def render_report_page(result: Mapping[str, Any], explorer: Mapping[str, Any] | 
         subtitle.append(_e(regression_note(dict(result))).replace("`", ""))
     body = ['<h2 id="summary">Summary</h2>',
             '<p class="note">A verdict that failed to parse counts in <code>n_failed</code> and is never scored. '
-            "Click a column header to sort. Intervals in grey.</p>"]
+            "Click a column header to sort. Intervals in grey. The headline columns come first; the bookkeeping "
+            "ones (exclusions, in-scale figures, Pearson, Kendall, counts) appear with the switch at the top.</p>",
+            f'<p class="note">{_md_text(references_note(dict(result)))}</p>' if "target" in result else ""]
     splits = result.get("splits") or {}
     overall = {SPLIT_TITLES.get(k, k): b["overall"] for k, b in splits.items() if "overall" in b}
     body.append(_metric_table("Test", overall, None, "summary-table"))
+    body.append(f'<p class="note" id="random-vc">{_md_text(random_labelling_note())}</p>')
     if result.get("why_empty"):
         body.append(f'<p class="note">Why some figures are empty: {_e(json.dumps(result["why_empty"], ensure_ascii=False))}</p>')
     for split, block in splits.items():
