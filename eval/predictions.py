@@ -3,7 +3,7 @@
 ``PredictionRow`` is the row: ``run`` writes it, ``score`` (``eval.item_table.build_table``), the official
 evaluator and the report pages read it as one Arrow table (``read_prediction_table``; ``read_predictions`` gives its
 rows as dicts). Rows are appended as answers arrive (a
-``judge.journal`` journal: strict reading, a torn last line dropped); a rerun resumes from the file
+``judge.plumbing.journal`` journal: strict reading, a torn last line dropped); a rerun resumes from the file
 (``resume_predictions``).
 """
 
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from judge.journal import iter_journal, log_torn_tail, rewrite_journal
+from judge.plumbing.journal import iter_journal, log_torn_tail, rewrite_journal
 from judge.wire import checked_json_fields
 
 __all__ = ["PredictionRow", "PREDICTION_FIELDS", "REQUEST_FAILED", "iter_predictions", "prediction_rows",
@@ -126,13 +126,13 @@ def read_prediction_table(path: str | Path) -> "pyarrow.Table":
     stops it. Absent fields take ``PredictionRow``'s defaults (null; "" for ``feedback`` and ``reason``, false for
 ``parse_ok``);
     ``score_probs`` is a struct column (each row's object, a key absent from it null). A last line without its
-    newline (the process was killed while writing it) is dropped, with ``judge.journal``'s warning; blank lines
+    newline (the process was killed while writing it) is dropped, with ``judge.plumbing.journal``'s warning; blank lines
     are skipped.
 
     Raises:
         ValueError: naming ``file: row N`` (rows counted from 1 without blank lines) and the field, for the first
             row that is not a prediction row (``PredictionRow.from_json``'s checks), or ``file:line`` for a line
-            that is not a JSON object (``judge.journal``'s wording).
+            that is not a JSON object (``judge.plumbing.journal``'s wording).
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -142,7 +142,7 @@ def read_prediction_table(path: str | Path) -> "pyarrow.Table":
     if not path.exists():
         raise FileNotFoundError(f"{path}: no predictions file")
     data = path.read_bytes()
-    end = data.rfind(b"\n") + 1  # as judge.journal: complete lines end with a newline
+    end = data.rfind(b"\n") + 1  # as judge.plumbing.journal: complete lines end with a newline
     body, tail = data[:end], data[end:]
     if tail.strip():
         log_torn_tail(path, tail)
@@ -243,7 +243,7 @@ def iter_predictions(path: str | Path, torn: list[bytes] | None = None) -> Itera
     """``read_predictions`` one row at a time: memory does not grow with the file (resume, provenance checks).
 
     Args:
-        torn: when given, receives a torn last line's bytes (``judge.journal.iter_journal``).
+        torn: when given, receives a torn last line's bytes (``judge.plumbing.journal.iter_journal``).
     """
     for row in _iter_rows(path, torn):
         yield _as_json(row)

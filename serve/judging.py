@@ -41,7 +41,7 @@ import aiohttp
 from judge import (PROMPT_VERSION, JudgeResult, Scale, ScoreSource, VerdictError, apply_chat, parse_rationale, parse_verdict,
                    prefix_key, prefix_order, render_prompt, render_rationale_target)
 from judge.wire import JudgmentUsage, LmVerdict
-from judge.task_classifier import TaskChoice, TaskClassifier
+from judge.criteria_auto import TaskChoice, TaskClassifier
 from serve.schema import JudgeRequest, RequestError, ResolvedCriterion, resolve_criteria
 
 T = TypeVar("T")

@@ -91,12 +91,12 @@ def test_a_bad_row_in_the_middle_is_named_by_file_row_and_field(tmp_path, bad, m
 
 
 def test_a_torn_last_line_is_dropped_with_one_warning(tmp_path, caplog):
-    """A last line without its newline is dropped, with judge.journal's warning, once."""
+    """A last line without its newline is dropped, with judge.plumbing.journal's warning, once."""
     path = tmp_path / "predictions.jsonl"
     _write(path, _seeded_rows(5), tail='{"id": "cut", "sco')
-    with caplog.at_level(logging.WARNING, logger="judge.journal"):
+    with caplog.at_level(logging.WARNING, logger="judge.plumbing.journal"):
         rows = read_predictions(path)
-    warnings = [r.getMessage() for r in caplog.records if r.name == "judge.journal"]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "judge.plumbing.journal"]
     assert [r["id"] for r in rows] == [f"item-{i}" for i in range(5)]
     assert len(warnings) == 1 and "dropped its last line" in warnings[0]
 
