@@ -226,6 +226,7 @@ def test_report_page_in_chromium_filter_open_and_screenshot(browser, scored, tmp
         cells = table.find_elements(By.CSS_SELECTOR, f"tbody tr:not(.overall) td:nth-child({column})")
         return [float(td.get_attribute("data-v")) for td in cells if td.get_attribute("data-v")]
 
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", heading)  # clear of the sticky nav
     heading.click()
     assert maes() == sorted(maes(), reverse=True) and len(set(maes())) > 1
     heading.click()
