@@ -64,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_config_flags(run_p, RunConfig)
 
-    score_p = sub.add_parser("score", help="POLLUX metrics of a run: metrics.json, report.md, plots.",
+    score_p = sub.add_parser("score", help="POLLUX metrics of a run: metrics.json, report.md, report.html, items.parquet.",
                              description="Compare a run's predictions with the experts (POLLUX Appendix D.2).")
     score_p.add_argument("--predictions", required=True, help="predictions.jsonl, or the run folder holding it.")
     score_p.add_argument("--data", default=None, help="The labelled records (default: the data named in run.json).")
@@ -76,7 +76,18 @@ def build_parser() -> argparse.ArgumentParser:
     score_p.add_argument("--seed", type=int, default=0, help="Seed of the Verdict Confidence draws and bootstraps.")
     score_p.add_argument("--vc-repeats", type=int, default=100, help="Random expert replacements for the judge's VC.")
     score_p.add_argument("--name", default="", help="The judge's label in the report (default: from predictions).")
-    score_p.add_argument("--no-plots", dest="plots", action="store_false", help="Skip the PNG plots.")
+    score_p.add_argument("--png", action="store_true",
+                         help="Also draw the PNG plots (plots/*.png; report.html has them as SVG). On with "
+                              "--wandb-project, which uploads them.")
+    score_p.add_argument("--spearman-target", choices=("auto", "mode", "mean"), default="auto",
+                         help="Reference of Spearman (and Pearson, Kendall), chosen apart from MAE's --target: auto "
+                              "= the same as MAE's (the paper names no aggregate for its correlations).")
+    score_p.add_argument("--clip-regression", action="store_true",
+                         help="Score regression (-r) judges on the head's value clipped into the scale (as "
+                              "judge-serve's score) instead of its raw value (the default: the paper's and POLLUX's "
+                              "evaluator's). Named in metrics.json and the report.")
+    score_p.add_argument("--no-plots", dest="png", action="store_false",
+                         help="No PNG plots: the default now (kept for older command lines).")
     score_p.add_argument("--wandb-project", default="", help="Also log tables and plots to this W&B project.")
     score_p.add_argument("--allow-repeated-ids", action="store_true",
                          help="Score each id's first row when the predictions repeat an id (default: refuse the file).")
@@ -159,7 +170,9 @@ def _score(args: argparse.Namespace) -> int:
     from eval.scoring import score
 
     result = score(args.predictions, args.data, args.out, target=args.target, n_boot=args.n_boot, seed=args.seed,
-                   vc_repeats=args.vc_repeats, plots=args.plots, wandb_project=args.wandb_project, name=args.name,
+                   vc_repeats=args.vc_repeats, png=args.png, clip_regression=args.clip_regression,
+                   spearman_target=args.spearman_target,
+                   wandb_project=args.wandb_project, name=args.name,
                    html_text_items=args.html_text_items, allow_repeated_ids=args.allow_repeated_ids)
     for split, block in result["splits"].items():
         c = block["overall"]

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from judge.records import JudgeRecord, write_jsonl
+from judge.record_sources import write_jsonl
+from judge.records import JudgeRecord
 from judge.splits import ZERO_SHOT, split_of
 from judge.taxonomy import Criterion, Task, Taxonomy, load_taxonomy
 
