@@ -448,7 +448,7 @@ def test_end_to_end_tiny_judge_run_score_compare(vllm_tiny_server, tmp_path):
 
 
 @pytest.mark.slow
-def test_local_checkpoint_is_served_for_the_run_and_stopped(tiny_causal_dir, small_data, tmp_path):
+def test_local_checkpoint_is_served_for_the_run_and_stopped(tiny_causal_dir, small_data, tmp_path, starts_engine):
     """`--judge CHECKPOINT` starts vLLM's OpenAI server (as judge-serve would be, when installed) on a free port,
     judges through it, records the backend in run.json and stops the server afterwards."""
     import psutil
@@ -471,7 +471,7 @@ def test_local_checkpoint_is_served_for_the_run_and_stopped(tiny_causal_dir, sma
 
 
 @pytest.mark.slow
-def test_local_checkpoint_through_judge_serve_uses_v1_judge(tiny_causal_dir, small_data, tmp_path, monkeypatch):
+def test_local_checkpoint_through_judge_serve_uses_v1_judge(tiny_causal_dir, small_data, tmp_path, monkeypatch, starts_engine):
     """With judge-serve installed, `--judge CHECKPOINT` starts it, detects /v1/judge and gets one prediction per
     item from it (a random tiny judge: parse failures, each with its error code, none a request failure)."""
     import shutil

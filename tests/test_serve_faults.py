@@ -160,7 +160,7 @@ def _wait_engine_core(marker: str, timeout_s: float = 300) -> None:
         time.sleep(0.5)
 
 
-def test_judge_serve_sigterm_while_its_engine_loads_leaves_nothing(tiny_causal_dir, tmp_path):
+def test_judge_serve_sigterm_while_its_engine_loads_leaves_nothing(tiny_causal_dir, tmp_path, starts_engine):
     """SIGTERM to judge-serve while its engine's EngineCore is loading: it exits 0 and leaves no process."""
     process, marker = _start(tiny_causal_dir, tmp_path, name="sigterm")
     try:
@@ -174,7 +174,7 @@ def test_judge_serve_sigterm_while_its_engine_loads_leaves_nothing(tiny_causal_d
         process.stop()
 
 
-def test_judge_serve_kill_9_leaves_nothing(tiny_causal_dir, tmp_path):
+def test_judge_serve_kill_9_leaves_nothing(tiny_causal_dir, tmp_path, starts_engine):
     """kill -9 of a ready judge-serve: the kernel's parent-death signal reaches its engine's supervisor, which
     ends the engine's whole tree; no process is left."""
     process, marker = _start(tiny_causal_dir, tmp_path, name="kill9")

@@ -29,9 +29,6 @@ from tests.fixtures_serve import MODEL_NAME, TEST_FLAGS
 from tests.slurm_cluster import job_processes, signal_processes
 from tests.test_slurm_jobs import REPO, _console_scripts, _short_standard_records
 
-# Real Slurm daemons and jobs that train or serve: part of `make test`, not of the quick `-m "not slow"` loop.
-pytestmark = pytest.mark.slow
-
 #: Records judged; two shards of 6 judged one at a time, so a task can be caught mid-shard.
 N_RECORDS = 12
 N_SHARDS = 2
