@@ -320,9 +320,10 @@ def released_hub_cache(tmp_path_factory, released_regression_dir) -> Path:
 def released_regression_server(tmp_path_factory, released_hub_cache) -> Iterator[JudgeServer]:
     """judge-serve on the hub id of the tiny released -r judge, offline, views built in a scratch cache.
 
-    Module-scoped (its tests live in tests/test_released_judges.py, which sorts before the test_serve_* modules that
-    start the session's judge-serve engines): its two engines stop with the module and never sit beside the
-    session's others (24 GiB: the OOM killer took an engine when six were up at once).
+    Module-scoped (its tests live in tests/test_released_judges.py): its two engines stop with the module. They may
+    sit beside the session's two (``judge_servers``, started by the first test that needs ``vllm_tiny_server``):
+    four tiny engines with ``TEST_KV_CACHE`` each; the OOM killer took an engine on 24 GiB only when six were up at
+    once, with 1 GiB of KV cache each.
     """
     views = tmp_path_factory.mktemp("released-views")
     process = _Process(
