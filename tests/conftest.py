@@ -104,3 +104,24 @@ def pytest_collection_modifyitems(config, items):
                 break
     if problems:
         raise pytest.UsageError("test tiers (tests/conftest.py):\n  " + "\n  ".join(problems))
+
+
+# ---------------------------------------------------------------------------------------------- tier times
+_TIER_TIMES: dict[str, list[float]] = {"fast": [0, 0.0], "slow": [0, 0.0]}
+
+
+def pytest_runtest_logreport(report):
+    """Add each test's set-up, call and tear-down time to its tier (session fixtures count where they start)."""
+    tier = _TIER_TIMES["slow" if "slow" in report.keywords else "fast"]
+    tier[1] += report.duration
+    if report.when == "call":
+        tier[0] += 1
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line per tier: how many tests ran and the seconds they took, so a slower tier shows in CI's log."""
+    if not any(n for n, _ in _TIER_TIMES.values()):
+        return
+    terminalreporter.section("tier times")
+    for name, (n, seconds) in _TIER_TIMES.items():
+        terminalreporter.write_line(f"{name}: {n} tests, {seconds:.1f} s (set-up, call and tear-down)")
