@@ -18,7 +18,8 @@ Reusable: ``start_judge_serve(model_dir, args=...)`` starts ``python -m serve.cl
 left behind) on exit. Every judge-serve here runs through ``judge.processes`` (supervised, with a parent-death
 signal): a pytest that dies, ``kill -9`` included, takes its servers and their engines with it.
 ``marked_processes(marker)`` lists the live processes started with ``JUDGE_TEST_MARKER=<marker>`` in their
-environment (a server's whole tree inherits it), for tests that count leftovers.
+environment (a server's whole tree inherits it), for tests that count leftovers. ``frozen(pgid)`` and
+``requests_held_at(port)`` hold requests in flight at an engine until the test lets them go (STYLE.md habit 20).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import dataclasses
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -117,6 +119,37 @@ def wait_until_gone(marker: str, timeout_s: float = 60.0) -> list[int]:
     while (left := marked_processes(marker)) and time.monotonic() < deadline:
         time.sleep(0.2)
     return left
+
+
+def requests_held_at(port: int) -> int:
+    """Connections to local ``port`` holding bytes its server has not read (``/proc/net/tcp{,6}``: ESTABLISHED,
+    receive queue not empty). While that server is frozen (:func:`frozen`), each is a request sent to it and not
+    yet taken: how a test knows a request is in flight at an engine without timing anything."""
+    held = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                local_port, state, rx_queue = int(fields[1].rsplit(":", 1)[1], 16), fields[3], int(fields[4].split(":")[1], 16)
+                if local_port == port and state == "01" and rx_queue > 0:
+                    held += 1
+    return held
+
+
+@contextlib.contextmanager
+def frozen(process_group: int) -> Iterator[None]:
+    """SIGSTOP a whole process group (an engine's tree: its ``run.json`` pid) for the block, SIGCONT after it.
+
+    A frozen engine answers nothing, so a request sent to it is in flight until the test thaws it: the barrier that
+    puts a cancel, a SIGTERM or a timeout before the answer on any machine. Keep the block short where another
+    judge-serve is attached to the engine (its watcher gives up on an engine after two missed /health, ~10 s).
+    """
+    os.killpg(process_group, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process_group, signal.SIGCONT)
 
 
 class _Process:

@@ -8,7 +8,6 @@ observed. Memory: one judge-serve, one engine (about 3.5 GB).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -25,7 +24,7 @@ import pytest
 from judge.processes import free_port, http_status
 from serve.launch import engines_drain_on_sigterm
 from serve.config import ServeConfig
-from tests.fixtures_serve import MODEL_NAME, TEST_FLAGS
+from tests.fixtures_serve import MODEL_NAME, TEST_FLAGS, frozen, requests_held_at
 from tests.slurm_cluster import job_processes, signal_processes
 from tests.test_slurm_jobs import REPO, _console_scripts, _short_standard_records
 
@@ -71,21 +70,6 @@ def _rows(predictions: Path) -> int:
         return predictions.read_bytes().count(b"\n")
     except OSError:
         return 0
-
-
-def waiting_requests(port: int) -> int:
-    """Connections to local ``port`` holding bytes its server has not read (/proc/net/tcp, tcp6: ESTABLISHED with a
-    non-empty receive queue). With the server frozen, each one is a request sent to it and not yet taken."""
-    held = 0
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        with contextlib.suppress(OSError):
-            for line in Path(table).read_text().splitlines()[1:]:
-                fields = line.split()
-                local_port = int(fields[1].rsplit(":", 1)[1], 16)
-                rx_queue = int(fields[4].split(":")[1], 16)
-                if local_port == port and fields[3] == "01" and rx_queue > 0:
-                    held += 1
-    return held
 
 
 def _pids_alive(pids: list[int]) -> list[int]:
@@ -181,13 +165,12 @@ def serve_flow(slurm_cluster, slurm_job_env, tiny_causal_dir, tmp_path_factory):
     results: list[tuple[int | str, float]] = []
     threads = [threading.Thread(target=lambda i=i: results.append(_post_chat(base_url, f"Вопрос {i}: сколько будет 2+2?")))
                for i in range(N_IN_FLIGHT)]  # fmt: skip
-    os.killpg(engine_group, signal.SIGSTOP)
-    try:
-        held_before_cancel = waiting_requests(engine_port)
+    with frozen(engine_group):
+        held_before_cancel = requests_held_at(engine_port)
         for thread in threads:
             thread.start()
         deadline = time.monotonic() + 120
-        while (held := waiting_requests(engine_port) - held_before_cancel) < N_IN_FLIGHT:
+        while (held := requests_held_at(engine_port) - held_before_cancel) < N_IN_FLIGHT:
             assert time.monotonic() < deadline, f"only {held} of {N_IN_FLIGHT} requests reached the frozen engine"
             assert not results, f"answered while the engine was frozen: {results}"
             time.sleep(0.05)
@@ -202,8 +185,6 @@ def serve_flow(slurm_cluster, slurm_job_env, tiny_causal_dir, tmp_path_factory):
             time.sleep(0.05)
         # A new request after the cancel is refused (connection refused, or 503), never queued behind the drain.
         refusal, _ = _post_chat(base_url, "Новый запрос после отмены", timeout_s=30)
-    finally:
-        os.killpg(engine_group, signal.SIGCONT)
     for thread in threads:
         thread.join(timeout=120)
     serve_record = slurm_cluster.wait(serve, timeout_s=120)
