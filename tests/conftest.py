@@ -1,11 +1,11 @@
 """Shared pytest configuration: fixture modules are registered here, and the two tiers are derived.
 
 Tiers. ``make test-fast`` (``pytest -m "not slow"``) runs every test that needs no vLLM engine, no Slurm
-cluster, no browser and no heavy load (training, DeepSpeed, a sentence-embedding model); ``make test`` runs them
-all. A test is in the slow tier exactly when its fixtures (requested directly or through other fixtures) include
-one of :data:`HEAVY_FIXTURES`; ``pytest_collection_modifyitems`` adds the ``slow`` marker then. Nobody keeps the
-marker by hand: collection fails when a test is marked ``slow`` without a heavy fixture, and when a test or a
-fixture outside the registry reaches one of :data:`HEAVY_HELPERS` (starts an engine, judge-serve or a Slurm
+cluster, no browser and no heavy load (training, DeepSpeed, a sentence-embedding model, the code sandbox);
+``make test`` runs them all. A test is in the slow tier exactly when its fixtures (requested directly or through
+other fixtures) include one of :data:`HEAVY_FIXTURES`; ``pytest_collection_modifyitems`` adds the ``slow`` marker
+then. Nobody keeps the marker by hand: collection fails when a test is marked ``slow`` without a heavy fixture,
+and when a test or a fixture outside the registry reaches one of :data:`HEAVY_HELPERS` (starts an engine, judge-serve or a Slurm
 cluster itself) without a heavy fixture in its closure. A test that starts heavy things through code the check
 cannot see (``judge-eval`` serving a local checkpoint, a recipe run in the test body) requests ``starts_engine``
 or ``heavy_work``.
@@ -39,6 +39,10 @@ HEAVY_FIXTURES: dict[str, str] = {
     "classifier_run": "the task-classifier recipe trained in-process (tests/test_train_classifier.py)",
     "qwen3_seq2seq_run": "the seq2seq recipe on a tiny Qwen3 (tests/test_qwen3_judge.py)",
     "train_subprocess_env": "torchrun / DeepSpeed subprocesses",
+    "minilm_embed": "the MiniLM sentence-embedding model (tests/test_synthetic_dedup.py)",
+    # the code sandbox: bubblewrap, fork and memory bombs, 164 canonical solutions (tests/test_mera_*.py)
+    "bwrap_sandbox": "the bubblewrap sandbox (tests/test_mera_sandbox.py)",
+    "sandbox": "the code sandbox running ruHumanEval solutions (tests/test_mera_humaneval.py)",
     "heavy_work": "the test itself trains, runs DeepSpeed or loads a sentence-embedding model",
 }
 

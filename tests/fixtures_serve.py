@@ -130,8 +130,8 @@ def requests_held_at(port: int) -> int:
         with contextlib.suppress(OSError):
             for line in Path(table).read_text().splitlines()[1:]:
                 fields = line.split()
-                local_port, state, rx_queue = int(fields[1].rsplit(":", 1)[1], 16), fields[3], int(fields[4].split(":")[1], 16)
-                if local_port == port and state == "01" and rx_queue > 0:
+                local_port, rx_queue = int(fields[1].rsplit(":", 1)[1], 16), int(fields[4].split(":")[1], 16)
+                if local_port == port and fields[3] == "01" and rx_queue > 0:  # 01: ESTABLISHED
                     held += 1
     return held
 
