@@ -1,14 +1,14 @@
 """Shared pytest configuration: fixture modules are registered here, and the two tiers are derived.
 
-Tiers. ``make test-fast`` (``pytest -m "not slow"``) runs every test that needs no vLLM engine, no Slurm
-cluster, no browser and no heavy load (training, DeepSpeed, a sentence-embedding model, the code sandbox);
-``make test`` runs them all. A test is in the slow tier exactly when its fixtures (requested directly or through
-other fixtures) include one of :data:`HEAVY_FIXTURES`; ``pytest_collection_modifyitems`` adds the ``slow`` marker
-then. Nobody keeps the marker by hand: collection fails when a test is marked ``slow`` without a heavy fixture,
-and when a test or a fixture outside the registry reaches one of :data:`HEAVY_HELPERS` (starts an engine, judge-serve or a Slurm
-cluster itself) without a heavy fixture in its closure. A test that starts heavy things through code the check
-cannot see (``judge-eval`` serving a local checkpoint, a recipe run in the test body) requests ``starts_engine``
-or ``heavy_work``.
+Tiers. ``make test-fast`` (``pytest -m "not slow"``) runs every test that needs no vLLM engine, no Slurm cluster, no
+browser and no heavy load (training, DeepSpeed, a sentence-embedding model, the code sandbox); ``make test`` runs
+them all. A test is in the slow tier exactly when its fixtures (requested directly or through other fixtures)
+include one of :data:`HEAVY_FIXTURES`; ``pytest_collection_modifyitems`` adds the ``slow`` marker then. Nobody keeps
+the marker by hand: collection fails when a test is marked ``slow`` without a heavy fixture, and when a test or a
+fixture outside the registry reaches one of :data:`HEAVY_HELPERS` (starts an engine, judge-serve or a Slurm cluster
+itself) without a heavy fixture in its closure. A test that starts heavy things through code the check cannot see
+(``judge-eval`` serving a local checkpoint, a recipe run in the test body) requests ``starts_engine`` or
+``heavy_work``.
 """
 
 from __future__ import annotations
