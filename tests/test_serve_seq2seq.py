@@ -273,25 +273,28 @@ def test_timeout_then_graceful_shutdown(seq2seq_server, tmp_path):
     SIGTERM an in-flight request still completes, the process exits 0, and the engine it attached to lives on.
 
     The order is forced with the engine frozen (``frozen``): nothing it holds can be answered before the timeout,
-    nor before judge-serve has taken its SIGTERM."""
+    nor before judge-serve has taken its SIGTERM. Two attached judge-serves (seconds each, no engine): the first
+    with a 4 s request timeout, the second with the default, so that its frozen request outlives any delay here."""
     engine = seq2seq_server.run_record()["engines"]["generator"]
     generator_url, engine_group = engine["url"], engine["pid"]
     engine_port = int(generator_url.rsplit(":", 1)[1])
-    args = ("--generator-url", generator_url, "--request-timeout-s", "4", "--shutdown-grace-s", "60")
-    with start_judge_serve(seq2seq_server.run_record()["layout"]["root"], args=args, run_dir=tmp_path) as server:
+    layout_root = seq2seq_server.run_record()["layout"]["root"]
+    args = ("--generator-url", generator_url, "--request-timeout-s", "4")
+    with start_judge_serve(layout_root, args=args, run_dir=tmp_path / "timeout") as server:
         with frozen(engine_group):
             response = _post(server, "/v1/judge", {**ITEM, "criteria": ["Креативность"]})
         assert response.status_code == 504 and response.json()["error"]["code"] == "timeout"
 
+    args = ("--generator-url", generator_url, "--shutdown-grace-s", "60")
+    with start_judge_serve(layout_root, args=args, run_dir=tmp_path / "shutdown") as server:
         outcome: dict = {}
         body = {**ITEM, "criteria": ["Креативность", "Грамотность", "Полезность"], "max_tokens": 96}
         thread = threading.Thread(target=lambda: outcome.update(response=_post(server, "/v1/judge", body)))
         with frozen(engine_group):
-            held_before = requests_held_at(engine_port)
             thread.start()
             deadline = time.monotonic() + 60
-            while requests_held_at(engine_port) <= held_before:
-                assert time.monotonic() < deadline and thread.is_alive(), "the request never reached the engine"
+            while requests_held_at(engine_port, from_pid=server.pid) == 0:
+                assert time.monotonic() < deadline and thread.is_alive(), f"the request never reached the engine: {outcome}"
                 time.sleep(0.02)
             os.kill(server.pid, signal.SIGTERM)
             deadline = time.monotonic() + 60
@@ -300,7 +303,7 @@ def test_timeout_then_graceful_shutdown(seq2seq_server, tmp_path):
                 time.sleep(0.02)
             assert not outcome, "answered while the engine was frozen"
         thread.join(timeout=120)
-        assert outcome["response"].status_code == 200
+        assert outcome["response"].status_code == 200, outcome["response"].text
         results = outcome["response"].json()["items"][0]["results"]
         assert len(results) == 3 and all(r["usage"]["completion_tokens"] > 0 for r in results)
         assert server.proc.wait(timeout=60) == 0, server.log_tail()
