@@ -288,7 +288,7 @@ def test_timeout_then_graceful_shutdown(seq2seq_server, tmp_path):
     args = ("--generator-url", generator_url, "--shutdown-grace-s", "60")
     with start_judge_serve(layout_root, args=args, run_dir=tmp_path / "shutdown") as server:
         outcome: dict = {}
-        body = {**ITEM, "criteria": ["Креативность", "Грамотность", "Полезность"], "max_tokens": 96}
+        body = {**ITEM, "criteria": ["Креативность", "Грамотность", "Полезность"]}
         thread = threading.Thread(target=lambda: outcome.update(response=_post(server, "/v1/judge", body)))
         with frozen(engine_group):
             thread.start()
