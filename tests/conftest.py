@@ -2,13 +2,13 @@
 
 Tiers. ``make test-fast`` (``pytest -m "not slow"``) runs every test that needs no vLLM engine, no Slurm cluster, no
 browser and no heavy load (training, DeepSpeed, a sentence-embedding model, the code sandbox); ``make test`` runs
-them all. A test is in the slow tier exactly when its fixtures (requested directly or through other fixtures)
-include one of :data:`HEAVY_FIXTURES`; ``pytest_collection_modifyitems`` adds the ``slow`` marker then. Nobody keeps
-the marker by hand: collection fails when a test is marked ``slow`` without a heavy fixture, and when a test or a
-fixture outside the registry reaches one of :data:`HEAVY_HELPERS` (starts an engine, judge-serve or a Slurm cluster
-itself) without a heavy fixture in its closure. A test that starts heavy things through code the check cannot see
-(``judge-eval`` serving a local checkpoint, a recipe run in the test body) requests ``starts_engine`` or
-``heavy_work``.
+them all. A test is in the slow tier when its fixtures (requested directly or through other fixtures) include one of
+:data:`HEAVY_FIXTURES`; ``pytest_collection_modifyitems`` adds the ``slow`` marker then. Collection fails when a
+test or a fixture outside the registry reaches one of :data:`HEAVY_HELPERS` (starts an engine, judge-serve or a
+Slurm cluster itself) without a heavy fixture in its closure. A test that starts heavy things through code the check
+cannot see (``judge-eval`` serving a local checkpoint, a recipe run in the test body) requests ``starts_engine`` or
+``heavy_work``. A ``slow`` marker set by hand on a test without a heavy fixture keeps it slow, and the run names it
+at the end (the fixture should say it, not the marker).
 """
 
 from __future__ import annotations
@@ -50,6 +50,9 @@ HEAVY_FIXTURES: dict[str, str] = {
 #: functions of tests/ it calls) must have a heavy fixture in its closure, or be one of HEAVY_FIXTURES.
 HEAVY_HELPERS = frozenset({"start_vllm_server", "start_judge_serve", "_Process", "start_cluster"})
 
+#: Tests marked slow by hand without a heavy fixture, listed at the end of the run.
+_HAND_MARKED: list[str] = []
+
 
 @pytest.fixture
 def starts_engine() -> None:
@@ -90,8 +93,8 @@ def pytest_collection_modifyitems(config, items):
         if heavy:
             item.add_marker(pytest.mark.slow)
         elif item.get_closest_marker("slow") is not None:
-            problems.append(f"{item.nodeid}: marked slow by hand but requests no heavy fixture "
-                            f"(drop the marker, or request the fixture that does the heavy work)")  # fmt: skip
+            # Still slow (a hand marker can only add), but named at the end of the run: the fixture should say it.
+            _HAND_MARKED.append(item.nodeid)
             continue
         if heavy:
             continue
@@ -123,7 +126,13 @@ def pytest_runtest_logreport(report):
 
 
 def pytest_terminal_summary(terminalreporter):
-    """One line per tier: how many tests ran and the seconds they took, so a slower tier shows in CI's log."""
+    """One line per tier: how many tests ran and the seconds they took, so a slower tier shows in CI's log; then the
+    tests marked slow by hand without a heavy fixture."""
+    if _HAND_MARKED:
+        terminalreporter.section("test tiers: marked slow by hand, no heavy fixture")
+        terminalreporter.write_line("request starts_engine or heavy_work (tests/conftest.py) instead of the marker:")
+        for nodeid in _HAND_MARKED:
+            terminalreporter.write_line(f"  {nodeid}")
     if not any(n for n, _ in _TIER_TIMES.values()):
         return
     terminalreporter.section("tier times")
