@@ -129,10 +129,10 @@ def serve_flow(slurm_cluster, slurm_job_env, tiny_causal_dir, tmp_path_factory):
     deadline = time.monotonic() + 600
     while rows_at_kill is None and time.monotonic() < deadline:
         if _rows(shard_predictions) >= 1:
-            frozen = signal_processes(job_processes(str(shard_predictions.parent / "data.jsonl")), signal.SIGSTOP)
+            frozen_pids = signal_processes(job_processes(str(shard_predictions.parent / "data.jsonl")), signal.SIGSTOP)
             rows_at_kill = _rows(shard_predictions)
             slurm_cluster.command(["scancel", killed_task])  # SIGCONT, SIGTERM, then SIGKILL: judge-eval dies mid-shard
-            print(f"\ntask {killed_task}: {rows_at_kill} rows when cancelled (judge-eval frozen: {frozen})")
+            print(f"\ntask {killed_task}: {rows_at_kill} rows when cancelled (judge-eval frozen: {frozen_pids})")
         time.sleep(0.05)
     assert rows_at_kill is not None, f"task {killed_task} never judged:\n{slurm_cluster.output_tail(killed_task)}"
     killed_record = slurm_cluster.wait(killed_task, timeout_s=120)
