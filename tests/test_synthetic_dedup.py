@@ -291,7 +291,7 @@ def test_real_model_drops_planted_duplicates_and_paraphrases(minilm_embed):
         ("DUPLICATE", False, {"duplicate": 1, "different": 0, "unanswered": 0}),
     ],
 )
-def test_dedup_cli_runs_the_llm_check_when_an_endpoint_is_configured(tmp_path, reply, kept_r1, counts):
+def test_dedup_cli_runs_the_llm_check_when_an_endpoint_is_configured(tmp_path, reply, kept_r1, counts, heavy_work):
     """With --cosine-max 0.96 the r0/r1 paraphrase (cosine ~0.94, chrF ~0.68) is borderline. The YAML configures an
     endpoint and says nothing about llm_check: the check runs; the request is the exact check prompt; only DUPLICATE
     deletes r1. The YAML names the small CPU embedder, the stand-in for the paper's gte-Qwen2-7B."""
