@@ -189,8 +189,7 @@ def test_judge_eval_mera_writes_no_key(tmp_path, monkeypatch):
     assert (_mode(out / "run.json"), _mode(out)) == (0o600, 0o700)
 
 
-@pytest.mark.slow
-def test_judge_serve_writes_no_key(tiny_causal_dir, tmp_path):
+def test_judge_serve_writes_no_key(tiny_causal_dir, tmp_path, starts_engine):
     """judge-serve --api-key X --engine-args '--api-key Y' attached to a stand-in engine (one that reports another
     vLLM line, so judge-serve writes run.json at start-up and then exits 1 by itself): neither key is in any file of
     its log folder nor in its own output."""
