@@ -75,8 +75,11 @@ def clients(concurrency: int) -> dict:
         return response.json()
 
     async def aiohttp_post(http, url):
-        async with http.post(url, json=PAYLOAD, headers={"Accept-Encoding": "identity"}) as response:
+        response = await http.request("POST", url, json=PAYLOAD, headers={"Accept-Encoding": "identity"})
+        try:
             return json.loads(await response.read())
+        finally:
+            response.release()
 
     return {
         # judge-serve's engine client before this bench: serve/app.py's httpx.AsyncClient.

@@ -44,8 +44,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from serve.config import ServeConfig
-from serve.judging import (EngineClient, EngineFailure, EngineUnavailable, Judge, JudgeSettings, engine_session,
-                           unless_dead)
+from serve.judging import (EngineClient, EngineFailure, EngineHttp, EngineUnavailable, Judge, JudgeSettings,
+                           engine_session, unless_dead)
 from serve.launch import Engine, EngineStartError, engine_specs
 from serve.layout import CheckpointLayout, resolve_layout
 from serve.schema import RequestError, decode_json_body, parse_judge_request
@@ -80,7 +80,7 @@ class ServerState:
     engines: dict[str, Engine] = field(default_factory=dict)
     dead: dict[str, asyncio.Event] = field(default_factory=dict)
     dead_reason: dict[str, str] = field(default_factory=dict)
-    http: aiohttp.ClientSession | None = None
+    http: EngineHttp | None = None
     judge: Judge | None = None
     log_dir: Path | None = None
     on_fatal: Callable[[], None] | None = None
@@ -152,8 +152,11 @@ async def _bring_up(state: ServerState) -> None:
         # An attached engine may serve under another name; judge-serve's own calls use the engine's.
         engine_models[role] = config.model_name
         with contextlib.suppress(aiohttp.ClientError, asyncio.TimeoutError, ValueError, KeyError, IndexError):
-            async with state.http.get(engine.url + "/v1/models") as response:
+            response = await state.http.request("GET", engine.url + "/v1/models")
+            try:
                 engine_models[role] = json.loads(await response.read())["data"][0]["id"]
+            finally:
+                response.release()
     clients = state.clients = {
         role: EngineClient(state.http, e.url, state.dead[role], lambda role=role: state.dead_reason.get(role, f"{role} engine unavailable"))
         for role, e in state.engines.items()
@@ -369,7 +372,10 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         state: ServerState = app.state.serve
         state.log_dir = Path(config.log_dir) if config.log_dir else Path(tempfile.mkdtemp(prefix="judge-serve-"))
         state.log_dir.mkdir(parents=True, exist_ok=True)
-        state.http = engine_session(config.request_timeout_s, max_connections=config.max_concurrent_engine_requests + 64)
+        state.http = engine_session(
+            config.request_timeout_s, max_connections=config.max_concurrent_engine_requests + 64,
+            keepalive_s=config.engine_keepalive_s,
+        )  # fmt: skip
         try:
             for spec in engine_specs(config, layout):
                 state.engines[spec.role] = Engine.start(spec, config, state.log_dir)

@@ -71,6 +71,12 @@ class ServeConfig:
         "", "Use a vLLM server already running at this URL as the generating engine instead of starting one."
     )
     pooling_url: str = _f("", "Regression checkpoints: an already running vLLM pooling server to use.")
+    engine_keepalive_s: float = _f(
+        3.0,
+        "Seconds judge-serve keeps an idle connection to an engine for reuse. Keep it below the engine's own "
+        "keep-alive (vLLM: VLLM_HTTP_TIMEOUT_KEEP_ALIVE, 5 s by default), or a request can go out on a connection "
+        "the engine is closing (it is then retried once on a fresh connection).",
+    )
     engine_start_timeout_s: float = _f(900.0, "Seconds an engine may take to answer /health after starting.")
     engine_stop_grace_s: float = _f(
         30.0, "Seconds an engine's process tree gets between SIGTERM and SIGKILL when it is stopped or has died."
@@ -141,7 +147,7 @@ class ServeConfig:
         for name in positive:
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name}: must be positive, got {getattr(self, name)!r}")
-        for name in ("request_timeout_s", "engine_start_timeout_s", "engine_restart_window_s"):
+        for name in ("request_timeout_s", "engine_start_timeout_s", "engine_restart_window_s", "engine_keepalive_s"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name}: must be positive, got {getattr(self, name)!r}")
         for name in ("engine_max_restarts", "engine_stop_grace_s", "engine_restart_backoff_s", "engine_restart_backoff_max_s"):

@@ -51,6 +51,8 @@ __all__ = [
     "Judge",
     "EngineClient",
     "engine_session",
+    "EngineHttp",
+    "ENGINE_KEEPALIVE_S",
     "unless_dead",
     "EngineUnavailable",
     "EngineFailure",
@@ -275,13 +277,16 @@ class EngineClient:
         reason: why the engine is unavailable (for the 503 message).
     """
 
-    def __init__(self, http: aiohttp.ClientSession, url: str, dead: asyncio.Event, reason: Callable[[], str]):
+    def __init__(self, http: EngineHttp, url: str, dead: asyncio.Event, reason: Callable[[], str]):
         self.http, self.url, self.dead, self.reason = http, url, dead, reason
 
     async def _exchange(self, path: str, payload: dict[str, Any]) -> tuple[int, bytes]:
         # The engine's JSON is read as sent: the session does not decompress (the proxy passes bytes through).
-        async with self.http.post(self.url + path, json=payload, headers=_IDENTITY) as response:
+        response = await self.http.request("POST", self.url + path, json=payload, headers=_IDENTITY)
+        try:
             return response.status, await response.read()
+        finally:
+            response.release()
 
     async def post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
         if self.dead.is_set():
@@ -326,18 +331,86 @@ async def unless_dead(call: Awaitable[T], dead: asyncio.Event) -> asyncio.Future
     return task if task in done else None
 
 
-def engine_session(request_timeout_s: float, max_connections: int) -> aiohttp.ClientSession:
-    """The one HTTP session judge-serve talks to its engines with (judgments, health, the proxied OpenAI routes).
+#: Seconds an idle pooled connection to an engine is kept for reuse. vLLM's HTTP server closes a connection idle
+#: for ``VLLM_HTTP_TIMEOUT_KEEP_ALIVE`` seconds (default 5, vllm/envs.py; uvicorn's ``timeout_keep_alive``);
+#: aiohttp's default keeps it 15 s. A connection judge-serve keeps longer than the engine does can be handed out
+#: at the moment the engine closes it, and the request on it dies unanswered (#27). 3 s leaves the engine's own
+#: timer 2 s of slack for a busy event loop.
+ENGINE_KEEPALIVE_S = 3.0
+
+
+async def _mark_reused(session: aiohttp.ClientSession, context: Any, params: Any) -> None:
+    # aiohttp's trace signal: the request is about to go out on a connection taken from the pool.
+    context.trace_request_ctx.reused = True
+
+
+class EngineHttp:
+    """The one HTTP client judge-serve talks to its engines with (judgments, health, the proxied OpenAI routes).
+
+    ``request`` is ``aiohttp.ClientSession.request`` (the caller releases the response) plus one safe retry: a
+    request that went out on a *pooled* connection and found it closed before any byte of an answer came back
+    (``ServerDisconnectedError``, a reset or a broken pipe) is sent once more on a fresh connection. That is the
+    keep-alive race of #27: vLLM's server (uvicorn on uvloop) closes a connection whose keep-alive timer is due
+    even when the next request already sits in its socket buffer unread (uvloop runs due timers before it reads
+    ready sockets), so the request never reached the engine. aiohttp retries such a request itself only for
+    idempotent methods, and every engine call here is a POST. A failure on a fresh connection is not retried: the
+    engine is then really gone, and the watcher decides.
 
     Timeouts: connecting 10 s; each read ``request_timeout_s`` (a streamed proxy response may run longer in all,
-    as long as bytes keep coming). Bodies are not decompressed: the proxy forwards them as sent.
-    Create it inside the running event loop.
+    as long as bytes keep coming). Bodies are not decompressed: the proxy forwards them as sent. Create it inside
+    the running event loop; close it with ``close()`` or ``async with``.
+
+    Args:
+        request_timeout_s: the per-read timeout, in seconds.
+        max_connections: connections open at once to all engines (each of the two pools).
+        keepalive_s: seconds an idle connection stays pooled; keep it below the engine's keep-alive.
     """
-    return aiohttp.ClientSession(
-        timeout=aiohttp.ClientTimeout(total=None, sock_connect=10.0, sock_read=request_timeout_s),
-        connector=aiohttp.TCPConnector(limit=max_connections),
-        auto_decompress=False,
-    )
+
+    def __init__(self, request_timeout_s: float, max_connections: int, keepalive_s: float = ENGINE_KEEPALIVE_S):
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=10.0, sock_read=request_timeout_s)
+        tracing = aiohttp.TraceConfig()
+        tracing.on_connection_reuseconn.append(_mark_reused)
+        self.pooled = aiohttp.ClientSession(
+            timeout=timeout, auto_decompress=False, trace_configs=[tracing],
+            connector=aiohttp.TCPConnector(limit=max_connections, keepalive_timeout=keepalive_s),
+        )  # fmt: skip
+        self.fresh = aiohttp.ClientSession(
+            timeout=timeout, auto_decompress=False, connector=aiohttp.TCPConnector(limit=max_connections, force_close=True)
+        )
+        self.retries = 0  # requests re-sent after a pooled connection turned out closed
+
+    async def request(self, method: str, url: str, **kwargs: Any) -> aiohttp.ClientResponse:
+        """Send one request; its response once the status line and headers are in (release it when done)."""
+        hop = _Hop()
+        try:
+            return await self.pooled.request(method, url, trace_request_ctx=hop, **kwargs)
+        except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as err:
+            if not hop.reused or isinstance(err, aiohttp.ClientConnectorError):
+                raise
+        self.retries += 1
+        return await self.fresh.request(method, url, **kwargs)
+
+    async def close(self) -> None:
+        await self.pooled.close()
+        await self.fresh.close()
+
+    async def __aenter__(self) -> EngineHttp:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+class _Hop:
+    __slots__ = ("reused",)
+
+    def __init__(self) -> None:
+        self.reused = False
+
+
+def engine_session(request_timeout_s: float, max_connections: int, keepalive_s: float = ENGINE_KEEPALIVE_S) -> EngineHttp:
+    """judge-serve's client to its engines (``EngineHttp``); create it inside the running event loop."""
+    return EngineHttp(request_timeout_s, max_connections, keepalive_s)
 
 
 # ---------------------------------------------------------------------------------------------------------------
