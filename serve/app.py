@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import hmac
 import json
 import logging
@@ -192,31 +193,64 @@ async def _bring_up(state: ServerState) -> None:
         log.info("judge-serve ready: %s judge %r on http://%s:%d", state.layout.kind, config.model_name, config.host, config.port)
 
 
+#: Errors that are judge-serve's own trouble (no free descriptor, no buffer, no memory): a probe that fails with
+#: one says nothing about the engine, so it never counts against it (#30, finding 1).
+_OWN_TROUBLE = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
+
+
+async def probe(http: EngineHttp, url: str, timeout_s: float = 5.0) -> bool | None:
+    """Whether the engine at ``url`` answers ``GET /health`` with 200 now; None when judge-serve itself could not
+    ask (out of descriptors or memory), which is no news about the engine."""
+    try:
+        response = await asyncio.wait_for(http.request("GET", url + "/health"), timeout_s)
+    except OSError as err:  # aiohttp's ClientOSError and ClientConnectorError are OSErrors with the errno
+        own = err.errno in _OWN_TROUBLE or getattr(getattr(err, "os_error", None), "errno", None) in _OWN_TROUBLE
+        return None if own else False
+    except (aiohttp.ClientError, asyncio.TimeoutError):
+        return False
+    response.release()
+    return response.status == 200
+
+
 async def _watch(state: ServerState, interval_s: float = 0.5, attached_every: int = 10) -> None:
     """Notice a dead engine: a started one as soon as its process exits (then heal it, once judge-serve is ready),
-    an attached one when its /health fails twice."""
+    an attached one when its /health fails twice. An attached engine marked dead is probed on the same schedule
+    and taken back as soon as it answers; a probe judge-serve could not send (its own descriptors or memory ran
+    out) counts neither way."""
     misses: dict[str, int] = {}
     tick = 0
     while True:
         await asyncio.sleep(interval_s)
         tick += 1
         for role, engine in list(state.engines.items()):
+            attached_turn = not engine.owned and state.status == "ready" and tick % attached_every == 0
             if role in state.dead_reason:
+                if attached_turn and state.http is not None and await probe(state.http, engine.url) is True:
+                    misses[role] = 0
+                    state.dead[role].clear()
+                    state.dead_reason.pop(role, None)
+                    log.info("the attached %s engine at %s answers /health again: serving", role, engine.url)
                 continue
             reason = None
             code = engine.exit_code()
             if code is not None:
                 state.last_exit[role] = code
-                reason = f"the {role} engine exited with code {code} (log: {engine.log_path})"
-            elif not engine.owned and state.status == "ready" and tick % attached_every == 0:
-                healthy = await asyncio.to_thread(engine.healthy)
+                reason = f"the {role} engine exited with code {code}"
+                log.error("%s (log: %s)", reason, engine.log_path)
+            elif attached_turn and state.http is not None:
+                healthy = await probe(state.http, engine.url)
+                if healthy is None:
+                    log.warning("could not probe the attached %s engine: judge-serve is out of descriptors or memory", role)
+                    continue
                 misses[role] = 0 if healthy else misses.get(role, 0) + 1
                 if misses[role] >= 2:
-                    reason = f"the attached {role} engine at {engine.url} stopped answering /health; restart judge-serve"
+                    reason = f"the attached {role} engine stopped answering /health; judge-serve resumes when it answers"
+                    log.error("%s (%s)", reason, engine.url)
             if reason:
                 state.dead_reason[role] = reason
                 state.dead[role].set()  # in-flight calls to it give up now: 503, never a hang
-                log.error("%s\n%s", reason, engine.log_tail(30) if engine.owned else "")
+                if engine.owned:
+                    log.error("%s engine log tail:\n%s", role, engine.log_tail(30))
                 if engine.owned and state.status == "ready":
                     state.retry_after[role] = 5  # restarting from now on (/health), before the task first runs
                     state.tasks.append(asyncio.ensure_future(_heal(state, role)))
@@ -286,6 +320,71 @@ async def _heal(state: ServerState, role: str) -> None:
             return
     finally:
         state.retry_after.pop(role, None)
+
+
+#: Most bytes of request line plus headers one request may send (httptools itself sets no bound).
+MAX_HEADER_BYTES = 64 * 1024
+
+
+def header_deadline_protocol(header_timeout_s: float, max_header_bytes: int = MAX_HEADER_BYTES):
+    """uvicorn's httptools protocol with a deadline and a size bound for each request's headers.
+
+    uvicorn times out idle keep-alive connections (``timeout_keep_alive``) but not a connection whose headers never
+    finish: ~1,100 of those exhausted judge-serve's descriptors (#30, finding 1). Here each connection, and each
+    new request on a kept-alive one, must complete its headers within ``header_timeout_s`` or is closed, with
+    uvicorn's own keep-alive handler; one whose request line and headers pass ``max_header_bytes`` is closed too.
+    Pass the returned class as ``uvicorn.Config(http=...)``.
+    """
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class HeaderDeadlineProtocol(HttpToolsProtocol):
+        _header_timer = None
+        _header_bytes = 0
+
+        def _count(self, n: int) -> None:
+            self._header_bytes += n
+            if self._header_bytes > max_header_bytes:
+                self._headers_too_slow()
+
+        def on_url(self, url: bytes) -> None:
+            self._count(len(url))
+            super().on_url(url)
+
+        def on_header(self, name: bytes, value: bytes) -> None:
+            self._count(len(name) + len(value))
+            super().on_header(name, value)
+
+        def _arm(self) -> None:
+            if self._header_timer is None:
+                self._header_timer = self.loop.call_later(header_timeout_s, self._headers_too_slow)
+
+        def _disarm(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _headers_too_slow(self) -> None:
+            self._header_timer = None
+            self.timeout_keep_alive_handler()  # closes the transport unless it is already closing
+
+        def connection_made(self, transport) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self._header_bytes = 0
+            self._arm()
+
+        def on_headers_complete(self) -> None:
+            self._disarm()
+            super().on_headers_complete()
+
+        def connection_lost(self, exc) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+    return HeaderDeadlineProtocol
 
 
 class _TooLarge(Exception):

@@ -125,6 +125,15 @@ class ServeConfig:
     )
     max_batch_items: int = _f(64, "Most items one /v1/judge request may carry.")
     max_judgments_per_request: int = _f(512, "Most (item, criterion) judgments one /v1/judge request may ask for.")
+    max_connections: int = _f(
+        512,
+        "Most client connections (and requests in progress) judge-serve holds at once; beyond it a request gets 503 "
+        "at once (uvicorn's limit_concurrency). Keep it well below the descriptor limit (ulimit -n), which "
+        "judge-serve raises to its hard limit at start.",
+    )
+    header_timeout_s: float = _f(
+        10.0, "Seconds a client connection may take to send a request's headers before it is closed."
+    )
     max_body_bytes: int = _f(8 * 1024 * 1024, "Largest request body accepted on any route, in bytes (413 beyond).")
     request_timeout_s: float = _f(600.0, "Seconds one request may take end to end before it gets 504.")
     shutdown_grace_s: float = _f(60.0, "On SIGTERM/SIGINT: seconds in-flight requests get to finish.")
@@ -142,12 +151,13 @@ class ServeConfig:
             raise ConfigError("model: a checkpoint folder is required (--model or `model:` in the YAML)")
         positive = (
             "port", "tensor_parallel_size", "max_model_len", "max_tokens", "max_batch_items",
-            "max_judgments_per_request", "max_body_bytes", "max_concurrent_engine_requests",
+            "max_judgments_per_request", "max_body_bytes", "max_concurrent_engine_requests", "max_connections",
         )  # fmt: skip
         for name in positive:
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name}: must be positive, got {getattr(self, name)!r}")
-        for name in ("request_timeout_s", "engine_start_timeout_s", "engine_restart_window_s", "engine_keepalive_s"):
+        for name in ("request_timeout_s", "engine_start_timeout_s", "engine_restart_window_s", "engine_keepalive_s",
+                     "header_timeout_s"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name}: must be positive, got {getattr(self, name)!r}")
         for name in ("engine_max_restarts", "engine_stop_grace_s", "engine_restart_backoff_s", "engine_restart_backoff_max_s"):
