@@ -59,6 +59,8 @@ __all__ = [
     "ScoreDistribution",
     "JudgeSettings",
     "build_jobs",
+    "check_sizes",
+    "max_token_chars",
     "score_distribution",
     "verdict_regex",
     "level_token_ids",
@@ -100,6 +102,44 @@ class Job:
     criterion: ResolvedCriterion
     prompt: str
     prompt_ids: list[int]
+
+
+def max_token_chars(tokenizer: Any) -> int:
+    """The most characters one token of ``tokenizer`` can stand for (an upper bound: the longest vocabulary entry
+    as stored; a byte-level BPE entry has one symbol per byte). Qwen2.5: 128 (a run of spaces)."""
+    return max((len(token) for token in tokenizer.get_vocab()), default=1)
+
+
+def check_sizes(request: JudgeRequest, *, max_model_len: int, max_tokens: int, reserve: int, chars_per_token: int) -> None:
+    """Refuse, before any rendering, tokenizing or classifying, an item whose own text cannot fit the context.
+
+    Each (item, criterion) prompt holds the item's instruction, answer and reference answer, and a custom rubric's
+    text; a prompt of more than ``(max_model_len - max_tokens - reserve) * chars_per_token`` characters cannot be
+    that few tokens, whatever the text. So a 1 MiB answer is refused in microseconds instead of after every
+    criterion's prompt was rendered and tokenized (#30, finding 3: 92 s and +2 GB for 64 criteria).
+
+    Raises:
+        RequestError: naming the item (``items[i]``) or the custom criterion, with ``context_length_exceeded``.
+    """
+    budget = max_model_len - max_tokens - reserve
+    limit = budget * chars_per_token
+    for i, item in enumerate(request.items):
+        chars = len(item.instruction) + len(item.answer) + len(item.reference_answer or "")
+        where, extra = f"items[{i}]", 0
+        if isinstance(item.criteria, list):
+            for j, spec in enumerate(item.criteria):
+                rubric = getattr(spec, "rubrics", None)
+                size = len(rubric) if isinstance(rubric, str) else sum(len(k) + len(v) for k, v in (rubric or {}).items())
+                if size > extra:
+                    where, extra = f"items[{i}].criteria[{j}]", size
+        if chars + extra > limit:
+            raise RequestError(
+                f"{where}: {chars + extra} characters of instruction, answer, reference and rubric cannot fit the "
+                f"{budget} prompt tokens left of the model's context of {max_model_len} (max_tokens {max_tokens}); "
+                f"at most {limit} characters. Shorten the answer.",
+                param=where,
+                code="context_length_exceeded",
+            )
 
 
 def build_jobs(
@@ -461,6 +501,7 @@ class Judge:
         self.settings, self.tokenizer, self.generator, self.pooler, self.limit = settings, tokenizer, generator, pooler, limit
         self.classifier = classifier
         self._level_ids: dict[tuple[int, ...], dict[int, int] | None] = {}
+        self._chars_per_token: int | None = None  # max_token_chars, on the first request
 
     def _levels(self, scale: Scale) -> dict[int, int] | None:
         if scale.levels not in self._level_ids:
@@ -484,6 +525,10 @@ class Judge:
         if max_tokens > s.max_tokens:
             raise RequestError(f"max_tokens: {max_tokens} is above this server's limit of {s.max_tokens}", "max_tokens")
         reserve = REGRESSION_RESERVE_TOKENS if s.kind == "regression" else 0
+        if self._chars_per_token is None:
+            self._chars_per_token = max_token_chars(self.tokenizer)
+        check_sizes(request, max_model_len=s.max_model_len, max_tokens=max_tokens, reserve=reserve,
+                    chars_per_token=self._chars_per_token)  # fmt: skip
         auto = [i for i, item in enumerate(request.items) if item.criteria == "auto"]
         choices = {}
         if auto and self.classifier is not None:  # without one, resolve_criteria refuses the item, naming it
