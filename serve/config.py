@@ -47,6 +47,12 @@ class ServeConfig:
         "", "Bearer token required on /v1/* routes (also read from $JUDGE_SERVE_API_KEY). Empty: no auth."
     )
 
+    allowed_hosts: list[str] = _f(
+        [],
+        "Without api_key: further Host names judge-serve answers, beyond this machine's own names and addresses "
+        "and localhost (others get 400), so a web page cannot reach it by DNS rebinding.",
+    )
+
     # --- the vLLM engines
     tensor_parallel_size: int = _f(1, "vLLM --tensor-parallel-size for each engine.")
     max_model_len: int = _f(4096, "vLLM --max-model-len: prompt plus generated tokens, per judgment.")
@@ -134,6 +140,11 @@ class ServeConfig:
     header_timeout_s: float = _f(
         10.0, "Seconds a client connection may take to send a request's headers before it is closed."
     )
+    max_proxy_tokens: int = _f(
+        8192,
+        "Most tokens one proxied OpenAI generation request may ask for in all (max_tokens x n, or best_of); more is "
+        "a 400 naming the field. A request naming no max_tokens gets max_proxy_tokens // n.",
+    )
     max_body_bytes: int = _f(8 * 1024 * 1024, "Largest request body accepted on any route, in bytes (413 beyond).")
     request_timeout_s: float = _f(600.0, "Seconds one request may take end to end before it gets 504.")
     shutdown_grace_s: float = _f(60.0, "On SIGTERM/SIGINT: seconds in-flight requests get to finish.")
@@ -152,6 +163,7 @@ class ServeConfig:
         positive = (
             "port", "tensor_parallel_size", "max_model_len", "max_tokens", "max_batch_items",
             "max_judgments_per_request", "max_body_bytes", "max_concurrent_engine_requests", "max_connections",
+            "max_proxy_tokens",
         )  # fmt: skip
         for name in positive:
             if getattr(self, name) <= 0:
@@ -177,6 +189,8 @@ class ServeConfig:
             raise ConfigError(
                 f"max_tokens: {self.max_tokens} leaves no room for the prompt in max_model_len {self.max_model_len}"
             )
+        if not isinstance(self.allowed_hosts, list) or not all(isinstance(h, str) and h for h in self.allowed_hosts):
+            raise ConfigError("allowed_hosts: must be a list of host names")
         if not isinstance(self.engine_args, list) or not all(isinstance(a, str) for a in self.engine_args):
             raise ConfigError("engine_args: must be a list of strings")
         if self.criteria_classifier not in ("", "tfidf", "llm", "head"):

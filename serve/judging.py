@@ -77,7 +77,12 @@ class EngineUnavailable(Exception):
 
 
 class EngineFailure(Exception):
-    """The engine answered with an error; the server answers 502 with its message."""
+    """The engine answered with an error (``status``); the server answers 502 with its message (a 4xx's) or
+    without it (a 5xx's, which may carry the engine's internals)."""
+
+    def __init__(self, message: str, status: int = 500):
+        super().__init__(message)
+        self.status = status
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -315,14 +320,17 @@ class EngineClient:
         url: the engine's root URL.
         dead: set by the server's watcher when the engine exits.
         reason: why the engine is unavailable (for the 503 message).
+        headers: sent with every call (the engine's ``Authorization``).
     """
 
-    def __init__(self, http: EngineHttp, url: str, dead: asyncio.Event, reason: Callable[[], str]):
+    def __init__(self, http: EngineHttp, url: str, dead: asyncio.Event, reason: Callable[[], str],
+                 headers: Mapping[str, str] | None = None):  # fmt: skip
         self.http, self.url, self.dead, self.reason = http, url, dead, reason
+        self.headers = {**_IDENTITY, **(headers or {})}
 
     async def _exchange(self, path: str, payload: dict[str, Any]) -> tuple[int, bytes]:
         # The engine's JSON is read as sent: the session does not decompress (the proxy passes bytes through).
-        response = await self.http.request("POST", self.url + path, json=payload, headers=_IDENTITY)
+        response = await self.http.request("POST", self.url + path, json=payload, headers=self.headers)
         try:
             return response.status, await response.read()
         finally:
@@ -346,7 +354,7 @@ class EngineClient:
                 message = json.loads(body)["error"]["message"]
             except (ValueError, KeyError, TypeError):
                 message = body[:500].decode("utf-8", "replace")
-            raise EngineFailure(f"engine answered {status}: {message}")
+            raise EngineFailure(f"engine answered {status}: {message}", status)
         return json.loads(body)
 
 
