@@ -265,3 +265,38 @@ def test_a_text_just_within_the_character_bound_reaches_tokenizing():
     with pytest.raises(RequestError, match=r"^items\[0\]: 101 characters"):
         request = parse_judge_request({"items": [{"instruction": "a", "answer": "b" * 100, "criteria": ["Креативность"]}]})
         check_sizes(request, max_model_len=20, max_tokens=10, reserve=0, chars_per_token=10)
+
+
+ANSWER_ENDINGS = ["Роза красная", "Конец.  ", "Вопрос?!\n", "tabs\t\t", "emoji 🙂", "й" + "\u0306", "\n\n", "",
+                  "код: `x = 1`\n\n###", "1234567", "слово   \n \n"]  # fmt: skip
+
+
+@pytest.mark.parametrize("ending", ANSWER_ENDINGS, ids=range(len(ANSWER_ENDINGS)))
+def test_the_shared_prefix_tokenized_once_gives_the_whole_prompts_ids(qwen_tokenizer, ending):
+    """Tokenizing an item's shared part once and each criterion's part apart gives exactly the ids of tokenizing each
+    whole chat-wrapped prompt, whatever the answer ends with (spaces, punctuation, newlines, emoji, a combining
+    mark, a '###' of its own) and for taxonomy and custom criteria alike."""
+    from serve.judging import build_jobs
+
+    criteria = ["Креативность", "Грамотность", {"name": "Своя", "rubrics": "0: нет\n\n1: да"}]
+    body = {"items": [{"instruction": "Напиши стих", "answer": "Начало. " + ending, "criteria": criteria},
+                      {"instruction": "Ответь", "answer": "x" + ending, "reference_answer": "эталон\n", "criteria": criteria[:2]}]}  # fmt: skip
+
+    class Spy:  # the tokenizer, recording every text it is asked to tokenize
+        def __init__(self):
+            self.texts = []
+
+        def __getattr__(self, name):
+            return getattr(qwen_tokenizer, name)
+
+        def __call__(self, texts, **kwargs):
+            self.texts += texts
+            return qwen_tokenizer(texts, **kwargs)
+
+    spy = Spy()
+    jobs = build_jobs(parse_judge_request(body), spy, max_model_len=4096, max_tokens=64)
+    assert len(jobs) == 5
+    assert sum("Напиши стих" in text for text in spy.texts) == 1  # the first item's shared part, tokenized once
+    for job in jobs:
+        whole = qwen_tokenizer(judge.apply_chat(qwen_tokenizer, job.prompt), add_special_tokens=False)["input_ids"]
+        assert job.prompt_ids == whole, job.criterion.name
