@@ -61,9 +61,11 @@ import aiohttp
 import psutil
 
 REPO = Path(__file__).resolve().parents[1]
-for path in (REPO, REPO / "bench"):  # run as a script from the checkout: time this checkout's code
-    if str(path) not in sys.path:
-        sys.path.insert(0, str(path))
+# REPO first, bench/ second, whatever PYTHONPATH says: bench/serve.py must never shadow the serve package.
+for path in (REPO / "bench", REPO):
+    while str(path) in sys.path:
+        sys.path.remove(str(path))
+    sys.path.insert(0, str(path))
 
 from measure import fmt, interleaved_rounds, machine, machine_line, spreads  # noqa: E402
 
