@@ -40,7 +40,7 @@ for path in (REPO, REPO / "bench"):
 
 from measure import fmt, machine, machine_line, spreads  # noqa: E402
 
-from judge.processes import free_port, start_process  # noqa: E402
+from judge.plumbing.processes import free_port, start_process  # noqa: E402
 
 VERDICT = "[FEEDBACK] Ответ выполняет требования критерия. [RESULT] 1 [END]"
 

@@ -13,10 +13,10 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from judge.config_files import ConfigError
+from judge.plumbing.config_files import ConfigError
 from judge.verdicts import VerdictError
 from judge.wire import JudgeResult, ScoreSource
-from judge.retry import is_transient, retryable_status
+from judge.plumbing.retry import is_transient, retryable_status
 
 if TYPE_CHECKING:
     from eval.run import RunConfig

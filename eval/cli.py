@@ -5,7 +5,10 @@
     judge-eval run --config configs/eval/gpt-4o.yaml --data DATA.jsonl --out runs/gpt-4o
     judge-eval score --predictions runs/judge-a --data DATA.jsonl --out runs/judge-a
     judge-eval compare runs/judge-a runs/judge-b [runs/gpt-4o ...] --out runs/compare
+    judge-eval bench --model http://127.0.0.1:8001/v1 --judge http://127.0.0.1:8000/v1 --data INSTRUCTIONS --out runs/bench/m
+    judge-eval compare runs/bench/model-a runs/bench/model-b --out runs/bench/a-vs-b   (two bench runs: paired)
     judge-eval convert --data data/POLLUX --out pollux_test.jsonl   (released Parquet shards -> JSONL, lossless)
+    judge-eval experts --data ai-forever/POLLUX --out runs/experts   (the paper's expert-only tables, no judge)
     judge-eval mera ruhumaneval --endpoint URL --model NAME --out runs/rhe      (see eval/mera/cli.py)
 
 Example override: ``judge-eval run --config configs/eval/gpt-4o.yaml --concurrency 4 --limit 100 ...`` (flags
@@ -47,14 +50,15 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("--log-level", default="info",
                         help="Logging level (debug, info, warning); HTTP request lines are shown at debug only.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{run,score,compare,convert,mera}")
+    sub = parser.add_subparsers(dest="command", required=True,
+                                metavar="{run,score,compare,bench,convert,experts,mera}")
 
     run_p = sub.add_parser("run", help="Judge records; writes predictions.jsonl (resumable) and run.json.",
                            description="Judge every record of --data and append one prediction per item to "
                                        "OUT/predictions.jsonl; rerunning resumes.")
     run_p.add_argument("--config", default=None, help="YAML with RunConfig keys (configs/eval/*.yaml).")
     from eval.run import RunConfig
-    from judge.config_files import add_config_flags
+    from judge.plumbing.config_files import add_config_flags
 
     add_config_flags(run_p, RunConfig)
 
@@ -83,6 +87,19 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_p.add_argument("--n-boot", type=int, default=1000, help="Paired bootstrap resamples.")
     cmp_p.add_argument("--seed", type=int, default=0, help="Bootstrap seed.")
     cmp_p.add_argument("--alpha", type=float, default=0.05, help="Significance level of better/worse calls.")
+    cmp_p.add_argument("--allow-other-judge", action="store_true",
+                       help="Two bench runs: compare them even when different judges scored them.")
+
+    bench_p = sub.add_parser("bench", help="Rank a candidate LLM with a judge: answers, verdicts, POLLUX's matrix.",
+                             description="POLLUX's answer.py -> score.py -> metrics.py: the candidate (--model) "
+                                         "answers every instruction of --data, the judge scores each answer on each "
+                                         "of its criteria, and OUT/matrix.csv is POLLUX's metrics.csv, with "
+                                         "bootstrap intervals and failure counts in OUT/report.html; rerunning "
+                                         "resumes (see eval/bench.py).")
+    bench_p.add_argument("--config", default=None, help="YAML with BenchConfig keys.")
+    from eval.bench import BenchConfig
+
+    add_config_flags(bench_p, BenchConfig)
 
     conv_p = sub.add_parser("convert", help="Any supported data source -> one JSONL file (for eval.sbatch shards).",
                             description="Read records with judge.load_records (a JSONL/JSON/Parquet file, a folder of "
@@ -93,6 +110,16 @@ def build_parser() -> argparse.ArgumentParser:
     conv_p.add_argument("--out", required=True, help="The JSONL file to write.")
     conv_p.add_argument("--split", default=None, help="Split of a multi-split source (default: the only one, or test).")
 
+    exp_p = sub.add_parser("experts", help="The experts' own tables from the labels alone (no judge).",
+                           description="Mean expert score by evaluated model per split (Table 10's Experts column), "
+                                       "by task type (Table 1) and by criterion (Table 9), and the experts' Verdict "
+                                       "Confidence (Tables 14-16): experts_tables.csv, experts.md and "
+                                       "experts.html.")
+    exp_p.add_argument("--data", required=True, help="The labelled records (any source judge.load_records reads, "
+                                                     "e.g. ai-forever/POLLUX or a folder of its Parquet shards).")
+    exp_p.add_argument("--out", required=True, help="Folder for experts_tables.csv, experts.md and experts.html.")
+    exp_p.add_argument("--split", default=None, help="Split of a multi-split source (default: the only one, or test).")
+
     sub.add_parser("mera", help="MERA tasks (ruHumanEval, ruTiE): `judge-eval mera --help`.", add_help=False)
     return parser
 
@@ -100,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
 def resolve_run_config(args: argparse.Namespace):
     """``RunConfig`` from defaults, then ``--config`` YAML, then the flags actually given."""
     from eval.run import RunConfig
-    from judge.config_files import given_flags, resolve_config
+    from judge.plumbing.config_files import given_flags, resolve_config
 
     return resolve_config(RunConfig, args.config, given_flags(args, RunConfig))
 
@@ -144,9 +171,36 @@ def _convert(args: argparse.Namespace) -> int:
     return 0
 
 
+def _experts(args: argparse.Namespace) -> int:
+    import judge
+    from eval.experts import expert_tables, summary_line, write_expert_tables
+
+    records = judge.load_records(args.data, split=args.split)
+    result = expert_tables(records)
+    paths = write_expert_tables(result, args.out)
+    print(summary_line(result))
+    print("\n".join(str(path) for path in paths.values()))
+    return 0
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from eval.bench import BenchConfig, bench
+    from judge.plumbing.config_files import given_flags, resolve_config
+
+    config = resolve_config(BenchConfig, args.config, given_flags(args, BenchConfig))
+    log.info("bench config: %s", json.dumps(dataclasses.asdict(config), ensure_ascii=False))
+    summary = bench(config)
+    print(json.dumps(summary, ensure_ascii=False, indent=2))
+    return 0 if summary["request_failed"] == 0 and summary["n_answer_failed"] == 0 else 3
+
+
 def _compare(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from eval.bench_compare import is_bench_run
+
+    if any(map(is_bench_run, args.runs)):
+        return _compare_bench(args)
     from eval.compare import compare, render_markdown
     from eval.item_table import dumps
 
@@ -161,6 +215,28 @@ def _compare(args: argparse.Namespace) -> int:
         from eval.html_report import write_compare_page
 
         print(f"compare.html: {write_compare_page(result, out)}")
+    return 0
+
+
+def _compare_bench(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from eval.bench_compare import compare_bench, render_bench_markdown
+    from eval.bench_report import render_bench_compare_page
+
+    if len(args.runs) != 2:
+        raise ValueError(f"bench runs are compared two at a time (A, then B); got {len(args.runs)}")
+    result = compare_bench(*args.runs, n_boot=args.n_boot, seed=args.seed, alpha=args.alpha,
+                           allow_other_judge=args.allow_other_judge)
+    markdown = render_bench_markdown(result)
+    print(markdown)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "compare.json").write_text(json.dumps(result, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        (out / "compare.md").write_text(markdown + "\n", encoding="utf-8")
+        (out / "compare.html").write_text(render_bench_compare_page(result), encoding="utf-8")
+        print(f"compare.html: {out / 'compare.html'}")
     return 0
 
 
@@ -181,7 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:
         parser.error(str(err))
 
-    handlers = {"run": _run, "score": _score, "compare": _compare, "convert": _convert}
+    handlers = {"run": _run, "score": _score, "compare": _compare, "bench": _bench, "convert": _convert,
+                "experts": _experts}
     try:
         return handlers[args.command](args)
     except (ConfigError, FileNotFoundError, ValueError) as err:

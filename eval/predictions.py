@@ -2,7 +2,7 @@
 
 ``PredictionRow`` is the row: ``run`` writes it, ``score`` (``eval.item_table.build_table``), the official
 evaluator and the report pages read it through ``read_predictions``. Rows are appended as answers arrive (a
-``judge.journal`` journal: strict reading, a torn last line dropped); a rerun resumes from the file
+``judge.plumbing.journal`` journal: strict reading, a torn last line dropped); a rerun resumes from the file
 (``resume_predictions``).
 """
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from judge.journal import iter_journal, log_torn_tail, rewrite_journal
+from judge.plumbing.journal import iter_journal, log_torn_tail, rewrite_journal
 from judge.wire import checked_json_fields
 
 __all__ = ["PredictionRow", "PREDICTION_FIELDS", "PredictionsProcess", "REQUEST_FAILED", "iter_predictions",
@@ -122,7 +122,7 @@ def _read_rows_fast(path: str | Path) -> list[dict[str, Any]] | None:
         path = path / "predictions.jsonl"
     if not path.exists():
         return None
-    *lines, tail = path.read_bytes().split(b"\n")  # as judge.journal.iter_journal: lines end with b"\n"
+    *lines, tail = path.read_bytes().split(b"\n")  # as judge.plumbing.journal.iter_journal: lines end with b"\n"
     known = _FIELD_SET
     rows = []
     append = rows.append
@@ -154,7 +154,7 @@ def iter_predictions(path: str | Path, torn: list[bytes] | None = None) -> Itera
     """``read_predictions`` one row at a time: memory does not grow with the file (resume, provenance checks).
 
     Args:
-        torn: when given, receives a torn last line's bytes (``judge.journal.iter_journal``).
+        torn: when given, receives a torn last line's bytes (``judge.plumbing.journal.iter_journal``).
     """
     for row in _iter_rows(path, torn):
         yield _as_json(row)

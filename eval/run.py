@@ -13,7 +13,7 @@ A judge is reached over HTTP in every case:
 Output, in ``--out``: ``predictions.jsonl`` (one ``eval.predictions.PredictionRow`` per item; ``in_scale`` is false
 for a number outside the rubric's scale, which is scored as the paper does; ``regression_score`` is a regression
 head's raw value; the latency is that of the request that produced the row, shared by the criteria of one
-``/v1/judge`` request), appended as answers arrive (``judge.journal``: one fsync per request), and ``run.json``
+``/v1/judge`` request), appended as answers arrive (``judge.plumbing.journal``: one fsync per request), and ``run.json``
 (resolved config, git revision, package versions, prompt version). A rerun resumes: rows already written are kept,
 a line cut by a kill is dropped, items whose *request* failed are retried, and the file ends with exactly one row
 per item. A verdict that does not parse is a final answer (``parse_ok: false`` with the parser's error); it is never a score.
@@ -38,11 +38,11 @@ from eval.backends import (ChatBackend, JudgeBackend, JudgeServeBackend, Refused
 from eval.local_server import local_server
 from eval.predictions import REQUEST_FAILED, PredictionRow, iter_predictions, resume_predictions
 from judge.checkpoints import is_hub_id
-from judge.config_files import ConfigError, read_config_file
-from judge.config_files import option as _f
-from judge.journal import JournalWriter
-from judge.provenance import write_provenance
-from judge.retry import RetryPolicy
+from judge.plumbing.config_files import ConfigError, read_config_file
+from judge.plumbing.config_files import option as _f
+from judge.plumbing.journal import JournalWriter
+from judge.plumbing.provenance import write_provenance
+from judge.plumbing.retry import RetryPolicy
 
 __all__ = ["RunConfig", "ConfigError", "run"]
 
@@ -70,9 +70,9 @@ class RunConfig:
     api_key_env: str = _f("", "Environment variable holding the API key (empty or unset: no key).")
     concurrency: int = _f(8, "Requests in flight at once.")
     max_retries: int = _f(5, "Retries of a request that failed for a transient reason (connection, timeout, 408, 409, "
-                               "429, 5xx; judge.retry).")
+                               "429, 5xx; judge.plumbing.retry).")
     backoff_s: float = _f(1.0, "First retry delay in seconds; doubles per retry (with jitter), capped at 60 s; never "
-                                  "shorter than the server's Retry-After (judge.retry).")
+                                  "shorter than the server's Retry-After (judge.plumbing.retry).")
     timeout_s: float = _f(600.0, "Seconds one request may take.")
     max_tokens: int = _f(1024, "Tokens the judge may generate per verdict.")
     temperature: float = _f(0.0, "Sampling temperature (0: greedy).")
@@ -91,13 +91,15 @@ class RunConfig:
     progress: bool = _f(True, "Show a progress bar.")
     # ---- criteria: auto (issue #13) -------------------------------------------------------------------------------
     criteria: str = _f("", "auto: rows without criteria_name are (instruction, answer) pairs, expanded into one item "
-                           "per criterion of the task a classifier chooses (judge.task_classifier); empty: every row "
+                           "per criterion of the task a classifier chooses (judge.criteria_auto); empty: every row "
                            "names its criterion.")
     criteria_classifier: str = _f("tfidf", "criteria auto: the task-classifier method (tfidf, llm or head).")
-    criteria_classifier_path: str = _f("", "criteria auto: tfidf/head artefact folder, or the llm method's base URL.")
+    criteria_classifier_path: str = _f("", "criteria auto: tfidf/head artefact folder, or the llm method's base URL; "
+                                           "empty with tfidf: the classifier shipped with the package.")
     criteria_classifier_model: str = _f("", "criteria auto, llm method: the served model name.")
-    criteria_threshold: float = _f(0.5, "criteria auto: below this top probability the criteria fall back to those "
-                                        "that apply to every task.")
+    criteria_threshold: float | None = _f(None, "criteria auto: below this task-type probability the criteria fall "
+                                               "back to those that apply to every task; empty: the classifier's own "
+                                               "(the shipped tfidf's is chosen on out-of-fold data).")
 
     def validate(self) -> None:
         """Raise ``ConfigError`` naming the first bad key."""
@@ -113,8 +115,9 @@ class RunConfig:
             raise ConfigError("out: an output folder is required (--out DIR)")
         if self.criteria not in ("", "auto"):
             raise ConfigError(f"criteria: {self.criteria!r} is not one of '', auto")
-        if self.criteria == "auto" and not self.criteria_classifier_path:
-            raise ConfigError("criteria_classifier_path: required with --criteria auto (artefact folder or llm URL)")
+        if self.criteria == "auto" and self.criteria_classifier != "tfidf" and not self.criteria_classifier_path:
+            raise ConfigError(f"criteria_classifier_path: required with --criteria-classifier "
+                              f"{self.criteria_classifier} (artefact folder or llm URL)")
         if not self.judge and not self.base_url_env:
             raise ConfigError("judge: give a checkpoint folder or URL (--judge), or base_url_env for an API judge")
 
@@ -175,7 +178,7 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
 
 
 def retry_policy(config: RunConfig) -> RetryPolicy:
-    """The run's ``judge.retry`` policy (``max_retries``, ``backoff_s``; base delay capped at 60 s)."""
+    """The run's ``judge.plumbing.retry`` policy (``max_retries``, ``backoff_s``; base delay capped at 60 s)."""
     return RetryPolicy(max_retries=config.max_retries, backoff_s=config.backoff_s, max_backoff_s=60.0)
 
 
@@ -209,7 +212,7 @@ def _select(records: list, config: RunConfig) -> list:
 def _expand_auto(config: RunConfig, out: Path) -> Path:
     """``--criteria auto``: ``out/auto_items.jsonl`` (one item per chosen criterion) and ``out/task_choices.jsonl``."""
     import judge
-    from judge.task_classifier import classifier_from_settings, expand_file
+    from judge.criteria_auto import classifier_from_settings, expand_file
 
     items = out / "auto_items.jsonl"
     if items.is_file() and (out / "task_choices.jsonl").is_file():

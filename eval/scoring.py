@@ -98,7 +98,7 @@ def score(
 
     from eval.pollux_official import pollux_official
     from eval.predictions import PredictionsProcess
-    from judge.provenance import read_provenance
+    from judge.plumbing.provenance import read_provenance
 
     predictions = Path(predictions)
     run_dir = predictions if predictions.is_dir() else predictions.parent

@@ -43,7 +43,7 @@ from judge.splits import (
     UnknownTaskTypeError,
     split_of,
 )
-from judge.taxonomy import Criterion, Task, Taxonomy, TaxonomyError, load_taxonomy
+from judge.taxonomy import Criterion, Task, Taxonomy, TaxonomyError, load_taxonomy, oriented_scale
 from judge.verdicts import (
     Verdict,
     VerdictError,
@@ -88,6 +88,7 @@ __all__ = [
     "load_records_report",
     "load_split_spec",
     "load_taxonomy",
+    "oriented_scale",
     "parse_rationale",
     "parse_verdict",
     "prefix_key",

@@ -29,7 +29,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from judge.config_files import read_json_object
+from judge.plumbing.config_files import read_json_object
 from judge.prompts import PROMPT_VERSION
 
 __all__ = [

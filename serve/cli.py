@@ -21,8 +21,8 @@ import sys
 import threading
 from typing import Sequence
 
-from judge.config_files import add_config_flags, given_flags
-from judge.config_files import resolve_config as resolve_settings
+from judge.plumbing.config_files import add_config_flags, given_flags
+from judge.plumbing.config_files import resolve_config as resolve_settings
 from serve.config import ConfigError, ServeConfig
 from serve.engine_version import (EngineVersionError, attached_engine_urls, check_installed_vllm, starts_own_engines,
                                   watch_attached_versions)

@@ -42,7 +42,7 @@ from judge import (PROMPT_VERSION, JudgeResult, Scale, ScoreSource, VerdictError
                    prefix_key, prefix_order, render_prompt, render_rationale_target)
 from judge.prompts import RU_TEMPLATE
 from judge.wire import JudgmentUsage, LmVerdict
-from judge.task_classifier import TaskChoice, TaskClassifier
+from judge.criteria_auto import TaskChoice, TaskClassifier
 from serve.schema import JudgeRequest, RequestError, ResolvedCriterion, resolve_criteria
 
 T = TypeVar("T")

@@ -36,7 +36,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
 
 from judge import Scale, ScaleError, TaxonomyError, load_taxonomy, scale_of
-from judge.task_classifier import TaskChoice
+from judge.criteria_auto import TaskChoice
 from judge.taxonomy import RUBRIC_LEVEL_SEPARATOR
 
 __all__ = [
@@ -90,7 +90,7 @@ class JudgeItem(_Strict):
     answer: StrictStr
     reference_answer: StrictStr | None = None
     #: Taxonomy names/ids and custom criteria; None: the task type's set; "auto": the server's task classifier
-    #: chooses the task and with it the criteria (judge.task_classifier).
+    #: chooses the task and with it the criteria (judge.criteria_auto).
     criteria: list[StrictStr | CustomCriterion] | Literal["auto"] | None = None
     task_type: StrictStr | None = None
     task_subtype: StrictStr | None = None

@@ -5,7 +5,7 @@ State: ``ServerState`` is what the routes and the supervisor share; ``status`` r
 starting -> failed.
 
 Self-healing: an engine judge-serve started that dies (its whole process tree is taken down with it,
-``judge.processes``) is restarted after a backoff (``engine_restart_backoff_s``, doubling, at most
+``judge.plumbing.processes``) is restarted after a backoff (``engine_restart_backoff_s``, doubling, at most
 ``engine_restart_backoff_max_s``); a restart that fails to come up counts as another death. Past
 ``engine_max_restarts`` deaths within ``engine_restart_window_s`` judge-serve stops and exits 1. An attached engine
 (``generator_url``/``pooling_url``) is not judge-serve's to restart: after two failed ``/health`` probes its routes
@@ -85,9 +85,9 @@ class ServerState:
 
 
 def _write_run_record(state: ServerState) -> None:
-    """``run.json`` (``judge.provenance``) in the log folder, with the layout and the engines' URLs, pids, commands."""
+    """``run.json`` (``judge.plumbing.provenance``) in the log folder, with the layout and the engines' URLs, pids, commands."""
     import judge
-    from judge.provenance import write_provenance
+    from judge.plumbing.provenance import write_provenance
 
     assert state.log_dir is not None
     write_provenance(
@@ -149,7 +149,7 @@ async def _bring_up(state: ServerState) -> None:
     )
     classifier = None
     if config.criteria_classifier:
-        from judge.task_classifier import classifier_from_settings
+        from judge.criteria_auto import classifier_from_settings
 
         classifier = await asyncio.to_thread(
             classifier_from_settings, config.criteria_classifier, config.criteria_classifier_path,

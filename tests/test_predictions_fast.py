@@ -81,11 +81,11 @@ def test_a_torn_last_line_is_dropped_with_the_same_warning(tmp_path, caplog):
     """A last line without its newline is dropped, with the strict reader's warning, once."""
     path = tmp_path / "predictions.jsonl"
     _write(path, _seeded_rows(5), tail='{"id": "cut", "sco')
-    with caplog.at_level(logging.WARNING, logger="judge.journal"):
+    with caplog.at_level(logging.WARNING, logger="judge.plumbing.journal"):
         fast = read_predictions(path)
     fast_warnings = [r.getMessage() for r in caplog.records]
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="judge.journal"):
+    with caplog.at_level(logging.WARNING, logger="judge.plumbing.journal"):
         strict = list(iter_predictions(path))
     assert fast == strict and [r["id"] for r in fast] == [f"item-{i}" for i in range(5)]
     assert fast_warnings == [r.getMessage() for r in caplog.records] and len(fast_warnings) == 1
@@ -104,7 +104,7 @@ def test_the_reading_process_gives_read_predictions_rows(tmp_path):
 
 def test_the_reading_process_raises_the_same_error_and_relays_the_torn_line_warning(tmp_path, caplog):
     """A bad row: the child's ValueError is raised here with the same text; a torn last line: its warning is
-    emitted here, through the judge.journal logger, once."""
+    emitted here, through the judge.plumbing.journal logger, once."""
     from eval.predictions import PredictionsProcess
 
     bad = tmp_path / "bad.jsonl"
@@ -117,9 +117,9 @@ def test_the_reading_process_raises_the_same_error_and_relays_the_torn_line_warn
 
     torn = tmp_path / "torn.jsonl"
     _write(torn, _seeded_rows(3), tail='{"id": "cut"')
-    with caplog.at_level(logging.WARNING, logger="judge.journal"), PredictionsProcess(torn) as reading:
+    with caplog.at_level(logging.WARNING, logger="judge.plumbing.journal"), PredictionsProcess(torn) as reading:
         rows = reading.rows()
     assert [r["id"] for r in rows] == ["item-0", "item-1", "item-2"]
-    warnings = [r for r in caplog.records if r.name == "judge.journal"]
+    warnings = [r for r in caplog.records if r.name == "judge.plumbing.journal"]
     assert len(warnings) == 1 and "dropped its last line" in warnings[0].getMessage()
     assert warnings[0].levelno == logging.WARNING

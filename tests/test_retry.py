@@ -1,4 +1,4 @@
-"""judge.retry: the one retry policy of eval runs, MERA and synthetic data, honouring judge-serve's Retry-After.
+"""judge.plumbing.retry: the one retry policy of eval runs, MERA and synthetic data, honouring judge-serve's Retry-After.
 
 Every client is driven against a real HTTP endpoint on 127.0.0.1 that answers 503 with ``Retry-After`` first; the
 waits are read from an injected sleep, never timed.
@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 import judge
-from judge.retry import Attempts, RetryPolicy, retry_after_s
+from judge.plumbing.retry import Attempts, RetryPolicy, retry_after_s
 from tests.scripted_endpoint import ScriptedEndpoint, chat_completion
 
 BUSY = (503, {"error": {"message": "engine busy"}}, {"Retry-After": "2"})

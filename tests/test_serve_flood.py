@@ -1,6 +1,6 @@
 """judge-serve stays up under a flood of connections that never finish their headers (#30, finding 1).
 
-judge-serve runs for real (``python -m serve.cli``, under ``judge.processes``) with its descriptor limit lowered
+judge-serve runs for real (``python -m serve.cli``, under ``judge.plumbing.processes``) with its descriptor limit lowered
 (``RLIMIT_NOFILE`` 200, soft and hard) in front of an attached engine given by ``--generator-url``: a scripted
 engine on 127.0.0.1 (the network boundary). Before the fix the flood used up judge-serve's descriptors, its own
 ``/health`` probe of the engine failed with EMFILE, the engine was declared dead for good and every later request
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 
-from judge.processes import free_port, http_status, start_process
+from judge.plumbing.processes import free_port, http_status, start_process
 from tests.scripted_endpoint import ScriptedEndpoint, chat_completion
 
 KEY = "flood-test-key"

