@@ -26,9 +26,11 @@ from pathlib import Path
 import httpx
 
 REPO = Path(__file__).resolve().parents[1]
-for path in (REPO, REPO / "bench"):
-    if str(path) not in sys.path:
-        sys.path.insert(0, str(path))
+# REPO first, bench/ second, whatever PYTHONPATH says: bench/serve.py must never shadow the serve package.
+for path in (REPO / "bench", REPO):
+    while str(path) in sys.path:
+        sys.path.remove(str(path))
+    sys.path.insert(0, str(path))
 
 from measure import fmt, interleaved_rounds, machine_line, spreads  # noqa: E402
 
@@ -77,8 +79,11 @@ def clients(concurrency: int) -> dict:
         return response.json()
 
     async def aiohttp_post(http, url):
-        async with http.post(url, json=PAYLOAD, headers={"Accept-Encoding": "identity"}) as response:
+        response = await http.request("POST", url, json=PAYLOAD, headers={"Accept-Encoding": "identity"})
+        try:
             return json.loads(await response.read())
+        finally:
+            response.release()
 
     return {
         # judge-serve's engine client before this bench: serve/app.py's httpx.AsyncClient.

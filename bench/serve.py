@@ -61,9 +61,11 @@ import aiohttp
 import psutil
 
 REPO = Path(__file__).resolve().parents[1]
-for path in (REPO, REPO / "bench"):  # run as a script from the checkout: time this checkout's code
-    if str(path) not in sys.path:
-        sys.path.insert(0, str(path))
+# REPO first, bench/ second, whatever PYTHONPATH says: bench/serve.py must never shadow the serve package.
+for path in (REPO / "bench", REPO):
+    while str(path) in sys.path:
+        sys.path.remove(str(path))
+    sys.path.insert(0, str(path))
 
 from measure import fmt, interleaved_rounds, machine, machine_line, spreads  # noqa: E402
 
@@ -306,34 +308,47 @@ def print_profile(path: Path, top: int = 25) -> None:
         print(f"  {100 * n / total:5.1f} %  {frame}")
 
 
-async def post(http: aiohttp.ClientSession, url: str, payload: dict | None = None) -> Any:
+class ServerFailed(RuntimeError):
+    """A server answered the bench with an error, or could not be reached."""
+
+
+async def _send(http, method: str, url: str, **kwargs) -> tuple[int, bytes]:
+    try:
+        response = await http.request(method, url, **kwargs)
+    except aiohttp.ClientError as err:
+        raise ServerFailed(f"{method} {url}: unreachable ({type(err).__name__}: {err})") from err
+    try:
+        return response.status, await response.read()
+    finally:
+        response.release()
+
+
+async def post(http, url: str, payload: dict | None = None) -> Any:
     """POST (JSON) and return the answer's JSON; any status but 200 raises with the server's own message.
 
     The bench's client is aiohttp, like judge-serve's engine hop: httpx costs ~10x the CPU per request
     (``bench/engine_hop.py``), CPU the measured engine would lose on this 2-core machine, and the direct arm makes
     ``--criteria`` times as many requests from here as the judge-serve arm does.
     """
-    async with http.post(url, json=payload) as response:
-        body = await response.read()
-    if response.status != 200:
-        raise RuntimeError(f"POST {url}: {response.status} {body[:500].decode('utf-8', 'replace')}")
+    status, body = await _send(http, "POST", url, json=payload)
+    if status != 200:
+        raise ServerFailed(f"POST {url}: {status} {body[:500].decode('utf-8', 'replace')}")
     return json.loads(body) if body else None
 
 
-async def reset_prefix_cache(http: aiohttp.ClientSession, engine_url: str) -> None:
+async def reset_prefix_cache(http, engine_url: str) -> None:
     for _ in range(50):
-        async with http.post(engine_url + "/reset_prefix_cache") as response:
-            body = await response.read()
-        if response.status == 200:
+        status, body = await _send(http, "POST", engine_url + "/reset_prefix_cache")
+        if status == 200:
             return
         await asyncio.sleep(0.2)  # refused while requests are still running
-    raise RuntimeError(f"vLLM refused to reset its prefix cache: {response.status} {body[:200]!r}")
+    raise ServerFailed(f"POST {engine_url}/reset_prefix_cache: vLLM refused to reset its prefix cache: {status} {body[:200]!r}")
 
 
-async def prefix_counters(http: aiohttp.ClientSession, engine_url: str) -> tuple[float, float]:
+async def prefix_counters(http, engine_url: str) -> tuple[float, float]:
     """(queried, hit) prompt tokens of the prefix cache so far (vLLM /metrics)."""
-    async with http.get(engine_url + "/metrics") as response:
-        text = await response.text()
+    _, body = await _send(http, "GET", engine_url + "/metrics")
+    text = body.decode("utf-8", "replace")
     values = {"vllm:prefix_cache_queries_total": 0.0, "vllm:prefix_cache_hits_total": 0.0}
     for line in text.splitlines():
         for name in values:
@@ -547,11 +562,31 @@ def print_ordering(result: dict[str, Any]) -> None:
 
 
 async def measure(args, engine, engine_url, served, served_url, model) -> dict[str, Any]:
-    timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=1800)
-    async with aiohttp.ClientSession(timeout=timeout, connector=aiohttp.TCPConnector(limit=512)) as http:
+    from serve.judging import engine_session
+
+    # judge-serve's own client (serve.judging.EngineHttp) for both arms: its pool keeps idle connections for less
+    # than vLLM's server does, and re-sends a request whose pooled connection the server had closed (#27).
+    async with engine_session(1800, max_connections=512) as http:
         if args.mode == "overhead":
             return await overhead(args, http, engine, engine_url, served, served_url, model)
         return await ordering(args, http, engine_url, model)
+
+
+def report_failure(err: Exception, servers: list[tuple[Process | None, str | None]]) -> None:
+    """Say which server failed the bench (the one the failing URL names, or one that died), where its log is, and
+    the log's last lines."""
+    print(f"bench failed: {err}", file=sys.stderr)
+    for server, url in servers:
+        if server is None or url is None:
+            continue
+        named = url in str(err)
+        dead = not server.managed.alive()
+        if named or dead:
+            why = "answered with the error above" if named else "is no longer running"
+            print(f"the {server.name} at {url} {why}; its log: {server.log}", file=sys.stderr)
+            with contextlib.suppress(OSError):
+                print("\n".join(server.log.read_text(errors="replace").splitlines()[-30:]), file=sys.stderr)
+    print("all logs stay in the scratch folder above", file=sys.stderr)
 
 
 def main(argv=None) -> int:
@@ -573,7 +608,11 @@ def main(argv=None) -> int:
         print(f"servers ready in {time.monotonic() - started:.0f} s (logs in {scratch})", flush=True)
         if args.client_cpus:  # after the engine started: it must not inherit the mask
             os.sched_setaffinity(0, parse_cpu_list(args.client_cpus))
-        result = asyncio.run(measure(args, engine, engine_url, served, served_url, model))
+        try:
+            result = asyncio.run(measure(args, engine, engine_url, served, served_url, model))
+        except ServerFailed as err:
+            report_failure(err, [(engine, engine_url), (served, served_url)])
+            return 1
     finally:
         if served is not None:
             served.stop(signal.SIGINT if args.profile else signal.SIGTERM)

@@ -73,6 +73,19 @@ def configure_logging(level: str) -> None:
         logging.getLogger(name).setLevel(logging.NOTSET if level.lower() == "debug" else logging.WARNING)
 
 
+def raise_descriptor_limit(log: logging.Logger) -> None:
+    """Raise the soft descriptor limit to the hard one (as vLLM does for its own server): every client connection
+    and every pooled engine connection is a descriptor, and a low soft limit (1024 on many systems) is what a flood
+    of half-open connections ran out (#30, finding 1)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            log.info("descriptor limit raised from %d to %d", soft, hard)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run judge-serve until SIGTERM/SIGINT.
 
@@ -104,7 +117,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import uvicorn
 
-    from serve.app import create_app
+    from serve.app import create_app, header_deadline_protocol
+
+    raise_descriptor_limit(log)
 
     app = create_app(config, layout)
 
@@ -138,6 +153,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             access_log=config.access_log,
             timeout_graceful_shutdown=int(round(config.shutdown_grace_s)),
             timeout_keep_alive=5,
+            # Bounds for clients (#30, finding 1): headers within header_timeout_s, at most max_connections.
+            http=header_deadline_protocol(config.header_timeout_s),
+            limit_concurrency=config.max_connections,
         )
     )
 

@@ -50,6 +50,12 @@ class ServeConfig:
     api_key_env: str = _f("JUDGE_SERVE_API_KEY",
                           "Environment variable holding the bearer token (judge.plumbing.api_keys).")
 
+    allowed_hosts: list[str] = _f(
+        [],
+        "Without api_key: further Host names judge-serve answers, beyond this machine's own names and addresses "
+        "and localhost (others get 400), so a web page cannot reach it by DNS rebinding.",
+    )
+
     # --- the vLLM engines
     tensor_parallel_size: int = _f(1, "vLLM --tensor-parallel-size for each engine.")
     max_model_len: int = _f(4096, "vLLM --max-model-len: prompt plus generated tokens, per judgment.")
@@ -74,6 +80,12 @@ class ServeConfig:
         "", "Use a vLLM server already running at this URL as the generating engine instead of starting one."
     )
     pooling_url: str = _f("", "Regression checkpoints: an already running vLLM pooling server to use.")
+    engine_keepalive_s: float = _f(
+        3.0,
+        "Seconds judge-serve keeps an idle connection to an engine for reuse. Keep it below the engine's own "
+        "keep-alive (vLLM: VLLM_HTTP_TIMEOUT_KEEP_ALIVE, 5 s by default), or a request can go out on a connection "
+        "the engine is closing (it is then retried once on a fresh connection).",
+    )
     engine_start_timeout_s: float = _f(900.0, "Seconds an engine may take to answer /health after starting.")
     engine_stop_grace_s: float = _f(
         30.0, "Seconds an engine's process tree gets between SIGTERM and SIGKILL when it is stopped or has died."
@@ -130,6 +142,20 @@ class ServeConfig:
     )
     max_batch_items: int = _f(64, "Most items one /v1/judge request may carry.")
     max_judgments_per_request: int = _f(512, "Most (item, criterion) judgments one /v1/judge request may ask for.")
+    max_connections: int = _f(
+        512,
+        "Most client connections (and requests in progress) judge-serve holds at once; beyond it a request gets 503 "
+        "at once (uvicorn's limit_concurrency). Keep it well below the descriptor limit (ulimit -n), which "
+        "judge-serve raises to its hard limit at start.",
+    )
+    header_timeout_s: float = _f(
+        10.0, "Seconds a client connection may take to send a request's headers before it is closed."
+    )
+    max_proxy_tokens: int = _f(
+        8192,
+        "Most tokens one proxied OpenAI generation request may ask for in all (max_tokens x n, or best_of); more is "
+        "a 400 naming the field. A request naming no max_tokens gets max_proxy_tokens // n.",
+    )
     max_body_bytes: int = _f(8 * 1024 * 1024, "Largest request body accepted on any route, in bytes (413 beyond).")
     request_timeout_s: float = _f(600.0, "Seconds one request may take end to end before it gets 504.")
     shutdown_grace_s: float = _f(60.0, "On SIGTERM/SIGINT: seconds in-flight requests get to finish.")
@@ -147,12 +173,14 @@ class ServeConfig:
             raise ConfigError("model: a checkpoint folder is required (--model or `model:` in the YAML)")
         positive = (
             "port", "tensor_parallel_size", "max_model_len", "max_tokens", "max_batch_items",
-            "max_judgments_per_request", "max_body_bytes", "max_concurrent_engine_requests",
+            "max_judgments_per_request", "max_body_bytes", "max_concurrent_engine_requests", "max_connections",
+            "max_proxy_tokens",
         )  # fmt: skip
         for name in positive:
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name}: must be positive, got {getattr(self, name)!r}")
-        for name in ("request_timeout_s", "engine_start_timeout_s", "engine_restart_window_s"):
+        for name in ("request_timeout_s", "engine_start_timeout_s", "engine_restart_window_s", "engine_keepalive_s",
+                     "header_timeout_s"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name}: must be positive, got {getattr(self, name)!r}")
         for name in ("engine_max_restarts", "engine_stop_grace_s", "engine_restart_backoff_s", "engine_restart_backoff_max_s"):
@@ -172,6 +200,8 @@ class ServeConfig:
             raise ConfigError(
                 f"max_tokens: {self.max_tokens} leaves no room for the prompt in max_model_len {self.max_model_len}"
             )
+        if not isinstance(self.allowed_hosts, list) or not all(isinstance(h, str) and h for h in self.allowed_hosts):
+            raise ConfigError("allowed_hosts: must be a list of host names")
         if not isinstance(self.engine_args, list) or not all(isinstance(a, str) for a in self.engine_args):
             raise ConfigError("engine_args: must be a list of strings")
         if self.verdict_format not in ("auto", "tagged", "integer"):

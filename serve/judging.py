@@ -44,7 +44,7 @@ import aiohttp
 from judge import (PROMPT_VERSION, JudgeResult, Scale, ScoreSource, VerdictError, VerdictFormat, apply_chat,
                    parse_judge_output, parse_rationale, parse_verdict, prefix_key, prefix_order, render_prompt,
                    render_rationale_target)
-from judge.prompts import render_pairwise_prompt
+from judge.prompts import RU_TEMPLATE, render_pairwise_prompt
 from judge.wire import (PAIRWISE_CRITERION, JudgeResponse, JudgeResponseItem, JudgeResponseUsage, JudgmentUsage,
                         LmVerdict, PairwiseRequest)
 from judge.criteria_auto import TaskChoice, TaskClassifier
@@ -57,6 +57,8 @@ __all__ = [
     "Judge",
     "EngineClient",
     "engine_session",
+    "EngineHttp",
+    "ENGINE_KEEPALIVE_S",
     "unless_dead",
     "EngineUnavailable",
     "EngineFailure",
@@ -65,6 +67,8 @@ __all__ = [
     "build_jobs",
     "build_pair_jobs",
     "PAIRWISE_SCALE",
+    "check_sizes",
+    "max_token_chars",
     "score_distribution",
     "verdict_regex",
     "level_token_ids",
@@ -81,7 +85,12 @@ class EngineUnavailable(Exception):
 
 
 class EngineFailure(Exception):
-    """The engine answered with an error; the server answers 502 with its message."""
+    """The engine answered with an error (``status``); the server answers 502 with its message (a 4xx's) or
+    without it (a 5xx's, which may carry the engine's internals)."""
+
+    def __init__(self, message: str, status: int = 500):
+        super().__init__(message)
+        self.status = status
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -106,6 +115,80 @@ class Job:
     criterion: ResolvedCriterion
     prompt: str
     prompt_ids: list[int]
+
+
+def max_token_chars(tokenizer: Any) -> int:
+    """The most characters one token of ``tokenizer`` can stand for (an upper bound: the longest vocabulary entry
+    as stored; a byte-level BPE entry has one symbol per byte). Qwen2.5: 128 (a run of spaces)."""
+    return max((len(token) for token in tokenizer.get_vocab()), default=1)
+
+
+def check_sizes(request: JudgeRequest, *, max_model_len: int, max_tokens: int, reserve: int, chars_per_token: int) -> None:
+    """Refuse, before any rendering, tokenizing or classifying, an item whose own text cannot fit the context.
+
+    Each (item, criterion) prompt holds the item's instruction, answer and reference answer, and a custom rubric's
+    text; a prompt of more than ``(max_model_len - max_tokens - reserve) * chars_per_token`` characters cannot be
+    that few tokens, whatever the text. So a 1 MiB answer is refused in microseconds instead of after every
+    criterion's prompt was rendered and tokenized (#30, finding 3: 92 s and +2 GB for 64 criteria).
+
+    Raises:
+        RequestError: naming the item (``items[i]``) or the custom criterion, with ``context_length_exceeded``.
+    """
+    budget = max_model_len - max_tokens - reserve
+    limit = budget * chars_per_token
+    for i, item in enumerate(request.items):
+        chars = len(item.instruction) + len(item.answer) + len(item.reference_answer or "")
+        where, extra = f"items[{i}]", 0
+        if isinstance(item.criteria, list):
+            for j, spec in enumerate(item.criteria):
+                rubric = getattr(spec, "rubrics", None)
+                size = len(rubric) if isinstance(rubric, str) else sum(len(k) + len(v) for k, v in (rubric or {}).items())
+                if size > extra:
+                    where, extra = f"items[{i}].criteria[{j}]", size
+        if chars + extra > limit:
+            raise RequestError(
+                f"{where}: {chars + extra} characters of instruction, answer, reference and rubric cannot fit the "
+                f"{budget} prompt tokens left of the model's context of {max_model_len} (max_tokens {max_tokens}); "
+                f"at most {limit} characters. Shorten the answer.",
+                param=where,
+                code="context_length_exceeded",
+            )
+
+
+#: Where the criterion's part of a POLLUX prompt starts: everything before it (instruction, reference, answer) is
+#: the same for every criterion of one item (judge.prompts.RU_TEMPLATE).
+_CRITERION_PART = RU_TEMPLATE[RU_TEMPLATE.index("### Критерий оценки:"):]
+
+
+def tokenize_sharing_prefixes(tokenizer: Any, texts: list[str], jobs: list[tuple[int, ResolvedCriterion, str]]) -> list[list[int]]:
+    """Token ids of each chat-wrapped prompt, the part every criterion of an item shares tokenized once per item.
+
+    The split is at the start of ``### Критерий оценки:``, right after the answer's ``\\n\\n``: a boundary of the
+    Qwen2 pre-tokenizer (a newline run is a pre-token of its own, and no merge crosses pre-tokens), so prefix ids
+    + suffix ids are the whole text's ids (pinned against whole-text tokenizing in tests/test_serve_judging.py).
+    A 1 MiB answer on 64 criteria is then tokenized once, not 64 times (#30, finding 3). A text whose prompt the
+    chat template did not keep verbatim is tokenized whole. Each call is one batch: the fast tokenizer encodes a
+    batch in Rust (1.3 ms of CPU per ~1,100-token judgment against 2.0 ms one call at a time).
+
+    Args:
+        texts: the chat-wrapped prompts.
+        jobs: per text, (item index, criterion, the rendered prompt inside it).
+    """
+    split: list[int | None] = []
+    for text, (_, crit, prompt) in zip(texts, jobs):
+        tail = _CRITERION_PART.format(criteria_name=crit.name, rubrics=crit.rubrics)
+        at = text.find(prompt)
+        split.append(at + len(prompt) - len(tail) if at >= 0 and prompt.endswith(tail) else None)
+    prefixes: dict[int, str] = {}
+    for text, (item, _, _), cut in zip(texts, jobs, split):
+        if cut is not None:
+            prefixes.setdefault(item, text[:cut])
+    shared = [cut is not None and texts[k][:cut] == prefixes[jobs[k][0]] for k, cut in enumerate(split)]
+    order = sorted(prefixes)
+    prefix_ids = dict(zip(order, tokenizer([prefixes[i] for i in order], add_special_tokens=False)["input_ids"])) if order else {}
+    rest = [texts[k][split[k]:] if shared[k] else texts[k] for k in range(len(texts))]
+    rest_ids = tokenizer(rest, add_special_tokens=False)["input_ids"] if rest else []
+    return [prefix_ids[jobs[k][0]] + ids if shared[k] else ids for k, ids in enumerate(rest_ids)]
 
 
 def build_jobs(
@@ -160,10 +243,9 @@ def build_jobs(
             }
             pending.append((i, j, crit, render_prompt(fields)))
             keys.append(prefix_key(item))
-    # One batch call: the fast tokenizer encodes a batch in Rust, 1.3 ms of CPU per ~1,100-token judgment against
-    # 2.0 ms one call at a time (16 criteria of one answer, 3 rounds each; same ids).
+    # the integer format (a thinking judge) is prompted with thinking on; the shared prefix is tokenized once per item
     texts = [apply_chat(tokenizer, prompt, thinking=thinking) for _, _, _, prompt in pending]
-    all_ids = tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
+    all_ids = tokenize_sharing_prefixes(tokenizer, texts, [(i, crit, prompt) for i, _, crit, prompt in pending])
     jobs: list[Job] = []
     for (i, j, crit, prompt), ids in zip(pending, all_ids):
         if len(ids) > budget:
@@ -310,15 +392,21 @@ class EngineClient:
         url: the engine's root URL.
         dead: set by the server's watcher when the engine exits.
         reason: why the engine is unavailable (for the 503 message).
+        headers: sent with every call (the engine's ``Authorization``).
     """
 
-    def __init__(self, http: aiohttp.ClientSession, url: str, dead: asyncio.Event, reason: Callable[[], str]):
+    def __init__(self, http: EngineHttp, url: str, dead: asyncio.Event, reason: Callable[[], str],
+                 headers: Mapping[str, str] | None = None):  # fmt: skip
         self.http, self.url, self.dead, self.reason = http, url, dead, reason
+        self.headers = {**_IDENTITY, **(headers or {})}
 
     async def _exchange(self, path: str, payload: dict[str, Any]) -> tuple[int, bytes]:
         # The engine's JSON is read as sent: the session does not decompress (the proxy passes bytes through).
-        async with self.http.post(self.url + path, json=payload, headers=_IDENTITY) as response:
+        response = await self.http.request("POST", self.url + path, json=payload, headers=self.headers)
+        try:
             return response.status, await response.read()
+        finally:
+            response.release()
 
     async def post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
         if self.dead.is_set():
@@ -338,7 +426,7 @@ class EngineClient:
                 message = json.loads(body)["error"]["message"]
             except (ValueError, KeyError, TypeError):
                 message = body[:500].decode("utf-8", "replace")
-            raise EngineFailure(f"engine answered {status}: {message}")
+            raise EngineFailure(f"engine answered {status}: {message}", status)
         return json.loads(body)
 
 
@@ -363,18 +451,86 @@ async def unless_dead(call: Awaitable[T], dead: asyncio.Event) -> asyncio.Future
     return task if task in done else None
 
 
-def engine_session(request_timeout_s: float, max_connections: int) -> aiohttp.ClientSession:
-    """The one HTTP session judge-serve talks to its engines with (judgments, health, the proxied OpenAI routes).
+#: Seconds an idle pooled connection to an engine is kept for reuse. vLLM's HTTP server closes a connection idle
+#: for ``VLLM_HTTP_TIMEOUT_KEEP_ALIVE`` seconds (default 5, vllm/envs.py; uvicorn's ``timeout_keep_alive``);
+#: aiohttp's default keeps it 15 s. A connection judge-serve keeps longer than the engine does can be handed out
+#: at the moment the engine closes it, and the request on it dies unanswered (#27). 3 s leaves the engine's own
+#: timer 2 s of slack for a busy event loop.
+ENGINE_KEEPALIVE_S = 3.0
+
+
+async def _mark_reused(session: aiohttp.ClientSession, context: Any, params: Any) -> None:
+    # aiohttp's trace signal: the request is about to go out on a connection taken from the pool.
+    context.trace_request_ctx.reused = True
+
+
+class EngineHttp:
+    """The one HTTP client judge-serve talks to its engines with (judgments, health, the proxied OpenAI routes).
+
+    ``request`` is ``aiohttp.ClientSession.request`` (the caller releases the response) plus one safe retry: a
+    request that went out on a *pooled* connection and found it closed before any byte of an answer came back
+    (``ServerDisconnectedError``, a reset or a broken pipe) is sent once more on a fresh connection. That is the
+    keep-alive race of #27: vLLM's server (uvicorn on uvloop) closes a connection whose keep-alive timer is due
+    even when the next request already sits in its socket buffer unread (uvloop runs due timers before it reads
+    ready sockets), so the request never reached the engine. aiohttp retries such a request itself only for
+    idempotent methods, and every engine call here is a POST. A failure on a fresh connection is not retried: the
+    engine is then really gone, and the watcher decides.
 
     Timeouts: connecting 10 s; each read ``request_timeout_s`` (a streamed proxy response may run longer in all,
-    as long as bytes keep coming). Bodies are not decompressed: the proxy forwards them as sent.
-    Create it inside the running event loop.
+    as long as bytes keep coming). Bodies are not decompressed: the proxy forwards them as sent. Create it inside
+    the running event loop; close it with ``close()`` or ``async with``.
+
+    Args:
+        request_timeout_s: the per-read timeout, in seconds.
+        max_connections: connections open at once to all engines (each of the two pools).
+        keepalive_s: seconds an idle connection stays pooled; keep it below the engine's keep-alive.
     """
-    return aiohttp.ClientSession(
-        timeout=aiohttp.ClientTimeout(total=None, sock_connect=10.0, sock_read=request_timeout_s),
-        connector=aiohttp.TCPConnector(limit=max_connections),
-        auto_decompress=False,
-    )
+
+    def __init__(self, request_timeout_s: float, max_connections: int, keepalive_s: float = ENGINE_KEEPALIVE_S):
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=10.0, sock_read=request_timeout_s)
+        tracing = aiohttp.TraceConfig()
+        tracing.on_connection_reuseconn.append(_mark_reused)
+        self.pooled = aiohttp.ClientSession(
+            timeout=timeout, auto_decompress=False, trace_configs=[tracing],
+            connector=aiohttp.TCPConnector(limit=max_connections, keepalive_timeout=keepalive_s),
+        )  # fmt: skip
+        self.fresh = aiohttp.ClientSession(
+            timeout=timeout, auto_decompress=False, connector=aiohttp.TCPConnector(limit=max_connections, force_close=True)
+        )
+        self.retries = 0  # requests re-sent after a pooled connection turned out closed
+
+    async def request(self, method: str, url: str, **kwargs: Any) -> aiohttp.ClientResponse:
+        """Send one request; its response once the status line and headers are in (release it when done)."""
+        hop = _Hop()
+        try:
+            return await self.pooled.request(method, url, trace_request_ctx=hop, **kwargs)
+        except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as err:
+            if not hop.reused or isinstance(err, aiohttp.ClientConnectorError):
+                raise
+        self.retries += 1
+        return await self.fresh.request(method, url, **kwargs)
+
+    async def close(self) -> None:
+        await self.pooled.close()
+        await self.fresh.close()
+
+    async def __aenter__(self) -> EngineHttp:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+class _Hop:
+    __slots__ = ("reused",)
+
+    def __init__(self) -> None:
+        self.reused = False
+
+
+def engine_session(request_timeout_s: float, max_connections: int, keepalive_s: float = ENGINE_KEEPALIVE_S) -> EngineHttp:
+    """judge-serve's client to its engines (``EngineHttp``); create it inside the running event loop."""
+    return EngineHttp(request_timeout_s, max_connections, keepalive_s)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -427,6 +583,7 @@ class Judge:
         self.settings, self.tokenizer, self.generator, self.pooler, self.limit = settings, tokenizer, generator, pooler, limit
         self.classifier = classifier
         self._level_ids: dict[tuple[int, ...], dict[int, int] | None] = {}
+        self._chars_per_token: int | None = None  # max_token_chars, on the first request
 
     def _levels(self, scale: Scale) -> dict[int, int] | None:
         if scale.levels not in self._level_ids:
@@ -452,6 +609,10 @@ class Judge:
         if isinstance(request, PairwiseRequest):
             return await self._run_pairs(request, max_tokens)
         reserve = REGRESSION_RESERVE_TOKENS if s.kind == "regression" else 0
+        if self._chars_per_token is None:
+            self._chars_per_token = max_token_chars(self.tokenizer)
+        check_sizes(request, max_model_len=s.max_model_len, max_tokens=max_tokens, reserve=reserve,
+                    chars_per_token=self._chars_per_token)  # fmt: skip
         auto = [i for i, item in enumerate(request.items) if item.criteria == "auto"]
         choices = {}
         if auto and self.classifier is not None:  # without one, resolve_criteria refuses the item, naming it

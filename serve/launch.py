@@ -36,6 +36,7 @@ import json
 import math
 import logging
 import os
+import secrets
 import sys
 import time
 from dataclasses import dataclass, field
@@ -120,6 +121,8 @@ def engine_command(spec: EngineSpec, config: ServeConfig, port: int) -> list[str
         # off (judge.JUDGE_CHAT_TEMPLATE_KWARGS; Qwen3 templates read it, ChatML ignores it). A client's own
         # chat_template_kwargs still win.
         cmd += ["--runner", "generate", "--default-chat-template-kwargs", json.dumps(JUDGE_CHAT_TEMPLATE_KWARGS)]
+        # GET /tokenizer_info, passed through by judge-serve: what lm-eval's remote tokenizer reads (#27).
+        cmd.append("--enable-tokenizer-info-endpoint")
     if config.enforce_eager:
         cmd.append("--enforce-eager")
     if config.max_num_seqs:
@@ -143,9 +146,24 @@ def engines_drain_on_sigterm(config: ServeConfig) -> ServeConfig:
     return dataclasses.replace(config, engine_args=[*config.engine_args, "--shutdown-timeout", grace])
 
 
-def engine_env(config: ServeConfig) -> dict[str, str]:
-    """The engines' environment: judge-serve's own, plus the CPU KV cache size and no hub telemetry."""
+#: The environment variable vLLM reads its API key from (vllm/envs.py); judge-serve gives its engines their key
+#: there, never on a command line (``ps`` shows those to every local user) nor in run.json.
+ENGINE_KEY_ENV = "VLLM_API_KEY"
+
+
+def engine_key() -> str:
+    """The key judge-serve's engines are started with and judge-serve sends them: ``$VLLM_API_KEY`` when set (so
+    several judge-serves, or an attached engine, can share one), else a fresh secret for this launch only, known to
+    no one but this process (#30, finding 8). vLLM checks it on its ``/v1`` routes."""
+    return os.environ.get(ENGINE_KEY_ENV) or secrets.token_urlsafe(32)
+
+
+def engine_env(config: ServeConfig, api_key: str | None = None) -> dict[str, str]:
+    """The engines' environment: judge-serve's own, plus the engines' key, the CPU KV cache size and no hub
+    telemetry."""
     env = dict(os.environ)
+    if api_key:
+        env[ENGINE_KEY_ENV] = api_key
     if config.cpu_kv_cache_gib:
         env["VLLM_CPU_KVCACHE_SPACE"] = str(int(config.cpu_kv_cache_gib))
     env.setdefault("VLLM_NO_USAGE_STATS", "1")
@@ -168,26 +186,32 @@ class Engine:
     proc: ManagedProcess | None = None
     log_path: Path | None = None
     command: list[str] = field(default_factory=list)
+    api_key: str | None = field(default=None, repr=False)  # sent as a Bearer token; never written anywhere
 
     @classmethod
-    def start(cls, spec: EngineSpec, config: ServeConfig, log_dir: Path) -> Engine:
+    def start(cls, spec: EngineSpec, config: ServeConfig, log_dir: Path, api_key: str | None = None) -> Engine:
         """Start the engine (or attach when ``spec.url`` is set); returns at once, see ``wait_ready``.
 
         Call it from the event loop's thread, never a worker thread: the engine's parent-death signal fires when
         the thread that started it ends (``judge.plumbing.processes``). A restarted engine appends to the same log.
         """
-        if spec.url:
-            return cls(spec=spec, url=spec.url.rstrip("/").removesuffix("/v1"))
+        if spec.url:  # an attached engine's key, if it has one, is the one in judge-serve's environment
+            return cls(spec=spec, url=spec.url.rstrip("/").removesuffix("/v1"), api_key=os.environ.get(ENGINE_KEY_ENV))
         port = free_port()
         cmd = engine_command(spec, config, port)
         log_path = log_dir / f"{spec.role}.log"
         log.info("starting %s engine on port %d (log %s): %s", spec.role, port, log_path, " ".join(cmd))
         # Shielded: a job-wide SIGTERM (scancel) must not stop the engine under the requests judge-serve drains.
         proc = start_process(
-            cmd, log_path=log_path, env=engine_env(config), name=f"{spec.role} engine",
+            cmd, log_path=log_path, env=engine_env(config, api_key), name=f"{spec.role} engine",
             grace_s=config.engine_stop_grace_s, append_log=True, sigterm_shielded=True,
         )  # fmt: skip
-        return cls(spec=spec, url=f"http://127.0.0.1:{port}", proc=proc, log_path=log_path, command=cmd)
+        return cls(spec=spec, url=f"http://127.0.0.1:{port}", proc=proc, log_path=log_path, command=cmd, api_key=api_key)
+
+    @property
+    def auth_headers(self) -> dict[str, str]:
+        """The headers that authenticate judge-serve to this engine (none when it has no key)."""
+        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
     @property
     def role(self) -> Role:

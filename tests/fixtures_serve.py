@@ -43,6 +43,9 @@ from judge.plumbing.processes import ManagedProcess, free_port, group_members, h
 from tests.fixtures_models import FAST_ENGINE_ENV, TEST_KV_CACHE
 
 API_KEY = "test-key"
+#: The key every test judge-serve starts its engines with (``$VLLM_API_KEY``, serve.launch.engine_key): one for all,
+#: so the regression server can attach to the seq2seq server's engine, and tests that call an engine directly can.
+ENGINE_KEY = "test-engine-key"
 MODEL_NAME = "tiny-judge"
 #: Seconds to wait for /ready: an idle 2-core machine starts a tiny engine in about 45 s with --enforce-eager;
 #: two engines start at once here, beside other test processes.
@@ -199,6 +202,7 @@ class _Process:
             "HF_HUB_OFFLINE": "1",
             "TRANSFORMERS_OFFLINE": "1",
             "VLLM_NO_USAGE_STATS": "1",
+            "VLLM_API_KEY": ENGINE_KEY,
             **({} if production_engines else FAST_ENGINE_ENV),
             **(env or {}),
         }

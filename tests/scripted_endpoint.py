@@ -21,7 +21,8 @@ class ScriptedEndpoint:
     It serves from construction until ``close()`` (or the end of a ``with`` block). ``requests`` holds every
     ``(path, body)`` POSTed, in arrival order (an empty body reads as ``{}``), ``gets`` every GET path. ``GET
     /v1/models`` lists ``model`` with ``max_model_len`` (left out when None), as vLLM does; with ``respond_get``,
-    every GET is answered by ``respond_get(path) -> (status, json)`` instead.
+    every GET is answered by ``respond_get(path) -> (status, json)`` instead. ``headers`` holds each request's
+    headers (lower-case names), GET and POST, in arrival order.
     """
 
     def __init__(self, respond: Callable[[str, dict], tuple], model: str = "scripted",
@@ -32,6 +33,7 @@ class ScriptedEndpoint:
         self.max_model_len = max_model_len
         self.requests: list[tuple[str, dict]] = []
         self.gets: list[str] = []
+        self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
         endpoint = self
 
@@ -50,6 +52,7 @@ class ScriptedEndpoint:
                 self.wfile.write(data)
 
             def do_GET(self):
+                endpoint.headers.append({k.lower(): v for k, v in self.headers.items()})
                 endpoint.gets.append(self.path)
                 if respond_get is not None:
                     return self._send(*respond_get(self.path))
@@ -63,6 +66,7 @@ class ScriptedEndpoint:
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
                 with endpoint._lock:
+                    endpoint.headers.append({k.lower(): v for k, v in self.headers.items()})
                     endpoint.requests.append((self.path, body))
                 self._send(*endpoint.respond(self.path, body))
 

@@ -6,12 +6,20 @@ TimeoutError → 504), against a scripted engine on 127.0.0.1 (the network bound
 from __future__ import annotations
 
 import asyncio
+import importlib.util
+import json
+import re
+import select
 import socket
 import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
-from serve.judging import EngineClient, EngineFailure, EngineUnavailable, engine_session, unless_dead
+from serve.judging import (ENGINE_KEEPALIVE_S, EngineClient, EngineFailure, EngineUnavailable, engine_session,
+                           unless_dead)
 from tests.scripted_endpoint import ScriptedEndpoint
 
 PAYLOAD = {"model": "gen", "prompt": [151644, 872, 198], "max_tokens": 4, "temperature": 0.0, "stop": ["[END]"],
@@ -127,3 +135,131 @@ def test_a_cancelled_caller_cancels_its_engine_call():
         return cancelled.is_set()
 
     assert asyncio.run(go())
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# #27: the 503 after a quiet spell. vLLM's server (uvicorn, ``timeout_keep_alive=VLLM_HTTP_TIMEOUT_KEEP_ALIVE``, 5 s)
+# closes a connection whose keep-alive timer is due; a request that reaches it at that moment is dropped unread.
+# judge-serve's pool (aiohttp, 15 s by default) reused such connections, and the POST failed with
+# ServerDisconnectedError -> 503 while the engine was alive.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class KeepAliveEngine:
+    """An HTTP/1.1 engine on 127.0.0.1 that answers the first request of each connection and keeps it open, then
+    closes it, unread, when the next request arrives on it: uvicorn's keep-alive timer winning against a request
+    already in the socket buffer, made to happen every time. With ``drop_first``, a fresh connection's first
+    request is dropped too (an engine really going away); with ``drop_reused=False`` every request is answered.
+    ``connections`` counts accepted connections, ``answered`` the requests answered."""
+
+    def __init__(self, drop_first: bool = False, drop_reused: bool = True):
+        self.connections = 0
+        self.answered: list[dict] = []
+        engine = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def setup(self):
+                super().setup()
+                engine.connections += 1
+                self.served = 0
+
+            def handle_one_request(self):
+                if (self.served and drop_reused) or drop_first:
+                    select.select([self.connection], [], [])  # the request has arrived: close it unread
+                    self.close_connection = True
+                    return
+                super().handle_one_request()
+
+            def do_POST(self):
+                engine.answered.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+                self.served += 1
+                data = json.dumps(COMPLETION).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def _post_twice(root: str) -> tuple[list, int]:
+    """Two calls one after the other on one session; each outcome (the answer or the exception) and the retries."""
+
+    async def go():
+        async with engine_session(30.0, max_connections=4) as http:
+            client = EngineClient(http, root, asyncio.Event(), lambda: "dead")
+            outcomes = []
+            for _ in range(2):
+                try:
+                    outcomes.append(await client.post("/v1/completions", PAYLOAD))
+                except (EngineUnavailable, EngineFailure) as err:
+                    outcomes.append(err)
+            return outcomes, http.retries
+
+    return asyncio.run(go())
+
+
+def test_a_pooled_connection_the_engine_closed_as_the_request_arrived_is_retried_on_a_fresh_one():
+    """#27's 503: the second call reuses the pooled connection, which the engine closes with the request unread.
+    It is sent once more on a fresh connection and answered: no 503 while the engine is alive, and the engine
+    answered each call exactly once. (Before the fix: EngineUnavailable "ServerDisconnectedError".)"""
+    with KeepAliveEngine() as engine:
+        outcomes, retries = _post_twice(engine.url)
+    assert outcomes == [COMPLETION, COMPLETION]
+    assert retries == 1
+    assert engine.connections == 2  # the second call's retry went out on a new connection
+    assert engine.answered == [PAYLOAD, PAYLOAD]
+
+
+def test_a_fresh_connection_closed_unanswered_is_not_retried():
+    """Only a reused connection is retried: a fresh one dropped unanswered means the engine is going away, and the
+    call is EngineUnavailable (503) after one attempt, never sent twice."""
+    with KeepAliveEngine(drop_first=True) as engine:
+        outcomes, retries = _post_twice(engine.url)
+    assert [type(o) for o in outcomes] == [EngineUnavailable, EngineUnavailable]
+    assert retries == 0 and engine.connections == 2 and engine.answered == []
+
+
+def test_the_pool_drops_a_connection_before_the_engine_would(monkeypatch):
+    """judge-serve's pool keeps an idle connection for less than vLLM's server does: a connection idle for the
+    engine's keep-alive (read from the installed vLLM's ``VLLM_HTTP_TIMEOUT_KEEP_ALIVE`` default) is not reused
+    but replaced by a fresh one. The pool's clock is moved forward instead of sleeping."""
+    spec = importlib.util.find_spec("vllm")
+    envs = Path(spec.origin).parent / "envs.py"  # read, not imported (importing vLLM takes seconds)
+    engine_keepalive_s = int(re.search(r'"VLLM_HTTP_TIMEOUT_KEEP_ALIVE", "(\d+)"', envs.read_text())[1])
+    assert ENGINE_KEEPALIVE_S < engine_keepalive_s
+
+    import aiohttp.connector
+
+    now = [time.monotonic()]
+    monkeypatch.setattr(aiohttp.connector, "monotonic", lambda: now[0])
+
+    async def go(root):
+        async with engine_session(30.0, max_connections=4) as http:
+            client = EngineClient(http, root, asyncio.Event(), lambda: "dead")
+            await client.post("/v1/completions", PAYLOAD)
+            now[0] += ENGINE_KEEPALIVE_S / 2
+            await client.post("/v1/completions", PAYLOAD)  # within the pool's keep-alive: the same connection
+            now[0] += engine_keepalive_s
+            await client.post("/v1/completions", PAYLOAD)  # idle as long as the engine keeps it: a new one
+
+    with KeepAliveEngine(drop_reused=False) as engine:
+        asyncio.run(go(engine.url))
+    assert engine.connections == 2
+

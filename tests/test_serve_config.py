@@ -199,3 +199,19 @@ def test_engine_request_lines_only_at_debug(level, httpx_level):
     finally:
         for name in CHATTY_LOGGERS:
             logging.getLogger(name).setLevel(logging.NOTSET)
+
+
+def test_each_launch_gets_its_own_engine_key_kept_off_the_command_line(monkeypatch, tmp_path):
+    """Without $VLLM_API_KEY every launch makes a fresh secret; the engines get it through their environment
+    (vLLM's VLLM_API_KEY), never on their command line, which run.json records and ``ps`` shows."""
+    from serve.launch import EngineSpec, engine_command, engine_env, engine_key
+
+    monkeypatch.delenv("VLLM_API_KEY", raising=False)
+    first, second = engine_key(), engine_key()
+    assert first != second and len(first) >= 32
+    config = ServeConfig(model=str(tmp_path)).validate()
+    assert engine_env(config, first)["VLLM_API_KEY"] == first
+    command = engine_command(EngineSpec("generator", tmp_path, "judge", 0.9, ""), config, 8001)
+    assert first not in " ".join(command) and "--api-key" not in command
+    monkeypatch.setenv("VLLM_API_KEY", "shared")
+    assert engine_key() == "shared"

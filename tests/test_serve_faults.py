@@ -102,7 +102,7 @@ def test_engine_killed_mid_request_fails_it_cleanly_then_heals(healing_server):
         time.sleep(0.2)
     print(f"old engine tree ({len(old_tree)} processes) gone {time.monotonic() - killed_at:.1f} s after the kill")
     deadline = time.monotonic() + 30  # the watcher looks every 0.5 s
-    while (health := httpx.get(server.root_url + "/health").json())["engines"]["generator"]["last_exit"] is None:
+    while (health := httpx.get(server.root_url + "/health", headers={"Authorization": f"Bearer {server.api_key}"}).json())["engines"]["generator"]["last_exit"] is None:
         assert time.monotonic() < deadline, health
         time.sleep(0.2)
     assert health["engines"]["generator"]["last_exit"] == -signal.SIGKILL
@@ -119,7 +119,7 @@ def test_engine_killed_mid_request_fails_it_cleanly_then_heals(healing_server):
 
     process.wait_ready()
     print(f"healed: /ready 200 again {time.monotonic() - killed_at:.1f} s after the kill")
-    health = httpx.get(server.root_url + "/health").json()
+    health = httpx.get(server.root_url + "/health", headers={"Authorization": f"Bearer {server.api_key}"}).json()
     assert health["status"] == "ready"
     assert health["engines"]["generator"] == {
         "state": "up", "pid": server.run_record()["engines"]["generator"]["pid"], "restarts": 1, "last_exit": -signal.SIGKILL,

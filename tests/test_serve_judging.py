@@ -226,3 +226,77 @@ def test_criteria_auto_parses_and_resolves_to_the_choice_criteria():
     with pytest.raises(RequestError) as err:
         parse_judge_request({"instruction": "x", "answer": "y", "criteria": "automatic"})
     assert err.value.param == "items[0].criteria"
+
+
+# ------------------------------------------------------------------------------------------ bounds before work (#30)
+
+
+def test_an_answer_that_cannot_fit_is_refused_before_anything_is_rendered(qwen_tokenizer, monkeypatch):
+    """A 1 MiB answer with 64 criteria is refused by the size check alone, naming the item: no prompt is rendered or
+    tokenized (before: every criterion's prompt was, 92 s and +2 GB). The bound is the context's prompt tokens
+    times the longest vocabulary entry (Qwen2.5: 128 characters), so no prompt that fits is refused by it."""
+    import asyncio
+
+    import serve.judging as judging
+
+    assert judging.max_token_chars(qwen_tokenizer) == 128
+    rendered = []
+    monkeypatch.setattr(judging, "render_prompt", lambda fields: rendered.append(fields) or "")
+    criteria = [{"name": f"c{k}", "rubrics": "0: нет\n1: да"} for k in range(64)]
+    request = parse_judge_request({"items": [{"instruction": "Ответь", "answer": "я" * (1 << 20), "criteria": criteria}]})
+    settings = judging.JudgeSettings(model_name="tiny", kind="seq2seq", engine_models={"generator": "gen"},
+                                     max_model_len=4096, max_tokens=64, temperature=0.0, score_logprobs=False,
+                                     lenient=False, constrained=False, feedback_max_chars=0, max_judgments=512)  # fmt: skip
+    server = judging.Judge(settings, qwen_tokenizer, None, None, asyncio.Semaphore(1))
+    with pytest.raises(RequestError) as err:
+        asyncio.run(server.run(request))
+    assert (err.value.status, err.value.code) == (400, "context_length_exceeded")
+    assert err.value.param.startswith("items[0]") and err.value.message.startswith(err.value.param)
+    assert f"at most {(4096 - 64) * 128} characters" in err.value.message
+    assert rendered == []
+
+
+def test_a_text_just_within_the_character_bound_reaches_tokenizing():
+    """The size check refuses only what cannot fit: a text at the bound passes it (the token count decides)."""
+    from serve.judging import check_sizes
+
+    request = parse_judge_request({"items": [{"instruction": "a", "answer": "b" * 99, "criteria": ["Креативность"]}]})
+    check_sizes(request, max_model_len=20, max_tokens=10, reserve=0, chars_per_token=10)  # 100 characters == 10 x 10
+    with pytest.raises(RequestError, match=r"^items\[0\]: 101 characters"):
+        request = parse_judge_request({"items": [{"instruction": "a", "answer": "b" * 100, "criteria": ["Креативность"]}]})
+        check_sizes(request, max_model_len=20, max_tokens=10, reserve=0, chars_per_token=10)
+
+
+ANSWER_ENDINGS = ["Роза красная", "Конец.  ", "Вопрос?!\n", "tabs\t\t", "emoji 🙂", "й" + "\u0306", "\n\n", "",
+                  "код: `x = 1`\n\n###", "1234567", "слово   \n \n"]  # fmt: skip
+
+
+@pytest.mark.parametrize("ending", ANSWER_ENDINGS, ids=range(len(ANSWER_ENDINGS)))
+def test_the_shared_prefix_tokenized_once_gives_the_whole_prompts_ids(qwen_tokenizer, ending):
+    """Tokenizing an item's shared part once and each criterion's part apart gives exactly the ids of tokenizing each
+    whole chat-wrapped prompt, whatever the answer ends with (spaces, punctuation, newlines, emoji, a combining
+    mark, a '###' of its own) and for taxonomy and custom criteria alike."""
+    from serve.judging import build_jobs
+
+    criteria = ["Креативность", "Грамотность", {"name": "Своя", "rubrics": "0: нет\n\n1: да"}]
+    body = {"items": [{"instruction": "Напиши стих", "answer": "Начало. " + ending, "criteria": criteria},
+                      {"instruction": "Ответь", "answer": "x" + ending, "reference_answer": "эталон\n", "criteria": criteria[:2]}]}  # fmt: skip
+
+    class Spy:  # the tokenizer, recording every text it is asked to tokenize
+        def __init__(self):
+            self.texts = []
+
+        def __getattr__(self, name):
+            return getattr(qwen_tokenizer, name)
+
+        def __call__(self, texts, **kwargs):
+            self.texts += texts
+            return qwen_tokenizer(texts, **kwargs)
+
+    spy = Spy()
+    jobs = build_jobs(parse_judge_request(body), spy, max_model_len=4096, max_tokens=64)
+    assert len(jobs) == 5
+    assert sum("Напиши стих" in text for text in spy.texts) == 1  # the first item's shared part, tokenized once
+    for job in jobs:
+        whole = qwen_tokenizer(judge.apply_chat(qwen_tokenizer, job.prompt), add_special_tokens=False)["input_ids"]
+        assert job.prompt_ids == whole, job.criterion.name

@@ -7,20 +7,22 @@ the parsed-score and score-distribution path.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import httpx
 import openai
 import pytest
 
 import judge
-from judge.plumbing.processes import http_status
-from tests.fixtures_serve import frozen, requests_held_at, start_judge_serve
+from judge.plumbing.processes import group_members, http_status
+from tests.fixtures_serve import ENGINE_KEY, frozen, requests_held_at, start_judge_serve
 
 pytestmark = pytest.mark.slow
 
@@ -68,7 +70,8 @@ def test_passthrough_is_byte_for_byte(seq2seq_server):
     """A proxied response is the engine's own (same body for the same greedy request)."""
     body = {"model": seq2seq_server.model, "prompt": [1, 2, 3], "max_tokens": 4, "temperature": 0}
     via_judge_serve = _post(seq2seq_server, "/v1/completions", body).json()
-    direct = httpx.post(seq2seq_server.engine_url("generator") + "/v1/completions", json=body, timeout=60).json()
+    direct = httpx.post(seq2seq_server.engine_url("generator") + "/v1/completions", json=body, timeout=60,
+                        headers={"Authorization": f"Bearer {ENGINE_KEY}"}).json()
     for response in (via_judge_serve, direct):
         response.pop("id"), response.pop("created")
     assert via_judge_serve == direct
@@ -82,7 +85,7 @@ def test_vllm_error_passes_through(seq2seq_server):
 
 def test_health_ready_metrics(seq2seq_server):
     """/health and /ready answer 200 without auth; /metrics is vLLM's Prometheus text; no pooler here."""
-    assert httpx.get(seq2seq_server.root_url + "/health").json()["status"] == "ready"
+    assert httpx.get(seq2seq_server.root_url + "/health", headers={"Authorization": f"Bearer {seq2seq_server.api_key}"}).json()["status"] == "ready"
     assert httpx.get(seq2seq_server.root_url + "/ready").status_code == 200
     metrics = httpx.get(seq2seq_server.root_url + "/metrics")
     assert metrics.status_code == 200 and "vllm:prefix_cache_hits_total" in metrics.text
@@ -310,3 +313,19 @@ def test_timeout_then_graceful_shutdown(seq2seq_server, tmp_path):
         with pytest.raises(httpx.ConnectError):
             httpx.get(server.root_url + "/health")
     assert httpx.get(seq2seq_server.root_url + "/ready").status_code == 200
+
+
+def test_the_engine_judge_serve_started_answers_only_judge_serve(seq2seq_server):
+    """The vLLM engine judge-serve started refuses a caller without its key (401 on /v1, where vLLM checks it), so
+    a local user who reads its URL from run.json cannot bypass judge-serve's auth; the key is on no command line
+    of the engine's processes and in no file judge-serve wrote (#30, finding 8)."""
+    engine_url = seq2seq_server.engine_url("generator")
+    assert httpx.get(engine_url + "/v1/models", timeout=30).status_code == 401
+    assert httpx.get(engine_url + "/v1/models", timeout=30, headers={"Authorization": f"Bearer {ENGINE_KEY}"}).status_code == 200
+    pgid = seq2seq_server.run_record()["engines"]["generator"]["pid"]
+    for pid in group_members(pgid):
+        with contextlib.suppress(OSError):
+            assert ENGINE_KEY.encode() not in Path(f"/proc/{pid}/cmdline").read_bytes()
+    for written in seq2seq_server.run_dir.rglob("*"):
+        if written.is_file() and written.stat().st_size < 50_000_000:
+            assert ENGINE_KEY.encode() not in written.read_bytes(), written

@@ -1,0 +1,325 @@
+"""judge-serve's engine supervision: starting, watching, healing and stopping the vLLM engines behind the HTTP
+surface (``serve.app``).
+
+State: ``ServerState`` is what the routes and the supervisor share; ``status`` runs starting -> ready -> draining, or
+starting -> failed.
+
+Self-healing: an engine judge-serve started that dies (its whole process tree is taken down with it,
+``judge.plumbing.processes``) is restarted after a backoff (``engine_restart_backoff_s``, doubling, at most
+``engine_restart_backoff_max_s``); a restart that fails to come up counts as another death. Past
+``engine_max_restarts`` deaths within ``engine_restart_window_s`` judge-serve stops and exits 1. An attached engine
+(``generator_url``/``pooling_url``) is not judge-serve's to restart: after two failed ``/health`` probes its routes
+answer 503, and it is probed on until it answers again, then served. A probe that judge-serve could not send for its
+own want of descriptors or memory counts neither way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import json
+import logging
+import math
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import aiohttp
+
+from judge.plumbing.provenance import make_private_dir
+from serve.config import ServeConfig
+from serve.judging import EngineClient, EngineHttp, Judge, JudgeSettings, engine_session
+from serve.launch import Engine, EngineStartError, engine_key, engine_specs
+from serve.layout import CheckpointLayout
+
+__all__ = ["ServerState", "restart_delay", "probe", "start_engines", "stop_engines"]
+
+log = logging.getLogger("judge_serve")
+
+
+@dataclass
+class ServerState:
+    """What the routes share. ``status`` runs starting -> ready -> draining, or starting -> failed."""
+
+    config: ServeConfig
+    layout: CheckpointLayout
+    status: str = "starting"
+    failure: str | None = None
+    engines: dict[str, Engine] = field(default_factory=dict)
+    dead: dict[str, asyncio.Event] = field(default_factory=dict)
+    dead_reason: dict[str, str] = field(default_factory=dict)
+    http: EngineHttp | None = None
+    judge: Judge | None = None
+    log_dir: Path | None = None
+    on_fatal: Callable[[], None] | None = None
+    tasks: list[asyncio.Task] = field(default_factory=list)
+    clients: dict[str, EngineClient] = field(default_factory=dict)
+    restarts: dict[str, int] = field(default_factory=dict)  # role -> restarts since judge-serve started
+    restart_times: dict[str, list[float]] = field(default_factory=dict)  # role -> time.monotonic() of each
+    last_exit: dict[str, int] = field(default_factory=dict)  # role -> the last exit code of its engine
+    retry_after: dict[str, int] = field(default_factory=dict)  # role -> seconds to tell clients while it restarts
+    engine_key: str | None = field(default=None, repr=False)  # the engines' per-launch key (serve.launch.engine_key)
+
+    def engine_problem(self, role: str) -> str | None:
+        """Why ``role``'s engine cannot take a request now, or None when it can."""
+        if self.status == "failed":
+            return f"judge-serve cannot serve: {self.failure}"
+        if role in self.dead_reason:
+            return self.dead_reason[role]
+        if self.status == "starting":
+            return "the engines are still starting; retry when /ready answers 200"
+        return None
+
+    def any_dead(self) -> str | None:
+        return next(iter(self.dead_reason.values()), None)
+
+    def healing(self, role: str) -> bool:
+        """Whether ``role``'s engine is dead and being restarted."""
+        return role in self.retry_after
+
+    def retry_after_s(self, roles) -> str:
+        """The ``Retry-After`` header value for requests refused because of ``roles``' engines."""
+        return str(max([self.retry_after.get(role, 5) for role in roles] or [5]))
+
+
+def _write_run_record(state: ServerState) -> None:
+    """``run.json`` (``judge.plumbing.provenance``) in the log folder, with the layout and the engines' URLs, pids, commands."""
+    import judge
+    from judge.plumbing.provenance import write_provenance
+
+    assert state.log_dir is not None
+    write_provenance(
+        state.log_dir, "judge-serve", state.config.to_dict(), prompt_version=judge.PROMPT_VERSION,
+        layout={k: str(v) if v is not None else None for k, v in vars(state.layout).items()},
+        # pid: the engine's process group (its supervisor); its whole tree shares it. Rewritten after a restart.
+        engines={role: {"url": e.url, "pid": e.pid, "command": e.command, "log": str(e.log_path) if e.log_path else None,
+                        "restarts": state.restarts.get(role, 0)} for role, e in state.engines.items()},
+    )  # fmt: skip
+
+
+async def _bring_up(state: ServerState) -> None:
+    """Load the tokenizer and wait for every engine; then build the judge and turn ready (or fail)."""
+    config = state.config
+    try:
+        from transformers import AutoTokenizer
+
+        tokenizer = await asyncio.to_thread(AutoTokenizer.from_pretrained, str(state.layout.root))
+        stop = lambda: state.status != "starting"  # noqa: E731
+        await asyncio.gather(
+            *(asyncio.to_thread(e.wait_ready, config.engine_start_timeout_s, stop) for e in state.engines.values())
+        )
+    except Exception as err:  # noqa: BLE001 - any failure to come up is fatal, and reported as such
+        if state.status == "starting":
+            state.status, state.failure = "failed", str(err)
+            log.error("judge-serve cannot start: %s", err)
+            if state.on_fatal:
+                state.on_fatal()
+        return
+    assert state.http is not None
+    engine_models = {}
+    for role, engine in state.engines.items():
+        # An attached engine may serve under another name; judge-serve's own calls use the engine's.
+        engine_models[role] = config.model_name
+        with contextlib.suppress(aiohttp.ClientError, asyncio.TimeoutError, ValueError, KeyError, IndexError):
+            response = await state.http.request("GET", engine.url + "/v1/models", headers=engine.auth_headers)
+            try:
+                engine_models[role] = json.loads(await response.read())["data"][0]["id"]
+            finally:
+                response.release()
+    clients = state.clients = {
+        role: EngineClient(state.http, e.url, state.dead[role], lambda role=role: state.dead_reason.get(role, f"{role} engine unavailable"),
+                           headers=e.auth_headers)
+        for role, e in state.engines.items()
+    }
+    settings = JudgeSettings(
+        model_name=config.model_name,
+        verdict_format=config.verdict_format,
+        kind=state.layout.kind,
+        head_input=state.layout.head_input,
+        engine_models=engine_models,
+        max_model_len=config.max_model_len,
+        max_tokens=config.max_tokens,
+        temperature=config.temperature,
+        score_logprobs=config.score_logprobs,
+        lenient=config.lenient_parsing,
+        constrained=config.constrained_decoding,
+        feedback_max_chars=config.feedback_max_chars,
+        max_judgments=config.max_judgments_per_request,
+    )
+    classifier = None
+    if config.criteria_classifier:
+        from judge.criteria_auto import classifier_from_settings
+
+        classifier = await asyncio.to_thread(
+            classifier_from_settings, config.criteria_classifier, config.criteria_classifier_path,
+            config.criteria_classifier_model, config.criteria_threshold,
+        )
+    state.judge = Judge(
+        settings, tokenizer, clients["generator"], clients.get("pooler"), asyncio.Semaphore(config.max_concurrent_engine_requests),
+        classifier=classifier,
+    )
+    if state.status == "starting":
+        state.status = "ready"
+        log.info("judge-serve ready: %s judge %r on http://%s:%d", state.layout.kind, config.model_name, config.host, config.port)
+
+
+#: Errors that are judge-serve's own trouble (no free descriptor, no buffer, no memory): a probe that fails with
+#: one says nothing about the engine, so it never counts against it (#30, finding 1).
+_OWN_TROUBLE = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
+
+
+async def probe(http: EngineHttp, url: str, timeout_s: float = 5.0) -> bool | None:
+    """Whether the engine at ``url`` answers ``GET /health`` with 200 now; None when judge-serve itself could not
+    ask (out of descriptors or memory), which is no news about the engine."""
+    try:
+        response = await asyncio.wait_for(http.request("GET", url + "/health"), timeout_s)
+    except OSError as err:  # aiohttp's ClientOSError and ClientConnectorError are OSErrors with the errno
+        own = err.errno in _OWN_TROUBLE or getattr(getattr(err, "os_error", None), "errno", None) in _OWN_TROUBLE
+        return None if own else False
+    except (aiohttp.ClientError, asyncio.TimeoutError):
+        return False
+    response.release()
+    return response.status == 200
+
+
+async def _watch(state: ServerState, interval_s: float = 0.5, attached_every: int = 10) -> None:
+    """Notice a dead engine: a started one as soon as its process exits (then heal it, once judge-serve is ready),
+    an attached one when its /health fails twice. An attached engine marked dead is probed on the same schedule
+    and taken back as soon as it answers; a probe judge-serve could not send (its own descriptors or memory ran
+    out) counts neither way."""
+    misses: dict[str, int] = {}
+    tick = 0
+    while True:
+        await asyncio.sleep(interval_s)
+        tick += 1
+        for role, engine in list(state.engines.items()):
+            attached_turn = not engine.owned and state.status == "ready" and tick % attached_every == 0
+            if role in state.dead_reason:
+                if attached_turn and state.http is not None and await probe(state.http, engine.url) is True:
+                    misses[role] = 0
+                    state.dead[role].clear()
+                    state.dead_reason.pop(role, None)
+                    log.info("the attached %s engine at %s answers /health again: serving", role, engine.url)
+                continue
+            reason = None
+            code = engine.exit_code()
+            if code is not None:
+                state.last_exit[role] = code
+                reason = f"the {role} engine exited with code {code}"
+                log.error("%s (log: %s)", reason, engine.log_path)
+            elif attached_turn and state.http is not None:
+                healthy = await probe(state.http, engine.url)
+                if healthy is None:
+                    log.warning("could not probe the attached %s engine: judge-serve is out of descriptors or memory", role)
+                    continue
+                misses[role] = 0 if healthy else misses.get(role, 0) + 1
+                if misses[role] >= 2:
+                    reason = f"the attached {role} engine stopped answering /health; judge-serve resumes when it answers"
+                    log.error("%s (%s)", reason, engine.url)
+            if reason:
+                state.dead_reason[role] = reason
+                state.dead[role].set()  # in-flight calls to it give up now: 503, never a hang
+                if engine.owned:
+                    log.error("%s engine log tail:\n%s", role, engine.log_tail(30))
+                if engine.owned and state.status == "ready":
+                    state.retry_after[role] = 5  # restarting from now on (/health), before the task first runs
+                    state.tasks.append(asyncio.ensure_future(_heal(state, role)))
+
+
+def restart_delay(config: ServeConfig, restarts_in_window: int) -> float | None:
+    """Seconds to wait before the next restart of an engine that has already been restarted
+    ``restarts_in_window`` times within ``engine_restart_window_s``; None when that is past the limit.
+
+    ``engine_restart_backoff_s`` doubles with each restart in the window, up to ``engine_restart_backoff_max_s``.
+    """
+    if restarts_in_window >= config.engine_max_restarts:
+        return None
+    return min(config.engine_restart_backoff_max_s, config.engine_restart_backoff_s * 2**restarts_in_window)
+
+
+async def _heal(state: ServerState, role: str) -> None:
+    """Restart ``role``'s dead engine with backoff until it answers, or give judge-serve up past the limit."""
+    config = state.config
+    state.retry_after[role] = 5
+    try:
+        # Its supervisor already took its process tree down; stop() reaps it and SIGKILLs any straggler.
+        await asyncio.to_thread(state.engines[role].stop)
+        while state.status == "ready":
+            now = time.monotonic()
+            recent = [t for t in state.restart_times.setdefault(role, []) if now - t < config.engine_restart_window_s]
+            state.restart_times[role] = recent
+            backoff = restart_delay(config, len(recent))
+            if backoff is None:
+                state.status = "failed"
+                state.failure = (
+                    f"the {role} engine died {len(recent) + 1} times within {config.engine_restart_window_s:g} s "
+                    f"(last exit code {state.last_exit.get(role)}); engine_max_restarts={config.engine_max_restarts} "
+                    "reached, judge-serve stops"
+                )
+                log.error("%s (log: %s)", state.failure, state.engines[role].log_path)
+                if state.on_fatal:
+                    state.on_fatal()
+                return
+            attempt = f"restart {len(recent) + 1} of {config.engine_max_restarts} allowed within {config.engine_restart_window_s:g} s"
+            state.retry_after[role] = max(1, math.ceil(backoff)) + 5
+            state.dead_reason[role] = (
+                f"the {role} engine exited with code {state.last_exit.get(role)}; judge-serve is restarting it "
+                f"({attempt}); retry later"
+            )
+            log.warning("%s engine: %s in %.1f s", role, attempt, backoff)
+            await asyncio.sleep(backoff)
+            if state.status != "ready":
+                return
+            state.restart_times[role].append(time.monotonic())
+            state.restarts[role] = state.restarts.get(role, 0) + 1
+            # Started here, on the event loop's thread, which lives as long as judge-serve (the parent-death signal).
+            engine = state.engines[role] = Engine.start(state.engines[role].spec, config, state.log_dir, state.engine_key)
+            _write_run_record(state)
+            try:
+                await asyncio.to_thread(engine.wait_ready, config.engine_start_timeout_s, lambda: state.status != "ready")
+            except EngineStartError as err:
+                state.last_exit[role] = engine.exit_code() if engine.exit_code() is not None else state.last_exit.get(role, -1)
+                log.error("the restarted %s engine did not come up: %s", role, err)
+                await asyncio.to_thread(engine.stop)
+                continue
+            if role in state.clients:
+                state.clients[role].url = engine.url
+            state.dead[role].clear()
+            state.dead_reason.pop(role, None)
+            log.info("%s engine restarted and ready at %s (%d restarts so far)", role, engine.url, state.restarts[role])
+            return
+    finally:
+        state.retry_after.pop(role, None)
+
+
+async def start_engines(state: ServerState) -> None:
+    """Open the engines' HTTP client, start (or attach to) every engine, write run.json, and start bringing them up
+    and watching them; returns at once (the port answers /health while they load)."""
+    config = state.config
+    state.log_dir = Path(config.log_dir) if config.log_dir else Path(tempfile.mkdtemp(prefix="judge-serve-"))
+    make_private_dir(state.log_dir)  # 0700 when created here: engine logs, run.json (issue #30.7)
+    state.http = engine_session(
+        config.request_timeout_s, max_connections=config.max_concurrent_engine_requests + 64,
+        keepalive_s=config.engine_keepalive_s,
+    )  # fmt: skip
+    state.engine_key = engine_key()
+    for spec in engine_specs(config, state.layout):
+        state.engines[spec.role] = Engine.start(spec, config, state.log_dir, state.engine_key)
+        state.dead[spec.role] = asyncio.Event()
+    _write_run_record(state)
+    log.info("engine logs and run.json in %s", state.log_dir)
+    state.tasks = [asyncio.ensure_future(_bring_up(state)), asyncio.ensure_future(_watch(state))]
+
+
+async def stop_engines(state: ServerState) -> None:
+    """Stop watching and stop every engine judge-serve started (their whole trees); close the HTTP client."""
+    if state.status != "failed":
+        state.status = "draining"
+    for task in state.tasks:
+        task.cancel()
+    await asyncio.gather(*(asyncio.to_thread(e.stop) for e in state.engines.values()))
+    if state.http is not None:
+        await state.http.close()

@@ -1,0 +1,160 @@
+"""judge-serve stays up under a flood of connections that never finish their headers (#30, finding 1).
+
+judge-serve runs for real (``python -m serve.cli``, under ``judge.plumbing.processes``) with its descriptor limit lowered
+(``RLIMIT_NOFILE`` 200, soft and hard) in front of an attached engine given by ``--generator-url``: a scripted
+engine on 127.0.0.1 (the network boundary). Before the fix the flood used up judge-serve's descriptors, its own
+``/health`` probe of the engine failed with EMFILE, the engine was declared dead for good and every later request
+got 503 although the engine answered 200.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from judge.plumbing.processes import free_port, http_status, start_process
+from tests.scripted_endpoint import ScriptedEndpoint, chat_completion
+
+KEY = "flood-test-key"
+DESCRIPTORS = 200  # judge-serve's RLIMIT_NOFILE, soft and hard; a Python server with transformers loaded uses ~60
+
+
+def _engine() -> ScriptedEndpoint:
+    """An attached vLLM 0.32 engine: /version, /health and /v1/models answer; every POST is a chat completion."""
+
+    def respond_get(path: str) -> tuple[int, dict]:
+        if path == "/version":
+            return 200, {"version": "0.32.0"}
+        if path == "/health":
+            return 200, {}
+        if path == "/v1/models":
+            return 200, {"object": "list", "data": [{"id": "attached", "object": "model", "max_model_len": 2048}]}
+        return 404, {"detail": "Not Found"}
+
+    return ScriptedEndpoint(lambda path, body: (200, chat_completion("ok", "attached")), respond_get=respond_get)
+
+
+@contextlib.contextmanager
+def _judge_serve(model_dir: Path, engine_url: str):
+    port = free_port()
+    run_dir = Path(tempfile.mkdtemp(prefix="judge-serve-flood-"))
+    argv = ["serve.cli", "--model", str(model_dir), "--port", str(port), "--generator-url", engine_url,
+            "--api-key", KEY, "--header-timeout-s", "2", "--log-dir", str(run_dir)]  # fmt: skip
+    # The limit is set inside judge-serve's own process, before anything else runs; raising the soft limit to the
+    # hard one (what judge-serve does at start) then changes nothing.
+    boot = (
+        "import resource, runpy, sys; "
+        f"resource.setrlimit(resource.RLIMIT_NOFILE, ({DESCRIPTORS}, {DESCRIPTORS})); "
+        f"sys.argv = {argv!r}; runpy.run_module('serve.cli', run_name='__main__')"
+    )
+    log_path = run_dir / "judge-serve.log"
+    process = start_process([sys.executable, "-c", boot], log_path=log_path, cwd=Path(__file__).parents[1],
+                            name="judge-serve", grace_s=30.0)  # fmt: skip
+    root = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        while http_status(root + "/ready") != 200:
+            if process.exit_code() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"judge-serve did not come up\n{log_path.read_text(errors='replace')[-4000:]}")
+            time.sleep(0.2)
+        yield root, log_path
+    finally:
+        process.stop(30.0)
+
+
+def _flood_until(port: int, done, timeout_s: float = 120.0) -> int:
+    """Keep several hundred connections open to ``port`` that send one header line and never finish, replacing
+    those the server closes, until ``done()``; returns how many were opened."""
+    opened: list[socket.socket] = []
+    count = 0
+    deadline = time.monotonic() + timeout_s
+    try:
+        while not done():
+            if time.monotonic() > deadline:
+                raise AssertionError("the flood never reached judge-serve's probe of its engine")
+            for _ in range(50):
+                s = socket.socket()
+                s.settimeout(1.0)
+                with contextlib.suppress(OSError):
+                    s.connect(("127.0.0.1", port))
+                    s.sendall(b"POST /v1/judge HTTP/1.1\r\n")
+                opened.append(s)
+                count += 1
+            while len(opened) > 3 * DESCRIPTORS:
+                opened.pop(0).close()
+            time.sleep(0.05)
+    finally:
+        for s in opened:
+            s.close()
+    return count
+
+
+def test_a_flood_of_half_open_connections_does_not_mark_the_attached_engine_dead(tiny_causal_dir):
+    """Flooded past its descriptor limit until its probe of the engine fails, judge-serve counts that as its own
+    trouble, not the engine's: once the flood stops, /health is 200 and a chat completion is answered by the
+    engine, with no 503 in between; and a connection that never finishes its headers is closed by judge-serve
+    within ``header_timeout_s``."""
+    with _engine() as engine, _judge_serve(tiny_causal_dir, engine.url) as (root, log_path):
+        port = int(root.rsplit(":", 1)[1])
+
+        def probed() -> bool:
+            text = log_path.read_text(errors="replace")
+            return "could not probe the attached generator engine" in text or "stopped answering /health" in text
+
+        assert _flood_until(port, probed) > DESCRIPTORS
+        log_text = log_path.read_text(errors="replace")
+        assert "stopped answering /health" not in log_text
+
+        # The flood is over: the next answers come as soon as judge-serve has closed its half-open connections.
+        deadline = time.monotonic() + 60
+        while http_status(root + "/health") != 200:
+            assert time.monotonic() < deadline, log_path.read_text(errors="replace")[-4000:]
+            time.sleep(0.2)
+        answer = httpx.post(root + "/v1/chat/completions", headers={"Authorization": f"Bearer {KEY}"},
+                            json={"model": "attached", "messages": [{"role": "user", "content": "hi"}]}, timeout=30)  # fmt: skip
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["choices"][0]["message"]["content"] == "ok"
+        assert "stopped answering /health" not in log_path.read_text(errors="replace")
+
+        # The header deadline: a connection that sends half a request line is closed by the server (EOF).
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+            assert s.recv(1) == b""
+
+
+def test_an_attached_engine_that_comes_back_is_served_again(tiny_causal_dir):
+    """An attached engine that stops answering is marked dead (503 naming no URL), keeps being probed, and is
+    served again by itself once it answers /health: judge-serve needs no restart."""
+    healthy = {"up": True}
+
+    def respond_get(path: str) -> tuple[int, dict]:
+        if path == "/version":
+            return 200, {"version": "0.32.0"}
+        if path == "/health":
+            return (200, {}) if healthy["up"] else (500, {"detail": "down"})
+        if path == "/v1/models":
+            return 200, {"object": "list", "data": [{"id": "attached", "object": "model", "max_model_len": 2048}]}
+        return 404, {"detail": "Not Found"}
+
+    auth = {"Authorization": f"Bearer {KEY}"}
+    body = {"model": "attached", "messages": [{"role": "user", "content": "hi"}]}
+    with ScriptedEndpoint(lambda p, b: (200, chat_completion("ok", "attached")), respond_get=respond_get) as engine, \
+            _judge_serve(tiny_causal_dir, engine.url) as (root, log_path):  # fmt: skip
+        healthy["up"] = False
+        deadline = time.monotonic() + 60
+        while (refused := httpx.post(root + "/v1/chat/completions", headers=auth, json=body, timeout=30)).status_code != 503:
+            assert time.monotonic() < deadline, log_path.read_text(errors="replace")[-4000:]
+            time.sleep(0.2)
+        assert engine.url not in refused.text and "127.0.0.1" not in refused.text
+        healthy["up"] = True
+        deadline = time.monotonic() + 60
+        while (answer := httpx.post(root + "/v1/chat/completions", headers=auth, json=body, timeout=30)).status_code != 200:
+            assert time.monotonic() < deadline, log_path.read_text(errors="replace")[-4000:]
+            time.sleep(0.2)
+        assert answer.json()["choices"][0]["message"]["content"] == "ok"
