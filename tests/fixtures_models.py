@@ -60,6 +60,7 @@ class VLLMServer:
         base_url: OpenAI client base URL, e.g. ``http://127.0.0.1:PORT/v1``.
         root_url: Server root for vLLM's own routes (``/classify``, ``/tokenize``, ``/health``).
         model: The served model name to put in requests.
+        api_key: The Bearer key the server asks for ("" when none).
         log_path: File holding the server's stdout and stderr.
         pid: Process-group id of the server's whole tree (its supervisor's pid, ``judge.plumbing.processes``).
     """
@@ -69,6 +70,8 @@ class VLLMServer:
     model: str
     log_path: Path
     pid: int
+    #: The key the engine asks for (judge-serve gives its engines one; "" for a server started without).
+    api_key: str = ""
 
 
 @contextlib.contextmanager
@@ -212,8 +215,12 @@ def vllm_tiny_server(seq2seq_server) -> VLLMServer:
     One engine for the model instead of two (issue #23: a full run kept both up, ~45-90 s of start and ~2.5 GiB
     each). It is a plain ``vllm.entrypoints.openai.api_server`` with the flags above, plus judge-serve's own
     (``serve/launch.py`` ``engine_command``: prefix caching, ``enable_thinking`` off in the chat template
-    kwargs, which the ChatML template ignores); no API key.
+    kwargs, which the ChatML template ignores); it asks for the per-launch key judge-serve gives its engines, which
+    the test judge-serves set to ``ENGINE_KEY`` (``api_key``: clients read it from ``$OPENAI_API_KEY``, as the
+    console scripts do, or take it directly).
     """
+    from tests.fixtures_serve import ENGINE_KEY
+
     engine = seq2seq_server.run_record()["engines"]["generator"]
     root_url = engine["url"]
     return VLLMServer(
@@ -222,4 +229,5 @@ def vllm_tiny_server(seq2seq_server) -> VLLMServer:
         model=seq2seq_server.model,
         log_path=Path(engine["log"]),
         pid=engine["pid"],
+        api_key=ENGINE_KEY,
     )

@@ -436,9 +436,10 @@ def test_score_logs_tables_and_plots_to_wandb_offline(small_data, tmp_path, monk
 
 
 @pytest.mark.slow
-def test_end_to_end_tiny_judge_run_score_compare(vllm_tiny_server, tmp_path):
+def test_end_to_end_tiny_judge_run_score_compare(vllm_tiny_server, tmp_path, monkeypatch):
     """Tiny random judge on vLLM -> run -> score -> compare on the bundled sample data. A random model rarely
     writes a verdict: the failures must be reported as such (n_failed), not crash anything; PNGs only with --png."""
+    monkeypatch.setenv("OPENAI_API_KEY", vllm_tiny_server.api_key)  # the engine's key, given as users give it
     n_records = len(judge.load_records(judge.sample_data_path()))
     for name, extra in (("tiny-ru", []), ("tiny-en", ["--prompt", "en"])):
         assert main(["run", "--judge", vllm_tiny_server.base_url, "--out", str(tmp_path / name), "--name", name,

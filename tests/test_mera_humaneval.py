@@ -561,8 +561,9 @@ def test_usage_errors_exit_2(tmp_path):
 
 
 @pytest.mark.slow
-def test_ruhumaneval_against_tiny_vllm(vllm_tiny_server, tmp_path):
+def test_ruhumaneval_against_tiny_vllm(vllm_tiny_server, tmp_path, monkeypatch):
     """Three HumanEval problems, n=2, against the tiny model under real vLLM: files complete, pass@k computed."""
+    monkeypatch.setenv("OPENAI_API_KEY", vllm_tiny_server.api_key)  # the engine's key, given as users give it
     out = tmp_path / "run"
     rc = cli.main(["ruhumaneval", "--endpoint", vllm_tiny_server.base_url, "--model", vllm_tiny_server.model,
                    "--data", "openai-humaneval", "--limit", "3", "--n", "2", "--k", "1", "2", "--max-tokens", "32",

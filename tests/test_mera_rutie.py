@@ -685,8 +685,9 @@ def test_rutie_help_runs():
 
 
 @pytest.mark.slow
-def test_rutie_on_sample_against_tiny_vllm(vllm_tiny_server, tmp_path):
+def test_rutie_on_sample_against_tiny_vllm(vllm_tiny_server, tmp_path, monkeypatch):
     """The bundled sample against the tiny model under real vLLM, generated and by log-probabilities."""
+    monkeypatch.setenv("OPENAI_API_KEY", vllm_tiny_server.api_key)  # the engine's key, given as users give it
     n_questions = sum(len(d) for d in load_dialogues(SAMPLE).values())
 
     def run(name: str, *extra: str) -> dict:

@@ -20,8 +20,9 @@ def _jsonl(path: Path) -> list[dict]:
 
 
 @pytest.mark.slow
-def test_stages_against_the_tiny_model_under_vllm(vllm_tiny_server, tmp_path):
+def test_stages_against_the_tiny_model_under_vllm(vllm_tiny_server, tmp_path, monkeypatch):
     """instructions -> answers -> annotate -> split through vLLM: counts add up, failures are counted, never scored."""
+    monkeypatch.setenv("OPENAI_API_KEY", vllm_tiny_server.api_key)  # the engine's key, given as users give it
     endpoint = f'{{model: {vllm_tiny_server.model}, base_url: "{vllm_tiny_server.base_url}", temperature: 0.0, max_tokens: 12}}'
     (tmp_path / "instructions.yaml").write_text(f"generators:\n  - {endpoint}\ntask_types: [Editing]\nbackoff_s: 0.5\n")
     assert main(["instructions", "--config", str(tmp_path / "instructions.yaml"), "--output", str(tmp_path / "instructions")]) == 0

@@ -104,7 +104,8 @@ def test_llm_low_probability_falls_back():
 def test_llm_against_tiny_vllm_answers_a_taxonomy_leaf(vllm_tiny_server):
     """A random tiny model on vLLM, constrained by guided choice, can only name a leaf of the taxonomy."""
     # timeout: the first guided request compiles its grammar; on a loaded 2-core machine that took over 60 s
-    clf = LLMClassifier(vllm_tiny_server.base_url, vllm_tiny_server.model, max_tokens=48, threshold=0.0, timeout_s=600)
+    clf = LLMClassifier(vllm_tiny_server.base_url, vllm_tiny_server.model, max_tokens=48, threshold=0.0, timeout_s=600,
+                        api_key=vllm_tiny_server.api_key)
     choice = clf.choose("Напиши стихотворение о весне")
     assert choice.reason == "", choice.reason
     leaf = leaf_of(choice.label)

@@ -191,7 +191,7 @@ def test_vllm_server_answers_chat_completion(vllm_tiny_server):
     """The real vLLM OpenAI server on the tiny model answers /v1/chat/completions through the openai client."""
     from openai import OpenAI
 
-    client = OpenAI(base_url=vllm_tiny_server.base_url, api_key="EMPTY", timeout=120)
+    client = OpenAI(base_url=vllm_tiny_server.base_url, api_key=vllm_tiny_server.api_key, timeout=120)
     assert [m.id for m in client.models.list().data] == ["tiny-judge"]
     response = client.chat.completions.create(
         model=vllm_tiny_server.model,
