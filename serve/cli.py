@@ -22,6 +22,7 @@ import threading
 from typing import Sequence
 
 from judge.config_files import add_config_flags, given_flags
+from judge.console_logging import CHATTY_LOGGERS, configure_logging  # the one set-up of every console script
 from judge.config_files import resolve_config as resolve_settings
 from serve.config import ConfigError, ServeConfig
 from serve.engine_version import (EngineVersionError, attached_engine_urls, check_installed_vllm, starts_own_engines,
@@ -56,18 +57,6 @@ def resolve_config(argv: Sequence[str] | None = None) -> tuple[ServeConfig, argp
     if not config.api_key and os.environ.get("JUDGE_SERVE_API_KEY"):
         config.api_key = os.environ["JUDGE_SERVE_API_KEY"]
     return config.validate(), args
-
-
-#: HTTP client loggers that write one INFO line per engine request (one per judgment); shown at debug only.
-CHATTY_LOGGERS = ("httpx", "httpcore")
-
-
-def configure_logging(level: str) -> None:
-    """Root logging at ``level``; the HTTP clients' per-request lines only at ``debug`` (at info they cost judge-serve
-    a measurable share of its CPU per judgment, see ``bench/serve.py overhead``)."""
-    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    for name in CHATTY_LOGGERS:
-        logging.getLogger(name).setLevel(logging.NOTSET if level.lower() == "debug" else logging.WARNING)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

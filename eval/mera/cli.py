@@ -280,7 +280,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(err))
     if not config.out:
         parser.error(f"{config.task} needs --out (or `out:` in --config)")
-    logging.basicConfig(level=config.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from judge.console_logging import configure_logging
+
+    try:
+        configure_logging(config.log_level)  # HTTP request lines at debug only (judge.console_logging)
+    except ValueError as err:
+        parser.error(str(err))
     needs_endpoint = not (config.task == "ruhumaneval" and config.self_check)
     if needs_endpoint and not (config.endpoint and config.model):
         parser.error(f"{config.task} needs --endpoint and --model (or --self-check for ruhumaneval)")

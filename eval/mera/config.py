@@ -39,7 +39,7 @@ class MeraConfig:
     request_timeout: float = _f(600.0, "Seconds per request.")
     max_retries: int = _f(5, "Retries on connection errors, 429 and 5xx.")
     overwrite: bool = _f(False, "Discard earlier progress in out.")
-    log_level: str = _f("INFO", "Logging level.")
+    log_level: str = _f("info", "Logging level (debug, info, warning, error); HTTP request lines at debug only.")
 
 
 @dataclass
