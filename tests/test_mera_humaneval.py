@@ -565,7 +565,7 @@ def test_ruhumaneval_against_tiny_vllm(vllm_tiny_server, tmp_path):
     """Three HumanEval problems, n=2, against the tiny model under real vLLM: files complete, pass@k computed."""
     out = tmp_path / "run"
     rc = cli.main(["ruhumaneval", "--endpoint", vllm_tiny_server.base_url, "--model", vllm_tiny_server.model,
-                   "--data", "openai-humaneval", "--limit", "3", "--n", "2", "--k", "1", "2", "--max-tokens", "32",
+                   "--data", "humaneval-en", "--limit", "3", "--n", "2", "--k", "1", "2", "--max-tokens", "32",
                    "--out", str(out)])  # fmt: skip
     assert rc == 0
     generations = [json.loads(line) for line in (out / "generations.jsonl").read_text().splitlines()]

@@ -27,7 +27,10 @@ class MeraConfig:
 
     endpoint: str = _f("", "OpenAI-compatible base URL including /v1, e.g. http://127.0.0.1:8000/v1.")
     model: str = _f("", "Served model name sent in every request.")
-    data: str = _f("sample", "JSONL file, or 'sample' for the bundled sample.")
+    data: str = _f("MERA-evaluation/MERA", "MERA's released data by hub id (Hugging Face cache first, offline with "
+                   "HF_HUB_OFFLINE=1) or a local copy of it: the task's file whose rows carry answers "
+                   "(eval/mera/released.py); or one JSONL file; 'sample' for the bundled rows; ruhumaneval also "
+                   "'humaneval-en' (English HumanEval, not comparable with MERA's ruHumanEval).")
     out: str = _f("", "Run folder (required); re-running with the same settings resumes.")
     mode: str = _f("completion", "completion: raw prompt to /v1/completions (MERA's protocol); chat: one "
                                  "conversation.", choices=("completion", "chat"))
