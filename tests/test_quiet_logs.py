@@ -113,7 +113,8 @@ def test_every_console_script_uses_the_one_logging_setup():
         tree = ast.parse((REPO / rel).read_text(encoding="utf-8"))
         imports = {(node.module, alias.name) for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
                    for alias in node.names}  # fmt: skip
-        calls = {node.func.id for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+        calls = {node.func.id for node in ast.walk(tree)
+                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}  # fmt: skip
         assert ("judge.console_logging", "configure_logging") in imports and "configure_logging" in calls, rel
     configuring = [str(path.relative_to(REPO)) for folder in ("judge", "train", "serve", "eval")
                    for path in (REPO / folder).rglob("*.py") if "basicConfig(" in path.read_text(encoding="utf-8")]

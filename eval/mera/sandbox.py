@@ -321,7 +321,8 @@ def bwrap_argv(
         "--size", str(tmpfs_mb << 20), "--tmpfs", "/dev",
         *[arg for name in _DEVICES for arg in ("--dev-bind", f"/dev/{name}", f"/dev/{name}")],
         "--symlink", "/proc/self/fd", "/dev/fd",
-        *[arg for i, name in enumerate(("stdin", "stdout", "stderr")) for arg in ("--symlink", f"/proc/self/fd/{i}", f"/dev/{name}")],
+        *[arg for i, name in enumerate(("stdin", "stdout", "stderr"))
+          for arg in ("--symlink", f"/proc/self/fd/{i}", f"/dev/{name}")],
         "--dir", "/dev/shm",
         "--size", str(tmpfs_mb << 20), "--tmpfs", _SANDBOX_DIR,
         "--ro-bind-data", str(child_fd), f"{_SUPPORT_DIR}/child.py",
