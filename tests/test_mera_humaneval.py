@@ -538,7 +538,7 @@ def test_ruhumaneval_chat_fenced_answer_fails_under_meras_extraction(tmp_path):
 
 def test_ruhumaneval_self_check_needs_no_endpoint(tmp_path):
     """--self-check executes the canonical solutions: pass@1 is 1.0 on the bundled sample."""
-    assert cli.main(["ruhumaneval", "--self-check", "--out", str(tmp_path / "sc")]) == 0
+    assert cli.main(["ruhumaneval", "--self-check", "--data", "sample", "--out", str(tmp_path / "sc")]) == 0
     metrics = json.loads((tmp_path / "sc" / "metrics.json").read_text())
     assert metrics["pass@k"] == {"pass@1": 1.0} and metrics["n_tasks"] == len(load_tasks(SAMPLE))
 

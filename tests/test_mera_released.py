@@ -99,6 +99,8 @@ def dataset_cache(cache: Path, repo_id: str, files_from: Path, revision: str = "
 @pytest.fixture()
 def offline_cache(tmp_path, monkeypatch) -> Path:
     """``MERA-evaluation/MERA`` (current layout) in an offline Hugging Face cache; returns its snapshot."""
+    import huggingface_hub.constants  # noqa: F401 - imported now, so its constants never freeze this test's cache
+
     snapshot = dataset_cache(tmp_path / "hub", MERA_DATASET, current_mera(tmp_path / "mera-files"))
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -177,6 +179,8 @@ def test_hub_id_is_read_offline_from_the_cache(offline_cache):
 
 def test_hub_id_missing_offline_says_how_to_get_it(tmp_path, monkeypatch):
     """Not in the cache and offline: the error names the id, the cache and the download command for a dataset."""
+    import huggingface_hub.constants  # noqa: F401 - as in offline_cache
+
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(FileNotFoundError) as err:
