@@ -63,8 +63,10 @@ class HumanEvalConfig(MeraConfig):
                                  "the stub); lenient: take code out of fences anywhere, accept a redefined function "
                                  "(chat).", choices=("mera", "lenient"))
     exec_workers: int = _f(2, "Sandboxed executions at once.")
-    exec_timeout: float = _f(3.0, "Seconds per test call.")
-    memory_mb: int = _f(1024, "Address-space limit per sample, MiB.")
+    exec_timeout: float = _f(3.0, "Seconds per test call; a sample gets this x its number of tests, one deadline "
+                                  "fixed when it starts.")
+    memory_mb: int = _f(1024, "Address-space limit per sample, MiB: the budget of all it runs (one process, new ones "
+                              "are refused by the sandbox's seccomp filter).")
     sandbox: str = _f("auto", "auto: bubblewrap when it works, else rlimits only with a warning; bwrap: require it.",
                       choices=("auto", "bwrap", "none"))
 
