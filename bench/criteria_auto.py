@@ -1,17 +1,20 @@
 """Measure `criteria: auto` task classifiers on the bundled held-out instructions (never used for training).
 
-    .venv/bin/python bench/criteria_auto.py                                   # tfidf, trained on the bundled rows
+    .venv/bin/python bench/criteria_auto.py                                   # the tfidf classifier that ships
+    .venv/bin/python bench/criteria_auto.py --train bundled --exclude-zero-shot   # transfer to unseen task types
     .venv/bin/python bench/criteria_auto.py --methods tfidf,llm --llm-url http://127.0.0.1:8000/v1 --llm-model judge
     .venv/bin/python bench/criteria_auto.py --train runs/instructions/instructions.jsonl --save runs/task-clf
     .venv/bin/python bench/criteria_auto.py --methods head --head runs/classifier/final
 
 Per method and per split (all / Standard / Zero-Shot task types): leaf-task and task-type top-1 / top-3 accuracy,
-the fallback rate, precision / recall / Jaccard of the chosen criteria set against the gold leaf's set (over base
-criterion ids; macro-averaged over instructions; once with the threshold's fallback applied and once with the top-1
-leaf's set), and latency per instruction (ms, median and mean, one instruction at a time). The tfidf method is
-trained here on ``--train`` files (default: the bundled training set plus one taxonomy-text row per leaf), with
-Zero-Shot task types left out unless ``--include-zero-shot``, so its Zero-Shot figures measure transfer to unseen
-task types. Prints a Markdown table and, with ``--json``, writes the figures.
+the share of choices made at the leaf, at the task type and falling back, precision / recall / Jaccard of the chosen
+criteria set against the gold leaf's set (over base criterion ids; macro-averaged over instructions; once as chosen
+and once with the top-1 leaf's set), and latency per instruction (ms, median and mean, one instruction at a time).
+Then the calibration of the stated task-type probability: a reliability table (per probability bin: n, stated,
+accuracy) and the expected calibration error. The tfidf method is the shipped classifier unless ``--train`` is given
+(files, or ``bundled`` for the bundled rows); ``--exclude-zero-shot`` keeps the Zero-Shot task types out of training,
+so that its Zero-Shot figures measure transfer to unseen task types. Prints Markdown tables and, with ``--json``,
+writes the figures.
 """
 
 from __future__ import annotations
@@ -24,17 +27,18 @@ import time
 from pathlib import Path
 
 from judge.splits import STANDARD, ZERO_SHOT
-from judge.task_classifier import (
+from judge.criteria_auto import (
     DEFAULT_THRESHOLD,
     LABEL_SEPARATOR,
     TfidfClassifier,
     build_classifier,
+    bundled_rows,
     criteria_set_scores,
     heldout_path,
     leaf_of,
     load_labelled,
+    reliability,
     taxonomy_rows,
-    training_path,
 )
 
 
@@ -54,7 +58,8 @@ def evaluate(classifier, rows: list[dict], top_k: int = 3) -> list[dict]:
         top1_leaf = leaf_of(choice.label).criteria if choice.label else ()
         out.append({
             "id": row.get("id", ""), "gold": row["label"], "split": row["split"], "chosen": choice.label,
-            "probability": choice.probability, "fallback": choice.fallback,
+            "probability": choice.probability, "fallback": choice.fallback, "level": choice.level,
+            "type_probability": choice.task_type_probability,
             "leaf_top1": choice.label == row["label"], "leaf_top3": row["label"] in labels[:3],
             "type_top1": _type(choice.label) == _type(row["label"]),
             "type_top3": _type(row["label"]) in {_type(lab) for lab in labels[:3]},
@@ -74,6 +79,8 @@ def summarise(results: list[dict]) -> dict:
     summary = {"n": len(results)}
     for key in ("leaf_top1", "leaf_top3", "type_top1", "type_top3", "fallback"):
         summary[key] = mean([float(r[key]) for r in results])
+    for level in ("leaf", "task_type"):
+        summary[f"level_{level}"] = mean([float(r.get("level") == level) for r in results])
     for which in ("set", "set_no_fallback"):
         for metric in ("precision", "recall", "jaccard"):
             summary[f"{which}_{metric}"] = mean([r[which][metric] for r in results])
@@ -83,8 +90,10 @@ def summarise(results: list[dict]) -> dict:
     return summary
 
 
-def build(method: str, args, train_pairs: list[dict]):
+def build(method: str, args, train_pairs: list[dict] | None):
     if method == "tfidf":
+        if train_pairs is None:
+            return TfidfClassifier.load(None, threshold=args.threshold)
         clf = TfidfClassifier.fit(train_pairs, threshold=args.threshold)
         if args.save:
             clf.save(args.save)
@@ -93,11 +102,13 @@ def build(method: str, args, train_pairs: list[dict]):
     if method == "llm":
         if not (args.llm_url and args.llm_model):
             raise SystemExit("--methods llm needs --llm-url and --llm-model")
-        return build_classifier("llm", base_url=args.llm_url, model=args.llm_model, threshold=args.threshold)
+        return build_classifier("llm", base_url=args.llm_url, model=args.llm_model,
+                                threshold=DEFAULT_THRESHOLD if args.threshold is None else args.threshold)
     if method == "head":
         if not args.head:
             raise SystemExit("--methods head needs --head DIR (a `judge-train classifier` export)")
-        return build_classifier("head", path=args.head, threshold=args.threshold)
+        return build_classifier("head", path=args.head,
+                                threshold=DEFAULT_THRESHOLD if args.threshold is None else args.threshold)
     raise SystemExit(f"unknown method {method!r}")
 
 
@@ -106,11 +117,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--methods", default="tfidf", help="comma-separated: tfidf, llm, head")
     parser.add_argument("--heldout", default=str(heldout_path()), help="labelled JSONL to evaluate on")
     parser.add_argument("--train", action="append", default=None,
-                        help="tfidf training files (instructions output / POLLUX records / labelled JSONL); "
-                             "repeatable; default: the bundled training set")  # fmt: skip
-    parser.add_argument("--no-taxonomy-text", action="store_true", help="do not add one taxonomy-text row per leaf")
-    parser.add_argument("--include-zero-shot", action="store_true", help="let Zero-Shot task types into training")
-    parser.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD, help="fallback threshold")
+                        help="fit tfidf here on these files (instructions output / POLLUX records / labelled JSONL, "
+                             "or 'bundled'); repeatable; default: the shipped classifier, no training")  # fmt: skip
+    parser.add_argument("--no-taxonomy-text", action="store_true", help="with --train: no taxonomy-text rows")
+    parser.add_argument("--exclude-zero-shot", action="store_true", help="with --train: leave Zero-Shot types out")
+    parser.add_argument("--threshold", type=float, default=None,
+                        help="fallback threshold (default: the classifier's own; 0.5 for llm/head)")
     parser.add_argument("--save", default=None, help="write the trained tfidf artefact to this folder")
     parser.add_argument("--llm-url", default=None, help="OpenAI base URL for the llm method")
     parser.add_argument("--llm-model", default=None, help="served model name for the llm method")
@@ -119,23 +131,30 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     heldout, _ = load_labelled([args.heldout], include_zero_shot=True)
-    train_pairs, counts = load_labelled(args.train or [training_path()], include_zero_shot=args.include_zero_shot)
-    if not args.no_taxonomy_text:
-        train_pairs += taxonomy_rows(include_zero_shot=args.include_zero_shot)
-    overlap = {p["instruction"] for p in train_pairs} & {r["instruction"] for r in heldout}
-    if overlap:
-        raise SystemExit(f"{len(overlap)} held-out instructions are in the training data; remove them")
+    train_pairs, counts = None, {}
+    if args.train:
+        include = not args.exclude_zero_shot
+        files = [f for f in args.train if f != "bundled"]
+        train_pairs, counts = load_labelled(files, include_zero_shot=include) if files else ([], {})
+        if "bundled" in args.train:
+            train_pairs += [p for p in bundled_rows(include)[0] if p.get("source") != "taxonomy"]
+        if not args.no_taxonomy_text:
+            train_pairs += taxonomy_rows(include_zero_shot=include)
+        overlap = {p["instruction"] for p in train_pairs} & {r["instruction"] for r in heldout}
+        if overlap:
+            raise SystemExit(f"{len(overlap)} held-out instructions are in the training data; remove them")
 
     report = {"heldout": args.heldout, "n_heldout": len(heldout), "train_counts": counts,
-              "n_train": len(train_pairs), "threshold": args.threshold, "methods": {}}  # fmt: skip
+              "n_train": len(train_pairs) if train_pairs is not None else "shipped", "methods": {}}  # fmt: skip
     print(f"held-out: {len(heldout)} instructions ({sum(r['split'] == ZERO_SHOT for r in heldout)} Zero-Shot); "
-          f"tfidf training rows: {len(train_pairs)}; threshold {args.threshold}")  # fmt: skip
-    header = ("| method | split | n | leaf top-1 | leaf top-3 | type top-1 | type top-3 | fallback | "
-              "P / R / J (auto) | P / R / J (top-1 leaf) | ms median / mean |")  # fmt: skip
+          f"tfidf: {'shipped classifier' if train_pairs is None else f'{len(train_pairs)} training rows'}")
+    header = ("| method | split | n | leaf top-1 | leaf top-3 | type top-1 | type top-3 | at leaf | at type | "
+              "fallback | P / R / J (auto) | P / R / J (top-1 leaf) | ms median / mean |")  # fmt: skip
     print(header)
     print("|---" * (header.count("|") - 1) + "|")
+    clfs = {}
     for method in [m.strip() for m in args.methods.split(",") if m.strip()]:
-        clf = build(method, args, train_pairs)
+        clf = clfs[method] = build(method, args, train_pairs)
         results = evaluate(clf, heldout)
         report["methods"][method] = {"results": results, "summary": {}}
         for split, rows in (("all", results), (STANDARD, [r for r in results if r["split"] == STANDARD]),
@@ -146,10 +165,23 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"| {method} | {split} | 0 | (no rows) |")
                 continue
             print(f"| {method} | {split} | {s['n']} | {s['leaf_top1']:.3f} | {s['leaf_top3']:.3f} | "
-                  f"{s['type_top1']:.3f} | {s['type_top3']:.3f} | {s['fallback']:.3f} | "
+                  f"{s['type_top1']:.3f} | {s['type_top3']:.3f} | {s['level_leaf']:.3f} | "
+                  f"{s['level_task_type']:.3f} | {s['fallback']:.3f} | "
                   f"{s['set_precision']:.2f} / {s['set_recall']:.2f} / {s['set_jaccard']:.2f} | "
                   f"{s['set_no_fallback_precision']:.2f} / {s['set_no_fallback_recall']:.2f} / "
                   f"{s['set_no_fallback_jaccard']:.2f} | {s['latency_ms_median']:.1f} / {s['latency_ms_mean']:.1f} |")  # fmt: skip
+    print("\ncalibration of the stated task-type probability (all held-out instructions)")
+    for method, entry in report["methods"].items():
+        rows = [r for r in entry["results"] if r["type_probability"] is not None]
+        if not rows:
+            print(f"{method}: no probabilities")
+            continue
+        cal = reliability([r["type_probability"] for r in rows], [r["type_top1"] for r in rows])
+        entry["calibration"] = cal
+        print(f"{method}: ECE {cal['ece']:.3f} over {cal['n']}; threshold {clfs[method].threshold:.3f}")
+        print("| bin | n | stated | accuracy |\n|---|---|---|---|")
+        for b in cal["bins"]:
+            print(f"| {b['bin'][0]:.1f}-{b['bin'][1]:.1f} | {b['n']} | {b['stated']:.3f} | {b['accuracy']:.3f} |")
     if args.json:
         Path(args.json).write_text(json.dumps(report, ensure_ascii=False, indent=1), encoding="utf-8")
     return 0

@@ -32,7 +32,7 @@ for path in (REPO, REPO / "bench"):
 
 from measure import fmt, interleaved_rounds, machine_line, spreads  # noqa: E402
 
-from judge.processes import free_port  # noqa: E402
+from judge.plumbing.processes import free_port  # noqa: E402
 from serve.judging import engine_session  # noqa: E402
 
 PAYLOAD = {"model": "bench-judge", "prompt": list(range(1000, 1900)), "max_tokens": 32, "temperature": 0.0,

@@ -40,7 +40,7 @@ for path in (REPO, REPO / "bench"):
 
 from measure import fmt, machine, machine_line, spreads  # noqa: E402
 
-from judge.processes import free_port, start_process  # noqa: E402
+from judge.plumbing.processes import free_port, start_process  # noqa: E402
 
 VERDICT = "[FEEDBACK] Ответ выполняет требования критерия. [RESULT] 1 [END]"
 
@@ -81,7 +81,12 @@ def instant_server(port: int, first_request_file: str) -> None:
             else:
                 items = [{"index": i, "id": item.get("id"), "results": [result(c) for c in item["criteria"]]}
                          for i, item in enumerate(request["items"])]  # fmt: skip
-                status, payload = 200, json.dumps({"object": "judge.result", "items": items}, ensure_ascii=False).encode()
+                n = sum(len(item["results"]) for item in items)  # the full envelope: eval reads judge.wire.JudgeResponse
+                envelope = {"id": "judge-bench", "object": "judge.result", "created": 0, "model": "instant",
+                            "judge_kind": "seq2seq", "verdict_format": "tagged", "prompt_version": "pollux-ru-v2",
+                            "items": items, "usage": {"judgments": n, "parsed": n, "prompt_tokens": 0,
+                                                      "completion_tokens": 0, "total_tokens": 0}}  # fmt: skip
+                status, payload = 200, json.dumps(envelope, ensure_ascii=False).encode()
         elif path == "/v1/chat/completions":
             status = 200
             payload = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "instant", "choices": [

@@ -8,14 +8,16 @@ A synthetic table (seeded) with the POLLUX shape: 2-5 experts per item (mean ~2.
 30 % of the items), 3 % parse failures. The timed step is `eval.item_table.evaluate`: every metric cell of the report (3 splits x overall / model /
 task type / criterion), the 100-fold Verdict Confidence, 1,000-resample bootstrap intervals for MAE and Spearman,
 Kendall, confusion matrices. ``--end-to-end`` also writes the table as JSONL data + predictions and times the whole
-`judge-eval score` command (loading and validating 160k records, metrics.json, Markdown, PNGs, report.html)
+`judge-eval score` command (loading and validating 160k records, metrics.json, Markdown, report.html; no PNGs,
+which are opt-in)
 ``--rounds`` times, each round a fresh Python process (imports counted, as a user's command pays them), printing
 the median wall and CPU time with their min-max and each stage's share (the functions `score` calls, timed by
 wrapping them: load records, read predictions, build table, POLLUX's own evaluator, metrics, items.parquet, plots,
-report page). CPU is the command's own plus its children's (the plots, the predictions' reading and the forked
-evaluator and report page run in child processes: see eval.scoring).
+report page). CPU is the command's own plus its children's (none since eval.scoring runs in one process; older
+checkouts ran parts of it in child processes).
 ``--baseline DIR`` times another checkout (e.g. ``git archive main | tar -x -C /tmp/base``) in the same run,
-rounds interleaved (A B, B A, ...), and prints both sides and the ratio of their walls.
+rounds interleaved (A B, B A, ...), prints both sides and the ratio of their walls, and says whether the first
+round's items.parquet, metrics.json, report.md and report.html are the same bytes on both sides.
 
     .venv/bin/python bench/eval_metrics.py --end-to-end --rounds 3    # the README's figure
     .venv/bin/python bench/eval_metrics.py --end-to-end --rounds 4 --baseline /tmp/base   # before/after
@@ -172,23 +174,22 @@ def main(argv: list[str] | None = None) -> int:
 # moved (eval's modules are being split) is skipped and its time lands in "other".
 STAGES = [
     ("judge", "load_records", "load + validate records"),
+    ("eval.predictions", "read_prediction_table", "read predictions"),
     ("eval.predictions", "read_predictions", "read predictions"),
-    # Where the predictions are read in a child process (eval.predictions.PredictionsProcess): the wait for its
-    # rows and their unpickling (the reading's CPU is in the children's).
-    ("eval.predictions", "PredictionsProcess.rows", "read predictions"),
     ("eval.item_table", "build_table", "build item table"),
     ("eval.pollux_official", "pollux_official", "POLLUX's own evaluator"),
-    # Where it runs in a forked child (eval.forked.ForkedCall): forking, and the wait for its value.
-    ("eval.forked", "ForkedCall.__init__", "forked calls (POLLUX's evaluator)"),
-    ("eval.forked", "ForkedCall.result", "forked calls (POLLUX's evaluator)"),
     ("eval.item_table", "derive", "metrics"),
     ("eval.item_table", "evaluate", "metrics"),
     ("eval.item_table", "write_table", "items.parquet"),
-    ("eval.scoring", "plot_confusions", "plots"),
-    ("eval.scoring", "plot_mae_by_criterion", "plots"),
-    ("eval.scoring", "write_report_page", "report.html"),
-    # Where report.html's explorer is computed by a forked child (eval.html_report.ReportPageProcess): reading
-    # items.parquet and forking, then the wait for the page (the child's CPU is in the children's).
+    ("eval.item_table", "write_arrow", "items.parquet"),
+    ("eval.scoring", "report_items", "report.html"),
+    ("eval.scoring", "item_columns", "report.html"),
+    ("eval.scoring", "render_report_page", "report.html"),
+    ("eval.scoring", "write_plots", "plots"),
+    # The older checkouts' stages (the baseline of --baseline), where they ran in child processes.
+    ("eval.predictions", "PredictionsProcess.rows", "read predictions"),
+    ("eval.forked", "ForkedCall.__init__", "forked calls (POLLUX's evaluator)"),
+    ("eval.forked", "ForkedCall.result", "forked calls (POLLUX's evaluator)"),
     ("eval.html_report", "ReportPageProcess.__init__", "report.html"),
     ("eval.html_report", "ReportPageProcess.finish", "report.html"),
 ]
@@ -244,7 +245,7 @@ def _score_once(checkout: str, predictions: str, data: str, out: str, n_boot: st
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     child_cpu = (after.ru_utime + after.ru_stime) - (children.ru_utime + children.ru_stime)
     if child_cpu > 0:
-        stages["child processes (plots, predictions, forked calls)"] = [float("nan"), child_cpu]
+        stages["child processes"] = [float("nan"), child_cpu]
     print(json.dumps({"code": code, "wall": wall, "cpu": cpu, "child_cpu": child_cpu, "stages": stages}))
     return 0
 
@@ -279,6 +280,12 @@ def end_to_end(table, n_boot: int, rounds: int, baseline: str = "") -> None:
                 print(f"  round {r + 1} {name}: {run['process_wall']:.2f} s wall (process), {run['wall']:.2f} s "
                       f"(score), {run['cpu']:.2f} + {run['child_cpu']:.2f} s CPU (command + children), exit "
                       f"{run['code']}, load {os.getloadavg()[0]:.1f}; stages wall/CPU s: {parts}", flush=True)
+        if baseline:  # the same outputs, byte for byte, from both checkouts (PNGs aside: this checkout draws none)
+            for file in ("items.parquet", "metrics.json", "report.md", "report.html"):
+                one, two = (folder / f"score-0-{name.split()[0]}" / file for name in sides)
+                same = one.read_bytes() == two.read_bytes()
+                print(f"  {file}: {'the same bytes' if same else 'DIFFERS'} in both checkouts ({two.stat().st_size:,} "
+                      f"bytes)")
     for name, side in runs.items():
         print(f"judge-eval score end to end, {len(table):,} items, {name} ({sides[name]}):")
         print(f"  wall, whole process: {fmt(spread([r['process_wall'] for r in side]), digits=2)} s")

@@ -84,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="page loads to time (the median is printed)")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(REPO))
-    from eval.html_report import DEFAULT_TEXT_ITEMS, write_report_page
+    from eval.html_explorer import DEFAULT_TEXT_ITEMS
+    from eval.html_report import write_report_page
     from tests.browser import CHROMEDRIVER, chrome_options, missing_browser
 
     reason = missing_browser()

@@ -67,7 +67,7 @@ for path in (REPO, REPO / "bench"):  # run as a script from the checkout: time t
 
 from measure import fmt, interleaved_rounds, machine, machine_line, spreads  # noqa: E402
 
-from judge.processes import start_process  # noqa: E402
+from judge.plumbing.processes import start_process  # noqa: E402
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -120,7 +120,7 @@ def build_model(args: argparse.Namespace, scratch: Path) -> tuple[Path, list[str
     if args.arch == "t-lite":
         import transformers
 
-        from judge.tiny_models import QWEN25_PADDED_VOCAB_SIZE, QWEN_SPECIAL_IDS, build_qwen_tokenizer
+        from train.tiny_models import QWEN25_PADDED_VOCAB_SIZE, QWEN_SPECIAL_IDS, build_qwen_tokenizer
 
         folder = Path(args.model) if args.model else scratch / "t-lite-arch"
         if not args.model:
@@ -139,13 +139,13 @@ def build_model(args: argparse.Namespace, scratch: Path) -> tuple[Path, list[str
     cpu_flags = ["--enforce-eager", "--dtype", "float32", "--max-model-len", "2048"]
     if args.model:
         return Path(args.model), cpu_flags
-    from judge.tiny_models import TINY_CONFIG, build_tiny_qwen2
+    from train.tiny_models import TINY_CONFIG, build_tiny_qwen2
 
     if args.arch == "small":
         import torch
         import transformers
 
-        from judge.tiny_models import build_qwen_tokenizer
+        from train.tiny_models import build_qwen_tokenizer
 
         folder = scratch / "small-judge"
         shape = {"hidden_size": 512, "intermediate_size": 1376, "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2}
@@ -182,7 +182,7 @@ def build_items(args: argparse.Namespace, tokenizer) -> list[dict[str, Any]]:
 
 
 class Process:
-    """A server under ``judge.processes``' supervisor (its whole tree stops with it), logging to a file; ``ps`` is the
+    """A server under ``judge.plumbing.processes``' supervisor (its whole tree stops with it), logging to a file; ``ps`` is the
     command's own process, whose CPU-seconds the benches read."""
 
     def __init__(self, name: str, cmd: list[str], env: dict[str, str], log: Path):
@@ -222,7 +222,7 @@ class Process:
 def start_engine(args, model: Path, flags: list[str], scratch: Path) -> tuple[Process, str, Any]:
     """One vLLM engine, configured exactly as judge-serve would start it for these flags."""
     from serve.cli import resolve_config
-    from judge.processes import free_port
+    from judge.plumbing.processes import free_port
     from serve.launch import engine_command, engine_env, engine_specs
     from serve.layout import resolve_layout
 
@@ -249,7 +249,7 @@ def parse_cpu_list(text: str) -> set[int]:
 
 
 def start_judge_serve(args, model: Path, flags: list[str], engine_url: str, scratch: Path) -> tuple[Process, str]:
-    from judge.processes import free_port
+    from judge.plumbing.processes import free_port
 
     port = free_port()
     cmd = [

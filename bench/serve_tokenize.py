@@ -5,7 +5,7 @@ against one batch call, CPU per judgment, interleaved rounds.
 
 ``serve.judging.build_jobs`` renders every judgment of a request and tokenizes them to check each against the
 context; the ids it sends to the engine are the same either way (tests/test_serve_judging.py pins them against a
-one-prompt call). Uses the real Qwen2.5 vocabulary (``judge.tiny_models.build_qwen_tokenizer``), no model.
+one-prompt call). Uses the real Qwen2.5 vocabulary (``train.tiny_models.build_qwen_tokenizer``), no model.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.measure import interleaved, machine, spreads  # noqa: E402
 from judge import apply_chat, render_prompt  # noqa: E402
-from judge.tiny_models import build_qwen_tokenizer  # noqa: E402
+from train.tiny_models import build_qwen_tokenizer  # noqa: E402
 
 ANSWER = "Ответ модели на вопрос о том, как устроена фотосинтезирующая клетка растения. " * 40
 

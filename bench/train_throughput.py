@@ -65,7 +65,7 @@ def cpu_packing_ratio(rows: int, batch: int, max_length: int, seed: int) -> dict
     from trl import SFTConfig, SFTTrainer
 
     import judge
-    from judge.tiny_models import build_tiny_qwen2
+    from train.tiny_models import build_tiny_qwen2
     from train.build_data import build_rows, drop_too_long
     from train.config import load_config
     from train.seq2seq import sft_dataset

@@ -13,16 +13,16 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from judge.config_files import ConfigError
-from judge.verdicts import VerdictError
-from judge.wire import JudgeResult, ScoreSource
-from judge.retry import is_transient, retryable_status
+from judge.plumbing.config_files import ConfigError
+from judge.verdicts import VerdictError, VerdictFormat
+from judge.wire import CustomCriterion, JudgeItem, JudgeRequest, JudgeResponse, JudgeResult, ScoreSource
+from judge.plumbing.retry import is_transient, retryable_status
 
 if TYPE_CHECKING:
-    from eval.run import RunConfig
+    from eval.config import RunConfig
 
 __all__ = ["JudgeBackend", "Refused", "ChatBackend", "JudgeServeBackend", "verdict_outcome", "retryable_status",
-           "is_transient", "short", "root_of", "base_of", "detect_backend", "first_model"]
+           "is_transient", "reasoning_of", "short", "root_of", "base_of", "detect_backend", "first_model"]
 
 log = logging.getLogger("judge_eval.backends")
 
@@ -48,15 +48,20 @@ class Refused(Exception):
     """The server refused the request for a reason retrying will not fix (a 4xx other than 408/409/429)."""
 
 
-def verdict_outcome(text: str | None, record, lenient: bool) -> dict[str, Any]:
-    """Parse a judge's raw output against the record's scale (a score outside it is scored, ``in_scale`` false)."""
-    from judge import ScaleError, parse_verdict, scale_of
+def verdict_outcome(text: str | None, record, lenient: bool, *, verdict_format: str = VerdictFormat.TAGGED,
+                    reasoning: str | None = None) -> dict[str, Any]:
+    """Parse a judge's raw output against the record's scale (a score outside it is scored, ``in_scale`` false).
+
+    ``verdict_format`` is the judge's (``judge.VerdictFormat``); for ``integer``, ``reasoning`` is the server's
+    separated reasoning, kept as the row's ``feedback``.
+    """
+    from judge import ScaleError, parse_judge_output, scale_of
 
     try:
         scale = scale_of(record.rubrics)
     except ScaleError:
         scale = None  # a rubric without a readable scale: no range check, rather than no verdict
-    verdict = parse_verdict(text, scale=scale, lenient=lenient)
+    verdict = parse_judge_output(verdict_format, text, reasoning=reasoning, scale=scale, lenient=lenient)
     return {
         "raw_output": text,
         "feedback": verdict.feedback,
@@ -73,14 +78,18 @@ def verdict_outcome(text: str | None, record, lenient: bool) -> dict[str, Any]:
 class ChatBackend:
     """One ``/v1/chat/completions`` request per record (vLLM, judge-serve's passthrough, OpenAI-compatible APIs).
 
-    With the Russian POLLUX prompt, requests carry ``chat_template_kwargs: {"enable_thinking": false}``: the server
-    renders the chat template with thinking off, as ``judge.apply_chat`` does (Qwen3 judges; ChatML ignores it).
+    With the Russian POLLUX prompt, requests to a ``tagged`` judge carry ``chat_template_kwargs: {"enable_thinking":
+    false}``: the server renders the chat template with thinking off, as ``judge.apply_chat`` does (Qwen3 judges;
+    ChatML ignores it). An ``integer`` judge (``Pollux-4B-Judge``) keeps thinking on: its reasoning comes back in
+    the message's ``reasoning`` (vLLM ``--reasoning-parser``; ``reasoning_content`` in older servers) or inline as
+    ``<think>...</think>``, and is kept as the prediction's feedback.
 
     Args:
         base_url: the OpenAI base URL (ending in ``/v1``).
         api_key: the key ("EMPTY" for local servers).
         model: the model name to send.
-        config: the run's settings (prompt language, max_tokens, temperature, timeout, lenient, extra_body).
+        config: the run's settings (prompt language, verdict format, max_tokens, temperature, timeout, lenient,
+            extra_body).
     """
 
     def __init__(self, base_url: str, api_key: str, model: str, config: RunConfig):
@@ -109,7 +118,8 @@ class ChatBackend:
         # The POLLUX prompt goes to POLLUX judges on vLLM: thinking off, as judge.apply_chat renders (Qwen3 templates
         # read it; ChatML ignores it). API judges (prompt "en") get no such field: api.openai.com refuses unknown ones.
         body: dict[str, Any] = {}
-        if self.config.prompt == "ru":
+        integer = self.config.verdict_format == VerdictFormat.INTEGER
+        if self.config.prompt == "ru" and not integer:  # an integer judge was released to think first
             body["chat_template_kwargs"] = dict(judge.prompts.JUDGE_CHAT_TEMPLATE_KWARGS)
         body.update(self.config.extra_body)  # the user's extra_body wins, chat_template_kwargs included
         if body:
@@ -126,11 +136,22 @@ class ChatBackend:
             if retryable_status(err.status_code):
                 raise
             raise Refused(f"HTTP {err.status_code}: {short(err.message)}") from err
-        text = response.choices[0].message.content if response.choices else None
-        return [verdict_outcome(text, record, self.config.lenient)]
+        message = response.choices[0].message if response.choices else None
+        text = message.content if message is not None else None
+        return [verdict_outcome(text, record, self.config.lenient, verdict_format=self.config.verdict_format,
+                                reasoning=reasoning_of(message) if integer else None)]
 
     async def aclose(self) -> None:
         await self.client.close()
+
+
+class _ProbeRecord:
+    """The fields ``JudgeServeBackend.request`` reads, for checking ``extra_body`` before a run."""
+
+    id, instruction, answer, reference_answer, criteria_name, rubrics = "probe", "-", "-", None, "-", "0: -\n\n1: -"
+
+
+_PROBE_RECORD = _ProbeRecord()
 
 
 class JudgeServeBackend:
@@ -152,9 +173,10 @@ class JudgeServeBackend:
         import httpx
 
         headers = {"Authorization": f"Bearer {api_key}"} if api_key and api_key != "EMPTY" else {}
-        self.http = httpx.AsyncClient(base_url=root_url, headers=headers, timeout=config.timeout_s)
         self.model, self.config = model, config
         self.name = config.name or model
+        self.request([_PROBE_RECORD])  # a bad extra_body is a configuration error before any request is sent
+        self.http = httpx.AsyncClient(base_url=root_url, headers=headers, timeout=config.timeout_s)
 
     def batches(self, records: Sequence) -> list[list]:
         """Consecutive records of one (instruction, reference, answer), at most ``batch_size`` per request
@@ -170,24 +192,27 @@ class JudgeServeBackend:
                 out.append([record])
         return out
 
-    def payload(self, batch: Sequence) -> dict[str, Any]:
-        """The request body for one batch (one item, one custom criterion per record)."""
+    def request(self, batch: Sequence) -> JudgeRequest:
+        """The request for one batch (one item, one custom criterion per record), as the contract types it.
+
+        Raises:
+            ConfigError: ``extra_body`` has a key ``/v1/judge`` does not take, or a value of the wrong type.
+        """
         first = batch[0]
-        return {
-            "model": self.model,
-            "items": [{
-                "id": first.id,
-                "instruction": first.instruction,
-                "answer": first.answer,
-                "reference_answer": first.reference_answer,
-                "criteria": [{"name": r.criteria_name, "rubrics": r.rubrics} for r in batch],
-            }],
-            "max_tokens": self.config.max_tokens,
-            "temperature": float(self.config.temperature),
-            "lenient": self.config.lenient,
-            # The same extra fields a chat backend sends (e.g. {"constrained": true} for judge-serve).
-            **dict(self.config.extra_body),
-        }
+        item = JudgeItem(id=first.id, instruction=first.instruction, answer=first.answer,
+                         reference_answer=first.reference_answer,
+                         criteria=[CustomCriterion(name=r.criteria_name, rubrics=r.rubrics) for r in batch])
+        fields = {"model": self.model, "items": [item], "max_tokens": self.config.max_tokens,
+                  "temperature": float(self.config.temperature), "lenient": self.config.lenient}
+        # The same extra fields a chat backend sends (e.g. {"constrained": true} for judge-serve), checked here.
+        try:
+            return JudgeRequest.model_validate({**fields, **dict(self.config.extra_body)})
+        except ValueError as err:  # pydantic's ValidationError is a ValueError
+            raise ConfigError(f"extra_body: not a /v1/judge field or value: {short(str(err))}") from err
+
+    def payload(self, batch: Sequence) -> dict[str, Any]:
+        """The JSON body for one batch: ``request(batch)`` with the fields it was given."""
+        return self.request(batch).model_dump(mode="json", exclude_unset=True)
 
     async def judge(self, batch: Sequence) -> list[dict[str, Any]]:
         response = await self.http.post("/v1/judge", json=self.payload(batch))
@@ -195,11 +220,11 @@ class JudgeServeBackend:
             if retryable_status(response.status_code):
                 response.raise_for_status()
             raise Refused(f"HTTP {response.status_code}: {short(response.text)}")
-        results = response.json()["items"][0]["results"]
+        body = JudgeResponse.from_json(response.json())
+        results = body.items[0].results if body.items else []
         if len(results) != len(batch):
             raise Refused(f"judge-serve returned {len(results)} results for {len(batch)} criteria")
-        return [self._outcome(JudgeResult.from_json(result, where=f"/v1/judge results[{k}]"))
-                for k, result in enumerate(results)]
+        return [self._outcome(result) for result in results]
 
     @staticmethod
     def _outcome(result: JudgeResult) -> dict[str, Any]:
@@ -224,6 +249,19 @@ class JudgeServeBackend:
 
     async def aclose(self) -> None:
         await self.http.aclose()
+
+
+def reasoning_of(message: Any) -> str | None:
+    """A chat message's separated reasoning: vLLM's ``reasoning`` (``--reasoning-parser``), or the
+    ``reasoning_content`` older vLLM and DeepSeek's API write; None when the server sent neither."""
+    if message is None:
+        return None
+    extra = getattr(message, "model_extra", None) or {}
+    for name in ("reasoning", "reasoning_content"):
+        value = getattr(message, name, None) or extra.get(name)
+        if isinstance(value, str) and value:
+            return value
+    return None
 
 
 def short(text: str, limit: int = 300) -> str:

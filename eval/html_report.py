@@ -10,20 +10,13 @@ Each page is ONE self-contained file that works when opened from disk: CSS and J
 
 The tables are built generically from ``metrics.json``: every key a metric cell carries becomes a column
 (``x_ci`` is shown as the interval of ``x``), so metrics added later appear without touching this module.
-Per-item rows come from ``items.parquet`` (every column read, ``in_scale`` used when present) joined with the
-records' texts and the predictions' feedback.
-
-Full texts (instruction, answer, reference, rubric, comments, feedback) are embedded for at most
-``text_items`` items: the largest |judge − experts| of every (criterion, evaluated model) first, round by round,
-then the items without a difference (failures, no reference). They sit in a second JSON element that the page
-parses only when an item is first opened. The POLLUX paper has no view of this kind;
-the cap is our choice, so that a full-test page stays a few tens of MB instead of several hundred.
+The item explorer's data (per-item rows, texts, feedback) is built by ``eval.html_explorer``; this module renders
+the pages around it.
 """
 
 from __future__ import annotations
 
 import html
-import itertools
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -31,32 +24,33 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from eval.report import SPLIT_TITLES
+from eval.html_explorer import (DEFAULT_TEXT_ITEMS, compare_items, explorer_json, load_predictions, load_records,
+                                read_item_columns, report_items)
+from eval.report import SPLIT_TITLES, random_labelling_note, references_note, regression_note
 
-__all__ = ["ReportPageProcess", "write_report_page", "write_compare_page", "render_report_page", "render_compare_page",
-           "DEFAULT_TEXT_ITEMS", "STATUS_LABELS", "item_status"]
+__all__ = ["write_report_page", "write_compare_page", "render_report_page", "render_compare_page"]
 
-#: Items whose full texts a page embeds (see the module docstring); 0 keeps none, a negative value keeps all.
-#: Each costs ~3 KB (its instruction, answer and reference are rarely shared with another embedded item): 5,000 keep
-#: a full-test page near 25 MB (bench/report_page.py).
-DEFAULT_TEXT_ITEMS = 5_000
-#: Explorer status of an item, as the filter shows it.
-STATUS_LABELS = ("scored", "failed", "out-of-scale", "no unique mode", "unlabelled", "missing")
-# items.parquet's ``why_unscored`` (when the scorer writes it) -> explorer status.
-_WHY_UNSCORED = {"no_prediction": "missing", "request_failed": "failed", "parse_failed": "failed",
-                 "all_experts_abstained": "unlabelled", "no_expert_scores": "unlabelled",
-                 "no_unique_mode": "no unique mode"}
-# Metric keys shown first, in this order; any other key follows in alphabetical order.
-_KEY_ORDER = ("n", "n_failed", "n_no_unique_mode", "n_out_of_scale", "mae", "mae_in_scale", "spearman", "pearson",
-              "kendall", "vc_judge", "vc_experts", "vc_experts_all", "n_scored", "n_vc", "failure_rate", "n_missing",
-              "n_parse_failed", "n_request_failed")
+#: The headline of a metric table, in this order: the paper's figures (n, failures, MAE, Spearman, VC judge /
+#: experts, and the judge-independent Experts VC). Every other key is bookkeeping, shown by the page's toggle.
+HEADLINE_KEYS = ("n", "n_failed", "mae", "spearman", "vc_judge", "vc_experts", "vc_experts_labelled")
+# Bookkeeping keys shown first (after the headline), in this order; any other key follows in alphabetical order.
+_KEY_ORDER = HEADLINE_KEYS + ("n_no_unique_mode", "n_out_of_scale", "mae_in_scale", "spearman_in_scale", "pearson",
+                              "kendall", "vc_experts_all", "n_scored", "n_spearman", "n_vc", "n_vc_experts_all",
+                              "n_vc_experts_labelled", "failure_rate", "n_missing", "n_parse_failed",
+                              "n_request_failed")
 # Column headings of the known keys (the raw key is the heading's tooltip); other keys are shown as they are.
 _KEY_LABELS = {"n_failed": "failed", "n_no_unique_mode": "no unique mode", "n_out_of_scale": "out of scale",
                "mae": "MAE", "mae_in_scale": "MAE (in scale)", "spearman": "Spearman", "pearson": "Pearson",
-               "kendall": "Kendall", "vc_judge": "VC judge", "vc_experts": "VC experts",
-               "vc_experts_all": "VC experts (all items)", "n_scored": "scored", "n_vc": "n in VC",
+               "spearman_in_scale": "Spearman (in scale)", "kendall": "Kendall", "vc_judge": "VC judge",
+               "vc_experts": "VC experts", "vc_experts_labelled": "VC experts (all labelled)",
+               "vc_experts_all": "VC experts (all predicted)", "n_scored": "scored", "n_vc": "n in VC",
+               "n_spearman": "n in Spearman", "n_vc_experts_all": "n in VC experts (all predicted)",
+               "n_vc_experts_labelled": "n in VC experts (all labelled)",
                "failure_rate": "failure rate", "n_missing": "no prediction", "n_parse_failed": "parse failed",
                "n_request_failed": "request failed"}
+#: The switch that shows a table's bookkeeping columns (hidden at first: the tables fit a 1280-pixel screen).
+_BOOKKEEPING_TOGGLE = ('<label class="toggle"><input type="checkbox" id="show-bookkeeping"> show bookkeeping columns '
+                       "(exclusions, in-scale figures, Pearson, Kendall, counts)</label>")
 
 _GROUP_TITLES = {"model": "evaluated model", "task_type": "task type", "criterion": "criterion"}
 
@@ -88,7 +82,8 @@ def _page(title: str, subtitle: list[str], nav: list[tuple[str, str]], body: lis
              '<meta name="viewport" content="width=device-width, initial-scale=1">', f"<title>{_e(title)}</title>",
              f"<style>{_asset('page.css')}</style></head><body>", f"<header><h1>{_e(title)}</h1>"]
     parts += [f"<p>{line}</p>" for line in subtitle]
-    parts += ["</header><nav>" + "".join(f'<a href="#{a}">{_e(t)}</a>' for a, t in nav) + "</nav><main>"]
+    parts += ["</header><nav>" + "".join(f'<a href="#{a}">{_e(t)}</a>' for a, t in nav) + _BOOKKEEPING_TOGGLE
+              + "</nav><main>"]
     parts += body
     parts.append("</main>")
     if data is not None:
@@ -96,10 +91,16 @@ def _page(title: str, subtitle: list[str], nav: list[tuple[str, str]], body: lis
         rows = {k: v for k, v in data.items() if k not in ("details", "strings")}
         texts = {"details": data.get("details", []), "strings": data.get("strings", [])}
         for css_id, part in (("explorer-data", rows), ("explorer-texts", texts)):
-            payload = json.dumps(part, ensure_ascii=False, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+            payload = explorer_json(part).replace("</", "<\\/")
             parts.append(f'<script type="application/json" id="{css_id}">{payload}</script>')
     parts.append(f"<script>{_asset('page.js')}</script></body></html>")
     return "\n".join(parts)
+
+
+def _md_text(text: str) -> str:
+    """A sentence of report.md as HTML: escaped, its `code` spans as <code>."""
+    parts = _e(text).split("`")
+    return "".join(f"<code>{p}</code>" if k % 2 else p for k, p in enumerate(parts))
 
 
 def _columns(cells: Iterable[Mapping[str, Any]]) -> list[str]:
@@ -110,29 +111,33 @@ def _columns(cells: Iterable[Mapping[str, Any]]) -> list[str]:
     return [k for k in _KEY_ORDER if k in keys] + sorted(keys - set(_KEY_ORDER))
 
 
-def _cell_td(c: Mapping[str, Any] | None, key: str) -> str:
+def _cell_td(c: Mapping[str, Any] | None, key: str, attributes: str = "") -> str:
     if c is None or key not in c:
-        return '<td data-v="">—</td>'
+        return f'<td data-v=""{attributes}>—</td>'
     value, ci = c.get(key), c.get(f"{key}_ci")
     if isinstance(value, (dict, list)):
-        return f'<td class="json">{_e(json.dumps(value, ensure_ascii=False))}</td>'
+        css = ' class="json book"' if attributes else ' class="json"'
+        return f'<td{css}>{_e(json.dumps(value, ensure_ascii=False))}</td>'
     if isinstance(value, str) or isinstance(value, bool):
-        return f"<td>{_e(value)}</td>"
+        return f"<td{attributes}>{_e(value)}</td>"
     shown = _num(value)
     if isinstance(ci, list) and len(ci) == 2 and all(_finite(v) for v in ci):
         shown += f' <span class="ci">[{_num(ci[0])}, {_num(ci[1])}]</span>'
-    return f'<td data-v="{value if _finite(value) else ""}">{shown}</td>'
+    return f'<td data-v="{value if _finite(value) else ""}"{attributes}>{shown}</td>'
 
 
 def _metric_table(label: str, cells: Mapping[str, Mapping[str, Any]], overall: Mapping[str, Any] | None,
                   css_id: str = "") -> str:
     """A sortable table: one row per label, one column per metric key, the overall row pinned last."""
     columns = _columns(list(cells.values()) + ([overall] if overall else []))
-    head = f"<th>{_e(label)}</th>" + "".join(f'<th title="{_e(k)}">{_e(_KEY_LABELS.get(k, k))}</th>' for k in columns)
-    rows = [f"<tr><td>{_e(name)}</td>" + "".join(_cell_td(c, k) for k in columns) + "</tr>"
+    book = ['' if k in HEADLINE_KEYS else ' class="book"' for k in columns]  # hidden until the toggle shows them
+    head = f"<th>{_e(label)}</th>" + "".join(f'<th title="{_e(k)}"{b}>{_e(_KEY_LABELS.get(k, k))}</th>'
+                                             for k, b in zip(columns, book))
+    rows = [f"<tr><td>{_e(name)}</td>" + "".join(_cell_td(c, k, b) for k, b in zip(columns, book)) + "</tr>"
             for name, c in cells.items()]
     if overall:
-        rows.append('<tr class="overall"><td>Overall</td>' + "".join(_cell_td(overall, k) for k in columns) + "</tr>")
+        rows.append('<tr class="overall"><td>Overall</td>'
+                    + "".join(_cell_td(overall, k, b) for k, b in zip(columns, book)) + "</tr>")
     id_attr = f' id="{_e(css_id)}"' if css_id else ""
     return (f'<div class="scroll"><table class="grid sortable"{id_attr}><thead><tr>{head}</tr></thead><tbody>'
             + "".join(rows) + "</tbody></table></div>")
@@ -195,240 +200,6 @@ def _other_keys(result: Mapping[str, Any], known: set[str]) -> list[str]:
             f'<pre class="json">{_e(json.dumps(extra, ensure_ascii=False, indent=1))}</pre>']
 
 
-# ----------------------------------------------------------------------------------------- item payloads
-
-
-class _Strings:
-    """Shared texts (instructions, answers, rubrics repeat across an answer's criteria) stored once."""
-
-    def __init__(self) -> None:
-        self.values: list[str] = []
-        self.index: dict[str, int] = {}
-
-    def __call__(self, text: str | None) -> int:
-        text = text or ""
-        if text not in self.index:
-            self.index[text] = len(self.values)
-            self.values.append(text)
-        return self.index[text]
-
-
-def _round(value: Any, digits: int = 4) -> float | int | None:
-    """A number for the page's JSON: rounded, whole numbers without ".0" (160k rows of them), None if undefined."""
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return None
-    if not math.isfinite(value):
-        return None
-    value = round(value, digits)
-    return int(value) if value.is_integer() else value
-
-
-def _round_column(values: Sequence[Any]) -> list[float | int | None]:
-    """``[_round(v) for v in values]``, a column at a time: whole numbers (most scores) are converted in one numpy
-    step, the rest go through ``_round`` itself (Python's correctly rounded ``round``; numpy's differs in the last
-    digit now and then), so the result is the same value for value."""
-    import numpy as np
-
-    try:
-        x = np.asarray(values, dtype=float)  # None -> NaN, which _round also gives None
-    except (TypeError, ValueError):
-        return [_round(v) for v in values]
-    if x.ndim != 1:
-        return [_round(v) for v in values]
-    out: list[Any] = [None] * len(x)
-    finite = np.isfinite(x)
-    whole = finite & (np.floor(x) == x) & (np.abs(x) < 2.0**53)  # exact as int64
-    for i, v in zip(np.flatnonzero(whole).tolist(), x[whole].astype(np.int64).tolist()):
-        out[i] = v
-    for i in np.flatnonzero(finite & ~whole).tolist():
-        out[i] = _round(x[i].item())
-    return out
-
-
-def item_status(status: str, reference: float | None, has_experts: bool, in_scale: Any = None,
-                why_unscored: str | None = None) -> str:
-    """The explorer's status of one item (one of ``STATUS_LABELS``); the first that applies of failed, missing,
-    out-of-scale, no unique mode, unlabelled, scored.
-
-    Args:
-        status: the item table's status (``ok``, ``parse_failed``, ``request_failed``, ``missing``).
-        reference: the item's reference score (None when undefined: no unique expert mode, no expert scores).
-        has_experts: whether the item has expert scores at all.
-        in_scale: ``items.parquet``'s ``in_scale`` value when the column exists (False: the judge's score is
-            outside the criterion's scale).
-        why_unscored: ``items.parquet``'s ``why_unscored`` when the column exists ("" for a scored item).
-    """
-    if status in ("parse_failed", "request_failed"):
-        return "failed"
-    if status == "missing":
-        return "missing"
-    if in_scale is not None and not (isinstance(in_scale, float) and math.isnan(in_scale)) and not bool(in_scale):
-        return "out-of-scale"
-    if why_unscored:
-        return _WHY_UNSCORED.get(why_unscored, "no unique mode" if has_experts else "unlabelled")
-    if reference is None:
-        return "no unique mode" if has_experts else "unlabelled"
-    return "scored"
-
-
-def _verdict(row: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The judge's side of an item, compactly: feedback, raw output when it differs, error, confidence, probs."""
-    if row is None:
-        return None
-    out: dict[str, Any] = {"f": row.get("feedback") or ""}
-    raw = row.get("raw_output")
-    if raw and raw != out["f"]:
-        out["o"] = raw
-    if row.get("error"):
-        out["e"], out["w"] = row["error"], row.get("reason") or ""
-    for key, short in (("confidence", "k"), ("expected_score", "x"), ("score_source", "src")):
-        if row.get(key) is not None:
-            out[short] = _round(row[key]) if short != "src" else row[key]
-    probs = row.get("score_probs")
-    if isinstance(probs, Mapping):
-        out["p"] = {str(k): _round(v) for k, v in probs.items()}
-    return out
-
-
-def _record_text(record, strings: _Strings) -> dict[str, Any]:
-    return {"i": strings(record.instruction), "a": strings(record.answer), "r": strings(record.reference_answer),
-            "u": strings(f"{record.criteria_name}\n\n{record.rubrics}"), "c": list(record.expert_feedback or [])}
-
-
-def _read_items(path: Path) -> dict[str, list]:
-    import pyarrow.parquet as pq
-
-    return pq.read_table(path).to_pydict()
-
-
-def _read_item_columns(path: Path) -> dict[str, Any]:
-    """The columns of ``items.parquet`` that ``report_items`` reads: the float columns as numpy arrays (null ->
-    NaN, which rounds to None as before), the others as lists (``to_pydict`` of every column took ~1 s on 160k)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    wanted = ("id", "judge_score", "reference", "status", "expert_scores", "split", "model_id", "task_type",
-              "criteria_name", "in_scale", "why_unscored")
-    names = set(pq.read_schema(path).names)
-    table = pq.read_table(path, columns=[c for c in wanted if c in names])
-    return {name: column.to_numpy() if pa.types.is_floating(column.type) else column.to_pylist()
-            for name, column in zip(table.column_names, table.columns)}
-
-
-def _text_order(diffs: Sequence[float | None], groups: Sequence[Any], cap: int) -> set[int]:
-    """Row indices whose texts are embedded: the worst items of every group first, round by round.
-
-    Within a group (a criterion of an evaluated model) items rank by difference, largest first, items without one
-    last; the 1st of every group come before the 2nd of any, so a filtered view also opens to its own worst items.
-    Sorted with ``numpy.lexsort`` on the same keys (group, no difference, −difference, index): the 160k-item sort
-    by Python tuples took a second.
-    """
-    import numpy as np
-
-    n = len(diffs)
-    if cap < 0 or cap >= n:
-        return set(range(n))
-    group_code = {g: k for k, g in enumerate(sorted(set(groups)))}
-    group = np.fromiter((group_code[g] for g in groups), dtype=np.int64, count=n)
-    missing = np.fromiter((d is None for d in diffs), dtype=bool, count=n)
-    minus = np.fromiter((-(d or 0.0) for d in diffs), dtype=float, count=n)
-    index = np.arange(n)
-    within = np.lexsort((index, minus, missing, group))  # the last key sorts first
-    rank = np.empty(n, dtype=np.int64)
-    sorted_group = group[within]
-    starts = np.flatnonzero(np.r_[True, sorted_group[1:] != sorted_group[:-1]])  # each group's first position
-    position = np.arange(n)
-    rank[within] = position - np.repeat(starts, np.diff(np.r_[starts, n]))
-    order = np.lexsort((index, minus, missing, rank))
-    return set(order[:cap].tolist())
-
-
-def _no_text_note(n_text: int, n: int) -> str:
-    return (f"Texts are embedded for {n_text} of {n} items (the largest differences of each criterion and evaluated "
-            "model first); this one has only its numbers here. Score again with a larger --html-text-items to embed "
-            "more.")
-
-
-def report_items(items: Mapping[str, Sequence], records: Sequence | None,
-                 predictions: Iterable[Mapping[str, Any]] | None, judge_name: str, target: str,
-                 text_items: int = DEFAULT_TEXT_ITEMS) -> dict[str, Any]:
-    """The explorer's data for one scored run.
-
-    Column-wise: numbers are rounded a column at a time (``_round_column``) and filter codes are built per column;
-    row by row this took ~5 s for the full test's 160,000 items.
-
-    Args:
-        items: ``items.parquet`` as columns (lists, or numpy arrays for the numeric ones).
-        records: the labelled records (for the texts), or None.
-        predictions: the run's prediction rows (for the judge's feedback), or None.
-        judge_name, target: labels.
-        text_items: see ``DEFAULT_TEXT_ITEMS``.
-    """
-    ids = [str(v) for v in items["id"]]
-    n = len(ids)
-    by_id = {r.id: r for r in records} if records is not None else {}
-    rows_by_id: dict[str, Mapping[str, Any]] = {}
-    for row in predictions or ():
-        rows_by_id.setdefault(str(row["id"]), row)
-    in_scale, why_unscored = items.get("in_scale"), items.get("why_unscored")
-    filters = [("split", "split"), ("model", "evaluated model"), ("task", "task type"), ("criterion", "criterion"),
-               ("status", "status")]
-
-    judge_scores = _round_column(items["judge_score"])
-    references = _round_column(items["reference"]) if "reference" in items else [None] * n
-    diffs = [abs(j - r) if j is not None and r is not None else None for j, r in zip(judge_scores, references)]
-    shown_diffs = _round_column(diffs)
-    expert_lists = [v if v is not None else () for v in items["expert_scores"]]
-    flat = _round_column([v for scores in expert_lists for v in scores])
-    ends = list(itertools.accumulate(len(scores) for scores in expert_lists))
-    experts = [flat[end - len(scores):end] for scores, end in zip(expert_lists, ends)]
-
-    # The status of an item depends on these five values only: computed once per distinct combination.
-    known: dict[tuple, str] = {}
-    statuses = []
-    for i in range(n):
-        key = (str(items["status"][i]), references[i] is None, bool(experts[i]),
-               in_scale[i] if in_scale is not None else None, why_unscored[i] if why_unscored is not None else None)
-        status = known.get(key)
-        if status is None:
-            status = item_status(key[0], references[i], key[2], key[3], key[4])
-            if not (isinstance(key[3], float) and math.isnan(key[3])):  # NaN is not found again as a key
-                known[key] = status
-        statuses.append(status)
-    labels = {"split": [SPLIT_TITLES.get(str(v), str(v)) for v in items["split"]],
-              "model": [str(v) for v in items["model_id"]], "task": [str(v) for v in items["task_type"]],
-              "criterion": [str(v) for v in items["criteria_name"]], "status": statuses}
-    # Filter options in a readable order (labels sorted, statuses in STATUS_LABELS order), rows coded by position.
-    values: dict[str, list[str]] = {}
-    codes = []
-    for key, _ in filters:
-        present = set(labels[key])
-        values[key] = sorted(present) if key != "status" else [s for s in STATUS_LABELS if s in present]
-        position = {label: k for k, label in enumerate(values[key])}
-        codes.append([position[label] for label in labels[key]])
-
-    groups = list(zip(items["criteria_name"], items["model_id"]))
-    with_text = _text_order(diffs, groups, text_items) if records is not None else set()
-    strings, details = _Strings(), []
-    detail = [-1] * n
-    for i in sorted(with_text):
-        record = by_id.get(ids[i])
-        if record is not None:
-            detail[i] = len(details)
-            details.append({**_record_text(record, strings), "v": [_verdict(rows_by_id.get(ids[i]))]})
-    rows = [[item_id, list(cats), [score], reference, diff, scores, d] for item_id, cats, score, reference, diff,
-            scores, d in zip(ids, zip(*codes), judge_scores, references, shown_diffs, experts, detail)]
-    return {
-        "kind": "report", "judges": ["judge: " + (judge_name or "(unnamed)")], "strings": strings.values, "details": details,
-        "rows": rows, "page_size": 50, "status_filter": 4, "list_columns": [3, 1, 0, 4],
-        "filters": [{"key": key, "label": label, "values": values[key]} for key, label in filters],
-        "diff_label": "|judge − experts|", "reference_label": f"experts' {target}",
-        "no_text_note": _no_text_note(len(details), n),
-    }
-
-
 # ----------------------------------------------------------------------------------------------- report
 
 
@@ -448,12 +219,17 @@ def render_report_page(result: Mapping[str, Any], explorer: Mapping[str, Any] | 
                 f"Data: <code>{_e(result.get('data', ''))}</code> · predictions: <code>{_e(result.get('predictions', ''))}</code>"]
     if run:
         subtitle.append(" · ".join(f"{_e(k)}: <code>{_e(v)}</code>" for k, v in run.items() if v))
+    if regression_note(dict(result)):
+        subtitle.append(_e(regression_note(dict(result))).replace("`", ""))
     body = ['<h2 id="summary">Summary</h2>',
             '<p class="note">A verdict that failed to parse counts in <code>n_failed</code> and is never scored. '
-            "Click a column header to sort. Intervals in grey.</p>"]
+            "Click a column header to sort. Intervals in grey. The headline columns come first; the bookkeeping "
+            "ones (exclusions, in-scale figures, Pearson, Kendall, counts) appear with the switch at the top.</p>",
+            f'<p class="note">{_md_text(references_note(dict(result)))}</p>' if "target" in result else ""]
     splits = result.get("splits") or {}
     overall = {SPLIT_TITLES.get(k, k): b["overall"] for k, b in splits.items() if "overall" in b}
     body.append(_metric_table("Test", overall, None, "summary-table"))
+    body.append(f'<p class="note" id="random-vc">{_md_text(random_labelling_note())}</p>')
     if result.get("why_empty"):
         body.append(f'<p class="note">Why some figures are empty: {_e(json.dumps(result["why_empty"], ensure_ascii=False))}</p>')
     for split, block in splits.items():
@@ -515,116 +291,15 @@ def write_report_page(out: str | Path, records: Sequence | None = None,
     out = Path(out)
     result = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
     if records is None:
-        records = _load_records(result.get("data"))
+        records = load_records(result.get("data"))
     if predictions is None:
-        predictions = _load_predictions(result.get("predictions"))
-    items = _read_item_columns(out / "items.parquet")
+        predictions = load_predictions(result.get("predictions"))
+    items = read_item_columns(out / "items.parquet")
     explorer = report_items(items, records, predictions, result.get("judge") or "", str(result.get("target")),
                             text_items)
     path = out / "report.html"
     path.write_text(render_report_page(result, explorer), encoding="utf-8")
     return path
-
-
-class ReportPageProcess:
-    """``write_report_page`` with its heavy part, the explorer's data (``report_items``, ~1.1 s CPU on the full
-    test), computed by a forked child while this process computes the metrics; the child writes the page once
-    ``metrics.json`` exists (``finish``). The same page: the same function on the same inputs.
-
-    A fork, because the child needs the records and prediction rows this process holds (a fresh process would
-    load them again); it reads nothing with pyarrow (``items.parquet`` is read here, before the fork: pyarrow's
-    threads in a forked process are not to be trusted) and ends with ``os._exit``, running nothing of the
-    parent's (its ``with`` blocks would stop the plot processes). Where ``os.fork`` is missing (Windows) the page
-    is written in this process by ``finish``. Use as a context manager: leaving it before ``finish`` stops the
-    child.
-    """
-
-    def __init__(self, out: str | Path, records: Sequence | None, predictions: Iterable[Mapping[str, Any]] | None,
-                 judge_name: str, target: str, text_items: int = DEFAULT_TEXT_ITEMS) -> None:
-        import os
-
-        self.out = Path(out)
-        self._args = (records, predictions, text_items)
-        self._pid = 0
-        if not hasattr(os, "fork"):
-            return
-        items = _read_item_columns(self.out / "items.parquet")
-        go_read, self._go = os.pipe()
-        self._result_read, result_write = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child: never returns
-            os.close(self._go)
-            os.close(self._result_read)
-            status = 1
-            try:
-                explorer = report_items(items, records, predictions, judge_name, target, text_items)
-                with os.fdopen(go_read, "rb") as go:
-                    started = go.read(1)  # the parent writes a byte once metrics.json is written; EOF: stop
-                if started:
-                    result = json.loads((self.out / "metrics.json").read_text(encoding="utf-8"))
-                    (self.out / "report.html").write_text(render_report_page(result, explorer), encoding="utf-8")
-                    status = 0
-            except BaseException as err:  # noqa: BLE001 (the parent raises it)
-                import traceback
-
-                os.write(result_write, f"{type(err).__name__}: {err}\n{traceback.format_exc()}".encode("utf-8",
-                                                                                                      "replace"))
-            finally:
-                os._exit(status)
-        os.close(go_read)
-        os.close(result_write)
-        self._pid = pid
-
-    def finish(self) -> Path:
-        """Write the page (``metrics.json`` must be written) and return its path.
-
-        Raises:
-            RuntimeError: the child failed; its error is in the message.
-        """
-        import os
-
-        if not self._pid:
-            return write_report_page(self.out, *self._args)
-        os.write(self._go, b"1")
-        os.close(self._go)
-        with os.fdopen(self._result_read, "rb") as error:
-            message = error.read().decode("utf-8", "replace")
-        _, status = os.waitpid(self._pid, 0)
-        self._pid = 0
-        if status != 0:
-            raise RuntimeError(f"report.html: the page's process failed ({status}): {message[-4000:]}")
-        return self.out / "report.html"
-
-    def __enter__(self) -> ReportPageProcess:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        import os
-
-        if self._pid:  # left before finish: the child is stopped, nothing written
-            import signal
-
-            os.kill(self._pid, signal.SIGKILL)
-            os.waitpid(self._pid, 0)
-            os.close(self._go)
-            os.close(self._result_read)
-            self._pid = 0
-
-
-def _load_records(data: str | None):
-    import judge
-
-    if not data or not Path(data).exists():
-        return None
-    return judge.load_records(data)
-
-
-def _load_predictions(path: str | None):
-    if not path or not Path(path).exists():
-        return None
-    from eval.predictions import read_predictions
-
-    return read_predictions(path)
 
 
 # ---------------------------------------------------------------------------------------------- compare
@@ -658,76 +333,6 @@ def _paired_table(label: str, cells: Mapping[str, Mapping[str, Mapping[str, Any]
         rows.append("<tr>" + "".join(tds) + "</tr>")
     return (f'<div class="scroll"><table class="grid sortable" id="{_e(css_id)}"><thead><tr>'
             + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
-
-
-def compare_items(result: Mapping[str, Any], top: int = 1000) -> dict[str, Any]:
-    """The explorer's data for a comparison: per compared run, the ``top`` items where its judge and the
-    baseline's differ most (then the items only one of them scored), each with both judges' feedback."""
-    folders = [Path(f) for f in result["folders"]]
-    names = list(result["runs"])
-    tables = [_read_items(f / "items.parquet") for f in folders]
-    metrics_list = result.get("metrics") or [{} for _ in folders]
-    records = None
-    for m in metrics_list:
-        records = _load_records(m.get("data"))
-        if records is not None:
-            break
-    by_id = {r.id: r for r in records} if records is not None else {}
-    preds = []
-    for folder, m in zip(folders, metrics_list):
-        rows = _load_predictions(m.get("predictions") or str(folder / "predictions.jsonl")) or []
-        index: dict[str, Mapping[str, Any]] = {}
-        for row in rows:
-            index.setdefault(str(row["id"]), row)
-        preds.append(index)
-    base = tables[0]
-    base_pos = {str(i): k for k, i in enumerate(base["id"])}
-    filters = [("pair", "comparison"), ("split", "split"), ("model", "evaluated model"), ("task", "task type"),
-               ("criterion", "criterion"), ("status", "status")]
-    values: dict[str, list[str]] = {key: [] for key, _ in filters}
-
-    def code(key: str, label: str) -> int:
-        if label not in values[key]:
-            values[key].append(label)
-        return values[key].index(label)
-
-    strings, details, out_rows = _Strings(), [], []
-    for other_k in range(1, len(tables)):
-        other = tables[other_k]
-        pair = code("pair", f"{names[other_k]} vs {names[0]}")
-        candidates = []
-        for j, item_id in enumerate(other["id"]):
-            i = base_pos.get(str(item_id))
-            if i is None:
-                continue
-            a, b = _round(base["judge_score"][i]), _round(other["judge_score"][j])
-            diff = abs(a - b) if a is not None and b is not None else None
-            candidates.append((diff is None, -(diff or 0.0), str(item_id), i, j, a, b, diff))
-        candidates.sort()
-        for _, _, item_id, i, j, a, b, diff in candidates[:top]:
-            sa, sb = str(base["status"][i]), str(other["status"][j])
-            status = ("both scored" if sa == sb == "ok" else f"baseline {sa.replace('_', ' ')}, run "
-                      f"{sb.replace('_', ' ')}")
-            cats = [pair, code("split", SPLIT_TITLES.get(str(base["split"][i]), str(base["split"][i]))),
-                    code("model", str(base["model_id"][i])), code("task", str(base["task_type"][i])),
-                    code("criterion", str(base["criteria_name"][i])), code("status", status)]
-            record = by_id.get(item_id)
-            text = _record_text(record, strings) if record is not None else {"i": strings(""), "a": strings(""),
-                                                                            "r": strings(""), "u": strings(""), "c": []}
-            text["v"] = [_verdict(preds[0].get(item_id)), _verdict(preds[other_k].get(item_id))]
-            details.append(text)
-            reference = _round((base.get("reference") or [None] * (i + 1))[i])
-            experts = [_round(v) for v in (base["expert_scores"][i] or [])]
-            out_rows.append([item_id, cats, [a, b], reference, _round(diff), experts,
-                             len(details) - 1])
-    return {
-        "kind": "compare",
-        "judges": ["baseline: " + names[0], "run: " + names[1] if len(names) == 2 else "run"], "strings": strings.values,
-        "details": details, "rows": out_rows, "page_size": 50, "status_filter": 5, "list_columns": [0, 4, 2, 5],
-        "filters": [{"key": key, "label": label, "values": values[key]} for key, label in filters],
-        "diff_label": "|run − baseline|", "reference_label": "experts' reference",
-        "no_text_note": "This item's texts are not in the page.",
-    }
 
 
 def render_compare_page(result: Mapping[str, Any], explorer: Mapping[str, Any] | None) -> str:

@@ -8,8 +8,9 @@ arrays: the 100-fold Verdict Confidence is computed once for all items and avera
 from __future__ import annotations
 
 import json
+import operator
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,8 @@ __all__ = [
     "choose_target",
     "evaluate",
     "write_table",
+    "arrow_table",
+    "write_arrow",
     "read_table",
 ]
 
@@ -112,20 +115,17 @@ def _labels(records) -> tuple[list[str], list[str]]:
 
     taxonomy = judge.load_taxonomy()
     spec = judge.load_split_spec()
-    splits_cache: dict[tuple, str] = {}
-    group_cache: dict[tuple, str] = {}
-    splits, groups = [], []
-    for record in records:
-        key = (record.task_type, record.task_subtype, record.criteria_name)
-        if key not in splits_cache:
-            # An unresolvable task type is its own "unknown" split, shown apart in the report, never Standard.
-            splits_cache[key] = judge.split_of(record, spec, allow_unknown=True)
-        splits.append(splits_cache[key])
-        gkey = (record.task_type, record.task_subtype)
-        if gkey not in group_cache:
-            group_cache[gkey] = _task_group(taxonomy, record.task_type, record.task_subtype)
-        groups.append(group_cache[gkey])
-    return splits, groups
+    keys = list(map(operator.attrgetter("task_type", "task_subtype", "criteria_name"), records))
+    first: dict[tuple, int] = {}
+    for i, key in enumerate(keys):
+        first.setdefault(key, i)
+    # An unresolvable task type is its own "unknown" split, shown apart in the report, never Standard.
+    split_of = {key: judge.split_of(records[i], spec, allow_unknown=True) for key, i in first.items()}
+    groups_of = {key[:2]: "" for key in first}
+    for task_type, subtype in groups_of:
+        groups_of[task_type, subtype] = _task_group(taxonomy, task_type, subtype)
+    group_of = {key: groups_of[key[:2]] for key in first}
+    return list(map(split_of.__getitem__, keys)), list(map(group_of.__getitem__, keys))
 
 
 def _task_group(taxonomy, task_type: str, subtype: str) -> str:
@@ -142,88 +142,130 @@ def _task_group(taxonomy, task_type: str, subtype: str) -> str:
     return task_type or "(unknown)"
 
 
-def build_table(records, predictions: Iterable[Mapping[str, Any]], judge_name: str = "") -> tuple[ItemTable, dict]:
-    """Join records (the expert labels) with a run's predictions by id.
+def build_table(records, predictions, judge_name: str = "", clip_regression: bool = False) -> tuple[ItemTable, dict]:
+    """Join records (the expert labels) with a run's predictions by id, column-wise.
+
+    A regression head's score (``score_source`` ``regression_head``) is its raw value (``regression_score``), as
+    the paper and POLLUX's evaluator score it: judge-serve clips the head into the scale for ``score``, which would
+    hide the low scores the paper finds regression judges give. ``in_scale`` says whether that raw value lies
+    within the scale, whichever value is scored.
 
     Args:
         records: ``JudgeRecord`` list (from ``judge.load_records``).
-        predictions: prediction rows (``eval.predictions.read_predictions``).
-        judge_name: label for reports; default: the predictions' ``judge`` field.
+        predictions: the run's prediction table (``eval.predictions.read_prediction_table``), or prediction rows
+            (dicts, made into that table by ``eval.predictions.prediction_table``).
+        judge_name: label for reports; default: the most frequent ``judge`` of the predictions.
+        clip_regression: score a regression head's value clipped into the scale (the row's ``score``) instead of
+            its raw value (``judge-eval score --clip-regression``; a choice of this toolkit, not the paper's).
 
     Returns:
         ``(table, notes)``: the table over all records (items without a prediction have status "missing"), and
         notes counting predictions whose id is not in the data (``n_unknown_ids``, ignored) and repeated ids.
     """
-    by_id: dict[str, Mapping[str, Any]] = {}
-    repeated = 0
-    names = Counter()
-    for row in predictions:
-        rid = str(row["id"])
-        if rid in by_id:
-            repeated += 1  # the first row wins, as in `run`'s resume
-            continue
-        by_id[rid] = row
-        names[row.get("judge") or ""] += 1
-    n = len(records)
-    judge_scores = np.full(n, np.nan)
-    in_scale = np.full(n, np.nan)
-    status = np.empty(n, dtype=object)
-    error = np.empty(n, dtype=object)
-    source = np.empty(n, dtype=object)
-    known = set()
-    scales = _ScaleCache()
-    n_rescued = 0
-    for i, record in enumerate(records):
-        row = by_id.get(record.id)
-        known.add(record.id)
-        if row is None:
-            status[i], error[i], source[i] = "missing", "", ""
-            continue
-        if row.get("error") == OUT_OF_SCALE and row.get("raw_output"):
-            # Written before out-of-scale numbers were scored (they were parse failures then): read it again.
-            row, n_rescued = _reparse(row, record, scales), n_rescued + 1
-        score = row.get("score")
-        if row.get("parse_ok") and score is not None and np.isfinite(float(score)):
-            judge_scores[i] = float(score)
-            # The item's own rubric decides (whatever the server resolved); the row's flag when it has no scale.
-            scale = scales.get(record.rubrics)
-            flag = scale.contains(float(score)) if scale is not None else row.get("in_scale")
-            in_scale[i] = np.nan if flag is None else float(bool(flag))
-            status[i] = "ok"
-        elif row.get("error") == REQUEST_FAILED:
-            status[i] = REQUEST_FAILED
-        else:
-            # A parse failure is a value, never a score: whatever `score` says, it is not used.
-            status[i] = "parse_failed"
-        error[i] = row.get("error") or ""
-        source[i] = row.get("score_source") or ""
-    splits, groups = _labels(records)
+    import pyarrow as pa
 
-    def column(name: str) -> np.ndarray:
-        return np.array([getattr(r, name) or "" for r in records], dtype=object)
+    from eval.predictions import prediction_rows, prediction_table
+
+    if not isinstance(predictions, pa.Table):
+        predictions = prediction_table(predictions)
+    # The first row of each id counts, as in `run`'s resume: its position in the predictions, per record.
+    first: dict[str, int] = {}
+    for position, rid in enumerate(predictions.column("id").to_pylist()):
+        first.setdefault(rid, position)
+    repeated = predictions.num_rows - len(first)
+    record_ids = [r.id for r in records]
+    n = len(records)
+    match = np.fromiter((first.get(rid, -1) for rid in record_ids), dtype=np.int64, count=n)
+    found = match >= 0
+    rows = predictions.take(pa.array(match[found]))
+
+    def column(name: str, kind=None) -> np.ndarray:
+        """The matched rows' values of ``name`` at the records' positions (None / NaN for the unmatched)."""
+        values = rows.column(name)
+        if kind is float:
+            out = np.full(n, np.nan)
+            out[found] = values.to_numpy(zero_copy_only=False).astype(np.float64)
+        else:
+            out = np.full(n, None, dtype=object)
+            out[found] = values.to_pylist()
+        return out
+
+    error, source = column("error"), column("score_source")
+    rescue = np.flatnonzero(error == OUT_OF_SCALE)
+    rescue = rescue[[bool(v) for v in column("raw_output")[rescue]]] if len(rescue) else rescue
+    scores, parse_ok, row_in_scale = column("score", float), column("parse_ok"), column("in_scale")
+    scales = _ScaleCache()
+    if len(rescue):
+        # Written before out-of-scale numbers were scored (they were parse failures then): read them again.
+        whole = prediction_rows(predictions.take(pa.array(match[rescue])))
+        for i, row in zip(rescue.tolist(), whole):
+            row = _reparse(row, records[i], scales)
+            scores[i] = np.nan if row["score"] is None else float(row["score"])
+            parse_ok[i], error[i], row_in_scale[i] = row["parse_ok"], row["error"], row["in_scale"]
+            source[i] = row["score_source"]
+    # A parse failure is a value, never a score: whatever `score` says, it is not used.
+    ok = found & (parse_ok == True) & np.isfinite(scores)  # noqa: E712 (an object array of True/False/None)
+    request_failed = found & ~ok & (error == REQUEST_FAILED)
+    code = np.where(ok, _OK, np.where(request_failed, _REQUEST_FAILED, np.where(found, _PARSE_FAILED, _MISSING)))
+    judge_scores = np.where(ok, scores, np.nan)
+    raw = column("regression_score", float)
+    from_head = ok & (source == ScoreSource.REGRESSION_HEAD) & np.isfinite(raw)
+    answered = np.where(from_head, raw, judge_scores)  # the judge's own value: a head's raw one
+    if not clip_regression:
+        judge_scores = answered
+    # The item's own rubric decides (whatever the server resolved); the row's flag when it has no readable scale.
+    low, high = _scale_bounds(list(map(operator.attrgetter("rubrics"), records)), scales)
+    with np.errstate(invalid="ignore"):
+        inside = np.where(np.isnan(low), np.nan, ((low <= answered) & (answered <= high)).astype(float))
+    no_scale = ok & np.isnan(low)
+    inside[no_scale] = [np.nan if flag is None else float(bool(flag)) for flag in row_in_scale[no_scale]]
+    in_scale = np.where(ok, inside, np.nan)
+    splits, groups = _labels(records)
+    names = Counter(predictions.column("judge").take(pa.array(sorted(first.values()))).to_pylist())
+    names = Counter({name or "": count for name, count in names.items()})  # None and "" are one label
+    label = judge_name or (max(names, key=names.__getitem__) if names else "")
+
+    def text(name: str) -> np.ndarray:
+        return np.array([value or "" for value in map(operator.attrgetter(name), records)], dtype=object)
 
     table = ItemTable(
-        ids=np.array([r.id for r in records], dtype=object),
+        ids=np.array(record_ids, dtype=object),
         judge=judge_scores,
-        status=status,
-        error=error,
-        score_source=source,
+        status=np.array(STATUSES, dtype=object)[code],
+        error=np.where(found, [e or "" for e in error], "").astype(object),
+        score_source=np.where(found, [s or "" for s in source], "").astype(object),
         experts=metrics.pad_scores([r.expert_scores for r in records]),
         split=np.array(splits, dtype=object),
-        model_id=column("model_id"),
-        task_type=column("task_type"),
+        model_id=text("model_id"),
+        task_type=text("task_type"),
         task_group=np.array(groups, dtype=object),
-        criteria_name=column("criteria_name"),
-        judge_name=judge_name or (names.most_common(1)[0][0] if names else ""),
+        criteria_name=text("criteria_name"),
+        judge_name=label,
         in_scale=in_scale,
         # Abstentions are counted on the record by the loader (judge.JudgeRecord.n_abstained, released -1 scores);
         # records of a loader without them have none.
         n_abstained=np.array([int(getattr(r, "n_abstained", 0) or 0) for r in records], dtype=np.int64),
     )
-    notes = {"n_unknown_ids": len(set(by_id) - known), "n_repeated_ids": repeated}
-    if n_rescued:
-        notes["n_out_of_scale_reparsed"] = n_rescued
+    notes = {"n_unknown_ids": len(first.keys() - set(record_ids)), "n_repeated_ids": repeated}
+    if from_head.any():
+        # How many of the head's raw values fell outside their scale (they are clipped only with clip_regression).
+        notes["n_regression_scores"] = int(from_head.sum())
+        notes["n_regression_out_of_scale"] = int((from_head & (inside == 0.0)).sum())
+    if len(rescue):
+        notes["n_out_of_scale_reparsed"] = len(rescue)
     return table, notes
+
+
+def _scale_bounds(rubrics: list[str], scales: _ScaleCache) -> tuple[np.ndarray, np.ndarray]:
+    """Each item's scale minimum and maximum (NaN where its rubric has no readable scale), one parse per rubric."""
+    number = {text: k for k, text in enumerate(dict.fromkeys(rubrics))}
+    bounds = np.full((len(number) + 1, 2), np.nan)
+    for text, k in number.items():
+        scale = scales.get(text)
+        if scale is not None:
+            bounds[k] = scale.min, scale.max
+    index = np.fromiter(map(number.__getitem__, rubrics), dtype=np.intp, count=len(rubrics))
+    return bounds[index, 0], bounds[index, 1]
 
 
 class _ScaleCache:
@@ -271,8 +313,21 @@ def choose_target(table: ItemTable, target: str = "auto") -> str:
 
 def write_table(table: ItemTable, path: str | Path, extra: Mapping[str, np.ndarray] | None = None) -> Path:
     """Save the item table as Parquet (``compare`` pairs runs from it without reloading the data)."""
-    import pyarrow as pa
+    return write_arrow(arrow_table(table, extra), path)
+
+
+def write_arrow(items, path: str | Path) -> Path:
+    """Write ``arrow_table``'s table as ``items.parquet``."""
     import pyarrow.parquet as pq
+
+    path = Path(path)
+    pq.write_table(items, path)
+    return path
+
+
+def arrow_table(table: ItemTable, extra: Mapping[str, np.ndarray] | None = None):
+    """The item table as the Arrow table ``write_table`` writes (``extra``: more per-item columns after its own)."""
+    import pyarrow as pa
 
     # A list column from flat values and row offsets (scores sit first in each padded row), not 160k Python lists.
     valid = ~np.isnan(table.experts)
@@ -298,10 +353,7 @@ def write_table(table: ItemTable, path: str | Path, extra: Mapping[str, np.ndarr
     for name, values in (extra or {}).items():
         columns[name] = np.asarray(values).tolist()
     arrow = pa.table(columns)
-    arrow = arrow.replace_schema_metadata({"judge_name": table.judge_name})
-    path = Path(path)
-    pq.write_table(arrow, path)
-    return path
+    return arrow.replace_schema_metadata({"judge_name": table.judge_name})
 
 
 def read_table(path: str | Path) -> tuple[ItemTable, dict[str, np.ndarray]]:
@@ -360,6 +412,8 @@ class _Derived:
     vc_experts: np.ndarray
     expert_mean: np.ndarray
     why_unscored: np.ndarray
+    #: the reference of the correlations (Spearman, Pearson, Kendall): ``reference`` itself unless chosen apart.
+    spearman_reference: np.ndarray | None = None
 
 
 # Why an item has no (judge score, reference) pair, in the order the reasons are checked; an item gets the first
@@ -378,8 +432,14 @@ _REASON_TEXT = {
 }
 
 
-def derive(table: ItemTable, target: str, vc_repeats: int = 100, seed: int = 0) -> _Derived:
-    """The reference score, unique-mode mask and both Verdict Confidences of every item."""
+def derive(table: ItemTable, target: str, vc_repeats: int = 100, seed: int = 0,
+           spearman_target: str | None = None) -> _Derived:
+    """The reference score, unique-mode mask and both Verdict Confidences of every item.
+
+    Args:
+        spearman_target: ``mode`` or ``mean``, the correlations' reference when it differs from ``target`` (MAE's);
+            None: the same as MAE's.
+    """
     mode, unique = metrics.expert_mode(table.experts)
     reference = mode if target == "mode" else metrics.expert_mean(table.experts)
     # Integer status codes (index into STATUSES): comparisons on object arrays would dominate the cell loop.
@@ -410,6 +470,8 @@ def derive(table: ItemTable, target: str, vc_repeats: int = 100, seed: int = 0) 
         vc_experts=metrics.verdict_confidence_experts(table.experts),
         expert_mean=reference if target == "mean" else metrics.expert_mean(table.experts),
         why_unscored=why,
+        spearman_reference=(reference if spearman_target in (None, target)
+                            else mode if spearman_target == "mode" else metrics.expert_mean(table.experts)),
     )
 
 
@@ -447,7 +509,9 @@ def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, co
 
         ``vc_judge`` and ``vc_experts`` over the items the judge scored that have two or more annotators
         (``n_vc``; NaN when 0, the paper's "—"), ``vc_experts_all`` over all such items with a prediction
-        (``n_vc_experts_all``); ``why_no_vc`` when n_vc is 0 though items were scored.
+        (``n_vc_experts_all``), ``vc_experts_labelled`` over all such items whether predicted or not
+        (``n_vc_experts_labelled``: judge-independent, the paper's Experts VC); ``why_no_vc`` when n_vc is 0
+        though items were scored.
 
         ``n_abstained`` expert abstentions over the cell's items and ``n_all_abstained`` items whose experts all
         abstained (unlabelled, not errors). When ``n_scored`` is 0: ``why_empty`` (reason -> items, see
@@ -474,7 +538,9 @@ def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, co
         "n_no_unique_mode": int((present & derived.has_experts[index] & ~derived.unique_mode[index]).sum()),
         "n_scored": int(scored.sum()),
     }
-    stats = bootstrap.describe_pairs(x, y, n_boot, rng, ci_level, correlations=correlations)
+    apart = derived.spearman_reference is not None and derived.spearman_reference is not derived.reference
+    together = correlations and not apart  # MAE and the correlations on the same pairs, sharing each resample
+    stats = bootstrap.describe_pairs(x, y, n_boot, rng, ci_level, correlations=together)
     stats.pop("n")
     out.update(stats)
     flags = table.in_scale[index]
@@ -482,15 +548,27 @@ def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, co
     out["n_out_of_scale"] = int((ok & (flags == 0.0)).sum())
     inside = flags[scored] != 0.0  # NaN (no readable scale) counts as inside: nothing to flag
     out["n_scored_in_scale"] = int(inside.sum())
-    names = ("mae", "spearman") if correlations else ("mae",)
+    names = ("mae", "spearman") if together else ("mae",)
     if out["n_scored_in_scale"] < len(inside):
         within = bootstrap.describe_pairs(x[inside], y[inside], n_boot, bootstrap.cell_rng(seed, key + "/in_scale"),
-                                        ci_level, correlations=correlations)
+                                        ci_level, correlations=together)
     else:  # nothing to leave out: the in-scale figures are the headline ones (no second bootstrap)
         within = stats
     for name in names:
         out[f"{name}_in_scale"] = within[name]
         out[f"{name}_in_scale_ci"] = within[f"{name}_ci"]
+    if correlations and apart:  # the correlations against their own reference (its own generator: key/spearman)
+        against = derived.spearman_reference[index]
+        paired = ok & np.isfinite(against)
+        sx, sy, s_inside = judge_scores[paired], against[paired], flags[paired] != 0.0
+        corr = bootstrap.describe_pairs(sx, sy, n_boot, bootstrap.cell_rng(seed, key + "/spearman"), ci_level)
+        out["n_spearman"] = corr.pop("n")
+        for name in ("spearman", "spearman_ci", "pearson", "kendall"):
+            out[name] = corr[name]
+        if s_inside.sum() < len(s_inside):
+            corr = bootstrap.describe_pairs(sx[s_inside], sy[s_inside], n_boot,
+                                            bootstrap.cell_rng(seed, key + "/spearman/in_scale"), ci_level)
+        out["spearman_in_scale"], out["spearman_in_scale_ci"] = corr["spearman"], corr["spearman_ci"]
     vc_judge, vc_experts = derived.vc_judge[index], derived.vc_experts[index]
     judged = ok & np.isfinite(vc_judge)  # finite only with a judge score and >= 2 annotators
     out["n_vc"] = int(judged.sum())
@@ -499,6 +577,11 @@ def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, co
     overlapping = present & np.isfinite(vc_experts)
     out["n_vc_experts_all"] = int(overlapping.sum())
     out["vc_experts_all"] = _nan_mean(vc_experts[overlapping])
+    # Judge-independent: every labelled item of the cell with two or more annotators, predicted or not (the paper's
+    # Experts VC, Tables 14-16), beside the experts' VC over the judge's own items (vc_experts).
+    labelled = np.isfinite(vc_experts)
+    out["n_vc_experts_labelled"] = int(labelled.sum())
+    out["vc_experts_labelled"] = _nan_mean(vc_experts[labelled])
     if out["n_vc"] == 0 and out["n_scored"]:
         out["why_no_vc"] = ("no scored item has two or more annotators: Verdict Confidence needs overlapping "
                             "annotations (the paper shows it as \u2014 for criteria annotated by one expert)")
@@ -514,18 +597,21 @@ def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, co
 def _groups(labels: np.ndarray) -> dict[str, np.ndarray]:
     """Item indices per label, labels in sorted order (one sort for all labels, not one scan per label).
 
-    The labels are numbered in a dict (first seen first), then the few distinct ones sorted: ``np.unique`` on the
-    labels as a string array sorted 160,000 strings per grouping, ~0.4 s each on the full test. The same groups:
-    Python orders strings by code point as numpy does (numpy's string arrays also drop trailing NUL characters,
-    which no label has).
+    The labels are numbered by Arrow's dictionary encoding (first seen first), then the few distinct ones sorted:
+    ``np.unique`` on the labels as a string array sorted 160,000 strings per grouping, ~0.4 s each on the full
+    test. The same groups: Python orders strings by code point as numpy does (numpy's string arrays also drop
+    trailing NUL characters, which no label has).
     """
-    numbers: dict[str, int] = {}
-    first_seen = np.fromiter((numbers.setdefault(str(v), len(numbers)) for v in labels), dtype=np.intp,
-                             count=len(labels))
-    names = sorted(numbers)
+    import pyarrow as pa
+
+    # Labels numbered first seen first, by Arrow in C (each label as its text, as np.unique on a string array).
+    encoded = pa.array(list(map(str, labels)), type=pa.string()).dictionary_encode()
+    first_seen = encoded.indices.to_numpy().astype(np.intp)
+    seen = encoded.dictionary.to_pylist()
+    names = sorted(seen)
     rank = np.empty(len(names), dtype=np.intp)
-    rank[[numbers[name] for name in names]] = np.arange(len(names))
-    inverse = rank[first_seen]
+    rank[[seen.index(name) for name in names]] = np.arange(len(names))
+    inverse = rank[first_seen] if len(labels) else first_seen
     order = np.argsort(inverse, kind="stable")
     bounds = np.r_[0, np.cumsum(np.bincount(inverse, minlength=len(names)))]
     return {str(name): order[bounds[i]:bounds[i + 1]] for i, name in enumerate(names)}
@@ -533,7 +619,7 @@ def _groups(labels: np.ndarray) -> dict[str, np.ndarray]:
 
 def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: int = 0, vc_repeats: int = 100,
              ci_level: float = 0.95, derived: _Derived | None = None,
-             plots_ready: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+             spearman_target: str | None = None) -> dict[str, Any]:
     """Every metric of the report, for one judge.
 
     Args:
@@ -543,11 +629,12 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
         seed: seed of the Verdict Confidence draws and of every bootstrap (per cell, see ``bootstrap.cell_rng``).
         vc_repeats: random expert replacements averaged in the judge's Verdict Confidence.
         ci_level: coverage of the percentile bootstrap intervals.
-        derived: ``derive(table, target, vc_repeats, seed)`` when the caller already has it.
-        plots_ready: called twice, before the other cells are computed, with the parts of the result the plots
-            draw, the same values as in the result: ``judge``, ``target``, ``settings``, ``levels`` and per split
-            ``confusion``, then the same with per split ``by_criterion``. ``eval.scoring`` starts each drawing then.
-
+        derived: ``derive(table, target, vc_repeats, seed, spearman_target)`` when the caller already has it.
+        spearman_target: the correlations' reference, ``mode`` or ``mean`` of the experts, chosen apart from MAE's
+            ``target`` (``auto`` or None: the same). The paper correlates with "expert ratings" and names no
+            aggregate; its item aggregate is the unweighted mean of the experts' estimates
+            (``seeds/003_04de0265a3137b49.txt:179``). With a reference of its own, the correlation cells carry
+            ``n_spearman`` (the pairs they cover) and draw their intervals from their own generator.
     Returns:
         A JSON-ready dict: ``judge``, ``target``, ``settings``, ``levels``, and ``splits`` →
         {zero_shot, standard, all} → {``overall``, ``by_model``, ``by_task_type``, ``by_criterion`` (cells as in
@@ -555,7 +642,10 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
         {levels, matrix})}.
     """
     target = choose_target(table, target)
-    derived = derived or derive(table, target, vc_repeats=vc_repeats, seed=seed)
+    spearman_target = target if spearman_target in (None, "auto") else spearman_target
+    if spearman_target not in ("mode", "mean"):
+        raise ValueError(f"spearman_target must be auto, mode or mean, got {spearman_target!r}")
+    derived = derived or derive(table, target, vc_repeats=vc_repeats, seed=seed, spearman_target=spearman_target)
     everything = np.arange(len(table))
     # "all" is the paper's two tests together (Zero-Shot + Standard); items of a task type the taxonomy does not
     # know are reported on their own ("unknown"), never folded into either test or into their sum.
@@ -573,7 +663,8 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
     result: dict[str, Any] = {
         "judge": table.judge_name,
         "target": target,
-        "settings": {"n_boot": n_boot, "seed": seed, "vc_repeats": vc_repeats, "ci_level": ci_level},
+        "settings": {"n_boot": n_boot, "seed": seed, "vc_repeats": vc_repeats, "ci_level": ci_level,
+                     "spearman_target": spearman_target},
         "levels": [float(v) for v in levels],
         "splits": {},
     }
@@ -587,18 +678,6 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
     for split, split_idx in split_index.items():
         in_split = in_splits[split] = np.zeros(len(table), dtype=bool)
         in_split[split_idx] = True
-    # What the plots draw (eval.report.plotted) first, for ``plots_ready``: the confusion matrices (quick), then
-    # the by-criterion cells. Each cell draws from its own generator (bootstrap.cell_rng), so computing some cells
-    # earlier changes no figure.
-    early: dict[str, dict[str, Any]] = {}
-    if plots_ready is not None:
-        early = {split: {"confusion": _confusions(table, derived, split_idx, in_splits[split], task_groups, levels)}
-                 for split, split_idx in split_index.items()}
-        plots_ready({**result, "splits": {split: dict(block) for split, block in early.items()}})
-        for split in split_index:
-            early[split]["by_criterion"] = cells_by("criterion", split, in_splits[split])
-        plots_ready({**result, "splits": {split: {"by_criterion": block["by_criterion"]}
-                                          for split, block in early.items()}})
     for split, split_idx in split_index.items():
         in_split = in_splits[split]
         block: dict[str, Any] = {
@@ -606,15 +685,13 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
                             seed=seed, ci_level=ci_level)
         }
         for name in groupings:
-            block[f"by_{name}"] = (early[split]["by_criterion"] if name == "criterion" and early
-                                   else cells_by(name, split, in_split))
+            block[f"by_{name}"] = cells_by(name, split, in_split)
         failed = split_idx[(table.status[split_idx] == "parse_failed") | (table.status[split_idx] == REQUEST_FAILED)]
         block["failures"] = dict(Counter(str(e) or "unknown" for e in table.error[failed]).most_common())
         by_model_index = {label: index[in_split[index]] for label, index in groupings["model"].items()}
         block["model_means"] = model_means(table, derived, split_idx, block["by_model"], block["overall"],
                                            {k: v for k, v in by_model_index.items() if len(v)})
-        block["confusion"] = (early[split]["confusion"] if early
-                              else _confusions(table, derived, split_idx, in_split, task_groups, levels))
+        block["confusion"] = _confusions(table, derived, split_idx, in_split, task_groups, levels)
         result["splits"][split] = block
     return result
 

@@ -1,7 +1,7 @@
 """A judge server for a checkpoint folder or hub id, started for the length of a ``judge-eval run``.
 
 judge-serve when it is installed (it serves seq2seq and regression judges), else vLLM's OpenAI server (seq2seq
-only), under ``judge.processes``' supervisor: its whole process tree ends with the run.
+only), under ``judge.plumbing.processes``' supervisor: its whole process tree ends with the run.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from judge.config_files import ConfigError
+from judge.plumbing.config_files import ConfigError
 
 if TYPE_CHECKING:
-    from eval.run import RunConfig
+    from eval.config import RunConfig
 
 __all__ = ["local_server"]
 
@@ -44,7 +44,7 @@ def local_server(checkpoint: Path, config: RunConfig, out: Path) -> Iterator[tup
         RuntimeError: the server exited or did not answer within ``server_timeout_s`` (with its log tail).
     """
     from judge.checkpoints import CheckpointNotFound, judge_kind, resolve_checkpoint
-    from judge.processes import ProcessStartError, free_port, start_process
+    from judge.plumbing.processes import ProcessStartError, free_port, start_process
 
     name = config.model or Path(checkpoint).name  # a hub id's name, not its snapshot's revision
     try:
@@ -70,7 +70,7 @@ def local_server(checkpoint: Path, config: RunConfig, out: Path) -> Iterator[tup
         ready_path = "/v1/models"
     log.info("starting %s", " ".join(cmd))
     env = {**os.environ, **{str(k): str(v) for k, v in config.server_env.items()}}
-    # Under judge.processes' supervisor: the server's whole tree (vLLM forks an engine process) ends with the run,
+    # Under judge.plumbing.processes' supervisor: the server's whole tree (vLLM forks an engine process) ends with the run,
     # with this process if it is killed, and with the server if it dies.
     server = start_process(cmd, log_path=out / "server.log", env=env, append_log=True, grace_s=60, name="the judge server")
     root = f"http://127.0.0.1:{port}"

@@ -24,6 +24,7 @@ These are the definitions, written plainly. Their bootstrap intervals come from 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
@@ -38,6 +39,8 @@ __all__ = [
     "verdict_confidence_experts",
     "verdict_confidence_judge",
     "verdict_confidence_judge_expected",
+    "random_labelling_vc",
+    "RANDOM_LABELLING_VC",
     "mean_absolute_error",
     "spearman",
     "pearson",
@@ -81,7 +84,7 @@ def pad_scores(score_lists: Sequence[Sequence[float]]) -> np.ndarray:
     width = int(lengths.max()) if len(lengths) else 0
     padded = np.full((len(lengths), max(width, 1)), np.nan)
     if lengths.sum():
-        flat = np.fromiter((float(v) for s in score_lists for v in s), dtype=np.float64, count=int(lengths.sum()))
+        flat = np.fromiter(itertools.chain.from_iterable(score_lists), dtype=np.float64, count=int(lengths.sum()))
         rows = np.repeat(np.arange(len(lengths)), lengths)
         # Position of each score inside its row: a running index that restarts at every row start.
         starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
@@ -235,6 +238,19 @@ def verdict_confidence_judge_expected(experts: np.ndarray, judge: np.ndarray) ->
     if len(rows):
         out[rows] = (counts * shares).sum(axis=1) / k
     return out
+
+
+def random_labelling_vc(annotators: int = 3, labels: int = 3) -> float:
+    """The expected Verdict Confidence of ``annotators`` who each pick one of ``labels`` labels uniformly at random:
+    the exact mean of ``verdict_confidence_experts`` over every labelling. The paper's case, three annotators and
+    three labels, is 17/27 ~ 0.63 (App. D.2.2, ``seeds/003_04de0265a3137b49.txt:829-843``), which it reads as
+    "comparable to random labeling" below 60 % (line 847)."""
+    every = np.array(list(itertools.product(range(labels), repeat=annotators)), dtype=np.float64)
+    return float(verdict_confidence_experts(every).mean())
+
+
+#: The paper's reference point for Verdict Confidence: random labelling by 3 annotators over 3 labels, 17/27.
+RANDOM_LABELLING_VC = 17 / 27
 
 
 # ------------------------------------------------------------------------------------- point statistics

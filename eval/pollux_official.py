@@ -1,17 +1,26 @@
 """What POLLUX's own released evaluator computes: ``format_acc``, ``score_acc`` and ``mse`` (not the paper's metrics).
 
-The POLLUX repository's judge evaluator (``/work/shared/pollux/RELEASE.md``, "POLLUX's released evaluation code")
-reads a score from each judge output as the **first** ``[RESULT] `` followed by digits (a decimal if present, else
-a single digit), compares it with the released ``criteria_score`` and reports:
+The POLLUX repository's judge evaluator (``/work/shared/pollux/RELEASE.md``, "POLLUX's released evaluation code";
+the code is ``TextEvaluator`` in ``src/utils/evaluation.py`` of ai-forever/POLLUX, cited below as ``evaluation.py:N``)
+reads a score from each judge output with ``extract_score`` (lines 26-35) and reports, in ``compute_metrics``
+(lines 52-87):
 
-- ``format_acc``: the share of outputs from which a score was extracted;
-- ``score_acc``: the share of outputs whose score equals ``criteria_score`` exactly (an output without a score
-  counts as wrong);
-- ``mse``: the mean squared error against ``criteria_score`` over the outputs with a score.
+- ``format_acc``: the share of outputs from which a score was extracted (lines 71-72, 76);
+- ``score_acc``: the share of outputs whose score equals the reference exactly, an output without a score counting
+  as wrong (lines 73, 77);
+- ``score_format_acc``: the same exact matches over the outputs *with* a score only (line 74);
+- ``mse``: the mean squared error over the outputs with a score (lines 82-85).
 
-``extract_score`` reproduces its extraction faithfully, known bugs included (see there), so that a user can put
+Both are reproduced rule for rule (this module's own code, not a copy), known bugs included, so that a user can put
 the repository's figures beside the paper's. The paper's metrics (MAE against the experts' mode, Verdict
 Confidence, Spearman; ``eval.item_table``) stay the headline; these numbers are reported in their own section.
+
+The reference: ``compute_metrics`` takes an ``int`` as it is, else extracts it from a reference judge text with the
+same ``extract_score`` (line 63); here it is the released ``criteria_score`` (RELEASE.md), a float such as 1.5 that
+the original would have to be handed as an ``int`` or as text.
+
+Where the original cannot give a number this module says why instead: with no output at all ``compute_metrics``
+raises (line 82 builds an empty float array and line 83 inverts it), here every figure is NaN and ``note`` says so.
 
 Regression (``-r``) judges: POLLUX scores them with the head's raw value (RELEASE.md, "How POLLUX scores with an
 ``-r`` judge"), not with a number parsed from text. A prediction that carries ``regression_score`` (judge-serve's
@@ -35,31 +44,48 @@ __all__ = ["extract_score", "official_metrics", "pollux_official", "TITLE"]
 
 TITLE = "POLLUX repository evaluator (not the paper's metrics)"
 
-# The first "[RESULT] " (one space, upper case, no markdown) followed by a decimal number if there is one, else a
-# single digit. Known bugs of the original, kept on purpose so the figures match the repository's:
-#   BUG (faithful): "[RESULT] 10" reads as 1 (a two-digit integer is cut to its first digit);
-#   BUG (faithful): "[RESULT] 1,5" reads as 1 (a decimal comma is not a decimal);
-#   and the first [RESULT] wins, even one quoted inside the rationale; "-1", "**2**" or "[RESULT]2" give nothing.
-_RESULT = re.compile(r"\[RESULT\] (\d+\.\d+|\d)")
+# evaluation.py:27 and :31: a lookbehind for "[RESULT] " (one space, upper case, no IGNORECASE), then any whitespace
+# (newlines, NBSP, a second space: Python's Unicode \s), then a decimal "\d+\.\d+" (line 27) or one digit (line 31).
+# Each pattern is searched over the WHOLE text (re.search), the decimal one first; consequences, all kept:
+#   "[RESULT]  2" and "[RESULT] \n2" read as 2 (the \s* after the lookbehind);
+#   "«[RESULT] 1» ... [RESULT] 1.5" reads as 1.5: any decimal anywhere beats an earlier integer;
+#   "[RESULT] 10" reads as 1 and "[RESULT] 1,5" as 1 (only one digit when there is no "d.d");
+#   "[RESULT] 2." reads as 2 (no digit after the point, so no decimal);
+#   the first "[RESULT] " followed by a digit wins otherwise, even one quoted inside the rationale;
+#   \d is Unicode: "[RESULT] ٢" (Arabic-Indic two) reads as 2.0, as Python's float() accepts any decimal digit;
+#   "-1", "**2**", "[RESULT]2" and "[result] 2" give nothing.
+_AFTER_TAG = r"(?<=\[RESULT\] )\s*"
+_DECIMAL_AFTER_TAG = re.compile(_AFTER_TAG + r"\d+\.\d+")
+_DIGIT_AFTER_TAG = re.compile(_AFTER_TAG + r"\d")
 
 
 def extract_score(text: str | None) -> float | None:
-    """The score POLLUX's evaluator reads from a judge output, or None when it reads none."""
+    """The score POLLUX's evaluator reads from a judge output, or None when it reads none (evaluation.py:26-35).
+
+    ``None`` and ``""`` read as nothing (the original would raise on ``None``; a missing output has no score).
+    """
     if not text:
         return None
-    match = _RESULT.search(text)
-    return float(match.group(1)) if match else None
+    for pattern in (_DECIMAL_AFTER_TAG, _DIGIT_AFTER_TAG):
+        found = pattern.search(text)
+        if found is not None:
+            return float(found.group().strip())
+    return None
 
 
 def official_metrics(scores: Iterable[float | None], references: Iterable[float]) -> dict[str, Any]:
-    """``format_acc``, ``score_acc`` and ``mse`` of extracted scores against ``criteria_score`` values.
+    """``compute_metrics`` (evaluation.py:52-87) over extracted scores and their references.
 
     Args:
         scores: one extracted score per output (None or NaN: nothing extracted).
-        references: the matching ``criteria_score`` values.
+        references: the matching reference values (``criteria_score``). The original skips a sample whose
+            reference it cannot read (lines 63-66); callers leave those out before (``n_no_reference``).
 
     Returns:
-        ``{"n", "n_parsed", "format_acc", "score_acc", "mse"}``; NaN rates when n is 0, NaN mse when nothing parsed.
+        ``{"n", "n_parsed", "format_acc", "score_acc", "score_format_acc", "mse", "note"}``. As in the original, a
+        rate over an empty list is 0 (line 80: ``score_format_acc`` when nothing parsed) and ``mse`` is NaN when
+        nothing parsed (line 85: the mean of an empty array); with no output at all every figure is NaN (the
+        original raises there) and ``note`` says why; otherwise ``note`` is "".
     """
     if not isinstance(scores, np.ndarray):  # a list with None for "nothing extracted"
         scores = [np.nan if v is None else v for v in scores]
@@ -67,14 +93,20 @@ def official_metrics(scores: Iterable[float | None], references: Iterable[float]
     references = np.asarray(list(references), dtype=np.float64)
     parsed = np.isfinite(scores)
     n, n_parsed = len(scores), int(parsed.sum())
+    if n == 0:
+        nan = float("nan")
+        return {"n": 0, "n_parsed": 0, "format_acc": nan, "score_acc": nan, "score_format_acc": nan, "mse": nan,
+                "note": "no outputs: POLLUX's compute_metrics raises on an empty set (evaluation.py:82-83)"}
     errors = scores[parsed] - references[parsed]
+    exact = int((errors == 0).sum())  # line 73: true_score == pred_score, float equality (1.0 == 1)
     return {
         "n": n,
         "n_parsed": n_parsed,
-        "format_acc": n_parsed / n if n else float("nan"),
-        # An output without a score is wrong: exact matches over all n outputs.
-        "score_acc": int((errors == 0).sum()) / n if n else float("nan"),
+        "format_acc": n_parsed / n,
+        "score_acc": exact / n,  # an output without a score appends 0 (line 77)
+        "score_format_acc": exact / n_parsed if n_parsed else 0.0,  # line 80: an empty list gives 0
         "mse": float((errors**2).mean()) if n_parsed else float("nan"),
+        "note": "" if n_parsed else "no output had a score: mse is undefined (POLLUX's np.mean of nothing)",
     }
 
 
@@ -136,8 +168,9 @@ def pollux_official(records, predictions: Iterable[Mapping[str, Any]], splits: M
 
     out: dict[str, Any] = {
         "title": TITLE,
-        "extraction": "first '[RESULT] ' followed by a decimal number, else a single digit (POLLUX's regex, bugs "
-                      "kept: '10' reads as 1, '1,5' as 1); regression judges: the head's raw value",
+        "extraction": "the first decimal number after '[RESULT] ' and optional whitespace anywhere in the output, "
+                      "else the first single digit there (POLLUX's evaluation.py:26-35, bugs kept: '10' reads as 1, "
+                      "'1,5' as 1, a later decimal beats an earlier integer); regression judges: the head's raw value",
         "reference": "criteria_score (the mean of the experts' scores where a record has none)",
         "splits": {},
     }

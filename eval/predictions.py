@@ -1,8 +1,9 @@
 """The predictions file of a ``judge-eval run``: ``predictions.jsonl``, one row per judged item, and its schema.
 
 ``PredictionRow`` is the row: ``run`` writes it, ``score`` (``eval.item_table.build_table``), the official
-evaluator and the report pages read it through ``read_predictions``. Rows are appended as answers arrive (a
-``judge.journal`` journal: strict reading, a torn last line dropped); a rerun resumes from the file
+evaluator and the report pages read it as one Arrow table (``read_prediction_table``; ``read_predictions`` gives its
+rows as dicts). Rows are appended as answers arrive (a
+``judge.plumbing.journal`` journal: strict reading, a torn last line dropped); a rerun resumes from the file
 (``resume_predictions``).
 """
 
@@ -10,18 +11,19 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import logging
 import operator
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from judge.journal import iter_journal, log_torn_tail, rewrite_journal
+from judge.plumbing.journal import iter_journal, log_torn_tail, rewrite_journal
 from judge.wire import checked_json_fields
 
-__all__ = ["PredictionRow", "PREDICTION_FIELDS", "PredictionsProcess", "REQUEST_FAILED", "iter_predictions",
-           "read_predictions", "resume_predictions"]
+__all__ = ["PredictionRow", "PREDICTION_FIELDS", "REQUEST_FAILED", "iter_predictions", "prediction_rows",
+           "prediction_table", "read_prediction_table", "read_predictions", "resume_predictions"]
 
 log = logging.getLogger("judge_eval.predictions")
 
@@ -71,11 +73,17 @@ class PredictionRow:
         """A row from its JSON object; absent fields take their defaults (rows of older runs lack some).
 
         Raises:
-            ValueError: naming ``where`` and the field: no ``id``, or a key that is not a field
-                (``judge.wire.checked_json_fields``).
+            ValueError: naming ``where`` and the field: no ``id``, a key that is not a field
+                (``judge.wire.checked_json_fields``), or a value of the wrong JSON type (an ``id`` that is not a
+                string, a ``parse_ok`` that is not a boolean: no value is converted).
         """
         values = checked_json_fields(cls, data, where, noun="prediction field")
-        values["id"] = str(values["id"])
+        for key, value in values.items():
+            kind = _JSON_KINDS[key]
+            if value is None and key != "id":
+                continue
+            if not _is_kind(value, kind):
+                raise ValueError(f"{where}.{key}: expected {kind}, got {type(value).__name__} {value!r:.40}")
         for key in ("feedback", "reason"):
             if values.get(key) is None:
                 values[key] = ""
@@ -90,71 +98,152 @@ class PredictionRow:
 #: The keys of a predictions row, in the order they are written.
 PREDICTION_FIELDS = tuple(f.name for f in dataclasses.fields(PredictionRow))
 
+# The JSON type of each field's value (null is allowed for every field but ``id``).
+_TEXT, _NUMBER, _FLAG, _PROBS = "a string", "a number", "a boolean", "an object of numbers"
+_JSON_KINDS = {"id": _TEXT, "judge": _TEXT, "raw_output": _TEXT, "feedback": _TEXT, "score": _NUMBER,
+               "parse_ok": _FLAG, "error": _TEXT, "reason": _TEXT, "score_source": _TEXT, "in_scale": _FLAG,
+               "regression_score": _NUMBER, "expected_score": _NUMBER, "confidence": _NUMBER, "score_probs": _PROBS,
+               "latency_s": _NUMBER}
+assert set(_JSON_KINDS) == set(PREDICTION_FIELDS)
 
-def read_predictions(path: str | Path) -> list[dict[str, Any]]:
-    """Prediction rows of a ``predictions.jsonl`` (a run folder works too), each with every ``PREDICTION_FIELDS``
-    key (``PredictionRow.to_json``).
 
-    A last line without its newline (the process was killed while writing it) is dropped, with a warning; any
-    other line that is not a JSON row is an error.
+def _is_kind(value: Any, kind: str) -> bool:
+    if kind == _TEXT:
+        return type(value) is str
+    if kind == _NUMBER:
+        return type(value) in (int, float)
+    if kind == _FLAG:
+        return type(value) is bool
+    return type(value) is dict and all(type(v) in (int, float) for v in value.values())
+
+
+def read_prediction_table(path: str | Path) -> "pyarrow.Table":
+    """The rows of a ``predictions.jsonl`` (a run folder works too) as one Arrow table: a column per
+    ``PREDICTION_FIELDS`` name, in that order, one row per line, in file order (repeated ids kept).
+
+    Read by Arrow's JSON reader in one pass (~0.2 s for the full test's 160,000 rows, where ``json.loads`` per line
+    and a dict per row took ~1.5 s), with the column types fixed from ``PredictionRow``: a value of another type
+    stops it. Absent fields take ``PredictionRow``'s defaults (null; "" for ``feedback`` and ``reason``, false for
+``parse_ok``);
+    ``score_probs`` is a struct column (each row's object, a key absent from it null). A last line without its
+    newline (the process was killed while writing it) is dropped, with ``judge.plumbing.journal``'s warning; blank lines
+    are skipped.
 
     Raises:
-        ValueError: naming ``file:line`` of a line that does not parse or is not a prediction row.
+        ValueError: naming ``file: row N`` (rows counted from 1 without blank lines) and the field, for the first
+            row that is not a prediction row (``PredictionRow.from_json``'s checks), or ``file:line`` for a line
+            that is not a JSON object (``judge.plumbing.journal``'s wording).
     """
-    rows = _read_rows_fast(path)
-    return rows if rows is not None else list(iter_predictions(path))
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.json as pj
 
-
-def _read_rows_fast(path: str | Path) -> list[dict[str, Any]] | None:
-    """``read_predictions``'s rows for a file every row of which is plainly valid, else None (the caller then reads
-    the file row by row, whose error names the line and the field, or which accepts what this refuses).
-
-    The row-by-row reading took ~3 of ~15 s CPU of scoring the full test (bench/eval_metrics.py --end-to-end):
-    a ``PredictionRow`` and its copy per row. Here each line is parsed by the same ``json.loads`` and its dict
-    completed with the defaults in ``PREDICTION_FIELDS`` order, giving the same dicts (~1 s). Refused, for the
-    strict reader to judge: any line that does not parse or is not an object, unknown keys, an ``id`` that is
-    missing or not a string (the strict reader converts or names it).
-    """
-    import json
-
-    path = Path(path)
-    if path.is_dir():
-        path = path / "predictions.jsonl"
+    path = _file(path)
     if not path.exists():
-        return None
-    *lines, tail = path.read_bytes().split(b"\n")  # as judge.journal.iter_journal: lines end with b"\n"
-    known = _FIELD_SET
-    rows = []
-    append = rows.append
-    try:
-        for line in lines:
-            data = json.loads(line) if line.strip() else None
-            if data is None:
-                if line.strip():
-                    return None  # a "null" line: not an object
-                continue
-            if type(data) is not dict or not data.keys() <= known or type(data.get("id")) is not str:
-                return None
-            row = {**_DEFAULTS, **data}  # every field, in PREDICTION_FIELDS order (_DEFAULTS's keys come first)
-            if row["feedback"] is None:
-                row["feedback"] = ""
-            if row["reason"] is None:
-                row["reason"] = ""
-            if type(row["parse_ok"]) is not bool:
-                row["parse_ok"] = bool(row["parse_ok"])
-            append(row)
-    except (UnicodeDecodeError, ValueError):  # json.JSONDecodeError is a ValueError
-        return None
+        raise FileNotFoundError(f"{path}: no predictions file")
+    data = path.read_bytes()
+    end = data.rfind(b"\n") + 1  # as judge.plumbing.journal: complete lines end with a newline
+    body, tail = data[:end], data[end:]
     if tail.strip():
         log_torn_tail(path, tail)
+    # Arrow takes one object per line and skips blank lines; a line that is not an object (``null`` crashes
+    # pyarrow 26's reader) or a CR line end is refused before it, for the row checks to name.
+    lines = body.count(b"\n")
+    if body and (int(body.startswith(b"{")) + body.count(b"\n{") != lines or b"\r" in body):
+        kept = [line for line in body.split(b"\n") if line.strip()]
+        if any(not line.startswith(b"{") or line.endswith(b"\r") for line in kept):
+            _raise_first_bad_row(path, None)
+        body = b"\n".join(kept) + b"\n" if kept else b""
+    if not body:
+        return pa.table({name: pa.array([], type=_arrow_types().get(name, pa.null())) for name in PREDICTION_FIELDS})
+    options = pj.ParseOptions(explicit_schema=pa.schema(list(_arrow_types().items())),
+                              unexpected_field_behavior="infer")
+    try:
+        table = pj.read_json(pa.BufferReader(body), read_options=pj.ReadOptions(block_size=max(len(body), 1 << 20)),
+                             parse_options=options)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
+        _raise_first_bad_row(path, err)
+    unknown = set(table.column_names) - _FIELD_SET
+    probs = table.column("score_probs") if "score_probs" in table.column_names else None
+    if (unknown or table.column("id").null_count
+            or (probs is not None and not pa.types.is_null(probs.type)
+                and not (pa.types.is_struct(probs.type)
+                         and all(pa.types.is_integer(f.type) or pa.types.is_floating(f.type) or pa.types.is_null(f.type)
+                                 for f in probs.type)))):
+        _raise_first_bad_row(path, None)
+    columns = {}
+    for name in PREDICTION_FIELDS:
+        if name in table.column_names:
+            column = table.column(name)
+        else:
+            column = pa.nulls(table.num_rows, type=_arrow_types().get(name, pa.null()))
+        if name in ("feedback", "reason"):
+            column = pc.fill_null(column, "")
+        elif name == "parse_ok":
+            column = pc.fill_null(column, False)
+        columns[name] = column
+    return pa.table(columns)
+
+
+def _file(path: str | Path) -> Path:
+    path = Path(path)
+    return path / "predictions.jsonl" if path.is_dir() else path
+
+
+def _raise_first_bad_row(path: Path, arrow_error: Exception | None) -> None:
+    """Raise the error of the first row that is not a prediction row, read line by line as ``iter_predictions``
+    reads (the message names the file, the row and the field); Arrow's own error when every row passes."""
+    for _ in _iter_rows(path, quiet=True):
+        pass
+    raise ValueError(f"{path}: not a predictions file Arrow can read ({arrow_error})")
+
+
+@functools.cache
+def _arrow_types() -> dict[str, Any]:
+    """The Arrow type of each field's column (``score_probs``, an object keyed by score level, is inferred)."""
+    import pyarrow as pa
+
+    kinds = {_TEXT: pa.string(), _NUMBER: pa.float64(), _FLAG: pa.bool_()}
+    return {name: kinds[kind] for name, kind in _JSON_KINDS.items() if kind in kinds}
+
+
+def prediction_rows(table) -> list[dict[str, Any]]:
+    """A prediction table's rows as ``PredictionRow.to_json`` dicts (``score_probs`` without the keys the row
+    lacked, which its struct column holds as nulls)."""
+    rows = table.to_pylist()
+    for row in rows:
+        probs = row["score_probs"]
+        if probs is not None:
+            row["score_probs"] = {k: v for k, v in probs.items() if v is not None}
     return rows
 
+
+def prediction_table(rows: Iterable[Mapping[str, Any]]):
+    """Prediction rows (dicts, checked by ``PredictionRow.from_json``) as ``read_prediction_table``'s table."""
+    import pyarrow as pa
+
+    checked = [PredictionRow.from_json(row, where=f"row {i}").to_json() for i, row in enumerate(rows, start=1)]
+    columns = {}
+    for name in PREDICTION_FIELDS:
+        values = [row[name] for row in checked]
+        columns[name] = (pa.array(values) if name == "score_probs"
+                         else pa.array(values, type=_arrow_types()[name]))
+    return pa.table(columns)
+
+
+def read_predictions(path: str | Path) -> list[dict[str, Any]]:
+    """The rows of a ``predictions.jsonl`` as dicts (``read_prediction_table``'s rows, see ``prediction_rows``).
+
+    Raises:
+        ValueError: as ``read_prediction_table``.
+    """
+    return prediction_rows(read_prediction_table(path))
 
 def iter_predictions(path: str | Path, torn: list[bytes] | None = None) -> Iterator[dict[str, Any]]:
     """``read_predictions`` one row at a time: memory does not grow with the file (resume, provenance checks).
 
     Args:
-        torn: when given, receives a torn last line's bytes (``judge.journal.iter_journal``).
+        torn: when given, receives a torn last line's bytes (``judge.plumbing.journal.iter_journal``).
     """
     for row in _iter_rows(path, torn):
         yield _as_json(row)
@@ -220,100 +309,3 @@ def resume_predictions(path: str | Path, ids: Sequence[str]) -> set[str]:
         log.info("resume: kept %d rows of %s, dropped %d (cut line: %s)", len(kept), path, n_rows - len(kept),
                  bool(torn))
     return kept
-
-
-# The command of a child process: ``root`` first on sys.path, so that the child imports this process's ``eval``
-# even when started from another checkout's folder (``python -c`` puts the working directory first).
-_CHILD = "import sys; sys.path.insert(0, {root!r}); from {module} import {main}; sys.exit({main}(sys.argv[1:]))"
-
-
-class PredictionsProcess:
-    """``read_predictions`` in a child Python process, started before the records load.
-
-    ``eval.scoring.score`` starts it first and takes its ``rows()`` once the records are loaded: the file is read
-    on a second core meanwhile, and this process only unmarshals the rows (~0.35 s against ~1.5 s reading them,
-    on the full test). The result is ``read_predictions``'s in every way: the same rows, the same exception (raised
-    here, with its message), the same log records (a torn last line's warning, emitted here through the same
-    logger). A plain subprocess for the reasons ``eval.report.PlotProcess`` gives. Use as a context manager:
-    leaving it before ``rows`` stops the child.
-    """
-
-    def __init__(self, path: str | Path) -> None:
-        import os
-        import subprocess
-        import sys
-
-        root = str(Path(__file__).resolve().parent.parent)
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([root] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
-        self._process = subprocess.Popen(
-            [sys.executable, "-c", _CHILD.format(root=root, module="eval.predictions", main="_read_main"),
-             str(path)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-
-    def rows(self) -> list[dict[str, Any]]:
-        """``read_predictions(path)``.
-
-        Raises:
-            ValueError: as ``read_predictions``.
-            RuntimeError: the child failed otherwise; its error output is in the message.
-        """
-        import marshal
-        import pickle
-
-        out, err = self._process.communicate()
-        if self._process.returncode != 0:
-            raise RuntimeError(f"predictions: the reading process exited with {self._process.returncode}:\n"
-                               f"{err.decode('utf-8', 'replace')[-4000:]}")
-        size = int.from_bytes(out[:8], "little")
-        error, records = pickle.loads(out[8:8 + size])
-        for record in records:
-            logger = logging.getLogger(record.name)
-            if logger.isEnabledFor(record.levelno):
-                logger.handle(record)
-        if error is not None:
-            raise error
-        return marshal.loads(memoryview(out)[8 + size:])
-
-    def __enter__(self) -> PredictionsProcess:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._process.poll() is None:
-            self._process.kill()
-            self._process.communicate()
-
-
-def _read_main(argv: list[str]) -> int:
-    """The child of ``PredictionsProcess``: argument PATH; writes to stdout the length (8 bytes, little-endian) of
-    the pickled ``(exception or None, log records)`` that follows, then the rows as a ``marshal`` (JSON values
-    only, which marshal writes ~4x faster than pickle: the child's ~0.5 s were on the command's wall)."""
-    import marshal
-    import pickle
-    import sys
-
-    class Collect(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            record.msg, record.args = record.getMessage(), None  # the message as text: its arguments may not pickle
-            if record.exc_info:
-                record.exc_text, record.exc_info = logging.Formatter().formatException(record.exc_info), None
-            records.append(record)
-
-    records: list[logging.LogRecord] = []
-    root = logging.getLogger()
-    root.addHandler(Collect())
-    root.setLevel(logging.DEBUG)  # every record goes back; the parent's loggers filter them as they would their own
-    (path,) = argv
-    rows: list[dict[str, Any]] = []
-    error: ValueError | None = None
-    try:
-        rows = read_predictions(path)
-    except ValueError as err:
-        error = err
-    try:
-        head = pickle.dumps((error, records), protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:  # an exception that does not pickle: its text, as a ValueError
-        head = pickle.dumps((ValueError(str(error)), records), protocol=pickle.HIGHEST_PROTOCOL)
-    out = sys.stdout.buffer
-    out.write(len(head).to_bytes(8, "little") + head)
-    out.write(marshal.dumps(rows))
-    out.flush()
-    return 0

@@ -9,19 +9,17 @@ failed on (``n_failed``) or could not be compared on (no unique expert mode): fa
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from pathlib import Path
 from typing import Any
 
 from eval import item_table
-from eval.predictions import _CHILD
+from eval.metrics import RANDOM_LABELLING_VC
 from judge.splits import SPLIT_TITLES  # one definition in the contract; re-exported here for eval's own modules
 
-__all__ = ["render_markdown", "markdown_table", "plot_confusions", "plot_mae_by_criterion", "PLOTTED", "plotted",
-           "write_plots",
-           "PlotProcess", "SPLIT_TITLES", "fmt", "fmt_ci"]
+__all__ = ["render_markdown", "markdown_table", "plot_confusions", "plot_mae_by_criterion", "write_plots",
+           "SPLIT_TITLES", "fmt", "fmt_ci"]
 
 log = logging.getLogger("judge_eval.report")
 
@@ -55,17 +53,27 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def _row(label: str, c: dict[str, Any], correlations: bool) -> list[str]:
-    row = [label, str(c["n"]), f"{c['n_failed']} ({fmt(c['failure_rate'] * 100 if c['n'] else None, 1)} %)",
-           str(c["n_no_unique_mode"]), str(c.get("n_out_of_scale", 0)), fmt_ci(c["mae"], c["mae_ci"]),
-           _in_scale(c, "mae")]
-    if correlations:
-        row += [fmt_ci(c["spearman"], c["spearman_ci"]), _in_scale(c, "spearman"), fmt(c["pearson"]),
-                fmt(c["kendall"])]
+def _header(label: str, correlations: bool, summary: bool = False) -> list[str]:
+    """A table's columns: the headline first (the paper's figures: n, failed, MAE, Spearman, VC judge / experts),
+    then the bookkeeping (exclusions, in-scale figures, the other correlations, counts)."""
+    head = [label, "n", "failed", "MAE"] + (["Spearman"] if correlations else []) + ["VC judge", "VC experts"]
+    head += ["VC experts (all labelled)"] if summary else []
+    head += ["no unique mode", "out of scale", "MAE in scale"]
+    head += ["Spearman in scale", "Pearson", "Kendall"] if correlations else []
+    return head + ["n VC"] + (["VC experts (all predicted)"] if summary else [])
+
+
+def _row(label: str, c: dict[str, Any], correlations: bool, summary: bool = False) -> list[str]:
+    """A table row in ``_header``'s order."""
     # The paper shows "—" where no item has two annotators (Tables 15-16); n_vc says how many items the VC covers.
-    row += [fmt(c["vc_judge"]) if c.get("n_vc", 1) else "—", fmt(c["vc_experts"]) if c.get("n_vc", 1) else "—",
-            str(c.get("n_vc", ""))]
-    return row
+    row = [label, str(c["n"]), f"{c['n_failed']} ({fmt(c['failure_rate'] * 100 if c['n'] else None, 1)} %)",
+           fmt_ci(c["mae"], c["mae_ci"])]
+    row += [fmt_ci(c["spearman"], c["spearman_ci"])] if correlations else []
+    row += [fmt(c["vc_judge"]) if c.get("n_vc", 1) else "—", fmt(c["vc_experts"]) if c.get("n_vc", 1) else "—"]
+    row += [fmt(c.get("vc_experts_labelled"))] if summary else []
+    row += [str(c["n_no_unique_mode"]), str(c.get("n_out_of_scale", 0)), _in_scale(c, "mae")]
+    row += [_in_scale(c, "spearman"), fmt(c["pearson"]), fmt(c["kendall"])] if correlations else []
+    return row + [str(c.get("n_vc", ""))] + ([fmt(c.get("vc_experts_all"))] if summary else [])
 
 
 def _in_scale(c: dict[str, Any], metric: str) -> str:
@@ -114,20 +122,63 @@ def _pollux_official_lines(official: dict[str, Any]) -> list[str]:
     return out + [markdown_table(header, rows), ""]
 
 
+_REFERENCES = {"mode": "the mode of the expert scores (items without a unique mode excluded)",
+               "mean": "the mean of the expert scores"}
+
+
+def references_note(result: dict[str, Any]) -> str:
+    """What MAE and Spearman compare the judge with, and that Spearman's reference is a choice."""
+    target = result["target"]
+    spearman = (result.get("settings") or {}).get("spearman_target") or target
+    mae = f"MAE against {_REFERENCES[target]}" + (" (a regression judge)" if target == "mean" else "")
+    return (f"{mae}; Spearman, Pearson and Kendall against {_REFERENCES[spearman]} (`--spearman-target`: the "
+            "paper correlates with \"expert ratings\" without naming an aggregate; its item aggregate is the "
+            "unweighted mean of the experts' estimates, seeds/003_04de0265a3137b49.txt:179).")
+
+
+def random_labelling_note() -> str:
+    """The paper's random-labelling Verdict Confidence, to read the VC columns against."""
+    return (f"VC under random labelling: {fmt(RANDOM_LABELLING_VC)} (17/27: three annotators picking among three "
+            "labels at random, the paper's App. D.2.2, seeds/003_04de0265a3137b49.txt:829-847; below 0.60 it reads "
+            "as \"comparable to random labeling\"). `VC experts` covers the items the judge scored; `VC experts "
+            "(all labelled)` every labelled item with two or more annotators, whatever the judge did (the paper's "
+            "Experts VC, judge-independent).")
+
+
+def regression_note(result: dict[str, Any]) -> str:
+    """How a regression (``-r``) judge's head values were scored and how many fell outside their scale; "" for a
+    run without them."""
+    notes = result.get("notes") or {}
+    n = notes.get("n_regression_scores", 0)
+    if not n:
+        return ""
+    outside = notes.get("n_regression_out_of_scale", 0)
+    if (result.get("settings") or {}).get("regression_scores") == "clipped":
+        how = ("the head's value clipped into the scale (`--clip-regression`, this toolkit's choice: the paper and "
+               "POLLUX's evaluator score the raw value)")
+    else:
+        how = ("the head's raw value, as the paper and POLLUX's evaluator score it (judge-serve's `score` clips it "
+               "into the scale; `--clip-regression` scores that instead)")
+    return (f"Regression head: {n} scores, each {how}. {outside} of the {n} raw values fell outside their scale "
+            "(counted in `out of scale`).")
+
+
+def _regression_lines(result: dict[str, Any]) -> list[str]:
+    note = regression_note(result)
+    return [note, ""] if note else []
+
+
 def render_markdown(result: dict[str, Any]) -> str:
     """The report's Markdown: a summary per split, then tables by evaluated model, task type and criterion.
 
     Args:
         result: ``eval.item_table.evaluate``'s output.
     """
-    target = result["target"]
-    reference = "the mode of the expert scores (items without a unique mode excluded)" if target == "mode" \
-        else "the mean of the expert scores (regression judge)"
     s = result["settings"]
     out = [
         f"# Judge report: {result['judge'] or '(unnamed judge)'}",
         "",
-        f"MAE and correlations against {reference}. Spearman is pooled per evaluated model and per task type. "
+        f"{references_note(result)} Spearman is pooled per evaluated model and per task type. "
         f"Verdict Confidence (VC): the largest share of one score among an item's annotators; the judge's value "
         f"replaces one random expert with the judge ({s['vc_repeats']} draws, seed {s['seed']}), over the items it "
         f"scored, only where an item has two or more annotators (`n VC`; \u2014 otherwise, as in the paper). "
@@ -136,15 +187,17 @@ def render_markdown(result: dict[str, Any]) -> str:
         "is the judge's answer and is scored, as the paper does (its Table 11); `out of scale` counts them and the "
         "`in scale` columns give the figures without them (\"=\" when there were none).",
         "",
+    ]
+    out += _regression_lines(result)
+    out += [
         "## Summary",
         "",
     ]
-    header = ["Test", "n", "failed", "no unique mode", "out of scale", "MAE", "MAE in scale", "Spearman",
-              "Spearman in scale", "Pearson", "Kendall", "VC judge", "VC experts", "n VC", "VC experts (all items)"]
-    rows = [_row(SPLIT_TITLES[split], result["splits"][split]["overall"], True)
-            + [fmt(result["splits"][split]["overall"]["vc_experts_all"])]
+    header = _header("Test", True, summary=True)
+    rows = [_row(SPLIT_TITLES[split], result["splits"][split]["overall"], True, summary=True)
             for split in item_table.SPLITS if split in result["splits"]]
     out += [markdown_table(header, rows), ""]
+    out += [random_labelling_note(), ""]
     out += _why_lines({SPLIT_TITLES[split]: result["splits"][split]["overall"]
                        for split in item_table.SPLITS if split in result["splits"]})
     missing = result["splits"]["all"]["overall"]["n_missing"] if "all" in result["splits"] else 0
@@ -174,9 +227,7 @@ def render_markdown(result: dict[str, Any]) -> str:
             if not cells:
                 continue
             correlated = name in ("model", "task_type")
-            head = [title.capitalize(), "n", "failed", "no unique mode", "out of scale", "MAE", "MAE in scale"]
-            head += ["Spearman", "Spearman in scale", "Pearson", "Kendall"] if correlated else []
-            head += ["VC judge", "VC experts", "n VC"]
+            head = _header(title.capitalize(), correlated)
             rows = [_row(label, c, correlated) for label, c in cells.items()]
             rows.append(_row("**Overall**", block["overall"], correlated))
             out += [f"### {SPLIT_TITLES[split]}: by {title}", "", markdown_table(head, rows), ""]
@@ -267,116 +318,9 @@ def plot_mae_by_criterion(result: dict[str, Any], folder: Path) -> list[Path]:
     return written
 
 
-#: The per-split key each plot reads: ``plot_confusions`` and ``plot_mae_by_criterion``.
-PLOTTED = {"confusions": "confusion", "mae_by_criterion": "by_criterion"}
-
-
-def plotted(result: dict[str, Any], parts: tuple[str, ...] = tuple(PLOTTED)) -> dict[str, Any]:
-    """The part of the metrics that the plots ``parts`` (``PLOTTED``'s keys) read: the judge, the target, and per
-    split the confusion matrices and/or the by-criterion cells."""
-    return {"judge": result["judge"], "target": result["target"],
-            "splits": {split: {PLOTTED[part]: block[PLOTTED[part]] for part in parts}
-                       for split, block in result["splits"].items()}}
-
-
 def write_plots(result: dict[str, Any], folder: Path) -> list[Path]:
     """Every PNG of a run: ``plot_confusions``, then ``plot_mae_by_criterion``."""
     return plot_confusions(result, folder) + plot_mae_by_criterion(result, folder)
-
-
-class PlotProcess:
-    """``write_plots`` in two child Python processes, started before the metrics exist.
-
-    ``eval.scoring.score`` starts them once the inputs are read, so that they import matplotlib while the table
-    and the metrics are computed, hands them the metrics the plots need as soon as those are computed (``draw``),
-    and meanwhile computes the other metrics, runs POLLUX's evaluator and writes items.parquet, metrics.json,
-    report.md and report.html. The plots cost ~4 s CPU on the full test (bench/eval_metrics.py --end-to-end;
-    mostly matplotlib drawing text), about half for the confusion matrices and half for the MAE bars: one child
-    draws each, so that the drawing, the longest step after the metrics, is halved where two cores are free.
-    Plain subprocesses, not multiprocessing: "spawn" re-runs the caller's main script when it lacks a
-    ``__main__`` guard, and "fork" copies a process whose threads (pyarrow's) may hold locks. The children import
-    the same ``eval`` as this process. Use as a context manager: leaving it before ``wait`` stops the children.
-    """
-
-    #: What each child draws, in ``write_plots``'s order (``PLOTTED``'s keys).
-    PARTS = tuple(PLOTTED)
-
-    def __init__(self, folder: Path) -> None:
-        import os
-        import subprocess
-        import sys
-
-        root = str(Path(__file__).resolve().parent.parent)
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([root] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
-        self._processes = [subprocess.Popen(
-            [sys.executable, "-c", _CHILD.format(root=root, module="eval.report", main="_plots_main"),
-             str(folder), part], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-            for part in self.PARTS]
-        self._sent: set[str] = set()
-
-    def draw(self, metrics: Path | dict[str, Any]) -> None:
-        """Give the children what to plot: a written ``metrics.json``, or the metrics themselves (as read back
-        from that file: NaN as None). Metrics may come in parts (``evaluate``'s ``plots_ready``): each child gets
-        its plot's input (``plotted``) once, from the first call whose splits all hold it."""
-        for part, process in zip(self.PARTS, self._processes):
-            if part in self._sent:
-                continue
-            if isinstance(metrics, dict):
-                if not all(PLOTTED[part] in block for block in metrics["splits"].values()):
-                    continue
-                message = {"metrics": json.loads(item_table.dumps(plotted(metrics, (part,))))}
-            else:
-                message = {"path": str(metrics)}
-            process.stdin.write(json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n")
-            process.stdin.flush()  # each child reads one line; ``wait`` closes the pipes
-            self._sent.add(part)
-
-    def wait(self) -> list[Path]:
-        """The PNGs written, in ``write_plots``'s order.
-
-        Raises:
-            RuntimeError: a child failed; its error output is in the message.
-        """
-        written = []
-        for process in self._processes:
-            out, err = process.communicate()
-            if process.returncode != 0:
-                raise RuntimeError(f"plots: the plotting process exited with {process.returncode}:\n"
-                                   f"{err.decode('utf-8', 'replace')[-4000:]}")
-            written += [Path(p) for p in json.loads(out)]
-        return written
-
-    def __enter__(self) -> PlotProcess:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for process in self._processes:
-            if process.poll() is None:
-                process.kill()
-                process.communicate()
-
-
-def _plots_main(argv: list[str]) -> int:
-    """A child of ``PlotProcess``: arguments FOLDER and PART (``confusions``, ``mae_by_criterion``; none: both),
-    then one JSON line on stdin, ``{"path": metrics.json}`` or ``{"metrics": ...}`` (none: nothing to draw);
-    prints the written paths as a JSON list."""
-    import sys
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot  # noqa: F401  (imported while the parent still computes: see PlotProcess)
-
-    folder, *part = argv
-    draw = {"confusions": plot_confusions, "mae_by_criterion": plot_mae_by_criterion}.get(part[0] if part else "",
-                                                                                         write_plots)
-    line = sys.stdin.readline().strip()
-    message = json.loads(line) if line else {}
-    if "path" in message:
-        message["metrics"] = json.loads(Path(message["path"]).read_text(encoding="utf-8"))
-    written = draw(message["metrics"], Path(folder)) if message else []
-    print(json.dumps([str(p) for p in written]))
-    return 0
 
 
 # ------------------------------------------------------------------------------------------------ W&B

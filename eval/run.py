@@ -13,10 +13,14 @@ A judge is reached over HTTP in every case:
 Output, in ``--out``: ``predictions.jsonl`` (one ``eval.predictions.PredictionRow`` per item; ``in_scale`` is false
 for a number outside the rubric's scale, which is scored as the paper does; ``regression_score`` is a regression
 head's raw value; the latency is that of the request that produced the row, shared by the criteria of one
-``/v1/judge`` request), appended as answers arrive (``judge.journal``: one fsync per request), and ``run.json``
+``/v1/judge`` request), appended as answers arrive (``judge.plumbing.journal``: one fsync per request), and ``run.json``
 (resolved config, git revision, package versions, prompt version). A rerun resumes: rows already written are kept,
 a line cut by a kill is dropped, items whose *request* failed are retried, and the file ends with exactly one row
 per item. A verdict that does not parse is a final answer (``parse_ok: false`` with the parser's error); it is never a score.
+
+The judge's verdict format (``judge.VerdictFormat``: ``tagged`` or ``integer``, ``Pollux-4B-Judge``) follows from the
+checkpoint or the model id unless ``verdict_format`` is set. Data whose rows carry ``answer_1``/``answer_2`` is judged
+pairwise (``eval.pairwise``: every pair in both orders by default, into ``pairwise_predictions.jsonl``).
 """
 
 
@@ -29,103 +33,25 @@ import logging
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eval.config import RunConfig
 from eval.backends import (ChatBackend, JudgeBackend, JudgeServeBackend, Refused, base_of, detect_backend, first_model,
                            root_of, short)
 from eval.local_server import local_server
+from eval.pairwise import ORDERS, PAIRWISE_PREDICTIONS, is_pairwise_data, judge_pairs, load_pairs, pending_judgments
 from eval.predictions import REQUEST_FAILED, PredictionRow, iter_predictions, resume_predictions
 from judge.checkpoints import is_hub_id
-from judge.config_files import ConfigError, read_config_file
-from judge.config_files import option as _f
-from judge.journal import JournalWriter
-from judge.provenance import write_provenance
-from judge.retry import RetryPolicy
+from judge.plumbing.config_files import ConfigError
+from judge.plumbing.journal import JournalWriter
+from judge.plumbing.provenance import write_provenance
+from judge.plumbing.retry import RetryPolicy
+from judge.verdicts import VerdictFormat, verdict_format_of_model
 
 __all__ = ["RunConfig", "ConfigError", "run"]
 
 log = logging.getLogger("judge_eval.run")
-
-
-@dataclass
-class RunConfig:
-    """Everything ``judge-eval run`` needs; mirrored by the YAML files in ``configs/eval/``.
-
-    Precedence: these defaults, then ``--config FILE``, then command-line flags. Unknown YAML keys are errors.
-    """
-
-    judge: str = _f("", "Judge: a checkpoint folder, or the base URL of judge-serve / vLLM / an OpenAI-compatible "
-                        "API (e.g. http://127.0.0.1:8000/v1). Empty: read the URL from base_url_env.")
-    data: str = _f("", "POLLUX-format records (JSONL, Parquet, datasets folder or name). Empty: the bundled sample.")
-    out: str = _f("", "Output folder for predictions.jsonl and run.json.")
-    name: str = _f("", "The judge's label in predictions and reports (default: the served model name).")
-    model: str = _f("", "Model name sent in requests (default: the first model the server lists).")
-    prompt: str = _f("ru", "ru: the Russian POLLUX judge prompt (POLLUX judges); en: the English task-description "
-                           "prompt (API baselines such as GPT-4o, DeepSeek-R1).")
-    backend: str = _f("auto", "auto: judge-serve when the URL has /v1/judge, else chat; chat: one chat completion "
-                              "per item; judge-serve: /v1/judge with all criteria of an answer per request.")
-    base_url_env: str = _f("", "Environment variable holding the base URL when judge is empty (API judges).")
-    api_key_env: str = _f("", "Environment variable holding the API key (empty or unset: no key).")
-    concurrency: int = _f(8, "Requests in flight at once.")
-    max_retries: int = _f(5, "Retries of a request that failed for a transient reason (connection, timeout, 408, 409, "
-                               "429, 5xx; judge.retry).")
-    backoff_s: float = _f(1.0, "First retry delay in seconds; doubles per retry (with jitter), capped at 60 s; never "
-                                  "shorter than the server's Retry-After (judge.retry).")
-    timeout_s: float = _f(600.0, "Seconds one request may take.")
-    max_tokens: int = _f(1024, "Tokens the judge may generate per verdict.")
-    temperature: float = _f(0.0, "Sampling temperature (0: greedy).")
-    lenient: bool = _f(False, "Accept a verdict whose [END] was cut off (judge.parse_verdict lenient=True).")
-    batch_size: int = _f(16, "judge-serve backend: most criteria per /v1/judge request.")
-    split: str = _f("all", "Which items to judge: all, zero_shot or standard.")
-    limit: int = _f(0, "Judge only the first N items of the data (0: all).")
-    extra_body: dict = _f({}, "Extra JSON fields sent with every request: chat ({reasoning_effort: low}) or "
-                                "judge-serve's /v1/judge ({constrained: true}).")
-    server: str = _f("auto", "Checkpoint judges: auto (judge-serve if installed, else vLLM), judge-serve or vllm.")
-    server_args: list = _f([], "Checkpoint judges: extra server flags, e.g. ['--enforce-eager', '--dtype', 'float32'] "
-                               "on CPU.")
-    server_env: dict = _f({}, "Checkpoint judges: environment variables for the server, e.g. "
-                              "{VLLM_CPU_KVCACHE_SPACE: '1'} (GiB of KV cache) on CPU.")
-    server_timeout_s: float = _f(900.0, "Checkpoint judges: seconds the server may take to start.")
-    progress: bool = _f(True, "Show a progress bar.")
-    # ---- criteria: auto (issue #13) -------------------------------------------------------------------------------
-    criteria: str = _f("", "auto: rows without criteria_name are (instruction, answer) pairs, expanded into one item "
-                           "per criterion of the task a classifier chooses (judge.task_classifier); empty: every row "
-                           "names its criterion.")
-    criteria_classifier: str = _f("tfidf", "criteria auto: the task-classifier method (tfidf, llm or head).")
-    criteria_classifier_path: str = _f("", "criteria auto: tfidf/head artefact folder, or the llm method's base URL.")
-    criteria_classifier_model: str = _f("", "criteria auto, llm method: the served model name.")
-    criteria_threshold: float = _f(0.5, "criteria auto: below this top probability the criteria fall back to those "
-                                        "that apply to every task.")
-
-    def validate(self) -> None:
-        """Raise ``ConfigError`` naming the first bad key."""
-        choices = {"prompt": ("ru", "en"), "backend": ("auto", "chat", "judge-serve"),
-                   "split": ("all", "zero_shot", "standard"), "server": ("auto", "judge-serve", "vllm")}
-        for key, allowed in choices.items():
-            if getattr(self, key) not in allowed:
-                raise ConfigError(f"{key}: {getattr(self, key)!r} is not one of {', '.join(allowed)}")
-        for key in ("concurrency", "batch_size", "max_tokens"):
-            if getattr(self, key) < 1:
-                raise ConfigError(f"{key}: must be at least 1, got {getattr(self, key)}")
-        if not self.out:
-            raise ConfigError("out: an output folder is required (--out DIR)")
-        if self.criteria not in ("", "auto"):
-            raise ConfigError(f"criteria: {self.criteria!r} is not one of '', auto")
-        if self.criteria == "auto" and not self.criteria_classifier_path:
-            raise ConfigError("criteria_classifier_path: required with --criteria auto (artefact folder or llm URL)")
-        if not self.judge and not self.base_url_env:
-            raise ConfigError("judge: give a checkpoint folder or URL (--judge), or base_url_env for an API judge")
-
-    @classmethod
-    def from_yaml(cls, path: str | Path) -> dict[str, Any]:
-        """The keys a YAML file sets (to be merged over the defaults).
-
-        Raises:
-            ConfigError: the file is not a mapping, or has a key that is not a field.
-        """
-        return read_config_file(path, cls)
 
 
 # ---------------------------------------------------------------------------------------------- the runner
@@ -175,7 +101,7 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
 
 
 def retry_policy(config: RunConfig) -> RetryPolicy:
-    """The run's ``judge.retry`` policy (``max_retries``, ``backoff_s``; base delay capped at 60 s)."""
+    """The run's ``judge.plumbing.retry`` policy (``max_retries``, ``backoff_s``; base delay capped at 60 s)."""
     return RetryPolicy(max_retries=config.max_retries, backoff_s=config.backoff_s, max_backoff_s=60.0)
 
 
@@ -209,7 +135,7 @@ def _select(records: list, config: RunConfig) -> list:
 def _expand_auto(config: RunConfig, out: Path) -> Path:
     """``--criteria auto``: ``out/auto_items.jsonl`` (one item per chosen criterion) and ``out/task_choices.jsonl``."""
     import judge
-    from judge.task_classifier import classifier_from_settings, expand_file
+    from judge.criteria_auto import classifier_from_settings, expand_file
 
     items = out / "auto_items.jsonl"
     if items.is_file() and (out / "task_choices.jsonl").is_file():
@@ -220,6 +146,20 @@ def _expand_auto(config: RunConfig, out: Path) -> Path:
     classifier = classifier_from_settings(config.criteria_classifier, config.criteria_classifier_path,
                                           config.criteria_classifier_model, config.criteria_threshold)
     return expand_file(config.data or judge.sample_data_path(), out, classifier)
+
+
+def resolve_verdict_format(setting: str, judge_ref: str, model: str) -> str:
+    """The judge's verdict format: ``setting`` unless ``auto``; else a checkpoint folder's
+    (``judge.checkpoints.checkpoint_verdict_format``), else the one its hub id or served model id implies
+    (``Pollux-4B-Judge`` -> ``integer``, anything else ``tagged``)."""
+    if setting != "auto":
+        return setting
+    if not judge_ref.startswith(("http://", "https://")) and Path(judge_ref).is_dir():
+        from judge.checkpoints import checkpoint_verdict_format
+
+        return checkpoint_verdict_format(judge_ref, model)
+    by_id = [verdict_format_of_model(ref) for ref in (model, judge_ref if is_hub_id(judge_ref) else "")]
+    return VerdictFormat.INTEGER if VerdictFormat.INTEGER in by_id else VerdictFormat.TAGGED
 
 
 def run(config: RunConfig) -> dict[str, Any]:
@@ -245,14 +185,22 @@ def run(config: RunConfig) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     if config.criteria == "auto":
         config.data = str(_expand_auto(config, out))  # run.json then names the expanded items, as `score` reads them
-    records = _select(judge.load_records(config.data or judge.sample_data_path()), config)
-    if not config.data:
-        config.data = str(judge.sample_data_path())
-    predictions = out / "predictions.jsonl"
-    done = resume_predictions(predictions, [r.id for r in records])
-    todo = [r for r in records if r.id not in done]
-    # All criteria of one answer consecutive: their prompts share a prefix the server computes once.
-    todo = [todo[i] for i in judge.prefix_order([judge.prefix_key(r) for r in todo])]
+    pairwise = is_pairwise_data(config.data)
+    if pairwise:  # rows with answer_1/answer_2: eval.pairwise, every pair in both orders by default
+        records = load_pairs(config.data)[: config.limit or None]
+        predictions = out / PAIRWISE_PREDICTIONS
+        orders = ORDERS if config.pairwise_orders == "both" else ORDERS[:1]
+        todo, n_done, pair_judges = pending_judgments(records, predictions, orders)
+        done: Any = ()  # counted in n_done
+    else:
+        records = _select(judge.load_records(config.data or judge.sample_data_path()), config)
+        if not config.data:
+            config.data = str(judge.sample_data_path())
+        predictions = out / "predictions.jsonl"
+        done = resume_predictions(predictions, [r.id for r in records])
+        todo = [r for r in records if r.id not in done]
+        # All criteria of one answer consecutive: their prompts share a prefix the server computes once.
+        todo = [todo[i] for i in judge.prefix_order([judge.prefix_key(r) for r in todo])]
 
     api_key = os.environ.get(config.api_key_env, "") if config.api_key_env else ""
     judge_ref = config.judge
@@ -278,27 +226,37 @@ def run(config: RunConfig) -> dict[str, Any]:
         kind = config.backend
         if todo and kind == "auto":
             kind = detect_backend(base_url, api_key)
-        written_judges = {row.get("judge") for row in iter_predictions(predictions)} if done else set()
+        if pairwise:
+            written_judges = pair_judges
+        else:
+            written_judges = {row.get("judge") for row in iter_predictions(predictions)} if done else set()
         if not (config.name or model) and not todo and len(written_judges) == 1:
             # A rerun of a finished run (a requeued Slurm task whose shard was complete) asks no server for its
             # model: it keeps the name its rows were written under, so it passes the check below and exits 0.
             (model,) = written_judges
         config.name = config.name or model
+        config.verdict_format = resolve_verdict_format(config.verdict_format, judge_ref, model)
         others = written_judges - {config.name}
         if others:
             raise ConfigError(f"out: {predictions} holds predictions of {sorted(map(str, others))}, not of "
                               f"{config.name!r}; resume with the same --name or use another --out")
         write_provenance(out, "judge-eval run", dataclasses.asdict(config), backend=kind, model=model,
                          n_items=len(records),
-                         prompt_version=judge.PROMPT_VERSION_EN if config.prompt == "en" else judge.PROMPT_VERSION)
+                         prompt_version=(judge.prompts.PAIRWISE_PROMPT_VERSION if pairwise else
+                                         judge.PROMPT_VERSION_EN if config.prompt == "en" else judge.PROMPT_VERSION))
         counts = {"written": 0, "parse_failed": 0, "request_failed": 0}
-        if todo:
+        if todo and pairwise:
+            log.info("judging %d pairwise judgments (%d already done) with %s via %s", len(todo), n_done, model, kind)
+            counts = asyncio.run(judge_pairs(todo, predictions, kind=kind, base_url=base_url, root_url=root_of(base_url),
+                                             api_key=api_key, model=model, name=config.name, config=config,
+                                             policy=retry_policy(config)))  # fmt: skip
+        elif todo:
             log.info("judging %d items (%d already done) with %s via %s", len(todo), len(done), model, kind)
             backend: JudgeBackend = (JudgeServeBackend(root_of(base_url), api_key, model, config) if kind == "judge-serve"
                                      else ChatBackend(base_url, api_key, model, config))
             counts = asyncio.run(_judge_all(backend, todo, config, predictions))
     if not predictions.exists():
         predictions.touch()
-    return {"n_items": len(records), "n_done_before": len(done), **counts, "predictions": str(predictions),
+    return {"n_items": len(records), "n_done_before": n_done if pairwise else len(done), **counts, "predictions": str(predictions),
             "judge": config.name}
 

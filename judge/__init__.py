@@ -16,6 +16,7 @@ from judge.prompts import (
     prefix_key,
     prefix_order,
     prompt_fields,
+    render_pairwise_prompt,
     render_prompt,
     render_prompt_en,
 )
@@ -43,11 +44,15 @@ from judge.splits import (
     UnknownTaskTypeError,
     split_of,
 )
-from judge.taxonomy import Criterion, Task, Taxonomy, TaxonomyError, load_taxonomy
+from judge.taxonomy import Criterion, Task, Taxonomy, TaxonomyError, load_taxonomy, oriented_scale
 from judge.verdicts import (
     Verdict,
     VerdictError,
+    VerdictFormat,
     format_score,
+    parse_integer_verdict,
+    parse_judge_output,
+    verdict_format_of_model,
     parse_rationale,
     parse_verdict,
     render_rationale_target,
@@ -78,6 +83,11 @@ __all__ = [
     "UnknownTaskTypeError",
     "Verdict",
     "VerdictError",
+    "VerdictFormat",
+    "render_pairwise_prompt",
+    "parse_integer_verdict",
+    "parse_judge_output",
+    "verdict_format_of_model",
     "apply_chat",
     "JUDGE_CHAT_TEMPLATE_KWARGS",
     "chat_messages",
@@ -88,6 +98,7 @@ __all__ = [
     "load_records_report",
     "load_split_spec",
     "load_taxonomy",
+    "oriented_scale",
     "parse_rationale",
     "parse_verdict",
     "prefix_key",

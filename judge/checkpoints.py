@@ -29,7 +29,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from judge.config_files import read_json_object
+from judge.plumbing.config_files import read_json_object
 from judge.prompts import PROMPT_VERSION
 
 __all__ = [
@@ -45,6 +45,7 @@ __all__ = [
     "read_config",
     "judge_kind",
     "is_released_regression",
+    "checkpoint_verdict_format",
 ]
 
 EXPORT_MANIFEST = "pollux_judge.json"
@@ -210,3 +211,37 @@ def judge_kind(folder: str | Path) -> JudgeKind:
         raise ValueError(f"{manifest} says mode {mode!r} but {Path(folder) / 'config.json'} (architectures {archs}) "
                          f"holds a {by_config} model")
     return mode
+
+
+def checkpoint_verdict_format(folder: str | Path, served_name: str | None = None) -> str:
+    """The verdict format (``judge.VerdictFormat``) of the judge a checkpoint folder holds.
+
+    An export manifest decides: its ``verdict_format``, else ``tagged`` (judge-train teaches the tagged format, also
+    to a judge fine-tuned from ``Pollux-4B-Judge``, whose ``_name_or_path`` still names it). A folder without a
+    manifest (a released or plain checkpoint) is judged by the model ids it carries: the served name,
+    ``config.json``'s ``_name_or_path`` and the folder's own name (a hub snapshot's repository folder
+    ``models--ai-forever--Pollux-4B-Judge`` included), any of which naming ``Pollux-4B-Judge`` means ``integer``;
+    anything else is ``tagged`` (the 7B/32B releases).
+
+    Raises:
+        ValueError: a manifest whose ``verdict_format`` is not a known format.
+    """
+    from judge.verdicts import VerdictFormat, verdict_format_of_model
+
+    manifest = read_manifest(folder)
+    if manifest:
+        declared = manifest.get("verdict_format", VerdictFormat.TAGGED)
+        if declared not in VerdictFormat.ALL:
+            raise ValueError(f"{Path(folder) / EXPORT_MANIFEST}: verdict_format {declared!r} is not one of "
+                             f"{', '.join(VerdictFormat.ALL)}")
+        return declared
+    try:
+        name_or_path = read_config(folder).get("_name_or_path")
+    except ValueError:
+        name_or_path = None
+    path = Path(folder).resolve()
+    names = [served_name, name_or_path, path.name, *(p.name.rsplit("--", 1)[-1] for p in path.parents
+                                                     if p.name.startswith("models--"))]
+    if any(verdict_format_of_model(n) == VerdictFormat.INTEGER for n in names if n):
+        return VerdictFormat.INTEGER
+    return VerdictFormat.TAGGED

@@ -41,6 +41,10 @@ __all__ = [
     "prefix_key",
     "prefix_order",
     "render_prompt_en",
+    "PAIRWISE_TEMPLATE",
+    "PAIRWISE_PROMPT_VERSION",
+    "PAIRWISE_FIELDS",
+    "render_pairwise_prompt",
     "prompt_fields",
     "chat_messages",
     "apply_chat",
@@ -49,6 +53,8 @@ __all__ = [
 
 PROMPT_VERSION = "pollux-ru-v2"
 PROMPT_VERSION_EN = "pollux-en-v2"
+#: The pairwise template's version (``PAIRWISE_TEMPLATE``: POLLUX's demo, Russian original).
+PAIRWISE_PROMPT_VERSION = "pollux-pairwise-ru-v1"
 
 # seeds/003_04de0265a3137b49.txt:2707-2720, the lines inside the code fence. The paper's placeholders
 # {criteria.name} / {criteria.rubrics} are our fields criteria_name / rubrics. No trailing newline: the fence closes
@@ -86,6 +92,21 @@ EN_TEMPLATE = (
     "### Score name\n{criteria_name}\n\n"
     "### Score Rubrics:\n{rubrics}"
 )
+
+# The 4B judge's pairwise prompt: POLLUX's demo/serve_pollux_demo.py:40-54 (ai-forever/POLLUX), the original Russian
+# template kept there commented out ("# " removed from each line, a bare "#" a blank line). It ends with one newline
+# after {rubrics}: the closing quotes stand on their own line (line 54). The criterion is part of the comparison
+# scale's text (lines 77-78); the verdict is -1 (answer 1 better), 0 (tie) or 1 (answer 2 better).
+PAIRWISE_TEMPLATE = (
+    "### Инструкция\n"
+    "Даны два ответа для оценки и шкала их сравнения. Необходимо сравнить ответы по качеству выполнения задания и "
+    "вернуть число в соответствии со шкалой сравнения ответов.\n\n"
+    "### Задание для оценки:\n{instruction}\n\n"
+    "### Ответ 1 для оценки:\n{answer_1}\n\n"
+    "### Ответ 2 для оценки:\n{answer_2}\n\n"
+    "### Шкала сравнения ответов:\n{rubrics}\n"
+)
+PAIRWISE_FIELDS = ("instruction", "answer_1", "answer_2", "rubrics")
 
 _FIELDS = ("instruction", "reference_answer", "answer", "criteria_name", "rubrics")
 
@@ -150,6 +171,27 @@ def render_prompt_en(item: Any, clean: bool = False) -> str:
     return EN_TEMPLATE.format(**prompt_fields(item, clean))
 
 
+def render_pairwise_prompt(item: Any) -> str:
+    """The 4B judge's pairwise prompt for two answers to one instruction (``PAIRWISE_TEMPLATE``).
+
+    Args:
+        item: a mapping or object with ``instruction``, ``answer_1``, ``answer_2`` and ``rubrics`` (the comparison
+            scale, criterion included); the fields go in raw, as POLLUX's ``str.format`` puts them.
+
+    Raises:
+        ValueError: a field is missing; TypeError: a field is not text.
+    """
+    values = {}
+    for name in PAIRWISE_FIELDS:
+        value = _get(item, name)
+        if value is None:
+            raise ValueError(f"prompt field {name!r} is missing")
+        if not isinstance(value, str):
+            raise TypeError(f"prompt field {name!r} must be text, got {type(value).__name__}")
+        values[name] = value
+    return PAIRWISE_TEMPLATE.format(**values)
+
+
 #: Keyword arguments every judge chat rendering passes to the chat template: **thinking off**. Qwen3 templates
 #: (``Pollux-4B-Judge``) then close an empty ``<think>\n\n</think>\n\n`` block after the generation prompt, so the
 #: judge writes its verdict at once, as it was trained to; ChatML templates (Qwen2.5 judges) never read the variable
@@ -167,8 +209,8 @@ def chat_messages(prompt: str, completion: str | None = None) -> list[dict[str, 
     return messages
 
 
-def apply_chat(tokenizer, prompt: str, completion: str | None = None) -> str:
-    """Wrap a prompt with the tokenizer's own chat template, thinking turned off.
+def apply_chat(tokenizer, prompt: str, completion: str | None = None, *, thinking: bool = False) -> str:
+    """Wrap a prompt with the tokenizer's own chat template, thinking turned off (unless ``thinking``).
 
     This is where a judge's thinking is turned off for every text the toolkit renders itself: the template gets
     ``enable_thinking=False`` (:data:`JUDGE_CHAT_TEMPLATE_KWARGS`). For a Qwen3 template the generation prompt
@@ -180,15 +222,17 @@ def apply_chat(tokenizer, prompt: str, completion: str | None = None) -> str:
         prompt: the rendered judge prompt.
         completion: when given, the assistant turn is included (training text, or the sequence a regression head
             reads); otherwise the generation prompt is appended (what the judge is asked to continue).
+        thinking: leave the template's thinking on (no ``enable_thinking`` is passed): integer-format judges
+            (``Pollux-4B-Judge``) were released to reason before they answer.
 
     Returns:
         The chat-formatted text.
     """
+    kwargs = {} if thinking else dict(JUDGE_CHAT_TEMPLATE_KWARGS)
     if completion is None:
-        return tokenizer.apply_chat_template(chat_messages(prompt), tokenize=False, add_generation_prompt=True,
-                                             **JUDGE_CHAT_TEMPLATE_KWARGS)
+        return tokenizer.apply_chat_template(chat_messages(prompt), tokenize=False, add_generation_prompt=True, **kwargs)
     return tokenizer.apply_chat_template(chat_messages(prompt, completion), tokenize=False, add_generation_prompt=False,
-                                         **JUDGE_CHAT_TEMPLATE_KWARGS)
+                                         **kwargs)
 
 
 def prefix_key(item: Any) -> tuple[str, str, str]:

@@ -43,6 +43,7 @@ __all__ = [
     "load_records",
     "load_records_report",
     "records_from_rows",
+    "source_rows",
     "write_jsonl",
 ]
 
@@ -939,6 +940,43 @@ def load_records_report(source: str | Path, split: str | None = None, make_id: b
     if _looks_like_dataset_name(name, path):
         return _validated(_dataset_rows(name, path, split), name, make_id)
     raise FileNotFoundError(f"{name}: no such file or folder")
+
+
+def source_rows(source: str | Path, split: str | None = None) -> Iterator[tuple[str, int, Mapping[str, Any]]]:
+    """Every row of a data source, unvalidated, as ``(where, row index, row)``: the sources ``load_records_report``
+    reads (a JSONL / JSON / Parquet file, a folder of hub shards, a ``save_to_disk`` folder, a dataset name), for
+    tables whose rows are not judged items (``ai-forever/POLLUX-instructions``: ``eval.bench``).
+
+    Raises:
+        RecordError: a JSONL line that is not JSON; FileNotFoundError / ValueError: as ``load_records_report``.
+    """
+    path = Path(source)
+    name = str(source)
+    if path.is_file():
+        suffix = path.suffix.lower()
+        if suffix == ".jsonl":
+            yield from _jsonl_rows(path)
+        elif suffix == ".json":
+            rows = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(rows, list):
+                raise RecordError(name, 0, None, "a .json source must hold a list of rows (use .jsonl for one per line)")
+            yield from ((name, index, row) for index, row in enumerate(rows))
+        elif suffix == ".parquet":
+            for _, _, rows in _parquet_tables([path]):
+                yield from rows()
+        else:
+            raise ValueError(f"{name}: unknown file type {suffix!r} (expected .jsonl, .json or .parquet)")
+    elif path.is_dir() and not any((path / marker).is_file() for marker in _SAVE_TO_DISK_FILES):
+        shards = _parquet_shards(path, split)
+        if not shards:
+            raise FileNotFoundError(f"{name}: a folder with neither Parquet shards (data/*.parquet, *.parquet) "
+                                    "nor a datasets.save_to_disk layout")
+        for _, _, rows in _parquet_tables(shards):
+            yield from rows()
+    elif path.is_dir() or _looks_like_dataset_name(name, path):
+        yield from _dataset_rows(name, path, split)
+    else:
+        raise FileNotFoundError(f"{name}: no such file or folder")
 
 
 def load_records(source: str | Path, split: str | None = None, make_id: bool = False) -> list[JudgeRecord]:

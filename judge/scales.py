@@ -21,19 +21,52 @@ class ScaleError(ValueError):
 
 @dataclass(frozen=True)
 class Scale:
-    """The scores a criterion allows.
+    """The scores a criterion allows, and which end of them is best.
 
     Attributes:
         levels: the allowed integer levels, ascending (``(0, 1, 2)`` for the usual POLLUX criterion).
+        best: the level that means "nothing to fault"; the highest level unless given (None). It is one end of the
+            scale: a rubric runs from worst to best or from best to worst. Rubric text says nothing about its
+            orientation, so the POLLUX taxonomy decides for its criteria and ``judge.taxonomy.oriented_scale``
+            states the rule for custom ones (best at the top, as the paper's 0/1/2 "inadequate / acceptable /
+            excellent", paper line 94; the two Critical criteria are yes/no questions about a violation, best at 0,
+            App. P.1, lines 3890-3898).
     """
 
     levels: tuple[int, ...]
+    best: int | None = None
 
     def __post_init__(self) -> None:
         if not self.levels:
             raise ScaleError("a scale needs at least one level")
         if tuple(sorted(set(self.levels))) != self.levels:
             raise ScaleError(f"scale levels must be distinct and ascending, got {self.levels}")
+        if self.best is None:
+            object.__setattr__(self, "best", self.levels[-1])
+        elif self.best not in (self.levels[0], self.levels[-1]):
+            raise ScaleError(f"the best level must be an end of the scale {self.levels}, got {self.best}")
+
+    @property
+    def worst(self) -> int:
+        """The level at the other end from ``best``."""
+        return self.levels[0] if self.best == self.levels[-1] else self.levels[-1]
+
+    @property
+    def is_flag(self) -> bool:
+        """Whether the rubric is a yes/no question: exactly two levels.
+
+        This is POLLUX's own test for a binary criterion (its ``src/metrics.py`` counts a rubric's levels and
+        treats exactly two as binary); which answer is the good one is ``best``.
+        """
+        return len(self.levels) == 2
+
+    def is_best(self, score: float) -> bool:
+        """Whether ``score`` is the scale's best level (a perfect verdict)."""
+        return score == self.best
+
+    def best_at_lowest(self) -> Scale:
+        """The same levels with the lowest one best (a yes/no question about a defect)."""
+        return Scale(self.levels, best=self.levels[0])
 
     @property
     def min(self) -> int:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 
-from judge.scales import Scale
+from judge.scales import Scale, scale_of
 
 __all__ = [
     "CRITERION_GROUPS",
@@ -34,6 +34,8 @@ __all__ = [
     "TaxonomyError",
     "load_taxonomy",
     "RUBRIC_LEVEL_SEPARATOR",
+    "BEST_AT_LOWEST_GROUPS",
+    "oriented_scale",
 ]
 
 CRITERION_GROUPS = ("Critical", "Fine-grained", "Domain-specific", "Task-specific", "Subjective")
@@ -41,6 +43,12 @@ CRITERION_GROUPS = ("Critical", "Fine-grained", "Domain-specific", "Task-specifi
 # `rubrics` column. Part of the prompt template: changing it changes PROMPT_VERSION.
 RUBRIC_LEVEL_SEPARATOR = "\n\n"
 _LANGS = ("ru", "en")
+# Groups whose criteria are yes/no questions about a violation, best at 0: "Is there a critical format violation
+# ...?" and "No output because of the censor?" (paper App. P.1, lines 3890-3898: "0: ... can be further evaluated",
+# "1: ... It does not make sense to further evaluate"). Every other POLLUX criterion is best at its top level,
+# the two-level ones included (Operability "1: The code runs", Correctness of units of measurement "1: ... specified
+# correctly"; criteria.json).
+BEST_AT_LOWEST_GROUPS = ("Critical",)
 
 
 class TaxonomyError(KeyError):
@@ -74,7 +82,9 @@ class Criterion:
 
     @property
     def scale(self) -> Scale:
-        return Scale(tuple(sorted(self.scale_texts["ru"])))
+        """The criterion's levels, best at the lowest for the Critical group (``BEST_AT_LOWEST_GROUPS``)."""
+        scale = Scale(tuple(sorted(self.scale_texts["ru"])))
+        return scale.best_at_lowest() if self.group in BEST_AT_LOWEST_GROUPS else scale
 
     def rubric(self, lang: str = "ru") -> str:
         """The rubric text for prompts: ``"0: ...\\n\\n1: ...\\n\\n2: ..."`` in ``lang``."""
@@ -212,6 +222,8 @@ class Taxonomy:
         unknown = {c for t in self.tasks for c in t.criteria} - set(self.criteria)
         if unknown:
             raise ValueError(f"tasks.json refers to unknown criteria: {sorted(unknown)}")
+        self._best_at_lowest_names = {_norm(c.name[lang]) for c in self.criteria.values()
+                                      if c.group in BEST_AT_LOWEST_GROUPS for lang in _LANGS}
         # English and Russian names of task types (level 1) and of the nodes below them, for canonicalisation.
         self._task_type_names: dict[str, str] = {}
         self._group_names: dict[str, str] = {}
@@ -277,6 +289,10 @@ class Taxonomy:
             )
         return [self.criteria[cid] for cid in leaves[0].criteria]
 
+    def is_best_at_lowest(self, criteria_name: str) -> bool:
+        """Whether a criterion name (Russian or English, any case) is a Critical criterion's, best at 0."""
+        return _norm(criteria_name) in self._best_at_lowest_names
+
     # ----------------------------------------------------------------- tasks
 
     @property
@@ -335,3 +351,24 @@ def load_taxonomy() -> Taxonomy:
     criteria = json.loads((data / "criteria.json").read_text(encoding="utf-8"))
     tasks = json.loads((data / "tasks.json").read_text(encoding="utf-8"))
     return Taxonomy(criteria, tasks)
+
+
+def oriented_scale(criteria_name: str | None, rubrics) -> Scale:
+    """A criterion's scale read from its rubric, with its best level set by the orientation rule.
+
+    The rule: a criterion named as one of the POLLUX taxonomy's Critical criteria (Russian or English name, case and
+    whitespace ignored) is best at its lowest level; every other criterion, a custom one included, is best at its
+    highest level. A custom yes/no criterion about a defect is therefore written with the good answer on top
+    ("0: есть нарушение / 1: нарушения нет"), which is also how POLLUX writes its other two-level criteria.
+
+    Args:
+        criteria_name: the record's ``criteria_name`` (None: a custom criterion).
+        rubrics: the rubric, as for ``judge.scale_of``.
+
+    Raises:
+        ScaleError: no scale can be read from ``rubrics``.
+    """
+    scale = scale_of(rubrics)
+    if criteria_name and load_taxonomy().is_best_at_lowest(criteria_name):
+        return scale.best_at_lowest()
+    return scale

@@ -1,4 +1,10 @@
-"""Judge outputs: ``[FEEDBACK] <rationale> [RESULT] <score> [END]``, rendered and parsed.
+"""Judge outputs in their two verdict formats, rendered and parsed.
+
+- ``tagged`` (``VerdictFormat.TAGGED``): ``[FEEDBACK] <rationale> [RESULT] <score> [END]``, what the 7B/32B POLLUX
+  judges and ours write (``parse_verdict``).
+- ``integer`` (``VerdictFormat.INTEGER``): the model thinks first (``<think>...</think>``, or a server's separated
+  ``reasoning`` field) and then answers with a bare integer from the rubric: ``ai-forever/Pollux-4B-Judge``
+  (``parse_integer_verdict``). The reasoning is the verdict's rationale.
 
 ``render_target`` writes what a seq2seq judge is trained to produce; ``render_rationale_target`` what a regression
 judge's LM head writes (no score: the head scores). ``parse_verdict`` reads any judge's output back. A parse
@@ -22,6 +28,10 @@ from judge.scales import Scale
 
 __all__ = [
     "Verdict",
+    "VerdictFormat",
+    "verdict_format_of_model",
+    "parse_integer_verdict",
+    "parse_judge_output",
     "VerdictError",
     "parse_verdict",
     "render_target",
@@ -44,12 +54,36 @@ class VerdictError:
     OUT_OF_SCALE = "out_of_scale"
 
 
+class VerdictFormat:
+    """How a judge writes its verdict: stable strings used in configs, manifests and ``/v1/judge`` results."""
+
+    #: ``[FEEDBACK] ... [RESULT] n [END]`` (the 7B/32B POLLUX judges, every judge judge-train builds).
+    TAGGED = "tagged"
+    #: reasoning, then a bare integer from the rubric (``ai-forever/Pollux-4B-Judge``), thinking left on.
+    INTEGER = "integer"
+    ALL = (TAGGED, INTEGER)
+
+
+#: Released judges that answer in the integer format, by the last part of their model id. POLLUX's own client for
+#: the 4B judge (``demo/serve_pollux_demo.py`` in ``ai-forever/POLLUX``, default ``--model ai-forever/Pollux-4B-Judge``
+#: at lines 196 and 272) asks for "one integer" and parses the answer as an integer (lines 160-180).
+INTEGER_FORMAT_MODELS = ("pollux-4b-judge",)
+
+
+def verdict_format_of_model(model_id: str | None) -> str:
+    """The verdict format a served model id implies: ``integer`` for ``Pollux-4B-Judge`` (any owner prefix, any
+    case, a local copy's folder name included), else ``tagged``."""
+    name = str(model_id or "").rstrip("/").rsplit("/", 1)[-1].lower()
+    return VerdictFormat.INTEGER if name in INTEGER_FORMAT_MODELS else VerdictFormat.TAGGED
+
+
 @dataclass(frozen=True)
 class Verdict:
     """A parsed judge output.
 
     Attributes:
-        feedback: the rationale (text between ``[FEEDBACK]`` and the final ``[RESULT]``), "" when absent.
+        feedback: the rationale (text between ``[FEEDBACK]`` and the final ``[RESULT]``; for the integer format the
+            judge's reasoning), "" when absent.
         score: the score, or None when the parse failed.
         ok: whether a score was read (an out-of-scale number is read: it is the judge's answer).
         error: a ``VerdictError`` code when not ok, else None.
@@ -171,6 +205,11 @@ def parse_verdict(text: str | None, scale: Scale | None = None, lenient: bool = 
     score = float(match.group(1).replace(",", "."))
     if not math.isfinite(score):
         return Verdict.failure(VerdictError.NO_SCORE, f"score {match.group(1)!r} is not finite", feedback)
+    return _read(feedback, score, scale)
+
+
+def _read(feedback: str, score: float, scale: Scale | None) -> Verdict:
+    """A read score as an ok verdict, checked against ``scale`` when given (outside it: ``in_scale=False``)."""
     if scale is None:
         return Verdict(feedback=feedback, score=score, ok=True)
     if not scale.contains(score):
@@ -187,3 +226,82 @@ def _feedback(body: str, result_at: int) -> str:
     if start >= 0:
         head = head[start + len("[FEEDBACK]"):]
     return head.strip()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the integer format (Pollux-4B-Judge)
+# ---------------------------------------------------------------------------------------------------------------
+
+_THINK_BLOCK = re.compile(r"<think\s*>(.*?)</think\s*>", re.IGNORECASE | re.DOTALL)
+_WHOLE_INTEGER = re.compile(r"[+-]?\d+")
+# POLLUX's client falls back to the integer that ends the answer (demo/serve_pollux_demo.py:174, r"(-?\d+)\s*$").
+# Deliberate deviation: an integer that is the tail of a decimal ("1.5", "2,0") is not read (POLLUX's regex reads
+# "1.5" as 5); such an answer is a no_score failure.
+_TRAILING_INTEGER = re.compile(r"(?<![\d.,])(-?\d+)\s*$")
+
+
+def parse_integer_verdict(content: str | None, reasoning: str | None = None, scale: Scale | None = None) -> Verdict:
+    """Parse an integer-format verdict: reasoning, then a bare integer (``ai-forever/Pollux-4B-Judge``).
+
+    Follows POLLUX's own client (``demo/serve_pollux_demo.py`` in ``ai-forever/POLLUX``, lines 160-180): the
+    reasoning is the server's separated field (vLLM ``--reasoning-parser qwen3``) or an inline
+    ``<think>...</think>`` block, which is removed from the answer; the answer is an integer, or text ending in
+    one. Beyond POLLUX's client: an answer cut inside its reasoning (an unclosed ``<think>``, or reasoning with no
+    answer after it, which is how vLLM's reasoning parser returns a generation cut before ``</think>``) is an
+    ``unclosed_think`` failure, never a score; a ``</think>`` without its ``<think>`` (a template that opened the
+    block in the prompt) closes the reasoning; the score is checked against ``scale`` as ``parse_verdict`` does.
+
+    Args:
+        content: the answer (chat ``message.content``, or a completion's whole text with its ``<think>`` block).
+        reasoning: the server's separated reasoning (``message.reasoning`` / ``reasoning_content``), if any.
+        scale: when given, ``in_scale`` says whether the integer lies within it.
+
+    Returns:
+        A ``Verdict`` whose ``feedback`` is the reasoning ("" when none).
+    """
+    text = (content or "").strip()
+    thought = (reasoning or "").strip()
+    blocks = list(_THINK_BLOCK.finditer(text))
+    if blocks:
+        thought = thought or blocks[0].group(1).strip()
+        text = _THINK_BLOCK.sub("", text).strip()
+    if _THINK_OPEN.search(text):
+        opened = _THINK_OPEN.split(text, 1)[1].strip()
+        return Verdict.failure(VerdictError.UNCLOSED_THINK, "<think> is never closed: the output ended while reasoning",
+                               thought or opened)
+    closes = list(_THINK_CLOSE.finditer(text))
+    if closes:  # the block was opened by the prompt: everything before its close is reasoning
+        thought = thought or text[: closes[-1].start()].strip()
+        text = text[closes[-1].end():].strip()
+    if not text:
+        if thought:
+            return Verdict.failure(VerdictError.UNCLOSED_THINK,
+                                   "no answer after the reasoning: the output ended while reasoning", thought)
+        return Verdict.failure(VerdictError.EMPTY, "the output is empty")
+    match = _WHOLE_INTEGER.fullmatch(text) or _TRAILING_INTEGER.search(text)
+    if not match:
+        shown = text[-40:]
+        return Verdict.failure(VerdictError.NO_SCORE, f"the answer {shown!r} does not end with an integer", thought)
+    return _read(thought, float(int(match.group(0) if match.re is _WHOLE_INTEGER else match.group(1))), scale)
+
+
+def parse_judge_output(verdict_format: str, text: str | None, *, reasoning: str | None = None,
+                       scale: Scale | None = None, lenient: bool = False) -> Verdict:
+    """Parse a judge's output in its verdict format (``VerdictFormat``).
+
+    Args:
+        verdict_format: ``tagged`` (``parse_verdict``) or ``integer`` (``parse_integer_verdict``).
+        text: the output (for ``integer``, the answer, possibly with its inline ``<think>`` block).
+        reasoning: ``integer`` only: a server's separated reasoning. A tagged judge's is ignored, as
+            ``parse_verdict`` ignores a ``<think>`` preamble.
+        scale: the rubric's scale, for ``in_scale``.
+        lenient: ``tagged`` only (see ``parse_verdict``).
+
+    Raises:
+        ValueError: an unknown format.
+    """
+    if verdict_format == VerdictFormat.INTEGER:
+        return parse_integer_verdict(text, reasoning, scale)
+    if verdict_format == VerdictFormat.TAGGED:
+        return parse_verdict(text, scale=scale, lenient=lenient)
+    raise ValueError(f"verdict_format: {verdict_format!r} is not one of {', '.join(VerdictFormat.ALL)}")

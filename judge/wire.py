@@ -1,9 +1,15 @@
-"""The ``/v1/judge`` result on the wire: what judge-serve writes per (item, criterion) and judge-eval reads.
+"""``/v1/judge`` on the wire, both directions: what judge-eval sends, what judge-serve answers.
 
-One frozen dataclass, ``JudgeResult``, is the contract between ``serve`` (``serve.judging`` builds it and sends
-``to_json()``) and ``eval`` (``eval.backends.JudgeServeBackend`` reads it back with ``from_json``), as vLLM's
-``entrypoints/openai/protocol.py`` is for its server. The response around the results (``items[].results``,
-``usage``, ``judge_kind``) is documented in ``serve.judging.Judge.run``.
+The contract between ``serve`` and ``eval``, as vLLM's ``entrypoints/openai/protocol.py`` is for its server:
+
+- **Requests** (pydantic, strict: unknown keys are refused): ``JudgeRequest`` of ``JudgeItem`` objects (one answer, its
+  criteria: taxonomy names/ids or ``CustomCriterion``), and its pairwise variant ``PairwiseRequest`` of
+  ``PairItem`` objects (two answers to one instruction and a comparison scale). judge-serve validates bodies with them
+  (``serve.schema.parse_judge_request`` adds the field-naming error paths and the size bounds); judge-eval builds
+  its bodies with them (``eval.backends``).
+- **Responses** (frozen dataclasses, read strictly with ``from_json``): ``JudgeResponse`` — ``items`` of
+  ``JudgeResponseItem``, each holding one ``JudgeResult`` per (item, criterion) or per pair — and its
+  ``JudgeResponseUsage``. ``serve.judging`` builds them and sends ``to_json()``; ``eval.backends`` reads them back.
 
 ``checked_json_fields`` is the one strict reading of a dataclass from a JSON object (unknown keys and missing
 required fields are errors naming the field); ``JudgeResult.from_json`` and ``eval.predictions.PredictionRow``'s
@@ -17,9 +23,13 @@ import functools
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-__all__ = ["ScoreSource", "LmVerdict", "JudgmentUsage", "JudgeResult", "JUDGE_RESULT_FIELDS", "checked_json_fields"]
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
+
+__all__ = ["ScoreSource", "LmVerdict", "JudgmentUsage", "JudgeResult", "JUDGE_RESULT_FIELDS", "checked_json_fields",
+           "CustomCriterion", "JudgeItem", "JudgeRequest", "PairItem", "PairwiseRequest", "JudgeResponseItem",
+           "JudgeResponseUsage", "JudgeResponse", "PAIRWISE_CRITERION"]
 
 
 def checked_json_fields(cls: type, data: Mapping[str, Any], where: str, *, noun: str = "field") -> dict[str, Any]:
@@ -162,3 +172,161 @@ class JudgeResult:
 
 #: The keys of a ``JudgeResult`` on the wire, in order.
 JUDGE_RESULT_FIELDS = tuple(f.name for f in dataclasses.fields(JudgeResult))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# requests
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CustomCriterion(_Strict):
+    """A criterion outside the taxonomy: its name as shown to the judge and its rubric.
+
+    ``rubrics`` is rubric text (``"0: ...\\n\\n1: ..."``) or a mapping from level to description.
+    """
+
+    name: StrictStr = Field(min_length=1)
+    rubrics: StrictStr | dict[StrictStr, StrictStr]
+
+
+class JudgeItem(_Strict):
+    """One answer to judge on one or more criteria."""
+
+    id: StrictStr | StrictInt | None = None
+    instruction: StrictStr
+    answer: StrictStr
+    reference_answer: StrictStr | None = None
+    #: Taxonomy names/ids and custom criteria; None: the task type's set; "auto": the server's task classifier
+    #: chooses the task and with it the criteria (judge.criteria_auto).
+    criteria: list[StrictStr | CustomCriterion] | Literal["auto"] | None = None
+    task_type: StrictStr | None = None
+    task_subtype: StrictStr | None = None
+    task_subsubtype: StrictStr | None = None
+
+
+class JudgeRequest(_Strict):
+    """The ``/v1/judge`` body: answers judged on criteria."""
+
+    model: StrictStr | None = None
+    items: list[JudgeItem] = Field(min_length=1)
+    max_tokens: StrictInt | None = Field(default=None, ge=1)
+    temperature: StrictFloat | StrictInt | None = Field(default=None, ge=0, le=2)
+    lenient: StrictBool | None = None
+    constrained: StrictBool | None = None
+
+
+#: The ``criterion`` a pairwise result names: the criterion lives inside the comparison scale's text.
+PAIRWISE_CRITERION = "pairwise"
+
+
+class PairItem(_Strict):
+    """Two answers to one instruction, compared on a scale (``judge.render_pairwise_prompt``).
+
+    ``rubrics`` is the comparison scale's text, criterion included (POLLUX's demo folds the criterion into it:
+    ``demo/serve_pollux_demo.py:77-78``); the verdict is ``-1`` (answer 1 better), ``0`` (tie) or ``1`` (answer 2).
+    """
+
+    id: StrictStr | StrictInt | None = None
+    instruction: StrictStr
+    answer_1: StrictStr
+    answer_2: StrictStr
+    rubrics: StrictStr
+
+
+class PairwiseRequest(_Strict):
+    """The pairwise ``/v1/judge`` body: ``pairs`` instead of ``items``."""
+
+    model: StrictStr | None = None
+    pairs: list[PairItem] = Field(min_length=1)
+    max_tokens: StrictInt | None = Field(default=None, ge=1)
+    temperature: StrictFloat | StrictInt | None = Field(default=None, ge=0, le=2)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the response envelope
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JudgeResponseItem:
+    """One item (or pair) of a response: its index in the request, its id echoed back, and one result per
+    criterion (one for a pair); ``task_choice`` for ``"criteria": "auto"`` items (``TaskChoice.to_dict()``)."""
+
+    index: int
+    id: str | int | None
+    results: list[JudgeResult]
+    task_choice: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"index": self.index, "id": self.id, "results": [r.to_json() for r in self.results]}
+        if self.task_choice is not None:
+            out["task_choice"] = self.task_choice
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], where: str = "item") -> JudgeResponseItem:
+        values = checked_json_fields(cls, data, where)
+        results = values["results"]
+        if not isinstance(results, list):
+            raise ValueError(f"{where}.results: expected a list")
+        values["results"] = [JudgeResult.from_json(r, where=f"{where}.results[{k}]") for k, r in enumerate(results)]
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class JudgeResponseUsage:
+    """Tokens and judgments of one response."""
+
+    judgments: int
+    parsed: int
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+@dataclass(frozen=True)
+class JudgeResponse:
+    """The ``/v1/judge`` response body.
+
+    Attributes:
+        id, object, created: a ``judge-<hex>`` id, ``"judge.result"``, Unix seconds.
+        model: the served model name.
+        judge_kind: ``seq2seq`` or ``regression``.
+        verdict_format: ``tagged`` or ``integer`` (``judge.VerdictFormat``).
+        prompt_version: the template version the prompts were rendered with.
+        items: one per request item (or pair), in request order.
+        usage: totals over the response.
+    """
+
+    id: str
+    object: str
+    created: int
+    model: str
+    judge_kind: str
+    verdict_format: str
+    prompt_version: str
+    items: list[JudgeResponseItem]
+    usage: JudgeResponseUsage
+
+    def to_json(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out["items"] = [item.to_json() for item in self.items]
+        out["usage"] = dataclasses.asdict(self.usage)
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], where: str = "/v1/judge response") -> JudgeResponse:
+        """Read a response body strictly (a key that is not a field, or a missing one, is an error naming it)."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"{where}: expected a JSON object")
+        values = checked_json_fields(cls, data, where)
+        items = values["items"]
+        if not isinstance(items, list):
+            raise ValueError(f"{where}.items: expected a list")
+        values["items"] = [JudgeResponseItem.from_json(item, f"{where}.items[{k}]") for k, item in enumerate(items)]
+        values["usage"] = JudgeResponseUsage(**checked_json_fields(JudgeResponseUsage, values["usage"], f"{where}.usage"))
+        return cls(**values)

@@ -51,7 +51,7 @@ from judge import (
     scale_of,
     split_of,
 )
-from judge.processes import ManagedProcess, ProcessStartError, free_port, start_process
+from judge.plumbing.processes import ManagedProcess, ProcessStartError, free_port, start_process
 from judge.prompts import apply_chat
 
 # What real judges emit besides clean verdicts; each must come back as a counted failure, never a score.
@@ -128,7 +128,7 @@ def report_pages(out: Path) -> list[Path]:
 
 
 def stage_contract(out: Path, args, servers) -> int:
-    from judge.tiny_models import build_qwen_tokenizer, build_tiny_qwen2
+    from train.tiny_models import build_qwen_tokenizer, build_tiny_qwen2
 
     tokenizer = build_qwen_tokenizer()
     models = {kind: build_tiny_qwen2(out / "models" / f"tiny-{kind}", kind=kind, tokenizer=tokenizer) for kind in ("causal", "regression")}

@@ -18,7 +18,7 @@ field; a request that outlives ``request_timeout_s`` gets 504; an engine that di
 answer is duplicated).
 
 Self-healing: an engine judge-serve started that dies (its whole process tree is taken down with it,
-``judge.processes``) is restarted after a backoff (``engine_restart_backoff_s``, doubling, at most
+``judge.plumbing.processes``) is restarted after a backoff (``engine_restart_backoff_s``, doubling, at most
 ``engine_restart_backoff_max_s``); a restart that fails to come up counts as another death. Past
 ``engine_max_restarts`` deaths within ``engine_restart_window_s`` judge-serve stops and exits 1. An attached engine
 (``generator_url``/``pooling_url``) is not judge-serve's to restart: its death is final. On SIGTERM/SIGINT uvicorn
@@ -27,6 +27,7 @@ stops accepting connections, lets in-flight requests finish (``shutdown_grace_s`
 
 from __future__ import annotations
 
+import dataclasses
 import asyncio
 import contextlib
 import hmac
@@ -47,7 +48,7 @@ from serve.config import ServeConfig
 from serve.judging import (EngineClient, EngineFailure, EngineUnavailable, Judge, JudgeSettings, engine_session,
                            unless_dead)
 from serve.launch import Engine, EngineStartError, engine_specs
-from serve.layout import CheckpointLayout, resolve_layout
+from serve.layout import CheckpointLayout, LayoutError, resolve_layout
 from serve.schema import RequestError, decode_json_body, parse_judge_request
 
 __all__ = ["create_app", "ServerState", "restart_delay"]
@@ -114,9 +115,9 @@ class ServerState:
 
 
 def _write_run_record(state: ServerState) -> None:
-    """``run.json`` (``judge.provenance``) in the log folder, with the layout and the engines' URLs, pids, commands."""
+    """``run.json`` (``judge.plumbing.provenance``) in the log folder, with the layout and the engines' URLs, pids, commands."""
     import judge
-    from judge.provenance import write_provenance
+    from judge.plumbing.provenance import write_provenance
 
     assert state.log_dir is not None
     write_provenance(
@@ -162,6 +163,7 @@ async def _bring_up(state: ServerState) -> None:
         model_name=config.model_name,
         kind=state.layout.kind,
         head_input=state.layout.head_input,
+        verdict_format=config.verdict_format,
         engine_models=engine_models,
         max_model_len=config.max_model_len,
         max_tokens=config.max_tokens,
@@ -174,7 +176,7 @@ async def _bring_up(state: ServerState) -> None:
     )
     classifier = None
     if config.criteria_classifier:
-        from judge.task_classifier import classifier_from_settings
+        from judge.criteria_auto import classifier_from_settings
 
         classifier = await asyncio.to_thread(
             classifier_from_settings, config.criteria_classifier, config.criteria_classifier_path,
@@ -345,6 +347,23 @@ class ApiKeyMiddleware:
         return await self.app(scope, receive, send)
 
 
+def resolved_verdict_format(config: ServeConfig, layout: CheckpointLayout) -> ServeConfig:
+    """``config`` with ``verdict_format`` decided (``auto``: ``judge.checkpoints.checkpoint_verdict_format``).
+
+    Raises:
+        LayoutError: an integer format asked of a regression judge (its head scores; it writes no integer).
+    """
+    from judge.checkpoints import checkpoint_verdict_format
+
+    fmt = config.verdict_format
+    if fmt == "auto":
+        fmt = checkpoint_verdict_format(layout.root, config.model_name) if layout.kind == "seq2seq" else "tagged"
+    if fmt == "integer" and layout.kind != "seq2seq":
+        raise LayoutError(f"verdict_format: integer is for judges that write their score; {layout.root} is a "
+                          f"{layout.kind} judge")
+    return dataclasses.replace(config, verdict_format=fmt)
+
+
 def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> FastAPI:
     """Build the app; the engines start in its lifespan (so the port answers /health while they load).
 
@@ -357,6 +376,8 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
     """
     layout = layout or resolve_layout(config.model, config.generator_model or None, config.derived_cache_dir or None)
     import judge
+
+    config = resolved_verdict_format(config, layout)
 
     if layout.prompt_version and layout.prompt_version != judge.PROMPT_VERSION:
         log.warning(
@@ -498,12 +519,13 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
             body = decode_json_body(await request.body())
         except RequestError as err:
             return _error(err.status, err.message, "invalid_request_error", err.param, err.code)
-        items = body.get("items") if isinstance(body, dict) else None
-        if isinstance(items, list) and len(items) > config.max_batch_items:
-            return _error(
-                400, f"items: {len(items)} items; this server takes at most {config.max_batch_items} per request",
-                "invalid_request_error", "items", "too_many_items",
-            )  # fmt: skip
+        for key in ("items", "pairs"):  # pairs: the pairwise variant, bounded alike
+            items = body.get(key) if isinstance(body, dict) else None
+            if isinstance(items, list) and len(items) > config.max_batch_items:
+                return _error(
+                    400, f"{key}: {len(items)} {key}; this server takes at most {config.max_batch_items} per request",
+                    "invalid_request_error", key, "too_many_items",
+                )  # fmt: skip
         try:
             parsed = parse_judge_request(body)
         except RequestError as err:

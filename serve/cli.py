@@ -21,9 +21,9 @@ import sys
 import threading
 from typing import Sequence
 
-from judge.config_files import add_config_flags, given_flags
-from judge.console_logging import CHATTY_LOGGERS, configure_logging  # the one set-up of every console script
-from judge.config_files import resolve_config as resolve_settings
+from judge.plumbing.config_files import add_config_flags, given_flags
+from judge.plumbing.console_logging import CHATTY_LOGGERS, configure_logging  # the one set-up of every console script
+from judge.plumbing.config_files import resolve_config as resolve_settings
 from serve.config import ConfigError, ServeConfig
 from serve.engine_version import (EngineVersionError, attached_engine_urls, check_installed_vllm, starts_own_engines,
                                   watch_attached_versions)

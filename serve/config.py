@@ -1,7 +1,7 @@
 """judge-serve's configuration: one dataclass, mirrored by the YAML files in ``configs/serve/``.
 
 Precedence is defaults, then the YAML given with ``--config``, then command-line flags (``serve.cli``, through
-``judge.config_files``). Every field carries its help text; the CLI builds its flags from them, so a field added
+``judge.plumbing.config_files``). Every field carries its help text; the CLI builds its flags from them, so a field added
 here is a flag and a YAML key at once. Unknown YAML keys are errors.
 """
 
@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from judge.config_files import ConfigError, read_config_file
-from judge.config_files import option as _f
+from judge.plumbing.config_files import ConfigError, read_config_file
+from judge.plumbing.config_files import option as _f
 
 __all__ = ["ServeConfig", "ConfigError", "load_yaml_config"]
 
@@ -91,6 +91,12 @@ class ServeConfig:
     # --- judging
     max_tokens: int = _f(1024, "Default and upper bound of tokens a judge may generate per judgment.")
     temperature: float = _f(0.0, "Default sampling temperature of the judge (0: greedy, reproducible).")
+    verdict_format: str = _f(
+        "auto",
+        "How the judge writes its verdict: tagged ([FEEDBACK] ... [RESULT] n [END]; thinking off), integer (reasoning, "
+        "then a bare integer: ai-forever/Pollux-4B-Judge; thinking on, the engine runs --reasoning-parser qwen3) or "
+        "auto (the export manifest, then the model's ids: Pollux-4B-Judge is integer; judge.checkpoints).",
+    )
     score_logprobs: bool = _f(True, "Seq2seq: compute the expected score and confidence from score-token logprobs.")
     lenient_parsing: bool = _f(False, "Accept a verdict whose [END] was cut off (judge.parse_verdict lenient=True).")
     constrained_decoding: bool = _f(
@@ -109,13 +115,15 @@ class ServeConfig:
 
     # --- bounds and timeouts
     criteria_classifier: str = _f(
-        "", "Task classifier for items with \"criteria\": \"auto\" (tfidf, llm or head; judge.task_classifier). "
+        "tfidf", "Task classifier for items with \"criteria\": \"auto\" (tfidf, llm or head; judge.criteria_auto). "
         "Empty: such items are refused with 400."
     )
-    criteria_classifier_path: str = _f("", "criteria auto: the tfidf/head artefact folder, or the llm method's base URL.")
+    criteria_classifier_path: str = _f("", "criteria auto: the tfidf/head artefact folder, or the llm method's base URL; "
+                                           "empty with tfidf: the classifier shipped with the package.")
     criteria_classifier_model: str = _f("", "criteria auto, llm method: the served model name.")
-    criteria_threshold: float = _f(
-        0.5, "criteria auto: below this top probability the criteria fall back to those every task shares."
+    criteria_threshold: float | None = _f(
+        None, "criteria auto: below this task-type probability the criteria fall back to those every task shares; "
+        "empty: the classifier's own (the shipped tfidf's is chosen on out-of-fold data)."
     )
     max_batch_items: int = _f(64, "Most items one /v1/judge request may carry.")
     max_judgments_per_request: int = _f(512, "Most (item, criterion) judgments one /v1/judge request may ask for.")
@@ -163,10 +171,13 @@ class ServeConfig:
             )
         if not isinstance(self.engine_args, list) or not all(isinstance(a, str) for a in self.engine_args):
             raise ConfigError("engine_args: must be a list of strings")
+        if self.verdict_format not in ("auto", "tagged", "integer"):
+            raise ConfigError(f"verdict_format: {self.verdict_format!r} is not one of auto, tagged, integer")
         if self.criteria_classifier not in ("", "tfidf", "llm", "head"):
             raise ConfigError(f"criteria_classifier: {self.criteria_classifier!r} is not one of tfidf, llm, head")
-        if self.criteria_classifier and not self.criteria_classifier_path:
-            raise ConfigError("criteria_classifier_path: required with criteria_classifier (artefact folder or llm URL)")
+        if self.criteria_classifier in ("llm", "head") and not self.criteria_classifier_path:
+            raise ConfigError(f"criteria_classifier_path: required with criteria_classifier {self.criteria_classifier} "
+                              "(artefact folder or llm URL)")
         return self
 
     @property

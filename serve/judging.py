@@ -22,6 +22,9 @@ Steps for one request:
    A released ``-r`` judge (``head_input="generated_text"``) is scored as POLLUX scores it: generation runs to the
    end of the turn (no ``[END]`` stop), and the head reads the chat template over (prompt, the output as it came
    out); its pooling engine's ``score`` is the released head, bias included (``serve.released``).
+   An integer-format judge (``verdict_format="integer"``, ``Pollux-4B-Judge``) is prompted with thinking on and
+   generates to the end of its turn; ``judge.parse_integer_verdict`` splits the ``<think>`` reasoning (the
+   result's ``feedback``) from the integer (its ``score``), and an output cut inside the reasoning is a failure.
 """
 
 from __future__ import annotations
@@ -38,10 +41,13 @@ from typing import Any, Awaitable, Callable, TypeVar
 
 import aiohttp
 
-from judge import (PROMPT_VERSION, JudgeResult, Scale, ScoreSource, VerdictError, apply_chat, parse_rationale, parse_verdict,
-                   prefix_key, prefix_order, render_prompt, render_rationale_target)
-from judge.wire import JudgmentUsage, LmVerdict
-from judge.task_classifier import TaskChoice, TaskClassifier
+from judge import (PROMPT_VERSION, JudgeResult, Scale, ScoreSource, VerdictError, VerdictFormat, apply_chat,
+                   parse_judge_output, parse_rationale, parse_verdict, prefix_key, prefix_order, render_prompt,
+                   render_rationale_target)
+from judge.prompts import render_pairwise_prompt
+from judge.wire import (PAIRWISE_CRITERION, JudgeResponse, JudgeResponseItem, JudgeResponseUsage, JudgmentUsage,
+                        LmVerdict, PairwiseRequest)
+from judge.criteria_auto import TaskChoice, TaskClassifier
 from serve.schema import JudgeRequest, RequestError, ResolvedCriterion, resolve_criteria
 
 T = TypeVar("T")
@@ -57,6 +63,8 @@ __all__ = [
     "ScoreDistribution",
     "JudgeSettings",
     "build_jobs",
+    "build_pair_jobs",
+    "PAIRWISE_SCALE",
     "score_distribution",
     "verdict_regex",
     "level_token_ids",
@@ -109,6 +117,7 @@ def build_jobs(
     reserve: int = 0,
     max_judgments: int | None = None,
     choices: Mapping[int, TaskChoice] | None = None,
+    thinking: bool = False,
 ) -> list[Job]:
     """Resolve criteria, render and tokenize every judgment, and order them for prefix reuse.
 
@@ -120,6 +129,7 @@ def build_jobs(
         reserve: further tokens a judgment needs beyond prompt + generation (regression: the head's input).
         max_judgments: most (item, criterion) pairs allowed, checked before any tokenizing.
         choices: the task classifier's choice per item index, for items with ``"criteria": "auto"``.
+        thinking: render with the chat template's thinking on (integer-format judges; ``judge.apply_chat``).
 
     Returns:
         The jobs, grouped so that the criteria of one answer are adjacent.
@@ -152,7 +162,7 @@ def build_jobs(
             keys.append(prefix_key(item))
     # One batch call: the fast tokenizer encodes a batch in Rust, 1.3 ms of CPU per ~1,100-token judgment against
     # 2.0 ms one call at a time (16 criteria of one answer, 3 rounds each; same ids).
-    texts = [apply_chat(tokenizer, prompt) for _, _, _, prompt in pending]
+    texts = [apply_chat(tokenizer, prompt, thinking=thinking) for _, _, _, prompt in pending]
     all_ids = tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
     jobs: list[Job] = []
     for (i, j, crit, prompt), ids in zip(pending, all_ids):
@@ -169,6 +179,33 @@ def build_jobs(
             )
         jobs.append(Job(i, j, crit, prompt, ids))
     return [jobs[k] for k in prefix_order(keys)]
+
+
+#: The pairwise comparison scale: -1 answer 1 better, 0 tie, 1 answer 2 better (demo/serve_pollux_demo.py:77-78).
+PAIRWISE_SCALE = Scale((-1, 0, 1))
+
+
+def build_pair_jobs(request: PairwiseRequest, tokenizer: Any, *, max_model_len: int, max_tokens: int,
+                    thinking: bool) -> list[Job]:
+    """Render and tokenize every pair of a pairwise request (``judge.render_pairwise_prompt``), in request order.
+
+    Raises:
+        RequestError: a prompt that does not fit the context, naming the pair.
+    """
+    prompts = [render_pairwise_prompt(pair) for pair in request.pairs]
+    texts = [apply_chat(tokenizer, prompt, thinking=thinking) for prompt in prompts]
+    all_ids = tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
+    jobs = []
+    for i, (pair, prompt, ids) in enumerate(zip(request.pairs, prompts, all_ids)):
+        if len(ids) + max_tokens > max_model_len:
+            raise RequestError(
+                f"pairs[{i}]: the prompt is {len(ids)} tokens; with max_tokens {max_tokens} it needs "
+                f"{len(ids) + max_tokens} > the model's context of {max_model_len} tokens.",
+                param=f"pairs[{i}]", code="context_length_exceeded",
+            )  # fmt: skip
+        criterion = ResolvedCriterion(PAIRWISE_CRITERION, pair.rubrics, PAIRWISE_SCALE, None)
+        jobs.append(Job(i, 0, criterion, prompt, ids))
+    return jobs
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -363,6 +400,8 @@ class JudgeSettings:
     #: Regression: what the head reads as the assistant turn ("rationale_target": our exports' training text;
     #: "generated_text": the output as it came out, as POLLUX scores its released -r judges). See serve.layout.
     head_input: str = "rationale_target"
+    #: How the judge writes its verdict (``judge.VerdictFormat``): ``integer`` judges think, then answer an integer.
+    verdict_format: str = VerdictFormat.TAGGED
 
 
 class Judge:
@@ -394,11 +433,11 @@ class Judge:
             self._level_ids[scale.levels] = level_token_ids(self.tokenizer, scale)
         return self._level_ids[scale.levels]
 
-    async def run(self, request: JudgeRequest) -> dict[str, Any]:
-        """Judge every (item, criterion) of a request.
+    async def run(self, request: JudgeRequest | PairwiseRequest) -> dict[str, Any]:
+        """Judge every (item, criterion) of a request, or every pair of a pairwise one.
 
         Returns:
-            The response body (see the README's ``/v1/judge`` section).
+            The response body: ``judge.wire.JudgeResponse.to_json()`` (see the README's ``/v1/judge`` section).
 
         Raises:
             RequestError: bad model name, criterion, task or context length.
@@ -410,6 +449,8 @@ class Judge:
         max_tokens = request.max_tokens if request.max_tokens is not None else s.max_tokens
         if max_tokens > s.max_tokens:
             raise RequestError(f"max_tokens: {max_tokens} is above this server's limit of {s.max_tokens}", "max_tokens")
+        if isinstance(request, PairwiseRequest):
+            return await self._run_pairs(request, max_tokens)
         reserve = REGRESSION_RESERVE_TOKENS if s.kind == "regression" else 0
         auto = [i for i, item in enumerate(request.items) if item.criteria == "auto"]
         choices = {}
@@ -426,6 +467,7 @@ class Judge:
             reserve=reserve,
             max_judgments=s.max_judgments,
             choices=choices,
+            thinking=s.verdict_format == VerdictFormat.INTEGER,
         )
         options = {
             "max_tokens": max_tokens,
@@ -433,42 +475,73 @@ class Judge:
             "lenient": request.lenient if request.lenient is not None else s.lenient,
             "constrained": request.constrained if request.constrained is not None else s.constrained,
         }
+        if options["constrained"] and s.verdict_format == VerdictFormat.INTEGER:
+            # The verdict regex is the tagged format's; an integer judge's free reasoning has no such grammar.
+            raise RequestError("constrained: this server's judge answers in the integer format (reasoning, then an "
+                               "integer), which constrained decoding does not cover", "constrained")
+        results = await self._judge_jobs(jobs, options)
+        n_criteria: dict[int, int] = {}
+        for job in jobs:
+            n_criteria[job.item] = max(n_criteria.get(job.item, 0), job.slot + 1)
+        slots: list[list[JudgeResult | None]] = [[None] * n_criteria.get(i, 0) for i in range(len(request.items))]
+        for job, result in zip(jobs, results):
+            slots[job.item][job.slot] = result
+        items = [
+            JudgeResponseItem(index=i, id=item.id, results=slots[i],  # type: ignore[arg-type]
+                              task_choice=choices[i].to_dict() if i in choices else None)  # criteria: auto's choice
+            for i, item in enumerate(request.items)
+        ]
+        return self._response(items, results)
+
+    async def _judge_jobs(self, jobs: list[Job], options: dict[str, Any]) -> list[JudgeResult]:
         # Tasks are created in prefix order and take the semaphore in that order (asyncio's is FIFO).
         tasks = [asyncio.ensure_future(self._one(job, options)) for job in jobs]
         try:
-            results = await asyncio.gather(*tasks)
+            return list(await asyncio.gather(*tasks))
         finally:
             for task in tasks:
                 task.cancel()
 
-        n_criteria: dict[int, int] = {}
-        for job in jobs:
-            n_criteria[job.item] = max(n_criteria.get(job.item, 0), job.slot + 1)
-        items = [
-            {"index": i, "id": item.id, "results": [None] * n_criteria.get(i, 0)} for i, item in enumerate(request.items)
-        ]
-        for i, choice in choices.items():  # criteria: auto — which task was chosen, how sure, what it expanded to
-            items[i]["task_choice"] = choice.to_dict()
-        for job, result in zip(jobs, results):
-            items[job.item]["results"][job.slot] = result.to_json()
+    def _response(self, items: list[JudgeResponseItem], results: list[JudgeResult]) -> dict[str, Any]:
+        s = self.settings
         prompt_tokens = sum(r.usage.prompt_tokens for r in results)
         completion_tokens = sum(r.usage.completion_tokens for r in results)
-        return {
-            "id": f"judge-{uuid.uuid4().hex}",
-            "object": "judge.result",
-            "created": int(time.time()),
-            "model": s.model_name,
-            "judge_kind": s.kind,
-            "prompt_version": PROMPT_VERSION,
-            "items": items,
-            "usage": {
-                "judgments": len(results),
-                "parsed": sum(1 for r in results if r.parse_ok),
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
+        return JudgeResponse(
+            id=f"judge-{uuid.uuid4().hex}",
+            object="judge.result",
+            created=int(time.time()),
+            model=s.model_name,
+            judge_kind=s.kind,
+            verdict_format=s.verdict_format,
+            prompt_version=PROMPT_VERSION,
+            items=items,
+            usage=JudgeResponseUsage(
+                judgments=len(results),
+                parsed=sum(1 for r in results if r.parse_ok),
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+                total_tokens=prompt_tokens + completion_tokens,
+            ),
+        ).to_json()
+
+    async def _run_pairs(self, request: PairwiseRequest, max_tokens: int) -> dict[str, Any]:
+        """A pairwise request: one judgment per pair on ``PAIRWISE_SCALE``, in the judge's verdict format."""
+        s = self.settings
+        if s.kind != "seq2seq":
+            raise RequestError("pairs: pairwise judging needs a judge that writes its verdict; this server's judge "
+                               f"is a {s.kind} judge", "pairs")  # fmt: skip
+        jobs = await asyncio.to_thread(build_pair_jobs, request, self.tokenizer, max_model_len=s.max_model_len,
+                                       max_tokens=max_tokens, thinking=s.verdict_format == VerdictFormat.INTEGER)
+        options = {
+            "max_tokens": max_tokens,
+            "temperature": float(request.temperature if request.temperature is not None else s.temperature),
+            "lenient": s.lenient,
+            "constrained": False,  # the verdict regex is the per-criterion one
         }
+        results = await self._judge_jobs(jobs, options)
+        items = [JudgeResponseItem(index=i, id=pair.id, results=[result])
+                 for i, (pair, result) in enumerate(zip(request.pairs, results))]
+        return self._response(items, results)
 
     def completion_payload(self, job: Job, options: dict[str, Any]) -> dict[str, Any]:
         """The ``/v1/completions`` body for one judgment (``options``: max_tokens, temperature, constrained).
@@ -485,11 +558,14 @@ class Judge:
             "stop": ["[END]"],
             "include_stop_str_in_output": True,
         }
-        if s.head_input == "generated_text":
+        if s.head_input == "generated_text" or s.verdict_format == VerdictFormat.INTEGER:
+            # Integer judges answer after their reasoning, to the end of the turn: there is no [END] to stop at.
             # A released -r judge's head reads the text as it came out; POLLUX generates until the end of the
             # turn (its llm.chat has no stop string), so a stop at [END] could cut what its head would read.
             del payload["stop"], payload["include_stop_str_in_output"]
-        level_ids = self._levels(scale) if (s.kind == "seq2seq" and s.score_logprobs) else None
+        # The score token's position is known for the tagged format only (after [RESULT]).
+        tagged = s.verdict_format == VerdictFormat.TAGGED
+        level_ids = self._levels(scale) if (s.kind == "seq2seq" and s.score_logprobs and tagged) else None
         if level_ids:
             payload["logprobs"] = len(level_ids)
             payload["logprob_token_ids"] = list(level_ids.values())
@@ -508,7 +584,8 @@ class Judge:
         text = choice.get("text") or ""
         usage = completion.get("usage") or {}
         if s.kind == "seq2seq":
-            verdict = self._seq2seq_verdict(text, choice.get("logprobs") if asked_logprobs else None, scale, options["lenient"])
+            verdict = self._seq2seq_verdict(text, choice.get("logprobs") if asked_logprobs else None, scale,
+                                            options["lenient"], s.verdict_format)
         else:
             verdict = await self._regression_verdict(job, text, options["lenient"])
         return JudgeResult(
@@ -525,8 +602,10 @@ class Judge:
         )
 
     @staticmethod
-    def _seq2seq_verdict(text: str, logprobs: dict[str, Any] | None, scale: Scale, lenient: bool) -> dict[str, Any]:
-        verdict = parse_verdict(text, scale=scale, lenient=lenient)
+    def _seq2seq_verdict(text: str, logprobs: dict[str, Any] | None, scale: Scale, lenient: bool,
+                         verdict_format: str = VerdictFormat.TAGGED) -> dict[str, Any]:
+        # Integer format: the completion's <think> block is the feedback, the integer after it the score.
+        verdict = parse_judge_output(verdict_format, text, scale=scale, lenient=lenient)
         dist = None
         if verdict.ok and logprobs:
             dist = score_distribution(logprobs.get("tokens") or [], logprobs.get("top_logprobs") or [], scale, verdict.score)

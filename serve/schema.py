@@ -31,13 +31,17 @@ import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
+from pydantic import ValidationError
 
 from judge import Scale, ScaleError, TaxonomyError, load_taxonomy, scale_of
-from judge.task_classifier import TaskChoice
+from judge.criteria_auto import TaskChoice
 from judge.taxonomy import RUBRIC_LEVEL_SEPARATOR
+# The request types are the contract's (judge.wire); re-exported here, where the server validates with them.
+from judge.wire import CustomCriterion, JudgeItem, JudgeRequest, PairItem, PairwiseRequest
+
+T = TypeVar("T", JudgeRequest, PairwiseRequest)
 
 __all__ = [
     "RequestError",
@@ -45,6 +49,8 @@ __all__ = [
     "CustomCriterion",
     "JudgeItem",
     "JudgeRequest",
+    "PairItem",
+    "PairwiseRequest",
     "ResolvedCriterion",
     "parse_judge_request",
     "resolve_criteria",
@@ -66,46 +72,6 @@ class RequestError(Exception):
     def __init__(self, message: str, param: str | None = None, status: int = 400, code: str = "invalid_request"):
         super().__init__(message)
         self.message, self.param, self.status, self.code = message, param, status, code
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class CustomCriterion(_Strict):
-    """A criterion outside the taxonomy: its name as shown to the judge and its rubric.
-
-    ``rubrics`` is rubric text (``"0: ...\\n\\n1: ..."``) or a mapping from level to description.
-    """
-
-    name: StrictStr = Field(min_length=1)
-    rubrics: StrictStr | dict[StrictStr, StrictStr]
-
-
-class JudgeItem(_Strict):
-    """One answer to judge on one or more criteria."""
-
-    id: StrictStr | StrictInt | None = None
-    instruction: StrictStr
-    answer: StrictStr
-    reference_answer: StrictStr | None = None
-    #: Taxonomy names/ids and custom criteria; None: the task type's set; "auto": the server's task classifier
-    #: chooses the task and with it the criteria (judge.task_classifier).
-    criteria: list[StrictStr | CustomCriterion] | Literal["auto"] | None = None
-    task_type: StrictStr | None = None
-    task_subtype: StrictStr | None = None
-    task_subsubtype: StrictStr | None = None
-
-
-class JudgeRequest(_Strict):
-    """The ``/v1/judge`` body."""
-
-    model: StrictStr | None = None
-    items: list[JudgeItem] = Field(min_length=1)
-    max_tokens: StrictInt | None = Field(default=None, ge=1)
-    temperature: StrictFloat | StrictInt | None = Field(default=None, ge=0, le=2)
-    lenient: StrictBool | None = None
-    constrained: StrictBool | None = None
 
 
 def param_of(loc: tuple[Any, ...], data: Any, missing: bool = False) -> str:
@@ -259,8 +225,8 @@ def _clip(message: str) -> str:
     return f"{message[:MESSAGE_MAX_CHARS]}... [{len(message)} characters]"
 
 
-def parse_judge_request(body: Any) -> JudgeRequest:
-    """Validate a decoded JSON body into a ``JudgeRequest``.
+def parse_judge_request(body: Any) -> JudgeRequest | PairwiseRequest:
+    """Validate a decoded JSON body into a ``JudgeRequest`` (or, with ``pairs``, a ``PairwiseRequest``).
 
     A body with the item fields at the top level (and no ``items``) is one item.
 
@@ -269,6 +235,8 @@ def parse_judge_request(body: Any) -> JudgeRequest:
     """
     if not isinstance(body, Mapping):
         raise RequestError(f"body: expected a JSON object, got {_json_type(body)}", param="body")
+    if "pairs" in body:
+        return _parse_pairwise(dict(body))
     data = dict(body)
     inline = [k for k in _ITEM_FIELDS if k in data]
     if inline and "items" in data:
@@ -277,11 +245,7 @@ def parse_judge_request(body: Any) -> JudgeRequest:
         if not inline:
             raise RequestError("items: required field is missing", param="items")
         data["items"] = [{k: data.pop(k) for k in inline}]
-    _check_values(data)
-    try:
-        request = JudgeRequest.model_validate(data)
-    except ValidationError as err:
-        raise _first_error(err, data) from None
+    request = _validated(JudgeRequest, data)
     for i, item in enumerate(request.items):
         for name in ("instruction", "answer"):
             if not getattr(item, name).strip():
@@ -296,6 +260,27 @@ def parse_judge_request(body: Any) -> JudgeRequest:
                 f"items[{i}].criteria: required unless task_type names a task whose criteria set to use",
                 param=f"items[{i}].criteria",
             )
+    return request
+
+
+def _validated(model: type[T], data: dict[str, Any]) -> T:
+    """``data`` checked for unreadable values, then validated into ``model``; the first error names its field."""
+    _check_values(data)
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        raise _first_error(err, data) from None
+
+
+def _parse_pairwise(data: dict[str, Any]) -> PairwiseRequest:
+    """The pairwise variant: ``pairs`` of (instruction, answer_1, answer_2, rubrics), never beside ``items``."""
+    if "items" in data:
+        raise RequestError("pairs: give either items (criteria) or pairs (pairwise), not both", param="pairs")
+    request = _validated(PairwiseRequest, data)
+    for i, pair in enumerate(request.pairs):
+        for name in ("instruction", "answer_1", "answer_2", "rubrics"):
+            if not getattr(pair, name).strip():
+                raise RequestError(f"pairs[{i}].{name}: must not be empty", param=f"pairs[{i}].{name}")
     return request
 
 

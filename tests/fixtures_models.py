@@ -1,7 +1,7 @@
 """Session fixtures for tiny real models and a real vLLM OpenAI server (registered in tests/conftest.py).
 
 Fixtures:
-    qwen_tokenizer       the Qwen2.5 fast tokenizer from judge.tiny_models.build_qwen_tokenizer (built once)
+    qwen_tokenizer       the Qwen2.5 fast tokenizer from train.tiny_models.build_qwen_tokenizer (built once)
     tiny_causal_dir      Path of a saved tiny Qwen2ForCausalLM judge (seed 0)
     tiny_regression_dir  Path of a saved tiny Qwen2ForSequenceClassification regression judge (seed 0)
     vllm_tiny_server     a VLLMServer: vLLM's OpenAI server on tiny_causal_dir, model name "tiny-judge"
@@ -26,8 +26,8 @@ from typing import Iterator, Mapping, Sequence
 
 import pytest
 
-from judge.processes import ProcessStartError, free_port, start_process
-from judge.tiny_models import build_qwen_tokenizer, build_tiny_qwen2
+from judge.plumbing.processes import ProcessStartError, free_port, start_process
+from train.tiny_models import build_qwen_tokenizer, build_tiny_qwen2
 
 #: Seconds to wait for /v1/models; ``JUDGE_VLLM_START_TIMEOUT_S`` overrides it. On 2 CPU cores the tiny model
 #: answers after 45-90 s when the machine is otherwise idle, and after more than 240 s while two other vLLM
@@ -60,7 +60,7 @@ class VLLMServer:
         root_url: Server root for vLLM's own routes (``/classify``, ``/tokenize``, ``/health``).
         model: The served model name to put in requests.
         log_path: File holding the server's stdout and stderr.
-        pid: Process-group id of the server's whole tree (its supervisor's pid, ``judge.processes``).
+        pid: Process-group id of the server's whole tree (its supervisor's pid, ``judge.plumbing.processes``).
     """
 
     base_url: str
@@ -87,7 +87,7 @@ def start_vllm_server(
     bf16 crashes there. ``extra_args`` come last, so a repeated flag overrides the default.
 
     Args:
-        model_dir: Folder written by ``save_pretrained`` (e.g. from ``judge.tiny_models.build_tiny_qwen2``).
+        model_dir: Folder written by ``save_pretrained`` (e.g. from ``train.tiny_models.build_tiny_qwen2``).
         extra_args: More server flags, e.g. ``["--runner", "pooling"]`` or LoRA flags.
         env: Variables added to (and overriding) the inherited environment. By default the KV cache gets
             :data:`TEST_KV_CACHE` (a flag; ``VLLM_CPU_KVCACHE_SPACE`` in ``env`` would override it), the compile
@@ -133,7 +133,7 @@ def start_vllm_server(
                 "--kv-cache-memory-bytes", TEST_KV_CACHE,
                 *extra_args,
             ]  # fmt: skip
-            # Supervised (judge.processes): the server's whole tree (API server, EngineCore) stops with it, or with
+            # Supervised (judge.plumbing.processes): the server's whole tree (API server, EngineCore) stops with it, or with
             # pytest.
             proc = start_process(cmd, log_path=log_file_path, env=full_env, name="vLLM server", grace_s=30.0)
             try:

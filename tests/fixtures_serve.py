@@ -8,14 +8,14 @@ Fixtures:
                          keep the suite inside its time budget on 2 cores, attaches to the seq2seq server's
                          generating engine, which serves the very weights ``export/generator`` holds
     tiny_regression_export  the regression export folder
-    released_regression_dir  a tiny judge in the released ``-r`` layout (``judge.tiny_released``)
+    released_regression_dir  a tiny judge in the released ``-r`` layout (``tests.tiny_released``)
     released_hub_cache       a Hugging Face cache holding it as ``ai-forever/pollux-judge-7b-r``
     released_regression_server  judge-serve started with ``--model ai-forever/pollux-judge-7b-r`` (offline, from
                          that cache): its own generating engine on the derived causal view and a pooling engine on
                          the derived classifier view
 
 Reusable: ``start_judge_serve(model_dir, args=...)`` starts ``python -m serve.cli`` and stops it (and any engine it
-left behind) on exit. Every judge-serve here runs through ``judge.processes`` (supervised, with a parent-death
+left behind) on exit. Every judge-serve here runs through ``judge.plumbing.processes`` (supervised, with a parent-death
 signal): a pytest that dies, ``kill -9`` included, takes its servers and their engines with it.
 ``marked_processes(marker)`` lists the live processes started with ``JUDGE_TEST_MARKER=<marker>`` in their
 environment (a server's whole tree inherits it), for tests that count leftovers.
@@ -37,7 +37,7 @@ from typing import Iterator, Sequence
 
 import pytest
 
-from judge.processes import ManagedProcess, free_port, group_members, http_status, start_process
+from judge.plumbing.processes import ManagedProcess, free_port, group_members, http_status, start_process
 from tests.fixtures_models import FAST_ENGINE_ENV, TEST_KV_CACHE
 
 API_KEY = "test-key"
@@ -120,7 +120,7 @@ def wait_until_gone(marker: str, timeout_s: float = 60.0) -> list[int]:
 
 
 class _Process:
-    """A judge-serve subprocess (supervised: see ``judge.processes``) and its teardown."""
+    """A judge-serve subprocess (supervised: see ``judge.plumbing.processes``) and its teardown."""
 
     def __init__(
         self,
@@ -248,21 +248,21 @@ def tiny_regression_export(tmp_path_factory, tiny_causal_dir, tiny_regression_di
 
 
 @pytest.fixture(scope="session")
-def task_classifier_dir(tmp_path_factory) -> Path:
-    """A tfidf task classifier (judge.task_classifier) fitted on the bundled training instructions, saved."""
-    from judge.task_classifier import TfidfClassifier, load_labelled, training_path
+def task_classifier_dir() -> Path:
+    """The tfidf task classifier that ships with the package (judge/data/criteria_tfidf), judge-serve's default."""
+    from judge.criteria_auto import default_classifier_path
 
-    pairs, _ = load_labelled([training_path()])
-    return TfidfClassifier.fit(pairs).save(tmp_path_factory.mktemp("task-classifier") / "tfidf")
+    return default_classifier_path()
 
 
 @pytest.fixture(scope="session")
 def judge_servers(tmp_path_factory, tiny_causal_dir, tiny_regression_export, task_classifier_dir) -> Iterator[dict[str, JudgeServer]]:
     """Both judge-serve instances, started together (their engines load in parallel), stopped at session end.
 
-    The seq2seq server has a task classifier (``criteria: auto``); the regression server has none.
+    Both have the shipped task classifier (``criteria: auto``), judge-serve's default.
     """
-    classifier_args = ("--criteria-classifier", "tfidf", "--criteria-classifier-path", str(task_classifier_dir))
+    # no classifier flags: "criteria": "auto" works out of the box with the shipped classifier (task_classifier_dir)
+    classifier_args = ()
     seq2seq = _Process(tiny_causal_dir, classifier_args, tmp_path_factory.mktemp("serve-seq2seq"))
     processes = [seq2seq]
     try:
@@ -299,7 +299,7 @@ RELEASED_R_ID = "ai-forever/pollux-judge-7b-r"
 def released_regression_dir(tmp_path_factory, qwen_tokenizer) -> Path:
     """A tiny judge in the released -r layout; its stand-in custom code writes ``<dir>.imported`` if imported."""
     base = tmp_path_factory.mktemp("released-r")
-    from judge.tiny_released import build_released_regression
+    from tests.tiny_released import build_released_regression
 
     return build_released_regression(
         base / "pollux-judge-7b-r", seed=3, head_bias=0.75, tokenizer=qwen_tokenizer, import_sentinel=base / "imported"
@@ -309,7 +309,7 @@ def released_regression_dir(tmp_path_factory, qwen_tokenizer) -> Path:
 @pytest.fixture(scope="session")
 def released_hub_cache(tmp_path_factory, released_regression_dir) -> Path:
     """A hub cache (``HF_HUB_CACHE``) holding the tiny -r judge as ``ai-forever/pollux-judge-7b-r``."""
-    from judge.tiny_released import add_to_hub_cache
+    from tests.tiny_released import add_to_hub_cache
 
     cache = tmp_path_factory.mktemp("hf-hub-cache")
     add_to_hub_cache(released_regression_dir, cache, RELEASED_R_ID)

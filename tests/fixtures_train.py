@@ -112,11 +112,11 @@ def overfit_records_path(tmp_path_factory, qwen_tokenizer) -> Path:
 
 @pytest.fixture(scope="session")
 def overfit_base_dir(tmp_path_factory, qwen_tokenizer) -> Path:
-    """The tiny Qwen2 of judge.tiny_models (same architecture and vocabulary) initialised with std 0.2, seed 0."""
+    """The tiny Qwen2 of train.tiny_models (same architecture and vocabulary) initialised with std 0.2, seed 0."""
     import torch
     from transformers import GenerationConfig, Qwen2ForCausalLM
 
-    from judge.tiny_models import tiny_qwen2_config
+    from train.tiny_models import tiny_qwen2_config
 
     config = tiny_qwen2_config("causal")
     config.initializer_range = OVERFIT_INIT_STD

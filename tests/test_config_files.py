@@ -1,4 +1,4 @@
-"""judge.config_files: one field helper, one flag builder, one resolution (defaults -> YAML -> flags) for every job,
+"""judge.plumbing.config_files: one field helper, one flag builder, one resolution (defaults -> YAML -> flags) for every job,
 one flag style (dashes) with the old underscore spellings and `--flag true|false` still accepted."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from judge.config_files import ConfigError, add_config_flags, given_flags, option, resolve_config
+from judge.plumbing.config_files import ConfigError, add_config_flags, given_flags, option, resolve_config
 
 
 @dataclass

@@ -18,7 +18,8 @@ import pytest
 import judge
 from eval.cli import build_parser, main, resolve_run_config
 from eval.predictions import read_predictions
-from eval.run import RunConfig
+from eval.config import RunConfig
+from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage
 from tests.fixtures_models import FAST_ENGINE_ENV
 from tests.scripted_endpoint import ScriptedEndpoint, chat_completion
 
@@ -49,8 +50,10 @@ class ScriptedServer(ScriptedEndpoint):
                 return 404, {"detail": "Not Found"}
             if not body:  # backend detection probes with an empty body
                 return 400, {"error": {"message": "items: required field is missing"}}
-            results = [self.judge_results(c) for c in body["items"][0]["criteria"]]
-            return 200, {"object": "judge.result", "items": [{"index": 0, "results": results}]}
+            results = [judge.JudgeResult.from_json(self.judge_results(c)) for c in body["items"][0]["criteria"]]
+            usage = JudgeResponseUsage(len(results), len(results), 0, 0, 0)
+            return 200, JudgeResponse("judge-1", "judge.result", 0, body["model"], "seq2seq", "tagged", judge.PROMPT_VERSION,
+                                      [JudgeResponseItem(0, body["items"][0].get("id"), results)], usage).to_json()
         if path != "/v1/chat/completions":
             return 404, {"error": {"message": "not found"}}
         with self.lock:
@@ -427,19 +430,23 @@ def test_score_logs_tables_and_plots_to_wandb_offline(small_data, tmp_path, monk
 @pytest.mark.slow
 def test_end_to_end_tiny_judge_run_score_compare(vllm_tiny_server, tmp_path):
     """Tiny random judge on vLLM -> run -> score -> compare on the bundled sample data. A random model rarely
-    writes a verdict: the failures must be reported as such (n_failed), not crash anything."""
+    writes a verdict: the failures must be reported as such (n_failed), not crash anything; PNGs only with --png."""
     n_records = len(judge.load_records(judge.sample_data_path()))
     for name, extra in (("tiny-ru", []), ("tiny-en", ["--prompt", "en"])):
         assert main(["run", "--judge", vllm_tiny_server.base_url, "--out", str(tmp_path / name), "--name", name,
                      "--max-tokens", "8", "--concurrency", "8", "--no-progress", *extra]) == 0
         assert len(read_predictions(tmp_path / name)) == n_records
-        assert main(["score", "--predictions", str(tmp_path / name), "--n-boot", "100"]) == 0
+        png = ["--png"] if name == "tiny-ru" else []  # PNGs are opt-in: drawn for one run, absent for the other
+        assert main(["score", "--predictions", str(tmp_path / name), "--n-boot", "100", *png]) == 0
         metrics = json.loads((tmp_path / name / "metrics.json").read_text(encoding="utf-8"))
         overall = metrics["splits"]["all"]["overall"]
         assert overall["n"] == n_records and overall["n_request_failed"] == 0
         assert overall["n_failed"] == overall["n_parse_failed"] == sum(metrics["splits"]["all"]["failures"].values())
         assert overall["n_failed"] > 0
-        assert (tmp_path / name / "plots" / "confusion_all.png").stat().st_size > 0
+        if png:
+            assert (tmp_path / name / "plots" / "confusion_all.png").stat().st_size > 0
+        else:
+            assert not (tmp_path / name / "plots").exists()
         report = (tmp_path / name / "report.md").read_text(encoding="utf-8")
         assert f"| Zero-Shot + Standard | {n_records} | {overall['n_failed']} (" in report
     assert main(["compare", str(tmp_path / "tiny-ru"), str(tmp_path / "tiny-en"), "--out", str(tmp_path / "cmp"),

@@ -395,7 +395,7 @@ def test_no_overlap_anywhere_gives_no_verdict_confidence_and_says_why():
     header = [h.strip() for h in next(line for line in lines if line.startswith("| Test |")).split("|")]
     summary = [c.strip() for c in next(line for line in lines if line.startswith("| Zero-Shot + Standard")).split("|")]
     shown = dict(zip(header, summary))
-    assert (shown["VC judge"], shown["VC experts"], shown["n VC"], shown["VC experts (all items)"]) == ("—", "—", "0", "—")
+    assert (shown["VC judge"], shown["VC experts"], shown["n VC"], shown["VC experts (all predicted)"], shown["VC experts (all labelled)"]) == ("—", "—", "0", "—", "—")
     assert any("two or more annotators" in line for line in lines)
 
 
@@ -504,7 +504,7 @@ def test_a_test_with_no_scored_item_says_why(name, status, experts, abstained, e
 
 
 def test_groups_are_numpys_sorted_unique_labels_with_their_items_in_order():
-    """item_table._groups (labels numbered in a dict) gives np.unique's groups: the labels as text in code-point
+    """item_table._groups (labels numbered by Arrow) gives np.unique's groups: the labels as text in code-point
     order (Cyrillic, accents, None and numbers as their text) and each label's item indices ascending."""
     rng = np.random.default_rng(3)
     pool = ["b", "a", "Я", "я", "ё", "A b", "a\u00e9", "e\u0301", None, 1.5, "", "z"]

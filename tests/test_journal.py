@@ -1,4 +1,4 @@
-"""judge.journal: the one JSONL journal of eval predictions, MERA progress and synthetic-data jobs."""
+"""judge.plumbing.journal: the one JSONL journal of eval predictions, MERA progress and synthetic-data jobs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from judge.journal import JournalError, JournalWriter, open_journal, read_journal, read_jsonl, rewrite_journal
+from judge.plumbing.journal import JournalError, JournalWriter, open_journal, read_journal, read_jsonl, rewrite_journal
 
 
 @pytest.mark.parametrize(
@@ -53,7 +53,7 @@ def test_torn_tail_is_said(tmp_path, caplog):
     """Dropping a torn line is logged with the file's name, never silent."""
     path = tmp_path / "j.jsonl"
     path.write_bytes(b'{"a": 1}\n{"a"')
-    with caplog.at_level(logging.WARNING, logger="judge.journal"):
+    with caplog.at_level(logging.WARNING, logger="judge.plumbing.journal"):
         assert read_jsonl(path) == [{"a": 1}]
     assert "j.jsonl" in caplog.text and "cut by a kill" in caplog.text
 
@@ -69,7 +69,7 @@ def test_open_journal_cuts_the_torn_tail_so_appends_start_clean(tmp_path):
 
 def test_writer_appends_rows_whole_from_many_threads(tmp_path, monkeypatch):
     """Each append is one write of whole lines and one fsync; concurrent appends never interleave."""
-    import judge.journal as journal
+    import judge.plumbing.journal as journal
 
     synced = []
     real_fsync = journal.os.fsync

@@ -15,7 +15,7 @@ import pytest
 
 from eval.mera import cli
 from eval.mera.progress import ResumeMismatch, claim_run_folder
-from judge.journal import open_journal, read_jsonl
+from judge.plumbing.journal import open_journal, read_jsonl
 from eval.mera.rutie import (
     CONTEXT_LIMIT,
     EMPTY,

@@ -12,21 +12,36 @@ import pytest
 import judge
 from eval.pollux_official import extract_score, official_metrics, pollux_official
 
+# Each expectation follows by hand from POLLUX's extract_score (src/utils/evaluation.py:26-35): first search the
+# whole text for "[RESULT] " + whitespace* + "\d+\.\d+" (line 27); only if none, for "[RESULT] " + whitespace* +
+# one "\d" (line 31); float() of the match with its whitespace stripped.
 EXTRACTED = [
     # (name, judge output, what POLLUX's evaluator reads)
     ("canonical", "[FEEDBACK] Верно. [RESULT] 2 [END]", 2.0),
     ("decimal point", "[FEEDBACK] Средне. [RESULT] 1.5 [END]", 1.5),
+    # Line 31's \s* after the lookbehind swallows the second space / the newline (issue 29: ours read none).
+    ("two spaces after the tag", "[FEEDBACK] x [RESULT]  2 [END]", 2.0),
+    ("newline after the tag", "[FEEDBACK] x [RESULT] \n2 [END]", 2.0),
+    ("non-breaking space after the tag", "[FEEDBACK] x [RESULT] \u00a02 [END]", 2.0),
+    # Line 27 runs over the whole text before line 31 is tried: a later decimal beats an earlier integer.
+    ("a later decimal beats an earlier integer",
+     "[FEEDBACK] Модель написала «[RESULT] 1», но это не так. [RESULT] 1.5 [END]", 1.5),
     ("BUG kept: 10 reads as 1", "[FEEDBACK] Отлично. [RESULT] 10 [END]", 1.0),
     ("BUG kept: decimal comma 1,5 reads as 1", "[FEEDBACK] Средне. [RESULT] 1,5 [END]", 1.0),
-    ("the FIRST [RESULT] wins, even inside the rationale",
+    ("a point without a digit after it is no decimal", "[FEEDBACK] x [RESULT] 2. [END]", 2.0),
+    ("the FIRST [RESULT] + digit wins when no decimal, even inside the rationale",
      "[FEEDBACK] Модель написала «[RESULT] 0», но это не так. [RESULT] 2 [END]", 0.0),
+    ("a [RESULT] without a digit is passed over", "[FEEDBACK] [RESULT] нет. [RESULT] 1 [END]", 1.0),
     ("no [END] needed", "[FEEDBACK] Верно. [RESULT] 2", 2.0),
     ("two-digit decimal is whole", "[FEEDBACK] x [RESULT] 10.5 [END]", 10.5),
-    ("negative: no digit right after the space", "[FEEDBACK] x [RESULT] -1 [END]", None),
+    ("out of any scale is still read", "[FEEDBACK] x [RESULT] 7 [END]", 7.0),
+    # \d is Unicode in Python 3 and float() accepts any decimal digit: "٢" (U+0662) is 2.
+    ("Arabic-Indic digit", "[FEEDBACK] x [RESULT] \u0662 [END]", 2.0),
+    ("negative: '-' is neither whitespace nor digit", "[FEEDBACK] x [RESULT] -1 [END]", None),
     ("markdown around the score", "[FEEDBACK] x [RESULT] **2** [END]", None),
-    ("no space after the tag", "[FEEDBACK] x [RESULT]2 [END]", None),
-    ("two spaces after the tag", "[FEEDBACK] x [RESULT]  2 [END]", None),
-    ("lower-case tag", "[feedback] x [result] 2 [end]", None),
+    ("no space after the tag: the lookbehind needs one", "[FEEDBACK] x [RESULT]2 [END]", None),
+    ("a tab instead of the space", "[FEEDBACK] x [RESULT]\t2 [END]", None),
+    ("lower-case tag (no IGNORECASE)", "[feedback] x [result] 2 [end]", None),
     ("no tag", "Ответ хороший, ставлю 2.", None),
     ("empty", "", None),
     ("None", None, None),
@@ -35,27 +50,39 @@ EXTRACTED = [
 
 @pytest.mark.parametrize("name,text,expected", EXTRACTED, ids=[row[0] for row in EXTRACTED])
 def test_extract_score_reads_what_pollux_reads(name, text, expected):
-    """The first '[RESULT] ' followed by a decimal, else one digit; its known bugs reproduced."""
+    """The first decimal after '[RESULT] ' + whitespace anywhere, else the first digit; POLLUX's quirks reproduced."""
     assert extract_score(text) == expected
 
 
 def test_official_metrics_by_hand():
-    """Scores [2, 1, None, 0] vs criteria_score [2, 1.5, 1, 1]: 3 of 4 with a score -> format_acc 3/4; exact
-    matches: only the first (2 == 2) -> score_acc 1/4 (the None counts as wrong); squared errors over the 3 parsed:
-    0, 0.25, 1 -> mse 1.25 / 3 = 5/12."""
+    """Scores [2, 1, None, 0] vs references [2, 1.5, 1, 1] (compute_metrics, evaluation.py:52-87): 3 of 4 with a
+    score -> format_acc 3/4 (lines 72, 76); exact matches: only the first (2 == 2) -> score_acc 1/4 (the None
+    appends 0, line 77) and score_format_acc 1/3 (only parsed outputs append, line 74); squared errors over the 3
+    parsed: 0, 0.25, 1 -> mse 1.25 / 3 = 5/12 (lines 82-85)."""
     out = official_metrics([2.0, 1.0, None, 0.0], [2.0, 1.5, 1.0, 1.0])
     assert (out["n"], out["n_parsed"]) == (4, 3)
     assert out["format_acc"] == pytest.approx(3 / 4)
     assert out["score_acc"] == pytest.approx(1 / 4)
+    assert out["score_format_acc"] == pytest.approx(1 / 3)
     assert out["mse"] == pytest.approx(5 / 12)
+    assert out["note"] == ""
+
+
+def test_official_metrics_equality_is_numeric():
+    """'[RESULT] 1.0' against the reference 1 is exact (float 1.0 == int 1 in line 73): score_acc 1, mse 0."""
+    out = official_metrics([extract_score("[RESULT] 1.0 [END]")], [1])
+    assert (out["score_acc"], out["score_format_acc"], out["mse"]) == (1.0, 1.0, 0.0)
 
 
 def test_official_metrics_with_nothing_parsed_or_no_outputs():
-    """No score extracted: format_acc and score_acc 0, mse undefined; no outputs at all: everything undefined."""
+    """No score extracted: format_acc, score_acc and score_format_acc 0 (line 80: an empty list gives 0), mse NaN
+    with a note (line 85: mean of nothing); no outputs at all: NaN everywhere and a note (the original raises)."""
     none = official_metrics([None, None], [1.0, 2.0])
-    assert (none["format_acc"], none["score_acc"]) == (0.0, 0.0) and math.isnan(none["mse"])
+    assert (none["format_acc"], none["score_acc"], none["score_format_acc"]) == (0.0, 0.0, 0.0)
+    assert math.isnan(none["mse"]) and "mse is undefined" in none["note"]
     empty = official_metrics([], [])
     assert empty["n"] == 0 and math.isnan(empty["format_acc"]) and math.isnan(empty["mse"])
+    assert "raises on an empty set" in empty["note"]
 
 
 def _records():
@@ -96,6 +123,7 @@ def test_pollux_official_over_a_run_by_hand():
     assert (block["n"], block["n_parsed"], block["n_request_failed"], block["n_regression"]) == (5, 4, 1, 1)
     assert block["format_acc"] == pytest.approx(4 / 5) and block["score_acc"] == pytest.approx(2 / 5)
     assert block["mse"] == pytest.approx(0.085)
+    assert block["score_format_acc"] == pytest.approx(2 / 4)  # a, b exact among the 4 with a score
     assert block["n_reference_from_experts"] == 1
     # Items a and b only: both exact -> 1, 1, mse 0.
     assert (out["splits"]["standard"]["score_acc"], out["splits"]["standard"]["mse"]) == (1.0, 0.0)

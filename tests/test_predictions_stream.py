@@ -51,7 +51,7 @@ def test_resume_warns_once_about_a_torn_last_line(tmp_path, caplog):
 
     path = tmp_path / "predictions.jsonl"
     path.write_text(_row("a") + "\n" + '{"id": "b", "sco', encoding="utf-8")
-    with caplog.at_level(logging.WARNING, logger="judge.journal"):
+    with caplog.at_level(logging.WARNING, logger="judge.plumbing.journal"):
         assert resume_predictions(path, ["a", "b"]) == {"a"}
     assert sum("dropped its last line" in r.getMessage() for r in caplog.records) == 1
     assert [r["id"] for r in read_predictions(path)] == ["a"] and path.read_text(encoding="utf-8").endswith("\n")

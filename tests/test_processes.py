@@ -1,4 +1,4 @@
-"""judge.processes: a started command's whole process tree ends with it, with its owner (kill -9 included) and on
+"""judge.plumbing.processes: a started command's whole process tree ends with it, with its owner (kill -9 included) and on
 stop; readiness failures carry the log. Small shell trees stand in for vLLM (the real engines: test_serve_faults)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from judge.processes import ProcessStartError, free_port, group_members, kill_descendants, start_process
+from judge.plumbing.processes import ProcessStartError, free_port, group_members, kill_descendants, start_process
 from tests.fixtures_serve import MARKER_ENV, marked_processes, wait_until_gone
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signals are Linux-only")
@@ -105,7 +105,7 @@ def test_the_owner_dying_takes_the_tree(tmp_path, owner_signal, from_thread, shi
     owner_code = textwrap.dedent(f"""
         import sys, threading, time
         sys.path.insert(0, {os.getcwd()!r})
-        from judge.processes import start_process
+        from judge.plumbing.processes import start_process
         {start}
         print("started", flush=True)
         time.sleep(600)

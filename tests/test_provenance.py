@@ -1,4 +1,4 @@
-"""judge.provenance: one run.json schema for every job, null for unknowns, history kept across launches."""
+"""judge.plumbing.provenance: one run.json schema for every job, null for unknowns, history kept across launches."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from judge import provenance
-from judge.provenance import PROVENANCE_FILE, SCHEMA_KEYS, read_provenance, update_provenance, write_provenance
+from judge.plumbing import provenance
+from judge.plumbing.provenance import PROVENANCE_FILE, SCHEMA_KEYS, read_provenance, update_provenance, write_provenance
 
 
 def test_record_has_every_schema_key_in_order(tmp_path):

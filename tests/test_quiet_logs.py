@@ -1,5 +1,5 @@
 """Every console script is quiet by default: the HTTP clients' per-request lines (and judge-eval's backend probe's
-expected 4xx) appear only with ``--log-level debug``, through the one set-up in ``judge.console_logging``
+expected 4xx) appear only with ``--log-level debug``, through the one set-up in ``judge.plumbing.console_logging``
 (issue #26, item 2)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 import judge
 from eval.cli import main
 from eval.mera.cli import SAMPLE_DATA
-from judge.console_logging import CHATTY_LOGGERS
+from judge.plumbing.console_logging import CHATTY_LOGGERS
 
 REPO = Path(__file__).resolve().parents[1]
 from tests.scripted_endpoint import ScriptedEndpoint, chat_completion
@@ -107,15 +107,15 @@ CONSOLE_MAINS = ("train/cli.py", "serve/cli.py", "eval/cli.py", "eval/mera/cli.p
 
 
 def test_every_console_script_uses_the_one_logging_setup():
-    """Each console script's main module calls judge.console_logging.configure_logging, and no module of the
-    toolkit configures the root logger itself (logging.basicConfig lives in judge/console_logging.py only)."""
+    """Each console script's main module calls judge.plumbing.console_logging.configure_logging, and no module of the
+    toolkit configures the root logger itself (logging.basicConfig lives in judge/plumbing/console_logging.py only)."""
     for rel in CONSOLE_MAINS:
         tree = ast.parse((REPO / rel).read_text(encoding="utf-8"))
         imports = {(node.module, alias.name) for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
                    for alias in node.names}  # fmt: skip
         calls = {node.func.id for node in ast.walk(tree)
                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}  # fmt: skip
-        assert ("judge.console_logging", "configure_logging") in imports and "configure_logging" in calls, rel
+        assert ("judge.plumbing.console_logging", "configure_logging") in imports and "configure_logging" in calls, rel
     configuring = [str(path.relative_to(REPO)) for folder in ("judge", "train", "serve", "eval")
                    for path in (REPO / folder).rglob("*.py") if "basicConfig(" in path.read_text(encoding="utf-8")]
-    assert configuring == ["judge/console_logging.py"]
+    assert configuring == ["judge/plumbing/console_logging.py"]

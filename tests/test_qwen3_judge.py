@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import judge
-from judge.tiny_models import (
+from train.tiny_models import (
     CHATML_TEMPLATE,
     QWEN3_ADDED_TOKENS,
     QWEN3_CHAT_TEMPLATE,

@@ -2,7 +2,7 @@
 seq2seq layout served as it is, and a released ``-r`` judge (``Qwen2WithRegressionHead``, head with a bias) served
 without its custom code, its score equal to the released head over POLLUX's scoring text.
 
-Layouts are rebuilt in miniature by ``judge.tiny_released`` (``../shared/pollux/RELEASE.md``, "The released judges").
+Layouts are rebuilt in miniature by ``tests.tiny_released`` (``../shared/pollux/RELEASE.md``, "The released judges").
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 
 import judge
 from judge.checkpoints import CheckpointNotFound, is_hub_id, judge_kind, resolve_checkpoint
-from judge.tiny_released import add_to_hub_cache, build_released_seq2seq
+from tests.tiny_released import add_to_hub_cache, build_released_seq2seq
 from serve.layout import LayoutError, resolve_layout
 from serve.released import STAMP, VIEWS_DIRNAME, prepare_released_regression
 from tests.fixtures_serve import RELEASED_R_ID
@@ -114,8 +114,8 @@ def test_judge_kinds(tiny_causal_dir, tiny_regression_dir, released_regression_d
 def test_eval_resolves_a_hub_id_and_needs_judge_serve_for_a_released_r(tmp_path, monkeypatch, released_hub_cache):
     """judge-eval's local server resolves the hub id and, seeing a released -r, refuses plain vLLM (needs judge-serve)."""
     from eval.local_server import local_server
-    from eval.run import RunConfig
-    from judge.config_files import ConfigError
+    from eval.config import RunConfig
+    from judge.plumbing.config_files import ConfigError
 
     monkeypatch.setenv("HF_HUB_CACHE", str(released_hub_cache))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

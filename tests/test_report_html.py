@@ -12,7 +12,8 @@ import pytest
 
 import judge
 from eval.cli import main
-from eval.html_report import item_status, render_report_page, report_items, write_report_page
+from eval.html_explorer import item_status, report_items
+from eval.html_report import render_report_page, write_report_page
 from tests.browser import browser  # noqa: F401  (the fixture)
 
 FAILED_RAW = "[FEEDBACK] Непонятно. [RESULT] отлично [END]"
@@ -137,7 +138,7 @@ def test_tables_render_every_key_a_metric_cell_has():
                                  "failures": {}, "confusion": {}}},
               "pollux_official": {"mae": 0.5}}
     page = render_report_page(result, None)
-    assert 'title="n_out_of_scale">out of scale</th>' in page
+    assert 'title="n_out_of_scale" class="book">out of scale</th>' in page  # bookkeeping: behind the toggle
     assert 'title="model_means"' in page and "&quot;experts&quot;: 1.25" in page
     assert "0.500 <span class=\"ci\">[0.250, 0.750]</span>" in page
     assert "pollux_official" in page  # an unknown top-level key is shown, not dropped
@@ -225,6 +226,7 @@ def test_report_page_in_chromium_filter_open_and_screenshot(browser, scored, tmp
         cells = table.find_elements(By.CSS_SELECTOR, f"tbody tr:not(.overall) td:nth-child({column})")
         return [float(td.get_attribute("data-v")) for td in cells if td.get_attribute("data-v")]
 
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", heading)  # clear of the sticky nav
     heading.click()
     assert maes() == sorted(maes(), reverse=True) and len(set(maes())) > 1
     heading.click()
@@ -261,3 +263,42 @@ def test_demo_lists_the_pages_it_wrote(tmp_path):
         (tmp_path / rel).write_text("x")
     names = [p.relative_to(tmp_path).as_posix() for p in report_pages(tmp_path)]
     assert names == ["eval/regression/report.html", "eval/seq2seq/report.html", "eval/compare/compare.html"]
+
+
+def _visible_headings(table) -> list[str]:
+    from selenium.webdriver.common.by import By
+
+    return [h.get_attribute("title") or h.text for h in table.find_elements(By.TAG_NAME, "th") if h.is_displayed()]
+
+
+def _fits(browser, table) -> bool:
+    """The table needs no sideways scrolling: it is no wider than its scroll box, which is no wider than the page."""
+    return browser.execute_script(
+        "const t = arguments[0], box = t.parentElement;"
+        "return t.scrollWidth <= box.clientWidth && box.scrollWidth <= box.clientWidth"
+        " && document.documentElement.scrollWidth <= window.innerWidth;", table)
+
+
+def test_summary_tables_lead_with_the_headline_and_fit_1280_pixels(browser, scored):  # noqa: F811
+    """At 1280 px: report.html's summary and compare.html's side-by-side tables show n, failed, MAE, Spearman,
+    VC judge / experts (and the Experts VC over all labelled items) and need no sideways scrolling; the switch in
+    the nav shows the bookkeeping columns (out of scale, Pearson, ...) and hides them again."""
+    from selenium.webdriver.common.by import By
+
+    headline = ["n", "n_failed", "mae", "spearman", "vc_judge", "vc_experts", "vc_experts_labelled"]
+    browser.set_window_size(1280, 900)
+    try:
+        for page, table_id in (("exact/report.html", "summary-table"), ("cmp/compare.html", "side-all")):
+            _open(browser, scored["root"] / page)
+            assert browser.execute_script("return window.innerWidth") <= 1280
+            table = browser.find_element(By.ID, table_id)
+            assert _visible_headings(table)[1:] == headline, page
+            assert _fits(browser, table), f"{page}: {table_id} scrolls sideways at 1280 px"
+            toggle = browser.find_element(By.ID, "show-bookkeeping")
+            toggle.click()
+            shown = _visible_headings(table)
+            assert shown[1:len(headline) + 1] == headline and {"n_out_of_scale", "pearson", "kendall"} <= set(shown)
+            toggle.click()
+            assert _visible_headings(table)[1:] == headline
+    finally:
+        browser.set_window_size(1400, 1000)

@@ -1,4 +1,4 @@
-"""judge.retry: the one retry policy of eval runs, MERA and synthetic data, honouring judge-serve's Retry-After.
+"""judge.plumbing.retry: the one retry policy of eval runs, MERA and synthetic data, honouring judge-serve's Retry-After.
 
 Every client is driven against a real HTTP endpoint on 127.0.0.1 that answers 503 with ``Retry-After`` first; the
 waits are read from an injected sleep, never timed.
@@ -7,14 +7,13 @@ waits are read from an injected sleep, never timed.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import email.utils
 
 import httpx
 import pytest
 
 import judge
-from judge.retry import Attempts, RetryPolicy, retry_after_s
+from judge.plumbing.retry import Attempts, RetryPolicy, retry_after_s
 from tests.scripted_endpoint import ScriptedEndpoint, chat_completion
 
 BUSY = (503, {"error": {"message": "engine busy"}}, {"Retry-After": "2"})
@@ -134,14 +133,19 @@ def _judge_result(record) -> dict:
     result = judge.JudgeResult(criterion=record.criteria_name, criterion_id=None, scale=[0, 1, 2], feedback="ok",
                                score=1.0, parse_ok=True, score_source=judge.ScoreSource.VERDICT, output="[RESULT] 1",
                                in_scale=True)
-    return {"items": [{"index": 0, "id": record.id, "results": [dataclasses.asdict(result)]}]}
+    from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage
+
+    # The full envelope: judge-eval reads /v1/judge responses strictly (judge.wire.JudgeResponse).
+    return JudgeResponse("judge-1", "judge.result", 0, "scripted", "seq2seq", "tagged", judge.PROMPT_VERSION,
+                         [JudgeResponseItem(0, record.id, [result])], JudgeResponseUsage(1, 1, 0, 0, 0)).to_json()
 
 
 def test_eval_runner_waits_for_retry_after_and_keeps_its_accounting(tmp_path):
     """judge-eval's runner on /v1/judge: 503 (Retry-After: 2) then 200 gives the verdict after two requests and a
     wait of at least 2 s; a server that stays busy gives request_failed rows after 1 + max_retries requests."""
     from eval.backends import JudgeServeBackend
-    from eval.run import RunConfig, _with_retries
+    from eval.config import RunConfig
+    from eval.run import _with_retries
 
     record = judge.load_records(judge.sample_data_path())[0]
     config = RunConfig(out=str(tmp_path), timeout_s=30)

@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 import judge
-from judge.data import make_sample
+from scripts import make_sample
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +62,7 @@ def test_every_criterion_is_the_leafs_with_its_real_rubric(records, taxonomy):
         crit = taxonomy.criterion(r.criteria_name, task=leaves[0])
         assert crit.id in leaves[0].criteria, r.id
         assert r.rubrics == crit.rubric("ru"), r.id
-        assert judge.scale_of(r.rubrics) == crit.scale, r.id
+        assert judge.oriented_scale(r.criteria_name, r.rubrics) == crit.scale, r.id  # levels and best level
 
 
 def test_reference_answers_only_on_leaves_with_gold(records, taxonomy):

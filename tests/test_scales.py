@@ -2,6 +2,7 @@
 
 import pytest
 
+import judge
 from judge import Scale, ScaleError, load_taxonomy, scale_of
 
 READABLE = [
@@ -69,7 +70,55 @@ def test_every_taxonomy_rubric_reads_back_to_its_scale():
     seen = set()
     for crit in taxonomy.criteria.values():
         for lang in ("ru", "en"):
-            assert scale_of(crit.rubric(lang)) == crit.scale, (crit.id, lang)
+            assert scale_of(crit.rubric(lang)).levels == crit.scale.levels, (crit.id, lang)
+            assert judge.oriented_scale(crit.name[lang], crit.rubric(lang)) == crit.scale, (crit.id, lang)
         seen.add(crit.scale.levels)
     # The taxonomy's scales run 0-1, 0-2, 0-3 and 0-4.
     assert seen == {(0, 1), (0, 1, 2), (0, 1, 2, 3), (0, 1, 2, 3, 4)}
+
+
+# ---------------------------------------------------------------- orientation (issue 29 item 3)
+
+def test_a_scale_is_best_at_its_top_unless_told():
+    """Scale((0, 1, 2)).best is 2 and worst 0; best_at_lowest flips it; a best level inside the scale is refused."""
+    scale = Scale((0, 1, 2))
+    assert (scale.best, scale.worst, scale.is_flag) == (2, 0, False)
+    assert scale.is_best(2) and not scale.is_best(1)
+    flipped = scale.best_at_lowest()
+    assert (flipped.best, flipped.worst, flipped.levels) == (0, 2, (0, 1, 2))
+    with pytest.raises(ScaleError, match="end of the scale"):
+        Scale((0, 1, 2), best=1)
+
+
+def test_is_flag_is_pollux_binary_rule_exactly_two_levels():
+    """is_flag is POLLUX's binary test (src/metrics.py: a rubric with exactly two levels), whichever end is best."""
+    assert scale_of("0: нет\n\n1: да").is_flag and Scale((1, 5)).is_flag
+    assert not scale_of("0: плохо\n\n1: средне\n\n2: хорошо").is_flag and not Scale((3,)).is_flag
+
+
+@pytest.mark.parametrize("criterion_id", ["narushenie_formata", "censor"])
+def test_both_critical_criteria_are_flags_best_at_0(criterion_id):
+    """App. P.1 (paper lines 3890-3898): the Critical criteria ask whether a violation happened; 0 is best."""
+    crit = load_taxonomy().criteria[criterion_id]
+    assert crit.group == "Critical"
+    assert (crit.scale.levels, crit.scale.best, crit.scale.is_flag) == ((0, 1), 0, True)
+    for name in (crit.name["ru"], crit.name["en"], "  " + crit.name["ru"].upper()):
+        oriented = judge.oriented_scale(name, crit.rubric("ru"))
+        assert (oriented.best, oriented.worst) == (0, 1)
+
+
+def test_every_other_criterion_is_best_at_its_top():
+    """Only the two Critical criteria are best at the lowest level; the other 24 two-level ones are best at 1."""
+    taxonomy = load_taxonomy()
+    lowest = sorted(c.id for c in taxonomy.criteria.values() if c.scale.best == c.scale.min)
+    assert lowest == ["censor", "narushenie_formata"]
+    two_level = [c for c in taxonomy.criteria.values() if c.scale.is_flag and c.group != "Critical"]
+    assert len(two_level) == 24 and all(c.scale.best == 1 for c in two_level)
+    operability = taxonomy.criteria["operability"]
+    assert judge.oriented_scale(operability.name["ru"], operability.rubric("ru")).best == 1
+
+
+def test_custom_criteria_are_best_at_their_top():
+    """The documented rule for a criterion the taxonomy does not know (or no name): best at the highest level."""
+    assert judge.oriented_scale("Вежливость", "0: грубо\n\n1: вежливо").best == 1
+    assert judge.oriented_scale(None, "1: плохо\n\n5: отлично").best == 5

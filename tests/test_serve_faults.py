@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from judge.processes import group_members
+from judge.plumbing.processes import group_members
 from tests.fixtures_serve import MARKER_ENV, JudgeServer, _Process, marked_processes, wait_until_gone
 
 pytestmark = pytest.mark.slow

@@ -208,7 +208,7 @@ def test_verdict_regex_accepts_the_training_targets():
 def test_criteria_auto_parses_and_resolves_to_the_choice_criteria():
     """"criteria": "auto" needs no task type; it resolves to the classifier's choice (taxonomy ids, in order);
     with no choice (a server without a classifier) it is a 400 naming the field; any other string is refused."""
-    from judge.task_classifier import TaskChoice
+    from judge.criteria_auto import TaskChoice
     from serve.schema import resolve_criteria
 
     request = parse_judge_request({"instruction": "Напиши стих.", "answer": "Стих.", "criteria": "auto"})

@@ -3,7 +3,7 @@ are judged by served tiny judges in the released layouts and scored with the pap
 
 Nothing here is downloaded: ``tests/release_artifacts.py`` rebuilds the dataset (``ai-forever/POLLUX``: three shards
 under ``data/``, the released column names and Arrow types, ``annotations`` with ``-1`` abstentions, no ``id``) and
-``judge/tiny_released.py`` the ``-r`` judge (``Qwen2WithRegressionHead``, a ``regression_head`` with a bias, sharded
+``tests/tiny_released.py`` the ``-r`` judge (``Qwen2WithRegressionHead``, a ``regression_head`` with a bias, sharded
 safetensors). The ``-r`` judge, served under its hub id from an offline hub cache, judges the same data in
 ``tests/test_released_judges.py`` (the module that owns its server) and the Qwen3 layout (``Pollux-4B-Judge``) in
 ``tests/test_qwen3_judge.py``, all through ``tests.release_artifacts.judge_and_score``. (This file sorts after

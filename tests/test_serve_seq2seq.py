@@ -175,7 +175,7 @@ def test_criteria_auto_chooses_the_task_and_expands_its_criteria(seq2seq_server)
     fallback happened. (A server without a classifier refuses "auto" with a 400 naming the field:
     tests/test_serve_judging.py::test_criteria_auto_parses_and_resolves_to_the_choice_criteria — the session's
     regression server cannot show it here, test_serve_regression.py kills its pooling engine on purpose.)"""
-    from judge.task_classifier import TaskChoice, fallback_criteria, leaf_of
+    from judge.criteria_auto import TaskChoice, fallback_criteria, leaf_of
 
     body = {"items": [{**ITEM, "id": "auto", "criteria": "auto"}], "max_tokens": 2}
     response = _post(seq2seq_server, "/v1/judge", body)

@@ -130,7 +130,8 @@ def test_scoring_reports_unresolvable_task_types_as_their_own_split():
 def test_run_split_selection_skips_unknown_task_types_without_aborting():
     """judge-eval run --split standard takes the Standard items and leaves an unknown task type out (it runs under
     --split all and is scored as the "unknown" split); it never aborts the run."""
-    from eval.run import RunConfig, _select
+    from eval.config import RunConfig
+    from eval.run import _select
 
     rows = [{"id": rid, "instruction": "И", "answer": "О", "criteria_name": "Проактивность", "rubrics": "0: нет\n\n1: да",
              "expert_scores": [1, 1], "task_type": task_type} for rid, task_type in (("a", "Editing"), ("b", ""), ("c", "Моя задача"))]  # fmt: skip

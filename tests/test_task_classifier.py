@@ -10,14 +10,18 @@ import pytest
 
 from judge import load_taxonomy
 from judge.splits import STANDARD, ZERO_SHOT
-from judge.task_classifier import (
+from judge.criteria_auto import (
     FALLBACK_GROUPS,
+    LEAF_SHARE,
     TaskChoice,
     TaskClassifier,
     TfidfClassifier,
     build_classifier,
+    bundled_rows,
     choose_from_scores,
+    choose_threshold,
     criteria_set_scores,
+    default_classifier_path,
     expand_criteria,
     fallback_criteria,
     heldout_path,
@@ -25,8 +29,11 @@ from judge.task_classifier import (
     labelled_rows,
     leaf_of,
     load_labelled,
+    reliability,
     taxonomy_rows,
+    training_digest,
     training_path,
+    type_criteria,
 )
 
 TAX = load_taxonomy()
@@ -94,23 +101,67 @@ def test_training_set_is_disjoint_from_heldout():
 
 
 @pytest.mark.parametrize(
-    "scores, threshold, fallback, label",
+    "scores, threshold, level, label",
     [
-        ({"Code creation / Python": 0.9, "Code analysis / Python": 0.1}, 0.5, False, "Code creation / Python"),
-        ({"Code creation / Python": 0.4, "Code analysis / Python": 0.35}, 0.5, True, "Code creation / Python"),
-        ({"Advice": 0.5}, 0.5, False, "Advice"),  # at the threshold: not below it
-        ({"Advice": 0.2, "Fact checking": 0.3}, 0.25, False, "Fact checking"),
+        # Code creation 0.9 >= 0.5; Python holds all of it -> the leaf
+        ({"Code creation / Python": 0.9, "Code analysis / Python": 0.1}, 0.5, "leaf", "Code creation / Python"),
+        # the best type has 0.4 < 0.5 -> fallback
+        ({"Code creation / Python": 0.4, "Code analysis / Python": 0.35}, 0.5, "fallback", "Code creation / Python"),
+        ({"Advice": 0.5}, 0.5, "leaf", "Advice"),  # at the threshold: not below it
+        ({"Advice": 0.2, "Fact checking": 0.3}, 0.25, "leaf", "Fact checking"),
+        # Advice is the top leaf (0.3) but Code creation the top type (0.25 + 0.25 = 0.5); C++ and Python tie, each
+        # with share 0.25 / 0.5 = 0.5 >= LEAF_SHARE -> the leaf, the first label in sort order
+        ({"Advice": 0.3, "Code creation / Python": 0.25, "Code creation / C++": 0.25}, 0.5, "leaf",
+         "Code creation / C++"),
+        # Code creation 0.3 + 0.25 + 0.2 = 0.75 >= 0.5, but Python's share 0.3 / 0.75 = 0.4 < 0.5 -> the type's set
+        ({"Code creation / Python": 0.3, "Code creation / C++": 0.25, "Code creation / SQL": 0.2, "Advice": 0.25},
+         0.5, "task_type", "Code creation / Python"),
     ],
 )
-def test_choose_applies_threshold_and_taxonomy(scores, threshold, fallback, label):
-    """Top-1 leaf by probability; its criteria set, or the fallback set with a reason below the threshold."""
+def test_choose_decides_at_the_level_the_probabilities_support(scores, threshold, level, label):
+    """The type's probability is the sum over its leaves; below the threshold: the fallback set; a leaf holding less
+    than LEAF_SHARE of its type: the criteria the type's leaves share; otherwise the leaf's own set."""
+    assert LEAF_SHARE == 0.5
     choice = choose_from_scores(scores, "test", threshold=threshold)
-    assert choice.label == label and choice.fallback is fallback
     leaf = leaf_of(label)
-    assert choice.criteria == (fallback_criteria() if fallback else leaf.criteria)
-    assert (choice.reason != "") is fallback
+    assert (choice.label, choice.level, choice.fallback) == (label, level, level == "fallback")
+    expected = {"leaf": leaf.criteria, "task_type": type_criteria(leaf.task_type), "fallback": fallback_criteria()}
+    assert choice.criteria == expected[level]
+    assert (choice.reason != "") is (level != "leaf")
     assert (choice.task_type, choice.task_subtype) == (leaf.task_type, leaf.subtype or "")
-    assert choice.alternatives[0] == (label, max(scores.values()))
+    type_p = sum(p for lab, p in scores.items() if lab.split(" / ")[0] == leaf.task_type)
+    assert choice.task_type_probability == pytest.approx(type_p) and choice.probability == scores[label]
+
+
+def test_type_criteria_share_leaf_variants_under_their_base_id():
+    """Code creation's five leaves list per-language variants (operability__5 for Python, __3 for C++): the type's
+    shared set names the base criteria, which every leaf has a variant of; a one-leaf type shares its leaf's set."""
+    assert leaf_of("Code creation / Python").criteria[0] == "operability__5"
+    assert leaf_of("Code creation / C++").criteria[0] == "operability__3"
+    assert type_criteria("Code creation") == ("operability", "correct_answer", "optimality", "system_prompt_follow",
+                                              "code_style")  # fmt: skip
+    assert type_criteria("Advice") == leaf_of("Advice").criteria
+    with pytest.raises(Exception, match="unknown task type"):
+        type_criteria("Poetry slam")
+
+
+def test_choose_threshold_maximises_the_mean_jaccard_by_hand():
+    """Three instructions, type probabilities 0.2/0.6/0.9, Jaccard if chosen 0.1/0.8/0.9, if fallen back 0.5 each:
+    t=0 or 0.2 -> (0.1+0.8+0.9)/3 = 0.600; t=0.6 -> (0.5+0.8+0.9)/3 = 0.733; t=0.9 -> (0.5+0.5+0.9)/3 = 0.633."""
+    got = choose_threshold([0.2, 0.6, 0.9], [0.1, 0.8, 0.9], [0.5, 0.5, 0.5])
+    assert got["threshold"] == 0.6 and got["mean_jaccard"] == pytest.approx(2.2 / 3)
+    assert got["fallback_rate"] == pytest.approx(1 / 3) and got["never_fallback_jaccard"] == pytest.approx(0.6)
+    assert got["always_fallback_jaccard"] == pytest.approx(0.5) and got["n"] == 3
+    # choosing never loses to falling back: the lowest threshold, 0.0, wins
+    assert choose_threshold([0.3, 0.7], [0.9, 0.9], [0.5, 0.5])["threshold"] == 0.0
+
+
+def test_reliability_bins_and_ece_by_hand():
+    """Stated 0.15, 0.15 (one right), 0.85, 0.95 (right): bins [0.1,0.2) n=2 acc 0.5, [0.8,0.9) and [0.9,1.0] acc 1;
+    ECE = 2/4 * 0.35 + 1/4 * 0.15 + 1/4 * 0.05 = 0.225."""
+    got = reliability([0.15, 0.15, 0.85, 0.95], [False, True, True, True])
+    assert [(b["n"], b["accuracy"]) for b in got["bins"]] == [(2, 0.5), (1, 1.0), (1, 1.0)]
+    assert got["bins"][0]["bin"] == pytest.approx([0.1, 0.2]) and got["ece"] == pytest.approx(0.225)
 
 
 def test_choose_keeps_top_k_alternatives_best_first():
@@ -139,6 +190,7 @@ def test_task_choice_round_trips_through_its_dict():
     """to_dict / from_dict: the wire format written into eval items and the /v1/judge response."""
     choice = choose_from_scores({"Literary text / Poetry": 0.7, "Literary text / Prose": 0.3}, "tfidf")
     row = json.loads(json.dumps(choice.to_dict()))
+    assert (row["level"], row["task_type_probability"]) == ("leaf", 1.0)
     assert row["alternatives"][1] == {"label": "Literary text / Prose", "probability": 0.3}
     assert TaskChoice.from_dict(row) == choice
 
@@ -204,23 +256,58 @@ def test_load_labelled_reads_jsonl_and_records(tmp_path):
 
 
 def test_tfidf_learns_saves_and_reloads_without_pickle(tmp_path):
-    """The tfidf method fits its training rows, and the JSON+npz artefact reloads to the same probabilities."""
+    """The tfidf method fits its training rows, records how its threshold was chosen, and the JSON+npz artefact
+    reloads to the same probabilities (float16 coefficients: within 1e-3)."""
     pairs, _ = load_labelled([training_path()])
-    clf = TfidfClassifier.fit(pairs)
+    clf = TfidfClassifier.fit(pairs, folds=2, max_char_features=3000, max_word_features=500)
     assert isinstance(clf, TaskClassifier)
     texts = [p["instruction"] for p in pairs]
     probs = clf.predict_proba(texts)
+    assert all(sum(p.values()) == pytest.approx(1.0) for p in probs)
     train_acc = sum(max(p, key=p.get) == row["label"] for p, row in zip(probs, pairs)) / len(pairs)
     assert train_acc > 0.9
+    cal = clf.meta["calibration"]
+    assert cal["n_out_of_fold"] == len(pairs) and clf.threshold == cal["chosen"]["threshold"]
+    assert clf.meta["training_digest"] == training_digest(pairs)
     out = clf.save(tmp_path / "clf")
     assert sorted(f.name for f in out.iterdir()) == ["model.json", "weights.npz"]
     spec = json.loads((out / "model.json").read_text(encoding="utf-8"))
-    assert set(spec["versions"]) == {"scikit-learn", "numpy"}
+    assert set(spec["versions"]) == {"scikit-learn", "numpy"} and spec["format"] == "pollux-task-tfidf-v2"
     again = build_classifier("tfidf", path=out)
     for a, b in zip(probs, again.predict_proba(texts)):
-        assert a.keys() == b.keys() and all(math.isclose(a[k], b[k], rel_tol=1e-9, abs_tol=1e-12) for k in a)
+        assert a.keys() == b.keys() and all(abs(a[k] - b[k]) < 1e-3 for k in a)
     choice = again.choose(texts[0], top_k=3)
     assert choice.method == "tfidf" and len(choice.alternatives) == 3
+
+
+def test_the_shipped_classifier_is_todays_build_of_the_bundled_rows():
+    """judge/data/criteria_tfidf was trained on exactly today's bundled rows (a digest of them), with the threshold
+    its own out-of-fold calibration chose; rebuild it with `judge-train criteria-classifier --out
+    judge/data/criteria_tfidf` when the rows or the taxonomy change."""
+    clf = TfidfClassifier.load()
+    pairs, _ = bundled_rows()
+    assert clf.meta["training_digest"] == training_digest(pairs), "stale: rebuild judge/data/criteria_tfidf"
+    assert clf.threshold == clf.meta["calibration"]["chosen"]["threshold"]
+    assert len(clf.type_classes) == 35 and len(clf.leaf_classes) == len(TAX.tasks)
+    assert default_classifier_path().name == "criteria_tfidf"
+
+
+def test_retraining_on_the_release_adds_its_instructions(tmp_path):
+    """`judge-train criteria-classifier --data <release>` reads the rebuilt release by its task columns (one row per
+    distinct instruction), adds it to the taxonomy texts, and writes an artefact judge-eval and judge-serve load."""
+    from tests.release_artifacts import released_rows, write_released_dataset
+    from train.criteria_classifier import main
+
+    release = write_released_dataset(tmp_path / "POLLUX")
+    out = tmp_path / "clf"
+    args = ["--data", str(release), "--out", str(out), "--no-bundled", "--folds", "2", "--max-char-features",
+            "2000", "--max-word-features", "300"]  # fmt: skip
+    assert main(args) == 0
+    clf = TfidfClassifier.load(out)
+    instructions = {r["instruction"] for r in released_rows()}
+    n_taxonomy = len(taxonomy_rows(include_zero_shot=True))
+    assert clf.meta["n_train"] == n_taxonomy + len(instructions)
+    assert clf.meta["calibration"]["n_instructions"] == len(instructions)
 
 
 # ----------------------------------------------------------------------------------------------- expansion
@@ -289,7 +376,7 @@ class _Fixed:
 
 def test_expand_rows_expands_unlabelled_rows_and_passes_labelled_ones():
     """Rows without criteria_name become one item per criterion (ids row::criterion); labelled rows pass through."""
-    from judge.task_classifier import expand_rows
+    from judge.criteria_auto import expand_rows
 
     rows = [
         {"id": "q1", "instruction": "Дай совет", "answer": "Спи.", "model_id": "m", "reference_answer": "r"},
@@ -305,7 +392,7 @@ def test_expand_rows_expands_unlabelled_rows_and_passes_labelled_ones():
 
 def test_expand_rows_names_a_row_without_answer():
     """A row with no answer is an error naming the source and row, not a silently dropped item."""
-    from judge.task_classifier import expand_rows
+    from judge.criteria_auto import expand_rows
 
     with pytest.raises(ValueError, match="data.jsonl row 1: 'answer'"):
         expand_rows([{"instruction": "a", "answer": "b"}, {"instruction": "a"}], _Fixed({"Advice": 0.9}), "data.jsonl")
@@ -315,7 +402,7 @@ def test_expand_rows_names_a_row_without_answer():
 def test_expand_rows_refuses_labels_without_a_criterion(field):
     """Expert labels belong to one criterion: a pair row that carries them is refused (naming row and field) rather
     than copied onto every chosen criterion as a made-up reference."""
-    from judge.task_classifier import expand_rows
+    from judge.criteria_auto import expand_rows
 
     value = {"expert_scores": [2, 2], "criteria_score": 2.0, "annotations": [{"comment": "", "score": 2.0}]}[field]
     with pytest.raises(ValueError, match=f"data.jsonl row 0: field '{field}' labels one criterion"):
@@ -324,7 +411,7 @@ def test_expand_rows_refuses_labels_without_a_criterion(field):
 
 def test_expand_file_reads_jsonl_only_and_says_how_to_convert(tmp_path):
     """criteria: auto over a non-JSONL source is a clear error pointing at judge-eval convert."""
-    from judge.task_classifier import expand_file
+    from judge.criteria_auto import expand_file
 
     with pytest.raises(ValueError, match="judge-eval convert"):
         expand_file(tmp_path / "pairs.parquet", tmp_path / "out", _Fixed({"Advice": 0.9}))
@@ -333,7 +420,7 @@ def test_expand_file_reads_jsonl_only_and_says_how_to_convert(tmp_path):
 def test_expand_file_writes_items_that_load_as_records_and_the_choices(tmp_path):
     """expand_file: auto_items.jsonl loads through judge.load_records; task_choices.jsonl has one row per pair."""
     from judge import load_records
-    from judge.task_classifier import expand_file
+    from judge.criteria_auto import expand_file
 
     src = tmp_path / "pairs.jsonl"
     src.write_text('{"id": "a", "instruction": "Дай совет", "answer": "Спи."}\n\n'

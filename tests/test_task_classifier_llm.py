@@ -8,8 +8,8 @@ import math
 import pytest
 
 from judge import load_taxonomy
-from judge.task_classifier import build_classifier, expand_criteria, fallback_criteria, leaf_of
-from judge.task_classifier_llm import SYSTEM_PROMPT, LLMClassifier, render_level_prompt
+from judge.criteria_auto import build_classifier, expand_criteria, fallback_criteria, leaf_of
+from judge.criteria_auto.llm import SYSTEM_PROMPT, LLMClassifier, render_level_prompt
 from tests.scripted_endpoint import ScriptedEndpoint, chat_completion
 
 TAX = load_taxonomy()

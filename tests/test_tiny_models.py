@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from judge.tiny_models import (
+from train.tiny_models import (
     CHATML_TEMPLATE,
     QWEN_ADDED_TOKENS,
     QWEN_SPECIAL_IDS,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from judge import load_taxonomy
-from judge.task_classifier import HeadClassifier, build_classifier, label_of, leaf_of
+from judge.criteria_auto import HeadClassifier, build_classifier, label_of, leaf_of
 from train.config import ConfigError, load_config
 
 TAX = load_taxonomy()
@@ -72,7 +72,7 @@ def test_classifier_config_refuses_lora_and_bad_zero_shot():
 
 def test_classifier_rows_refuse_heldout_instructions(tmp_path):
     """Training data that contains a bundled held-out instruction is refused, naming the count."""
-    from judge.task_classifier import heldout_path
+    from judge.criteria_auto import heldout_path
     from train.classifier import classifier_rows
 
     row = json.loads(heldout_path().read_text(encoding="utf-8").splitlines()[0])

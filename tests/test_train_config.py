@@ -43,7 +43,7 @@ def test_every_train_yaml_parses_and_starts_with_its_command(path, monkeypatch):
 
 @pytest.mark.parametrize("path", [p for p in TRAIN_CONFIGS if p.parent.name != "tiny"], ids=lambda p: p.parent.name + "/" + p.stem)
 def test_real_configs_carry_the_paper_hyperparameters(path, monkeypatch):
-    """AdamW, lr 1e-5 decaying linearly to 0, 3 epochs, global batch 256, bf16 on GPU, gradient checkpointing."""
+    """AdamW, lr 1e-5 to 0 (paper line 220; linear is our choice), 3 epochs, global batch 256, bf16 on GPU, checkpointing."""
     monkeypatch.chdir(REPO)
     config = load_config(path)
     assert (config.learning_rate, config.lr_scheduler_type, config.num_train_epochs) == (1e-5, "linear", 3.0)
@@ -164,3 +164,95 @@ def test_output_dir_rules_keep_runs_apart(tmp_path):
     assert check_output_dir(Seq2SeqConfig(output_dir=str(folder), resume=True)) == folder / "checkpoint-10"
     assert check_output_dir(Seq2SeqConfig(output_dir=str(folder), overwrite_output_dir=True)) is None
     assert not list(folder.glob("checkpoint-*")) and not (folder / "export").exists()
+
+
+# ------------------------------------------------------------------- trainer_args: any TrainingArguments key (#24.5)
+
+def _yaml(tmp_path, text):
+    path = tmp_path / "config.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_every_config_field_named_like_a_training_argument_goes_through_by_name():
+    """No hand copy: each TrainConfig field that the installed TrainingArguments also has reaches it unchanged
+    (bf16, report_to and run_name, spelt differently here, are derived)."""
+    import dataclasses
+
+    from train.training_arguments import arguments_fields
+
+    config = RegressionConfig(global_batch_size=4, per_device_train_batch_size=2, learning_rate=3e-4, warmup_steps=7,
+                              weight_decay=0.1, save_total_limit=5, dataloader_num_workers=1, disable_tqdm=True)
+    kwargs = training_kwargs(config, launch_arithmetic(config, world_size=1), has_eval=False)
+    shared = {f.name for f in dataclasses.fields(config)} & arguments_fields()
+    assert {"learning_rate", "warmup_steps", "weight_decay", "save_total_limit", "optim"} <= shared
+    for name in shared - {"bf16", "report_to", "run_name"}:
+        assert kwargs[name] == getattr(config, name), name
+    assert (kwargs["report_to"], kwargs["run_name"], kwargs["gradient_accumulation_steps"]) == ([], "judge", 2)
+
+
+def test_trainer_args_from_yaml_reach_training_arguments(tmp_path):
+    """A key this config does not name (adam_beta2, label_smoothing_factor) set under trainer_args in YAML is in
+    the trainer's arguments: TrainingArguments built from them carries the values."""
+    from transformers import TrainingArguments
+
+    from train.training_arguments import arguments_fields
+
+    path = _yaml(tmp_path, "recipe: regression\nglobal_batch_size: 2\ntrainer_args:\n  adam_beta2: 0.95\n"
+                           "  label_smoothing_factor: 0.1\n  save_strategy: epoch\n")
+    config = load_config(path, {"output_dir": str(tmp_path / "run")})
+    kwargs = training_kwargs(config, launch_arithmetic(config, world_size=1), has_eval=False)
+    assert (kwargs["adam_beta2"], kwargs["label_smoothing_factor"], kwargs["save_strategy"]) == (0.95, 0.1, "epoch")
+    args = TrainingArguments(**{k: v for k, v in kwargs.items() if k in arguments_fields()} | {"use_cpu": True})
+    assert (args.adam_beta2, args.label_smoothing_factor, args.save_strategy) == (0.95, 0.1, "epoch")
+
+
+def test_a_trainer_args_flag_overrides_the_yaml_key_by_key(tmp_path, monkeypatch):
+    """--trainer-args '{"adam_beta2": 0.9}' beats the YAML's 0.95 and keeps the YAML's other trainer_args keys."""
+    monkeypatch.chdir(tmp_path)
+    path = _yaml(tmp_path, "recipe: seq2seq\nglobal_batch_size: 2\ntrainer_args:\n  adam_beta2: 0.95\n"
+                           "  label_smoothing_factor: 0.1\n")
+    args = build_run_parser().parse_args(["--config", str(path), "--trainer-args", '{"adam_beta2": 0.9}'])
+    config = config_from_args(args)
+    assert config.trainer_args == {"adam_beta2": 0.9, "label_smoothing_factor": 0.1}
+
+
+def test_seq2seq_takes_sft_config_keys_the_other_recipes_do_not(tmp_path):
+    """trl SFTConfig's own keys (dataset_num_proc) are trainer_args of the seq2seq recipe only."""
+    assert load_config(_yaml(tmp_path, "recipe: seq2seq\ntrainer_args: {dataset_num_proc: 2}\n")).trainer_args == {
+        "dataset_num_proc": 2}
+    with pytest.raises(ConfigError, match="'dataset_num_proc' is not a TrainingArguments key"):
+        load_config(_yaml(tmp_path, "recipe: regression\ntrainer_args: {dataset_num_proc: 2}\n"))
+
+
+@pytest.mark.parametrize("trainer_args, message", [
+    ("{adam_beta3: 0.9}", "'adam_beta3' is not a TrainingArguments key .*did you mean adam_beta2"),
+    ("{learning_rate: 0.1}", "'learning_rate' is a key of this config; set it there \\(--learning-rate\\)"),
+    ("{gradient_accumulation_steps: 4}", "derived from global_batch_size"),
+    ("{save_strategy: sometimes}", "TrainingArguments refuses them"),
+    ("[adam_beta2]", "trainer_args"),
+])
+def test_bad_trainer_args_fail_when_the_config_loads(tmp_path, trainer_args, message):
+    """Unknown keys (with a suggestion), keys the config owns or derives, and values TrainingArguments rejects are
+    errors at load time, naming the key."""
+    with pytest.raises(ConfigError, match=message):
+        load_config(_yaml(tmp_path, f"recipe: regression\ntrainer_args: {trainer_args}\n"))
+
+
+def test_the_recipe_step_passes_trainer_args_to_the_trainer_and_refuses_its_own_keys(tmp_path):
+    """PreparedRun.training_arguments builds the recipe's arguments class with trainer_args in it (adam_beta2 0.97
+    reaches trl's SFTConfig); a trainer_args key the recipe passes itself (completion_only_loss) is an error."""
+    from trl import SFTConfig
+
+    from train.recipe_steps import PreparedRun
+
+    def prepared(trainer_args):
+        config = load_config(_yaml(tmp_path, "recipe: seq2seq\nglobal_batch_size: 2\n"),
+                             {"output_dir": str(tmp_path / "run"), "trainer_args": trainer_args})
+        return PreparedRun(config, launch_arithmetic(config, world_size=1), None, "base", None, None, None)
+
+    args = prepared('{"adam_beta2": 0.97}').training_arguments(SFTConfig, has_eval=False, max_length=64)
+    assert (args.adam_beta2, args.max_length, args.gradient_accumulation_steps) == (0.97, 64, 2)
+    with pytest.raises(ConfigError, match=r"trainer_args \['completion_only_loss'\]: the seq2seq recipe sets these"):
+        prepared('{"completion_only_loss": false}').training_arguments(SFTConfig, has_eval=False,
+                                                                        completion_only_loss=True)

@@ -49,6 +49,32 @@ def test_verdicts_become_rows_or_are_dropped_with_a_reason(scores, feedback, kep
     assert report.n_rows == len(kept) and report.n_verdicts == len(scores)
 
 
+def _critical_record(rid, criterion_id, score, feedback):
+    crit = judge.load_taxonomy().criteria[criterion_id]
+    return judge.JudgeRecord(id=rid, instruction="Сколько будет два плюс два?", answer="Четыре.",
+                             criteria_name=crit.name["ru"], rubrics=crit.rubric("ru"), expert_scores=(score,),
+                             expert_feedback=(feedback,), criteria_score=float(score), task_type="Editing")
+
+
+@pytest.mark.parametrize("criterion_id", ["narushenie_formata", "censor"])
+def test_one_word_rationales_are_kept_at_the_critical_criteria_best_level_0(criterion_id):
+    """App. B (paper line 319) on both Critical criteria (App. P.1: 0 = nothing wrong): 'Нормально.' at 0 is a
+    perfect verdict and kept; 'Зацикливание.' at 1 (the violation) is one word for an imperfect score, dropped."""
+    records = [_critical_record("ok", criterion_id, 0, "Нормально."),
+               _critical_record("bad", criterion_id, 1, "Зацикливание.")]
+    rows, report = build_rows(records, recipe="seq2seq")
+    assert [(row["record_id"], row["feedback"]) for row in rows] == [("ok", "Нормально.")]
+    assert dict(report.dropped) == {"too_few_words": 1}
+
+
+def test_one_word_rationales_on_a_two_level_criterion_best_at_the_top():
+    """Operability ('1: The code runs', criteria.json) is two-level but best at 1: one word is kept at 1 only."""
+    records = [_critical_record("ok", "operability", 1, "Работает."),
+               _critical_record("bad", "operability", 0, "Падает.")]
+    rows, report = build_rows(records, recipe="seq2seq")
+    assert [row["record_id"] for row in rows] == ["ok"] and dict(report.dropped) == {"too_few_words": 1}
+
+
 def test_seq2seq_rows_carry_the_rendered_prompt_and_target():
     """The prompt is judge.render_prompt; the target judge.render_target with the verdict's own score."""
     rec = record("r1", [2, 1], ["Всё верно, ошибок нет.", "Есть неточность в ответе."])

@@ -11,8 +11,8 @@ LM_WEIGHT, SCORE_WEIGHT = 0.3, 2.0
 
 @pytest.fixture()
 def model():
-    """A randomly initialised tiny Qwen2 with the score head (judge.tiny_models' architecture), seed 0."""
-    from judge.tiny_models import tiny_qwen2_config
+    """A randomly initialised tiny Qwen2 with the score head (train.tiny_models' architecture), seed 0."""
+    from train.tiny_models import tiny_qwen2_config
     from train.score_head import Qwen2ForRationaleAndScore
 
     torch.manual_seed(0)

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 import judge
-from judge.provenance import SCHEMA_KEYS
-from judge.tiny_models import QWEN_SPECIAL_IDS
+from judge.plumbing.provenance import SCHEMA_KEYS
+from train.tiny_models import QWEN_SPECIAL_IDS
 from train.build_data import build_rows
 from train.export import EXPORT_MANIFEST, GENERATOR_SUBDIR
 

@@ -16,7 +16,7 @@ import pytest
 import judge
 from eval.backends import JudgeServeBackend
 from eval.predictions import PREDICTION_FIELDS, PredictionRow, read_predictions
-from judge.journal import JournalWriter
+from judge.plumbing.journal import JournalWriter
 from judge.wire import JUDGE_RESULT_FIELDS, JudgeResult, ScoreSource
 from serve.judging import EngineClient, Judge, JudgeSettings, engine_session
 from serve.schema import parse_judge_request

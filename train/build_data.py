@@ -16,8 +16,9 @@ verdicts come in the same shape, one per row). Each verdict becomes a row unless
 - ``no_scale``         no scale can be read from the rubric;
 - ``score_out_of_scale`` the verdict's score (or the regression label) lies outside the criterion's scale;
 - ``not_russian``      fewer than ``min_russian_share`` of the rationale's letters are Cyrillic;
-- ``too_few_words``    a rationale under two words, unless the score is the scale's maximum (a perfect answer
-                       needs no argument);
+- ``too_few_words``    a rationale under two words, unless the score is the scale's best level (App. B, paper
+                       line 319: "one word rationale are only eligible for the perfect scores"; the best level
+                       is 0 for the two Critical criteria, the top elsewhere: ``judge.oriented_scale``);
 - ``tags_in_feedback`` the rationale contains ``[RESULT]`` or ``[END]`` (the target would not parse back).
 
 The recipes add one more, ``too_long`` (the tokenized row exceeds ``max_length``; see ``drop_too_long``).
@@ -155,7 +156,7 @@ def build_rows(
                 report.zero_shot_ids.append(record.id)
             continue
         try:
-            scale = judge.scale_of(record.rubrics)
+            scale = judge.oriented_scale(record.criteria_name, record.rubrics)
         except ScaleError:
             report.dropped["no_scale"] += len(verdicts)
             continue
@@ -199,7 +200,9 @@ def _reject(score: float, feedback: str | None, scale, min_russian_share: float)
     if _TAGS.search(feedback):
         return "tags_in_feedback"
     words = feedback.split()
-    if len(words) < 2 and score != scale.max:
+    # App. B: "one word rationale are only eligible for the perfect scores" (paper line 319); perfect is the
+    # scale's best level, 0 for the two Critical criteria (judge.oriented_scale).
+    if len(words) < 2 and not scale.is_best(score):
         return "too_few_words"
     if words and russian_share(feedback) < min_russian_share:
         return "not_russian"

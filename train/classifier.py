@@ -4,14 +4,14 @@
     judge-train classifier --config configs/train/tiny/classifier.yaml --data runs/instructions/instructions.jsonl
     judge-train run --config configs/train/tiny/classifier.yaml                        # the same recipe
 
-Each row is an instruction labelled with its leaf task (``judge.task_classifier.load_labelled``: synthetic
+Each row is an instruction labelled with its leaf task (``judge.criteria_auto.load_labelled``: synthetic
 instructions labelled by the leaf they were generated for, POLLUX records by their task columns, the bundled training
 set; plus one taxonomy-text row per leaf unless ``taxonomy_text: false``). The model is
 ``AutoModelForSequenceClassification`` on the base model with ``num_labels`` = all 152 leaves of the taxonomy and
 ``id2label`` = their labels (``"Code creation / Python"``), so the head always speaks the contract's vocabulary,
 even for leaves without training rows. Plain ``transformers.Trainer`` trains it (cross-entropy on the last token).
 The export (``<output_dir>/export``) is a ``*ForSequenceClassification`` folder that vLLM's pooling runner serves
-(``--runner pooling``, ``POST /classify``) and ``judge.task_classifier.HeadClassifier`` reads.
+(``--runner pooling``, ``POST /classify``) and ``judge.criteria_auto.HeadClassifier`` reads.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def classifier_rows(config: ClassifierConfig) -> tuple[list[dict], dict]:
     Raises:
         ConfigError: held-out instructions in the data, or Zero-Shot rows with ``zero_shot: refuse``.
     """
-    from judge.task_classifier import heldout_path, load_labelled, taxonomy_rows, training_path
+    from judge.criteria_auto import heldout_path, load_labelled, taxonomy_rows, training_path
     from train.config import SAMPLE_DATA, ConfigError
 
     sources = [training_path() if s.strip() == SAMPLE_DATA else Path(s.strip()) for s in config.data.split(",") if s.strip()]
@@ -107,7 +107,7 @@ def train_classifier(config: ClassifierConfig, *, callbacks: tuple = ()) -> RunR
     from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments
 
     from judge import load_taxonomy
-    from judge.task_classifier import label_of
+    from judge.criteria_auto import label_of
     from train import provenance, recipe_steps
 
     # ---- config -------------------------------------------------------------------------------------------------

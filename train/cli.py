@@ -4,6 +4,7 @@
     judge-train run --config configs/train/t-lite/regression.yaml --learning-rate 2e-5 --output-dir runs/x
     judge-train run --config configs/train/tiny/seq2seq.yaml --resume     # continue from the latest checkpoint
     judge-train classifier --config configs/train/tiny/classifier.yaml   # the criteria: auto task classifier
+    judge-train criteria-classifier --data ai-forever/POLLUX --out runs/task-clf   # its tfidf method
     judge-train build-data --data judge/data/sample.jsonl --zero-shot drop --out runs/rows.jsonl
     judge-train card --export runs/x/export --run runs/eval/x            # model card with evaluation figures
     torchrun --nproc_per_node 8 -m train.cli --config configs/train/t-lite/seq2seq.yaml   # several GPUs
@@ -28,6 +29,7 @@ __all__ = ["main", "run", "build_run_parser", "SUBCOMMANDS", "RECIPE_ENTRIES"]
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "run": ("train.cli", "train a judge from a config (the default: `judge-train --config ...`)"),
     "classifier": ("train.classifier", "train the criteria: auto task classifier (a head over the leaf tasks)"),
+    "criteria-classifier": ("train.criteria_classifier", "train the criteria: auto tfidf classifier (the one that ships)"),
     "build-data": ("train.build_data", "turn POLLUX-format records into training rows and report what was dropped"),
     "submit": ("train.slurm_submit", "render and submit slurm/train.sbatch for N nodes x G GPUs (--dry-run prints it)"),
     "data": ("train.synthetic.cli", "build synthetic judge-training data, one resumable stage at a time"),
@@ -110,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns:
         The exit status.
     """
-    from judge.console_logging import configure_logging, split_log_level
+    from judge.plumbing.console_logging import configure_logging, split_log_level
 
     level, argv = split_log_level(sys.argv[1:] if argv is None else argv)
     try:

@@ -8,7 +8,7 @@ file, then command-line flags::
 A YAML file names its recipe (``recipe: seq2seq``, ``regression`` or ``classifier``); a key the recipe does not
 define is an error, as is a flag that belongs only to another recipe. Every field carries its help text, which
 ``judge-train run --help`` prints. Flags are spelt with dashes; the underscore spelling (``--output_dir``) still
-works (``judge.config_files``).
+works (``judge.plumbing.config_files``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from judge.config_files import ConfigError, add_config_flags, option, read_config_file, resolve_config
+from judge.plumbing.config_files import ConfigError, add_config_flags, option, read_config_file, resolve_config
 
 __all__ = [
     "ConfigError",
@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 #: ``model_name_or_path`` value that builds a randomly initialised 2-layer Qwen2 on the real Qwen2.5 vocabulary
-#: (``judge.tiny_models``) into ``<output_dir>/base-model``: what the tiny CPU configs, tests and demo train.
+#: (``train.tiny_models``) into ``<output_dir>/base-model``: what the tiny CPU configs, tests and demo train.
 TINY_MODEL = "tiny-qwen2"
 #: ``data`` value that means the sample data bundled with the package (``judge.sample_data_path()``).
 SAMPLE_DATA = "sample"
@@ -99,9 +99,14 @@ class TrainConfig:
         "and counted, never truncated: a truncated target teaches a judge that never writes [END].",
     )
 
-    # --- optimisation (POLLUX paper: AdamW, lr 1e-5 decaying linearly to 0, 3 epochs, global batch 256) -----------
+    # --- optimisation (POLLUX paper line 220: AdamW, lr from 1e-5 to 0 over 3 epochs, global batch 256; the linear
+    # shape of the decay is our choice, the paper does not name one) ------------------------------------------------
     learning_rate: float = option(1e-5, "Peak AdamW learning rate.")
-    lr_scheduler_type: str = option("linear", "Learning-rate schedule (transformers name); 'linear' decays to 0.")
+    lr_scheduler_type: str = option(
+        "linear",
+        "Learning-rate schedule (transformers name); 'linear' decays to 0. The paper says 'from 1e-5 to 0' (line 220) "
+        "without a shape: linear is this toolkit's choice.",
+    )
     warmup_steps: int = option(0, "Linear warm-up steps before the decay.")
     num_train_epochs: float = option(3.0, "Epochs over the training rows.")
     max_steps: int = option(-1, "Stop after this many optimizer steps (overrides epochs when > 0).")
@@ -156,6 +161,14 @@ class TrainConfig:
     )
     dataloader_num_workers: int = option(0, "Data loader worker processes.")
     disable_tqdm: bool = option(False, "Hide progress bars (logs still print).")
+    trainer_args: dict[str, Any] = option(
+        {},
+        "Any other key of the installed transformers' TrainingArguments (and of trl's SFTConfig for seq2seq), passed "
+        "to the trainer as given, e.g. {adam_beta2: 0.95, lr_scheduler_kwargs: {...}} in YAML or "
+        "--trainer-args '{\"adam_beta2\": 0.95}'; a flag's keys are merged over the YAML's, key by key. Checked by "
+        "building TrainingArguments when the config loads; keys this config sets itself, or derives "
+        "(gradient_accumulation_steps), are refused.",
+    )
 
     def validate(self) -> None:
         """Raise ConfigError for values no recipe can run with."""
@@ -176,6 +189,14 @@ class TrainConfig:
             raise ConfigError("--resume continues the run in output_dir; --overwrite-output-dir deletes it: pick one")
         if self.deepspeed is not None and not Path(self.deepspeed).is_file():
             raise ConfigError(f"deepspeed config {self.deepspeed} not found (see configs/deepspeed/)")
+        if self.trainer_args:
+            from train.training_arguments import check_trainer_args
+
+            check_trainer_args(self, self.arguments_class_fields())
+
+    def arguments_class_fields(self) -> frozenset[str]:
+        """Keys the recipe's trainer-arguments class takes beyond ``TrainingArguments``'s (none here)."""
+        return frozenset()
 
 
 @dataclass
@@ -188,6 +209,14 @@ class Seq2SeqConfig(TrainConfig):
         "Padding-free packing: trl's packing=True with packing_strategy='bfd' (rows packed into max_length blocks, "
         "no pad tokens, sequence boundaries kept through position_ids).",
     )
+
+    def arguments_class_fields(self) -> frozenset[str]:
+        """trl ``SFTConfig``'s own keys (the seq2seq recipe's trainer arguments)."""
+        from trl import SFTConfig
+
+        from train.training_arguments import arguments_fields
+
+        return arguments_fields(SFTConfig) - arguments_fields()
 
 
 @dataclass
@@ -243,7 +272,7 @@ RECIPES: dict[str, type[TrainConfig]] = {
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Resolution and flags (judge.config_files): the recipe's class is chosen first, from the file or --recipe
+# Resolution and flags (judge.plumbing.config_files): the recipe's class is chosen first, from the file or --recipe
 # ---------------------------------------------------------------------------------------------------------------
 
 
@@ -268,13 +297,20 @@ def load_config(path: str | Path | None, overrides: dict[str, Any] | None = None
     name = named or recipe
     if name not in RECIPES:
         raise ConfigError(f"{source}: 'recipe' must be one of {sorted(RECIPES)}, got {name!r}")
-    config = resolve_config(RECIPES[name], path, {**(overrides or {}), "recipe": name}, label=f"the {name} recipe")
+    overrides = dict(overrides or {})
+    if overrides.get("trainer_args") is not None and path is not None:
+        # trainer_args is a mapping of free keys: a flag adds to (or replaces keys of) the YAML's, not all of it.
+        from judge.plumbing.config_files import coerce
+
+        flag = coerce("trainer_args", overrides["trainer_args"], dict[str, Any], "command line")
+        overrides["trainer_args"] = {**(read_config_file(path).get("trainer_args") or {}), **flag}
+    config = resolve_config(RECIPES[name], path, {**overrides, "recipe": name}, label=f"the {name} recipe")
     config.validate()
     return config
 
 
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add a flag for every field of every recipe, grouped (``judge.config_files.add_config_flags``)."""
+    """Add a flag for every field of every recipe, grouped (``judge.plumbing.config_files.add_config_flags``)."""
     common = [f.name for f in dataclasses.fields(TrainConfig) if f.name != "recipe"]
     add_config_flags(parser.add_argument_group("shared by all recipes"), TrainConfig, names=common)
     for name, cls in RECIPES.items():

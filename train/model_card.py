@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 
 from judge.checkpoints import EXPORT_MANIFEST, GENERATOR_SUBDIR, read_manifest
-from judge.config_files import read_json_object
+from judge.plumbing.config_files import read_json_object
 from judge.splits import SPLIT_TITLES, STANDARD, ZERO_SHOT
 
 __all__ = ["render_card", "write_card", "main", "CARD_NAME", "DEFAULT_LICENSE"]

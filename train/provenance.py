@@ -1,4 +1,4 @@
-"""A training run's ``run.json`` (``judge.provenance``'s schema) and the result a recipe returns.
+"""A training run's ``run.json`` (``judge.plumbing.provenance``'s schema) and the result a recipe returns.
 
 The recipes write run.json at the start (so a crashed run is still identifiable: config, git revision, package
 versions, prompt-template version, seed, launch arithmetic), add the data counts once the data is built and the
@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from judge.provenance import update_provenance as update_run_json
+from judge.plumbing.provenance import update_provenance as update_run_json
 
 __all__ = ["RunResult", "record_result", "write_run_json", "update_run_json"]
 
@@ -29,7 +29,7 @@ def write_run_json(output_dir: str | Path, *, config: dict[str, Any], launch: di
         The path written.
     """
     import judge
-    from judge.provenance import write_provenance
+    from judge.plumbing.provenance import write_provenance
 
     # The task classifier has its own subcommand and renders no judge prompt; the judges run under `judge-train run`.
     classifier = config.get("recipe") == "classifier"

@@ -50,7 +50,7 @@ def resolve_base_model(config: TrainConfig) -> str:
         return config.model_name_or_path
     import tempfile
 
-    from judge.tiny_models import build_tiny_qwen2
+    from train.tiny_models import build_tiny_qwen2
 
     target = Path(config.output_dir) / "base-model"
     if not (target / "config.json").is_file():
@@ -128,7 +128,7 @@ def is_main_process() -> bool:
 def setup_logging() -> None:
     """This package's logs at INFO on global rank 0 (WARNING elsewhere); transformers and DeepSpeed at WARNING.
 
-    The handler and the root level are ``judge-train``'s (``judge.console_logging``, set in its main()); a host
+    The handler and the root level are ``judge-train``'s (``judge.plumbing.console_logging``, set in its main()); a host
     program or pytest keeps its own.
     """
     import transformers
@@ -185,7 +185,10 @@ class PreparedRun:
             has_eval: whether there is a validation set (best-checkpoint tracking follows it).
             extra: the recipe's own arguments (``max_length``, ``remove_unused_columns`` ...).
         """
-        args = arguments_cls(**training_kwargs(self.config, self.launch, has_eval=has_eval), **extra)
+        clash = sorted(set(extra) & set(self.config.trainer_args))
+        if clash:
+            raise ConfigError(f"trainer_args {clash}: the {self.config.recipe} recipe sets these itself")
+        args = arguments_cls(**{**training_kwargs(self.config, self.launch, has_eval=has_eval), **extra})
         init_distributed(args)
         return args
 

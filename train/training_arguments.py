@@ -13,9 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from train.config import ConfigError, TrainConfig
+from judge.plumbing.config_files import ConfigError
 
-__all__ = ["Launch", "launch_arithmetic", "use_bf16", "training_kwargs", "init_distributed"]
+#: A ``train.config.TrainConfig`` (or a subclass). Not imported: the config's own validation calls
+#: ``check_trainer_args`` here, and the import would close a cycle (tests/test_import_cycles.py).
+TrainConfig = Any
+
+__all__ = ["Launch", "launch_arithmetic", "use_bf16", "training_kwargs", "arguments_fields", "check_trainer_args",
+           "DERIVED_ONLY", "init_distributed"]
 
 
 @dataclass(frozen=True)
@@ -64,53 +69,105 @@ def use_bf16(config: TrainConfig) -> bool:
     return config.bf16 == "true"
 
 
+#: TrainingArguments keys the recipes set from the config under another rule, never copied by name: the config
+#: spells ``bf16`` 'auto'/'true'/'false', ``report_to`` as comma-separated text and ``run_name`` None for "the
+#: output folder's name".
+_SPELT_DIFFERENTLY = frozenset({"bf16", "report_to", "run_name"})
+#: The one key ``trainer_args`` may not set: it is derived from ``global_batch_size`` and the world size.
+DERIVED_ONLY = frozenset({"gradient_accumulation_steps"})
+
+
+def arguments_fields(arguments_cls: Any = None) -> frozenset[str]:
+    """The keys ``arguments_cls`` (default: the installed ``transformers.TrainingArguments``) takes."""
+    import dataclasses
+
+    if arguments_cls is None:
+        from transformers import TrainingArguments as arguments_cls
+    return frozenset(f.name for f in dataclasses.fields(arguments_cls) if f.init)
+
+
 def training_kwargs(config: TrainConfig, launch: Launch, *, has_eval: bool) -> dict[str, Any]:
     """Keyword arguments for ``transformers.TrainingArguments`` / ``trl.SFTConfig`` shared by every recipe.
+
+    No list of keys is kept here (STYLE 19): every config field that is also a field of the installed
+    ``TrainingArguments`` goes through under its own name; the few settings the recipes derive follow; then
+    ``config.trainer_args`` (any other key of the installed transformers, or of trl's ``SFTConfig`` for seq2seq)
+    goes through as given, over the derived ones.
 
     Best-checkpoint tracking (``metric_for_best_model="eval_loss"``) is on whenever there is a validation set:
     checkpoint rotation (``save_total_limit``) then never deletes the best checkpoint.
     """
+    import dataclasses
+
     import torch
 
+    accepted = arguments_fields()
+    kwargs: dict[str, Any] = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)
+                              if f.name in accepted and f.name not in _SPELT_DIFFERENTLY}
     report_to = [name.strip() for name in config.report_to.split(",") if name.strip() and name.strip() != "none"]
-    kwargs: dict[str, Any] = {
-        "output_dir": config.output_dir,
-        "seed": config.seed,
-        "data_seed": config.seed,
-        "learning_rate": config.learning_rate,
-        "lr_scheduler_type": config.lr_scheduler_type,
-        "warmup_steps": config.warmup_steps,
-        "num_train_epochs": config.num_train_epochs,
-        "max_steps": config.max_steps,
-        "per_device_train_batch_size": config.per_device_train_batch_size,
-        "per_device_eval_batch_size": config.per_device_eval_batch_size,
-        "gradient_accumulation_steps": launch.gradient_accumulation_steps,
-        "weight_decay": config.weight_decay,
-        "max_grad_norm": config.max_grad_norm,
-        "optim": config.optim,
+    kwargs.update({
         "bf16": use_bf16(config),
+        "report_to": report_to,
+        "run_name": config.run_name or Path(config.output_dir).name,
+        "data_seed": config.seed,
+        "gradient_accumulation_steps": launch.gradient_accumulation_steps,
         "fp16": False,
         "use_cpu": not torch.cuda.is_available(),
-        "gradient_checkpointing": config.gradient_checkpointing,
         # Non-reentrant checkpointing works with frozen embeddings (LoRA) and ZeRO-3 without extra hooks.
         "gradient_checkpointing_kwargs": {"use_reentrant": False} if config.gradient_checkpointing else None,
-        "deepspeed": config.deepspeed,
         "save_strategy": "steps",
-        "save_steps": config.save_steps,
-        "save_total_limit": config.save_total_limit,
         "eval_strategy": "steps" if has_eval else "no",
         "eval_steps": config.save_steps if has_eval else None,
         "metric_for_best_model": "eval_loss" if has_eval else None,
         "greater_is_better": False if has_eval else None,
         "load_best_model_at_end": False,
-        "logging_steps": config.logging_steps,
         "logging_first_step": True,
-        "report_to": report_to,
-        "run_name": config.run_name or Path(config.output_dir).name,
-        "dataloader_num_workers": config.dataloader_num_workers,
-        "disable_tqdm": config.disable_tqdm,
-    }
+    })
+    kwargs.update(config.trainer_args)
     return kwargs
+
+
+def check_trainer_args(config: TrainConfig, sft_fields: frozenset[str] = frozenset()) -> None:
+    """Refuse a ``trainer_args`` the installed transformers would not take, before any work.
+
+    Args:
+        config: the resolved config.
+        sft_fields: the extra keys the recipe's arguments class takes (trl ``SFTConfig``'s for seq2seq).
+
+    Raises:
+        ConfigError: a key that is not a ``TrainingArguments`` (or ``sft_fields``) field, a key the config sets
+            itself or derives, or values ``TrainingArguments`` rejects (its own message, with the key named).
+    """
+    import dataclasses
+    import difflib
+
+    if not config.trainer_args:
+        return
+    accepted = arguments_fields()
+    own = {f.name for f in dataclasses.fields(config)}
+    for key in config.trainer_args:
+        if key in own:
+            raise ConfigError(f"trainer_args: {key!r} is a key of this config; set it there (--{key.replace('_', '-')})")
+        if key in DERIVED_ONLY:
+            raise ConfigError(f"trainer_args: {key!r} is derived from global_batch_size and the world size; set "
+                              "global_batch_size and per_device_train_batch_size instead")
+        if key not in accepted and key not in sft_fields:
+            close = difflib.get_close_matches(key, sorted(accepted | sft_fields), n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise ConfigError(f"trainer_args: {key!r} is not a TrainingArguments key of the installed "
+                              f"transformers{' or trl SFTConfig' if sft_fields else ''}{hint}")
+    # Build TrainingArguments with exactly what the recipe would pass (on CPU, without DeepSpeed, world size 1):
+    # its own checks name a bad value or a bad combination here rather than after the model has loaded.
+    from transformers import TrainingArguments
+
+    has_eval = bool(config.eval_data) or config.eval_fraction > 0
+    kwargs = training_kwargs(config, launch_arithmetic(config, world_size=1), has_eval=has_eval)
+    kwargs = {k: v for k, v in kwargs.items() if k in accepted}
+    kwargs.update({"bf16": False, "use_cpu": True, "deepspeed": None})
+    try:
+        TrainingArguments(**kwargs)
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"trainer_args {sorted(config.trainer_args)}: TrainingArguments refuses them: {err}") from None
 
 
 def init_distributed(args) -> None:

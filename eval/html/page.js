@@ -21,6 +21,13 @@
     const th = ev.target.closest("table.sortable th");
     if (th) sortTable(th);
   });
+  // ---- the bookkeeping columns of every metric table: shown by the switch in the nav ----
+  const toggle = document.getElementById("show-bookkeeping");
+  if (toggle) {
+    const show = () => document.body.classList.toggle("show-bookkeeping", toggle.checked);
+    toggle.addEventListener("change", show);
+    show();
+  }
 
   // ---- the item explorer ----
   const holder = document.getElementById("explorer-data");

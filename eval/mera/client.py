@@ -3,7 +3,7 @@
 What it adds to ``openai.OpenAI``: one call shape for chat and completion, ``n`` samples either through the
 API's ``n`` or through one request per sample with a distinct seed (a fixed seed would make all samples the
 same), stop strings applied on the client as well (chat APIs accept only four, and servers differ in whether
-the stop string is kept), retries of transient failures (``judge.retry``, ``Retry-After`` honoured), context-limit errors as a
+the stop string is kept), retries of transient failures (``judge.plumbing.retry``, ``Retry-After`` honoured), context-limit errors as a
 distinct exception, log-probability helpers, and a bounded thread pool for concurrency.
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from judge.retry import RetryPolicy
+from judge.plumbing.retry import RetryPolicy
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -91,7 +91,7 @@ class OpenAICompatClient:
 
         self.base_url = base_url.rstrip("/")
         self.model = model
-        #: judge.retry's policy (Retry-After honoured); tests swap in one with a recording sleep.
+        #: judge.plumbing.retry's policy (Retry-After honoured); tests swap in one with a recording sleep.
         self.retry = RetryPolicy(max_retries=max_retries, backoff_s=backoff_s, max_backoff_s=max_backoff_s)
         self.concurrency = max(1, concurrency)
         # The SDK's own retries are off: ours are explicit, counted, and shared by every call shape.

@@ -3,7 +3,7 @@
     judge-eval mera ruhumaneval --config configs/mera/ruhumaneval.yaml --endpoint URL --model NAME --out runs/rhe
     judge-eval mera rutie --config configs/mera/rutie.yaml --endpoint URL --model NAME --out runs/rutie --concurrency 8
 
-Defaults, then the YAML given with ``--config``, then flags (``judge.config_files``); unknown keys are errors.
+Defaults, then the YAML given with ``--config``, then flags (``judge.plumbing.config_files``); unknown keys are errors.
 The defaults are MERA's task cards and harness (``eval/mera/humaneval.py``, ``eval/mera/rutie.py`` cite the
 lines); each deviation is a named field.
 """
@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from judge.config_files import ConfigError
-from judge.config_files import option as _f
+from judge.plumbing.config_files import ConfigError
+from judge.plumbing.config_files import option as _f
 
 __all__ = ["MeraConfig", "HumanEvalConfig", "RutieConfig", "TASK_CONFIGS", "ConfigError"]
 

@@ -1,6 +1,6 @@
 """Resumable run folders: a guard against resuming with other settings.
 
-A run writes one JSON line per finished unit (an answered question, a generated task) to a ``judge.journal``
+A run writes one JSON line per finished unit (an answered question, a generated task) to a ``judge.plumbing.journal``
 journal (fsynced appends; on restart ``open_journal`` drops a torn last line and cuts it from the file). On restart
 the folder's ``run_key.json`` must match the new run's settings.
 """

@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.mera.task_rows import DataError, iter_task_rows
-from judge.journal import JournalWriter, open_journal
+from judge.plumbing.journal import JournalWriter, open_journal
 
 CHOICES = ("1", "2")
 ANSWER_PARSERS = ("mera", "choice")

@@ -20,7 +20,7 @@ Layers, outermost first (each one assumes the ones inside it can be bypassed):
    processes (threads), file size, open files.
 5. **One wall-clock deadline per sample**, fixed when the child reports it is ready (``timeout_s`` per test call,
    times the number of calls) and never moved: nothing the sample writes to its result pipe extends it. Past it,
-   or when the sample is done, its process tree is killed through ``judge.processes`` (``kill_descendants``,
+   or when the sample is done, its process tree is killed through ``judge.plumbing.processes`` (``kill_descendants``,
    then SIGKILL to its session's process group).
 6. **A minimal environment** (``PYTHONHASHSEED=0`` so ``str()`` of sets and dicts is reproducible) and a guard
    that makes ``os.system``, ``os.fork``, ``os.kill``, ``subprocess`` and ``ctypes`` raise, so an attempt is a
@@ -60,7 +60,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from judge.processes import kill_descendants
+from judge.plumbing.processes import kill_descendants
 
 logger = logging.getLogger(__name__)
 
@@ -416,7 +416,7 @@ def _stop(proc: subprocess.Popen, grace_s: float) -> None:
     """End a sample's process tree without leaving orphans behind.
 
     A finished sample exits by itself within ``grace_s``. Otherwise our child's descendants die first
-    (``judge.processes.kill_descendants``): under bwrap that is the pid namespace's init, whose death kills
+    (``judge.plumbing.processes.kill_descendants``): under bwrap that is the pid namespace's init, whose death kills
     everything in the namespace, and bwrap reaps it and exits; killing bwrap first would orphan the namespace to
     the host's init as zombies. Last, the whole session's process group gets SIGKILL and our child is reaped.
     """

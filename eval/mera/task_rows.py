@@ -1,7 +1,7 @@
 """A MERA task's data file read strictly: one JSON object per line (``.jsonl``, or ``.jsonl.gz``).
 
 ruHumanEval (``humaneval.load_tasks``) and ruTiE (``rutie.load_dialogues``) read their rows here. A task file is
-input, unlike the journals a run writes (``judge.journal``): a last line without its newline is a whole row, blank
+input, unlike the journals a run writes (``judge.plumbing.journal``): a last line without its newline is a whole row, blank
 lines are skipped, and any other line that is not JSON is an error naming the file and the row.
 """
 

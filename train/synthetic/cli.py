@@ -19,7 +19,7 @@ import json
 import sys
 from pathlib import Path
 
-from judge.config_files import given_flags
+from judge.plumbing.config_files import given_flags
 from train.synthetic.config import STAGE_CONFIGS, add_config_flags, load_config
 
 __all__ = ["build_parser", "main"]

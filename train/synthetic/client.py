@@ -1,7 +1,7 @@
 """OpenAI-compatible chat endpoints with retries, exponential backoff and a bounded number of requests in flight.
 
 Every data stage talks to its models through ``ChatClient.complete`` (one user turn, optionally a system turn) and
-runs many of them at once through ``journal.run_jobs``. Only transient failures are retried (``judge.retry``):
+runs many of them at once through ``journal.run_jobs``. Only transient failures are retried (``judge.plumbing.retry``):
 connection errors, timeouts, 408, 409, 429 and 5xx, waiting at least the server's ``Retry-After``. Any other 4xx is
 the caller's bug and fails at once.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from judge.retry import Attempts, RetryPolicy
+from judge.plumbing.retry import Attempts, RetryPolicy
 from train.synthetic.config import EndpointConfig
 
 __all__ = ["ChatClient", "ChatResult", "assign_shares"]
@@ -45,7 +45,7 @@ class ChatClient:
         endpoint: where and what to ask.
         max_retries: retries of a transient failure.
         backoff_s: the first retry delay; it doubles per retry, capped at 60 s, jittered, never shorter than the
-            server's ``Retry-After`` (``judge.retry``).
+            server's ``Retry-After`` (``judge.plumbing.retry``).
         timeout_s: per-request timeout.
     """
 
@@ -53,7 +53,7 @@ class ChatClient:
         import openai
 
         self.endpoint = endpoint
-        #: judge.retry's policy (Retry-After honoured); tests swap in one with a recording sleep.
+        #: judge.plumbing.retry's policy (Retry-After honoured); tests swap in one with a recording sleep.
         self.retry = RetryPolicy(max_retries=max_retries, backoff_s=backoff_s, max_backoff_s=_BACKOFF_CAP_S)
         # The SDK's own retries are off: this class retries, so attempts are counted and reported.
         self._client = openai.OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key, max_retries=0, timeout=timeout_s)

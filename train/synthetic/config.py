@@ -1,7 +1,7 @@
 """Stage configs: dataclasses mirrored by ``configs/data/<stage>.yaml``.
 
 Defaults, then the YAML, then command-line flags (every scalar field has a ``--field-name`` flag), resolved by
-``judge.config_files``. Unknown YAML keys are errors. Endpoint lists (generators, answer models, the teacher) come from the YAML only.
+``judge.plumbing.config_files``. Unknown YAML keys are errors. Endpoint lists (generators, answer models, the teacher) come from the YAML only.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from judge.config_files import add_config_flags as add_shared_flags
-from judge.config_files import option as _f
-from judge.config_files import resolve_config
+from judge.plumbing.config_files import add_config_flags as add_shared_flags
+from judge.plumbing.config_files import option as _f
+from judge.plumbing.config_files import resolve_config
 
 __all__ = [
     "EndpointConfig",
@@ -164,7 +164,7 @@ def load_config(cls: type, path: str | Path | None = None, overrides: dict | Non
     """Build a stage config: defaults, then the YAML at ``path``, then ``overrides`` (None values ignored).
 
     Raises:
-        ValueError: unknown keys in the YAML, naming them and the file (``judge.config_files.ConfigError``).
+        ValueError: unknown keys in the YAML, naming them and the file (``judge.plumbing.config_files.ConfigError``).
     """
     config = resolve_config(cls, path or None, overrides)
     for f in dataclasses.fields(cls):  # endpoint mappings are validated now, not at the first request

@@ -7,7 +7,7 @@ Every stage writes one folder::
     dropped.jsonl   the dropped rows, each with its ``drop_reason``
     dataset/        the kept rows as a ``datasets`` folder (``datasets.load_from_disk``)
     summary.json    kept / dropped counts with reasons
-    run.json        provenance (judge.provenance): resolved config, git revision, package versions, seed
+    run.json        provenance (judge.plumbing.provenance): resolved config, git revision, package versions, seed
 
 A stage killed halfway loses at most the jobs in flight; the journal's last line may be cut, and is dropped (and
 said). Any other line that is not JSON is an error naming ``file:line``, never skipped.
@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from judge.journal import JournalWriter, open_journal, read_jsonl
+from judge.plumbing.journal import JournalWriter, open_journal, read_jsonl
 
 __all__ = ["Journal", "run_jobs", "write_stage_outputs", "read_rows", "log"]
 
@@ -36,7 +36,7 @@ def log(message: str) -> None:
 
 
 class Journal:
-    """Finished jobs keyed by ``row["key"]``: a ``judge.journal`` journal (strict reading, a torn last line dropped
+    """Finished jobs keyed by ``row["key"]``: a ``judge.plumbing.journal`` journal (strict reading, a torn last line dropped
     and cut from the file so its job is redone, fsynced appends)."""
 
     def __init__(self, path: Path):
@@ -109,7 +109,7 @@ def write_stage_outputs(
     import datasets
 
     from judge import PROMPT_VERSION_EN
-    from judge.provenance import write_provenance
+    from judge.plumbing.provenance import write_provenance
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 __all__ = ["RetryPolicy", "Attempts", "retryable_status", "is_transient", "retry_after_s"]
 
-log = logging.getLogger("judge.retry")
+log = logging.getLogger("judge.plumbing.retry")
 
 T = TypeVar("T")
 

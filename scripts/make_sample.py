@@ -1,7 +1,7 @@
 """Generate the bundled sample data, ``judge/data/sample.jsonl``, from ``judge/data/sample_content.yaml`` (fixed seed).
 
-    python -m judge.data.make_sample                          # rewrite judge/data/sample.jsonl
-    python -m judge.data.make_sample --out /tmp/sample.jsonl  # write elsewhere (e.g. to diff against the bundled file)
+    python -m scripts.make_sample                          # rewrite judge/data/sample.jsonl
+    python -m scripts.make_sample --out /tmp/sample.jsonl  # write elsewhere (e.g. to diff against the bundled file)
 
 Sample data written for this project, not the POLLUX benchmark: Russian instructions on Zero-Shot and Standard task
 types of the vendored taxonomy, hand-written answers of fictional evaluated models (``yozh-mini``, ``vorona-3b``,
@@ -28,7 +28,7 @@ from judge.taxonomy import Criterion, Task, Taxonomy, load_taxonomy
 
 SEED = 20240917
 CONTENT = "sample_content.yaml"  # in judge/data, shipped with the package
-DEFAULT_OUT = Path(__file__).with_name("sample.jsonl")
+DEFAULT_OUT = Path(__file__).resolve().parents[1] / "judge" / "data" / "sample.jsonl"
 # Panel sizes as drawn for rows the experts converge on; split rows use an even panel (2 or 4).
 PANEL_SIZES = (2, 3, 3, 3, 4, 4, 5)
 # Share of converging rows where every expert gives the same score; the rest have one or two dissenters.
@@ -342,7 +342,7 @@ def summary(records: list[JudgeRecord]) -> dict[str, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m judge.data.make_sample", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python scripts/make_sample.py", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSONL file to write (default: %(default)s)")
     args = parser.parse_args(argv)
     records = build_records(SEED)

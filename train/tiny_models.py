@@ -16,7 +16,7 @@ on a CPU. This module gives both, with no hub access:
 
 Example::
 
-    from judge.tiny_models import build_tiny_qwen2, build_tiny_qwen3
+    from train.tiny_models import build_tiny_qwen2, build_tiny_qwen3
     model_dir = build_tiny_qwen2("runs/tiny-judge", kind="causal", seed=0)
     qwen3_dir = build_tiny_qwen3("runs/tiny-qwen3-judge", seed=0)
 """

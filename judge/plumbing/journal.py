@@ -29,7 +29,7 @@ __all__ = ["JournalContents", "JournalError", "JournalWriter", "iter_journal", "
            "read_jsonl", "open_journal",
            "rewrite_journal"]
 
-log = logging.getLogger("judge.journal")
+log = logging.getLogger("judge.plumbing.journal")
 
 
 class JournalError(ValueError):

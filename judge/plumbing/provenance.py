@@ -178,7 +178,7 @@ def read_provenance(path: str | Path, missing_ok: bool = False) -> dict[str, Any
     Raises:
         ValueError: missing (unless ``missing_ok``: then ``{}``), not JSON, or not an object; naming the file.
     """
-    from judge.config_files import read_json_object
+    from judge.plumbing.config_files import read_json_object
 
     path = Path(path)
     return read_json_object(path / PROVENANCE_FILE if path.is_dir() else path, missing_ok=missing_ok)

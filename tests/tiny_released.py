@@ -2,7 +2,7 @@
 
 The released judges cannot be downloaded here; tests rebuild each layout in miniature with the same names, types
 and file layout (``../shared/pollux/RELEASE.md``, "The released judges"), on the tiny 2-layer Qwen2 of
-``judge.tiny_models`` and the real Qwen2.5 vocabulary:
+``train.tiny_models`` and the real Qwen2.5 vocabulary:
 
 * :func:`build_released_seq2seq`: a plain ``Qwen2ForCausalLM`` folder (``pollux-judge-7b/32b``): untied
   ``lm_head.weight``, sharded safetensors ``model-0000i-of-0000n.safetensors`` + ``model.safetensors.index.json``.
@@ -15,7 +15,7 @@ and file layout (``../shared/pollux/RELEASE.md``, "The released judges"), on the
 
 Example::
 
-    from judge.tiny_released import build_released_regression
+    from tests.tiny_released import build_released_regression
     build_released_regression("runs/tiny-7b-r", head_bias=0.75)
 """
 
@@ -65,7 +65,7 @@ def _causal_tensors(seed: int) -> tuple[Any, dict[str, Any]]:
     import torch
     from transformers import Qwen2ForCausalLM
 
-    from judge.tiny_models import tiny_qwen2_config
+    from train.tiny_models import tiny_qwen2_config
 
     config = tiny_qwen2_config("causal")
     config.tie_word_embeddings = False  # the 7B and 32B judges have their own lm_head.weight
@@ -78,7 +78,7 @@ def _causal_tensors(seed: int) -> tuple[Any, dict[str, Any]]:
 def _finish(out: Path, config_dict: dict[str, Any], config: Any, tokenizer: "PreTrainedTokenizerFast | None") -> None:
     from transformers import GenerationConfig
 
-    from judge.tiny_models import build_qwen_tokenizer
+    from train.tiny_models import build_qwen_tokenizer
 
     (out / "config.json").write_text(json.dumps(config_dict, indent=2) + "\n", encoding="utf-8")
     GenerationConfig(
@@ -125,7 +125,7 @@ def build_released_regression(
         seed: seed of every random weight.
         head_bias: ``regression_head.bias`` (nonzero, so a test can tell that the bias is applied).
         n_shards: number of safetensors files (2 or more puts the head beside decoder weights in a shared shard).
-        tokenizer: a tokenizer from ``judge.tiny_models.build_qwen_tokenizer`` (built when omitted).
+        tokenizer: a tokenizer from ``train.tiny_models.build_qwen_tokenizer`` (built when omitted).
         import_sentinel: a file the stand-in ``qwen2_regression.py`` creates if anything ever imports it.
 
     Returns:

@@ -9,7 +9,7 @@
 
 The one home for the mechanism (judge-serve's engines, the eval runner's local server, the benchmark, the demo and
 the test fixtures all call it). Each command runs under a **supervisor**: a tiny stdlib-only Python process
-(``python -I -S judge/processes.py``, this file run as a script) that leads its own session and process group and
+(``python -I -S judge/plumbing/supervisor.py``, ``judge.plumbing.supervisor`` run as a script) that leads its own session and process group and
 is a child subreaper. The command and everything it forks (vLLM's API server, its ``VLLM::EngineCore``, workers)
 stay in that group and, orphaned, are re-parented to the supervisor. The rules, all enforced by the kernel or by
 the supervisor, never by the owner's good behaviour:
@@ -34,7 +34,7 @@ inherited by every fork, and a handler vLLM installs does not unblock it, wherea
 by it), so only the owner hears that SIGTERM, drains, and then stops the tree itself. Python itself unblocks it:
 ``multiprocessing``'s resource tracker calls ``pthread_sigmask(SIG_UNBLOCK, {SIGINT, SIGTERM})`` in the process that
 starts it (observed: a shielded vLLM engine's API server and ``EngineCore`` then got scancel's SIGTERM). So a
-Python module command (``python -m module ...``) runs through this file's shield (``--sigterm-blocked-module``), which
+Python module command (``python -m module ...``) runs through the supervisor's shield (``--sigterm-blocked-module``), which
 keeps SIGTERM in the mask of the engine's own process whatever Python code asks; the processes it spawns inherit
 the mask. (A shell clears its mask at start: a shielded ``sh -c`` command is not shielded.) Every rule above still holds
 with SIGINT in SIGTERM's place: the owner's ``stop``, the parent-death signals and the supervisor's signal to the
@@ -50,7 +50,6 @@ worker thread (a thread pool, ``asyncio.to_thread``) outlives that thread but no
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import re
 import signal
@@ -65,6 +64,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
+from judge.plumbing import supervisor
+from judge.plumbing.supervisor import _LINUX, _child_setup, _children_of, group_members
+
 __all__ = [
     "ManagedProcess",
     "ProcessStartError",
@@ -76,15 +78,10 @@ __all__ = [
     "start_process",
 ]
 
-_LINUX = sys.platform.startswith("linux")
-_PR_SET_PDEATHSIG = 1
-_PR_SET_CHILD_SUBREAPER = 36
 #: Seconds between readiness polls.
 _POLL_S = 0.5
-#: Seconds between the supervisor's checks that its owner is still alive.
-_OWNER_POLL_S = 0.5
-#: Seconds the orphans of a command that died on its own get between SIGTERM and SIGKILL (at most grace_s).
-ORPHAN_GRACE_S = 5.0
+#: The supervisor, run as a script (stdlib only; see its docstring).
+_SUPERVISOR = str(Path(supervisor.__file__).resolve())
 
 
 class ProcessStartError(RuntimeError):
@@ -104,28 +101,6 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return sock.getsockname()[1]
-
-
-def _prctl(option: int, value: int) -> None:
-    with contextlib.suppress(Exception):
-        ctypes.CDLL(None, use_errno=True).prctl(option, value)
-
-
-def _die_with_parent(sig: int = signal.SIGTERM) -> None:  # runs in the child between fork and exec; survives exec
-    _prctl(_PR_SET_PDEATHSIG, sig)
-
-
-def _child_setup(*, shielded: bool, pdeathsig: bool) -> Callable[[], None] | None:
-    """What runs in a child between fork and exec: SIGTERM blocked when shielded, the parent-death signal armed."""
-    if not shielded:
-        return _die_with_parent if pdeathsig else None
-
-    def setup() -> None:
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
-        if pdeathsig:
-            _die_with_parent(signal.SIGINT)
-
-    return setup
 
 
 def http_status(url: str, timeout_s: float = 5.0) -> int:
@@ -172,36 +147,6 @@ def error_lines(path: Path | None, limit: int = 12) -> list[str]:
         if _ERROR_LINE.search(line):
             seen.setdefault(line.strip()[:400], None)
     return list(seen)[-limit:]
-
-
-def _stat_fields(pid: int) -> list[str] | None:
-    """``/proc/PID/stat`` after the command name: [state, ppid, pgrp, ...]; None when the process is gone."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return text[text.rfind(")") + 2 :].split()
-
-
-def group_members(pgid: int) -> list[int]:
-    """Live (not zombie) processes in process group ``pgid`` (Linux ``/proc``)."""
-    members = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            fields = _stat_fields(int(entry))
-            if fields and fields[0] != "Z" and int(fields[2]) == pgid:
-                members.append(int(entry))
-    return members
-
-
-def _children_of(pid: int) -> list[int]:
-    children = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            fields = _stat_fields(int(entry))
-            if fields and int(fields[1]) == pid:
-                children.append(int(entry))
-    return children
 
 
 def kill_descendants(pid: int) -> int:
@@ -400,10 +345,10 @@ def start_process(
     """
     command = [str(part) for part in command]
     if sigterm_shielded and len(command) > 2 and command[1] == "-m" and Path(command[0]).name.startswith("python"):
-        command = [command[0], str(Path(__file__).resolve()), "--sigterm-blocked-module", *command[2:]]
+        command = [command[0], _SUPERVISOR, "--sigterm-blocked-module", *command[2:]]
     full = command
     if supervised:
-        full = [sys.executable, "-I", "-S", str(Path(__file__).resolve()), "--grace-s", str(grace_s), "--owner-pid", str(os.getpid()),
+        full = [sys.executable, "-I", "-S", _SUPERVISOR, "--grace-s", str(grace_s), "--owner-pid", str(os.getpid()),
                 *(["--sigterm-shielded"] if sigterm_shielded else []), "--", *command]  # fmt: skip
     if log_path is not None:
         log_path = Path(log_path)
@@ -433,129 +378,3 @@ def start_process(
 
 # ----------------------------------------------------------------------------------------------- the supervisor
 
-
-class _Stop(Exception):
-    pass
-
-
-def _raise_stop(signum, frame):  # noqa: ARG001 - signal handler signature
-    raise _Stop(signum)
-
-
-def _reap_until_none_left(deadline: float, statuses: dict[int, int]) -> None:
-    """Reap descendants (ours, or re-parented to us as subreaper) until none is left or ``deadline`` passes."""
-    while time.monotonic() < deadline:
-        try:
-            pid, raw = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            time.sleep(0.05)
-        else:
-            statuses[pid] = raw
-
-
-def _watch_owner(owner: int, me: int, stop_signal: int) -> None:
-    """Stop (SIGTERM to ourselves) once the owner is gone: we are re-parented, so ``getppid`` changes.
-
-    The parent-death signal covers this at once when the owner started us from its main thread; from any other
-    thread it is not armed (it would fire when that thread exits), and this poll is what notices the owner's death.
-    """
-
-    def watch() -> None:
-        while os.getppid() == owner:
-            time.sleep(_OWNER_POLL_S)
-        os.kill(me, stop_signal)
-
-    threading.Thread(target=watch, name="owner-watch", daemon=True).start()
-
-
-def _supervise(argv: list[str]) -> int:
-    """Run ``argv`` (``--grace-s S --owner-pid P [--sigterm-shielded] -- command...``) as the module docstring says;
-    returns its status."""
-    command = argv[argv.index("--") + 1 :]
-    options = argv[: argv.index("--")]
-    grace_s = float(options[options.index("--grace-s") + 1])
-    owner = int(options[options.index("--owner-pid") + 1])
-    # Shielded: SIGTERM stays blocked (the owner set it before exec; the command inherits it), so SIGINT does its job.
-    shielded = "--sigterm-shielded" in options
-    stop_signal = signal.SIGINT if shielded else signal.SIGTERM
-    if _LINUX and os.getppid() != owner:  # the owner died before our parent-death signal was armed
-        return 1
-    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, _raise_stop)
-    me = os.getpid()
-    _watch_owner(owner, me, stop_signal)
-    statuses: dict[int, int] = {}
-    child_pid = None
-    try:
-        try:
-            # Held until we return: a collected Popen polls (and so reaps) its child in __del__, and the wait below
-            # must be the one to reap it.
-            child = subprocess.Popen(command, preexec_fn=_child_setup(shielded=shielded, pdeathsig=_LINUX))
-            child_pid = child.pid
-        except OSError as err:
-            print(f"supervisor: cannot start {command[0]}: {err}", file=sys.stderr, flush=True)
-            return 127
-        # Reap re-parented orphans along the way; a signal interrupts the wait through _raise_stop.
-        while child_pid not in statuses:
-            pid, raw = os.waitpid(-1, 0)
-            statuses[pid] = raw
-    except _Stop:
-        pass
-    else:
-        # The command died on its own: what is left are its orphans, with nobody to serve (vLLM's EngineCore, for
-        # one, lingers for many seconds after SIGTERM once its API server is gone). A short grace, so the owner
-        # learns of the death in seconds.
-        grace_s = min(grace_s, ORPHAN_GRACE_S)
-    # Take the group down: one stop signal to everyone but us, then SIGKILL after the grace.
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, signal.SIG_IGN)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(me, stop_signal)
-    _reap_until_none_left(time.monotonic() + grace_s, statuses)
-    left = set(group_members(me) + _children_of(me)) - {me}
-    # The command first, so its status says it was killed (not that it exited once its children were).
-    for pid in sorted(left, key=lambda pid: pid != child_pid):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
-    _reap_until_none_left(time.monotonic() + 10.0, statuses)
-    status = statuses.get(child_pid) if child_pid is not None else None
-    if status is None:  # pragma: no cover - the child outlived SIGKILL
-        return 128 + signal.SIGKILL
-    if os.WIFEXITED(status):
-        return os.WEXITSTATUS(status)
-    sig = os.WTERMSIG(status)
-    if sig != signal.SIGKILL:
-        signal.signal(sig, signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {sig})  # a shielded supervisor has SIGTERM blocked
-    os.kill(me, sig)  # die of the same signal, so the owner reads -sig as it would from the command itself
-    return 128 + sig
-
-
-def _run_module_sigterm_blocked(module: str, args: list[str]) -> None:
-    """``python -m module args`` with SIGTERM blocked for good in this process (the module docstring says why)."""
-    import runpy
-
-    sys.path[0] = os.getcwd()  # as `python -m` has it, not this file's folder (judge/ must not shadow anything)
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
-    real_sigmask = signal.pthread_sigmask
-
-    def sigmask_keeping_sigterm(how: int, mask):  # multiprocessing.resource_tracker unblocks it after a spawn
-        if how == signal.SIG_UNBLOCK:
-            mask = set(mask) - {signal.SIGTERM}
-        elif how == signal.SIG_SETMASK:
-            mask = set(mask) | {signal.SIGTERM}
-        return real_sigmask(how, mask)
-
-    signal.pthread_sigmask = sigmask_keeping_sigterm
-    sys.argv = [module, *args]
-    runpy.run_module(module, run_name="__main__", alter_sys=True)
-
-
-if __name__ == "__main__":
-    if sys.argv[1:2] == ["--sigterm-blocked-module"]:
-        _run_module_sigterm_blocked(sys.argv[2], sys.argv[3:])
-    else:
-        raise SystemExit(_supervise(sys.argv[1:]))

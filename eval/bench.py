@@ -1,0 +1,521 @@
+"""``judge-eval bench``: rank a candidate LLM with a judge, POLLUX's ``answer.py`` -> ``score.py`` -> ``metrics.py``.
+
+    judge-eval bench --model http://127.0.0.1:8001/v1 --judge http://127.0.0.1:8000/v1 \\
+        --data ai-forever/POLLUX-instructions --out runs/bench/my-model
+    judge-eval bench --model /ckpt/my-model --judge /ckpt/pollux-judge-7b --data POLLUX-instructions/ --out ...
+
+Example override: ``--judge-config configs/eval/local-cpu.yaml --n-boot 0 --limit 20``.
+
+Three stages, each resumable, all in ``--out``:
+
+1. **answers** (POLLUX ``src/answer.py``): the candidate answers every instruction of ``--data``: one chat
+   completion, one user turn holding the instruction, ``max_tokens`` 4096 and temperature 0.7 by default (answer.py's
+   defaults); ``<think>`` blocks are stripped from the answer, and an unclosed ``<think>`` cuts the rest
+   (answer.py ``strip_think_tags``). Rows go to ``answers.jsonl`` as they arrive (``judge.plumbing.journal``); a rerun keeps
+   them and retries only failed requests. ``--model`` is a URL, or a checkpoint folder / hub id served for the
+   stage by vLLM's OpenAI server (``eval.local_server``, as ``judge-eval run`` serves a judge).
+2. **verdicts** (POLLUX ``src/score.py``): every (instruction, criterion) becomes a judged item in ``items.jsonl``
+   (the project's record schema; ``prompt_id`` and ``meta`` ride along) and ``judge-eval run``'s own machinery
+   (``eval.run.run``) judges them into the usual ``predictions.jsonl`` and ``run.json``: any judge ``judge-eval run``
+   takes, in its own verdict format, resumable the same way. ``--judge-config`` is a ``judge-eval run`` YAML.
+3. **matrix** (POLLUX ``src/metrics.py``, see ``eval.bench_matrix``): ``matrix.csv`` laid out exactly as POLLUX's
+   ``metrics.csv``; ``matrix.json`` and ``cells.csv`` with bootstrap intervals over instructions and, per cell,
+   the verdicts that did not parse, scores out of scale and failed requests (POLLUX drops those silently);
+   ``report.html``, the matrix as a heat map. ``judge-eval compare`` of two bench folders is ``eval.bench_compare``.
+
+Departures from POLLUX, each counted: an instruction whose answer request failed is not judged (counted as
+``n_no_answer``, retried by the next run); an answer that is empty once thinking is stripped is not judged either
+(the toolkit's records refuse an empty answer; POLLUX sends ``""`` to its judge), counted as ``n_empty_answer``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import logging
+import math
+import os
+import re
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from judge.plumbing.config_files import ConfigError, read_config_file
+from judge.plumbing.config_files import option as _f
+from judge.records import RecordError
+
+__all__ = ["BenchConfig", "InstructionRow", "AnswerRow", "load_instructions", "strip_think", "bench", "ANSWERS",
+           "ITEMS", "MATRIX", "BENCH_RESULT"]
+
+log = logging.getLogger("judge_eval.bench")
+
+ANSWERS, ITEMS, MATRIX, BENCH_RESULT = "answers.jsonl", "items.jsonl", "matrix.csv", "bench.json"
+#: answer.py's defaults: ``max_tokens: int = 4096``, ``temperature: float = 0.7``, ``concurrency: int = 10``.
+POLLUX_ANSWER_MAX_TOKENS, POLLUX_ANSWER_TEMPERATURE, POLLUX_ANSWER_CONCURRENCY = 4096, 0.7, 10
+
+
+@dataclass
+class BenchConfig:
+    """Everything ``judge-eval bench`` needs; defaults, then ``--config`` YAML, then flags. Unknown keys are errors."""
+
+    model: str = _f("", "The candidate LLM: the base URL of an OpenAI-compatible server (http://host:8001/v1), or a "
+                        "checkpoint folder / hub id served for the run by vLLM.")
+    model_name: str = _f("", "Model name sent to the candidate (default: the first model it lists; for a checkpoint: "
+                             "its folder name).")
+    judge: str = _f("", "The judge, as judge-eval run takes it: a checkpoint folder or hub id, or the base URL of "
+                        "judge-serve / vLLM / an OpenAI-compatible API. Overrides judge_config's judge.")
+    judge_config: str = _f("", "A judge-eval run YAML (configs/eval/*.yaml) for the verdict stage: backend, prompt, "
+                               "verdict format, concurrency, server args, API key variables...")
+    judge_model: str = _f("", "Model name sent to the judge (default: judge_config's, else the first one listed).")
+    data: str = _f("", "POLLUX-instructions rows (prompt_id, instruction, reference_answer, meta, criteria): JSONL, "
+                       "Parquet, a folder of hub shards, a save_to_disk folder or a dataset name.")
+    split: str = _f("", "Split of a multi-split source (default: the only one; POLLUX's answer.py reads 'train').")
+    out: str = _f("", "Output folder: answers.jsonl, items.jsonl, predictions.jsonl, matrix.csv, report.html.")
+    meta: str = _f("", "Bench only the instructions whose meta equals this value (answer.py's --meta; empty: all).")
+    limit: int = _f(0, "Bench only the first N instructions (0: all).")
+    max_tokens: int = _f(POLLUX_ANSWER_MAX_TOKENS, "Tokens the candidate may generate per answer (answer.py: 4096).")
+    temperature: float = _f(POLLUX_ANSWER_TEMPERATURE, "The candidate's sampling temperature (answer.py: 0.7).")
+    concurrency: int = _f(POLLUX_ANSWER_CONCURRENCY, "Candidate requests in flight at once (answer.py: 10).")
+    extra_body: dict = _f({}, "Extra JSON fields sent with every candidate request, e.g. "
+                              "{chat_template_kwargs: {enable_thinking: false}}.")
+    api_key_env: str = _f("", "Environment variable holding the candidate's API key (empty: no key).")
+    timeout_s: float = _f(600.0, "Seconds one candidate request may take.")
+    max_retries: int = _f(5, "Retries of a candidate request that failed for a transient reason (judge.plumbing.retry).")
+    backoff_s: float = _f(1.0, "First retry delay in seconds; doubles per retry (judge.plumbing.retry).")
+    server_args: list = _f([], "Checkpoint candidates: extra vLLM flags, e.g. ['--enforce-eager'].")
+    server_env: dict = _f({}, "Checkpoint candidates: environment variables for the vLLM server.")
+    server_timeout_s: float = _f(900.0, "Checkpoint candidates: seconds the server may take to start.")
+    normalize: str = _f("minmax", "Score normalisation before averaging: minmax (POLLUX today, score_utils.py at "
+                                  "9179cb4e), max (at 83f6eb6b), none (raw scores, as metrics.py at 2e8eb789 "
+                                  "averaged them; the gate stays today's).",
+                        choices=("minmax", "max", "none"))
+    n_boot: int = _f(1000, "Bootstrap resamples of the instructions per interval (0: none).")
+    seed: int = _f(0, "Seed of the bootstrap resamples.")
+    progress: bool = _f(True, "Show progress bars.")
+
+    def validate(self) -> None:
+        """Raise ``ConfigError`` naming the first bad key."""
+        for key in ("model", "data", "out"):
+            if not getattr(self, key):
+                raise ConfigError(f"{key}: required (--{key})")
+        if not self.judge and not self.judge_config:
+            raise ConfigError("judge: give a judge (--judge) or a judge-eval run YAML (--judge-config)")
+        for key in ("concurrency", "max_tokens"):
+            if getattr(self, key) < 1:
+                raise ConfigError(f"{key}: must be at least 1, got {getattr(self, key)}")
+        if self.n_boot < 0 or self.limit < 0:
+            raise ConfigError("n_boot and limit must be at least 0")
+
+
+# ---------------------------------------------------------------------------------------------- instructions
+
+
+@dataclass(frozen=True)
+class InstructionRow:
+    """One row of POLLUX-instructions: an instruction and the criteria its answers are judged on.
+
+    Attributes:
+        prompt_id: the row's id (an integer in the released data; text accepted).
+        instruction: the task given to the candidate.
+        reference_answer: "" when none (score.py: ``row.get("reference_answer") or ""``).
+        meta: the matrix column ("" when null, as metrics.py's ``fillna("")``).
+        criteria: ``(criteria_name, rubrics)`` pairs, in the row's order.
+    """
+
+    prompt_id: int | str
+    instruction: str
+    reference_answer: str
+    meta: str
+    criteria: tuple[tuple[str, str], ...]
+
+
+def _text(row: Mapping[str, Any], name: str, fail, *, required: bool) -> str:
+    value = row.get(name)
+    if value is None:
+        if required:
+            raise fail(name, "is missing")
+        return ""
+    if not isinstance(value, str):
+        raise fail(name, f"must be text, got {type(value).__name__}")
+    if required and not value.strip():
+        raise fail(name, "is empty")
+    return value
+
+
+def instruction_from_row(row: Any, source: str, index: int) -> InstructionRow:
+    """Validate one POLLUX-instructions row.
+
+    Raises:
+        RecordError: naming the source, row and field.
+    """
+    def fail(name: str | None, message: str) -> RecordError:
+        return RecordError(source, index, name, message)
+
+    if not isinstance(row, Mapping):
+        raise fail(None, f"expected an object, got {type(row).__name__}")
+    pid = row.get("prompt_id")
+    if type(pid).__name__.startswith(("int", "uint")) and not isinstance(pid, (bool, int)):
+        pid = int(pid)  # a numpy integer (pandas, datasets)
+    if pid is None:
+        raise fail("prompt_id", "is missing")
+    if isinstance(pid, bool) or not isinstance(pid, (int, str)) or (isinstance(pid, str) and not pid.strip()):
+        raise fail("prompt_id", f"must be an integer or text, got {pid!r}")
+    meta = row.get("meta")
+    if meta is not None and not isinstance(meta, str):
+        raise fail("meta", f"must be text or null, got {type(meta).__name__}")
+    criteria = row.get("criteria")
+    if criteria is None or isinstance(criteria, (str, bytes, Mapping)) or not hasattr(criteria, "__iter__"):
+        raise fail("criteria", "must be a list of {criteria_name, rubrics}"
+                   + ("" if criteria is None else f", got {type(criteria).__name__}"))
+    pairs = []
+    for k, crit in enumerate(criteria):
+        if not isinstance(crit, Mapping):
+            raise fail(f"criteria[{k}]", f"expected an object, got {type(crit).__name__}")
+        name = _text(crit, "criteria_name", lambda f, m, k=k: fail(f"criteria[{k}].{f}", m), required=True)
+        rubrics = _text(crit, "rubrics", lambda f, m, k=k: fail(f"criteria[{k}].{f}", m), required=True)
+        pairs.append((name, rubrics))
+    return InstructionRow(prompt_id=pid, instruction=_text(row, "instruction", fail, required=True),
+                          reference_answer=_text(row, "reference_answer", fail, required=False),
+                          meta=meta or "", criteria=tuple(pairs))
+
+
+def load_instructions(source: str | Path, split: str | None = None) -> list[InstructionRow]:
+    """POLLUX-instructions rows from any source ``judge.load_records`` reads (``judge.records.source_rows``).
+
+    Raises:
+        RecordError: a bad row (source, row, field), or a ``prompt_id`` repeated (naming both rows).
+        FileNotFoundError: as ``judge.load_records``.
+    """
+    from judge.records import source_rows
+
+    rows, seen = [], {}
+    for where, index, row in source_rows(source, split=split):
+        parsed = instruction_from_row(row, where, index)
+        if parsed.prompt_id in seen:
+            raise RecordError(where, index, "prompt_id", f"{parsed.prompt_id!r} repeats row {seen[parsed.prompt_id]}")
+        seen[parsed.prompt_id] = index
+        rows.append(parsed)
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------- answers
+
+
+_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL)
+_THINK_OPEN = re.compile(r"<think>.*", re.DOTALL)
+
+
+def strip_think(text: str | None) -> tuple[str | None, bool]:
+    """The answer without reasoning, as POLLUX's ``answer.py`` ``strip_think_tags`` does: every closed
+    ``<think>…</think>`` block removed, then everything from an unclosed ``<think>`` on, then surrounding whitespace.
+
+    Returns:
+        (the answer, whether an unclosed ``<think>`` cut it: the answer stopped inside its reasoning).
+    """
+    if not text:
+        return text, False
+    closed = _THINK_BLOCK.sub("", text)
+    cut = _THINK_OPEN.sub("", closed)
+    return cut.strip(), cut != closed
+
+
+@dataclass(frozen=True)
+class AnswerRow:
+    """One line of ``answers.jsonl``: the candidate's answer to one instruction.
+
+    Attributes:
+        prompt_id: the instruction's id.
+        model: the candidate's label.
+        answer: the answer with thinking stripped (None when the request failed).
+        finish_reason: the server's (``length``: cut by max_tokens).
+        cut_in_thinking: an unclosed ``<think>`` was cut away (the answer stopped inside its reasoning).
+        error: ``request_failed`` or None; reason: why.
+        latency_s: seconds of the request.
+    """
+
+    prompt_id: int | str
+    model: str
+    answer: str | None
+    finish_reason: str | None = None
+    cut_in_thinking: bool = False
+    error: str | None = None
+    reason: str = ""
+    latency_s: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], where: str) -> AnswerRow:
+        from judge.wire import checked_json_fields
+
+        return cls(**checked_json_fields(cls, data, where, noun="answer field"))
+
+
+REQUEST_FAILED = "request_failed"
+
+
+async def _answer_all(rows: Sequence[InstructionRow], config: BenchConfig, base_url: str, model: str, name: str,
+                      path: Path) -> dict[str, int]:
+    import openai
+    from tqdm import tqdm
+
+    from eval.backends import Refused
+    from judge.plumbing.journal import JournalWriter
+    from judge.plumbing.retry import RetryPolicy, retryable_status
+
+    api_key = os.environ.get(config.api_key_env, "") if config.api_key_env else ""
+    client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "EMPTY", max_retries=0, timeout=config.timeout_s)
+    policy = RetryPolicy(max_retries=config.max_retries, backoff_s=config.backoff_s, max_backoff_s=60.0)
+    journal = JournalWriter(path)
+    queue: asyncio.Queue = asyncio.Queue()
+    for row in rows:
+        queue.put_nowait(row)
+    counts = {"answered": 0, "request_failed": 0}
+    bar = tqdm(total=len(rows), desc="answers", unit="instruction", disable=not config.progress)
+
+    async def ask(row: InstructionRow):
+        kwargs = {"extra_body": dict(config.extra_body)} if config.extra_body else {}
+        try:
+            # answer.py: ``openai_messages_fn=lambda instr: [{"role": "user", "content": instr}]``.
+            return await client.chat.completions.create(
+                model=model, messages=[{"role": "user", "content": row.instruction}],
+                max_tokens=config.max_tokens, temperature=config.temperature, **kwargs)
+        except openai.APIStatusError as err:
+            if retryable_status(err.status_code):
+                raise
+            raise Refused(f"HTTP {err.status_code}: {err.message}") from err
+
+    async def worker() -> None:
+        while True:
+            try:
+                row = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            start = time.perf_counter()
+            try:
+                response = await policy.acall(lambda row=row: ask(row))
+                choice = response.choices[0] if response.choices else None
+                text = choice.message.content if choice is not None else None
+                answer, cut = strip_think(text or "")
+                result = AnswerRow(prompt_id=row.prompt_id, model=name, answer=answer,
+                                   finish_reason=getattr(choice, "finish_reason", None), cut_in_thinking=cut)
+                counts["answered"] += 1
+            except Exception as err:  # noqa: BLE001 - transient ones were retried; every failure is a counted row
+                result = AnswerRow(prompt_id=row.prompt_id, model=name, answer=None, error=REQUEST_FAILED,
+                                   reason=f"{type(err).__name__}: {' '.join(str(err).split())[:300]}")
+                counts["request_failed"] += 1
+            journal.append(dataclasses.replace(result, latency_s=round(time.perf_counter() - start, 4)).to_json())
+            bar.update(1)
+
+    try:
+        await asyncio.gather(*(worker() for _ in range(min(config.concurrency, max(len(rows), 1)))))
+    finally:
+        bar.close()
+        await client.close()
+    return counts
+
+
+def read_answers(path: Path) -> dict[Any, AnswerRow]:
+    """The latest row per ``prompt_id`` of ``answers.jsonl`` (a failed request is superseded by its retry)."""
+    from judge.plumbing.journal import open_journal
+
+    latest: dict[Any, AnswerRow] = {}
+    for k, data in enumerate(open_journal(path).rows, start=1):
+        row = AnswerRow.from_json(data, f"{path}:{k}")
+        latest[row.prompt_id] = row
+    return latest
+
+
+@contextlib.contextmanager
+def _candidate(config: BenchConfig, out: Path) -> Iterator[tuple[str, str]]:
+    """(base URL, model name) of the candidate: the given URL, or a vLLM server for a checkpoint."""
+    from eval.backends import base_of, first_model
+    from judge.checkpoints import is_hub_id
+
+    api_key = os.environ.get(config.api_key_env, "") if config.api_key_env else ""
+    if config.model.startswith(("http://", "https://")):
+        base_url = base_of(config.model)
+        yield base_url, config.model_name or first_model(base_url, api_key)
+        return
+    if not (Path(config.model).is_dir() or is_hub_id(config.model)):
+        raise ConfigError(f"model: {config.model!r} is neither an http(s) URL, a checkpoint folder nor a hub id")
+    from eval.local_server import local_server
+    from eval.config import RunConfig
+
+    # The judge's server helper, told to start plain vLLM: a candidate is an ordinary chat model, not a judge.
+    served = RunConfig(judge=config.model, out=str(out), model=config.model_name, server="vllm",
+                       server_args=list(config.server_args), server_env=dict(config.server_env),
+                       server_timeout_s=config.server_timeout_s)
+    (out / "candidate").mkdir(parents=True, exist_ok=True)
+    with local_server(Path(config.model), served, out / "candidate") as (base_url, model):
+        yield base_url, model
+
+
+def answers_stage(rows: Sequence[InstructionRow], config: BenchConfig, out: Path) -> dict[str, Any]:
+    """Ask the candidate for every instruction that has no answer yet; ``answers.jsonl`` ends with one row each."""
+    from judge.plumbing.journal import rewrite_journal
+
+    path = out / ANSWERS
+    done = {pid: a for pid, a in read_answers(path).items() if a.error is None}
+    todo = [r for r in rows if r.prompt_id not in done]
+    counts: dict[str, Any] = {"answered": 0, "request_failed": 0}
+    name = next(iter(done.values())).model if done else ""
+    if name and config.model_name and config.model_name != name:
+        raise ConfigError(f"out: {path} holds answers of {name!r}, not of {config.model_name!r}; use another --out")
+    if todo:
+        with _candidate(config, out) as (base_url, model):
+            label = config.model_name or model
+            if name and label != name:
+                raise ConfigError(f"out: {path} holds answers of {name!r}, not of {label!r}; use another --out")
+            name = label
+            log.info("answers: %d instructions (%d already answered) from %s", len(todo), len(done), name)
+            counts = asyncio.run(_answer_all(todo, config, base_url, model, name, path))
+    # One row per instruction, in data order (the failed ones kept, so the next run retries them).
+    latest = read_answers(path)
+    rewrite_journal(path, [latest[r.prompt_id].to_json() for r in rows if r.prompt_id in latest])
+    return {**counts, "n_done_before": len(done), "model": name}
+
+
+# ---------------------------------------------------------------------------------------------- verdicts
+
+
+def item_id(prompt_id: Any, k: int) -> str:
+    """The judged item of criterion ``k`` (0-based, in the row's order) of an instruction."""
+    return f"{prompt_id}#{k}"
+
+
+def write_items(rows: Sequence[InstructionRow], answers: Mapping[Any, AnswerRow], path: Path) -> dict[str, int]:
+    """One record per (answered instruction, criterion), as score.py builds its samples; counts what is left out."""
+    import judge
+
+    records, counts = [], {"n_no_answer": 0, "n_empty_answer": 0}
+    for row in rows:
+        answer = answers.get(row.prompt_id)
+        if answer is None or answer.answer is None:
+            counts["n_no_answer"] += len(row.criteria)
+            continue
+        if not answer.answer.strip():
+            counts["n_empty_answer"] += len(row.criteria)
+            continue
+        for k, (name, rubrics) in enumerate(row.criteria):
+            records.append(judge.JudgeRecord(
+                id=item_id(row.prompt_id, k), instruction=row.instruction, answer=answer.answer, criteria_name=name,
+                rubrics=rubrics, reference_answer=row.reference_answer,
+                extra={"prompt_id": row.prompt_id, "meta": row.meta}))
+    judge.write_jsonl(records, path)
+    return {**counts, "n_items": len(records)}
+
+
+def judge_config(config: BenchConfig, items: Path, out: Path):
+    """``judge-eval run``'s config for the verdict stage: ``judge_config`` YAML, then the bench's judge flags."""
+    from eval.config import RunConfig
+    from judge.plumbing.config_files import resolve_config
+
+    flags = {"data": str(items), "out": str(out), "judge": config.judge or None, "model": config.judge_model or None,
+             "progress": config.progress}
+    return resolve_config(RunConfig, config.judge_config or None, flags, label="judge_config")
+
+
+# ---------------------------------------------------------------------------------------------- matrix
+
+
+def bench_items(items_path: Path, predictions: Path) -> list:
+    """The matrix's items: one per judged (instruction, criterion) of ``items.jsonl`` that has a prediction,
+    failures included (``eval.bench_matrix.BenchItem``)."""
+    import judge
+    from eval.bench_matrix import BenchItem
+    from eval.predictions import REQUEST_FAILED as JUDGE_REQUEST_FAILED
+    from eval.predictions import iter_predictions
+
+    by_id = {str(data["id"]): data for data in iter_predictions(predictions)}
+    items, levels_of = [], {}
+    for record in judge.load_records(items_path):
+        pred = by_id.get(record.id)
+        if pred is None:
+            continue
+        if record.rubrics not in levels_of:
+            try:
+                levels_of[record.rubrics] = judge.scale_of(record.rubrics).levels
+            except judge.ScaleError:
+                levels_of[record.rubrics] = ()  # no readable scale: the raw score is kept, as POLLUX does
+        if pred.get("error") == JUDGE_REQUEST_FAILED:
+            status = "request_failed"
+        elif not pred.get("parse_ok") or pred.get("score") is None:
+            status = "unparsed"
+        else:
+            status = "ok"
+        items.append(BenchItem(prompt_id=record.extra["prompt_id"], meta=record.extra["meta"],
+                               criteria_name=record.criteria_name, levels=levels_of[record.rubrics],
+                               score=float(pred["score"]) if status == "ok" else None, status=status))
+    return items
+
+
+def _summary_line(matrix) -> str:
+    failed = {s: int(a[-1, -1]) for s, a in matrix.failed.items()}
+    return (f"grand mean {matrix.grand_mean:.4f} over {int(matrix.n[-1, -1])} scores of {matrix.n_instructions} "
+            f"instructions; not scored: {failed}") if math.isfinite(matrix.grand_mean) else "no grand mean"
+
+
+def bench(config: BenchConfig) -> dict[str, Any]:
+    """Run the three stages (each resumes) and write the matrix and its report.
+
+    Returns:
+        A summary: counts of each stage, the grand mean, and the paths written.
+
+    Raises:
+        ConfigError: a bad key; RecordError: bad data; ValueError: nothing scored.
+    """
+    from eval.bench_matrix import pollux_matrix
+    from eval.bench_report import write_bench_page
+    from eval.run import run
+    from judge.plumbing.provenance import update_provenance
+
+    config.validate()
+    if config.judge_config:
+        read_config_file(config.judge_config)  # a missing YAML fails before the candidate is asked anything
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = load_instructions(config.data, split=config.split or None)
+    if config.meta:
+        metas = {r.meta for r in rows}
+        rows = [r for r in rows if r.meta == config.meta]
+        if not rows:
+            raise ValueError(f"meta: no instruction has meta {config.meta!r}; the data has {sorted(metas)}")
+    if config.limit:
+        rows = rows[: config.limit]
+    if not rows:
+        raise ValueError(f"data: {config.data} holds no instructions")
+
+    answer_counts = answers_stage(rows, config, out)
+    answers = read_answers(out / ANSWERS)
+    item_counts = write_items(rows, answers, out / ITEMS)
+    if not item_counts["n_items"]:
+        raise ValueError(f"no answer to judge: {item_counts['n_no_answer']} items lack an answer (failed requests, "
+                         f"retried by the next run; see {out / ANSWERS}) and {item_counts['n_empty_answer']} have an "
+                         "empty one")
+    judge_counts = run(judge_config(config, out / ITEMS, out))
+
+    items = bench_items(out / ITEMS, out / "predictions.jsonl")
+    matrix = pollux_matrix(items, normalize=config.normalize, n_boot=config.n_boot, seed=config.seed)
+    matrix.write_csv(out / MATRIX)
+    (out / "cells.csv").write_text(matrix.cells_csv(), encoding="utf-8")
+    counts = {"n_instructions": len(rows), "n_answer_failed": sum(1 for r in rows if (a := answers.get(r.prompt_id))
+                                                                  is None or a.error is not None),
+              "n_cut_in_thinking": sum(1 for a in answers.values() if a.cut_in_thinking),
+              "n_finish_length": sum(1 for a in answers.values() if a.finish_reason == "length"), **item_counts}
+    result = {"model": answer_counts["model"], "judge": judge_counts.get("judge", ""), "data": str(config.data),
+              "counts": counts, "answers": answer_counts, "verdicts": judge_counts, "matrix": matrix.to_json()}
+    (out / BENCH_RESULT).write_text(json.dumps(result, ensure_ascii=False, indent=2, allow_nan=False) + "\n",
+                                    encoding="utf-8")
+    page = write_bench_page(result, out)
+    # run.json is the verdict stage's (written by eval.run.run); the bench's settings join it.
+    update_provenance(out, bench={"config": dataclasses.asdict(config), "model": result["model"]})
+    log.info("bench: %s", _summary_line(matrix))
+    return {"model": result["model"], "judge": result["judge"], "grand_mean": result["matrix"]["grand_mean"],
+            **counts, "request_failed": judge_counts.get("request_failed", 0), "matrix": str(out / MATRIX),
+            "report": str(page)}

@@ -1,0 +1,134 @@
+"""``judge-eval compare`` of two bench runs: POLLUX's matrix of candidate B minus candidate A, with paired intervals.
+
+    judge-eval compare runs/bench/model-a runs/bench/model-b --out runs/bench/a-vs-b
+
+Both folders are ``judge-eval bench`` outputs (``bench.json``, ``items.jsonl``, ``predictions.jsonl``). The
+comparison is computed over the instructions **both** runs scored: for each bootstrap resample, one draw of those
+instructions (with replacement) feeds both matrices, so what an instruction makes easy or hard cancels out of the
+difference (the paired bootstrap of ``eval.bootstrap.paired_bootstrap``, over instructions instead of items). A cell
+is called ``B higher`` / ``B lower`` when its ``1 - alpha`` interval excludes 0; its two-sided p-value is twice the
+smaller share of resampled differences on either side of 0. Both runs must use one normalisation (their
+``bench.json`` says which) and should use one judge: a different judge is refused unless ``allow_other_judge``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+__all__ = ["is_bench_run", "compare_bench", "render_bench_markdown"]
+
+
+def is_bench_run(folder: str | Path) -> bool:
+    """Whether ``folder`` holds a ``judge-eval bench`` run (its ``bench.json``)."""
+    from eval.bench import BENCH_RESULT
+
+    return (Path(folder) / BENCH_RESULT).is_file()
+
+
+def _load(folder: Path) -> tuple[dict[str, Any], list]:
+    from eval.bench import BENCH_RESULT, ITEMS, bench_items
+
+    info = json.loads((folder / BENCH_RESULT).read_text(encoding="utf-8"))
+    return info, bench_items(folder / ITEMS, folder / "predictions.jsonl")
+
+
+def _f(value: float) -> float | None:
+    return float(value) if math.isfinite(value) else None
+
+
+def compare_bench(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, seed: int = 0, alpha: float = 0.05,
+                  allow_other_judge: bool = False) -> dict[str, Any]:
+    """B minus A, cell by cell, over the instructions both runs scored.
+
+    Returns:
+        ``{"a", "b", "judge", "rows", "columns", "cells": {row: {column: {a, b, delta, ci, p_value, verdict}}},
+        "n_instructions", "n_boot", "seed", "alpha", "normalize"}``.
+
+    Raises:
+        ValueError: not bench runs, different normalisations or judges, or no instruction in common.
+    """
+    from eval.bench_matrix import MEAN_OVER_CRITERIA, MEAN_OVER_META, instruction_weights, matrix_arrays
+    from eval.bench_matrix import percentile_interval, resampled_matrices
+
+    folders = [Path(run_a), Path(run_b)]
+    for folder in folders:
+        if not is_bench_run(folder):
+            raise ValueError(f"{folder}: not a judge-eval bench run (no bench.json)")
+    (info_a, items_a), (info_b, items_b) = map(_load, folders)
+    normalize = info_a["matrix"]["normalize"]
+    if info_b["matrix"]["normalize"] != normalize:
+        raise ValueError(f"the runs normalise differently ({normalize} vs {info_b['matrix']['normalize']}); rerun one "
+                         "with --normalize to match")
+    if info_a.get("judge") != info_b.get("judge") and not allow_other_judge:
+        raise ValueError(f"the runs were judged by different judges ({info_a.get('judge')!r} vs "
+                         f"{info_b.get('judge')!r}): their matrices are not comparable")
+    full_a, full_b = matrix_arrays(items_a, normalize), matrix_arrays(items_b, normalize)
+    shared = [p for p in full_a.prompt_ids if p in set(full_b.prompt_ids)]
+    if not shared:
+        raise ValueError("the runs have no instruction in common")
+    layout = SimpleNamespace(criteria=sorted(set(full_a.criteria) | set(full_b.criteria)),
+                             metas=sorted(set(full_a.metas) | set(full_b.metas)))
+    arrays = [matrix_arrays(items, normalize, layout=layout, prompt_ids=shared) for items in (items_a, items_b)]
+    ones = np.ones((1, len(shared)))
+    point_a, point_b = (resampled_matrices(a, ones)[0] for a in arrays)
+    delta = point_b - point_a
+    shape = delta.shape
+    low, high, p_value = (np.full(shape, np.nan) for _ in range(3))
+    if n_boot > 0 and len(shared) >= 2:
+        deltas = np.concatenate([resampled_matrices(arrays[1], w) - resampled_matrices(arrays[0], w)
+                                 for w in instruction_weights(len(shared), n_boot, seed, key="bench/compare")])
+        per_cell = np.ascontiguousarray(np.moveaxis(deltas, 0, -1))  # (rows, columns, resamples)
+        for i in range(shape[0]):
+            for j in range(shape[1]):
+                d = per_cell[i, j]
+                d = d[np.isfinite(d)]
+                low[i, j], high[i, j] = percentile_interval(d, 1.0 - alpha)
+                if len(d):
+                    p_value[i, j] = min(1.0, 2.0 * min((d <= 0).mean(), (d >= 0).mean()))
+    rows = [*layout.criteria, MEAN_OVER_CRITERIA]
+    columns = [*layout.metas, MEAN_OVER_META]
+    cells: dict[str, dict[str, Any]] = {}
+    for i, r in enumerate(rows):
+        cells[r] = {}
+        for j, c in enumerate(columns):
+            verdict = "no difference"
+            if not math.isfinite(delta[i, j]):
+                verdict = "—"
+            elif math.isfinite(low[i, j]) and low[i, j] > 0:
+                verdict = "B higher"
+            elif math.isfinite(high[i, j]) and high[i, j] < 0:
+                verdict = "B lower"
+            cells[r][c] = {"a": _f(point_a[i, j]), "b": _f(point_b[i, j]), "delta": _f(delta[i, j]),
+                           "ci": [_f(low[i, j]), _f(high[i, j])], "p_value": _f(p_value[i, j]), "verdict": verdict}
+    return {"a": {"run": str(folders[0]), "model": info_a.get("model", "")},
+            "b": {"run": str(folders[1]), "model": info_b.get("model", "")}, "judge": info_a.get("judge", ""),
+            "rows": rows, "columns": columns, "cells": cells, "n_instructions": len(shared),
+            "n_boot": n_boot if len(shared) >= 2 else 0, "seed": seed, "alpha": alpha, "normalize": normalize}
+
+
+def render_bench_markdown(result: dict[str, Any]) -> str:
+    """The comparison as a Markdown table: delta [interval] and the call, per cell."""
+
+    def fmt(x: Any) -> str:
+        return "—" if x is None else f"{x:+.3f}"
+
+    lines = [f"# {result['b']['model']} (B) vs {result['a']['model']} (A): POLLUX matrix, B − A",
+             "", f"{result['n_instructions']} instructions answered by both; judge {result['judge']}; "
+             f"{result['n_boot']} paired resamples over instructions; alpha {result['alpha']}.", "",
+             "| criteria_name | " + " | ".join(result["columns"]) + " |",
+             "|---" * (len(result["columns"]) + 1) + "|"]
+    for r in result["rows"]:
+        parts = []
+        for c in result["columns"]:
+            cell = result["cells"][r][c]
+            low, high = cell["ci"]
+            call = f" **{cell['verdict']}**" if cell["verdict"].startswith("B ") else ""
+            parts.append(f"{fmt(cell['delta'])} [{fmt(low)}, {fmt(high)}]{call}")
+        lines.append(f"| {r} | " + " | ".join(parts) + " |")
+    return "\n".join(lines)

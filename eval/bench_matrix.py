@@ -1,0 +1,383 @@
+"""POLLUX's benchmark matrix (its ``src/metrics.py``), with bootstrap intervals over instructions and failure counts.
+
+    from eval.bench_matrix import BenchItem, pollux_matrix
+    matrix = pollux_matrix(items, normalize="minmax", n_boot=1000, seed=0)
+    matrix.write_csv("matrix.csv")        # laid out exactly like POLLUX's metrics.csv
+
+**What POLLUX computes** (public repository ``ai-forever/POLLUX``, ``src/metrics.py`` and ``src/utils/score_utils.py``
+at commit 9179cb4e, the newest stored; line numbers below are of those files there):
+
+- one score per (instruction, criterion) is read from the judge's output; an output with no score is **dropped**
+  (metrics.py ``run``: ``if score is None: continue``), and so is a score outside its rubric's scale
+  (``score_is_within_scale``);
+- each score is **normalised** to 0–1 by its rubric's scale: ``(score - min) / (max - min)`` (score_utils.py
+  ``normalize_score``, commit 9179cb4e; commit 83f6eb6b divided by the maximum instead, the rule RELEASE.md quotes:
+  ``normalize="max"`` here; the two agree on every scale that starts at 0). A rubric without a readable scale keeps
+  its raw score;
+- a criterion is **binary** when its rubric declares exactly the levels {0, 1} (``is_binary_scale``; the oldest
+  version, commit 2e8eb789, counted "exactly two levels" whatever they were). A binary criterion is a gate: when
+  any binary criterion of an instruction is scored anything but 0 (metrics.py: ``raw_score != 0``; the oldest
+  version: ``== 1``), **every** score of that instruction becomes 0, the binary ones included;
+- the matrix: rows ``criteria_name`` (sorted), columns the ``meta`` values (sorted), cells the mean of the cell's
+  scores (``pivot_table(..., aggfunc="mean", sort=True)``); a column ``mean_over_meta`` = the mean of a row's cells;
+  a last row ``mean_over_criteria`` = per ``meta``, the mean over criteria of each criterion's mean **over its
+  non-binary scores** (``groupby("criteria_name").mean().mean()``), and in the ``mean_over_meta`` column the grand
+  mean: the mean of **all non-binary scores pooled** (not a mean of means). A column with no non-binary score has
+  an empty cell there.
+
+**Beyond POLLUX**: every cell, the means included, has a percentile bootstrap interval over instructions (an
+instruction is resampled with all its criteria, so the binary gate stays inside its instruction; the resample weights
+are ``eval.bootstrap``'s); and every cell counts what POLLUX drops silently: verdicts that did not parse, scores out of
+scale, requests that failed.
+
+Where POLLUX's rubric reader and ``judge.scale_of`` (the toolkit's one reader) could differ, ``scale_of`` is used; on
+the released rubric shape (``"0: …\\n\\n1: …"``) both read the same levels.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["BenchItem", "BenchMatrix", "NORMALIZE", "STATUSES", "MEAN_OVER_META", "MEAN_OVER_CRITERIA",
+           "pollux_matrix", "matrix_arrays", "MatrixArrays", "resampled_matrices"]
+
+#: POLLUX's names of the added column and row (metrics.py: ``matrix["mean_over_meta"]``,
+#: ``matrix.loc["mean_over_criteria"]``) and of the index column of metrics.csv.
+MEAN_OVER_META, MEAN_OVER_CRITERIA, INDEX_NAME = "mean_over_meta", "mean_over_criteria", "criteria_name"
+#: minmax: score_utils.py at 9179cb4e; max: at 83f6eb6b (and RELEASE.md); none: raw scores, as metrics.py at 2e8eb789
+#: averaged them (that version's other rules differed too: a binary criterion was any rubric with two levels, and the
+#: gate closed on a score of exactly 1; those are not reproduced).
+NORMALIZE = ("minmax", "max", "none")
+#: What became of one (instruction, criterion): ``ok`` is scored; the others are counted per cell and not scored.
+STATUSES = ("ok", "unparsed", "out_of_scale", "request_failed")
+
+
+@dataclass(frozen=True)
+class BenchItem:
+    """One judged (instruction, criterion) of a bench run.
+
+    Attributes:
+        prompt_id: the instruction's id (the bootstrap's unit).
+        meta: the instruction's ``meta`` value (the matrix column).
+        criteria_name: the criterion (the matrix row).
+        levels: the rubric's levels (``judge.scale_of``), () when no scale could be read.
+        score: the judge's score, None unless the verdict parsed.
+        status: ``request_failed`` when the judge was never heard, ``unparsed`` for a verdict without a score;
+            else ``ok`` (``out_of_scale`` is decided here from ``levels``).
+    """
+
+    prompt_id: Any
+    meta: str
+    criteria_name: str
+    levels: tuple[int, ...]
+    score: float | None
+    status: str = "ok"
+
+    @property
+    def binary(self) -> bool | None:
+        """POLLUX's binary criterion: levels exactly {0, 1}; None when the rubric has no readable scale."""
+        return set(self.levels) == {0, 1} if self.levels else None
+
+
+@dataclass
+class MatrixArrays:
+    """The scored items folded per (instruction, cell): what every matrix and resample is computed from.
+
+    ``sums[i, j]`` / ``counts[i, j]``: the total and number of instruction i's normalised, gated scores in cell j
+    (all of them); ``nb_sums`` / ``nb_counts``: the same over non-binary scores only (the means over criteria and
+    the grand mean). Sparse (``scipy.sparse`` CSR), shape (instructions, criteria x meta values).
+    """
+
+    prompt_ids: list[Any]
+    criteria: list[str]
+    metas: list[str]
+    sums: Any
+    counts: Any
+    nb_sums: Any
+    nb_counts: Any
+    failures: dict[str, np.ndarray] = field(default_factory=dict)  # status -> (n_criteria, n_meta) counts
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return len(self.criteria), len(self.metas)
+
+
+def _normalised(score: float, levels: tuple[int, ...], normalize: str, where: str) -> float:
+    if not levels or normalize == "none":
+        return score  # POLLUX: "Missing scale metadata must not discard an otherwise valid score."
+    low, high = min(levels), max(levels)
+    if normalize == "max":
+        if high == 0:
+            raise ValueError(f"{where}: cannot normalise by a scale whose maximum is 0 (levels {levels})")
+        return score / high
+    if high == low:
+        raise ValueError(f"{where}: cannot normalise a score on a scale with one level ({levels})")
+    return (score - low) / (high - low)
+
+
+def matrix_arrays(items: Iterable[BenchItem], normalize: str = "minmax", *, layout: MatrixArrays | None = None,
+                  prompt_ids: list[Any] | None = None) -> MatrixArrays:
+    """Apply POLLUX's per-item rules (drop, normalise, gate) and fold the items per (instruction, cell).
+
+    Args:
+        items: the judged items.
+        normalize: see ``NORMALIZE``.
+        layout: take the criteria and meta values (rows and columns) from this one (a comparison's common grid;
+            it must hold every item's cell).
+        prompt_ids: the instructions, in this order (a comparison's shared ones; items of others are left out).
+
+    Raises:
+        ValueError: an unknown ``normalize``, or a scale that cannot normalise (naming the item).
+    """
+    if normalize not in NORMALIZE:
+        raise ValueError(f"normalize: {normalize!r} is not one of {', '.join(NORMALIZE)}")
+    items = list(items)
+    if prompt_ids is not None:
+        keep = set(prompt_ids)
+        items = [it for it in items if it.prompt_id in keep]
+    # A rubric without a readable scale is binary when the same (meta, criterion) has a binary rubric elsewhere
+    # (metrics.py: the fallback to ``binary_criteria``).
+    binary_pairs = {(it.meta, it.criteria_name) for it in items if it.binary}
+    scored: list[tuple[BenchItem, float, bool]] = []
+    failures: dict[str, dict[tuple[str, str], int]] = {s: {} for s in STATUSES[1:]}
+    for it in items:
+        status = it.status
+        if status == "ok" and it.score is None:
+            status = "unparsed"
+        if status == "ok" and it.levels and not (min(it.levels) <= it.score <= max(it.levels)):
+            status = "out_of_scale"
+        if status != "ok":
+            key = (it.criteria_name, it.meta)
+            failures[status][key] = failures[status].get(key, 0) + 1
+            continue
+        binary = it.binary if it.binary is not None else (it.meta, it.criteria_name) in binary_pairs
+        where = f"prompt_id {it.prompt_id!r}, criterion {it.criteria_name!r}"
+        scored.append((it, _normalised(float(it.score), it.levels, normalize, where), binary))
+    # The gate: a binary criterion scored anything but 0 zeroes every score of its instruction.
+    rejected = {it.prompt_id for it, _, binary in scored if binary and float(it.score) != 0}
+
+    criteria = sorted({it.criteria_name for it, _, _ in scored} | {k[0] for f in failures.values() for k in f})
+    metas = sorted({it.meta for it, _, _ in scored} | {k[1] for f in failures.values() for k in f})
+    if layout is not None:
+        criteria, metas = list(layout.criteria), list(layout.metas)
+    if prompt_ids is None:
+        prompt_ids = list(dict.fromkeys(it.prompt_id for it in items))
+    row = {p: i for i, p in enumerate(prompt_ids)}
+    col = {(c, m): ci * len(metas) + mi for ci, c in enumerate(criteria) for mi, m in enumerate(metas)}
+    # Sparse (instruction x cell) totals: an instruction fills a handful of the cells, and a resample's matrix is
+    # then one sparse-dense product (nnz x resamples) instead of a dense one (instructions x cells x resamples).
+    entries: dict[str, list] = {"i": [], "j": [], "score": [], "binary": []}
+    for it, value, binary in scored:
+        entries["i"].append(row[it.prompt_id])
+        entries["j"].append(col[(it.criteria_name, it.meta)])
+        entries["score"].append(0.0 if it.prompt_id in rejected else value)
+        entries["binary"].append(binary)
+    i, j = np.asarray(entries["i"], dtype=np.int64), np.asarray(entries["j"], dtype=np.int64)
+    score, keep = np.asarray(entries["score"], dtype=np.float64), ~np.asarray(entries["binary"], dtype=bool)
+    shape = (len(prompt_ids), len(criteria) * len(metas))
+
+    def total(values: np.ndarray, mask: np.ndarray | None = None):
+        from scipy import sparse
+
+        if mask is not None:
+            values, rows, cols = values[mask], i[mask], j[mask]
+        else:
+            rows, cols = i, j
+        return sparse.csr_matrix((values, (rows, cols)), shape=shape)  # duplicates are summed
+
+    sums, counts = total(score), total(np.ones_like(score))
+    nb_sums, nb_counts = total(score, keep), total(np.ones_like(score), keep)
+    failure_arrays = {}
+    for status, per_cell in failures.items():
+        grid = np.zeros((len(criteria), len(metas)), dtype=np.int64)
+        for (c, m), n in per_cell.items():
+            grid[criteria.index(c), metas.index(m)] = n
+        failure_arrays[status] = grid
+    return MatrixArrays(prompt_ids, criteria, metas, sums, counts, nb_sums, nb_counts, failure_arrays)
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
+
+
+def _nanmean(values: np.ndarray, axis: int) -> np.ndarray:
+    """Mean over finite entries (pandas' skipna); NaN where there are none."""
+    finite = np.isfinite(values)
+    total = np.where(finite, values, 0.0).sum(axis=axis)
+    n = finite.sum(axis=axis)
+    return _ratio(total, n)
+
+
+def _full_matrices(w_sums: np.ndarray, w_counts: np.ndarray, w_nb_sums: np.ndarray, w_nb_counts: np.ndarray,
+                   shape: tuple[int, int]) -> np.ndarray:
+    """(b, n_criteria + 1, n_meta + 1) matrices from per-resample cell totals (b, n_cells): POLLUX's table."""
+    b = w_sums.shape[0]
+    n_c, n_m = shape
+    cells = _ratio(w_sums, w_counts).reshape(b, n_c, n_m)
+    nb_cells = _ratio(w_nb_sums, w_nb_counts).reshape(b, n_c, n_m)
+    out = np.full((b, n_c + 1, n_m + 1), np.nan)
+    out[:, :n_c, :n_m] = cells
+    out[:, :n_c, n_m] = _nanmean(cells, axis=2)  # mean_over_meta: the mean of the row's cells
+    out[:, n_c, :n_m] = _nanmean(nb_cells, axis=1)  # mean_over_criteria: mean of the non-binary criteria means
+    out[:, n_c, n_m] = _ratio(w_nb_sums.sum(axis=1), w_nb_counts.sum(axis=1))  # grand mean: pooled non-binary
+    return out
+
+
+def resampled_matrices(arrays: MatrixArrays, weights: np.ndarray) -> np.ndarray:
+    """POLLUX's matrix for each row of ``weights`` (b, n_instructions): how often each instruction was drawn."""
+    def weighted(totals) -> np.ndarray:
+        return np.asarray((totals.T @ weights.T).T)  # sparse.T @ dense: nnz x resamples multiply-adds
+
+    return _full_matrices(weighted(arrays.sums), weighted(arrays.counts), weighted(arrays.nb_sums),
+                          weighted(arrays.nb_counts), arrays.shape)
+
+
+def instruction_weights(n: int, n_boot: int, seed: int, key: str = "bench/matrix"):
+    """Blocks of bootstrap weights over ``n`` instructions (``eval.bootstrap``'s resampler: n draws with
+    replacement per resample), ``n_boot`` rows in all."""
+    from eval import bootstrap
+
+    return bootstrap._resample_weights(np.ones(n, dtype=np.int64), n_boot, bootstrap.cell_rng(seed, key))
+
+
+def percentile_interval(samples: np.ndarray, level: float = 0.95) -> list[float]:
+    """``eval.bootstrap``'s percentile interval over the finite samples."""
+    from eval import bootstrap
+
+    return bootstrap._interval(samples, level)
+
+
+@dataclass
+class BenchMatrix:
+    """POLLUX's matrix with intervals and counts; rows ``criteria + [mean_over_criteria]``, columns
+    ``metas + [mean_over_meta]``.
+
+    Attributes:
+        values: (rows, columns) point values; NaN for an empty cell.
+        ci_low, ci_high: percentile bootstrap bounds (NaN without resamples or with fewer than 2 instructions).
+        n: scored items per cell (the margins: their sums).
+        failed: status -> counts per cell (the margins: their sums), for ``unparsed``, ``out_of_scale``,
+            ``request_failed``.
+        n_instructions: instructions resampled; n_boot, normalize, seed: as computed.
+    """
+
+    rows: list[str]
+    columns: list[str]
+    values: np.ndarray
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+    n: np.ndarray
+    failed: dict[str, np.ndarray]
+    n_instructions: int
+    n_boot: int
+    normalize: str
+    seed: int
+
+    @property
+    def grand_mean(self) -> float:
+        return float(self.values[-1, -1])
+
+    def cell(self, row: str, column: str) -> dict[str, Any]:
+        """One cell as a dict: value, ci, n and the failure counts."""
+        i, j = self.rows.index(row), self.columns.index(column)
+        return {"value": _json_float(self.values[i, j]),
+                "ci": [_json_float(self.ci_low[i, j]), _json_float(self.ci_high[i, j])],
+                "n": int(self.n[i, j]), **{f"n_{s}": int(a[i, j]) for s, a in self.failed.items()}}
+
+    def to_csv(self) -> str:
+        """metrics.csv's text: header ``criteria_name,<meta...>,mean_over_meta``, one line per row, floats as
+        pandas writes them (shortest round-trip repr), empty for a NaN cell."""
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow([INDEX_NAME, *self.columns])
+        for i, name in enumerate(self.rows):
+            writer.writerow([name, *(_csv_float(v) for v in self.values[i])])
+        return buffer.getvalue()
+
+    def write_csv(self, path: str | Path) -> Path:
+        Path(path).write_text(self.to_csv(), encoding="utf-8")
+        return Path(path)
+
+    def cells_csv(self) -> str:
+        """Every cell in long form with its interval and counts (cells.csv)."""
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        statuses = list(self.failed)
+        writer.writerow(["criteria_name", "meta", "value", "ci_low", "ci_high", "n", *(f"n_{s}" for s in statuses)])
+        for i, r in enumerate(self.rows):
+            for j, c in enumerate(self.columns):
+                writer.writerow([r, c, _csv_float(self.values[i, j]), _csv_float(self.ci_low[i, j]),
+                                 _csv_float(self.ci_high[i, j]), int(self.n[i, j]),
+                                 *(int(self.failed[s][i, j]) for s in statuses)])
+        return buffer.getvalue()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rows": self.rows, "columns": self.columns, "normalize": self.normalize, "n_boot": self.n_boot,
+                "seed": self.seed, "n_instructions": self.n_instructions, "grand_mean": _json_float(self.grand_mean),
+                "cells": {r: {c: self.cell(r, c) for c in self.columns} for r in self.rows},
+                "why_empty": "an empty cell has no scored item: no instruction of that meta has that criterion, or "
+                             "every verdict of the cell failed (see its n_* counts)"}
+
+
+def _margins(grid: np.ndarray) -> np.ndarray:
+    out = np.zeros((grid.shape[0] + 1, grid.shape[1] + 1), dtype=np.int64)
+    out[:-1, :-1] = grid
+    out[:-1, -1] = grid.sum(axis=1)
+    out[-1, :-1] = grid.sum(axis=0)
+    out[-1, -1] = grid.sum()
+    return out
+
+
+def pollux_matrix(items: Iterable[BenchItem], normalize: str = "minmax", n_boot: int = 1000, seed: int = 0,
+                  level: float = 0.95) -> BenchMatrix:
+    """POLLUX's criteria x meta matrix of a bench run, with bootstrap intervals over instructions.
+
+    Args:
+        items: every (instruction, criterion) judged, failures included.
+        normalize: ``minmax`` (POLLUX today), ``max`` or ``none`` (see the module docstring).
+        n_boot: bootstrap resamples (0: no intervals).
+        seed: the resamples' seed.
+        level: the intervals' coverage.
+
+    Raises:
+        ValueError: nothing was scored (POLLUX: "No valid scores parsed"), or as ``matrix_arrays``.
+    """
+    arrays = matrix_arrays(items, normalize)
+    if not arrays.counts.nnz:
+        counts = {s: int(a.sum()) for s, a in arrays.failures.items()}
+        raise ValueError(f"no verdict was scored ({counts}); POLLUX's matrix needs at least one score")
+    n_i = len(arrays.prompt_ids)
+    point = resampled_matrices(arrays, np.ones((1, n_i)))[0]
+    low = np.full_like(point, np.nan)
+    high = np.full_like(point, np.nan)
+    if n_boot > 0 and n_i >= 2:
+        samples = np.concatenate([resampled_matrices(arrays, w) for w in instruction_weights(n_i, n_boot, seed)])
+        # (rows, columns, resamples): each cell's resamples contiguous for the percentiles.
+        per_cell = np.ascontiguousarray(np.moveaxis(samples, 0, -1))
+        for i in range(point.shape[0]):
+            for j in range(point.shape[1]):
+                low[i, j], high[i, j] = percentile_interval(per_cell[i, j], level)
+    n_c, n_m = arrays.shape
+    n_scored = np.asarray(arrays.counts.sum(axis=0)).reshape(n_c, n_m).astype(np.int64)
+    return BenchMatrix(rows=[*arrays.criteria, MEAN_OVER_CRITERIA], columns=[*arrays.metas, MEAN_OVER_META],
+                       values=point, ci_low=low, ci_high=high, n=_margins(n_scored),
+                       failed={s: _margins(a) for s, a in arrays.failures.items()}, n_instructions=n_i,
+                       n_boot=n_boot if n_i >= 2 else 0, normalize=normalize, seed=seed)
+
+
+def _json_float(value: float) -> float | None:
+    return float(value) if math.isfinite(value) else None
+
+
+def _csv_float(value: float) -> str:
+    return repr(float(value)) if math.isfinite(value) else ""
+

@@ -1,0 +1,149 @@
+"""``report.html`` of a bench run (and of a comparison of two): the matrix as a heat map, one self-contained page.
+
+The page uses the report pages' stylesheet (``eval/html/page.css``) inline and no script: each cell's colour is
+its value on the 0–1 scale of POLLUX's normalised scores (white 0 -> blue 1), with the interval and the counts of
+what was not scored in its tooltip and under the value. A comparison colours the difference (red: B lower, green:
+B higher) and marks the cells whose paired interval excludes 0.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from importlib import resources
+from pathlib import Path
+from typing import Any, Mapping
+
+__all__ = ["render_bench_page", "write_bench_page", "render_bench_compare_page"]
+
+_EXTRA_CSS = """
+table.heat td { min-width: 88px; }
+table.heat td small { display: block; color: var(--muted); font-size: 11px; }
+table.heat tr.margin td, table.heat td.margin { border-top: 2px solid var(--fg); font-weight: 600; }
+table.heat td.fail { outline: 2px solid var(--bad); outline-offset: -2px; }
+"""
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    return f"{value:.{digits}f}" if isinstance(value, (int, float)) and math.isfinite(value) else "—"
+
+
+def _heat(value: Any, low: float = 0.0, high: float = 1.0) -> str:
+    """A background from white (low) to blue (high); none for an empty cell."""
+    if not isinstance(value, (int, float)) or not math.isfinite(value):
+        return ""
+    t = min(max((value - low) / (high - low), 0.0), 1.0) if high > low else 0.5
+    r, g, b = (round(255 - t * (255 - c)) for c in (47, 95, 179))  # --accent at 1
+    ink = "#fff" if t > 0.6 else "var(--fg)"
+    return f' style="background: rgb({r},{g},{b}); color: {ink}"'
+
+
+def _diverging(value: Any, span: float) -> str:
+    if not isinstance(value, (int, float)) or not math.isfinite(value) or span <= 0:
+        return ""
+    t = min(abs(value) / span, 1.0)
+    base = (31, 122, 58) if value > 0 else (179, 38, 30)
+    r, g, b = (round(255 - t * (255 - c)) for c in base)
+    return f' style="background: rgb({r},{g},{b}); color: {"#fff" if t > 0.6 else "var(--fg)"}"'
+
+
+def _page(title: str, subtitle: list[str], body: list[str]) -> str:
+    css = resources.files("eval").joinpath("html", "page.css").read_text(encoding="utf-8")
+    return "\n".join(["<!doctype html>", '<html lang="ru"><head><meta charset="utf-8">',
+                      '<meta name="viewport" content="width=device-width, initial-scale=1">',
+                      f"<title>{_e(title)}</title><style>{css}{_EXTRA_CSS}</style></head><body>",
+                      f"<header><h1>{_e(title)}</h1>", *(f"<p>{line}</p>" for line in subtitle), "</header><main>",
+                      *body, "</main></body></html>"])
+
+
+def _failures(cell: Mapping[str, Any]) -> dict[str, int]:
+    return {k[2:]: v for k, v in cell.items() if k.startswith("n_") and k != "n" and v}
+
+
+def _matrix_table(matrix: Mapping[str, Any]) -> str:
+    rows, columns, cells = matrix["rows"], matrix["columns"], matrix["cells"]
+    head = "".join(f"<th>{_e(c)}</th>" for c in columns)
+    out = [f'<div class="scroll"><table class="grid heat"><thead><tr><th>criteria_name</th>{head}</tr></thead><tbody>']
+    for i, r in enumerate(rows):
+        margin_row = i == len(rows) - 1
+        tds = []
+        for j, c in enumerate(columns):
+            cell = cells[r][c]
+            low, high = cell["ci"]
+            failed = _failures(cell)
+            tip = f"{r} × {c}: {_fmt(cell['value'], 4)} [{_fmt(low, 4)}, {_fmt(high, 4)}], n {cell['n']}" + "".join(
+                f", {k} {v}" for k, v in failed.items())
+            note = f"<small>[{_fmt(low, 2)}, {_fmt(high, 2)}] n {cell['n']}</small>"
+            note += "".join(f"<small>{_e(k)} {v}</small>" for k, v in failed.items())
+            css = " ".join(x for x in ("margin" if j == len(columns) - 1 else "", "fail" if failed else "") if x)
+            klass = f' class="{css}"' if css else ""
+            tds.append(f'<td{klass} title="{_e(tip)}"{_heat(cell["value"])}>{_fmt(cell["value"])}{note}</td>')
+        row_class = ' class="margin"' if margin_row else ""
+        out.append(f"<tr{row_class}><td>{_e(r)}</td>{''.join(tds)}</tr>")
+    out.append("</tbody></table></div>")
+    return "".join(out)
+
+
+def render_bench_page(result: Mapping[str, Any]) -> str:
+    """The bench report: counts, the matrix as a heat map, how to read it."""
+    matrix, counts = result["matrix"], result["counts"]
+    subtitle = [f"candidate <b>{_e(result['model'])}</b>, judge <b>{_e(result['judge'])}</b>, data {_e(result['data'])}",
+                f"grand mean {_fmt(matrix['grand_mean'], 4)} (POLLUX's mean over criteria of mean_over_meta); "
+                f"{counts['n_instructions']} instructions, {counts['n_items']} judged items; normalisation "
+                f"{_e(matrix['normalize'])}; {matrix['n_boot']} bootstrap resamples over {matrix['n_instructions']} "
+                "instructions (seed " + _e(matrix["seed"]) + ")"]
+    not_scored = [f"{k} {v}" for k, v in counts.items() if k not in ("n_instructions", "n_items") and v]
+    body = ["<h2>Matrix</h2>",
+            '<p class="note">Laid out as POLLUX\'s metrics.csv (matrix.csv): cells are means of normalised scores '
+            "after the binary gate; <i>mean_over_meta</i> is the mean of a row's cells, <i>mean_over_criteria</i> "
+            "the mean over non-binary criteria, and their corner the mean of all non-binary scores. Under each "
+            "value: its 95% bootstrap interval over instructions and the scores it rests on; a red outline marks a "
+            "cell with verdicts that were not scored (unparsed, out of scale, request failed), which POLLUX drops "
+            "silently.</p>",
+            _matrix_table(matrix),
+            "<h2>Not scored</h2>",
+            f'<p class="note">{_e(", ".join(not_scored) or "nothing: every instruction was answered and judged")}. '
+            "n_no_answer / n_empty_answer count (instruction, criterion) items whose answer request failed or whose "
+            "answer was empty once thinking was stripped: those are not judged (POLLUX would send an empty answer).</p>"]
+    return _page(f"judge-eval bench: {result['model']}", subtitle, body)
+
+
+def write_bench_page(result: Mapping[str, Any], out: str | Path) -> Path:
+    path = Path(out) / "report.html"
+    path.write_text(render_bench_page(result), encoding="utf-8")
+    return path
+
+
+def render_bench_compare_page(result: Mapping[str, Any]) -> str:
+    """Two candidates' matrices and their paired differences (B - A) as a diverging heat map."""
+    rows, columns, cells = result["rows"], result["columns"], result["cells"]
+    span = max([abs(c["delta"]) for r in rows for c in cells[r].values()
+                if isinstance(c["delta"], (int, float)) and math.isfinite(c["delta"])] or [0.0])
+    head = "".join(f"<th>{_e(c)}</th>" for c in columns)
+    table = [f'<div class="scroll"><table class="grid heat"><thead><tr><th>criteria_name</th>{head}</tr></thead><tbody>']
+    for r in rows:
+        tds = []
+        for c in columns:
+            cell = cells[r][c]
+            low, high = cell["ci"]
+            verdict = cell["verdict"]
+            css = {"B higher": "better", "B lower": "worse"}.get(verdict, "")
+            tip = f"{r} × {c}: A {_fmt(cell['a'], 4)}, B {_fmt(cell['b'], 4)}, p {_fmt(cell['p_value'], 3)}"
+            tds.append(f'<td{_diverging(cell["delta"], span)} title="{_e(tip)}">{_fmt(cell["delta"])}'
+                       f"<small>[{_fmt(low, 2)}, {_fmt(high, 2)}]</small>"
+                       f'<small class="{css}">{_e(verdict)}</small></td>')
+        table.append(f"<tr><td>{_e(r)}</td>{''.join(tds)}</tr>")
+    table.append("</tbody></table></div>")
+    subtitle = [f"A <b>{_e(result['a']['model'])}</b> ({_e(result['a']['run'])}) vs B <b>{_e(result['b']['model'])}"
+                f"</b> ({_e(result['b']['run'])}); judge {_e(result['judge'])}",
+                f"{result['n_instructions']} instructions answered by both; {result['n_boot']} paired resamples "
+                f"(seed {_e(result['seed'])}), alpha {_e(result['alpha'])}"]
+    body = ["<h2>B − A</h2>",
+            '<p class="note">Each cell: the difference of POLLUX\'s matrix cell (B minus A) over the instructions both '
+            "runs scored, its paired 95% bootstrap interval over instructions (the same resampled instructions feed "
+            "both), and the call when the interval excludes 0.</p>", "".join(table)]
+    return _page("judge-eval compare: bench runs", subtitle, body)

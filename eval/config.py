@@ -1,0 +1,106 @@
+"""``RunConfig``: the settings of ``judge-eval run``, mirrored by the YAML files in ``configs/eval/``.
+
+Its own module (as ``train.config`` and ``serve.config`` are) so that the runner (``eval.run``), its backends
+(``eval.backends``) and the local server (``eval.local_server``) all import it from below, with no cycle.
+
+    judge-eval run --config configs/eval/gpt-4o.yaml --concurrency 4 --out runs/gpt-4o
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from judge.plumbing.config_files import ConfigError, read_config_file
+from judge.plumbing.config_files import option as _f
+from judge.verdicts import VerdictFormat
+
+__all__ = ["RunConfig", "ConfigError"]
+
+
+@dataclass
+class RunConfig:
+    """Everything ``judge-eval run`` needs; mirrored by the YAML files in ``configs/eval/``.
+
+    Precedence: these defaults, then ``--config FILE``, then command-line flags. Unknown YAML keys are errors.
+    """
+
+    judge: str = _f("", "Judge: a checkpoint folder, or the base URL of judge-serve / vLLM / an OpenAI-compatible "
+                        "API (e.g. http://127.0.0.1:8000/v1). Empty: read the URL from base_url_env.")
+    data: str = _f("", "POLLUX-format records (JSONL, Parquet, datasets folder or name). Empty: the bundled sample.")
+    out: str = _f("", "Output folder for predictions.jsonl and run.json.")
+    name: str = _f("", "The judge's label in predictions and reports (default: the served model name).")
+    model: str = _f("", "Model name sent in requests (default: the first model the server lists).")
+    prompt: str = _f("ru", "ru: the Russian POLLUX judge prompt (POLLUX judges); en: the English task-description "
+                           "prompt (API baselines such as GPT-4o, DeepSeek-R1).")
+    verdict_format: str = _f("auto", "How the judge writes its verdict: tagged ([FEEDBACK] ... [RESULT] n [END]), "
+                                     "integer (reasoning, then a bare integer: ai-forever/Pollux-4B-Judge; thinking "
+                                     "stays on) or auto (from the checkpoint's manifest/config or the model id).")
+    backend: str = _f("auto", "auto: judge-serve when the URL has /v1/judge, else chat; chat: one chat completion "
+                              "per item; judge-serve: /v1/judge with all criteria of an answer per request.")
+    base_url_env: str = _f("", "Environment variable holding the base URL when judge is empty (API judges).")
+    api_key_env: str = _f("", "Environment variable holding the API key (empty or unset: no key).")
+    concurrency: int = _f(8, "Requests in flight at once.")
+    max_retries: int = _f(5, "Retries of a request that failed for a transient reason (connection, timeout, 408, 409, "
+                               "429, 5xx; judge.plumbing.retry).")
+    backoff_s: float = _f(1.0, "First retry delay in seconds; doubles per retry (with jitter), capped at 60 s; never "
+                                  "shorter than the server's Retry-After (judge.plumbing.retry).")
+    timeout_s: float = _f(600.0, "Seconds one request may take.")
+    max_tokens: int = _f(1024, "Tokens the judge may generate per verdict.")
+    temperature: float = _f(0.0, "Sampling temperature (0: greedy).")
+    lenient: bool = _f(False, "Accept a verdict whose [END] was cut off (judge.parse_verdict lenient=True).")
+    pairwise_orders: str = _f("both", "Pairwise rows (answer_1/answer_2): both asks each pair in both orders (position "
+                                      "bias shows as verdicts that do not flip with the order); original asks once.")
+    batch_size: int = _f(16, "judge-serve backend: most criteria per /v1/judge request.")
+    split: str = _f("all", "Which items to judge: all, zero_shot or standard.")
+    limit: int = _f(0, "Judge only the first N items of the data (0: all).")
+    extra_body: dict = _f({}, "Extra JSON fields sent with every request: chat ({reasoning_effort: low}) or "
+                                "judge-serve's /v1/judge ({constrained: true}).")
+    server: str = _f("auto", "Checkpoint judges: auto (judge-serve if installed, else vLLM), judge-serve or vllm.")
+    server_args: list = _f([], "Checkpoint judges: extra server flags, e.g. ['--enforce-eager', '--dtype', 'float32'] "
+                               "on CPU.")
+    server_env: dict = _f({}, "Checkpoint judges: environment variables for the server, e.g. "
+                              "{VLLM_CPU_KVCACHE_SPACE: '1'} (GiB of KV cache) on CPU.")
+    server_timeout_s: float = _f(900.0, "Checkpoint judges: seconds the server may take to start.")
+    progress: bool = _f(True, "Show a progress bar.")
+    # ---- criteria: auto (issue #13) -------------------------------------------------------------------------------
+    criteria: str = _f("", "auto: rows without criteria_name are (instruction, answer) pairs, expanded into one item "
+                           "per criterion of the task a classifier chooses (judge.criteria_auto); empty: every row "
+                           "names its criterion.")
+    criteria_classifier: str = _f("tfidf", "criteria auto: the task-classifier method (tfidf, llm or head).")
+    criteria_classifier_path: str = _f("", "criteria auto: tfidf/head artefact folder, or the llm method's base URL; "
+                                           "empty with tfidf: the classifier shipped with the package.")
+    criteria_classifier_model: str = _f("", "criteria auto, llm method: the served model name.")
+    criteria_threshold: float | None = _f(None, "criteria auto: below this task-type probability the criteria fall "
+                                               "back to those that apply to every task; empty: the classifier's own "
+                                               "(the shipped tfidf's is chosen on out-of-fold data).")
+
+    def validate(self) -> None:
+        """Raise ``ConfigError`` naming the first bad key."""
+        choices = {"prompt": ("ru", "en"), "verdict_format": ("auto", *VerdictFormat.ALL), "pairwise_orders": ("both", "original"), "backend": ("auto", "chat", "judge-serve"),
+                   "split": ("all", "zero_shot", "standard"), "server": ("auto", "judge-serve", "vllm")}
+        for key, allowed in choices.items():
+            if getattr(self, key) not in allowed:
+                raise ConfigError(f"{key}: {getattr(self, key)!r} is not one of {', '.join(allowed)}")
+        for key in ("concurrency", "batch_size", "max_tokens"):
+            if getattr(self, key) < 1:
+                raise ConfigError(f"{key}: must be at least 1, got {getattr(self, key)}")
+        if not self.out:
+            raise ConfigError("out: an output folder is required (--out DIR)")
+        if self.criteria not in ("", "auto"):
+            raise ConfigError(f"criteria: {self.criteria!r} is not one of '', auto")
+        if self.criteria == "auto" and self.criteria_classifier != "tfidf" and not self.criteria_classifier_path:
+            raise ConfigError(f"criteria_classifier_path: required with --criteria-classifier "
+                              f"{self.criteria_classifier} (artefact folder or llm URL)")
+        if not self.judge and not self.base_url_env:
+            raise ConfigError("judge: give a checkpoint folder or URL (--judge), or base_url_env for an API judge")
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> dict[str, Any]:
+        """The keys a YAML file sets (to be merged over the defaults).
+
+        Raises:
+            ConfigError: the file is not a mapping, or has a key that is not a field.
+        """
+        return read_config_file(path, cls)

@@ -1,0 +1,299 @@
+"""The experts' own tables: the POLLUX paper's judge-independent figures, from the labels alone.
+
+    judge-eval experts --data ai-forever/POLLUX --out runs/experts
+
+No judge is involved: these are the experts' ranking of the evaluated LLMs and their agreement, the ground truth a
+judge-based run approximates. A user who reproduces them knows that loading, the ``-1`` abstentions, the split and
+the pooling are right before comparing any judge. The paper's tables (``seeds/003_04de0265a3137b49.txt``):
+
+- **Table 10, Experts column** (line 690, rows at 680-688): the mean expert score by evaluated model on the
+  Zero-Shot test (here on each split: ``zero_shot``, ``standard`` and ``all``);
+- **Table 1** (line 139): the mean expert score by task type and evaluated model on the Full test (Zero-Shot +
+  Standard);
+- **Table 9** (line 623): the same by criterion;
+- **Tables 14, 15, 16, Experts column** (lines 876, 917, 981): the experts' Verdict Confidence on the Full test by
+  evaluated model, task type and criterion.
+
+How they aggregate, as far as the paper says:
+
+- an item's expert score is "an unweighted average of the corresponding point estimates" (line 179), over the
+  experts who did not abstain: a ``-1`` in ``annotations`` is an abstention, not a score (RELEASE.md); an item all
+  of whose experts abstained has no score and is left out (``n_no_experts``);
+- an item's Verdict Confidence is the largest share of one score among its experts (line 825), only where two or
+  more experts scored it (Table 15's note, line 917: no VC for the single-annotator Technical Problems);
+- a cell is the mean over its items (the paper does not say; the only reading its figures allow, see next);
+- the "Avg." row is the mean over **all items** of the column, not the mean of the rows: Table 10's seven model
+  rows average to (1.569 + 1.404 + 1.398 + 1.295 + 1.300 + 1.333 + 1.541) / 7 = 1.406, but its Avg. is 1.401;
+  Tables 14, 15 and 16 group the same items three ways and all give Avg. 0.888, which only an item-pooled mean
+  does (Table 14's rows average to 0.887). Every criterion counts, the two Critical ones included (Table 9 lists
+  them). ``Avg.`` in the outputs is that pooled mean.
+
+Task types are shown by their English taxonomy name where the taxonomy knows the record's (Russian) one, criteria
+by the record's name with the taxonomy's English name beside it. Items of a task type the taxonomy does not know
+form their own ``unknown`` split, outside ``all``, as in ``judge-eval score``.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from eval.metrics import expert_mean, pad_scores, verdict_confidence_experts
+from eval.report import fmt, markdown_table
+
+__all__ = ["AVG", "PAPER", "expert_tables", "render_html", "render_markdown", "summary_line", "write_expert_tables"]
+
+#: The pooled row's name, as the paper's tables write it.
+AVG = "Avg."
+_SPLITS = ("zero_shot", "standard", "unknown", "all")
+_SPLIT_TITLES = {"zero_shot": "Zero-Shot test", "standard": "Standard test", "unknown": "split unknown",
+                 "all": "Full test (Zero-Shot + Standard)"}
+#: (table key, what is averaged, rows grouped by, the paper's table) for every table written.
+_TABLES = (
+    ("mean_by_model", "mean", "model_id", "Table 10, Experts column (paper line 690; Zero-Shot)"),
+    ("mean_by_task_type", "mean", "task_type", "Table 1 (paper line 139; Full test)"),
+    ("mean_by_criterion", "mean", "criterion", "Table 9 (paper line 623; Full test)"),
+    ("vc_by_model", "vc", "model_id", "Table 14, Experts column (paper line 876; Full test)"),
+    ("vc_by_task_type", "vc", "task_type", "Table 15, Experts column (paper line 917; Full test)"),
+    ("vc_by_criterion", "vc", "criterion", "Table 16, Experts column (paper line 981; Full test)"),
+)
+#: The paper's figures that need only the labels, to compare with (Table 10 lines 680-688, Table 14 line 874).
+PAPER = {
+    "table_10_experts_zero_shot": {"Claude 3.5 Sonnet (2024-10-22)": 1.569, "GPT-4o (2024-08-06)": 1.404,
+                                   "GigaChat-Max (1.0.26.20)": 1.398, "Llama-3.1-405B": 1.295, "T-pro-it-1.0": 1.300,
+                                   "YaGPT-4-Pro (2024-10-23)": 1.333, "o1 (2024-12-17)": 1.541, AVG: 1.401},
+    "tables_14_16_experts_vc_full_test": {AVG: 0.888},
+}
+
+
+def _labels(records) -> tuple[list[str], list[str], list[str], list[str]]:
+    """Split, task type (English where known), criterion name and its English name per record; each taxonomy lookup
+    is made once per distinct key (a few hundred), not per item (160k on the release)."""
+    import judge
+
+    taxonomy = judge.load_taxonomy()
+    spec = judge.load_split_spec()
+    by_key: dict[tuple[str, str, str], Any] = {}
+    for record in records:
+        by_key.setdefault((record.task_type, record.task_subtype, record.criteria_name), record)
+    split = {key: judge.split_of(record, spec, allow_unknown=True) for key, record in by_key.items()}
+
+    def task_name(task_type: str, subtype: str) -> str:
+        known = [taxonomy.canonical_task_type(name) for name in (task_type, subtype) if name]
+        return next((name for name in known if name), task_type or "(none)")
+
+    def english_name(criterion: str) -> str:
+        try:
+            return taxonomy.criterion(criterion).name["en"]
+        except judge.TaxonomyError:
+            return ""
+
+    task = {key[:2]: task_name(*key[:2]) for key in by_key}
+    english = {key[2]: english_name(key[2]) for key in by_key}
+    keys = [(r.task_type, r.task_subtype, r.criteria_name) for r in records]
+    return ([split[k] for k in keys], [task[k[:2]] for k in keys], [k[2] for k in keys],
+            [english[k[2]] for k in keys])
+
+
+def _codes(labels: Sequence[str]) -> tuple[list[str], np.ndarray]:
+    """(distinct labels in first-seen order, each label's index into them)."""
+    lookup: dict[str, int] = {}
+    codes = np.fromiter((lookup.setdefault(label, len(lookup)) for label in labels), dtype=np.int64, count=len(labels))
+    return list(lookup), codes
+
+
+def _cells(values: np.ndarray, rows: tuple[list[str], np.ndarray], columns: tuple[list[str], np.ndarray] | None,
+           index: np.ndarray) -> dict:
+    """``{row: {column: (n, mean)}}`` over the finite values of ``index``, with the pooled ``AVG`` row; the column is
+    the evaluated model (cross tables, with the pooled ``AVG`` column: all models together) or ``"Experts"``."""
+    keep = index[np.isfinite(values[index])]
+    row_names, row_codes = rows
+    col_names, col_codes = columns if columns is not None else (["Experts"], np.zeros(len(values), dtype=np.int64))
+    shape = (len(row_names), len(col_names))
+    flat = row_codes[keep] * shape[1] + col_codes[keep]
+    n = np.bincount(flat, minlength=shape[0] * shape[1]).reshape(shape)
+    total = np.bincount(flat, weights=values[keep], minlength=shape[0] * shape[1]).reshape(shape)
+    # The pooled row (and, in a cross table, column) adds the counts and sums: a mean over items, not over cells.
+    n = np.vstack([n, n.sum(axis=0)])
+    total = np.vstack([total, total.sum(axis=0)])
+    names = list(col_names)
+    if columns is not None:
+        n, total = np.hstack([n, n.sum(axis=1, keepdims=True)]), np.hstack([total, total.sum(axis=1, keepdims=True)])
+        names.append(AVG)
+    out = {}
+    for i in [*np.argsort(np.asarray(row_names, dtype=object), kind="stable"), len(row_names)]:
+        cells = {names[j]: (int(n[i, j]), float(total[i, j] / n[i, j])) for j in np.argsort(names, kind="stable")
+                 if n[i, j]}
+        if cells:
+            out[row_names[i] if i < len(row_names) else AVG] = cells
+    return out
+
+
+def expert_tables(records) -> dict[str, Any]:
+    """The experts' tables of labelled records, judge-independent.
+
+    Args:
+        records: ``JudgeRecord`` list (``judge.load_records``), abstentions already out of ``expert_scores``.
+
+    Returns:
+        ``{"counts": {...}, "english_names": {criterion: English name}, "tables": {table: {split: {row: {column:
+        (n_items, value)}}}}}``. ``mean_by_*`` are cross tables (columns: evaluated models and ``AVG``, all models
+        pooled; ``mean_by_model`` has the one column ``"Experts"``); ``vc_by_*`` have the column ``"Experts"``.
+        Every table has the pooled ``AVG`` row. A group without a value is absent (the paper's "—").
+    """
+    splits, tasks, criteria, english = _labels(records)
+    experts = pad_scores([r.expert_scores for r in records])
+    item_mean = expert_mean(experts)
+    item_vc = verdict_confidence_experts(experts)
+    split = np.asarray(splits, dtype=object)
+    models = [r.model_id or "(none)" for r in records]
+    group_of = {"model_id": _codes(models), "task_type": _codes(tasks), "criterion": _codes(criteria)}
+    index = {name: np.flatnonzero(split == name) for name in _SPLITS if name != "all"}
+    index["all"] = np.flatnonzero((split == "zero_shot") | (split == "standard"))
+    tables: dict[str, dict] = {}
+    for key, value, by, _ in _TABLES:
+        values = item_mean if value == "mean" else item_vc
+        cross = group_of["model_id"] if value == "mean" and by != "model_id" else None
+        tables[key] = {name: _cells(values, group_of[by], cross, idx) for name, idx in index.items() if len(idx)}
+    n_experts = np.isfinite(experts).sum(axis=1)
+    released = np.array([np.nan if r.criteria_score is None else r.criteria_score for r in records], dtype=float)
+    differs = np.isfinite(item_mean) & np.isfinite(released) & ~np.isclose(item_mean, released, atol=1e-6)
+    counts = {
+        "n_records": len(records),
+        "by_split": {name: int(len(idx)) for name, idx in index.items()},
+        "n_no_experts": int((n_experts == 0).sum()),
+        "n_single_expert": int((n_experts == 1).sum()),
+        "n_abstentions": sum(sum(a.score is None for a in r.annotations) for r in records),
+        # A check on loading: the release's criteria_score should be the mean computed here (paper line 179).
+        "n_criteria_score_differs": int(differs.sum()),
+    }
+    return {"counts": counts, "english_names": dict(sorted({c: e for c, e in zip(criteria, english) if e}.items())),
+            "tables": tables}
+
+
+def write_expert_tables(result: dict[str, Any], out: str | Path) -> dict[str, Path]:
+    """``experts_tables.csv`` (long: table, paper, split, row, column, n_items, value), ``experts.md`` and the same
+    tables as a small page, ``experts.html``.
+
+    Returns:
+        ``{"csv": path, "markdown": path, "html": path}``.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    paper_of = {key: paper for key, _, _, paper in _TABLES}
+    english = result["english_names"]
+    csv_path = out / "experts_tables.csv"
+    with csv_path.open("w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["table", "paper", "split", "row", "row_en", "column", "n_items", "value"])
+        for key, by_split in result["tables"].items():
+            for split, rows in by_split.items():
+                for row, cols in rows.items():
+                    row_en = english.get(row, "") if key.endswith("criterion") else ""
+                    for col, (n, value) in cols.items():
+                        writer.writerow([key, paper_of[key], split, row, row_en, col, n, repr(float(value))])
+    md_path = out / "experts.md"
+    md_path.write_text(render_markdown(result), encoding="utf-8")
+    html_path = out / "experts.html"
+    html_path.write_text(render_html(result), encoding="utf-8")
+    return {"csv": csv_path, "markdown": md_path, "html": html_path}
+
+
+def _cross_table(rows: dict, english: dict[str, str] | None) -> tuple[list[str], list[list[str]]]:
+    columns = sorted({c for cols in rows.values() for c in cols if c != AVG}) + [AVG]
+    header = ["", *(["English name"] if english is not None else []), *columns]
+    body = [[row, *([english.get(row, "")] if english is not None else []),
+             *(f"{fmt(cols[c][1])} ({cols[c][0]})" if c in cols else "\u2014" for c in columns)]
+            for row, cols in rows.items()]
+    return header, body
+
+
+def _column_table(by_split: dict, splits: Sequence[str], english: dict[str, str] | None) -> tuple[list[str], list]:
+    names = sorted({row for s in splits for row in by_split.get(s, {}) if row != AVG}) + [AVG]
+    header = ["", *(["English name"] if english is not None else []), *(_SPLIT_TITLES[s] for s in splits)]
+    body = []
+    for row in names:
+        cells = []
+        for s in splits:
+            cell = by_split.get(s, {}).get(row, {}).get("Experts")
+            cells.append(f"{fmt(cell[1])} ({cell[0]})" if cell else "\u2014")
+        body.append([row, *([english.get(row, "")] if english is not None else []), *cells])
+    return header, body
+
+
+def _blocks(result: dict[str, Any]) -> list[tuple]:
+    """The report section as ("h2" | "h3" | "p", text) and ("table", header, rows) blocks, for both renderers."""
+    c = result["counts"]
+    english = result["english_names"]
+    tables = result["tables"]
+    splits = [s for s in ("zero_shot", "standard", "all") if s in tables["mean_by_model"]]
+    full = "all"
+    blocks: list[tuple] = [
+        ("h2", "The experts' own tables (judge-independent)"),
+        ("p", f"{c['n_records']} items "
+              f"({', '.join(f'{_SPLIT_TITLES[s]} {n}' for s, n in c['by_split'].items() if n)}); "
+              f"{c['n_abstentions']} abstentions (-1) left out; {c['n_no_experts']} items without a non-abstaining "
+              f"expert left out; {c['n_single_expert']} items with a single expert have no Verdict Confidence; "
+              f"{c['n_criteria_score_differs']} items whose released criteria_score is not the mean of their "
+              "experts. An item's score is the mean of its experts' point estimates (paper line 179), a cell the "
+              "mean over its items, Avg. the mean over all items of the column (not of the rows). Cells: value "
+              "(items)."),
+        ("h3", "Mean expert score by evaluated model (Table 10's Experts column is the Zero-Shot one)"),
+        ("table", *_column_table(tables["mean_by_model"], splits, None)),
+        ("p", "Paper, Table 10, Experts (Zero-Shot): " + ", ".join(
+            f"{name} {value:.3f}" for name, value in PAPER["table_10_experts_zero_shot"].items()) + "."),
+    ]
+    if full in tables["mean_by_task_type"]:
+        blocks += [("h3", "Mean expert score by task type and evaluated model, Full test (Table 1)"),
+                   ("table", *_cross_table(tables["mean_by_task_type"][full], None)),
+                   ("h3", "Mean expert score by criterion and evaluated model, Full test (Table 9)"),
+                   ("table", *_cross_table(tables["mean_by_criterion"][full], english))]
+    blocks += [("h3", "Experts' Verdict Confidence (Tables 14, 15, 16: Experts column)"),
+               ("p", "By evaluated model (Table 14 is the Full test):"),
+               ("table", *_column_table(tables["vc_by_model"], splits, None)),
+               ("p", "By task type (Table 15):"), ("table", *_column_table(tables["vc_by_task_type"], splits, None)),
+               ("p", "By criterion (Table 16):"),
+               ("table", *_column_table(tables["vc_by_criterion"], splits, english)),
+               ("p", "Paper, Tables 14-16, Experts Avg. (Full test): "
+                     f"{PAPER['tables_14_16_experts_vc_full_test'][AVG]:.3f}.")]
+    return blocks
+
+
+def render_markdown(result: dict[str, Any]) -> str:
+    """The report section in Markdown: the experts' tables in the paper's layout, each cell "value (items)"."""
+    marks = {"h2": "## ", "h3": "### ", "p": ""}
+    return "\n\n".join(markdown_table(*block[1:]) if block[0] == "table" else marks[block[0]] + block[1]
+                        for block in _blocks(result)) + "\n"
+
+
+def render_html(result: dict[str, Any]) -> str:
+    """The same section as a small self-contained HTML page (no script; opens from disk)."""
+    from html import escape
+
+    def table(header: list[str], rows: list[list[str]]) -> str:
+        head = "".join(f"<th>{escape(h)}</th>" for h in header)
+        body = "".join("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+    parts = [table(*block[1:]) if block[0] == "table" else f"<{block[0]}>{escape(block[1])}</{block[0]}>"
+             for block in _blocks(result)]
+    style = ("body{font-family:sans-serif;margin:2em;max-width:80em}table{border-collapse:collapse;margin:1em 0}"
+             "td,th{border:1px solid #ccc;padding:.2em .5em;text-align:right}td:first-child,th:first-child,"
+             "td:nth-child(2){text-align:left}tr:last-child td{font-weight:bold}")
+    return ("<!DOCTYPE html>\n<html lang=\"ru\"><head><meta charset=\"utf-8\"><title>The experts' own tables</title>"
+            f"<style>{style}</style></head><body>\n" + "\n".join(parts) + "\n</body></html>\n")
+
+
+def summary_line(result: dict[str, Any]) -> str:
+    """One line for the console: the pooled figures per split."""
+    parts = []
+    for split, rows in result["tables"]["mean_by_model"].items():
+        n, mean = rows[AVG]["Experts"]
+        vc = result["tables"]["vc_by_model"].get(split, {}).get(AVG, {}).get("Experts")
+        vc_text = f"{vc[1]:.3f} over {vc[0]}" if vc else "\u2014"
+        parts.append(f"{_SPLIT_TITLES[split]}: mean {mean:.3f} over {n} items, experts VC {vc_text}")
+    return "; ".join(parts) if parts else "no item with an expert score"

@@ -1,0 +1,462 @@
+"""The data of the pages' item explorer: per item, its filters, scores, difference and (for the worst items) texts,
+as ``report.html`` and ``compare.html`` embed it (``eval.html_report`` renders the pages around it).
+
+Built column-wise from the item table (``eval.item_table.arrow_table``, ``items.parquet``), the records' texts and
+the predictions' feedback: 160,000 rows of numbers and codes, written as JSON text (``explorer_json``) without a
+Python list per row.
+
+Full texts (instruction, answer, reference, rubric, comments, feedback) are embedded for at most
+``text_items`` items: the largest |judge − experts| of every (criterion, evaluated model) first, round by round,
+then the items without a difference (failures, no reference). They sit in a second JSON element that the page
+parses only when an item is first opened. The POLLUX paper has no view of this kind;
+the cap is our choice, so that a full-test page stays a few tens of MB instead of several hundred.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from eval.report import SPLIT_TITLES
+
+__all__ = ["DEFAULT_TEXT_ITEMS", "STATUS_LABELS", "compare_items", "explorer_json", "item_columns", "item_status",
+           "load_predictions", "load_records", "read_item_columns", "report_items"]
+
+#: Items whose full texts a page embeds (see the module docstring); 0 keeps none, a negative value keeps all.
+#: Each costs ~3 KB (its instruction, answer and reference are rarely shared with another embedded item): 5,000 keep
+#: a full-test page near 25 MB (bench/report_page.py).
+DEFAULT_TEXT_ITEMS = 5_000
+#: Explorer status of an item, as the filter shows it.
+STATUS_LABELS = ("scored", "failed", "out-of-scale", "no unique mode", "unlabelled", "missing")
+# items.parquet's ``why_unscored`` (when the scorer writes it) -> explorer status.
+_WHY_UNSCORED = {"no_prediction": "missing", "request_failed": "failed", "parse_failed": "failed",
+                 "all_experts_abstained": "unlabelled", "no_expert_scores": "unlabelled",
+                 "no_unique_mode": "no unique mode"}
+
+def explorer_json(data: Mapping[str, Any]) -> str:
+    """``json.dumps`` of the explorer's data, compact, non-ASCII kept; its ``rows`` written by ``_ItemRows``."""
+    rows = data.get("rows")
+    if not isinstance(rows, _ItemRows):
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    mark = "\u0000rows\u0000"  # a string no JSON value of the data holds: its encoding is replaced by the rows
+    text = json.dumps({**data, "rows": mark}, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return text.replace(json.dumps(mark), rows.json_text(), 1)
+
+
+# ----------------------------------------------------------------------------------------- item payloads
+
+
+class _Strings:
+    """Shared texts (instructions, answers, rubrics repeat across an answer's criteria) stored once."""
+
+    def __init__(self) -> None:
+        self.values: list[str] = []
+        self.index: dict[str, int] = {}
+
+    def __call__(self, text: str | None) -> int:
+        text = text or ""
+        if text not in self.index:
+            self.index[text] = len(self.values)
+            self.values.append(text)
+        return self.index[text]
+
+
+def _round(value: Any, digits: int = 4) -> float | int | None:
+    """A number for the page's JSON: rounded, whole numbers without ".0" (160k rows of them), None if undefined."""
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    if not math.isfinite(value):
+        return None
+    value = round(value, digits)
+    return int(value) if value.is_integer() else value
+
+
+def _round_column(values: Sequence[Any]) -> list[float | int | None]:
+    """``[_round(v) for v in values]``, a column at a time: whole numbers (most scores) are converted in one numpy
+    step, the rest go through ``_round`` itself (Python's correctly rounded ``round``; numpy's differs in the last
+    digit now and then), so the result is the same value for value."""
+    import numpy as np
+
+    try:
+        x = np.asarray(values, dtype=float)  # None -> NaN, which _round also gives None
+    except (TypeError, ValueError):
+        return [_round(v) for v in values]
+    if x.ndim != 1:
+        return [_round(v) for v in values]
+    out: list[Any] = [None] * len(x)
+    finite = np.isfinite(x)
+    whole = finite & (np.floor(x) == x) & (np.abs(x) < 2.0**53)  # exact as int64
+    for i, v in zip(np.flatnonzero(whole).tolist(), x[whole].astype(np.int64).tolist()):
+        out[i] = v
+    for i in np.flatnonzero(finite & ~whole).tolist():
+        out[i] = _round(x[i].item())
+    return out
+
+
+def item_status(status: str, reference: float | None, has_experts: bool, in_scale: Any = None,
+                why_unscored: str | None = None) -> str:
+    """The explorer's status of one item (one of ``STATUS_LABELS``); the first that applies of failed, missing,
+    out-of-scale, no unique mode, unlabelled, scored.
+
+    Args:
+        status: the item table's status (``ok``, ``parse_failed``, ``request_failed``, ``missing``).
+        reference: the item's reference score (None when undefined: no unique expert mode, no expert scores).
+        has_experts: whether the item has expert scores at all.
+        in_scale: ``items.parquet``'s ``in_scale`` value when the column exists (False: the judge's score is
+            outside the criterion's scale).
+        why_unscored: ``items.parquet``'s ``why_unscored`` when the column exists ("" for a scored item).
+    """
+    if status in ("parse_failed", "request_failed"):
+        return "failed"
+    if status == "missing":
+        return "missing"
+    if in_scale is not None and not (isinstance(in_scale, float) and math.isnan(in_scale)) and not bool(in_scale):
+        return "out-of-scale"
+    if why_unscored:
+        return _WHY_UNSCORED.get(why_unscored, "no unique mode" if has_experts else "unlabelled")
+    if reference is None:
+        return "no unique mode" if has_experts else "unlabelled"
+    return "scored"
+
+
+def _verdict(row: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The judge's side of an item, compactly: feedback, raw output when it differs, error, confidence, probs."""
+    if row is None:
+        return None
+    out: dict[str, Any] = {"f": row.get("feedback") or ""}
+    raw = row.get("raw_output")
+    if raw and raw != out["f"]:
+        out["o"] = raw
+    if row.get("error"):
+        out["e"], out["w"] = row["error"], row.get("reason") or ""
+    for key, short in (("confidence", "k"), ("expected_score", "x"), ("score_source", "src")):
+        if row.get(key) is not None:
+            out[short] = _round(row[key]) if short != "src" else row[key]
+    probs = row.get("score_probs")
+    if isinstance(probs, Mapping):
+        out["p"] = {str(k): _round(v) for k, v in probs.items()}
+    return out
+
+
+class _Verdicts:
+    """``_verdict`` of the first prediction row of an id, from rows (dicts) or a prediction table
+    (``eval.predictions.read_prediction_table``): a table's rows are made into dicts only for the ids asked."""
+
+    def __init__(self, predictions: Any) -> None:
+        import pyarrow as pa
+
+        self._table = predictions if isinstance(predictions, pa.Table) else None
+        self._rows: dict[str, Any] = {}
+        if self._table is not None:
+            for position, rid in enumerate(self._table.column("id").to_pylist()):
+                self._rows.setdefault(rid, position)
+        else:
+            for row in predictions or ():
+                self._rows.setdefault(str(row["id"]), row)
+
+    def of(self, item_ids: Sequence[str]) -> list[dict[str, Any] | None]:
+        """``_verdict`` of each id's first row (None for an id without one)."""
+        found = [self._rows.get(item_id) for item_id in item_ids]
+        if self._table is not None:
+            import pyarrow as pa
+
+            from eval.predictions import prediction_rows
+
+            positions = [p for p in found if p is not None]
+            taken = iter(prediction_rows(self._table.take(pa.array(positions, type=pa.int64()))))
+            found = [None if p is None else next(taken) for p in found]
+        return [_verdict(row) for row in found]
+
+
+def _record_text(record, strings: _Strings) -> dict[str, Any]:
+    return {"i": strings(record.instruction), "a": strings(record.answer), "r": strings(record.reference_answer),
+            "u": strings(f"{record.criteria_name}\n\n{record.rubrics}"), "c": list(record.expert_feedback or [])}
+
+
+def _read_items(path: Path) -> dict[str, list]:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path).to_pydict()
+
+
+_ITEM_COLUMNS = ("id", "judge_score", "reference", "status", "expert_scores", "split", "model_id", "task_type",
+                 "criteria_name", "in_scale", "why_unscored")
+
+
+def read_item_columns(path: Path) -> dict[str, Any]:
+    """``item_columns`` of a written ``items.parquet``."""
+    import pyarrow.parquet as pq
+
+    names = set(pq.read_schema(path).names)
+    return item_columns(pq.read_table(path, columns=[c for c in _ITEM_COLUMNS if c in names]))
+
+
+def item_columns(items) -> dict[str, Any]:
+    """The columns of an item table (``eval.item_table.arrow_table``, as ``items.parquet`` holds it) that
+    ``report_items`` reads: the float columns as numpy arrays (null -> NaN, which rounds to None), the expert
+    scores as their Arrow list column, the others as lists (``to_pydict`` of every column took ~1 s on 160k)."""
+    import pyarrow as pa
+
+    def values(column):
+        if pa.types.is_floating(column.type):
+            return column.to_numpy()
+        return column if pa.types.is_list(column.type) else column.to_pylist()  # lists: read flat by report_items
+
+    return {name: values(column) for name, column in zip(items.column_names, items.columns) if name in _ITEM_COLUMNS}
+
+
+def _flat_lists(lists: Any, n: int) -> tuple[list, list[int]]:
+    """A column of number lists (an Arrow list array, or Python lists with None for none) as its values in one flat
+    list and the offsets where each row's values start (n + 1 of them)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(lists, (pa.Array, pa.ChunkedArray)):
+        array = lists.combine_chunks() if isinstance(lists, pa.ChunkedArray) else lists
+        lengths = pc.fill_null(pc.list_value_length(array), 0).to_numpy()
+        values = pc.list_flatten(array).to_numpy(zero_copy_only=False)
+    else:
+        lengths = [len(v) if v is not None else 0 for v in lists]
+        values = [x for v in lists if v is not None for x in v]
+    return values, [0] + list(itertools.accumulate(int(k) for k in lengths))[:n]
+
+
+class _ItemRows(Sequence):
+    """The explorer's rows, ``[id, [filter codes], [judge score], reference, difference, [expert scores], text
+    index]`` per item, held as columns: 160,000 rows as Python lists were ~800,000 containers that the cyclic
+    garbage collector traversed again and again while the page was built. ``json_text`` writes them as
+    ``json.dumps`` would (compact, non-ASCII kept); indexing gives one row as a list."""
+
+    def __init__(self, ids, codes, judge, reference, diff, flat, starts, detail) -> None:
+        self._columns = (ids, codes, judge, reference, diff, flat, starts, detail)
+
+    def __len__(self) -> int:
+        return len(self._columns[0])
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        ids, codes, judge, reference, diff, flat, starts, detail = self._columns
+        return [ids[i], [c[i] for c in codes], [judge[i]], reference[i], diff[i], flat[starts[i]:starts[i + 1]],
+                detail[i]]
+
+    def json_text(self) -> str:
+        """The rows as one JSON array, the bytes ``json.dumps(list(self), ensure_ascii=False,
+        separators=(",", ":"))`` writes."""
+        from json.encoder import encode_basestring  # json.dumps' own string encoder when ensure_ascii is off
+
+        ids, codes, judge, reference, diff, flat, starts, detail = self._columns
+
+        def numbers(values):  # json.dumps writes an int or a float by its repr, None as null
+            return ["null" if v is None else repr(v) for v in values]
+
+        flat_text = numbers(flat)
+        cats = [",".join(map(str, row)) for row in zip(*codes)] if codes else [""] * len(ids)
+        experts = [",".join(flat_text[a:b]) for a, b in zip(starts, starts[1:])]
+        return "[" + ",".join(
+            f"[{encode_basestring(i)},[{c}],[{j}],{r},{d},[{e}],{t}]"
+            for i, c, j, r, d, e, t in zip(ids, cats, numbers(judge), numbers(reference), numbers(diff), experts,
+                                           detail)) + "]"
+
+
+def _text_order(diffs: Sequence[float | None], groups: Sequence[Any], cap: int) -> set[int]:
+    """Row indices whose texts are embedded: the worst items of every group first, round by round.
+
+    Within a group (a criterion of an evaluated model) items rank by difference, largest first, items without one
+    last; the 1st of every group come before the 2nd of any, so a filtered view also opens to its own worst items.
+    Sorted with ``numpy.lexsort`` on the same keys (group, no difference, −difference, index): the 160k-item sort
+    by Python tuples took a second.
+    """
+    import numpy as np
+
+    n = len(diffs)
+    if cap < 0 or cap >= n:
+        return set(range(n))
+    group_code = {g: k for k, g in enumerate(sorted(set(groups)))}
+    group = np.fromiter((group_code[g] for g in groups), dtype=np.int64, count=n)
+    missing = np.fromiter((d is None for d in diffs), dtype=bool, count=n)
+    minus = np.fromiter((-(d or 0.0) for d in diffs), dtype=float, count=n)
+    index = np.arange(n)
+    within = np.lexsort((index, minus, missing, group))  # the last key sorts first
+    rank = np.empty(n, dtype=np.int64)
+    sorted_group = group[within]
+    starts = np.flatnonzero(np.r_[True, sorted_group[1:] != sorted_group[:-1]])  # each group's first position
+    position = np.arange(n)
+    rank[within] = position - np.repeat(starts, np.diff(np.r_[starts, n]))
+    order = np.lexsort((index, minus, missing, rank))
+    return set(order[:cap].tolist())
+
+
+def _no_text_note(n_text: int, n: int) -> str:
+    return (f"Texts are embedded for {n_text} of {n} items (the largest differences of each criterion and evaluated "
+            "model first); this one has only its numbers here. Score again with a larger --html-text-items to embed "
+            "more.")
+
+
+def report_items(items: Mapping[str, Sequence], records: Sequence | None,
+                 predictions: Iterable[Mapping[str, Any]] | None, judge_name: str, target: str,
+                 text_items: int = DEFAULT_TEXT_ITEMS) -> dict[str, Any]:
+    """The explorer's data for one scored run.
+
+    Column-wise: numbers are rounded a column at a time (``_round_column``) and filter codes are built per column;
+    row by row this took ~5 s for the full test's 160,000 items.
+
+    Args:
+        items: ``items.parquet`` as columns (lists, or numpy arrays for the numeric ones).
+        records: the labelled records (for the texts), or None.
+        predictions: the run's predictions (for the judge's feedback): a prediction table or rows, or None.
+        judge_name, target: labels.
+        text_items: see ``DEFAULT_TEXT_ITEMS``.
+    """
+    ids = [str(v) for v in items["id"]]
+    n = len(ids)
+    by_id = {r.id: r for r in records} if records is not None else {}
+    verdicts = _Verdicts(predictions)
+    in_scale, why_unscored = items.get("in_scale"), items.get("why_unscored")
+    filters = [("split", "split"), ("model", "evaluated model"), ("task", "task type"), ("criterion", "criterion"),
+               ("status", "status")]
+
+    judge_scores = _round_column(items["judge_score"])
+    references = _round_column(items["reference"]) if "reference" in items else [None] * n
+    diffs = [abs(j - r) if j is not None and r is not None else None for j, r in zip(judge_scores, references)]
+    shown_diffs = _round_column(diffs)
+    flat_scores, starts = _flat_lists(items["expert_scores"], n)
+    flat = _round_column(flat_scores)
+
+    # The status of an item depends on these five values only: computed once per distinct combination.
+    known: dict[tuple, str] = {}
+    statuses = []
+    for i in range(n):
+        key = (str(items["status"][i]), references[i] is None, starts[i + 1] > starts[i],
+               in_scale[i] if in_scale is not None else None, why_unscored[i] if why_unscored is not None else None)
+        status = known.get(key)
+        if status is None:
+            status = item_status(key[0], references[i], key[2], key[3], key[4])
+            if not (isinstance(key[3], float) and math.isnan(key[3])):  # NaN is not found again as a key
+                known[key] = status
+        statuses.append(status)
+    labels = {"split": [SPLIT_TITLES.get(str(v), str(v)) for v in items["split"]],
+              "model": [str(v) for v in items["model_id"]], "task": [str(v) for v in items["task_type"]],
+              "criterion": [str(v) for v in items["criteria_name"]], "status": statuses}
+    # Filter options in a readable order (labels sorted, statuses in STATUS_LABELS order), rows coded by position.
+    values: dict[str, list[str]] = {}
+    codes = []
+    for key, _ in filters:
+        present = set(labels[key])
+        values[key] = sorted(present) if key != "status" else [s for s in STATUS_LABELS if s in present]
+        position = {label: k for k, label in enumerate(values[key])}
+        codes.append([position[label] for label in labels[key]])
+
+    groups = list(zip(items["criteria_name"], items["model_id"]))
+    with_text = _text_order(diffs, groups, text_items) if records is not None else set()
+    strings, details = _Strings(), []
+    detail = [-1] * n
+    chosen = [i for i in sorted(with_text) if ids[i] in by_id]
+    for i, verdict in zip(chosen, verdicts.of([ids[i] for i in chosen])):
+        detail[i] = len(details)
+        details.append({**_record_text(by_id[ids[i]], strings), "v": [verdict]})
+    rows = _ItemRows(ids, codes, judge_scores, references, shown_diffs, flat, starts, detail)
+    return {
+        "kind": "report", "judges": ["judge: " + (judge_name or "(unnamed)")], "strings": strings.values, "details": details,
+        "rows": rows, "page_size": 50, "status_filter": 4, "list_columns": [3, 1, 0, 4],
+        "filters": [{"key": key, "label": label, "values": values[key]} for key, label in filters],
+        "diff_label": "|judge − experts|", "reference_label": f"experts' {target}",
+        "no_text_note": _no_text_note(len(details), n),
+    }
+
+
+def load_records(data: str | None):
+    """The records of the data a metrics.json names; None when that file is gone (a page without texts)."""
+    import judge
+
+    if not data or not Path(data).exists():
+        return None
+    return judge.load_records(data)
+
+
+def load_predictions(path: str | None):
+    """The prediction table of the file a metrics.json names; None when it is gone."""
+    if not path or not Path(path).exists():
+        return None
+    from eval.predictions import read_prediction_table
+
+    return read_prediction_table(path)
+
+
+
+def compare_items(result: Mapping[str, Any], top: int = 1000) -> dict[str, Any]:
+    """The explorer's data for a comparison: per compared run, the ``top`` items where its judge and the
+    baseline's differ most (then the items only one of them scored), each with both judges' feedback."""
+    from eval.predictions import prediction_rows
+
+    folders = [Path(f) for f in result["folders"]]
+    names = list(result["runs"])
+    tables = [_read_items(f / "items.parquet") for f in folders]
+    metrics_list = result.get("metrics") or [{} for _ in folders]
+    records = None
+    for m in metrics_list:
+        records = load_records(m.get("data"))
+        if records is not None:
+            break
+    by_id = {r.id: r for r in records} if records is not None else {}
+    preds = []
+    for folder, m in zip(folders, metrics_list):
+        table = load_predictions(m.get("predictions") or str(folder / "predictions.jsonl"))
+        index: dict[str, Mapping[str, Any]] = {}
+        for row in prediction_rows(table) if table is not None else ():
+            index.setdefault(str(row["id"]), row)
+        preds.append(index)
+    base = tables[0]
+    base_pos = {str(i): k for k, i in enumerate(base["id"])}
+    filters = [("pair", "comparison"), ("split", "split"), ("model", "evaluated model"), ("task", "task type"),
+               ("criterion", "criterion"), ("status", "status")]
+    values: dict[str, list[str]] = {key: [] for key, _ in filters}
+
+    def code(key: str, label: str) -> int:
+        if label not in values[key]:
+            values[key].append(label)
+        return values[key].index(label)
+
+    strings, details, out_rows = _Strings(), [], []
+    for other_k in range(1, len(tables)):
+        other = tables[other_k]
+        pair = code("pair", f"{names[other_k]} vs {names[0]}")
+        candidates = []
+        for j, item_id in enumerate(other["id"]):
+            i = base_pos.get(str(item_id))
+            if i is None:
+                continue
+            a, b = _round(base["judge_score"][i]), _round(other["judge_score"][j])
+            diff = abs(a - b) if a is not None and b is not None else None
+            candidates.append((diff is None, -(diff or 0.0), str(item_id), i, j, a, b, diff))
+        candidates.sort()
+        for _, _, item_id, i, j, a, b, diff in candidates[:top]:
+            sa, sb = str(base["status"][i]), str(other["status"][j])
+            status = ("both scored" if sa == sb == "ok" else f"baseline {sa.replace('_', ' ')}, run "
+                      f"{sb.replace('_', ' ')}")
+            cats = [pair, code("split", SPLIT_TITLES.get(str(base["split"][i]), str(base["split"][i]))),
+                    code("model", str(base["model_id"][i])), code("task", str(base["task_type"][i])),
+                    code("criterion", str(base["criteria_name"][i])), code("status", status)]
+            record = by_id.get(item_id)
+            text = _record_text(record, strings) if record is not None else {"i": strings(""), "a": strings(""),
+                                                                            "r": strings(""), "u": strings(""), "c": []}
+            text["v"] = [_verdict(preds[0].get(item_id)), _verdict(preds[other_k].get(item_id))]
+            details.append(text)
+            reference = _round((base.get("reference") or [None] * (i + 1))[i])
+            experts = [_round(v) for v in (base["expert_scores"][i] or [])]
+            out_rows.append([item_id, cats, [a, b], reference, _round(diff), experts,
+                             len(details) - 1])
+    return {
+        "kind": "compare",
+        "judges": ["baseline: " + names[0], "run: " + names[1] if len(names) == 2 else "run"], "strings": strings.values,
+        "details": details, "rows": out_rows, "page_size": 50, "status_filter": 5, "list_columns": [0, 4, 2, 5],
+        "filters": [{"key": key, "label": label, "values": values[key]} for key, label in filters],
+        "diff_label": "|run − baseline|", "reference_label": "experts' reference",
+        "no_text_note": "This item's texts are not in the page.",
+    }

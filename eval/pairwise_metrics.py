@@ -1,0 +1,187 @@
+"""Metrics of a pairwise run (``eval.pairwise``): agreement with labels, tie rate and position consistency.
+
+Definitions (a *judgment* is one pair asked in one order; its ``verdict`` is in the pair's own orientation):
+
+- **agreement**: the share of parsed judgments of labelled pairs whose verdict equals the pair's ``winner``.
+- **tie rate**: the share of parsed judgments that are ``0``.
+- **position consistency**: over pairs parsed in both orders, the share whose verdict *flips with the order* — the
+  judge's raw answer changes sign when the answers swap places (``score_original == -score_swapped``), i.e. the same
+  ``verdict`` in both orientations. A judge that always prefers the first position scores 0 on pairs it does not
+  call a tie.
+- **first-position rate**: the share of parsed non-tie judgments that prefer the answer shown first (raw ``-1``); 0.5
+  for a judge without position bias.
+
+Every rate comes with a 95 % percentile bootstrap interval that resamples **pairs** (both orders of a pair go
+together: they are not independent), seeded per metric with ``eval.bootstrap.cell_rng``. A rate over nothing is
+None with the reason said, never NaN. Failed judgments are counted (``n_failed``, by error code), never scored.
+The POLLUX sources define no pairwise metric; these are the usual position-bias measures, named here.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from eval.bootstrap import cell_rng
+from eval.pairwise import PAIRWISE_PREDICTIONS, PairRecord, PairwiseRow, load_pairs, read_pairwise_rows
+
+__all__ = ["pairwise_metrics", "pairwise_markdown", "pairwise_html", "score_pairwise", "is_pairwise_run"]
+
+RATES = ("agreement", "tie_rate", "position_consistency", "first_position_rate")
+TITLES = {"agreement": "Agreement with labels", "tie_rate": "Tie rate", "position_consistency": "Position consistency",
+          "first_position_rate": "First-position rate (non-ties)"}
+
+
+def _rate(num: np.ndarray, den: np.ndarray, n_boot: int, seed: int, key: str, why_empty: str) -> dict[str, Any]:
+    """``sum(num) / sum(den)`` over pairs, with a pair-resampling bootstrap interval."""
+    total = float(den.sum())
+    if total == 0:
+        return {"value": None, "ci": None, "n": 0, "why_empty": why_empty}
+    value = float(num.sum()) / total
+    ci = None
+    keep = den > 0
+    if n_boot > 0 and keep.sum() >= 2:
+        rng = cell_rng(seed, f"pairwise/{key}")
+        num_k, den_k = num[keep], den[keep]
+        draws = rng.integers(0, len(num_k), size=(n_boot, len(num_k)))
+        samples = num_k[draws].sum(axis=1) / den_k[draws].sum(axis=1)
+        ci = [float(x) for x in np.percentile(samples, [2.5, 97.5])]
+    return {"value": value, "ci": ci, "n": int(total)}
+
+
+def pairwise_metrics(pairs: list[PairRecord], rows: list[PairwiseRow], n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """The pairwise metrics of ``rows`` (the judgments) against ``pairs`` (labels in ``winner``).
+
+    Returns:
+        ``n_pairs``, ``n_labelled``, ``n_judgments``, ``n_parsed``, ``n_failed``, ``failures`` (code -> count),
+        ``n_both_orders`` and, for each of ``RATES``, ``{value, ci, n}`` (or ``{value: None, why_empty}``).
+    """
+    by_pair: dict[str, dict[str, PairwiseRow]] = {}
+    for row in rows:
+        by_pair.setdefault(row.id, {})[row.order] = row
+    unknown = sorted(set(by_pair) - {p.id for p in pairs})
+    if unknown:
+        raise ValueError(f"{PAIRWISE_PREDICTIONS}: judgments of pairs the data does not have: {unknown[:5]}")
+    m = len(pairs)
+    agree_num, agree_den = np.zeros(m), np.zeros(m)
+    tie_num, tie_den = np.zeros(m), np.zeros(m)
+    flip_num, flip_den = np.zeros(m), np.zeros(m)
+    first_num, first_den = np.zeros(m), np.zeros(m)
+    failures: Counter = Counter()
+    n_judgments = 0
+    for k, pair in enumerate(pairs):
+        judged = by_pair.get(pair.id, {})
+        for row in judged.values():
+            n_judgments += 1
+            if not row.parse_ok or row.verdict is None:
+                failures[row.error or "unknown"] += 1
+                continue
+            tie_den[k] += 1
+            tie_num[k] += row.verdict == 0
+            if pair.winner is not None:
+                agree_den[k] += 1
+                agree_num[k] += row.verdict == pair.winner
+            if row.score != 0:
+                first_den[k] += 1
+                first_num[k] += row.score == -1
+        both = [judged.get(o) for o in ("original", "swapped")]
+        if all(r is not None and r.parse_ok and r.verdict is not None for r in both):
+            flip_den[k] = 1
+            flip_num[k] = both[0].verdict == both[1].verdict
+    out: dict[str, Any] = {
+        "n_pairs": m,
+        "n_labelled": sum(1 for p in pairs if p.winner is not None),
+        "n_judgments": n_judgments,
+        "n_parsed": int(tie_den.sum()),
+        "n_failed": sum(failures.values()),
+        "failures": dict(sorted(failures.items())),
+        "n_both_orders": int(flip_den.sum()),
+    }
+    out["agreement"] = _rate(agree_num, agree_den, n_boot, seed, "agreement",
+                             "no parsed judgment of a labelled pair (the data has no winner labels, or every such "
+                             "judgment failed)")
+    out["tie_rate"] = _rate(tie_num, tie_den, n_boot, seed, "tie_rate", "no parsed judgment")
+    out["position_consistency"] = _rate(flip_num, flip_den, n_boot, seed, "position_consistency",
+                                        "no pair parsed in both orders (run with pairwise_orders: both)")
+    out["first_position_rate"] = _rate(first_num, first_den, n_boot, seed, "first_position_rate",
+                                       "no parsed judgment that is not a tie")
+    return out
+
+
+def _fmt(block: dict[str, Any]) -> str:
+    if block["value"] is None:
+        return "—"
+    ci = f" [{block['ci'][0]:.3f}, {block['ci'][1]:.3f}]" if block.get("ci") else ""
+    return f"{block['value']:.3f}{ci}"
+
+
+def pairwise_markdown(metrics: dict[str, Any], name: str = "") -> str:
+    """The pairwise section of ``report.md``: counts, then one row per rate with its interval and n."""
+    lines = [f"## Pairwise judging{f' — {name}' if name else ''}", "",
+             f"{metrics['n_pairs']} pairs ({metrics['n_labelled']} labelled), {metrics['n_judgments']} judgments, "
+             f"{metrics['n_parsed']} parsed, {metrics['n_failed']} failed"
+             + (f" ({', '.join(f'{k}: {v}' for k, v in metrics['failures'].items())})" if metrics["failures"] else "")
+             + f"; {metrics['n_both_orders']} pairs parsed in both orders.", "",
+             "| metric | value [95% CI] | n |", "|---|---|---|"]  # fmt: skip
+    notes = []
+    for key in RATES:
+        block = metrics[key]
+        lines.append(f"| {TITLES[key]} | {_fmt(block)} | {block['n']} |")
+        if block["value"] is None:
+            notes.append(f"- {TITLES[key]}: {block['why_empty']}.")
+    lines += ["", "Intervals: percentile bootstrap over pairs (both orders of a pair resampled together).", *notes]
+    return "\n".join(lines) + "\n"
+
+
+def pairwise_html(metrics: dict[str, Any], name: str = "") -> str:
+    """The same section as an HTML fragment (a ``<section>`` with a table), for ``report.html``."""
+    rows = "".join(
+        f"<tr><td>{html.escape(TITLES[k])}</td><td>{html.escape(_fmt(metrics[k]))}</td><td>{metrics[k]['n']}</td>"
+        f"<td>{html.escape(metrics[k].get('why_empty', ''))}</td></tr>"
+        for k in RATES
+    )
+    title = html.escape(f"Pairwise judging{f' — {name}' if name else ''}")
+    return (f'<section id="pairwise"><h2>{title}</h2><p>{metrics["n_pairs"]} pairs ({metrics["n_labelled"]} '
+            f"labelled), {metrics['n_judgments']} judgments, {metrics['n_parsed']} parsed, {metrics['n_failed']} "
+            f"failed; {metrics['n_both_orders']} pairs parsed in both orders.</p><table><thead><tr><th>metric</th>"
+            f"<th>value [95% CI]</th><th>n</th><th>why empty</th></tr></thead><tbody>{rows}</tbody></table>"
+            "<p>Intervals: percentile bootstrap over pairs (both orders of a pair resampled together).</p></section>")
+
+
+def is_pairwise_run(path: str | Path) -> bool:
+    """Whether ``path`` (a run folder or its predictions file) holds a pairwise run."""
+    path = Path(path)
+    return path.name == PAIRWISE_PREDICTIONS or (path.is_dir() and (path / PAIRWISE_PREDICTIONS).is_file()
+                                                  and not (path / "predictions.jsonl").is_file())
+
+
+def score_pairwise(predictions: str | Path, data: str | Path | None = None, out: str | Path | None = None,
+                   n_boot: int = 1000, seed: int = 0, name: str = "") -> dict[str, Any]:
+    """``judge-eval score`` of a pairwise run: ``metrics.json``, ``report.md`` and ``report.html`` in ``out``.
+
+    Args:
+        predictions: the run folder or its ``pairwise_predictions.jsonl``.
+        data: the pairs (default: the data ``run.json`` names).
+        out: output folder (default: the run folder).
+    """
+    path = Path(predictions)
+    run_dir = path.parent if path.is_file() else path
+    if data is None:
+        data = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))["config"]["data"]
+    rows = read_pairwise_rows(run_dir / PAIRWISE_PREDICTIONS if path.is_dir() else path)
+    name = name or next((r.judge for r in rows), "")
+    metrics = {"kind": "pairwise", "judge": name, **pairwise_metrics(load_pairs(data), rows, n_boot=n_boot, seed=seed)}
+    target = Path(out) if out else run_dir
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "metrics.json").write_text(json.dumps(metrics, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    (target / "report.md").write_text(f"# {name or 'Judge'}: pairwise report\n\n" + pairwise_markdown(metrics),
+                                      encoding="utf-8")
+    page = (f"<!doctype html><html lang=\"en\"><meta charset=\"utf-8\"><title>{html.escape(name)} pairwise</title>"
+            f"<body>{pairwise_html(metrics, name)}</body></html>\n")
+    (target / "report.html").write_text(page, encoding="utf-8")
+    return metrics

@@ -1,0 +1,50 @@
+"""The ``criteria: auto`` methods by name: ``build_classifier`` and the settings judge-eval and judge-serve share.
+
+Kept apart from ``judge.criteria_auto.classifier`` (the choice, the tfidf and head methods) and
+``judge.criteria_auto.llm`` (which builds on the classifier module), so that neither imports the other back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from judge.criteria_auto.classifier import DEFAULT_THRESHOLD, HeadClassifier, TaskClassifier, TfidfClassifier
+from judge.criteria_auto.llm import LLMClassifier
+
+__all__ = ["METHODS", "build_classifier", "classifier_from_settings"]
+
+
+#: Method name -> factory. ``tfidf`` and ``head`` take ``path``; ``llm`` takes ``base_url`` and ``model``.
+METHODS: dict[str, Callable[..., TaskClassifier]] = {
+    "tfidf": lambda path, **kw: TfidfClassifier.load(path, **kw),
+    "llm": LLMClassifier,
+    "head": lambda path, **kw: HeadClassifier(path, **kw),
+}
+
+
+def build_classifier(method: str, **kwargs) -> TaskClassifier:
+    """The classifier of ``method`` (a key of ``METHODS``), built from its keyword arguments."""
+    if method not in METHODS:
+        raise ValueError(f"unknown task-classifier method {method!r}; choose one of {sorted(METHODS)}")
+    return METHODS[method](**kwargs)
+
+
+def classifier_from_settings(method: str, location: str, model: str = "", threshold: float | None = None) -> TaskClassifier:
+    """The classifier judge-eval's ``--criteria-classifier*`` and judge-serve's ``criteria_classifier*`` settings name.
+
+    Args:
+        method: a key of ``METHODS``.
+        location: the ``tfidf`` / ``head`` artefact folder, or the ``llm`` method's base URL; empty with
+            ``tfidf``: the classifier shipped with the package (``default_classifier_path``).
+        model: the ``llm`` method's served model name.
+        threshold: below this task-type probability the choice falls back; None: the classifier's own (a tfidf
+            artefact records the one chosen at training; ``DEFAULT_THRESHOLD`` for the others).
+    """
+    if not location:
+        if method != "tfidf":
+            raise ValueError(f"task classifier {method!r}: no artefact folder or URL given")
+        return TfidfClassifier.load(None, threshold=threshold)  # the classifier shipped with the package
+    if method == "tfidf":
+        return TfidfClassifier.load(location, threshold=threshold)
+    kwargs = {"base_url": location, "model": model} if method == "llm" else {"path": location}
+    return build_classifier(method, threshold=DEFAULT_THRESHOLD if threshold is None else threshold, **kwargs)

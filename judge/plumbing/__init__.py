@@ -1,0 +1,13 @@
+"""The plumbing every stage shares, beneath the contract: one home per mechanism.
+
+- ``processes``: starting, waiting for and stopping server processes; ``supervisor``: the stdlib-only process every
+  command runs under, so that no process outlives its owner;
+- ``journal``: append-only JSONL (predictions, MERA progress, synthetic jobs): one strict reader, one torn-tail rule;
+- ``retry``: one retry policy for every HTTP client, never sooner than the server's ``Retry-After``;
+- ``config_files``: the config layer (defaults, then YAML, then flags; unknown keys are errors);
+- ``provenance``: ``run.json``, one schema written by every console script into its run folder.
+- ``console_logging``: the one logging set-up of every console script (HTTP request lines at debug only).
+
+Nothing here knows what a judge is; the contract (``judge``) and the stages (``train``, ``serve``, ``eval``) build on
+it.
+"""

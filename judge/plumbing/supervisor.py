@@ -1,0 +1,208 @@
+"""The supervisor that ``judge.plumbing.processes.start_process`` runs every command under (stdlib only).
+
+Run as a script, ``python -I -S judge/plumbing/supervisor.py --grace-s S --owner-pid P [--sigterm-shielded] --
+command...``, so that it imports nothing of the project or of site-packages: it leads its own session and process
+group, is a child subreaper, and takes the whole group down when its owner or its command dies
+(``judge.plumbing.processes`` says the rules and why). ``--sigterm-blocked-module MODULE ARGS`` runs a Python module
+with SIGTERM blocked for good (a shielded engine's own process). The helpers the owner's side also needs —
+``_child_setup`` between fork and exec, ``group_members`` — live here so that both sides run the same code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+_LINUX = sys.platform.startswith("linux")
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+#: Seconds between the supervisor's checks that its owner is still alive.
+_OWNER_POLL_S = 0.5
+#: Seconds the orphans of a command that died on its own get between SIGTERM and SIGKILL (at most grace_s).
+ORPHAN_GRACE_S = 5.0
+
+def _prctl(option: int, value: int) -> None:
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(option, value)
+
+
+def _die_with_parent(sig: int = signal.SIGTERM) -> None:  # runs in the child between fork and exec; survives exec
+    _prctl(_PR_SET_PDEATHSIG, sig)
+
+
+def _child_setup(*, shielded: bool, pdeathsig: bool) -> Callable[[], None] | None:
+    """What runs in a child between fork and exec: SIGTERM blocked when shielded, the parent-death signal armed."""
+    if not shielded:
+        return _die_with_parent if pdeathsig else None
+
+    def setup() -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+        if pdeathsig:
+            _die_with_parent(signal.SIGINT)
+
+    return setup
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """``/proc/PID/stat`` after the command name: [state, ppid, pgrp, ...]; None when the process is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text[text.rfind(")") + 2 :].split()
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes in process group ``pgid`` (Linux ``/proc``)."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            fields = _stat_fields(int(entry))
+            if fields and fields[0] != "Z" and int(fields[2]) == pgid:
+                members.append(int(entry))
+    return members
+
+
+def _children_of(pid: int) -> list[int]:
+    children = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            fields = _stat_fields(int(entry))
+            if fields and int(fields[1]) == pid:
+                children.append(int(entry))
+    return children
+
+
+class _Stop(Exception):
+    pass
+
+
+def _raise_stop(signum, frame):  # noqa: ARG001 - signal handler signature
+    raise _Stop(signum)
+
+
+def _reap_until_none_left(deadline: float, statuses: dict[int, int]) -> None:
+    """Reap descendants (ours, or re-parented to us as subreaper) until none is left or ``deadline`` passes."""
+    while time.monotonic() < deadline:
+        try:
+            pid, raw = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            time.sleep(0.05)
+        else:
+            statuses[pid] = raw
+
+
+def _watch_owner(owner: int, me: int, stop_signal: int) -> None:
+    """Stop (SIGTERM to ourselves) once the owner is gone: we are re-parented, so ``getppid`` changes.
+
+    The parent-death signal covers this at once when the owner started us from its main thread; from any other
+    thread it is not armed (it would fire when that thread exits), and this poll is what notices the owner's death.
+    """
+
+    def watch() -> None:
+        while os.getppid() == owner:
+            time.sleep(_OWNER_POLL_S)
+        os.kill(me, stop_signal)
+
+    threading.Thread(target=watch, name="owner-watch", daemon=True).start()
+
+
+def _supervise(argv: list[str]) -> int:
+    """Run ``argv`` (``--grace-s S --owner-pid P [--sigterm-shielded] -- command...``) as the module docstring says;
+    returns its status."""
+    command = argv[argv.index("--") + 1 :]
+    options = argv[: argv.index("--")]
+    grace_s = float(options[options.index("--grace-s") + 1])
+    owner = int(options[options.index("--owner-pid") + 1])
+    # Shielded: SIGTERM stays blocked (the owner set it before exec; the command inherits it), so SIGINT does its job.
+    shielded = "--sigterm-shielded" in options
+    stop_signal = signal.SIGINT if shielded else signal.SIGTERM
+    if _LINUX and os.getppid() != owner:  # the owner died before our parent-death signal was armed
+        return 1
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, _raise_stop)
+    me = os.getpid()
+    _watch_owner(owner, me, stop_signal)
+    statuses: dict[int, int] = {}
+    child_pid = None
+    try:
+        try:
+            # Held until we return: a collected Popen polls (and so reaps) its child in __del__, and the wait below
+            # must be the one to reap it.
+            child = subprocess.Popen(command, preexec_fn=_child_setup(shielded=shielded, pdeathsig=_LINUX))
+            child_pid = child.pid
+        except OSError as err:
+            print(f"supervisor: cannot start {command[0]}: {err}", file=sys.stderr, flush=True)
+            return 127
+        # Reap re-parented orphans along the way; a signal interrupts the wait through _raise_stop.
+        while child_pid not in statuses:
+            pid, raw = os.waitpid(-1, 0)
+            statuses[pid] = raw
+    except _Stop:
+        pass
+    else:
+        # The command died on its own: what is left are its orphans, with nobody to serve (vLLM's EngineCore, for
+        # one, lingers for many seconds after SIGTERM once its API server is gone). A short grace, so the owner
+        # learns of the death in seconds.
+        grace_s = min(grace_s, ORPHAN_GRACE_S)
+    # Take the group down: one stop signal to everyone but us, then SIGKILL after the grace.
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(me, stop_signal)
+    _reap_until_none_left(time.monotonic() + grace_s, statuses)
+    left = set(group_members(me) + _children_of(me)) - {me}
+    # The command first, so its status says it was killed (not that it exited once its children were).
+    for pid in sorted(left, key=lambda pid: pid != child_pid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    _reap_until_none_left(time.monotonic() + 10.0, statuses)
+    status = statuses.get(child_pid) if child_pid is not None else None
+    if status is None:  # pragma: no cover - the child outlived SIGKILL
+        return 128 + signal.SIGKILL
+    if os.WIFEXITED(status):
+        return os.WEXITSTATUS(status)
+    sig = os.WTERMSIG(status)
+    if sig != signal.SIGKILL:
+        signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {sig})  # a shielded supervisor has SIGTERM blocked
+    os.kill(me, sig)  # die of the same signal, so the owner reads -sig as it would from the command itself
+    return 128 + sig
+
+
+def _run_module_sigterm_blocked(module: str, args: list[str]) -> None:
+    """``python -m module args`` with SIGTERM blocked for good in this process (the module docstring says why)."""
+    import runpy
+
+    sys.path[0] = os.getcwd()  # as `python -m` has it, not this file's folder (judge/ must not shadow anything)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    real_sigmask = signal.pthread_sigmask
+
+    def sigmask_keeping_sigterm(how: int, mask):  # multiprocessing.resource_tracker unblocks it after a spawn
+        if how == signal.SIG_UNBLOCK:
+            mask = set(mask) - {signal.SIGTERM}
+        elif how == signal.SIG_SETMASK:
+            mask = set(mask) | {signal.SIGTERM}
+        return real_sigmask(how, mask)
+
+    signal.pthread_sigmask = sigmask_keeping_sigterm
+    sys.argv = [module, *args]
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--sigterm-blocked-module"]:
+        _run_module_sigterm_blocked(sys.argv[2], sys.argv[3:])
+    else:
+        raise SystemExit(_supervise(sys.argv[1:]))

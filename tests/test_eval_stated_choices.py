@@ -1,0 +1,87 @@
+"""The report's stated choices (issue 29 item 6): Spearman's expert reference selectable apart from MAE's, the
+paper's random-labelling Verdict Confidence (17/27) printed beside VC, and the judge-independent Experts VC over
+every labelled item beside the experts' VC on the judge's own items. Figures derived by hand below."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from itertools import product
+
+import numpy as np
+import pytest
+
+from eval import item_table, metrics
+from eval.report import render_markdown
+
+
+def _table(judge, status, experts):
+    n = len(judge)
+    return item_table.ItemTable(
+        ids=np.array([f"i{k}" for k in range(n)], dtype=object), judge=np.array(judge, dtype=float),
+        status=np.array(status, dtype=object), error=np.array([""] * n, dtype=object),
+        score_source=np.array(["verdict"] * n, dtype=object), experts=metrics.pad_scores(experts),
+        split=np.array(["standard"] * n, dtype=object), model_id=np.array(["m"] * n, dtype=object),
+        task_type=np.array(["t"] * n, dtype=object), task_group=np.array(["g"] * n, dtype=object),
+        criteria_name=np.array(["c"] * n, dtype=object), judge_name="hand")
+
+
+def test_random_labelling_vc_is_the_papers_17_27():
+    """App. D.2.2 (seeds/003_04de0265a3137b49.txt:829-843): three annotators, three labels, 27 equally likely
+    labellings. m = the largest count: m = 3 for the 3 unanimous ones, m = 1 for the 3! = 6 all-different ones, m = 2
+    for the other 18. E[VC] = E[m] / 3 = (3*3 + 2*18 + 1*6) / 27 / 3 = 51 / 81 = 17/27."""
+    counts = {3: 0, 2: 0, 1: 0}
+    for labelling in product(range(3), repeat=3):
+        counts[max(labelling.count(k) for k in range(3))] += 1
+    assert counts == {3: 3, 2: 18, 1: 6}
+    expected = Fraction(3 * counts[3] + 2 * counts[2] + 1 * counts[1], 27) / 3
+    assert expected == Fraction(17, 27)
+    assert metrics.random_labelling_vc(3, 3) == pytest.approx(float(expected), abs=1e-15)
+    assert metrics.RANDOM_LABELLING_VC == pytest.approx(float(expected), abs=1e-15)
+    # Two annotators, two labels: 4 labellings, 2 agree (VC 1) and 2 split (VC 1/2): 3/4.
+    assert metrics.random_labelling_vc(2, 2) == pytest.approx(0.75)
+
+
+# Four items. Experts: A [0, 0, 2] (mode 0, mean 2/3), B [1, 1, 1] (1, 1), C [2, 2, 0] (2, 4/3), D [0, 1, 2] (no
+# unique mode, mean 1). The judge: A 0, B 2, C 1, D 2.
+# MAE against the mode (A, B, C): (0 + 1 + 1) / 3 = 2/3.
+# Spearman against the mode (A, B, C): judge ranks (1, 3, 2), mode ranks (1, 2, 3): 1 - 6 * 2 / (3 * 8) = 1/2.
+# Spearman against the mean (A, B, C, D): judge (0, 2, 1, 2) ranks (1, 3.5, 2, 3.5); mean (2/3, 1, 4/3, 1) ranks
+# (1, 2.5, 4, 2.5). Deviations from 2.5: (-1.5, 1, -0.5, 1) and (-1.5, 0, 1.5, 0): 1.5 / sqrt(4.5 * 4.5) = 1/3.
+EXPERTS = [[0, 0, 2], [1, 1, 1], [2, 2, 0], [0, 1, 2]]
+JUDGE = [0, 2, 1, 2]
+
+
+@pytest.mark.parametrize("spearman_target, spearman, n_spearman", [(None, 0.5, None), ("mode", 0.5, None),
+                                                                   ("mean", 1 / 3, 4)])
+def test_spearman_reference_is_chosen_apart_from_maes(spearman_target, spearman, n_spearman):
+    """MAE stays against the mode (2/3 over 3 items); Spearman follows its own reference: 1/2 against the mode,
+    1/3 against the mean (over all 4 items: the mean needs no unique mode); the choice is in settings."""
+    table = _table(JUDGE, ["ok"] * 4, EXPERTS)
+    result = item_table.evaluate(table, target="mode", n_boot=0, vc_repeats=2, spearman_target=spearman_target)
+    overall = result["splits"]["all"]["overall"]
+    assert overall["mae"] == pytest.approx(2 / 3) and overall["n_scored"] == 3
+    assert overall["spearman"] == pytest.approx(spearman)
+    assert overall.get("n_spearman") == n_spearman
+    assert result["settings"]["spearman_target"] == (spearman_target or "mode")
+    text = render_markdown(result)
+    said = "the mean of the expert scores (`--spearman-target`" if spearman_target == "mean" else \
+        "the mode of the expert scores (items without a unique mode excluded) (`--spearman-target`"
+    assert "MAE against the mode of the expert scores" in text and said in text
+
+
+def test_experts_vc_over_every_labelled_item_stands_beside_the_judges_subset():
+    """X: experts [1, 1] (VC 1), scored by the judge; Y: experts [0, 1] (VC 1/2), no prediction. VC experts on
+    the judge's items: 1 (X); over all predicted items: 1 (X); over every labelled item, judge-independent:
+    (1 + 1/2) / 2 = 3/4. The report prints 17/27 = 0.630 beside them."""
+    table = _table([1, np.nan], ["ok", "missing"], [[1, 1], [0, 1]])
+    result = item_table.evaluate(table, n_boot=0, vc_repeats=2)
+    overall = result["splits"]["all"]["overall"]
+    assert overall["vc_experts"] == 1.0 and overall["vc_experts_all"] == 1.0
+    assert overall["vc_experts_labelled"] == pytest.approx(0.75) and overall["n_vc_experts_labelled"] == 2
+    lines = render_markdown(result).splitlines()
+    header = [h.strip() for h in next(line for line in lines if line.startswith("| Test |")).split("|")]
+    row = [c.strip() for c in next(line for line in lines if line.startswith("| Zero-Shot + Standard")).split("|")]
+    shown = dict(zip(header, row))
+    assert (shown["VC experts"], shown["VC experts (all labelled)"]) == ("1.000", "0.750")
+    assert header.index("VC experts (all labelled)") == header.index("VC experts") + 1
+    assert any(line.startswith("VC under random labelling: 0.630 (17/27") for line in lines)

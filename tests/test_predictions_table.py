@@ -1,0 +1,109 @@
+"""The one reader of ``predictions.jsonl`` (``eval.predictions.read_prediction_table``, Arrow's JSON reader with
+the row's types): every field in order with its defaults, the first bad row named by file, row and field, a torn
+last line dropped with one warning, blank lines skipped."""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+
+import pytest
+
+from eval.predictions import (PREDICTION_FIELDS, PredictionRow, iter_predictions, prediction_table,
+                              read_prediction_table, read_predictions)
+
+
+def _seeded_rows(n: int, seed: int = 0) -> list[dict]:
+    """Rows as run writes them and as older runs did: keys missing, nulls, score_probs, integer scores."""
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        row = {"id": f"item-{i}", "judge": rng.choice(["j", None]), "raw_output": rng.choice(["[RESULT] 1", None, ""]),
+               "feedback": rng.choice(["ok", "", None]), "score": rng.choice([1.0, 2, None, 0.5]),
+               "parse_ok": rng.choice([True, False, None]), "error": rng.choice([None, "no_result"]),
+               "reason": rng.choice(["", None, "why"]), "score_source": rng.choice(["verdict", None]),
+               "in_scale": rng.choice([True, False, None]), "regression_score": rng.choice([None, 1.25]),
+               "expected_score": rng.choice([None, 1.5]), "confidence": rng.choice([None, 0.9]),
+               "score_probs": rng.choice([None, {"0": 0.25, "1": 0.75}, {"1": 1.0}]), "latency_s": rng.choice([None, 0.0, 1])}
+        for key in rng.sample(list(row)[1:], rng.randrange(0, 8)):
+            del row[key]  # older runs' rows lack some fields
+        rows.append(row)
+    return rows
+
+
+def _write(path, rows, tail: str = "") -> None:
+    lines = [json.dumps(row, ensure_ascii=False) for row in rows]
+    lines.insert(len(lines) // 2, "")  # a blank line is skipped
+    path.write_text("\n".join(lines) + "\n" + tail, encoding="utf-8")
+
+
+def test_the_table_holds_each_row_as_prediction_row_reads_it(tmp_path):
+    """Seeded rows with nulls, missing keys and score_probs: the rows are PredictionRow.from_json's, keys in
+    PREDICTION_FIELDS order, and the streaming reader (resume) reads the same rows."""
+    path = tmp_path / "predictions.jsonl"
+    rows = _seeded_rows(500)
+    _write(path, rows)
+    table = read_prediction_table(tmp_path)  # a run folder works too
+    assert table.column_names == list(PREDICTION_FIELDS) and table.num_rows == 500
+    read = read_predictions(path)
+    expected = [PredictionRow.from_json(row).to_json() for row in rows]
+    assert read == expected == list(iter_predictions(path))
+    assert read_predictions(path) == read  # the same on a second reading
+    assert all(list(row) == list(PREDICTION_FIELDS) for row in read)
+    assert {row["parse_ok"] for row in read} == {True, False}  # absent or null: False, as PredictionRow's default
+
+
+def test_rows_given_as_dicts_make_the_same_table(tmp_path):
+    """``prediction_table`` (rows in memory, as tests and callers pass them) gives the file reader's rows."""
+    path = tmp_path / "predictions.jsonl"
+    rows = _seeded_rows(50, seed=3)
+    _write(path, rows)
+    from eval.predictions import prediction_rows
+
+    assert prediction_rows(prediction_table(rows)) == read_predictions(path)
+
+
+@pytest.mark.parametrize("bad, message", [
+    ('{"id": "x", "scroe": 1}', r"predictions.jsonl: row 4: unknown prediction field\(s\) \['scroe'\]"),
+    ('{"score": 1}', r"predictions.jsonl: row 4.id: required field is missing"),
+    ('{"id": null}', r"predictions.jsonl: row 4.id: required field is missing"),
+    ('{"id": 7}', r"predictions.jsonl: row 4.id: expected a string, got int 7"),
+    ('{"id": "x", "score": "2"}', r"predictions.jsonl: row 4.score: expected a number, got str '2'"),
+    ('{"id": "x", "parse_ok": 1}', r"predictions.jsonl: row 4.parse_ok: expected a boolean, got int 1"),
+    ('{"id": "x", "score_probs": {"1": "a"}}', r"predictions.jsonl: row 4.score_probs: expected an object of numbers"),
+    ('{"id": "x", "score": 1', r"predictions.jsonl:5: not a JSON line"),
+    ('[1, 2]', r"predictions.jsonl:5: a JSON list, not an object"),
+    ('null', r"predictions.jsonl:5: a JSON NoneType, not an object"),
+])
+def test_a_bad_row_in_the_middle_is_named_by_file_row_and_field(tmp_path, bad, message):
+    """A bad row between good ones: the error names the file, the row and the field (rows count from 1 without
+    blank lines, file lines with them: row 4 is line 5 here); the streaming reader says the same."""
+    path = tmp_path / "predictions.jsonl"
+    rows = _seeded_rows(6)
+    lines = [json.dumps(r) for r in rows[:3]] + [bad] + [json.dumps(r) for r in rows[3:]]
+    path.write_text(lines[0] + "\n\n" + "\n".join(lines[1:]) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=message) as table:
+        read_prediction_table(path)
+    with pytest.raises(ValueError) as streamed:
+        list(iter_predictions(path))
+    assert str(table.value) == str(streamed.value)
+
+
+def test_a_torn_last_line_is_dropped_with_one_warning(tmp_path, caplog):
+    """A last line without its newline is dropped, with judge.plumbing.journal's warning, once."""
+    path = tmp_path / "predictions.jsonl"
+    _write(path, _seeded_rows(5), tail='{"id": "cut", "sco')
+    with caplog.at_level(logging.WARNING, logger="judge.plumbing.journal"):
+        rows = read_predictions(path)
+    warnings = [r.getMessage() for r in caplog.records if r.name == "judge.plumbing.journal"]
+    assert [r["id"] for r in rows] == [f"item-{i}" for i in range(5)]
+    assert len(warnings) == 1 and "dropped its last line" in warnings[0]
+
+
+def test_an_empty_file_is_an_empty_table(tmp_path):
+    """No rows (a run killed before its first answer): a table with every column and no row."""
+    path = tmp_path / "predictions.jsonl"
+    path.write_text("\n", encoding="utf-8")
+    table = read_prediction_table(path)
+    assert table.num_rows == 0 and table.column_names == list(PREDICTION_FIELDS)

@@ -1,0 +1,85 @@
+"""judge-train criteria-classifier: train the tfidf task classifier of ``criteria: auto`` (``judge.criteria_auto``).
+
+    judge-train criteria-classifier --out judge/data/criteria_tfidf          # rebuild the classifier that ships
+    judge-train criteria-classifier --data ai-forever/POLLUX --out runs/task-clf   # + the release's 2,100 instructions
+    judge-train criteria-classifier --data runs/instructions/instructions.jsonl --out runs/task-clf --no-bundled
+
+With no ``--data`` it trains on the bundled rows and the taxonomy (``judge.criteria_auto.bundled_rows``) with the
+default parameters: exactly the artefact in ``judge/data/criteria_tfidf``, which a test checks against today's rows.
+``--data`` adds labelled instructions: POLLUX-format records by their task columns (the release by hub id or folder,
+offline from the cache), ``judge-train data instructions`` output, or labelled JSONL. The fallback threshold is
+chosen on out-of-fold predictions (``TfidfClassifier.fit``) unless ``--threshold`` is given; ``model.json`` records
+it, the calibration it was chosen on, and a digest of the training rows.
+Use it: ``judge-eval run --criteria auto --criteria-classifier-path runs/task-clf``, or judge-serve's
+``--criteria-classifier-path``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+
+__all__ = ["main", "training_rows"]
+
+logger = logging.getLogger(__name__)
+
+
+def training_rows(data: Sequence[str], bundled: bool, include_zero_shot: bool) -> tuple[list[dict], dict]:
+    """The rows to train on: the bundled rows (unless ``bundled`` is off) plus labelled ``data`` sources.
+
+    Raises:
+        ValueError: an instruction of the bundled held-out set among them (it would inflate the bench's figures).
+    """
+    from judge.criteria_auto import bundled_rows, heldout_path, load_labelled, taxonomy_rows
+
+    pairs, counts = bundled_rows(include_zero_shot) if bundled else (taxonomy_rows(include_zero_shot), {})
+    if data:
+        extra, extra_counts = load_labelled(list(data), include_zero_shot=include_zero_shot)
+        seen = {p["instruction"] for p in pairs}
+        pairs += [p for p in extra if p["instruction"] not in seen]
+        counts = {"bundled": counts, "data": extra_counts}
+    held, _ = load_labelled([heldout_path()], include_zero_shot=True)
+    leaked = {p["instruction"] for p in pairs} & {h["instruction"] for h in held}
+    if leaked:
+        raise ValueError(f"{len(leaked)} training instructions are in the bundled held-out set; remove them")
+    return pairs, counts
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="judge-train criteria-classifier", description=__doc__.splitlines()[0], allow_abbrev=False,
+        epilog="example: judge-train criteria-classifier --data ai-forever/POLLUX --out runs/task-clf",
+    )  # fmt: skip
+    parser.add_argument("--out", required=True, help="folder to write model.json + weights.npz into")
+    parser.add_argument("--data", action="append", default=[],
+                        help="labelled instructions to add (records by task columns, instructions output, labelled "
+                             "JSONL, a dataset name); repeatable")  # fmt: skip
+    parser.add_argument("--no-bundled", action="store_true",
+                        help="train on --data and the taxonomy texts only, without the bundled instructions")
+    parser.add_argument("--exclude-zero-shot", action="store_true",
+                        help="leave the Zero-Shot task types out (to measure transfer to unseen types)")
+    parser.add_argument("--threshold", type=float, default=None,
+                        help="fallback threshold on the task-type probability (default: chosen on out-of-fold data)")
+    parser.add_argument("--folds", type=int, default=5, help="out-of-fold folds for calibration and the threshold")
+    parser.add_argument("--max-char-features", type=int, default=16000, help="character n-gram vocabulary cap")
+    parser.add_argument("--max-word-features", type=int, default=4000, help="word n-gram vocabulary cap")
+    args = parser.parse_args(argv)
+
+    from judge.criteria_auto import TfidfClassifier
+
+    pairs, counts = training_rows(args.data, not args.no_bundled, not args.exclude_zero_shot)
+    clf = TfidfClassifier.fit(pairs, folds=args.folds, threshold=args.threshold,
+                              max_char_features=args.max_char_features, max_word_features=args.max_word_features)
+    out = clf.save(args.out)
+    cal = clf.meta["calibration"]
+    summary = {"out": str(out), "rows": len(pairs), "counts": counts, "threshold": clf.threshold,
+               **{k: cal[k] for k in ("temperature", "type_accuracy", "ece", "chosen") if k in cal}}  # fmt: skip
+    print(json.dumps(summary, ensure_ascii=False, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
