@@ -2,7 +2,8 @@
 #
 #   make setup   create .venv and install everything (idempotent: a second run takes seconds)
 #   make demo    the main job end to end on the bundled sample data and a tiny judge built locally
-#   make test    the whole test suite
+#   make test-fast  the tests that need no vLLM engine, Slurm cluster, browser, training or DeepSpeed (~2 min)
+#   make test    the whole test suite, as CI runs it; prints the slowest tests and each tier's time
 PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
@@ -15,7 +16,7 @@ APT_PACKAGES = bubblewrap slurm-wlm munge chromium chromium-driver
 APT_STAMP    = $(VENV)/.apt-installed
 export PIP_DISABLE_PIP_VERSION_CHECK = 1
 
-.PHONY: setup system-packages demo test clean
+.PHONY: setup system-packages demo test test-fast clean
 
 setup: $(STAMP) $(APT_STAMP)
 
@@ -45,8 +46,15 @@ $(APT_STAMP): Makefile
 demo: setup
 	$(PY) scripts/demo.py --out $(DEMO_DIR)
 
+# The tiers come from the fixtures a test uses (tests/conftest.py HEAVY_FIXTURES), never from hand-kept markers.
+# --timeout: a hang fails its test, named, instead of the run; the slow tier's engines start in minutes at load.
+FAST_TIMEOUT_S ?= 60
+TIMEOUT_S      ?= 900
+test-fast: setup
+	$(PY) -m pytest -q -m "not slow" --timeout=$(FAST_TIMEOUT_S) --durations=15
+
 test: setup
-	$(PY) -m pytest -q --durations=25
+	$(PY) -m pytest -q --timeout=$(TIMEOUT_S) --durations=30
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -19,7 +19,6 @@ writes the figures.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -113,7 +112,9 @@ def build(method: str, args, train_pairs: list[dict] | None):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+
+    parser = ExactArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--methods", default="tfidf", help="comma-separated: tfidf, llm, head")
     parser.add_argument("--heldout", default=str(heldout_path()), help="labelled JSONL to evaluate on")
     parser.add_argument("--train", action="append", default=None,

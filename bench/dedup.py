@@ -15,7 +15,6 @@ per size and a JSON summary at the end.
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import sys
@@ -81,7 +80,9 @@ def hashed_embedder(dim: int = 512):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+
+    parser = ExactArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 78_000], help="instruction counts to time")
     parser.add_argument("--embedder", choices=["minilm", "hashed"], default="minilm", help="real model or hashing stand-in")
     parser.add_argument("--block-size", type=int, default=1024, help="rows per similarity block")

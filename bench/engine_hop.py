@@ -60,7 +60,9 @@ web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), print=None, access_log
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+
+    p = ExactArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--requests", type=int, default=3000, help="Requests per arm per round.")
     p.add_argument("--concurrency", type=int, default=32, help="Requests in flight.")
     p.add_argument("--rounds", type=int, default=6)

@@ -20,7 +20,6 @@ done), and for the resumed run its wall time and the seconds before its first re
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -174,7 +173,9 @@ def _rows_fast(path: Path) -> int:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+
+    p = ExactArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--items", type=int, default=160_000, help="Records to judge (the full POLLUX test: ~160,000).")
     p.add_argument("--criteria", type=int, default=16, help="Criteria per distinct answer.")
     p.add_argument("--answer-chars", type=int, default=1500, help="Characters per answer.")

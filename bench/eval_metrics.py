@@ -119,7 +119,9 @@ def _write_files(table, folder: Path) -> tuple[Path, Path]:
 
 def main(argv: list[str] | None = None) -> int:
     """Generate the table, time the metrics (and optionally the whole `score` command), print the figures."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+
+    parser = ExactArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=160_000, help="judged items (default: the full POLLUX test)")
     parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples per interval")
     parser.add_argument("--vc-repeats", type=int, default=100, help="Verdict Confidence replacements")

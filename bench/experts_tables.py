@@ -10,7 +10,6 @@ of loading the records, of ``eval.experts.expert_tables`` and of writing experts
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
@@ -20,7 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+
+    parser = ExactArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=160_000, help="items (default: the full POLLUX test)")
     args = parser.parse_args(argv)
 

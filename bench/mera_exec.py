@@ -12,7 +12,6 @@ status it should (exit code 1 if not).
 
 from __future__ import annotations
 
-import argparse
 import collections
 import os
 import platform
@@ -41,7 +40,9 @@ EXPECTED = {"canonical": ("passed",), "wrong_answer": ("wrong_answer", "runtime"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+
+    parser = ExactArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--samples", type=int, default=10, help="programs per task (10)")
     parser.add_argument("--workers", type=int, default=2, help="sandboxed executions at once (2)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N tasks (all 164)")

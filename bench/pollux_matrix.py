@@ -12,7 +12,6 @@ their min-max, and the process's peak resident memory. One process.
 
 from __future__ import annotations
 
-import argparse
 import random
 import resource
 import statistics
@@ -40,7 +39,9 @@ def synthetic_items(instructions: int, metas: int, criteria: int, per_instructio
 def main() -> None:
     from eval.bench_matrix import pollux_matrix
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+
+    parser = ExactArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--instructions", type=int, default=2000)
     parser.add_argument("--metas", type=int, default=30)
     parser.add_argument("--criteria", type=int, default=60)

@@ -16,7 +16,6 @@ the page measures it (``performance.now()`` since navigation start) and as the w
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
@@ -76,7 +75,9 @@ def build_run(n_items: int, folder: Path, seed: int = 0):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+
+    parser = ExactArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=160_000, help="items in the synthetic run")
     parser.add_argument("--text-items", type=int, default=None,
                         help="items whose texts the page embeds (default: the page's default; -1: all)")

@@ -71,7 +71,9 @@ from judge.plumbing.processes import start_process  # noqa: E402
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+
+    p = ExactArgumentParser(description=(__doc__ or "").split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("mode", choices=["overhead", "ordering"])
     p.add_argument("--arch", choices=["tiny", "small", "t-lite"], default=None,
                    help="tiny: the 2-layer, 64-wide test judge (CPU); small: 4 layers, 512 wide, random (CPU, prefill "

@@ -10,7 +10,6 @@ one-prompt call). Uses the real Qwen2.5 vocabulary (``train.tiny_models.build_qw
 
 from __future__ import annotations
 
-import argparse
 import json
 import resource
 import sys
@@ -32,7 +31,9 @@ def _cpu_s() -> float:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+
+    parser = ExactArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=20, help="items tokenized per arm and round")
     parser.add_argument("--criteria", type=int, default=16)

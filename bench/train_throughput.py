@@ -25,7 +25,6 @@ counted) x tokens/s / the GPU's peak dense bf16 FLOP/s (``--peak-tflops``, else 
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -194,7 +193,9 @@ def cuda_t_lite(seq_len: int, micro_batch: int, steps: int, warmup: int, peak_ov
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+
+    parser = ExactArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=24, help="CPU: sample rows trained on (one epoch each way)")
     parser.add_argument("--batch", type=int, default=8, help="CPU: padded rows per step (packed: as many tokens)")
     parser.add_argument("--max-length", type=int, default=1024, help="CPU: longest row and packed block, tokens")

@@ -184,13 +184,13 @@ def instruction_from_row(row: Any, source: str, index: int) -> InstructionRow:
 
 
 def load_instructions(source: str | Path, split: str | None = None) -> list[InstructionRow]:
-    """POLLUX-instructions rows from any source ``judge.load_records`` reads (``judge.records.source_rows``).
+    """POLLUX-instructions rows from any source ``judge.load_records`` reads (``judge.record_sources.source_rows``).
 
     Raises:
         RecordError: a bad row (source, row, field), or a ``prompt_id`` repeated (naming both rows).
         FileNotFoundError: as ``judge.load_records``.
     """
-    from judge.records import source_rows
+    from judge.record_sources import source_rows
 
     rows, seen = [], {}
     for where, index, row in source_rows(source, split=split):

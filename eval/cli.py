@@ -34,7 +34,9 @@ log = logging.getLogger("judge_eval")
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``judge-eval`` parser with its subcommands (``mera`` is dispatched before parsing)."""
-    parser = argparse.ArgumentParser(prog="judge-eval", description=__doc__.split("\n\n")[0],
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+
+    parser = ExactArgumentParser(prog="judge-eval", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("--log-level", default="info",
                         help="Logging level (debug, info, warning); HTTP request lines are shown at debug only.")
@@ -75,6 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     score_p.add_argument("--no-plots", dest="png", action="store_false",
                          help="No PNG plots: the default now (kept for older command lines).")
     score_p.add_argument("--wandb-project", default="", help="Also log tables and plots to this W&B project.")
+    score_p.add_argument("--allow-repeated-ids", action="store_true",
+                         help="Score each id's first row when the predictions repeat an id (default: refuse the file).")
     score_p.add_argument("--html-text-items", type=int, default=None,
                          help="Items whose full texts report.html embeds, largest disagreements first (default: "
                               "5000; -1: all).")
@@ -135,7 +139,9 @@ def _run(args: argparse.Namespace) -> int:
     from eval.run import run
 
     config = resolve_run_config(args)
-    log.info("run config: %s", json.dumps(dataclasses.asdict(config), ensure_ascii=False))
+    from judge.plumbing.provenance import redact
+
+    log.info("run config: %s", json.dumps(redact(dataclasses.asdict(config)), ensure_ascii=False))
     summary = run(config)
     print(json.dumps(summary, ensure_ascii=False, indent=2))
     return 0 if summary["request_failed"] == 0 else 3
@@ -155,7 +161,7 @@ def _score(args: argparse.Namespace) -> int:
                    vc_repeats=args.vc_repeats, png=args.png, clip_regression=args.clip_regression,
                    spearman_target=args.spearman_target,
                    wandb_project=args.wandb_project, name=args.name,
-                   html_text_items=args.html_text_items)
+                   html_text_items=args.html_text_items, allow_repeated_ids=args.allow_repeated_ids)
     for split, block in result["splits"].items():
         c = block["overall"]
         print(f"{SPLIT_TITLES[split]:>22}: n {c['n']}, n_failed {c['n_failed']}, no unique mode "
@@ -258,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     from judge.plumbing.config_files import ConfigError
+    from judge.plumbing.run_folder import ResumeMismatch, RunFolderBusy
 
     try:
         configure_logging(args.log_level)
@@ -268,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
                 "experts": _experts}
     try:
         return handlers[args.command](args)
-    except (ConfigError, FileNotFoundError, ValueError) as err:
+    except (ConfigError, FileNotFoundError, ValueError, ResumeMismatch, RunFolderBusy) as err:
         print(f"judge-eval {args.command}: error: {err}", file=sys.stderr)
         return 2
 

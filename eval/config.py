@@ -40,7 +40,10 @@ class RunConfig:
     backend: str = _f("auto", "auto: judge-serve when the URL has /v1/judge, else chat; chat: one chat completion "
                               "per item; judge-serve: /v1/judge with all criteria of an answer per request.")
     base_url_env: str = _f("", "Environment variable holding the base URL when judge is empty (API judges).")
-    api_key_env: str = _f("", "Environment variable holding the API key (empty or unset: no key).")
+    api_key_env: str = _f("OPENAI_API_KEY", "Environment variable holding the API key (judge.plumbing.api_keys; "
+                                            "the default may be unset: no key; empty: never send one).")
+    api_key: str = _f("", "The API key itself; works, with a warning: a command line is visible to every user of the "
+                          "node. Prefer the variable api_key_env names. Never written to run.json.")
     concurrency: int = _f(8, "Requests in flight at once.")
     max_retries: int = _f(5, "Retries of a request that failed for a transient reason (connection, timeout, 408, 409, "
                                "429, 5xx; judge.plumbing.retry).")
@@ -64,6 +67,8 @@ class RunConfig:
                               "{VLLM_CPU_KVCACHE_SPACE: '1'} (GiB of KV cache) on CPU.")
     server_timeout_s: float = _f(900.0, "Checkpoint judges: seconds the server may take to start.")
     progress: bool = _f(True, "Show a progress bar.")
+    overwrite: bool = _f(False, "Discard the predictions already in out (and criteria auto's items) instead of "
+                                "resuming; without it, a resume with other settings (run_key) is refused.")
     # ---- criteria: auto (issue #13) -------------------------------------------------------------------------------
     criteria: str = _f("", "auto: rows without criteria_name are (instruction, answer) pairs, expanded into one item "
                            "per criterion of the task a classifier chooses (judge.criteria_auto); empty: every row "

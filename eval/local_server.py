@@ -45,6 +45,7 @@ def local_server(checkpoint: Path, config: RunConfig, out: Path) -> Iterator[tup
     """
     from judge.checkpoints import CheckpointNotFound, judge_kind, resolve_checkpoint
     from judge.plumbing.processes import ProcessStartError, free_port, start_process
+    from judge.plumbing.provenance import redact_argv
 
     name = config.model or Path(checkpoint).name  # a hub id's name, not its snapshot's revision
     try:
@@ -68,7 +69,7 @@ def local_server(checkpoint: Path, config: RunConfig, out: Path) -> Iterator[tup
     else:
         cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", *common, *map(str, config.server_args)]
         ready_path = "/v1/models"
-    log.info("starting %s", " ".join(cmd))
+    log.info("starting %s", " ".join(redact_argv(cmd)))
     env = {**os.environ, **{str(k): str(v) for k, v in config.server_env.items()}}
     # Under judge.plumbing.processes' supervisor: the server's whole tree (vLLM forks an engine process) ends with the run,
     # with this process if it is killed, and with the server if it dies.

@@ -23,7 +23,7 @@ from judge.plumbing.journal import iter_journal, log_torn_tail, rewrite_journal
 from judge.wire import checked_json_fields
 
 __all__ = ["PredictionRow", "PREDICTION_FIELDS", "REQUEST_FAILED", "iter_predictions", "prediction_rows",
-           "prediction_table", "read_prediction_table", "read_predictions", "resume_predictions"]
+           "prediction_table", "read_prediction_table", "read_predictions", "refuse_repeated_ids", "resume_predictions"]
 
 log = logging.getLogger("judge_eval.predictions")
 
@@ -309,3 +309,28 @@ def resume_predictions(path: str | Path, ids: Sequence[str]) -> set[str]:
         log.info("resume: kept %d rows of %s, dropped %d (cut line: %s)", len(kept), path, n_rows - len(kept),
                  bool(torn))
     return kept
+
+
+def refuse_repeated_ids(ids: Iterable[str], where: str | Path) -> None:
+    """Refuse predictions that hold an id more than once (issue #30.13: two runs appended to one folder).
+
+    ``run`` itself ends with one row per id (its resume drops repeats); a repeated id in what ``score`` reads means
+    the file did not come from one run, and scoring its first rows would report a judge that was not run.
+
+    Args:
+        ids: the rows' ids in file order (a list, or an Arrow array: anything with ``to_pylist`` is converted).
+        where: the predictions file, for the message.
+
+    Raises:
+        ValueError: naming the file, how many ids repeat, and the first few with their counts.
+    """
+    from collections import Counter
+
+    values = ids.to_pylist() if hasattr(ids, "to_pylist") else list(ids)
+    if len(set(values)) == len(values):
+        return
+    repeated = [(i, n) for i, n in Counter(values).items() if n > 1]
+    shown = ", ".join(f"{i!r} x{n}" for i, n in repeated[:3])
+    raise ValueError(f"{where}: {len(repeated)} ids appear more than once ({shown}{', ...' if len(repeated) > 3 else ''})"
+                     "; two runs wrote into one folder, or files were joined. Rerun `judge-eval run` on the folder "
+                     "(its resume keeps one row per id), or pass --allow-repeated-ids to score each id's first row")

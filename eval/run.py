@@ -42,11 +42,13 @@ from eval.backends import (ChatBackend, JudgeBackend, JudgeServeBackend, Refused
 from eval.local_server import local_server
 from eval.pairwise import ORDERS, PAIRWISE_PREDICTIONS, is_pairwise_data, judge_pairs, load_pairs, pending_judgments
 from eval.predictions import REQUEST_FAILED, PredictionRow, iter_predictions, resume_predictions
+from judge.plumbing.api_keys import resolve_api_key
 from judge.checkpoints import is_hub_id
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.journal import JournalWriter
 from judge.plumbing.provenance import write_provenance
 from judge.plumbing.retry import RetryPolicy
+from judge.plumbing.run_folder import claim_run_folder, hold_run_folder
 from judge.verdicts import VerdictFormat, verdict_format_of_model
 
 __all__ = ["RunConfig", "ConfigError", "run"]
@@ -173,16 +175,42 @@ def run(config: RunConfig) -> dict[str, Any]:
         ``predictions`` (path) and ``judge`` (label).
 
     Raises:
-        ConfigError: a bad key; RecordError: bad data; RuntimeError: a local server that does not start.
+        ConfigError: a bad key; RecordError: bad data; RuntimeError: a local server that does not start;
+        RunFolderBusy: another process writes to ``out``; ResumeMismatch: ``out`` holds progress made with other
+        settings (``run_key``) and ``overwrite`` is off.
     """
+    config.validate()
+    with hold_run_folder(config.out, "judge-eval run") as out:  # one writer per folder (issue #30.13)
+        return _run_holding(config, out)
+
+
+#: Settings that say how a run goes, not what it computes: a resume may change them. Every other setting is part
+#: of the run's key (``run_key``), so a new setting is guarded unless it is added here.
+RESUME_FREE = ("out", "concurrency", "max_retries", "backoff_s", "timeout_s", "progress", "batch_size", "api_key",
+               "api_key_env", "base_url_env", "server_env", "server_timeout_s", "overwrite")  # fmt: skip
+
+
+def run_key(config: RunConfig) -> dict[str, Any]:
+    """The settings a resume must share with the run that started the folder (``judge.plumbing.run_folder``).
+
+    A judge given as a URL is left out: a requeued Slurm shard reaches its server at a new address, and the served
+    model's name is checked against the rows already written instead.
+    """
+    key = {k: v for k, v in dataclasses.asdict(config).items() if k not in RESUME_FREE}
+    if str(key["judge"]).startswith(("http://", "https://")):
+        key["judge"] = "<url>"
+    return key
+
+
+def _run_holding(config: RunConfig, out: Path) -> dict[str, Any]:
     import judge
 
-    config.validate()
     # The run resolves data, name and model into its own copy: the caller's config is left as it was given.
     config = dataclasses.replace(config, extra_body=dict(config.extra_body), server_args=list(config.server_args),
                                  server_env=dict(config.server_env))
-    out = Path(config.out)
-    out.mkdir(parents=True, exist_ok=True)
+    claim_run_folder(out, run_key(config),
+                     ["predictions.jsonl", PAIRWISE_PREDICTIONS, "auto_items.jsonl", "task_choices.jsonl"],
+                     overwrite=config.overwrite)
     if config.criteria == "auto":
         config.data = str(_expand_auto(config, out))  # run.json then names the expanded items, as `score` reads them
     pairwise = is_pairwise_data(config.data)
@@ -202,14 +230,12 @@ def run(config: RunConfig) -> dict[str, Any]:
         # All criteria of one answer consecutive: their prompts share a prefix the server computes once.
         todo = [todo[i] for i in judge.prefix_order([judge.prefix_key(r) for r in todo])]
 
-    api_key = os.environ.get(config.api_key_env, "") if config.api_key_env else ""
+    api_key = resolve_api_key(config.api_key, config.api_key_env, command="judge-eval run")
     judge_ref = config.judge
     if not judge_ref:
         judge_ref = os.environ.get(config.base_url_env, "")
         if not judge_ref:
             raise ConfigError(f"base_url_env: the environment variable {config.base_url_env} is not set")
-    if config.api_key_env and not api_key:
-        raise ConfigError(f"api_key_env: the environment variable {config.api_key_env} is not set")
 
     with contextlib.ExitStack() as stack:
         if judge_ref.startswith(("http://", "https://")):

@@ -53,6 +53,7 @@ def score(
     wandb_project: str = "",
     name: str = "",
     html_text_items: int | None = None,
+    allow_repeated_ids: bool = False,
 ) -> dict[str, Any]:
     """Score a run against the experts and write the report (and ``report.html``, see ``eval.html_report``).
 
@@ -72,6 +73,8 @@ def score(
         name: the judge's label (default: from the predictions).
         html_text_items: items whose full texts ``report.html`` embeds (default:
             ``eval.html_explorer.DEFAULT_TEXT_ITEMS``; negative: all).
+        allow_repeated_ids: score each id's first row when an id repeats, instead of refusing the file
+            (``eval.predictions.refuse_repeated_ids``).
 
     Returns:
         The metrics (as written to ``metrics.json``).
@@ -80,7 +83,7 @@ def score(
     import numpy as np
 
     from eval.pollux_official import pollux_official
-    from eval.predictions import read_prediction_table
+    from eval.predictions import read_prediction_table, refuse_repeated_ids
     from judge.plumbing.provenance import read_provenance
 
     predictions = Path(predictions)
@@ -94,6 +97,8 @@ def score(
 
     # ---- inputs: the predictions as one Arrow table, the records, joined by id into the item table's columns
     rows = read_prediction_table(predictions)
+    if not allow_repeated_ids:
+        refuse_repeated_ids(rows.column("id"), predictions)
     records = judge.load_records(data)
     table, notes = item_table.build_table(records, rows, judge_name=name, clip_regression=clip_regression)
     if notes["n_unknown_ids"]:

@@ -20,16 +20,14 @@ from judge.prompts import (
     render_prompt,
     render_prompt_en,
 )
+from judge.record_sources import load_records, load_records_report, write_jsonl
 from judge.records import (
     Annotation,
     JudgeRecord,
     LoadReport,
     RecordError,
     content_id,
-    load_records,
-    load_records_report,
     records_from_rows,
-    write_jsonl,
 )
 from judge.sample_data import sample_data_path
 from judge.scales import Scale, ScaleError, scale_of

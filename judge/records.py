@@ -11,9 +11,10 @@ Two schemas are read natively, row by row:
 Either way a record keeps every expert, abstentions included, in ``JudgeRecord.annotations``; ``expert_scores`` and
 ``expert_feedback`` hold the non-abstaining experts only, which is what metrics and training read.
 
-Loaders read one JSONL / JSON / Parquet file, a folder of Parquet shards as the hub lays it out
-(``<dir>/data/test-00000-of-00003.parquet`` ...), a folder written by ``datasets.save_to_disk``, or a dataset name
-that ``datasets.load_dataset`` can reach from the user's machine. Every row is validated; a bad row raises a
+The loaders (``judge.record_sources``) read one JSONL / JSON / Parquet file, a folder of Parquet shards as the hub
+lays it out (``<dir>/data/test-00000-of-00003.parquet`` ...), a folder written by ``datasets.save_to_disk``, or a
+dataset name that ``datasets.load_dataset`` can reach from the user's machine, and hand the rows here. Every row is
+validated; a bad row raises a
 ``RecordError`` naming the source, the row and the field. Nothing is dropped silently: columns the record does not
 know are kept in ``JudgeRecord.extra``, and exact duplicate rows, abstentions and items whose experts all abstained
 are counted in a ``LoadReport`` (``load_records_report``).
@@ -26,11 +27,9 @@ import hashlib
 import json
 import logging
 import math
-import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 __all__ = [
     "ABSTENTION_SCORE",
@@ -40,11 +39,7 @@ __all__ = [
     "LoadReport",
     "RecordError",
     "content_id",
-    "load_records",
-    "load_records_report",
     "records_from_rows",
-    "source_rows",
-    "write_jsonl",
 ]
 
 logger = logging.getLogger(__name__)
@@ -60,8 +55,6 @@ ID_FIELDS = ("instruction", "reference_answer", "answer", "criteria_name", "rubr
 # Columns only the released benchmark has (RELEASE.md's table); build-data refuses rows that carry them.
 _BENCHMARK_MARKERS = ("is_provocative", "criteria_description")
 # A hub shard name: "<split>-00000-of-00003.parquet".
-_SHARD_NAME = re.compile(r"^(?P<split>.+?)-\d+-of-\d+\.parquet$")
-_SAVE_TO_DISK_FILES = ("dataset_info.json", "state.json", "dataset_dict.json")
 
 
 class RecordError(ValueError):
@@ -770,48 +763,6 @@ def _columnar(where: str, table, state: dict[str, Any], jsonl: bool) -> list[tup
     return out
 
 
-def _table_sources(tables: Iterable[tuple[str, Callable[[], Any], Callable[[], Iterator[tuple[str, int, dict]]]]],
-                   make_id: bool, jsonl: bool) -> Iterator[tuple[str, int, JudgeRecord, bool, bool]]:
-    """Each (source, table or None, its rows) column-wise when its checks pass, else row by row."""
-    state = {"rows": 0, "derive": make_id}
-    for where, read_table, rows in tables:
-        table = read_table()
-        built = _columnar(where, table, state, jsonl) if table is not None else None
-        if built is None:
-            yield from _checked_rows(rows(), state)
-        else:
-            del table
-            _release_arrow_memory()
-            yield from built
-
-
-def _release_arrow_memory() -> None:
-    """Hand the freed Arrow buffers back to the system: Arrow's allocator keeps them otherwise (about the size of
-    the file: ~500 MB resident for the rest of a run on a 160k-item JSONL)."""
-    import pyarrow as pa
-
-    pa.default_memory_pool().release_unused()
-
-
-def _jsonl_table(path: Path):
-    """The JSONL file as an Arrow table whose row i is line i, or None (blank lines, CR line ends, Arrow refuses)."""
-    import pyarrow as pa
-    import pyarrow.json as pj
-
-    data = path.read_bytes()
-    lines = data.count(b"\n") + (not data.endswith(b"\n"))
-    # Every line opens an object at its first byte: no blank lines (the row path skips them, keeping the numbers
-    # of the others; Arrow would renumber), no CR line ends (Python splits lines there, Arrow does not).
-    if not data.startswith(b"{") or data.count(b"\n{") != lines - 1 or b"\r" in data:
-        return None
-    try:
-        options = pj.ReadOptions(block_size=min(max(len(data) + 1, 1 << 20), (1 << 31) - 1))
-        table = pj.read_json(pa.BufferReader(data), read_options=options)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        return None
-    return table if table.num_rows == lines else None
-
-
 def records_from_rows(rows: Iterable[Mapping[str, Any]], source: str = "<rows>", make_id: bool = False) -> list[JudgeRecord]:
     """Validate rows into records; exact duplicate rows are left out (counted, see ``load_records_report``).
 
@@ -824,177 +775,3 @@ def records_from_rows(rows: Iterable[Mapping[str, Any]], source: str = "<rows>",
     return _validated(((source, index, row) for index, row in enumerate(rows)), source, make_id)[0]
 
 
-def _jsonl_rows(path: Path) -> Iterator[tuple[str, int, dict]]:
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle):
-            if not line.strip():
-                continue
-            try:
-                yield str(path), number, json.loads(line)
-            except json.JSONDecodeError as err:
-                raise RecordError(str(path), number, None, f"invalid JSON ({err.msg} at column {err.colno})") from err
-
-
-def _parquet_tables(paths: list[Path]) -> Iterator[tuple[str, Callable[[], Any], Callable[[], Iterator[tuple[str, int, dict]]]]]:
-    """One (source, table, rows) per shard, read when reached: rows are numbered within their shard."""
-    import pyarrow.parquet as pq
-
-    for path in paths:
-        table = pq.read_table(path)
-        yield str(path), lambda table=table: table, lambda where=str(path), table=table: (
-            (where, index, row) for index, row in enumerate(table.to_pylist()))
-
-
-def _parquet_shards(folder: Path, split: str | None) -> list[Path]:
-    """The Parquet shards of a hub-layout folder (``data/<split>-0000k-of-0000n.parquet``, or without ``data/``),
-    in name order, for one split (default: the only one, else ``test``)."""
-    shards = sorted((folder / "data").glob("*.parquet")) or sorted(folder.glob("*.parquet"))
-    if not shards:
-        return []
-    by_split: dict[str, list[Path]] = {}
-    for shard in shards:
-        match = _SHARD_NAME.match(shard.name)
-        by_split.setdefault(match.group("split") if match else "", []).append(shard)
-    if split is None:
-        if len(by_split) == 1:
-            return shards
-        split = "test"
-    if split not in by_split:
-        raise ValueError(f"{folder}: no shards of split {split!r}; available: {sorted(by_split)}")
-    return by_split[split]
-
-
-def _looks_like_dataset_name(name: str, path: Path) -> bool:
-    return "/" in name and not name.startswith((".", "/")) and path.suffix.lower() not in {".jsonl", ".json", ".parquet"}
-
-
-def _dataset_rows(source: str, path: Path, split: str | None) -> Iterable[tuple[str, int, Mapping]]:
-    import datasets
-
-    if path.is_dir():
-        loaded = datasets.load_from_disk(str(path))
-    else:
-        try:
-            loaded = datasets.load_dataset(source, split=split)
-        except Exception as err:  # noqa: BLE001 - any failure here means the name could not be loaded; say how to fix it
-            raise FileNotFoundError(
-                f"{source}: not a local file or folder, and datasets.load_dataset({source!r}) failed "
-                f"({type(err).__name__}: {err}). If the hub is unreachable from this machine, download the dataset "
-                f"where it is reachable (huggingface-cli download {source} --repo-type dataset --local-dir DIR) and "
-                "pass DIR, or set HF_HUB_OFFLINE=1 with a populated Hugging Face cache"
-            ) from err
-    if isinstance(loaded, datasets.DatasetDict):
-        if split is None:
-            split = next(iter(loaded)) if len(loaded) == 1 else "test"
-        if split not in loaded:
-            raise ValueError(f"{source}: no split {split!r}; available: {sorted(loaded)}")
-        loaded = loaded[split]
-    return ((source, index, row) for index, row in enumerate(loaded))
-
-
-def load_records_report(source: str | Path, split: str | None = None, make_id: bool = False) -> tuple[list[JudgeRecord], LoadReport]:
-    """Load judged items and report what was read.
-
-    Args:
-        source: a ``.jsonl`` / ``.json`` (a list of rows) / ``.parquet`` file; a folder of Parquet shards as the hub
-            lays it out (``<dir>/data/test-00000-of-00003.parquet`` ..., or the shards directly in ``<dir>``; read
-            in name order); a folder written by ``datasets.save_to_disk``; or a dataset name
-            ``datasets.load_dataset`` can reach (a hub name on machines that have access, or with
-            ``HF_HUB_OFFLINE=1`` and a populated cache).
-        split: the split to take from a shard folder, a ``DatasetDict`` or a named dataset (default: the only
-            split, or "test").
-        make_id: derive ids for rows that have none even when other rows have one (a source with no ``id`` column
-            at all gets derived ids without it).
-
-    Returns:
-        (records in source order, ``LoadReport``).
-
-    Raises:
-        RecordError: a bad row, naming the source, row and field.
-        FileNotFoundError: a path that does not exist and is not a dataset name, or a dataset name that
-            ``datasets.load_dataset`` cannot load (the message says how to fix it).
-    """
-    path = Path(source)
-    name = str(source)
-    if path.is_file():
-        suffix = path.suffix.lower()
-        if suffix == ".jsonl":
-            tables = [(name, lambda: _jsonl_table(path), lambda: _jsonl_rows(path))]
-            return _collected(_table_sources(tables, make_id, jsonl=True), name)
-        if suffix == ".json":
-            rows = json.loads(path.read_text(encoding="utf-8"))
-            if not isinstance(rows, list):
-                raise RecordError(name, 0, None, "a .json source must hold a list of rows (use .jsonl for one per line)")
-            return _validated(((name, index, row) for index, row in enumerate(rows)), name, make_id)
-        if suffix == ".parquet":
-            return _collected(_table_sources(_parquet_tables([path]), make_id, jsonl=False), name)
-        raise ValueError(f"{name}: unknown file type {suffix!r} (expected .jsonl, .json or .parquet)")
-    if path.is_dir():
-        if not any((path / marker).is_file() for marker in _SAVE_TO_DISK_FILES):
-            shards = _parquet_shards(path, split)
-            if not shards:
-                raise FileNotFoundError(f"{name}: a folder with neither Parquet shards (data/*.parquet, *.parquet) "
-                                        "nor a datasets.save_to_disk layout")  # fmt: skip
-            return _collected(_table_sources(_parquet_tables(shards), make_id, jsonl=False), name)
-        return _validated(_dataset_rows(name, path, split), name, make_id)
-    if _looks_like_dataset_name(name, path):
-        return _validated(_dataset_rows(name, path, split), name, make_id)
-    raise FileNotFoundError(f"{name}: no such file or folder")
-
-
-def source_rows(source: str | Path, split: str | None = None) -> Iterator[tuple[str, int, Mapping[str, Any]]]:
-    """Every row of a data source, unvalidated, as ``(where, row index, row)``: the sources ``load_records_report``
-    reads (a JSONL / JSON / Parquet file, a folder of hub shards, a ``save_to_disk`` folder, a dataset name), for
-    tables whose rows are not judged items (``ai-forever/POLLUX-instructions``: ``eval.bench``).
-
-    Raises:
-        RecordError: a JSONL line that is not JSON; FileNotFoundError / ValueError: as ``load_records_report``.
-    """
-    path = Path(source)
-    name = str(source)
-    if path.is_file():
-        suffix = path.suffix.lower()
-        if suffix == ".jsonl":
-            yield from _jsonl_rows(path)
-        elif suffix == ".json":
-            rows = json.loads(path.read_text(encoding="utf-8"))
-            if not isinstance(rows, list):
-                raise RecordError(name, 0, None, "a .json source must hold a list of rows (use .jsonl for one per line)")
-            yield from ((name, index, row) for index, row in enumerate(rows))
-        elif suffix == ".parquet":
-            for _, _, rows in _parquet_tables([path]):
-                yield from rows()
-        else:
-            raise ValueError(f"{name}: unknown file type {suffix!r} (expected .jsonl, .json or .parquet)")
-    elif path.is_dir() and not any((path / marker).is_file() for marker in _SAVE_TO_DISK_FILES):
-        shards = _parquet_shards(path, split)
-        if not shards:
-            raise FileNotFoundError(f"{name}: a folder with neither Parquet shards (data/*.parquet, *.parquet) "
-                                    "nor a datasets.save_to_disk layout")
-        for _, _, rows in _parquet_tables(shards):
-            yield from rows()
-    elif path.is_dir() or _looks_like_dataset_name(name, path):
-        yield from _dataset_rows(name, path, split)
-    else:
-        raise FileNotFoundError(f"{name}: no such file or folder")
-
-
-def load_records(source: str | Path, split: str | None = None, make_id: bool = False) -> list[JudgeRecord]:
-    """Load judged items (``load_records_report`` without the report; its counts are logged).
-
-    Returns:
-        The records, in source order.
-    """
-    records, report = load_records_report(source, split=split, make_id=make_id)
-    logger.info("%s", report.summary())
-    return records
-
-
-def write_jsonl(records: Iterable[JudgeRecord], path: str | Path) -> Path:
-    """Write records as JSONL in the project's schema (UTF-8, Cyrillic unescaped); ``load_records`` reads them back."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as handle:
-        for record in records:
-            handle.write(json.dumps(record.to_dict(), ensure_ascii=False) + "\n")
-    return path

@@ -75,7 +75,9 @@ SERVED_NAME = "pollux-judge-demo"
 
 
 def _parse_args(argv):
-    parser = argparse.ArgumentParser(prog="python scripts/demo.py", description=__doc__.split("\n\n")[0])
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+
+    parser = ExactArgumentParser(prog="python scripts/demo.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="runs/demo", help="folder for models, runs and reports (default: runs/demo)")
     parser.add_argument("--data", default=None, help="POLLUX-format records for the contract stage (default: the sample)")
     names = [stage.name for stage in STAGES]
@@ -258,8 +260,9 @@ def stage_mera(out: Path, args, servers) -> int:
     if code:
         return code
     return _run(["judge-eval", "mera", "ruhumaneval", "--endpoint", servers.url("seq2seq"), "--model", SERVED_NAME,
-                 "--api-key", DEMO_API_KEY, "--data", "humaneval-en", "--limit", "4", "--n", "4", "--k", "1", "4",
-                 "--max-tokens", "64", "--out", str(out / "mera" / "ruhumaneval"), "--overwrite"])
+                 "--api-key-env", "JUDGE_DEMO_KEY", "--data", "humaneval-en", "--limit", "4", "--n", "4", "--k", "1",
+                 "4", "--max-tokens", "64", "--out", str(out / "mera" / "ruhumaneval"), "--overwrite"],
+                env={"JUDGE_DEMO_KEY": DEMO_API_KEY})  # keys travel in the environment (README, Security)
 
 
 # ---------------------------------------------------------------------------------------------------- the stage table
@@ -323,13 +326,14 @@ class _Servers:
         model = self.out / "train" / recipe / "export"
         log_dir = self.out / "serve" / recipe
         port = free_port()
-        cmd = ["judge-serve", "--model", str(model), "--port", str(port), "--api-key", DEMO_API_KEY,
+        cmd = ["judge-serve", "--model", str(model), "--port", str(port), "--api-key-env", "JUDGE_DEMO_KEY",
                "--served-model-name", SERVED_NAME, "--log-dir", str(log_dir), "--no-access-log", *CPU_SERVE_FLAGS,
                *(SEQ2SEQ_DEMO_FLAGS if recipe == "seq2seq" else [])]
         print("$ " + " ".join(cmd) + " &", flush=True)
         # judge-serve drains in-flight requests and stops its engines on SIGTERM; 120 s before SIGKILL.
         server = start_process([_script(cmd[0]), *cmd[1:]], log_path=log_dir / "judge-serve.log", grace_s=120,
-                               env={**os.environ, "VLLM_CACHE_ROOT": str(log_dir / "vllm-cache")})
+                               env={**os.environ, "VLLM_CACHE_ROOT": str(log_dir / "vllm-cache"),
+                                    "JUDGE_DEMO_KEY": DEMO_API_KEY})
         started = time.monotonic()
         try:
             server.wait_ready(f"http://127.0.0.1:{port}/ready", self.timeout_s, interval_s=1.0)

@@ -15,14 +15,14 @@ per-criterion phrases and the answer-specific remark. The content (instructions,
 
 from __future__ import annotations
 
-import argparse
 import random
 from collections import Counter
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from judge.records import JudgeRecord, write_jsonl
+from judge.record_sources import write_jsonl
+from judge.records import JudgeRecord
 from judge.splits import ZERO_SHOT, split_of
 from judge.taxonomy import Criterion, Task, Taxonomy, load_taxonomy
 
@@ -342,7 +342,9 @@ def summary(records: list[JudgeRecord]) -> dict[str, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python scripts/make_sample.py", description=__doc__.splitlines()[0])
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+
+    parser = ExactArgumentParser(prog="python scripts/make_sample.py", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSONL file to write (default: %(default)s)")
     args = parser.parse_args(argv)
     records = build_records(SEED)

@@ -387,9 +387,11 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
+        from judge.plumbing.provenance import make_private_dir
+
         state: ServerState = app.state.serve
         state.log_dir = Path(config.log_dir) if config.log_dir else Path(tempfile.mkdtemp(prefix="judge-serve-"))
-        state.log_dir.mkdir(parents=True, exist_ok=True)
+        make_private_dir(state.log_dir)  # 0700 when created here: engine logs, run.json (issue #30.7)
         state.http = engine_session(config.request_timeout_s, max_connections=config.max_concurrent_engine_requests + 64)
         try:
             for spec in engine_specs(config, layout):

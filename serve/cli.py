@@ -15,12 +15,12 @@ import argparse
 import contextlib
 import json
 import logging
-import os
 import signal
 import sys
 import threading
 from typing import Sequence
 
+from judge.plumbing.api_keys import resolve_api_key
 from judge.plumbing.config_files import add_config_flags, given_flags
 from judge.plumbing.console_logging import CHATTY_LOGGERS, configure_logging  # the one set-up of every console script
 from judge.plumbing.config_files import resolve_config as resolve_settings
@@ -35,7 +35,9 @@ __all__ = ["main", "build_parser", "resolve_config", "configure_logging", "CHATT
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser: ``--config``, ``--print-config`` and one flag per ``ServeConfig`` field."""
-    parser = argparse.ArgumentParser(
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+
+    parser = ExactArgumentParser(
         prog="judge-serve",
         description=(__doc__ or "").split("\n\n")[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
@@ -47,15 +49,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def resolve_config(argv: Sequence[str] | None = None) -> tuple[ServeConfig, argparse.Namespace]:
-    """Defaults, then ``--config`` YAML, then flags; the API key falls back to ``$JUDGE_SERVE_API_KEY``.
+    """Defaults, then ``--config`` YAML, then flags; the API key comes from ``$JUDGE_SERVE_API_KEY`` or the variable
+    ``--api-key-env`` names (``judge.plumbing.api_keys``).
 
     Raises:
         ConfigError: an unknown YAML key or a bad value, naming it.
     """
     args = build_parser().parse_args(argv)
     config = resolve_settings(ServeConfig, args.config, given_flags(args, ServeConfig))
-    if not config.api_key and os.environ.get("JUDGE_SERVE_API_KEY"):
-        config.api_key = os.environ["JUDGE_SERVE_API_KEY"]
+    config.api_key = resolve_api_key(config.api_key, config.api_key_env, command="judge-serve",
+                                     default_env="JUDGE_SERVE_API_KEY")
     return config.validate(), args
 
 

@@ -44,8 +44,11 @@ class ServeConfig:
     host: str = _f("127.0.0.1", "Address judge-serve listens on.")
     port: int = _f(8000, "Port judge-serve listens on (the only public port).")
     api_key: str = _f(
-        "", "Bearer token required on /v1/* routes (also read from $JUDGE_SERVE_API_KEY). Empty: no auth."
+        "", "Bearer token required on /v1/* routes; works, with a warning (a command line is visible to every user "
+            "of the node): prefer the variable api_key_env names. Empty and that variable unset: no auth."
     )
+    api_key_env: str = _f("JUDGE_SERVE_API_KEY",
+                          "Environment variable holding the bearer token (judge.plumbing.api_keys).")
 
     # --- the vLLM engines
     tensor_parallel_size: int = _f(1, "vLLM --tensor-parallel-size for each engine.")
@@ -186,11 +189,12 @@ class ServeConfig:
         return self.served_model_name or Path(self.model).name or "judge"
 
     def to_dict(self, redact: bool = True) -> dict[str, Any]:
-        """The resolved configuration (the API key redacted unless ``redact`` is False)."""
+        """The resolved configuration (every secret redacted by ``judge.plumbing.provenance.redact``, unless ``redact``
+        is False)."""
+        from judge.plumbing.provenance import redact as redact_secrets
+
         data = dataclasses.asdict(self)
-        if redact and data["api_key"]:
-            data["api_key"] = "***"
-        return data
+        return redact_secrets(data) if redact else data
 
 
 def load_yaml_config(path: str | Path) -> dict[str, Any]:

@@ -4,7 +4,8 @@ Fixtures:
     qwen_tokenizer       the Qwen2.5 fast tokenizer from train.tiny_models.build_qwen_tokenizer (built once)
     tiny_causal_dir      Path of a saved tiny Qwen2ForCausalLM judge (seed 0)
     tiny_regression_dir  Path of a saved tiny Qwen2ForSequenceClassification regression judge (seed 0)
-    vllm_tiny_server     a VLLMServer: vLLM's OpenAI server on tiny_causal_dir, model name "tiny-judge"
+    vllm_tiny_server     a VLLMServer: vLLM's OpenAI server on tiny_causal_dir, model name "tiny-judge" (the
+                         generating engine of the session's seq2seq judge-serve: one engine per model)
 
 Tests that need a second server (a pooling runner for the regression judge, LoRA adapters) start it the same way::
 
@@ -204,8 +205,21 @@ def tiny_regression_dir(tmp_path_factory, qwen_tokenizer) -> Path:
 
 
 @pytest.fixture(scope="session")
-def vllm_tiny_server(tmp_path_factory, tiny_causal_dir) -> Iterator[VLLMServer]:
-    """vLLM's OpenAI server on tiny_causal_dir as "tiny-judge", started once per session."""
-    log_path = tmp_path_factory.mktemp("vllm-tiny") / "server.log"
-    with start_vllm_server(tiny_causal_dir, served_model_name="tiny-judge", log_path=log_path) as server:
-        yield server
+def vllm_tiny_server(seq2seq_server) -> VLLMServer:
+    """vLLM's OpenAI server on tiny_causal_dir as "tiny-judge": the generating engine the session's seq2seq
+    judge-serve (tests/fixtures_serve.py) started on that very folder, under that name.
+
+    One engine for the model instead of two (issue #23: a full run kept both up, ~45-90 s of start and ~2.5 GiB
+    each). It is a plain ``vllm.entrypoints.openai.api_server`` with the flags above, plus judge-serve's own
+    (``serve/launch.py`` ``engine_command``: prefix caching, ``enable_thinking`` off in the chat template
+    kwargs, which the ChatML template ignores); no API key.
+    """
+    engine = seq2seq_server.run_record()["engines"]["generator"]
+    root_url = engine["url"]
+    return VLLMServer(
+        base_url=root_url + "/v1",
+        root_url=root_url,
+        model=seq2seq_server.model,
+        log_path=Path(engine["log"]),
+        pid=engine["pid"],
+    )

@@ -18,7 +18,8 @@ Reusable: ``start_judge_serve(model_dir, args=...)`` starts ``python -m serve.cl
 left behind) on exit. Every judge-serve here runs through ``judge.plumbing.processes`` (supervised, with a parent-death
 signal): a pytest that dies, ``kill -9`` included, takes its servers and their engines with it.
 ``marked_processes(marker)`` lists the live processes started with ``JUDGE_TEST_MARKER=<marker>`` in their
-environment (a server's whole tree inherits it), for tests that count leftovers.
+environment (a server's whole tree inherits it), for tests that count leftovers. ``frozen(pgid)`` and
+``requests_held_at(port)`` hold requests in flight at an engine until the test lets them go (STYLE.md habit 20).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import dataclasses
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -117,6 +119,56 @@ def wait_until_gone(marker: str, timeout_s: float = 60.0) -> list[int]:
     while (left := marked_processes(marker)) and time.monotonic() < deadline:
         time.sleep(0.2)
     return left
+
+
+def _tcp_table() -> list[tuple[int, int, str, int, str]]:
+    """(local port, remote port, state, receive queue, inode) of every IPv4/IPv6 TCP socket (``/proc/net/tcp{,6}``)."""
+    rows = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                rows.append((int(fields[1].rsplit(":", 1)[1], 16), int(fields[2].rsplit(":", 1)[1], 16), fields[3],
+                             int(fields[4].split(":")[1], 16), fields[9]))  # fmt: skip
+    return rows
+
+
+def requests_held_at(port: int, *, from_pid: int | None = None) -> int:
+    """Connections to local ``port`` holding bytes its server has not read (ESTABLISHED, receive queue not empty),
+    only those opened by process ``from_pid`` when given. While that server is frozen (:func:`frozen`), each is a
+    request sent to it and not yet taken: how a test knows a request is in flight at an engine without timing
+    anything. ``from_pid`` leaves out other clients of a shared engine (another judge-serve's /health probes)."""
+    table = _tcp_table()
+    client_ports = None
+    if from_pid is not None:
+        inodes = set()
+        with contextlib.suppress(OSError):
+            for fd in Path(f"/proc/{from_pid}/fd").iterdir():
+                with contextlib.suppress(OSError):
+                    target = os.readlink(fd)
+                    if target.startswith("socket:["):
+                        inodes.add(target[8:-1])
+        client_ports = {local for local, remote, _, _, inode in table if inode in inodes and remote == port}
+    return sum(
+        1 for local, remote, state, rx_queue, _ in table
+        if local == port and state == "01" and rx_queue > 0 and (client_ports is None or remote in client_ports)
+    )  # fmt: skip
+
+
+@contextlib.contextmanager
+def frozen(process_group: int) -> Iterator[None]:
+    """SIGSTOP a whole process group (an engine's tree: its ``run.json`` pid) for the block, SIGCONT after it.
+
+    A frozen engine answers nothing, so a request sent to it is in flight until the test thaws it: the barrier that
+    puts a cancel, a SIGTERM or a timeout before the answer on any machine. Keep the block short where another
+    judge-serve is attached to the engine (its watcher gives up on an engine after two missed /health, ~10 s).
+    """
+    os.killpg(process_group, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process_group, signal.SIGCONT)
 
 
 class _Process:
@@ -320,9 +372,10 @@ def released_hub_cache(tmp_path_factory, released_regression_dir) -> Path:
 def released_regression_server(tmp_path_factory, released_hub_cache) -> Iterator[JudgeServer]:
     """judge-serve on the hub id of the tiny released -r judge, offline, views built in a scratch cache.
 
-    Module-scoped (its tests live in tests/test_released_judges.py, which sorts before the test_serve_* modules that
-    start the session's judge-serve engines): its two engines stop with the module and never sit beside the
-    session's others (24 GiB: the OOM killer took an engine when six were up at once).
+    Module-scoped (its tests live in tests/test_released_judges.py): its two engines stop with the module. They may
+    sit beside the session's two (``judge_servers``, started by the first test that needs ``vllm_tiny_server``):
+    four tiny engines with ``TEST_KV_CACHE`` each; the OOM killer took an engine on 24 GiB only when six were up at
+    once, with 1 GiB of KV cache each.
     """
     views = tmp_path_factory.mktemp("released-views")
     process = _Process(

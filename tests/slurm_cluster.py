@@ -254,6 +254,23 @@ def signal_processes(pids: Sequence[int], sig: int) -> list[int]:
     return sent
 
 
+def signal_pending(pids: Sequence[int], sig: int) -> list[int]:
+    """Those of ``pids`` holding ``sig`` pending (``/proc/<pid>/status`` SigPnd or ShdPnd): with the process frozen
+    (SIGSTOP) or the signal blocked, it has been delivered and not acted on yet. A test that freezes a job, has Slurm
+    signal it, and thaws it only once the signal is pending makes the signal land at the frozen point."""
+    bit = 1 << (sig - 1)
+    pending = []
+    for pid in pids:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        masks = [int(line.split()[1], 16) for line in status.splitlines() if line.startswith(("SigPnd:", "ShdPnd:"))]
+        if any(mask & bit for mask in masks):
+            pending.append(pid)
+    return pending
+
+
 def cannot_start_reason() -> str | None:
     """Why a real Slurm cannot start on this host, or ``None`` when it can.
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
-import time
 
 import pytest
 
@@ -95,13 +94,13 @@ def test_a_dead_engine_is_not_called_and_one_dying_mid_call_is_given_up_at_once(
         return 200, COMPLETION
 
     with ScriptedEndpoint(hanging) as engine:
-        started = time.monotonic()
+        # The engine holds its answer until `release`, set only after the call returned: an EngineUnavailable can
+        # come from the death alone (untimed; an answer would have meant a 200 after release.wait's 30 s).
         try:
             with pytest.raises(EngineUnavailable, match="exited with code -9"):
                 _post(engine.base_url.removesuffix("/v1"), die_after_s=0.2)
         finally:
             release.set()
-        assert time.monotonic() - started < 20  # given up at the death, long before the 30 s the engine would take
 
 
 def test_a_cancelled_caller_cancels_its_engine_call():

@@ -280,8 +280,7 @@ def test_bench_help(argv: list[str], capsys) -> None:
             assert flag in text
 
 
-@pytest.mark.slow
-def test_checkpoint_candidate_is_served_then_stopped(tiny_causal_dir, data: Path, tmp_path: Path) -> None:
+def test_checkpoint_candidate_is_served_then_stopped(tiny_causal_dir, data: Path, tmp_path: Path, starts_engine) -> None:
     """`--model CHECKPOINT` serves the tiny model with vLLM for the answers, stops it, and judges what it said."""
     import psutil
 

@@ -38,9 +38,12 @@ class ScriptedServer(ScriptedEndpoint):
     answering each criterion with ``judge_results(criterion)``; otherwise ``/v1/judge`` is 404, as on vLLM.
     """
 
-    def __init__(self, script=None, delay_s: float = 0.0, judge_results=None):
+    def __init__(self, script=None, judge_results=None, hold_after: int | None = None):
+        """``hold_after``: answer that many chat requests, then hold every further one until ``release`` is set
+        (a run that can be killed with exactly that many rows written, on any machine)."""
         self.script = {k: list(v) for k, v in (script or {}).items()}
-        self.delay_s, self.judge_results = delay_s, judge_results
+        self.judge_results = judge_results
+        self.hold_after, self.answered, self.release = hold_after, 0, threading.Event()
         self.lock = threading.Lock()
         super().__init__(self._respond)
 
@@ -59,7 +62,10 @@ class ScriptedServer(ScriptedEndpoint):
         with self.lock:
             actions = self.script.get(body["messages"][0]["content"])
             action = (actions.pop(0) if len(actions) > 1 else actions[0]) if actions else GOOD
-        time.sleep(self.delay_s)
+            held = self.hold_after is not None and self.answered >= self.hold_after
+            self.answered += not held
+        if held:
+            self.release.wait(120)
         if isinstance(action, int):
             return action, {"error": {"message": f"scripted {action}", "type": "scripted"}}
         return 200, chat_completion(action, body["model"])
@@ -201,7 +207,8 @@ def test_run_resumes_a_killed_run_to_exactly_one_row_per_item(small_data, tmp_pa
     and ends with one row per item."""
     data, records = small_data
     out = tmp_path / "run"
-    with ScriptedServer(delay_s=0.4) as server:
+    # The server answers 4 requests and holds the rest, so the kill lands after exactly 4 rows, whatever the load.
+    with ScriptedServer(hold_after=4) as server:
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         proc = subprocess.Popen([sys.executable, "-m", "eval.cli", *_run_args(server.base_url, data, out,
                                                                               "--concurrency", "2")],
@@ -213,13 +220,14 @@ def test_run_resumes_a_killed_run_to_exactly_one_row_per_item(small_data, tmp_pa
             time.sleep(0.05)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
+        server.release.set()
         before = _ids(out / "predictions.jsonl")
-        assert 4 <= len(before) < len(records), "the kill should land mid-run"
+        assert len(before) == 4 < len(records), "the kill should land mid-run"
         # The kill interrupted a write: half a JSON line, no newline.
         with (out / "predictions.jsonl").open("a", encoding="utf-8") as handle:
             handle.write('{"id": "' + records[-1].id + '", "judge": "scr')
         server.requests.clear()
-        server.delay_s = 0.0
+        server.hold_after = None
         assert main(_run_args(server.base_url, data, out)) == 0
     after = _ids(out / "predictions.jsonl")
     assert sorted(after) == sorted(r.id for r in records) and len(after) == len(set(after))
@@ -455,7 +463,7 @@ def test_end_to_end_tiny_judge_run_score_compare(vllm_tiny_server, tmp_path):
 
 
 @pytest.mark.slow
-def test_local_checkpoint_is_served_for_the_run_and_stopped(tiny_causal_dir, small_data, tmp_path):
+def test_local_checkpoint_is_served_for_the_run_and_stopped(tiny_causal_dir, small_data, tmp_path, starts_engine):
     """`--judge CHECKPOINT` starts vLLM's OpenAI server (as judge-serve would be, when installed) on a free port,
     judges through it, records the backend in run.json and stops the server afterwards."""
     import psutil
@@ -478,7 +486,7 @@ def test_local_checkpoint_is_served_for_the_run_and_stopped(tiny_causal_dir, sma
 
 
 @pytest.mark.slow
-def test_local_checkpoint_through_judge_serve_uses_v1_judge(tiny_causal_dir, small_data, tmp_path, monkeypatch):
+def test_local_checkpoint_through_judge_serve_uses_v1_judge(tiny_causal_dir, small_data, tmp_path, monkeypatch, starts_engine):
     """With judge-serve installed, `--judge CHECKPOINT` starts it, detects /v1/judge and gets one prediction per
     item from it (a random tiny judge: parse failures, each with its error code, none a request failure)."""
     import shutil

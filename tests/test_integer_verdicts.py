@@ -232,8 +232,7 @@ def tiny_pollux_4b(tmp_path_factory) -> Path:
     return build_tiny_qwen3(tmp_path_factory.mktemp("hub") / "Pollux-4B-Judge", seed=0)
 
 
-@pytest.mark.slow
-def test_judge_serve_serves_a_qwen3_judge_in_the_integer_format(tiny_pollux_4b, tmp_path, monkeypatch):
+def test_judge_serve_serves_a_qwen3_judge_in_the_integer_format(tiny_pollux_4b, tmp_path, monkeypatch, starts_engine):
     """judge-serve on a folder named Pollux-4B-Judge picks the integer format: the prompt is rendered with thinking
     on; each /v1/judge result is exactly judge.parse_integer_verdict of its output (reasoning as feedback); the chat
     passthrough answers with `reasoning` apart (--reasoning-parser qwen3); and `judge-eval run` against it writes

@@ -167,7 +167,7 @@ def test_attached_engine_is_checked_once_it_comes_up():
 
 
 @pytest.mark.slow
-def test_judge_serve_on_an_attached_engine_of_another_line_exits_1(tiny_causal_dir, tmp_path):
+def test_judge_serve_on_an_attached_engine_of_another_line_exits_1(tiny_causal_dir, tmp_path, starts_engine):
     """judge-serve --generator-url on an engine reporting vLLM 0.31.2 stops with exit 1 and the refusal in its log
     (the stand-in never answers /health 200, so only the version check can end the start)."""
     with version_endpoint("0.31.2") as engine:

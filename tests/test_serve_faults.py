@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from judge.plumbing.processes import group_members
-from tests.fixtures_serve import MARKER_ENV, JudgeServer, _Process, marked_processes, wait_until_gone
+from tests.fixtures_serve import MARKER_ENV, JudgeServer, _Process, marked_processes, requests_held_at, wait_until_gone
 
 pytestmark = pytest.mark.slow
 
@@ -32,11 +32,6 @@ HEALING_ARGS = ("--engine-max-restarts", "1", "--engine-restart-window-s", "3600
 
 def _post(server: JudgeServer, body: dict, timeout: float = 300) -> httpx.Response:
     return httpx.post(server.root_url + "/v1/judge", json=body, headers={"Authorization": f"Bearer {server.api_key}"}, timeout=timeout)
-
-
-def _running(engine_url: str) -> float:
-    text = httpx.get(engine_url + "/metrics", timeout=30).text
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith("vllm:num_requests_running{"))
 
 
 def _engine_main_pid(pgid: int) -> int:
@@ -77,17 +72,21 @@ def test_engine_killed_mid_request_fails_it_cleanly_then_heals(healing_server):
     old_tree = group_members(engine["pid"])
     assert len(old_tree) >= 3, old_tree  # supervisor, API server, EngineCore
 
-    slow = {"items": [{**ITEM, "answer": f"Ответ {i}", "task_type": "Code modification", "task_subtype": "Python"} for i in range(8)],
-            "max_tokens": 512}  # fmt: skip
+    # In flight at the kill, on any machine: the API server is frozen (SIGSTOP; its supervisor is not, so it still
+    # takes the tree down) before the request goes out, and killed once the request's bytes wait on its port.
+    api_server = _engine_main_pid(engine["pid"])
+    engine_port = int(engine["url"].rsplit(":", 1)[1])
     outcome: dict = {}
-    thread = threading.Thread(target=lambda: outcome.update(response=_post(server, slow)))
+    thread = threading.Thread(target=lambda: outcome.update(response=_post(server, {**ITEM, "criteria": ["Креативность"]})))
+    os.kill(api_server, signal.SIGSTOP)
+    held_before = requests_held_at(engine_port)
     thread.start()
     deadline = time.monotonic() + 120
-    while _running(engine["url"]) == 0:
+    while requests_held_at(engine_port) <= held_before:
         assert thread.is_alive() and time.monotonic() < deadline, "the request never reached the engine"
         time.sleep(0.05)
     killed_at = time.monotonic()
-    os.kill(_engine_main_pid(engine["pid"]), signal.SIGKILL)
+    os.kill(api_server, signal.SIGKILL)
     thread.join(timeout=60)
     assert not thread.is_alive(), "the in-flight request hung after its engine died"
     response = outcome["response"]
@@ -160,7 +159,7 @@ def _wait_engine_core(marker: str, timeout_s: float = 300) -> None:
         time.sleep(0.5)
 
 
-def test_judge_serve_sigterm_while_its_engine_loads_leaves_nothing(tiny_causal_dir, tmp_path):
+def test_judge_serve_sigterm_while_its_engine_loads_leaves_nothing(tiny_causal_dir, tmp_path, starts_engine):
     """SIGTERM to judge-serve while its engine's EngineCore is loading: it exits 0 and leaves no process."""
     process, marker = _start(tiny_causal_dir, tmp_path, name="sigterm")
     try:
@@ -174,7 +173,7 @@ def test_judge_serve_sigterm_while_its_engine_loads_leaves_nothing(tiny_causal_d
         process.stop()
 
 
-def test_judge_serve_kill_9_leaves_nothing(tiny_causal_dir, tmp_path):
+def test_judge_serve_kill_9_leaves_nothing(tiny_causal_dir, tmp_path, starts_engine):
     """kill -9 of a ready judge-serve: the kernel's parent-death signal reaches its engine's supervisor, which
     ends the engine's whole tree; no process is left."""
     process, marker = _start(tiny_causal_dir, tmp_path, name="kill9")

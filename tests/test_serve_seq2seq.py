@@ -19,7 +19,8 @@ import openai
 import pytest
 
 import judge
-from tests.fixtures_serve import start_judge_serve
+from judge.plumbing.processes import http_status
+from tests.fixtures_serve import frozen, requests_held_at, start_judge_serve
 
 pytestmark = pytest.mark.slow
 
@@ -269,32 +270,40 @@ def test_32_concurrent_clients_all_accounted_for(seq2seq_server):
 
 def test_timeout_then_graceful_shutdown(seq2seq_server, tmp_path):
     """A second judge-serve on the same engine: a request past request_timeout_s gets 504 (not a hang); on
-    SIGTERM an in-flight request still completes, the process exits 0, and the engine it attached to lives on."""
-    generator_url = seq2seq_server.engine_url("generator")
-    args = ("--generator-url", generator_url, "--request-timeout-s", "4", "--max-tokens", "512", "--shutdown-grace-s", "60")
-    with start_judge_serve(seq2seq_server.run_record()["layout"]["root"], args=args, run_dir=tmp_path) as server:
-        slow = {"items": [{**ITEM, "answer": f"Ответ {i}", "task_type": "Code modification", "task_subtype": "Python"} for i in range(8)],
-                "max_tokens": 512}  # fmt: skip
-        started = time.monotonic()
-        response = _post(server, "/v1/judge", slow)
-        assert response.status_code == 504 and response.json()["error"]["code"] == "timeout"
-        assert time.monotonic() - started < 30
+    SIGTERM an in-flight request still completes, the process exits 0, and the engine it attached to lives on.
 
-        # Wait for the abandoned requests to drain from the engine, then start one that is in flight at SIGTERM.
-        deadline = time.monotonic() + 60
-        while _metric(generator_url, "vllm:num_requests_running") > 0 and time.monotonic() < deadline:
-            time.sleep(0.2)
+    The order is forced with the engine frozen (``frozen``): nothing it holds can be answered before the timeout,
+    nor before judge-serve has taken its SIGTERM. Two attached judge-serves (seconds each, no engine): the first
+    with a 4 s request timeout, the second with the default, so that its frozen request outlives any delay here."""
+    engine = seq2seq_server.run_record()["engines"]["generator"]
+    generator_url, engine_group = engine["url"], engine["pid"]
+    engine_port = int(generator_url.rsplit(":", 1)[1])
+    layout_root = seq2seq_server.run_record()["layout"]["root"]
+    args = ("--generator-url", generator_url, "--request-timeout-s", "4")
+    with start_judge_serve(layout_root, args=args, run_dir=tmp_path / "timeout") as server:
+        with frozen(engine_group):
+            response = _post(server, "/v1/judge", {**ITEM, "criteria": ["Креативность"]})
+        assert response.status_code == 504 and response.json()["error"]["code"] == "timeout"
+
+    args = ("--generator-url", generator_url, "--shutdown-grace-s", "60")
+    with start_judge_serve(layout_root, args=args, run_dir=tmp_path / "shutdown") as server:
         outcome: dict = {}
-        body = {**ITEM, "criteria": ["Креативность", "Грамотность", "Полезность"], "max_tokens": 96}
+        body = {**ITEM, "criteria": ["Креативность", "Грамотность", "Полезность"]}
         thread = threading.Thread(target=lambda: outcome.update(response=_post(server, "/v1/judge", body)))
-        thread.start()
-        deadline = time.monotonic() + 60
-        while _metric(generator_url, "vllm:num_requests_running") == 0 and thread.is_alive():
-            assert time.monotonic() < deadline, "the request never reached the engine"
-            time.sleep(0.02)
-        os.kill(server.pid, signal.SIGTERM)
+        with frozen(engine_group):
+            thread.start()
+            deadline = time.monotonic() + 60
+            while requests_held_at(engine_port, from_pid=server.pid) == 0:
+                assert time.monotonic() < deadline and thread.is_alive(), f"the request never reached the engine: {outcome}"
+                time.sleep(0.02)
+            os.kill(server.pid, signal.SIGTERM)
+            deadline = time.monotonic() + 60
+            while http_status(server.root_url + "/ready") == 200:  # judge-serve is draining once it is not
+                assert time.monotonic() < deadline, "judge-serve still ready after SIGTERM"
+                time.sleep(0.02)
+            assert not outcome, "answered while the engine was frozen"
         thread.join(timeout=120)
-        assert outcome["response"].status_code == 200
+        assert outcome["response"].status_code == 200, outcome["response"].text
         results = outcome["response"].json()["items"][0]["results"]
         assert len(results) == 3 and all(r["usage"]["completion_tokens"] > 0 for r in results)
         assert server.proc.wait(timeout=60) == 0, server.log_tail()

@@ -28,7 +28,7 @@ import pytest
 
 from tests.fixtures_models import free_port
 from tests.scripted_endpoint import ScriptedEndpoint, chat_completion
-from tests.slurm_cluster import FINAL_STATES, SlurmCluster, job_processes, signal_processes
+from tests.slurm_cluster import FINAL_STATES, SlurmCluster, job_processes, signal_pending, signal_processes
 
 # Real Slurm daemons and jobs that train or serve: part of `make test`, not of the quick `-m "not slow"` loop.
 pytestmark = pytest.mark.slow
@@ -126,8 +126,19 @@ def training_runs(slurm_cluster, slurm_job_env, tmp_path_factory, tiny_causal_di
         if signalled_at_step is None:
             steps = len(re.findall(r"^0: \{'loss'", _log(runs["preempted"], jobs["preempted"]), re.M))
             if steps >= SIGNAL_AFTER_STEPS:
-                slurm_cluster.command(["scancel", "--signal=USR1", str(jobs["preempted"])])
-                signalled_at_step = steps
+                # Mid-training on any machine: the job is frozen (SIGSTOP) before Slurm signals it, and thawed only
+                # once SIGUSR1 is pending in a rank (the ranks handle it; torchrun ignores it), so the signal lands
+                # where the job stood, not after a slow poll let it finish its 4 steps.
+                frozen_pids = signal_processes(job_processes(str(runs["preempted"])), signal.SIGSTOP)
+                try:
+                    slurm_cluster.command(["scancel", "--signal=USR1", str(jobs["preempted"])])
+                    pending_deadline = time.monotonic() + 60
+                    while not signal_pending(frozen_pids, signal.SIGUSR1):
+                        assert time.monotonic() < pending_deadline, f"SIGUSR1 never reached the frozen job {frozen_pids}"
+                        time.sleep(0.05)
+                    signalled_at_step = _logged_steps(runs["preempted"], jobs["preempted"])
+                finally:
+                    signal_processes(frozen_pids, signal.SIGCONT)
         records = {name: slurm_cluster.job(job_id) for name, job_id in jobs.items()}
         if all(r["JobState"] in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL") for r in records.values()):
             break
@@ -224,6 +235,7 @@ def preemption_runs(training_runs, slurm_cluster, tiny_causal_dir):
     high = None
     preempted_at_step = requeued_at_step = None
     zero3_frozen: list[int] = []
+    preempted_frozen: list[int] = []
     preemption_decided = False
     records: dict[str, dict[str, str]] = {}
     deadline = time.monotonic() + PREEMPTION_TIMEOUT_S
@@ -236,6 +248,10 @@ def preemption_runs(training_runs, slurm_cluster, tiny_causal_dir):
             # Both nodes' CPUs are taken (one per node by each run): the high-priority job fits only by
             # preempting the run of the lower partition (the ZeRO-3 run is in the same tier: not preemptible).
             assert all(r["JobState"] == "RUNNING" for r in records.values()), records
+            # Held mid-training (SIGSTOP) until Slurm has decided the preemption, as the ZeRO-3 run is held for
+            # its requeue: a scheduling pass (2 s) used to be long enough for a 4-step run to finish on a fast
+            # machine, and nothing made it shorter.
+            preempted_frozen = signal_processes(job_processes(str(runs["preempted"])), signal.SIGSTOP)
             high = slurm_cluster.sbatch(
                 ["-N2", "--ntasks-per-node=1", "--cpus-per-task=1", f"--output={root}/high-%j.out",
                  "--wrap", f"sleep {HIGH_PRIORITY_SLEEP_S}"], cwd=root,
@@ -245,6 +261,9 @@ def preemption_runs(training_runs, slurm_cluster, tiny_causal_dir):
                 _logged_steps(runs["zero3"], jobs["zero3"]) >= SIGNAL_AFTER_STEPS:
             # torchrun agents and both ranks (a stopped rank's peer waits in its collective; ddp_timeout is 1800 s).
             zero3_frozen = signal_processes(job_processes(str(runs["zero3"])), signal.SIGSTOP)
+        if preempted_frozen and preemption_decided:
+            signal_processes(preempted_frozen, signal.SIGCONT)
+            preempted_frozen = []
         if (
             high is not None
             and requeued_at_step is None
@@ -258,7 +277,7 @@ def preemption_runs(training_runs, slurm_cluster, tiny_causal_dir):
             break
         time.sleep(1.0)
     else:
-        signal_processes(zero3_frozen, signal.SIGCONT)
+        signal_processes(zero3_frozen + preempted_frozen, signal.SIGCONT)
         pytest.fail(f"preemption jobs not done in {PREEMPTION_TIMEOUT_S:.0f} s: {records}\n"
                     + "\n".join(slurm_cluster.output_tail(job_id) for job_id in jobs.values()))
     print(f"\npartition-preempted run + ZeRO-3 run requeued by scontrol took {time.monotonic() - started:.0f} s")

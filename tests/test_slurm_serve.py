@@ -15,20 +15,18 @@ import signal
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
 import pytest
 
-from tests.fixtures_models import free_port
+from judge.plumbing.processes import free_port, http_status
 from serve.launch import engines_drain_on_sigterm
 from serve.config import ServeConfig
-from tests.fixtures_serve import MODEL_NAME, TEST_FLAGS
+from tests.fixtures_serve import MODEL_NAME, TEST_FLAGS, frozen, requests_held_at
 from tests.slurm_cluster import job_processes, signal_processes
 from tests.test_slurm_jobs import REPO, _console_scripts, _short_standard_records
-
-# Real Slurm daemons and jobs that train or serve: part of `make test`, not of the quick `-m "not slow"` loop.
-pytestmark = pytest.mark.slow
 
 #: Records judged; two shards of 6 judged one at a time, so a task can be caught mid-shard.
 N_RECORDS = 12
@@ -131,10 +129,10 @@ def serve_flow(slurm_cluster, slurm_job_env, tiny_causal_dir, tmp_path_factory):
     deadline = time.monotonic() + 600
     while rows_at_kill is None and time.monotonic() < deadline:
         if _rows(shard_predictions) >= 1:
-            frozen = signal_processes(job_processes(str(shard_predictions.parent / "data.jsonl")), signal.SIGSTOP)
+            frozen_pids = signal_processes(job_processes(str(shard_predictions.parent / "data.jsonl")), signal.SIGSTOP)
             rows_at_kill = _rows(shard_predictions)
             slurm_cluster.command(["scancel", killed_task])  # SIGCONT, SIGTERM, then SIGKILL: judge-eval dies mid-shard
-            print(f"\ntask {killed_task}: {rows_at_kill} rows when cancelled (judge-eval frozen: {frozen})")
+            print(f"\ntask {killed_task}: {rows_at_kill} rows when cancelled (judge-eval frozen: {frozen_pids})")
         time.sleep(0.05)
     assert rows_at_kill is not None, f"task {killed_task} never judged:\n{slurm_cluster.output_tail(killed_task)}"
     killed_record = slurm_cluster.wait(killed_task, timeout_s=120)
@@ -154,22 +152,39 @@ def serve_flow(slurm_cluster, slurm_job_env, tiny_causal_dir, tmp_path_factory):
     eval_s = time.monotonic() - started
 
     # ---- drain: requests in flight when the serve job is cancelled -------------------------------------------
+    # The order is made, not hoped for: the generating engine's whole process tree is frozen (SIGSTOP) before the
+    # requests go out, so none can be answered; the test waits until judge-serve has handed every one of them to
+    # the engine (its request bytes sit unread on the engine's port), then cancels the job, waits until judge-serve
+    # is draining (/ready answers 503 or nothing: it got Slurm's SIGTERM), checks that a new request is refused,
+    # and only then thaws the engine (Slurm's own SIGCONT, sent with the cancel, may already have). Every answer
+    # therefore arrives after the cancel and after judge-serve began to drain.
     base_url = endpoint_file.read_text().strip()
+    serve_url = base_url.removesuffix("/v1")
+    generator = json.loads((root / "serve-run" / "run.json").read_text())["engines"]["generator"]
+    engine_group, engine_port = generator["pid"], urllib.parse.urlsplit(generator["url"]).port
     results: list[tuple[int | str, float]] = []
     threads = [threading.Thread(target=lambda i=i: results.append(_post_chat(base_url, f"Вопрос {i}: сколько будет 2+2?")))
                for i in range(N_IN_FLIGHT)]  # fmt: skip
-    for thread in threads:
-        thread.start()
-    time.sleep(0.5)
-    cancelled_at = time.monotonic()
-    slurm_cluster.command(["scancel", str(serve)])
-    # New requests after the cancel: refused once judge-serve got its SIGTERM (connection refused, or 503).
-    refusal = None
-    while refusal is None and time.monotonic() < cancelled_at + 30:
-        status, _ = _post_chat(base_url, "Новый запрос после отмены", timeout_s=30)
-        if status != 200:
-            refusal = status
-        time.sleep(0.2)
+    with frozen(engine_group):
+        held_before_cancel = requests_held_at(engine_port)
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 120
+        while (held := requests_held_at(engine_port) - held_before_cancel) < N_IN_FLIGHT:
+            assert time.monotonic() < deadline, f"only {held} of {N_IN_FLIGHT} requests reached the frozen engine"
+            assert not results, f"answered while the engine was frozen: {results}"
+            time.sleep(0.05)
+        answered_before_cancel = len(results)
+        cancelled_at = time.monotonic()
+        slurm_cluster.command(["scancel", str(serve)])
+        # judge-serve got its SIGTERM once /ready stops answering 200 (503 "draining", then nothing). /ready reads
+        # judge-serve's own state, never the frozen engine, so the probe cannot hang on it.
+        deadline = time.monotonic() + 30
+        while http_status(serve_url + "/ready", timeout_s=2) == 200:
+            assert time.monotonic() < deadline, "judge-serve still ready 30 s after scancel"
+            time.sleep(0.05)
+        # A new request after the cancel is refused (connection refused, or 503), never queued behind the drain.
+        refusal, _ = _post_chat(base_url, "Новый запрос после отмены", timeout_s=30)
     for thread in threads:
         thread.join(timeout=120)
     serve_record = slurm_cluster.wait(serve, timeout_s=120)
@@ -180,7 +195,7 @@ def serve_flow(slurm_cluster, slurm_job_env, tiny_causal_dir, tmp_path_factory):
         "root": root, "data": data, "serve": serve, "array": array, "merge": merge, "endpoint_file": endpoint_file,
         "port": port, "killed_record": killed_record, "rerun_record": rerun_record, "rows_at_kill": rows_at_kill, "rows_after_kill": rows_after_kill,
         "merge_record": merge_record, "serve_record": serve_record, "in_flight": results, "cancelled_at": cancelled_at,
-        "refusal": refusal, "engine_pids": engine_pids, "n_items": len(judge.load_records(data)),
+        "answered_before_cancel": answered_before_cancel, "held_at_engine": held, "refusal": refusal, "engine_pids": engine_pids, "n_items": len(judge.load_records(data)),
     }  # fmt: skip
 
 
@@ -227,15 +242,15 @@ def test_a_killed_array_task_reruns_without_duplicate_predictions(serve_flow):
 
 
 def test_scancel_of_the_serve_job_drains_in_flight_requests(serve_flow):
-    """scancel (SIGTERM to every process of the job) while requests are in flight: the engines, started with SIGTERM
-    blocked, keep serving while judge-serve drains, so each request is answered 200; a request sent after the cancel
-    is refused; the job's engine processes are gone afterwards."""
+    """scancel (SIGTERM to every process of the job) while requests are held in flight at a frozen engine: the
+    engines, started with SIGTERM blocked, keep serving while judge-serve drains, so each request is answered 200
+    after the cancel; a request sent after the cancel is refused; the job's engine processes are gone afterwards."""
+    # The order the fixture made: every request reached the engine, none was answered, then the cancel went out.
+    assert serve_flow["held_at_engine"] >= N_IN_FLIGHT
+    assert serve_flow["answered_before_cancel"] == 0
     statuses = [status for status, _ in serve_flow["in_flight"]]
-    assert len(statuses) == N_IN_FLIGHT
     assert statuses == [200] * N_IN_FLIGHT, statuses
-    # At least one answer arrived after the cancel: it was in flight, not done before.
-    assert max(ended for _, ended in serve_flow["in_flight"]) > serve_flow["cancelled_at"]
-    assert serve_flow["refusal"] is not None, "judge-serve kept accepting requests after scancel"
+    assert all(ended > serve_flow["cancelled_at"] for _, ended in serve_flow["in_flight"])
     assert serve_flow["refusal"] in ("ConnectionRefusedError", "RemoteDisconnected", 503), serve_flow["refusal"]
     assert serve_flow["serve_record"]["JobState"] == "CANCELLED"
     assert serve_flow["engine_pids"] and not _pids_alive(serve_flow["engine_pids"])

@@ -219,3 +219,64 @@ def test_train_sbatch_resumes_from_the_newest_complete_checkpoint(tmp_path, conf
     assert srun[5:7] == ["bash", "-c"] and 'trap "" USR1' in srun[7] and "--no-python judge-train" in srun[7]
     assert srun[8] == "judge-train"  # $0 of the inner shell; judge-train's arguments follow
     assert srun[9:] == ["--config", str(config_file), "--output-dir", str(out), "--resume", "--max_steps", "9"]
+
+
+# --- issue #30.11: a newline in a value must not become a command line in the script -----------------------------
+
+_INJECTED = "gpu\ntouch {marker} #"  # a bare name (bash runs in tmp_path); `#` comments out the line's rest
+
+
+def _injection_cases(tmp_path: Path, config_file: Path) -> list[tuple[str, list[str], str]]:
+    """(setting named in the error, argv, marker file the injected line would create) for every rendered value."""
+    cases = []
+    for flag in ("--partition", "--account", "--job-name", "--time"):
+        marker = tmp_path / f"pwned{flag}"
+        cases.append((flag, ["--config", str(config_file), flag, _INJECTED.format(marker=marker.name)], marker))
+    marker = tmp_path / "pwned-model"
+    model_config = tmp_path / "model.yaml"
+    model_config.write_text("recipe: seq2seq\nper_device_train_batch_size: 4\n"
+                            f"model_name_or_path: \"Qwen/Qwen2.5-0.5B\\ntouch {marker.name} #\"\n")
+    cases.append((f"model_name_or_path in {model_config}", ["--config", str(model_config)], marker))
+    marker = tmp_path / "pwned-file"
+    odd_dir = tmp_path / f"cfg\ntouch {marker.name} #"
+    odd_dir.mkdir()
+    odd_config = odd_dir / "judge.yaml"
+    odd_config.write_text(config_file.read_text())
+    cases.append(("--config (the file's path)", ["--config", str(odd_config)], marker))
+    return cases
+
+
+def test_a_newline_in_a_rendered_value_would_run_as_a_command(tmp_path, config_file, monkeypatch):
+    """Without the check, each injected value puts `touch MARKER` on its own line and bash runs it (the finding)."""
+    monkeypatch.setattr(slurm_submit, "_refuse_control", lambda values: None)
+    for setting, argv, marker in _injection_cases(tmp_path, config_file):
+        args = slurm_submit.build_parser().parse_args(["--nodes", "1", "--gpus-per-node", "0", *argv])
+        script, _, _ = slurm_submit._render(args, [])
+        path = tmp_path / "rendered.sbatch"
+        path.write_text(script)
+        # The script dies at its first check (not inside Slurm), after the header and the rendered notes have run.
+        subprocess.run(["bash", str(path)], capture_output=True, env={"PATH": os.environ["PATH"]}, cwd=tmp_path)
+        assert marker.exists(), setting
+
+
+def test_a_control_character_in_a_rendered_value_is_refused_naming_the_setting(tmp_path, config_file, capsys):
+    """Each injected value is refused before any script is printed or written, and the error names its setting."""
+    for setting, argv, marker in _injection_cases(tmp_path, config_file):
+        assert slurm_submit.main(["--dry-run", "--nodes", "1", "--gpus-per-node", "0", *argv]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert f"judge-train submit: {setting}: control character '\\n'" in captured.err
+        assert not marker.exists()
+    for bad in ("gpu\r", "gpu\x00", "gpu\x1b[2J", "gpu\u2028x"):
+        assert slurm_submit.main(["--dry-run", "--config", str(config_file), "--nodes", "1", "--gpus-per-node", "0",
+                                  f"--sbatch-arg=--comment={bad}"]) == 2
+        assert "--sbatch-arg (number 1): control character" in capsys.readouterr().err
+
+
+def test_render_script_refuses_a_control_character_itself(tmp_path):
+    """render_script, used directly, refuses too (a backstop naming the #SBATCH option or export)."""
+    template = "#!/bin/bash\n#SBATCH --nodes=1\necho hi\n"
+    with pytest.raises(SubmitError, match="#SBATCH --partition: control character"):
+        slurm_submit.render_script(template, sbatch={"partition": "a\nb"}, exports={}, notes=[])
+    with pytest.raises(SubmitError, match="export JUDGE_X: control character"):
+        slurm_submit.render_script(template, sbatch={}, exports={"JUDGE_X": "a\tb"}, notes=[])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -290,7 +291,7 @@ def test_real_model_drops_planted_duplicates_and_paraphrases(minilm_embed):
         ("DUPLICATE", False, {"duplicate": 1, "different": 0, "unanswered": 0}),
     ],
 )
-def test_dedup_cli_runs_the_llm_check_when_an_endpoint_is_configured(tmp_path, reply, kept_r1, counts):
+def test_dedup_cli_runs_the_llm_check_when_an_endpoint_is_configured(tmp_path, reply, kept_r1, counts, heavy_work):
     """With --cosine-max 0.96 the r0/r1 paraphrase (cosine ~0.94, chrF ~0.68) is borderline. The YAML configures an
     endpoint and says nothing about llm_check: the check runs; the request is the exact check prompt; only DUPLICATE
     deletes r1. The YAML names the small CPU embedder, the stand-in for the paper's gte-Qwen2-7B."""
@@ -350,3 +351,59 @@ def test_vectorised_chrf_equals_pairwise_chrf():
     hyp, ref = np.array([h for h in range(len(texts)) for r in range(len(texts))]), np.array([r for h in range(len(texts)) for r in range(len(texts))])
     expected = [chrf.score(texts[h], texts[r]) for h, r in zip(hyp, ref)]
     assert chrf.score_pairs(index, hyp, ref, chunk=7).tolist() == pytest.approx(expected, abs=1e-12)
+
+
+def _model_with_code(folder: Path, marker: Path) -> Path:
+    """A model folder whose config names code shipped beside it; importing that code creates ``marker``."""
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps({
+        "model_type": "planted", "auto_map": {"AutoConfig": "configuration_planted.PlantedConfig",
+                                              "AutoModel": "configuration_planted.PlantedConfig"}}))  # fmt: skip
+    (folder / "configuration_planted.py").write_text(
+        f"from pathlib import Path\nPath({str(marker)!r}).write_text('ran')\n"
+        "from transformers import PretrainedConfig\n\nclass PlantedConfig(PretrainedConfig):\n    model_type = 'planted'\n"
+    )
+    return folder
+
+
+def test_dedup_runs_no_code_from_a_model_folder_unless_told(tmp_path):
+    """trust_remote_code is off by default: a model folder's own Python never runs (the finding: it did); on,
+    it runs, and the run logs the file by name."""
+    import logging
+
+    from train.synthetic.config import DedupConfig
+    from train.synthetic.dedup import load_embedder
+
+    assert DedupConfig().trust_remote_code is False
+    marker = tmp_path / "ran.txt"
+    folder = _model_with_code(tmp_path / "model", marker)
+    with pytest.raises(Exception, match="trust_remote_code"):
+        load_embedder(str(folder))
+    assert not marker.exists()
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logging.getLogger("judge_train.dedup").addHandler(handler)
+    try:
+        with pytest.raises(Exception):  # the planted code is no model; what matters is that it ran
+            load_embedder(str(folder), trust_remote_code=True)
+    finally:
+        logging.getLogger("judge_train.dedup").removeHandler(handler)
+    assert marker.read_text() == "ran"
+    assert any("configuration_planted.py" in r.getMessage() for r in records)
+
+
+def test_no_trust_remote_code_default_anywhere():
+    """Every trust_remote_code in the code defaults to false; only a shipped YAML may turn it on, saying what runs."""
+    import re
+
+    repo = Path(__file__).resolve().parent.parent
+    for path in [*repo.glob("train/**/*.py"), *repo.glob("serve/**/*.py"), *repo.glob("eval/**/*.py"),
+                 *repo.glob("judge/**/*.py")]:
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"trust_remote_code\s*[:=]\s*(bool\s*=\s*)?(_f\()?\s*True", text), path
+        assert "--trust-remote-code" not in text, path
+    for path in repo.glob("configs/**/*.yaml"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if re.match(r"\s*trust_remote_code:\s*true", line):
+                assert "runs the Python files" in line, path

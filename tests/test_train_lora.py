@@ -14,7 +14,7 @@ from train.config import load_config
 pytestmark = pytest.mark.slow
 
 
-def test_lora_regression_run_merges_adapters_and_head_into_the_export(tiny_causal_dir, tmp_path, monkeypatch):
+def test_lora_regression_run_merges_adapters_and_head_into_the_export(tiny_causal_dir, tmp_path, monkeypatch, heavy_work):
     """--lora trains adapters on the decoder's linear layers plus the whole score head; the export holds plain merged
     weights (no adapter files) that reload as the live peft model; report_to=wandb writes an offline run."""
     from safetensors.torch import load_file

@@ -103,7 +103,7 @@ def test_regression_head_reads_prompt_plus_rationale_through_the_chat_template(r
 
 
 @pytest.mark.parametrize("run_name", ["seq2seq_run", "regression_run"])
-def test_loss_is_finite_and_falls(run_name, request):
+def test_loss_is_finite_and_falls(run_name, request, heavy_work):
     """Every logged loss is finite, and the last steps' mean is below the first steps'."""
     run = request.getfixturevalue(run_name)
     losses = _losses(run)
@@ -117,7 +117,7 @@ def test_loss_is_finite_and_falls(run_name, request):
 
 
 @pytest.mark.parametrize("run_name", ["seq2seq_run", "regression_run"])
-def test_learning_rate_decays_linearly_to_zero(run_name, request):
+def test_learning_rate_decays_linearly_to_zero(run_name, request, heavy_work):
     """The schedule ends at exactly 0 after the last step, having started at the configured peak."""
     run = request.getfixturevalue(run_name)
     config = json.loads((Path(run.output_dir) / "run.json").read_text(encoding="utf-8"))["config"]
@@ -177,7 +177,7 @@ def test_regression_export_is_a_servable_classifier_plus_a_generator(regression_
 
 
 @pytest.mark.parametrize("run_name", ["seq2seq_run", "regression_run"])
-def test_run_json_makes_the_run_reproducible(run_name, request):
+def test_run_json_makes_the_run_reproducible(run_name, request, heavy_work):
     """run.json (in the run folder and the export) holds the resolved config, git revision, package versions,
     prompt-template version, seed, launch arithmetic, data counts and the result."""
     run = request.getfixturevalue(run_name)

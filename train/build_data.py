@@ -322,9 +322,9 @@ def write_rows(rows: Iterable[dict[str, Any]], path: str | Path) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``judge-train build-data``: build training rows, print the report, optionally write them."""
-    import argparse
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
 
-    parser = argparse.ArgumentParser(
+    parser = ExactArgumentParser(
         prog="judge-train build-data",
         description="Turn POLLUX-format records into training rows and report what was dropped and why.",
     )

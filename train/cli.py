@@ -41,7 +41,9 @@ def build_run_parser(prog: str = "judge-train run") -> argparse.ArgumentParser:
     """The parser of ``judge-train run``: ``--config``/``--recipe`` plus one flag per config field."""
     from train.config import add_config_arguments
 
-    parser = argparse.ArgumentParser(
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+
+    parser = ExactArgumentParser(
         prog=prog,
         description="Train a POLLUX judge (seq2seq or regression head) from a YAML config; flags override the YAML.",
         epilog="example: judge-train run --config configs/train/tiny/seq2seq.yaml --max-steps 5 --output-dir runs/demo",
@@ -72,6 +74,7 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
         The exit status: 0, or 2 for a config error or held-out data in the training set (the message says which).
     """
     from judge import LeakageError
+    from judge.plumbing.run_folder import RunFolderBusy
     from train.config import ConfigError, config_from_args
 
     args = build_run_parser(prog=prog).parse_args(list(argv))
@@ -81,8 +84,9 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
     try:
         config = config_from_args(args, recipe=recipe)
         module, function, what = RECIPE_ENTRIES[config.recipe]
-        result = getattr(importlib.import_module(module), function)(config)
-    except (ConfigError, LeakageError) as err:
+        with _one_writer(config.output_dir, prog):
+            result = getattr(importlib.import_module(module), function)(config)
+    except (ConfigError, LeakageError, RunFolderBusy) as err:
         print(f"{prog}: error: {err}", file=sys.stderr)
         return 2
     if result.export_dir:
@@ -90,6 +94,17 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
     else:
         print(f"judge-train: stopped at step {result.global_step}; continue with --resume")
     return 0
+
+
+def _one_writer(output_dir: str, prog: str):
+    """Global rank 0 holds the run folder (``judge.plumbing.run_folder``) for the whole run; the other ranks write where it
+    tells them, so they take no lock (they would each find the folder held)."""
+    import contextlib
+
+    from judge.plumbing.run_folder import hold_run_folder
+    from train.recipe_steps import is_main_process
+
+    return hold_run_folder(output_dir, prog) if is_main_process() else contextlib.nullcontext()
 
 
 def _usage() -> str:

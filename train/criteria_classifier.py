@@ -16,7 +16,6 @@ Use it: ``judge-eval run --criteria auto --criteria-classifier-path runs/task-cl
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import sys
@@ -49,7 +48,9 @@ def training_rows(data: Sequence[str], bundled: bool, include_zero_shot: bool) -
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+
+    parser = ExactArgumentParser(
         prog="judge-train criteria-classifier", description=__doc__.splitlines()[0], allow_abbrev=False,
         epilog="example: judge-train criteria-classifier --data ai-forever/POLLUX --out runs/task-clf",
     )  # fmt: skip

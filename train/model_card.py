@@ -18,7 +18,6 @@ run, so ``license`` is an option (default ``other``: check the base model's term
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from pathlib import Path
@@ -183,7 +182,7 @@ def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, e
     model_path = "PATH/TO/THIS/FOLDER"
     out += ["", "## Serving", "", "With pollux-judge's `judge-serve` (vLLM underneath; one port, OpenAI-compatible "
             "routes plus `/v1/judge`, which renders the POLLUX prompt and parses the verdict):", "", "```bash",
-            f"judge-serve --model {model_path} --served-model-name {name} --port 8000 --api-key $KEY", "```", "",
+            f"JUDGE_SERVE_API_KEY=$KEY judge-serve --model {model_path} --served-model-name {name} --port 8000", "```", "",
             "```python", "from openai import OpenAI",
             'client = OpenAI(base_url="http://127.0.0.1:8000/v1", api_key=KEY)',
             'result = client.post("/judge", cast_to=object, body={"items": [{"instruction": "...", "answer": "...",',
@@ -232,7 +231,9 @@ def write_card(export_dir: str | Path, **kwargs: Any) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     """``judge-train card``: (re)write an export's model card; returns the exit status."""
-    parser = argparse.ArgumentParser(prog="judge-train card", description=__doc__.split("\n\n")[0],
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+
+    parser = ExactArgumentParser(prog="judge-train card", description=__doc__.split("\n\n")[0],
                                      epilog="example: judge-train card --export runs/x/export --run runs/eval/x")
     parser.add_argument("--export", required=True, help="the export folder (holding pollux_judge.json)")
     parser.add_argument("--run", default=None, help="a folder scored by `judge-eval score` whose figures to include")

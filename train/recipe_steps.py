@@ -101,12 +101,17 @@ def check_output_dir(config: TrainConfig) -> Path | None:
         The checkpoint to resume from, or None for a fresh run.
     """
     checkpoint = latest_checkpoint(config.output_dir)
+    export = Path(config.output_dir) / "export"
+    # A finished run may hold its export and no checkpoint (save_total_limit, or checkpoints cleaned up): a new
+    # run there would silently replace a judge someone may be serving (issue #30.12).
+    finished = export.is_dir() and any(export.iterdir())
     if config.resume and checkpoint is None:
         raise ConfigError(f"--resume: no checkpoint-N folder in {config.output_dir} to resume from")
-    if not config.resume and checkpoint is not None:
+    if not config.resume and (checkpoint is not None or finished):
         if not config.overwrite_output_dir:
+            held = checkpoint.name if checkpoint is not None else "a finished export/"
             raise ConfigError(
-                f"{config.output_dir} already holds {checkpoint.name}; pass --resume to continue that run, "
+                f"{config.output_dir} already holds {held}; pass --resume to continue that run, "
                 "--overwrite_output_dir to start over, or choose another output_dir"
             )
         if is_main_process():

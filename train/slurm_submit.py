@@ -122,7 +122,14 @@ def render_script(template: str, *, sbatch: dict[str, str | None], exports: dict
 
     Returns:
         The rendered script.
+
+    Raises:
+        SubmitError: a value holding a control character (a newline would start a command line in the script).
     """
+    _refuse_control({**{f"#SBATCH --{k}": v for k, v in sbatch.items() if v is not None},
+                     **{f"export {k}": v for k, v in exports.items()},
+                     **{f"note {n}": note for n, note in enumerate(notes)},
+                     **{f"judge-train argument {a + 1}": arg for a, arg in enumerate(judge_args)}})
     lines = template.splitlines()
     header_end = max((i for i, line in enumerate(lines) if line.startswith("#SBATCH")), default=-1)
     if header_end < 0:
@@ -149,12 +156,25 @@ def render_script(template: str, *, sbatch: dict[str, str | None], exports: dict
     return "\n".join(out) + "\n"
 
 
+def _refuse_control(values: dict[str, object]) -> None:
+    """SubmitError naming the first setting whose value holds a control character (``judge.plumbing.config_files``)."""
+    from judge.plumbing.config_files import ConfigError, refuse_control_characters
+
+    try:
+        for setting, value in values.items():
+            refuse_control_characters(setting, value)
+    except ConfigError as err:
+        raise SubmitError(str(err)) from None
+
+
 def _sbatch_line(key: str, value: str) -> str:
     return f"#SBATCH --{key}" + (f"={value}" if value != "" else "")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+
+    parser = ExactArgumentParser(
         prog="judge-train submit",
         description="Render slurm/train.sbatch for N nodes x G GPUs (gradient accumulation keeps the config's global "
         "batch) and submit it with sbatch; --dry-run prints the script instead.",
@@ -218,6 +238,13 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
     from train.config import ConfigError, load_config
 
     config_path = Path(args.config).resolve()
+    # Every value that reaches the script, named as the user gave it, before anything is rendered (issue #30.11).
+    _refuse_control({"--config (the file's path)": config_path, "--job-name": args.job_name,
+                     "--partition": args.partition, "--account": args.account, "--time": args.time,
+                     "--output-dir": args.output_dir, "--cache-dir": args.cache_dir, "--wandb-dir": args.wandb_dir,
+                     "--env-script": args.env_script, "--srun-args": args.srun_args, "--script": args.script,
+                     **{f"--sbatch-arg (number {i + 1})": option for i, option in enumerate(args.sbatch_arg)},
+                     **{f"judge-train argument {i + 1} after --": arg for i, arg in enumerate(judge_args)}})
     try:
         config = load_config(config_path)
     except ConfigError as err:
@@ -228,6 +255,8 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
         raise SubmitError(f"--gpus-per-node must be 0 (CPU) or more, got {args.gpus_per_node}")
     ranks = args.gpus_per_node or args.cpu_ranks_per_node
     plan = plan_batch(config.global_batch_size, config.per_device_train_batch_size, args.nodes, ranks)
+    _refuse_control({f"model_name_or_path in {config_path}": config.model_name_or_path,
+                     f"output_dir in {config_path}": config.output_dir})
     output_dir = Path(args.output_dir or config.output_dir).resolve()
     job_name = args.job_name or f"judge-train-{config_path.parent.name}-{config_path.stem}"
     script_path = Path(args.script)

@@ -32,7 +32,6 @@ import dataclasses
 import hashlib
 import json
 import logging
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -56,7 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     """``judge-eval mera``: one subcommand per task, each with ``--config FILE`` and a flag per config field."""
     from judge.plumbing.config_files import add_config_flags
 
-    parser = argparse.ArgumentParser(
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+
+    parser = ExactArgumentParser(
         prog="judge-eval mera", description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
@@ -71,17 +72,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def config_from_args(args: argparse.Namespace) -> MeraConfig:
-    """The task's config: its defaults, then ``--config`` YAML, then the flags given; the API key falls back to
-    ``$OPENAI_API_KEY``.
+    """The task's config: its defaults, then ``--config`` YAML, then the flags given; the API key comes from
+    ``$OPENAI_API_KEY`` or the variable ``--api-key-env`` names (``judge.plumbing.api_keys``).
 
     Raises:
         ConfigError: an unknown key or a bad value, naming it.
     """
+    from judge.plumbing.api_keys import resolve_api_key
     from judge.plumbing.config_files import given_flags, resolve_config
 
     cls = TASK_CONFIGS[args.task]
     config = resolve_config(cls, args.config, given_flags(args, cls))
-    config.api_key = config.api_key or os.environ.get("OPENAI_API_KEY", "")
+    config.api_key = resolve_api_key(config.api_key, config.api_key_env, command=f"judge-eval mera {args.task}")
     return config
 
 
@@ -305,12 +307,16 @@ def main(argv: list[str] | None = None) -> int:
     from eval.mera.sandbox import SandboxUnavailable
     from eval.mera.task_rows import DataError
 
+    from judge.plumbing.run_folder import RunFolderBusy, hold_run_folder
+
     try:
-        if config.task == "ruhumaneval":
-            run_ruhumaneval(config)
-        else:
-            run_rutie(config)
-    except (DataError, ResumeMismatch, SandboxUnavailable, FileNotFoundError, ValueError) as err:
+        with hold_run_folder(config.out, f"judge-eval mera {config.task}"):  # one writer per folder (#30.13)
+            if config.task == "ruhumaneval":
+                run_ruhumaneval(config)
+            else:
+                run_rutie(config)
+    except (DataError, ResumeMismatch, RunFolderBusy, SandboxUnavailable, FileNotFoundError,
+            ValueError) as err:
         logger.error("%s", err)
         return 1
     return 0

@@ -38,7 +38,10 @@ class MeraConfig:
     max_tokens: int = _f(16, "Tokens to generate.")
     seed: int = _f(1234, "Request seed (base seed with sampling: seeds).")
     concurrency: int = _f(4, "Requests in flight at once.")
-    api_key: str = _f("", "API key (default: $OPENAI_API_KEY; never written to run.json).")
+    api_key: str = _f("", "The API key itself; works, with a warning (a command line is visible to every user of the "
+                          "node); prefer the variable api_key_env names. Never written to run.json.")
+    api_key_env: str = _f("OPENAI_API_KEY", "Environment variable holding the API key (judge.plumbing.api_keys; "
+                                            "the default may be unset: no key).")
     request_timeout: float = _f(600.0, "Seconds per request.")
     max_retries: int = _f(5, "Retries on connection errors, 429 and 5xx.")
     overwrite: bool = _f(False, "Discard earlier progress in out.")

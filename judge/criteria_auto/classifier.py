@@ -389,7 +389,7 @@ def load_labelled(paths: Sequence[str | Path], include_zero_shot: bool = False) 
     A ``.jsonl`` is read row by row (any of the shapes ``labelled_rows`` reads); anything else goes through
     ``judge.load_records`` (parquet, ``save_to_disk`` folders).
     """
-    from judge.records import load_records
+    from judge.record_sources import load_records
 
     pairs, totals = [], {"rows": 0, "kept": 0, "duplicates": 0, "zero_shot_dropped": 0}
     seen = set()

@@ -33,6 +33,7 @@ from typing import Any
 
 __all__ = [
     "ConfigError",
+    "ExactArgumentParser",
     "option",
     "field_types",
     "coerce",
@@ -42,11 +43,25 @@ __all__ = [
     "config_flag",
     "read_config_file",
     "read_json_object",
+    "refuse_control_characters",
 ]
 
 
 class ConfigError(ValueError):
     """A configuration that cannot run: a missing file, an unknown key, a wrong type or an impossible value."""
+
+
+class ExactArgumentParser(argparse.ArgumentParser):
+    """``argparse.ArgumentParser`` that takes long options only as spelt in full (``allow_abbrev=False``).
+
+    With abbreviations on, ``judge-eval run --api-key SECRET`` was read as ``--api-key-env SECRET`` (issue #30.7),
+    and any new option can silently change what an old abbreviation means. Subcommand parsers made by
+    ``add_subparsers`` are of the same class, so every parser of a console script takes options in full.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
 
 
 def read_config_file(path: str | Path, fields_of: type | None = None) -> dict[str, Any]:
@@ -102,6 +117,28 @@ def read_json_object(path: str | Path, missing_ok: bool = False) -> dict[str, An
     if not isinstance(value, dict):
         raise ValueError(f"{path}: expected a JSON object")
     return value
+
+
+def refuse_control_characters(setting: str, value: Any) -> None:
+    """Refuse a value holding a control character (a newline above all) before it reaches a script or a file name.
+
+    A newline in a value rendered into a shell script (an ``#SBATCH`` header, a comment, a path) starts a new
+    command line there; tabs, NULs, escape sequences and the Unicode line separators are refused with it.
+
+    Args:
+        setting: how the error names the value (``--partition``, ``model_name_or_path in FILE``).
+        value: the value; anything not text is read as its ``str``.
+
+    Raises:
+        ConfigError: naming ``setting``, the character and where it stands.
+    """
+    import unicodedata
+
+    text = str(value)
+    for i, char in enumerate(text):
+        if unicodedata.category(char) in ("Cc", "Zl", "Zp"):
+            raise ConfigError(f"{setting}: control character {char!r} at position {i} of {text!r}; a value that "
+                              "reaches a script or a file name may not hold one")
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ One schema for every job (``judge-train run``, ``judge-train data <stage>``, ``j
 such as ``"unknown"``:
 
     job              the console script and subcommand, e.g. "judge-eval run"
-    config           the resolved config as plain data (secrets redacted by the caller)
+    config           the resolved config as plain data (secrets redacted here, by ``redact``)
     git_revision     commit of the pollux-judge checkout the code ran from (null: not a git checkout)
     git_dirty        whether that checkout had uncommitted changes to tracked files (null: unknown)
     packages         {distribution: version or null} for the packages that shape a result (``PACKAGES``)
@@ -16,6 +16,10 @@ such as ``"unknown"``:
                      job's own launch facts (world size, accumulation, resume_from, ...)
     earlier_launches the ``launch`` of every earlier run into the same folder, oldest first (a resumed run
                      keeps its history)
+
+Secrets never reach the file: every record passes through ``redact`` on its way to disk (the one redaction of
+every run.json writer), and the file is written owner-only (0600; a run folder the toolkit creates is 0700). See
+``redact`` for what counts as a secret.
 
 A job adds its own sections next to these (``backend``/``model``/``n_items`` for eval, ``engines``/``layout`` for
 serve, ``data``/``result`` for training, ``data_sha256``/``sandbox`` for MERA) with ``write_provenance(**sections)``
@@ -28,6 +32,8 @@ import datetime
 import json
 import os
 import platform
+import re
+import shlex
 import socket
 import subprocess
 import sys
@@ -45,6 +51,13 @@ __all__ = [
     "write_provenance",
     "update_provenance",
     "read_provenance",
+    "REDACTED",
+    "is_secret_name",
+    "register_secret",
+    "redact",
+    "redact_argv",
+    "make_private_dir",
+    "write_private_text",
 ]
 
 #: The file name in every run folder (serve: its ``--log-dir``).
@@ -61,6 +74,171 @@ PACKAGES = (
 #: The keys every run.json has, in this order.
 SCHEMA_KEYS = ("job", "config", "git_revision", "git_dirty", "packages", "python", "prompt_version", "launch",
                "earlier_launches")  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Secrets: one redaction for every file a run writes about itself (issue #30.7)
+# ---------------------------------------------------------------------------------------------------------------
+
+#: What a secret is replaced by.
+REDACTED = "***"
+
+#: Words that make a setting's name a secret's name (``api_key``, ``--api-key``, ``HF_TOKEN``, ``db_password``,
+#: ``Authorization``). Whole words only: ``max_tokens`` and ``tokenizer`` are not secrets.
+_SECRET_WORDS = frozenset({"key", "apikey", "token", "secret", "password", "passwd", "passphrase", "credential",
+                           "credentials", "auth", "authorization", "cookie", "bearer"})  # fmt: skip
+#: A last word that makes the name point at a secret rather than hold one (``api_key_env``: a variable's name).
+_POINTER_WORDS = frozenset({"env", "var", "variable", "file", "path", "id", "ids"})
+
+#: Secret values this process knows (an API key read from the environment): scrubbed from every string written.
+_KNOWN_SECRETS: set[str] = set()
+
+_URL_PASSWORD = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^/\s:@]*:)[^/\s@]+(?P<at>@)", re.IGNORECASE)
+_ENV_ASSIGNMENT = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>.*)$", re.DOTALL)
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a setting, option, header or environment variable named ``name`` holds a secret.
+
+    ``--api-key``, ``api_key``, ``HF_TOKEN``, ``client_secret``, ``Authorization``: yes; ``--api-key-env`` (names
+    a variable), ``pad_token_id``, ``max_tokens``, ``tokenizer``: no.
+    """
+    words = [w for w in re.split(r"[^a-z0-9]+", str(name).lower()) if w]
+    if not words or words[-1] in _POINTER_WORDS:
+        return False
+    return any(w in _SECRET_WORDS for w in words)
+
+
+def register_secret(value: str | None) -> None:
+    """Remember a secret this process holds (an API key it read), so that ``redact`` scrubs it wherever it appears."""
+    if value and len(value) >= 4 and value != "EMPTY":  # shorter values would blank ordinary text
+        _KNOWN_SECRETS.add(value)
+
+
+def _scrub(text: str) -> str:
+    text = _URL_PASSWORD.sub(lambda m: f"{m['head']}{REDACTED}{m['at']}", text)
+    for secret in _KNOWN_SECRETS:
+        text = text.replace(secret, REDACTED)
+    return text
+
+
+def _redact_text(text: str) -> str:
+    """One string: a JSON object/list inside it, shell words holding options, ``NAME=value``, known secrets."""
+    stripped = text.strip()
+    if stripped[:1] in ("{", "[") and stripped[-1:] in ("}", "]"):
+        try:
+            parsed = json.loads(stripped)
+        except ValueError:
+            pass
+        else:
+            redacted = redact(parsed)
+            if redacted != parsed:
+                return json.dumps(redacted, ensure_ascii=False)
+    assignment = _ENV_ASSIGNMENT.match(text)
+    if assignment and is_secret_name(assignment["name"]):
+        return f"{assignment['name']}={REDACTED}"
+    if any(c.isspace() for c in text) and "-" in text:  # `--engine-args "--api-key X --seed 0"`: shell words
+        try:
+            words = shlex.split(text)
+        except ValueError:
+            words = None
+        if words and len(words) > 1:
+            redacted_words = redact_argv(words)
+            if redacted_words != words:
+                return shlex.join(redacted_words)
+    return _scrub(text)
+
+
+def redact_argv(argv: list[str]) -> list[str]:
+    """A command line with every secret replaced by ``REDACTED``.
+
+    ``--api-key X``, ``--api-key=X`` and the like for any option ``is_secret_name`` calls secret; an option's value
+    that is JSON (``--server-env '{"HF_TOKEN": "..."}'``, ``--extra-body``) or shell words is redacted inside;
+    ``HF_TOKEN=...`` assignments and the secrets this process holds (``register_secret``) wherever they appear.
+    """
+    out: list[str] = []
+    hide_next = False
+    for arg in map(str, argv):
+        if hide_next and not arg.startswith("-"):
+            out.append(REDACTED)
+            hide_next = False
+            continue
+        hide_next = False
+        name, sep, value = arg.partition("=")
+        if arg.startswith("-") and not arg.startswith("---") and not any(c.isspace() for c in name):
+            if is_secret_name(name):
+                if sep:
+                    out.append(f"{name}={REDACTED}")
+                else:
+                    out.append(arg)
+                    hide_next = True
+                continue
+            if sep:
+                out.append(f"{name}={_redact_text(value)}")
+                continue
+        out.append(_redact_text(arg))
+    return out
+
+
+def redact(value: Any, name: str | None = None) -> Any:
+    """``value`` (plain data: a run record, a config, a section) with every secret replaced by ``REDACTED``.
+
+    A secret is: a non-empty string under a name ``is_secret_name`` calls secret (at any depth: ``api_key``,
+    ``server_env: {HF_TOKEN: ...}``, ``extra_body: {headers: {Authorization: ...}}``); in any list of strings, the
+    argv rules of ``redact_argv`` (``argv``, ``server_args``, an engine's ``command``); a URL's password; and any
+    secret this process registered (``register_secret``), wherever it appears in a string.
+
+    Args:
+        value: plain data (dicts, lists, strings, numbers).
+        name: the key ``value`` is stored under, if any.
+    """
+    if isinstance(value, str):
+        if value and name is not None and is_secret_name(name):
+            return REDACTED
+        return _redact_text(value)
+    if isinstance(value, dict):
+        return {k: redact(v, str(k)) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        if value and all(isinstance(v, str) for v in value):
+            return redact_argv(list(value))
+        return [redact(v) for v in value]
+    return value
+
+
+def make_private_dir(path: str | Path) -> Path:
+    """Create a run folder (and missing parents) owner-only (0700); an existing folder is left as it is.
+
+    Returns:
+        The folder.
+    """
+    path = Path(path)
+    if not path.is_dir():
+        # Parents the toolkit creates are private too; mkdir's mode is masked by the umask, so chmod after.
+        missing = [p for p in (path, *path.parents) if not p.exists()]
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for folder in missing:
+            os.chmod(folder, 0o700)
+    return path
+
+
+def write_private_text(path: str | Path, text: str) -> Path:
+    """Replace ``path`` atomically with ``text``, owner-only (0600) from its first byte (a reader never sees half).
+
+    Returns:
+        The path written.
+    """
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)  # an older .tmp kept its mode through O_CREAT
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    tmp.replace(path)
+    return path
 
 
 def git_state(where: str | Path | None = None) -> tuple[str | None, bool | None]:
@@ -132,9 +310,9 @@ def provenance(job: str, config: dict[str, Any], *, prompt_version: str | None =
 
 
 def _write(path: Path, record: dict[str, Any]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(record, ensure_ascii=False, indent=2, default=str) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    """The one way a run.json reaches disk: redacted, owner-only, atomically."""
+    plain = json.loads(json.dumps(record, ensure_ascii=False, default=str))  # tuples, Paths, ... as they read back
+    write_private_text(path, json.dumps(redact(plain), ensure_ascii=False, indent=2) + "\n")
 
 
 def write_provenance(run_dir: str | Path, job: str, config: dict[str, Any], *, prompt_version: str | None = None,
@@ -147,8 +325,7 @@ def write_provenance(run_dir: str | Path, job: str, config: dict[str, Any], *, p
     Returns:
         The path written.
     """
-    path = Path(run_dir) / PROVENANCE_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = make_private_dir(run_dir) / PROVENANCE_FILE
     record = provenance(job, config, prompt_version=prompt_version, launch=launch, **sections)
     if path.is_file():
         previous = read_provenance(path)

@@ -17,9 +17,9 @@ import argparse
 import dataclasses
 import json
 import sys
-from pathlib import Path
 
 from judge.plumbing.config_files import given_flags
+from judge.plumbing.provenance import redact
 from train.synthetic.config import STAGE_CONFIGS, add_config_flags, load_config
 
 __all__ = ["build_parser", "main"]
@@ -34,7 +34,9 @@ _HELP = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="judge-train data", description=__doc__.split("\n\n")[0])
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+
+    parser = ExactArgumentParser(prog="judge-train data", description=__doc__.split("\n\n")[0])
     stages = parser.add_subparsers(dest="stage", required=True, metavar="<stage>")
     for stage, cls in STAGE_CONFIGS.items():
         sub = stages.add_parser(stage, help=_HELP[stage], description=_HELP[stage])
@@ -54,30 +56,35 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     cls = STAGE_CONFIGS[args.stage]
     config = load_config(cls, args.config, given_flags(args, cls))
-    out_dir = Path(args.output)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    print(f"judge-train data {args.stage}: config {json.dumps(dataclasses.asdict(config), ensure_ascii=False, default=str)}", file=sys.stderr)
+    from judge.plumbing.run_folder import RunFolderBusy, hold_run_folder
 
-    if args.stage == "instructions":
-        from train.synthetic.generation import run_instructions
+    try:
+        with hold_run_folder(args.output, f"judge-train data {args.stage}") as out_dir:  # one writer (#30.13)
+            print(f"judge-train data {args.stage}: config {json.dumps(redact(dataclasses.asdict(config)), ensure_ascii=False, default=str)}", file=sys.stderr)
 
-        summary = run_instructions(config, out_dir)
-    elif args.stage == "dedup":
-        from train.synthetic.dedup import run_dedup
+            if args.stage == "instructions":
+                from train.synthetic.generation import run_instructions
 
-        summary = run_dedup(config, args.input, out_dir)
-    elif args.stage == "answers":
-        from train.synthetic.answers import run_answers
+                summary = run_instructions(config, out_dir)
+            elif args.stage == "dedup":
+                from train.synthetic.dedup import run_dedup
 
-        summary = run_answers(config, args.input, out_dir)
-    elif args.stage == "annotate":
-        from train.synthetic.annotate import run_annotate
+                summary = run_dedup(config, args.input, out_dir)
+            elif args.stage == "answers":
+                from train.synthetic.answers import run_answers
 
-        summary = run_annotate(config, args.input, out_dir)
-    else:
-        from train.synthetic.splitting import run_split
+                summary = run_answers(config, args.input, out_dir)
+            elif args.stage == "annotate":
+                from train.synthetic.annotate import run_annotate
 
-        summary = run_split(config, args.input, out_dir)
+                summary = run_annotate(config, args.input, out_dir)
+            else:
+                from train.synthetic.splitting import run_split
+
+                summary = run_split(config, args.input, out_dir)
+    except RunFolderBusy as err:
+        print(f"judge-train data {args.stage}: error: {err}", file=sys.stderr)
+        return 2
 
     reasons = ", ".join(f"{reason} {count}" for reason, count in summary["dropped_by_reason"].items()) or "none"
     print(f"{args.stage}: kept {summary['kept']}, dropped {summary['dropped']} ({reasons}) -> {out_dir}")

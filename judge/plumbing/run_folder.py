@@ -1,0 +1,134 @@
+"""Run folders: one writer at a time, and a resume only with the settings the folder was started with.
+
+Every job that appends to a run folder and resumes from it (``judge-eval run``, ``judge-eval mera <task>``,
+``judge-train run``) does two things before its first write:
+
+- ``hold_run_folder(out, job)``: an exclusive ``fcntl.flock`` on ``out/run.lock`` for as long as the job runs. A
+  second job on the same folder stops at once with an error naming the holder (pid, host, command, start time),
+  instead of both appending (every item judged twice, issue #30.13). The kernel drops the lock when the holder
+  exits, however it exits, so a killed run never leaves a stale lock behind. On NFS, Linux emulates ``flock`` with
+  byte-range locks (since 2.6.12), which hold across nodes; on file systems without locks ``flock`` fails with an
+  error rather than passing silently.
+- ``claim_run_folder(out, run_key, progress_files)``: the folder's ``run_key.json`` (the settings that shape the
+  results, written when the folder was started) must equal this launch's; a mismatch is refused with the settings
+  that differ, unless ``overwrite`` discards the earlier progress.
+
+Both files are owner-only (0600) and hold no secret (``judge.plumbing.provenance.redact``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import errno
+import json
+import os
+import socket
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from judge.plumbing.provenance import make_private_dir, redact, redact_argv, write_private_text
+
+__all__ = ["LOCK_FILE", "RUN_KEY_FILE", "RunFolderBusy", "ResumeMismatch", "hold_run_folder", "claim_run_folder"]
+
+#: The lock every writer of a run folder holds.
+LOCK_FILE = "run.lock"
+#: The settings a run folder was started with.
+RUN_KEY_FILE = "run_key.json"
+
+
+class RunFolderBusy(RuntimeError):
+    """Another process holds the run folder."""
+
+
+class ResumeMismatch(RuntimeError):
+    """The output folder holds progress made with different settings."""
+
+
+@contextlib.contextmanager
+def hold_run_folder(out_dir: str | Path, job: str) -> Iterator[Path]:
+    """Hold ``out_dir`` (created 0700 if missing) for this process until the block ends.
+
+    Args:
+        out_dir: the run folder.
+        job: the console command, recorded for whoever finds the folder held (``"judge-eval run"``).
+
+    Yields:
+        The folder.
+
+    Raises:
+        RunFolderBusy: another process holds it; the message names its pid, host, command and start time.
+    """
+    import fcntl
+
+    folder = make_private_dir(out_dir)
+    path = folder / LOCK_FILE
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as err:
+            if err.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise
+            raise RunFolderBusy(f"{folder} is in use by {_describe_holder(path)}; wait for it to end, stop it, or "
+                                "use another output folder") from None
+        holder = {"job": job, "pid": os.getpid(), "host": socket.gethostname(),
+                  "started_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                  "argv": redact_argv(sys.argv)}  # fmt: skip
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, (json.dumps(holder, ensure_ascii=False) + "\n").encode(), 0)
+        yield folder
+    finally:
+        os.close(fd)  # releases the lock; the file stays (removing it would race a process opening it now)
+
+
+def _describe_holder(path: Path) -> str:
+    try:
+        holder = json.loads(path.read_text(encoding="utf-8"))
+        return (f"{holder['job']} (pid {holder['pid']} on {holder['host']}, started {holder['started_utc']}: "
+                f"{' '.join(map(str, holder['argv']))})")
+    except (OSError, ValueError, KeyError, TypeError):  # the holder took the lock and has not written itself yet
+        return f"another process (it has not recorded itself in {path} yet)"
+
+
+def claim_run_folder(out_dir: str | Path, run_key: Mapping[str, Any], progress_files: list[str],
+                     overwrite: bool = False) -> bool:  # fmt: skip
+    """Prepare ``out_dir`` for a run with these settings.
+
+    Args:
+        out_dir: the run folder (created 0700 if needed).
+        run_key: settings that change results (model, data hash, sampling...), JSON-serialisable; secrets in it
+            are redacted before it is written or compared.
+        progress_files: names of the progress files inside ``out_dir``.
+        overwrite: delete earlier progress instead of resuming.
+
+    Returns:
+        True when earlier progress exists and will be resumed.
+
+    Raises:
+        ResumeMismatch: earlier progress was made with different settings (and ``overwrite`` is off), naming each
+            setting that differs with its old and new value.
+    """
+    out_dir = make_private_dir(out_dir)
+    key_path = out_dir / RUN_KEY_FILE
+    existing = [out_dir / name for name in progress_files if (out_dir / name).exists()]
+    key = redact(json.loads(json.dumps(run_key, default=str)))  # tuples etc. as they will read back
+    if overwrite:
+        for path in existing:
+            path.unlink()
+        existing = []
+    if existing and key_path.exists():
+        old = json.loads(key_path.read_text(encoding="utf-8"))
+        if old != key:
+            diff = sorted(k for k in set(old) | set(key) if old.get(k) != key.get(k))
+            details = "; ".join(f"{k}: {old.get(k)!r} -> {key.get(k)!r}" for k in diff)
+            raise ResumeMismatch(
+                f"{out_dir} holds progress made with other settings ({details}). "
+                "Use a fresh --out, or --overwrite to discard it."
+            )
+    elif existing:
+        raise ResumeMismatch(f"{out_dir} holds progress files but no {RUN_KEY_FILE}; use --overwrite or a fresh --out")
+    write_private_text(key_path, json.dumps(key, ensure_ascii=False, indent=2) + "\n")
+    return bool(existing)
