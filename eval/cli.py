@@ -27,21 +27,9 @@ import sys
 
 __all__ = ["main", "build_parser", "resolve_run_config", "configure_logging", "CHATTY_LOGGERS"]
 
+from judge.plumbing.console_logging import CHATTY_LOGGERS, configure_logging  # the one set-up of every console script
+
 log = logging.getLogger("judge_eval")
-# Client libraries that log one INFO line per HTTP request (httpx: hundreds of them through the progress bar, the
-# backend probe's expected 4xx among them). Shown with --log-level debug only.
-CHATTY_LOGGERS = ("httpx", "httpcore", "httpx2", "httpcore2", "openai")  # openai 3.x sends through httpx2
-
-
-def configure_logging(level: str) -> None:
-    """Root logging at ``level``; the HTTP clients' per-request lines only at ``debug``."""
-    number = logging.getLevelName(level.upper())
-    if not isinstance(number, int):
-        raise ValueError(f"--log-level: unknown level {level!r} (debug, info, warning, error)")
-    logging.basicConfig(level=number, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger().setLevel(number)  # also when handlers exist already (basicConfig then does nothing)
-    for name in CHATTY_LOGGERS:
-        logging.getLogger(name).setLevel(logging.NOTSET if number <= logging.DEBUG else logging.WARNING)
 
 
 def build_parser() -> argparse.ArgumentParser:

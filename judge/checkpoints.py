@@ -98,8 +98,9 @@ def _offline() -> bool:
     return value.strip().upper() in {"1", "ON", "YES", "TRUE"}
 
 
-def resolve_checkpoint(ref: str | Path, *, allow_download: bool = True) -> Path:
-    """The local folder of a judge checkpoint given as a folder or as a hub id.
+def resolve_checkpoint(ref: str | Path, *, allow_download: bool = True, repo_type: str = "model") -> Path:
+    """The local folder of a judge checkpoint (or, with ``repo_type="dataset"``, a dataset) given as a folder or a
+    hub id.
 
     A hub id is taken from ``huggingface_hub``'s cache (``HF_HUB_CACHE``, or ``$HF_HOME/hub``) without any network
     call; when the cache lacks it, it is downloaded unless ``HF_HUB_OFFLINE`` is set or ``allow_download`` is False.
@@ -107,6 +108,7 @@ def resolve_checkpoint(ref: str | Path, *, allow_download: bool = True) -> Path:
     Args:
         ref: a folder, or ``owner/name`` (e.g. ``ai-forever/pollux-judge-7b-r``).
         allow_download: fetch a hub id the cache lacks (when the environment is not offline).
+        repo_type: ``"model"`` (judges) or ``"dataset"`` (MERA's released data, ``eval.mera.released``).
 
     Returns:
         The folder (for a hub id: the cached snapshot, ``.../models--owner--name/snapshots/<revision>``).
@@ -129,12 +131,13 @@ def resolve_checkpoint(ref: str | Path, *, allow_download: bool = True) -> Path:
         str(Path(os.environ["HF_HOME"]) / "hub") if os.environ.get("HF_HOME") else constants.HF_HUB_CACHE
     )
     try:
-        return Path(snapshot_download(text, cache_dir=cache_dir, local_files_only=True))
+        return Path(snapshot_download(text, cache_dir=cache_dir, local_files_only=True, repo_type=repo_type))
     except (LocalEntryNotFoundError, FileNotFoundError, OfflineModeIsEnabled):
         pass
+    kind = "" if repo_type == "model" else f" --repo-type {repo_type}"
     remedy = (
-        f"Download it first where the hub is reachable (`hf download {text}`; older huggingface_hub: "
-        f"`huggingface-cli download {text}`) into this cache, or point HF_HUB_CACHE / HF_HOME at a cache that holds it "
+        f"Download it first where the hub is reachable (`hf download {text}{kind}`; older huggingface_hub: "
+        f"`huggingface-cli download {text}{kind}`) into this cache, or point HF_HUB_CACHE / HF_HOME at a cache that holds it "
         "(HF_HUB_OFFLINE=1 then resolves it with no network), or pass the checkpoint's folder instead."
     )
     if _offline() or not allow_download:
@@ -143,7 +146,7 @@ def resolve_checkpoint(ref: str | Path, *, allow_download: bool = True) -> Path:
             f"{text}: no such folder, and the hub id is not in the Hugging Face cache {cache_dir} ({why}). {remedy}"
         )
     try:
-        return Path(snapshot_download(text, cache_dir=cache_dir))
+        return Path(snapshot_download(text, cache_dir=cache_dir, repo_type=repo_type))
     except (HfHubHTTPError, OSError, ValueError) as err:
         raise CheckpointNotFound(
             f"{text}: no such folder, not in the Hugging Face cache {cache_dir}, and downloading it failed "

@@ -255,12 +255,12 @@ def stage_eval(out: Path, args, servers) -> int:
 
 
 def stage_mera(out: Path, args, servers) -> int:
-    code = _run(["judge-eval", "mera", "ruhumaneval", "--self-check", "--data", "openai-humaneval",
+    code = _run(["judge-eval", "mera", "ruhumaneval", "--self-check", "--data", "humaneval-en",
                  "--out", str(out / "mera" / "self-check"), "--overwrite"])
     if code:
         return code
     return _run(["judge-eval", "mera", "ruhumaneval", "--endpoint", servers.url("seq2seq"), "--model", SERVED_NAME,
-                 "--api-key-env", "JUDGE_DEMO_KEY", "--data", "openai-humaneval", "--limit", "4", "--n", "4", "--k", "1",
+                 "--api-key-env", "JUDGE_DEMO_KEY", "--data", "humaneval-en", "--limit", "4", "--n", "4", "--k", "1",
                  "4", "--max-tokens", "64", "--out", str(out / "mera" / "ruhumaneval"), "--overwrite"],
                 env={"JUDGE_DEMO_KEY": DEMO_API_KEY})  # keys travel in the environment (README, Security)
 

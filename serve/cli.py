@@ -22,6 +22,7 @@ from typing import Sequence
 
 from judge.plumbing.api_keys import resolve_api_key
 from judge.plumbing.config_files import add_config_flags, given_flags
+from judge.plumbing.console_logging import CHATTY_LOGGERS, configure_logging  # the one set-up of every console script
 from judge.plumbing.config_files import resolve_config as resolve_settings
 from serve.config import ConfigError, ServeConfig
 from serve.engine_version import (EngineVersionError, attached_engine_urls, check_installed_vllm, starts_own_engines,
@@ -59,18 +60,6 @@ def resolve_config(argv: Sequence[str] | None = None) -> tuple[ServeConfig, argp
     config.api_key = resolve_api_key(config.api_key, config.api_key_env, command="judge-serve",
                                      default_env="JUDGE_SERVE_API_KEY")
     return config.validate(), args
-
-
-#: HTTP client loggers that write one INFO line per engine request (one per judgment); shown at debug only.
-CHATTY_LOGGERS = ("httpx", "httpcore")
-
-
-def configure_logging(level: str) -> None:
-    """Root logging at ``level``; the HTTP clients' per-request lines only at ``debug`` (at info they cost judge-serve
-    a measurable share of its CPU per judgment, see ``bench/serve.py overhead``)."""
-    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    for name in CHATTY_LOGGERS:
-        logging.getLogger(name).setLevel(logging.NOTSET if level.lower() == "debug" else logging.WARNING)
 
 
 def raise_descriptor_limit(log: logging.Logger) -> None:

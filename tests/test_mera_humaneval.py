@@ -538,7 +538,7 @@ def test_ruhumaneval_chat_fenced_answer_fails_under_meras_extraction(tmp_path):
 
 def test_ruhumaneval_self_check_needs_no_endpoint(tmp_path):
     """--self-check executes the canonical solutions: pass@1 is 1.0 on the bundled sample."""
-    assert cli.main(["ruhumaneval", "--self-check", "--out", str(tmp_path / "sc")]) == 0
+    assert cli.main(["ruhumaneval", "--self-check", "--data", "sample", "--out", str(tmp_path / "sc")]) == 0
     metrics = json.loads((tmp_path / "sc" / "metrics.json").read_text())
     assert metrics["pass@k"] == {"pass@1": 1.0} and metrics["n_tasks"] == len(load_tasks(SAMPLE))
 
@@ -566,7 +566,7 @@ def test_ruhumaneval_against_tiny_vllm(vllm_tiny_server, tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", vllm_tiny_server.api_key)  # the engine's key, given as users give it
     out = tmp_path / "run"
     rc = cli.main(["ruhumaneval", "--endpoint", vllm_tiny_server.base_url, "--model", vllm_tiny_server.model,
-                   "--data", "openai-humaneval", "--limit", "3", "--n", "2", "--k", "1", "2", "--max-tokens", "32",
+                   "--data", "humaneval-en", "--limit", "3", "--n", "2", "--k", "1", "2", "--max-tokens", "32",
                    "--out", str(out)])  # fmt: skip
     assert rc == 0
     generations = [json.loads(line) for line in (out / "generations.jsonl").read_text().splitlines()]

@@ -36,6 +36,7 @@ from eval.mera.sandbox import (
 
 REPO = Path(__file__).resolve().parents[1]
 LIMITS = Limits(timeout_s=2.0)
+TIGHT = Limits(timeout_s=3.0, tmpfs_mb=8, memory_mb=256)
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +47,29 @@ def bwrap_sandbox() -> Sandbox:
         reason = f"bubblewrap does not work here ({err}); `make system-packages` installs it"
         print(f"SKIPPING sandbox isolation tests: {reason}")
         pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def tight_sandbox() -> Sandbox:
+    """A sandbox with the limits of issue #30's reproductions: 3 s per test, an 8 MiB tmpfs, 256 MiB of memory."""
+    try:
+        return Sandbox(TIGHT, isolation="bwrap")
+    except SandboxUnavailable as err:
+        pytest.skip(f"bubblewrap does not work here ({err}); `make system-packages` installs it")
+
+
+def processes_with(token: str) -> list[int]:
+    """Host-side evidence: live (not zombie) processes whose command line carries ``token``."""
+    found = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if token.encode() in cmdline and state != "Z":
+            found.append(int(entry))
+    return found
 
 
 def run_f(sandbox: Sandbox, program: str) -> sandbox_mod.ExecResult:
@@ -115,6 +139,14 @@ def test_exec_job_needs_one_mode():
 # Escape attempts
 # ---------------------------------------------------------------------------------------------------------------
 
+#: A second copy of the builtin ``posix`` module, with none of the guard's replacements.
+IMP_POSIX = (
+    "import _imp, sys\n"
+    "def fresh_posix():\n"
+    "    p = _imp.create_builtin(sys.modules['posix'].__spec__)\n"
+    "    _imp.exec_builtin(p)\n"
+    "    return p\n"
+)
 UNBLOCK_CTYPES = 'import sys\nfor _m in ("ctypes", "_ctypes"):\n    sys.modules.pop(_m, None)\nimport ctypes\n'
 
 
@@ -214,6 +246,11 @@ ESCAPES = {
         "    return 'ok' if libc.kill({pid}, 10) == 0 or libc.kill(-1, 10) == 0 else 'no'\n", {WRONG_ANSWER}),
     "exit before reporting": (
         "import os\ndef f():\n    os._exit(0)\n", {RUNTIME}),
+    # Issue #30, finding 10: the guard replaces os.fork and posix.fork, but a fresh copy of the builtin `posix`
+    # module made through `_imp` has the real fork; only the kernel (seccomp) refuses it.
+    "fork through a posix module re-created by _imp": (
+        IMP_POSIX + "def f():\n    p = fresh_posix()\n    pid = p.fork()\n    if pid == 0:\n        p._exit(0)\n"
+        "    p.waitpid(pid, 0)\n    return 'ok'\n", {RUNTIME}),
 }  # fmt: skip
 
 
@@ -236,7 +273,7 @@ def test_escape_attempt_is_contained_and_fails(name, bwrap_sandbox, host, monkey
     assert not host["target"].exists()
     assert not _accepted(host["listener"])
     assert host["signals"] == []
-    assert sandbox_mod.processes_with(token) == [], "a sandboxed process outlived its sample"
+    assert processes_with(token) == [], "a sandboxed process outlived its sample"
 
 
 def test_sandbox_sees_a_minimal_environment_fresh_dir_and_limits(bwrap_sandbox):
@@ -313,7 +350,7 @@ def test_each_call_gets_a_fresh_namespace_and_its_own_timeout(bwrap_sandbox):
 
 
 def test_without_bubblewrap_it_warns_loudly_and_still_runs(monkeypatch, caplog):
-    """No bwrap: 'auto' falls back with a loud warning, 'bwrap' refuses, and samples still run with rlimits."""
+    """No bwrap: 'auto' falls back with a loud warning, 'bwrap' refuses; samples still run with rlimits and no fork."""
     monkeypatch.setattr(sandbox_mod, "find_bwrap", lambda: None)
     with pytest.raises(SandboxUnavailable, match="not installed"):
         Sandbox(LIMITS, isolation="bwrap")
@@ -326,6 +363,8 @@ def test_without_bubblewrap_it_warns_loudly_and_still_runs(monkeypatch, caplog):
     assert fallback.run(good).status == PASSED
     assert run_f(fallback, "def f():\n    while True:\n        pass\n").status == TIMEOUT
     assert run_f(fallback, "import os\ndef f():\n    os.system('true')\n    return 'ok'\n").status == RUNTIME
+    imp_fork = ESCAPES["fork through a posix module re-created by _imp"][0]
+    assert run_f(fallback, imp_fork).status == RUNTIME  # refused by the kernel without bubblewrap too
     assert fallback.describe()["isolation"] == "none"
 
 
@@ -347,3 +386,85 @@ def test_the_child_runs_on_the_standard_library_alone():
                 for alias in node.names}  # fmt: skip
     imported |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert imported <= set(sys.stdlib_module_names)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Limits a sample cannot stretch (issue #30, findings 9 and 10)
+# ---------------------------------------------------------------------------------------------------------------
+
+#: Writes a fake event to every pipe it holds (the result channel among them) twice a second for 12 s, then
+#: answers: under a deadline that restarts on each event (finding 9) it ran to the end and passed.
+FORGED_EVENTS = (
+    "import os, stat, time\n"
+    "def is_pipe(fd):\n"
+    "    try:\n"
+    "        return stat.S_ISFIFO(os.fstat(fd).st_mode)\n"
+    "    except OSError:\n"  # the descriptor listdir itself used, closed by now
+    "        return False\n"
+    "def f():\n"
+    "    pipes = [int(fd) for fd in os.listdir('/proc/self/fd') if int(fd) > 2 and is_pipe(int(fd))]\n"
+    "    assert pipes, 'no result pipe found'\n"
+    "    for _ in range(24):\n"
+    "        for fd in pipes:\n"
+    "            os.write(fd, b'{\"ev\": \"ready\"}\\n{\"ev\": \"heartbeat\"}\\n')\n"
+    "        time.sleep(0.5)\n"
+    "    return 'ok'\n"
+)
+
+
+def test_fake_events_on_the_result_pipe_do_not_extend_the_deadline(tight_sandbox):
+    """A sleeping sample that writes fake events to its result pipe is stopped by the sample's fixed deadline."""
+    result = run_f(tight_sandbox, FORGED_EVENTS)
+    assert (result.status, result.stopped_by, result.outputs) == (TIMEOUT, "deadline", (None,)), result
+
+
+def test_dev_is_a_tmpfs_of_tmpfs_mb(tight_sandbox):
+    """/dev is a tmpfs of ``tmpfs_mb`` (8 MiB here), not one capped at half of the host's RAM (finding 10)."""
+    program = (
+        "def f():\n"
+        "    written = 0\n"
+        "    for i in range(64):\n"  # up to 64 x 4 MiB = 256 MiB, files under RLIMIT_FSIZE (16 MiB)
+        "        try:\n"
+        "            with open(f'/dev/shm/fill-{i}', 'wb') as out:\n"
+        "                out.write(b'x' * (4 << 20))\n"
+        "        except OSError:\n"
+        "            break\n"
+        "        written += 4\n"
+        "    return str(written)\n"
+    )
+    result = run_f(tight_sandbox, program)
+    assert result.outputs[0] is not None and int(result.outputs[0]) <= TIGHT.tmpfs_mb, result
+
+
+def test_processes_cannot_pool_memory_past_one_budget(tight_sandbox):
+    """Two forked children holding 200 MiB each would exceed the 256 MiB budget: the kernel refuses the fork."""
+    program = IMP_POSIX + (
+        "def f():\n"
+        "    p = fresh_posix()\n"
+        "    r, w = p.pipe()\n"
+        "    for _ in range(2):\n"
+        "        if p.fork() == 0:\n"
+        "            hoard = b'x' * (200 << 20)\n"
+        "            p.write(w, b'1')\n"
+        "            p._exit(0)\n"
+        "    held = sum(len(p.read(r, 1)) for _ in range(2))\n"
+        "    return 'ok' if held == 2 else 'no'\n"
+    )
+    result = run_f(tight_sandbox, program)
+    assert result.status == RUNTIME and "Operation not permitted" in result.detail, result
+
+
+def test_threads_still_work_under_the_fork_filter(bwrap_sandbox):
+    """The filter refuses new processes, not threads (clone with CLONE_THREAD): a threaded solution passes."""
+    program = (
+        "import threading\n"
+        "def f():\n"
+        "    out = []\n"
+        "    workers = [threading.Thread(target=out.append, args=(i,)) for i in range(4)]\n"
+        "    for t in workers:\n"
+        "        t.start()\n"
+        "    for t in workers:\n"
+        "        t.join()\n"
+        "    return 'ok' if sorted(out) == [0, 1, 2, 3] else 'no'\n"
+    )
+    assert run_f(bwrap_sandbox, program).status == PASSED

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from judge.plumbing.processes import ProcessStartError, free_port, group_members, start_process
+from judge.plumbing.processes import ProcessStartError, free_port, group_members, kill_descendants, start_process
 from tests.fixtures_serve import MARKER_ENV, marked_processes, wait_until_gone
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signals are Linux-only")
@@ -39,6 +39,23 @@ def _wait_for_tree(marker: str, n: int, timeout_s: float = 60.0) -> list[int]:
         assert time.monotonic() < deadline, f"only {found} of {n} processes appeared"
         time.sleep(0.05)
     return found
+
+
+def test_kill_descendants_kills_everything_below_a_process_and_spares_it():
+    """kill_descendants(pid): the four processes of TREE below a Python parent get SIGKILL; the parent lives on."""
+    marker, env = _marked_env()
+    parent = subprocess.Popen([sys.executable, "-c", f"import subprocess, time\nsubprocess.Popen({TREE!r})\ntime.sleep(300)"],
+                              env=env)  # fmt: skip
+    try:
+        _wait_for_tree(marker, 5)  # the parent, sh, the subshell, two sleeps
+        assert kill_descendants(parent.pid) == 4
+        deadline = time.monotonic() + 10
+        while marked_processes(marker) != [parent.pid] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert marked_processes(marker) == [parent.pid] and parent.poll() is None
+    finally:
+        parent.kill()
+        parent.wait()
 
 
 def _holds_sigterm(pid: int) -> bool:

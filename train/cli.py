@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -107,11 +108,13 @@ def _one_writer(output_dir: str, prog: str):
 
 
 def _usage() -> str:
-    lines = ["usage: judge-train [run] --config FILE [--<field> VALUE ...]", "       judge-train <command> [...]", "",
+    lines = ["usage: judge-train [--log-level LEVEL] [run] --config FILE [--<field> VALUE ...]",
+             "       judge-train [--log-level LEVEL] <command> [...]", "",
              "commands:"]  # fmt: skip
     for name, (_, help_text) in SUBCOMMANDS.items():
         lines.append(f"  {name:<11} {help_text}")
-    lines += ["", "`judge-train <command> --help` describes a command; `judge-train run --help` lists every config field."]
+    lines += ["", "`judge-train <command> --help` describes a command; `judge-train run --help` lists every config field.",
+              "--log-level debug|info|warning|error (default info): HTTP request lines are shown at debug only."]
     return "\n".join(lines)
 
 
@@ -124,7 +127,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns:
         The exit status.
     """
-    argv = list(sys.argv[1:] if argv is None else argv)
+    from judge.plumbing.console_logging import configure_logging, split_log_level
+
+    level, argv = split_log_level(sys.argv[1:] if argv is None else argv)
+    try:
+        # Ranks other than 0 of a distributed run report warnings only (train.recipe_steps.is_main_process).
+        configure_logging(level if os.environ.get("RANK", "0") == "0" else "warning")
+    except ValueError as err:
+        print(f"judge-train: error: {err}", file=sys.stderr)
+        return 2
     if not argv or argv[0] in ("-h", "--help"):
         print(_usage())
         return 0 if argv else 2

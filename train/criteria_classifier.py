@@ -68,7 +68,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-char-features", type=int, default=16000, help="character n-gram vocabulary cap")
     parser.add_argument("--max-word-features", type=int, default=4000, help="word n-gram vocabulary cap")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
 
     from judge.criteria_auto import TfidfClassifier
 

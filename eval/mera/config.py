@@ -27,7 +27,10 @@ class MeraConfig:
 
     endpoint: str = _f("", "OpenAI-compatible base URL including /v1, e.g. http://127.0.0.1:8000/v1.")
     model: str = _f("", "Served model name sent in every request.")
-    data: str = _f("sample", "JSONL file, or 'sample' for the bundled sample.")
+    data: str = _f("MERA-evaluation/MERA", "MERA's released data by hub id (Hugging Face cache first, offline with "
+                   "HF_HUB_OFFLINE=1) or a local copy of it: the task's file whose rows carry answers "
+                   "(eval/mera/released.py); or one JSONL file; 'sample' for the bundled rows; ruhumaneval also "
+                   "'humaneval-en' (English HumanEval, not comparable with MERA's ruHumanEval).")
     out: str = _f("", "Run folder (required); re-running with the same settings resumes.")
     mode: str = _f("completion", "completion: raw prompt to /v1/completions (MERA's protocol); chat: one "
                                  "conversation.", choices=("completion", "chat"))
@@ -42,7 +45,7 @@ class MeraConfig:
     request_timeout: float = _f(600.0, "Seconds per request.")
     max_retries: int = _f(5, "Retries on connection errors, 429 and 5xx.")
     overwrite: bool = _f(False, "Discard earlier progress in out.")
-    log_level: str = _f("INFO", "Logging level.")
+    log_level: str = _f("info", "Logging level (debug, info, warning, error); HTTP request lines at debug only.")
 
 
 @dataclass
@@ -63,8 +66,10 @@ class HumanEvalConfig(MeraConfig):
                                  "the stub); lenient: take code out of fences anywhere, accept a redefined function "
                                  "(chat).", choices=("mera", "lenient"))
     exec_workers: int = _f(2, "Sandboxed executions at once.")
-    exec_timeout: float = _f(3.0, "Seconds per test call.")
-    memory_mb: int = _f(1024, "Address-space limit per sample, MiB.")
+    exec_timeout: float = _f(3.0, "Seconds per test call; a sample gets this x its number of tests, one deadline "
+                                  "fixed when it starts.")
+    memory_mb: int = _f(1024, "Address-space limit per sample, MiB: the budget of all it runs (one process, new ones "
+                              "are refused by the sandbox's seccomp filter).")
     sandbox: str = _f("auto", "auto: bubblewrap when it works, else rlimits only with a warning; bwrap: require it.",
                       choices=("auto", "bwrap", "none"))
 

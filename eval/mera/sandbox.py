@@ -4,18 +4,27 @@ Layers, outermost first (each one assumes the ones inside it can be bypassed):
 
 1. **bubblewrap** (``bwrap --unshare-all``): new user, pid, network, ipc, uts and cgroup namespaces; no network at
    all; a read-only view of only ``/usr`` (plus the interpreter's own prefix when it lives elsewhere), a fresh
-   ``/proc`` and ``/dev``, the root itself read-only, and a size-capped tmpfs ``/sandbox`` as the working
-   directory. The host's home folders, ``/etc``, ``/tmp`` and the project do not exist inside. When the pid
-   namespace's first process dies, the kernel kills everything left in it.
-2. **An unprivileged user.** Run as root, the sandbox drops to ``nobody`` (65534) before starting bwrap:
-   ``RLIMIT_NPROC`` is not enforced for root, so without this a fork bomb is bounded only by the timeout.
-3. **rlimits**, set by the trusted child before it runs the sample, soft == hard: address space, CPU seconds,
-   processes, file size, open files.
-4. **A session of its own**, killed as a group (SIGKILL) on timeout or when it is done; a final sweep kills any
-   process still carrying this run's token on its command line (covers ``setsid`` escapes without bwrap).
-5. **A minimal environment** (``PYTHONHASHSEED=0`` so ``str()`` of sets and dicts is reproducible) and a guard
+   ``/proc``, a ``/dev`` of its own (a tmpfs of ``tmpfs_mb`` holding only null, zero, full, random and urandom:
+   bubblewrap's ``--dev`` cannot be sized and takes half of the host's RAM), the root itself read-only, and a
+   tmpfs ``/sandbox`` of ``tmpfs_mb`` as the working directory. The host's home folders, ``/etc``, ``/tmp`` and the
+   project do not exist inside. When the pid namespace's first process dies, the kernel kills everything in it.
+2. **No second process, refused by the kernel.** A seccomp filter (``fork_filter``; loaded by bubblewrap's
+   ``--seccomp`` before the interpreter starts, or by the child itself through ``prctl`` without bubblewrap)
+   makes ``fork``, ``vfork`` and ``clone`` without ``CLONE_THREAD`` fail with EPERM (``clone3``, whose flags a
+   filter cannot read, with ENOSYS, so the C library falls back to ``clone``). Threads still work. So a sample is
+   one process, and its ``RLIMIT_AS`` is the memory budget of everything it runs: the "process-count limit of 1"
+   of issue #30, which also makes a cgroup unnecessary (the cgroups here are v1 and not delegated).
+3. **An unprivileged user.** Run as root, the sandbox drops to ``nobody`` (65534) before starting bwrap, so
+   ``RLIMIT_NPROC`` (which bounds the sample's threads) is enforced.
+4. **rlimits**, set by the trusted child before it runs the sample, soft == hard: address space, CPU seconds,
+   processes (threads), file size, open files.
+5. **One wall-clock deadline per sample**, fixed when the child reports it is ready (``timeout_s`` per test call,
+   times the number of calls) and never moved: nothing the sample writes to its result pipe extends it. Past it,
+   or when the sample is done, its process tree is killed through ``judge.plumbing.processes`` (``kill_descendants``,
+   then SIGKILL to its session's process group).
+6. **A minimal environment** (``PYTHONHASHSEED=0`` so ``str()`` of sets and dicts is reproducible) and a guard
    that makes ``os.system``, ``os.fork``, ``os.kill``, ``subprocess`` and ``ctypes`` raise, so an attempt is a
-   failure of the sample rather than something that quietly ran inside the sandbox.
+   failure of the sample with a clear message (layer 2 is what actually stops a fork).
 
 Results come back as JSON lines over a pipe (see ``sandbox_child.py``) and are compared in this process;
 nothing is unpickled. The expected outputs never enter the sandbox. Limitation: the sample shares its process
@@ -23,7 +32,7 @@ with the child that reports on it, so code that knows the expected answers could
 HumanEval-style ``check()`` tasks the verdict is computed inside). This protects the machine, not the score,
 against a model that is adversarial on purpose.
 
-Without bubblewrap the same code runs with layers 2-5 only; a loud warning says so.
+Without bubblewrap the same code runs with layers 2-6 only; a loud warning says so.
 """
 
 from __future__ import annotations
@@ -34,11 +43,14 @@ import json
 import logging
 import math
 import os
+import errno
+import platform
 import secrets
 import selectors
 import shutil
 import signal
 import stat
+import struct
 import subprocess
 import sys
 import tempfile
@@ -47,6 +59,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
+
+from judge.plumbing.processes import kill_descendants
 
 logger = logging.getLogger(__name__)
 
@@ -73,16 +87,17 @@ class Limits:
     """Resource limits for one sample.
 
     Attributes:
-        timeout_s: Wall seconds for each test call (kwargs tasks) or for ``check()`` (HumanEval tasks), counted
-            from the previous event, compiling and running the module body included.
+        timeout_s: Wall seconds for each test call (kwargs tasks) or for ``check()`` (HumanEval tasks), compiling
+            and running the module body included. A sample gets ``timeout_s`` x its number of calls in all, as one
+            deadline fixed when it is ready (a slow call may use time a quick one left).
         startup_s: Wall seconds for the sandbox and interpreter to start (generous: the machine is shared).
         memory_mb: Address-space limit (RLIMIT_AS), MiB.
         cpu_s: CPU-seconds limit (RLIMIT_CPU); ``None`` derives it from ``timeout_s`` and the number of tests.
-        nproc: Process limit (RLIMIT_NPROC) for the sandbox user; counts threads, and the sandbox's own
-            processes of that user across concurrent samples.
+        nproc: RLIMIT_NPROC for the sandbox user: bounds the sample's threads (new processes are refused
+            outright by the seccomp filter); counts the sandbox's own processes of that user across samples.
         fsize_mb: Largest file the sample may write (RLIMIT_FSIZE), MiB.
         nofile: Open files (RLIMIT_NOFILE).
-        tmpfs_mb: Size of the writable ``/sandbox`` tmpfs under bubblewrap, MiB.
+        tmpfs_mb: Size of each of the two writable tmpfs under bubblewrap, ``/sandbox`` and ``/dev``, MiB.
         max_output_chars: ``str()`` of a result is cut to this many characters (and then fails to match).
     """
 
@@ -135,12 +150,16 @@ class ExecResult:
         detail: A short human-readable reason (empty when passed).
         outputs: kwargs mode: ``str()`` of each result as reported (``None`` where the call failed or never ran).
         duration_s: Wall seconds, sandbox start-up included.
+        stopped_by: Why the supervisor stopped reading: ``""`` (the sample finished or exited), ``"deadline"``
+            (the sample's fixed deadline passed), ``"startup"`` (not ready within ``startup_s``) or
+            ``"channel"`` (its result pipe carried something that is not an event, or too much).
     """
 
     status: str
     detail: str = ""
     outputs: tuple[str | None, ...] = ()
     duration_s: float = 0.0
+    stopped_by: str = ""
 
     @property
     def passed(self) -> bool:
@@ -272,8 +291,15 @@ def _interpreter_prefix(python: str) -> str:
     return str(Path(python).resolve().parent.parent)
 
 
-def bwrap_argv(python: str, *, child_fd: int, job_fd: int, token: str, tmpfs_mb: int, env: dict[str, str]) -> list[str]:
-    """The bubblewrap command line that runs the child on a job (both passed as memfds, copied in by bwrap)."""
+#: The device nodes a sample sees (bubblewrap's ``--dev`` set, less the terminal ones), bound into a sized tmpfs.
+_DEVICES = ("null", "zero", "full", "random", "urandom")
+
+
+def bwrap_argv(
+    python: str, *, child_fd: int, job_fd: int, seccomp_fd: int, token: str, tmpfs_mb: int, env: dict[str, str]
+) -> list[str]:
+    """The bubblewrap command line that runs the child on a job (both passed as memfds, copied in by bwrap) under
+    the fork filter read from ``seccomp_fd``."""
     argv = [
         find_bwrap() or "bwrap",
         "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session", "--as-pid-1",
@@ -291,13 +317,20 @@ def bwrap_argv(python: str, *, child_fd: int, job_fd: int, token: str, tmpfs_mb:
         argv += ["--ro-bind", prefix, prefix]
     argv += [
         "--proc", "/proc",
-        "--dev", "/dev",
+        # bwrap's own --dev is a tmpfs of half the host's RAM (--size applies to --tmpfs only): build it sized.
+        "--size", str(tmpfs_mb << 20), "--tmpfs", "/dev",
+        *[arg for name in _DEVICES for arg in ("--dev-bind", f"/dev/{name}", f"/dev/{name}")],
+        "--symlink", "/proc/self/fd", "/dev/fd",
+        *[arg for i, name in enumerate(("stdin", "stdout", "stderr"))
+          for arg in ("--symlink", f"/proc/self/fd/{i}", f"/dev/{name}")],
+        "--dir", "/dev/shm",
         "--size", str(tmpfs_mb << 20), "--tmpfs", _SANDBOX_DIR,
         "--ro-bind-data", str(child_fd), f"{_SUPPORT_DIR}/child.py",
         "--ro-bind-data", str(job_fd), f"{_SUPPORT_DIR}/job.json",
         "--remount-ro", "/",
         "--chdir", _SANDBOX_DIR,
         "--clearenv",
+        "--seccomp", str(seccomp_fd),
     ]  # fmt: skip
     for key, value in env.items():
         argv += ["--setenv", key, value]
@@ -326,62 +359,71 @@ def _memfd(name: str, data: bytes) -> int:
 
 
 def new_token() -> str:
-    """A marker for one sample's command line, so its processes can be found and killed."""
+    """A marker for one sample's command line, so that its processes can be recognised (by a test, by a person
+    reading ``ps``); the sandbox itself finds them through its child, never by scanning for it."""
     return "mera-sbx-" + secrets.token_hex(8)
 
 
-def processes_with(token: str) -> list[int]:
-    """Pids of live (not zombie) processes whose command line carries ``token``."""
-    needle = token.encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                if needle not in f.read():
-                    continue
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                if f.read().rsplit(b")", 1)[1].split()[0] == b"Z":
-                    continue
-        except (OSError, IndexError):
-            continue
-        found.append(int(entry))
-    return found
+# -- the fork filter --------------------------------------------------------------------------------------------
+
+# Classic BPF over ``struct seccomp_data`` (linux/seccomp.h): nr at offset 0, arch at 4, args[0]'s low word at 16.
+_BPF_LD_W_ABS, _BPF_JEQ, _BPF_JGE, _BPF_JSET, _BPF_RET = 0x20, 0x15, 0x35, 0x45, 0x06
+_SECCOMP_RET_ALLOW, _SECCOMP_RET_KILL_PROCESS, _SECCOMP_RET_ERRNO = 0x7FFF0000, 0x80000000, 0x00050000
+_CLONE_THREAD = 0x00010000
+#: machine -> (AUDIT_ARCH_*, {syscall: errno}, clone's number). x86_64: fork 57, vfork 58, clone 56, clone3 435;
+#: aarch64 has neither fork nor vfork (the C library forks through clone): clone 220, clone3 435.
+_FORK_SYSCALLS = {
+    "x86_64": (0xC000003E, {57: errno.EPERM, 58: errno.EPERM, 435: errno.ENOSYS}, 56),
+    "aarch64": (0xC00000B7, {435: errno.ENOSYS}, 220),
+}
+_X32_SYSCALL_BIT = 0x40000000  # x86_64's x32 ABI numbers carry this bit: refused wholesale
 
 
-def kill_strays(token: str) -> int:
-    """SIGKILL every process whose command line carries ``token``; returns how many were signalled."""
-    killed = 0
-    for pid in processes_with(token):
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
-            killed += 1
-    return killed
+def fork_filter(machine: str | None = None) -> bytes:
+    """The seccomp program (``struct sock_filter`` array) that refuses every new process and allows threads.
 
+    Another architecture's system calls (``int 0x80`` on x86_64) kill the process. ``clone`` is allowed only with
+    ``CLONE_THREAD`` (which the kernel accepts only together with ``CLONE_VM``: a thread, never a process).
 
-def _children(pid: int) -> list[int]:
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(c) for c in f.read().split()]
-    except (OSError, ValueError):
-        return []
+    Raises:
+        SandboxUnavailable: no filter is known for this machine.
+    """
+    machine = machine or platform.machine()
+    if machine not in _FORK_SYSCALLS:
+        raise SandboxUnavailable(f"no fork filter for machine {machine!r} (known: {sorted(_FORK_SYSCALLS)})")
+    arch, refused, clone = _FORK_SYSCALLS[machine]
+    prog: list[tuple[int, int, int, int]] = [
+        (_BPF_LD_W_ABS, 0, 0, 4),
+        (_BPF_JEQ, 1, 0, arch),
+        (_BPF_RET, 0, 0, _SECCOMP_RET_KILL_PROCESS),
+        (_BPF_LD_W_ABS, 0, 0, 0),
+    ]
+    if machine == "x86_64":
+        prog += [(_BPF_JGE, 0, 1, _X32_SYSCALL_BIT), (_BPF_RET, 0, 0, _SECCOMP_RET_ERRNO | errno.EPERM)]
+    for nr, err in refused.items():
+        prog += [(_BPF_JEQ, 0, 1, nr), (_BPF_RET, 0, 0, _SECCOMP_RET_ERRNO | err)]
+    prog += [
+        (_BPF_JEQ, 0, 3, clone),  # not clone: jump to ALLOW
+        (_BPF_LD_W_ABS, 0, 0, 16),  # clone's flags (args[0], low 32 bits)
+        (_BPF_JSET, 1, 0, _CLONE_THREAD),
+        (_BPF_RET, 0, 0, _SECCOMP_RET_ERRNO | errno.EPERM),
+        (_BPF_RET, 0, 0, _SECCOMP_RET_ALLOW),
+    ]
+    return b"".join(struct.pack("=HBBI", *insn) for insn in prog)
 
 
 def _stop(proc: subprocess.Popen, grace_s: float) -> None:
     """End a sample's process tree without leaving orphans behind.
 
-    A finished sample exits by itself within ``grace_s``. Otherwise the children of our child die first: under
-    bwrap that is the pid namespace's init, whose death kills everything in the namespace, and bwrap reaps it
-    and exits; killing bwrap first would orphan the namespace to the host's init as zombies. Last, the whole
-    session's process group gets SIGKILL (nothing it started may outlive it) and our child is reaped.
+    A finished sample exits by itself within ``grace_s``. Otherwise our child's descendants die first
+    (``judge.plumbing.processes.kill_descendants``): under bwrap that is the pid namespace's init, whose death kills
+    everything in the namespace, and bwrap reaps it and exits; killing bwrap first would orphan the namespace to
+    the host's init as zombies. Last, the whole session's process group gets SIGKILL and our child is reaped.
     """
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=grace_s)
     if proc.poll() is None:
-        for child in _children(proc.pid):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(child, signal.SIGKILL)
+        kill_descendants(proc.pid)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=2.0)
     # Safe after the wait: a pid stays reserved while a process group of that id still has members.
@@ -411,6 +453,7 @@ class Sandbox:
         self.limits = limits or Limits()
         self.python, self.uid, self.identity_note = choose_identity(python)
         self._child_source = _CHILD_SOURCE.read_bytes()
+        self._fork_filter = fork_filter()
         self.unavailable_reason = ""
         self.isolation = "bubblewrap" if isolation != "none" else "none"  # provisional, for the probe
         if isolation == "none":
@@ -441,6 +484,9 @@ class Sandbox:
             "uid": self.uid if self.uid is not None else os.geteuid(),
             "identity": self.identity_note,
             "limits": dataclasses.asdict(self.limits),
+            "processes": "one per sample: fork, vfork and clone of a process refused by a seccomp filter, so "
+                         "memory_mb is the memory budget of all that a sample runs",
+            "deadline": "timeout_s x the sample's test calls, fixed when it is ready",
         }
 
     def _probe_bwrap(self) -> tuple[bool, str]:
@@ -489,6 +535,8 @@ class Sandbox:
             "tests": list(job.tests) if job.tests is not None else None,
             "check": job.check,
             "max_output_chars": limits.max_output_chars,
+            # Without bubblewrap the child loads the fork filter itself; under bwrap, bwrap has loaded it already.
+            "seccomp": self._fork_filter.hex() if self.isolation == "none" else None,
             "rlimits": {
                 "as": limits.memory_mb << 20,
                 "cpu": cpu_s,
@@ -509,15 +557,18 @@ class Sandbox:
         token = new_token()
         child_fd = _memfd("child.py", self._child_source)
         job_fd = _memfd("job.json", self._job_payload(job))
+        seccomp_fd = _memfd("fork-filter.bpf", self._fork_filter)
         try:
             env = minimal_env(_SANDBOX_DIR)
             argv = bwrap_argv(
-                self.python, child_fd=child_fd, job_fd=job_fd, token=token, tmpfs_mb=self.limits.tmpfs_mb, env=env
-            )
-            return self._supervise(argv, job, token=token, env=env, cwd="/", pass_fds=(child_fd, job_fd))
+                self.python, child_fd=child_fd, job_fd=job_fd, seccomp_fd=seccomp_fd, token=token,
+                tmpfs_mb=self.limits.tmpfs_mb, env=env,
+            )  # fmt: skip
+            return self._supervise(argv, job, env=env, cwd="/", pass_fds=(child_fd, job_fd, seccomp_fd))
         finally:
             os.close(child_fd)
             os.close(job_fd)
+            os.close(seccomp_fd)
 
     def _run_plain(self, job: ExecJob) -> ExecResult:
         token = new_token()
@@ -528,12 +579,12 @@ class Sandbox:
             if self.uid is not None:
                 os.chown(workdir, self.uid, self.uid)
             argv = [self.python, "-S", "-B", f"{workdir}/child.py", f"{workdir}/job.json", token]
-            return self._supervise(argv, job, token=token, env=minimal_env(workdir), cwd=workdir, pass_fds=())
+            return self._supervise(argv, job, env=minimal_env(workdir), cwd=workdir, pass_fds=())
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 
     def _supervise(
-        self, argv: list[str], job: ExecJob, *, token: str, env: dict[str, str], cwd: str, pass_fds: tuple[int, ...]
+        self, argv: list[str], job: ExecJob, *, env: dict[str, str], cwd: str, pass_fds: tuple[int, ...]
     ) -> ExecResult:
         started = time.monotonic()
         with tempfile.TemporaryFile() as stderr_file:
@@ -549,57 +600,62 @@ class Sandbox:
                 **self._popen_identity(),
             )
             events: list[dict[str, Any]] = []
-            timed_out, channel_error = True, "the supervisor was interrupted"
+            stopped_by, channel_error = "interrupted", "the supervisor was interrupted"
             try:
-                timed_out, channel_error = self._read_events(proc, events)
+                stopped_by, channel_error = self._read_events(proc, events, job.n_steps)
             finally:
                 # A sample that finished or closed its pipe is exiting: give it a moment to do so by itself.
-                _stop(proc, grace_s=0.0 if timed_out or channel_error else 2.0)
+                _stop(proc, grace_s=2.0 if stopped_by == "" else 0.0)
                 proc.stdout.close()
-                if timed_out or channel_error or self.isolation == "none":
-                    kill_strays(token)
+            timed_out = stopped_by in ("deadline", "startup")
             status, detail, outputs = outcome_of(events, job, timed_out=timed_out, channel_error=channel_error)
             if status == SANDBOX_ERROR:
                 stderr_file.seek(0)
                 tail = stderr_file.read()[-2000:].decode("utf-8", "replace").strip()
                 detail = f"{detail} (exit {proc.returncode}): {tail}"
-        return ExecResult(status, detail, outputs, time.monotonic() - started)
+        return ExecResult(status, detail, outputs, time.monotonic() - started, stopped_by)
 
-    def _read_events(self, proc: subprocess.Popen, events: list[dict[str, Any]]) -> tuple[bool, str | None]:
-        """Collect the child's events into ``events`` until ``done``, EOF or a missed deadline.
+    def _read_events(
+        self, proc: subprocess.Popen, events: list[dict[str, Any]], n_steps: int
+    ) -> tuple[str, str | None]:
+        """Collect the child's events into ``events`` until ``done``, EOF or the deadline.
+
+        Two deadlines, each set once: ``startup_s`` from the start until the child's first ``ready`` (written by
+        the trusted child before the sample is compiled), then ``timeout_s x n_steps`` from that moment. The
+        sample shares the child's process and can write to the pipe, so nothing it writes moves either one.
 
         Returns:
-            ``(timed_out, channel_error)``.
+            ``(stopped_by, channel_error)``; ``stopped_by`` as ``ExecResult.stopped_by``.
         """
         fd = proc.stdout.fileno()
         buffer = b""
         total = 0
-        deadline = time.monotonic() + self.limits.startup_s
+        deadline, stopped_by = time.monotonic() + self.limits.startup_s, "startup"
         with selectors.DefaultSelector() as selector:
             selector.register(fd, selectors.EVENT_READ)
             while True:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    return True, None
+                    return stopped_by, None
                 if not selector.select(remaining):
                     continue
                 chunk = os.read(fd, 1 << 16)
                 if not chunk:
-                    return False, None
+                    return "", None
                 total += len(chunk)
                 if total > _MAX_CHANNEL_BYTES:
-                    return False, f"more than {_MAX_CHANNEL_BYTES} bytes"
+                    return "channel", f"more than {_MAX_CHANNEL_BYTES} bytes"
                 buffer += chunk
                 *lines, buffer = buffer.split(b"\n")
                 for line in lines:
                     try:
                         event = json.loads(line)
                     except ValueError:
-                        return False, f"not JSON: {line[:80]!r}"
+                        return "channel", f"not JSON: {line[:80]!r}"
                     if not isinstance(event, dict):
-                        return False, f"not an object: {line[:80]!r}"
+                        return "channel", f"not an object: {line[:80]!r}"
                     events.append(event)
                     if event.get("ev") == "done":
-                        return False, None
-                    # Each step gets its own budget, counted from the previous event.
-                    deadline = time.monotonic() + self.limits.timeout_s
+                        return "", None
+                    if stopped_by == "startup" and event.get("ev") == "ready":
+                        deadline, stopped_by = time.monotonic() + self.limits.timeout_s * n_steps, "deadline"

@@ -2,7 +2,7 @@
 
 Not imported by the toolkit: ``eval.mera.sandbox`` hands this file's source to a fresh interpreter (started
 with ``-S``, so only the standard library exists here) as ``python -S -B child.py JOB.json TOKEN``. ``TOKEN`` is
-unused by the code; it marks the command line so the parent can find and kill stray descendants.
+unused by the code; it marks the command line, so a sample's processes can be recognised (by a test, in ``ps``).
 
 Protocol, one JSON object per line on the result pipe (the original stdout, which is duplicated to a private fd
 before the untrusted code runs; fds 0/1/2 then point at /dev/null so prints cannot corrupt the channel)::
@@ -69,6 +69,27 @@ def _guard():
         sys.modules[mod_name] = None  # `import ctypes` now raises ImportError
 
 
+def _refuse_new_processes(program_hex):
+    """Load the parent's seccomp fork filter (``sandbox.fork_filter``) into this process: without bubblewrap, the
+    kernel refuses fork/clone from here on. Raises OSError when the kernel refuses the filter."""
+    import ctypes
+
+    program = bytes.fromhex(program_hex)
+    buffer = ctypes.create_string_buffer(program, len(program))
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    fprog = SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+    libc = ctypes.CDLL(None, use_errno=True)
+    pr_set_no_new_privs, pr_set_seccomp, seccomp_mode_filter = 38, 22, 2  # linux/prctl.h, linux/seccomp.h
+    zero = ctypes.c_ulong(0)
+    if libc.prctl(pr_set_no_new_privs, ctypes.c_ulong(1), zero, zero, zero) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
+    if libc.prctl(pr_set_seccomp, ctypes.c_ulong(seccomp_mode_filter), ctypes.byref(fprog), zero, zero) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP)")
+
+
 def _describe(exc):
     return {"exc": type(exc).__name__, "msg": str(exc)[:500]}
 
@@ -92,6 +113,9 @@ def main():
     max_chars = int(job.get("max_output_chars", 100_000))
     entry_point = job["entry_point"]
     _set_limits(job.get("rlimits", {}))
+    if job.get("seccomp"):
+        # Fails closed: an exception here ends the child before "ready", a sandbox error, never an unfiltered run.
+        _refuse_new_processes(job["seccomp"])
     _guard()
     emit({"ev": "ready"})
 

@@ -9,6 +9,7 @@
   It is also the one redaction of secrets for every file a run writes about itself;
 - ``api_keys``: one way to give a key to every command (from the environment; a typed key warned about);
 - ``run_folder``: one writer per run folder (an ``flock`` naming the holder) and one resume guard (``run_key.json``).
+- ``console_logging``: the one logging set-up of every console script (HTTP request lines at debug only).
 
 Nothing here knows what a judge is; the contract (``judge``) and the stages (``train``, ``serve``, ``eval``) build on
 it.

@@ -73,6 +73,7 @@ __all__ = [
     "free_port",
     "group_members",
     "http_status",
+    "kill_descendants",
     "log_tail",
     "start_process",
 ]
@@ -146,6 +147,25 @@ def error_lines(path: Path | None, limit: int = 12) -> list[str]:
         if _ERROR_LINE.search(line):
             seen.setdefault(line.strip()[:400], None)
     return list(seen)[-limit:]
+
+
+def kill_descendants(pid: int) -> int:
+    """SIGKILL every descendant of ``pid`` (not ``pid`` itself), each parent before its children; returns how many.
+
+    The whole tree is read first, so a child re-parented when its parent dies is still killed. For a tree whose
+    top is a pid namespace's init (bubblewrap's child) the kernel kills the rest of the namespace at its death.
+    """
+    tree, frontier = [], [pid]
+    while frontier:
+        children = [child for parent in frontier for child in _children_of(parent)]
+        tree += children
+        frontier = children
+    killed = 0
+    for member in tree:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(member, signal.SIGKILL)
+            killed += 1
+    return killed
 
 
 @dataclass

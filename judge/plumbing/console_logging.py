@@ -1,0 +1,72 @@
+"""The one logging set-up of every console script: ``judge-train``, ``judge-serve``, ``judge-eval`` (``mera`` included).
+
+    configure_logging(args.log_level)   # first thing in each main(), after its arguments are read
+
+Root logging at the level asked for, on stderr, one format. The HTTP clients' per-request lines (``httpx``'s
+``HTTP Request: POST ... "HTTP/1.1 200 OK"`` at INFO, the ``openai`` SDK's, aiohttp's access log, urllib3's
+connection lines) are shown at ``--log-level debug`` only: hundreds of them would bury the progress a run reports,
+and in judge-serve they cost a measurable share of its CPU per judgment (``bench/serve.py overhead``). A library
+that calls nothing here logs as its host program says (no work at import time).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+__all__ = ["CHATTY_LOGGERS", "LEVELS", "configure_logging", "log_level_number", "split_log_level"]
+
+#: Loggers that write one line per HTTP request or connection; shown at debug only. ``httpx2``/``httpcore2``: the
+#: transport of openai 3.x; ``aiohttp``: judge-serve's hop to its engine; ``urllib3``: hub and W&B clients.
+CHATTY_LOGGERS = ("httpx", "httpcore", "httpx2", "httpcore2", "openai", "aiohttp", "urllib3")
+#: The levels ``--log-level`` takes (any case).
+LEVELS = ("debug", "info", "warning", "error")
+FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def log_level_number(level: str | int) -> int:
+    """``"info"`` -> ``logging.INFO`` (any case; a number passes through).
+
+    Raises:
+        ValueError: an unknown level, naming ``--log-level`` and the levels it takes.
+    """
+    if isinstance(level, int):
+        return level
+    if str(level).lower() not in LEVELS:
+        raise ValueError(f"--log-level: unknown level {level!r} ({', '.join(LEVELS)})")
+    return logging.getLevelName(str(level).upper())
+
+
+def configure_logging(level: str | int = "info") -> int:
+    """Root logging at ``level`` on stderr; the ``CHATTY_LOGGERS`` at WARNING unless ``level`` is debug.
+
+    Safe to call again (a second main() in one process, a test): the root level and the HTTP loggers are set
+    every time, the handler is added only when the root logger has none.
+
+    Returns:
+        The level as a number.
+
+    Raises:
+        ValueError: an unknown level (``log_level_number``).
+    """
+    number = log_level_number(level)
+    logging.basicConfig(level=number, format=FORMAT)
+    logging.getLogger().setLevel(number)  # also when handlers exist already (basicConfig then does nothing)
+    for name in CHATTY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.NOTSET if number <= logging.DEBUG else logging.WARNING)
+    return number
+
+
+def split_log_level(argv: Sequence[str], default: str = "info") -> tuple[str, list[str]]:
+    """A leading ``--log-level LEVEL`` (or ``--log-level=LEVEL``) taken off ``argv``, for a console script that
+    dispatches on its first word (``judge-train --log-level debug data ...``).
+
+    Returns:
+        ``(level, the rest of argv)``; ``default`` when there is none.
+    """
+    argv = list(argv)
+    if argv[:1] == ["--log-level"] and len(argv) > 1:
+        return argv[1], argv[2:]
+    if argv and argv[0].startswith("--log-level="):
+        return argv[0].split("=", 1)[1], argv[1:]
+    return default, argv

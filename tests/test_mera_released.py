@@ -1,0 +1,240 @@
+"""MERA's released data read by name (issue #29, item 5): ``MERA-evaluation/MERA`` from a local copy or the Hugging
+Face cache offline, the file whose rows carry answers chosen from the rows, ruHumanEval judged by its expected
+outputs, English HumanEval only as ``humaneval-en`` and labelled not comparable.
+
+The miniature repositories below have MERA's exact layout (``data/<task>/test.jsonl``; the older ``ai-forever/MERA``
+with ``<task>/train.jsonl`` carrying the answers and a closed ``test.jsonl``; ``../shared/mera/DATA.md``) and rows in
+its exact schema: the first ruHumanEval row and both ruTiE rows are the task cards' own examples, verbatim
+(``seeds/004_2fa21e97bf2f6d90.txt`` lines 36-59, ``seeds/002_18ce008100d98e11.txt`` lines 67-108).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from eval.mera import cli
+from eval.mera.config import HumanEvalConfig, RutieConfig
+from eval.mera.humaneval import load_tasks
+from eval.mera.released import HUMANEVAL_EN, MERA_DATASET, NOT_COMPARABLE, resolve_task_data
+from eval.mera.rutie import load_dialogues
+from eval.mera.sandbox import PASSED, WRONG_ANSWER, ExecJob
+from eval.mera.task_rows import DataError
+
+#: ruHumanEval's card example (004:36-59): parse_nested_parens, ten tests, the expected outputs as strings.
+CARD_RUHUMANEVAL = json.loads('{"instruction": "На вход подается функция(ии) с описанием в виде строки docstring. В соответствии с описанием вам необходимо реализовать функцию(ии)\\n{function}", "inputs": {"function": "from typing import List\\n\\n\\ndef parse_nested_parens(paren_string: str) -> List[int]:\\n    \\"\\"\\"Входными данными для этой функции является строка, представленная несколькими группами вложенных круглых скобок, разделенных пробелами. Для каждой группы выведите самый глубокий уровень вложенности круглых скобок. Например, (()()) имеет максимум два уровня вложенности, в то время как ((())) имеет три.\\n    Примеры: \\n        parse_nested_parens(\'(()()) ((())) () ((())()())\') \\n        [2, 3, 1, 3]\\n    \\"\\"\\"", "tests": "[{\'paren_string\': \'\'}, {\'paren_string\': \'((()))\'}, {\'paren_string\': \'(())(()())\'}, {\'paren_string\': \'(())(()(()))((()()))\'}, {\'paren_string\': \'(()()(((())))(()(())))()\'}, {\'paren_string\': \'()((()))\'}, {\'paren_string\': \'(())\'}, {\'paren_string\': \'()()()\'}, {\'paren_string\': \'()(())\'}, {\'paren_string\': \'((())()) ()(()()) ((())) ((())())\'}]"}, "outputs": ["[]", "[3]", "[2]", "[3]", "[5]", "[3]", "[2]", "[1]", "[2]", "[3, 2, 3, 3]"], "meta": {"id": 6, "canonical_solution": "\\n    \\n    def count_depth(s: str) -> int:\\n        max_depth, cnt = 0, 0\\n        for ch in s:\\n            if ch == \\"(\\": cnt += 1\\n            if ch == \\")\\": cnt -= 1\\n            max_depth = max(max_depth, cnt)\\n        return max_depth\\n    \\n    return [count_depth(s) for s in paren_string.split(\\" \\") if s != \\"\\"]\\n\\n", "entry_point": "parse_nested_parens"}}')
+
+
+def _row(task_id: int, entry_point: str, signature: str, tests: str, outputs: list[str], solution: str) -> dict:
+    """A ruHumanEval row in MERA's schema (card 004:21-29) with the card's instruction."""
+    return {"instruction": CARD_RUHUMANEVAL["instruction"],
+            "inputs": {"function": f"def {entry_point}{signature}:\n    \"\"\"Задача {task_id}.\"\"\"\n", "tests": tests},
+            "outputs": outputs,
+            "meta": {"id": task_id, "canonical_solution": solution, "entry_point": entry_point}}  # fmt: skip
+
+
+#: A task whose canonical solution is wrong on its second test (2 + 3 gives 6): a self-check must fail it, because
+#: its outputs differ from the expected ones (card 004:90).
+WRONG_TASK = _row(7, "add", "(a: int, b: int) -> int", "[{'a': 0, 'b': 0}, {'a': 2, 'b': 3}]", ["0", "5"],
+                  "    return a + b + (1 if a else 0)\n")
+#: And a right one.
+RIGHT_TASK = _row(8, "double", "(x: int) -> int", "[{'x': 1}, {'x': -4}]", ["2", "-8"], "    return 2 * x\n")
+#: ruTiE's card example (002:67-108): dialogue 0, questions 0 and 1.
+CARD_RUTIE = [json.loads(row) for row in ['{"instruction": "Вам дан диалог и два варианта ответа. Учитывая контекст диалога, ответьте на последний вопрос, поставив только цифру 1 или 2.\\n{context}\\n{question}\\n1. {choice1}\\n2. {choice2}\\nКакой ответ из двух наиболее правильный?", "inputs": {"question": "Сколько ног у человека?", "choice1": "Две", "choice2": "Четыре"}, "outputs": "1", "meta": {"dialog_id": 0, "question_id": 0, "category": ["world"], "use_context": false, "turing_imitation": ["facts"]}}', '{"instruction": "Вам дан диалог, в котором необходимо продолжить реплики. Учитывая контекст диалога, и два варианта ответа на реплику (вопрос) ответьте на последний вопрос.\\n{context}\\n{question}\\n1. {choice1}\\n2. {choice2}\\nКакой ответ наиболее правильный? Укажите только номер ответа без дополнительных пояснений.", "inputs": {"question": "А у муравья?", "choice1": "Две", "choice2": "Шесть"}, "outputs": "2", "meta": {"dialog_id": 0, "question_id": 1, "category": ["world"], "use_context": true, "turing_imitation": ["facts"]}}']]
+
+
+def _closed(row: dict) -> dict:
+    """A row as MERA's closed test has it: the same fields, no expected outputs and no canonical solution."""
+    closed = json.loads(json.dumps(row))
+    if isinstance(closed["outputs"], list):
+        closed["outputs"] = []
+        closed["meta"]["canonical_solution"] = ""
+    else:
+        closed["outputs"] = ""
+    return closed
+
+
+def _write(path: Path, rows: list[dict]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def current_mera(root: Path) -> Path:
+    """``MERA-evaluation/MERA``: ``data/ruhumaneval/test.jsonl`` with answers; ruTiE's answers in ``train.jsonl``
+    beside a closed ``test.jsonl``."""
+    _write(root / "data" / "ruhumaneval" / "test.jsonl", [CARD_RUHUMANEVAL, WRONG_TASK, RIGHT_TASK])
+    _write(root / "data" / "rutie" / "train.jsonl", CARD_RUTIE)
+    _write(root / "data" / "rutie" / "test.jsonl", [_closed(r) for r in CARD_RUTIE])
+    return root
+
+
+def older_mera(root: Path) -> Path:
+    """``ai-forever/MERA``, early layout: ``ruhumaneval/train.jsonl`` carries the answers, ``test.jsonl`` is closed."""
+    _write(root / "ruhumaneval" / "train.jsonl", [CARD_RUHUMANEVAL, RIGHT_TASK])
+    _write(root / "ruhumaneval" / "test.jsonl", [_closed(CARD_RUHUMANEVAL), _closed(RIGHT_TASK)])
+    return root
+
+
+def dataset_cache(cache: Path, repo_id: str, files_from: Path, revision: str = "c" * 40) -> Path:
+    """A Hugging Face hub cache holding ``files_from`` as dataset ``repo_id``, as a download leaves it: files in
+    ``blobs/``, the snapshot's nested paths linking to them, ``refs/main`` naming the revision."""
+    repo = cache / f"datasets--{repo_id.replace('/', '--')}"
+    snapshot = repo / "snapshots" / revision
+    for path in sorted(p for p in files_from.rglob("*") if p.is_file()):
+        blob = repo / "blobs" / hashlib.sha256(path.read_bytes()).hexdigest()
+        blob.parent.mkdir(parents=True, exist_ok=True)
+        blob.write_bytes(path.read_bytes())
+        link = snapshot / path.relative_to(files_from)
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(Path(*[".."] * (len(link.relative_to(repo).parts) - 1)) / blob.relative_to(repo))
+    (repo / "refs").mkdir(parents=True, exist_ok=True)
+    (repo / "refs" / "main").write_text(revision, encoding="utf-8")
+    return snapshot
+
+
+@pytest.fixture()
+def offline_cache(tmp_path, monkeypatch) -> Path:
+    """``MERA-evaluation/MERA`` (current layout) in an offline Hugging Face cache; returns its snapshot."""
+    import huggingface_hub.constants  # noqa: F401 - imported now, so its constants never freeze this test's cache
+
+    snapshot = dataset_cache(tmp_path / "hub", MERA_DATASET, current_mera(tmp_path / "mera-files"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return snapshot
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Rows and judging as the cards say
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_card_row_is_judged_by_its_expected_outputs(tmp_path):
+    """The card's row: ten kwargs tests and ten expected strings, compared outside the sandbox (004:24-25, :90:
+    "the result of running solutions on test cases should be equal to the correct answers (outputs)")."""
+    (task,) = load_tasks(_write(tmp_path / "t.jsonl", [CARD_RUHUMANEVAL]))
+    assert task.entry_point == "parse_nested_parens" and task.task_id == "6" and task.check is None
+    assert task.tests[1] == {"paren_string": "((()))"} and task.expected[1] == "[3]"
+    assert task.expected == ("[]", "[3]", "[2]", "[3]", "[5]", "[3]", "[2]", "[1]", "[2]", "[3, 2, 3, 3]")
+    job = task.exec_job("program")
+    assert isinstance(job, ExecJob) and job.expected == task.expected and len(job.tests) == 10
+
+
+def test_card_rutie_rows_make_one_dialogue_in_question_order(tmp_path):
+    """The ruTiE card's two rows are dialogue 0, asked in question_id order (002:111)."""
+    dialogues = load_dialogues(_write(tmp_path / "d.jsonl", CARD_RUTIE[::-1]))
+    assert list(dialogues) == [0]
+    assert [(it.question_id, it.gold) for it in dialogues[0]] == [(0, "1"), (1, "2")]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Which file, by name
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_the_default_is_mera_by_name():
+    """Both tasks default to MERA-evaluation/MERA, not to English HumanEval or the bundled sample."""
+    assert HumanEvalConfig().data == RutieConfig().data == MERA_DATASET == "MERA-evaluation/MERA"
+
+
+def test_current_layout_takes_the_test_file_that_carries_answers(tmp_path):
+    """MERA-evaluation/MERA's data/ruhumaneval/test.jsonl carries answers and is taken; ruTiE's closed test.jsonl is
+    passed over for train.jsonl, and the note says what the closed file lacks."""
+    root = current_mera(tmp_path / "MERA")
+    he = resolve_task_data("ruhumaneval", str(root))
+    assert he.path == root / "data" / "ruhumaneval" / "test.jsonl" and he.comparable_with_mera
+    assert he.note == f"data/ruhumaneval/test.jsonl of {root}: all 3 rows carry expected outputs for every test"
+    tie = resolve_task_data("rutie", str(root))
+    assert tie.path == root / "data" / "rutie" / "train.jsonl"
+    assert "data/rutie/test.jsonl: 0 of 2 rows carry answers (a closed test: only MERA's site scores it)" in tie.note
+
+
+def test_older_layout_takes_train_because_its_test_is_closed(tmp_path):
+    """ai-forever/MERA: test.jsonl has no outputs (the closed test), so train.jsonl is taken, decided from the rows."""
+    root = older_mera(tmp_path / "ai-forever-MERA")
+    data = resolve_task_data("ruhumaneval", str(root))
+    assert data.path == root / "ruhumaneval" / "train.jsonl"
+    assert "ruhumaneval/test.jsonl: 0 of 2 rows carry answers (a closed test" in data.note
+    assert [t.task_id for t in load_tasks(data.path)] == ["6", "8"]
+
+
+def test_a_closed_test_alone_is_a_clear_error(tmp_path):
+    """A copy holding only the closed test is refused, saying that only MERA's site can score it."""
+    _write(tmp_path / "m" / "data" / "ruhumaneval" / "test.jsonl", [_closed(CARD_RUHUMANEVAL)])
+    with pytest.raises(DataError, match="only be scored by MERA's site"):
+        resolve_task_data("ruhumaneval", str(tmp_path / "m"))
+
+
+def test_hub_id_is_read_offline_from_the_cache(offline_cache):
+    """MERA-evaluation/MERA resolves from an offline Hugging Face cache (datasets--MERA-evaluation--MERA) with no
+    network, to the snapshot's data/ruhumaneval/test.jsonl."""
+    data = resolve_task_data("ruhumaneval", MERA_DATASET)
+    assert data.path == offline_cache / "data" / "ruhumaneval" / "test.jsonl" and data.path.is_symlink()
+    assert len(load_tasks(data.path)) == 3
+    assert resolve_task_data("rutie", MERA_DATASET).path == offline_cache / "data" / "rutie" / "train.jsonl"
+
+
+def test_hub_id_missing_offline_says_how_to_get_it(tmp_path, monkeypatch):
+    """Not in the cache and offline: the error names the id, the cache and the download command for a dataset."""
+    import huggingface_hub.constants  # noqa: F401 - as in offline_cache
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(FileNotFoundError) as err:
+        resolve_task_data("ruhumaneval", MERA_DATASET)
+    for part in (MERA_DATASET, str(tmp_path / "empty"), f"hf download {MERA_DATASET} --repo-type dataset"):
+        assert part in str(err.value)
+
+
+def test_english_humaneval_only_under_its_own_name():
+    """humaneval-en is English HumanEval, labelled not comparable; the old name is refused naming the new one;
+    rutie has no such data."""
+    data = resolve_task_data("ruhumaneval", HUMANEVAL_EN)
+    assert not data.comparable_with_mera and data.describe()["benchmark"] == NOT_COMPARABLE
+    assert "not comparable with MERA's ruHumanEval" in NOT_COMPARABLE
+    assert len(load_tasks(data.path)) == 164 and load_tasks(data.path)[0].source == "openai"
+    with pytest.raises(ValueError, match="humaneval-en"):
+        resolve_task_data("ruhumaneval", "openai-humaneval")
+    with pytest.raises(ValueError, match="ruhumaneval only"):
+        resolve_task_data("rutie", HUMANEVAL_EN)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# End to end, in the sandbox (run under the heavy lock)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_self_check_on_mera_by_name_judges_by_outputs(offline_cache, tmp_path, capsys):
+    """judge-eval mera ruhumaneval --self-check with no --data: MERA's rows from the offline cache; the card's task
+    and the right one pass, the wrong canonical solution fails on its outputs: pass@1 = 2/3 (by hand)."""
+    out = tmp_path / "run"
+    assert cli.main(["ruhumaneval", "--self-check", "--sandbox", "bwrap", "--out", str(out)]) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["pass@k"] == {"pass@1": pytest.approx(2 / 3)}
+    by_task = {t["task_id"]: t for t in metrics["per_task"]}
+    assert by_task["6"]["c"] == 1 and by_task["8"]["c"] == 1 and by_task["7"]["errors"] == {WRONG_ANSWER: 1}
+    assert metrics["benchmark"] == "ruHumanEval (MERA)" and metrics["data_source"] == MERA_DATASET
+    assert metrics["data"] == str(offline_cache / "data" / "ruhumaneval" / "test.jsonl")
+    run = json.loads((out / "run.json").read_text())
+    assert run["data_note"] == metrics["data_note"] and "benchmark" not in run
+    printed = capsys.readouterr().out
+    assert printed.startswith("ruhumaneval self-check:") and "data: data/ruhumaneval/test.jsonl of" in printed
+    executions = [json.loads(line) for line in (out / "executions.jsonl").read_text().splitlines()]
+    assert {e["task_id"]: e["status"] for e in executions} == {"6": PASSED, "7": WRONG_ANSWER, "8": PASSED}
+
+
+def test_english_humaneval_is_labelled_in_every_output(tmp_path, capsys):
+    """--data humaneval-en: metrics.json, run.json, every executions row and the printed line say "not comparable
+    with MERA's ruHumanEval"."""
+    out = tmp_path / "run"
+    assert cli.main(["ruhumaneval", "--self-check", "--sandbox", "bwrap", "--data", HUMANEVAL_EN, "--limit", "2",
+                     "--out", str(out)]) == 0  # fmt: skip
+    assert json.loads((out / "metrics.json").read_text())["benchmark"] == NOT_COMPARABLE
+    assert json.loads((out / "run.json").read_text())["benchmark"] == NOT_COMPARABLE
+    rows = [json.loads(line) for line in (out / "executions.jsonl").read_text().splitlines()]
+    assert len(rows) == 2 and all(r["benchmark"] == NOT_COMPARABLE for r in rows)
+    printed = capsys.readouterr().out
+    assert printed.startswith(f"humaneval-en ({NOT_COMPARABLE}) self-check:")
