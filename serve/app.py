@@ -282,6 +282,24 @@ class HostAllowListMiddleware:
         return await self.app(scope, receive, send)
 
 
+class RefuseWhileDrainingMiddleware:
+    """503 for a request that arrives once judge-serve is draining (SIGTERM, scancel): uvicorn closes its listening
+    socket only at its next loop tick (up to 0.1 s later), and a request accepted in that window would otherwise be
+    queued behind the drain. The probes (/health, /ready) still answer, with their own draining status."""
+
+    PROBES = ("/health", "/ready")
+
+    def __init__(self, app, state):
+        self.app, self.state = app, state
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and self.state.status == "draining" and scope["path"] not in self.PROBES:
+            response = _error(503, "judge-serve is shutting down", "server_error", code="shutting_down",
+                              headers={"Retry-After": "5"})  # fmt: skip
+            return await response(scope, receive, send)
+        return await self.app(scope, receive, send)
+
+
 class RequestIdMiddleware:
     """Echo ``X-Request-Id`` on every answer (one is made when the client sent none, and passed to the engine)."""
 
@@ -383,7 +401,8 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
 
     app = FastAPI(title="judge-serve", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     app.state.serve = ServerState(config=config, layout=layout)
-    # Outermost last: the request id first, then the body limit, then the key or the Host check.
+    # Outermost last: the request id first, then the body limit, then the key or the Host check, then the drain.
+    app.add_middleware(RefuseWhileDrainingMiddleware, state=app.state.serve)
     if config.api_key:
         app.add_middleware(ApiKeyMiddleware, api_key=config.api_key)
     else:

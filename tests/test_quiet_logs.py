@@ -12,7 +12,7 @@ import pytest
 
 import judge
 from eval.cli import main
-from eval.mera.cli import SAMPLE_DATA
+from eval.mera.released import SAMPLE_DATA
 from judge.plumbing.console_logging import CHATTY_LOGGERS
 
 REPO = Path(__file__).resolve().parents[1]

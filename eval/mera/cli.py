@@ -40,8 +40,6 @@ from eval.mera.config import TASK_CONFIGS, ConfigError, HumanEvalConfig, MeraCon
 
 logger = logging.getLogger("eval.mera")
 
-DATA_DIR = Path(__file__).with_name("data")
-SAMPLE_DATA = {"ruhumaneval": DATA_DIR / "ruhumaneval_sample.jsonl", "rutie": DATA_DIR / "rutie_sample.jsonl"}
 GENERATIONS_FILE = "generations.jsonl"
 EXECUTIONS_FILE = "executions.jsonl"
 

@@ -32,6 +32,10 @@ from typing import Any
 
 from eval.mera.task_rows import DataError, iter_task_rows
 
+#: The bundled sample rows of each task (``--data sample``).
+DATA_DIR = Path(__file__).with_name("data")
+SAMPLE_DATA = {"ruhumaneval": DATA_DIR / "ruhumaneval_sample.jsonl", "rutie": DATA_DIR / "rutie_sample.jsonl"}
+
 __all__ = ["MERA_DATASET", "HUMANEVAL_EN", "NOT_COMPARABLE", "TaskData", "resolve_task_data", "rows_with_answers"]
 
 #: MERA's released data on the Hugging Face hub (formerly ``ai-forever/MERA``).
@@ -141,7 +145,6 @@ def resolve_task_data(task: str, data: str) -> TaskData:
             get it).
         DataError: a repository copy whose files of this task all lack answers (a closed test only).
     """
-    from eval.mera.cli import SAMPLE_DATA
 
     if data == SAMPLE:
         return TaskData(SAMPLE_DATA[task], data, f"the bundled sample rows ({SAMPLE_DATA[task].name})")
