@@ -246,14 +246,14 @@ def instruction_weights(n: int, n_boot: int, seed: int, key: str = "bench/matrix
     replacement per resample), ``n_boot`` rows in all."""
     from eval import bootstrap
 
-    return bootstrap._resample_weights(np.ones(n, dtype=np.int64), n_boot, bootstrap.cell_rng(seed, key))
+    return bootstrap.resample_weights(np.ones(n, dtype=np.int64), n_boot, bootstrap.cell_rng(seed, key))
 
 
 def percentile_interval(samples: np.ndarray, level: float = 0.95) -> list[float]:
     """``eval.bootstrap``'s percentile interval over the finite samples."""
     from eval import bootstrap
 
-    return bootstrap._interval(samples, level)
+    return bootstrap.percentile_interval(samples, level)
 
 
 @dataclass

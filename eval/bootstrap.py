@@ -28,6 +28,8 @@ __all__ = [
     "bootstrap_ci",
     "describe_pairs",
     "paired_bootstrap",
+    "percentile_interval",
+    "resample_weights",
 ]
 
 # Resample weight matrices are built and reduced in chunks of at most this many (resample x cell) entries:
@@ -182,7 +184,7 @@ def _resampled_means(values: np.ndarray, n_boot: int, rng: np.random.Generator) 
     return np.concatenate(means)
 
 
-def _resample_weights(counts: np.ndarray, n_boot: int, rng: np.random.Generator):
+def resample_weights(counts: np.ndarray, n_boot: int, rng: np.random.Generator):
     """Yield ``(b, m)`` float64 weight blocks, ``n_boot`` rows in all: each row is one bootstrap resample of the
     ``counts.sum()`` items, expressed as how many times each cell was drawn."""
     n, m = int(counts.sum()), len(counts)
@@ -203,7 +205,7 @@ def _resample_weights(counts: np.ndarray, n_boot: int, rng: np.random.Generator)
         yield block
 
 
-def _interval(samples: np.ndarray, level: float) -> list[float]:
+def percentile_interval(samples: np.ndarray, level: float) -> list[float]:
     samples = samples[np.isfinite(samples)]
     if len(samples) == 0:
         return [float("nan"), float("nan")]
@@ -244,9 +246,9 @@ def bootstrap_ci(
         return [float("nan"), float("nan")]
     cells, counts = _cells(_grid(x), y)
     samples = np.concatenate(
-        [_statistic(statistic, cells[:, 0], cells[:, 1], w) for w in _resample_weights(counts, n_boot, rng)]
+        [_statistic(statistic, cells[:, 0], cells[:, 1], w) for w in resample_weights(counts, n_boot, rng)]
     )
-    return _interval(samples, level)
+    return percentile_interval(samples, level)
 
 
 def describe_pairs(
@@ -292,14 +294,14 @@ def describe_pairs(
         if not correlations and not _use_multinomial(len(counts), len(x)):
             # MAE alone over many distinct values (a regression judge): averaging resampled item errors directly
             # skips the per-cell counting (about twice as fast) and needs no grid: the interval is exact.
-            out["mae_ci"] = _interval(_resampled_means(np.abs(x - y), n_boot, rng), level)
+            out["mae_ci"] = percentile_interval(_resampled_means(np.abs(x - y), n_boot, rng), level)
             return out
         samples: dict[str, list[np.ndarray]] = {name: [] for name in names}
-        for weights in _resample_weights(counts, n_boot, rng):
+        for weights in resample_weights(counts, n_boot, rng):
             for name in names:
                 samples[name].append(_statistic(name, cx, cy, weights))
         for name in names:
-            out[f"{name}_ci"] = _interval(np.concatenate(samples[name]), level)
+            out[f"{name}_ci"] = percentile_interval(np.concatenate(samples[name]), level)
     return out
 
 
@@ -349,11 +351,11 @@ def paired_bootstrap(
     deltas = np.concatenate(
         [
             _statistic(statistic, cells[:, 2], cells[:, 3], w) - _statistic(statistic, cells[:, 0], cells[:, 1], w)
-            for w in _resample_weights(counts, n_boot, rng)
+            for w in resample_weights(counts, n_boot, rng)
         ]
     )
     deltas = deltas[np.isfinite(deltas)]
     if len(deltas):
-        result["ci"] = _interval(deltas, level)
+        result["ci"] = percentile_interval(deltas, level)
         result["p_value"] = float(min(1.0, 2.0 * min((deltas <= 0).mean(), (deltas >= 0).mean())))
     return result
