@@ -318,7 +318,7 @@ def test_partition_preemption_requeues_and_resumes_to_the_same_result(preemption
     # The rerun started only after the preemptor had its CPUs (started before the rerun's start).
     assert high["StartTime"] <= record["StartTime"], (high, record)
     _check_resumed(out, job_id, record, preemption_runs["reference"], rel=1e-5)
-    assert "requeued Slurm job" in _log(out, job_id)  # by the trainer, after its save
+    assert "requeueing Slurm job" in _log(out, job_id)  # by the trainer, after its save
 
 
 def test_scontrol_requeue_of_a_two_node_zero3_run_resumes_from_its_zero_checkpoint(preemption_runs):

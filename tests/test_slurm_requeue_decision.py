@@ -34,7 +34,7 @@ CASES = [
 
 @pytest.mark.parametrize(("case", "signum", "record", "restart_count", "returns", "requeues"), CASES,
                          ids=[c[0] for c in CASES])  # fmt: skip
-def test_requeue_decision(case, signum, record, restart_count, returns, requeues, tmp_path, monkeypatch):
+def test_requeue_decision(case, signum, record, restart_count, returns, requeues, tmp_path, monkeypatch, caplog):
     """SIGUSR1 and a preemption requeue; Slurm's own requeue is not repeated; scancel and the time limit do not."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -52,9 +52,13 @@ def test_requeue_decision(case, signum, record, restart_count, returns, requeues
         monkeypatch.setenv("SLURM_RESTART_COUNT", restart_count)
     stopper = SaveAndStopOnSignal()
     stopper.received = signum
-    assert requeue_slurm_job(stopper) is returns
+    with caplog.at_level("WARNING", logger="train.preemption"):
+        assert requeue_slurm_job(stopper) is returns
     lines = calls.read_text().splitlines() if calls.exists() else []
     assert ("requeue 7" in lines) is requeues, lines
+    # The requeue is announced before scontrol runs: a requeue ends the job's steps at once, so a line logged after
+    # the call could be lost (tests/test_slurm_jobs.py reads it in the real job log).
+    assert ("requeueing Slurm job 7" in caplog.text) is requeues, caplog.text
 
 
 def test_no_requeue_off_rank_zero_or_outside_slurm(tmp_path, monkeypatch):

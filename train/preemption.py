@@ -139,6 +139,11 @@ def requeue_slurm_job(callback: SaveAndStopOnSignal) -> bool:
             logger.warning("Slurm job %s ended by SIGTERM (state %s, not preempted): not requeued; resubmit with the "
                            "same output folder to resume from the checkpoint just saved", job_id, state)
             return False
+    # Logged before the call: a successful requeue ends the job's steps at once ("CANCELLED ... DUE TO JOB
+    # REQUEUE"), and torchrun's SIGTERM can reach this rank before `subprocess.run` returns — a line logged after
+    # it was missing from a preempted run's job log in CI.
+    logger.warning("requeueing Slurm job %s after %s (scontrol requeue); the rerun resumes from the checkpoint just "
+                   "saved", job_id, signal.Signals(callback.received).name)
     try:
         result = subprocess.run(["scontrol", "requeue", job_id], capture_output=True, text=True, timeout=60,
                                 check=False)
@@ -148,6 +153,4 @@ def requeue_slurm_job(callback: SaveAndStopOnSignal) -> bool:
     if result.returncode != 0:
         logger.error("scontrol requeue %s failed (%d): %s", job_id, result.returncode, result.stderr.strip())
         return False
-    logger.warning("requeued Slurm job %s after %s; the rerun resumes from the checkpoint just saved", job_id,
-                   signal.Signals(callback.received).name)
     return True
