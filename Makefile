@@ -48,13 +48,17 @@ demo: setup
 
 # The tiers come from the fixtures a test uses (tests/conftest.py HEAVY_FIXTURES), never from hand-kept markers.
 # --timeout: a hang fails its test, named, instead of the run; the slow tier's engines start in minutes at load.
+# -n: two xdist workers, one per core; tests that share an engine, a cluster, a trained model or the sandbox user
+# stay on one worker (tests/conftest.py assign_xdist_groups). TEST_WORKERS=0 runs everything in one process.
 FAST_TIMEOUT_S ?= 60
 TIMEOUT_S      ?= 900
+TEST_WORKERS   ?= 2
+XDIST           = -n $(TEST_WORKERS) --dist loadgroup
 test-fast: setup
-	$(PY) -m pytest -q -m "not slow" --timeout=$(FAST_TIMEOUT_S) --durations=15
+	$(PY) -m pytest -q $(XDIST) -m "not slow" --timeout=$(FAST_TIMEOUT_S) --durations=15
 
 test: setup
-	$(PY) -m pytest -q --timeout=$(TIMEOUT_S) --durations=30
+	$(PY) -m pytest -q $(XDIST) --timeout=$(TIMEOUT_S) --durations=30
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -9,11 +9,20 @@ Slurm cluster itself) without a heavy fixture in its closure. A test that starts
 cannot see (``judge-eval`` serving a local checkpoint, a recipe run in the test body) requests ``starts_engine`` or
 ``heavy_work``. A ``slow`` marker set by hand on a test without a heavy fixture keeps it slow, and the run names it
 at the end (the fixture should say it, not the marker).
+
+Workers. ``make test`` and ``make test-fast`` run two xdist workers (``-n 2 --dist loadgroup``, one per core of the
+machine the budget is set for). Tests that share a heavy session or module fixture (an engine pair, the Slurm
+cluster, a trained model, a browser) or a host resource (the sandbox user) are put in one ``xdist_group`` from
+their fixtures (:func:`assign_xdist_groups`), so each heavy thing starts once and two sandboxes' tests never run side
+by side; a sandbox run from a test outside that group fails it (:func:`pytest_configure`).
 """
 
 from __future__ import annotations
 
 import inspect
+import os
+import shutil
+import tempfile
 import types
 
 import pytest
@@ -85,8 +94,121 @@ def _helpers_reached(func, seen: set) -> set[str]:
     return found
 
 
+@pytest.fixture
+def sandbox_user() -> None:
+    """Request it in a test that runs code in the ruHumanEval sandbox (eval/mera/sandbox.py) outside the sandbox
+    fixtures: every sandbox runs as ``nobody``, whose RLIMIT_NPROC the fork and thread bombs of
+    tests/test_mera_sandbox.py fill, so such tests share one xdist worker (:data:`SHARED_RESOURCES`)."""
+
+
+# ---------------------------------------------------------------------------------------------- xdist groups
+#: Fixtures that stand for one thing on the host, used by tests that must not run at the same moment on two xdist
+#: workers: every sandbox runs as ``nobody`` and the bombs fill that user's process limit.
+SHARED_RESOURCES: dict[str, str] = {name: "sandbox-user" for name in ("bwrap_sandbox", "tight_sandbox", "sandbox",
+                                                                     "sandbox_user")}
+
+
+def _resource_keys(item) -> set[str]:
+    """What ``item`` must share a worker over: the heavy session fixtures in its closure (set up once per worker, so
+    their tests belong together), its heavy module fixtures (per module) and the host resources it uses."""
+    keys = set()
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    for name in getattr(item, "fixturenames", ()):
+        if name in SHARED_RESOURCES:
+            keys.add(SHARED_RESOURCES[name])
+        elif name in HEAVY_FIXTURES and name in defs:
+            scope = defs[name][-1].scope
+            if scope == "session":
+                keys.add(name)
+            elif scope in ("module", "package"):
+                keys.add(f"{name}@{item.module.__name__}")
+    return keys
+
+
+def assign_xdist_groups(items) -> dict[str, list[str]]:
+    """Put the tests that share a heavy fixture or a host resource in one ``xdist_group`` (connected through any
+    fixture they share), so ``pytest -n 2 --dist loadgroup`` starts each engine, cluster or trained model once and
+    never runs two sandboxes' tests side by side; every other test goes to whichever worker is free.
+
+    Returns:
+        The groups, by name (the first of their keys), with their tests' node ids.
+    """
+    parent: dict[str, str] = {}
+
+    def find(key: str) -> str:
+        while parent.setdefault(key, key) != key:
+            parent[key] = parent[parent[key]]
+            key = parent[key]
+        return key
+
+    keyed = []
+    for item in items:
+        keys = sorted(_resource_keys(item))
+        for key in keys:
+            find(key)
+        for key in keys[1:]:
+            parent[find(key)] = find(keys[0])
+        if keys:
+            keyed.append((item, keys[0]))
+    names: dict[str, str] = {}
+    for key in list(parent):
+        root = find(key)
+        names[root] = min(names.get(root, key), key)
+    groups: dict[str, list[str]] = {}
+    for item, key in keyed:
+        name = names[find(key)]
+        item.add_marker(pytest.mark.xdist_group(name))
+        groups.setdefault(name, []).append(item.nodeid)
+    return groups
+
+
+_VLLM_CACHE: dict[str, str] = {}
+_RUNNING: list = []  # the test being run in this process (set up, call, tear-down)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    _RUNNING.append(item)
+    try:
+        return (yield)
+    finally:
+        _RUNNING.pop()
+
+
+def pytest_configure(config):
+    """One vLLM cache for every engine of the run; refuse a sandbox run from a test outside the ``sandbox-user``
+    group (the check that keeps the group whole)."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:  # the controller (or a run without xdist); workers inherit it
+        # vLLM inspects a model's class in a fresh Python process unless its cache has the answer
+        # (vllm/model_executor/models/registry.py, "modelinfos"): a shared cache took a tiny engine's start from
+        # 36 s to 27 s here (idle, side by side). Fresh per run, so a run on a fresh machine pays it once.
+        os.environ["VLLM_CACHE_ROOT"] = _VLLM_CACHE.setdefault("root", tempfile.mkdtemp(prefix="judge-tests-vllm-"))
+    from eval.mera import sandbox as sandbox_module
+
+    def guarded(run):
+        def run_in_group(self, job):
+            item = _RUNNING[-1] if _RUNNING else None
+            if item is not None and not set(getattr(item, "fixturenames", ())) & SHARED_RESOURCES.keys():
+                raise pytest.UsageError(f"{item.nodeid} runs code in the sandbox without a sandbox fixture: request "
+                                        f"sandbox_user (tests/conftest.py SHARED_RESOURCES)")
+            return run(self, job)
+
+        return run_in_group
+
+    sandbox_module.Sandbox._run_bwrap = guarded(sandbox_module.Sandbox._run_bwrap)
+    sandbox_module.Sandbox._run_plain = guarded(sandbox_module.Sandbox._run_plain)
+
+
+def pytest_unconfigure(config):
+    if "root" in _VLLM_CACHE:
+        shutil.rmtree(_VLLM_CACHE.pop("root"), ignore_errors=True)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the node ids
 def pytest_collection_modifyitems(config, items):
-    """Mark the slow tier from the fixtures; fail the collection where a test's tier and its work disagree."""
+    """Mark the slow tier from the fixtures; fail the collection where a test's tier and its work disagree; group
+    the tests that share a heavy fixture for xdist."""
+    assign_xdist_groups(items)
     problems = []
     for item in items:
         heavy = set(getattr(item, "fixturenames", ())) & HEAVY_FIXTURES.keys()
@@ -113,6 +235,20 @@ def pytest_collection_modifyitems(config, items):
         raise pytest.UsageError("test tiers (tests/conftest.py):\n  " + "\n  ".join(problems))
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session):
+    """Under ``--dist loadgroup`` xdist carries a test's group in its node id ("…@group"): refuse to run when the
+    groups were lost (pytest-xdist 3.8 on pytest 9.2, pytest-dev/pytest-xdist#1386), rather than start two Slurm
+    clusters or two engine pairs, or run the sandbox bombs beside another sandbox."""
+    if not session.config.getoption("loadgroup", default=False):
+        return
+    lost = [item.nodeid for item in session.items
+            if item.get_closest_marker("xdist_group") is not None and "@" not in item.nodeid]
+    if lost:
+        raise pytest.UsageError(f"pytest-xdist did not carry the xdist_group of {len(lost)} tests (first: {lost[0]}); "
+                                f"see pytest-dev/pytest-xdist#1386 and the pytest pin in pyproject.toml")
+
+
 # ---------------------------------------------------------------------------------------------- tier times
 _TIER_TIMES: dict[str, list[float]] = {"fast": [0, 0.0], "slow": [0, 0.0]}
 
@@ -123,6 +259,19 @@ def pytest_runtest_logreport(report):
     tier[1] += report.duration
     if report.when == "call":
         tier[0] += 1
+
+
+def pytest_sessionfinish(session):
+    """An xdist worker hands the tests it found marked by hand to the controller, which prints the summary."""
+    if hasattr(session.config, "workeroutput"):
+        session.config.workeroutput["hand_marked"] = list(_HAND_MARKED)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    for nodeid in getattr(node, "workeroutput", {}).get("hand_marked", ()):
+        if nodeid not in _HAND_MARKED:
+            _HAND_MARKED.append(nodeid)
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -112,7 +112,6 @@ def start_vllm_server(
     log_file_path = Path(log_path) if log_path is not None else scratch / "server.log"
     full_env = {
         **os.environ,
-        "VLLM_CACHE_ROOT": str(scratch / "vllm-cache"),
         "HF_HUB_OFFLINE": "1",  # no hub access, ever: a missing local file must fail, not download
         "TRANSFORMERS_OFFLINE": "1",
         "VLLM_NO_USAGE_STATS": "1",
@@ -164,8 +163,7 @@ def start_vllm_server(
     finally:
         if proc is not None:
             proc.stop()
-        # The compile cache is per server; the log stays when it lives in the scratch folder.
-        shutil.rmtree(scratch / "vllm-cache", ignore_errors=True)
+        # The log stays when it lives in the scratch folder.
         if log_path is not None:
             shutil.rmtree(scratch, ignore_errors=True)
 

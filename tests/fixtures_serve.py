@@ -28,7 +28,6 @@ import contextlib
 import dataclasses
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -198,7 +197,6 @@ class _Process:
         ]  # fmt: skip
         full_env = {
             **os.environ,
-            "VLLM_CACHE_ROOT": str(run_dir / "vllm-cache"),
             "HF_HUB_OFFLINE": "1",
             "TRANSFORMERS_OFFLINE": "1",
             "VLLM_NO_USAGE_STATS": "1",
@@ -283,7 +281,6 @@ def start_judge_serve(model_dir: str | Path, *, args: Sequence[str] = (), run_di
         yield process.wait_ready()
     finally:
         process.stop()
-        shutil.rmtree(scratch / "vllm-cache", ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

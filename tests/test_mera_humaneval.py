@@ -473,7 +473,7 @@ def _check_metrics(out: Path) -> dict:
     return metrics
 
 
-def test_ruhumaneval_completion_mode_end_to_end(tmp_path):
+def test_ruhumaneval_completion_mode_end_to_end(tmp_path, sandbox_user):
     """Exact payloads (prompt, n, four stops, seed, defaults) and pass@k from sandboxed executions."""
     tasks = load_tasks(SAMPLE)[:2]
     with ScriptedEndpoint(_scripted) as endpoint:
@@ -500,7 +500,7 @@ def test_ruhumaneval_completion_mode_end_to_end(tmp_path):
     _check_metrics(tmp_path / "run")
 
 
-def test_ruhumaneval_distinct_seeds_mode(tmp_path):
+def test_ruhumaneval_distinct_seeds_mode(tmp_path, sandbox_user):
     """--sampling seeds sends one request per sample with seeds base, base+1, ..."""
     with ScriptedEndpoint(_scripted) as endpoint:
         assert _run(endpoint, tmp_path / "run", "--sampling", "seeds") == 0
@@ -511,7 +511,7 @@ def test_ruhumaneval_distinct_seeds_mode(tmp_path):
     _check_metrics(tmp_path / "run")
 
 
-def test_ruhumaneval_chat_mode_end_to_end(tmp_path):
+def test_ruhumaneval_chat_mode_end_to_end(tmp_path, sandbox_user):
     """Chat mode with --extraction lenient: one user turn, no server-side stops (a fenced answer starts with
     def), same pass@k."""
     with ScriptedEndpoint(_scripted) as endpoint:
@@ -523,7 +523,7 @@ def test_ruhumaneval_chat_mode_end_to_end(tmp_path):
     _check_metrics(tmp_path / "run")
 
 
-def test_ruhumaneval_chat_fenced_answer_fails_under_meras_extraction(tmp_path):
+def test_ruhumaneval_chat_fenced_answer_fails_under_meras_extraction(tmp_path, sandbox_user):
     """Default extraction (MERA's harness): the chat answer with prose before its fence is cut at "\ndef" and
     fails to compile, so strlen has c=2 of 3 instead of 3."""
     with ScriptedEndpoint(_scripted) as endpoint:
@@ -536,7 +536,7 @@ def test_ruhumaneval_chat_fenced_answer_fails_under_meras_extraction(tmp_path):
     assert fenced["program"].endswith('"""\nВот решение:\n```python')
 
 
-def test_ruhumaneval_self_check_needs_no_endpoint(tmp_path):
+def test_ruhumaneval_self_check_needs_no_endpoint(tmp_path, sandbox_user):
     """--self-check executes the canonical solutions: pass@1 is 1.0 on the bundled sample."""
     assert cli.main(["ruhumaneval", "--self-check", "--data", "sample", "--out", str(tmp_path / "sc")]) == 0
     metrics = json.loads((tmp_path / "sc" / "metrics.json").read_text())
@@ -561,7 +561,7 @@ def test_usage_errors_exit_2(tmp_path):
 
 
 @pytest.mark.slow
-def test_ruhumaneval_against_tiny_vllm(vllm_tiny_server, tmp_path, monkeypatch):
+def test_ruhumaneval_against_tiny_vllm(vllm_tiny_server, tmp_path, monkeypatch, sandbox_user):
     """Three HumanEval problems, n=2, against the tiny model under real vLLM: files complete, pass@k computed."""
     monkeypatch.setenv("OPENAI_API_KEY", vllm_tiny_server.api_key)  # the engine's key, given as users give it
     out = tmp_path / "run"

@@ -207,7 +207,7 @@ def test_english_humaneval_only_under_its_own_name():
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def test_self_check_on_mera_by_name_judges_by_outputs(offline_cache, tmp_path, capsys):
+def test_self_check_on_mera_by_name_judges_by_outputs(offline_cache, tmp_path, capsys, sandbox_user):
     """judge-eval mera ruhumaneval --self-check with no --data: MERA's rows from the offline cache; the card's task
     and the right one pass, the wrong canonical solution fails on its outputs: pass@1 = 2/3 (by hand)."""
     out = tmp_path / "run"
@@ -226,7 +226,7 @@ def test_self_check_on_mera_by_name_judges_by_outputs(offline_cache, tmp_path, c
     assert {e["task_id"]: e["status"] for e in executions} == {"6": PASSED, "7": WRONG_ANSWER, "8": PASSED}
 
 
-def test_english_humaneval_is_labelled_in_every_output(tmp_path, capsys):
+def test_english_humaneval_is_labelled_in_every_output(tmp_path, capsys, sandbox_user):
     """--data humaneval-en: metrics.json, run.json, every executions row and the printed line say "not comparable
     with MERA's ruHumanEval"."""
     out = tmp_path / "run"
