@@ -349,7 +349,7 @@ def test_each_call_gets_a_fresh_namespace_and_its_own_timeout(bwrap_sandbox):
     assert "test 1" in result.detail
 
 
-def test_without_bubblewrap_it_warns_loudly_and_still_runs(monkeypatch, caplog):
+def test_without_bubblewrap_it_warns_loudly_and_still_runs(monkeypatch, caplog, sandbox_user):
     """No bwrap: 'auto' falls back with a loud warning, 'bwrap' refuses; samples still run with rlimits and no fork."""
     monkeypatch.setattr(sandbox_mod, "find_bwrap", lambda: None)
     with pytest.raises(SandboxUnavailable, match="not installed"):
