@@ -86,6 +86,11 @@ class ServeConfig:
         "keep-alive (vLLM: VLLM_HTTP_TIMEOUT_KEEP_ALIVE, 5 s by default), or a request can go out on a connection "
         "the engine is closing (it is then retried once on a fresh connection).",
     )
+    attached_probe_interval_s: float = _f(
+        5.0,
+        "Seconds between judge-serve's /health probes of an attached engine (generator_url, pooling_url): two "
+        "failed probes in a row mark it dead (requests get 503), and the first answer after that takes it back.",
+    )
     engine_start_timeout_s: float = _f(900.0, "Seconds an engine may take to answer /health after starting.")
     engine_stop_grace_s: float = _f(
         30.0, "Seconds an engine's process tree gets between SIGTERM and SIGKILL when it is stopped or has died."
@@ -180,7 +185,7 @@ class ServeConfig:
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name}: must be positive, got {getattr(self, name)!r}")
         for name in ("request_timeout_s", "engine_start_timeout_s", "engine_restart_window_s", "engine_keepalive_s",
-                     "header_timeout_s"):
+                     "header_timeout_s", "attached_probe_interval_s"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name}: must be positive, got {getattr(self, name)!r}")
         for name in ("engine_max_restarts", "engine_stop_grace_s", "engine_restart_backoff_s", "engine_restart_backoff_max_s"):

@@ -185,11 +185,12 @@ async def probe(http: EngineHttp, url: str, timeout_s: float = 5.0) -> bool | No
     return response.status == 200
 
 
-async def _watch(state: ServerState, interval_s: float = 0.5, attached_every: int = 10) -> None:
+async def _watch(state: ServerState, interval_s: float = 0.5) -> None:
     """Notice a dead engine: a started one as soon as its process exits (then heal it, once judge-serve is ready),
-    an attached one when its /health fails twice. An attached engine marked dead is probed on the same schedule
-    and taken back as soon as it answers; a probe judge-serve could not send (its own descriptors or memory ran
-    out) counts neither way."""
+    an attached one when its /health fails twice (probed every ``attached_probe_interval_s``). An attached engine
+    marked dead is probed on the same schedule and taken back as soon as it answers; a probe judge-serve could not
+    send (its own descriptors or memory ran out) counts neither way."""
+    attached_every = max(1, round(state.config.attached_probe_interval_s / interval_s))
     misses: dict[str, int] = {}
     tick = 0
     while True:

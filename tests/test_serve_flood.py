@@ -45,7 +45,8 @@ def _judge_serve(model_dir: Path, engine_url: str):
     port = free_port()
     run_dir = Path(tempfile.mkdtemp(prefix="judge-serve-flood-"))
     argv = ["serve.cli", "--model", str(model_dir), "--port", str(port), "--generator-url", engine_url,
-            "--api-key", KEY, "--header-timeout-s", "2", "--log-dir", str(run_dir)]  # fmt: skip
+            "--api-key", KEY, "--header-timeout-s", "2", "--attached-probe-interval-s", "1",
+            "--log-dir", str(run_dir)]  # fmt: skip
     # The limit is set inside judge-serve's own process, before anything else runs; raising the soft limit to the
     # hard one (what judge-serve does at start) then changes nothing.
     boot = (
