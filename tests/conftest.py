@@ -128,7 +128,8 @@ def _resource_keys(item) -> set[str]:
 def assign_xdist_groups(items) -> dict[str, list[str]]:
     """Put the tests that share a heavy fixture or a host resource in one ``xdist_group`` (connected through any
     fixture they share), so ``pytest -n 2 --dist loadgroup`` starts each engine, cluster or trained model once and
-    never runs two sandboxes' tests side by side; every other test goes to whichever worker is free.
+    never runs two sandboxes' tests side by side; every other test goes to whichever worker is free. A fixture
+    fetched with ``request.getfixturevalue`` is invisible here (and to the tiers): request heavy ones by name.
 
     Returns:
         The groups, by name (the first of their keys), with their tests' node ids.

@@ -103,9 +103,9 @@ def test_regression_head_reads_prompt_plus_rationale_through_the_chat_template(r
 
 
 @pytest.mark.parametrize("run_name", ["seq2seq_run", "regression_run"])
-def test_loss_is_finite_and_falls(run_name, request, heavy_work):
+def test_loss_is_finite_and_falls(run_name, seq2seq_run, regression_run):
     """Every logged loss is finite, and the last steps' mean is below the first steps'."""
-    run = request.getfixturevalue(run_name)
+    run = {"seq2seq_run": seq2seq_run, "regression_run": regression_run}[run_name]
     losses = _losses(run)
     assert len(losses) == run.global_step and all(math.isfinite(value) for value in losses)
     assert sum(losses[-3:]) / 3 < sum(losses[:3]) / 3 - 0.5
@@ -117,9 +117,9 @@ def test_loss_is_finite_and_falls(run_name, request, heavy_work):
 
 
 @pytest.mark.parametrize("run_name", ["seq2seq_run", "regression_run"])
-def test_learning_rate_decays_linearly_to_zero(run_name, request, heavy_work):
+def test_learning_rate_decays_linearly_to_zero(run_name, seq2seq_run, regression_run):
     """The schedule ends at exactly 0 after the last step, having started at the configured peak."""
-    run = request.getfixturevalue(run_name)
+    run = {"seq2seq_run": seq2seq_run, "regression_run": regression_run}[run_name]
     config = json.loads((Path(run.output_dir) / "run.json").read_text(encoding="utf-8"))["config"]
     rates = _losses(run, "learning_rate")
     assert rates[0] == pytest.approx(config["learning_rate"])
@@ -177,10 +177,10 @@ def test_regression_export_is_a_servable_classifier_plus_a_generator(regression_
 
 
 @pytest.mark.parametrize("run_name", ["seq2seq_run", "regression_run"])
-def test_run_json_makes_the_run_reproducible(run_name, request, heavy_work):
+def test_run_json_makes_the_run_reproducible(run_name, seq2seq_run, regression_run):
     """run.json (in the run folder and the export) holds the resolved config, git revision, package versions,
     prompt-template version, seed, launch arithmetic, data counts and the result."""
-    run = request.getfixturevalue(run_name)
+    run = {"seq2seq_run": seq2seq_run, "regression_run": regression_run}[run_name]
     record = json.loads((Path(run.export_dir) / "run.json").read_text(encoding="utf-8"))
     assert record["config"]["recipe"] == run_name.split("_")[0] and record["seed"] == record["config"]["seed"]
     assert record["prompt_version"] == judge.PROMPT_VERSION
