@@ -125,15 +125,12 @@ def _resource_keys(item) -> set[str]:
     return keys
 
 
-def assign_xdist_groups(items) -> dict[str, list[str]]:
+def assign_xdist_groups(items) -> None:
     """Put the tests that share a heavy fixture or a host resource in one ``xdist_group`` (connected through any
     fixture they share), so ``pytest -n 2 --dist loadgroup`` starts each engine, cluster or trained model once and
     never runs two sandboxes' tests side by side; every other test goes to whichever worker is free. A fixture
-    fetched with ``request.getfixturevalue`` is invisible here (and to the tiers): request heavy ones by name.
-
-    Returns:
-        The groups, by name (the first of their keys), with their tests' node ids.
-    """
+    fetched with ``request.getfixturevalue`` is invisible here (and to the tiers): request heavy ones by name. A
+    group is named by the smallest of its keys."""
     parent: dict[str, str] = {}
 
     def find(key: str) -> str:
@@ -155,12 +152,8 @@ def assign_xdist_groups(items) -> dict[str, list[str]]:
     for key in list(parent):
         root = find(key)
         names[root] = min(names.get(root, key), key)
-    groups: dict[str, list[str]] = {}
     for item, key in keyed:
-        name = names[find(key)]
-        item.add_marker(pytest.mark.xdist_group(name))
-        groups.setdefault(name, []).append(item.nodeid)
-    return groups
+        item.add_marker(pytest.mark.xdist_group(names[find(key)]))
 
 
 _VLLM_CACHE: dict[str, str] = {}
