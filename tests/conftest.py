@@ -108,15 +108,23 @@ SHARED_RESOURCES: dict[str, str] = {name: "sandbox-user" for name in ("bwrap_san
                                                                      "sandbox_user")}
 
 
+#: Module fixtures that start a process their module's tests share without being heavy (they stay in their tier):
+#: grouped like heavy ones, so the process starts once rather than once per worker.
+SHARED_PROCESS_FIXTURES: dict[str, str] = {
+    "flood_server": "judge-serve in front of a scripted engine (tests/test_serve_flood.py)",
+}
+
+
 def _resource_keys(item) -> set[str]:
     """What ``item`` must share a worker over: the heavy session fixtures in its closure (set up once per worker, so
-    their tests belong together), its heavy module fixtures (per module) and the host resources it uses."""
+    their tests belong together), its heavy and :data:`SHARED_PROCESS_FIXTURES` module fixtures (per module) and the
+    host resources it uses."""
     keys = set()
     defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
     for name in getattr(item, "fixturenames", ()):
         if name in SHARED_RESOURCES:
             keys.add(SHARED_RESOURCES[name])
-        elif name in HEAVY_FIXTURES and name in defs:
+        elif (name in HEAVY_FIXTURES or name in SHARED_PROCESS_FIXTURES) and name in defs:
             scope = defs[name][-1].scope
             if scope == "session":
                 keys.add(name)

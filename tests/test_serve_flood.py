@@ -5,6 +5,10 @@ judge-serve runs for real (``python -m serve.cli``, under ``judge.plumbing.proce
 engine on 127.0.0.1 (the network boundary). Before the fix the flood used up judge-serve's descriptors, its own
 ``/health`` probe of the engine failed with EMFILE, the engine was declared dead for good and every later request
 got 503 although the engine answered 200.
+
+One judge-serve serves both tests (``flood_server``, a module fixture; the conftest keeps its tests on one xdist
+worker): a judge-serve start is ~8 CPU-s, the largest cost of each test. The flood test leaves the engine healthy
+and judge-serve answering; the come-back test turns the engine's health off and on again, and ends it on.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from judge.plumbing.processes import free_port, http_status, start_process
 from tests.scripted_endpoint import ScriptedEndpoint, chat_completion
@@ -25,14 +30,15 @@ KEY = "flood-test-key"
 DESCRIPTORS = 200  # judge-serve's RLIMIT_NOFILE, soft and hard; a Python server with transformers loaded uses ~60
 
 
-def _engine() -> ScriptedEndpoint:
-    """An attached vLLM 0.32 engine: /version, /health and /v1/models answer; every POST is a chat completion."""
+def _engine(healthy: dict) -> ScriptedEndpoint:
+    """An attached vLLM 0.32 engine: /version and /v1/models answer, /health answers 200 while ``healthy["up"]``
+    (500 otherwise); every POST is a chat completion."""
 
     def respond_get(path: str) -> tuple[int, dict]:
         if path == "/version":
             return 200, {"version": "0.32.0"}
         if path == "/health":
-            return 200, {}
+            return (200, {}) if healthy["up"] else (500, {"detail": "down"})
         if path == "/v1/models":
             return 200, {"object": "list", "data": [{"id": "attached", "object": "model", "max_model_len": 2048}]}
         return 404, {"detail": "Not Found"}
@@ -69,6 +75,14 @@ def _judge_serve(model_dir: Path, engine_url: str):
         process.stop(30.0)
 
 
+@pytest.fixture(scope="module")
+def flood_server(tiny_causal_dir):
+    """(root URL, log path, the engine's ``healthy`` switch) of one judge-serve in front of a scripted engine."""
+    healthy = {"up": True}
+    with _engine(healthy) as engine, _judge_serve(tiny_causal_dir, engine.url) as (root, log_path):
+        yield root, log_path, healthy
+
+
 def _flood_until(port: int, done, timeout_s: float = 120.0) -> int:
     """Keep several hundred connections open to ``port`` that send one header line and never finish, replacing
     those the server closes, until ``done()``; returns how many were opened."""
@@ -96,66 +110,62 @@ def _flood_until(port: int, done, timeout_s: float = 120.0) -> int:
     return count
 
 
-def test_a_flood_of_half_open_connections_does_not_mark_the_attached_engine_dead(tiny_causal_dir):
+def test_a_flood_of_half_open_connections_does_not_mark_the_attached_engine_dead(flood_server):
     """Flooded past its descriptor limit until its probe of the engine fails, judge-serve counts that as its own
     trouble, not the engine's: once the flood stops, /health is 200 and a chat completion is answered by the
     engine, with no 503 in between; and a connection that never finishes its headers is closed by judge-serve
     within ``header_timeout_s``."""
-    with _engine() as engine, _judge_serve(tiny_causal_dir, engine.url) as (root, log_path):
-        port = int(root.rsplit(":", 1)[1])
+    root, log_path, healthy = flood_server
+    assert healthy["up"]
+    port = int(root.rsplit(":", 1)[1])
+    # Only what judge-serve logs from here on counts: the come-back test, if it ran first, stopped the engine on
+    # purpose and judge-serve logged it.
+    logged_before = len(log_path.read_text(errors="replace"))
 
-        def probed() -> bool:
-            text = log_path.read_text(errors="replace")
-            return "could not probe the attached generator engine" in text or "stopped answering /health" in text
+    def log_since() -> str:
+        return log_path.read_text(errors="replace")[logged_before:]
 
-        assert _flood_until(port, probed) > DESCRIPTORS
-        log_text = log_path.read_text(errors="replace")
-        assert "stopped answering /health" not in log_text
+    def probed() -> bool:
+        text = log_since()
+        return "could not probe the attached generator engine" in text or "stopped answering /health" in text
 
-        # The flood is over: the next answers come as soon as judge-serve has closed its half-open connections.
-        deadline = time.monotonic() + 60
-        while http_status(root + "/health") != 200:
-            assert time.monotonic() < deadline, log_path.read_text(errors="replace")[-4000:]
-            time.sleep(0.2)
-        answer = httpx.post(root + "/v1/chat/completions", headers={"Authorization": f"Bearer {KEY}"},
-                            json={"model": "attached", "messages": [{"role": "user", "content": "hi"}]}, timeout=30)  # fmt: skip
-        assert answer.status_code == 200, answer.text
-        assert answer.json()["choices"][0]["message"]["content"] == "ok"
-        assert "stopped answering /health" not in log_path.read_text(errors="replace")
+    assert _flood_until(port, probed) > DESCRIPTORS
+    assert "stopped answering /health" not in log_since()
 
-        # The header deadline: a connection that sends half a request line is closed by the server (EOF).
-        with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
-            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")
-            assert s.recv(1) == b""
+    # The flood is over: the next answers come as soon as judge-serve has closed its half-open connections.
+    deadline = time.monotonic() + 60
+    while http_status(root + "/health") != 200:
+        assert time.monotonic() < deadline, log_since()[-4000:]
+        time.sleep(0.2)
+    answer = httpx.post(root + "/v1/chat/completions", headers={"Authorization": f"Bearer {KEY}"},
+                        json={"model": "attached", "messages": [{"role": "user", "content": "hi"}]}, timeout=30)  # fmt: skip
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["choices"][0]["message"]["content"] == "ok"
+    assert "stopped answering /health" not in log_since()
+
+    # The header deadline: a connection that sends half a request line is closed by the server (EOF).
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+        assert s.recv(1) == b""
 
 
-def test_an_attached_engine_that_comes_back_is_served_again(tiny_causal_dir):
+def test_an_attached_engine_that_comes_back_is_served_again(flood_server):
     """An attached engine that stops answering is marked dead (503 naming no URL), keeps being probed, and is
     served again by itself once it answers /health: judge-serve needs no restart."""
-    healthy = {"up": True}
-
-    def respond_get(path: str) -> tuple[int, dict]:
-        if path == "/version":
-            return 200, {"version": "0.32.0"}
-        if path == "/health":
-            return (200, {}) if healthy["up"] else (500, {"detail": "down"})
-        if path == "/v1/models":
-            return 200, {"object": "list", "data": [{"id": "attached", "object": "model", "max_model_len": 2048}]}
-        return 404, {"detail": "Not Found"}
-
+    root, log_path, healthy = flood_server
     auth = {"Authorization": f"Bearer {KEY}"}
     body = {"model": "attached", "messages": [{"role": "user", "content": "hi"}]}
-    with ScriptedEndpoint(lambda p, b: (200, chat_completion("ok", "attached")), respond_get=respond_get) as engine, \
-            _judge_serve(tiny_causal_dir, engine.url) as (root, log_path):  # fmt: skip
-        healthy["up"] = False
+    healthy["up"] = False
+    try:
         deadline = time.monotonic() + 60
         while (refused := httpx.post(root + "/v1/chat/completions", headers=auth, json=body, timeout=30)).status_code != 503:
             assert time.monotonic() < deadline, log_path.read_text(errors="replace")[-4000:]
             time.sleep(0.2)
-        assert engine.url not in refused.text and "127.0.0.1" not in refused.text
+        assert "127.0.0.1" not in refused.text  # no engine URL in what a client sees
+    finally:
         healthy["up"] = True
-        deadline = time.monotonic() + 60
-        while (answer := httpx.post(root + "/v1/chat/completions", headers=auth, json=body, timeout=30)).status_code != 200:
-            assert time.monotonic() < deadline, log_path.read_text(errors="replace")[-4000:]
-            time.sleep(0.2)
-        assert answer.json()["choices"][0]["message"]["content"] == "ok"
+    deadline = time.monotonic() + 60
+    while (answer := httpx.post(root + "/v1/chat/completions", headers=auth, json=body, timeout=30)).status_code != 200:
+        assert time.monotonic() < deadline, log_path.read_text(errors="replace")[-4000:]
+        time.sleep(0.2)
+    assert answer.json()["choices"][0]["message"]["content"] == "ok"
