@@ -7,8 +7,8 @@ engine on 127.0.0.1 (the network boundary). Before the fix the flood used up jud
 got 503 although the engine answered 200.
 
 One judge-serve serves both tests (``flood_server``, a module fixture; the conftest keeps its tests on one xdist
-worker): a judge-serve start is ~8 CPU-s, the largest cost of each test. The flood test leaves the engine healthy
-and judge-serve answering; the come-back test turns the engine's health off and on again, and ends it on.
+worker): a judge-serve start (~10 CPU-s here) was the largest cost of each test. The flood test leaves the engine
+healthy and judge-serve answering; the come-back test turns the engine's health off and on again, and ends it on.
 """
 
 from __future__ import annotations
