@@ -14,7 +14,8 @@ Workers. ``make test`` and ``make test-fast`` run two xdist workers (``-n 2 --di
 machine the budget is set for). Tests that share a heavy session or module fixture (an engine pair, the Slurm
 cluster, a trained model, a browser) or a host resource (the sandbox user) are put in one ``xdist_group`` from
 their fixtures (:func:`assign_xdist_groups`), so each heavy thing starts once and two sandboxes' tests never run side
-by side; a sandbox run from a test outside that group fails it (:func:`pytest_configure`).
+by side; a sandbox run from a test outside that group fails it (:func:`pytest_configure`). A fast-tier module fixture
+that starts a process its tests share is grouped the same way when listed in :data:`SHARED_PROCESS_FIXTURES`.
 """
 
 from __future__ import annotations
