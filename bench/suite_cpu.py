@@ -1,12 +1,12 @@
 """Where the test suite's CPU goes: each test's wall time and the machine's CPU time while it ran (issue #23).
 
-    PYTHONPATH=bench SUITE_CPU_OUT=runs/suite_cpu.json .venv/bin/python -m pytest -p suite_cpu -n 0   # one process
-    .venv/bin/python bench/suite_cpu.py runs/suite_cpu.json                                            # the summary
+    PYTHONPATH=bench SUITE_CPU_OUT=runs/suite_cpu.jsonl .venv/bin/python -m pytest -p suite_cpu -n 0   # one process
+    .venv/bin/python bench/suite_cpu.py runs/suite_cpu.jsonl                                            # the summary
 
 A pytest plugin and its summary. The plugin reads the machine's busy CPU time (``/proc/stat``: every process, the
 engines, Slurm jobs and subprocesses a test starts included) before and after each test's set-up, call and
-tear-down, and rewrites ``$SUITE_CPU_OUT`` (default ``suite_cpu.json``) after every test, so an interrupted run
-still leaves its figures. Run it in one process (``-n 0``) on an otherwise idle machine: with two workers, or
+tear-down, and appends one JSON line per test to ``$SUITE_CPU_OUT`` (default ``suite_cpu.jsonl``; a new run starts
+it afresh), so an interrupted run still leaves its figures. Run it in one process (``-n 0``) on an otherwise idle machine: with two workers, or
 anything else running, a test is charged the CPU of whatever ran beside it. A session fixture's start is charged
 to the first test that uses it, its stop to the last test of the run.
 
@@ -26,14 +26,20 @@ from pathlib import Path
 
 import pytest
 
-_ROWS: list[dict] = []
-
-
 def busy_cpu_seconds() -> float:
-    """CPU seconds the whole machine has spent busy since boot (``/proc/stat``: all but idle and iowait)."""
+    """CPU seconds the whole machine has spent running code since boot (``/proc/stat``: user, nice, system, irq and
+    softirq; not idle, iowait, or the time the hypervisor stole)."""
     with open("/proc/stat", encoding="ascii") as stat:
-        fields = [int(v) for v in stat.readline().split()[1:]]
-    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+        user, nice, system, _idle, _iowait, irq, softirq = (int(v) for v in stat.readline().split()[1:8])
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
+def _out() -> Path:
+    return Path(os.environ.get("SUITE_CPU_OUT", "suite_cpu.jsonl"))
+
+
+def pytest_sessionstart(session):
+    _out().write_text("", encoding="utf-8")
 
 
 @pytest.hookimpl(wrapper=True)
@@ -42,9 +48,9 @@ def pytest_runtest_protocol(item, nextitem):
     try:
         return (yield)
     finally:
-        _ROWS.append({"id": item.nodeid, "cpu_s": round(busy_cpu_seconds() - cpu, 2),
-                      "wall_s": round(time.monotonic() - wall, 2)})
-        Path(os.environ.get("SUITE_CPU_OUT", "suite_cpu.json")).write_text(json.dumps(_ROWS), encoding="utf-8")
+        row = {"id": item.nodeid, "cpu_s": round(busy_cpu_seconds() - cpu, 2), "wall_s": round(time.monotonic() - wall, 2)}
+        with _out().open("a", encoding="utf-8") as out:
+            out.write(json.dumps(row) + "\n")
 
 
 def summarize(rows: list[dict], top: int = 25) -> str:
@@ -68,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 1:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
-    print(summarize(json.loads(Path(args[0]).read_text(encoding="utf-8"))))
+    rows = [json.loads(line) for line in Path(args[0]).read_text(encoding="utf-8").splitlines() if line]
+    print(summarize(rows))
     return 0
 
 

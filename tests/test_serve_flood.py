@@ -17,6 +17,7 @@ import contextlib
 import socket
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -30,15 +31,44 @@ KEY = "flood-test-key"
 DESCRIPTORS = 200  # judge-serve's RLIMIT_NOFILE, soft and hard; a Python server with transformers loaded uses ~60
 
 
-def _engine(healthy: dict) -> ScriptedEndpoint:
-    """An attached vLLM 0.32 engine: /version and /v1/models answer, /health answers 200 while ``healthy["up"]``
-    (500 otherwise); every POST is a chat completion."""
+class EngineHealth:
+    """The scripted engine's ``/health``: 200 while ``up``, else 500; every answer is counted, so a test can wait
+    until judge-serve has acted on a probe instead of polling judge-serve and hoping."""
+
+    def __init__(self) -> None:
+        self.up = True
+        self._answers: list[int] = []
+        self._changed = threading.Condition()
+
+    def answer(self) -> tuple[int, dict]:
+        with self._changed:
+            status = 200 if self.up else 500
+            self._answers.append(status)
+            self._changed.notify_all()
+        return (status, {}) if status == 200 else (status, {"detail": "down"})
+
+    def switch(self, up: bool) -> int:
+        """Turn the engine up or down; returns the mark to wait from (the number of answers so far)."""
+        with self._changed:
+            self.up = up
+            return len(self._answers)
+
+    def wait_probes(self, since: int, status: int, n: int, timeout_s: float = 60.0) -> None:
+        """Until ``n`` probes since ``since`` were answered ``status``."""
+        with self._changed:
+            done = self._changed.wait_for(lambda: self._answers[since:].count(status) >= n, timeout=timeout_s)
+        assert done, f"judge-serve sent {self._answers[since:].count(status)} of {n} probes answered {status}"
+
+
+def _engine(health: EngineHealth) -> ScriptedEndpoint:
+    """An attached vLLM 0.32 engine: /version and /v1/models answer, /health as ``health`` says; every POST is a
+    chat completion."""
 
     def respond_get(path: str) -> tuple[int, dict]:
         if path == "/version":
             return 200, {"version": "0.32.0"}
         if path == "/health":
-            return (200, {}) if healthy["up"] else (500, {"detail": "down"})
+            return health.answer()
         if path == "/v1/models":
             return 200, {"object": "list", "data": [{"id": "attached", "object": "model", "max_model_len": 2048}]}
         return 404, {"detail": "Not Found"}
@@ -77,10 +107,10 @@ def _judge_serve(model_dir: Path, engine_url: str):
 
 @pytest.fixture(scope="module")
 def flood_server(tiny_causal_dir):
-    """(root URL, log path, the engine's ``healthy`` switch) of one judge-serve in front of a scripted engine."""
-    healthy = {"up": True}
-    with _engine(healthy) as engine, _judge_serve(tiny_causal_dir, engine.url) as (root, log_path):
-        yield root, log_path, healthy
+    """(root URL, log path, the engine's :class:`EngineHealth`) of one judge-serve in front of a scripted engine."""
+    health = EngineHealth()
+    with _engine(health) as engine, _judge_serve(tiny_causal_dir, engine.url) as (root, log_path):
+        yield root, log_path, health
 
 
 def _flood_until(port: int, done, timeout_s: float = 120.0) -> int:
@@ -115,8 +145,8 @@ def test_a_flood_of_half_open_connections_does_not_mark_the_attached_engine_dead
     trouble, not the engine's: once the flood stops, /health is 200 and a chat completion is answered by the
     engine, with no 503 in between; and a connection that never finishes its headers is closed by judge-serve
     within ``header_timeout_s``."""
-    root, log_path, healthy = flood_server
-    assert healthy["up"]
+    root, log_path, health = flood_server
+    assert health.up
     port = int(root.rsplit(":", 1)[1])
     # Only what judge-serve logs from here on counts: the come-back test, if it ran first, stopped the engine on
     # purpose and judge-serve logged it.
@@ -132,11 +162,11 @@ def test_a_flood_of_half_open_connections_does_not_mark_the_attached_engine_dead
     assert _flood_until(port, probed) > DESCRIPTORS
     assert "stopped answering /health" not in log_since()
 
-    # The flood is over: the next answers come as soon as judge-serve has closed its half-open connections.
-    deadline = time.monotonic() + 60
-    while http_status(root + "/health") != 200:
-        assert time.monotonic() < deadline, log_since()[-4000:]
-        time.sleep(0.2)
+    # The flood is over. A new connection waits in the listening socket's backlog until judge-serve, its
+    # descriptors back once it has closed the flood's connections, accepts it: the first request after the flood,
+    # given the time, is answered 200 (no retry that could hide a 503).
+    first = httpx.get(root + "/health", timeout=60)
+    assert first.status_code == 200, f"{first.status_code} {first.text}\n{log_since()[-4000:]}"
     answer = httpx.post(root + "/v1/chat/completions", headers={"Authorization": f"Bearer {KEY}"},
                         json={"model": "attached", "messages": [{"role": "user", "content": "hi"}]}, timeout=30)  # fmt: skip
     assert answer.status_code == 200, answer.text
@@ -151,21 +181,23 @@ def test_a_flood_of_half_open_connections_does_not_mark_the_attached_engine_dead
 
 def test_an_attached_engine_that_comes_back_is_served_again(flood_server):
     """An attached engine that stops answering is marked dead (503 naming no URL), keeps being probed, and is
-    served again by itself once it answers /health: judge-serve needs no restart."""
-    root, log_path, healthy = flood_server
+    served again by itself once it answers /health: judge-serve needs no restart.
+
+    The order is the engine's to see, not a wait: judge-serve probes one at a time and marks the engine dead after two
+    failed probes (serve/supervision.py ``_watch``), so a third failed probe reaching the engine means the first
+    two were acted on; taken back on the first probe answered 200, so a second one means that one was."""
+    root, _, health = flood_server
     auth = {"Authorization": f"Bearer {KEY}"}
     body = {"model": "attached", "messages": [{"role": "user", "content": "hi"}]}
-    healthy["up"] = False
+    since = health.switch(up=False)
     try:
-        deadline = time.monotonic() + 60
-        while (refused := httpx.post(root + "/v1/chat/completions", headers=auth, json=body, timeout=30)).status_code != 503:
-            assert time.monotonic() < deadline, log_path.read_text(errors="replace")[-4000:]
-            time.sleep(0.2)
+        health.wait_probes(since, 500, 3)
+        refused = httpx.post(root + "/v1/chat/completions", headers=auth, json=body, timeout=30)
+        assert refused.status_code == 503, refused.text
         assert "127.0.0.1" not in refused.text  # no engine URL in what a client sees
     finally:
-        healthy["up"] = True
-    deadline = time.monotonic() + 60
-    while (answer := httpx.post(root + "/v1/chat/completions", headers=auth, json=body, timeout=30)).status_code != 200:
-        assert time.monotonic() < deadline, log_path.read_text(errors="replace")[-4000:]
-        time.sleep(0.2)
+        since = health.switch(up=True)
+    health.wait_probes(since, 200, 2)
+    answer = httpx.post(root + "/v1/chat/completions", headers=auth, json=body, timeout=30)
+    assert answer.status_code == 200, answer.text
     assert answer.json()["choices"][0]["message"]["content"] == "ok"
