@@ -11,7 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from train.preemption import SaveAndStopOnSignal, requeue_slurm_job
+
+@pytest.fixture(scope="module")
+def preemption():
+    """train.preemption, imported when a test here runs rather than at collection: its callback subclasses
+    transformers' TrainerCallback, whose import (the whole trainer stack, ~6 CPU-s) every xdist worker would
+    otherwise pay while collecting."""
+    import train.preemption
+
+    return train.preemption
+
 
 FAKE_SCONTROL = """#!/bin/sh
 echo "$@" >> "$FAKE_SCONTROL_CALLS"
@@ -34,7 +43,8 @@ CASES = [
 
 @pytest.mark.parametrize(("case", "signum", "record", "restart_count", "returns", "requeues"), CASES,
                          ids=[c[0] for c in CASES])  # fmt: skip
-def test_requeue_decision(case, signum, record, restart_count, returns, requeues, tmp_path, monkeypatch, caplog):
+def test_requeue_decision(case, signum, record, restart_count, returns, requeues, tmp_path, monkeypatch, caplog,
+                           preemption):  # fmt: skip
     """SIGUSR1 and a preemption requeue; Slurm's own requeue is not repeated; scancel and the time limit do not."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -50,10 +60,10 @@ def test_requeue_decision(case, signum, record, restart_count, returns, requeues
         monkeypatch.delenv("SLURM_RESTART_COUNT", raising=False)
     else:
         monkeypatch.setenv("SLURM_RESTART_COUNT", restart_count)
-    stopper = SaveAndStopOnSignal()
+    stopper = preemption.SaveAndStopOnSignal()
     stopper.received = signum
     with caplog.at_level("WARNING", logger="train.preemption"):
-        assert requeue_slurm_job(stopper) is returns
+        assert preemption.requeue_slurm_job(stopper) is returns
     lines = calls.read_text().splitlines() if calls.exists() else []
     assert ("requeue 7" in lines) is requeues, lines
     # The requeue is announced before scontrol runs: a requeue ends the job's steps at once, so a line logged after
@@ -61,17 +71,17 @@ def test_requeue_decision(case, signum, record, restart_count, returns, requeues
     assert ("requeueing Slurm job 7" in caplog.text) is requeues, caplog.text
 
 
-def test_no_requeue_off_rank_zero_or_outside_slurm(tmp_path, monkeypatch):
+def test_no_requeue_off_rank_zero_or_outside_slurm(tmp_path, monkeypatch, preemption):
     """Only global rank 0 of a Slurm job asks; elsewhere (other ranks, no SLURM_JOB_ID, no signal) nothing runs."""
     monkeypatch.setenv("PATH", str(tmp_path))  # no scontrol at all: a call would raise
-    stopper = SaveAndStopOnSignal()
+    stopper = preemption.SaveAndStopOnSignal()
     stopper.received = signal.SIGUSR1
     monkeypatch.setenv("SLURM_JOB_ID", "7")
     monkeypatch.setenv("RANK", "1")
-    assert requeue_slurm_job(stopper) is False
+    assert preemption.requeue_slurm_job(stopper) is False
     monkeypatch.setenv("RANK", "0")
     monkeypatch.delenv("SLURM_JOB_ID")
-    assert requeue_slurm_job(stopper) is False
+    assert preemption.requeue_slurm_job(stopper) is False
     stopper.received = None
     monkeypatch.setenv("SLURM_JOB_ID", "7")
-    assert requeue_slurm_job(stopper) is False
+    assert preemption.requeue_slurm_job(stopper) is False
