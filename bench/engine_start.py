@@ -1,0 +1,125 @@
+"""What one engine start costs: vLLM's OpenAI server alone against judge-serve starting its engine (issue #23).
+
+    .venv/bin/python bench/engine_start.py                 # the tiny judge, 2 rounds, arms interleaved
+    .venv/bin/python bench/engine_start.py --rounds 3
+
+The test suite starts ~19 engines and is CPU-bound on two cores, so an engine start is counted in CPU seconds, not
+only in wall seconds. Each arm starts from nothing and is timed to its readiness (vLLM: ``GET /v1/models`` 200;
+judge-serve: ``GET /ready`` 200), with the flags the tests use (eager fp32, a 256 MiB KV cache, the engine in its
+EngineCore process: ``VLLM_ENABLE_V1_MULTIPROCESSING=0``) and one vLLM cache for every start, warmed by an untimed
+start first, as the suite's engines share one (tests/conftest.py: vLLM caches what it learns of a model's class
+under ``VLLM_CACHE_ROOT``; a cold cache costs the first start seconds more). It prints, per arm, the wall time, the machine's busy CPU
+seconds over the start (``/proc/stat``: every process, on an otherwise idle machine) and, at readiness, the CPU
+seconds of each process of the tree by role (``psutil``): the API server and the EngineCore, each of which imports
+vLLM (vLLM's CPU platform forces ``spawn``, vllm/platforms/cpu.py), and judge-serve's own process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+REPO = Path(__file__).resolve().parents[1]
+for path in (REPO / "bench", REPO):
+    while str(path) in sys.path:
+        sys.path.remove(str(path))
+    sys.path.insert(0, str(path))
+
+from suite_cpu import busy_cpu_seconds  # noqa: E402
+
+from judge.plumbing.processes import free_port, start_process  # noqa: E402
+
+ENGINE_FLAGS = ["--enforce-eager", "--dtype", "float32", "--max-model-len", "2048"]
+KV_CACHE = "256M"
+ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1"}
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    from judge.plumbing.config_files import ExactArgumentParser
+
+    p = ExactArgumentParser(description=(__doc__ or "").split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--rounds", type=int, default=2, help="starts per arm, interleaved")
+    p.add_argument("--timeout-s", type=float, default=600.0, help="readiness deadline per start")
+    return p.parse_args(argv)
+
+
+def _role(proc: psutil.Process) -> str:
+    cmd = " ".join(proc.cmdline())
+    if cmd.startswith("VLLM::EngineCore"):
+        return "EngineCore"
+    if "serve.cli" in cmd:
+        return "judge-serve"
+    if "vllm.entrypoints.openai.api_server" in cmd:
+        return "API server"
+    return "other"
+
+
+def _tree_cpu(root_pid: int) -> dict[str, float]:
+    """CPU seconds of each role in the live tree below ``root_pid`` (the supervisor itself counts as "other")."""
+    by_role: dict[str, float] = {}
+    root = psutil.Process(root_pid)
+    for proc in [root, *root.children(recursive=True)]:
+        try:
+            times = proc.cpu_times()
+            role = _role(proc)
+        except psutil.Error:
+            continue
+        by_role[role] = by_role.get(role, 0.0) + times.user + times.system
+    return by_role
+
+
+def start_once(arm: str, model: Path, scratch: Path, timeout_s: float) -> dict:
+    port = free_port()
+    if arm == "vllm":
+        cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model), "--port", str(port),
+               *ENGINE_FLAGS, "--kv-cache-memory-bytes", KV_CACHE]  # fmt: skip
+        url = f"http://127.0.0.1:{port}/v1/models"
+    else:
+        cmd = [sys.executable, "-m", "serve.cli", "--model", str(model), "--port", str(port), *ENGINE_FLAGS,
+               "--engine-args", f'["--kv-cache-memory-bytes", "{KV_CACHE}"]', "--log-dir", str(scratch / f"serve-{port}"),
+               "--no-access-log"]  # fmt: skip
+        url = f"http://127.0.0.1:{port}/ready"
+    cpu, wall = busy_cpu_seconds(), time.monotonic()
+    proc = start_process(cmd, log_path=scratch / f"{arm}-{port}.log", env={**os.environ, **ENV}, cwd=REPO, name=arm, grace_s=60)
+    try:
+        proc.wait_ready(url, timeout_s, interval_s=0.2)
+        result = {"wall_s": time.monotonic() - wall, "machine_cpu_s": busy_cpu_seconds() - cpu, "roles": _tree_cpu(proc.pid)}
+    finally:
+        proc.stop()
+    return result
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    from train.tiny_models import build_tiny_qwen2
+
+    scratch = Path(tempfile.mkdtemp(prefix="engine-start-"))
+    model = build_tiny_qwen2(scratch / "tiny-judge", kind="causal", seed=0)
+    os.environ["VLLM_CACHE_ROOT"] = str(scratch / "vllm-cache")
+    start_once("vllm", model, scratch, args.timeout_s)  # warms the cache; not counted
+    results: dict[str, list[dict]] = {"vllm": [], "judge-serve": []}
+    for k in range(args.rounds):
+        for arm in (("vllm", "judge-serve") if k % 2 == 0 else ("judge-serve", "vllm")):
+            results[arm].append(start_once(arm, model, scratch, args.timeout_s))
+            r = results[arm][-1]
+            print(f"round {k + 1} {arm:11s} ready in {r['wall_s']:5.1f} s, machine {r['machine_cpu_s']:5.1f} CPU-s",
+                  flush=True)
+    print(f"\nmedian of {args.rounds} starts, tiny judge, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f} at the end")
+    print(f"{'arm':12s} {'wall s':>7s} {'machine CPU-s':>14s}  by process at readiness (CPU-s)")
+    for arm, runs in results.items():
+        roles = sorted({role for r in runs for role in r["roles"]})
+        split = ", ".join(f"{role} {statistics.median(r['roles'].get(role, 0.0) for r in runs):.1f}" for role in roles)
+        print(f"{arm:12s} {statistics.median(r['wall_s'] for r in runs):7.1f} "
+              f"{statistics.median(r['machine_cpu_s'] for r in runs):14.1f}  {split}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
