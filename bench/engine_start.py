@@ -118,6 +118,7 @@ def main(argv=None) -> int:
         split = ", ".join(f"{role} {statistics.median(r['roles'].get(role, 0.0) for r in runs):.1f}" for role in roles)
         print(f"{arm:12s} {statistics.median(r['wall_s'] for r in runs):7.1f} "
               f"{statistics.median(r['machine_cpu_s'] for r in runs):14.1f}  {split}")
+    print(f"servers' logs and the tiny judge: {scratch}")
     return 0
 
 
