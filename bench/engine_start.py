@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -32,7 +31,7 @@ for path in (REPO / "bench", REPO):
         sys.path.remove(str(path))
     sys.path.insert(0, str(path))
 
-from suite_cpu import busy_cpu_seconds  # noqa: E402
+from measure import busy_cpu_seconds, fmt, interleaved, machine_line, spread  # noqa: E402
 
 from judge.plumbing.processes import free_port, start_process  # noqa: E402
 
@@ -105,19 +104,19 @@ def main(argv=None) -> int:
     os.environ["VLLM_CACHE_ROOT"] = str(scratch / "vllm-cache")
     start_once("vllm", model, scratch, args.timeout_s)  # warms the cache; not counted
     results: dict[str, list[dict]] = {"vllm": [], "judge-serve": []}
-    for k in range(args.rounds):
-        for arm in (("vllm", "judge-serve") if k % 2 == 0 else ("judge-serve", "vllm")):
+    for k, order in enumerate(interleaved(("vllm", "judge-serve"), args.rounds)):
+        for arm in order:
             results[arm].append(start_once(arm, model, scratch, args.timeout_s))
             r = results[arm][-1]
             print(f"round {k + 1} {arm:11s} ready in {r['wall_s']:5.1f} s, machine {r['machine_cpu_s']:5.1f} CPU-s",
                   flush=True)
-    print(f"\nmedian of {args.rounds} starts, tiny judge, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f} at the end")
-    print(f"{'arm':12s} {'wall s':>7s} {'machine CPU-s':>14s}  by process at readiness (CPU-s)")
+    print(f"\ntiny judge, {args.rounds} starts per arm; {machine_line()}")
     for arm, runs in results.items():
         roles = sorted({role for r in runs for role in r["roles"]})
-        split = ", ".join(f"{role} {statistics.median(r['roles'].get(role, 0.0) for r in runs):.1f}" for role in roles)
-        print(f"{arm:12s} {statistics.median(r['wall_s'] for r in runs):7.1f} "
-              f"{statistics.median(r['machine_cpu_s'] for r in runs):14.1f}  {split}")
+        split = ", ".join(f"{role} {spread([r['roles'].get(role, 0.0) for r in runs])['median']:.1f}" for role in roles)
+        print(f"{arm}: ready in {fmt(spread([r['wall_s'] for r in runs]), digits=1)} s; machine "
+              f"{fmt(spread([r['machine_cpu_s'] for r in runs]), digits=1)} CPU-s; by process at readiness, median "
+              f"CPU-s: {split}")
     print(f"servers' logs and the tiny judge: {scratch}")
     return 0
 

@@ -30,6 +30,15 @@ def machine() -> dict[str, object]:
             "load_1m": round(os.getloadavg()[0], 2)}  # fmt: skip
 
 
+def busy_cpu_seconds() -> float:
+    """CPU seconds the whole machine has spent running code since boot (``/proc/stat``: user, nice, system, irq and
+    softirq; not idle, iowait, or the time the hypervisor stole): every process counts, those a measured command
+    starts included."""
+    with open("/proc/stat", encoding="ascii") as stat:
+        user, nice, system, _idle, _iowait, irq, softirq = (int(v) for v in stat.readline().split()[1:8])
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
 def machine_line(info: dict[str, object] | None = None) -> str:
     info = info or machine()
     return f"machine: {info['nproc']} cores ({info['cpu']}), Python {info['python']}, load average {info['load_1m']}"

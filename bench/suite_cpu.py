@@ -25,13 +25,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
-def busy_cpu_seconds() -> float:
-    """CPU seconds the whole machine has spent running code since boot (``/proc/stat``: user, nice, system, irq and
-    softirq; not idle, iowait, or the time the hypervisor stole)."""
-    with open("/proc/stat", encoding="ascii") as stat:
-        user, nice, system, _idle, _iowait, irq, softirq = (int(v) for v in stat.readline().split()[1:8])
-    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+from measure import busy_cpu_seconds
 
 
 def _out() -> Path:
