@@ -12,8 +12,8 @@ Fixtures (all session-scoped; reuse them rather than training again):
     regression_examples     the first tokenized training examples that run's trainer fed
     trained_regression_dir  its export (Path): Qwen2ForSequenceClassification (score head, problem_type
                             "regression") + generator/ (Qwen2ForCausalLM, same weights) + pollux_judge.json
-    train_subprocess_env    environment for recipe subprocesses: DeepSpeed's JIT-compiled ops cached under the
-                            repository's .cache/torch_extensions, W&B off, hub off
+    train_subprocess_env    environment for recipe subprocesses: any op DeepSpeed JIT-compiles cached under the
+                            repository's .cache/torch_extensions (none on CPU today), W&B off, hub off
 
 The seq2seq run starts from ``overfit_base_dir``, the regression run from ``tiny_causal_dir``
 (tests/fixtures_models.py); both run in this process, without DeepSpeed.
@@ -199,7 +199,7 @@ def train_subprocess_env() -> dict[str, str]:
     cache.mkdir(parents=True, exist_ok=True)
     return {
         **os.environ,
-        "TORCH_EXTENSIONS_DIR": str(cache),  # DeepSpeed compiles its CPU comm op once (~40 s), then reuses it
+        "TORCH_EXTENSIONS_DIR": str(cache),  # an op DeepSpeed would JIT-compile is built once, not per test
         "WANDB_MODE": "disabled",
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",

@@ -39,7 +39,7 @@ SAVE_STEPS = 2
 #: The preempted run gets its signal once rank 0 has logged this many optimizer steps.
 SIGNAL_AFTER_STEPS = 1
 JOB_TIMEOUT_S = 420.0
-#: The preemption pair: two runs of two starts each, one with DeepSpeed (its CPU op is compiled once, ~40 s idle).
+#: The preemption pair: two runs of two starts each, one with DeepSpeed.
 PREEMPTION_TIMEOUT_S = 720.0
 
 
@@ -223,7 +223,7 @@ def preemption_runs(training_runs, slurm_cluster, tiny_causal_dir):
     the ZeRO-3 run is frozen (SIGSTOP) as soon as it has logged a step, held until the preemption is decided, then
     thawed (SIGCONT) and requeued at once: the requeue lands mid-training every time."""
     root, data = training_runs["root"], training_runs["data"]
-    # DeepSpeed's CPU op is compiled once into the repository cache (tests/fixtures_train.py uses the same one).
+    # Where DeepSpeed would build an op: the repository cache tests/fixtures_train.py uses too.
     env = {**training_runs["env"], "TORCH_EXTENSIONS_DIR": str(REPO / ".cache" / "torch_extensions")}
     runs = {"preempted": root / "partition-preempted", "zero3": root / "zero3-requeued"}
     started = time.monotonic()

@@ -1,8 +1,9 @@
 """DeepSpeed ZeRO-3 on CPU: the seq2seq recipe in one process, the regression recipe in two through torchrun.
 
 Both run the real ``python -m train.cli`` in a subprocess (DeepSpeed initialises torch.distributed, which must not
-leak into the rest of the test session). DeepSpeed JIT-compiles its CPU communication op once into the
-repository's ``.cache/torch_extensions`` (about 40 s the first time).
+leak into the rest of the test session). Their collectives go through gloo: the recipe keeps DeepSpeed from
+JIT-compiling its shared-memory CPU op (train/training_arguments.py ``_cpu_collectives_through_gloo``), and the
+two-rank test checks that nothing was built.
 """
 
 from __future__ import annotations
@@ -69,8 +70,11 @@ def test_zero3_two_processes_through_torchrun(tiny_causal_dir, train_subprocess_
         "--output_dir", str(tmp_path / "run"), "--model_name_or_path", str(tiny_causal_dir),
         "--deepspeed", ZERO3, "--max_steps", "2", "--disable_tqdm",
     ]  # fmt: skip
-    env = {**train_subprocess_env, "OMP_NUM_THREADS": "1"}  # two ranks on two cores
+    extensions = tmp_path / "torch_extensions"
+    env = {**train_subprocess_env, "OMP_NUM_THREADS": "1", "TORCH_EXTENSIONS_DIR": str(extensions)}  # two ranks, two cores
     record = _run(cmd, env, tmp_path / "torchrun.log")
+    # No op was JIT-compiled for the two ranks' all-reduces (DeepSpeed's shared-memory op took ~60 CPU-s to build).
+    assert not extensions.exists() or not any(extensions.iterdir()), sorted(extensions.rglob("*"))
     launch = record["launch"]
     assert (launch["world_size"], launch["gradient_accumulation_steps"], launch["global_batch_size"]) == (2, 1, 2)
     check = record["result"]["export_report"]

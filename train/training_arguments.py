@@ -177,8 +177,26 @@ def init_distributed(args) -> None:
     zero.Init inside ``from_pretrained`` would then see a world of one rank and reject the batch arithmetic.
     DeepSpeed wraps the process group accelerate created (gloo on CPU, NCCL on GPU); on GPU this is a no-op.
     """
+    if args.deepspeed and args.use_cpu:
+        _cpu_collectives_through_gloo()
     args.device  # noqa: B018 - the property initialises the process group
     if args.deepspeed:
         import deepspeed
 
         deepspeed.init_distributed()
+
+
+def _cpu_collectives_through_gloo() -> None:
+    """Keep DeepSpeed's CPU communicator on gloo instead of its shared-memory all-reduce op.
+
+    On CPU, DeepSpeed's ``TorchBackend`` JIT-compiles that op (``ShareMemCommBuilder``, deepspeed/comm/torch.py
+    ``build_shm_op``) the first time any run on a machine initialises it: g++ and ninja must be installed, and the
+    build took 32 s and 59 CPU-s here (``TORCH_EXTENSIONS_DIR`` empty; 2 s to load it once built). CPU runs of this
+    toolkit are smoke and test runs of one or two ranks, whose all-reduces gloo carries (the same group torch
+    already set up); GPU runs use NCCL and never reach this. DeepSpeed reads ``__compatible_ops__`` when the
+    backend is built, and keeps the dict it probed, so marking the op incompatible before that is enough.
+    """
+    import deepspeed.ops
+    from deepspeed.ops.op_builder.cpu import ShareMemCommBuilder
+
+    deepspeed.ops.__compatible_ops__[ShareMemCommBuilder.NAME] = False
