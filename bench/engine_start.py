@@ -10,7 +10,8 @@ EngineCore process: ``VLLM_ENABLE_V1_MULTIPROCESSING=0``) and one vLLM cache for
 start first, as the suite's engines share one (tests/conftest.py: vLLM caches what it learns of a model's class
 under ``VLLM_CACHE_ROOT``; a cold cache costs the first start seconds more). It prints, per arm, the wall time, the machine's busy CPU
 seconds over the start (``/proc/stat``: every process, on an otherwise idle machine) and, at readiness, the CPU
-seconds of each process of the tree by role (``psutil``): the API server and the EngineCore, each of which imports
+seconds of the tree's processes by kind (``psutil``, named as bench/suite_processes.py names them): the vLLM API
+server and the EngineCore, each of which imports
 vLLM (vLLM's CPU platform forces ``spawn``, vllm/platforms/cpu.py), and judge-serve's own process.
 """
 
@@ -32,6 +33,7 @@ for path in (REPO / "bench", REPO):
     sys.path.insert(0, str(path))
 
 from measure import busy_cpu_seconds, fmt, interleaved, machine_line, spread  # noqa: E402
+from suite_processes import kind_of  # noqa: E402
 
 from judge.plumbing.processes import free_port, start_process  # noqa: E402
 
@@ -49,25 +51,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def _role(proc: psutil.Process) -> str:
-    cmd = " ".join(proc.cmdline())
-    if cmd.startswith("VLLM::EngineCore"):
-        return "EngineCore"
-    if "serve.cli" in cmd:
-        return "judge-serve"
-    if "vllm.entrypoints.openai.api_server" in cmd:
-        return "API server"
-    return "other"
-
-
 def _tree_cpu(root_pid: int) -> dict[str, float]:
-    """CPU seconds of each role in the live tree below ``root_pid`` (the supervisor itself counts as "other")."""
+    """CPU seconds of each kind of process (``suite_processes.kind_of``) in the live tree below ``root_pid``."""
     by_role: dict[str, float] = {}
     root = psutil.Process(root_pid)
     for proc in [root, *root.children(recursive=True)]:
         try:
             times = proc.cpu_times()
-            role = _role(proc)
+            role = kind_of(" ".join(proc.cmdline()))
         except psutil.Error:
             continue
         by_role[role] = by_role.get(role, 0.0) + times.user + times.system
