@@ -14,13 +14,15 @@ through the base model's own chat template, exactly as ``judge.apply_chat`` rend
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from typing import Any
 
 from train.config import Seq2SeqConfig
 from train.provenance import RunResult
 
-__all__ = ["main", "sft_dataset"]
+__all__ = ["labelled_positions_only_on_cpu", "main", "sft_dataset"]
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +46,51 @@ def sft_dataset(rows: list[dict[str, Any]]):
             for row in rows
         ]
     )
+
+
+@contextlib.contextmanager
+def labelled_positions_only_on_cpu() -> Iterator[bool]:
+    """While open, trl's fused LM head projects only the labelled positions onto the vocabulary on CPU too.
+
+    ``SFTTrainer`` replaces the model's forward with a fused LM head (trl/trainer/utils.py ``add_fused_lm_head``)
+    that scores only the positions whose label is not -100 on Triton devices (cuda, xpu) and *every* position
+    elsewhere, since on compiling backends such as Neuron a count of labelled positions that changes from batch
+    to batch would recompile the kernel's tiles. Eager CPU compiles nothing, and every unlabelled position is
+    zeroed afterwards anyway, so the prompt's ~200 tokens were projected onto the 151,665-token vocabulary for
+    nothing: the completion is ~30 of a row's ~250 tokens. The choice is trl's private ``_use_triton(device)``,
+    looked up when the forward runs; this wraps it so that CPU devices take the compact path as well (CUDA and
+    XPU answer as before; the chunked kernel's own Triton-or-torch choice is a separate function, untouched).
+    Measured: the tiny seq2seq config's 12 steps took 43.0 CPU-s with every position scored and 15.6 with the
+    labelled ones, the same losses to 1e-7 (``bench/train_label_positions.py``). The previous function is put
+    back on exit.
+
+    Yields:
+        Whether the wrap is in place: False (and a warning) when the installed trl has no ``_use_triton`` in
+        ``trl.trainer.utils``, where training is as correct, only slower on CPU.
+    """
+    from trl.trainer import utils as trl_utils
+
+    triton_only = getattr(trl_utils, "_use_triton", None)
+    if triton_only is None:
+        logger.warning("trl.trainer.utils._use_triton is gone (trl %s): on CPU the fused LM head scores every "
+                       "position of a row, not only the labelled ones", _trl_version())
+        yield False
+        return
+
+    def compact_on_cpu_too(device) -> bool:
+        return device.type == "cpu" or triton_only(device)
+
+    trl_utils._use_triton = compact_on_cpu_too
+    try:
+        yield True
+    finally:
+        trl_utils._use_triton = triton_only
+
+
+def _trl_version() -> str:
+    from importlib import metadata
+
+    return metadata.version("trl")
 
 
 def main(config: Seq2SeqConfig, *, callbacks: tuple = ()) -> RunResult:
@@ -95,7 +142,8 @@ def main(config: Seq2SeqConfig, *, callbacks: tuple = ()) -> RunResult:
     )
 
     # ---- train --------------------------------------------------------------------------------------------------
-    result = run.train(trainer)
+    with labelled_positions_only_on_cpu():
+        result = run.train(trainer)
     if run.stopped:
         return result
 
