@@ -15,6 +15,10 @@ DEMO_DIR ?= runs/demo
 APT_PACKAGES = bubblewrap slurm-wlm munge chromium chromium-driver
 APT_STAMP    = $(VENV)/.apt-installed
 export PIP_DISABLE_PIP_VERSION_CHECK = 1
+# Idle OpenMP threads sleep instead of spinning: the demo and the tests keep more busy processes than the 2 cores
+# (training beside engines), where spinning threads burn what the others need (README: 313-330 against 268-270
+# CPU-s for three test files with engines and training). One already in the environment wins.
+export OMP_WAIT_POLICY ?= PASSIVE
 
 .PHONY: setup system-packages demo test test-fast clean
 
