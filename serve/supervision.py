@@ -34,6 +34,7 @@ from serve.config import ServeConfig
 from serve.judging import EngineClient, EngineHttp, Judge, JudgeSettings, engine_session
 from serve.launch import Engine, EngineStartError, engine_key, engine_specs
 from serve.layout import CheckpointLayout
+from serve.tokenizer import load_tokenizer
 
 __all__ = ["ServerState", "restart_delay", "probe", "start_engines", "stop_engines"]
 
@@ -104,9 +105,7 @@ async def _bring_up(state: ServerState) -> None:
     """Load the tokenizer and wait for every engine; then build the judge and turn ready (or fail)."""
     config = state.config
     try:
-        from transformers import AutoTokenizer
-
-        tokenizer = await asyncio.to_thread(AutoTokenizer.from_pretrained, str(state.layout.root))
+        tokenizer = await asyncio.to_thread(load_tokenizer, state.layout.root)
         stop = lambda: state.status != "starting"  # noqa: E731
         await asyncio.gather(
             *(asyncio.to_thread(e.wait_ready, config.engine_start_timeout_s, stop) for e in state.engines.values())
