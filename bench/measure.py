@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import os
 import platform
+import resource
 import statistics
+import subprocess
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -88,3 +91,14 @@ async def interleaved_rounds(arm, names: tuple[str, str], n_rounds: int, compare
         result = {name: await arm(name) for name in order}
         rounds.append({**result, **compare(r, order, result)})
     return rounds
+
+
+def run_child(cmd: Sequence[str], **popen) -> tuple[subprocess.CompletedProcess, float, float]:
+    """Run ``cmd`` to its end (output captured as text); returns it with its wall seconds and the CPU seconds of
+    the child and its descendants (``resource.getrusage(RUSAGE_CHILDREN)``, once reaped)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    proc = subprocess.run(list(cmd), capture_output=True, text=True, check=False, **popen)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return proc, wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)

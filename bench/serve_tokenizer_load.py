@@ -6,7 +6,7 @@ AutoTokenizer would pick, imported directly).
 
 Each arm is a fresh process that imports judge-serve's modules, loads the tokenizer of a tiny judge's folder (the
 real Qwen2.5 vocabulary and template, ``train.tiny_models``) and tokenizes one rendered POLLUX prompt, as
-judge-serve does before it turns ready. Printed per arm: the process's CPU seconds (``resource.getrusage``), whether
+judge-serve does before it turns ready. Printed per arm: the process's CPU seconds (``measure.run_child``), whether
 it imported torch, the tokenizer's class, and whether both arms produced the same ids.
 """
 
@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -26,7 +24,7 @@ for path in (REPO / "bench", REPO):
         sys.path.remove(str(path))
     sys.path.insert(0, str(path))
 
-from measure import fmt, interleaved, machine_line, spread  # noqa: E402
+from measure import fmt, interleaved, machine_line, run_child, spread  # noqa: E402
 
 ARMS = ("AutoTokenizer", "load_tokenizer")
 CHILD = """
@@ -64,13 +62,9 @@ def tiny_judge_folder(folder: Path) -> Path:
 
 
 def run_arm(arm: str, folder: Path) -> dict:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = subprocess.run([sys.executable, "-c", CHILD, arm, str(folder)], cwd=REPO, capture_output=True, text=True,
-                          check=False)  # fmt: skip
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc, _, cpu = run_child([sys.executable, "-c", CHILD, arm, str(folder)], cwd=REPO)
     if proc.returncode != 0:
         raise SystemExit(f"{arm}: exit {proc.returncode}\n{proc.stderr[-4000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return {**json.loads(proc.stdout.strip().splitlines()[-1]), "cpu_s": cpu}
 
 

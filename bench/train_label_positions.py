@@ -7,7 +7,7 @@
 is not -100 on CPU, as trl does on CUDA (trl/trainer/utils.py ``add_fused_lm_head``). Each arm runs the whole
 ``judge-train`` command in a fresh process (model build, data, training, export, its check), in ``interleaved``
 order; the "every position" arm replaces the context manager by one that leaves trl as it is. Printed per arm: the
-wall time and the CPU seconds of the child (``resource.getrusage``), and per round the ratio of the two CPU figures
+wall time and the CPU seconds of the child (``measure.run_child``), and per round the ratio of the two CPU figures
 and the largest relative difference between the two runs' logged losses (the arms must train alike).
 """
 
@@ -15,11 +15,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -28,7 +25,7 @@ for path in (REPO / "bench", REPO):
         sys.path.remove(str(path))
     sys.path.insert(0, str(path))
 
-from measure import fmt, interleaved, machine_line, spread  # noqa: E402
+from measure import fmt, interleaved, machine_line, run_child, spread  # noqa: E402
 
 ARMS = ("every position", "labelled only")
 #: What the child runs: the recipe's CLI, with the context manager left in place or replaced by a no-op.
@@ -54,20 +51,14 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def run_arm(arm: str, config: str, max_steps: int, out: Path) -> dict[str, object]:
     """One whole training run in a fresh process; its wall time, CPU seconds and logged losses."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    proc = subprocess.run(
+    proc, wall, cpu = run_child(
         [sys.executable, "-c", CHILD, arm, "--config", config, "--output_dir", str(out), "--max_steps", str(max_steps),
-         "--disable_tqdm"],
-        cwd=REPO, capture_output=True, text=True, check=False,
+         "--disable_tqdm"], cwd=REPO,
     )  # fmt: skip
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise SystemExit(f"{arm}: exit {proc.returncode}\n{proc.stderr[-4000:]}")
     history = json.loads((out / "run.json").read_text(encoding="utf-8"))["result"]["log_history"]
     losses = [entry["loss"] for entry in history if "loss" in entry and "train_loss" not in entry]
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return {"wall_s": wall, "cpu_s": cpu, "losses": losses}
 
 
