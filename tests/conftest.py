@@ -182,8 +182,8 @@ def pytest_configure(config):
     """Idle OpenMP threads sleep; one vLLM cache for every engine of the run; refuse a sandbox run from a test
     outside the ``sandbox-user`` group (the check that keeps the group whole)."""
     # The suite keeps more busy processes than cores (two workers, engines, training ranks, each with OpenMP threads),
-    # and libgomp's idle threads spin before they sleep: a tiny training run beside another took 28.0 CPU-s
-    # spinning, 23.1 with PASSIVE, and three test files with engines and training 313-330 against 268-270 CPU-s
+    # and libgomp's idle threads spin before they sleep: a tiny training run beside another took 27.3-28.5 CPU-s
+    # spinning, 22.6-23.1 with PASSIVE, and three test files with engines and training 313-330 against 268-270 CPU-s
     # (README). Set before any torch is loaded here (libgomp reads it once); every child inherits it. The Makefile
     # exports it too, for the demo; a value already in the environment wins.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
