@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from judge.plumbing.processes import ProcessStartError, free_port, group_members, kill_descendants, start_process
+from judge.plumbing.processes import (ProcessStartError, free_port, group_members, http_status, kill_descendants,
+                                      start_process)
 from tests.fixtures_serve import MARKER_ENV, marked_processes, wait_until_gone
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signals are Linux-only")
@@ -252,6 +253,64 @@ def test_wait_ready_returns_once_the_url_answers(tmp_path):
         assert proc.alive()
     finally:
         proc.stop()
+
+
+def test_wait_ready_does_not_take_another_programs_answer_for_the_commands(tmp_path):
+    """A server outside the command's process group answers on the port the command was given (the command never
+    binds it): wait_ready keeps waiting for the command and its error says another program holds the port. (Before,
+    the answer passed for the command's. Stop 35's CI run saw what that does: every /classify to a regression
+    judge-serve's pooler URL got a 404 as a generating engine answers it, and the pooler was never reported dead.)"""
+    import http.server
+    import threading
+
+    port = free_port()
+    foreign = http.server.ThreadingHTTPServer(("127.0.0.1", port), http.server.SimpleHTTPRequestHandler)
+    threading.Thread(target=foreign.serve_forever, daemon=True).start()
+    proc = start_process(["sh", "-c", "echo still-importing; exec sleep 300"], log_path=tmp_path / "log", grace_s=1)
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        assert http_status(url) == 200  # the foreign server answers
+        with pytest.raises(ProcessStartError, match=rf"(?s)did not answer.*port {port} answered .* another program"):
+            proc.wait_ready(url, timeout_s=1, interval_s=0.1)
+        assert proc.holds_listener(port) is False
+    finally:
+        proc.stop()
+        foreign.shutdown()
+        foreign.server_close()
+
+
+def test_free_port_keeps_its_port_from_other_programs_binds_but_not_from_its_server():
+    """free_port leaves the port in TIME_WAIT: the kernel's bind(0), as every other program picking a port uses it,
+    skips it, while a server binding it with SO_REUSEADDR (vLLM, uvicorn, asyncio, http.server, TCPStore) gets it.
+    The control, ports merely closed, shows the same count of bind(0) calls does land on such ports."""
+    import socket
+
+    def any_port(reuse: bool) -> int:
+        with socket.socket() as sock:
+            if reuse:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(("127.0.0.1", 0))
+            return sock.getsockname()[1]
+
+    low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    n_picked, n_binds = 300, 2000
+    # bind(0) searches ports of one parity first: half the range, so ~42 hits on a default range (32768-60999).
+    expected_hits = n_binds * n_picked / ((high - low + 1) / 2)
+    assert expected_hits > 20, "the local port range is too wide for this count to mean anything"
+
+    merely_closed = {any_port(reuse=False) for _ in range(n_picked)}
+    assert sum(any_port(reuse=i % 2 == 0) in merely_closed for i in range(n_binds)) > 0  # the control
+    reserved = {free_port() for _ in range(n_picked)}
+    assert len(reserved) == n_picked
+    assert sum(any_port(reuse=i % 2 == 0) in reserved for i in range(n_binds)) == 0
+
+    port = next(iter(reserved))
+    with socket.socket() as server:  # the server it was picked for
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("127.0.0.1", port))
+        server.listen()
+    with socket.socket() as plain, pytest.raises(OSError):  # what the TIME_WAIT keeps out
+        plain.bind(("127.0.0.1", port))
 
 
 def test_a_missing_program_fails_at_once_with_a_message(tmp_path):

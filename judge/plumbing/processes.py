@@ -59,6 +59,7 @@ import sys
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,6 +73,7 @@ __all__ = [
     "ProcessStartError",
     "free_port",
     "group_members",
+    "listening_socket_inodes",
     "http_status",
     "kill_descendants",
     "log_tail",
@@ -97,10 +99,57 @@ class ProcessStartError(RuntimeError):
 
 
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port on ``host`` that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
+    """A TCP port on ``host`` for a server about to start, kept from every other program for about a minute.
+
+    A port that was merely free a moment ago (bind to 0, close) is the next one the kernel may hand to anyone's
+    ``bind(0)`` or ``connect()`` while the server it was picked for is still importing (a vLLM engine binds its port
+    10-40 s after it starts; meanwhile the suite's other engines pick ports for their own servers and workers). This
+    one is left in TIME_WAIT: a connection to it is accepted and closed by the listening side first. Linux hands no
+    port with a TIME_WAIT socket to ``bind(0)`` or ``connect()`` (tests/test_processes.py), while a server that binds
+    it with ``SO_REUSEADDR`` gets it at once: vLLM's, uvicorn's and asyncio's servers, ``http.server`` and torch's
+    ``TCPStore`` all set it. A bind without ``SO_REUSEADDR`` fails until the TIME_WAIT ends (60 s on Linux).
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, 0))
+        listener.listen(1)
+        address = listener.getsockname()
+        with socket.create_connection(address, timeout=5):
+            accepted, _ = listener.accept()
+            accepted.close()  # the listening side closes first: its end of the connection, on the port, waits
+        return address[1]
+
+
+def listening_socket_inodes(port: int) -> set[int] | None:
+    """The inodes of the TCP sockets listening on ``port`` (any local address, IPv4 or IPv6) in this network
+    namespace; None where ``/proc/net/tcp`` cannot be read (not Linux)."""
+    inodes: set[int] = set()
+    read_any = False
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        read_any = True
+        for line in lines:
+            # sl local_address rem_address st ... inode: "0: 0100007F:1F90 00000000:0000 0A ... 12345 ..."
+            fields = line.split()
+            if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(int(fields[9]))
+    return inodes if read_any else None
+
+
+def socket_inodes(pids: Sequence[int]) -> set[int]:
+    """The inodes of the sockets that processes ``pids`` hold open (those whose descriptors can be read)."""
+    inodes = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                with contextlib.suppress(OSError):
+                    target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                    if target.startswith("socket:["):
+                        inodes.add(int(target[8:-1]))
+    return inodes
 
 
 def http_status(url: str, timeout_s: float = 5.0) -> int:
@@ -248,31 +297,52 @@ class ManagedProcess:
         ready: Callable[[int], bool] = lambda status: status == 200,
         interval_s: float = _POLL_S,
     ) -> None:
-        """Block until ``GET url`` answers a status ``ready`` accepts (default 200).
+        """Block until ``GET url`` answers a status ``ready`` accepts (default 200), from this command.
+
+        An answer counts only when a process of this command's group holds the socket listening on the URL's port
+        (Linux ``/proc``; elsewhere any answer counts). Another program on that port, there before the command bound
+        it, would otherwise pass for the command, and every request meant for it would reach that program.
 
         Raises:
             ProcessStartError: the process exited, ``timeout_s`` passed, or ``should_stop()`` became true; the
-                message names the command and carries the log's tail.
+                message names the command and carries the log's tail (and says when another program answered).
         """
         deadline = time.monotonic() + timeout_s
+        port = urllib.parse.urlsplit(url).port
+        foreign = ""
         while True:
             code = self.exit_code()
             if code is not None:
                 raise ProcessStartError(
-                    f"{self.name} exited with code {code} while starting.\n{self._failure_summary()}"
+                    f"{self.name} exited with code {code} while starting.\n{foreign}{self._failure_summary()}"
                     f"command: {' '.join(self.command)}\nlog ({self.log_path}):\n{self.log_tail()}",
                     exit_code=code,
                 )
             if ready(http_status(url)):
-                return
+                if self.holds_listener(port) is not False:
+                    return
+                foreign = (
+                    f"port {port} answered {url}, but from a process outside {self.name}'s process group: another "
+                    "program holds that port.\n"
+                )
             if should_stop():
                 raise ProcessStartError(f"{self.name}: start abandoned (its owner is shutting down)")
             if time.monotonic() > deadline:
                 raise ProcessStartError(
-                    f"{self.name} did not answer {url} within {timeout_s:.0f} s.\n{self._failure_summary()}"
+                    f"{self.name} did not answer {url} within {timeout_s:.0f} s.\n{foreign}{self._failure_summary()}"
                     f"command: {' '.join(self.command)}\nlog ({self.log_path}):\n{self.log_tail()}"
                 )
             time.sleep(interval_s)
+
+    def holds_listener(self, port: int | None) -> bool | None:
+        """Whether a process of this command's group holds a socket listening on TCP ``port``; None where that
+        cannot be told (no port, or no ``/proc/net/tcp``)."""
+        if port is None:
+            return None
+        listening = listening_socket_inodes(port)
+        if listening is None:
+            return None
+        return bool(listening & socket_inodes([self.proc.pid, *group_members(self.pgid)]))
 
     def stop(self, grace_s: float | None = None) -> int | None:
         """Stop the command and everything it started: SIGTERM (SIGINT when shielded), ``grace_s``, then SIGKILL to the
