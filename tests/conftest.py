@@ -20,6 +20,7 @@ that starts a process its tests share is grouped the same way when listed in :da
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import shutil
@@ -176,6 +177,26 @@ def pytest_runtest_protocol(item, nextitem):
         return (yield)
     finally:
         _RUNNING.pop()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test that used a judge-serve carries the tails of judge-serve's log and its engines' logs in its
+    report: they live in temporary folders that a CI run's clean-up takes, and the cause is usually there (stop 35's
+    CI failure had only "engine answered 404" to go on)."""
+    report = yield
+    if report.failed:
+        from tests.fixtures_serve import JudgeServer
+
+        servers = []
+        for value in getattr(item, "funcargs", {}).values():
+            servers += [v for v in (value.values() if isinstance(value, dict) else [value]) if isinstance(v, JudgeServer)]
+        for server in servers:
+            for log_file in dict.fromkeys([server.log_path, *sorted(server.run_dir.glob("*.log"))]):
+                with contextlib.suppress(OSError):
+                    tail = "\n".join(log_file.read_text(errors="replace").splitlines()[-40:])
+                    report.sections.append((f"{server.run_dir.name}: {log_file.name} (last 40 lines)", tail))
+    return report
 
 
 def pytest_configure(config):
