@@ -105,7 +105,8 @@ def free_port(host: str = "127.0.0.1") -> int:
     ``bind(0)`` or ``connect()`` while the server it was picked for is still importing (a vLLM engine binds its port
     10-40 s after it starts; meanwhile the suite's other engines pick ports for their own servers and workers). This
     one is left in TIME_WAIT: a connection to it is accepted and closed by the listening side first. Linux hands no
-    port with a TIME_WAIT socket to ``bind(0)`` or ``connect()`` (tests/test_processes.py), while a server that binds
+    port with a TIME_WAIT socket to ``bind(0)`` (tests/test_processes.py) nor, by the same bind-table rule, to
+    ``connect()``'s choice of a local port, while a server that binds
     it with ``SO_REUSEADDR`` gets it at once: vLLM's, uvicorn's and asyncio's servers, ``http.server`` and torch's
     ``TCPStore`` all set it. A bind without ``SO_REUSEADDR`` fails until the TIME_WAIT ends (60 s on Linux).
     """
@@ -134,8 +135,9 @@ def listening_socket_inodes(port: int) -> set[int] | None:
         for line in lines:
             # sl local_address rem_address st ... inode: "0: 0100007F:1F90 00000000:0000 0A ... 12345 ..."
             fields = line.split()
-            if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
-                inodes.add(int(fields[9]))
+            with contextlib.suppress(ValueError, IndexError):
+                if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                    inodes.add(int(fields[9]))
     return inodes if read_any else None
 
 
@@ -147,7 +149,7 @@ def socket_inodes(pids: Sequence[int]) -> set[int]:
             for fd in os.listdir(f"/proc/{pid}/fd"):
                 with contextlib.suppress(OSError):
                     target = os.readlink(f"/proc/{pid}/fd/{fd}")
-                    if target.startswith("socket:["):
+                    if target.startswith("socket:[") and target[8:-1].isdigit():
                         inodes.add(int(target[8:-1]))
     return inodes
 
@@ -299,16 +301,22 @@ class ManagedProcess:
     ) -> None:
         """Block until ``GET url`` answers a status ``ready`` accepts (default 200), from this command.
 
-        An answer counts only when a process of this command's group holds the socket listening on the URL's port
-        (Linux ``/proc``; elsewhere any answer counts). Another program on that port, there before the command bound
-        it, would otherwise pass for the command, and every request meant for it would reach that program.
+        Where a socket on this machine listens on the URL's port, the answer counts only when a process of this
+        command's group holds one (Linux ``/proc``). Another program on that port, there before the command bound it,
+        would otherwise pass for the command, and every request meant for it would reach that program. So a command
+        whose listening socket another process holds (a server that daemonises, ``sudo``, a container's port
+        forwarder) never counts as ready here. Where nothing local listens on the port (a remote host), and where
+        ``/proc`` cannot be read, any answer counts, as it always did.
 
         Raises:
             ProcessStartError: the process exited, ``timeout_s`` passed, or ``should_stop()`` became true; the
                 message names the command and carries the log's tail (and says when another program answered).
         """
         deadline = time.monotonic() + timeout_s
-        port = urllib.parse.urlsplit(url).port
+        try:
+            port = urllib.parse.urlsplit(url).port
+        except ValueError:  # not a port number: http_status answers 0 for such a URL, and the timeout names it
+            port = None
         foreign = ""
         while True:
             code = self.exit_code()
@@ -336,11 +344,12 @@ class ManagedProcess:
 
     def holds_listener(self, port: int | None) -> bool | None:
         """Whether a process of this command's group holds a socket listening on TCP ``port``; None where that
-        cannot be told (no port, or no ``/proc/net/tcp``)."""
+        cannot be told (no port, no ``/proc/net/tcp``, or nothing on this machine listens there: the URL's server is
+        elsewhere)."""
         if port is None:
             return None
         listening = listening_socket_inodes(port)
-        if listening is None:
+        if not listening:
             return None
         return bool(listening & socket_inodes([self.proc.pid, *group_members(self.pgid)]))
 
