@@ -1,7 +1,7 @@
 """A real Slurm on this one host, for tests: munged, slurmctld and two slurmd nodes (n1, n2) in a scratch folder.
 
 Debian's ``slurm-wlm`` (22.05) and ``munge`` are installed by ``make system-packages``. Everything lives under one
-temporary folder (config, munge key and socket, state, spool, logs, pid files); the ports are picked free, so a
+temporary folder (config, munge key and socket, state, spool, logs, pid files); the ports are reserved free (``free_port``), so a
 second cluster on the same host does not collide. Requeue-friendly timings (``cred_expire=5``, 2 s scheduler and
 backfill intervals) bring a requeue-and-rerun to about 7 s instead of two minutes. ``KillWait=30`` gives a
 signalled job 30 s to save; a second partition on the same nodes is preempted by the default one (requeue).
@@ -36,6 +36,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
+
+from judge.plumbing.processes import free_port
 
 #: Daemons and clients the cluster needs (Debian paths: daemons in /usr/sbin).
 REQUIRED_PROGRAMS = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "scontrol", "squeue", "scancel")
@@ -296,23 +298,12 @@ def _sbin_path() -> str:
     return os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
 
 
-def _free_ports(count: int) -> list[int]:
-    socks = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind(("127.0.0.1", 0))
-            socks.append(sock)
-        return [sock.getsockname()[1] for sock in socks]
-    finally:
-        for sock in socks:
-            sock.close()
-
-
 def _slurm_conf(
     root: Path, *, nodes: Sequence[str], cpus_per_node: int, partition: str, preemptible_partition: str
 ) -> str:
-    ctld_port, *node_ports = _free_ports(1 + len(nodes))
+    # Reserved (judge.plumbing.processes.free_port): slurmctld and slurmd bind them with SO_REUSEADDR once started,
+    # and no other program's bind(0) gets them meanwhile.
+    ctld_port, *node_ports = (free_port() for _ in range(1 + len(nodes)))
     host = socket.gethostname().split(".")[0]
     node_lines = "\n".join(
         f"NodeName={name} NodeHostname=localhost NodeAddr=127.0.0.1 Port={port} "
