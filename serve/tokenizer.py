@@ -5,13 +5,14 @@ judge-serve renders and tokenizes every prompt itself (``serve.judging``), so it
 start, beside its engines. ``from transformers import AutoTokenizer`` imports torch, the generation stack and, through
 it, scikit-learn, spent while the engines load on the same cores: a process importing judge-serve's modules, loading
 a tiny judge's tokenizer and tokenizing a rendered prompt took 8.4 CPU-s that way and 3.3 with the class imported
-directly, the same ids (``bench/serve_tokenizer_load.py``). For the checkpoints this toolkit serves, Qwen2.5 (T-lite, T-pro) and Qwen3
-(Pollux-4B-Judge), the class AutoTokenizer picks is known from two fields, ``model_type`` in ``config.json`` and
-``tokenizer_class`` in ``tokenizer_config.json``: :data:`KNOWN_CLASSES` holds what transformers 5 picks for each pair
-(it overrides the hub's class for ``qwen2``, not for ``qwen3``: transformers/models/auto/tokenization_auto.py,
-``MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS``), and tests/test_serve_tokenizer.py checks every pair against
-AutoTokenizer on the installed transformers. Any other checkpoint, one with remote code (``auto_map``), or a folder
-whose files cannot be read here, goes to AutoTokenizer itself.
+directly, the same ids (``bench/serve_tokenizer_load.py``). For the checkpoints this toolkit serves, Qwen2.5
+(T-lite, T-pro) and Qwen3 (Pollux-4B-Judge), the class AutoTokenizer picks is known from two fields, ``model_type`` in
+``config.json`` and ``tokenizer_class`` in ``tokenizer_config.json``: :data:`KNOWN_CLASSES` holds what transformers 5
+picks for each pair (it overrides the hub's class for ``qwen2``, not for ``qwen3``:
+transformers/models/auto/tokenization_auto.py, ``MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS``), and
+tests/test_serve_tokenizer.py checks every pair against AutoTokenizer on the installed transformers. Any other
+checkpoint, one with remote code (``auto_map``), or a folder whose files cannot be read here, goes to AutoTokenizer
+itself.
 """
 
 from __future__ import annotations

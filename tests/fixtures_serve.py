@@ -38,7 +38,8 @@ from typing import Iterator, Sequence
 
 import pytest
 
-from judge.plumbing.processes import ManagedProcess, free_port, group_members, http_status, start_process
+from judge.plumbing.processes import (TCP_ESTABLISHED, ManagedProcess, free_port, group_members, http_status,
+                                      socket_inodes, start_process, tcp_sockets)
 from tests.fixtures_models import FAST_ENGINE_ENV, TEST_KV_CACHE
 
 API_KEY = "test-key"
@@ -123,37 +124,20 @@ def wait_until_gone(marker: str, timeout_s: float = 60.0) -> list[int]:
     return left
 
 
-def _tcp_table() -> list[tuple[int, int, str, int, str]]:
-    """(local port, remote port, state, receive queue, inode) of every IPv4/IPv6 TCP socket (``/proc/net/tcp{,6}``)."""
-    rows = []
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        with contextlib.suppress(OSError):
-            for line in Path(table).read_text().splitlines()[1:]:
-                fields = line.split()
-                rows.append((int(fields[1].rsplit(":", 1)[1], 16), int(fields[2].rsplit(":", 1)[1], 16), fields[3],
-                             int(fields[4].split(":")[1], 16), fields[9]))  # fmt: skip
-    return rows
-
-
 def requests_held_at(port: int, *, from_pid: int | None = None) -> int:
     """Connections to local ``port`` holding bytes its server has not read (ESTABLISHED, receive queue not empty),
     only those opened by process ``from_pid`` when given. While that server is frozen (:func:`frozen`), each is a
     request sent to it and not yet taken: how a test knows a request is in flight at an engine without timing
     anything. ``from_pid`` leaves out other clients of a shared engine (another judge-serve's /health probes)."""
-    table = _tcp_table()
+    table = tcp_sockets() or []
     client_ports = None
     if from_pid is not None:
-        inodes = set()
-        with contextlib.suppress(OSError):
-            for fd in Path(f"/proc/{from_pid}/fd").iterdir():
-                with contextlib.suppress(OSError):
-                    target = os.readlink(fd)
-                    if target.startswith("socket:["):
-                        inodes.add(target[8:-1])
-        client_ports = {local for local, remote, _, _, inode in table if inode in inodes and remote == port}
+        inodes = socket_inodes([from_pid])
+        client_ports = {s.local_port for s in table if s.inode in inodes and s.remote_port == port}
     return sum(
-        1 for local, remote, state, rx_queue, _ in table
-        if local == port and state == "01" and rx_queue > 0 and (client_ports is None or remote in client_ports)
+        1 for s in table
+        if s.local_port == port and s.state == TCP_ESTABLISHED and s.rx_queue > 0
+        and (client_ports is None or s.remote_port in client_ports)
     )  # fmt: skip
 
 

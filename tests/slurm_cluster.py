@@ -2,9 +2,10 @@
 
 Debian's ``slurm-wlm`` (22.05) and ``munge`` are installed by ``make system-packages``. Everything lives under one
 temporary folder (config, munge key and socket, state, spool, logs, pid files); the ports are picked free and
-reserved (``free_port``), so a second cluster on the same host does not collide. Requeue-friendly timings (``cred_expire=5``, 2 s scheduler and
-backfill intervals) bring a requeue-and-rerun to about 7 s instead of two minutes. ``KillWait=30`` gives a
-signalled job 30 s to save; a second partition on the same nodes is preempted by the default one (requeue).
+reserved (``free_port``), so a second cluster on the same host does not collide. Requeue-friendly timings
+(``cred_expire=5``, 2 s scheduler and backfill intervals) bring a requeue-and-rerun to about 7 s instead of two
+minutes. ``KillWait=30`` gives a signalled job 30 s to save; a second partition on the same nodes is preempted by the
+default one (requeue).
 
 The fake node names do not resolve; both nodes are ``127.0.0.1`` (``NodeAddr``), and a job sees
 ``SLURM_NODELIST=n[1-2]`` with ``SLURM_NODEID`` 0 and 1 as on a real two-node allocation.

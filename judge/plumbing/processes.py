@@ -63,7 +63,7 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping, NamedTuple, Sequence
 
 from judge.plumbing import supervisor
 from judge.plumbing.supervisor import _LINUX, _child_setup, _children_of, group_members
@@ -73,11 +73,12 @@ __all__ = [
     "ProcessStartError",
     "free_port",
     "group_members",
-    "listening_socket_inodes",
     "http_status",
     "kill_descendants",
     "log_tail",
+    "socket_inodes",
     "start_process",
+    "tcp_sockets",
 ]
 
 #: Seconds between readiness polls.
@@ -106,9 +107,9 @@ def free_port(host: str = "127.0.0.1") -> int:
     10-40 s after it starts; meanwhile the suite's other engines pick ports for their own servers and workers). This
     one is left in TIME_WAIT: a connection to it is accepted and closed by the listening side first. Linux hands no
     port with a TIME_WAIT socket to ``bind(0)`` (tests/test_processes.py) nor, by the same bind-table rule, to
-    ``connect()``'s choice of a local port, while a server that binds
-    it with ``SO_REUSEADDR`` gets it at once: vLLM's, uvicorn's and asyncio's servers, ``http.server`` and torch's
-    ``TCPStore`` all set it. A bind without ``SO_REUSEADDR`` fails until the TIME_WAIT ends (60 s on Linux).
+    ``connect()``'s choice of a local port, while a server that binds it with ``SO_REUSEADDR`` gets it at once:
+    vLLM's, uvicorn's and asyncio's servers, ``http.server``, torch's ``TCPStore`` and Slurm's daemons all set it. A
+    bind without ``SO_REUSEADDR`` fails until the TIME_WAIT ends (60 s on Linux).
     """
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -121,10 +122,23 @@ def free_port(host: str = "127.0.0.1") -> int:
         return address[1]
 
 
-def listening_socket_inodes(port: int) -> set[int] | None:
-    """The inodes of the TCP sockets listening on ``port`` (any local address, IPv4 or IPv6) in this network
-    namespace; None where ``/proc/net/tcp`` cannot be read (not Linux)."""
-    inodes: set[int] = set()
+class TcpSocket(NamedTuple):
+    """One row of ``/proc/net/tcp`` or ``/proc/net/tcp6``."""
+
+    local_port: int
+    remote_port: int
+    state: str  # the kernel's state in hex: TCP_LISTEN, TCP_ESTABLISHED, ...
+    rx_queue: int  # bytes received and not yet read by the socket's owner
+    inode: int
+
+
+TCP_ESTABLISHED, TCP_LISTEN = "01", "0A"
+
+
+def tcp_sockets() -> list[TcpSocket] | None:
+    """Every IPv4 and IPv6 TCP socket of this network namespace; None where ``/proc/net/tcp`` cannot be read (not
+    Linux)."""
+    rows: list[TcpSocket] = []
     read_any = False
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
@@ -133,12 +147,12 @@ def listening_socket_inodes(port: int) -> set[int] | None:
             continue
         read_any = True
         for line in lines:
-            # sl local_address rem_address st ... inode: "0: 0100007F:1F90 00000000:0000 0A ... 12345 ..."
+            # sl local_address rem_address st tx_queue:rx_queue ... inode: "0: 0100007F:1F90 00000000:0000 0A ..."
             fields = line.split()
             with contextlib.suppress(ValueError, IndexError):
-                if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
-                    inodes.add(int(fields[9]))
-    return inodes if read_any else None
+                rows.append(TcpSocket(int(fields[1].rsplit(":", 1)[1], 16), int(fields[2].rsplit(":", 1)[1], 16),
+                                      fields[3], int(fields[4].split(":")[1], 16), int(fields[9])))  # fmt: skip
+    return rows if read_any else None
 
 
 def socket_inodes(pids: Sequence[int]) -> set[int]:
@@ -348,10 +362,8 @@ class ManagedProcess:
         elsewhere)."""
         if port is None:
             return None
-        listening = listening_socket_inodes(port)
-        if not listening:
-            return None
-        return bool(listening & socket_inodes([self.proc.pid, *group_members(self.pgid)]))
+        listening = {s.inode for s in tcp_sockets() or () if s.local_port == port and s.state == TCP_LISTEN}
+        return bool(listening & socket_inodes([self.proc.pid, *group_members(self.pgid)])) if listening else None
 
     def stop(self, grace_s: float | None = None) -> int | None:
         """Stop the command and everything it started: SIGTERM (SIGINT when shielded), ``grace_s``, then SIGKILL to the
