@@ -496,26 +496,39 @@ def test_local_checkpoint_is_served_for_the_run_and_stopped(tiny_causal_dir, sma
     assert not leftovers, "the judge server outlived the run"
 
 
-@pytest.mark.slow
-def test_local_checkpoint_through_judge_serve_uses_v1_judge(tiny_causal_dir, small_data, tmp_path, monkeypatch, starts_engine):
+def test_local_checkpoint_through_judge_serve_uses_v1_judge(tiny_causal_dir, seq2seq_server, small_data, tmp_path):
     """With judge-serve installed, `--judge CHECKPOINT` starts it, detects /v1/judge and gets one prediction per
-    item from it (a random tiny judge: parse failures, each with its error code, none a request failure)."""
+    item from it (a random tiny judge: parse failures, each with its error code, none a request failure), then
+    stops it.
+
+    The judge-serve it starts attaches to the session's engine on the same folder (`--generator-url` in
+    `--server-args`, the engine's key in `--server-env`) instead of starting a second engine for a model already
+    served: what is under test is judge-eval starting, using and stopping judge-serve (30 CPU-s less)."""
     import shutil
 
-    for name, value in FAST_ENGINE_ENV.items():  # judge-serve's engines inherit it
-        monkeypatch.setenv(name, value)
+    import psutil
+
+    from serve.launch import ENGINE_KEY_ENV
+    from tests.fixtures_serve import ENGINE_KEY
 
     if shutil.which("judge-serve", path=str(Path(sys.executable).parent)) is None:
         pytest.skip("judge-serve is not installed in this environment")
+    assert seq2seq_server.run_record()["layout"]["root"] == str(tiny_causal_dir)  # the engine serves this very folder
     data, records = small_data
+    before = {p.pid for p in psutil.process_iter()}
     assert main(["run", "--judge", str(tiny_causal_dir), "--server", "judge-serve", "--data", str(data), "--out",
                  str(tmp_path), "--limit", "4", "--max-tokens", "4", "--no-progress", "--server-args",
-                 '["--enforce-eager", "--dtype", "float32", "--max-model-len", "2048", "--cpu-kv-cache-gib", "1"]']) == 0
+                 json.dumps(["--generator-url", seq2seq_server.engine_url("generator")]),
+                 "--server-env", json.dumps({ENGINE_KEY_ENV: ENGINE_KEY})]) == 0
     rows = read_predictions(tmp_path)
     assert sorted(r["id"] for r in rows) == sorted(r.id for r in records[:4])
     assert json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))["backend"] == "judge-serve"
     assert all(r["error"] != "request_failed" for r in rows), [r["reason"] for r in rows]
     assert all(r["parse_ok"] or r["error"] for r in rows)
+    assert "judge-serve" in (tmp_path / "server.log").read_text(errors="replace")
+    leftovers = [p for p in psutil.process_iter(["cmdline"]) if p.pid not in before
+                 and "judge-serve" in " ".join(p.info["cmdline"] or [])]
+    assert not leftovers, "judge-serve outlived the run"
 
 
 def test_score_says_why_a_test_has_no_figures(small_data, tmp_path):
