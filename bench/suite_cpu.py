@@ -36,6 +36,18 @@ def pytest_sessionstart(session):
     _out().write_text("", encoding="utf-8")
 
 
+def pytest_configure(config):
+    """Take bench/ off the ``PYTHONPATH`` the tests' children inherit: the command above puts it there to load this
+    plugin, and in a console script started by a test (``judge-serve --help``, a local checkpoint's judge-serve)
+    bench/serve.py would then shadow the ``serve`` package, failing tests that pass without the plugin."""
+    here = Path(__file__).resolve().parent
+    kept = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and Path(p).resolve() != here]
+    if kept:
+        os.environ["PYTHONPATH"] = os.pathsep.join(kept)
+    else:
+        os.environ.pop("PYTHONPATH", None)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     cpu, wall = busy_cpu_seconds(), time.monotonic()
