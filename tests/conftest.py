@@ -10,8 +10,8 @@ cannot see (``judge-eval`` serving a local checkpoint, a recipe run in the test 
 ``heavy_work``. A ``slow`` marker set by hand on a test without a heavy fixture keeps it slow, and the run names it
 at the end (the fixture should say it, not the marker).
 
-Workers. ``make test`` and ``make test-fast`` run two xdist workers (``-n 2 --dist loadgroup``, one per core of the
-machine the budget is set for). Tests that share a heavy session or module fixture (an engine pair, the Slurm
+Workers. ``make test`` runs two xdist workers (``-n 2 --dist loadgroup``, one per core of the machine the budget is
+set for), ``make test-fast`` three (its tests wait more than they compute; the Makefile has the figures). Tests that share a heavy session or module fixture (an engine pair, the Slurm
 cluster, a trained model, a browser) or a host resource (the sandbox user) are put in one ``xdist_group`` from
 their fixtures (:func:`assign_xdist_groups`), so each heavy thing starts once and two sandboxes' tests never run side
 by side; a sandbox run from a test outside that group fails it (:func:`pytest_configure`). A fast-tier module fixture
