@@ -522,7 +522,9 @@ def test_local_checkpoint_through_judge_serve_uses_v1_judge(tiny_causal_dir, seq
                  "--server-env", json.dumps({ENGINE_KEY_ENV: ENGINE_KEY})]) == 0
     rows = read_predictions(tmp_path)
     assert sorted(r["id"] for r in rows) == sorted(r.id for r in records[:4])
-    assert json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))["backend"] == "judge-serve"
+    run_json = (tmp_path / "run.json").read_text(encoding="utf-8")
+    assert json.loads(run_json)["backend"] == "judge-serve"
+    assert ENGINE_KEY not in run_json  # the engine's key travels in --server-env, and run.json records it redacted
     assert all(r["error"] != "request_failed" for r in rows), [r["reason"] for r in rows]
     assert all(r["parse_ok"] or r["error"] for r in rows)
     assert "judge-serve" in (tmp_path / "server.log").read_text(errors="replace")
