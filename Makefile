@@ -33,7 +33,7 @@ setup: $(STAMP) $(APT_STAMP)
 # Nothing is byte-compiled at install (--no-compile): pip compiles all it installs in one process (~60 s here), and
 # a compileall of the venv afterwards took 38 s on 2 cores, 28,830 modules, while the toolkit's processes import
 # about a quarter of them. A module is compiled when first imported instead, and its .pyc written for the processes
-# after (the unexport below; README).
+# after (the unexport above; README).
 $(STAMP): pyproject.toml constraints.txt Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip setuptools wheel

@@ -124,6 +124,16 @@ def wait_until_gone(marker: str, timeout_s: float = 60.0) -> list[int]:
     return left
 
 
+def server_metric(url: str, name: str) -> float:
+    """A Prometheus counter of the server at ``url`` (a vLLM engine's root, or judge-serve's, whose ``/metrics`` is its
+    generating engine's), summed over its labels: ``vllm:request_success_total`` counts the requests an engine
+    finished."""
+    import httpx
+
+    text = httpx.get(url + "/metrics", timeout=30).text
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name + "{"))
+
+
 def requests_held_at(port: int, *, from_pid: int | None = None) -> int:
     """Connections to local ``port`` holding bytes its server has not read (ESTABLISHED, receive queue not empty),
     only those opened by process ``from_pid`` when given. While that server is frozen (:func:`frozen`), each is a

@@ -509,19 +509,23 @@ def test_local_checkpoint_through_judge_serve_uses_v1_judge(tiny_causal_dir, seq
     import psutil
 
     from serve.launch import ENGINE_KEY_ENV
-    from tests.fixtures_serve import ENGINE_KEY
+    from tests.fixtures_serve import ENGINE_KEY, server_metric
 
     if shutil.which("judge-serve", path=str(Path(sys.executable).parent)) is None:
         pytest.skip("judge-serve is not installed in this environment")
     assert seq2seq_server.run_record()["layout"]["root"] == str(tiny_causal_dir)  # the engine serves this very folder
     data, records = small_data
     before = {p.pid for p in psutil.process_iter()}
+    engine = seq2seq_server.engine_url("generator")
+    finished_before = server_metric(engine, "vllm:request_success_total")
     assert main(["run", "--judge", str(tiny_causal_dir), "--server", "judge-serve", "--data", str(data), "--out",
                  str(tmp_path), "--limit", "4", "--max-tokens", "4", "--no-progress", "--server-args",
-                 json.dumps(["--generator-url", seq2seq_server.engine_url("generator")]),
+                 json.dumps(["--generator-url", engine]),
                  "--server-env", json.dumps({ENGINE_KEY_ENV: ENGINE_KEY})]) == 0
     rows = read_predictions(tmp_path)
     assert sorted(r["id"] for r in rows) == sorted(r.id for r in records[:4])
+    # Judged by the session's engine (one request per row), not by an engine of its own.
+    assert server_metric(engine, "vllm:request_success_total") - finished_before == len(rows)
     run_json = (tmp_path / "run.json").read_text(encoding="utf-8")
     assert json.loads(run_json)["backend"] == "judge-serve"
     assert ENGINE_KEY not in run_json  # the engine's key travels in --server-env, and run.json records it redacted

@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.bad_requests import BREAKERS, SERVED_MODEL, BadBody, bad_bodies, deterministic_settings
+from tests.fixtures_serve import server_metric
 
 pytestmark = pytest.mark.slow
 
@@ -48,11 +49,6 @@ MEMORY_BOUND_BYTES = 256 * 2**20
 def _post(server, raw: bytes, client: httpx.Client | None = None) -> httpx.Response:
     headers = {"Authorization": f"Bearer {server.api_key}", "Content-Type": "application/json"}
     return (client or httpx).post(server.root_url + "/v1/judge", content=raw, headers=headers, timeout=120)
-
-
-def _metric(url: str, name: str) -> float:
-    text = httpx.get(url + "/metrics", timeout=30).text
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name + "{"))
 
 
 def _check_refusal(case: BadBody, response: httpx.Response) -> None:
@@ -119,7 +115,7 @@ def test_64_clients_mixing_valid_and_broken_bodies(seq2seq_server):
     request per valid judgment, and judge-serve's RSS stays within MEMORY_BOUND_BYTES of its post-warm-up level."""
     corpus = _corpus(per_way=-(-CLIENTS * (REQUESTS_PER_CLIENT - 1) // len(BREAKERS)))
     generator_url = seq2seq_server.engine_url("generator")
-    finished_before = _metric(generator_url, "vllm:request_success_total")
+    finished_before = server_metric(generator_url, "vllm:request_success_total")
 
     def client(round_: int, n: int) -> list[tuple[object, httpx.Response]]:
         answers = []
@@ -152,9 +148,9 @@ def test_64_clients_mixing_valid_and_broken_bodies(seq2seq_server):
                 assert item["id"] == sent and len(item["results"]) == 1
     # Exactly one engine request per valid judgment: none lost, none run twice, no broken body reached the engine.
     deadline = time.monotonic() + 30
-    while _metric(generator_url, "vllm:request_success_total") - finished_before < ROUNDS * CLIENTS and time.monotonic() < deadline:
+    while server_metric(generator_url, "vllm:request_success_total") - finished_before < ROUNDS * CLIENTS and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert _metric(generator_url, "vllm:request_success_total") - finished_before == ROUNDS * CLIENTS
+    assert server_metric(generator_url, "vllm:request_success_total") - finished_before == ROUNDS * CLIENTS
     mib = [round(p / 2**20) for p in peaks]
     assert max(peaks[1:]) - levels[0] <= MEMORY_BOUND_BYTES, (mib, round(levels[0] / 2**20))
     print(f"judge-serve RSS peaks per round (MiB): {mib}; after the warm-up round: {round(levels[0] / 2**20)} MiB")

@@ -22,7 +22,7 @@ import pytest
 
 import judge
 from judge.plumbing.processes import group_members, http_status
-from tests.fixtures_serve import ENGINE_KEY, frozen, requests_held_at, start_judge_serve
+from tests.fixtures_serve import ENGINE_KEY, frozen, requests_held_at, server_metric, start_judge_serve
 
 pytestmark = pytest.mark.slow
 
@@ -37,11 +37,6 @@ def _client(server, **kwargs) -> openai.OpenAI:
 def _post(server, path, body, key="default", **kwargs) -> httpx.Response:
     headers = {"Authorization": f"Bearer {server.api_key if key == 'default' else key}"} if key else {}
     return httpx.post(server.root_url + path, json=body, headers=headers, timeout=120, **kwargs)
-
-
-def _metric(server_url: str, name: str) -> float:
-    text = httpx.get(server_url + "/metrics", timeout=30).text
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name + "{"))
 
 
 # ------------------------------------------------------------------------------------------ passthrough
@@ -233,10 +228,10 @@ def test_criteria_of_one_answer_reuse_the_prefix_cache(seq2seq_server):
     prefix-cache hits grow by at least (criteria - 1) x the shared full blocks."""
     answer = "Первая строка ответа про осенний лес. " * 60  # ~600 shared tokens: several 128-token blocks
     crits = ["Креативность", "Грамотность", "Полезность", "facts__3"]
-    hits_before = _metric(seq2seq_server.root_url, "vllm:prefix_cache_hits_total")
+    hits_before = server_metric(seq2seq_server.root_url, "vllm:prefix_cache_hits_total")
     response = _post(seq2seq_server, "/v1/judge", {**ITEM, "answer": answer, "criteria": crits, "max_tokens": 2})
     assert response.status_code == 200
-    hits = _metric(seq2seq_server.root_url, "vllm:prefix_cache_hits_total") - hits_before
+    hits = server_metric(seq2seq_server.root_url, "vllm:prefix_cache_hits_total") - hits_before
     assert hits >= (len(crits) - 1) * 512, hits
 
 
@@ -244,7 +239,7 @@ def test_32_concurrent_clients_all_accounted_for(seq2seq_server):
     """32 clients at once, each with its own ids: 32 answers, each with exactly its own items, none lost or
     duplicated (the engine finished exactly one request per judgment), and the server is healthy after."""
     generator_url = seq2seq_server.engine_url("generator")
-    done_before = _metric(generator_url, "vllm:request_success_total")
+    done_before = server_metric(generator_url, "vllm:request_success_total")
 
     def one_client(n: int) -> dict:
         client = _client(seq2seq_server)
@@ -264,7 +259,7 @@ def test_32_concurrent_clients_all_accounted_for(seq2seq_server):
         assert [it["id"] for it in response["items"]] == [f"c{n}-x", f"c{n}-y"]
         assert [len(it["results"]) for it in response["items"]] == [2, 1]
         assert [r["criterion"] for r in response["items"][0]["results"]] == ["Креативность", "Грамотность"]
-    assert _metric(generator_url, "vllm:request_success_total") - done_before == 32 * 3
+    assert server_metric(generator_url, "vllm:request_success_total") - done_before == 32 * 3
     assert httpx.get(seq2seq_server.root_url + "/ready").status_code == 200
 
 
