@@ -31,8 +31,8 @@ setup: $(STAMP) $(APT_STAMP)
 
 # Re-runs only when the dependency files change.
 # Nothing is byte-compiled at install (--no-compile): pip compiles all it installs in one process (~60 s here), and
-# a compileall of the venv afterwards took 38 s on 2 cores, 28,830 modules, while the toolkit's processes import
-# about a quarter of them. A module is compiled when first imported instead, and its .pyc written for the processes
+# a compileall of the venv afterwards took 38 s on 2 cores, 28,830 modules, while a full test run imports a third of
+# them (9,235). A module is compiled when first imported instead, and its .pyc written for the processes
 # after (the unexport above; README).
 $(STAMP): pyproject.toml constraints.txt Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

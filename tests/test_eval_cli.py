@@ -503,7 +503,8 @@ def test_local_checkpoint_through_judge_serve_uses_v1_judge(tiny_causal_dir, seq
 
     The judge-serve it starts attaches to the session's engine on the same folder (`--generator-url` in
     `--server-args`, the engine's key in `--server-env`) instead of starting a second engine for a model already
-    served: what is under test is judge-eval starting, using and stopping judge-serve (30 CPU-s less)."""
+    served: what is under test is judge-eval starting, using and stopping judge-serve (one vLLM start fewer, ~30
+    CPU-s by bench/engine_start.py)."""
     import shutil
 
     import psutil
