@@ -154,6 +154,31 @@ def test_seq2seq_export_reloads_as_a_causal_lm(seq2seq_run, trained_seq2seq_dir)
     assert manifest == {"mode": "seq2seq", "prompt_version": judge.PROMPT_VERSION, "generator": ".", "score_head": None}
 
 
+def test_the_training_tokenizer_drops_its_build_copies_and_nothing_else(overfit_base_dir, tmp_path, heavy_work):
+    """load_tokenizer lets go of the Python copies of the vocabulary and merges (datasets would hash them in every
+    map: train.recipe_steps.drop_build_copies); what it saves, and the ids of a rendered prompt, are those of the
+    tokenizer transformers loads, copies and all. The tokens trained on are checked against the intact tokenizer
+    above (test_seq2seq_trains_on_the_served_rendering_and_the_end_of_turn_token)."""
+    from transformers import AutoTokenizer
+
+    from train.recipe_steps import load_tokenizer
+
+    intact = AutoTokenizer.from_pretrained(overfit_base_dir)
+    # transformers 5's Qwen2Tokenizer keeps them (else drop_build_copies has nothing left to do, and can go).
+    assert isinstance(intact._vocab, dict) and isinstance(intact._merges, list)
+    ours = load_tokenizer(str(overfit_base_dir))
+    assert ours._vocab is None and ours._merges is None
+    prompt = judge.apply_chat(intact, judge.render_prompt({"instruction": "Объясни, почему небо голубое.", "answer": "Рассеяние.",
+                                                           "criteria_name": "Креативность", "rubrics": "0: нет\n1: есть",
+                                                           "reference_answer": None}))  # fmt: skip
+    assert ours.encode(prompt) == intact.encode(prompt)
+    intact.padding_side = ours.padding_side
+    intact.save_pretrained(tmp_path / "intact")
+    ours.save_pretrained(tmp_path / "ours")
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        assert (tmp_path / "ours" / name).read_bytes() == (tmp_path / "intact" / name).read_bytes(), name
+
+
 def test_regression_export_is_a_servable_classifier_plus_a_generator(regression_run, trained_regression_dir):
     """export/: Qwen2ForSequenceClassification, num_labels 1, problem_type regression, `score` in the main
     safetensors; generator/: a causal LM with the very same backbone; the check against the live model passed."""
