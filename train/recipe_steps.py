@@ -32,6 +32,7 @@ __all__ = [
     "prepare",
     "resolve_base_model",
     "load_tokenizer",
+    "drop_build_copies",
     "latest_checkpoint",
     "check_output_dir",
     "setup_logging",
