@@ -8,8 +8,8 @@ trl's SFTTrainer tokenizes the prompt-completion rows through ``datasets.Dataset
 ``fn_kwargs``, and datasets hashes the map's arguments (dill, in Python) to fingerprint the result: every training
 process pays it once per map. Each round loads the tokenizer of a tiny judge's folder (the real Qwen2.5 vocabulary,
 ``train.tiny_models``) as the recipes do, keeps it whole or drops the copies, then times (process CPU seconds) a
-``map`` over 12 rows whose function tokenizes with it, as trl's does. Printed per arm: the map's CPU seconds, and
-the tokenizer's class, whether both arms' tokenized rows and ``save_pretrained`` files are the same.
+``map`` over 12 rows whose function tokenizes with it, as trl's does. Printed: each arm's CPU seconds for the map,
+their ratio, the tokenizer's class, and whether both arms tokenized the rows alike and saved the same files.
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ def _tokenize(row, processing_class):
     return {"input_ids": processing_class(row["text"])["input_ids"]}
 
 
-def one_round(folder: Path, arm: str, saved: Path) -> tuple[float, list, bytes]:
+def one_round(folder: Path, arm: str, saved: Path) -> tuple[float, tuple[str, list], bytes]:
+    """One arm once: the map's CPU seconds, (the tokenizer's class, the tokenized rows), the saved files' bytes."""
     import datasets
     from transformers import AutoTokenizer
 
@@ -57,7 +58,8 @@ def one_round(folder: Path, arm: str, saved: Path) -> tuple[float, list, bytes]:
     mapped = rows.map(_tokenize, fn_kwargs={"processing_class": tokenizer})
     cpu = time.process_time() - started
     tokenizer.save_pretrained(saved)
-    return cpu, (type(tokenizer).__name__, mapped["input_ids"]), (saved / "tokenizer.json").read_bytes() + (saved / "tokenizer_config.json").read_bytes()
+    files = b"".join((saved / name).read_bytes() for name in ("tokenizer.json", "tokenizer_config.json"))
+    return cpu, (type(tokenizer).__name__, mapped["input_ids"]), files
 
 
 def main(argv=None) -> int:
@@ -77,16 +79,17 @@ def main(argv=None) -> int:
         outputs: dict[str, tuple] = {}
         for i, (first, second) in enumerate(interleaved(ARMS, args.rounds)):
             for arm in (first, second):
-                seconds, ids, files = one_round(folder, arm, Path(tmp) / f"saved-{i}-{ARMS.index(arm)}")
+                seconds, tokenized, files = one_round(folder, arm, Path(tmp) / f"saved-{i}-{ARMS.index(arm)}")
                 cpu[arm].append(seconds)
-                outputs[arm] = (ids, files)
+                outputs[arm] = (tokenized, files)
     for arm in ARMS:
         print(f"{arm:>15}: the map's fingerprint and tokenization {fmt(spread(cpu[arm]))} CPU-s")
     ratios = [b / a for a, b in zip(cpu[ARMS[0]], cpu[ARMS[1]])]
     print(f"copies dropped / as loaded: {fmt(spread(ratios))}")
     same_ids = outputs[ARMS[0]][0] == outputs[ARMS[1]][0]
     same_files = outputs[ARMS[0]][1] == outputs[ARMS[1]][1]
-    print(f"tokenizer class: {outputs[ARMS[0]][0][0]}; same tokenized rows: {same_ids}; same save_pretrained files: {same_files}")
+    print(f"tokenizer class: {outputs[ARMS[0]][0][0]}; same tokenized rows: {same_ids}; "
+          f"same save_pretrained files: {same_files}")
     return 0 if same_ids and same_files else 1
 
 

@@ -168,9 +168,9 @@ def test_the_training_tokenizer_drops_its_build_copies_and_nothing_else(overfit_
     assert isinstance(intact._vocab, dict) and isinstance(intact._merges, list)
     ours = load_tokenizer(str(overfit_base_dir))
     assert ours._vocab is None and ours._merges is None
-    prompt = judge.apply_chat(intact, judge.render_prompt({"instruction": "Объясни, почему небо голубое.", "answer": "Рассеяние.",
-                                                           "criteria_name": "Креативность", "rubrics": "0: нет\n1: есть",
-                                                           "reference_answer": None}))  # fmt: skip
+    item = {"instruction": "Объясни, почему небо голубое.", "answer": "Рассеяние.", "criteria_name": "Креативность",
+            "rubrics": "0: нет\n1: есть", "reference_answer": None}
+    prompt = judge.apply_chat(intact, judge.render_prompt(item))
     assert ours.encode(prompt) == intact.encode(prompt)
     intact.padding_side = ours.padding_side
     intact.save_pretrained(tmp_path / "intact")
