@@ -43,8 +43,8 @@ def _tokenize(row, processing_class):
     return {"input_ids": processing_class(row["text"])["input_ids"]}
 
 
-def one_round(folder: Path, arm: str, saved: Path) -> tuple[float, tuple[str, list], bytes]:
-    """One arm once: the map's CPU seconds, (the tokenizer's class, the tokenized rows), the saved files' bytes."""
+def one_round(folder: Path, arm: str, saved: Path) -> tuple[float, str, list, bytes]:
+    """One arm once: the map's CPU seconds, the tokenizer's class, the tokenized rows, the saved files' bytes."""
     import datasets
     from transformers import AutoTokenizer
 
@@ -59,7 +59,7 @@ def one_round(folder: Path, arm: str, saved: Path) -> tuple[float, tuple[str, li
     cpu = time.process_time() - started
     tokenizer.save_pretrained(saved)
     files = b"".join((saved / name).read_bytes() for name in ("tokenizer.json", "tokenizer_config.json"))
-    return cpu, (type(tokenizer).__name__, mapped["input_ids"]), files
+    return cpu, type(tokenizer).__name__, mapped["input_ids"], files
 
 
 def main(argv=None) -> int:
@@ -76,19 +76,19 @@ def main(argv=None) -> int:
         # A model folder's config.json: with model_type qwen2, AutoTokenizer picks Qwen2Tokenizer, as for T-lite.
         tiny_qwen2_config("causal").to_json_file(folder / "config.json")
         cpu: dict[str, list[float]] = {arm: [] for arm in ARMS}
-        outputs: dict[str, tuple] = {}
+        last: dict[str, tuple[str, list, bytes]] = {}  # each arm's last round: class, rows, files
         for i, (first, second) in enumerate(interleaved(ARMS, args.rounds)):
             for arm in (first, second):
-                seconds, tokenized, files = one_round(folder, arm, Path(tmp) / f"saved-{i}-{ARMS.index(arm)}")
+                seconds, *rest = one_round(folder, arm, Path(tmp) / f"saved-{i}-{ARMS.index(arm)}")
                 cpu[arm].append(seconds)
-                outputs[arm] = (tokenized, files)
+                last[arm] = tuple(rest)
     for arm in ARMS:
         print(f"{arm:>15}: the map's fingerprint and tokenization {fmt(spread(cpu[arm]))} CPU-s")
     ratios = [b / a for a, b in zip(cpu[ARMS[0]], cpu[ARMS[1]])]
     print(f"copies dropped / as loaded: {fmt(spread(ratios))}")
-    same_ids = outputs[ARMS[0]][0] == outputs[ARMS[1]][0]
-    same_files = outputs[ARMS[0]][1] == outputs[ARMS[1]][1]
-    print(f"tokenizer class: {outputs[ARMS[0]][0][0]}; same tokenized rows: {same_ids}; "
+    (class_a, rows_a, files_a), (class_b, rows_b, files_b) = (last[arm] for arm in ARMS)
+    same_ids, same_files = (class_a, rows_a) == (class_b, rows_b), files_a == files_b
+    print(f"tokenizer class: {class_a}; same tokenized rows: {same_ids}; "
           f"same save_pretrained files: {same_files}")
     return 0 if same_ids and same_files else 1
 
