@@ -19,8 +19,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from judge.plumbing.processes import group_members
+from judge.plumbing.processes import group_members, http_status
 from tests.fixtures_serve import MARKER_ENV, JudgeServer, _Process, marked_processes, requests_held_at, wait_until_gone
+from tests.slurm_cluster import signal_pending, signal_processes
 
 pytestmark = pytest.mark.slow
 
@@ -146,30 +147,54 @@ def test_past_the_restart_limit_judge_serve_exits_non_zero_and_leaves_nothing(he
     print(f"judge-serve exited 1 and its tree was gone {time.monotonic() - killed_at:.1f} s after the second kill")
 
 
+def _is_engine_core(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"VLLM::EngineCore")
+    except OSError:
+        return False
+
+
 def _wait_engine_core(marker: str, timeout_s: float = 300) -> None:
     deadline = time.monotonic() + timeout_s
     while True:
-        for pid in marked_processes(marker):
-            try:
-                if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"VLLM::EngineCore"):
-                    return
-            except OSError:
-                pass
+        if any(_is_engine_core(pid) for pid in marked_processes(marker)):
+            return
         assert time.monotonic() < deadline, "no VLLM::EngineCore process appeared"
         time.sleep(0.5)
 
 
 def test_judge_serve_sigterm_while_its_engine_loads_leaves_nothing(tiny_causal_dir, tmp_path, starts_engine):
-    """SIGTERM to judge-serve while its engine's EngineCore is loading: it exits 0 and leaves no process."""
+    """SIGTERM to judge-serve while its engine's EngineCore is loading: it exits 0 and leaves no process.
+
+    Mid-load on any machine: once the EngineCore exists, the engine's processes are frozen (SIGSTOP; their
+    supervisor, the group's leader, is not), so the engine cannot come up. judge-serve gets SIGTERM, and the engine is
+    thawed only once the supervisor's stop signal is pending in the API server and the EngineCore (SIGINT:
+    judge-serve's engines are shielded from SIGTERM, ``judge.plumbing.processes``; multiprocessing's resource tracker,
+    frozen too, ignores it): they take it where the load stood, with none of the grace spent."""
     process, marker = _start(tiny_causal_dir, tmp_path, name="sigterm")
+    frozen: list[int] = []
     try:
         _wait_engine_core(marker)
+        (supervisor,) = process.engine_pgids()
+        # Until no new member appears: a process the engine started while the first ones were being frozen.
+        while new := [pid for pid in group_members(supervisor) if pid != supervisor and pid not in frozen]:
+            frozen += signal_processes(new, signal.SIGSTOP)
+        assert http_status(process.server.root_url + "/ready") != 200, "the engine was up before it was frozen"
+        loading = [_engine_main_pid(supervisor), *(pid for pid in frozen if _is_engine_core(pid))]
+        assert len(loading) == 2 and set(loading) <= set(frozen), (loading, frozen)
         n = len(marked_processes(marker))
         os.kill(process.server.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 60
+        while len(signal_pending(loading, signal.SIGINT)) < len(loading):
+            assert time.monotonic() < deadline, f"the engine's stop signal never reached its frozen processes {loading}"
+            time.sleep(0.05)
+        signal_processes(frozen, signal.SIGCONT)
+        frozen = []
         assert process.proc.wait(timeout=120) == 0, process.server.log_tail()
         assert wait_until_gone(marker, 60) == []
         print(f"judge-serve SIGTERM during load: {n} marked processes before, 0 after")
     finally:
+        signal_processes(frozen, signal.SIGCONT)
         process.stop()
 
 
