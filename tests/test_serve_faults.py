@@ -4,7 +4,7 @@ restart limit (judge-serve exits non-zero, nothing left), and judge-serve itself
 those processes.
 
 These servers are this module's own (the session's judge-serve instances are never disturbed). Keep the tests in
-file order: the second one ends the first one's server.
+file order: the second one ends the first one's server (run alone, it spends that server's one restart itself).
 """
 
 from __future__ import annotations
@@ -136,8 +136,22 @@ def test_engine_killed_mid_request_fails_it_cleanly_then_heals(healing_server):
 
 def test_past_the_restart_limit_judge_serve_exits_non_zero_and_leaves_nothing(healing_server):
     """A second engine death within the window (engine_max_restarts=1): judge-serve stops, exits 1, and no
-    process of its tree is left."""
+    process of its tree is left.
+
+    The test before it spends the one restart allowed; run alone (``-k``), this test spends it first."""
     process, marker = healing_server
+    def generator_health() -> dict:
+        headers = {"Authorization": f"Bearer {process.server.api_key}"}
+        return httpx.get(process.server.root_url + "/health", headers=headers).json()["engines"]["generator"]
+
+    if generator_health()["last_exit"] is None:
+        os.kill(_engine_main_pid(process.server.run_record()["engines"]["generator"]["pid"]), signal.SIGKILL)
+        deadline = time.monotonic() + 30  # the watcher looks every 0.5 s
+        while generator_health()["last_exit"] is None:
+            assert time.monotonic() < deadline, "judge-serve never saw its engine die"
+            time.sleep(0.2)
+        process.wait_ready()
+    assert generator_health()["restarts"] == 1
     engine = process.server.run_record()["engines"]["generator"]
     os.kill(_engine_main_pid(engine["pid"]), signal.SIGKILL)
     killed_at = time.monotonic()
