@@ -112,7 +112,7 @@ def build(method: str, args, train_pairs: list[dict] | None):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 
     parser = ExactArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--methods", default="tfidf", help="comma-separated: tfidf, llm, head")

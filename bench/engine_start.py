@@ -1,4 +1,4 @@
-"""What one engine start costs: vLLM's OpenAI server alone against judge-serve starting its engine (issue #23).
+"""What one engine start costs: vLLM's OpenAI server alone against judge-serve starting its engine.
 
     .venv/bin/python bench/engine_start.py                 # the tiny judge, 2 rounds, arms interleaved
     .venv/bin/python bench/engine_start.py --rounds 3

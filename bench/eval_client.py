@@ -173,7 +173,7 @@ def _rows_fast(path: Path) -> int:
 
 
 def main(argv=None) -> int:
-    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 
     p = ExactArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--items", type=int, default=160_000, help="Records to judge (the full POLLUX test: ~160,000).")

@@ -40,7 +40,7 @@ EXPECTED = {"canonical": ("passed",), "wrong_answer": ("wrong_answer", "runtime"
 
 
 def main(argv: list[str] | None = None) -> int:
-    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 
     parser = ExactArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--samples", type=int, default=10, help="programs per task (10)")

@@ -39,7 +39,7 @@ def synthetic_items(instructions: int, metas: int, criteria: int, per_instructio
 def main() -> None:
     from eval.bench_matrix import pollux_matrix
 
-    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 
     parser = ExactArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--instructions", type=int, default=2000)

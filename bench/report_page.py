@@ -75,7 +75,7 @@ def build_run(n_items: int, folder: Path, seed: int = 0):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 
     parser = ExactArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=160_000, help="items in the synthetic run")

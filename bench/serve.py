@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/serve.py overhead                      # tiny judge on CPU, ~5 min
     .venv/bin/python bench/serve.py ordering                      # 'small' judge, prefill-bound, ~10 min
-    .venv/bin/python bench/serve.py overhead --rounds 6 --items 48 --client-cpus 1 --direct tokens   # README's
+    .venv/bin/python bench/serve.py overhead --rounds 6 --items 48 --client-cpus 1 --direct tokens   # a figure in docs/dev-log.md
     .venv/bin/python bench/serve.py overhead --rounds 9 --out runs/bench/overhead.json   # example override
     python bench/serve.py overhead --arch t-lite                  # GPU: the T-lite (Qwen2.5-7B) shape, random weights
 
@@ -26,7 +26,7 @@ and after its arm: rendering, tokenizing, parsing and its HTTP hop), beside the 
 in each arm. On a CPU host vLLM binds its model's OpenMP threads to every core but those it reserves for its own
 processes (the engine log's ``reserved_cpus``: core 1 of 2 here); ``--client-cpus 1`` puts judge-serve and this
 bench's client there in both arms, so that neither arm's client side preempts the model's threads (on 2 cores it
-narrowed the ratio's spread over rounds, README *Performance*).
+narrowed the ratio's spread over rounds, docs/dev-log.md).
 
 **ordering.** What ``judge.prefix_order`` (judge-serve and ``judge-eval run`` both order by it) buys: all
 judgments sent to the engine at once, at most ``--window`` in flight (judge-serve's
@@ -73,7 +73,7 @@ from judge.plumbing.processes import start_process  # noqa: E402
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 
     p = ExactArgumentParser(description=(__doc__ or "").split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("mode", choices=["overhead", "ordering"])
@@ -565,7 +565,7 @@ async def measure(args, engine, engine_url, served, served_url, model) -> dict[s
     from serve.judging import engine_session
 
     # judge-serve's own client (serve.judging.EngineHttp) for both arms: its pool keeps idle connections for less
-    # than vLLM's server does, and re-sends a request whose pooled connection the server had closed (#27).
+    # than vLLM's server does, and re-sends a request whose pooled connection the server had closed.
     async with engine_session(1800, max_connections=512) as http:
         if args.mode == "overhead":
             return await overhead(args, http, engine, engine_url, served, served_url, model)

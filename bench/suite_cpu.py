@@ -1,4 +1,4 @@
-"""Where the test suite's CPU goes: each test's wall time and the machine's CPU time while it ran (issue #23).
+"""Where the test suite's CPU goes: each test's wall time and the machine's CPU time while it ran.
 
     PYTHONPATH=bench SUITE_CPU_OUT=runs/suite_cpu.jsonl .venv/bin/python -m pytest -p suite_cpu -n 0   # one process
     .venv/bin/python bench/suite_cpu.py runs/suite_cpu.jsonl                                            # the summary

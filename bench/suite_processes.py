@@ -117,7 +117,7 @@ def summarise(processes: list[dict]) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 
     parser = ExactArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--interval", type=float, default=0.2, help="seconds between two reads of /proc")

@@ -193,7 +193,7 @@ def cuda_t_lite(seq_len: int, micro_batch: int, steps: int, warmup: int, peak_ov
 
 
 def main(argv: list[str] | None = None) -> int:
-    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 
     parser = ExactArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=24, help="CPU: sample rows trained on (one epoch each way)")

@@ -1,6 +1,6 @@
 """What POLLUX's own released evaluator computes: ``format_acc``, ``score_acc`` and ``mse`` (not the paper's metrics).
 
-The POLLUX repository's judge evaluator (``/work/shared/pollux/RELEASE.md``, "POLLUX's released evaluation code";
+The POLLUX repository's judge evaluator (its public repository;
 the code is ``TextEvaluator`` in ``src/utils/evaluation.py`` of ai-forever/POLLUX, cited below as ``evaluation.py:N``)
 reads a score from each judge output with ``extract_score`` (lines 26-35) and reports, in ``compute_metrics``
 (lines 52-87):
@@ -16,14 +16,14 @@ the repository's figures beside the paper's. The paper's metrics (MAE against th
 Confidence, Spearman; ``eval.item_table``) stay the headline; these numbers are reported in their own section.
 
 The reference: ``compute_metrics`` takes an ``int`` as it is, else extracts it from a reference judge text with the
-same ``extract_score`` (line 63); here it is the released ``criteria_score`` (RELEASE.md), a float such as 1.5 that
+same ``extract_score`` (line 63); here it is the released ``criteria_score`` (a column of the ai-forever/POLLUX dataset), a float such as 1.5 that
 the original would have to be handed as an ``int`` or as text.
 
 Where the original cannot give a number this module says why instead: with no output at all ``compute_metrics``
 raises (line 82 builds an empty float array and line 83 inverts it), here every figure is NaN and ``note`` says so.
 
-Regression (``-r``) judges: POLLUX scores them with the head's raw value (RELEASE.md, "How POLLUX scores with an
-``-r`` judge"), not with a number parsed from text. A prediction that carries ``regression_score`` (judge-serve's
+Regression (``-r``) judges: POLLUX scores them with the head's raw value (the released ``-r`` judges' scoring
+code), not with a number parsed from text. A prediction that carries ``regression_score`` (judge-serve's
 raw, unclipped head value) is scored with it; an older prediction of a regression head without it falls back to
 its ``score`` (clipped into the scale by judge-serve), and ``n_regression_clipped`` counts those.
 """
@@ -113,7 +113,7 @@ def official_metrics(scores: Iterable[float | None], references: Iterable[float]
 def _reference(record) -> tuple[float | None, bool]:
     """The record's ``criteria_score``; without one, the mean of its expert scores, which is how the released
     aggregate is made ("an unweighted average of the corresponding point estimates",
-    ``seeds/003_04de0265a3137b49.txt:179``). Returns ``(value, derived_from_experts)``."""
+    arXiv 2505.24616v3, Section 2.3). Returns ``(value, derived_from_experts)``."""
     if record.criteria_score is not None and math.isfinite(float(record.criteria_score)):
         return float(record.criteria_score), False
     if record.expert_scores:

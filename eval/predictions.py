@@ -312,7 +312,7 @@ def resume_predictions(path: str | Path, ids: Sequence[str]) -> set[str]:
 
 
 def refuse_repeated_ids(ids: Iterable[str], where: str | Path) -> None:
-    """Refuse predictions that hold an id more than once (issue #30.13: two runs appended to one folder).
+    """Refuse predictions that hold an id more than once (two runs appended to one folder).
 
     ``run`` itself ends with one row per id (its resume drops repeats); a repeated id in what ``score`` reads means
     the file did not come from one run, and scoring its first rows would report a judge that was not run.

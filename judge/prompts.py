@@ -3,11 +3,11 @@
 Two templates, both copied byte for byte from the POLLUX paper (Appendix M.1):
 
 - the **Russian judge prompt** the POLLUX judges are trained and served with (``render_prompt``), from
-  ``seeds/003_04de0265a3137b49.txt:2706-2721``; it is also POLLUX's released ``prompts/test_pollux.txt``, which
-  POLLUX fills with Python ``str.format`` (RELEASE.md "The judge prompt, exactly"): five ``### `` sections, one
+  arXiv 2505.24616v3, Appendix M.1; it is also ai-forever/POLLUX ``prompts/test_pollux.txt``, which
+  POLLUX fills with Python ``str.format``: five ``### `` sections, one
   blank line apart, no trailing newline. With no reference answer the section stays, empty.
 - the **English prompt** "for generating synthetic data and running test data" (``render_prompt_en``), from
-  ``seeds/003_04de0265a3137b49.txt:2723-2749``: the teacher (DeepSeek-R1) labelled the training data with it, and
+  arXiv 2505.24616v3, Appendix M.1: the teacher (DeepSeek-R1) labelled the training data with it, and
   the API baseline judges were run with it. Six numbered rules, then five ``### `` sections.
 
 Fields go into the templates exactly as they are, as POLLUX's ``str.format`` puts them: a code answer ending in
@@ -56,9 +56,9 @@ PROMPT_VERSION_EN = "pollux-en-v2"
 #: The pairwise template's version (``PAIRWISE_TEMPLATE``: POLLUX's demo, Russian original).
 PAIRWISE_PROMPT_VERSION = "pollux-pairwise-ru-v1"
 
-# seeds/003_04de0265a3137b49.txt:2707-2720, the lines inside the code fence. The paper's placeholders
+# arXiv 2505.24616v3, Appendix M.1, the Russian prompt: the lines inside the code fence. The paper's placeholders
 # {criteria.name} / {criteria.rubrics} are our fields criteria_name / rubrics. No trailing newline: the fence closes
-# right after {criteria.rubrics}, and POLLUX's test_pollux.txt has none (RELEASE.md).
+# right after {criteria.rubrics}, and ai-forever/POLLUX prompts/test_pollux.txt has none.
 RU_TEMPLATE = (
     "### Задание для оценки:\n{instruction}\n\n"
     "### Эталонный ответ:\n{reference_answer}\n\n"
@@ -67,7 +67,7 @@ RU_TEMPLATE = (
     "### Шкала оценивания по критерию:\n{rubrics}"
 )
 
-# seeds/003_04de0265a3137b49.txt:2726-2748, the lines inside the code fence, with {criteria.name} / {criteria.rubrics}
+# arXiv 2505.24616v3, Appendix M.1, the English prompt: the lines inside the code fence, with {criteria.name} / {criteria.rubrics}
 # as criteria_name / rubrics. The paper is silent on two things, chosen like the Russian prompt: no trailing newline
 # after {criteria.rubrics}, and an empty reference answer leaves its section in place, empty. Note the paper's own
 # irregularities, kept: "### Score name" has no colon, and rule 3's format has no [END] (rule 6 asks for it).

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 __all__ = ["Scale", "ScaleError", "scale_of", "MAX_LEVELS", "MAX_LEVEL_DIGITS"]
 
-#: Most levels a scale may have. POLLUX's criteria have 2 or 3 (paper line 94); 101 still takes a 0..100 rubric.
+#: Most levels a scale may have. POLLUX's criteria have 2 or 3 (arXiv 2505.24616v3, Section 2.2); 101 still takes a 0..100 rubric.
 #: A rubric text costs nothing to write ("от 0 до 10000000") but every level is kept and echoed in each result,
-#: so judge-serve refuses more (#30, finding 2).
+#: so judge-serve refuses more (a tiny body must not buy unbounded work).
 MAX_LEVELS = 101
 #: Most digits a level may be written with (beyond, Python's int() is slow, then refuses at 4,300 digits).
 MAX_LEVEL_DIGITS = 6
@@ -36,8 +36,8 @@ class Scale:
             scale: a rubric runs from worst to best or from best to worst. Rubric text says nothing about its
             orientation, so the POLLUX taxonomy decides for its criteria and ``judge.taxonomy.oriented_scale``
             states the rule for custom ones (best at the top, as the paper's 0/1/2 "inadequate / acceptable /
-            excellent", paper line 94; the two Critical criteria are yes/no questions about a violation, best at 0,
-            App. P.1, lines 3890-3898).
+            excellent", paper Section 2.2; the two Critical criteria are yes/no questions about a violation, best at 0,
+            Appendix P.1).
     """
 
     levels: tuple[int, ...]

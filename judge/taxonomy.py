@@ -44,7 +44,7 @@ CRITERION_GROUPS = ("Critical", "Fine-grained", "Domain-specific", "Task-specifi
 RUBRIC_LEVEL_SEPARATOR = "\n\n"
 _LANGS = ("ru", "en")
 # Groups whose criteria are yes/no questions about a violation, best at 0: "Is there a critical format violation
-# ...?" and "No output because of the censor?" (paper App. P.1, lines 3890-3898: "0: ... can be further evaluated",
+# ...?" and "No output because of the censor?" (paper, Appendix P.1: "0: ... can be further evaluated",
 # "1: ... It does not make sense to further evaluate"). Every other POLLUX criterion is best at its top level,
 # the two-level ones included (Operability "1: The code runs", Correctness of units of measurement "1: ... specified
 # correctly"; criteria.json).

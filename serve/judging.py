@@ -129,7 +129,7 @@ def check_sizes(request: JudgeRequest, *, max_model_len: int, max_tokens: int, r
     Each (item, criterion) prompt holds the item's instruction, answer and reference answer, and a custom rubric's
     text; a prompt of more than ``(max_model_len - max_tokens - reserve) * chars_per_token`` characters cannot be
     that few tokens, whatever the text. So a 1 MiB answer is refused in microseconds instead of after every
-    criterion's prompt was rendered and tokenized (#30, finding 3: 92 s and +2 GB for 64 criteria).
+    criterion's prompt was rendered and tokenized (which took 92 s and +2 GB for 64 criteria).
 
     Raises:
         RequestError: naming the item (``items[i]``) or the custom criterion, with ``context_length_exceeded``.
@@ -166,7 +166,7 @@ def tokenize_sharing_prefixes(tokenizer: Any, texts: list[str], jobs: list[tuple
     The split is at the start of ``### Критерий оценки:``, right after the answer's ``\\n\\n``: a boundary of the
     Qwen2 pre-tokenizer (a newline run is a pre-token of its own, and no merge crosses pre-tokens), so prefix ids
     + suffix ids are the whole text's ids (pinned against whole-text tokenizing in tests/test_serve_judging.py).
-    A 1 MiB answer on 64 criteria is then tokenized once, not 64 times (#30, finding 3). A text whose prompt the
+    A 1 MiB answer on 64 criteria is then tokenized once, not 64 times. A text whose prompt the
     chat template did not keep verbatim is tokenized whole. Each call is one batch: the fast tokenizer encodes a
     batch in Rust (1.3 ms of CPU per ~1,100-token judgment against 2.0 ms one call at a time).
 
@@ -454,7 +454,7 @@ async def unless_dead(call: Awaitable[T], dead: asyncio.Event) -> asyncio.Future
 #: Seconds an idle pooled connection to an engine is kept for reuse. vLLM's HTTP server closes a connection idle
 #: for ``VLLM_HTTP_TIMEOUT_KEEP_ALIVE`` seconds (default 5, vllm/envs.py; uvicorn's ``timeout_keep_alive``);
 #: aiohttp's default keeps it 15 s. A connection judge-serve keeps longer than the engine does can be handed out
-#: at the moment the engine closes it, and the request on it dies unanswered (#27). 3 s leaves the engine's own
+#: at the moment the engine closes it, and the request on it dies unanswered. 3 s leaves the engine's own
 #: timer 2 s of slack for a busy event loop.
 ENGINE_KEEPALIVE_S = 3.0
 
@@ -594,7 +594,7 @@ class Judge:
         """Judge every (item, criterion) of a request, or every pair of a pairwise one.
 
         Returns:
-            The response body: ``judge.wire.JudgeResponse.to_json()`` (see the README's ``/v1/judge`` section).
+            The response body: ``judge.wire.JudgeResponse.to_json()`` (see docs/serving.md, the typed route).
 
         Raises:
             RequestError: bad model name, criterion, task or context length.
@@ -813,7 +813,7 @@ class Judge:
             return out
         # Our exports: exactly the sequence training fed the head, prompt + assistant turn "[FEEDBACK] ... [END]".
         # Released -r judges: POLLUX's scoring input, the chat template over [user: prompt, assistant: the generated
-        # text as it came out], no generation prompt (../shared/pollux/RELEASE.md, "The released judges").
+        # text as it came out], no generation prompt (the released judges' scoring, ai-forever/POLLUX).
         completion = text if released else render_rationale_target(rationale)
         text_for_head = apply_chat(self.tokenizer, job.prompt, completion=completion)
         ids = self.tokenizer(text_for_head, add_special_tokens=False)["input_ids"]

@@ -121,7 +121,7 @@ def engine_command(spec: EngineSpec, config: ServeConfig, port: int) -> list[str
         # off (judge.JUDGE_CHAT_TEMPLATE_KWARGS; Qwen3 templates read it, ChatML ignores it). A client's own
         # chat_template_kwargs still win.
         cmd += ["--runner", "generate", "--default-chat-template-kwargs", json.dumps(JUDGE_CHAT_TEMPLATE_KWARGS)]
-        # GET /tokenizer_info, passed through by judge-serve: what lm-eval's remote tokenizer reads (#27).
+        # GET /tokenizer_info, passed through by judge-serve: what lm-eval's remote tokenizer reads.
         cmd.append("--enable-tokenizer-info-endpoint")
     if config.enforce_eager:
         cmd.append("--enforce-eager")
@@ -154,7 +154,7 @@ ENGINE_KEY_ENV = "VLLM_API_KEY"
 def engine_key() -> str:
     """The key judge-serve's engines are started with and judge-serve sends them: ``$VLLM_API_KEY`` when set (so
     several judge-serves, or an attached engine, can share one), else a fresh secret for this launch only, known to
-    no one but this process (#30, finding 8). vLLM checks it on its ``/v1`` routes."""
+    no one but this process, so another local user cannot use the engine directly. vLLM checks it on its ``/v1`` routes."""
     return os.environ.get(ENGINE_KEY_ENV) or secrets.token_urlsafe(32)
 
 

@@ -1,6 +1,6 @@
 """Serving a released ``-r`` judge (``Qwen2WithRegressionHead``) as it is published, without its custom code.
 
-The folder (``../shared/pollux/RELEASE.md``, "The released judges") holds ``config.json`` with architecture
+The folder (as published on the hub, e.g. ``ai-forever/pollux-judge-7b-r``) holds ``config.json`` with architecture
 ``Qwen2WithRegressionHead`` and an ``auto_map`` to ``qwen2_regression.py``, and sharded safetensors with
 ``model.safetensors.index.json``: the Qwen2 decoder ``model.*``, ``lm_head.weight`` and the head
 ``regression_head.weight`` [1, hidden] + ``regression_head.bias`` [1] (a ``torch.nn.Linear(hidden, 1)`` over the

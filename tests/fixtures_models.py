@@ -210,7 +210,7 @@ def vllm_tiny_server(seq2seq_server) -> VLLMServer:
     """vLLM's OpenAI server on tiny_causal_dir as "tiny-judge": the generating engine the session's seq2seq
     judge-serve (tests/fixtures_serve.py) started on that very folder, under that name.
 
-    One engine for the model instead of two (issue #23: a full run kept both up, ~45-90 s of start and ~2.5 GiB
+    One engine for the model instead of two (a full run kept both up, ~45-90 s of start and ~2.5 GiB
     each). It is a plain ``vllm.entrypoints.openai.api_server`` with the flags above, plus judge-serve's own
     (``serve/launch.py`` ``engine_command``: prefix caching, ``enable_thinking`` off in the chat template
     kwargs, which the ChatML template ignores); it asks for the per-launch key judge-serve gives its engines, which

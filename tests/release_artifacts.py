@@ -1,6 +1,6 @@
 """The released POLLUX benchmark (dataset ``ai-forever/POLLUX``) rebuilt in miniature, for tests.
 
-Same column names, Arrow types and folder layout as the hub's copy (``../shared/pollux/RELEASE.md``): three Parquet
+Same column names, Arrow types and folder layout as the hub's copy (the ``ai-forever/POLLUX`` dataset): three Parquet
 shards ``data/test-0000k-of-00003.parquet``, no ``id`` column, the experts in ``annotations`` as
 ``list<struct<comment: string, score: double>>`` with ``-1`` for an abstention, Russian task-type names, ``""`` (never
 null) for a missing reference answer or task level.
@@ -27,7 +27,7 @@ from judge import load_taxonomy
 
 __all__ = ["RELEASED_SCHEMA", "N_SHARDS", "released_row", "released_rows", "write_released_dataset"]
 
-#: The released columns in RELEASE.md's order, with their Arrow types.
+#: The released dataset's columns, in its order, with their Arrow types.
 RELEASED_SCHEMA = pa.schema([
     ("instruction", pa.string()),
     ("reference_answer", pa.string()),
@@ -47,7 +47,7 @@ RELEASED_SCHEMA = pa.schema([
     ("criteria_score", pa.float64()),
 ])
 N_SHARDS = 3
-#: The abstention comment of the publicly dumped row (RELEASE.md).
+#: The abstention comment of a public row of the released dataset.
 NOT_APPLICABLE = "Запрос не предполагает дальнейшего продолжения диалога"
 
 
@@ -108,7 +108,7 @@ def released_rows() -> list[dict[str, Any]]:
     """Nine rows: eight items and, last, an exact duplicate of the first."""
     code = "def total(xs):\n    return sum(xs)\n"
     rows = [
-        # The publicly dumped row's shape: three experts, the second abstains, criteria_score 0.0 (RELEASE.md).
+        # The publicly dumped row's shape: three experts, the second abstains, criteria_score 0.0.
         released_row(("Creative brainstorming", "Literary brainstorming"), "proactivity",
                      [(0, "Модель не предлагает продолжить работу."), (-1, NOT_APPLICABLE),
                       (0, "Нет уточняющих вопросов и предложений.")],

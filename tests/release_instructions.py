@@ -1,6 +1,6 @@
 """The instructions dataset of POLLUX's benchmark job (``ai-forever/POLLUX-instructions``) rebuilt in miniature.
 
-What is known of it (POLLUX's public repository, ``src/answer.py``, ``src/score.py``, ``src/metrics.py``; RELEASE.md):
+What is known of it (POLLUX's public repository, ``src/answer.py``, ``src/score.py``, ``src/metrics.py``, and the dataset's card):
 one row per instruction with ``prompt_id`` (an integer: metrics.py types it ``dict[int, str]``), ``instruction``,
 ``reference_answer``, ``meta`` (the matrix column) and ``criteria``, a list of ``{criteria_name, rubrics}``; the
 scripts read the split ``train`` (answer.py: ``self.split or "train"``). The hub lays a dataset out as Parquet

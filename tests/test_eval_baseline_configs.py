@@ -1,8 +1,8 @@
 """The baseline judges ship as the POLLUX paper ran them: model ids and the prompt each was given.
 
-Sources: seeds/003_04de0265a3137b49.txt:226 (the three reference models), :192 and the other table headers
-("GPT-4o (2024-11-20)", "DeepSeek-R1", "M-Prometheus-14B"), :2723 (the English prompt is the one "for generating
-synthetic data and running test data").
+Sources: arXiv 2505.24616v3, Section 3.3 (the three reference models), Table 2 and the other table headers
+("GPT-4o (2024-11-20)", "DeepSeek-R1", "M-Prometheus-14B"), Appendix M.1 (the English prompt is the one "for
+generating synthetic data and running test data").
 """
 
 from pathlib import Path
@@ -19,7 +19,7 @@ BASELINES = {
     "deepseek-r1.yaml": ("deepseek-ai/DeepSeek-R1", "en", "chat", "DEEPSEEK_BASE_URL"),
     "m-prometheus-14b.yaml": ("Unbabel/M-Prometheus-14B", "en", "chat", "http://127.0.0.1:8000/v1"),
 }
-# the POLLUX judges themselves get the Russian M.1 prompt (seeds:2704-2721)
+# the POLLUX judges themselves get the Russian prompt of Appendix M.1
 POLLUX = {"pollux-serve.yaml": "ru", "local-cpu.yaml": "ru"}
 
 

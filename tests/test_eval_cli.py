@@ -437,7 +437,7 @@ def test_score_logs_tables_and_plots_to_wandb_offline(small_data, tmp_path, monk
 
 #: Items the end-to-end test judges: the head of the bundled sample (no --data), enough for every stage to have
 #: figures. The whole sample (341 items, twice) took 105 s of call under two busy xdist workers and tested nothing
-#: more (issue #23); 48 items take 5.7 s.
+#: more; 48 items take 5.7 s.
 END_TO_END_ITEMS = 48
 
 

@@ -17,7 +17,7 @@ CODE_NEW, CODE_FIX = ("Code creation", "Python"), ("Code modification", "Python"
 
 # (item, evaluated model, task path, criterion, expert scores with -1 for an abstention)
 #  split: Editing and Code creation are Standard; Literary text and Code modification are Zero-Shot task types
-#  (paper lines 631-639). Item mean over non-abstaining experts | experts' VC (largest share, >= 2 experts):
+#  (paper, Appendix D.2). Item mean over non-abstaining experts | experts' VC (largest share, >= 2 experts):
 ITEMS = [
     ("1", "gpt4", EDITING, "repeats", [2, 2, 1]),                    # 5/3  | 2/3
     ("2", "gpt4", EDITING, "proactivity", [0, -1, 0]),               # 0    | 1 (two experts once -1 is out)

@@ -67,18 +67,18 @@ def test_verdict_confidence_of_the_experts():
 
 
 def test_verdict_confidence_matches_the_papers_worked_example():
-    """seeds/003_04de0265a3137b49.txt:825-827: five annotations [0, 1, 2, 2, 2] -> max share 3/5 = 0.6."""
+    """arXiv 2505.24616v3, Appendix D.2.2: five annotations [0, 1, 2, 2, 2] -> max share 3/5 = 0.6."""
     assert metrics.verdict_confidence_experts(metrics.pad_scores([[0, 1, 2, 2, 2]]))[0] == pytest.approx(0.6)
 
 
 def test_verdict_confidence_by_hand_for_a_three_expert_and_a_one_expert_item():
-    """The paper's definition (lines 825, 850-857) worked by hand.
+    """The paper's definition (Appendix D.2.2) worked by hand.
 
     Three experts [2, 2, 1]: shares 2 -> 2/3, 1 -> 1/3, so the experts' VC is 2/3. Judge 2: one expert, chosen
     uniformly, is replaced: a 2 (probability 2/3) leaves [2, 1, 2] -> 2/3; the 1 (probability 1/3) leaves
     [2, 2, 2] -> 3/3. Expected judge VC = 2/3 * 2/3 + 1/3 * 1 = 4/9 + 3/9 = 7/9.
-    One expert [1]: there is no overlap, so no VC for the experts nor the judge (the paper's "—", Tables 15-16,
-    lines 917 and 981); before this rule the item scored 1/1 = 1.0 for both, whatever the judge said.
+    One expert [1]: there is no overlap, so no VC for the experts nor the judge (the paper's "—" in
+    Tables 15-16); before this rule the item scored 1/1 = 1.0 for both, whatever the judge said.
     """
     experts = metrics.pad_scores([[2, 2, 1], [1]])
     judge = np.array([2.0, 0.0])

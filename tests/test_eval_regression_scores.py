@@ -1,5 +1,5 @@
 """Regression (``-r``) judges are scored on the head's raw value by default, as the paper and POLLUX's evaluator
-score them (issue 29 item 1); clipping into the scale is an explicit option named in metrics.json and the report,
+score them; clipping into the scale is an explicit option named in metrics.json and the report,
 and the report counts the raw values outside the scale. Figures derived by hand below."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ PREDICTIONS = [{"id": "a", "judge": "j-r", "score": 0.0, "parse_ok": True, "scor
 
 @pytest.mark.parametrize("clip, scores, mae", [(False, [-0.4, 2.6], 0.5), (True, [0.0, 2.0], 0.0)])
 def test_the_head_is_scored_raw_by_default_and_clipped_only_when_asked(clip, scores, mae):
-    """The issue's example: raw -0.4 / 2.6 against experts [0, 0] / [2, 2]: MAE 0.5 raw, 0.0 clipped; both raw
+    """A worked example: raw -0.4 / 2.6 against experts [0, 0] / [2, 2]: MAE 0.5 raw, 0.0 clipped; both raw
     values counted outside the scale either way."""
     records = judge.records_from_rows(ROWS)
     table, notes = item_table.build_table(records, PREDICTIONS, clip_regression=clip)

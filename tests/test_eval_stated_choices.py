@@ -1,4 +1,4 @@
-"""The report's stated choices (issue 29 item 6): Spearman's expert reference selectable apart from MAE's, the
+"""The report's stated choices: Spearman's expert reference selectable apart from MAE's, the
 paper's random-labelling Verdict Confidence (17/27) printed beside VC, and the judge-independent Experts VC over
 every labelled item beside the experts' VC on the judge's own items. Figures derived by hand below."""
 
@@ -26,7 +26,7 @@ def _table(judge, status, experts):
 
 
 def test_random_labelling_vc_is_the_papers_17_27():
-    """App. D.2.2 (seeds/003_04de0265a3137b49.txt:829-843): three annotators, three labels, 27 equally likely
+    """arXiv 2505.24616v3, Appendix D.2.2: three annotators, three labels, 27 equally likely
     labellings. m = the largest count: m = 3 for the 3 unanimous ones, m = 1 for the 3! = 6 all-different ones, m = 2
     for the other 18. E[VC] = E[m] / 3 = (3*3 + 2*18 + 1*6) / 27 / 3 = 51 / 81 = 17/27."""
     counts = {3: 0, 2: 0, 1: 0}

@@ -1,7 +1,7 @@
-"""No import cycles between the toolkit's modules (issue #24 item 4), read from the source with ``ast``.
+"""No import cycles between the toolkit's modules, read from the source with ``ast``.
 
 Every import counts: at module level, inside a function (a cycle hidden in a function is still a cycle) and under
-``if TYPE_CHECKING:`` (the cycle issue #24 names, eval.run <-> eval.backends <-> eval.local_server over ``RunConfig``,
+``if TYPE_CHECKING:`` (a cycle once found here, eval.run <-> eval.backends <-> eval.local_server over ``RunConfig``,
 was one of types: a reader following the types went round in a circle).
 """
 
@@ -13,8 +13,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("judge", "train", "serve", "eval")
 
-#: Cycles known and owned elsewhere: ``criteria: auto``'s two files (issue #24 item 2 moves them into their own
-#: subpackage without the cycle). The test fails when one of these is gone, so the entry is removed with the fix.
+#: Cycles known and owned elsewhere: ``criteria: auto``'s two files (until they move into
+#: a subpackage of their own without the cycle). The test fails when one of these is gone, so the entry is removed with the fix.
 KNOWN_CYCLES: tuple[set[str], ...] = ()
 
 

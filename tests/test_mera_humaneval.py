@@ -78,7 +78,7 @@ def test_pass_at_k_by_hand(n, c, k, expected):
 @pytest.mark.parametrize(
     ("c", "k", "expected"),
     [
-        # card 004:86: pass@k = E[1 - C(n-c, k) / C(n, k)] with n = 10 (card 004:90).
+        # ruHumanEval card "Metrics": pass@k = E[1 - C(n-c, k) / C(n, k)] with n = 10.
         (2, 1, 1 - 8 / 10),  # C(8,1)/C(10,1) = 8/10 -> 0.2
         (2, 5, 1 - 56 / 252),  # C(8,5) = 56, C(10,5) = 252 -> 1 - 2/9 = 7/9
         (2, 9, 1.0),  # n - c = 8 < 9: every 9-subset holds a correct sample
@@ -89,7 +89,7 @@ def test_pass_at_k_by_hand(n, c, k, expected):
     ],
 )
 def test_pass_at_k_with_the_cards_n_of_10(c, k, expected):
-    """card 004:86-90: the unbiased estimator at n = 10, by hand; the harness's product form gives the same."""
+    """ruHumanEval card "Metrics": the unbiased estimator at n = 10, by hand; the harness's product form gives the same."""
     assert pass_at_k(10, c, k) == pytest.approx(expected, abs=1e-12)
     # MERA utils.py compute_pass_k: 1 - prod_{i=n-c+1}^{n} (1 - k/i), e.g. c=2, k=5: 1 - (4/9)(5/10) = 7/9.
     product = 1.0
@@ -100,7 +100,7 @@ def test_pass_at_k_with_the_cards_n_of_10(c, k, expected):
 
 
 def test_cli_defaults_are_the_cards_and_harness_protocol():
-    """n = 10 samples, pass@1/5/10 (card 004:90; harness repeats: 10), temperature 0.6 (ruhumaneval.yaml)."""
+    """n = 10 samples, pass@1/5/10 (card "Metrics"; harness repeats: 10), temperature 0.6 (ruhumaneval.yaml)."""
     args = cli.config_from_args(cli.build_parser().parse_args(["ruhumaneval", "--out", "x"]))
     assert (args.n, args.k, args.temperature, args.extraction) == (10, [1, 5, 10], 0.6, "mera")
     assert (N_SAMPLES, PASS_AT_K) == (10, (1, 5, 10))

@@ -1,11 +1,11 @@
-"""MERA's released data read by name (issue #29, item 5): ``MERA-evaluation/MERA`` from a local copy or the Hugging
+"""MERA's released data read by name: ``MERA-evaluation/MERA`` from a local copy or the Hugging
 Face cache offline, the file whose rows carry answers chosen from the rows, ruHumanEval judged by its expected
 outputs, English HumanEval only as ``humaneval-en`` and labelled not comparable.
 
 The miniature repositories below have MERA's exact layout (``data/<task>/test.jsonl``; the older ``ai-forever/MERA``
-with ``<task>/train.jsonl`` carrying the answers and a closed ``test.jsonl``; ``../shared/mera/DATA.md``) and rows in
+with ``<task>/train.jsonl`` carrying the answers and a closed ``test.jsonl``) and rows in
 its exact schema: the first ruHumanEval row and both ruTiE rows are the task cards' own examples, verbatim
-(``seeds/004_2fa21e97bf2f6d90.txt`` lines 36-59, ``seeds/002_18ce008100d98e11.txt`` lines 67-108).
+(each card's "Data Instances").
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ from eval.mera.rutie import load_dialogues
 from eval.mera.sandbox import PASSED, WRONG_ANSWER, ExecJob
 from eval.mera.task_rows import DataError
 
-#: ruHumanEval's card example (004:36-59): parse_nested_parens, ten tests, the expected outputs as strings.
+#: ruHumanEval's card example ("Data Instances"): parse_nested_parens, ten tests, the expected outputs as strings.
 CARD_RUHUMANEVAL = json.loads('{"instruction": "На вход подается функция(ии) с описанием в виде строки docstring. В соответствии с описанием вам необходимо реализовать функцию(ии)\\n{function}", "inputs": {"function": "from typing import List\\n\\n\\ndef parse_nested_parens(paren_string: str) -> List[int]:\\n    \\"\\"\\"Входными данными для этой функции является строка, представленная несколькими группами вложенных круглых скобок, разделенных пробелами. Для каждой группы выведите самый глубокий уровень вложенности круглых скобок. Например, (()()) имеет максимум два уровня вложенности, в то время как ((())) имеет три.\\n    Примеры: \\n        parse_nested_parens(\'(()()) ((())) () ((())()())\') \\n        [2, 3, 1, 3]\\n    \\"\\"\\"", "tests": "[{\'paren_string\': \'\'}, {\'paren_string\': \'((()))\'}, {\'paren_string\': \'(())(()())\'}, {\'paren_string\': \'(())(()(()))((()()))\'}, {\'paren_string\': \'(()()(((())))(()(())))()\'}, {\'paren_string\': \'()((()))\'}, {\'paren_string\': \'(())\'}, {\'paren_string\': \'()()()\'}, {\'paren_string\': \'()(())\'}, {\'paren_string\': \'((())()) ()(()()) ((())) ((())())\'}]"}, "outputs": ["[]", "[3]", "[2]", "[3]", "[5]", "[3]", "[2]", "[1]", "[2]", "[3, 2, 3, 3]"], "meta": {"id": 6, "canonical_solution": "\\n    \\n    def count_depth(s: str) -> int:\\n        max_depth, cnt = 0, 0\\n        for ch in s:\\n            if ch == \\"(\\": cnt += 1\\n            if ch == \\")\\": cnt -= 1\\n            max_depth = max(max_depth, cnt)\\n        return max_depth\\n    \\n    return [count_depth(s) for s in paren_string.split(\\" \\") if s != \\"\\"]\\n\\n", "entry_point": "parse_nested_parens"}}')
 
 
 def _row(task_id: int, entry_point: str, signature: str, tests: str, outputs: list[str], solution: str) -> dict:
-    """A ruHumanEval row in MERA's schema (card 004:21-29) with the card's instruction."""
+    """A ruHumanEval row in MERA's schema (card "Data Fields") with the card's instruction."""
     return {"instruction": CARD_RUHUMANEVAL["instruction"],
             "inputs": {"function": f"def {entry_point}{signature}:\n    \"\"\"Задача {task_id}.\"\"\"\n", "tests": tests},
             "outputs": outputs,
@@ -37,12 +37,12 @@ def _row(task_id: int, entry_point: str, signature: str, tests: str, outputs: li
 
 
 #: A task whose canonical solution is wrong on its second test (2 + 3 gives 6): a self-check must fail it, because
-#: its outputs differ from the expected ones (card 004:90).
+#: its outputs differ from the expected ones (card "Metrics").
 WRONG_TASK = _row(7, "add", "(a: int, b: int) -> int", "[{'a': 0, 'b': 0}, {'a': 2, 'b': 3}]", ["0", "5"],
                   "    return a + b + (1 if a else 0)\n")
 #: And a right one.
 RIGHT_TASK = _row(8, "double", "(x: int) -> int", "[{'x': 1}, {'x': -4}]", ["2", "-8"], "    return 2 * x\n")
-#: ruTiE's card example (002:67-108): dialogue 0, questions 0 and 1.
+#: ruTiE's card example ("Data Instances"): dialogue 0, questions 0 and 1.
 CARD_RUTIE = [json.loads(row) for row in ['{"instruction": "Вам дан диалог и два варианта ответа. Учитывая контекст диалога, ответьте на последний вопрос, поставив только цифру 1 или 2.\\n{context}\\n{question}\\n1. {choice1}\\n2. {choice2}\\nКакой ответ из двух наиболее правильный?", "inputs": {"question": "Сколько ног у человека?", "choice1": "Две", "choice2": "Четыре"}, "outputs": "1", "meta": {"dialog_id": 0, "question_id": 0, "category": ["world"], "use_context": false, "turing_imitation": ["facts"]}}', '{"instruction": "Вам дан диалог, в котором необходимо продолжить реплики. Учитывая контекст диалога, и два варианта ответа на реплику (вопрос) ответьте на последний вопрос.\\n{context}\\n{question}\\n1. {choice1}\\n2. {choice2}\\nКакой ответ наиболее правильный? Укажите только номер ответа без дополнительных пояснений.", "inputs": {"question": "А у муравья?", "choice1": "Две", "choice2": "Шесть"}, "outputs": "2", "meta": {"dialog_id": 0, "question_id": 1, "category": ["world"], "use_context": true, "turing_imitation": ["facts"]}}']]
 
 
@@ -113,7 +113,7 @@ def offline_cache(tmp_path, monkeypatch) -> Path:
 
 
 def test_card_row_is_judged_by_its_expected_outputs(tmp_path):
-    """The card's row: ten kwargs tests and ten expected strings, compared outside the sandbox (004:24-25, :90:
+    """The card's row: ten kwargs tests and ten expected strings, compared outside the sandbox (card "Data Fields" and "Metrics":
     "the result of running solutions on test cases should be equal to the correct answers (outputs)")."""
     (task,) = load_tasks(_write(tmp_path / "t.jsonl", [CARD_RUHUMANEVAL]))
     assert task.entry_point == "parse_nested_parens" and task.task_id == "6" and task.check is None
@@ -124,7 +124,7 @@ def test_card_row_is_judged_by_its_expected_outputs(tmp_path):
 
 
 def test_card_rutie_rows_make_one_dialogue_in_question_order(tmp_path):
-    """The ruTiE card's two rows are dialogue 0, asked in question_id order (002:111)."""
+    """The ruTiE card's two rows are dialogue 0, asked in question_id order (card "Data Instances")."""
     dialogues = load_dialogues(_write(tmp_path / "d.jsonl", CARD_RUTIE[::-1]))
     assert list(dialogues) == [0]
     assert [(it.question_id, it.gold) for it in dialogues[0]] == [(0, "1"), (1, "2")]

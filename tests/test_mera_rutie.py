@@ -150,7 +150,7 @@ def _item(qid: int, question: str, c1: str, c2: str, gold: str = "1", **meta: An
 
 def test_completion_prompt_holds_the_models_own_answers_joined_by_blank_lines():
     """Earlier questions appear with the model's answers (not gold), blank-line separated (also from the current
-    question, card 002:133-135), then the cue."""
+    question, card "Data Instances"), then the cue."""
     q0 = _item(0, "Сколько ног у человека?", "Две", "Четыре", gold="1")
     q1 = _item(1, "А у муравья?", "Две", "Шесть", gold="2")
     q2 = _item(2, "Кто из них больше?", "Человек", "Муравей", gold="1")
@@ -185,10 +185,10 @@ def test_chat_messages_put_earlier_answers_in_assistant_turns():
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Fidelity to the ruTiE card (seeds/002_18ce008100d98e11.txt, "card 002:LINE")
+# Fidelity to the ruTiE task card (MERA's public task page), cited by its sections
 # ---------------------------------------------------------------------------------------------------------------
 
-# The two rows of the card's data instance, verbatim (card 002:66-108).
+# The two rows of the card's data instance, verbatim (card "Data Instances").
 CARD_ROWS = [
     {"instruction": "Вам дан диалог и два варианта ответа. Учитывая контекст диалога, ответьте на последний вопрос, "
                     "поставив только цифру 1 или 2.\n{context}\n{question}\n1. {choice1}\n2. {choice2}\n"
@@ -205,7 +205,7 @@ CARD_ROWS = [
               "turing_imitation": ["facts"]}},
 ]  # fmt: skip
 
-# The card's prompt example (card 002:155): its template already ends in "Ответ:".
+# The card's prompt example (card "Prompts"): its template already ends in "Ответ:".
 CARD_PROMPT_155 = (
     "Ниже приведен диалог, в котором последней репликой является вопрос. Выберите ответ на этот вопрос из двух "
     "приведенных вариантов, укажите только цифру 1 или 2.\nДиалог:\n{context}\n{question}\nВарианты ответа:1. "
@@ -214,10 +214,10 @@ CARD_PROMPT_155 = (
 
 
 def test_card_dialogue_turn_prompts_are_pinned():
-    """The card's two turns rendered exactly: no context on the first (card 002:115), then the first question with
-    the model's own answer, a blank line, the current question and one 'Ответ:' (card 002:129-140)."""
+    """The card's two turns rendered exactly: no context on the first (card "Data Instances"), then the first question with
+    the model's own answer, a blank line, the current question and one 'Ответ:' (card "Data Instances")."""
     q0, q1 = (parse_rutie_row(row, i) for i, row in enumerate(CARD_ROWS, start=1))
-    # Turn 1: "{context}" is empty (card 002:115); the harness drops it, leaving the blank line, and strips.
+    # Turn 1: "{context}" is empty (card "Data Instances"); the harness drops it, leaving the blank line, and strips.
     assert completion_prompt(q0, []) == (
         "Вам дан диалог и два варианта ответа. Учитывая контекст диалога, ответьте на последний вопрос, поставив "
         "только цифру 1 или 2.\n"
@@ -226,9 +226,9 @@ def test_card_dialogue_turn_prompts_are_pinned():
         "Какой ответ из двух наиболее правильный?\n"
         "Ответ:"
     )
-    # Turn 2 after the model answered 2 ("a Person has four legs (choice 2)", card 002:115): the context holds
-    # "{question}\n1. ..\n2. ..\nОтвет: 2" (card 002:130-133), then a blank line (card 002:134), then the
-    # current question from the row's own template, then the cue once (card 002:139).
+    # Turn 2 after the model answered 2 ("a Person has four legs (choice 2)", card "Data Instances"): the context holds
+    # "{question}\n1. ..\n2. ..\nОтвет: 2" (card "Data Instances"), then a blank line (card "Data Instances"), then the
+    # current question from the row's own template, then the cue once (card "Data Instances").
     assert completion_prompt(q1, [(q0, "2")]) == (
         "Вам дан диалог, в котором необходимо продолжить реплики. Учитывая контекст диалога, и два варианта ответа "
         "на реплику (вопрос) ответьте на последний вопрос.\n"
@@ -243,7 +243,7 @@ def test_card_dialogue_turn_prompts_are_pinned():
 
 
 def test_a_template_ending_in_the_cue_never_gets_a_second_one():
-    """card 002:155's template already ends in 'Ответ:': the prompt ends in exactly one (no 'Ответ:\\nОтвет:')."""
+    """The template of the card's "Prompts" example already ends in 'Ответ:': the prompt ends in exactly one (no 'Ответ:\\nОтвет:')."""
     rows = [dict(CARD_ROWS[i], instruction=CARD_PROMPT_155) for i in (0, 1)]
     q0, q1 = (parse_rutie_row(row, i) for i, row in enumerate(rows, start=1))
     first = completion_prompt(q0, [])
@@ -262,7 +262,7 @@ def test_a_template_ending_in_the_cue_never_gets_a_second_one():
 
 
 def test_headline_accuracy_counts_unparsed_as_wrong():
-    """card 002:166: accuracy is the average over the dialogue's questions, so an unparsed answer is a wrong one;
+    """card "Metrics": accuracy is the average over the dialogue's questions, so an unparsed answer is a wrong one;
     the parsed-only figure is reported beside it."""
     def rec(answer, gold, reason=""):
         return {"dialog_id": 0, "question_id": 0, "answer": answer, "gold": gold, "correct": answer == gold,
@@ -671,7 +671,7 @@ def test_client_retries_transient_errors_with_backoff():
 
 
 def test_rutie_cli_defaults_follow_the_card_and_harness():
-    """Defaults: one 'Ответ:' cue (card 002:139, 155), MERA's answer parser, greedy; '' turns the cue off."""
+    """Defaults: one 'Ответ:' cue (card "Data Instances" and "Prompts"), MERA's answer parser, greedy; '' turns the cue off."""
     args = cli.config_from_args(cli.build_parser().parse_args(["rutie", "--out", "x"]))
     assert (args.answer_cue, args.answer_parser, args.temperature, args.mode) == ("Ответ:", "mera", 0.0, "completion")
     assert cli.config_from_args(cli.build_parser().parse_args(["rutie", "--out", "x", "--answer-cue", ""])).answer_cue == ""

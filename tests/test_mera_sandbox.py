@@ -51,7 +51,7 @@ def bwrap_sandbox() -> Sandbox:
 
 @pytest.fixture(scope="module")
 def tight_sandbox() -> Sandbox:
-    """A sandbox with the limits of issue #30's reproductions: 3 s per test, an 8 MiB tmpfs, 256 MiB of memory."""
+    """A sandbox with tight limits that still run a sample: 3 s per test, an 8 MiB tmpfs, 256 MiB of memory."""
     try:
         return Sandbox(TIGHT, isolation="bwrap")
     except SandboxUnavailable as err:
@@ -246,7 +246,7 @@ ESCAPES = {
         "    return 'ok' if libc.kill({pid}, 10) == 0 or libc.kill(-1, 10) == 0 else 'no'\n", {WRONG_ANSWER}),
     "exit before reporting": (
         "import os\ndef f():\n    os._exit(0)\n", {RUNTIME}),
-    # Issue #30, finding 10: the guard replaces os.fork and posix.fork, but a fresh copy of the builtin `posix`
+    # The guard replaces os.fork and posix.fork, but a fresh copy of the builtin `posix`
     # module made through `_imp` has the real fork; only the kernel (seccomp) refuses it.
     "fork through a posix module re-created by _imp": (
         IMP_POSIX + "def f():\n    p = fresh_posix()\n    pid = p.fork()\n    if pid == 0:\n        p._exit(0)\n"
@@ -389,11 +389,11 @@ def test_the_child_runs_on_the_standard_library_alone():
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Limits a sample cannot stretch (issue #30, findings 9 and 10)
+# Limits a sample cannot stretch
 # ---------------------------------------------------------------------------------------------------------------
 
 #: Writes a fake event to every pipe it holds (the result channel among them) twice a second for 12 s, then
-#: answers: under a deadline that restarts on each event (finding 9) it ran to the end and passed.
+#: answers: under a deadline that restarts on each event it would run to the end and passed.
 FORGED_EVENTS = (
     "import os, stat, time\n"
     "def is_pipe(fd):\n"
@@ -419,7 +419,7 @@ def test_fake_events_on_the_result_pipe_do_not_extend_the_deadline(tight_sandbox
 
 
 def test_dev_is_a_tmpfs_of_tmpfs_mb(tight_sandbox):
-    """/dev is a tmpfs of ``tmpfs_mb`` (8 MiB here), not one capped at half of the host's RAM (finding 10)."""
+    """/dev is a tmpfs of ``tmpfs_mb`` (8 MiB here), not one capped at half of the host's RAM."""
     program = (
         "def f():\n"
         "    written = 0\n"

@@ -1,4 +1,4 @@
-"""Pairwise judging (issue #25 item 2): the 4B judge's pairwise template byte for byte, pairwise rows read with errors
+"""Pairwise judging: the 4B judge's pairwise template byte for byte, pairwise rows read with errors
 that name the row and field, `judge-eval run` asking every pair in both orders against stand-in servers (chat and
 judge-serve's /v1/judge, payloads asserted exactly), and the pairwise metrics derived by hand.
 """

@@ -1,4 +1,4 @@
-"""eval.pollux_official: POLLUX's repository evaluator (RELEASE.md "POLLUX's released evaluation code"), bugs kept;
+"""eval.pollux_official: POLLUX's repository evaluator (ai-forever/POLLUX ``src/utils/evaluation.py``), bugs kept;
 every expected value is worked out by hand in the comments."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ EXTRACTED = [
     # (name, judge output, what POLLUX's evaluator reads)
     ("canonical", "[FEEDBACK] Верно. [RESULT] 2 [END]", 2.0),
     ("decimal point", "[FEEDBACK] Средне. [RESULT] 1.5 [END]", 1.5),
-    # Line 31's \s* after the lookbehind swallows the second space / the newline (issue 29: ours read none).
+    # Line 31's \s* after the lookbehind swallows the second space / the newline (an earlier reading here took none).
     ("two spaces after the tag", "[FEEDBACK] x [RESULT]  2 [END]", 2.0),
     ("newline after the tag", "[FEEDBACK] x [RESULT] \n2 [END]", 2.0),
     ("non-breaking space after the tag", "[FEEDBACK] x [RESULT] \u00a02 [END]", 2.0),

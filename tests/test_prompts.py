@@ -1,7 +1,7 @@
 """The judge prompts, pinned as exact strings: a one-newline drift between train and serve ruins a judge.
 
 Expected strings are written out by hand from the POLLUX paper, Appendix M.1: the Russian prompt
-``seeds/003_04de0265a3137b49.txt:2706-2721`` and the English one ``:2723-2749``.
+and the English one (arXiv 2505.24616v3).
 """
 
 import pytest
@@ -72,7 +72,7 @@ RAW_ITEM = {
     "rubrics": "0: Нет.\n\n1: Да.\n\n",
 }
 
-# seeds/003_04de0265a3137b49.txt:2706-2721 filled by str.format, field by field, nothing stripped: header line,
+# The Russian prompt of Appendix M.1 filled by str.format, field by field, nothing stripped: header line,
 # the field as it is, then "\n\n" before the next header; nothing after the rubrics.
 EXPECTED_RU_RAW = (
     "### Задание для оценки:\n"
@@ -130,7 +130,7 @@ def test_missing_required_field_is_an_error(field):
         render_prompt({**ITEM, field: None})
 
 
-# seeds/003_04de0265a3137b49.txt:2726-2748 (inside the fence of 2725/2749), {criteria.name} -> criteria_name and
+# The English prompt of Appendix M.1 (the lines inside its code fence), {criteria.name} -> criteria_name and
 # {criteria.rubrics} -> rubrics. The paper is silent on a trailing newline: none, like the Russian prompt.
 EXPECTED_EN = (
     "### Task Description:\n"  # :2726
@@ -200,7 +200,7 @@ def test_apply_chat_uses_the_tokenizers_template(qwen_tokenizer):
     )
 
 
-# Moved from tests/test_serve_judging.py (issue #17): one prefix_order, in the contract, for serve and eval.
+# One prefix_order, in the contract, for serve and eval.
 @pytest.mark.parametrize(
     ("keys", "order"),
     [([], []), (["a"], [0]), (["a", "b", "a"], [0, 2, 1]), (["a", "b", "b", "a", "c", "a"], [0, 3, 5, 1, 2, 4])],

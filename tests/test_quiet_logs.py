@@ -1,6 +1,5 @@
 """Every console script is quiet by default: the HTTP clients' per-request lines (and judge-eval's backend probe's
-expected 4xx) appear only with ``--log-level debug``, through the one set-up in ``judge.plumbing.console_logging``
-(issue #26, item 2)."""
+expected 4xx) appear only with ``--log-level debug``, through the one set-up in ``judge.plumbing.console_logging``."""
 
 from __future__ import annotations
 

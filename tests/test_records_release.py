@@ -1,4 +1,4 @@
-"""The released POLLUX schema (RELEASE.md), read natively: shards, annotations with -1 abstentions, content ids,
+"""The released POLLUX schema (the ``ai-forever/POLLUX`` dataset), read natively: shards, annotations with -1 abstentions, content ids,
 duplicates, the other source forms, and errors that name the row and field."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def released(tmp_path):
 
 
 def test_builder_writes_the_hub_layout_and_the_released_arrow_types(released):
-    """Three shards under data/ with the hub's names, each with RELEASE.md's columns and Arrow types."""
+    """Three shards under data/ with the hub's names, each with the released columns and Arrow types."""
     shards = sorted(p.name for p in (released / "data").iterdir())
     assert shards == ["test-00000-of-00003.parquet", "test-00001-of-00003.parquet", "test-00002-of-00003.parquet"]
     for name in shards:

@@ -1,8 +1,8 @@
-"""The released judges as published (issue 11, point 3): hub ids resolved from the Hugging Face cache, the released
+"""The released judges as published: hub ids resolved from the Hugging Face cache, the released
 seq2seq layout served as it is, and a released ``-r`` judge (``Qwen2WithRegressionHead``, head with a bias) served
 without its custom code, its score equal to the released head over POLLUX's scoring text.
 
-Layouts are rebuilt in miniature by ``tests.tiny_released`` (``../shared/pollux/RELEASE.md``, "The released judges").
+Layouts are rebuilt in miniature by ``tests.tiny_released`` (the judges' files as published on the hub).
 """
 
 from __future__ import annotations

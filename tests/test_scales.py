@@ -77,7 +77,7 @@ def test_every_taxonomy_rubric_reads_back_to_its_scale():
     assert seen == {(0, 1), (0, 1, 2), (0, 1, 2, 3), (0, 1, 2, 3, 4)}
 
 
-# ---------------------------------------------------------------- orientation (issue 29 item 3)
+# ---------------------------------------------------------------- orientation
 
 def test_a_scale_is_best_at_its_top_unless_told():
     """Scale((0, 1, 2)).best is 2 and worst 0; best_at_lowest flips it; a best level inside the scale is refused."""
@@ -98,7 +98,7 @@ def test_is_flag_is_pollux_binary_rule_exactly_two_levels():
 
 @pytest.mark.parametrize("criterion_id", ["narushenie_formata", "censor"])
 def test_both_critical_criteria_are_flags_best_at_0(criterion_id):
-    """App. P.1 (paper lines 3890-3898): the Critical criteria ask whether a violation happened; 0 is best."""
+    """Paper, Appendix P.1: the Critical criteria ask whether a violation happened; 0 is best."""
     crit = load_taxonomy().criteria[criterion_id]
     assert crit.group == "Critical"
     assert (crit.scale.levels, crit.scale.best, crit.scale.is_flag) == ((0, 1), 0, True)

@@ -1,4 +1,4 @@
-"""No secret in any file a run writes (issue #30.7, deliver 3): one redaction for every run.json, owner-only run
+"""No secret in any file a run writes: one redaction for every run.json, owner-only run
 files, one way to give a key, long options only in full.
 
 A planted key is searched for, byte for byte, in every file each writer leaves behind: ``judge-eval run`` against a

@@ -1,4 +1,4 @@
-"""judge-serve stays up under a flood of connections that never finish their headers (#30, finding 1).
+"""judge-serve stays up under a flood of connections that never finish their headers.
 
 judge-serve runs for real (``python -m serve.cli``, under ``judge.plumbing.processes``) with its descriptor limit lowered
 (``RLIMIT_NOFILE`` 200, soft and hard) in front of an attached engine given by ``--generator-url``: a scripted

@@ -228,7 +228,7 @@ def test_criteria_auto_parses_and_resolves_to_the_choice_criteria():
     assert err.value.param == "items[0].criteria"
 
 
-# ------------------------------------------------------------------------------------------ bounds before work (#30)
+# ------------------------------------------------------------------------------------------------ bounds before work
 
 
 def test_an_answer_that_cannot_fit_is_refused_before_anything_is_rendered(qwen_tokenizer, monkeypatch):

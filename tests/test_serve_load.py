@@ -42,7 +42,7 @@ ROUNDS = 3  # the first warms judge-serve up; memory is bounded over the two aft
 #: how many huge bodies happen to be in flight together, so the running maximum keeps stepping up with more rounds
 #: (8 rounds on an idle machine: 842, 869, 879, 892, 895, 896, 922, 959 MiB; 3 rounds in full runs: 756, 779, 815
 #: and 900, 920, 973). A 32 and then a 48 MiB step limit each failed a full run. This bound catches a runaway leak,
-#: not a slow one: whether the steps above are only the high-water mark is not settled (issue 16's closing note).
+#: not a slow one: whether the steps above are only the high-water mark is not settled.
 MEMORY_BOUND_BYTES = 256 * 2**20
 
 

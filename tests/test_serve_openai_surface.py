@@ -1,6 +1,6 @@
 """judge-serve's HTTP surface in process (``serve.app.create_app`` under Starlette's TestClient) in front of an
-attached engine that is a scripted vLLM on 127.0.0.1 (the network boundary): the whole OpenAI surface (#27.4), the
-bounds and the sanitising of #30 (findings 4-6, 8), each payload asserted as it crossed.
+attached engine that is a scripted vLLM on 127.0.0.1 (the network boundary): the whole OpenAI surface, the
+bounds and the sanitising of what the server says, each payload asserted as it crossed.
 
 lm-eval is not installed here, so its ``local-completions`` without ``tokenizer=`` is tested at the HTTP level: its
 remote tokenizer (lm_eval/models/utils.py ``RemoteTokenizer``) reads ``GET /tokenizer_info`` (its ``eos_token``),

@@ -1,4 +1,4 @@
-"""The released POLLUX artefacts end to end (issue #11): the benchmark's Parquet shards, as the hub lays them out,
+"""The released POLLUX artefacts end to end: the benchmark's Parquet shards, as the hub lays them out,
 are judged by served tiny judges in the released layouts and scored with the paper's metrics and POLLUX's own.
 
 Nothing here is downloaded: ``tests/release_artifacts.py`` rebuilds the dataset (``ai-forever/POLLUX``: three shards

@@ -58,7 +58,7 @@ def test_a_body_broken_in_one_place_is_a_400_naming_that_place(way, data):
     assert case.live_only, "validation accepted a broken body"
 
 
-# ------------------------------------------------------------------------------------------ rubric numbers (#30.2)
+# -------------------------------------------------------------------------------------------------- rubric numbers
 
 from judge.scales import MAX_LEVEL_DIGITS, MAX_LEVELS  # noqa: E402
 

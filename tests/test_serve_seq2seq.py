@@ -313,7 +313,7 @@ def test_timeout_then_graceful_shutdown(seq2seq_server, tmp_path):
 def test_the_engine_judge_serve_started_answers_only_judge_serve(seq2seq_server):
     """The vLLM engine judge-serve started refuses a caller without its key (401 on /v1, where vLLM checks it), so
     a local user who reads its URL from run.json cannot bypass judge-serve's auth; the key is on no command line
-    of the engine's processes and in no file judge-serve wrote (#30, finding 8)."""
+    of the engine's processes and in no file judge-serve wrote."""
     engine_url = seq2seq_server.engine_url("generator")
     assert httpx.get(engine_url + "/v1/models", timeout=30).status_code == 401
     assert httpx.get(engine_url + "/v1/models", timeout=30, headers={"Authorization": f"Bearer {ENGINE_KEY}"}).status_code == 200

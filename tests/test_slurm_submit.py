@@ -221,7 +221,7 @@ def test_train_sbatch_resumes_from_the_newest_complete_checkpoint(tmp_path, conf
     assert srun[9:] == ["--config", str(config_file), "--output-dir", str(out), "--resume", "--max_steps", "9"]
 
 
-# --- issue #30.11: a newline in a value must not become a command line in the script -----------------------------
+# --- a newline in a value must not become a command line in the script ----------------------------------------
 
 _INJECTED = "gpu\ntouch {marker} #"  # a bare name (bash runs in tmp_path); `#` comments out the line's rest
 
@@ -247,7 +247,7 @@ def _injection_cases(tmp_path: Path, config_file: Path) -> list[tuple[str, list[
 
 
 def test_a_newline_in_a_rendered_value_would_run_as_a_command(tmp_path, config_file, monkeypatch):
-    """Without the check, each injected value puts `touch MARKER` on its own line and bash runs it (the finding)."""
+    """Without the check, each injected value puts `touch MARKER` on its own line and bash runs it."""
     monkeypatch.setattr(slurm_submit, "_refuse_control", lambda values: None)
     for setting, argv, marker in _injection_cases(tmp_path, config_file):
         args = slurm_submit.build_parser().parse_args(["--nodes", "1", "--gpus-per-node", "0", *argv])

@@ -27,9 +27,9 @@ def _record(task_type, criteria_name="Absence of excessive repetitions", subtype
 def test_spec_matches_the_paper():
     """The shipped split holds out the paper's eight task types and six criteria.
 
-    Paper, App. D.2: the task types are listed at seeds/003_04de0265a3137b49.txt:634-643 ("AI as a Character (formal
+    Paper, Appendix D.2: the task types are listed ("AI as a Character (formal
     setting)", "(informal setting)", "Applied Brainstorming", "Recommendations", "Literary Text Generation", "Code
-    Modification", "Style Transfer", "Text-Dependent Question Answering") and the criteria at lines 645-652
+    Modification", "Style Transfer", "Text-Dependent Question Answering") and the criteria after them
     ("Expressiveness and coherence of dialogs", "Dramaturgy", "Rhyme quality", "Accents characteristic of literary
     movements / writers", "Adherence to character descriptions", "Meter, or rhythmic structure of a verse").
     """

@@ -157,7 +157,7 @@ def test_chrf_rules():
 
 @pytest.mark.parametrize("answer, kept_ids, reason", [(False, ["s0", "s2"], None), (True, ["s0"], "near_duplicate:llm"), (None, ["s0", "s2"], None)])
 def test_llm_check_decides_borderline_pairs(answer, kept_ids, reason):
-    """DUPLICATE drops a borderline pair; DIFFERENT and no usable answer keep it (Algorithm 1 step 8, seeds:526:
+    """DUPLICATE drops a borderline pair; DIFFERENT and no usable answer keep it (Algorithm 1 step 8:
     "If confirmed, delete the sample")."""
     table = {**_REFERENCE, "s0": _unit(1, 0, 0), "s2": _unit(0.7, math.sqrt(0.51), 0)}
     asked = []
@@ -184,8 +184,8 @@ def test_borderline_without_a_check_follows_the_named_rule(rule, kept_ids):
 
 
 def test_defaults_follow_algorithm_1():
-    """Defaults: the paper's embedding model (seeds:519), chrF between all samples (seeds:522), thresholds 0.8 / 0.8 /
-    0.3 / 95th percentile (seeds:521-524), and the LLM check on exactly when an endpoint is configured (seeds:526)."""
+    """Defaults of Algorithm 1 (paper, Appendix C.3): the paper's embedding model (step 1), chrF between all samples,
+    thresholds 0.8 / 0.8 / 0.3 / 95th percentile, and the LLM check on exactly when an endpoint is configured (step 8)."""
     config = DedupConfig(reference="x")
     assert config.embedding_model == "Alibaba-NLP/gte-Qwen2-7B-instruct"
     assert (config.chrf_min_cosine, config.cosine_max, config.chrf_max, config.chrf_original, config.reference_percentile) == (
@@ -367,7 +367,7 @@ def _model_with_code(folder: Path, marker: Path) -> Path:
 
 
 def test_dedup_runs_no_code_from_a_model_folder_unless_told(tmp_path):
-    """trust_remote_code is off by default: a model folder's own Python never runs (the finding: it did); on,
+    """trust_remote_code is off by default: a model folder's own Python never runs (it used to); on,
     it runs, and the run logs the file by name."""
     import logging
 

@@ -113,7 +113,7 @@ def _video_games():
     return next(t for t in load_taxonomy().tasks if t.subsubtype == "Video games")
 
 
-# The paper's instruction-generation prompt, seeds/003_04de0265a3137b49.txt:2760-2770 + 2776-2809 (the two fences
+# The paper's instruction-generation prompt, arXiv 2505.24616v3, Appendix M.1 (the two fences
 # read as one prompt split by typesetting; see GENERATION_TEMPLATE), filled by hand for Creative brainstorming /
 # Creative brainstorming for mass culture / Video games at the easy level, texts from judge/data/tasks.json.
 EXPECTED_VIDEO_GAMES_EASY = (
@@ -324,7 +324,7 @@ def test_instructions_stage_resumes_from_its_journal(scripted, tmp_path):
     keys = [json.loads(line)["key"] for line in (out / "journal.jsonl").read_text().splitlines() if line.endswith("}")]
     assert keys.count(cut) == 1
 
-    # Deliberate change (issue #17): an unreadable line that is not the last was skipped silently; it is an error now.
+    # Deliberate change: an unreadable line that is not the last was skipped silently; it is an error now.
     lines = (out / "journal.jsonl").read_text(encoding="utf-8").splitlines()
     (out / "journal.jsonl").write_text("\n".join([lines[0], "not json", *lines[1:]]) + "\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"journal\.jsonl:2"):
@@ -531,7 +531,7 @@ def test_shipped_configs_parse_and_help_runs(stage, capsys):
 
 def test_dedup_configs_name_the_papers_model_and_the_cpu_stand_in():
     """dedup.yaml (real runs) uses the paper's embedding model and checker, all-pairs chrF; dedup-cpu.yaml the MiniLM
-    stand-in with no checker (seeds/003_04de0265a3137b49.txt:519-526)."""
+    stand-in with no checker (paper, Appendix C.3, Algorithm 1)."""
     from train.synthetic.config import DedupConfig, load_config
 
     root = Path(__file__).resolve().parent.parent / "configs" / "data"

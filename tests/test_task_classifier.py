@@ -49,8 +49,8 @@ def _rows(path):
 def test_fallback_set_is_the_paper_groups_that_apply_to_any_text():
     """Fallback = base criteria of Critical (2), General/Fine-grained (6), Subjective (5): 13 ids.
 
-    Paper: "Critical, Subjective, and General criteria are applicable to any text" (seeds/003_04de0265a3137b49.txt:143);
-    group sizes: "two (2) critical" (:3890), "six (6) fine-grained" (:3903), "five (5) subjective" (:4345).
+    Paper: "Critical, Subjective, and General criteria are applicable to any text" (arXiv 2505.24616v3,
+    Section 2.3); group sizes: "two (2) critical", "six (6) fine-grained", "five (5) subjective" (Appendix P).
     """
     assert FALLBACK_GROUPS == ("Critical", "Fine-grained", "Subjective")
     assert fallback_criteria() == (

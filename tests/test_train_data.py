@@ -58,7 +58,7 @@ def _critical_record(rid, criterion_id, score, feedback):
 
 @pytest.mark.parametrize("criterion_id", ["narushenie_formata", "censor"])
 def test_one_word_rationales_are_kept_at_the_critical_criteria_best_level_0(criterion_id):
-    """App. B (paper line 319) on both Critical criteria (App. P.1: 0 = nothing wrong): 'Нормально.' at 0 is a
+    """Paper, Appendix B, on both Critical criteria (App. P.1: 0 = nothing wrong): 'Нормально.' at 0 is a
     perfect verdict and kept; 'Зацикливание.' at 1 (the violation) is one word for an imperfect score, dropped."""
     records = [_critical_record("ok", criterion_id, 0, "Нормально."),
                _critical_record("bad", criterion_id, 1, "Зацикливание.")]
@@ -162,7 +162,7 @@ def test_build_data_command_writes_rows_and_refuses_leakage(tmp_path, capsys):
 
 
 def test_build_data_refuses_the_released_benchmark_unless_told(tmp_path, capsys):
-    """POLLUX is a test set (RELEASE.md: "The dataset card asks that the benchmark not be used for training"):
+    """POLLUX is a test set (its dataset card asks that the benchmark not be used for training):
     build-data refuses its rows, as released or converted to JSONL, unless --allow-benchmark-rows."""
     from tests.release_artifacts import write_released_dataset
 

@@ -80,8 +80,8 @@ def test_failure_keeps_feedback():
 
 
 IN_SCALE = [
-    # (name, text, scale, expected score, expected in_scale). The paper scores out-of-range numbers (Table 11,
-    # seeds/003_04de0265a3137b49.txt:703: M-Prometheus-14B's MAE 2.36-2.69 on mostly 0-2 scales; line 1005).
+    # (name, text, scale, expected score, expected in_scale). The paper scores out-of-range numbers (Table 11
+    # of arXiv 2505.24616v3: M-Prometheus-14B's MAE 2.36-2.69 on mostly 0-2 scales; Appendix D.2.3).
     ("above the scale: 3 on 0..2", "[FEEDBACK] Хорошо. [RESULT] 3 [END]", ZERO_TO_TWO, 3.0, False),
     ("below the scale: -1 on 0..2", "[FEEDBACK] Плохо. [RESULT] -1 [END]", ZERO_TO_TWO, -1.0, False),
     ("far above: 10 on 0..2", "[FEEDBACK] Отлично. [RESULT] 10 [END]", ZERO_TO_TWO, 10.0, False),
@@ -132,7 +132,7 @@ def test_serve_result_carries_in_scale_with_parse_ok_true():
     assert (inside["parse_ok"], inside["score"], inside["in_scale"]) == (True, 2.0, True)
 
 
-# Moved from tests/test_serve_judging.py (issue #17): rationale parsing lives next to render_rationale_target.
+# Rationale parsing lives next to render_rationale_target.
 RATIONALES = [
     ("[FEEDBACK] Хорошо. [END]", ("Хорошо.", True)),
     ("  **[FEEDBACK]** Хорошо [RESULT] 2 [END]", ("Хорошо", True)),

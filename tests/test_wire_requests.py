@@ -1,4 +1,4 @@
-"""``/v1/judge`` typed both directions (issue #24 item 3): the request eval builds is the request serve validates, the
+"""``/v1/judge`` typed both directions: the request eval builds is the request serve validates, the
 response serve writes is the envelope eval reads, and the pairwise variant crosses the same way.
 
 judge-serve's real ``Judge`` runs against a scripted engine on 127.0.0.1 (the network boundary, a vLLM

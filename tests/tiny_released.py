@@ -1,7 +1,7 @@
 """Tiny judges in the released POLLUX layouts, and a Hugging Face cache that holds them, built offline.
 
 The released judges cannot be downloaded here; tests rebuild each layout in miniature with the same names, types
-and file layout (``../shared/pollux/RELEASE.md``, "The released judges"), on the tiny 2-layer Qwen2 of
+and file layout as the judges are published on the hub, on the tiny 2-layer Qwen2 of
 ``train.tiny_models`` and the real Qwen2.5 vocabulary:
 
 * :func:`build_released_seq2seq`: a plain ``Qwen2ForCausalLM`` folder (``pollux-judge-7b/32b``): untied

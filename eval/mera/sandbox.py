@@ -12,8 +12,8 @@ Layers, outermost first (each one assumes the ones inside it can be bypassed):
    ``--seccomp`` before the interpreter starts, or by the child itself through ``prctl`` without bubblewrap)
    makes ``fork``, ``vfork`` and ``clone`` without ``CLONE_THREAD`` fail with EPERM (``clone3``, whose flags a
    filter cannot read, with ENOSYS, so the C library falls back to ``clone``). Threads still work. So a sample is
-   one process, and its ``RLIMIT_AS`` is the memory budget of everything it runs: the "process-count limit of 1"
-   of issue #30, which also makes a cgroup unnecessary (the cgroups here are v1 and not delegated).
+   one process, and its ``RLIMIT_AS`` is the memory budget of everything it runs: a process-count limit of 1,
+   which also makes a cgroup unnecessary (the cgroups here are v1 and not delegated).
 3. **An unprivileged user.** Run as root, the sandbox drops to ``nobody`` (65534) before starting bwrap, so
    ``RLIMIT_NPROC`` (which bounds the sample's threads) is enforced.
 4. **rlimits**, set by the trusted child before it runs the sample, soft == hard: address space, CPU seconds,
@@ -64,7 +64,7 @@ from judge.plumbing.processes import kill_descendants
 
 logger = logging.getLogger(__name__)
 
-#: Outcome of one sample. The four failure kinds are the issue's error breakdown; ``sandbox_error`` means the
+#: Outcome of one sample. The four failure kinds are the usual code-execution error breakdown; ``sandbox_error`` means the
 #: sandbox itself never started the sample (an infrastructure fault, never the model's).
 PASSED, SYNTAX, RUNTIME, TIMEOUT, WRONG_ANSWER, SANDBOX_ERROR = (
     "passed", "syntax", "runtime", "timeout", "wrong_answer", "sandbox_error",

@@ -1,7 +1,7 @@
 """``criteria: auto``: choose the leaf task of an instruction, and with it the POLLUX criteria to judge on.
 
 The POLLUX paper leaves this open: "The creation of the criteria classifier remains an open research question and
-is deferred to future work" (``seeds/003_04de0265a3137b49.txt:250``). Here a classifier maps an instruction to a
+is deferred to future work" (arXiv 2505.24616v3, Limitations, "Task classifier"). Here a classifier maps an instruction to a
 leaf task of the vendored taxonomy (task type / subtype / sub-subtype) with a probability; the criteria set is then
 the taxonomy's own (``Taxonomy.criteria_for``), so no criterion outside the taxonomy can appear. The choice is made
 at the level the evidence supports (``choose_from_scores``): the task type first — below a probability threshold the
@@ -75,8 +75,8 @@ __all__ = [
 #: Leaf labels join the English names along the path: "Code creation / Python".
 LABEL_SEPARATOR = " / "
 #: Groups whose criteria apply to any text: "Note that Critical, Subjective, and General criteria are applicable to
-#: any text, hence they are eligible for every t and s" (seeds/003_04de0265a3137b49.txt:143). The paper's "General"
-#: group is the taxonomy's "Fine-grained" (the six criteria of Table 63, seeds/003_04de0265a3137b49.txt:3903).
+#: any text, hence they are eligible for every t and s" (arXiv 2505.24616v3, Section 2.3). The paper's "General"
+#: group is the taxonomy's "Fine-grained" (the six criteria of Appendix P.2, Table 63).
 FALLBACK_GROUPS = ("Critical", "Fine-grained", "Subjective")
 #: Below this task-type probability the choice falls back to the shared criteria, for methods whose probabilities
 #: were not calibrated (``llm``, ``head``): "more likely this task type than all others together". The paper is
@@ -116,7 +116,7 @@ def fallback_criteria(taxonomy: Taxonomy | None = None) -> tuple[str, ...]:
     """The criteria that apply to every task: base criteria of ``FALLBACK_GROUPS``, in taxonomy order.
 
     The published leaf sets do not all list them (STEM and code leaves carry only Task-specific variants), so the
-    intersection over leaves is empty; the paper's statement (line 143) is the rule, the taxonomy's group field the
+    intersection over leaves is empty; the paper's statement (Section 2.3) is the rule, the taxonomy's group field the
     data.
     """
     taxonomy = taxonomy or load_taxonomy()
@@ -257,7 +257,7 @@ def choose_from_scores(
     The task type's probability is the sum over its leaves. The most probable type is chosen; below ``threshold``
     the criteria fall back to those that apply to any text. Within the type, its most probable leaf is taken when it
     holds at least ``leaf_share`` of the type's probability (a type with one leaf always does); otherwise the
-    criteria every leaf of the type shares. The paper has no classifier (line 250): both numbers are options.
+    criteria every leaf of the type shares. The paper has no classifier (Limitations, "Task classifier"): both numbers are options.
 
     Args:
         scores: leaf label -> probability (need not cover every leaf; need not sum to one).

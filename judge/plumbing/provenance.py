@@ -77,7 +77,7 @@ SCHEMA_KEYS = ("job", "config", "git_revision", "git_dirty", "packages", "python
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Secrets: one redaction for every file a run writes about itself (issue #30.7)
+# Secrets: one redaction for every file a run writes about itself
 # ---------------------------------------------------------------------------------------------------------------
 
 #: What a secret is replaced by.

@@ -5,7 +5,7 @@ Every job that appends to a run folder and resumes from it (``judge-eval run``, 
 
 - ``hold_run_folder(out, job)``: an exclusive ``fcntl.flock`` on ``out/run.lock`` for as long as the job runs. A
   second job on the same folder stops at once with an error naming the holder (pid, host, command, start time),
-  instead of both appending (every item judged twice, issue #30.13). The kernel drops the lock when the holder
+  instead of both appending (every item judged twice). The kernel drops the lock when the holder
   exits, however it exits, so a killed run never leaves a stale lock behind. On NFS, Linux emulates ``flock`` with
   byte-range locks (since 2.6.12), which hold across nodes; on file systems without locks ``flock`` fails with an
   error rather than passing silently.

@@ -1,7 +1,7 @@
 """Stage 4, annotate: a teacher's verdict for every (instruction, answer, criterion of the task).
 
 The POLLUX judges learned from DeepSeek-R1's verdicts given the paper's English prompt "for generating synthetic data"
-(``seeds/003_04de0265a3137b49.txt:2723-2749``): ``judge.render_prompt_en`` renders it, ``judge.parse_verdict`` reads the answer back against the criterion's scale.
+(arXiv 2505.24616v3, Appendix M.1): ``judge.render_prompt_en`` renders it, ``judge.parse_verdict`` reads the answer back against the criterion's scale.
 Every raw output is kept. An output that does not parse is asked again, up to ``max_attempts`` queries; an item
 that never parses is counted under its parse error and dropped — it is never given a score. A score outside the
 criterion's scale is not a training label either: it is asked again like a parse failure and, if it persists,

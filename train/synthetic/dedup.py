@@ -1,6 +1,6 @@
 """Stage 2, dedup: semantic de-duplication within each task type (paper Algorithm 1).
 
-Algorithm 1 (``seeds/003_04de0265a3137b49.txt:515-530``), for every pair of instructions (i earlier, j later) of one
+Algorithm 1 (arXiv 2505.24616v3, Appendix C.3), for every pair of instructions (i earlier, j later) of one
 task type, with embedding cosine ``c`` (step 1: the paper's ``Alibaba-NLP/gte-Qwen2-7B-instruct``, the default
 ``embedding_model``) and chrF ``f`` (0-1, sacrebleu's chrF with j as hypothesis and i as reference):
 
@@ -11,7 +11,7 @@ task type, with embedding cosine ``c`` (step 1: the paper's ``Alibaba-NLP/gte-Qw
    **borderline**, and goes to the LLM check (step 8; the paper used GigaChat-2-Max): it runs whenever an ``llm``
    endpoint is configured (``llm_check`` turns it off), and only a confirmed duplicate is deleted — an answer that
    is neither DUPLICATE nor DIFFERENT, or a failed request, keeps the sample ("If confirmed, delete the sample",
-   :526). With no check, ``borderline_without_check`` decides (default: drop); the paper always ran the check.
+   step 8). With no check, ``borderline_without_check`` decides (default: drop); the paper always ran the check.
    The check's prompt is ours: the paper does not print GigaChat's.
 4. Otherwise original.
 
@@ -182,7 +182,7 @@ def load_embedder(name: str, device: str = "cpu", max_seq_length: int = 0, trust
             ``__init__``.
         max_seq_length: truncation in tokens (0 keeps the model's own).
         trust_remote_code: run the Python code shipped in the model's folder (gte-Qwen2 needs it); off, a model
-            that needs it is refused by transformers before any of its code runs (issue #30.14).
+            that needs it is refused by transformers before any of its code runs (a model folder's code is not trusted by default).
     """
     from sentence_transformers import SentenceTransformer
 
@@ -406,7 +406,7 @@ def deduplicate(
                 if llm_fn is not None:
                     answer = llm_answers.get(_pair_key(rows[i], rows[j]))
                     llm_counts[{True: "duplicate", False: "different", None: "unanswered"}[answer]] += 1
-                    if answer is not True:  # only a confirmed duplicate is deleted (:526)
+                    if answer is not True:  # only a confirmed duplicate is deleted (step 8)
                         continue
                     reason = "near_duplicate:llm"
                 elif config.borderline_without_check == "keep":

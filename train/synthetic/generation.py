@@ -1,7 +1,7 @@
 """Stage 1, instructions: problems for every leaf task and complexity level, from generator endpoints in shares.
 
 The POLLUX judges' 78,000 instructions came from three strong LLMs in equal shares (paper App. C.1), each given the
-paper's instruction-generation prompt (``seeds/003_04de0265a3137b49.txt:2757-2810``, ``GENERATION_TEMPLATE``, byte
+paper's instruction-generation prompt (arXiv 2505.24616v3, Appendix M.1; ``GENERATION_TEMPLATE``, byte
 for byte) with the leaf's type, subtypes, domain, description, and the complexity level with its requirements, and
 asked for the problem wrapped in ``[PROBLEM] ... [END]``.
 
@@ -33,12 +33,12 @@ __all__ = [
 
 GENERATION_VERSION = "pollux-gen-v2"  # v1: our own wording; v2: the paper's M.1 text
 
-# seeds/003_04de0265a3137b49.txt:2760-2770 and 2776-2809. The paper prints this prompt as two code fences: the first
-# closes after "- **Complexity:**" (:2771), three blank lines follow outside any fence (:2772-2774), and a second fence
-# opens (:2775) before the "---" and the rules. We read the stray fence as a typesetting split of ONE prompt (a page
+# arXiv 2505.24616v3, Appendix M.1, "The prompt for generating instructions". The paper prints this prompt as two
+# code fences: the first closes after "- **Complexity:**", three blank lines follow outside any fence, and a second
+# fence opens before the "---" and the rules. We read the stray fence as a typesetting split of ONE prompt (a page
 # or column break in the source), not as text the generators saw: the template is the lines inside both fences,
 # joined by "\n", exactly as for the judge prompts (the lines inside the fence, no newline after the last one). The
-# second fence's last line (:2809) is empty, so the template ends in "extra messages.\n". The fences themselves and the
+# second fence's last line is empty, so the template ends in "extra messages.\n". The fences themselves and the
 # three blank lines between them are not part of it.
 GENERATION_TEMPLATE = (
     "### **Instruction:**\n"
@@ -89,7 +89,7 @@ GENERATION_TEMPLATE = (
     "- No greetings or extra messages.\n"
 )
 
-# The level names of the released POLLUX `difficulty` column (RELEASE.md); the paper does not show the filled value.
+# The level names of the released POLLUX `difficulty` column (the ai-forever/POLLUX dataset); the paper does not show the filled value.
 _COMPLEXITY_NAMES = {"easy": "Easy", "medium": "Medium", "hard": "Hard"}
 
 _PROBLEM = re.compile(r"\[PROBLEM\](.*?)\[END\]", re.DOTALL | re.IGNORECASE)
@@ -102,7 +102,7 @@ _RUSSIAN_WORD = re.compile(r"[а-яё]+", re.IGNORECASE)
 def generation_fields(task, level: str, language: str = "en") -> dict[str, str]:
     """The placeholders of ``GENERATION_TEMPLATE`` for one leaf task at one complexity level.
 
-    The paper names the placeholders (``seeds/003_04de0265a3137b49.txt:2764-2770``) but shows no filled example, so
+    The paper names the placeholders (Appendix M.1, "Problem Details") but shows no filled example, so
     two choices are ours: the taxonomy texts are in ``language`` (default English, the prompt's own language;
     ``ru`` gives the Russian names and texts); an absent subtype level is ``""``, as in the released POLLUX data's
     ``task_subtype`` / ``task_subsubtype`` columns.
