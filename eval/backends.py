@@ -5,6 +5,11 @@
 - ``JudgeServeBackend``: judge-serve's ``/v1/judge``, all criteria of one (instruction, answer) per request.
 
 Transient failures raise (the runner retries them); a server's refusal raises ``Refused``.
+
+Before the work starts, ``first_contact`` asks the server's model list (``judge.plumbing.retry.list_models``: a server
+still loading is waited for, a wrong key or URL is one plain sentence) and reads what it allows
+(``judge.wire.ModelLimits``); ``fit_max_tokens`` fits a request's ``max_tokens`` to it, and ``FirstRefusals`` stops a
+run whose first requests are all refused alike.
 """
 
 from __future__ import annotations
@@ -14,15 +19,16 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from judge.plumbing.config_files import ConfigError
+from judge.plumbing.retry import EndpointUnusable, RetryPolicy, is_transient, list_models, retryable_status, server_message
 from judge.verdicts import VerdictError, VerdictFormat
-from judge.wire import CustomCriterion, JudgeItem, JudgeRequest, JudgeResponse, JudgeResult, ScoreSource
-from judge.plumbing.retry import is_transient, retryable_status
+from judge.wire import CustomCriterion, JudgeItem, JudgeRequest, JudgeResponse, JudgeResult, ModelLimits, ScoreSource
 
 if TYPE_CHECKING:
     from eval.config import RunConfig
 
 __all__ = ["JudgeBackend", "Refused", "ChatBackend", "JudgeServeBackend", "verdict_outcome", "retryable_status",
-           "is_transient", "reasoning_of", "short", "root_of", "base_of", "detect_backend", "first_model"]
+           "is_transient", "reasoning_of", "short", "root_of", "base_of", "detect_backend", "first_model",
+           "first_contact", "fit_max_tokens", "FirstRefusals", "EndpointUnusable", "refusal_of"]
 
 log = logging.getLogger("judge_eval.backends")
 
@@ -45,7 +51,24 @@ class JudgeBackend(Protocol):
 
 
 class Refused(Exception):
-    """The server refused the request for a reason retrying will not fix (a 4xx other than 408/409/429)."""
+    """The server refused the request for a reason retrying will not fix (a 4xx other than 408/409/429).
+
+    Attributes:
+        status: the HTTP status (None: not an HTTP refusal, e.g. a malformed answer).
+        said: the server's own message (its ``error.message``), for the console.
+    """
+
+    def __init__(self, message: str, status: int | None = None, said: str = ""):
+        super().__init__(message)
+        self.status, self.said = status, said or message
+
+
+def refusal_of(err: Any) -> Refused:
+    """``Refused`` from an ``openai.APIStatusError``: its status and the server's ``error.message``."""
+    body = getattr(err, "body", None)
+    said = str(body["message"]) if isinstance(body, dict) and body.get("message") else str(err.message)
+    said = " ".join(said.split())
+    return Refused(f"HTTP {err.status_code}: {short(err.message)}", err.status_code, short(said))
 
 
 def verdict_outcome(text: str | None, record, lenient: bool, *, verdict_format: str = VerdictFormat.TAGGED,
@@ -135,7 +158,7 @@ class ChatBackend:
         except openai.APIStatusError as err:
             if retryable_status(err.status_code):
                 raise
-            raise Refused(f"HTTP {err.status_code}: {short(err.message)}") from err
+            raise refusal_of(err) from err
         message = response.choices[0].message if response.choices else None
         text = message.content if message is not None else None
         return [verdict_outcome(text, record, self.config.lenient, verdict_format=self.config.verdict_format,
@@ -219,7 +242,8 @@ class JudgeServeBackend:
         if response.status_code != 200:
             if retryable_status(response.status_code):
                 response.raise_for_status()
-            raise Refused(f"HTTP {response.status_code}: {short(response.text)}")
+            raise Refused(f"HTTP {response.status_code}: {short(response.text)}", response.status_code,
+                          server_message(response))
         body = JudgeResponse.from_json(response.json())
         results = body.items[0].results if body.items else []
         if len(results) != len(batch):
@@ -300,14 +324,116 @@ def detect_backend(base_url: str, api_key: str) -> str:
 
 
 def first_model(base_url: str, api_key: str) -> str:
-    import httpx
+    """The first model the server lists (one ``GET /v1/models``, no retries; ``first_contact`` retries)."""
+    return first_contact(base_url, api_key, "", policy=RetryPolicy(max_retries=0))[0]
 
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    response = httpx.get(base_of(base_url) + "/models", headers=headers, timeout=30)
-    response.raise_for_status()
-    models = response.json().get("data") or []
-    if not models:
-        raise ConfigError(f"judge: {base_url} lists no models; set --model")
-    return models[0]["id"]
+
+def first_contact(base_url: str, api_key: str, model: str, *, key_source: str = "", what: str = "the judge",
+                  policy: RetryPolicy | None = None, key_rule: str = "") -> tuple[str, ModelLimits]:
+    """The model to ask and what the server allows, from its ``GET /v1/models`` (``judge.plumbing.retry.list_models``).
+
+    Args:
+        base_url: the OpenAI base URL.
+        api_key, key_source: the key and where it came from (``judge.plumbing.api_keys.ClientKey``).
+        model: the model the user named ("" for the first listed).
+        what: the server's role, for messages.
+        policy: the first contact's retry policy (its ``max_wait_s`` the bound).
+        key_rule: the key rule a 401's message states.
+
+    Returns:
+        (the model name, its ``ModelLimits``; empty when the list does not hold it).
+
+    Raises:
+        EndpointUnusable: the server cannot be used (the message says why), or it lists no model and none was named.
+            A server without a model list (404, 405) is used as it is when ``model`` is named.
+    """
+    from judge.plumbing.api_keys import KEY_RULE
+
+    try:
+        models = list_models(base_of(base_url), api_key=api_key, key_source=key_source, what=what, policy=policy,
+                             key_rule=key_rule or KEY_RULE)
+    except EndpointUnusable as err:
+        if not (model and err.status in (404, 405)):
+            raise
+        # An API without a model list (some proxies) still serves the model the user named: go on, unfitted.
+        log.info("%s: no model list (%s); asking for --model %s without the server's limits", what, err, model)
+        return model, ModelLimits()
+    if not model:
+        if not models or not models[0].get("id"):
+            raise EndpointUnusable(f"{what} at {base_of(base_url)} lists no models; name one with --model")
+        model = str(models[0]["id"])
+    entry = next((m for m in models if m.get("id") == model), None)
+    return model, ModelLimits.from_entry(entry)
+
+
+def fit_max_tokens(requested: int, limits: ModelLimits, *, route: str) -> tuple[int, str]:
+    """``max_tokens`` fitted to what the server allows, and a note saying what changed ("" when nothing did).
+
+    - ``route="judge"`` (judge-serve's ``/v1/judge``): at most ``judge_max_tokens``.
+    - ``route="chat"`` (chat completions): at most ``max_proxy_tokens`` (judge-serve's passthrough), and below
+      ``max_model_len``, which the prompt shares: a request for the whole window or more can never be served, so it
+      is halved to ``max_model_len // 2`` (the other half left for the prompt).
+
+    Args:
+        requested: the ``max_tokens`` setting.
+        limits: the server's (``first_contact``).
+        route: ``judge`` or ``chat``.
+    """
+    value, notes = requested, []
+    cap = limits.judge_max_tokens if route == "judge" else limits.max_proxy_tokens
+    name = "judge_max_tokens" if route == "judge" else "max_proxy_tokens"
+    if cap is not None and value > cap:
+        notes.append(f"max_tokens {value} is above this server's limit of {cap} ({name} in GET /v1/models)")
+        value = cap
+    if route == "chat" and limits.max_model_len is not None and value >= limits.max_model_len:
+        notes.append(f"max_tokens {value} does not fit this server's max_model_len {limits.max_model_len} (the prompt "
+                     "and the answer share it)")
+        value = max(limits.max_model_len // 2, 1)
+    if not notes:
+        return requested, ""
+    return value, "; ".join(notes) + f": asking for {value} (set --max-tokens to choose)"
+
+
+class FirstRefusals:
+    """Stops a run whose first requests are all refused alike, before it writes a failed row per item.
+
+    ``offer`` is told each request's outcome in the order they finish. While no request has succeeded, refusals with
+    an HTTP status are held back; once ``n_first`` are held and every one carries the same status and server
+    message, ``stopped`` is that refusal (the caller stops sending and raises); any other outcome first releases the
+    held ones to be written as usual.
+
+    Args:
+        n_first: how many alike refusals stop the run (the caller bounds it by the number of requests).
+    """
+
+    def __init__(self, n_first: int):
+        self.n_first = n_first
+        self.open = n_first > 0
+        self.held: list[Any] = []
+        self.stopped: Refused | None = None
+
+    def offer(self, refusal: Refused | None, payload: Any) -> list[Any]:
+        """The payloads to write now: ``payload`` (and any held ones), or none while refusals are held back."""
+        if self.stopped is not None:
+            return [] if refusal is not None else [payload]  # a refusal after the stop is retried by the next run
+        if not self.open:
+            return [payload]
+        alike = (refusal is not None and refusal.status is not None and
+                 all((refusal.status, refusal.said) == (r.status, r.said) for _, r in self.held))
+        if not alike:
+            self.open = False
+            released, self.held = [p for p, _ in self.held] + [payload], []
+            return released
+        self.held.append((payload, refusal))
+        if len(self.held) >= self.n_first:
+            self.open, self.stopped = False, refusal
+        return []
+
+    def message(self, what: str, n_sent: int, n_total: int) -> str:
+        """The console's sentence for a stopped run: the server's words, and how much was sent."""
+        assert self.stopped is not None
+        return (f"{what} refused the first {len(self.held)} requests alike: HTTP {self.stopped.status}: "
+                f"{self.stopped.said} (stopped after sending {n_sent} of {n_total} requests; no row was written for "
+                "the refused ones, a rerun sends them again)")
 
 

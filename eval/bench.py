@@ -25,7 +25,13 @@ Three stages, each resumable, all in ``--out``:
 
 Departures from POLLUX, each counted: an instruction whose answer request failed is not judged (counted as
 ``n_no_answer``, retried by the next run); an answer that is empty once thinking is stripped is not judged either
-(the toolkit's records refuse an empty answer; POLLUX sends ``""`` to its judge), counted as ``n_empty_answer``.
+(the toolkit's records refuse an empty answer; POLLUX sends ``""`` to its judge), counted as ``n_empty_answer``. The
+matrix reads rubrics as POLLUX does and verdicts with the toolkit's parser unless ``--verdict-reader pollux``; the
+remaining differences are listed in docs/evaluation.md ("Differences from POLLUX's evaluator").
+
+Before answering, the candidate's model list is asked (``eval.backends.first_contact``; its key by
+``judge.plumbing.api_keys.KEY_RULE``, as the judge's), ``max_tokens`` is fitted to its ``max_model_len`` with a printed
+note, and a candidate that refuses its first requests alike stops the bench with its words (exit code 4).
 """
 
 from __future__ import annotations
@@ -36,7 +42,6 @@ import dataclasses
 import json
 import logging
 import math
-import os
 import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -44,6 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from judge.plumbing.api_keys import CLIENT_KEY_ENV
 from judge.plumbing.config_files import ConfigError, read_config_file
 from judge.plumbing.config_files import option as _f
 from judge.records import RecordError
@@ -82,8 +88,15 @@ class BenchConfig:
     concurrency: int = _f(POLLUX_ANSWER_CONCURRENCY, "Candidate requests in flight at once (answer.py: 10).")
     extra_body: dict = _f({}, "Extra JSON fields sent with every candidate request, e.g. "
                               "{chat_template_kwargs: {enable_thinking: false}}.")
-    api_key_env: str = _f("", "Environment variable holding the candidate's API key (empty: no key).")
+    api_key_env: str = _f(CLIENT_KEY_ENV, "Variables holding the candidate's API key, the first one set: by "
+                                          "default $JUDGE_SERVE_API_KEY (judge-serve's own key), else $OPENAI_API_KEY, "
+                                          "else no key; one variable named alone must be set; '' sends no key "
+                                          "(judge.plumbing.api_keys.KEY_RULE). The judge's key follows the same "
+                                          "rule (judge_config's api_key_env).")
     timeout_s: float = _f(600.0, "Seconds one candidate request may take.")
+    connect_timeout_s: float = _f(120.0, "Seconds the first contact with the candidate and with the judge (GET "
+                                         "/v1/models) keeps retrying a server that is unreachable or still loading "
+                                         "before the bench stops with exit code 4.")
     max_retries: int = _f(5, "Retries of a candidate request that failed for a transient reason (judge.plumbing.retry).")
     backoff_s: float = _f(1.0, "First retry delay in seconds; doubles per retry (judge.plumbing.retry).")
     server_args: list = _f([], "Checkpoint candidates: extra vLLM flags, e.g. ['--enforce-eager'].")
@@ -93,6 +106,11 @@ class BenchConfig:
                                   "9179cb4e), max (at 83f6eb6b), none (raw scores, as metrics.py at 2e8eb789 "
                                   "averaged them; the gate stays today's).",
                         choices=("minmax", "max", "none"))
+    verdict_reader: str = _f("toolkit", "How the matrix reads each verdict's score: toolkit (the judge stage's own "
+                                        "parse: the last [RESULT], markdown tolerated) or pollux (POLLUX's "
+                                        "metrics.py: the first complete '[RESULT] n [END]', nothing else; "
+                                        "judge.verdicts.parse_pollux_result), to reproduce POLLUX's matrix from the "
+                                        "same outputs.", choices=("toolkit", "pollux"))
     n_boot: int = _f(1000, "Bootstrap resamples of the instructions per interval (0: none).")
     seed: int = _f(0, "Seed of the bootstrap resamples.")
     progress: bool = _f(True, "Show progress bars.")
@@ -260,16 +278,17 @@ REQUEST_FAILED = "request_failed"
 
 
 async def _answer_all(rows: Sequence[InstructionRow], config: BenchConfig, base_url: str, model: str, name: str,
-                      path: Path) -> dict[str, int]:
+                      path: Path, api_key: str = "") -> dict[str, int]:
     import openai
     from tqdm import tqdm
 
-    from eval.backends import Refused
+    from eval.backends import FirstRefusals, Refused, refusal_of
+    from eval.run import N_FIRST_REFUSALS
     from judge.plumbing.journal import JournalWriter
-    from judge.plumbing.retry import RetryPolicy, retryable_status
+    from judge.plumbing.retry import EndpointUnusable, RetryPolicy, retryable_status
 
-    api_key = os.environ.get(config.api_key_env, "") if config.api_key_env else ""
     client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "EMPTY", max_retries=0, timeout=config.timeout_s)
+    first = FirstRefusals(min(N_FIRST_REFUSALS, len(rows)))
     policy = RetryPolicy(max_retries=config.max_retries, backoff_s=config.backoff_s, max_backoff_s=60.0)
     journal = JournalWriter(path)
     queue: asyncio.Queue = asyncio.Queue()
@@ -288,15 +307,21 @@ async def _answer_all(rows: Sequence[InstructionRow], config: BenchConfig, base_
         except openai.APIStatusError as err:
             if retryable_status(err.status_code):
                 raise
-            raise Refused(f"HTTP {err.status_code}: {err.message}") from err
+            raise refusal_of(err) from err
+
+    def write(result: AnswerRow, failed: bool) -> None:
+        counts["request_failed" if failed else "answered"] += 1
+        journal.append(result.to_json())
+        bar.update(1)
 
     async def worker() -> None:
-        while True:
+        while first.stopped is None:
             try:
                 row = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
             start = time.perf_counter()
+            refusal = None
             try:
                 response = await policy.acall(lambda row=row: ask(row))
                 choice = response.choices[0] if response.choices else None
@@ -304,19 +329,21 @@ async def _answer_all(rows: Sequence[InstructionRow], config: BenchConfig, base_
                 answer, cut = strip_think(text or "")
                 result = AnswerRow(prompt_id=row.prompt_id, model=name, answer=answer,
                                    finish_reason=getattr(choice, "finish_reason", None), cut_in_thinking=cut)
-                counts["answered"] += 1
             except Exception as err:  # noqa: BLE001 - transient ones were retried; every failure is a counted row
+                refusal = err if isinstance(err, Refused) else None
                 result = AnswerRow(prompt_id=row.prompt_id, model=name, answer=None, error=REQUEST_FAILED,
                                    reason=f"{type(err).__name__}: {' '.join(str(err).split())[:300]}")
-                counts["request_failed"] += 1
-            journal.append(dataclasses.replace(result, latency_s=round(time.perf_counter() - start, 4)).to_json())
-            bar.update(1)
+            result = dataclasses.replace(result, latency_s=round(time.perf_counter() - start, 4))
+            for held in first.offer(refusal, result):
+                write(held, held.error is not None)
 
     try:
         await asyncio.gather(*(worker() for _ in range(min(config.concurrency, max(len(rows), 1)))))
     finally:
         bar.close()
         await client.close()
+    if first.stopped is not None:
+        raise EndpointUnusable(first.message(f"the candidate ({name})", len(rows) - queue.qsize(), len(rows)))
     return counts
 
 
@@ -334,13 +361,11 @@ def read_answers(path: Path) -> dict[Any, AnswerRow]:
 @contextlib.contextmanager
 def _candidate(config: BenchConfig, out: Path) -> Iterator[tuple[str, str]]:
     """(base URL, model name) of the candidate: the given URL, or a vLLM server for a checkpoint."""
-    from eval.backends import base_of, first_model
+    from eval.backends import base_of
     from judge.checkpoints import is_hub_id
 
-    api_key = os.environ.get(config.api_key_env, "") if config.api_key_env else ""
     if config.model.startswith(("http://", "https://")):
-        base_url = base_of(config.model)
-        yield base_url, config.model_name or first_model(base_url, api_key)
+        yield base_of(config.model), config.model_name
         return
     if not (Path(config.model).is_dir() or is_hub_id(config.model)):
         raise ConfigError(f"model: {config.model!r} is neither an http(s) URL, a checkpoint folder nor a hub id")
@@ -368,13 +393,26 @@ def answers_stage(rows: Sequence[InstructionRow], config: BenchConfig, out: Path
     if name and config.model_name and config.model_name != name:
         raise ConfigError(f"out: {path} holds answers of {name!r}, not of {config.model_name!r}; use another --out")
     if todo:
+        from eval.backends import first_contact, fit_max_tokens
+        from eval.run import first_contact_policy
+        from judge.plumbing.api_keys import client_api_key
+
+        key = client_api_key("", config.api_key_env, command="judge-eval bench")
         with _candidate(config, out) as (base_url, model):
+            # First contact: a loading server is waited for, a wrong key or URL said plainly (exit 4); the
+            # candidate's max_tokens is fitted to what it allows (its max_model_len, judge-serve's caps).
+            model, limits = first_contact(base_url, key.key, model, key_source=key.source, what="the candidate",
+                                          policy=first_contact_policy(config))
+            max_tokens, note = fit_max_tokens(config.max_tokens, limits, route="chat")
+            if note:
+                log.warning("note: the candidate's %s", note)
+                config = dataclasses.replace(config, max_tokens=max_tokens)
             label = config.model_name or model
             if name and label != name:
                 raise ConfigError(f"out: {path} holds answers of {name!r}, not of {label!r}; use another --out")
             name = label
             log.info("answers: %d instructions (%d already answered) from %s", len(todo), len(done), name)
-            counts = asyncio.run(_answer_all(todo, config, base_url, model, name, path))
+            counts = asyncio.run(_answer_all(todo, config, base_url, model, name, path, api_key=key.key))
     # One row per instruction, in data order (the failed ones kept, so the next run retries them).
     latest = read_answers(path)
     rewrite_journal(path, [latest[r.prompt_id].to_json() for r in rows if r.prompt_id in latest])
@@ -417,21 +455,30 @@ def judge_config(config: BenchConfig, items: Path, out: Path):
     from judge.plumbing.config_files import resolve_config
 
     flags = {"data": str(items), "out": str(out), "judge": config.judge or None, "model": config.judge_model or None,
-             "progress": config.progress}
+             "progress": config.progress, "connect_timeout_s": config.connect_timeout_s}
     return resolve_config(RunConfig, config.judge_config or None, flags, label="judge_config")
 
 
 # ---------------------------------------------------------------------------------------------- matrix
 
 
-def bench_items(items_path: Path, predictions: Path) -> list:
+def bench_items(items_path: Path, predictions: Path, verdict_reader: str = "toolkit") -> list:
     """The matrix's items: one per judged (instruction, criterion) of ``items.jsonl`` that has a prediction,
-    failures included (``eval.bench_matrix.BenchItem``)."""
+    failures included (``eval.bench_matrix.BenchItem``).
+
+    Each rubric's levels are read as POLLUX reads them (``eval.bench_matrix.pollux_scale_levels``). The score is the
+    prediction's (``verdict_reader="toolkit"``), or, with ``"pollux"``, the one POLLUX's ``metrics.py`` reads from the
+    raw output (``judge.verdicts.parse_pollux_result``); a regression head's score is its own either way.
+    """
     import judge
-    from eval.bench_matrix import BenchItem
+    from eval.bench_matrix import BenchItem, pollux_scale_levels
     from eval.predictions import REQUEST_FAILED as JUDGE_REQUEST_FAILED
     from eval.predictions import iter_predictions
+    from judge.verdicts import VerdictReader, parse_pollux_result
+    from judge.wire import ScoreSource
 
+    if verdict_reader not in VerdictReader.ALL:
+        raise ValueError(f"verdict_reader: {verdict_reader!r} is not one of {', '.join(VerdictReader.ALL)}")
     by_id = {str(data["id"]): data for data in iter_predictions(predictions)}
     items, levels_of = [], {}
     for record in judge.load_records(items_path):
@@ -439,19 +486,19 @@ def bench_items(items_path: Path, predictions: Path) -> list:
         if pred is None:
             continue
         if record.rubrics not in levels_of:
-            try:
-                levels_of[record.rubrics] = judge.scale_of(record.rubrics).levels
-            except judge.ScaleError:
-                levels_of[record.rubrics] = ()  # no readable scale: the raw score is kept, as POLLUX does
+            levels_of[record.rubrics] = pollux_scale_levels(record.rubrics)
+        score = pred.get("score") if pred.get("parse_ok") else None
+        if verdict_reader == VerdictReader.POLLUX and pred.get("score_source") != ScoreSource.REGRESSION_HEAD:
+            score = parse_pollux_result(pred.get("raw_output")).score
         if pred.get("error") == JUDGE_REQUEST_FAILED:
             status = "request_failed"
-        elif not pred.get("parse_ok") or pred.get("score") is None:
+        elif score is None:
             status = "unparsed"
         else:
             status = "ok"
         items.append(BenchItem(prompt_id=record.extra["prompt_id"], meta=record.extra["meta"],
                                criteria_name=record.criteria_name, levels=levels_of[record.rubrics],
-                               score=float(pred["score"]) if status == "ok" else None, status=status))
+                               score=float(score) if status == "ok" else None, status=status))
     return items
 
 
@@ -500,7 +547,7 @@ def bench(config: BenchConfig) -> dict[str, Any]:
                          "empty one")
     judge_counts = run(judge_config(config, out / ITEMS, out))
 
-    items = bench_items(out / ITEMS, out / "predictions.jsonl")
+    items = bench_items(out / ITEMS, out / "predictions.jsonl", config.verdict_reader)
     matrix = pollux_matrix(items, normalize=config.normalize, n_boot=config.n_boot, seed=config.seed)
     matrix.write_csv(out / MATRIX)
     (out / "cells.csv").write_text(matrix.cells_csv(), encoding="utf-8")
@@ -509,7 +556,8 @@ def bench(config: BenchConfig) -> dict[str, Any]:
               "n_cut_in_thinking": sum(1 for a in answers.values() if a.cut_in_thinking),
               "n_finish_length": sum(1 for a in answers.values() if a.finish_reason == "length"), **item_counts}
     result = {"model": answer_counts["model"], "judge": judge_counts.get("judge", ""), "data": str(config.data),
-              "counts": counts, "answers": answer_counts, "verdicts": judge_counts, "matrix": matrix.to_json()}
+              "verdict_reader": config.verdict_reader, "counts": counts, "answers": answer_counts,
+              "verdicts": judge_counts, "matrix": matrix.to_json()}
     (out / BENCH_RESULT).write_text(json.dumps(result, ensure_ascii=False, indent=2, allow_nan=False) + "\n",
                                     encoding="utf-8")
     page = write_bench_page(result, out)

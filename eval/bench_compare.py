@@ -35,7 +35,8 @@ def _load(folder: Path) -> tuple[dict[str, Any], list]:
     from eval.bench import BENCH_RESULT, ITEMS, bench_items
 
     info = json.loads((folder / BENCH_RESULT).read_text(encoding="utf-8"))
-    return info, bench_items(folder / ITEMS, folder / "predictions.jsonl")
+    # The matrix is recomputed with the reading the run's own used (a bench.json before the option: the toolkit's).
+    return info, bench_items(folder / ITEMS, folder / "predictions.jsonl", info.get("verdict_reader", "toolkit"))
 
 
 def _f(value: float) -> float | None:
@@ -65,6 +66,10 @@ def compare_bench(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, seed
     if info_b["matrix"]["normalize"] != normalize:
         raise ValueError(f"the runs normalise differently ({normalize} vs {info_b['matrix']['normalize']}); rerun one "
                          "with --normalize to match")
+    readers = [info.get("verdict_reader", "toolkit") for info in (info_a, info_b)]
+    if readers[0] != readers[1]:
+        raise ValueError(f"the runs read verdicts differently ({readers[0]} vs {readers[1]}); rerun one with "
+                         "--verdict-reader to match")
     if info_a.get("judge") != info_b.get("judge") and not allow_other_judge:
         raise ValueError(f"the runs were judged by different judges ({info_a.get('judge')!r} vs "
                          f"{info_b.get('judge')!r}): their matrices are not comparable")

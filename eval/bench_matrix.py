@@ -11,9 +11,14 @@ at commit 9179cb4e, the newest stored; line numbers below are of those files the
   (metrics.py ``run``: ``if score is None: continue``), and so is a score outside its rubric's scale
   (``score_is_within_scale``);
 - each score is **normalised** to 0–1 by its rubric's scale: ``(score - min) / (max - min)`` (score_utils.py
-  ``normalize_score``, commit 9179cb4e; commit 83f6eb6b divided by the maximum instead, the rule RELEASE.md quotes:
+  ``normalize_score``, commit 9179cb4e; commit 83f6eb6b divided by the maximum instead:
   ``normalize="max"`` here; the two agree on every scale that starts at 0). A rubric without a readable scale keeps
   its raw score;
+- a rubric's levels are read as score_utils.py's ``parse_scale_values`` reads a text rubric
+  (``pollux_scale_levels`` here): a number at the start of a line, after an optional ``-``/``*``/``•`` bullet and
+  space, followed by ``:``, a dash, ``)`` or ``.``/``-`` and a space (``0.5:`` is a level 0.5; a bold ``**0**:`` is no
+  level); with no such line, the bounds of an "от A до B" / "from A to B" or "шкала/scale ... A-B" range; else the
+  rubric has no scale (its score is kept raw, never out of scale, and it is no gate);
 - a criterion is **binary** when its rubric declares exactly the levels {0, 1} (``is_binary_scale``; the oldest
   version, commit 2e8eb789, counted "exactly two levels" whatever they were). A binary criterion is a gate: when
   any binary criterion of an instruction is scored anything but 0 (metrics.py: ``raw_score != 0``; the oldest
@@ -23,15 +28,18 @@ at commit 9179cb4e, the newest stored; line numbers below are of those files the
   a last row ``mean_over_criteria`` = per ``meta``, the mean over criteria of each criterion's mean **over its
   non-binary scores** (``groupby("criteria_name").mean().mean()``), and in the ``mean_over_meta`` column the grand
   mean: the mean of **all non-binary scores pooled** (not a mean of means). A column with no non-binary score has
-  an empty cell there.
+  an empty cell there. Rows and columns are those of the scored items only (a pivot of them): a criterion or a
+  ``meta`` whose every verdict failed has no row or column.
 
 **Beyond POLLUX**: every cell, the means included, has a percentile bootstrap interval over instructions (an
 instruction is resampled with all its criteria, so the binary gate stays inside its instruction; the resample weights
 are ``eval.bootstrap``'s); and every cell counts what POLLUX drops silently: verdicts that did not parse, scores out of
-scale, requests that failed.
+scale, requests that failed (those of a criterion or ``meta`` with no row or column are counted in the totals
+only: ``failed`` margins' corner).
 
-Where POLLUX's rubric reader and ``judge.scale_of`` (the toolkit's one reader) could differ, ``scale_of`` is used; on
-the released rubric shape (``"0: …\\n\\n1: …"``) both read the same levels.
+The rubric reader here is POLLUX's (``pollux_scale_levels``), not the toolkit's ``judge.scale_of``: the matrix claims
+POLLUX's numbers, and the two differ on rubrics such as a ``0.5:`` level or bold levels. Verdicts are read by the
+toolkit's parser unless the bench is told ``--verdict-reader pollux`` (``judge.verdicts.parse_pollux_result``).
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,17 +56,45 @@ from typing import Any
 import numpy as np
 
 __all__ = ["BenchItem", "BenchMatrix", "NORMALIZE", "STATUSES", "MEAN_OVER_META", "MEAN_OVER_CRITERIA",
-           "pollux_matrix", "matrix_arrays", "MatrixArrays", "resampled_matrices"]
+           "pollux_matrix", "matrix_arrays", "MatrixArrays", "resampled_matrices", "pollux_scale_levels"]
 
 #: POLLUX's names of the added column and row (metrics.py: ``matrix["mean_over_meta"]``,
 #: ``matrix.loc["mean_over_criteria"]``) and of the index column of metrics.csv.
 MEAN_OVER_META, MEAN_OVER_CRITERIA, INDEX_NAME = "mean_over_meta", "mean_over_criteria", "criteria_name"
-#: minmax: score_utils.py at 9179cb4e; max: at 83f6eb6b (and RELEASE.md); none: raw scores, as metrics.py at 2e8eb789
+#: minmax: score_utils.py at 9179cb4e; max: at 83f6eb6b; none: raw scores, as metrics.py at 2e8eb789
 #: averaged them (that version's other rules differed too: a binary criterion was any rubric with two levels, and the
 #: gate closed on a score of exactly 1; those are not reproduced).
 NORMALIZE = ("minmax", "max", "none")
 #: What became of one (instruction, criterion): ``ok`` is scored; the others are counted per cell and not scored.
 STATUSES = ("ok", "unparsed", "out_of_scale", "request_failed")
+
+
+# POLLUX's rubric reader (ai-forever/POLLUX, src/utils/score_utils.py: ``NUMBER_PATTERN``, ``RUBRIC_SCORE_PATTERN``,
+# ``NAMED_RANGE_PATTERN``, ``SCALE_RANGE_PATTERN``, ``parse_scale_values``), for text rubrics.
+_NUMBER = r"[+-]?(?:\d+(?:[.,]\d+)?|[.,]\d+)"
+_LEVEL_LINE = re.compile(rf"^\s*(?:[-*•]\s+)?({_NUMBER})\s*(?::|[—–]|\.(?=\s)|\)|-(?=\s))", re.MULTILINE)
+_NAMED_RANGE = re.compile(rf"(?:от|from)\s+({_NUMBER})\s+(?:до|to)\s+({_NUMBER})", re.IGNORECASE)
+_SCALE_RANGE = re.compile(rf"(?:шкала|scale)[^\n]*?({_NUMBER})\s*(?:\.\.|…|[—–-])\s*({_NUMBER})", re.IGNORECASE)
+
+
+def pollux_scale_levels(rubrics: str | None) -> tuple[float, ...]:
+    """The score values a text rubric declares, as POLLUX's ``parse_scale_values`` reads them (sorted, distinct).
+
+    Every line that starts (after whitespace and an optional ``-``, ``*`` or ``•`` bullet with a space) with a
+    number followed by ``:``, an em or en dash, ``)``, or ``.``/``-`` and whitespace declares that number (``,`` read
+    as ``.``); with no such line, the two ends of the first "от A до B" / "from A to B" range, else of the first
+    "шкала ... A-B" / "scale ... A..B"; else nothing (no scale: POLLUX keeps the raw score and never gates on it).
+    """
+    if not isinstance(rubrics, str):
+        return ()
+    values = [float(m.group(1).replace(",", ".")) for m in _LEVEL_LINE.finditer(rubrics)]
+    if not values:
+        for pattern in (_NAMED_RANGE, _SCALE_RANGE):
+            found = pattern.search(rubrics)
+            if found:
+                values = [float(g.replace(",", ".")) for g in found.groups()]
+                break
+    return tuple(sorted(set(values)))
 
 
 @dataclass(frozen=True)
@@ -68,7 +105,7 @@ class BenchItem:
         prompt_id: the instruction's id (the bootstrap's unit).
         meta: the instruction's ``meta`` value (the matrix column).
         criteria_name: the criterion (the matrix row).
-        levels: the rubric's levels (``judge.scale_of``), () when no scale could be read.
+        levels: the rubric's levels as POLLUX reads them (``pollux_scale_levels``), () when it reads none.
         score: the judge's score, None unless the verdict parsed.
         status: ``request_failed`` when the judge was never heard, ``unparsed`` for a verdict without a score;
             else ``ok`` (``out_of_scale`` is decided here from ``levels``).
@@ -77,7 +114,7 @@ class BenchItem:
     prompt_id: Any
     meta: str
     criteria_name: str
-    levels: tuple[int, ...]
+    levels: tuple[float, ...]
     score: float | None
     status: str = "ok"
 
@@ -104,13 +141,15 @@ class MatrixArrays:
     nb_sums: Any
     nb_counts: Any
     failures: dict[str, np.ndarray] = field(default_factory=dict)  # status -> (n_criteria, n_meta) counts
+    #: status -> failed items whose criterion or meta has no row or column (no scored item there)
+    failures_elsewhere: dict[str, int] = field(default_factory=dict)
 
     @property
     def shape(self) -> tuple[int, int]:
         return len(self.criteria), len(self.metas)
 
 
-def _normalised(score: float, levels: tuple[int, ...], normalize: str, where: str) -> float:
+def _normalised(score: float, levels: tuple[float, ...], normalize: str, where: str) -> float:
     if not levels or normalize == "none":
         return score  # POLLUX: "Missing scale metadata must not discard an otherwise valid score."
     low, high = min(levels), max(levels)
@@ -164,8 +203,10 @@ def matrix_arrays(items: Iterable[BenchItem], normalize: str = "minmax", *, layo
     # The gate: a binary criterion scored anything but 0 zeroes every score of its instruction.
     rejected = {it.prompt_id for it, _, binary in scored if binary and float(it.score) != 0}
 
-    criteria = sorted({it.criteria_name for it, _, _ in scored} | {k[0] for f in failures.values() for k in f})
-    metas = sorted({it.meta for it, _, _ in scored} | {k[1] for f in failures.values() for k in f})
+    # The rows and columns of POLLUX's pivot: those of the scored items (a criterion or meta whose verdicts all
+    # failed has none; its failures are counted in the totals only).
+    criteria = sorted({it.criteria_name for it, _, _ in scored})
+    metas = sorted({it.meta for it, _, _ in scored})
     if layout is not None:
         criteria, metas = list(layout.criteria), list(layout.metas)
     if prompt_ids is None:
@@ -195,13 +236,18 @@ def matrix_arrays(items: Iterable[BenchItem], normalize: str = "minmax", *, layo
 
     sums, counts = total(score), total(np.ones_like(score))
     nb_sums, nb_counts = total(score, keep), total(np.ones_like(score), keep)
-    failure_arrays = {}
+    failure_arrays, elsewhere = {}, {}
+    row_of, col_of = {c: k for k, c in enumerate(criteria)}, {m: k for k, m in enumerate(metas)}
     for status, per_cell in failures.items():
         grid = np.zeros((len(criteria), len(metas)), dtype=np.int64)
+        elsewhere[status] = 0
         for (c, m), n in per_cell.items():
-            grid[criteria.index(c), metas.index(m)] = n
+            if c in row_of and m in col_of:
+                grid[row_of[c], col_of[m]] = n
+            else:
+                elsewhere[status] += n
         failure_arrays[status] = grid
-    return MatrixArrays(prompt_ids, criteria, metas, sums, counts, nb_sums, nb_counts, failure_arrays)
+    return MatrixArrays(prompt_ids, criteria, metas, sums, counts, nb_sums, nb_counts, failure_arrays, elsewhere)
 
 
 def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -265,8 +311,8 @@ class BenchMatrix:
         values: (rows, columns) point values; NaN for an empty cell.
         ci_low, ci_high: percentile bootstrap bounds (NaN without resamples or with fewer than 2 instructions).
         n: scored items per cell (the margins: their sums).
-        failed: status -> counts per cell (the margins: their sums), for ``unparsed``, ``out_of_scale``,
-            ``request_failed``.
+        failed: status -> counts per cell (the margins: their sums; the corner also counts the failures of a
+            criterion or meta that has no row or column), for ``unparsed``, ``out_of_scale``, ``request_failed``.
         n_instructions: instructions resampled; n_boot, normalize, seed: as computed.
     """
 
@@ -328,12 +374,12 @@ class BenchMatrix:
                              "every verdict of the cell failed (see its n_* counts)"}
 
 
-def _margins(grid: np.ndarray) -> np.ndarray:
+def _margins(grid: np.ndarray, elsewhere: int = 0) -> np.ndarray:
     out = np.zeros((grid.shape[0] + 1, grid.shape[1] + 1), dtype=np.int64)
     out[:-1, :-1] = grid
     out[:-1, -1] = grid.sum(axis=1)
     out[-1, :-1] = grid.sum(axis=0)
-    out[-1, -1] = grid.sum()
+    out[-1, -1] = grid.sum() + elsewhere
     return out
 
 
@@ -370,7 +416,8 @@ def pollux_matrix(items: Iterable[BenchItem], normalize: str = "minmax", n_boot:
     n_scored = np.asarray(arrays.counts.sum(axis=0)).reshape(n_c, n_m).astype(np.int64)
     return BenchMatrix(rows=[*arrays.criteria, MEAN_OVER_CRITERIA], columns=[*arrays.metas, MEAN_OVER_META],
                        values=point, ci_low=low, ci_high=high, n=_margins(n_scored),
-                       failed={s: _margins(a) for s, a in arrays.failures.items()}, n_instructions=n_i,
+                       failed={s: _margins(a, arrays.failures_elsewhere.get(s, 0)) for s, a in arrays.failures.items()},
+                       n_instructions=n_i,
                        n_boot=n_boot if n_i >= 2 else 0, normalize=normalize, seed=seed)
 
 

@@ -94,7 +94,8 @@ def render_bench_page(result: Mapping[str, Any]) -> str:
     subtitle = [f"candidate <b>{_e(result['model'])}</b>, judge <b>{_e(result['judge'])}</b>, data {_e(result['data'])}",
                 f"grand mean {_fmt(matrix['grand_mean'], 4)} (POLLUX's mean over criteria of mean_over_meta); "
                 f"{counts['n_instructions']} instructions, {counts['n_items']} judged items; normalisation "
-                f"{_e(matrix['normalize'])}; {matrix['n_boot']} bootstrap resamples over {matrix['n_instructions']} "
+                f"{_e(matrix['normalize'])}; verdicts read by the {_e(result.get('verdict_reader', 'toolkit'))} "
+                f"reader; {matrix['n_boot']} bootstrap resamples over {matrix['n_instructions']} "
                 "instructions (seed " + _e(matrix["seed"]) + ")"]
     not_scored = [f"{k} {v}" for k, v in counts.items() if k not in ("n_instructions", "n_items") and v]
     body = ["<h2>Matrix</h2>",

@@ -11,6 +11,9 @@
     judge-eval experts --data ai-forever/POLLUX --out runs/experts   (the paper's expert-only tables, no judge)
     judge-eval mera ruhumaneval --endpoint URL --model NAME --out runs/rhe      (see eval/mera/cli.py)
 
+Exit codes: 0 done; 2 a usage, configuration or input error (named on stderr); 3 run/bench: some requests failed;
+4 run/bench: the server cannot be used (`judge-eval SUBCOMMAND --help` lists each one's).
+
 Example override: ``judge-eval run --config configs/eval/gpt-4o.yaml --concurrency 4 --limit 100 ...`` (flags
 override the YAML, which overrides the defaults). Without ``--data`` the bundled sample data is judged.
 ``--judge`` may be a checkpoint folder (judge-serve is started for it if installed, else vLLM), a judge-serve or
@@ -31,10 +34,22 @@ from judge.plumbing.console_logging import CHATTY_LOGGERS, configure_logging  # 
 
 log = logging.getLogger("judge_eval")
 
+#: run's and bench's --help epilog: the key rule (judge.plumbing.api_keys) and the exit codes.
+CLIENT_EPILOG = """\
+API keys: the first set of the variables --api-key-env names: by default $JUDGE_SERVE_API_KEY (the key judge-serve
+is started with), else $OPENAI_API_KEY, else no key; one variable named alone must be set; --api-key-env '' sends no
+key. bench's candidate and judge follow the same rule.
+
+First contact: GET /v1/models is retried (connection errors, 5xx, Retry-After honoured) for --connect-timeout-s
+seconds; the server's caps (max_model_len; judge-serve's judge_max_tokens, max_proxy_tokens) fit --max-tokens, with a
+printed note.
+
+"""
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``judge-eval`` parser with its subcommands (``mera`` is dispatched before parsing)."""
-    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 
     parser = ExactArgumentParser(prog="judge-eval", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -45,7 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     run_p = sub.add_parser("run", help="Judge records; writes predictions.jsonl (resumable) and run.json.",
                            description="Judge every record of --data and append one prediction per item to "
-                                       "OUT/predictions.jsonl; rerunning resumes.")
+                                       "OUT/predictions.jsonl; rerunning resumes.", epilog=CLIENT_EPILOG,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     run_p.add_argument("--config", default=None, help="YAML with RunConfig keys (configs/eval/*.yaml).")
     from eval.config import RunConfig
     from judge.plumbing.config_files import add_config_flags
@@ -82,6 +98,20 @@ def build_parser() -> argparse.ArgumentParser:
     score_p.add_argument("--html-text-items", type=int, default=None,
                          help="Items whose full texts report.html embeds, largest disagreements first (default: "
                               "5000; -1: all).")
+    # The validity section's alternative annotator test (eval/validity/alt_test.py; defaults are its authors').
+    score_p.add_argument("--alt-test-epsilon", type=float, default=0.2,
+                         help="Alt-test cost-benefit margin ε (the authors: 0.2 expert, 0.15 skilled, 0.1 crowd).")
+    score_p.add_argument("--alt-test-q", type=float, default=0.05,
+                         help="Alt-test false discovery rate of the Benjamini-Yekutieli correction.")
+    score_p.add_argument("--alt-test-failures", choices=("loss", "drop"), default="loss",
+                         help="An item the judge failed to score: a loss for the judge (default) or left out (the "
+                              "reference implementation's rule).")
+    score_p.add_argument("--alt-test-scoring", choices=("neg_rmse", "accuracy"), default="neg_rmse",
+                         help="Alignment with the other experts: minus the RMSE (numeric rubrics) or accuracy.")
+    score_p.add_argument("--alt-test-min-items", type=int, default=30,
+                         help="An expert is tested only with at least this many items (others are listed untested).")
+    score_p.add_argument("--alt-test-min-experts", type=int, default=2,
+                         help="An item takes part only with at least this many named experts.")
 
     cmp_p = sub.add_parser("compare", help="Scored runs side by side with paired-bootstrap significance.",
                            description="Compare scored runs (folders written by `score`) with the first one.")
@@ -98,7 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
                                          "answers every instruction of --data, the judge scores each answer on each "
                                          "of its criteria, and OUT/matrix.csv is POLLUX's metrics.csv, with "
                                          "bootstrap intervals and failure counts in OUT/report.html; rerunning "
-                                         "resumes (see eval/bench.py).")
+                                         "resumes (see eval/bench.py).", epilog=CLIENT_EPILOG,
+                             formatter_class=argparse.RawDescriptionHelpFormatter)
     bench_p.add_argument("--config", default=None, help="YAML with BenchConfig keys.")
     from eval.bench import BenchConfig
 
@@ -124,7 +155,27 @@ def build_parser() -> argparse.ArgumentParser:
     exp_p.add_argument("--split", default=None, help="Split of a multi-split source (default: the only one, or test).")
 
     sub.add_parser("mera", help="MERA tasks (ruHumanEval, ruTiE): `judge-eval mera --help`.", add_help=False)
+    for name, codes in EXIT_CODES.items():  # each subcommand's --help ends with the exit codes it uses
+        sub.choices[name].epilog = ((sub.choices[name].epilog or "") + "exit codes: "
+                                    + "; ".join(f"{code} {meaning}" for code, meaning in codes.items()))
     return parser
+
+
+#: The exit codes of each subcommand, as its ``--help`` lists them (``mera`` lists its own).
+_USAGE_ERROR = "a usage, configuration or input error, named on stderr (a missing or empty file, an unknown key)"
+_UNUSABLE = ("the server cannot be used (unreachable, no or wrong key, wrong URL or path, still unavailable after "
+             "--connect-timeout-s, or its first requests were all refused alike): nothing more was sent")
+EXIT_CODES: dict[str, dict[int, str]] = {
+    "run": {0: "every item judged", 2: _USAGE_ERROR,
+            3: "some requests failed (each a row of predictions.jsonl with its reason; rerunning retries them)",
+            4: _UNUSABLE},
+    "score": {0: "scored", 2: _USAGE_ERROR + "; or no predictions to score"},
+    "compare": {0: "compared", 2: _USAGE_ERROR + "; or a run folder that is not there or not scored"},
+    "bench": {0: "every answer and verdict written", 2: _USAGE_ERROR,
+              3: "some answers or verdicts failed (counted in the summary; rerunning retries them)", 4: _UNUSABLE},
+    "convert": {0: "written", 2: _USAGE_ERROR + "; or a source with no records"},
+    "experts": {0: "written", 2: _USAGE_ERROR + "; or a source with no records"},
+}
 
 
 def resolve_run_config(args: argparse.Namespace):
@@ -139,6 +190,9 @@ def _run(args: argparse.Namespace) -> int:
     from eval.run import run
 
     config = resolve_run_config(args)
+    if config.data == SAMPLE_DATA:  # the bundled sample, as judge-train's `data: sample` (and as no --data)
+        config = dataclasses.replace(config, data="")
+    refuse_empty_data(config.data)
     from judge.plumbing.provenance import redact
 
     log.info("run config: %s", json.dumps(redact(dataclasses.asdict(config)), ensure_ascii=False))
@@ -150,18 +204,29 @@ def _run(args: argparse.Namespace) -> int:
 def _score(args: argparse.Namespace) -> int:
     from eval.pairwise_metrics import is_pairwise_run, pairwise_markdown, score_pairwise
 
+    refuse_missing_predictions(args.predictions)
+    args.data = sample_or(args.data)
+
     if is_pairwise_run(args.predictions):  # a pairwise run (eval.pairwise): its own metrics and report
         print(pairwise_markdown(score_pairwise(args.predictions, args.data, args.out, n_boot=args.n_boot,
                                                seed=args.seed, name=args.name)))
         return 0
     from eval.report import SPLIT_TITLES, fmt, fmt_ci
     from eval.scoring import score
+    from eval.validity.alt_test import AltTestSettings
 
+    try:
+        alt_test = AltTestSettings(epsilon=args.alt_test_epsilon, q=args.alt_test_q, failures=args.alt_test_failures,
+                                   scoring=args.alt_test_scoring, min_items_per_expert=args.alt_test_min_items,
+                                   min_experts_per_item=args.alt_test_min_experts)
+    except ValueError as error:
+        raise SystemExit(f"judge-eval score: {error}") from None
     result = score(args.predictions, args.data, args.out, target=args.target, n_boot=args.n_boot, seed=args.seed,
                    vc_repeats=args.vc_repeats, png=args.png, clip_regression=args.clip_regression,
                    spearman_target=args.spearman_target,
                    wandb_project=args.wandb_project, name=args.name,
-                   html_text_items=args.html_text_items, allow_repeated_ids=args.allow_repeated_ids)
+                   html_text_items=args.html_text_items, allow_repeated_ids=args.allow_repeated_ids,
+                   alt_test=alt_test)
     for split, block in result["splits"].items():
         c = block["overall"]
         print(f"{SPLIT_TITLES[split]:>22}: n {c['n']}, n_failed {c['n_failed']}, no unique mode "
@@ -178,7 +243,9 @@ def _score(args: argparse.Namespace) -> int:
 def _convert(args: argparse.Namespace) -> int:
     import judge
 
-    records, report = judge.load_records_report(args.data, split=args.split)
+    records, report = judge.load_records_report(sample_or(args.data), split=args.split)
+    if not records:
+        raise ValueError(f"--data {args.data}: no records ({report.summary()}); nothing to convert")
     path = judge.write_jsonl(records, args.out)
     print(f"{report.summary()} -> {path}")
     return 0
@@ -188,7 +255,9 @@ def _experts(args: argparse.Namespace) -> int:
     import judge
     from eval.experts import expert_tables, summary_line, write_expert_tables
 
-    records = judge.load_records(args.data, split=args.split)
+    records = judge.load_records(sample_or(args.data), split=args.split)
+    if not records:
+        raise ValueError(f"--data {args.data}: no records; the experts' tables need labelled rows")
     result = expert_tables(records)
     paths = write_expert_tables(result, args.out)
     print(summary_line(result))
@@ -212,6 +281,10 @@ def _compare(args: argparse.Namespace) -> int:
 
     from eval.bench_compare import is_bench_run
 
+    missing = [run for run in args.runs if not Path(run).exists()]
+    if missing:
+        raise ValueError(f"{', '.join(missing)}: not found; compare takes run folders written by `judge-eval score` "
+                         "(or by `judge-eval bench`)")
     if any(map(is_bench_run, args.runs)):
         return _compare_bench(args)
     from eval.compare import compare, render_markdown
@@ -219,15 +292,20 @@ def _compare(args: argparse.Namespace) -> int:
 
     result = compare(args.runs, n_boot=args.n_boot, seed=args.seed, alpha=args.alpha)
     markdown = render_markdown(result)
-    print(markdown)
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "compare.json").write_text(dumps(result) + "\n", encoding="utf-8")
-        (out / "compare.md").write_text(markdown + "\n", encoding="utf-8")
-        from eval.html_report import write_compare_page
+    if not args.out:
+        print(markdown)
+        return 0
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "compare.json").write_text(dumps(result) + "\n", encoding="utf-8")
+    (out / "compare.md").write_text(markdown + "\n", encoding="utf-8")
+    from eval.compare import headline
+    from eval.html_report import write_compare_page
 
-        print(f"compare.html: {write_compare_page(result, out)}")
+    page = write_compare_page(result, out)
+    # The whole table (hundreds of lines) is in the files; the console gets the headline and where they are.
+    print("\n".join([f"Judge comparison (baseline: {result['baseline']})", *(f"- {line}" for line in headline(result)),
+                     f"tables: {out / 'compare.md'}, {out / 'compare.json'}", f"compare.html: {page}"]))
     return 0
 
 
@@ -242,28 +320,103 @@ def _compare_bench(args: argparse.Namespace) -> int:
     result = compare_bench(*args.runs, n_boot=args.n_boot, seed=args.seed, alpha=args.alpha,
                            allow_other_judge=args.allow_other_judge)
     markdown = render_bench_markdown(result)
-    print(markdown)
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "compare.json").write_text(json.dumps(result, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-        (out / "compare.md").write_text(markdown + "\n", encoding="utf-8")
-        (out / "compare.html").write_text(render_bench_compare_page(result), encoding="utf-8")
-        print(f"compare.html: {out / 'compare.html'}")
+    if not args.out:
+        print(markdown)
+        return 0
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "compare.json").write_text(json.dumps(result, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    (out / "compare.md").write_text(markdown + "\n", encoding="utf-8")
+    (out / "compare.html").write_text(render_bench_compare_page(result), encoding="utf-8")
+    # The matrix of deltas is in the files; the console gets its title and summary lines and where they are.
+    calls = sum(cell["verdict"].startswith("B ") for row in result["cells"].values() for cell in row.values())
+    print("\n".join([*markdown.splitlines()[:3], f"{calls} cells with a significant difference",
+                     f"tables: {out / 'compare.md'}, {out / 'compare.json'}", f"compare.html: {out / 'compare.html'}"]))
     return 0
 
 
+#: ``--data sample``: the bundled sample data, in every command that reads records (as in judge-train).
+SAMPLE_DATA = "sample"
+
+
+def sample_or(data: str | None) -> str | None:
+    """``data``, with ``"sample"`` read as the bundled sample's path."""
+    if data == SAMPLE_DATA:
+        import judge
+
+        return str(judge.sample_data_path())
+    return data
+
+
+def refuse_empty_data(data: str) -> None:
+    """Refuse, before any request is sent or any folder made, a ``--data`` file that is not there (a name with a
+    data file's suffix; other names may be datasets) or holds no records (empty, or blank lines only).
+
+    Raises:
+        ValueError: naming the file.
+    """
+    from pathlib import Path
+
+    if not data:
+        return
+    path = Path(data)
+    if not path.exists() and path.suffix in (".jsonl", ".json", ".parquet"):
+        raise ValueError(f"--data {data}: no such file")
+    if path.is_file() and path.suffix in (".jsonl", ".json", "") and not _has_content(path):
+        raise ValueError(f"--data {data}: the file is empty (no records to judge)")
+
+
+def refuse_missing_predictions(predictions: str) -> None:
+    """Refuse a ``--predictions`` that is not there, or holds no prediction, before anything is read or written.
+
+    Raises:
+        ValueError: naming the path and what to do.
+    """
+    from pathlib import Path
+
+    from eval.pairwise import PAIRWISE_PREDICTIONS
+
+    path = Path(predictions)
+    if not path.exists():
+        raise ValueError(f"--predictions {predictions}: not found; give a run folder written by `judge-eval run` "
+                         "(or its predictions.jsonl)")
+    # A pairwise run writes its judgments under another name (eval.pairwise); either file is a run's predictions.
+    names = ("predictions.jsonl", PAIRWISE_PREDICTIONS)
+    file = next((path / n for n in names if (path / n).is_file()), path / names[0]) if path.is_dir() else path
+    if not file.is_file():
+        raise ValueError(f"--predictions {predictions}: no predictions.jsonl (or {PAIRWISE_PREDICTIONS}) in the "
+                         "folder; give a run folder written by `judge-eval run`")
+    if not _has_content(file):
+        raise ValueError(f"{file}: no predictions (the file is empty); run `judge-eval run --out "
+                         f"{file.parent}` first, or rerun it if it stopped")
+
+
+def _has_content(path) -> bool:
+    """Whether a text file has a character other than white space (read until the first one)."""
+    with open(path, "rb") as handle:
+        for line in handle:
+            if line.strip():
+                return True
+    return False
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``judge-eval``; returns the exit code (0 ok, 2 usage or configuration error, 3 some requests failed)."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+    """``judge-eval``; returns the exit code (0 ok, 2 usage or configuration error, 3 some requests failed, 4 the
+    server cannot be used: ``CLIENT_EPILOG``)."""
+    from judge.plumbing.console_logging import split_log_level
+
+    # --log-level before or after the subcommand (judge.plumbing.console_logging.split_log_level)
+    level, argv = split_log_level(sys.argv[1:] if argv is None else argv, default="")
     # `mera` owns its own parser: everything after the word goes to it untouched (its --help included).
     if argv[:1] == ["mera"]:
         from eval.mera.cli import main as mera_main
 
-        return mera_main(argv[1:])
+        return mera_main(argv[1:] + (["--log-level", level] if level else []))
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.log_level = level or "info"
     from judge.plumbing.config_files import ConfigError
+    from judge.plumbing.retry import EXIT_UNUSABLE, EndpointUnusable
     from judge.plumbing.run_folder import ResumeMismatch, RunFolderBusy
 
     try:
@@ -275,6 +428,9 @@ def main(argv: list[str] | None = None) -> int:
                 "experts": _experts}
     try:
         return handlers[args.command](args)
+    except EndpointUnusable as err:
+        print(f"judge-eval {args.command}: error: {err}", file=sys.stderr)
+        return EXIT_UNUSABLE
     except (ConfigError, FileNotFoundError, ValueError, ResumeMismatch, RunFolderBusy) as err:
         print(f"judge-eval {args.command}: error: {err}", file=sys.stderr)
         return 2

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from judge.plumbing.api_keys import CLIENT_KEY_ENV
 from judge.plumbing.config_files import ConfigError, read_config_file
 from judge.plumbing.config_files import option as _f
 from judge.verdicts import VerdictFormat
@@ -40,8 +41,10 @@ class RunConfig:
     backend: str = _f("auto", "auto: judge-serve when the URL has /v1/judge, else chat; chat: one chat completion "
                               "per item; judge-serve: /v1/judge with all criteria of an answer per request.")
     base_url_env: str = _f("", "Environment variable holding the base URL when judge is empty (API judges).")
-    api_key_env: str = _f("OPENAI_API_KEY", "Environment variable holding the API key (judge.plumbing.api_keys; "
-                                            "the default may be unset: no key; empty: never send one).")
+    api_key_env: str = _f(CLIENT_KEY_ENV, "Environment variables holding the API key, the first one set: by "
+                                          "default $JUDGE_SERVE_API_KEY (judge-serve's own key), else $OPENAI_API_KEY, "
+                                          "else no key; one variable named alone must be set; '' sends no key "
+                                          "(judge.plumbing.api_keys.KEY_RULE).")
     api_key: str = _f("", "The API key itself; works, with a warning: a command line is visible to every user of the "
                           "node. Prefer the variable api_key_env names. Never written to run.json.")
     concurrency: int = _f(8, "Requests in flight at once.")
@@ -50,6 +53,9 @@ class RunConfig:
     backoff_s: float = _f(1.0, "First retry delay in seconds; doubles per retry (with jitter), capped at 60 s; never "
                                   "shorter than the server's Retry-After (judge.plumbing.retry).")
     timeout_s: float = _f(600.0, "Seconds one request may take.")
+    connect_timeout_s: float = _f(120.0, "Seconds the first contact (GET /v1/models) keeps retrying a server that is "
+                                         "unreachable or still loading (5xx, Retry-After honoured) before the run "
+                                         "stops with exit code 4.")
     max_tokens: int = _f(1024, "Tokens the judge may generate per verdict.")
     temperature: float = _f(0.0, "Sampling temperature (0: greedy).")
     lenient: bool = _f(False, "Accept a verdict whose [END] was cut off (judge.parse_verdict lenient=True).")
@@ -69,7 +75,7 @@ class RunConfig:
     progress: bool = _f(True, "Show a progress bar.")
     overwrite: bool = _f(False, "Discard the predictions already in out (and criteria auto's items) instead of "
                                 "resuming; without it, a resume with other settings (run_key) is refused.")
-    # ---- criteria: auto (issue #13) -------------------------------------------------------------------------------
+    # ---- criteria: auto --------------------------------------------------------------------------------------------
     criteria: str = _f("", "auto: rows without criteria_name are (instruction, answer) pairs, expanded into one item "
                            "per criterion of the task a classifier chooses (judge.criteria_auto); empty: every row "
                            "names its criterion.")

@@ -4,23 +4,23 @@
 
 No judge is involved: these are the experts' ranking of the evaluated LLMs and their agreement, the ground truth a
 judge-based run approximates. A user who reproduces them knows that loading, the ``-1`` abstentions, the split and
-the pooling are right before comparing any judge. The paper's tables (``seeds/003_04de0265a3137b49.txt``):
+the pooling are right before comparing any judge. The paper's tables (arXiv 2505.24616v3):
 
-- **Table 10, Experts column** (line 690, rows at 680-688): the mean expert score by evaluated model on the
+- **Table 10, Experts column** (Appendix D.2.1): the mean expert score by evaluated model on the
   Zero-Shot test (here on each split: ``zero_shot``, ``standard`` and ``all``);
-- **Table 1** (line 139): the mean expert score by task type and evaluated model on the Full test (Zero-Shot +
+- **Table 1** (Section 2.3): the mean expert score by task type and evaluated model on the Full test (Zero-Shot +
   Standard);
-- **Table 9** (line 623): the same by criterion;
-- **Tables 14, 15, 16, Experts column** (lines 876, 917, 981): the experts' Verdict Confidence on the Full test by
+- **Table 9** (Appendix D.1): the same by criterion;
+- **Tables 14, 15, 16, Experts column** (Appendix D.2.2): the experts' Verdict Confidence on the Full test by
   evaluated model, task type and criterion.
 
 How they aggregate, as far as the paper says:
 
-- an item's expert score is "an unweighted average of the corresponding point estimates" (line 179), over the
-  experts who did not abstain: a ``-1`` in ``annotations`` is an abstention, not a score (RELEASE.md); an item all
+- an item's expert score is "an unweighted average of the corresponding point estimates" (Section 2.3), over the
+  experts who did not abstain: a ``-1`` in ``annotations`` is an abstention, not a score (the dataset card); an item all
   of whose experts abstained has no score and is left out (``n_no_experts``);
-- an item's Verdict Confidence is the largest share of one score among its experts (line 825), only where two or
-  more experts scored it (Table 15's note, line 917: no VC for the single-annotator Technical Problems);
+- an item's Verdict Confidence is the largest share of one score among its experts (Appendix D.2.2), only where two or
+  more experts scored it (Table 15's note: no VC for the single-annotator Technical Problems);
 - a cell is the mean over its items (the paper does not say; the only reading its figures allow, see next);
 - the "Avg." row is the mean over **all items** of the column, not the mean of the rows: Table 10's seven model
   rows average to (1.569 + 1.404 + 1.398 + 1.295 + 1.300 + 1.333 + 1.541) / 7 = 1.406, but its Avg. is 1.401;
@@ -54,14 +54,14 @@ _SPLIT_TITLES = {"zero_shot": "Zero-Shot test", "standard": "Standard test", "un
                  "all": "Full test (Zero-Shot + Standard)"}
 #: (table key, what is averaged, rows grouped by, the paper's table) for every table written.
 _TABLES = (
-    ("mean_by_model", "mean", "model_id", "Table 10, Experts column (paper line 690; Zero-Shot)"),
-    ("mean_by_task_type", "mean", "task_type", "Table 1 (paper line 139; Full test)"),
-    ("mean_by_criterion", "mean", "criterion", "Table 9 (paper line 623; Full test)"),
-    ("vc_by_model", "vc", "model_id", "Table 14, Experts column (paper line 876; Full test)"),
-    ("vc_by_task_type", "vc", "task_type", "Table 15, Experts column (paper line 917; Full test)"),
-    ("vc_by_criterion", "vc", "criterion", "Table 16, Experts column (paper line 981; Full test)"),
+    ("mean_by_model", "mean", "model_id", "Table 10, Experts column (Zero-Shot)"),
+    ("mean_by_task_type", "mean", "task_type", "Table 1 (Full test)"),
+    ("mean_by_criterion", "mean", "criterion", "Table 9 (Full test)"),
+    ("vc_by_model", "vc", "model_id", "Table 14, Experts column (Full test)"),
+    ("vc_by_task_type", "vc", "task_type", "Table 15, Experts column (Full test)"),
+    ("vc_by_criterion", "vc", "criterion", "Table 16, Experts column (Full test)"),
 )
-#: The paper's figures that need only the labels, to compare with (Table 10 lines 680-688, Table 14 line 874).
+#: The paper's figures that need only the labels, to compare with (Table 10's Experts column, Table 14's Avg.).
 PAPER = {
     "table_10_experts_zero_shot": {"Claude 3.5 Sonnet (2024-10-22)": 1.569, "GPT-4o (2024-08-06)": 1.404,
                                    "GigaChat-Max (1.0.26.20)": 1.398, "Llama-3.1-405B": 1.295, "T-pro-it-1.0": 1.300,
@@ -168,7 +168,7 @@ def expert_tables(records) -> dict[str, Any]:
         "n_no_experts": int((n_experts == 0).sum()),
         "n_single_expert": int((n_experts == 1).sum()),
         "n_abstentions": sum(sum(a.score is None for a in r.annotations) for r in records),
-        # A check on loading: the release's criteria_score should be the mean computed here (paper line 179).
+        # A check on loading: the release's criteria_score should be the mean computed here (paper, Section 2.3).
         "n_criteria_score_differs": int(differs.sum()),
     }
     return {"counts": counts, "english_names": dict(sorted({c: e for c, e in zip(criteria, english) if e}.items())),
@@ -239,7 +239,7 @@ def _blocks(result: dict[str, Any]) -> list[tuple]:
               f"{c['n_abstentions']} abstentions (-1) left out; {c['n_no_experts']} items without a non-abstaining "
               f"expert left out; {c['n_single_expert']} items with a single expert have no Verdict Confidence; "
               f"{c['n_criteria_score_differs']} items whose released criteria_score is not the mean of their "
-              "experts. An item's score is the mean of its experts' point estimates (paper line 179), a cell the "
+              "experts. An item's score is the mean of its experts' point estimates (paper, Section 2.3), a cell the "
               "mean over its items, Avg. the mean over all items of the column (not of the rows). Cells: value "
               "(items)."),
         ("h3", "Mean expert score by evaluated model (Table 10's Experts column is the Zero-Shot one)"),

@@ -18,6 +18,13 @@ head's raw value; the latency is that of the request that produced the row, shar
 a line cut by a kill is dropped, items whose *request* failed are retried, and the file ends with exactly one row
 per item. A verdict that does not parse is a final answer (``parse_ok: false`` with the parser's error); it is never a score.
 
+Before any item is sent, the server's model list is asked (``eval.backends.first_contact``: retried while the server
+is unreachable or loading, up to ``connect_timeout_s``; a wrong key, URL or path is one sentence, ``EndpointUnusable``,
+exit code 4), ``max_tokens`` is fitted to what it advertises (``eval.backends.fit_max_tokens``, with a printed note),
+and a run whose first requests are all refused alike stops with the server's words (``eval.backends.FirstRefusals``)
+instead of writing a failed row per item. Keys: ``judge.plumbing.api_keys.KEY_RULE``. Paths in ``run.json`` are
+absolute (``resolved_paths``), so ``judge-eval score`` finds the data from any directory.
+
 The judge's verdict format (``judge.VerdictFormat``: ``tagged`` or ``integer``, ``Pollux-4B-Judge``) follows from the
 checkpoint or the model id unless ``verdict_format`` is set. Data whose rows carry ``answer_1``/``answer_2`` is judged
 pairwise (``eval.pairwise``: every pair in both orders by default, into ``pairwise_predictions.jsonl``).
@@ -37,21 +44,25 @@ from pathlib import Path
 from typing import Any
 
 from eval.config import RunConfig
-from eval.backends import (ChatBackend, JudgeBackend, JudgeServeBackend, Refused, base_of, detect_backend, first_model,
-                           root_of, short)
+from eval.backends import (ChatBackend, FirstRefusals, JudgeBackend, JudgeServeBackend, Refused, base_of,
+                           detect_backend, first_contact, fit_max_tokens, root_of, short)
 from eval.local_server import local_server
 from eval.pairwise import ORDERS, PAIRWISE_PREDICTIONS, is_pairwise_data, judge_pairs, load_pairs, pending_judgments
 from eval.predictions import REQUEST_FAILED, PredictionRow, iter_predictions, resume_predictions
-from judge.plumbing.api_keys import resolve_api_key
+from judge.plumbing.api_keys import client_api_key
 from judge.checkpoints import is_hub_id
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.journal import JournalWriter
 from judge.plumbing.provenance import write_provenance
-from judge.plumbing.retry import RetryPolicy
+from judge.plumbing.retry import EndpointUnusable, RetryPolicy
 from judge.plumbing.run_folder import claim_run_folder, hold_run_folder
 from judge.verdicts import VerdictFormat, verdict_format_of_model
+from judge.wire import ModelLimits
 
-__all__ = ["RunConfig", "ConfigError", "run"]
+__all__ = ["RunConfig", "ConfigError", "EndpointUnusable", "run", "resolved_paths", "N_FIRST_REFUSALS"]
+
+#: How many alike refusals of a run's first requests stop it (``eval.backends.FirstRefusals``).
+N_FIRST_REFUSALS = 3
 
 log = logging.getLogger("judge_eval.run")
 
@@ -71,6 +82,7 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
     bar = tqdm(total=len(records), desc=f"judging ({backend.name})", unit="item", disable=not config.progress)
     journal = JournalWriter(path)
     policy = retry_policy(config)
+    first = FirstRefusals(min(N_FIRST_REFUSALS, len(batches)))
 
     def write(batch: Sequence, outcomes: list[dict[str, Any]], latency: float) -> None:
         rows = [PredictionRow(id=record.id, judge=backend.name, **outcome, latency_s=round(latency, 4))
@@ -85,20 +97,23 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
         bar.update(len(batch))
 
     async def worker() -> None:
-        while True:
+        while first.stopped is None:
             try:
                 batch = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
             start = time.perf_counter()
-            outcomes = await _with_retries(backend, batch, policy)
-            write(batch, outcomes, time.perf_counter() - start)
+            outcomes, refusal = await _judged(backend, batch, policy)
+            for held in first.offer(refusal, (batch, outcomes, time.perf_counter() - start)):
+                write(*held)
 
     try:
         await asyncio.gather(*(worker() for _ in range(min(config.concurrency, max(len(batches), 1)))))
     finally:
         bar.close()
         await backend.aclose()
+    if first.stopped is not None:
+        raise EndpointUnusable(first.message(f"the judge ({backend.name})", len(batches) - queue.qsize(), len(batches)))
     return counts
 
 
@@ -107,18 +122,31 @@ def retry_policy(config: RunConfig) -> RetryPolicy:
     return RetryPolicy(max_retries=config.max_retries, backoff_s=config.backoff_s, max_backoff_s=60.0)
 
 
+def first_contact_policy(config: Any) -> RetryPolicy:
+    """The first contact's policy: the run's backoff, waits of at most 10 s, bounded by ``connect_timeout_s``."""
+    return RetryPolicy(max_retries=10**6, backoff_s=config.backoff_s, max_backoff_s=10.0,
+                       max_wait_s=config.connect_timeout_s)
+
+
 async def _with_retries(backend: JudgeBackend, batch: Sequence, policy: RetryPolicy) -> list[dict[str, Any]]:
     """The backend's outcomes, retrying transient failures by ``policy`` (``Retry-After`` honoured); a batch that
     still fails (or is refused) gets ``request_failed`` rows, retried by the next run."""
+    return (await _judged(backend, batch, policy))[0]
+
+
+async def _judged(backend: JudgeBackend, batch: Sequence,
+                  policy: RetryPolicy) -> tuple[list[dict[str, Any]], Refused | None]:
+    """``_with_retries``'s outcomes and the server's refusal, if any (``FirstRefusals`` reads it)."""
+    refusal = None
     try:
-        return await policy.acall(lambda: backend.judge(batch))
+        return await policy.acall(lambda: backend.judge(batch)), None
     except Refused as err:
-        reason = str(err)
+        reason, refusal = str(err), err
     except Exception as err:  # noqa: BLE001 - transient ones were retried; every failure becomes a counted row
         reason = f"{type(err).__name__}: {short(str(err))}"
     failed = {"raw_output": None, "feedback": "", "score": None, "parse_ok": False, "error": REQUEST_FAILED,
               "reason": reason, "score_source": None}
-    return [dict(failed) for _ in batch]
+    return [dict(failed) for _ in batch], refusal
 
 
 def _select(records: list, config: RunConfig) -> list:
@@ -180,14 +208,15 @@ def run(config: RunConfig) -> dict[str, Any]:
         settings (``run_key``) and ``overwrite`` is off.
     """
     config.validate()
-    with hold_run_folder(config.out, "judge-eval run") as out:  # one writer per folder (issue #30.13)
+    with hold_run_folder(config.out, "judge-eval run") as out:  # one writer per folder
         return _run_holding(config, out)
 
 
 #: Settings that say how a run goes, not what it computes: a resume may change them. Every other setting is part
 #: of the run's key (``run_key``), so a new setting is guarded unless it is added here.
 RESUME_FREE = ("out", "concurrency", "max_retries", "backoff_s", "timeout_s", "progress", "batch_size", "api_key",
-               "api_key_env", "base_url_env", "server_env", "server_timeout_s", "overwrite")  # fmt: skip
+               "api_key_env", "base_url_env", "server_env", "server_timeout_s", "overwrite",
+               "connect_timeout_s")  # fmt: skip
 
 
 def run_key(config: RunConfig) -> dict[str, Any]:
@@ -202,12 +231,24 @@ def run_key(config: RunConfig) -> dict[str, Any]:
     return key
 
 
+def resolved_paths(config: RunConfig) -> dict[str, str]:
+    """The config's local paths made absolute (``data``, ``out``, a checkpoint ``judge``, the classifier's folder);
+    a dataset name, a hub id or a URL is left as given."""
+    out = {"out": str(Path(config.out).expanduser().resolve())} if config.out else {}
+    for name in ("data", "judge", "criteria_classifier_path"):
+        value = getattr(config, name)
+        if value and not value.startswith(("http://", "https://")) and Path(value).expanduser().exists():
+            out[name] = str(Path(value).expanduser().resolve())
+    return out
+
+
 def _run_holding(config: RunConfig, out: Path) -> dict[str, Any]:
     import judge
 
-    # The run resolves data, name and model into its own copy: the caller's config is left as it was given.
+    # The run resolves data, name and model into its own copy: the caller's config is left as it was given. Paths
+    # are made absolute, so run.json names files a later `score` (or a Slurm job) finds from any directory.
     config = dataclasses.replace(config, extra_body=dict(config.extra_body), server_args=list(config.server_args),
-                                 server_env=dict(config.server_env))
+                                 server_env=dict(config.server_env), **resolved_paths(config))
     claim_run_folder(out, run_key(config),
                      ["predictions.jsonl", PAIRWISE_PREDICTIONS, "auto_items.jsonl", "task_choices.jsonl"],
                      overwrite=config.overwrite)
@@ -230,7 +271,8 @@ def _run_holding(config: RunConfig, out: Path) -> dict[str, Any]:
         # All criteria of one answer consecutive: their prompts share a prefix the server computes once.
         todo = [todo[i] for i in judge.prefix_order([judge.prefix_key(r) for r in todo])]
 
-    api_key = resolve_api_key(config.api_key, config.api_key_env, command="judge-eval run")
+    key = client_api_key(config.api_key, config.api_key_env, command="judge-eval run")
+    api_key = key.key
     judge_ref = config.judge
     if not judge_ref:
         judge_ref = os.environ.get(config.base_url_env, "")
@@ -247,11 +289,19 @@ def _run_holding(config: RunConfig, out: Path) -> dict[str, Any]:
                 base_url, model = stack.enter_context(local_server(Path(judge_ref), config, out))
         else:
             raise ConfigError(f"judge: {judge_ref!r} is neither an http(s) URL, a checkpoint folder nor a hub id")
-        if todo and not model:
-            model = first_model(base_url, api_key)
+        limits = ModelLimits()
+        if todo:  # first contact: a loading server is waited for, a wrong key or URL said plainly (exit 4)
+            model, limits = first_contact(base_url, api_key, model, key_source=key.source, what="the judge",
+                                          policy=first_contact_policy(config))
         kind = config.backend
         if todo and kind == "auto":
             kind = detect_backend(base_url, api_key)
+        requested_max_tokens = config.max_tokens
+        if todo:
+            config.max_tokens, note = fit_max_tokens(config.max_tokens, limits,
+                                                     route="judge" if kind == "judge-serve" else "chat")
+            if note:
+                log.warning("note: the judge's %s", note)
         if pairwise:
             written_judges = pair_judges
         else:
@@ -267,7 +317,8 @@ def _run_holding(config: RunConfig, out: Path) -> dict[str, Any]:
             raise ConfigError(f"out: {predictions} holds predictions of {sorted(map(str, others))}, not of "
                               f"{config.name!r}; resume with the same --name or use another --out")
         write_provenance(out, "judge-eval run", dataclasses.asdict(config), backend=kind, model=model,
-                         n_items=len(records),
+                         n_items=len(records), server_limits={**dataclasses.asdict(limits),
+                                                              "max_tokens_requested": requested_max_tokens},
                          prompt_version=(judge.prompts.PAIRWISE_PROMPT_VERSION if pairwise else
                                          judge.PROMPT_VERSION_EN if config.prompt == "en" else judge.PROMPT_VERSION))
         counts = {"written": 0, "parse_failed": 0, "request_failed": 0}

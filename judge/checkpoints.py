@@ -9,8 +9,8 @@ lacks it and the hub is allowed is it downloaded. ``judge-serve --model`` and ``
 **Which kind.** ``judge_kind``: ``seq2seq`` (a ``*ForCausalLM`` folder: the released ``pollux-judge-7b/32b``, our
 seq2seq exports) or ``regression`` (our ``*ForSequenceClassification`` export, or a released ``-r`` checkpoint:
 architecture ``Qwen2WithRegressionHead``, custom code named in ``auto_map``, weights ``model.*``, ``lm_head.weight``,
-``regression_head.weight`` [1, hidden] and ``regression_head.bias`` [1]; ``../shared/pollux/RELEASE.md``, "The
-released judges"). ``is_released_regression`` tells the released layout apart; its custom code is never run.
+``regression_head.weight`` [1, hidden] and ``regression_head.bias`` [1], as ``ai-forever/pollux-judge-7b-r`` is
+published). ``is_released_regression`` tells the released layout apart; its custom code is never run.
 
 ``judge-train`` writes ``pollux_judge.json`` into every export; ``judge-serve`` reads it to know which judge the
 folder holds and where a regression judge's generating model lives. Both sides use these names, so they live
@@ -18,7 +18,8 @@ here, in the contract, rather than in either stage.
 
 Manifest keys: ``mode`` (``"seq2seq"`` or ``"regression"``), ``prompt_version`` (``judge.PROMPT_VERSION`` at
 training time), ``generator`` (the folder, relative to the export, of the causal LM that writes the rationale:
-``"."`` for seq2seq, ``GENERATOR_SUBDIR`` for regression) and ``score_head`` (the head's module name or null).
+``"."`` for seq2seq, ``GENERATOR_SUBDIR`` for regression), ``score_head`` (the head's module name or null) and, in a
+generating judge's export, ``verdict_format`` (``judge.VerdictFormat``; ``checkpoint_verdict_format`` reads it).
 """
 
 from __future__ import annotations
@@ -174,6 +175,9 @@ def read_config(folder: str | Path) -> dict[str, Any]:
     """
     path = Path(folder) / "config.json"
     if not path.is_file():
+        if (Path(folder) / "export" / "config.json").is_file():  # a judge-train run folder: its judge is in export/
+            raise ValueError(f"{folder}: a judge-train run folder, not a checkpoint; its judge is "
+                             f"{Path(folder) / 'export'} (pass that folder)")
         raise ValueError(f"{folder}: no config.json; a judge checkpoint is a folder written by save_pretrained")
     return read_json_object(path)
 

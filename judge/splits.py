@@ -1,7 +1,7 @@
 """Zero-Shot vs Standard: which items the POLLUX paper held out of training.
 
 The held-out task types and criteria are data, ``judge/data/zero_shot.yaml``, shipped with the package (the paper's
-list is ``seeds/003_04de0265a3137b49.txt:634-652``); another split file can be passed to ``load_split_spec``. A record is in the **Zero-Shot test** when its task type or its
+list is in arXiv 2505.24616v3, Appendix D.2); another split file can be passed to ``load_split_spec``. A record is in the **Zero-Shot test** when its task type or its
 criterion is held out; otherwise it is in the **Standard test**. A record whose task type the taxonomy cannot
 resolve belongs to neither as far as anyone can tell: ``split_of`` raises ``UnknownTaskTypeError`` naming the row,
 or, with ``allow_unknown=True``, returns ``"unknown"`` so that reports can show those items apart. Training-data
@@ -179,5 +179,5 @@ def check_no_leakage(records: Iterable, spec: SplitSpec | None = None, allow_zer
         shown = ", ".join(leaked[:5]) + (" ..." if len(leaked) > 5 else "")
         raise LeakageError(
             f"{len(leaked)} items belong to the Zero-Shot test (held-out task types or criteria): {shown}; "
-            "remove them or pass allow_zero_shot=True / --allow-zero-shot deliberately"
+            "remove them, or deliberately pass allow_zero_shot=True (judge-train: --zero-shot allow)"
         )

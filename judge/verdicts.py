@@ -11,9 +11,9 @@ judge's LM head writes (no score: the head scores). ``parse_verdict`` reads any 
 failure is a value (``Verdict.ok`` is False, ``error`` says why); it is never a score.
 
 A number outside the rubric's scale is the judge's answer, not a parse failure: the POLLUX paper scores such
-verdicts (Table 11, ``seeds/003_04de0265a3137b49.txt:703``: M-Prometheus-14B's MAE of 2.36-2.69 on mostly 0-2
-scales, and its 2.5-4.0 mean scores in Table 10, line 690, only arise from scoring out-of-range values; line 1005:
-it "frequently produc[es] values outside the defined evaluation range"). Such a verdict is ``ok`` with
+verdicts (arXiv 2505.24616v3, Table 11: M-Prometheus-14B's MAE of 2.36-2.69 on mostly 0-2 scales, and its
+2.5-4.0 mean scores in Table 10, only arise from scoring out-of-range values; Appendix D.2.3: it "frequently
+produc[es] values outside the defined evaluation range"). Such a verdict is ``ok`` with
 ``in_scale=False``; callers that must reject it (teacher annotation, training data) check ``in_scale`` and
 report ``VerdictError.OUT_OF_SCALE``.
 """
@@ -38,6 +38,8 @@ __all__ = [
     "render_rationale_target",
     "parse_rationale",
     "format_score",
+    "VerdictReader",
+    "parse_pollux_result",
 ]
 
 
@@ -305,3 +307,48 @@ def parse_judge_output(verdict_format: str, text: str | None, *, reasoning: str 
     if verdict_format == VerdictFormat.TAGGED:
         return parse_verdict(text, scale=scale, lenient=lenient)
     raise ValueError(f"verdict_format: {verdict_format!r} is not one of {', '.join(VerdictFormat.ALL)}")
+
+
+# ---------------------------------------------------------------------------------------------- POLLUX's reading
+
+
+class VerdictReader:
+    """How a tagged verdict's score is read by a scorer that reproduces someone else's numbers (``judge-eval bench
+    --verdict-reader``): stable strings used in configs and results."""
+
+    #: ``parse_verdict``: the last ``[RESULT]``, markdown around the tags tolerated (``**[RESULT]**``), the
+    #: rationale kept; what every stage of this toolkit reads.
+    TOOLKIT = "toolkit"
+    #: ``parse_pollux_result``: the first complete ``[RESULT] n [END]``, nothing else, as POLLUX's ``metrics.py``.
+    POLLUX = "pollux"
+    ALL = (TOOLKIT, POLLUX)
+
+
+# POLLUX's reading (public repository ai-forever/POLLUX, src/utils/score_utils.py ``RESULT_SCORE_PATTERN`` and
+# ``extract_score``, which src/metrics.py's ``parse_score`` calls): "[RESULT]", any whitespace, a number -- optional
+# sign, digits with an optional "." or "," fraction, or a bare fraction such as ".5" --, any whitespace, "[END]";
+# case-insensitive, the first such block in the text wins (re.search), and a "," decimal reads as ".".
+_POLLUX_NUMBER = r"[+-]?(?:\d+(?:[.,]\d+)?|[.,]\d+)"
+_POLLUX_RESULT = re.compile(rf"\[RESULT\]\s*({_POLLUX_NUMBER})\s*\[END\]", re.IGNORECASE)
+
+
+def parse_pollux_result(text: str | None, scale: Scale | None = None) -> Verdict:
+    """The score POLLUX's ``metrics.py`` reads from a judge output: the first complete ``[RESULT] n [END]``.
+
+    Unlike ``parse_verdict``, a markdown-wrapped tag (``**[RESULT]**``), a missing ``[END]`` or a score followed by
+    anything but whitespace before ``[END]`` gives no score, and an earlier block beats a later one. The feedback is
+    not read ("").
+
+    Args:
+        text: the judge's output.
+        scale: the rubric's scale, for ``in_scale`` (None: not checked).
+
+    Returns:
+        A ``Verdict``: ok with the score, or a failure ``no_result`` (``empty`` for no text).
+    """
+    if not text or not text.strip():
+        return Verdict.failure(VerdictError.EMPTY, "the output is empty")
+    found = _POLLUX_RESULT.search(text)
+    if found is None:
+        return Verdict.failure(VerdictError.NO_RESULT, "no complete '[RESULT] <number> [END]' (POLLUX's metrics.py)")
+    return _read("", float(found.group(1).replace(",", ".")), scale)

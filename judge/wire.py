@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Stri
 
 __all__ = ["ScoreSource", "LmVerdict", "JudgmentUsage", "JudgeResult", "JUDGE_RESULT_FIELDS", "checked_json_fields",
            "CustomCriterion", "JudgeItem", "JudgeRequest", "PairItem", "PairwiseRequest", "JudgeResponseItem",
-           "JudgeResponseUsage", "JudgeResponse", "PAIRWISE_CRITERION"]
+           "JudgeResponseUsage", "JudgeResponse", "PAIRWISE_CRITERION", "ModelLimits"]
 
 
 def checked_json_fields(cls: type, data: Mapping[str, Any], where: str, *, noun: str = "field") -> dict[str, Any]:
@@ -330,3 +330,39 @@ class JudgeResponse:
         values["items"] = [JudgeResponseItem.from_json(item, f"{where}.items[{k}]") for k, item in enumerate(items)]
         values["usage"] = JudgeResponseUsage(**checked_json_fields(JudgeResponseUsage, values["usage"], f"{where}.usage"))
         return cls(**values)
+
+
+@dataclass(frozen=True)
+class ModelLimits:
+    """What a server lets one request ask for, read from its ``GET /v1/models`` entry.
+
+    vLLM's entries carry ``max_model_len`` (prompt plus generated tokens); judge-serve adds ``judge_max_tokens`` (the
+    most tokens one ``/v1/judge`` verdict may ask for: its ``max_tokens`` setting) and ``max_proxy_tokens`` (the most
+    one proxied chat or completion request may ask for in all). judge-serve writes them with ``advertised()``;
+    judge-eval reads them with ``from_entry`` and fits its ``max_tokens`` to them before the work starts.
+
+    Attributes:
+        max_model_len: the context window, None when not advertised.
+        judge_max_tokens: ``/v1/judge``'s cap, None when not judge-serve.
+        max_proxy_tokens: the proxied generations' cap, None when not judge-serve.
+    """
+
+    max_model_len: int | None = None
+    judge_max_tokens: int | None = None
+    max_proxy_tokens: int | None = None
+
+    def advertised(self) -> dict[str, int]:
+        """judge-serve's fields of a model entry (``max_model_len`` stays the engine's own)."""
+        return {name: value for name, value in (("judge_max_tokens", self.judge_max_tokens),
+                                                ("max_proxy_tokens", self.max_proxy_tokens)) if value is not None}
+
+    @classmethod
+    def from_entry(cls, entry: Mapping[str, Any] | None) -> ModelLimits:
+        """The limits a model entry states; a missing or non-integer field is None (the server did not say)."""
+        entry = entry or {}
+
+        def number(name: str) -> int | None:
+            value = entry.get(name)
+            return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+        return cls(number("max_model_len"), number("judge_max_tokens"), number("max_proxy_tokens"))

@@ -64,18 +64,16 @@ MALFORMED_OUTPUTS = [
 # A number outside a 0..2 scale is not a failure: it is scored, flagged in_scale=False (POLLUX paper Table 11).
 OUT_OF_SCALE_OUTPUT = "[FEEDBACK] Ответ безупречен. [RESULT] 5 [END]"
 
-# judge-serve on a CPU: eager fp32 (bf16 eager crashes vLLM's CPU backend), 1 GiB of KV cache per engine.
-CPU_SERVE_FLAGS = ["--enforce-eager", "--dtype", "float32", "--max-model-len", "2048", "--cpu-kv-cache-gib", "1"]
-# A tiny seq2seq judge trained for a minute cannot keep the verdict format on unseen prompts (it degenerates into
-# repeated tokens, each output a counted parse failure). The demo serves it with the format forced by vLLM's
-# structured outputs, so that the evaluation tables have numbers in them; the score is still the model's choice.
-SEQ2SEQ_DEMO_FLAGS = ["--constrained-decoding", "--feedback-max-chars", "48"]
+# judge-serve on a CPU, with the verdict format forced for a judge trained for a minute: the settings live in the
+# tiny serve config (eager fp32, 1 GiB of KV cache, constrained decoding; its comments say why), as in
+# docs/quickstart.md.
+TINY_SERVE_CONFIG = "configs/serve/tiny-cpu.yaml"
 DEMO_API_KEY = "demo-key"
 SERVED_NAME = "pollux-judge-demo"
 
 
 def _parse_args(argv):
-    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 
     parser = ExactArgumentParser(prog="python scripts/demo.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="runs/demo", help="folder for models, runs and reports (default: runs/demo)")
@@ -195,8 +193,8 @@ def _has_no_unique_mode(scores) -> bool:
 def stage_train(out: Path, args, servers) -> int:
     for recipe in ("seq2seq", "regression"):
         # A second `make demo` trains again from scratch rather than refusing the folder of the first.
-        code = _run(["judge-train", "--config", f"configs/train/tiny/{recipe}.yaml", "--output_dir", str(out / "train" / recipe),
-                     "--overwrite_output_dir", "true"])
+        code = _run(["judge-train", "--config", f"configs/train/tiny/{recipe}.yaml", "--output-dir", str(out / "train" / recipe),
+                     "--overwrite-output-dir", "true"])
         if code:
             return code
         print(f"[train] {recipe} judge exported to {out / 'train' / recipe / 'export'}")
@@ -262,7 +260,7 @@ def stage_mera(out: Path, args, servers) -> int:
     return _run(["judge-eval", "mera", "ruhumaneval", "--endpoint", servers.url("seq2seq"), "--model", SERVED_NAME,
                  "--api-key-env", "JUDGE_DEMO_KEY", "--data", "humaneval-en", "--limit", "4", "--n", "4", "--k", "1",
                  "4", "--max-tokens", "64", "--out", str(out / "mera" / "ruhumaneval"), "--overwrite"],
-                env={"JUDGE_DEMO_KEY": DEMO_API_KEY})  # keys travel in the environment (README, Security)
+                env={"JUDGE_DEMO_KEY": DEMO_API_KEY})  # keys travel in the environment (docs/security.md)
 
 
 # ---------------------------------------------------------------------------------------------------- the stage table
@@ -327,8 +325,7 @@ class _Servers:
         log_dir = self.out / "serve" / recipe
         port = free_port()
         cmd = ["judge-serve", "--model", str(model), "--port", str(port), "--api-key-env", "JUDGE_DEMO_KEY",
-               "--served-model-name", SERVED_NAME, "--log-dir", str(log_dir), "--no-access-log", *CPU_SERVE_FLAGS,
-               *(SEQ2SEQ_DEMO_FLAGS if recipe == "seq2seq" else [])]
+               "--served-model-name", SERVED_NAME, "--log-dir", str(log_dir), "--no-access-log", "--config", TINY_SERVE_CONFIG]
         print("$ " + " ".join(cmd) + " &", flush=True)
         # judge-serve drains in-flight requests and stops its engines on SIGTERM; 120 s before SIGKILL.
         server = start_process([_script(cmd[0]), *cmd[1:]], log_path=log_dir / "judge-serve.log", grace_s=120,

@@ -33,14 +33,24 @@ from serve.layout import LayoutError, resolve_layout
 __all__ = ["main", "build_parser", "resolve_config", "configure_logging", "CHATTY_LOGGERS"]
 
 
+#: judge-serve's exit codes, as ``--help`` lists them.
+EXIT_CODES = (
+    "exit codes: 0 a clean shutdown (SIGTERM/SIGINT); 1 an engine failed to start, or kept dying past "
+    "engine_max_restarts, or an attached engine runs another vLLM release line; 2 a bad configuration or checkpoint "
+    "(named), an installed vLLM outside the supported line, or a port already in use (found before any engine "
+    "starts)."
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser: ``--config``, ``--print-config`` and one flag per ``ServeConfig`` field."""
-    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 
     parser = ExactArgumentParser(
         prog="judge-serve",
         description=(__doc__ or "").split("\n\n")[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        epilog=EXIT_CODES,
     )
     parser.add_argument("--config", help="YAML file of settings (keys are the flag names with underscores).")
     parser.add_argument("--print-config", action="store_true", help="Print the resolved settings as JSON and exit.")
@@ -57,15 +67,59 @@ def resolve_config(argv: Sequence[str] | None = None) -> tuple[ServeConfig, argp
     """
     args = build_parser().parse_args(argv)
     config = resolve_settings(ServeConfig, args.config, given_flags(args, ServeConfig))
+    if not config.served_model_name:
+        config.served_model_name = default_served_name(config.model)
     config.api_key = resolve_api_key(config.api_key, config.api_key_env, command="judge-serve",
                                      default_env="JUDGE_SERVE_API_KEY")
     return config.validate(), args
 
 
+def default_served_name(model: str) -> str:
+    """The name a judge is served under when no ``--served-model-name`` is given: a judge-train export
+    (``runs/NAME/export``, beside its run's ``run.json``) is served as its run, ``NAME``, so that predictions and
+    reports name the judge rather than the folder every export shares; anything else keeps the folder's name
+    (``ServeConfig.model_name``). Returns "" for the latter."""
+    from pathlib import Path
+
+    path = Path(model)
+    if path.name == "export" and path.parent.name and (path.parent / "run.json").is_file():
+        return path.parent.resolve().name
+    return ""
+
+
+class PortInUse(Exception):
+    """The address judge-serve is to listen on is taken (or not this machine's)."""
+
+
+def bind_listening_socket(host: str, port: int):
+    """Bind judge-serve's public address now, before any engine starts, and hand the socket to uvicorn: a port in
+    use is then an error within a second, not after the engines have loaded (uvicorn binds only after its
+    startup, which starts them), and no other process can take the port in between.
+
+    Raises:
+        PortInUse: naming the address and what to do.
+    """
+    import errno
+    import socket
+
+    # The family and options uvicorn's own Config.bind_socket uses, so --host means what it meant before.
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a port in TIME_WAIT is free
+    try:
+        sock.bind((host, port))
+    except OSError as err:
+        sock.close()
+        if err.errno == errno.EADDRINUSE:
+            raise PortInUse(f"port {port} on {host} is already in use (another judge-serve?); stop it or choose "
+                            "another with --port") from None
+        raise PortInUse(f"cannot listen on {host}:{port}: {err.strerror}; check --host and --port") from None
+    return sock
+
+
 def raise_descriptor_limit(log: logging.Logger) -> None:
     """Raise the soft descriptor limit to the hard one (as vLLM does for its own server): every client connection
     and every pooled engine connection is a descriptor, and a low soft limit (1024 on many systems) is what a flood
-    of half-open connections ran out (#30, finding 1)."""
+    of half-open connections can run out."""
     import resource
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -80,8 +134,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Returns:
         0 after a clean shutdown, 1 when an engine failed to start or kept dying past ``engine_max_restarts`` (or an
-        attached one runs another vLLM release line), 2 for a bad configuration or checkpoint or an installed vLLM
-        outside ``SUPPORTED_VLLM``.
+        attached one runs another vLLM release line), 2 for a bad configuration or checkpoint, an installed vLLM
+        outside ``SUPPORTED_VLLM`` or a port in use (``EXIT_CODES``).
     """
     try:
         config, args = resolve_config(argv)
@@ -100,13 +154,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"judge-serve: {err}", file=sys.stderr)
             return 2
 
+    try:
+        listening = bind_listening_socket(config.host, config.port)
+    except (PortInUse, OSError) as err:  # OSError: a host name that does not resolve
+        print(f"judge-serve: {err}", file=sys.stderr)
+        return 2
+
     configure_logging(config.log_level)
     log = logging.getLogger("judge_serve")
     log.info("judge-serve settings: %s", json.dumps(config.to_dict(), ensure_ascii=False))
 
     import uvicorn
 
-    from serve.app import create_app, header_deadline_protocol
+    from serve.app import create_app, header_deadline_protocol, quiet_health_polls
 
     raise_descriptor_limit(log)
 
@@ -142,11 +202,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             access_log=config.access_log,
             timeout_graceful_shutdown=int(round(config.shutdown_grace_s)),
             timeout_keep_alive=5,
-            # Bounds for clients (#30, finding 1): headers within header_timeout_s, at most max_connections.
+            # Bounds for clients, so slow ones cannot hold every descriptor: headers within header_timeout_s, at most max_connections.
             http=header_deadline_protocol(config.header_timeout_s),
             limit_concurrency=config.max_connections,
         )
     )
+
+    quiet_health_polls(config.log_level)  # after uvicorn.Config, which sets up uvicorn's loggers
 
     def fatal() -> None:
         server.should_exit = True
@@ -161,7 +223,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     watch_attached_versions(
         attached_engine_urls(config, layout), config.engine_start_timeout_s, refuse_engine, stop=lambda: server.should_exit
     )
-    server.run()
+    try:
+        server.run(sockets=[listening])
+    except SystemExit as err:  # uvicorn's own startup failure (its code 3): judge-serve could not start
+        log.error("judge-serve could not start (uvicorn exit %s)", err.code)
+        return 1
+    finally:
+        listening.close()
     return 1 if app.state.serve.status == "failed" else 0
 
 

@@ -55,6 +55,7 @@ class ServerState:
     http: EngineHttp | None = None
     judge: Judge | None = None
     log_dir: Path | None = None
+    log_dir_is_temporary: bool = False  # made by judge-serve (no log_dir given): removed when it stops
     on_fatal: Callable[[], None] | None = None
     tasks: list[asyncio.Task] = field(default_factory=list)
     clients: dict[str, EngineClient] = field(default_factory=dict)
@@ -166,7 +167,7 @@ async def _bring_up(state: ServerState) -> None:
 
 
 #: Errors that are judge-serve's own trouble (no free descriptor, no buffer, no memory): a probe that fails with
-#: one says nothing about the engine, so it never counts against it (#30, finding 1).
+#: one says nothing about the engine, so it never counts against it (a flood of client connections must not get an engine declared dead).
 _OWN_TROUBLE = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 
 
@@ -300,7 +301,8 @@ async def start_engines(state: ServerState) -> None:
     and watching them; returns at once (the port answers /health while they load)."""
     config = state.config
     state.log_dir = Path(config.log_dir) if config.log_dir else Path(tempfile.mkdtemp(prefix="judge-serve-"))
-    make_private_dir(state.log_dir)  # 0700 when created here: engine logs, run.json (issue #30.7)
+    state.log_dir_is_temporary = not config.log_dir
+    make_private_dir(state.log_dir)  # 0700 when created here: engine logs, run.json
     state.http = engine_session(
         config.request_timeout_s, max_connections=config.max_concurrent_engine_requests + 64,
         keepalive_s=config.engine_keepalive_s,
@@ -323,3 +325,10 @@ async def stop_engines(state: ServerState) -> None:
     await asyncio.gather(*(asyncio.to_thread(e.stop) for e in state.engines.values()))
     if state.http is not None:
         await state.http.close()
+    if state.log_dir_is_temporary and state.log_dir is not None:
+        # A folder judge-serve made for itself is not left in the temporary directory, one per start; the engine
+        # log tail of a failed start is in judge-serve's own log already. --log-dir keeps the logs.
+        import shutil
+
+        shutil.rmtree(state.log_dir, ignore_errors=True)
+        log.info("removed the temporary log folder %s (give --log-dir to keep the engine logs)", state.log_dir)

@@ -80,7 +80,8 @@ class Candidate(ScriptedEndpoint):
 
     def __init__(self, fail: set[int] = frozenset(), override: dict[int, str] | None = None):
         self.fail, self.override = set(fail), override or {}
-        super().__init__(self._respond, model="cand-model")
+        # A window answer.py's 4096 tokens fit in (with 4096 the bench would fit max_tokens to it, with a note).
+        super().__init__(self._respond, model="cand-model", max_model_len=32768)
 
     def _respond(self, path: str, body: dict):
         pid = int(body["messages"][0]["content"].split(":")[0].split()[-1])
@@ -270,7 +271,7 @@ def test_bad_instruction_row_names_field(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("argv", [["bench", "--help"], ["compare", "--help"]])
 def test_bench_help(argv: list[str], capsys) -> None:
-    """bench --help exits 0 and names the flags the README uses."""
+    """bench --help exits 0 and names the flags docs/ranking.md uses."""
     with pytest.raises(SystemExit) as caught:
         main(argv)
     text = capsys.readouterr().out

@@ -1,4 +1,4 @@
-"""Run folders (issue #30.12, #30.13, #24.6): one writer at a time, a resume only with the folder's settings,
+"""Run folders: one writer at a time, a resume only with the folder's settings,
 training never replaces a finished export unasked, and ``score`` refuses an id it would count twice.
 
 The two-writer test makes its order of events happen: the stand-in judge holds the first run's first request until
@@ -45,7 +45,7 @@ def _run_args(url: str, data: Path, out: Path, *extra: str) -> list[str]:
 
 def test_a_second_judge_eval_run_on_one_folder_is_refused_naming_the_first(data, tmp_path):
     """Two `judge-eval run` on one --out: the second stops (exit 2) naming the first's pid, host and command; the
-    first finishes with one row per item, and nothing was judged twice (the finding: both ran)."""
+    first finishes with one row per item, and nothing was judged twice (both used to run)."""
     first_request, release = threading.Event(), threading.Event()
 
     def respond(path: str, body: dict) -> tuple[int, dict]:
@@ -133,7 +133,7 @@ def test_judge_eval_run_resumes_only_with_its_settings(data, tmp_path, capsys):
 
 
 def test_training_refuses_a_folder_with_a_finished_export(tmp_path):
-    """A folder holding export/ and no checkpoint-N (the finding: silently overwritten) needs
+    """A folder holding export/ and no checkpoint-N (it used to be silently overwritten) needs
     --overwrite_output_dir, which deletes the export first."""
     from train.config import ConfigError, Seq2SeqConfig
     from train.recipe_steps import check_output_dir
@@ -141,7 +141,7 @@ def test_training_refuses_a_folder_with_a_finished_export(tmp_path):
     folder = tmp_path / "run"
     (folder / "export").mkdir(parents=True)
     (folder / "export" / "model.safetensors").write_bytes(b"weights")
-    with pytest.raises(ConfigError, match="already holds a finished export/; .*--overwrite_output_dir"):
+    with pytest.raises(ConfigError, match="already holds a finished export/; .*--overwrite-output-dir"):
         check_output_dir(Seq2SeqConfig(output_dir=str(folder)))
     assert (folder / "export" / "model.safetensors").exists()
     assert check_output_dir(Seq2SeqConfig(output_dir=str(folder), overwrite_output_dir=True)) is None

@@ -32,6 +32,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,18 @@ from typing import Any
 from eval.mera.config import TASK_CONFIGS, ConfigError, HumanEvalConfig, MeraConfig, RutieConfig
 
 logger = logging.getLogger("eval.mera")
+
+#: Each task's --help epilog: the key rule (judge.plumbing.api_keys) and the exit codes.
+EPILOG = """\
+API keys: the first set of the variables --api-key-env names: by default $JUDGE_SERVE_API_KEY (the key judge-serve
+is started with), else $OPENAI_API_KEY, else no key; one variable named alone must be set; --api-key-env '' sends no
+key. The endpoint's model list (GET /v1/models) is asked first, retried for up to 120 s while it is unreachable or
+loading (5xx, Retry-After honoured).
+
+exit codes: 0 done; 1 a task error (bad data, resume mismatch, sandbox unavailable), named on stderr; 2 a usage or
+configuration error; 4 the endpoint cannot be used (unreachable, no or wrong key, wrong URL or path, still
+unavailable after 120 s), named on stderr.
+"""
 
 GENERATIONS_FILE = "generations.jsonl"
 EXECUTIONS_FILE = "executions.jsonl"
@@ -53,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     """``judge-eval mera``: one subcommand per task, each with ``--config FILE`` and a flag per config field."""
     from judge.plumbing.config_files import add_config_flags
 
-    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 
     parser = ExactArgumentParser(
         prog="judge-eval mera", description=__doc__.split("\n\n")[0],
@@ -63,25 +76,26 @@ def build_parser() -> argparse.ArgumentParser:
     helps = {"ruhumaneval": "code generation, pass@k over sandboxed executions",
              "rutie": "dialogue accuracy with the model's own earlier answers in context"}  # fmt: skip
     for task, cls in TASK_CONFIGS.items():
-        p = sub.add_parser(task, help=helps[task], description=(cls.__doc__ or "").strip())
+        p = sub.add_parser(task, help=helps[task], description=(cls.__doc__ or "").strip(), epilog=EPILOG,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
         p.add_argument("--config", help=f"YAML of {cls.__name__} keys (configs/mera/{task}.yaml).")
         add_config_flags(p, cls)
     return parser
 
 
 def config_from_args(args: argparse.Namespace) -> MeraConfig:
-    """The task's config: its defaults, then ``--config`` YAML, then the flags given; the API key comes from
-    ``$OPENAI_API_KEY`` or the variable ``--api-key-env`` names (``judge.plumbing.api_keys``).
+    """The task's config: its defaults, then ``--config`` YAML, then the flags given; the API key by the one rule
+    (``judge.plumbing.api_keys.KEY_RULE``: ``--api-key-env``, else ``$JUDGE_SERVE_API_KEY``, else ``$OPENAI_API_KEY``).
 
     Raises:
         ConfigError: an unknown key or a bad value, naming it.
     """
-    from judge.plumbing.api_keys import resolve_api_key
+    from judge.plumbing.api_keys import client_api_key
     from judge.plumbing.config_files import given_flags, resolve_config
 
     cls = TASK_CONFIGS[args.task]
     config = resolve_config(cls, args.config, given_flags(args, cls))
-    config.api_key = resolve_api_key(config.api_key, config.api_key_env, command=f"judge-eval mera {args.task}")
+    config.api_key = client_api_key(config.api_key, config.api_key_env, command=f"judge-eval mera {args.task}").key
     return config
 
 
@@ -307,8 +321,25 @@ def main(argv: list[str] | None = None) -> int:
 
     from judge.plumbing.run_folder import RunFolderBusy, hold_run_folder
 
+    if needs_endpoint:  # first contact: a loading server is waited for, a wrong key or URL said plainly
+        from judge.plumbing.api_keys import KEY_RULE, client_api_key
+        from judge.plumbing.retry import EXIT_UNUSABLE, EndpointUnusable, RetryPolicy, list_models
+
+        try:  # where config_from_args's key came from, for a 401's message: the variables', else typed
+            source = client_api_key("", config.api_key_env, command=f"judge-eval mera {config.task}")
+        except ConfigError:
+            source = None
+        key_source = source.source if source is not None and source.key == config.api_key else "--api-key"
+        try:
+            list_models(config.endpoint, api_key=config.api_key, key_source=key_source, what="the endpoint",
+                        policy=RetryPolicy(max_retries=10**6, max_backoff_s=10.0, max_wait_s=120.0),
+                        bound_flag="", key_rule=KEY_RULE)
+        except EndpointUnusable as err:
+            print(f"judge-eval mera {config.task}: error: {err}", file=sys.stderr)
+            return EXIT_UNUSABLE
+
     try:
-        with hold_run_folder(config.out, f"judge-eval mera {config.task}"):  # one writer per folder (#30.13)
+        with hold_run_folder(config.out, f"judge-eval mera {config.task}"):  # one writer per folder
             if config.task == "ruhumaneval":
                 run_ruhumaneval(config)
             else:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from judge.plumbing.api_keys import CLIENT_KEY_ENV
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.config_files import option as _f
 
@@ -40,8 +41,10 @@ class MeraConfig:
     concurrency: int = _f(4, "Requests in flight at once.")
     api_key: str = _f("", "The API key itself; works, with a warning (a command line is visible to every user of the "
                           "node); prefer the variable api_key_env names. Never written to run.json.")
-    api_key_env: str = _f("OPENAI_API_KEY", "Environment variable holding the API key (judge.plumbing.api_keys; "
-                                            "the default may be unset: no key).")
+    api_key_env: str = _f(CLIENT_KEY_ENV, "Environment variables holding the API key, the first one set: by "
+                                          "default $JUDGE_SERVE_API_KEY (judge-serve's own key), else $OPENAI_API_KEY, "
+                                          "else no key; one variable named alone must be set; '' sends no key "
+                                          "(judge.plumbing.api_keys.KEY_RULE).")
     request_timeout: float = _f(600.0, "Seconds per request.")
     max_retries: int = _f(5, "Retries on connection errors, 429 and 5xx.")
     overwrite: bool = _f(False, "Discard earlier progress in out.")

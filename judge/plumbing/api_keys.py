@@ -1,9 +1,13 @@
-"""API keys: one way to give a key to every command (``judge-eval run``, ``judge-eval mera``, ``judge-serve``,
+"""API keys: one way to give a key to every command (``judge-eval run``, ``bench``, ``mera``, ``judge-serve``,
 ``judge-train data``).
 
-A key comes from the environment: ``$OPENAI_API_KEY`` by default, as the ``openai`` SDK reads it, or the variable a
-command's ``api_key_env`` setting names (judge-serve's own key: ``$JUDGE_SERVE_API_KEY``, so that a server never
-demands the user's OpenAI key by accident). A key typed into the settings (``--api-key X`` or ``api_key:`` in a
+The rule (``KEY_RULE``): judge-serve's own key is ``$JUDGE_SERVE_API_KEY`` (``--api-key-env`` names another), so that
+a server never demands the user's OpenAI key by accident. A client (``judge-eval run``, ``bench``'s candidate and
+judge, ``mera``) reads the variables its ``--api-key-env`` names, the first one set (``CLIENT_KEY_ENV`` by default:
+``$JUDGE_SERVE_API_KEY``, so that a shell that started judge-serve can talk to it, else ``$OPENAI_API_KEY``, as the
+``openai`` SDK reads it; none set: no key). One variable named alone must be set; ``--api-key-env ''`` sends no key.
+An API judge's YAML names its variable (``configs/eval/gpt-4o.yaml``: ``api_key_env: OPENAI_API_KEY``), so a
+judge-serve key is never sent to a hosted API. A key typed into the settings (``--api-key X`` or ``api_key:`` in a
 YAML) still works, with a warning: a command line is visible to every user of the node (``ps``, ``/proc/PID/cmdline``)
 and stays in the shell's history. Every key read here is registered with
 ``judge.plumbing.provenance.register_secret``, so no run file written afterwards holds it, wherever it appears.
@@ -13,14 +17,23 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass
 
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.provenance import register_secret
 
-__all__ = ["DEFAULT_KEY_ENV", "resolve_api_key"]
+__all__ = ["DEFAULT_KEY_ENV", "SERVE_KEY_ENV", "CLIENT_KEY_ENV", "KEY_RULE", "ClientKey", "client_api_key",
+           "resolve_api_key"]
 
-#: The variable a client command reads its key from unless told another (the ``openai`` SDK's own).
+#: The variable a client command falls back to (the ``openai`` SDK's own).
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+#: judge-serve's own key, and the first variable a client reads when ``--api-key-env`` names none.
+SERVE_KEY_ENV = "JUDGE_SERVE_API_KEY"
+#: A client's ``api_key_env`` by default: the first of these variables that is set.
+CLIENT_KEY_ENV = f"{SERVE_KEY_ENV},{DEFAULT_KEY_ENV}"
+#: The rule, as every client's ``--help`` and every 401 message states it.
+KEY_RULE = (f"keys: the first set of the variables --api-key-env names (default {CLIENT_KEY_ENV}: ${SERVE_KEY_ENV}, "
+            f"judge-serve's own key, else ${DEFAULT_KEY_ENV}; none set: no key; '' sends none)")
 
 log = logging.getLogger("judge.plumbing.api_keys")
 
@@ -53,3 +66,47 @@ def resolve_api_key(typed: str, env_name: str, *, command: str, default_env: str
         raise ConfigError(f"api_key_env: the environment variable {env_name} is not set")
     register_secret(key)
     return key
+
+
+@dataclass(frozen=True)
+class ClientKey:
+    """The key a client sends and where it came from.
+
+    Attributes:
+        key: the key ("" for none).
+        source: ``$NAME`` (a variable), ``--api-key`` (typed), or "" (no key).
+    """
+
+    key: str
+    source: str
+
+    def described(self) -> str:
+        """``the key from $NAME`` / ``the typed --api-key`` / ``no key``, for messages."""
+        if not self.key:
+            return "no key"
+        return "the typed --api-key" if self.source == "--api-key" else f"the key from {self.source}"
+
+
+def client_api_key(typed: str, env_name: str, *, command: str) -> ClientKey:
+    """The key a client command sends, by ``KEY_RULE``.
+
+    Args:
+        typed: a key given in the settings (``--api-key``, ``api_key:``); empty for none. Warned about.
+        env_name: the ``api_key_env`` setting: one variable (it must be set), several separated by commas (the
+            first one set; none: no key, as ``CLIENT_KEY_ENV``), or "" (no key).
+        command: the console command, for the messages.
+
+    Raises:
+        ConfigError: a variable named alone is not set.
+    """
+    if typed:
+        return ClientKey(resolve_api_key(typed, env_name, command=command), "--api-key")
+    names = [name.strip() for name in env_name.split(",") if name.strip()]
+    if len(names) == 1:
+        return ClientKey(resolve_api_key("", names[0], command=command, default_env=""), f"${names[0]}")
+    for name in names:
+        key = os.environ.get(name, "")
+        if key:
+            register_secret(key)
+            return ClientKey(key, f"${name}")
+    return ClientKey("", "")

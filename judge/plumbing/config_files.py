@@ -54,7 +54,7 @@ class ConfigError(ValueError):
 class ExactArgumentParser(argparse.ArgumentParser):
     """``argparse.ArgumentParser`` that takes long options only as spelt in full (``allow_abbrev=False``).
 
-    With abbreviations on, ``judge-eval run --api-key SECRET`` was read as ``--api-key-env SECRET`` (issue #30.7),
+    With abbreviations on, ``judge-eval run --api-key SECRET`` was read as ``--api-key-env SECRET`` (a secret taken for the name of a variable),
     and any new option can silently change what an old abbreviation means. Subcommand parsers made by
     ``add_subparsers`` are of the same class, so every parser of a console script takes options in full.
     """
@@ -62,6 +62,28 @@ class ExactArgumentParser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs["allow_abbrev"] = False
         super().__init__(*args, **kwargs)
+
+    def parse_known_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:
+        """As argparse's, after spelling ``--some_flag`` as ``--some-flag`` where only the dashed form is an option
+        here: one convention for every command, whichever spelling a script or a habit uses. Arguments after a
+        bare ``--`` (passed through to another program) are left as given."""
+        import sys
+
+        return super().parse_known_args(self._dashed(list(sys.argv[1:] if args is None else args)), namespace)
+
+    def _dashed(self, args: list[str]) -> list[str]:
+        known = self._option_string_actions
+        out: list[str] = []
+        for i, arg in enumerate(args):
+            if arg == "--":
+                return out + args[i:]
+            if arg.startswith("--") and "_" in arg:
+                flag, eq, value = arg.partition("=")
+                dashed = flag.replace("_", "-")
+                if flag not in known and dashed in known:
+                    arg = dashed + eq + value
+            out.append(arg)
+        return out
 
 
 def read_config_file(path: str | Path, fields_of: type | None = None) -> dict[str, Any]:
@@ -89,8 +111,21 @@ def read_config_file(path: str | Path, fields_of: type | None = None) -> dict[st
         known = {f.name for f in dataclasses.fields(fields_of)}
         unknown = sorted(set(raw) - known)
         if unknown:
-            raise ConfigError(f"{path}: unknown keys {unknown} for {fields_of.__name__}; known: {sorted(known)}")
+            raise ConfigError(f"{path}: unknown keys {unknown} for {fields_of.__name__}; {_suggest_keys(unknown, known)}")
     return raw
+
+
+def _suggest_keys(unknown: Sequence[str], known: set[str]) -> str:
+    """"did you mean" for each misspelt key that is close to a known one (``difflib``'s similarity, its default
+    cutoff 0.6); the whole list of known keys only when no key has a close match (a list of ~50 keys hides the
+    one that was meant)."""
+    import difflib
+
+    guesses = {key: difflib.get_close_matches(str(key).replace("-", "_"), sorted(known), n=1) for key in unknown}
+    if not any(guesses.values()):
+        return f"known: {sorted(known)}"
+    return "; ".join(f"{key!r}: did you mean {match[0]!r}?" if match else f"{key!r}: no close key"
+                     for key, match in guesses.items())
 
 
 def read_json_object(path: str | Path, missing_ok: bool = False) -> dict[str, Any]:

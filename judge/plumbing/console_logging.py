@@ -58,15 +58,27 @@ def configure_logging(level: str | int = "info") -> int:
 
 
 def split_log_level(argv: Sequence[str], default: str = "info") -> tuple[str, list[str]]:
-    """A leading ``--log-level LEVEL`` (or ``--log-level=LEVEL``) taken off ``argv``, for a console script that
-    dispatches on its first word (``judge-train --log-level debug data ...``).
+    """``--log-level LEVEL`` (or ``--log-level=LEVEL``) taken off ``argv`` wherever it stands before a bare ``--``,
+    for a console script that dispatches on a subcommand: ``judge-train --log-level debug data ...`` and
+    ``judge-train data ... --log-level debug`` mean the same (one convention for every command). What follows ``--``
+    is passed through to another program and left alone.
 
     Returns:
-        ``(level, the rest of argv)``; ``default`` when there is none.
+        ``(level, the rest of argv)``; ``default`` when there is none (the last one wins when given twice).
     """
     argv = list(argv)
-    if argv[:1] == ["--log-level"] and len(argv) > 1:
-        return argv[1], argv[2:]
-    if argv and argv[0].startswith("--log-level="):
-        return argv[0].split("=", 1)[1], argv[1:]
-    return default, argv
+    level, rest, i = default, [], 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            rest += argv[i:]
+            break
+        if arg in ("--log-level", "--log_level") and i + 1 < len(argv):
+            level, i = argv[i + 1], i + 2
+            continue
+        if arg.startswith(("--log-level=", "--log_level=")):
+            level, i = arg.split("=", 1)[1], i + 1
+            continue
+        rest.append(arg)
+        i += 1
+    return level, rest

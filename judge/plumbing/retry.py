@@ -7,7 +7,13 @@ than the server's ``Retry-After`` header (seconds or an HTTP-date, RFC 9110 sect
 with its 503 and 429 answers.
 
 The ``openai`` SDK's own retries are turned off wherever this policy is used (``max_retries=0``), so every attempt
-is counted here.
+is counted here. A policy may also bound the time spent (``max_wait_s``): no attempt starts after it, and no wait
+reaches past it.
+
+**First contact** (``list_models``): every client asks ``GET {base}/models`` before any work, through this policy
+with a time bound, so a server still loading (judge-serve's 503 with ``Retry-After``) is waited for, and a failure
+that retrying cannot fix is one plain sentence per cause (``EndpointUnusable``, exit code ``EXIT_UNUSABLE``): no
+key, a refused key, a wrong URL or path, no server at that address, a server still unavailable past the bound.
 """
 
 from __future__ import annotations
@@ -21,7 +27,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-__all__ = ["RetryPolicy", "Attempts", "retryable_status", "is_transient", "retry_after_s"]
+__all__ = ["RetryPolicy", "Attempts", "retryable_status", "is_transient", "retry_after_s", "EndpointUnusable",
+           "EXIT_UNUSABLE", "list_models", "server_message"]
 
 log = logging.getLogger("judge.plumbing.retry")
 
@@ -97,11 +104,14 @@ class RetryPolicy:
         max_backoff_s: cap on the base delay (seconds), before jitter.
         sleep, asleep: how to wait (``time.sleep`` / ``asyncio.sleep``); tests inject recorders.
         retryable: which exceptions are retried (default ``is_transient``).
+        max_wait_s: a bound on the time (seconds) from the first attempt: no attempt starts after it and no wait
+            reaches past it; None: only ``max_retries`` bounds the retries.
     """
 
     max_retries: int = 5
     backoff_s: float = 1.0
     max_backoff_s: float = 60.0
+    max_wait_s: float | None = None
     sleep: Callable[[float], Any] = field(default=time.sleep, repr=False)
     asleep: Callable[[float], Awaitable[Any]] = field(default=asyncio.sleep, repr=False)
     retryable: Callable[[BaseException], bool] = field(default=is_transient, repr=False)
@@ -116,7 +126,10 @@ class RetryPolicy:
         import tenacity
 
         def wait(state: tenacity.RetryCallState) -> float:
-            return self.delay_s(state.attempt_number - 1, state.outcome.exception() if state.outcome else None)
+            delay = self.delay_s(state.attempt_number - 1, state.outcome.exception() if state.outcome else None)
+            if self.max_wait_s is not None:  # the last attempt comes at the bound, not a backoff after it
+                delay = min(delay, max(self.max_wait_s - (state.seconds_since_start or 0.0), 0.0))
+            return delay
 
         def before(state: tenacity.RetryCallState) -> None:
             if attempts is not None:
@@ -124,10 +137,16 @@ class RetryPolicy:
 
         def before_sleep(state: tenacity.RetryCallState) -> None:
             err = state.outcome.exception() if state.outcome else None
+            response = _response_of(err)
+            said = (f"HTTP {response.status_code}: {server_message(response, 200)}" if response is not None and
+                    hasattr(response, "status_code") else " ".join(str(err).split())[:200])
             log.warning("attempt %d failed (%s: %s); retrying in %.1f s", state.attempt_number,
-                        type(err).__name__, str(err)[:200], state.upcoming_sleep)
+                        type(err).__name__, said, state.upcoming_sleep)
 
-        return {"stop": tenacity.stop_after_attempt(self.max_retries + 1), "wait": wait,
+        stop = tenacity.stop_after_attempt(self.max_retries + 1)
+        if self.max_wait_s is not None:
+            stop = stop | tenacity.stop_after_delay(self.max_wait_s)
+        return {"stop": stop, "wait": wait,
                 "retry": tenacity.retry_if_exception(self.retryable), "before": before,
                 "before_sleep": before_sleep, "reraise": True}
 
@@ -145,3 +164,117 @@ class RetryPolicy:
             return await fn()
 
         return await tenacity.AsyncRetrying(sleep=self.asleep, **self._kwargs(attempts))(attempt)
+
+
+# ---------------------------------------------------------------------------------------------- first contact
+
+#: The exit code of a command whose endpoint cannot be used (``EndpointUnusable``): nothing was sent to it beyond
+#: the first contact (or the first requests, all refused alike).
+EXIT_UNUSABLE = 4
+
+
+class EndpointUnusable(Exception):
+    """An endpoint that cannot be used, said in one plain sentence (the console prints it, no traceback).
+
+    Attributes:
+        status: the HTTP status that said so (None: no answer, or not an HTTP error).
+    """
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
+
+
+def server_message(response: Any, limit: int = 300) -> str:
+    """The message of an error response: OpenAI's ``{"error": {"message"}}``, FastAPI's ``{"detail"}``, else the
+    text, on one line."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    text = ""
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict) and error.get("message"):
+            text = str(error["message"])
+        elif isinstance(error, str):
+            text = error
+        elif body.get("detail"):
+            text = str(body["detail"])
+    if not text:
+        text = getattr(response, "text", "") or ""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def list_models(base_url: str, *, api_key: str = "", key_source: str = "", what: str = "the server",
+                policy: RetryPolicy | None = None, bound_flag: str = "--connect-timeout-s",
+                key_rule: str = "") -> list[dict[str, Any]]:
+    """``GET {base_url}/models``: the served models' entries, the first contact with an OpenAI-compatible server.
+
+    Connection errors, timeouts and 408/409/429/5xx answers are retried by ``policy`` (``Retry-After`` honoured, its
+    ``max_wait_s`` the bound); anything else, or a transient failure past the bound, is an ``EndpointUnusable``
+    naming its cause.
+
+    Args:
+        base_url: the OpenAI base URL (ending in ``/v1``).
+        api_key: the bearer key ("" for none).
+        key_source: where the key came from (``$NAME``, ``--api-key``), for a 401's message.
+        what: who the server is, for messages (``the judge``, ``the candidate``).
+        policy: the retry policy (default: 5 retries, no time bound).
+        bound_flag: the flag that sets ``policy.max_wait_s``, named when the bound is reached ("": none).
+        key_rule: the command's key rule (``judge.plumbing.api_keys.KEY_RULE``), appended to a 401's message.
+
+    Raises:
+        EndpointUnusable: the server cannot be used (its message says why and what to change).
+    """
+    import httpx
+
+    policy = policy or RetryPolicy()
+    url = base_url.rstrip("/") + "/models"
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key and api_key != "EMPTY" else {}
+    attempts = Attempts()
+    client = httpx.Client(headers=headers, timeout=30)  # made before the clock starts: its TLS set-up takes a while
+
+    def get() -> Any:
+        response = client.get(url)
+        if response.status_code != 200:
+            response.raise_for_status()  # HTTPStatusError: retried when the status is transient
+        return response
+
+    def tried() -> str:
+        return f"after {attempts.n} attempt{'s' if attempts.n != 1 else ''} in {time.monotonic() - start:.0f} s"
+
+    start = time.monotonic()
+    try:
+        with client:
+            response = policy.call(get, attempts)
+    except httpx.HTTPStatusError as err:
+        response = err.response
+        status, said = response.status_code, server_message(response)
+        if status in (401, 403):
+            key = ("a request without a key" if not api_key else
+                   f"the key from {key_source}" if key_source.startswith("$") else "the key")
+            rule = f"; {key_rule}" if key_rule else ""
+            raise EndpointUnusable(f"{what} at {base_url} refused {key} (HTTP {status}: {said}){rule}", status) from None
+        if status in (404, 405):
+            raise EndpointUnusable(f"{what} at {base_url} has no GET {url} (HTTP {status}: {said}): the URL or its path is "
+                                   "wrong; give the server's base URL, e.g. http://127.0.0.1:8000/v1", status) from None
+        if retryable_status(status):
+            longer = f", or allow longer with {bound_flag}" if bound_flag else ""
+            raise EndpointUnusable(f"{what} at {base_url} still answers HTTP {status} ({said}) {tried()}; it may still "
+                                   f"be loading: wait and rerun{longer}", status) from None
+        raise EndpointUnusable(f"{what} at {base_url}: GET {url} answered HTTP {status}: {said}", status) from None
+    except httpx.TransportError as err:
+        cause = " ".join(str(err).split()) or type(err).__name__
+        longer = f" ({bound_flag} sets how long to keep trying)" if bound_flag else ""
+        raise EndpointUnusable(f"{what} at {base_url} cannot be reached ({type(err).__name__}: {cause}) {tried()}: is "
+                               f"the server running, on that host and port?{longer}") from None
+    try:
+        models = response.json().get("data")
+    except (ValueError, AttributeError):
+        models = None
+    if not isinstance(models, list):
+        raise EndpointUnusable(f"{what} at {base_url}: GET {url} did not answer an OpenAI model list (is it an "
+                               "OpenAI-compatible server's base URL?)")
+    return [m for m in models if isinstance(m, dict)]
