@@ -5,7 +5,8 @@
 
 A synthetic table (seeded) with the POLLUX shape: 2-5 experts per item (mean ~2.94), scales 0-1 / 0-2 / 0-3 / 0-4,
 11 evaluated models, the taxonomy's 35 task types and 60 criterion names (Zero-Shot by the real rule: about
-30 % of the items), 3 % parse failures. The timed step is `eval.item_table.evaluate`: every metric cell of the report (3 splits x overall / model /
+30 % of the items), 3 % parse failures, experts named from a pool of ``EXPERT_POOL`` (``expert_ids``, for the
+validity section's alternative annotator test). The timed step is `eval.item_table.evaluate`: every metric cell of the report (3 splits x overall / model /
 task type / criterion), the 100-fold Verdict Confidence, 1,000-resample bootstrap intervals for MAE and Spearman,
 Kendall, confusion matrices. ``--end-to-end`` also writes the table as JSONL data + predictions and times the whole
 `judge-eval score` command (loading and validating 160k records, metrics.json, Markdown, report.html; no PNGs,
@@ -19,7 +20,7 @@ checkouts ran parts of it in child processes).
 rounds interleaved (A B, B A, ...), prints both sides and the ratio of their walls, and says whether the first
 round's items.parquet, metrics.json, report.md and report.html are the same bytes on both sides.
 
-    .venv/bin/python bench/eval_metrics.py --end-to-end --rounds 3    # the README's figure
+    .venv/bin/python bench/eval_metrics.py --end-to-end --rounds 3    # the figure in docs/performance.md
     .venv/bin/python bench/eval_metrics.py --end-to-end --rounds 4 --baseline /tmp/base   # before/after
 """
 
@@ -34,6 +35,12 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+
+# The bench's panels are drawn from this many named experts (the released POLLUX data names none; a pool this size
+# gives each expert ~20,000 items of the full test, and each task type x expert and criterion x expert domain of
+# the alt-test tens to hundreds).
+EXPERT_POOL = 24
 
 
 def synthetic_table(n_items: int, seed: int = 0, regression: bool = False):
@@ -75,6 +82,11 @@ def synthetic_table(n_items: int, seed: int = 0, regression: bool = False):
     split_of_pair = np.array([[judge.split_of(SimpleNamespace(id="", task_type=t, task_subtype="", criteria_name=c),
                                               spec) for c in criteria] for t in task_types], dtype=object)
     groups = np.array([next(x.group for x in taxonomy.tasks if x.task_type == t) for t in task_types], dtype=object)
+    # Each panel: consecutive members of the pool from a random start (distinct within the item); a generator of its
+    # own, so that naming the experts left every other column of the table as it was.
+    pool = np.array([f"expert-{i:02d}" for i in range(EXPERT_POOL)], dtype=object)
+    start = np.random.default_rng(seed + 1).integers(0, EXPERT_POOL, n_items)
+    expert_ids = np.where(np.isnan(experts), None, pool[(start[:, None] + np.arange(5)[None, :]) % EXPERT_POOL])
     return ItemTable(
         ids=np.array([f"item-{i}" for i in range(n_items)], dtype=object),
         judge=judge_scores,
@@ -88,6 +100,7 @@ def synthetic_table(n_items: int, seed: int = 0, regression: bool = False):
         task_group=groups[task_idx],
         criteria_name=criteria[crit_idx],
         judge_name="synthetic",
+        expert_ids=expert_ids,
     )
 
 
@@ -98,11 +111,14 @@ def _write_files(table, folder: Path) -> tuple[Path, Path]:
     with data.open("w", encoding="utf-8") as d, preds.open("w", encoding="utf-8") as p:
         for i in range(len(table)):
             scores = [float(v) for v in table.experts[i] if not np.isnan(v)]
-            d.write(json.dumps({
+            row = {
                 "id": table.ids[i], "instruction": f"задание {i % 5000}", "answer": f"ответ {i}",
                 "criteria_name": table.criteria_name[i], "rubrics": rubric, "model_id": table.model_id[i],
                 "task_type": table.task_type[i], "expert_scores": scores,
-            }, ensure_ascii=False) + "\n")
+            }
+            if table.expert_ids is not None:
+                row["expert_ids"] = list(table.expert_ids[i, :len(scores)])
+            d.write(json.dumps(row, ensure_ascii=False) + "\n")
             ok = table.status[i] == "ok"
             regression = table.score_source[i] == "regression_head"
             # A raw output POLLUX's own evaluator can read (eval.pollux_official), the head's value for regression.
@@ -119,7 +135,7 @@ def _write_files(table, folder: Path) -> tuple[Path, Path]:
 
 def main(argv: list[str] | None = None) -> int:
     """Generate the table, time the metrics (and optionally the whole `score` command), print the figures."""
-    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 
     parser = ExactArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=160_000, help="judged items (default: the full POLLUX test)")
@@ -182,6 +198,7 @@ STAGES = [
     ("eval.pollux_official", "pollux_official", "POLLUX's own evaluator"),
     ("eval.item_table", "derive", "metrics"),
     ("eval.item_table", "evaluate", "metrics"),
+    ("eval.scoring", "validity_section", "validity section"),
     ("eval.item_table", "write_table", "items.parquet"),
     ("eval.item_table", "write_arrow", "items.parquet"),
     ("eval.scoring", "report_items", "report.html"),
@@ -265,6 +282,10 @@ def end_to_end(table, n_boot: int, rounds: int, baseline: str = "") -> None:
              else interleaved(tuple(sides), rounds))  # type: ignore[arg-type]
     print(machine_line())
     runs: dict[str, list[dict]] = {name: [] for name in sides}
+    # A user's command loads the modules' bytecode that its first run wrote; a machine that sets
+    # PYTHONDONTWRITEBYTECODE (this CI kind does; the Makefile unsets it too) would compile every import again in
+    # each round instead, ~1 CPU-s that no user pays.
+    child_env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         data, preds = _write_files(table, folder)
@@ -273,7 +294,7 @@ def end_to_end(table, n_boot: int, rounds: int, baseline: str = "") -> None:
                 start = time.perf_counter()
                 done = subprocess.run([sys.executable, __file__, "--score-once", sides[name], str(preds), str(data),
                                        str(folder / f"score-{r}-{name.split()[0]}"), str(n_boot)],
-                                      capture_output=True, text=True, check=True,
+                                      capture_output=True, text=True, check=True, env=child_env,
                                       cwd=sides[name])  # `python -c` children import from their working folder
                 run = json.loads(done.stdout.strip().splitlines()[-1])
                 run["process_wall"] = time.perf_counter() - start

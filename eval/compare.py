@@ -132,8 +132,32 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
                 }
             splits[split] = block
         result["comparisons"].append({"run": other["name"], "folder": other["folder"], "n_common": len(common),
-                                      "splits": splits})
+                                      "splits": splits, "validity": _paired_validity(base, other, index_a, index_b,
+                                                                                     n_boot, seed)})
     return result
+
+
+def _paired_validity(base: dict, other: dict, index_a: np.ndarray, index_b: np.ndarray, n_boot: int,
+                     seed: int) -> dict[str, Any]:
+    """Per split, rho and the ceiling gap of the run against the baseline, paired (``eval.validity.paired``), with
+    the baseline's alt-test settings and reference; empty when the baseline was scored without a validity section."""
+    from eval.validity.alt_test import AltTestSettings
+    from eval.validity.paired import paired_validity
+
+    validity = base["metrics"].get("validity")
+    if not validity:
+        return {}
+    settings = AltTestSettings(**validity["settings"]["alt_test"])
+    ta, tb = base["table"], other["table"]
+    out = {}
+    for split in validity["splits"]:
+        keep = np.ones(len(index_a), dtype=bool) if split == "all" else ta.split[index_a] == split
+        ia, ib = index_a[keep], index_b[keep]
+        out[split] = paired_validity(ta.judge[ia], tb.judge[ib], ta.experts[ia],
+                                     ta.expert_ids[ia] if ta.expert_ids is not None else None,
+                                     validity["settings"]["target"], settings, n_boot=n_boot,
+                                     rng=bootstrap.cell_rng(seed, f"{split}/validity"))
+    return out
 
 
 def headline(result: dict[str, Any]) -> list[str]:
@@ -190,6 +214,8 @@ def _side_by_side(result: dict[str, Any]) -> list[str]:
 def render_markdown(result: dict[str, Any]) -> str:
     """Side-by-side tables: each run's own headline numbers, then each comparison with the baseline."""
     from eval.report import fmt_ci, markdown_table
+    from eval.validity.render import compare_rows as validity_rows
+    from eval.validity.render import paired_rows
 
     out = [f"# Judge comparison (baseline: {result['baseline']})", ""]
     out += [f"- {line}" for line in headline(result)] + [""]
@@ -209,6 +235,8 @@ def render_markdown(result: dict[str, Any]) -> str:
         rows.append([title, "out of scale / n"] + [f"{c.get('n_out_of_scale', '—')} / {c['n']}" for c in cells])
     out += [markdown_table(header, rows), ""]
     out += _side_by_side(result)
+    out += validity_rows(dict(zip(result["runs"], result["metrics"])), markdown_table)  # each run's own section
+    out += paired_rows(result, markdown_table)
     out += [f"Paired: delta = run − baseline on items both scored; {result['n_boot']} paired bootstrap resamples; "
             f"better/worse at p < {result['alpha']} (MAE lower is better; Spearman and VC higher).", ""]
     head = ["", "baseline", "run", "delta", "95 % CI", "p", "call", "n"]

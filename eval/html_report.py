@@ -27,6 +27,8 @@ from typing import Any
 from eval.html_explorer import (DEFAULT_TEXT_ITEMS, compare_items, explorer_json, load_predictions, load_records,
                                 read_item_columns, report_items)
 from eval.report import SPLIT_TITLES, random_labelling_note, references_note, regression_note
+from eval.validity.render import html_blocks as validity_blocks
+from eval.validity.render import lead_html
 
 __all__ = ["write_report_page", "write_compare_page", "render_report_page", "render_compare_page"]
 
@@ -221,7 +223,7 @@ def render_report_page(result: Mapping[str, Any], explorer: Mapping[str, Any] | 
         subtitle.append(" · ".join(f"{_e(k)}: <code>{_e(v)}</code>" for k, v in run.items() if v))
     if regression_note(dict(result)):
         subtitle.append(_e(regression_note(dict(result))).replace("`", ""))
-    body = ['<h2 id="summary">Summary</h2>',
+    body = [lead_html(result), '<h2 id="summary">Summary</h2>',
             '<p class="note">A verdict that failed to parse counts in <code>n_failed</code> and is never scored. '
             "Click a column header to sort. Intervals in grey. The headline columns come first; the bookkeeping "
             "ones (exclusions, in-scale figures, Pearson, Kendall, counts) appear with the switch at the top.</p>",
@@ -232,6 +234,7 @@ def render_report_page(result: Mapping[str, Any], explorer: Mapping[str, Any] | 
     body.append(f'<p class="note" id="random-vc">{_md_text(random_labelling_note())}</p>')
     if result.get("why_empty"):
         body.append(f'<p class="note">Why some figures are empty: {_e(json.dumps(result["why_empty"], ensure_ascii=False))}</p>')
+    body += validity_blocks(result)
     for split, block in splits.items():
         title = SPLIT_TITLES.get(split, split)
         body.append(f'<h2 id="tables-{_e(split)}">{_e(title)}</h2>')
@@ -259,9 +262,11 @@ def render_report_page(result: Mapping[str, Any], explorer: Mapping[str, Any] | 
             body.append("</div>")
         body.append(f"<h3>{_e(title)}: MAE by criterion</h3>")
         body.append(_mae_svg(block.get("by_criterion") or {}, str(result.get("target"))))
-    known = {"judge", "target", "settings", "levels", "splits", "data", "predictions", "notes", "run", "why_empty"}
+    known = {"judge", "target", "settings", "levels", "splits", "data", "predictions", "notes", "run", "why_empty",
+             "validity"}
     body += _other_keys(result, known)
-    nav = [("summary", "Summary")] + [(f"tables-{k}", SPLIT_TITLES.get(k, k)) for k in splits] + [("plots", "Plots")]
+    nav = ([("summary", "Summary")] + [("validity", "Validity")] * bool(result.get("validity"))
+           + [(f"tables-{k}", SPLIT_TITLES.get(k, k)) for k in splits] + [("plots", "Plots")])
     data = None
     if explorer is not None:
         nav.append(("explorer", "Items"))

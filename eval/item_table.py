@@ -69,6 +69,11 @@ class ItemTable:
         in_scale: 1.0 where the judge's score lies within the item's scale, 0.0 outside it (scored all the same,
             as the paper does), NaN where there is no score or no readable scale.
         n_abstained: per item, how many experts abstained (a released ``-1``): not scores, counted.
+        expert_ids: the ``(n, k)`` experts' ids parallel to ``experts`` (None where a record names no experts), or
+            None when no record names any (the released POLLUX data); read by ``eval.validity``.
+        scale_low, scale_high: each item's rubric scale ends (NaN where unreadable); None for a hand-built table.
+        best_low: True where the criterion is best at its lowest level (the Critical ones); None: every one on top.
+        answer_chars: the evaluated answer's length in characters (the length-bias check); None when unknown.
     """
 
     ids: np.ndarray
@@ -85,6 +90,11 @@ class ItemTable:
     judge_name: str = ""
     in_scale: np.ndarray | None = None
     n_abstained: np.ndarray | None = None
+    expert_ids: np.ndarray | None = None
+    scale_low: np.ndarray | None = None
+    scale_high: np.ndarray | None = None
+    best_low: np.ndarray | None = None
+    answer_chars: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.in_scale is None:  # a hand-built table: every score taken as inside its scale
@@ -98,11 +108,25 @@ class ItemTable:
     def take(self, index: np.ndarray) -> ItemTable:
         """The rows at ``index`` (for pairing two runs on shared items)."""
         fields = {name: getattr(self, name)[index] for name in _COLUMNS}
-        return ItemTable(**fields, judge_name=self.judge_name)
+        optional = {name: None if getattr(self, name) is None else getattr(self, name)[index] for name in _OPTIONAL}
+        return ItemTable(**fields, **optional, judge_name=self.judge_name)
 
 
 _COLUMNS = ("ids", "judge", "status", "error", "score_source", "experts", "split", "model_id", "task_type",
             "task_group", "criteria_name", "in_scale", "n_abstained")
+_OPTIONAL = ("expert_ids", "scale_low", "scale_high", "best_low", "answer_chars")
+
+
+def pad_expert_ids(id_lists, width: int) -> np.ndarray | None:
+    """The experts' ids as an ``(n, width)`` object matrix beside ``metrics.pad_scores``'s (None-padded), or None
+    when no item names its experts."""
+    if not any(ids for ids in id_lists):
+        return None
+    out = np.full((len(id_lists), width), None, dtype=object)
+    for i, ids in enumerate(id_lists):
+        if ids:
+            out[i, :len(ids)] = ids
+    return out
 
 
 # ------------------------------------------------------------------------------------------- the item table
@@ -164,6 +188,7 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
     """
     import pyarrow as pa
 
+    import judge
     from eval.predictions import prediction_rows, prediction_table
 
     if not isinstance(predictions, pa.Table):
@@ -228,23 +253,31 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
     def text(name: str) -> np.ndarray:
         return np.array([value or "" for value in map(operator.attrgetter(name), records)], dtype=object)
 
+    experts = metrics.pad_scores([r.expert_scores for r in records])
+    criteria = text("criteria_name")
+    best_low_of = {name: judge.load_taxonomy().is_best_at_lowest(name) for name in set(criteria.tolist()) if name}
     table = ItemTable(
         ids=np.array(record_ids, dtype=object),
         judge=judge_scores,
         status=np.array(STATUSES, dtype=object)[code],
         error=np.where(found, [e or "" for e in error], "").astype(object),
         score_source=np.where(found, [s or "" for s in source], "").astype(object),
-        experts=metrics.pad_scores([r.expert_scores for r in records]),
+        experts=experts,
         split=np.array(splits, dtype=object),
         model_id=text("model_id"),
         task_type=text("task_type"),
         task_group=np.array(groups, dtype=object),
-        criteria_name=text("criteria_name"),
+        criteria_name=criteria,
         judge_name=label,
         in_scale=in_scale,
         # Abstentions are counted on the record by the loader (judge.JudgeRecord.n_abstained, released -1 scores);
         # records of a loader without them have none.
         n_abstained=np.array([int(getattr(r, "n_abstained", 0) or 0) for r in records], dtype=np.int64),
+        expert_ids=pad_expert_ids([getattr(r, "expert_ids", None) for r in records], experts.shape[1]),
+        scale_low=low,
+        scale_high=high,
+        best_low=np.array([best_low_of.get(name, False) for name in criteria.tolist()], dtype=bool),
+        answer_chars=np.fromiter(map(len, map(operator.attrgetter("answer"), records)), dtype=np.float64, count=n),
     )
     notes = {"n_unknown_ids": len(first.keys() - set(record_ids)), "n_repeated_ids": repeated}
     if from_head.any():
@@ -350,6 +383,9 @@ def arrow_table(table: ItemTable, extra: Mapping[str, np.ndarray] | None = None)
                              mask=np.isnan(table.in_scale)),
         "n_abstained": pa.array(np.asarray(table.n_abstained, dtype=np.int64)),
     }
+    if table.expert_ids is not None:  # beside expert_scores, one id per score (null: a record naming no experts)
+        columns["expert_ids"] = pa.ListArray.from_arrays(pa.array(offsets), pa.array(table.expert_ids[valid].tolist(),
+                                                                                     type=pa.string()))
     for name, values in (extra or {}).items():
         columns[name] = np.asarray(values).tolist()
     arrow = pa.table(columns)
@@ -388,9 +424,11 @@ def read_table(path: str | Path) -> tuple[ItemTable, dict[str, np.ndarray]]:
         in_scale=(np.array([np.nan if v is None else float(v) for v in data["in_scale"]], dtype=np.float64)
                   if "in_scale" in data else None),
         n_abstained=np.array(data["n_abstained"], dtype=np.int64) if "n_abstained" in data else None,
+        expert_ids=(pad_expert_ids(data["expert_ids"], max(map(len, data["expert_scores"]), default=0))
+                    if "expert_ids" in data else None),
     )
     known = {"id", "judge_score", "status", "error", "score_source", "expert_scores", "split", "model_id",
-             "task_type", "task_group", "criteria_name", "in_scale", "n_abstained"}
+             "task_type", "task_group", "criteria_name", "in_scale", "n_abstained", "expert_ids"}
     extra = {name: np.array([np.nan if v is None else v for v in values], dtype=np.float64)
              for name, values in data.items() if name not in known and name != "why_unscored"}
     return table, extra
@@ -419,7 +457,7 @@ class _Derived:
 # Why an item has no (judge score, reference) pair, in the order the reasons are checked; an item gets the first
 # that applies. "all_experts_abstained": every expert said the criterion does not apply (a released -1): the item
 # is unlabelled, not an error. "no_expert_scores": unlabelled data. "no_unique_mode": the experts tie (the paper
-# excludes such items, seeds/003_04de0265a3137b49.txt:672-674).
+# excludes such items, arXiv 2505.24616v3, Appendix D.2.1).
 UNSCORED_REASONS = ("no_prediction", "request_failed", "parse_failed", "all_experts_abstained", "no_expert_scores",
                     "no_unique_mode")
 _REASON_TEXT = {
@@ -502,8 +540,8 @@ def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, co
         (scored by the judge, with a defined reference); ``mae`` and ``mae_ci``; with ``correlations``:
         ``spearman``, ``spearman_ci``, ``pearson``, ``kendall``.
 
-        Out-of-scale verdicts are in the headline figures, as in the paper (Table 11,
-        ``seeds/003_04de0265a3137b49.txt:703``); ``n_out_of_scale`` counts them among the n verdicts, and
+        Out-of-scale verdicts are in the headline figures, as in the paper (arXiv 2505.24616v3,
+        Table 11); ``n_out_of_scale`` counts them among the n verdicts, and
         ``n_scored_in_scale``, ``mae_in_scale`` (+ ``_ci``) and, with correlations, ``spearman_in_scale``
         (+ ``_ci``) give the figures without them.
 
@@ -597,24 +635,29 @@ def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, co
 def _groups(labels: np.ndarray) -> dict[str, np.ndarray]:
     """Item indices per label, labels in sorted order (one sort for all labels, not one scan per label).
 
-    The labels are numbered by Arrow's dictionary encoding (first seen first), then the few distinct ones sorted:
-    ``np.unique`` on the labels as a string array sorted 160,000 strings per grouping, ~0.4 s each on the full
-    test. The same groups: Python orders strings by code point as numpy does (numpy's string arrays also drop
-    trailing NUL characters, which no label has).
+    The labels are numbered by ``pandas.factorize`` (a hash table in C, first seen first), then the few distinct
+    ones sorted as text: ``np.unique`` on the labels as a string array sorted 160,000 strings per grouping, ~0.4 s
+    each on the full test, and numbering them through an Arrow string array made a Python string per item first.
+    The same groups: each label is grouped as its text (``str``), Python orders strings by code point as numpy
+    does (numpy's string arrays also drop trailing NUL characters, which no label has).
     """
-    import pyarrow as pa
+    import pandas as pd
 
-    # Labels numbered first seen first, by Arrow in C (each label as its text, as np.unique on a string array).
-    encoded = pa.array(list(map(str, labels)), type=pa.string()).dictionary_encode()
-    first_seen = encoded.indices.to_numpy().astype(np.intp)
-    seen = encoded.dictionary.to_pylist()
-    names = sorted(seen)
-    rank = np.empty(len(names), dtype=np.intp)
-    rank[[seen.index(name) for name in names]] = np.arange(len(names))
-    inverse = rank[first_seen] if len(labels) else first_seen
-    order = np.argsort(inverse, kind="stable")
+    labels = np.asarray(labels, dtype=object)
+    codes, seen = pd.factorize(labels)
+    texts = [str(label) for label in seen]
+    missing = np.flatnonzero(codes < 0)  # None / NaN, which pandas takes as one missing value: grouped by text
+    if len(missing):
+        extra_codes, extra_texts = pd.factorize(np.array([str(labels[i]) for i in missing], dtype=object))
+        codes[missing] = len(texts) + extra_codes
+        texts += [str(text) for text in extra_texts]
+    names = sorted(set(texts))
+    rank_of = {name: rank for rank, name in enumerate(names)}
+    rank = np.array([rank_of[text] for text in texts], dtype=np.intp)
+    inverse = rank[codes] if len(labels) else np.zeros(0, dtype=np.intp)
+    order = np.argsort(inverse.astype(np.uint16) if len(names) < 2**16 else inverse, kind="stable")
     bounds = np.r_[0, np.cumsum(np.bincount(inverse, minlength=len(names)))]
-    return {str(name): order[bounds[i]:bounds[i + 1]] for i, name in enumerate(names)}
+    return {name: order[bounds[i]:bounds[i + 1]] for i, name in enumerate(names)}
 
 
 def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: int = 0, vc_repeats: int = 100,
@@ -633,7 +676,7 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
         spearman_target: the correlations' reference, ``mode`` or ``mean`` of the experts, chosen apart from MAE's
             ``target`` (``auto`` or None: the same). The paper correlates with "expert ratings" and names no
             aggregate; its item aggregate is the unweighted mean of the experts' estimates
-            (``seeds/003_04de0265a3137b49.txt:179``). With a reference of its own, the correlation cells carry
+            (arXiv 2505.24616v3, Section 2.3). With a reference of its own, the correlation cells carry
             ``n_spearman`` (the pairs they cover) and draw their intervals from their own generator.
     Returns:
         A JSON-ready dict: ``judge``, ``target``, ``settings``, ``levels``, and ``splits`` →
@@ -698,11 +741,11 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
 
 def model_means(table: ItemTable, derived: _Derived, index: np.ndarray, by_model: Mapping[str, Mapping[str, Any]],
                 overall: Mapping[str, Any], groups: Mapping[str, np.ndarray] | None = None) -> dict[str, Any]:
-    """The paper's Table 10 (``seeds/003_04de0265a3137b49.txt:679-690``): the mean score of each evaluated model by
+    """The paper's Table 10 (arXiv 2505.24616v3, Appendix D.2.1): the mean score of each evaluated model by
     the experts and by the judge, side by side, with the judge's MAE in brackets.
 
     How the paper aggregates: an item's expert score is "an unweighted average of the corresponding point
-    estimates" (line 179), i.e. the mean of its (non-abstaining) experts; the Experts column averages it over the
+    estimates" (Section 2.3), i.e. the mean of its (non-abstaining) experts; the Experts column averages it over the
     model's items. The Experts column is the same for every judge (and is given for the Human Baseline, which no
     judge scored), so it does not depend on the judge: it covers every item of the model with expert scores. The
     judge column averages the judge's scores, out-of-scale ones included (M-Prometheus-14B's 2.5-4.0 means on mostly

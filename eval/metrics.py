@@ -10,7 +10,7 @@ Definitions, as the paper states them:
   share, repeated ``repeats`` (100) times with a fixed seed and averaged; it is reported beside the experts' own.
   An item with fewer than two (non-abstaining) annotators has no Verdict Confidence, for the experts or the judge:
   the paper computes it only where annotations overlap and shows "—" for criteria annotated by one expert
-  (``seeds/003_04de0265a3137b49.txt:917`` Table 15, ``:981`` Table 16).
+  (arXiv 2505.24616v3, Appendix D.2.2, Tables 15 and 16).
 - **Spearman** correlation pooled over all items of an evaluated model or a task type (not per criterion: a
   criterion's scores take 2–5 values, too many ties). Pearson and Kendall's tau-b are reported beside it.
 - **Confusion matrices** judge x expert mode, judge scores rounded half up to a level.
@@ -51,7 +51,7 @@ __all__ = [
 
 # Verdict Confidence needs overlapping annotations: with one annotator the share is 1 whatever was said, and the
 # paper leaves such items out ("the Verdict Confidence was not calculated, as annotations ... were conducted without
-# overlap", seeds/003_04de0265a3137b49.txt:917 and :981).
+# overlap", arXiv 2505.24616v3, Tables 15 and 16).
 MIN_VC_ANNOTATORS = 2
 
 
@@ -118,14 +118,17 @@ def level_counts(experts: np.ndarray, levels: np.ndarray | None = None) -> tuple
     return counts, levels
 
 
-def expert_mode(experts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def expert_mode(experts: np.ndarray, counts: tuple[np.ndarray, np.ndarray] | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
     """The mode of each item's expert scores, and whether it is unique.
+
+    ``counts``: ``level_counts(experts)`` when the caller has them.
 
     Returns:
         ``(mode, unique)``: mode is NaN where there is no unique mode (a tie for the largest count, or no
         scores); ``unique`` is the boolean mask of items that have one.
     """
-    counts, levels = level_counts(experts)
+    counts, levels = level_counts(experts) if counts is None else counts
     if counts.shape[1] == 0:
         return np.full(len(experts), np.nan), np.zeros(len(experts), dtype=bool)
     top = counts.max(axis=1)
@@ -153,7 +156,7 @@ def round_half_up(values: np.ndarray) -> np.ndarray:
 
 def verdict_confidence_experts(experts: np.ndarray) -> np.ndarray:
     """Per item, the largest share of one score among its experts: ``max_y (1/N) sum_i [y_i = y]``
-    (``seeds/003_04de0265a3137b49.txt:825``); NaN for an item with fewer than ``MIN_VC_ANNOTATORS`` scores."""
+    (arXiv 2505.24616v3, Appendix D.2.2); NaN for an item with fewer than ``MIN_VC_ANNOTATORS`` scores."""
     counts, _ = level_counts(experts)
     k = counts.sum(axis=1)
     if counts.shape[1] == 0:
@@ -243,8 +246,8 @@ def verdict_confidence_judge_expected(experts: np.ndarray, judge: np.ndarray) ->
 def random_labelling_vc(annotators: int = 3, labels: int = 3) -> float:
     """The expected Verdict Confidence of ``annotators`` who each pick one of ``labels`` labels uniformly at random:
     the exact mean of ``verdict_confidence_experts`` over every labelling. The paper's case, three annotators and
-    three labels, is 17/27 ~ 0.63 (App. D.2.2, ``seeds/003_04de0265a3137b49.txt:829-843``), which it reads as
-    "comparable to random labeling" below 60 % (line 847)."""
+    three labels, is 17/27 ~ 0.63 (arXiv 2505.24616v3, Appendix D.2.2), which it reads as
+    "comparable to random labeling" below 60 % (the same appendix)."""
     every = np.array(list(itertools.product(range(labels), repeat=annotators)), dtype=np.float64)
     return float(verdict_confidence_experts(every).mean())
 

@@ -16,6 +16,8 @@ from typing import Any
 
 from eval import item_table
 from eval.metrics import RANDOM_LABELLING_VC
+from eval.validity.render import lead_lines
+from eval.validity.render import markdown_lines as validity_markdown
 from judge.splits import SPLIT_TITLES  # one definition in the contract; re-exported here for eval's own modules
 
 __all__ = ["render_markdown", "markdown_table", "plot_confusions", "plot_mae_by_criterion", "write_plots",
@@ -133,13 +135,13 @@ def references_note(result: dict[str, Any]) -> str:
     mae = f"MAE against {_REFERENCES[target]}" + (" (a regression judge)" if target == "mean" else "")
     return (f"{mae}; Spearman, Pearson and Kendall against {_REFERENCES[spearman]} (`--spearman-target`: the "
             "paper correlates with \"expert ratings\" without naming an aggregate; its item aggregate is the "
-            "unweighted mean of the experts' estimates, seeds/003_04de0265a3137b49.txt:179).")
+            "unweighted mean of the experts' estimates, arXiv 2505.24616v3, Section 2.3).")
 
 
 def random_labelling_note() -> str:
     """The paper's random-labelling Verdict Confidence, to read the VC columns against."""
     return (f"VC under random labelling: {fmt(RANDOM_LABELLING_VC)} (17/27: three annotators picking among three "
-            "labels at random, the paper's App. D.2.2, seeds/003_04de0265a3137b49.txt:829-847; below 0.60 it reads "
+            "labels at random, arXiv 2505.24616v3, Appendix D.2.2; below 0.60 it reads "
             "as \"comparable to random labeling\"). `VC experts` covers the items the judge scored; `VC experts "
             "(all labelled)` every labelled item with two or more annotators, whatever the judge did (the paper's "
             "Experts VC, judge-independent).")
@@ -178,6 +180,7 @@ def render_markdown(result: dict[str, Any]) -> str:
     out = [
         f"# Judge report: {result['judge'] or '(unnamed judge)'}",
         "",
+        *lead_lines(result),
         f"{references_note(result)} Spearman is pooled per evaluated model and per task type. "
         f"Verdict Confidence (VC): the largest share of one score among an item's annotators; the judge's value "
         f"replaces one random expert with the judge ({s['vc_repeats']} draws, seed {s['seed']}), over the items it "
@@ -200,6 +203,7 @@ def render_markdown(result: dict[str, Any]) -> str:
     out += [random_labelling_note(), ""]
     out += _why_lines({SPLIT_TITLES[split]: result["splits"][split]["overall"]
                        for split in item_table.SPLITS if split in result["splits"]})
+    out += validity_markdown(result, markdown_table)
     missing = result["splits"]["all"]["overall"]["n_missing"] if "all" in result["splits"] else 0
     if missing:
         out += [f"**{missing} items have no prediction** (the run is unfinished): they are not in `n`.", ""]

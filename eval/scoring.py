@@ -8,7 +8,9 @@ metrics (``eval.item_table``), and write the report (``eval.report``, ``eval.htm
 Files written to the output folder:
 
 - ``metrics.json``: ``eval.item_table.evaluate``'s result (per test: the cells, ``model_means`` = the paper's
-  Table 10, ``why_empty`` where a cell has no scored item) plus ``pollux_official`` (POLLUX's repository evaluator,
+  Table 10, ``why_empty`` where a cell has no scored item), ``validity`` (``eval.validity.section``: the alternative
+  annotator test, the experts' ceiling, agreement and bias, per test and cell; docs/validity.md) plus
+  ``pollux_official`` (POLLUX's repository evaluator,
   ``eval.pollux_official``: not the paper's metrics) and the run's provenance;
 - ``report.md``: the tables; ``report.html``: the same tables, SVG plots and the item explorer;
 - ``items.parquet``: the per-item table (judge score, status, experts, reference, Verdict Confidences, ``in_scale``,
@@ -23,6 +25,8 @@ and the metrics computed on it (bench/eval_metrics.py --end-to-end times it on t
 
 from __future__ import annotations
 
+import functools
+import gc
 import json
 import logging
 from pathlib import Path
@@ -32,12 +36,44 @@ from eval import item_table
 from eval.html_explorer import DEFAULT_TEXT_ITEMS, item_columns, report_items
 from eval.html_report import render_report_page
 from eval.report import log_wandb, render_markdown, write_plots
+from eval.validity.section import ValiditySettings, validity_section
 
 __all__ = ["score"]
 
 log = logging.getLogger("judge_eval.score")
 
 
+def _one_core(function):
+    """Run ``function`` as the one-core command it is: the cyclic garbage collector paused and BLAS on one thread.
+
+    - ``score`` builds hundreds of thousands of small acyclic objects (the records with their annotations, the
+      prediction rows, the report's cells) and keeps most of them to its end: every collection their allocations
+      trigger would traverse that whole growing heap again and free nothing (reference counting frees them). On
+      the 160,000-item bench table the collector cost ~0.9 CPU-s of the records' load and ~0.4 of the item
+      table's (docs/performance.md). A policy of this command, not of the records' loader other stages share.
+    - The bootstraps' many small matrix products would each wake OpenBLAS's helper thread, which then spins
+      waiting for more work: ~0.4 CPU-s of a second core for nothing on the bench table, the same figures.
+
+    Both are restored after, whatever they were.
+    """
+
+    @functools.wraps(function)
+    def one_core(*args, **kwargs):
+        from threadpoolctl import threadpool_limits
+
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            with threadpool_limits(limits=1, user_api="blas"):
+                return function(*args, **kwargs)
+        finally:
+            if enabled:
+                gc.enable()
+
+    return one_core
+
+
+@_one_core
 def score(
     predictions: str | Path,
     data: str | Path | None = None,
@@ -54,6 +90,7 @@ def score(
     name: str = "",
     html_text_items: int | None = None,
     allow_repeated_ids: bool = False,
+    alt_test=None,
 ) -> dict[str, Any]:
     """Score a run against the experts and write the report (and ``report.html``, see ``eval.html_report``).
 
@@ -75,6 +112,7 @@ def score(
             ``eval.html_explorer.DEFAULT_TEXT_ITEMS``; negative: all).
         allow_repeated_ids: score each id's first row when an id repeats, instead of refusing the file
             (``eval.predictions.refuse_repeated_ids``).
+        alt_test: the validity section's ``eval.validity.alt_test.AltTestSettings`` (default: the authors').
 
     Returns:
         The metrics (as written to ``metrics.json``).
@@ -114,6 +152,11 @@ def score(
     result = item_table.evaluate(table, target=target, n_boot=n_boot, seed=seed, vc_repeats=vc_repeats,
                                  derived=derived, spearman_target=spearman_target)
     result["settings"]["regression_scores"] = "clipped" if clip_regression else "raw"
+    # ---- validity: can the judge stand in for an expert? From the same item table, per test and cell.
+    # --n-boot 0 turns its intervals off too; otherwise each is capped (eval/validity/section.py)
+    validity = ValiditySettings(seed=seed, n_boot=n_boot, alpha_boot=ValiditySettings.alpha_boot if n_boot else 0,
+                                **({"alt_test": alt_test} if alt_test is not None else {}))
+    result["validity"] = validity_section(table, target, tests, validity)
     result["data"] = str(data)
     result["predictions"] = str(predictions)
     result["notes"] = notes

@@ -2,11 +2,16 @@
 
 Two schemas are read natively, row by row:
 
-- **the released POLLUX schema** (dataset ``ai-forever/POLLUX``, ``../shared/pollux/RELEASE.md``): the experts sit in
+- **the released POLLUX schema** (dataset ``ai-forever/POLLUX``, its Hugging Face dataset card): the experts sit in
   ``annotations``, a list of ``{comment, score}`` (one per expert, in order); a score of ``-1`` there is an
   abstention ("the criterion does not apply"), not a score; there is no ``id`` column;
 - **the project's JSONL schema**: ``expert_scores`` (a list of numbers, ``null`` for an abstention; a ``-1`` here is
   a real score, since rubric levels may be negative) with ``expert_feedback`` (one text per expert, or null).
+
+Either schema may name its experts: ``expert_ids``, a list of texts parallel to the experts (``annotations`` or
+``expert_scores``), one distinct id per expert of the row. An abstaining expert keeps its id in ``annotations`` and is
+left out of ``JudgeRecord.expert_ids`` like its score. The released POLLUX data names no experts, so its records
+have ``expert_ids`` None (statistics that need identities, such as the alternative annotator test, skip them).
 
 Either way a record keeps every expert, abstentions included, in ``JudgeRecord.annotations``; ``expert_scores`` and
 ``expert_feedback`` hold the non-abstaining experts only, which is what metrics and training read.
@@ -22,7 +27,6 @@ are counted in a ``LoadReport`` (``load_records_report``).
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 import logging
@@ -47,12 +51,12 @@ logger = logging.getLogger(__name__)
 _TEXT_REQUIRED = ("instruction", "answer", "criteria_name", "rubrics")
 _TEXT_OPTIONAL = ("model_id", "task_type", "task_subtype", "task_subsubtype", "difficulty", "domain",
                   "criteria_description", "rubrics_example")  # fmt: skip
-#: The released data's marker for an abstaining expert (RELEASE.md, "A score of -1 in annotations is an abstention").
+#: The released data's marker for an abstaining expert: a score of -1 in ``annotations`` (the dataset card).
 ABSTENTION_SCORE = -1.0
 #: The fields a content-derived id hashes, in this order (see ``content_id``).
 ID_FIELDS = ("instruction", "reference_answer", "answer", "criteria_name", "rubrics", "model_id", "task_type",
              "task_subtype", "task_subsubtype")  # fmt: skip
-# Columns only the released benchmark has (RELEASE.md's table); build-data refuses rows that carry them.
+# Columns only the released benchmark has (the dataset's columns); build-data refuses rows that carry them.
 _BENCHMARK_MARKERS = ("is_provocative", "criteria_description")
 # A hub shard name: "<split>-00000-of-00003.parquet".
 
@@ -81,10 +85,12 @@ class Annotation:
         score: the expert's point estimate, or None when the expert abstained (the released data writes ``-1``,
             the project's JSONL ``null``).
         comment: the expert's rationale ("" when the source has none).
+        expert_id: who the expert is (the row's ``expert_ids``), None when the source names no experts.
     """
 
     score: float | None
     comment: str = ""
+    expert_id: str | None = None
 
     @property
     def abstained(self) -> bool:
@@ -113,6 +119,8 @@ class JudgeRecord:
         criteria_description, rubrics_example: the released columns ("" if absent).
         is_provocative: the released flag; None when the source does not say.
         origin: (source, row) the record was read from, for error messages; not part of its value.
+        expert_ids: the non-abstaining experts' ids, parallel to ``expert_scores``; None when the source names no
+            experts (an abstaining expert's id stays in ``annotations``).
     """
 
     id: str
@@ -136,19 +144,36 @@ class JudgeRecord:
     rubrics_example: str = ""
     is_provocative: bool | None = None
     origin: tuple[str, int] | None = field(default=None, compare=False, repr=False)
+    expert_ids: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
-        feedback = self.expert_feedback
+        feedback, ids = self.expert_feedback, self.expert_ids
+        if ids is not None:
+            ids = tuple(ids)
+            object.__setattr__(self, "expert_ids", ids)
         if not self.annotations:
             if not self.expert_scores:
+                if ids:
+                    raise ValueError(f"record {self.id!r}: {len(ids)} expert ids for no expert scores")
+                object.__setattr__(self, "expert_ids", None)
                 return
             if feedback is not None and len(feedback) != len(self.expert_scores):
                 raise ValueError(f"record {self.id!r}: {len(feedback)} feedback texts for {len(self.expert_scores)} scores")
+            _check_ids(ids, len(self.expert_scores), f"record {self.id!r}")
             comments = feedback if feedback is not None else ("",) * len(self.expert_scores)
-            object.__setattr__(self, "annotations", tuple(map(Annotation, map(float, self.expert_scores), comments)))
+            named = ids if ids is not None else (None,) * len(self.expert_scores)
+            object.__setattr__(self, "annotations",
+                               tuple(map(Annotation, map(float, self.expert_scores), comments, named)))
             return
         given = [a for a in self.annotations if a.score is not None]
         scores = tuple(a.score for a in given)
+        named = _annotation_ids(self.annotations)
+        _check_ids(named, len(self.annotations), f"record {self.id!r}")
+        given_ids = None if named is None else tuple(a.expert_id for a in given)
+        if ids is None:
+            object.__setattr__(self, "expert_ids", given_ids)
+        elif ids != given_ids:
+            raise ValueError(f"record {self.id!r}: expert_ids disagree with the annotations' expert ids")
         if not self.expert_scores and feedback is None:
             # Built from annotations alone: the non-abstaining experts are the scores and rationales.
             object.__setattr__(self, "expert_scores", scores)
@@ -182,6 +207,8 @@ class JudgeRecord:
         row["expert_scores"] = [a.score for a in self.annotations]
         has_comments = self.expert_feedback is not None or any(a.comment for a in self.annotations)
         row["expert_feedback"] = [a.comment for a in self.annotations] if has_comments else None
+        if any(a.expert_id is not None for a in self.annotations):
+            row["expert_ids"] = [a.expert_id for a in self.annotations]
         for name in ("model_id", "task_type", "task_subtype", "task_subsubtype", "difficulty", "domain"):
             row[name] = getattr(self, name)
         for name in ("criteria_description", "rubrics_example"):
@@ -247,6 +274,7 @@ class JudgeRecord:
             values["expert_feedback"] = tuple(a.comment for a in given) if given else None
         else:
             annotations, values["expert_scores"], values["expert_feedback"] = _project_experts(row, fail)
+        annotations, values["expert_ids"] = _named_experts(annotations, row.get("expert_ids"), fail)
         values["annotations"] = annotations
 
         scores = values["expert_scores"]
@@ -260,7 +288,7 @@ class JudgeRecord:
             if number is None:
                 raise fail("criteria_score", f"{aggregate!r} is not a finite number")
             if number == ABSTENTION_SCORE and annotations and not scores and "annotations" in row:
-                # RELEASE.md is silent on the aggregate of an item whose experts all abstained; a -1 there can only
+                # The dataset card is silent on the aggregate of an item whose experts all abstained; a -1 there can only
                 # be the abstention marker carried over, never a score, so the item has no aggregate.
                 number = None
             values["criteria_score"] = number
@@ -285,7 +313,46 @@ class JudgeRecord:
 
 
 _KNOWN = frozenset({"id", "reference_answer", "expert_scores", "expert_feedback", "criteria_score", "annotations",
-                    "is_provocative", *_TEXT_REQUIRED, *_TEXT_OPTIONAL})  # fmt: skip
+                    "is_provocative", "expert_ids", *_TEXT_REQUIRED, *_TEXT_OPTIONAL})  # fmt: skip
+
+
+def _annotation_ids(annotations) -> tuple[str, ...] | None:
+    """The experts' ids of these annotations, or None when none is named."""
+    ids = tuple(a.expert_id for a in annotations)
+    return None if all(i is None for i in ids) else ids
+
+
+def _check_ids(ids: tuple | None, n_experts: int, where: str) -> None:
+    """One distinct text id per expert, or no ids at all (raises ValueError naming what is wrong)."""
+    if ids is None:
+        return
+    if len(ids) != n_experts:
+        raise ValueError(f"{where}: {len(ids)} expert ids for {n_experts} experts")
+    if any(type(i) is not str or not i for i in ids):
+        raise ValueError(f"{where}: expert ids must be non-empty texts (one per expert), got {list(ids)!r}")
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"{where}: an expert id repeats within the item ({list(ids)!r})")
+
+
+def _named_experts(annotations: tuple[Annotation, ...], ids: Any, fail) -> tuple[tuple[Annotation, ...], tuple[str, ...] | None]:
+    """Attach a row's ``expert_ids`` (parallel to all its experts, abstentions included) to its annotations.
+
+    Returns the annotations (with ``expert_id`` set) and the non-abstaining experts' ids (None when the row names
+    no experts). Integer ids are read as their text, as the other text columns are.
+    """
+    if ids is None:
+        return annotations, None
+    if not _is_list(ids):
+        raise fail("expert_ids", f"must be a list of texts, one per expert, got {type(ids).__name__}")
+    ids = tuple(str(i) if type(i) is int else i for i in ids)
+    try:
+        _check_ids(ids, len(annotations), "row")
+    except ValueError as error:
+        raise fail("expert_ids", str(error).removeprefix("row: ")) from None
+    if not annotations:
+        return annotations, None
+    named = tuple(map(Annotation, (a.score for a in annotations), (a.comment for a in annotations), ids))
+    return named, tuple(i for a, i in zip(named, ids) if a.score is not None)
 
 
 def _is_list(value: Any) -> bool:
@@ -380,8 +447,8 @@ def content_id(values: Mapping[str, Any]) -> str:
     task_type, task_subtype, task_subsubtype; absent or null = "") as a JSON list, exactly as the row holds them
     (no stripping), serialised with ``json.dumps(..., ensure_ascii=False, separators=(",", ":"))``, encoded as
     UTF-8, hashed with SHA-256; the id is the first 16 hex characters. It depends on nothing but those texts, so
-    the same row gets the same id on every run and machine. These fields identify an item (RELEASE.md: "Items are
-    identified by their content (instruction, answer, criterion, model)"); the experts' scores are not part of it.
+    the same row gets the same id on every run and machine. These fields identify an item (the release has no id column: an item is its
+    content — instruction, answer, criterion, model); the experts' scores are not part of it.
     """
     key = json.dumps([values.get(name) or "" for name in ID_FIELDS], ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
@@ -437,16 +504,7 @@ def _validated(items: Iterable[tuple[str, int, Mapping[str, Any]]], source: str,
 
 
 def _collected(checked: Iterable[tuple[str, int, JudgeRecord, bool, bool]], source: str) -> tuple[list[JudgeRecord], LoadReport]:
-    # A load builds millions of small acyclic objects (rows, records, annotations); the cyclic garbage collector
-    # would traverse the growing heap again and again for nothing (about a third of the load time of the
-    # 160k-item test set), so it pauses for the loop.
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        return _collected_loop(checked, source)
-    finally:
-        if paused:
-            gc.enable()
+    return _collected_loop(checked, source)
 
 
 def _checked_rows(items: Iterable[tuple[str, int, Mapping[str, Any]]], state: dict[str, Any]) -> Iterator[tuple[str, int, JudgeRecord, bool, bool]]:
@@ -697,6 +755,18 @@ def _columnar(where: str, table, state: dict[str, Any], jsonl: bool) -> list[tup
             feedback_lists.append(tuple(texts[at:at + length]) if ok else None)
             at += length
 
+    id_lists = None
+    id_column = column("expert_ids")
+    if id_column is not None and not pa.types.is_null(id_column.type):
+        flat = _lists(id_column)
+        if flat is None or not _is_text_type(flat[0].type) or flat[0].null_count:
+            return None  # integer ids, nulls inside a list: the row path reads or names them
+        # Per row: its ids (a null list: the row names no experts); lengths and repeats are checked per row below.
+        texts, valid, id_lists, at = flat[0].to_pylist(), pc.is_valid(id_column).to_pylist(), [], 0
+        for ok, length in zip(valid, flat[1]):
+            id_lists.append(texts[at:at + length] if ok else None)
+            at += length
+
     extra_names = [c for c in names if c not in _KNOWN]
     extra_columns = [table.column(c).to_pylist() for c in extra_names]
     benchmark = "annotations" in present or all(name in present for name in _BENCHMARK_MARKERS)
@@ -718,6 +788,14 @@ def _columnar(where: str, table, state: dict[str, Any], jsonl: bool) -> list[tup
         found = plain.get(score)
         if found is None:
             found = plain[score] = Annotation(score, "")
+        return found
+
+    plain_named: dict[tuple[float, str], Annotation] = {}
+
+    def named(score: float, expert_id: str) -> Annotation:
+        found = plain_named.get((score, expert_id))
+        if found is None:
+            found = plain_named[score, expert_id] = Annotation(score, "", expert_id)
         return found
 
     for_rows = zip(
@@ -743,6 +821,17 @@ def _columnar(where: str, table, state: dict[str, Any], jsonl: bool) -> list[tup
                     annotation_tuple = tuple(map(Annotation, scores, comments))
                 if not scores:
                     comments = None
+            row_ids = None
+            if id_lists is not None and id_lists[i] is not None:
+                named_ids = id_lists[i]
+                if comments is None and released is None and None not in listed and len(named_ids) == len(scores) \
+                        and len(set(named_ids)) == len(named_ids) and all(named_ids):
+                    # comment-less experts without abstentions: one shared instance per (score, id), as `uncommented`
+                    annotation_tuple = tuple(map(named, scores, named_ids))
+                    row_ids = tuple(named_ids)
+                else:  # the row path's helper checks the ids (a RecordError sends the table to the row path)
+                    annotation_tuple, row_ids = _named_experts(annotation_tuple, named_ids, fail)
+            row_values["expert_ids"] = row_ids
             row_values["expert_scores"], row_values["expert_feedback"], row_values["annotations"] = scores, comments, annotation_tuple
             if number is None:
                 row_values["criteria_score"] = sum(scores) / len(scores) if scores else None

@@ -9,7 +9,9 @@ types of the vendored taxonomy, hand-written answers of fictional evaluated mode
 criteria set with the real rubric text. Every answer carries the level the experts converge on per criterion
 ("2"), or two levels the panel splits between ("0/1": equal halves, so no unique mode). The seeded generator draws
 the panel size (2-5), the occasional dissenting expert one level away, and assembles each expert's rationale from
-per-criterion phrases and the answer-specific remark. The content (instructions, answers, remarks, phrases) is data,
+per-criterion phrases and the answer-specific remark. Each panel is drawn from a pool of eight named experts
+(``EXPERTS``, stable ids in ``expert_ids``) by a generator of its own, so the scores do not depend on the names and
+every expert scores enough items for the alternative annotator test (eval/validity). The content (instructions, answers, remarks, phrases) is data,
 ``sample_content.yaml``; this module is the logic that turns it into records.
 """
 
@@ -37,6 +39,9 @@ FULL_AGREEMENT = 0.5
 # Neither they nor the other two-level criteria (the code runs or not) get a lone dissenter: a flip of the binary
 # verdict is a disagreement about facts, written as an explicit split where it is plausible.
 CRITICAL = ("narushenie_formata", "censor")
+# The expert pool: each panel is a draw of distinct experts from it, by a generator of its own (seed + 1), so adding
+# the ids left the scores and rationales of the sample unchanged.
+EXPERTS = tuple(f"expert-{i:02d}" for i in range(1, 9))
 
 
 @dataclass(frozen=True)
@@ -274,6 +279,7 @@ def build_records(seed: int = SEED) -> list[JudgeRecord]:
     """
     phrases, items = load_content()
     rng = random.Random(seed)
+    panels = random.Random(seed + 1)
     tax = load_taxonomy()
     records: list[JudgeRecord] = []
     for item in items:
@@ -310,6 +316,7 @@ def build_records(seed: int = SEED) -> list[JudgeRecord]:
                         criteria_score=sum(scores) / len(scores),
                         expert_scores=tuple(float(s) for s in scores),
                         expert_feedback=tuple(_feedback(crit, scores, token, note, phrases, rng)),
+                        expert_ids=tuple(panels.sample(EXPERTS, len(scores))),
                         model_id=answer.model_id,
                         task_type=leaf.task_type,
                         task_subtype=leaf.subtype or "",
@@ -342,7 +349,7 @@ def summary(records: list[JudgeRecord]) -> dict[str, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 
     parser = ExactArgumentParser(prog="python scripts/make_sample.py", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSONL file to write (default: %(default)s)")

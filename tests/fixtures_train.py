@@ -105,8 +105,10 @@ def overfit_records_path(tmp_path_factory, qwen_tokenizer) -> Path:
         record_id, index = row["id"].rsplit("/", 1)
         record = by_id[record_id]
         score = record.expert_scores[int(index)]
+        # the chosen expert's id travels with its score (a record holds one id per expert, or none)
+        ids = None if record.expert_ids is None else (record.expert_ids[int(index)],)
         chosen.append(dataclasses.replace(record, expert_scores=(score,), expert_feedback=(row["feedback"],), annotations=(),
-                                          criteria_score=score))  # fmt: skip
+                                          criteria_score=score, expert_ids=ids))  # fmt: skip
     return judge.write_jsonl(chosen, tmp_path_factory.mktemp("overfit-data") / "overfit.jsonl")
 
 

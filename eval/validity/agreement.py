@@ -1,0 +1,263 @@
+"""Agreement: Krippendorff's alpha of the experts with and without the judge, quadratic-weighted kappa against the
+experts' mode, and agreement split by how much the experts agreed.
+
+Libraries, and their pitfalls (each pinned by a test):
+
+- Krippendorff's alpha as the ``krippendorff`` package defines it, ``krippendorff.alpha(value_counts=...,
+  value_domain=..., level_of_measurement="ordinal")`` — its default level is ``interval`` — and ``value_domain`` the
+  rubric's full scale: its default is the values observed, and an ordinal distance between two levels counts the
+  levels between them, so an unused level changes the distances. Items enter as value counts (per item, how many
+  raters gave each level), which needs no rater identities. The section computes the package's value from the
+  coincidence matrices of each distinct row of counts (``CodedCounts``: every cell and every bootstrap resample of
+  the full test in a few array products, where a call of the package per cell and per resample cost ~0.5 CPU-s);
+  tests pin it equal to the package on random tables, per resample, with unused levels and levels outside a cell.
+- quadratic-weighted Cohen's kappa over the full scale: ``sklearn.metrics.cohen_kappa_score`` needs
+  ``weights="quadratic"`` and ``labels`` the full scale (without ``labels`` only the levels that occur index the
+  weight matrix, so a scale 0-4 used only at 0, 2, 4 would weigh 0 vs 4 as two steps, not four). The section calls
+  kappa several hundred times on the full test, so it computes the same value with statsmodels'
+  ``cohens_kappa(table, wt="quadratic")`` on the rater x rater table over the full scale (about 30 microseconds a
+  call against sklearn's 0.7-3 ms of input checks); a test pins the two equal.
+
+``alpha_with_judge`` adds the judge as one more rater on the items it scored (its score as the scale level it
+rounds to, half up, clipped into the scale); ``alpha_difference`` = with minus without, with a percentile bootstrap
+interval over items, capped at ``ALPHA_BOOT`` resamples of at most ``ALPHA_BOOT_ITEMS`` items (drawn at random from
+the cell when it has more: an m-out-of-n bootstrap, wider than the full cell's interval, never narrower).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["ALPHA_BOOT", "ALPHA_BOOT_ITEMS", "CodedCounts", "agreement", "agreement_classes", "class_codes",
+           "level_positions", "quadratic_kappa", "resampled_alphas", "table_kappa", "value_counts"]
+
+#: Resamples of the alpha difference's bootstrap interval.
+ALPHA_BOOT = 100
+#: At most this many items per resample (see the module docstring).
+ALPHA_BOOT_ITEMS = 1000
+#: How much the experts of an item agreed: all the same, a unique mode, or no unique mode.
+CLASSES = ("unanimous", "majority", "split")
+
+
+def value_counts(scores: np.ndarray, domain: np.ndarray) -> np.ndarray:
+    """``(n, len(domain))``: per item, how many of its (NaN-padded) scores equal each level of ``domain``."""
+    scores = np.atleast_2d(scores)
+    return (scores[:, :, None] == np.asarray(domain, dtype=float)[None, None, :]).sum(axis=1).astype(float)
+
+
+def level_positions(values: np.ndarray, domain: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each value's position in ``domain`` (ascending) and whether it is one of its levels (NaN is not).
+
+    A domain of consecutive integers (every rubric's) is indexed by subtraction, not by a binary search per value.
+    """
+    values = np.asarray(values, dtype=float)
+    domain = np.asarray(domain, dtype=float)
+    if len(domain) and np.array_equal(domain, domain[0] + np.arange(len(domain))):
+        with np.errstate(invalid="ignore"):
+            shifted = values - domain[0]
+            inside = (shifted >= 0) & (shifted < len(domain)) & (shifted == np.floor(shifted))
+        return np.where(inside, shifted, 0).astype(np.intp), inside
+    position = np.searchsorted(domain, values)
+    inside = position < len(domain)
+    inside[inside] = domain[position[inside]] == values[inside]
+    return np.where(inside, position, 0), inside
+
+
+def quadratic_kappa(a: np.ndarray, b: np.ndarray, domain: np.ndarray) -> float | None:
+    """Quadratic-weighted Cohen's kappa of two raters over the full scale ``domain`` (None when undefined).
+
+    Pairs with a value outside ``domain`` are left out (as sklearn does with ``labels``); the a x b table spans every
+    level of ``domain``, used or not, and the weights are squared differences of positions (the levels are
+    consecutive integers). Equal to ``sklearn.metrics.cohen_kappa_score(a, b, weights="quadratic", labels=domain)``.
+    """
+    domain = np.asarray(domain, dtype=float)
+    (i, in_a), (j, in_b) = level_positions(a, domain), level_positions(b, domain)
+    inside = in_a & in_b
+    size = len(domain)
+    return table_kappa(np.bincount(i[inside] * size + j[inside], minlength=size * size).reshape(size, size))
+
+
+def table_kappa(table: np.ndarray) -> float | None:
+    """``quadratic_kappa`` from the two raters' table over the full scale (rows: the first rater's levels)."""
+    from statsmodels.stats.inter_rater import cohens_kappa
+
+    if len(table) < 2 or not table.sum():
+        return None
+    with np.errstate(invalid="ignore", divide="ignore"):
+        value = cohens_kappa(np.asarray(table, dtype=float), wt="quadratic", return_results=False)
+    return float(value) if np.isfinite(value) else None
+
+
+class CodedCounts:
+    """Value counts of many items over ``values``, each distinct row numbered once.
+
+    Krippendorff's coincidence matrix is a sum over items of ``(n n' - diag(n)) / (m - 1)`` (``n`` an item's value
+    counts over the value domain, ``m`` their sum; the ``krippendorff`` package's ``_coincidences``), so items with
+    the same counts contribute the same matrix: a set of items needs only how many of them have each distinct row.
+    A cell whose value domain is a subset of ``values`` takes the rows' columns of its domain, as
+    ``value_counts(scores, domain)`` would count them. The full test's items have a few hundred distinct rows.
+
+    Attributes:
+        values: the levels counted (ascending).
+        rows: ``(p, len(values))`` the distinct rows.
+        codes: ``(n,)`` each item's row.
+    """
+
+    def __init__(self, counts: np.ndarray, values: np.ndarray):
+        counts = np.asarray(counts, dtype=float)
+        self.values = np.asarray(values, dtype=float)
+        whole = counts.astype(np.int64)
+        base = int(whole.max(initial=0)) + 1
+        if np.array_equal(whole, counts) and counts.shape[1] * np.log2(base) < 62:  # a row as one integer: 1-D
+            _, first, inverse = np.unique(whole @ base ** np.arange(counts.shape[1], dtype=np.int64),
+                                          return_index=True, return_inverse=True)
+            self.rows = counts[first]
+        else:
+            self.rows, inverse = np.unique(counts, axis=0, return_inverse=True)
+        self.codes = inverse.reshape(-1)
+
+    def draws(self, items: np.ndarray) -> np.ndarray:
+        """``(b, p)``: how many of each row of ``items`` (``(m,)`` or ``(b, m)`` item indices) has."""
+        items = np.atleast_2d(items)
+        p = len(self.rows)
+        return np.bincount((self.codes[items] + p * np.arange(len(items))[:, None]).ravel(),
+                           minlength=len(items) * p).reshape(len(items), p).astype(float)
+
+    def alphas(self, draws: np.ndarray, domain: np.ndarray) -> np.ndarray:
+        """Ordinal alpha over ``domain`` (a subset of ``values``) of each row of ``draws`` (NaN where undefined).
+
+        ``krippendorff.alpha(value_counts=..., value_domain=domain, level_of_measurement="ordinal")`` of the items
+        ``draws`` counts (a test pins them equal): the coincidences summed per distinct row, then the package's
+        expected coincidences and ordinal distances from their margins.
+        """
+        domain = np.asarray(domain, dtype=float)
+        size, n = len(domain), len(draws)
+        rows = self.rows[:, np.searchsorted(self.values, domain)]
+        m = rows.sum(axis=1)
+        eye = np.eye(size)
+        per_row = (rows[:, :, None] * rows[:, None, :] - rows[:, :, None] * eye) / (np.maximum(m, 2) - 1)[:, None, None]
+        o = (draws @ per_row.reshape(len(rows), -1)).reshape(n, size, size)
+        n_v = o.sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            e = (n_v[:, :, None] * n_v[:, None, :] - n_v[:, :, None] * eye) / (n_v.sum(axis=1) - 1)[:, None, None]
+            # the ordinal metric: (the counts of the levels from c to k, less half of c's and k's) squared
+            cumulative = np.concatenate([np.zeros((n, 1)), np.cumsum(n_v, axis=1)], axis=1)
+            level = np.arange(size)
+            low, high = np.minimum(level[:, None], level[None, :]), np.maximum(level[:, None], level[None, :])
+            d = (cumulative[:, high + 1] - cumulative[:, low] - (n_v[:, :, None] + n_v[:, None, :]) / 2) ** 2
+            alphas = 1 - (o * d).sum(axis=(1, 2)) / (e * d).sum(axis=(1, 2))
+        pairable = draws[:, m >= 2].sum(axis=1) > 0  # the package refuses a set with no item rated twice
+        return np.where(pairable & np.isfinite(alphas) & (size >= 2), alphas, np.nan)
+
+    def pairable(self, domain: np.ndarray, items: np.ndarray) -> np.ndarray:
+        """Whether each of ``items`` has at least 2 values in ``domain``."""
+        return (self.rows[:, np.searchsorted(self.values, np.asarray(domain, dtype=float))].sum(axis=1) >= 2)[
+            self.codes[items]]
+
+
+def resampled_alphas(counts: np.ndarray, drawn: np.ndarray, domain: np.ndarray) -> np.ndarray:
+    """Ordinal Krippendorff's alpha of each bootstrap resample ``counts[drawn[b]]`` (NaN where undefined), all at
+    once (``CodedCounts``): one ``krippendorff.alpha`` call per resample costs ~0.4 ms, all of them less than one."""
+    coded = CodedCounts(counts, domain)
+    return coded.alphas(coded.draws(drawn), domain)
+
+
+def _coded_alpha(coded: CodedCounts, items: np.ndarray, domain: np.ndarray) -> float | None:
+    value = coded.alphas(coded.draws(items), domain)[0]
+    return float(value) if np.isfinite(value) else None
+
+
+def agreement_classes(experts: np.ndarray) -> np.ndarray:
+    """Per item: "unanimous", "majority" or "split" (no unique mode); "" for an item with fewer than 2 experts."""
+    names = np.array([*CLASSES, ""], dtype=object)  # code -1 (fewer than 2 experts) indexes the last: ""
+    return names[class_codes(experts)]
+
+
+def class_codes(experts: np.ndarray, unique: np.ndarray | None = None) -> np.ndarray:
+    """``agreement_classes`` as positions in ``CLASSES`` (-1 for fewer than 2 experts); ``unique``: the items with a
+    unique mode (``eval.metrics.expert_mode``'s second value) when the caller has it."""
+    from eval.metrics import expert_mode
+
+    valid = ~np.isnan(experts)
+    n = valid.sum(axis=1)
+    low = np.where(valid, experts, np.inf).min(axis=1)
+    high = np.where(valid, experts, -np.inf).max(axis=1)
+    unique = expert_mode(experts)[1] if unique is None else unique
+    return np.where(n < 2, -1, np.where(low == high, 0, np.where(unique, 1, 2))).astype(np.int8)
+
+
+def agreement(judge_levels: np.ndarray, experts: np.ndarray, mode: np.ndarray, domain: np.ndarray, *,
+              classes: np.ndarray | None = None, n_boot: int = ALPHA_BOOT, rng: np.random.Generator | None = None,
+              level: float = 0.95, coded: tuple[CodedCounts, CodedCounts, np.ndarray] | None = None,
+              mean: np.ndarray | None = None) -> dict[str, Any]:
+    """Agreement figures of one cell.
+
+    Args:
+        judge_levels: ``(n,)`` the judge's scores as scale levels (NaN: no score).
+        experts: ``(n, k)`` NaN-padded expert scores.
+        mode: ``(n,)`` the experts' unique mode (NaN where none).
+        domain: the rubric's full scale, ascending.
+        classes: ``agreement_classes(experts)`` when the caller has them (or their positions in ``CLASSES``, -1 for
+            none).
+        n_boot: resamples of the alpha difference's interval (0: none).
+        rng: the bootstrap's generator.
+        level: the interval's coverage.
+        coded: ``(experts, with_judge, items)`` when the caller has the value counts of a whole table coded
+            (``CodedCounts`` of the experts' and of the experts' plus the judge's, over a superset of ``domain``)
+            and ``items`` the cell's rows of it (the section codes every item once).
+        mean: ``(n,)`` the experts' mean per item, when the caller has it.
+
+    Returns:
+        ``alpha_experts``, ``alpha_with_judge``, ``alpha_difference`` with ``alpha_difference_ci``,
+        ``kappa_quadratic`` (judge vs the experts' unique mode, ``n_kappa`` items), and ``by_expert_agreement``
+        {unanimous, majority, split} -> ``n``, ``n_judged``, ``exact`` (the judge's share equal to the unique mode;
+        None for split items), ``mae_to_mean`` (against the experts' mean).
+    """
+    from eval.bootstrap import percentile_interval
+    from eval.metrics import expert_mean
+
+    domain = np.asarray(domain, dtype=float)
+    judged = np.isfinite(judge_levels)
+    if coded is None:  # this cell's own counts, coded
+        expert_counts = value_counts(experts, domain)
+        with_judge = expert_counts + value_counts(judge_levels[:, None], domain)
+        coded = (CodedCounts(expert_counts, domain), CodedCounts(with_judge, domain), np.arange(len(experts)))
+    coded_experts, coded_with, items = coded
+    out: dict[str, Any] = {"value_domain": domain.tolist(),
+                           "alpha_experts": _coded_alpha(coded_experts, items, domain),
+                           "alpha_with_judge": _coded_alpha(coded_with, items, domain)}
+    both = out["alpha_experts"] is not None and out["alpha_with_judge"] is not None
+    out["alpha_difference"] = out["alpha_with_judge"] - out["alpha_experts"] if both else None
+    interval = [None, None]
+    usable = np.flatnonzero(coded_experts.pairable(domain, items))
+    if both and n_boot > 0 and len(usable) >= 2:
+        rng = rng or np.random.default_rng(0)
+        size = min(len(usable), ALPHA_BOOT_ITEMS)
+        drawn = items[np.stack([usable[rng.integers(0, len(usable), size)] for _ in range(n_boot)])]
+        samples = (coded_with.alphas(coded_with.draws(drawn), domain)
+                   - coded_experts.alphas(coded_experts.draws(drawn), domain))
+        interval = percentile_interval(samples, level)
+    out["alpha_difference_ci"] = interval
+    out["alpha_boot"] = {"resamples": n_boot, "items_per_resample": int(min(len(usable), ALPHA_BOOT_ITEMS))}
+
+    scored = judged & np.isfinite(mode)
+    out["n_kappa"] = int(scored.sum())
+    out["kappa_quadratic"] = quadratic_kappa(judge_levels[scored], mode[scored], domain)
+
+    classes = class_codes(experts) if classes is None else classes
+    mean = expert_mean(experts) if mean is None else mean
+    split: dict[str, Any] = {}
+    coded = classes.dtype != object  # the section's codes: positions in CLASSES (-1: fewer than 2 experts)
+    for code, name in enumerate(CLASSES):
+        members = classes == (code if coded else name)
+        hit = members & judged
+        split[name] = {
+            "n": int(members.sum()),
+            "n_judged": int(hit.sum()),
+            "exact": (float((judge_levels[hit] == mode[hit]).mean()) if name != "split" and hit.any() else None),
+            "mae_to_mean": float(np.abs(judge_levels[hit] - mean[hit]).mean()) if hit.any() else None,
+        }
+    out["by_expert_agreement"] = split
+    return out

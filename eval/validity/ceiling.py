@@ -1,0 +1,181 @@
+"""The experts' ceiling: how far is an expert from the rest of the panel, and is the judge farther?
+
+For each (item, expert) the rest of that item's experts are the reference: their mode (a unique mode, as the
+headline's ``mode`` target) or their mean (the ``mean`` target), the same choice as the report's headline MAE. The
+expert's absolute error against it and the judge's against the *same* reference on the *same* pairs give two MAEs
+side by side, and quadratic-weighted Cohen's kappa for each (mode reference only: kappa needs categories). No
+identities are needed: the pairs come from each item's panel.
+
+Pairs are left out where the rest has no unique mode (mode reference) and where the judge gave no score (both sides
+then cover the same pairs; ``n_judge_failed`` counts them). The gap ``judge_mae - expert_mae`` gets a percentile
+bootstrap interval over items (items resampled with all their pairs); the judge is **inside the experts' range** when
+that interval reaches 0 or below (not shown to be farther from the panel than one of its own experts), **outside**
+when the whole interval lies above 0.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["CeilingPairs", "ceiling", "cell_ceiling", "leave_one_out_reference"]
+
+
+def leave_one_out_reference(experts: np.ndarray, target: str,
+                            counts: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """``(n, k)``: for each expert slot, the mode or mean of the item's other experts (NaN where there is none: no
+    other expert, no unique mode among them, or an empty slot).
+
+    Args:
+        experts: ``(n, k)`` NaN-padded expert scores.
+        target: ``mode`` or ``mean``.
+        counts: ``eval.metrics.level_counts(experts)`` when the caller has them.
+    """
+    from eval.metrics import level_counts
+
+    valid = ~np.isnan(experts)
+    x = np.where(valid, experts, 0.0)
+    if target == "mean":
+        k = experts.shape[1]
+        others = valid[:, None, :] & valid[:, :, None] & ~np.eye(k, dtype=bool)[None]  # [item, slot, other]
+        n_others = others.sum(axis=2)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(n_others > 0, (others * x[:, None, :]).sum(axis=2) / np.maximum(n_others, 1), np.nan)
+    if target != "mode":
+        raise ValueError(f"target must be mode or mean, got {target!r}")
+    # The others' level counts of slot j: the item's counts less slot j's own score (one (n, k, levels) array, not
+    # a comparison of every pair of others); a unique mode is a single level at the top count.
+    counts, levels = level_counts(experts) if counts is None else counts
+    if not len(levels):
+        return np.full(experts.shape, np.nan)
+    n_others = valid.sum(axis=1, keepdims=True) - 1  # of a valid slot
+    position = np.minimum(np.searchsorted(levels, x), len(levels) - 1)
+    rest = counts[:, None, :] - ((position[:, :, None] == np.arange(len(levels))[None, None, :]) & valid[:, :, None])
+    top = rest.max(axis=2)
+    unique = (top > 0) & ((rest == top[:, :, None]).sum(axis=2) == 1)
+    return np.where(valid & (n_others > 0) & unique, levels[rest.argmax(axis=2)], np.nan)
+
+
+class CeilingPairs:
+    """Every (item, expert) pair of a table that has a leave-one-out reference, once; a cell takes its items' pairs.
+
+    Pairs the judge failed on are counted per item (``n_failed``) and left out of the rest; the others come item
+    by item (``np.nonzero`` of the item x slot matrix), so a cell's pairs are its items' consecutive runs, in the
+    order a cell's own ``np.nonzero`` would list them. Per item the summed gap (judge's error minus the expert's)
+    and the pair count feed the bootstrap; the experts', reference's and judge's levels are positions in
+    ``values`` (a superset of every cell's domain) for the kappa tables.
+    """
+
+    def __init__(self, judge: np.ndarray, experts: np.ndarray, reference: np.ndarray,
+                 judge_levels: np.ndarray | None, values: np.ndarray):
+        from eval.validity.agreement import level_positions
+
+        n = len(judge)
+        item, slot = np.nonzero(np.isfinite(reference))
+        judged = judge[item]
+        kept = np.isfinite(judged)
+        self.n_failed = np.bincount(item[~kept], minlength=n)
+        item, slot, judged = item[kept], slot[kept], judged[kept]
+        expert, ref = experts[item, slot], reference[item, slot]
+        self.item = item
+        self.expert_error, self.judge_error = np.abs(expert - ref), np.abs(judged - ref)
+        self.n_pairs = np.bincount(item, minlength=n)
+        self.start = np.r_[0, np.cumsum(self.n_pairs)[:-1]] if n else np.zeros(0, dtype=np.intp)
+        self.gap_sum = np.bincount(item, weights=self.judge_error - self.expert_error, minlength=n)
+        # Each item's (summed gap, pair count) as one number ordered by (sum, count): a cell's distinct
+        # bootstrap cells are the numbers its items take, counted.
+        import pandas as pd
+
+        sum_rank, self.sums = pd.factorize(self.gap_sum, sort=True)
+        self.sums = np.asarray(self.sums, dtype=float)
+        self.width = int(self.n_pairs.max(initial=0)) + 1
+        self.cell_key = sum_rank * self.width + self.n_pairs
+        self.values = np.asarray(values, dtype=float)
+        size = len(self.values)
+        levels = judge_levels[item] if judge_levels is not None else judged
+        (r, in_r) = level_positions(ref, self.values)
+        # per pair, its cell of the rater x reference table over ``values`` (-1: a value outside them)
+        self.table_cell = {}
+        for name, rater in (("expert", expert), ("judge", levels)):
+            i, in_i = level_positions(rater, self.values)
+            self.table_cell[name] = np.where(in_i & in_r, i * size + r, -1)
+
+    def pairs_of(self, index: np.ndarray) -> np.ndarray:
+        """The pairs of the items ``index`` (ascending), item by item."""
+        counts = self.n_pairs[index]
+        ends = np.cumsum(counts)
+        return np.repeat(self.start[index] - (ends - counts), counts) + np.arange(ends[-1] if len(ends) else 0)
+
+    def kappa(self, rater: str, pairs: np.ndarray, domain: np.ndarray) -> float | None:
+        """``quadratic_kappa`` of ``rater`` (expert / judge) against the reference on ``pairs`` over ``domain``."""
+        from eval.validity.agreement import table_kappa
+
+        size = len(self.values)
+        cells = self.table_cell[rater][pairs]
+        table = np.bincount(cells[cells >= 0], minlength=size * size).reshape(size, size)
+        columns = np.searchsorted(self.values, np.asarray(domain, dtype=float))
+        return table_kappa(table[np.ix_(columns, columns)])
+
+
+def ceiling(judge: np.ndarray, experts: np.ndarray, target: str, domain: np.ndarray, *, n_boot: int = 1000,
+            rng: np.random.Generator | None = None, level: float = 0.95, judge_levels: np.ndarray | None = None,
+            reference: np.ndarray | None = None) -> dict[str, Any]:
+    """The experts' ceiling of one cell.
+
+    Args:
+        judge: ``(n,)`` the judge's scores (NaN: failed).
+        experts: ``(n, k)`` NaN-padded expert scores.
+        target: ``mode`` or ``mean``: the rest of the panel's reference, as the headline's.
+        domain: the rubric's full scale (kappa's ``labels``).
+        n_boot: bootstrap resamples of the gap's interval (0: none).
+        rng: the bootstrap's generator.
+        level: the interval's coverage.
+        judge_levels: the judge's scores as levels of the scale, for kappa (default: ``judge``).
+        reference: ``leave_one_out_reference(experts, target)`` when the caller has it (computed once per table).
+
+    Returns:
+        ``reference``, ``n_items``, ``n_pairs``, ``n_judge_failed``, ``expert_mae``, ``judge_mae``, ``gap`` with
+        ``gap_ci``, ``expert_kappa`` and ``judge_kappa`` (None for the mean reference), ``verdict`` ("inside" /
+        "outside" the experts' range; None without pairs).
+    """
+    reference = leave_one_out_reference(experts, target) if reference is None else reference
+    pairs = CeilingPairs(judge, experts, reference, judge_levels, domain)
+    return cell_ceiling(pairs, np.arange(len(judge)), target, domain, n_boot=n_boot, rng=rng, level=level)
+
+
+def cell_ceiling(pairs: CeilingPairs, index: np.ndarray, target: str, domain: np.ndarray, *, n_boot: int = 1000,
+                 rng: np.random.Generator | None = None, level: float = 0.95) -> dict[str, Any]:
+    """``ceiling`` of the items ``index`` (ascending) of the table ``pairs`` was built from."""
+    from eval.bootstrap import percentile_interval, resample_weights
+
+    out: dict[str, Any] = {"reference": target, "n_judge_failed": int(pairs.n_failed[index].sum())}
+    counts = pairs.n_pairs[index]
+    mine = pairs.pairs_of(index)
+    out.update(n_items=int((counts > 0).sum()), n_pairs=int(len(mine)))
+    if not len(mine):
+        return {**out, "expert_mae": None, "judge_mae": None, "gap": None, "gap_ci": [None, None],
+                "expert_kappa": None, "judge_kappa": None, "verdict": None}
+    out["expert_mae"] = float(pairs.expert_error[mine].mean())
+    out["judge_mae"] = float(pairs.judge_error[mine].mean())
+    out["gap"] = out["judge_mae"] - out["expert_mae"]
+    interval = [None, None]
+    if n_boot > 0 and out["n_items"] >= 2:
+        # Items resampled with their pairs: per item the summed gap and the pair count, items with equal sums
+        # merged into weighted cells (a handful for integer scales), the gap of a resample a ratio of weighted sums.
+        # the distinct (sum, count) cells in (sum, count) order, counted (``CeilingPairs.cell_key``)
+        tally = np.bincount(pairs.cell_key[index[counts > 0]], minlength=len(pairs.sums) * pairs.width)
+        keys = np.flatnonzero(tally)
+        cell_sum, cell_pairs = pairs.sums[keys // pairs.width], (keys % pairs.width).astype(float)
+        samples = np.concatenate([(w @ cell_sum) / (w @ cell_pairs)
+                                  for w in resample_weights(tally[keys], n_boot, rng or np.random.default_rng(0))])
+        interval = percentile_interval(samples, level)
+    out["gap_ci"] = interval
+    if target == "mode":
+        out["expert_kappa"] = pairs.kappa("expert", mine, domain)
+        out["judge_kappa"] = pairs.kappa("judge", mine, domain)
+    else:
+        out["expert_kappa"] = out["judge_kappa"] = None
+    low = interval[0] if interval[0] is not None and np.isfinite(interval[0]) else out["gap"]
+    out["verdict"] = "outside" if low > 0 else "inside"
+    return out

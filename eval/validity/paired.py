@@ -1,0 +1,119 @@
+"""Two judges' validity on the same items, paired: the difference of their average advantage probabilities (rho) and
+of their ceiling gaps, with one bootstrap over items shared by both (``judge-eval compare``).
+
+A resample draws items with replacement (``eval.bootstrap.resample_weights``) and weighs both judges' figures with
+the same draw, so item difficulty cancels out of the difference. rho of a resample is the mean, over the experts
+tested on the full data, of each expert's weighted share of items where the judge is as good or better (the
+alt-test's W_f); the ceiling gap of a resample is the ratio of the weighted sums of the per-item gaps (judge error
+minus expert error against the rest of the panel) and of the per-item pair counts, over items both judges scored.
+Resamples are capped at ``PAIRED_BOOT`` and drawn in blocks of bounded size (``CHUNK_ENTRIES`` weights).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from eval.validity.alt_test import AltTestSettings, prepare, summarise
+from eval.validity.ceiling import leave_one_out_reference
+
+__all__ = ["PAIRED_BOOT", "paired_validity"]
+
+#: The most resamples of the paired intervals.
+PAIRED_BOOT = 200
+#: Weights held at once (resamples x pairs): 4M float64 = 32 MiB.
+CHUNK_ENTRIES = 4_000_000
+
+
+def _rho_parts(judge, experts, ids, settings):
+    """The tested experts' pairs sorted by expert: (item, W_f, run starts), or None without tested experts."""
+    found = prepare(judge, experts, ids, settings)
+    if found is None:
+        return None
+    summary = summarise(found, settings)
+    tested = [row["expert"] for row in summary["experts"]]
+    if not tested:
+        return None
+    codes = np.flatnonzero(np.isin(found.expert_names.astype(str), tested))
+    keep = np.isin(found.expert, codes)
+    order = np.argsort(found.expert[keep], kind="stable")
+    item, expert, w_judge = found.item[keep][order], found.expert[keep][order], found.w_judge[keep][order]
+    starts = np.flatnonzero(np.r_[True, expert[1:] != expert[:-1]])
+    return item, w_judge, starts, summary["advantage_probability"]
+
+
+def _rho(parts, weights):
+    item, w_judge, starts, _ = parts
+    taken = weights[:, item]
+    return (np.add.reduceat(taken * w_judge, starts, axis=1) / np.add.reduceat(taken, starts, axis=1)).mean(axis=1)
+
+
+def _gap_parts(judge, experts, reference, both):
+    """Per item, the summed (judge - expert) error gap and the pair count, over items both judges scored."""
+    valid = np.isfinite(reference) & both[:, None]
+    gap = np.where(valid, np.abs(judge[:, None] - reference) - np.abs(experts - reference), 0.0).sum(axis=1)
+    return gap, valid.sum(axis=1).astype(float)
+
+
+def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarray, expert_ids: np.ndarray | None,
+                    target: str, settings: AltTestSettings, n_boot: int = PAIRED_BOOT,
+                    rng: np.random.Generator | None = None, level: float = 0.95) -> dict[str, Any]:
+    """rho and the ceiling gap of judge B against judge A on the same items, with paired bootstrap intervals.
+
+    Args:
+        judge_a, judge_b: ``(n,)`` the two judges' scores on the same items (NaN: failed).
+        experts, expert_ids: the items' experts (ids None when unnamed: no rho).
+        target: the ceiling's reference, ``mode`` or ``mean``.
+        settings: the alt-test's parameters (the baseline's).
+        n_boot: resamples (capped at ``PAIRED_BOOT``; 0: no intervals).
+        rng: the bootstrap's generator.
+        level: the intervals' coverage.
+
+    Returns:
+        ``rho`` and ``ceiling_gap``, each {``baseline``, ``run``, ``delta`` (run - baseline), ``ci``} or a ``why``.
+    """
+    from eval.bootstrap import percentile_interval, resample_weights
+
+    rng = rng or np.random.default_rng(0)
+    n_boot = min(n_boot, PAIRED_BOOT)
+    out: dict[str, Any] = {"n_items": int(len(judge_a)), "n_boot": n_boot}
+    parts_a = _rho_parts(judge_a, experts, expert_ids, settings)
+    parts_b = _rho_parts(judge_b, experts, expert_ids, settings)
+    reference = leave_one_out_reference(experts, target)
+    both = np.isfinite(judge_a) & np.isfinite(judge_b)
+    gap_a, count = _gap_parts(judge_a, experts, reference, both)
+    gap_b, _ = _gap_parts(judge_b, experts, reference, both)
+    has_gap = count.sum() > 0
+    rho_samples: list[np.ndarray] = []
+    gap_samples: list[np.ndarray] = []
+    if n_boot > 0 and len(judge_a) >= 2:
+        width = max(len(parts_a[0]) if parts_a else 0, len(parts_b[0]) if parts_b else 0, len(judge_a))
+        chunk = max(1, CHUNK_ENTRIES // max(width, 1))
+        done = 0
+        while done < n_boot:
+            size = min(chunk, n_boot - done)
+            for weights in resample_weights(np.ones(len(judge_a), dtype=np.int64), size, rng):
+                if parts_a and parts_b:
+                    with np.errstate(invalid="ignore", divide="ignore"):
+                        rho_samples.append(_rho(parts_b, weights) - _rho(parts_a, weights))
+                if has_gap:
+                    with np.errstate(invalid="ignore", divide="ignore"):
+                        total = weights @ count
+                        gap_samples.append((weights @ gap_b - weights @ gap_a) / total)
+            done += size
+    if parts_a and parts_b:
+        rho_a, rho_b = parts_a[3], parts_b[3]
+        out["rho"] = {"baseline": rho_a, "run": rho_b, "delta": rho_b - rho_a,
+                      "ci": percentile_interval(np.concatenate(rho_samples), level) if rho_samples else [None, None]}
+    else:
+        out["rho"] = {"why": "the alternative annotator test ran on neither or only one judge (no named experts, or "
+                             "no expert with enough items)"}
+    if has_gap:
+        ga, gb = gap_a.sum() / count.sum(), gap_b.sum() / count.sum()
+        out["ceiling_gap"] = {"baseline": float(ga), "run": float(gb), "delta": float(gb - ga),
+                              "ci": percentile_interval(np.concatenate(gap_samples), level) if gap_samples
+                              else [None, None]}
+    else:
+        out["ceiling_gap"] = {"why": "no item both judges scored has a leave-one-out reference"}
+    return out

@@ -1,0 +1,221 @@
+"""The validity section as report text: one lead sentence per split, then the tables (Markdown and HTML).
+
+``report.md`` and ``report.html`` lead with ``lead_lines`` and show ``markdown_lines`` / ``html_blocks`` after the
+summary; ``judge-eval compare`` sets two runs side by side with ``compare_rows``. How to read every figure:
+docs/validity.md.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from judge.splits import SPLIT_TITLES
+
+__all__ = ["compare_rows", "html_blocks", "lead_html", "lead_lines", "markdown_lines", "paired_rows"]
+
+
+def _num(value: Any, digits: int = 2) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def _ci(pair: Any) -> str:
+    if not pair or pair[0] is None or pair[1] is None:
+        return ""
+    return f" [{pair[0]:.2f}, {pair[1]:.2f}]"
+
+
+def _splits(result: Mapping[str, Any]) -> dict[str, Any]:
+    return ((result.get("validity") or {}).get("splits")) or {}
+
+
+def lead_lines(result: Mapping[str, Any]) -> list[str]:
+    """One plain sentence per split ("Full test: passes the alternative annotator test against ..."), Markdown."""
+    splits = _splits(result)
+    if not splits:
+        return []
+    lines = ["**Can this judge stand in for an expert?**", ""]
+    lines += [f"- {SPLIT_TITLES.get(split, split)}: {block['sentence']}" for split, block in splits.items()]
+    return lines + ["", "How to read these figures: docs/validity.md.", ""]
+
+
+def _alt_rows(alt: Mapping[str, Any]) -> list[list[str]]:
+    rows = [[r["expert"], str(r["n_items"]), _num(r["advantage_probability"]), f"{r['p_value']:.3g}",
+             f"{r['p_adjusted']:.3g}", "yes" if r["rejected"] else "no"] for r in alt.get("experts", [])]
+    rows += [[u["expert"], str(u["n_items"]), "untested", "", "", ""] for u in alt.get("untested", [])]
+    return rows
+
+
+def _criterion_rows(block: Mapping[str, Any]) -> list[list[str]]:
+    rows = []
+    for label, c in block.get("by_criterion", {}).items():
+        ceiling, alt = c["ceiling"], c.get("alt_test") or {}
+        rows.append([label, str(ceiling["n_pairs"]), _num(ceiling["expert_mae"]), _num(ceiling["judge_mae"]),
+                     _num(ceiling["gap"]) + _ci(ceiling["gap_ci"]), ceiling["verdict"] or "—",
+                     _num(c.get("alpha_experts")), _num(c.get("alpha_with_judge")), _num(c.get("kappa_quadratic")),
+                     _num(c["leniency"]["mean_signed_error"]),
+                     "—" if alt.get("passed") is None else ("pass" if alt["passed"] else "fail")])
+    return rows
+
+
+_ALT_HEAD = ["Expert", "items", "ρ (advantage)", "p", "p (BY)", "judge wins"]
+_CRITERION_HEAD = ["Criterion", "pairs", "expert MAE", "judge MAE", "gap", "experts' range", "α experts",
+                   "α with judge", "κ quadratic", "leniency", "alt-test"]
+
+
+def _overall_rows(block: Mapping[str, Any]) -> list[list[str]]:
+    overall = block["overall"]
+    ceiling, agreement, lenient = overall["ceiling"], overall.get("agreement") or {}, overall["leniency"]
+    length = overall.get("length_bias") or {}
+    homogeneity = overall.get("marginal_homogeneity") or {}
+    judge_slope = length.get("judge") or {}
+    domains = block.get("alt_test_domains") or {}
+    rows = [
+        ["experts' ceiling (MAE to the rest of the panel)",
+         f"expert {_num(ceiling['expert_mae'])}, judge {_num(ceiling['judge_mae'])}, gap {_num(ceiling['gap'])}"
+         f"{_ci(ceiling['gap_ci'])}: {ceiling['verdict'] or '—'} the experts' range"],
+        ["κ quadratic (to the rest of the panel)",
+         f"expert {_num(ceiling['expert_kappa'])}, judge {_num(ceiling['judge_kappa'])}"],
+        ["Krippendorff's α (ordinal)",
+         f"experts {_num(agreement.get('alpha_experts'))}, with the judge {_num(agreement.get('alpha_with_judge'))}, "
+         f"difference {_num(agreement.get('alpha_difference'), 3)}{_ci(agreement.get('alpha_difference_ci'))}"],
+        ["κ quadratic (judge vs experts' mode)", _num(agreement.get("kappa_quadratic"))],
+        ["leniency (+ = lenient)", f"{_num(lenient['mean_signed_error'], 3)}{_ci(lenient['ci'])}: "
+                                   f"{lenient['direction']}"],
+        ["length bias (slope on log length)",
+         (f"judge {_num(judge_slope.get('slope'), 3)}{_ci(judge_slope.get('ci'))}; "
+          f"{length.get('flag') or 'not outside the experts'}") if judge_slope else (length.get("why") or "—")],
+        ["marginal homogeneity (Stuart–Maxwell)",
+         f"χ² {_num(homogeneity.get('statistic'))}, df {homogeneity.get('df') or '—'}, "
+         f"p {_num(homogeneity.get('p_value'), 3)}"],
+    ]
+    for name, family in domains.items():
+        title = "task types" if name == "task_type" else "criteria"
+        text = (f"passes in {family['n_passed']} of {family['n_domains']} {title}" if family.get("available")
+                else family.get("why", "—"))
+        rows.append([f"alt-test per {name.replace('_', ' ')} (one BY correction)", text])
+    by_agreement = agreement.get("by_expert_agreement") or {}
+    for name, figures in by_agreement.items():
+        rows.append([f"experts {name} (n {figures['n']})",
+                     f"judge = mode {_num(figures['exact'])}, MAE to the experts' mean {_num(figures['mae_to_mean'])}"])
+    return rows
+
+
+def markdown_lines(result: Mapping[str, Any], markdown_table: Callable[[list[str], list[list[str]]], str]
+                   ) -> list[str]:
+    """The validity tables of every split, as Markdown lines (empty when the result has no validity section).
+
+    ``markdown_table`` is the report's own table writer (``eval.report.markdown_table``), passed in so that this
+    module does not import the report that imports it.
+    """
+    splits = _splits(result)
+    if not splits:
+        return []
+    out = ["## Validity: can the judge stand in for an expert?", ""]
+    if not result["validity"].get("named_experts"):
+        out += ["The data names no experts (`expert_ids`): the alternative annotator test and the per-expert length "
+                "slopes need identities and are left out; every other figure is computed from each item's panel.", ""]
+    for split, block in splits.items():
+        title = SPLIT_TITLES.get(split, split)
+        out += [f"### {title}: validity", "", block["sentence"], ""]
+        out += [markdown_table(["Figure", "Value"], _overall_rows(block)), ""]
+        alt = block["overall"]["alt_test"]
+        if alt.get("available"):
+            out += [f"Alternative annotator test (ε = {alt['epsilon']}, q = {alt['q']}, {alt['scoring']}, judge "
+                    f"failures scored as `{alt['failures']}`): ω = {_num(alt['winning_rate'])}, "
+                    f"ρ = {_num(alt['advantage_probability'])}.", "",
+                    markdown_table(_ALT_HEAD, _alt_rows(alt)), ""]
+        rows = _criterion_rows(block)
+        if rows:
+            out += [f"#### {title}: validity by criterion", "", markdown_table(_CRITERION_HEAD, rows), ""]
+    return out
+
+
+def html_blocks(result: Mapping[str, Any]) -> list[str]:
+    """The same as ``markdown_lines``, as HTML blocks for report.html (the lead sentences first)."""
+    splits = _splits(result)
+    if not splits:
+        return []
+
+    def table(head: list[str], rows: list[list[str]]) -> str:
+        cells = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>" for row in rows)
+        # the page's own table style, in a box that scrolls sideways rather than widening the page
+        return (f'<div class="scroll"><table class="grid"><thead><tr>{cells}</tr></thead><tbody>{body}</tbody>'
+                "</table></div>")
+
+    out = ['<h2 id="validity">Validity: can the judge stand in for an expert?</h2>',
+           '<p class="note">How to read these figures: docs/validity.md.</p>']
+    for split, block in splits.items():
+        title = SPLIT_TITLES.get(split, split)
+        out.append(f"<h3>{html.escape(title)}</h3><p><b>{html.escape(block['sentence'])}</b></p>")
+        out.append(table(["Figure", "Value"], _overall_rows(block)))
+        alt = block["overall"]["alt_test"]
+        if alt.get("available"):
+            out.append(f"<details class=\"block\"><summary>Alternative annotator test per expert</summary>"
+                       f"{table(_ALT_HEAD, _alt_rows(alt))}</details>")
+        rows = _criterion_rows(block)
+        if rows:
+            out.append(f"<details class=\"block\"><summary>{html.escape(title)}: validity by criterion</summary>"
+                       f"{table(_CRITERION_HEAD, rows)}</details>")
+    return out
+
+
+def lead_html(result: Mapping[str, Any]) -> str:
+    """The lead sentences as one HTML list (empty without a validity section)."""
+    splits = _splits(result)
+    if not splits:
+        return ""
+    items = "".join(f"<li><b>{html.escape(SPLIT_TITLES.get(s, s))}</b>: {html.escape(b['sentence'])}</li>"
+                    for s, b in splits.items())
+    return f'<p><b>Can this judge stand in for an expert?</b></p><ul class="lead">{items}</ul>'
+
+
+def compare_rows(runs: Mapping[str, Mapping[str, Any]],
+                 markdown_table: Callable[[list[str], list[list[str]]], str]) -> list[str]:
+    """Two or more runs' validity side by side per split (Markdown lines): omega, rho, the ceiling gap, alpha with
+    the judge, leniency (``markdown_table`` as for ``markdown_lines``)."""
+    names = [name for name, result in runs.items() if _splits(result)]
+    if not names:
+        return []
+    out = ["## Validity side by side", ""]
+    splits = [s for s in _splits(runs[names[0]]) if all(s in _splits(runs[n]) for n in names)]
+    for split in splits:
+        rows = []
+        for name in names:
+            block = _splits(runs[name])[split]
+            alt, ceiling = block["overall"]["alt_test"], block["overall"]["ceiling"]
+            rows.append([name,
+                         _num(alt.get("winning_rate")) if alt.get("available") else "—",
+                         _num(alt.get("advantage_probability")) if alt.get("available") else "—",
+                         _num(ceiling["gap"]) + _ci(ceiling["gap_ci"]),
+                         _num(block["overall"].get("alpha_with_judge")),
+                         _num(block["overall"]["leniency"]["mean_signed_error"], 3),
+                         block["sentence"]])
+        out += [f"### {SPLIT_TITLES.get(split, split)}", "",
+                markdown_table(["Run", "ω", "ρ", "ceiling gap", "α with judge", "leniency", "in a sentence"], rows),
+                ""]
+    return out
+
+
+def paired_rows(result: Mapping[str, Any], markdown_table: Callable[[list[str], list[list[str]]], str]) -> list[str]:
+    """``judge-eval compare``'s paired validity: per run and split, rho and the ceiling gap against the baseline's on
+    the same items, with the paired bootstrap interval of the difference (``eval.validity.paired``)."""
+    rows = []
+    for comp in result.get("comparisons", []):
+        for split, paired in (comp.get("validity") or {}).items():
+            for name, title in (("rho", "ρ (advantage probability)"), ("ceiling_gap", "ceiling gap")):
+                figure = paired[name]
+                if "why" in figure:
+                    rows.append([comp["run"], SPLIT_TITLES.get(split, split), title, "—", "—", "—", figure["why"]])
+                    continue
+                rows.append([comp["run"], SPLIT_TITLES.get(split, split), title, _num(figure["baseline"], 3),
+                             _num(figure["run"], 3), _num(figure["delta"], 3) + _ci(figure["ci"]), ""])
+    if not rows:
+        return []
+    return ["## Validity, paired", "",
+            f"On the items both judges share; delta = run − baseline with a paired bootstrap interval over items "
+            f"(ρ: higher is better; the ceiling gap, judge minus expert error against the rest of the panel: lower "
+            f"is better) against {result['baseline']}.", "",
+            markdown_table(["Run", "Test", "Figure", "baseline", "run", "delta", "note"], rows), ""]

@@ -1,0 +1,278 @@
+"""The ``validity`` section of ``metrics.json``: can this judge stand in for an expert, and where is it biased?
+
+Built from the same column-wise item table as the headline metrics (``eval.item_table``), per test (split) and
+cell (overall, task type, criterion):
+
+- ``alt_test`` (``eval.validity.alt_test``): overall per split; per task type and per criterion the domain's
+  result within one Benjamini–Yekutieli family per grouping (``alt_test_domains``: "passes in X of K");
+- ``ceiling`` (``eval.validity.ceiling``): the judge's MAE and kappa beside an expert's, against the rest of the
+  panel, on the same pairs;
+- ``agreement`` (``eval.validity.agreement``): Krippendorff's alpha with and without the judge, kappa, agreement by
+  how much the experts agreed — overall and per criterion (a task type mixes criteria of different scales);
+- ``leniency`` (every cell), ``marginal_homogeneity`` (overall, criteria) and ``length_bias`` (overall cells;
+  ``eval.validity.bias``).
+
+A cell's value domain is the rubric's full scale: every integer level from the lowest to the highest end of the
+scales of its items (``scale_low`` / ``scale_high``); items without a readable scale add the levels observed. The
+judge's scores enter kappa, alpha and the confusion margins as levels: rounded half up and clipped into the item's
+scale (a regression head's raw value included). Each split gets one plain ``sentence`` the report leads with.
+
+Everything per item is computed once for the table, and a cell selects its items' rows of it: the judge's levels,
+the experts' mode, mean and agreement class, the leave-one-out references and the ceiling's pairs with their
+per-item sums (``ceiling.CeilingPairs``), the value counts coded once over the union of the cells' domains
+(``agreement.CodedCounts``), the ids numbered once; the leniency intervals of all cells come from a few batched
+t-test calls (``bias.leniencies``). Each statistic is pinned to its per-cell definition by tests; on the
+160,000-item bench table the section costs ~1.4 CPU-s in ``judge-eval score``, a third of it importing scipy.stats
+(docs/performance.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from eval.validity import agreement as agreement_module
+from eval.validity.alt_test import AltTestSettings, prepare, summarise, summarise_by_domain
+from eval.validity.bias import leniencies, length_bias, marginal_homogeneity
+from eval.validity.ceiling import CeilingPairs, cell_ceiling, leave_one_out_reference
+
+__all__ = ["ValiditySettings", "judge_levels", "split_sentence", "validity_section"]
+
+_GROUPINGS = {"task_type": "task_type", "criterion": "criteria_name"}
+#: The most resamples a ceiling interval draws (``ValiditySettings.n_boot`` is capped at it).
+CEILING_BOOT = 200
+
+
+@dataclass(frozen=True)
+class ValiditySettings:
+    """How the validity section is computed.
+
+    Attributes:
+        alt_test: the alternative annotator test's parameters.
+        n_boot: bootstrap resamples of the ceiling gap's interval (``score`` passes its ``n_boot``), capped at
+            ``CEILING_BOOT`` (each cell draws its own; 1,000 per cell would spend a second on these alone on the
+            full test).
+        alpha_boot: resamples of the alpha difference's interval (overall cells only; capped, see
+            ``eval.validity.agreement``).
+        seed: the bootstraps' seed (per cell, ``eval.bootstrap.cell_rng``).
+        level: the intervals' coverage.
+    """
+
+    alt_test: AltTestSettings = field(default_factory=AltTestSettings)
+    n_boot: int = 200
+    alpha_boot: int = agreement_module.ALPHA_BOOT
+    seed: int = 0
+    level: float = 0.95
+
+
+def judge_levels(judge: np.ndarray, low: np.ndarray | None, high: np.ndarray | None) -> np.ndarray:
+    """The judge's scores as scale levels: rounded half up, clipped into each item's scale where it is known."""
+    from eval.metrics import round_half_up
+
+    levels = round_half_up(judge)
+    if low is not None and high is not None:
+        with np.errstate(invalid="ignore"):
+            levels = np.where(np.isfinite(low), np.maximum(levels, low), levels)
+            levels = np.where(np.isfinite(high), np.minimum(levels, high), levels)
+    return levels
+
+
+def _domain(table, index: np.ndarray, levels: np.ndarray) -> np.ndarray:
+    """The cell's value domain (module docstring)."""
+    found: set[float] = set()
+    if table.scale_low is not None and table.scale_high is not None and len(index):
+        low, high = table.scale_low[index], table.scale_high[index]
+        known = np.isfinite(low) & np.isfinite(high)
+        if known.any():
+            found.update(np.arange(np.min(low[known]), np.max(high[known]) + 1).tolist())
+        index = index[~known]
+    if len(index):
+        experts = table.experts[index]
+        found.update(np.unique(experts[~np.isnan(experts)]).tolist())
+        found.update(np.unique(levels[index][np.isfinite(levels[index])]).tolist())
+    return np.array(sorted(found), dtype=float)
+
+
+def _cell(table, index: np.ndarray, key: str, *, target: str, levels: np.ndarray, mode: np.ndarray,
+          mean: np.ndarray, pairs: CeilingPairs, classes: np.ndarray, settings: ValiditySettings, kind: str,
+          domain: np.ndarray, coded: tuple[agreement_module.CodedCounts, agreement_module.CodedCounts],
+          expert_codes: tuple[np.ndarray, np.ndarray] | None) -> dict[str, Any]:
+    from eval.bootstrap import cell_rng
+
+    judge = table.judge[index]
+    # the experts' rows themselves only for the length slopes; everything else reads the per-table precomputations
+    experts = table.experts[index] if kind == "overall" else None
+    best_low = table.best_low[index] if table.best_low is not None else None
+    cell_levels = levels[index]
+    out: dict[str, Any] = {"n_items": int(len(index)), "value_domain": domain.tolist()}
+    out["ceiling"] = cell_ceiling(pairs, index, target, domain, n_boot=min(settings.n_boot, CEILING_BOOT),
+                                  level=settings.level, rng=cell_rng(settings.seed, f"validity/ceiling/{key}"))
+    out["leniency"] = None  # all cells' at once, after (``validity_section``)
+    if kind == "task_type":  # a task type mixes criteria of different scales: agreement is read per criterion
+        return out
+    out["agreement"] = agreement_module.agreement(
+        cell_levels, experts, mode[index], domain, classes=classes[index], level=settings.level,
+        n_boot=settings.alpha_boot if kind == "overall" else 0, rng=cell_rng(settings.seed, f"validity/alpha/{key}"),
+        coded=(*coded, index), mean=mean[index])
+    out["alpha_experts"] = out["agreement"]["alpha_experts"]
+    out["alpha_with_judge"] = out["agreement"]["alpha_with_judge"]
+    out["kappa_quadratic"] = out["agreement"]["kappa_quadratic"]
+    out["marginal_homogeneity"] = marginal_homogeneity(cell_levels, mode[index], domain)
+    if kind == "overall":
+        if table.answer_chars is not None:
+            ids = table.expert_ids[index] if table.expert_ids is not None else None
+            codes = (expert_codes[0][index], expert_codes[1]) if expert_codes is not None else None
+            out["length_bias"] = length_bias(judge, experts, ids, table.answer_chars[index], best_low, settings.level,
+                                             expert_codes=codes, mean=mean[index])
+        else:
+            out["length_bias"] = {"why": "the answers' lengths are unknown (an item table read back from Parquet)"}
+    return out
+
+
+def _expert_codes(expert_ids: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """The experts' ids numbered once for the table: an ``(n, k)`` code matrix (-1 where unnamed) and the names."""
+    import pandas as pd
+
+    if expert_ids is None:
+        return None
+    codes, names = pd.factorize(expert_ids.ravel(), use_na_sentinel=True)  # None -> -1
+    return codes.reshape(expert_ids.shape), np.asarray(names, dtype=object)
+
+
+def _coded_counts(table, levels: np.ndarray, values: np.ndarray
+                  ) -> tuple[agreement_module.CodedCounts, agreement_module.CodedCounts]:
+    """Every item's value counts over ``values`` (the union of the cells' value domains), the experts' and the
+    experts' plus the judge's, coded once (``agreement.CodedCounts``): a cell takes its items and its domain."""
+    experts = table.experts
+    position = np.searchsorted(values, np.where(np.isnan(experts), np.inf, experts))
+    inside = position < len(values)
+    inside[inside] = values[position[inside]] == experts[inside]
+    rows = np.broadcast_to(np.arange(len(experts))[:, None], experts.shape)[inside]
+    size = len(experts) * len(values)
+    expert_counts = np.bincount(rows * len(values) + position[inside], minlength=size).reshape(
+        len(experts), len(values)).astype(float)
+    with_judge = expert_counts.copy()
+    spot = np.searchsorted(values, np.where(np.isfinite(levels), levels, np.inf))
+    hit = spot < len(values)
+    hit[hit] = values[spot[hit]] == levels[hit]
+    with_judge[np.flatnonzero(hit), spot[hit]] += 1.0
+    return agreement_module.CodedCounts(expert_counts, values), agreement_module.CodedCounts(with_judge, values)
+
+
+def _ratio(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def split_sentence(block: dict[str, Any]) -> str:
+    """One plain sentence on a split's validity: the alt-test, the ceiling by criterion, leniency, length bias."""
+    parts = []
+    alt = block["overall"]["alt_test"]
+    if not alt.get("available"):
+        parts.append("the alternative annotator test needs named experts (the data names none)")
+    elif not alt["n_experts_tested"]:
+        parts.append(f"no expert scored the {alt['min_items_per_expert']} items the alternative annotator test needs")
+    else:
+        verb = "passes" if alt["passed"] else "fails"
+        parts.append(f"{verb} the alternative annotator test against {alt['n_experts_rejected']} of "
+                     f"{alt['n_experts_tested']} experts (ω = {_ratio(alt['winning_rate'])}, "
+                     f"ρ = {_ratio(alt['advantage_probability'])})")
+    verdicts = [c["ceiling"]["verdict"] for c in block["by_criterion"].values() if c["ceiling"]["verdict"]]
+    if verdicts:
+        parts.append(f"inside the experts' range on {verdicts.count('inside')} of {len(verdicts)} criteria")
+    direction = block["overall"]["leniency"]["direction"]
+    if direction != "neither":
+        parts.append(f"{direction} overall ({block['overall']['leniency']['mean_signed_error']:+.2f})")
+    flag = (block["overall"].get("length_bias") or {}).get("flag")
+    if flag:
+        parts.append(flag)
+    text = "; ".join(parts)
+    return text[:1].upper() + text[1:] + "."
+
+
+def validity_section(table, target: str, split_index: dict[str, np.ndarray],
+                     settings: ValiditySettings = ValiditySettings()) -> dict[str, Any]:
+    """The ``validity`` section for every split of ``split_index`` (as ``eval.item_table.evaluate`` splits them).
+
+    Args:
+        table: the ``eval.item_table.ItemTable``.
+        target: the headline's reference, ``mode`` or ``mean`` (the ceiling uses the same).
+        split_index: split -> item indices.
+        settings: see ``ValiditySettings``.
+
+    Returns:
+        ``settings``, ``named_experts`` (whether the data names its experts), ``splits`` -> {``sentence``,
+        ``overall``, ``by_task_type``, ``by_criterion`` (cells), ``alt_test_domains`` {task_type, criterion}}.
+    """
+    import dataclasses
+
+    import pandas as pd
+
+    from eval.item_table import _groups
+    from eval.metrics import expert_mean, expert_mode, level_counts
+
+    if table.experts.shape[1] == 0:  # unlabelled data: one empty expert column, so that every figure reads "none"
+        table = dataclasses.replace(table, experts=np.full((len(table), 1), np.nan), expert_ids=None)
+    # Everything per item is computed once for the table; a cell selects its items' rows.
+    levels = judge_levels(table.judge, table.scale_low, table.scale_high)
+    counts = level_counts(table.experts)
+    mode, unique = expert_mode(table.experts, counts)
+    mean = expert_mean(table.experts)
+    classes = agreement_module.class_codes(table.experts, unique)
+    expert_codes = _expert_codes(table.expert_ids)
+    found = prepare(table.judge, table.experts, table.expert_ids, settings.alt_test, expert_codes=expert_codes)
+    groups = {name: _groups(getattr(table, column)) for name, column in _GROUPINGS.items()}
+    factorised = {name: pd.factorize(np.asarray(getattr(table, column), dtype=object))
+                  for name, column in _GROUPINGS.items()} if found is not None else {}
+    # Each cell's value domain first, so that the items' value counts are taken once over all of them.
+    plan = []
+    for split, index in split_index.items():
+        mask = np.zeros(len(table), dtype=bool)
+        mask[index] = True
+        cells = [("overall", "overall", index)]
+        for name in _GROUPINGS:
+            for label, members in groups[name].items():
+                members = members[mask[members]]
+                if len(members):
+                    cells.append((name, label, members))
+        plan.append((split, mask, [(kind, label, members, _domain(table, members, levels))
+                                   for kind, label, members in cells]))
+    values = np.unique(np.concatenate([np.zeros(0)] + [d for _, _, cells in plan for *_, d in cells]))
+    pairs = CeilingPairs(table.judge, table.experts, leave_one_out_reference(table.experts, target, counts), levels,
+                         values)
+    common = dict(target=target, levels=levels, mode=mode, mean=mean, pairs=pairs, classes=classes, settings=settings,
+                  coded=_coded_counts(table, levels, values), expert_codes=expert_codes)
+    splits: dict[str, Any] = {}
+    for split, mask, cells in plan:
+        (_, _, index, domain), cells = cells[0], cells[1:]
+        block: dict[str, Any] = {"overall": _cell(table, index, f"{split}/overall", kind="overall", domain=domain,
+                                                  **common)}
+        block["overall"]["alt_test"] = summarise(found, settings.alt_test, mask)
+        block["alt_test_domains"] = {}
+        for name, column in _GROUPINGS.items():
+            family = summarise_by_domain(found, settings.alt_test, factorised.get(name, getattr(table, column)), mask)
+            block["alt_test_domains"][name] = ({k: v for k, v in family.items() if k != "by_domain"}
+                                               if family["available"] else family)
+            grouped = {}
+            for kind, label, members, domain in cells:
+                if kind != name:
+                    continue
+                grouped[label] = _cell(table, members, f"{split}/{name}/{label}", kind=name, domain=domain, **common)
+                if family["available"]:
+                    grouped[label]["alt_test"] = family["by_domain"].get(label) or {"n_experts_tested": 0,
+                                                                                    "passed": None}
+                else:
+                    grouped[label]["alt_test"] = family
+            block[f"by_{name}"] = grouped
+        splits[split] = block
+    # leniency: the t intervals of every cell in a few scipy calls (``bias.leniencies``)
+    placed = [(block, cell) for block in splits.values()
+              for cell in [block["overall"], *block["by_task_type"].values(), *block["by_criterion"].values()]]
+    cells = [members for _, _, split_cells in plan for _, _, members, _ in split_cells]
+    for (_, cell), result in zip(placed, leniencies(table.judge, mean, table.best_low, cells, settings.level)):
+        cell["leniency"] = result
+    for block in splits.values():
+        block["sentence"] = split_sentence(block)
+    return {"settings": {**asdict(settings), "target": target}, "named_experts": table.expert_ids is not None,
+            "splits": splits}

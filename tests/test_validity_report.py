@@ -1,0 +1,140 @@
+"""The validity section where it shows: metrics.json, report.md / report.html's lead sentence, `compare`, and the
+alt-test flags of `judge-eval score`, on the bundled sample (whose experts are named) and on unnamed data."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import judge
+from eval.cli import main
+from judge.splits import SPLIT_TITLES
+
+
+def _predictions(records, shift: int) -> list[dict]:
+    """The experts' first score (shifted up by ``shift`` on every third item, clipped at 2), one failure."""
+    rows = []
+    for k, record in enumerate(records):
+        if k == 5:
+            rows.append({"id": record.id, "judge": "j", "raw_output": "мусор", "feedback": "", "score": None,
+                         "parse_ok": False, "error": "no_score", "reason": "", "score_source": None, "latency_s": 0.0})
+            continue
+        score = min(record.expert_scores[0] + (shift if k % 3 == 0 else 0), 2.0)
+        rows.append({"id": record.id, "judge": "j", "raw_output": f"[RESULT] {score:g} [END]", "feedback": "",
+                     "score": score, "parse_ok": True, "error": None, "reason": "", "score_source": "verdict",
+                     "latency_s": 0.0})
+    return rows
+
+
+def _run(root, name, records, shift, data, *extra) -> dict:
+    run = root / name
+    run.mkdir()
+    (run / "predictions.jsonl").write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in _predictions(records, shift)), encoding="utf-8")
+    assert main(["score", "--predictions", str(run), "--data", str(data), "--n-boot", "50", *extra]) == 0
+    return json.loads((run / "metrics.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def sample_runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("validity")
+    records = judge.load_records(judge.sample_data_path())
+    data = judge.sample_data_path()
+    exact = _run(root, "exact", records, 0, data)
+    lenient = _run(root, "lenient", records, 1, data, "--alt-test-epsilon", "0.1", "--alt-test-failures", "drop",
+                   "--alt-test-min-items", "40")
+    return {"root": root, "records": records, "exact": exact, "lenient": lenient}
+
+
+def test_metrics_json_has_the_validity_section_per_split_and_cell(sample_runs):
+    """Every split has a sentence, an overall cell with the alt-test (8 named sample experts, each scoring >= 30
+    items), the ceiling, alpha, kappa, leniency and length bias, and cells by task type and criterion."""
+    validity = sample_runs["exact"]["validity"]
+    assert validity["named_experts"] is True
+    assert set(validity["splits"]) == {"zero_shot", "standard", "all"}
+    overall = validity["splits"]["all"]["overall"]
+    alt = overall["alt_test"]
+    assert alt["available"] and alt["epsilon"] == 0.2 and alt["q"] == 0.05 and alt["scoring"] == "neg_rmse"
+    assert alt["n_experts_tested"] == 8 and alt["n_items_judge_failed"] == 1
+    assert 0 <= alt["winning_rate"] <= 1 and 0 <= alt["advantage_probability"] <= 1
+    wanted = {"ceiling", "alpha_experts", "alpha_with_judge", "kappa_quadratic", "leniency", "length_bias"}
+    assert wanted <= set(overall)
+    criterion = next(iter(validity["splits"]["all"]["by_criterion"].values()))
+    assert {"ceiling", "alt_test", "alpha_experts", "leniency"} <= set(criterion)
+    # per task type no sample expert reaches 30 items: every domain's experts are listed untested, 0 of 0 domains
+    family = validity["splits"]["all"]["alt_test_domains"]["task_type"]
+    assert (family["n_passed"], family["n_domains"]) == (0, 0)
+    task_type = next(iter(validity["splits"]["all"]["by_task_type"].values()))
+    assert task_type["alt_test"]["n_experts_tested"] == 0 and task_type["alt_test"]["untested"]
+
+
+def test_alt_test_flags_reach_the_section(sample_runs):
+    """--alt-test-epsilon/-failures/-min-items are the section's settings; a judge shifted up by a level on every
+    third item is lenient and its rho is below the copy of an expert's scores."""
+    alt = sample_runs["lenient"]["validity"]["splits"]["all"]["overall"]["alt_test"]
+    assert (alt["epsilon"], alt["failures"], alt["min_items_per_expert"]) == (0.1, "drop", 40)
+    exact = sample_runs["exact"]["validity"]["splits"]["all"]["overall"]
+    lenient = sample_runs["lenient"]["validity"]["splits"]["all"]["overall"]
+    assert lenient["alt_test"]["advantage_probability"] < exact["alt_test"]["advantage_probability"]
+    assert lenient["leniency"]["mean_signed_error"] > exact["leniency"]["mean_signed_error"]
+
+
+def test_reports_lead_with_one_sentence_per_split(sample_runs):
+    """report.md opens (after its title) with the sentence of each split; report.html shows the same sentences and
+    the validity tables, not a JSON dump of the section."""
+    run = sample_runs["root"] / "exact"
+    markdown = (run / "report.md").read_text(encoding="utf-8")
+    lines = markdown.splitlines()
+    assert lines[2] == "**Can this judge stand in for an expert?**"
+    sentence = sample_runs["exact"]["validity"]["splits"]["all"]["sentence"]
+    assert "the alternative annotator test against" in sentence and "criteria" in sentence
+    assert f"- {SPLIT_TITLES['all']}: {sentence}" in lines[4:8]
+    assert "## Validity: can the judge stand in for an expert?" in markdown
+    page = (run / "report.html").read_text(encoding="utf-8")
+    assert 'id="validity"' in page and "the alternative annotator test against" in page
+    assert '"alt_test_domains"' not in page  # rendered as tables, not shown among "other figures"
+
+
+def test_compare_sets_validity_side_by_side(sample_runs):
+    """`judge-eval compare` of the two runs has a validity table per split with both runs' omega and rho."""
+    root = sample_runs["root"]
+    assert main(["compare", str(root / "exact"), str(root / "lenient"), "--out", str(root / "cmp"),
+                 "--n-boot", "20"]) == 0
+    text = next((root / "cmp").glob("*.md")).read_text(encoding="utf-8")
+    assert "## Validity side by side" in text
+    rho = sample_runs["lenient"]["validity"]["splits"]["all"]["overall"]["alt_test"]["advantage_probability"]
+    assert f"{rho:.2f}" in text.split("## Validity side by side")[1]
+    # paired: rho and the ceiling gap on the shared items, with the baseline's alt-test settings
+    assert "## Validity, paired" in text
+    from eval.compare import compare
+
+    paired = compare([root / "exact", root / "lenient"], n_boot=50)["comparisons"][0]["validity"]["all"]
+    exact = sample_runs["exact"]["validity"]["splits"]["all"]["overall"]
+    assert paired["rho"]["baseline"] == pytest.approx(exact["alt_test"]["advantage_probability"])
+    assert paired["rho"]["delta"] < 0 and paired["rho"]["ci"][0] <= paired["rho"]["delta"] <= paired["rho"]["ci"][1]
+    assert paired["ceiling_gap"]["delta"] > 0  # the shifted judge is farther from the panel
+
+
+def test_unnamed_experts_leave_the_alt_test_out_and_say_so(tmp_path):
+    """Data without expert_ids (as the released POLLUX data): the alt-test is unavailable with its reason, the
+    sentence says so, and the figures that need no identities are still there."""
+    records = judge.load_records(judge.sample_data_path())[:60]
+    rows = [{k: v for k, v in r.to_dict().items() if k != "expert_ids"} for r in records]
+    data = tmp_path / "unnamed.jsonl"
+    data.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    metrics = _run(tmp_path, "run", records, 0, data)
+    validity = metrics["validity"]
+    assert validity["named_experts"] is False
+    overall = validity["splits"]["all"]["overall"]
+    assert overall["alt_test"]["available"] is False and "names no experts" in overall["alt_test"]["why"]
+    assert validity["splits"]["all"]["sentence"].startswith("The alternative annotator test needs named experts")
+    assert overall["ceiling"]["n_pairs"] > 0 and "pooled" in overall["length_bias"]["experts"]
+    assert "names no experts" in (tmp_path / "run" / "report.md").read_text(encoding="utf-8")
+
+
+def test_bad_alt_test_setting_is_a_clear_error(sample_runs):
+    """An impossible q is refused with a message naming it, not a traceback."""
+    with pytest.raises(SystemExit, match="q must lie in"):
+        main(["score", "--predictions", str(sample_runs["root"] / "exact"), "--data", str(judge.sample_data_path()),
+              "--alt-test-q", "1.5"])
