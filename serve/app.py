@@ -5,10 +5,12 @@ Routes:
 
 * OpenAI's, proxied to the generating engine byte for byte (streaming included), so OpenAI clients work unchanged:
   ``POST /v1/chat/completions``, ``/v1/completions``, ``/v1/responses``; ``GET /v1/models`` and
-  ``GET /v1/models/{id}``; vLLM's ``POST /tokenize``, ``/detokenize``, ``GET /tokenizer_info`` (what lm-eval's
+  ``GET /v1/models/{id}`` (each entry the engine's, ``max_model_len`` included, plus judge-serve's caps
+  ``judge_max_tokens`` and ``max_proxy_tokens``: ``judge.wire.ModelLimits``); vLLM's ``POST /tokenize``, ``/detokenize``, ``GET /tokenizer_info`` (what lm-eval's
   remote tokenizer reads) and ``GET /version``. A generation request may ask for at most ``max_proxy_tokens``
   tokens in all (``max_tokens`` x ``n``); one that names no ``max_tokens`` gets ``max_proxy_tokens // n``.
 * ``POST /v1/judge``: POLLUX judgments (``serve.schema`` for the request, ``serve.judging`` for the work).
+* ``POST /get_reward`` and ``/get_reward/<reward key>``: rewards in OpenRLHF's protocol (``serve.rewards``).
 * ``GET /metrics``: the generating engine's Prometheus metrics; ``GET /metrics/pooler``: the pooling engine's.
 * ``GET /health``: 200 while judge-serve lives and can heal (also while engines start or restart), 503 while it
   cannot serve (an engine failed to start or kept dying past ``engine_max_restarts``; an attached engine does not
@@ -47,9 +49,11 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from judge.wire import ModelLimits
 from serve.config import ServeConfig
 from serve.judging import EngineFailure, EngineUnavailable, unless_dead
 from serve.layout import CheckpointLayout, LayoutError, resolve_layout
+from serve.rewards import install_reward_routes
 from serve.schema import RequestError, decode_json_body, parse_judge_request
 from serve.supervision import ServerState, restart_delay, start_engines, stop_engines
 
@@ -135,7 +139,7 @@ def header_deadline_protocol(header_timeout_s: float, max_header_bytes: int = MA
     """uvicorn's httptools protocol with a deadline and a size bound for each request's headers.
 
     uvicorn times out idle keep-alive connections (``timeout_keep_alive``) but not a connection whose headers never
-    finish: ~1,100 of those exhausted judge-serve's descriptors (#30, finding 1). Here each connection, and each
+    finish: ~1,100 of those exhausted judge-serve's descriptors. Here each connection, and each
     new request on a kept-alive one, must complete its headers within ``header_timeout_s`` or is closed, with
     uvicorn's own keep-alive handler; one whose request line and headers pass ``max_header_bytes`` is closed too.
     Pass the returned class as ``uvicorn.Config(http=...)``.
@@ -237,7 +241,8 @@ class BodyLimitMiddleware:
 class ApiKeyMiddleware:
     """401 without ``Authorization: Bearer <key>`` on every route but health, readiness and metrics."""
 
-    OPEN = ("/health", "/ready", "/metrics")
+    # /get_reward checks its own key (the reward key in its path, or this one: serve.rewards)
+    OPEN = ("/health", "/ready", "/metrics", "/get_reward")
 
     def __init__(self, app, api_key: str):
         self.app, self.expected = app, f"Bearer {api_key}".encode()
@@ -324,8 +329,31 @@ class RequestIdMiddleware:
         return await self.app(scope, receive, echo)
 
 
+#: Routes that load balancers, Slurm scripts and ``until curl .../ready`` loops poll every second or so.
+HEALTH_POLLS = ("/health", "/ready")
+
+
+class _NoHealthPolls(logging.Filter):
+    """Drops uvicorn's access-log line of a health poll: one line per poll per second would bury every request
+    that did work. uvicorn's access record carries ``(client, method, path, http_version, status)`` as its args."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        return not (len(args) >= 3 and str(args[2]).split("?", 1)[0] in HEALTH_POLLS)
+
+
+def quiet_health_polls(log_level: str) -> None:
+    """Keep health polls out of the access log, unless ``log_level`` is debug (call after uvicorn's logging
+    set-up, which ``uvicorn.Config`` performs)."""
+    access = logging.getLogger("uvicorn.access")
+    for existing in [f for f in access.filters if isinstance(f, _NoHealthPolls)]:
+        access.removeFilter(existing)
+    if str(log_level).lower() != "debug":
+        access.addFilter(_NoHealthPolls())
+
+
 def proxied_token_bound(body: Any, path: str, max_total: int) -> tuple[Any, JSONResponse | None]:
-    """Bound a proxied generation request to ``max_total`` tokens in all (#30, finding 4).
+    """Bound a proxied generation request to ``max_total`` tokens in all, so one request cannot buy unbounded work.
 
     Returns the body to send (``max_tokens`` = ``max_total // n`` added when it named none) and None, or the
     body and a 400 naming the field that asks for too much.
@@ -443,7 +471,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         problem = state.failure if state.status == "failed" else next(
             (reason for role, reason in state.dead_reason.items() if not state.healing(role)), None
         )
-        if not keyed(request):  # up or down, nothing about the engines (#30, finding 5)
+        if not keyed(request):  # up or down, nothing about the engines (no URLs, pids)
             return JSONResponse({"status": "down" if problem else "up"}, status_code=503 if problem else 200)
         engines = {
             role: {
@@ -536,19 +564,39 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         app.add_api_route(path, passed_through(path, bounded=True), methods=["POST"])
     for path in ("/tokenize", "/detokenize"):
         app.add_api_route(path, passed_through(path), methods=["POST"])
-    for path in ("/v1/models", "/version", "/tokenizer_info"):
+    for path in ("/version", "/tokenizer_info"):
         app.add_api_route(path, passed_through(path), methods=["GET"])
+
+    # Each model entry is the engine's (max_model_len included) plus judge-serve's own caps (judge.wire.ModelLimits),
+    # so that a client fits its max_tokens before the work starts instead of meeting a 400 per request.
+    limits = ModelLimits(judge_max_tokens=config.max_tokens, max_proxy_tokens=config.max_proxy_tokens).advertised()
+
+    async def model_list(request: Request) -> tuple[dict[str, Any] | None, Response | None]:
+        listed = await proxy(request, "generator", "/v1/models")
+        if listed.status_code != 200 or not isinstance(listed, StreamingResponse):
+            return None, listed
+        raw = b"".join([chunk async for chunk in listed.body_iterator])
+        try:
+            body = json.loads(raw)
+            entries = body["data"]
+            for entry in entries:
+                if isinstance(entry, dict):
+                    entry.update(limits)
+        except (ValueError, KeyError, TypeError):
+            return None, _error(502, "the generator engine's model list could not be read", "server_error", code="engine_error")
+        return body, None
+
+    @app.get("/v1/models")
+    async def models(request: Request) -> Response:
+        body, failed = await model_list(request)
+        return failed if failed is not None else JSONResponse(body)
 
     @app.get("/v1/models/{model_id:path}")
     async def model(request: Request, model_id: str) -> Response:
-        listed = await proxy(request, "generator", "/v1/models")
-        if listed.status_code != 200 or not isinstance(listed, StreamingResponse):
-            return listed
-        raw = b"".join([chunk async for chunk in listed.body_iterator])
-        try:
-            entries = json.loads(raw)["data"]
-        except (ValueError, KeyError, TypeError):
-            return _error(502, "the generator engine's model list could not be read", "server_error", code="engine_error")
+        body, failed = await model_list(request)
+        if failed is not None:
+            return failed
+        entries = body["data"]
         found = next((entry for entry in entries if isinstance(entry, dict) and entry.get("id") == model_id), None)
         if found is None:
             return _error(404, f"model: the model `{model_id}` does not exist; this server serves `{config.model_name}`",
@@ -614,4 +662,5 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
             return _error(504, f"the judgment took longer than request_timeout_s={config.request_timeout_s:g} s", "timeout", code="timeout")
         return JSONResponse(result)
 
+    install_reward_routes(app, config, _error)  # POST /get_reward: OpenRLHF's remote reward protocol
     return app

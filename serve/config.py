@@ -18,6 +18,11 @@ from judge.plumbing.config_files import option as _f
 __all__ = ["ServeConfig", "ConfigError", "load_yaml_config"]
 
 
+#: The reward rule /get_reward uses unless ``reward_rule`` says otherwise: a failed verdict counts 0 (OpenRLHF needs
+#: a number for every sample; the failure is counted in ``judge_failures`` and journaled).
+SERVE_DEFAULT_RULE = {"on_failure": "zero"}
+
+
 @dataclass
 class ServeConfig:
     """Everything judge-serve needs to start its engines and answer requests."""
@@ -133,6 +138,17 @@ class ServeConfig:
         256, "Engine requests judge-serve keeps in flight at once (vLLM batches them); more wait their turn."
     )
 
+    # --- rewards (POST /get_reward, serve.rewards)
+    reward_rule: dict[str, Any] = _f(
+        {}, "POST /get_reward: judge.rewards.RewardRule fields as JSON, over the served default {\"on_failure\": "
+        "\"zero\"} (e.g. {\"gate\": true}); see docs/rewards.md."
+    )
+    reward_key_env: str = _f(
+        "JUDGE_SERVE_REWARD_KEY",
+        "Environment variable holding the reward key: POST /get_reward/<key> needs no Authorization header "
+        "(OpenRLHF's --reward.remote_url); unset: that route refuses every request.",
+    )
+
     # --- bounds and timeouts
     criteria_classifier: str = _f(
         "tfidf", "Task classifier for items with \"criteria\": \"auto\" (tfidf, llm or head; judge.criteria_auto). "
@@ -145,7 +161,7 @@ class ServeConfig:
         None, "criteria auto: below this task-type probability the criteria fall back to those every task shares; "
         "empty: the classifier's own (the shipped tfidf's is chosen on out-of-fold data)."
     )
-    max_batch_items: int = _f(64, "Most items one /v1/judge request may carry.")
+    max_batch_items: int = _f(64, "Most items one /v1/judge request (or samples one /get_reward request) may carry.")
     max_judgments_per_request: int = _f(512, "Most (item, criterion) judgments one /v1/judge request may ask for.")
     max_connections: int = _f(
         512,
@@ -166,7 +182,8 @@ class ServeConfig:
     shutdown_grace_s: float = _f(60.0, "On SIGTERM/SIGINT: seconds in-flight requests get to finish.")
     log_level: str = _f("info", "judge-serve log level (debug, info, warning, error).")
     access_log: bool = _f(True, "Log every HTTP request (uvicorn's access log).")
-    log_dir: str = _f("", "Folder for engine logs and run.json (default: a fresh temporary folder).")
+    log_dir: str = _f("", "Folder for engine logs and run.json (default: a fresh temporary folder, removed "
+                                 "when judge-serve stops).")
 
     def validate(self) -> ServeConfig:
         """Check values that would otherwise fail late; returns self.
@@ -211,6 +228,12 @@ class ServeConfig:
             raise ConfigError("engine_args: must be a list of strings")
         if self.verdict_format not in ("auto", "tagged", "integer"):
             raise ConfigError(f"verdict_format: {self.verdict_format!r} is not one of auto, tagged, integer")
+        from judge.rewards import RewardRule, RewardRuleError
+
+        try:
+            RewardRule.from_dict({**SERVE_DEFAULT_RULE, **(self.reward_rule or {})}, where="reward_rule")
+        except RewardRuleError as err:
+            raise ConfigError(str(err)) from None
         if self.criteria_classifier not in ("", "tfidf", "llm", "head"):
             raise ConfigError(f"criteria_classifier: {self.criteria_classifier!r} is not one of tfidf, llm, head")
         if self.criteria_classifier in ("llm", "head") and not self.criteria_classifier_path:

@@ -1,0 +1,370 @@
+"""The judge as a reward in trl and verl: client functions over judge-serve's ``/v1/judge``, importable without vLLM,
+torch or a GPU (they need ``httpx`` and the contract).
+
+**trl** (``GRPOTrainer(reward_funcs=[...])``)::
+
+    from judge.reward_clients import trl_reward_function
+    reward = trl_reward_function("http://judge:8000", criteria=["Креативность", "Грамотность"])
+    trainer = GRPOTrainer(model=..., reward_funcs=[reward], train_dataset=..., args=GRPOConfig(...))
+
+trl calls an async reward function with ``prompts``, ``completions``, ``completion_ids``, ``trainer_state``,
+``log_extra``, ``log_metric`` and every other dataset column as a list (``trl/trainer/grpo_trainer.py``,
+``_calculate_rewards``); it takes ``None`` as "no reward for this sample". The function built here sends one
+``/v1/judge`` request per generation batch (split only past ``max_items``, the server's own bound), turns each
+sample's verdicts into a reward by ``judge.rewards.reward_of``, answers ``None`` for every sample of a request that
+failed after the retry policy's tries, and, when trl passes them, logs the judge's rationales as a completions-table
+column (``log_extra``) and the failure count and latency as metrics (``log_metric``).
+
+The instruction is the prompt's last user turn (conversational) or the prompt itself (plain), or the dataset column
+``instruction_column`` names; the criteria are ``criteria`` (one list for every sample) or the column
+``criteria_column`` names (a list, or a JSON string of one, per row); a reference answer comes from
+``reference_column`` when given. The answer judged is ``judge.rewards.policy_answer`` of the completion's text.
+
+**verl** (``custom_reward_function`` in its trainer config)::
+
+    custom_reward_function:
+      path: <the installed judge/reward_clients.py>
+      name: compute_score            # or compute_score_async, which verl's reward loop awaits
+      reward_kwargs: {judge_url: "http://judge:8000"}
+
+verl calls ``compute_score(data_source, solution_str, ground_truth, extra_info, **reward_kwargs)``
+(``verl/experimental/reward_loop/reward_manager/naive.py``; ``verl/trainer/ppo/reward.py`` merges
+``reward_kwargs``) and takes a float or ``{"score": ..., other logged keys}``. The instruction, criteria and
+reference answer come from ``extra_info`` (keys ``instruction``, ``criteria``, ``reference_answer``) and, for what
+it lacks, from ``ground_truth`` read as a label (a JSON object or a string holding one; any other string is the
+reference answer). verl needs a number for every sample: a rule that skips (``on_failure="skip"``) is refused, and a
+request that fails after the retries raises.
+
+Both follow the shared retry policy (``judge.plumbing.retry``: connection errors, timeouts, 408/409/429/5xx,
+``Retry-After`` honoured) and send ``Authorization: Bearer`` with the key from ``$JUDGE_SERVE_API_KEY`` (or the
+variable ``api_key_env`` names).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from judge.plumbing.retry import RetryPolicy
+from judge.rewards import CriterionReward, Reward, RewardRule, policy_answer, reward_of
+from judge.verdicts import format_score
+from judge.wire import JudgeResponse
+
+__all__ = ["RewardSample", "judge_request_body", "rewards_from_response", "JudgeRewardClient", "trl_reward_function",
+           "compute_score", "compute_score_async", "sample_from_verl", "DEFAULT_TIMEOUT_S", "DEFAULT_MAX_ITEMS"]
+
+log = logging.getLogger("judge.reward_clients")
+
+#: Seconds one /v1/judge request may take (OpenRLHF's own reward timeout is 180 s).
+DEFAULT_TIMEOUT_S = 180.0
+#: Items per /v1/judge request: judge-serve's default ``max_batch_items``.
+DEFAULT_MAX_ITEMS = 64
+
+
+@dataclass(frozen=True)
+class RewardSample:
+    """One answer to reward: the ``/v1/judge`` item's fields (``answer`` as the judge will read it, "" for none)."""
+
+    instruction: str
+    answer: str
+    criteria: tuple[Any, ...]
+    reference_answer: str | None = None
+
+    def to_item(self) -> dict[str, Any]:
+        item: dict[str, Any] = {"instruction": self.instruction, "answer": self.answer, "criteria": list(self.criteria)}
+        if self.reference_answer:
+            item["reference_answer"] = self.reference_answer
+        return item
+
+
+def judge_request_body(samples: Sequence[RewardSample], model: str | None = None) -> dict[str, Any]:
+    """The ``/v1/judge`` body for the samples that have an answer (those with none are not sent)."""
+    body: dict[str, Any] = {"items": [s.to_item() for s in samples if s.answer]}
+    if model:
+        body["model"] = model
+    return body
+
+
+def rewards_from_response(samples: Sequence[RewardSample], response: Mapping[str, Any],
+                          rule: RewardRule) -> list[Reward | None]:
+    """Each sample's reward from a ``/v1/judge`` response to ``judge_request_body(samples)``; None for a sample
+    with no answer (its value is ``rule.empty_answer``).
+
+    Raises:
+        ValueError: a response that is not a ``JudgeResponse`` or does not hold one item per sent sample.
+    """
+    parsed = JudgeResponse.from_json(response)
+    sent = [i for i, s in enumerate(samples) if s.answer]
+    if len(parsed.items) != len(sent):
+        raise ValueError(f"/v1/judge answered {len(parsed.items)} items for {len(sent)} sent")
+    out: list[Reward | None] = [None] * len(samples)
+    for i, item in zip(sent, parsed.items):
+        out[i] = reward_of(item.results, rule)
+    return out
+
+
+def _value(reward: Reward | None, rule: RewardRule) -> float | None:
+    return reward.value if reward is not None else rule.empty_answer
+
+
+def _api_key(api_key_env: str) -> str:
+    return os.environ.get(api_key_env, "") if api_key_env else ""
+
+
+class JudgeRewardClient:
+    """Rewards from a judge-serve, sync and async, through the shared retry policy.
+
+    Args:
+        url: judge-serve's root URL (``http://host:8000``; a trailing ``/v1`` is accepted).
+        rule: the reward rule.
+        api_key_env: the variable holding judge-serve's key (empty: send none).
+        model: the served model name to send (optional).
+        timeout_s: seconds per request.
+        retry: the retry policy (``judge.plumbing.retry.RetryPolicy``).
+    """
+
+    def __init__(self, url: str, *, rule: RewardRule | None = None, api_key_env: str = "JUDGE_SERVE_API_KEY",
+                 model: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S, retry: RetryPolicy | None = None):
+        root = url.rstrip("/")
+        self.url = (root[: -len("/v1")] if root.endswith("/v1") else root) + "/v1/judge"
+        self.rule = rule or RewardRule()
+        self.model, self.timeout_s = model, timeout_s
+        self.retry = retry or RetryPolicy(max_retries=4, backoff_s=1.0, max_backoff_s=30.0)
+        self.api_key_env = api_key_env
+
+    def _headers(self) -> dict[str, str]:
+        key = _api_key(self.api_key_env)
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+    def rewards(self, samples: Sequence[RewardSample]) -> list[Reward | None]:
+        """The samples' rewards (one request), synchronously.
+
+        Raises:
+            httpx.HTTPError: the request failed after the retries (or at once, when retrying cannot help).
+        """
+        import httpx
+
+        body = judge_request_body(samples, self.model)
+        if not body["items"]:
+            return [None] * len(samples)
+
+        def attempt() -> dict[str, Any]:
+            response = httpx.post(self.url, json=body, headers=self._headers(), timeout=self.timeout_s)
+            response.raise_for_status()
+            return response.json()
+
+        return rewards_from_response(samples, self.retry.call(attempt), self.rule)
+
+    async def arewards(self, samples: Sequence[RewardSample]) -> list[Reward | None]:
+        """The samples' rewards (one request), awaited."""
+        import httpx
+
+        body = judge_request_body(samples, self.model)
+        if not body["items"]:
+            return [None] * len(samples)
+        async with httpx.AsyncClient(timeout=self.timeout_s) as client:
+
+            async def attempt() -> dict[str, Any]:
+                response = await client.post(self.url, json=body, headers=self._headers())
+                response.raise_for_status()
+                return response.json()
+
+            return rewards_from_response(samples, await self.retry.acall(attempt), self.rule)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# trl
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _text(message_or_text: Any) -> str:
+    """A completion's text: the string, or the last message's content of a conversational one."""
+    if isinstance(message_or_text, str):
+        return message_or_text
+    if isinstance(message_or_text, list) and message_or_text and isinstance(message_or_text[-1], Mapping):
+        return str(message_or_text[-1].get("content") or "")
+    raise ValueError(f"a completion must be text or a list of chat messages, got {type(message_or_text).__name__}")
+
+
+def _instruction(prompt: Any) -> str:
+    """The instruction in a trl prompt: the text, or the last user turn of a conversation."""
+    if isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, list):
+        users = [m for m in prompt if isinstance(m, Mapping) and m.get("role") == "user"]
+        if users:
+            return str(users[-1].get("content") or "")
+    raise ValueError("a prompt must be text or a list of chat messages with a user turn")
+
+
+def _criteria(value: Any, where: str) -> tuple[Any, ...]:
+    if hasattr(value, "tolist"):  # a numpy array, as a parquet list column can arrive in verl's extra_info
+        value = value.tolist()
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            value = [value]  # one criterion's name
+    if not isinstance(value, (list, tuple)) or not value:
+        raise ValueError(f"{where}: expected a non-empty list of criteria (names, ids or {{name, rubrics}} objects)")
+    return tuple(value)
+
+
+def _verdict_text(part: CriterionReward) -> str:
+    """``criterion: score — rationale`` (or the failure) for trl's completions table."""
+    outcome = f"{format_score(part.score)}" if part.failure is None and part.score is not None else f"failed ({part.failure})"
+    return f"{part.criterion}: {outcome}" + (f" — {part.feedback}" if part.feedback else "")
+
+
+def trl_reward_function(
+    url: str,
+    *,
+    criteria: Sequence[Any] | None = None,
+    criteria_column: str = "criteria",
+    instruction_column: str | None = None,
+    reference_column: str | None = None,
+    rule: RewardRule | None = None,
+    api_key_env: str = "JUDGE_SERVE_API_KEY",
+    model: str | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    retry: RetryPolicy | None = None,
+    max_items: int = DEFAULT_MAX_ITEMS,
+    name: str = "pollux_judge",
+) -> Callable[..., Any]:
+    """An async trl reward function over judge-serve (the module docstring says what it reads and logs).
+
+    Args:
+        url: judge-serve's root URL.
+        criteria: the criteria of every sample; None: the dataset column ``criteria_column``.
+        criteria_column, instruction_column, reference_column: dataset columns trl passes as keyword lists.
+        rule: the reward rule (default: ``RewardRule()``: the mean, a failed verdict skips the sample).
+        api_key_env, model, timeout_s, retry: as ``JudgeRewardClient``.
+        max_items: most samples per ``/v1/judge`` request.
+        name: the function's ``__name__``, which trl logs the reward under (``rewards/<name>/mean``).
+    """
+    import asyncio
+
+    client = JudgeRewardClient(url, rule=rule, api_key_env=api_key_env, model=model, timeout_s=timeout_s, retry=retry)
+    fixed = _criteria(list(criteria), "criteria") if criteria is not None else None
+
+    async def reward(prompts, completions, log_extra=None, log_metric=None, **columns) -> list[float | None]:
+        samples = []
+        for i, (prompt, completion) in enumerate(zip(prompts, completions)):
+            instruction = columns[instruction_column][i] if instruction_column else _instruction(prompt)
+            crit = fixed if fixed is not None else _criteria(columns[criteria_column][i], f"{criteria_column}[{i}]")
+            reference = columns[reference_column][i] if reference_column else None
+            samples.append(RewardSample(instruction, policy_answer(_text(completion)), crit, reference))
+        chunks = [samples[k: k + max_items] for k in range(0, len(samples), max_items)]
+        started = time.monotonic()
+        answers = await asyncio.gather(*(client.arewards(chunk) for chunk in chunks), return_exceptions=True)
+        latency = time.monotonic() - started
+        values: list[float | None] = []
+        rationales: list[str] = []
+        failed_requests = failures = 0
+        for chunk, answer in zip(chunks, answers):
+            if isinstance(answer, BaseException):
+                log.warning("judge-serve gave no rewards for %d samples: %s: %s", len(chunk), type(answer).__name__, answer)
+                failed_requests += 1
+                values += [None] * len(chunk)
+                rationales += [f"(no judgment: {type(answer).__name__})"] * len(chunk)
+                continue
+            for r in answer:
+                values.append(_value(r, client.rule))  # None only where the rule skips
+                failures += r.failed if r is not None else 0
+                rationales.append(" | ".join(_verdict_text(c) for c in r.criteria) if r is not None else "(empty answer)")
+        if log_extra is not None:
+            log_extra(f"{name}_verdicts", rationales)
+        if log_metric is not None:
+            log_metric(f"{name}/judge_failures", float(failures))
+            log_metric(f"{name}/failed_requests", float(failed_requests))
+            log_metric(f"{name}/latency_s", latency)
+        return values
+
+    reward.__name__ = reward.__qualname__ = name
+    return reward
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# verl
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _label(value: Any) -> dict[str, Any] | None:
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return None
+        return parsed if isinstance(parsed, dict) else None
+    return None
+
+
+def sample_from_verl(solution_str: str, ground_truth: Any, extra_info: Mapping[str, Any] | None) -> RewardSample:
+    """The sample verl's ``compute_score`` arguments describe (the module docstring's rule).
+
+    Raises:
+        ValueError: no instruction or no criteria in either place.
+    """
+    extra = dict(extra_info or {})
+    label = _label(ground_truth)
+    source = {**(label or {}), **{k: v for k, v in extra.items() if k in ("instruction", "criteria", "reference_answer")}}
+    if label is None and isinstance(ground_truth, str) and ground_truth.strip() and "reference_answer" not in source:
+        source["reference_answer"] = ground_truth
+    if not source.get("instruction"):
+        raise ValueError("verl sample: no instruction in extra_info['instruction'] or the ground_truth label")
+    crit = _criteria(source.get("criteria"), "verl sample: criteria (extra_info['criteria'] or the ground_truth label)")
+    reference = source.get("reference_answer") or None
+    return RewardSample(str(source["instruction"]), policy_answer(solution_str), crit, reference)
+
+
+def _verl_client(judge_url: str, rule: Mapping[str, Any] | RewardRule | None, api_key_env: str, timeout_s: float,
+                 max_retries: int) -> JudgeRewardClient:
+    rule = rule if isinstance(rule, RewardRule) else RewardRule.from_dict({"on_failure": "zero", **(rule or {})})
+    if rule.on_failure == "skip" or rule.empty_answer is None:
+        raise ValueError("verl needs a number for every sample: use on_failure zero or scale_min and a numeric empty_answer")
+    return JudgeRewardClient(judge_url, rule=rule, api_key_env=api_key_env, timeout_s=timeout_s,
+                             retry=RetryPolicy(max_retries=max_retries, backoff_s=1.0, max_backoff_s=30.0))
+
+
+def _verl_result(reward: Reward | None, rule: RewardRule) -> dict[str, Any]:
+    return {
+        "score": float(_value(reward, rule)),  # type: ignore[arg-type]
+        "judge_failures": reward.failed if reward is not None else 0,
+        "judge_gate_closed": int(bool(reward is not None and reward.gate_closed)),
+        "judge_empty_answer": int(reward is None),
+    }
+
+
+def compute_score(data_source: Any, solution_str: str, ground_truth: Any, extra_info: Mapping[str, Any] | None = None,
+                  *, judge_url: str, rule: Mapping[str, Any] | None = None, api_key_env: str = "JUDGE_SERVE_API_KEY",
+                  timeout_s: float = DEFAULT_TIMEOUT_S, max_retries: int = 4, **_verl_kwargs: Any) -> dict[str, Any]:
+    """verl's custom reward function, synchronous: one judged sample, ``{"score", judge_failures, ...}``.
+
+    ``judge_url`` and the rest come from ``custom_reward_function.reward_kwargs``; other keyword arguments verl
+    passes (``reward_router_address``, ``reward_model_tokenizer``) are ignored.
+
+    Raises:
+        ValueError: no instruction or criteria for the sample, or a skipping rule.
+        httpx.HTTPError: judge-serve did not answer after the retries.
+    """
+    client = _verl_client(judge_url, rule, api_key_env, timeout_s, max_retries)
+    return _verl_result(client.rewards([sample_from_verl(solution_str, ground_truth, extra_info)])[0], client.rule)
+
+
+async def compute_score_async(data_source: Any, solution_str: str, ground_truth: Any,
+                              extra_info: Mapping[str, Any] | None = None, *, judge_url: str,
+                              rule: Mapping[str, Any] | None = None, api_key_env: str = "JUDGE_SERVE_API_KEY",
+                              timeout_s: float = DEFAULT_TIMEOUT_S, max_retries: int = 4,
+                              **_verl_kwargs: Any) -> dict[str, Any]:
+    """verl's custom reward function, awaited by its reward loop (``inspect.iscoroutinefunction``); as
+    ``compute_score``."""
+    client = _verl_client(judge_url, rule, api_key_env, timeout_s, max_retries)
+    rewards = await client.arewards([sample_from_verl(solution_str, ground_truth, extra_info)])
+    return _verl_result(rewards[0], client.rule)

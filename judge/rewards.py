@@ -1,0 +1,272 @@
+"""From verdicts to a reward, as data: one ``RewardRule`` turns a sample's ``/v1/judge`` results into one number.
+
+The rule, step by step (``reward_of``):
+
+1. **Each criterion to 0-1, best at 1.** A score is placed on its rubric's scale by ``normalised``:
+   ``(score - worst) / (best - worst)``, with the scale oriented as the contract orients it (``judge.Scale.best``:
+   the taxonomy's Critical criteria are best at their lowest level and are reversed, every other criterion is best
+   at its top; ``oriented_result_scale``). A 0/1/2 criterion scored 1 gives 0.5; a Critical 0/1 criterion scored 0
+   (no violation) gives 1.0.
+2. **Regression (``-r``) judges**: the head's value clipped into the scale (``JudgeResult.score``) by default, or
+   its raw value (``regression_score``, which may fall outside 0-1 after normalising) with
+   ``head_values="raw"``.
+3. **A failed verdict is a value, never a number by accident**: a verdict that did not parse, or a seq2seq score
+   outside its rubric's scale (POLLUX's benchmark drops those too), is a failure. ``on_failure`` says what the
+   sample gets: ``skip`` (the whole sample's reward is None: "no reward", which trl's GRPOTrainer takes as NaN and
+   leaves out), ``zero`` (the criterion counts as 0.0, its worst) or ``scale_min`` (the criterion counts as its
+   scale's lowest level, normalised: 0.0 on a best-at-top scale, 1.0 on a Critical one). The count of failures
+   travels beside the reward (``Reward.failed``).
+4. **Combined** by the mean of the criteria (``combine="mean"``), or a weighted mean (``"weighted"``: ``weights``
+   by criterion name or taxonomy id, ``default_weight`` for the others).
+5. **POLLUX's binary gate** (``gate=True``): a two-level criterion (``Scale.is_flag``, POLLUX's own test for a
+   binary criterion) that is not at its best level closes the gate and the reward is 0.0; an open gate leaves the
+   mean over the criteria that are not flags (POLLUX's ``mean_over_criteria`` leaves binary scores out), or over
+   the flags when they are all there is. Deliberate deviation: POLLUX's ``src/metrics.py`` closes its gate when a
+   rubric of exactly the levels {0, 1} is scored anything but 0, whichever answer is the good one; here the
+   contract's orientation decides. The two agree on the Critical criteria (best at 0) and differ on two-level
+   criteria best at 1 (Operability, "1: The code runs"), which POLLUX's rule would gate on their good answer.
+
+**The answer judged** (``policy_answer``): the policy's text cut at the first end-of-turn or padding token
+(``END_OF_TURN_MARKERS``), then, when it holds a ``</think>``, only what follows the last one (a Qwen3 policy's
+reasoning is not the answer the judge rates; a reasoning block its prompt opened closes there too); a ``<think>``
+never closed is an answer cut inside its reasoning: nothing to judge. An answer with nothing to judge is no judge
+failure: it gets ``empty_answer`` (0.0 by default, the worst reward; None to skip it).
+
+Pure functions over ``judge.wire.JudgeResult``: judge-serve's ``/get_reward`` and the shipped trl and verl reward
+functions (``judge.reward_clients``) use the same rule.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from judge.scales import Scale
+from judge.wire import JudgeResult
+
+__all__ = ["RewardRule", "RewardRuleError", "CriterionReward", "Reward", "COMBINE", "ON_FAILURE", "HEAD_VALUES",
+           "normalised", "oriented_result_scale", "criterion_reward", "reward_of", "OUT_OF_SCALE", "END_OF_TURN_MARKERS",
+           "policy_answer"]
+
+COMBINE = ("mean", "weighted")
+ON_FAILURE = ("skip", "zero", "scale_min")
+HEAD_VALUES = ("clipped", "raw")
+#: The failure code of a seq2seq score outside its rubric's scale (``judge.VerdictError.OUT_OF_SCALE``'s value).
+OUT_OF_SCALE = "out_of_scale"
+
+
+#: Tokens that end a policy's turn or pad it, as decoded with the special tokens kept: Qwen2/Qwen2.5/Qwen3
+#: (``<|im_end|>``, ``<|endoftext|>``), Llama 3 (``<|eot_id|>``, ``<|end_of_text|>``), Gemma (``<end_of_turn>``,
+#: ``<eos>``) and SentencePiece models (``</s>``). The answer ends at the first of them.
+END_OF_TURN_MARKERS = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>", "<end_of_turn>", "<eos>", "</s>")
+_END = re.compile("|".join(re.escape(m) for m in END_OF_TURN_MARKERS))
+_THINK_OPEN = re.compile(r"<think\s*>", re.IGNORECASE)
+_THINK_CLOSE = re.compile(r"</think\s*>", re.IGNORECASE)
+
+
+def policy_answer(text: str) -> str:
+    """The answer a judge rates in a policy's output (the module docstring's rule); "" when there is none."""
+    end = _END.search(text)
+    if end:
+        text = text[: end.start()]
+    closes = list(_THINK_CLOSE.finditer(text))
+    if closes:
+        text = text[closes[-1].end():]
+    elif _THINK_OPEN.search(text):
+        return ""  # cut inside its reasoning
+    return text.strip()
+
+
+class RewardRuleError(ValueError):
+    """A reward rule that cannot be used; the message names the field."""
+
+
+@dataclass(frozen=True)
+class RewardRule:
+    """How a sample's verdicts become its reward (see the module docstring for the steps).
+
+    Attributes:
+        combine: ``mean`` or ``weighted``.
+        weights: ``weighted``: criterion name or taxonomy id -> positive weight (the id is looked up first).
+        default_weight: ``weighted``: the weight of a criterion ``weights`` does not name.
+        gate: POLLUX's binary gate.
+        on_failure: ``skip`` (reward None), ``zero`` or ``scale_min``.
+        head_values: regression judges: ``clipped`` (the score clipped into the scale) or ``raw``.
+        empty_answer: the reward of an answer with nothing to judge; None: no reward.
+    """
+
+    combine: str = "mean"
+    weights: Mapping[str, float] = field(default_factory=dict)
+    default_weight: float = 1.0
+    gate: bool = False
+    on_failure: str = "skip"
+    head_values: str = "clipped"
+    empty_answer: float | None = 0.0
+
+    def __post_init__(self) -> None:
+        for name, allowed in (("combine", COMBINE), ("on_failure", ON_FAILURE), ("head_values", HEAD_VALUES)):
+            if getattr(self, name) not in allowed:
+                raise RewardRuleError(f"{name}: {getattr(self, name)!r} is not one of {', '.join(allowed)}")
+        if not isinstance(self.gate, bool):
+            raise RewardRuleError(f"gate: expected true or false, got {self.gate!r}")
+        if not isinstance(self.weights, Mapping):
+            raise RewardRuleError("weights: expected a mapping of criterion name or id to a weight")
+        for key, weight in {**self.weights, "default_weight": self.default_weight}.items():
+            if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) or weight <= 0:
+                where = "default_weight" if key == "default_weight" else f"weights[{key!r}]"
+                raise RewardRuleError(f"{where}: a weight must be a positive finite number, got {weight!r}")
+        if self.weights and self.combine != "weighted":
+            raise RewardRuleError("weights: given, but combine is 'mean' (set combine: weighted)")
+        if self.empty_answer is not None and (isinstance(self.empty_answer, bool) or not isinstance(self.empty_answer, (int, float))):
+            raise RewardRuleError(f"empty_answer: expected a number or null, got {self.empty_answer!r}")
+        object.__setattr__(self, "weights", dict(self.weights))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], where: str = "reward rule") -> RewardRule:
+        """A rule from a JSON/YAML object; an unknown key is an error naming it.
+
+        Raises:
+            RewardRuleError: an unknown key or a bad value.
+        """
+        if not isinstance(data, Mapping):
+            raise RewardRuleError(f"{where}: expected an object of RewardRule fields")
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise RewardRuleError(f"{where}: unknown field(s) {unknown}; known: {', '.join(sorted(known))}")
+        try:
+            return cls(**dict(data))
+        except RewardRuleError as err:
+            raise RewardRuleError(f"{where}.{err}") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: (dict(v) if isinstance(v, Mapping) else v) for name in self.__dataclass_fields__
+                for v in [getattr(self, name)]}
+
+    def weight_of(self, name: str, criterion_id: str | None) -> float:
+        """The weight of a criterion (1 for every criterion under ``mean``)."""
+        if self.combine == "mean":
+            return 1.0
+        if criterion_id is not None and criterion_id in self.weights:
+            return float(self.weights[criterion_id])
+        return float(self.weights.get(name, self.default_weight))
+
+
+@dataclass(frozen=True)
+class CriterionReward:
+    """One criterion's part of a reward.
+
+    Attributes:
+        criterion, criterion_id: as the result names them.
+        value: the score normalised to 0-1 (best at 1); after a failure, what ``on_failure`` gives (None: skip).
+        score: the judge's score as used (clipped or raw head value), None when it failed.
+        failure: why it failed (a ``judge.VerdictError`` code or ``out_of_scale``), None when scored.
+        is_flag: a two-level criterion (a gate under ``gate=True``).
+        feedback: the judge's rationale (for journals and logs; it never changes the value).
+    """
+
+    criterion: str
+    criterion_id: str | None
+    value: float | None
+    score: float | None
+    failure: str | None
+    is_flag: bool
+    feedback: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"criterion": self.criterion, "criterion_id": self.criterion_id, "value": self.value,
+                "score": self.score, "failure": self.failure, "is_flag": self.is_flag, "feedback": self.feedback}
+
+
+@dataclass(frozen=True)
+class Reward:
+    """One sample's reward.
+
+    Attributes:
+        value: the reward (0-1 unless raw head values are used); None: no reward for this sample.
+        criteria: per criterion, in the results' order.
+        failed: criteria whose verdict failed.
+        gate_closed: under ``gate``: whether a flag closed it (None without the gate, or when the reward is None).
+    """
+
+    value: float | None
+    criteria: tuple[CriterionReward, ...]
+    failed: int
+    gate_closed: bool | None = None
+
+
+def normalised(score: float, scale: Scale) -> float:
+    """``score`` on ``scale`` mapped to 0-1 with the best level at 1: ``(score - worst) / (best - worst)``.
+
+    Raises:
+        ValueError: a scale of one level (nothing to normalise by).
+    """
+    if scale.min == scale.max:
+        raise ValueError(f"cannot normalise a score on a scale with one level ({scale.levels})")
+    return (float(score) - scale.worst) / (scale.best - scale.worst)
+
+
+def oriented_result_scale(result: JudgeResult) -> Scale:
+    """The scale a result was judged on, oriented by the contract: a taxonomy criterion's own (``criterion_id``),
+    else ``judge.oriented_scale``'s rule by name (a custom criterion named as a Critical one is best at its lowest
+    level, any other is best at its top)."""
+    from judge.taxonomy import load_taxonomy
+
+    scale = Scale(tuple(result.scale))
+    taxonomy = load_taxonomy()
+    if result.criterion_id is not None and result.criterion_id in taxonomy.criteria:
+        best_low = taxonomy.criteria[result.criterion_id].scale.best == taxonomy.criteria[result.criterion_id].scale.min
+    else:
+        best_low = taxonomy.is_best_at_lowest(result.criterion)
+    return scale.best_at_lowest() if best_low else scale
+
+
+def criterion_reward(result: JudgeResult, rule: RewardRule) -> CriterionReward:
+    """One result's normalised value under ``rule`` (step 1-3 of the module docstring)."""
+    scale = oriented_result_scale(result)
+    failure = None
+    score = None
+    if not result.parse_ok or result.score is None:
+        failure = result.error or "no_score"
+    elif result.regression_score is not None and rule.head_values == "raw":
+        score = float(result.regression_score)
+    elif result.in_scale is False:
+        failure = OUT_OF_SCALE
+    else:
+        score = float(result.score)
+    if failure is None:
+        value: float | None = normalised(score, scale)  # type: ignore[arg-type]
+    elif rule.on_failure == "zero":
+        value = 0.0
+    elif rule.on_failure == "scale_min":
+        value = normalised(scale.min, scale)
+    else:
+        value = None
+    return CriterionReward(result.criterion, result.criterion_id, value, score, failure, scale.is_flag, result.feedback)
+
+
+def reward_of(results: Sequence[JudgeResult], rule: RewardRule) -> Reward:
+    """One sample's reward from its criteria's results.
+
+    Raises:
+        ValueError: no results.
+    """
+    if not results:
+        raise ValueError("a reward needs at least one criterion's result")
+    parts = tuple(criterion_reward(r, rule) for r in results)
+    failed = sum(1 for p in parts if p.failure is not None)
+    if any(p.value is None for p in parts):  # on_failure: skip
+        return Reward(None, parts, failed)
+    gate_closed = None
+    counted = parts
+    if rule.gate:
+        gate_closed = any(p.is_flag and p.value < 1.0 for p in parts)  # type: ignore[operator]
+        if gate_closed:
+            return Reward(0.0, parts, failed, True)
+        counted = tuple(p for p in parts if not p.is_flag) or parts
+    weights = [rule.weight_of(p.criterion, p.criterion_id) for p in counted]
+    value = sum(w * p.value for w, p in zip(weights, counted)) / sum(weights)  # type: ignore[operator]
+    return Reward(value, parts, failed, gate_closed)

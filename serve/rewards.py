@@ -1,0 +1,315 @@
+"""``POST /get_reward``: judge-serve as OpenRLHF's remote reward model, in its protocol exactly.
+
+OpenRLHF's client (``openrlhf/utils/agent.py``, ``_fetch_rewards_via_http``; the reference server is
+``openrlhf/cli/serve_rm.py``) POSTs, with no headers of its own::
+
+    {"query":   [prompt + response, decoded with the special tokens kept],
+     "prompts": [the prompt, as the dataset rendered it],
+     "labels":  [the dataset's label column]}
+
+and reads ``{"rewards": [...], "scores": [...], "extra_logs": {name: [numbers]}}``, one entry per sample.
+
+**The label** is a JSON object (or a string holding one) with the ``/v1/judge`` item fields but the answer:
+``instruction``, ``criteria`` (taxonomy names or ids, or ``{"name", "rubrics"}`` objects as POLLUX-instructions rows
+give them), optionally ``reference_answer`` and ``task_type``/``task_subtype``/``task_subsubtype``. Its errors name
+``labels[i]``.
+
+**The answer** (``answer_of``): the query minus its prompt (the query must start with the prompt; otherwise the
+request is refused naming ``query[i]``), then ``judge.rewards.policy_answer``'s rule: cut at the first end-of-turn
+or padding token (``END_OF_TURN_MARKERS``: Qwen2/Qwen3's ``<|im_end|>`` and ``<|endoftext|>``, Llama 3's, Gemma's,
+``</s>``), and after the last ``</think>`` when there is one (Qwen3's reasoning is not the answer the judge rates);
+an unclosed ``<think>`` leaves nothing to judge. An empty answer gets the rule's ``empty_answer``, unjudged.
+
+**The work**: every sample with an answer becomes one ``/v1/judge`` item, and the whole request is one
+``Judge.run`` (the same batching, prefix order and prompt caching as ``/v1/judge``); each sample's results become
+its reward by ``judge.rewards.reward_of`` under the server's ``reward_rule``.
+
+**What goes back**: ``rewards`` and ``scores`` (the same numbers; OpenRLHF filters on ``scores``); ``extra_logs``:
+``judge_failures`` (criteria whose verdict failed), ``judge_latency_s`` (the request's judging time),
+``judge_gate_closed`` and ``judge_empty_answer`` (0/1), and ``judge/<criterion>`` per criterion every sample of the
+request scored (OpenRLHF gathers each key over the samples that carry it). Rationales are text, which OpenRLHF's
+logs do not take: they go to ``rewards.jsonl`` in judge-serve's log folder, one row per sample with the request id
+(``X-Request-Id``).
+
+**Who may call it** (OpenRLHF sends no ``Authorization``): ``POST /get_reward/<reward key>``, the key read from
+``$JUDGE_SERVE_REWARD_KEY`` (``reward_key_env``) and given to OpenRLHF inside ``--reward.remote_url``; without that
+variable the secret route refuses everything. ``POST /get_reward`` (no key in the path) takes judge-serve's own
+``Authorization: Bearer`` key, and is open only when judge-serve has no key at all (then the Host allow-list
+applies, as to every route). The key in the path is compared in constant time and replaced by ``<reward-key>`` in
+uvicorn's access log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import re
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+
+from judge.plumbing.journal import JournalWriter
+from judge.rewards import END_OF_TURN_MARKERS, Reward, RewardRule, policy_answer, reward_of
+from judge.wire import JudgeResult
+from serve.config import SERVE_DEFAULT_RULE, ServeConfig
+from serve.judging import EngineFailure, EngineUnavailable
+from serve.schema import RequestError, decode_json_body, parse_judge_request
+
+__all__ = ["END_OF_TURN_MARKERS", "LABEL_FIELDS", "answer_of", "reward_rule_of", "reward_key_of", "RewardRoute",
+           "install_reward_routes", "REWARD_JOURNAL", "SecretPathFilter"]
+
+log = logging.getLogger("judge_serve")
+
+#: The label's keys: a ``/v1/judge`` item's fields without the answer, which the query gives.
+LABEL_FIELDS = ("id", "instruction", "criteria", "reference_answer", "task_type", "task_subtype", "task_subsubtype")
+#: The rewards journal, in judge-serve's log folder.
+REWARD_JOURNAL = "rewards.jsonl"
+
+
+def answer_of(query: str, prompt: str) -> str | None:
+    """The policy's answer in an OpenRLHF query (the module docstring's rule).
+
+    Returns:
+        The answer ("" when there is nothing to judge), or None when ``query`` does not start with ``prompt``.
+    """
+    if not query.startswith(prompt):
+        return None
+    return policy_answer(query[len(prompt):])
+
+
+def reward_rule_of(config: ServeConfig) -> RewardRule:
+    """The server's rule: ``SERVE_DEFAULT_RULE`` updated by ``reward_rule``.
+
+    Raises:
+        judge.rewards.RewardRuleError: naming the field.
+    """
+    return RewardRule.from_dict({**SERVE_DEFAULT_RULE, **(config.reward_rule or {})}, where="reward_rule")
+
+
+def reward_key_of(config: ServeConfig) -> str:
+    """The reward key from the variable ``reward_key_env`` names ("" when unset: the secret route refuses all),
+    registered as a secret so that no run file holds it."""
+    import os
+
+    from judge.plumbing.provenance import register_secret
+
+    key = os.environ.get(config.reward_key_env, "") if config.reward_key_env else ""
+    if key:
+        register_secret(key)
+    return key
+
+
+class SecretPathFilter(logging.Filter):
+    """Replaces the key in ``/get_reward/<key>`` by ``<reward-key>`` in uvicorn's access log records."""
+
+    _SECRET = re.compile(r"(/get_reward/)[^\s?]+")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(self._SECRET.sub(r"\1<reward-key>", a) if isinstance(a, str) else a for a in record.args)
+        if isinstance(record.msg, str) and "/get_reward/" in record.msg:
+            record.msg = self._SECRET.sub(r"\1<reward-key>", record.msg)
+        return True
+
+
+def _install_access_log_filter() -> None:
+    access = logging.getLogger("uvicorn.access")
+    if not any(isinstance(f, SecretPathFilter) for f in access.filters):
+        access.addFilter(SecretPathFilter())
+
+
+def _strings(body: dict, key: str) -> list[str]:
+    values = body.get(key)
+    if not isinstance(values, list):
+        raise RequestError(f"{key}: required, a list with one entry per sample", param=key)
+    for i, value in enumerate(values):
+        if not isinstance(value, str):
+            raise RequestError(f"{key}[{i}]: expected a string", param=f"{key}[{i}]")
+    return values
+
+
+def _label(raw: Any, i: int) -> dict[str, Any]:
+    where = f"labels[{i}]"
+    if isinstance(raw, str):
+        try:
+            raw = decode_json_body(raw.encode("utf-8", "surrogatepass"))
+        except RequestError:
+            raise RequestError(f"{where}: a string label must hold a JSON object (instruction, criteria, ...)",
+                               param=where) from None  # fmt: skip
+    if not isinstance(raw, dict):
+        raise RequestError(f"{where}: expected a JSON object with instruction and criteria", param=where)
+    unknown = sorted(set(raw) - set(LABEL_FIELDS))
+    if unknown:
+        raise RequestError(f"{where}: unknown field(s) {unknown}; a label has {', '.join(LABEL_FIELDS)}", param=where)
+    return raw
+
+
+_ITEM_PATH = re.compile(r"items\[(\d+)\](\.answer)?")
+
+
+class RewardRoute:
+    """The ``/get_reward`` handler over a running judge-serve (``install_reward_routes`` wires it).
+
+    Args:
+        config: the server's configuration.
+        error: ``serve.app``'s OpenAI-style error response builder.
+    """
+
+    def __init__(self, config: ServeConfig, error: Callable[..., JSONResponse]):
+        self.config, self.error = config, error
+        self.rule = reward_rule_of(config)
+        self.reward_key = reward_key_of(config)
+        self.expected_bearer = f"Bearer {config.api_key}".encode()
+        self._journal: JournalWriter | None = None
+
+    def allowed(self, request: Request, secret: str | None) -> bool:
+        """The secret route: the reward key; the plain one: judge-serve's own key (open when it has none)."""
+        if secret is not None:
+            return bool(self.reward_key) and hmac.compare_digest(secret.encode(), self.reward_key.encode())
+        if not self.config.api_key:
+            return True
+        return hmac.compare_digest(request.headers.get("authorization", "").encode(), self.expected_bearer)
+
+    def journal(self, log_dir: Path | None) -> JournalWriter | None:
+        if self._journal is None and log_dir is not None:
+            self._journal = JournalWriter(Path(log_dir) / REWARD_JOURNAL)
+        return self._journal
+
+    async def __call__(self, request: Request, secret: str | None = None) -> Response:
+        if not self.allowed(request, secret):
+            how = ("POST /get_reward/<reward key> with the key in $" + self.config.reward_key_env) if secret is not None \
+                else "Authorization: Bearer <key>, or POST /get_reward/<reward key>"  # fmt: skip
+            return self.error(401, f"missing or wrong reward key: send {how}", "authentication_error", code="invalid_api_key")
+        answers: list[str] = []
+        items, judged = [], []  # judged[k]: the sample of item k
+        try:
+            body = decode_json_body(await request.body())
+            if not isinstance(body, dict):
+                raise RequestError("body: expected a JSON object with query, prompts and labels", param="body")
+            queries, prompts = _strings(body, "query"), _strings(body, "prompts")
+            labels = body.get("labels")
+            if not isinstance(labels, list):
+                raise RequestError("labels: required, a list with one label (instruction, criteria) per sample", param="labels")
+            if not (len(queries) == len(prompts) == len(labels)):
+                raise RequestError(f"query, prompts, labels: {len(queries)}, {len(prompts)} and {len(labels)} entries; "
+                                   "one each per sample", param="query")  # fmt: skip
+            if len(queries) > self.config.max_batch_items:
+                raise RequestError(f"query: {len(queries)} samples; this server takes at most "
+                                   f"{self.config.max_batch_items} per request", param="query", code="too_many_items")
+            for i, (query, prompt, raw) in enumerate(zip(queries, prompts, labels)):
+                label = _label(raw, i)
+                answer = answer_of(query, prompt)
+                if answer is None:
+                    raise RequestError(f"query[{i}]: does not start with prompts[{i}]; the answer is the query after "
+                                       "its prompt", param=f"query[{i}]")  # fmt: skip
+                answers.append(answer)
+                if answer:
+                    items.append({**label, "answer": answer})
+                    judged.append(i)
+            parsed = parse_judge_request({"items": items}) if items else None
+        except RequestError as err:
+            return self._refused(err, judged)
+        state = request.app.state.serve
+        started = time.monotonic()
+        results: list[list[JudgeResult]] = [[] for _ in queries]
+        if parsed is not None:
+            for role in state.engines:
+                problem = state.engine_problem(role)
+                if problem:
+                    return self.error(503, "an engine is unavailable; retry later", "service_unavailable",
+                                      code="engine_unavailable", headers={"Retry-After": state.retry_after_s(state.engines)})
+            try:
+                if state.judge is None:
+                    raise EngineUnavailable("the engines are still starting")
+                response = await asyncio.wait_for(state.judge.run(parsed), timeout=self.config.request_timeout_s)
+            except RequestError as err:
+                return self._refused(err, judged)
+            except EngineUnavailable as err:
+                log.warning("engine unavailable during a reward request: %s", err)
+                return self.error(503, "an engine is unavailable; retry later", "service_unavailable",
+                                  code="engine_unavailable", headers={"Retry-After": state.retry_after_s(state.engines)})
+            except EngineFailure as err:
+                log.error("engine failure during a reward request: %s", err)
+                return self.error(502, "the engine failed; judge-serve's log has its message", "server_error", code="engine_error")
+            except asyncio.TimeoutError:
+                return self.error(504, f"the rewards took longer than request_timeout_s={self.config.request_timeout_s:g} s",
+                                  "timeout", code="timeout")
+            for k, item in enumerate(response["items"]):
+                results[judged[k]] = [JudgeResult.from_json(r, where=f"items[{k}].results") for r in item["results"]]
+        latency = time.monotonic() - started
+        rewards = [reward_of(r, self.rule) if r else None for r in results]
+        body_out = self._body(rewards, latency)
+        self._write_journal(state, request.headers.get("x-request-id", ""), answers, results, rewards, latency)
+        return JSONResponse(body_out)
+
+    def _refused(self, err: RequestError, judged: list[int]) -> JSONResponse:
+        def sample_path(match: re.Match) -> str:
+            k = int(match.group(1))
+            i = judged[k] if k < len(judged) else k
+            return f"query[{i}]" if match.group(2) else f"labels[{i}]"
+
+        message, param = _ITEM_PATH.sub(sample_path, err.message), _ITEM_PATH.sub(sample_path, err.param or "") or None
+        kind = "not_found_error" if err.status == 404 else "invalid_request_error"
+        return self.error(err.status, message, kind, param, err.code)
+
+    def _body(self, rewards: list[Reward | None], latency: float) -> dict[str, Any]:
+        empty = self.rule.empty_answer
+        values = [r.value if r is not None else (float(empty) if empty is not None else None) for r in rewards]
+        extra: dict[str, list[float]] = {
+            "judge_failures": [float(r.failed) if r else 0.0 for r in rewards],
+            "judge_latency_s": [latency] * len(rewards),
+            "judge_gate_closed": [1.0 if r is not None and r.gate_closed else 0.0 for r in rewards],
+            "judge_empty_answer": [0.0 if r is not None else 1.0 for r in rewards],
+        }
+        # A criterion's column only where every sample scored it: OpenRLHF's logs take numbers, never nulls.
+        names = dict.fromkeys(c.criterion for r in rewards if r for c in r.criteria)
+        for name in names:
+            column = []
+            for r in rewards:
+                value = next((c.value for c in r.criteria if c.criterion == name and c.failure is None), None) if r else None
+                if value is None:
+                    break
+                column.append(value)
+            else:
+                extra[f"judge/{name}"] = column
+        return {"rewards": values, "scores": list(values), "extra_logs": extra}
+
+    def _write_journal(self, state, request_id: str, answers, results, rewards, latency: float) -> None:
+        journal = self.journal(getattr(state, "log_dir", None))
+        if journal is None:
+            return
+        now = time.time()
+        rows = []
+        for i, (answer, sample, reward) in enumerate(zip(answers, results, rewards)):
+            rows.append({
+                "request_id": request_id, "time": now, "index": i, "latency_s": latency,
+                "reward": reward.value if reward else self.rule.empty_answer,
+                "empty_answer": reward is None, "failed": reward.failed if reward else 0,
+                "gate_closed": reward.gate_closed if reward else None,
+                "criteria": [{**part.to_json(), "error_reason": result.error_reason}
+                             for part, result in zip(reward.criteria, sample)] if reward else [],
+            })  # fmt: skip
+        try:
+            journal.append(*rows)
+        except OSError as err:  # a full disk must not cost the trainer its rewards
+            log.error("could not write the rewards journal: %s", err)
+
+
+def install_reward_routes(app: FastAPI, config: ServeConfig, error: Callable[..., JSONResponse]) -> None:
+    """Add ``POST /get_reward`` and ``POST /get_reward/{secret}`` to judge-serve's app, and keep the secret out of
+    uvicorn's access log."""
+    route = RewardRoute(config, error)
+    _install_access_log_filter()
+
+    async def plain(request: Request) -> Response:
+        return await route(request)
+
+    async def with_secret(request: Request, secret: str) -> Response:
+        return await route(request, secret)
+
+    app.add_api_route("/get_reward", plain, methods=["POST"])
+    app.add_api_route("/get_reward/{secret}", with_secret, methods=["POST"])

@@ -1,0 +1,184 @@
+"""judge.rewards: verdicts to a reward, every rule derived by hand (fast tier: pure functions)."""
+
+from __future__ import annotations
+
+import pytest
+
+from judge.rewards import (CriterionReward, RewardRule, RewardRuleError, criterion_reward, normalised,
+                           oriented_result_scale, reward_of)
+from judge.scales import Scale
+from judge.wire import JudgeResult
+
+CRITICAL = "narushenie_formata"  # taxonomy: levels (0, 1), best at 0
+CRITICAL_NAME = "Есть ли критичное нарушение формата (чрезмерные зацикливания, сплошные артефакты, ответ на другом языке), которое не позволяет оценить ответ модели?"
+
+
+def ok(criterion: str, score: float, scale=(0, 1, 2), criterion_id=None, **kw) -> JudgeResult:
+    return JudgeResult(criterion=criterion, criterion_id=criterion_id, scale=list(scale), score=score, parse_ok=True,
+                       in_scale=min(scale) <= score <= max(scale), score_source="verdict", **kw)
+
+
+def failed(criterion: str, scale=(0, 1, 2), error="no_result", criterion_id=None) -> JudgeResult:
+    return JudgeResult(criterion=criterion, criterion_id=criterion_id, scale=list(scale), error=error)
+
+
+def head(criterion: str, raw: float, scale=(0, 1, 2)) -> JudgeResult:
+    """A regression judge's result: the raw head value, clipped into the scale as serve.judging does."""
+    return JudgeResult(criterion=criterion, criterion_id=None, scale=list(scale), score=min(max(raw, min(scale)), max(scale)),
+                       parse_ok=True, score_source="regression_head", regression_score=raw)
+
+
+@pytest.mark.parametrize(
+    "score, scale, expected",
+    [
+        (0, Scale((0, 1, 2)), 0.0),          # (0 - 0) / (2 - 0)
+        (1, Scale((0, 1, 2)), 0.5),          # (1 - 0) / (2 - 0)
+        (2, Scale((0, 1, 2)), 1.0),
+        (7, Scale.range(1, 10), 6 / 9),      # (7 - 1) / (10 - 1)
+        (0, Scale((0, 1), best=0), 1.0),     # Critical, reversed: (0 - 1) / (0 - 1)
+        (1, Scale((0, 1), best=0), 0.0),     # (1 - 1) / (0 - 1)
+        (1, Scale((0, 1, 2), best=0), 0.5),  # (1 - 2) / (0 - 2)
+        (2.6, Scale((0, 1, 2)), 1.3),        # a raw head value past the top stays past 1
+    ],
+)
+def test_normalised_puts_the_best_level_at_one(score, scale, expected):
+    """Each score maps to 0-1 over its rubric with the best end at 1 (Critical scales reversed)."""
+    assert normalised(score, scale) == pytest.approx(expected)
+
+
+def test_normalised_refuses_a_one_level_scale():
+    """A one-level scale has nothing to normalise by: an error, not a number."""
+    with pytest.raises(ValueError, match="one level"):
+        normalised(1, Scale((1,)))
+
+
+def test_orientation_follows_the_taxonomy_and_the_name_rule():
+    """A Critical criterion is best at 0 by its id or, custom, by its name; any other is best at its top."""
+    assert oriented_result_scale(ok("x", 0, (0, 1), criterion_id=CRITICAL)).best == 0
+    assert oriented_result_scale(ok(CRITICAL_NAME, 0, (0, 1))).best == 0
+    assert oriented_result_scale(ok("Отсутствие зацикливаний", 0, (0, 1, 2), criterion_id="repeats")).best == 2
+    assert oriented_result_scale(ok("Вежливость", 0, (0, 1))).best == 1
+
+
+def test_mean_of_criteria():
+    """The default rule: the mean of the normalised criteria."""
+    results = [ok("a", 2), ok("b", 1), ok(CRITICAL_NAME, 0, (0, 1))]
+    # a: 2/2 = 1.0; b: 1/2 = 0.5; Critical scored 0 (no violation): 1.0. Mean: 2.5 / 3
+    reward = reward_of(results, RewardRule())
+    assert reward.value == pytest.approx(2.5 / 3)
+    assert reward.failed == 0 and reward.gate_closed is None
+    assert [c.value for c in reward.criteria] == [1.0, 0.5, 1.0]
+
+
+def test_weighted_mean_by_name_and_id():
+    """Weights by taxonomy id first, then name, else default_weight."""
+    results = [ok("a", 2), ok("b", 0), ok("c", 1, criterion_id="repeats")]
+    rule = RewardRule(combine="weighted", weights={"b": 3.0, "repeats": 2.0, "c": 100.0}, default_weight=1.0)
+    # a: 1.0 x 1; b: 0.0 x 3; c (id repeats): 0.5 x 2. (1 + 0 + 1) / (1 + 3 + 2) = 2 / 6
+    assert reward_of(results, rule).value == pytest.approx(2 / 6)
+
+
+@pytest.mark.parametrize(
+    "critical_score, expected, closed",
+    [
+        (0, 0.75, False),  # gate open: mean over the non-flag criteria, (1.0 + 0.5) / 2
+        (1, 0.0, True),    # a violation: the gate closes, the reward is 0
+    ],
+)
+def test_binary_gate(critical_score, expected, closed):
+    """POLLUX's gate: a flag criterion off its best level zeroes the reward; open, flags leave the mean."""
+    results = [ok("a", 2), ok("b", 1), ok(CRITICAL_NAME, critical_score, (0, 1))]
+    reward = reward_of(results, RewardRule(gate=True))
+    assert reward.value == pytest.approx(expected)
+    assert reward.gate_closed is closed
+
+
+def test_gate_on_a_flag_best_at_its_top_follows_the_contract():
+    """A two-level criterion best at 1 (Operability-like) closes the gate at 0, not at 1 (POLLUX's metrics.py
+    would close it on the good answer: the named deviation)."""
+    assert reward_of([ok("Работоспособность", 1, (0, 1)), ok("a", 1)], RewardRule(gate=True)).value == pytest.approx(0.5)
+    assert reward_of([ok("Работоспособность", 0, (0, 1)), ok("a", 1)], RewardRule(gate=True)).value == 0.0
+
+
+def test_gate_with_only_flags_keeps_their_mean():
+    """Only flags, all at their best: the mean over the flags, 1.0."""
+    reward = reward_of([ok(CRITICAL_NAME, 0, (0, 1)), ok("Вежливость", 1, (0, 1))], RewardRule(gate=True))
+    assert reward.value == 1.0 and reward.gate_closed is False
+
+
+@pytest.mark.parametrize(
+    "on_failure, expected",
+    [
+        ("skip", None),        # any failure: no reward for the sample
+        ("zero", 0.5),         # (1.0 + 0.0) / 2
+        ("scale_min", 0.5),    # the failed 0..2 criterion counts as level 0: 0.0; (1.0 + 0.0) / 2
+    ],
+)
+def test_failed_verdict_gets_the_configured_value(on_failure, expected):
+    """A verdict that did not parse is never a silent number: skip, zero or the scale's minimum, and counted."""
+    reward = reward_of([ok("a", 2), failed("b")], RewardRule(on_failure=on_failure))
+    assert reward.value == (pytest.approx(expected) if expected is not None else None)
+    assert reward.failed == 1
+    assert reward.criteria[1].failure == "no_result" and reward.criteria[1].score is None
+
+
+def test_scale_min_on_a_critical_criterion_is_its_best_level():
+    """scale_min is the scale's lowest level, oriented: on a Critical criterion that is 0, its best (1.0)."""
+    reward = reward_of([ok("a", 0), failed(CRITICAL_NAME, (0, 1))], RewardRule(on_failure="scale_min"))
+    assert reward.criteria[1].value == 1.0
+    assert reward.value == pytest.approx(0.5)  # (0.0 + 1.0) / 2
+
+
+def test_out_of_scale_verdict_is_a_failure():
+    """A seq2seq score outside its rubric is a failure (POLLUX's benchmark drops it), not clipped."""
+    part = criterion_reward(ok("a", 5), RewardRule(on_failure="zero"))
+    assert part == CriterionReward("a", None, 0.0, None, "out_of_scale", False)
+
+
+@pytest.mark.parametrize(
+    "head_values, raw, expected",
+    [
+        ("clipped", 2.6, 1.0),    # clipped to 2: 2/2
+        ("raw", 2.6, 1.3),        # 2.6 / 2
+        ("clipped", -0.4, 0.0),   # clipped to 0
+        ("raw", -0.4, -0.2),      # -0.4 / 2
+        ("raw", 1.2, 0.6),        # inside the scale both agree: 1.2 / 2
+        ("clipped", 1.2, 0.6),
+    ],
+)
+def test_regression_head_clipped_or_raw(head_values, raw, expected):
+    """-r judges: the head's value clipped into the scale, or raw, as set."""
+    assert reward_of([head("a", raw)], RewardRule(head_values=head_values)).value == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ({"combine": "max"}, "combine"),
+        ({"on_failure": "nan"}, "on_failure"),
+        ({"head_values": "sigmoid"}, "head_values"),
+        ({"combine": "weighted", "weights": {"a": 0}}, r"weights\['a'\]"),
+        ({"weights": {"a": 2}}, "combine is 'mean'"),
+        ({"default_weight": -1, "combine": "weighted"}, "default_weight"),
+        ({"gate": "yes"}, "gate"),
+        ({"empty_answer": "zero"}, "empty_answer"),
+    ],
+)
+def test_bad_rules_are_refused_naming_the_field(fields, message):
+    """A rule that cannot be used fails where it is built, naming its field."""
+    with pytest.raises(RewardRuleError, match=message):
+        RewardRule(**fields)
+
+
+def test_rule_from_dict_is_strict_and_round_trips():
+    """A rule read from JSON refuses unknown keys and reads back what to_dict wrote."""
+    rule = RewardRule.from_dict({"combine": "weighted", "weights": {"a": 2.0}, "gate": True, "on_failure": "zero"})
+    assert RewardRule.from_dict(rule.to_dict()) == rule
+    with pytest.raises(RewardRuleError, match=r"unknown field\(s\) \['gates'\]"):
+        RewardRule.from_dict({"gates": True})
+
+
+def test_no_results_is_an_error():
+    """A sample judged on no criterion has no reward to give: an error."""
+    with pytest.raises(ValueError):
+        reward_of([], RewardRule())
