@@ -49,6 +49,7 @@ HEAVY_FIXTURES: dict[str, str] = {
     "regression_run": "the regression recipe trained in-process",
     "classifier_run": "the task-classifier recipe trained in-process (tests/test_train_classifier.py)",
     "qwen3_seq2seq_run": "the seq2seq recipe on a tiny Qwen3 (tests/test_qwen3_judge.py)",
+    "grpo_run": "the GRPO recipe (trl GRPOTrainer), two steps on a tiny Qwen3 (tests/test_train_grpo.py)",
     "train_subprocess_env": "torchrun / DeepSpeed subprocesses",
     "minilm_embed": "the MiniLM sentence-embedding model (tests/test_synthetic_dedup.py)",
     # the code sandbox: bubblewrap, fork and memory bombs, 164 canonical solutions (tests/test_mera_*.py)
@@ -182,8 +183,8 @@ def pytest_runtest_protocol(item, nextitem):
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     """A failed test that used a judge-serve carries the tails of judge-serve's log and its engines' logs in its
-    report: they live in temporary folders that a CI run's clean-up takes, and the cause is usually there (stop 35's
-    CI failure had only "engine answered 404" to go on)."""
+    report: they live in temporary folders that a CI run's clean-up takes, and the cause is usually there (a CI failure
+    once had only "engine answered 404" to go on)."""
     report = yield
     if report.failed:
         from tests.fixtures_serve import JudgeServer
@@ -205,7 +206,7 @@ def pytest_configure(config):
     # The suite keeps more busy processes than cores (two workers, engines, training ranks, each with OpenMP threads),
     # and libgomp's idle threads spin before they sleep: a tiny training run beside another took 27.3-28.5 CPU-s
     # spinning, 22.6-23.1 with PASSIVE, and three test files with engines and training 313-330 against 268-270 CPU-s
-    # (README). Set before any torch is loaded here (libgomp reads it once); every child inherits it. The Makefile
+    # (docs/performance.md). Set before any torch is loaded here (libgomp reads it once); every child inherits it. The Makefile
     # exports it too, for the demo; a value already in the environment wins.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     if "PYTEST_XDIST_WORKER" not in os.environ:  # the controller (or a run without xdist); workers inherit it

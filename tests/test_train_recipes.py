@@ -151,7 +151,8 @@ def test_seq2seq_export_reloads_as_a_causal_lm(seq2seq_run, trained_seq2seq_dir)
     report = seq2seq_run.export_report
     assert report["lm_head_norm"] > 0 and report["max_logit_diff"] <= 1e-4
     manifest = json.loads((trained_seq2seq_dir / EXPORT_MANIFEST).read_text(encoding="utf-8"))
-    assert manifest == {"mode": "seq2seq", "prompt_version": judge.PROMPT_VERSION, "generator": ".", "score_head": None}
+    assert manifest == {"mode": "seq2seq", "prompt_version": judge.PROMPT_VERSION, "generator": ".", "score_head": None,
+                        "verdict_format": "tagged"}
 
 
 def test_the_training_tokenizer_drops_its_build_copies_and_nothing_else(overfit_base_dir, tmp_path, heavy_work):

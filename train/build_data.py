@@ -3,8 +3,7 @@
     judge-train build-data --data judge/data/sample.jsonl --recipe seq2seq --zero-shot drop --out runs/rows.jsonl
 
 The released POLLUX benchmark is not training data: rows in its schema are refused (``BenchmarkRowsError``) unless
-``--allow-benchmark-rows`` says otherwise (the dataset card asks that POLLUX not be used for training;
-``../shared/pollux/RELEASE.md``, "The dataset card asks that the benchmark not be used for training").
+``--allow-benchmark-rows`` says otherwise (the ``ai-forever/POLLUX`` dataset card asks that the benchmark not be used for training).
 
 A record carries one or more verdicts as ``expert_scores`` with matching ``expert_feedback`` (a teacher model's
 verdicts come in the same shape, one per row). Each verdict becomes a row unless a rule of the POLLUX paper
@@ -16,8 +15,8 @@ verdicts come in the same shape, one per row). Each verdict becomes a row unless
 - ``no_scale``         no scale can be read from the rubric;
 - ``score_out_of_scale`` the verdict's score (or the regression label) lies outside the criterion's scale;
 - ``not_russian``      fewer than ``min_russian_share`` of the rationale's letters are Cyrillic;
-- ``too_few_words``    a rationale under two words, unless the score is the scale's best level (App. B, paper
-                       line 319: "one word rationale are only eligible for the perfect scores"; the best level
+- ``too_few_words``    a rationale under two words, unless the score is the scale's best level (paper,
+                       Appendix B: "one word rationale are only eligible for the perfect scores"; the best level
                        is 0 for the two Critical criteria, the top elsewhere: ``judge.oriented_scale``);
 - ``tags_in_feedback`` the rationale contains ``[RESULT]`` or ``[END]`` (the target would not parse back).
 
@@ -42,7 +41,7 @@ from typing import Any
 import judge
 from judge import JudgeRecord, ScaleError
 
-__all__ = ["BenchmarkRowsError", "BuildReport", "build_rows", "rows_for_config", "split_rows", "drop_too_long", "load_training_records", "write_rows", "main"]
+__all__ = ["BenchmarkRowsError", "BuildReport", "build_rows", "zero_shot_records", "rows_for_config", "split_rows", "drop_too_long", "load_training_records", "write_rows", "main"]
 
 logger = logging.getLogger(__name__)
 
@@ -131,30 +130,19 @@ def build_rows(
     """
     if recipe not in ("seq2seq", "regression"):
         raise ValueError(f"recipe must be 'seq2seq' or 'regression', got {recipe!r}")
-    if zero_shot not in ("refuse", "drop", "allow"):
-        raise ValueError(f"zero_shot must be 'refuse', 'drop' or 'allow', got {zero_shot!r}")
     records = list(records)
     report = BuildReport(n_records=len(records))
-    hint = ("In judge-train: zero_shot: drop (--zero_shot drop) leaves Zero-Shot rows out and counts them, "
-            "zero_shot: allow trains on every row without the check")  # fmt: skip
-    if zero_shot == "refuse":
-        try:
-            judge.check_no_leakage(records)
-        except judge.UnknownTaskTypeError as err:
-            raise judge.UnknownTaskTypeError(err.source, err.row, err.field, f"{err.message}. {hint}") from None
-        except judge.LeakageError as err:
-            raise judge.LeakageError(f"{err}. {hint}") from None
-    spec = judge.load_split_spec()
+    records, held_out = zero_shot_records(records, zero_shot)
+    for record in held_out:
+        report.n_verdicts += len(_verdicts(record))
+        report.dropped["zero_shot"] += len(_verdicts(record))
+        if len(report.zero_shot_ids) < 20:
+            report.zero_shot_ids.append(record.id)
 
     rows: list[dict[str, Any]] = []
     for record in records:
         verdicts = _verdicts(record)
         report.n_verdicts += len(verdicts)
-        if zero_shot == "drop" and _split(record, spec, hint) == judge.ZERO_SHOT:
-            report.dropped["zero_shot"] += len(verdicts)
-            if len(report.zero_shot_ids) < 20:
-                report.zero_shot_ids.append(record.id)
-            continue
         try:
             scale = judge.oriented_scale(record.criteria_name, record.rubrics)
         except ScaleError:
@@ -185,6 +173,45 @@ def build_rows(
     return rows, report
 
 
+#: What a Zero-Shot refusal tells a judge-train user to do instead.
+_ZERO_SHOT_HINT = ("In judge-train: zero_shot: drop (--zero-shot drop) leaves Zero-Shot rows out and counts them, "
+                   "zero_shot: allow (--zero-shot allow) trains on every row without the check")  # fmt: skip
+
+
+def zero_shot_records(records: Iterable[JudgeRecord], zero_shot: str) -> tuple[list[JudgeRecord], list[JudgeRecord]]:
+    """The paper's no-Zero-Shot rule for training data, as every judge-train stage applies it.
+
+    Args:
+        records: the candidate training records.
+        zero_shot: ``"refuse"`` (raise when any record belongs to the Zero-Shot test), ``"drop"`` (leave them out)
+            or ``"allow"`` (keep every record, unchecked).
+
+    Returns:
+        (records to train on, Zero-Shot records left out), both in input order.
+
+    Raises:
+        ValueError: an unknown ``zero_shot``; judge.LeakageError: Zero-Shot records with ``zero_shot="refuse"``.
+    """
+    if zero_shot not in ("refuse", "drop", "allow"):
+        raise ValueError(f"zero_shot must be 'refuse', 'drop' or 'allow', got {zero_shot!r}")
+    records = list(records)
+    if zero_shot == "refuse":
+        try:
+            judge.check_no_leakage(records)
+        except judge.UnknownTaskTypeError as err:
+            raise judge.UnknownTaskTypeError(err.source, err.row, err.field, f"{err.message}. {_ZERO_SHOT_HINT}") from None
+        except judge.LeakageError as err:
+            raise judge.LeakageError(f"{err}. {_ZERO_SHOT_HINT}") from None
+    if zero_shot != "drop":
+        return records, []
+    spec = judge.load_split_spec()
+    kept: list[JudgeRecord] = []
+    held_out: list[JudgeRecord] = []
+    for record in records:
+        (held_out if _split(record, spec, _ZERO_SHOT_HINT) == judge.ZERO_SHOT else kept).append(record)
+    return kept, held_out
+
+
 def _split(record: JudgeRecord, spec, hint: str) -> str:
     try:
         return judge.split_of(record, spec)
@@ -200,7 +227,7 @@ def _reject(score: float, feedback: str | None, scale, min_russian_share: float)
     if _TAGS.search(feedback):
         return "tags_in_feedback"
     words = feedback.split()
-    # App. B: "one word rationale are only eligible for the perfect scores" (paper line 319); perfect is the
+    # "one word rationale are only eligible for the perfect scores" (paper, Appendix B); perfect is the
     # scale's best level, 0 for the two Critical criteria (judge.oriented_scale).
     if len(words) < 2 and not scale.is_best(score):
         return "too_few_words"
@@ -224,15 +251,19 @@ def split_rows(rows: Sequence[dict[str, Any]], eval_fraction: float) -> tuple[li
     return train, held_out
 
 
-def drop_too_long(rows: Sequence[dict[str, Any]], tokenizer, max_length: int) -> tuple[list[dict], int]:
+def drop_too_long(rows: Sequence[dict[str, Any]], tokenizer, max_length: int, *,
+                  thinking: bool = False) -> tuple[list[dict], int]:  # fmt: skip
     """Drop rows whose chat-formatted prompt + target exceeds ``max_length`` tokens.
+
+    Args:
+        thinking: render as an integer-format judge is trained, thinking on (``judge.apply_chat``).
 
     Returns:
         (kept rows, number dropped).
     """
     kept = []
     for row in rows:
-        text = judge.apply_chat(tokenizer, row["prompt"], row["completion"])
+        text = judge.apply_chat(tokenizer, row["prompt"], row["completion"], thinking=thinking)
         if len(tokenizer(text, add_special_tokens=False)["input_ids"]) <= max_length:
             kept.append(row)
     return kept, len(rows) - len(kept)
@@ -298,7 +329,7 @@ def load_training_records(data: str, allow_benchmark_rows: bool = False) -> list
     records, load_report = judge.load_records_report(source)
     logger.info("%s", load_report.summary())
     if load_report.n_benchmark_rows and not allow_benchmark_rows:
-        # ../shared/pollux/RELEASE.md: "The dataset card asks that the benchmark not be used for training."
+        # The ai-forever/POLLUX dataset card asks that the benchmark not be used for training.
         raise BenchmarkRowsError(
             f"{source}: {load_report.n_benchmark_rows} of {load_report.n_rows} rows are in the released POLLUX "
             "benchmark's schema (an 'annotations' column, or its 'is_provocative' and 'criteria_description' "
@@ -322,7 +353,7 @@ def write_rows(rows: Iterable[dict[str, Any]], path: str | Path) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``judge-train build-data``: build training rows, print the report, optionally write them."""
-    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 
     parser = ExactArgumentParser(
         prog="judge-train build-data",

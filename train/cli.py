@@ -4,6 +4,7 @@
     judge-train run --config configs/train/t-lite/regression.yaml --learning-rate 2e-5 --output-dir runs/x
     judge-train run --config configs/train/tiny/seq2seq.yaml --resume     # continue from the latest checkpoint
     judge-train classifier --config configs/train/tiny/classifier.yaml   # the criteria: auto task classifier
+    judge-train grpo --config configs/train/tiny/grpo.yaml               # a thinking judge, by GRPO (trl)
     judge-train criteria-classifier --data ai-forever/POLLUX --out runs/task-clf   # its tfidf method
     judge-train build-data --data judge/data/sample.jsonl --zero-shot drop --out runs/rows.jsonl
     judge-train card --export runs/x/export --run runs/eval/x            # model card with evaluation figures
@@ -29,6 +30,7 @@ __all__ = ["main", "run", "build_run_parser", "SUBCOMMANDS", "RECIPE_ENTRIES"]
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "run": ("train.cli", "train a judge from a config (the default: `judge-train --config ...`)"),
     "classifier": ("train.classifier", "train the criteria: auto task classifier (a head over the leaf tasks)"),
+    "grpo": ("train.cli", "train a judge by reinforcement against the experts' labels (trl GRPO; train/grpo.py)"),
     "criteria-classifier": ("train.criteria_classifier", "train the criteria: auto tfidf classifier (the one that ships)"),
     "build-data": ("train.build_data", "turn POLLUX-format records into training rows and report what was dropped"),
     "submit": ("train.slurm_submit", "render and submit slurm/train.sbatch for N nodes x G GPUs (--dry-run prints it)"),
@@ -37,19 +39,30 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+#: The exit codes of ``judge-train run`` (and ``classifier``), as its ``--help`` lists them.
+RUN_EXIT_CODES = (
+    "Exit codes: 0 trained and exported, or stopped at a checkpoint to --resume (preempted); 2 a usage, "
+    "configuration or data error, found before anything is written (a missing or empty --data, no training rows "
+    "left, held-out rows in the training data, an unknown key) or a run folder another run holds; 1 training failed "
+    "(the traceback says where)."
+)
+
+
 def build_run_parser(prog: str = "judge-train run") -> argparse.ArgumentParser:
     """The parser of ``judge-train run``: ``--config``/``--recipe`` plus one flag per config field."""
     from train.config import add_config_arguments
 
-    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 
     parser = ExactArgumentParser(
         prog=prog,
         description="Train a POLLUX judge (seq2seq or regression head) from a YAML config; flags override the YAML.",
-        epilog="example: judge-train run --config configs/train/tiny/seq2seq.yaml --max-steps 5 --output-dir runs/demo",
+        epilog="example: judge-train run --config configs/train/tiny/seq2seq.yaml --max-steps 5 --output-dir runs/demo. "
+               + RUN_EXIT_CODES,
     )
     parser.add_argument("--config", help="YAML file from configs/train/ (it names its recipe)")
-    parser.add_argument("--recipe", choices=["seq2seq", "regression", "classifier"], help="recipe when no --config is given")
+    parser.add_argument("--recipe", choices=["seq2seq", "regression", "classifier", "grpo"],
+                        help="recipe when no --config is given")
     add_config_arguments(parser)
     return parser
 
@@ -59,6 +72,7 @@ RECIPE_ENTRIES: dict[str, tuple[str, str, str]] = {
     "seq2seq": ("train.seq2seq", "main", "seq2seq judge"),
     "regression": ("train.regression", "main", "regression judge"),
     "classifier": ("train.classifier", "train_classifier", "task classifier"),
+    "grpo": ("train.grpo", "main", "GRPO judge"),
 }
 
 
@@ -73,7 +87,7 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
     Returns:
         The exit status: 0, or 2 for a config error or held-out data in the training set (the message says which).
     """
-    from judge import LeakageError
+    from judge import LeakageError, RecordError
     from judge.plumbing.run_folder import RunFolderBusy
     from train.config import ConfigError, config_from_args
 
@@ -83,10 +97,11 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
         return 2
     try:
         config = config_from_args(args, recipe=recipe)
+        check_training_data(config)  # before the run folder, the lock and the base model exist
         module, function, what = RECIPE_ENTRIES[config.recipe]
         with _one_writer(config.output_dir, prog):
             result = getattr(importlib.import_module(module), function)(config)
-    except (ConfigError, LeakageError, RunFolderBusy) as err:
+    except (ConfigError, LeakageError, RecordError, RunFolderBusy) as err:
         print(f"{prog}: error: {err}", file=sys.stderr)
         return 2
     if result.export_dir:
@@ -94,6 +109,45 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
     else:
         print(f"judge-train: stopped at step {result.global_step}; continue with --resume")
     return 0
+
+
+def check_training_data(config) -> None:
+    """Read a seq2seq or regression config's data as its recipe will, and refuse it when no training row would come
+    out: a missing source, one with no records, or one whose every row the config's filters drop (``zero_shot``,
+    ``min_russian_share``). Done before anything is written, so a bad ``data`` leaves no run folder, lock or base
+    model behind. Costs one more read of the data (the recipe reads it again after building the model); rows over
+    ``max_length`` are counted later, with the base model's tokenizer.
+
+    Raises:
+        ConfigError: naming the field and the source (and what the filters dropped).
+        LeakageError: held-out rows in the training data (``train.build_data``).
+    """
+    from train.build_data import build_rows, load_training_records
+    from train.config import ConfigError
+
+    if config.recipe not in ("seq2seq", "regression"):
+        return
+    for field in ("data", "eval_data"):
+        source = getattr(config, field, None)
+        if not source:
+            continue
+        try:
+            records = load_training_records(source, allow_benchmark_rows=config.allow_benchmark_rows)
+        except FileNotFoundError as err:
+            raise ConfigError(f"{field}: {err}") from None
+        if not records:
+            raise ConfigError(f"{field}: {source} holds no records")
+        if getattr(config, "verdict_format", "tagged") == "integer":  # reasoning traces (train.seq2seq)
+            from train.seq2seq import integer_rows
+
+            rows, report = integer_rows(records, zero_shot=config.zero_shot, missing_reasoning=config.missing_reasoning,
+                                        source=source)  # fmt: skip
+        else:
+            rows, report = build_rows(records, recipe=config.recipe, zero_shot=config.zero_shot,
+                                      min_russian_share=config.min_russian_share,
+                                      score_target=getattr(config, "score_target", "mean"))
+        if not rows:
+            raise ConfigError(f"{field}: no training rows left in {source}: {report.summary()}")
 
 
 def _one_writer(output_dir: str, prog: str):
@@ -114,7 +168,10 @@ def _usage() -> str:
     for name, (_, help_text) in SUBCOMMANDS.items():
         lines.append(f"  {name:<11} {help_text}")
     lines += ["", "`judge-train <command> --help` describes a command; `judge-train run --help` lists every config field.",
-              "--log-level debug|info|warning|error (default info): HTTP request lines are shown at debug only."]
+              "--log-level debug|info|warning|error (default info), before or after the command: HTTP request "
+              "lines are shown at debug only.",
+              "exit codes: 0 done; 2 a usage, configuration or data error (named on stderr); 1 a failure while "
+              "training (traceback); `judge-train submit` passes on sbatch's own code when sbatch fails."]
     return "\n".join(lines)
 
 
@@ -147,6 +204,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if command == "run":
         return run(argv[1:])
+    if command == "grpo":  # `judge-train run` with the recipe fixed, as `judge-train classifier` does
+        return run(argv[1:], prog="judge-train grpo", recipe="grpo")
     module = importlib.import_module(SUBCOMMANDS[command][0])
     return int(module.main(argv[1:]) or 0)
 

@@ -5,8 +5,8 @@ file, then command-line flags::
 
     judge-train --config configs/train/t-lite/seq2seq.yaml --learning-rate 2e-5 --output-dir runs/lr2e-5
 
-A YAML file names its recipe (``recipe: seq2seq``, ``regression`` or ``classifier``); a key the recipe does not
-define is an error, as is a flag that belongs only to another recipe. Every field carries its help text, which
+A YAML file names its recipe (``recipe: seq2seq``, ``regression``, ``classifier`` or ``grpo``); a key the recipe
+does not define is an error, as is a flag that belongs only to another recipe. Every field carries its help text, which
 ``judge-train run --help`` prints. Flags are spelt with dashes; the underscore spelling (``--output_dir``) still
 works (``judge.plumbing.config_files``).
 """
@@ -30,6 +30,8 @@ __all__ = [
     "Seq2SeqConfig",
     "RegressionConfig",
     "ClassifierConfig",
+    "GRPORecipeConfig",
+    "TINY_QWEN3",
     "load_config",
     "add_config_arguments",
     "config_from_args",
@@ -38,6 +40,9 @@ __all__ = [
 #: ``model_name_or_path`` value that builds a randomly initialised 2-layer Qwen2 on the real Qwen2.5 vocabulary
 #: (``train.tiny_models``) into ``<output_dir>/base-model``: what the tiny CPU configs, tests and demo train.
 TINY_MODEL = "tiny-qwen2"
+#: ``model_name_or_path`` value that builds a randomly initialised 2-layer Qwen3 (``Pollux-4B-Judge``'s architecture,
+#: Qwen3's thinking chat template; ``train.tiny_models.build_tiny_qwen3``) into ``<output_dir>/base-model``.
+TINY_QWEN3 = "tiny-qwen3"
 #: ``data`` value that means the sample data bundled with the package (``judge.sample_data_path()``).
 SAMPLE_DATA = "sample"
 
@@ -99,12 +104,12 @@ class TrainConfig:
         "and counted, never truncated: a truncated target teaches a judge that never writes [END].",
     )
 
-    # --- optimisation (POLLUX paper line 220: AdamW, lr from 1e-5 to 0 over 3 epochs, global batch 256; the linear
+    # --- optimisation (POLLUX paper, Section 3.2: AdamW, lr from 1e-5 to 0 over 3 epochs, global batch 256; the linear
     # shape of the decay is our choice, the paper does not name one) ------------------------------------------------
     learning_rate: float = option(1e-5, "Peak AdamW learning rate.")
     lr_scheduler_type: str = option(
         "linear",
-        "Learning-rate schedule (transformers name); 'linear' decays to 0. The paper says 'from 1e-5 to 0' (line 220) "
+        "Learning-rate schedule (transformers name); 'linear' decays to 0. The paper says 'from 1e-5 to 0' (Section 3.2) "
         "without a shape: linear is this toolkit's choice.",
     )
     warmup_steps: int = option(0, "Linear warm-up steps before the decay.")
@@ -209,6 +214,25 @@ class Seq2SeqConfig(TrainConfig):
         "Padding-free packing: trl's packing=True with packing_strategy='bfd' (rows packed into max_length blocks, "
         "no pad tokens, sequence boundaries kept through position_ids).",
     )
+    verdict_format: str = option(
+        "tagged",
+        "What the judge learns to write: 'tagged' ([FEEDBACK] ... [RESULT] n [END], thinking off, from expert "
+        "feedback) or 'integer' (<think>reasoning</think> then the bare integer, thinking on, as Pollux-4B-Judge; "
+        "from the 'reasoning' and 'reasoning_score' columns of `judge-train data traces`). The export's manifest "
+        "records it, so judge-serve and judge-eval pick it with no flag.",
+    )
+    missing_reasoning: str = option(
+        "refuse",
+        "verdict_format integer: a row without a usable 'reasoning' text and 'reasoning_score': 'refuse' stops with an "
+        "error naming the row, 'drop' leaves it out and counts it (no_reasoning / no_reasoning_score).",
+    )
+
+    def validate(self) -> None:
+        super().validate()
+        if self.verdict_format not in ("tagged", "integer"):
+            raise ConfigError(f"verdict_format must be 'tagged' or 'integer', got {self.verdict_format!r}")
+        if self.missing_reasoning not in ("refuse", "drop"):
+            raise ConfigError(f"missing_reasoning must be 'refuse' or 'drop', got {self.missing_reasoning!r}")
 
     def arguments_class_fields(self) -> frozenset[str]:
         """trl ``SFTConfig``'s own keys (the seq2seq recipe's trainer arguments)."""
@@ -264,10 +288,110 @@ class ClassifierConfig(TrainConfig):
             raise ConfigError("the classifier recipe trains all weights; lora is not supported for it")
 
 
+@dataclass
+class GRPORecipeConfig(TrainConfig):
+    """A judge that thinks, trained by reinforcement against the experts' labels (trl ``GRPOTrainer``).
+
+    Defaults not inherited are trl 1.16's ``GRPOConfig`` defaults (huggingface/trl, trl/trainer/grpo_config.py), which
+    follow DAPO (arXiv 2503.14476: no KL term, token-level loss) and DeepSeekMath's GRPO learning rate (arXiv
+    2402.03300, Section 4.2: 1e-6); ``docs/reasoning-judges.md`` lists them with their sources.
+    """
+
+    recipe: str = option("grpo", "Which recipe this file configures: 'seq2seq', 'regression', 'classifier' or 'grpo'.")
+    learning_rate: float = option(1e-6, "Peak AdamW learning rate (trl GRPOConfig's default; DeepSeekMath's GRPO, 1e-6).")
+    num_train_epochs: float = option(1.0, "Epochs over the training prompts.")
+    eval_fraction: float = option(
+        0.0,
+        "Must be 0: the GRPO recipe holds no validation set out (score the export with judge-eval instead).",
+    )
+    verdict_format: str = option(
+        "integer",
+        "How the policy judge answers: 'integer' (reasoning, then a bare integer; the chat template's thinking on, "
+        "as judge-serve prompts Pollux-4B-Judge) or 'tagged' ([FEEDBACK] ... [RESULT] n [END], thinking off). Written "
+        "into the export's manifest, so judge-serve and judge-eval read it with no flag.",
+    )
+    rewards: dict[str, float] = option(
+        {"format_reward": 1.0, "agreement_reward": 1.0},
+        "Reward functions (train.grpo_rewards.REWARDS) -> weight in the summed reward. format_reward: 1 when the "
+        "verdict parses (judge-serve's parser) on the rubric's scale; agreement_reward: 1 - |score - experts' mode| / "
+        "(scale max - min), 0 for a failed or off-scale verdict. Equal weights are trl's default (reward_weights None).",
+    )
+    no_unique_mode: str = option(
+        "drop",
+        "Items whose experts have no unique mode: 'drop' leaves them out and counts them (as the paper's MAE excludes "
+        "them), 'nearest' rewards agreement with the closest of the tied modes, 'skip' keeps them for the format "
+        "reward only (agreement None, which trl leaves out of the mean).",
+    )
+    num_generations: int = option(8, "Completions sampled per prompt (the group; trl's default 8).")
+    beta: float = option(0.0, "KL weight against the reference model (trl's default 0: DAPO drops the KL term).")
+    loss_type: str = option("dapo", "trl loss_type: 'dapo' (default: token-level, DAPO), 'grpo', 'dr_grpo', 'bnpo', ...")
+    max_completion_length: int = option(
+        512,
+        "Most tokens a completion may have (trl's default 512). A reasoning cut by it has no verdict: it fails to "
+        "parse and earns 0.",
+    )
+    temperature: float = option(1.0, "Sampling temperature of the completions (trl's default 1.0).")
+    use_vllm: bool = option(False, "Generate with vLLM (GPU); false generates with transformers (CPU tests, small runs).")
+    vllm_mode: str = option(
+        "colocate",
+        "'colocate': a vLLM engine inside every training process, sharing its GPU; 'server': `trl vllm-serve` on its "
+        "own node (judge-train submit renders both), reached at vllm_server_host:vllm_server_port.",
+    )
+    vllm_server_host: str = option("127.0.0.1", "server mode: the host running `trl vllm-serve`.")
+    vllm_server_port: int = option(8000, "server mode: the port of `trl vllm-serve`.")
+    vllm_server_tensor_parallel_size: int = option(
+        1,
+        "server mode: GPUs `trl vllm-serve` splits the model over (judge-train submit renders it; it must divide the "
+        "model's attention heads: 4 for a Qwen2.5-7B's 28, up to 8 for a Qwen3-8B's 32).",
+    )
+    vllm_gpu_memory_utilization: float = option(
+        0.3, "colocate mode: the share of each GPU's memory vLLM takes (trl's default 0.3)."
+    )
+
+    def validate(self) -> None:
+        super().validate()
+        from judge.verdicts import VerdictFormat
+
+        if self.verdict_format not in VerdictFormat.ALL:
+            raise ConfigError(f"verdict_format must be one of {list(VerdictFormat.ALL)}, got {self.verdict_format!r}")
+        if self.no_unique_mode not in ("drop", "nearest", "skip"):
+            raise ConfigError(f"no_unique_mode must be 'drop', 'nearest' or 'skip', got {self.no_unique_mode!r}")
+        if self.vllm_mode not in ("colocate", "server"):
+            raise ConfigError(f"vllm_mode must be 'colocate' or 'server', got {self.vllm_mode!r}")
+        from train.grpo_rewards import REWARDS
+
+        unknown = sorted(set(self.rewards) - set(REWARDS))
+        if not self.rewards or unknown:
+            raise ConfigError(f"rewards: unknown reward(s) {unknown}; choose from {sorted(REWARDS)}" if unknown
+                              else f"rewards: name at least one of {sorted(REWARDS)}")
+        if any(not isinstance(w, (int, float)) or isinstance(w, bool) for w in self.rewards.values()):
+            raise ConfigError(f"rewards: weights must be numbers, got {self.rewards}")
+        if self.num_generations < 2:
+            raise ConfigError(f"num_generations must be at least 2 (a group), got {self.num_generations}")
+        if self.global_batch_size % self.num_generations:
+            raise ConfigError(f"global_batch_size {self.global_batch_size} (completions per step) must be a multiple "
+                              f"of num_generations {self.num_generations}")
+        if self.eval_fraction or self.eval_data:
+            raise ConfigError("the grpo recipe takes no validation set (eval_fraction 0, no eval_data): score the "
+                              "export with judge-eval")
+        if self.max_completion_length <= 0 or self.max_completion_length >= self.max_length:
+            raise ConfigError(f"max_completion_length must be positive and below max_length {self.max_length}, got "
+                              f"{self.max_completion_length}")
+
+    def arguments_class_fields(self) -> frozenset[str]:
+        """trl ``GRPOConfig``'s own keys (the grpo recipe's trainer arguments)."""
+        from trl import GRPOConfig
+
+        from train.training_arguments import arguments_fields
+
+        return arguments_fields(GRPOConfig) - arguments_fields()
+
+
 RECIPES: dict[str, type[TrainConfig]] = {
     "seq2seq": Seq2SeqConfig,
     "regression": RegressionConfig,
     "classifier": ClassifierConfig,
+    "grpo": GRPORecipeConfig,
 }
 
 
@@ -313,8 +437,12 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     """Add a flag for every field of every recipe, grouped (``judge.plumbing.config_files.add_config_flags``)."""
     common = [f.name for f in dataclasses.fields(TrainConfig) if f.name != "recipe"]
     add_config_flags(parser.add_argument_group("shared by all recipes"), TrainConfig, names=common)
+    flagged = set(common)
     for name, cls in RECIPES.items():
-        own = [f.name for f in dataclasses.fields(cls) if f.name not in common and f.name != "recipe"]
+        # A field two recipes define (verdict_format: seq2seq and grpo) gets one flag, under the first recipe that
+        # has it; either recipe's config takes it.
+        own = [f.name for f in dataclasses.fields(cls) if f.name not in flagged and f.name != "recipe"]
+        flagged.update(own)
         add_config_flags(parser.add_argument_group(f"{name} recipe only"), cls, names=own)
 
 

@@ -163,13 +163,15 @@ def _fresh(folder: Path) -> Path:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def export_seq2seq(model, tokenizer, out_dir: str | Path) -> Path:
+def export_seq2seq(model, tokenizer, out_dir: str | Path, *, verdict_format: str = "tagged") -> Path:
     """Write the generating judge as a plain causal LM folder (``Qwen2ForCausalLM``, ``Qwen3ForCausalLM``, ...).
 
     Args:
         model: the trained causal LM (LoRA already merged), on CPU.
         tokenizer: the training tokenizer (its chat template is the one the judge learned).
         out_dir: the export folder (replaced).
+        verdict_format: how the judge answers (``judge.VerdictFormat``), recorded in the manifest, where judge-serve
+            and judge-eval read it (``judge.checkpoints.checkpoint_verdict_format``).
     """
     out = _fresh(Path(out_dir))
     model.config.pad_token_id = tokenizer.pad_token_id
@@ -178,7 +180,7 @@ def export_seq2seq(model, tokenizer, out_dir: str | Path) -> Path:
     model.config.use_cache = True  # gradient checkpointing switched it off for training
     model.save_pretrained(str(out), safe_serialization=True)
     _save_tokenizer_and_generation(model, tokenizer, out)
-    write_manifest(out, "seq2seq", generator=".", score_head=None)
+    write_manifest(out, "seq2seq", generator=".", score_head=None, verdict_format=verdict_format)
     return out
 
 
@@ -337,20 +339,32 @@ def _zero3_init_paused(args):
         set_hf_deepspeed_config(hf_config)
 
 
-def _write_model_card(export_dir: str | Path, run_json: Path) -> None:
+def _write_model_card(export_dir: str | Path, run_json: Path, kept_evaluation: str | None = None) -> None:
     """README.md for the export; a card that cannot be written is a warning, not a lost (verified) export."""
     from train.model_card import write_card
 
     try:
-        path = write_card(export_dir, run_json=run_json)
+        path = write_card(export_dir, run_json=run_json, kept_evaluation=kept_evaluation)
     except (OSError, ValueError) as err:
         logger.warning("model card not written (%s); write it with: judge-train card --export %s", err, export_dir)
         return
     logger.info("model card: %s", path)
 
 
+def _drop_trainer_card(output_dir: Path) -> None:
+    """Remove the README.md trl's trainers write into the run folder at each checkpoint save (its boilerplate card:
+    "a fine-tuned version of [None]"): the judge's card is the export's README.md, and a second one beside it
+    misleads. Only a file in trl's template is removed."""
+    card = output_dir / "README.md"
+    with contextlib.suppress(OSError):
+        if card.is_file() and "It has been trained using [TRL]" in card.read_text(encoding="utf-8", errors="replace"):
+            card.unlink()
+            logger.info("removed the trainer's boilerplate %s (the judge's card is in the export)", card)
+
+
 def export_after_training(trainer, *, mode: str, model_cls, tokenizer, probe_texts: list[str], base_model: str,
-                          dtype: torch.dtype, export_dir: str | Path) -> dict[str, Any] | None:  # fmt: skip
+                          dtype: torch.dtype, export_dir: str | Path,
+                          verdict_format: str = "tagged") -> dict[str, Any] | None:  # fmt: skip
     """Save, export, reload and verify; call on every rank after ``trainer.train()``.
 
     Steps: probe the live model (a collective under ZeRO-3), ``trainer.save_model`` into ``<output_dir>/trained``
@@ -369,15 +383,19 @@ def export_after_training(trainer, *, mode: str, model_cls, tokenizer, probe_tex
     trainer.save_model(str(staging))
     report = None
     if trainer.is_world_process_zero():
+        from train.model_card import evaluation_section
+
+        kept_evaluation = evaluation_section(export_dir)  # a --resume must not lose what `judge-train card` wrote
         with _zero3_init_paused(trainer.args):
             model = load_trained(staging, model_cls, base_model=base_model, dtype=dtype)
             if mode == "seq2seq":
-                export_seq2seq(model, tokenizer, export_dir)
+                export_seq2seq(model, tokenizer, export_dir, verdict_format=verdict_format)
             else:
                 export_regression(model, tokenizer, export_dir)
             del model
             report = verify_export(export_dir, mode, batch, live, dtype)
-        _write_model_card(export_dir, Path(trainer.args.output_dir) / "run.json")
+        _write_model_card(export_dir, Path(trainer.args.output_dir) / "run.json", kept_evaluation)
+        _drop_trainer_card(Path(trainer.args.output_dir))
         shutil.rmtree(staging, ignore_errors=True)
     trainer.accelerator.wait_for_everyone()
     return report

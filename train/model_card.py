@@ -39,7 +39,8 @@ _HYPERPARAMETERS = ("learning_rate", "lr_scheduler_type", "warmup_steps", "num_t
                     "global_batch_size", "per_device_train_batch_size", "max_length", "weight_decay", "max_grad_norm",
                     "optim", "bf16", "gradient_checkpointing", "deepspeed", "lora", "lora_r", "lora_alpha",
                     "lora_dropout", "lora_target_modules", "packing", "score_target", "score_loss_weight",
-                    "lm_loss_weight", "seed")
+                    "lm_loss_weight", "verdict_format", "num_generations", "beta", "loss_type",
+                    "max_completion_length", "temperature", "no_unique_mode", "use_vllm", "vllm_mode", "seed")
 # The evaluation table's rows, in this order; the "unknown" split (task types the taxonomy does not know) stays in
 # judge-eval's own report.
 _CARD_SPLITS = (ZERO_SHOT, STANDARD, "all")
@@ -143,7 +144,10 @@ def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, e
            f"# {name}: a POLLUX judge ({mode})", "",
            f"An LLM judge for Russian in the format of the POLLUX benchmark, trained with `judge-train` "
            f"(pollux-judge) from `{base_model}`. Given an instruction, an answer, a criterion and its rubric, it "
-           "writes a rationale and a score: `[FEEDBACK] ... [RESULT] <score> [END]`."]
+           + ("thinks (`<think>...</think>`, the chat template's thinking left on) and then answers with a bare "
+              "integer from the rubric, as `Pollux-4B-Judge` does (verdict format `integer`)."
+              if manifest.get("verdict_format") == "integer"
+              else "writes a rationale and a score: `[FEEDBACK] ... [RESULT] <score> [END]`.")]
     if regression:
         out += ["", "This is a **regression** judge: the same trained backbone in two checkpoints. "
                 f"`{GENERATOR_SUBDIR}/` (a causal LM) writes the rationale; this folder "
@@ -160,6 +164,16 @@ def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, e
             f"{_num(data.get('n_eval')) if data else NOT_RECORDED} validation rows"
             + (f" (from {_num(data.get('n_records'))} records, {_num(data.get('n_verdicts'))} expert verdicts)"
                if data.get("n_records") is not None else "")]
+    if config.get("rewards"):
+        # The GRPO recipe: which rewards, weighted how, and how they moved (trl logs their means per step).
+        history = result.get("log_history") or []
+        means = {name: [e[f"rewards/{name}/mean"] for e in history if f"rewards/{name}/mean" in e]
+                 for name in config["rewards"]}
+        out.append("- rewards (GRPO, trl GRPOTrainer): " + ", ".join(
+            f"`{name}` x {weight}" + (f" (mean {_num(means[name][0])} → {_num(means[name][-1])})" if means[name] else "")
+            for name, weight in config["rewards"].items())
+            + f"; groups of {config.get('num_generations', '?')} completions; experts without a unique mode: "
+            f"`{config.get('no_unique_mode', NOT_RECORDED)}`")
     dropped = data.get("dropped") or {}
     if dropped:
         out.append("- dropped while building the rows: " + ", ".join(f"{k} {v}" for k, v in dropped.items()))
@@ -199,8 +213,10 @@ def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, e
     else:
         out += ["```bash", f"vllm serve {model_path} --served-model-name {name} --port 8000", "```", "",
                 "Send the POLLUX prompt (`judge.render_prompt(record)` in pollux-judge) as the user message of a "
-                "chat completion (temperature 0) and parse `[RESULT] <score>` from the reply "
-                "(`judge.parse_verdict`)."]
+                + ("chat completion with thinking on and read the integer after the reasoning "
+                   "(`judge.parse_integer_verdict`)." if manifest.get("verdict_format") == "integer" else
+                   "chat completion (temperature 0) and parse `[RESULT] <score>` from the reply "
+                   "(`judge.parse_verdict`).")]
     out.append("")
     if eval_run is not None:
         metrics_path = Path(eval_run)
@@ -222,16 +238,51 @@ def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, e
     return "\n".join(out)
 
 
-def write_card(export_dir: str | Path, **kwargs: Any) -> Path:
-    """Write ``README.md`` into the export folder (``render_card``'s arguments); returns its path."""
+def write_card(export_dir: str | Path, *, kept_evaluation: str | None = None, **kwargs: Any) -> Path:
+    """Write ``README.md`` into the export folder (``render_card``'s arguments); returns its path.
+
+    Args:
+        kept_evaluation: an evaluation section (``evaluation_section``) to put in place of "Not evaluated yet": the
+            figures ``judge-train card --run`` had written before a ``--resume`` re-exported the folder.
+    """
     path = Path(export_dir) / CARD_NAME
-    path.write_text(render_card(export_dir, **kwargs), encoding="utf-8")
+    text = render_card(export_dir, **kwargs)
+    if kept_evaluation and kwargs.get("eval_run") is None:
+        start, end = _section_span(text, "## Evaluation")
+        if start is not None:
+            note = ("_Kept from this folder's card before `judge-train run --resume` exported it again: if training "
+                    "went on, judge and score the export again and rewrite the card (`judge-train card`)._")
+            text = text[:start] + kept_evaluation.rstrip("\n") + "\n\n" + note + "\n\n" + text[end:]
+    path.write_text(text, encoding="utf-8")
     return path
+
+
+def _section_span(text: str, heading: str) -> tuple[int | None, int]:
+    """Where the ``heading`` section of a card starts and ends (at the next ``## `` heading, or the end)."""
+    start = text.find("\n" + heading + "\n")
+    if start < 0:
+        return None, len(text)
+    start += 1
+    end = text.find("\n## ", start + len(heading))
+    return start, (len(text) if end < 0 else end + 1)
+
+
+def evaluation_section(export_dir: str | Path) -> str | None:
+    """The evaluation section of an export's card when ``judge-train card --run`` filled it with figures; None
+    when there is no card or it says "Not evaluated yet"."""
+    path = Path(export_dir) / CARD_NAME
+    if not path.is_file():
+        return None
+    text = path.read_text(encoding="utf-8", errors="replace")
+    start, end = _section_span(text, "## Evaluation")
+    if start is None or "Not evaluated yet" in text[start:end]:
+        return None
+    return text[start:end]
 
 
 def main(argv: list[str] | None = None) -> int:
     """``judge-train card``: (re)write an export's model card; returns the exit status."""
-    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 
     parser = ExactArgumentParser(prog="judge-train card", description=__doc__.split("\n\n")[0],
                                      epilog="example: judge-train card --export runs/x/export --run runs/eval/x")

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from train.config import TINY_MODEL, ConfigError, TrainConfig, config_to_dict
+from train.config import TINY_MODEL, TINY_QWEN3, ConfigError, TrainConfig, config_to_dict
 from train.training_arguments import Launch, init_distributed, launch_arithmetic, training_kwargs, use_bf16
 
 __all__ = [
@@ -42,22 +42,25 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 def resolve_base_model(config: TrainConfig) -> str:
-    """The base model folder or hub id; builds the tiny Qwen2 when ``model_name_or_path`` is ``tiny-qwen2``.
+    """The base model folder or hub id; builds the tiny Qwen2 (``tiny-qwen2``) or Qwen3 (``tiny-qwen3``) when named.
 
     Every rank may call this at once (before torch.distributed is up): each builds into its own temporary folder
     and renames it into place; a rank that finds the folder already there uses it (the build is deterministic).
     """
-    if config.model_name_or_path != TINY_MODEL:
+    if config.model_name_or_path not in (TINY_MODEL, TINY_QWEN3):
         return config.model_name_or_path
     import tempfile
 
-    from train.tiny_models import build_tiny_qwen2
+    from train.tiny_models import build_tiny_qwen2, build_tiny_qwen3
 
     target = Path(config.output_dir) / "base-model"
     if not (target / "config.json").is_file():
         target.parent.mkdir(parents=True, exist_ok=True)
         scratch = Path(tempfile.mkdtemp(prefix=".base-model-", dir=target.parent))
-        build_tiny_qwen2(scratch, kind="causal", seed=config.seed)
+        if config.model_name_or_path == TINY_QWEN3:
+            build_tiny_qwen3(scratch, seed=config.seed)
+        else:
+            build_tiny_qwen2(scratch, kind="causal", seed=config.seed)
         try:
             scratch.rename(target)
         except OSError:  # another rank got there first
@@ -117,7 +120,7 @@ def latest_checkpoint(output_dir: str | Path) -> Path | None:
 
 def check_output_dir(config: TrainConfig) -> Path | None:
     """Refuse to mix runs: ``--resume`` needs a checkpoint, and a fresh run needs a folder without one (or
-    ``--overwrite_output_dir``, which deletes the earlier run's checkpoints and export first, on rank 0).
+    ``--overwrite-output-dir``, which deletes the earlier run's checkpoints and export first, on rank 0).
 
     Returns:
         The checkpoint to resume from, or None for a fresh run.
@@ -125,7 +128,7 @@ def check_output_dir(config: TrainConfig) -> Path | None:
     checkpoint = latest_checkpoint(config.output_dir)
     export = Path(config.output_dir) / "export"
     # A finished run may hold its export and no checkpoint (save_total_limit, or checkpoints cleaned up): a new
-    # run there would silently replace a judge someone may be serving (issue #30.12).
+    # run there would silently replace a judge someone may be serving.
     finished = export.is_dir() and any(export.iterdir())
     if config.resume and checkpoint is None:
         raise ConfigError(f"--resume: no checkpoint-N folder in {config.output_dir} to resume from")
@@ -134,7 +137,7 @@ def check_output_dir(config: TrainConfig) -> Path | None:
             held = checkpoint.name if checkpoint is not None else "a finished export/"
             raise ConfigError(
                 f"{config.output_dir} already holds {held}; pass --resume to continue that run, "
-                "--overwrite_output_dir to start over, or choose another output_dir"
+                "--overwrite-output-dir to start over, or choose another --output-dir"
             )
         if is_main_process():
             import shutil
@@ -142,7 +145,7 @@ def check_output_dir(config: TrainConfig) -> Path | None:
             folder = Path(config.output_dir)
             for path in [*folder.glob("checkpoint-*"), folder / "export", folder / "trained"]:
                 shutil.rmtree(path, ignore_errors=True)
-            logger.warning("--overwrite_output_dir: deleted the earlier run's checkpoints and export in %s", folder)
+            logger.warning("--overwrite-output-dir: deleted the earlier run's checkpoints and export in %s", folder)
         return None
     return checkpoint
 
@@ -251,7 +254,8 @@ class PreparedRun:
         """Whether a signal stopped training before the end (a checkpoint was saved; nothing is exported)."""
         return self.stopper.stopped_at_step is not None
 
-    def export_judge(self, trainer, result, *, mode: str, model_cls, train_rows: Sequence[dict[str, Any]]):
+    def export_judge(self, trainer, result, *, mode: str, model_cls, train_rows: Sequence[dict[str, Any]],
+                     verdict_format: str = "tagged"):  # fmt: skip
         """Export a judge in the served layout (``export.export_after_training``) and record the result.
 
         Args:
@@ -259,6 +263,8 @@ class PreparedRun:
             result: ``train``'s ``RunResult``; its ``export_dir`` and ``export_report`` are filled in.
             mode, model_cls: what the export is and what it reloads the trained weights as.
             train_rows: the training rows (``prompt``, ``completion``); the two shortest probe the export.
+            verdict_format: what the judge writes (``judge.VerdictFormat``): recorded in the export's manifest, and
+                ``integer`` probes render with thinking on, as the rows were trained.
 
         Returns:
             ``result``, with the export recorded in run.json (rank 0).
@@ -269,7 +275,9 @@ class PreparedRun:
         export_dir = Path(self.config.output_dir) / "export"
         # The two shortest training rows: rank 0 reloads the export on CPU to compare, and a 7B forward there is slow.
         probe_rows = sorted(train_rows, key=lambda row: len(row["prompt"]) + len(row["completion"]))[:2]
-        probe_texts = [judge.apply_chat(self.tokenizer, row["prompt"], row["completion"]) for row in probe_rows]
+        thinking = verdict_format == judge.VerdictFormat.INTEGER
+        probe_texts = [judge.apply_chat(self.tokenizer, row["prompt"], row["completion"], thinking=thinking)
+                       for row in probe_rows]  # fmt: skip
         result.export_report = export.export_after_training(
             trainer,
             mode=mode,
@@ -279,6 +287,7 @@ class PreparedRun:
             base_model=self.base_model,
             dtype=self.dtype,
             export_dir=export_dir,
+            verdict_format=verdict_format,
         )
         result.export_dir = str(export_dir)
         if trainer.is_world_process_zero():

@@ -10,42 +10,178 @@ prompt (``judge.render_prompt``) and the assistant turn the target (``judge.rend
 through the base model's own chat template, exactly as ``judge.apply_chat`` renders them at serving time.
 ``completion_only_loss`` puts the cross-entropy on the assistant turn only, including the end-of-turn token after
 ``[END]`` (``<|im_end|>`` for Qwen2.5): a judge that never learns to stop never writes ``[END]``.
+
+With ``verdict_format: integer`` the judge learns ``Pollux-4B-Judge``'s format instead: the assistant turn is
+``<think>\\n{reasoning}\\n</think>\\n\\n{score}`` (``integer_target``), rendered with the chat template's thinking left
+on, exactly as judge-serve prompts an integer-format judge (``judge.apply_chat(..., thinking=True)``); the loss
+again covers the whole assistant turn through the end-of-turn token. Its rows come from the reasoning traces of
+``judge-train data traces`` (``integer_rows``), and the export's manifest says ``verdict_format: integer``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import re
 from collections.abc import Iterator
 from typing import Any
 
+import judge
 from train.config import Seq2SeqConfig
 from train.provenance import RunResult
 
-__all__ = ["labelled_positions_only_on_cpu", "main", "sft_dataset"]
+__all__ = ["integer_rows", "integer_rows_for_config", "integer_target", "labelled_positions_only_on_cpu", "main", "sft_dataset"]
 
 logger = logging.getLogger(__name__)
 
 
-def sft_dataset(rows: list[dict[str, Any]]):
+def sft_dataset(rows: list[dict[str, Any]], *, thinking: bool = False):
     """Rows as trl's conversational prompt-completion dataset (one user turn, one assistant turn).
 
     Each row carries ``chat_template_kwargs`` (thinking off, ``judge.prompts.JUDGE_CHAT_TEMPLATE_KWARGS``), which trl
     passes to the chat template: a Qwen3 base is trained on the very text ``judge.apply_chat`` serves, with the empty
     ``<think>`` block in the (unlabelled) prompt.
+
+    Args:
+        rows: training rows with ``prompt`` and ``completion``.
+        thinking: integer-format rows: no ``chat_template_kwargs`` at all, so the template renders with its thinking
+            left on, as ``judge.apply_chat(..., thinking=True)`` (judge-serve's integer-format prompt) passes none.
     """
     from datasets import Dataset
 
-    import judge
     from judge.prompts import JUDGE_CHAT_TEMPLATE_KWARGS
 
+    switch = {} if thinking else {"chat_template_kwargs": dict(JUDGE_CHAT_TEMPLATE_KWARGS)}
     return Dataset.from_list(
         [
             {"prompt": judge.chat_messages(row["prompt"]), "completion": judge.chat_messages(row["prompt"], row["completion"])[1:],
-             "chat_template_kwargs": dict(JUDGE_CHAT_TEMPLATE_KWARGS)}
+             **switch}
             for row in rows
         ]
     )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the integer format: reasoning, then the bare integer (Pollux-4B-Judge)
+# ---------------------------------------------------------------------------------------------------------------
+
+_THINK_TAG = re.compile(r"</?think\s*>", re.IGNORECASE)
+
+
+def integer_target(reasoning: str, score: float) -> str:
+    """The integer-format training target: ``<think>\\n{reasoning}\\n</think>\\n\\n{score}``.
+
+    These are the bytes Qwen3's chat template writes for an assistant turn whose reasoning and answer are given
+    (``'<think>\\n' + reasoning.strip('\\n') + '\\n</think>\\n\\n' + content``), so a Qwen3 base renders it unchanged,
+    and a ChatML base (Qwen2.5, T-lite) learns the same text; ``judge.parse_integer_verdict`` reads it back as
+    (reasoning, score).
+    """
+    return f"<think>\n{reasoning.strip()}\n</think>\n\n{judge.format_score(score)}"
+
+
+def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str = "refuse",
+                 source: str = "<records>") -> tuple[list[dict[str, Any]], Any]:  # fmt: skip
+    """Integer-format training rows from reasoning traces: one row per record with ``reasoning`` and ``reasoning_score``.
+
+    The records are ``judge-train data traces`` output (or any POLLUX-format records with those two columns): the
+    reasoning is the trace, ``reasoning_score`` the integer it concluded with. The Zero-Shot rule is build-data's
+    (``train.build_data.zero_shot_records``).
+
+    Args:
+        records: ``judge.JudgeRecord`` objects; the two columns are in ``record.extra``.
+        zero_shot: ``refuse``, ``drop`` or ``allow`` (as build-data).
+        missing_reasoning: a record with no reasoning text or no ``reasoning_score``: ``refuse`` raises naming it,
+            ``drop`` counts it (``no_reasoning`` / ``no_reasoning_score``).
+        source: where the records came from, for error messages.
+
+    Returns:
+        (rows, ``train.build_data.BuildReport``). A row has ``id``, ``record_id`` (the judged item's, ``item_id`` when
+        the traces stage wrote one, so every trace of an item lands on the same side of the train/eval split),
+        ``prompt``, ``reasoning``, ``score`` and ``completion`` (``integer_target``). Also dropped and counted:
+        ``no_scale``, ``score_not_integer``, ``score_out_of_scale``, ``think_tags_in_reasoning`` (a ``<think>`` tag
+        inside the reasoning would end the block early).
+
+    Raises:
+        judge.RecordError: with ``missing_reasoning="refuse"``, the first record without a reasoning or a score,
+            naming its source row and id. judge.LeakageError: Zero-Shot records with ``zero_shot="refuse"``.
+    """
+    from train.build_data import BuildReport, zero_shot_records
+
+    records = list(records)
+    report = BuildReport(n_records=len(records), n_verdicts=len(records))
+    records, held_out = zero_shot_records(records, zero_shot)
+    if held_out:
+        report.dropped["zero_shot"] += len(held_out)
+        report.zero_shot_ids.extend(record.id for record in held_out[:20])
+    rows: list[dict[str, Any]] = []
+    for record in records:
+        reasoning, score = record.extra.get("reasoning"), record.extra.get("reasoning_score")
+        missing = ("reasoning" if not isinstance(reasoning, str) or not reasoning.strip()
+                   else "reasoning_score" if score is None or isinstance(score, bool) else None)  # fmt: skip
+        if missing is not None:
+            if missing_reasoning == "refuse":
+                where_source, where_row = record.origin or (source, None)
+                raise judge.RecordError(
+                    where_source, where_row, missing,
+                    f"record {record.id!r} has no {missing} to train an integer-format judge on; make the rows with "
+                    "`judge-train data traces`, or set missing_reasoning: drop (--missing-reasoning drop) to leave "
+                    "such rows out and count them",
+                )
+            report.dropped[f"no_{missing}"] += 1
+            continue
+        try:
+            scale = judge.oriented_scale(record.criteria_name, record.rubrics)
+        except judge.ScaleError:
+            report.dropped["no_scale"] += 1
+            continue
+        try:
+            value = float(score)
+        except (TypeError, ValueError):
+            value = float("nan")
+        if not value.is_integer():
+            report.dropped["score_not_integer"] += 1
+        elif not scale.contains(value):
+            report.dropped["score_out_of_scale"] += 1
+        elif _THINK_TAG.search(reasoning):
+            report.dropped["think_tags_in_reasoning"] += 1
+        else:
+            prompt = judge.render_prompt(record)
+            rows.append({"id": record.id, "record_id": str(record.extra.get("item_id") or record.id), "prompt": prompt,
+                         "reasoning": reasoning.strip(), "score": value, "completion": integer_target(reasoning, value)})  # fmt: skip
+    report.n_rows = len(rows)
+    logger.info("integer-format training data: %s", report.summary())
+    return rows, report
+
+
+def integer_rows_for_config(config: Seq2SeqConfig, tokenizer) -> tuple[list[dict], list[dict], Any]:
+    """The integer format's data step, as ``train.build_data.rows_for_config`` for the tagged one: records (the
+    benchmark refused as build-data refuses it) -> rows -> drop too long (thinking on) -> split -> first ``max_rows``.
+
+    Returns:
+        (train rows, eval rows, report).
+    """
+    from train import build_data
+
+    def build(source: str):
+        records = build_data.load_training_records(source, allow_benchmark_rows=config.allow_benchmark_rows)
+        rows, report = integer_rows(records, zero_shot=config.zero_shot, missing_reasoning=config.missing_reasoning,
+                                    source=source)  # fmt: skip
+        rows, n_long = build_data.drop_too_long(rows, tokenizer, config.max_length, thinking=True)
+        if n_long:
+            report.dropped["too_long"] += n_long
+            report.n_rows = len(rows)
+        return rows, report
+
+    rows, report = build(config.data)
+    if config.eval_data:
+        train, (held_out, _) = rows, build(config.eval_data)
+    else:
+        train, held_out = build_data.split_rows(rows, config.eval_fraction)
+    if config.max_rows is not None:
+        train = train[: config.max_rows]
+    if not train:
+        raise ValueError(f"no integer-format training rows left: {report.summary()}")
+    return train, held_out, report
 
 
 @contextlib.contextmanager
@@ -108,9 +244,13 @@ def main(config: Seq2SeqConfig, *, callbacks: tuple = ()) -> RunResult:
     run = recipe_steps.prepare(config, "seq2seq judge")
 
     # ---- data ---------------------------------------------------------------------------------------------------
-    train_rows, eval_rows, data_report = build_data.rows_for_config(config, run.tokenizer)
-    train_dataset = sft_dataset(train_rows)
-    eval_dataset = sft_dataset(eval_rows) if eval_rows else None
+    thinking = config.verdict_format == judge.VerdictFormat.INTEGER
+    if thinking:
+        train_rows, eval_rows, data_report = integer_rows_for_config(config, run.tokenizer)
+    else:
+        train_rows, eval_rows, data_report = build_data.rows_for_config(config, run.tokenizer)
+    train_dataset = sft_dataset(train_rows, thinking=thinking)
+    eval_dataset = sft_dataset(eval_rows, thinking=thinking) if eval_rows else None
     run.record_data({**data_report.to_dict(), "n_train": len(train_rows), "n_eval": len(eval_rows)})
 
     # ---- model --------------------------------------------------------------------------------------------------
@@ -144,6 +284,7 @@ def main(config: Seq2SeqConfig, *, callbacks: tuple = ()) -> RunResult:
         return result
 
     # ---- save ---------------------------------------------------------------------------------------------------
-    run.export_judge(trainer, result, mode="seq2seq", model_cls=AutoModelForCausalLM, train_rows=train_rows)
+    run.export_judge(trainer, result, mode="seq2seq", model_cls=AutoModelForCausalLM, train_rows=train_rows,
+                     verdict_format=config.verdict_format)
     logger.info("seq2seq judge exported to %s", result.export_dir)
     return result

@@ -13,6 +13,10 @@ keeps the global batch (256 in the POLLUX paper) on N x G ranks::
 
     global_batch_size = per_device_train_batch_size x gradient_accumulation x nodes x ranks_per_node
 
+A GRPO config with ``use_vllm: true`` and ``vllm_mode: server`` renders the same script with the vLLM server on the
+first node (``trl vllm-serve``, ``JUDGE_VLLM_SERVE_*``) and training on the other nodes, whose ranks alone count in
+the batch arithmetic; colocated GRPO (vLLM inside each training rank) is an ordinary job.
+
 ``--dry-run`` prints that script and submits nothing; otherwise it is written to
 ``<output_dir>/slurm/train-<UTC time>.sbatch`` (the run folder keeps what was submitted) and passed to ``sbatch``,
 whose job log goes to ``<output_dir>/slurm/<job name>-<job id>.out``. ``--gpus-per-node 0`` requests no GPUs and
@@ -172,7 +176,7 @@ def _sbatch_line(key: str, value: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 
     parser = ExactArgumentParser(
         prog="judge-train submit",
@@ -234,11 +238,46 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def check_judge_args(config_path: Path, judge_args: Sequence[str]) -> None:
+    """Read the arguments after ``--`` as ``judge-train run`` in the job will, over the same config, and refuse what
+    it would refuse (an unknown flag, a bad value) now, not once the job has waited in the queue and started.
+
+    Raises:
+        SubmitError: naming the argument (with the closest flag, if one is close) or the bad value.
+    """
+    import difflib
+
+    from train.cli import build_run_parser
+    from train.config import ConfigError, config_from_args
+
+    if not judge_args:
+        return
+    parser = build_run_parser(prog="judge-train run (the arguments after --)")
+    parser.exit_on_error = False  # an argparse error is raised here, to be said as submit's own
+    try:
+        namespace, unknown = parser.parse_known_args(["--config", str(config_path), *judge_args])
+    except argparse.ArgumentError as err:
+        raise SubmitError(f"after --: {err}") from None
+    if unknown:
+        flags = [s for action in parser._actions for s in action.option_strings if s.startswith("--")]
+        hints = []
+        # a stray value after an unknown flag is that flag's: name the flags, or the words when there is none
+        for arg in [a for a in unknown if a.startswith("-")] or unknown:
+            close = difflib.get_close_matches(arg.split("=", 1)[0], flags, n=1) if arg.startswith("--") else []
+            hints.append(f"{arg} (did you mean {close[0]}?)" if close else arg)
+        raise SubmitError(f"after --: judge-train run does not take {', '.join(hints)}; `judge-train run --help` "
+                          "lists its flags")
+    try:
+        config_from_args(namespace)
+    except ConfigError as err:
+        raise SubmitError(f"after --: {err}") from None
+
+
 def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, Path, str]:
     from train.config import ConfigError, load_config
 
     config_path = Path(args.config).resolve()
-    # Every value that reaches the script, named as the user gave it, before anything is rendered (issue #30.11).
+    # Every value that reaches the script, named as the user gave it, before anything is rendered: a newline in one would become a command line.
     _refuse_control({"--config (the file's path)": config_path, "--job-name": args.job_name,
                      "--partition": args.partition, "--account": args.account, "--time": args.time,
                      "--output-dir": args.output_dir, "--cache-dir": args.cache_dir, "--wandb-dir": args.wandb_dir,
@@ -249,12 +288,20 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
         config = load_config(config_path)
     except ConfigError as err:
         raise SubmitError(str(err)) from None
+    check_judge_args(config_path, judge_args)
     if args.nodes <= 0:
         raise SubmitError(f"--nodes must be positive, got {args.nodes}")
     if args.gpus_per_node < 0:
         raise SubmitError(f"--gpus-per-node must be 0 (CPU) or more, got {args.gpus_per_node}")
     ranks = args.gpus_per_node or args.cpu_ranks_per_node
-    plan = plan_batch(config.global_batch_size, config.per_device_train_batch_size, args.nodes, ranks)
+    # A GRPO config in vLLM server mode: `trl vllm-serve` holds the first node, training the others.
+    server = bool(getattr(config, "use_vllm", False)) and getattr(config, "vllm_mode", None) == "server"
+    if server and (args.nodes < 2 or not args.gpus_per_node):
+        raise SubmitError("vllm_mode: server runs `trl vllm-serve` on a GPU node of its own and trains on the others: "
+                          f"ask for --nodes 2 or more with GPUs (got --nodes {args.nodes} --gpus-per-node "
+                          f"{args.gpus_per_node}), or set vllm_mode: colocate for one node")
+    training_nodes = args.nodes - 1 if server else args.nodes
+    plan = plan_batch(config.global_batch_size, config.per_device_train_batch_size, training_nodes, ranks)
     _refuse_control({f"model_name_or_path in {config_path}": config.model_name_or_path,
                      f"output_dir in {config_path}": config.output_dir})
     output_dir = Path(args.output_dir or config.output_dir).resolve()
@@ -286,6 +333,10 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
         "JUDGE_GRAD_ACCUM": str(plan.gradient_accumulation),
         "JUDGE_PROCS_PER_NODE": str(ranks),
     }
+    if server:
+        exports["JUDGE_VLLM_SERVE_MODEL"] = config.model_name_or_path
+        exports["JUDGE_VLLM_SERVE_PORT"] = str(config.vllm_server_port)
+        exports["JUDGE_VLLM_SERVE_TP"] = str(config.vllm_server_tensor_parallel_size)
     for name, value in (("JUDGE_CACHE_DIR", args.cache_dir), ("JUDGE_WANDB_DIR", args.wandb_dir),
                         ("JUDGE_ENV_SCRIPT", args.env_script), ("JUDGE_SRUN_ARGS", args.srun_args)):  # fmt: skip
         if value:
@@ -295,6 +346,9 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
         f"global batch {plan.describe()}",
         f"{'GPU' if args.gpus_per_node else 'CPU'} ranks: {plan.world_size}",
     ]
+    if server:
+        notes.append(f"vLLM server mode: `trl vllm-serve` (tensor parallel {config.vllm_server_tensor_parallel_size}) "
+                     f"on the first node, port {config.vllm_server_port}; training on the other {training_nodes}")
     script = render_script(
         script_path.read_text(), sbatch=sbatch, exports=exports, notes=notes, judge_args=judge_args
     )

@@ -5,6 +5,7 @@
     judge-train data answers --config configs/data/answers.yaml --input runs/data/dedup --output runs/data/answers
     judge-train data annotate --config configs/data/annotate.yaml --input runs/data/answers --output runs/data/annotate
     judge-train data split --config configs/data/split.yaml --input runs/data/annotate --output runs/data/split
+    judge-train data traces --config configs/data/traces.yaml --input runs/data/split --output runs/data/traces
 
 Any scalar config key is also a flag, e.g. ``--per-task-level 2`` or ``--block-size 256``; a flag beats the YAML.
 Rerunning a stage with the same output folder resumes it: finished requests are read back from ``journal.jsonl``.
@@ -30,11 +31,12 @@ _HELP = {
     "answers": "answer the instructions with a pool of models",
     "annotate": "teacher verdicts for every (instruction, answer, criterion)",
     "split": "drop Zero-Shot items, split train/validation by instruction",
+    "traces": "reasoning traces from a thinking teacher, kept when its score agrees with the experts",
 }
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from judge.plumbing.config_files import ExactArgumentParser  # long options in full only (#30.7)
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 
     parser = ExactArgumentParser(prog="judge-train data", description=__doc__.split("\n\n")[0])
     stages = parser.add_subparsers(dest="stage", required=True, metavar="<stage>")
@@ -55,11 +57,16 @@ def main(argv: list[str] | None = None) -> int:
         argv = argv[1:]
     args = build_parser().parse_args(argv)
     cls = STAGE_CONFIGS[args.stage]
-    config = load_config(cls, args.config, given_flags(args, cls))
+    try:
+        config = load_config(cls, args.config, given_flags(args, cls))
+    except ValueError as err:  # an unknown key or a value the stage refuses (ConfigError is one): named, no traceback
+        print(f"judge-train data {args.stage}: error: {err}", file=sys.stderr)
+        return 2
+    from judge import LeakageError, RecordError
     from judge.plumbing.run_folder import RunFolderBusy, hold_run_folder
 
     try:
-        with hold_run_folder(args.output, f"judge-train data {args.stage}") as out_dir:  # one writer (#30.13)
+        with hold_run_folder(args.output, f"judge-train data {args.stage}") as out_dir:  # one writer per folder
             print(f"judge-train data {args.stage}: config {json.dumps(redact(dataclasses.asdict(config)), ensure_ascii=False, default=str)}", file=sys.stderr)
 
             if args.stage == "instructions":
@@ -78,6 +85,10 @@ def main(argv: list[str] | None = None) -> int:
                 from train.synthetic.annotate import run_annotate
 
                 summary = run_annotate(config, args.input, out_dir)
+            elif args.stage == "traces":
+                from train.synthetic.traces import run_traces
+
+                summary = run_traces(config, args.input, out_dir)
             else:
                 from train.synthetic.splitting import run_split
 
@@ -85,9 +96,19 @@ def main(argv: list[str] | None = None) -> int:
     except RunFolderBusy as err:
         print(f"judge-train data {args.stage}: error: {err}", file=sys.stderr)
         return 2
+    except (LeakageError, RecordError) as err:  # training data refused, or a bad row: named, no traceback
+        print(f"judge-train data {args.stage}: error: {err}", file=sys.stderr)
+        return 2
 
-    reasons = ", ".join(f"{reason} {count}" for reason, count in summary["dropped_by_reason"].items()) or "none"
-    print(f"{args.stage}: kept {summary['kept']}, dropped {summary['dropped']} ({reasons}) -> {out_dir}")
+    def counts(by_reason: dict) -> str:
+        return ", ".join(f"{reason} {count}" for reason, count in by_reason.items()) or "none"
+
+    line = f"{args.stage}: kept {summary['kept']}, dropped {summary['dropped']} ({counts(summary['dropped_by_reason'])})"
+    if "failed_by_reason" in summary:  # the traces stage: teacher answers that gave no verdict
+        line += f", failed {summary['failed']} ({counts(summary['failed_by_reason'])})"
+    if summary.get("skipped_items"):
+        line += f"; items not asked {summary['skipped_items']} ({counts(summary['skipped_items_by_reason'])})"
+    print(f"{line} -> {out_dir}")
     return 0
 
 

@@ -29,6 +29,9 @@ class ChatResult:
         error: the last error's class and message when not ok.
         attempts: requests sent (1 + retries used).
         finish_reason: as the endpoint reported it ("length" means the completion was cut).
+        reasoning: the reasoning a server returned apart from the answer ("" when none): vLLM's and judge-serve's
+            ``message.reasoning`` (``--reasoning-parser``), or ``reasoning_content`` as DeepSeek's API and older
+            vLLM name it.
     """
 
     text: str
@@ -36,6 +39,7 @@ class ChatResult:
     error: str = ""
     attempts: int = 1
     finish_reason: str = ""
+    reasoning: str = ""
 
 
 class ChatClient:
@@ -79,7 +83,10 @@ class ChatClient:
         except self._api_error as err:  # retries spent, or a 4xx retrying will not fix
             return ChatResult("", False, f"{type(err).__name__}: {err}", attempts=attempts.n)
         choice = response.choices[0]
-        return ChatResult(choice.message.content or "", True, attempts=attempts.n, finish_reason=choice.finish_reason or "")
+        # Fields the SDK's message type does not declare arrive as pydantic extras, readable as attributes.
+        reasoning = getattr(choice.message, "reasoning", None) or getattr(choice.message, "reasoning_content", None) or ""
+        return ChatResult(choice.message.content or "", True, attempts=attempts.n, finish_reason=choice.finish_reason or "",
+                          reasoning=reasoning if isinstance(reasoning, str) else "")  # fmt: skip
 
 
 def assign_shares(n_jobs: int, shares: list[float], seed: int) -> list[int]:

@@ -23,6 +23,7 @@ __all__ = [
     "AnswersConfig",
     "AnnotateConfig",
     "SplitConfig",
+    "TracesConfig",
     "STAGE_CONFIGS",
     "add_config_flags",
     "load_config",
@@ -79,7 +80,7 @@ class InstructionsConfig(_Common):
     ignore_code: bool = _f(True, "leave code blocks and `inline code` out of the non-Russian count (code tasks)")
 
 
-# seeds/003_04de0265a3137b49.txt:519 (Algorithm 1, step 1; footnote 25 at :372): the paper's embedding model.
+# The paper's embedding model: arXiv 2505.24616v3, Appendix C.3, Algorithm 1 step 1 (and Appendix C.1, footnote 25).
 PAPER_EMBEDDING_MODEL = "Alibaba-NLP/gte-Qwen2-7B-instruct"
 
 
@@ -141,6 +142,33 @@ class AnnotateConfig(_Common):
 
 
 @dataclass
+class TracesConfig(_Common):
+    teacher: dict = _f({}, "the teacher endpoint (EndpointConfig mapping): any OpenAI-compatible chat endpoint that "
+                       "thinks, then answers an integer (judge-serve with Pollux-4B-Judge, vLLM with a Qwen3 model)")
+    samples_per_item: int = _f(4, "traces asked per item (k): the teacher judges each item this many times")
+    agreement: str = _f("mode", "what a trace's score must agree with: mode (the experts' most frequent score), "
+                        "median or mean (of the experts' scores)", choices=("mode", "median", "mean"))
+    tolerance: float = _f(0.0, "a trace agrees when |score - the experts' reference| <= this many points")
+    no_unique_mode: str = _f("skip", "agreement mode, items whose experts' scores have several modes: skip (not asked, "
+                             "counted as no_unique_mode) or any (a trace agreeing with any of the tied modes is kept)",
+                             choices=("skip", "any"))
+    max_kept_per_item: int = _f(0, "keep at most this many agreeing traces per item, in sample order (0: all)")
+    zero_shot: str = _f("refuse", "Zero-Shot items (held-out task types and criteria), as build-data: refuse (stop, "
+                        "naming them), drop (leave out and count) or allow", choices=("refuse", "drop", "allow"))
+    allow_benchmark_rows: bool = _f(False, "accept rows in the released POLLUX benchmark's schema (refused as "
+                                    "build-data refuses them: its dataset card asks that it not be used for training)")
+    system_prompt: str = _f("", "system message sent before the judge prompt (empty: none, as judge-serve prompts)")
+
+    def __post_init__(self) -> None:
+        if self.samples_per_item < 1:
+            raise ValueError(f"traces: samples_per_item must be at least 1, got {self.samples_per_item}")
+        if self.tolerance < 0:
+            raise ValueError(f"traces: tolerance must be non-negative, got {self.tolerance}")
+        if self.max_kept_per_item < 0:
+            raise ValueError(f"traces: max_kept_per_item must be non-negative, got {self.max_kept_per_item}")
+
+
+@dataclass
 class SplitConfig:
     validation_fraction: float = _f(0.05, "share of instructions held out for validation")
     seed: int = _f(0, "seed of the instruction shuffle")
@@ -154,6 +182,7 @@ STAGE_CONFIGS = {
     "answers": AnswersConfig,
     "annotate": AnnotateConfig,
     "split": SplitConfig,
+    "traces": TracesConfig,
 }
 
 

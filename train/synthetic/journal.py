@@ -108,7 +108,7 @@ def write_stage_outputs(
     """
     import datasets
 
-    from judge import PROMPT_VERSION_EN
+    from judge import PROMPT_VERSION, PROMPT_VERSION_EN
     from judge.plumbing.provenance import write_provenance
 
     out_dir = Path(out_dir)
@@ -136,9 +136,11 @@ def write_stage_outputs(
         **(extra or {}),
     }
     (out_dir / "summary.json").write_text(json.dumps(summary, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    # Only the annotate stage renders a judge prompt (the teacher's English one); the others render none.
+    # Two stages render a judge prompt: annotate the teacher's English one, traces the Russian one judges are served
+    # with; the others render none.
+    prompt_version = {"annotate": PROMPT_VERSION_EN, "traces": PROMPT_VERSION}.get(stage)
     write_provenance(out_dir, f"judge-train data {stage}", dataclasses.asdict(config),
-                     prompt_version=PROMPT_VERSION_EN if stage == "annotate" else None, seed=getattr(config, "seed", None))
+                     prompt_version=prompt_version, seed=getattr(config, "seed", None))
     return summary
 
 

