@@ -168,3 +168,17 @@ def _assert_close(a, b):
         assert a == pytest.approx(b, abs=1e-12)
     else:
         assert a == b
+
+
+def test_section_on_an_empty_table():
+    """No items at all: every figure reads "none", nothing raises (the coded counts have no rows)."""
+    from eval.item_table import ItemTable
+    from eval.validity.section import validity_section
+
+    empty = np.zeros(0, dtype=object)
+    table = ItemTable(ids=empty, judge=np.zeros(0), status=empty, error=empty, score_source=empty,
+                      experts=np.zeros((0, 3)), split=empty, model_id=empty, task_type=empty, task_group=empty,
+                      criteria_name=empty)
+    section = validity_section(table, "mode", {"all": np.zeros(0, dtype=np.intp)})
+    overall = section["splits"]["all"]["overall"]
+    assert overall["n_items"] == 0 and overall["alpha_experts"] is None and overall["ceiling"]["verdict"] is None

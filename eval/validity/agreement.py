@@ -134,6 +134,8 @@ class CodedCounts:
         """
         domain = np.asarray(domain, dtype=float)
         size, n = len(domain), len(draws)
+        if not len(self.rows) or size < 2:
+            return np.full(n, np.nan)
         rows = self.rows[:, np.searchsorted(self.values, domain)]
         m = rows.sum(axis=1)
         eye = np.eye(size)
@@ -149,7 +151,7 @@ class CodedCounts:
             d = (cumulative[:, high + 1] - cumulative[:, low] - (n_v[:, :, None] + n_v[:, None, :]) / 2) ** 2
             alphas = 1 - (o * d).sum(axis=(1, 2)) / (e * d).sum(axis=(1, 2))
         pairable = draws[:, m >= 2].sum(axis=1) > 0  # the package refuses a set with no item rated twice
-        return np.where(pairable & np.isfinite(alphas) & (size >= 2), alphas, np.nan)
+        return np.where(pairable & np.isfinite(alphas), alphas, np.nan)
 
     def pairable(self, domain: np.ndarray, items: np.ndarray) -> np.ndarray:
         """Whether each of ``items`` has at least 2 values in ``domain``."""
