@@ -31,13 +31,11 @@ from judge.criteria_auto import (
     LABEL_SEPARATOR,
     TfidfClassifier,
     build_classifier,
-    bundled_rows,
     criteria_set_scores,
     heldout_path,
     leaf_of,
     load_labelled,
     reliability,
-    taxonomy_rows,
 )
 
 
@@ -93,9 +91,11 @@ def build(method: str, args, train_pairs: list[dict] | None):
     if method == "tfidf":
         if train_pairs is None:
             return TfidfClassifier.load(None, threshold=args.threshold)
-        clf = TfidfClassifier.fit(train_pairs, threshold=args.threshold)
+        from train.criteria_tfidf import fit_tfidf, save_tfidf
+
+        clf = fit_tfidf(train_pairs, threshold=args.threshold)
         if args.save:
-            clf.save(args.save)
+            save_tfidf(clf, args.save)
             print(f"saved the tfidf artefact to {args.save}", file=sys.stderr)
         return clf
     if method == "llm":
@@ -134,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     heldout, _ = load_labelled([args.heldout], include_zero_shot=True)
     train_pairs, counts = None, {}
     if args.train:
+        from train.criteria_rows import bundled_rows, taxonomy_rows
+
         include = not args.exclude_zero_shot
         files = [f for f in args.train if f != "bundled"]
         train_pairs, counts = load_labelled(files, include_zero_shot=include) if files else ([], {})

@@ -17,9 +17,7 @@ from judge.criteria_auto import (
     TaskClassifier,
     TfidfClassifier,
     build_classifier,
-    bundled_rows,
     choose_from_scores,
-    choose_threshold,
     criteria_set_scores,
     default_classifier_path,
     expand_criteria,
@@ -30,11 +28,11 @@ from judge.criteria_auto import (
     leaf_of,
     load_labelled,
     reliability,
-    taxonomy_rows,
-    training_digest,
     training_path,
     type_criteria,
 )
+from train.criteria_rows import bundled_rows, taxonomy_rows
+from train.criteria_tfidf import choose_threshold, fit_tfidf, save_tfidf, training_digest
 
 TAX = load_taxonomy()
 
@@ -259,7 +257,7 @@ def test_tfidf_learns_saves_and_reloads_without_pickle(tmp_path):
     """The tfidf method fits its training rows, records how its threshold was chosen, and the JSON+npz artefact
     reloads to the same probabilities (float16 coefficients: within 1e-3)."""
     pairs, _ = load_labelled([training_path()])
-    clf = TfidfClassifier.fit(pairs, folds=2, max_char_features=3000, max_word_features=500)
+    clf = fit_tfidf(pairs, folds=2, max_char_features=3000, max_word_features=500)
     assert isinstance(clf, TaskClassifier)
     texts = [p["instruction"] for p in pairs]
     probs = clf.predict_proba(texts)
@@ -269,7 +267,7 @@ def test_tfidf_learns_saves_and_reloads_without_pickle(tmp_path):
     cal = clf.meta["calibration"]
     assert cal["n_out_of_fold"] == len(pairs) and clf.threshold == cal["chosen"]["threshold"]
     assert clf.meta["training_digest"] == training_digest(pairs)
-    out = clf.save(tmp_path / "clf")
+    out = save_tfidf(clf, tmp_path / "clf")
     assert sorted(f.name for f in out.iterdir()) == ["model.json", "weights.npz"]
     spec = json.loads((out / "model.json").read_text(encoding="utf-8"))
     assert set(spec["versions"]) == {"scikit-learn", "numpy"} and spec["format"] == "pollux-task-tfidf-v2"

@@ -37,7 +37,8 @@ def classifier_rows(config: ClassifierConfig) -> tuple[list[dict], dict]:
     Raises:
         ConfigError: held-out instructions in the data, or Zero-Shot rows with ``zero_shot: refuse``.
     """
-    from judge.criteria_auto import heldout_path, load_labelled, taxonomy_rows, training_path
+    from judge.criteria_auto import heldout_path, load_labelled, training_path
+    from train.criteria_rows import taxonomy_rows
     from train.config import SAMPLE_DATA, ConfigError
 
     sources = [training_path() if s.strip() == SAMPLE_DATA else Path(s.strip()) for s in config.data.split(",") if s.strip()]

@@ -4,12 +4,12 @@
     judge-train criteria-classifier --data ai-forever/POLLUX --out runs/task-clf   # + the release's 2,100 instructions
     judge-train criteria-classifier --data runs/instructions/instructions.jsonl --out runs/task-clf --no-bundled
 
-With no ``--data`` it trains on the bundled rows and the taxonomy (``judge.criteria_auto.bundled_rows``) with the
-default parameters: exactly the artefact in ``judge/data/criteria_tfidf``, which a test checks against today's rows.
+With no ``--data`` it trains on the bundled rows and the taxonomy (``train.criteria_rows.bundled_rows``) with
+the default parameters: exactly the artefact in ``judge/data/criteria_tfidf``, which a test checks against today's rows.
 ``--data`` adds labelled instructions: POLLUX-format records by their task columns (the release by hub id or folder,
 offline from the cache), ``judge-train data instructions`` output, or labelled JSONL. The fallback threshold is
-chosen on out-of-fold predictions (``TfidfClassifier.fit``) unless ``--threshold`` is given; ``model.json`` records
-it, the calibration it was chosen on, and a digest of the training rows.
+chosen on out-of-fold predictions (``train.criteria_tfidf.fit_tfidf``) unless ``--threshold`` is given;
+``model.json`` records it, the calibration it was chosen on, and a digest of the training rows.
 Use it: ``judge-eval run --criteria auto --criteria-classifier-path runs/task-clf``, or judge-serve's
 ``--criteria-classifier-path``.
 """
@@ -32,7 +32,8 @@ def training_rows(data: Sequence[str], bundled: bool, include_zero_shot: bool) -
     Raises:
         ValueError: an instruction of the bundled held-out set among them (it would inflate the bench's figures).
     """
-    from judge.criteria_auto import bundled_rows, heldout_path, load_labelled, taxonomy_rows
+    from judge.criteria_auto import heldout_path, load_labelled
+    from train.criteria_rows import bundled_rows, taxonomy_rows
 
     pairs, counts = bundled_rows(include_zero_shot) if bundled else (taxonomy_rows(include_zero_shot), {})
     if data:
@@ -69,12 +70,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-word-features", type=int, default=4000, help="word n-gram vocabulary cap")
     args = parser.parse_args(argv)
 
-    from judge.criteria_auto import TfidfClassifier
+    from train.criteria_tfidf import fit_tfidf, save_tfidf
 
     pairs, counts = training_rows(args.data, not args.no_bundled, not args.exclude_zero_shot)
-    clf = TfidfClassifier.fit(pairs, folds=args.folds, threshold=args.threshold,
-                              max_char_features=args.max_char_features, max_word_features=args.max_word_features)
-    out = clf.save(args.out)
+    clf = fit_tfidf(pairs, folds=args.folds, threshold=args.threshold, max_char_features=args.max_char_features,
+                    max_word_features=args.max_word_features)
+    out = save_tfidf(clf, args.out)
     cal = clf.meta["calibration"]
     summary = {"out": str(out), "rows": len(pairs), "counts": counts, "threshold": clf.threshold,
                **{k: cal[k] for k in ("temperature", "type_accuracy", "ece", "chosen") if k in cal}}  # fmt: skip

@@ -1,18 +1,73 @@
 """``criteria: auto``: choose an instruction's task, and with it the POLLUX criteria to judge on (a feature of the
 toolkit, not the contract: judge-serve and judge-eval use it, the contract does not depend on it).
 
-- ``classifier``: the choice (``TaskChoice``, ``choose_from_scores``: task type, then leaf, or the type's shared
-  criteria, or the fallback set), the ``tfidf`` method (shipped in ``judge/data/criteria_tfidf``) and the ``head``
-  method, their training rows, and ``expand_criteria`` (one judge item per chosen criterion);
+One module per job:
+
+- ``policy``: the choice (``TaskChoice``, ``choose_from_scores``: task type, then leaf, or the type's shared
+  criteria, or the fallback set), leaf labels, and the ``TaskClassifier`` protocol every method meets;
+- ``tfidf``: the ``tfidf`` method, loaded and predicting (one ships in ``judge/data/criteria_tfidf``; fitting it is
+  ``train/criteria_tfidf.py``);
+- ``head``: the ``head`` method (a sequence-classification checkpoint; training it is ``train/classifier.py``);
 - ``llm``: the ``llm`` method (an OpenAI-compatible model chooses level by level with guided choice);
-- ``registry``: the methods by name (``build_classifier``, ``classifier_from_settings``).
+- ``registry``: the methods by name (``build_classifier``, ``classifier_from_settings``);
+- ``expansion``: one judge item per chosen criterion (``expand_criteria``, ``expand_rows``, ``expand_file``);
+- ``labelled``: labelled instructions and the bundled training and held-out sets;
+- ``measures``: criteria-set precision / recall / Jaccard and calibration (``reliability``).
 
 Everything public is importable from here: ``from judge.criteria_auto import TfidfClassifier``.
 """
 
-from judge.criteria_auto.classifier import *  # noqa: F401,F403 - the package's public names, listed below
-from judge.criteria_auto.classifier import __all__ as _classifier_all
+from judge.criteria_auto.expansion import expand_criteria, expand_file, expand_rows
+from judge.criteria_auto.head import HeadClassifier
+from judge.criteria_auto.labelled import heldout_path, labelled_rows, load_labelled, training_path
 from judge.criteria_auto.llm import LLMClassifier
+from judge.criteria_auto.measures import criteria_set_scores, reliability
+from judge.criteria_auto.policy import (
+    DEFAULT_THRESHOLD,
+    FALLBACK_GROUPS,
+    LABEL_SEPARATOR,
+    LEAF_SHARE,
+    LeafScoresClassifier,
+    TaskChoice,
+    TaskClassifier,
+    choose_from_scores,
+    fallback_criteria,
+    label_of,
+    leaf_of,
+    task_type_of,
+    type_criteria,
+)
 from judge.criteria_auto.registry import METHODS, build_classifier, classifier_from_settings
+from judge.criteria_auto.tfidf import TfidfClassifier, default_classifier_path
 
-__all__ = [*_classifier_all, "LLMClassifier", "METHODS", "build_classifier", "classifier_from_settings"]
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "FALLBACK_GROUPS",
+    "LABEL_SEPARATOR",
+    "LEAF_SHARE",
+    "METHODS",
+    "HeadClassifier",
+    "LLMClassifier",
+    "LeafScoresClassifier",
+    "TaskChoice",
+    "TaskClassifier",
+    "TfidfClassifier",
+    "build_classifier",
+    "choose_from_scores",
+    "classifier_from_settings",
+    "criteria_set_scores",
+    "default_classifier_path",
+    "expand_criteria",
+    "expand_file",
+    "expand_rows",
+    "fallback_criteria",
+    "heldout_path",
+    "label_of",
+    "labelled_rows",
+    "leaf_of",
+    "load_labelled",
+    "reliability",
+    "task_type_of",
+    "training_path",
+    "type_criteria",
+]

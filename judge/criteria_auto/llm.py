@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from judge.criteria_auto.classifier import (
+from judge.criteria_auto.policy import (
     DEFAULT_THRESHOLD,
     LABEL_SEPARATOR,
     TaskChoice,

@@ -1,15 +1,17 @@
 """The ``criteria: auto`` methods by name: ``build_classifier`` and the settings judge-eval and judge-serve share.
 
-Kept apart from ``judge.criteria_auto.classifier`` (the choice, the tfidf and head methods) and
-``judge.criteria_auto.llm`` (which builds on the classifier module), so that neither imports the other back.
+Kept apart from the methods' own modules (``tfidf``, ``head``, ``llm``), which build on ``policy`` alone, so that
+none of them imports another back.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from judge.criteria_auto.classifier import DEFAULT_THRESHOLD, HeadClassifier, TaskClassifier, TfidfClassifier
+from judge.criteria_auto.head import HeadClassifier
 from judge.criteria_auto.llm import LLMClassifier
+from judge.criteria_auto.policy import DEFAULT_THRESHOLD, TaskClassifier
+from judge.criteria_auto.tfidf import TfidfClassifier
 
 __all__ = ["METHODS", "build_classifier", "classifier_from_settings"]
 

@@ -1,0 +1,138 @@
+"""Expansion for ``criteria: auto``: an (instruction, answer) pair and its ``TaskChoice`` become one POLLUX-format
+judge item per chosen criterion (``expand_criteria``), over a dataset (``expand_rows``: rows that already name a
+criterion pass through, per-criterion labels on an unnamed row are refused) or a JSONL file (``expand_file``:
+``auto_items.jsonl`` and ``task_choices.jsonl``). judge-eval and judge-serve expand through it.
+
+Typical use::
+
+    clf = TfidfClassifier.load()                 # the shipped classifier; or build_classifier("tfidf", path=DIR)
+    items, record = expand_criteria("Напиши ...", "Весна пришла ...", clf.choose("Напиши ..."))
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from judge.criteria_auto.policy import TaskChoice, TaskClassifier, leaf_of
+from judge.taxonomy import load_taxonomy
+
+__all__ = ["expand_criteria", "expand_file", "expand_rows"]
+
+
+def expand_criteria(
+    instruction: str,
+    answer: str,
+    choice: TaskChoice | TaskClassifier,
+    lang: str = "ru",
+    extra: Mapping | None = None,
+) -> tuple[list[dict], dict]:
+    """One judge item per chosen criterion, for ``criteria: auto`` (pure given a ``TaskChoice``).
+
+    Args:
+        instruction, answer: the pair to judge.
+        choice: a ``TaskChoice``, or a classifier to ask for one.
+        lang: rubric language.
+        extra: columns copied into every item (``model_id``, ``reference_answer``...).
+
+    Returns:
+        (items, choice record). Each item has the POLLUX record columns ``instruction``, ``answer``,
+        ``criteria_name`` (the criterion's Russian name, as the dataset names it), ``rubrics``, ``task_type``,
+        ``task_subtype``, ``task_subsubtype`` (of the top-1 leaf), plus ``criterion_id`` and ``task_choice``
+        (the choice record, so a report can be filtered by it). The choice record is ``TaskChoice.to_dict()``.
+    """
+    if not isinstance(choice, TaskChoice):
+        choice = choice.choose(instruction, answer)
+    taxonomy = load_taxonomy()
+    # A failed choice (an LLM answer outside the taxonomy) has no leaf: its items carry empty task columns.
+    leaf = leaf_of(choice.label, taxonomy) if choice.label else None
+    record = choice.to_dict()
+    items = []
+    for cid in choice.criteria:
+        crit = taxonomy.criteria[cid]
+        items.append({
+            **(extra or {}),
+            "instruction": instruction,
+            "answer": answer,
+            "criteria_name": crit.name[lang],
+            "criterion_id": cid,
+            "rubrics": crit.rubric(lang),
+            "task_type": leaf.task_type if leaf else "",
+            "task_subtype": (leaf.subtype or "") if leaf else "",
+            "task_subsubtype": (leaf.subsubtype or "") if leaf else "",
+            "task_choice": record,
+        })  # fmt: skip
+    return items, record
+
+
+#: Columns of an input row that ``expand_rows`` copies into every item (POLLUX record columns it does not set).
+_CARRIED = ("id", "model_id", "reference_answer", "difficulty", "domain")
+#: Labels belong to one criterion: a row without ``criteria_name`` that carries them is refused, since copying them
+#: onto every chosen criterion would score the judge against made-up references.
+_PER_CRITERION = ("expert_scores", "expert_feedback", "criteria_score", "annotations")
+
+
+def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str = "data") -> tuple[list[dict], list[dict]]:
+    """``criteria: auto`` over a dataset: every (instruction, answer) row becomes one item per chosen criterion.
+
+    Rows that already name a criterion (``criteria_name``) pass through unchanged, so a file may mix both.
+    Item ids are ``<row id>::<criterion id>`` (row id: the row's ``id``, else its index), stable across runs.
+
+    Returns:
+        (items, choices): the POLLUX-format items, and one choice record per expanded row (``row`` index, ``id``
+        and ``TaskChoice.to_dict()`` fields) for a ``task_choices.jsonl`` beside the predictions.
+
+    Raises:
+        ValueError: a row without ``instruction`` or ``answer``, or a row without ``criteria_name`` that carries
+            expert labels (they belong to one criterion), naming the source, row and field.
+    """
+    items, choices = [], []
+    for i, row in enumerate(rows):
+        if row.get("criteria_name"):
+            items.append(dict(row))
+            continue
+        for key in ("instruction", "answer"):
+            if not isinstance(row.get(key), str) or not row[key].strip():
+                raise ValueError(f"{source} row {i}: '{key}' must be a non-empty string for criteria: auto")
+        labelled = [k for k in _PER_CRITERION if row.get(k) not in (None, [], ())]
+        if labelled:
+            raise ValueError(f"{source} row {i}: field '{labelled[0]}' labels one criterion, but the row names none "
+                             "(criteria_name) for criteria: auto to expand; give criteria_name, or drop the labels")
+        row_id = str(row.get("id") or i)
+        carried = {k: row[k] for k in _CARRIED if k in row and k != "id"}
+        got, record = expand_criteria(row["instruction"], row["answer"], classifier, extra=carried)
+        for item in got:
+            item["id"] = f"{row_id}::{item['criterion_id']}"
+        items.extend(got)
+        choices.append({"row": i, "id": row_id, **record})
+    return items, choices
+
+
+def expand_file(source: str | Path, out_dir: str | Path, classifier: TaskClassifier) -> Path:
+    """``expand_rows`` over a JSONL file: writes ``auto_items.jsonl`` (POLLUX-format items for ``judge.load_records``)
+    and ``task_choices.jsonl`` (one choice record per expanded row) into ``out_dir``; returns the items' path.
+
+    Raises:
+        ValueError: a line that is not a JSON object, or a row ``expand_rows`` refuses (naming file and row).
+    """
+    source, out = Path(source), Path(out_dir)
+    if source.suffix.lower() != ".jsonl":
+        raise ValueError(f"{source}: criteria: auto reads (instruction, answer) rows from a .jsonl file "
+                         "(judge-eval convert writes one from any source)")
+    rows = []
+    for i, line in enumerate(source.read_text(encoding="utf-8").splitlines()):
+        if line.strip():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{source} line {i + 1}: invalid JSON ({err.msg})") from None
+            if not isinstance(row, dict):
+                raise ValueError(f"{source} line {i + 1}: not a JSON object")
+            rows.append(row)
+    items, choices = expand_rows(rows, classifier, str(source))
+    out.mkdir(parents=True, exist_ok=True)
+    for name, data in (("auto_items.jsonl", items), ("task_choices.jsonl", choices)):
+        with (out / name).open("w", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in data)
+    return out / "auto_items.jsonl"

@@ -1,0 +1,123 @@
+"""Labelled instructions for ``criteria: auto``: (instruction, leaf label) pairs read from any labelled source, and
+the two bundled sets (``training_path``: a small training set; ``heldout_path``: the held-out set, never trained
+on). Reads rows with a ``label`` or with POLLUX task columns (``judge-train data instructions`` output, POLLUX-format
+records), names the row a bad label is in, and keeps the Zero-Shot task types out unless asked. Both the training
+code (``train/criteria_classifier.py``, ``train/classifier.py``) and the measurement (``bench/criteria_auto.py``)
+read through it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+
+from judge.criteria_auto.policy import LABEL_SEPARATOR, label_of, leaf_of
+from judge.splits import STANDARD, ZERO_SHOT, load_split_spec
+from judge.taxonomy import Taxonomy, TaxonomyError, load_taxonomy
+
+__all__ = ["heldout_path", "labelled_rows", "load_labelled", "training_path"]
+
+
+def _label_from_columns(row: Mapping, taxonomy: Taxonomy) -> str:
+    parts = [str(row.get(k) or "").strip() for k in ("task_type", "task_subtype", "task_subsubtype")]
+    parts = [p for p in parts if p]
+    if not parts:
+        raise TaxonomyError("no task_type")
+    leaves = taxonomy.find_tasks(*parts)
+    if len(leaves) != 1:
+        raise TaxonomyError(f"task {' / '.join(parts)!r} names {len(leaves)} leaves, not one")
+    return label_of(leaves[0])
+
+
+def labelled_rows(
+    rows: Iterable[Mapping],
+    source: str,
+    include_zero_shot: bool = False,
+    taxonomy: Taxonomy | None = None,
+) -> tuple[list[dict], dict]:
+    """(instruction, leaf label) pairs from rows with task columns, de-duplicated by instruction.
+
+    Reads either shape: a row with ``label`` (the bundled sets), or with ``task_type`` / ``task_subtype`` /
+    ``task_subsubtype`` (``judge-train data instructions`` output rows, POLLUX-format records; English or Russian
+    names; a group name in ``task_type`` is accepted as the taxonomy does).
+
+    Args:
+        rows: mappings (or ``JudgeRecord``s: their attributes are read).
+        source: named in errors.
+        include_zero_shot: keep rows of the Zero-Shot task types (``judge/data/zero_shot.yaml``); off by default
+            so that the classifier's Zero-Shot figures stay zero-shot, as the judges' do.
+
+    Returns:
+        (pairs ``{"instruction", "label", "split"}``, counts ``{"rows", "kept", "duplicates", "zero_shot_dropped"}``).
+
+    Raises:
+        ValueError: a row without an instruction or with a task the taxonomy does not know, naming the row.
+    """
+    taxonomy = taxonomy or load_taxonomy()
+    held_out = load_split_spec(taxonomy=taxonomy).task_types
+    out, seen = [], set()
+    counts = {"rows": 0, "kept": 0, "duplicates": 0, "zero_shot_dropped": 0}
+    for i, row in enumerate(rows):
+        if not isinstance(row, Mapping):
+            row = vars(row)
+        counts["rows"] += 1
+        instruction = str(row.get("instruction") or "").strip()
+        if not instruction:
+            raise ValueError(f"{source} row {i}: empty or missing 'instruction'")
+        try:
+            label = label_of(leaf_of(row["label"], taxonomy)) if row.get("label") else _label_from_columns(row, taxonomy)
+        except TaxonomyError as err:
+            raise ValueError(f"{source} row {i}: task columns do not name one leaf of the taxonomy: {err}") from err
+        split = ZERO_SHOT if label.split(LABEL_SEPARATOR)[0] in held_out else STANDARD
+        if split == ZERO_SHOT and not include_zero_shot:
+            counts["zero_shot_dropped"] += 1
+            continue
+        if instruction in seen:
+            counts["duplicates"] += 1
+            continue
+        seen.add(instruction)
+        out.append({"instruction": instruction, "label": label, "split": split})
+    counts["kept"] = len(out)
+    return out, counts
+
+
+def load_labelled(paths: Sequence[str | Path], include_zero_shot: bool = False) -> tuple[list[dict], dict]:
+    """``labelled_rows`` over JSONL files (instructions output, POLLUX records, the bundled sets) or record sources.
+
+    A ``.jsonl`` is read row by row (any of the shapes ``labelled_rows`` reads); anything else goes through
+    ``judge.load_records`` (parquet, ``save_to_disk`` folders).
+    """
+    from judge.record_sources import load_records
+
+    pairs, totals = [], {"rows": 0, "kept": 0, "duplicates": 0, "zero_shot_dropped": 0}
+    seen = set()
+    for path in paths:
+        path = Path(path)
+        if path.suffix == ".jsonl":
+            with path.open(encoding="utf-8") as fh:
+                rows = [json.loads(line) for line in fh if line.strip()]
+        else:
+            rows = load_records(path, make_id=True)
+        got, counts = labelled_rows(rows, str(path), include_zero_shot)
+        for key in totals:
+            totals[key] += counts[key]
+        for pair in got:
+            if pair["instruction"] in seen:
+                totals["duplicates"] += 1
+                totals["kept"] -= 1
+                continue
+            seen.add(pair["instruction"])
+            pairs.append(pair)
+    return pairs, totals
+
+
+def heldout_path() -> Path:
+    """The bundled held-out set (never used for training): ``judge/data/task_classifier_heldout.jsonl``."""
+    return Path(str(resources.files("judge") / "data" / "task_classifier_heldout.jsonl"))
+
+
+def training_path() -> Path:
+    """The bundled small training set, disjoint from the held-out one: ``judge/data/task_classifier_train.jsonl``."""
+    return Path(str(resources.files("judge") / "data" / "task_classifier_train.jsonl"))

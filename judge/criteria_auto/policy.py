@@ -1,0 +1,280 @@
+"""The choice policy of ``criteria: auto``: leaf probabilities in, a ``TaskChoice`` (a task and its criteria) out.
+
+The POLLUX paper leaves the classifier open: "The creation of the criteria classifier remains an open research
+question and is deferred to future work" (arXiv 2505.24616v3, Limitations, "Task classifier"). Whatever the method
+(``tfidf``, ``llm``, ``head``), it names leaves of the vendored taxonomy with probabilities, and this module decides
+at the level the evidence supports (``choose_from_scores``): the task type first — below a probability threshold the
+criteria fall back to those that apply to any text (``fallback_criteria``) —, then the leaf within it — when no leaf
+holds most of the type's probability, the criteria every leaf of the type shares (``type_criteria``) —, and says
+so. The criteria set is always the taxonomy's own (``Taxonomy.criteria_for``), so no criterion outside it can appear.
+Also here: the leaf labels (``label_of``, ``leaf_of``) and the ``TaskClassifier`` protocol every method meets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Protocol, runtime_checkable
+
+from judge.taxonomy import Task, Taxonomy, TaxonomyError, load_taxonomy
+
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "FALLBACK_GROUPS",
+    "LABEL_SEPARATOR",
+    "LEAF_SHARE",
+    "LeafScoresClassifier",
+    "TaskChoice",
+    "TaskClassifier",
+    "choose_from_scores",
+    "fallback_criteria",
+    "label_of",
+    "leaf_of",
+    "task_type_of",
+    "type_criteria",
+]
+
+#: Leaf labels join the English names along the path: "Code creation / Python".
+LABEL_SEPARATOR = " / "
+#: Groups whose criteria apply to any text: "Note that Critical, Subjective, and General criteria are applicable to
+#: any text, hence they are eligible for every t and s" (arXiv 2505.24616v3, Section 2.3). The paper's "General"
+#: group is the taxonomy's "Fine-grained" (the six criteria of Appendix P.2, Table 63).
+FALLBACK_GROUPS = ("Critical", "Fine-grained", "Subjective")
+#: Below this task-type probability the choice falls back to the shared criteria, for methods whose probabilities
+#: were not calibrated (``llm``, ``head``): "more likely this task type than all others together". The paper is
+#: silent (it has no classifier). The ``tfidf`` method records its own, chosen on out-of-fold data
+#: (``train.criteria_tfidf.fit_tfidf``). A named option everywhere.
+DEFAULT_THRESHOLD = 0.5
+
+
+def label_of(task: Task) -> str:
+    """The leaf's label: its English path names joined by ``LABEL_SEPARATOR``."""
+    return LABEL_SEPARATOR.join(task.path)
+
+
+def task_type_of(label: str) -> str:
+    """The task type a leaf label starts with."""
+    return label.split(LABEL_SEPARATOR)[0]
+
+
+def leaf_of(label: str, taxonomy: Taxonomy | None = None) -> Task:
+    """The one leaf a label (or a path of English/Russian names joined by " / ") names.
+
+    Raises:
+        TaxonomyError: unknown, or a path above several leaves.
+    """
+    taxonomy = taxonomy or load_taxonomy()
+    parts = [p.strip() for p in label.split(LABEL_SEPARATOR)]
+    if len(parts) > 3:
+        raise TaxonomyError(f"task label {label!r} has more than three levels")
+    leaves = taxonomy.find_tasks(*parts)
+    if len(leaves) != 1:
+        options = "; ".join(label_of(t) for t in leaves)
+        raise TaxonomyError(f"task label {label!r} names {len(leaves)} leaves, not one: {options}")
+    return leaves[0]
+
+
+def fallback_criteria(taxonomy: Taxonomy | None = None) -> tuple[str, ...]:
+    """The criteria that apply to every task: base criteria of ``FALLBACK_GROUPS``, in taxonomy order.
+
+    The published leaf sets do not all list them (STEM and code leaves carry only Task-specific variants), so the
+    intersection over leaves is empty; the paper's statement (Section 2.3) is the rule, the taxonomy's group field the
+    data.
+    """
+    taxonomy = taxonomy or load_taxonomy()
+    return tuple(c.id for c in taxonomy.criteria.values() if c.group in FALLBACK_GROUPS and "__" not in c.id)
+
+
+@dataclass(frozen=True)
+class TaskChoice:
+    """What a classifier chose for one instruction (the wire format of ``criteria: auto``).
+
+    Attributes:
+        task_type, task_subtype, task_subsubtype: the chosen leaf's English names ("" where the path is shorter):
+            the most probable leaf of the most probable task type, even when ``level`` is not ``"leaf"``.
+        label: that leaf's label (``label_of``); "" when the method failed to name a leaf (see ``reason``).
+        probability: the classifier's probability of that leaf (None when the method gives none).
+        alternatives: the top-k leaves as ``(label, probability)``, best first.
+        criteria: criterion ids to judge on: the leaf's set (``level == "leaf"``), the criteria every leaf of the
+            task type shares (``"task_type"``), or ``fallback_criteria()`` (``"fallback"``).
+        fallback: True when ``criteria`` is the fallback set.
+        reason: why the choice stopped above the leaf ("" when it did not).
+        method: the classifier's name.
+        level: ``"leaf"``, ``"task_type"`` or ``"fallback"``: where the evidence was enough to decide.
+        task_type_probability: the probability of the task type (the sum over its leaves; None without
+            probabilities).
+    """
+
+    task_type: str
+    task_subtype: str
+    task_subsubtype: str
+    label: str
+    probability: float | None
+    alternatives: tuple[tuple[str, float], ...]
+    criteria: tuple[str, ...]
+    fallback: bool
+    reason: str
+    method: str
+    level: str = "leaf"
+    task_type_probability: float | None = None
+
+    def to_dict(self) -> dict:
+        row = asdict(self)
+        row["alternatives"] = [{"label": lab, "probability": p} for lab, p in self.alternatives]
+        row["criteria"] = list(self.criteria)
+        return row
+
+    @classmethod
+    def of_leaf(
+        cls, leaf: Task, probability: float | None, alternatives: tuple[tuple[str, float], ...], threshold: float,
+        method: str, taxonomy: Taxonomy, type_probability: float | None = None, leaf_share: float | None = None,
+        min_leaf_share: float | None = None,
+    ) -> "TaskChoice":
+        """The choice of ``leaf`` at the level its probabilities support (a method without probabilities, ``None``,
+        always decides at the leaf).
+
+        Args:
+            probability: the leaf's probability; type_probability: its task type's (default: ``probability``).
+            threshold: below this task-type probability the criteria fall back to ``fallback_criteria()``.
+            leaf_share: the leaf's share of its type's probability; below ``min_leaf_share`` (``LEAF_SHARE``) the
+                criteria are those every leaf of the type shares (``type_criteria``).
+        """
+        min_leaf_share = LEAF_SHARE if min_leaf_share is None else min_leaf_share
+        type_p = probability if type_probability is None else type_probability
+        level, criteria, reason = "leaf", leaf.criteria, ""
+        if type_p is not None and type_p < threshold:
+            level, criteria = "fallback", fallback_criteria(taxonomy)
+            reason = f"task type probability {type_p:.3f} < threshold {threshold:.3f}"
+        elif leaf_share is not None and leaf_share < min_leaf_share:
+            shared = type_criteria(leaf.task_type, taxonomy)
+            level, criteria = ("task_type", shared) if shared else ("fallback", fallback_criteria(taxonomy))
+            reason = (f"leaf share {leaf_share:.3f} of its task type < {min_leaf_share:.3f}"
+                      + ("" if shared else f"; the leaves of {leaf.task_type!r} share no criterion"))  # fmt: skip
+        return cls(
+            task_type=leaf.task_type,
+            task_subtype=leaf.subtype or "",
+            task_subsubtype=leaf.subsubtype or "",
+            label=label_of(leaf),
+            probability=probability,
+            alternatives=alternatives,
+            criteria=tuple(criteria),
+            fallback=level == "fallback",
+            reason=reason,
+            method=method,
+            level=level,
+            task_type_probability=type_p,
+        )
+
+    @classmethod
+    def from_dict(cls, row: Mapping) -> "TaskChoice":
+        values = dict(row)
+        values["alternatives"] = tuple((a["label"], float(a["probability"])) for a in values.get("alternatives", []))
+        values["criteria"] = tuple(values["criteria"])
+        return cls(**values)
+
+
+#: Within the chosen task type, the most probable leaf is taken when it holds at least this share of the type's
+#: probability: "more likely than all the type's other leaves together". Below it, the criteria every leaf of the
+#: type shares are judged (``type_criteria``). The paper has no classifier, so no such number; a named constant.
+LEAF_SHARE = 0.5
+
+
+def type_criteria(task_type: str, taxonomy: Taxonomy | None = None) -> tuple[str, ...]:
+    """The criteria every leaf of ``task_type`` lists, in the first leaf's order; empty when they share none.
+
+    Leaves often list leaf-specific variants of one criterion (``operability__5`` for Python, ``operability__3`` for
+    C++): such a criterion is shared under its base id (``operability``, the taxonomy's general wording), since the
+    leaf that would pick the variant is what is not known.
+    """
+    taxonomy = taxonomy or load_taxonomy()
+    leaves = [t for t in taxonomy.tasks if t.task_type == task_type]
+    if not leaves:
+        raise TaxonomyError(f"unknown task type {task_type!r}")
+    base = lambda cid: cid.split("__")[0]  # noqa: E731
+    shared = set.intersection(*({base(c) for c in t.criteria} for t in leaves))
+    out = []
+    for cid in leaves[0].criteria:
+        if base(cid) not in shared:
+            continue
+        same = all(cid in t.criteria for t in leaves)
+        pick = cid if same or base(cid) not in taxonomy.criteria else base(cid)
+        if pick not in out:
+            out.append(pick)
+    return tuple(out)
+
+
+def choose_from_scores(
+    scores: Mapping[str, float],
+    method: str,
+    threshold: float = DEFAULT_THRESHOLD,
+    top_k: int = 3,
+    taxonomy: Taxonomy | None = None,
+    leaf_share: float = LEAF_SHARE,
+) -> TaskChoice:
+    """Turn leaf probabilities into a ``TaskChoice``, deciding at the level the evidence supports (pure).
+
+    The task type's probability is the sum over its leaves. The most probable type is chosen; below ``threshold``
+    the criteria fall back to those that apply to any text. Within the type, its most probable leaf is taken when it
+    holds at least ``leaf_share`` of the type's probability (a type with one leaf always does); otherwise the
+    criteria every leaf of the type shares. The paper has no classifier (Limitations, "Task classifier"): both numbers are options.
+
+    Args:
+        scores: leaf label -> probability (need not cover every leaf; need not sum to one).
+        method: the classifier's name, recorded.
+        threshold: the task-type probability below which the choice falls back.
+        top_k: how many alternatives to keep (leaves, best first).
+        leaf_share: see above.
+
+    Raises:
+        TaxonomyError: a label that is not a leaf of the taxonomy (a classifier cannot invent tasks).
+        ValueError: no scores, or a probability outside [0, 1] or NaN.
+    """
+    taxonomy = taxonomy or load_taxonomy()
+    if not scores:
+        raise ValueError(f"{method}: no task scores to choose from")
+    for label, p in scores.items():
+        if not (0.0 <= p <= 1.0 + 1e-6):  # NaN fails this too
+            raise ValueError(f"{method}: probability {p!r} of {label!r} is outside [0, 1]")
+    leaves = {label_of(leaf_of(lab, taxonomy)): float(p) for lab, p in scores.items()}
+    ranked = sorted(leaves.items(), key=lambda kv: (-kv[1], kv[0]))
+    by_type: dict[str, float] = {}
+    for lab, p in ranked:
+        by_type[task_type_of(lab)] = by_type.get(task_type_of(lab), 0.0) + p
+    task_type = min(by_type, key=lambda t: (-by_type[t], t))
+    label, p_leaf = next((lab, p) for lab, p in ranked if task_type_of(lab) == task_type)
+    leaf = leaf_of(label, taxonomy)
+    type_p = by_type[task_type]
+    n_leaves = sum(t.task_type == task_type for t in taxonomy.tasks)
+    share = 1.0 if n_leaves == 1 else (p_leaf / type_p if type_p > 0 else 0.0)
+    return TaskChoice.of_leaf(leaf, p_leaf, tuple(ranked[:top_k]), threshold, method, taxonomy,
+                              type_probability=type_p, leaf_share=share, min_leaf_share=leaf_share)  # fmt: skip
+
+
+@runtime_checkable
+class TaskClassifier(Protocol):
+    """A method: instructions -> leaf-label probabilities; ``choose`` applies the threshold and the taxonomy."""
+
+    name: str
+    threshold: float
+
+    def predict_proba(self, instructions: Sequence[str]) -> list[dict[str, float]]:
+        """Per instruction, leaf label -> probability."""
+        ...
+
+    def choose(self, instruction: str, answer: str | None = None, top_k: int = 3) -> TaskChoice:
+        """The ``TaskChoice`` for one instruction."""
+        ...
+
+
+class LeafScoresClassifier:
+    """The base of the methods that score every leaf (``tfidf``, ``head``): ``choose`` is ``choose_from_scores``
+    over ``predict_proba``, at the method's ``threshold``."""
+
+    name = "base"
+    threshold = DEFAULT_THRESHOLD
+
+    def choose(self, instruction: str, answer: str | None = None, top_k: int = 3) -> TaskChoice:
+        # The answer is accepted for the contract's sake; the shipped methods read the instruction only, since
+        # a bad answer (off-task, refusal) must not move the task it is judged against.
+        return choose_from_scores(self.predict_proba([instruction])[0], self.name, self.threshold, top_k)
+

@@ -1,0 +1,128 @@
+"""The ``tfidf`` method of ``criteria: auto``, loaded and predicting: character and word n-gram TF-IDF features and
+two linear models over them, the task type (temperature-scaled) and the leaf within its type. Saved without pickle:
+``model.json`` (vocabularies, labels, temperature, threshold, how both were chosen, versions) and ``weights.npz``
+(idf, coefficients in float16, intercepts); one ships with the package (``judge/data/criteria_tfidf``, loaded by
+``TfidfClassifier.load()`` with no argument). Fitting and writing an artefact are training's job
+(``train/criteria_tfidf.py``, ``judge-train criteria-classifier``); this module only reads one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from judge.criteria_auto.policy import LeafScoresClassifier, task_type_of
+
+__all__ = [
+    "DEFAULT_TFIDF_DIR",
+    "TFIDF_FORMAT",
+    "TextFeatures",
+    "TfidfClassifier",
+    "default_classifier_path",
+    "softmax",
+]
+
+TFIDF_FORMAT = "pollux-task-tfidf-v2"
+#: Where the shipped default classifier lives (package data), rebuilt by ``judge-train criteria-classifier --out``
+#: this folder with no data arguments (the bundled rows and the taxonomy); ``tests/test_task_classifier.py`` pins
+#: that a rebuild gives the same artefact.
+DEFAULT_TFIDF_DIR = "criteria_tfidf"
+
+
+def default_classifier_path() -> Path:
+    """The folder of the classifier that ships with the package (``judge/data/criteria_tfidf``)."""
+    return Path(str(resources.files("judge") / "data" / DEFAULT_TFIDF_DIR))
+
+
+class TextFeatures:
+    """Character n-grams within word boundaries (robust to Russian inflection) beside word uni/bigrams (the words
+    that name a task: "переведи", "стихотворение", "Python"), each TF-IDF weighted, side by side."""
+
+    def __init__(self, char, word):
+        self.char, self.word = char, word
+
+    def transform(self, texts):
+        """The (texts x features) sparse matrix: character columns, then word columns."""
+        from scipy.sparse import hstack
+
+        texts = list(texts)
+        return hstack([self.char.transform(texts), self.word.transform(texts)]).tocsr()
+
+    @classmethod
+    def from_json(cls, spec: Mapping, arrays: Mapping) -> "TextFeatures":
+        """The features ``model.json``'s ``features`` spec and ``weights.npz``'s idf arrays describe."""
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        parts = []
+        for name in ("char", "word"):
+            v = spec[name]
+            vec = TfidfVectorizer(analyzer=v["analyzer"], ngram_range=tuple(v["ngram_range"]),
+                                  sublinear_tf=v["sublinear_tf"], lowercase=v["lowercase"],
+                                  vocabulary=v["vocabulary"], dtype=np.float64)  # fmt: skip
+            vec.idf_ = np.asarray(arrays[f"{name}_idf"], dtype=np.float64)
+            parts.append(vec)
+        return cls(*parts)
+
+
+def softmax(z):
+    """Row-wise softmax of a (rows x classes) array."""
+    z = z - z.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+class TfidfClassifier(LeafScoresClassifier):
+    """Two linear models over one TF-IDF feature space: the task type (calibrated), then the leaf within it.
+
+    ``predict_proba`` gives each leaf ``P(type) * P(leaf | type)``: the type's probability from the task-type model,
+    temperature-scaled on out-of-fold predictions so that a stated 0.8 is right about 80 % of the time; the leaf's
+    share of its type from the leaf model. ``choose`` (``choose_from_scores``) then decides at the level where the
+    evidence is. Saved without pickle: ``model.json`` (vocabularies, labels, temperature, threshold, how both were
+    chosen, versions) and ``weights.npz`` (idf, coefficients in float16, intercepts).
+    """
+
+    name = "tfidf"
+
+    def __init__(self, features: TextFeatures, types: tuple, leaves: tuple, temperature: float,
+                 threshold: float, meta: dict | None = None):  # fmt: skip
+        self.features = features
+        self.type_classes, self.type_coef, self.type_intercept = types
+        self.leaf_classes, self.leaf_coef, self.leaf_intercept = leaves
+        self.temperature = temperature
+        self.threshold = threshold
+        self.meta = meta or {}
+        self._leaf_type = np.array([self.type_classes.index(task_type_of(lab)) for lab in self.leaf_classes])
+
+    def predict_proba(self, instructions: Sequence[str]) -> list[dict[str, float]]:
+        x = self.features.transform(instructions)
+        type_p = softmax((np.asarray(x @ self.type_coef.T) + self.type_intercept) / self.temperature)
+        # P(leaf | its type): a softmax over the leaf logits of each type separately
+        logits = np.asarray(x @ self.leaf_coef.T) + self.leaf_intercept
+        e = np.exp(logits - logits.max(axis=1, keepdims=True))
+        type_mass = np.zeros((e.shape[0], len(self.type_classes)))
+        np.add.at(type_mass.T, self._leaf_type, e.T)
+        joint = type_p[:, self._leaf_type] * e / type_mass[:, self._leaf_type]
+        return [dict(zip(self.leaf_classes, map(float, row))) for row in joint]
+
+    @classmethod
+    def load(cls, path: str | Path | None = None, threshold: float | None = None) -> "TfidfClassifier":
+        """Rebuild a saved classifier from ``path`` (the folder ``train.criteria_tfidf.save_tfidf`` wrote; default: the
+        shipped one)."""
+        folder = Path(path) if path else default_classifier_path()
+        if not (folder / "model.json").is_file():
+            raise FileNotFoundError(f"tfidf: no model.json in {folder} (train one with `judge-train "
+                                    "criteria-classifier --out DIR`)")  # fmt: skip
+        spec = json.loads((folder / "model.json").read_text(encoding="utf-8"))
+        if spec.get("format") != TFIDF_FORMAT:
+            raise ValueError(f"tfidf: {folder}/model.json has format {spec.get('format')!r}, expected "
+                             f"{TFIDF_FORMAT!r}; retrain it with `judge-train criteria-classifier --out {folder}`")
+        with np.load(folder / "weights.npz") as w:
+            arrays = {k: w[k] for k in w.files}
+        types = (spec["type_classes"], arrays["type_coef"].astype(np.float64), arrays["type_intercept"])
+        leaves = (spec["leaf_classes"], arrays["leaf_coef"].astype(np.float64), arrays["leaf_intercept"])
+        return cls(TextFeatures.from_json(spec["features"], arrays), types, leaves, spec["temperature"],
+                   spec["threshold"] if threshold is None else threshold, spec["meta"])  # fmt: skip

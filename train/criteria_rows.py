@@ -1,0 +1,56 @@
+"""Training rows of the ``criteria: auto`` classifiers beyond hand labels: weakly labelled texts from the taxonomy
+itself (``taxonomy_rows``: every leaf, no hand label needed) and the rows the shipped tfidf classifier is trained on
+(``bundled_rows``: the bundled training set, the bundled sample's instructions and the taxonomy texts). Read by both
+recipes, ``judge-train criteria-classifier`` (``train/criteria_classifier.py``) and ``judge-train classifier``
+(``train/classifier.py``), and by ``bench/criteria_auto.py --train``.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+from judge.criteria_auto.labelled import load_labelled, training_path
+from judge.criteria_auto.policy import label_of
+from judge.splits import STANDARD, ZERO_SHOT, load_split_spec
+from judge.taxonomy import Taxonomy, load_taxonomy
+
+__all__ = ["bundled_rows", "taxonomy_rows"]
+
+
+def taxonomy_rows(include_zero_shot: bool = False, taxonomy: Taxonomy | None = None) -> list[dict]:
+    """Weakly labelled training texts from the taxonomy itself (``tasks.json``), marked ``"source": "taxonomy"``:
+    per leaf, one row of everything (its Russian path names, description and complexity notes) and one row per
+    part (path names + that part). Covers all 152 leaves without hand labels; no instruction of the held-out set is
+    derived from it.
+    """
+    taxonomy = taxonomy or load_taxonomy()
+    held_out = load_split_spec(taxonomy=taxonomy).task_types
+    rows = []
+    for task in taxonomy.tasks:
+        if task.task_type in held_out and not include_zero_shot:
+            continue
+        names = " ".join(n for n in task.names_ru if n)
+        parts = [(task.description or {}).get("ru") or ""]
+        parts += [(level or {}).get("ru") or "" for level in (task.complexity or {}).values()]
+        parts = [p for p in parts if p]
+        split = ZERO_SHOT if task.task_type in held_out else STANDARD
+        for text in [". ".join([names, *parts])] + [f"{names}. {p}" for p in parts]:
+            rows.append({"instruction": text, "label": label_of(task), "split": split, "source": "taxonomy"})
+    return rows
+
+
+def bundled_rows(include_zero_shot: bool = True) -> tuple[list[dict], dict]:
+    """What the shipped classifier is trained on: the bundled training instructions, the bundled sample's
+    instructions (``judge/data/sample.jsonl``, by their task columns) and ``taxonomy_rows``; never the held-out set.
+
+    Zero-Shot task types are in by default: the shipped classifier routes any instruction a user sends, and the
+    Zero-Shot split concerns the judges, not the router (``bench/criteria_auto.py --exclude-zero-shot`` measures
+    transfer to unseen task types instead).
+
+    Returns:
+        (pairs, counts) as ``load_labelled``.
+    """
+    sample = Path(str(resources.files("judge") / "data" / "sample.jsonl"))
+    pairs, counts = load_labelled([training_path(), sample], include_zero_shot=include_zero_shot)
+    return pairs + taxonomy_rows(include_zero_shot=include_zero_shot), counts

@@ -1,0 +1,274 @@
+"""Fitting the tfidf task classifier of ``criteria: auto`` and writing its artefact (``judge-train
+criteria-classifier``; ``judge/data/criteria_tfidf`` is one): the TF-IDF vocabularies, the task-type model and the
+leaf models within each type, the temperature and the fallback threshold chosen on out-of-fold predictions
+(``choose_threshold``), and ``save_tfidf`` (JSON + npz, no pickle). What it writes, ``judge.criteria_auto.tfidf``
+loads and predicts with; nothing here is needed to judge.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from judge.criteria_auto.measures import criteria_set_scores, reliability
+from judge.criteria_auto.policy import DEFAULT_THRESHOLD, choose_from_scores, fallback_criteria, leaf_of, task_type_of
+from judge.criteria_auto.tfidf import TFIDF_FORMAT, TextFeatures, TfidfClassifier
+from judge.taxonomy import load_taxonomy
+
+__all__ = ["choose_threshold", "fit_features", "fit_tfidf", "features_to_json", "save_tfidf", "training_digest"]
+
+
+def fit_tfidf(
+    pairs: Sequence[Mapping],
+    char_ngrams: tuple[int, int] = (2, 5),
+    word_ngrams: tuple[int, int] = (1, 2),
+    max_char_features: int = 16000,
+    max_word_features: int = 4000,
+    c: float = 30.0,
+    folds: int = 5,
+    seed: int = 0,
+    threshold: float | None = None,
+) -> TfidfClassifier:
+    """Train the tfidf classifier on ``{"instruction", "label"}`` pairs (``judge.criteria_auto.labelled_rows`` /
+    ``train.criteria_rows.taxonomy_rows`` output).
+
+    Calibration and the threshold come from ``folds``-fold out-of-fold predictions over the real instructions
+    (rows not marked ``"source": "taxonomy"``; taxonomy texts stay in every training fold, since they describe
+    tasks rather than ask for them): the temperature minimises their negative log-likelihood, and the threshold
+    maximises the mean Jaccard of the judged criteria against each instruction's true set
+    (``choose_threshold``), unless ``threshold`` is given. Both, with the out-of-fold figures they were chosen
+    on, are recorded in ``meta["calibration"]``.
+
+    Args:
+        char_ngrams, word_ngrams: n-gram lengths of the two feature families.
+        max_char_features, max_word_features: vocabulary caps (most frequent terms): they bound the artefact.
+        c: inverse L2 regularisation strength of both logistic regressions.
+    """
+    from threadpoolctl import threadpool_limits
+
+    # one BLAS/OpenMP thread: these are many small fits, and threads only contend (32 s -> 1.4 s of CPU for the
+    # per-type leaf fits on this 2-core machine under load)
+    with threadpool_limits(1):
+        return _fit(pairs, char_ngrams, word_ngrams, max_char_features, max_word_features, c, folds, seed,
+                    threshold)  # fmt: skip
+
+
+def _fit(pairs, char_ngrams, word_ngrams, max_char_features, max_word_features, c, folds, seed, threshold):
+    """``fit_tfidf`` under one thread: calibration on out-of-fold data, then the final fit on every row."""
+    params = {"char_ngrams": list(char_ngrams), "word_ngrams": list(word_ngrams),
+              "max_char_features": max_char_features, "max_word_features": max_word_features, "c": c,
+              "seed": seed}  # fmt: skip
+    if len({task_type_of(p["label"]) for p in pairs}) < 2:
+        raise ValueError("tfidf: need at least two task types to train")
+    real = [i for i, p in enumerate(pairs) if p.get("source") != "taxonomy"]
+    calibration: dict = {"folds": folds, "n_instructions": len(real)}
+    temperature = 1.0
+    if len(real) >= folds >= 2:
+        temperature, oof = _out_of_fold(pairs, real, folds, params)
+        calibration.update({"temperature": temperature, **oof})
+        if threshold is None:
+            threshold = oof["chosen"]["threshold"]
+    if threshold is None:
+        threshold = DEFAULT_THRESHOLD
+        calibration["note"] = f"fewer than {folds} real instructions: no out-of-fold threshold, the default used"
+    model = _fit_once(pairs, params, temperature, float(threshold))
+    model.meta = {**params, "n_train": len(pairs), "training_digest": training_digest(pairs),
+                  "calibration": calibration}
+    return model
+
+
+def _fit_once(pairs: Sequence[Mapping], params: Mapping, temperature: float, threshold: float) -> TfidfClassifier:
+    """One fit of the features and both linear models on ``pairs``, at a given temperature and threshold."""
+    texts = [p["instruction"] for p in pairs]
+    features = fit_features(texts, params["char_ngrams"], params["word_ngrams"],
+                            params["max_char_features"], params["max_word_features"])  # fmt: skip
+    x = features.transform(texts)
+    types = _fit_linear(x, [task_type_of(p["label"]) for p in pairs], params["c"], params["seed"])
+    return TfidfClassifier(features, types, _fit_leaves_within_types(x, pairs, params), temperature, threshold)
+
+
+def _out_of_fold(pairs, real, folds, params) -> tuple[float, dict]:
+    """Temperature and threshold from fold models that never saw the instructions they score."""
+    taxonomy = load_taxonomy()
+    order = np.random.default_rng(params["seed"]).permutation(real)
+    scored = []  # (gold label, instruction, the fold model that did not see it)
+    for k in range(folds):
+        held = sorted(order[k::folds].tolist())
+        model = _fit_once([p for i, p in enumerate(pairs) if i not in set(held)], params, 1.0, 0.0)
+        scored += [(pairs[i]["label"], pairs[i]["instruction"], model) for i in held]
+    # temperature: on the instructions whose task type their fold model knows (a type whose every row was held
+    # out cannot be scored; it still counts below, as a miss)
+    logits, gold_index = [], []
+    for gold, text, model in scored:
+        if task_type_of(gold) in model.type_classes:
+            z = np.asarray(model.features.transform([text]) @ model.type_coef.T)[0] + model.type_intercept
+            logits.append(z)
+            gold_index.append(model.type_classes.index(task_type_of(gold)))
+    temperature = _fit_temperature(logits, gold_index)
+    fallback_set = fallback_criteria(taxonomy)
+    type_p, correct, chosen_j, fallback_j = [], [], [], []
+    for gold, text, model in scored:
+        model.temperature = temperature
+        choice = choose_from_scores(model.predict_proba([text])[0], "tfidf", 0.0, taxonomy=taxonomy)
+        truth = leaf_of(gold, taxonomy).criteria
+        type_p.append(choice.task_type_probability)
+        correct.append(choice.task_type == task_type_of(gold))
+        chosen_j.append(criteria_set_scores(choice.criteria, truth)["jaccard"])
+        fallback_j.append(criteria_set_scores(fallback_set, truth)["jaccard"])
+    return temperature, {
+        "n_out_of_fold": len(scored),
+        "type_accuracy": float(np.mean(correct)),
+        "ece": reliability(type_p, correct)["ece"],
+        "chosen": choose_threshold(type_p, chosen_j, fallback_j),
+        # what the choice was made on, so that it can be checked without retraining
+        "out_of_fold": [[round(p, 6), bool(ok), round(cj, 6), round(fj, 6)]
+                        for p, ok, cj, fj in zip(type_p, correct, chosen_j, fallback_j)],
+    }
+
+
+def fit_features(texts, char_ngrams, word_ngrams, max_char, max_word) -> TextFeatures:
+    """The TF-IDF vocabularies and idf of both feature families, learnt from ``texts``."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    char = TfidfVectorizer(analyzer="char_wb", ngram_range=tuple(char_ngrams), max_features=max_char,
+                           sublinear_tf=True, lowercase=True, dtype=np.float64)  # fmt: skip
+    word = TfidfVectorizer(analyzer="word", ngram_range=tuple(word_ngrams), max_features=max_word,
+                           sublinear_tf=True, lowercase=True, dtype=np.float64)  # fmt: skip
+    texts = list(texts)
+    char.fit(texts)
+    word.fit(texts)
+    return TextFeatures(char, word)
+
+
+def features_to_json(features: TextFeatures) -> tuple[dict, dict]:
+    """The ``features`` spec of ``model.json`` and the idf arrays of ``weights.npz`` (``TextFeatures.from_json``
+    reads them back)."""
+    spec, arrays = {}, {}
+    for name, vec in (("char", features.char), ("word", features.word)):
+        spec[name] = {"analyzer": vec.analyzer, "ngram_range": list(vec.ngram_range), "sublinear_tf": True,
+                      "lowercase": True, "vocabulary": {t: int(i) for t, i in sorted(vec.vocabulary_.items())}}
+        arrays[f"{name}_idf"] = vec.idf_
+    return spec, arrays
+
+
+def save_tfidf(clf: TfidfClassifier, out_dir: str | Path) -> Path:
+    """Write ``clf`` as ``model.json`` + ``weights.npz`` into ``out_dir`` (what ``TfidfClassifier.load`` reads);
+    returns the folder."""
+    import sklearn
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    spec, arrays = features_to_json(clf.features)
+    (out / "model.json").write_text(json.dumps({
+        "format": TFIDF_FORMAT,
+        "method": clf.name,
+        "threshold": clf.threshold,
+        "temperature": clf.temperature,
+        "type_classes": clf.type_classes,
+        "leaf_classes": clf.leaf_classes,
+        "features": spec,
+        "meta": clf.meta,
+        "versions": {"scikit-learn": sklearn.__version__, "numpy": np.__version__},
+    }, ensure_ascii=False, indent=0, sort_keys=True) + "\n", encoding="utf-8")  # fmt: skip
+    # float16 coefficients: a quarter of the size, and a logit moves by < 1e-2 (pinned by the reload test)
+    np.savez_compressed(out / "weights.npz", **arrays, type_coef=clf.type_coef.astype(np.float16),
+                        type_intercept=clf.type_intercept, leaf_coef=clf.leaf_coef.astype(np.float16),
+                        leaf_intercept=clf.leaf_intercept)  # fmt: skip
+    return out
+
+
+def training_digest(pairs: Sequence[Mapping]) -> str:
+    """sha256 of the (instruction, label) rows in order: which rows a tfidf artefact was trained on."""
+    import hashlib
+
+    text = json.dumps([[p["instruction"], p["label"]] for p in pairs], ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _fit_linear(x, y, c: float, seed: int):
+    """Multinomial logistic regression; returns (classes, coef, intercept) as plain arrays."""
+    from sklearn.linear_model import LogisticRegression
+
+    with warnings.catch_warnings():
+        # many classes over a few hundred rows trips scikit-learn's "looks like regression" heuristic
+        warnings.filterwarnings("ignore", message="The number of unique classes", category=UserWarning)
+        # newton-cg: same fit as lbfgs here, in a third of the time (few iterations over many coefficients)
+        model = LogisticRegression(C=c, max_iter=3000, solver="newton-cg", random_state=seed).fit(x, y)
+    return [str(k) for k in model.classes_], model.coef_, model.intercept_
+
+
+def _fit_leaves_within_types(x, pairs: Sequence[Mapping], params: Mapping):
+    """One logistic regression per task type over its own leaves, trained on that type's rows only, stacked into
+    one (leaves x features) matrix: a leaf's logits compete only with its siblings' (``predict_proba``). A type
+    with one leaf in the rows needs none (zero logits). Small problems: 35 fits over ~25 rows each instead of one
+    152-way fit over all rows."""
+    labels = sorted({p["label"] for p in pairs})
+    coef = np.zeros((len(labels), x.shape[1]))
+    intercept = np.zeros(len(labels))
+    by_type: dict[str, list[int]] = {}
+    for i, p in enumerate(pairs):
+        by_type.setdefault(task_type_of(p["label"]), []).append(i)
+    for rows in by_type.values():
+        own = sorted({pairs[i]["label"] for i in rows})
+        if len(own) < 2:
+            continue
+        sub = x[rows]
+        # only the features these rows use: an L2 fit leaves every other coefficient at exactly zero, and the
+        # small problem converges in a fraction of the time
+        cols = np.unique(sub.indices)
+        classes, c, b = _fit_linear(sub[:, cols], [pairs[i]["label"] for i in rows], params["c"], params["seed"])
+        at = [labels.index(k) for k in classes]
+        if len(classes) == 2:  # scikit-learn keeps one row for two classes: the second class's logit
+            coef[at[1], cols], intercept[at[1]] = c[0], b[0]
+        else:
+            coef[np.ix_(at, cols)], intercept[at] = c, b
+    return labels, coef, intercept
+
+
+def _fit_temperature(logits: Sequence, gold_index: Sequence[int]) -> float:
+    """The temperature T minimising the negative log-likelihood of ``softmax(logits / T)`` (temperature scaling,
+    Guo et al. 2017) on out-of-fold logits, one vector per instruction (fold models may know different numbers of
+    classes); a grid of 200 values between 0.05 and 20, so there is no optimiser to tune. 1.0 without logits."""
+    if not len(logits):
+        return 1.0
+    best_t, best_nll = 1.0, math.inf
+    for t in np.geomspace(0.05, 20.0, 200):
+        nll = 0.0
+        for z, g in zip(logits, gold_index):
+            z = np.asarray(z, dtype=float) / t
+            nll -= z[g] - (z.max() + math.log(np.exp(z - z.max()).sum()))
+        if nll < best_nll:
+            best_t, best_nll = float(t), nll
+    return best_t
+
+
+def choose_threshold(type_probability: Sequence[float], chosen_jaccard: Sequence[float],
+                     fallback_jaccard: Sequence[float]) -> dict:
+    """The fallback threshold that maximises the mean criteria-set Jaccard on labelled instructions (pure).
+
+    For each instruction: the probability of the chosen task type, the Jaccard of the criteria the choice would
+    judge against the instruction's true set when it does not fall back, and the Jaccard of the fallback set. A
+    threshold t judges the chosen set where the probability is at least t and the fallback set elsewhere; the
+    lowest t with the highest mean Jaccard wins (0.0: never fall back).
+
+    Returns:
+        ``{"threshold", "mean_jaccard", "fallback_rate", "never_fallback_jaccard", "always_fallback_jaccard", "n"}``.
+    """
+    p = np.asarray(type_probability, dtype=float)
+    chosen = np.asarray(chosen_jaccard, dtype=float)
+    fallback = np.asarray(fallback_jaccard, dtype=float)
+    if not len(p):
+        raise ValueError("choose_threshold: no instructions to choose a threshold from")
+    best = None
+    for t in np.concatenate([[0.0], np.unique(p)]):  # ascending: strict > keeps the lowest of equal scores
+        kept = p >= t
+        score = float(np.where(kept, chosen, fallback).mean())
+        if best is None or score > best["mean_jaccard"] + 1e-12:
+            best = {"threshold": float(t), "mean_jaccard": score, "fallback_rate": float(1.0 - kept.mean())}
+    return {**best, "never_fallback_jaccard": float(chosen.mean()), "always_fallback_jaccard": float(fallback.mean()),
+            "n": int(len(p))}
