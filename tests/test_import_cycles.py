@@ -13,8 +13,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("judge", "train", "serve", "eval")
 
-#: Cycles known and owned elsewhere: ``criteria: auto``'s two files (until they move into
-#: a subpackage of their own without the cycle). The test fails when one of these is gone, so the entry is removed with the fix.
+#: Cycles known and owned elsewhere (none today). The test fails when one listed here is gone, so an entry is removed
+#: with its fix.
 KNOWN_CYCLES: tuple[set[str], ...] = ()
 
 
