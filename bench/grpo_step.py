@@ -19,7 +19,6 @@ command above; docs/reasoning-judges.md says what was and was not measured.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import tempfile
@@ -33,7 +32,9 @@ from bench.measure import fmt, machine, machine_line, spread  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from judge.plumbing.config_files import ExactArgumentParser
+
+    parser = ExactArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default=str(REPO / "configs" / "train" / "tiny" / "grpo.yaml"))
     parser.add_argument("--model", default=None, help="model_name_or_path (default: the config's)")
     parser.add_argument("--steps", type=int, default=4, help="optimizer steps (the first is warm-up)")
