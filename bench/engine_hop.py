@@ -1,5 +1,5 @@
 """What judge-serve's hop to its engine costs in CPU per request, on the HTTP client it uses (aiohttp, through
-``serve.judging.engine_session``) against the one it used before (httpx, as configured then).
+``serve.engine_client.engine_session``) against the one it used before (httpx, as configured then).
 
     .venv/bin/python bench/engine_hop.py                 # 3,000 requests per arm, 6 interleaved rounds, ~1 min
     .venv/bin/python bench/engine_hop.py --concurrency 8 --requests 1000
@@ -35,7 +35,7 @@ for path in (REPO / "bench", REPO):
 from measure import fmt, interleaved_rounds, machine_line, spreads  # noqa: E402
 
 from judge.plumbing.processes import free_port  # noqa: E402
-from serve.judging import engine_session  # noqa: E402
+from serve.engine_client import engine_session  # noqa: E402
 
 PAYLOAD = {"model": "bench-judge", "prompt": list(range(1000, 1900)), "max_tokens": 32, "temperature": 0.0,
            "stop": ["[END]"], "include_stop_str_in_output": True, "logprobs": 3, "logprob_token_ids": [15, 16, 17]}

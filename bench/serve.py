@@ -562,9 +562,9 @@ def print_ordering(result: dict[str, Any]) -> None:
 
 
 async def measure(args, engine, engine_url, served, served_url, model) -> dict[str, Any]:
-    from serve.judging import engine_session
+    from serve.engine_client import engine_session
 
-    # judge-serve's own client (serve.judging.EngineHttp) for both arms: its pool keeps idle connections for less
+    # judge-serve's own client (serve.engine_client.EngineHttp) for both arms: its pool keeps idle connections for less
     # than vLLM's server does, and re-sends a request whose pooled connection the server had closed.
     async with engine_session(1800, max_connections=512) as http:
         if args.mode == "overhead":

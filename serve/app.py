@@ -51,7 +51,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from judge.wire import ModelLimits
 from serve.config import ServeConfig
-from serve.judging import EngineFailure, EngineUnavailable, unless_dead
+from serve.engine_client import EngineFailure, EngineUnavailable, unless_dead
 from serve.layout import CheckpointLayout, LayoutError, resolve_layout
 from serve.rewards import install_reward_routes
 from serve.schema import RequestError, decode_json_body, parse_judge_request

@@ -30,16 +30,13 @@ Steps for one request:
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import re
 import time
 import uuid
 from dataclasses import dataclass
 from collections.abc import Mapping
-from typing import Any, Awaitable, Callable, TypeVar
-
-import aiohttp
+from typing import Any
 
 from judge import (PROMPT_VERSION, JudgeResult, Scale, ScoreSource, VerdictError, VerdictFormat, apply_chat,
                    parse_judge_output, parse_rationale, parse_verdict, prefix_key, prefix_order, render_prompt,
@@ -48,20 +45,12 @@ from judge.prompts import RU_TEMPLATE, render_pairwise_prompt
 from judge.wire import (PAIRWISE_CRITERION, JudgeResponse, JudgeResponseItem, JudgeResponseUsage, JudgmentUsage,
                         LmVerdict, PairwiseRequest)
 from judge.criteria_auto import TaskChoice, TaskClassifier
+from serve.engine_client import EngineClient
 from serve.schema import JudgeRequest, RequestError, ResolvedCriterion, resolve_criteria
-
-T = TypeVar("T")
 
 __all__ = [
     "Job",
     "Judge",
-    "EngineClient",
-    "engine_session",
-    "EngineHttp",
-    "ENGINE_KEEPALIVE_S",
-    "unless_dead",
-    "EngineUnavailable",
-    "EngineFailure",
     "ScoreDistribution",
     "JudgeSettings",
     "build_jobs",
@@ -78,19 +67,6 @@ __all__ = [
 #: Tokens the regression input needs beyond prompt + generated rationale: the ``[END]`` that
 #: ``render_rationale_target`` restores when the generation was cut, and the chat template's end-of-turn.
 REGRESSION_RESERVE_TOKENS = 8
-
-
-class EngineUnavailable(Exception):
-    """The engine died or cannot be reached; the server answers 503."""
-
-
-class EngineFailure(Exception):
-    """The engine answered with an error (``status``); the server answers 502 with its message (a 4xx's) or
-    without it (a 5xx's, which may carry the engine's internals)."""
-
-    def __init__(self, message: str, status: int = 500):
-        super().__init__(message)
-        self.status = status
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -373,164 +349,6 @@ def verdict_regex(scale: Scale, feedback_max_chars: int, with_score: bool) -> st
         return feedback + r" \[END\]"
     levels = "|".join(re.escape(str(level)) for level in scale.levels)
     return feedback + rf" \[RESULT\] ({levels}) \[END\]"
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# engines
-# ---------------------------------------------------------------------------------------------------------------
-
-
-class EngineClient:
-    """POSTs JSON to one engine, giving up at once when that engine is known to have died.
-
-    The hop runs on ``aiohttp``: on one core it costs ~0.25 ms of CPU per request where ``httpx`` costs ~2.4 ms
-    (``python bench/engine_hop.py``), and judge-serve makes one such request per judgment, on the machine that
-    also runs the engine's own scheduler.
-
-    Args:
-        http: the shared session (``engine_session``).
-        url: the engine's root URL.
-        dead: set by the server's watcher when the engine exits.
-        reason: why the engine is unavailable (for the 503 message).
-        headers: sent with every call (the engine's ``Authorization``).
-    """
-
-    def __init__(self, http: EngineHttp, url: str, dead: asyncio.Event, reason: Callable[[], str],
-                 headers: Mapping[str, str] | None = None):  # fmt: skip
-        self.http, self.url, self.dead, self.reason = http, url, dead, reason
-        self.headers = {**_IDENTITY, **(headers or {})}
-
-    async def _exchange(self, path: str, payload: dict[str, Any]) -> tuple[int, bytes]:
-        # The engine's JSON is read as sent: the session does not decompress (the proxy passes bytes through).
-        response = await self.http.request("POST", self.url + path, json=payload, headers=self.headers)
-        try:
-            return response.status, await response.read()
-        finally:
-            response.release()
-
-    async def post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
-        if self.dead.is_set():
-            raise EngineUnavailable(self.reason())
-        call = await unless_dead(self._exchange(path, payload), self.dead)
-        if call is None:
-            raise EngineUnavailable(self.reason())
-        try:
-            status, body = call.result()
-        except asyncio.TimeoutError as err:
-            # aiohttp's connect and read timeouts are TimeoutErrors: reported like the request's own deadline, 504.
-            raise asyncio.TimeoutError(f"engine at {self.url} did not answer in time") from err
-        except aiohttp.ClientError as err:
-            raise EngineUnavailable(f"engine at {self.url} unreachable: {type(err).__name__}: {err}") from err
-        if status != 200:
-            try:
-                message = json.loads(body)["error"]["message"]
-            except (ValueError, KeyError, TypeError):
-                message = body[:500].decode("utf-8", "replace")
-            raise EngineFailure(f"engine answered {status}: {message}", status)
-        return json.loads(body)
-
-
-_IDENTITY = {"Accept-Encoding": "identity"}
-
-
-async def unless_dead(call: Awaitable[T], dead: asyncio.Event) -> asyncio.Future[T] | None:
-    """Await an engine call until it finishes or its engine is known dead (``dead`` set), whichever comes first.
-
-    Returns the finished call's future (its result, or its exception, still inside), or None when the engine died
-    first; the call is then cancelled, as both are when the caller is (a client gone mid-request leaves no
-    request, and no pooled connection, behind). judge-serve's judgments and its proxied routes both use it.
-    """
-    task = asyncio.ensure_future(call)
-    death = asyncio.ensure_future(dead.wait())
-    try:
-        done, _ = await asyncio.wait({task, death}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for waiting in (task, death):
-            if not waiting.done():
-                waiting.cancel()
-    return task if task in done else None
-
-
-#: Seconds an idle pooled connection to an engine is kept for reuse. vLLM's HTTP server closes a connection idle
-#: for ``VLLM_HTTP_TIMEOUT_KEEP_ALIVE`` seconds (default 5, vllm/envs.py; uvicorn's ``timeout_keep_alive``);
-#: aiohttp's default keeps it 15 s. A connection judge-serve keeps longer than the engine does can be handed out
-#: at the moment the engine closes it, and the request on it dies unanswered. 3 s leaves the engine's own
-#: timer 2 s of slack for a busy event loop.
-ENGINE_KEEPALIVE_S = 3.0
-
-
-async def _mark_reused(session: aiohttp.ClientSession, context: Any, params: Any) -> None:
-    # aiohttp's trace signal: the request is about to go out on a connection taken from the pool.
-    context.trace_request_ctx.reused = True
-
-
-class EngineHttp:
-    """The one HTTP client judge-serve talks to its engines with (judgments, health, the proxied OpenAI routes).
-
-    ``request`` is ``aiohttp.ClientSession.request`` (the caller releases the response) plus one safe retry: a
-    request that went out on a *pooled* connection and found it closed before any byte of an answer came back
-    (``ServerDisconnectedError``, a reset or a broken pipe) is sent once more on a fresh connection. That is the
-    keep-alive race of #27: vLLM's server (uvicorn on uvloop) closes a connection whose keep-alive timer is due
-    even when the next request already sits in its socket buffer unread (uvloop runs due timers before it reads
-    ready sockets), so the request never reached the engine. aiohttp retries such a request itself only for
-    idempotent methods, and every engine call here is a POST. A failure on a fresh connection is not retried: the
-    engine is then really gone, and the watcher decides.
-
-    Timeouts: connecting 10 s; each read ``request_timeout_s`` (a streamed proxy response may run longer in all,
-    as long as bytes keep coming). Bodies are not decompressed: the proxy forwards them as sent. Create it inside
-    the running event loop; close it with ``close()`` or ``async with``.
-
-    Args:
-        request_timeout_s: the per-read timeout, in seconds.
-        max_connections: connections open at once to all engines (each of the two pools).
-        keepalive_s: seconds an idle connection stays pooled; keep it below the engine's keep-alive.
-    """
-
-    def __init__(self, request_timeout_s: float, max_connections: int, keepalive_s: float = ENGINE_KEEPALIVE_S):
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=10.0, sock_read=request_timeout_s)
-        tracing = aiohttp.TraceConfig()
-        tracing.on_connection_reuseconn.append(_mark_reused)
-        self.pooled = aiohttp.ClientSession(
-            timeout=timeout, auto_decompress=False, trace_configs=[tracing],
-            connector=aiohttp.TCPConnector(limit=max_connections, keepalive_timeout=keepalive_s),
-        )  # fmt: skip
-        self.fresh = aiohttp.ClientSession(
-            timeout=timeout, auto_decompress=False, connector=aiohttp.TCPConnector(limit=max_connections, force_close=True)
-        )
-        self.retries = 0  # requests re-sent after a pooled connection turned out closed
-
-    async def request(self, method: str, url: str, **kwargs: Any) -> aiohttp.ClientResponse:
-        """Send one request; its response once the status line and headers are in (release it when done)."""
-        hop = _Hop()
-        try:
-            return await self.pooled.request(method, url, trace_request_ctx=hop, **kwargs)
-        except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as err:
-            if not hop.reused or isinstance(err, aiohttp.ClientConnectorError):
-                raise
-        self.retries += 1
-        return await self.fresh.request(method, url, **kwargs)
-
-    async def close(self) -> None:
-        await self.pooled.close()
-        await self.fresh.close()
-
-    async def __aenter__(self) -> EngineHttp:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-
-class _Hop:
-    __slots__ = ("reused",)
-
-    def __init__(self) -> None:
-        self.reused = False
-
-
-def engine_session(request_timeout_s: float, max_connections: int, keepalive_s: float = ENGINE_KEEPALIVE_S) -> EngineHttp:
-    """judge-serve's client to its engines (``EngineHttp``); create it inside the running event loop."""
-    return EngineHttp(request_timeout_s, max_connections, keepalive_s)
 
 
 # ---------------------------------------------------------------------------------------------------------------

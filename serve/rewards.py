@@ -56,7 +56,7 @@ from judge.plumbing.journal import JournalWriter
 from judge.rewards import END_OF_TURN_MARKERS, Reward, RewardRule, policy_answer, reward_of
 from judge.wire import JudgeResult
 from serve.config import SERVE_DEFAULT_RULE, ServeConfig
-from serve.judging import EngineFailure, EngineUnavailable
+from serve.engine_client import EngineFailure, EngineUnavailable
 from serve.schema import RequestError, decode_json_body, parse_judge_request
 
 __all__ = ["END_OF_TURN_MARKERS", "LABEL_FIELDS", "answer_of", "reward_rule_of", "reward_key_of", "RewardRoute",

@@ -31,7 +31,8 @@ import aiohttp
 
 from judge.plumbing.provenance import make_private_dir
 from serve.config import ServeConfig
-from serve.judging import EngineClient, EngineHttp, Judge, JudgeSettings, engine_session
+from serve.engine_client import EngineClient, EngineHttp, engine_session
+from serve.judging import Judge, JudgeSettings
 from serve.launch import Engine, EngineStartError, engine_key, engine_specs
 from serve.layout import CheckpointLayout
 from serve.tokenizer import load_tokenizer

@@ -1,5 +1,5 @@
-"""judge-serve's hop to its engines (``serve.judging.EngineClient`` on ``engine_session``): each way an engine call
-can end becomes the error judge-serve turns into its status code (EngineFailure → 502, EngineUnavailable → 503,
+"""judge-serve's hop to its engines (``serve.engine_client.EngineClient`` on ``engine_session``): each way an engine
+call can end becomes the error judge-serve turns into its status code (EngineFailure → 502, EngineUnavailable → 503,
 TimeoutError → 504), against a scripted engine on 127.0.0.1 (the network boundary), with the payload asserted as sent.
 """
 
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from serve.judging import (ENGINE_KEEPALIVE_S, EngineClient, EngineFailure, EngineUnavailable, engine_session,
-                           unless_dead)
+from serve.engine_client import (ENGINE_KEEPALIVE_S, EngineClient, EngineFailure, EngineUnavailable, engine_session,
+                                 unless_dead)
 from tests.scripted_endpoint import ScriptedEndpoint
 
 PAYLOAD = {"model": "gen", "prompt": [151644, 872, 198], "max_tokens": 4, "temperature": 0.0, "stop": ["[END]"],

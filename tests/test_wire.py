@@ -18,7 +18,8 @@ from eval.backends import JudgeServeBackend
 from eval.predictions import PREDICTION_FIELDS, PredictionRow, read_predictions
 from judge.plumbing.journal import JournalWriter
 from judge.wire import JUDGE_RESULT_FIELDS, JudgeResult, ScoreSource
-from serve.judging import EngineClient, Judge, JudgeSettings, engine_session
+from serve.engine_client import EngineClient, engine_session
+from serve.judging import Judge, JudgeSettings
 from serve.schema import parse_judge_request
 from tests.scripted_endpoint import ScriptedEndpoint
 

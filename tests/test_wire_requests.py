@@ -17,7 +17,8 @@ from eval.backends import JudgeServeBackend
 from eval.config import RunConfig
 from judge.plumbing.config_files import ConfigError
 from judge.wire import JudgeRequest, JudgeResponse, PairwiseRequest
-from serve.judging import PAIRWISE_SCALE, EngineClient, Judge, JudgeSettings, engine_session
+from serve.engine_client import EngineClient, engine_session
+from serve.judging import PAIRWISE_SCALE, Judge, JudgeSettings
 from serve.schema import RequestError, parse_judge_request
 from tests.scripted_endpoint import ScriptedEndpoint
 
