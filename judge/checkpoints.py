@@ -27,8 +27,9 @@ from __future__ import annotations
 import json
 import os
 import re
+from enum import Enum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from judge.plumbing.config_files import read_json_object
 from judge.prompts import PROMPT_VERSION
@@ -164,7 +165,19 @@ RELEASED_REGRESSION_ARCHITECTURES = ("Qwen2WithRegressionHead",)
 #: The released ``-r`` head: ``torch.nn.Linear(hidden, 1)`` with its bias, over the last token's normed hidden state.
 REGRESSION_HEAD_PREFIX = "regression_head."
 
-JudgeKind = Literal["seq2seq", "regression"]
+class JudgeKind(str, Enum):
+    """What kind of judge a checkpoint holds. A str-valued enum: it compares equal to, prints and serializes to JSON
+    as its value, so manifests, ``/health`` and ``/v1/judge``'s ``judge_kind`` keep their strings."""
+
+    #: a causal LM writing ``[FEEDBACK] ... [RESULT] n [END]`` (or, integer format, reasoning then an integer).
+    SEQ2SEQ = "seq2seq"
+    #: a causal LM writing the rationale and a ``score`` head scoring it.
+    REGRESSION = "regression"
+
+    def __str__(self) -> str:
+        return self.value
+
+    __format__ = str.__format__  # f"{kind}" is the value on every Python (3.12 changed the mixin default)
 
 
 def read_config(folder: str | Path) -> dict[str, Any]:
@@ -204,7 +217,7 @@ def judge_kind(folder: str | Path) -> JudgeKind:
     archs = config.get("architectures") or []
     regression = (is_released_regression(config) or any(a.endswith("ForSequenceClassification") for a in archs)
                   or config.get("problem_type") == "regression")
-    by_config: JudgeKind = "regression" if regression else "seq2seq"
+    by_config = JudgeKind.REGRESSION if regression else JudgeKind.SEQ2SEQ
     mode = read_manifest(folder).get("mode")
     if mode is None:
         return by_config
@@ -214,7 +227,7 @@ def judge_kind(folder: str | Path) -> JudgeKind:
     if mode != by_config:
         raise ValueError(f"{manifest} says mode {mode!r} but {Path(folder) / 'config.json'} (architectures {archs}) "
                          f"holds a {by_config} model")
-    return mode
+    return JudgeKind(mode)
 
 
 def checkpoint_verdict_format(folder: str | Path, served_name: str | None = None) -> str:

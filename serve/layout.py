@@ -40,6 +40,7 @@ from judge.checkpoints import (
     EXPORT_MANIFEST,
     GENERATOR_SUBDIR,
     CheckpointNotFound,
+    JudgeKind,
     is_released_regression,
     judge_kind,
     read_config,
@@ -49,7 +50,6 @@ from judge.checkpoints import (
 
 __all__ = ["CheckpointLayout", "LayoutError", "resolve_layout", "GENERATOR_SUBFOLDERS", "EXPORT_MANIFEST"]
 
-JudgeKind = Literal["seq2seq", "regression"]
 #: What a regression head reads as the assistant turn: the generated text as it came out (released ``-r`` judges,
 #: as POLLUX scores them) or the parsed rationale re-rendered as ``[FEEDBACK] ... [END]`` (our exports' training text).
 HeadInput = Literal["generated_text", "rationale_target"]
@@ -67,7 +67,7 @@ class CheckpointLayout:
     """The engines a checkpoint needs.
 
     Attributes:
-        kind: ``"seq2seq"`` or ``"regression"``.
+        kind: ``JudgeKind.SEQ2SEQ`` or ``JudgeKind.REGRESSION``.
         root: the checkpoint folder (tokenizer and chat template are read from here).
         generator_dir: the folder the generating engine loads.
         pooler_dir: the folder the pooling engine loads (regression only, else None).
@@ -135,8 +135,8 @@ def resolve_layout(
     except ValueError as err:
         raise LayoutError(str(err)) from err
     prompt_version = str(manifest.get("prompt_version") or "")
-    if kind == "seq2seq" and any(a.endswith("ForCausalLM") for a in archs):
-        return CheckpointLayout(kind="seq2seq", root=root, generator_dir=root, prompt_version=prompt_version)
+    if kind == JudgeKind.SEQ2SEQ and any(a.endswith("ForCausalLM") for a in archs):
+        return CheckpointLayout(kind=JudgeKind.SEQ2SEQ, root=root, generator_dir=root, prompt_version=prompt_version)
     if not any(a.endswith("ForSequenceClassification") for a in archs):
         raise LayoutError(
             f"{root}: architectures {archs} are neither a causal LM (seq2seq judge) nor a sequence classifier "
@@ -153,7 +153,7 @@ def resolve_layout(
     for source, folder in candidates:
         if _is_causal(folder):
             return CheckpointLayout(
-                kind="regression", root=root, generator_dir=folder, pooler_dir=root, prompt_version=prompt_version
+                kind=JudgeKind.REGRESSION, root=root, generator_dir=folder, pooler_dir=root, prompt_version=prompt_version
             )
         if source in ("generator_model", str(manifest_path)):
             raise LayoutError(f"{source}: {folder} is not a causal LM checkpoint folder")
@@ -179,7 +179,7 @@ def _released_regression(
         if not _is_causal(generator):
             raise LayoutError(f"generator_model: {generator} is not a causal LM checkpoint folder")
     return CheckpointLayout(
-        kind="regression",
+        kind=JudgeKind.REGRESSION,
         root=root,
         generator_dir=generator,
         pooler_dir=views.classifier,
