@@ -365,18 +365,20 @@ def build_payloads(args, model: Path) -> tuple[list[dict], dict[str, list[dict]]
     from transformers import AutoTokenizer
 
     import judge
-    from serve.judging import Judge, JudgeSettings, build_jobs
+    from judge.checkpoints import JudgeKind
+    from serve.jobs import build_jobs
+    from serve.judging import Judge, JudgeOptions, JudgeSettings
     from serve.schema import parse_judge_request
 
     tokenizer = AutoTokenizer.from_pretrained(str(model))
     items = build_items(args, tokenizer)
     settings = JudgeSettings(
-        model_name="bench-judge", kind="seq2seq", engine_models={"generator": "bench-judge"}, max_model_len=0,
+        model_name="bench-judge", kind=JudgeKind.SEQ2SEQ, engine_models={"generator": "bench-judge"}, max_model_len=0,
         max_tokens=args.max_tokens, temperature=0.0, score_logprobs=True, lenient=False, constrained=False,
         feedback_max_chars=0, max_judgments=10**9,
     )  # fmt: skip
     builder = Judge(settings, tokenizer, None, None, None)  # only builds payloads here
-    options = {"max_tokens": args.max_tokens, "temperature": 0.0, "constrained": False, "lenient": False}
+    options = JudgeOptions(max_tokens=args.max_tokens, temperature=0.0, lenient=False, constrained=False)
     max_len = 8192 if args.arch == "t-lite" else 2048
     tokens, chat, keys = {}, {}, []
     for item in items:

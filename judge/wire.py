@@ -114,7 +114,7 @@ class JudgeResult:
         score_source: a ``ScoreSource`` value; None without a score.
         in_scale: seq2seq: False for a number outside the scale (scored, as the paper does); None for regression.
         expected_score, confidence, score_probs, score_mass: seq2seq with score log-probabilities: the score
-            token's distribution over the scale (``serve.judging.ScoreDistribution``), keys of ``score_probs``
+            token's distribution over the scale (``serve.score_reading.ScoreDistribution``), keys of ``score_probs``
             are the levels as strings.
         regression_score: the head's raw (unclipped) value.
         rationale_complete: regression: whether the rationale was closed by a tag (False: generation was cut).

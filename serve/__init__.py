@@ -2,6 +2,7 @@
 
 ``judge-serve --model CKPT`` (``serve.cli``) starts vLLM engines for a judge checkpoint (``serve.layout``,
 ``serve.launch``) and serves, on one port (``serve.app``), vLLM's OpenAI routes unchanged plus ``POST /v1/judge``
-(``serve.schema`` validates a request, ``serve.judging`` renders prompts with ``judge``, runs the engines and parses
-verdicts). Settings: ``serve.config.ServeConfig`` and ``configs/serve/*.yaml``.
+(``serve.schema`` validates a request, ``serve.jobs`` renders and tokenizes its prompts with ``judge``,
+``serve.judging`` runs them on the engines through ``serve.engine_client`` and reads the verdicts with
+``serve.score_reading``). Settings: ``serve.config.ServeConfig`` and ``configs/serve/*.yaml``.
 """

@@ -660,7 +660,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
             return _error(502, message, "server_error", code="engine_error")
         except asyncio.TimeoutError:
             return _error(504, f"the judgment took longer than request_timeout_s={config.request_timeout_s:g} s", "timeout", code="timeout")
-        return JSONResponse(result)
+        return JSONResponse(result.to_json())
 
     install_reward_routes(app, config, _error)  # POST /get_reward: OpenRLHF's remote reward protocol
     return app

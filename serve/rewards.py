@@ -238,8 +238,8 @@ class RewardRoute:
             except asyncio.TimeoutError:
                 return self.error(504, f"the rewards took longer than request_timeout_s={self.config.request_timeout_s:g} s",
                                   "timeout", code="timeout")
-            for k, item in enumerate(response["items"]):
-                results[judged[k]] = [JudgeResult.from_json(r, where=f"items[{k}].results") for r in item["results"]]
+            for k, item in enumerate(response.items):
+                results[judged[k]] = list(item.results)
         latency = time.monotonic() - started
         rewards = [reward_of(r, self.rule) if r else None for r in results]
         body_out = self._body(rewards, latency)

@@ -1,7 +1,7 @@
 """judge-serve's tokenizer: the class transformers' ``AutoTokenizer`` would choose, without importing it where the
 choice is known.
 
-judge-serve renders and tokenizes every prompt itself (``serve.judging``), so it loads the checkpoint's tokenizer at
+judge-serve renders and tokenizes every prompt itself (``serve.jobs``), so it loads the checkpoint's tokenizer at
 start, beside its engines. ``from transformers import AutoTokenizer`` imports torch, the generation stack and, through
 it, scikit-learn, spent while the engines load on the same cores: a process importing judge-serve's modules, loading
 a tiny judge's tokenizer and tokenizing a rendered prompt took 8.4 CPU-s that way and 3.3 with the class imported

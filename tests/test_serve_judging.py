@@ -9,7 +9,9 @@ import pytest
 
 import judge
 from judge import Scale
-from serve.judging import build_jobs, level_token_ids, score_distribution, verdict_regex
+from serve.jobs import build_jobs
+from serve.judging import verdict_regex
+from serve.score_reading import level_token_ids, score_distribution
 from serve.schema import RequestError, parse_judge_request, resolve_criteria
 
 GOOD_ITEM = {"instruction": "Напиши стих", "answer": "Роза красная", "criteria": ["Креативность"]}
@@ -237,14 +239,16 @@ def test_an_answer_that_cannot_fit_is_refused_before_anything_is_rendered(qwen_t
     times the longest vocabulary entry (Qwen2.5: 128 characters), so no prompt that fits is refused by it."""
     import asyncio
 
+    import serve.jobs as jobs
     import serve.judging as judging
+    from judge.checkpoints import JudgeKind
 
-    assert judging.max_token_chars(qwen_tokenizer) == 128
+    assert jobs.max_token_chars(qwen_tokenizer) == 128
     rendered = []
-    monkeypatch.setattr(judging, "render_prompt", lambda fields: rendered.append(fields) or "")
+    monkeypatch.setattr(jobs, "render_prompt", lambda fields: rendered.append(fields) or "")
     criteria = [{"name": f"c{k}", "rubrics": "0: нет\n1: да"} for k in range(64)]
     request = parse_judge_request({"items": [{"instruction": "Ответь", "answer": "я" * (1 << 20), "criteria": criteria}]})
-    settings = judging.JudgeSettings(model_name="tiny", kind="seq2seq", engine_models={"generator": "gen"},
+    settings = judging.JudgeSettings(model_name="tiny", kind=JudgeKind.SEQ2SEQ, engine_models={"generator": "gen"},
                                      max_model_len=4096, max_tokens=64, temperature=0.0, score_logprobs=False,
                                      lenient=False, constrained=False, feedback_max_chars=0, max_judgments=512)  # fmt: skip
     server = judging.Judge(settings, qwen_tokenizer, None, None, asyncio.Semaphore(1))
@@ -258,7 +262,7 @@ def test_an_answer_that_cannot_fit_is_refused_before_anything_is_rendered(qwen_t
 
 def test_a_text_just_within_the_character_bound_reaches_tokenizing():
     """The size check refuses only what cannot fit: a text at the bound passes it (the token count decides)."""
-    from serve.judging import check_sizes
+    from serve.jobs import check_sizes
 
     request = parse_judge_request({"items": [{"instruction": "a", "answer": "b" * 99, "criteria": ["Креативность"]}]})
     check_sizes(request, max_model_len=20, max_tokens=10, reserve=0, chars_per_token=10)  # 100 characters == 10 x 10
@@ -276,7 +280,6 @@ def test_the_shared_prefix_tokenized_once_gives_the_whole_prompts_ids(qwen_token
     """Tokenizing an item's shared part once and each criterion's part apart gives exactly the ids of tokenizing each
     whole chat-wrapped prompt, whatever the answer ends with (spaces, punctuation, newlines, emoji, a combining
     mark, a '###' of its own) and for taxonomy and custom criteria alike."""
-    from serve.judging import build_jobs
 
     criteria = ["Креативность", "Грамотность", {"name": "Своя", "rubrics": "0: нет\n\n1: да"}]
     body = {"items": [{"instruction": "Напиши стих", "answer": "Начало. " + ending, "criteria": criteria},

@@ -103,9 +103,9 @@ def test_trl_trains_on_the_integer_target_byte_for_byte(trl_example, qwen3_tok):
 
 def test_trained_prompt_is_the_prompt_judge_serve_sends(trl_example, qwen3_tok):
     """The unlabelled prompt trl trained on is, token for token, what judge-serve sends an integer-format judge for
-    the same item and criterion (serve.judging.build_jobs with thinking on), and not the thinking-off prompt."""
+    the same item and criterion (serve.jobs.build_jobs with thinking on), and not the thinking-off prompt."""
     from judge.wire import JudgeRequest
-    from serve.judging import build_jobs
+    from serve.jobs import build_jobs
 
     item = {key: PROMPT_FIELDS[key] for key in ("instruction", "answer", "reference_answer")}
     request = JudgeRequest.model_validate(

@@ -124,11 +124,11 @@ def test_format_score():
 
 def test_serve_result_carries_in_scale_with_parse_ok_true():
     """judge-serve's seq2seq result for a number outside the scale: parse_ok true, the score, in_scale false."""
-    from serve.judging import Judge
+    from serve.score_reading import seq2seq_verdict
 
-    result = Judge._seq2seq_verdict("[FEEDBACK] Отлично. [RESULT] 5 [END]", None, ZERO_TO_TWO, False)
+    result = seq2seq_verdict("[FEEDBACK] Отлично. [RESULT] 5 [END]", None, ZERO_TO_TWO, False)
     assert (result["parse_ok"], result["score"], result["in_scale"], result["error"]) == (True, 5.0, False, None)
-    inside = Judge._seq2seq_verdict("[FEEDBACK] Хорошо. [RESULT] 2 [END]", None, ZERO_TO_TWO, False)
+    inside = seq2seq_verdict("[FEEDBACK] Хорошо. [RESULT] 2 [END]", None, ZERO_TO_TWO, False)
     assert (inside["parse_ok"], inside["score"], inside["in_scale"]) == (True, 2.0, True)
 
 

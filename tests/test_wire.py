@@ -16,8 +16,9 @@ import pytest
 import judge
 from eval.backends import JudgeServeBackend
 from eval.predictions import PREDICTION_FIELDS, PredictionRow, read_predictions
+from judge.checkpoints import JudgeKind
 from judge.plumbing.journal import JournalWriter
-from judge.wire import JUDGE_RESULT_FIELDS, JudgeResult, ScoreSource
+from judge.wire import JUDGE_RESULT_FIELDS, JudgeResponse, JudgeResult, ScoreSource
 from serve.engine_client import EngineClient, engine_session
 from serve.judging import Judge, JudgeSettings
 from serve.schema import parse_judge_request
@@ -42,7 +43,7 @@ def _engine(kind: str):
 
 def _serve(kind: str, tokenizer) -> dict:
     """What judge-serve's Judge answers for REQUEST, as it crosses the wire (through JSON)."""
-    settings = JudgeSettings(model_name="tiny", kind=kind, engine_models={"generator": "gen", "pooler": "pool"},
+    settings = JudgeSettings(model_name="tiny", kind=JudgeKind(kind), engine_models={"generator": "gen", "pooler": "pool"},
                              max_model_len=4096, max_tokens=64, temperature=0.0, score_logprobs=False, lenient=False,
                              constrained=False, feedback_max_chars=0, max_judgments=16)
 
@@ -51,7 +52,9 @@ def _serve(kind: str, tokenizer) -> dict:
             dead = asyncio.Event()
             engine = EngineClient(http, root, dead, lambda: "dead")
             server = Judge(settings, tokenizer, engine, engine if kind == "regression" else None, asyncio.Semaphore(4))
-            return await server.run(parse_judge_request(REQUEST))
+            response = await server.run(parse_judge_request(REQUEST))
+            assert isinstance(response, JudgeResponse)  # the contract's type; the app sends its to_json()
+            return response.to_json()
 
     with _engine(kind) as endpoint:
         body = asyncio.run(go(endpoint.base_url.removesuffix("/v1")))

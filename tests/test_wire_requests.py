@@ -15,10 +15,12 @@ import pytest
 import judge
 from eval.backends import JudgeServeBackend
 from eval.config import RunConfig
+from judge.checkpoints import JudgeKind
 from judge.plumbing.config_files import ConfigError
 from judge.wire import JudgeRequest, JudgeResponse, PairwiseRequest
 from serve.engine_client import EngineClient, engine_session
-from serve.judging import PAIRWISE_SCALE, Judge, JudgeSettings
+from serve.jobs import PAIRWISE_SCALE
+from serve.judging import Judge, JudgeSettings
 from serve.schema import RequestError, parse_judge_request
 from tests.scripted_endpoint import ScriptedEndpoint
 
@@ -29,7 +31,7 @@ PAIR = {"id": "p1", "instruction": "Назови столицу Франции."
 
 def _serve(request: dict, tokenizer, output: str, *, kind: str = "seq2seq", verdict_format: str = "tagged"):
     """(the response body through JSON, the engine payloads) of judge-serve's Judge on ``request``."""
-    settings = JudgeSettings(model_name="tiny", kind=kind, engine_models={"generator": "gen", "pooler": "pool"},
+    settings = JudgeSettings(model_name="tiny", kind=JudgeKind(kind), engine_models={"generator": "gen", "pooler": "pool"},
                              max_model_len=4096, max_tokens=64, temperature=0.0, score_logprobs=False, lenient=False,
                              constrained=False, feedback_max_chars=0, max_judgments=16, verdict_format=verdict_format)
 
@@ -41,7 +43,9 @@ def _serve(request: dict, tokenizer, output: str, *, kind: str = "seq2seq", verd
         async with engine_session(30.0, max_connections=8) as http:
             engine = EngineClient(http, root, asyncio.Event(), lambda: "dead")
             server = Judge(settings, tokenizer, engine, engine if kind == "regression" else None, asyncio.Semaphore(4))
-            return await server.run(parse_judge_request(request))
+            response = await server.run(parse_judge_request(request))
+            assert isinstance(response, JudgeResponse)  # the contract's type; the app sends its to_json()
+            return response.to_json()
 
     with ScriptedEndpoint(respond) as endpoint:
         body = asyncio.run(go(endpoint.base_url.removesuffix("/v1")))
