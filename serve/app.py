@@ -104,6 +104,29 @@ def _error(status: int, message: str, kind: str | None = None, param: str | None
     return JSONResponse(error_body(message, kind, param, code), status_code=status, headers=headers)
 
 
+def _refused(err: RequestError) -> JSONResponse:
+    """A request refused by validation or by the judge: its status, message and field, OpenAI-shaped."""
+    kind = "not_found_error" if err.status == 404 else "invalid_request_error"
+    return _error(err.status, err.message, kind, err.param, err.code)
+
+
+def _judgment_failed(err: EngineUnavailable | EngineFailure, state: ServerState) -> JSONResponse:
+    """A judgment an engine could not complete: 503 with ``Retry-After`` for a dead or unreachable engine, 502 for an
+    engine that answered an error (a 4xx's message kept, sanitized; a 5xx's left in judge-serve's log)."""
+    if isinstance(err, EngineUnavailable):
+        # A dropped connection can beat the watcher to an engine's death: name the engine by its role, not URL.
+        log.warning("engine unavailable during a judgment: %s", err)
+        message = str(err)
+        for role, engine in state.engines.items():
+            if engine.url in message:
+                message = f"the {role} engine is unavailable"
+        return _error(503, sanitized(message), "service_unavailable", code="engine_unavailable",
+                      headers={"Retry-After": state.retry_after_s(state.engines)})
+    log.error("engine failure during a judgment: %s", err)
+    message = sanitized(str(err)) if err.status < 500 else f"the engine failed (it answered {err.status}); judge-serve's log has its message"
+    return _error(502, message, "server_error", code="engine_error")
+
+
 def engine_error(status: int, raw: bytes, role: str) -> JSONResponse:
     """An engine's error answer in OpenAI's shape with a string ``code``: a 4xx keeps the engine's message (its
     internals replaced, ``sanitized``), a 5xx says only that the engine failed (its text goes to judge-serve's log)."""
@@ -632,8 +655,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         try:
             parsed = parse_judge_request(body)
         except RequestError as err:
-            kind = "not_found_error" if err.status == 404 else "invalid_request_error"
-            return _error(err.status, err.message, kind, err.param, err.code)
+            return _refused(err)
         for role in state.engines:
             problem = state.engine_problem(role)
             if problem:
@@ -643,21 +665,9 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
             assert state.judge is not None
             result = await asyncio.wait_for(state.judge.run(parsed), timeout=config.request_timeout_s)
         except RequestError as err:
-            kind = "not_found_error" if err.status == 404 else "invalid_request_error"
-            return _error(err.status, err.message, kind, err.param, err.code)
-        except EngineUnavailable as err:
-            # A dropped connection can beat the watcher to an engine's death: name the engine by its role, not URL.
-            log.warning("engine unavailable during a judgment: %s", err)
-            message = str(err)
-            for role, engine in state.engines.items():
-                if engine.url in message:
-                    message = f"the {role} engine is unavailable"
-            return _error(503, sanitized(message), "service_unavailable", code="engine_unavailable",
-                          headers={"Retry-After": state.retry_after_s(state.engines)})
-        except EngineFailure as err:
-            log.error("engine failure during a judgment: %s", err)
-            message = sanitized(str(err)) if err.status < 500 else f"the engine failed (it answered {err.status}); judge-serve's log has its message"
-            return _error(502, message, "server_error", code="engine_error")
+            return _refused(err)
+        except (EngineUnavailable, EngineFailure) as err:
+            return _judgment_failed(err, state)
         except asyncio.TimeoutError:
             return _error(504, f"the judgment took longer than request_timeout_s={config.request_timeout_s:g} s", "timeout", code="timeout")
         return JSONResponse(result.to_json())
