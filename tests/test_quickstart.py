@@ -16,7 +16,7 @@ from pathlib import Path
 
 import judge
 from judge.plumbing.processes import free_port, start_process
-from tests.fixtures_models import FAST_ENGINE_ENV, TEST_KV_CACHE
+from tests.fixtures_serve import ENGINE_KEY, MODEL_NAME
 from tests.fixtures_train import REPO_ROOT, TINY_SEQ2SEQ
 
 QUICKSTART = REPO_ROOT / "docs" / "quickstart.md"
@@ -46,17 +46,19 @@ def _option(argv: list[str], flag: str) -> str:
     return argv[argv.index(flag) + 1]
 
 
-def test_quickstart_commands_as_printed_end_in_a_scored_judge(trained_seq2seq_dir, starts_engine, tmp_path):
+def test_quickstart_commands_as_printed_end_in_a_scored_judge(judge_servers, tiny_causal_dir, tmp_path):
     """The page's train -> serve -> run -> score reaches a scored tiny judge: a non-empty MAE table.
 
-    Costs one judge-serve start (~30 s) plus the run and score. Choices, to stay inside the suite's budget:
-    - train: the session's seq2seq judge (``seq2seq_run``) is trained from the same config file the page names,
-      so the page's train command is not run again; its arguments are parsed by judge-train's own parser into that
-      config, and its data pre-flight (the check judge-train runs before building anything) passes.
-    - serve: no session judge-serve serves that export with ``configs/serve/tiny-cpu.yaml``, so the page's serve
-      command is started as printed, with three changes: ``--model`` is the session's export, ``--port`` a free
-      port (the run command's URL follows it), and the tests' KV cache size (256 MiB instead of the config's 1 GiB,
-      which a full test run's engines could not all commit at once).
+    Choices, to stay inside the suite's budget (a judge-serve starting an engine of its own cost ~55 s of a worker):
+    - train: the page's train command is parsed by judge-train's own parser into the config of the session's tiny
+      judge (the same file), and its data pre-flight (the check judge-train runs before building anything) passes;
+      training itself is what tests/test_train_recipes.py pins.
+    - serve: the page's command as printed — ``configs/serve/tiny-cpu.yaml``, so its verdict settings (constrained
+      decoding, the 48-character feedback bound, the 1024-token cap that run's default must fit) are what this
+      test exercises — attached to the session's generating engine (``--generator-url``; the engine runs with the
+      same eager fp32, 2048-token settings as the config), on the tiny model that engine serves and under its
+      name, on a free port. That a trained judge is served under its run's name is pinned by
+      tests/test_first_use.py::test_trained_judge_is_served_under_its_run_name.
     - run and score: as printed (URL port aside), in a scratch folder, so their relative ``runs/`` land there.
     """
     from train.cli import build_run_parser, check_training_data
@@ -74,20 +76,21 @@ def test_quickstart_commands_as_printed_end_in_a_scored_judge(trained_seq2seq_di
     check_training_data(config)
     assert _option(serve, "--model") == f"{config.output_dir}/export"  # the page's commands chain
 
-    # ---- serve, as printed but for the model, the port and the KV cache
+    # ---- serve, as printed but attached to the session's engine, on a free port
     port = free_port()
     serve_argv = [_script("judge-serve"), *serve[1:]]
-    serve_argv[serve_argv.index("--model") + 1] = str(trained_seq2seq_dir)
-    serve_argv += ["--port", str(port), "--log-dir", str(tmp_path / "serve"), "--cpu-kv-cache-gib", "0",
-                   "--engine-args", json.dumps(["--kv-cache-memory-bytes", TEST_KV_CACHE])]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", **FAST_ENGINE_ENV}
+    serve_argv[serve_argv.index("--model") + 1] = str(tiny_causal_dir)
+    serve_argv += ["--port", str(port), "--log-dir", str(tmp_path / "serve"),
+                   "--generator-url", judge_servers["seq2seq"].engine_url("generator"),
+                   "--served-model-name", MODEL_NAME]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_API_KEY": ENGINE_KEY}
     env.pop("JUDGE_SERVE_API_KEY", None)
     env.pop("OPENAI_API_KEY", None)
     server = start_process(serve_argv, log_path=tmp_path / "judge-serve.log", env=env, cwd=REPO_ROOT,
                            name="judge-serve", grace_s=60.0)
     try:
         started = time.monotonic()
-        server.wait_ready(f"http://127.0.0.1:{port}/ready", 420.0)
+        server.wait_ready(f"http://127.0.0.1:{port}/ready", 120.0)
         print(f"judge-serve ready after {time.monotonic() - started:.0f} s")
 
         # ---- run and score, as printed, from a scratch folder
@@ -108,7 +111,7 @@ def test_quickstart_commands_as_printed_end_in_a_scored_judge(trained_seq2seq_di
 
     out = tmp_path / _option(run, "--out")
     first = json.loads((out / "predictions.jsonl").read_text(encoding="utf-8").splitlines()[0])
-    assert first["judge"] == Path(trained_seq2seq_dir).parent.name  # served under its run's name, not "export"
+    assert first["judge"] == MODEL_NAME
     metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
     overall = metrics["splits"]["all"]["overall"]
     assert overall["n"] == len(judge.load_records(judge.sample_data_path()))  # the whole sample, the default data
