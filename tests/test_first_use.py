@@ -102,6 +102,9 @@ def _commands(root: Path, busy_port: int) -> dict[str, list[str]]:
         "help_serve": ["judge-serve", "--help"],
         "help_train": ["judge-train", "--help"],
         "help_train_run": ["judge-train", "run", "--help"],
+        "help_eval_mera": ["judge-eval", "mera", "--help"],
+        **{f"help_train_{sub}": ["judge-train", *sub.split("_"), "--help"]
+           for sub in ("grpo", "build-data", "submit", "data", "data_traces", "card")},
     }
 
 

@@ -358,6 +358,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = ExactArgumentParser(
         prog="judge-train build-data",
         description="Turn POLLUX-format records into training rows and report what was dropped and why.",
+        epilog="Exit codes: 0 rows built (the report printed, and written with --out); 2 a usage error, held-out or "
+        "released-benchmark rows in the data, or a malformed row (the message names it).",
     )
     parser.add_argument("--data", default="sample", help="Records: JSONL, Parquet, datasets folder/name, or 'sample'.")
     parser.add_argument("--recipe", choices=["seq2seq", "regression"], default="seq2seq", help="Target format.")

@@ -285,7 +285,9 @@ def main(argv: list[str] | None = None) -> int:
     from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 
     parser = ExactArgumentParser(prog="judge-train card", description=__doc__.split("\n\n")[0],
-                                     epilog="example: judge-train card --export runs/x/export --run runs/eval/x")
+                                     epilog="example: judge-train card --export runs/x/export --run runs/eval/x. "
+                                     "Exit codes: 0 the card written; 2 a missing or unreadable export, run or "
+                                     "run.json.")
     parser.add_argument("--export", required=True, help="the export folder (holding pollux_judge.json)")
     parser.add_argument("--run", default=None, help="a folder scored by `judge-eval score` whose figures to include")
     parser.add_argument("--run-json", default=None, help="the training run.json (default: the export's own)")

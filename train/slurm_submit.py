@@ -183,7 +183,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Render slurm/train.sbatch for N nodes x G GPUs (gradient accumulation keeps the config's global "
         "batch) and submit it with sbatch; --dry-run prints the script instead.",
         epilog="example: judge-train submit --config configs/train/t-lite/seq2seq.yaml --nodes 8 --gpus-per-node 8 "
-        "--partition gpu --dry-run. Arguments after `--` go to judge-train in the job.",
+        "--partition gpu --dry-run. Arguments after `--` go to judge-train in the job. Exit codes: 0 submitted (or "
+        "printed, with --dry-run); 2 a usage or configuration error found before rendering (a pass-through argument "
+        "the config does not take, a missing file); sbatch's own status when it refuses the job (1 if it gives none).",
     )
     parser.add_argument("--config", required=True, help="Recipe YAML (configs/train/...).")
     parser.add_argument("--nodes", type=int, required=True, help="Nodes to allocate.")

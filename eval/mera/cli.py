@@ -69,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 
     parser = ExactArgumentParser(
-        prog="judge-eval mera", description=__doc__.split("\n\n")[0],
+        prog="judge-eval mera", description=__doc__.split("\n\n")[0], epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
     sub = parser.add_subparsers(dest="task", required=True, metavar="{ruhumaneval,rutie}")

@@ -35,13 +35,21 @@ _HELP = {
 }
 
 
+#: Every stage's exit codes, as its --help lists them.
+EXIT_CODES = (
+    "Exit codes: 0 the stage finished (its kept, dropped and failed counts printed); 2 a usage or configuration "
+    "error, refused training data (Zero-Shot or released-benchmark rows), a malformed row, or an output folder "
+    "another run holds."
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 
-    parser = ExactArgumentParser(prog="judge-train data", description=__doc__.split("\n\n")[0])
+    parser = ExactArgumentParser(prog="judge-train data", description=__doc__.split("\n\n")[0], epilog=EXIT_CODES)
     stages = parser.add_subparsers(dest="stage", required=True, metavar="<stage>")
     for stage, cls in STAGE_CONFIGS.items():
-        sub = stages.add_parser(stage, help=_HELP[stage], description=_HELP[stage])
+        sub = stages.add_parser(stage, help=_HELP[stage], description=_HELP[stage], epilog=EXIT_CODES)
         sub.add_argument("--config", help=f"YAML config (configs/data/{stage}.yaml)")
         if stage != "instructions":
             sub.add_argument("--input", required=True, help="the previous stage's output folder, or a JSONL/Parquet file")
