@@ -80,6 +80,18 @@ def test_alt_test_flags_reach_the_section(sample_runs):
     assert lenient["leniency"]["mean_signed_error"] > exact["leniency"]["mean_signed_error"]
 
 
+def test_the_sentence_says_what_the_judge_won(sample_runs):
+    """A pass reads "passes ... against R of T experts"; a failure says what it won ("it wins against R of T
+    experts, fewer than half"), never "fails ... against 0 of 8", which reads as if it lost to none."""
+    for run in ("exact", "lenient"):
+        split = sample_runs[run]["validity"]["splits"]["all"]
+        alt, sentence = split["overall"]["alt_test"], split["sentence"]
+        won = f"{alt['n_experts_rejected']} of {alt['n_experts_tested']} experts"
+        expected = (f"passes the alternative annotator test against {won} (" if alt["passed"] else
+                    f"fails the alternative annotator test: it wins against {won}, fewer than half (")
+        assert expected in sentence.lower(), (run, sentence)
+
+
 def test_reports_lead_with_one_sentence_per_split(sample_runs):
     """report.md opens (after its title) with the sentence of each split; report.html shows the same sentences and
     the validity tables, not a JSON dump of the section."""

@@ -174,10 +174,11 @@ def split_sentence(block: dict[str, Any]) -> str:
     elif not alt["n_experts_tested"]:
         parts.append(f"no expert scored the {alt['min_items_per_expert']} items the alternative annotator test needs")
     else:
-        verb = "passes" if alt["passed"] else "fails"
-        parts.append(f"{verb} the alternative annotator test against {alt['n_experts_rejected']} of "
-                     f"{alt['n_experts_tested']} experts (ω = {_ratio(alt['winning_rate'])}, "
-                     f"ρ = {_ratio(alt['advantage_probability'])})")
+        figures = f"(ω = {_ratio(alt['winning_rate'])}, ρ = {_ratio(alt['advantage_probability'])})"
+        won = f"{alt['n_experts_rejected']} of {alt['n_experts_tested']} experts"
+        # "fails ... against 0 of 8 experts" would read as if it lost to none: a failure says what it won.
+        parts.append(f"passes the alternative annotator test against {won} {figures}" if alt["passed"] else
+                     f"fails the alternative annotator test: it wins against {won}, fewer than half {figures}")
     verdicts = [c["ceiling"]["verdict"] for c in block["by_criterion"].values() if c["ceiling"]["verdict"]]
     if verdicts:
         parts.append(f"inside the experts' range on {verdicts.count('inside')} of {len(verdicts)} criteria")
