@@ -3,7 +3,7 @@
     .venv/bin/python bench/train_label_positions.py                # the tiny seq2seq config, 2 rounds per arm
     .venv/bin/python bench/train_label_positions.py --rounds 3 --max-steps 6
 
-``train.seq2seq.labelled_positions_only_on_cpu`` makes trl's fused LM head project only the positions whose label
+``train.recipe_steps.labelled_positions_only_on_cpu`` (which the seq2seq recipe imports by name) makes trl's fused LM head project only the positions whose label
 is not -100 on CPU, as trl does on CUDA (trl/trainer/utils.py ``add_fused_lm_head``). Each arm runs the whole
 ``judge-train`` command in a fresh process (model build, data, training, export, its check), in ``interleaved``
 order; the "every position" arm replaces the context manager by one that leaves trl as it is. Printed per arm: the

@@ -1,4 +1,4 @@
-"""trl's fused LM head on CPU, inside ``train.seq2seq.labelled_positions_only_on_cpu``: only the labelled positions
+"""trl's fused LM head on CPU, inside ``train.recipe_steps.labelled_positions_only_on_cpu``: only the labelled positions
 are projected onto the vocabulary, and the loss and gradients are those of scoring every position."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from train.seq2seq import labelled_positions_only_on_cpu
+from train.recipe_steps import labelled_positions_only_on_cpu
 from train.tiny_models import tiny_qwen2_config
 
 ROWS, LENGTH, LABELLED = 2, 40, 8  # the last 8 tokens of each row carry a label, as a completion does
@@ -72,7 +72,7 @@ def test_without_trls_private_switch_training_goes_on_scoring_every_position(mon
     from trl.trainer import utils as trl_utils
 
     monkeypatch.delattr(trl_utils, "_use_triton")
-    with caplog.at_level("WARNING", logger="train.seq2seq"), labelled_positions_only_on_cpu() as wrapped:
+    with caplog.at_level("WARNING", logger="train.recipe_steps"), labelled_positions_only_on_cpu() as wrapped:
         assert not wrapped
         assert not hasattr(trl_utils, "_use_triton")
     assert "scores every position" in caplog.text

@@ -206,7 +206,6 @@ def main(config: GRPORecipeConfig, *, callbacks: tuple = ()) -> RunResult:
     from trl import GRPOConfig, GRPOTrainer
 
     from train.grpo_rewards import REWARDS
-    from train.seq2seq import labelled_positions_only_on_cpu
 
     # Arguments before the model: under ZeRO-3 from_pretrained then partitions the weights as they load.
     args = run.training_arguments(
@@ -243,7 +242,7 @@ def main(config: GRPORecipeConfig, *, callbacks: tuple = ()) -> RunResult:
     # log-probabilities go through the same head): otherwise every prompt position, most of each row, is projected
     # onto the 151,936-token vocabulary and back. The test's two steps (tiny Qwen3, 4 x 16 tokens) spent 19.1 s in
     # trainer.train() without it and 7.5 s with it (one profiled run each, this shared 2-core machine).
-    with labelled_positions_only_on_cpu():
+    with recipe_steps.labelled_positions_only_on_cpu():
         result = run.train(trainer)
     if run.stopped:
         return result

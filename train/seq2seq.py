@@ -20,17 +20,16 @@ again covers the whole assistant turn through the end-of-turn token. Its rows co
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import judge
 from train.config import Seq2SeqConfig
 from train.provenance import RunResult
+from train.recipe_steps import labelled_positions_only_on_cpu
 
-__all__ = ["integer_rows", "integer_rows_for_config", "integer_target", "labelled_positions_only_on_cpu", "main", "sft_dataset"]
+__all__ = ["integer_rows", "integer_rows_for_config", "integer_target", "main", "sft_dataset"]
 
 logger = logging.getLogger(__name__)
 
@@ -182,47 +181,6 @@ def integer_rows_for_config(config: Seq2SeqConfig, tokenizer) -> tuple[list[dict
     if not train:
         raise ValueError(f"no integer-format training rows left: {report.summary()}")
     return train, held_out, report
-
-
-@contextlib.contextmanager
-def labelled_positions_only_on_cpu() -> Iterator[bool]:
-    """While open, trl's fused LM head projects only the labelled positions onto the vocabulary on CPU too.
-
-    ``SFTTrainer`` replaces the model's forward with a fused LM head (trl/trainer/utils.py ``add_fused_lm_head``)
-    that scores only the positions whose label is not -100 on Triton devices (cuda, xpu) and *every* position
-    elsewhere, since on compiling backends such as Neuron a count of labelled positions that changes from batch
-    to batch would recompile the kernel's tiles. Eager CPU compiles nothing, and every unlabelled position is
-    zeroed afterwards anyway, so the prompt's ~200 tokens were projected onto the 151,665-token vocabulary for
-    nothing: the completion is ~30 of a row's ~250 tokens. The choice is trl's private ``_use_triton(device)``,
-    looked up when the forward runs; this wraps it so that CPU devices take the compact path as well (CUDA and
-    XPU answer as before; the chunked kernel's own Triton-or-torch choice is a separate function, untouched).
-    Measured (``bench/train_label_positions.py``, the whole ``judge-train`` of the tiny seq2seq config, 12 steps):
-    54.2 and 55.6 CPU-s with every position scored against 25.4 and 23.4 with the labelled ones, the logged losses
-    the same to 1e-7. The previous function is put back on exit.
-
-    Yields:
-        Whether the wrap is in place: False (and a warning) when the installed trl has no ``_use_triton`` in
-        ``trl.trainer.utils``, where training is as correct, only slower on CPU.
-    """
-    from trl.trainer import utils as trl_utils
-
-    triton_only = getattr(trl_utils, "_use_triton", None)
-    if triton_only is None:
-        from importlib import metadata
-
-        logger.warning("trl.trainer.utils._use_triton is gone (trl %s): on CPU the fused LM head scores every "
-                       "position of a row, not only the labelled ones", metadata.version("trl"))
-        yield False
-        return
-
-    def compact_on_cpu_too(device) -> bool:
-        return device.type == "cpu" or triton_only(device)
-
-    trl_utils._use_triton = compact_on_cpu_too
-    try:
-        yield True
-    finally:
-        trl_utils._use_triton = triton_only
 
 
 def main(config: Seq2SeqConfig, *, callbacks: tuple = ()) -> RunResult:
