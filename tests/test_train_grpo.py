@@ -384,6 +384,49 @@ def test_the_grpo_export_is_an_integer_judge_with_its_card(grpo_run):
     assert f"- base model: `{Path(grpo_run.output_dir) / 'base-model'}`" in card and "bare integer" in card
 
 
+def test_the_grpo_export_is_served_and_scored_in_the_integer_format(grpo_run, tmp_path, monkeypatch, starts_engine):
+    """The loop closes with no format flag anywhere: judge-serve on the GRPO export reads the manifest's integer format
+    (the prompt rendered with thinking on, each result exactly judge.parse_integer_verdict of its output);
+    `judge-eval run` against it writes the server's verdicts as predictions and `judge-eval score` scores them, every
+    verdict the tiny policy failed to write counted as a failure, none dropped or scored."""
+    import httpx
+
+    from eval.cli import main
+    from eval.predictions import read_predictions
+    from tests.fixtures_serve import start_judge_serve
+
+    records = judge.load_records(judge.sample_data_path())[:4]
+    data = judge.write_jsonl(records, tmp_path / "data.jsonl")
+    with start_judge_serve(grpo_run.export_dir) as server:
+        headers = {"Authorization": f"Bearer {server.api_key}"}
+        first = records[0]
+        response = httpx.post(server.root_url + "/v1/judge", headers=headers, timeout=300, json={
+            "items": [{"id": first.id, "instruction": first.instruction, "answer": first.answer,
+                       "reference_answer": first.reference_answer or "",
+                       "criteria": [{"name": first.criteria_name, "rubrics": first.rubrics}]}],
+            "max_tokens": 16})  # fmt: skip
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert body["verdict_format"] == "integer"
+        (result,) = body["items"][0]["results"]
+        again = judge.parse_integer_verdict(result["output"], None, judge.scale_of(first.rubrics))
+        assert (result["parse_ok"], result["score"], result["error"]) == (again.ok, again.score, again.error)
+
+        monkeypatch.setenv("TEST_JUDGE_KEY", server.api_key)
+        assert main(["run", "--judge", server.base_url, "--api-key-env", "TEST_JUDGE_KEY", "--data", str(data),
+                     "--out", str(tmp_path / "run"), "--max-tokens", "16", "--no-progress"]) == 0
+    rows = read_predictions(tmp_path / "run")
+    assert sorted(row["id"] for row in rows) == sorted(r.id for r in records)
+    for row in rows:
+        again = judge.parse_integer_verdict(row["raw_output"], None)
+        assert (row["parse_ok"], row["feedback"]) == (again.ok, again.feedback)
+    assert main(["score", "--predictions", str(tmp_path / "run"), "--n-boot", "20", "--no-plots"]) == 0
+    overall = json.loads((tmp_path / "run" / "metrics.json").read_text(encoding="utf-8"))["splits"]["all"]["overall"]
+    assert overall["n"] == len(records)
+    assert overall["n_scored"] + overall["n_parse_failed"] + overall["n_request_failed"] == len(records)
+    assert overall["n_parse_failed"] == sum(not row["parse_ok"] for row in rows)
+
+
 def test_grpo_resumes_from_the_latest_checkpoint(grpo_run, tmp_path):
     """--resume continues from the newest checkpoint-N: with checkpoint-2 gone, from checkpoint-1, training step 2
     only (its log entry is the one new step) and exporting again."""
