@@ -6,7 +6,7 @@
 A synthetic table (seeded) with the POLLUX shape: 2-5 experts per item (mean ~2.94), scales 0-1 / 0-2 / 0-3 / 0-4,
 11 evaluated models, the taxonomy's 35 task types and 60 criterion names (Zero-Shot by the real rule: about
 30 % of the items), 3 % parse failures, experts named from a pool of ``EXPERT_POOL`` (``expert_ids``, for the
-validity section's alternative annotator test). The timed step is `eval.item_table.evaluate`: every metric cell of the report (3 splits x overall / model /
+validity section's alternative annotator test). The timed step is `eval.scoring.item_table.evaluate`: every metric cell of the report (3 splits x overall / model /
 task type / criterion), the 100-fold Verdict Confidence, 1,000-resample bootstrap intervals for MAE and Spearman,
 Kendall, confusion matrices. ``--end-to-end`` also writes the table as JSONL data + predictions and times the whole
 `judge-eval score` command (loading and validating 160k records, metrics.json, Markdown, report.html; no PNGs,
@@ -14,7 +14,7 @@ which are opt-in)
 ``--rounds`` times, each round a fresh Python process (imports counted, as a user's command pays them), printing
 the median wall and CPU time with their min-max and each stage's share (the functions `score` calls, timed by
 wrapping them: load records, read predictions, build table, POLLUX's own evaluator, metrics, items.parquet, plots,
-report page). CPU is the command's own plus its children's (none since eval.scoring runs in one process; older
+report page). CPU is the command's own plus its children's (none since eval.scoring.score runs in one process; older
 checkouts ran parts of it in child processes).
 ``--baseline DIR`` times another checkout (e.g. ``git archive main | tar -x -C /tmp/base``) in the same run,
 rounds interleaved (A B, B A, ...), prints both sides and the ratio of their walls, and says whether the first
@@ -52,13 +52,13 @@ def synthetic_table(n_items: int, seed: int = 0, regression: bool = False):
         regression: real-valued judge scores (a regression head) instead of integer verdicts.
 
     Returns:
-        ``eval.item_table.ItemTable``.
+        ``eval.scoring.item_table.ItemTable``.
     """
     from types import SimpleNamespace
 
     import judge
 
-    from eval.item_table import ItemTable
+    from eval.scoring.item_table import ItemTable
 
     rng = np.random.default_rng(seed)
     taxonomy = judge.load_taxonomy()
@@ -121,7 +121,7 @@ def _write_files(table, folder: Path) -> tuple[Path, Path]:
             d.write(json.dumps(row, ensure_ascii=False) + "\n")
             ok = table.status[i] == "ok"
             regression = table.score_source[i] == "regression_head"
-            # A raw output POLLUX's own evaluator can read (eval.pollux_official), the head's value for regression.
+            # A raw output POLLUX's own evaluator can read (eval.scoring.pollux_official), the head's value for regression.
             raw = f"[FEEDBACK] Обоснование. [RESULT] {table.judge[i]:g} [END]" if ok and not regression else "мусор"
             p.write(json.dumps({
                 "id": table.ids[i], "judge": "synthetic", "raw_output": raw, "feedback": "",
@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-    from eval import item_table, metrics
+    from eval.scoring import item_table, metrics
 
     table = synthetic_table(args.items, regression=args.regression)
     n_estimates = int((~np.isnan(table.experts)).sum())
@@ -192,25 +192,25 @@ def main(argv: list[str] | None = None) -> int:
 # moved (eval's modules are being split) is skipped and its time lands in "other".
 STAGES = [
     ("judge", "load_records", "load + validate records"),
-    ("eval.predictions", "read_prediction_table", "read predictions"),
-    ("eval.predictions", "read_predictions", "read predictions"),
-    ("eval.item_table", "build_table", "build item table"),
-    ("eval.pollux_official", "pollux_official", "POLLUX's own evaluator"),
-    ("eval.item_table", "derive", "metrics"),
-    ("eval.item_table", "evaluate", "metrics"),
-    ("eval.scoring", "validity_section", "validity section"),
-    ("eval.item_table", "write_table", "items.parquet"),
-    ("eval.item_table", "write_arrow", "items.parquet"),
-    ("eval.scoring", "report_items", "report.html"),
-    ("eval.scoring", "item_columns", "report.html"),
-    ("eval.scoring", "render_report_page", "report.html"),
-    ("eval.scoring", "write_plots", "plots"),
+    ("eval.judging.predictions", "read_prediction_table", "read predictions"),
+    ("eval.judging.predictions", "read_predictions", "read predictions"),
+    ("eval.scoring.item_table", "build_table", "build item table"),
+    ("eval.scoring.pollux_official", "pollux_official", "POLLUX's own evaluator"),
+    ("eval.scoring.item_table", "derive", "metrics"),
+    ("eval.scoring.item_table", "evaluate", "metrics"),
+    ("eval.scoring.score", "validity_section", "validity section"),
+    ("eval.scoring.item_table", "write_table", "items.parquet"),
+    ("eval.scoring.item_table", "write_arrow", "items.parquet"),
+    ("eval.scoring.score", "report_items", "report.html"),
+    ("eval.scoring.score", "item_columns", "report.html"),
+    ("eval.scoring.score", "render_report_page", "report.html"),
+    ("eval.scoring.score", "write_plots", "plots"),
     # The older checkouts' stages (the baseline of --baseline), where they ran in child processes.
-    ("eval.predictions", "PredictionsProcess.rows", "read predictions"),
+    ("eval.judging.predictions", "PredictionsProcess.rows", "read predictions"),
     ("eval.forked", "ForkedCall.__init__", "forked calls (POLLUX's evaluator)"),
     ("eval.forked", "ForkedCall.result", "forked calls (POLLUX's evaluator)"),
-    ("eval.html_report", "ReportPageProcess.__init__", "report.html"),
-    ("eval.html_report", "ReportPageProcess.finish", "report.html"),
+    ("eval.reports.html_report", "ReportPageProcess.__init__", "report.html"),
+    ("eval.reports.html_report", "ReportPageProcess.finish", "report.html"),
 ]
 
 

@@ -5,7 +5,7 @@
 
 The data is bench/eval_metrics.py's seeded synthetic table written as POLLUX-format JSONL (2-5 experts per item, the
 taxonomy's 35 task types and 60 criterion names, 11 evaluated models). One process: it prints the wall and CPU time
-of loading the records, of ``eval.experts.expert_tables`` and of writing experts_tables.csv and experts.md.
+of loading the records, of ``eval.experts.tables.expert_tables`` and of writing experts_tables.csv and experts.md.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import judge
     from bench.eval_metrics import _write_files, synthetic_table
-    from eval.experts import expert_tables, summary_line, write_expert_tables
+    from eval.experts.tables import expert_tables, summary_line, write_expert_tables
 
     with tempfile.TemporaryDirectory() as tmp:
         data, _ = _write_files(synthetic_table(args.items), Path(tmp))

@@ -1,4 +1,4 @@
-"""Time the bench's matrix step (``eval.bench_matrix.pollux_matrix``) at a POLLUX-instructions-like size.
+"""Time the bench's matrix step (``eval.ranking.matrix.pollux_matrix``) at a POLLUX-instructions-like size.
 
     .venv/bin/python bench/pollux_matrix.py
     .venv/bin/python bench/pollux_matrix.py --instructions 5000 --n-boot 2000   # example override
@@ -19,7 +19,7 @@ import time
 
 
 def synthetic_items(instructions: int, metas: int, criteria: int, per_instruction: int, seed: int) -> list:
-    from eval.bench_matrix import BenchItem
+    from eval.ranking.matrix import BenchItem
 
     rng = random.Random(seed)
     meta_names = [f"meta {m}" for m in range(metas)]
@@ -37,7 +37,7 @@ def synthetic_items(instructions: int, metas: int, criteria: int, per_instructio
 
 
 def main() -> None:
-    from eval.bench_matrix import pollux_matrix
+    from eval.ranking.matrix import pollux_matrix
 
     from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 

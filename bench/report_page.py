@@ -8,7 +8,7 @@ models, 35 task types, 60 criteria, 2-5 experts, 3 % parse failures), with texts
 (instructions ~400 characters and answers ~1,200 shared by the ~10 criteria of one answer, rubrics per criterion,
 a ~150-character comment per expert, ~250 characters of judge feedback), scores it (``evaluate`` with a small
 bootstrap: the metric step is benchmarked in ``bench/eval_metrics.py``), writes the page with
-``eval.html_report.write_report_page`` and opens it from disk in headless chromium (Debian's, via selenium).
+``eval.reports.html_report.write_report_page`` and opens it from disk in headless chromium (Debian's, via selenium).
 
 Printed: the page's size, the time to write it, and the time until the explorer shows its first page, both as
 the page measures it (``performance.now()`` since navigation start) and as the wall clock around ``driver.get``.
@@ -40,7 +40,7 @@ def build_run(n_items: int, folder: Path, seed: int = 0):
     from eval_metrics import synthetic_table
 
     import judge
-    from eval import item_table
+    from eval.scoring import item_table
 
     table = synthetic_table(n_items, seed=seed)
     rng = np.random.default_rng(seed + 1)
@@ -85,8 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="page loads to time (the median is printed)")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(REPO))
-    from eval.html_explorer import DEFAULT_TEXT_ITEMS
-    from eval.html_report import write_report_page
+    from eval.reports.html_explorer import DEFAULT_TEXT_ITEMS
+    from eval.reports.html_report import write_report_page
     from tests.browser import CHROMEDRIVER, chrome_options, missing_browser
 
     reason = missing_browser()

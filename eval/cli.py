@@ -5,14 +5,14 @@
     judge-eval run --config configs/eval/gpt-4o.yaml --data DATA.jsonl --out runs/gpt-4o
     judge-eval score --predictions runs/judge-a --data DATA.jsonl --out runs/judge-a
     judge-eval compare runs/judge-a runs/judge-b [runs/gpt-4o ...] --out runs/compare
-    judge-eval bench --model http://127.0.0.1:8001/v1 --judge http://127.0.0.1:8000/v1 --data INSTRUCTIONS --out runs/bench/m
-    judge-eval compare runs/bench/model-a runs/bench/model-b --out runs/bench/a-vs-b   (two bench runs: paired)
+    judge-eval rank --model http://127.0.0.1:8001/v1 --judge http://127.0.0.1:8000/v1 --data INSTRUCTIONS --out runs/rank/m
+    judge-eval compare runs/rank/model-a runs/rank/model-b --out runs/rank/a-vs-b   (two rank runs: paired)
     judge-eval convert --data data/POLLUX --out pollux_test.jsonl   (released Parquet shards -> JSONL, lossless)
     judge-eval experts --data ai-forever/POLLUX --out runs/experts   (the paper's expert-only tables, no judge)
     judge-eval mera ruhumaneval --endpoint URL --model NAME --out runs/rhe      (see eval/mera/cli.py)
 
-Exit codes: 0 done; 2 a usage, configuration or input error (named on stderr); 3 run/bench: some requests failed;
-4 run/bench: the server cannot be used (`judge-eval SUBCOMMAND --help` lists each one's).
+Exit codes: 0 done; 2 a usage, configuration or input error (named on stderr); 3 run/rank: some requests failed;
+4 run/rank: the server cannot be used (`judge-eval SUBCOMMAND --help` lists each one's).
 
 Example override: ``judge-eval run --config configs/eval/gpt-4o.yaml --concurrency 4 --limit 100 ...`` (flags
 override the YAML, which overrides the defaults). Without ``--data`` the bundled sample data is judged.
@@ -34,11 +34,11 @@ from judge.plumbing.console_logging import CHATTY_LOGGERS, configure_logging  # 
 
 log = logging.getLogger("judge_eval")
 
-#: run's and bench's --help epilog: the key rule (judge.plumbing.api_keys) and the exit codes.
+#: run's and rank's --help epilog: the key rule (judge.plumbing.api_keys) and the exit codes.
 CLIENT_EPILOG = """\
 API keys: the first set of the variables --api-key-env names: by default $JUDGE_SERVE_API_KEY (the key judge-serve
 is started with), else $OPENAI_API_KEY, else no key; one variable named alone must be set; --api-key-env '' sends no
-key. bench's candidate and judge follow the same rule.
+key. rank's candidate and judge follow the same rule.
 
 First contact: GET /v1/models is retried (connection errors, 5xx, Retry-After honoured) for --connect-timeout-s
 seconds; the server's caps (max_model_len; judge-serve's judge_max_tokens, max_proxy_tokens) fit --max-tokens, with a
@@ -56,14 +56,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--log-level", default="info",
                         help="Logging level (debug, info, warning); HTTP request lines are shown at debug only.")
     sub = parser.add_subparsers(dest="command", required=True,
-                                metavar="{run,score,compare,bench,convert,experts,mera}")
+                                metavar="{run,score,compare,rank,convert,experts,mera}")
 
     run_p = sub.add_parser("run", help="Judge records; writes predictions.jsonl (resumable) and run.json.",
                            description="Judge every record of --data and append one prediction per item to "
                                        "OUT/predictions.jsonl; rerunning resumes.", epilog=CLIENT_EPILOG,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     run_p.add_argument("--config", default=None, help="YAML with RunConfig keys (configs/eval/*.yaml).")
-    from eval.config import RunConfig
+    from eval.judging.config import RunConfig
     from judge.plumbing.config_files import add_config_flags
 
     add_config_flags(run_p, RunConfig)
@@ -121,19 +121,20 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_p.add_argument("--seed", type=int, default=0, help="Bootstrap seed.")
     cmp_p.add_argument("--alpha", type=float, default=0.05, help="Significance level of better/worse calls.")
     cmp_p.add_argument("--allow-other-judge", action="store_true",
-                       help="Two bench runs: compare them even when different judges scored them.")
+                       help="Two rank runs: compare them even when different judges scored them.")
 
-    bench_p = sub.add_parser("bench", help="Rank a candidate LLM with a judge: answers, verdicts, POLLUX's matrix.",
+    rank_p = sub.add_parser("rank", aliases=["bench"],
+                             help="Rank a candidate LLM with a judge: answers, verdicts, POLLUX's matrix.",
                              description="POLLUX's answer.py -> score.py -> metrics.py: the candidate (--model) "
                                          "answers every instruction of --data, the judge scores each answer on each "
                                          "of its criteria, and OUT/matrix.csv is POLLUX's metrics.csv, with "
                                          "bootstrap intervals and failure counts in OUT/report.html; rerunning "
-                                         "resumes (see eval/bench.py).", epilog=CLIENT_EPILOG,
+                                         "resumes (see eval/ranking/rank.py).", epilog=CLIENT_EPILOG,
                              formatter_class=argparse.RawDescriptionHelpFormatter)
-    bench_p.add_argument("--config", default=None, help="YAML with BenchConfig keys.")
-    from eval.bench import BenchConfig
+    rank_p.add_argument("--config", default=None, help="YAML with RankConfig keys.")
+    from eval.ranking.rank import RankConfig
 
-    add_config_flags(bench_p, BenchConfig)
+    add_config_flags(rank_p, RankConfig)
 
     conv_p = sub.add_parser("convert", help="Any supported data source -> one JSONL file (for eval.sbatch shards).",
                             description="Read records with judge.load_records (a JSONL/JSON/Parquet file, a folder of "
@@ -171,7 +172,7 @@ EXIT_CODES: dict[str, dict[int, str]] = {
             4: _UNUSABLE},
     "score": {0: "scored", 2: _USAGE_ERROR + "; or no predictions to score"},
     "compare": {0: "compared", 2: _USAGE_ERROR + "; or a run folder that is not there or not scored"},
-    "bench": {0: "every answer and verdict written", 2: _USAGE_ERROR,
+    "rank": {0: "every answer and verdict written", 2: _USAGE_ERROR,
               3: "some answers or verdicts failed (counted in the summary; rerunning retries them)", 4: _UNUSABLE},
     "convert": {0: "written", 2: _USAGE_ERROR + "; or a source with no records"},
     "experts": {0: "written", 2: _USAGE_ERROR + "; or a source with no records"},
@@ -180,14 +181,14 @@ EXIT_CODES: dict[str, dict[int, str]] = {
 
 def resolve_run_config(args: argparse.Namespace):
     """``RunConfig`` from defaults, then ``--config`` YAML, then the flags actually given."""
-    from eval.config import RunConfig
+    from eval.judging.config import RunConfig
     from judge.plumbing.config_files import given_flags, resolve_config
 
     return resolve_config(RunConfig, args.config, given_flags(args, RunConfig))
 
 
 def _run(args: argparse.Namespace) -> int:
-    from eval.run import run
+    from eval.judging.run import run
 
     config = resolve_run_config(args)
     if config.data == SAMPLE_DATA:  # the bundled sample, as judge-train's `data: sample` (and as no --data)
@@ -202,17 +203,17 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from eval.pairwise_metrics import is_pairwise_run, pairwise_markdown, score_pairwise
+    from eval.pairwise.metrics import is_pairwise_run, pairwise_markdown, score_pairwise
 
     refuse_missing_predictions(args.predictions)
     args.data = sample_or(args.data)
 
-    if is_pairwise_run(args.predictions):  # a pairwise run (eval.pairwise): its own metrics and report
+    if is_pairwise_run(args.predictions):  # a pairwise run (eval.pairwise.judging): its own metrics and report
         print(pairwise_markdown(score_pairwise(args.predictions, args.data, args.out, n_boot=args.n_boot,
                                                seed=args.seed, name=args.name)))
         return 0
-    from eval.report import SPLIT_TITLES, fmt, fmt_ci
-    from eval.scoring import score
+    from eval.reports.report import SPLIT_TITLES, fmt, fmt_ci
+    from eval.scoring.score import score
     from eval.validity.alt_test import AltTestSettings
 
     try:
@@ -253,7 +254,7 @@ def _convert(args: argparse.Namespace) -> int:
 
 def _experts(args: argparse.Namespace) -> int:
     import judge
-    from eval.experts import expert_tables, summary_line, write_expert_tables
+    from eval.experts.tables import expert_tables, summary_line, write_expert_tables
 
     records = judge.load_records(sample_or(args.data), split=args.split)
     if not records:
@@ -265,11 +266,11 @@ def _experts(args: argparse.Namespace) -> int:
     return 0
 
 
-def _bench(args: argparse.Namespace) -> int:
-    from eval.bench import BenchConfig, bench
+def _rank(args: argparse.Namespace) -> int:
+    from eval.ranking.rank import RankConfig, bench
     from judge.plumbing.config_files import given_flags, resolve_config
 
-    config = resolve_config(BenchConfig, args.config, given_flags(args, BenchConfig))
+    config = resolve_config(RankConfig, args.config, given_flags(args, RankConfig))
     log.info("bench config: %s", json.dumps(dataclasses.asdict(config), ensure_ascii=False))
     summary = bench(config)
     print(json.dumps(summary, ensure_ascii=False, indent=2))
@@ -279,16 +280,16 @@ def _bench(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from eval.bench_compare import is_bench_run
+    from eval.ranking.compare import is_bench_run
 
     missing = [run for run in args.runs if not Path(run).exists()]
     if missing:
         raise ValueError(f"{', '.join(missing)}: not found; compare takes run folders written by `judge-eval score` "
-                         "(or by `judge-eval bench`)")
+                         "(or by `judge-eval rank`)")
     if any(map(is_bench_run, args.runs)):
         return _compare_bench(args)
-    from eval.compare import compare, render_markdown
-    from eval.item_table import dumps
+    from eval.scoring.compare import compare, render_markdown
+    from eval.scoring.item_table import dumps
 
     result = compare(args.runs, n_boot=args.n_boot, seed=args.seed, alpha=args.alpha)
     markdown = render_markdown(result)
@@ -299,8 +300,8 @@ def _compare(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     (out / "compare.json").write_text(dumps(result) + "\n", encoding="utf-8")
     (out / "compare.md").write_text(markdown + "\n", encoding="utf-8")
-    from eval.compare import headline
-    from eval.html_report import write_compare_page
+    from eval.scoring.compare import headline
+    from eval.reports.html_report import write_compare_page
 
     page = write_compare_page(result, out)
     # The whole table (hundreds of lines) is in the files; the console gets the headline and where they are.
@@ -312,11 +313,11 @@ def _compare(args: argparse.Namespace) -> int:
 def _compare_bench(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from eval.bench_compare import compare_bench, render_bench_markdown
-    from eval.bench_report import render_bench_compare_page
+    from eval.ranking.compare import compare_bench, render_bench_markdown
+    from eval.ranking.report import render_bench_compare_page
 
     if len(args.runs) != 2:
-        raise ValueError(f"bench runs are compared two at a time (A, then B); got {len(args.runs)}")
+        raise ValueError(f"rank runs are compared two at a time (A, then B); got {len(args.runs)}")
     result = compare_bench(*args.runs, n_boot=args.n_boot, seed=args.seed, alpha=args.alpha,
                            allow_other_judge=args.allow_other_judge)
     markdown = render_bench_markdown(result)
@@ -374,13 +375,13 @@ def refuse_missing_predictions(predictions: str) -> None:
     """
     from pathlib import Path
 
-    from eval.pairwise import PAIRWISE_PREDICTIONS
+    from eval.pairwise.judging import PAIRWISE_PREDICTIONS
 
     path = Path(predictions)
     if not path.exists():
         raise ValueError(f"--predictions {predictions}: not found; give a run folder written by `judge-eval run` "
                          "(or its predictions.jsonl)")
-    # A pairwise run writes its judgments under another name (eval.pairwise); either file is a run's predictions.
+    # A pairwise run writes its judgments under another name (eval.pairwise.judging); either file is a run's predictions.
     names = ("predictions.jsonl", PAIRWISE_PREDICTIONS)
     file = next((path / n for n in names if (path / n).is_file()), path / names[0]) if path.is_dir() else path
     if not file.is_file():
@@ -415,6 +416,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     args.log_level = level or "info"
+    if args.command == "bench":  # the subcommand's old name, kept for scripts written before `rank`
+        print("judge-eval: note: `bench` is now `judge-eval rank`; the old name still works", file=sys.stderr)
+        args.command = "rank"
     from judge.plumbing.config_files import ConfigError
     from judge.plumbing.retry import EXIT_UNUSABLE, EndpointUnusable
     from judge.plumbing.run_folder import ResumeMismatch, RunFolderBusy
@@ -424,7 +428,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:
         parser.error(str(err))
 
-    handlers = {"run": _run, "score": _score, "compare": _compare, "bench": _bench, "convert": _convert,
+    handlers = {"run": _run, "score": _score, "compare": _compare, "rank": _rank, "convert": _convert,
                 "experts": _experts}
     try:
         return handlers[args.command](args)

@@ -188,7 +188,7 @@ def load_records_report(source: str | Path, split: str | None = None, make_id: b
 def source_rows(source: str | Path, split: str | None = None) -> Iterator[tuple[str, int, Mapping[str, Any]]]:
     """Every row of a data source, unvalidated, as ``(where, row index, row)``: the sources ``load_records_report``
     reads (a JSONL / JSON / Parquet file, a folder of hub shards, a ``save_to_disk`` folder, a dataset name), for
-    tables whose rows are not judged items (``ai-forever/POLLUX-instructions``: ``eval.bench``).
+    tables whose rows are not judged items (``ai-forever/POLLUX-instructions``: ``eval.ranking.rank``).
 
     Raises:
         RecordError: a JSONL line that is not JSON; FileNotFoundError / ValueError: as ``load_records_report``.

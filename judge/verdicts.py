@@ -313,7 +313,7 @@ def parse_judge_output(verdict_format: str, text: str | None, *, reasoning: str 
 
 
 class VerdictReader:
-    """How a tagged verdict's score is read by a scorer that reproduces someone else's numbers (``judge-eval bench
+    """How a tagged verdict's score is read by a scorer that reproduces someone else's numbers (``judge-eval rank
     --verdict-reader``): stable strings used in configs and results."""
 
     #: ``parse_verdict``: the last ``[RESULT]``, markdown around the tags tolerated (``**[RESULT]**``), the

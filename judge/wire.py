@@ -6,13 +6,13 @@ The contract between ``serve`` and ``eval``, as vLLM's ``entrypoints/openai/prot
   criteria: taxonomy names/ids or ``CustomCriterion``), and its pairwise variant ``PairwiseRequest`` of
   ``PairItem`` objects (two answers to one instruction and a comparison scale). judge-serve validates bodies with them
   (``serve.schema.parse_judge_request`` adds the field-naming error paths and the size bounds); judge-eval builds
-  its bodies with them (``eval.backends``).
+  its bodies with them (``eval.judging.backends``).
 - **Responses** (frozen dataclasses, read strictly with ``from_json``): ``JudgeResponse`` — ``items`` of
   ``JudgeResponseItem``, each holding one ``JudgeResult`` per (item, criterion) or per pair — and its
-  ``JudgeResponseUsage``. ``serve.judging`` builds them and sends ``to_json()``; ``eval.backends`` reads them back.
+  ``JudgeResponseUsage``. ``serve.judging`` builds them and sends ``to_json()``; ``eval.judging.backends`` reads them back.
 
 ``checked_json_fields`` is the one strict reading of a dataclass from a JSON object (unknown keys and missing
-required fields are errors naming the field); ``JudgeResult.from_json`` and ``eval.predictions.PredictionRow``'s
+required fields are errors naming the field); ``JudgeResult.from_json`` and ``eval.judging.predictions.PredictionRow``'s
 ``from_json`` both read through it.
 """
 
@@ -40,7 +40,7 @@ def checked_json_fields(cls: type, data: Mapping[str, Any], where: str, *, noun:
     apply); values are not converted (each ``from_json`` does what its type needs).
 
     Args:
-        cls: the dataclass read (``JudgeResult``, ``eval.predictions.PredictionRow``).
+        cls: the dataclass read (``JudgeResult``, ``eval.judging.predictions.PredictionRow``).
         data: the JSON object.
         where: names the object in errors (``"/v1/judge results[3]"``, ``"predictions.jsonl: row 7"``).
         noun: what an unknown key is called in the error (``"prediction field"``).

@@ -174,7 +174,7 @@ def judge_and_score(server, data: Path, out: Path, monkeypatch) -> dict:
     """`judge-eval run` against a served judge (format forced by structured outputs: a random tiny model rarely
     finishes a verdict otherwise), then `judge-eval score`; returns metrics.json."""
     from eval.cli import main
-    from eval.predictions import read_predictions
+    from eval.judging.predictions import read_predictions
 
     monkeypatch.setenv("TEST_JUDGE_KEY", server.api_key)
     assert main(["run", "--judge", server.base_url, "--api-key-env", "TEST_JUDGE_KEY", "--data", str(data),

@@ -116,7 +116,7 @@ def test_each_kind_of_citation_is_caught(said, tmp_path):
     "# pytest-dev/pytest-xdist#1386; trl #1379, OpenRLHF #209",
     "# the ruTiE card \"Metrics\": accuracy over the dialogue",
     "# stop 5 s after the signal; step 8 of Algorithm 1",
-    "# ``eval/config.py`` holds RunConfig",
+    "# ``eval/judging/config.py`` holds RunConfig",
     "# vllm/envs.py: VLLM_HTTP_TIMEOUT_KEEP_ALIVE",
 ])
 def test_what_a_clone_can_open_passes(said, tmp_path):

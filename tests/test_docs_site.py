@@ -102,10 +102,10 @@ def test_every_relative_link_in_the_readme_and_docs_resolves():
 
 
 def test_the_path_finder_reads_spans_and_blocks_and_leaves_other_repositories_alone():
-    text = ("See `tests/test_prompts.py::test_x` and `eval/config.py`, `runs/eval/new`, `tests/*_gpu.py`,\n"
+    text = ("See `tests/test_prompts.py::test_x` and `eval/judging/config.py`, `runs/eval/new`, `tests/*_gpu.py`,\n"
             "ai-forever/POLLUX `src/metrics.py` and ai-forever/POLLUX `demo/serve_pollux_demo.py`.\n"
             "```bash\njudge-train --config configs/train/tiny/seq2seq.yaml --out runs/x\n```\n")
-    assert named_paths(text) == ["tests/test_prompts.py", "eval/config.py", "configs/train/tiny/seq2seq.yaml"]
+    assert named_paths(text) == ["tests/test_prompts.py", "eval/judging/config.py", "configs/train/tiny/seq2seq.yaml"]
     assert named_tests("`tests/test_a.py::test_x`, `::test_y`; `tests/test_b.py::test_z`") == [
         ("tests/test_a.py", "test_x"), ("tests/test_a.py", "test_y"), ("tests/test_b.py", "test_z")]
 

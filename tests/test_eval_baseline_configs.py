@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from eval.config import RunConfig
+from eval.judging.config import RunConfig
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs" / "eval"
 

@@ -1,4 +1,4 @@
-"""The fast bootstrap engine (eval/bootstrap.py) against a naive bootstrap: scipy.stats.bootstrap and a numpy loop
+"""The fast bootstrap engine (eval/scoring/bootstrap.py) against a naive bootstrap: scipy.stats.bootstrap and a numpy loop
 resampling the items themselves, on small POLLUX-shaped tables.
 
 The engine and the naive bootstrap draw different resamples, so their percentile intervals differ by Monte-Carlo
@@ -19,7 +19,7 @@ import math
 import numpy as np
 import pytest
 
-from eval import bootstrap, metrics
+from eval.scoring import bootstrap, metrics
 
 B = 4000  # resamples, the same for the engine and the naive bootstrap
 LEVEL = 0.95
@@ -109,7 +109,7 @@ def test_bootstrap_ci_matches_scipys_percentile_bootstrap(table, statistic):
 
 @pytest.mark.parametrize("table", list(TABLES))
 def test_describe_pairs_matches_the_definitions_and_scipys_intervals(table):
-    """describe_pairs gives eval.metrics' MAE, Spearman, Pearson and Kendall (to float rounding) and scipy's
+    """describe_pairs gives eval.scoring.metrics' MAE, Spearman, Pearson and Kendall (to float rounding) and scipy's
     intervals; with correlations off (its direct item-error path for MAE) the MAE interval still matches."""
     (x, y), _ = TABLES[table]
     both = bootstrap.describe_pairs(x, y, n_boot=B, rng=np.random.default_rng(3), level=LEVEL)

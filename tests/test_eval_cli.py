@@ -17,8 +17,8 @@ import pytest
 
 import judge
 from eval.cli import build_parser, main, resolve_run_config
-from eval.predictions import read_predictions
-from eval.config import RunConfig
+from eval.judging.predictions import read_predictions
+from eval.judging.config import RunConfig
 from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage
 from tests.fixtures_models import FAST_ENGINE_ENV
 from tests.scripted_endpoint import ScriptedEndpoint, chat_completion

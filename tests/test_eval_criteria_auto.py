@@ -6,7 +6,7 @@ import json
 
 import judge
 from eval.cli import main
-from eval.predictions import read_predictions
+from eval.judging.predictions import read_predictions
 from judge.criteria_auto import load_labelled, training_path
 from tests.test_eval_cli import ScriptedServer, _run_args
 

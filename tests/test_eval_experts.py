@@ -1,4 +1,4 @@
-"""eval.experts / `judge-eval experts`: the paper's expert-only tables (Tables 1, 9, 10 Experts, 14-16 Experts) on a
+"""eval.experts.tables / `judge-eval experts`: the paper's expert-only tables (Tables 1, 9, 10 Experts, 14-16 Experts) on a
 rebuilt miniature of the release; every expected figure is worked out by hand below."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 import judge
 from eval.cli import main
-from eval.experts import AVG, expert_tables
+from eval.experts.tables import AVG, expert_tables
 from tests.release_artifacts import NOT_APPLICABLE, released_row, write_released_dataset
 
 EDITING, POETRY = ("Editing",), ("Literary text", "Poetry")

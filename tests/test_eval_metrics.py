@@ -1,4 +1,4 @@
-"""eval.metrics and eval.item_table: every expected value below is worked out by hand in the comments."""
+"""eval.scoring.metrics and eval.scoring.item_table: every expected value below is worked out by hand in the comments."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from eval import bootstrap, item_table, metrics
+from eval.scoring import bootstrap, item_table, metrics
 
 NAN = float("nan")
 
@@ -384,7 +384,7 @@ def test_cell_verdict_confidence_leaves_out_single_annotator_items():
 def test_no_overlap_anywhere_gives_no_verdict_confidence_and_says_why():
     """Every item has one annotator (the paper's Technical Problems): n_vc = 0, VC NaN, a why_no_vc sentence,
     and the Markdown shows "—" in the VC columns."""
-    from eval.report import render_markdown
+    from eval.reports.report import render_markdown
 
     table = _table(judge=[1, 0], status=["ok", "ok"], experts=[[1], [2]])
     result = json.loads(item_table.dumps(item_table.evaluate(table, n_boot=0)))

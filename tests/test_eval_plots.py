@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from eval import item_table
-from eval.report import write_plots
+from eval.scoring import item_table
+from eval.reports.report import write_plots
 
 
 def _metrics(tmp_path: Path) -> Path:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import judge
-from eval import item_table
+from eval.scoring import item_table
 from eval.cli import main
 
 # Two items on a 0-2 scale. Item a: experts [0, 0], the head's raw value -0.4 (judge-serve's score: clipped to 0).

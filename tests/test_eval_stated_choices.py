@@ -10,8 +10,8 @@ from itertools import product
 import numpy as np
 import pytest
 
-from eval import item_table, metrics
-from eval.report import render_markdown
+from eval.scoring import item_table, metrics
+from eval.reports.report import render_markdown
 
 
 def _table(judge, status, experts):

@@ -173,7 +173,7 @@ def test_first_requests_refused_alike_stop_run_and_bench_with_the_servers_words(
     try:
         run = _start(_run_argv(judge.base_url, tmp_path / "run", data, "--max-tokens", "4096", "--concurrency", "2"),
                      _env())
-        bench = _start(["bench", "--model", candidate.base_url, "--judge", judge.base_url, "--data", str(instructions),
+        bench = _start(["rank", "--model", candidate.base_url, "--judge", judge.base_url, "--data", str(instructions),
                         "--out", str(tmp_path / "bench"), "--no-progress", "--max-retries", "0", "--concurrency", "2"],
                        _env())
         (run_code, _, run_err), (bench_code, _, bench_err) = _finish(run), _finish(bench)
@@ -187,7 +187,7 @@ def test_first_requests_refused_alike_stop_run_and_bench_with_the_servers_words(
     assert _error_line(run_err) == (f"judge-eval run: error: the judge (vllm-judge) refused the first 3 requests alike: "
                                     f"HTTP 400: {said} (stopped after sending {n_run} of 20 requests; no row was "
                                     "written for the refused ones, a rerun sends them again)")
-    assert _error_line(bench_err) == (f"judge-eval bench: error: the candidate (cand) refused the first 3 requests "
+    assert _error_line(bench_err) == (f"judge-eval rank: error: the candidate (cand) refused the first 3 requests "
                                       f"alike: HTTP 400: {said} (stopped after sending {n_bench} of 20 requests; no "
                                       "row was written for the refused ones, a rerun sends them again)")
     note = ("max_tokens 4096 does not fit this server's max_model_len 2048 (the prompt and the answer share it): "
@@ -217,11 +217,11 @@ def test_keys_and_exit_codes_are_stated_in_help_and_one_rule_serves_bench_candid
     env = _env(JUDGE_SERVE_API_KEY="serve-key", OPENAI_API_KEY="openai-key", CAND_KEY="cand-key")
     bench = ["--data", str(instructions), "--no-progress", "--n-boot", "0"]
     try:
-        procs = [_start(["run", "--help"], env), _start(["bench", "--help"], env),
+        procs = [_start(["run", "--help"], env), _start(["rank", "--help"], env),
                  _start(["mera", "rutie", "--help"], env),
-                 _start(["bench", "--model", candidate.base_url, "--judge", judge.base_url, "--out",
+                 _start(["rank", "--model", candidate.base_url, "--judge", judge.base_url, "--out",
                          str(tmp_path / "a"), *bench], env),
-                 _start(["bench", "--model", other.base_url, "--api-key-env", "CAND_KEY", "--judge", judge.base_url,
+                 _start(["rank", "--model", other.base_url, "--api-key-env", "CAND_KEY", "--judge", judge.base_url,
                          "--out", str(tmp_path / "b"), *bench], env)]
         results = [_finish(proc) for proc in procs]
     finally:
@@ -356,7 +356,7 @@ def test_slurm_merge_job_reads_relative_paths_against_the_submit_folder(tmp_path
 def test_first_refusals_hold_alike_refusals_and_release_them_on_anything_else():
     """FirstRefusals: alike 4xx refusals are held until n_first stop the run; a success, a different refusal or a
     non-HTTP failure first releases the held ones, in order, and later refusals are written as usual."""
-    from eval.backends import FirstRefusals, Refused
+    from eval.judging.backends import FirstRefusals, Refused
 
     def refused(said: str, status: int | None = 400) -> Refused:
         return Refused(f"HTTP {status}: {said}", status, said)
@@ -390,7 +390,7 @@ def test_first_refusals_hold_alike_refusals_and_release_them_on_anything_else():
 def test_max_tokens_fitted_to_what_the_server_allows(requested, limits, route, fitted):
     """fit_max_tokens: at most judge_max_tokens (/v1/judge) or max_proxy_tokens (chat), and a chat budget that the
     context window cannot hold (>= max_model_len) halved to max_model_len // 2; a note whenever it changed."""
-    from eval.backends import fit_max_tokens
+    from eval.judging.backends import fit_max_tokens
     from judge.wire import ModelLimits
 
     value, note = fit_max_tokens(requested, ModelLimits(**limits), route=route)

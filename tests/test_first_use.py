@@ -97,7 +97,7 @@ def _commands(root: Path, busy_port: int) -> dict[str, list[str]]:
         "serve_port_in_use": ["judge-serve", "--model", "runs/my-judge/export", "--port", str(busy_port),
                               "--log-dir", "serve-port-logs"],
         **{f"help_eval_{sub}": ["judge-eval", sub, "--help"]
-           for sub in ("run", "score", "compare", "bench", "convert", "experts")},
+           for sub in ("run", "score", "compare", "rank", "convert", "experts")},
         "help_eval": ["judge-eval", "--help"],
         "help_serve": ["judge-serve", "--help"],
         "help_train": ["judge-train", "--help"],
@@ -152,7 +152,7 @@ def test_judge_eval_refuses_empty_or_missing_inputs(outcomes, scratch):
         "score_missing": "judge-eval score: error: --predictions nowhere: not found; give a run folder written by "
                          "`judge-eval run` (or its predictions.jsonl)",
         "compare_missing": "judge-eval compare: error: nowhere: not found; compare takes run folders written by "
-                           "`judge-eval score` (or by `judge-eval bench`)",
+                           "`judge-eval score` (or by `judge-eval rank`)",
     }
     for key, line in expected.items():
         assert (key, outcomes[key].code, outcomes[key].last_error_line) == (key, 2, line)
@@ -186,7 +186,7 @@ def test_the_tiny_serve_config_fits_a_default_run_and_forces_the_verdict_format(
     """configs/serve/tiny-cpu.yaml: its token cap admits judge-eval run's default max_tokens (a lower cap refused
     every request of the quickstart), and it carries the constrained decoding a one-minute judge needs to write a
     parseable verdict (which only the demo's flags knew)."""
-    from eval.config import RunConfig
+    from eval.judging.config import RunConfig
     from serve.config import ServeConfig, load_yaml_config
 
     config = ServeConfig(model="runs/tiny-seq2seq/export", **load_yaml_config(REPO_ROOT / "configs/serve/tiny-cpu.yaml"))

@@ -1,7 +1,7 @@
 """No import cycles between the toolkit's modules, read from the source with ``ast``.
 
 Every import counts: at module level, inside a function (a cycle hidden in a function is still a cycle) and under
-``if TYPE_CHECKING:`` (a cycle once found here, eval.run <-> eval.backends <-> eval.local_server over ``RunConfig``,
+``if TYPE_CHECKING:`` (a cycle once found here, eval.judging.run <-> eval.judging.backends <-> eval.judging.local_server over ``RunConfig``,
 was one of types: a reader following the types went round in a circle).
 """
 
@@ -76,10 +76,10 @@ def test_cycle_finder_finds_a_cycle():
 
 
 def test_no_import_cycles_between_the_toolkits_modules():
-    """judge/, train/, serve/, eval/ import without a cycle (RunConfig lives in eval/config.py, below eval.run,
-    eval.backends and eval.local_server), apart from the known cycles listed, which must still exist."""
+    """judge/, train/, serve/, eval/ import without a cycle (RunConfig lives in eval/judging/config.py, below eval.judging.run,
+    eval.judging.backends and eval.judging.local_server), apart from the known cycles listed, which must still exist."""
     graph = import_graph()
-    assert "eval.config" in graph["eval.backends"] | graph["eval.run"]
+    assert "eval.judging.config" in graph["eval.judging.backends"] | graph["eval.judging.run"]
     found = cycles(graph)
     assert [c for c in found if c not in KNOWN_CYCLES] == []
     assert all(known in found for known in KNOWN_CYCLES), "a known cycle is gone: remove it from KNOWN_CYCLES"

@@ -165,7 +165,7 @@ def test_judge_eval_run_reads_every_pollux_4b_verdict_with_no_extra_flag(tmp_pat
     each request is the POLLUX prompt with thinking left on (no chat_template_kwargs) and 1024 new tokens; every
     answer is read, its reasoning kept as feedback; a reply cut inside its reasoning is a counted failure."""
     from eval.cli import main
-    from eval.predictions import read_predictions
+    from eval.judging.predictions import read_predictions
     from tests.scripted_endpoint import ScriptedEndpoint
 
     records = judge.load_records(judge.sample_data_path())[:8]
@@ -205,7 +205,7 @@ def test_judge_eval_run_reads_every_pollux_4b_verdict_with_no_extra_flag(tmp_pat
 def test_explicit_tagged_format_overrides_the_model_id(tmp_path):
     """--verdict-format tagged wins over the id: the request switches thinking off and a bare integer is no verdict."""
     from eval.cli import main
-    from eval.predictions import read_predictions
+    from eval.judging.predictions import read_predictions
     from tests.scripted_endpoint import ScriptedEndpoint
 
     record = judge.load_records(judge.sample_data_path())[0]
@@ -241,7 +241,7 @@ def test_judge_serve_serves_a_qwen3_judge_in_the_integer_format(tiny_pollux_4b, 
     from transformers import AutoTokenizer
 
     from eval.cli import main
-    from eval.predictions import read_predictions
+    from eval.judging.predictions import read_predictions
     from tests.fixtures_serve import start_judge_serve
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_pollux_4b)
@@ -298,7 +298,7 @@ def test_judge_serve_serves_a_qwen3_judge_in_the_integer_format(tiny_pollux_4b, 
         pairs_file.write_text(json.dumps(pair, ensure_ascii=False) + "\n", encoding="utf-8")
         assert main(["run", "--judge", server.base_url, "--api-key-env", "TEST_JUDGE_KEY", "--data", str(pairs_file),
                      "--out", str(tmp_path / "pairs"), "--max-tokens", "24", "--no-progress"]) == 0
-    from eval.pairwise import read_pairwise_rows
+    from eval.pairwise.judging import read_pairwise_rows
 
     assert sorted(r.order for r in read_pairwise_rows(tmp_path / "pairs" / "pairwise_predictions.jsonl")) == [
         "original", "swapped"]

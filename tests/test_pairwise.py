@@ -11,8 +11,8 @@ import pytest
 
 import judge
 from eval.cli import main
-from eval.pairwise import PAIRWISE_PREDICTIONS, PairRecord, PairwiseRow, load_pairs, read_pairwise_rows
-from eval.pairwise_metrics import pairwise_metrics
+from eval.pairwise.judging import PAIRWISE_PREDICTIONS, PairRecord, PairwiseRow, load_pairs, read_pairwise_rows
+from eval.pairwise.metrics import pairwise_metrics
 from judge.plumbing.config_files import ConfigError
 from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage, JudgeResult
 from tests.scripted_endpoint import ScriptedEndpoint, chat_completion

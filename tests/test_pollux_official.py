@@ -1,4 +1,4 @@
-"""eval.pollux_official: POLLUX's repository evaluator (ai-forever/POLLUX ``src/utils/evaluation.py``), bugs kept;
+"""eval.scoring.pollux_official: POLLUX's repository evaluator (ai-forever/POLLUX ``src/utils/evaluation.py``), bugs kept;
 every expected value is worked out by hand in the comments."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import judge
-from eval.pollux_official import extract_score, official_metrics, pollux_official
+from eval.scoring.pollux_official import extract_score, official_metrics, pollux_official
 
 # Each expectation follows by hand from POLLUX's extract_score (src/utils/evaluation.py:26-35): first search the
 # whole text for "[RESULT] " + whitespace* + "\d+\.\d+" (line 27); only if none, for "[RESULT] " + whitespace* +

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from eval.predictions import REQUEST_FAILED, iter_predictions, read_predictions, resume_predictions
+from eval.judging.predictions import REQUEST_FAILED, iter_predictions, read_predictions, resume_predictions
 
 
 def _row(rid: str, error: str | None = None, judge: str = "j") -> str:

@@ -1,4 +1,4 @@
-"""The one reader of ``predictions.jsonl`` (``eval.predictions.read_prediction_table``, Arrow's JSON reader with
+"""The one reader of ``predictions.jsonl`` (``eval.judging.predictions.read_prediction_table``, Arrow's JSON reader with
 the row's types): every field in order with its defaults, the first bad row named by file, row and field, a torn
 last line dropped with one warning, blank lines skipped."""
 
@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from eval.predictions import (PREDICTION_FIELDS, PredictionRow, iter_predictions, prediction_table,
+from eval.judging.predictions import (PREDICTION_FIELDS, PredictionRow, iter_predictions, prediction_table,
                               read_prediction_table, read_predictions)
 
 
@@ -59,7 +59,7 @@ def test_rows_given_as_dicts_make_the_same_table(tmp_path):
     path = tmp_path / "predictions.jsonl"
     rows = _seeded_rows(50, seed=3)
     _write(path, rows)
-    from eval.predictions import prediction_rows
+    from eval.judging.predictions import prediction_rows
 
     assert prediction_rows(prediction_table(rows)) == read_predictions(path)
 

@@ -113,8 +113,8 @@ def test_judge_kinds(tiny_causal_dir, tiny_regression_dir, released_regression_d
 
 def test_eval_resolves_a_hub_id_and_needs_judge_serve_for_a_released_r(tmp_path, monkeypatch, released_hub_cache):
     """judge-eval's local server resolves the hub id and, seeing a released -r, refuses plain vLLM (needs judge-serve)."""
-    from eval.local_server import local_server
-    from eval.config import RunConfig
+    from eval.judging.local_server import local_server
+    from eval.judging.config import RunConfig
     from judge.plumbing.config_files import ConfigError
 
     monkeypatch.setenv("HF_HUB_CACHE", str(released_hub_cache))
@@ -245,7 +245,7 @@ def test_served_released_r_score_is_the_head_over_the_generated_text(released_re
 def test_released_data_judged_by_the_released_regression_judge_and_scored(released_regression_server, tmp_path, monkeypatch):
     """The -r layout served under its hub id: every item gets the head's raw value (regression_score), `score`
     compares with the experts' mean, and POLLUX's evaluator scores the raw head values."""
-    from eval.predictions import read_predictions
+    from eval.judging.predictions import read_predictions
     from tests.release_artifacts import write_released_dataset
     from tests.release_artifacts import N_ITEMS, assert_paper_and_pollux_figures, judge_and_score
 

@@ -12,8 +12,8 @@ import pytest
 
 import judge
 from eval.cli import main
-from eval.html_explorer import item_status, report_items
-from eval.html_report import render_report_page, write_report_page
+from eval.reports.html_explorer import item_status, report_items
+from eval.reports.html_report import render_report_page, write_report_page
 from tests.browser import browser  # noqa: F401  (the fixture)
 
 FAILED_RAW = "[FEEDBACK] Непонятно. [RESULT] отлично [END]"

@@ -1,4 +1,4 @@
-"""report.html's explorer data (``eval.html_explorer.report_items``), built column-wise: numeric columns as lists or
+"""report.html's explorer data (``eval.reports.html_explorer.report_items``), built column-wise: numeric columns as lists or
 numpy arrays, the judge's feedback from a prediction table or from rows, Python's rounding value by value."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import judge
-from eval.html_explorer import _round, _round_column, report_items
-from eval.predictions import prediction_table
+from eval.reports.html_explorer import _round, _round_column, report_items
+from eval.judging.predictions import prediction_table
 
 # ----------------------------------------------------------------------------------------------------- the tests
 

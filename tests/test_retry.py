@@ -143,9 +143,9 @@ def _judge_result(record) -> dict:
 def test_eval_runner_waits_for_retry_after_and_keeps_its_accounting(tmp_path):
     """judge-eval's runner on /v1/judge: 503 (Retry-After: 2) then 200 gives the verdict after two requests and a
     wait of at least 2 s; a server that stays busy gives request_failed rows after 1 + max_retries requests."""
-    from eval.backends import JudgeServeBackend
-    from eval.config import RunConfig
-    from eval.run import _with_retries
+    from eval.judging.backends import JudgeServeBackend
+    from eval.judging.config import RunConfig
+    from eval.judging.run import _with_retries
 
     record = judge.load_records(judge.sample_data_path())[0]
     config = RunConfig(out=str(tmp_path), timeout_s=30)

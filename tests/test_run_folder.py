@@ -19,7 +19,7 @@ import pytest
 
 import judge
 from eval.cli import main as eval_main
-from eval.predictions import read_predictions, refuse_repeated_ids
+from eval.judging.predictions import read_predictions, refuse_repeated_ids
 from judge.plumbing.run_folder import LOCK_FILE, RUN_KEY_FILE, RunFolderBusy, hold_run_folder
 from tests.scripted_endpoint import ScriptedEndpoint, chat_completion
 

@@ -18,7 +18,7 @@ import pytest
 
 import judge
 from eval.cli import main
-from eval.predictions import read_predictions
+from eval.judging.predictions import read_predictions
 from tests.release_artifacts import (
     N_ITEMS,
     assert_paper_and_pollux_figures,

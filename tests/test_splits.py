@@ -116,7 +116,7 @@ def test_split_file_with_typo_is_rejected(tmp_path):
 def test_scoring_reports_unresolvable_task_types_as_their_own_split():
     """judge-eval score puts items whose task type is unknown in an "unknown" split it reports, not in Standard, and
     not in "all" either: that is the paper's two tests together (Zero-Shot + Standard)."""
-    from eval import item_table
+    from eval.scoring import item_table
 
     rows = [{"id": rid, "instruction": "И", "answer": "О", "criteria_name": "Проактивность", "rubrics": "0: нет\n\n1: да",
              "expert_scores": [1, 1], "task_type": task_type} for rid, task_type in (("a", "Editing"), ("b", ""), ("c", "Моя задача"))]  # fmt: skip
@@ -130,8 +130,8 @@ def test_scoring_reports_unresolvable_task_types_as_their_own_split():
 def test_run_split_selection_skips_unknown_task_types_without_aborting():
     """judge-eval run --split standard takes the Standard items and leaves an unknown task type out (it runs under
     --split all and is scored as the "unknown" split); it never aborts the run."""
-    from eval.config import RunConfig
-    from eval.run import _select
+    from eval.judging.config import RunConfig
+    from eval.judging.run import _select
 
     rows = [{"id": rid, "instruction": "И", "answer": "О", "criteria_name": "Проактивность", "rubrics": "0: нет\n\n1: да",
              "expert_scores": [1, 1], "task_type": task_type} for rid, task_type in (("a", "Editing"), ("b", ""), ("c", "Моя задача"))]  # fmt: skip
@@ -185,8 +185,8 @@ def test_split_of_works_without_the_source_tree(tmp_path):
 
 
 def test_split_titles_have_one_definition():
-    """Reports and model cards title the splits from judge.splits.SPLIT_TITLES (eval.report re-exports the same dict)."""
-    from eval import report
+    """Reports and model cards title the splits from judge.splits.SPLIT_TITLES (eval.reports.report re-exports the same dict)."""
+    from eval.reports import report
     from judge.splits import SPLIT_TITLES
     from train import model_card
 

@@ -392,7 +392,7 @@ def test_the_grpo_export_is_served_and_scored_in_the_integer_format(grpo_run, tm
     import httpx
 
     from eval.cli import main
-    from eval.predictions import read_predictions
+    from eval.judging.predictions import read_predictions
     from tests.fixtures_serve import start_judge_serve
 
     records = judge.load_records(judge.sample_data_path())[:4]

@@ -203,7 +203,7 @@ def test_export_manifest_records_the_format_and_serve_and_eval_read_it(tmp_path,
     tagged_dir = export_seq2seq(model, qwen3_tok, tmp_path / "tagged")
     assert checkpoint_verdict_format(tagged_dir) == "tagged"
 
-    from eval.run import resolve_verdict_format
+    from eval.judging.run import resolve_verdict_format
 
     assert resolve_verdict_format("auto", str(integer_dir), "any-name") == "integer"
 

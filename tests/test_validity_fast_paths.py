@@ -9,7 +9,7 @@ import pytest
 from scipy.stats import ttest_1samp
 from sklearn.metrics import cohen_kappa_score
 
-from eval.item_table import _groups
+from eval.scoring.item_table import _groups
 from eval.validity.agreement import CodedCounts, agreement, level_positions, quadratic_kappa, value_counts
 from eval.validity.alt_test import AltTestSettings, prepare, stable_order, summarise, summarise_by_domain
 from eval.validity.bias import leniencies, leniency
@@ -172,7 +172,7 @@ def _assert_close(a, b):
 
 def test_section_on_an_empty_table():
     """No items at all: every figure reads "none", nothing raises (the coded counts have no rows)."""
-    from eval.item_table import ItemTable
+    from eval.scoring.item_table import ItemTable
     from eval.validity.section import validity_section
 
     empty = np.zeros(0, dtype=object)

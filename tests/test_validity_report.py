@@ -119,7 +119,7 @@ def test_compare_sets_validity_side_by_side(sample_runs):
     assert f"{rho:.2f}" in text.split("## Validity side by side")[1]
     # paired: rho and the ceiling gap on the shared items, with the baseline's alt-test settings
     assert "## Validity, paired" in text
-    from eval.compare import compare
+    from eval.scoring.compare import compare
 
     paired = compare([root / "exact", root / "lenient"], n_boot=50)["comparisons"][0]["validity"]["all"]
     exact = sample_runs["exact"]["validity"]["splits"]["all"]["overall"]

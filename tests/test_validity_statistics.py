@@ -201,7 +201,7 @@ def test_paired_validity_matches_each_judges_own_figures():
 ])  # fmt: skip
 def test_section_on_tables_with_nothing_to_compare(judge, experts):
     """A table where no figure can be computed still gives a section and a sentence (figures None), not an error."""
-    from eval.item_table import ItemTable
+    from eval.scoring.item_table import ItemTable
     from eval.validity.section import validity_section
 
     labels = {name: np.full(2, value, dtype=object) for name, value in (

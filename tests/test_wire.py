@@ -1,5 +1,5 @@
 """The wire formats tie writer to reader: judge-serve's ``/v1/judge`` result (``judge.JudgeResult``) as judge-eval
-reads it, and the predictions row (``eval.predictions.PredictionRow``) as run writes and score reads it.
+reads it, and the predictions row (``eval.judging.predictions.PredictionRow``) as run writes and score reads it.
 
 judge-serve's real ``Judge`` runs here against scripted engines on 127.0.0.1 (the network boundary: a vLLM
 ``/v1/completions`` and a pooling ``/classify``), its response goes through JSON, and eval's real reader takes it.
@@ -14,8 +14,8 @@ import json
 import pytest
 
 import judge
-from eval.backends import JudgeServeBackend
-from eval.predictions import PREDICTION_FIELDS, PredictionRow, read_predictions
+from eval.judging.backends import JudgeServeBackend
+from eval.judging.predictions import PREDICTION_FIELDS, PredictionRow, read_predictions
 from judge.checkpoints import JudgeKind
 from judge.plumbing.journal import JournalWriter
 from judge.wire import JUDGE_RESULT_FIELDS, JudgeResponse, JudgeResult, ScoreSource

@@ -13,8 +13,8 @@ import json
 import pytest
 
 import judge
-from eval.backends import JudgeServeBackend
-from eval.config import RunConfig
+from eval.judging.backends import JudgeServeBackend
+from eval.judging.config import RunConfig
 from judge.checkpoints import JudgeKind
 from judge.plumbing.config_files import ConfigError
 from judge.wire import JudgeRequest, JudgeResponse, PairwiseRequest

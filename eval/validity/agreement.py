@@ -179,8 +179,8 @@ def agreement_classes(experts: np.ndarray) -> np.ndarray:
 
 def class_codes(experts: np.ndarray, unique: np.ndarray | None = None) -> np.ndarray:
     """``agreement_classes`` as positions in ``CLASSES`` (-1 for fewer than 2 experts); ``unique``: the items with a
-    unique mode (``eval.metrics.expert_mode``'s second value) when the caller has it."""
-    from eval.metrics import expert_mode
+    unique mode (``eval.scoring.metrics.expert_mode``'s second value) when the caller has it."""
+    from eval.scoring.metrics import expert_mode
 
     valid = ~np.isnan(experts)
     n = valid.sum(axis=1)
@@ -217,8 +217,8 @@ def agreement(judge_levels: np.ndarray, experts: np.ndarray, mode: np.ndarray, d
         {unanimous, majority, split} -> ``n``, ``n_judged``, ``exact`` (the judge's share equal to the unique mode;
         None for split items), ``mae_to_mean`` (against the experts' mean).
     """
-    from eval.bootstrap import percentile_interval
-    from eval.metrics import expert_mean
+    from eval.scoring.bootstrap import percentile_interval
+    from eval.scoring.metrics import expert_mean
 
     domain = np.asarray(domain, dtype=float)
     judged = np.isfinite(judge_levels)

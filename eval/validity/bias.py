@@ -97,7 +97,7 @@ def length_bias(judge: np.ndarray, experts: np.ndarray, expert_ids: np.ndarray |
         ``judge`` {n, slope, ci}; ``experts``: ``by_expert`` slopes and their ``range`` (named experts) or the
         ``pooled`` slope (unnamed); ``flag``: "lenient on long answers", "harsh on long answers" or None.
     """
-    from eval.metrics import expert_mean
+    from eval.scoring.metrics import expert_mean
 
     sign = _orientation(best_low, len(judge))
     length = np.log(np.maximum(np.asarray(answer_chars, dtype=float), 1.0))

@@ -30,9 +30,9 @@ def leave_one_out_reference(experts: np.ndarray, target: str,
     Args:
         experts: ``(n, k)`` NaN-padded expert scores.
         target: ``mode`` or ``mean``.
-        counts: ``eval.metrics.level_counts(experts)`` when the caller has them.
+        counts: ``eval.scoring.metrics.level_counts(experts)`` when the caller has them.
     """
-    from eval.metrics import level_counts
+    from eval.scoring.metrics import level_counts
 
     valid = ~np.isnan(experts)
     x = np.where(valid, experts, 0.0)
@@ -147,7 +147,7 @@ def ceiling(judge: np.ndarray, experts: np.ndarray, target: str, domain: np.ndar
 def cell_ceiling(pairs: CeilingPairs, index: np.ndarray, target: str, domain: np.ndarray, *, n_boot: int = 1000,
                  rng: np.random.Generator | None = None, level: float = 0.95) -> dict[str, Any]:
     """``ceiling`` of the items ``index`` (ascending) of the table ``pairs`` was built from."""
-    from eval.bootstrap import percentile_interval, resample_weights
+    from eval.scoring.bootstrap import percentile_interval, resample_weights
 
     out: dict[str, Any] = {"reference": target, "n_judge_failed": int(pairs.n_failed[index].sum())}
     counts = pairs.n_pairs[index]

@@ -1,7 +1,7 @@
 """Two judges' validity on the same items, paired: the difference of their average advantage probabilities (rho) and
 of their ceiling gaps, with one bootstrap over items shared by both (``judge-eval compare``).
 
-A resample draws items with replacement (``eval.bootstrap.resample_weights``) and weighs both judges' figures with
+A resample draws items with replacement (``eval.scoring.bootstrap.resample_weights``) and weighs both judges' figures with
 the same draw, so item difficulty cancels out of the difference. rho of a resample is the mean, over the experts
 tested on the full data, of each expert's weighted share of items where the judge is as good or better (the
 alt-test's W_f); the ceiling gap of a resample is the ratio of the weighted sums of the per-item gaps (judge error
@@ -73,7 +73,7 @@ def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarra
     Returns:
         ``rho`` and ``ceiling_gap``, each {``baseline``, ``run``, ``delta`` (run - baseline), ``ci``} or a ``why``.
     """
-    from eval.bootstrap import percentile_interval, resample_weights
+    from eval.scoring.bootstrap import percentile_interval, resample_weights
 
     rng = rng or np.random.default_rng(0)
     n_boot = min(n_boot, PAIRED_BOOT)

@@ -106,7 +106,7 @@ def markdown_lines(result: Mapping[str, Any], markdown_table: Callable[[list[str
                    ) -> list[str]:
     """The validity tables of every split, as Markdown lines (empty when the result has no validity section).
 
-    ``markdown_table`` is the report's own table writer (``eval.report.markdown_table``), passed in so that this
+    ``markdown_table`` is the report's own table writer (``eval.reports.report.markdown_table``), passed in so that this
     module does not import the report that imports it.
     """
     splits = _splits(result)

@@ -1,6 +1,6 @@
 """The ``validity`` section of ``metrics.json``: can this judge stand in for an expert, and where is it biased?
 
-Built from the same column-wise item table as the headline metrics (``eval.item_table``), per test (split) and
+Built from the same column-wise item table as the headline metrics (``eval.scoring.item_table``), per test (split) and
 cell (overall, task type, criterion):
 
 - ``alt_test`` (``eval.validity.alt_test``): overall per split; per task type and per criterion the domain's
@@ -56,7 +56,7 @@ class ValiditySettings:
             full test).
         alpha_boot: resamples of the alpha difference's interval (overall cells only; capped, see
             ``eval.validity.agreement``).
-        seed: the bootstraps' seed (per cell, ``eval.bootstrap.cell_rng``).
+        seed: the bootstraps' seed (per cell, ``eval.scoring.bootstrap.cell_rng``).
         level: the intervals' coverage.
     """
 
@@ -69,7 +69,7 @@ class ValiditySettings:
 
 def judge_levels(judge: np.ndarray, low: np.ndarray | None, high: np.ndarray | None) -> np.ndarray:
     """The judge's scores as scale levels: rounded half up, clipped into each item's scale where it is known."""
-    from eval.metrics import round_half_up
+    from eval.scoring.metrics import round_half_up
 
     levels = round_half_up(judge)
     if low is not None and high is not None:
@@ -99,7 +99,7 @@ def _cell(table, index: np.ndarray, key: str, *, target: str, levels: np.ndarray
           mean: np.ndarray, pairs: CeilingPairs, classes: np.ndarray, settings: ValiditySettings, kind: str,
           domain: np.ndarray, coded: tuple[agreement_module.CodedCounts, agreement_module.CodedCounts],
           expert_codes: tuple[np.ndarray, np.ndarray] | None) -> dict[str, Any]:
-    from eval.bootstrap import cell_rng
+    from eval.scoring.bootstrap import cell_rng
 
     judge = table.judge[index]
     # the experts' rows themselves only for the length slopes; everything else reads the per-table precomputations
@@ -194,10 +194,10 @@ def split_sentence(block: dict[str, Any]) -> str:
 
 def validity_section(table, target: str, split_index: dict[str, np.ndarray],
                      settings: ValiditySettings = ValiditySettings()) -> dict[str, Any]:
-    """The ``validity`` section for every split of ``split_index`` (as ``eval.item_table.evaluate`` splits them).
+    """The ``validity`` section for every split of ``split_index`` (as ``eval.scoring.item_table.evaluate`` splits them).
 
     Args:
-        table: the ``eval.item_table.ItemTable``.
+        table: the ``eval.scoring.item_table.ItemTable``.
         target: the headline's reference, ``mode`` or ``mean`` (the ceiling uses the same).
         split_index: split -> item indices.
         settings: see ``ValiditySettings``.
@@ -210,8 +210,8 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
 
     import pandas as pd
 
-    from eval.item_table import _groups
-    from eval.metrics import expert_mean, expert_mode, level_counts
+    from eval.scoring.item_table import _groups
+    from eval.scoring.metrics import expert_mean, expert_mode, level_counts
 
     if table.experts.shape[1] == 0:  # unlabelled data: one empty expert column, so that every figure reads "none"
         table = dataclasses.replace(table, experts=np.full((len(table), 1), np.nan), expert_ids=None)

@@ -1,6 +1,6 @@
 """The config layer every job shares: dataclass fields with help text, their flags, and one resolution order.
 
-A job's settings are one dataclass (``train.config``, ``serve.config``, ``eval.config.RunConfig``,
+A job's settings are one dataclass (``train.config``, ``serve.config``, ``eval.judging.config.RunConfig``,
 ``eval.mera.config``, ``train.synthetic.config``) whose fields are declared with ``option`` (default + help).
 From it come the YAML keys and the command-line flags, resolved in one order by ``resolve_config``:
 

@@ -1,16 +1,16 @@
 """The fast bootstrap engine behind the metrics' intervals: percentile bootstrap over items, in milliseconds.
 
-    from eval import bootstrap
+    from eval.scoring import bootstrap
     bootstrap.describe_pairs(judge, mode, n_boot=1000, rng=bootstrap.cell_rng(seed, "test/overall"))
 
-Every statistic bootstrapped here (MAE, Spearman, Pearson, a mean; ``eval.metrics`` defines them) is a function of
+Every statistic bootstrapped here (MAE, Spearman, Pearson, a mean; ``eval.scoring.metrics`` defines them) is a function of
 the items' distinct value tuples (judge score, reference), so items are first compressed into those *cells* with
 counts, and a resample becomes a weight vector over cells: for discrete judges that is a handful of cells, and 1,000
 resamples cost milliseconds whatever the number of items. A resample is still what the naive bootstrap draws (n
 items with replacement); ``tests/test_eval_bootstrap.py`` checks the intervals against ``scipy.stats.bootstrap``.
 
 Point estimates computed here (``describe_pairs``, ``paired_bootstrap``) use the same weighted cells with each
-cell's count as weight; they equal ``eval.metrics``' plain definitions up to float rounding (tested).
+cell's count as weight; they equal ``eval.scoring.metrics``' plain definitions up to float rounding (tested).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from eval.metrics import finite_pairs
+from eval.scoring.metrics import finite_pairs
 
 __all__ = [
     "BOOTSTRAP_RESOLUTION",
@@ -262,7 +262,7 @@ def describe_pairs(
     """MAE with its interval and, with ``correlations``, Spearman (with interval), Pearson and Kendall, over pairs
     where both x and y are finite.
 
-    The values are ``eval.metrics``' ``mean_absolute_error``, ``spearman``, ``pearson`` and ``kendall`` (up to float
+    The values are ``eval.scoring.metrics``' ``mean_absolute_error``, ``spearman``, ``pearson`` and ``kendall`` (up to float
     rounding) and the intervals ``bootstrap_ci``'s, but the items are compressed into cells once and MAE and Spearman
     share each resample.
 

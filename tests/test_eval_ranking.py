@@ -1,8 +1,8 @@
-"""judge-eval bench: POLLUX's answer.py -> score.py -> metrics.py against stand-in candidate and judge servers.
+"""judge-eval rank: POLLUX's answer.py -> score.py -> metrics.py against stand-in candidate and judge servers.
 
 The two servers are the network boundary (``tests.scripted_endpoint``): the test asserts the exact payloads each
 receives, and the expected matrix is derived by hand below from POLLUX's ``src/metrics.py`` rules (commit 9179cb4e
-of ai-forever/POLLUX; see ``eval/bench_matrix.py`` for the line-by-line reading), the binary gate included.
+of ai-forever/POLLUX; see ``eval/ranking/matrix.py`` for the line-by-line reading), the binary gate included.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from eval.bench import load_instructions, strip_think
-from eval.bench_matrix import BenchItem, pollux_matrix
+from eval.ranking.rank import load_instructions, strip_think
+from eval.ranking.matrix import BenchItem, pollux_matrix
 from eval.cli import main
 from judge.records import RecordError
 from tests.release_instructions import instruction_row, write_instructions_dataset
@@ -112,7 +112,7 @@ def _table() -> dict[tuple[str, str], int | None]:
 
 
 def _bench_argv(candidate: str, judge: str, data: Path, out: Path, *extra: str) -> list[str]:
-    return ["bench", "--model", candidate, "--judge", judge, "--data", str(data), "--out", str(out), "--no-progress",
+    return ["rank", "--model", candidate, "--judge", judge, "--data", str(data), "--out", str(out), "--no-progress",
             "--n-boot", "200", "--max-retries", "0", *extra]
 
 
@@ -269,16 +269,27 @@ def test_bad_instruction_row_names_field(tmp_path: Path) -> None:
     assert caught.value.row == 1 and caught.value.field == "criteria"
 
 
-@pytest.mark.parametrize("argv", [["bench", "--help"], ["compare", "--help"]])
-def test_bench_help(argv: list[str], capsys) -> None:
-    """bench --help exits 0 and names the flags docs/ranking.md uses."""
+@pytest.mark.parametrize("argv", [["rank", "--help"], ["compare", "--help"]])
+def test_rank_help(argv: list[str], capsys) -> None:
+    """rank --help exits 0 and names the flags docs/ranking.md uses."""
     with pytest.raises(SystemExit) as caught:
         main(argv)
     text = capsys.readouterr().out
     assert caught.value.code == 0 and text.startswith("usage: judge-eval " + argv[0])
-    if argv[0] == "bench":
+    if argv[0] == "rank":
         for flag in ("--model", "--judge", "--data", "--out", "--judge-config", "--normalize", "--n-boot"):
             assert flag in text
+
+
+def test_the_old_subcommand_name_still_ranks_with_a_note(tmp_path: Path, capsys) -> None:
+    """`judge-eval bench` (the subcommand's name before `rank`) runs `rank`: one note on stderr, then rank's own
+    refusal of a missing data file, named as rank's, with rank's exit code."""
+    code = main(["bench", "--model", "http://127.0.0.1:9/v1", "--judge", "http://127.0.0.1:9/v1", "--data",
+                 str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "out"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "judge-eval: note: `bench` is now `judge-eval rank`; the old name still works" in err
+    assert "judge-eval rank: error:" in err and "missing.jsonl" in err
 
 
 def test_checkpoint_candidate_is_served_then_stopped(tiny_causal_dir, data: Path, tmp_path: Path, starts_engine) -> None:

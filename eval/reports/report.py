@@ -4,7 +4,7 @@ Tables follow the layout of the POLLUX paper's Tables 10-18: one table per (spli
 evaluated models, task types or criteria, columns the judge's MAE and Spearman with 95 % bootstrap intervals and
 its Verdict Confidence beside the experts'. Every table says how many items it covers and how many the judge
 failed on (``n_failed``) or could not be compared on (no unique expert mode): failures are counted, never scored.
-``eval.scoring.score`` computes the metrics and calls these.
+``eval.scoring.score.score`` computes the metrics and calls these.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from eval import item_table
-from eval.metrics import RANDOM_LABELLING_VC
+from eval.scoring import item_table
+from eval.scoring.metrics import RANDOM_LABELLING_VC
 from eval.validity.render import lead_lines
 from eval.validity.render import markdown_lines as validity_markdown
 from judge.splits import SPLIT_TITLES  # one definition in the contract; re-exported here for eval's own modules
@@ -174,7 +174,7 @@ def render_markdown(result: dict[str, Any]) -> str:
     """The report's Markdown: a summary per split, then tables by evaluated model, task type and criterion.
 
     Args:
-        result: ``eval.item_table.evaluate``'s output.
+        result: ``eval.scoring.item_table.evaluate``'s output.
     """
     s = result["settings"]
     out = [

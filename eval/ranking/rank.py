@@ -1,10 +1,14 @@
-"""``judge-eval bench``: rank a candidate LLM with a judge, POLLUX's ``answer.py`` -> ``score.py`` -> ``metrics.py``.
+"""``judge-eval rank``: rank a candidate LLM with a judge, POLLUX's ``answer.py`` -> ``score.py`` -> ``metrics.py``.
 
-    judge-eval bench --model http://127.0.0.1:8001/v1 --judge http://127.0.0.1:8000/v1 \\
+    judge-eval rank --model http://127.0.0.1:8001/v1 --judge http://127.0.0.1:8000/v1 \\
         --data ai-forever/POLLUX-instructions --out runs/bench/my-model
-    judge-eval bench --model /ckpt/my-model --judge /ckpt/pollux-judge-7b --data POLLUX-instructions/ --out ...
+    judge-eval rank --model /ckpt/my-model --judge /ckpt/pollux-judge-7b --data POLLUX-instructions/ --out ...
 
 Example override: ``--judge-config configs/eval/local-cpu.yaml --n-boot 0 --limit 20``.
+
+Why one module of ~570 lines: it follows POLLUX's three scripts in order (config, instructions, answers, the
+judge's verdicts, the matrix), each stage reading the files of the one before; the page and the comparison of two
+runs live beside it (``report.py``, ``compare.py``), POLLUX's matrix in ``matrix.py``.
 
 Three stages, each resumable, all in ``--out``:
 
@@ -13,15 +17,15 @@ Three stages, each resumable, all in ``--out``:
    defaults); ``<think>`` blocks are stripped from the answer, and an unclosed ``<think>`` cuts the rest
    (answer.py ``strip_think_tags``). Rows go to ``answers.jsonl`` as they arrive (``judge.plumbing.journal``); a rerun keeps
    them and retries only failed requests. ``--model`` is a URL, or a checkpoint folder / hub id served for the
-   stage by vLLM's OpenAI server (``eval.local_server``, as ``judge-eval run`` serves a judge).
+   stage by vLLM's OpenAI server (``eval.judging.local_server``, as ``judge-eval run`` serves a judge).
 2. **verdicts** (POLLUX ``src/score.py``): every (instruction, criterion) becomes a judged item in ``items.jsonl``
    (the project's record schema; ``prompt_id`` and ``meta`` ride along) and ``judge-eval run``'s own machinery
-   (``eval.run.run``) judges them into the usual ``predictions.jsonl`` and ``run.json``: any judge ``judge-eval run``
+   (``eval.judging.run.run``) judges them into the usual ``predictions.jsonl`` and ``run.json``: any judge ``judge-eval run``
    takes, in its own verdict format, resumable the same way. ``--judge-config`` is a ``judge-eval run`` YAML.
-3. **matrix** (POLLUX ``src/metrics.py``, see ``eval.bench_matrix``): ``matrix.csv`` laid out exactly as POLLUX's
+3. **matrix** (POLLUX ``src/metrics.py``, see ``eval.ranking.matrix``): ``matrix.csv`` laid out exactly as POLLUX's
    ``metrics.csv``; ``matrix.json`` and ``cells.csv`` with bootstrap intervals over instructions and, per cell,
    the verdicts that did not parse, scores out of scale and failed requests (POLLUX drops those silently);
-   ``report.html``, the matrix as a heat map. ``judge-eval compare`` of two bench folders is ``eval.bench_compare``.
+   ``report.html``, the matrix as a heat map. ``judge-eval compare`` of two bench folders is ``eval.ranking.compare``.
 
 Departures from POLLUX, each counted: an instruction whose answer request failed is not judged (counted as
 ``n_no_answer``, retried by the next run); an answer that is empty once thinking is stripped is not judged either
@@ -29,7 +33,7 @@ Departures from POLLUX, each counted: an instruction whose answer request failed
 matrix reads rubrics as POLLUX does and verdicts with the toolkit's parser unless ``--verdict-reader pollux``; the
 remaining differences are listed in docs/evaluation.md ("Differences from POLLUX's evaluator").
 
-Before answering, the candidate's model list is asked (``eval.backends.first_contact``; its key by
+Before answering, the candidate's model list is asked (``eval.judging.backends.first_contact``; its key by
 ``judge.plumbing.api_keys.KEY_RULE``, as the judge's), ``max_tokens`` is fitted to its ``max_model_len`` with a printed
 note, and a candidate that refuses its first requests alike stops the bench with its words (exit code 4).
 """
@@ -54,7 +58,7 @@ from judge.plumbing.config_files import ConfigError, read_config_file
 from judge.plumbing.config_files import option as _f
 from judge.records import RecordError
 
-__all__ = ["BenchConfig", "InstructionRow", "AnswerRow", "load_instructions", "strip_think", "bench", "ANSWERS",
+__all__ = ["RankConfig", "InstructionRow", "AnswerRow", "load_instructions", "strip_think", "bench", "ANSWERS",
            "ITEMS", "MATRIX", "BENCH_RESULT"]
 
 log = logging.getLogger("judge_eval.bench")
@@ -65,8 +69,8 @@ POLLUX_ANSWER_MAX_TOKENS, POLLUX_ANSWER_TEMPERATURE, POLLUX_ANSWER_CONCURRENCY =
 
 
 @dataclass
-class BenchConfig:
-    """Everything ``judge-eval bench`` needs; defaults, then ``--config`` YAML, then flags. Unknown keys are errors."""
+class RankConfig:
+    """Everything ``judge-eval rank`` needs; defaults, then ``--config`` YAML, then flags. Unknown keys are errors."""
 
     model: str = _f("", "The candidate LLM: the base URL of an OpenAI-compatible server (http://host:8001/v1), or a "
                         "checkpoint folder / hub id served for the run by vLLM.")
@@ -277,13 +281,13 @@ class AnswerRow:
 REQUEST_FAILED = "request_failed"
 
 
-async def _answer_all(rows: Sequence[InstructionRow], config: BenchConfig, base_url: str, model: str, name: str,
+async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_url: str, model: str, name: str,
                       path: Path, api_key: str = "") -> dict[str, int]:
     import openai
     from tqdm import tqdm
 
-    from eval.backends import FirstRefusals, Refused, refusal_of
-    from eval.run import N_FIRST_REFUSALS
+    from eval.judging.backends import FirstRefusals, Refused, refusal_of
+    from eval.judging.run import N_FIRST_REFUSALS
     from judge.plumbing.journal import JournalWriter
     from judge.plumbing.retry import EndpointUnusable, RetryPolicy, retryable_status
 
@@ -359,9 +363,9 @@ def read_answers(path: Path) -> dict[Any, AnswerRow]:
 
 
 @contextlib.contextmanager
-def _candidate(config: BenchConfig, out: Path) -> Iterator[tuple[str, str]]:
+def _candidate(config: RankConfig, out: Path) -> Iterator[tuple[str, str]]:
     """(base URL, model name) of the candidate: the given URL, or a vLLM server for a checkpoint."""
-    from eval.backends import base_of
+    from eval.judging.backends import base_of
     from judge.checkpoints import is_hub_id
 
     if config.model.startswith(("http://", "https://")):
@@ -369,8 +373,8 @@ def _candidate(config: BenchConfig, out: Path) -> Iterator[tuple[str, str]]:
         return
     if not (Path(config.model).is_dir() or is_hub_id(config.model)):
         raise ConfigError(f"model: {config.model!r} is neither an http(s) URL, a checkpoint folder nor a hub id")
-    from eval.local_server import local_server
-    from eval.config import RunConfig
+    from eval.judging.local_server import local_server
+    from eval.judging.config import RunConfig
 
     # The judge's server helper, told to start plain vLLM: a candidate is an ordinary chat model, not a judge.
     served = RunConfig(judge=config.model, out=str(out), model=config.model_name, server="vllm",
@@ -381,7 +385,7 @@ def _candidate(config: BenchConfig, out: Path) -> Iterator[tuple[str, str]]:
         yield base_url, model
 
 
-def answers_stage(rows: Sequence[InstructionRow], config: BenchConfig, out: Path) -> dict[str, Any]:
+def answers_stage(rows: Sequence[InstructionRow], config: RankConfig, out: Path) -> dict[str, Any]:
     """Ask the candidate for every instruction that has no answer yet; ``answers.jsonl`` ends with one row each."""
     from judge.plumbing.journal import rewrite_journal
 
@@ -393,11 +397,11 @@ def answers_stage(rows: Sequence[InstructionRow], config: BenchConfig, out: Path
     if name and config.model_name and config.model_name != name:
         raise ConfigError(f"out: {path} holds answers of {name!r}, not of {config.model_name!r}; use another --out")
     if todo:
-        from eval.backends import first_contact, fit_max_tokens
-        from eval.run import first_contact_policy
+        from eval.judging.backends import first_contact, fit_max_tokens
+        from eval.judging.run import first_contact_policy
         from judge.plumbing.api_keys import client_api_key
 
-        key = client_api_key("", config.api_key_env, command="judge-eval bench")
+        key = client_api_key("", config.api_key_env, command="judge-eval rank")
         with _candidate(config, out) as (base_url, model):
             # First contact: a loading server is waited for, a wrong key or URL said plainly (exit 4); the
             # candidate's max_tokens is fitted to what it allows (its max_model_len, judge-serve's caps).
@@ -449,9 +453,9 @@ def write_items(rows: Sequence[InstructionRow], answers: Mapping[Any, AnswerRow]
     return {**counts, "n_items": len(records)}
 
 
-def judge_config(config: BenchConfig, items: Path, out: Path):
+def judge_config(config: RankConfig, items: Path, out: Path):
     """``judge-eval run``'s config for the verdict stage: ``judge_config`` YAML, then the bench's judge flags."""
-    from eval.config import RunConfig
+    from eval.judging.config import RunConfig
     from judge.plumbing.config_files import resolve_config
 
     flags = {"data": str(items), "out": str(out), "judge": config.judge or None, "model": config.judge_model or None,
@@ -464,16 +468,16 @@ def judge_config(config: BenchConfig, items: Path, out: Path):
 
 def bench_items(items_path: Path, predictions: Path, verdict_reader: str = "toolkit") -> list:
     """The matrix's items: one per judged (instruction, criterion) of ``items.jsonl`` that has a prediction,
-    failures included (``eval.bench_matrix.BenchItem``).
+    failures included (``eval.ranking.matrix.BenchItem``).
 
-    Each rubric's levels are read as POLLUX reads them (``eval.bench_matrix.pollux_scale_levels``). The score is the
+    Each rubric's levels are read as POLLUX reads them (``eval.ranking.matrix.pollux_scale_levels``). The score is the
     prediction's (``verdict_reader="toolkit"``), or, with ``"pollux"``, the one POLLUX's ``metrics.py`` reads from the
     raw output (``judge.verdicts.parse_pollux_result``); a regression head's score is its own either way.
     """
     import judge
-    from eval.bench_matrix import BenchItem, pollux_scale_levels
-    from eval.predictions import REQUEST_FAILED as JUDGE_REQUEST_FAILED
-    from eval.predictions import iter_predictions
+    from eval.ranking.matrix import BenchItem, pollux_scale_levels
+    from eval.judging.predictions import REQUEST_FAILED as JUDGE_REQUEST_FAILED
+    from eval.judging.predictions import iter_predictions
     from judge.verdicts import VerdictReader, parse_pollux_result
     from judge.wire import ScoreSource
 
@@ -508,7 +512,7 @@ def _summary_line(matrix) -> str:
             f"instructions; not scored: {failed}") if math.isfinite(matrix.grand_mean) else "no grand mean"
 
 
-def bench(config: BenchConfig) -> dict[str, Any]:
+def bench(config: RankConfig) -> dict[str, Any]:
     """Run the three stages (each resumes) and write the matrix and its report.
 
     Returns:
@@ -517,9 +521,9 @@ def bench(config: BenchConfig) -> dict[str, Any]:
     Raises:
         ConfigError: a bad key; RecordError: bad data; ValueError: nothing scored.
     """
-    from eval.bench_matrix import pollux_matrix
-    from eval.bench_report import write_bench_page
-    from eval.run import run
+    from eval.ranking.matrix import pollux_matrix
+    from eval.ranking.report import write_bench_page
+    from eval.judging.run import run
     from judge.plumbing.provenance import update_provenance
 
     config.validate()
@@ -561,7 +565,7 @@ def bench(config: BenchConfig) -> dict[str, Any]:
     (out / BENCH_RESULT).write_text(json.dumps(result, ensure_ascii=False, indent=2, allow_nan=False) + "\n",
                                     encoding="utf-8")
     page = write_bench_page(result, out)
-    # run.json is the verdict stage's (written by eval.run.run); the bench's settings join it.
+    # run.json is the verdict stage's (written by eval.judging.run.run); the bench's settings join it.
     update_provenance(out, bench={"config": dataclasses.asdict(config), "model": result["model"]})
     log.info("bench: %s", _summary_line(matrix))
     return {"model": result["model"], "judge": result["judge"], "grand_mean": result["matrix"]["grand_mean"],

@@ -1,6 +1,6 @@
 """POLLUX's benchmark matrix (its ``src/metrics.py``), with bootstrap intervals over instructions and failure counts.
 
-    from eval.bench_matrix import BenchItem, pollux_matrix
+    from eval.ranking.matrix import BenchItem, pollux_matrix
     matrix = pollux_matrix(items, normalize="minmax", n_boot=1000, seed=0)
     matrix.write_csv("matrix.csv")        # laid out exactly like POLLUX's metrics.csv
 
@@ -33,7 +33,7 @@ at commit 9179cb4e, the newest stored; line numbers below are of those files the
 
 **Beyond POLLUX**: every cell, the means included, has a percentile bootstrap interval over instructions (an
 instruction is resampled with all its criteria, so the binary gate stays inside its instruction; the resample weights
-are ``eval.bootstrap``'s); and every cell counts what POLLUX drops silently: verdicts that did not parse, scores out of
+are ``eval.scoring.bootstrap``'s); and every cell counts what POLLUX drops silently: verdicts that did not parse, scores out of
 scale, requests that failed (those of a criterion or ``meta`` with no row or column are counted in the totals
 only: ``failed`` margins' corner).
 
@@ -288,16 +288,16 @@ def resampled_matrices(arrays: MatrixArrays, weights: np.ndarray) -> np.ndarray:
 
 
 def instruction_weights(n: int, n_boot: int, seed: int, key: str = "bench/matrix"):
-    """Blocks of bootstrap weights over ``n`` instructions (``eval.bootstrap``'s resampler: n draws with
+    """Blocks of bootstrap weights over ``n`` instructions (``eval.scoring.bootstrap``'s resampler: n draws with
     replacement per resample), ``n_boot`` rows in all."""
-    from eval import bootstrap
+    from eval.scoring import bootstrap
 
     return bootstrap.resample_weights(np.ones(n, dtype=np.int64), n_boot, bootstrap.cell_rng(seed, key))
 
 
 def percentile_interval(samples: np.ndarray, level: float = 0.95) -> list[float]:
-    """``eval.bootstrap``'s percentile interval over the finite samples."""
-    from eval import bootstrap
+    """``eval.scoring.bootstrap``'s percentile interval over the finite samples."""
+    from eval.scoring import bootstrap
 
     return bootstrap.percentile_interval(samples, level)
 

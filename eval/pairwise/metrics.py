@@ -1,4 +1,4 @@
-"""Metrics of a pairwise run (``eval.pairwise``): agreement with labels, tie rate and position consistency.
+"""Metrics of a pairwise run (``eval.pairwise.judging``): agreement with labels, tie rate and position consistency.
 
 Definitions (a *judgment* is one pair asked in one order; its ``verdict`` is in the pair's own orientation):
 
@@ -12,7 +12,7 @@ Definitions (a *judgment* is one pair asked in one order; its ``verdict`` is in 
   for a judge without position bias.
 
 Every rate comes with a 95 % percentile bootstrap interval that resamples **pairs** (both orders of a pair go
-together: they are not independent), seeded per metric with ``eval.bootstrap.cell_rng``. A rate over nothing is
+together: they are not independent), seeded per metric with ``eval.scoring.bootstrap.cell_rng``. A rate over nothing is
 None with the reason said, never NaN. Failed judgments are counted (``n_failed``, by error code), never scored.
 The POLLUX sources define no pairwise metric; these are the usual position-bias measures, named here.
 """
@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from eval.bootstrap import cell_rng
-from eval.pairwise import PAIRWISE_PREDICTIONS, PairRecord, PairwiseRow, load_pairs, read_pairwise_rows
+from eval.scoring.bootstrap import cell_rng
+from eval.pairwise.judging import PAIRWISE_PREDICTIONS, PairRecord, PairwiseRow, load_pairs, read_pairwise_rows
 
 __all__ = ["pairwise_metrics", "pairwise_markdown", "pairwise_html", "score_pairwise", "is_pairwise_run"]
 

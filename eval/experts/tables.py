@@ -42,8 +42,8 @@ from typing import Any
 
 import numpy as np
 
-from eval.metrics import expert_mean, pad_scores, verdict_confidence_experts
-from eval.report import fmt, markdown_table
+from eval.scoring.metrics import expert_mean, pad_scores, verdict_confidence_experts
+from eval.reports.report import fmt, markdown_table
 
 __all__ = ["AVG", "PAPER", "expert_tables", "render_html", "render_markdown", "summary_line", "write_expert_tables"]
 

@@ -1,7 +1,7 @@
 """The data of the pages' item explorer: per item, its filters, scores, difference and (for the worst items) texts,
-as ``report.html`` and ``compare.html`` embed it (``eval.html_report`` renders the pages around it).
+as ``report.html`` and ``compare.html`` embed it (``eval.reports.html_report`` renders the pages around it).
 
-Built column-wise from the item table (``eval.item_table.arrow_table``, ``items.parquet``), the records' texts and
+Built column-wise from the item table (``eval.scoring.item_table.arrow_table``, ``items.parquet``), the records' texts and
 the predictions' feedback: 160,000 rows of numbers and codes, written as JSON text (``explorer_json``) without a
 Python list per row.
 
@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from eval.report import SPLIT_TITLES
+from eval.reports.report import SPLIT_TITLES
 
 __all__ = ["DEFAULT_TEXT_ITEMS", "STATUS_LABELS", "compare_items", "explorer_json", "item_columns", "item_status",
            "load_predictions", "load_records", "read_item_columns", "report_items"]
@@ -146,7 +146,7 @@ def _verdict(row: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 class _Verdicts:
     """``_verdict`` of the first prediction row of an id, from rows (dicts) or a prediction table
-    (``eval.predictions.read_prediction_table``): a table's rows are made into dicts only for the ids asked."""
+    (``eval.judging.predictions.read_prediction_table``): a table's rows are made into dicts only for the ids asked."""
 
     def __init__(self, predictions: Any) -> None:
         import pyarrow as pa
@@ -166,7 +166,7 @@ class _Verdicts:
         if self._table is not None:
             import pyarrow as pa
 
-            from eval.predictions import prediction_rows
+            from eval.judging.predictions import prediction_rows
 
             positions = [p for p in found if p is not None]
             taken = iter(prediction_rows(self._table.take(pa.array(positions, type=pa.int64()))))
@@ -198,7 +198,7 @@ def read_item_columns(path: Path) -> dict[str, Any]:
 
 
 def item_columns(items) -> dict[str, Any]:
-    """The columns of an item table (``eval.item_table.arrow_table``, as ``items.parquet`` holds it) that
+    """The columns of an item table (``eval.scoring.item_table.arrow_table``, as ``items.parquet`` holds it) that
     ``report_items`` reads: the float columns as numpy arrays (null -> NaN, which rounds to None), the expert
     scores as their Arrow list column, the others as lists (``to_pydict`` of every column took ~1 s on 160k)."""
     import pyarrow as pa
@@ -384,7 +384,7 @@ def load_predictions(path: str | None):
     """The prediction table of the file a metrics.json names; None when it is gone."""
     if not path or not Path(path).exists():
         return None
-    from eval.predictions import read_prediction_table
+    from eval.judging.predictions import read_prediction_table
 
     return read_prediction_table(path)
 
@@ -393,7 +393,7 @@ def load_predictions(path: str | None):
 def compare_items(result: Mapping[str, Any], top: int = 1000) -> dict[str, Any]:
     """The explorer's data for a comparison: per compared run, the ``top`` items where its judge and the
     baseline's differ most (then the items only one of them scored), each with both judges' feedback."""
-    from eval.predictions import prediction_rows
+    from eval.judging.predictions import prediction_rows
 
     folders = [Path(f) for f in result["folders"]]
     names = list(result["runs"])

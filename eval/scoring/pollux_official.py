@@ -13,7 +13,7 @@ reads a score from each judge output with ``extract_score`` (lines 26-35) and re
 
 Both are reproduced rule for rule (this module's own code, not a copy), known bugs included, so that a user can put
 the repository's figures beside the paper's. The paper's metrics (MAE against the experts' mode, Verdict
-Confidence, Spearman; ``eval.item_table``) stay the headline; these numbers are reported in their own section.
+Confidence, Spearman; ``eval.scoring.item_table``) stay the headline; these numbers are reported in their own section.
 
 The reference: ``compute_metrics`` takes an ``int`` as it is, else extracts it from a reference judge text with the
 same ``extract_score`` (line 63); here it is the released ``criteria_score`` (a column of the ai-forever/POLLUX dataset), a float such as 1.5 that
@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from eval.predictions import REQUEST_FAILED
+from eval.judging.predictions import REQUEST_FAILED
 from judge.wire import ScoreSource
 
 __all__ = ["extract_score", "official_metrics", "pollux_official", "TITLE"]
@@ -141,7 +141,7 @@ def pollux_official(records, predictions: Iterable[Mapping[str, Any]], splits: M
     Args:
         records: the labelled ``JudgeRecord`` list.
         predictions: the run's prediction rows (the first row per id counts, as in scoring).
-        splits: ``{split name: item indices into records}`` (``eval.item_table``'s splits).
+        splits: ``{split name: item indices into records}`` (``eval.scoring.item_table``'s splits).
 
     Returns:
         ``{"title", "extraction", "reference", "splits": {split: metrics + counts}}``, where each split holds

@@ -18,7 +18,7 @@ Definitions, as the paper states them:
 Expert scores arrive as a NaN-padded float matrix ``(n_items, max_experts)`` (``pad_scores`` builds one), valid
 scores first in each row. A judge score of NaN means "no score" (a parse failure is never a score).
 
-These are the definitions, written plainly. Their bootstrap intervals come from the engine in ``eval/bootstrap.py``
+These are the definitions, written plainly. Their bootstrap intervals come from the engine in ``eval/scoring/bootstrap.py``
 (items compressed into weighted cells), whose point values are tested against the functions here.
 """
 

@@ -1,7 +1,7 @@
-"""slurm/bench.sbatch on a real one-host Slurm: an array of two candidates benched with one judge, then compared.
+"""slurm/rank.sbatch on a real one-host Slurm: an array of two candidates benched with one judge, then compared.
 
-The candidates and the judge are the stand-in servers of ``tests/test_eval_bench.py`` (the network boundary); the
-jobs run the same ``judge-eval bench`` a user runs, under ``srun``.
+The candidates and the judge are the stand-in servers of ``tests/test_eval_ranking.py`` (the network boundary); the
+jobs run the same ``judge-eval rank`` a user runs, under ``srun``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from eval.cli import main
-from tests.test_eval_bench import CASES, FULLNESS, LITERACY, SAFE, Candidate, Judge, _rows, _table
+from tests.test_eval_ranking import CASES, FULLNESS, LITERACY, SAFE, Candidate, Judge, _rows, _table
 from tests.release_instructions import write_instructions_dataset
 from tests.test_slurm_jobs import JOB_TIMEOUT_S, _console_scripts
 
@@ -36,13 +36,13 @@ def test_bench_array_two_candidates(slurm_cluster, slurm_job_env, tmp_path: Path
                "JUDGE_BENCH_OUT": str(tmp_path / "runs")}
         array = slurm_cluster.sbatch(
             ["--array=0-1", "--gpus-per-node=0", "--cpus-per-task=1", f"--output={tmp_path}/%x-%A_%a.out",
-             str(REPO / "slurm/bench.sbatch"), "--n-boot", "50"], cwd=tmp_path, env=env)
+             str(REPO / "slurm/rank.sbatch"), "--n-boot", "50"], cwd=tmp_path, env=env)
         records = [slurm_cluster.wait(f"{array}_{task}", timeout_s=JOB_TIMEOUT_S) for task in range(2)]
         asked_a, asked_b = len(cand_a.bodies("/v1/chat/completions")), len(cand_b.bodies("/v1/chat/completions"))
     logs = "\n".join(p.read_text(errors="replace") for p in sorted(tmp_path.glob("*.out")))
     assert [r["JobState"] for r in records] == ["COMPLETED", "COMPLETED"], logs[-5000:]
-    assert "judge-eval bench 0/2" in logs and "judge-eval bench 1/2" in logs
+    assert "judge-eval rank 0/2" in logs and "judge-eval rank 1/2" in logs
     assert (asked_a, asked_b) == (len(CASES), len(CASES))  # each task asked its own candidate, every instruction
     a = json.loads((tmp_path / "runs" / "0" / "bench.json").read_text(encoding="utf-8"))
-    assert a["matrix"]["grand_mean"] == pytest.approx(4 / 9)  # the hand-derived matrix of test_eval_bench
+    assert a["matrix"]["grand_mean"] == pytest.approx(4 / 9)  # the hand-derived matrix of test_eval_ranking
     assert main(["compare", str(tmp_path / "runs" / "0"), str(tmp_path / "runs" / "1"), "--n-boot", "50"]) == 0

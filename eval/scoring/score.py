@@ -1,5 +1,5 @@
 """The ``judge-eval score`` step: join a run's predictions with the expert-labelled records, compute the paper's
-metrics (``eval.item_table``), and write the report (``eval.report``, ``eval.html_report``).
+metrics (``eval.scoring.item_table``), and write the report (``eval.reports.report``, ``eval.reports.html_report``).
 
     judge-eval score --predictions runs/judge-a --data DATA.jsonl          # report beside the predictions
     judge-eval score --predictions runs/judge-a --png                      # also the PNG plots
@@ -7,11 +7,11 @@ metrics (``eval.item_table``), and write the report (``eval.report``, ``eval.htm
 
 Files written to the output folder:
 
-- ``metrics.json``: ``eval.item_table.evaluate``'s result (per test: the cells, ``model_means`` = the paper's
+- ``metrics.json``: ``eval.scoring.item_table.evaluate``'s result (per test: the cells, ``model_means`` = the paper's
   Table 10, ``why_empty`` where a cell has no scored item), ``validity`` (``eval.validity.section``: the alternative
   annotator test, the experts' ceiling, agreement and bias, per test and cell; docs/validity.md) plus
   ``pollux_official`` (POLLUX's repository evaluator,
-  ``eval.pollux_official``: not the paper's metrics) and the run's provenance;
+  ``eval.scoring.pollux_official``: not the paper's metrics) and the run's provenance;
 - ``report.md``: the tables; ``report.html``: the same tables, SVG plots and the item explorer;
 - ``items.parquet``: the per-item table (judge score, status, experts, reference, Verdict Confidences, ``in_scale``,
   ``n_abstained``, ``why_unscored``), which ``judge-eval compare`` pairs across runs;
@@ -19,7 +19,7 @@ Files written to the output folder:
   group) and ``plots/mae_by_criterion_<split>.png``.
 
 One process, one pass, top to bottom: the predictions are read as one Arrow table, joined with the records by id
-into the item table's numpy columns (``eval.item_table.build_table``), and every file is written from that table
+into the item table's numpy columns (``eval.scoring.item_table.build_table``), and every file is written from that table
 and the metrics computed on it (bench/eval_metrics.py --end-to-end times it on the full test's 160,000 items).
 """
 
@@ -32,10 +32,10 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from eval import item_table
-from eval.html_explorer import DEFAULT_TEXT_ITEMS, item_columns, report_items
-from eval.html_report import render_report_page
-from eval.report import log_wandb, render_markdown, write_plots
+from eval.scoring import item_table
+from eval.reports.html_explorer import DEFAULT_TEXT_ITEMS, item_columns, report_items
+from eval.reports.html_report import render_report_page
+from eval.reports.report import log_wandb, render_markdown, write_plots
 from eval.validity.section import ValiditySettings, validity_section
 
 __all__ = ["score"]
@@ -92,7 +92,7 @@ def score(
     allow_repeated_ids: bool = False,
     alt_test=None,
 ) -> dict[str, Any]:
-    """Score a run against the experts and write the report (and ``report.html``, see ``eval.html_report``).
+    """Score a run against the experts and write the report (and ``report.html``, see ``eval.reports.html_report``).
 
     Args:
         predictions: ``predictions.jsonl`` or the run folder holding it.
@@ -100,7 +100,7 @@ def score(
         out: output folder; default: the folder of the predictions.
         target: MAE's reference: ``auto`` (mean for regression judges, else mode), ``mode`` or ``mean``.
         spearman_target: the correlations' reference, ``auto`` (the same as MAE's), ``mode`` or ``mean``.
-        n_boot, seed, vc_repeats: see ``eval.item_table.evaluate``.
+        n_boot, seed, vc_repeats: see ``eval.scoring.item_table.evaluate``.
         png: also draw the PNG plots (matplotlib, ~4 s CPU on the full test; report.html draws the same figures as
             SVG). Always drawn when ``wandb_project`` is set, since W&B shows them.
         clip_regression: score regression (``-r``) judges on their head's value clipped into the scale, instead of
@@ -109,9 +109,9 @@ def score(
         wandb_project: log to this W&B project ("" for none).
         name: the judge's label (default: from the predictions).
         html_text_items: items whose full texts ``report.html`` embeds (default:
-            ``eval.html_explorer.DEFAULT_TEXT_ITEMS``; negative: all).
+            ``eval.reports.html_explorer.DEFAULT_TEXT_ITEMS``; negative: all).
         allow_repeated_ids: score each id's first row when an id repeats, instead of refusing the file
-            (``eval.predictions.refuse_repeated_ids``).
+            (``eval.judging.predictions.refuse_repeated_ids``).
         alt_test: the validity section's ``eval.validity.alt_test.AltTestSettings`` (default: the authors').
 
     Returns:
@@ -120,8 +120,8 @@ def score(
     import judge
     import numpy as np
 
-    from eval.pollux_official import pollux_official
-    from eval.predictions import read_prediction_table, refuse_repeated_ids
+    from eval.scoring.pollux_official import pollux_official
+    from eval.judging.predictions import read_prediction_table, refuse_repeated_ids
     from judge.plumbing.provenance import read_provenance
 
     predictions = Path(predictions)

@@ -3,6 +3,10 @@ cell of the report (Zero-Shot / Standard / all x overall / evaluated model / tas
 
 The item table is a set of aligned numpy columns, so the metric cells are index selections over the same
 arrays: the 100-fold Verdict Confidence is computed once for all items and averaged per cell.
+
+Why one module of ~800 lines: building the columns, deriving the per-item quantities once and selecting every
+cell from them share the private ``_Derived`` columns and the scale cache; split apart they would pass those
+arrays through public signatures for no reader's gain.
 """
 
 from __future__ import annotations
@@ -17,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from eval import bootstrap, metrics
-from eval.predictions import REQUEST_FAILED
+from eval.scoring import bootstrap, metrics
+from eval.judging.predictions import REQUEST_FAILED
 from judge.wire import ScoreSource
 
 __all__ = [
@@ -176,8 +180,8 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
 
     Args:
         records: ``JudgeRecord`` list (from ``judge.load_records``).
-        predictions: the run's prediction table (``eval.predictions.read_prediction_table``), or prediction rows
-            (dicts, made into that table by ``eval.predictions.prediction_table``).
+        predictions: the run's prediction table (``eval.judging.predictions.read_prediction_table``), or prediction rows
+            (dicts, made into that table by ``eval.judging.predictions.prediction_table``).
         judge_name: label for reports; default: the most frequent ``judge`` of the predictions.
         clip_regression: score a regression head's value clipped into the scale (the row's ``score``) instead of
             its raw value (``judge-eval score --clip-regression``; a choice of this toolkit, not the paper's).
@@ -189,7 +193,7 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
     import pyarrow as pa
 
     import judge
-    from eval.predictions import prediction_rows, prediction_table
+    from eval.judging.predictions import prediction_rows, prediction_table
 
     if not isinstance(predictions, pa.Table):
         predictions = prediction_table(predictions)

@@ -1,4 +1,4 @@
-"""`judge-eval bench` reads like POLLUX where it claims to (public repository ai-forever/POLLUX, src/metrics.py and
+"""`judge-eval rank` reads like POLLUX where it claims to (public repository ai-forever/POLLUX, src/metrics.py and
 src/utils/score_utils.py): rubric levels as ``parse_scale_values`` reads them, no row or column POLLUX's pivot would
 not have, and ``--verdict-reader pollux`` reading each verdict as ``extract_score`` does. Expected values are
 derived by hand from the small rubric texts below.
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from eval.bench_matrix import BenchItem, matrix_arrays, pollux_matrix, pollux_scale_levels
+from eval.ranking.matrix import BenchItem, matrix_arrays, pollux_matrix, pollux_scale_levels
 from judge.verdicts import VerdictError, parse_pollux_result
 from tests.scripted_endpoint import ScriptedEndpoint, chat_completion
 
@@ -114,7 +114,7 @@ def _matrix(path: Path) -> list[list[str]]:
 
 
 def test_bench_matrix_with_each_verdict_reader(tmp_path):
-    """The same outputs through `judge-eval bench`, read by the toolkit's parser and by POLLUX's (minmax):
+    """The same outputs through `judge-eval rank`, read by the toolkit's parser and by POLLUX's (minmax):
 
     toolkit: half 1 -> 1.0; scale (m) reads the last [RESULT], 1 -> 1/2 = 0.5; bold raw 1.0 (no scale); scale (n)
     "**[RESULT]** 2" -> 2/2 = 1.0; broken unparsed: no row. mean_over_meta: scale (0.5 + 1.0) / 2 = 0.75;
@@ -129,7 +129,7 @@ def test_bench_matrix_with_each_verdict_reader(tmp_path):
     judge = ScriptedEndpoint(_judge, model="judge", max_model_len=None)
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     script = str(Path(sys.executable).parent / "judge-eval")
-    argv = ["bench", "--model", candidate.base_url, "--judge", judge.base_url, "--data", str(data), "--no-progress",
+    argv = ["rank", "--model", candidate.base_url, "--judge", judge.base_url, "--data", str(data), "--no-progress",
             "--n-boot", "0", "--max-retries", "0"]
     try:
         procs = {reader: subprocess.Popen([script, *argv, "--out", str(tmp_path / reader), "--verdict-reader", reader],

@@ -9,7 +9,7 @@ Position bias is the best-known weakness of pairwise judges, so every pair is as
 (``pairwise_orders: both``): ``original`` shows (answer_1, answer_2), ``swapped`` shows (answer_2, answer_1). Each
 judgment is one row of ``pairwise_predictions.jsonl`` (``PairwiseRow``): ``score`` is the verdict as the judge gave it
 for the order it saw, ``verdict`` the same verdict in the pair's own orientation (negated for ``swapped``), so a
-judge that reads content rather than position gives the same ``verdict`` in both orders. ``eval.pairwise_metrics``
+judge that reads content rather than position gives the same ``verdict`` in both orders. ``eval.pairwise.metrics``
 scores the file. The file is a ``judge.plumbing.journal``: a rerun resumes, retrying only judgments whose request failed.
 
 ``winner`` labels: ``-1``/``0``/``1`` as the judge writes them, or ``"answer_1"``/``"tie"``/``"answer_2"``.
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eval.predictions import REQUEST_FAILED  # a judgment whose request failed: retried by the next run
+from eval.judging.predictions import REQUEST_FAILED  # a judgment whose request failed: retried by the next run
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.journal import JournalWriter, iter_journal
 from judge.prompts import PAIRWISE_FIELDS, render_pairwise_prompt
@@ -196,7 +196,7 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
     import httpx
     import openai
 
-    from eval.backends import Refused, reasoning_of, retryable_status, short
+    from eval.judging.backends import Refused, reasoning_of, retryable_status, short
     from judge.prompts import JUDGE_CHAT_TEMPLATE_KWARGS, chat_messages
     from judge.verdicts import VerdictFormat
 

@@ -4,13 +4,13 @@
     judge-eval compare runs/judge-a runs/judge-b --out runs/cmp   # writes runs/cmp/compare.html
 
 Each page is ONE self-contained file that works when opened from disk: CSS and JavaScript are inlined from
-``eval/html/``, plots are inline SVG or coloured HTML tables, and the item data is embedded as JSON in a
+``eval/reports/html/``, plots are inline SVG or coloured HTML tables, and the item data is embedded as JSON in a
 ``<script type="application/json">`` element that the page parses once and renders 50 rows at a time (a
 160,000-item run stays usable; ``bench/report_page.py`` measures it).
 
 The tables are built generically from ``metrics.json``: every key a metric cell carries becomes a column
 (``x_ci`` is shown as the interval of ``x``), so metrics added later appear without touching this module.
-The item explorer's data (per-item rows, texts, feedback) is built by ``eval.html_explorer``; this module renders
+The item explorer's data (per-item rows, texts, feedback) is built by ``eval.reports.html_explorer``; this module renders
 the pages around it.
 """
 
@@ -24,9 +24,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from eval.html_explorer import (DEFAULT_TEXT_ITEMS, compare_items, explorer_json, load_predictions, load_records,
+from eval.reports.html_explorer import (DEFAULT_TEXT_ITEMS, compare_items, explorer_json, load_predictions, load_records,
                                 read_item_columns, report_items)
-from eval.report import SPLIT_TITLES, random_labelling_note, references_note, regression_note
+from eval.reports.report import SPLIT_TITLES, random_labelling_note, references_note, regression_note
 from eval.validity.render import html_blocks as validity_blocks
 from eval.validity.render import lead_html
 
@@ -61,7 +61,7 @@ _GROUP_TITLES = {"model": "evaluated model", "task_type": "task type", "criterio
 
 
 def _asset(name: str) -> str:
-    return resources.files("eval").joinpath("html", name).read_text(encoding="utf-8")
+    return resources.files("eval.reports").joinpath("html", name).read_text(encoding="utf-8")
 
 
 def _e(value: Any) -> str:
@@ -382,7 +382,7 @@ def render_compare_page(result: Mapping[str, Any], explorer: Mapping[str, Any] |
 
 
 def write_compare_page(result: Mapping[str, Any], out: str | Path, top: int = 1000) -> Path:
-    """Write ``compare.html`` into ``out`` for ``eval.compare.compare``'s result (its run folders must exist)."""
+    """Write ``compare.html`` into ``out`` for ``eval.scoring.compare.compare``'s result (its run folders must exist)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "compare.html"

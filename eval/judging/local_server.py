@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from judge.plumbing.config_files import ConfigError
 
 if TYPE_CHECKING:
-    from eval.config import RunConfig
+    from eval.judging.config import RunConfig
 
 __all__ = ["local_server"]
 

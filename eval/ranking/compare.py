@@ -2,10 +2,10 @@
 
     judge-eval compare runs/bench/model-a runs/bench/model-b --out runs/bench/a-vs-b
 
-Both folders are ``judge-eval bench`` outputs (``bench.json``, ``items.jsonl``, ``predictions.jsonl``). The
+Both folders are ``judge-eval rank`` outputs (``bench.json``, ``items.jsonl``, ``predictions.jsonl``). The
 comparison is computed over the instructions **both** runs scored: for each bootstrap resample, one draw of those
 instructions (with replacement) feeds both matrices, so what an instruction makes easy or hard cancels out of the
-difference (the paired bootstrap of ``eval.bootstrap.paired_bootstrap``, over instructions instead of items). A cell
+difference (the paired bootstrap of ``eval.scoring.bootstrap.paired_bootstrap``, over instructions instead of items). A cell
 is called ``B higher`` / ``B lower`` when its ``1 - alpha`` interval excludes 0; its two-sided p-value is twice the
 smaller share of resampled differences on either side of 0. Both runs must use one normalisation (their
 ``bench.json`` says which) and should use one judge: a different judge is refused unless ``allow_other_judge``.
@@ -25,14 +25,14 @@ __all__ = ["is_bench_run", "compare_bench", "render_bench_markdown"]
 
 
 def is_bench_run(folder: str | Path) -> bool:
-    """Whether ``folder`` holds a ``judge-eval bench`` run (its ``bench.json``)."""
-    from eval.bench import BENCH_RESULT
+    """Whether ``folder`` holds a ``judge-eval rank`` run (its ``bench.json``)."""
+    from eval.ranking.rank import BENCH_RESULT
 
     return (Path(folder) / BENCH_RESULT).is_file()
 
 
 def _load(folder: Path) -> tuple[dict[str, Any], list]:
-    from eval.bench import BENCH_RESULT, ITEMS, bench_items
+    from eval.ranking.rank import BENCH_RESULT, ITEMS, bench_items
 
     info = json.loads((folder / BENCH_RESULT).read_text(encoding="utf-8"))
     # The matrix is recomputed with the reading the run's own used (a bench.json before the option: the toolkit's).
@@ -54,13 +54,13 @@ def compare_bench(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, seed
     Raises:
         ValueError: not bench runs, different normalisations or judges, or no instruction in common.
     """
-    from eval.bench_matrix import MEAN_OVER_CRITERIA, MEAN_OVER_META, instruction_weights, matrix_arrays
-    from eval.bench_matrix import percentile_interval, resampled_matrices
+    from eval.ranking.matrix import MEAN_OVER_CRITERIA, MEAN_OVER_META, instruction_weights, matrix_arrays
+    from eval.ranking.matrix import percentile_interval, resampled_matrices
 
     folders = [Path(run_a), Path(run_b)]
     for folder in folders:
         if not is_bench_run(folder):
-            raise ValueError(f"{folder}: not a judge-eval bench run (no bench.json)")
+            raise ValueError(f"{folder}: not a judge-eval rank run (no bench.json)")
     (info_a, items_a), (info_b, items_b) = map(_load, folders)
     normalize = info_a["matrix"]["normalize"]
     if info_b["matrix"]["normalize"] != normalize:

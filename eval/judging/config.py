@@ -1,7 +1,7 @@
 """``RunConfig``: the settings of ``judge-eval run``, mirrored by the YAML files in ``configs/eval/``.
 
-Its own module (as ``train.config`` and ``serve.config`` are) so that the runner (``eval.run``), its backends
-(``eval.backends``) and the local server (``eval.local_server``) all import it from below, with no cycle.
+Its own module (as ``train.config`` and ``serve.config`` are) so that the runner (``eval.judging.run``), its backends
+(``eval.judging.backends``) and the local server (``eval.judging.local_server``) all import it from below, with no cycle.
 
     judge-eval run --config configs/eval/gpt-4o.yaml --concurrency 4 --out runs/gpt-4o
 """

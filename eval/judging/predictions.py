@@ -1,6 +1,6 @@
 """The predictions file of a ``judge-eval run``: ``predictions.jsonl``, one row per judged item, and its schema.
 
-``PredictionRow`` is the row: ``run`` writes it, ``score`` (``eval.item_table.build_table``), the official
+``PredictionRow`` is the row: ``run`` writes it, ``score`` (``eval.scoring.item_table.build_table``), the official
 evaluator and the report pages read it as one Arrow table (``read_prediction_table``; ``read_predictions`` gives its
 rows as dicts). Rows are appended as answers arrive (a
 ``judge.plumbing.journal`` journal: strict reading, a torn last line dropped); a rerun resumes from the file

@@ -24,7 +24,7 @@ from judge.verdicts import VerdictError, VerdictFormat
 from judge.wire import CustomCriterion, JudgeItem, JudgeRequest, JudgeResponse, JudgeResult, ModelLimits, ScoreSource
 
 if TYPE_CHECKING:
-    from eval.config import RunConfig
+    from eval.judging.config import RunConfig
 
 __all__ = ["JudgeBackend", "Refused", "ChatBackend", "JudgeServeBackend", "verdict_outcome", "retryable_status",
            "is_transient", "reasoning_of", "short", "root_of", "base_of", "detect_backend", "first_model",
@@ -252,7 +252,7 @@ class JudgeServeBackend:
 
     @staticmethod
     def _outcome(result: JudgeResult) -> dict[str, Any]:
-        """A predictions row's judge fields (``eval.predictions.PredictionRow``) from one ``/v1/judge`` result."""
+        """A predictions row's judge fields (``eval.judging.predictions.PredictionRow``) from one ``/v1/judge`` result."""
         ok = result.parse_ok and result.score is not None
         return {
             "raw_output": result.output,
@@ -263,7 +263,7 @@ class JudgeServeBackend:
             "reason": "" if ok else (result.error_reason or ""),
             "score_source": result.score_source if ok else None,
             "in_scale": result.in_scale if ok else None,
-            # A regression head's raw (unclipped) value: POLLUX's own evaluator scores it (eval.pollux_official).
+            # A regression head's raw (unclipped) value: POLLUX's own evaluator scores it (eval.scoring.pollux_official).
             "regression_score": result.regression_score,
             # Seq2seq judges: the score tokens' distribution (judge-serve's score_logprobs); the report shows it.
             "expected_score": result.expected_score,

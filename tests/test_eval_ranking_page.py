@@ -7,7 +7,7 @@ from pathlib import Path
 from eval.cli import main
 from tests.browser import browser  # noqa: F401  (the fixture)
 from tests.release_instructions import write_instructions_dataset
-from tests.test_eval_bench import GEN, LITERACY, SAFE, TECH, Candidate, Judge, _bench_argv, _rows, _table
+from tests.test_eval_ranking import GEN, LITERACY, SAFE, TECH, Candidate, Judge, _bench_argv, _rows, _table
 
 
 def test_bench_report_heat_map_in_chromium(browser, tmp_path: Path) -> None:  # noqa: F811

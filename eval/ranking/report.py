@@ -1,6 +1,6 @@
 """``report.html`` of a bench run (and of a comparison of two): the matrix as a heat map, one self-contained page.
 
-The page uses the report pages' stylesheet (``eval/html/page.css``) inline and no script: each cell's colour is
+The page uses the report pages' stylesheet (``eval/reports/html/page.css``) inline and no script: each cell's colour is
 its value on the 0–1 scale of POLLUX's normalised scores (white 0 -> blue 1), with the interval and the counts of
 what was not scored in its tooltip and under the value. A comparison colours the difference (red: B lower, green:
 B higher) and marks the cells whose paired interval excludes 0.
@@ -52,7 +52,7 @@ def _diverging(value: Any, span: float) -> str:
 
 
 def _page(title: str, subtitle: list[str], body: list[str]) -> str:
-    css = resources.files("eval").joinpath("html", "page.css").read_text(encoding="utf-8")
+    css = resources.files("eval.reports").joinpath("html", "page.css").read_text(encoding="utf-8")
     return "\n".join(["<!doctype html>", '<html lang="ru"><head><meta charset="utf-8">',
                       '<meta name="viewport" content="width=device-width, initial-scale=1">',
                       f"<title>{_e(title)}</title><style>{css}{_EXTRA_CSS}</style></head><body>",
@@ -110,7 +110,7 @@ def render_bench_page(result: Mapping[str, Any]) -> str:
             f'<p class="note">{_e(", ".join(not_scored) or "nothing: every instruction was answered and judged")}. '
             "n_no_answer / n_empty_answer count (instruction, criterion) items whose answer request failed or whose "
             "answer was empty once thinking was stripped: those are not judged (POLLUX would send an empty answer).</p>"]
-    return _page(f"judge-eval bench: {result['model']}", subtitle, body)
+    return _page(f"judge-eval rank: {result['model']}", subtitle, body)
 
 
 def write_bench_page(result: Mapping[str, Any], out: str | Path) -> Path:

@@ -10,7 +10,7 @@ A judge is reached over HTTP in every case:
 - **a local checkpoint folder**: ``judge-serve`` is started for it as a child process when installed, else vLLM's
   OpenAI server (``python -m vllm.entrypoints.openai.api_server``); it is stopped when the run ends.
 
-Output, in ``--out``: ``predictions.jsonl`` (one ``eval.predictions.PredictionRow`` per item; ``in_scale`` is false
+Output, in ``--out``: ``predictions.jsonl`` (one ``eval.judging.predictions.PredictionRow`` per item; ``in_scale`` is false
 for a number outside the rubric's scale, which is scored as the paper does; ``regression_score`` is a regression
 head's raw value; the latency is that of the request that produced the row, shared by the criteria of one
 ``/v1/judge`` request), appended as answers arrive (``judge.plumbing.journal``: one fsync per request), and ``run.json``
@@ -18,16 +18,16 @@ head's raw value; the latency is that of the request that produced the row, shar
 a line cut by a kill is dropped, items whose *request* failed are retried, and the file ends with exactly one row
 per item. A verdict that does not parse is a final answer (``parse_ok: false`` with the parser's error); it is never a score.
 
-Before any item is sent, the server's model list is asked (``eval.backends.first_contact``: retried while the server
+Before any item is sent, the server's model list is asked (``eval.judging.backends.first_contact``: retried while the server
 is unreachable or loading, up to ``connect_timeout_s``; a wrong key, URL or path is one sentence, ``EndpointUnusable``,
-exit code 4), ``max_tokens`` is fitted to what it advertises (``eval.backends.fit_max_tokens``, with a printed note),
-and a run whose first requests are all refused alike stops with the server's words (``eval.backends.FirstRefusals``)
+exit code 4), ``max_tokens`` is fitted to what it advertises (``eval.judging.backends.fit_max_tokens``, with a printed note),
+and a run whose first requests are all refused alike stops with the server's words (``eval.judging.backends.FirstRefusals``)
 instead of writing a failed row per item. Keys: ``judge.plumbing.api_keys.KEY_RULE``. Paths in ``run.json`` are
 absolute (``resolved_paths``), so ``judge-eval score`` finds the data from any directory.
 
 The judge's verdict format (``judge.VerdictFormat``: ``tagged`` or ``integer``, ``Pollux-4B-Judge``) follows from the
 checkpoint or the model id unless ``verdict_format`` is set. Data whose rows carry ``answer_1``/``answer_2`` is judged
-pairwise (``eval.pairwise``: every pair in both orders by default, into ``pairwise_predictions.jsonl``).
+pairwise (``eval.pairwise.judging``: every pair in both orders by default, into ``pairwise_predictions.jsonl``).
 """
 
 
@@ -43,12 +43,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from eval.config import RunConfig
-from eval.backends import (ChatBackend, FirstRefusals, JudgeBackend, JudgeServeBackend, Refused, base_of,
+from eval.judging.config import RunConfig
+from eval.judging.backends import (ChatBackend, FirstRefusals, JudgeBackend, JudgeServeBackend, Refused, base_of,
                            detect_backend, first_contact, fit_max_tokens, root_of, short)
-from eval.local_server import local_server
-from eval.pairwise import ORDERS, PAIRWISE_PREDICTIONS, is_pairwise_data, judge_pairs, load_pairs, pending_judgments
-from eval.predictions import REQUEST_FAILED, PredictionRow, iter_predictions, resume_predictions
+from eval.judging.local_server import local_server
+from eval.pairwise.judging import ORDERS, PAIRWISE_PREDICTIONS, is_pairwise_data, judge_pairs, load_pairs, pending_judgments
+from eval.judging.predictions import REQUEST_FAILED, PredictionRow, iter_predictions, resume_predictions
 from judge.plumbing.api_keys import client_api_key
 from judge.checkpoints import is_hub_id
 from judge.plumbing.config_files import ConfigError
@@ -61,7 +61,7 @@ from judge.wire import ModelLimits
 
 __all__ = ["RunConfig", "ConfigError", "EndpointUnusable", "run", "resolved_paths", "N_FIRST_REFUSALS"]
 
-#: How many alike refusals of a run's first requests stop it (``eval.backends.FirstRefusals``).
+#: How many alike refusals of a run's first requests stop it (``eval.judging.backends.FirstRefusals``).
 N_FIRST_REFUSALS = 3
 
 log = logging.getLogger("judge_eval.run")
@@ -255,7 +255,7 @@ def _run_holding(config: RunConfig, out: Path) -> dict[str, Any]:
     if config.criteria == "auto":
         config.data = str(_expand_auto(config, out))  # run.json then names the expanded items, as `score` reads them
     pairwise = is_pairwise_data(config.data)
-    if pairwise:  # rows with answer_1/answer_2: eval.pairwise, every pair in both orders by default
+    if pairwise:  # rows with answer_1/answer_2: eval.pairwise.judging, every pair in both orders by default
         records = load_pairs(config.data)[: config.limit or None]
         predictions = out / PAIRWISE_PREDICTIONS
         orders = ORDERS if config.pairwise_orders == "both" else ORDERS[:1]

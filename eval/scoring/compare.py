@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from eval import bootstrap, item_table
-from eval.report import SPLIT_TITLES, fmt
+from eval.scoring import bootstrap, item_table
+from eval.reports.report import SPLIT_TITLES, fmt
 
 __all__ = ["compare", "load_run", "render_markdown", "headline"]
 
@@ -189,7 +189,7 @@ def _cell(p: dict[str, Any]) -> list[str]:
 def _side_by_side(result: dict[str, Any]) -> list[str]:
     """Paper-style tables (POLLUX Tables 10-18): rows are evaluated models / task types / criteria, one column per
     judge, each on its own scored items."""
-    from eval.report import GROUP_TITLES, fmt_ci, markdown_table
+    from eval.reports.report import GROUP_TITLES, fmt_ci, markdown_table
 
     out: list[str] = []
     for split in item_table.SPLITS:
@@ -213,7 +213,7 @@ def _side_by_side(result: dict[str, Any]) -> list[str]:
 
 def render_markdown(result: dict[str, Any]) -> str:
     """Side-by-side tables: each run's own headline numbers, then each comparison with the baseline."""
-    from eval.report import fmt_ci, markdown_table
+    from eval.reports.report import fmt_ci, markdown_table
     from eval.validity.render import compare_rows as validity_rows
     from eval.validity.render import paired_rows
 

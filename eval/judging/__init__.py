@@ -1,0 +1,1 @@
+"""Running a judge: the run loop, its backends, predictions files, local checkpoints (`judge-eval run`)."""

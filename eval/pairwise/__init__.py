@@ -1,0 +1,1 @@
+"""Pairwise judging: two answers in both orders, and its agreement figures."""

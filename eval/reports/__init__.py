@@ -1,0 +1,1 @@
+"""The report pages a scored run writes: report.md and report.html with its explorer."""
