@@ -121,7 +121,8 @@ def _write_files(table, folder: Path) -> tuple[Path, Path]:
             d.write(json.dumps(row, ensure_ascii=False) + "\n")
             ok = table.status[i] == "ok"
             regression = table.score_source[i] == "regression_head"
-            # A raw output POLLUX's own evaluator can read (eval.scoring.pollux_official), the head's value for regression.
+            # A raw output POLLUX's own evaluator can read (eval.scoring.pollux_official), the head's value for
+            # regression.
             raw = f"[FEEDBACK] Обоснование. [RESULT] {table.judge[i]:g} [END]" if ok and not regression else "мусор"
             p.write(json.dumps({
                 "id": table.ids[i], "judge": "synthetic", "raw_output": raw, "feedback": "",

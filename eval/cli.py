@@ -124,13 +124,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help="Two rank runs: compare them even when different judges scored them.")
 
     rank_p = sub.add_parser("rank", aliases=["bench"],
-                             help="Rank a candidate LLM with a judge: answers, verdicts, POLLUX's matrix.",
-                             description="POLLUX's answer.py -> score.py -> metrics.py: the candidate (--model) "
-                                         "answers every instruction of --data, the judge scores each answer on each "
-                                         "of its criteria, and OUT/matrix.csv is POLLUX's metrics.csv, with "
-                                         "bootstrap intervals and failure counts in OUT/report.html; rerunning "
-                                         "resumes (see eval/ranking/rank.py).", epilog=CLIENT_EPILOG,
-                             formatter_class=argparse.RawDescriptionHelpFormatter)
+                            help="Rank a candidate LLM with a judge: answers, verdicts, POLLUX's matrix.",
+                            description="POLLUX's answer.py -> score.py -> metrics.py: the candidate (--model) "
+                                        "answers every instruction of --data, the judge scores each answer on each "
+                                        "of its criteria, and OUT/matrix.csv is POLLUX's metrics.csv, with "
+                                        "bootstrap intervals and failure counts in OUT/report.html; rerunning "
+                                        "resumes (see eval/ranking/rank.py).", epilog=CLIENT_EPILOG,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
     rank_p.add_argument("--config", default=None, help="YAML with RankConfig keys.")
     from eval.ranking.rank import RankConfig
 
@@ -381,7 +381,8 @@ def refuse_missing_predictions(predictions: str) -> None:
     if not path.exists():
         raise ValueError(f"--predictions {predictions}: not found; give a run folder written by `judge-eval run` "
                          "(or its predictions.jsonl)")
-    # A pairwise run writes its judgments under another name (eval.pairwise.judging); either file is a run's predictions.
+    # A pairwise run writes its judgments under another name (eval.pairwise.judging); either file is a run's
+    # predictions.
     names = ("predictions.jsonl", PAIRWISE_PREDICTIONS)
     file = next((path / n for n in names if (path / n).is_file()), path / names[0]) if path.is_dir() else path
     if not file.is_file():

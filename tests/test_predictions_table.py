@@ -11,7 +11,7 @@ import random
 import pytest
 
 from eval.judging.predictions import (PREDICTION_FIELDS, PredictionRow, iter_predictions, prediction_table,
-                              read_prediction_table, read_predictions)
+                                      read_prediction_table, read_predictions)
 
 
 def _seeded_rows(n: int, seed: int = 0) -> list[dict]:

@@ -263,7 +263,8 @@ class JudgeServeBackend:
             "reason": "" if ok else (result.error_reason or ""),
             "score_source": result.score_source if ok else None,
             "in_scale": result.in_scale if ok else None,
-            # A regression head's raw (unclipped) value: POLLUX's own evaluator scores it (eval.scoring.pollux_official).
+            # A regression head's raw (unclipped) value: POLLUX's own evaluator scores it
+            # (eval.scoring.pollux_official).
             "regression_score": result.regression_score,
             # Seq2seq judges: the score tokens' distribution (judge-serve's score_logprobs); the report shows it.
             "expected_score": result.expected_score,

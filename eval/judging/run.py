@@ -45,10 +45,11 @@ from typing import Any
 
 from eval.judging.config import RunConfig
 from eval.judging.backends import (ChatBackend, FirstRefusals, JudgeBackend, JudgeServeBackend, Refused, base_of,
-                           detect_backend, first_contact, fit_max_tokens, root_of, short)
+                                   detect_backend, first_contact, fit_max_tokens, root_of, short)
 from eval.judging.local_server import local_server
-from eval.pairwise.judging import ORDERS, PAIRWISE_PREDICTIONS, is_pairwise_data, judge_pairs, load_pairs, pending_judgments
 from eval.judging.predictions import REQUEST_FAILED, PredictionRow, iter_predictions, resume_predictions
+from eval.pairwise.judging import (ORDERS, PAIRWISE_PREDICTIONS, is_pairwise_data, judge_pairs, load_pairs,
+                                   pending_judgments)
 from judge.plumbing.api_keys import client_api_key
 from judge.checkpoints import is_hub_id
 from judge.plumbing.config_files import ConfigError

@@ -24,8 +24,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from eval.reports.html_explorer import (DEFAULT_TEXT_ITEMS, compare_items, explorer_json, load_predictions, load_records,
-                                read_item_columns, report_items)
+from eval.reports.html_explorer import (DEFAULT_TEXT_ITEMS, compare_items, explorer_json, load_predictions,
+                                        load_records, read_item_columns, report_items)
 from eval.reports.report import SPLIT_TITLES, random_labelling_note, references_note, regression_note
 from eval.validity.render import html_blocks as validity_blocks
 from eval.validity.render import lead_html
