@@ -19,7 +19,7 @@ import time
 
 
 def synthetic_items(instructions: int, metas: int, criteria: int, per_instruction: int, seed: int) -> list:
-    from eval.ranking.matrix import BenchItem
+    from eval.ranking.matrix import RankedItem
 
     rng = random.Random(seed)
     meta_names = [f"meta {m}" for m in range(metas)]
@@ -32,7 +32,7 @@ def synthetic_items(instructions: int, metas: int, criteria: int, per_instructio
             # A gate closes rarely (10 %), as a safety criterion would.
             score = float(rng.random() < 0.1) if levels == (0, 1) else float(rng.choice(levels))
             status = "unparsed" if rng.random() < 0.03 else "ok"
-            items.append(BenchItem(pid, meta, name, levels, score if status == "ok" else None, status))
+            items.append(RankedItem(pid, meta, name, levels, score if status == "ok" else None, status))
     return items
 
 

@@ -267,12 +267,12 @@ def _experts(args: argparse.Namespace) -> int:
 
 
 def _rank(args: argparse.Namespace) -> int:
-    from eval.ranking.rank import RankConfig, bench
+    from eval.ranking.rank import RankConfig, rank
     from judge.plumbing.config_files import given_flags, resolve_config
 
     config = resolve_config(RankConfig, args.config, given_flags(args, RankConfig))
-    log.info("bench config: %s", json.dumps(dataclasses.asdict(config), ensure_ascii=False))
-    summary = bench(config)
+    log.info("rank config: %s", json.dumps(dataclasses.asdict(config), ensure_ascii=False))
+    summary = rank(config)
     print(json.dumps(summary, ensure_ascii=False, indent=2))
     return 0 if summary["request_failed"] == 0 and summary["n_answer_failed"] == 0 else 3
 
@@ -280,14 +280,14 @@ def _rank(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from eval.ranking.compare import is_bench_run
+    from eval.ranking.compare import is_ranking_run
 
     missing = [run for run in args.runs if not Path(run).exists()]
     if missing:
         raise ValueError(f"{', '.join(missing)}: not found; compare takes run folders written by `judge-eval score` "
                          "(or by `judge-eval rank`)")
-    if any(map(is_bench_run, args.runs)):
-        return _compare_bench(args)
+    if any(map(is_ranking_run, args.runs)):
+        return _compare_rankings(args)
     from eval.scoring.compare import compare, render_markdown
     from eval.scoring.item_table import dumps
 
@@ -310,17 +310,17 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _compare_bench(args: argparse.Namespace) -> int:
+def _compare_rankings(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from eval.ranking.compare import compare_bench, render_bench_markdown
-    from eval.ranking.report import render_bench_compare_page
+    from eval.ranking.compare import compare_rankings, render_ranking_compare_markdown
+    from eval.ranking.report import render_ranking_compare_page
 
     if len(args.runs) != 2:
         raise ValueError(f"rank runs are compared two at a time (A, then B); got {len(args.runs)}")
-    result = compare_bench(*args.runs, n_boot=args.n_boot, seed=args.seed, alpha=args.alpha,
+    result = compare_rankings(*args.runs, n_boot=args.n_boot, seed=args.seed, alpha=args.alpha,
                            allow_other_judge=args.allow_other_judge)
-    markdown = render_bench_markdown(result)
+    markdown = render_ranking_compare_markdown(result)
     if not args.out:
         print(markdown)
         return 0
@@ -328,7 +328,7 @@ def _compare_bench(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     (out / "compare.json").write_text(json.dumps(result, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     (out / "compare.md").write_text(markdown + "\n", encoding="utf-8")
-    (out / "compare.html").write_text(render_bench_compare_page(result), encoding="utf-8")
+    (out / "compare.html").write_text(render_ranking_compare_page(result), encoding="utf-8")
     # The matrix of deltas is in the files; the console gets its title and summary lines and where they are.
     calls = sum(cell["verdict"].startswith("B ") for row in result["cells"].values() for cell in row.values())
     print("\n".join([*markdown.splitlines()[:3], f"{calls} cells with a significant difference",

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from eval.ranking.rank import load_instructions, strip_think
-from eval.ranking.matrix import BenchItem, pollux_matrix
+from eval.ranking.matrix import RankedItem, pollux_matrix
 from eval.cli import main
 from judge.records import RecordError
 from tests.release_instructions import instruction_row, write_instructions_dataset
@@ -111,7 +111,7 @@ def _table() -> dict[tuple[str, str], int | None]:
     return {(strip_think(out)[0], c): s for meta, crits, out, scores in CASES.values() for c, s in scores.items()}
 
 
-def _bench_argv(candidate: str, judge: str, data: Path, out: Path, *extra: str) -> list[str]:
+def _rank_argv(candidate: str, judge: str, data: Path, out: Path, *extra: str) -> list[str]:
     return ["rank", "--model", candidate, "--judge", judge, "--data", str(data), "--out", str(out), "--no-progress",
             "--n-boot", "200", "--max-retries", "0", *extra]
 
@@ -126,11 +126,11 @@ def data(tmp_path: Path) -> Path:
     return write_instructions_dataset(tmp_path / "POLLUX-instructions", _rows())
 
 
-def test_bench_matrix_by_hand_and_payloads(tmp_path: Path, data: Path, capsys) -> None:
+def test_ranking_matrix_by_hand_and_payloads(tmp_path: Path, data: Path, capsys) -> None:
     """A bench run sends POLLUX's exact payloads and writes the hand-derived matrix in metrics.csv's layout."""
     out = tmp_path / "bench"
     with Candidate() as cand, Judge(_table()) as judge:
-        assert main(_bench_argv(cand.base_url, judge.base_url, data, out)) == 0
+        assert main(_rank_argv(cand.base_url, judge.base_url, data, out)) == 0
         cand_bodies, judge_bodies = cand.bodies("/v1/chat/completions"), judge.bodies("/v1/chat/completions")
 
     # answer.py: one user turn holding the instruction, max_tokens 4096, temperature 0.7; nothing else.
@@ -182,17 +182,17 @@ def test_bench_matrix_by_hand_and_payloads(tmp_path: Path, data: Path, capsys) -
     assert "mean_over_criteria" in page and "unparsed 1" in page and "<script" not in page
 
 
-def test_bench_resumes_failed_answers_only(tmp_path: Path, data: Path) -> None:
+def test_ranking_resumes_failed_answers_only(tmp_path: Path, data: Path) -> None:
     """A rerun asks the candidate only for the answers whose request failed and the judge only for new items."""
     out = tmp_path / "bench"
     with Candidate(fail={2}) as cand, Judge(_table()) as judge:
-        assert main(_bench_argv(cand.base_url, judge.base_url, data, out)) == 3  # an answer is missing
+        assert main(_rank_argv(cand.base_url, judge.base_url, data, out)) == 3  # an answer is missing
         first_judged = len(judge.bodies("/v1/chat/completions"))
     first = json.loads((out / "bench.json").read_text(encoding="utf-8"))
     assert first["counts"]["n_no_answer"] == 3 and first["counts"]["n_answer_failed"] == 1
     assert first["matrix"]["cells"][LITERACY][GEN]["value"] == 1.0  # prompt 1 alone: the gate of prompt 2 is absent
     with Candidate() as cand, Judge(_table()) as judge:
-        assert main(_bench_argv(cand.base_url, judge.base_url, data, out)) == 0
+        assert main(_rank_argv(cand.base_url, judge.base_url, data, out)) == 0
         assert [b["messages"][0]["content"] for b in cand.bodies("/v1/chat/completions")] == [
             "Инструкция 2: напиши текст."]
         assert len(judge.bodies("/v1/chat/completions")) == 3  # prompt 2's three criteria
@@ -203,15 +203,15 @@ def test_bench_resumes_failed_answers_only(tmp_path: Path, data: Path) -> None:
     assert float(grid[2][1]) == pytest.approx(0.5)  # LITERACY x GEN with the gate: as in the full run
 
 
-def test_bench_compare_paired(tmp_path: Path, data: Path, capsys) -> None:
+def test_ranking_compare_paired(tmp_path: Path, data: Path, capsys) -> None:
     """compare of two bench runs gives B - A per cell over shared instructions, with a paired interval."""
     better = {pid: f"Лучший ответ {pid}." for pid in CASES}
     table = _table() | {(f"Лучший ответ {pid}.", c): {SAFE: 0, LITERACY: 2, FULLNESS: 3}[c]
                         for pid, (_, crits, _, _) in CASES.items() for c in crits}
     with Candidate() as cand, Judge(table) as judge:
-        assert main(_bench_argv(cand.base_url, judge.base_url, data, tmp_path / "a")) == 0
+        assert main(_rank_argv(cand.base_url, judge.base_url, data, tmp_path / "a")) == 0
     with Candidate(override=better) as cand, Judge(table) as judge:
-        assert main(_bench_argv(cand.base_url, judge.base_url, data, tmp_path / "b", "--model-name", "cand-b")) == 0
+        assert main(_rank_argv(cand.base_url, judge.base_url, data, tmp_path / "b", "--model-name", "cand-b")) == 0
     capsys.readouterr()
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "cmp"),
                  "--n-boot", "300"]) == 0
@@ -230,13 +230,13 @@ def test_bench_compare_paired(tmp_path: Path, data: Path, capsys) -> None:
 
 def test_max_normalisation_and_old_rules() -> None:
     """normalize=max divides by the scale's maximum (POLLUX 83f6eb6b): a 2 on 1..3 is 2/3, not (2-1)/2."""
-    items = [BenchItem(1, "m", FULLNESS, (1, 2, 3), 2.0), BenchItem(2, "m", FULLNESS, (1, 2, 3), 3.0)]
+    items = [RankedItem(1, "m", FULLNESS, (1, 2, 3), 2.0), RankedItem(2, "m", FULLNESS, (1, 2, 3), 3.0)]
     assert pollux_matrix(items, normalize="max", n_boot=0).values[0, 0] == pytest.approx((2 / 3 + 1) / 2)
     assert pollux_matrix(items, normalize="minmax", n_boot=0).values[0, 0] == pytest.approx((0.5 + 1) / 2)
     assert pollux_matrix(items, normalize="none", n_boot=0).values[0, 0] == pytest.approx(2.5)
     # A two-level rubric that is not {0, 1} is not binary (POLLUX test_keeps_score_above_two_when_rubric_allows_it):
     # 4 on "1: ... 5: ..." normalises to (4-1)/4 = 0.75 and the out-of-scale 6 is dropped.
-    two = [BenchItem(1, "general", "quality", (1, 5), 4.0), BenchItem(2, "general", "quality", (1, 5), 6.0)]
+    two = [RankedItem(1, "general", "quality", (1, 5), 4.0), RankedItem(2, "general", "quality", (1, 5), 6.0)]
     matrix = pollux_matrix(two, n_boot=0)
     assert matrix.values[0, 0] == 0.75 and matrix.grand_mean == 0.75
     assert math.isnan(pollux_matrix(two, n_boot=0).ci_low[0, 0])
@@ -252,9 +252,9 @@ def test_strip_think_as_answer_py() -> None:
 def test_meta_filter_benches_one_column(tmp_path: Path, data: Path) -> None:
     """--meta keeps only that meta's instructions (answer.py's --meta); an unknown value names the ones there are."""
     with Candidate() as cand, Judge(_table()) as judge:
-        assert main(_bench_argv(cand.base_url, judge.base_url, data, tmp_path / "gen", "--meta", GEN)) == 0
+        assert main(_rank_argv(cand.base_url, judge.base_url, data, tmp_path / "gen", "--meta", GEN)) == 0
         assert len(cand.bodies("/v1/chat/completions")) == 2  # prompts 1 and 2
-        assert main(_bench_argv(cand.base_url, judge.base_url, data, tmp_path / "x", "--meta", "нет такой")) == 2
+        assert main(_rank_argv(cand.base_url, judge.base_url, data, tmp_path / "x", "--meta", "нет такой")) == 2
     grid = _matrix_csv(tmp_path / "gen" / "matrix.csv")
     assert grid[0] == ["criteria_name", GEN, "mean_over_meta"] and float(grid[2][1]) == 0.5
 
@@ -313,7 +313,7 @@ def test_checkpoint_candidate_is_served_then_stopped(tiny_causal_dir, data: Path
     out = tmp_path / "bench"
     before = {p.pid for p in psutil.process_iter()}
     with AnyAnswerJudge() as judge:
-        code = main(_bench_argv(str(tiny_causal_dir), judge.base_url, data, out, "--max-tokens", "8", "--server-args",
+        code = main(_rank_argv(str(tiny_causal_dir), judge.base_url, data, out, "--max-tokens", "8", "--server-args",
                                 '["--enforce-eager", "--dtype", "float32", "--max-model-len", "2048"]',
                                 "--server-env", json.dumps({"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1",
                                                             **FAST_ENGINE_ENV})))

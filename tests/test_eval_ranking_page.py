@@ -7,17 +7,17 @@ from pathlib import Path
 from eval.cli import main
 from tests.browser import browser  # noqa: F401  (the fixture)
 from tests.release_instructions import write_instructions_dataset
-from tests.test_eval_ranking import GEN, LITERACY, SAFE, TECH, Candidate, Judge, _bench_argv, _rows, _table
+from tests.test_eval_ranking import GEN, LITERACY, SAFE, TECH, Candidate, Judge, _rank_argv, _rows, _table
 
 
-def test_bench_report_heat_map_in_chromium(browser, tmp_path: Path) -> None:  # noqa: F811
+def test_ranking_report_heat_map_in_chromium(browser, tmp_path: Path) -> None:  # noqa: F811
     """Cells show value and interval, are coloured by value (0 white, higher bluer), and a cell with an unparsed
     verdict is outlined and says so."""
     from selenium.webdriver.common.by import By
 
     data = write_instructions_dataset(tmp_path / "POLLUX-instructions", _rows())
     with Candidate() as cand, Judge(_table()) as judge:
-        assert main(_bench_argv(cand.base_url, judge.base_url, data, tmp_path / "bench")) == 0
+        assert main(_rank_argv(cand.base_url, judge.base_url, data, tmp_path / "bench")) == 0
     browser.get((tmp_path / "bench" / "report.html").as_uri())
     table = browser.find_element(By.CSS_SELECTOR, "table.heat")
     header = [th.text for th in table.find_elements(By.CSS_SELECTOR, "thead th")]

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parent.parent
 
 
-def test_bench_array_two_candidates(slurm_cluster, slurm_job_env, tmp_path: Path) -> None:
+def test_ranking_array_two_candidates(slurm_cluster, slurm_job_env, tmp_path: Path) -> None:
     """Task i benches line i of the candidates file into OUT/<i>; the two folders compare with paired intervals."""
     data = write_instructions_dataset(tmp_path / "POLLUX-instructions", _rows())
     better = {pid: f"Лучший ответ {pid}." for pid in CASES}
@@ -32,8 +32,8 @@ def test_bench_array_two_candidates(slurm_cluster, slurm_job_env, tmp_path: Path
         models = tmp_path / "candidates.txt"
         models.write_text(f"{cand_a.base_url}\n\n  {cand_b.base_url}  \n", encoding="utf-8")
         env = {**slurm_job_env, "PATH": f"{_console_scripts(tmp_path / 'bin')}{os.pathsep}{slurm_job_env['PATH']}",
-               "JUDGE_BENCH_MODELS": str(models), "JUDGE_BENCH_JUDGE": judge.base_url, "JUDGE_BENCH_DATA": str(data),
-               "JUDGE_BENCH_OUT": str(tmp_path / "runs")}
+               "JUDGE_RANK_MODELS": str(models), "JUDGE_RANK_JUDGE": judge.base_url, "JUDGE_RANK_DATA": str(data),
+               "JUDGE_RANK_OUT": str(tmp_path / "runs")}
         array = slurm_cluster.sbatch(
             ["--array=0-1", "--gpus-per-node=0", "--cpus-per-task=1", f"--output={tmp_path}/%x-%A_%a.out",
              str(REPO / "slurm/rank.sbatch"), "--n-boot", "50"], cwd=tmp_path, env=env)

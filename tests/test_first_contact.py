@@ -176,23 +176,23 @@ def test_first_requests_refused_alike_stop_run_and_bench_with_the_servers_words(
         bench = _start(["rank", "--model", candidate.base_url, "--judge", judge.base_url, "--data", str(instructions),
                         "--out", str(tmp_path / "bench"), "--no-progress", "--max-retries", "0", "--concurrency", "2"],
                        _env())
-        (run_code, _, run_err), (bench_code, _, bench_err) = _finish(run), _finish(bench)
+        (run_code, _, run_err), (rank_code, _, rank_err) = _finish(run), _finish(bench)
     finally:
         judge.close()
         candidate.close()
     said = TOO_LONG[1]["error"]["message"]
-    assert (run_code, bench_code) == (EXIT_UNUSABLE, EXIT_UNUSABLE), (run_err[-2000:], bench_err[-2000:])
-    n_run, n_bench = len(judge.bodies("/v1/chat/completions")), len(candidate.bodies("/v1/chat/completions"))
-    assert 3 <= n_run <= 4 and 3 <= n_bench <= 4  # 3 alike refusals stop it; one more may be in flight (concurrency 2)
+    assert (run_code, rank_code) == (EXIT_UNUSABLE, EXIT_UNUSABLE), (run_err[-2000:], rank_err[-2000:])
+    n_run, n_ranked = len(judge.bodies("/v1/chat/completions")), len(candidate.bodies("/v1/chat/completions"))
+    assert 3 <= n_run <= 4 and 3 <= n_ranked <= 4  # 3 alike refusals stop it; one more may be in flight (concurrency 2)
     assert _error_line(run_err) == (f"judge-eval run: error: the judge (vllm-judge) refused the first 3 requests alike: "
                                     f"HTTP 400: {said} (stopped after sending {n_run} of 20 requests; no row was "
                                     "written for the refused ones, a rerun sends them again)")
-    assert _error_line(bench_err) == (f"judge-eval rank: error: the candidate (cand) refused the first 3 requests "
-                                      f"alike: HTTP 400: {said} (stopped after sending {n_bench} of 20 requests; no "
+    assert _error_line(rank_err) == (f"judge-eval rank: error: the candidate (cand) refused the first 3 requests "
+                                      f"alike: HTTP 400: {said} (stopped after sending {n_ranked} of 20 requests; no "
                                       "row was written for the refused ones, a rerun sends them again)")
     note = ("max_tokens 4096 does not fit this server's max_model_len 2048 (the prompt and the answer share it): "
             "asking for 1024 (set --max-tokens to choose)")
-    assert f"note: the judge's {note}" in run_err and f"note: the candidate's {note}" in bench_err
+    assert f"note: the judge's {note}" in run_err and f"note: the candidate's {note}" in rank_err
     assert {"model": "cand", "messages": [{"role": "user", "content": "Задание 0"}], "max_tokens": 1024,
             "temperature": 0.7} in candidate.bodies("/v1/chat/completions")  # the first one sent (two in flight)
     assert {b["max_tokens"] for b in judge.bodies("/v1/chat/completions")} == {1024}
@@ -227,8 +227,8 @@ def test_keys_and_exit_codes_are_stated_in_help_and_one_rule_serves_bench_candid
     finally:
         for endpoint in (candidate, judge, other):
             endpoint.close()
-    (run_help, bench_help, mera_help) = (" ".join(out.split()) for _, out, _ in results[:3])
-    for text in (run_help, bench_help):
+    (run_help, rank_help, mera_help) = (" ".join(out.split()) for _, out, _ in results[:3])
+    for text in (run_help, rank_help):
         assert ("API keys: the first set of the variables --api-key-env names: by default $JUDGE_SERVE_API_KEY (the "
                 "key judge-serve is started with), else $OPENAI_API_KEY, else no key; one variable named alone must be "
                 "set; --api-key-env '' sends no key.") in text

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from eval.ranking.matrix import BenchItem, matrix_arrays, pollux_matrix, pollux_scale_levels
+from eval.ranking.matrix import RankedItem, matrix_arrays, pollux_matrix, pollux_scale_levels
 from judge.verdicts import VerdictError, parse_pollux_result
 from tests.scripted_endpoint import ScriptedEndpoint, chat_completion
 
@@ -65,9 +65,9 @@ def test_half_and_bold_levels_gate_nothing_and_failed_only_cells_add_no_row_or_c
     not binary; no binary criterion was scored, so no gate. The BINARY criterion and the meta n have no scored item:
     no row "b", no column "n". Grand mean = (1.0 + 1.0) / 2 = 1.0; the unparsed item is counted in the corner only.
     """
-    items = [BenchItem(1, "m", "half", pollux_scale_levels(HALF), 1.0),
-             BenchItem(1, "m", "bold", pollux_scale_levels(BOLD), 1.0),
-             BenchItem(2, "n", "b", pollux_scale_levels(BINARY), None, "unparsed")]
+    items = [RankedItem(1, "m", "half", pollux_scale_levels(HALF), 1.0),
+             RankedItem(1, "m", "bold", pollux_scale_levels(BOLD), 1.0),
+             RankedItem(2, "n", "b", pollux_scale_levels(BINARY), None, "unparsed")]
     matrix = pollux_matrix(items, n_boot=0)
     assert (matrix.rows, matrix.columns) == (["bold", "half", "mean_over_criteria"], ["m", "mean_over_meta"])
     assert matrix.values.tolist() == [[1.0, 1.0], [1.0, 1.0], [1.0, 1.0]]
@@ -113,7 +113,7 @@ def _matrix(path: Path) -> list[list[str]]:
         return list(csv.reader(handle))
 
 
-def test_bench_matrix_with_each_verdict_reader(tmp_path):
+def test_ranking_matrix_with_each_verdict_reader(tmp_path):
     """The same outputs through `judge-eval rank`, read by the toolkit's parser and by POLLUX's (minmax):
 
     toolkit: half 1 -> 1.0; scale (m) reads the last [RESULT], 1 -> 1/2 = 0.5; bold raw 1.0 (no scale); scale (n)

@@ -432,7 +432,7 @@ def test_expand_file_writes_items_that_load_as_records_and_the_choices(tmp_path)
     assert [c["id"] for c in choices] == ["a", "b"]
 
 
-def test_bench_scores_a_fixed_classifier_by_hand():
+def test_the_criteria_benchmark_scores_a_fixed_classifier_by_hand():
     """bench/criteria_auto: a classifier that always says Advice (0.9) over one Advice and one Fact-checking row:
     leaf top-1 1/2, top-3 2/2 (Fact checking is its second alternative), Jaccard 1 on the Advice row."""
     from bench.criteria_auto import evaluate, summarise

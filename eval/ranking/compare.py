@@ -1,6 +1,6 @@
-"""``judge-eval compare`` of two bench runs: POLLUX's matrix of candidate B minus candidate A, with paired intervals.
+"""``judge-eval compare`` of two ranking runs: POLLUX's matrix of candidate B minus candidate A, with paired intervals.
 
-    judge-eval compare runs/bench/model-a runs/bench/model-b --out runs/bench/a-vs-b
+    judge-eval compare runs/rank/model-a runs/rank/model-b --out runs/rank/a-vs-b
 
 Both folders are ``judge-eval rank`` outputs (``bench.json``, ``items.jsonl``, ``predictions.jsonl``). The
 comparison is computed over the instructions **both** runs scored: for each bootstrap resample, one draw of those
@@ -21,29 +21,29 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["is_bench_run", "compare_bench", "render_bench_markdown"]
+__all__ = ["is_ranking_run", "compare_rankings", "render_ranking_compare_markdown"]
 
 
-def is_bench_run(folder: str | Path) -> bool:
+def is_ranking_run(folder: str | Path) -> bool:
     """Whether ``folder`` holds a ``judge-eval rank`` run (its ``bench.json``)."""
-    from eval.ranking.rank import BENCH_RESULT
+    from eval.ranking.rank import RANKING_RESULT
 
-    return (Path(folder) / BENCH_RESULT).is_file()
+    return (Path(folder) / RANKING_RESULT).is_file()
 
 
 def _load(folder: Path) -> tuple[dict[str, Any], list]:
-    from eval.ranking.rank import BENCH_RESULT, ITEMS, bench_items
+    from eval.ranking.rank import RANKING_RESULT, ITEMS, ranked_items
 
-    info = json.loads((folder / BENCH_RESULT).read_text(encoding="utf-8"))
+    info = json.loads((folder / RANKING_RESULT).read_text(encoding="utf-8"))
     # The matrix is recomputed with the reading the run's own used (a bench.json before the option: the toolkit's).
-    return info, bench_items(folder / ITEMS, folder / "predictions.jsonl", info.get("verdict_reader", "toolkit"))
+    return info, ranked_items(folder / ITEMS, folder / "predictions.jsonl", info.get("verdict_reader", "toolkit"))
 
 
 def _f(value: float) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def compare_bench(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, seed: int = 0, alpha: float = 0.05,
+def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, seed: int = 0, alpha: float = 0.05,
                   allow_other_judge: bool = False) -> dict[str, Any]:
     """B minus A, cell by cell, over the instructions both runs scored.
 
@@ -52,14 +52,14 @@ def compare_bench(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, seed
         "n_instructions", "n_boot", "seed", "alpha", "normalize"}``.
 
     Raises:
-        ValueError: not bench runs, different normalisations or judges, or no instruction in common.
+        ValueError: not ranking runs, different normalisations or judges, or no instruction in common.
     """
     from eval.ranking.matrix import MEAN_OVER_CRITERIA, MEAN_OVER_META, instruction_weights, matrix_arrays
     from eval.ranking.matrix import percentile_interval, resampled_matrices
 
     folders = [Path(run_a), Path(run_b)]
     for folder in folders:
-        if not is_bench_run(folder):
+        if not is_ranking_run(folder):
             raise ValueError(f"{folder}: not a judge-eval rank run (no bench.json)")
     (info_a, items_a), (info_b, items_b) = map(_load, folders)
     normalize = info_a["matrix"]["normalize"]
@@ -117,7 +117,7 @@ def compare_bench(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, seed
             "n_boot": n_boot if len(shared) >= 2 else 0, "seed": seed, "alpha": alpha, "normalize": normalize}
 
 
-def render_bench_markdown(result: dict[str, Any]) -> str:
+def render_ranking_compare_markdown(result: dict[str, Any]) -> str:
     """The comparison as a Markdown table: delta [interval] and the call, per cell."""
 
     def fmt(x: Any) -> str:

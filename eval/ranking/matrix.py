@@ -1,6 +1,6 @@
 """POLLUX's benchmark matrix (its ``src/metrics.py``), with bootstrap intervals over instructions and failure counts.
 
-    from eval.ranking.matrix import BenchItem, pollux_matrix
+    from eval.ranking.matrix import RankedItem, pollux_matrix
     matrix = pollux_matrix(items, normalize="minmax", n_boot=1000, seed=0)
     matrix.write_csv("matrix.csv")        # laid out exactly like POLLUX's metrics.csv
 
@@ -39,7 +39,7 @@ only: ``failed`` margins' corner).
 
 The rubric reader here is POLLUX's (``pollux_scale_levels``), not the toolkit's ``judge.scale_of``: the matrix claims
 POLLUX's numbers, and the two differ on rubrics such as a ``0.5:`` level or bold levels. Verdicts are read by the
-toolkit's parser unless the bench is told ``--verdict-reader pollux`` (``judge.verdicts.parse_pollux_result``).
+toolkit's parser unless the ranking is told ``--verdict-reader pollux`` (``judge.verdicts.parse_pollux_result``).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BenchItem", "BenchMatrix", "NORMALIZE", "STATUSES", "MEAN_OVER_META", "MEAN_OVER_CRITERIA",
+__all__ = ["RankedItem", "RankingMatrix", "NORMALIZE", "STATUSES", "MEAN_OVER_META", "MEAN_OVER_CRITERIA",
            "pollux_matrix", "matrix_arrays", "MatrixArrays", "resampled_matrices", "pollux_scale_levels"]
 
 #: POLLUX's names of the added column and row (metrics.py: ``matrix["mean_over_meta"]``,
@@ -98,8 +98,8 @@ def pollux_scale_levels(rubrics: str | None) -> tuple[float, ...]:
 
 
 @dataclass(frozen=True)
-class BenchItem:
-    """One judged (instruction, criterion) of a bench run.
+class RankedItem:
+    """One judged (instruction, criterion) of a ranking run.
 
     Attributes:
         prompt_id: the instruction's id (the bootstrap's unit).
@@ -162,7 +162,7 @@ def _normalised(score: float, levels: tuple[float, ...], normalize: str, where: 
     return (score - low) / (high - low)
 
 
-def matrix_arrays(items: Iterable[BenchItem], normalize: str = "minmax", *, layout: MatrixArrays | None = None,
+def matrix_arrays(items: Iterable[RankedItem], normalize: str = "minmax", *, layout: MatrixArrays | None = None,
                   prompt_ids: list[Any] | None = None) -> MatrixArrays:
     """Apply POLLUX's per-item rules (drop, normalise, gate) and fold the items per (instruction, cell).
 
@@ -185,7 +185,7 @@ def matrix_arrays(items: Iterable[BenchItem], normalize: str = "minmax", *, layo
     # A rubric without a readable scale is binary when the same (meta, criterion) has a binary rubric elsewhere
     # (metrics.py: the fallback to ``binary_criteria``).
     binary_pairs = {(it.meta, it.criteria_name) for it in items if it.binary}
-    scored: list[tuple[BenchItem, float, bool]] = []
+    scored: list[tuple[RankedItem, float, bool]] = []
     failures: dict[str, dict[tuple[str, str], int]] = {s: {} for s in STATUSES[1:]}
     for it in items:
         status = it.status
@@ -303,7 +303,7 @@ def percentile_interval(samples: np.ndarray, level: float = 0.95) -> list[float]
 
 
 @dataclass
-class BenchMatrix:
+class RankingMatrix:
     """POLLUX's matrix with intervals and counts; rows ``criteria + [mean_over_criteria]``, columns
     ``metas + [mean_over_meta]``.
 
@@ -383,9 +383,9 @@ def _margins(grid: np.ndarray, elsewhere: int = 0) -> np.ndarray:
     return out
 
 
-def pollux_matrix(items: Iterable[BenchItem], normalize: str = "minmax", n_boot: int = 1000, seed: int = 0,
-                  level: float = 0.95) -> BenchMatrix:
-    """POLLUX's criteria x meta matrix of a bench run, with bootstrap intervals over instructions.
+def pollux_matrix(items: Iterable[RankedItem], normalize: str = "minmax", n_boot: int = 1000, seed: int = 0,
+                  level: float = 0.95) -> RankingMatrix:
+    """POLLUX's criteria x meta matrix of a ranking run, with bootstrap intervals over instructions.
 
     Args:
         items: every (instruction, criterion) judged, failures included.
@@ -414,7 +414,7 @@ def pollux_matrix(items: Iterable[BenchItem], normalize: str = "minmax", n_boot:
                 low[i, j], high[i, j] = percentile_interval(per_cell[i, j], level)
     n_c, n_m = arrays.shape
     n_scored = np.asarray(arrays.counts.sum(axis=0)).reshape(n_c, n_m).astype(np.int64)
-    return BenchMatrix(rows=[*arrays.criteria, MEAN_OVER_CRITERIA], columns=[*arrays.metas, MEAN_OVER_META],
+    return RankingMatrix(rows=[*arrays.criteria, MEAN_OVER_CRITERIA], columns=[*arrays.metas, MEAN_OVER_META],
                        values=point, ci_low=low, ci_high=high, n=_margins(n_scored),
                        failed={s: _margins(a, arrays.failures_elsewhere.get(s, 0)) for s, a in arrays.failures.items()},
                        n_instructions=n_i,

@@ -1,7 +1,7 @@
 """``judge-eval rank``: rank a candidate LLM with a judge, POLLUX's ``answer.py`` -> ``score.py`` -> ``metrics.py``.
 
     judge-eval rank --model http://127.0.0.1:8001/v1 --judge http://127.0.0.1:8000/v1 \\
-        --data ai-forever/POLLUX-instructions --out runs/bench/my-model
+        --data ai-forever/POLLUX-instructions --out runs/rank/my-model
     judge-eval rank --model /ckpt/my-model --judge /ckpt/pollux-judge-7b --data POLLUX-instructions/ --out ...
 
 Example override: ``--judge-config configs/eval/local-cpu.yaml --n-boot 0 --limit 20``.
@@ -25,7 +25,7 @@ Three stages, each resumable, all in ``--out``:
 3. **matrix** (POLLUX ``src/metrics.py``, see ``eval.ranking.matrix``): ``matrix.csv`` laid out exactly as POLLUX's
    ``metrics.csv``; ``matrix.json`` and ``cells.csv`` with bootstrap intervals over instructions and, per cell,
    the verdicts that did not parse, scores out of scale and failed requests (POLLUX drops those silently);
-   ``report.html``, the matrix as a heat map. ``judge-eval compare`` of two bench folders is ``eval.ranking.compare``.
+   ``report.html``, the matrix as a heat map. ``judge-eval compare`` of two ranking folders is ``eval.ranking.compare``.
 
 Departures from POLLUX, each counted: an instruction whose answer request failed is not judged (counted as
 ``n_no_answer``, retried by the next run); an answer that is empty once thinking is stripped is not judged either
@@ -35,7 +35,7 @@ remaining differences are listed in docs/evaluation.md ("Differences from POLLUX
 
 Before answering, the candidate's model list is asked (``eval.judging.backends.first_contact``; its key by
 ``judge.plumbing.api_keys.KEY_RULE``, as the judge's), ``max_tokens`` is fitted to its ``max_model_len`` with a printed
-note, and a candidate that refuses its first requests alike stops the bench with its words (exit code 4).
+note, and a candidate that refuses its first requests alike stops the ranking with its words (exit code 4).
 """
 
 from __future__ import annotations
@@ -59,11 +59,11 @@ from judge.plumbing.config_files import option as _f
 from judge.records import RecordError
 
 __all__ = ["RankConfig", "InstructionRow", "AnswerRow", "load_instructions", "strip_think", "bench", "ANSWERS",
-           "ITEMS", "MATRIX", "BENCH_RESULT"]
+           "ITEMS", "MATRIX", "RANKING_RESULT"]
 
-log = logging.getLogger("judge_eval.bench")
+log = logging.getLogger("judge_eval.rank")
 
-ANSWERS, ITEMS, MATRIX, BENCH_RESULT = "answers.jsonl", "items.jsonl", "matrix.csv", "bench.json"
+ANSWERS, ITEMS, MATRIX, RANKING_RESULT = "answers.jsonl", "items.jsonl", "matrix.csv", "bench.json"
 #: answer.py's defaults: ``max_tokens: int = 4096``, ``temperature: float = 0.7``, ``concurrency: int = 10``.
 POLLUX_ANSWER_MAX_TOKENS, POLLUX_ANSWER_TEMPERATURE, POLLUX_ANSWER_CONCURRENCY = 4096, 0.7, 10
 
@@ -100,7 +100,7 @@ class RankConfig:
     timeout_s: float = _f(600.0, "Seconds one candidate request may take.")
     connect_timeout_s: float = _f(120.0, "Seconds the first contact with the candidate and with the judge (GET "
                                          "/v1/models) keeps retrying a server that is unreachable or still loading "
-                                         "before the bench stops with exit code 4.")
+                                         "before the ranking stops with exit code 4.")
     max_retries: int = _f(5, "Retries of a candidate request that failed for a transient reason (judge.plumbing.retry).")
     backoff_s: float = _f(1.0, "First retry delay in seconds; doubles per retry (judge.plumbing.retry).")
     server_args: list = _f([], "Checkpoint candidates: extra vLLM flags, e.g. ['--enforce-eager'].")
@@ -454,7 +454,7 @@ def write_items(rows: Sequence[InstructionRow], answers: Mapping[Any, AnswerRow]
 
 
 def judge_config(config: RankConfig, items: Path, out: Path):
-    """``judge-eval run``'s config for the verdict stage: ``judge_config`` YAML, then the bench's judge flags."""
+    """``judge-eval run``'s config for the verdict stage: ``judge_config`` YAML, then the ranking's judge flags."""
     from eval.judging.config import RunConfig
     from judge.plumbing.config_files import resolve_config
 
@@ -466,16 +466,16 @@ def judge_config(config: RankConfig, items: Path, out: Path):
 # ---------------------------------------------------------------------------------------------- matrix
 
 
-def bench_items(items_path: Path, predictions: Path, verdict_reader: str = "toolkit") -> list:
+def ranked_items(items_path: Path, predictions: Path, verdict_reader: str = "toolkit") -> list:
     """The matrix's items: one per judged (instruction, criterion) of ``items.jsonl`` that has a prediction,
-    failures included (``eval.ranking.matrix.BenchItem``).
+    failures included (``eval.ranking.matrix.RankedItem``).
 
     Each rubric's levels are read as POLLUX reads them (``eval.ranking.matrix.pollux_scale_levels``). The score is the
     prediction's (``verdict_reader="toolkit"``), or, with ``"pollux"``, the one POLLUX's ``metrics.py`` reads from the
     raw output (``judge.verdicts.parse_pollux_result``); a regression head's score is its own either way.
     """
     import judge
-    from eval.ranking.matrix import BenchItem, pollux_scale_levels
+    from eval.ranking.matrix import RankedItem, pollux_scale_levels
     from eval.judging.predictions import REQUEST_FAILED as JUDGE_REQUEST_FAILED
     from eval.judging.predictions import iter_predictions
     from judge.verdicts import VerdictReader, parse_pollux_result
@@ -500,7 +500,7 @@ def bench_items(items_path: Path, predictions: Path, verdict_reader: str = "tool
             status = "unparsed"
         else:
             status = "ok"
-        items.append(BenchItem(prompt_id=record.extra["prompt_id"], meta=record.extra["meta"],
+        items.append(RankedItem(prompt_id=record.extra["prompt_id"], meta=record.extra["meta"],
                                criteria_name=record.criteria_name, levels=levels_of[record.rubrics],
                                score=float(score) if status == "ok" else None, status=status))
     return items
@@ -512,7 +512,7 @@ def _summary_line(matrix) -> str:
             f"instructions; not scored: {failed}") if math.isfinite(matrix.grand_mean) else "no grand mean"
 
 
-def bench(config: RankConfig) -> dict[str, Any]:
+def rank(config: RankConfig) -> dict[str, Any]:
     """Run the three stages (each resumes) and write the matrix and its report.
 
     Returns:
@@ -522,7 +522,7 @@ def bench(config: RankConfig) -> dict[str, Any]:
         ConfigError: a bad key; RecordError: bad data; ValueError: nothing scored.
     """
     from eval.ranking.matrix import pollux_matrix
-    from eval.ranking.report import write_bench_page
+    from eval.ranking.report import write_ranking_page
     from eval.judging.run import run
     from judge.plumbing.provenance import update_provenance
 
@@ -551,7 +551,7 @@ def bench(config: RankConfig) -> dict[str, Any]:
                          "empty one")
     judge_counts = run(judge_config(config, out / ITEMS, out))
 
-    items = bench_items(out / ITEMS, out / "predictions.jsonl", config.verdict_reader)
+    items = ranked_items(out / ITEMS, out / "predictions.jsonl", config.verdict_reader)
     matrix = pollux_matrix(items, normalize=config.normalize, n_boot=config.n_boot, seed=config.seed)
     matrix.write_csv(out / MATRIX)
     (out / "cells.csv").write_text(matrix.cells_csv(), encoding="utf-8")
@@ -562,12 +562,12 @@ def bench(config: RankConfig) -> dict[str, Any]:
     result = {"model": answer_counts["model"], "judge": judge_counts.get("judge", ""), "data": str(config.data),
               "verdict_reader": config.verdict_reader, "counts": counts, "answers": answer_counts,
               "verdicts": judge_counts, "matrix": matrix.to_json()}
-    (out / BENCH_RESULT).write_text(json.dumps(result, ensure_ascii=False, indent=2, allow_nan=False) + "\n",
+    (out / RANKING_RESULT).write_text(json.dumps(result, ensure_ascii=False, indent=2, allow_nan=False) + "\n",
                                     encoding="utf-8")
-    page = write_bench_page(result, out)
-    # run.json is the verdict stage's (written by eval.judging.run.run); the bench's settings join it.
+    page = write_ranking_page(result, out)
+    # run.json is the verdict stage's (written by eval.judging.run.run); the ranking's settings join it.
     update_provenance(out, bench={"config": dataclasses.asdict(config), "model": result["model"]})
-    log.info("bench: %s", _summary_line(matrix))
+    log.info("rank: %s", _summary_line(matrix))
     return {"model": result["model"], "judge": result["judge"], "grand_mean": result["matrix"]["grand_mean"],
             **counts, "request_failed": judge_counts.get("request_failed", 0), "matrix": str(out / MATRIX),
             "report": str(page)}

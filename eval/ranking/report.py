@@ -1,4 +1,4 @@
-"""``report.html`` of a bench run (and of a comparison of two): the matrix as a heat map, one self-contained page.
+"""``report.html`` of a ranking run (and of a comparison of two): the matrix as a heat map, one self-contained page.
 
 The page uses the report pages' stylesheet (``eval/reports/html/page.css``) inline and no script: each cell's colour is
 its value on the 0–1 scale of POLLUX's normalised scores (white 0 -> blue 1), with the interval and the counts of
@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
-__all__ = ["render_bench_page", "write_bench_page", "render_bench_compare_page"]
+__all__ = ["render_ranking_page", "write_ranking_page", "render_ranking_compare_page"]
 
 _EXTRA_CSS = """
 table.heat td { min-width: 88px; }
@@ -88,8 +88,8 @@ def _matrix_table(matrix: Mapping[str, Any]) -> str:
     return "".join(out)
 
 
-def render_bench_page(result: Mapping[str, Any]) -> str:
-    """The bench report: counts, the matrix as a heat map, how to read it."""
+def render_ranking_page(result: Mapping[str, Any]) -> str:
+    """The ranking report: counts, the matrix as a heat map, how to read it."""
     matrix, counts = result["matrix"], result["counts"]
     subtitle = [f"candidate <b>{_e(result['model'])}</b>, judge <b>{_e(result['judge'])}</b>, data {_e(result['data'])}",
                 f"grand mean {_fmt(matrix['grand_mean'], 4)} (POLLUX's mean over criteria of mean_over_meta); "
@@ -113,13 +113,13 @@ def render_bench_page(result: Mapping[str, Any]) -> str:
     return _page(f"judge-eval rank: {result['model']}", subtitle, body)
 
 
-def write_bench_page(result: Mapping[str, Any], out: str | Path) -> Path:
+def write_ranking_page(result: Mapping[str, Any], out: str | Path) -> Path:
     path = Path(out) / "report.html"
-    path.write_text(render_bench_page(result), encoding="utf-8")
+    path.write_text(render_ranking_page(result), encoding="utf-8")
     return path
 
 
-def render_bench_compare_page(result: Mapping[str, Any]) -> str:
+def render_ranking_compare_page(result: Mapping[str, Any]) -> str:
     """Two candidates' matrices and their paired differences (B - A) as a diverging heat map."""
     rows, columns, cells = result["rows"], result["columns"], result["cells"]
     span = max([abs(c["delta"]) for r in rows for c in cells[r].values()
@@ -147,4 +147,4 @@ def render_bench_compare_page(result: Mapping[str, Any]) -> str:
             '<p class="note">Each cell: the difference of POLLUX\'s matrix cell (B minus A) over the instructions both '
             "runs scored, its paired 95% bootstrap interval over instructions (the same resampled instructions feed "
             "both), and the call when the interval excludes 0.</p>", "".join(table)]
-    return _page("judge-eval compare: bench runs", subtitle, body)
+    return _page("judge-eval compare: ranking runs", subtitle, body)
