@@ -193,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
 # moved (eval's modules are being split) is skipped and its time lands in "other".
 STAGES = [
     ("judge", "load_records", "load + validate records"),
+    ("judge", "load_record_columns", "load + validate records"),
     ("eval.judging.predictions", "read_prediction_table", "read predictions"),
     ("eval.judging.predictions", "read_predictions", "read predictions"),
     ("eval.scoring.item_table", "build_table", "build item table"),

@@ -256,8 +256,8 @@ def _experts(args: argparse.Namespace) -> int:
     import judge
     from eval.experts.tables import expert_tables, summary_line, write_expert_tables
 
-    records = judge.load_records(sample_or(args.data), split=args.split)
-    if not records:
+    records, report = judge.load_record_columns(sample_or(args.data), split=args.split)  # columns: no object per record
+    if not len(records):
         raise ValueError(f"--data {args.data}: no records; the experts' tables need labelled rows")
     result = expert_tables(records)
     paths = write_expert_tables(result, args.out)

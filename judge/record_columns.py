@@ -95,6 +95,21 @@ class RecordColumns:
 
         return pc.utf8_length(column).to_numpy(zero_copy_only=False).astype(np.float64)
 
+    def distinct(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Per record, the number of its distinct combination of the text fields ``names`` (numbered in order of
+        first appearance), and the first record of each combination: a lookup made once per combination (a
+        taxonomy resolving task types and criteria) then reaches every record."""
+        import pandas as pd
+
+        code = np.zeros(len(self), dtype=np.int64)
+        for name in names:
+            codes, uniques = pd.factorize(self.text(name))
+            code = code * max(len(uniques), 1) + codes
+        key, _ = pd.factorize(code)
+        first = np.full(int(key.max()) + 1 if len(key) else 0, len(key), dtype=np.int64)
+        np.minimum.at(first, key, np.arange(len(key)))
+        return key.astype(np.int64), first
+
     @property
     def n_experts(self) -> np.ndarray:
         """Experts per record, abstentions included."""
@@ -112,7 +127,7 @@ class RecordColumns:
 
     def expert_id_matrix(self) -> np.ndarray | None:
         """The ids of ``expert_matrix``'s experts, None-padded; None when no record names its experts."""
-        if self.expert_ids is None:
+        if self.expert_ids is None or not (self.expert_ids != None).any():  # noqa: E711 (elementwise)
             return None
         return self._packed(self.expert_ids, None, object)
 
@@ -142,6 +157,13 @@ class RecordColumns:
         if self._records is not None:
             return self._records[i]
         return self._build(np.array([i]), {})[0]
+
+    def records_at(self, index: Sequence[int] | np.ndarray) -> list[JudgeRecord]:
+        """The records at ``index``, each built through ``JudgeRecord``'s constructor."""
+        index = np.asarray(index, dtype=np.int64)
+        if self._records is not None:
+            return [self._records[i] for i in index.tolist()]
+        return self._build(index, {})
 
     def records(self) -> list[JudgeRecord]:
         """Every record, in order, each built through ``JudgeRecord``'s constructor."""

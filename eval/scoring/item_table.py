@@ -12,7 +12,6 @@ arrays through public signatures for no reader's gain.
 from __future__ import annotations
 
 import json
-import operator
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -136,24 +135,23 @@ def pad_expert_ids(id_lists, width: int) -> np.ndarray | None:
 # ------------------------------------------------------------------------------------------- the item table
 
 
-def _labels(records) -> tuple[list[str], list[str]]:
-    """Split and task group of each record, memoised per (task type, subtype, criterion): ``split_of`` resolves
-    names through the taxonomy, which would cost seconds on the 160k items of the full test."""
+def _labels(columns) -> tuple[np.ndarray, np.ndarray]:
+    """Split and task group of each record, resolved once per distinct (task type, subtype, criterion): ``split_of``
+    resolves names through the taxonomy, which would cost seconds on the 160k items of the full test."""
     import judge
 
     taxonomy = judge.load_taxonomy()
     spec = judge.load_split_spec()
-    keys = list(map(operator.attrgetter("task_type", "task_subtype", "criteria_name"), records))
-    first: dict[tuple, int] = {}
-    for i, key in enumerate(keys):
-        first.setdefault(key, i)
+    key, first = columns.distinct(("task_type", "task_subtype", "criteria_name"))
     # An unresolvable task type is its own "unknown" split, shown apart in the report, never Standard.
-    split_of = {key: judge.split_of(records[i], spec, allow_unknown=True) for key, i in first.items()}
-    groups_of = {key[:2]: "" for key in first}
-    for task_type, subtype in groups_of:
-        groups_of[task_type, subtype] = _task_group(taxonomy, task_type, subtype)
-    group_of = {key: groups_of[key[:2]] for key in first}
-    return list(map(split_of.__getitem__, keys)), list(map(group_of.__getitem__, keys))
+    representatives = columns.records_at(first)
+    splits = np.array([judge.split_of(r, spec, allow_unknown=True) for r in representatives], dtype=object)
+    groups_of: dict[tuple[str, str], str] = {}
+    for r in representatives:
+        if (r.task_type, r.task_subtype) not in groups_of:
+            groups_of[r.task_type, r.task_subtype] = _task_group(taxonomy, r.task_type, r.task_subtype)
+    groups = np.array([groups_of[r.task_type, r.task_subtype] for r in representatives], dtype=object)
+    return splits[key], groups[key]
 
 
 def _task_group(taxonomy, task_type: str, subtype: str) -> str:
@@ -179,7 +177,8 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
     within the scale, whichever value is scored.
 
     Args:
-        records: ``JudgeRecord`` list (from ``judge.load_records``).
+        records: the labelled records: ``judge.RecordColumns`` (``judge.load_record_columns``) or a ``JudgeRecord``
+            list.
         predictions: the run's prediction table (``eval.judging.predictions.read_prediction_table``), or prediction rows
             (dicts, made into that table by ``eval.judging.predictions.prediction_table``).
         judge_name: label for reports; default: the most frequent ``judge`` of the predictions.
@@ -194,7 +193,9 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
 
     import judge
     from eval.judging.predictions import prediction_rows, prediction_table
+    from judge.record_columns import as_columns
 
+    columns = as_columns(records)
     if not isinstance(predictions, pa.Table):
         predictions = prediction_table(predictions)
     # The first row of each id counts, as in `run`'s resume: its position in the predictions, per record.
@@ -202,8 +203,8 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
     for position, rid in enumerate(predictions.column("id").to_pylist()):
         first.setdefault(rid, position)
     repeated = predictions.num_rows - len(first)
-    record_ids = [r.id for r in records]
-    n = len(records)
+    record_ids = columns.ids.tolist()
+    n = len(columns)
     match = np.fromiter((first.get(rid, -1) for rid in record_ids), dtype=np.int64, count=n)
     found = match >= 0
     rows = predictions.take(pa.array(match[found]))
@@ -224,11 +225,12 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
     rescue = rescue[[bool(v) for v in column("raw_output")[rescue]]] if len(rescue) else rescue
     scores, parse_ok, row_in_scale = column("score", float), column("parse_ok"), column("in_scale")
     scales = _ScaleCache()
+    rubrics = columns.text("rubrics")
     if len(rescue):
         # Written before out-of-scale numbers were scored (they were parse failures then): read them again.
         whole = prediction_rows(predictions.take(pa.array(match[rescue])))
         for i, row in zip(rescue.tolist(), whole):
-            row = _reparse(row, records[i], scales)
+            row = _reparse(row, rubrics[i], scales)
             scores[i] = np.nan if row["score"] is None else float(row["score"])
             parse_ok[i], error[i], row_in_scale[i] = row["parse_ok"], row["error"], row["in_scale"]
             source[i] = row["score_source"]
@@ -243,22 +245,19 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
     if not clip_regression:
         judge_scores = answered
     # The item's own rubric decides (whatever the server resolved); the row's flag when it has no readable scale.
-    low, high = _scale_bounds(list(map(operator.attrgetter("rubrics"), records)), scales)
+    low, high = _scale_bounds(rubrics.tolist(), scales)
     with np.errstate(invalid="ignore"):
         inside = np.where(np.isnan(low), np.nan, ((low <= answered) & (answered <= high)).astype(float))
     no_scale = ok & np.isnan(low)
     inside[no_scale] = [np.nan if flag is None else float(bool(flag)) for flag in row_in_scale[no_scale]]
     in_scale = np.where(ok, inside, np.nan)
-    splits, groups = _labels(records)
+    splits, groups = _labels(columns)
     names = Counter(predictions.column("judge").take(pa.array(sorted(first.values()))).to_pylist())
     names = Counter({name or "": count for name, count in names.items()})  # None and "" are one label
     label = judge_name or (max(names, key=names.__getitem__) if names else "")
 
-    def text(name: str) -> np.ndarray:
-        return np.array([value or "" for value in map(operator.attrgetter(name), records)], dtype=object)
-
-    experts = metrics.pad_scores([r.expert_scores for r in records])
-    criteria = text("criteria_name")
+    experts = columns.expert_matrix()
+    criteria = columns.text("criteria_name")
     best_low_of = {name: judge.load_taxonomy().is_best_at_lowest(name) for name in set(criteria.tolist()) if name}
     table = ItemTable(
         ids=np.array(record_ids, dtype=object),
@@ -267,21 +266,20 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
         error=np.where(found, [e or "" for e in error], "").astype(object),
         score_source=np.where(found, [s or "" for s in source], "").astype(object),
         experts=experts,
-        split=np.array(splits, dtype=object),
-        model_id=text("model_id"),
-        task_type=text("task_type"),
-        task_group=np.array(groups, dtype=object),
+        split=splits,
+        model_id=columns.text("model_id"),
+        task_type=columns.text("task_type"),
+        task_group=groups,
         criteria_name=criteria,
         judge_name=label,
         in_scale=in_scale,
-        # Abstentions are counted on the record by the loader (judge.JudgeRecord.n_abstained, released -1 scores);
-        # records of a loader without them have none.
-        n_abstained=np.array([int(getattr(r, "n_abstained", 0) or 0) for r in records], dtype=np.int64),
-        expert_ids=pad_expert_ids([getattr(r, "expert_ids", None) for r in records], experts.shape[1]),
+        # Abstentions as the loader counts them (judge.JudgeRecord.n_abstained, released -1 scores).
+        n_abstained=columns.n_abstained,
+        expert_ids=columns.expert_id_matrix(),
         scale_low=low,
         scale_high=high,
         best_low=np.array([best_low_of.get(name, False) for name in criteria.tolist()], dtype=bool),
-        answer_chars=np.fromiter(map(len, map(operator.attrgetter("answer"), records)), dtype=np.float64, count=n),
+        answer_chars=columns.text_lengths("answer"),
     )
     notes = {"n_unknown_ids": len(first.keys() - set(record_ids)), "n_repeated_ids": repeated}
     if from_head.any():
@@ -322,12 +320,12 @@ class _ScaleCache:
         return self._cache[rubrics]
 
 
-def _reparse(row: Mapping[str, Any], record, scales: _ScaleCache) -> dict[str, Any]:
+def _reparse(row: Mapping[str, Any], rubrics: str, scales: _ScaleCache) -> dict[str, Any]:
     """A prediction row whose verdict an older parser refused as out of scale, parsed again (now scored)."""
     import judge
 
     # lenient: the old parser checked [END] before the range, so a row refused for its range parses either way.
-    verdict = judge.parse_verdict(row["raw_output"], scale=scales.get(record.rubrics), lenient=True)
+    verdict = judge.parse_verdict(row["raw_output"], scale=scales.get(rubrics), lenient=True)
     if not verdict.ok:  # cannot happen for a row refused only for its range; keep the row's own failure then
         return dict(row)
     return {**row, "score": verdict.score, "parse_ok": True, "error": None, "in_scale": verdict.in_scale,

@@ -30,7 +30,6 @@ its ``score`` (clipped into the scale by judge-serve), and ``n_regression_clippe
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -38,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from eval.judging.predictions import REQUEST_FAILED
+from judge.record_columns import as_columns
 from judge.wire import ScoreSource
 
 __all__ = ["extract_score", "official_metrics", "pollux_official", "TITLE"]
@@ -110,15 +110,21 @@ def official_metrics(scores: Iterable[float | None], references: Iterable[float]
     }
 
 
-def _reference(record) -> tuple[float | None, bool]:
-    """The record's ``criteria_score``; without one, the mean of its expert scores, which is how the released
+def _references(columns) -> tuple[np.ndarray, np.ndarray]:
+    """Each record's ``criteria_score``; without one, the mean of its expert scores, which is how the released
     aggregate is made ("an unweighted average of the corresponding point estimates",
-    arXiv 2505.24616v3, Section 2.3). Returns ``(value, derived_from_experts)``."""
-    if record.criteria_score is not None and math.isfinite(float(record.criteria_score)):
-        return float(record.criteria_score), False
-    if record.expert_scores:
-        return sum(record.expert_scores) / len(record.expert_scores), True
-    return None, False
+    arXiv 2505.24616v3, Section 2.3). Returns ``(values, derived_from_experts)``, NaN where there is neither."""
+    references = columns.criteria_score.copy()
+    experts = columns.expert_matrix()
+    counts = (~np.isnan(experts)).sum(axis=1)
+    from_experts = np.isnan(references) & (counts > 0)
+    if from_experts.any():
+        # summed left to right, as Python's sum() over the record's expert_scores
+        sums = np.zeros(len(references))
+        for k in range(experts.shape[1]):
+            sums = np.where(k < counts, sums + np.nan_to_num(experts[:, k]), sums)
+        references[from_experts] = sums[from_experts] / counts[from_experts]
+    return references, from_experts
 
 
 def _score_of(row: Mapping[str, Any] | None) -> tuple[float | None, str]:
@@ -139,7 +145,7 @@ def pollux_official(records, predictions: Iterable[Mapping[str, Any]], splits: M
     """POLLUX's evaluator over a run, per test (Zero-Shot, Standard, both).
 
     Args:
-        records: the labelled ``JudgeRecord`` list.
+        records: the labelled records (``judge.RecordColumns``, or a ``JudgeRecord`` list).
         predictions: the run's prediction rows (the first row per id counts, as in scoring).
         splits: ``{split name: item indices into records}`` (``eval.scoring.item_table``'s splits).
 
@@ -150,19 +156,16 @@ def pollux_official(records, predictions: Iterable[Mapping[str, Any]], splits: M
         left out), ``n_reference_from_experts``, ``n_regression`` (scored with the head's raw value) and
         ``n_regression_clipped``.
     """
+    columns = as_columns(records)
     by_id: dict[str, Mapping[str, Any]] = {}
     for row in predictions:
         by_id.setdefault(str(row["id"]), row)
-    n = len(records)
+    n = len(columns)
     scores = np.full(n, np.nan)  # NaN: nothing extracted
-    references = np.full(n, np.nan)  # NaN: no reference
     kind = np.empty(n, dtype=object)  # "output", "regression", "clipped", "no_prediction", "request_failed"
-    from_experts = np.zeros(n, dtype=bool)
-    for i, record in enumerate(records):
-        reference, from_experts[i] = _reference(record)
-        score, kind[i] = _score_of(by_id.get(record.id))
-        if reference is not None:
-            references[i] = reference
+    references, from_experts = _references(columns)
+    for i, rid in enumerate(columns.ids.tolist()):
+        score, kind[i] = _score_of(by_id.get(rid))
         if score is not None:
             scores[i] = score
 

@@ -18,15 +18,14 @@ Files written to the output folder:
 - with ``png`` (or W&B logging, which uploads them): ``plots/confusion_<split>.png`` (judge x expert mode, per task
   group) and ``plots/mae_by_criterion_<split>.png``.
 
-One process, one pass, top to bottom: the predictions are read as one Arrow table, joined with the records by id
-into the item table's numpy columns (``eval.scoring.item_table.build_table``), and every file is written from that table
+One process, one pass, top to bottom: the predictions are read as one Arrow table, the records as columns
+(``judge.load_record_columns``), joined by id into the item table's numpy columns (``eval.scoring.item_table.build_table``), and every file is written from that table
 and the metrics computed on it (bench/eval_metrics.py --end-to-end times it on the full test's 160,000 items).
 """
 
 from __future__ import annotations
 
 import functools
-import gc
 import json
 import logging
 from pathlib import Path
@@ -43,37 +42,22 @@ __all__ = ["score"]
 log = logging.getLogger("judge_eval.score")
 
 
-def _one_core(function):
-    """Run ``function`` as the one-core command it is: the cyclic garbage collector paused and BLAS on one thread.
-
-    - ``score`` builds hundreds of thousands of small acyclic objects (the records with their annotations, the
-      prediction rows, the report's cells) and keeps most of them to its end: every collection their allocations
-      trigger would traverse that whole growing heap again and free nothing (reference counting frees them). On
-      the 160,000-item bench table the collector cost ~0.9 CPU-s of the records' load and ~0.4 of the item
-      table's (docs/performance.md). A policy of this command, not of the records' loader other stages share.
-    - The bootstraps' many small matrix products would each wake OpenBLAS's helper thread, which then spins
-      waiting for more work: ~0.4 CPU-s of a second core for nothing on the bench table, the same figures.
-
-    Both are restored after, whatever they were.
-    """
+def _one_blas_thread(function):
+    """Run ``function`` with BLAS on one thread: the bootstraps' many small matrix products would each wake
+    OpenBLAS's helper thread, which then spins waiting for more work (~0.4 CPU-s of a second core for nothing on
+    the 160,000-item bench table, docs/performance.md). Restored after, whatever it was."""
 
     @functools.wraps(function)
-    def one_core(*args, **kwargs):
+    def one_blas_thread(*args, **kwargs):
         from threadpoolctl import threadpool_limits
 
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
-            with threadpool_limits(limits=1, user_api="blas"):
-                return function(*args, **kwargs)
-        finally:
-            if enabled:
-                gc.enable()
+        with threadpool_limits(limits=1, user_api="blas"):
+            return function(*args, **kwargs)
 
-    return one_core
+    return one_blas_thread
 
 
-@_one_core
+@_one_blas_thread
 def score(
     predictions: str | Path,
     data: str | Path | None = None,
@@ -137,7 +121,8 @@ def score(
     rows = read_prediction_table(predictions)
     if not allow_repeated_ids:
         refuse_repeated_ids(rows.column("id"), predictions)
-    records = judge.load_records(data)
+    records, load_report = judge.load_record_columns(data)  # columns, not an object per record
+    log.info("%s", load_report.summary())
     table, notes = item_table.build_table(records, rows, judge_name=name, clip_regression=clip_regression)
     if notes["n_unknown_ids"]:
         log.warning("%d predictions have ids that are not in %s: ignored", notes["n_unknown_ids"], data)
