@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from judge.records import (_BENCHMARK_MARKERS, _KNOWN, _TEXT_OPTIONAL, _TEXT_REQUIRED, ABSTENTION_SCORE, Annotation,
-                           JudgeRecord, LoadReport, RecordError, _duplicate_of, content_id, log_report)  # fmt: skip
+                           JudgeRecord, LoadReport, _duplicate_of, content_id, log_report)  # fmt: skip
 
 __all__ = ["RecordColumns", "columns_from_tables"]
 

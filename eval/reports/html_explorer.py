@@ -428,16 +428,16 @@ def compare_items(result: Mapping[str, Any], top: int = 1000) -> dict[str, Any]:
     folders = [Path(f) for f in result["folders"]]
     names = list(result["runs"])
     tables = [_read_items(f / "items.parquet") for f in folders]
-    metrics_list = result.get("metrics") or [{} for _ in folders]
+    metrics_list = result.get("metrics") or [None for _ in folders]
     records = None
     for m in metrics_list:
-        records = load_records(m.get("data"))
+        records = load_records(m.data if m is not None else None)
         if records is not None:
             break
     texts = _Texts(records)
     preds = []
     for folder, m in zip(folders, metrics_list):
-        table = load_predictions(m.get("predictions") or str(folder / "predictions.jsonl"))
+        table = load_predictions((m.predictions if m is not None else None) or str(folder / "predictions.jsonl"))
         index: dict[str, Mapping[str, Any]] = {}
         for row in prediction_rows(table) if table is not None else ():
             index.setdefault(str(row["id"]), row)

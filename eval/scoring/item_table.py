@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from eval.scoring import bootstrap, metrics
+from eval.scoring.schema import Cell, Confusion, Confusions, Metrics, ModelMeans, ModelMeansRow, Settings, SplitMetrics
 from eval.judging.predictions import REQUEST_FAILED
 from judge.wire import ScoreSource
 
@@ -533,10 +534,10 @@ def _nan_mean(values: np.ndarray) -> float:
 
 
 def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, correlations: bool,
-         n_boot: int, seed: int, ci_level: float = 0.95) -> dict[str, Any]:
-    """All metrics of one cell (a set of items).
+         n_boot: int, seed: int, ci_level: float = 0.95) -> Cell:
+    """All metrics of one cell (a set of items), as ``eval.scoring.schema.Cell`` (its attributes say what each is).
 
-    Returns:
+    Returns, in short:
         ``n`` items with a prediction, ``n_missing`` without one, ``n_failed`` (parse + request failures) and
         ``failure_rate`` = n_failed / n; ``n_no_unique_mode`` among the n; ``n_scored`` items in MAE / correlations
         (scored by the judge, with a defined reference); ``mae`` and ``mae_ci``; with ``correlations``:
@@ -631,7 +632,7 @@ def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, co
         counts = np.bincount(derived.why_unscored[index], minlength=len(UNSCORED_REASONS) + 1)
         out["why_empty"] = {reason: int(counts[i + 1]) for i, reason in enumerate(UNSCORED_REASONS) if counts[i + 1]}
         out["why_empty_text"] = why_empty(out["why_empty"])
-    return out
+    return Cell(**{name: tuple(value) if name.endswith("_ci") else value for name, value in out.items()})
 
 
 def _groups(labels: np.ndarray) -> dict[str, np.ndarray]:
@@ -681,10 +682,10 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
             (arXiv 2505.24616v3, Section 2.3). With a reference of its own, the correlation cells carry
             ``n_spearman`` (the pairs they cover) and draw their intervals from their own generator.
     Returns:
-        A JSON-ready dict: ``judge``, ``target``, ``settings``, ``levels``, and ``splits`` →
-        {zero_shot, standard, all} → {``overall``, ``by_model``, ``by_task_type``, ``by_criterion`` (cells as in
-        ``cell``), ``failures`` (error code → count), ``model_means`` (Table 10, see ``model_means``), ``confusion`` ({``all``, ``by_task_group``} →
-        {levels, matrix})}.
+        ``eval.scoring.schema.Metrics`` with ``judge``, ``target``, ``settings``, ``levels`` and ``splits`` →
+        {zero_shot, standard, all} → ``SplitMetrics`` (the ``overall`` cell, the cells ``by_model``,
+        ``by_task_type``, ``by_criterion``, ``failures`` (error code → count), ``model_means`` (Table 10, see
+        ``model_means``), ``confusion``); ``score`` adds the rest of ``metrics.json``.
     """
     target = choose_target(table, target)
     spearman_target = target if spearman_target in (None, "auto") else spearman_target
@@ -705,16 +706,10 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
         table.experts[~np.isnan(table.experts)], metrics.round_half_up(table.judge[np.isfinite(table.judge)])
     ])) if len(table) else np.zeros(0)
 
-    result: dict[str, Any] = {
-        "judge": table.judge_name,
-        "target": target,
-        "settings": {"n_boot": n_boot, "seed": seed, "vc_repeats": vc_repeats, "ci_level": ci_level,
-                     "spearman_target": spearman_target},
-        "levels": [float(v) for v in levels],
-        "splits": {},
-    }
+    settings = Settings(n_boot=n_boot, seed=seed, vc_repeats=vc_repeats, ci_level=ci_level,
+                        spearman_target=spearman_target)
 
-    def cells_by(name: str, split: str, in_split: np.ndarray) -> dict[str, Any]:
+    def cells_by(name: str, split: str, in_split: np.ndarray) -> dict[str, Cell]:
         return {label: cell(table, derived, index[in_split[index]], key=f"{split}/{name}/{label}",
                             correlations=name in _CORRELATED, n_boot=n_boot, seed=seed, ci_level=ci_level)
                 for label, index in groupings[name].items() if in_split[index].any()}
@@ -723,26 +718,27 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
     for split, split_idx in split_index.items():
         in_split = in_splits[split] = np.zeros(len(table), dtype=bool)
         in_split[split_idx] = True
+    splits: dict[str, SplitMetrics] = {}
     for split, split_idx in split_index.items():
         in_split = in_splits[split]
-        block: dict[str, Any] = {
-            "overall": cell(table, derived, split_idx, key=f"{split}/overall", correlations=True, n_boot=n_boot,
-                            seed=seed, ci_level=ci_level)
-        }
-        for name in groupings:
-            block[f"by_{name}"] = cells_by(name, split, in_split)
+        overall = cell(table, derived, split_idx, key=f"{split}/overall", correlations=True, n_boot=n_boot,
+                       seed=seed, ci_level=ci_level)
+        by = {name: cells_by(name, split, in_split) for name in groupings}
         failed = split_idx[(table.status[split_idx] == "parse_failed") | (table.status[split_idx] == REQUEST_FAILED)]
-        block["failures"] = dict(Counter(str(e) or "unknown" for e in table.error[failed]).most_common())
         by_model_index = {label: index[in_split[index]] for label, index in groupings["model"].items()}
-        block["model_means"] = model_means(table, derived, split_idx, block["by_model"], block["overall"],
-                                           {k: v for k, v in by_model_index.items() if len(v)})
-        block["confusion"] = _confusions(table, derived, split_idx, in_split, task_groups, levels)
-        result["splits"][split] = block
-    return result
+        splits[split] = SplitMetrics(
+            overall=overall, by_model=by["model"], by_task_type=by["task_type"], by_criterion=by["criterion"],
+            failures=dict(Counter(str(e) or "unknown" for e in table.error[failed]).most_common()),
+            model_means=model_means(table, derived, split_idx, by["model"], overall,
+                                    {k: v for k, v in by_model_index.items() if len(v)}),
+            confusion=_confusions(table, derived, split_idx, in_split, task_groups, levels),
+        )
+    return Metrics(judge=table.judge_name, target=target, settings=settings, levels=[float(v) for v in levels],
+                   splits=splits)
 
 
-def model_means(table: ItemTable, derived: _Derived, index: np.ndarray, by_model: Mapping[str, Mapping[str, Any]],
-                overall: Mapping[str, Any], groups: Mapping[str, np.ndarray] | None = None) -> dict[str, Any]:
+def model_means(table: ItemTable, derived: _Derived, index: np.ndarray, by_model: Mapping[str, Cell],
+                overall: Cell, groups: Mapping[str, np.ndarray] | None = None) -> ModelMeans:
     """The paper's Table 10 (arXiv 2505.24616v3, Appendix D.2.1): the mean score of each evaluated model by
     the experts and by the judge, side by side, with the judge's MAE in brackets.
 
@@ -757,48 +753,49 @@ def model_means(table: ItemTable, derived: _Derived, index: np.ndarray, by_model
     the experts' mean over exactly the items the judge scored.
 
     Returns:
-        ``{"by_model": {model: row}, "all": row}``, row = ``n_items`` (with expert scores), ``experts_mean``,
+        ``ModelMeans``: ``by_model`` (model -> row) and ``all``, row = ``n_items`` (with expert scores), ``experts_mean``,
         ``n_judged`` (of those, scored by the judge), ``judge_mean``, ``experts_mean_on_judged``,
         ``n_out_of_scale``, ``mae`` (the cell's MAE, vs the reference of the run) and ``n_scored``. ``groups``:
         the item indices of each model within ``index`` when the caller has them (else grouped here).
     """
-    def row(items: np.ndarray, cell: Mapping[str, Any]) -> dict[str, Any]:
+    def row(items: np.ndarray, cell: Cell | None) -> ModelMeansRow:
         labelled = items[derived.has_experts[items]]
         judged = labelled[derived.status[labelled] == _OK]
-        return {
-            "n_items": int(len(labelled)),
-            "experts_mean": _nan_mean(derived.expert_mean[labelled]),
-            "n_judged": int(len(judged)),
-            "judge_mean": _nan_mean(table.judge[judged]),
-            "experts_mean_on_judged": _nan_mean(derived.expert_mean[judged]),
-            "n_out_of_scale": int((table.in_scale[judged] == 0.0).sum()),
-            "mae": cell.get("mae", float("nan")),
-            "n_scored": cell.get("n_scored", 0),
-        }
+        return ModelMeansRow(
+            n_items=int(len(labelled)),
+            experts_mean=_nan_mean(derived.expert_mean[labelled]),
+            n_judged=int(len(judged)),
+            judge_mean=_nan_mean(table.judge[judged]),
+            experts_mean_on_judged=_nan_mean(derived.expert_mean[judged]),
+            n_out_of_scale=int((table.in_scale[judged] == 0.0).sum()),
+            mae=cell.mae if cell is not None else float("nan"),
+            n_scored=cell.n_scored if cell is not None else 0,
+        )
 
     if groups is None:
         groups = {label: index[rows] for label, rows in _groups(table.model_id[index]).items()}
-    return {"by_model": {label: row(items, by_model.get(label, {})) for label, items in groups.items()},
-            "all": row(index, overall)}
+    return ModelMeans(by_model={label: row(items, by_model.get(label)) for label, items in groups.items()},
+                      all=row(index, overall))
 
 
-def _confusions(table, derived, split_idx, in_split, task_groups, levels) -> dict[str, Any]:
+def _confusions(table, derived, split_idx, in_split, task_groups, levels) -> Confusions:
     """Judge x expert-mode confusion matrices (items the judge scored that have a unique mode)."""
-    def one(index: np.ndarray) -> dict[str, Any]:
+    def one(index: np.ndarray) -> Confusion:
         matrix, _ = metrics.confusion_matrix(table.judge[index], derived.mode[index], levels)
-        return {"levels": [float(v) for v in levels], "matrix": matrix.tolist()}
+        return Confusion(levels=[float(v) for v in levels], matrix=matrix.tolist())
 
-    return {
-        "all": one(split_idx),
-        "by_task_group": {label: one(index[in_split[index]]) for label, index in task_groups.items()
-                          if in_split[index].any()},
-    }
+    return Confusions(all=one(split_idx),
+                      by_task_group={label: one(index[in_split[index]]) for label, index in task_groups.items()
+                                     if in_split[index].any()})
 
 
-def dumps(result: Mapping[str, Any]) -> str:
-    """JSON text with NaN written as null (strict JSON readers reject NaN)."""
+def dumps(result: Any) -> str:
+    """JSON text with NaN written as null (strict JSON readers reject NaN); typed parts (``eval.scoring.schema``)
+    as their ``to_json()``."""
 
     def clean(value):
+        if hasattr(value, "to_json"):
+            return clean(value.to_json())
         if isinstance(value, float):
             return None if not np.isfinite(value) else value
         if isinstance(value, Mapping):

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from eval.judging.predictions import REQUEST_FAILED
+from eval.scoring.schema import OfficialSplit, PolluxOfficial
 from judge.record_columns import as_columns
 from judge.wire import ScoreSource
 
@@ -141,7 +142,7 @@ def _score_of(row: Mapping[str, Any] | None) -> tuple[float | None, str]:
     return extract_score(row.get("raw_output")), "output"
 
 
-def pollux_official(records, predictions: Iterable[Mapping[str, Any]], splits: Mapping[str, Any]) -> dict[str, Any]:
+def pollux_official(records, predictions: Iterable[Mapping[str, Any]], splits: Mapping[str, Any]) -> PolluxOfficial:
     """POLLUX's evaluator over a run, per test (Zero-Shot, Standard, both).
 
     Args:
@@ -150,7 +151,8 @@ def pollux_official(records, predictions: Iterable[Mapping[str, Any]], splits: M
         splits: ``{split name: item indices into records}`` (``eval.scoring.item_table``'s splits).
 
     Returns:
-        ``{"title", "extraction", "reference", "splits": {split: metrics + counts}}``, where each split holds
+        ``eval.scoring.schema.PolluxOfficial``: ``title``, ``extraction``, ``reference`` and ``splits`` (split ->
+        ``OfficialSplit``), where each split holds
         ``official_metrics``'s keys over the outputs (rows whose request failed have no output and are left out:
         ``n_request_failed``), ``n_no_prediction``, ``n_no_reference`` (no criteria_score and no expert score:
         left out), ``n_reference_from_experts``, ``n_regression`` (scored with the head's raw value) and
@@ -169,27 +171,26 @@ def pollux_official(records, predictions: Iterable[Mapping[str, Any]], splits: M
         if score is not None:
             scores[i] = score
 
-    out: dict[str, Any] = {
-        "title": TITLE,
-        "extraction": "the first decimal number after '[RESULT] ' and optional whitespace anywhere in the output, "
-                      "else the first single digit there (POLLUX's evaluation.py:26-35, bugs kept: '10' reads as 1, "
-                      "'1,5' as 1, a later decimal beats an earlier integer); regression judges: the head's raw value",
-        "reference": "criteria_score (the mean of the experts' scores where a record has none)",
-        "splits": {},
-    }
     no_output = (kind == "no_prediction") | (kind == "request_failed")
     usable = ~no_output & np.isfinite(references)
+    blocks: dict[str, OfficialSplit] = {}
     for split, index in splits.items():
         index = np.asarray(index, dtype=np.int64)
         used = index[usable[index]]
-        block = official_metrics(scores[used], references[used])
-        block.update({
-            "n_no_prediction": int((kind[index] == "no_prediction").sum()),
-            "n_request_failed": int((kind[index] == "request_failed").sum()),
-            "n_no_reference": int((~no_output[index] & ~np.isfinite(references[index])).sum()),
-            "n_reference_from_experts": int(from_experts[used].sum()),
-            "n_regression": int((kind[used] == "regression").sum()),
-            "n_regression_clipped": int((kind[used] == "clipped").sum()),
-        })
-        out["splits"][split] = block
-    return out
+        blocks[split] = OfficialSplit(
+            **official_metrics(scores[used], references[used]),
+            n_no_prediction=int((kind[index] == "no_prediction").sum()),
+            n_request_failed=int((kind[index] == "request_failed").sum()),
+            n_no_reference=int((~no_output[index] & ~np.isfinite(references[index])).sum()),
+            n_reference_from_experts=int(from_experts[used].sum()),
+            n_regression=int((kind[used] == "regression").sum()),
+            n_regression_clipped=int((kind[used] == "clipped").sum()),
+        )
+    return PolluxOfficial(
+        title=TITLE,
+        extraction="the first decimal number after '[RESULT] ' and optional whitespace anywhere in the output, "
+                   "else the first single digit there (POLLUX's evaluation.py:26-35, bugs kept: '10' reads as 1, "
+                   "'1,5' as 1, a later decimal beats an earlier integer); regression judges: the head's raw value",
+        reference="criteria_score (the mean of the experts' scores where a record has none)",
+        splits=blocks,
+    )

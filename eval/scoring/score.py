@@ -25,13 +25,14 @@ and the metrics computed on it (bench/eval_metrics.py --end-to-end times it on t
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import logging
 from pathlib import Path
-from typing import Any
 
 from eval.scoring import item_table
+from eval.scoring.schema import Metrics, Notes, RunInfo
 from eval.reports.html_explorer import DEFAULT_TEXT_ITEMS, item_columns, report_items
 from eval.reports.html_report import render_report_page
 from eval.reports.report import log_wandb, render_markdown, write_plots
@@ -75,7 +76,7 @@ def score(
     html_text_items: int | None = None,
     allow_repeated_ids: bool = False,
     alt_test=None,
-) -> dict[str, Any]:
+) -> Metrics:
     """Score a run against the experts and write the report (and ``report.html``, see ``eval.reports.html_report``).
 
     Args:
@@ -99,7 +100,7 @@ def score(
         alt_test: the validity section's ``eval.validity.alt_test.AltTestSettings`` (default: the authors').
 
     Returns:
-        The metrics (as written to ``metrics.json``).
+        The metrics, as ``metrics.json`` reads back (``eval.scoring.schema.Metrics``).
     """
     import judge
     import numpy as np
@@ -134,22 +135,23 @@ def score(
     target = item_table.choose_target(table, target)
     spearman_target = target if spearman_target == "auto" else spearman_target
     derived = item_table.derive(table, target, vc_repeats=vc_repeats, seed=seed, spearman_target=spearman_target)
-    result = item_table.evaluate(table, target=target, n_boot=n_boot, seed=seed, vc_repeats=vc_repeats,
-                                 derived=derived, spearman_target=spearman_target)
-    result["settings"]["regression_scores"] = "clipped" if clip_regression else "raw"
+    evaluated = item_table.evaluate(table, target=target, n_boot=n_boot, seed=seed, vc_repeats=vc_repeats,
+                                    derived=derived, spearman_target=spearman_target)
     # ---- validity: can the judge stand in for an expert? From the same item table, per test and cell.
     # --n-boot 0 turns its intervals off too; otherwise each is capped (eval/validity/section.py)
     validity = ValiditySettings(seed=seed, n_boot=n_boot, alpha_boot=ValiditySettings.alpha_boot if n_boot else 0,
                                 **({"alt_test": alt_test} if alt_test is not None else {}))
-    result["validity"] = validity_section(table, target, tests, validity)
-    result["data"] = str(data)
-    result["predictions"] = str(predictions)
-    result["notes"] = notes
     # POLLUX's evaluator reads a few fields of each row (its extraction, the head's raw value, the failures).
     official_fields = ["id", "raw_output", "score", "parse_ok", "error", "score_source", "regression_score"]
-    result["pollux_official"] = pollux_official(records, rows.select(official_fields).to_pylist(), tests)
-    result["run"] = ({k: run_info.get(k) for k in ("backend", "model", "prompt_version", "git_revision")}
-                     if run_info else {})
+    result = dataclasses.replace(
+        evaluated,
+        settings=dataclasses.replace(evaluated.settings, regression_scores="clipped" if clip_regression else "raw"),
+        validity=validity_section(table, target, tests, validity), data=str(data), predictions=str(predictions),
+        notes=Notes(**notes),
+        pollux_official=pollux_official(records, rows.select(official_fields).to_pylist(), tests),
+        run=RunInfo.of({k: run_info.get(k) for k in ("backend", "model", "prompt_version", "git_revision")}
+                       if run_info else None),
+    )
 
     # ---- files, all from the item table and the metrics
     items = item_table.arrow_table(table, extra={
@@ -158,7 +160,8 @@ def score(
     })
     item_table.write_arrow(items, out / "items.parquet")
     (out / "metrics.json").write_text(item_table.dumps(result) + "\n", encoding="utf-8")
-    result = json.loads((out / "metrics.json").read_text(encoding="utf-8"))  # NaN -> null, as every reader sees it
+    # As every reader sees it (NaN written as null reads back as NaN; validity's nulls stay None)
+    result = Metrics.from_json(json.loads((out / "metrics.json").read_text(encoding="utf-8")))
     markdown = render_markdown(result)
     (out / "report.md").write_text(markdown + "\n", encoding="utf-8")
     explorer = report_items(item_columns(items), records, rows, table.judge_name or "", str(target),
