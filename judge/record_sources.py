@@ -16,7 +16,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from judge.record_columns import RecordColumns, columns_from_tables
+from judge.column_reader import columns_from_tables
+from judge.record_columns import RecordColumns
 from judge.records import JudgeRecord, LoadReport, RecordError, _validated
 
 __all__ = ["load_record_columns", "load_records", "load_records_report", "source_rows", "write_jsonl"]
