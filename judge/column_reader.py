@@ -392,9 +392,7 @@ def _without_duplicates(columns: RecordColumns, report: LoadReport) -> np.ndarra
     first: dict[str, int] = {}
     for i, rid in enumerate(columns.ids.tolist()):
         first.setdefault(rid, i)
-    shared: dict = {}
     for i in np.flatnonzero(repeated).tolist():
-        j = first[columns.ids[i]]
-        record, earlier = columns._build([i], shared)[0], columns._build([j], shared)[0]
+        record, earlier = columns.records_at([i, first[columns.ids[i]]])
         _duplicate_of(record, earlier, report)
     return np.flatnonzero(~repeated)

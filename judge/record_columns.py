@@ -145,57 +145,48 @@ class RecordColumns:
         """Record ``i``, built through ``JudgeRecord``'s constructor (its ``__post_init__`` checks it)."""
         if self._records is not None:
             return self._records[i]
-        return self._build(np.array([i]), {})[0]
+        return self._build(np.array([i]))[0]
 
     def records_at(self, index: Sequence[int] | np.ndarray) -> list[JudgeRecord]:
         """The records at ``index``, each built through ``JudgeRecord``'s constructor."""
         index = np.asarray(index, dtype=np.int64)
         if self._records is not None:
             return [self._records[i] for i in index.tolist()]
-        return self._build(index, {})
+        return self._build(index)
 
     def records(self) -> list[JudgeRecord]:
         """Every record, in order, each built through ``JudgeRecord``'s constructor."""
         if self._records is not None:
             return list(self._records)
-        return self._build(np.arange(len(self)), {})
+        return self._build(np.arange(len(self)))
 
-    def _build(self, index: np.ndarray, shared: dict) -> list[JudgeRecord]:
+    def _build(self, index: np.ndarray) -> list[JudgeRecord]:
         """Records ``index``, each through ``JudgeRecord``'s constructor."""
         rows = self._rows(index)
-
-        def annotation(score: float, comment: str, expert: str | None) -> Annotation:
-            # Annotations are immutable values: one instance per (score, id) covers every comment-less expert.
-            if comment:
-                return Annotation(None if score != score else score, comment, expert)
-            found = shared.get((score, expert))
-            if found is None:
-                found = shared[score, expert] = Annotation(None if score != score else score, "", expert)
-            return found
-
+        scores, offsets = rows["scores"], rows["offsets"]
+        comments = rows["comments"] if rows["comments"] is not None else [""] * len(scores)
+        flat = _annotations(scores, comments, rows["expert_ids"])
         out, record = [], JudgeRecord
-        scores, comments, expert_ids, offsets = rows["scores"], rows["comments"], rows["expert_ids"], rows["offsets"]
         columns = zip(range(len(index)), rows["ids"], rows["criteria_score"], rows["feedback_given"],
                       rows["is_provocative"], rows["extra"], rows["origin"], rows["abstained"],
                       *(rows[name] for name in TEXT_FIELDS))  # fmt: skip
-        for i, rid, number, has_feedback, flag, extra, origin, abstained, *values in columns:
+        for (i, rid, number, has_feedback, flag, extra, origin, abstained, instruction, answer, criteria_name, rubrics,
+             reference, model_id, task_type, subtype, subsubtype, difficulty, domain, description, example) in columns:
             a, b = offsets[i], offsets[i + 1]
             row_scores = scores[a:b]
-            row_comments = comments[a:b] if comments is not None else ("",) * (b - a)
-            row_ids = expert_ids[a:b] if expert_ids is not None else (None,) * (b - a)
-            annotations = tuple(map(annotation, row_scores, row_comments, row_ids))
             if abstained:
                 given = [k for k, s in enumerate(row_scores) if s == s]
                 expert_scores = tuple(row_scores[k] for k in given)
-                feedback = tuple(row_comments[k] for k in given) if given and has_feedback else None
+                feedback = tuple(comments[a + k] for k in given) if given and has_feedback else None
             else:
                 expert_scores = tuple(row_scores)
-                feedback = tuple(row_comments) if expert_scores and has_feedback else None
+                feedback = tuple(comments[a:b]) if expert_scores and has_feedback else None
             # Positional, in the order of JudgeRecord's fields (a third cheaper than keywords for 160k records;
             # tests compare every field with the row path's records).
             out.append(record(
-                rid, *values[:5], None if number != number else number, expert_scores, feedback, *values[5:11],
-                extra, annotations, values[11], values[12], flag, origin,
+                rid, instruction, answer, criteria_name, rubrics, reference, None if number != number else number,
+                expert_scores, feedback, model_id, task_type, subtype, subsubtype, difficulty, domain, extra,
+                tuple(flat[a:b]), description, example, flag, origin,
             ))  # fmt: skip
         return out
 
@@ -218,7 +209,8 @@ class RecordColumns:
         out["is_provocative"] = ([None] * len(index) if self._provocative is None
                                  else _taken(self._provocative, None if every else index))
         names = self._origin_names
-        out["origin"] = [(names[p], r) for p, r in zip(self._origin_part[index].tolist(), self._origin_row[index].tolist())]
+        out["origin"] = list(zip(map(names.__getitem__, self._origin_part[index].tolist()),
+                                 self._origin_row[index].tolist()))
         out["extra"] = self._extras(index)
         return out
 
@@ -288,6 +280,27 @@ class RecordColumns:
 def as_columns(records) -> RecordColumns:
     """``records`` as ``RecordColumns``: columns as they are, a sequence of ``JudgeRecord`` made into columns."""
     return records if isinstance(records, RecordColumns) else RecordColumns.from_records(records)
+
+
+def _annotations(scores: list[float], comments: list[str], expert_ids: list[str | None] | None) -> list[Annotation]:
+    """One ``Annotation`` per expert, flat: one instance per distinct (score, comment, id), shared (they are
+    immutable values; 160k records of comment-less experts need a few hundred), found by numbering the three
+    columns rather than by a Python tuple per expert."""
+    import pandas as pd
+
+    if not scores:
+        return []
+    key = np.zeros(len(scores), dtype=np.int64)
+    columns = (np.array(scores, dtype=np.float64), np.array(comments, dtype=object),
+               np.array(expert_ids if expert_ids is not None else [None] * len(scores), dtype=object))
+    for column in columns:
+        codes, uniques = pd.factorize(column, use_na_sentinel=False)  # NaN (an abstention) and None are values
+        key = key * max(len(uniques), 1) + codes
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    made = np.empty(len(first), dtype=object)
+    made[:] = [Annotation(None if scores[i] != scores[i] else scores[i], comments[i],
+                          expert_ids[i] if expert_ids is not None else None) for i in first.tolist()]
+    return made[inverse.ravel()].tolist()
 
 
 def _per_row(flags: np.ndarray, lengths: np.ndarray) -> np.ndarray:

@@ -182,7 +182,7 @@ class JudgeRecord:
         named = tuple(map(_EXPERT_ID, annotations))
         if named.count(None) == len(named):
             named = None  # no expert is named
-        elif set(map(type, named)) != {str} or "" in named or len(set(named)) != len(named):
+        elif None in named or "" in named or len(set(named)) != len(named) or not _all_texts(named):
             self._check_ids(named, len(annotations))  # names what is wrong
         given_ids = None if named is None else tuple(map(_EXPERT_ID, given)) if abstained else named
         if ids is None:
@@ -339,6 +339,15 @@ _KNOWN = frozenset({"id", "reference_answer", "expert_scores", "expert_feedback"
 
 
 _SCORE, _COMMENT, _EXPERT_ID = (operator.attrgetter(name) for name in ("score", "comment", "expert_id"))
+
+
+def _all_texts(values: tuple) -> bool:
+    """Every value is a str (``str.join`` refuses anything else, at C speed)."""
+    try:
+        "".join(values)
+    except TypeError:
+        return False
+    return True
 
 
 def _annotation_ids(annotations) -> tuple[str, ...] | None:
