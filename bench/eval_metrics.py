@@ -175,13 +175,13 @@ def main(argv: list[str] | None = None) -> int:
         start, cpu = time.perf_counter(), time.process_time()
         result = item_table.evaluate(table, n_boot=args.n_boot, vc_repeats=args.vc_repeats)
         eval_s, eval_cpu = time.perf_counter() - start, time.process_time() - cpu
-        cells = sum(1 + sum(len(block[f"by_{g}"]) for g in item_table.GROUPINGS) for block in result["splits"].values())
-        overall = result["splits"]["all"]["overall"]
+        cells = sum(1 + sum(len(block.by(g)) for g in item_table.GROUPINGS) for block in result.splits.values())
+        overall = result.splits["all"].overall
         print(f"score metrics incl. VC ({cells} cells, {args.n_boot} bootstrap resamples each): {eval_s:.2f} s wall, "
               f"{eval_cpu:.2f} s CPU")
-        print(f"  all: MAE {overall['mae']:.4f} [{overall['mae_ci'][0]:.4f}, {overall['mae_ci'][1]:.4f}]  "
-              f"Spearman {overall['spearman']:.4f}  "
-              f"VC judge {overall['vc_judge']:.4f} / experts {overall['vc_experts']:.4f}  n_failed {overall['n_failed']}")
+        print(f"  all: MAE {overall.mae:.4f} [{overall.mae_ci[0]:.4f}, {overall.mae_ci[1]:.4f}]  "
+              f"Spearman {overall.spearman:.4f}  "
+              f"VC judge {overall.vc_judge:.4f} / experts {overall.vc_experts:.4f}  n_failed {overall.n_failed}")
 
     if args.end_to_end:
         end_to_end(table, args.n_boot, args.rounds, args.baseline)
@@ -193,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
 # moved (eval's modules are being split) is skipped and its time lands in "other".
 STAGES = [
     ("judge", "load_records", "load + validate records"),
+    ("judge", "load_record_columns", "load + validate records"),
     ("eval.judging.predictions", "read_prediction_table", "read predictions"),
     ("eval.judging.predictions", "read_predictions", "read predictions"),
     ("eval.scoring.item_table", "build_table", "build item table"),

@@ -5,7 +5,9 @@
 
 The data is bench/eval_metrics.py's seeded synthetic table written as POLLUX-format JSONL (2-5 experts per item, the
 taxonomy's 35 task types and 60 criterion names, 11 evaluated models). One process: it prints the wall and CPU time
-of loading the records, of ``eval.experts.tables.expert_tables`` and of writing experts_tables.csv and experts.md.
+of loading the records as `judge-eval experts` loads them (``judge.load_record_columns``; ``--objects``: as
+``JudgeRecord`` objects, ``judge.load_records``, what other stages such as `judge-eval run` read), of
+``eval.experts.tables.expert_tables`` and of writing experts_tables.csv and experts.md.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = ExactArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=160_000, help="items (default: the full POLLUX test)")
+    parser.add_argument("--objects", action="store_true", help="load JudgeRecord objects (judge.load_records)")
     args = parser.parse_args(argv)
 
     import judge
@@ -32,7 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         data, _ = _write_files(synthetic_table(args.items), Path(tmp))
         stages = {}
-        for name, step in (("load records", lambda: judge.load_records(data)),
+        load = (lambda: judge.load_records(data)) if args.objects or not hasattr(judge, "load_record_columns") \
+            else (lambda: judge.load_record_columns(data)[0])
+        for name, step in (("load records", load),
                            ("expert_tables", lambda: expert_tables(records)),
                            ("write csv + md", lambda: write_expert_tables(result, Path(tmp) / "out"))):
             wall, cpu = time.perf_counter(), time.process_time()

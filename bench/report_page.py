@@ -16,6 +16,7 @@ the page measures it (``performance.now()`` since navigation start) and as the w
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import tempfile
 import time
@@ -49,7 +50,7 @@ def build_run(n_items: int, folder: Path, seed: int = 0):
     result = item_table.evaluate(table, target=target, n_boot=50, seed=seed, vc_repeats=10, derived=derived)
     item_table.write_table(table, folder / "items.parquet", extra={
         "reference": derived.reference, "vc_judge": derived.vc_judge, "vc_experts": derived.vc_experts})
-    result["data"], result["predictions"] = "(synthetic)", "(synthetic)"
+    result = dataclasses.replace(result, data="(synthetic)", predictions="(synthetic)")
     (folder / "metrics.json").write_text(item_table.dumps(result) + "\n", encoding="utf-8")
 
     answers = [(_text(rng, 400), _text(rng, 1200), _text(rng, 600)) for _ in range(n_items // 10 + 1)]

@@ -228,16 +228,16 @@ def _score(args: argparse.Namespace) -> int:
                    wandb_project=args.wandb_project, name=args.name,
                    html_text_items=args.html_text_items, allow_repeated_ids=args.allow_repeated_ids,
                    alt_test=alt_test)
-    for split, block in result["splits"].items():
-        c = block["overall"]
-        print(f"{SPLIT_TITLES[split]:>22}: n {c['n']}, n_failed {c['n_failed']}, no unique mode "
-              f"{c['n_no_unique_mode']}, out of scale {c['n_out_of_scale']}, MAE {fmt_ci(c['mae'], c['mae_ci'])}, "
-              f"Spearman {fmt_ci(c['spearman'], c['spearman_ci'])}, VC judge {fmt(c['vc_judge'])} / experts "
-              f"{fmt(c['vc_experts'])} (n VC {c['n_vc']})" + (f"; {c['why_empty_text']}" if c.get("why_empty_text") else ""))
-    official = result["pollux_official"]["splits"].get("all")
+    for split, block in result.splits.items():
+        c = block.overall
+        print(f"{SPLIT_TITLES[split]:>22}: n {c.n}, n_failed {c.n_failed}, no unique mode "
+              f"{c.n_no_unique_mode}, out of scale {c.n_out_of_scale}, MAE {fmt_ci(c.mae, c.mae_ci)}, "
+              f"Spearman {fmt_ci(c.spearman, c.spearman_ci)}, VC judge {fmt(c.vc_judge)} / experts "
+              f"{fmt(c.vc_experts)} (n VC {c.n_vc})" + (f"; {c.why_empty_text}" if c.why_empty_text else ""))
+    official = result.pollux_official.splits.get("all") if result.pollux_official else None
     if official:
-        print(f"{'POLLUX repository eval':>22}: format_acc {fmt(official['format_acc'])}, score_acc "
-              f"{fmt(official['score_acc'])}, mse {fmt(official['mse'])} (not the paper's metrics)")
+        print(f"{'POLLUX repository eval':>22}: format_acc {fmt(official.format_acc)}, score_acc "
+              f"{fmt(official.score_acc)}, mse {fmt(official.mse)} (not the paper's metrics)")
     return 0
 
 
@@ -256,8 +256,8 @@ def _experts(args: argparse.Namespace) -> int:
     import judge
     from eval.experts.tables import expert_tables, summary_line, write_expert_tables
 
-    records = judge.load_records(sample_or(args.data), split=args.split)
-    if not records:
+    records, report = judge.load_record_columns(sample_or(args.data), split=args.split)  # columns: no object per record
+    if not len(records):
         raise ValueError(f"--data {args.data}: no records; the experts' tables need labelled rows")
     result = expert_tables(records)
     paths = write_expert_tables(result, args.out)

@@ -20,7 +20,8 @@ from judge.prompts import (
     render_prompt,
     render_prompt_en,
 )
-from judge.record_sources import load_records, load_records_report, write_jsonl
+from judge.record_columns import RecordColumns
+from judge.record_sources import load_record_columns, load_records, load_records_report, write_jsonl
 from judge.records import (
     Annotation,
     JudgeRecord,
@@ -70,6 +71,7 @@ __all__ = [
     "JudgeResult",
     "LeakageError",
     "LoadReport",
+    "RecordColumns",
     "RecordError",
     "Scale",
     "ScoreSource",
@@ -92,6 +94,7 @@ __all__ = [
     "check_no_leakage",
     "content_id",
     "format_score",
+    "load_record_columns",
     "load_records",
     "load_records_report",
     "load_split_spec",

@@ -1,8 +1,10 @@
 """Where records come from and go to: files, hub-layout shard folders, ``save_to_disk`` folders and dataset names
 (``load_records``, ``load_records_report``, ``source_rows``), and the project's JSONL (``write_jsonl``).
 
-``judge.records`` holds what a record *is* and how a row is validated (column-wise when a source comes as an Arrow
-table, row by row otherwise); this module only finds the rows and hands them to it.
+``judge.records`` holds what a record *is* and how a row is validated, ``judge.record_columns`` the column-wise
+reader of Arrow tables (JSONL and Parquet); this module only finds the rows or tables and hands them to them.
+``load_record_columns`` gives the records of any source as columns (``judge.record_columns.RecordColumns``, what
+the scoring path reads), ``load_records`` as ``JudgeRecord`` objects.
 """
 
 from __future__ import annotations
@@ -12,32 +14,18 @@ import logging
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from judge.records import (JudgeRecord, LoadReport, RecordError, _checked_rows, _collected, _columnar,
-                           _validated)  # fmt: skip
+from judge.column_reader import columns_from_tables
+from judge.record_columns import RecordColumns
+from judge.records import JudgeRecord, LoadReport, RecordError, _validated
 
-__all__ = ["load_records", "load_records_report", "source_rows", "write_jsonl"]
+__all__ = ["load_record_columns", "load_records", "load_records_report", "source_rows", "write_jsonl"]
 
 logger = logging.getLogger(__name__)
 
 _SHARD_NAME = re.compile(r"^(?P<split>.+?)-\d+-of-\d+\.parquet$")
 _SAVE_TO_DISK_FILES = ("dataset_info.json", "state.json", "dataset_dict.json")
-
-
-def _table_sources(tables: Iterable[tuple[str, Callable[[], Any], Callable[[], Iterator[tuple[str, int, dict]]]]],
-                   make_id: bool, jsonl: bool) -> Iterator[tuple[str, int, JudgeRecord, bool, bool]]:
-    """Each (source, table or None, its rows) column-wise when its checks pass, else row by row."""
-    state = {"rows": 0, "derive": make_id}
-    for where, read_table, rows in tables:
-        table = read_table()
-        built = _columnar(where, table, state, jsonl) if table is not None else None
-        if built is None:
-            yield from _checked_rows(rows(), state)
-        else:
-            del table
-            _release_arrow_memory()
-            yield from built
 
 
 def _release_arrow_memory() -> None:
@@ -78,14 +66,10 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[str, int, dict]]:
                 raise RecordError(str(path), number, None, f"invalid JSON ({err.msg} at column {err.colno})") from err
 
 
-def _parquet_tables(paths: list[Path]) -> Iterator[tuple[str, Callable[[], Any], Callable[[], Iterator[tuple[str, int, dict]]]]]:
-    """One (source, table, rows) per shard, read when reached: rows are numbered within their shard."""
+def _parquet_rows(path: Path) -> Iterator[tuple[str, int, dict]]:
     import pyarrow.parquet as pq
 
-    for path in paths:
-        table = pq.read_table(path)
-        yield str(path), lambda table=table: table, lambda where=str(path), table=table: (
-            (where, index, row) for index, row in enumerate(table.to_pylist()))
+    yield from ((str(path), index, row) for index, row in enumerate(pq.read_table(path).to_pylist()))
 
 
 def _parquet_shards(folder: Path, split: str | None) -> list[Path]:
@@ -135,6 +119,20 @@ def _dataset_rows(source: str, path: Path, split: str | None) -> Iterable[tuple[
     return ((source, index, row) for index, row in enumerate(loaded))
 
 
+def load_record_columns(source: str | Path, split: str | None = None, make_id: bool = False) -> tuple[RecordColumns, LoadReport]:
+    """Load judged items as columns (``judge.record_columns.RecordColumns``) and report what was read.
+
+    JSONL and Parquet sources whose columns pass the column checks are read without building a Python object per
+    record; any other source (or one a check flags) is read row by row, as ``load_records_report`` reads it. Same
+    arguments, errors and report as ``load_records_report``.
+    """
+    found = _column_wise(source, split, make_id)
+    if found is not None:
+        return found
+    records, report = _row_wise(source, split, make_id)
+    return RecordColumns.from_records(records, str(source)), report
+
+
 def load_records_report(source: str | Path, split: str | None = None, make_id: bool = False) -> tuple[list[JudgeRecord], LoadReport]:
     """Load judged items and report what was read.
 
@@ -157,20 +155,47 @@ def load_records_report(source: str | Path, split: str | None = None, make_id: b
         FileNotFoundError: a path that does not exist and is not a dataset name, or a dataset name that
             ``datasets.load_dataset`` cannot load (the message says how to fix it).
     """
+    found = _column_wise(source, split, make_id)
+    if found is not None:
+        columns, report = found
+        return columns.records(), report
+    return _row_wise(source, split, make_id)
+
+
+def _column_wise(source: str | Path, split: str | None, make_id: bool) -> tuple[RecordColumns, LoadReport] | None:
+    """A JSONL / Parquet file or a shard folder read column-wise; None for other sources and for tables a column
+    check flags (read row by row then)."""
+    import pyarrow.parquet as pq
+
+    path, name = Path(source), str(source)
+    if path.is_file() and path.suffix.lower() == ".jsonl":
+        found = columns_from_tables([(name, _jsonl_table(path))], name, make_id, jsonl=True)
+    elif path.is_file() and path.suffix.lower() == ".parquet":
+        found = columns_from_tables([(name, pq.read_table(path))], name, make_id)
+    elif path.is_dir() and not any((path / marker).is_file() for marker in _SAVE_TO_DISK_FILES):
+        shards = _parquet_shards(path, split)
+        found = columns_from_tables([(str(s), pq.read_table(s)) for s in shards], name, make_id) if shards else None
+    else:
+        return None
+    _release_arrow_memory()
+    return found
+
+
+def _row_wise(source: str | Path, split: str | None, make_id: bool) -> tuple[list[JudgeRecord], LoadReport]:
+    """Every source, row by row: each row validated by ``JudgeRecord.from_row``."""
     path = Path(source)
     name = str(source)
     if path.is_file():
         suffix = path.suffix.lower()
         if suffix == ".jsonl":
-            tables = [(name, lambda: _jsonl_table(path), lambda: _jsonl_rows(path))]
-            return _collected(_table_sources(tables, make_id, jsonl=True), name)
+            return _validated(_jsonl_rows(path), name, make_id)
         if suffix == ".json":
             rows = json.loads(path.read_text(encoding="utf-8"))
             if not isinstance(rows, list):
                 raise RecordError(name, 0, None, "a .json source must hold a list of rows (use .jsonl for one per line)")
             return _validated(((name, index, row) for index, row in enumerate(rows)), name, make_id)
         if suffix == ".parquet":
-            return _collected(_table_sources(_parquet_tables([path]), make_id, jsonl=False), name)
+            return _validated(_parquet_rows(path), name, make_id)
         raise ValueError(f"{name}: unknown file type {suffix!r} (expected .jsonl, .json or .parquet)")
     if path.is_dir():
         if not any((path / marker).is_file() for marker in _SAVE_TO_DISK_FILES):
@@ -178,7 +203,7 @@ def load_records_report(source: str | Path, split: str | None = None, make_id: b
             if not shards:
                 raise FileNotFoundError(f"{name}: a folder with neither Parquet shards (data/*.parquet, *.parquet) "
                                         "nor a datasets.save_to_disk layout")  # fmt: skip
-            return _collected(_table_sources(_parquet_tables(shards), make_id, jsonl=False), name)
+            return _validated((row for shard in shards for row in _parquet_rows(shard)), name, make_id)
         return _validated(_dataset_rows(name, path, split), name, make_id)
     if _looks_like_dataset_name(name, path):
         return _validated(_dataset_rows(name, path, split), name, make_id)
@@ -205,8 +230,7 @@ def source_rows(source: str | Path, split: str | None = None) -> Iterator[tuple[
                 raise RecordError(name, 0, None, "a .json source must hold a list of rows (use .jsonl for one per line)")
             yield from ((name, index, row) for index, row in enumerate(rows))
         elif suffix == ".parquet":
-            for _, _, rows in _parquet_tables([path]):
-                yield from rows()
+            yield from _parquet_rows(path)
         else:
             raise ValueError(f"{name}: unknown file type {suffix!r} (expected .jsonl, .json or .parquet)")
     elif path.is_dir() and not any((path / marker).is_file() for marker in _SAVE_TO_DISK_FILES):
@@ -214,8 +238,8 @@ def source_rows(source: str | Path, split: str | None = None) -> Iterator[tuple[
         if not shards:
             raise FileNotFoundError(f"{name}: a folder with neither Parquet shards (data/*.parquet, *.parquet) "
                                     "nor a datasets.save_to_disk layout")
-        for _, _, rows in _parquet_tables(shards):
-            yield from rows()
+        for shard in shards:
+            yield from _parquet_rows(shard)
     elif path.is_dir() or _looks_like_dataset_name(name, path):
         yield from _dataset_rows(name, path, split)
     else:

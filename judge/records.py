@@ -31,6 +31,7 @@ import hashlib
 import json
 import logging
 import math
+import operator
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -97,7 +98,7 @@ class Annotation:
         return self.score is None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: no per-record __dict__ (160k records, a third fewer objects to collect)
 class JudgeRecord:
     """One judged item: an answer to an instruction, scored on one criterion.
 
@@ -147,6 +148,13 @@ class JudgeRecord:
     expert_ids: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
+        """The one check of a record's invariants, run by every construction: ``from_row``, the column-wise
+        reader's builder (``judge.record_columns``) and code. The experts' fields are built from each other where
+        only some are given, and must agree where several are.
+
+        Raises:
+            RecordError: naming the field and, for a loaded record, its source and row (``origin``).
+        """
         feedback, ids = self.expert_feedback, self.expert_ids
         if ids is not None:
             ids = tuple(ids)
@@ -154,39 +162,59 @@ class JudgeRecord:
         if not self.annotations:
             if not self.expert_scores:
                 if ids:
-                    raise ValueError(f"record {self.id!r}: {len(ids)} expert ids for no expert scores")
+                    raise self._invalid("expert_ids", f"{len(ids)} expert ids for no expert scores")
                 object.__setattr__(self, "expert_ids", None)
                 return
             if feedback is not None and len(feedback) != len(self.expert_scores):
-                raise ValueError(f"record {self.id!r}: {len(feedback)} feedback texts for {len(self.expert_scores)} scores")
-            _check_ids(ids, len(self.expert_scores), f"record {self.id!r}")
+                raise self._invalid("expert_feedback",
+                                    f"{len(feedback)} feedback texts for {len(self.expert_scores)} scores")
+            self._check_ids(ids, len(self.expert_scores))
             comments = feedback if feedback is not None else ("",) * len(self.expert_scores)
             named = ids if ids is not None else (None,) * len(self.expert_scores)
             object.__setattr__(self, "annotations",
                                tuple(map(Annotation, map(float, self.expert_scores), comments, named)))
             return
-        given = [a for a in self.annotations if a.score is not None]
-        scores = tuple(a.score for a in given)
-        named = _annotation_ids(self.annotations)
-        _check_ids(named, len(self.annotations), f"record {self.id!r}")
-        given_ids = None if named is None else tuple(a.expert_id for a in given)
+        annotations = self.annotations
+        all_scores = tuple(map(_SCORE, annotations))
+        abstained = None in all_scores
+        given = [a for a in annotations if a.score is not None] if abstained else annotations
+        scores = tuple(a.score for a in given) if abstained else all_scores
+        named = tuple(map(_EXPERT_ID, annotations))
+        if named.count(None) == len(named):
+            named = None  # no expert is named
+        elif None in named or "" in named or len(set(named)) != len(named) or not _all_texts(named):
+            self._check_ids(named, len(annotations))  # names what is wrong
+        given_ids = None if named is None else tuple(map(_EXPERT_ID, given)) if abstained else named
         if ids is None:
             object.__setattr__(self, "expert_ids", given_ids)
         elif ids != given_ids:
-            raise ValueError(f"record {self.id!r}: expert_ids disagree with the annotations' expert ids")
+            raise self._invalid("expert_ids", "expert_ids disagree with the annotations' expert ids")
+        comments = tuple(map(_COMMENT, given))
         if not self.expert_scores and feedback is None:
             # Built from annotations alone: the non-abstaining experts are the scores and rationales.
             object.__setattr__(self, "expert_scores", scores)
-            object.__setattr__(self, "expert_feedback", tuple(a.comment for a in given) if given else None)
+            object.__setattr__(self, "expert_feedback", comments if given else None)
             return
-        comments_agree = (feedback is None and all(not a.comment for a in given)) or (
-            feedback is not None and tuple(feedback) == tuple(a.comment for a in given)
+        comments_agree = (feedback is None and not any(comments)) or (
+            feedback is not None and tuple(feedback) == comments
         )
         if tuple(self.expert_scores) != scores or not comments_agree:
-            raise ValueError(
-                f"record {self.id!r}: expert_scores/expert_feedback disagree with annotations; give one of them "
+            raise self._invalid(
+                "expert_scores", "expert_scores/expert_feedback disagree with annotations; give one of them "
                 "(pass annotations=() to rebuild the annotations from new expert scores)"
             )
+
+    def _invalid(self, name: str, message: str) -> RecordError:
+        """A ``RecordError`` about field ``name``: at the record's source and row when it was loaded."""
+        if self.origin is not None:
+            return RecordError(self.origin[0], self.origin[1], name, message)
+        return RecordError(f"record {self.id!r}", None, name, message)
+
+    def _check_ids(self, ids: tuple | None, n_experts: int) -> None:
+        try:
+            _check_ids(ids, n_experts, "")
+        except ValueError as error:
+            raise self._invalid("expert_ids", str(error).removeprefix(": ")) from None
 
     @property
     def n_abstained(self) -> int:
@@ -303,23 +331,29 @@ class JudgeRecord:
         values["id"] = str(rid)
 
         values["extra"] = {k: v for k, v in row.items() if k not in _KNOWN}
-        values["origin"] = (source, index)
-        # ``values`` holds every field, consistent by construction (annotations and the non-abstaining scores come
-        # from one pass above): fill the instance directly instead of through __init__ and __post_init__'s
-        # re-check, which would add a third of the load time of the 160k-item test set.
-        record = object.__new__(cls)
-        record.__dict__.update(values)
-        return record
+        return cls(**values, origin=(source, index))  # __post_init__ checks the experts' fields agree
 
 
 _KNOWN = frozenset({"id", "reference_answer", "expert_scores", "expert_feedback", "criteria_score", "annotations",
                     "is_provocative", "expert_ids", *_TEXT_REQUIRED, *_TEXT_OPTIONAL})  # fmt: skip
 
 
+_SCORE, _COMMENT, _EXPERT_ID = (operator.attrgetter(name) for name in ("score", "comment", "expert_id"))
+
+
+def _all_texts(values: tuple) -> bool:
+    """Every value is a str (``str.join`` refuses anything else, at C speed)."""
+    try:
+        "".join(values)
+    except TypeError:
+        return False
+    return True
+
+
 def _annotation_ids(annotations) -> tuple[str, ...] | None:
     """The experts' ids of these annotations, or None when none is named."""
-    ids = tuple(a.expert_id for a in annotations)
-    return None if all(i is None for i in ids) else ids
+    ids = tuple(map(_EXPERT_ID, annotations))
+    return None if ids.count(None) == len(ids) else ids
 
 
 def _check_ids(ids: tuple | None, n_experts: int, where: str) -> None:
@@ -328,7 +362,7 @@ def _check_ids(ids: tuple | None, n_experts: int, where: str) -> None:
         return
     if len(ids) != n_experts:
         raise ValueError(f"{where}: {len(ids)} expert ids for {n_experts} experts")
-    if any(type(i) is not str or not i for i in ids):
+    if ids and (set(map(type, ids)) != {str} or "" in ids):
         raise ValueError(f"{where}: expert ids must be non-empty texts (one per expert), got {list(ids)!r}")
     if len(set(ids)) != len(ids):
         raise ValueError(f"{where}: an expert id repeats within the item ({list(ids)!r})")
@@ -503,10 +537,6 @@ def _validated(items: Iterable[tuple[str, int, Mapping[str, Any]]], source: str,
     return _collected(_checked_rows(items, state), source)
 
 
-def _collected(checked: Iterable[tuple[str, int, JudgeRecord, bool, bool]], source: str) -> tuple[list[JudgeRecord], LoadReport]:
-    return _collected_loop(checked, source)
-
-
 def _checked_rows(items: Iterable[tuple[str, int, Mapping[str, Any]]], state: dict[str, Any]) -> Iterator[tuple[str, int, JudgeRecord, bool, bool]]:
     """Row by row: (source, index, record, id derived, benchmark row) for each row, or the row's RecordError."""
     for where, index, row in items:
@@ -519,7 +549,7 @@ def _checked_rows(items: Iterable[tuple[str, int, Mapping[str, Any]]], state: di
         yield where, index, record, derived, benchmark
 
 
-def _collected_loop(checked: Iterable[tuple[str, int, JudgeRecord, bool, bool]], source: str) -> tuple[list[JudgeRecord], LoadReport]:
+def _collected(checked: Iterable[tuple[str, int, JudgeRecord, bool, bool]], source: str) -> tuple[list[JudgeRecord], LoadReport]:
     records: list[JudgeRecord] = []
     report = LoadReport(source=source)
     first: dict[str, JudgeRecord] = {}
@@ -528,15 +558,8 @@ def _collected_loop(checked: Iterable[tuple[str, int, JudgeRecord, bool, bool]],
         report.n_derived_ids += derived
         earlier = first.get(record.id)
         if earlier is not None:
-            e_source, e_row = earlier.origin
-            other = f"row {e_row}" if e_source == where else f"{e_source}: row {e_row}"
-            if record == earlier and record.extra == earlier.extra:
-                report.n_duplicates += 1
-                if len(report.duplicate_rows) < 20:
-                    here = f"row {index}" if e_source == where else f"{where}: row {index}"
-                    report.duplicate_rows.append(f"{here} = {other}")
-                continue
-            raise RecordError(where, index, "id", f"{record.id!r} repeats the id of {other} with different content")
+            _duplicate_of(record, earlier, report)
+            continue
         first[record.id] = record
         records.append(record)
         abstained = record.n_abstained
@@ -547,309 +570,35 @@ def _collected_loop(checked: Iterable[tuple[str, int, JudgeRecord, bool, bool]],
                 report.n_all_abstained += 1
         report.n_benchmark_rows += benchmark
     report.n_records = len(records)
-    if report.n_duplicates:
-        shown = "; ".join(report.duplicate_rows[:5])
-        logger.warning("%s: %d exact duplicate rows left out (%s)", source, report.n_duplicates, shown)
-    if report.n_all_abstained:
-        logger.warning("%s: %d items whose experts all abstained are kept without a score", source, report.n_all_abstained)
+    log_report(report)
     return records, report
 
 
-# ------------------------------------------------------------------------------------------ column-wise loading
-#
-# A JSONL or Parquet source is read into an Arrow table and checked column by column (types, nulls, empty texts,
-# finite scores, list lengths); a table that passes every check is valid row by row by construction, and its
-# records are built from the columns without re-checking each row. Any table a check flags, or one the column
-# checks cannot vouch for (a column of an unexpected type, a JSONL file Arrow cannot parse or whose lines it would
-# number differently), goes through the row-by-row path instead, which raises the very error it always raised,
-# naming the source, row and field. Speed: the 160k-item test set loads in about a third of the row-by-row time.
+def _duplicate_of(record: JudgeRecord, earlier: JudgeRecord, report: LoadReport) -> None:
+    """A record whose id an earlier one has: counted in ``report`` when it is the same row again.
 
-
-def _is_text_type(kind) -> bool:
-    import pyarrow as pa
-
-    return pa.types.is_string(kind) or pa.types.is_large_string(kind)
-
-
-def _is_number_type(kind) -> bool:
-    import pyarrow as pa
-
-    return pa.types.is_integer(kind) or pa.types.is_floating(kind)
-
-
-def _all_finite(array) -> bool:
-    """Every non-null value of a numeric Arrow array is finite (integers always are)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if not pa.types.is_floating(array.type):
-        return True
-    finite = pc.is_finite(array)
-    return bool(pc.all(pc.or_kleene(finite, pc.is_null(array))).as_py() in (True, None))
-
-
-def _shared_texts(column) -> tuple[list, list]:
-    """A text column as Python strings, one object per distinct text (the 16 criteria of an answer share its
-    instruction and answer: a 160k-item set would otherwise hold each long text 16 times), and the distinct texts."""
-    import numpy as np
-    import pyarrow as pa
-
-    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    encoded = array.dictionary_encode()
-    unique = encoded.dictionary.to_pylist()
-    lookup = np.empty(len(unique) + 1, dtype=object)
-    lookup[:-1] = unique  # the last slot stays None: a null's index (filled with -1) lands there
-    indices = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False)
-    return lookup[indices].tolist(), unique
-
-
-def _lists(column) -> tuple[list | None, list[int]] | None:
-    """A list column as (flattened values, per-row lengths with null lists as 0), or None if not a list column."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if not (pa.types.is_list(column.type) or pa.types.is_large_list(column.type)):
-        return None
-    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    return array.flatten(), pc.fill_null(pc.list_value_length(array), 0).to_pylist()
-
-
-def _columnar(where: str, table, state: dict[str, Any], jsonl: bool) -> list[tuple[str, int, JudgeRecord, bool, bool]] | None:
-    """Records from a table checked column-wise, or None when any check flags it (the row path then names the row).
-
-    Args:
-        where: the source of the table's rows (a file), for ``origin``.
-        table: a ``pyarrow.Table`` whose row i is row i of ``where``.
-        state: rows seen so far in the whole source and whether ids are derived (shared with ``_checked_rows``).
-        jsonl: the table came from JSON lines, where Arrow cannot tell a null from an absent key: columns where
-            that difference matters (``id``, the benchmark markers, unknown columns) must hold no nulls.
+    Raises:
+        RecordError: the same id with different content, naming both rows.
     """
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    (where, index), (e_source, e_row) = record.origin, earlier.origin
+    other = f"row {e_row}" if e_source == where else f"{e_source}: row {e_row}"
+    if record == earlier and record.extra == earlier.extra:
+        report.n_duplicates += 1
+        if len(report.duplicate_rows) < 20:
+            here = f"row {index}" if e_source == where else f"{where}: row {index}"
+            report.duplicate_rows.append(f"{here} = {other}")
+        return
+    raise RecordError(where, index, "id", f"{record.id!r} repeats the id of {other} with different content")
 
-    names = table.column_names
-    if len(set(names)) != len(names):
-        return None
-    n = table.num_rows
-    present = set(names)
 
-    def column(name: str):
-        return table.column(name) if name in present else None
-
-    values: dict[str, list] = {}
-    for name in _TEXT_REQUIRED:
-        col = column(name)
-        if col is None or not _is_text_type(col.type) or col.null_count:
-            return None
-        texts, unique = _shared_texts(col)
-        if not all(map(str.strip, unique)):  # an empty or blank text
-            return None
-        values[name] = texts
-    for name in ("reference_answer", *_TEXT_OPTIONAL):
-        col = column(name)
-        if col is None or pa.types.is_null(col.type):
-            values[name] = [""] * n
-            continue
-        if _is_text_type(col.type):
-            texts, _ = _shared_texts(col)
-            values[name] = [v or "" for v in texts] if col.null_count else texts
-        elif name != "reference_answer" and (pa.types.is_integer(col.type) or pa.types.is_boolean(col.type)):
-            values[name] = ["" if v is None else str(v) for v in col.to_pylist()]  # as the row path's str(value)
-        else:
-            return None
-    if jsonl:
-        for name in (*_BENCHMARK_MARKERS, "annotations", "id", *(c for c in names if c not in _KNOWN)):
-            col = column(name)
-            if col is not None and col.null_count:
-                return None
-        for name in (c for c in names if c not in _KNOWN):
-            kind = table.column(name).type
-            # JSON's 1 and 1.0 both read as Arrow doubles, nested objects gain the keys of their siblings: only
-            # columns whose Python values Arrow reproduces exactly.
-            if not (_is_text_type(kind) or pa.types.is_integer(kind) or pa.types.is_boolean(kind)):
-                return None
-
-    provocative = column("is_provocative")
-    if provocative is not None and not (pa.types.is_boolean(provocative.type) or pa.types.is_null(provocative.type)):
-        return None
-    provocative_values = provocative.to_pylist() if provocative is not None else [None] * n
-
-    aggregate = column("criteria_score")
-    if aggregate is not None and not pa.types.is_null(aggregate.type):
-        if not _is_number_type(aggregate.type) or not _all_finite(aggregate):
-            return None
-        aggregates = aggregate.to_pylist()
-    else:
-        aggregates = [None] * n
-
-    rid = column("id")
-    if rid is None:
-        if state["rows"] == 0:
-            state["derive"] = True  # no id column: content-derived ids, as for a first row without an id key
-        elif not state["derive"]:
-            return None
-        ids = None
-    else:
-        if rid.null_count or not (_is_text_type(rid.type) or pa.types.is_integer(rid.type)):
-            return None
-        ids = rid.to_pylist()
-        if _is_text_type(rid.type) and not all(map(str.strip, ids)):
-            return None
-        ids = [str(v) for v in ids] if pa.types.is_integer(rid.type) else ids
-
-    # Experts: the released annotations or the project's expert_scores / expert_feedback, never both in a row.
-    annotations = column("annotations")
-    if annotations is not None and pa.types.is_null(annotations.type):
-        annotations = None
-    experts = column("expert_scores")
-    if experts is not None and pa.types.is_null(experts.type):
-        experts = None
-    feedback = column("expert_feedback")
-    if feedback is not None and pa.types.is_null(feedback.type):
-        feedback = None
-    annotation_rows = None
-    if annotations is not None:
-        kind = annotations.type
-        if not (pa.types.is_list(kind) or pa.types.is_large_list(kind)) or not pa.types.is_struct(kind.value_type):
-            return None
-        fields = {kind.value_type.field(k).name: kind.value_type.field(k).type for k in range(kind.value_type.num_fields)}
-        if "score" not in fields or not _is_number_type(fields["score"]):
-            return None
-        if "comment" in fields and not (_is_text_type(fields["comment"]) or pa.types.is_null(fields["comment"])):
-            return None
-        items, _ = _lists(annotations)
-        if items.null_count:
-            return None
-        scores = pc.struct_field(items, "score")
-        if scores.null_count or not _all_finite(scores):
-            return None
-        if experts is not None and pc.any(pc.and_(pc.is_valid(annotations), pc.is_valid(experts))).as_py():
-            return None
-        annotation_rows = annotations.to_pylist()
-    score_lists = feedback_lists = None
-    if experts is not None:
-        flat = _lists(experts)
-        if flat is None or not (_is_number_type(flat[0].type) or pa.types.is_null(flat[0].type)):
-            return None
-        if _is_number_type(flat[0].type) and not _all_finite(flat[0]):
-            return None
-        # Floats (or None: an abstention) exactly as the row path's float(value).
-        score_values, score_lengths = flat[0].cast(pa.float64()).to_pylist(), flat[1]
-        score_lists, at = [], 0
-        for length in score_lengths:
-            score_lists.append(score_values[at:at + length])
-            at += length
-    if feedback is not None:
-        flat = _lists(feedback)
-        if flat is None or not (_is_text_type(flat[0].type) or pa.types.is_null(flat[0].type)) or flat[0].null_count:
-            return None
-        valid = pc.is_valid(feedback).to_pylist()
-        lengths = flat[1]
-        expected = [len(s) for s in score_lists] if score_lists is not None else [0] * n
-        with_annotations = annotation_rows or [None] * n
-        if any(ok and ann is None and length != want
-               for ok, ann, length, want in zip(valid, with_annotations, lengths, expected)):  # fmt: skip
-            return None
-        texts, feedback_lists, at = flat[0].to_pylist(), [], 0
-        for ok, length in zip(valid, lengths):
-            feedback_lists.append(tuple(texts[at:at + length]) if ok else None)
-            at += length
-
-    id_lists = None
-    id_column = column("expert_ids")
-    if id_column is not None and not pa.types.is_null(id_column.type):
-        flat = _lists(id_column)
-        if flat is None or not _is_text_type(flat[0].type) or flat[0].null_count:
-            return None  # integer ids, nulls inside a list: the row path reads or names them
-        # Per row: its ids (a null list: the row names no experts); lengths and repeats are checked per row below.
-        texts, valid, id_lists, at = flat[0].to_pylist(), pc.is_valid(id_column).to_pylist(), [], 0
-        for ok, length in zip(valid, flat[1]):
-            id_lists.append(texts[at:at + length] if ok else None)
-            at += length
-
-    extra_names = [c for c in names if c not in _KNOWN]
-    extra_columns = [table.column(c).to_pylist() for c in extra_names]
-    benchmark = "annotations" in present or all(name in present for name in _BENCHMARK_MARKERS)
-    derived = ids is None
-    has_annotations_key = "annotations" in present
-    no_scores: list = []
-    text_names = ("instruction", "answer", "criteria_name", "rubrics", "reference_answer", *_TEXT_OPTIONAL)
-    text_columns = [values[name] for name in text_names]
-
-    def fail(name: str, message: str) -> RecordError:  # unreachable after the checks above; the row path takes over
-        return RecordError(where, None, name, message)
-
-    out = []
-    new = object.__new__
-    # Annotations are immutable values: one shared instance per (score, "") covers every comment-less expert.
-    plain: dict[float, Annotation] = {}
-
-    def uncommented(score: float) -> Annotation:
-        found = plain.get(score)
-        if found is None:
-            found = plain[score] = Annotation(score, "")
-        return found
-
-    plain_named: dict[tuple[float, str], Annotation] = {}
-
-    def named(score: float, expert_id: str) -> Annotation:
-        found = plain_named.get((score, expert_id))
-        if found is None:
-            found = plain_named[score, expert_id] = Annotation(score, "", expert_id)
-        return found
-
-    for_rows = zip(
-        zip(*text_columns), provocative_values, annotation_rows or [None] * n, score_lists or [no_scores] * n,
-        feedback_lists or [None] * n, aggregates, ids or [None] * n,
-    )  # fmt: skip
-    try:
-        for i, (texts, provocative_value, released, listed, comments, number, given_id) in enumerate(for_rows):
-            row_values = dict(zip(text_names, texts))
-            row_values["is_provocative"] = provocative_value
-            if released is not None:
-                annotation_tuple = _released_annotations(released, fail)
-                given = [a for a in annotation_tuple if a.score is not None]
-                scores = tuple(a.score for a in given)
-                comments = tuple(a.comment for a in given) if given else None
-            elif None in listed:  # abstentions: the row path's own helper sorts them out
-                annotation_tuple, scores, comments = _project_experts({"expert_scores": listed, "expert_feedback": comments}, fail)
-            else:  # what _project_experts returns for a row without abstentions
-                scores = tuple(listed)
-                if comments is None:
-                    annotation_tuple = tuple(map(uncommented, scores))
-                else:
-                    annotation_tuple = tuple(map(Annotation, scores, comments))
-                if not scores:
-                    comments = None
-            row_ids = None
-            if id_lists is not None and id_lists[i] is not None:
-                named_ids = id_lists[i]
-                if comments is None and released is None and None not in listed and len(named_ids) == len(scores) \
-                        and len(set(named_ids)) == len(named_ids) and all(named_ids):
-                    # comment-less experts without abstentions: one shared instance per (score, id), as `uncommented`
-                    annotation_tuple = tuple(map(named, scores, named_ids))
-                    row_ids = tuple(named_ids)
-                else:  # the row path's helper checks the ids (a RecordError sends the table to the row path)
-                    annotation_tuple, row_ids = _named_experts(annotation_tuple, named_ids, fail)
-            row_values["expert_ids"] = row_ids
-            row_values["expert_scores"], row_values["expert_feedback"], row_values["annotations"] = scores, comments, annotation_tuple
-            if number is None:
-                row_values["criteria_score"] = sum(scores) / len(scores) if scores else None
-            else:
-                number = float(number)
-                if number == ABSTENTION_SCORE and annotation_tuple and not scores and has_annotations_key:
-                    number = None  # see JudgeRecord.from_row
-                row_values["criteria_score"] = number
-            row_values["id"] = content_id(row_values) if derived else given_id
-            row_values["extra"] = {name: col[i] for name, col in zip(extra_names, extra_columns)} if extra_names else {}
-            row_values["origin"] = (where, i)
-            record = new(JudgeRecord)
-            record.__dict__.update(row_values)
-            out.append((where, i, record, derived, benchmark))
-    except RecordError:
-        return None
-    state["rows"] += n
-    return out
+def log_report(report: LoadReport) -> None:
+    """Warn about what a load left out or kept without a score."""
+    if report.n_duplicates:
+        shown = "; ".join(report.duplicate_rows[:5])
+        logger.warning("%s: %d exact duplicate rows left out (%s)", report.source, report.n_duplicates, shown)
+    if report.n_all_abstained:
+        logger.warning("%s: %d items whose experts all abstained are kept without a score", report.source,
+                       report.n_all_abstained)
 
 
 def records_from_rows(rows: Iterable[Mapping[str, Any]], source: str = "<rows>", make_id: bool = False) -> list[JudgeRecord]:

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from eval.scoring import bootstrap, item_table, metrics
+from eval.scoring.schema import Metrics
 
 NAN = float("nan")
 
@@ -274,7 +275,7 @@ def test_evaluate_counts_failures_and_exclusions_and_scores_the_rest():
         status=["ok", "parse_failed", "missing", "ok", "ok"],
         experts=[[2, 2, 1], [2, 2, 2], [0, 0, 0], [0, 1], [1, 1, 0]],
     )
-    result = item_table.evaluate(table, n_boot=50)
+    result = item_table.evaluate(table, n_boot=50).to_json()
     cell = result["splits"]["all"]["overall"]
     assert result["target"] == "mode"
     assert (cell["n"], cell["n_missing"], cell["n_failed"], cell["n_parse_failed"]) == (4, 1, 1, 1)
@@ -299,7 +300,7 @@ def test_evaluate_splits_and_groups_items():
         split=["zero_shot", "zero_shot", "standard", "standard"],
         models=["x", "y", "x", "y"],
     )
-    result = item_table.evaluate(table, n_boot=20)
+    result = item_table.evaluate(table, n_boot=20).to_json()
     # Zero-Shot: |2-2| + |0-1| = 1 over 2; Standard: |1-1| + |1-0| = 1 over 2; all: 2 over 4.
     assert result["splits"]["zero_shot"]["overall"]["mae"] == pytest.approx(0.5)
     assert result["splits"]["standard"]["overall"]["mae"] == pytest.approx(0.5)
@@ -315,7 +316,7 @@ def test_regression_scores_are_compared_with_the_mean():
     judge 0.2 vs 0,0,1 (mean 1/3) -> 2/15; MAE 1/15, and the tie 2,1 is not excluded."""
     table = _table(judge=[1.5, 0.2], status=["ok", "ok"], experts=[[2, 1], [0, 0, 1]])
     table.score_source[:] = "regression_head"
-    result = item_table.evaluate(table, n_boot=20)
+    result = item_table.evaluate(table, n_boot=20).to_json()
     assert result["target"] == "mean"
     assert result["splits"]["all"]["overall"]["mae"] == pytest.approx(1 / 15)
     assert result["splits"]["all"]["overall"]["n_scored"] == 2
@@ -326,7 +327,7 @@ def test_a_judge_that_never_parses_is_reported_not_a_crash():
     table = _table(judge=[NAN, NAN, NAN], status=["parse_failed"] * 3, experts=[[2, 2], [1, 0], [0]])
     assert np.isnan(metrics.verdict_confidence_judge(table.experts, table.judge)).all()
     assert np.isnan(metrics.verdict_confidence_judge_expected(table.experts, table.judge)).all()
-    cell = item_table.evaluate(table, n_boot=20)["splits"]["all"]["overall"]
+    cell = item_table.evaluate(table, n_boot=20).to_json()["splits"]["all"]["overall"]
     assert (cell["n"], cell["n_failed"], cell["n_scored"], cell["failure_rate"]) == (3, 3, 0, 1.0)
     assert math.isnan(cell["mae"]) and math.isnan(cell["spearman"]) and math.isnan(cell["vc_judge"])
 
@@ -376,7 +377,7 @@ def test_cell_verdict_confidence_leaves_out_single_annotator_items():
     Item 2: one expert [1], judge 0 -> no VC. Cell: n_vc = 1, VC judge 2/3 (it was (2/3 + 1) / 2 = 5/6 when the
     lone expert's item counted 1.0), VC experts 1."""
     table = _table(judge=[0, 0], status=["ok", "ok"], experts=[[2, 2, 2], [1]])
-    cell = item_table.evaluate(table, n_boot=0)["splits"]["all"]["overall"]
+    cell = item_table.evaluate(table, n_boot=0).to_json()["splits"]["all"]["overall"]
     assert cell["n_vc"] == 1 and cell["n_vc_experts_all"] == 1
     assert cell["vc_judge"] == pytest.approx(2 / 3) and cell["vc_experts"] == pytest.approx(1.0)
 
@@ -391,7 +392,7 @@ def test_no_overlap_anywhere_gives_no_verdict_confidence_and_says_why():
     cell = result["splits"]["all"]["overall"]
     assert cell["n_vc"] == 0 and cell["vc_judge"] is None and cell["vc_experts"] is None
     assert "two or more annotators" in cell["why_no_vc"]
-    lines = render_markdown(result).splitlines()
+    lines = render_markdown(Metrics.from_json(result)).splitlines()
     header = [h.strip() for h in next(line for line in lines if line.startswith("| Test |")).split("|")]
     summary = [c.strip() for c in next(line for line in lines if line.startswith("| Zero-Shot + Standard")).split("|")]
     shown = dict(zip(header, summary))
@@ -410,7 +411,7 @@ def test_out_of_scale_verdicts_are_in_the_headline_and_counted_beside_it():
     """Headline MAE/Spearman include the out-of-scale score; n_out_of_scale and the in-scale-only figures beside."""
     table = _table(judge=[5, 2, 0, 1], status=["ok"] * 4, experts=[[2, 2], [2, 2, 1], [1, 1, 0], [1, 1]])
     table.in_scale[:] = [0.0, 1.0, 1.0, 1.0]
-    cell = item_table.evaluate(table, n_boot=50)["splits"]["all"]["overall"]
+    cell = item_table.evaluate(table, n_boot=50).to_json()["splits"]["all"]["overall"]
     assert (cell["n_scored"], cell["n_out_of_scale"], cell["n_scored_in_scale"]) == (4, 1, 3)
     assert cell["mae"] == pytest.approx(1.0) and cell["spearman"] == pytest.approx(4 / math.sqrt(20))
     assert cell["mae_in_scale"] == pytest.approx(1 / 3) and cell["spearman_in_scale"] == pytest.approx(1.5 / math.sqrt(3))
@@ -468,7 +469,7 @@ def test_model_means_reproduce_table_10_aggregation():
     table = _table(judge=[2, 1, 3, 0, NAN], status=["ok", "ok", "ok", "ok", "parse_failed"],
                    experts=[[2, 1], [0, 0], [2, 2], [1, 1, 0], [1, 1]], models=["x", "x", "x", "y", "y"])
     table.in_scale[:] = [1, 1, 0, 1, NAN]
-    means = item_table.evaluate(table, n_boot=0)["splits"]["all"]["model_means"]
+    means = item_table.evaluate(table, n_boot=0).to_json()["splits"]["all"]["model_means"]
     x, y, pooled = means["by_model"]["x"], means["by_model"]["y"], means["all"]
     assert (x["n_items"], x["n_judged"], x["n_out_of_scale"]) == (3, 3, 1)
     assert x["experts_mean"] == pytest.approx(7 / 6) and x["judge_mean"] == pytest.approx(2.0)
@@ -496,7 +497,7 @@ def test_a_test_with_no_scored_item_says_why(name, status, experts, abstained, e
     judge = [1.0 if s == "ok" else NAN for s in status]
     table = _table(judge=judge, status=status, experts=experts)
     table.n_abstained[:] = abstained
-    cell = item_table.evaluate(table, n_boot=0)["splits"]["all"]["overall"]
+    cell = item_table.evaluate(table, n_boot=0).to_json()["splits"]["all"]["overall"]
     assert cell["n_scored"] == 0 and cell["why_empty"] == expected
     assert cell["why_empty_text"].startswith("no scored item: ")
     assert cell["n_abstained"] == sum(abstained)

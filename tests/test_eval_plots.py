@@ -11,6 +11,7 @@ from PIL import Image
 
 from eval.scoring import item_table
 from eval.reports.report import write_plots
+from eval.scoring.schema import Metrics
 
 
 def _metrics(tmp_path: Path) -> Path:
@@ -33,7 +34,7 @@ def _metrics(tmp_path: Path) -> Path:
 def test_write_plots_draws_a_confusion_and_an_mae_plot_per_test(tmp_path):
     """Three tests (Zero-Shot, Standard, all): six PNGs, confusions first, each a real image."""
     metrics = json.loads(_metrics(tmp_path).read_text(encoding="utf-8"))
-    written = write_plots(metrics, tmp_path / "plots")
+    written = write_plots(Metrics.from_json(metrics), tmp_path / "plots")
     assert [p.name for p in written] == [f"confusion_{s}.png" for s in ("zero_shot", "standard", "all")] + [
         f"mae_by_criterion_{s}.png" for s in ("zero_shot", "standard", "all")]
     for path in written:

@@ -38,7 +38,7 @@ def test_the_head_is_scored_raw_by_default_and_clipped_only_when_asked(clip, sco
     np.testing.assert_allclose(table.judge, scores)
     assert table.in_scale.tolist() == [0.0, 0.0]
     assert notes["n_regression_scores"] == 2 and notes["n_regression_out_of_scale"] == 2
-    overall = item_table.evaluate(table, n_boot=0, vc_repeats=2)["splits"]["all"]["overall"]
+    overall = item_table.evaluate(table, n_boot=0, vc_repeats=2).to_json()["splits"]["all"]["overall"]
     assert overall["mae"] == pytest.approx(mae) and overall["n_out_of_scale"] == 2
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from eval.scoring import item_table, metrics
 from eval.reports.report import render_markdown
+from eval.scoring.schema import Metrics
 
 
 def _table(judge, status, experts):
@@ -57,13 +58,14 @@ def test_spearman_reference_is_chosen_apart_from_maes(spearman_target, spearman,
     """MAE stays against the mode (2/3 over 3 items); Spearman follows its own reference: 1/2 against the mode,
     1/3 against the mean (over all 4 items: the mean needs no unique mode); the choice is in settings."""
     table = _table(JUDGE, ["ok"] * 4, EXPERTS)
-    result = item_table.evaluate(table, target="mode", n_boot=0, vc_repeats=2, spearman_target=spearman_target)
+    result = item_table.evaluate(table, target="mode", n_boot=0, vc_repeats=2,
+                                 spearman_target=spearman_target).to_json()
     overall = result["splits"]["all"]["overall"]
     assert overall["mae"] == pytest.approx(2 / 3) and overall["n_scored"] == 3
     assert overall["spearman"] == pytest.approx(spearman)
     assert overall.get("n_spearman") == n_spearman
     assert result["settings"]["spearman_target"] == (spearman_target or "mode")
-    text = render_markdown(result)
+    text = render_markdown(Metrics.from_json(result))
     said = "the mean of the expert scores (`--spearman-target`" if spearman_target == "mean" else \
         "the mode of the expert scores (items without a unique mode excluded) (`--spearman-target`"
     assert "MAE against the mode of the expert scores" in text and said in text
@@ -74,11 +76,11 @@ def test_experts_vc_over_every_labelled_item_stands_beside_the_judges_subset():
     the judge's items: 1 (X); over all predicted items: 1 (X); over every labelled item, judge-independent:
     (1 + 1/2) / 2 = 3/4. The report prints 17/27 = 0.630 beside them."""
     table = _table([1, np.nan], ["ok", "missing"], [[1, 1], [0, 1]])
-    result = item_table.evaluate(table, n_boot=0, vc_repeats=2)
+    result = item_table.evaluate(table, n_boot=0, vc_repeats=2).to_json()
     overall = result["splits"]["all"]["overall"]
     assert overall["vc_experts"] == 1.0 and overall["vc_experts_all"] == 1.0
     assert overall["vc_experts_labelled"] == pytest.approx(0.75) and overall["n_vc_experts_labelled"] == 2
-    lines = render_markdown(result).splitlines()
+    lines = render_markdown(Metrics.from_json(result)).splitlines()
     header = [h.strip() for h in next(line for line in lines if line.startswith("| Test |")).split("|")]
     row = [c.strip() for c in next(line for line in lines if line.startswith("| Zero-Shot + Standard")).split("|")]
     shown = dict(zip(header, row))

@@ -118,7 +118,7 @@ def test_pollux_official_over_a_run_by_hand():
     # The loader fills a missing criteria_score with the experts' mean; a record built without one falls back too.
     assert records[3].criteria_score == 0.5
     records[3] = dataclasses.replace(records[3], criteria_score=None)
-    out = pollux_official(records, predictions, {"all": np.arange(6), "standard": np.array([0, 1])})
+    out = pollux_official(records, predictions, {"all": np.arange(6), "standard": np.array([0, 1])}).to_json()
     block = out["splits"]["all"]
     assert (block["n"], block["n_parsed"], block["n_request_failed"], block["n_regression"]) == (5, 4, 1, 1)
     assert block["format_acc"] == pytest.approx(4 / 5) and block["score_acc"] == pytest.approx(2 / 5)

@@ -14,6 +14,7 @@ import judge
 from eval.cli import main
 from eval.reports.html_explorer import item_status, report_items
 from eval.reports.html_report import render_report_page, write_report_page
+from eval.scoring.schema import Metrics
 from tests.browser import browser  # noqa: F401  (the fixture)
 
 FAILED_RAW = "[FEEDBACK] Непонятно. [RESULT] отлично [END]"
@@ -136,12 +137,12 @@ def test_tables_render_every_key_a_metric_cell_has():
     result = {"judge": "j", "target": "mode", "settings": {"n_boot": 10, "seed": 0, "vc_repeats": 5, "ci_level": 0.95},
               "splits": {"all": {"overall": cell, "by_model": {"m": cell}, "by_task_type": {}, "by_criterion": {"c": cell},
                                  "failures": {}, "confusion": {}}},
-              "pollux_official": {"mae": 0.5}}
-    page = render_report_page(result, None)
+              "figures_added_later": {"mae": 0.5}}
+    page = render_report_page(Metrics.from_json(result), None)
     assert 'title="n_out_of_scale" class="book">out of scale</th>' in page  # bookkeeping: behind the toggle
     assert 'title="model_means"' in page and "&quot;experts&quot;: 1.25" in page
     assert "0.500 <span class=\"ci\">[0.250, 0.750]</span>" in page
-    assert "pollux_official" in page  # an unknown top-level key is shown, not dropped
+    assert "figures_added_later" in page  # an unknown top-level key is shown, not dropped
 
 
 def test_page_is_self_contained_and_embeds_text_safely(scored):

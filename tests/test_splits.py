@@ -123,7 +123,7 @@ def test_scoring_reports_unresolvable_task_types_as_their_own_split():
     predictions = [{"id": rid, "judge": "j", "score": 1, "parse_ok": True, "error": None, "score_source": "verdict"} for rid in "abc"]
     table, _ = item_table.build_table(records_from_rows(rows), predictions)
     assert table.split.tolist() == [STANDARD, UNKNOWN, UNKNOWN]
-    splits = item_table.evaluate(table, n_boot=10)["splits"]
+    splits = item_table.evaluate(table, n_boot=10).to_json()["splits"]
     assert (splits["standard"]["overall"]["n"], splits["unknown"]["overall"]["n"], splits["all"]["overall"]["n"]) == (1, 2, 1)
 
 

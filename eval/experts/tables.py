@@ -42,7 +42,8 @@ from typing import Any
 
 import numpy as np
 
-from eval.scoring.metrics import expert_mean, pad_scores, verdict_confidence_experts
+from eval.scoring.metrics import expert_mean, verdict_confidence_experts
+from judge.record_columns import as_columns
 from eval.reports.report import fmt, markdown_table
 
 __all__ = ["AVG", "PAPER", "expert_tables", "render_html", "render_markdown", "summary_line", "write_expert_tables"]
@@ -70,17 +71,15 @@ PAPER = {
 }
 
 
-def _labels(records) -> tuple[list[str], list[str], list[str], list[str]]:
+def _labels(columns) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Split, task type (English where known), criterion name and its English name per record; each taxonomy lookup
     is made once per distinct key (a few hundred), not per item (160k on the release)."""
     import judge
 
     taxonomy = judge.load_taxonomy()
     spec = judge.load_split_spec()
-    by_key: dict[tuple[str, str, str], Any] = {}
-    for record in records:
-        by_key.setdefault((record.task_type, record.task_subtype, record.criteria_name), record)
-    split = {key: judge.split_of(record, spec, allow_unknown=True) for key, record in by_key.items()}
+    key, first = columns.distinct(("task_type", "task_subtype", "criteria_name"))
+    representatives = columns.records_at(first)
 
     def task_name(task_type: str, subtype: str) -> str:
         known = [taxonomy.canonical_task_type(name) for name in (task_type, subtype) if name]
@@ -92,11 +91,11 @@ def _labels(records) -> tuple[list[str], list[str], list[str], list[str]]:
         except judge.TaxonomyError:
             return ""
 
-    task = {key[:2]: task_name(*key[:2]) for key in by_key}
-    english = {key[2]: english_name(key[2]) for key in by_key}
-    keys = [(r.task_type, r.task_subtype, r.criteria_name) for r in records]
-    return ([split[k] for k in keys], [task[k[:2]] for k in keys], [k[2] for k in keys],
-            [english[k[2]] for k in keys])
+    split = [judge.split_of(record, spec, allow_unknown=True) for record in representatives]
+    task = [task_name(r.task_type, r.task_subtype) for r in representatives]
+    criterion = [r.criteria_name for r in representatives]
+    english = [english_name(r.criteria_name) for r in representatives]
+    return tuple(np.array(values, dtype=object)[key] for values in (split, task, criterion, english))
 
 
 def _codes(labels: Sequence[str]) -> tuple[list[str], np.ndarray]:
@@ -137,7 +136,7 @@ def expert_tables(records) -> dict[str, Any]:
     """The experts' tables of labelled records, judge-independent.
 
     Args:
-        records: ``JudgeRecord`` list (``judge.load_records``), abstentions already out of ``expert_scores``.
+        records: the labelled records as columns (``judge.load_record_columns``), or a ``JudgeRecord`` list.
 
     Returns:
         ``{"counts": {...}, "english_names": {criterion: English name}, "tables": {table: {split: {row: {column:
@@ -145,13 +144,14 @@ def expert_tables(records) -> dict[str, Any]:
         pooled; ``mean_by_model`` has the one column ``"Experts"``); ``vc_by_*`` have the column ``"Experts"``.
         Every table has the pooled ``AVG`` row. A group without a value is absent (the paper's "—").
     """
-    splits, tasks, criteria, english = _labels(records)
-    experts = pad_scores([r.expert_scores for r in records])
+    columns = as_columns(records)
+    split, tasks, criteria, english = _labels(columns)
+    experts = columns.expert_matrix()
     item_mean = expert_mean(experts)
     item_vc = verdict_confidence_experts(experts)
-    split = np.asarray(splits, dtype=object)
-    models = [r.model_id or "(none)" for r in records]
-    group_of = {"model_id": _codes(models), "task_type": _codes(tasks), "criterion": _codes(criteria)}
+    models = np.where(columns.text("model_id") == "", "(none)", columns.text("model_id")).astype(object)
+    group_of = {"model_id": _codes(models.tolist()), "task_type": _codes(tasks.tolist()),
+                "criterion": _codes(criteria.tolist())}
     index = {name: np.flatnonzero(split == name) for name in _SPLITS if name != "all"}
     index["all"] = np.flatnonzero((split == "zero_shot") | (split == "standard"))
     tables: dict[str, dict] = {}
@@ -160,18 +160,19 @@ def expert_tables(records) -> dict[str, Any]:
         cross = group_of["model_id"] if value == "mean" and by != "model_id" else None
         tables[key] = {name: _cells(values, group_of[by], cross, idx) for name, idx in index.items() if len(idx)}
     n_experts = np.isfinite(experts).sum(axis=1)
-    released = np.array([np.nan if r.criteria_score is None else r.criteria_score for r in records], dtype=float)
+    released = columns.criteria_score
     differs = np.isfinite(item_mean) & np.isfinite(released) & ~np.isclose(item_mean, released, atol=1e-6)
     counts = {
-        "n_records": len(records),
+        "n_records": len(columns),
         "by_split": {name: int(len(idx)) for name, idx in index.items()},
         "n_no_experts": int((n_experts == 0).sum()),
         "n_single_expert": int((n_experts == 1).sum()),
-        "n_abstentions": sum(sum(a.score is None for a in r.annotations) for r in records),
+        "n_abstentions": int(columns.n_abstained.sum()),
         # A check on loading: the release's criteria_score should be the mean computed here (paper, Section 2.3).
         "n_criteria_score_differs": int(differs.sum()),
     }
-    return {"counts": counts, "english_names": dict(sorted({c: e for c, e in zip(criteria, english) if e}.items())),
+    return {"counts": counts,
+            "english_names": dict(sorted({c: e for c, e in zip(criteria.tolist(), english.tolist()) if e}.items())),
             "tables": tables}
 
 

@@ -174,6 +174,34 @@ class _Verdicts:
         return [_verdict(row) for row in found]
 
 
+class _Texts:
+    """The records whose texts a page embeds, by id: built from the columns when first asked for (a page embeds a
+    few thousand of the 160,000)."""
+
+    def __init__(self, records) -> None:
+        from judge.record_columns import as_columns
+
+        self._columns = as_columns(records) if records is not None else None
+        self._built: dict[str, Any] = {}
+
+    def prefetch(self, item_ids) -> None:
+        """Build the records of these ids in one pass (one at a time costs a pass over the columns each)."""
+        if self._columns is None:
+            return
+        wanted = {i for i in map(str, item_ids) if i not in self._built}
+        rows = sorted({row for row in map(self._columns.index_of, wanted) if row is not None})
+        for record in self._columns.records_at(rows):
+            self._built[record.id] = record
+
+    def get(self, item_id: str):
+        if self._columns is None:
+            return None
+        if item_id not in self._built:
+            self.prefetch([item_id])
+            self._built.setdefault(item_id, None)
+        return self._built[item_id]
+
+
 def _record_text(record, strings: _Strings) -> dict[str, Any]:
     return {"i": strings(record.instruction), "a": strings(record.answer), "r": strings(record.reference_answer),
             "u": strings(f"{record.criteria_name}\n\n{record.rubrics}"), "c": list(record.expert_feedback or [])}
@@ -309,14 +337,14 @@ def report_items(items: Mapping[str, Sequence], records: Sequence | None,
 
     Args:
         items: ``items.parquet`` as columns (lists, or numpy arrays for the numeric ones).
-        records: the labelled records (for the texts), or None.
+        records: the labelled records (for the texts): ``judge.RecordColumns`` or a ``JudgeRecord`` list; or None.
         predictions: the run's predictions (for the judge's feedback): a prediction table or rows, or None.
         judge_name, target: labels.
         text_items: see ``DEFAULT_TEXT_ITEMS``.
     """
     ids = [str(v) for v in items["id"]]
     n = len(ids)
-    by_id = {r.id: r for r in records} if records is not None else {}
+    texts = _Texts(records)
     verdicts = _Verdicts(predictions)
     in_scale, why_unscored = items.get("in_scale"), items.get("why_unscored")
     filters = [("split", "split"), ("model", "evaluated model"), ("task", "task type"), ("criterion", "criterion"),
@@ -357,10 +385,11 @@ def report_items(items: Mapping[str, Sequence], records: Sequence | None,
     with_text = _text_order(diffs, groups, text_items) if records is not None else set()
     strings, details = _Strings(), []
     detail = [-1] * n
-    chosen = [i for i in sorted(with_text) if ids[i] in by_id]
+    texts.prefetch(ids[i] for i in with_text)
+    chosen = [i for i in sorted(with_text) if texts.get(ids[i]) is not None]
     for i, verdict in zip(chosen, verdicts.of([ids[i] for i in chosen])):
         detail[i] = len(details)
-        details.append({**_record_text(by_id[ids[i]], strings), "v": [verdict]})
+        details.append({**_record_text(texts.get(ids[i]), strings), "v": [verdict]})
     rows = _ItemRows(ids, codes, judge_scores, references, shown_diffs, flat, starts, detail)
     return {
         "kind": "report", "judges": ["judge: " + (judge_name or "(unnamed)")], "strings": strings.values, "details": details,
@@ -372,12 +401,13 @@ def report_items(items: Mapping[str, Sequence], records: Sequence | None,
 
 
 def load_records(data: str | None):
-    """The records of the data a metrics.json names; None when that file is gone (a page without texts)."""
+    """The records of the data a metrics.json names, as columns (``judge.RecordColumns``); None when that file is
+    gone (a page without texts)."""
     import judge
 
     if not data or not Path(data).exists():
         return None
-    return judge.load_records(data)
+    return judge.load_record_columns(data)[0]
 
 
 def load_predictions(path: str | None):
@@ -398,16 +428,16 @@ def compare_items(result: Mapping[str, Any], top: int = 1000) -> dict[str, Any]:
     folders = [Path(f) for f in result["folders"]]
     names = list(result["runs"])
     tables = [_read_items(f / "items.parquet") for f in folders]
-    metrics_list = result.get("metrics") or [{} for _ in folders]
+    metrics_list = result.get("metrics") or [None for _ in folders]
     records = None
     for m in metrics_list:
-        records = load_records(m.get("data"))
+        records = load_records(m.data if m is not None else None)
         if records is not None:
             break
-    by_id = {r.id: r for r in records} if records is not None else {}
+    texts = _Texts(records)
     preds = []
     for folder, m in zip(folders, metrics_list):
-        table = load_predictions(m.get("predictions") or str(folder / "predictions.jsonl"))
+        table = load_predictions((m.predictions if m is not None else None) or str(folder / "predictions.jsonl"))
         index: dict[str, Mapping[str, Any]] = {}
         for row in prediction_rows(table) if table is not None else ():
             index.setdefault(str(row["id"]), row)
@@ -436,6 +466,7 @@ def compare_items(result: Mapping[str, Any], top: int = 1000) -> dict[str, Any]:
             diff = abs(a - b) if a is not None and b is not None else None
             candidates.append((diff is None, -(diff or 0.0), str(item_id), i, j, a, b, diff))
         candidates.sort()
+        texts.prefetch(c[2] for c in candidates[:top])
         for _, _, item_id, i, j, a, b, diff in candidates[:top]:
             sa, sb = str(base["status"][i]), str(other["status"][j])
             status = ("both scored" if sa == sb == "ok" else f"baseline {sa.replace('_', ' ')}, run "
@@ -443,7 +474,7 @@ def compare_items(result: Mapping[str, Any], top: int = 1000) -> dict[str, Any]:
             cats = [pair, code("split", SPLIT_TITLES.get(str(base["split"][i]), str(base["split"][i]))),
                     code("model", str(base["model_id"][i])), code("task", str(base["task_type"][i])),
                     code("criterion", str(base["criteria_name"][i])), code("status", status)]
-            record = by_id.get(item_id)
+            record = texts.get(item_id)
             text = _record_text(record, strings) if record is not None else {"i": strings(""), "a": strings(""),
                                                                             "r": strings(""), "u": strings(""), "c": []}
             text["v"] = [_verdict(preds[0].get(item_id)), _verdict(preds[other_k].get(item_id))]

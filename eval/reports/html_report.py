@@ -27,6 +27,7 @@ from typing import Any
 from eval.reports.html_explorer import (DEFAULT_TEXT_ITEMS, compare_items, explorer_json, load_predictions,
                                         load_records, read_item_columns, report_items)
 from eval.reports.report import SPLIT_TITLES, random_labelling_note, references_note, regression_note
+from eval.scoring.schema import Cell, Confusion, Metrics
 from eval.validity.render import html_blocks as validity_blocks
 from eval.validity.render import lead_html
 
@@ -55,6 +56,8 @@ _BOOKKEEPING_TOGGLE = ('<label class="toggle"><input type="checkbox" id="show-bo
                        "(exclusions, in-scale figures, Pearson, Kendall, counts)</label>")
 
 _GROUP_TITLES = {"model": "evaluated model", "task_type": "task type", "criterion": "criterion"}
+# The parts of a split the page renders as tables and plots; any other is shown as JSON (Table 10's means).
+_SPLIT_RENDERED = {"overall", "failures", "confusion", "by_model", "by_task_type", "by_criterion"}
 
 
 # ------------------------------------------------------------------------------------------------ pieces
@@ -106,11 +109,16 @@ def _md_text(text: str) -> str:
 
 
 def _columns(cells: Iterable[Mapping[str, Any]]) -> list[str]:
-    """Every metric key the cells carry (``x_ci`` folded into ``x``), known keys first."""
+    """Every metric the cells carry (``x_ci`` folded into ``x``), known ones first."""
     keys: set[str] = set()
     for c in cells:
         keys.update(k for k in c if not (k.endswith("_ci") and k[:-3] in c))
     return [k for k in _KEY_ORDER if k in keys] + sorted(keys - set(_KEY_ORDER))
+
+
+def _carried(cell: Cell | None) -> dict[str, Any] | None:
+    """The metrics a cell carries, by field name (``Cell.items``: the optional ones it has)."""
+    return None if cell is None else dict(cell.items())
 
 
 def _cell_td(c: Mapping[str, Any] | None, key: str, attributes: str = "") -> str:
@@ -123,14 +131,15 @@ def _cell_td(c: Mapping[str, Any] | None, key: str, attributes: str = "") -> str
     if isinstance(value, str) or isinstance(value, bool):
         return f"<td{attributes}>{_e(value)}</td>"
     shown = _num(value)
-    if isinstance(ci, list) and len(ci) == 2 and all(_finite(v) for v in ci):
+    if isinstance(ci, (list, tuple)) and len(ci) == 2 and all(_finite(v) for v in ci):
         shown += f' <span class="ci">[{_num(ci[0])}, {_num(ci[1])}]</span>'
     return f'<td data-v="{value if _finite(value) else ""}"{attributes}>{shown}</td>'
 
 
-def _metric_table(label: str, cells: Mapping[str, Mapping[str, Any]], overall: Mapping[str, Any] | None,
-                  css_id: str = "") -> str:
-    """A sortable table: one row per label, one column per metric key, the overall row pinned last."""
+def _metric_table(label: str, typed: Mapping[str, Cell], overall_cell: Cell | None, css_id: str = "") -> str:
+    """A sortable table: one row per label, one column per metric a cell carries, the overall row pinned last."""
+    cells = {name: _carried(c) for name, c in typed.items()}
+    overall = _carried(overall_cell)
     columns = _columns(list(cells.values()) + ([overall] if overall else []))
     book = ['' if k in HEADLINE_KEYS else ' class="book"' for k in columns]  # hidden until the toggle shows them
     head = f"<th>{_e(label)}</th>" + "".join(f'<th title="{_e(k)}"{b}>{_e(_KEY_LABELS.get(k, k))}</th>'
@@ -145,9 +154,9 @@ def _metric_table(label: str, cells: Mapping[str, Mapping[str, Any]], overall: M
             + "".join(rows) + "</tbody></table></div>")
 
 
-def _confusion_html(title: str, conf: Mapping[str, Any]) -> str:
+def _confusion_html(title: str, conf: Confusion) -> str:
     """A judge x expert-mode heat table (rows: judge, columns: experts), shaded by count."""
-    levels, matrix = conf.get("levels") or [], conf.get("matrix") or []
+    levels, matrix = conf.levels or [], conf.matrix or []
     peak = max((v for row in matrix for v in row), default=0) or 1
     labels = [_num(v, 0) if float(v).is_integer() else _num(v, 1) for v in levels]
     out = [f'<div class="panel"><h4>{_e(title)}</h4><table class="confusion"><tr><th>judge \\ experts</th>']
@@ -164,12 +173,12 @@ def _confusion_html(title: str, conf: Mapping[str, Any]) -> str:
     return "".join(out)
 
 
-def _mae_svg(cells: Mapping[str, Mapping[str, Any]], target: str) -> str:
+def _mae_svg(cells: Mapping[str, Cell], target: str) -> str:
     """MAE by criterion, worst on top, with its interval as a whisker; inline SVG."""
-    rows = sorted(((k, c) for k, c in cells.items() if _finite(c.get("mae"))), key=lambda kc: -kc[1]["mae"])
+    rows = sorted(((k, c) for k, c in cells.items() if _finite(c.mae)), key=lambda kc: -kc[1].mae)
     if not rows:
         return '<p class="note">No criterion has a defined MAE.</p>'
-    top = max(max([c["mae"]] + [v for v in (c.get("mae_ci") or []) if _finite(v)]) for _, c in rows) or 1.0
+    top = max(max([c.mae] + [v for v in c.mae_ci if _finite(v)]) for _, c in rows) or 1.0
     label_w, bar_w, row_h = 390, 420, 18
     height = 30 + row_h * len(rows)
     scale = bar_w / top
@@ -179,13 +188,13 @@ def _mae_svg(cells: Mapping[str, Mapping[str, Any]], target: str) -> str:
         y = 8 + i * row_h
         short = name if len(name) <= 55 else name[:54] + "…"
         out.append(f'<text x="{label_w - 6}" y="{y + 12}" text-anchor="end"><title>{_e(name)}</title>{_e(short)}</text>')
-        out.append(f'<rect x="{label_w}" y="{y + 2}" width="{c["mae"] * scale:.1f}" height="{row_h - 5}" fill="#4c72b0">'
-                   f'<title>{_e(name)}: MAE {_num(c["mae"])} (n scored {c.get("n_scored", "?")})</title></rect>')
-        ci = c.get("mae_ci") or []
+        out.append(f'<rect x="{label_w}" y="{y + 2}" width="{c.mae * scale:.1f}" height="{row_h - 5}" fill="#4c72b0">'
+                   f'<title>{_e(name)}: MAE {_num(c.mae)} (n scored {c.n_scored})</title></rect>')
+        ci = c.mae_ci
         if len(ci) == 2 and all(_finite(v) for v in ci):
             x0, x1, ym = label_w + ci[0] * scale, label_w + ci[1] * scale, y + row_h / 2
             out.append(f'<line x1="{x0:.1f}" x2="{x1:.1f}" y1="{ym:.1f}" y2="{ym:.1f}" stroke="#222"/>')
-        out.append(f'<text x="{label_w + c["mae"] * scale + 4:.1f}" y="{y + 12}" fill="#333">{_num(c["mae"], 2)}</text>')
+        out.append(f'<text x="{label_w + c.mae * scale + 4:.1f}" y="{y + 12}" fill="#333">{_num(c.mae, 2)}</text>')
     axis_y = height - 14
     out.append(f'<text x="{label_w}" y="{axis_y + 10}" fill="#555">MAE vs expert {_e(target)} '
                f"(bar) and its bootstrap interval (line); axis 0 to {_num(top, 2)}</text>")
@@ -193,9 +202,16 @@ def _mae_svg(cells: Mapping[str, Mapping[str, Any]], target: str) -> str:
     return "".join(out)
 
 
-def _other_keys(result: Mapping[str, Any], known: set[str]) -> list[str]:
-    """Top-level keys of a result not rendered elsewhere: shown as JSON so that nothing written is hidden."""
-    extra = {k: v for k, v in result.items() if k not in known}
+def _as_written(parts: Iterable[tuple[str, Any]]) -> dict[str, Any]:
+    """Parts of ``metrics.json`` as its JSON holds them (NaN as null)."""
+    from eval.scoring.item_table import dumps
+
+    return json.loads(dumps(dict(parts)))
+
+
+def _other_keys(result: Metrics, known: set[str]) -> list[str]:
+    """Parts of a result not rendered elsewhere: shown as JSON so that nothing written is hidden."""
+    extra = _as_written((k, v) for k, v in result.items() if k not in known)
     if not extra:
         return []
     return ['<h2 id="other">Other figures</h2>',
@@ -205,67 +221,61 @@ def _other_keys(result: Mapping[str, Any], known: set[str]) -> list[str]:
 # ----------------------------------------------------------------------------------------------- report
 
 
-def render_report_page(result: Mapping[str, Any], explorer: Mapping[str, Any] | None) -> str:
+def render_report_page(result: Metrics, explorer: Mapping[str, Any] | None) -> str:
     """``report.html`` for one scored run.
 
     Args:
-        result: ``metrics.json``.
+        result: ``metrics.json`` (``eval.scoring.schema.Metrics``).
         explorer: ``report_items``'s output, or None for a page without the explorer.
     """
-    judge_name = result.get("judge") or "(unnamed judge)"
-    s = result.get("settings") or {}
-    run = result.get("run") or {}
-    subtitle = [f"Target: expert <b>{_e(result.get('target'))}</b> · bootstrap {_e(s.get('n_boot'))} resamples, "
-                f"{_e(int(100 * (s.get('ci_level') or 0.95)))} % percentile intervals · VC draws {_e(s.get('vc_repeats'))}, "
-                f"seed {_e(s.get('seed'))}",
-                f"Data: <code>{_e(result.get('data', ''))}</code> · predictions: <code>{_e(result.get('predictions', ''))}</code>"]
-    if run:
-        subtitle.append(" · ".join(f"{_e(k)}: <code>{_e(v)}</code>" for k, v in run.items() if v))
-    if regression_note(dict(result)):
-        subtitle.append(_e(regression_note(dict(result))).replace("`", ""))
+    judge_name = result.judge or "(unnamed judge)"
+    s = result.settings
+    subtitle = [f"Target: expert <b>{_e(result.target)}</b> · bootstrap {_e(s.n_boot)} resamples, "
+                f"{_e(int(100 * (s.ci_level or 0.95)))} % percentile intervals · VC draws {_e(s.vc_repeats)}, "
+                f"seed {_e(s.seed)}",
+                f"Data: <code>{_e(result.data or '')}</code> · predictions: <code>{_e(result.predictions or '')}</code>"]
+    if result.run:
+        subtitle.append(" · ".join(f"{_e(k)}: <code>{_e(v)}</code>" for k, v in result.run.items() if v))
+    if regression_note(result):
+        subtitle.append(_e(regression_note(result)).replace("`", ""))
     body = [lead_html(result), '<h2 id="summary">Summary</h2>',
             '<p class="note">A verdict that failed to parse counts in <code>n_failed</code> and is never scored. '
             "Click a column header to sort. Intervals in grey. The headline columns come first; the bookkeeping "
             "ones (exclusions, in-scale figures, Pearson, Kendall, counts) appear with the switch at the top.</p>",
-            f'<p class="note">{_md_text(references_note(dict(result)))}</p>' if "target" in result else ""]
-    splits = result.get("splits") or {}
-    overall = {SPLIT_TITLES.get(k, k): b["overall"] for k, b in splits.items() if "overall" in b}
+            f'<p class="note">{_md_text(references_note(result))}</p>']
+    splits = result.splits
+    overall = {SPLIT_TITLES.get(k, k): b.overall for k, b in splits.items()}
     body.append(_metric_table("Test", overall, None, "summary-table"))
     body.append(f'<p class="note" id="random-vc">{_md_text(random_labelling_note())}</p>')
-    if result.get("why_empty"):
-        body.append(f'<p class="note">Why some figures are empty: {_e(json.dumps(result["why_empty"], ensure_ascii=False))}</p>')
     body += validity_blocks(result)
     for split, block in splits.items():
         title = SPLIT_TITLES.get(split, split)
         body.append(f'<h2 id="tables-{_e(split)}">{_e(title)}</h2>')
-        if block.get("failures"):
+        if block.failures:
             body.append('<p class="note">Failures by reason: ' + ", ".join(
-                f"<code>{_e(k)}</code> {_e(v)}" for k, v in block["failures"].items()) + "</p>")
+                f"<code>{_e(k)}</code> {_e(v)}" for k, v in block.failures.items()) + "</p>")
         for name, group_title in _GROUP_TITLES.items():
-            cells = block.get(f"by_{name}") or {}
+            cells = block.by(name)
             if cells:
                 body.append(f"<h3>{_e(title)}: by {_e(group_title)}</h3>")
-                body.append(_metric_table(group_title.capitalize(), cells, block.get("overall"), f"table-{split}-{name}"))
-        other = {k: v for k, v in block.items()
-                 if k not in {"overall", "failures", "confusion"} and not (k.startswith("by_") and k[3:] in _GROUP_TITLES)}
+                body.append(_metric_table(group_title.capitalize(), cells, block.overall, f"table-{split}-{name}"))
+        other = _as_written((k, v) for k, v in block.items() if k not in _SPLIT_RENDERED)
         if other:
             body.append(f'<details class="block"><summary>Other figures of this split</summary><pre class="json">'
                         f'{_e(json.dumps(other, ensure_ascii=False, indent=1))}</pre></details>')
     body.append('<h2 id="plots">Plots</h2>')
     for split, block in splits.items():
         title = SPLIT_TITLES.get(split, split)
-        conf = block.get("confusion") or {}
-        if conf:
+        if block.confusion is not None:
             body.append(f"<h3>{_e(title)}: judge × expert mode</h3><div class=\"panels\">")
-            body.append(_confusion_html("all task groups", conf.get("all") or {}))
-            body += [_confusion_html(k, v) for k, v in (conf.get("by_task_group") or {}).items()]
+            body.append(_confusion_html("all task groups", block.confusion.all))
+            body += [_confusion_html(k, v) for k, v in block.confusion.by_task_group.items()]
             body.append("</div>")
         body.append(f"<h3>{_e(title)}: MAE by criterion</h3>")
-        body.append(_mae_svg(block.get("by_criterion") or {}, str(result.get("target"))))
-    known = {"judge", "target", "settings", "levels", "splits", "data", "predictions", "notes", "run", "why_empty",
-             "validity"}
+        body.append(_mae_svg(block.by_criterion, str(result.target)))
+    known = {"judge", "target", "settings", "levels", "splits", "data", "predictions", "notes", "run", "validity"}
     body += _other_keys(result, known)
-    nav = ([("summary", "Summary")] + [("validity", "Validity")] * bool(result.get("validity"))
+    nav = ([("summary", "Summary")] + [("validity", "Validity")] * bool(result.validity)
            + [(f"tables-{k}", SPLIT_TITLES.get(k, k)) for k in splits] + [("plots", "Plots")])
     data = None
     if explorer is not None:
@@ -294,14 +304,13 @@ def write_report_page(out: str | Path, records: Sequence | None = None,
         The page's path.
     """
     out = Path(out)
-    result = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    result = Metrics.from_json(json.loads((out / "metrics.json").read_text(encoding="utf-8")))
     if records is None:
-        records = load_records(result.get("data"))
+        records = load_records(result.data)
     if predictions is None:
-        predictions = load_predictions(result.get("predictions"))
+        predictions = load_predictions(result.predictions)
     items = read_item_columns(out / "items.parquet")
-    explorer = report_items(items, records, predictions, result.get("judge") or "", str(result.get("target")),
-                            text_items)
+    explorer = report_items(items, records, predictions, result.judge or "", str(result.target), text_items)
     path = out / "report.html"
     path.write_text(render_report_page(result, explorer), encoding="utf-8")
     return path
@@ -350,8 +359,7 @@ def render_compare_page(result: Mapping[str, Any], explorer: Mapping[str, Any] |
     body = ['<h2 id="side">Each run on its own items</h2>']
     metrics_list = result.get("metrics") or []
     for split, title in SPLIT_TITLES.items():
-        cells = {name: (m.get("splits") or {}).get(split, {}).get("overall") for name, m in zip(runs, metrics_list)}
-        cells = {k: v for k, v in cells.items() if v}
+        cells = {name: m.splits[split].overall for name, m in zip(runs, metrics_list) if split in m.splits}
         if cells:
             body.append(f"<h3>{_e(title)}</h3>")
             body.append(_metric_table("Judge", cells, None, f"side-{split}"))

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from eval.scoring import bootstrap, item_table
+from eval.scoring.schema import Cell, Metrics
 from eval.reports.report import SPLIT_TITLES, fmt
 
 __all__ = ["compare", "load_run", "render_markdown", "headline"]
@@ -29,7 +30,7 @@ _GROUPS = {"model": "model_id", "task_type": "task_type", "criterion": "criteria
 
 
 def load_run(folder: str | Path) -> dict[str, Any]:
-    """A scored run: its metrics, item table and extra columns.
+    """A scored run: its metrics (``eval.scoring.schema.Metrics``), item table and extra columns.
 
     Raises:
         FileNotFoundError: the folder has no ``items.parquet`` / ``metrics.json`` (run ``judge-eval score`` first).
@@ -42,8 +43,8 @@ def load_run(folder: str | Path) -> dict[str, Any]:
             f"judge-eval score --predictions {folder} --out {folder}"
         )
     table, extra = item_table.read_table(items)
-    result = json.loads(metrics_path.read_text(encoding="utf-8"))
-    return {"folder": str(folder), "name": result.get("judge") or folder.name, "metrics": result, "table": table,
+    result = Metrics.from_json(json.loads(metrics_path.read_text(encoding="utf-8")))
+    return {"folder": str(folder), "name": result.judge or folder.name, "metrics": result, "table": table,
             "extra": extra}
 
 
@@ -144,7 +145,7 @@ def _paired_validity(base: dict, other: dict, index_a: np.ndarray, index_b: np.n
     from eval.validity.alt_test import AltTestSettings
     from eval.validity.paired import paired_validity
 
-    validity = base["metrics"].get("validity")
+    validity = base["metrics"].validity
     if not validity:
         return {}
     settings = AltTestSettings(**validity["settings"]["alt_test"])
@@ -193,22 +194,28 @@ def _side_by_side(result: dict[str, Any]) -> list[str]:
 
     out: list[str] = []
     for split in item_table.SPLITS:
-        blocks = [m["splits"].get(split) for m in result["metrics"]]
+        blocks = [m.splits.get(split) for m in result["metrics"]]
         if not all(blocks):
             continue
         for name, title in GROUP_TITLES.items():
             metric_names = ("mae", "spearman") if name != "criterion" else ("mae",)
             for metric in metric_names:
-                labels = sorted({label for b in blocks for label in b[f"by_{name}"]})
+                labels = sorted({label for b in blocks for label in b.by(name)})
                 rows = []
                 for label in labels:
-                    cells = [b[f"by_{name}"].get(label) for b in blocks]
-                    rows.append([label] + [fmt_ci(c[metric], c[f"{metric}_ci"]) if c else "—" for c in cells])
+                    cells = [b.by(name).get(label) for b in blocks]
+                    rows.append([label] + [_with_interval(c, metric) if c else "—" for c in cells])
                 if rows:
                     heading = "MAE" if metric == "mae" else "Spearman"
                     out += [f"### {SPLIT_TITLES[split]}: {heading} by {title}", "",
                             markdown_table([title.capitalize()] + list(result["runs"]), rows), ""]
     return out
+
+
+def _with_interval(c: Cell, metric: str) -> str:
+    from eval.reports.report import fmt_ci
+
+    return fmt_ci(c.mae, c.mae_ci) if metric == "mae" else fmt_ci(c.spearman, c.spearman_ci)
 
 
 def render_markdown(result: dict[str, Any]) -> str:
@@ -223,16 +230,18 @@ def render_markdown(result: dict[str, Any]) -> str:
     header = ["Test", "Metric"] + list(result["runs"])
     rows = []
     for split in item_table.SPLITS:
-        cells = [m["splits"].get(split, {}).get("overall") for m in result["metrics"]]
-        if not all(cells):
+        blocks = [m.splits.get(split) for m in result["metrics"]]
+        if not all(blocks):
             continue
+        cells = [b.overall for b in blocks]
         title = SPLIT_TITLES[split]
-        rows.append([title, "MAE"] + [fmt_ci(c["mae"], c["mae_ci"]) for c in cells])
-        rows.append([title, "Spearman"] + [fmt_ci(c["spearman"], c["spearman_ci"]) for c in cells])
-        rows.append([title, "VC judge / experts"] + [f"{fmt(c['vc_judge'])} / {fmt(c['vc_experts'])}" for c in cells])
-        rows.append([title, "failed / n"] + [f"{c['n_failed']} / {c['n']}" for c in cells])
+        rows.append([title, "MAE"] + [fmt_ci(c.mae, c.mae_ci) for c in cells])
+        rows.append([title, "Spearman"] + [fmt_ci(c.spearman, c.spearman_ci) for c in cells])
+        rows.append([title, "VC judge / experts"] + [f"{fmt(c.vc_judge)} / {fmt(c.vc_experts)}" for c in cells])
+        rows.append([title, "failed / n"] + [f"{c.n_failed} / {c.n}" for c in cells])
         # Scored all the same (the paper's Table 11); absent from metrics.json written before the count existed.
-        rows.append([title, "out of scale / n"] + [f"{c.get('n_out_of_scale', '—')} / {c['n']}" for c in cells])
+        rows.append([title, "out of scale / n"] + [f"{'—' if c.n_out_of_scale is None else c.n_out_of_scale} / {c.n}"
+                                                   for c in cells])
     out += [markdown_table(header, rows), ""]
     out += _side_by_side(result)
     out += validity_rows(dict(zip(result["runs"], result["metrics"])), markdown_table)  # each run's own section

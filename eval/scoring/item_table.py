@@ -12,7 +12,6 @@ arrays through public signatures for no reader's gain.
 from __future__ import annotations
 
 import json
-import operator
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from eval.scoring import bootstrap, metrics
+from eval.scoring.schema import Cell, Confusion, Confusions, Metrics, ModelMeans, ModelMeansRow, Settings, SplitMetrics
 from eval.judging.predictions import REQUEST_FAILED
 from judge.wire import ScoreSource
 
@@ -136,24 +136,23 @@ def pad_expert_ids(id_lists, width: int) -> np.ndarray | None:
 # ------------------------------------------------------------------------------------------- the item table
 
 
-def _labels(records) -> tuple[list[str], list[str]]:
-    """Split and task group of each record, memoised per (task type, subtype, criterion): ``split_of`` resolves
-    names through the taxonomy, which would cost seconds on the 160k items of the full test."""
+def _labels(columns) -> tuple[np.ndarray, np.ndarray]:
+    """Split and task group of each record, resolved once per distinct (task type, subtype, criterion): ``split_of``
+    resolves names through the taxonomy, which would cost seconds on the 160k items of the full test."""
     import judge
 
     taxonomy = judge.load_taxonomy()
     spec = judge.load_split_spec()
-    keys = list(map(operator.attrgetter("task_type", "task_subtype", "criteria_name"), records))
-    first: dict[tuple, int] = {}
-    for i, key in enumerate(keys):
-        first.setdefault(key, i)
+    key, first = columns.distinct(("task_type", "task_subtype", "criteria_name"))
     # An unresolvable task type is its own "unknown" split, shown apart in the report, never Standard.
-    split_of = {key: judge.split_of(records[i], spec, allow_unknown=True) for key, i in first.items()}
-    groups_of = {key[:2]: "" for key in first}
-    for task_type, subtype in groups_of:
-        groups_of[task_type, subtype] = _task_group(taxonomy, task_type, subtype)
-    group_of = {key: groups_of[key[:2]] for key in first}
-    return list(map(split_of.__getitem__, keys)), list(map(group_of.__getitem__, keys))
+    representatives = columns.records_at(first)
+    splits = np.array([judge.split_of(r, spec, allow_unknown=True) for r in representatives], dtype=object)
+    groups_of: dict[tuple[str, str], str] = {}
+    for r in representatives:
+        if (r.task_type, r.task_subtype) not in groups_of:
+            groups_of[r.task_type, r.task_subtype] = _task_group(taxonomy, r.task_type, r.task_subtype)
+    groups = np.array([groups_of[r.task_type, r.task_subtype] for r in representatives], dtype=object)
+    return splits[key], groups[key]
 
 
 def _task_group(taxonomy, task_type: str, subtype: str) -> str:
@@ -179,7 +178,8 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
     within the scale, whichever value is scored.
 
     Args:
-        records: ``JudgeRecord`` list (from ``judge.load_records``).
+        records: the labelled records: ``judge.RecordColumns`` (``judge.load_record_columns``) or a ``JudgeRecord``
+            list.
         predictions: the run's prediction table (``eval.judging.predictions.read_prediction_table``), or prediction rows
             (dicts, made into that table by ``eval.judging.predictions.prediction_table``).
         judge_name: label for reports; default: the most frequent ``judge`` of the predictions.
@@ -194,7 +194,9 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
 
     import judge
     from eval.judging.predictions import prediction_rows, prediction_table
+    from judge.record_columns import as_columns
 
+    columns = as_columns(records)
     if not isinstance(predictions, pa.Table):
         predictions = prediction_table(predictions)
     # The first row of each id counts, as in `run`'s resume: its position in the predictions, per record.
@@ -202,8 +204,8 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
     for position, rid in enumerate(predictions.column("id").to_pylist()):
         first.setdefault(rid, position)
     repeated = predictions.num_rows - len(first)
-    record_ids = [r.id for r in records]
-    n = len(records)
+    record_ids = columns.ids.tolist()
+    n = len(columns)
     match = np.fromiter((first.get(rid, -1) for rid in record_ids), dtype=np.int64, count=n)
     found = match >= 0
     rows = predictions.take(pa.array(match[found]))
@@ -224,11 +226,12 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
     rescue = rescue[[bool(v) for v in column("raw_output")[rescue]]] if len(rescue) else rescue
     scores, parse_ok, row_in_scale = column("score", float), column("parse_ok"), column("in_scale")
     scales = _ScaleCache()
+    rubrics = columns.text("rubrics")
     if len(rescue):
         # Written before out-of-scale numbers were scored (they were parse failures then): read them again.
         whole = prediction_rows(predictions.take(pa.array(match[rescue])))
         for i, row in zip(rescue.tolist(), whole):
-            row = _reparse(row, records[i], scales)
+            row = _reparse(row, rubrics[i], scales)
             scores[i] = np.nan if row["score"] is None else float(row["score"])
             parse_ok[i], error[i], row_in_scale[i] = row["parse_ok"], row["error"], row["in_scale"]
             source[i] = row["score_source"]
@@ -243,22 +246,19 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
     if not clip_regression:
         judge_scores = answered
     # The item's own rubric decides (whatever the server resolved); the row's flag when it has no readable scale.
-    low, high = _scale_bounds(list(map(operator.attrgetter("rubrics"), records)), scales)
+    low, high = _scale_bounds(rubrics.tolist(), scales)
     with np.errstate(invalid="ignore"):
         inside = np.where(np.isnan(low), np.nan, ((low <= answered) & (answered <= high)).astype(float))
     no_scale = ok & np.isnan(low)
     inside[no_scale] = [np.nan if flag is None else float(bool(flag)) for flag in row_in_scale[no_scale]]
     in_scale = np.where(ok, inside, np.nan)
-    splits, groups = _labels(records)
+    splits, groups = _labels(columns)
     names = Counter(predictions.column("judge").take(pa.array(sorted(first.values()))).to_pylist())
     names = Counter({name or "": count for name, count in names.items()})  # None and "" are one label
     label = judge_name or (max(names, key=names.__getitem__) if names else "")
 
-    def text(name: str) -> np.ndarray:
-        return np.array([value or "" for value in map(operator.attrgetter(name), records)], dtype=object)
-
-    experts = metrics.pad_scores([r.expert_scores for r in records])
-    criteria = text("criteria_name")
+    experts = columns.expert_matrix()
+    criteria = columns.text("criteria_name")
     best_low_of = {name: judge.load_taxonomy().is_best_at_lowest(name) for name in set(criteria.tolist()) if name}
     table = ItemTable(
         ids=np.array(record_ids, dtype=object),
@@ -267,21 +267,20 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
         error=np.where(found, [e or "" for e in error], "").astype(object),
         score_source=np.where(found, [s or "" for s in source], "").astype(object),
         experts=experts,
-        split=np.array(splits, dtype=object),
-        model_id=text("model_id"),
-        task_type=text("task_type"),
-        task_group=np.array(groups, dtype=object),
+        split=splits,
+        model_id=columns.text("model_id"),
+        task_type=columns.text("task_type"),
+        task_group=groups,
         criteria_name=criteria,
         judge_name=label,
         in_scale=in_scale,
-        # Abstentions are counted on the record by the loader (judge.JudgeRecord.n_abstained, released -1 scores);
-        # records of a loader without them have none.
-        n_abstained=np.array([int(getattr(r, "n_abstained", 0) or 0) for r in records], dtype=np.int64),
-        expert_ids=pad_expert_ids([getattr(r, "expert_ids", None) for r in records], experts.shape[1]),
+        # Abstentions as the loader counts them (judge.JudgeRecord.n_abstained, released -1 scores).
+        n_abstained=columns.n_abstained,
+        expert_ids=columns.expert_id_matrix(),
         scale_low=low,
         scale_high=high,
         best_low=np.array([best_low_of.get(name, False) for name in criteria.tolist()], dtype=bool),
-        answer_chars=np.fromiter(map(len, map(operator.attrgetter("answer"), records)), dtype=np.float64, count=n),
+        answer_chars=columns.text_lengths("answer"),
     )
     notes = {"n_unknown_ids": len(first.keys() - set(record_ids)), "n_repeated_ids": repeated}
     if from_head.any():
@@ -322,12 +321,12 @@ class _ScaleCache:
         return self._cache[rubrics]
 
 
-def _reparse(row: Mapping[str, Any], record, scales: _ScaleCache) -> dict[str, Any]:
+def _reparse(row: Mapping[str, Any], rubrics: str, scales: _ScaleCache) -> dict[str, Any]:
     """A prediction row whose verdict an older parser refused as out of scale, parsed again (now scored)."""
     import judge
 
     # lenient: the old parser checked [END] before the range, so a row refused for its range parses either way.
-    verdict = judge.parse_verdict(row["raw_output"], scale=scales.get(record.rubrics), lenient=True)
+    verdict = judge.parse_verdict(row["raw_output"], scale=scales.get(rubrics), lenient=True)
     if not verdict.ok:  # cannot happen for a row refused only for its range; keep the row's own failure then
         return dict(row)
     return {**row, "score": verdict.score, "parse_ok": True, "error": None, "in_scale": verdict.in_scale,
@@ -535,10 +534,10 @@ def _nan_mean(values: np.ndarray) -> float:
 
 
 def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, correlations: bool,
-         n_boot: int, seed: int, ci_level: float = 0.95) -> dict[str, Any]:
-    """All metrics of one cell (a set of items).
+         n_boot: int, seed: int, ci_level: float = 0.95) -> Cell:
+    """All metrics of one cell (a set of items), as ``eval.scoring.schema.Cell`` (its attributes say what each is).
 
-    Returns:
+    Returns, in short:
         ``n`` items with a prediction, ``n_missing`` without one, ``n_failed`` (parse + request failures) and
         ``failure_rate`` = n_failed / n; ``n_no_unique_mode`` among the n; ``n_scored`` items in MAE / correlations
         (scored by the judge, with a defined reference); ``mae`` and ``mae_ci``; with ``correlations``:
@@ -633,7 +632,7 @@ def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, co
         counts = np.bincount(derived.why_unscored[index], minlength=len(UNSCORED_REASONS) + 1)
         out["why_empty"] = {reason: int(counts[i + 1]) for i, reason in enumerate(UNSCORED_REASONS) if counts[i + 1]}
         out["why_empty_text"] = why_empty(out["why_empty"])
-    return out
+    return Cell(**{name: tuple(value) if name.endswith("_ci") else value for name, value in out.items()})
 
 
 def _groups(labels: np.ndarray) -> dict[str, np.ndarray]:
@@ -683,10 +682,10 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
             (arXiv 2505.24616v3, Section 2.3). With a reference of its own, the correlation cells carry
             ``n_spearman`` (the pairs they cover) and draw their intervals from their own generator.
     Returns:
-        A JSON-ready dict: ``judge``, ``target``, ``settings``, ``levels``, and ``splits`` →
-        {zero_shot, standard, all} → {``overall``, ``by_model``, ``by_task_type``, ``by_criterion`` (cells as in
-        ``cell``), ``failures`` (error code → count), ``model_means`` (Table 10, see ``model_means``), ``confusion`` ({``all``, ``by_task_group``} →
-        {levels, matrix})}.
+        ``eval.scoring.schema.Metrics`` with ``judge``, ``target``, ``settings``, ``levels`` and ``splits`` →
+        {zero_shot, standard, all} → ``SplitMetrics`` (the ``overall`` cell, the cells ``by_model``,
+        ``by_task_type``, ``by_criterion``, ``failures`` (error code → count), ``model_means`` (Table 10, see
+        ``model_means``), ``confusion``); ``score`` adds the rest of ``metrics.json``.
     """
     target = choose_target(table, target)
     spearman_target = target if spearman_target in (None, "auto") else spearman_target
@@ -707,16 +706,10 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
         table.experts[~np.isnan(table.experts)], metrics.round_half_up(table.judge[np.isfinite(table.judge)])
     ])) if len(table) else np.zeros(0)
 
-    result: dict[str, Any] = {
-        "judge": table.judge_name,
-        "target": target,
-        "settings": {"n_boot": n_boot, "seed": seed, "vc_repeats": vc_repeats, "ci_level": ci_level,
-                     "spearman_target": spearman_target},
-        "levels": [float(v) for v in levels],
-        "splits": {},
-    }
+    settings = Settings(n_boot=n_boot, seed=seed, vc_repeats=vc_repeats, ci_level=ci_level,
+                        spearman_target=spearman_target)
 
-    def cells_by(name: str, split: str, in_split: np.ndarray) -> dict[str, Any]:
+    def cells_by(name: str, split: str, in_split: np.ndarray) -> dict[str, Cell]:
         return {label: cell(table, derived, index[in_split[index]], key=f"{split}/{name}/{label}",
                             correlations=name in _CORRELATED, n_boot=n_boot, seed=seed, ci_level=ci_level)
                 for label, index in groupings[name].items() if in_split[index].any()}
@@ -725,26 +718,27 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
     for split, split_idx in split_index.items():
         in_split = in_splits[split] = np.zeros(len(table), dtype=bool)
         in_split[split_idx] = True
+    splits: dict[str, SplitMetrics] = {}
     for split, split_idx in split_index.items():
         in_split = in_splits[split]
-        block: dict[str, Any] = {
-            "overall": cell(table, derived, split_idx, key=f"{split}/overall", correlations=True, n_boot=n_boot,
-                            seed=seed, ci_level=ci_level)
-        }
-        for name in groupings:
-            block[f"by_{name}"] = cells_by(name, split, in_split)
+        overall = cell(table, derived, split_idx, key=f"{split}/overall", correlations=True, n_boot=n_boot,
+                       seed=seed, ci_level=ci_level)
+        by = {name: cells_by(name, split, in_split) for name in groupings}
         failed = split_idx[(table.status[split_idx] == "parse_failed") | (table.status[split_idx] == REQUEST_FAILED)]
-        block["failures"] = dict(Counter(str(e) or "unknown" for e in table.error[failed]).most_common())
         by_model_index = {label: index[in_split[index]] for label, index in groupings["model"].items()}
-        block["model_means"] = model_means(table, derived, split_idx, block["by_model"], block["overall"],
-                                           {k: v for k, v in by_model_index.items() if len(v)})
-        block["confusion"] = _confusions(table, derived, split_idx, in_split, task_groups, levels)
-        result["splits"][split] = block
-    return result
+        splits[split] = SplitMetrics(
+            overall=overall, by_model=by["model"], by_task_type=by["task_type"], by_criterion=by["criterion"],
+            failures=dict(Counter(str(e) or "unknown" for e in table.error[failed]).most_common()),
+            model_means=model_means(table, derived, split_idx, by["model"], overall,
+                                    {k: v for k, v in by_model_index.items() if len(v)}),
+            confusion=_confusions(table, derived, split_idx, in_split, task_groups, levels),
+        )
+    return Metrics(judge=table.judge_name, target=target, settings=settings, levels=[float(v) for v in levels],
+                   splits=splits)
 
 
-def model_means(table: ItemTable, derived: _Derived, index: np.ndarray, by_model: Mapping[str, Mapping[str, Any]],
-                overall: Mapping[str, Any], groups: Mapping[str, np.ndarray] | None = None) -> dict[str, Any]:
+def model_means(table: ItemTable, derived: _Derived, index: np.ndarray, by_model: Mapping[str, Cell],
+                overall: Cell, groups: Mapping[str, np.ndarray] | None = None) -> ModelMeans:
     """The paper's Table 10 (arXiv 2505.24616v3, Appendix D.2.1): the mean score of each evaluated model by
     the experts and by the judge, side by side, with the judge's MAE in brackets.
 
@@ -759,48 +753,49 @@ def model_means(table: ItemTable, derived: _Derived, index: np.ndarray, by_model
     the experts' mean over exactly the items the judge scored.
 
     Returns:
-        ``{"by_model": {model: row}, "all": row}``, row = ``n_items`` (with expert scores), ``experts_mean``,
+        ``ModelMeans``: ``by_model`` (model -> row) and ``all``, row = ``n_items`` (with expert scores), ``experts_mean``,
         ``n_judged`` (of those, scored by the judge), ``judge_mean``, ``experts_mean_on_judged``,
         ``n_out_of_scale``, ``mae`` (the cell's MAE, vs the reference of the run) and ``n_scored``. ``groups``:
         the item indices of each model within ``index`` when the caller has them (else grouped here).
     """
-    def row(items: np.ndarray, cell: Mapping[str, Any]) -> dict[str, Any]:
+    def row(items: np.ndarray, cell: Cell | None) -> ModelMeansRow:
         labelled = items[derived.has_experts[items]]
         judged = labelled[derived.status[labelled] == _OK]
-        return {
-            "n_items": int(len(labelled)),
-            "experts_mean": _nan_mean(derived.expert_mean[labelled]),
-            "n_judged": int(len(judged)),
-            "judge_mean": _nan_mean(table.judge[judged]),
-            "experts_mean_on_judged": _nan_mean(derived.expert_mean[judged]),
-            "n_out_of_scale": int((table.in_scale[judged] == 0.0).sum()),
-            "mae": cell.get("mae", float("nan")),
-            "n_scored": cell.get("n_scored", 0),
-        }
+        return ModelMeansRow(
+            n_items=int(len(labelled)),
+            experts_mean=_nan_mean(derived.expert_mean[labelled]),
+            n_judged=int(len(judged)),
+            judge_mean=_nan_mean(table.judge[judged]),
+            experts_mean_on_judged=_nan_mean(derived.expert_mean[judged]),
+            n_out_of_scale=int((table.in_scale[judged] == 0.0).sum()),
+            mae=cell.mae if cell is not None else float("nan"),
+            n_scored=cell.n_scored if cell is not None else 0,
+        )
 
     if groups is None:
         groups = {label: index[rows] for label, rows in _groups(table.model_id[index]).items()}
-    return {"by_model": {label: row(items, by_model.get(label, {})) for label, items in groups.items()},
-            "all": row(index, overall)}
+    return ModelMeans(by_model={label: row(items, by_model.get(label)) for label, items in groups.items()},
+                      all=row(index, overall))
 
 
-def _confusions(table, derived, split_idx, in_split, task_groups, levels) -> dict[str, Any]:
+def _confusions(table, derived, split_idx, in_split, task_groups, levels) -> Confusions:
     """Judge x expert-mode confusion matrices (items the judge scored that have a unique mode)."""
-    def one(index: np.ndarray) -> dict[str, Any]:
+    def one(index: np.ndarray) -> Confusion:
         matrix, _ = metrics.confusion_matrix(table.judge[index], derived.mode[index], levels)
-        return {"levels": [float(v) for v in levels], "matrix": matrix.tolist()}
+        return Confusion(levels=[float(v) for v in levels], matrix=matrix.tolist())
 
-    return {
-        "all": one(split_idx),
-        "by_task_group": {label: one(index[in_split[index]]) for label, index in task_groups.items()
-                          if in_split[index].any()},
-    }
+    return Confusions(all=one(split_idx),
+                      by_task_group={label: one(index[in_split[index]]) for label, index in task_groups.items()
+                                     if in_split[index].any()})
 
 
-def dumps(result: Mapping[str, Any]) -> str:
-    """JSON text with NaN written as null (strict JSON readers reject NaN)."""
+def dumps(result: Any) -> str:
+    """JSON text with NaN written as null (strict JSON readers reject NaN); typed parts (``eval.scoring.schema``)
+    as their ``to_json()``."""
 
     def clean(value):
+        if hasattr(value, "to_json"):
+            return clean(value.to_json())
         if isinstance(value, float):
             return None if not np.isfinite(value) else value
         if isinstance(value, Mapping):

@@ -30,7 +30,6 @@ its ``score`` (clipped into the scale by judge-serve), and ``n_regression_clippe
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -38,6 +37,8 @@ from typing import Any
 import numpy as np
 
 from eval.judging.predictions import REQUEST_FAILED
+from eval.scoring.schema import OfficialSplit, PolluxOfficial
+from judge.record_columns import as_columns
 from judge.wire import ScoreSource
 
 __all__ = ["extract_score", "official_metrics", "pollux_official", "TITLE"]
@@ -110,15 +111,21 @@ def official_metrics(scores: Iterable[float | None], references: Iterable[float]
     }
 
 
-def _reference(record) -> tuple[float | None, bool]:
-    """The record's ``criteria_score``; without one, the mean of its expert scores, which is how the released
+def _references(columns) -> tuple[np.ndarray, np.ndarray]:
+    """Each record's ``criteria_score``; without one, the mean of its expert scores, which is how the released
     aggregate is made ("an unweighted average of the corresponding point estimates",
-    arXiv 2505.24616v3, Section 2.3). Returns ``(value, derived_from_experts)``."""
-    if record.criteria_score is not None and math.isfinite(float(record.criteria_score)):
-        return float(record.criteria_score), False
-    if record.expert_scores:
-        return sum(record.expert_scores) / len(record.expert_scores), True
-    return None, False
+    arXiv 2505.24616v3, Section 2.3). Returns ``(values, derived_from_experts)``, NaN where there is neither."""
+    references = columns.criteria_score.copy()
+    experts = columns.expert_matrix()
+    counts = (~np.isnan(experts)).sum(axis=1)
+    from_experts = np.isnan(references) & (counts > 0)
+    if from_experts.any():
+        # summed left to right, as Python's sum() over the record's expert_scores
+        sums = np.zeros(len(references))
+        for k in range(experts.shape[1]):
+            sums = np.where(k < counts, sums + np.nan_to_num(experts[:, k]), sums)
+        references[from_experts] = sums[from_experts] / counts[from_experts]
+    return references, from_experts
 
 
 def _score_of(row: Mapping[str, Any] | None) -> tuple[float | None, str]:
@@ -135,58 +142,55 @@ def _score_of(row: Mapping[str, Any] | None) -> tuple[float | None, str]:
     return extract_score(row.get("raw_output")), "output"
 
 
-def pollux_official(records, predictions: Iterable[Mapping[str, Any]], splits: Mapping[str, Any]) -> dict[str, Any]:
+def pollux_official(records, predictions: Iterable[Mapping[str, Any]], splits: Mapping[str, Any]) -> PolluxOfficial:
     """POLLUX's evaluator over a run, per test (Zero-Shot, Standard, both).
 
     Args:
-        records: the labelled ``JudgeRecord`` list.
+        records: the labelled records (``judge.RecordColumns``, or a ``JudgeRecord`` list).
         predictions: the run's prediction rows (the first row per id counts, as in scoring).
         splits: ``{split name: item indices into records}`` (``eval.scoring.item_table``'s splits).
 
     Returns:
-        ``{"title", "extraction", "reference", "splits": {split: metrics + counts}}``, where each split holds
+        ``eval.scoring.schema.PolluxOfficial``: ``title``, ``extraction``, ``reference`` and ``splits`` (split ->
+        ``OfficialSplit``), where each split holds
         ``official_metrics``'s keys over the outputs (rows whose request failed have no output and are left out:
         ``n_request_failed``), ``n_no_prediction``, ``n_no_reference`` (no criteria_score and no expert score:
         left out), ``n_reference_from_experts``, ``n_regression`` (scored with the head's raw value) and
         ``n_regression_clipped``.
     """
+    columns = as_columns(records)
     by_id: dict[str, Mapping[str, Any]] = {}
     for row in predictions:
         by_id.setdefault(str(row["id"]), row)
-    n = len(records)
+    n = len(columns)
     scores = np.full(n, np.nan)  # NaN: nothing extracted
-    references = np.full(n, np.nan)  # NaN: no reference
     kind = np.empty(n, dtype=object)  # "output", "regression", "clipped", "no_prediction", "request_failed"
-    from_experts = np.zeros(n, dtype=bool)
-    for i, record in enumerate(records):
-        reference, from_experts[i] = _reference(record)
-        score, kind[i] = _score_of(by_id.get(record.id))
-        if reference is not None:
-            references[i] = reference
+    references, from_experts = _references(columns)
+    for i, rid in enumerate(columns.ids.tolist()):
+        score, kind[i] = _score_of(by_id.get(rid))
         if score is not None:
             scores[i] = score
 
-    out: dict[str, Any] = {
-        "title": TITLE,
-        "extraction": "the first decimal number after '[RESULT] ' and optional whitespace anywhere in the output, "
-                      "else the first single digit there (POLLUX's evaluation.py:26-35, bugs kept: '10' reads as 1, "
-                      "'1,5' as 1, a later decimal beats an earlier integer); regression judges: the head's raw value",
-        "reference": "criteria_score (the mean of the experts' scores where a record has none)",
-        "splits": {},
-    }
     no_output = (kind == "no_prediction") | (kind == "request_failed")
     usable = ~no_output & np.isfinite(references)
+    blocks: dict[str, OfficialSplit] = {}
     for split, index in splits.items():
         index = np.asarray(index, dtype=np.int64)
         used = index[usable[index]]
-        block = official_metrics(scores[used], references[used])
-        block.update({
-            "n_no_prediction": int((kind[index] == "no_prediction").sum()),
-            "n_request_failed": int((kind[index] == "request_failed").sum()),
-            "n_no_reference": int((~no_output[index] & ~np.isfinite(references[index])).sum()),
-            "n_reference_from_experts": int(from_experts[used].sum()),
-            "n_regression": int((kind[used] == "regression").sum()),
-            "n_regression_clipped": int((kind[used] == "clipped").sum()),
-        })
-        out["splits"][split] = block
-    return out
+        blocks[split] = OfficialSplit(
+            **official_metrics(scores[used], references[used]),
+            n_no_prediction=int((kind[index] == "no_prediction").sum()),
+            n_request_failed=int((kind[index] == "request_failed").sum()),
+            n_no_reference=int((~no_output[index] & ~np.isfinite(references[index])).sum()),
+            n_reference_from_experts=int(from_experts[used].sum()),
+            n_regression=int((kind[used] == "regression").sum()),
+            n_regression_clipped=int((kind[used] == "clipped").sum()),
+        )
+    return PolluxOfficial(
+        title=TITLE,
+        extraction="the first decimal number after '[RESULT] ' and optional whitespace anywhere in the output, "
+                   "else the first single digit there (POLLUX's evaluation.py:26-35, bugs kept: '10' reads as 1, "
+                   "'1,5' as 1, a later decimal beats an earlier integer); regression judges: the head's raw value",
+        reference="criteria_score (the mean of the experts' scores where a record has none)",
+        splits=blocks,
+    )

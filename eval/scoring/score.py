@@ -18,21 +18,21 @@ Files written to the output folder:
 - with ``png`` (or W&B logging, which uploads them): ``plots/confusion_<split>.png`` (judge x expert mode, per task
   group) and ``plots/mae_by_criterion_<split>.png``.
 
-One process, one pass, top to bottom: the predictions are read as one Arrow table, joined with the records by id
-into the item table's numpy columns (``eval.scoring.item_table.build_table``), and every file is written from that table
+One process, one pass, top to bottom: the predictions are read as one Arrow table, the records as columns
+(``judge.load_record_columns``), joined by id into the item table's numpy columns (``eval.scoring.item_table.build_table``), and every file is written from that table
 and the metrics computed on it (bench/eval_metrics.py --end-to-end times it on the full test's 160,000 items).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-import gc
 import json
 import logging
 from pathlib import Path
-from typing import Any
 
 from eval.scoring import item_table
+from eval.scoring.schema import Metrics, Notes, RunInfo
 from eval.reports.html_explorer import DEFAULT_TEXT_ITEMS, item_columns, report_items
 from eval.reports.html_report import render_report_page
 from eval.reports.report import log_wandb, render_markdown, write_plots
@@ -43,37 +43,22 @@ __all__ = ["score"]
 log = logging.getLogger("judge_eval.score")
 
 
-def _one_core(function):
-    """Run ``function`` as the one-core command it is: the cyclic garbage collector paused and BLAS on one thread.
-
-    - ``score`` builds hundreds of thousands of small acyclic objects (the records with their annotations, the
-      prediction rows, the report's cells) and keeps most of them to its end: every collection their allocations
-      trigger would traverse that whole growing heap again and free nothing (reference counting frees them). On
-      the 160,000-item bench table the collector cost ~0.9 CPU-s of the records' load and ~0.4 of the item
-      table's (docs/performance.md). A policy of this command, not of the records' loader other stages share.
-    - The bootstraps' many small matrix products would each wake OpenBLAS's helper thread, which then spins
-      waiting for more work: ~0.4 CPU-s of a second core for nothing on the bench table, the same figures.
-
-    Both are restored after, whatever they were.
-    """
+def _one_blas_thread(function):
+    """Run ``function`` with BLAS on one thread: the bootstraps' many small matrix products would each wake
+    OpenBLAS's helper thread, which then spins waiting for more work (~0.4 CPU-s of a second core for nothing on
+    the 160,000-item bench table, docs/performance.md). Restored after, whatever it was."""
 
     @functools.wraps(function)
-    def one_core(*args, **kwargs):
+    def one_blas_thread(*args, **kwargs):
         from threadpoolctl import threadpool_limits
 
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
-            with threadpool_limits(limits=1, user_api="blas"):
-                return function(*args, **kwargs)
-        finally:
-            if enabled:
-                gc.enable()
+        with threadpool_limits(limits=1, user_api="blas"):
+            return function(*args, **kwargs)
 
-    return one_core
+    return one_blas_thread
 
 
-@_one_core
+@_one_blas_thread
 def score(
     predictions: str | Path,
     data: str | Path | None = None,
@@ -91,7 +76,7 @@ def score(
     html_text_items: int | None = None,
     allow_repeated_ids: bool = False,
     alt_test=None,
-) -> dict[str, Any]:
+) -> Metrics:
     """Score a run against the experts and write the report (and ``report.html``, see ``eval.reports.html_report``).
 
     Args:
@@ -115,7 +100,7 @@ def score(
         alt_test: the validity section's ``eval.validity.alt_test.AltTestSettings`` (default: the authors').
 
     Returns:
-        The metrics (as written to ``metrics.json``).
+        The metrics, as ``metrics.json`` reads back (``eval.scoring.schema.Metrics``).
     """
     import judge
     import numpy as np
@@ -137,7 +122,8 @@ def score(
     rows = read_prediction_table(predictions)
     if not allow_repeated_ids:
         refuse_repeated_ids(rows.column("id"), predictions)
-    records = judge.load_records(data)
+    records, load_report = judge.load_record_columns(data)  # columns, not an object per record
+    log.info("%s", load_report.summary())
     table, notes = item_table.build_table(records, rows, judge_name=name, clip_regression=clip_regression)
     if notes["n_unknown_ids"]:
         log.warning("%d predictions have ids that are not in %s: ignored", notes["n_unknown_ids"], data)
@@ -149,22 +135,23 @@ def score(
     target = item_table.choose_target(table, target)
     spearman_target = target if spearman_target == "auto" else spearman_target
     derived = item_table.derive(table, target, vc_repeats=vc_repeats, seed=seed, spearman_target=spearman_target)
-    result = item_table.evaluate(table, target=target, n_boot=n_boot, seed=seed, vc_repeats=vc_repeats,
-                                 derived=derived, spearman_target=spearman_target)
-    result["settings"]["regression_scores"] = "clipped" if clip_regression else "raw"
+    evaluated = item_table.evaluate(table, target=target, n_boot=n_boot, seed=seed, vc_repeats=vc_repeats,
+                                    derived=derived, spearman_target=spearman_target)
     # ---- validity: can the judge stand in for an expert? From the same item table, per test and cell.
     # --n-boot 0 turns its intervals off too; otherwise each is capped (eval/validity/section.py)
     validity = ValiditySettings(seed=seed, n_boot=n_boot, alpha_boot=ValiditySettings.alpha_boot if n_boot else 0,
                                 **({"alt_test": alt_test} if alt_test is not None else {}))
-    result["validity"] = validity_section(table, target, tests, validity)
-    result["data"] = str(data)
-    result["predictions"] = str(predictions)
-    result["notes"] = notes
     # POLLUX's evaluator reads a few fields of each row (its extraction, the head's raw value, the failures).
     official_fields = ["id", "raw_output", "score", "parse_ok", "error", "score_source", "regression_score"]
-    result["pollux_official"] = pollux_official(records, rows.select(official_fields).to_pylist(), tests)
-    result["run"] = ({k: run_info.get(k) for k in ("backend", "model", "prompt_version", "git_revision")}
-                     if run_info else {})
+    result = dataclasses.replace(
+        evaluated,
+        settings=dataclasses.replace(evaluated.settings, regression_scores="clipped" if clip_regression else "raw"),
+        validity=validity_section(table, target, tests, validity), data=str(data), predictions=str(predictions),
+        notes=Notes(**notes),
+        pollux_official=pollux_official(records, rows.select(official_fields).to_pylist(), tests),
+        run=RunInfo.of({k: run_info.get(k) for k in ("backend", "model", "prompt_version", "git_revision")}
+                       if run_info else None),
+    )
 
     # ---- files, all from the item table and the metrics
     items = item_table.arrow_table(table, extra={
@@ -173,7 +160,8 @@ def score(
     })
     item_table.write_arrow(items, out / "items.parquet")
     (out / "metrics.json").write_text(item_table.dumps(result) + "\n", encoding="utf-8")
-    result = json.loads((out / "metrics.json").read_text(encoding="utf-8"))  # NaN -> null, as every reader sees it
+    # As every reader sees it (NaN written as null reads back as NaN; validity's nulls stay None)
+    result = Metrics.from_json(json.loads((out / "metrics.json").read_text(encoding="utf-8")))
     markdown = render_markdown(result)
     (out / "report.md").write_text(markdown + "\n", encoding="utf-8")
     explorer = report_items(item_columns(items), records, rows, table.judge_name or "", str(target),

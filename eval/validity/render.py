@@ -11,6 +11,7 @@ import html
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from eval.scoring.schema import Metrics
 from judge.splits import SPLIT_TITLES
 
 __all__ = ["compare_rows", "html_blocks", "lead_html", "lead_lines", "markdown_lines", "paired_rows"]
@@ -26,11 +27,12 @@ def _ci(pair: Any) -> str:
     return f" [{pair[0]:.2f}, {pair[1]:.2f}]"
 
 
-def _splits(result: Mapping[str, Any]) -> dict[str, Any]:
-    return ((result.get("validity") or {}).get("splits")) or {}
+def _splits(result: Metrics) -> dict[str, Any]:
+    """The validity section's splits of a run's metrics (empty for a file written before the section existed)."""
+    return ((result.validity or {}).get("splits")) or {}
 
 
-def lead_lines(result: Mapping[str, Any]) -> list[str]:
+def lead_lines(result: Metrics) -> list[str]:
     """One plain sentence per split ("Full test: passes the alternative annotator test against ..."), Markdown."""
     splits = _splits(result)
     if not splits:
@@ -102,7 +104,7 @@ def _overall_rows(block: Mapping[str, Any]) -> list[list[str]]:
     return rows
 
 
-def markdown_lines(result: Mapping[str, Any], markdown_table: Callable[[list[str], list[list[str]]], str]
+def markdown_lines(result: Metrics, markdown_table: Callable[[list[str], list[list[str]]], str]
                    ) -> list[str]:
     """The validity tables of every split, as Markdown lines (empty when the result has no validity section).
 
@@ -113,7 +115,7 @@ def markdown_lines(result: Mapping[str, Any], markdown_table: Callable[[list[str
     if not splits:
         return []
     out = ["## Validity: can the judge stand in for an expert?", ""]
-    if not result["validity"].get("named_experts"):
+    if not result.validity.get("named_experts"):
         out += ["The data names no experts (`expert_ids`): the alternative annotator test and the per-expert length "
                 "slopes need identities and are left out; every other figure is computed from each item's panel.", ""]
     for split, block in splits.items():
@@ -132,7 +134,7 @@ def markdown_lines(result: Mapping[str, Any], markdown_table: Callable[[list[str
     return out
 
 
-def html_blocks(result: Mapping[str, Any]) -> list[str]:
+def html_blocks(result: Metrics) -> list[str]:
     """The same as ``markdown_lines``, as HTML blocks for report.html (the lead sentences first)."""
     splits = _splits(result)
     if not splits:
@@ -162,7 +164,7 @@ def html_blocks(result: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def lead_html(result: Mapping[str, Any]) -> str:
+def lead_html(result: Metrics) -> str:
     """The lead sentences as one HTML list (empty without a validity section)."""
     splits = _splits(result)
     if not splits:
@@ -172,7 +174,7 @@ def lead_html(result: Mapping[str, Any]) -> str:
     return f'<p><b>Can this judge stand in for an expert?</b></p><ul class="lead">{items}</ul>'
 
 
-def compare_rows(runs: Mapping[str, Mapping[str, Any]],
+def compare_rows(runs: Mapping[str, Metrics],
                  markdown_table: Callable[[list[str], list[list[str]]], str]) -> list[str]:
     """Two or more runs' validity side by side per split (Markdown lines): omega, rho, the ceiling gap, alpha with
     the judge, leniency (``markdown_table`` as for ``markdown_lines``)."""

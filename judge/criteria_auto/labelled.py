@@ -8,6 +8,8 @@ read through it.
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
@@ -60,8 +62,9 @@ def labelled_rows(
     out, seen = [], set()
     counts = {"rows": 0, "kept": 0, "duplicates": 0, "zero_shot_dropped": 0}
     for i, row in enumerate(rows):
-        if not isinstance(row, Mapping):
-            row = vars(row)
+        if not isinstance(row, Mapping):  # a record (JudgeRecord has slots: no __dict__ for vars())
+            row = ({f.name: getattr(row, f.name) for f in dataclasses.fields(row)} if dataclasses.is_dataclass(row)
+                   else vars(row))
         counts["rows"] += 1
         instruction = str(row.get("instruction") or "").strip()
         if not instruction:

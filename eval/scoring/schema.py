@@ -1,0 +1,386 @@
+"""The typed ``metrics.json``: what ``judge-eval score`` writes and ``judge-eval compare`` and the reports read.
+
+``Metrics.to_json()`` gives the file's JSON object (``eval.scoring.item_table.dumps`` writes it, NaN as null) and
+``Metrics.from_json()`` reads one back; a reader sees attributes, never string keys. Files written by earlier
+versions read too: a count an older file lacks (``n_out_of_scale`` and the other optional fields below) is None,
+and the readers show "—" for it, as they did.
+
+The file's bytes are those of the dicts this module replaced, key for key: each object writes its fields in
+declaration order, leaving out the optional ones a cell does not carry (None here). Numbers that JSON writes as
+null (an undefined MAE, an interval without resamples) are NaN in memory, so None always means "absent".
+
+The ``validity`` section (``eval.validity.section``) travels as its JSON object; ``eval.validity.render`` reads it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any
+
+__all__ = ["Cell", "Confusion", "Confusions", "Metrics", "ModelMeans", "ModelMeansRow", "Notes", "OfficialSplit",
+           "PolluxOfficial", "RunInfo", "Settings", "SplitMetrics"]
+
+NAN = float("nan")
+Interval = tuple[float, float]
+
+
+def _number(value: Any) -> float:
+    """A float read from JSON: null (NaN written by ``dumps``) back to NaN."""
+    return NAN if value is None else float(value)
+
+
+def _interval(value: Any) -> Interval:
+    low, high = value if value is not None else (None, None)
+    return _number(low), _number(high)
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return list(value)
+    if hasattr(value, "to_json"):
+        return value.to_json()
+    if isinstance(value, dict):
+        return {k: _json_value(v) for k, v in value.items()}
+    return value
+
+
+class _Record:
+    """Fields written in declaration order; optional ones (None) left out; keys this version does not know (a file
+    written by a later one) kept in ``extra`` and written after them."""
+
+    def items(self) -> Iterator[tuple[str, Any]]:
+        """(name, value) of what this object carries, in the file's order."""
+        for f in fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            if f.metadata.get("extra"):
+                yield from value.items()
+            elif value is not None or not f.metadata.get("optional"):
+                yield f.name, value
+
+    def to_json(self) -> dict[str, Any]:
+        return {name: _json_value(value) for name, value in self.items()}
+
+
+def _optional(**kwargs) -> Any:
+    return field(default=None, metadata={"optional": True}, **kwargs)
+
+
+def _extra() -> Any:
+    return field(default_factory=dict, metadata={"extra": True})
+
+
+def _read(cls, data: Mapping[str, Any], **readers) -> Any:
+    """``cls`` from a JSON object: each field read by its reader (default: as it is); absent optional fields None."""
+    values: dict[str, Any] = {}
+    for f in fields(cls):
+        if f.metadata.get("extra"):
+            values[f.name] = {k: v for k, v in data.items() if k not in {g.name for g in fields(cls)}}
+            continue
+        if f.name not in data:
+            if f.metadata.get("optional") or f.default is not MISSING or f.default_factory is not MISSING:
+                continue
+            raise ValueError(f"metrics.json: {cls.__name__} has no {f.name!r}")
+        reader = readers.get(f.name)
+        values[f.name] = reader(data[f.name]) if reader else data[f.name]
+    return cls(**values)
+
+
+# ------------------------------------------------------------------------------------------------- cells
+
+
+@dataclass(frozen=True, kw_only=True)
+class Cell(_Record):
+    """Every metric of one cell (a set of items): ``eval.scoring.item_table.cell``.
+
+    Attributes:
+        n: items with a prediction; n_missing: items without one (the run is unfinished).
+        n_failed: parse + request failures among the n (never scored); n_parse_failed, n_request_failed: each.
+        failure_rate: n_failed / n (NaN when n is 0).
+        n_no_unique_mode: items among the n whose experts tie (no mode reference).
+        n_scored: items in MAE and the correlations (scored by the judge, with a defined reference).
+        mae, mae_ci: the MAE and its percentile bootstrap interval.
+        spearman, spearman_ci, pearson, kendall: the correlations, in the cells that pool them (overall, by model,
+            by task type); None elsewhere.
+        n_out_of_scale: verdicts outside their scale (scored, as the paper does, arXiv 2505.24616v3, Table 11);
+            n_scored_in_scale, mae_in_scale (+ _ci), spearman_in_scale (+ _ci): the figures without them.
+        n_spearman: the pairs the correlations cover when their reference is chosen apart from MAE's
+            (``--spearman-target``); None otherwise.
+        n_vc, vc_judge, vc_experts: Verdict Confidence over the scored items with two or more annotators (NaN when
+            n_vc is 0, the paper's "—"); n_vc_experts_all, vc_experts_all: the experts' over every predicted such
+            item; n_vc_experts_labelled, vc_experts_labelled: over every labelled one (the paper's Experts VC).
+        why_no_vc: why VC is "—" though items were scored; None otherwise.
+        n_abstained: expert abstentions over the cell's items; n_all_abstained: items every expert abstained on.
+        why_empty (reason -> items, see ``item_table.UNSCORED_REASONS``), why_empty_text: when n_scored is 0.
+        extra: keys of a file written by a later version, kept and shown as they are.
+
+    A count None is one the file does not carry (written before it existed, or by hand).
+    """
+
+    n: int
+    n_missing: int | None = _optional()
+    n_failed: int
+    n_parse_failed: int | None = _optional()
+    n_request_failed: int | None = _optional()
+    failure_rate: float | None = _optional()
+    n_no_unique_mode: int
+    n_scored: int | None = _optional()
+    mae: float
+    mae_ci: Interval
+    spearman: float | None = _optional()
+    spearman_ci: Interval | None = _optional()
+    pearson: float | None = _optional()
+    kendall: float | None = _optional()
+    n_out_of_scale: int | None = _optional()
+    n_scored_in_scale: int | None = _optional()
+    mae_in_scale: float | None = _optional()
+    mae_in_scale_ci: Interval | None = _optional()
+    spearman_in_scale: float | None = _optional()
+    spearman_in_scale_ci: Interval | None = _optional()
+    n_spearman: int | None = _optional()
+    n_vc: int | None = _optional()
+    vc_judge: float | None = _optional()
+    vc_experts: float | None = _optional()
+    n_vc_experts_all: int | None = _optional()
+    vc_experts_all: float | None = _optional()
+    n_vc_experts_labelled: int | None = _optional()
+    vc_experts_labelled: float | None = _optional()
+    why_no_vc: str | None = _optional()
+    n_abstained: int | None = _optional()
+    n_all_abstained: int | None = _optional()
+    why_empty: dict[str, int] | None = _optional()
+    why_empty_text: str | None = _optional()
+    extra: dict[str, Any] = _extra()
+
+    # The correlations against a reference of their own are computed after the in-scale MAE and written there.
+    _APART = ("n_spearman", "spearman", "spearman_ci", "pearson", "kendall", "spearman_in_scale",
+              "spearman_in_scale_ci")
+
+    def items(self) -> Iterator[tuple[str, Any]]:
+        present = list(super().items())
+        if self.n_spearman is None:
+            yield from present
+            return
+        apart = [(k, v) for k, v in present if k in self._APART]
+        rest = [(k, v) for k, v in present if k not in self._APART]
+        at = next(i for i, (k, _) in enumerate(rest) if k == "mae_in_scale_ci") + 1
+        yield from rest[:at] + sorted(apart, key=lambda kv: self._APART.index(kv[0])) + rest[at:]
+
+    @property
+    def has_correlations(self) -> bool:
+        return self.spearman is not None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Cell:
+        floats = {name: _number for name in ("failure_rate", "mae", "spearman", "pearson", "kendall", "mae_in_scale",
+                                             "spearman_in_scale", "vc_judge", "vc_experts", "vc_experts_all",
+                                             "vc_experts_labelled")}
+        intervals = {name: _interval for name in ("mae_ci", "spearman_ci", "mae_in_scale_ci", "spearman_in_scale_ci")}
+        return _read(cls, data, **floats, **intervals)
+
+
+# --------------------------------------------------------------------------------------------- a split
+
+
+@dataclass(frozen=True)
+class ModelMeansRow(_Record):
+    """A row of the paper's Table 10 (``item_table.model_means``): the experts' and the judge's mean score."""
+
+    n_items: int
+    experts_mean: float
+    n_judged: int
+    judge_mean: float
+    experts_mean_on_judged: float
+    n_out_of_scale: int
+    mae: float
+    n_scored: int
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ModelMeansRow:
+        return _read(cls, data, **{k: _number for k in ("experts_mean", "judge_mean", "experts_mean_on_judged", "mae")})
+
+
+@dataclass(frozen=True)
+class ModelMeans(_Record):
+    by_model: dict[str, ModelMeansRow]
+    all: ModelMeansRow
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ModelMeans:
+        return _read(cls, data, by_model=lambda rows: {k: ModelMeansRow.from_json(v) for k, v in rows.items()},
+                     all=ModelMeansRow.from_json)
+
+
+@dataclass(frozen=True)
+class Confusion(_Record):
+    """Judge (rows) x experts' mode (columns) counts over ``levels``."""
+
+    levels: list[float]
+    matrix: list[list[int]]
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Confusion:
+        return _read(cls, data)
+
+
+@dataclass(frozen=True)
+class Confusions(_Record):
+    all: Confusion
+    by_task_group: dict[str, Confusion]
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Confusions:
+        return _read(cls, data, all=Confusion.from_json,
+                     by_task_group=lambda groups: {k: Confusion.from_json(v) for k, v in groups.items()})
+
+
+def _cells(data: Mapping[str, Any]) -> dict[str, Cell]:
+    return {label: Cell.from_json(cell) for label, cell in data.items()}
+
+
+@dataclass(frozen=True)
+class SplitMetrics(_Record):
+    """One test (Zero-Shot, Standard, both): the overall cell, the cells by evaluated model, task type and criterion,
+    the failures by error code, Table 10 and the confusion matrices."""
+
+    overall: Cell
+    by_model: dict[str, Cell]
+    by_task_type: dict[str, Cell]
+    by_criterion: dict[str, Cell]
+    failures: dict[str, int]
+    model_means: ModelMeans | None = _optional()
+    confusion: Confusions | None = _optional()
+    extra: dict[str, Any] = _extra()
+
+    def by(self, grouping: str) -> dict[str, Cell]:
+        """The cells of a grouping (``item_table.GROUPINGS``: model, task_type, criterion)."""
+        return {"model": self.by_model, "task_type": self.by_task_type, "criterion": self.by_criterion}[grouping]
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SplitMetrics:
+        return _read(cls, data, overall=Cell.from_json, by_model=_cells, by_task_type=_cells, by_criterion=_cells,
+                     model_means=ModelMeans.from_json,
+                     confusion=lambda data: Confusions.from_json(data) if data else None)
+
+
+# ------------------------------------------------------------------------------------------- the run
+
+
+@dataclass(frozen=True)
+class Settings(_Record):
+    """How the metrics were computed (``judge-eval score``'s options)."""
+
+    n_boot: int
+    seed: int
+    vc_repeats: int
+    ci_level: float
+    spearman_target: str | None = _optional()
+    regression_scores: str | None = _optional()  # "raw" or "clipped" (``--clip-regression``)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Settings:
+        return _read(cls, data)
+
+
+@dataclass(frozen=True)
+class Notes(_Record):
+    """What joining the predictions with the records counted (``item_table.build_table``)."""
+
+    n_unknown_ids: int = 0
+    n_repeated_ids: int | None = _optional()
+    n_regression_scores: int | None = _optional()
+    n_regression_out_of_scale: int | None = _optional()
+    n_out_of_scale_reparsed: int | None = _optional()
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> Notes:
+        return _read(cls, data or {"n_unknown_ids": 0})
+
+
+@dataclass(frozen=True)
+class OfficialSplit(_Record):
+    """POLLUX's repository evaluator over one test (``eval.scoring.pollux_official``)."""
+
+    n: int
+    n_parsed: int
+    format_acc: float
+    score_acc: float
+    score_format_acc: float
+    mse: float
+    note: str
+    n_no_prediction: int
+    n_request_failed: int
+    n_no_reference: int
+    n_reference_from_experts: int
+    n_regression: int
+    n_regression_clipped: int
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> OfficialSplit:
+        return _read(cls, data, **{k: _number for k in ("format_acc", "score_acc", "score_format_acc", "mse")})
+
+
+@dataclass(frozen=True)
+class PolluxOfficial(_Record):
+    title: str
+    extraction: str
+    reference: str
+    splits: dict[str, OfficialSplit]
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PolluxOfficial:
+        return _read(cls, data, splits=lambda splits: {k: OfficialSplit.from_json(v) for k, v in splits.items()})
+
+
+@dataclass(frozen=True)
+class RunInfo(_Record):
+    """The run's provenance (its ``run.json``), each None where it does not say."""
+
+    backend: str | None
+    model: str | None
+    prompt_version: str | None
+    git_revision: str | None
+
+    @classmethod
+    def of(cls, info: Mapping[str, Any] | None) -> RunInfo | None:
+        """From a run's provenance (``judge.plumbing.provenance.read_provenance``); None for a run without one."""
+        return cls(**{f.name: info.get(f.name) for f in fields(cls)}) if info else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Metrics(_Record):
+    """``metrics.json``.
+
+    Attributes:
+        judge: the judge's label; target: MAE's reference, "mode" or "mean" of the experts.
+        settings: how the metrics were computed; levels: every score level seen (the confusion matrices' axes).
+        splits: per test (``item_table.SPLITS``) its ``SplitMetrics``.
+        validity: the validity section (``eval.validity.section``), as its JSON object; None for files written
+            before it existed.
+        data, predictions: the files scored; notes: what the join counted.
+        pollux_official: POLLUX's repository evaluator (not the paper's metrics); run: the run's provenance.
+        extra: keys of a file written by a later version, kept and shown as they are.
+    """
+
+    judge: str
+    target: str
+    settings: Settings
+    levels: list[float] = field(default_factory=list)
+    splits: dict[str, SplitMetrics]
+    validity: dict[str, Any] | None = _optional()
+    data: str | None = _optional()
+    predictions: str | None = _optional()
+    notes: Notes | None = _optional()
+    pollux_official: PolluxOfficial | None = _optional()
+    run: RunInfo | None = None  # written as {} for a run folder without provenance
+    extra: dict[str, Any] = _extra()
+
+    def items(self) -> Iterator[tuple[str, Any]]:
+        for name, value in super().items():
+            yield name, ({} if name == "run" and value is None else value)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Metrics:
+        return _read(cls, data, settings=Settings.from_json,
+                     splits=lambda splits: {k: SplitMetrics.from_json(v) for k, v in splits.items()},
+                     notes=Notes.from_json, pollux_official=PolluxOfficial.from_json, run=RunInfo.of)

@@ -1,0 +1,89 @@
+"""The typed metrics.json (eval.scoring.schema): what `score` writes reads back to the same bytes, older and newer
+files read, and the readers see attributes."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+import judge
+from eval.reports.report import render_markdown
+from eval.scoring import item_table
+from eval.scoring.schema import Cell, Metrics
+from eval.scoring.score import score
+
+
+def _predictions(path, records, regression_every: int = 0):
+    """One prediction per record: a verdict scoring the record's first expert (a parse failure every 7th item, a
+    regression head's raw value every ``regression_every``-th)."""
+    with path.open("w", encoding="utf-8") as handle:
+        for i, r in enumerate(records):
+            value = float(r.expert_scores[0]) if r.expert_scores else 1.0
+            ok = i % 7 != 3
+            head = bool(regression_every) and i % regression_every == 0 and ok
+            handle.write(json.dumps({
+                "id": r.id, "judge": "hand", "raw_output": f"[FEEDBACK] x [RESULT] {value:g} [END]" if ok else "?",
+                "feedback": "x", "score": value if ok else None, "parse_ok": ok, "error": None if ok else "no_result",
+                "score_source": "regression_head" if head else "verdict", "in_scale": True if ok else None,
+                "regression_score": value + 0.25 if head else None, "latency_s": 0.0,
+            }, ensure_ascii=False) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("spearman_target,regression_every", [("auto", 0), ("mean", 5)])
+def test_written_metrics_read_back_to_the_same_bytes(tmp_path, spearman_target, regression_every):
+    """score's metrics.json, read into Metrics and written again, is the same bytes (the correlations' own
+    reference, written after the in-scale MAE, and the regression notes included); attributes are the file's
+    values."""
+    data = judge.sample_data_path()
+    records = judge.load_records(data)
+    preds = _predictions(tmp_path / "predictions.jsonl", records, regression_every)
+    result = score(preds, data, tmp_path / "out", n_boot=20, vc_repeats=5, spearman_target=spearman_target)
+    text = (tmp_path / "out" / "metrics.json").read_text(encoding="utf-8")
+    raw = json.loads(text)
+    assert item_table.dumps(Metrics.from_json(raw)) + "\n" == text
+    assert item_table.dumps(result) + "\n" == text  # what score returns is the file
+    overall = raw["splits"]["all"]["overall"]
+    assert result.splits["all"].overall.n_scored == overall["n_scored"]
+    assert result.splits["all"].overall.mae == pytest.approx(overall["mae"])
+    assert list(result.splits["all"].overall.to_json()) == list(overall)  # key order, optional keys included
+    assert (result.splits["all"].overall.n_spearman is not None) == (spearman_target == "mean")
+    assert (result.notes.n_regression_scores or 0) == (raw["notes"].get("n_regression_scores") or 0)
+    assert result.pollux_official.splits["all"].n == raw["pollux_official"]["splits"]["all"]["n"]
+
+
+def test_an_older_cell_reads_with_its_missing_counts_as_none():
+    """A cell written before n_out_of_scale, n_vc and the in-scale figures existed reads; those are None, written
+    back they stay absent, and the report shows the VC and "0" out of scale as it did."""
+    old = {"n": 4, "n_missing": 0, "n_failed": 1, "failure_rate": 0.25, "n_no_unique_mode": 0, "n_scored": 3,
+           "mae": 0.5, "mae_ci": [None, None], "spearman": None, "spearman_ci": [None, None], "pearson": None,
+           "kendall": None, "vc_judge": 0.75, "vc_experts": 0.8}
+    cell = Cell.from_json(old)
+    assert cell.n_out_of_scale is None and cell.n_vc is None and cell.mae_in_scale is None
+    assert math.isnan(cell.mae_ci[0]) and math.isnan(cell.spearman)
+    assert list(cell.to_json()) == list(old)
+    metrics = Metrics.from_json({
+        "judge": "old", "target": "mode", "settings": {"n_boot": 10, "seed": 0, "vc_repeats": 5, "ci_level": 0.95},
+        "levels": [0.0, 1.0],
+        "splits": {"all": {"overall": old, "by_model": {}, "by_task_type": {}, "by_criterion": {}, "failures": {}}},
+    })
+    row = next(line for line in render_markdown(metrics).splitlines() if line.startswith("| Zero-Shot + Standard"))
+    cells = [c.strip() for c in row.split("|")]
+    assert "0.750" in cells and "0.800" in cells and "0" in cells
+
+
+def test_keys_of_a_later_version_are_kept_and_written_back():
+    """A cell, split or file key this version does not know is kept (``extra``) and written after the known ones."""
+    cell = {"n": 1, "n_failed": 0, "n_no_unique_mode": 0, "mae": 0.0, "mae_ci": [0.0, 0.0], "n_new_count": 3}
+    raw = {"judge": "j", "target": "mode", "settings": {"n_boot": 0, "seed": 0, "vc_repeats": 1, "ci_level": 0.95},
+           "levels": [], "splits": {"all": {"overall": cell, "by_model": {}, "by_task_type": {}, "by_criterion": {},
+                                            "failures": {}, "new_table": {"a": 1}}},
+           "new_section": [1, 2]}
+    metrics = Metrics.from_json(raw)
+    assert metrics.splits["all"].overall.extra == {"n_new_count": 3}
+    assert metrics.splits["all"].extra == {"new_table": {"a": 1}} and metrics.extra == {"new_section": [1, 2]}
+    written = metrics.to_json()
+    assert written["splits"]["all"]["overall"] == cell and written["new_section"] == [1, 2]
+    assert list(written)[-1] == "new_section"
