@@ -8,7 +8,7 @@
 #   make setup-gpu  GPU machine: .venv with the `gpu` extra (vLLM for CUDA) instead of `cpu`; the tests never run it
 #   make system-packages  as root: the Debian packages the tests drive (bubblewrap, Slurm, munge, chromium)
 #   make demo       CPU: the main job end to end on the bundled sample data and a tiny judge built locally
-#   make test-fast  CPU: the tests that need no vLLM engine, Slurm cluster, browser, training or DeepSpeed (~1.5 min)
+#   make test-fast  CPU: tests/unit, the tests that need no vLLM engine, Slurm cluster, browser, training or DeepSpeed
 #   make test       CPU: the whole test suite, as CI runs it; prints the slowest tests and each tier's time
 #   make docs       the documentation site (docs/, mkdocs.yml) built strictly into site/
 PYTHON ?= python3
@@ -76,10 +76,10 @@ $(APT_STAMP): Makefile
 demo: setup
 	$(PY) scripts/demo.py --out $(DEMO_DIR)
 
-# The tiers come from the fixtures a test uses (tests/conftest.py HEAVY_FIXTURES), never from hand-kept markers.
+# The tiers are folders: tests/unit (no engine, cluster, browser, training or sandbox) and tests/integration.
 # --timeout: a hang fails its test, named, instead of the run; the slow tier's engines start in minutes at load.
 # -n: xdist workers; tests that share an engine, a cluster, a trained model or the sandbox user stay on one worker
-# (tests/conftest.py assign_xdist_groups). The whole suite keeps both cores busy with two (one per core; three took
+# (tests/conftest.py XDIST_GROUPS). The whole suite keeps both cores busy with two (one per core; three took
 # x0.95 of the time for more contention, docs/performance.md). The fast tier waits more than it computes (~1.3 cores
 # busy with two workers), and three took x0.88 of its time: 97.8/102.3/110.5 s against 120.1/108.6/114.8 s, runs
 # interleaved on an idle machine (docs/performance.md). TEST_WORKERS / FAST_TEST_WORKERS=0 run everything in one
@@ -89,12 +89,12 @@ TIMEOUT_S         ?= 900
 TEST_WORKERS      ?= 2
 FAST_TEST_WORKERS ?= 3
 test-fast: setup
-	$(PY) -m pytest -q -n $(FAST_TEST_WORKERS) --dist loadgroup -m "not slow" --timeout=$(FAST_TIMEOUT_S) --durations=15
+	$(PY) -m pytest -q -n $(FAST_TEST_WORKERS) --dist loadgroup --timeout=$(FAST_TIMEOUT_S) --durations=15 tests/unit
 
 test: setup
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --timeout=$(TIMEOUT_S) --durations=30
 
-# The site's pages are docs/*.md and its nav mkdocs.yml; tests/test_docs_site.py builds it the same way.
+# The site's pages are docs/*.md and its nav mkdocs.yml; tests/unit/test_docs_site.py builds it the same way.
 docs: setup
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
 

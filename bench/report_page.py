@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(REPO))
     from eval.reports.html_explorer import DEFAULT_TEXT_ITEMS
     from eval.reports.html_report import write_report_page
-    from tests.browser import CHROMEDRIVER, chrome_options, missing_browser
+    from tests.support.browser import CHROMEDRIVER, chrome_options, missing_browser
 
     reason = missing_browser()
     if reason:

@@ -4,7 +4,7 @@ against one batch call, CPU per judgment, interleaved rounds.
     .venv/bin/python bench/serve_tokenize.py --rounds 5
 
 ``serve.jobs.build_jobs`` renders every judgment of a request and tokenizes them to check each against the
-context; the ids it sends to the engine are the same either way (tests/test_serve_judging.py pins them against a
+context; the ids it sends to the engine are the same either way (tests/unit/test_serve_judging.py pins them against a
 one-prompt call). Uses the real Qwen2.5 vocabulary (``train.tiny_models.build_qwen_tokenizer``), no model.
 """
 

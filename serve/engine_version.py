@@ -10,7 +10,7 @@ have changed between releases, so judge-serve runs only engines of that line:
   answers ``{"version": "0.32.0"}``), read as soon as the engine answers; a mismatch stops judge-serve (exit 1,
   ``/health`` says why).
 
-``pyproject.toml`` pins the ``gpu`` extra to the same range (``tests/test_serve_engine_version.py`` ties the two).
+``pyproject.toml`` pins the ``gpu`` extra to the same range (``tests/unit/test_serve_engine_version.py`` ties the two).
 """
 
 from __future__ import annotations

@@ -95,7 +95,7 @@ def tokenize_sharing_prefixes(tokenizer: Any, texts: list[str], jobs: list[tuple
 
     The split is at the start of ``### Критерий оценки:``, right after the answer's ``\\n\\n``: a boundary of the
     Qwen2 pre-tokenizer (a newline run is a pre-token of its own, and no merge crosses pre-tokens), so prefix ids
-    + suffix ids are the whole text's ids (pinned against whole-text tokenizing in tests/test_serve_judging.py).
+    + suffix ids are the whole text's ids (pinned against whole-text tokenizing in tests/unit/test_serve_judging.py).
     A 1 MiB answer on 64 criteria is then tokenized once, not 64 times. A text whose prompt the
     chat template did not keep verbatim is tokenized whole. Each call is one batch: the fast tokenizer encodes a
     batch in Rust (1.3 ms of CPU per ~1,100-token judgment against 2.0 ms one call at a time).

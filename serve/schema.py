@@ -20,7 +20,7 @@ Request (one item inline, or many under ``items``)::
 
 Every failure is a ``RequestError`` carrying an HTTP status and ``param``, the dotted path of the bad field
 (``items[2].criteria[0]``), which the server returns as an OpenAI-style error body. A body that cannot be read at all
-(not JSON, not UTF-8, nested past the decoder's depth) names ``body``. ``tests/test_serve_request_fuzz.py`` holds
+(not JSON, not UTF-8, nested past the decoder's depth) names ``body``. ``tests/unit/test_serve_request_fuzz.py`` holds
 this as a property over bodies generated from the schema.
 """
 

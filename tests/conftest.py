@@ -1,183 +1,101 @@
-"""Shared pytest configuration: fixture modules are registered here, and the two tiers are derived.
+"""Shared pytest configuration: the fixture modules, the two tiers (a folder each) and the xdist groups.
 
-Tiers. ``make test-fast`` (``pytest -m "not slow"``) runs every test that needs no vLLM engine, no Slurm cluster, no
-browser and no heavy load (training, DeepSpeed, a sentence-embedding model, the code sandbox); ``make test`` runs
-them all. A test is in the slow tier when its fixtures (requested directly or through other fixtures) include one of
-:data:`HEAVY_FIXTURES`; ``pytest_collection_modifyitems`` adds the ``slow`` marker then. Collection fails when a
-test or a fixture outside the registry reaches one of :data:`HEAVY_HELPERS` (starts an engine, judge-serve or a
-Slurm cluster itself) without a heavy fixture in its closure. A test that starts heavy things through code the check
-cannot see (``judge-eval`` serving a local checkpoint, a recipe run in the test body) requests ``starts_engine`` or
-``heavy_work``. A ``slow`` marker set by hand on a test without a heavy fixture keeps it slow, and the run names it
-at the end (the fixture should say it, not the marker).
+Tiers. ``tests/unit/`` holds the tests that need no vLLM engine, judge-serve, Slurm cluster, browser, training run,
+DeepSpeed, sentence-embedding model or code sandbox; ``make test-fast`` runs that folder. ``tests/integration/``
+holds the others; ``make test`` runs both. Every test under ``tests/integration/`` gets the ``slow`` marker, so
+``-m "not slow"`` still selects the quick loop. A test under ``tests/unit/`` that requests one of
+:data:`HEAVY_FIXTURES`, or is marked ``slow`` by hand, fails the collection: it belongs in ``tests/integration/``.
+What the two folders share (fixtures, tiny released layouts, scripted endpoints) is in ``tests/support/``.
 
 Workers. ``make test`` runs two xdist workers (``-n 2 --dist loadgroup``, one per core of the machine the budget is
-set for), ``make test-fast`` three (its tests wait more than they compute; the Makefile has the figures). Tests that share a heavy session or module fixture (an engine pair, the Slurm
-cluster, a trained model, a browser) or a host resource (the sandbox user) are put in one ``xdist_group`` from
-their fixtures (:func:`assign_xdist_groups`), so each heavy thing starts once and two sandboxes' tests never run side
-by side; a sandbox run from a test outside that group fails it (:func:`pytest_configure`). A fast-tier module fixture
-that starts a process its tests share is grouped the same way when listed in :data:`SHARED_PROCESS_FIXTURES`.
+set for), ``make test-fast`` three (its tests wait more than they compute; the Makefile has the figures). Tests
+that share a heavy fixture run on one worker, so each engine pair, cluster or trained model starts once: a session
+fixture's group is its entry in :data:`XDIST_GROUPS`, a heavy or process-sharing module fixture's is the fixture
+and its module. A test whose fixtures name two groups fails the collection (put those fixtures in one group).
 """
 
 from __future__ import annotations
 
 import contextlib
-import inspect
 import os
 import shutil
 import tempfile
-import types
+from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.fixtures_models", "tests.fixtures_slurm", "tests.fixtures_serve", "tests.fixtures_train"]
+pytest_plugins = ["tests.support.fixtures_models", "tests.support.fixtures_slurm", "tests.support.fixtures_serve",
+                  "tests.support.fixtures_train",
+                  # fixtures that a subject's unit and integration tests both use
+                  "tests.support.eval_cli", "tests.support.eval_ranking", "tests.support.mera_humaneval",
+                  "tests.support.qwen3_judge", "tests.support.report_html", "tests.support.serve_released_data",
+                  "tests.support.train_integer_sft"]
 
-#: Fixtures whose set-up is heavy, with what they start. Requesting one (directly or through another fixture)
-#: puts a test in the slow tier. Module fixtures of test files count by name too.
+INTEGRATION = Path(__file__).resolve().parent / "integration"
+
+#: Fixtures whose set-up is heavy, with what they start: only tests under tests/integration/ may request them.
 HEAVY_FIXTURES: dict[str, str] = {
-    # vLLM engines and judge-serve (tests/fixtures_models.py, tests/fixtures_serve.py)
+    # vLLM engines and judge-serve (tests/support/fixtures_models.py, tests/support/fixtures_serve.py)
     "vllm_tiny_server": "a vLLM engine",
     "judge_servers": "two judge-serve instances and their engines",
     "released_regression_server": "judge-serve and two engines on the released -r layout",
-    "healing_server": "judge-serve with production engines (tests/test_serve_faults.py)",
-    "starts_engine": "the test itself starts a vLLM engine or judge-serve",
+    "healing_server": "judge-serve with production engines (tests/integration/test_serve_faults.py)",
     # Slurm
     "slurm_cluster": "a one-host Slurm cluster",
     # browser
     "browser": "a headless chromium",
-    # training and other heavy loads (tests/fixtures_train.py and test modules)
+    # training and other heavy loads (tests/support/fixtures_train.py and test modules)
     "seq2seq_run": "the seq2seq recipe trained in-process (~60 CPU-s)",
     "regression_run": "the regression recipe trained in-process",
-    "classifier_run": "the task-classifier recipe trained in-process (tests/test_train_classifier.py)",
-    "qwen3_seq2seq_run": "the seq2seq recipe on a tiny Qwen3 (tests/test_qwen3_judge.py)",
-    "grpo_run": "the GRPO recipe (trl GRPOTrainer), two steps on a tiny Qwen3 (tests/test_train_grpo.py)",
+    "classifier_run": "the task-classifier recipe trained in-process (tests/integration/test_train_classifier.py)",
+    "qwen3_seq2seq_run": "the seq2seq recipe on a tiny Qwen3 (tests/integration/test_qwen3_judge.py)",
+    "grpo_run": "the GRPO recipe (trl GRPOTrainer), two steps on a tiny Qwen3 (tests/integration/test_train_grpo.py)",
     "train_subprocess_env": "torchrun / DeepSpeed subprocesses",
-    "minilm_embed": "the MiniLM sentence-embedding model (tests/test_synthetic_dedup.py)",
-    # the code sandbox: bubblewrap, fork and memory bombs, 164 canonical solutions (tests/test_mera_*.py)
-    "bwrap_sandbox": "the bubblewrap sandbox (tests/test_mera_sandbox.py)",
-    "sandbox": "the code sandbox running ruHumanEval solutions (tests/test_mera_humaneval.py)",
-    "heavy_work": "the test itself trains, runs DeepSpeed or loads a sentence-embedding model",
+    "minilm_embed": "the MiniLM sentence-embedding model (tests/integration/test_synthetic_dedup.py)",
+    # the code sandbox: bubblewrap, fork and memory bombs, 164 canonical solutions (tests/integration/test_mera_*.py)
+    "bwrap_sandbox": "the bubblewrap sandbox (tests/integration/test_mera_sandbox.py)",
+    "sandbox": "the code sandbox running ruHumanEval solutions (tests/integration/test_mera_humaneval.py)",
 }
 
-#: Functions that start an engine, judge-serve or a cluster. A test or fixture that reaches one (through the
-#: functions of tests/ it calls) must have a heavy fixture in its closure, or be one of HEAVY_FIXTURES.
-HEAVY_HELPERS = frozenset({"start_vllm_server", "start_judge_serve", "_Process", "start_cluster"})
+#: The xdist group of each session fixture, and of the host resource the sandbox fixtures stand for. A session
+#: fixture is set up once per worker, so its tests belong together; tests that use two of these must find them in one
+#: group. The engines and the sandbox share one: ruHumanEval's tests run the sandbox against the tiny engine, and
+#: every sandbox runs as ``nobody``, whose process limit the fork bombs fill, so no two sandboxes may run at once.
+XDIST_GROUPS: dict[str, str] = {
+    "judge_servers": "engines", "vllm_tiny_server": "engines",
+    "bwrap_sandbox": "engines", "tight_sandbox": "engines", "sandbox": "engines", "sandbox_user": "engines",
+    "seq2seq_run": "trained-judges", "regression_run": "trained-judges", "train_subprocess_env": "trained-judges",
+    "slurm_cluster": "slurm",
+}
 
-#: Tests marked slow by hand without a heavy fixture, listed at the end of the run.
-_HAND_MARKED: list[str] = []
-
-
-@pytest.fixture
-def starts_engine() -> None:
-    """Request it in a test that starts a vLLM engine or judge-serve itself: it puts the test in the slow tier."""
-
-
-@pytest.fixture
-def heavy_work() -> None:
-    """Request it in a test that trains a model, runs DeepSpeed or loads a sentence-embedding model in its body:
-    it puts the test in the slow tier."""
-
-
-def _helpers_reached(func, seen: set) -> set[str]:
-    """Names of HEAVY_HELPERS that ``func`` uses, directly or through the functions of ``tests`` it calls."""
-    code = getattr(func, "__code__", None)
-    if code is None or func in seen:
-        return set()
-    seen.add(func)
-    names: set[str] = set()
-    stack = [code]
-    while stack:
-        current = stack.pop()
-        names.update(current.co_names)
-        stack.extend(const for const in current.co_consts if isinstance(const, types.CodeType))
-    found = names & HEAVY_HELPERS
-    for name in names - found:
-        called = func.__globals__.get(name)
-        if inspect.isfunction(called) and (called.__module__ or "").startswith("tests."):
-            found |= _helpers_reached(called, seen)
-    return found
+#: Module fixtures that start a process their module's tests share without being heavy (they stay in their tier):
+#: grouped like heavy ones, so the process starts once rather than once per worker.
+SHARED_PROCESS_FIXTURES: dict[str, str] = {
+    "flood_server": "judge-serve in front of a scripted engine (tests/unit/test_serve_flood.py)",
+}
 
 
 @pytest.fixture
 def sandbox_user() -> None:
     """Request it in a test that runs code in the ruHumanEval sandbox (eval/mera/sandbox.py) outside the sandbox
-    fixtures: every sandbox runs as ``nobody``, whose RLIMIT_NPROC the fork and thread bombs of
-    tests/test_mera_sandbox.py fill, so such tests share one xdist worker (:data:`SHARED_RESOURCES`)."""
+    fixtures: it puts the test with the other sandboxes' (:data:`XDIST_GROUPS`)."""
 
 
-# ---------------------------------------------------------------------------------------------- xdist groups
-#: Fixtures that stand for one thing on the host, used by tests that must not run at the same moment on two xdist
-#: workers: every sandbox runs as ``nobody`` and the bombs fill that user's process limit.
-SHARED_RESOURCES: dict[str, str] = {name: "sandbox-user" for name in ("bwrap_sandbox", "tight_sandbox", "sandbox",
-                                                                     "sandbox_user")}
-
-
-#: Module fixtures that start a process their module's tests share without being heavy (they stay in their tier):
-#: grouped like heavy ones, so the process starts once rather than once per worker.
-SHARED_PROCESS_FIXTURES: dict[str, str] = {
-    "flood_server": "judge-serve in front of a scripted engine (tests/test_serve_flood.py)",
-}
-
-
-def _resource_keys(item) -> set[str]:
-    """What ``item`` must share a worker over: the heavy session fixtures in its closure (set up once per worker, so
-    their tests belong together), its heavy and :data:`SHARED_PROCESS_FIXTURES` module fixtures (per module) and the
-    host resources it uses."""
-    keys = set()
+def xdist_groups(item) -> set[str]:
+    """The groups ``item``'s fixtures put it in: :data:`XDIST_GROUPS` for session fixtures and the sandbox's user,
+    ``fixture@module`` for heavy and :data:`SHARED_PROCESS_FIXTURES` module fixtures."""
     defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    groups = set()
     for name in getattr(item, "fixturenames", ()):
-        if name in SHARED_RESOURCES:
-            keys.add(SHARED_RESOURCES[name])
+        if name in XDIST_GROUPS:
+            groups.add(XDIST_GROUPS[name])
         elif (name in HEAVY_FIXTURES or name in SHARED_PROCESS_FIXTURES) and name in defs:
-            scope = defs[name][-1].scope
-            if scope == "session":
-                keys.add(name)
-            elif scope in ("module", "package"):
-                keys.add(f"{name}@{item.module.__name__}")
-    return keys
-
-
-def assign_xdist_groups(items) -> None:
-    """Put the tests that share a heavy fixture or a host resource in one ``xdist_group`` (connected through any
-    fixture they share), so ``pytest -n 2 --dist loadgroup`` starts each engine, cluster or trained model once and
-    never runs two sandboxes' tests side by side; every other test goes to whichever worker is free. A fixture
-    fetched with ``request.getfixturevalue`` is invisible here (and to the tiers): request heavy ones by name. A
-    group is named by the smallest of its keys."""
-    parent: dict[str, str] = {}
-
-    def find(key: str) -> str:
-        while parent.setdefault(key, key) != key:
-            parent[key] = parent[parent[key]]
-            key = parent[key]
-        return key
-
-    keyed = []
-    for item in items:
-        keys = sorted(_resource_keys(item))
-        for key in keys:
-            find(key)
-        for key in keys[1:]:
-            parent[find(key)] = find(keys[0])
-        if keys:
-            keyed.append((item, keys[0]))
-    names: dict[str, str] = {}
-    for key in list(parent):
-        root = find(key)
-        names[root] = min(names.get(root, key), key)
-    for item, key in keyed:
-        item.add_marker(pytest.mark.xdist_group(names[find(key)]))
+            if defs[name][-1].scope in ("module", "package"):
+                groups.add(f"{name}@{item.module.__name__}")
+    return groups
 
 
 _VLLM_CACHE: dict[str, str] = {}
-_RUNNING: list = []  # the test being run in this process (set up, call, tear-down)
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_protocol(item, nextitem):
-    _RUNNING.append(item)
-    try:
-        return (yield)
-    finally:
-        _RUNNING.pop()
 
 
 @pytest.hookimpl(wrapper=True)
@@ -187,7 +105,7 @@ def pytest_runtest_makereport(item, call):
     once had only "engine answered 404" to go on)."""
     report = yield
     if report.failed:
-        from tests.fixtures_serve import JudgeServer
+        from tests.support.fixtures_serve import JudgeServer
 
         servers = []
         for value in getattr(item, "funcargs", {}).values():
@@ -201,8 +119,7 @@ def pytest_runtest_makereport(item, call):
 
 
 def pytest_configure(config):
-    """Idle OpenMP threads sleep; one vLLM cache for every engine of the run; refuse a sandbox run from a test
-    outside the ``sandbox-user`` group (the check that keeps the group whole)."""
+    """Idle OpenMP threads sleep; one vLLM cache for every engine of the run."""
     # The suite keeps more busy processes than cores (two workers, engines, training ranks, each with OpenMP threads),
     # and libgomp's idle threads spin before they sleep: a tiny training run beside another took 27.3-28.5 CPU-s
     # spinning, 22.6-23.1 with PASSIVE, and three test files with engines and training 313-330 against 268-270 CPU-s
@@ -214,20 +131,6 @@ def pytest_configure(config):
         # (vllm/model_executor/models/registry.py, "modelinfos"): a shared cache took a tiny engine's start from
         # 36 s to 27 s here (idle, side by side). Fresh per run, so a run on a fresh machine pays it once.
         os.environ["VLLM_CACHE_ROOT"] = _VLLM_CACHE.setdefault("root", tempfile.mkdtemp(prefix="judge-tests-vllm-"))
-    from eval.mera import sandbox as sandbox_module
-
-    def guarded(run):
-        def run_in_group(self, job):
-            item = _RUNNING[-1] if _RUNNING else None
-            if item is not None and not set(getattr(item, "fixturenames", ())) & SHARED_RESOURCES.keys():
-                raise pytest.UsageError(f"{item.nodeid} runs code in the sandbox without a sandbox fixture: request "
-                                        f"sandbox_user (tests/conftest.py SHARED_RESOURCES)")
-            return run(self, job)
-
-        return run_in_group
-
-    sandbox_module.Sandbox._run_bwrap = guarded(sandbox_module.Sandbox._run_bwrap)
-    sandbox_module.Sandbox._run_plain = guarded(sandbox_module.Sandbox._run_plain)
 
 
 def pytest_unconfigure(config):
@@ -237,33 +140,25 @@ def pytest_unconfigure(config):
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the node ids
 def pytest_collection_modifyitems(config, items):
-    """Mark the slow tier from the fixtures; fail the collection where a test's tier and its work disagree; group
-    the tests that share a heavy fixture for xdist."""
-    assign_xdist_groups(items)
+    """Mark the slow tier from the folder, refuse a unit test that needs a heavy fixture, group the tests that share
+    a heavy fixture for xdist."""
     problems = []
     for item in items:
-        heavy = set(getattr(item, "fixturenames", ())) & HEAVY_FIXTURES.keys()
-        if heavy:
+        heavy = sorted(set(getattr(item, "fixturenames", ())) & HEAVY_FIXTURES.keys())
+        if INTEGRATION in Path(item.path).resolve().parents:
             item.add_marker(pytest.mark.slow)
+        elif heavy:
+            problems.append(f"{item.nodeid} requests {heavy}: move it to tests/integration/")
         elif item.get_closest_marker("slow") is not None:
-            # Still slow (a hand marker can only add), but named at the end of the run: the fixture should say it.
-            _HAND_MARKED.append(item.nodeid)
-            continue
-        if heavy:
-            continue
-        functions = [getattr(item, "function", None)]
-        fixture_info = getattr(item, "_fixtureinfo", None)
-        for name, defs in (fixture_info.name2fixturedefs.items() if fixture_info else ()):
-            functions.extend(d.func for d in defs)
-        for func in functions:
-            reached = _helpers_reached(func, set())
-            if reached:
-                problems.append(f"{item.nodeid}: {getattr(func, '__qualname__', func)} calls {sorted(reached)} but the "
-                                f"test has no heavy fixture: request starts_engine, or register the fixture in "
-                                f"tests/conftest.py HEAVY_FIXTURES")  # fmt: skip
-                break
+            problems.append(f"{item.nodeid} is marked slow by hand: move it to tests/integration/")
+        groups = xdist_groups(item)
+        if len(groups) > 1:
+            problems.append(f"{item.nodeid} needs the xdist groups {sorted(groups)}: put its fixtures in one group "
+                            f"(tests/conftest.py XDIST_GROUPS)")
+        elif groups:
+            item.add_marker(pytest.mark.xdist_group(groups.pop()))
     if problems:
-        raise pytest.UsageError("test tiers (tests/conftest.py):\n  " + "\n  ".join(problems))
+        raise pytest.UsageError("test tiers and groups (tests/conftest.py):\n  " + "\n  ".join(problems))
 
 
 @pytest.hookimpl(trylast=True)
@@ -292,27 +187,8 @@ def pytest_runtest_logreport(report):
         tier[0] += 1
 
 
-def pytest_sessionfinish(session):
-    """An xdist worker hands the tests it found marked by hand to the controller, which prints the summary."""
-    if hasattr(session.config, "workeroutput"):
-        session.config.workeroutput["hand_marked"] = list(_HAND_MARKED)
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_testnodedown(node, error):
-    for nodeid in getattr(node, "workeroutput", {}).get("hand_marked", ()):
-        if nodeid not in _HAND_MARKED:
-            _HAND_MARKED.append(nodeid)
-
-
 def pytest_terminal_summary(terminalreporter):
-    """One line per tier: how many tests ran and the seconds they took, so a slower tier shows in CI's log; then the
-    tests marked slow by hand without a heavy fixture."""
-    if _HAND_MARKED:
-        terminalreporter.section("test tiers: marked slow by hand, no heavy fixture")
-        terminalreporter.write_line("request starts_engine or heavy_work (tests/conftest.py) instead of the marker:")
-        for nodeid in _HAND_MARKED:
-            terminalreporter.write_line(f"  {nodeid}")
+    """One line per tier: how many tests ran and the seconds they took, so a slower tier shows in CI's log."""
     if not any(n for n, _ in _TIER_TIMES.values()):
         return
     terminalreporter.section("tier times")

@@ -16,7 +16,7 @@ from typing import Any
 from judge.plumbing.config_files import ConfigError
 
 #: A ``train.config.TrainConfig`` (or a subclass). Not imported: the config's own validation calls
-#: ``check_trainer_args`` here, and the import would close a cycle (tests/test_import_cycles.py).
+#: ``check_trainer_args`` here, and the import would close a cycle (tests/unit/test_import_cycles.py).
 TrainConfig = Any
 
 __all__ = ["Launch", "launch_arithmetic", "use_bf16", "training_kwargs", "arguments_fields", "check_trainer_args",

@@ -7,7 +7,7 @@ Every statistic bootstrapped here (MAE, Spearman, Pearson, a mean; ``eval.scorin
 the items' distinct value tuples (judge score, reference), so items are first compressed into those *cells* with
 counts, and a resample becomes a weight vector over cells: for discrete judges that is a handful of cells, and 1,000
 resamples cost milliseconds whatever the number of items. A resample is still what the naive bootstrap draws (n
-items with replacement); ``tests/test_eval_bootstrap.py`` checks the intervals against ``scipy.stats.bootstrap``.
+items with replacement); ``tests/unit/test_eval_bootstrap.py`` checks the intervals against ``scipy.stats.bootstrap``.
 
 Point estimates computed here (``describe_pairs``, ``paired_bootstrap``) use the same weighted cells with each
 cell's count as weight; they equal ``eval.scoring.metrics``' plain definitions up to float rounding (tested).

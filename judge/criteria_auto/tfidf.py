@@ -28,7 +28,7 @@ __all__ = [
 
 TFIDF_FORMAT = "pollux-task-tfidf-v2"
 #: Where the shipped default classifier lives (package data), rebuilt by ``judge-train criteria-classifier --out``
-#: this folder with no data arguments (the bundled rows and the taxonomy); ``tests/test_task_classifier.py`` pins
+#: this folder with no data arguments (the bundled rows and the taxonomy); ``tests/unit/test_task_classifier.py`` pins
 #: that a rebuild gives the same artefact.
 DEFAULT_TFIDF_DIR = "criteria_tfidf"
 

@@ -106,7 +106,7 @@ def free_port(host: str = "127.0.0.1") -> int:
     ``bind(0)`` or ``connect()`` while the server it was picked for is still importing (a vLLM engine binds its port
     10-40 s after it starts; meanwhile the suite's other engines pick ports for their own servers and workers). This
     one is left in TIME_WAIT: a connection to it is accepted and closed by the listening side first. Linux hands no
-    port with a TIME_WAIT socket to ``bind(0)`` (tests/test_processes.py) nor, by the same bind-table rule, to
+    port with a TIME_WAIT socket to ``bind(0)`` (tests/unit/test_processes.py) nor, by the same bind-table rule, to
     ``connect()``'s choice of a local port, while a server that binds it with ``SO_REUSEADDR`` gets it at once:
     vLLM's, uvicorn's and asyncio's servers, ``http.server``, torch's ``TCPStore`` and Slurm's daemons all set it. A
     bind without ``SO_REUSEADDR`` fails until the TIME_WAIT ends (60 s on Linux).

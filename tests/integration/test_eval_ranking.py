@@ -1,0 +1,52 @@
+"""judge-eval rank: POLLUX's answer.py -> score.py -> metrics.py against stand-in candidate and judge servers.
+
+The tests of this subject that start heavy components (an engine, judge-serve, a Slurm cluster, a
+browser, training or the sandbox); the others are tests/unit/test_eval_ranking.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+from eval.cli import main
+from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
+from tests.support.eval_ranking import CASES, FULLNESS, LITERACY, SAFE, _rank_argv, _verdict
+
+
+def test_checkpoint_candidate_is_served_then_stopped(tiny_causal_dir, data: Path, tmp_path: Path) -> None:
+    """`--model CHECKPOINT` serves the tiny model with vLLM for the answers, stops it, and judges what it said."""
+    import psutil
+
+    from tests.support.fixtures_models import FAST_ENGINE_ENV
+
+    fixed = {SAFE: 0, LITERACY: 2, FULLNESS: 3}
+
+    class AnyAnswerJudge(ScriptedEndpoint):
+        def __init__(self):
+            super().__init__(self._respond, model="pollux-judge-7b")
+
+        def _respond(self, path: str, body: dict):
+            if path != "/v1/chat/completions":
+                return 404, {"detail": "Not Found"}
+            criterion = body["messages"][0]["content"].split("### Критерий оценки:\n")[1].split("\n\n")[0]
+            return 200, chat_completion(_verdict(fixed[criterion]), body["model"])
+
+    out = tmp_path / "bench"
+    before = {p.pid for p in psutil.process_iter()}
+    with AnyAnswerJudge() as judge:
+        code = main(_rank_argv(str(tiny_causal_dir), judge.base_url, data, out, "--max-tokens", "8", "--server-args",
+                                '["--enforce-eager", "--dtype", "float32", "--max-model-len", "2048"]',
+                                "--server-env", json.dumps({"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1",
+                                                            **FAST_ENGINE_ENV})))
+        prompts = [b["messages"][0]["content"] for b in judge.bodies("/v1/chat/completions")]
+    answers = [json.loads(line) for line in (out / "answers.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert code == 0 and [a["prompt_id"] for a in answers] == sorted(CASES)
+    assert {a["model"] for a in answers} == {tiny_causal_dir.name} and all(a["error"] is None for a in answers)
+    judged = {a["answer"] for a in answers if a["answer"].strip()}
+    assert {p.split("### Ответ для оценки:\n")[1].split("\n\n### Критерий оценки:")[0] for p in prompts} == judged
+    assert "vllm" in (out / "candidate" / "server.log").read_text(errors="replace").lower()
+    leftovers = [p for p in psutil.process_iter(["cmdline"]) if p.pid not in before
+                 and str(tiny_causal_dir) in " ".join(p.info["cmdline"] or [])]
+    assert not leftovers, "the candidate's server outlived its stage"

@@ -1,0 +1,18 @@
+"""The model card (README.md in an export): the hub's YAML front matter, what the folder records (recipe, data,
+
+The tests of this subject that start heavy components (an engine, judge-serve, a Slurm cluster, a
+browser, training or the sandbox); the others are tests/unit/test_model_card.py.
+"""
+
+from __future__ import annotations
+
+
+import judge
+from tests.support.model_card import _front_matter
+
+
+def test_every_export_gets_a_card(trained_regression_dir):
+    """The recipe's export (session fixture) holds README.md naming its mode and prompt version."""
+    card = (trained_regression_dir / "README.md").read_text(encoding="utf-8")
+    assert _front_matter(card)["tags"][-1] == "regression"
+    assert judge.PROMPT_VERSION in card

@@ -1,0 +1,140 @@
+"""report.html and compare.html: generic tables from metrics.json, item statuses, the embedded item data, and the
+
+The tests of this subject that start heavy components (an engine, judge-serve, a Slurm cluster, a
+browser, training or the sandbox); the others are tests/unit/test_report_html.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+from tests.support.browser import browser  # noqa: F401  (the fixture)
+
+
+# -------------------------------------------------------------------------------------------- in a browser
+
+
+def _open(driver, path: Path):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.get(path.as_uri())
+    WebDriverWait(driver, 20).until(lambda d: d.execute_script("return document.body.dataset.ready") == "1")
+
+
+def _choose(driver, filter_key: str, label: str | None) -> None:
+    """Pick a filter value by its label (None: all)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    select = Select(driver.find_element(By.CSS_SELECTOR, f'select[data-filter="{filter_key}"]'))
+    if label is None:
+        select.select_by_value("-1")
+    else:
+        select.select_by_visible_text(label)
+
+
+def test_report_page_in_chromium_filter_open_and_screenshot(browser, scored, tmp_path):  # noqa: F811
+    """Filtering to failed items leaves the one parse failure; opening it shows the raw output, the rubric and every
+    expert's comment; sorting a table by MAE puts the worst model first; a screenshot is saved."""
+    from selenium.webdriver.common.by import By
+
+    record = scored["records"][3]
+    _open(browser, scored["root"] / "exact" / "report.html")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#items tr.item")
+    assert len(rows) == 12
+    _choose(browser, "status", "failed")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#items tr.item")
+    assert [r.find_element(By.TAG_NAME, "td").text for r in rows] == [record.id]
+    assert "1 of 12 items match" in browser.find_element(By.ID, "match-count").text
+    browser.execute_script("arguments[0].scrollIntoView()", rows[0])
+    rows[0].click()
+    detail = browser.find_element(By.CSS_SELECTOR, "tr.detail-row").text
+    assert "no_score" in detail and "the score is a word" in detail
+    assert record.rubrics.splitlines()[0] in detail
+    for comment in record.expert_feedback or ():
+        assert comment.splitlines()[0] in detail
+    browser.find_element(By.CSS_SELECTOR, "#items tr.item").click()  # closes it again
+    assert not browser.find_elements(By.CSS_SELECTOR, "tr.detail-row")
+    # Back to all items; the largest difference comes first and opens to the judge's feedback and distribution.
+    _choose(browser, "status", None)
+    first = browser.find_element(By.CSS_SELECTOR, "#items tr.item")
+    first.click()
+    detail = browser.find_element(By.CSS_SELECTOR, "tr.detail-row")
+    assert "confidence 0.750" in detail.text and "exact: отзыв" in detail.text
+    assert len(detail.find_elements(By.CSS_SELECTOR, ".bars span")) == 3
+    shot = tmp_path / "report.png"
+    assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
+    # A sortable table: a click on the MAE heading sorts worst first, a second click best first; Overall stays last.
+    table = browser.find_element(By.ID, "table-all-model")
+    heading = table.find_element(By.CSS_SELECTOR, 'th[title="mae"]')
+    column = [h.get_attribute("title") for h in table.find_elements(By.TAG_NAME, "th")].index("mae") + 1
+
+    def maes() -> list[float]:
+        cells = table.find_elements(By.CSS_SELECTOR, f"tbody tr:not(.overall) td:nth-child({column})")
+        return [float(td.get_attribute("data-v")) for td in cells if td.get_attribute("data-v")]
+
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", heading)  # clear of the sticky nav
+    heading.click()
+    assert maes() == sorted(maes(), reverse=True) and len(set(maes())) > 1
+    heading.click()
+    assert maes() == sorted(maes())
+    assert table.find_elements(By.CSS_SELECTOR, "tbody tr")[-1].get_attribute("class") == "overall"
+
+
+def test_compare_page_in_chromium_shows_both_judges(browser, scored, tmp_path):  # noqa: F811
+    """compare.html lists the items where the judges differ most; one opens to both judges' feedback."""
+    from selenium.webdriver.common.by import By
+
+    _open(browser, scored["root"] / "cmp" / "compare.html")
+    assert "better" in browser.page_source or "worse" in browser.page_source or "n.s." in browser.page_source
+    _choose(browser, "split", "Standard test")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#items tr.item")
+    assert rows, "no Standard items in the comparison"
+    diffs = [float(r.find_elements(By.TAG_NAME, "td")[-1].text) for r in rows if r.find_elements(By.TAG_NAME, "td")[-1].text != "—"]
+    assert diffs == sorted(diffs, reverse=True) and diffs[0] == 1.0
+    browser.execute_script("arguments[0].scrollIntoView()", rows[0])
+    rows[0].click()
+    detail = browser.find_element(By.CSS_SELECTOR, "tr.detail-row").text
+    assert "exact: отзыв" in detail and "lenient: отзыв" in detail
+    shot = tmp_path / "compare.png"
+    assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
+
+
+def _visible_headings(table) -> list[str]:
+    from selenium.webdriver.common.by import By
+
+    return [h.get_attribute("title") or h.text for h in table.find_elements(By.TAG_NAME, "th") if h.is_displayed()]
+
+
+def _fits(browser, table) -> bool:
+    """The table needs no sideways scrolling: it is no wider than its scroll box, which is no wider than the page."""
+    return browser.execute_script(
+        "const t = arguments[0], box = t.parentElement;"
+        "return t.scrollWidth <= box.clientWidth && box.scrollWidth <= box.clientWidth"
+        " && document.documentElement.scrollWidth <= window.innerWidth;", table)
+
+
+def test_summary_tables_lead_with_the_headline_and_fit_1280_pixels(browser, scored):  # noqa: F811
+    """At 1280 px: report.html's summary and compare.html's side-by-side tables show n, failed, MAE, Spearman,
+    VC judge / experts (and the Experts VC over all labelled items) and need no sideways scrolling; the switch in
+    the nav shows the bookkeeping columns (out of scale, Pearson, ...) and hides them again."""
+    from selenium.webdriver.common.by import By
+
+    headline = ["n", "n_failed", "mae", "spearman", "vc_judge", "vc_experts", "vc_experts_labelled"]
+    browser.set_window_size(1280, 900)
+    try:
+        for page, table_id in (("exact/report.html", "summary-table"), ("cmp/compare.html", "side-all")):
+            _open(browser, scored["root"] / page)
+            assert browser.execute_script("return window.innerWidth") <= 1280
+            table = browser.find_element(By.ID, table_id)
+            assert _visible_headings(table)[1:] == headline, page
+            assert _fits(browser, table), f"{page}: {table_id} scrolls sideways at 1280 px"
+            toggle = browser.find_element(By.ID, "show-bookkeeping")
+            toggle.click()
+            shown = _visible_headings(table)
+            assert shown[1:len(headline) + 1] == headline and {"n_out_of_scale", "pearson", "kendall"} <= set(shown)
+            toggle.click()
+            assert _visible_headings(table)[1:] == headline
+    finally:
+        browser.set_window_size(1400, 1000)

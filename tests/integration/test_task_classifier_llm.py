@@ -1,0 +1,23 @@
+"""The llm task-classifier method: exact guided-choice payloads, logprob probabilities, failures as values, and a
+
+The tests of this subject that start heavy components (an engine, judge-serve, a Slurm cluster, a
+browser, training or the sandbox); the others are tests/unit/test_task_classifier_llm.py.
+"""
+
+from __future__ import annotations
+
+
+from judge.criteria_auto import leaf_of
+from judge.criteria_auto.llm import LLMClassifier
+
+
+def test_llm_against_tiny_vllm_answers_a_taxonomy_leaf(vllm_tiny_server):
+    """A random tiny model on vLLM, constrained by guided choice, can only name a leaf of the taxonomy."""
+    # timeout: the first guided request compiles its grammar; on a loaded 2-core machine that took over 60 s
+    clf = LLMClassifier(vllm_tiny_server.base_url, vllm_tiny_server.model, max_tokens=48, threshold=0.0, timeout_s=600,
+                        api_key=vllm_tiny_server.api_key)
+    choice = clf.choose("Напиши стихотворение о весне")
+    assert choice.reason == "", choice.reason
+    leaf = leaf_of(choice.label)
+    assert choice.criteria == leaf.criteria
+    assert choice.probability is not None and 0.0 < choice.probability <= 1.0

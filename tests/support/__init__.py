@@ -1,0 +1,1 @@
+"""What the tests share: fixtures, tiny released layouts, scripted endpoints, the browser."""

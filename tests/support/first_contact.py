@@ -1,0 +1,54 @@
+"""What tests/unit/test_first_contact.py and tests/integration/test_first_contact.py share."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+#: judge-serve's 401 message (serve.app.ApiKeyMiddleware), as a stand-in repeats it.
+NO_KEY = "missing or wrong API key: send 'Authorization: Bearer <key>'"
+
+
+def _script(name: str) -> str:
+    """The console script of the test's environment (``.venv/bin/judge-eval``)."""
+    return str(Path(sys.executable).parent / name)
+
+
+def _env(**keys: str) -> dict[str, str]:
+    """The test's environment without any API key variable, plus ``keys``."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    return {**env, **keys}
+
+
+def _start(argv: list[str], env: dict[str, str], cwd: Path | None = None) -> subprocess.Popen:
+    return subprocess.Popen([_script("judge-eval"), *argv], env=env, cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _finish(proc: subprocess.Popen, timeout_s: float = 120) -> tuple[int, str, str]:
+    out, err = proc.communicate(timeout=timeout_s)
+    return proc.returncode, out, err
+
+
+def _error_line(stderr: str) -> str:
+    """The console's last line (the error a user reads), after checking nothing printed a traceback."""
+    assert "Traceback" not in stderr, stderr
+    return stderr.strip().splitlines()[-1]
+
+
+def _records(path: Path, n: int) -> Path:
+    """The first ``n`` records of the bundled sample data, as a JSONL file."""
+    import judge
+
+    lines = judge.sample_data_path().read_text(encoding="utf-8").splitlines()[:n]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _run_argv(url: str, out: Path, data: Path, *extra: str) -> list[str]:
+    return ["run", "--judge", url, "--data", str(data), "--out", str(out), "--no-progress", "--max-retries", "0",
+            "--backoff-s", "0.2", *extra]
+

@@ -1,0 +1,11 @@
+"""What tests/unit/test_mera_rutie.py and tests/integration/test_mera_rutie.py share."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+from eval.mera import cli
+
+SAMPLE = Path(cli.__file__).with_name("data") / "rutie_sample.jsonl"
+

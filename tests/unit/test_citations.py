@@ -1,0 +1,130 @@
+"""Code, tests, configs, Slurm scripts and docs cite only what a reader of a clone can open.
+
+A comment says why in its own words. It may cite the POLLUX paper by section, appendix or table ("arXiv
+2505.24616v3, Appendix D.2.2"), MERA's task cards by section, and public repositories by path (ai-forever/POLLUX
+``src/metrics.py``). It may not cite an issue number, an internal run ("stop 38"), a house-style rule by number, a
+source file by line number (the paper's text is not in the repository), or a file outside the repository — and a
+repository path it names must exist.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import subprocess
+import tokenize
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SUFFIXES = {".py", ".yaml", ".yml", ".sbatch", ".md", ".toml", ".sh", ".cfg"}
+NAMES = {"Makefile", "run"}  # the Makefile and .ci/run
+#: Folders whose files are ours: a path under one of them, named in a comment, must exist.
+REPO_FOLDERS = ("judge", "train", "serve", "eval", "configs", "slurm", "bench", "tests", "scripts", "docs")
+
+#: What a clone cannot follow, with what to write instead.
+FORBIDDEN = {
+    "an issue number": re.compile(r"\bissues? ?#?\d+|\(#\d+|(?<![\w/-])#\d+\.\d+|\bfindings? \d+", re.IGNORECASE),
+    "an internal run number": re.compile(r"\bstops? \d+(?:'s)?\b(?! ?(?:s|ms|min|seconds?|steps?|tokens?)\b)|\bCI run \d+",
+                                         re.IGNORECASE),
+    "a house-style rule by number": re.compile(r"\bSTYLE \d+"),
+    "the shared source folder (cite the paper by section, a card by section)": re.compile(
+        r"\bseeds[/:]|\b00[1-4]_[0-9a-f]{6}|\b00[1-4]…|\bcard ?00[1-4]?:\d"),
+    "a line of the paper or a task card (cite its section, appendix or table)": re.compile(
+        r"\b(?:paper|card)(?:'s)? lines? \d", re.IGNORECASE),
+    "a file outside the repository": re.compile(r"\.\./shared/|/work/shared|\.\./mera/|\bRELEASE\.md\b"),
+}
+_PATH = re.compile(r"""[`'"]((?:%s)/[\w./-]+\.(?:py|ya?ml|md|sbatch|jsonl?|txt|toml|npz))[`'":]""" % "|".join(REPO_FOLDERS))
+
+
+def tracked_files() -> list[Path]:
+    """The repository's own text files (git's list when there is one, else a walk that skips virtual envs)."""
+    try:
+        out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                             capture_output=True, text=True, check=True).stdout.split("\n")
+        paths = [ROOT / p for p in out if p]
+    except (OSError, subprocess.CalledProcessError):
+        paths = [p for p in ROOT.rglob("*") if ".venv" not in p.parts and ".git" not in p.parts]
+    here = Path(__file__).resolve()
+    return sorted(p for p in paths
+                  if (p.suffix in SUFFIXES or p.name in NAMES) and p.is_file() and p.resolve() != here)
+
+
+def commentary(path: Path, text: str) -> list[tuple[int, str]]:
+    """(line, text) of what a file says to its reader: a Python file's comments and triple-quoted strings
+    (docstrings, help texts), a Markdown file whole, any other file's ``#`` comments."""
+    if path.suffix == ".py":
+        out = []
+        try:
+            for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+                if tok.type == tokenize.COMMENT or (tok.type == tokenize.STRING and tok.string.lstrip("rbuRBUfF")[:3]
+                                                    in ('"""', "'''")):
+                    out.append((tok.start[0], tok.string))
+        except (tokenize.TokenError, SyntaxError):
+            out = list(enumerate(text.splitlines(), 1))
+        return out
+    if path.suffix == ".md":
+        return list(enumerate(text.splitlines(), 1))
+    return [(n, line[line.index("#"):]) for n, line in enumerate(text.splitlines(), 1) if "#" in line]
+
+
+def findings(path: Path, text: str) -> list[str]:
+    rel = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    found = []
+    for line, said in commentary(path, text):
+        for what, pattern in FORBIDDEN.items():
+            for match in pattern.finditer(said):
+                found.append(f"{rel}:{line}: {what}: {match.group(0)!r}")
+        if path.suffix != ".md":  # the docs' paths are checked by tests/unit/test_docs_site.py
+            for match in _PATH.finditer(said):
+                if not (ROOT / match.group(1)).exists():
+                    found.append(f"{rel}:{line}: a repository path that does not exist: {match.group(1)!r}")
+    return found
+
+
+def test_no_comment_cites_what_a_clone_cannot_open():
+    """No issue number, internal run, style rule, seed file, source line or outside file anywhere, and every
+    repository path a comment names exists."""
+    found = [f for p in tracked_files() for f in findings(p, p.read_text(encoding="utf-8", errors="replace"))]
+    assert not found, "say why in words; cite the paper by section, public repositories by path:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("said", [
+    "# one writer per folder (issue #30.13)",
+    "# long options in full only (#30.7)",
+    "# see (#27) for the keep-alive bug",
+    '"""Run folders (issue 29 item 3)."""',
+    "# the sanitising of findings 4-6",
+    "# Stop 35's CI run saw what that does",
+    "# No list of keys is kept here (STYLE 19)",
+    "# seeds/003_04de0265a3137b49.txt:703",
+    "# the paper's prompt (003…:2706-2721)",
+    "# the card (card 004:90)",
+    "# as the paper says (paper line 220)",
+    "# ../shared/pollux/RELEASE.md, 'The released judges'",
+    "# the path ``eval/no_such_module.py`` holds it",
+])
+def test_each_kind_of_citation_is_caught(said, tmp_path):
+    path = tmp_path / "module.py"
+    assert findings(path, f"x = 1\n{said}\n"), said
+
+
+@pytest.mark.parametrize("said", [
+    "# arXiv 2505.24616v3, Appendix D.2.2: the judge replaces a random annotator",
+    "# ai-forever/POLLUX src/utils/evaluation.py, lines 26-35: extract_score",
+    "# pytest-dev/pytest-xdist#1386; trl #1379, OpenRLHF #209",
+    "# the ruTiE card \"Metrics\": accuracy over the dialogue",
+    "# stop 5 s after the signal; step 8 of Algorithm 1",
+    "# ``eval/judging/config.py`` holds RunConfig",
+    "# vllm/envs.py: VLLM_HTTP_TIMEOUT_KEEP_ALIVE",
+])
+def test_what_a_clone_can_open_passes(said, tmp_path):
+    path = tmp_path / "module.py"
+    assert findings(path, f"x = 1\n{said}\n") == [], said
+
+
+def test_code_outside_comments_is_not_read(tmp_path):
+    """A string in code (a regex, a test's payload) is not a citation; only comments and docstrings are."""
+    path = tmp_path / "module.py"
+    assert findings(path, 'PATTERN = "issue #12"\n') == []

@@ -1,0 +1,44 @@
+"""The baseline judges ship as the POLLUX paper ran them: model ids and the prompt each was given.
+
+Sources: arXiv 2505.24616v3, Section 3.3 (the three reference models), Table 2 and the other table headers
+("GPT-4o (2024-11-20)", "DeepSeek-R1", "M-Prometheus-14B"), Appendix M.1 (the English prompt is the one "for
+generating synthetic data and running test data").
+"""
+
+from pathlib import Path
+
+import pytest
+
+from eval.judging.config import RunConfig
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "eval"
+
+# file -> (model id, prompt, backend, judge URL or base_url_env)
+BASELINES = {
+    "gpt-4o.yaml": ("gpt-4o-2024-11-20", "en", "chat", "OPENAI_BASE_URL"),
+    "deepseek-r1.yaml": ("deepseek-ai/DeepSeek-R1", "en", "chat", "DEEPSEEK_BASE_URL"),
+    "m-prometheus-14b.yaml": ("Unbabel/M-Prometheus-14B", "en", "chat", "http://127.0.0.1:8000/v1"),
+}
+# the POLLUX judges themselves get the Russian prompt of Appendix M.1
+POLLUX = {"pollux-serve.yaml": "ru", "local-cpu.yaml": "ru"}
+
+
+def test_every_shipped_eval_config_is_pinned_here():
+    """No eval YAML ships without its model and prompt pinned by this file."""
+    assert sorted(p.name for p in CONFIGS.glob("*.yaml")) == sorted({**BASELINES, **POLLUX})
+
+
+@pytest.mark.parametrize("name", sorted(BASELINES))
+def test_baseline_configs_pin_the_papers_models_and_english_prompt(name):
+    """Each baseline names the exact model the paper evaluated and the English M.1 prompt, greedy."""
+    config = RunConfig(**RunConfig.from_yaml(CONFIGS / name), out="runs/x")
+    config.validate()
+    model, prompt, backend, where = BASELINES[name]
+    assert (config.model, config.prompt, config.backend, config.judge or config.base_url_env) == (model, prompt, backend, where)
+    assert config.temperature == 0.0
+
+
+@pytest.mark.parametrize("name", sorted(POLLUX))
+def test_pollux_judge_configs_use_the_russian_prompt(name):
+    """Configs for POLLUX judges render the Russian training prompt."""
+    assert RunConfig(**RunConfig.from_yaml(CONFIGS / name), out="runs/x").prompt == POLLUX[name]

@@ -1,0 +1,435 @@
+"""judge-eval: every subcommand's --help, configs, and `run` against a scripted OpenAI-compatible HTTP server whose
+received payloads are asserted exactly (resume after a kill, retries, refusals, parse failures, /v1/judge); the
+end-to-end test drives a tiny real judge on vLLM through run -> score -> compare."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import judge
+from eval.cli import build_parser, main, resolve_run_config
+from eval.judging.predictions import read_predictions
+from eval.judging.config import RunConfig
+from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage
+from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
+
+REPO = Path(__file__).resolve().parents[2]
+GOOD = "[FEEDBACK] Ответ соответствует критерию. [RESULT] 1 [END]"
+
+
+# ------------------------------------------------------------------------------------------ scripted server
+
+
+class ScriptedServer(ScriptedEndpoint):
+    """An OpenAI-compatible server on 127.0.0.1 that answers from a script and records every request body.
+
+    ``script[prompt]`` is a list of actions used in turn (the last one repeats): a reply text, or an int HTTP status
+    to fail with. Prompts without a script get ``GOOD``. With ``judge_results`` set it also serves ``/v1/judge``,
+    answering each criterion with ``judge_results(criterion)``; otherwise ``/v1/judge`` is 404, as on vLLM.
+    """
+
+    def __init__(self, script=None, judge_results=None, hold_after: int | None = None):
+        """``hold_after``: answer that many chat requests, then hold every further one until ``release`` is set
+        (a run that can be killed with exactly that many rows written, on any machine)."""
+        self.script = {k: list(v) for k, v in (script or {}).items()}
+        self.judge_results = judge_results
+        self.hold_after, self.answered, self.release = hold_after, 0, threading.Event()
+        self.lock = threading.Lock()
+        super().__init__(self._respond)
+
+    def _respond(self, path: str, body: dict) -> tuple[int, dict]:
+        if path == "/v1/judge":
+            if self.judge_results is None:
+                return 404, {"detail": "Not Found"}
+            if not body:  # backend detection probes with an empty body
+                return 400, {"error": {"message": "items: required field is missing"}}
+            results = [judge.JudgeResult.from_json(self.judge_results(c)) for c in body["items"][0]["criteria"]]
+            usage = JudgeResponseUsage(len(results), len(results), 0, 0, 0)
+            return 200, JudgeResponse("judge-1", "judge.result", 0, body["model"], "seq2seq", "tagged", judge.PROMPT_VERSION,
+                                      [JudgeResponseItem(0, body["items"][0].get("id"), results)], usage).to_json()
+        if path != "/v1/chat/completions":
+            return 404, {"error": {"message": "not found"}}
+        with self.lock:
+            actions = self.script.get(body["messages"][0]["content"])
+            action = (actions.pop(0) if len(actions) > 1 else actions[0]) if actions else GOOD
+            held = self.hold_after is not None and self.answered >= self.hold_after
+            self.answered += not held
+        if held:
+            self.release.wait(120)
+        if isinstance(action, int):
+            return action, {"error": {"message": f"scripted {action}", "type": "scripted"}}
+        return 200, chat_completion(action, body["model"])
+
+    @property
+    def received(self) -> list[tuple[str, dict]]:
+        """Every request but the backend-detection probe (an empty POST to /v1/judge)."""
+        return [(path, body) for path, body in self.requests if body]
+
+    def prompts(self) -> list[str]:
+        return [body["messages"][0]["content"] for path, body in self.received if path == "/v1/chat/completions"]
+
+
+def _chat_payload(record, max_tokens: int = 32) -> dict:
+    # The Russian POLLUX prompt travels with thinking off (Qwen3 judges read it, ChatML ignores it).
+    return {"model": "scripted", "messages": [{"role": "user", "content": judge.render_prompt(record)}],
+            "max_tokens": max_tokens, "temperature": 0.0, "chat_template_kwargs": {"enable_thinking": False}}
+
+
+def _run_args(url: str, data: Path, out: Path, *extra: str) -> list[str]:
+    return ["run", "--judge", url, "--data", str(data), "--out", str(out), "--max-tokens", "32", "--no-progress",
+            "--backoff-s", "0.01", *extra]
+
+
+def _ids(path: Path) -> list[str]:
+    return [row["id"] for row in read_predictions(path)]
+
+
+# --------------------------------------------------------------------------------------------------- help
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["run", "--help"], ["score", "--help"], ["compare", "--help"],
+                                  ["mera", "--help"]])
+def test_every_subcommand_has_help(argv, capsys):
+    """--help exits 0 and prints a usage line (mera's comes from eval.mera.cli)."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 0
+    assert "usage:" in capsys.readouterr().out
+
+
+def test_console_script_is_installed():
+    """The `judge-eval` entry point resolves to eval.cli:main."""
+    from importlib.metadata import entry_points
+
+    (script,) = [e for e in entry_points(group="console_scripts") if e.name == "judge-eval"]
+    assert script.value == "eval.cli:main"
+
+
+# ------------------------------------------------------------------------------------------------ configs
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "configs" / "eval").glob("*.yaml")), ids=lambda p: p.name)
+def test_shipped_eval_configs_parse_and_validate(path):
+    """Every YAML in configs/eval has only RunConfig keys, validates, and says how to run it in its first line."""
+    config = RunConfig(**RunConfig.from_yaml(path), out="runs/x")
+    if not config.judge and not config.base_url_env:
+        config.judge = "CHECKPOINT"  # local-cpu.yaml: the checkpoint comes from --judge
+    config.validate()
+    assert path.read_text(encoding="utf-8").startswith("# ")
+    assert "judge-eval run --config configs/eval/" + path.name in path.read_text(encoding="utf-8")
+
+
+def test_cli_flags_override_the_yaml(tmp_path):
+    """Defaults < YAML < flags: the YAML sets concurrency 16 and prompt en, the flag brings concurrency to 3."""
+    args = build_parser().parse_args(["run", "--config", str(REPO / "configs/eval/gpt-4o.yaml"), "--concurrency", "3",
+                                      "--out", str(tmp_path), "--server-args", '["--enforce-eager"]'])
+    config = resolve_run_config(args)
+    assert (config.concurrency, config.prompt, config.model, config.max_retries) == (3, "en", "gpt-4o-2024-11-20", 8)
+    assert config.server_args == ["--enforce-eager"] and config.lenient is False
+
+
+def test_unknown_yaml_key_is_an_error(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("judge: http://x/v1\nconcurency: 4\n", encoding="utf-8")
+    assert main(["run", "--config", str(bad), "--out", str(tmp_path)]) == 2
+
+
+def test_prefix_order_groups_criteria_of_one_answer():
+    """Shuffled criteria come back grouped by (instruction, reference, answer), groups in first-seen order."""
+    records = judge.load_records(judge.sample_data_path())[:12]
+    shuffled = [records[i] for i in (4, 0, 8, 5, 1, 9, 6, 2, 10, 7, 3, 11)]
+    order = judge.prefix_order([judge.prefix_key(r) for r in shuffled])
+    assert [shuffled[i].id for i in order] == [records[i].id for i in (4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11)]
+
+
+# ----------------------------------------------------------------------------------- run against the script
+
+
+def test_run_sends_exact_payloads_and_counts_a_parse_failure_without_scoring_it(small_data, tmp_path):
+    """One chat request per item with exactly the POLLUX prompt; an unparseable verdict is recorded with its
+    error, and `score` reports it in n_failed, not as a score."""
+    data, records = small_data
+    garbage = judge.render_prompt(records[2])
+    with ScriptedServer({garbage: ["Ответ хороший, ставлю высокий балл."]}) as server:
+        assert main(_run_args(server.base_url, data, tmp_path / "run")) == 0
+    assert sorted(server.received, key=lambda rb: rb[1]["messages"][0]["content"]) == sorted(
+        [("/v1/chat/completions", _chat_payload(r)) for r in records], key=lambda rb: rb[1]["messages"][0]["content"]
+    )
+    rows = {row["id"]: row for row in read_predictions(tmp_path / "run")}
+    assert set(rows) == {r.id for r in records}
+    bad = rows[records[2].id]
+    assert (bad["parse_ok"], bad["score"], bad["error"], bad["score_source"]) == (False, None, "no_result", None)
+    assert bad["raw_output"] == "Ответ хороший, ставлю высокий балл."
+    good = rows[records[0].id]
+    assert (good["parse_ok"], good["score"], good["judge"], good["score_source"]) == (True, 1.0, "scripted", "verdict")
+    assert set(good) == {"id", "judge", "raw_output", "feedback", "score", "parse_ok", "error", "reason",
+                         "score_source", "in_scale", "regression_score", "expected_score", "confidence", "score_probs",
+                         "latency_s"}
+    assert good["in_scale"] is True and good["regression_score"] is None
+    run_info = json.loads((tmp_path / "run" / "run.json").read_text(encoding="utf-8"))
+    assert run_info["backend"] == "chat" and run_info["prompt_version"] == judge.PROMPT_VERSION
+
+    assert main(["score", "--predictions", str(tmp_path / "run"), "--n-boot", "50", "--no-plots"]) == 0
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text(encoding="utf-8"))
+    overall = metrics["splits"]["all"]["overall"]
+    assert (overall["n"], overall["n_failed"], overall["n_parse_failed"]) == (12, 1, 1)
+    assert metrics["splits"]["all"]["failures"] == {"no_result": 1}
+    # Every parsed verdict said 1; the scored items are those with a unique expert mode, the failure not among them.
+    assert overall["n_scored"] <= 11
+    paper_part, official_part = (tmp_path / "run" / "report.md").read_text(encoding="utf-8").split(
+        "## POLLUX repository evaluator (not the paper's metrics)")
+    assert paper_part.count("| Zero-Shot test |") == 1 and official_part.count("| Zero-Shot test |") == 1
+
+
+def test_run_resumes_a_killed_run_to_exactly_one_row_per_item(small_data, tmp_path):
+    """A run killed mid-way (SIGKILL) and a line cut by the kill: the rerun asks only for the items without a row
+    and ends with one row per item."""
+    data, records = small_data
+    out = tmp_path / "run"
+    # The server answers 4 requests and holds the rest, so the kill lands after exactly 4 rows, whatever the load.
+    with ScriptedServer(hold_after=4) as server:
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        proc = subprocess.Popen([sys.executable, "-m", "eval.cli", *_run_args(server.base_url, data, out,
+                                                                              "--concurrency", "2")],
+                                env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if (out / "predictions.jsonl").exists() and len(_ids(out / "predictions.jsonl")) >= 4:
+                break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        server.release.set()
+        before = _ids(out / "predictions.jsonl")
+        assert len(before) == 4 < len(records), "the kill should land mid-run"
+        # The kill interrupted a write: half a JSON line, no newline.
+        with (out / "predictions.jsonl").open("a", encoding="utf-8") as handle:
+            handle.write('{"id": "' + records[-1].id + '", "judge": "scr')
+        server.requests.clear()
+        server.hold_after = None
+        assert main(_run_args(server.base_url, data, out)) == 0
+    after = _ids(out / "predictions.jsonl")
+    assert sorted(after) == sorted(r.id for r in records) and len(after) == len(set(after))
+    todo = [r for r in records if r.id not in set(before)]
+    assert sorted(server.prompts()) == sorted(judge.render_prompt(r) for r in todo)
+    assert all(body == _chat_payload(r) for (_, body), r in
+               zip(sorted(server.received, key=lambda rb: rb[1]["messages"][0]["content"]),
+                   sorted(todo, key=judge.render_prompt)))
+
+
+def test_transient_failures_are_retried_and_refusals_retried_on_the_next_run(small_data, tmp_path):
+    """500, 500, then an answer: three requests, one good row. A 400 is not retried within the run: the item gets
+    a request_failed row (exit code 3), which the next run replaces."""
+    data, records = small_data
+    flaky, refused = judge.render_prompt(records[0]), judge.render_prompt(records[1])
+    with ScriptedServer({flaky: [500, 500, GOOD], refused: [400, GOOD]}) as server:
+        assert main(_run_args(server.base_url, data, tmp_path)) == 3
+        assert server.prompts().count(flaky) == 3 and server.prompts().count(refused) == 1
+        rows = {row["id"]: row for row in read_predictions(tmp_path)}
+        assert rows[records[0].id]["score"] == 1.0
+        failed = rows[records[1].id]
+        assert (failed["error"], failed["parse_ok"], failed["score"]) == ("request_failed", False, None)
+        assert "HTTP 400" in failed["reason"]
+        server.requests.clear()
+        assert main(_run_args(server.base_url, data, tmp_path)) == 0
+        assert server.prompts() == [refused]
+    rows = read_predictions(tmp_path)
+    assert len(rows) == len(records) and {r["id"]: r for r in rows}[records[1].id]["score"] == 1.0
+
+
+def test_resuming_into_a_folder_of_another_judge_is_refused(small_data, tmp_path):
+    """Rows of judge A are never mixed with judge B's in one predictions file."""
+    data, _ = small_data
+    with ScriptedServer() as server:
+        assert main(_run_args(server.base_url, data, tmp_path, "--limit", "2", "--name", "a")) == 0
+        assert main(_run_args(server.base_url, data, tmp_path, "--name", "b")) == 2
+        assert len(read_predictions(tmp_path)) == 2
+
+
+def test_rerunning_a_finished_run_without_a_name_is_a_no_op(small_data, tmp_path):
+    """A finished run (no --name: the served model's name) run again asks the server nothing and exits 0 (a
+    requeued Slurm array task whose shard was already complete; it failed with exit 2 before)."""
+    data, records = small_data
+    with ScriptedServer() as server:
+        assert main(_run_args(server.base_url, data, tmp_path)) == 0
+        names = {row["judge"] for row in read_predictions(tmp_path)}
+        server.requests.clear()
+        assert main(_run_args(server.base_url, data, tmp_path)) == 0
+        assert server.requests == []
+    rows = read_predictions(tmp_path)
+    assert len(rows) == len(records) and {row["judge"] for row in rows} == names and "" not in names
+
+
+def test_english_prompt_for_api_judges_from_environment(small_data, tmp_path, monkeypatch):
+    """An API judge config: base URL and key from the environment, the English prompt, the configured model."""
+    data, records = small_data
+    with ScriptedServer() as server:
+        monkeypatch.setenv("TEST_JUDGE_URL", server.base_url)
+        monkeypatch.setenv("TEST_JUDGE_KEY", "secret")
+        assert main(["run", "--base-url-env", "TEST_JUDGE_URL", "--api-key-env", "TEST_JUDGE_KEY", "--model", "gpt-x",
+                     "--prompt", "en", "--data", str(data), "--out", str(tmp_path), "--limit", "2", "--max-tokens",
+                     "64", "--no-progress"]) == 0
+    # The two requests are in flight at once, so they may arrive in either order; each payload must be exact.
+    expected = [
+        {"model": "gpt-x", "messages": [{"role": "user", "content": judge.render_prompt_en(r)}], "max_tokens": 64,
+         "temperature": 0.0}
+        for r in records[:2]
+    ]
+    by_text = lambda body: json.dumps(body, sort_keys=True, ensure_ascii=False)  # noqa: E731
+    assert sorted((body for _, body in server.received), key=by_text) == sorted(expected, key=by_text)
+
+
+def test_judge_serve_backend_batches_criteria_and_keeps_regression_scores(small_data, tmp_path):
+    """A URL with /v1/judge gets one request per answer carrying all its criteria as {name, rubrics} (plus the
+    run's extra_body fields); regression scores come back real-valued and `score` compares them with the experts'
+    mean; a score distribution in the result is kept in the prediction."""
+    data, records = small_data
+
+    def result(criterion):  # the wire type judge-serve writes (tests/unit/test_wire.py ties it to serve's own output)
+        return judge.JudgeResult(criterion=criterion["name"], criterion_id=None, scale=[0, 1, 2],
+                                 feedback="Обоснование.", score=1.37, parse_ok=True, score_source="regression_head",
+                                 output="[FEEDBACK] ...", regression_score=2.6, in_scale=None, expected_score=1.2,
+                                 confidence=0.8, score_probs={"0": 0.1, "1": 0.6, "2": 0.3}).to_json()
+
+    with ScriptedServer(judge_results=result) as server:
+        assert main(_run_args(server.base_url, data, tmp_path, "--batch-size", "3",
+                              "--extra-body", '{"constrained": true}')) == 0
+    groups: dict[tuple, list] = {}
+    for record in records:
+        groups.setdefault((record.instruction, record.reference_answer, record.answer), []).append(record)
+    expected = []
+    for group in groups.values():
+        for start in range(0, len(group), 3):
+            batch = group[start:start + 3]
+            expected.append({
+                "model": "scripted",
+                "items": [{"id": batch[0].id, "instruction": batch[0].instruction, "answer": batch[0].answer,
+                           "reference_answer": batch[0].reference_answer,
+                           "criteria": [{"name": r.criteria_name, "rubrics": r.rubrics} for r in batch]}],
+                "max_tokens": 32, "temperature": 0.0, "lenient": False, "constrained": True,
+            })
+    key = lambda body: json.dumps(body, ensure_ascii=False, sort_keys=True)  # noqa: E731
+    assert sorted((body for _, body in server.received), key=key) == sorted(expected, key=key)
+    rows = read_predictions(tmp_path)
+    assert {(r["score"], r["score_source"], r["regression_score"]) for r in rows} == {(1.37, "regression_head", 2.6)}
+    assert all((r["expected_score"], r["confidence"], r["score_probs"]) == (1.2, 0.8, {"0": 0.1, "1": 0.6, "2": 0.3})
+               for r in rows)
+    assert main(["score", "--predictions", str(tmp_path), "--n-boot", "20", "--no-plots"]) == 0
+    metrics = json.loads((tmp_path / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics["target"] == "mean" and metrics["splits"]["all"]["overall"]["n_scored"] == len(records)
+    # POLLUX's own evaluator scores the head's raw value (2.6), not the clipped score nor any text.
+    official = metrics["pollux_official"]["splits"]["all"]
+    assert official["n_regression"] == len(records)
+    assert official["mse"] == pytest.approx(sum((2.6 - r.criteria_score) ** 2 for r in records) / len(records))
+
+
+def test_score_reports_out_of_scale_table_10_and_pollux_official(small_data, tmp_path):
+    """Through run and score: '[RESULT] 9' and '[RESULT] 10' on 0..k scales (k <= 4) are scored and flagged
+    (parse_ok true, in_scale false), '1,5' is 1.5 for the paper's metrics; the report gives n_out_of_scale, the
+    in-scale figures, Table 10 and POLLUX's own figures in their labelled section ('10' -> 1 and '1,5' -> 1 there)."""
+    data, records = small_data
+    script = {judge.render_prompt(records[0]): ["[FEEDBACK] x [RESULT] 9 [END]"],
+              judge.render_prompt(records[1]): ["[FEEDBACK] x [RESULT] 10 [END]"],
+              judge.render_prompt(records[2]): ["[FEEDBACK] x [RESULT] 1,5 [END]"],
+              judge.render_prompt(records[3]): ["Ответ хороший."]}
+    with ScriptedServer(script) as server:
+        assert main(_run_args(server.base_url, data, tmp_path)) == 0
+    rows = {row["id"]: row for row in read_predictions(tmp_path)}
+    assert [(rows[r.id]["parse_ok"], rows[r.id]["score"], rows[r.id]["in_scale"]) for r in records[:4]] == [
+        (True, 9.0, False), (True, 10.0, False), (True, 1.5, True), (False, None, None)]
+    assert main(["score", "--predictions", str(tmp_path), "--n-boot", "20", "--no-plots"]) == 0
+    metrics = json.loads((tmp_path / "metrics.json").read_text(encoding="utf-8"))
+    overall = metrics["splits"]["all"]["overall"]
+    assert overall["n_failed"] == 1 and overall["n_out_of_scale"] == 2
+    assert overall["n_scored_in_scale"] == overall["n_scored"] - 2
+    assert metrics["splits"]["all"]["model_means"]["all"]["n_judged"] == 11
+    # POLLUX's evaluator reads 9, 1, 1, nothing, then 1 for the other eight outputs (GOOD says 1).
+    official = metrics["pollux_official"]["splits"]["all"]
+    read = [9.0, 1.0, 1.0, None] + [1.0] * 8
+    exact = sum(1 for s, r in zip(read, records) if s is not None and s == r.criteria_score)
+    assert (official["n"], official["n_parsed"]) == (12, 11)
+    assert official["format_acc"] == pytest.approx(11 / 12) and official["score_acc"] == pytest.approx(exact / 12)
+    squared = [(s - r.criteria_score) ** 2 for s, r in zip(read, records) if s is not None]
+    assert official["mse"] == pytest.approx(sum(squared) / 11)
+    report = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert "## POLLUX repository evaluator (not the paper's metrics)" in report
+    assert "(the paper's Table 10)" in report and "| out of scale |" in report
+    import pyarrow.parquet as pq
+
+    items = pq.read_table(tmp_path / "items.parquet").to_pydict()
+    flags = dict(zip(items["id"], items["in_scale"]))
+    assert [flags[r.id] for r in records[:4]] == [False, False, True, None]
+
+
+def test_compare_pairs_two_scored_runs(small_data, tmp_path):
+    """A judge that always says 1 vs one that copies the experts' first score: compare reports both, the delta
+    and a call, on the items both scored."""
+    data, records = small_data
+    copycat = {judge.render_prompt(r): [f"[FEEDBACK] x [RESULT] {int(r.expert_scores[0])} [END]"] for r in records}
+    for name, script in (("ones", {}), ("copycat", copycat)):
+        with ScriptedServer(script) as server:
+            assert main(_run_args(server.base_url, data, tmp_path / name, "--name", name)) == 0
+        assert main(["score", "--predictions", str(tmp_path / name), "--n-boot", "50", "--no-plots"]) == 0
+    assert main(["compare", str(tmp_path / "ones"), str(tmp_path / "copycat"), "--out", str(tmp_path / "cmp"),
+                 "--n-boot", "200"]) == 0
+    result = json.loads((tmp_path / "cmp" / "compare.json").read_text(encoding="utf-8"))
+    assert result["baseline"] == "ones" and result["runs"] == ["ones", "copycat"]
+    overall = result["comparisons"][0]["splits"]["all"]["overall"]["mae"]
+    assert overall["delta"] == pytest.approx(overall["b"] - overall["a"])
+    assert overall["verdict"] in ("better", "worse", "n.s.")
+    assert "copycat vs ones" in (tmp_path / "cmp" / "compare.md").read_text(encoding="utf-8")
+
+
+def test_score_without_a_prediction_for_every_item_reports_them_missing(small_data, tmp_path):
+    """An unfinished run scores what it has and says how many items have no prediction."""
+    data, records = small_data
+    with ScriptedServer() as server:
+        assert main(_run_args(server.base_url, data, tmp_path, "--limit", "5")) == 0
+    assert main(["score", "--predictions", str(tmp_path / "predictions.jsonl"), "--data", str(data), "--n-boot", "0",
+                 "--no-plots"]) == 0
+    overall = json.loads((tmp_path / "metrics.json").read_text(encoding="utf-8"))["splits"]["all"]["overall"]
+    assert (overall["n"], overall["n_missing"]) == (5, len(records) - 5)
+    assert "have no prediction" in (tmp_path / "report.md").read_text(encoding="utf-8")
+
+
+def test_score_logs_tables_and_plots_to_wandb_offline(small_data, tmp_path, monkeypatch):
+    """--wandb-project logs every table and PNG (offline here: no network)."""
+    import wandb
+
+    data, _ = small_data
+    wandb.teardown()  # W&B's process-wide setup keeps the WANDB_DIR of any run logged earlier in this process
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path / "wandb-root"))
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    with ScriptedServer() as server:
+        assert main(_run_args(server.base_url, data, tmp_path / "run")) == 0
+    assert main(["score", "--predictions", str(tmp_path / "run"), "--n-boot", "20", "--wandb-project", "t"]) == 0
+    (run_dir,) = (tmp_path / "wandb-root" / "wandb").glob("offline-run-*")
+    media = run_dir / "files" / "media"
+    assert {p.name.split("_")[0] for p in (media / "images" / "plots").glob("*.png")} == {"confusion", "mae"}
+    assert sorted(p.name.split("_")[1] for p in (media / "table" / "all").glob("*.table.json")) == \
+        ["criterion", "model", "task"]
+
+
+def test_score_says_why_a_test_has_no_figures(small_data, tmp_path):
+    """A judge whose every output fails to parse: metrics.json and report.md say why each test is empty, in words
+    and counts, instead of showing bare "—"."""
+    data, records = small_data
+    with ScriptedServer({judge.render_prompt(r): ["Ответ хороший."] for r in records}) as server:
+        assert main(_run_args(server.base_url, data, tmp_path)) == 0
+    assert main(["score", "--predictions", str(tmp_path), "--n-boot", "0", "--no-plots"]) == 0
+    metrics = json.loads((tmp_path / "metrics.json").read_text(encoding="utf-8"))
+    for split, n in (("zero_shot", 6), ("standard", 6), ("all", 12)):
+        cell = metrics["splits"][split]["overall"]
+        assert cell["mae"] is None and cell["why_empty"] == {"parse_failed": n}
+    report = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert "- **Zero-Shot + Standard**: no scored item: 12 the verdict did not parse." in report

@@ -1,0 +1,136 @@
+"""eval.experts.tables / `judge-eval experts`: the paper's expert-only tables (Tables 1, 9, 10 Experts, 14-16 Experts) on a
+rebuilt miniature of the release; every expected figure is worked out by hand below."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+import judge
+from eval.cli import main
+from eval.experts.tables import AVG, expert_tables
+from tests.support.release_artifacts import NOT_APPLICABLE, released_row, write_released_dataset
+
+EDITING, POETRY = ("Editing",), ("Literary text", "Poetry")
+CODE_NEW, CODE_FIX = ("Code creation", "Python"), ("Code modification", "Python")
+
+# (item, evaluated model, task path, criterion, expert scores with -1 for an abstention)
+#  split: Editing and Code creation are Standard; Literary text and Code modification are Zero-Shot task types
+#  (paper, Appendix D.2). Item mean over non-abstaining experts | experts' VC (largest share, >= 2 experts):
+ITEMS = [
+    ("1", "gpt4", EDITING, "repeats", [2, 2, 1]),                    # 5/3  | 2/3
+    ("2", "gpt4", EDITING, "proactivity", [0, -1, 0]),               # 0    | 1 (two experts once -1 is out)
+    ("3", "gpt4", POETRY, "rhyme_quality__3", [2, 1, 2, 1, -1]),     # 1.5  | 2/4
+    ("4", "llama", POETRY, "rhyme_quality__3", [2, 2]),              # 2    | 1
+    ("5", "llama", CODE_NEW, "operability__5", [1]),                 # 1    | none (one expert)
+    ("6", "llama", EDITING, "repeats", [-1, -1]),                    # none: every expert abstained
+    ("7", "llama", CODE_FIX, "correct_answer__28", [0]),             # 0    | none
+    ("8", "gpt4", EDITING, "narushenie_formata", [0, 0, 0, 0, 1]),   # 0.2  | 4/5
+]
+
+
+def _rows():
+    return [released_row(path, crit, [(s, NOT_APPLICABLE if s == -1 else "Комментарий эксперта.") for s in scores],
+                         instruction=f"Задание {item}.", answer=f"Ответ {item}.", model_id=model)
+            for item, model, path, crit, scores in ITEMS]
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory):
+    folder = write_released_dataset(tmp_path_factory.mktemp("release") / "POLLUX", _rows())
+    return expert_tables(judge.load_records(folder))
+
+
+def _name(criterion_id: str) -> str:
+    return judge.load_taxonomy().criteria[criterion_id].name["ru"]
+
+
+def test_mean_by_model_per_split_table_10(tables):
+    """Table 10's Experts column per split, Avg. pooled over items: Zero-Shot gpt4 {3} 1.5, llama {4, 7} (2+0)/2 = 1,
+    Avg. (1.5+2+0)/3 = 7/6 (the mean of the rows would be 1.25); Standard gpt4 {1, 2, 8} (5/3+0+0.2)/3 = 28/45,
+    llama {5} 1 (item 6 has no expert), Avg. (5/3+0+0.2+1)/4 = 43/60; Full test gpt4 (5/3+0+1.5+0.2)/4 = 101/120,
+    llama (2+1+0)/3 = 1, Avg. 191/30 / 7 = 191/210."""
+    by_model = tables["tables"]["mean_by_model"]
+    expected = {"zero_shot": {"gpt4": (1, 1.5), "llama": (2, 1.0), AVG: (3, 7 / 6)},
+                "standard": {"gpt4": (3, 28 / 45), "llama": (1, 1.0), AVG: (4, 43 / 60)},
+                "all": {"gpt4": (4, 101 / 120), "llama": (3, 1.0), AVG: (7, 191 / 210)}}
+    for split, rows in expected.items():
+        got = {row: cols["Experts"] for row, cols in by_model[split].items()}
+        assert got.keys() == rows.keys()
+        for row, (n, value) in rows.items():
+            assert got[row][0] == n and got[row][1] == pytest.approx(value), (split, row)
+
+
+def test_mean_by_task_type_and_criterion_tables_1_and_9(tables):
+    """Full test cross tables: Editing gpt4 {1, 2, 8} 28/45, llama none (item 6 unscored), pooled column 28/45;
+    Literary text gpt4 1.5, llama 2, pooled 1.75; Code creation llama 1; Code modification llama 0. By criterion:
+    rhyme quality gpt4 1.5, llama 2; the Critical format criterion gpt4 0.2; Avg. row gpt4 101/120 as Table 10's."""
+    by_task = tables["tables"]["mean_by_task_type"]["all"]
+    assert by_task["Editing"]["gpt4"] == (3, pytest.approx(28 / 45)) and "llama" not in by_task["Editing"]
+    assert by_task["Editing"][AVG] == (3, pytest.approx(28 / 45))
+    assert by_task["Literary text"] == {"gpt4": (1, 1.5), "llama": (1, 2.0), AVG: (2, 1.75)}
+    assert by_task["Code creation"] == {"llama": (1, 1.0), AVG: (1, 1.0)}
+    assert by_task["Code modification"] == {"llama": (1, 0.0), AVG: (1, 0.0)}
+    by_criterion = tables["tables"]["mean_by_criterion"]["all"]
+    assert by_criterion[_name("rhyme_quality__3")] == {"gpt4": (1, 1.5), "llama": (1, 2.0), AVG: (2, 1.75)}
+    assert by_criterion[_name("narushenie_formata")]["gpt4"] == (1, pytest.approx(0.2))
+    assert by_criterion[_name("repeats")] == {"gpt4": (1, pytest.approx(5 / 3)), AVG: (1, pytest.approx(5 / 3))}
+    assert by_criterion[AVG]["gpt4"] == (4, pytest.approx(101 / 120))
+    assert tables["english_names"][_name("rhyme_quality__3")] == "Rhyme quality"
+
+
+def test_experts_verdict_confidence_tables_14_to_16(tables):
+    """Experts' VC on the Full test, items with >= 2 non-abstaining experts (1, 2, 3, 4, 8): by model gpt4
+    (2/3+1+1/2+4/5)/4 = 89/120, llama {4} 1, Avg. (89/30+1)/5 = 119/150; by task type Editing (2/3+1+4/5)/3 = 37/45,
+    Literary text (1/2+1)/2 = 3/4, the code task types absent (one expert each: the paper's "—"); by criterion the
+    Critical format criterion 4/5 and the same pooled Avg. 119/150."""
+    vc = tables["tables"]
+    by_model = {row: cols["Experts"] for row, cols in vc["vc_by_model"]["all"].items()}
+    assert by_model["gpt4"] == (4, pytest.approx(89 / 120)) and by_model["llama"] == (1, 1.0)
+    assert by_model[AVG] == (5, pytest.approx(119 / 150))
+    by_task = {row: cols["Experts"] for row, cols in vc["vc_by_task_type"]["all"].items()}
+    assert by_task.keys() == {"Editing", "Literary text", AVG}
+    assert by_task["Editing"] == (3, pytest.approx(37 / 45)) and by_task["Literary text"] == (2, 0.75)
+    by_criterion = {row: cols["Experts"] for row, cols in vc["vc_by_criterion"]["all"].items()}
+    assert by_criterion[_name("narushenie_formata")] == (1, pytest.approx(0.8))
+    assert by_criterion[AVG] == by_model[AVG] == by_task[AVG]
+
+
+def test_counts_say_what_was_left_out(tables):
+    """8 items, 4 abstentions (items 2, 3 one each, item 6 two), 1 item without an expert, 2 single-expert items,
+    Zero-Shot {3, 4, 7} and Standard {1, 2, 5, 6, 8}; the released criteria_score is the experts' mean throughout."""
+    assert tables["counts"] == {"n_records": 8, "by_split": {"zero_shot": 3, "standard": 5, "unknown": 0, "all": 8},
+                                "n_no_experts": 1, "n_single_expert": 2, "n_abstentions": 4,
+                                "n_criteria_score_differs": 0}
+
+
+def test_the_experts_command_writes_csv_and_markdown(tmp_path):
+    """`judge-eval experts --data FOLDER --out OUT`: experts_tables.csv in long form, experts.md and experts.html
+    with the tables."""
+    folder = write_released_dataset(tmp_path / "POLLUX", _rows())
+    assert main(["experts", "--data", str(folder), "--out", str(tmp_path / "out")]) == 0
+    with (tmp_path / "out" / "experts_tables.csv").open(encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    avg = [r for r in rows if (r["table"], r["split"], r["row"]) == ("mean_by_model", "zero_shot", AVG)]
+    assert len(avg) == 1 and avg[0]["n_items"] == "3" and float(avg[0]["value"]) == pytest.approx(7 / 6)
+    assert avg[0]["paper"].startswith("Table 10")
+    rhyme = [r for r in rows if r["table"] == "vc_by_criterion" and r["split"] == "all"
+             and r["row"] == _name("rhyme_quality__3")]
+    assert [(r["row_en"], r["column"], r["n_items"], float(r["value"])) for r in rhyme] == [
+        ("Rhyme quality", "Experts", "2", 0.75)]
+    page = (tmp_path / "out" / "experts.md").read_text(encoding="utf-8")
+    assert "## The experts' own tables (judge-independent)" in page and "(Table 1)" in page and "(Table 9)" in page
+    assert "| Literary text | 1.500 (1) | 2.000 (1) | 1.750 (2) |" in page
+    html = (tmp_path / "out" / "experts.html").read_text(encoding="utf-8")
+    assert "<tr><td>Literary text</td><td>1.500 (1)</td><td>2.000 (1)</td><td>1.750 (2)</td></tr>" in html
+    assert "<h2>The experts&#x27; own tables (judge-independent)</h2>" in html and "<script" not in html
+
+
+def test_the_experts_command_has_help(capsys):
+    """`judge-eval experts --help` exits 0 and names both outputs."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["experts", "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert "experts_tables.csv" in out and "experts.md" in out and "experts.html" in out

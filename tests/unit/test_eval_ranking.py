@@ -1,0 +1,251 @@
+"""judge-eval rank: POLLUX's answer.py -> score.py -> metrics.py against stand-in candidate and judge servers.
+
+The two servers are the network boundary (``tests.support.scripted_endpoint``): the test asserts the exact payloads each
+receives, and the expected matrix is derived by hand below from POLLUX's ``src/metrics.py`` rules (commit 9179cb4e
+of ai-forever/POLLUX; see ``eval/ranking/matrix.py`` for the line-by-line reading), the binary gate included.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from eval.ranking.rank import load_instructions, strip_think
+from eval.ranking.matrix import RankedItem, pollux_matrix
+from eval.cli import main
+from judge.records import RecordError
+from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
+from tests.support.eval_ranking import CASES, FULLNESS, GEN, LITERACY, RUBRICS, SAFE, TECH, _rank_argv, _verdict
+# POLLUX's prompts/test_pollux.txt, filled by hand (str.format, no trailing newline).
+TEMPLATE = ("### Задание для оценки:\n{instruction}\n\n### Эталонный ответ:\n{reference_answer}\n\n"
+            "### Ответ для оценки:\n{answer}\n\n### Критерий оценки:\n{criteria_name}\n\n"
+            "### Шкала оценивания по критерию:\n{rubrics}")
+# Hand derivation (minmax: (s - min) / (max - min); the gate: prompt 2 scored 1 on a binary criterion, so every
+# score of prompt 2 is 0; prompt 4's 5 on a 1..3 scale is dropped; prompt 5's literacy has no score; prompt 6 is
+# not judged):
+#   SAFE     x GEN : p1 0, p2 0 (raw 1, gated)               -> 0
+#   LITERACY x GEN : p1 2/2 = 1, p2 0 (gated, raw 1/2)         -> 1/2
+#   FULLNESS x GEN : p1 (3-1)/2 = 1, p2 0 (gated)              -> 1/2
+#   SAFE     x TECH: p4 0                                      -> 0
+#   LITERACY x TECH: p3 1/2, p4 0, p7 1/2                      -> 1/3
+#   FULLNESS x TECH: p3 (2-1)/2 = 1/2, p5 1/2 (p4 dropped)     -> 1/2
+#   mean_over_meta (mean of a row's cells): SAFE 0, LITERACY (1/2 + 1/3)/2 = 5/12, FULLNESS 1/2
+#   mean_over_criteria (mean of non-binary criteria's cells): GEN (1/2 + 1/2)/2 = 1/2, TECH (1/3 + 1/2)/2 = 5/12
+#   grand mean (all non-binary scores pooled): GEN 1, 0, 1, 0; TECH 1/2, 0, 1/2, 1/2, 1/2 -> 4/9
+EXPECTED = {
+    SAFE: {GEN: 0.0, TECH: 0.0, "mean_over_meta": 0.0},
+    LITERACY: {GEN: 0.5, TECH: 1 / 3, "mean_over_meta": 5 / 12},
+    FULLNESS: {GEN: 0.5, TECH: 0.5, "mean_over_meta": 0.5},
+    "mean_over_criteria": {GEN: 0.5, TECH: 5 / 12, "mean_over_meta": 4 / 9},
+}
+
+
+class Candidate(ScriptedEndpoint):
+    """The candidate LLM: answers instruction k with CASES[k]'s output (or ``override``); ``fail`` ids answer 500."""
+
+    def __init__(self, fail: set[int] = frozenset(), override: dict[int, str] | None = None):
+        self.fail, self.override = set(fail), override or {}
+        # A window answer.py's 4096 tokens fit in (with 4096 the bench would fit max_tokens to it, with a note).
+        super().__init__(self._respond, model="cand-model", max_model_len=32768)
+
+    def _respond(self, path: str, body: dict):
+        pid = int(body["messages"][0]["content"].split(":")[0].split()[-1])
+        if pid in self.fail:
+            return 500, {"error": {"message": "engine down"}}
+        text = self.override.get(pid, CASES[pid][2])
+        return 200, chat_completion(text, body["model"], "length" if pid == 6 else "stop")
+
+
+class Judge(ScriptedEndpoint):
+    """The judge: a chat server (``/v1/judge`` is 404, as on vLLM) scoring by (answer, criterion) from ``table``."""
+
+    def __init__(self, table: dict[tuple[str, str], int | None]):
+        self.table = table
+        super().__init__(self._respond, model="pollux-judge-7b")
+
+    def _respond(self, path: str, body: dict):
+        if path != "/v1/chat/completions":
+            return 404, {"detail": "Not Found"}
+        prompt = body["messages"][0]["content"]
+        answer = prompt.split("### Ответ для оценки:\n")[1].split("\n\n### Критерий оценки:")[0]
+        criterion = prompt.split("### Критерий оценки:\n")[1].split("\n\n")[0]
+        return 200, chat_completion(_verdict(self.table[(answer, criterion)]), body["model"])
+
+
+def _table() -> dict[tuple[str, str], int | None]:
+    return {(strip_think(out)[0], c): s for meta, crits, out, scores in CASES.values() for c, s in scores.items()}
+
+
+def _matrix_csv(path: Path) -> list[list[str]]:
+    with path.open(encoding="utf-8", newline="") as handle:
+        return list(csv.reader(handle))
+
+
+def test_ranking_matrix_by_hand_and_payloads(tmp_path: Path, data: Path, capsys) -> None:
+    """A bench run sends POLLUX's exact payloads and writes the hand-derived matrix in metrics.csv's layout."""
+    out = tmp_path / "bench"
+    with Candidate() as cand, Judge(_table()) as judge:
+        assert main(_rank_argv(cand.base_url, judge.base_url, data, out)) == 0
+        cand_bodies, judge_bodies = cand.bodies("/v1/chat/completions"), judge.bodies("/v1/chat/completions")
+
+    # answer.py: one user turn holding the instruction, max_tokens 4096, temperature 0.7; nothing else.
+    assert sorted(cand_bodies, key=lambda b: b["messages"][0]["content"]) == [
+        {"model": "cand-model", "messages": [{"role": "user", "content": f"Инструкция {pid}: напиши текст."}],
+         "max_tokens": 4096, "temperature": 0.7} for pid in sorted(CASES)]
+    # score.py: one request per (answered instruction, criterion), the template filled by str.format; prompt 6's
+    # answer is empty once its unclosed <think> is cut, so it is not judged.
+    expected_prompts = sorted(
+        TEMPLATE.format(instruction=f"Инструкция {pid}: напиши текст.", reference_answer="" if pid == 3 else f"Эталон {pid}",
+                        answer=strip_think(out_text)[0], criteria_name=c, rubrics=RUBRICS[c])
+        for pid, (_, crits, out_text, _) in CASES.items() if pid != 6 for c in crits)
+    assert sorted(b["messages"][0]["content"] for b in judge_bodies) == expected_prompts
+    for body in judge_bodies:
+        assert body["model"] == "pollux-judge-7b" and body["temperature"] == 0.0 and body["max_tokens"] == 1024
+        assert len(body["messages"]) == 1 and body["messages"][0]["role"] == "user"
+
+    grid = _matrix_csv(out / "matrix.csv")
+    assert grid[0] == ["criteria_name", GEN, TECH, "mean_over_meta"]
+    assert [row[0] for row in grid[1:]] == [SAFE, LITERACY, FULLNESS, "mean_over_criteria"]
+    for row in grid[1:]:
+        for column, text in zip(grid[0][1:], row[1:]):
+            assert float(text) == pytest.approx(EXPECTED[row[0]][column], abs=1e-12), (row[0], column)
+
+    # Byte for byte as pandas' to_csv writes POLLUX's frame (checked against pandas 3.1 once, by hand): shortest
+    # round-trip floats, "\n" line ends, the index header "criteria_name"; each mean in pandas' order of operations.
+    r = repr
+    assert (out / "matrix.csv").read_text(encoding="utf-8") == (
+        f"criteria_name,{GEN},{TECH},mean_over_meta\n"
+        f"{SAFE},0.0,0.0,0.0\n"
+        f"{LITERACY},0.5,{r((0.0 + 0.5 + 0.5) / 3)},{r((0.5 + (0.0 + 0.5 + 0.5) / 3) / 2)}\n"
+        f"{FULLNESS},0.5,0.5,0.5\n"
+        f"mean_over_criteria,0.5,{r((0.5 + 1 / 3) / 2)},{r(4.0 / 9)}\n")
+
+    result = json.loads((out / "bench.json").read_text(encoding="utf-8"))
+    cells = result["matrix"]["cells"]
+    assert cells[LITERACY][TECH]["n"] == 3 and cells[LITERACY][TECH]["n_unparsed"] == 1  # prompt 5
+    assert cells[FULLNESS][TECH]["n_out_of_scale"] == 1 and cells[FULLNESS][TECH]["n"] == 2  # prompt 4's 5
+    assert cells["mean_over_criteria"]["mean_over_meta"]["n_unparsed"] == 1
+    assert result["counts"]["n_empty_answer"] == 2 and result["counts"]["n_cut_in_thinking"] == 1
+    for row in cells.values():
+        for cell in row.values():
+            low, high = cell["ci"]
+            assert low <= cell["value"] + 1e-12 and cell["value"] <= high + 1e-12
+    assert cells[SAFE][GEN]["ci"] == [0.0, 0.0]  # every resample of a row of zeros is zero
+    answers = [json.loads(line) for line in (out / "answers.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert answers[0]["answer"] == "Ответ один." and answers[5]["answer"] == "" and answers[5]["cut_in_thinking"]
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "mean_over_criteria" in page and "unparsed 1" in page and "<script" not in page
+
+
+def test_ranking_resumes_failed_answers_only(tmp_path: Path, data: Path) -> None:
+    """A rerun asks the candidate only for the answers whose request failed and the judge only for new items."""
+    out = tmp_path / "bench"
+    with Candidate(fail={2}) as cand, Judge(_table()) as judge:
+        assert main(_rank_argv(cand.base_url, judge.base_url, data, out)) == 3  # an answer is missing
+        first_judged = len(judge.bodies("/v1/chat/completions"))
+    first = json.loads((out / "bench.json").read_text(encoding="utf-8"))
+    assert first["counts"]["n_no_answer"] == 3 and first["counts"]["n_answer_failed"] == 1
+    assert first["matrix"]["cells"][LITERACY][GEN]["value"] == 1.0  # prompt 1 alone: the gate of prompt 2 is absent
+    with Candidate() as cand, Judge(_table()) as judge:
+        assert main(_rank_argv(cand.base_url, judge.base_url, data, out)) == 0
+        assert [b["messages"][0]["content"] for b in cand.bodies("/v1/chat/completions")] == [
+            "Инструкция 2: напиши текст."]
+        assert len(judge.bodies("/v1/chat/completions")) == 3  # prompt 2's three criteria
+    assert first_judged == 14 - 3  # every criterion but those of prompts 2 (no answer) and 6 (empty answer)
+    lines = (out / "answers.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line)["prompt_id"] for line in lines] == sorted(CASES)  # one row per instruction
+    grid = _matrix_csv(out / "matrix.csv")
+    assert float(grid[2][1]) == pytest.approx(0.5)  # LITERACY x GEN with the gate: as in the full run
+
+
+def test_ranking_compare_paired(tmp_path: Path, data: Path, capsys) -> None:
+    """compare of two bench runs gives B - A per cell over shared instructions, with a paired interval."""
+    better = {pid: f"Лучший ответ {pid}." for pid in CASES}
+    table = _table() | {(f"Лучший ответ {pid}.", c): {SAFE: 0, LITERACY: 2, FULLNESS: 3}[c]
+                        for pid, (_, crits, _, _) in CASES.items() for c in crits}
+    with Candidate() as cand, Judge(table) as judge:
+        assert main(_rank_argv(cand.base_url, judge.base_url, data, tmp_path / "a")) == 0
+    with Candidate(override=better) as cand, Judge(table) as judge:
+        assert main(_rank_argv(cand.base_url, judge.base_url, data, tmp_path / "b", "--model-name", "cand-b")) == 0
+    capsys.readouterr()
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "cmp"),
+                 "--n-boot", "300"]) == 0
+    result = json.loads((tmp_path / "cmp" / "compare.json").read_text(encoding="utf-8"))
+    # B scores every criterion at its top and every gate at 0: its cells are 1 (binary rows 0). Shared instructions:
+    # 1-5 and 7 (B's prompt 6 is answered, A's is not).
+    assert result["n_instructions"] == 6
+    assert result["cells"][LITERACY][GEN]["delta"] == pytest.approx(1.0 - 0.5)
+    assert result["cells"][LITERACY][TECH]["delta"] == pytest.approx(1.0 - 1 / 3)
+    assert result["cells"][SAFE][GEN]["delta"] == 0.0 and result["cells"][SAFE][GEN]["verdict"] == "no difference"
+    low, high = result["cells"]["mean_over_criteria"]["mean_over_meta"]["ci"]
+    assert 0 < low <= result["cells"]["mean_over_criteria"]["mean_over_meta"]["delta"] <= high
+    assert "B higher" in (tmp_path / "cmp" / "compare.md").read_text(encoding="utf-8")
+    assert (tmp_path / "cmp" / "compare.html").is_file()
+
+
+def test_max_normalisation_and_old_rules() -> None:
+    """normalize=max divides by the scale's maximum (POLLUX 83f6eb6b): a 2 on 1..3 is 2/3, not (2-1)/2."""
+    items = [RankedItem(1, "m", FULLNESS, (1, 2, 3), 2.0), RankedItem(2, "m", FULLNESS, (1, 2, 3), 3.0)]
+    assert pollux_matrix(items, normalize="max", n_boot=0).values[0, 0] == pytest.approx((2 / 3 + 1) / 2)
+    assert pollux_matrix(items, normalize="minmax", n_boot=0).values[0, 0] == pytest.approx((0.5 + 1) / 2)
+    assert pollux_matrix(items, normalize="none", n_boot=0).values[0, 0] == pytest.approx(2.5)
+    # A two-level rubric that is not {0, 1} is not binary (POLLUX test_keeps_score_above_two_when_rubric_allows_it):
+    # 4 on "1: ... 5: ..." normalises to (4-1)/4 = 0.75 and the out-of-scale 6 is dropped.
+    two = [RankedItem(1, "general", "quality", (1, 5), 4.0), RankedItem(2, "general", "quality", (1, 5), 6.0)]
+    matrix = pollux_matrix(two, n_boot=0)
+    assert matrix.values[0, 0] == 0.75 and matrix.grand_mean == 0.75
+    assert math.isnan(pollux_matrix(two, n_boot=0).ci_low[0, 0])
+
+
+def test_strip_think_as_answer_py() -> None:
+    """<think> blocks go, an unclosed <think> cuts the rest, and the result is stripped (answer.py)."""
+    assert strip_think("<think>a</think> ответ <think>b</think>!") == ("ответ !", False)
+    assert strip_think("ответ <think>не закрыто") == ("ответ", True)
+    assert strip_think("") == ("", False)
+
+
+def test_meta_filter_benches_one_column(tmp_path: Path, data: Path) -> None:
+    """--meta keeps only that meta's instructions (answer.py's --meta); an unknown value names the ones there are."""
+    with Candidate() as cand, Judge(_table()) as judge:
+        assert main(_rank_argv(cand.base_url, judge.base_url, data, tmp_path / "gen", "--meta", GEN)) == 0
+        assert len(cand.bodies("/v1/chat/completions")) == 2  # prompts 1 and 2
+        assert main(_rank_argv(cand.base_url, judge.base_url, data, tmp_path / "x", "--meta", "нет такой")) == 2
+    grid = _matrix_csv(tmp_path / "gen" / "matrix.csv")
+    assert grid[0] == ["criteria_name", GEN, "mean_over_meta"] and float(grid[2][1]) == 0.5
+
+
+def test_bad_instruction_row_names_field(tmp_path: Path) -> None:
+    """A row without its criteria list is refused, naming the source, row and field."""
+    path = tmp_path / "instructions.jsonl"
+    path.write_text(json.dumps({"prompt_id": 1, "instruction": "x", "meta": "m", "criteria": []}) + "\n"
+                    + json.dumps({"prompt_id": 2, "instruction": "y", "meta": "m"}) + "\n", encoding="utf-8")
+    with pytest.raises(RecordError) as caught:
+        load_instructions(path)
+    assert caught.value.row == 1 and caught.value.field == "criteria"
+
+
+@pytest.mark.parametrize("argv", [["rank", "--help"], ["compare", "--help"]])
+def test_rank_help(argv: list[str], capsys) -> None:
+    """rank --help exits 0 and names the flags docs/ranking.md uses."""
+    with pytest.raises(SystemExit) as caught:
+        main(argv)
+    text = capsys.readouterr().out
+    assert caught.value.code == 0 and text.startswith("usage: judge-eval " + argv[0])
+    if argv[0] == "rank":
+        for flag in ("--model", "--judge", "--data", "--out", "--judge-config", "--normalize", "--n-boot"):
+            assert flag in text
+
+
+def test_the_old_subcommand_name_still_ranks_with_a_note(tmp_path: Path, capsys) -> None:
+    """`judge-eval bench` (the subcommand's name before `rank`) runs `rank`: one note on stderr, then rank's own
+    refusal of a missing data file, named as rank's, with rank's exit code."""
+    code = main(["bench", "--model", "http://127.0.0.1:9/v1", "--judge", "http://127.0.0.1:9/v1", "--data",
+                 str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "out"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "judge-eval: note: `bench` is now `judge-eval rank`; the old name still works" in err
+    assert "judge-eval rank: error:" in err and "missing.jsonl" in err

@@ -1,0 +1,361 @@
+"""A new user's first contact with a server, through the console scripts: every failure is one plain sentence with a
+documented exit code, no traceback; the client fits its request to what the server allows; one rule for keys.
+
+Stand-in servers (``tests.support.scripted_endpoint``) answer where a real judge-serve is not needed; the token cap that
+judge-serve advertises is checked against the session's real judge-serve (``seq2seq_server``). Each test starts its
+``judge-eval`` processes side by side: a console start costs 2-4 s here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from judge.plumbing.api_keys import CLIENT_KEY_ENV, KEY_RULE
+from judge.plumbing.retry import EXIT_UNUSABLE
+from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
+from tests.support.first_contact import NO_KEY, _env, _error_line, _finish, _records, _run_argv, _start
+UNAUTHORIZED = (401, {"error": {"message": NO_KEY, "type": "authentication_error", "param": None,
+                                "code": "invalid_api_key"}})
+#: judge-serve's answer while its engines load (serve.app ``unavailable``), Retry-After 1 s.
+LOADING = (503, {"error": {"message": "the engines are still starting", "type": "service_unavailable", "param": None,
+                           "code": "engine_unavailable"}}, {"Retry-After": "1"})
+#: vLLM's 400 for a prompt plus max_tokens over the window.
+TOO_LONG = (400, {"error": {"message": "This model's maximum context length is 2048 tokens. However, you requested "
+                                       "2100 tokens (1076 in the messages, 1024 in the completion).",
+                            "type": "BadRequestError", "param": None, "code": 400}})
+
+
+# ---------------------------------------------------------------------------------------------- first contact
+
+
+def test_first_contact_failures_say_why_in_one_sentence_with_exit_code_4(tmp_path):
+    """No key, a wrong key (401), a server still loading past --connect-timeout-s (503 with Retry-After), a wrong
+    path (404) and a closed port each end `judge-eval run` with exit code 4 and one sentence naming the cause; the
+    401s state the key rule; nothing is judged. `judge-eval mera` makes the same first contact."""
+    data = _records(tmp_path / "data.jsonl", 2)
+    no_key = ScriptedEndpoint(lambda p, b: (500, {}), respond_get=lambda path: UNAUTHORIZED)
+    wrong_key = ScriptedEndpoint(lambda p, b: (500, {}), respond_get=lambda path: UNAUTHORIZED)
+    loading = ScriptedEndpoint(lambda p, b: (500, {}), respond_get=lambda path: LOADING)
+    wrong_path = ScriptedEndpoint(lambda p, b: (500, {}), respond_get=lambda path: (404, {"detail": "Not Found"}))
+    closed = ScriptedEndpoint(lambda p, b: (500, {}))
+    closed_url = closed.base_url
+    closed.close()  # nothing listens on that port now: connection refused
+    cases = {
+        "no key": (no_key.base_url, _env(), ()),
+        "wrong key": (wrong_key.base_url, _env(JUDGE_SERVE_API_KEY="not-the-key", OPENAI_API_KEY="openai"), ()),
+        "loading": (loading.base_url, _env(), ("--connect-timeout-s", "3")),
+        "wrong path": (wrong_path.url + "/api", _env(), ()),
+        "closed port": (closed_url, _env(), ("--connect-timeout-s", "1")),
+    }
+    mera = ScriptedEndpoint(lambda p, b: (500, {}), respond_get=lambda path: UNAUTHORIZED)
+    # The serve-then-run two-liner: a judge that loads for two model-list requests, then serves.
+    gets = []
+
+    def loads_then_serves(path: str) -> tuple:
+        gets.append(path)
+        if len(gets) <= 2:
+            return LOADING
+        return 200, {"object": "list", "data": [{"id": "late", "object": "model", "max_model_len": 4096}]}
+
+    late = ScriptedEndpoint(lambda p, b: ((200, chat_completion("[FEEDBACK] Да. [RESULT] 1 [END]", b["model"]))
+                                          if p == "/v1/chat/completions" else (404, {"detail": "Not Found"})),
+                            respond_get=loads_then_serves)
+    try:
+        procs = {name: _start(_run_argv(url, tmp_path / name.replace(" ", "-"), data, *extra), env)
+                 for name, (url, env, extra) in cases.items()}
+        mera_proc = _start(["mera", "rutie", "--endpoint", mera.base_url, "--model", "m", "--data", "sample", "--out",
+                            str(tmp_path / "mera")], _env(OPENAI_API_KEY="openai-key"))
+        late_proc = _start(_run_argv(late.base_url, tmp_path / "late", data), _env())
+        results = {name: _finish(proc) for name, proc in procs.items()}
+        mera_code, _, mera_err = _finish(mera_proc)
+        late_code, late_out, late_err = _finish(late_proc)
+    finally:
+        for endpoint in (no_key, wrong_key, loading, wrong_path, mera, late):
+            endpoint.close()
+    # Waited for: two 503s (Retry-After 1 s) said as warnings, then the run judged both items.
+    assert late_code == 0 and json.loads(late_out)["written"] == 2, late_err[-2000:]
+    assert late_err.count("failed (HTTPStatusError: HTTP 503: the engines are still starting); retrying in") == 2
+    assert len(gets) == 3 and len(late.bodies("/v1/chat/completions")) == 2
+    # mera: the same first contact, the same rule ($OPENAI_API_KEY when $JUDGE_SERVE_API_KEY is unset).
+    assert (mera_code, _error_line(mera_err)) == (EXIT_UNUSABLE, (
+        f"judge-eval mera rutie: error: the endpoint at {mera.base_url} refused the key from $OPENAI_API_KEY (HTTP "
+        f"401: {NO_KEY}); {KEY_RULE}"))
+    assert mera.headers[0]["authorization"] == "Bearer openai-key"
+    lines = {name: _error_line(err) for name, (_, _, err) in results.items()}
+    assert {name: code for name, (code, _, _) in results.items()} == dict.fromkeys(cases, EXIT_UNUSABLE), lines
+    assert lines["no key"] == (f"judge-eval run: error: the judge at {no_key.base_url} refused a request without a key "
+                               f"(HTTP 401: {NO_KEY}); {KEY_RULE}")
+    assert lines["wrong key"] == (f"judge-eval run: error: the judge at {wrong_key.base_url} refused the key from "
+                                  f"$JUDGE_SERVE_API_KEY (HTTP 401: {NO_KEY}); {KEY_RULE}")
+    # The key rule: $JUDGE_SERVE_API_KEY before $OPENAI_API_KEY, and no key at all when neither is set.
+    assert wrong_key.headers[0]["authorization"] == "Bearer not-the-key"
+    assert "authorization" not in no_key.headers[0]
+    assert re.fullmatch(
+        rf"judge-eval run: error: the judge at {re.escape(loading.base_url)} still answers HTTP 503 \(the engines are "
+        r"still starting\) after \d+ attempts in \d+ s; it may still be loading: wait and rerun, or allow longer "
+        r"with --connect-timeout-s", lines["loading"]), lines["loading"]
+    # Retried, Retry-After (1 s) apart, within the 3 s bound: the count says so, not the seconds the line reports
+    # (a loaded machine stretched them to 14 once).
+    assert len(loading.gets) >= 2
+    assert lines["wrong path"] == (f"judge-eval run: error: the judge at {wrong_path.url}/api/v1 has no GET "
+                                   f"{wrong_path.url}/api/v1/models (HTTP 404: Not Found): the URL or its path is "
+                                   "wrong; give the server's base URL, e.g. http://127.0.0.1:8000/v1")
+    assert re.fullmatch(
+        rf"judge-eval run: error: the judge at {re.escape(closed_url)} cannot be reached \(ConnectError: \[Errno 111\] "
+        r"Connection refused\) after \d+ attempts in [1-9] s: is the server running, on that host and port\? "
+        r"\(--connect-timeout-s sets how long to keep trying\)", lines["closed port"]), lines["closed port"]
+    for name in cases:  # nothing judged: no predictions, and no chat request sent anywhere
+        assert not (tmp_path / name.replace(" ", "-") / "predictions.jsonl").exists(), name
+    assert not (no_key.requests or wrong_key.requests or loading.requests or wrong_path.requests)
+
+
+def test_first_requests_refused_alike_stop_run_and_bench_with_the_servers_words(tmp_path):
+    """A judge that refuses every request with the same 400 stops `judge-eval run` after its first requests with the
+    server's message (exit 4, no failed rows); a bench candidate alike. Both fit an answer budget that cannot fit
+    the server's window (max_tokens >= max_model_len 2048) to half of it, with a printed note, and send that."""
+    data = _records(tmp_path / "data.jsonl", 20)
+    instructions = tmp_path / "instructions.jsonl"
+    instructions.write_text("".join(json.dumps({"prompt_id": k, "instruction": f"Задание {k}", "meta": "m",
+                                                "criteria": [{"criteria_name": "c", "rubrics": "0: нет\n\n1: да"}]},
+                                               ensure_ascii=False) + "\n" for k in range(20)), encoding="utf-8")
+    judge = ScriptedEndpoint(lambda p, b: TOO_LONG if p == "/v1/chat/completions" else (404, {"detail": "Not Found"}),
+                             model="vllm-judge", max_model_len=2048)
+    candidate = ScriptedEndpoint(lambda p, b: TOO_LONG, model="cand", max_model_len=2048)
+    try:
+        run = _start(_run_argv(judge.base_url, tmp_path / "run", data, "--max-tokens", "4096", "--concurrency", "2"),
+                     _env())
+        bench = _start(["rank", "--model", candidate.base_url, "--judge", judge.base_url, "--data", str(instructions),
+                        "--out", str(tmp_path / "bench"), "--no-progress", "--max-retries", "0", "--concurrency", "2"],
+                       _env())
+        (run_code, _, run_err), (rank_code, _, rank_err) = _finish(run), _finish(bench)
+    finally:
+        judge.close()
+        candidate.close()
+    said = TOO_LONG[1]["error"]["message"]
+    assert (run_code, rank_code) == (EXIT_UNUSABLE, EXIT_UNUSABLE), (run_err[-2000:], rank_err[-2000:])
+    n_run, n_ranked = len(judge.bodies("/v1/chat/completions")), len(candidate.bodies("/v1/chat/completions"))
+    assert 3 <= n_run <= 4 and 3 <= n_ranked <= 4  # 3 alike refusals stop it; one more may be in flight (concurrency 2)
+    assert _error_line(run_err) == (f"judge-eval run: error: the judge (vllm-judge) refused the first 3 requests alike: "
+                                    f"HTTP 400: {said} (stopped after sending {n_run} of 20 requests; no row was "
+                                    "written for the refused ones, a rerun sends them again)")
+    assert _error_line(rank_err) == (f"judge-eval rank: error: the candidate (cand) refused the first 3 requests "
+                                      f"alike: HTTP 400: {said} (stopped after sending {n_ranked} of 20 requests; no "
+                                      "row was written for the refused ones, a rerun sends them again)")
+    note = ("max_tokens 4096 does not fit this server's max_model_len 2048 (the prompt and the answer share it): "
+            "asking for 1024 (set --max-tokens to choose)")
+    assert f"note: the judge's {note}" in run_err and f"note: the candidate's {note}" in rank_err
+    assert {"model": "cand", "messages": [{"role": "user", "content": "Задание 0"}], "max_tokens": 1024,
+            "temperature": 0.7} in candidate.bodies("/v1/chat/completions")  # the first one sent (two in flight)
+    assert {b["max_tokens"] for b in judge.bodies("/v1/chat/completions")} == {1024}
+    assert not (tmp_path / "run" / "predictions.jsonl").exists()
+    answers = tmp_path / "bench" / "answers.jsonl"
+    assert not answers.exists() or answers.read_text(encoding="utf-8") == ""
+
+
+def test_keys_and_exit_codes_are_stated_in_help_and_one_rule_serves_bench_candidate_and_judge(tmp_path):
+    """`run --help` and `bench --help` state the key rule and exit code 4; mera's tasks name the rule on
+    --api-key-env. A bench whose candidate and judge are both behind $JUDGE_SERVE_API_KEY sends that key to both
+    (with $OPENAI_API_KEY also set), and `--api-key-env` overrides it for the candidate."""
+    instructions = tmp_path / "instructions.jsonl"
+    instructions.write_text(json.dumps({"prompt_id": 1, "instruction": "Задание", "meta": "m", "criteria": [
+        {"criteria_name": "c", "rubrics": "0: нет\n\n1: да\n\n2: отлично"}]}, ensure_ascii=False) + "\n",
+        encoding="utf-8")
+    candidate = ScriptedEndpoint(lambda p, b: (200, chat_completion("Ответ.", b["model"])), model="cand")
+    judge = ScriptedEndpoint(lambda p, b: ((200, chat_completion("[FEEDBACK] Хорошо. [RESULT] 2 [END]", b["model"]))
+                                           if p == "/v1/chat/completions" else (404, {"detail": "Not Found"})),
+                             model="judge")
+    other = ScriptedEndpoint(lambda p, b: (200, chat_completion("Ответ.", b["model"])), model="cand")
+    env = _env(JUDGE_SERVE_API_KEY="serve-key", OPENAI_API_KEY="openai-key", CAND_KEY="cand-key")
+    bench = ["--data", str(instructions), "--no-progress", "--n-boot", "0"]
+    try:
+        procs = [_start(["run", "--help"], env), _start(["rank", "--help"], env),
+                 _start(["mera", "rutie", "--help"], env),
+                 _start(["rank", "--model", candidate.base_url, "--judge", judge.base_url, "--out",
+                         str(tmp_path / "a"), *bench], env),
+                 _start(["rank", "--model", other.base_url, "--api-key-env", "CAND_KEY", "--judge", judge.base_url,
+                         "--out", str(tmp_path / "b"), *bench], env)]
+        results = [_finish(proc) for proc in procs]
+    finally:
+        for endpoint in (candidate, judge, other):
+            endpoint.close()
+    (run_help, rank_help, mera_help) = (" ".join(out.split()) for _, out, _ in results[:3])
+    for text in (run_help, rank_help):
+        assert ("API keys: the first set of the variables --api-key-env names: by default $JUDGE_SERVE_API_KEY (the "
+                "key judge-serve is started with), else $OPENAI_API_KEY, else no key; one variable named alone must be "
+                "set; --api-key-env '' sends no key.") in text
+        assert ("4 the server cannot be used (unreachable, no or wrong key, wrong URL or path, still unavailable after "
+                "--connect-timeout-s, or its first requests were all refused alike): nothing more was sent") in text
+    assert "the first one set: by default $JUDGE_SERVE_API_KEY" in mera_help  # argparse may break "judge-serve's"
+    assert "else $OPENAI_API_KEY, else no key; one variable named alone must be set; '' sends no key" in mera_help
+    assert [code for code, _, _ in results] == [0, 0, 0, 0, 0], [err[-1500:] for _, _, err in results]
+    assert {h.get("authorization") for h in candidate.headers} == {"Bearer serve-key"}
+    assert {h.get("authorization") for h in other.headers} == {"Bearer cand-key"}
+    assert {h.get("authorization") for h in judge.headers} == {"Bearer serve-key"}
+    assert len(judge.bodies("/v1/chat/completions")) == 2  # one verdict per bench
+
+
+def test_run_json_paths_are_absolute_and_score_works_from_another_directory(tmp_path):
+    """`run` started with relative --data and --out records absolute paths in run.json, so `score` of that folder
+    from another directory finds the data."""
+    work, elsewhere = tmp_path / "work", tmp_path / "elsewhere"
+    work.mkdir()
+    elsewhere.mkdir()
+    _records(work / "data.jsonl", 3)
+    judge = ScriptedEndpoint(lambda p, b: ((200, chat_completion("[FEEDBACK] Да. [RESULT] 1 [END]", b["model"]))
+                                           if p == "/v1/chat/completions" else (404, {"detail": "Not Found"})),
+                             model="judge")
+    try:
+        code, _, err = _finish(_start(_run_argv(judge.base_url, Path("runs/a"), Path("data.jsonl")), _env(), cwd=work))
+    finally:
+        judge.close()
+    assert code == 0, err[-2000:]
+    config = json.loads((work / "runs" / "a" / "run.json").read_text(encoding="utf-8"))["config"]
+    assert (config["data"], config["out"]) == (str(work / "data.jsonl"), str(work / "runs" / "a"))
+    code, out, err = _finish(_start(["score", "--predictions", str(work / "runs" / "a"), "--n-boot", "0",
+                                     "--vc-repeats", "1"], _env(), cwd=elsewhere))
+    assert code == 0, err[-2000:]
+    assert "n 3, n_failed 0" in out
+
+
+@pytest.mark.parametrize(("typed", "env_name", "env", "expected"), [
+    ("", CLIENT_KEY_ENV, {}, ("", "")),
+    ("", CLIENT_KEY_ENV, {"OPENAI_API_KEY": "o"}, ("o", "$OPENAI_API_KEY")),
+    ("", CLIENT_KEY_ENV, {"OPENAI_API_KEY": "o", "JUDGE_SERVE_API_KEY": "s"}, ("s", "$JUDGE_SERVE_API_KEY")),
+    ("", "MINE", {"OPENAI_API_KEY": "o", "JUDGE_SERVE_API_KEY": "s", "MINE": "m"}, ("m", "$MINE")),
+    ("", "", {"OPENAI_API_KEY": "o", "JUDGE_SERVE_API_KEY": "s"}, ("", "")),  # '' sends no key
+    ("t", CLIENT_KEY_ENV, {"JUDGE_SERVE_API_KEY": "s"}, ("t", "--api-key")),
+])  # fmt: skip
+def test_client_key_rule(typed, env_name, env, expected, monkeypatch):
+    """The one rule: the first set of --api-key-env's variables (default $JUDGE_SERVE_API_KEY, else
+    $OPENAI_API_KEY), else none; '' sends none; a typed key wins (with a warning)."""
+    from judge.plumbing.api_keys import client_api_key
+
+    for name in ("OPENAI_API_KEY", "JUDGE_SERVE_API_KEY", "MINE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    key = client_api_key(typed, env_name, command="judge-eval run")
+    assert (key.key, key.source) == expected
+
+
+def test_a_named_key_variable_that_is_unset_is_a_configuration_error(monkeypatch):
+    """--api-key-env naming an unset variable is refused, naming it (never a silent keyless request)."""
+    from judge.plumbing.api_keys import client_api_key
+    from judge.plumbing.config_files import ConfigError
+
+    monkeypatch.delenv("NOT_SET_ANYWHERE", raising=False)
+    with pytest.raises(ConfigError, match="^api_key_env: the environment variable NOT_SET_ANYWHERE is not set$"):
+        client_api_key("", "NOT_SET_ANYWHERE", command="judge-eval run")
+
+
+def test_slurm_merge_job_reads_relative_paths_against_the_submit_folder(tmp_path):
+    """slurm/eval_merge.sbatch, started in another folder (``--chdir``) with relative JUDGE_EVAL_DATA and
+    JUDGE_EVAL_OUT, merges the shards of the submit folder and scores them with absolute paths."""
+    submit, elsewhere, bin_dir = tmp_path / "submit", tmp_path / "elsewhere", tmp_path / "bin"
+    for folder in (submit / "eval" / "shards" / "0", submit / "eval" / "shards" / "1", elsewhere, bin_dir):
+        folder.mkdir(parents=True)
+    (submit / "data.jsonl").write_text("{}\n", encoding="utf-8")
+    for k in (0, 1):
+        (submit / "eval" / "shards" / str(k) / "predictions.jsonl").write_text(f'{{"id": "{k}"}}\n', encoding="utf-8")
+    # srun and judge-eval stand-ins: srun records the command it was given.
+    (bin_dir / "srun").write_text(f'#!/bin/bash\nprintf "%s\\n" "$@" > {tmp_path}/srun.args\n', encoding="utf-8")
+    (bin_dir / "judge-eval").write_text("#!/bin/bash\nexit 0\n", encoding="utf-8")
+    for name in ("srun", "judge-eval"):
+        (bin_dir / name).chmod(0o755)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
+           "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "n1",
+           "SLURM_SUBMIT_DIR": str(submit), "JUDGE_EVAL_DATA": "data.jsonl", "JUDGE_EVAL_OUT": "eval"}
+    repo = Path(__file__).resolve().parents[2]
+    proc = subprocess.run(["bash", str(repo / "slurm" / "eval_merge.sbatch"), "--n-boot", "0"], cwd=elsewhere, env=env,
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    assert (submit / "eval" / "predictions.jsonl").read_text(encoding="utf-8") == '{"id": "0"}\n{"id": "1"}\n'
+    assert (tmp_path / "srun.args").read_text(encoding="utf-8").splitlines() == [
+        "--kill-on-bad-exit=1", "--ntasks=1", "judge-eval", "score", "--predictions",
+        f"{submit}/eval/predictions.jsonl", "--data", f"{submit}/data.jsonl", "--out", f"{submit}/eval", "--n-boot", "0"]
+
+
+def test_first_refusals_hold_alike_refusals_and_release_them_on_anything_else():
+    """FirstRefusals: alike 4xx refusals are held until n_first stop the run; a success, a different refusal or a
+    non-HTTP failure first releases the held ones, in order, and later refusals are written as usual."""
+    from eval.judging.backends import FirstRefusals, Refused
+
+    def refused(said: str, status: int | None = 400) -> Refused:
+        return Refused(f"HTTP {status}: {said}", status, said)
+
+    stop = FirstRefusals(3)
+    assert [stop.offer(refused("too long"), k) for k in range(3)] == [[], [], []]
+    assert stop.stopped is not None and stop.stopped.said == "too long"
+    assert stop.offer(refused("too long"), 3) == [] and stop.offer(None, 4) == [4]  # after the stop: successes only
+    mixed = FirstRefusals(3)
+    assert [mixed.offer(refused("a"), 0), mixed.offer(refused("b"), 1), mixed.offer(refused("a"), 2)] == [[], [0, 1], [2]]
+    assert mixed.stopped is None
+    success = FirstRefusals(3)
+    assert [success.offer(refused("a"), 0), success.offer(None, 1)] == [[], [0, 1]]
+    unknown = FirstRefusals(3)  # a refusal without a status (a malformed answer) is not a server's "no"
+    assert [unknown.offer(refused("x"), 0), unknown.offer(refused("x", None), 1)] == [[], [0, 1]]
+    assert stop.message("the judge (j)", 5, 20) == (
+        "the judge (j) refused the first 3 requests alike: HTTP 400: too long (stopped after sending 5 of 20 requests; "
+        "no row was written for the refused ones, a rerun sends them again)")
+
+
+@pytest.mark.parametrize(("requested", "limits", "route", "fitted"), [
+    (1024, {"judge_max_tokens": 256}, "judge", 256),                # judge-serve's cap for /v1/judge
+    (200, {"judge_max_tokens": 256}, "judge", 200),                 # under it: unchanged
+    (4096, {"max_model_len": 2048}, "chat", 1024),                  # the window cannot hold it: 2048 // 2
+    (2048, {"max_model_len": 2048}, "chat", 1024),                  # the whole window leaves no room for a prompt
+    (1024, {"max_model_len": 2048}, "chat", 1024),
+    (10000, {"max_proxy_tokens": 8192, "max_model_len": 32768}, "chat", 8192),  # judge-serve's passthrough cap
+    (10000, {"max_proxy_tokens": 8192, "max_model_len": 4096}, "chat", 2048),   # both: the cap, then the window
+    (4096, {}, "chat", 4096),                                        # a server that says nothing: unchanged
+])  # fmt: skip
+def test_max_tokens_fitted_to_what_the_server_allows(requested, limits, route, fitted):
+    """fit_max_tokens: at most judge_max_tokens (/v1/judge) or max_proxy_tokens (chat), and a chat budget that the
+    context window cannot hold (>= max_model_len) halved to max_model_len // 2; a note whenever it changed."""
+    from eval.judging.backends import fit_max_tokens
+    from judge.wire import ModelLimits
+
+    value, note = fit_max_tokens(requested, ModelLimits(**limits), route=route)
+    assert value == fitted and bool(note) == (fitted != requested)
+
+
+def test_judge_serve_model_entries_carry_its_caps(tiny_causal_dir, monkeypatch):
+    """judge-serve (the app, in front of an attached stand-in engine) answers GET /v1/models and /v1/models/{id} with
+    the engine's entry, max_model_len included, plus its own judge_max_tokens and max_proxy_tokens
+    (judge.wire.ModelLimits), which a client reads back as they were configured."""
+    import time
+
+    from fastapi.testclient import TestClient
+
+    from judge.wire import ModelLimits
+    from serve.app import create_app
+    from serve.config import ServeConfig
+
+    def engine_get(path: str) -> tuple:
+        if path == "/v1/models":
+            return 200, {"object": "list", "data": [{"id": "attached", "object": "model", "created": 0,
+                                                     "owned_by": "vllm", "max_model_len": 2048}]}
+        return (200, {}) if path == "/health" else (404, {"detail": "Not Found"})
+
+    monkeypatch.setenv("VLLM_API_KEY", "engine-key")
+    with ScriptedEndpoint(lambda p, b: (404, {}), respond_get=engine_get) as engine:
+        config = ServeConfig(model=str(tiny_causal_dir), served_model_name="attached", generator_url=engine.url,
+                             max_model_len=2048, max_tokens=256, max_proxy_tokens=1000, api_key="k").validate()
+        with TestClient(create_app(config), base_url="http://localhost") as http:
+            deadline = time.monotonic() + 60
+            while http.get("/ready").status_code != 200:
+                assert time.monotonic() < deadline, "judge-serve never became ready"
+                time.sleep(0.1)
+            auth = {"Authorization": "Bearer k"}
+            listed = http.get("/v1/models", headers=auth).json()["data"]
+            one = http.get("/v1/models/attached", headers=auth).json()
+    assert listed == [{"id": "attached", "object": "model", "created": 0, "owned_by": "vllm", "max_model_len": 2048,
+                       "judge_max_tokens": 256, "max_proxy_tokens": 1000}]
+    assert one == listed[0]
+    assert ModelLimits.from_entry(one) == ModelLimits(max_model_len=2048, judge_max_tokens=256, max_proxy_tokens=1000)

@@ -1,0 +1,417 @@
+"""A new user's first commands: bad input fails fast with a message naming the file and a documented exit code,
+advice names flags the CLI takes, one convention for flags, and no noise or leftovers.
+
+Most tests read the outcome of one batch of console-script runs (``outcomes``: every command started at once, as
+subprocesses, so the file pays for the interpreter starts once, in parallel), each asserting the exact last line of
+stderr and the exit code. No engine starts and nothing trains: the fast tier.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import contextlib
+import io
+import json
+import logging
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import judge
+from tests.support.fixtures_train import REPO_ROOT, TINY_SEQ2SEQ
+from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
+
+
+def _script(name: str) -> str:
+    """The console script of the test's environment, as a user's PATH finds it."""
+    return str(Path(sys.executable).parent / name)
+
+
+def _fake_export(folder: Path) -> Path:
+    """A judge-train run folder whose export/ has just enough for judge-serve to resolve its layout."""
+    export = folder / "export"
+    export.mkdir(parents=True)
+    (export / "config.json").write_text(json.dumps({"architectures": ["Qwen2ForCausalLM"]}), encoding="utf-8")
+    (folder / "run.json").write_text("{}", encoding="utf-8")
+    return export
+
+
+class Outcome:
+    """One console-script run: exit code, stdout, stderr, wall seconds."""
+
+    def __init__(self, proc: subprocess.Popen, started: float, timeout_s: float):
+        self.out, self.err = proc.communicate(timeout=timeout_s)
+        self.wall_s = time.monotonic() - started
+        self.code = proc.returncode
+
+    @property
+    def last_error_line(self) -> str:
+        lines = self.err.strip().splitlines()
+        return lines[-1] if lines else ""
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory) -> Path:
+    """Inputs of the batch: empty files, a run folder with no predictions, a YAML typo, a run folder, a port in use."""
+    root = tmp_path_factory.mktemp("first-use")
+    (root / "empty.jsonl").write_text("", encoding="utf-8")
+    (root / "blank.jsonl").write_text("\n\n", encoding="utf-8")
+    (root / "no-predictions").mkdir()
+    (root / "no-predictions" / "predictions.jsonl").write_text("", encoding="utf-8")
+    (root / "no-predictions" / "run.json").write_text(json.dumps({"config": {"data": "sample"}}), encoding="utf-8")
+    (root / "typo.yaml").write_text("recipe: seq2seq\nlearning_rat: 1.0e-5\n", encoding="utf-8")
+    _fake_export(root / "runs" / "my-judge")
+    return root
+
+
+#: key -> the command, run in the scratch folder. Keys name what each test reads.
+def _commands(root: Path, busy_port: int) -> dict[str, list[str]]:
+    cfg = str(TINY_SEQ2SEQ)
+    eval_url = "http://127.0.0.1:9/v1"  # never reached: each command is refused before any request
+    return {
+        "train_empty": ["judge-train", "--config", cfg, "--data", "empty.jsonl", "--output-dir", "train-empty"],
+        "train_missing": ["judge-train", "run", "--config", cfg, "--data", "missing.jsonl", "--output-dir", "train-missing"],
+        "train_typo": ["judge-train", "--config", "typo.yaml"],
+        "train_log_level_after": ["judge-train", "build-data", "--data", "sample", "--zero_shot", "drop", "--out",
+                                  "rows.jsonl", "--log-level", "warning"],
+        "submit_typo": ["judge-train", "submit", "--config", cfg, "--nodes", "1", "--gpus-per-node", "0", "--dry-run",
+                        "--", "--lerning-rate", "3"],
+        "run_empty": ["judge-eval", "run", "--judge", eval_url, "--data", "blank.jsonl", "--out", "run-empty"],
+        "run_missing": ["judge-eval", "run", "--judge", eval_url, "--data", "missing.jsonl", "--out", "run-missing"],
+        "convert_empty": ["judge-eval", "convert", "--data", "empty.jsonl", "--out", "converted.jsonl"],
+        "experts_empty": ["judge-eval", "experts", "--data", "empty.jsonl", "--out", "experts"],
+        # --n_boot: score and compare take underscore spellings too (an unknown flag would be its own exit 2)
+        "score_no_predictions": ["judge-eval", "score", "--predictions", "no-predictions", "--n_boot", "5"],
+        "score_missing": ["judge-eval", "score", "--predictions", "nowhere"],
+        "compare_missing": ["judge-eval", "compare", "no-predictions", "nowhere", "--n_boot", "5"],
+        "convert_sample": ["judge-eval", "convert", "--data", "sample", "--out", "sample.jsonl", "--log_level", "warning"],
+        "serve_run_folder": ["judge-serve", "--model", "runs/my-judge", "--print-config"],
+        "serve_export": ["judge-serve", "--model", "runs/my-judge/export", "--print-config"],
+        "serve_port_in_use": ["judge-serve", "--model", "runs/my-judge/export", "--port", str(busy_port),
+                              "--log-dir", "serve-port-logs"],
+        **{f"help_eval_{sub}": ["judge-eval", sub, "--help"]
+           for sub in ("run", "score", "compare", "rank", "convert", "experts")},
+        "help_eval": ["judge-eval", "--help"],
+        "help_serve": ["judge-serve", "--help"],
+        "help_train": ["judge-train", "--help"],
+        "help_train_run": ["judge-train", "run", "--help"],
+        "help_eval_mera": ["judge-eval", "mera", "--help"],
+        **{f"help_train_{sub}": ["judge-train", *sub.split("_"), "--help"]
+           for sub in ("grpo", "build-data", "submit", "data", "data_traces", "card")},
+    }
+
+
+@pytest.fixture(scope="module")
+def outcomes(scratch) -> dict[str, Outcome]:
+    """Every command of ``_commands`` started at once (the starts overlap), then waited for."""
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        env = {k: v for k, v in os.environ.items() if k not in ("JUDGE_SERVE_API_KEY",)}
+        env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", WANDB_MODE="disabled")
+        started = {}
+        for key, argv in _commands(scratch, busy.getsockname()[1]).items():
+            proc = subprocess.Popen([_script(argv[0]), *argv[1:]], cwd=scratch, env=env, text=True,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            started[key] = (proc, time.monotonic())
+        return {key: Outcome(proc, t0, 120) for key, (proc, t0) in started.items()}
+
+
+# ------------------------------------------------------------------------------------------- bad input, fast
+
+
+def test_judge_train_refuses_empty_or_missing_data_before_building_anything(outcomes, scratch):
+    """judge-train: empty or missing data is exit 2 naming the file, and no run folder (base-model/, lock) is left."""
+    empty, missing = outcomes["train_empty"], outcomes["train_missing"]
+    assert (empty.code, empty.last_error_line) == (2, "judge-train run: error: data: empty.jsonl holds no records")
+    assert (missing.code, missing.last_error_line) == (
+        2, "judge-train run: error: data: missing.jsonl: no such file or folder")
+    assert not (scratch / "train-empty").exists() and not (scratch / "train-missing").exists()
+    assert "Traceback" not in empty.err + missing.err
+
+
+def test_judge_eval_refuses_empty_or_missing_inputs(outcomes, scratch):
+    """run, convert, experts, score and compare: exit 2 and one line naming the file; run makes no folder."""
+    expected = {
+        "run_empty": "judge-eval run: error: --data blank.jsonl: the file is empty (no records to judge)",
+        "run_missing": "judge-eval run: error: --data missing.jsonl: no such file",
+        "convert_empty": "judge-eval convert: error: --data empty.jsonl: no records (empty.jsonl: 0 rows -> 0 "
+                         "records); nothing to convert",
+        "experts_empty": "judge-eval experts: error: --data empty.jsonl: no records; the experts' tables need "
+                         "labelled rows",
+        "score_no_predictions": "judge-eval score: error: no-predictions/predictions.jsonl: no predictions (the file "
+                                "is empty); run `judge-eval run --out no-predictions` first, or rerun it if it "
+                                "stopped",
+        "score_missing": "judge-eval score: error: --predictions nowhere: not found; give a run folder written by "
+                         "`judge-eval run` (or its predictions.jsonl)",
+        "compare_missing": "judge-eval compare: error: nowhere: not found; compare takes run folders written by "
+                           "`judge-eval score` (or by `judge-eval rank`)",
+    }
+    for key, line in expected.items():
+        assert (key, outcomes[key].code, outcomes[key].last_error_line) == (key, 2, line)
+        assert "Traceback" not in outcomes[key].err
+    assert not (scratch / "run-empty").exists() and not (scratch / "run-missing").exists()
+    assert not (scratch / "converted.jsonl").exists() and not (scratch / "experts").exists()
+
+
+def test_judge_serve_finds_a_port_in_use_before_any_engine_starts(outcomes, scratch):
+    """A taken port: exit 2 with the port named, before an engine (or its log folder) exists."""
+    busy = outcomes["serve_port_in_use"]
+    assert busy.code == 2
+    assert re.fullmatch(r"judge-serve: port \d+ on 127\.0\.0\.1 is already in use \(another judge-serve\?\); stop it "
+                        r"or choose another with --port", busy.last_error_line), busy.err
+    assert not (scratch / "serve-port-logs").exists()  # start_engines never ran
+
+
+def test_every_help_lists_its_exit_codes(outcomes):
+    """Each command's --help ends with the exit codes it uses."""
+    for key in [k for k in outcomes if k.startswith("help_")]:
+        assert outcomes[key].code == 0, key
+        text = " ".join(outcomes[key].out.split()).lower()
+        assert "exit codes: 0" in text and " 2 " in text, (key, text[-400:])
+    assert "3 some requests failed" in " ".join(outcomes["help_eval_run"].out.split())
+    assert "a port already in use" in " ".join(outcomes["help_serve"].out.split())
+
+
+def test_the_tiny_serve_config_fits_a_default_run_and_forces_the_verdict_format():
+    """configs/serve/tiny-cpu.yaml: its token cap admits judge-eval run's default max_tokens (a lower cap refused
+    every request of the quickstart), and it carries the constrained decoding a one-minute judge needs to write a
+    parseable verdict (which only the demo's flags knew)."""
+    from eval.judging.config import RunConfig
+    from serve.config import ServeConfig, load_yaml_config
+
+    config = ServeConfig(model="runs/tiny-seq2seq/export", **load_yaml_config(REPO_ROOT / "configs/serve/tiny-cpu.yaml"))
+    config.validate()
+    assert config.max_tokens >= RunConfig().max_tokens == 1024
+    assert (config.constrained_decoding, config.feedback_max_chars) == (True, 48)
+    assert (config.dtype, config.enforce_eager) == ("float32", True)
+
+
+# ------------------------------------------------------------------------------------------- advice that works
+
+
+def test_yaml_key_typo_says_did_you_mean(outcomes):
+    """A misspelt key names the key it is close to, not a list of fifty."""
+    typo = outcomes["train_typo"]
+    assert (typo.code, typo.last_error_line) == (
+        2, "judge-train run: error: typo.yaml: unknown keys ['learning_rat'] for Seq2SeqConfig; 'learning_rat': did "
+           "you mean 'learning_rate'?")
+
+
+def test_submit_checks_pass_through_arguments_before_rendering(outcomes):
+    """`judge-train submit ... -- --lerning-rate 3` is refused at once, naming the flag meant; no script printed."""
+    submit = outcomes["submit_typo"]
+    assert (submit.code, submit.last_error_line) == (
+        2, "judge-train submit: after --: judge-train run does not take --lerning-rate (did you mean "
+           "--learning-rate?); `judge-train run --help` lists its flags")
+    assert "#SBATCH" not in submit.out
+
+
+def test_model_on_a_run_folder_points_at_its_export(outcomes):
+    """--model on a judge-train run folder names the export folder to pass instead."""
+    served = outcomes["serve_run_folder"]
+    assert served.code == 2
+    assert served.last_error_line.startswith(
+        "judge-serve: runs/my-judge: a judge-train run folder, not a checkpoint; its judge is runs/my-judge/export "
+        "(pass that folder)")
+
+
+def test_one_convention_for_log_level_underscores_and_sample_data(outcomes, scratch):
+    """--log-level after the subcommand, --zero_shot / --log_level spelt with underscores and --data sample work
+    in judge-train and judge-eval alike; warning level keeps INFO lines off stderr."""
+    rows, converted = outcomes["train_log_level_after"], outcomes["convert_sample"]
+    assert rows.code == 0 and " INFO " not in rows.err, rows.err
+    assert converted.code == 0 and " INFO " not in converted.err, converted.err
+    n = len(judge.load_records(judge.sample_data_path()))
+    assert converted.out.strip() == f"{judge.sample_data_path()}: {n} rows -> {n} records -> sample.jsonl"
+    assert len((scratch / "sample.jsonl").read_text(encoding="utf-8").splitlines()) == n
+
+
+def _collected_parsers():
+    """Every argparse parser the console scripts build (subcommands included), by building them for --help."""
+    import eval.cli
+    import eval.mera.cli
+    import serve.cli
+    import train.cli
+    from judge.plumbing import config_files
+
+    made = []
+    original = config_files.ExactArgumentParser.__init__
+
+    def recording(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        made.append(self)
+
+    calls = [(train.cli.main, [name, "--help"]) for name in train.cli.SUBCOMMANDS]
+    calls += [(serve.cli.main, ["--help"]), (eval.cli.main, ["--help"]), (eval.mera.cli.main, ["--help"])]
+    config_files.ExactArgumentParser.__init__ = recording
+    try:
+        for main, argv in calls:
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                with contextlib.suppress(SystemExit):
+                    main(argv)
+    finally:
+        config_files.ExactArgumentParser.__init__ = original
+    return made
+
+
+#: Flags of other programs that messages name, with the program.
+FOREIGN_FLAGS = {
+    "--repo-type": "huggingface-cli download",
+    "--local-dir": "huggingface-cli download",
+    "--mem": "sbatch (given through --sbatch-arg)",
+    "--exclusive": "sbatch (given through --sbatch-arg)",
+}
+#: A flag in a message, and the word after it when that word ends the phrase (``(--zero-shot allow)``, ``--x y;``):
+#: a value, to check against the flag's choices (``--recipe with every field`` is prose, not a value).
+_FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9_-]*[a-z0-9])(?:[ =]([A-Za-z_][\w-]*)(?=$|[)\],;`'\"]))?")
+_MESSAGE_CALLS = {"print", "error", "warning", "info", "exception", "warn", "critical", "debug"}
+
+
+def _message_strings(path: Path):
+    """(line, text) of every string in a raised exception or a message call (print, log.*, parser.error, an
+    ``...Error(...)``) of a source file."""
+    def strings(node):
+        return [sub.value for sub in ast.walk(node) if isinstance(sub, ast.Constant) and isinstance(sub.value, str)]
+
+    seen = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        texts = []
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            texts = strings(node.exc)
+        elif isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name in _MESSAGE_CALLS or name.endswith("Error"):
+                texts = [text for arg in node.args for text in strings(arg)]
+        for text in texts:
+            if (node.lineno, text) not in seen:
+                seen.add((node.lineno, text))
+                yield node.lineno, text
+
+
+def test_every_flag_a_message_suggests_is_one_the_cli_takes():
+    """Every --flag in an error, warning or print of the toolkit is an option of one of its console scripts, spelt
+    as its --help shows it (dashes), with a value among the flag's choices where it has them."""
+    actions = {}
+    for parser in _collected_parsers():
+        for action in parser._actions:
+            for option in action.option_strings:
+                if option.startswith("--") and action.help != "==SUPPRESS==":
+                    actions.setdefault(option, action)
+    assert {"--zero-shot", "--overwrite-output-dir", "--predictions", "--learning-rate"} <= set(actions)
+    wrong, checked = [], 0
+    for package in ("judge", "train", "serve", "eval"):
+        for path in sorted((REPO_ROOT / package).rglob("*.py")):
+            for line, text in _message_strings(path):
+                for match in _FLAG.finditer(text):
+                    flag, value = match.groups()
+                    checked += 1
+                    where = f"{path.relative_to(REPO_ROOT)}:{line}: {match.group(0)!r}"
+                    if flag in FOREIGN_FLAGS:
+                        continue
+                    if flag not in actions:
+                        wrong.append(f"{where}: no command takes {flag}")
+                    elif actions[flag].choices and value and value not in actions[flag].choices:
+                        wrong.append(f"{where}: {flag} takes {sorted(actions[flag].choices)}")
+    assert checked > 50  # the scan reads the messages (about a hundred flags today)
+    assert not wrong, "\n".join(wrong)
+
+
+# ------------------------------------------------------------------------------------------- quiet and tidy
+
+
+def test_trained_judge_is_served_under_its_run_name(outcomes):
+    """judge-serve on runs/NAME/export serves the judge as NAME (its predictions then say NAME, not export)."""
+    served = outcomes["serve_export"]
+    assert served.code == 0, served.err
+    assert json.loads(served.out)["served_model_name"] == "my-judge"
+
+
+def test_health_polls_stay_out_of_the_access_log():
+    """uvicorn's access lines for /health and /ready are dropped below debug; other routes and debug keep them."""
+    from serve.app import quiet_health_polls
+
+    access = logging.getLogger("uvicorn.access")
+
+    def kept(path: str) -> bool:
+        record = access.makeRecord("uvicorn.access", logging.INFO, __file__, 0, '%s - "%s %s HTTP/%s" %d',
+                                   ("127.0.0.1:5", "GET", path, "1.1", 200), None)
+        return access.filter(record)
+
+    try:
+        quiet_health_polls("info")
+        assert [kept(p) for p in ("/ready", "/health", "/health?verbose=1", "/v1/judge", "/v1/models")] == [
+            False, False, False, True, True]
+        quiet_health_polls("debug")
+        assert kept("/ready") and kept("/health")
+    finally:
+        quiet_health_polls("debug")  # leaves no filter behind
+
+
+def test_a_temporary_log_folder_is_removed_when_judge_serve_stops(tmp_path):
+    """The log folder judge-serve makes for itself (no --log-dir) is gone after it stops; a given one stays."""
+    from serve.config import ServeConfig
+    from serve.supervision import ServerState, stop_engines
+
+    for temporary in (True, False):
+        folder = tmp_path / f"logs-{temporary}"
+        folder.mkdir()
+        (folder / "generator.log").write_text("engine output\n", encoding="utf-8")
+        state = ServerState(config=ServeConfig(model="x"), layout=None, log_dir=folder, log_dir_is_temporary=temporary)
+        asyncio.run(stop_engines(state))
+        assert folder.exists() is not temporary
+
+
+def test_re_export_keeps_the_cards_evaluation_and_drops_trls_readme(tmp_path):
+    """A --resume re-export keeps the evaluation section `judge-train card --run` wrote; trl's README in the run
+    folder is removed, any other README kept."""
+    from train.export import _drop_trainer_card
+    from train.model_card import evaluation_section
+
+    export = tmp_path / "export"
+    export.mkdir()
+    card = "# j\n\nintro\n\n## Evaluation\n\n| Test | MAE |\n|---|---|\n| Standard | 0.5 |\n\n## Provenance\n\n- x\n"
+    (export / "README.md").write_text(card, encoding="utf-8")
+    assert evaluation_section(export) == "## Evaluation\n\n| Test | MAE |\n|---|---|\n| Standard | 0.5 |\n\n"
+    (export / "README.md").write_text(card.replace("| Test | MAE |\n|---|---|\n| Standard | 0.5 |",
+                                                   "Not evaluated yet. Judge and score ..."), encoding="utf-8")
+    assert evaluation_section(export) is None
+
+    (tmp_path / "README.md").write_text("# Model Card for run\n\nThis model is a fine-tuned version of [None](x).\n"
+                                        "It has been trained using [TRL](https://github.com/huggingface/trl).\n")
+    _drop_trainer_card(tmp_path)
+    assert not (tmp_path / "README.md").exists()
+    (tmp_path / "README.md").write_text("# my notes\n")
+    _drop_trainer_card(tmp_path)
+    assert (tmp_path / "README.md").read_text() == "# my notes\n"
+
+
+def test_compare_with_out_prints_the_headline_only(tmp_path):
+    """compare --out writes compare.md/json/html and prints the headline and where they are, not the tables."""
+    from eval.cli import main
+
+    records = judge.load_records(judge.sample_data_path())[:12]
+    data = tmp_path / "small.jsonl"
+    judge.write_jsonl(records, data)
+    for name, score in (("ones", 1), ("twos", 2)):
+        verdict = f"[FEEDBACK] x [RESULT] {score} [END]"
+        with ScriptedEndpoint(lambda path, body: (200, chat_completion(verdict, body["model"]))) as server:
+            assert main(["run", "--judge", server.base_url, "--data", str(data), "--out", str(tmp_path / name),
+                         "--name", name, "--no-progress", "--max-tokens", "32"]) == 0
+        assert main(["score", "--predictions", str(tmp_path / name), "--n-boot", "20"]) == 0
+    compared = subprocess.run([_script("judge-eval"), "compare", "ones", "twos", "--out", "cmp", "--n-boot", "20"],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert compared.returncode == 0, compared.stderr
+    lines = compared.stdout.strip().splitlines()
+    assert lines[0] == "Judge comparison (baseline: ones)"
+    assert lines[-2:] == ["tables: cmp/compare.md, cmp/compare.json", "compare.html: cmp/compare.html"]
+    assert len(lines) < 12 and "|" not in compared.stdout  # no table on the console
+    assert "twos vs ones" in (tmp_path / "cmp" / "compare.md").read_text(encoding="utf-8")

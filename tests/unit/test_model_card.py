@@ -1,0 +1,113 @@
+"""The model card (README.md in an export): the hub's YAML front matter, what the folder records (recipe, data,
+hyperparameters, prompt version), serve commands for judge-serve and plain vLLM, and evaluation figures from a
+scored run; ``judge-train card`` writes it; every export gets one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import judge
+from judge.checkpoints import write_manifest
+from train.cli import main as train_main
+from train.model_card import render_card
+from tests.support.model_card import _front_matter
+
+
+def _fake_export(root: Path, mode: str = "seq2seq", with_result: bool = True) -> Path:
+    """An export folder as judge-train leaves it (manifest, config.json, run.json), without weights."""
+    run_dir = root / "t-lite-judge"
+    export = run_dir / "export"
+    export.mkdir(parents=True)
+    write_manifest(export, mode, generator="." if mode == "seq2seq" else "generator",
+                   score_head=None if mode == "seq2seq" else "score")
+    architecture = "Qwen2ForCausalLM" if mode == "seq2seq" else "Qwen2ForSequenceClassification"
+    (export / "config.json").write_text(json.dumps({"architectures": [architecture], "problem_type": "regression"}))
+    run = {
+        "config": {"recipe": mode, "model_name_or_path": "t-tech/T-lite-it-1.0", "output_dir": str(run_dir),
+                   "data": "pollux-train.jsonl", "zero_shot": "drop", "learning_rate": 1e-05, "global_batch_size": 256,
+                   "num_train_epochs": 3.0, "max_length": 4096, "seed": 42, "lora": False, "lora_r": 64},
+        "prompt_version": judge.PROMPT_VERSION,
+        "data": {"n_records": 1000, "n_verdicts": 2900, "n_rows": 2850, "dropped": {"no_feedback": 50},
+                 "n_train": 2800, "n_eval": 50},
+        "launch": {"world_size": 8, "per_device_train_batch_size": 4, "gradient_accumulation_steps": 8,
+                   "global_batch_size": 256, "base_model": "t-tech/T-lite-it-1.0", "host": "node-1",
+                   "started_utc": "2026-11-23T10:00:00+00:00"},
+        "git_revision": "abc123", "git_dirty": False,
+        "packages": {"transformers": "4.57.0", "trl": "0.24.0"},
+    }
+    if with_result:
+        run["result"] = {"global_step": 33, "log_history": [{"loss": 2.5, "step": 1}, {"loss": 0.75, "step": 33}]}
+    (export / "run.json").write_text(json.dumps(run), encoding="utf-8")
+    return export
+
+
+def _metrics(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    overall = {"n": 400, "n_failed": 3, "n_no_unique_mode": 12, "mae": 0.4125, "mae_ci": [0.38, 0.445],
+               "spearman": 0.6512, "spearman_ci": [0.61, 0.69], "vc_judge": 0.71, "vc_experts": 0.74}
+    metrics = {"judge": "t-lite-judge", "target": "mode", "data": "pollux-test.jsonl",
+               "settings": {"ci_level": 0.95}, "splits": {"zero_shot": {"overall": overall}, "all": {"overall": overall}}}
+    (folder / "metrics.json").write_text(json.dumps(metrics), encoding="utf-8")
+    return folder
+
+
+@pytest.mark.parametrize("mode, pipeline", [("seq2seq", "text-generation"), ("regression", "text-classification")])
+def test_front_matter_has_the_hub_fields(tmp_path, mode, pipeline):
+    """The YAML front matter names the base model, Russian, transformers, the pipeline, tags and the license."""
+    front = _front_matter(render_card(_fake_export(tmp_path, mode), license="apache-2.0"))
+    assert front["base_model"] == "t-tech/T-lite-it-1.0"
+    assert front["language"] == ["ru"] and front["library_name"] == "transformers"
+    assert front["pipeline_tag"] == pipeline and front["license"] == "apache-2.0"
+    assert {"pollux", "llm-as-a-judge", mode} <= set(front["tags"])
+
+
+def test_card_body_says_what_the_run_recorded(tmp_path):
+    """Recipe, prompt version, data size, hyperparameters, launch, steps and losses come from run.json."""
+    card = render_card(_fake_export(tmp_path))
+    assert f"prompt version: `{judge.PROMPT_VERSION}`" in card
+    assert "2800 training rows, 50 validation rows (from 1000 records, 2900 expert verdicts)" in card
+    assert "dropped while building the rows: no_feedback 50" in card
+    assert "| learning_rate | `1e-05` |" in card and "| global_batch_size | `256` |" in card
+    assert "| lora | `False` |" in card and "lora_r" not in card  # LoRA's settings only when it was used
+    assert "8 process(es) x 4 rows per device x 8 accumulation steps = global batch 256" in card
+    assert "optimizer steps: 33; training loss 2.5000 → 0.7500" in card
+    assert "pollux-judge commit `abc123`" in card
+
+
+def test_serve_commands_match_the_mode(tmp_path):
+    """A seq2seq card serves one folder; a regression card serves generator/ and the pooling engine."""
+    seq2seq = render_card(_fake_export(tmp_path / "a", "seq2seq"))
+    regression = render_card(_fake_export(tmp_path / "b", "regression"))
+    for card in (seq2seq, regression):
+        assert "judge-serve --model PATH/TO/THIS/FOLDER --served-model-name t-lite-judge" in card
+    assert "vllm serve PATH/TO/THIS/FOLDER --served-model-name t-lite-judge --port 8000" in seq2seq
+    assert "vllm serve PATH/TO/THIS/FOLDER/generator" in regression and "--runner pooling" in regression
+    assert "--runner pooling" not in seq2seq
+
+
+def test_evaluation_figures_from_a_scored_run(tmp_path):
+    """``--run`` adds the overall figures of each split with their intervals; without it the card says how."""
+    export = _fake_export(tmp_path)
+    card = render_card(export, eval_run=_metrics(tmp_path / "eval"))
+    assert "| Zero-Shot test | 400 | 3 | 12 | 0.412 [0.380, 0.445] | 0.651 [0.610, 0.690] | 0.710 / 0.740 |" in card
+    assert "Standard test |" not in card  # a split the metrics do not have is not invented
+    assert "Not evaluated yet" in render_card(export)
+
+
+def test_a_card_before_training_finished_says_what_is_missing(tmp_path):
+    """The card written at export time (run.json without a result yet) leaves out steps rather than guessing."""
+    card = render_card(_fake_export(tmp_path, with_result=False))
+    assert "optimizer steps" not in card and "recipe: `seq2seq`" in card
+
+
+def test_judge_train_card_writes_readme_and_rejects_a_non_export(tmp_path, capsys):
+    """``judge-train card`` writes README.md (exit 0); a folder without pollux_judge.json is exit 2 naming it."""
+    export = _fake_export(tmp_path)
+    assert train_main(["card", "--export", str(export), "--run", str(_metrics(tmp_path / "eval"))]) == 0
+    assert "0.412 [0.380, 0.445]" in (export / "README.md").read_text(encoding="utf-8")
+    assert train_main(["card", "--export", str(tmp_path)]) == 2
+    assert "pollux_judge.json" in capsys.readouterr().err
+    assert train_main(["card", "--export", str(export), "--run", str(tmp_path / "nowhere")]) == 2

@@ -1,0 +1,187 @@
+"""Pairwise judging: the 4B judge's pairwise template byte for byte, pairwise rows read with errors
+that name the row and field, `judge-eval run` asking every pair in both orders against stand-in servers (chat and
+judge-serve's /v1/judge, payloads asserted exactly), and the pairwise metrics derived by hand.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import judge
+from eval.cli import main
+from eval.pairwise.judging import PAIRWISE_PREDICTIONS, PairRecord, PairwiseRow, load_pairs, read_pairwise_rows
+from eval.pairwise.metrics import pairwise_metrics
+from judge.plumbing.config_files import ConfigError
+from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage, JudgeResult
+from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
+
+HUB_ID = "ai-forever/Pollux-4B-Judge"
+SCALE_TEXT = "Критерий: точность.\n-1: ответ 1 лучше\n0: ответы равноценны\n1: ответ 2 лучше"
+
+
+def test_pairwise_template_is_pollux_demo_byte_for_byte():
+    """judge.render_pairwise_prompt is POLLUX's demo/serve_pollux_demo.py:40-54 (the Russian original kept there
+    commented out): each line with its "# " removed, a bare "#" line blank, and one newline after {rubrics} since the
+    closing quotes stand on their own line (54). Written out here by hand, line by line."""
+    expected = (
+        "### Инструкция\n"  # line 40, after 'PAIRWISE_TEMPLATE = """'
+        "Даны два ответа для оценки и шкала их сравнения. Необходимо сравнить ответы по качеству выполнения задания "
+        "и вернуть число в соответствии со шкалой сравнения ответов.\n"  # line 41
+        "\n"  # 42
+        "### Задание для оценки:\n"  # 43
+        "INSTR\n"  # 44 {instruction}
+        "\n"  # 45
+        "### Ответ 1 для оценки:\n"  # 46
+        "A1\n"  # 47 {answer_1}
+        "\n"  # 48
+        "### Ответ 2 для оценки:\n"  # 49
+        "A2\n"  # 50 {answer_2}
+        "\n"  # 51
+        "### Шкала сравнения ответов:\n"  # 52
+        "SCALE\n"  # 53 {rubrics}, then the closing quotes on line 54
+    )
+    fields = {"instruction": "INSTR", "answer_1": "A1", "answer_2": "A2", "rubrics": "SCALE"}
+    assert judge.render_pairwise_prompt(fields) == expected
+    # Fields go in raw (str.format, demo line 108): a code answer's own newline and indentation survive.
+    assert "### Ответ 1 для оценки:\n  x = 1\n\n\n### Ответ 2" in judge.render_pairwise_prompt({**fields, "answer_1": "  x = 1\n"})
+    with pytest.raises(ValueError, match="'answer_2' is missing"):
+        judge.render_pairwise_prompt({**fields, "answer_2": None})
+
+
+def _write(rows: list[dict], path) -> str:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return str(path)
+
+
+PAIRS = [
+    {"id": "p1", "instruction": "Столица Франции?", "answer_1": "Париж.", "answer_2": "Лион.", "rubrics": SCALE_TEXT,
+     "winner": -1},
+    {"id": "p2", "instruction": "2+2?", "answer_1": "5", "answer_2": "4", "rubrics": SCALE_TEXT, "winner": "answer_2"},
+    {"id": "p3", "instruction": "Скажи привет.", "answer_1": "Привет!", "answer_2": "Привет.", "rubrics": SCALE_TEXT,
+     "winner": "tie"},
+    {"id": "p4", "instruction": "Назови цвет неба.", "answer_1": "Зелёный.", "answer_2": "Голубой.",
+     "rubrics": SCALE_TEXT},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"answer_2": ""}, r"row 1\.answer_2: required text is missing or empty"),
+    ({"winner": 2}, r"row 1\.winner: 2 is not one of"),
+    ({"winner": True}, r"row 1\.winner: True is not one of"),
+    ({"rubrics": None}, r"row 1\.rubrics: required text"),
+])  # fmt: skip
+def test_bad_pairwise_rows_name_the_row_and_field(tmp_path, change, message):
+    """A missing answer or scale, or a winner outside -1/0/1/answer_1/tie/answer_2, is refused naming file, row and
+    field; a repeated id too."""
+    with pytest.raises(ConfigError, match=message):
+        load_pairs(_write([{**PAIRS[0], **change}], tmp_path / "pairs.jsonl"))
+    with pytest.raises(ConfigError, match=r"row 2\.id: 'p1' appears twice"):
+        load_pairs(_write([PAIRS[0], PAIRS[0]], tmp_path / "twice.jsonl"))
+
+
+def test_winner_labels_read_as_the_judges_scale(tmp_path):
+    """-1/0/1 and answer_1/tie/answer_2 both read as the judge's -1/0/1; no winner is None; no id gets a stable one."""
+    pairs = load_pairs(_write([*PAIRS, {k: v for k, v in PAIRS[0].items() if k != "id"}], tmp_path / "p.jsonl"))
+    assert [p.winner for p in pairs] == [-1, 1, 0, None, -1]
+    assert len(pairs[-1].id) == 16 and pairs[-1].id == load_pairs(tmp_path / "p.jsonl")[-1].id
+
+
+# What the scripted judge answers (content, reasoning) for each pair in each order, as it sees the order:
+# p1 reads content (original -1, swapped 1); p2 always prefers the first answer shown (-1, -1); p3 calls a tie, then is
+# cut inside its reasoning; p4 reads content (1, -1).
+ANSWERS = {("p1", "original"): ("-1", "Париж верен."), ("p1", "swapped"): ("1", "Париж верен."),
+           ("p2", "original"): ("-1", "первый"), ("p2", "swapped"): ("-1", "первый"),
+           ("p3", "original"): ("0", "равны"), ("p3", "swapped"): (None, "Сравниваю привет"),
+           ("p4", "original"): ("1", "голубой"), ("p4", "swapped"): ("-1", "голубой")}  # fmt: skip
+
+
+def _prompts(pairs: list[PairRecord]) -> dict[str, tuple[str, str]]:
+    return {judge.render_pairwise_prompt(p.shown(o)): (p.id, o) for p in pairs for o in ("original", "swapped")}
+
+
+def test_judge_eval_run_asks_both_orders_and_scores_pairwise(tmp_path):
+    """`judge-eval run` on answer_1/answer_2 rows against a Pollux-4B-Judge chat server asks each pair twice (the
+    answers swapped the second time), exact payloads, thinking on; rows keep the raw score and the verdict in the
+    pair's orientation; `judge-eval score` reports the hand-derived figures: agreement 4/5, tie rate 1/7, position
+    consistency 2/3, first-position rate 4/6, one failure."""
+    data = _write(PAIRS, tmp_path / "pairs.jsonl")
+    pairs = load_pairs(data)
+    which = _prompts(pairs)
+
+    def respond(path: str, body: dict) -> tuple[int, dict]:
+        if path != "/v1/chat/completions":
+            return 404, {"detail": "Not Found"}
+        content, reasoning = ANSWERS[which[body["messages"][0]["content"]]]
+        reply = chat_completion(content, HUB_ID, "length" if content is None else "stop")
+        reply["choices"][0]["message"]["reasoning"] = reasoning
+        return 200, reply
+
+    with ScriptedEndpoint(respond, model=HUB_ID) as server:
+        assert main(["run", "--judge", server.base_url, "--model", HUB_ID, "--data", data, "--out",
+                     str(tmp_path / "run"), "--no-progress"]) == 0
+    key = lambda b: b["messages"][0]["content"]  # noqa: E731
+    assert sorted(server.bodies("/v1/chat/completions"), key=key) == sorted(
+        ({"model": HUB_ID, "messages": [{"role": "user", "content": prompt}], "max_tokens": 1024, "temperature": 0.0}
+         for prompt in which), key=key)  # fmt: skip
+    rows = {(r.id, r.order): r for r in read_pairwise_rows(tmp_path / "run" / PAIRWISE_PREDICTIONS)}
+    assert len(rows) == 8
+    assert (rows["p2", "swapped"].score, rows["p2", "swapped"].verdict) == (-1.0, 1.0)
+    assert (rows["p1", "swapped"].score, rows["p1", "swapped"].verdict, rows["p1", "swapped"].feedback) == (1.0, -1.0, "Париж верен.")
+    assert (rows["p3", "swapped"].parse_ok, rows["p3", "swapped"].verdict, rows["p3", "swapped"].error) == (False, None, "unclosed_think")
+    assert rows["p3", "original"].verdict == 0.0 and str(rows["p3", "original"].verdict) == "0.0"
+
+    assert main(["score", "--predictions", str(tmp_path / "run"), "--n-boot", "200"]) == 0
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text(encoding="utf-8"))
+    assert (metrics["n_pairs"], metrics["n_labelled"], metrics["n_judgments"], metrics["n_parsed"]) == (4, 3, 8, 7)
+    assert (metrics["n_failed"], metrics["failures"], metrics["n_both_orders"]) == (1, {"unclosed_think": 1}, 3)
+    expected = {"agreement": (4 / 5, 5), "tie_rate": (1 / 7, 7), "position_consistency": (2 / 3, 3),
+                "first_position_rate": (4 / 6, 6)}  # fmt: skip
+    for name, (value, n) in expected.items():
+        block = metrics[name]
+        assert (block["value"], block["n"]) == (pytest.approx(value), n), name
+        assert 0 <= block["ci"][0] <= value <= block["ci"][1] <= 1, name
+    report = (tmp_path / "run" / "report.md").read_text(encoding="utf-8")
+    assert "| Position consistency | 0.667 [" in report and "1 failed (unclosed_think: 1)" in report
+    assert '<section id="pairwise">' in (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
+
+
+def test_pairwise_through_judge_serve_sends_typed_pair_requests(tmp_path):
+    """Against judge-serve (/v1/judge answers), each judgment is one PairwiseRequest with the answers in the order
+    shown; the results' scores are read from the typed envelope; --pairwise-orders original asks once."""
+    data = _write(PAIRS[:2], tmp_path / "pairs.jsonl")
+    sent = []
+
+    def respond(path: str, body: dict) -> tuple[int, dict]:
+        if path != "/v1/judge" or not body:
+            return 400, {"error": {"message": "items: required field is missing"}}
+        sent.append(body)
+        (pair,) = body["pairs"]
+        result = JudgeResult(criterion="pairwise", criterion_id=None, scale=[-1, 0, 1], feedback="r", score=-1.0,
+                             parse_ok=True, score_source="verdict", in_scale=True, output="<think>r</think>-1")
+        return 200, JudgeResponse("judge-1", "judge.result", 0, "tiny", "seq2seq", "integer", "v",
+                                  [JudgeResponseItem(0, pair["id"], [result])], JudgeResponseUsage(1, 1, 0, 0, 0)).to_json()
+
+    with ScriptedEndpoint(respond, model="tiny") as server:
+        assert main(["run", "--judge", server.base_url, "--data", data, "--out", str(tmp_path / "run"), "--no-progress",
+                     "--pairwise-orders", "original", "--max-tokens", "64"]) == 0
+    assert sorted(sent, key=lambda b: b["pairs"][0]["id"]) == [
+        {"model": "tiny", "pairs": [{"id": p["id"], "instruction": p["instruction"], "answer_1": p["answer_1"],
+                                     "answer_2": p["answer_2"], "rubrics": p["rubrics"]}],
+         "max_tokens": 64, "temperature": 0.0} for p in PAIRS[:2]]  # fmt: skip
+    rows = read_pairwise_rows(tmp_path / "run" / PAIRWISE_PREDICTIONS)
+    assert sorted((r.id, r.order, r.verdict, r.feedback) for r in rows) == [("p1", "original", -1.0, "r"),
+                                                                           ("p2", "original", -1.0, "r")]
+
+
+def test_metrics_without_labels_or_second_order_say_why():
+    """Without winner labels agreement is None with the reason, and without the swapped order so is position
+    consistency; nothing is NaN."""
+    pairs = [PairRecord("a", "i", "x", "y", "s")]
+    rows = [PairwiseRow("a", "original", "j", "1", "", 1.0, 1.0, True, None, "", 0.1)]
+    metrics = pairwise_metrics(pairs, rows, n_boot=50)
+    assert metrics["agreement"] == {"value": None, "ci": None, "n": 0, "why_empty": pytest.approx(
+        metrics["agreement"]["why_empty"])} and "winner labels" in metrics["agreement"]["why_empty"]
+    assert metrics["position_consistency"]["value"] is None and "both orders" in metrics["position_consistency"]["why_empty"]
+    assert metrics["tie_rate"]["value"] == 0.0 and metrics["tie_rate"]["ci"] is None  # one pair: no interval

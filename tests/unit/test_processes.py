@@ -1,0 +1,339 @@
+"""judge.plumbing.processes: a started command's whole process tree ends with it, with its owner (kill -9 included) and on
+stop; readiness failures carry the log. Small shell trees stand in for vLLM (the real engines: test_serve_faults)."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from judge.plumbing.processes import (ProcessStartError, free_port, group_members, http_status, kill_descendants,
+                                      start_process)
+from tests.support.fixtures_serve import MARKER_ENV, marked_processes, wait_until_gone
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signals are Linux-only")
+
+#: A command whose tree is three deep: sh -> sh (a subshell) -> sleep, plus a sleep beside it.
+TREE = ["sh", "-c", "(sleep 300; true) & sleep 300 & wait"]
+#: A Python tree (command, child, grandchild): Python keeps the signal mask it inherits, as vLLM's processes do
+#: (sh clears it at start, so a shell tree cannot stand in for a SIGTERM-shielded engine).
+PY_TREE = [sys.executable, "-c", "import os, time\nif os.fork() == 0:\n    os.fork()\ntime.sleep(300)"]
+#: The same tree, deaf to SIGTERM (the disposition is inherited), so only SIGKILL ends it.
+DEAF_TREE = ["sh", "-c", "trap '' TERM; (sleep 300; true) & sleep 300 & wait"]
+
+
+def _marked_env() -> tuple[str, dict[str, str]]:
+    marker = uuid.uuid4().hex
+    return marker, {**os.environ, MARKER_ENV: marker}
+
+
+def _wait_for_tree(marker: str, n: int, timeout_s: float = 60.0) -> list[int]:
+    deadline = time.monotonic() + timeout_s
+    while len(found := marked_processes(marker)) < n:
+        assert time.monotonic() < deadline, f"only {found} of {n} processes appeared"
+        time.sleep(0.05)
+    return found
+
+
+def test_kill_descendants_kills_everything_below_a_process_and_spares_it():
+    """kill_descendants(pid): the four processes of TREE below a Python parent get SIGKILL; the parent lives on."""
+    marker, env = _marked_env()
+    parent = subprocess.Popen([sys.executable, "-c", f"import subprocess, time\nsubprocess.Popen({TREE!r})\ntime.sleep(300)"],
+                              env=env)  # fmt: skip
+    try:
+        _wait_for_tree(marker, 5)  # the parent, sh, the subshell, two sleeps
+        assert kill_descendants(parent.pid) == 4
+        deadline = time.monotonic() + 10
+        while marked_processes(marker) != [parent.pid] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert marked_processes(marker) == [parent.pid] and parent.poll() is None
+    finally:
+        parent.kill()
+        parent.wait()
+
+
+def _holds_sigterm(pid: int) -> bool:
+    """SIGTERM is blocked in ``pid`` and pending there: delivered, and never acted on while the mask holds (no wait
+    needed to know it stopped nothing)."""
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    bit = 1 << (signal.SIGTERM - 1)
+    pending = int(fields["SigPnd"], 16) | int(fields["ShdPnd"], 16)
+    return bool(int(fields["SigBlk"], 16) & bit and pending & bit)
+
+
+def test_stop_ends_the_whole_tree_and_reports_the_exit(tmp_path):
+    """stop(): SIGTERM reaches every process in the tree once; none is left; the status is the command's."""
+    marker, env = _marked_env()
+    proc = start_process(TREE, log_path=tmp_path / "log", env=env, grace_s=10)
+    _wait_for_tree(marker, 5)  # supervisor, sh, subshell, two sleeps
+    assert proc.alive() and proc.exit_code() is None
+    assert proc.stop() == -signal.SIGTERM
+    assert marked_processes(marker) == []
+
+
+def test_a_tree_deaf_to_sigterm_is_killed_after_the_grace(tmp_path):
+    """A tree that ignores SIGTERM is SIGKILLed once grace_s has passed; nothing is left."""
+    marker, env = _marked_env()
+    proc = start_process(DEAF_TREE, log_path=tmp_path / "log", env=env, grace_s=1)
+    _wait_for_tree(marker, 5)
+    assert proc.stop() == -signal.SIGKILL
+    assert marked_processes(marker) == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGSEGV])
+def test_the_command_dying_takes_its_descendants(tmp_path, sig):
+    """The command killed (as the OOM killer or a crash would): its orphaned descendants are ended by the
+    supervisor, which exits with the command's own status (-sig)."""
+    marker, env = _marked_env()
+    proc = start_process(TREE, log_path=tmp_path / "log", env=env, grace_s=2)
+    _wait_for_tree(marker, 5)
+    main = proc.main_pid()
+    assert main is not None and main != proc.pid
+    os.kill(main, sig)
+    assert wait_until_gone(marker, 30) == []
+    # The marker scan cannot see the supervisor's own exit: a process past exit_mm() has no environment to read, so
+    # it drops out of the scan before it is a zombie that waitid() reports (a fast-tier run saw exit_code() None
+    # here). Block until it has exited, without reaping it (exit_code() and stop() read the status after).
+    os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+    assert proc.exit_code() == -sig
+    assert proc.stop() == -sig
+
+
+@pytest.mark.parametrize("shielded", [False, True], ids=["plain", "sigterm-shielded"])
+@pytest.mark.parametrize("from_thread", [False, True], ids=["main-thread", "worker-thread"])
+@pytest.mark.parametrize("owner_signal", [signal.SIGKILL, signal.SIGTERM])
+def test_the_owner_dying_takes_the_tree(tmp_path, owner_signal, from_thread, shielded):
+    """The owner killed (kill -9 included): the supervisor learns it (the kernel's parent-death signal, SIGINT when
+    shielded, or its poll of its parent when a worker thread started it) and ends the whole tree."""
+    marker, env = _marked_env()
+    # A shielded tree is stopped with SIGINT, which the shell's background sleeps ignore (sh starts background jobs
+    # so), so it ends by the SIGKILL after the grace: a short grace keeps the four shielded cases short.
+    start = f"start_process({TREE!r}, log_path={str(tmp_path / 'log')!r}, grace_s=0.5, sigterm_shielded={shielded})"
+    if from_thread:
+        start = f"t = threading.Thread(target=lambda: {start}); t.start(); t.join()"
+    owner_code = textwrap.dedent(f"""
+        import sys, threading, time
+        sys.path.insert(0, {os.getcwd()!r})
+        from judge.plumbing.processes import start_process
+        {start}
+        print("started", flush=True)
+        time.sleep(600)
+    """)
+    owner = subprocess.Popen([sys.executable, "-c", owner_code], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert owner.stdout.readline().strip() == "started"
+        _wait_for_tree(marker, 6)  # the owner too
+        owner.send_signal(owner_signal)
+        owner.wait(timeout=30)
+        assert wait_until_gone(marker, 30) == []
+    finally:
+        owner.kill()
+
+
+def test_a_sigterm_shielded_tree_outlives_a_job_wide_sigterm_and_stops_when_told(tmp_path):
+    """sigterm_shielded: SIGTERM sent to every process of the tree (as scancel sends it to every process of a Slurm
+    job) stops none of them; the owner's stop (SIGINT, then SIGKILL) still ends the whole tree."""
+    marker, env = _marked_env()
+    proc = start_process(PY_TREE, log_path=tmp_path / "log", env=env, grace_s=2, sigterm_shielded=True)
+    pids = _wait_for_tree(marker, 4)  # supervisor, command, child, grandchild
+    for pid in pids:
+        os.kill(pid, signal.SIGTERM)
+    assert all(_holds_sigterm(pid) for pid in pids)
+    assert proc.alive() and sorted(marked_processes(marker)) == sorted(pids)
+    assert proc.stop() == -signal.SIGINT
+    assert marked_processes(marker) == []
+
+
+#: A module that does what unblocks SIGTERM in plain Python (multiprocessing's resource tracker, started by shared
+#: memory, calls pthread_sigmask(SIG_UNBLOCK, {SIGINT, SIGTERM})), then spawns a child, as vLLM's API server does.
+MP_MODULE = """
+import multiprocessing as mp, time
+from multiprocessing import shared_memory
+
+if __name__ == "__main__":
+    shm = shared_memory.SharedMemory(create=True, size=16)
+    child = mp.get_context("spawn").Process(target=time.sleep, args=(300,))
+    child.start()
+    print("spawned", flush=True)
+    time.sleep(300)
+"""
+
+
+def test_a_sigterm_shielded_python_module_keeps_sigterm_blocked_through_multiprocessing(tmp_path):
+    """sigterm_shielded with `python -m module`: the module's process and the child it spawns keep SIGTERM blocked
+    although Python's resource tracker unblocks it (the shield); a job-wide SIGTERM stops neither; stop ends all."""
+    (tmp_path / "mp_engine.py").write_text(MP_MODULE)
+    marker, env = _marked_env()
+    proc = start_process([sys.executable, "-m", "mp_engine"], log_path=tmp_path / "log", env=env, cwd=tmp_path,
+                         grace_s=5, sigterm_shielded=True)
+    deadline = time.monotonic() + 60
+    while "spawned" not in (tmp_path / "log").read_text():
+        assert time.monotonic() < deadline and proc.alive(), (tmp_path / "log").read_text()
+        time.sleep(0.1)
+    main = proc.main_pid()
+    child = next(pid for pid in marked_processes(marker) if "spawn_main" in Path(f"/proc/{pid}/cmdline").read_text())
+    for pid in (proc.pid, main, child):
+        blocked = int(next(line.split()[1] for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                           if line.startswith("SigBlk:")), 16)
+        assert blocked & (1 << (signal.SIGTERM - 1)), (pid, hex(blocked))
+        os.kill(pid, signal.SIGTERM)
+        assert _holds_sigterm(pid), pid
+    assert proc.alive() and all(pid in marked_processes(marker) for pid in (main, child))
+    proc.stop()
+    assert marked_processes(marker) == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
+def test_a_sigterm_shielded_command_dying_still_takes_its_descendants(tmp_path, sig):
+    """sigterm_shielded: the command killed, its orphans (deaf to SIGTERM) are still ended by the supervisor."""
+    marker, env = _marked_env()
+    proc = start_process(PY_TREE, log_path=tmp_path / "log", env=env, grace_s=2, sigterm_shielded=True)
+    _wait_for_tree(marker, 4)
+    os.kill(proc.main_pid(), sig)
+    assert wait_until_gone(marker, 30) == []
+    assert proc.stop() == -sig
+
+
+def test_a_command_that_exits_while_starting_raises_with_its_log(tmp_path):
+    """wait_ready: a command that exits names its code and carries its log's tail."""
+    proc = start_process(["sh", "-c", "echo boom-from-the-log >&2; exit 7"], log_path=tmp_path / "log", grace_s=1)
+    with pytest.raises(ProcessStartError, match=r"(?s)exited with code 7.*boom-from-the-log"):
+        proc.wait_ready(f"http://127.0.0.1:{free_port()}/", timeout_s=30)
+    assert proc.stop() == 7
+
+
+def test_a_start_error_puts_the_root_cause_above_a_long_log_tail(tmp_path):
+    """wait_ready: the log's failure lines (a subprocess's ERROR line, exception lines) head the message even when
+    they are far above the tail, and the error carries the exit code; ordinary lines are not picked."""
+    script = (
+        "echo 'INFO loading the model'; "
+        "echo '(EngineCore pid=7) ERROR 11-23 [core.py:1] EngineCore failed to start.'; "
+        "echo '(EngineCore pid=7) ValueError: Available memory on node 0 is too low'; "
+        "for i in $(seq 200); do echo \"  File x.py, line $i, in f\"; done; "
+        "echo 'RuntimeError: Engine core initialization failed. See root cause above.'; exit 1"
+    )
+    proc = start_process(["sh", "-c", script], log_path=tmp_path / "log", grace_s=1)
+    with pytest.raises(ProcessStartError) as raised:
+        proc.wait_ready(f"http://127.0.0.1:{free_port()}/", timeout_s=30)
+    head = str(raised.value).split("command:")[0]
+    assert raised.value.exit_code == 1
+    assert head.splitlines()[1:] == [
+        "errors in the log:",
+        "  (EngineCore pid=7) ERROR 11-23 [core.py:1] EngineCore failed to start.",
+        "  (EngineCore pid=7) ValueError: Available memory on node 0 is too low",
+        "  RuntimeError: Engine core initialization failed. See root cause above.",
+    ]
+    proc.stop()
+
+
+def test_wait_ready_times_out_with_the_log_and_stop_still_cleans_up(tmp_path):
+    """wait_ready: no answer within timeout_s raises with the log's tail; the process keeps running until stop."""
+    marker, env = _marked_env()
+    proc = start_process(["sh", "-c", "echo still-loading; exec sleep 300"], log_path=tmp_path / "log", env=env, grace_s=1)
+    with pytest.raises(ProcessStartError, match=r"(?s)did not answer .* within 1 s.*still-loading"):
+        proc.wait_ready(f"http://127.0.0.1:{free_port()}/", timeout_s=1, interval_s=0.1)
+    assert proc.alive()
+    proc.stop()
+    assert marked_processes(marker) == [] and group_members(proc.pgid) == []
+
+
+def test_wait_ready_returns_once_the_url_answers(tmp_path):
+    """wait_ready returns when the URL answers 200 (a real HTTP server as the command)."""
+    port = free_port()
+    proc = start_process([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"], log_path=tmp_path / "log")
+    try:
+        proc.wait_ready(f"http://127.0.0.1:{port}/", timeout_s=60, interval_s=0.1)
+        assert proc.alive()
+    finally:
+        proc.stop()
+
+
+def test_wait_ready_does_not_take_another_programs_answer_for_the_commands(tmp_path):
+    """A server outside the command's process group answers on the port the command was given (the command never
+    binds it): wait_ready keeps waiting for the command and its error says another program holds the port. (Before,
+    the answer passed for the command's. A CI run once showed what that does: every /classify to a regression
+    judge-serve's pooler URL got a 404 as a generating engine answers it, and the pooler was never reported dead.)"""
+    import http.server
+    import threading
+
+    port = free_port()
+    foreign = http.server.ThreadingHTTPServer(("127.0.0.1", port), http.server.SimpleHTTPRequestHandler)
+    threading.Thread(target=foreign.serve_forever, daemon=True).start()
+    proc = start_process(["sh", "-c", "echo still-importing; exec sleep 300"], log_path=tmp_path / "log", grace_s=1)
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        assert http_status(url) == 200  # the foreign server answers
+        with pytest.raises(ProcessStartError, match=rf"(?s)did not answer.*port {port} answered .* another program"):
+            proc.wait_ready(url, timeout_s=1, interval_s=0.1)
+        assert proc.holds_listener(port) is False
+    finally:
+        proc.stop()
+        foreign.shutdown()
+        foreign.server_close()
+
+
+def test_free_port_keeps_its_port_from_other_programs_binds_but_not_from_its_server():
+    """free_port leaves the port in TIME_WAIT: the kernel's bind(0), as every other program picking a port uses it,
+    skips it, while a server binding it with SO_REUSEADDR (vLLM, uvicorn, asyncio, http.server, TCPStore) gets it.
+    The control, ports merely closed, shows the same count of bind(0) calls does land on such ports."""
+    import socket
+
+    def any_port(reuse: bool) -> int:
+        with socket.socket() as sock:
+            if reuse:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(("127.0.0.1", 0))
+            return sock.getsockname()[1]
+
+    low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    n_picked = 300
+    # bind(0) searches ports of one parity first, half the range: enough calls for ~40 hits on ports merely closed
+    # (2,000 calls on the default range, 32768-60999), so 0 by chance has probability ~e^-40.
+    n_binds = math.ceil(40 * (high - low + 1) / 2 / n_picked)
+
+    merely_closed = {any_port(reuse=False) for _ in range(n_picked)}
+    assert sum(any_port(reuse=i % 2 == 0) in merely_closed for i in range(n_binds)) > 0  # the control
+    reserved = {free_port() for _ in range(n_picked)}
+    assert len(reserved) == n_picked
+    assert sum(any_port(reuse=i % 2 == 0) in reserved for i in range(n_binds)) == 0
+
+    port = next(iter(reserved))
+    with socket.socket() as server:  # the server it was picked for
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("127.0.0.1", port))
+        server.listen()
+    with socket.socket() as plain, pytest.raises(OSError):  # what the TIME_WAIT keeps out
+        plain.bind(("127.0.0.1", port))
+
+
+def test_a_missing_program_fails_at_once_with_a_message(tmp_path):
+    """A command that cannot be executed: the supervisor exits 127 and says why in the log."""
+    proc = start_process(["/nonexistent/program"], log_path=tmp_path / "log", grace_s=1)
+    with pytest.raises(ProcessStartError, match=r"(?s)exited with code 127.*cannot start /nonexistent/program"):
+        proc.wait_ready(f"http://127.0.0.1:{free_port()}/", timeout_s=30)
+
+
+def test_a_process_started_from_a_worker_thread_outlives_that_thread(tmp_path):
+    """The parent-death signal follows the forking thread: a server a thread pool started (as a fixture starting two
+    servers at once does) keeps running after that thread has ended, and stops when told."""
+    import threading
+
+    marker, env = _marked_env()
+    started = {}
+    worker = threading.Thread(target=lambda: started.update(proc=start_process(TREE, log_path=tmp_path / "log", env=env,
+                                                                                 grace_s=5)))
+    worker.start()
+    worker.join()
+    _wait_for_tree(marker, 5)
+    time.sleep(1.5)  # longer than the supervisor's owner poll: a spurious stop would have begun
+    assert started["proc"].alive() and len(marked_processes(marker)) == 5
+    assert started["proc"].stop() == -signal.SIGTERM
+    assert marked_processes(marker) == []

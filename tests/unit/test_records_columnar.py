@@ -1,0 +1,142 @@
+"""Column-wise loading of JSONL and Parquet (judge.records): the same records, report and errors as row by row."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import judge
+from judge import JudgeRecord, RecordError, load_records_report, records_from_rows
+from judge import records as records_module
+from tests.support.release_artifacts import released_rows, write_released_dataset
+from tests.unit.test_records import BAD, GOOD
+from tests.unit.test_records_release import BAD_ANNOTATIONS
+
+
+def _jsonl(path, rows, blank_after: int | None = None):
+    lines = [json.dumps(r, ensure_ascii=False) for r in rows]
+    if blank_after is not None:
+        lines.insert(blank_after + 1, "")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _row_path(path, rows, make_id=False):
+    """What the row-by-row validator makes of ``rows`` read from ``path``."""
+    return records_module._validated(((str(path), i, r) for i, r in enumerate(rows)), str(path), make_id)
+
+
+def _forbid_row_path(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("the row-by-row path ran")
+
+    monkeypatch.setattr(JudgeRecord, "from_row", refuse)
+
+
+def _same(loaded, expected):
+    (records, report), (want, want_report) = loaded, expected
+    assert records == want and report == want_report
+    assert [(r.extra, r.origin, r.annotations) for r in records] == [(r.extra, r.origin, r.annotations) for r in want]
+
+
+ABSTAINING = GOOD | {"id": "a3", "expert_scores": [None, 2, 1], "expert_feedback": ["Не применимо.", "Хорошо.", "Так себе."]}
+NO_EXPERTS = GOOD | {"id": "a4", "expert_scores": [], "expert_feedback": None, "criteria_score": 1.5}
+CLEAN = [GOOD, GOOD | {"id": "a2", "expert_feedback": None, "reference_answer": "Эталон"}, ABSTAINING, NO_EXPERTS,
+         GOOD]  # the last: an exact duplicate, counted  # fmt: skip
+
+
+def test_clean_jsonl_loads_column_wise_like_row_by_row(tmp_path, monkeypatch):
+    """A clean JSONL file (abstentions, feedback, an unknown column, a duplicate) gives the row path's records,
+    extras, origins and report without validating row by row."""
+    path = _jsonl(tmp_path / "d.jsonl", CLEAN)
+    expected = _row_path(path, CLEAN)
+    _forbid_row_path(monkeypatch)
+    _same(load_records_report(path), expected)
+    assert expected[1].n_duplicates == 1 and expected[1].n_abstentions == 1
+
+
+def test_clean_parquet_and_released_shards_load_column_wise(tmp_path, monkeypatch):
+    """Parquet in the project's schema and the released shard folder (annotations, -1 abstentions, derived ids)
+    load column-wise into what the row path makes of the same rows."""
+    rows = [{k: v for k, v in r.items() if k != "expert_feedback"} for r in CLEAN]  # Parquet: one type per column
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "d.parquet")
+    expected = _row_path(tmp_path / "d.parquet", pa.Table.from_pylist(rows).to_pylist())
+    folder = write_released_dataset(tmp_path / "POLLUX")
+    expected_released = records_module._validated(
+        ((str(shard), i, r) for shard in sorted((folder / "data").glob("*.parquet"))
+         for i, r in enumerate(pq.read_table(shard).to_pylist())), str(folder), False)  # fmt: skip
+    _forbid_row_path(monkeypatch)
+    _same(load_records_report(tmp_path / "d.parquet"), expected)
+    _same(load_records_report(folder), expected_released)
+    assert expected_released[1].n_derived_ids == 9 and expected_released[1].n_abstentions == 4
+
+
+BAD_ROWS = [(mutation, field, fragment) for mutation, field, fragment in BAD] + [
+    ({"annotations": value, "expert_scores": None, "expert_feedback": None}, "annotations", fragment)
+    for value, fragment in BAD_ANNOTATIONS
+] + [({"expert_scores": [1, None], "expert_feedback": ["а", None]}, "expert_feedback", "must contain only texts"),
+     ({"is_provocative": "да"}, "is_provocative", "must be true or false"),
+     ({"annotations": [{"comment": "а", "score": 1}]}, "expert_scores", "both annotations and expert_scores")]  # fmt: skip
+
+
+@pytest.mark.parametrize("mutation,field,fragment", BAD_ROWS, ids=[f"{b[1]}:{b[2]}" for b in BAD_ROWS])
+def test_bad_row_gives_the_row_paths_error_from_jsonl_and_parquet(mutation, field, fragment, tmp_path):
+    """A bad row in a JSONL or Parquet file raises the row path's RecordError: same source, row, field and text."""
+    rows = [GOOD | {"id": "first"}, GOOD | {"id": "second"} | mutation, GOOD | {"id": "third"}]
+    files = [_jsonl(tmp_path / "d.jsonl", rows)]
+    try:
+        names = list(dict.fromkeys(k for r in rows for k in r))  # every row's columns (from_pylist takes the first's)
+        table = pa.Table.from_pydict({k: [r.get(k) for r in rows] for k in names})
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        table = None  # mixed types in one column: no Parquet file can hold these rows
+    if table is not None:
+        pq.write_table(table, tmp_path / "d.parquet")
+        files.append(tmp_path / "d.parquet")
+    for path in files:
+        source_rows = rows if path.suffix == ".jsonl" else pq.read_table(path).to_pylist()
+        with pytest.raises(RecordError) as expected:
+            _row_path(path, source_rows)
+        with pytest.raises(RecordError) as info:
+            load_records_report(path)
+        err = info.value
+        assert (err.source, err.row, err.field, err.message) == (str(path), 1, field, expected.value.message), path
+        assert fragment in str(err)
+
+
+def test_nan_score_in_parquet_is_named(tmp_path):
+    """A NaN expert score (Parquet can hold one) is refused naming row 1 and the field, as row by row."""
+    rows = [GOOD | {"id": "first", "expert_feedback": None}, GOOD | {"id": "x", "expert_scores": [1.0, math.nan], "expert_feedback": None}]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "d.parquet")
+    with pytest.raises(RecordError, match=r"d.parquet: row 1: field 'expert_scores': item 1 \(nan\) is not a finite number"):
+        load_records_report(tmp_path / "d.parquet")
+
+
+def test_jsonl_that_arrow_would_read_differently_takes_the_row_path(tmp_path):
+    """Blank lines keep the row numbers of the lines after them; absent and null unknown columns stay apart;
+    a first row without an id derives ids for every row; an id repeated with different content names both rows."""
+    path = _jsonl(tmp_path / "blank.jsonl", [GOOD | {"id": "x"}, GOOD | {"id": "y", "answer": " "}], blank_after=0)
+    with pytest.raises(RecordError, match=r"blank.jsonl: row 2: field 'answer': is empty"):
+        load_records_report(path)
+
+    sparse = [GOOD, {k: v for k, v in GOOD.items() if k != "source_batch"} | {"id": "b"}, GOOD | {"id": "c", "source_batch": None}]
+    records, _ = load_records_report(_jsonl(tmp_path / "sparse.jsonl", sparse))
+    assert [r.extra for r in records] == [{"source_batch": 7}, {}, {"source_batch": None}]
+
+    no_id = {k: v for k, v in GOOD.items() if k != "id"}
+    records, report = load_records_report(_jsonl(tmp_path / "ids.jsonl", [no_id, GOOD | {"answer": "Другой."}]))
+    assert records == records_from_rows([no_id, GOOD | {"answer": "Другой."}]) and report.n_derived_ids == 1
+
+    with pytest.raises(RecordError, match="row 1: field 'id': 'a1' repeats the id of row 0 with different content"):
+        load_records_report(_jsonl(tmp_path / "dup.jsonl", [GOOD, GOOD | {"answer": "Другой."}]))
+
+
+def test_release_rows_with_unusual_types_still_load(tmp_path):
+    """Integer task subtypes and string ids (column-wise) read as the row path reads them."""
+    rows = [r | {"task_subsubtype": 3} for r in released_rows()[:3]]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "d.parquet")
+    records, _ = load_records_report(tmp_path / "d.parquet")
+    assert records == judge.records_from_rows(rows) and {r.task_subsubtype for r in records} == {"3"}

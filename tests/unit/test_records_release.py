@@ -1,0 +1,218 @@
+"""The released POLLUX schema (the ``ai-forever/POLLUX`` dataset), read natively: shards, annotations with -1 abstentions, content ids,
+duplicates, the other source forms, and errors that name the row and field."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import judge
+from judge import Annotation, JudgeRecord, RecordError, load_records, load_records_report, write_jsonl
+from tests.support.release_artifacts import NOT_APPLICABLE, RELEASED_SCHEMA, released_row, released_rows, write_released_dataset
+
+
+@pytest.fixture
+def released(tmp_path):
+    return write_released_dataset(tmp_path / "POLLUX")
+
+
+def test_builder_writes_the_hub_layout_and_the_released_arrow_types(released):
+    """Three shards under data/ with the hub's names, each with the released columns and Arrow types."""
+    shards = sorted(p.name for p in (released / "data").iterdir())
+    assert shards == ["test-00000-of-00003.parquet", "test-00001-of-00003.parquet", "test-00002-of-00003.parquet"]
+    for name in shards:
+        assert pq.read_schema(released / "data" / name).equals(RELEASED_SCHEMA)
+    assert "id" not in RELEASED_SCHEMA.names
+    assert str(RELEASED_SCHEMA.field("annotations").type) == "list<item: struct<comment: string, score: double>>"
+
+
+def test_shard_folder_loads_with_experts_abstentions_and_a_report(released):
+    """All shards in name order; -1 is an abstention kept in annotations and out of the scores; the report counts."""
+    records, report = load_records_report(released)
+    assert len(records) == 8
+    assert (report.n_rows, report.n_records, report.n_duplicates) == (9, 8, 1)
+    assert report.duplicate_rows == [f"{released}/data/test-00002-of-00003.parquet: row 2 = "
+                                     f"{released}/data/test-00000-of-00003.parquet: row 0"]  # fmt: skip
+    # Abstentions: 1 (row 0) + 1 (the five-expert row) + 2 (the all-abstained row) = 4; the duplicate is not counted.
+    assert (report.n_abstentions, report.n_all_abstained, report.n_unlabelled) == (4, 1, 1)
+    assert report.n_derived_ids == 9 and report.n_benchmark_rows == 8
+
+    first = records[0]
+    assert first.annotations == (Annotation(0.0, "Модель не предлагает продолжить работу."), Annotation(None, NOT_APPLICABLE),
+                                 Annotation(0.0, "Нет уточняющих вопросов и предложений."))  # fmt: skip
+    assert first.expert_scores == (0.0, 0.0) and first.n_abstained == 1
+    assert first.expert_feedback == ("Модель не предлагает продолжить работу.", "Нет уточняющих вопросов и предложений.")
+    assert first.criteria_score == 0.0 and first.is_provocative is False
+    assert first.task_type == "Творческий брейншторминг" and first.task_subtype == "Литературный брейншторминг"
+    assert first.criteria_description == load_records(released)[0].criteria_description != ""
+
+    poem = records[3]
+    assert poem.expert_scores == (2.0, 1.0, 2.0, 1.0) and poem.n_abstained == 1 and len(poem.annotations) == 5
+    assert poem.rubrics_example == "2: «ветвей — веселей»"
+    # Fields arrive exactly as released: no stripping of spaces, newlines or a code answer's final "\n".
+    assert poem.instruction == "  Напиши четверостишие про осень.  " and poem.answer.startswith("\n\n") and poem.answer.endswith("\n  ")
+    assert records[1].answer.endswith("```\n") and records[1].reference_answer.endswith("return sum(xs)\n")
+
+    silent = records[4]
+    assert silent.expert_scores == () and silent.n_abstained == 2 and silent.is_provocative is True
+    assert silent.criteria_score is None  # the release's -1 aggregate of an all-abstained item is no score
+
+
+def test_released_task_type_names_resolve_to_splits(released):
+    """Russian task-type names resolve through the taxonomy: no record is left without a split."""
+    splits = [judge.split_of(r) for r in load_records(released)]
+    assert splits == ["standard", "standard", "zero_shot", "zero_shot", "zero_shot", "zero_shot", "standard", "standard"]
+
+
+def test_content_id_recipe_is_pinned_by_value():
+    """A row with no id gets sha256 over the canonical JSON list of ID_FIELDS, first 16 hex characters."""
+    row = {"instruction": "Сколько будет 2+2?", "reference_answer": "", "answer": "4\n", "model_id": "gpt4",
+           "task_type": "Отредактировать текст", "task_subtype": "", "task_subsubtype": "",
+           "criteria_name": "Проактивность", "rubrics": "0: Нет.\n\n1: Да."}  # fmt: skip
+    by_hand = json.dumps(["Сколько будет 2+2?", "", "4\n", "Проактивность", "0: Нет.\n\n1: Да.", "gpt4",
+                          "Отредактировать текст", "", ""], ensure_ascii=False, separators=(",", ":"))  # fmt: skip
+    assert hashlib.sha256(by_hand.encode("utf-8")).hexdigest()[:16] == "e46552f7d200ff95"
+    assert judge.content_id(row) == "e46552f7d200ff95"
+    assert judge.records_from_rows([row])[0].id == "e46552f7d200ff95"  # no id column: derived without asking
+    assert judge.content_id(row | {"answer": "4"}) != "e46552f7d200ff95"  # a trailing newline is content
+
+
+def test_every_source_form_gives_the_same_records(released, tmp_path):
+    """One Parquet file, shards without data/, a save_to_disk folder and JSONL all load to the same records."""
+    import datasets
+
+    expected = load_records(released)
+    table = pa.Table.from_pylist(released_rows(), schema=RELEASED_SCHEMA)
+    pq.write_table(table, tmp_path / "one.parquet")
+    assert load_records(tmp_path / "one.parquet") == expected
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    for shard in (released / "data").iterdir():
+        (flat / shard.name).write_bytes(shard.read_bytes())
+    assert load_records(flat) == expected
+    datasets.Dataset(table).save_to_disk(str(tmp_path / "saved"))
+    assert load_records(tmp_path / "saved") == expected
+    jsonl = tmp_path / "rows.jsonl"
+    jsonl.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in released_rows()), encoding="utf-8")
+    assert load_records(jsonl) == expected
+
+
+def test_jsonl_round_trip_keeps_abstentions_and_released_fields(released, tmp_path):
+    """write_jsonl then load_records gives equal records: annotations, abstentions and released columns kept."""
+    records = load_records(released)
+    back = load_records(write_jsonl(records, tmp_path / "out.jsonl"))
+    assert back == records
+    assert [r.annotations for r in back] == [r.annotations for r in records]
+    assert [(r.is_provocative, r.rubrics_example, r.criteria_description) for r in back] == \
+        [(r.is_provocative, r.rubrics_example, r.criteria_description) for r in records]  # fmt: skip
+    written = json.loads((tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    assert written["expert_scores"] == [0.0, None, 0.0]  # the project's schema: null for the abstention
+
+
+def test_project_schema_null_is_an_abstention_and_minus_one_a_score():
+    """In the project's JSONL schema null abstains; -1 is a real level; the derived aggregate leaves abstentions out."""
+    base = {"id": "p1", "instruction": "И", "answer": "О", "criteria_name": "К", "rubrics": "-1: плохо\n\n0: так\n\n1: да"}
+    record = JudgeRecord.from_row(base | {"expert_scores": [-1, None, 1], "expert_feedback": ["а", "б", "в"]})
+    assert record.expert_scores == (-1.0, 1.0) and record.expert_feedback == ("а", "в")
+    assert record.annotations == (Annotation(-1.0, "а"), Annotation(None, "б"), Annotation(1.0, "в"))
+    assert record.n_abstained == 1 and record.criteria_score == 0.0  # (-1 + 1) / 2
+    assert JudgeRecord.from_row(record.to_dict()) == record
+    released = JudgeRecord.from_row(base | {"annotations": [{"comment": "а", "score": -1}, {"comment": "в", "score": 1}]})
+    assert released.expert_scores == (1.0,) and released.criteria_score == 1.0 and released.n_abstained == 1
+
+
+def test_records_built_in_code_get_annotations_and_replace_stays_consistent():
+    """A record built from expert_scores has matching annotations; replacing scores without annotations=() is loud."""
+    import dataclasses
+
+    record = JudgeRecord(id="r", instruction="И", answer="О", criteria_name="К", rubrics="0: a\n\n1: b",
+                         expert_scores=(1.0, 0.0), expert_feedback=("да", "нет"))  # fmt: skip
+    assert record.annotations == (Annotation(1.0, "да"), Annotation(0.0, "нет")) and record.n_abstained == 0
+    assert dataclasses.replace(record, expert_scores=(1.0,), expert_feedback=("да",), annotations=()).annotations == (Annotation(1.0, "да"),)
+    with pytest.raises(ValueError, match="disagree with annotations"):
+        dataclasses.replace(record, expert_scores=(1.0,), expert_feedback=("да",))
+
+
+BAD_ANNOTATIONS = [
+    # (annotations value, fragment of the message)
+    ("0, 1", "must be a list"),
+    ([{"comment": "а", "score": 1}, {"comment": "б", "score": 0}, {"comment": "в"}], "item 2 has no score"),
+    ([{"comment": "а", "score": "много"}], "item 0: score 'много' is not a finite number"),
+    ([{"comment": "а", "score": float("nan")}], "item 0: score nan is not a finite number"),
+    ([{"comment": 5, "score": 1}], "item 0: comment must be text"),
+    (["1"], "item 0 must be an object"),
+]
+
+
+@pytest.mark.parametrize("annotations,fragment", BAD_ANNOTATIONS, ids=[b[1] for b in BAD_ANNOTATIONS])
+def test_bad_annotations_name_source_row_and_field(annotations, fragment):
+    """A malformed annotations value raises a RecordError naming the source, row, field and item."""
+    rows = released_rows()[:2]
+    rows[1] = rows[1] | {"annotations": annotations}
+    with pytest.raises(RecordError) as info:
+        judge.records_from_rows(rows, source="POLLUX/data/test-00000-of-00003.parquet")
+    err = info.value
+    assert (err.source, err.row, err.field) == ("POLLUX/data/test-00000-of-00003.parquet", 1, "annotations")
+    assert fragment in str(err)
+
+
+def test_bad_scalar_released_columns_are_named():
+    """is_provocative must be a boolean; both annotations and expert_scores in one row is ambiguous."""
+    row = released_rows()[0]
+    with pytest.raises(RecordError, match="'is_provocative': must be true or false"):
+        judge.records_from_rows([row | {"is_provocative": "да"}])
+    with pytest.raises(RecordError, match="'expert_scores': a row gives both annotations and expert_scores"):
+        judge.records_from_rows([row | {"expert_scores": [0, 0]}])
+
+
+def test_same_item_with_different_annotations_is_an_error_naming_both_rows():
+    """Two rows with the same derived id but different content are not silently merged."""
+    first = released_rows()[0]
+    second = first | {"annotations": [{"comment": "Иначе.", "score": 1.0}]}
+    with pytest.raises(RecordError, match="repeats the id of row 0 with different content") as info:
+        judge.records_from_rows([first, second], source="x.parquet")
+    assert (info.value.row, info.value.field) == (1, "id")
+
+
+def test_all_abstained_row_is_kept_and_counted_not_fatal(tmp_path):
+    """A folder whose only row has every expert abstaining loads: one unlabelled record, counted."""
+    row = released_row(("Editing",), "repeats", [(-1, NOT_APPLICABLE)], instruction="Отредактируй.", answer="Готово.")
+    records, report = load_records_report(write_released_dataset(tmp_path / "one", rows=[row]))
+    assert len(records) == 1 and records[0].expert_scores == () and records[0].criteria_score is None
+    assert (report.n_all_abstained, report.n_unlabelled, report.n_abstentions) == (1, 1, 1)
+
+
+def test_shard_folder_split_selection(tmp_path):
+    """A folder with train and test shards takes "test" by default and names the splits it has otherwise."""
+    folder = write_released_dataset(tmp_path / "two", rows=released_rows()[:3], n_shards=1)
+    (folder / "data" / "test-00000-of-00001.parquet").rename(folder / "data" / "train-00000-of-00001.parquet")
+    write_released_dataset(folder, rows=released_rows()[3:5], n_shards=1)
+    assert len(load_records(folder)) == 2 and len(load_records(folder, split="train")) == 3
+    with pytest.raises(ValueError, match=r"no shards of split 'dev'; available: \['test', 'train'\]"):
+        load_records(folder, split="dev")
+
+
+def test_unreachable_dataset_name_is_a_clear_error(monkeypatch):
+    """A dataset name datasets cannot load says which name, that the hub may be unreachable, and how to fix it."""
+    import datasets
+
+    def offline(name, split=None):  # the network boundary: what load_dataset raises without hub access
+        raise ConnectionError(f"Couldn't reach '{name}' on the Hub (LocalEntryNotFoundError)")
+
+    monkeypatch.setattr(datasets, "load_dataset", offline)
+    with pytest.raises(FileNotFoundError) as info:
+        load_records("ai-forever/POLLUX")
+    message = str(info.value)
+    assert "ai-forever/POLLUX" in message and "ConnectionError" in message
+    assert "HF_HUB_OFFLINE=1" in message and "huggingface-cli download ai-forever/POLLUX --repo-type dataset" in message
+
+
+def test_a_folder_with_no_data_is_named(tmp_path):
+    """An empty folder is neither a shard folder nor a save_to_disk folder, and the error says so."""
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="neither Parquet shards"):
+        load_records(tmp_path / "empty")

@@ -1,0 +1,140 @@
+"""report.html and compare.html: generic tables from metrics.json, item statuses, the embedded item data, and the
+pages driven in a real headless chromium (filter, open an item, screenshot) from a run scored on hand-written
+predictions."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+import judge
+from eval.reports.html_explorer import item_status, report_items
+from eval.reports.html_report import render_report_page, write_report_page
+from eval.scoring.schema import Metrics
+from tests.support.browser import browser  # noqa: F401  (the fixture)
+from tests.support.report_html import TRICKY_FEEDBACK
+
+
+def _embedded(page: str) -> dict:
+    """The explorer's rows and texts, from their two JSON elements."""
+    data = {}
+    for css_id in ("explorer-data", "explorer-texts"):
+        match = re.search(rf'<script type="application/json" id="{css_id}">(.*?)</script>', page, re.S)
+        assert match, f"no {css_id} in the page"
+        data.update(json.loads(match.group(1)))
+    return data
+
+
+# ------------------------------------------------------------------------------------------- pure pieces
+
+
+@pytest.mark.parametrize("status, reference, has_experts, in_scale, expected", [
+    ("ok", 1.0, True, None, "scored"),
+    ("ok", None, True, None, "no unique mode"),
+    ("ok", 1.0, True, False, "out-of-scale"),
+    ("ok", 1.0, True, True, "scored"),
+    ("ok", 1.0, True, float("nan"), "scored"),  # a missing in_scale value says nothing
+    ("parse_failed", None, True, None, "failed"),
+    ("request_failed", 1.0, True, None, "failed"),
+    ("missing", 1.0, True, None, "missing"),
+    ("ok", None, False, None, "unlabelled"),  # no expert scores: no reference, but not a mode tie either
+])
+def test_item_status(status, reference, has_experts, in_scale, expected):
+    """Each item gets one explorer status; failures win over everything, out-of-scale over no-unique-mode."""
+    assert item_status(status, reference, has_experts, in_scale) == expected
+
+
+@pytest.mark.parametrize("why, has_experts, expected", [
+    ("", True, "scored"), ("no_unique_mode", True, "no unique mode"), ("all_experts_abstained", False, "unlabelled"),
+    ("no_expert_scores", False, "unlabelled"), ("a_reason_added_later", True, "no unique mode"),
+])
+def test_item_status_from_why_unscored(why, has_experts, expected):
+    """items.parquet's ``why_unscored`` (h3's column), when present, names the status of an unscored item."""
+    assert item_status("ok", None if why else 1.0, has_experts, None, why) == expected
+
+
+def _items(n: int, **extra) -> dict:
+    columns = {"id": [f"i{k}" for k in range(n)], "judge_score": [float(k % 3) for k in range(n)],
+               "status": ["ok"] * n, "expert_scores": [[0.0, 0.0, 1.0]] * n, "split": ["standard"] * n,
+               "model_id": ["m"] * n, "task_type": ["t"] * n, "criteria_name": ["c"] * n, "reference": [0.0] * n}
+    columns.update(extra)
+    return columns
+
+
+def test_out_of_scale_column_sets_the_status_filter():
+    """``in_scale`` from items.parquet (h3's column), when present, marks items out-of-scale in the explorer."""
+    data = report_items(_items(3, in_scale=[True, False, True]), None, None, "j", "mode")
+    status = next(f for f in data["filters"] if f["key"] == "status")
+    labels = [status["values"][row[1][4]] for row in data["rows"]]
+    assert sorted(labels) == ["out-of-scale", "scored", "scored"]
+    assert dict(zip([r[0] for r in data["rows"]], labels))["i1"] == "out-of-scale"
+
+
+def test_texts_are_embedded_for_the_largest_differences_first():
+    """With a cap of 2 texts, the two items with the largest |judge − reference| carry them; the others say so."""
+    records = [judge.JudgeRecord(id=f"i{k}", instruction=f"instr {k}", answer="a", criteria_name="c",
+                                 rubrics="0: no\n1: yes", expert_scores=(0.0, 0.0, 1.0)) for k in range(6)]
+    data = report_items(_items(6), records, [], "j", "mode", text_items=2)
+    with_text = {row[0] for row in data["rows"] if row[6] >= 0}
+    assert with_text == {"i2", "i5"}  # judge 2.0 vs reference 0.0
+    assert "2 of 6 items" in data["no_text_note"]
+    assert len(data["details"]) == 2
+
+
+def test_text_cap_reaches_every_criterion_before_the_second_item_of_any():
+    """With room for 2 texts and two criteria, each criterion's worst item gets one, though criterion c's second
+    item differs more than d's first."""
+    items = _items(4, criteria_name=["c", "c", "d", "d"], judge_score=[2.0, 2.0, 1.0, 0.0])
+    records = [judge.JudgeRecord(id=f"i{k}", instruction="x", answer="a", criteria_name=c, rubrics="r",
+                                 expert_scores=(0.0, 0.0, 1.0)) for k, c in enumerate(["c", "c", "d", "d"])]
+    data = report_items(items, records, [], "j", "mode", text_items=2)
+    assert {row[0] for row in data["rows"] if row[6] >= 0} == {"i0", "i2"}
+
+
+def test_tables_render_every_key_a_metric_cell_has():
+    """A key the metrics gain later (here ``n_out_of_scale`` and a dict-valued one) shows up as a column."""
+    cell = {"n": 4, "n_failed": 1, "n_no_unique_mode": 0, "mae": 0.5, "mae_ci": [0.25, 0.75], "n_out_of_scale": 2,
+            "model_means": {"judge": 1.5, "experts": 1.25}}
+    result = {"judge": "j", "target": "mode", "settings": {"n_boot": 10, "seed": 0, "vc_repeats": 5, "ci_level": 0.95},
+              "splits": {"all": {"overall": cell, "by_model": {"m": cell}, "by_task_type": {}, "by_criterion": {"c": cell},
+                                 "failures": {}, "confusion": {}}},
+              "figures_added_later": {"mae": 0.5}}
+    page = render_report_page(Metrics.from_json(result), None)
+    assert 'title="n_out_of_scale" class="book">out of scale</th>' in page  # bookkeeping: behind the toggle
+    assert 'title="model_means"' in page and "&quot;experts&quot;: 1.25" in page
+    assert "0.500 <span class=\"ci\">[0.250, 0.750]</span>" in page
+    assert "figures_added_later" in page  # an unknown top-level key is shown, not dropped
+
+
+def test_page_is_self_contained_and_embeds_text_safely(scored):
+    """No external resource is referenced, and a feedback holding ``</script>`` round-trips through the JSON."""
+    page = (scored["root"] / "exact" / "report.html").read_text(encoding="utf-8")
+    assert not re.search(r"<link|<img|src=|@import|url\(", page)
+    assert not re.search(r'href="(?!#)', page)
+    data = _embedded(page)
+    feedbacks = [v["f"] for d in data["details"] for v in d["v"] if v]
+    assert any(f.endswith(TRICKY_FEEDBACK) for f in feedbacks)
+    assert len(data["rows"]) == len(scored["records"])
+
+
+def test_report_page_rewritten_from_the_folder_alone(scored):
+    """``write_report_page`` rebuilds the page from metrics.json and items.parquet (texts from the data named)."""
+    run = scored["root"] / "exact"
+    (run / "report.html").unlink()
+    path = write_report_page(run)
+    data = _embedded(path.read_text(encoding="utf-8"))
+    assert len(data["details"]) == len(scored["records"])
+
+
+def test_demo_lists_the_pages_it_wrote(tmp_path):
+    """``make demo`` ends by naming each run's report.html, then the comparison's compare.html."""
+    from scripts.demo import report_pages
+
+    for rel in ("eval/seq2seq/report.html", "eval/regression/report.html", "eval/compare/compare.html",
+                "eval/seq2seq/report.md"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x")
+    names = [p.relative_to(tmp_path).as_posix() for p in report_pages(tmp_path)]
+    assert names == ["eval/regression/report.html", "eval/seq2seq/report.html", "eval/compare/compare.html"]

@@ -1,0 +1,151 @@
+"""The shipped reward clients (judge.reward_clients) and /get_reward's pure parts, at the network boundary: a
+scripted judge-serve records the exact /v1/judge payloads (fast tier)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from judge.plumbing.retry import RetryPolicy
+from judge.reward_clients import (RewardSample, compute_score, compute_score_async, judge_request_body,
+                                  sample_from_verl, trl_reward_function)
+from judge.rewards import RewardRule, policy_answer
+from judge.wire import JudgeResult
+from serve.rewards import SecretPathFilter, answer_of
+from tests.support.scripted_endpoint import ScriptedEndpoint
+
+NO_WAIT = RetryPolicy(max_retries=2, backoff_s=0.0, max_backoff_s=0.0, asleep=lambda s: asyncio.sleep(0), sleep=lambda s: None)
+
+
+@pytest.mark.parametrize(
+    "text, answer",
+    [
+        ("Ответ.<|im_end|><|endoftext|><|endoftext|>", "Ответ."),                   # Qwen2: end of turn, padding
+        ("<think>\nДумаю.\n</think>\n\nОтвет.<|im_end|>", "Ответ."),                 # Qwen3: the reasoning is dropped
+        ("Думаю.\n</think>\n\nОтвет.<|im_end|>", "Ответ."),                         # a block the prompt opened
+        ("<think>\nДумаю и не заканчиваю", ""),                                     # cut inside its reasoning
+        ("Ответ.<|im_end|>\n<|im_start|>user\nещё", "Ответ."),                      # a run-on turn ends at the first
+        ("Ответ.<|eot_id|>", "Ответ."),                                             # Llama 3
+        ("  Ответ.  </s>", "Ответ."),
+        ("<|im_end|>", ""),
+    ],
+)
+def test_policy_answer_rule(text, answer):
+    """The answer judged: up to the first end-of-turn/padding token, after the last </think>, stripped."""
+    assert policy_answer(text) == answer
+
+
+def test_answer_of_needs_the_prompt_as_the_query_start():
+    """OpenRLHF's query is prompt + response: the answer is what follows the prompt; another prompt: None."""
+    prompt = "<|im_start|>user\nВопрос<|im_end|>\n<|im_start|>assistant\n"
+    assert answer_of(prompt + "Ответ<|im_end|><|endoftext|>", prompt) == "Ответ"
+    assert answer_of("<|im_start|>user\nДругой", prompt) is None
+
+
+def test_access_log_filter_hides_the_reward_key():
+    """uvicorn's access record (client, method, path, version, status) loses the key in /get_reward/<key>."""
+    record = logging.LogRecord("uvicorn.access", logging.INFO, __file__, 1, '%s - "%s %s HTTP/%s" %d',
+                               ("127.0.0.1:5", "POST", "/get_reward/s3cret?x=1", "1.1", 200), None)  # fmt: skip
+    assert SecretPathFilter().filter(record)
+    assert record.getMessage() == '127.0.0.1:5 - "POST /get_reward/<reward-key>?x=1 HTTP/1.1" 200'
+
+
+def judge_response(items: list[list[JudgeResult]]) -> dict:
+    """A /v1/judge response body holding these results."""
+    return {"id": "judge-1", "object": "judge.result", "created": 0, "model": "m", "judge_kind": "seq2seq",
+            "verdict_format": "tagged", "prompt_version": "pollux-ru-v1",
+            "items": [{"index": i, "id": None, "results": [r.to_json() for r in rs]} for i, rs in enumerate(items)],
+            "usage": {"judgments": 0, "parsed": 0, "prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}  # fmt: skip
+
+
+def scored(criterion: str, score: float, feedback: str = "fb") -> JudgeResult:
+    return JudgeResult(criterion=criterion, criterion_id=None, scale=[0, 1, 2], score=score, parse_ok=True,
+                       in_scale=True, score_source="verdict", feedback=feedback)
+
+
+def test_trl_reward_function_sends_one_request_per_batch_and_logs(monkeypatch):
+    """One /v1/judge request for the whole generation batch, the exact items (instruction from the last user turn,
+    criteria from the dataset column, the answer without Qwen3's reasoning), rewards by the rule, verdicts via
+    log_extra, failures and latency via log_metric, the Bearer key from $JUDGE_SERVE_API_KEY."""
+    monkeypatch.setenv("JUDGE_SERVE_API_KEY", "k1")
+
+    def respond(path, body):
+        n = len(body["items"])
+        return 200, judge_response([[scored("A", 2), scored("B", 1)]] + [[scored("A", 0)]] * (n - 1))
+
+    extra, metrics = {}, {}
+    with ScriptedEndpoint(respond) as endpoint:
+        reward = trl_reward_function(endpoint.base_url.removesuffix("/v1"), retry=NO_WAIT, name="judge")
+        values = asyncio.run(reward(
+            prompts=[[{"role": "system", "content": "s"}, {"role": "user", "content": "Q1"}], [{"role": "user", "content": "Q2"}]],
+            completions=[[{"role": "assistant", "content": "<think>r</think>A1"}], [{"role": "assistant", "content": "A2"}]],
+            completion_ids=[[1], [2]], trainer_state=None, criteria=['["A", "B"]', '["A"]'],
+            log_extra=lambda column, vs: extra.setdefault(column, vs),
+            log_metric=lambda name, v: metrics.setdefault(name, v),
+        ))  # fmt: skip
+    assert [path for path, _ in endpoint.requests] == ["/v1/judge"]
+    assert endpoint.requests[0][1] == {"items": [
+        {"instruction": "Q1", "answer": "A1", "criteria": ["A", "B"]},
+        {"instruction": "Q2", "answer": "A2", "criteria": ["A"]},
+    ]}  # fmt: skip
+    assert endpoint.headers[-1]["authorization"] == "Bearer k1"
+    assert values == [pytest.approx(0.75), 0.0]  # (2/2 + 1/2) / 2; 0/2
+    assert extra == {"judge_verdicts": ["A: 2 — fb | B: 1 — fb", "A: 0 — fb"]}
+    assert metrics["judge/judge_failures"] == 0.0 and metrics["judge/failed_requests"] == 0.0
+
+
+def test_trl_reward_function_answers_none_when_the_judge_fails():
+    """A request that fails past the retries gives None for each of its samples (trl: no reward), never 0; a 503
+    is retried, a 400 is not."""
+    statuses = iter([503, 503, 503])
+
+    def respond(path, body):
+        return next(statuses, 400), {"error": {"message": "no"}}
+
+    with ScriptedEndpoint(respond) as endpoint:
+        reward = trl_reward_function(endpoint.base_url, criteria=["A"], retry=NO_WAIT)
+        assert asyncio.run(reward(prompts=["Q"], completions=["A"])) == [None]
+        assert len(endpoint.requests) == 3  # 1 + 2 retries
+        assert asyncio.run(reward(prompts=["Q"], completions=["A"])) == [None]
+        assert len(endpoint.requests) == 4  # the 400: not retried
+
+
+def test_verl_sample_from_extra_info_or_ground_truth():
+    """extra_info's keys first, then ground_truth as a label (object or JSON text); a plain string is the
+    reference answer; without an instruction or criteria, an error naming where they are looked for."""
+    label = '{"instruction": "Q", "criteria": ["A"], "reference_answer": "R"}'
+    assert sample_from_verl("ans", label, {}) == RewardSample("Q", "ans", ("A",), "R")
+    assert sample_from_verl("ans", "R2", {"instruction": "Q", "criteria": '["A", "B"]'}) == RewardSample("Q", "ans", ("A", "B"), "R2")
+    assert sample_from_verl("x<|im_end|>", {"instruction": "Q", "criteria": ["A"]}, {"criteria": ["B"]}).criteria == ("B",)
+    import numpy as np  # a parquet list column can reach extra_info as an array
+
+    assert sample_from_verl("x", "", {"instruction": "Q", "criteria": np.array(["A", "B"])}).criteria == ("A", "B")
+    with pytest.raises(ValueError, match="no instruction"):
+        sample_from_verl("ans", "R", {"criteria": ["A"]})
+    assert judge_request_body([RewardSample("Q", "", ("A",))]) == {"items": []}
+
+
+def test_verl_compute_score_sync_and_async_at_the_boundary():
+    """verl's keyword call (reward_kwargs merged, its own extra kwargs ignored), sync and async: the exact item
+    sent and {"score", logged keys}; a skipping rule is refused (verl needs a number)."""
+    with ScriptedEndpoint(lambda path, body: (200, judge_response([[scored("A", 1)]]))) as endpoint:
+        kwargs = dict(data_source="d", solution_str="ans", ground_truth="R", extra_info={"instruction": "Q", "criteria": ["A"]},
+                      judge_url=endpoint.base_url, api_key_env="", reward_router_address=None)  # fmt: skip
+        expected = {"score": 0.5, "judge_failures": 0, "judge_gate_closed": 0, "judge_empty_answer": 0}
+        assert compute_score(**kwargs) == expected
+        assert asyncio.run(compute_score_async(**kwargs)) == expected
+        assert endpoint.requests[0][1] == {"items": [{"instruction": "Q", "answer": "ans", "criteria": ["A"], "reference_answer": "R"}]}
+        assert "authorization" not in endpoint.headers[-1]
+        with pytest.raises(ValueError, match="verl needs a number"):
+            compute_score(**kwargs, rule={"on_failure": "skip"})
+
+
+def test_rule_for_the_server_is_checked_at_configuration():
+    """A bad reward_rule stops judge-serve at its configuration, naming the field."""
+    from serve.config import ConfigError, ServeConfig
+
+    with pytest.raises(ConfigError, match="reward_rule.combine"):
+        ServeConfig(model="m", reward_rule={"combine": "max"}).validate()
+    assert RewardRule.from_dict({"on_failure": "zero", **ServeConfig(model="m").reward_rule}).on_failure == "zero"

@@ -1,0 +1,175 @@
+"""Run folders: one writer at a time, a resume only with the folder's settings,
+training never replaces a finished export unasked, and ``score`` refuses an id it would count twice.
+
+The two-writer test makes its order of events happen: the stand-in judge holds the first run's first request until
+the second run has been refused, so the first run holds the folder for certain while the second one starts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+import judge
+from eval.cli import main as eval_main
+from eval.judging.predictions import read_predictions, refuse_repeated_ids
+from judge.plumbing.run_folder import LOCK_FILE, RUN_KEY_FILE, RunFolderBusy, hold_run_folder
+from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
+
+REPO = Path(__file__).resolve().parents[2]
+VERDICT = "[FEEDBACK] ok [RESULT] 1 [END]"
+
+
+@pytest.fixture
+def data(tmp_path) -> Path:
+    """Four sample records as a JSONL file."""
+    path = tmp_path / "data.jsonl"
+    judge.write_jsonl(judge.load_records(judge.sample_data_path())[:4], path)
+    return path
+
+
+def _run_args(url: str, data: Path, out: Path, *extra: str) -> list[str]:
+    return ["run", "--judge", url, "--data", str(data), "--out", str(out), "--no-progress", "--max-tokens", "32",
+            "--backoff-s", "0.01", *extra]
+
+
+# ---------------------------------------------------------------------------------------- one writer per folder
+
+
+def test_a_second_judge_eval_run_on_one_folder_is_refused_naming_the_first(data, tmp_path):
+    """Two `judge-eval run` on one --out: the second stops (exit 2) naming the first's pid, host and command; the
+    first finishes with one row per item, and nothing was judged twice (both used to run)."""
+    first_request, release = threading.Event(), threading.Event()
+
+    def respond(path: str, body: dict) -> tuple[int, dict]:
+        if path != "/v1/chat/completions":
+            return 404, {"detail": "Not Found"}  # the backend probe: a plain OpenAI server
+        first_request.set()
+        release.wait(timeout=120)  # held until the second run has been refused
+        return 200, chat_completion(VERDICT, body["model"])
+
+    out = tmp_path / "run"
+    with ScriptedEndpoint(respond) as server:
+        first = subprocess.Popen([sys.executable, "-m", "eval.cli", *_run_args(server.base_url, data, out)],
+                                 cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        try:
+            assert first_request.wait(timeout=120), "the first run never asked the judge"
+            n_before = len(server.requests)
+            second = subprocess.run([sys.executable, "-m", "eval.cli", *_run_args(server.base_url, data, out)],
+                                    cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True,
+                                    text=True, timeout=120)  # fmt: skip
+        finally:
+            release.set()
+            first.wait(timeout=120)
+        assert first.returncode == 0, first.stderr.read()[-2000:]
+    assert second.returncode == 2
+    assert f"is in use by judge-eval run (pid {first.pid} on {socket.gethostname()}" in second.stderr
+    assert f"eval/cli.py run --judge {server.base_url}" in second.stderr
+    assert len(server.requests) - n_before <= 4  # the refused run asked nothing: only the first run's requests
+    ids = [row["id"] for row in read_predictions(out)]
+    assert len(ids) == 4 and len(set(ids)) == 4
+
+
+def test_the_lock_is_released_when_the_holder_ends(tmp_path):
+    """After the holder's block (or process) ends the folder can be held again; the lock file is owner-only."""
+    with hold_run_folder(tmp_path / "run", "first"):
+        with pytest.raises(RunFolderBusy, match=r"in use by first \(pid \d+"):
+            with hold_run_folder(tmp_path / "run", "second"):
+                pass
+    with hold_run_folder(tmp_path / "run", "third") as folder:
+        assert json.loads((folder / LOCK_FILE).read_text())["job"] == "third"
+    assert oct((tmp_path / "run" / LOCK_FILE).stat().st_mode & 0o777) == "0o600"
+
+
+def test_mera_and_training_take_the_same_lock(tmp_path, capsys):
+    """judge-eval mera, judge-train run and judge-train data on a held folder stop before writing anything."""
+    from eval.mera import cli as mera_cli
+    from train.cli import run as train_run
+    from train.synthetic.cli import main as data_main
+
+    mera_out, train_out, data_out = tmp_path / "mera", tmp_path / "train", tmp_path / "data"
+    with hold_run_folder(mera_out, "holder"), hold_run_folder(train_out, "holder"), hold_run_folder(data_out, "holder"):
+        assert mera_cli.main(["ruhumaneval", "--self-check", "--out", str(mera_out), "--limit", "1"]) == 1
+        assert train_run(["--config", str(REPO / "configs/train/tiny/seq2seq.yaml"), "--output-dir",
+                          str(train_out)]) == 2  # fmt: skip
+        assert data_main(["split", "--input", str(tmp_path / "absent.jsonl"), "--output", str(data_out)]) == 2
+    assert capsys.readouterr().err.count("is in use by holder (pid") == 2  # MERA's goes to its log
+    for folder in (mera_out, train_out, data_out):
+        assert sorted(p.name for p in folder.iterdir()) == [LOCK_FILE]
+
+
+# ------------------------------------------------------------------------------------------- one resume guard
+
+
+def test_judge_eval_run_resumes_only_with_its_settings(data, tmp_path, capsys):
+    """A resume that changes a setting that shapes the predictions is refused naming it; one that changes only how
+    the run goes (concurrency, the server's URL) resumes; --overwrite starts over."""
+    out = tmp_path / "run"
+    with ScriptedEndpoint(lambda path, body: (200, chat_completion(VERDICT, body["model"]))) as server:
+        assert eval_main(_run_args(server.base_url, data, out, "--limit", "2")) == 0
+        assert json.loads((out / RUN_KEY_FILE).read_text())["limit"] == 2
+        capsys.readouterr()
+        assert eval_main(_run_args(server.base_url, data, out, "--limit", "2", "--temperature", "0.7")) == 2
+        assert "temperature: 0.0 -> 0.7" in capsys.readouterr().err
+        assert len(read_predictions(out)) == 2
+        n = len(server.requests)
+        assert eval_main(_run_args(server.base_url.replace("127.0.0.1", "localhost"), data, out, "--limit", "2",
+                                   "--concurrency", "1")) == 0  # fmt: skip
+        assert len(server.requests) == n  # resumed a finished run: nothing to ask
+        assert eval_main(_run_args(server.base_url, data, out, "--temperature", "0.7", "--overwrite")) == 0
+    assert len(read_predictions(out)) == 4
+    assert json.loads((out / RUN_KEY_FILE).read_text())["temperature"] == 0.7
+
+
+# ------------------------------------------------------------------------------ training and a finished export
+
+
+def test_training_refuses_a_folder_with_a_finished_export(tmp_path):
+    """A folder holding export/ and no checkpoint-N (it used to be silently overwritten) needs
+    --overwrite_output_dir, which deletes the export first."""
+    from train.config import ConfigError, Seq2SeqConfig
+    from train.recipe_steps import check_output_dir
+
+    folder = tmp_path / "run"
+    (folder / "export").mkdir(parents=True)
+    (folder / "export" / "model.safetensors").write_bytes(b"weights")
+    with pytest.raises(ConfigError, match="already holds a finished export/; .*--overwrite-output-dir"):
+        check_output_dir(Seq2SeqConfig(output_dir=str(folder)))
+    assert (folder / "export" / "model.safetensors").exists()
+    assert check_output_dir(Seq2SeqConfig(output_dir=str(folder), overwrite_output_dir=True)) is None
+    assert not (folder / "export").exists()
+
+
+# ------------------------------------------------------------------------------------ score and repeated ids
+
+
+def test_score_refuses_repeated_ids_unless_told(data, tmp_path, capsys):
+    """Predictions with an id twice (two runs appended): `score` exits 2 naming the id; --allow-repeated-ids scores
+    each id's first row."""
+    out = tmp_path / "run"
+    with ScriptedEndpoint(lambda path, body: (200, chat_completion(VERDICT, body["model"]))) as server:
+        assert eval_main(_run_args(server.base_url, data, out)) == 0
+    lines = (out / "predictions.jsonl").read_text(encoding="utf-8").splitlines()
+    (out / "predictions.jsonl").write_text("\n".join([*lines, lines[0]]) + "\n", encoding="utf-8")
+    repeated = json.loads(lines[0])["id"]
+    capsys.readouterr()
+    assert eval_main(["score", "--predictions", str(out), "--n-boot", "0", "--no-plots"]) == 2
+    assert f"1 ids appear more than once ({repeated!r} x2)" in capsys.readouterr().err
+    assert eval_main(["score", "--predictions", str(out), "--n-boot", "0", "--no-plots",
+                      "--allow-repeated-ids"]) == 0  # fmt: skip
+    assert (out / "metrics.json").is_file()
+
+
+def test_refuse_repeated_ids_names_the_first_few():
+    """Unique ids pass; repeats are counted and the first three named."""
+    refuse_repeated_ids(["a", "b", "c"], "p.jsonl")
+    with pytest.raises(ValueError, match=r"p.jsonl: 4 ids appear more than once \('a' x2, 'b' x3, 'c' x2, \.\.\.\)"):
+        refuse_repeated_ids(["a", "a", "b", "b", "b", "c", "c", "d", "d", "e"], "p.jsonl")

@@ -1,0 +1,218 @@
+"""judge-serve configuration, CLI and checkpoint layout: no servers started."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from serve.cli import main, resolve_config
+from serve.config import ConfigError, ServeConfig, load_yaml_config
+from serve.launch import engine_command, engine_specs
+from serve.layout import LayoutError, resolve_layout
+
+CONFIG_DIR = Path(__file__).parents[2] / "configs" / "serve"
+
+
+def _checkpoint(folder: Path, arch: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps({"architectures": [arch]}), encoding="utf-8")
+    return folder
+
+
+def test_help_runs(capsys):
+    """`judge-serve --help` prints usage and exits 0."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    assert "--max-body-bytes" in capsys.readouterr().out
+
+
+def test_console_script_help():
+    """The installed `judge-serve` console script runs."""
+    script = Path(sys.executable).parent / "judge-serve"
+    result = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and "--api-key" in result.stdout
+
+
+@pytest.mark.parametrize("path", sorted(CONFIG_DIR.glob("*.yaml")), ids=lambda p: p.name)
+def test_shipped_yaml_parses(path):
+    """Every shipped serve YAML has only known keys, validates, and starts with the command that runs it."""
+    values = load_yaml_config(path)
+    ServeConfig(model="/some/checkpoint", **values).validate()
+    assert path.read_text(encoding="utf-8").startswith("# judge-serve")
+    assert "judge-serve --config configs/serve/" + path.name in path.read_text(encoding="utf-8")
+
+
+def test_flag_overrides_yaml(tmp_path):
+    """Defaults, then YAML, then flags: a flag wins over the YAML, the YAML over the default."""
+    yaml_path = tmp_path / "serve.yaml"
+    yaml_path.write_text("model: /ckpt\nport: 9001\nmax_tokens: 100\nenable_prefix_caching: true\n", encoding="utf-8")
+    config, _ = resolve_config(["--config", str(yaml_path), "--port", "9002", "--no-enable-prefix-caching"])
+    assert (config.port, config.max_tokens, config.enable_prefix_caching) == (9002, 100, False)
+    assert config.request_timeout_s == ServeConfig().request_timeout_s
+
+
+def test_unknown_yaml_key_is_an_error(tmp_path):
+    """A misspelt YAML key is refused, naming it."""
+    yaml_path = tmp_path / "serve.yaml"
+    yaml_path.write_text("model: /ckpt\nmax_token: 100\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="max_token"):
+        resolve_config(["--config", str(yaml_path)])
+
+
+@pytest.mark.parametrize(
+    ("override", "field"),
+    [({"model": ""}, "model"), ({"port": 0}, "port"), ({"gpu_memory_share": 1.5}, "gpu_memory_share"),
+     ({"max_tokens": 4096, "max_model_len": 4096}, "max_tokens"), ({"pooling_memory_fraction": 1.0}, "pooling_memory_fraction"),
+     ({"attached_probe_interval_s": 0}, "attached_probe_interval_s")],
+)  # fmt: skip
+def test_bad_values_name_the_field(override, field):
+    """validate() refuses impossible settings and names the field."""
+    with pytest.raises(ConfigError, match=field):
+        ServeConfig(**{"model": "/ckpt", **override}).validate()
+
+
+def test_api_key_from_environment(monkeypatch):
+    """With no --api-key, $JUDGE_SERVE_API_KEY is used (keeps the key out of `ps`)."""
+    monkeypatch.setenv("JUDGE_SERVE_API_KEY", "from-env")
+    config, _ = resolve_config(["--model", "/ckpt"])
+    assert config.api_key == "from-env"
+    assert config.to_dict()["api_key"] == "***"
+
+
+def test_bad_checkpoint_exits_2(tmp_path, capsys):
+    """A folder that is not a checkpoint is a clear error (exit 2), not a traceback."""
+    assert main(["--model", str(tmp_path)]) == 2
+    assert "config.json" in capsys.readouterr().err
+
+
+def test_layout_seq2seq(tmp_path):
+    """A causal LM folder is a seq2seq judge served by one generating engine."""
+    layout = resolve_layout(_checkpoint(tmp_path / "ckpt", "Qwen2ForCausalLM"))
+    assert (layout.kind, layout.generator_dir, layout.pooler_dir) == ("seq2seq", tmp_path / "ckpt", None)
+
+
+def test_layout_regression_from_manifest(tmp_path):
+    """A regression export names its generator in pollux_judge.json (train/export.py's layout)."""
+    root = _checkpoint(tmp_path / "export", "Qwen2ForSequenceClassification")
+    _checkpoint(root / "lm-weights", "Qwen2ForCausalLM")
+    (root / "pollux_judge.json").write_text(json.dumps({"mode": "regression", "generator": "lm-weights", "prompt_version": "pollux-ru-v1"}))
+    layout = resolve_layout(root)
+    assert (layout.kind, layout.generator_dir, layout.pooler_dir, layout.prompt_version) == (
+        "regression", root / "lm-weights", root, "pollux-ru-v1",
+    )  # fmt: skip
+
+
+def test_layout_regression_generator_subfolder_and_override(tmp_path):
+    """Without a manifest the generator/ subfolder is used; --generator-model overrides both."""
+    root = _checkpoint(tmp_path / "export", "Qwen2ForSequenceClassification")
+    _checkpoint(root / "generator", "Qwen2ForCausalLM")
+    other = _checkpoint(tmp_path / "other", "Qwen2ForCausalLM")
+    assert resolve_layout(root).generator_dir == root / "generator"
+    assert resolve_layout(root, generator_model=other).generator_dir == other
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        (lambda root: None, "names no generating model"),
+        (lambda root: (root / "pollux_judge.json").write_text('{"generator": "missing"}'), "not a causal LM"),
+        (lambda root: _checkpoint(root / "generator", "Qwen2ForSequenceClassification"), "names no generating model"),
+    ],
+    ids=["nothing", "manifest-points-nowhere", "generator-not-causal"],
+)
+def test_layout_regression_without_generator_is_refused(tmp_path, setup, message):
+    """A regression checkpoint without a generating model is refused with what to do."""
+    root = _checkpoint(tmp_path / "export", "Qwen2ForSequenceClassification")
+    setup(root)
+    with pytest.raises(LayoutError, match=message):
+        resolve_layout(root)
+
+
+def test_layout_unknown_architecture(tmp_path):
+    """An architecture that is neither a causal LM nor a classifier is refused, naming it."""
+    with pytest.raises(LayoutError, match="BertModel"):
+        resolve_layout(_checkpoint(tmp_path / "ckpt", "BertModel"))
+
+
+def test_memory_split_and_engine_commands(tmp_path):
+    """A regression judge splits gpu_memory_share between a generating and a pooling engine (0.63 / 0.27)."""
+    root = _checkpoint(tmp_path / "export", "Qwen2ForSequenceClassification")
+    _checkpoint(root / "generator", "Qwen2ForCausalLM")
+    config = ServeConfig(model=str(root), tensor_parallel_size=2, engine_args=["--seed", "1"]).validate()
+    generator, pooler = engine_specs(config, resolve_layout(root))
+    assert (generator.role, generator.memory_share, pooler.role, pooler.memory_share) == ("generator", 0.63, "pooler", 0.27)
+    gen_cmd, pool_cmd = engine_command(generator, config, 1234), engine_command(pooler, config, 1235)
+    assert gen_cmd[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
+    assert gen_cmd[gen_cmd.index("--model") + 1] == str(root / "generator")
+    assert pool_cmd[pool_cmd.index("--runner") + 1] == "pooling"
+    # passthrough chat renders with thinking off, like judge-serve's own prompts; a pooling engine has no chat
+    assert json.loads(gen_cmd[gen_cmd.index("--default-chat-template-kwargs") + 1]) == {"enable_thinking": False}
+    assert "--default-chat-template-kwargs" not in pool_cmd
+    assert pool_cmd[pool_cmd.index("--tensor-parallel-size") + 1] == "2"
+    assert gen_cmd[-2:] == ["--seed", "1"]  # engine_args last, so they override
+    seq2seq = ServeConfig(model=str(root / "generator")).validate()
+    (only,) = engine_specs(seq2seq, resolve_layout(root / "generator"))
+    assert only.memory_share == 0.9
+
+
+@pytest.mark.parametrize(
+    ("max_restarts", "backoff_s", "backoff_max_s", "expected"),
+    [
+        (3, 2.0, 60.0, [2.0, 4.0, 8.0, None]),  # the defaults: doubling, then past the limit
+        (5, 10.0, 25.0, [10.0, 20.0, 25.0, 25.0, 25.0, None]),  # capped at backoff_max_s
+        (0, 2.0, 60.0, [None]),  # no restarts: the first death is fatal
+        (1, 0.0, 60.0, [0.0, None]),  # no wait at all
+    ],
+)
+def test_restart_delay_doubles_to_its_cap_then_gives_up(max_restarts, backoff_s, backoff_max_s, expected):
+    """The wait before restart n+1 (n restarts already in the window) is backoff_s * 2**n, capped; past
+    engine_max_restarts there is none."""
+    from serve.app import restart_delay
+
+    config = ServeConfig(
+        model="m", engine_max_restarts=max_restarts, engine_restart_backoff_s=backoff_s, engine_restart_backoff_max_s=backoff_max_s
+    ).validate()
+    assert [restart_delay(config, n) for n in range(len(expected))] == expected
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("engine_max_restarts", -1), ("engine_restart_window_s", 0), ("engine_restart_backoff_s", -1.0), ("engine_stop_grace_s", -1.0)],
+)
+def test_restart_settings_are_checked(field, value):
+    """A negative restart count, backoff or grace, or an empty window, is refused naming the field."""
+    with pytest.raises(ConfigError, match=field):
+        ServeConfig(model="m", **{field: value}).validate()
+@pytest.mark.parametrize("level, httpx_level", [("info", logging.WARNING), ("warning", logging.WARNING), ("debug", logging.NOTSET)])
+def test_engine_request_lines_only_at_debug(level, httpx_level):
+    """judge-serve's HTTP client logs one line per engine request only at --log-level debug."""
+    from serve.cli import CHATTY_LOGGERS, configure_logging
+
+    try:
+        configure_logging(level)
+        assert [logging.getLogger(name).level for name in CHATTY_LOGGERS] == [httpx_level] * len(CHATTY_LOGGERS)
+    finally:
+        for name in CHATTY_LOGGERS:
+            logging.getLogger(name).setLevel(logging.NOTSET)
+
+
+def test_each_launch_gets_its_own_engine_key_kept_off_the_command_line(monkeypatch, tmp_path):
+    """Without $VLLM_API_KEY every launch makes a fresh secret; the engines get it through their environment
+    (vLLM's VLLM_API_KEY), never on their command line, which run.json records and ``ps`` shows."""
+    from serve.launch import EngineSpec, engine_command, engine_env, engine_key
+
+    monkeypatch.delenv("VLLM_API_KEY", raising=False)
+    first, second = engine_key(), engine_key()
+    assert first != second and len(first) >= 32
+    config = ServeConfig(model=str(tmp_path)).validate()
+    assert engine_env(config, first)["VLLM_API_KEY"] == first
+    command = engine_command(EngineSpec("generator", tmp_path, "judge", 0.9, ""), config, 8001)
+    assert first not in " ".join(command) and "--api-key" not in command
+    monkeypatch.setenv("VLLM_API_KEY", "shared")
+    assert engine_key() == "shared"

@@ -1,0 +1,199 @@
+"""judge-serve's HTTP surface in process (``serve.app.create_app`` under Starlette's TestClient) in front of an
+attached engine that is a scripted vLLM on 127.0.0.1 (the network boundary): the whole OpenAI surface, the
+bounds and the sanitising of what the server says, each payload asserted as it crossed.
+
+lm-eval is not installed here, so its ``local-completions`` without ``tokenizer=`` is tested at the HTTP level: its
+remote tokenizer (lm_eval/models/utils.py ``RemoteTokenizer``) reads ``GET /tokenizer_info`` (its ``eos_token``),
+then ``POST /tokenize`` with ``{"prompt", "add_special_tokens": false}`` and ``POST /detokenize`` with
+``{"tokens"}``, on the server's root URL, with the same Bearer key.
+"""
+
+from __future__ import annotations
+
+import time
+
+import openai
+import pytest
+from fastapi.testclient import TestClient
+
+from serve.app import create_app
+from serve.config import ServeConfig
+from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
+
+KEY = "surface-key"
+ENGINE_KEY = "engine-secret-of-this-test"
+MODEL = "attached-judge"
+TOKENIZER_INFO = {"eos_token": "<|im_end|>", "bos_token": None, "pad_token": "<|endoftext|>", "chat_template": "{{ x }}"}
+
+
+def _respond(path: str, body: dict) -> tuple:
+    if path == "/tokenize":
+        return 200, {"count": 2, "max_model_len": 2048, "tokens": [9707, 1879]}
+    if path == "/detokenize":
+        return 200, {"prompt": "Привет мир"}
+    if path == "/v1/responses":
+        return 200, {"id": "resp-1", "object": "response", "status": "completed", "output": []}
+    if body.get("messages") == [{"role": "user", "content": "engine-400"}]:
+        # vLLM's own error shape: the type is an exception's name, the code an integer; the message has a path.
+        return 400, {"error": {"message": "This model's maximum context length is 2048 tokens (see "
+                                          "/opt/models/tiny/config.json)", "type": "BadRequestError", "param": None, "code": 400}}
+    if body.get("messages") == [{"role": "user", "content": "engine-500"}]:
+        return 500, {"error": {"message": "Traceback in /home/engine/vllm/engine.py pid=4242", "type": "InternalServerError", "code": 500}}
+    return 200, chat_completion("ok", MODEL)
+
+
+def _respond_get(path: str) -> tuple:
+    if path == "/v1/models":
+        return 200, {"object": "list", "data": [{"id": MODEL, "object": "model", "created": 0, "owned_by": "vllm", "max_model_len": 2048}]}
+    if path == "/version":
+        return 200, {"version": "0.32.0"}
+    if path == "/tokenizer_info":
+        return 200, TOKENIZER_INFO
+    if path == "/health":
+        return 200, {}
+    return 404, {"detail": "Not Found"}
+
+
+@pytest.fixture
+def engine():
+    with ScriptedEndpoint(_respond, respond_get=_respond_get) as endpoint:
+        yield endpoint
+
+
+def _client(model_dir, engine_url: str, monkeypatch, **settings) -> TestClient:
+    monkeypatch.setenv("VLLM_API_KEY", ENGINE_KEY)  # the attached engine's key, as judge-serve is given it
+    config = ServeConfig(model=str(model_dir), served_model_name=MODEL, generator_url=engine_url, max_model_len=2048,
+                         max_tokens=48, max_proxy_tokens=256, **settings).validate()  # fmt: skip
+    return TestClient(create_app(config), base_url="http://localhost")
+
+
+def _ready(client: TestClient) -> TestClient:
+    deadline = time.monotonic() + 120
+    while client.get("/ready").status_code != 200:
+        assert time.monotonic() < deadline, "judge-serve never became ready"
+        time.sleep(0.1)
+    return client
+
+
+AUTH = {"Authorization": f"Bearer {KEY}"}
+
+
+def test_models_retrieve_with_the_openai_sdk(tiny_causal_dir, engine, monkeypatch):
+    """``client.models.retrieve(id)`` answers the engine's model entry; an unknown id raises the SDK's
+    NotFoundError with OpenAI's string code ``model_not_found`` (before: 404 from FastAPI, ``{"detail": ...}``)."""
+    with _client(tiny_causal_dir, engine.url, monkeypatch, api_key=KEY) as http:
+        sdk = openai.OpenAI(base_url="http://localhost/v1", api_key=KEY, http_client=_ready(http), max_retries=0)
+        model = sdk.models.retrieve(MODEL)
+        assert (model.id, model.object, model.owned_by) == (MODEL, "model", "vllm")
+        with pytest.raises(openai.NotFoundError) as missing:
+            sdk.models.retrieve("gpt-4")
+        assert missing.value.code == "model_not_found" and missing.value.body["param"] == "model"
+        assert [m.id for m in sdk.models.list()] == [MODEL]
+
+
+def test_lm_eval_remote_tokenizer_calls_pass_through_behind_the_key(tiny_causal_dir, engine, monkeypatch):
+    """What lm-eval's local-completions reaches for without ``tokenizer=`` (``/tokenizer_info``, ``/tokenize``,
+    ``/detokenize``), ``/version`` and ``/v1/responses`` reach the engine unchanged, with the engine's key and not the
+    client's; without judge-serve's key each is a 401 in OpenAI's shape."""
+    with _client(tiny_causal_dir, engine.url, monkeypatch, api_key=KEY) as http:
+        _ready(http)
+        assert http.get("/tokenizer_info", headers=AUTH).json()["eos_token"] == "<|im_end|>"
+        tokenized = http.post("/tokenize", headers=AUTH, json={"prompt": "Привет мир", "add_special_tokens": False})
+        assert tokenized.json()["tokens"] == [9707, 1879]
+        assert http.post("/detokenize", headers=AUTH, json={"tokens": [9707, 1879]}).json() == {"prompt": "Привет мир"}
+        assert http.get("/version", headers=AUTH).json() == {"version": "0.32.0"}
+        assert http.post("/v1/responses", headers=AUTH, json={"model": MODEL, "input": "hi"}).json()["id"] == "resp-1"
+        for method, path in [("GET", "/tokenizer_info"), ("POST", "/tokenize"), ("POST", "/detokenize"),
+                             ("GET", "/version"), ("POST", "/v1/responses"), ("GET", f"/v1/models/{MODEL}")]:  # fmt: skip
+            refused = http.request(method, path, json={})
+            assert refused.status_code == 401, path
+            assert refused.json()["error"]["code"] == "invalid_api_key", path
+    assert engine.bodies("/tokenize") == [{"prompt": "Привет мир", "add_special_tokens": False}]
+    assert engine.bodies("/detokenize") == [{"tokens": [9707, 1879]}]
+    # Every request judge-serve passed on carried the engine's key (its /health probes need none), never the client's.
+    assert {h.get("authorization") for h in engine.headers if h.get("content-type")} == {f"Bearer {ENGINE_KEY}"}
+    assert all(h.get("authorization") != f"Bearer {KEY}" for h in engine.headers)
+
+
+def test_every_error_is_openai_shaped_with_a_string_code_and_no_internals(tiny_causal_dir, engine, monkeypatch):
+    """An unknown route, a wrong method, an engine's 400 (vLLM's ``BadRequestError`` with an integer code) and an
+    engine's 500 all answer ``{"error": {"message", "type", "param", "code"}}`` with a string code; the 400 keeps
+    the engine's message without its file path, the 500 becomes a 502 that names no path, file or pid."""
+    chat = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}]}
+    with _client(tiny_causal_dir, engine.url, monkeypatch, api_key=KEY) as http:
+        _ready(http)
+        unknown = http.get("/v1/no-such-route", headers=AUTH)
+        wrong_method = http.get("/v1/chat/completions", headers=AUTH)
+        bad = http.post("/v1/chat/completions", headers=AUTH, json={**chat, "messages": [{"role": "user", "content": "engine-400"}]})
+        failed = http.post("/v1/chat/completions", headers=AUTH, json={**chat, "messages": [{"role": "user", "content": "engine-500"}]})
+    for answer, status in [(unknown, 404), (wrong_method, 405), (bad, 400), (failed, 502)]:
+        assert answer.status_code == status
+        error = answer.json()["error"]
+        assert set(error) == {"message", "type", "param", "code"} and isinstance(error["code"], str), error
+    assert unknown.json()["error"]["code"] == "not_found"
+    assert bad.json()["error"] == {
+        "message": "This model's maximum context length is 2048 tokens (see <path>)",
+        "type": "invalid_request_error", "param": None, "code": "invalid_request",
+    }  # fmt: skip
+    assert failed.json()["error"]["code"] == "engine_error"
+    for leak in ("/home/engine", "engine.py", "4242", "127.0.0.1", engine.url):
+        assert leak not in failed.text and leak not in bad.text
+
+
+def test_x_request_id_is_forwarded_and_echoed(tiny_causal_dir, engine, monkeypatch):
+    """A client's ``X-Request-Id`` reaches the engine and comes back on the answer; without one, judge-serve makes
+    one, sends it to the engine and echoes it; errors of judge-serve's own carry it too."""
+    chat = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}]}
+    with _client(tiny_causal_dir, engine.url, monkeypatch, api_key=KEY) as http:
+        _ready(http)
+        given = http.post("/v1/chat/completions", headers={**AUTH, "X-Request-Id": "trace-42"}, json=chat)
+        made = http.post("/v1/chat/completions", headers=AUTH, json=chat)
+        refused = http.post("/v1/judge", headers={"X-Request-Id": "trace-43"}, json={})
+    assert given.headers["x-request-id"] == "trace-42"
+    assert len(made.headers["x-request-id"]) == 32
+    assert refused.status_code == 401 and refused.headers["x-request-id"] == "trace-43"
+    sent = [h.get("x-request-id") for h in engine.headers if h.get("content-type")]
+    assert sent[-2:] == ["trace-42", made.headers["x-request-id"]]
+
+
+def test_proxied_generation_is_bounded_by_max_proxy_tokens(tiny_causal_dir, engine, monkeypatch):
+    """``max_tokens`` x ``n`` above ``max_proxy_tokens`` (256 here) is a 400 naming the field, never sent; a
+    request naming no ``max_tokens`` is sent with ``max_proxy_tokens // n`` (before: 6,000 tokens for one request
+    on a server configured for 256)."""
+    chat = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}]}
+    with _client(tiny_causal_dir, engine.url, monkeypatch, api_key=KEY) as http:
+        _ready(http)
+        too_many = http.post("/v1/chat/completions", headers=AUTH, json={**chat, "max_tokens": 100, "n": 3})
+        too_long = http.post("/v1/completions", headers=AUTH, json={"model": MODEL, "prompt": "x", "max_tokens": 6000})
+        within = http.post("/v1/chat/completions", headers=AUTH, json={**chat, "max_tokens": 128, "n": 2})
+        unnamed = http.post("/v1/chat/completions", headers=AUTH, json={**chat, "n": 4})
+    assert (too_many.status_code, too_many.json()["error"]["param"], too_many.json()["error"]["code"]) == (400, "max_tokens", "too_many_tokens")
+    assert too_many.json()["error"]["message"].startswith("max_tokens: 100 tokens x 3 completions = 300 > ")
+    assert (too_long.status_code, too_long.json()["error"]["param"]) == (400, "max_tokens")
+    assert within.status_code == 200 and unnamed.status_code == 200
+    assert engine.bodies("/v1/chat/completions") == [{**chat, "max_tokens": 128, "n": 2}, {**chat, "n": 4, "max_tokens": 64}]
+    assert engine.bodies("/v1/completions") == []
+
+
+def test_health_without_the_key_says_only_up_or_down(tiny_causal_dir, engine, monkeypatch):
+    """Without the key ``/health`` is ``{"status": "up"}`` and nothing else (no engine URL, pid or restarts); with
+    it, the engines' states."""
+    with _client(tiny_causal_dir, engine.url, monkeypatch, api_key=KEY) as http:
+        _ready(http)
+        anonymous = http.get("/health")
+        keyed = http.get("/health", headers=AUTH)
+    assert (anonymous.status_code, anonymous.json()) == (200, {"status": "up"})
+    assert keyed.json()["engines"]["generator"]["state"] == "up"
+    assert engine.url not in keyed.text
+
+
+def test_without_a_key_only_this_machines_host_names_are_served(tiny_causal_dir, engine, monkeypatch, caplog):
+    """With no API key judge-serve warns that it has no authentication and answers only requests whose Host is
+    this machine's (a DNS-rebinding page sends its own name: 400 naming ``host``)."""
+    with caplog.at_level("WARNING", logger="judge_serve"), _client(tiny_causal_dir, engine.url, monkeypatch) as http:
+        _ready(http)
+        local = http.get("/v1/models")
+        rebound = http.get("/v1/models", headers={"Host": "attacker.example:8000"})
+    assert local.status_code == 200
+    assert (rebound.status_code, rebound.json()["error"]["param"], rebound.json()["error"]["code"]) == (400, "host", "host_not_allowed")
+    assert any("no api_key: judge-serve has no authentication" in r.getMessage() for r in caplog.records)

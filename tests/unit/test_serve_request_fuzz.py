@@ -1,0 +1,117 @@
+"""/v1/judge validation as a property, in process: bodies generated from the schema (tests/support/bad_requests.py), each
+broken in one place, are refused with a 400 naming the broken field, and nothing else escapes validation.
+
+The same bodies go to a live judge-serve in tests/integration/test_serve_load.py (with the checks only a running server makes:
+its model name, limits and context).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from serve.schema import RequestError, decode_json_body, parse_judge_request, resolve_criteria
+from tests.support.bad_requests import BREAKERS, BadBody, bad_bodies, deterministic_settings, valid_bodies
+
+# Each way of breaking a body gets its own examples (one strategy over all ways lets Hypothesis dwell on a few).
+FUZZ = deterministic_settings(max_examples=60)
+
+
+def validate(raw: bytes) -> None:
+    """What judge-serve does with a body before it needs the model: decode, parse, resolve the criteria."""
+    request = parse_judge_request(decode_json_body(raw))
+    for i, item in enumerate(request.items):
+        resolve_criteria(item, i)
+
+
+def names(error: RequestError, case: BadBody) -> bool:
+    """Whether ``error`` names ``case.param`` (or, where ``case.exact`` is False, a field inside it)."""
+    param = error.param or ""
+    inside = not case.exact and (param.startswith(case.param + ".") or param.startswith(case.param + "["))
+    return (param == case.param or inside) and error.message.startswith(param)
+
+
+@FUZZ
+@given(valid_bodies())
+def test_valid_bodies_pass_validation(body):
+    """The bodies the bad ones are made from are valid (else a 'bad' body could be bad twice over)."""
+    validate(json.dumps(body).encode())
+
+
+@pytest.mark.parametrize("way", list(BREAKERS))
+@FUZZ
+@given(data=st.data())
+def test_a_body_broken_in_one_place_is_a_400_naming_that_place(way, data):
+    """Every body broken in one place raises RequestError (never another exception) with status 400 and the broken
+    field as ``param``, its message starting with it; bodies only a live server refuses may pass validation."""
+    case = data.draw(bad_bodies(way), label="case")
+    try:
+        validate(case.raw)
+    except RequestError as err:
+        assert err.status == 400, (err.status, err.message[:300])
+        if not case.live_only:
+            assert names(err, case), (err.param, err.message[:300])
+        return
+    assert case.live_only, "validation accepted a broken body"
+
+
+# -------------------------------------------------------------------------------------------------- rubric numbers
+
+from judge.scales import MAX_LEVEL_DIGITS, MAX_LEVELS  # noqa: E402
+
+_RUBRIC_PARAM = "items[0].criteria[0].rubrics"
+
+
+def _custom(rubrics) -> bytes:
+    item = {"instruction": "Ответь", "answer": "Да", "criteria": [{"name": "Своя шкала", "rubrics": rubrics}]}
+    return json.dumps({"items": [item]}, ensure_ascii=False).encode()
+
+
+def _number(digits: int, draw) -> str:
+    return str(draw(st.integers(1, 9))) + "".join(str(draw(st.integers(0, 9))) for _ in range(digits - 1))
+
+
+@st.composite
+def oversized_rubrics(draw):
+    """A custom rubric whose numbers are over the caps: a range of more than MAX_LEVELS levels (in words, up to
+    10**12 and beyond), a level written with more digits than MAX_LEVEL_DIGITS (up to 5,000, past Python's int()
+    limit), or more than MAX_LEVELS distinct level lines or mapping keys."""
+    shape = draw(st.sampled_from(["range", "range digits", "line digits", "key digits", "many lines", "many keys"]))
+    if shape == "range":
+        high = draw(st.one_of(st.integers(MAX_LEVELS, 10**7), st.integers(10**7, 10**12)))
+        return draw(st.sampled_from([f"Оценка от 0 до {high}", f"from 0 to {high}", f"0–{high} баллов"]))
+    if shape == "range digits":
+        return f"от 0 до {_number(draw(st.integers(MAX_LEVEL_DIGITS + 1, 5000)), draw)}"
+    if shape == "line digits":
+        return f"0: плохо\n{_number(draw(st.integers(MAX_LEVEL_DIGITS + 1, 5000)), draw)}: хорошо"
+    if shape == "key digits":
+        return {"0": "плохо", _number(draw(st.integers(MAX_LEVEL_DIGITS + 1, 5000)), draw): "хорошо"}
+    count = draw(st.integers(MAX_LEVELS + 1, 3 * MAX_LEVELS))
+    if shape == "many lines":
+        return "\n".join(f"{level}: уровень" for level in range(count))
+    return {str(level): "уровень" for level in range(count)}
+
+
+@FUZZ
+@given(oversized_rubrics())
+def test_rubric_numbers_over_the_caps_are_a_400_naming_the_rubric(rubrics):
+    """A custom rubric with too many levels or too many digits is a 400 naming ``items[0].criteria[0].rubrics``:
+    never a scale of millions of levels echoed in every result, never a 500 (ValueError, MemoryError,
+    OverflowError), as 457 bytes of "от 0 до 10000000" used to get."""
+    with pytest.raises(RequestError) as err:
+        validate(_custom(rubrics))
+    assert (err.value.status, err.value.param) == (400, _RUBRIC_PARAM)
+    assert err.value.message.startswith(_RUBRIC_PARAM)
+
+
+@FUZZ
+@given(st.integers(-(10**5), 10**5), st.integers(1, MAX_LEVELS))
+def test_rubric_numbers_within_the_caps_are_read_whole(low, size):
+    """A range of up to MAX_LEVELS levels written with up to MAX_LEVEL_DIGITS digits is read level for level."""
+    high = low + size - 1
+    request = parse_judge_request(decode_json_body(_custom(f"Оценка от {low} до {high}")))
+    (criterion,) = resolve_criteria(request.items[0], 0)
+    assert criterion.scale.levels == tuple(range(low, high + 1))

@@ -1,0 +1,282 @@
+"""`judge-train submit` rendering and the sbatch scripts' own checks; no cluster needed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from train import slurm_submit
+from train.slurm_submit import SubmitError, plan_batch
+
+REPO = Path(__file__).resolve().parents[2]
+SLURM_DIR = REPO / "slurm"
+
+
+@pytest.fixture
+def config_file(tmp_path) -> Path:
+    path = tmp_path / "judge.yaml"
+    path.write_text(f"recipe: seq2seq\nper_device_train_batch_size: 4\noutput_dir: {tmp_path / 'run'}\n")
+    return path
+
+
+def _dry_run(capsys, *argv: str) -> str:
+    assert slurm_submit.main(["--dry-run", *argv]) == 0
+    return capsys.readouterr().out
+
+
+def _header(script: str) -> list[str]:
+    return [line for line in script.splitlines() if line.startswith("#SBATCH")]
+
+
+@pytest.mark.parametrize(
+    ("global_batch", "per_device", "nodes", "ranks", "accumulation"),
+    [
+        (256, 4, 8, 8, 1),  # the paper's 64 A100s: 4 x 1 x 64
+        (256, 4, 1, 2, 32),  # 4 x 32 x 2
+        (256, 1, 8, 8, 4),  # 1 x 4 x 64
+        (256, 2, 4, 8, 4),  # 2 x 4 x 32
+        (8, 2, 2, 1, 2),  # the tiny CPU run: 2 x 2 x 2
+    ],
+)
+def test_accumulation_keeps_the_global_batch(global_batch, per_device, nodes, ranks, accumulation):
+    """accumulation = global / (per-device x nodes x ranks per node), worked out by hand per row."""
+    plan = plan_batch(global_batch, per_device, nodes, ranks)
+    assert plan.gradient_accumulation == accumulation
+    assert plan.per_device_batch_size * plan.gradient_accumulation * plan.world_size == global_batch
+
+
+@pytest.mark.parametrize(("per_device", "nodes", "ranks"), [(4, 3, 8), (3, 8, 8), (4, 128, 1)])
+def test_a_global_batch_that_does_not_divide_is_refused(per_device, nodes, ranks):
+    """256 over 96, 192 or 512 rows per pass has no whole accumulation: an error, never a rounded batch."""
+    with pytest.raises(SubmitError, match="does not divide"):
+        plan_batch(256, per_device, nodes, ranks)
+
+
+def test_dry_run_8x8_renders_header_and_accumulation(capsys, config_file, tmp_path):
+    """8 nodes x 8 GPUs with per-device batch 4: the header asks for 8 x 8 and the script says accumulation 1."""
+    script = _dry_run(
+        capsys, "--config", str(config_file), "--nodes", "8", "--gpus-per-node", "8",
+        "--partition", "gpu", "--account", "pollux", "--time", "48:00:00",
+    )  # fmt: skip
+    header = _header(script)
+    assert "#SBATCH --nodes=8" in header
+    assert "#SBATCH --gpus-per-node=8" in header
+    assert "#SBATCH --ntasks-per-node=1" in header
+    assert "#SBATCH --partition=gpu" in header
+    assert "#SBATCH --account=pollux" in header
+    assert "#SBATCH --time=48:00:00" in header
+    assert "#SBATCH --requeue" in header
+    assert "#SBATCH --signal=USR1@600" in header
+    assert f"#SBATCH --output={tmp_path / 'run'}/slurm/%x-%j.out" in header
+    assert "export JUDGE_GRAD_ACCUM=1" in script
+    assert "export JUDGE_PROCS_PER_NODE=8" in script
+    assert f"export JUDGE_CONFIG={config_file}" in script
+    assert f"export JUDGE_OUTPUT_DIR={tmp_path / 'run'}" in script
+    assert "# global batch 256 = 4 per device x 1 accumulation x 64 ranks (8 nodes x 8)" in script
+    # Every option appears once; the body after the rendered block is the template's, unchanged.
+    keys = [line.split("=")[0] for line in header]
+    assert len(keys) == len(set(keys))
+    assert script.endswith((SLURM_DIR / "train.sbatch").read_text().split("set -euo pipefail\n", 1)[1])
+
+
+def test_dry_run_1x2_accumulates_32(capsys, config_file):
+    """1 node x 2 GPUs with per-device batch 4: accumulation 32 keeps 256."""
+    script = _dry_run(capsys, "--config", str(config_file), "--nodes", "1", "--gpus-per-node", "2")
+    assert "#SBATCH --nodes=1" in _header(script)
+    assert "#SBATCH --gpus-per-node=2" in _header(script)
+    assert "export JUDGE_GRAD_ACCUM=32" in script
+    assert "# global batch 256 = 4 per device x 32 accumulation x 2 ranks (1 nodes x 2)" in script
+
+
+def test_dry_run_cpu_ranks_drop_the_gpu_request_and_pass_extra_flags(capsys, config_file):
+    """--gpus-per-node 0 asks for no GPUs, one CPU rank per node; flags after `--` reach judge-train."""
+    script = _dry_run(
+        capsys, "--config", str(config_file), "--nodes", "2", "--gpus-per-node", "0",
+        "--sbatch-arg=--exclusive", "--signal-before-s", "30", "--", "--max_steps", "6",
+    )  # fmt: skip
+    header = _header(script)
+    assert not any(line.startswith("#SBATCH --gpus-per-node") for line in header)
+    assert "#SBATCH --exclusive" in header
+    assert "#SBATCH --signal=USR1@30" in header
+    assert "export JUDGE_PROCS_PER_NODE=1" in script
+    assert "export JUDGE_GRAD_ACCUM=32" in script  # 256 / (4 x 2)
+    assert "set -- --max_steps 6 \"$@\"" in script
+
+
+def test_dry_run_script_is_valid_bash(capsys, config_file, tmp_path):
+    """The rendered script parses (bash -n)."""
+    path = tmp_path / "rendered.sbatch"
+    path.write_text(_dry_run(capsys, "--config", str(config_file), "--nodes", "2", "--gpus-per-node", "4"))
+    subprocess.run(["bash", "-n", str(path)], check=True)
+
+
+def test_submit_refuses_an_indivisible_batch_and_a_bad_config(capsys, config_file, tmp_path):
+    """Errors come back as exit status 2 with the reason, before anything reaches sbatch."""
+    assert slurm_submit.main(["--config", str(config_file), "--nodes", "3", "--gpus-per-node", "8", "--dry-run"]) == 2
+    assert "does not divide" in capsys.readouterr().err
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("recipe: seq2seq\nper_device_batch: 4\n")
+    assert slurm_submit.main(["--config", str(bad), "--nodes", "1", "--gpus-per-node", "8", "--dry-run"]) == 2
+    assert "unknown keys ['per_device_batch']" in capsys.readouterr().err
+
+
+def test_shipped_configs_render_for_64_gpus(capsys):
+    """Every shipped 7B/32B training config renders for 8 x 8 with a whole accumulation."""
+    configs = sorted(p for p in (REPO / "configs" / "train").glob("t-*/*.yaml"))
+    if not configs:
+        pytest.skip("no configs/train/t-*/ yet")
+    for config in configs:
+        script = _dry_run(capsys, "--config", str(config), "--nodes", "8", "--gpus-per-node", "8")
+        assert "#SBATCH --nodes=8" in script and "export JUDGE_GRAD_ACCUM=" in script
+
+
+@pytest.mark.parametrize(
+    ("script", "env", "message"),
+    [
+        ("train.sbatch", {}, "not inside a Slurm job"),
+        ("train.sbatch", {"SLURM_JOB_ID": "7"}, "JUDGE_CONFIG is not set"),
+        ("train.sbatch", {"SLURM_JOB_ID": "7", "JUDGE_CONFIG": "/nonexistent.yaml"}, "is not a file"),
+        ("train.sbatch", {"SLURM_JOB_ID": "7", "JUDGE_CONFIG": "{config}"}, "JUDGE_OUTPUT_DIR is not set"),
+        ("eval.sbatch", {"SLURM_JOB_ID": "7"}, "not an array task"),
+        ("eval.sbatch", {"SLURM_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "0"}, "JUDGE_EVAL_JUDGE is not set"),
+        ("eval.sbatch", {"SLURM_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "0", "JUDGE_EVAL_JUDGE": "http://x/v1"},
+         "JUDGE_EVAL_DATA is not set"),
+        ("eval.sbatch", {"SLURM_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "0", "JUDGE_EVAL_JUDGE": "http://x/v1",
+                         "JUDGE_EVAL_DATA": "{config}"}, "JUDGE_EVAL_OUT is not set"),
+        ("eval_merge.sbatch", {"SLURM_JOB_ID": "7"}, "JUDGE_EVAL_DATA is not set"),
+        ("eval_merge.sbatch", {"SLURM_JOB_ID": "7", "JUDGE_EVAL_DATA": "{config}"}, "JUDGE_EVAL_OUT is not set"),
+        ("serve.sbatch", {}, "not inside a Slurm job"),
+        ("serve.sbatch", {"SLURM_JOB_ID": "7"}, "JUDGE_MODEL is not set"),
+        ("serve.sbatch", {"SLURM_JOB_ID": "7", "JUDGE_MODEL": "/nonexistent"}, "is not a folder nor a hub id"),
+        # a hub id passes the model check (judge-serve resolves it through the HF cache): the next check fails
+        ("serve.sbatch", {"SLURM_JOB_ID": "7", "JUDGE_MODEL": "ai-forever/pollux-judge-7b-r",
+                          "JUDGE_SERVE_CONFIG": "/nonexistent.yaml"}, "JUDGE_SERVE_CONFIG=/nonexistent.yaml is not a file"),
+    ],
+)
+def test_sbatch_scripts_name_the_missing_variable(script, env, message, config_file):
+    """Run outside a proper job, a script exits 2 naming what to set, before launching anything."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))}
+    env = {k: v.format(config=config_file) for k, v in env.items()}
+    proc = subprocess.run(
+        ["bash", str(SLURM_DIR / script)], env={**clean, **env}, capture_output=True, text=True, timeout=30
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr
+
+
+def test_submit_help(capsys):
+    """`judge-train submit --help` exits 0 and shows an example command."""
+    with pytest.raises(SystemExit) as exit_info:
+        slurm_submit.main(["--help"])
+    assert exit_info.value.code == 0
+    assert "judge-train submit --config" in capsys.readouterr().out
+
+
+def _fake_slurm_bin(bin_dir: Path) -> Path:
+    """srun that records its arguments, scontrol that knows two unresolvable nodes at 10.0.0.5/6, and the console
+    scripts the job checks for: enough to run train.sbatch's own logic without a cluster."""
+    bin_dir.mkdir()
+    scripts = {
+        "srun": 'printf "%s\\0" "$@" >"$FAKE_SRUN_ARGS"\n',
+        "scontrol": 'case "$1 $2" in\n  "show hostnames") printf "nx-node-1\\nnx-node-2\\n";;\n'
+                    '  "show node") echo "NodeName=$3 Arch=x86_64 NodeAddr=10.0.0.5 NodeHostName=$3";;\nesac\n',
+        "torchrun": "exit 0\n",
+        "judge-train": "exit 0\n",
+    }
+    for name, body in scripts.items():
+        (bin_dir / name).write_text("#!/bin/bash\n" + body)
+        (bin_dir / name).chmod(0o755)
+    return bin_dir
+
+
+def test_train_sbatch_resumes_from_the_newest_complete_checkpoint(tmp_path, config_file):
+    """A checkpoint cut off mid-save (no trainer_state.json) is set aside; --resume is passed for the complete one;
+    rendezvous falls back to Slurm's NodeAddr when the first node's name does not resolve."""
+    out = tmp_path / "run"
+    (out / "checkpoint-4").mkdir(parents=True)
+    (out / "checkpoint-4" / "trainer_state.json").write_text("{}")
+    (out / "checkpoint-6").mkdir()  # cut off: model written, trainer_state.json not yet
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
+        "PATH": f"{_fake_slurm_bin(tmp_path / 'bin')}{os.pathsep}{os.environ['PATH']}",
+        "FAKE_SRUN_ARGS": str(tmp_path / "srun_args"),
+        "SLURM_JOB_ID": "1234", "SLURM_JOB_NODELIST": "nx-node-[1-2]", "SLURM_JOB_NUM_NODES": "2",
+        "SLURM_RESTART_COUNT": "1", "SLURM_CPUS_PER_TASK": "16",
+        "JUDGE_CONFIG": str(config_file), "JUDGE_OUTPUT_DIR": str(out), "JUDGE_CACHE_DIR": str(tmp_path / "cache"),
+        "JUDGE_PROCS_PER_NODE": "8",
+    }  # fmt: skip
+    proc = subprocess.run(["bash", str(SLURM_DIR / "train.sbatch"), "--max_steps", "9"], env=env,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "(restart 1)" in proc.stdout and "resume      yes" in proc.stdout
+    assert "rendezvous  10.0.0.5:29734" in proc.stdout  # 29500 + 1234 mod 1000
+    assert not (out / "checkpoint-6").exists() and len(list(out.glob("incomplete-checkpoint-6-job1234-*"))) == 1
+    srun = (tmp_path / "srun_args").read_text().split("\0")[:-1]
+    assert srun[:5] == ["--kill-on-bad-exit=1", "--label", "--nodes=2", "--ntasks-per-node=1", "--cpus-per-task=16"]
+    assert srun[5:7] == ["bash", "-c"] and 'trap "" USR1' in srun[7] and "--no-python judge-train" in srun[7]
+    assert srun[8] == "judge-train"  # $0 of the inner shell; judge-train's arguments follow
+    assert srun[9:] == ["--config", str(config_file), "--output-dir", str(out), "--resume", "--max_steps", "9"]
+
+
+# --- a newline in a value must not become a command line in the script ----------------------------------------
+
+_INJECTED = "gpu\ntouch {marker} #"  # a bare name (bash runs in tmp_path); `#` comments out the line's rest
+
+
+def _injection_cases(tmp_path: Path, config_file: Path) -> list[tuple[str, list[str], str]]:
+    """(setting named in the error, argv, marker file the injected line would create) for every rendered value."""
+    cases = []
+    for flag in ("--partition", "--account", "--job-name", "--time"):
+        marker = tmp_path / f"pwned{flag}"
+        cases.append((flag, ["--config", str(config_file), flag, _INJECTED.format(marker=marker.name)], marker))
+    marker = tmp_path / "pwned-model"
+    model_config = tmp_path / "model.yaml"
+    model_config.write_text("recipe: seq2seq\nper_device_train_batch_size: 4\n"
+                            f"model_name_or_path: \"Qwen/Qwen2.5-0.5B\\ntouch {marker.name} #\"\n")
+    cases.append((f"model_name_or_path in {model_config}", ["--config", str(model_config)], marker))
+    marker = tmp_path / "pwned-file"
+    odd_dir = tmp_path / f"cfg\ntouch {marker.name} #"
+    odd_dir.mkdir()
+    odd_config = odd_dir / "judge.yaml"
+    odd_config.write_text(config_file.read_text())
+    cases.append(("--config (the file's path)", ["--config", str(odd_config)], marker))
+    return cases
+
+
+def test_a_newline_in_a_rendered_value_would_run_as_a_command(tmp_path, config_file, monkeypatch):
+    """Without the check, each injected value puts `touch MARKER` on its own line and bash runs it."""
+    monkeypatch.setattr(slurm_submit, "_refuse_control", lambda values: None)
+    for setting, argv, marker in _injection_cases(tmp_path, config_file):
+        args = slurm_submit.build_parser().parse_args(["--nodes", "1", "--gpus-per-node", "0", *argv])
+        script, _, _ = slurm_submit._render(args, [])
+        path = tmp_path / "rendered.sbatch"
+        path.write_text(script)
+        # The script dies at its first check (not inside Slurm), after the header and the rendered notes have run.
+        subprocess.run(["bash", str(path)], capture_output=True, env={"PATH": os.environ["PATH"]}, cwd=tmp_path)
+        assert marker.exists(), setting
+
+
+def test_a_control_character_in_a_rendered_value_is_refused_naming_the_setting(tmp_path, config_file, capsys):
+    """Each injected value is refused before any script is printed or written, and the error names its setting."""
+    for setting, argv, marker in _injection_cases(tmp_path, config_file):
+        assert slurm_submit.main(["--dry-run", "--nodes", "1", "--gpus-per-node", "0", *argv]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert f"judge-train submit: {setting}: control character '\\n'" in captured.err
+        assert not marker.exists()
+    for bad in ("gpu\r", "gpu\x00", "gpu\x1b[2J", "gpu\u2028x"):
+        assert slurm_submit.main(["--dry-run", "--config", str(config_file), "--nodes", "1", "--gpus-per-node", "0",
+                                  f"--sbatch-arg=--comment={bad}"]) == 2
+        assert "--sbatch-arg (number 1): control character" in capsys.readouterr().err
+
+
+def test_render_script_refuses_a_control_character_itself(tmp_path):
+    """render_script, used directly, refuses too (a backstop naming the #SBATCH option or export)."""
+    template = "#!/bin/bash\n#SBATCH --nodes=1\necho hi\n"
+    with pytest.raises(SubmitError, match="#SBATCH --partition: control character"):
+        slurm_submit.render_script(template, sbatch={"partition": "a\nb"}, exports={}, notes=[])
+    with pytest.raises(SubmitError, match="export JUDGE_X: control character"):
+        slurm_submit.render_script(template, sbatch={}, exports={"JUDGE_X": "a\tb"}, notes=[])

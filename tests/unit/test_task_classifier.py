@@ -1,0 +1,446 @@
+"""criteria: auto: the TaskChoice contract, the fallback set, the bundled sets, training rows, tfidf, expansion."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from judge import load_taxonomy
+from judge.splits import STANDARD, ZERO_SHOT
+from judge.criteria_auto import (
+    FALLBACK_GROUPS,
+    LEAF_SHARE,
+    TaskChoice,
+    TaskClassifier,
+    TfidfClassifier,
+    build_classifier,
+    choose_from_scores,
+    criteria_set_scores,
+    default_classifier_path,
+    expand_criteria,
+    fallback_criteria,
+    heldout_path,
+    label_of,
+    labelled_rows,
+    leaf_of,
+    load_labelled,
+    reliability,
+    training_path,
+    type_criteria,
+)
+from train.criteria_rows import bundled_rows, taxonomy_rows
+from train.criteria_tfidf import choose_threshold, fit_tfidf, save_tfidf, training_digest
+
+TAX = load_taxonomy()
+
+
+def _rows(path):
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+# ----------------------------------------------------------------------------------------------- fallback set
+
+
+def test_fallback_set_is_the_paper_groups_that_apply_to_any_text():
+    """Fallback = base criteria of Critical (2), General/Fine-grained (6), Subjective (5): 13 ids.
+
+    Paper: "Critical, Subjective, and General criteria are applicable to any text" (arXiv 2505.24616v3,
+    Section 2.3); group sizes: "two (2) critical", "six (6) fine-grained", "five (5) subjective" (Appendix P).
+    """
+    assert FALLBACK_GROUPS == ("Critical", "Fine-grained", "Subjective")
+    assert fallback_criteria() == (
+        "narushenie_formata", "censor",
+        "repeats", "special_symbol", "system_prompt_follow", "proactivity", "grammar", "speech_errors",
+        "value", "speech", "understanding", "format", "general",
+    )  # fmt: skip
+    groups = Counter(TAX.criteria[c].group for c in fallback_criteria())
+    assert groups == {"Critical": 2, "Fine-grained": 6, "Subjective": 5}
+
+
+def test_no_criterion_is_listed_by_every_leaf_so_the_fallback_follows_the_paper():
+    """The published leaf sets share no criterion (STEM/code leaves list only Task-specific ones): why the fallback
+    is derived from the groups, not from an intersection."""
+    shared = set.intersection(*(set(t.criteria) for t in TAX.tasks))
+    assert shared == set()
+    code_leaf = {c.id for c in TAX.criteria_for("Code creation", "Python")}
+    assert not code_leaf & set(fallback_criteria())
+
+
+# ----------------------------------------------------------------------------------------------- bundled sets
+
+
+def test_heldout_set_covers_every_task_type_with_three_valid_leaf_labels():
+    """The held-out set: >=105 rows, every label exactly a leaf label, every one of the 35 task types >=3 times."""
+    rows = _rows(heldout_path())
+    assert len(rows) >= 105
+    for row in rows:
+        assert label_of(leaf_of(row["label"])) == row["label"], row
+        assert row["instruction"].strip()
+    per_type = Counter(row["label"].split(" / ")[0] for row in rows)
+    assert set(per_type) == set(TAX.task_types)
+    assert min(per_type.values()) >= 3
+    assert len({row["id"] for row in rows}) == len(rows)
+
+
+def test_training_set_is_disjoint_from_heldout():
+    """No held-out instruction appears in the bundled training set (or in the taxonomy-derived rows)."""
+    held = {row["instruction"] for row in _rows(heldout_path())}
+    train = {row["instruction"] for row in _rows(training_path())}
+    tax = {row["instruction"] for row in taxonomy_rows(include_zero_shot=True)}
+    assert train and not held & train and not held & tax
+    for row in _rows(training_path()):
+        leaf_of(row["label"])
+
+
+# ----------------------------------------------------------------------------------------------- the contract
+
+
+@pytest.mark.parametrize(
+    "scores, threshold, level, label",
+    [
+        # Code creation 0.9 >= 0.5; Python holds all of it -> the leaf
+        ({"Code creation / Python": 0.9, "Code analysis / Python": 0.1}, 0.5, "leaf", "Code creation / Python"),
+        # the best type has 0.4 < 0.5 -> fallback
+        ({"Code creation / Python": 0.4, "Code analysis / Python": 0.35}, 0.5, "fallback", "Code creation / Python"),
+        ({"Advice": 0.5}, 0.5, "leaf", "Advice"),  # at the threshold: not below it
+        ({"Advice": 0.2, "Fact checking": 0.3}, 0.25, "leaf", "Fact checking"),
+        # Advice is the top leaf (0.3) but Code creation the top type (0.25 + 0.25 = 0.5); C++ and Python tie, each
+        # with share 0.25 / 0.5 = 0.5 >= LEAF_SHARE -> the leaf, the first label in sort order
+        ({"Advice": 0.3, "Code creation / Python": 0.25, "Code creation / C++": 0.25}, 0.5, "leaf",
+         "Code creation / C++"),
+        # Code creation 0.3 + 0.25 + 0.2 = 0.75 >= 0.5, but Python's share 0.3 / 0.75 = 0.4 < 0.5 -> the type's set
+        ({"Code creation / Python": 0.3, "Code creation / C++": 0.25, "Code creation / SQL": 0.2, "Advice": 0.25},
+         0.5, "task_type", "Code creation / Python"),
+    ],
+)
+def test_choose_decides_at_the_level_the_probabilities_support(scores, threshold, level, label):
+    """The type's probability is the sum over its leaves; below the threshold: the fallback set; a leaf holding less
+    than LEAF_SHARE of its type: the criteria the type's leaves share; otherwise the leaf's own set."""
+    assert LEAF_SHARE == 0.5
+    choice = choose_from_scores(scores, "test", threshold=threshold)
+    leaf = leaf_of(label)
+    assert (choice.label, choice.level, choice.fallback) == (label, level, level == "fallback")
+    expected = {"leaf": leaf.criteria, "task_type": type_criteria(leaf.task_type), "fallback": fallback_criteria()}
+    assert choice.criteria == expected[level]
+    assert (choice.reason != "") is (level != "leaf")
+    assert (choice.task_type, choice.task_subtype) == (leaf.task_type, leaf.subtype or "")
+    type_p = sum(p for lab, p in scores.items() if lab.split(" / ")[0] == leaf.task_type)
+    assert choice.task_type_probability == pytest.approx(type_p) and choice.probability == scores[label]
+
+
+def test_type_criteria_share_leaf_variants_under_their_base_id():
+    """Code creation's five leaves list per-language variants (operability__5 for Python, __3 for C++): the type's
+    shared set names the base criteria, which every leaf has a variant of; a one-leaf type shares its leaf's set."""
+    assert leaf_of("Code creation / Python").criteria[0] == "operability__5"
+    assert leaf_of("Code creation / C++").criteria[0] == "operability__3"
+    assert type_criteria("Code creation") == ("operability", "correct_answer", "optimality", "system_prompt_follow",
+                                              "code_style")  # fmt: skip
+    assert type_criteria("Advice") == leaf_of("Advice").criteria
+    with pytest.raises(Exception, match="unknown task type"):
+        type_criteria("Poetry slam")
+
+
+def test_choose_threshold_maximises_the_mean_jaccard_by_hand():
+    """Three instructions, type probabilities 0.2/0.6/0.9, Jaccard if chosen 0.1/0.8/0.9, if fallen back 0.5 each:
+    t=0 or 0.2 -> (0.1+0.8+0.9)/3 = 0.600; t=0.6 -> (0.5+0.8+0.9)/3 = 0.733; t=0.9 -> (0.5+0.5+0.9)/3 = 0.633."""
+    got = choose_threshold([0.2, 0.6, 0.9], [0.1, 0.8, 0.9], [0.5, 0.5, 0.5])
+    assert got["threshold"] == 0.6 and got["mean_jaccard"] == pytest.approx(2.2 / 3)
+    assert got["fallback_rate"] == pytest.approx(1 / 3) and got["never_fallback_jaccard"] == pytest.approx(0.6)
+    assert got["always_fallback_jaccard"] == pytest.approx(0.5) and got["n"] == 3
+    # choosing never loses to falling back: the lowest threshold, 0.0, wins
+    assert choose_threshold([0.3, 0.7], [0.9, 0.9], [0.5, 0.5])["threshold"] == 0.0
+
+
+def test_reliability_bins_and_ece_by_hand():
+    """Stated 0.15, 0.15 (one right), 0.85, 0.95 (right): bins [0.1,0.2) n=2 acc 0.5, [0.8,0.9) and [0.9,1.0] acc 1;
+    ECE = 2/4 * 0.35 + 1/4 * 0.15 + 1/4 * 0.05 = 0.225."""
+    got = reliability([0.15, 0.15, 0.85, 0.95], [False, True, True, True])
+    assert [(b["n"], b["accuracy"]) for b in got["bins"]] == [(2, 0.5), (1, 1.0), (1, 1.0)]
+    assert got["bins"][0]["bin"] == pytest.approx([0.1, 0.2]) and got["ece"] == pytest.approx(0.225)
+
+
+def test_choose_keeps_top_k_alternatives_best_first():
+    """alternatives: the top_k labels, sorted by probability."""
+    scores = {"Advice": 0.1, "Fact checking": 0.6, "Concept explanation": 0.2, "Data analysis": 0.1}
+    choice = choose_from_scores(scores, "t", top_k=2)
+    assert choice.alternatives == (("Fact checking", 0.6), ("Concept explanation", 0.2))
+
+
+@pytest.mark.parametrize(
+    "scores, error",
+    [
+        ({"Poetry slam": 1.0}, "unknown task type"),
+        ({"Code creation": 1.0}, "names 5 leaves"),
+        ({"Advice": float("nan")}, "outside"),
+        ({}, "no task scores"),
+    ],
+)
+def test_choose_refuses_labels_outside_the_taxonomy(scores, error):
+    """A classifier cannot invent a task, name a non-leaf, or give a NaN probability."""
+    with pytest.raises(Exception, match=error):
+        choose_from_scores(scores, "t")
+
+
+def test_task_choice_round_trips_through_its_dict():
+    """to_dict / from_dict: the wire format written into eval items and the /v1/judge response."""
+    choice = choose_from_scores({"Literary text / Poetry": 0.7, "Literary text / Prose": 0.3}, "tfidf")
+    row = json.loads(json.dumps(choice.to_dict()))
+    assert (row["level"], row["task_type_probability"]) == ("leaf", 1.0)
+    assert row["alternatives"][1] == {"label": "Literary text / Prose", "probability": 0.3}
+    assert TaskChoice.from_dict(row) == choice
+
+
+def test_build_classifier_names_the_methods():
+    """An unknown method name is refused with the list of methods."""
+    with pytest.raises(ValueError, match=r"\['head', 'llm', 'tfidf'\]"):
+        build_classifier("bert")
+
+
+# ----------------------------------------------------------------------------------------------- training rows
+
+
+def test_labelled_rows_read_instructions_output_and_records():
+    """Rows of `judge-train data instructions` (English names) and records (Russian names, group in task_type)."""
+    rows = [
+        {"instruction": "Напиши код", "task_type": "Code creation", "task_subtype": "Python", "task_subsubtype": ""},
+        {"instruction": "Переведи", "task_type": "Перевод на русский или английский", "task_subtype": "Слова (внутри контекста или культурный перевод)"},
+        {"instruction": "Дай совет", "label": "Advice"},
+        {"instruction": "Дай совет", "label": "Advice"},
+    ]  # fmt: skip
+    pairs, counts = labelled_rows(rows, "rows")
+    assert [p["label"] for p in pairs] == [
+        "Code creation / Python", "Translation, English-Russian language pair / Words", "Advice"
+    ]
+    assert counts == {"rows": 4, "kept": 3, "duplicates": 1, "zero_shot_dropped": 0}
+
+
+def test_zero_shot_task_types_stay_out_unless_asked():
+    """Zero-Shot task types (judge/data/zero_shot.yaml) are dropped by default, kept with include_zero_shot."""
+    rows = [{"instruction": "Напиши стих", "task_type": "Literary text", "task_subtype": "Poetry"},
+            {"instruction": "Дай совет", "task_type": "Advice"}]  # fmt: skip
+    pairs, counts = labelled_rows(rows, "rows")
+    assert [p["label"] for p in pairs] == ["Advice"] and counts["zero_shot_dropped"] == 1
+    pairs, _ = labelled_rows(rows, "rows", include_zero_shot=True)
+    assert [p["split"] for p in pairs] == [ZERO_SHOT, STANDARD]
+
+
+@pytest.mark.parametrize(
+    "row, message",
+    [
+        ({"instruction": "", "task_type": "Advice"}, "row 0: empty or missing 'instruction'"),
+        ({"instruction": "x", "task_type": "Code creation"}, "row 0: task columns do not name one leaf"),
+        ({"instruction": "x", "task_type": "Cooking"}, "row 0: .*unknown task type"),
+    ],
+)
+def test_labelled_rows_name_the_bad_row(row, message):
+    """A row without an instruction or a leaf is an error naming the source and row."""
+    with pytest.raises(ValueError, match=message):
+        labelled_rows([row], "src")
+
+
+def test_load_labelled_reads_jsonl_and_records(tmp_path):
+    """load_labelled reads JSONL of any shape and POLLUX-format records through judge.load_records."""
+    from judge import sample_data_path
+
+    pairs, counts = load_labelled([training_path(), sample_data_path()], include_zero_shot=True)
+    assert counts["kept"] == len(pairs) and counts["rows"] > len(_rows(training_path()))
+    assert all(leaf_of(p["label"]) for p in pairs)
+
+
+# ----------------------------------------------------------------------------------------------- tfidf
+
+
+def test_tfidf_learns_saves_and_reloads_without_pickle(tmp_path):
+    """The tfidf method fits its training rows, records how its threshold was chosen, and the JSON+npz artefact
+    reloads to the same probabilities (float16 coefficients: within 1e-3)."""
+    pairs, _ = load_labelled([training_path()])
+    clf = fit_tfidf(pairs, folds=2, max_char_features=3000, max_word_features=500)
+    assert isinstance(clf, TaskClassifier)
+    texts = [p["instruction"] for p in pairs]
+    probs = clf.predict_proba(texts)
+    assert all(sum(p.values()) == pytest.approx(1.0) for p in probs)
+    train_acc = sum(max(p, key=p.get) == row["label"] for p, row in zip(probs, pairs)) / len(pairs)
+    assert train_acc > 0.9
+    cal = clf.meta["calibration"]
+    assert cal["n_out_of_fold"] == len(pairs) and clf.threshold == cal["chosen"]["threshold"]
+    assert clf.meta["training_digest"] == training_digest(pairs)
+    out = save_tfidf(clf, tmp_path / "clf")
+    assert sorted(f.name for f in out.iterdir()) == ["model.json", "weights.npz"]
+    spec = json.loads((out / "model.json").read_text(encoding="utf-8"))
+    assert set(spec["versions"]) == {"scikit-learn", "numpy"} and spec["format"] == "pollux-task-tfidf-v2"
+    again = build_classifier("tfidf", path=out)
+    for a, b in zip(probs, again.predict_proba(texts)):
+        assert a.keys() == b.keys() and all(abs(a[k] - b[k]) < 1e-3 for k in a)
+    choice = again.choose(texts[0], top_k=3)
+    assert choice.method == "tfidf" and len(choice.alternatives) == 3
+
+
+def test_the_shipped_classifier_is_todays_build_of_the_bundled_rows():
+    """judge/data/criteria_tfidf was trained on exactly today's bundled rows (a digest of them), with the threshold
+    its own out-of-fold calibration chose; rebuild it with `judge-train criteria-classifier --out
+    judge/data/criteria_tfidf` when the rows or the taxonomy change."""
+    clf = TfidfClassifier.load()
+    pairs, _ = bundled_rows()
+    assert clf.meta["training_digest"] == training_digest(pairs), "stale: rebuild judge/data/criteria_tfidf"
+    assert clf.threshold == clf.meta["calibration"]["chosen"]["threshold"]
+    assert len(clf.type_classes) == 35 and len(clf.leaf_classes) == len(TAX.tasks)
+    assert default_classifier_path().name == "criteria_tfidf"
+
+
+def test_retraining_on_the_release_adds_its_instructions(tmp_path):
+    """`judge-train criteria-classifier --data <release>` reads the rebuilt release by its task columns (one row per
+    distinct instruction), adds it to the taxonomy texts, and writes an artefact judge-eval and judge-serve load."""
+    from tests.support.release_artifacts import released_rows, write_released_dataset
+    from train.criteria_classifier import main
+
+    release = write_released_dataset(tmp_path / "POLLUX")
+    out = tmp_path / "clf"
+    args = ["--data", str(release), "--out", str(out), "--no-bundled", "--folds", "2", "--max-char-features",
+            "2000", "--max-word-features", "300"]  # fmt: skip
+    assert main(args) == 0
+    clf = TfidfClassifier.load(out)
+    instructions = {r["instruction"] for r in released_rows()}
+    n_taxonomy = len(taxonomy_rows(include_zero_shot=True))
+    assert clf.meta["n_train"] == n_taxonomy + len(instructions)
+    assert clf.meta["calibration"]["n_instructions"] == len(instructions)
+
+
+# ----------------------------------------------------------------------------------------------- expansion
+
+
+def test_expand_criteria_makes_one_item_per_chosen_criterion():
+    """One POLLUX-format item per criterion of the chosen leaf, named and rubricated from the taxonomy."""
+    choice = choose_from_scores({"Code creation / Python": 0.8}, "tfidf")
+    items, record = expand_criteria("Напиши функцию", "def f(): pass", choice, extra={"model_id": "m"})
+    leaf = leaf_of("Code creation / Python")
+    assert [i["criterion_id"] for i in items] == list(leaf.criteria)
+    first = TAX.criteria[leaf.criteria[0]]
+    assert items[0]["criteria_name"] == first.name["ru"] and items[0]["rubrics"] == first.rubric("ru")
+    assert {i["task_subtype"] for i in items} == {"Python"} and items[0]["model_id"] == "m"
+    assert all(i["task_choice"] == record == choice.to_dict() for i in items)
+
+
+def test_expand_criteria_in_fallback_uses_the_shared_set():
+    """Below the threshold the items are the 13 shared criteria, and the record says it fell back."""
+    choice = choose_from_scores({"Advice": 0.1}, "tfidf")
+    items, record = expand_criteria("?", "!", choice)
+    assert [i["criterion_id"] for i in items] == list(fallback_criteria()) and record["fallback"] is True
+
+
+def test_expanded_items_load_as_judge_records(tmp_path):
+    """The expanded items are valid POLLUX-format records (judge.load_records reads them)."""
+    from judge import load_records
+
+    choice = choose_from_scores({"Advice": 0.9}, "tfidf")
+    items, _ = expand_criteria("Как выспаться?", "Ложитесь раньше.", choice)
+    path = tmp_path / "items.jsonl"
+    path.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in items), encoding="utf-8")
+    records = load_records(path, make_id=True)
+    assert [r.criteria_name for r in records] == [i["criteria_name"] for i in items]
+
+
+@pytest.mark.parametrize(
+    "chosen, gold, expected",
+    [
+        (["a", "b"], ["b", "c"], {"precision": 0.5, "recall": 0.5, "jaccard": 1 / 3}),
+        (["a__2", "b"], ["a", "b", "c", "d"], {"precision": 1.0, "recall": 0.5, "jaccard": 0.5}),
+        (["a"], ["a"], {"precision": 1.0, "recall": 1.0, "jaccard": 1.0}),
+    ],
+)
+def test_criteria_set_scores_by_hand(chosen, gold, expected):
+    """Precision |A∩B|/|A|, recall |A∩B|/|B|, Jaccard |A∩B|/|A∪B| over base ids (worked by hand)."""
+    got = criteria_set_scores(chosen, gold)
+    assert got == pytest.approx(expected)
+
+
+class _Fixed:
+    """A classifier that always gives the same leaf probabilities (a test double behind the Protocol)."""
+
+    name = "fixed"
+    threshold = 0.5
+
+    def __init__(self, scores):
+        self.scores = scores
+
+    def predict_proba(self, instructions):
+        return [dict(self.scores) for _ in instructions]
+
+    def choose(self, instruction, answer=None, top_k=3):
+        return choose_from_scores(self.scores, self.name, self.threshold, top_k)
+
+
+def test_expand_rows_expands_unlabelled_rows_and_passes_labelled_ones():
+    """Rows without criteria_name become one item per criterion (ids row::criterion); labelled rows pass through."""
+    from judge.criteria_auto import expand_rows
+
+    rows = [
+        {"id": "q1", "instruction": "Дай совет", "answer": "Спи.", "model_id": "m", "reference_answer": "r"},
+        {"id": "q2", "instruction": "i", "answer": "a", "criteria_name": "Креативность", "rubrics": "0: a\n\n1: b"},
+    ]
+    items, choices = expand_rows(rows, _Fixed({"Advice": 0.9}))
+    n = len(leaf_of("Advice").criteria)
+    assert len(items) == n + 1 and items[-1] == rows[1]
+    assert items[0]["id"] == f"q1::{leaf_of('Advice').criteria[0]}"
+    assert items[0]["model_id"] == "m" and items[0]["reference_answer"] == "r"
+    assert choices == [{"row": 0, "id": "q1", **choose_from_scores({"Advice": 0.9}, "fixed").to_dict()}]
+
+
+def test_expand_rows_names_a_row_without_answer():
+    """A row with no answer is an error naming the source and row, not a silently dropped item."""
+    from judge.criteria_auto import expand_rows
+
+    with pytest.raises(ValueError, match="data.jsonl row 1: 'answer'"):
+        expand_rows([{"instruction": "a", "answer": "b"}, {"instruction": "a"}], _Fixed({"Advice": 0.9}), "data.jsonl")
+
+
+@pytest.mark.parametrize("field", ["expert_scores", "criteria_score", "annotations"])
+def test_expand_rows_refuses_labels_without_a_criterion(field):
+    """Expert labels belong to one criterion: a pair row that carries them is refused (naming row and field) rather
+    than copied onto every chosen criterion as a made-up reference."""
+    from judge.criteria_auto import expand_rows
+
+    value = {"expert_scores": [2, 2], "criteria_score": 2.0, "annotations": [{"comment": "", "score": 2.0}]}[field]
+    with pytest.raises(ValueError, match=f"data.jsonl row 0: field '{field}' labels one criterion"):
+        expand_rows([{"instruction": "a", "answer": "b", field: value}], _Fixed({"Advice": 0.9}), "data.jsonl")
+
+
+def test_expand_file_reads_jsonl_only_and_says_how_to_convert(tmp_path):
+    """criteria: auto over a non-JSONL source is a clear error pointing at judge-eval convert."""
+    from judge.criteria_auto import expand_file
+
+    with pytest.raises(ValueError, match="judge-eval convert"):
+        expand_file(tmp_path / "pairs.parquet", tmp_path / "out", _Fixed({"Advice": 0.9}))
+
+
+def test_expand_file_writes_items_that_load_as_records_and_the_choices(tmp_path):
+    """expand_file: auto_items.jsonl loads through judge.load_records; task_choices.jsonl has one row per pair."""
+    from judge import load_records
+    from judge.criteria_auto import expand_file
+
+    src = tmp_path / "pairs.jsonl"
+    src.write_text('{"id": "a", "instruction": "Дай совет", "answer": "Спи."}\n\n'
+                   '{"id": "b", "instruction": "Ещё совет", "answer": "Ешь."}\n', encoding="utf-8")  # fmt: skip
+    path = expand_file(src, tmp_path / "out", _Fixed({"Advice": 0.9}))
+    records = load_records(path)
+    n = len(leaf_of("Advice").criteria)
+    assert len(records) == 2 * n and records[0].id == f"a::{leaf_of('Advice').criteria[0]}"
+    assert records[0].task_type == "Advice" and records[0].extra["task_choice"]["label"] == "Advice"
+    choices = _rows(tmp_path / "out" / "task_choices.jsonl")
+    assert [c["id"] for c in choices] == ["a", "b"]
+
+
+def test_the_criteria_benchmark_scores_a_fixed_classifier_by_hand():
+    """bench/criteria_auto: a classifier that always says Advice (0.9) over one Advice and one Fact-checking row:
+    leaf top-1 1/2, top-3 2/2 (Fact checking is its second alternative), Jaccard 1 on the Advice row."""
+    from bench.criteria_auto import evaluate, summarise
+
+    rows = [{"id": "1", "instruction": "x", "label": "Advice", "split": STANDARD},
+            {"id": "2", "instruction": "y", "label": "Fact checking", "split": STANDARD}]  # fmt: skip
+    results = evaluate(_Fixed({"Advice": 0.9, "Fact checking": 0.1}), rows)
+    assert [r["leaf_top1"] for r in results] == [True, False] and [r["leaf_top3"] for r in results] == [True, True]
+    assert results[0]["set"] == {"precision": 1.0, "recall": 1.0, "jaccard": 1.0}
+    s = summarise(results)
+    assert (s["n"], s["leaf_top1"], s["leaf_top3"], s["type_top1"], s["fallback"]) == (2, 0.5, 1.0, 0.5, 0.0)
+    assert s["set_jaccard"] == pytest.approx((1.0 + results[1]["set"]["jaccard"]) / 2)

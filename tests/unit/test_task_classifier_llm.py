@@ -1,0 +1,100 @@
+"""The llm task-classifier method: exact guided-choice payloads, logprob probabilities, failures as values, and a
+real vLLM server constrained to the taxonomy's names."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from judge import load_taxonomy
+from judge.criteria_auto import build_classifier, expand_criteria, fallback_criteria, leaf_of
+from judge.criteria_auto.llm import SYSTEM_PROMPT, LLMClassifier, render_level_prompt
+from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
+
+TAX = load_taxonomy()
+
+
+def _answer(text: str, logprobs: list[float] | None):
+    body = chat_completion(text, "scripted")
+    if logprobs is not None:
+        body["choices"][0]["logprobs"] = {"content": [{"token": "t", "logprob": lp} for lp in logprobs]}
+    return body
+
+
+def _scripted(table: dict[str, tuple[str, list[float] | None]]):
+    """Answer each level by the first option list entry found in ``table`` (keyed by a name among the options)."""
+
+    def respond(path, body):
+        options = body.get("structured_outputs", {}).get("choice") or body.get("guided_choice")
+        for key, (text, logprobs) in table.items():
+            if key in options:
+                return 200, _answer(text, logprobs)
+        return 500, {"error": {"message": "unscripted"}}
+
+    return respond
+
+
+def test_llm_walks_the_taxonomy_with_guided_choice_payloads():
+    """Level 1 chooses among the 35 task types, level 2 among that type's subtypes; exact bodies on the wire."""
+    table = {"Code creation": ("Code creation", [-0.1, -0.2]), "Python": ("Python", [-0.05])}
+    with ScriptedEndpoint(_scripted(table)) as ep:
+        clf = build_classifier("llm", base_url=ep.base_url, model="scripted")
+        choice = clf.choose("Напиши функцию на Python")
+        bodies = ep.bodies("/v1/chat/completions")
+    types = [(t, next(x.names_ru[1] for x in TAX.tasks if x.task_type == t)) for t in TAX.task_types]
+    assert bodies[0] == {
+        "model": "scripted",
+        "messages": [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": render_level_prompt("Напиши функцию на Python", 0, [], types)},
+        ],
+        "temperature": 0.0,
+        "max_tokens": 32,
+        "logprobs": True,
+        "structured_outputs": {"choice": TAX.task_types},
+    }
+    assert bodies[1]["structured_outputs"] == {"choice": ["Python", "C++", "C#", "JavaScript", "SQL"]}
+    assert "Уже выбрано: Code creation." in bodies[1]["messages"][1]["content"]
+    assert len(bodies) == 2  # Code creation / Python is a leaf: no third level
+    assert choice.label == "Code creation / Python" and choice.fallback is False
+    assert choice.probability == pytest.approx(math.exp(-0.35))  # exp(-0.1-0.2) * exp(-0.05)
+    assert choice.criteria == leaf_of("Code creation / Python").criteria
+
+
+def test_llm_three_levels_and_older_guided_choice_parameter():
+    """A three-level leaf takes three requests; guided_param="guided_choice" sends the pre-0.11 vLLM field."""
+    table = {"Summarizing": ("Summarizing", [0.0]), "Brief retelling": ("Brief retelling", [0.0]),
+             "Scientific text": ("Literary text", [0.0])}  # fmt: skip
+    with ScriptedEndpoint(_scripted(table)) as ep:
+        clf = LLMClassifier(ep.base_url, "scripted", guided_param="guided_choice")
+        choice = clf.choose("Перескажи кратко рассказ")
+        bodies = ep.bodies("/v1/chat/completions")
+    assert len(bodies) == 3 and all("structured_outputs" not in b for b in bodies)
+    assert bodies[2]["guided_choice"] == ["Scientific text", "Official text", "Journalistic text", "Literary text"]
+    assert choice.label == "Summarizing / Brief retelling / Literary text" and choice.probability == 1.0
+
+
+def test_llm_answer_outside_the_options_is_a_fallback_value():
+    """A server that ignores guided choice: the choice falls back to the shared criteria and names the answer."""
+    with ScriptedEndpoint(lambda path, body: (200, _answer("Кулинария", None))) as ep:
+        choice = LLMClassifier(ep.base_url, "scripted").choose("Как испечь хлеб?")
+    assert choice.fallback is True and choice.label == "" and "'Кулинария' at level 0" in choice.reason
+    assert choice.criteria == fallback_criteria()
+    items, record = expand_criteria("Как испечь хлеб?", "Никак.", choice)
+    assert len(items) == len(fallback_criteria()) and items[0]["task_type"] == "" and record["label"] == ""
+
+
+def test_llm_without_logprobs_has_no_probability_and_no_threshold():
+    """No logprobs in the response: probability None, the leaf's own criteria (the threshold cannot apply)."""
+    with ScriptedEndpoint(_scripted({"Advice": ("Advice", None)})) as ep:
+        choice = LLMClassifier(ep.base_url, "scripted").choose("Дай совет")
+    assert choice.probability is None and choice.fallback is False
+    assert choice.criteria == leaf_of("Advice").criteria
+
+
+def test_llm_low_probability_falls_back():
+    """A leaf probability below the threshold (exp(-1) = 0.37 < 0.5) falls back with the reason."""
+    with ScriptedEndpoint(_scripted({"Advice": ("Advice", [-1.0])})) as ep:
+        choice = LLMClassifier(ep.base_url, "scripted").choose("Дай совет")
+    assert choice.fallback is True and choice.label == "Advice" and "0.368 < threshold 0.500" in choice.reason

@@ -1,0 +1,263 @@
+"""Training configs: every shipped YAML parses, flags beat YAML, bad keys fail; DeepSpeed JSONs; the CLI's --help."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from train.cli import SUBCOMMANDS, build_run_parser, main
+from train.config import (
+    ClassifierConfig,
+    ConfigError,
+    GRPORecipeConfig,
+    RegressionConfig,
+    Seq2SeqConfig,
+    config_from_args,
+    load_config,
+)
+from train.training_arguments import launch_arithmetic, training_kwargs
+
+REPO = Path(__file__).resolve().parents[2]
+TRAIN_CONFIGS = sorted((REPO / "configs" / "train").glob("*/*.yaml"))
+DEEPSPEED_CONFIGS = sorted((REPO / "configs" / "deepspeed").glob("*.json"))
+
+
+def test_the_shipped_configs_are_all_there():
+    """Both recipes for T-lite, T-pro and the tiny CPU model; ZeRO-2, ZeRO-3 and ZeRO-3 offload."""
+    names = {f"{p.parent.name}/{p.stem}" for p in TRAIN_CONFIGS}
+    judges = {f"{size}/{recipe}" for size in ("t-lite", "t-pro", "tiny") for recipe in ("seq2seq", "regression")}
+    grpo = {"tiny/grpo", "t-lite/grpo", "qwen3-8b/grpo"}  # judges that think, by reinforcement (train/grpo.py)
+    assert names == judges | {"tiny/classifier"} | grpo  # the criteria: auto task classifier
+    assert {p.stem for p in DEEPSPEED_CONFIGS} == {"zero2", "zero3", "zero3_offload"}
+
+
+@pytest.mark.parametrize("path", TRAIN_CONFIGS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_every_train_yaml_parses_and_starts_with_its_command(path, monkeypatch):
+    """Each YAML resolves to its recipe's dataclass, and its first line is the command that runs it."""
+    monkeypatch.chdir(REPO)  # deepspeed paths in the configs are relative to the repository
+    config = load_config(path)
+    expected = {"seq2seq": Seq2SeqConfig, "regression": RegressionConfig, "classifier": ClassifierConfig,
+                "grpo": GRPORecipeConfig}[path.stem]
+    assert isinstance(config, expected)
+    assert path.read_text(encoding="utf-8").splitlines()[0] == f"# judge-train --config configs/train/{path.parent.name}/{path.name}"
+
+
+# GRPO configs carry trl's GRPO settings instead (tests/unit/test_train_grpo.py).
+@pytest.mark.parametrize("path", [p for p in TRAIN_CONFIGS if p.parent.name != "tiny" and p.stem != "grpo"],
+                         ids=lambda p: p.parent.name + "/" + p.stem)
+def test_real_configs_carry_the_paper_hyperparameters(path, monkeypatch):
+    """AdamW, lr 1e-5 to 0 (paper, Section 3.2; linear is our choice), 3 epochs, global batch 256, bf16 on GPU, checkpointing."""
+    monkeypatch.chdir(REPO)
+    config = load_config(path)
+    assert (config.learning_rate, config.lr_scheduler_type, config.num_train_epochs) == (1e-5, "linear", 3.0)
+    assert (config.global_batch_size, config.optim, config.bf16) == (256, "adamw_torch", "auto")
+    assert config.gradient_checkpointing and config.zero_shot == "refuse"
+    assert config.deepspeed == "configs/deepspeed/zero3.json"
+
+
+def test_a_cli_flag_overrides_the_yaml(monkeypatch):
+    """defaults -> YAML -> flags: --learning_rate beats the YAML's 3e-3; untouched fields keep the YAML's values."""
+    monkeypatch.chdir(REPO)
+    args = build_run_parser().parse_args(
+        ["--config", "configs/train/tiny/regression.yaml", "--learning_rate", "5e-4", "--score-loss-weight", "2",
+         "--resume", "--gradient_checkpointing", "false"]  # fmt: skip
+    )
+    config = config_from_args(args)
+    assert config.learning_rate == 5e-4 and config.score_loss_weight == 2.0
+    assert config.resume is True and config.gradient_checkpointing is False
+    assert config.max_steps == 12 and config.recipe == "regression"
+
+
+@pytest.mark.parametrize(
+    "yaml_text, overrides, message",
+    [
+        ("recipe: seq2seq\nlearning_rat: 1e-5\n", {}, "unknown keys ['learning_rat']"),
+        ("recipe: seq2seq\n", {"score_loss_weight": "2"}, "does not apply to the seq2seq recipe"),
+        ("recipe: regression\nmax_steps: ten\n", {}, "max_steps"),
+        ("recipe: regression\nmax_steps: 1.5\n", {}, "expected an integer"),
+        ("recipe: judge\n", {}, "'recipe' must be one of"),
+        ("recipe: seq2seq\nzero_shot: maybe\n", {}, "zero_shot must be"),
+        ("recipe: regression\nscore_target: median\n", {}, "score_target must be"),
+        ("recipe: seq2seq\ndeepspeed: nowhere.json\n", {}, "deepspeed config nowhere.json not found"),
+        ("- a list\n", {}, "expected a mapping"),
+    ],
+)
+def test_bad_configs_fail_with_a_message(tmp_path, yaml_text, overrides, message):
+    """Unknown keys, flags of the other recipe, wrong types and impossible values are errors, never ignored."""
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml_text, encoding="utf-8")
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]").replace("(", r"\(")):
+        load_config(path, overrides)
+
+
+@pytest.mark.parametrize(
+    "global_batch, per_device, world, accumulation",
+    [(256, 4, 64, 1), (256, 4, 8, 8), (256, 2, 64, 2), (256, 1, 1, 256), (2, 1, 2, 1)],
+)
+def test_accumulation_is_derived_from_the_world_size(global_batch, per_device, world, accumulation):
+    """global batch = per-device batch x accumulation x world size, whatever the number of ranks."""
+    config = Seq2SeqConfig(global_batch_size=global_batch, per_device_train_batch_size=per_device)
+    launch = launch_arithmetic(config, world_size=world)
+    assert launch.gradient_accumulation_steps == accumulation
+    assert f"global batch {global_batch} = {per_device} per device x {accumulation}" in launch.describe()
+
+
+def test_a_global_batch_that_does_not_divide_is_an_error():
+    """256 rows cannot be split over 3 ranks of 4: the run refuses instead of training on another batch size."""
+    with pytest.raises(ConfigError, match="not a multiple"):
+        launch_arithmetic(Seq2SeqConfig(global_batch_size=256, per_device_train_batch_size=4), world_size=3)
+
+
+def test_best_checkpoint_tracking_follows_the_validation_set():
+    """With a validation set, eval_loss picks the best checkpoint, which rotation keeps; without one, no tracking."""
+    config = Seq2SeqConfig(global_batch_size=4, per_device_train_batch_size=2, save_steps=50, save_total_limit=2)
+    launch = launch_arithmetic(config, world_size=1)
+    with_eval = training_kwargs(config, launch, has_eval=True)
+    assert (with_eval["metric_for_best_model"], with_eval["greater_is_better"]) == ("eval_loss", False)
+    assert (with_eval["eval_steps"], with_eval["save_steps"], with_eval["save_total_limit"]) == (50, 50, 2)
+    without = training_kwargs(config, launch, has_eval=False)
+    assert without["eval_strategy"] == "no" and without["metric_for_best_model"] is None
+    assert with_eval["lr_scheduler_type"] == "linear" and with_eval["gradient_accumulation_steps"] == 2
+
+
+@pytest.mark.parametrize("path", DEEPSPEED_CONFIGS, ids=lambda p: p.stem)
+def test_deepspeed_configs_leave_the_schedule_to_the_recipe(path):
+    """No scheduler block (it would override the decay to 0); batch sizes from the trainer; ZeRO-3 gathers 16-bit
+    weights on save so the export holds real tensors."""
+    config = json.loads(path.read_text(encoding="utf-8"))
+    assert "scheduler" not in config
+    assert config["train_batch_size"] == "auto" and config["gradient_accumulation_steps"] == "auto"
+    zero = config["zero_optimization"]
+    if zero["stage"] == 3:
+        assert zero["stage3_gather_16bit_weights_on_model_save"] is True
+    assert "judge-train" in config["_comment"] or "configs/train" in config["_comment"]
+
+
+@pytest.mark.parametrize("command", list(SUBCOMMANDS))
+def test_help_runs_for_every_subcommand(command, capsys):
+    """`judge-train <command> --help` prints usage and exits 0 for every subcommand."""
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, "--help"])
+    assert exit_info.value.code == 0
+    assert "usage" in capsys.readouterr().out.lower()
+
+
+def test_top_level_help_lists_the_commands(capsys):
+    """`judge-train --help` lists run and build-data; a bare `judge-train` is a usage error."""
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert "run" in out and "build-data" in out
+    assert main([]) == 2
+
+
+def test_output_dir_rules_keep_runs_apart(tmp_path):
+    """A fresh run refuses a folder with checkpoints, --resume needs one, --overwrite_output_dir starts over."""
+    from train.recipe_steps import check_output_dir
+
+    folder = tmp_path / "run"
+    fresh = Seq2SeqConfig(output_dir=str(folder))
+    assert check_output_dir(fresh) is None
+    with pytest.raises(ConfigError, match="no checkpoint-N"):
+        check_output_dir(Seq2SeqConfig(output_dir=str(folder), resume=True))
+    for step in (5, 10):
+        (folder / f"checkpoint-{step}").mkdir(parents=True)
+    (folder / "export").mkdir()
+    with pytest.raises(ConfigError, match="already holds checkpoint-10"):
+        check_output_dir(fresh)
+    assert check_output_dir(Seq2SeqConfig(output_dir=str(folder), resume=True)) == folder / "checkpoint-10"
+    assert check_output_dir(Seq2SeqConfig(output_dir=str(folder), overwrite_output_dir=True)) is None
+    assert not list(folder.glob("checkpoint-*")) and not (folder / "export").exists()
+
+
+# --------------------------------------------------------------------------- trainer_args: any TrainingArguments key
+
+def _yaml(tmp_path, text):
+    path = tmp_path / "config.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_every_config_field_named_like_a_training_argument_goes_through_by_name():
+    """No hand copy: each TrainConfig field that the installed TrainingArguments also has reaches it unchanged
+    (bf16, report_to and run_name, spelt differently here, are derived)."""
+    import dataclasses
+
+    from train.training_arguments import arguments_fields
+
+    config = RegressionConfig(global_batch_size=4, per_device_train_batch_size=2, learning_rate=3e-4, warmup_steps=7,
+                              weight_decay=0.1, save_total_limit=5, dataloader_num_workers=1, disable_tqdm=True)
+    kwargs = training_kwargs(config, launch_arithmetic(config, world_size=1), has_eval=False)
+    shared = {f.name for f in dataclasses.fields(config)} & arguments_fields()
+    assert {"learning_rate", "warmup_steps", "weight_decay", "save_total_limit", "optim"} <= shared
+    for name in shared - {"bf16", "report_to", "run_name"}:
+        assert kwargs[name] == getattr(config, name), name
+    assert (kwargs["report_to"], kwargs["run_name"], kwargs["gradient_accumulation_steps"]) == ([], "judge", 2)
+
+
+def test_trainer_args_from_yaml_reach_training_arguments(tmp_path):
+    """A key this config does not name (adam_beta2, label_smoothing_factor) set under trainer_args in YAML is in
+    the trainer's arguments: TrainingArguments built from them carries the values."""
+    from transformers import TrainingArguments
+
+    from train.training_arguments import arguments_fields
+
+    path = _yaml(tmp_path, "recipe: regression\nglobal_batch_size: 2\ntrainer_args:\n  adam_beta2: 0.95\n"
+                           "  label_smoothing_factor: 0.1\n  save_strategy: epoch\n")
+    config = load_config(path, {"output_dir": str(tmp_path / "run")})
+    kwargs = training_kwargs(config, launch_arithmetic(config, world_size=1), has_eval=False)
+    assert (kwargs["adam_beta2"], kwargs["label_smoothing_factor"], kwargs["save_strategy"]) == (0.95, 0.1, "epoch")
+    args = TrainingArguments(**{k: v for k, v in kwargs.items() if k in arguments_fields()} | {"use_cpu": True})
+    assert (args.adam_beta2, args.label_smoothing_factor, args.save_strategy) == (0.95, 0.1, "epoch")
+
+
+def test_a_trainer_args_flag_overrides_the_yaml_key_by_key(tmp_path, monkeypatch):
+    """--trainer-args '{"adam_beta2": 0.9}' beats the YAML's 0.95 and keeps the YAML's other trainer_args keys."""
+    monkeypatch.chdir(tmp_path)
+    path = _yaml(tmp_path, "recipe: seq2seq\nglobal_batch_size: 2\ntrainer_args:\n  adam_beta2: 0.95\n"
+                           "  label_smoothing_factor: 0.1\n")
+    args = build_run_parser().parse_args(["--config", str(path), "--trainer-args", '{"adam_beta2": 0.9}'])
+    config = config_from_args(args)
+    assert config.trainer_args == {"adam_beta2": 0.9, "label_smoothing_factor": 0.1}
+
+
+def test_seq2seq_takes_sft_config_keys_the_other_recipes_do_not(tmp_path):
+    """trl SFTConfig's own keys (dataset_num_proc) are trainer_args of the seq2seq recipe only."""
+    assert load_config(_yaml(tmp_path, "recipe: seq2seq\ntrainer_args: {dataset_num_proc: 2}\n")).trainer_args == {
+        "dataset_num_proc": 2}
+    with pytest.raises(ConfigError, match="'dataset_num_proc' is not a TrainingArguments key"):
+        load_config(_yaml(tmp_path, "recipe: regression\ntrainer_args: {dataset_num_proc: 2}\n"))
+
+
+@pytest.mark.parametrize("trainer_args, message", [
+    ("{adam_beta3: 0.9}", "'adam_beta3' is not a TrainingArguments key .*did you mean adam_beta2"),
+    ("{learning_rate: 0.1}", "'learning_rate' is a key of this config; set it there \\(--learning-rate\\)"),
+    ("{gradient_accumulation_steps: 4}", "derived from global_batch_size"),
+    ("{save_strategy: sometimes}", "TrainingArguments refuses them"),
+    ("[adam_beta2]", "trainer_args"),
+])
+def test_bad_trainer_args_fail_when_the_config_loads(tmp_path, trainer_args, message):
+    """Unknown keys (with a suggestion), keys the config owns or derives, and values TrainingArguments rejects are
+    errors at load time, naming the key."""
+    with pytest.raises(ConfigError, match=message):
+        load_config(_yaml(tmp_path, f"recipe: regression\ntrainer_args: {trainer_args}\n"))
+
+
+def test_the_recipe_step_passes_trainer_args_to_the_trainer_and_refuses_its_own_keys(tmp_path):
+    """PreparedRun.training_arguments builds the recipe's arguments class with trainer_args in it (adam_beta2 0.97
+    reaches trl's SFTConfig); a trainer_args key the recipe passes itself (completion_only_loss) is an error."""
+    from trl import SFTConfig
+
+    from train.recipe_steps import PreparedRun
+
+    def prepared(trainer_args):
+        config = load_config(_yaml(tmp_path, "recipe: seq2seq\nglobal_batch_size: 2\n"),
+                             {"output_dir": str(tmp_path / "run"), "trainer_args": trainer_args})
+        return PreparedRun(config, launch_arithmetic(config, world_size=1), None, "base", None, None, None)
+
+    args = prepared('{"adam_beta2": 0.97}').training_arguments(SFTConfig, has_eval=False, max_length=64)
+    assert (args.adam_beta2, args.max_length, args.gradient_accumulation_steps) == (0.97, 64, 2)
+    with pytest.raises(ConfigError, match=r"trainer_args \['completion_only_loss'\]: the seq2seq recipe sets these"):
+        prepared('{"completion_only_loss": false}').training_arguments(SFTConfig, has_eval=False,
+                                                                        completion_only_loss=True)

@@ -1,0 +1,199 @@
+"""Training rows: which verdicts become rows, which are dropped and why, and the Zero-Shot guard."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import judge
+from train.build_data import build_rows, main as build_data_main, russian_share, split_rows
+
+RUBRIC = "0: Ответ неверный.\n\n1: Ответ частично верный.\n\n2: Ответ полностью верный."
+
+
+def record(rid: str, scores, feedback, *, criterion="Грамотность", task_type="Editing", criteria_score=None):
+    return judge.JudgeRecord(
+        id=rid,
+        instruction="Сколько будет два плюс два?",
+        answer="Четыре.",
+        criteria_name=criterion,
+        rubrics=RUBRIC,
+        expert_scores=tuple(scores),
+        expert_feedback=None if feedback is None else tuple(feedback),
+        criteria_score=criteria_score if criteria_score is not None else sum(scores) / len(scores),
+        task_type=task_type,
+    )
+
+
+# (scores, feedback, kept feedback, dropped reasons) — one record each, seq2seq rows
+CASES = [
+    ([2], ["Ответ верный и полный."], ["Ответ верный и полный."], {}),
+    ([2], ["Отлично."], ["Отлично."], {}),  # one word is enough for a perfect score
+    ([1], ["Неполно."], [], {"too_few_words": 1}),  # ... and only for a perfect score
+    ([1], ["The answer is only partly correct."], [], {"not_russian": 1}),
+    ([3], ["Ответ верный и полный."], [], {"score_out_of_scale": 1}),
+    ([2], ["Верно. [RESULT] 2 [END]"], [], {"tags_in_feedback": 1}),
+    ([2, 0], None, [], {"no_feedback": 2}),
+    ([2, 1], ["Всё верно, ошибок нет.", "Есть неточность в ответе."], ["Всё верно, ошибок нет.", "Есть неточность в ответе."], {}),
+    ([0], ["  Ответ неверный: два плюс два — четыре, а не пять.  "], ["Ответ неверный: два плюс два — четыре, а не пять."], {}),
+]
+
+
+@pytest.mark.parametrize("scores, feedback, kept, dropped", CASES)
+def test_verdicts_become_rows_or_are_dropped_with_a_reason(scores, feedback, kept, dropped):
+    """Paper App. B rules: Russian rationale, >= 2 words unless perfect, score inside the scale; tags never leak."""
+    rows, report = build_rows([record("r1", scores, feedback)], recipe="seq2seq")
+    assert [row["feedback"] for row in rows] == kept
+    assert dict(report.dropped) == dropped
+    assert report.n_rows == len(kept) and report.n_verdicts == len(scores)
+
+
+def _critical_record(rid, criterion_id, score, feedback):
+    crit = judge.load_taxonomy().criteria[criterion_id]
+    return judge.JudgeRecord(id=rid, instruction="Сколько будет два плюс два?", answer="Четыре.",
+                             criteria_name=crit.name["ru"], rubrics=crit.rubric("ru"), expert_scores=(score,),
+                             expert_feedback=(feedback,), criteria_score=float(score), task_type="Editing")
+
+
+@pytest.mark.parametrize("criterion_id", ["narushenie_formata", "censor"])
+def test_one_word_rationales_are_kept_at_the_critical_criteria_best_level_0(criterion_id):
+    """Paper, Appendix B, on both Critical criteria (App. P.1: 0 = nothing wrong): 'Нормально.' at 0 is a
+    perfect verdict and kept; 'Зацикливание.' at 1 (the violation) is one word for an imperfect score, dropped."""
+    records = [_critical_record("ok", criterion_id, 0, "Нормально."),
+               _critical_record("bad", criterion_id, 1, "Зацикливание.")]
+    rows, report = build_rows(records, recipe="seq2seq")
+    assert [(row["record_id"], row["feedback"]) for row in rows] == [("ok", "Нормально.")]
+    assert dict(report.dropped) == {"too_few_words": 1}
+
+
+def test_one_word_rationales_on_a_two_level_criterion_best_at_the_top():
+    """Operability ('1: The code runs', criteria.json) is two-level but best at 1: one word is kept at 1 only."""
+    records = [_critical_record("ok", "operability", 1, "Работает."),
+               _critical_record("bad", "operability", 0, "Падает.")]
+    rows, report = build_rows(records, recipe="seq2seq")
+    assert [row["record_id"] for row in rows] == ["ok"] and dict(report.dropped) == {"too_few_words": 1}
+
+
+def test_seq2seq_rows_carry_the_rendered_prompt_and_target():
+    """The prompt is judge.render_prompt; the target judge.render_target with the verdict's own score."""
+    rec = record("r1", [2, 1], ["Всё верно, ошибок нет.", "Есть неточность в ответе."])
+    rows, _ = build_rows([rec], recipe="seq2seq")
+    assert rows[1] == {
+        "id": "r1/1",
+        "record_id": "r1",
+        "prompt": judge.render_prompt(rec),
+        "feedback": "Есть неточность в ответе.",
+        "score": 1.0,
+        "completion": "[FEEDBACK] Есть неточность в ответе. [RESULT] 1 [END]",
+    }
+
+
+@pytest.mark.parametrize("score_target, labels", [("mean", [1.5, 1.5]), ("expert", [2.0, 1.0])])
+def test_regression_rows_carry_the_rationale_target_and_the_label(score_target, labels):
+    """Regression: target [FEEDBACK] ... [END] (no score), label = mean over experts or the verdict's own score."""
+    rec = record("r1", [2, 1], ["Всё верно, ошибок нет.", "Есть неточность в ответе."])
+    rows, _ = build_rows([rec], recipe="regression", score_target=score_target)
+    assert [row["label"] for row in rows] == labels
+    assert rows[0]["completion"] == "[FEEDBACK] Всё верно, ошибок нет. [END]"
+
+
+def zero_shot_record(rid="z1"):
+    return record(rid, [2], ["Ответ верный и полный."], task_type="Style transfer")
+
+
+def test_zero_shot_records_are_refused_by_default():
+    """A Zero-Shot task type in training data stops the build with LeakageError naming the record."""
+    with pytest.raises(judge.LeakageError, match="z1"):
+        build_rows([record("r1", [2], ["Ответ верный и полный."]), zero_shot_record()], recipe="seq2seq")
+
+
+def test_zero_shot_records_can_be_dropped_or_allowed_explicitly():
+    """zero_shot='drop' leaves them out and counts them; 'allow' keeps them."""
+    records = [record("r1", [2], ["Ответ верный и полный."]), zero_shot_record()]
+    rows, report = build_rows(records, recipe="seq2seq", zero_shot="drop")
+    assert [row["record_id"] for row in rows] == ["r1"]
+    assert report.dropped == {"zero_shot": 1} and report.zero_shot_ids == ["z1"]
+    rows, report = build_rows(records, recipe="seq2seq", zero_shot="allow")
+    assert [row["record_id"] for row in rows] == ["r1", "z1"] and not report.dropped
+
+
+def test_zero_shot_criteria_are_refused_too():
+    """A held-out criterion (Rhyme quality) is Zero-Shot whatever the task type."""
+    with pytest.raises(judge.LeakageError):
+        build_rows([record("r1", [2], ["Рифма точная везде."], criterion="Качество рифмы")], recipe="seq2seq")
+
+
+def test_the_sample_data_report_counts_every_verdict():
+    """On the bundled sample data every verdict is either a row or counted under a reason."""
+    rows, report = build_rows(judge.load_records(judge.sample_data_path()), recipe="seq2seq", zero_shot="drop")
+    assert report.n_rows == len(rows) > 0
+    assert report.n_verdicts == len(rows) + sum(report.dropped.values())
+    assert report.dropped["zero_shot"] > 0
+
+
+def test_split_keeps_a_records_verdicts_together_and_is_stable():
+    """The validation split hashes the record id: all verdicts of a record fall on one side, run after run."""
+    records = [record(f"r{i}", [2, 1], ["Всё верно, ошибок нет.", "Есть неточность в ответе."]) for i in range(200)]
+    rows, _ = build_rows(records, recipe="seq2seq")
+    train, held_out = split_rows(rows, 0.1)
+    assert {r["record_id"] for r in train}.isdisjoint({r["record_id"] for r in held_out})
+    assert 5 <= len({r["record_id"] for r in held_out}) <= 40
+    assert split_rows(rows, 0.1) == (train, held_out)
+    assert split_rows(rows, 0.0) == (rows, [])
+
+
+@pytest.mark.parametrize("text, share", [("Ответ верный", 1.0), ("Ответ OK", 5 / 7), ("All good", 0.0), ("123 !", 0.0)])
+def test_russian_share_counts_letters_only(text, share):
+    """Digits and punctuation do not count; the share is over letters."""
+    assert russian_share(text) == pytest.approx(share)
+
+
+def test_build_data_command_writes_rows_and_refuses_leakage(tmp_path, capsys):
+    """`judge-train build-data` prints the report, writes JSONL, and exits 2 on Zero-Shot rows unless told."""
+    out = tmp_path / "rows.jsonl"
+    assert build_data_main(["--data", "sample", "--zero-shot", "drop", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "rows kept" in printed and "zero_shot=" in printed
+    first = json.loads(out.read_text(encoding="utf-8").splitlines()[0])
+    assert first["completion"].startswith("[FEEDBACK] ") and first["completion"].endswith(" [END]")
+    assert build_data_main(["--data", "sample"]) == 2
+    assert "Zero-Shot" in capsys.readouterr().out
+
+
+def test_build_data_refuses_the_released_benchmark_unless_told(tmp_path, capsys):
+    """POLLUX is a test set (its dataset card asks that the benchmark not be used for training):
+    build-data refuses its rows, as released or converted to JSONL, unless --allow-benchmark-rows."""
+    from tests.support.release_artifacts import write_released_dataset
+
+    released = write_released_dataset(tmp_path / "POLLUX")
+    converted = judge.write_jsonl(judge.load_records(released), tmp_path / "converted.jsonl")
+    for source in (released, converted):
+        assert build_data_main(["--data", str(source), "--zero-shot", "drop"]) == 2
+        printed = capsys.readouterr().out
+        assert "8 of " in printed and "released POLLUX benchmark" in printed and "asks that it not be used for training" in printed
+        assert "--allow-benchmark-rows" in printed
+    out = tmp_path / "rows.jsonl"
+    assert build_data_main(["--data", str(released), "--zero-shot", "drop", "--allow-benchmark-rows", "--out", str(out)]) == 0
+    assert "rows kept" in capsys.readouterr().out and out.is_file()
+
+
+def test_training_records_of_the_project_schema_are_not_benchmark_rows():
+    """The bundled sample data (project schema) is not mistaken for the benchmark."""
+    from train.build_data import load_training_records
+
+    assert len(load_training_records("sample")) > 0
+
+
+def test_unknown_task_type_stops_the_build_naming_the_row(tmp_path, capsys):
+    """A task type the taxonomy cannot resolve might be a held-out one: refused and dropped modes both stop,
+    naming source, row and field; --zero-shot allow skips the check."""
+    rows = [record("r1", [2], ["Ответ верный и полный."]).to_dict() | {"task_type": "Неизвестная задача"}]
+    path = tmp_path / "custom.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    for mode in ("refuse", "drop"):
+        assert build_data_main(["--data", str(path), "--zero-shot", mode]) == 2
+        printed = capsys.readouterr().out
+        assert f"{path}: row 0: field 'task_type'" in printed and "'Неизвестная задача'" in printed
+        assert "zero_shot: allow" in printed
+    assert build_data_main(["--data", str(path), "--zero-shot", "allow"]) == 0

@@ -1,0 +1,310 @@
+"""The GRPO recipe (train/grpo.py): its rewards on hand-written verdicts, its data rules, its config, the vLLM lines
+for training and serving, the Slurm job in both vLLM modes, and a real trl GRPOTrainer run on a tiny Qwen3.
+
+Run: .venv/bin/python -m pytest tests/unit/test_train_grpo.py -q -n 0        (add -m "not slow" to skip the training run)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tomllib
+import warnings
+from pathlib import Path
+
+import pytest
+
+import judge
+from train import grpo
+from train.config import ConfigError, GRPORecipeConfig, load_config
+from train.grpo_rewards import agreement_reward, format_reward
+from tests.support.train_grpo import REPO, TINY_GRPO
+SERVER_GRPO = REPO / "configs" / "train" / "qwen3-8b" / "grpo.yaml"
+COLOCATE_GRPO = REPO / "configs" / "train" / "t-lite" / "grpo.yaml"
+
+RUBRIC = "0: Ответ неверный.\n\n1: Ответ частично верный.\n\n2: Ответ полностью верный."
+NEGATIVE_RUBRIC = "-1: Хуже эталона.\n\n0: Как эталон.\n\n1: Лучше эталона."
+
+
+def record(rid: str, scores, *, criterion: str = "Грамотность", rubrics: str = RUBRIC, task_type: str = "Editing"):
+    return judge.JudgeRecord(id=rid, instruction="Сколько будет два плюс два?", answer="Четыре.", criteria_name=criterion,
+                             rubrics=rubrics, expert_scores=tuple(scores), task_type=task_type)
+
+
+def rewards_for(rows: list[dict], completions: list[str]) -> tuple[list[float], list[float | None], list[tuple]]:
+    """Both rewards for one completion per row, called as trl calls them (dataset columns as keyword lists)."""
+    columns = {key: [row[key] for row in rows] for key in rows[0] if key != "prompt"}
+    logged: list[tuple] = []
+    kwargs = {"prompts": [row["prompt"] for row in rows], "completions": completions, "completion_ids": [[]] * len(rows)}
+    formats = format_reward(**kwargs, **columns, log_metric=lambda name, value: logged.append((name, value)))
+    return formats, agreement_reward(**kwargs, **columns), logged
+
+
+# ---- the rewards on hand-written completions ---------------------------------------------------------------------
+
+#: (experts' scores, rubric, verdict format, completion, format reward, agreement reward). Agreement is
+#: 1 - |score - mode| / (max - min); the arithmetic is in each row's comment.
+REWARD_CASES = [
+    # 0..2, mode 2: the experts' score -> 1 - 0/2 = 1
+    ([2, 2, 1], RUBRIC, "integer", "<think>Ответ верный и полный.</think>\n\n2", 1.0, 1.0),
+    # 0..2, mode 2, verdict 1 -> 1 - |1 - 2| / 2 = 0.5
+    ([2, 2, 1], RUBRIC, "integer", "<think>Есть неточность.</think>\n\n1", 1.0, 0.5),
+    # 0..2, mode 2, verdict 0 -> 1 - 2/2 = 0
+    ([2, 2, 1], RUBRIC, "integer", "<think>Неверно.</think>\n\n0", 1.0, 0.0),
+    # reasoning cut by the completion limit: unclosed <think>, a failure -> 0 and 0, never a score
+    ([2, 2, 1], RUBRIC, "integer", "<think>Ответ верный, но надо проверить ещё", 0.0, 0.0),
+    # reasoning closed, no answer after it: a failure too
+    ([2, 2, 1], RUBRIC, "integer", "<think>Ответ верный.</think>\n\n", 0.0, 0.0),
+    # 5 on a 0..2 rubric: parsed, off the scale -> 0 and 0
+    ([2, 2, 1], RUBRIC, "integer", "<think>Отлично.</think>\n\n5", 0.0, 0.0),
+    # negative levels -1..1 (span 2), mode 1: verdict -1 -> 1 - |-1 - 1| / 2 = 0; verdict 0 -> 1 - 1/2 = 0.5
+    ([1, 1, 0], NEGATIVE_RUBRIC, "integer", "<think>Хуже.</think>\n\n-1", 1.0, 0.0),
+    ([1, 1, 0], NEGATIVE_RUBRIC, "integer", "<think>Так же.</think>\n\n0", 1.0, 0.5),
+    # -2 on -1..1: off the scale
+    ([1, 1, 0], NEGATIVE_RUBRIC, "integer", "<think>Намного хуже.</think>\n\n-2", 0.0, 0.0),
+    # the tagged format, parsed strictly as judge-serve parses it: 0..2, mode 2, verdict 1 -> 0.5
+    ([2], RUBRIC, "tagged", "[FEEDBACK] Есть неточность. [RESULT] 1 [END]", 1.0, 0.5),
+    # ... a tagged verdict cut before [END] fails
+    ([2], RUBRIC, "tagged", "[FEEDBACK] Есть неточность. [RESULT] 1", 0.0, 0.0),
+]
+
+
+@pytest.mark.parametrize("scores, rubric, verdict_format, completion, expected_format, expected_agreement", REWARD_CASES,
+                         ids=[f"{case[2]}:{case[3][-12:]!r}" for case in REWARD_CASES])
+def test_rewards_on_hand_written_completions(scores, rubric, verdict_format, completion, expected_format,
+                                             expected_agreement):  # fmt: skip
+    """format_reward: 1 for a verdict that parses on the scale; agreement_reward: 1 - |score - mode| / (max - min),
+    0 for a failed or off-scale verdict (cut reasoning, out of scale, negative levels, both formats)."""
+    rows, _ = grpo.grpo_rows([record("r", scores, rubrics=rubric)], verdict_format=verdict_format)
+    formats, agreements, _ = rewards_for(rows, [completion])
+    assert formats == [expected_format] and agreements == [pytest.approx(expected_agreement)]
+
+
+def test_a_critical_criterion_is_rewarded_on_its_own_scale():
+    """A Critical criterion (best at 0: no violation) reads its 0..1 scale with best 0; the experts' mode 0 and a
+    verdict 1 are a whole span apart: 1 - |1 - 0| / 1 = 0; verdict 0: 1."""
+    crit = judge.load_taxonomy().criteria["censor"]
+    rows, _ = grpo.grpo_rows([record("c", [0, 0, 1], criterion=crit.name["ru"], rubrics=crit.rubric("ru"))])
+    assert (rows[0]["scale_levels"], rows[0]["scale_best"], rows[0]["reference_scores"]) == ([0, 1], 0, [0.0])
+    formats, agreements, _ = rewards_for(rows * 2, ["<think>Заглушка.</think>\n\n1", "<think>Ответ есть.</think>\n\n0"])
+    assert formats == [1.0, 1.0] and agreements == [0.0, 1.0]
+
+
+def test_items_without_a_unique_mode_follow_the_named_rule():
+    """Experts 0, 2 tie: 'drop' leaves the item out and counts it; 'nearest' rewards the closer tied mode (verdict 1:
+    max(1 - 1/2, 1 - 1/2) = 0.5; verdict 2: 1); 'skip' keeps the item for the format reward, agreement None."""
+    items = [record("tie", [0, 2]), record("unique", [1, 1, 2])]
+    rows, report = grpo.grpo_rows(items, no_unique_mode="drop")
+    assert [row["id"] for row in rows] == ["unique"] and dict(report.dropped) == {"no_unique_mode": 1}
+
+    rows, report = grpo.grpo_rows(items, no_unique_mode="nearest")
+    assert rows[0]["reference_scores"] == [0.0, 2.0] and not report.dropped
+    _, agreements, _ = rewards_for([rows[0]] * 2, ["<think>.</think>1", "<think>.</think>2"])
+    assert agreements == [0.5, 1.0]
+
+    rows, _ = grpo.grpo_rows(items, no_unique_mode="skip")
+    formats, agreements, _ = rewards_for(rows, ["<think>.</think>1", "<think>.</think>1"])
+    assert formats == [1.0, 1.0] and agreements == [None, 1.0]
+
+
+def test_the_format_reward_logs_the_failed_and_off_scale_shares():
+    """Per generation batch: 2 of 4 verdicts failed (cut reasoning, no answer), 1 of 4 is off the scale."""
+    rows, _ = grpo.grpo_rows([record("r", [2])])
+    completions = ["<think>Верно.</think>2", "<think>Обрыв", "<think>Пусто.</think>", "<think>Много.</think>7"]
+    formats, _, logged = rewards_for(rows * 4, completions)
+    assert formats == [1.0, 0.0, 0.0, 0.0]
+    assert logged == [("verdicts/failed_share", 0.5), ("verdicts/out_of_scale_share", 0.25)]
+
+
+# ---- data rules --------------------------------------------------------------------------------------------------
+
+
+def test_zero_shot_items_are_refused_or_dropped_and_bad_labels_counted():
+    """The paper's no-Zero-Shot rule as the other recipes apply it (refuse by default, drop and count on request);
+    an expert score off the rubric and a rubric without a scale are counted, never trained on."""
+    items = [record("std", [2]), record("zs", [1], task_type="Code modification"), record("off", [3]),
+             record("noscale", [1], rubrics="Оцените ответ.")]
+    with pytest.raises(judge.LeakageError, match="zs"):
+        grpo.grpo_rows(items)
+    rows, report = grpo.grpo_rows(items, zero_shot="drop")
+    assert [row["id"] for row in rows] == ["std"]
+    assert dict(report.dropped) == {"zero_shot": 1, "score_out_of_scale": 1, "no_scale": 1}
+    assert report.zero_shot_ids == ["zs"] and (report.n_records, report.n_verdicts, report.n_rows) == (4, 4, 1)
+
+
+def test_the_prompt_is_the_one_judge_serve_renders_for_the_format(qwen3_tokenizer):
+    """integer: judge.apply_chat with thinking on (the template stops at the assistant header, the judge opens its
+    own <think>); tagged: thinking off (the empty <think> block closed in the prompt)."""
+    rows, _ = grpo.grpo_rows([record("r", [2])])
+    prompt = judge.render_prompt(record("r", [2]))
+    integer = grpo.grpo_dataset(rows, qwen3_tokenizer, "integer")[0]["prompt"]
+    tagged = grpo.grpo_dataset(rows, qwen3_tokenizer, "tagged")[0]["prompt"]
+    assert integer == "<|im_start|>user\n" + prompt + "<|im_end|>\n<|im_start|>assistant\n"
+    assert tagged == integer + "<think>\n\n</think>\n\n"
+
+
+@pytest.fixture(scope="module")
+def qwen3_tokenizer():
+    from train.tiny_models import build_qwen3_tokenizer
+
+    return build_qwen3_tokenizer()
+
+
+# ---- config --------------------------------------------------------------------------------------------------------
+
+
+def test_the_tiny_config_parses_and_a_flag_overrides_it(monkeypatch):
+    """configs/train/tiny/grpo.yaml is a GRPORecipeConfig; --num-generations beats the YAML; the defaults not in
+    the YAML are trl 1.16 GRPOConfig's (beta 0, loss dapo, temperature 1.0, group 8, lr 1e-6)."""
+    from train.cli import build_run_parser
+    from train.config import config_from_args
+
+    monkeypatch.chdir(REPO)
+    config = config_from_args(build_run_parser().parse_args(["--config", str(TINY_GRPO), "--num-generations", "2"]))
+    assert isinstance(config, GRPORecipeConfig) and config.num_generations == 2 and config.verdict_format == "integer"
+    defaults = GRPORecipeConfig()
+    from trl import GRPOConfig
+
+    trl_defaults = GRPOConfig(output_dir="unused", use_cpu=True, bf16=False)
+    for name in ("num_generations", "beta", "loss_type", "temperature", "learning_rate", "max_completion_length",
+                 "vllm_mode", "vllm_gpu_memory_utilization"):
+        assert getattr(defaults, name) == getattr(trl_defaults, name), name
+
+
+@pytest.mark.parametrize("text, message", [
+    ("recipe: grpo\nglobal_batch_size: 6\nnum_generations: 4\n", "must be a multiple of num_generations 4"),
+    ("recipe: grpo\nrewards: {length_reward: 1.0}\n", "unknown reward"),
+    ("recipe: grpo\neval_fraction: 0.1\n", "takes no validation set"),
+    ("recipe: grpo\nno_unique_mode: median\n", "no_unique_mode must be"),
+    ("recipe: grpo\nvllm_mode: remote\n", "vllm_mode must be"),
+    ("recipe: grpo\ntrainer_args: {beta: 0.1}\n", "'beta' is a key of this config"),
+])
+def test_bad_grpo_settings_are_refused(tmp_path, text, message):
+    """Impossible GRPO settings are config errors naming the field, before any work."""
+    path = tmp_path / "grpo.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        load_config(path)
+
+
+def test_judge_train_grpo_help(capsys):
+    """`judge-train grpo --help` exits 0 and lists the GRPO fields."""
+    from train.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["grpo", "--help"])
+    out = capsys.readouterr().out
+    assert exit_info.value.code == 0 and "judge-train grpo" in out and "--num-generations" in out
+
+
+# ---- vLLM: trl's line for training generation, 0.32 for serving ------------------------------------------------
+
+
+def test_training_generation_uses_trls_vllm_line_and_serving_its_own():
+    """trl 1.16 generates with vLLM 0.22-0.31 (it warns on the installed 0.32); the grpo-gpu extra pins that range
+    (TRAINING_VLLM), judge-serve's gpu extra the 0.32 line, and the two admit no common release."""
+    from packaging.specifiers import SpecifierSet
+    from trl.import_utils import is_vllm_available
+
+    from serve.engine_version import SUPPORTED_VLLM
+
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert extras["grpo-gpu"] == [f"vllm{grpo.TRAINING_VLLM}"]
+    training, serving = SpecifierSet(grpo.TRAINING_VLLM), SpecifierSet(SUPPORTED_VLLM)
+    assert {v for v in ("0.22.0", "0.31.0", "0.31.2") if v in training} == {"0.22.0", "0.31.0", "0.31.2"}
+    assert not any(v in training for v in ("0.21.9", "0.32.0")) and not any(v in serving for v in ("0.31.0", "0.22.0"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        is_vllm_available()
+    assert any("0.22.0 to 0.31.0" in str(w.message) for w in caught), "trl's supported vLLM range moved: revisit"
+
+
+@pytest.mark.parametrize("installed, accepted", [("0.31.0", True), ("0.22.0", True), ("0.32.0", False),
+                                                 ("0.21.0", False), (None, False)])
+def test_vllm_generation_refuses_a_vllm_outside_trls_line(installed, accepted):
+    """use_vllm with the serving line (0.32) or no vLLM is a config error naming the extra to install."""
+    if accepted:
+        grpo.check_training_vllm(installed)
+    else:
+        with pytest.raises(ConfigError, match=r"grpo-gpu"):
+            grpo.check_training_vllm(installed)
+
+
+# ---- Slurm ---------------------------------------------------------------------------------------------------------
+
+
+def _dry_run(capsys, config: Path, nodes: int) -> tuple[int, str, str]:
+    from train import slurm_submit
+
+    code = slurm_submit.main(["--config", str(config), "--nodes", str(nodes), "--gpus-per-node", "8", "--dry-run"])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_a_colocated_grpo_job_is_an_ordinary_one_node_job(capsys, monkeypatch):
+    """vllm_mode colocate: one node, 8 ranks, 256 / (4 x 8) = 8 accumulation, no server."""
+    monkeypatch.chdir(REPO)
+    code, script, _ = _dry_run(capsys, COLOCATE_GRPO, 1)
+    assert code == 0 and "export JUDGE_GRAD_ACCUM=8" in script and "#SBATCH --nodes=1" in script
+    assert "export JUDGE_VLLM_SERVE_MODEL" not in script
+
+
+def test_a_server_mode_grpo_job_serves_on_the_first_node_and_trains_on_the_rest(capsys, monkeypatch, tmp_path):
+    """vllm_mode server on 3 nodes: `trl vllm-serve` (tensor parallel 8) on node 1, torchrun on nodes 2-3 (16 ranks:
+    256 / (4 x 16) = 4 accumulation) pointed at node 1's address; one node is refused. The rendered script runs
+    against stand-in srun/scontrol and launches both steps with the same requeue/resume logic as SFT jobs."""
+    monkeypatch.chdir(REPO)
+    code, _, err = _dry_run(capsys, SERVER_GRPO, 1)
+    assert code == 2 and "--nodes 2 or more" in err
+    code, script, _ = _dry_run(capsys, SERVER_GRPO, 3)
+    assert code == 0 and "export JUDGE_GRAD_ACCUM=4" in script and "#SBATCH --requeue" in script
+    assert "export JUDGE_VLLM_SERVE_MODEL=Qwen/Qwen3-8B" in script and "export JUDGE_VLLM_SERVE_TP=8" in script
+
+    out = tmp_path / "run"
+    (out / "checkpoint-3").mkdir(parents=True)
+    (out / "checkpoint-3" / "trainer_state.json").write_text("{}")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    # The server's srun runs in the background and the job kills it on exit: the training srun waits until the
+    # server's call is on record, so that both are, whatever the scheduling.
+    fakes = {"srun": 'if [[ " $* " != *" --ntasks=1 "* ]]; then\n'
+                     '  for _ in $(seq 100); do grep -q -- --ntasks=1 "$FAKE_SRUN_ARGS" 2>/dev/null && break; sleep 0.1; done\n'
+                     'fi\nprintf "%s\\0" "$@" >>"$FAKE_SRUN_ARGS"; printf "\\n" >>"$FAKE_SRUN_ARGS"\n',
+             "scontrol": 'case "$1 $2" in\n  "show hostnames") printf "gx-1\\ngx-2\\ngx-3\\n";;\n'
+                         '  "show node") echo "NodeName=$3 NodeAddr=10.0.0.${3#gx-}";;\nesac\n',
+             "torchrun": "exit 0\n", "judge-train": "exit 0\n", "trl": "exit 0\n"}
+    for name, body in fakes.items():
+        (bin_dir / name).write_text("#!/bin/bash\n" + body)
+        (bin_dir / name).chmod(0o755)
+    script = script.replace(f"export JUDGE_OUTPUT_DIR={REPO / 'runs' / 'qwen3-8b-grpo'}", f"export JUDGE_OUTPUT_DIR={out}")
+    (tmp_path / "job.sbatch").write_text(script)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
+           "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "FAKE_SRUN_ARGS": str(tmp_path / "srun"),
+           "SLURM_JOB_ID": "77", "SLURM_JOB_NODELIST": "gx-[1-3]", "SLURM_JOB_NUM_NODES": "3",
+           "JUDGE_CACHE_DIR": str(tmp_path / "cache")}  # fmt: skip
+    proc = subprocess.run(["bash", str(tmp_path / "job.sbatch")], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "resume      yes" in proc.stdout and "rendezvous  10.0.0.2:29577" in proc.stdout
+    server, training = sorted((call.split("\0") for call in (tmp_path / "srun").read_text().split("\0\n")[:-1]),
+                              key=lambda call: "--ntasks=1" not in call)  # the server's step first
+    assert "--nodelist=gx-1" in server and server[-3:] == ["Qwen/Qwen3-8B", "8", "8000"]
+    assert 'trap "" USR1' in server[server.index("-c") + 1]
+    assert "--nodes=2" in training and "--nodelist=gx-2,gx-3" in training
+    tail = training[training.index("judge-train", training.index("-c") + 2) + 1:]
+    assert tail == ["--config", str(SERVER_GRPO), "--output-dir", str(out), "--resume",
+                    "--vllm-server-host", "10.0.0.1", "--vllm-server-port", "8000"]
+
+
+def test_released_benchmark_rows_are_refused_as_grpo_prompts(tmp_path, capsys):
+    """Rows in the released POLLUX benchmark's schema stop `judge-train grpo` with exit 2 and the dataset card's
+    reason, as in the other recipes (train.build_data.load_training_records), before the base model is built."""
+    from train.cli import main
+
+    row = json.loads((REPO / "judge" / "data" / "sample.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    data = tmp_path / "benchmark.jsonl"
+    data.write_text(json.dumps({**row, "is_provocative": False, "criteria_description": "Описание."},
+                               ensure_ascii=False) + "\n", encoding="utf-8")  # fmt: skip
+    code = main(["grpo", "--config", str(TINY_GRPO), "--data", str(data), "--output-dir", str(tmp_path / "run")])
+    assert code == 2 and "released POLLUX benchmark" in capsys.readouterr().err
+    assert not (tmp_path / "run" / "base-model").exists()

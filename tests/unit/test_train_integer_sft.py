@@ -1,0 +1,192 @@
+"""Supervised fine-tuning in the integer format (Pollux-4B-Judge's): the target, the rows built from reasoning traces,
+what trl's SFTTrainer tokenizes and labels, and the export's manifest that tells judge-serve and judge-eval the format.
+
+Run: .venv/bin/python -m pytest tests/unit/test_train_integer_sft.py -q          (fast tier: tokenization, no training)
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import judge
+from train.seq2seq import integer_rows, integer_target, sft_dataset
+from tests.support.train_integer_sft import COMPLETION_TEXT, PROMPT, PROMPT_FIELDS, REASONING, TRAINING_TEXT, trace_record
+
+
+@pytest.fixture(scope="module")
+def trl_example(qwen3_tok, tmp_path_factory):
+    """The first training example exactly as trl's SFTTrainer prepares it (input_ids, labels) from the recipe's
+    dataset of one integer-format row; a real trainer on a tiny Qwen3 that is built, never trained."""
+    from transformers import Qwen3ForCausalLM
+    from trl import SFTConfig, SFTTrainer
+
+    from train.tiny_models import tiny_qwen3_config
+
+    rows, _ = integer_rows([trace_record()])
+    args = SFTConfig(output_dir=str(tmp_path_factory.mktemp("integer-sft")), use_cpu=True, completion_only_loss=True,
+                     report_to="none", max_length=512, disable_tqdm=True)  # fmt: skip
+    trainer = SFTTrainer(model=Qwen3ForCausalLM(tiny_qwen3_config()), args=args,
+                         train_dataset=sft_dataset(rows, thinking=True), processing_class=qwen3_tok)  # fmt: skip
+    return trainer.train_dataset[0]
+
+
+def test_integer_target_is_qwen3s_assistant_rendering_and_parses_back():
+    """The target is '<think>\\n' + reasoning + '\\n</think>\\n\\n' + the bare integer (whitespace around the reasoning
+    stripped, 2.0 written 2), and the serving parser reads it back as (reasoning, score)."""
+    target = integer_target("\n  " + REASONING + "\n\n", 2.0)
+    assert target == "<think>\nИщу ошибки.\nОшибок нет.\n</think>\n\n2"
+    verdict = judge.parse_integer_verdict(target, scale=judge.Scale((0, 1, 2)))
+    assert (verdict.ok, verdict.score, verdict.feedback, verdict.in_scale) == (True, 2.0, REASONING, True)
+    assert integer_target("Грубо.", -1) == "<think>\nГрубо.\n</think>\n\n-1"
+
+
+def test_integer_rows_have_no_thinking_switch(qwen3_tok):
+    """The trl rows of the integer format carry no chat_template_kwargs (thinking left on, as apply_chat(thinking=True)
+    passes none); the tagged rows keep thinking off."""
+    rows, report = integer_rows([trace_record()])
+    assert report.n_rows == 1 and rows[0]["record_id"] == "item-1" and rows[0]["prompt"] == PROMPT
+    assert sft_dataset(rows, thinking=True)[0] == {
+        "prompt": [{"role": "user", "content": PROMPT}],
+        "completion": [{"role": "assistant", "content": "<think>\nИщу ошибки.\nОшибок нет.\n</think>\n\n2"}],
+    }
+    assert sft_dataset(rows)[0]["chat_template_kwargs"] == {"enable_thinking": False}
+
+
+def test_trl_trains_on_the_integer_target_byte_for_byte(trl_example, qwen3_tok):
+    """What SFTTrainer tokenizes is TRAINING_TEXT token for token; the labels are -100 over the prompt (through
+    '<|im_start|>assistant\\n') and the ids themselves over '<think>' ... '2<|im_end|>\\n': the reasoning, the integer
+    and the end-of-turn token carry the loss."""
+    ids, labels = trl_example["input_ids"], trl_example["labels"]
+    assert qwen3_tok.decode(ids) == TRAINING_TEXT
+    assert ids == qwen3_tok(TRAINING_TEXT, add_special_tokens=False)["input_ids"]
+    prompt_ids = qwen3_tok("<|im_start|>user\n" + PROMPT + "<|im_end|>\n<|im_start|>assistant\n",
+                           add_special_tokens=False)["input_ids"]  # fmt: skip
+    n = len(prompt_ids)
+    assert ids[:n] == prompt_ids
+    assert labels[:n] == [-100] * n
+    assert labels[n:] == ids[n:]
+    assert qwen3_tok.decode(ids[n:]) == COMPLETION_TEXT
+    # <think> (151667) opens the labelled part; </think> (151668) is learnt; <|im_end|> (151645) then "\n" end it.
+    assert labels[n] == 151_667 and 151_668 in labels[n:] and labels[-2:] == [151_645, qwen3_tok.encode("\n")[0]]
+
+
+def test_trained_prompt_is_the_prompt_judge_serve_sends(trl_example, qwen3_tok):
+    """The unlabelled prompt trl trained on is, token for token, what judge-serve sends an integer-format judge for
+    the same item and criterion (serve.jobs.build_jobs with thinking on), and not the thinking-off prompt."""
+    from judge.wire import JudgeRequest
+    from serve.jobs import build_jobs
+
+    item = {key: PROMPT_FIELDS[key] for key in ("instruction", "answer", "reference_answer")}
+    request = JudgeRequest.model_validate(
+        {"items": [{**item, "criteria": [{"name": PROMPT_FIELDS["criteria_name"], "rubrics": PROMPT_FIELDS["rubrics"]}]}]})
+    (job,) = build_jobs(request, qwen3_tok, max_model_len=4096, max_tokens=512, thinking=True)
+    n = len(job.prompt_ids)
+    assert job.prompt == PROMPT
+    assert trl_example["input_ids"][:n] == job.prompt_ids and trl_example["labels"][n - 1] == -100
+    assert trl_example["labels"][n] != -100
+    (off,) = build_jobs(request, qwen3_tok, max_model_len=4096, max_tokens=512, thinking=False)
+    assert len(off.prompt_ids) == n + 4  # the thinking-off prompt adds <think> \n\n </think> \n\n
+
+
+def test_chatml_base_learns_the_same_completion_bytes(qwen_tokenizer):
+    """A ChatML base (Qwen2.5, T-lite) renders the integer target unchanged after the same user turn: the training text
+    is the hand-derived ChatML text, the prompt rendered with thinking on an exact prefix of it."""
+    (row,), _ = integer_rows([trace_record()])
+    text = judge.apply_chat(qwen_tokenizer, row["prompt"], row["completion"], thinking=True)
+    assert text == TRAINING_TEXT
+    assert text.startswith(judge.apply_chat(qwen_tokenizer, row["prompt"], thinking=True))
+
+
+def test_rows_without_reasoning_are_refused_naming_the_row():
+    """missing_reasoning: refuse (default) stops at the first row without a reasoning text or a reasoning_score, naming
+    the source, the row and the record; drop counts them instead."""
+    good = trace_record()
+    no_text = judge.records_from_rows([{**good.to_dict(), "id": "item-2#0", "reasoning": "  "}], source="traces.jsonl")
+    no_score = judge.records_from_rows([{**good.to_dict(), "id": "item-3#0", "reasoning_score": None}],
+                                       source="traces.jsonl")  # fmt: skip
+    with pytest.raises(judge.RecordError) as caught:
+        integer_rows([good, *no_text])
+    assert (caught.value.source, caught.value.row, caught.value.field) == ("traces.jsonl", 0, "reasoning")
+    assert "'item-2#0'" in str(caught.value) and "missing_reasoning: drop" in str(caught.value)
+    with pytest.raises(judge.RecordError, match="item-3#0.*reasoning_score"):
+        integer_rows([good, *no_score])
+    rows, report = integer_rows([good, *no_text, *no_score], missing_reasoning="drop")
+    assert [row["id"] for row in rows] == ["item-1#0"]
+    assert dict(report.dropped) == {"no_reasoning": 1, "no_reasoning_score": 1}
+
+
+def test_unusable_traces_are_dropped_by_reason():
+    """A score that is not an integer, one outside the rubric, and a reasoning holding a think tag are each dropped
+    and counted under their reason; never trained on."""
+    rows, report = integer_rows([
+        trace_record(id="a#0", reasoning_score=1.5),
+        trace_record(id="b#0", reasoning_score=3),
+        trace_record(id="c#0", reasoning="Думаю </think> 1"),
+        trace_record(id="d#0", reasoning_score=0),
+    ])
+    assert [(row["id"], row["completion"][-1]) for row in rows] == [("d#0", "0")]
+    assert dict(report.dropped) == {"score_not_integer": 1, "score_out_of_scale": 1, "think_tags_in_reasoning": 1}
+    assert (report.n_records, report.n_rows) == (4, 1)
+
+
+def test_zero_shot_traces_are_refused_as_build_data_refuses_them():
+    """A trace of a Zero-Shot task type is refused by default (judge.LeakageError with build-data's hint), left out
+    and counted with zero_shot: drop."""
+    spec = judge.load_split_spec()
+    held_out = sorted(spec.task_types)[0]
+    leak = trace_record(id="z#0", task_type=held_out)
+    with pytest.raises(judge.LeakageError, match="zero_shot: drop"):
+        integer_rows([trace_record(), leak])
+    rows, report = integer_rows([trace_record(), leak], zero_shot="drop")
+    assert [row["id"] for row in rows] == ["item-1#0"] and report.dropped["zero_shot"] == 1
+
+
+def test_config_takes_the_integer_format_and_refuses_unknown_values():
+    """verdict_format and missing_reasoning are seq2seq config fields, checked when the config loads."""
+    from train.config import ConfigError, load_config
+
+    config = load_config("configs/train/tiny/seq2seq.yaml", {"verdict_format": "integer", "missing_reasoning": "drop"})
+    assert (config.verdict_format, config.missing_reasoning) == ("integer", "drop")
+    assert load_config("configs/train/tiny/seq2seq.yaml").verdict_format == "tagged"
+    with pytest.raises(ConfigError, match="verdict_format must be 'tagged' or 'integer'"):
+        load_config("configs/train/tiny/seq2seq.yaml", {"verdict_format": "json"})
+    with pytest.raises(ConfigError, match="missing_reasoning"):
+        load_config("configs/train/tiny/seq2seq.yaml", {"missing_reasoning": "guess"})
+
+
+def test_export_manifest_records_the_format_and_serve_and_eval_read_it(tmp_path, qwen3_tok):
+    """export_seq2seq writes verdict_format into pollux_judge.json; judge.checkpoints (what judge-serve's auto format
+    and judge-eval ask) reads integer back with no flag, and a tagged export stays tagged."""
+    from transformers import Qwen3ForCausalLM
+
+    from judge.checkpoints import EXPORT_MANIFEST, checkpoint_verdict_format
+    from train.export import export_seq2seq
+    from train.tiny_models import tiny_qwen3_config
+
+    model = Qwen3ForCausalLM(tiny_qwen3_config())
+    integer_dir = export_seq2seq(model, qwen3_tok, tmp_path / "integer", verdict_format="integer")
+    manifest = json.loads((integer_dir / EXPORT_MANIFEST).read_text(encoding="utf-8"))
+    assert manifest == {"mode": "seq2seq", "prompt_version": judge.PROMPT_VERSION, "generator": ".", "score_head": None,
+                        "verdict_format": "integer"}  # fmt: skip
+    assert checkpoint_verdict_format(integer_dir) == "integer"
+    tagged_dir = export_seq2seq(model, qwen3_tok, tmp_path / "tagged")
+    assert checkpoint_verdict_format(tagged_dir) == "tagged"
+
+    from eval.judging.run import resolve_verdict_format
+
+    assert resolve_verdict_format("auto", str(integer_dir), "any-name") == "integer"
+
+
+def test_judge_train_refuses_rows_without_reasoning_before_writing_anything(tmp_path, capsys):
+    """`judge-train run --verdict-format integer` on data with no reasoning traces (the bundled sample) exits 2 with
+    the error naming the file, the row and the field, before the run folder exists; no traceback."""
+    from train.cli import main
+
+    out = tmp_path / "run"
+    assert main(["run", "--config", "configs/train/tiny/seq2seq.yaml", "--verdict-format", "integer",
+                 "--output-dir", str(out)]) == 2  # fmt: skip
+    err = capsys.readouterr().err
+    assert f"{judge.sample_data_path()}: row " in err and "field 'reasoning'" in err and "judge-train data traces" in err
+    assert not out.exists()

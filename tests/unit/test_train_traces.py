@@ -1,0 +1,240 @@
+"""The traces stage (`judge-train data traces`): a thinking teacher judges each training item k times in the integer
+format; traces agreeing with the experts' mode are kept, the rest counted by reason; resumable through its journal.
+
+The teacher is ``tests.support.scripted_endpoint.ScriptedEndpoint``, a real HTTP server on 127.0.0.1 answering from a script
+keyed by the prompt: the network boundary, whose exact payloads the tests assert.
+
+Run: .venv/bin/python -m pytest tests/unit/test_train_traces.py -q
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import judge
+from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
+from train.synthetic.cli import main
+from train.synthetic.traces import experts_reference
+
+RUBRICS = "0: много ошибок\n\n1: есть ошибки\n\n2: ошибок нет"
+BASE = {"reference_answer": "", "criteria_name": "Грамотность", "rubrics": RUBRICS, "task_type": "Editing"}
+#: A: experts 2, 2, 1 (mode 2). B: one expert, 1 (mode 1). C: experts 0 and 2 (two modes).
+RECORDS = [
+    {"id": "A", "instruction": "Исправьте: «Я пошол домой.»", "answer": "Я пошёл домой.", "expert_scores": [2, 2, 1], **BASE},
+    {"id": "B", "instruction": "Исправьте: «Мы ушли не попрощавшись.»", "answer": "Мы ушли.", "expert_scores": [1], **BASE},
+    {"id": "C", "instruction": "Исправьте: «Он сказал сказал.»", "answer": "Он сказал.", "expert_scores": [0, 2], **BASE},
+]
+MODEL = "Pollux-4B-Judge"
+
+
+def reply(content: str, reasoning: str | None = None, finish: str = "stop") -> dict:
+    """A chat completion as vLLM's reasoning parser returns it (reasoning apart) or, without reasoning, inline."""
+    body = chat_completion(content, MODEL, finish)
+    if reasoning is not None:
+        body["choices"][0]["message"]["reasoning"] = reasoning
+    return body
+
+
+#: The teacher's four answers per item, in order (concurrency 1 keeps the order). By hand, tolerance 0:
+#: A (mode 2): "2" kept, "1" disagrees, inline "<think>..</think> 2" kept, "5" out of scale (the rubric is 0-2).
+#: B (mode 1): "1" kept, a generation cut inside <think> fails (verdict_unclosed_think), a 500 fails
+#: (request_failed, no retries), "1" with no reasoning is dropped (no_reasoning).
+#: C has two modes (0 and 2): with no_unique_mode skip it is never asked.
+#: Traces: 2 items x 4 = 8 = kept 3 + dropped 3 + failed 2.
+SCRIPT = {
+    "A": [reply("2", "Ошибка исправлена, других нет."), reply("1", "Есть сомнения."),
+          reply("<think>\nВсё исправлено.\n</think>\n\n2"), reply("5", "Отлично.")],
+    "B": [reply("1", "Запятая пропущена."), reply("<think>\nДумаю о запятых", finish="length"), 500,
+          reply("1")],
+    "C": [reply("0", "Повтор остался."), reply("2", "Повтора нет."), reply("0", "Повтор."), reply("1", "Спорно.")],
+}
+
+
+class Teacher(ScriptedEndpoint):
+    """The scripted teacher: the answers of SCRIPT for the item whose judge prompt it receives, in order."""
+
+    def __init__(self):
+        prompts = {judge.render_prompt({**row, "reference_answer": ""}): row["id"] for row in RECORDS}
+        self.left = {item: list(answers) for item, answers in SCRIPT.items()}
+
+        def respond(path: str, body: dict):
+            item = prompts[body["messages"][-1]["content"]]
+            answer = self.left[item].pop(0)
+            if isinstance(answer, int):
+                return answer, {"error": {"message": "scripted failure", "type": "server_error"}}
+            return 200, answer
+
+        super().__init__(respond, model=MODEL)
+
+
+@pytest.fixture
+def teacher():
+    with Teacher() as server:
+        yield server
+
+
+def write_inputs(tmp_path: Path, rows=RECORDS) -> Path:
+    path = tmp_path / "records.jsonl"
+    path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def write_config(tmp_path: Path, url: str, **overrides) -> Path:
+    teacher = {"name": "pollux-4b", "model": MODEL, "base_url": url, "temperature": 0.6, "max_tokens": 256,
+               "extra_body": {"top_p": 0.95}}  # fmt: skip
+    config = {"teacher": teacher, "samples_per_item": 4, "concurrency": 1, "max_retries": 0, "backoff_s": 0.0,
+              **overrides}  # fmt: skip
+    path = tmp_path / "traces.yaml"
+    path.write_text(json.dumps(config, ensure_ascii=False), encoding="utf-8")  # JSON is YAML
+    return path
+
+
+def jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def test_experts_reference_mode_median_mean():
+    """The mode (all modes when tied, ascending), the median and the mean of the experts' scores."""
+    assert experts_reference([2, 2, 1], "mode") == (2.0,)
+    assert experts_reference([0, 2], "mode") == (0.0, 2.0)
+    assert experts_reference([0, 1, 2, 2], "median") == (1.5,)  # (1 + 2) / 2
+    assert experts_reference([2, 2, 1], "mean") == (5 / 3,)
+
+
+def test_traces_kept_dropped_and_failed_by_reason(teacher, tmp_path, capsys):
+    """The counts derived by hand in SCRIPT, in summary.json and on stdout; every request is the Russian judge prompt
+    as one user turn with the teacher's settings; kept rows carry the trace and its integer."""
+    out = tmp_path / "traces"
+    argv = ["traces", "--config", str(write_config(tmp_path, teacher.base_url)), "--input", str(write_inputs(tmp_path)),
+            "--output", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["kept"], summary["dropped"], summary["failed"], summary["traces"]) == (3, 3, 2, 8)
+    assert summary["dropped_by_reason"] == {"disagrees": 1, "no_reasoning": 1, "out_of_scale": 1}
+    assert summary["failed_by_reason"] == {"request_failed": 1, "verdict_unclosed_think": 1}
+    assert summary["skipped_items_by_reason"] == {"no_unique_mode": 1}
+    assert (summary["items"], summary["items_with_a_kept_trace"]) == (2, 2)
+    assert capsys.readouterr().out.strip() == (
+        f"traces: kept 3, dropped 3 (disagrees 1, no_reasoning 1, out_of_scale 1), failed 2 (request_failed 1, "
+        f"verdict_unclosed_think 1); items not asked 1 (no_unique_mode 1) -> {out}")
+
+    bodies = teacher.bodies("/v1/chat/completions")
+    assert len(bodies) == 8  # C never asked
+    record_a = {**RECORDS[0], "reference_answer": ""}
+    assert bodies[0] == {"model": MODEL, "messages": [{"role": "user", "content": judge.render_prompt(record_a)}],
+                         "temperature": 0.6, "max_tokens": 256, "top_p": 0.95}  # fmt: skip
+
+    kept = jsonl(out / "traces.jsonl")
+    assert [(row["id"], row["item_id"], row["reasoning"], row["reasoning_score"]) for row in kept] == [
+        ("A#0", "A", "Ошибка исправлена, других нет.", 2), ("A#2", "A", "Всё исправлено.", 2),
+        ("B#0", "B", "Запятая пропущена.", 1)]  # fmt: skip
+    assert kept[0]["expert_scores"] == [2, 2, 1] and kept[0]["experts_reference"] == [2.0]
+    assert sorted(row["id"] for row in jsonl(out / "failed.jsonl")) == ["B#1", "B#2"]
+    assert [row["id"] for row in jsonl(out / "skipped.jsonl")] == ["C"]
+    run = json.loads((out / "run.json").read_text())
+    assert run["prompt_version"] == judge.PROMPT_VERSION and run["config"]["samples_per_item"] == 4
+
+
+def test_kept_traces_are_integer_sft_rows(teacher, tmp_path):
+    """traces.jsonl is training data for the seq2seq recipe's integer format as it is: loaded as build-data loads
+    records, each kept trace becomes one row whose target is <think> reasoning </think> then the integer."""
+    from train.build_data import load_training_records
+    from train.seq2seq import integer_rows
+
+    out = tmp_path / "traces"
+    assert main(["traces", "--config", str(write_config(tmp_path, teacher.base_url)), "--input",
+                 str(write_inputs(tmp_path)), "--output", str(out)]) == 0  # fmt: skip
+    rows, report = integer_rows(load_training_records(str(out / "traces.jsonl")))
+    assert [(row["record_id"], row["completion"]) for row in rows] == [
+        ("A", "<think>\nОшибка исправлена, других нет.\n</think>\n\n2"),
+        ("A", "<think>\nВсё исправлено.\n</think>\n\n2"),
+        ("B", "<think>\nЗапятая пропущена.\n</think>\n\n1")]  # fmt: skip
+    assert report.n_rows == 3 and not report.dropped
+
+
+def test_no_unique_mode_any_and_tolerance_and_item_cap(teacher, tmp_path):
+    """no_unique_mode any asks C too and keeps a trace equal to either mode (0, 2, 0 of 0, 2, 0, 1); tolerance 1 keeps
+    A's "1" (|1 - 2| = 1); max_kept_per_item 2 drops A's third agreeing trace as over_item_cap."""
+    out = tmp_path / "traces"
+    config = write_config(tmp_path, teacher.base_url, no_unique_mode="any", tolerance=1.0, max_kept_per_item=2)
+    assert main(["traces", "--config", str(config), "--input", str(write_inputs(tmp_path)), "--output", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    # A: 2 kept, 1 kept, 2 over the cap, 5 out of scale. B: as before (1 kept). C: 0 kept, 2 kept, 0 and 1 over the cap
+    # (|1 - 0| and |1 - 2| are both 1, so "1" agrees too, but the cap is reached first).
+    assert (summary["kept"], summary["traces"]) == (5, 12)
+    assert summary["dropped_by_reason"] == {"no_reasoning": 1, "out_of_scale": 1, "over_item_cap": 3}
+    assert [row["id"] for row in jsonl(out / "traces.jsonl")] == ["A#0", "A#1", "B#0", "C#0", "C#1"]
+
+
+def test_retuning_and_resuming_reuse_the_journal(teacher, tmp_path):
+    """A run limited to the first item, then the full run: only B's four traces are asked. A rerun with another
+    tolerance asks nothing and re-decides from the journal. A journal line torn by a kill is asked again, alone."""
+    inputs = write_inputs(tmp_path)
+    config = write_config(tmp_path, teacher.base_url)
+    out = tmp_path / "traces"
+    argv = ["traces", "--config", str(config), "--input", str(inputs), "--output", str(out)]
+    assert main([*argv, "--limit", "1"]) == 0
+    assert len(teacher.requests) == 4 and json.loads((out / "summary.json").read_text())["kept"] == 2
+    assert main(argv) == 0
+    assert len(teacher.requests) == 8 and json.loads((out / "summary.json").read_text())["kept"] == 3
+
+    assert main([*argv, "--tolerance", "1"]) == 0
+    assert len(teacher.requests) == 8
+    assert json.loads((out / "summary.json").read_text())["kept"] == 4  # A's "1" agrees within 1 point
+
+    lines = (out / "journal.jsonl").read_text(encoding="utf-8").splitlines()
+    torn = json.loads(lines[-1])["key"]
+    (out / "journal.jsonl").write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:20], encoding="utf-8")
+    teacher.left["B"] = [reply("1")]  # what the re-asked trace gets (B's script is spent)
+    assert main(argv) == 0
+    assert len(teacher.requests) == 9
+    keys = [json.loads(line)["key"] for line in (out / "journal.jsonl").read_text().splitlines()]
+    assert keys.count(torn) == 1 and len(keys) == 8
+
+
+def test_zero_shot_and_benchmark_rows_are_refused_as_build_data_refuses_them(teacher, tmp_path, capsys):
+    """A Zero-Shot item stops the stage (exit 2, build-data's message) before any request; zero_shot drop skips it and
+    counts it. Rows in the released benchmark's schema are refused as build-data refuses them."""
+    held_out = sorted(judge.load_split_spec().task_types)[0]
+    rows = [*RECORDS[:1], {**RECORDS[1], "id": "Z", "task_type": held_out}]
+    config = write_config(tmp_path, teacher.base_url)
+    argv = ["traces", "--config", str(config), "--input", str(write_inputs(tmp_path, rows)), "--output",
+            str(tmp_path / "refused")]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Zero-Shot test" in err and ": Z;" in err and "zero_shot: drop" in err
+    assert teacher.requests == []
+
+    out = tmp_path / "dropped"
+    assert main([*argv[:-1], str(out), "--zero-shot", "drop", "--limit", "1"]) == 0
+    assert json.loads((out / "summary.json").read_text())["skipped_items_by_reason"] == {"zero_shot": 1}
+
+    released = tmp_path / "released.jsonl"
+    released.write_text(json.dumps({**{k: v for k, v in RECORDS[0].items() if k not in ("id", "expert_scores")},
+                                    "annotations": [{"comment": "Хорошо.", "score": 2}]}, ensure_ascii=False) + "\n",
+                        encoding="utf-8")  # fmt: skip
+    assert main(["traces", "--config", str(config), "--input", str(released), "--output", str(tmp_path / "b")]) == 2
+    assert "released POLLUX benchmark" in capsys.readouterr().err
+    assert len(teacher.requests) == 4  # only the drop run's first item
+
+
+def test_shipped_traces_config_parses_and_names_its_command(capsys):
+    """configs/data/traces.yaml parses (teacher: judge-serve's Pollux-4B-Judge, k = 4, mode, tolerance 0) and starts
+    with the command that runs it; --help lists the stage's flags."""
+    from train.synthetic.config import TracesConfig, load_config
+
+    path = Path(__file__).resolve().parents[2] / "configs" / "data" / "traces.yaml"
+    config = load_config(TracesConfig, path)
+    assert (config.teacher["model"], config.samples_per_item, config.agreement, config.tolerance,
+            config.no_unique_mode, config.zero_shot) == ("Pollux-4B-Judge", 4, "mode", 0.0, "skip", "refuse")  # fmt: skip
+    assert path.read_text().startswith("# judge-train data traces --config configs/data/traces.yaml")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["traces", "--help"])
+    assert exit_info.value.code == 0 and "--samples-per-item" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="samples_per_item"):
+        TracesConfig(samples_per_item=0)
+    assert main(["traces", "--input", "x.jsonl", "--output", "out", "--samples-per-item", "0"]) == 2
+    assert "samples_per_item must be at least 1, got 0" in capsys.readouterr().err

@@ -1,0 +1,124 @@
+"""The wire formats tie writer to reader: judge-serve's ``/v1/judge`` result (``judge.JudgeResult``) as judge-eval
+reads it, and the predictions row (``eval.judging.predictions.PredictionRow``) as run writes and score reads it.
+
+judge-serve's real ``Judge`` runs here against scripted engines on 127.0.0.1 (the network boundary: a vLLM
+``/v1/completions`` and a pooling ``/classify``), its response goes through JSON, and eval's real reader takes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+
+import pytest
+
+import judge
+from eval.judging.backends import JudgeServeBackend
+from eval.judging.predictions import PREDICTION_FIELDS, PredictionRow, read_predictions
+from judge.checkpoints import JudgeKind
+from judge.plumbing.journal import JournalWriter
+from judge.wire import JUDGE_RESULT_FIELDS, JudgeResponse, JudgeResult, ScoreSource
+from serve.engine_client import EngineClient, engine_session
+from serve.judging import Judge, JudgeSettings
+from serve.schema import parse_judge_request
+from tests.support.scripted_endpoint import ScriptedEndpoint
+
+RUBRICS = "0: плохо\n\n1: средне\n\n2: хорошо"
+REQUEST = {"items": [{"id": "q1", "instruction": "Напиши стих.", "answer": "Роза красная.",
+                      "criteria": [{"name": "Рифма", "rubrics": RUBRICS}, {"name": "Ритм", "rubrics": RUBRICS}]}]}
+OUTPUTS = {"seq2seq": "[FEEDBACK] Рифма есть. [RESULT] 1 [END]", "regression": "[FEEDBACK] Рифма есть. [END]"}
+HEAD_VALUE = 2.7  # the scripted head's raw score: clipped to 2 on the 0..2 scale
+
+
+def _engine(kind: str):
+    def respond(path: str, body: dict) -> tuple[int, dict]:
+        if path == "/classify":
+            return 200, {"data": [{"probs": [HEAD_VALUE]}]}
+        return 200, {"choices": [{"text": OUTPUTS[kind], "finish_reason": "stop"}],
+                     "usage": {"prompt_tokens": 11, "completion_tokens": 7}}
+
+    return ScriptedEndpoint(respond)
+
+
+def _serve(kind: str, tokenizer) -> dict:
+    """What judge-serve's Judge answers for REQUEST, as it crosses the wire (through JSON)."""
+    settings = JudgeSettings(model_name="tiny", kind=JudgeKind(kind), engine_models={"generator": "gen", "pooler": "pool"},
+                             max_model_len=4096, max_tokens=64, temperature=0.0, score_logprobs=False, lenient=False,
+                             constrained=False, feedback_max_chars=0, max_judgments=16)
+
+    async def go(root: str) -> dict:
+        async with engine_session(30.0, max_connections=8) as http:
+            dead = asyncio.Event()
+            engine = EngineClient(http, root, dead, lambda: "dead")
+            server = Judge(settings, tokenizer, engine, engine if kind == "regression" else None, asyncio.Semaphore(4))
+            response = await server.run(parse_judge_request(REQUEST))
+            assert isinstance(response, JudgeResponse)  # the contract's type; the app sends its to_json()
+            return response.to_json()
+
+    with _engine(kind) as endpoint:
+        body = asyncio.run(go(endpoint.base_url.removesuffix("/v1")))
+    return json.loads(json.dumps(body, ensure_ascii=False))
+
+
+@pytest.mark.parametrize(
+    ("kind", "score", "source", "regression_score"),
+    [("seq2seq", 1.0, ScoreSource.VERDICT, None), ("regression", 2.0, ScoreSource.REGRESSION_HEAD, HEAD_VALUE)],
+)
+def test_what_serve_emits_is_what_eval_reads(qwen_tokenizer, tmp_path, kind, score, source, regression_score):
+    """Each /v1/judge result has exactly JudgeResult's fields; eval reads it into a predictions row with the score,
+    its source and the head's raw value, and score reads that row back unchanged."""
+    body = _serve(kind, qwen_tokenizer)
+    results = body["items"][0]["results"]
+    assert len(results) == 2 and all(list(r) == list(JUDGE_RESULT_FIELDS) for r in results)
+    assert body["usage"]["parsed"] == 2 and body["usage"]["prompt_tokens"] == 22
+
+    rows = [PredictionRow(id=f"q1-{k}", judge="tiny", latency_s=0.5,
+                          **JudgeServeBackend._outcome(JudgeResult.from_json(r))) for k, r in enumerate(results)]
+    for row in rows:
+        assert (row.score, row.parse_ok, row.score_source, row.regression_score) == (score, True, source,
+                                                                                      regression_score)
+        assert row.feedback == "Рифма есть." and row.raw_output == OUTPUTS[kind] and row.error is None
+    JournalWriter(tmp_path / "predictions.jsonl").append(*(row.to_json() for row in rows))
+    assert read_predictions(tmp_path) == [row.to_json() for row in rows]
+
+
+def test_regression_result_round_trips_its_nested_fields(qwen_tokenizer):
+    """from_json(to_json(result)) is the result again, the LM's own verdict and the usage included."""
+    (result, _) = _serve("regression", qwen_tokenizer)["items"][0]["results"]
+    typed = JudgeResult.from_json(result)
+    assert typed.lm_verdict == judge.wire.LmVerdict(score=None, parse_ok=False, error="no_result",
+                                                    error_reason="no [RESULT] tag in the output")
+    assert typed.usage == judge.wire.JudgmentUsage(prompt_tokens=11, completion_tokens=7)
+    assert typed.rationale_complete is True and JudgeResult.from_json(typed.to_json()) == typed
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [({"surprise": 1}, r"unknown field\(s\) \['surprise'\]"), ({"score_source": "regression"}, "score_source"),
+     ({"criterion": None, "scale": None}, None), ({"criterion": None}, r"result\.criterion: required field is missing"),
+     ({"usage": {"prompt_tokens": 1, "cached": 2}}, r"result\.usage: unknown field\(s\) \['cached'\]"),
+     ({"lm_verdict": {"score": 1.0}}, r"result\.lm_verdict\.parse_ok: required field is missing")],
+)
+def test_judge_result_refuses_what_it_does_not_know(change, message):
+    """An unknown field or score source is refused by name; a missing (or null, where its type has no None)
+    required field names the field; nested objects are read as strictly."""
+    base = JudgeResult(criterion="c", criterion_id=None, scale=[0, 1]).to_json()
+    data = {**base, **change}
+    if message is None:
+        data = {k: v for k, v in base.items() if k != "scale"}
+        message = r"result\.scale: required field is missing"
+    with pytest.raises(ValueError, match=message):
+        JudgeResult.from_json(data)
+
+
+def test_prediction_fields_are_the_row_dataclass():
+    """PREDICTION_FIELDS is derived from PredictionRow, in the order rows are written; unknown keys are refused."""
+    assert PREDICTION_FIELDS == tuple(f.name for f in dataclasses.fields(PredictionRow))
+    assert list(PredictionRow(id="x").to_json()) == list(PREDICTION_FIELDS)
+    with pytest.raises(ValueError, match=r"row 3: unknown prediction field\(s\) \['score_distribution'\]"):
+        PredictionRow.from_json({"id": "x", "score_distribution": {}}, where="row 3")
+    with pytest.raises(ValueError, match="id: required"):
+        PredictionRow.from_json({"judge": "j"})
+    with pytest.raises(ValueError, match=r"row 4\.id: required field is missing"):
+        PredictionRow.from_json({"id": None}, where="row 4")
