@@ -7,8 +7,7 @@ from pathlib import Path
 from eval.cli import main
 from tests.support.browser import browser  # noqa: F401  (the fixture)
 from tests.support.release_instructions import write_instructions_dataset
-from tests.support.eval_ranking import GEN, LITERACY, SAFE, TECH, _rank_argv, _rows
-from tests.unit.test_eval_ranking import Candidate, Judge, _table
+from tests.support.eval_ranking import Candidate, Judge, _table, GEN, LITERACY, SAFE, TECH, _rank_argv, _rows
 
 
 def test_ranking_report_heat_map_in_chromium(browser, tmp_path: Path) -> None:  # noqa: F811

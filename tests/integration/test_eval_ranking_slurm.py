@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from eval.cli import main
-from tests.support.eval_ranking import CASES, FULLNESS, LITERACY, SAFE, _rows
-from tests.unit.test_eval_ranking import Candidate, Judge, _table
+from tests.support.eval_ranking import Candidate, Judge, _table, CASES, FULLNESS, LITERACY, SAFE, _rows
 from tests.support.release_instructions import write_instructions_dataset
 from tests.integration.test_slurm_jobs import JOB_TIMEOUT_S, _console_scripts
 

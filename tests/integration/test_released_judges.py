@@ -12,6 +12,8 @@ import pytest
 
 import judge
 from tests.support.released_judges import _tensors
+
+
 ITEM = {
     "instruction": "Объясни, почему небо голубое.",
     "answer": "Из-за рэлеевского рассеяния света.\n",

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from eval.ranking.rank import strip_think
 from tests.support.release_instructions import instruction_row, write_instructions_dataset
+from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
 
 GEN, TECH = "Генерация текста", "Технические проблемы"  # meta values; sorted: Г (U+0413) before Т (U+0422)
 # Criteria, sorted as POLLUX's pivot_table sorts them: Б (U+0411) < Г (U+0413) < П (U+041F).
@@ -49,3 +51,38 @@ def _rank_argv(candidate: str, judge: str, data: Path, out: Path, *extra: str) -
 def data(tmp_path: Path) -> Path:
     return write_instructions_dataset(tmp_path / "POLLUX-instructions", _rows())
 
+
+class Candidate(ScriptedEndpoint):
+    """The candidate LLM: answers instruction k with CASES[k]'s output (or ``override``); ``fail`` ids answer 500."""
+
+    def __init__(self, fail: set[int] = frozenset(), override: dict[int, str] | None = None):
+        self.fail, self.override = set(fail), override or {}
+        # A window answer.py's 4096 tokens fit in (with 4096 the bench would fit max_tokens to it, with a note).
+        super().__init__(self._respond, model="cand-model", max_model_len=32768)
+
+    def _respond(self, path: str, body: dict):
+        pid = int(body["messages"][0]["content"].split(":")[0].split()[-1])
+        if pid in self.fail:
+            return 500, {"error": {"message": "engine down"}}
+        text = self.override.get(pid, CASES[pid][2])
+        return 200, chat_completion(text, body["model"], "length" if pid == 6 else "stop")
+
+
+class Judge(ScriptedEndpoint):
+    """The judge: a chat server (``/v1/judge`` is 404, as on vLLM) scoring by (answer, criterion) from ``table``."""
+
+    def __init__(self, table: dict[tuple[str, str], int | None]):
+        self.table = table
+        super().__init__(self._respond, model="pollux-judge-7b")
+
+    def _respond(self, path: str, body: dict):
+        if path != "/v1/chat/completions":
+            return 404, {"detail": "Not Found"}
+        prompt = body["messages"][0]["content"]
+        answer = prompt.split("### Ответ для оценки:\n")[1].split("\n\n### Критерий оценки:")[0]
+        criterion = prompt.split("### Критерий оценки:\n")[1].split("\n\n")[0]
+        return 200, chat_completion(_verdict(self.table[(answer, criterion)]), body["model"])
+
+
+def _table() -> dict[tuple[str, str], int | None]:
+    return {(strip_think(out)[0], c): s for meta, crits, out, scores in CASES.values() for c, s in scores.items()}

@@ -18,8 +18,10 @@ from eval.ranking.rank import load_instructions, strip_think
 from eval.ranking.matrix import RankedItem, pollux_matrix
 from eval.cli import main
 from judge.records import RecordError
-from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
-from tests.support.eval_ranking import CASES, FULLNESS, GEN, LITERACY, RUBRICS, SAFE, TECH, _rank_argv, _verdict
+from tests.support.eval_ranking import (CASES, FULLNESS, GEN, LITERACY, RUBRICS, SAFE, TECH, Candidate, Judge, _rank_argv,
+                                       _table)
+
+
 # POLLUX's prompts/test_pollux.txt, filled by hand (str.format, no trailing newline).
 TEMPLATE = ("### Задание для оценки:\n{instruction}\n\n### Эталонный ответ:\n{reference_answer}\n\n"
             "### Ответ для оценки:\n{answer}\n\n### Критерий оценки:\n{criteria_name}\n\n"
@@ -42,42 +44,6 @@ EXPECTED = {
     FULLNESS: {GEN: 0.5, TECH: 0.5, "mean_over_meta": 0.5},
     "mean_over_criteria": {GEN: 0.5, TECH: 5 / 12, "mean_over_meta": 4 / 9},
 }
-
-
-class Candidate(ScriptedEndpoint):
-    """The candidate LLM: answers instruction k with CASES[k]'s output (or ``override``); ``fail`` ids answer 500."""
-
-    def __init__(self, fail: set[int] = frozenset(), override: dict[int, str] | None = None):
-        self.fail, self.override = set(fail), override or {}
-        # A window answer.py's 4096 tokens fit in (with 4096 the bench would fit max_tokens to it, with a note).
-        super().__init__(self._respond, model="cand-model", max_model_len=32768)
-
-    def _respond(self, path: str, body: dict):
-        pid = int(body["messages"][0]["content"].split(":")[0].split()[-1])
-        if pid in self.fail:
-            return 500, {"error": {"message": "engine down"}}
-        text = self.override.get(pid, CASES[pid][2])
-        return 200, chat_completion(text, body["model"], "length" if pid == 6 else "stop")
-
-
-class Judge(ScriptedEndpoint):
-    """The judge: a chat server (``/v1/judge`` is 404, as on vLLM) scoring by (answer, criterion) from ``table``."""
-
-    def __init__(self, table: dict[tuple[str, str], int | None]):
-        self.table = table
-        super().__init__(self._respond, model="pollux-judge-7b")
-
-    def _respond(self, path: str, body: dict):
-        if path != "/v1/chat/completions":
-            return 404, {"detail": "Not Found"}
-        prompt = body["messages"][0]["content"]
-        answer = prompt.split("### Ответ для оценки:\n")[1].split("\n\n### Критерий оценки:")[0]
-        criterion = prompt.split("### Критерий оценки:\n")[1].split("\n\n")[0]
-        return 200, chat_completion(_verdict(self.table[(answer, criterion)]), body["model"])
-
-
-def _table() -> dict[tuple[str, str], int | None]:
-    return {(strip_think(out)[0], c): s for meta, crits, out, scores in CASES.values() for c, s in scores.items()}
 
 
 def _matrix_csv(path: Path) -> list[list[str]]:

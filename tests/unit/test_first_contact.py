@@ -20,6 +20,8 @@ from judge.plumbing.api_keys import CLIENT_KEY_ENV, KEY_RULE
 from judge.plumbing.retry import EXIT_UNUSABLE
 from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
 from tests.support.first_contact import NO_KEY, _env, _error_line, _finish, _records, _run_argv, _start
+
+
 UNAUTHORIZED = (401, {"error": {"message": NO_KEY, "type": "authentication_error", "param": None,
                                 "code": "invalid_api_key"}})
 #: judge-serve's answer while its engines load (serve.app ``unavailable``), Retry-After 1 s.
@@ -108,7 +110,7 @@ def test_first_contact_failures_say_why_in_one_sentence_with_exit_code_4(tmp_pat
                                    "wrong; give the server's base URL, e.g. http://127.0.0.1:8000/v1")
     assert re.fullmatch(
         rf"judge-eval run: error: the judge at {re.escape(closed_url)} cannot be reached \(ConnectError: \[Errno 111\] "
-        r"Connection refused\) after \d+ attempts in [1-9] s: is the server running, on that host and port\? "
+        r"Connection refused\) after \d+ attempts in \d+ s: is the server running, on that host and port\? "
         r"\(--connect-timeout-s sets how long to keep trying\)", lines["closed port"]), lines["closed port"]
     for name in cases:  # nothing judged: no predictions, and no chat request sent anywhere
         assert not (tmp_path / name.replace(" ", "-") / "predictions.jsonl").exists(), name

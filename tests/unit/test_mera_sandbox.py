@@ -28,6 +28,8 @@ from eval.mera.sandbox import (
     outcome_of,
 )
 from tests.support.mera_sandbox import ESCAPES, IMP_POSIX, LIMITS, run_f
+
+
 TIGHT = Limits(timeout_s=3.0, tmpfs_mb=8, memory_mb=256)
 
 

@@ -21,6 +21,8 @@ from train.tiny_models import (
     tiny_qwen3_config,
 )
 from tests.support.qwen3_judge import PROMPT, QWEN3_PROMPT_TEXT
+
+
 VERDICT = "[FEEDBACK] Ошибок нет. [RESULT] 2 [END]"
 #: The same with the verdict as the assistant turn: after the last user turn the template renders the (empty)
 #: reasoning block before the content, with or without enable_thinking.

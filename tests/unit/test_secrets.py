@@ -20,6 +20,8 @@ from judge.plumbing.config_files import ConfigError, ExactArgumentParser
 from judge.plumbing.provenance import REDACTED, is_secret_name, redact, redact_argv, write_provenance
 from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
 from tests.support.secrets import BODY, REPO, TYPED, _files_holding, _mode
+
+
 FROM_ENV = "sk-env-0c8e2b7a9d13f5"
 HF = "hf_planted_5e1d9a7c3b"
 

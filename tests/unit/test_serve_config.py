@@ -189,6 +189,8 @@ def test_restart_settings_are_checked(field, value):
     """A negative restart count, backoff or grace, or an empty window, is refused naming the field."""
     with pytest.raises(ConfigError, match=field):
         ServeConfig(model="m", **{field: value}).validate()
+
+
 @pytest.mark.parametrize("level, httpx_level", [("info", logging.WARNING), ("warning", logging.WARNING), ("debug", logging.NOTSET)])
 def test_engine_request_lines_only_at_debug(level, httpx_level):
     """judge-serve's HTTP client logs one line per engine request only at --log-level debug."""

@@ -20,6 +20,8 @@ from train import grpo
 from train.config import ConfigError, GRPORecipeConfig, load_config
 from train.grpo_rewards import agreement_reward, format_reward
 from tests.support.train_grpo import REPO, TINY_GRPO
+
+
 SERVER_GRPO = REPO / "configs" / "train" / "qwen3-8b" / "grpo.yaml"
 COLOCATE_GRPO = REPO / "configs" / "train" / "t-lite" / "grpo.yaml"
 
