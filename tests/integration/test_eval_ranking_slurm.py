@@ -1,6 +1,6 @@
 """slurm/rank.sbatch on a real one-host Slurm: an array of two candidates benched with one judge, then compared.
 
-The candidates and the judge are the stand-in servers of ``tests/unit/test_eval_ranking.py`` (the network boundary); the
+The candidates and the judge are the stand-in servers of ``tests/support/eval_ranking.py`` (the network boundary); the
 jobs run the same ``judge-eval rank`` a user runs, under ``srun``.
 """
 

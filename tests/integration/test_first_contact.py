@@ -1,4 +1,5 @@
 """A new user's first contact with a server, through the console scripts: every failure is one plain sentence with a
+documented exit code, no traceback; the client fits its request to what the server allows; one rule for keys.
 
 The tests of this subject that start heavy components (an engine, judge-serve, a Slurm cluster, a
 browser, training or the sandbox); the others are tests/unit/test_first_contact.py.

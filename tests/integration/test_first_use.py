@@ -1,4 +1,5 @@
 """A new user's first commands: bad input fails fast with a message naming the file and a documented exit code,
+advice names flags the CLI takes, one convention for flags, and no noise or leftovers.
 
 The tests of this subject that start heavy components (an engine, judge-serve, a Slurm cluster, a
 browser, training or the sandbox); the others are tests/unit/test_first_use.py.

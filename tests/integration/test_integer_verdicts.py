@@ -1,4 +1,6 @@
 """The integer verdict format (``ai-forever/Pollux-4B-Judge``): the parser on the outputs POLLUX's own client accepts,
+the format chosen from the judge, and ``judge-eval run`` against a server answering as
+``vllm serve ai-forever/Pollux-4B-Judge --reasoning-parser qwen3`` does.
 
 The tests of this subject that start heavy components (an engine, judge-serve, a Slurm cluster, a
 browser, training or the sandbox); the others are tests/unit/test_integer_verdicts.py.

@@ -1,11 +1,12 @@
 """The model card (README.md in an export): the hub's YAML front matter, what the folder records (recipe, data,
+hyperparameters, prompt version), serve commands for judge-serve and plain vLLM, and evaluation figures from a
+scored run; ``judge-train card`` writes it; every export gets one.
 
 The tests of this subject that start heavy components (an engine, judge-serve, a Slurm cluster, a
 browser, training or the sandbox); the others are tests/unit/test_model_card.py.
 """
 
 from __future__ import annotations
-
 
 import judge
 from tests.support.model_card import _front_matter

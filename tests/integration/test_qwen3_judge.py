@@ -1,4 +1,5 @@
 """Qwen3 judges (Pollux-4B-Judge's architecture): the tiny Qwen3 builder, its tokenizer and real chat template,
+judging with thinking turned off, the seq2seq recipe training it, and judge-serve serving the export.
 
 The tests of this subject that start heavy components (an engine, judge-serve, a Slurm cluster, a
 browser, training or the sandbox); the others are tests/unit/test_qwen3_judge.py.

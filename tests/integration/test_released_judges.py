@@ -1,11 +1,12 @@
 """The released judges as published: hub ids resolved from the Hugging Face cache, the released
+seq2seq layout served as it is, and a released ``-r`` judge (``Qwen2WithRegressionHead``, head with a bias) served
+without its custom code, its score equal to the released head over POLLUX's scoring text.
 
 The tests of this subject that start heavy components (an engine, judge-serve, a Slurm cluster, a
 browser, training or the sandbox); the others are tests/unit/test_released_judges.py.
 """
 
 from __future__ import annotations
-
 
 import httpx
 import pytest

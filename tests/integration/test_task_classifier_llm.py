@@ -1,11 +1,11 @@
 """The llm task-classifier method: exact guided-choice payloads, logprob probabilities, failures as values, and a
+real vLLM server constrained to the taxonomy's names.
 
 The tests of this subject that start heavy components (an engine, judge-serve, a Slurm cluster, a
 browser, training or the sandbox); the others are tests/unit/test_task_classifier_llm.py.
 """
 
 from __future__ import annotations
-
 
 from judge.criteria_auto import leaf_of
 from judge.criteria_auto.llm import LLMClassifier

@@ -1,4 +1,5 @@
 """judge-train classifier: the head recipe learns on the tiny Qwen2, exports in the contract's vocabulary, and
+vLLM's pooling runner serves the export with transformers' probabilities.
 
 The tests of this subject that start heavy components (an engine, judge-serve, a Slurm cluster, a
 browser, training or the sandbox); the others are tests/unit/test_train_classifier.py.

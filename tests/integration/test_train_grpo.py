@@ -1,4 +1,5 @@
 """The GRPO recipe (train/grpo.py): its rewards on hand-written verdicts, its data rules, its config, the vLLM lines
+for training and serving, the Slurm job in both vLLM modes, and a real trl GRPOTrainer run on a tiny Qwen3.
 
 The tests of this subject that start heavy components (an engine, judge-serve, a Slurm cluster, a
 browser, training or the sandbox); the others are tests/unit/test_train_grpo.py.

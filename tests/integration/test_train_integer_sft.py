@@ -1,4 +1,5 @@
 """Supervised fine-tuning in the integer format (Pollux-4B-Judge's): the target, the rows built from reasoning traces,
+what trl's SFTTrainer tokenizes and labels, and the export's manifest that tells judge-serve and judge-eval the format.
 
 The tests of this subject that start heavy components (an engine, judge-serve, a Slurm cluster, a
 browser, training or the sandbox); the others are tests/unit/test_train_integer_sft.py.

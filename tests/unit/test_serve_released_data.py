@@ -1,17 +1,8 @@
-"""The released POLLUX artefacts end to end: the benchmark's Parquet shards, as the hub lays them out,
-are judged by served tiny judges in the released layouts and scored with the paper's metrics and POLLUX's own.
-
-Nothing here is downloaded: ``tests/support/release_artifacts.py`` rebuilds the dataset (``ai-forever/POLLUX``: three shards
-under ``data/``, the released column names and Arrow types, ``annotations`` with ``-1`` abstentions, no ``id``) and
-``tests/support/tiny_released.py`` the ``-r`` judge (``Qwen2WithRegressionHead``, a ``regression_head`` with a bias, sharded
-safetensors). The ``-r`` judge, served under its hub id from an offline hub cache, judges the same data in
-``tests/unit/test_released_judges.py`` (the module that owns its server) and the Qwen3 layout (``Pollux-4B-Judge``) in
-``tests/unit/test_qwen3_judge.py``, all through ``tests.support.release_artifacts.judge_and_score``. (This file sorts after
-``test_released_judges.py`` on purpose: the -r server's engines stop before the session's judge-serve engines start.)
-"""
+"""The released POLLUX benchmark's Parquet shards, as the hub lays them out (rebuilt by
+``tests/support/release_artifacts.py``), converted to JSONL without loss; judging and scoring them with served tiny
+judges is tests/integration/test_serve_released_data.py."""
 
 from __future__ import annotations
-
 
 import judge
 from eval.cli import main

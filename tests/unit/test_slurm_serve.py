@@ -8,7 +8,6 @@ observed. Memory: one judge-serve, one engine (about 3.5 GB).
 
 from __future__ import annotations
 
-
 import pytest
 
 from serve.launch import engines_drain_on_sigterm
