@@ -10,7 +10,7 @@ directly, the same ids (``bench/serve_tokenizer_load.py``). For the checkpoints 
 ``config.json`` and ``tokenizer_class`` in ``tokenizer_config.json``: :data:`KNOWN_CLASSES` holds what transformers 5
 picks for each pair (it overrides the hub's class for ``qwen2``, not for ``qwen3``:
 transformers/models/auto/tokenization_auto.py, ``MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS``), and
-tests/integration/test_serve_tokenizer.py checks every pair against AutoTokenizer on the installed transformers. Any other
+tests/integration/serving/test_serve_tokenizer.py checks every pair against AutoTokenizer on the installed transformers. Any other
 checkpoint, one with remote code (``auto_map``), or a folder whose files cannot be read here, goes to AutoTokenizer
 itself.
 """

@@ -5,7 +5,8 @@ DeepSpeed, sentence-embedding model or code sandbox; ``make test-fast`` runs tha
 holds the others; ``make test`` runs both. Every test under ``tests/integration/`` gets the ``slow`` marker, so
 ``-m "not slow"`` still selects the quick loop. A test under ``tests/unit/`` that requests one of
 :data:`HEAVY_FIXTURES`, or is marked ``slow`` by hand, fails the collection: it belongs in ``tests/integration/``.
-What the two folders share (fixtures, tiny released layouts, scripted endpoints) is in ``tests/support/``.
+The heavy fixtures are defined in ``tests/integration/conftest.py``, so only that folder sees them; what the two
+folders share (light fixtures, tiny released layouts, scripted endpoints) is in ``tests/support/``.
 
 Workers. ``make test`` runs two xdist workers (``-n 2 --dist loadgroup``, one per core of the machine the budget is
 set for), ``make test-fast`` three (its tests wait more than they compute; the Makefile has the figures). Tests
@@ -24,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.support.fixtures_models", "tests.support.fixtures_slurm", "tests.support.fixtures_serve",
+pytest_plugins = ["tests.support.fixtures_models", "tests.support.fixtures_serve",
                   "tests.support.fixtures_train",
                   # fixtures that a subject's unit and integration tests both use
                   "tests.support.eval_cli", "tests.support.eval_ranking", "tests.support.mera_humaneval",
@@ -35,26 +36,26 @@ INTEGRATION = Path(__file__).resolve().parent / "integration"
 
 #: Fixtures whose set-up is heavy, with what they start: only tests under tests/integration/ may request them.
 HEAVY_FIXTURES: dict[str, str] = {
-    # vLLM engines and judge-serve (tests/support/fixtures_models.py, tests/support/fixtures_serve.py)
+    # vLLM engines and judge-serve (tests/integration/conftest.py)
     "vllm_tiny_server": "a vLLM engine",
     "judge_servers": "two judge-serve instances and their engines",
     "released_regression_server": "judge-serve and two engines on the released -r layout",
-    "healing_server": "judge-serve with production engines (tests/integration/test_serve_faults.py)",
+    "healing_server": "judge-serve with production engines (tests/integration/serving/test_serve_faults.py)",
     # Slurm
     "slurm_cluster": "a one-host Slurm cluster",
     # browser
     "browser": "a headless chromium",
-    # training and other heavy loads (tests/support/fixtures_train.py and test modules)
+    # training and other heavy loads (tests/integration/conftest.py and test modules)
     "seq2seq_run": "the seq2seq recipe trained in-process (~60 CPU-s)",
     "regression_run": "the regression recipe trained in-process",
-    "classifier_run": "the task-classifier recipe trained in-process (tests/integration/test_train_classifier.py)",
-    "qwen3_seq2seq_run": "the seq2seq recipe on a tiny Qwen3 (tests/integration/test_qwen3_judge.py)",
-    "grpo_run": "the GRPO recipe (trl GRPOTrainer), two steps on a tiny Qwen3 (tests/integration/test_train_grpo.py)",
+    "classifier_run": "the task-classifier recipe trained in-process (tests/integration/training/test_train_classifier.py)",
+    "qwen3_seq2seq_run": "the seq2seq recipe on a tiny Qwen3 (tests/integration/training/test_qwen3_judge.py)",
+    "grpo_run": "the GRPO recipe (trl GRPOTrainer), two steps on a tiny Qwen3 (tests/integration/training/test_train_grpo.py)",
     "train_subprocess_env": "torchrun / DeepSpeed subprocesses",
-    "minilm_embed": "the MiniLM sentence-embedding model (tests/integration/test_synthetic_dedup.py)",
-    # the code sandbox: bubblewrap, fork and memory bombs, 164 canonical solutions (tests/integration/test_mera_*.py)
-    "bwrap_sandbox": "the bubblewrap sandbox (tests/integration/test_mera_sandbox.py)",
-    "sandbox": "the code sandbox running ruHumanEval solutions (tests/integration/test_mera_humaneval.py)",
+    "minilm_embed": "the MiniLM sentence-embedding model (tests/integration/training/test_synthetic_dedup.py)",
+    # the code sandbox: bubblewrap, fork and memory bombs, 164 canonical solutions (tests/integration/mera/)
+    "bwrap_sandbox": "the bubblewrap sandbox (tests/integration/mera/test_mera_sandbox.py)",
+    "sandbox": "the code sandbox running ruHumanEval solutions (tests/integration/mera/test_mera_humaneval.py)",
 }
 
 #: The xdist group of each session fixture, and of the host resource the sandbox fixtures stand for. A session

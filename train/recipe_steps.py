@@ -100,7 +100,7 @@ def drop_build_copies(tokenizer) -> None:
     map's arguments, and datasets fingerprints every map by pickling its arguments with dill, in Python: for the
     Qwen2.5 vocabulary (151k tokens, 151k merges) that took 1.5 CPU-s in every seq2seq training process, and 0.13
     CPU-s without the two copies (``bench/train_tokenizer_hash.py``). The Rust tokenizer holds the same vocabulary
-    and merges, so encoding and ``save_pretrained`` are unchanged (tests/integration/test_train_recipes.py checks both). A
+    and merges, so encoding and ``save_pretrained`` are unchanged (tests/integration/training/test_train_recipes.py checks both). A
     tokenizer without the copies is left as it is.
     """
     for name in _BUILD_COPIES:

@@ -5,7 +5,7 @@ place, returning a ``BadBody``: the raw bytes to send and the field the 4xx must
 wrong types, out-of-range values, missing and extra fields, huge strings, deep nesting, invalid UTF-8 (raw bytes
 and JSON-escaped lone surrogates), non-JSON, and unknown criteria and task types.
 
-Used by ``tests/unit/test_serve_request_fuzz.py`` (in process) and ``tests/integration/test_serve_load.py`` (a live judge-serve).
+Used by ``tests/unit/test_serve_request_fuzz.py`` (in process) and ``tests/integration/serving/test_serve_load.py`` (a live judge-serve).
 """
 
 from __future__ import annotations

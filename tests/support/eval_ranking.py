@@ -1,4 +1,4 @@
-"""What tests/unit/test_eval_ranking.py and tests/integration/test_eval_ranking.py share."""
+"""What tests/unit/test_eval_ranking.py and tests/integration/serving/test_eval_ranking.py share."""
 
 from __future__ import annotations
 

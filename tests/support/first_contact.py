@@ -1,4 +1,4 @@
-"""What tests/unit/test_first_contact.py and tests/integration/test_first_contact.py share."""
+"""What tests/unit/test_first_contact.py and tests/integration/serving/test_first_contact.py share."""
 
 from __future__ import annotations
 

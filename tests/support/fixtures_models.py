@@ -1,10 +1,10 @@
-"""Session fixtures for tiny real models and a real vLLM OpenAI server (registered in tests/conftest.py).
+"""Session fixtures for tiny real models (registered in tests/conftest.py), and what a real vLLM OpenAI server needs.
 
 Fixtures:
     qwen_tokenizer       the Qwen2.5 fast tokenizer from train.tiny_models.build_qwen_tokenizer (built once)
     tiny_causal_dir      Path of a saved tiny Qwen2ForCausalLM judge (seed 0)
     tiny_regression_dir  Path of a saved tiny Qwen2ForSequenceClassification regression judge (seed 0)
-    vllm_tiny_server     a VLLMServer: vLLM's OpenAI server on tiny_causal_dir, model name "tiny-judge" (the
+    vllm_tiny_server     (tests/integration/conftest.py) a VLLMServer: vLLM's OpenAI server on tiny_causal_dir, model name "tiny-judge" (the
                          generating engine of the session's seq2seq judge-serve: one engine per model)
 
 Tests that need a second server (a pooling runner for the regression judge, LoRA adapters) start it the same way::
@@ -41,7 +41,7 @@ VLLM_START_TIMEOUT_S = 300.0
 #: 82 s / 91 s, the same greedy text (measured side by side, in both orders, at load 3-6). vLLM's CPU platform
 #: picks the worker process only when multiprocessing is on (vllm/platforms/cpu.py, "OMP requires the MP
 #: executor": OpenMP threads are not pinned in-process, a speed matter, not a correctness one). Tests that pin the
-#: production process tree (tests/integration/test_serve_faults.py, the Slurm jobs) start engines without it.
+#: production process tree (tests/integration/serving/test_serve_faults.py, the Slurm jobs) start engines without it.
 FAST_ENGINE_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
 
 #: The tests' KV cache per engine (vLLM's ``--kv-cache-memory-bytes``). vLLM's CPU build commits it at start: with
@@ -202,30 +202,4 @@ def tiny_regression_dir(tmp_path_factory, qwen_tokenizer) -> Path:
     """Folder of a saved tiny Qwen2ForSequenceClassification regression judge (seed 0)."""
     return build_tiny_qwen2(
         tmp_path_factory.mktemp("tiny-regression"), kind="regression", seed=0, tokenizer=qwen_tokenizer
-    )
-
-
-@pytest.fixture(scope="session")
-def vllm_tiny_server(seq2seq_server) -> VLLMServer:
-    """vLLM's OpenAI server on tiny_causal_dir as "tiny-judge": the generating engine the session's seq2seq
-    judge-serve (tests/support/fixtures_serve.py) started on that very folder, under that name.
-
-    One engine for the model instead of two (a full run kept both up, ~45-90 s of start and ~2.5 GiB
-    each). It is a plain ``vllm.entrypoints.openai.api_server`` with the flags above, plus judge-serve's own
-    (``serve/launch.py`` ``engine_command``: prefix caching, ``enable_thinking`` off in the chat template
-    kwargs, which the ChatML template ignores); it asks for the per-launch key judge-serve gives its engines, which
-    the test judge-serves set to ``ENGINE_KEY`` (``api_key``: clients read it from ``$OPENAI_API_KEY``, as the
-    console scripts do, or take it directly).
-    """
-    from tests.support.fixtures_serve import ENGINE_KEY
-
-    engine = seq2seq_server.run_record()["engines"]["generator"]
-    root_url = engine["url"]
-    return VLLMServer(
-        base_url=root_url + "/v1",
-        root_url=root_url,
-        model=seq2seq_server.model,
-        log_path=Path(engine["log"]),
-        pid=engine["pid"],
-        api_key=ENGINE_KEY,
     )

@@ -1,6 +1,7 @@
-"""Session fixtures: judge-serve, for real, over tiny judges (registered in tests/conftest.py).
+"""judge-serve, for real, over tiny judges: the process, its logs, the fixtures' inputs (registered in
+tests/conftest.py); the fixtures that start judge-serve are in tests/integration/conftest.py.
 
-Fixtures:
+Fixtures (the first four and the last in tests/integration/conftest.py):
     judge_servers        both servers below, started together once per session
     seq2seq_server       judge-serve on the tiny causal judge; it starts its own vLLM generating engine
     regression_server    judge-serve on a regression export (classifier + ``generator/`` + ``pollux_judge.json``,
@@ -167,7 +168,7 @@ def frozen(process_group: int) -> Iterator[None]:
             os.killpg(process_group, signal.SIGCONT)
 
 
-class _Process:
+class JudgeServeProcess:
     """A judge-serve subprocess (supervised: see ``judge.plumbing.processes``) and its teardown."""
 
     def __init__(
@@ -270,7 +271,7 @@ class _Process:
 def start_judge_serve(model_dir: str | Path, *, args: Sequence[str] = (), run_dir: str | Path | None = None) -> Iterator[JudgeServer]:
     """Start ``judge-serve`` on a checkpoint with the test flags plus ``args``, wait for /ready, stop it on exit."""
     scratch = Path(run_dir) if run_dir else Path(tempfile.mkdtemp(prefix="judge-serve-test-"))
-    process = _Process(Path(model_dir), args, scratch)
+    process = JudgeServeProcess(Path(model_dir), args, scratch)
     try:
         yield process.wait_ready()
     finally:
@@ -302,42 +303,6 @@ def task_classifier_dir() -> Path:
     return default_classifier_path()
 
 
-@pytest.fixture(scope="session")
-def judge_servers(tmp_path_factory, tiny_causal_dir, tiny_regression_export, task_classifier_dir) -> Iterator[dict[str, JudgeServer]]:
-    """Both judge-serve instances, started together (their engines load in parallel), stopped at session end.
-
-    Both have the shipped task classifier (``criteria: auto``), judge-serve's default.
-    """
-    # no classifier flags: "criteria": "auto" works out of the box with the shipped classifier (task_classifier_dir)
-    classifier_args = ()
-    seq2seq = _Process(tiny_causal_dir, classifier_args, tmp_path_factory.mktemp("serve-seq2seq"))
-    processes = [seq2seq]
-    try:
-        generator_url = seq2seq.wait_run_record()["engines"]["generator"]["url"]
-        regression = _Process(
-            tiny_regression_export, ("--generator-url", generator_url), tmp_path_factory.mktemp("serve-regression")
-        )
-        processes.append(regression)
-        servers = {"seq2seq": seq2seq.wait_ready(), "regression": regression.wait_ready()}
-        yield servers
-    finally:
-        # The regression server first: it uses the seq2seq server's generating engine.
-        for process in reversed(processes):
-            process.stop()
-
-
-@pytest.fixture(scope="session")
-def seq2seq_server(judge_servers) -> JudgeServer:
-    """judge-serve over the tiny seq2seq judge."""
-    return judge_servers["seq2seq"]
-
-
-@pytest.fixture(scope="session")
-def regression_server(judge_servers) -> JudgeServer:
-    """judge-serve over the tiny regression judge export."""
-    return judge_servers["regression"]
-
-
 #: The hub id the tiny released -r judge is cached under (the real one's).
 RELEASED_R_ID = "ai-forever/pollux-judge-7b-r"
 
@@ -361,25 +326,3 @@ def released_hub_cache(tmp_path_factory, released_regression_dir) -> Path:
     cache = tmp_path_factory.mktemp("hf-hub-cache")
     add_to_hub_cache(released_regression_dir, cache, RELEASED_R_ID)
     return cache
-
-
-@pytest.fixture(scope="module")
-def released_regression_server(tmp_path_factory, released_hub_cache) -> Iterator[JudgeServer]:
-    """judge-serve on the hub id of the tiny released -r judge, offline, views built in a scratch cache.
-
-    Module-scoped (its tests live in tests/unit/test_released_judges.py): its two engines stop with the module. They may
-    sit beside the session's two (``judge_servers``, started by the first test that needs ``vllm_tiny_server``):
-    four tiny engines with ``TEST_KV_CACHE`` each; the OOM killer took an engine on 24 GiB only when six were up at
-    once, with 1 GiB of KV cache each.
-    """
-    views = tmp_path_factory.mktemp("released-views")
-    process = _Process(
-        Path(RELEASED_R_ID),
-        ("--derived-cache-dir", str(views)),
-        tmp_path_factory.mktemp("serve-released-r"),
-        env={"HF_HUB_CACHE": str(released_hub_cache), "HF_HUB_OFFLINE": "1"},
-    )
-    try:
-        yield process.wait_ready()
-    finally:
-        process.stop()

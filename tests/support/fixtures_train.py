@@ -1,4 +1,5 @@
-"""Session fixtures: tiny judges trained ONCE by the real recipes (registered in tests/conftest.py).
+"""Session fixtures: tiny judges trained ONCE by the real recipes (the runs, their exports and
+``train_subprocess_env`` in tests/integration/conftest.py; their inputs here, registered in tests/conftest.py).
 
 Fixtures (all session-scoped; reuse them rather than training again):
     overfit_records_path    JSONL of two Standard sample records, each reduced to one verdict, sharing one short
@@ -7,7 +8,7 @@ Fixtures (all session-scoped; reuse them rather than training again):
     seq2seq_run             train.provenance.RunResult of the seq2seq recipe overfitting those two rows
     seq2seq_examples        the first tokenized training examples that run's trainer fed (input_ids, labels)
     trained_seq2seq_dir     its export (Path): a Qwen2ForCausalLM that greedily writes a verdict judge.parse_verdict
-                            accepts for those two prompts (tests/integration/test_train_recipes.py pins it)
+                            accepts for those two prompts (tests/integration/training/test_train_recipes.py pins it)
     regression_run          RunResult of configs/train/tiny/regression.yaml (4 short Standard rows, 12 steps)
     regression_examples     the first tokenized training examples that run's trainer fed
     trained_regression_dir  its export (Path): Qwen2ForSequenceClassification (score head, problem_type
@@ -23,7 +24,6 @@ Their run folders hold run.json (config, git revision, package versions, prompt 
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections import defaultdict
 from pathlib import Path
 
@@ -144,66 +144,3 @@ def seq2seq_examples():
 def regression_examples():
     """Filled by ``regression_run``: ``.examples`` holds the first tokenized training examples."""
     return capture_examples()
-
-
-@pytest.fixture(scope="session")
-def seq2seq_run(tmp_path_factory, overfit_base_dir, overfit_records_path, seq2seq_examples):
-    """The seq2seq recipe overfitting the two rows of ``overfit_records_path`` (a RunResult)."""
-    from train import seq2seq
-    from train.config import load_config
-
-    config = load_config(
-        TINY_SEQ2SEQ,
-        {
-            **OVERFIT_OVERRIDES,
-            "output_dir": str(tmp_path_factory.mktemp("seq2seq-run") / "run"),
-            "model_name_or_path": str(overfit_base_dir),
-            "data": str(overfit_records_path),
-            "disable_tqdm": True,
-        },
-    )
-    return seq2seq.main(config, callbacks=(seq2seq_examples,))
-
-
-@pytest.fixture(scope="session")
-def trained_seq2seq_dir(seq2seq_run) -> Path:
-    """Export folder of the overfit seq2seq judge (Qwen2ForCausalLM + tokenizer + generation config)."""
-    return Path(seq2seq_run.export_dir)
-
-
-@pytest.fixture(scope="session")
-def regression_run(tmp_path_factory, tiny_causal_dir, regression_examples):
-    """configs/train/tiny/regression.yaml on ``tiny_causal_dir`` (a RunResult)."""
-    from train import regression
-    from train.config import load_config
-
-    config = load_config(
-        TINY_REGRESSION,
-        {
-            "output_dir": str(tmp_path_factory.mktemp("regression-run") / "run"),
-            "model_name_or_path": str(tiny_causal_dir),
-            "disable_tqdm": True,
-        },
-    )
-    return regression.main(config, callbacks=(regression_examples,))
-
-
-@pytest.fixture(scope="session")
-def trained_regression_dir(regression_run) -> Path:
-    """Export folder of the tiny regression judge: the classifier here, the generating model in generator/."""
-    return Path(regression_run.export_dir)
-
-
-@pytest.fixture(scope="session")
-def train_subprocess_env() -> dict[str, str]:
-    """Environment for recipe subprocesses (torchrun, DeepSpeed): cached JIT ops, no W&B, no hub."""
-    cache = REPO_ROOT / ".cache" / "torch_extensions"
-    cache.mkdir(parents=True, exist_ok=True)
-    return {
-        **os.environ,
-        "TORCH_EXTENSIONS_DIR": str(cache),  # an op DeepSpeed would JIT-compile is built once, not per test
-        "WANDB_MODE": "disabled",
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "PYTHONPATH": str(REPO_ROOT),
-    }

@@ -1,4 +1,4 @@
-"""What tests/unit/test_mera_sandbox.py and tests/integration/test_mera_sandbox.py share."""
+"""What tests/unit/test_mera_sandbox.py and tests/integration/mera/test_mera_sandbox.py share."""
 
 from __future__ import annotations
 

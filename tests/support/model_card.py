@@ -1,4 +1,4 @@
-"""What tests/unit/test_model_card.py and tests/integration/test_model_card.py share."""
+"""What tests/unit/test_model_card.py and tests/integration/training/test_model_card.py share."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What tests/unit/test_qwen3_judge.py and tests/integration/test_qwen3_judge.py share."""
+"""What tests/unit/test_qwen3_judge.py and tests/integration/training/test_qwen3_judge.py share."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What tests/unit/test_released_judges.py and tests/integration/test_released_judges.py share."""
+"""What tests/unit/test_released_judges.py and tests/integration/serving/test_released_judges.py share."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What tests/unit/test_report_html.py and tests/integration/test_report_html.py share."""
+"""What tests/unit/test_report_html.py and tests/integration/browser/test_report_html.py share."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What tests/unit/test_secrets.py and tests/integration/test_secrets.py share."""
+"""What tests/unit/test_secrets.py and tests/integration/serving/test_secrets.py share."""
 
 from __future__ import annotations
 

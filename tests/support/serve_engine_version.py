@@ -1,4 +1,4 @@
-"""What tests/unit/test_serve_engine_version.py and tests/integration/test_serve_engine_version.py share."""
+"""What tests/unit/test_serve_engine_version.py and tests/integration/serving/test_serve_engine_version.py share."""
 
 from __future__ import annotations
 

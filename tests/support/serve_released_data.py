@@ -1,4 +1,4 @@
-"""What tests/unit/test_serve_released_data.py and tests/integration/test_serve_released_data.py share."""
+"""What tests/unit/test_serve_released_data.py and tests/integration/serving/test_serve_released_data.py share."""
 
 from __future__ import annotations
 

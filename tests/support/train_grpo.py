@@ -1,4 +1,4 @@
-"""What tests/unit/test_train_grpo.py and tests/integration/test_train_grpo.py share."""
+"""What tests/unit/test_train_grpo.py and tests/integration/training/test_train_grpo.py share."""
 
 from __future__ import annotations
 

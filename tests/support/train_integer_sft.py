@@ -1,4 +1,4 @@
-"""What tests/unit/test_train_integer_sft.py and tests/integration/test_train_integer_sft.py share."""
+"""What tests/unit/test_train_integer_sft.py and tests/integration/training/test_train_integer_sft.py share."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """Qwen3 judges (Pollux-4B-Judge's architecture): the tiny Qwen3 builder, its tokenizer and real chat template,
 judging with thinking turned off, the seq2seq recipe training it, and judge-serve serving the export.
 
-Run: .venv/bin/python -m pytest tests/unit/test_qwen3_judge.py -q          (add -m "not slow" to skip training + serving)
+Run: .venv/bin/python -m pytest tests/unit/test_qwen3_judge.py -q
+The tests that train or serve are in tests/integration/training/test_qwen3_judge.py.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The released POLLUX benchmark's Parquet shards, as the hub lays them out (rebuilt by
 ``tests/support/release_artifacts.py``), converted to JSONL without loss; judging and scoring them with served tiny
-judges is tests/integration/test_serve_released_data.py."""
+judges is tests/integration/serving/test_serve_released_data.py."""
 
 from __future__ import annotations
 

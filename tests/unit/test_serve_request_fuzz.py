@@ -1,7 +1,7 @@
 """/v1/judge validation as a property, in process: bodies generated from the schema (tests/support/bad_requests.py), each
 broken in one place, are refused with a 400 naming the broken field, and nothing else escapes validation.
 
-The same bodies go to a live judge-serve in tests/integration/test_serve_load.py (with the checks only a running server makes:
+The same bodies go to a live judge-serve in tests/integration/serving/test_serve_load.py (with the checks only a running server makes:
 its model name, limits and context).
 """
 

@@ -1,6 +1,6 @@
 """Which signal-stopped runs put their Slurm job back in the queue (train/preemption.py), against a fake scontrol.
 
-The real daemons show the same cases end to end (tests/integration/test_slurm_jobs.py); this pins the decision table, including
+The real daemons show the same cases end to end (tests/integration/slurm/test_slurm_jobs.py); this pins the decision table, including
 the scancel case those tests do not run (a cancelled job must stay cancelled).
 """
 
@@ -67,7 +67,7 @@ def test_requeue_decision(case, signum, record, restart_count, returns, requeues
     lines = calls.read_text().splitlines() if calls.exists() else []
     assert ("requeue 7" in lines) is requeues, lines
     # The requeue is announced before scontrol runs: a requeue ends the job's steps at once, so a line logged after
-    # the call could be lost (tests/integration/test_slurm_jobs.py reads it in the real job log).
+    # the call could be lost (tests/integration/slurm/test_slurm_jobs.py reads it in the real job log).
     assert ("requeueing Slurm job 7" in caplog.text) is requeues, caplog.text
 
 

@@ -1,6 +1,7 @@
 """Tiny real models: the Qwen2.5 tokenizer, the tiny Qwen2 checkpoints, and the vLLM server fixture.
 
-Run: .venv/bin/python -m pytest tests/unit/test_tiny_models.py -q        (add -m "not slow" to skip the vLLM server)
+Run: .venv/bin/python -m pytest tests/unit/test_tiny_models.py -q
+The tests that train or serve are in tests/integration/serving/test_tiny_models.py.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The GRPO recipe (train/grpo.py): its rewards on hand-written verdicts, its data rules, its config, the vLLM lines
 for training and serving, the Slurm job in both vLLM modes, and a real trl GRPOTrainer run on a tiny Qwen3.
 
-Run: .venv/bin/python -m pytest tests/unit/test_train_grpo.py -q -n 0        (add -m "not slow" to skip the training run)
+Run: .venv/bin/python -m pytest tests/unit/test_train_grpo.py -q -n 0
+The tests that train or serve are in tests/integration/training/test_train_grpo.py.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Supervised fine-tuning in the integer format (Pollux-4B-Judge's): the target, the rows built from reasoning traces,
 what trl's SFTTrainer tokenizes and labels, and the export's manifest that tells judge-serve and judge-eval the format.
 
-Run: .venv/bin/python -m pytest tests/unit/test_train_integer_sft.py -q          (fast tier: tokenization, no training)
+Run: .venv/bin/python -m pytest tests/unit/test_train_integer_sft.py -q
+The tests that train or serve are in tests/integration/training/test_train_integer_sft.py.
 """
 
 from __future__ import annotations

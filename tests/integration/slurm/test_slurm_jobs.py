@@ -31,7 +31,7 @@ from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
 from tests.support.slurm_cluster import FINAL_STATES, SlurmCluster, job_processes, signal_pending, signal_processes
 
 # Real Slurm daemons and jobs that train or serve: part of `make test`, not of the quick `-m "not slow"` loop.
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 MAX_STEPS = 4
 SAVE_STEPS = 2
 #: The preempted run gets its signal once rank 0 has logged this many optimizer steps.
@@ -322,7 +322,7 @@ def test_partition_preemption_requeues_and_resumes_to_the_same_result(preemption
 def test_scontrol_requeue_of_a_two_node_zero3_run_resumes_from_its_zero_checkpoint(preemption_runs):
     """`scontrol requeue` (SIGTERM) mid-run: both ZeRO-3 ranks save their partitions, Slurm requeues the job, the
     rerun loads the ZeRO checkpoint and ends at the DDP reference's step and loss (ZeRO-3 reorders reductions:
-    the same tolerance as tests/integration/test_train_deepspeed.py)."""
+    the same tolerance as tests/integration/training/test_train_deepspeed.py)."""
     out, job_id = preemption_runs["runs"]["zero3"], preemption_runs["jobs"]["zero3"]
     # The fixture holds the run (SIGSTOP) until it sends the requeue, so the run cannot finish first.
     assert preemption_runs["requeued_at_step"] is not None, preemption_runs["records"]["zero3"]

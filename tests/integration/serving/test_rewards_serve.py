@@ -16,7 +16,7 @@ import pytest
 
 from judge.plumbing.journal import read_jsonl
 from judge.rewards import RewardRule
-from tests.support.fixtures_serve import API_KEY, _Process
+from tests.support.fixtures_serve import API_KEY, JudgeServeProcess
 
 REWARD_KEY = "reward-key-0123456789abcdef"
 INSTRUCTION = "Напишите короткое стихотворение о весне."
@@ -27,7 +27,7 @@ CRITERIA = ["Креативность", {"name": "Краткость", "rubrics"
 def reward_server(judge_servers, tiny_causal_dir, tmp_path_factory):
     """judge-serve on the tiny judge, attached to the session's generating engine, with a reward key."""
     generator_url = judge_servers["seq2seq"].engine_url("generator")
-    process = _Process(
+    process = JudgeServeProcess(
         tiny_causal_dir,
         ("--generator-url", generator_url, "--constrained-decoding", "true", "--access-log", "true",
          "--criteria-classifier", ""),

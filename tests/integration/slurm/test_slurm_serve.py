@@ -24,7 +24,7 @@ import pytest
 from judge.plumbing.processes import free_port, http_status
 from tests.support.fixtures_serve import MODEL_NAME, TEST_FLAGS, frozen, requests_held_at
 from tests.support.slurm_cluster import job_processes, signal_processes
-from tests.integration.test_slurm_jobs import REPO, _console_scripts, _short_standard_records
+from tests.integration.slurm.test_slurm_jobs import REPO, _console_scripts, _short_standard_records
 
 #: Records judged; two shards of 6 judged one at a time, so a task can be caught mid-shard.
 N_RECORDS = 12

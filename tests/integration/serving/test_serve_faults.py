@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from judge.plumbing.processes import group_members, http_status
-from tests.support.fixtures_serve import MARKER_ENV, JudgeServer, _Process, marked_processes, requests_held_at, wait_until_gone
+from tests.support.fixtures_serve import MARKER_ENV, JudgeServer, JudgeServeProcess, marked_processes, requests_held_at, wait_until_gone
 from tests.support.slurm_cluster import signal_pending, signal_processes
 
 ITEM = {"instruction": "Объясни, почему небо голубое.", "answer": "Из-за рэлеевского рассеяния света.", "reference_answer": "Рассеяние Рэлея."}
@@ -42,10 +42,10 @@ def _engine_main_pid(pgid: int) -> int:
     raise AssertionError(f"no API server in process group {pgid}")
 
 
-def _start(model_dir: Path, run_dir: Path, args=(), name: str = "faults") -> tuple[_Process, str]:
+def _start(model_dir: Path, run_dir: Path, args=(), name: str = "faults") -> tuple[JudgeServeProcess, str]:
     marker = f"{name}-{uuid.uuid4().hex[:8]}"
     # The engines' production process tree (a worker process each): what these tests count and kill.
-    return _Process(model_dir, args, run_dir, env={MARKER_ENV: marker}, production_engines=True), marker
+    return JudgeServeProcess(model_dir, args, run_dir, env={MARKER_ENV: marker}, production_engines=True), marker
 
 
 @pytest.fixture(scope="module")

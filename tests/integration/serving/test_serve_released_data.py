@@ -5,8 +5,8 @@ Nothing here is downloaded: ``tests/support/release_artifacts.py`` rebuilds the 
 under ``data/``, the released column names and Arrow types, ``annotations`` with ``-1`` abstentions, no ``id``) and
 ``tests/support/tiny_released.py`` the ``-r`` judge (``Qwen2WithRegressionHead``, a ``regression_head`` with a bias, sharded
 safetensors). The ``-r`` judge, served under its hub id from an offline hub cache, judges the same data in
-``tests/integration/test_released_judges.py`` (the module that owns its server) and the Qwen3 layout (``Pollux-4B-Judge``) in
-``tests/integration/test_qwen3_judge.py``, all through ``tests.support.release_artifacts.judge_and_score``. (This file sorts after
+``tests/integration/serving/test_released_judges.py`` (the module that owns its server) and the Qwen3 layout (``Pollux-4B-Judge``) in
+``tests/integration/training/test_qwen3_judge.py``, all through ``tests.support.release_artifacts.judge_and_score``. (This file sorts after
 ``test_released_judges.py`` on purpose: the -r server's engines stop before the session's judge-serve engines start.)
 The conversion of the shards to JSONL is tests/unit/test_serve_released_data.py.
 """

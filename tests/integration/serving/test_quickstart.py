@@ -52,7 +52,7 @@ def test_quickstart_commands_as_printed_end_in_a_scored_judge(judge_servers, tin
     Choices, to stay inside the suite's budget (a judge-serve starting an engine of its own cost ~55 s of a worker):
     - train: the page's train command is parsed by judge-train's own parser into the config of the session's tiny
       judge (the same file), and its data pre-flight (the check judge-train runs before building anything) passes;
-      training itself is what tests/integration/test_train_recipes.py pins.
+      training itself is what tests/integration/training/test_train_recipes.py pins.
     - serve: the page's command as printed — ``configs/serve/tiny-cpu.yaml``, so its verdict settings (constrained
       decoding, the 48-character feedback bound, the 1024-token cap that run's default must fit) are what this
       test exercises — attached to the session's generating engine (``--generator-url``; the engine runs with the

@@ -27,7 +27,7 @@ from eval.mera.sandbox import (
 )
 from tests.support.mera_sandbox import ESCAPES, LIMITS, run_f
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@
 engine's head over (prompt + rationale), the LM's own verdict beside it.
 
 A dead engine (503 with Retry-After at once, then healed, or judge-serve's exit past the restart limit) is pinned
-in tests/integration/test_serve_faults.py on that module's own server: judge-serve now restarts a killed engine, and killing
+in tests/integration/serving/test_serve_faults.py on that module's own server: judge-serve now restarts a killed engine, and killing
 this session server's pooler would leave it restarting beside the tests that follow.
 """
 

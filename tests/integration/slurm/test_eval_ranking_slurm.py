@@ -15,9 +15,9 @@ import pytest
 from eval.cli import main
 from tests.support.eval_ranking import Candidate, Judge, _table, CASES, FULLNESS, LITERACY, SAFE, _rows
 from tests.support.release_instructions import write_instructions_dataset
-from tests.integration.test_slurm_jobs import JOB_TIMEOUT_S, _console_scripts
+from tests.integration.slurm.test_slurm_jobs import JOB_TIMEOUT_S, _console_scripts
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def test_ranking_array_two_candidates(slurm_cluster, slurm_job_env, tmp_path: Path) -> None:
