@@ -1,6 +1,9 @@
 """judge-eval: every subcommand's --help, configs, and `run` against a scripted OpenAI-compatible HTTP server whose
 received payloads are asserted exactly (resume after a kill, retries, refusals, parse failures, /v1/judge); the
-end-to-end test drives a tiny real judge on vLLM through run -> score -> compare."""
+end-to-end test drives a tiny real judge on vLLM through run -> score -> compare.
+
+The tests of this subject that start heavy components are in tests/integration/serving/test_eval_cli.py.
+"""
 
 from __future__ import annotations
 

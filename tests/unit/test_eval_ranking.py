@@ -3,6 +3,8 @@
 The two servers are the network boundary (``tests.support.scripted_endpoint``): the test asserts the exact payloads each
 receives, and the expected matrix is derived by hand below from POLLUX's ``src/metrics.py`` rules (commit 9179cb4e
 of ai-forever/POLLUX; see ``eval/ranking/matrix.py`` for the line-by-line reading), the binary gate included.
+
+The tests of this subject that start heavy components are in tests/integration/serving/test_eval_ranking.py.
 """
 
 from __future__ import annotations

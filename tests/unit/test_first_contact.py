@@ -4,6 +4,8 @@ documented exit code, no traceback; the client fits its request to what the serv
 Stand-in servers (``tests.support.scripted_endpoint``) answer where a real judge-serve is not needed; the token cap that
 judge-serve advertises is checked against the session's real judge-serve (``seq2seq_server``). Each test starts its
 ``judge-eval`` processes side by side: a console start costs 2-4 s here.
+
+The tests of this subject that start heavy components are in tests/integration/serving/test_first_contact.py.
 """
 
 from __future__ import annotations

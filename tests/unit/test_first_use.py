@@ -4,6 +4,8 @@ advice names flags the CLI takes, one convention for flags, and no noise or left
 Most tests read the outcome of one batch of console-script runs (``outcomes``: every command started at once, as
 subprocesses, so the file pays for the interpreter starts once, in parallel), each asserting the exact last line of
 stderr and the exit code. No engine starts and nothing trains: the fast tier.
+
+The tests of this subject that start heavy components are in tests/integration/training/test_first_use.py.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ The client is ``demo/serve_pollux_demo.py`` in ``ai-forever/POLLUX``: lines 160-
 ``message.reasoning`` (or the first inline ``<think>...</think>`` block, removed from the answer), lines 170-180 read
 ``int(answer)`` or else the integer that ends the answer (``r"(-?\\d+)\\s*$"``); anything else is a parse error.
 Each row below says which of those lines decides it.
+
+The tests of this subject that start heavy components are in tests/integration/serving/test_integer_verdicts.py.
 """
 
 from __future__ import annotations

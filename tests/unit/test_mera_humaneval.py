@@ -3,6 +3,8 @@
 The end-to-end runs talk to ``ScriptedEndpoint`` (a local OpenAI-compatible HTTP server from
 ``scripted_endpoint``, with response bodies from ``test_mera_rutie``) and assert the exact payloads that cross the wire; one slow test runs the tiny model
 under real vLLM.
+
+The tests of this subject that start heavy components are in tests/integration/mera/test_mera_humaneval.py.
 """
 
 from __future__ import annotations

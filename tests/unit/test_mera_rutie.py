@@ -3,6 +3,8 @@
 ``ScriptedEndpoint`` (``tests/support/scripted_endpoint.py``) is a tiny OpenAI-compatible HTTP server, here answering from a
 table; it records every request body so the tests can assert the exact prompts that crossed the wire.
 ``test_mera_humaneval`` reuses the response bodies built here.
+
+The tests of this subject that start heavy components are in tests/integration/mera/test_mera_rutie.py.
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 Every escape payload defines ``f()`` that returns ``"ok"`` only if its escape worked, so a contained attempt is
 a failed sample; each test also checks the host side (no file written, no connection made, no signal received,
 no process left behind). Tests that need bubblewrap skip, saying why, when it does not work here.
+
+The tests of this subject that start heavy components are in tests/integration/mera/test_mera_sandbox.py.
 """
 
 from __future__ import annotations

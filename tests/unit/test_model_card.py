@@ -1,6 +1,9 @@
 """The model card (README.md in an export): the hub's YAML front matter, what the folder records (recipe, data,
 hyperparameters, prompt version), serve commands for judge-serve and plain vLLM, and evaluation figures from a
-scored run; ``judge-train card`` writes it; every export gets one."""
+scored run; ``judge-train card`` writes it; every export gets one.
+
+The tests of this subject that start heavy components are in tests/integration/training/test_model_card.py.
+"""
 
 from __future__ import annotations
 

@@ -3,6 +3,8 @@ seq2seq layout served as it is, and a released ``-r`` judge (``Qwen2WithRegressi
 without its custom code, its score equal to the released head over POLLUX's scoring text.
 
 Layouts are rebuilt in miniature by ``tests.support.tiny_released`` (the judges' files as published on the hub).
+
+The tests of this subject that start heavy components are in tests/integration/serving/test_released_judges.py.
 """
 
 from __future__ import annotations

@@ -1,6 +1,9 @@
 """report.html and compare.html: generic tables from metrics.json, item statuses, the embedded item data, and the
 pages driven in a real headless chromium (filter, open an item, screenshot) from a run scored on hand-written
-predictions."""
+predictions.
+
+The tests of this subject that start heavy components are in tests/integration/browser/test_report_html.py.
+"""
 
 from __future__ import annotations
 

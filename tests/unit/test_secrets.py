@@ -4,6 +4,8 @@ files, one way to give a key, long options only in full.
 A planted key is searched for, byte for byte, in every file each writer leaves behind: ``judge-eval run`` against a
 stand-in OpenAI server, ``judge-eval mera rutie`` against one, and ``judge-serve`` attached to a stand-in engine
 (the cheapest launches that reach each writer).
+
+The tests of this subject that start heavy components are in tests/integration/serving/test_secrets.py.
 """
 
 from __future__ import annotations

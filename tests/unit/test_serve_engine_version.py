@@ -1,5 +1,8 @@
 """judge-serve runs only the vLLM release line the tests exercise (serve/engine_version.py): the installed vLLM when
-it starts engines, an attached engine's GET /version when given a URL; the gpu extra pins the same range."""
+it starts engines, an attached engine's GET /version when given a URL; the gpu extra pins the same range.
+
+The tests of this subject that start heavy components are in tests/integration/serving/test_serve_engine_version.py.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
 """judge-serve's tokenizer loader (serve/tokenizer.py): for every (model type, tokenizer class) pair it knows, the
-class and the token ids are AutoTokenizer's on the installed transformers; anything else goes to AutoTokenizer."""
+class and the token ids are AutoTokenizer's on the installed transformers; anything else goes to AutoTokenizer.
+
+The tests of this subject that start heavy components are in tests/integration/serving/test_serve_tokenizer.py.
+"""
 
 from __future__ import annotations
 

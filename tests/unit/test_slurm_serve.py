@@ -4,6 +4,8 @@ and rerun), a dependent merge job scores; `scancel` of the serve job then drains
 
 One module fixture runs the whole flow once (a vLLM engine starts in about a minute here); the tests read what it
 observed. Memory: one judge-serve, one engine (about 3.5 GB).
+
+The tests of this subject that start heavy components are in tests/integration/slurm/test_slurm_serve.py.
 """
 
 from __future__ import annotations

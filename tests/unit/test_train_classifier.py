@@ -1,5 +1,8 @@
 """judge-train classifier: the head recipe learns on the tiny Qwen2, exports in the contract's vocabulary, and
-vLLM's pooling runner serves the export with transformers' probabilities."""
+vLLM's pooling runner serves the export with transformers' probabilities.
+
+The tests of this subject that start heavy components are in tests/integration/training/test_train_classifier.py.
+"""
 
 from __future__ import annotations
 
