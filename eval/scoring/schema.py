@@ -70,8 +70,13 @@ def _extra() -> Any:
     return field(default_factory=dict, metadata={"extra": True})
 
 
+#: Readers that follow from a field's annotation: JSON's null is NaN in a number and in an interval's ends.
+_BY_TYPE = {"float": _number, "float | None": _number, "Interval": _interval, "Interval | None": _interval}
+
+
 def _read(cls, data: Mapping[str, Any], **readers) -> Any:
-    """``cls`` from a JSON object: each field read by its reader (default: as it is); absent optional fields None."""
+    """``cls`` from a JSON object: each field read by its reader (given here, else the one its annotation implies in
+    ``_BY_TYPE``, else as it is); absent optional fields None."""
     values: dict[str, Any] = {}
     for f in fields(cls):
         if f.metadata.get("extra"):
@@ -81,7 +86,7 @@ def _read(cls, data: Mapping[str, Any], **readers) -> Any:
             if f.metadata.get("optional") or f.default is not MISSING or f.default_factory is not MISSING:
                 continue
             raise ValueError(f"metrics.json: {cls.__name__} has no {f.name!r}")
-        reader = readers.get(f.name)
+        reader = readers.get(f.name) or _BY_TYPE.get(f.type)
         values[f.name] = reader(data[f.name]) if reader else data[f.name]
     return cls(**values)
 
@@ -172,11 +177,7 @@ class Cell(_Record):
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Cell:
-        floats = {name: _number for name in ("failure_rate", "mae", "spearman", "pearson", "kendall", "mae_in_scale",
-                                             "spearman_in_scale", "vc_judge", "vc_experts", "vc_experts_all",
-                                             "vc_experts_labelled")}
-        intervals = {name: _interval for name in ("mae_ci", "spearman_ci", "mae_in_scale_ci", "spearman_in_scale_ci")}
-        return _read(cls, data, **floats, **intervals)
+        return _read(cls, data)
 
 
 # --------------------------------------------------------------------------------------------- a split
@@ -197,7 +198,7 @@ class ModelMeansRow(_Record):
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ModelMeansRow:
-        return _read(cls, data, **{k: _number for k in ("experts_mean", "judge_mean", "experts_mean_on_judged", "mae")})
+        return _read(cls, data)
 
 
 @dataclass(frozen=True)
@@ -317,7 +318,7 @@ class OfficialSplit(_Record):
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> OfficialSplit:
-        return _read(cls, data, **{k: _number for k in ("format_acc", "score_acc", "score_format_acc", "mse")})
+        return _read(cls, data)
 
 
 @dataclass(frozen=True)
