@@ -139,25 +139,36 @@ def pytest_unconfigure(config):
         shutil.rmtree(_VLLM_CACHE.pop("root"), ignore_errors=True)
 
 
+def placement(item) -> tuple[bool, str | None, list[str]]:
+    """Where ``item`` runs: whether it is slow (under tests/integration/), its xdist group (None: any worker), and
+    what is wrong with it (a unit test that needs a heavy fixture or is marked slow by hand, fixtures of two
+    groups)."""
+    problems = []
+    slow = INTEGRATION in Path(item.path).resolve().parents
+    heavy = sorted(set(getattr(item, "fixturenames", ())) & HEAVY_FIXTURES.keys())
+    if not slow and heavy:
+        problems.append(f"{item.nodeid} requests {heavy}: move it to tests/integration/")
+    elif not slow and item.get_closest_marker("slow") is not None:
+        problems.append(f"{item.nodeid} is marked slow by hand: move it to tests/integration/")
+    groups = xdist_groups(item)
+    if len(groups) > 1:
+        problems.append(f"{item.nodeid} needs the xdist groups {sorted(groups)}: put its fixtures in one group "
+                        f"(tests/conftest.py XDIST_GROUPS)")
+    return slow, (min(groups) if len(groups) == 1 else None), problems
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the node ids
 def pytest_collection_modifyitems(config, items):
     """Mark the slow tier from the folder, refuse a unit test that needs a heavy fixture, group the tests that share
-    a heavy fixture for xdist."""
+    a heavy fixture for xdist (:func:`placement`)."""
     problems = []
     for item in items:
-        heavy = sorted(set(getattr(item, "fixturenames", ())) & HEAVY_FIXTURES.keys())
-        if INTEGRATION in Path(item.path).resolve().parents:
+        slow, group, wrong = placement(item)
+        if slow:
             item.add_marker(pytest.mark.slow)
-        elif heavy:
-            problems.append(f"{item.nodeid} requests {heavy}: move it to tests/integration/")
-        elif item.get_closest_marker("slow") is not None:
-            problems.append(f"{item.nodeid} is marked slow by hand: move it to tests/integration/")
-        groups = xdist_groups(item)
-        if len(groups) > 1:
-            problems.append(f"{item.nodeid} needs the xdist groups {sorted(groups)}: put its fixtures in one group "
-                            f"(tests/conftest.py XDIST_GROUPS)")
-        elif groups:
-            item.add_marker(pytest.mark.xdist_group(groups.pop()))
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+        problems += wrong
     if problems:
         raise pytest.UsageError("test tiers and groups (tests/conftest.py):\n  " + "\n  ".join(problems))
 
