@@ -21,7 +21,6 @@ import re
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -46,11 +45,10 @@ def _fake_export(folder: Path) -> Path:
 
 
 class Outcome:
-    """One console-script run: exit code, stdout, stderr, wall seconds."""
+    """One console-script run: exit code, stdout, stderr."""
 
-    def __init__(self, proc: subprocess.Popen, started: float, timeout_s: float):
+    def __init__(self, proc: subprocess.Popen, timeout_s: float):
         self.out, self.err = proc.communicate(timeout=timeout_s)
-        self.wall_s = time.monotonic() - started
         self.code = proc.returncode
 
     @property
@@ -118,12 +116,10 @@ def outcomes(scratch) -> dict[str, Outcome]:
         busy.listen()
         env = {k: v for k, v in os.environ.items() if k not in ("JUDGE_SERVE_API_KEY",)}
         env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", WANDB_MODE="disabled")
-        started = {}
-        for key, argv in _commands(scratch, busy.getsockname()[1]).items():
-            proc = subprocess.Popen([_script(argv[0]), *argv[1:]], cwd=scratch, env=env, text=True,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            started[key] = (proc, time.monotonic())
-        return {key: Outcome(proc, t0, 120) for key, (proc, t0) in started.items()}
+        started = {key: subprocess.Popen([_script(argv[0]), *argv[1:]], cwd=scratch, env=env, text=True,
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                   for key, argv in _commands(scratch, busy.getsockname()[1]).items()}
+        return {key: Outcome(proc, 120) for key, proc in started.items()}
 
 
 # ------------------------------------------------------------------------------------------- bad input, fast
