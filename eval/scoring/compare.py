@@ -142,21 +142,20 @@ def _paired_validity(base: dict, other: dict, index_a: np.ndarray, index_b: np.n
                      seed: int) -> dict[str, Any]:
     """Per split, rho and the ceiling gap of the run against the baseline, paired (``eval.validity.paired``), with
     the baseline's alt-test settings and reference; empty when the baseline was scored without a validity section."""
-    from eval.validity.alt_test import AltTestSettings
     from eval.validity.paired import paired_validity
 
     validity = base["metrics"].validity
     if not validity:
         return {}
-    settings = AltTestSettings(**validity["settings"]["alt_test"])
+    settings = validity.settings
     ta, tb = base["table"], other["table"]
     out = {}
-    for split in validity["splits"]:
+    for split in validity.splits:
         keep = np.ones(len(index_a), dtype=bool) if split == "all" else ta.split[index_a] == split
         ia, ib = index_a[keep], index_b[keep]
         out[split] = paired_validity(ta.judge[ia], tb.judge[ib], ta.experts[ia],
                                      ta.expert_ids[ia] if ta.expert_ids is not None else None,
-                                     validity["settings"]["target"], settings, n_boot=n_boot,
+                                     settings.target, settings.alt_test, n_boot=n_boot,
                                      rng=bootstrap.cell_rng(seed, f"{split}/validity"))
     return out
 

@@ -9,14 +9,17 @@ The file's bytes are those of the dicts this module replaced, key for key: each 
 declaration order, leaving out the optional ones a cell does not carry (None here). Numbers that JSON writes as
 null (an undefined MAE, an interval without resamples) are NaN in memory, so None always means "absent".
 
-The ``validity`` section (``eval.validity.section``) travels as its JSON object; ``eval.validity.render`` reads it.
+The ``validity`` section has its own types (``eval.validity.schema``): its nulls stay None.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
+
+from eval.scoring.json_record import JsonRecord, extra_field, optional_field, read_record
+from eval.validity.schema import Validity
 
 __all__ = ["Cell", "Confusion", "Confusions", "Metrics", "ModelMeans", "ModelMeansRow", "Notes", "OfficialSplit",
            "PolluxOfficial", "RunInfo", "Settings", "SplitMetrics"]
@@ -35,67 +38,26 @@ def _interval(value: Any) -> Interval:
     return _number(low), _number(high)
 
 
-def _json_value(value: Any) -> Any:
-    if isinstance(value, tuple):
-        return list(value)
-    if hasattr(value, "to_json"):
-        return value.to_json()
-    if isinstance(value, dict):
-        return {k: _json_value(v) for k, v in value.items()}
-    return value
-
-
-class _Record:
-    """Fields written in declaration order; optional ones (None) left out; keys this version does not know (a file
-    written by a later one) kept in ``extra`` and written after them."""
-
-    def items(self) -> Iterator[tuple[str, Any]]:
-        """(name, value) of what this object carries, in the file's order."""
-        for f in fields(self):  # type: ignore[arg-type]
-            value = getattr(self, f.name)
-            if f.metadata.get("extra"):
-                yield from value.items()
-            elif value is not None or not f.metadata.get("optional"):
-                yield f.name, value
-
-    def to_json(self) -> dict[str, Any]:
-        return {name: _json_value(value) for name, value in self.items()}
-
-
-def _optional(**kwargs) -> Any:
-    return field(default=None, metadata={"optional": True}, **kwargs)
-
-
-def _extra() -> Any:
-    return field(default_factory=dict, metadata={"extra": True})
-
-
 #: Readers that follow from a field's annotation: JSON's null is NaN in a number and in an interval's ends.
 _BY_TYPE = {"float": _number, "float | None": _number, "Interval": _interval, "Interval | None": _interval}
 
 
+class _MetricsRecord(JsonRecord):
+    """A part of metrics.json: null read as NaN in its numbers and intervals (``_BY_TYPE``)."""
+
+    json_where = "metrics.json"
+    json_by_type = _BY_TYPE
+
+
 def _read(cls, data: Mapping[str, Any], **readers) -> Any:
-    """``cls`` from a JSON object: each field read by its reader (given here, else the one its annotation implies in
-    ``_BY_TYPE``, else as it is); absent optional fields None."""
-    values: dict[str, Any] = {}
-    for f in fields(cls):
-        if f.metadata.get("extra"):
-            values[f.name] = {k: v for k, v in data.items() if k not in {g.name for g in fields(cls)}}
-            continue
-        if f.name not in data:
-            if f.metadata.get("optional") or f.default is not MISSING or f.default_factory is not MISSING:
-                continue
-            raise ValueError(f"metrics.json: {cls.__name__} has no {f.name!r}")
-        reader = readers.get(f.name) or _BY_TYPE.get(f.type)
-        values[f.name] = reader(data[f.name]) if reader else data[f.name]
-    return cls(**values)
+    return read_record(cls, data, where=cls.json_where, by_type=cls.json_by_type, **readers)
 
 
 # ------------------------------------------------------------------------------------------------- cells
 
 
 @dataclass(frozen=True, kw_only=True)
-class Cell(_Record):
+class Cell(_MetricsRecord):
     """Every metric of one cell (a set of items): ``eval.scoring.item_table.cell``.
 
     Attributes:
@@ -123,39 +85,39 @@ class Cell(_Record):
     """
 
     n: int
-    n_missing: int | None = _optional()
+    n_missing: int | None = optional_field()
     n_failed: int
-    n_parse_failed: int | None = _optional()
-    n_request_failed: int | None = _optional()
-    failure_rate: float | None = _optional()
+    n_parse_failed: int | None = optional_field()
+    n_request_failed: int | None = optional_field()
+    failure_rate: float | None = optional_field()
     n_no_unique_mode: int
-    n_scored: int | None = _optional()
+    n_scored: int | None = optional_field()
     mae: float
     mae_ci: Interval
-    spearman: float | None = _optional()
-    spearman_ci: Interval | None = _optional()
-    pearson: float | None = _optional()
-    kendall: float | None = _optional()
-    n_out_of_scale: int | None = _optional()
-    n_scored_in_scale: int | None = _optional()
-    mae_in_scale: float | None = _optional()
-    mae_in_scale_ci: Interval | None = _optional()
-    spearman_in_scale: float | None = _optional()
-    spearman_in_scale_ci: Interval | None = _optional()
-    n_spearman: int | None = _optional()
-    n_vc: int | None = _optional()
-    vc_judge: float | None = _optional()
-    vc_experts: float | None = _optional()
-    n_vc_experts_all: int | None = _optional()
-    vc_experts_all: float | None = _optional()
-    n_vc_experts_labelled: int | None = _optional()
-    vc_experts_labelled: float | None = _optional()
-    why_no_vc: str | None = _optional()
-    n_abstained: int | None = _optional()
-    n_all_abstained: int | None = _optional()
-    why_empty: dict[str, int] | None = _optional()
-    why_empty_text: str | None = _optional()
-    extra: dict[str, Any] = _extra()
+    spearman: float | None = optional_field()
+    spearman_ci: Interval | None = optional_field()
+    pearson: float | None = optional_field()
+    kendall: float | None = optional_field()
+    n_out_of_scale: int | None = optional_field()
+    n_scored_in_scale: int | None = optional_field()
+    mae_in_scale: float | None = optional_field()
+    mae_in_scale_ci: Interval | None = optional_field()
+    spearman_in_scale: float | None = optional_field()
+    spearman_in_scale_ci: Interval | None = optional_field()
+    n_spearman: int | None = optional_field()
+    n_vc: int | None = optional_field()
+    vc_judge: float | None = optional_field()
+    vc_experts: float | None = optional_field()
+    n_vc_experts_all: int | None = optional_field()
+    vc_experts_all: float | None = optional_field()
+    n_vc_experts_labelled: int | None = optional_field()
+    vc_experts_labelled: float | None = optional_field()
+    why_no_vc: str | None = optional_field()
+    n_abstained: int | None = optional_field()
+    n_all_abstained: int | None = optional_field()
+    why_empty: dict[str, int] | None = optional_field()
+    why_empty_text: str | None = optional_field()
+    extra: dict[str, Any] = extra_field()
 
     # The correlations against a reference of their own are computed after the in-scale MAE and written there.
     _APART = ("n_spearman", "spearman", "spearman_ci", "pearson", "kendall", "spearman_in_scale",
@@ -175,16 +137,13 @@ class Cell(_Record):
     def has_correlations(self) -> bool:
         return self.spearman is not None
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Cell:
-        return _read(cls, data)
 
 
 # --------------------------------------------------------------------------------------------- a split
 
 
 @dataclass(frozen=True)
-class ModelMeansRow(_Record):
+class ModelMeansRow(_MetricsRecord):
     """A row of the paper's Table 10 (``item_table.model_means``): the experts' and the judge's mean score."""
 
     n_items: int
@@ -196,13 +155,10 @@ class ModelMeansRow(_Record):
     mae: float
     n_scored: int
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ModelMeansRow:
-        return _read(cls, data)
 
 
 @dataclass(frozen=True)
-class ModelMeans(_Record):
+class ModelMeans(_MetricsRecord):
     by_model: dict[str, ModelMeansRow]
     all: ModelMeansRow
 
@@ -213,19 +169,16 @@ class ModelMeans(_Record):
 
 
 @dataclass(frozen=True)
-class Confusion(_Record):
+class Confusion(_MetricsRecord):
     """Judge (rows) x experts' mode (columns) counts over ``levels``."""
 
     levels: list[float]
     matrix: list[list[int]]
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Confusion:
-        return _read(cls, data)
 
 
 @dataclass(frozen=True)
-class Confusions(_Record):
+class Confusions(_MetricsRecord):
     all: Confusion
     by_task_group: dict[str, Confusion]
 
@@ -240,7 +193,7 @@ def _cells(data: Mapping[str, Any]) -> dict[str, Cell]:
 
 
 @dataclass(frozen=True)
-class SplitMetrics(_Record):
+class SplitMetrics(_MetricsRecord):
     """One test (Zero-Shot, Standard, both): the overall cell, the cells by evaluated model, task type and criterion,
     the failures by error code, Table 10 and the confusion matrices."""
 
@@ -249,9 +202,9 @@ class SplitMetrics(_Record):
     by_task_type: dict[str, Cell]
     by_criterion: dict[str, Cell]
     failures: dict[str, int]
-    model_means: ModelMeans | None = _optional()
-    confusion: Confusions | None = _optional()
-    extra: dict[str, Any] = _extra()
+    model_means: ModelMeans | None = optional_field()
+    confusion: Confusions | None = optional_field()
+    extra: dict[str, Any] = extra_field()
 
     def by(self, grouping: str) -> dict[str, Cell]:
         """The cells of a grouping (``item_table.GROUPINGS``: model, task_type, criterion)."""
@@ -268,30 +221,27 @@ class SplitMetrics(_Record):
 
 
 @dataclass(frozen=True)
-class Settings(_Record):
+class Settings(_MetricsRecord):
     """How the metrics were computed (``judge-eval score``'s options)."""
 
     n_boot: int
     seed: int
     vc_repeats: int
     ci_level: float
-    spearman_target: str | None = _optional()
-    regression_scores: str | None = _optional()  # "raw" or "clipped" (``--clip-regression``)
+    spearman_target: str | None = optional_field()
+    regression_scores: str | None = optional_field()  # "raw" or "clipped" (``--clip-regression``)
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Settings:
-        return _read(cls, data)
 
 
 @dataclass(frozen=True)
-class Notes(_Record):
+class Notes(_MetricsRecord):
     """What joining the predictions with the records counted (``item_table.build_table``)."""
 
     n_unknown_ids: int = 0
-    n_repeated_ids: int | None = _optional()
-    n_regression_scores: int | None = _optional()
-    n_regression_out_of_scale: int | None = _optional()
-    n_out_of_scale_reparsed: int | None = _optional()
+    n_repeated_ids: int | None = optional_field()
+    n_regression_scores: int | None = optional_field()
+    n_regression_out_of_scale: int | None = optional_field()
+    n_out_of_scale_reparsed: int | None = optional_field()
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> Notes:
@@ -299,7 +249,7 @@ class Notes(_Record):
 
 
 @dataclass(frozen=True)
-class OfficialSplit(_Record):
+class OfficialSplit(_MetricsRecord):
     """POLLUX's repository evaluator over one test (``eval.scoring.pollux_official``)."""
 
     n: int
@@ -316,13 +266,10 @@ class OfficialSplit(_Record):
     n_regression: int
     n_regression_clipped: int
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> OfficialSplit:
-        return _read(cls, data)
 
 
 @dataclass(frozen=True)
-class PolluxOfficial(_Record):
+class PolluxOfficial(_MetricsRecord):
     title: str
     extraction: str
     reference: str
@@ -334,7 +281,7 @@ class PolluxOfficial(_Record):
 
 
 @dataclass(frozen=True)
-class RunInfo(_Record):
+class RunInfo(_MetricsRecord):
     """The run's provenance (its ``run.json``), each None where it does not say."""
 
     backend: str | None
@@ -349,15 +296,14 @@ class RunInfo(_Record):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Metrics(_Record):
+class Metrics(_MetricsRecord):
     """``metrics.json``.
 
     Attributes:
         judge: the judge's label; target: MAE's reference, "mode" or "mean" of the experts.
         settings: how the metrics were computed; levels: every score level seen (the confusion matrices' axes).
         splits: per test (``item_table.SPLITS``) its ``SplitMetrics``.
-        validity: the validity section (``eval.validity.section``), as its JSON object; None for files written
-            before it existed.
+        validity: the validity section (``eval.validity.schema.Validity``); None for files written before it existed.
         data, predictions: the files scored; notes: what the join counted.
         pollux_official: POLLUX's repository evaluator (not the paper's metrics); run: the run's provenance.
         extra: keys of a file written by a later version, kept and shown as they are.
@@ -368,13 +314,13 @@ class Metrics(_Record):
     settings: Settings
     levels: list[float] = field(default_factory=list)
     splits: dict[str, SplitMetrics]
-    validity: dict[str, Any] | None = _optional()
-    data: str | None = _optional()
-    predictions: str | None = _optional()
-    notes: Notes | None = _optional()
-    pollux_official: PolluxOfficial | None = _optional()
+    validity: Validity | None = optional_field()
+    data: str | None = optional_field()
+    predictions: str | None = optional_field()
+    notes: Notes | None = optional_field()
+    pollux_official: PolluxOfficial | None = optional_field()
     run: RunInfo | None = None  # written as {} for a run folder without provenance
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
     def items(self) -> Iterator[tuple[str, Any]]:
         for name, value in super().items():
@@ -384,4 +330,5 @@ class Metrics(_Record):
     def from_json(cls, data: Mapping[str, Any]) -> Metrics:
         return _read(cls, data, settings=Settings.from_json,
                      splits=lambda splits: {k: SplitMetrics.from_json(v) for k, v in splits.items()},
-                     notes=Notes.from_json, pollux_official=PolluxOfficial.from_json, run=RunInfo.of)
+                     notes=Notes.from_json, pollux_official=PolluxOfficial.from_json, run=RunInfo.of,
+                     validity=Validity.from_json)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from eval.scoring.schema import Metrics
+from eval.validity.schema import AltTest, AltTestFamily, LengthBias, MarginalHomogeneity, Unavailable, ValiditySplit
 from judge.splits import SPLIT_TITLES
 
 __all__ = ["compare_rows", "html_blocks", "lead_html", "lead_lines", "markdown_lines", "paired_rows"]
@@ -27,9 +28,9 @@ def _ci(pair: Any) -> str:
     return f" [{pair[0]:.2f}, {pair[1]:.2f}]"
 
 
-def _splits(result: Metrics) -> dict[str, Any]:
+def _splits(result: Metrics) -> dict[str, ValiditySplit]:
     """The validity section's splits of a run's metrics (empty for a file written before the section existed)."""
-    return ((result.validity or {}).get("splits")) or {}
+    return result.validity.splits if result.validity else {}
 
 
 def lead_lines(result: Metrics) -> list[str]:
@@ -38,26 +39,26 @@ def lead_lines(result: Metrics) -> list[str]:
     if not splits:
         return []
     lines = ["**Can this judge stand in for an expert?**", ""]
-    lines += [f"- {SPLIT_TITLES.get(split, split)}: {block['sentence']}" for split, block in splits.items()]
+    lines += [f"- {SPLIT_TITLES.get(split, split)}: {block.sentence}" for split, block in splits.items()]
     return lines + ["", "How to read these figures: docs/validity.md.", ""]
 
 
-def _alt_rows(alt: Mapping[str, Any]) -> list[list[str]]:
-    rows = [[r["expert"], str(r["n_items"]), _num(r["advantage_probability"]), f"{r['p_value']:.3g}",
-             f"{r['p_adjusted']:.3g}", "yes" if r["rejected"] else "no"] for r in alt.get("experts", [])]
-    rows += [[u["expert"], str(u["n_items"]), "untested", "", "", ""] for u in alt.get("untested", [])]
+def _alt_rows(alt: AltTest) -> list[list[str]]:
+    rows = [[r.expert, str(r.n_items), _num(r.advantage_probability), f"{r.p_value:.3g}", f"{r.p_adjusted:.3g}",
+             "yes" if r.rejected else "no"] for r in alt.experts]
+    rows += [[u.expert, str(u.n_items), "untested", "", "", ""] for u in alt.untested]
     return rows
 
 
-def _criterion_rows(block: Mapping[str, Any]) -> list[list[str]]:
+def _criterion_rows(block: ValiditySplit) -> list[list[str]]:
     rows = []
-    for label, c in block.get("by_criterion", {}).items():
-        ceiling, alt = c["ceiling"], c.get("alt_test") or {}
-        rows.append([label, str(ceiling["n_pairs"]), _num(ceiling["expert_mae"]), _num(ceiling["judge_mae"]),
-                     _num(ceiling["gap"]) + _ci(ceiling["gap_ci"]), ceiling["verdict"] or "—",
-                     _num(c.get("alpha_experts")), _num(c.get("alpha_with_judge")), _num(c.get("kappa_quadratic")),
-                     _num(c["leniency"]["mean_signed_error"]),
-                     "—" if alt.get("passed") is None else ("pass" if alt["passed"] else "fail")])
+    for label, c in block.by_criterion.items():
+        ceiling = c.ceiling
+        passed = c.alt_test.passed if isinstance(c.alt_test, AltTest) else None
+        rows.append([label, str(ceiling.n_pairs), _num(ceiling.expert_mae), _num(ceiling.judge_mae),
+                     _num(ceiling.gap) + _ci(ceiling.gap_ci), ceiling.verdict or "—",
+                     _num(c.alpha_experts), _num(c.alpha_with_judge), _num(c.kappa_quadratic),
+                     _num(c.leniency.mean_signed_error), "—" if passed is None else ("pass" if passed else "fail")])
     return rows
 
 
@@ -66,41 +67,45 @@ _CRITERION_HEAD = ["Criterion", "pairs", "expert MAE", "judge MAE", "gap", "expe
                    "α with judge", "κ quadratic", "leniency", "alt-test"]
 
 
-def _overall_rows(block: Mapping[str, Any]) -> list[list[str]]:
-    overall = block["overall"]
-    ceiling, agreement, lenient = overall["ceiling"], overall.get("agreement") or {}, overall["leniency"]
-    length = overall.get("length_bias") or {}
-    homogeneity = overall.get("marginal_homogeneity") or {}
-    judge_slope = length.get("judge") or {}
-    domains = block.get("alt_test_domains") or {}
+def _length_text(length: LengthBias | Unavailable | None) -> str:
+    if isinstance(length, LengthBias) and length.judge:
+        return (f"judge {_num(length.judge.slope, 3)}{_ci(length.judge.ci)}; "
+                f"{length.flag or 'not outside the experts'}")
+    return (length.why if isinstance(length, Unavailable) else "") or "—"
+
+
+def _homogeneity_text(homogeneity: MarginalHomogeneity | None) -> str:
+    if homogeneity is None:
+        return "χ² —, df —, p —"
+    return f"χ² {_num(homogeneity.statistic)}, df {homogeneity.df or '—'}, p {_num(homogeneity.p_value, 3)}"
+
+
+def _overall_rows(block: ValiditySplit) -> list[list[str]]:
+    overall = block.overall
+    ceiling, agreement, lenient = overall.ceiling, overall.agreement, overall.leniency
     rows = [
         ["experts' ceiling (MAE to the rest of the panel)",
-         f"expert {_num(ceiling['expert_mae'])}, judge {_num(ceiling['judge_mae'])}, gap {_num(ceiling['gap'])}"
-         f"{_ci(ceiling['gap_ci'])}: {ceiling['verdict'] or '—'} the experts' range"],
+         f"expert {_num(ceiling.expert_mae)}, judge {_num(ceiling.judge_mae)}, gap {_num(ceiling.gap)}"
+         f"{_ci(ceiling.gap_ci)}: {ceiling.verdict or '—'} the experts' range"],
         ["κ quadratic (to the rest of the panel)",
-         f"expert {_num(ceiling['expert_kappa'])}, judge {_num(ceiling['judge_kappa'])}"],
+         f"expert {_num(ceiling.expert_kappa)}, judge {_num(ceiling.judge_kappa)}"],
         ["Krippendorff's α (ordinal)",
-         f"experts {_num(agreement.get('alpha_experts'))}, with the judge {_num(agreement.get('alpha_with_judge'))}, "
-         f"difference {_num(agreement.get('alpha_difference'), 3)}{_ci(agreement.get('alpha_difference_ci'))}"],
-        ["κ quadratic (judge vs experts' mode)", _num(agreement.get("kappa_quadratic"))],
-        ["leniency (+ = lenient)", f"{_num(lenient['mean_signed_error'], 3)}{_ci(lenient['ci'])}: "
-                                   f"{lenient['direction']}"],
-        ["length bias (slope on log length)",
-         (f"judge {_num(judge_slope.get('slope'), 3)}{_ci(judge_slope.get('ci'))}; "
-          f"{length.get('flag') or 'not outside the experts'}") if judge_slope else (length.get("why") or "—")],
-        ["marginal homogeneity (Stuart–Maxwell)",
-         f"χ² {_num(homogeneity.get('statistic'))}, df {homogeneity.get('df') or '—'}, "
-         f"p {_num(homogeneity.get('p_value'), 3)}"],
+         f"experts {_num(overall.alpha_experts)}, with the judge {_num(overall.alpha_with_judge)}, "
+         f"difference {_num(agreement.alpha_difference if agreement else None, 3)}"
+         f"{_ci(agreement.alpha_difference_ci if agreement else None)}"],
+        ["κ quadratic (judge vs experts' mode)", _num(overall.kappa_quadratic)],
+        ["leniency (+ = lenient)", f"{_num(lenient.mean_signed_error, 3)}{_ci(lenient.ci)}: {lenient.direction}"],
+        ["length bias (slope on log length)", _length_text(overall.length_bias)],
+        ["marginal homogeneity (Stuart–Maxwell)", _homogeneity_text(overall.marginal_homogeneity)],
     ]
-    for name, family in domains.items():
+    for name, family in block.alt_test_domains.items():
         title = "task types" if name == "task_type" else "criteria"
-        text = (f"passes in {family['n_passed']} of {family['n_domains']} {title}" if family.get("available")
-                else family.get("why", "—"))
+        text = (f"passes in {family.n_passed} of {family.n_domains} {title}" if isinstance(family, AltTestFamily)
+                else family.why or "—")
         rows.append([f"alt-test per {name.replace('_', ' ')} (one BY correction)", text])
-    by_agreement = agreement.get("by_expert_agreement") or {}
-    for name, figures in by_agreement.items():
-        rows.append([f"experts {name} (n {figures['n']})",
-                     f"judge = mode {_num(figures['exact'])}, MAE to the experts' mean {_num(figures['mae_to_mean'])}"])
+    for name, figures in (agreement.by_expert_agreement if agreement else {}).items():
+        rows.append([f"experts {name} (n {figures.n})",
+                     f"judge = mode {_num(figures.exact)}, MAE to the experts' mean {_num(figures.mae_to_mean)}"])
     return rows
 
 
@@ -115,18 +120,18 @@ def markdown_lines(result: Metrics, markdown_table: Callable[[list[str], list[li
     if not splits:
         return []
     out = ["## Validity: can the judge stand in for an expert?", ""]
-    if not result.validity.get("named_experts"):
+    if not result.validity.named_experts:
         out += ["The data names no experts (`expert_ids`): the alternative annotator test and the per-expert length "
                 "slopes need identities and are left out; every other figure is computed from each item's panel.", ""]
     for split, block in splits.items():
         title = SPLIT_TITLES.get(split, split)
-        out += [f"### {title}: validity", "", block["sentence"], ""]
+        out += [f"### {title}: validity", "", block.sentence, ""]
         out += [markdown_table(["Figure", "Value"], _overall_rows(block)), ""]
-        alt = block["overall"]["alt_test"]
-        if alt.get("available"):
-            out += [f"Alternative annotator test (ε = {alt['epsilon']}, q = {alt['q']}, {alt['scoring']}, judge "
-                    f"failures scored as `{alt['failures']}`): ω = {_num(alt['winning_rate'])}, "
-                    f"ρ = {_num(alt['advantage_probability'])}.", "",
+        alt = block.overall.alt_test
+        if isinstance(alt, AltTest):
+            out += [f"Alternative annotator test (ε = {alt.epsilon}, q = {alt.q}, {alt.scoring}, judge "
+                    f"failures scored as `{alt.failures}`): ω = {_num(alt.winning_rate)}, "
+                    f"ρ = {_num(alt.advantage_probability)}.", "",
                     markdown_table(_ALT_HEAD, _alt_rows(alt)), ""]
         rows = _criterion_rows(block)
         if rows:
@@ -151,10 +156,10 @@ def html_blocks(result: Metrics) -> list[str]:
            '<p class="note">How to read these figures: docs/validity.md.</p>']
     for split, block in splits.items():
         title = SPLIT_TITLES.get(split, split)
-        out.append(f"<h3>{html.escape(title)}</h3><p><b>{html.escape(block['sentence'])}</b></p>")
+        out.append(f"<h3>{html.escape(title)}</h3><p><b>{html.escape(block.sentence)}</b></p>")
         out.append(table(["Figure", "Value"], _overall_rows(block)))
-        alt = block["overall"]["alt_test"]
-        if alt.get("available"):
+        alt = block.overall.alt_test
+        if isinstance(alt, AltTest):
             out.append(f"<details class=\"block\"><summary>Alternative annotator test per expert</summary>"
                        f"{table(_ALT_HEAD, _alt_rows(alt))}</details>")
         rows = _criterion_rows(block)
@@ -169,7 +174,7 @@ def lead_html(result: Metrics) -> str:
     splits = _splits(result)
     if not splits:
         return ""
-    items = "".join(f"<li><b>{html.escape(SPLIT_TITLES.get(s, s))}</b>: {html.escape(b['sentence'])}</li>"
+    items = "".join(f"<li><b>{html.escape(SPLIT_TITLES.get(s, s))}</b>: {html.escape(b.sentence)}</li>"
                     for s, b in splits.items())
     return f'<p><b>Can this judge stand in for an expert?</b></p><ul class="lead">{items}</ul>'
 
@@ -187,14 +192,15 @@ def compare_rows(runs: Mapping[str, Metrics],
         rows = []
         for name in names:
             block = _splits(runs[name])[split]
-            alt, ceiling = block["overall"]["alt_test"], block["overall"]["ceiling"]
+            alt, ceiling = block.overall.alt_test, block.overall.ceiling
+            tested = isinstance(alt, AltTest)
             rows.append([name,
-                         _num(alt.get("winning_rate")) if alt.get("available") else "—",
-                         _num(alt.get("advantage_probability")) if alt.get("available") else "—",
-                         _num(ceiling["gap"]) + _ci(ceiling["gap_ci"]),
-                         _num(block["overall"].get("alpha_with_judge")),
-                         _num(block["overall"]["leniency"]["mean_signed_error"], 3),
-                         block["sentence"]])
+                         _num(alt.winning_rate) if tested else "—",
+                         _num(alt.advantage_probability) if tested else "—",
+                         _num(ceiling.gap) + _ci(ceiling.gap_ci),
+                         _num(block.overall.alpha_with_judge),
+                         _num(block.overall.leniency.mean_signed_error, 3),
+                         block.sentence])
         out += [f"### {SPLIT_TITLES.get(split, split)}", "",
                 markdown_table(["Run", "ω", "ρ", "ceiling gap", "α with judge", "leniency", "in a sentence"], rows),
                 ""]

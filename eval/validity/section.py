@@ -28,15 +28,16 @@ t-test calls (``bias.leniencies``). Each statistic is pinned to its per-cell def
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from eval.validity import agreement as agreement_module
 from eval.validity.alt_test import AltTestSettings, prepare, summarise, summarise_by_domain
-from eval.validity.bias import leniencies, length_bias, marginal_homogeneity
+from eval.validity.bias import length_bias, leniencies, marginal_homogeneity
 from eval.validity.ceiling import CeilingPairs, cell_ceiling, leave_one_out_reference
+from eval.validity.schema import AltTest, SectionSettings, Unavailable, Validity, ValiditySplit
 
 __all__ = ["ValiditySettings", "judge_levels", "split_sentence", "validity_section"]
 
@@ -165,35 +166,35 @@ def _ratio(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
 
 
-def split_sentence(block: dict[str, Any]) -> str:
+def split_sentence(block: ValiditySplit) -> str:
     """One plain sentence on a split's validity: the alt-test, the ceiling by criterion, leniency, length bias."""
     parts = []
-    alt = block["overall"]["alt_test"]
-    if not alt.get("available"):
+    overall = block.overall
+    alt = overall.alt_test
+    if not isinstance(alt, AltTest):
         parts.append("the alternative annotator test needs named experts (the data names none)")
-    elif not alt["n_experts_tested"]:
-        parts.append(f"no expert scored the {alt['min_items_per_expert']} items the alternative annotator test needs")
+    elif not alt.n_experts_tested:
+        parts.append(f"no expert scored the {alt.min_items_per_expert} items the alternative annotator test needs")
     else:
-        figures = f"(ω = {_ratio(alt['winning_rate'])}, ρ = {_ratio(alt['advantage_probability'])})"
-        won = f"{alt['n_experts_rejected']} of {alt['n_experts_tested']} experts"
+        figures = f"(ω = {_ratio(alt.winning_rate)}, ρ = {_ratio(alt.advantage_probability)})"
+        won = f"{alt.n_experts_rejected} of {alt.n_experts_tested} experts"
         # "fails ... against 0 of 8 experts" would read as if it lost to none: a failure says what it won.
-        parts.append(f"passes the alternative annotator test against {won} {figures}" if alt["passed"] else
+        parts.append(f"passes the alternative annotator test against {won} {figures}" if alt.passed else
                      f"fails the alternative annotator test: it wins against {won}, fewer than half {figures}")
-    verdicts = [c["ceiling"]["verdict"] for c in block["by_criterion"].values() if c["ceiling"]["verdict"]]
+    verdicts = [c.ceiling.verdict for c in block.by_criterion.values() if c.ceiling.verdict]
     if verdicts:
         parts.append(f"inside the experts' range on {verdicts.count('inside')} of {len(verdicts)} criteria")
-    direction = block["overall"]["leniency"]["direction"]
-    if direction != "neither":
-        parts.append(f"{direction} overall ({block['overall']['leniency']['mean_signed_error']:+.2f})")
-    flag = (block["overall"].get("length_bias") or {}).get("flag")
-    if flag:
-        parts.append(flag)
+    if overall.leniency.direction != "neither":
+        parts.append(f"{overall.leniency.direction} overall ({overall.leniency.mean_signed_error:+.2f})")
+    length = overall.length_bias
+    if length is not None and not isinstance(length, Unavailable) and length.flag:
+        parts.append(length.flag)
     text = "; ".join(parts)
     return text[:1].upper() + text[1:] + "."
 
 
 def validity_section(table, target: str, split_index: dict[str, np.ndarray],
-                     settings: ValiditySettings = ValiditySettings()) -> dict[str, Any]:
+                     settings: ValiditySettings = ValiditySettings()) -> Validity:
     """The ``validity`` section for every split of ``split_index`` (as ``eval.scoring.item_table.evaluate`` splits them).
 
     Args:
@@ -203,8 +204,9 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
         settings: see ``ValiditySettings``.
 
     Returns:
-        ``settings``, ``named_experts`` (whether the data names its experts), ``splits`` -> {``sentence``,
-        ``overall``, ``by_task_type``, ``by_criterion`` (cells), ``alt_test_domains`` {task_type, criterion}}.
+        The section (``eval.validity.schema.Validity``): its settings, ``named_experts`` (whether the data names its
+        experts), per split the ``sentence``, the cells (``overall``, ``by_task_type``, ``by_criterion``) and the
+        alt-test's families per grouping (``alt_test_domains``).
     """
     import dataclasses
 
@@ -261,8 +263,8 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
                     continue
                 grouped[label] = _cell(table, members, f"{split}/{name}/{label}", kind=name, domain=domain, **common)
                 if family["available"]:
-                    grouped[label]["alt_test"] = family["by_domain"].get(label) or {"n_experts_tested": 0,
-                                                                                    "passed": None}
+                    # a domain none of whose experts has pairs: the test's empty result (``AltTest``'s defaults)
+                    grouped[label]["alt_test"] = family["by_domain"].get(label) or {}
                 else:
                     grouped[label]["alt_test"] = family
             block[f"by_{name}"] = grouped
@@ -273,7 +275,9 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
     cells = [members for _, _, split_cells in plan for _, _, members, _ in split_cells]
     for (_, cell), result in zip(placed, leniencies(table.judge, mean, table.best_low, cells, settings.level)):
         cell["leniency"] = result
-    for block in splits.values():
-        block["sentence"] = split_sentence(block)
-    return {"settings": {**asdict(settings), "target": target}, "named_experts": table.expert_ids is not None,
-            "splits": splits}
+    typed = {}
+    for split, block in splits.items():  # the statistics' dicts read into the section's types once, here
+        read = ValiditySplit.from_json({**block, "sentence": ""})
+        typed[split] = dataclasses.replace(read, sentence=split_sentence(read))
+    return Validity(SectionSettings(settings.alt_test, settings.n_boot, settings.alpha_boot, settings.seed,
+                                    settings.level, target), table.expert_ids is not None, typed)

@@ -180,5 +180,5 @@ def test_section_on_an_empty_table():
                       experts=np.zeros((0, 3)), split=empty, model_id=empty, task_type=empty, task_group=empty,
                       criteria_name=empty)
     section = validity_section(table, "mode", {"all": np.zeros(0, dtype=np.intp)})
-    overall = section["splits"]["all"]["overall"]
-    assert overall["n_items"] == 0 and overall["alpha_experts"] is None and overall["ceiling"]["verdict"] is None
+    overall = section.splits["all"].overall
+    assert overall.n_items == 0 and overall.alpha_experts is None and overall.ceiling.verdict is None

@@ -209,6 +209,6 @@ def test_section_on_tables_with_nothing_to_compare(judge, experts):
         ("task_type", "t"), ("task_group", "g"), ("criteria_name", "c"))}  # fmt: skip
     table = ItemTable(ids=np.array(["a", "b"], dtype=object), judge=judge, experts=experts, **labels)
     section = validity_section(table, "mode", {"all": np.arange(2)})
-    overall = section["splits"]["all"]["overall"]
-    assert overall["ceiling"]["n_pairs"] == 0 and overall["ceiling"]["verdict"] is None
-    assert section["splits"]["all"]["sentence"].startswith("The alternative annotator test needs named experts")
+    overall = section.splits["all"].overall
+    assert overall.ceiling.n_pairs == 0 and overall.ceiling.verdict is None
+    assert section.splits["all"].sentence.startswith("The alternative annotator test needs named experts")

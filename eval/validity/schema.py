@@ -1,0 +1,370 @@
+"""The typed ``validity`` section of ``metrics.json``: what ``eval.validity.section`` writes and the reports and
+``judge-eval compare`` read (``eval.validity.render``, ``eval.scoring.compare``).
+
+The statistics (``alt_test``, ``ceiling``, ``agreement``, ``bias``) return JSON-ready dicts, pinned by their own
+tests; the section reads them into these types once (``Validity.from_json``) and every reader sees attributes.
+``Validity.to_json()`` writes the same keys in the same order (``eval.scoring.json_record``).
+
+Unlike the headline cells (``eval.scoring.schema``), a null here stays None: "not computable" (an alpha without
+pairable items, a slope of fewer than three answers) is part of the figure. A figure that is not computed at all
+says why (``Unavailable``): the alternative annotator test without named experts, the length bias without the
+answers' lengths.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from eval.scoring.json_record import JsonRecord, extra_field, optional_field, read_record
+from eval.validity.alt_test import AltTestSettings
+
+__all__ = ["Agreement", "AgreementClass", "AltTest", "AltTestExpert", "AltTestFamily", "Ceiling", "LengthBias",
+           "Leniency", "MarginalHomogeneity", "NamedExpertSlopes", "PooledExpertSlopes", "SectionSettings", "Slope",
+           "Unavailable", "UntestedExpert", "Validity", "ValidityCell", "ValiditySplit"]
+
+Interval = list  # [low, high], either end None when not computable
+
+
+class _SectionRecord(JsonRecord):
+    json_where = "metrics.json's validity section"
+
+
+def _read(cls, data: Mapping[str, Any], **readers) -> Any:
+    return read_record(cls, data, where=cls.json_where, **readers)
+
+
+def _table(reader):
+    return lambda rows: {label: reader(row) for label, row in rows.items()}
+
+
+@dataclass(frozen=True)
+class Unavailable(_SectionRecord):
+    """A figure not computed, and why (the alt-test without named experts: ``available`` False; the length bias
+    without the answers' lengths: ``why`` alone)."""
+
+    available: bool | None = optional_field()
+    why: str = ""
+
+    @classmethod
+    def recognises(cls, data: Mapping[str, Any]) -> bool:
+        return data.get("available") is False or set(data) == {"why"}
+
+
+
+# ---------------------------------------------------------------------------- the alternative annotator test
+
+
+@dataclass(frozen=True)
+class AltTestExpert(_SectionRecord):
+    """One tested expert: the judge's advantage probability over them, the t-test's p-value, Benjamini–Yekutieli's
+    adjusted one, whether the judge wins (rejected), and whether the differences were constant (the stated rule)."""
+
+    expert: str
+    n_items: int
+    advantage_probability: float
+    p_value: float | None
+    p_adjusted: float | None
+    rejected: bool
+    constant_difference: bool
+
+
+
+@dataclass(frozen=True)
+class UntestedExpert(_SectionRecord):
+    """An expert with fewer items than the test needs (listed, never counted)."""
+
+    expert: str
+    n_items: int
+
+
+
+@dataclass(frozen=True, kw_only=True)
+class AltTest(_SectionRecord):
+    """The alt-test over a cell's items (``eval.validity.alt_test.summarise``).
+
+    The overall cell carries the test's settings and item counts too (``available`` True); a task type's or a
+    criterion's result is its domain's within the family's one correction and carries the outcome alone.
+
+    Attributes:
+        winning_rate: omega, the share of tested experts the judge wins against; advantage_probability: rho, the
+            tested experts' mean; passed: omega >= 0.5 (None when no expert could be tested).
+    """
+
+    available: bool | None = optional_field()
+    epsilon: float | None = optional_field()
+    q: float | None = optional_field()
+    scoring: str | None = optional_field()
+    failures: str | None = optional_field()
+    min_items_per_expert: int | None = optional_field()
+    min_experts_per_item: int | None = optional_field()
+    n_items: int | None = optional_field()
+    n_items_few_experts: int | None = optional_field()
+    n_items_judge_failed: int | None = optional_field()
+    n_experts_tested: int = 0
+    n_experts_rejected: int = 0
+    winning_rate: float | None = None
+    advantage_probability: float | None = None
+    passed: bool | None = None
+    experts: list[AltTestExpert] = field(default_factory=list)
+    untested: list[UntestedExpert] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> AltTest | Unavailable:
+        if Unavailable.recognises(data):
+            return Unavailable.from_json(data)
+        return _read(cls, data, experts=lambda rows: [AltTestExpert.from_json(r) for r in rows],
+                     untested=lambda rows: [UntestedExpert.from_json(r) for r in rows])
+
+
+@dataclass(frozen=True)
+class AltTestFamily(_SectionRecord):
+    """The alt-test per domain (task type or criterion) under one Benjamini–Yekutieli correction: passes in
+    ``n_passed`` of ``n_domains`` (domains with a tested expert)."""
+
+    available: bool
+    epsilon: float
+    q: float
+    scoring: str
+    failures: str
+    min_items_per_expert: int
+    min_experts_per_item: int
+    n_passed: int
+    n_domains: int
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> AltTestFamily | Unavailable:
+        return Unavailable.from_json(data) if Unavailable.recognises(data) else _read(cls, data)
+
+
+# --------------------------------------------------------------------------------- ceiling, agreement, bias
+
+
+@dataclass(frozen=True)
+class Ceiling(_SectionRecord):
+    """Each expert and the judge against the rest of the panel on the same pairs (``eval.validity.ceiling``)."""
+
+    reference: str
+    n_judge_failed: int
+    n_items: int
+    n_pairs: int
+    expert_mae: float | None
+    judge_mae: float | None
+    gap: float | None
+    gap_ci: Interval
+    expert_kappa: float | None
+    judge_kappa: float | None
+    verdict: str | None  # "inside" / "outside" the experts' range; None without pairs
+
+
+
+@dataclass(frozen=True)
+class AgreementClass(_SectionRecord):
+    """The judge on the items whose experts were unanimous, a majority, or split."""
+
+    n: int
+    n_judged: int
+    exact: float | None  # the judge's share equal to the unique mode; None for split items
+    mae_to_mean: float | None
+
+
+
+@dataclass(frozen=True)
+class AlphaBoot(_SectionRecord):
+    resamples: int
+    items_per_resample: int
+
+
+
+@dataclass(frozen=True)
+class Agreement(_SectionRecord):
+    """Krippendorff's alpha with and without the judge, quadratic kappa, agreement by class
+    (``eval.validity.agreement``)."""
+
+    value_domain: list[float]
+    alpha_experts: float | None
+    alpha_with_judge: float | None
+    alpha_difference: float | None
+    alpha_difference_ci: Interval
+    alpha_boot: AlphaBoot
+    n_kappa: int
+    kappa_quadratic: float | None
+    by_expert_agreement: dict[str, AgreementClass]
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Agreement:
+        return _read(cls, data, alpha_boot=AlphaBoot.from_json, by_expert_agreement=_table(AgreementClass.from_json))
+
+
+@dataclass(frozen=True)
+class Leniency(_SectionRecord):
+    """The judge's mean signed error against the experts' mean, oriented so that + is lenient."""
+
+    n: int
+    mean_signed_error: float | None
+    ci: Interval
+    direction: str  # "lenient", "harsh" or "neither"
+
+
+
+@dataclass(frozen=True)
+class MarginalHomogeneity(_SectionRecord):
+    """The Stuart–Maxwell test of the judge x experts' mode table (``why`` when the covariance is singular)."""
+
+    n: int
+    judge_margin: list[float]
+    experts_margin: list[float]
+    levels: list[float]
+    statistic: float | None
+    df: int | None
+    p_value: float | None
+    why: str | None = optional_field()
+
+
+
+@dataclass(frozen=True)
+class Slope(_SectionRecord):
+    """A residual's slope on log answer length, with its t interval."""
+
+    n: int
+    slope: float
+    ci: Interval
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> Slope | None:
+        return None if data is None else _read(cls, data)
+
+
+@dataclass(frozen=True)
+class NamedExpertSlopes(_SectionRecord):
+    """Each named expert's leave-one-out slope, and their range (absent when no expert has one)."""
+
+    by_expert: dict[str, Slope]
+    range: Interval | None = optional_field()
+
+
+@dataclass(frozen=True)
+class PooledExpertSlopes(_SectionRecord):
+    """The experts' leave-one-out slope pooled (the data names no experts); None when it cannot be fitted."""
+
+    pooled: Slope | None
+
+
+@dataclass(frozen=True)
+class LengthBias(_SectionRecord):
+    """The judge's length slope beside the experts' (``eval.validity.bias.length_bias``)."""
+
+    judge: Slope | None
+    experts: NamedExpertSlopes | PooledExpertSlopes
+    flag: str | None  # "lenient on long answers", "harsh on long answers" or None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> LengthBias | Unavailable:
+        if Unavailable.recognises(data):
+            return Unavailable.from_json(data)
+
+        def experts(block: Mapping[str, Any]) -> NamedExpertSlopes | PooledExpertSlopes:
+            if "pooled" in block:
+                return PooledExpertSlopes(Slope.from_json(block["pooled"]))
+            return _read(NamedExpertSlopes, block, by_expert=_table(Slope.from_json))
+
+        return _read(cls, data, judge=Slope.from_json, experts=experts)
+
+
+# ----------------------------------------------------------------------------------------- cells and splits
+
+
+@dataclass(frozen=True, kw_only=True)
+class ValidityCell(_SectionRecord):
+    """Every validity figure of one cell (overall, a task type, a criterion).
+
+    ``agreement`` and ``marginal_homogeneity`` are None in a task type's cell (it mixes criteria of different
+    scales), ``length_bias`` outside the overall cells. The file repeats alpha and kappa beside ``agreement`` for
+    its readers; here they are properties of it.
+    """
+
+    n_items: int
+    value_domain: list[float]
+    ceiling: Ceiling
+    leniency: Leniency
+    agreement: Agreement | None = optional_field()
+    marginal_homogeneity: MarginalHomogeneity | None = optional_field()
+    length_bias: LengthBias | Unavailable | None = optional_field()
+    alt_test: AltTest | Unavailable
+    extra: dict[str, Any] = extra_field()
+
+    _REPEATED = ("alpha_experts", "alpha_with_judge", "kappa_quadratic")
+
+    @property
+    def alpha_experts(self) -> float | None:
+        return self.agreement.alpha_experts if self.agreement else None
+
+    @property
+    def alpha_with_judge(self) -> float | None:
+        return self.agreement.alpha_with_judge if self.agreement else None
+
+    @property
+    def kappa_quadratic(self) -> float | None:
+        return self.agreement.kappa_quadratic if self.agreement else None
+
+    def items(self) -> Iterator[tuple[str, Any]]:
+        for name, value in super().items():
+            yield name, value
+            if name == "agreement":
+                yield from ((key, getattr(self, key)) for key in self._REPEATED)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ValidityCell:
+        data = {k: v for k, v in data.items() if k not in cls._REPEATED}
+        return _read(cls, data, ceiling=Ceiling.from_json, leniency=Leniency.from_json,
+                     agreement=Agreement.from_json, marginal_homogeneity=MarginalHomogeneity.from_json,
+                     length_bias=LengthBias.from_json, alt_test=AltTest.from_json)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ValiditySplit(_SectionRecord):
+    """One test's validity: the lead ``sentence``, the cells, the alt-test's families per grouping."""
+
+    overall: ValidityCell
+    alt_test_domains: dict[str, AltTestFamily | Unavailable]
+    by_task_type: dict[str, ValidityCell]
+    by_criterion: dict[str, ValidityCell]
+    sentence: str
+    extra: dict[str, Any] = extra_field()
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ValiditySplit:
+        cells = _table(ValidityCell.from_json)
+        return _read(cls, data, overall=ValidityCell.from_json, alt_test_domains=_table(AltTestFamily.from_json),
+                     by_task_type=cells, by_criterion=cells)
+
+
+@dataclass(frozen=True)
+class SectionSettings(_SectionRecord):
+    """How the section was computed (``eval.validity.section.ValiditySettings``) and the ceiling's reference."""
+
+    alt_test: AltTestSettings
+    n_boot: int
+    alpha_boot: int
+    seed: int
+    level: float
+    target: str
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SectionSettings:
+        return _read(cls, data, alt_test=lambda block: AltTestSettings(**block))
+
+
+@dataclass(frozen=True)
+class Validity(_SectionRecord):
+    """The ``validity`` section: its settings, whether the data names its experts, and each test's figures."""
+
+    settings: SectionSettings
+    named_experts: bool
+    splits: dict[str, ValiditySplit]
+    extra: dict[str, Any] = extra_field()
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Validity:
+        return _read(cls, data, settings=SectionSettings.from_json, splits=_table(ValiditySplit.from_json))

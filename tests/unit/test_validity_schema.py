@@ -1,0 +1,118 @@
+"""The typed validity section (eval.validity.schema): what `score` writes reads back to the same bytes with named
+and unnamed experts, each figure's kinds (computed, not computable, not computed and why) read as their types, older
+and later files read, and a broken section is named in its error."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import judge
+from eval.reports.report import markdown_table
+from eval.scoring import item_table
+from eval.scoring.schema import Metrics
+from eval.scoring.score import score
+from eval.validity.alt_test import AltTestSettings
+from eval.validity.render import markdown_lines
+from eval.validity.schema import (AltTest, AltTestFamily, LengthBias, NamedExpertSlopes, PooledExpertSlopes,
+                                  Unavailable, Validity, ValidityCell)
+
+
+def _score(tmp_path, *, named: bool) -> tuple[str, Metrics]:
+    rows = [json.loads(line) for line in judge.sample_data_path().read_text(encoding="utf-8").splitlines()]
+    if not named:
+        for row in rows:
+            row.pop("expert_ids", None)
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    with (tmp_path / "predictions.jsonl").open("w", encoding="utf-8") as handle:
+        for k, row in enumerate(rows):  # the first expert's score, one above it on every fourth item
+            value = min(float(row["expert_scores"][0]) + (k % 4 == 0), 2.0)
+            handle.write(json.dumps({"id": row["id"], "judge": "hand", "raw_output": f"[RESULT] {value:g} [END]",
+                                     "feedback": "", "score": value, "parse_ok": True, "error": None,
+                                     "score_source": "verdict", "latency_s": 0.0}) + "\n")
+    out = tmp_path / "run"
+    score(tmp_path / "predictions.jsonl", data, out, n_boot=20)
+    text = (out / "metrics.json").read_text(encoding="utf-8")
+    return text, Metrics.from_json(json.loads(text))
+
+
+@pytest.mark.parametrize("named", [True, False])
+def test_the_section_reads_back_to_the_same_bytes(tmp_path, named):
+    """metrics.json read into the types and written again is the same bytes; the figures are the file's values."""
+    text, metrics = _score(tmp_path, named=named)
+    assert item_table.dumps(metrics) + "\n" == text
+    raw = json.loads(text)["validity"]
+    validity = metrics.validity
+    assert isinstance(validity, Validity) and validity.named_experts is named
+    assert validity.settings.alt_test == AltTestSettings() and validity.settings.target == raw["settings"]["target"]
+    overall, raw_overall = validity.splits["all"].overall, raw["splits"]["all"]["overall"]
+    assert overall.ceiling.gap == raw_overall["ceiling"]["gap"]
+    assert overall.alpha_with_judge == raw_overall["alpha_with_judge"] == raw_overall["agreement"]["alpha_with_judge"]
+    assert overall.leniency.mean_signed_error > 0  # the judge is one above the first expert on every fourth item
+    assert validity.splits["all"].sentence == raw["splits"]["all"]["sentence"]
+    task_type = next(iter(validity.splits["all"].by_task_type.values()))
+    assert task_type.agreement is None and task_type.alpha_experts is None and task_type.length_bias is None
+    if named:
+        assert isinstance(overall.alt_test, AltTest) and overall.alt_test.available is True
+        assert overall.alt_test.n_experts_tested == len(raw_overall["alt_test"]["experts"]) > 0
+        assert overall.alt_test.experts[0].expert == raw_overall["alt_test"]["experts"][0]["expert"]
+        assert isinstance(overall.length_bias.experts, NamedExpertSlopes)
+        assert all(isinstance(f, AltTestFamily) for f in validity.splits["all"].alt_test_domains.values())
+    else:
+        assert isinstance(overall.alt_test, Unavailable) and "names no experts" in overall.alt_test.why
+        assert isinstance(overall.length_bias, LengthBias)
+        assert isinstance(overall.length_bias.experts, PooledExpertSlopes)
+        assert all(isinstance(f, Unavailable) for f in validity.splits["all"].alt_test_domains.values())
+
+
+def _cell(**changes) -> dict:
+    cell = {"n_items": 2, "value_domain": [0.0, 1.0],
+            "ceiling": {"reference": "mode", "n_judge_failed": 0, "n_items": 0, "n_pairs": 0, "expert_mae": None,
+                        "judge_mae": None, "gap": None, "gap_ci": [None, None], "expert_kappa": None,
+                        "judge_kappa": None, "verdict": None},
+            "leniency": {"n": 0, "mean_signed_error": None, "ci": [None, None], "direction": "neither"},
+            "alt_test": {"n_experts_tested": 0, "passed": None}}
+    return {**cell, **changes}
+
+
+def test_an_older_domain_result_reads_as_the_empty_result():
+    """A criterion's alt-test written in the short form of older files reads with the empty result's defaults (no
+    expert tested, passed None), and is written in full."""
+    cell = ValidityCell.from_json(_cell())
+    assert isinstance(cell.alt_test, AltTest)
+    assert (cell.alt_test.n_experts_tested, cell.alt_test.passed, cell.alt_test.experts) == (0, None, [])
+    assert cell.to_json()["alt_test"] == {"n_experts_tested": 0, "n_experts_rejected": 0, "winning_rate": None,
+                                          "advantage_probability": None, "passed": None, "experts": [],
+                                          "untested": []}
+
+
+def test_a_length_bias_not_computed_says_why_and_later_keys_are_kept():
+    """``{"why": ...}`` reads as Unavailable; a key a later version adds to a cell is kept and written back last."""
+    data = _cell(length_bias={"why": "the answers' lengths are unknown"}, later_figure={"x": 1})
+    cell = ValidityCell.from_json(data)
+    assert isinstance(cell.length_bias, Unavailable) and cell.length_bias.why == "the answers' lengths are unknown"
+    assert cell.extra == {"later_figure": {"x": 1}}
+    written = cell.to_json()
+    assert list(written)[-1] == "later_figure" and written["length_bias"] == {"why": "the answers' lengths are unknown"}
+
+
+def test_a_broken_section_is_named_in_the_error():
+    ceiling = dict(_cell()["ceiling"])
+    del ceiling["gap"]
+    with pytest.raises(ValueError, match=r"metrics.json's validity section: Ceiling has no 'gap'"):
+        ValidityCell.from_json(_cell(ceiling=ceiling))
+    with pytest.raises(ValueError, match=r"validity section: Leniency should be a JSON object, not list"):
+        ValidityCell.from_json(_cell(leniency=[0.1]))
+
+
+def test_the_report_reads_the_types(tmp_path):
+    """The report's validity tables come from the attributes: a cell's alt-test without a tested expert shows "—"
+    and the unnamed data's lead says why there is no alt-test."""
+    _text, metrics = _score(tmp_path, named=False)
+    lines = "\n".join(markdown_lines(metrics, markdown_table))
+    assert "The data names no experts (`expert_ids`)" in lines
+    assert metrics.validity.splits["all"].sentence in lines
+    criterion_rows = [line for line in lines.splitlines() if line.startswith("| ") and line.rstrip().endswith("| — |")]
+    assert criterion_rows  # every criterion's alt-test column reads "—" without named experts
