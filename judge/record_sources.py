@@ -69,7 +69,24 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[str, int, dict]]:
 def _parquet_rows(path: Path) -> Iterator[tuple[str, int, dict]]:
     import pyarrow.parquet as pq
 
-    yield from ((str(path), index, row) for index, row in enumerate(pq.read_table(path).to_pylist()))
+    yield from _table_rows(str(path), pq.read_table(path))
+
+
+def _table_rows(name: str, table) -> Iterator[tuple[str, int, dict]]:
+    yield from ((name, index, row) for index, row in enumerate(table.to_pylist()))
+
+
+def _parquet_tables(path: Path, split: str | None) -> list[tuple[str, Any]] | None:
+    """A Parquet file's or a shard folder's tables, each named by its file, read once for both paths (the column
+    checks, and the row path when a check flags them); None for any other source."""
+    import pyarrow.parquet as pq
+
+    if path.is_file() and path.suffix.lower() == ".parquet":
+        return [(str(path), pq.read_table(path))]
+    if path.is_dir() and not any((path / marker).is_file() for marker in _SAVE_TO_DISK_FILES):
+        shards = _parquet_shards(path, split)
+        return [(str(shard), pq.read_table(shard)) for shard in shards] if shards else None
+    return None
 
 
 def _parquet_shards(folder: Path, split: str | None) -> list[Path]:
@@ -126,10 +143,11 @@ def load_record_columns(source: str | Path, split: str | None = None, make_id: b
     record; any other source (or one a check flags) is read row by row, as ``load_records_report`` reads it. Same
     arguments, errors and report as ``load_records_report``.
     """
-    found = _column_wise(source, split, make_id)
+    tables = _parquet_tables(Path(source), split)
+    found = _column_wise(source, make_id, tables)
     if found is not None:
         return found
-    records, report = _row_wise(source, split, make_id)
+    records, report = _row_wise(source, split, make_id, tables)
     return RecordColumns.from_records(records, str(source)), report
 
 
@@ -155,36 +173,37 @@ def load_records_report(source: str | Path, split: str | None = None, make_id: b
         FileNotFoundError: a path that does not exist and is not a dataset name, or a dataset name that
             ``datasets.load_dataset`` cannot load (the message says how to fix it).
     """
-    found = _column_wise(source, split, make_id)
+    tables = _parquet_tables(Path(source), split)
+    found = _column_wise(source, make_id, tables)
     if found is not None:
         columns, report = found
         return columns.records(), report
-    return _row_wise(source, split, make_id)
+    return _row_wise(source, split, make_id, tables)
 
 
-def _column_wise(source: str | Path, split: str | None, make_id: bool) -> tuple[RecordColumns, LoadReport] | None:
-    """A JSONL / Parquet file or a shard folder read column-wise; None for other sources and for tables a column
-    check flags (read row by row then)."""
-    import pyarrow.parquet as pq
-
+def _column_wise(source: str | Path, make_id: bool, tables: list[tuple[str, Any]] | None
+                 ) -> tuple[RecordColumns, LoadReport] | None:
+    """A JSONL file, or the Parquet ``tables`` (``_parquet_tables``), read column-wise; None for other sources and
+    for tables a column check flags (read row by row then)."""
     path, name = Path(source), str(source)
-    if path.is_file() and path.suffix.lower() == ".jsonl":
+    if tables is not None:
+        found = columns_from_tables(tables, name, make_id)
+    elif path.is_file() and path.suffix.lower() == ".jsonl":
         found = columns_from_tables([(name, _jsonl_table(path))], name, make_id, jsonl=True)
-    elif path.is_file() and path.suffix.lower() == ".parquet":
-        found = columns_from_tables([(name, pq.read_table(path))], name, make_id)
-    elif path.is_dir() and not any((path / marker).is_file() for marker in _SAVE_TO_DISK_FILES):
-        shards = _parquet_shards(path, split)
-        found = columns_from_tables([(str(s), pq.read_table(s)) for s in shards], name, make_id) if shards else None
     else:
         return None
     _release_arrow_memory()
     return found
 
 
-def _row_wise(source: str | Path, split: str | None, make_id: bool) -> tuple[list[JudgeRecord], LoadReport]:
-    """Every source, row by row: each row validated by ``JudgeRecord.from_row``."""
+def _row_wise(source: str | Path, split: str | None, make_id: bool, tables: list[tuple[str, Any]] | None = None
+              ) -> tuple[list[JudgeRecord], LoadReport]:
+    """Every source, row by row: each row validated by ``JudgeRecord.from_row`` (Parquet from the ``tables``
+    already read for the column checks, when given)."""
     path = Path(source)
     name = str(source)
+    if tables is not None:
+        return _validated((row for shard, table in tables for row in _table_rows(shard, table)), name, make_id)
     if path.is_file():
         suffix = path.suffix.lower()
         if suffix == ".jsonl":

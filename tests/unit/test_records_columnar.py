@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -105,6 +106,28 @@ def test_bad_row_gives_the_row_paths_error_from_jsonl_and_parquet(mutation, fiel
         err = info.value
         assert (err.source, err.row, err.field, err.message) == (str(path), 1, field, expected.value.message), path
         assert fragment in str(err)
+
+
+def test_a_flagged_parquet_source_is_read_once(tmp_path, monkeypatch):
+    """When a column check flags a Parquet file or a shard folder, the row path reads the tables the check read:
+    each file is opened once, and the error is still the row path's."""
+    rows = [GOOD | {"id": "first", "expert_feedback": None},
+            GOOD | {"id": "x", "expert_scores": [1.0, math.nan], "expert_feedback": None}]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "d.parquet")
+    folder = tmp_path / "shards" / "data"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows[:1]), folder / "test-00000-of-00002.parquet")
+    pq.write_table(pa.Table.from_pylist(rows[1:]), folder / "test-00001-of-00002.parquet")
+    opened = []
+    real = pq.read_table
+    monkeypatch.setattr(pq, "read_table", lambda path, *a, **k: opened.append(Path(path).name) or real(path, *a, **k))
+    with pytest.raises(RecordError, match=r"d.parquet: row 1: field 'expert_scores'"):
+        load_records_report(tmp_path / "d.parquet")
+    assert opened == ["d.parquet"]
+    opened.clear()
+    with pytest.raises(RecordError, match=r"test-00001-of-00002.parquet: row 0: field 'expert_scores'"):
+        load_records_report(tmp_path / "shards")
+    assert opened == ["test-00000-of-00002.parquet", "test-00001-of-00002.parquet"]
 
 
 def test_nan_score_in_parquet_is_named(tmp_path):
