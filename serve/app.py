@@ -18,9 +18,10 @@ Routes:
   state, process group, restarts and last exit code. ``GET /ready``: 200 only when every engine answers and the
   server is not draining.
 
-Robustness: with an API key every route but ``/health``, ``/ready`` and ``/metrics*`` needs
-``Authorization: Bearer <key>`` (401 otherwise); without one, only requests whose ``Host`` is in
-``allowed_hosts`` are served (a web page cannot reach a local judge-serve by DNS rebinding). Bodies above
+Robustness (the guards in ``serve.connections``, the error shape in ``serve.errors``): with an API key every
+route but ``/health``, ``/ready`` and ``/metrics*`` needs ``Authorization: Bearer <key>`` (401 otherwise); without
+one, only requests whose ``Host`` is in ``allowed_hosts`` are served (a web page cannot reach a local judge-serve by
+DNS rebinding). Bodies above
 ``max_body_bytes`` get 413; every error, judge-serve's, the engine's or an unknown route's, is OpenAI's
 ``{"error": {"message", "type", "param", "code"}}`` with a string ``code``, and names no URL, process or file
 (an engine's 5xx text stays in judge-serve's log). ``X-Request-Id`` is passed to the engine and echoed (one is
@@ -39,8 +40,6 @@ import dataclasses
 import hmac
 import json
 import logging
-import re
-import uuid
 from typing import Any
 
 import aiohttp
@@ -51,13 +50,16 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from judge.wire import ModelLimits
 from serve.config import ServeConfig
+from serve.connections import (ApiKeyMiddleware, BodyLimitMiddleware, HostAllowListMiddleware,
+                               RefuseWhileDrainingMiddleware, RequestIdMiddleware, own_host_names)
 from serve.engine_client import EngineFailure, EngineUnavailable, unless_dead
+from serve.errors import engine_error, error_response, sanitized
 from serve.layout import CheckpointLayout, LayoutError, resolve_layout
 from serve.rewards import install_reward_routes
 from serve.schema import RequestError, decode_json_body, parse_judge_request
 from serve.supervision import ServerState, restart_delay, start_engines, stop_engines
 
-__all__ = ["create_app", "ServerState", "restart_delay", "header_deadline_protocol", "error_body", "sanitized"]
+__all__ = ["ServerState", "create_app", "proxied_token_bound", "resolved_verdict_format", "restart_delay"]
 
 log = logging.getLogger("judge_serve")
 
@@ -68,46 +70,10 @@ _DROP_RESPONSE_HEADERS = {"connection", "keep-alive", "transfer-encoding", "serv
 #: Most bytes of an engine's error body judge-serve reads to rewrite it in OpenAI's shape.
 _MAX_ENGINE_ERROR_BYTES = 64 * 1024
 
-# OpenAI's error types and codes by status, for errors that arrive without a string code of their own.
-_TYPE_OF_STATUS = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-                   404: "not_found_error", 405: "invalid_request_error", 408: "timeout", 409: "conflict_error",
-                   413: "invalid_request_error", 422: "invalid_request_error", 429: "rate_limit_error"}  # fmt: skip
-_CODE_OF_STATUS = {400: "invalid_request", 401: "invalid_api_key", 403: "forbidden", 404: "not_found",
-                   405: "method_not_allowed", 408: "timeout", 409: "conflict", 413: "body_too_large",
-                   422: "invalid_request", 429: "rate_limited"}  # fmt: skip
-
-# What an engine's message must not carry to a client: file paths, URLs, addresses, process ids.
-_INTERNALS = [
-    (re.compile(r"https?://[^\s'\"<>)]+"), "<url>"),
-    (re.compile(r"(?<![\w.])(?:/[\w.@+-]+){2,}/?"), "<path>"),
-    (re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"), "<address>"),
-    (re.compile(r"\bpid[= ]\d+", re.IGNORECASE), "pid=<pid>"),
-]
-
-
-def sanitized(text: str, limit: int = 2000) -> str:
-    """``text`` with file paths, URLs, addresses and process ids replaced by placeholders, cut at ``limit``."""
-    for pattern, placeholder in _INTERNALS:
-        text = pattern.sub(placeholder, text)
-    return text[:limit]
-
-
-def error_body(message: str, kind: str, param: str | None = None, code: str | None = None) -> dict[str, Any]:
-    """An OpenAI-style error body, which the ``openai`` SDK turns into its exceptions' ``message``."""
-    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
-
-
-def _error(status: int, message: str, kind: str | None = None, param: str | None = None, code: str | None = None,
-           headers=None) -> JSONResponse:  # fmt: skip
-    kind = kind or _TYPE_OF_STATUS.get(status, "server_error" if status >= 500 else "invalid_request_error")
-    code = code or _CODE_OF_STATUS.get(status, "engine_error" if status >= 500 else "invalid_request")
-    return JSONResponse(error_body(message, kind, param, code), status_code=status, headers=headers)
-
-
 def _refused(err: RequestError) -> JSONResponse:
     """A request refused by validation or by the judge: its status, message and field, OpenAI-shaped."""
     kind = "not_found_error" if err.status == 404 else "invalid_request_error"
-    return _error(err.status, err.message, kind, err.param, err.code)
+    return error_response(err.status, err.message, kind, err.param, err.code)
 
 
 def _judgment_failed(err: EngineUnavailable | EngineFailure, state: ServerState) -> JSONResponse:
@@ -120,259 +86,11 @@ def _judgment_failed(err: EngineUnavailable | EngineFailure, state: ServerState)
         for role, engine in state.engines.items():
             if engine.url in message:
                 message = f"the {role} engine is unavailable"
-        return _error(503, sanitized(message), "service_unavailable", code="engine_unavailable",
+        return error_response(503, sanitized(message), "service_unavailable", code="engine_unavailable",
                       headers={"Retry-After": state.retry_after_s(state.engines)})
     log.error("engine failure during a judgment: %s", err)
     message = sanitized(str(err)) if err.status < 500 else f"the engine failed (it answered {err.status}); judge-serve's log has its message"
-    return _error(502, message, "server_error", code="engine_error")
-
-
-def engine_error(status: int, raw: bytes, role: str) -> JSONResponse:
-    """An engine's error answer in OpenAI's shape with a string ``code``: a 4xx keeps the engine's message (its
-    internals replaced, ``sanitized``), a 5xx says only that the engine failed (its text goes to judge-serve's log)."""
-    try:
-        detail = json.loads(raw)
-    except ValueError:
-        detail = None
-    inner = detail.get("error") if isinstance(detail, dict) else None
-    if isinstance(inner, dict):
-        message, param, code = inner.get("message"), inner.get("param"), inner.get("code")
-    elif isinstance(inner, str):  # vLLM's own 401: {"error": "Unauthorized"}
-        message, param, code = inner, None, None
-    else:
-        message, param, code = (detail.get("detail") if isinstance(detail, dict) else None), None, None
-    if not isinstance(message, str):
-        message = raw[:500].decode("utf-8", "replace")
-    if status >= 500:
-        log.error("the %s engine answered %d: %s", role, status, message[:2000])
-        return _error(502, f"the {role} engine failed (it answered {status}); judge-serve's log has its message",
-                      "server_error", code="engine_error")  # fmt: skip
-    if status == 401:  # judge-serve's own key to its engine was refused: not the client's fault
-        log.error("the %s engine refused judge-serve's key (401)", role)
-        return _error(502, f"the {role} engine refused judge-serve's credentials", "server_error", code="engine_auth_error")
-    return _error(status, sanitized(message), param=param if isinstance(param, str) else None,
-                  code=code if isinstance(code, str) else None)  # fmt: skip
-
-
-#: Most bytes of request line plus headers one request may send (httptools itself sets no bound).
-MAX_HEADER_BYTES = 64 * 1024
-
-
-def header_deadline_protocol(header_timeout_s: float, max_header_bytes: int = MAX_HEADER_BYTES):
-    """uvicorn's httptools protocol with a deadline and a size bound for each request's headers.
-
-    uvicorn times out idle keep-alive connections (``timeout_keep_alive``) but not a connection whose headers never
-    finish: ~1,100 of those exhausted judge-serve's descriptors. Here each connection, and each
-    new request on a kept-alive one, must complete its headers within ``header_timeout_s`` or is closed, with
-    uvicorn's own keep-alive handler; one whose request line and headers pass ``max_header_bytes`` is closed too.
-    Pass the returned class as ``uvicorn.Config(http=...)``.
-    """
-    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-
-    class HeaderDeadlineProtocol(HttpToolsProtocol):
-        _header_timer = None
-        _header_bytes = 0
-
-        def _count(self, n: int) -> None:
-            self._header_bytes += n
-            if self._header_bytes > max_header_bytes:
-                self._headers_too_slow()
-
-        def on_url(self, url: bytes) -> None:
-            self._count(len(url))
-            super().on_url(url)
-
-        def on_header(self, name: bytes, value: bytes) -> None:
-            self._count(len(name) + len(value))
-            super().on_header(name, value)
-
-        def _arm(self) -> None:
-            if self._header_timer is None:
-                self._header_timer = self.loop.call_later(header_timeout_s, self._headers_too_slow)
-
-        def _disarm(self) -> None:
-            if self._header_timer is not None:
-                self._header_timer.cancel()
-                self._header_timer = None
-
-        def _headers_too_slow(self) -> None:
-            self._header_timer = None
-            self.timeout_keep_alive_handler()  # closes the transport unless it is already closing
-
-        def connection_made(self, transport) -> None:
-            super().connection_made(transport)
-            self._arm()
-
-        def on_message_begin(self) -> None:
-            super().on_message_begin()
-            self._header_bytes = 0
-            self._arm()
-
-        def on_headers_complete(self) -> None:
-            self._disarm()
-            super().on_headers_complete()
-
-        def connection_lost(self, exc) -> None:
-            self._disarm()
-            super().connection_lost(exc)
-
-    return HeaderDeadlineProtocol
-
-
-class _TooLarge(Exception):
-    pass
-
-
-class BodyLimitMiddleware:
-    """413 for a request body above ``max_bytes``, whether or not it declares its Content-Length."""
-
-    def __init__(self, app, max_bytes: int):
-        self.app, self.max_bytes = app, max_bytes
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        too_large = _error(413, f"body: the request body exceeds {self.max_bytes} bytes", "invalid_request_error", "body", "body_too_large")
-        declared = dict(scope["headers"]).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            return await too_large(scope, receive, send)
-        received = 0
-        started = False
-
-        async def limited_receive():
-            nonlocal received
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.max_bytes:
-                    raise _TooLarge
-            return message
-
-        async def tracking_send(message):
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        try:
-            await self.app(scope, limited_receive, tracking_send)
-        except _TooLarge:
-            if not started:
-                await too_large(scope, receive, send)
-
-
-class ApiKeyMiddleware:
-    """401 without ``Authorization: Bearer <key>`` on every route but health, readiness and metrics."""
-
-    # /get_reward checks its own key (the reward key in its path, or this one: serve.rewards)
-    OPEN = ("/health", "/ready", "/metrics", "/get_reward")
-
-    def __init__(self, app, api_key: str):
-        self.app, self.expected = app, f"Bearer {api_key}".encode()
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] == "http" and not scope["path"].startswith(self.OPEN):
-            given = dict(scope["headers"]).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
-                response = _error(
-                    401, "missing or wrong API key: send 'Authorization: Bearer <key>'", "authentication_error",
-                    code="invalid_api_key", headers={"WWW-Authenticate": "Bearer"},
-                )  # fmt: skip
-                return await response(scope, receive, send)
-        return await self.app(scope, receive, send)
-
-
-def own_host_names() -> list[str]:
-    """localhost and this machine's own names and addresses: the Host values a client on this machine or the
-    cluster uses, and none a rebinding web page can send (it sends its own domain name)."""
-    import socket
-
-    names = {"localhost", "127.0.0.1", "::1", socket.gethostname(), socket.getfqdn()}
-    with contextlib.suppress(OSError):
-        names.update(socket.gethostbyname_ex(socket.gethostname())[2])
-    return sorted(n for n in names if n)
-
-
-class HostAllowListMiddleware:
-    """Without an API key, 400 for a request whose ``Host`` (its name, without the port) is not allowed: a page in
-    a browser that rebinds its own DNS name to 127.0.0.1 still sends its own name as ``Host``."""
-
-    def __init__(self, app, hosts: list[str]):
-        self.app, self.hosts = app, {h.lower().strip("[]") for h in hosts}
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] == "http":
-            host = dict(scope["headers"]).get(b"host", b"").decode("latin-1").lower()
-            name = host[1:].split("]")[0] if host.startswith("[") else host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-            if name not in self.hosts:
-                response = _error(400, f"host: {name or '(none)'!r} is not in allowed_hosts", param="host", code="host_not_allowed")
-                return await response(scope, receive, send)
-        return await self.app(scope, receive, send)
-
-
-class RefuseWhileDrainingMiddleware:
-    """503 for a request that arrives once judge-serve is draining (SIGTERM, scancel): uvicorn closes its listening
-    socket only at its next loop tick (up to 0.1 s later), and a request accepted in that window would otherwise be
-    queued behind the drain. The probes (/health, /ready) still answer, with their own draining status."""
-
-    PROBES = ("/health", "/ready")
-
-    def __init__(self, app, state):
-        self.app, self.state = app, state
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] == "http" and self.state.status == "draining" and scope["path"] not in self.PROBES:
-            response = _error(503, "judge-serve is shutting down", "server_error", code="shutting_down",
-                              headers={"Retry-After": "5"})  # fmt: skip
-            return await response(scope, receive, send)
-        return await self.app(scope, receive, send)
-
-
-class RequestIdMiddleware:
-    """Echo ``X-Request-Id`` on every answer (one is made when the client sent none, and passed to the engine)."""
-
-    def __init__(self, app):
-        self.app = app
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        headers = dict(scope["headers"])
-        request_id = headers.get(b"x-request-id")
-        if not request_id or len(request_id) > 200:
-            request_id = uuid.uuid4().hex.encode()
-            scope["headers"] = [(k, v) for k, v in scope["headers"] if k != b"x-request-id"] + [(b"x-request-id", request_id)]
-
-        async def echo(message):
-            if message["type"] == "http.response.start":
-                kept = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"x-request-id"]
-                message = {**message, "headers": kept + [(b"x-request-id", request_id)]}
-            await send(message)
-
-        return await self.app(scope, receive, echo)
-
-
-#: Routes that load balancers, Slurm scripts and ``until curl .../ready`` loops poll every second or so.
-HEALTH_POLLS = ("/health", "/ready")
-
-
-class _NoHealthPolls(logging.Filter):
-    """Drops uvicorn's access-log line of a health poll: one line per poll per second would bury every request
-    that did work. uvicorn's access record carries ``(client, method, path, http_version, status)`` as its args."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        args = record.args if isinstance(record.args, tuple) else ()
-        return not (len(args) >= 3 and str(args[2]).split("?", 1)[0] in HEALTH_POLLS)
-
-
-def quiet_health_polls(log_level: str) -> None:
-    """Keep health polls out of the access log, unless ``log_level`` is debug (call after uvicorn's logging
-    set-up, which ``uvicorn.Config`` performs)."""
-    access = logging.getLogger("uvicorn.access")
-    for existing in [f for f in access.filters if isinstance(f, _NoHealthPolls)]:
-        access.removeFilter(existing)
-    if str(log_level).lower() != "debug":
-        access.addFilter(_NoHealthPolls())
+    return error_response(502, message, "server_error", code="engine_error")
 
 
 def proxied_token_bound(body: Any, path: str, max_total: int) -> tuple[Any, JSONResponse | None]:
@@ -393,11 +111,11 @@ def proxied_token_bound(body: Any, path: str, max_total: int) -> tuple[Any, JSON
     named = next((f for f in fields if body.get(f) is not None), None)
     if named is None:
         if max_total // n < 1:
-            return body, _error(400, f"n: {n} completions exceed this server's max_proxy_tokens={max_total}", param="n", code="too_many_tokens")
+            return body, error_response(400, f"n: {n} completions exceed this server's max_proxy_tokens={max_total}", param="n", code="too_many_tokens")
         return {**body, fields[-1]: max_total // n}, None
     tokens = body[named]
     if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens * n > max_total:
-        return body, _error(
+        return body, error_response(
             400, f"{named}: {tokens} tokens x {n} completions = {tokens * n} > this server's max_proxy_tokens={max_total}",
             param=named, code="too_many_tokens",
         )  # fmt: skip
@@ -472,11 +190,11 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
             message = f"no route {request.method} {request.url.path} on judge-serve (see /v1/models, /v1/judge)"
         else:
             message = str(err.detail)
-        return _error(err.status_code, message, headers=getattr(err, "headers", None))
+        return error_response(err.status_code, message, headers=getattr(err, "headers", None))
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, err: RequestValidationError) -> JSONResponse:
-        return _error(400, f"the request is not valid: {err.errors()[:1]}")
+        return error_response(400, f"the request is not valid: {err.errors()[:1]}")
 
     def state_of(request: Request) -> ServerState:
         return request.app.state.serve
@@ -523,7 +241,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         return JSONResponse({"status": state.status if not problem else "unavailable", "detail": sanitized(detail)}, status_code=503)
 
     def unavailable(state: ServerState, role: str, message: str) -> JSONResponse:
-        return _error(503, sanitized(message), "service_unavailable", code="engine_unavailable", headers={"Retry-After": state.retry_after_s([role])})
+        return error_response(503, sanitized(message), "service_unavailable", code="engine_unavailable", headers={"Retry-After": state.retry_after_s([role])})
 
     async def proxy(request: Request, role: str, path: str, bounded: bool = False) -> Response:
         state = state_of(request)
@@ -537,7 +255,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
             try:
                 body = decode_json_body(data)
             except RequestError as err:
-                return _error(err.status, err.message, param=err.param, code=err.code)
+                return error_response(err.status, err.message, param=err.param, code=err.code)
             bounded_body, refused = proxied_token_bound(body, path, config.max_proxy_tokens)
             if refused is not None:
                 return refused
@@ -556,7 +274,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         try:
             upstream_response = sending.result()
         except asyncio.TimeoutError:
-            return _error(504, f"the {role} engine did not answer within {config.request_timeout_s:g} s", "timeout", code="timeout")
+            return error_response(504, f"the {role} engine did not answer within {config.request_timeout_s:g} s", "timeout", code="timeout")
         except aiohttp.ClientError as err:
             log.warning("the %s engine at %s is unreachable: %s: %s", role, engine.url, type(err).__name__, err)
             return unavailable(state, role, f"the {role} engine is unreachable ({type(err).__name__})")
@@ -606,7 +324,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
                 if isinstance(entry, dict):
                     entry.update(limits)
         except (ValueError, KeyError, TypeError):
-            return None, _error(502, "the generator engine's model list could not be read", "server_error", code="engine_error")
+            return None, error_response(502, "the generator engine's model list could not be read", "server_error", code="engine_error")
         return body, None
 
     @app.get("/v1/models")
@@ -622,7 +340,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         entries = body["data"]
         found = next((entry for entry in entries if isinstance(entry, dict) and entry.get("id") == model_id), None)
         if found is None:
-            return _error(404, f"model: the model `{model_id}` does not exist; this server serves `{config.model_name}`",
+            return error_response(404, f"model: the model `{model_id}` does not exist; this server serves `{config.model_name}`",
                           param="model", code="model_not_found")  # fmt: skip
         return JSONResponse(found)
 
@@ -633,7 +351,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
     @app.get("/metrics/pooler")
     async def metrics_pooler(request: Request) -> Response:
         if "pooler" not in state_of(request).engines:
-            return _error(404, "this judge has no pooling engine (seq2seq checkpoint)", "not_found_error", code="not_found")
+            return error_response(404, "this judge has no pooling engine (seq2seq checkpoint)", "not_found_error", code="not_found")
         return await proxy(request, "pooler", "/metrics")
 
     @app.post("/v1/judge")
@@ -644,11 +362,11 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         try:
             body = decode_json_body(await request.body())
         except RequestError as err:
-            return _error(err.status, err.message, "invalid_request_error", err.param, err.code)
+            return error_response(err.status, err.message, "invalid_request_error", err.param, err.code)
         for key in ("items", "pairs"):  # pairs: the pairwise variant, bounded alike
             items = body.get(key) if isinstance(body, dict) else None
             if isinstance(items, list) and len(items) > config.max_batch_items:
-                return _error(
+                return error_response(
                     400, f"{key}: {len(items)} {key}; this server takes at most {config.max_batch_items} per request",
                     "invalid_request_error", key, "too_many_items",
                 )  # fmt: skip
@@ -659,7 +377,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         for role in state.engines:
             problem = state.engine_problem(role)
             if problem:
-                return _error(503, sanitized(problem), "service_unavailable", code="engine_unavailable",
+                return error_response(503, sanitized(problem), "service_unavailable", code="engine_unavailable",
                               headers={"Retry-After": state.retry_after_s(state.engines)})
         try:
             assert state.judge is not None
@@ -669,8 +387,8 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         except (EngineUnavailable, EngineFailure) as err:
             return _judgment_failed(err, state)
         except asyncio.TimeoutError:
-            return _error(504, f"the judgment took longer than request_timeout_s={config.request_timeout_s:g} s", "timeout", code="timeout")
+            return error_response(504, f"the judgment took longer than request_timeout_s={config.request_timeout_s:g} s", "timeout", code="timeout")
         return JSONResponse(result.to_json())
 
-    install_reward_routes(app, config, _error)  # POST /get_reward: OpenRLHF's remote reward protocol
+    install_reward_routes(app, config, error_response)  # POST /get_reward: OpenRLHF's remote reward protocol
     return app

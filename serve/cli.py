@@ -166,7 +166,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import uvicorn
 
-    from serve.app import create_app, header_deadline_protocol, quiet_health_polls
+    from serve.app import create_app
+    from serve.connections import header_deadline_protocol, quiet_health_polls
 
     raise_descriptor_limit(log)
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 
-#: judge-serve's 401 message (serve.app.ApiKeyMiddleware), as a stand-in repeats it.
+#: judge-serve's 401 message (serve.connections.ApiKeyMiddleware), as a stand-in repeats it.
 NO_KEY = "missing or wrong API key: send 'Authorization: Bearer <key>'"
 
 

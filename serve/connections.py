@@ -1,0 +1,236 @@
+"""judge-serve's connection guards, below the routes: a deadline and a size bound on each request's headers
+(uvicorn's protocol), the body limit, the API key, the Host allow-list, refusal while draining, the request id, and
+the health polls kept out of the access log. Each answers in OpenAI's error shape (``serve.errors``)."""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import logging
+import uuid
+
+from serve.errors import error_response
+
+__all__ = ["ApiKeyMiddleware", "BodyLimitMiddleware", "HEALTH_POLLS", "HostAllowListMiddleware", "MAX_HEADER_BYTES",
+           "RefuseWhileDrainingMiddleware", "RequestIdMiddleware", "header_deadline_protocol", "own_host_names",
+           "quiet_health_polls"]
+
+#: Most bytes of request line plus headers one request may send (httptools itself sets no bound).
+MAX_HEADER_BYTES = 64 * 1024
+
+
+def header_deadline_protocol(header_timeout_s: float, max_header_bytes: int = MAX_HEADER_BYTES):
+    """uvicorn's httptools protocol with a deadline and a size bound for each request's headers.
+
+    uvicorn times out idle keep-alive connections (``timeout_keep_alive``) but not a connection whose headers never
+    finish: ~1,100 of those exhausted judge-serve's descriptors. Here each connection, and each
+    new request on a kept-alive one, must complete its headers within ``header_timeout_s`` or is closed, with
+    uvicorn's own keep-alive handler; one whose request line and headers pass ``max_header_bytes`` is closed too.
+    Pass the returned class as ``uvicorn.Config(http=...)``.
+    """
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class HeaderDeadlineProtocol(HttpToolsProtocol):
+        _header_timer = None
+        _header_bytes = 0
+
+        def _count(self, n: int) -> None:
+            self._header_bytes += n
+            if self._header_bytes > max_header_bytes:
+                self._headers_too_slow()
+
+        def on_url(self, url: bytes) -> None:
+            self._count(len(url))
+            super().on_url(url)
+
+        def on_header(self, name: bytes, value: bytes) -> None:
+            self._count(len(name) + len(value))
+            super().on_header(name, value)
+
+        def _arm(self) -> None:
+            if self._header_timer is None:
+                self._header_timer = self.loop.call_later(header_timeout_s, self._headers_too_slow)
+
+        def _disarm(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _headers_too_slow(self) -> None:
+            self._header_timer = None
+            self.timeout_keep_alive_handler()  # closes the transport unless it is already closing
+
+        def connection_made(self, transport) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self._header_bytes = 0
+            self._arm()
+
+        def on_headers_complete(self) -> None:
+            self._disarm()
+            super().on_headers_complete()
+
+        def connection_lost(self, exc) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+    return HeaderDeadlineProtocol
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class BodyLimitMiddleware:
+    """413 for a request body above ``max_bytes``, whether or not it declares its Content-Length."""
+
+    def __init__(self, app, max_bytes: int):
+        self.app, self.max_bytes = app, max_bytes
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        too_large = error_response(413, f"body: the request body exceeds {self.max_bytes} bytes", "invalid_request_error", "body", "body_too_large")
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            return await too_large(scope, receive, send)
+        received = 0
+        started = False
+
+        async def limited_receive():
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    raise _TooLarge
+            return message
+
+        async def tracking_send(message):
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, tracking_send)
+        except _TooLarge:
+            if not started:
+                await too_large(scope, receive, send)
+
+
+class ApiKeyMiddleware:
+    """401 without ``Authorization: Bearer <key>`` on every route but health, readiness and metrics."""
+
+    # /get_reward checks its own key (the reward key in its path, or this one: serve.rewards)
+    OPEN = ("/health", "/ready", "/metrics", "/get_reward")
+
+    def __init__(self, app, api_key: str):
+        self.app, self.expected = app, f"Bearer {api_key}".encode()
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and not scope["path"].startswith(self.OPEN):
+            given = dict(scope["headers"]).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                response = error_response(
+                    401, "missing or wrong API key: send 'Authorization: Bearer <key>'", "authentication_error",
+                    code="invalid_api_key", headers={"WWW-Authenticate": "Bearer"},
+                )  # fmt: skip
+                return await response(scope, receive, send)
+        return await self.app(scope, receive, send)
+
+
+def own_host_names() -> list[str]:
+    """localhost and this machine's own names and addresses: the Host values a client on this machine or the
+    cluster uses, and none a rebinding web page can send (it sends its own domain name)."""
+    import socket
+
+    names = {"localhost", "127.0.0.1", "::1", socket.gethostname(), socket.getfqdn()}
+    with contextlib.suppress(OSError):
+        names.update(socket.gethostbyname_ex(socket.gethostname())[2])
+    return sorted(n for n in names if n)
+
+
+class HostAllowListMiddleware:
+    """Without an API key, 400 for a request whose ``Host`` (its name, without the port) is not allowed: a page in
+    a browser that rebinds its own DNS name to 127.0.0.1 still sends its own name as ``Host``."""
+
+    def __init__(self, app, hosts: list[str]):
+        self.app, self.hosts = app, {h.lower().strip("[]") for h in hosts}
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            host = dict(scope["headers"]).get(b"host", b"").decode("latin-1").lower()
+            name = host[1:].split("]")[0] if host.startswith("[") else host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+            if name not in self.hosts:
+                response = error_response(400, f"host: {name or '(none)'!r} is not in allowed_hosts", param="host", code="host_not_allowed")
+                return await response(scope, receive, send)
+        return await self.app(scope, receive, send)
+
+
+class RefuseWhileDrainingMiddleware:
+    """503 for a request that arrives once judge-serve is draining (SIGTERM, scancel): uvicorn closes its listening
+    socket only at its next loop tick (up to 0.1 s later), and a request accepted in that window would otherwise be
+    queued behind the drain. The probes (/health, /ready) still answer, with their own draining status."""
+
+    PROBES = ("/health", "/ready")
+
+    def __init__(self, app, state):
+        self.app, self.state = app, state
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and self.state.status == "draining" and scope["path"] not in self.PROBES:
+            response = error_response(503, "judge-serve is shutting down", "server_error", code="shutting_down",
+                              headers={"Retry-After": "5"})  # fmt: skip
+            return await response(scope, receive, send)
+        return await self.app(scope, receive, send)
+
+
+class RequestIdMiddleware:
+    """Echo ``X-Request-Id`` on every answer (one is made when the client sent none, and passed to the engine)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers = dict(scope["headers"])
+        request_id = headers.get(b"x-request-id")
+        if not request_id or len(request_id) > 200:
+            request_id = uuid.uuid4().hex.encode()
+            scope["headers"] = [(k, v) for k, v in scope["headers"] if k != b"x-request-id"] + [(b"x-request-id", request_id)]
+
+        async def echo(message):
+            if message["type"] == "http.response.start":
+                kept = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"x-request-id"]
+                message = {**message, "headers": kept + [(b"x-request-id", request_id)]}
+            await send(message)
+
+        return await self.app(scope, receive, echo)
+
+
+#: Routes that load balancers, Slurm scripts and ``until curl .../ready`` loops poll every second or so.
+HEALTH_POLLS = ("/health", "/ready")
+
+
+class _NoHealthPolls(logging.Filter):
+    """Drops uvicorn's access-log line of a health poll: one line per poll per second would bury every request
+    that did work. uvicorn's access record carries ``(client, method, path, http_version, status)`` as its args."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        return not (len(args) >= 3 and str(args[2]).split("?", 1)[0] in HEALTH_POLLS)
+
+
+def quiet_health_polls(log_level: str) -> None:
+    """Keep health polls out of the access log, unless ``log_level`` is debug (call after uvicorn's logging
+    set-up, which ``uvicorn.Config`` performs)."""
+    access = logging.getLogger("uvicorn.access")
+    for existing in [f for f in access.filters if isinstance(f, _NoHealthPolls)]:
+        access.removeFilter(existing)
+    if str(log_level).lower() != "debug":
+        access.addFilter(_NoHealthPolls())
