@@ -23,6 +23,10 @@ validated; a bad row raises a
 ``RecordError`` naming the source, the row and the field. Nothing is dropped silently: columns the record does not
 know are kept in ``JudgeRecord.extra``, and exact duplicate rows, abstentions and items whose experts all abstained
 are counted in a ``LoadReport`` (``load_records_report``).
+
+Why one module of ~620 lines: the record and the one validation of its invariants for both row schemas belong
+together (every loader builds records through it); where rows come from is ``judge.record_sources``, the
+column-wise reader ``judge.column_reader``.
 """
 
 from __future__ import annotations

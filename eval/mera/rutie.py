@@ -43,6 +43,10 @@ Either way an unparsed answer is counted (``n_unparsed``, ``unparsed_reasons``) 
 Metrics (``rutie_metrics``): the headline ``accuracy`` is correct answers over **all** questions, an unparsed
 answer counting as wrong (card "Metrics": "Accuracy ..., the average for the dialogue"; the harness scores its
 fallback ``-1`` as wrong). ``accuracy_parsed`` (over parsed answers) and ``n_unparsed`` stand beside it.
+
+Why one module of ~540 lines: it follows the task from its rows to its metric in the harness's order (rows,
+context, prompt, reply, the answer fed back into the next question's context, accuracy), and each step is used by
+this task alone.
 """
 
 from __future__ import annotations

@@ -33,6 +33,10 @@ HumanEval-style ``check()`` tasks the verdict is computed inside). This protects
 against a model that is adversarial on purpose.
 
 Without bubblewrap the same code runs with layers 2-6 only; a loud warning says so.
+
+Why one module of ~660 lines: it is one security boundary, and each layer above is written against the others'
+weaknesses (the filter bubblewrap loads, the identity the namespaces map, the limits the run loop enforces); a
+reviewer reads it whole. Only the child's side, which runs inside, is apart (``sandbox_child.py``).
 """
 
 from __future__ import annotations
