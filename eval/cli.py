@@ -305,7 +305,7 @@ def _compare(args: argparse.Namespace) -> int:
 
     page = write_compare_page(result, out)
     # The whole table (hundreds of lines) is in the files; the console gets the headline and where they are.
-    print("\n".join([f"Judge comparison (baseline: {result['baseline']})", *(f"- {line}" for line in headline(result)),
+    print("\n".join([f"Judge comparison (baseline: {result.baseline})", *(f"- {line}" for line in headline(result)),
                      f"tables: {out / 'compare.md'}, {out / 'compare.json'}", f"compare.html: {page}"]))
     return 0
 

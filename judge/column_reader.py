@@ -255,7 +255,6 @@ def _expert_ids(column, lengths: np.ndarray, n: int) -> np.ndarray | None:
     """The experts' ids, flat and parallel to the scores (None where a row names none); checked as
     ``JudgeRecord`` checks them: one distinct, non-empty text per expert."""
     import pandas as pd
-    import pyarrow as pa
     import pyarrow.compute as pc
 
     if column is None:
@@ -303,8 +302,6 @@ def columns_from_tables(tables, source: str, make_id: bool = False, jsonl: bool 
     Raises:
         RecordError: an id repeated with different content (naming both rows), as the row path raises it.
     """
-    import pyarrow as pa
-
     state = {"rows": 0, "derive": make_id}
     parts = []
     try:

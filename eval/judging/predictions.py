@@ -17,10 +17,13 @@ import operator
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from judge.plumbing.journal import iter_journal, log_torn_tail, rewrite_journal
 from judge.wire import checked_json_fields
+
+if TYPE_CHECKING:  # pyarrow is imported where a table is built
+    import pyarrow as pa
 
 __all__ = ["PredictionRow", "PREDICTION_FIELDS", "REQUEST_FAILED", "iter_predictions", "prediction_rows",
            "prediction_table", "read_prediction_table", "read_predictions", "refuse_repeated_ids", "resume_predictions"]
@@ -117,7 +120,7 @@ def _is_kind(value: Any, kind: str) -> bool:
     return type(value) is dict and all(type(v) in (int, float) for v in value.values())
 
 
-def read_prediction_table(path: str | Path) -> "pyarrow.Table":
+def read_prediction_table(path: str | Path) -> pa.Table:
     """The rows of a ``predictions.jsonl`` (a run folder works too) as one Arrow table: a column per
     ``PREDICTION_FIELDS`` name, in that order, one row per line, in file order (repeated ids kept).
 

@@ -58,8 +58,8 @@ from judge.plumbing.config_files import ConfigError, read_config_file
 from judge.plumbing.config_files import option as _f
 from judge.records import RecordError
 
-__all__ = ["RankConfig", "InstructionRow", "AnswerRow", "load_instructions", "strip_think", "bench", "ANSWERS",
-           "ITEMS", "MATRIX", "RANKING_RESULT"]
+__all__ = ["ANSWERS", "ITEMS", "MATRIX", "RANKING_RESULT", "AnswerRow", "InstructionRow", "RankConfig",
+           "load_instructions", "rank", "strip_think"]
 
 log = logging.getLogger("judge_eval.rank")
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.reports.report import SPLIT_TITLES
+from eval.scoring.comparison import Comparison
 
 __all__ = ["DEFAULT_TEXT_ITEMS", "STATUS_LABELS", "compare_items", "explorer_json", "item_columns", "item_status",
            "load_predictions", "load_records", "read_item_columns", "report_items"]
@@ -420,24 +421,23 @@ def load_predictions(path: str | None):
 
 
 
-def compare_items(result: Mapping[str, Any], top: int = 1000) -> dict[str, Any]:
+def compare_items(result: Comparison, top: int = 1000) -> dict[str, Any]:
     """The explorer's data for a comparison: per compared run, the ``top`` items where its judge and the
     baseline's differ most (then the items only one of them scored), each with both judges' feedback."""
     from eval.judging.predictions import prediction_rows
 
-    folders = [Path(f) for f in result["folders"]]
-    names = list(result["runs"])
+    folders = [Path(f) for f in result.folders]
+    names = list(result.runs)
     tables = [_read_items(f / "items.parquet") for f in folders]
-    metrics_list = result.get("metrics") or [None for _ in folders]
     records = None
-    for m in metrics_list:
-        records = load_records(m.data if m is not None else None)
+    for m in result.metrics:
+        records = load_records(m.data)
         if records is not None:
             break
     texts = _Texts(records)
     preds = []
-    for folder, m in zip(folders, metrics_list):
-        table = load_predictions((m.predictions if m is not None else None) or str(folder / "predictions.jsonl"))
+    for folder, m in zip(folders, result.metrics):
+        table = load_predictions(m.predictions or str(folder / "predictions.jsonl"))
         index: dict[str, Mapping[str, Any]] = {}
         for row in prediction_rows(table) if table is not None else ():
             index.setdefault(str(row["id"]), row)

@@ -27,6 +27,7 @@ from typing import Any
 from eval.reports.html_explorer import (DEFAULT_TEXT_ITEMS, compare_items, explorer_json, load_predictions,
                                         load_records, read_item_columns, report_items)
 from eval.reports.report import SPLIT_TITLES, random_labelling_note, references_note, regression_note
+from eval.scoring.comparison import Comparison, Paired
 from eval.scoring.schema import Cell, Confusion, Metrics
 from eval.validity.render import html_blocks as validity_blocks
 from eval.validity.render import lead_html
@@ -319,16 +320,14 @@ def write_report_page(out: str | Path, records: Sequence | None = None,
 # ---------------------------------------------------------------------------------------------- compare
 
 
-def _delta_td(p: Mapping[str, Any]) -> str:
-    verdict = p.get("verdict") or "—"
-    css = verdict if verdict in ("better", "worse") else ""
-    ci = p.get("ci") or [None, None]
-    return (f'<td data-v="{p["delta"] if _finite(p.get("delta")) else ""}">{_num(p.get("delta"))} '
-            f'<span class="ci">[{_num(ci[0])}, {_num(ci[1])}] p={_num(p.get("p_value"))}</span> '
-            f'<span class="{css}">{_e(verdict)}</span></td>')
+def _delta_td(p: Paired) -> str:
+    css = p.verdict if p.verdict in ("better", "worse") else ""
+    return (f'<td data-v="{p.delta if _finite(p.delta) else ""}">{_num(p.delta)} '
+            f'<span class="ci">[{_num(p.ci[0])}, {_num(p.ci[1])}] p={_num(p.p_value)}</span> '
+            f'<span class="{css}">{_e(p.verdict or "—")}</span></td>')
 
 
-def _paired_table(label: str, cells: Mapping[str, Mapping[str, Mapping[str, Any]]], metrics_shown: Sequence[str],
+def _paired_table(label: str, cells: Mapping[str, Mapping[str, Paired]], metrics_shown: Sequence[str],
                   css_id: str) -> str:
     head = [label, "n"]
     for m in metrics_shown:
@@ -336,49 +335,48 @@ def _paired_table(label: str, cells: Mapping[str, Mapping[str, Mapping[str, Any]
     rows = []
     for name, by_metric in cells.items():
         first = next(iter(by_metric.values()))
-        tds = [f"<td>{_e(name)}</td>", f'<td data-v="{first.get("n", "")}">{_e(first.get("n", "—"))}</td>']
+        tds = [f"<td>{_e(name)}</td>", f'<td data-v="{first.n}">{_e(first.n)}</td>']
         for m in metrics_shown:
             p = by_metric.get(m)
             if p is None:
                 tds += ['<td data-v="">—</td>'] * 3
                 continue
-            tds += [f'<td data-v="{p["a"] if _finite(p.get("a")) else ""}">{_num(p.get("a"))}</td>',
-                    f'<td data-v="{p["b"] if _finite(p.get("b")) else ""}">{_num(p.get("b"))}</td>', _delta_td(p)]
+            tds += [f'<td data-v="{p.a if _finite(p.a) else ""}">{_num(p.a)}</td>',
+                    f'<td data-v="{p.b if _finite(p.b) else ""}">{_num(p.b)}</td>', _delta_td(p)]
         rows.append("<tr>" + "".join(tds) + "</tr>")
     return (f'<div class="scroll"><table class="grid sortable" id="{_e(css_id)}"><thead><tr>'
             + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
 
 
-def render_compare_page(result: Mapping[str, Any], explorer: Mapping[str, Any] | None) -> str:
+def render_compare_page(result: Comparison, explorer: Mapping[str, Any] | None) -> str:
     """``compare.html``: each run's own numbers side by side, then each run against the baseline."""
-    runs = list(result["runs"])
-    subtitle = [f"Baseline: <b>{_e(result['baseline'])}</b> · runs: " + ", ".join(f"<b>{_e(r)}</b>" for r in runs),
-                f"Paired: delta = run − baseline on the items both scored; {_e(result.get('n_boot'))} paired bootstrap "
-                f"resamples; better/worse at p &lt; {_e(result.get('alpha'))} (MAE: lower is better; Spearman and VC: "
+    runs = list(result.runs)
+    subtitle = [f"Baseline: <b>{_e(result.baseline)}</b> · runs: " + ", ".join(f"<b>{_e(r)}</b>" for r in runs),
+                f"Paired: delta = run − baseline on the items both scored; {_e(result.n_boot)} paired bootstrap "
+                f"resamples; better/worse at p &lt; {_e(result.alpha)} (MAE: lower is better; Spearman and VC: "
                 "higher)."]
     body = ['<h2 id="side">Each run on its own items</h2>']
-    metrics_list = result.get("metrics") or []
     for split, title in SPLIT_TITLES.items():
-        cells = {name: m.splits[split].overall for name, m in zip(runs, metrics_list) if split in m.splits}
+        cells = {name: m.splits[split].overall for name, m in zip(runs, result.metrics) if split in m.splits}
         if cells:
             body.append(f"<h3>{_e(title)}</h3>")
             body.append(_metric_table("Judge", cells, None, f"side-{split}"))
-    for k, comp in enumerate(result.get("comparisons") or []):
-        body.append(f'<h2 id="cmp-{k}">{_e(comp["run"])} vs {_e(result["baseline"])}</h2>')
-        body.append(f'<p class="note">{_e(comp.get("n_common"))} items in both runs.</p>')
-        for split, block in (comp.get("splits") or {}).items():
+    for k, comp in enumerate(result.comparisons):
+        body.append(f'<h2 id="cmp-{k}">{_e(comp.run)} vs {_e(result.baseline)}</h2>')
+        body.append(f'<p class="note">{_e(comp.n_common)} items in both runs.</p>')
+        for split, block in comp.splits.items():
             title = SPLIT_TITLES.get(split, split)
             body.append(f"<h3>{_e(title)}</h3>")
-            body.append(_paired_table("Overall", {"all items": block["overall"]}, list(block["overall"]),
+            body.append(_paired_table("Overall", {"all items": block.overall}, list(block.overall),
                                       f"paired-{k}-{split}-overall"))
             for name, group_title in _GROUP_TITLES.items():
-                cells = block.get(f"by_{name}") or {}
+                cells = block.by(name)
                 if cells:
                     shown = [m for m in ("mae", "spearman", "vc_judge") if any(m in c for c in cells.values())]
                     body.append(f'<details class="block"><summary>By {_e(group_title)} ({len(cells)})</summary>'
                                 + _paired_table(group_title.capitalize(), cells, shown, f"paired-{k}-{split}-{name}")
                                 + "</details>")
-    nav = [("side", "Side by side")] + [(f"cmp-{k}", c["run"]) for k, c in enumerate(result.get("comparisons") or [])]
+    nav = [("side", "Side by side")] + [(f"cmp-{k}", c.run) for k, c in enumerate(result.comparisons)]
     data = None
     if explorer is not None:
         nav.append(("explorer-title", "Items"))
@@ -386,10 +384,10 @@ def render_compare_page(result: Mapping[str, Any], explorer: Mapping[str, Any] |
                  '<p class="note">Per comparison, the items with the largest |run − baseline| (then items only one '
                  "judge scored). Click an item to see both judges' feedback.</p>", '<div id="explorer"></div>']
         data = explorer
-    return _page(f"Judge comparison (baseline: {result['baseline']})", subtitle, nav, body, data)
+    return _page(f"Judge comparison (baseline: {result.baseline})", subtitle, nav, body, data)
 
 
-def write_compare_page(result: Mapping[str, Any], out: str | Path, top: int = 1000) -> Path:
+def write_compare_page(result: Comparison, out: str | Path, top: int = 1000) -> Path:
     """Write ``compare.html`` into ``out`` for ``eval.scoring.compare.compare``'s result (its run folders must exist)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

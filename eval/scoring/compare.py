@@ -13,24 +13,39 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from eval.scoring import bootstrap, item_table
+from eval.scoring.comparison import Comparison, Paired, RunComparison, SplitComparison
 from eval.scoring.schema import Cell, Metrics
+from eval.validity.schema import PairedValidity
 from eval.reports.report import SPLIT_TITLES, fmt
 
-__all__ = ["compare", "load_run", "render_markdown", "headline"]
+__all__ = ["ScoredRun", "compare", "headline", "load_run", "render_markdown"]
 
 _LOWER_IS_BETTER = {"mae": True, "spearman": False, "vc_judge": False}
 _STAT = {"mae": "mae", "spearman": "spearman", "vc_judge": "mean"}
 _GROUPS = {"model": "model_id", "task_type": "task_type", "criterion": "criteria_name"}
 
 
-def load_run(folder: str | Path) -> dict[str, Any]:
-    """A scored run: its metrics (``eval.scoring.schema.Metrics``), item table and extra columns.
+@dataclass
+class ScoredRun:
+    """A folder written by ``judge-eval score``: its metrics, its item table and the table's extra columns
+    (``reference``, ``vc_judge``: ``item_table.read_table``); ``name`` is the judge's, told apart by its folder
+    when two runs share it."""
+
+    folder: str
+    name: str
+    metrics: Metrics
+    table: item_table.ItemTable
+    extra: dict[str, np.ndarray]
+
+
+def load_run(folder: str | Path) -> ScoredRun:
+    """A scored run (``ScoredRun``).
 
     Raises:
         FileNotFoundError: the folder has no ``items.parquet`` / ``metrics.json`` (run ``judge-eval score`` first).
@@ -44,8 +59,7 @@ def load_run(folder: str | Path) -> dict[str, Any]:
         )
     table, extra = item_table.read_table(items)
     result = Metrics.from_json(json.loads(metrics_path.read_text(encoding="utf-8")))
-    return {"folder": str(folder), "name": result.judge or folder.name, "metrics": result, "table": table,
-            "extra": extra}
+    return ScoredRun(str(folder), result.judge or folder.name, result, table, extra)
 
 
 def _verdict(delta: float, p_value: float, metric: str, alpha: float) -> str:
@@ -57,21 +71,20 @@ def _verdict(delta: float, p_value: float, metric: str, alpha: float) -> str:
     return "better" if better else "worse"
 
 
-def _paired(base: dict, other: dict, index_a: np.ndarray, index_b: np.ndarray, metric: str, key: str,
-            n_boot: int, seed: int, alpha: float) -> dict[str, Any]:
-    ta, tb = base["table"], other["table"]
+def _paired(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, index_b: np.ndarray, metric: str, key: str,
+            n_boot: int, seed: int, alpha: float) -> Paired:
+    ta, tb = base.table, other.table
     if metric == "vc_judge":
-        xa, ya = base["extra"]["vc_judge"][index_a], base["extra"]["vc_judge"][index_a]
-        xb, yb = other["extra"]["vc_judge"][index_b], other["extra"]["vc_judge"][index_b]
+        xa, ya = base.extra["vc_judge"][index_a], base.extra["vc_judge"][index_a]
+        xb, yb = other.extra["vc_judge"][index_b], other.extra["vc_judge"][index_b]
     else:
-        xa, ya = ta.judge[index_a], base["extra"]["reference"][index_a]
-        xb, yb = tb.judge[index_b], other["extra"]["reference"][index_b]
-    out = bootstrap.paired_bootstrap(xa, ya, xb, yb, _STAT[metric], n_boot, bootstrap.cell_rng(seed, key))
-    out["verdict"] = _verdict(out["delta"], out["p_value"], metric, alpha)
-    return out
+        xa, ya = ta.judge[index_a], base.extra["reference"][index_a]
+        xb, yb = tb.judge[index_b], other.extra["reference"][index_b]
+    found = bootstrap.paired_bootstrap(xa, ya, xb, yb, _STAT[metric], n_boot, bootstrap.cell_rng(seed, key))
+    return Paired.of(found, _verdict(found["delta"], found["p_value"], metric, alpha))
 
 
-def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha: float = 0.05) -> dict[str, Any]:
+def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha: float = 0.05) -> Comparison:
     """Compare scored runs with the first one.
 
     Args:
@@ -81,9 +94,9 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
         alpha: significance level of the better/worse calls.
 
     Returns:
-        ``{"baseline", "runs", "alpha", "n_boot", "comparisons": [{"run", "splits": {split: {"overall": {metric:
-        paired}, "by_model" | "by_task_type" | "by_criterion": {label: {metric: paired}}}}}]}`` where ``paired`` is
-        ``bootstrap.paired_bootstrap``'s dict plus ``verdict``; and ``"metrics"``: each run's own metrics.json.
+        ``eval.scoring.comparison.Comparison`` (``compare.json``): per compared run and test the paired statistics of
+        the overall cell and of the cells by evaluated model, task type and criterion, the paired validity figures,
+        and each run's own metrics.json.
 
     Raises:
         ValueError: fewer than two runs, or runs whose shared items carry different expert scores (scored on
@@ -92,108 +105,104 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
     if len(folders) < 2:
         raise ValueError("compare needs at least two scored runs")
     runs = [load_run(f) for f in folders]
-    names = [r["name"] for r in runs]
+    names = [r.name for r in runs]
     for run in runs:  # two runs of one judge (say, two checkpoints' folders) are told apart by their folders
-        if names.count(run["name"]) > 1:
-            run["name"] = f"{run['name']} ({Path(run['folder']).name})"
+        if names.count(run.name) > 1:
+            run.name = f"{run.name} ({Path(run.folder).name})"
     base = runs[0]
-    result: dict[str, Any] = {
-        "baseline": base["name"], "runs": [r["name"] for r in runs], "folders": [r["folder"] for r in runs],
-        "alpha": alpha, "n_boot": n_boot, "comparisons": [], "metrics": [r["metrics"] for r in runs],
-    }
+    comparisons = []
     for other in runs[1:]:
-        ta, tb = base["table"], other["table"]
+        ta, tb = base.table, other.table
         common, index_a, index_b = np.intersect1d(ta.ids.astype(str), tb.ids.astype(str), assume_unique=True,
                                                   return_indices=True)
         if len(common) == 0:
-            raise ValueError(f"{base['folder']} and {other['folder']} share no item ids")
+            raise ValueError(f"{base.folder} and {other.folder} share no item ids")
         ea, eb = ta.experts[index_a], tb.experts[index_b]
         width = max(ea.shape[1], eb.shape[1])
         ea = np.pad(ea, ((0, 0), (0, width - ea.shape[1])), constant_values=np.nan)
         eb = np.pad(eb, ((0, 0), (0, width - eb.shape[1])), constant_values=np.nan)
         if not np.array_equal(ea, eb, equal_nan=True):
-            raise ValueError(f"{base['folder']} and {other['folder']} were scored on different expert labels")
-        splits: dict[str, Any] = {}
+            raise ValueError(f"{base.folder} and {other.folder} were scored on different expert labels")
+        splits: dict[str, SplitComparison] = {}
         for split in item_table.SPLITS:
             keep = np.ones(len(common), dtype=bool) if split == "all" else ta.split[index_a] == split
             if not keep.any():
                 continue
             ia, ib = index_a[keep], index_b[keep]
-            block: dict[str, Any] = {
-                "overall": {m: _paired(base, other, ia, ib, m, f"{split}/overall/{m}", n_boot, seed, alpha)
-                            for m in ("mae", "spearman", "vc_judge")}
-            }
+            groups = {}
             for name, column in _GROUPS.items():
                 labels = getattr(ta, column)[ia].astype(str)
                 chosen = ("mae", "spearman", "vc_judge") if name != "criterion" else ("mae", "vc_judge")
-                block[f"by_{name}"] = {
+                groups[f"by_{name}"] = {
                     label: {m: _paired(base, other, ia[labels == label], ib[labels == label], m,
                                        f"{split}/{name}/{label}/{m}", n_boot, seed, alpha) for m in chosen}
                     for label in sorted(set(labels))
                 }
-            splits[split] = block
-        result["comparisons"].append({"run": other["name"], "folder": other["folder"], "n_common": len(common),
-                                      "splits": splits, "validity": _paired_validity(base, other, index_a, index_b,
-                                                                                     n_boot, seed)})
-    return result
+            splits[split] = SplitComparison(
+                overall={m: _paired(base, other, ia, ib, m, f"{split}/overall/{m}", n_boot, seed, alpha)
+                         for m in ("mae", "spearman", "vc_judge")}, **groups)
+        comparisons.append(RunComparison(other.name, other.folder, len(common), splits,
+                                         _paired_validity(base, other, index_a, index_b, n_boot, seed)))
+    return Comparison(base.name, [r.name for r in runs], [r.folder for r in runs], alpha, n_boot, comparisons,
+                      [r.metrics for r in runs])
 
 
-def _paired_validity(base: dict, other: dict, index_a: np.ndarray, index_b: np.ndarray, n_boot: int,
-                     seed: int) -> dict[str, Any]:
+def _paired_validity(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, index_b: np.ndarray, n_boot: int,
+                     seed: int) -> dict[str, PairedValidity]:
     """Per split, rho and the ceiling gap of the run against the baseline, paired (``eval.validity.paired``), with
     the baseline's alt-test settings and reference; empty when the baseline was scored without a validity section."""
     from eval.validity.paired import paired_validity
 
-    validity = base["metrics"].validity
+    validity = base.metrics.validity
     if not validity:
         return {}
     settings = validity.settings
-    ta, tb = base["table"], other["table"]
+    ta, tb = base.table, other.table
     out = {}
     for split in validity.splits:
         keep = np.ones(len(index_a), dtype=bool) if split == "all" else ta.split[index_a] == split
         ia, ib = index_a[keep], index_b[keep]
-        out[split] = paired_validity(ta.judge[ia], tb.judge[ib], ta.experts[ia],
+        out[split] = PairedValidity.from_json(paired_validity(ta.judge[ia], tb.judge[ib], ta.experts[ia],
                                      ta.expert_ids[ia] if ta.expert_ids is not None else None,
                                      settings.target, settings.alt_test, n_boot=n_boot,
-                                     rng=bootstrap.cell_rng(seed, f"{split}/validity"))
+                                     rng=bootstrap.cell_rng(seed, f"{split}/validity")))
     return out
 
 
-def headline(result: dict[str, Any]) -> list[str]:
+def headline(result: Comparison) -> list[str]:
     """One sentence per compared run and split, e.g. "On the Zero-Shot test, B's MAE is 0.052 lower than A's
     (delta -0.052, 95 % CI [-0.081, -0.024], p = 0.001, 412 paired items): better"."""
     lines = []
-    for comp in result["comparisons"]:
-        for split, block in comp["splits"].items():
-            p = block["overall"]["mae"]
-            if not p["n"]:
-                lines.append(f"On the {SPLIT_TITLES[split]}, {comp['run']} and {result['baseline']} share no "
+    for comp in result.comparisons:
+        for split, block in comp.splits.items():
+            p = block.overall["mae"]
+            if not p.n:
+                lines.append(f"On the {SPLIT_TITLES[split]}, {comp.run} and {result.baseline} share no "
                              "scored items.")
                 continue
-            delta = p["delta"] or 0.0
+            delta = p.delta or 0.0
             how = "equal to" if delta == 0 else f"{fmt(abs(delta))} {'lower' if delta < 0 else 'higher'} than"
             lines.append(
-                f"On the {SPLIT_TITLES[split]}, {comp['run']}'s MAE is {how} {result['baseline']}'s "
-                f"(delta {fmt(delta)}, 95 % CI [{fmt(p['ci'][0])}, {fmt(p['ci'][1])}], p = {fmt(p['p_value'])}, "
-                f"{p['n']} paired items): {p['verdict']}"
+                f"On the {SPLIT_TITLES[split]}, {comp.run}'s MAE is {how} {result.baseline}'s "
+                f"(delta {fmt(delta)}, 95 % CI [{fmt(p.ci[0])}, {fmt(p.ci[1])}], p = {fmt(p.p_value)}, "
+                f"{p.n} paired items): {p.verdict}"
             )
     return lines
 
 
-def _cell(p: dict[str, Any]) -> list[str]:
-    return [fmt(p["a"]), fmt(p["b"]), fmt(p["delta"]), f"[{fmt(p['ci'][0])}, {fmt(p['ci'][1])}]",
-            fmt(p["p_value"]), p["verdict"], str(p["n"])]
+def _cell(p: Paired) -> list[str]:
+    return [fmt(p.a), fmt(p.b), fmt(p.delta), f"[{fmt(p.ci[0])}, {fmt(p.ci[1])}]", fmt(p.p_value), p.verdict,
+            str(p.n)]
 
 
-def _side_by_side(result: dict[str, Any]) -> list[str]:
+def _side_by_side(result: Comparison) -> list[str]:
     """Paper-style tables (POLLUX Tables 10-18): rows are evaluated models / task types / criteria, one column per
     judge, each on its own scored items."""
-    from eval.reports.report import GROUP_TITLES, fmt_ci, markdown_table
+    from eval.reports.report import GROUP_TITLES, markdown_table
 
     out: list[str] = []
     for split in item_table.SPLITS:
-        blocks = [m.splits.get(split) for m in result["metrics"]]
+        blocks = [m.splits.get(split) for m in result.metrics]
         if not all(blocks):
             continue
         for name, title in GROUP_TITLES.items():
@@ -207,7 +216,7 @@ def _side_by_side(result: dict[str, Any]) -> list[str]:
                 if rows:
                     heading = "MAE" if metric == "mae" else "Spearman"
                     out += [f"### {SPLIT_TITLES[split]}: {heading} by {title}", "",
-                            markdown_table([title.capitalize()] + list(result["runs"]), rows), ""]
+                            markdown_table([title.capitalize()] + list(result.runs), rows), ""]
     return out
 
 
@@ -217,19 +226,19 @@ def _with_interval(c: Cell, metric: str) -> str:
     return fmt_ci(c.mae, c.mae_ci) if metric == "mae" else fmt_ci(c.spearman, c.spearman_ci)
 
 
-def render_markdown(result: dict[str, Any]) -> str:
+def render_markdown(result: Comparison) -> str:
     """Side-by-side tables: each run's own headline numbers, then each comparison with the baseline."""
     from eval.reports.report import fmt_ci, markdown_table
     from eval.validity.render import compare_rows as validity_rows
     from eval.validity.render import paired_rows
 
-    out = [f"# Judge comparison (baseline: {result['baseline']})", ""]
+    out = [f"# Judge comparison (baseline: {result.baseline})", ""]
     out += [f"- {line}" for line in headline(result)] + [""]
     out += ["## Each run on its own items", ""]
-    header = ["Test", "Metric"] + list(result["runs"])
+    header = ["Test", "Metric"] + list(result.runs)
     rows = []
     for split in item_table.SPLITS:
-        blocks = [m.splits.get(split) for m in result["metrics"]]
+        blocks = [m.splits.get(split) for m in result.metrics]
         if not all(blocks):
             continue
         cells = [b.overall for b in blocks]
@@ -243,19 +252,19 @@ def render_markdown(result: dict[str, Any]) -> str:
                                                    for c in cells])
     out += [markdown_table(header, rows), ""]
     out += _side_by_side(result)
-    out += validity_rows(dict(zip(result["runs"], result["metrics"])), markdown_table)  # each run's own section
+    out += validity_rows(dict(zip(result.runs, result.metrics)), markdown_table)  # each run's own section
     out += paired_rows(result, markdown_table)
-    out += [f"Paired: delta = run − baseline on items both scored; {result['n_boot']} paired bootstrap resamples; "
-            f"better/worse at p < {result['alpha']} (MAE lower is better; Spearman and VC higher).", ""]
+    out += [f"Paired: delta = run − baseline on items both scored; {result.n_boot} paired bootstrap resamples; "
+            f"better/worse at p < {result.alpha} (MAE lower is better; Spearman and VC higher).", ""]
     head = ["", "baseline", "run", "delta", "95 % CI", "p", "call", "n"]
-    for comp in result["comparisons"]:
-        out += [f"## {comp['run']} vs {result['baseline']}", ""]
-        for split, block in comp["splits"].items():
+    for comp in result.comparisons:
+        out += [f"## {comp.run} vs {result.baseline}", ""]
+        for split, block in comp.splits.items():
             out += [f"### {SPLIT_TITLES[split]}", ""]
-            rows = [[metric] + _cell(p) for metric, p in block["overall"].items()]
+            rows = [[metric] + _cell(p) for metric, p in block.overall.items()]
             out += [markdown_table(["Overall"] + head[1:], rows), ""]
             for name, title in (("model", "Evaluated model"), ("task_type", "Task type"), ("criterion", "Criterion")):
-                rows = [[label] + _cell(cells["mae"]) for label, cells in block[f"by_{name}"].items()]
+                rows = [[label] + _cell(cells["mae"]) for label, cells in block.by(name).items()]
                 if rows:
                     out += [f"MAE by {title.lower()}:", "", markdown_table([title] + head[1:], rows), ""]
     return "\n".join(out)

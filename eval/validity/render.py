@@ -11,6 +11,7 @@ import html
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from eval.scoring.comparison import Comparison
 from eval.scoring.schema import Metrics
 from eval.validity.schema import AltTest, AltTestFamily, LengthBias, MarginalHomogeneity, Unavailable, ValiditySplit
 from judge.splits import SPLIT_TITLES
@@ -207,23 +208,22 @@ def compare_rows(runs: Mapping[str, Metrics],
     return out
 
 
-def paired_rows(result: Mapping[str, Any], markdown_table: Callable[[list[str], list[list[str]]], str]) -> list[str]:
+def paired_rows(result: Comparison, markdown_table: Callable[[list[str], list[list[str]]], str]) -> list[str]:
     """``judge-eval compare``'s paired validity: per run and split, rho and the ceiling gap against the baseline's on
     the same items, with the paired bootstrap interval of the difference (``eval.validity.paired``)."""
     rows = []
-    for comp in result.get("comparisons", []):
-        for split, paired in (comp.get("validity") or {}).items():
-            for name, title in (("rho", "ρ (advantage probability)"), ("ceiling_gap", "ceiling gap")):
-                figure = paired[name]
-                if "why" in figure:
-                    rows.append([comp["run"], SPLIT_TITLES.get(split, split), title, "—", "—", "—", figure["why"]])
+    for comp in result.comparisons:
+        for split, paired in comp.validity.items():
+            for figure, title in ((paired.rho, "ρ (advantage probability)"), (paired.ceiling_gap, "ceiling gap")):
+                if isinstance(figure, Unavailable):
+                    rows.append([comp.run, SPLIT_TITLES.get(split, split), title, "—", "—", "—", figure.why])
                     continue
-                rows.append([comp["run"], SPLIT_TITLES.get(split, split), title, _num(figure["baseline"], 3),
-                             _num(figure["run"], 3), _num(figure["delta"], 3) + _ci(figure["ci"]), ""])
+                rows.append([comp.run, SPLIT_TITLES.get(split, split), title, _num(figure.baseline, 3),
+                             _num(figure.run, 3), _num(figure.delta, 3) + _ci(figure.ci), ""])
     if not rows:
         return []
     return ["## Validity, paired", "",
             f"On the items both judges share; delta = run − baseline with a paired bootstrap interval over items "
             f"(ρ: higher is better; the ceiling gap, judge minus expert error against the rest of the panel: lower "
-            f"is better) against {result['baseline']}.", "",
+            f"is better) against {result.baseline}.", "",
             markdown_table(["Run", "Test", "Figure", "baseline", "run", "delta", "note"], rows), ""]

@@ -22,7 +22,8 @@ from eval.validity.alt_test import AltTestSettings
 
 __all__ = ["Agreement", "AgreementClass", "AltTest", "AltTestExpert", "AltTestFamily", "Ceiling", "LengthBias",
            "Leniency", "MarginalHomogeneity", "NamedExpertSlopes", "PooledExpertSlopes", "SectionSettings", "Slope",
-           "Unavailable", "UntestedExpert", "Validity", "ValidityCell", "ValiditySplit"]
+           "PairedFigure", "PairedValidity", "Unavailable", "UntestedExpert", "Validity", "ValidityCell",
+           "ValiditySplit"]
 
 Interval = list  # [low, high], either end None when not computable
 
@@ -368,3 +369,38 @@ class Validity(_SectionRecord):
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Validity:
         return _read(cls, data, settings=SectionSettings.from_json, splits=_table(ValiditySplit.from_json))
+
+
+# ------------------------------------------------------------------------- two judges paired (compare.json)
+
+
+@dataclass(frozen=True)
+class PairedFigure(_SectionRecord):
+    """A validity figure of the baseline and of the run on the same items, ``delta`` = run - baseline with its
+    paired bootstrap interval (``eval.validity.paired``)."""
+
+    json_where = "compare.json's paired validity"
+
+    baseline: float
+    run: float
+    delta: float
+    ci: Interval
+
+
+@dataclass(frozen=True)
+class PairedValidity(_SectionRecord):
+    """rho and the ceiling gap of a run against the baseline on one test (each a ``PairedFigure``, or why not)."""
+
+    json_where = "compare.json's paired validity"
+
+    n_items: int
+    n_boot: int
+    rho: PairedFigure | Unavailable
+    ceiling_gap: PairedFigure | Unavailable
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PairedValidity:
+        def figure(block: Mapping[str, Any]) -> PairedFigure | Unavailable:
+            return Unavailable.from_json(block) if Unavailable.recognises(block) else PairedFigure.from_json(block)
+
+        return _read(cls, data, rho=figure, ceiling_gap=figure)

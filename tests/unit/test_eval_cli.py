@@ -390,6 +390,15 @@ def test_compare_pairs_two_scored_runs(small_data, tmp_path):
     assert overall["delta"] == pytest.approx(overall["b"] - overall["a"])
     assert overall["verdict"] in ("better", "worse", "n.s.")
     assert "copycat vs ones" in (tmp_path / "cmp" / "compare.md").read_text(encoding="utf-8")
+    # compare.json is the typed comparison written key for key; its readers see the same values as attributes
+    from eval.scoring.compare import compare
+    from eval.scoring.item_table import dumps
+
+    typed = compare([tmp_path / "ones", tmp_path / "copycat"], n_boot=200)
+    assert dumps(typed) + "\n" == (tmp_path / "cmp" / "compare.json").read_text(encoding="utf-8")
+    paired = typed.comparisons[0].splits["all"].overall["mae"]
+    assert (paired.n, paired.delta, paired.verdict) == (overall["n"], overall["delta"], overall["verdict"])
+    assert typed.metrics[1].judge == "copycat" and set(typed.comparisons[0].splits["all"].by("criterion"))
 
 
 def test_score_without_a_prediction_for_every_item_reports_them_missing(small_data, tmp_path):

@@ -121,11 +121,11 @@ def test_compare_sets_validity_side_by_side(sample_runs):
     assert "## Validity, paired" in text
     from eval.scoring.compare import compare
 
-    paired = compare([root / "exact", root / "lenient"], n_boot=50)["comparisons"][0]["validity"]["all"]
+    paired = compare([root / "exact", root / "lenient"], n_boot=50).comparisons[0].validity["all"]
     exact = sample_runs["exact"]["validity"]["splits"]["all"]["overall"]
-    assert paired["rho"]["baseline"] == pytest.approx(exact["alt_test"]["advantage_probability"])
-    assert paired["rho"]["delta"] < 0 and paired["rho"]["ci"][0] <= paired["rho"]["delta"] <= paired["rho"]["ci"][1]
-    assert paired["ceiling_gap"]["delta"] > 0  # the shifted judge is farther from the panel
+    assert paired.rho.baseline == pytest.approx(exact["alt_test"]["advantage_probability"])
+    assert paired.rho.delta < 0 and paired.rho.ci[0] <= paired.rho.delta <= paired.rho.ci[1]
+    assert paired.ceiling_gap.delta > 0  # the shifted judge is farther from the panel
 
 
 def test_unnamed_experts_leave_the_alt_test_out_and_say_so(tmp_path):

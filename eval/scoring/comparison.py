@@ -1,0 +1,84 @@
+"""The typed ``compare.json``: what ``judge-eval compare`` builds (``eval.scoring.compare.compare``) and its Markdown,
+its page and its console headline read (``eval.scoring.compare``, ``eval.reports.html_report``,
+``eval.reports.html_explorer``, ``eval.validity.render``).
+
+``Comparison.to_json()`` is the file's JSON object, key for key as before (``eval.scoring.json_record``); NaN (a
+statistic with no paired item) is written as null by ``eval.scoring.item_table.dumps``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from eval.scoring.json_record import JsonRecord
+from eval.scoring.schema import Metrics
+from eval.validity.schema import PairedValidity
+
+__all__ = ["Comparison", "Paired", "RunComparison", "SplitComparison"]
+
+
+@dataclass(frozen=True)
+class Paired(JsonRecord):
+    """One statistic of both judges on the items both scored (``eval.scoring.bootstrap.paired_bootstrap``).
+
+    Attributes:
+        n: paired items; a, b: the baseline's and the run's statistic on them; delta: b - a; ci: its percentile
+        interval; p_value: the two-sided paired-bootstrap p-value of delta = 0; verdict: "better", "worse", "n.s."
+        or "—" (undefined).
+    """
+
+    n: int
+    a: float
+    b: float
+    delta: float
+    ci: list[float]
+    p_value: float
+    verdict: str
+
+    @classmethod
+    def of(cls, found: Mapping[str, Any], verdict: str) -> Paired:
+        """From ``paired_bootstrap``'s result and the call made on it."""
+        return cls(found["n"], found["a"], found["b"], found["delta"], list(found["ci"]), found["p_value"], verdict)
+
+
+@dataclass(frozen=True)
+class SplitComparison(JsonRecord):
+    """One test: the overall cell's statistics (metric -> ``Paired``) and the cells by evaluated model, task type and
+    criterion (label -> metric -> ``Paired``; Spearman only where it is pooled)."""
+
+    overall: dict[str, Paired]
+    by_model: dict[str, dict[str, Paired]]
+    by_task_type: dict[str, dict[str, Paired]]
+    by_criterion: dict[str, dict[str, Paired]]
+
+    def by(self, grouping: str) -> dict[str, dict[str, Paired]]:
+        """The cells of a grouping: ``model``, ``task_type`` or ``criterion``."""
+        return {"model": self.by_model, "task_type": self.by_task_type, "criterion": self.by_criterion}[grouping]
+
+
+@dataclass(frozen=True)
+class RunComparison(JsonRecord):
+    """A run against the baseline on the ``n_common`` items both scored: per test the paired statistics, and the
+    paired validity figures (empty when the baseline was scored without a validity section)."""
+
+    run: str
+    folder: str
+    n_common: int
+    splits: dict[str, SplitComparison]
+    validity: dict[str, PairedValidity]
+
+
+@dataclass(frozen=True)
+class Comparison(JsonRecord):
+    """``compare.json``: the runs (the first is the baseline), the settings, each comparison, and each run's own
+    ``metrics.json`` (``metrics``, in run order)."""
+
+    baseline: str
+    runs: list[str]
+    folders: list[str]
+    alpha: float
+    n_boot: int
+    comparisons: list[RunComparison]
+    metrics: list[Metrics]
