@@ -22,6 +22,7 @@ import asyncio
 import email.utils
 import logging
 import random
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -51,14 +52,20 @@ def is_transient(err: BaseException) -> bool:
     """Whether ``err`` (from ``openai`` or ``httpx``) is worth another attempt: no connection, a timeout, or a
     ``retryable_status``."""
     import httpx
-    import openai
 
-    if isinstance(err, (openai.APIConnectionError, httpx.TransportError)):  # timeouts included
+    if isinstance(err, httpx.TransportError):  # timeouts included
+        return True
+    if isinstance(err, httpx.HTTPStatusError):
+        return retryable_status(err.response.status_code)
+    # An openai error exists only once its SDK is imported: a client that speaks httpx alone (judge-serve's
+    # /v1/judge, the first model-list request) does not pay the SDK's import (~0.7 s) to learn that.
+    openai = sys.modules.get("openai")
+    if openai is None:
+        return False
+    if isinstance(err, openai.APIConnectionError):  # timeouts included
         return True
     if isinstance(err, openai.APIStatusError):
         return retryable_status(err.status_code)
-    if isinstance(err, httpx.HTTPStatusError):
-        return retryable_status(err.response.status_code)
     return False
 
 

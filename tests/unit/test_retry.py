@@ -163,3 +163,35 @@ def test_eval_runner_waits_for_retry_after_and_keeps_its_accounting(tmp_path):
         (outcome,) = asyncio.run(_with_retries(backend, [record], policy))
     assert (outcome["error"], outcome["score"], outcome["parse_ok"]) == ("request_failed", None, False)
     assert "503" in outcome["reason"] and len(endpoint.bodies("/v1/judge")) == 3 and len(waits) == 2
+
+
+@pytest.mark.parametrize(("make", "transient"), [
+    (lambda request: httpx.ConnectError("refused", request=request), True),
+    (lambda request: httpx.ReadTimeout("slow", request=request), True),
+    (lambda request: httpx.HTTPStatusError("x", request=request, response=httpx.Response(503, request=request)), True),
+    (lambda request: httpx.HTTPStatusError("x", request=request, response=httpx.Response(404, request=request)), False),
+    (lambda request: __import__("openai").APIConnectionError(request=request), True),
+    (lambda request: __import__("openai").APITimeoutError(request=request), True),
+    (lambda request: __import__("openai").APIStatusError("x", response=httpx.Response(429, request=request), body=None),
+     True),
+    (lambda request: __import__("openai").APIStatusError("x", response=httpx.Response(401, request=request), body=None),
+     False),
+    (lambda request: ValueError("not a transport error"), False),
+])  # fmt: skip
+def test_transient_errors_of_both_clients(make, transient):
+    from judge.plumbing.retry import is_transient
+
+    assert is_transient(make(httpx.Request("GET", "http://127.0.0.1:9/v1/models"))) is transient
+
+
+def test_an_httpx_client_never_imports_the_openai_sdk_to_classify_its_errors():
+    """Classifying an httpx error leaves the openai SDK unimported (its import is most of a failing first contact's
+    CPU time); run in a fresh interpreter, where nothing else imported it."""
+    import subprocess
+    import sys
+
+    code = ("import sys, httpx; from judge.plumbing.retry import is_transient; "
+            "r = httpx.Request('GET', 'http://127.0.0.1:9'); "
+            "print(is_transient(httpx.ConnectError('x', request=r)), is_transient(KeyError('k')), 'openai' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["True", "False", "False"]
