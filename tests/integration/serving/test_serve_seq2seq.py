@@ -281,7 +281,10 @@ def test_timeout_then_graceful_shutdown(seq2seq_server, tmp_path):
             response = _post(server, "/v1/judge", {**ITEM, "criteria": ["Креативность"]})
         assert response.status_code == 504 and response.json()["error"]["code"] == "timeout"
 
-    args = ("--generator-url", generator_url, "--shutdown-grace-s", "60")
+    # No /health probe of the engine from this judge-serve while the test runs: a probe sent to the frozen engine
+    # would count as a held request (``requests_held_at`` cannot tell it from the judgment's), and SIGTERM could then
+    # come before the judgment reached judge-serve, which refuses it as draining.
+    args = ("--generator-url", generator_url, "--shutdown-grace-s", "60", "--attached-probe-interval-s", "3600")
     with start_judge_serve(layout_root, args=args, run_dir=tmp_path / "shutdown") as server:
         outcome: dict = {}
         body = {**ITEM, "criteria": ["Креативность", "Грамотность", "Полезность"]}
