@@ -20,7 +20,8 @@ left behind) on exit. Every judge-serve here runs through ``judge.plumbing.proce
 signal): a pytest that dies, ``kill -9`` included, takes its servers and their engines with it.
 ``marked_processes(marker)`` lists the live processes started with ``JUDGE_TEST_MARKER=<marker>`` in their
 environment (a server's whole tree inherits it), for tests that count leftovers. ``frozen(pgid)`` and
-``requests_held_at(port)`` hold requests in flight at an engine until the test lets them go (STYLE.md habit 20).
+``requests_held_at(port)`` hold requests in flight at an engine until the test lets them go: a test that depends on
+an order of events makes it happen rather than waiting and hoping.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ FORBIDDEN = {
     "an issue number": re.compile(r"\bissues? ?#?\d+|\(#\d+|(?<![\w/-])#\d+\.\d+|\bfindings? \d+", re.IGNORECASE),
     "an internal run number": re.compile(r"\bstops? \d+(?:'s)?\b(?! ?(?:s|ms|min|seconds?|steps?|tokens?)\b)|\bCI run \d+",
                                          re.IGNORECASE),
-    "a house-style rule by number": re.compile(r"\bSTYLE \d+"),
+    "a house-style rule by number": re.compile(r"\bSTYLE(?:\.md)?(?: habits?)? ?\d+|\bSTYLE\.md\b|\bhabits? \d+"),
     "the shared source folder (cite the paper by section, a card by section)": re.compile(
         r"\bseeds[/:]|\b00[1-4]_[0-9a-f]{6}|\b00[1-4]…|\bcard ?00[1-4]?:\d"),
     "a line of the paper or a task card (cite its section, appendix or table)": re.compile(
@@ -98,6 +98,8 @@ def test_no_comment_cites_what_a_clone_cannot_open():
     "# the sanitising of findings 4-6",
     "# Stop 35's CI run saw what that does",
     "# No list of keys is kept here (STYLE 19)",
+    "# the order is forced, never waited for (STYLE.md habit 20)",
+    "# as the house style asks (habit 21)",
     "# seeds/003_04de0265a3137b49.txt:703",
     "# the paper's prompt (003…:2706-2721)",
     "# the card (card 004:90)",
