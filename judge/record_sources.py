@@ -76,6 +76,14 @@ def _table_rows(name: str, table) -> Iterator[tuple[str, int, dict]]:
     yield from ((name, index, row) for index, row in enumerate(table.to_pylist()))
 
 
+def _drained(tables: list[tuple[str, Any]]) -> Iterator[tuple[str, int, dict]]:
+    """The rows of ``tables``, each table taken out of the list as it is read, so that one validated table's memory
+    can go while the next is read."""
+    while tables:
+        name, table = tables.pop(0)
+        yield from _table_rows(name, table)
+
+
 def _parquet_tables(path: Path, split: str | None) -> list[tuple[str, Any]] | None:
     """A Parquet file's or a shard folder's tables, each named by its file, read once for both paths (the column
     checks, and the row path when a check flags them); None for any other source."""
@@ -146,6 +154,8 @@ def load_record_columns(source: str | Path, split: str | None = None, make_id: b
     tables = _parquet_tables(Path(source), split)
     found = _column_wise(source, make_id, tables)
     if found is not None:
+        del tables  # the Arrow tables' memory goes back now (``_release_arrow_memory``), not at the run's end
+        _release_arrow_memory()
         return found
     records, report = _row_wise(source, split, make_id, tables)
     return RecordColumns.from_records(records, str(source)), report
@@ -176,6 +186,8 @@ def load_records_report(source: str | Path, split: str | None = None, make_id: b
     tables = _parquet_tables(Path(source), split)
     found = _column_wise(source, make_id, tables)
     if found is not None:
+        del tables  # as in load_record_columns: the tables' memory back before the records are built
+        _release_arrow_memory()
         columns, report = found
         return columns.records(), report
     return _row_wise(source, split, make_id, tables)
@@ -192,7 +204,6 @@ def _column_wise(source: str | Path, make_id: bool, tables: list[tuple[str, Any]
         found = columns_from_tables([(name, _jsonl_table(path))], name, make_id, jsonl=True)
     else:
         return None
-    _release_arrow_memory()
     return found
 
 
@@ -203,7 +214,7 @@ def _row_wise(source: str | Path, split: str | None, make_id: bool, tables: list
     path = Path(source)
     name = str(source)
     if tables is not None:
-        return _validated((row for shard, table in tables for row in _table_rows(shard, table)), name, make_id)
+        return _validated(_drained(tables), name, make_id)
     if path.is_file():
         suffix = path.suffix.lower()
         if suffix == ".jsonl":
