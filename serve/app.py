@@ -70,6 +70,7 @@ _DROP_RESPONSE_HEADERS = {"connection", "keep-alive", "transfer-encoding", "serv
 #: Most bytes of an engine's error body judge-serve reads to rewrite it in OpenAI's shape.
 _MAX_ENGINE_ERROR_BYTES = 64 * 1024
 
+
 def _refused(err: RequestError) -> JSONResponse:
     """A request refused by validation or by the judge: its status, message and field, OpenAI-shaped."""
     kind = "not_found_error" if err.status == 404 else "invalid_request_error"
@@ -87,7 +88,7 @@ def _judgment_failed(err: EngineUnavailable | EngineFailure, state: ServerState)
             if engine.url in message:
                 message = f"the {role} engine is unavailable"
         return error_response(503, sanitized(message), "service_unavailable", code="engine_unavailable",
-                      headers={"Retry-After": state.retry_after_s(state.engines)})
+                              headers={"Retry-After": state.retry_after_s(state.engines)})
     log.error("engine failure during a judgment: %s", err)
     message = sanitized(str(err)) if err.status < 500 else f"the engine failed (it answered {err.status}); judge-serve's log has its message"
     return error_response(502, message, "server_error", code="engine_error")
@@ -111,7 +112,8 @@ def proxied_token_bound(body: Any, path: str, max_total: int) -> tuple[Any, JSON
     named = next((f for f in fields if body.get(f) is not None), None)
     if named is None:
         if max_total // n < 1:
-            return body, error_response(400, f"n: {n} completions exceed this server's max_proxy_tokens={max_total}", param="n", code="too_many_tokens")
+            return body, error_response(400, f"n: {n} completions exceed this server's max_proxy_tokens={max_total}",
+                                        param="n", code="too_many_tokens")
         return {**body, fields[-1]: max_total // n}, None
     tokens = body[named]
     if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens * n > max_total:
@@ -241,7 +243,8 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         return JSONResponse({"status": state.status if not problem else "unavailable", "detail": sanitized(detail)}, status_code=503)
 
     def unavailable(state: ServerState, role: str, message: str) -> JSONResponse:
-        return error_response(503, sanitized(message), "service_unavailable", code="engine_unavailable", headers={"Retry-After": state.retry_after_s([role])})
+        return error_response(503, sanitized(message), "service_unavailable", code="engine_unavailable",
+                              headers={"Retry-After": state.retry_after_s([role])})
 
     async def proxy(request: Request, role: str, path: str, bounded: bool = False) -> Response:
         state = state_of(request)
@@ -274,7 +277,8 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         try:
             upstream_response = sending.result()
         except asyncio.TimeoutError:
-            return error_response(504, f"the {role} engine did not answer within {config.request_timeout_s:g} s", "timeout", code="timeout")
+            return error_response(504, f"the {role} engine did not answer within {config.request_timeout_s:g} s",
+                                  "timeout", code="timeout")
         except aiohttp.ClientError as err:
             log.warning("the %s engine at %s is unreachable: %s: %s", role, engine.url, type(err).__name__, err)
             return unavailable(state, role, f"the {role} engine is unreachable ({type(err).__name__})")
@@ -324,7 +328,8 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
                 if isinstance(entry, dict):
                     entry.update(limits)
         except (ValueError, KeyError, TypeError):
-            return None, error_response(502, "the generator engine's model list could not be read", "server_error", code="engine_error")
+            return None, error_response(502, "the generator engine's model list could not be read", "server_error",
+                                        code="engine_error")
         return body, None
 
     @app.get("/v1/models")
@@ -340,8 +345,8 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         entries = body["data"]
         found = next((entry for entry in entries if isinstance(entry, dict) and entry.get("id") == model_id), None)
         if found is None:
-            return error_response(404, f"model: the model `{model_id}` does not exist; this server serves `{config.model_name}`",
-                          param="model", code="model_not_found")  # fmt: skip
+            return error_response(404, f"model: the model `{model_id}` does not exist; this server serves "
+                                  f"`{config.model_name}`", param="model", code="model_not_found")
         return JSONResponse(found)
 
     @app.get("/metrics")
@@ -351,7 +356,8 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
     @app.get("/metrics/pooler")
     async def metrics_pooler(request: Request) -> Response:
         if "pooler" not in state_of(request).engines:
-            return error_response(404, "this judge has no pooling engine (seq2seq checkpoint)", "not_found_error", code="not_found")
+            return error_response(404, "this judge has no pooling engine (seq2seq checkpoint)", "not_found_error",
+                                  code="not_found")
         return await proxy(request, "pooler", "/metrics")
 
     @app.post("/v1/judge")
@@ -378,7 +384,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
             problem = state.engine_problem(role)
             if problem:
                 return error_response(503, sanitized(problem), "service_unavailable", code="engine_unavailable",
-                              headers={"Retry-After": state.retry_after_s(state.engines)})
+                                      headers={"Retry-After": state.retry_after_s(state.engines)})
         try:
             assert state.judge is not None
             result = await asyncio.wait_for(state.judge.run(parsed), timeout=config.request_timeout_s)
@@ -387,7 +393,8 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         except (EngineUnavailable, EngineFailure) as err:
             return _judgment_failed(err, state)
         except asyncio.TimeoutError:
-            return error_response(504, f"the judgment took longer than request_timeout_s={config.request_timeout_s:g} s", "timeout", code="timeout")
+            return error_response(504, f"the judgment took longer than request_timeout_s={config.request_timeout_s:g} s",
+                                  "timeout", code="timeout")
         return JSONResponse(result.to_json())
 
     install_reward_routes(app, config, error_response)  # POST /get_reward: OpenRLHF's remote reward protocol

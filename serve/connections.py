@@ -1,6 +1,7 @@
 """judge-serve's connection guards, below the routes: a deadline and a size bound on each request's headers
 (uvicorn's protocol), the body limit, the API key, the Host allow-list, refusal while draining, the request id, and
-the health polls kept out of the access log. Each answers in OpenAI's error shape (``serve.errors``)."""
+the health polls kept out of the access log. A guard that refuses a request answers in OpenAI's error shape
+(``serve.errors``); the header deadline closes the connection, which has sent no request to answer yet."""
 
 from __future__ import annotations
 
@@ -93,7 +94,8 @@ class BodyLimitMiddleware:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        too_large = error_response(413, f"body: the request body exceeds {self.max_bytes} bytes", "invalid_request_error", "body", "body_too_large")
+        too_large = error_response(413, f"body: the request body exceeds {self.max_bytes} bytes",
+                                   "invalid_request_error", "body", "body_too_large")
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
             return await too_large(scope, receive, send)
@@ -166,7 +168,8 @@ class HostAllowListMiddleware:
             host = dict(scope["headers"]).get(b"host", b"").decode("latin-1").lower()
             name = host[1:].split("]")[0] if host.startswith("[") else host.rsplit(":", 1)[0] if host.count(":") == 1 else host
             if name not in self.hosts:
-                response = error_response(400, f"host: {name or '(none)'!r} is not in allowed_hosts", param="host", code="host_not_allowed")
+                response = error_response(400, f"host: {name or '(none)'!r} is not in allowed_hosts", param="host",
+                                          code="host_not_allowed")
                 return await response(scope, receive, send)
         return await self.app(scope, receive, send)
 
@@ -184,7 +187,7 @@ class RefuseWhileDrainingMiddleware:
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http" and self.state.status == "draining" and scope["path"] not in self.PROBES:
             response = error_response(503, "judge-serve is shutting down", "server_error", code="shutting_down",
-                              headers={"Retry-After": "5"})  # fmt: skip
+                                      headers={"Retry-After": "5"})
             return await response(scope, receive, send)
         return await self.app(scope, receive, send)
 

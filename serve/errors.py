@@ -44,8 +44,8 @@ def error_body(message: str, kind: str, param: str | None = None, code: str | No
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
 
-def error_response(status: int, message: str, kind: str | None = None, param: str | None = None, code: str | None = None,
-                              headers=None) -> JSONResponse:  # fmt: skip
+def error_response(status: int, message: str, kind: str | None = None, param: str | None = None,
+                   code: str | None = None, headers=None) -> JSONResponse:
     """An OpenAI-shaped error answer (its type and code from the status unless given)."""
     kind = kind or _TYPE_OF_STATUS.get(status, "server_error" if status >= 500 else "invalid_request_error")
     code = code or _CODE_OF_STATUS.get(status, "engine_error" if status >= 500 else "invalid_request")
@@ -70,10 +70,11 @@ def engine_error(status: int, raw: bytes, role: str) -> JSONResponse:
         message = raw[:500].decode("utf-8", "replace")
     if status >= 500:
         log.error("the %s engine answered %d: %s", role, status, message[:2000])
-        return error_response(502, f"the {role} engine failed (it answered {status}); judge-serve's log has its message",
-                      "server_error", code="engine_error")  # fmt: skip
+        return error_response(502, f"the {role} engine failed (it answered {status}); judge-serve's log has its "
+                              "message", "server_error", code="engine_error")
     if status == 401:  # judge-serve's own key to its engine was refused: not the client's fault
         log.error("the %s engine refused judge-serve's key (401)", role)
-        return error_response(502, f"the {role} engine refused judge-serve's credentials", "server_error", code="engine_auth_error")
+        return error_response(502, f"the {role} engine refused judge-serve's credentials", "server_error",
+                              code="engine_auth_error")
     return error_response(status, sanitized(message), param=param if isinstance(param, str) else None,
-                  code=code if isinstance(code, str) else None)  # fmt: skip
+                          code=code if isinstance(code, str) else None)

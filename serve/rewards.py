@@ -156,7 +156,7 @@ class RewardRoute:
 
     Args:
         config: the server's configuration.
-        error: ``serve.app``'s OpenAI-style error response builder.
+        error: the OpenAI-style error response builder (``serve.errors.error_response``).
     """
 
     def __init__(self, config: ServeConfig, error: Callable[..., JSONResponse]):

@@ -3,7 +3,8 @@ its page and its console headline read (``eval.scoring.compare``, ``eval.reports
 ``eval.reports.html_explorer``, ``eval.validity.render``).
 
 ``Comparison.to_json()`` is the file's JSON object, key for key as before (``eval.scoring.json_record``); NaN (a
-statistic with no paired item) is written as null by ``eval.scoring.item_table.dumps``.
+statistic with no paired item) is written as null by ``eval.scoring.item_table.dumps`` and read back as NaN by
+``Comparison.from_json``.
 """
 
 from __future__ import annotations
@@ -12,15 +13,28 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from eval.scoring.json_record import JsonRecord
-from eval.scoring.schema import Metrics
+from eval.scoring.json_record import JsonRecord, read_record
+from eval.scoring.schema import NUMBER_READERS, Interval, Metrics
 from eval.validity.schema import PairedValidity
 
 __all__ = ["Comparison", "Paired", "RunComparison", "SplitComparison"]
 
 
+class _ComparisonRecord(JsonRecord):
+    json_where = "compare.json"
+    json_by_type = NUMBER_READERS
+
+
+def _read(cls, data: Mapping[str, Any], **readers) -> Any:
+    return read_record(cls, data, where=cls.json_where, by_type=cls.json_by_type, **readers)
+
+
+def _by_metric(cells: Mapping[str, Any]) -> dict[str, Paired]:
+    return {metric: Paired.from_json(paired) for metric, paired in cells.items()}
+
+
 @dataclass(frozen=True)
-class Paired(JsonRecord):
+class Paired(_ComparisonRecord):
     """One statistic of both judges on the items both scored (``eval.scoring.bootstrap.paired_bootstrap``).
 
     Attributes:
@@ -33,18 +47,18 @@ class Paired(JsonRecord):
     a: float
     b: float
     delta: float
-    ci: list[float]
+    ci: Interval
     p_value: float
     verdict: str
 
     @classmethod
     def of(cls, found: Mapping[str, Any], verdict: str) -> Paired:
         """From ``paired_bootstrap``'s result and the call made on it."""
-        return cls(found["n"], found["a"], found["b"], found["delta"], list(found["ci"]), found["p_value"], verdict)
+        return cls(found["n"], found["a"], found["b"], found["delta"], tuple(found["ci"]), found["p_value"], verdict)
 
 
 @dataclass(frozen=True)
-class SplitComparison(JsonRecord):
+class SplitComparison(_ComparisonRecord):
     """One test: the overall cell's statistics (metric -> ``Paired``) and the cells by evaluated model, task type and
     criterion (label -> metric -> ``Paired``; Spearman only where it is pooled)."""
 
@@ -57,9 +71,16 @@ class SplitComparison(JsonRecord):
         """The cells of a grouping: ``model``, ``task_type`` or ``criterion``."""
         return {"model": self.by_model, "task_type": self.by_task_type, "criterion": self.by_criterion}[grouping]
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SplitComparison:
+        def cells(block: Mapping[str, Any]) -> dict[str, dict[str, Paired]]:
+            return {label: _by_metric(by_metric) for label, by_metric in block.items()}
+
+        return _read(cls, data, overall=_by_metric, by_model=cells, by_task_type=cells, by_criterion=cells)
+
 
 @dataclass(frozen=True)
-class RunComparison(JsonRecord):
+class RunComparison(_ComparisonRecord):
     """A run against the baseline on the ``n_common`` items both scored: per test the paired statistics, and the
     paired validity figures (empty when the baseline was scored without a validity section)."""
 
@@ -69,9 +90,14 @@ class RunComparison(JsonRecord):
     splits: dict[str, SplitComparison]
     validity: dict[str, PairedValidity]
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RunComparison:
+        return _read(cls, data, splits=lambda splits: {k: SplitComparison.from_json(v) for k, v in splits.items()},
+                     validity=lambda tests: {k: PairedValidity.from_json(v) for k, v in tests.items()})
+
 
 @dataclass(frozen=True)
-class Comparison(JsonRecord):
+class Comparison(_ComparisonRecord):
     """``compare.json``: the runs (the first is the baseline), the settings, each comparison, and each run's own
     ``metrics.json`` (``metrics``, in run order)."""
 
@@ -82,3 +108,8 @@ class Comparison(JsonRecord):
     n_boot: int
     comparisons: list[RunComparison]
     metrics: list[Metrics]
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Comparison:
+        return _read(cls, data, comparisons=lambda runs: [RunComparison.from_json(r) for r in runs],
+                     metrics=lambda runs: [Metrics.from_json(m) for m in runs])

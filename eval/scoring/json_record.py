@@ -1,13 +1,14 @@
-"""Typed JSON files written key for key: the base of ``metrics.json``'s types (``eval.scoring.schema``,
-``eval.validity.schema``).
+"""Typed JSON files written key for key: the base of the types of ``metrics.json`` (``eval.scoring.schema``, its
+validity section ``eval.validity.schema``) and of ``compare.json`` (``eval.scoring.comparison``).
 
 A record is a frozen dataclass whose fields are the JSON object's keys in the file's order. Three kinds of field:
 
 - a plain field, always written (``None`` as null);
 - an ``optional_field``, left out of the file when it is None — a key that some objects of the type do not carry
   (written before it existed, or not computed for that kind of cell); never one that may be a present null;
-- the ``extra_field``: keys of a file written by a later version, kept as they are and written after the others, so
-  that reading and writing an unknown file loses nothing.
+- the ``extra_field``: keys of a file written by a later version, kept as they are and written after the others.
+  The types a later version is likely to grow declare one (a metrics cell, a split, the file itself), so that reading
+  and writing such a file keeps those keys; a type without one reads a key it does not know and drops it.
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ def extra_field() -> Any:
     return field(default_factory=dict, metadata={"extra": True})
 
 
-def read_record(cls, data: Mapping[str, Any], *, where: str = "metrics.json",
+def read_record(cls, data: Mapping[str, Any], *, where: str = "a JSON file",
                 by_type: Mapping[str, Callable[[Any], Any]] | None = None, **readers: Callable[[Any], Any]) -> Any:
     """``cls`` from a JSON object: each field read by its reader (given here, else the one its annotation names in
     ``by_type``, else as it is); an absent field with a default takes it (optional ones None).

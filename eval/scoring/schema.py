@@ -21,8 +21,8 @@ from typing import Any
 from eval.scoring.json_record import JsonRecord, extra_field, optional_field, read_record
 from eval.validity.schema import Validity
 
-__all__ = ["Cell", "Confusion", "Confusions", "Metrics", "ModelMeans", "ModelMeansRow", "Notes", "OfficialSplit",
-           "PolluxOfficial", "RunInfo", "Settings", "SplitMetrics"]
+__all__ = ["NUMBER_READERS", "Cell", "Confusion", "Confusions", "Interval", "Metrics", "ModelMeans", "ModelMeansRow",
+           "Notes", "OfficialSplit", "PolluxOfficial", "RunInfo", "Settings", "SplitMetrics"]
 
 NAN = float("nan")
 Interval = tuple[float, float]
@@ -39,14 +39,14 @@ def _interval(value: Any) -> Interval:
 
 
 #: Readers that follow from a field's annotation: JSON's null is NaN in a number and in an interval's ends.
-_BY_TYPE = {"float": _number, "float | None": _number, "Interval": _interval, "Interval | None": _interval}
+NUMBER_READERS = {"float": _number, "float | None": _number, "Interval": _interval, "Interval | None": _interval}
 
 
 class _MetricsRecord(JsonRecord):
-    """A part of metrics.json: null read as NaN in its numbers and intervals (``_BY_TYPE``)."""
+    """A part of metrics.json: null read as NaN in its numbers and intervals (``NUMBER_READERS``)."""
 
     json_where = "metrics.json"
-    json_by_type = _BY_TYPE
+    json_by_type = NUMBER_READERS
 
 
 def _read(cls, data: Mapping[str, Any], **readers) -> Any:
@@ -138,7 +138,6 @@ class Cell(_MetricsRecord):
         return self.spearman is not None
 
 
-
 # --------------------------------------------------------------------------------------------- a split
 
 
@@ -154,7 +153,6 @@ class ModelMeansRow(_MetricsRecord):
     n_out_of_scale: int
     mae: float
     n_scored: int
-
 
 
 @dataclass(frozen=True)
@@ -174,7 +172,6 @@ class Confusion(_MetricsRecord):
 
     levels: list[float]
     matrix: list[list[int]]
-
 
 
 @dataclass(frozen=True)
@@ -232,7 +229,6 @@ class Settings(_MetricsRecord):
     regression_scores: str | None = optional_field()  # "raw" or "clipped" (``--clip-regression``)
 
 
-
 @dataclass(frozen=True)
 class Notes(_MetricsRecord):
     """What joining the predictions with the records counted (``item_table.build_table``)."""
@@ -265,7 +261,6 @@ class OfficialSplit(_MetricsRecord):
     n_reference_from_experts: int
     n_regression: int
     n_regression_clipped: int
-
 
 
 @dataclass(frozen=True)

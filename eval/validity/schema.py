@@ -20,10 +20,10 @@ from typing import Any
 from eval.scoring.json_record import JsonRecord, extra_field, optional_field, read_record
 from eval.validity.alt_test import AltTestSettings
 
-__all__ = ["Agreement", "AgreementClass", "AltTest", "AltTestExpert", "AltTestFamily", "Ceiling", "LengthBias",
-           "Leniency", "MarginalHomogeneity", "NamedExpertSlopes", "PooledExpertSlopes", "SectionSettings", "Slope",
-           "PairedFigure", "PairedValidity", "Unavailable", "UntestedExpert", "Validity", "ValidityCell",
-           "ValiditySplit"]
+__all__ = ["Agreement", "AgreementClass", "AlphaBoot", "AltTest", "AltTestExpert", "AltTestFamily", "Ceiling",
+           "LengthBias", "Leniency", "MarginalHomogeneity", "NamedExpertSlopes", "PairedFigure", "PairedValidity",
+           "PooledExpertSlopes", "SectionSettings", "Slope", "Unavailable", "UntestedExpert", "Validity",
+           "ValidityCell", "ValiditySplit"]
 
 Interval = list  # [low, high], either end None when not computable
 
@@ -53,7 +53,6 @@ class Unavailable(_SectionRecord):
         return data.get("available") is False or set(data) == {"why"}
 
 
-
 # ---------------------------------------------------------------------------- the alternative annotator test
 
 
@@ -71,14 +70,12 @@ class AltTestExpert(_SectionRecord):
     constant_difference: bool
 
 
-
 @dataclass(frozen=True)
 class UntestedExpert(_SectionRecord):
     """An expert with fewer items than the test needs (listed, never counted)."""
 
     expert: str
     n_items: int
-
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -159,7 +156,6 @@ class Ceiling(_SectionRecord):
     verdict: str | None  # "inside" / "outside" the experts' range; None without pairs
 
 
-
 @dataclass(frozen=True)
 class AgreementClass(_SectionRecord):
     """The judge on the items whose experts were unanimous, a majority, or split."""
@@ -170,12 +166,10 @@ class AgreementClass(_SectionRecord):
     mae_to_mean: float | None
 
 
-
 @dataclass(frozen=True)
 class AlphaBoot(_SectionRecord):
     resamples: int
     items_per_resample: int
-
 
 
 @dataclass(frozen=True)
@@ -208,7 +202,6 @@ class Leniency(_SectionRecord):
     direction: str  # "lenient", "harsh" or "neither"
 
 
-
 @dataclass(frozen=True)
 class MarginalHomogeneity(_SectionRecord):
     """The Stuart–Maxwell test of the judge x experts' mode table (``why`` when the covariance is singular)."""
@@ -221,7 +214,6 @@ class MarginalHomogeneity(_SectionRecord):
     df: int | None
     p_value: float | None
     why: str | None = optional_field()
-
 
 
 @dataclass(frozen=True)
@@ -354,7 +346,7 @@ class SectionSettings(_SectionRecord):
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SectionSettings:
-        return _read(cls, data, alt_test=lambda block: AltTestSettings(**block))
+        return _read(cls, data, alt_test=lambda block: read_record(AltTestSettings, block, where=cls.json_where))
 
 
 @dataclass(frozen=True)

@@ -394,8 +394,12 @@ def test_compare_pairs_two_scored_runs(small_data, tmp_path):
     from eval.scoring.compare import compare
     from eval.scoring.item_table import dumps
 
+    from eval.scoring.comparison import Comparison
+
     typed = compare([tmp_path / "ones", tmp_path / "copycat"], n_boot=200)
-    assert dumps(typed) + "\n" == (tmp_path / "cmp" / "compare.json").read_text(encoding="utf-8")
+    written = (tmp_path / "cmp" / "compare.json").read_text(encoding="utf-8")
+    assert dumps(typed) + "\n" == written
+    assert dumps(Comparison.from_json(json.loads(written))) + "\n" == written  # and it reads back to the same bytes
     paired = typed.comparisons[0].splits["all"].overall["mae"]
     assert (paired.n, paired.delta, paired.verdict) == (overall["n"], overall["delta"], overall["verdict"])
     assert typed.metrics[1].judge == "copycat" and set(typed.comparisons[0].splits["all"].by("criterion"))
