@@ -393,8 +393,8 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         except (EngineUnavailable, EngineFailure) as err:
             return _judgment_failed(err, state)
         except asyncio.TimeoutError:
-            return error_response(504, f"the judgment took longer than request_timeout_s={config.request_timeout_s:g} s",
-                                  "timeout", code="timeout")
+            return error_response(504, f"the judgment took longer than request_timeout_s="
+                                  f"{config.request_timeout_s:g} s", "timeout", code="timeout")
         return JSONResponse(result.to_json())
 
     install_reward_routes(app, config, error_response)  # POST /get_reward: OpenRLHF's remote reward protocol

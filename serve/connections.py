@@ -166,7 +166,10 @@ class HostAllowListMiddleware:
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http":
             host = dict(scope["headers"]).get(b"host", b"").decode("latin-1").lower()
-            name = host[1:].split("]")[0] if host.startswith("[") else host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+            if host.startswith("["):  # [IPv6]:port
+                name = host[1:].split("]")[0]
+            else:  # name:port, or a bare IPv6 address (more than one colon, no port)
+                name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
             if name not in self.hosts:
                 response = error_response(400, f"host: {name or '(none)'!r} is not in allowed_hosts", param="host",
                                           code="host_not_allowed")
@@ -205,7 +208,8 @@ class RequestIdMiddleware:
         request_id = headers.get(b"x-request-id")
         if not request_id or len(request_id) > 200:
             request_id = uuid.uuid4().hex.encode()
-            scope["headers"] = [(k, v) for k, v in scope["headers"] if k != b"x-request-id"] + [(b"x-request-id", request_id)]
+            kept = [(k, v) for k, v in scope["headers"] if k != b"x-request-id"]
+            scope["headers"] = kept + [(b"x-request-id", request_id)]
 
         async def echo(message):
             if message["type"] == "http.response.start":

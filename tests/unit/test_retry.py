@@ -192,6 +192,7 @@ def test_an_httpx_client_never_imports_the_openai_sdk_to_classify_its_errors():
 
     code = ("import sys, httpx; from judge.plumbing.retry import is_transient; "
             "r = httpx.Request('GET', 'http://127.0.0.1:9'); "
-            "print(is_transient(httpx.ConnectError('x', request=r)), is_transient(KeyError('k')), 'openai' in sys.modules)")
+            "print(is_transient(httpx.ConnectError('x', request=r)), is_transient(KeyError('k')), "
+            "'openai' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["True", "False", "False"]
