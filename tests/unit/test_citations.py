@@ -32,7 +32,7 @@ FORBIDDEN = {
     "the shared source folder (cite the paper by section, a card by section)": re.compile(
         r"\bseeds[/:]|\b00[1-4]_[0-9a-f]{6}|\b00[1-4]…|\bcard ?00[1-4]?:\d"),
     "a line of the paper or a task card (cite its section, appendix or table)": re.compile(
-        r"\b(?:paper|card)(?:'s)? lines? \d", re.IGNORECASE),
+        r"\b(?:paper|card)(?:'s)? lines? \d|#\s*:\d{3,}", re.IGNORECASE),
     "a file outside the repository": re.compile(r"\.\./shared/|/work/shared|\.\./mera/|\bRELEASE\.md\b"),
 }
 _PATH = re.compile(r"""[`'"]((?:%s)/[\w./-]+\.(?:py|ya?ml|md|sbatch|jsonl?|txt|toml|npz))[`'":]""" % "|".join(REPO_FOLDERS))
@@ -103,6 +103,7 @@ def test_no_comment_cites_what_a_clone_cannot_open():
     "# seeds/003_04de0265a3137b49.txt:703",
     "# the paper's prompt (003…:2706-2721)",
     "# the card (card 004:90)",
+    '"### Task Description:\\n"  # :2726',
     "# as the paper says (paper line 220)",
     "# ../shared/pollux/RELEASE.md, 'The released judges'",
     "# the path ``eval/no_such_module.py`` holds it",

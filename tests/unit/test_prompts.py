@@ -133,33 +133,33 @@ def test_missing_required_field_is_an_error(field):
 # The English prompt of Appendix M.1 (the lines inside its code fence), {criteria.name} -> criteria_name and
 # {criteria.rubrics} -> rubrics. The paper is silent on a trailing newline: none, like the Russian prompt.
 EXPECTED_EN = (
-    "### Task Description:\n"  # :2726
+    "### Task Description:\n"
     "You are provided with the following: an instruction (which may include an input), a response to evaluate, a "
-    "reference answer and an evaluation criterion with a detailed scale.\n"  # :2727
+    "reference answer and an evaluation criterion with a detailed scale.\n"
     "1. Write detailed feedback assessing the quality of the response strictly according to the provided evaluation "
-    "scale. Do not give a general evaluation, base your assessment entirely on the scale.\n"  # :2728
+    "scale. Do not give a general evaluation, base your assessment entirely on the scale.\n"
     "2. Assign a score to the response by referring to the scale. The score must correspond to a single scale point "
-    "and its description.\n"  # :2729
+    "and its description.\n"
     '3. Format your output as follows: "[FEEDBACK] (Write detailed feedback regarding the evaluated response and the '
     "assigned score, reason step by step and explain each point.) [RESULT] (An integer score within the boundaries of "
-    'the criterion scale.)"\n'  # :2730
-    "4. Do not include any additional openings, closings, or explanations.\n"  # :2731
-    "5. Write feedback in Russian.\n"  # :2732
-    "6. Write [END] after you are done.\n"  # :2733
+    'the criterion scale.)"\n'
+    "4. Do not include any additional openings, closings, or explanations.\n"
+    "5. Write feedback in Russian.\n"
+    "6. Write [END] after you are done.\n"
     "\n"
-    "### The instruction to evaluate:\n"  # :2735
+    "### The instruction to evaluate:\n"
     "Объясни, что такое фотосинтез, в двух предложениях.\n"
     "\n"
-    "### Reference answer:\n"  # :2738
+    "### Reference answer:\n"
     "Фотосинтез — это процесс образования органических веществ на свету.\n"
     "\n"
-    "### Response to evaluate:\n"  # :2741
+    "### Response to evaluate:\n"
     "Фотосинтез — процесс, при котором растения на свету превращают углекислый газ и воду в сахар.\n"
     "\n"
-    "### Score name\n"  # :2744, no colon in the paper
+    "### Score name\n"  # no colon in the paper
     "Фактологичность\n"
     "\n"
-    "### Score Rubrics:\n"  # :2747
+    "### Score Rubrics:\n"
     "0: Есть фактические ошибки.\n\n1: Есть неточности.\n\n2: Ошибок нет."
 )
 

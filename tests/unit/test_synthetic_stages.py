@@ -117,11 +117,11 @@ def _video_games():
 # read as one prompt split by typesetting; see GENERATION_TEMPLATE), filled by hand for Creative brainstorming /
 # Creative brainstorming for mass culture / Video games at the easy level, texts from judge/data/tasks.json.
 EXPECTED_VIDEO_GAMES_EASY = (
-    "### **Instruction:**\n"  # :2760
+    "### **Instruction:**\n"
     "Your task is to generate a new novel problem based on the given details about its type, description, "
     "requirements, and complexity.\n"
     "\n"
-    "### **Problem Details:**\n"  # :2763
+    "### **Problem Details:**\n"
     "- **General Problem Type:** Creative brainstorming\n"
     "- **Specific Problem Type:** Creative brainstorming for mass culture\n"
     "- **More Specific Subtype:** Video games\n"
@@ -130,11 +130,11 @@ EXPECTED_VIDEO_GAMES_EASY = (
     "- **Requirements:** Brainstorming ideas that don’t require specialized knowledge or reliance on materials: "
     "common names, place names, game titles, object titles, general description of a place, general description of "
     "a plot, suggesting similar works of art, suggesting the game genre.\n"
-    "- **Complexity:** Easy\n"  # :2770; the fence closes at :2771 and a new one opens at :2775
-    "\n"  # :2776
+    "- **Complexity:** Easy\n"  # the first fence closes here and the second opens
+    "\n"
     "---\n"
     "\n"
-    "### **Problem Generation Rules:**\n"  # :2779
+    "### **Problem Generation Rules:**\n"
     "\n"
     "1. **Relevance:**\n"
     "  - The problem must be directly related to the given description and domain.\n"
@@ -142,7 +142,7 @@ EXPECTED_VIDEO_GAMES_EASY = (
     "\n"
     "2. **Complexity & Challenge:**\n"
     "  - The problem should not be too generic or easy to solve.\n"
-    "  - The complexity should match 'Easy'.\n"  # :2787, the second {problem_complexity}
+    "  - The complexity should match 'Easy'.\n"  # the second {problem_complexity}
     "\n"
     "3. **Implicit Requirements:**\n"
     "  - The problem should naturally contain the requirements but should not list them explicitly.\n"
@@ -160,12 +160,12 @@ EXPECTED_VIDEO_GAMES_EASY = (
     "\n"
     "---\n"
     "\n"
-    "### **Format:**\n"  # :2803
+    "### **Format:**\n"
     "\n"
     "- Prefix the problem with: [PROBLEM]\n"
     "- Write the problem in Russian (matching the given description).\n"
     "- End the problem with: [END]\n"
-    "- No greetings or extra messages.\n"  # :2808, then the empty :2809 before the closing fence
+    "- No greetings or extra messages.\n"  # then an empty line before the closing fence
 )
 
 
