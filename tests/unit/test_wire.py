@@ -7,22 +7,16 @@ judge-serve's real ``Judge`` runs here against scripted engines on 127.0.0.1 (th
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
-import json
 
 import pytest
 
 import judge
 from eval.judging.backends import JudgeServeBackend
 from eval.judging.predictions import PREDICTION_FIELDS, PredictionRow, read_predictions
-from judge.checkpoints import JudgeKind
 from judge.plumbing.journal import JournalWriter
-from judge.wire import JUDGE_RESULT_FIELDS, JudgeResponse, JudgeResult, ScoreSource
-from serve.engine_client import EngineClient, engine_session
-from serve.judging import Judge, JudgeSettings
-from serve.schema import parse_judge_request
-from tests.support.scripted_endpoint import ScriptedEndpoint
+from judge.wire import JUDGE_RESULT_FIELDS, JudgeResult, ScoreSource
+from tests.support.judge_in_process import judge_settings, judged
 
 RUBRICS = "0: плохо\n\n1: средне\n\n2: хорошо"
 REQUEST = {"items": [{"id": "q1", "instruction": "Напиши стих.", "answer": "Роза красная.",
@@ -31,34 +25,21 @@ OUTPUTS = {"seq2seq": "[FEEDBACK] Рифма есть. [RESULT] 1 [END]", "regre
 HEAD_VALUE = 2.7  # the scripted head's raw score: clipped to 2 on the 0..2 scale
 
 
-def _engine(kind: str):
+def _respond(kind: str):
+    """A scripted generator writing ``OUTPUTS[kind]`` and a pooling head answering ``HEAD_VALUE``."""
+
     def respond(path: str, body: dict) -> tuple[int, dict]:
         if path == "/classify":
             return 200, {"data": [{"probs": [HEAD_VALUE]}]}
         return 200, {"choices": [{"text": OUTPUTS[kind], "finish_reason": "stop"}],
                      "usage": {"prompt_tokens": 11, "completion_tokens": 7}}
 
-    return ScriptedEndpoint(respond)
+    return respond
 
 
 def _serve(kind: str, tokenizer) -> dict:
     """What judge-serve's Judge answers for REQUEST, as it crosses the wire (through JSON)."""
-    settings = JudgeSettings(model_name="tiny", kind=JudgeKind(kind), engine_models={"generator": "gen", "pooler": "pool"},
-                             max_model_len=4096, max_tokens=64, temperature=0.0, score_logprobs=False, lenient=False,
-                             constrained=False, feedback_max_chars=0, max_judgments=16)
-
-    async def go(root: str) -> dict:
-        async with engine_session(30.0, max_connections=8) as http:
-            dead = asyncio.Event()
-            engine = EngineClient(http, root, dead, lambda: "dead")
-            server = Judge(settings, tokenizer, engine, engine if kind == "regression" else None, asyncio.Semaphore(4))
-            response = await server.run(parse_judge_request(REQUEST))
-            assert isinstance(response, JudgeResponse)  # the contract's type; the app sends its to_json()
-            return response.to_json()
-
-    with _engine(kind) as endpoint:
-        body = asyncio.run(go(endpoint.base_url.removesuffix("/v1")))
-    return json.loads(json.dumps(body, ensure_ascii=False))
+    return judged(judge_settings(kind), tokenizer, REQUEST, _respond(kind))[0]
 
 
 @pytest.mark.parametrize(

@@ -15,14 +15,11 @@ import pytest
 import judge
 from eval.judging.backends import JudgeServeBackend
 from eval.judging.config import RunConfig
-from judge.checkpoints import JudgeKind
 from judge.plumbing.config_files import ConfigError
 from judge.wire import JudgeRequest, JudgeResponse, PairwiseRequest
-from serve.engine_client import EngineClient, engine_session
 from serve.jobs import PAIRWISE_SCALE
-from serve.judging import Judge, JudgeSettings
 from serve.schema import RequestError, parse_judge_request
-from tests.support.scripted_endpoint import ScriptedEndpoint
+from tests.support.judge_in_process import judge_settings, judged
 
 RUBRICS = "0: плохо\n\n1: средне\n\n2: хорошо"
 PAIR = {"id": "p1", "instruction": "Назови столицу Франции.", "answer_1": "Париж.", "answer_2": "Лион.",
@@ -31,25 +28,13 @@ PAIR = {"id": "p1", "instruction": "Назови столицу Франции."
 
 def _serve(request: dict, tokenizer, output: str, *, kind: str = "seq2seq", verdict_format: str = "tagged"):
     """(the response body through JSON, the engine payloads) of judge-serve's Judge on ``request``."""
-    settings = JudgeSettings(model_name="tiny", kind=JudgeKind(kind), engine_models={"generator": "gen", "pooler": "pool"},
-                             max_model_len=4096, max_tokens=64, temperature=0.0, score_logprobs=False, lenient=False,
-                             constrained=False, feedback_max_chars=0, max_judgments=16, verdict_format=verdict_format)
 
     def respond(path: str, body: dict) -> tuple[int, dict]:
         return 200, {"choices": [{"text": output, "finish_reason": "stop"}],
                      "usage": {"prompt_tokens": len(body["prompt"]), "completion_tokens": 5}}
 
-    async def go(root: str) -> dict:
-        async with engine_session(30.0, max_connections=8) as http:
-            engine = EngineClient(http, root, asyncio.Event(), lambda: "dead")
-            server = Judge(settings, tokenizer, engine, engine if kind == "regression" else None, asyncio.Semaphore(4))
-            response = await server.run(parse_judge_request(request))
-            assert isinstance(response, JudgeResponse)  # the contract's type; the app sends its to_json()
-            return response.to_json()
-
-    with ScriptedEndpoint(respond) as endpoint:
-        body = asyncio.run(go(endpoint.base_url.removesuffix("/v1")))
-    return json.loads(json.dumps(body, ensure_ascii=False)), endpoint.bodies("/v1/completions")
+    body, endpoint = judged(judge_settings(kind, verdict_format=verdict_format), tokenizer, request, respond)
+    return body, endpoint.bodies("/v1/completions")
 
 
 def test_the_request_eval_builds_is_the_request_serve_validates(tmp_path):

@@ -1,0 +1,42 @@
+"""judge-serve's real ``Judge`` on one ``/v1/judge`` request, in this process, over a scripted engine on 127.0.0.1
+(the network boundary: vLLM's ``/v1/completions`` and a pooling ``/classify``), for the wire tests of both files."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from judge.checkpoints import JudgeKind
+from judge.wire import JudgeResponse
+from serve.engine_client import EngineClient, engine_session
+from serve.judging import Judge, JudgeSettings
+from serve.schema import parse_judge_request
+from tests.support.scripted_endpoint import ScriptedEndpoint
+
+
+def judge_settings(kind: str = "seq2seq", **changes: Any) -> JudgeSettings:
+    """The tiny judge's settings: greedy, 64 new tokens, 16 judgments per request, no logprobs."""
+    return JudgeSettings(**{
+        "model_name": "tiny", "kind": JudgeKind(kind), "engine_models": {"generator": "gen", "pooler": "pool"},
+        "max_model_len": 4096, "max_tokens": 64, "temperature": 0.0, "score_logprobs": False, "lenient": False,
+        "constrained": False, "feedback_max_chars": 0, "max_judgments": 16, **changes})
+
+
+def judged(settings: JudgeSettings, tokenizer, request: Mapping[str, Any],
+           respond: Callable[[str, dict], tuple]) -> tuple[dict, ScriptedEndpoint]:
+    """(the response body as it crosses the wire, through JSON; the scripted engine, closed, with what it received)."""
+
+    async def go(root: str) -> dict:
+        async with engine_session(30.0, max_connections=8) as http:
+            engine = EngineClient(http, root, asyncio.Event(), lambda: "dead")
+            server = Judge(settings, tokenizer, engine, engine if settings.kind == JudgeKind.REGRESSION else None,
+                           asyncio.Semaphore(4))
+            response = await server.run(parse_judge_request(request))
+            assert isinstance(response, JudgeResponse)  # the contract's type; the app sends its to_json()
+            return response.to_json()
+
+    with ScriptedEndpoint(respond) as endpoint:
+        body = asyncio.run(go(endpoint.base_url.removesuffix("/v1")))
+    return json.loads(json.dumps(body, ensure_ascii=False)), endpoint
