@@ -159,9 +159,11 @@ def score(
         "why_unscored": item_table.why_unscored_labels(derived),
     })
     item_table.write_arrow(items, out / "items.parquet")
-    (out / "metrics.json").write_text(item_table.dumps(result) + "\n", encoding="utf-8")
-    # As every reader sees it (NaN written as null reads back as NaN; validity's nulls stay None)
-    result = Metrics.from_json(json.loads((out / "metrics.json").read_text(encoding="utf-8")))
+    written = item_table.dumps(result)
+    (out / "metrics.json").write_text(written + "\n", encoding="utf-8")
+    # As every reader sees it (NaN written as null reads back as NaN; validity's nulls stay None): from the text
+    # just written, not from the disk again
+    result = Metrics.from_json(json.loads(written))
     markdown = render_markdown(result)
     (out / "report.md").write_text(markdown + "\n", encoding="utf-8")
     explorer = report_items(item_columns(items), records, rows, table.judge_name or "", str(target),
