@@ -80,6 +80,13 @@ class ServeConfig:
         0, "CPU builds: VLLM_CPU_KVCACHE_SPACE per engine in whole GiB; 0 keeps vLLM's default (finer: engine_args "
         "['--kv-cache-memory-bytes', '64M'])."
     )
+    cpu_worker_in_engine: bool = _f(
+        False,
+        "CPU builds: run the model inside vLLM's engine-core process (VLLM_ENABLE_V1_MULTIPROCESSING=0) instead of "
+        "a worker process of its own, which vLLM's CPU platform spawns and which imports vLLM and torch afresh: a "
+        "tiny judge's engine is ready ~20 s sooner on 2 cores. vLLM pins OpenMP threads to cores only in that "
+        "worker (vllm/platforms/cpu.py), so leave it off for a real model on a many-core host.",
+    )
     engine_args: list[str] = _f([], "More vLLM flags, passed to every engine as given (e.g. ['--seed', '0']).")
     generator_url: str = _f(
         "", "Use a vLLM server already running at this URL as the generating engine instead of starting one."

@@ -159,13 +159,17 @@ def engine_key() -> str:
 
 
 def engine_env(config: ServeConfig, api_key: str | None = None) -> dict[str, str]:
-    """The engines' environment: judge-serve's own, plus the engines' key, the CPU KV cache size and no hub
-    telemetry."""
+    """The engines' environment: judge-serve's own, plus the engines' key, the CPU KV cache size, where the CPU
+    model runs and no hub telemetry."""
     env = dict(os.environ)
     if api_key:
         env[ENGINE_KEY_ENV] = api_key
     if config.cpu_kv_cache_gib:
         env["VLLM_CPU_KVCACHE_SPACE"] = str(int(config.cpu_kv_cache_gib))
+    if config.cpu_worker_in_engine:
+        # With multiprocessing off, vLLM's CPU platform keeps the "uni" executor: the model runs in the engine-core
+        # process. The API server still runs its engine core in a process of its own (AsyncLLM always does).
+        env["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
     env.setdefault("VLLM_NO_USAGE_STATS", "1")
     env.setdefault("DO_NOT_TRACK", "1")
     return env

@@ -42,6 +42,8 @@ VLLM_START_TIMEOUT_S = 300.0
 #: picks the worker process only when multiprocessing is on (vllm/platforms/cpu.py, "OMP requires the MP
 #: executor": OpenMP threads are not pinned in-process, a speed matter, not a correctness one). Tests that pin the
 #: production process tree (tests/integration/serving/test_serve_faults.py, the Slurm jobs) start engines without it.
+#: This is for the engines the tests start themselves; judge-serve's own engines get it from its
+#: ``cpu_worker_in_engine`` setting (serve/launch.py).
 FAST_ENGINE_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
 
 #: The tests' KV cache per engine (vLLM's ``--kv-cache-memory-bytes``). vLLM's CPU build commits it at start: with

@@ -188,8 +188,8 @@ def test_the_tiny_serve_config_fits_a_default_run_and_forces_the_verdict_format(
     config = ServeConfig(model="runs/tiny-seq2seq/export", **load_yaml_config(REPO_ROOT / "configs/serve/tiny-cpu.yaml"))
     config.validate()
     assert config.max_tokens >= RunConfig().max_tokens == 1024
-    assert (config.constrained_decoding, config.feedback_max_chars) == (True, 48)
-    assert (config.dtype, config.enforce_eager) == ("float32", True)
+    assert (config.constrained_decoding, config.feedback_max_chars) == (True, 16)
+    assert (config.dtype, config.enforce_eager, config.cpu_worker_in_engine) == ("float32", True, True)
 
 
 # ------------------------------------------------------------------------------------------- advice that works

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -218,3 +219,16 @@ def test_each_launch_gets_its_own_engine_key_kept_off_the_command_line(monkeypat
     assert first not in " ".join(command) and "--api-key" not in command
     monkeypatch.setenv("VLLM_API_KEY", "shared")
     assert engine_key() == "shared"
+
+
+def test_cpu_worker_in_engine_turns_vllm_multiprocessing_off_for_the_engines_only(monkeypatch, tmp_path):
+    """``cpu_worker_in_engine`` reaches the engines as VLLM_ENABLE_V1_MULTIPROCESSING=0 (vLLM's CPU platform then
+    keeps the model in the engine-core process); off by default, where the engines' environment is judge-serve's own.
+    That the engine then has no worker process is pinned on a live one in tests/integration/serving."""
+    from serve.launch import engine_env
+
+    monkeypatch.delenv("VLLM_ENABLE_V1_MULTIPROCESSING", raising=False)
+    assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in engine_env(ServeConfig(model=str(tmp_path)).validate())
+    config = ServeConfig(model=str(tmp_path), cpu_worker_in_engine=True).validate()
+    assert engine_env(config)["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
+    assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in os.environ

@@ -54,7 +54,7 @@ def test_quickstart_commands_as_printed_end_in_a_scored_judge(judge_servers, tin
       judge (the same file), and its data pre-flight (the check judge-train runs before building anything) passes;
       training itself is what tests/integration/training/test_train_recipes.py pins.
     - serve: the page's command as printed — ``configs/serve/tiny-cpu.yaml``, so its verdict settings (constrained
-      decoding, the 48-character feedback bound, the 1024-token cap that run's default must fit) are what this
+      decoding, the 16-character feedback bound, the 1024-token cap that run's default must fit) are what this
       test exercises — attached to the session's generating engine (``--generator-url``; the engine runs with the
       same eager fp32, 2048-token settings as the config), on the tiny model that engine serves and under its
       name, on a free port. That a trained judge is served under its run's name is pinned by

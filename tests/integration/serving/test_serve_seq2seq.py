@@ -325,3 +325,16 @@ def test_the_engine_judge_serve_started_answers_only_judge_serve(seq2seq_server)
     for written in seq2seq_server.run_dir.rglob("*"):
         if written.is_file() and written.stat().st_size < 50_000_000:
             assert ENGINE_KEY.encode() not in written.read_bytes(), written
+
+
+def test_cpu_worker_in_engine_leaves_the_engine_without_a_worker_process(seq2seq_server):
+    """The session's judge-serve runs with ``--cpu-worker-in-engine``: its engine's process group holds vLLM's
+    EngineCore and no ``VLLM::Worker`` (the process that setting saves; the default's tree, worker included, is
+    pinned in tests/integration/serving/test_serve_faults.py)."""
+    pgid = seq2seq_server.run_record()["engines"]["generator"]["pid"]
+    titles = []
+    for pid in group_members(pgid):
+        with contextlib.suppress(OSError):
+            titles.append(Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0])
+    assert any(title.startswith(b"VLLM::EngineCore") for title in titles), titles
+    assert not [title for title in titles if title.startswith(b"VLLM::Worker")], titles
