@@ -98,8 +98,8 @@ def main(argv=None) -> int:
     print("Stages:")
     for number, stage in enumerate(chosen, 1):
         print(f"  {number}. {stage.name:<8} {stage.summary}")
-    # One judge-serve per trained judge, started when a stage first needs it and shared by the later stages:
-    # a vLLM engine takes a minute or more to start on a CPU.
+    # One judge-serve per trained judge, started when a stage first needs it (or ahead of it) and shared by the
+    # later stages: a vLLM engine takes most of a minute to start on a CPU.
     with _Servers(out, args.serve_timeout_s) as servers:
         for stage in chosen:
             print(f"\n======== {stage.name} ========", flush=True)
@@ -232,6 +232,9 @@ def stage_serve(out: Path, args, servers) -> int:
 
 
 def stage_eval(out: Path, args, servers) -> int:
+    # The regression judge's two engines load while the seq2seq judge judges the sample: an engine's start is mostly
+    # one core importing Python, and judging keeps about one core busy (~45 s less on 2 cores).
+    servers.start("regression")
     runs = []
     for recipe in ("seq2seq", "regression"):
         run_dir = out / "eval" / recipe
@@ -301,26 +304,43 @@ def _script(name: str) -> str:
 
 
 class _Servers:
-    """judge-serve processes for the trained judges, started on first use and stopped (whole tree) at exit."""
+    """judge-serve processes for the trained judges, started on first use (or ahead, with ``start``) and stopped
+    (whole tree) at exit."""
 
     def __init__(self, out: Path, timeout_s: float):
         self.out, self.timeout_s = out, timeout_s
         self.running: dict[str, tuple[ManagedProcess, str]] = {}
+        self.starting: dict[str, tuple[ManagedProcess, int, float]] = {}
 
     def __enter__(self) -> _Servers:
         return self
 
     def __exit__(self, *exc) -> None:
-        for recipe in list(self.running):
+        for recipe in [*self.running, *self.starting]:
             self.stop(recipe)
 
+    def start(self, recipe: str) -> None:
+        """Launch the judge-serve for ``recipe``'s trained judge without waiting for it; ``url`` waits."""
+        if recipe not in self.running and recipe not in self.starting:
+            self.starting[recipe] = self._launch(recipe)
+
     def url(self, recipe: str) -> str:
-        """The ``/v1`` base URL of the judge-serve for ``recipe``'s trained judge, starting it if needed."""
+        """The ``/v1`` base URL of the judge-serve for ``recipe``'s trained judge, once it is ready (started if
+        needed)."""
         if recipe not in self.running:
-            self.running[recipe] = self._start(recipe)
+            self.start(recipe)
+            server, port, started = self.starting.pop(recipe)
+            try:
+                server.wait_ready(f"http://127.0.0.1:{port}/ready", self.timeout_s, interval_s=1.0)
+            except ProcessStartError:
+                server.stop()
+                raise
+            print(f"[serve] judge-serve ({recipe} judge) ready on port {port} after {time.monotonic() - started:.0f} s",
+                  flush=True)
+            self.running[recipe] = (server, f"http://127.0.0.1:{port}/v1")
         return self.running[recipe][1]
 
-    def _start(self, recipe: str) -> tuple[ManagedProcess, str]:
+    def _launch(self, recipe: str) -> tuple[ManagedProcess, int, float]:
         model = self.out / "train" / recipe / "export"
         log_dir = self.out / "serve" / recipe
         port = free_port()
@@ -331,17 +351,10 @@ class _Servers:
         server = start_process([_script(cmd[0]), *cmd[1:]], log_path=log_dir / "judge-serve.log", grace_s=120,
                                env={**os.environ, "VLLM_CACHE_ROOT": str(log_dir / "vllm-cache"),
                                     "JUDGE_DEMO_KEY": DEMO_API_KEY})
-        started = time.monotonic()
-        try:
-            server.wait_ready(f"http://127.0.0.1:{port}/ready", self.timeout_s, interval_s=1.0)
-        except ProcessStartError:
-            server.stop()
-            raise
-        print(f"[serve] judge-serve ({recipe} judge) ready on port {port} after {time.monotonic() - started:.0f} s", flush=True)
-        return server, f"http://127.0.0.1:{port}/v1"
+        return server, port, time.monotonic()
 
     def stop(self, recipe: str) -> None:
-        server, _ = self.running.pop(recipe, (None, None))
+        server, *_ = self.running.pop(recipe, None) or self.starting.pop(recipe, None) or (None,)
         if server is not None:
             server.stop()
 
