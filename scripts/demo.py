@@ -191,6 +191,7 @@ def _has_no_unique_mode(scores) -> bool:
 
 
 def stage_train(out: Path, args, servers) -> int:
+    serving_later = bool({"serve", "eval", "mera"} & set(args.stages))
     for recipe in ("seq2seq", "regression"):
         # A second `make demo` trains again from scratch rather than refusing the folder of the first.
         code = _run(["judge-train", "--config", f"configs/train/tiny/{recipe}.yaml", "--output-dir", str(out / "train" / recipe),
@@ -198,6 +199,10 @@ def stage_train(out: Path, args, servers) -> int:
         if code:
             return code
         print(f"[train] {recipe} judge exported to {out / 'train' / recipe / 'export'}")
+        if serving_later:
+            # Its judge-serve loads while the next stages run: an engine's start is mostly one core importing
+            # Python, which leaves the other core to training, judging or the other engine's start.
+            servers.start(recipe)
     return 0
 
 
@@ -232,9 +237,7 @@ def stage_serve(out: Path, args, servers) -> int:
 
 
 def stage_eval(out: Path, args, servers) -> int:
-    # The regression judge's two engines load while the seq2seq judge judges the sample: an engine's start is mostly
-    # one core importing Python, and judging keeps about one core busy (~45 s less on 2 cores).
-    servers.start("regression")
+    servers.start("regression")  # already loading when the train stage ran: see stage_train
     runs = []
     for recipe in ("seq2seq", "regression"):
         run_dir = out / "eval" / recipe
