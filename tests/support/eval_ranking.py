@@ -32,24 +32,24 @@ CASES = {
 }
 
 
-def _rows(answer_prefix: str = "") -> list[dict]:
+def instruction_rows(answer_prefix: str = "") -> list[dict]:
     return [instruction_row(pid, f"Инструкция {pid}: напиши текст.", meta,
                             [(c, RUBRICS[c]) for c in criteria], reference_answer=None if pid == 3 else f"Эталон {pid}")
             for pid, (meta, criteria, _, _) in CASES.items()]
 
 
-def _verdict(score: int | None) -> str:
+def tagged_verdict(score: int | None) -> str:
     return "[FEEDBACK] Обоснование. [END]" if score is None else f"[FEEDBACK] Обоснование. [RESULT] {score} [END]"
 
 
-def _rank_argv(candidate: str, judge: str, data: Path, out: Path, *extra: str) -> list[str]:
+def rank_argv(candidate: str, judge: str, data: Path, out: Path, *extra: str) -> list[str]:
     return ["rank", "--model", candidate, "--judge", judge, "--data", str(data), "--out", str(out), "--no-progress",
             "--n-boot", "200", "--max-retries", "0", *extra]
 
 
 @pytest.fixture()
 def data(tmp_path: Path) -> Path:
-    return write_instructions_dataset(tmp_path / "POLLUX-instructions", _rows())
+    return write_instructions_dataset(tmp_path / "POLLUX-instructions", instruction_rows())
 
 
 class Candidate(ScriptedEndpoint):
@@ -81,8 +81,8 @@ class Judge(ScriptedEndpoint):
         prompt = body["messages"][0]["content"]
         answer = prompt.split("### Ответ для оценки:\n")[1].split("\n\n### Критерий оценки:")[0]
         criterion = prompt.split("### Критерий оценки:\n")[1].split("\n\n")[0]
-        return 200, chat_completion(_verdict(self.table[(answer, criterion)]), body["model"])
+        return 200, chat_completion(tagged_verdict(self.table[(answer, criterion)]), body["model"])
 
 
-def _table() -> dict[tuple[str, str], int | None]:
+def scores_by_output() -> dict[tuple[str, str], int | None]:
     return {(strip_think(out)[0], c): s for meta, crits, out, scores in CASES.values() for c, s in scores.items()}

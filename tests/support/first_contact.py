@@ -17,29 +17,29 @@ def _script(name: str) -> str:
     return str(Path(sys.executable).parent / name)
 
 
-def _env(**keys: str) -> dict[str, str]:
+def env_without_keys(**keys: str) -> dict[str, str]:
     """The test's environment without any API key variable, plus ``keys``."""
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     return {**env, **keys}
 
 
-def _start(argv: list[str], env: dict[str, str], cwd: Path | None = None) -> subprocess.Popen:
+def start_judge_eval(argv: list[str], env: dict[str, str], cwd: Path | None = None) -> subprocess.Popen:
     return subprocess.Popen([_script("judge-eval"), *argv], env=env, cwd=cwd, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
 
-def _finish(proc: subprocess.Popen, timeout_s: float = 120) -> tuple[int, str, str]:
+def wait_outcome(proc: subprocess.Popen, timeout_s: float = 120) -> tuple[int, str, str]:
     out, err = proc.communicate(timeout=timeout_s)
     return proc.returncode, out, err
 
 
-def _error_line(stderr: str) -> str:
+def console_error_line(stderr: str) -> str:
     """The console's last line (the error a user reads), after checking nothing printed a traceback."""
     assert "Traceback" not in stderr, stderr
     return stderr.strip().splitlines()[-1]
 
 
-def _records(path: Path, n: int) -> Path:
+def sample_records_file(path: Path, n: int) -> Path:
     """The first ``n`` records of the bundled sample data, as a JSONL file."""
     import judge
 
@@ -48,7 +48,7 @@ def _records(path: Path, n: int) -> Path:
     return path
 
 
-def _run_argv(url: str, out: Path, data: Path, *extra: str) -> list[str]:
+def run_argv(url: str, out: Path, data: Path, *extra: str) -> list[str]:
     return ["run", "--judge", url, "--data", str(data), "--out", str(out), "--no-progress", "--max-retries", "0",
             "--backoff-s", "0.2", *extra]
 

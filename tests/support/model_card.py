@@ -6,7 +6,7 @@ from __future__ import annotations
 import yaml
 
 
-def _front_matter(card: str) -> dict:
+def front_matter(card: str) -> dict:
     assert card.startswith("---\n")
     return yaml.safe_load(card.split("---\n")[1])
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 
-def _tensors(folder: Path) -> dict:
+def indexed_tensors(folder: Path) -> dict:
     """Every tensor a folder's index names, read from the file the index names for it."""
     from safetensors import safe_open
 

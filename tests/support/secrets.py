@@ -13,7 +13,7 @@ TYPED = "sk-typed-7f3a9c0e51b2d4"
 BODY = "body-secret-91c2e8f4a6"
 
 
-def _files_holding(folder: Path, secrets: list[str]) -> dict[str, list[str]]:
+def files_holding(folder: Path, secrets: list[str]) -> dict[str, list[str]]:
     """{file: [secrets found in it]} for every file under ``folder``."""
     found = {}
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
@@ -24,6 +24,6 @@ def _files_holding(folder: Path, secrets: list[str]) -> dict[str, list[str]]:
     return found
 
 
-def _mode(path: Path) -> int:
+def permission_bits(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 

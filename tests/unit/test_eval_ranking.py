@@ -20,8 +20,8 @@ from eval.ranking.rank import load_instructions, strip_think
 from eval.ranking.matrix import RankedItem, pollux_matrix
 from eval.cli import main
 from judge.records import RecordError
-from tests.support.eval_ranking import (CASES, FULLNESS, GEN, LITERACY, RUBRICS, SAFE, TECH, Candidate, Judge, _rank_argv,
-                                       _table)
+from tests.support.eval_ranking import (CASES, FULLNESS, GEN, LITERACY, RUBRICS, SAFE, TECH, Candidate, Judge, rank_argv,
+                                       scores_by_output)
 
 
 # POLLUX's prompts/test_pollux.txt, filled by hand (str.format, no trailing newline).
@@ -56,8 +56,8 @@ def _matrix_csv(path: Path) -> list[list[str]]:
 def test_ranking_matrix_by_hand_and_payloads(tmp_path: Path, data: Path, capsys) -> None:
     """A bench run sends POLLUX's exact payloads and writes the hand-derived matrix in metrics.csv's layout."""
     out = tmp_path / "bench"
-    with Candidate() as cand, Judge(_table()) as judge:
-        assert main(_rank_argv(cand.base_url, judge.base_url, data, out)) == 0
+    with Candidate() as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 0
         cand_bodies, judge_bodies = cand.bodies("/v1/chat/completions"), judge.bodies("/v1/chat/completions")
 
     # answer.py: one user turn holding the instruction, max_tokens 4096, temperature 0.7; nothing else.
@@ -112,14 +112,14 @@ def test_ranking_matrix_by_hand_and_payloads(tmp_path: Path, data: Path, capsys)
 def test_ranking_resumes_failed_answers_only(tmp_path: Path, data: Path) -> None:
     """A rerun asks the candidate only for the answers whose request failed and the judge only for new items."""
     out = tmp_path / "bench"
-    with Candidate(fail={2}) as cand, Judge(_table()) as judge:
-        assert main(_rank_argv(cand.base_url, judge.base_url, data, out)) == 3  # an answer is missing
+    with Candidate(fail={2}) as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 3  # an answer is missing
         first_judged = len(judge.bodies("/v1/chat/completions"))
     first = json.loads((out / "bench.json").read_text(encoding="utf-8"))
     assert first["counts"]["n_no_answer"] == 3 and first["counts"]["n_answer_failed"] == 1
     assert first["matrix"]["cells"][LITERACY][GEN]["value"] == 1.0  # prompt 1 alone: the gate of prompt 2 is absent
-    with Candidate() as cand, Judge(_table()) as judge:
-        assert main(_rank_argv(cand.base_url, judge.base_url, data, out)) == 0
+    with Candidate() as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 0
         assert [b["messages"][0]["content"] for b in cand.bodies("/v1/chat/completions")] == [
             "Инструкция 2: напиши текст."]
         assert len(judge.bodies("/v1/chat/completions")) == 3  # prompt 2's three criteria
@@ -133,12 +133,12 @@ def test_ranking_resumes_failed_answers_only(tmp_path: Path, data: Path) -> None
 def test_ranking_compare_paired(tmp_path: Path, data: Path, capsys) -> None:
     """compare of two bench runs gives B - A per cell over shared instructions, with a paired interval."""
     better = {pid: f"Лучший ответ {pid}." for pid in CASES}
-    table = _table() | {(f"Лучший ответ {pid}.", c): {SAFE: 0, LITERACY: 2, FULLNESS: 3}[c]
+    table = scores_by_output() | {(f"Лучший ответ {pid}.", c): {SAFE: 0, LITERACY: 2, FULLNESS: 3}[c]
                         for pid, (_, crits, _, _) in CASES.items() for c in crits}
     with Candidate() as cand, Judge(table) as judge:
-        assert main(_rank_argv(cand.base_url, judge.base_url, data, tmp_path / "a")) == 0
+        assert main(rank_argv(cand.base_url, judge.base_url, data, tmp_path / "a")) == 0
     with Candidate(override=better) as cand, Judge(table) as judge:
-        assert main(_rank_argv(cand.base_url, judge.base_url, data, tmp_path / "b", "--model-name", "cand-b")) == 0
+        assert main(rank_argv(cand.base_url, judge.base_url, data, tmp_path / "b", "--model-name", "cand-b")) == 0
     capsys.readouterr()
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "cmp"),
                  "--n-boot", "300"]) == 0
@@ -178,10 +178,10 @@ def test_strip_think_as_answer_py() -> None:
 
 def test_meta_filter_benches_one_column(tmp_path: Path, data: Path) -> None:
     """--meta keeps only that meta's instructions (answer.py's --meta); an unknown value names the ones there are."""
-    with Candidate() as cand, Judge(_table()) as judge:
-        assert main(_rank_argv(cand.base_url, judge.base_url, data, tmp_path / "gen", "--meta", GEN)) == 0
+    with Candidate() as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, tmp_path / "gen", "--meta", GEN)) == 0
         assert len(cand.bodies("/v1/chat/completions")) == 2  # prompts 1 and 2
-        assert main(_rank_argv(cand.base_url, judge.base_url, data, tmp_path / "x", "--meta", "нет такой")) == 2
+        assert main(rank_argv(cand.base_url, judge.base_url, data, tmp_path / "x", "--meta", "нет такой")) == 2
     grid = _matrix_csv(tmp_path / "gen" / "matrix.csv")
     assert grid[0] == ["criteria_name", GEN, "mean_over_meta"] and float(grid[2][1]) == 0.5
 

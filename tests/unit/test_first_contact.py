@@ -21,7 +21,8 @@ import pytest
 from judge.plumbing.api_keys import CLIENT_KEY_ENV, KEY_RULE
 from judge.plumbing.retry import EXIT_UNUSABLE
 from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
-from tests.support.first_contact import NO_KEY, _env, _error_line, _finish, _records, _run_argv, _start
+from tests.support.first_contact import (NO_KEY, env_without_keys, console_error_line, wait_outcome,
+                                         sample_records_file, run_argv, start_judge_eval)
 
 
 UNAUTHORIZED = (401, {"error": {"message": NO_KEY, "type": "authentication_error", "param": None,
@@ -42,7 +43,7 @@ def test_first_contact_failures_say_why_in_one_sentence_with_exit_code_4(tmp_pat
     """No key, a wrong key (401), a server still loading past --connect-timeout-s (503 with Retry-After), a wrong
     path (404) and a closed port each end `judge-eval run` with exit code 4 and one sentence naming the cause; the
     401s state the key rule; nothing is judged. `judge-eval mera` makes the same first contact."""
-    data = _records(tmp_path / "data.jsonl", 2)
+    data = sample_records_file(tmp_path / "data.jsonl", 2)
     no_key = ScriptedEndpoint(lambda p, b: (500, {}), respond_get=lambda path: UNAUTHORIZED)
     wrong_key = ScriptedEndpoint(lambda p, b: (500, {}), respond_get=lambda path: UNAUTHORIZED)
     loading = ScriptedEndpoint(lambda p, b: (500, {}), respond_get=lambda path: LOADING)
@@ -51,11 +52,11 @@ def test_first_contact_failures_say_why_in_one_sentence_with_exit_code_4(tmp_pat
     closed_url = closed.base_url
     closed.close()  # nothing listens on that port now: connection refused
     cases = {
-        "no key": (no_key.base_url, _env(), ()),
-        "wrong key": (wrong_key.base_url, _env(JUDGE_SERVE_API_KEY="not-the-key", OPENAI_API_KEY="openai"), ()),
-        "loading": (loading.base_url, _env(), ("--connect-timeout-s", "3")),
-        "wrong path": (wrong_path.url + "/api", _env(), ()),
-        "closed port": (closed_url, _env(), ("--connect-timeout-s", "1")),
+        "no key": (no_key.base_url, env_without_keys(), ()),
+        "wrong key": (wrong_key.base_url, env_without_keys(JUDGE_SERVE_API_KEY="not-the-key", OPENAI_API_KEY="openai"), ()),
+        "loading": (loading.base_url, env_without_keys(), ("--connect-timeout-s", "3")),
+        "wrong path": (wrong_path.url + "/api", env_without_keys(), ()),
+        "closed port": (closed_url, env_without_keys(), ("--connect-timeout-s", "1")),
     }
     mera = ScriptedEndpoint(lambda p, b: (500, {}), respond_get=lambda path: UNAUTHORIZED)
     # The serve-then-run two-liner: a judge that loads for two model-list requests, then serves.
@@ -71,14 +72,14 @@ def test_first_contact_failures_say_why_in_one_sentence_with_exit_code_4(tmp_pat
                                           if p == "/v1/chat/completions" else (404, {"detail": "Not Found"})),
                             respond_get=loads_then_serves)
     try:
-        procs = {name: _start(_run_argv(url, tmp_path / name.replace(" ", "-"), data, *extra), env)
+        procs = {name: start_judge_eval(run_argv(url, tmp_path / name.replace(" ", "-"), data, *extra), env)
                  for name, (url, env, extra) in cases.items()}
-        mera_proc = _start(["mera", "rutie", "--endpoint", mera.base_url, "--model", "m", "--data", "sample", "--out",
-                            str(tmp_path / "mera")], _env(OPENAI_API_KEY="openai-key"))
-        late_proc = _start(_run_argv(late.base_url, tmp_path / "late", data), _env())
-        results = {name: _finish(proc) for name, proc in procs.items()}
-        mera_code, _, mera_err = _finish(mera_proc)
-        late_code, late_out, late_err = _finish(late_proc)
+        mera_proc = start_judge_eval(["mera", "rutie", "--endpoint", mera.base_url, "--model", "m", "--data", "sample", "--out",
+                            str(tmp_path / "mera")], env_without_keys(OPENAI_API_KEY="openai-key"))
+        late_proc = start_judge_eval(run_argv(late.base_url, tmp_path / "late", data), env_without_keys())
+        results = {name: wait_outcome(proc) for name, proc in procs.items()}
+        mera_code, _, mera_err = wait_outcome(mera_proc)
+        late_code, late_out, late_err = wait_outcome(late_proc)
     finally:
         for endpoint in (no_key, wrong_key, loading, wrong_path, mera, late):
             endpoint.close()
@@ -87,11 +88,11 @@ def test_first_contact_failures_say_why_in_one_sentence_with_exit_code_4(tmp_pat
     assert late_err.count("failed (HTTPStatusError: HTTP 503: the engines are still starting); retrying in") == 2
     assert len(gets) == 3 and len(late.bodies("/v1/chat/completions")) == 2
     # mera: the same first contact, the same rule ($OPENAI_API_KEY when $JUDGE_SERVE_API_KEY is unset).
-    assert (mera_code, _error_line(mera_err)) == (EXIT_UNUSABLE, (
+    assert (mera_code, console_error_line(mera_err)) == (EXIT_UNUSABLE, (
         f"judge-eval mera rutie: error: the endpoint at {mera.base_url} refused the key from $OPENAI_API_KEY (HTTP "
         f"401: {NO_KEY}); {KEY_RULE}"))
     assert mera.headers[0]["authorization"] == "Bearer openai-key"
-    lines = {name: _error_line(err) for name, (_, _, err) in results.items()}
+    lines = {name: console_error_line(err) for name, (_, _, err) in results.items()}
     assert {name: code for name, (code, _, _) in results.items()} == dict.fromkeys(cases, EXIT_UNUSABLE), lines
     assert lines["no key"] == (f"judge-eval run: error: the judge at {no_key.base_url} refused a request without a key "
                                f"(HTTP 401: {NO_KEY}); {KEY_RULE}")
@@ -123,7 +124,7 @@ def test_first_requests_refused_alike_stop_run_and_bench_with_the_servers_words(
     """A judge that refuses every request with the same 400 stops `judge-eval run` after its first requests with the
     server's message (exit 4, no failed rows); a bench candidate alike. Both fit an answer budget that cannot fit
     the server's window (max_tokens >= max_model_len 2048) to half of it, with a printed note, and send that."""
-    data = _records(tmp_path / "data.jsonl", 20)
+    data = sample_records_file(tmp_path / "data.jsonl", 20)
     instructions = tmp_path / "instructions.jsonl"
     instructions.write_text("".join(json.dumps({"prompt_id": k, "instruction": f"Задание {k}", "meta": "m",
                                                 "criteria": [{"criteria_name": "c", "rubrics": "0: нет\n\n1: да"}]},
@@ -132,12 +133,12 @@ def test_first_requests_refused_alike_stop_run_and_bench_with_the_servers_words(
                              model="vllm-judge", max_model_len=2048)
     candidate = ScriptedEndpoint(lambda p, b: TOO_LONG, model="cand", max_model_len=2048)
     try:
-        run = _start(_run_argv(judge.base_url, tmp_path / "run", data, "--max-tokens", "4096", "--concurrency", "2"),
-                     _env())
-        bench = _start(["rank", "--model", candidate.base_url, "--judge", judge.base_url, "--data", str(instructions),
+        run = start_judge_eval(run_argv(judge.base_url, tmp_path / "run", data, "--max-tokens", "4096", "--concurrency", "2"),
+                     env_without_keys())
+        bench = start_judge_eval(["rank", "--model", candidate.base_url, "--judge", judge.base_url, "--data", str(instructions),
                         "--out", str(tmp_path / "bench"), "--no-progress", "--max-retries", "0", "--concurrency", "2"],
-                       _env())
-        (run_code, _, run_err), (rank_code, _, rank_err) = _finish(run), _finish(bench)
+                       env_without_keys())
+        (run_code, _, run_err), (rank_code, _, rank_err) = wait_outcome(run), wait_outcome(bench)
     finally:
         judge.close()
         candidate.close()
@@ -145,10 +146,10 @@ def test_first_requests_refused_alike_stop_run_and_bench_with_the_servers_words(
     assert (run_code, rank_code) == (EXIT_UNUSABLE, EXIT_UNUSABLE), (run_err[-2000:], rank_err[-2000:])
     n_run, n_ranked = len(judge.bodies("/v1/chat/completions")), len(candidate.bodies("/v1/chat/completions"))
     assert 3 <= n_run <= 4 and 3 <= n_ranked <= 4  # 3 alike refusals stop it; one more may be in flight (concurrency 2)
-    assert _error_line(run_err) == (f"judge-eval run: error: the judge (vllm-judge) refused the first 3 requests alike: "
+    assert console_error_line(run_err) == (f"judge-eval run: error: the judge (vllm-judge) refused the first 3 requests alike: "
                                     f"HTTP 400: {said} (stopped after sending {n_run} of 20 requests; no row was "
                                     "written for the refused ones, a rerun sends them again)")
-    assert _error_line(rank_err) == (f"judge-eval rank: error: the candidate (cand) refused the first 3 requests "
+    assert console_error_line(rank_err) == (f"judge-eval rank: error: the candidate (cand) refused the first 3 requests "
                                       f"alike: HTTP 400: {said} (stopped after sending {n_ranked} of 20 requests; no "
                                       "row was written for the refused ones, a rerun sends them again)")
     note = ("max_tokens 4096 does not fit this server's max_model_len 2048 (the prompt and the answer share it): "
@@ -175,16 +176,16 @@ def test_keys_and_exit_codes_are_stated_in_help_and_one_rule_serves_bench_candid
                                            if p == "/v1/chat/completions" else (404, {"detail": "Not Found"})),
                              model="judge")
     other = ScriptedEndpoint(lambda p, b: (200, chat_completion("Ответ.", b["model"])), model="cand")
-    env = _env(JUDGE_SERVE_API_KEY="serve-key", OPENAI_API_KEY="openai-key", CAND_KEY="cand-key")
+    env = env_without_keys(JUDGE_SERVE_API_KEY="serve-key", OPENAI_API_KEY="openai-key", CAND_KEY="cand-key")
     bench = ["--data", str(instructions), "--no-progress", "--n-boot", "0"]
     try:
-        procs = [_start(["run", "--help"], env), _start(["rank", "--help"], env),
-                 _start(["mera", "rutie", "--help"], env),
-                 _start(["rank", "--model", candidate.base_url, "--judge", judge.base_url, "--out",
+        procs = [start_judge_eval(["run", "--help"], env), start_judge_eval(["rank", "--help"], env),
+                 start_judge_eval(["mera", "rutie", "--help"], env),
+                 start_judge_eval(["rank", "--model", candidate.base_url, "--judge", judge.base_url, "--out",
                          str(tmp_path / "a"), *bench], env),
-                 _start(["rank", "--model", other.base_url, "--api-key-env", "CAND_KEY", "--judge", judge.base_url,
+                 start_judge_eval(["rank", "--model", other.base_url, "--api-key-env", "CAND_KEY", "--judge", judge.base_url,
                          "--out", str(tmp_path / "b"), *bench], env)]
-        results = [_finish(proc) for proc in procs]
+        results = [wait_outcome(proc) for proc in procs]
     finally:
         for endpoint in (candidate, judge, other):
             endpoint.close()
@@ -210,19 +211,19 @@ def test_run_json_paths_are_absolute_and_score_works_from_another_directory(tmp_
     work, elsewhere = tmp_path / "work", tmp_path / "elsewhere"
     work.mkdir()
     elsewhere.mkdir()
-    _records(work / "data.jsonl", 3)
+    sample_records_file(work / "data.jsonl", 3)
     judge = ScriptedEndpoint(lambda p, b: ((200, chat_completion("[FEEDBACK] Да. [RESULT] 1 [END]", b["model"]))
                                            if p == "/v1/chat/completions" else (404, {"detail": "Not Found"})),
                              model="judge")
     try:
-        code, _, err = _finish(_start(_run_argv(judge.base_url, Path("runs/a"), Path("data.jsonl")), _env(), cwd=work))
+        code, _, err = wait_outcome(start_judge_eval(run_argv(judge.base_url, Path("runs/a"), Path("data.jsonl")), env_without_keys(), cwd=work))
     finally:
         judge.close()
     assert code == 0, err[-2000:]
     config = json.loads((work / "runs" / "a" / "run.json").read_text(encoding="utf-8"))["config"]
     assert (config["data"], config["out"]) == (str(work / "data.jsonl"), str(work / "runs" / "a"))
-    code, out, err = _finish(_start(["score", "--predictions", str(work / "runs" / "a"), "--n-boot", "0",
-                                     "--vc-repeats", "1"], _env(), cwd=elsewhere))
+    code, out, err = wait_outcome(start_judge_eval(["score", "--predictions", str(work / "runs" / "a"), "--n-boot", "0",
+                                     "--vc-repeats", "1"], env_without_keys(), cwd=elsewhere))
     assert code == 0, err[-2000:]
     assert "n 3, n_failed 0" in out
 

@@ -16,7 +16,7 @@ import judge
 from judge.checkpoints import write_manifest
 from train.cli import main as train_main
 from train.model_card import render_card
-from tests.support.model_card import _front_matter
+from tests.support.model_card import front_matter
 
 
 def _fake_export(root: Path, mode: str = "seq2seq", with_result: bool = True) -> Path:
@@ -60,7 +60,7 @@ def _metrics(folder: Path) -> Path:
 @pytest.mark.parametrize("mode, pipeline", [("seq2seq", "text-generation"), ("regression", "text-classification")])
 def test_front_matter_has_the_hub_fields(tmp_path, mode, pipeline):
     """The YAML front matter names the base model, Russian, transformers, the pipeline, tags and the license."""
-    front = _front_matter(render_card(_fake_export(tmp_path, mode), license="apache-2.0"))
+    front = front_matter(render_card(_fake_export(tmp_path, mode), license="apache-2.0"))
     assert front["base_model"] == "t-tech/T-lite-it-1.0"
     assert front["language"] == ["ru"] and front["library_name"] == "transformers"
     assert front["pipeline_tag"] == pipeline and front["license"] == "apache-2.0"

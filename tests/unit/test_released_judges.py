@@ -23,7 +23,7 @@ from tests.support.tiny_released import add_to_hub_cache, build_released_seq2seq
 from serve.layout import LayoutError, resolve_layout
 from serve.released import STAMP, VIEWS_DIRNAME, prepare_released_regression
 from tests.support.fixtures_serve import RELEASED_R_ID
-from tests.support.released_judges import _tensors
+from tests.support.released_judges import indexed_tensors
 
 REPO = Path(__file__).parents[2]
 
@@ -119,8 +119,8 @@ def test_views_hold_the_released_weights_under_stock_architectures(writable_r, r
     base = writable_r / VIEWS_DIRNAME
     assert (layout.kind, layout.head_input, layout.released, layout.views_dir) == ("regression", "generated_text", True, base)
     assert (layout.generator_dir, layout.pooler_dir) == (base / "causal", base / "classifier")
-    source = _tensors(writable_r)
-    causal, classifier = _tensors(base / "causal"), _tensors(base / "classifier")
+    source = indexed_tensors(writable_r)
+    causal, classifier = indexed_tensors(base / "causal"), indexed_tensors(base / "classifier")
     assert set(causal) == {n for n in source if not n.startswith("regression_head.")}
     assert set(classifier) == set(causal) | {"score.weight", "score.bias"}
     for name in causal:
@@ -156,7 +156,7 @@ def test_views_are_built_once_and_reused(writable_r):
     tensors["regression_head.bias"] = tensors["regression_head.bias"] + 1
     save_file(tensors, str(shard), metadata={"format": "pt"})
     third = prepare_released_regression(writable_r)
-    assert third.built and _tensors(third.classifier)["score.bias"].item() == pytest.approx(1.75)
+    assert third.built and indexed_tensors(third.classifier)["score.bias"].item() == pytest.approx(1.75)
 
 
 def test_hub_snapshot_views_go_to_the_cache(tmp_path, released_regression_dir):

@@ -21,7 +21,7 @@ from judge.plumbing.api_keys import resolve_api_key
 from judge.plumbing.config_files import ConfigError, ExactArgumentParser
 from judge.plumbing.provenance import REDACTED, is_secret_name, redact, redact_argv, write_provenance
 from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
-from tests.support.secrets import BODY, REPO, TYPED, _files_holding, _mode
+from tests.support.secrets import BODY, REPO, TYPED, files_holding, permission_bits
 
 
 FROM_ENV = "sk-env-0c8e2b7a9d13f5"
@@ -70,17 +70,17 @@ def test_a_registered_key_is_scrubbed_wherever_it_appears(tmp_path, monkeypatch)
     monkeypatch.setenv("PLANTED_KEY_VAR", FROM_ENV)
     assert resolve_api_key("", "PLANTED_KEY_VAR", command="test") == FROM_ENV
     write_provenance(tmp_path / "run", "test", {"note": f"called with {FROM_ENV} inside"}, odd={"x": [FROM_ENV, 1]})
-    assert _files_holding(tmp_path / "run", [FROM_ENV]) == {}
+    assert files_holding(tmp_path / "run", [FROM_ENV]) == {}
 
 
 def test_run_json_and_its_folder_are_owner_only(tmp_path):
     """run.json is 0600 from its first byte (also when rewritten) and a folder the toolkit creates is 0700."""
     out = tmp_path / "new" / "run"
     write_provenance(out, "test", {})
-    assert (_mode(out / "run.json"), _mode(out), _mode(out.parent)) == (0o600, 0o700, 0o700)
+    assert (permission_bits(out / "run.json"), permission_bits(out), permission_bits(out.parent)) == (0o600, 0o700, 0o700)
     os.chmod(out / "run.json", 0o644)
     write_provenance(out, "test", {})
-    assert _mode(out / "run.json") == 0o600
+    assert permission_bits(out / "run.json") == 0o600
 
 
 # -------------------------------------------------------------------------------------------- one way to a key
@@ -150,8 +150,8 @@ def test_judge_eval_run_writes_no_key(tmp_path, monkeypatch):
         assert server.requests  # the run did talk to the judge
     run_json = json.loads((out / "run.json").read_text(encoding="utf-8"))
     assert run_json["config"]["api_key"] == REDACTED and run_json["config"]["server_env"] == {"HF_TOKEN": REDACTED}
-    assert _files_holding(out, [TYPED, FROM_ENV, HF, BODY]) == {}
-    assert (_mode(out / "run.json"), _mode(out)) == (0o600, 0o700)
+    assert files_holding(out, [TYPED, FROM_ENV, HF, BODY]) == {}
+    assert (permission_bits(out / "run.json"), permission_bits(out)) == (0o600, 0o700)
 
 
 def test_judge_eval_mera_writes_no_key(tmp_path, monkeypatch):
@@ -165,5 +165,5 @@ def test_judge_eval_mera_writes_no_key(tmp_path, monkeypatch):
         monkeypatch.setattr(sys, "argv", ["judge-eval", "mera", *argv])
         assert cli.main(argv) == 0
     assert (out / "metrics.json").is_file()
-    assert _files_holding(out, [TYPED]) == {}
-    assert (_mode(out / "run.json"), _mode(out)) == (0o600, 0o700)
+    assert files_holding(out, [TYPED]) == {}
+    assert (permission_bits(out / "run.json"), permission_bits(out)) == (0o600, 0o700)

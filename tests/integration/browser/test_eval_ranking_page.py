@@ -7,7 +7,8 @@ from pathlib import Path
 from eval.cli import main
 from tests.support.browser import browser  # noqa: F401  (the fixture)
 from tests.support.release_instructions import write_instructions_dataset
-from tests.support.eval_ranking import Candidate, Judge, _table, GEN, LITERACY, SAFE, TECH, _rank_argv, _rows
+from tests.support.eval_ranking import (Candidate, Judge, scores_by_output, GEN, LITERACY, SAFE, TECH, rank_argv,
+                                        instruction_rows)
 
 
 def test_ranking_report_heat_map_in_chromium(browser, tmp_path: Path) -> None:  # noqa: F811
@@ -15,9 +16,9 @@ def test_ranking_report_heat_map_in_chromium(browser, tmp_path: Path) -> None:  
     verdict is outlined and says so."""
     from selenium.webdriver.common.by import By
 
-    data = write_instructions_dataset(tmp_path / "POLLUX-instructions", _rows())
-    with Candidate() as cand, Judge(_table()) as judge:
-        assert main(_rank_argv(cand.base_url, judge.base_url, data, tmp_path / "bench")) == 0
+    data = write_instructions_dataset(tmp_path / "POLLUX-instructions", instruction_rows())
+    with Candidate() as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, tmp_path / "bench")) == 0
     browser.get((tmp_path / "bench" / "report.html").as_uri())
     table = browser.find_element(By.CSS_SELECTOR, "table.heat")
     header = [th.text for th in table.find_elements(By.CSS_SELECTOR, "thead th")]

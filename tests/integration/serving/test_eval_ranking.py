@@ -12,7 +12,7 @@ from pathlib import Path
 
 from eval.cli import main
 from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
-from tests.support.eval_ranking import CASES, FULLNESS, LITERACY, SAFE, _rank_argv, _verdict
+from tests.support.eval_ranking import CASES, FULLNESS, LITERACY, SAFE, rank_argv, tagged_verdict
 
 
 def test_checkpoint_candidate_is_served_then_stopped(tiny_causal_dir, data: Path, tmp_path: Path) -> None:
@@ -31,12 +31,12 @@ def test_checkpoint_candidate_is_served_then_stopped(tiny_causal_dir, data: Path
             if path != "/v1/chat/completions":
                 return 404, {"detail": "Not Found"}
             criterion = body["messages"][0]["content"].split("### Критерий оценки:\n")[1].split("\n\n")[0]
-            return 200, chat_completion(_verdict(fixed[criterion]), body["model"])
+            return 200, chat_completion(tagged_verdict(fixed[criterion]), body["model"])
 
     out = tmp_path / "bench"
     before = {p.pid for p in psutil.process_iter()}
     with AnyAnswerJudge() as judge:
-        code = main(_rank_argv(str(tiny_causal_dir), judge.base_url, data, out, "--max-tokens", "8", "--server-args",
+        code = main(rank_argv(str(tiny_causal_dir), judge.base_url, data, out, "--max-tokens", "8", "--server-args",
                                 '["--enforce-eager", "--dtype", "float32", "--max-model-len", "2048"]',
                                 "--server-env", json.dumps({"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1",
                                                             **FAST_ENGINE_ENV})))

@@ -13,7 +13,8 @@ import httpx
 
 from judge.plumbing.api_keys import KEY_RULE
 from judge.plumbing.retry import EXIT_UNUSABLE
-from tests.support.first_contact import NO_KEY, _env, _error_line, _finish, _records, _run_argv, _start
+from tests.support.first_contact import (NO_KEY, env_without_keys, console_error_line, wait_outcome,
+                                         sample_records_file, run_argv, start_judge_eval)
 
 
 # ---------------------------------------------------------------------------------------------- real judge-serve
@@ -26,12 +27,12 @@ def test_judge_serve_advertises_its_cap_and_run_fits_to_it(seq2seq_server, tmp_p
     entry = httpx.get(seq2seq_server.base_url + "/models", timeout=30,
                       headers={"Authorization": f"Bearer {seq2seq_server.api_key}"}).json()["data"][0]
     assert (entry["judge_max_tokens"], entry["max_proxy_tokens"], entry["max_model_len"]) == (48, 8192, 2048)
-    data = _records(tmp_path / "data.jsonl", 1)
-    fitted = _start(_run_argv(seq2seq_server.base_url, tmp_path / "fitted", data),
-                    _env(JUDGE_SERVE_API_KEY=seq2seq_server.api_key))
-    refused = _start(_run_argv(seq2seq_server.base_url, tmp_path / "refused", data, "--api-key-env", "MY_KEY"),
-                     _env(JUDGE_SERVE_API_KEY=seq2seq_server.api_key, MY_KEY="wrong"))
-    (code, out, err), (refused_code, _, refused_err) = _finish(fitted), _finish(refused)
+    data = sample_records_file(tmp_path / "data.jsonl", 1)
+    fitted = start_judge_eval(run_argv(seq2seq_server.base_url, tmp_path / "fitted", data),
+                    env_without_keys(JUDGE_SERVE_API_KEY=seq2seq_server.api_key))
+    refused = start_judge_eval(run_argv(seq2seq_server.base_url, tmp_path / "refused", data, "--api-key-env", "MY_KEY"),
+                     env_without_keys(JUDGE_SERVE_API_KEY=seq2seq_server.api_key, MY_KEY="wrong"))
+    (code, out, err), (refused_code, _, refused_err) = wait_outcome(fitted), wait_outcome(refused)
     assert code == 0, err[-2000:]
     assert ("note: the judge's max_tokens 1024 is above this server's limit of 48 (judge_max_tokens in GET "
             "/v1/models): asking for 48 (set --max-tokens to choose)") in err
@@ -41,5 +42,5 @@ def test_judge_serve_advertises_its_cap_and_run_fits_to_it(seq2seq_server, tmp_p
     assert run_json["server_limits"] == {"max_model_len": 2048, "judge_max_tokens": 48, "max_proxy_tokens": 8192,
                                          "max_tokens_requested": 1024}
     assert refused_code == EXIT_UNUSABLE
-    assert _error_line(refused_err) == (f"judge-eval run: error: the judge at {seq2seq_server.base_url} refused the key "
+    assert console_error_line(refused_err) == (f"judge-eval run: error: the judge at {seq2seq_server.base_url} refused the key "
                                         f"from $MY_KEY (HTTP 401: {NO_KEY}); {KEY_RULE}")

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 import judge
-from tests.support.released_judges import _tensors
+from tests.support.released_judges import indexed_tensors
 
 
 ITEM = {
@@ -46,7 +46,7 @@ def test_served_released_r_score_is_the_head_over_the_generated_text(released_re
 
     # The reference: transformers' Qwen2Model on the released weights, the head applied by hand.
     config = Qwen2Config.from_pretrained(released_regression_dir)
-    tensors = _tensors(released_regression_dir)
+    tensors = indexed_tensors(released_regression_dir)
     model = Qwen2Model(config).to(torch.float32).eval()
     model.load_state_dict({k.removeprefix("model."): v for k, v in tensors.items() if k.startswith("model.")})
     tokenizer = AutoTokenizer.from_pretrained(released_regression_dir)

@@ -16,7 +16,7 @@ import sys
 from judge.plumbing.processes import free_port
 from judge.plumbing.provenance import REDACTED
 from tests.support.scripted_endpoint import ScriptedEndpoint
-from tests.support.secrets import BODY, REPO, TYPED, _files_holding, _mode
+from tests.support.secrets import BODY, REPO, TYPED, files_holding, permission_bits
 
 
 def test_judge_serve_writes_no_key(tiny_causal_dir, tmp_path):
@@ -37,6 +37,6 @@ def test_judge_serve_writes_no_key(tiny_causal_dir, tmp_path):
     assert proc.returncode == 1, proc.stderr[-3000:]
     run_json = json.loads((log_dir / "run.json").read_text(encoding="utf-8"))
     assert run_json["job"] == "judge-serve" and REDACTED in run_json["launch"]["argv"]
-    assert _files_holding(log_dir, [TYPED, BODY]) == {}
+    assert files_holding(log_dir, [TYPED, BODY]) == {}
     assert TYPED not in proc.stdout + proc.stderr and BODY not in proc.stdout + proc.stderr
-    assert (_mode(log_dir / "run.json"), _mode(log_dir)) == (0o600, 0o700)
+    assert (permission_bits(log_dir / "run.json"), permission_bits(log_dir)) == (0o600, 0o700)

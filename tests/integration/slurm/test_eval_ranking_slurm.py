@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from eval.cli import main
-from tests.support.eval_ranking import Candidate, Judge, _table, CASES, FULLNESS, LITERACY, SAFE, _rows
+from tests.support.eval_ranking import (Candidate, Judge, scores_by_output, CASES, FULLNESS, LITERACY, SAFE,
+                                        instruction_rows)
 from tests.support.release_instructions import write_instructions_dataset
 from tests.integration.slurm.test_slurm_jobs import JOB_TIMEOUT_S, _console_scripts
 
@@ -22,9 +23,9 @@ REPO = Path(__file__).resolve().parents[3]
 
 def test_ranking_array_two_candidates(slurm_cluster, slurm_job_env, tmp_path: Path) -> None:
     """Task i benches line i of the candidates file into OUT/<i>; the two folders compare with paired intervals."""
-    data = write_instructions_dataset(tmp_path / "POLLUX-instructions", _rows())
+    data = write_instructions_dataset(tmp_path / "POLLUX-instructions", instruction_rows())
     better = {pid: f"Лучший ответ {pid}." for pid in CASES}
-    table = _table() | {(f"Лучший ответ {pid}.", c): {SAFE: 0, LITERACY: 2, FULLNESS: 3}[c]
+    table = scores_by_output() | {(f"Лучший ответ {pid}.", c): {SAFE: 0, LITERACY: 2, FULLNESS: 3}[c]
                         for pid, (_, crits, _, _) in CASES.items() for c in crits}
     with Candidate() as cand_a, Candidate(override=better) as cand_b, Judge(table) as judge:
         models = tmp_path / "candidates.txt"

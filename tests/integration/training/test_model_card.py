@@ -9,11 +9,11 @@ browser, training or the sandbox); the others are tests/unit/test_model_card.py.
 from __future__ import annotations
 
 import judge
-from tests.support.model_card import _front_matter
+from tests.support.model_card import front_matter
 
 
 def test_every_export_gets_a_card(trained_regression_dir):
     """The recipe's export (session fixture) holds README.md naming its mode and prompt version."""
     card = (trained_regression_dir / "README.md").read_text(encoding="utf-8")
-    assert _front_matter(card)["tags"][-1] == "regression"
+    assert front_matter(card)["tags"][-1] == "regression"
     assert judge.PROMPT_VERSION in card
