@@ -1,12 +1,15 @@
-"""What one engine start costs: vLLM's OpenAI server alone against judge-serve starting its engine.
+"""What one engine start costs: vLLM's OpenAI server alone against judge-serve starting its engine, with the model
+in the engine-core process or in a worker process of its own.
 
     .venv/bin/python bench/engine_start.py                 # the tiny judge, 2 rounds, arms interleaved
     .venv/bin/python bench/engine_start.py --rounds 3
+    .venv/bin/python bench/engine_start.py --arms judge-serve,judge-serve-worker   # cpu_worker_in_engine on / off
 
 The test suite starts ~19 engines and is CPU-bound on two cores, so an engine start is counted in CPU seconds, not
 only in wall seconds. Each arm starts from nothing and is timed to its readiness (vLLM: ``GET /v1/models`` 200;
 judge-serve: ``GET /ready`` 200), with the flags the tests use (eager fp32, a 256 MiB KV cache, the engine in its
-EngineCore process: ``VLLM_ENABLE_V1_MULTIPROCESSING=0``) and one vLLM cache for every start, warmed by an untimed
+EngineCore process: ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` for vLLM alone, ``--cpu-worker-in-engine`` for judge-serve;
+the ``judge-serve-worker`` arm leaves the model in vLLM's worker process, judge-serve's default) and one vLLM cache for every start, warmed by an untimed
 start first, as the suite's engines share one (tests/conftest.py: vLLM caches what it learns of a model's class
 under ``VLLM_CACHE_ROOT``; a cold cache costs the first start seconds more). It prints, per arm, the wall time, the machine's busy CPU
 seconds over the start (``/proc/stat``: every process, on an otherwise idle machine) and, at readiness, the CPU
@@ -24,22 +27,22 @@ import tempfile
 import time
 from pathlib import Path
 
-import psutil
-
 REPO = Path(__file__).resolve().parents[1]
 for path in (REPO / "bench", REPO):
     while str(path) in sys.path:
         sys.path.remove(str(path))
     sys.path.insert(0, str(path))
 
-from measure import busy_cpu_seconds, fmt, interleaved, machine_line, spread  # noqa: E402
-from suite_processes import kind_of  # noqa: E402
+from measure import busy_cpu_seconds, fmt, machine_line, spread  # noqa: E402
+from suite_processes import tree_cpu_by_kind  # noqa: E402
 
 from judge.plumbing.processes import free_port, start_process  # noqa: E402
 
 ENGINE_FLAGS = ["--enforce-eager", "--dtype", "float32", "--max-model-len", "2048"]
 KV_CACHE = "256M"
-ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1"}
+ENV = {"HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1"}
+IN_ENGINE_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}  # what judge-serve's --cpu-worker-in-engine sets
+ARMS = ("vllm", "judge-serve", "judge-serve-worker")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -48,39 +51,32 @@ def parse_args(argv=None) -> argparse.Namespace:
     p = ExactArgumentParser(description=(__doc__ or "").split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--rounds", type=int, default=2, help="starts per arm, interleaved")
     p.add_argument("--timeout-s", type=float, default=600.0, help="readiness deadline per start")
-    return p.parse_args(argv)
-
-
-def _tree_cpu(root_pid: int) -> dict[str, float]:
-    """CPU seconds of each kind of process (``suite_processes.kind_of``) in the live tree below ``root_pid``."""
-    by_role: dict[str, float] = {}
-    root = psutil.Process(root_pid)
-    for proc in [root, *root.children(recursive=True)]:
-        try:
-            times = proc.cpu_times()
-            role = kind_of(" ".join(proc.cmdline()))
-        except psutil.Error:
-            continue
-        by_role[role] = by_role.get(role, 0.0) + times.user + times.system
-    return by_role
+    p.add_argument("--arms", default="vllm,judge-serve", help=f"comma-separated, of {', '.join(ARMS)}")
+    args = p.parse_args(argv)
+    args.arms = tuple(a.strip() for a in args.arms.split(",") if a.strip())
+    if not args.arms or set(args.arms) - set(ARMS):
+        p.error(f"--arms: choose from {', '.join(ARMS)}, got {','.join(args.arms) or 'nothing'}")
+    return args
 
 
 def start_once(arm: str, model: Path, scratch: Path, timeout_s: float) -> dict:
     port = free_port()
+    env = {key: value for key, value in os.environ.items() if key != "VLLM_ENABLE_V1_MULTIPROCESSING"} | ENV
     if arm == "vllm":
         cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model), "--port", str(port),
                *ENGINE_FLAGS, "--kv-cache-memory-bytes", KV_CACHE]  # fmt: skip
         url = f"http://127.0.0.1:{port}/v1/models"
+        env |= IN_ENGINE_ENV
     else:
         cmd = [sys.executable, "-m", "serve.cli", "--model", str(model), "--port", str(port), *ENGINE_FLAGS,
                "--engine-args", f'["--kv-cache-memory-bytes", "{KV_CACHE}"]', "--log-dir", str(scratch / f"serve-{port}"),
-               "--no-access-log"]  # fmt: skip
+               "--no-access-log", *(["--cpu-worker-in-engine"] if arm == "judge-serve" else [])]  # fmt: skip
         url = f"http://127.0.0.1:{port}/ready"
     cpu, wall = busy_cpu_seconds(), time.monotonic()
-    proc = start_process(cmd, log_path=scratch / f"{arm}-{port}.log", env={**os.environ, **ENV}, cwd=REPO, name=arm, grace_s=60)
+    proc = start_process(cmd, log_path=scratch / f"{arm}-{port}.log", env=env, cwd=REPO, name=arm, grace_s=60)
     try:
         proc.wait_ready(url, timeout_s, interval_s=0.2)
-        result = {"wall_s": time.monotonic() - wall, "machine_cpu_s": busy_cpu_seconds() - cpu, "roles": _tree_cpu(proc.pid)}
+        result = {"wall_s": time.monotonic() - wall, "machine_cpu_s": busy_cpu_seconds() - cpu, "roles": tree_cpu_by_kind(proc.pid)}
     finally:
         proc.stop()
     return result
@@ -93,13 +89,15 @@ def main(argv=None) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="engine-start-"))
     model = build_tiny_qwen2(scratch / "tiny-judge", kind="causal", seed=0)
     os.environ["VLLM_CACHE_ROOT"] = str(scratch / "vllm-cache")
-    start_once("vllm", model, scratch, args.timeout_s)  # warms the cache; not counted
-    results: dict[str, list[dict]] = {"vllm": [], "judge-serve": []}
-    for k, order in enumerate(interleaved(("vllm", "judge-serve"), args.rounds)):
+    start_once(args.arms[0], model, scratch, args.timeout_s)  # warms the cache; not counted
+    results: dict[str, list[dict]] = {arm: [] for arm in args.arms}
+    # Each arm leads in turn (A B C, B C A, ...), so none always starts first (caches warming, load drifting).
+    orders = [args.arms[r % len(args.arms):] + args.arms[:r % len(args.arms)] for r in range(args.rounds)]
+    for k, order in enumerate(orders):
         for arm in order:
             results[arm].append(start_once(arm, model, scratch, args.timeout_s))
             r = results[arm][-1]
-            print(f"round {k + 1} {arm:11s} ready in {r['wall_s']:5.1f} s, machine {r['machine_cpu_s']:5.1f} CPU-s",
+            print(f"round {k + 1} {arm:18s} ready in {r['wall_s']:5.1f} s, machine {r['machine_cpu_s']:5.1f} CPU-s",
                   flush=True)
     print(f"\ntiny judge, {args.rounds} starts per arm; {machine_line()}")
     for arm, runs in results.items():

@@ -57,6 +57,22 @@ def kind_of(command: str) -> str:
     return first or "?"
 
 
+def tree_cpu_by_kind(root_pid: int) -> dict[str, float]:
+    """CPU seconds (user + system) of each kind of process (``kind_of``) in the live tree below ``root_pid``."""
+    import psutil
+
+    by_kind: dict[str, float] = {}
+    root = psutil.Process(root_pid)
+    for proc in [root, *root.children(recursive=True)]:
+        try:
+            times = proc.cpu_times()
+            kind = kind_of(" ".join(proc.cmdline()))
+        except psutil.Error:
+            continue
+        by_kind[kind] = by_kind.get(kind, 0.0) + times.user + times.system
+    return by_kind
+
+
 def _read(pid: str) -> tuple[str, int, float, float] | None:
     """(name, parent pid, CPU seconds, start time in ticks) of a process, or None once it is gone."""
     try:
