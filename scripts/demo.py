@@ -237,7 +237,9 @@ def stage_serve(out: Path, args, servers) -> int:
 
 
 def stage_eval(out: Path, args, servers) -> int:
-    servers.start("regression")  # already loading when the train stage ran: see stage_train
+    # Loading already when the train stage ran (stage_train); with `--stages eval` alone it starts here, so its
+    # engines load while the seq2seq judge judges.
+    servers.start("regression")
     runs = []
     for recipe in ("seq2seq", "regression"):
         run_dir = out / "eval" / recipe
@@ -357,9 +359,9 @@ class _Servers:
         return server, port, time.monotonic()
 
     def stop(self, recipe: str) -> None:
-        server, *_ = self.running.pop(recipe, None) or self.starting.pop(recipe, None) or (None,)
-        if server is not None:
-            server.stop()
+        entry = self.running.pop(recipe, None) or self.starting.pop(recipe, None)
+        if entry is not None:
+            entry[0].stop()  # the ManagedProcess, ready or not
 
 
 if __name__ == "__main__":

@@ -103,6 +103,16 @@ class JudgeServer:
 MARKER_ENV = "JUDGE_TEST_MARKER"
 
 
+def process_titles(pgid: int) -> list[bytes]:
+    """The first word of each live process's command line in process group ``pgid``: vLLM titles its processes
+    ``VLLM::EngineCore``, ``VLLM::Worker``; a process that ended meanwhile is left out."""
+    titles = []
+    for pid in group_members(pgid):
+        with contextlib.suppress(OSError):
+            titles.append(Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0])
+    return titles
+
+
 def marked_processes(marker: str) -> list[int]:
     """Live (not zombie) processes whose environment holds ``JUDGE_TEST_MARKER=<marker>``."""
     needle = f"{MARKER_ENV}={marker}".encode() + b"\0"

@@ -20,7 +20,8 @@ import httpx
 import pytest
 
 from judge.plumbing.processes import group_members, http_status
-from tests.support.fixtures_serve import MARKER_ENV, JudgeServer, JudgeServeProcess, marked_processes, requests_held_at, wait_until_gone
+from tests.support.fixtures_serve import (MARKER_ENV, JudgeServer, JudgeServeProcess, marked_processes, process_titles,
+                                         requests_held_at, wait_until_gone)
 from tests.support.slurm_cluster import signal_pending, signal_processes
 
 ITEM = {"instruction": "Объясни, почему небо голубое.", "answer": "Из-за рэлеевского рассеяния света.", "reference_answer": "Рассеяние Рэлея."}
@@ -70,8 +71,8 @@ def test_engine_killed_mid_request_fails_it_cleanly_then_heals(healing_server):
     engine = server.run_record()["engines"]["generator"]
     old_tree = group_members(engine["pid"])
     assert len(old_tree) >= 4, old_tree  # supervisor, API server, EngineCore, the model's worker
-    titles = [Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0] for pid in old_tree]
-    assert any(title.startswith(b"VLLM::Worker") for title in titles), titles  # judge-serve's default: vLLM's CPU worker process of its own
+    titles = process_titles(engine["pid"])  # judge-serve's default: vLLM's CPU worker is a process of its own
+    assert any(title.startswith(b"VLLM::Worker") for title in titles), titles
 
     # In flight at the kill, on any machine: the API server is frozen (SIGSTOP; its supervisor is not, so it still
     # takes the tree down) before the request goes out, and killed once the request's bytes wait on its port.

@@ -22,7 +22,8 @@ import pytest
 
 import judge
 from judge.plumbing.processes import group_members, http_status
-from tests.support.fixtures_serve import ENGINE_KEY, frozen, requests_held_at, server_metric, start_judge_serve
+from tests.support.fixtures_serve import (ENGINE_KEY, frozen, process_titles, requests_held_at, server_metric,
+                                         start_judge_serve)
 
 ITEM = {"instruction": "Напиши четверостишие про осень.", "answer": "Листья падают, ветер воет, дождь стучит в окно.", "reference_answer": ""}
 
@@ -331,10 +332,6 @@ def test_cpu_worker_in_engine_leaves_the_engine_without_a_worker_process(seq2seq
     """The session's judge-serve runs with ``--cpu-worker-in-engine``: its engine's process group holds vLLM's
     EngineCore and no ``VLLM::Worker`` (the process that setting saves; the default's tree, worker included, is
     pinned in tests/integration/serving/test_serve_faults.py)."""
-    pgid = seq2seq_server.run_record()["engines"]["generator"]["pid"]
-    titles = []
-    for pid in group_members(pgid):
-        with contextlib.suppress(OSError):
-            titles.append(Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0])
+    titles = process_titles(seq2seq_server.run_record()["engines"]["generator"]["pid"])
     assert any(title.startswith(b"VLLM::EngineCore") for title in titles), titles
     assert not [title for title in titles if title.startswith(b"VLLM::Worker")], titles
