@@ -11,8 +11,7 @@ folders share (light fixtures, tiny released layouts, scripted endpoints) is in 
 Workers. ``make test`` runs two xdist workers (``-n 2 --dist loadgroup``, one per core of the machine the budget is
 set for), ``make test-fast`` three (its tests wait more than they compute; the Makefile has the figures). Tests
 that share a heavy fixture run on one worker, so each engine pair, cluster or trained model starts once: a session
-fixture's group is its entry in :data:`XDIST_GROUPS`, a heavy or process-sharing module fixture's is the fixture
-and its module. A test whose fixtures name two groups fails the collection (put those fixtures in one group).
+fixture's group is its entry in :data:`XDIST_GROUPS`, a module fixture's is its module. A test whose fixtures name two groups fails the collection (put those fixtures in one group).
 """
 
 from __future__ import annotations
@@ -29,8 +28,7 @@ pytest_plugins = ["tests.support.fixtures_models", "tests.support.fixtures_serve
                   "tests.support.fixtures_train",
                   # fixtures that a subject's unit and integration tests both use
                   "tests.support.eval_cli", "tests.support.eval_ranking", "tests.support.mera_humaneval",
-                  "tests.support.qwen3_judge", "tests.support.report_html", "tests.support.serve_released_data",
-                  "tests.support.train_integer_sft"]
+                  "tests.support.report_html", "tests.support.serve_released_data"]
 
 INTEGRATION = Path(__file__).resolve().parent / "integration"
 
@@ -69,13 +67,6 @@ XDIST_GROUPS: dict[str, str] = {
     "slurm_cluster": "slurm",
 }
 
-#: Module fixtures that start a process their module's tests share without being heavy (they stay in their tier):
-#: grouped like heavy ones, so the process starts once rather than once per worker.
-SHARED_PROCESS_FIXTURES: dict[str, str] = {
-    "flood_server": "judge-serve in front of a scripted engine (tests/unit/test_serve_flood.py)",
-}
-
-
 @pytest.fixture
 def sandbox_user() -> None:
     """Request it in a test that runs code in the ruHumanEval sandbox (eval/mera/sandbox.py) outside the sandbox
@@ -83,17 +74,21 @@ def sandbox_user() -> None:
 
 
 def xdist_groups(item) -> set[str]:
-    """The groups ``item``'s fixtures put it in: :data:`XDIST_GROUPS` for session fixtures and the sandbox's user,
-    ``fixture@module`` for heavy and :data:`SHARED_PROCESS_FIXTURES` module fixtures."""
+    """The groups ``item``'s fixtures put it in: :data:`XDIST_GROUPS` for session fixtures and the sandbox's user;
+    else its module's name when it requests a module-scoped fixture, heavy or not. A module fixture is set up once
+    per worker its module's tests land on: spread over three workers, one that runs 35 console scripts ran three
+    times. A test that also needs a session group goes with that group (its module fixture may then be set up on
+    two workers), unless the module fixture is heavy: that is refused like two groups."""
     defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
-    groups = set()
+    shared, module_fixtures = set(), set()
     for name in getattr(item, "fixturenames", ()):
         if name in XDIST_GROUPS:
-            groups.add(XDIST_GROUPS[name])
-        elif (name in HEAVY_FIXTURES or name in SHARED_PROCESS_FIXTURES) and name in defs:
-            if defs[name][-1].scope in ("module", "package"):
-                groups.add(f"{name}@{item.module.__name__}")
-    return groups
+            shared.add(XDIST_GROUPS[name])
+        elif name in defs and defs[name][-1].scope in ("module", "package"):
+            module_fixtures.add(name)
+    if module_fixtures and (not shared or module_fixtures & HEAVY_FIXTURES.keys()):
+        shared.add(item.module.__name__)
+    return shared
 
 
 _VLLM_CACHE: dict[str, str] = {}

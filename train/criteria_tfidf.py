@@ -149,7 +149,7 @@ def features_to_json(features: TextFeatures) -> tuple[dict, dict]:
     """The ``features`` spec of ``model.json`` and the idf arrays of ``weights.npz`` (``TextFeatures.from_json``
     reads them back)."""
     spec, arrays = {}, {}
-    for name, vec in (("char", features.char), ("word", features.word)):
+    for name, vec in zip(("char", "word"), features.vectorizers()):
         spec[name] = {"analyzer": vec.analyzer, "ngram_range": list(vec.ngram_range), "sublinear_tf": True,
                       "lowercase": True, "vocabulary": {t: int(i) for t, i in sorted(vec.vocabulary_.items())}}
         arrays[f"{name}_idf"] = vec.idf_

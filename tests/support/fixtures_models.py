@@ -194,6 +194,15 @@ def qwen_tokenizer():
 
 
 @pytest.fixture(scope="session")
+def qwen3_tokenizer():
+    """Qwen3's tokenizer: the real Qwen2.5 BPE, Qwen3's added tokens and chat template (``train.tiny_models``), built
+    once per session (~3 CPU-s a build). Tests read it; none may change it."""
+    from train.tiny_models import build_qwen3_tokenizer
+
+    return build_qwen3_tokenizer()
+
+
+@pytest.fixture(scope="session")
 def tiny_causal_dir(tmp_path_factory, qwen_tokenizer) -> Path:
     """Folder of a saved tiny Qwen2ForCausalLM (seed 0) with tokenizer and generation config."""
     return build_tiny_qwen2(tmp_path_factory.mktemp("tiny-causal"), kind="causal", seed=0, tokenizer=qwen_tokenizer)

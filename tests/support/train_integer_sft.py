@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-
-import pytest
-
 import judge
 
 PROMPT_FIELDS = {"instruction": "Оцени.", "answer": "Ответ.", "reference_answer": "", "criteria_name": "Грамотность",
@@ -28,12 +25,4 @@ def trace_record(**extra):
     row = {"id": "item-1#0", **PROMPT_FIELDS, "expert_scores": [2, 2, 1], "criteria_score": 5 / 3,
            "task_type": "Editing", "item_id": "item-1", "reasoning": REASONING, "reasoning_score": 2, **extra}  # fmt: skip
     return judge.records_from_rows([row], source="traces.jsonl")[0]
-
-
-@pytest.fixture(scope="module")
-def qwen3_tok():
-    """Qwen3's tokenizer: the real Qwen2.5 BPE, Qwen3's added tokens and chat template (train.tiny_models)."""
-    from train.tiny_models import build_qwen3_tokenizer
-
-    return build_qwen3_tokenizer()
 

@@ -277,6 +277,28 @@ def test_tfidf_learns_saves_and_reloads_without_pickle(tmp_path):
     assert choice.method == "tfidf" and len(choice.alternatives) == 3
 
 
+def test_loading_the_classifier_leaves_scikit_learn_for_its_first_prediction(tmp_path):
+    """judge-serve loads the classifier at start: that reads and checks the artefact but imports no scikit-learn (a
+    server never asked for `criteria: auto` does not pay for it); the first prediction builds the vectorizers, and a
+    saved spec that lacks a field is refused at load, naming it."""
+    import subprocess
+    import sys
+
+    probe = ("import sys; from judge.criteria_auto import TfidfClassifier; c = TfidfClassifier.load(); "
+             "print('sklearn' in sys.modules); p = c.predict_proba(['Напиши стихотворение о весне'])[0]; "
+             "print('sklearn' in sys.modules, max(p, key=p.get))")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[:2] == ["False", "True Literary text / Poetry"]
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    spec = json.loads((default_classifier_path() / "model.json").read_text(encoding="utf-8"))
+    del spec["features"]["word"]["ngram_range"]
+    (folder / "model.json").write_text(json.dumps(spec), encoding="utf-8")
+    (folder / "weights.npz").write_bytes((default_classifier_path() / "weights.npz").read_bytes())
+    with pytest.raises(ValueError, match=r"tfidf: the word features lack \['ngram_range'\]"):
+        TfidfClassifier.load(folder)
+
+
 def test_the_shipped_classifier_is_todays_build_of_the_bundled_rows():
     """judge/data/criteria_tfidf was trained on exactly today's bundled rows (a digest of them), with the threshold
     its own out-of-fold calibration chose; rebuild it with `judge-train criteria-classifier --out

@@ -45,9 +45,13 @@ def test_groups_come_from_the_table_and_module_fixtures_from_their_module():
     # Two fixtures of one group (the engines and the sandbox's user share a worker).
     assert placement(_item(serving, "vllm_tiny_server", "sandbox_user",
                            scopes={"vllm_tiny_server": "session"}))[1] == "engines"
-    # A heavy module fixture: its module's tests share a worker, named by fixture and module.
-    assert placement(_item(serving, "healing_server", scopes={"healing_server": "module"}))[1] == (
-        "healing_server@tests.test_a")
+    # A module fixture, heavy or light: its module's tests share a worker, so it is set up once.
+    assert placement(_item(serving, "healing_server", scopes={"healing_server": "module"}))[1] == "tests.test_a"
+    assert placement(_item(serving, "outcomes", "scratch", scopes={"outcomes": "module", "scratch": "module"}))[1] == (
+        "tests.test_a")
+    # A light module fixture beside a session group: the session group.
+    assert placement(_item(serving, "vllm_tiny_server", "small_data",
+                           scopes={"vllm_tiny_server": "session", "small_data": "module"})) == (True, "engines", [])
     # A light fixture of another scope puts the test in no group.
     assert placement(_item(serving, "tmp_path", scopes={"tmp_path": "function"}))[1] is None
 
@@ -58,3 +62,9 @@ def test_fixtures_of_two_groups_are_refused():
     assert group is None
     assert problems == ["test_a.py::test_x needs the xdist groups ['engines', 'slurm']: put its fixtures in one "
                         "group (tests/conftest.py XDIST_GROUPS)"]
+    # A heavy module fixture beside a session group would be set up on two workers: refused alike.
+    _, group, problems = placement(_item(INTEGRATION / "test_a.py", "judge_servers", "healing_server",
+                                         scopes={"judge_servers": "session", "healing_server": "module"}))
+    assert group is None
+    assert problems == ["test_a.py::test_x needs the xdist groups ['engines', 'tests.test_a']: put its fixtures in "
+                        "one group (tests/conftest.py XDIST_GROUPS)"]

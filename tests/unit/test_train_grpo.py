@@ -147,13 +147,6 @@ def test_the_prompt_is_the_one_judge_serve_renders_for_the_format(qwen3_tokenize
     assert tagged == integer + "<think>\n\n</think>\n\n"
 
 
-@pytest.fixture(scope="module")
-def qwen3_tokenizer():
-    from train.tiny_models import build_qwen3_tokenizer
-
-    return build_qwen3_tokenizer()
-
-
 # ---- config --------------------------------------------------------------------------------------------------------
 
 

@@ -17,7 +17,7 @@ from tests.support.train_integer_sft import COMPLETION_TEXT, PROMPT, PROMPT_FIEL
 
 
 @pytest.fixture(scope="module")
-def trl_example(qwen3_tok, tmp_path_factory):
+def trl_example(qwen3_tokenizer, tmp_path_factory):
     """The first training example exactly as trl's SFTTrainer prepares it (input_ids, labels) from the recipe's
     dataset of one integer-format row; a real trainer on a tiny Qwen3 that is built, never trained."""
     from transformers import Qwen3ForCausalLM
@@ -29,7 +29,7 @@ def trl_example(qwen3_tok, tmp_path_factory):
     args = SFTConfig(output_dir=str(tmp_path_factory.mktemp("integer-sft")), use_cpu=True, completion_only_loss=True,
                      report_to="none", max_length=512, disable_tqdm=True)  # fmt: skip
     trainer = SFTTrainer(model=Qwen3ForCausalLM(tiny_qwen3_config()), args=args,
-                         train_dataset=sft_dataset(rows, thinking=True), processing_class=qwen3_tok)  # fmt: skip
+                         train_dataset=sft_dataset(rows, thinking=True), processing_class=qwen3_tokenizer)  # fmt: skip
     return trainer.train_dataset[0]
 
 
@@ -43,7 +43,7 @@ def test_integer_target_is_qwen3s_assistant_rendering_and_parses_back():
     assert integer_target("Грубо.", -1) == "<think>\nГрубо.\n</think>\n\n-1"
 
 
-def test_integer_rows_have_no_thinking_switch(qwen3_tok):
+def test_integer_rows_have_no_thinking_switch(qwen3_tokenizer):
     """The trl rows of the integer format carry no chat_template_kwargs (thinking left on, as apply_chat(thinking=True)
     passes none); the tagged rows keep thinking off."""
     rows, report = integer_rows([trace_record()])
@@ -55,25 +55,25 @@ def test_integer_rows_have_no_thinking_switch(qwen3_tok):
     assert sft_dataset(rows)[0]["chat_template_kwargs"] == {"enable_thinking": False}
 
 
-def test_trl_trains_on_the_integer_target_byte_for_byte(trl_example, qwen3_tok):
+def test_trl_trains_on_the_integer_target_byte_for_byte(trl_example, qwen3_tokenizer):
     """What SFTTrainer tokenizes is TRAINING_TEXT token for token; the labels are -100 over the prompt (through
     '<|im_start|>assistant\\n') and the ids themselves over '<think>' ... '2<|im_end|>\\n': the reasoning, the integer
     and the end-of-turn token carry the loss."""
     ids, labels = trl_example["input_ids"], trl_example["labels"]
-    assert qwen3_tok.decode(ids) == TRAINING_TEXT
-    assert ids == qwen3_tok(TRAINING_TEXT, add_special_tokens=False)["input_ids"]
-    prompt_ids = qwen3_tok("<|im_start|>user\n" + PROMPT + "<|im_end|>\n<|im_start|>assistant\n",
+    assert qwen3_tokenizer.decode(ids) == TRAINING_TEXT
+    assert ids == qwen3_tokenizer(TRAINING_TEXT, add_special_tokens=False)["input_ids"]
+    prompt_ids = qwen3_tokenizer("<|im_start|>user\n" + PROMPT + "<|im_end|>\n<|im_start|>assistant\n",
                            add_special_tokens=False)["input_ids"]  # fmt: skip
     n = len(prompt_ids)
     assert ids[:n] == prompt_ids
     assert labels[:n] == [-100] * n
     assert labels[n:] == ids[n:]
-    assert qwen3_tok.decode(ids[n:]) == COMPLETION_TEXT
+    assert qwen3_tokenizer.decode(ids[n:]) == COMPLETION_TEXT
     # <think> (151667) opens the labelled part; </think> (151668) is learnt; <|im_end|> (151645) then "\n" end it.
-    assert labels[n] == 151_667 and 151_668 in labels[n:] and labels[-2:] == [151_645, qwen3_tok.encode("\n")[0]]
+    assert labels[n] == 151_667 and 151_668 in labels[n:] and labels[-2:] == [151_645, qwen3_tokenizer.encode("\n")[0]]
 
 
-def test_trained_prompt_is_the_prompt_judge_serve_sends(trl_example, qwen3_tok):
+def test_trained_prompt_is_the_prompt_judge_serve_sends(trl_example, qwen3_tokenizer):
     """The unlabelled prompt trl trained on is, token for token, what judge-serve sends an integer-format judge for
     the same item and criterion (serve.jobs.build_jobs with thinking on), and not the thinking-off prompt."""
     from judge.wire import JudgeRequest
@@ -82,12 +82,12 @@ def test_trained_prompt_is_the_prompt_judge_serve_sends(trl_example, qwen3_tok):
     item = {key: PROMPT_FIELDS[key] for key in ("instruction", "answer", "reference_answer")}
     request = JudgeRequest.model_validate(
         {"items": [{**item, "criteria": [{"name": PROMPT_FIELDS["criteria_name"], "rubrics": PROMPT_FIELDS["rubrics"]}]}]})
-    (job,) = build_jobs(request, qwen3_tok, max_model_len=4096, max_tokens=512, thinking=True)
+    (job,) = build_jobs(request, qwen3_tokenizer, max_model_len=4096, max_tokens=512, thinking=True)
     n = len(job.prompt_ids)
     assert job.prompt == PROMPT
     assert trl_example["input_ids"][:n] == job.prompt_ids and trl_example["labels"][n - 1] == -100
     assert trl_example["labels"][n] != -100
-    (off,) = build_jobs(request, qwen3_tok, max_model_len=4096, max_tokens=512, thinking=False)
+    (off,) = build_jobs(request, qwen3_tokenizer, max_model_len=4096, max_tokens=512, thinking=False)
     assert len(off.prompt_ids) == n + 4  # the thinking-off prompt adds <think> \n\n </think> \n\n
 
 
@@ -157,7 +157,7 @@ def test_config_takes_the_integer_format_and_refuses_unknown_values():
         load_config("configs/train/tiny/seq2seq.yaml", {"missing_reasoning": "guess"})
 
 
-def test_export_manifest_records_the_format_and_serve_and_eval_read_it(tmp_path, qwen3_tok):
+def test_export_manifest_records_the_format_and_serve_and_eval_read_it(tmp_path, qwen3_tokenizer):
     """export_seq2seq writes verdict_format into pollux_judge.json; judge.checkpoints (what judge-serve's auto format
     and judge-eval ask) reads integer back with no flag, and a tagged export stays tagged."""
     from transformers import Qwen3ForCausalLM
@@ -167,12 +167,12 @@ def test_export_manifest_records_the_format_and_serve_and_eval_read_it(tmp_path,
     from train.tiny_models import tiny_qwen3_config
 
     model = Qwen3ForCausalLM(tiny_qwen3_config())
-    integer_dir = export_seq2seq(model, qwen3_tok, tmp_path / "integer", verdict_format="integer")
+    integer_dir = export_seq2seq(model, qwen3_tokenizer, tmp_path / "integer", verdict_format="integer")
     manifest = json.loads((integer_dir / EXPORT_MANIFEST).read_text(encoding="utf-8"))
     assert manifest == {"mode": "seq2seq", "prompt_version": judge.PROMPT_VERSION, "generator": ".", "score_head": None,
                         "verdict_format": "integer"}  # fmt: skip
     assert checkpoint_verdict_format(integer_dir) == "integer"
-    tagged_dir = export_seq2seq(model, qwen3_tok, tmp_path / "tagged")
+    tagged_dir = export_seq2seq(model, qwen3_tokenizer, tmp_path / "tagged")
     assert checkpoint_verdict_format(tagged_dir) == "tagged"
 
     from eval.judging.run import resolve_verdict_format

@@ -13,7 +13,7 @@ import json
 from tests.support.train_integer_sft import REASONING, TRAINING_TEXT, trace_record
 
 
-def test_seq2seq_recipe_trains_and_exports_an_integer_format_qwen3_judge(tmp_path, qwen3_tok):
+def test_seq2seq_recipe_trains_and_exports_an_integer_format_qwen3_judge(tmp_path, qwen3_tokenizer):
     """judge-train's seq2seq recipe with verdict_format integer, on two traces and a tiny Qwen3: the first example is
     TRAINING_TEXT's layout (thinking on, the trace and the integer labelled), the loss is finite and falls over 4
     steps, and the export's manifest says integer, which judge.checkpoints reads back."""
@@ -29,7 +29,7 @@ def test_seq2seq_recipe_trains_and_exports_an_integer_format_qwen3_judge(tmp_pat
     rows = [trace_record().to_dict(), trace_record(id="item-2#1", item_id="item-2", reasoning="Ошибки есть.",
                                                    reasoning_score=1).to_dict()]  # fmt: skip
     data.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
-    base = build_tiny_qwen3(tmp_path / "base", seed=0, tokenizer=qwen3_tok, initializer_range=OVERFIT_INIT_STD)
+    base = build_tiny_qwen3(tmp_path / "base", seed=0, tokenizer=qwen3_tokenizer, initializer_range=OVERFIT_INIT_STD)
     config = load_config(TINY_SEQ2SEQ, {**OVERFIT_OVERRIDES, "max_steps": 4, "save_steps": 4, "zero_shot": "refuse",
                                         "output_dir": str(tmp_path / "run"), "model_name_or_path": str(base),
                                         "data": str(data), "verdict_format": "integer", "disable_tqdm": True})  # fmt: skip
@@ -37,10 +37,10 @@ def test_seq2seq_recipe_trains_and_exports_an_integer_format_qwen3_judge(tmp_pat
     run = seq2seq.main(config, callbacks=(examples,))
 
     example = examples.examples[0]
-    text = qwen3_tok.decode(example["input_ids"])
+    text = qwen3_tokenizer.decode(example["input_ids"])
     assert text in (TRAINING_TEXT, TRAINING_TEXT.replace(REASONING, "Ошибки есть.").replace("\n\n2<|im_end|>", "\n\n1<|im_end|>"))
     first = example["labels"].index(next(label for label in example["labels"] if label != -100))
-    assert qwen3_tok.decode(example["input_ids"][first:]).startswith("<think>\n")
+    assert qwen3_tokenizer.decode(example["input_ids"][first:]).startswith("<think>\n")
     losses = [entry["loss"] for entry in run.log_history if "loss" in entry and "train_loss" not in entry]
     assert len(losses) == 4 and all(math.isfinite(x) for x in losses) and losses[-1] < losses[0], losses
     assert checkpoint_verdict_format(run.export_dir) == "integer"
