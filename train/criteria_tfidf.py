@@ -75,7 +75,8 @@ def _fit(pairs, char_ngrams, word_ngrams, max_char_features, max_word_features, 
             threshold = oof["chosen"]["threshold"]
     if threshold is None:
         threshold = DEFAULT_THRESHOLD
-        calibration["note"] = f"fewer than {folds} real instructions: no out-of-fold threshold, the default used"
+        why = f"{folds} fold" if folds < 2 else f"fewer than {folds} real instructions"
+        calibration["note"] = f"{why}: no out-of-fold threshold, the default used"
     model = _fit_once(pairs, params, temperature, float(threshold))
     model.meta = {**params, "n_train": len(pairs), "training_digest": training_digest(pairs),
                   "calibration": calibration}
@@ -99,7 +100,8 @@ def _out_of_fold(pairs, real, folds, params) -> tuple[float, dict]:
     scored = []  # (gold label, instruction, the fold model that did not see it)
     for k in range(folds):
         held = sorted(order[k::folds].tolist())
-        model = _fit_once([p for i, p in enumerate(pairs) if i not in set(held)], params, 1.0, 0.0)
+        kept = set(range(len(pairs))) - set(held)
+        model = _fit_once([p for i, p in enumerate(pairs) if i in kept], params, 1.0, 0.0)
         scored += [(pairs[i]["label"], pairs[i]["instruction"], model) for i in held]
     # temperature: on the instructions whose task type their fold model knows (a type whose every row was held
     # out cannot be scored; it still counts below, as a miss)
