@@ -39,6 +39,9 @@ Reported: wall ratio (shuffled / grouped) and each arm's prefix-cache hit rate (
 ``prefix_cache_hits`` / ``prefix_cache_queries``, in tokens).
 
 Results are printed and, with ``--out``, written as JSON.
+
+Why one script of ~640 lines: both modes share the engine and judge-serve they start, the payloads and the
+interleaved rounds; a reader runs it as one file, the way each script of ``bench/`` is run.
 """
 
 from __future__ import annotations

@@ -7,111 +7,45 @@ rendering and parsing (``render_target``, ``parse_verdict``), rubric scales (``s
 this package and never each other.
 """
 
-from judge.prompts import (
-    PROMPT_VERSION,
-    PROMPT_VERSION_EN,
-    JUDGE_CHAT_TEMPLATE_KWARGS,
-    apply_chat,
-    chat_messages,
-    prefix_key,
-    prefix_order,
-    prompt_fields,
-    render_pairwise_prompt,
-    render_prompt,
-    render_prompt_en,
-)
-from judge.record_columns import RecordColumns
-from judge.record_sources import load_record_columns, load_records, load_records_report, write_jsonl
-from judge.records import (
-    Annotation,
-    JudgeRecord,
-    LoadReport,
-    RecordError,
-    content_id,
-    records_from_rows,
-)
-from judge.sample_data import sample_data_path
-from judge.scales import Scale, ScaleError, scale_of
-from judge.splits import (
-    STANDARD,
-    UNKNOWN,
-    ZERO_SHOT,
-    LeakageError,
-    SplitSpec,
-    check_no_leakage,
-    load_split_spec,
-    UnknownTaskTypeError,
-    split_of,
-)
-from judge.taxonomy import Criterion, Task, Taxonomy, TaxonomyError, load_taxonomy, oriented_scale
-from judge.verdicts import (
-    Verdict,
-    VerdictError,
-    VerdictFormat,
-    format_score,
-    parse_integer_verdict,
-    parse_judge_output,
-    verdict_format_of_model,
-    parse_rationale,
-    parse_verdict,
-    render_rationale_target,
-    render_target,
-)
-from judge.wire import JudgeResult, ScoreSource
+# The names are imported when first used (PEP 562), so that a console script's `--help` or a refusal of its
+# arguments does not import what it never reaches: the records' NumPy and Arrow, the wire's pydantic (0.2 of the
+# 0.3 CPU-s `judge-eval --help` took).
+import importlib
+import importlib.util
 
-__all__ = [
-    "PROMPT_VERSION",
-    "PROMPT_VERSION_EN",
-    "STANDARD",
-    "UNKNOWN",
-    "ZERO_SHOT",
-    "Annotation",
-    "Criterion",
-    "JudgeRecord",
-    "JudgeResult",
-    "LeakageError",
-    "LoadReport",
-    "RecordColumns",
-    "RecordError",
-    "Scale",
-    "ScoreSource",
-    "ScaleError",
-    "SplitSpec",
-    "Task",
-    "Taxonomy",
-    "TaxonomyError",
-    "UnknownTaskTypeError",
-    "Verdict",
-    "VerdictError",
-    "VerdictFormat",
-    "render_pairwise_prompt",
-    "parse_integer_verdict",
-    "parse_judge_output",
-    "verdict_format_of_model",
-    "apply_chat",
-    "JUDGE_CHAT_TEMPLATE_KWARGS",
-    "chat_messages",
-    "check_no_leakage",
-    "content_id",
-    "format_score",
-    "load_record_columns",
-    "load_records",
-    "load_records_report",
-    "load_split_spec",
-    "load_taxonomy",
-    "oriented_scale",
-    "parse_rationale",
-    "parse_verdict",
-    "prefix_key",
-    "prefix_order",
-    "prompt_fields",
-    "records_from_rows",
-    "render_prompt",
-    "render_prompt_en",
-    "render_rationale_target",
-    "render_target",
-    "sample_data_path",
-    "scale_of",
-    "split_of",
-    "write_jsonl",
-]
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "judge.prompts": ("PROMPT_VERSION", "PROMPT_VERSION_EN", "JUDGE_CHAT_TEMPLATE_KWARGS", "apply_chat",
+                      "chat_messages", "prefix_key", "prefix_order", "prompt_fields", "render_pairwise_prompt",
+                      "render_prompt", "render_prompt_en"),
+    "judge.record_columns": ("RecordColumns",),
+    "judge.record_sources": ("load_record_columns", "load_records", "load_records_report", "write_jsonl"),
+    "judge.records": ("Annotation", "JudgeRecord", "LoadReport", "RecordError", "content_id", "records_from_rows"),
+    "judge.sample_data": ("sample_data_path",),
+    "judge.scales": ("Scale", "ScaleError", "scale_of"),
+    "judge.splits": ("STANDARD", "UNKNOWN", "ZERO_SHOT", "LeakageError", "SplitSpec", "check_no_leakage",
+                     "load_split_spec", "UnknownTaskTypeError", "split_of"),
+    "judge.taxonomy": ("Criterion", "Task", "Taxonomy", "TaxonomyError", "load_taxonomy", "oriented_scale"),
+    "judge.verdicts": ("Verdict", "VerdictError", "VerdictFormat", "format_score", "parse_integer_verdict",
+                       "parse_judge_output", "verdict_format_of_model", "parse_rationale", "parse_verdict",
+                       "render_rationale_target", "render_target"),
+    "judge.wire": ("JudgeResult", "ScoreSource"),
+}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+__all__ = sorted(_MODULE_OF)
+
+
+def __getattr__(name: str):
+    """The contract's name ``name`` (from the module ``_EXPORTS`` gives it), or the submodule ``judge.<name>``."""
+    module = _MODULE_OF.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value  # the next lookup is a plain attribute
+        return value
+    if importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
