@@ -11,7 +11,8 @@ folders share (light fixtures, tiny released layouts, scripted endpoints) is in 
 Workers. ``make test`` runs two xdist workers (``-n 2 --dist loadgroup``, one per core of the machine the budget is
 set for), ``make test-fast`` three (its tests wait more than they compute; the Makefile has the figures). Tests
 that share a heavy fixture run on one worker, so each engine pair, cluster or trained model starts once: a session
-fixture's group is its entry in :data:`XDIST_GROUPS`, a module fixture's is its module. A test whose fixtures name two groups fails the collection (put those fixtures in one group).
+fixture's group is its entry in :data:`XDIST_GROUPS`, a module fixture's is its module. A test whose fixtures name
+two groups fails the collection (put those fixtures in one group).
 """
 
 from __future__ import annotations

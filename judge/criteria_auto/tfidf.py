@@ -33,6 +33,10 @@ TFIDF_FORMAT = "pollux-task-tfidf-v2"
 DEFAULT_TFIDF_DIR = "criteria_tfidf"
 
 
+#: What ``model.json`` says of each feature family (``train.criteria_tfidf.features_to_json`` writes it).
+_FEATURE_KEYS = ("analyzer", "ngram_range", "sublinear_tf", "lowercase", "vocabulary")
+
+
 def default_classifier_path() -> Path:
     """The folder of the classifier that ships with the package (``judge/data/criteria_tfidf``)."""
     return Path(str(resources.files("judge") / "data" / DEFAULT_TFIDF_DIR))
@@ -83,10 +87,10 @@ class TextFeatures:
         the vectorizers built at the first ``transform``)."""
         saved = {}
         for name in ("char", "word"):
-            v = spec[name]
-            missing = [key for key in ("analyzer", "ngram_range", "sublinear_tf", "lowercase", "vocabulary") if key not in v]
-            if missing or f"{name}_idf" not in arrays:
-                raise ValueError(f"tfidf: the {name} features lack {missing or [name + '_idf']}")
+            v = spec.get(name) or {}
+            missing = [key for key in _FEATURE_KEYS if key not in v] + [f"{name}_idf"] * (f"{name}_idf" not in arrays)
+            if missing:
+                raise ValueError(f"tfidf: the {name} features lack {missing}")
             saved[name] = np.asarray(arrays[f"{name}_idf"], dtype=np.float64)
         return cls(saved=(spec, {f"{name}_idf": idf for name, idf in saved.items()}))
 
