@@ -21,14 +21,13 @@ PROMPT = judge.render_prompt({"instruction": "Объясни, почему не�
 
 
 @pytest.fixture(scope="module")
-def tokenizer_files(tmp_path_factory) -> dict[str, Path]:
-    """The Qwen2.5 and the Qwen3 tokenizer (real vocabulary and templates, train.tiny_models), saved once each."""
-    from train.tiny_models import build_qwen3_tokenizer, build_qwen_tokenizer
-
+def tokenizer_files(tmp_path_factory, qwen_tokenizer, qwen3_tokenizer) -> dict[str, Path]:
+    """The Qwen2.5 and the Qwen3 tokenizer (real vocabulary and templates, train.tiny_models; the session's), saved
+    once each."""
     qwen25 = tmp_path_factory.mktemp("qwen25-tokenizer")
-    build_qwen_tokenizer().save_pretrained(qwen25)
+    qwen_tokenizer.save_pretrained(qwen25)
     qwen3 = tmp_path_factory.mktemp("qwen3-tokenizer")
-    build_qwen3_tokenizer(qwen3)
+    qwen3_tokenizer.save_pretrained(qwen3)
     return {"qwen2": qwen25, "qwen3": qwen3}
 
 
