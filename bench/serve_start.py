@@ -104,7 +104,8 @@ def main(argv=None) -> int:
         model = build_tiny_qwen2(scratch / "tiny-causal", kind="causal", seed=0)
         names = tuple(sides)
         order = interleaved(names, args.rounds) if len(names) == 2 else [names] * args.rounds
-        start_once(sides[names[0]], model, engine_url, scratch, args.timeout_s)  # writes bytecode; not counted
+        for side in sides.values():  # each checkout's first start writes its bytecode; not counted
+            start_once(side, model, engine_url, scratch, args.timeout_s)
         for r, pair in enumerate(order):
             for name in pair:
                 run = start_once(sides[name], model, engine_url, scratch, args.timeout_s)

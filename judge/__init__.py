@@ -8,8 +8,8 @@ this package and never each other.
 """
 
 # The names are imported when first used (PEP 562), so that a console script's `--help` or a refusal of its
-# arguments does not import what it never reaches: the records' NumPy and Arrow, the wire's pydantic (0.2 of the
-# 0.3 CPU-s `judge-eval --help` took).
+# arguments does not import what it never reaches: the records' NumPy and Arrow, the wire's pydantic
+# (`judge-eval --help` took 0.53-0.62 CPU-s with them, 0.15-0.23 without: docs/performance.md).
 import importlib
 import importlib.util
 

@@ -85,14 +85,14 @@ class TextFeatures:
     def from_json(cls, spec: Mapping, arrays: Mapping) -> "TextFeatures":
         """The features ``model.json``'s ``features`` spec and ``weights.npz``'s idf arrays describe (checked here,
         the vectorizers built at the first ``transform``)."""
-        saved = {}
+        idf = {}
         for name in ("char", "word"):
             v = spec.get(name) or {}
             missing = [key for key in _FEATURE_KEYS if key not in v] + [f"{name}_idf"] * (f"{name}_idf" not in arrays)
             if missing:
                 raise ValueError(f"tfidf: the {name} features lack {missing}")
-            saved[name] = np.asarray(arrays[f"{name}_idf"], dtype=np.float64)
-        return cls(saved=(spec, {f"{name}_idf": idf for name, idf in saved.items()}))
+            idf[f"{name}_idf"] = np.asarray(arrays[f"{name}_idf"], dtype=np.float64)
+        return cls(saved=(spec, idf))
 
 
 def softmax(z):
