@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 
 from judge.checkpoints import EXPORT_MANIFEST, GENERATOR_SUBDIR, read_manifest
+from judge.metrics_json.metrics import Metrics
 from judge.plumbing.config_files import read_json_object
 from judge.splits import SPLIT_TITLES, STANDARD, ZERO_SHOT
 
@@ -54,8 +55,8 @@ def _num(value: Any, digits: int = 3) -> str:
     return str(value) if isinstance(value, int) else f"{value:.{digits}f}"
 
 
-def _with_ci(value: Any, ci: Any) -> str:
-    if isinstance(ci, list) and len(ci) == 2 and all(isinstance(v, (int, float)) for v in ci):
+def _with_ci(value: Any, ci: tuple[float, float] | None) -> str:
+    if ci is not None and all(math.isfinite(v) for v in ci):
         return f"{_num(value)} [{_num(ci[0])}, {_num(ci[1])}]"
     return _num(value)
 
@@ -73,22 +74,36 @@ def _losses(history: list[dict[str, Any]]) -> tuple[Any, Any]:
     return (losses[0], losses[-1]) if losses else (None, None)
 
 
-def _evaluation(metrics: dict[str, Any], source: str) -> list[str]:
+def _read_metrics(path: Path) -> Metrics:
+    """The ``metrics.json`` at ``path``, typed (``judge.metrics_json``).
+
+    Raises:
+        FileNotFoundError: there is no such file.
+        ValueError: it is not a ``metrics.json`` of ``judge-eval score``, naming the file and what it lacks.
+    """
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no metrics.json; score the run first (judge-eval score)")
+    data = read_json_object(path)  # its errors name the file
+    try:
+        return Metrics.from_json(data)
+    except ValueError as err:
+        raise ValueError(f"{path}: not a metrics.json of judge-eval score ({err})") from err
+
+
+def _evaluation(metrics: Metrics, source: str) -> list[str]:
     """The evaluation section from a ``metrics.json`` of ``judge-eval score``."""
-    target = metrics.get("target", "mode")
     out = ["## Evaluation", "",
-           f"`judge-eval score` on `{metrics.get('data', NOT_RECORDED)}` (from `{source}`), against the experts' "
-           f"{target}. Intervals: {int(100 * (metrics.get('settings') or {}).get('ci_level', 0.95))} % bootstrap. "
+           f"`judge-eval score` on `{metrics.data or NOT_RECORDED}` (from `{source}`), against the experts' "
+           f"{metrics.target}. Intervals: {round(100 * metrics.settings.ci_level)} % bootstrap. "
            "A verdict that did not parse is counted in `failed`, never scored.", ""]
     rows = []
     for split in _CARD_SPLITS:
-        title = SPLIT_TITLES[split]
-        c = ((metrics.get("splits") or {}).get(split) or {}).get("overall")
-        if not c:
+        if split not in metrics.splits:
             continue
-        rows.append([title, _num(c.get("n")), _num(c.get("n_failed")), _num(c.get("n_no_unique_mode")),
-                     _with_ci(c.get("mae"), c.get("mae_ci")), _with_ci(c.get("spearman"), c.get("spearman_ci")),
-                     f"{_num(c.get('vc_judge'))} / {_num(c.get('vc_experts'))}"])
+        c = metrics.splits[split].overall
+        rows.append([SPLIT_TITLES[split], _num(c.n), _num(c.n_failed), _num(c.n_no_unique_mode),
+                     _with_ci(c.mae, c.mae_ci), _with_ci(c.spearman, c.spearman_ci),
+                     f"{_num(c.vc_judge)} / {_num(c.vc_experts)}"])
     if rows:
         out += _table(["Test", "n", "failed", "no unique mode", "MAE", "Spearman", "VC judge / experts"], rows)
     else:
@@ -221,9 +236,7 @@ def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, e
     if eval_run is not None:
         metrics_path = Path(eval_run)
         metrics_path = metrics_path / "metrics.json" if metrics_path.is_dir() else metrics_path
-        if not metrics_path.is_file():
-            raise FileNotFoundError(f"{metrics_path}: no metrics.json; score the run first (judge-eval score)")
-        out += _evaluation(read_json_object(metrics_path, missing_ok=True), str(metrics_path.parent))
+        out += _evaluation(_read_metrics(metrics_path), str(metrics_path.parent))
     else:
         out += ["## Evaluation", "", "Not evaluated yet. Judge and score the POLLUX test, then rewrite this card:",
                 "", "```bash", f"judge-eval run --judge {model_path} --data TEST.jsonl --out runs/eval/{name}",

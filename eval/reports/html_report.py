@@ -28,7 +28,7 @@ from eval.reports.html_explorer import (DEFAULT_TEXT_ITEMS, compare_items, explo
                                         load_records, read_item_columns, report_items)
 from eval.reports.report import SPLIT_TITLES, random_labelling_note, references_note, regression_note
 from eval.scoring.comparison import Comparison, Paired
-from eval.scoring.schema import Cell, Confusion, Metrics
+from judge.metrics_json.metrics import Cell, Confusion, Metrics
 from eval.validity.render import html_blocks as validity_blocks
 from eval.validity.render import lead_html
 
@@ -226,7 +226,7 @@ def render_report_page(result: Metrics, explorer: Mapping[str, Any] | None) -> s
     """``report.html`` for one scored run.
 
     Args:
-        result: ``metrics.json`` (``eval.scoring.schema.Metrics``).
+        result: ``metrics.json`` (``judge.metrics_json.metrics.Metrics``).
         explorer: ``report_items``'s output, or None for a page without the explorer.
     """
     judge_name = result.judge or "(unnamed judge)"

@@ -17,7 +17,7 @@ from typing import Any
 
 from eval.scoring import item_table
 from eval.scoring.metrics import RANDOM_LABELLING_VC
-from eval.scoring.schema import Cell, Metrics, ModelMeans, ModelMeansRow, Notes, PolluxOfficial
+from judge.metrics_json.metrics import Cell, Metrics, ModelMeans, ModelMeansRow, Notes, PolluxOfficial
 from eval.validity.render import lead_lines
 from eval.validity.render import markdown_lines as validity_markdown
 from judge.splits import SPLIT_TITLES  # one definition in the contract; re-exported here for eval's own modules
@@ -177,7 +177,7 @@ def render_markdown(result: Metrics) -> str:
     """The report's Markdown: a summary per split, then tables by evaluated model, task type and criterion.
 
     Args:
-        result: ``metrics.json`` (``eval.scoring.schema.Metrics``).
+        result: ``metrics.json`` (``judge.metrics_json.metrics.Metrics``).
     """
     s = result.settings
     out = [

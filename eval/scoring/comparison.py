@@ -2,7 +2,7 @@
 its page and its console headline read (``eval.scoring.compare``, ``eval.reports.html_report``,
 ``eval.reports.html_explorer``, ``eval.validity.render``).
 
-``Comparison.to_json()`` is the file's JSON object, key for key as before (``eval.scoring.json_record``); NaN (a
+``Comparison.to_json()`` is the file's JSON object, key for key as before (``judge.metrics_json.json_record``); NaN (a
 statistic with no paired item) is written as null by ``eval.scoring.item_table.dumps`` and read back as NaN by
 ``Comparison.from_json``.
 """
@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from eval.scoring.json_record import JsonRecord, read_record
-from eval.scoring.schema import NUMBER_READERS, Interval, Metrics
-from eval.validity.schema import PairedValidity
+from judge.metrics_json.json_record import JsonRecord, read_record
+from judge.metrics_json.metrics import NUMBER_READERS, Interval, Metrics
+from judge.metrics_json.validity import PairedValidity
 
 __all__ = ["Comparison", "Paired", "RunComparison", "SplitComparison"]
 

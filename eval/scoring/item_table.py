@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from eval.scoring import bootstrap, metrics
-from eval.scoring.schema import Cell, Confusion, Confusions, Metrics, ModelMeans, ModelMeansRow, Settings, SplitMetrics
+from judge.metrics_json.metrics import Cell, Confusion, Confusions, Metrics, ModelMeans, ModelMeansRow, Settings, SplitMetrics
 from eval.judging.predictions import REQUEST_FAILED
 from judge.wire import ScoreSource
 
@@ -535,7 +535,7 @@ def _nan_mean(values: np.ndarray) -> float:
 
 def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, correlations: bool,
          n_boot: int, seed: int, ci_level: float = 0.95) -> Cell:
-    """All metrics of one cell (a set of items), as ``eval.scoring.schema.Cell`` (its attributes say what each is).
+    """All metrics of one cell (a set of items), as ``judge.metrics_json.metrics.Cell`` (its attributes say what each is).
 
     Returns, in short:
         ``n`` items with a prediction, ``n_missing`` without one, ``n_failed`` (parse + request failures) and
@@ -682,7 +682,7 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
             (arXiv 2505.24616v3, Section 2.3). With a reference of its own, the correlation cells carry
             ``n_spearman`` (the pairs they cover) and draw their intervals from their own generator.
     Returns:
-        ``eval.scoring.schema.Metrics`` with ``judge``, ``target``, ``settings``, ``levels`` and ``splits`` →
+        ``judge.metrics_json.metrics.Metrics`` with ``judge``, ``target``, ``settings``, ``levels`` and ``splits`` →
         {zero_shot, standard, all} → ``SplitMetrics`` (the ``overall`` cell, the cells ``by_model``,
         ``by_task_type``, ``by_criterion``, ``failures`` (error code → count), ``model_means`` (Table 10, see
         ``model_means``), ``confusion``); ``score`` adds the rest of ``metrics.json``.
@@ -790,7 +790,7 @@ def _confusions(table, derived, split_idx, in_split, task_groups, levels) -> Con
 
 
 def dumps(result: Any) -> str:
-    """JSON text with NaN written as null (strict JSON readers reject NaN); typed parts (``eval.scoring.schema``)
+    """JSON text with NaN written as null (strict JSON readers reject NaN); typed parts (``judge.metrics_json.metrics``)
     as their ``to_json()``."""
 
     def clean(value):

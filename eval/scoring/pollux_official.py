@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from eval.judging.predictions import REQUEST_FAILED
-from eval.scoring.schema import OfficialSplit, PolluxOfficial
+from judge.metrics_json.metrics import OfficialSplit, PolluxOfficial
 from judge.record_columns import as_columns
 from judge.wire import ScoreSource
 
@@ -151,7 +151,7 @@ def pollux_official(records, predictions: Iterable[Mapping[str, Any]], splits: M
         splits: ``{split name: item indices into records}`` (``eval.scoring.item_table``'s splits).
 
     Returns:
-        ``eval.scoring.schema.PolluxOfficial``: ``title``, ``extraction``, ``reference`` and ``splits`` (split ->
+        ``judge.metrics_json.metrics.PolluxOfficial``: ``title``, ``extraction``, ``reference`` and ``splits`` (split ->
         ``OfficialSplit``), where each split holds
         ``official_metrics``'s keys over the outputs (rows whose request failed have no output and are left out:
         ``n_request_failed``), ``n_no_prediction``, ``n_no_reference`` (no criteria_score and no expert score:

@@ -32,7 +32,7 @@ import logging
 from pathlib import Path
 
 from eval.scoring import item_table
-from eval.scoring.schema import Metrics, Notes, RunInfo
+from judge.metrics_json.metrics import Metrics, Notes, RunInfo
 from eval.reports.html_explorer import DEFAULT_TEXT_ITEMS, item_columns, report_items
 from eval.reports.html_report import render_report_page
 from eval.reports.report import log_wandb, render_markdown, write_plots
@@ -100,7 +100,7 @@ def score(
         alt_test: the validity section's ``eval.validity.alt_test.AltTestSettings`` (default: the authors').
 
     Returns:
-        The metrics, as ``metrics.json`` reads back (``eval.scoring.schema.Metrics``).
+        The metrics, as ``metrics.json`` reads back (``judge.metrics_json.metrics.Metrics``).
     """
     import judge
     import numpy as np

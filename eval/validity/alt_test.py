@@ -41,45 +41,10 @@ from typing import Any
 
 import numpy as np
 
+from judge.metrics_json.validity import AltTestSettings
+
 __all__ = ["AltTestSettings", "Indicators", "alt_test", "alt_test_by_domain", "by_rejected", "difference_p_value",
            "indicators", "prepare", "stable_order", "summarise", "summarise_by_domain"]  # fmt: skip
-
-SCORINGS = ("neg_rmse", "accuracy")
-FAILURES = ("loss", "drop")
-
-
-@dataclass(frozen=True)
-class AltTestSettings:
-    """The alt-test's parameters; defaults are the authors' (epsilon 0.2 for expert annotators, q 0.05, items
-    with >= 2 experts, experts with >= 30 items).
-
-    Attributes:
-        epsilon: the cost-benefit margin granted to the judge (the paper: 0.2 for experts, 0.15 skilled annotators,
-            0.1 crowd workers).
-        q: the false discovery rate of the Benjamini–Yekutieli correction.
-        scoring: ``neg_rmse`` (numeric rubrics, the default here) or ``accuracy``.
-        failures: ``loss`` (a judge failure is a loss for the judge) or ``drop`` (the reference: left out).
-        min_items_per_expert: an expert is tested only with at least this many items.
-        min_experts_per_item: an item takes part only with at least this many experts (the left-out one included).
-    """
-
-    epsilon: float = 0.2
-    q: float = 0.05
-    scoring: str = "neg_rmse"
-    failures: str = "loss"
-    min_items_per_expert: int = 30
-    min_experts_per_item: int = 2
-
-    def __post_init__(self) -> None:
-        if self.scoring not in SCORINGS:
-            raise ValueError(f"alt-test scoring must be one of {SCORINGS}, got {self.scoring!r}")
-        if self.failures not in FAILURES:
-            raise ValueError(f"alt-test failures must be one of {FAILURES}, got {self.failures!r}")
-        if not 0 < self.q < 1:
-            raise ValueError(f"alt-test q must lie in (0, 1), got {self.q}")
-        if self.min_experts_per_item < 2 or self.min_items_per_expert < 1:
-            raise ValueError("alt-test needs at least 2 experts per item and 1 item per expert")
-
 
 def indicators(judge: np.ndarray, experts: np.ndarray, named: np.ndarray, settings: AltTestSettings
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, int]]:

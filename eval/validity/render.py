@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from eval.scoring.comparison import Comparison
-from eval.scoring.schema import Metrics
-from eval.validity.schema import AltTest, AltTestFamily, LengthBias, MarginalHomogeneity, Unavailable, ValiditySplit
+from judge.metrics_json.metrics import Metrics
+from judge.metrics_json.validity import AltTest, AltTestFamily, LengthBias, MarginalHomogeneity, Unavailable, ValiditySplit
 from judge.splits import SPLIT_TITLES
 
 __all__ = ["compare_rows", "html_blocks", "lead_html", "lead_lines", "markdown_lines", "paired_rows"]

@@ -37,7 +37,7 @@ from eval.validity import agreement as agreement_module
 from eval.validity.alt_test import AltTestSettings, prepare, summarise, summarise_by_domain
 from eval.validity.bias import length_bias, leniencies, marginal_homogeneity
 from eval.validity.ceiling import CeilingPairs, cell_ceiling, leave_one_out_reference
-from eval.validity.schema import AltTest, SectionSettings, Unavailable, Validity, ValiditySplit
+from judge.metrics_json.validity import AltTest, SectionSettings, Unavailable, Validity, ValiditySplit
 
 __all__ = ["ValiditySettings", "judge_levels", "split_sentence", "validity_section"]
 
@@ -204,7 +204,7 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
         settings: see ``ValiditySettings``.
 
     Returns:
-        The section (``eval.validity.schema.Validity``): its settings, ``named_experts`` (whether the data names its
+        The section (``judge.metrics_json.validity.Validity``): its settings, ``named_experts`` (whether the data names its
         experts), per split the ``sentence``, the cells (``overall``, ``by_task_type``, ``by_criterion``) and the
         alt-test's families per grouping (``alt_test_domains``).
     """

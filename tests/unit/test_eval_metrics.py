@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from eval.scoring import bootstrap, item_table, metrics
-from eval.scoring.schema import Metrics
+from judge.metrics_json.metrics import Metrics
 
 NAN = float("nan")
 

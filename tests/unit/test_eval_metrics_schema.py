@@ -1,4 +1,4 @@
-"""The typed metrics.json (eval.scoring.schema): what `score` writes reads back to the same bytes, older and newer
+"""The typed metrics.json (judge.metrics_json.metrics): what `score` writes reads back to the same bytes, older and newer
 files read, and the readers see attributes."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 import judge
 from eval.reports.report import render_markdown
 from eval.scoring import item_table
-from eval.scoring.schema import Cell, Metrics
+from judge.metrics_json.metrics import Cell, Metrics
 from eval.scoring.score import score
 
 
@@ -87,3 +87,21 @@ def test_keys_of_a_later_version_are_kept_and_written_back():
     written = metrics.to_json()
     assert written["splits"]["all"]["overall"] == cell and written["new_section"] == [1, 2]
     assert list(written)[-1] == "new_section"
+
+
+def test_a_value_of_the_wrong_kind_is_refused_naming_its_type_and_field():
+    """A table that is a number, or a number that is a string, is a ValueError naming the record and the field
+    (never an AttributeError from deep in the reader); a file that is no object says what it should be."""
+    from judge.metrics_json.json_record import JsonRecordError
+
+    cell = {"n": 1, "n_failed": 0, "n_no_unique_mode": 0, "mae": 0.0, "mae_ci": [0.0, 0.0]}
+    raw = {"judge": "j", "target": "mode", "settings": {"n_boot": 0, "seed": 0, "vc_repeats": 1, "ci_level": 0.95},
+           "splits": {"all": {"overall": cell, "by_model": {}, "by_task_type": {}, "by_criterion": {}, "failures": {}}}}
+    assert Metrics.from_json(raw).splits["all"].overall.mae == 0.0
+    with pytest.raises(JsonRecordError, match=r"^metrics.json: Metrics.splits is not readable \('int' object"):
+        Metrics.from_json({**raw, "splits": 5})
+    bad_cell = {**raw, "splits": {"all": {**raw["splits"]["all"], "overall": {**cell, "mae": "low"}}}}
+    with pytest.raises(JsonRecordError, match=r"^metrics.json: Cell.mae is not readable \(could not convert string"):
+        Metrics.from_json(bad_cell)
+    with pytest.raises(JsonRecordError, match=r"^metrics.json: Metrics should be a JSON object, not list$"):
+        Metrics.from_json([])

@@ -11,7 +11,7 @@ from PIL import Image
 
 from eval.scoring import item_table
 from eval.reports.report import write_plots
-from eval.scoring.schema import Metrics
+from judge.metrics_json.metrics import Metrics
 
 
 def _metrics(tmp_path: Path) -> Path:

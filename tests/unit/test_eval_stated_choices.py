@@ -12,7 +12,7 @@ import pytest
 
 from eval.scoring import item_table, metrics
 from eval.reports.report import render_markdown
-from eval.scoring.schema import Metrics
+from judge.metrics_json.metrics import Metrics
 
 
 def _table(judge, status, experts):

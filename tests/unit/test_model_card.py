@@ -51,8 +51,10 @@ def _metrics(folder: Path) -> Path:
     folder.mkdir(parents=True)
     overall = {"n": 400, "n_failed": 3, "n_no_unique_mode": 12, "mae": 0.4125, "mae_ci": [0.38, 0.445],
                "spearman": 0.6512, "spearman_ci": [0.61, 0.69], "vc_judge": 0.71, "vc_experts": 0.74}
+    split = {"overall": overall, "by_model": {}, "by_task_type": {}, "by_criterion": {}, "failures": {}}
     metrics = {"judge": "t-lite-judge", "target": "mode", "data": "pollux-test.jsonl",
-               "settings": {"ci_level": 0.95}, "splits": {"zero_shot": {"overall": overall}, "all": {"overall": overall}}}
+               "settings": {"n_boot": 1000, "seed": 0, "vc_repeats": 100, "ci_level": 0.95},
+               "splits": {"zero_shot": split, "all": split}}
     (folder / "metrics.json").write_text(json.dumps(metrics), encoding="utf-8")
     return folder
 
@@ -114,3 +116,12 @@ def test_judge_train_card_writes_readme_and_rejects_a_non_export(tmp_path, capsy
     assert train_main(["card", "--export", str(tmp_path)]) == 2
     assert "pollux_judge.json" in capsys.readouterr().err
     assert train_main(["card", "--export", str(export), "--run", str(tmp_path / "nowhere")]) == 2
+    # read through metrics.json's types (judge.metrics_json): a file that is not one is refused, naming what it lacks
+    partial = tmp_path / "partial" / "metrics.json"
+    partial.parent.mkdir()
+    metrics = json.loads((tmp_path / "eval" / "metrics.json").read_text(encoding="utf-8"))
+    partial.write_text(json.dumps({**metrics, "settings": {"ci_level": 0.95}}), encoding="utf-8")
+    capsys.readouterr()
+    assert train_main(["card", "--export", str(export), "--run", str(partial.parent)]) == 2
+    assert f"{partial}: not a metrics.json of judge-eval score (metrics.json: Settings has no 'n_boot')" in (
+        capsys.readouterr().err)

@@ -15,7 +15,7 @@ import pytest
 import judge
 from eval.reports.html_explorer import item_status, report_items
 from eval.reports.html_report import render_report_page, write_report_page
-from eval.scoring.schema import Metrics
+from judge.metrics_json.metrics import Metrics
 from tests.support.browser import browser  # noqa: F401  (the fixture)
 from tests.support.report_html import TRICKY_FEEDBACK
 

@@ -1,4 +1,4 @@
-"""The typed validity section (eval.validity.schema): what `score` writes reads back to the same bytes with named
+"""The typed validity section (judge.metrics_json.validity): what `score` writes reads back to the same bytes with named
 and unnamed experts, each figure's kinds (computed, not computable, not computed and why) read as their types, older
 and later files read, and a broken section is named in its error."""
 
@@ -11,11 +11,11 @@ import pytest
 import judge
 from eval.reports.report import markdown_table
 from eval.scoring import item_table
-from eval.scoring.schema import Metrics
+from judge.metrics_json.metrics import Metrics
 from eval.scoring.score import score
 from eval.validity.alt_test import AltTestSettings
 from eval.validity.render import markdown_lines
-from eval.validity.schema import (AltTest, AltTestFamily, LengthBias, NamedExpertSlopes, PooledExpertSlopes,
+from judge.metrics_json.validity import (AltTest, AltTestFamily, LengthBias, NamedExpertSlopes, PooledExpertSlopes,
                                   Unavailable, Validity, ValidityCell)
 
 

@@ -9,7 +9,7 @@ The file's bytes are those of the dicts this module replaced, key for key: each 
 declaration order, leaving out the optional ones a cell does not carry (None here). Numbers that JSON writes as
 null (an undefined MAE, an interval without resamples) are NaN in memory, so None always means "absent".
 
-The ``validity`` section has its own types (``eval.validity.schema``): its nulls stay None.
+The ``validity`` section has its own types (``judge.metrics_json.validity``): its nulls stay None.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from eval.scoring.json_record import JsonRecord, extra_field, optional_field, read_record
-from eval.validity.schema import Validity
+from judge.metrics_json.json_record import JsonRecord, extra_field, optional_field, read_record
+from judge.metrics_json.validity import Validity
 
 __all__ = ["NUMBER_READERS", "Cell", "Confusion", "Confusions", "Interval", "Metrics", "ModelMeans", "ModelMeansRow",
            "Notes", "OfficialSplit", "PolluxOfficial", "RunInfo", "Settings", "SplitMetrics"]
@@ -298,7 +298,7 @@ class Metrics(_MetricsRecord):
         judge: the judge's label; target: MAE's reference, "mode" or "mean" of the experts.
         settings: how the metrics were computed; levels: every score level seen (the confusion matrices' axes).
         splits: per test (``item_table.SPLITS``) its ``SplitMetrics``.
-        validity: the validity section (``eval.validity.schema.Validity``); None for files written before it existed.
+        validity: the validity section (``judge.metrics_json.validity.Validity``); None for files written before it existed.
         data, predictions: the files scored; notes: what the join counted.
         pollux_official: POLLUX's repository evaluator (not the paper's metrics); run: the run's provenance.
         extra: keys of a file written by a later version, kept and shown as they are.

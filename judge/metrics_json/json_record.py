@@ -1,5 +1,5 @@
-"""Typed JSON files written key for key: the base of the types of ``metrics.json`` (``eval.scoring.schema``, its
-validity section ``eval.validity.schema``) and of ``compare.json`` (``eval.scoring.comparison``).
+"""Typed JSON files written key for key: the base of the types of ``metrics.json`` (``judge.metrics_json.metrics``, its
+validity section ``judge.metrics_json.validity``) and of ``compare.json`` (``eval.scoring.comparison``).
 
 A record is a frozen dataclass whose fields are the JSON object's keys in the file's order. Three kinds of field:
 
@@ -19,7 +19,11 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import MISSING, field, fields
 from typing import Any, ClassVar, NamedTuple
 
-__all__ = ["JsonRecord", "extra_field", "json_value", "optional_field", "read_record"]
+__all__ = ["JsonRecord", "JsonRecordError", "extra_field", "json_value", "optional_field", "read_record"]
+
+
+class JsonRecordError(ValueError):
+    """A JSON file that is not the record it should be; the message names the file and the field."""
 
 
 def json_value(value: Any) -> Any:
@@ -95,10 +99,11 @@ def read_record(cls, data: Mapping[str, Any], *, where: str = "a JSON file",
     ``by_type``, else as it is); an absent field with a default takes it (optional ones None).
 
     Raises:
-        ValueError: a required key is missing, or ``data`` is not an object; ``where`` names the file.
+        JsonRecordError: a required key is missing, ``data`` is not an object, or a field's value is not what its
+            reader reads (``where`` and the field named).
     """
     if not isinstance(data, Mapping):
-        raise ValueError(f"{where}: {cls.__name__} should be a JSON object, not {type(data).__name__}")
+        raise JsonRecordError(f"{where}: {cls.__name__} should be a JSON object, not {type(data).__name__}")
     by_type = by_type or {}
     plan, names = _plan(cls)
     values: dict[str, Any] = {}
@@ -109,7 +114,12 @@ def read_record(cls, data: Mapping[str, Any], *, where: str = "a JSON file",
         if f.name not in data:
             if not f.required:
                 continue
-            raise ValueError(f"{where}: {cls.__name__} has no {f.name!r}")
+            raise JsonRecordError(f"{where}: {cls.__name__} has no {f.name!r}")
         reader = readers.get(f.name) or by_type.get(f.type)
-        values[f.name] = reader(data[f.name]) if reader else data[f.name]
+        try:
+            values[f.name] = reader(data[f.name]) if reader else data[f.name]
+        except JsonRecordError:
+            raise
+        except (TypeError, AttributeError, ValueError) as err:  # e.g. a number for a table, a string for a number
+            raise JsonRecordError(f"{where}: {cls.__name__}.{f.name} is not readable ({err})") from err
     return cls(**values)

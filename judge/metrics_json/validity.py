@@ -3,9 +3,9 @@
 
 The statistics (``alt_test``, ``ceiling``, ``agreement``, ``bias``) return JSON-ready dicts, pinned by their own
 tests; the section reads them into these types once (``Validity.from_json``) and every reader sees attributes.
-``Validity.to_json()`` writes the same keys in the same order (``eval.scoring.json_record``).
+``Validity.to_json()`` writes the same keys in the same order (``judge.metrics_json.json_record``).
 
-Unlike the headline cells (``eval.scoring.schema``), a null here stays None: "not computable" (an alpha without
+Unlike the headline cells (``judge.metrics_json.metrics``), a null here stays None: "not computable" (an alpha without
 pairable items, a slope of fewer than three answers) is part of the figure. A figure that is not computed at all
 says why (``Unavailable``): the alternative annotator test without named experts, the length bias without the
 answers' lengths.
@@ -17,15 +17,53 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from eval.scoring.json_record import JsonRecord, extra_field, optional_field, read_record
-from eval.validity.alt_test import AltTestSettings
+from judge.metrics_json.json_record import JsonRecord, extra_field, optional_field, read_record
 
-__all__ = ["Agreement", "AgreementClass", "AlphaBoot", "AltTest", "AltTestExpert", "AltTestFamily", "Ceiling",
+__all__ = ["FAILURES", "SCORINGS", "Agreement", "AgreementClass", "AlphaBoot", "AltTest", "AltTestExpert",
+           "AltTestFamily", "AltTestSettings", "Ceiling",
            "LengthBias", "Leniency", "MarginalHomogeneity", "NamedExpertSlopes", "PairedFigure", "PairedValidity",
            "PooledExpertSlopes", "SectionSettings", "Slope", "Unavailable", "UntestedExpert", "Validity",
            "ValidityCell", "ValiditySplit"]
 
 Interval = list  # [low, high], either end None when not computable
+
+# The alternative annotator test's parameters (eval.validity.alt_test computes it); here because the section
+# records them.
+SCORINGS = ("neg_rmse", "accuracy")
+FAILURES = ("loss", "drop")
+
+
+@dataclass(frozen=True)
+class AltTestSettings:
+    """The alt-test's parameters; defaults are the authors' (epsilon 0.2 for expert annotators, q 0.05, items
+    with >= 2 experts, experts with >= 30 items).
+
+    Attributes:
+        epsilon: the cost-benefit margin granted to the judge (the paper: 0.2 for experts, 0.15 skilled annotators,
+            0.1 crowd workers).
+        q: the false discovery rate of the Benjamini–Yekutieli correction.
+        scoring: ``neg_rmse`` (numeric rubrics, the default here) or ``accuracy``.
+        failures: ``loss`` (a judge failure is a loss for the judge) or ``drop`` (the reference: left out).
+        min_items_per_expert: an expert is tested only with at least this many items.
+        min_experts_per_item: an item takes part only with at least this many experts (the left-out one included).
+    """
+
+    epsilon: float = 0.2
+    q: float = 0.05
+    scoring: str = "neg_rmse"
+    failures: str = "loss"
+    min_items_per_expert: int = 30
+    min_experts_per_item: int = 2
+
+    def __post_init__(self) -> None:
+        if self.scoring not in SCORINGS:
+            raise ValueError(f"alt-test scoring must be one of {SCORINGS}, got {self.scoring!r}")
+        if self.failures not in FAILURES:
+            raise ValueError(f"alt-test failures must be one of {FAILURES}, got {self.failures!r}")
+        if not 0 < self.q < 1:
+            raise ValueError(f"alt-test q must lie in (0, 1), got {self.q}")
+        if self.min_experts_per_item < 2 or self.min_items_per_expert < 1:
+            raise ValueError("alt-test needs at least 2 experts per item and 1 item per expert")
 
 
 class _SectionRecord(JsonRecord):
