@@ -22,6 +22,7 @@ round's items.parquet, metrics.json, report.md and report.html are the same byte
 
     .venv/bin/python bench/eval_metrics.py --end-to-end --rounds 3    # the figure in docs/performance.md
     .venv/bin/python bench/eval_metrics.py --end-to-end --rounds 4 --baseline /tmp/base   # before/after
+    .venv/bin/python bench/eval_metrics.py --items 40000 --end-to-end --rationale-chars 800 --skip-metrics  # long outputs
 """
 
 from __future__ import annotations
@@ -104,8 +105,15 @@ def synthetic_table(n_items: int, seed: int = 0, regression: bool = False):
     )
 
 
-def _write_files(table, folder: Path) -> tuple[Path, Path]:
-    """The table as POLLUX-format JSONL records and a predictions JSONL (what `run` writes)."""
+# A rationale of the length a POLLUX judge writes (several hundred characters of Russian), for --rationale-chars.
+_RATIONALE_WORDS = "Ответ по существу верен, но рассуждение местами неполно и не опирается на условие задачи. "
+
+
+def _write_files(table, folder: Path, rationale_chars: int = 0) -> tuple[Path, Path]:
+    """The table as POLLUX-format JSONL records and a predictions JSONL (what `run` writes); each raw output's
+    rationale is one short sentence, or ``rationale_chars`` characters of one repeated."""
+    rationale = "Обоснование." if not rationale_chars else (
+        _RATIONALE_WORDS * (rationale_chars // len(_RATIONALE_WORDS) + 1))[:rationale_chars]
     data, preds = folder / "data.jsonl", folder / "predictions.jsonl"
     rubric = "0: плохо\n\n1: средне\n\n2: хорошо\n\n3: очень хорошо\n\n4: отлично"
     with data.open("w", encoding="utf-8") as d, preds.open("w", encoding="utf-8") as p:
@@ -123,7 +131,7 @@ def _write_files(table, folder: Path) -> tuple[Path, Path]:
             regression = table.score_source[i] == "regression_head"
             # A raw output POLLUX's own evaluator can read (eval.scoring.pollux_official), the head's value for
             # regression.
-            raw = f"[FEEDBACK] Обоснование. [RESULT] {table.judge[i]:g} [END]" if ok and not regression else "мусор"
+            raw = f"[FEEDBACK] {rationale} [RESULT] {table.judge[i]:g} [END]" if ok and not regression else "мусор"
             p.write(json.dumps({
                 "id": table.ids[i], "judge": "synthetic", "raw_output": raw, "feedback": "",
                 "score": float(table.judge[i]) if ok else None, "parse_ok": bool(ok),
@@ -146,6 +154,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--end-to-end", action="store_true", help="also time `judge-eval score` on JSONL files")
     parser.add_argument("--rounds", type=int, default=3, help="end-to-end runs (median and min-max reported)")
     parser.add_argument("--baseline", default="", help="another checkout to time end to end in the same run")
+    parser.add_argument("--rationale-chars", type=int, default=0,
+                        help="with --end-to-end: each raw output's rationale this long (default: one short sentence; "
+                             "a POLLUX judge writes several hundred characters)")
     parser.add_argument("--skip-metrics", action="store_true",
                         help="with --end-to-end: skip the separate timing of the metrics step")
     parser.add_argument("--score-once", nargs=5, metavar=("CHECKOUT", "PREDICTIONS", "DATA", "OUT", "N_BOOT"),
@@ -184,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
               f"VC judge {overall.vc_judge:.4f} / experts {overall.vc_experts:.4f}  n_failed {overall.n_failed}")
 
     if args.end_to_end:
-        end_to_end(table, args.n_boot, args.rounds, args.baseline)
+        end_to_end(table, args.n_boot, args.rounds, args.baseline, args.rationale_chars)
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
     return 0
 
@@ -271,7 +282,7 @@ def _score_once(checkout: str, predictions: str, data: str, out: str, n_boot: st
     return 0
 
 
-def end_to_end(table, n_boot: int, rounds: int, baseline: str = "") -> None:
+def end_to_end(table, n_boot: int, rounds: int, baseline: str = "", rationale_chars: int = 0) -> None:
     """Time `judge-eval score` on the table written as JSONL, ``rounds`` times per checkout, with its stages."""
     import subprocess
 
@@ -290,7 +301,7 @@ def end_to_end(table, n_boot: int, rounds: int, baseline: str = "") -> None:
     child_env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        data, preds = _write_files(table, folder)
+        data, preds = _write_files(table, folder, rationale_chars)
         for r, names in enumerate(order):
             for name in names:
                 start = time.perf_counter()

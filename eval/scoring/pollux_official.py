@@ -41,7 +41,7 @@ from judge.metrics_json.metrics import OfficialSplit, PolluxOfficial
 from judge.record_columns import as_columns
 from judge.wire import ScoreSource
 
-__all__ = ["extract_score", "official_metrics", "pollux_official", "TITLE"]
+__all__ = ["extract_score", "official_metrics", "pollux_official", "POLLUX_PATTERNS", "TITLE"]
 
 TITLE = "POLLUX repository evaluator (not the paper's metrics)"
 
@@ -55,9 +55,14 @@ TITLE = "POLLUX repository evaluator (not the paper's metrics)"
 #   the first "[RESULT] " followed by a digit wins otherwise, even one quoted inside the rationale;
 #   \d is Unicode: "[RESULT] ٢" (Arabic-Indic two) reads as 2.0, as Python's float() accepts any decimal digit;
 #   "-1", "**2**", "[RESULT]2" and "[result] 2" give nothing.
-_AFTER_TAG = r"(?<=\[RESULT\] )\s*"
-_DECIMAL_AFTER_TAG = re.compile(_AFTER_TAG + r"\d+\.\d+")
-_DIGIT_AFTER_TAG = re.compile(_AFTER_TAG + r"\d")
+#: POLLUX's two patterns as written (lookbehind), kept to pin the patterns searched below against them.
+POLLUX_PATTERNS = (r"(?<=\[RESULT\] )\s*\d+\.\d+", r"(?<=\[RESULT\] )\s*\d")
+# The same searches with the tag as a literal prefix and the score as group 1: the leftmost match starts where the
+# lookbehind's would, 9 characters earlier, and group 1 is its match. A pattern that starts with a literal is found
+# by a fast scan; a lookbehind is tried at every position (x7 on outputs with a ~1 KB rationale).
+# tests/unit/test_pollux_official.py checks both forms on generated texts.
+_DECIMAL_AFTER_TAG = re.compile(r"\[RESULT\] (\s*\d+\.\d+)")
+_DIGIT_AFTER_TAG = re.compile(r"\[RESULT\] (\s*\d)")
 
 
 def extract_score(text: str | None) -> float | None:
@@ -70,7 +75,7 @@ def extract_score(text: str | None) -> float | None:
     for pattern in (_DECIMAL_AFTER_TAG, _DIGIT_AFTER_TAG):
         found = pattern.search(text)
         if found is not None:
-            return float(found.group().strip())
+            return float(found.group(1).strip())
     return None
 
 
@@ -128,26 +133,29 @@ def _references(columns) -> tuple[np.ndarray, np.ndarray]:
     return references, from_experts
 
 
-def _score_of(row: Mapping[str, Any] | None) -> tuple[float | None, str]:
-    """The score POLLUX's evaluator takes from one prediction row, and which kind of row it was."""
-    if row is None:
-        return None, "no_prediction"
-    if row.get("error") == REQUEST_FAILED:
-        return None, "request_failed"
-    if row.get("regression_score") is not None:
-        return float(row["regression_score"]), "regression"
-    if row.get("score_source") == ScoreSource.REGRESSION_HEAD:
-        score = row.get("score")
-        return (float(score) if score is not None and row.get("parse_ok") else None), "clipped"
-    return extract_score(row.get("raw_output")), "output"
+#: The prediction fields POLLUX's evaluator reads (its extraction, the head's raw value, the failures).
+OFFICIAL_FIELDS = ("id", "raw_output", "score", "parse_ok", "error", "score_source", "regression_score")
 
 
-def pollux_official(records, predictions: Iterable[Mapping[str, Any]], splits: Mapping[str, Any]) -> PolluxOfficial:
+def _prediction_columns(predictions) -> dict[str, list]:
+    """``OFFICIAL_FIELDS`` of a prediction table (Arrow), or of prediction rows, as one Python list per field (a
+    field no row carries: all None). A list per field, not a dict per row: 160,000 rows as dicts took ~0.4 s."""
+    import pyarrow as pa
+
+    if not isinstance(predictions, pa.Table):
+        rows = list(predictions)
+        return {name: [row.get(name) for row in rows] for name in OFFICIAL_FIELDS}
+    return {name: predictions.column(name).to_pylist() if name in predictions.column_names
+            else [None] * predictions.num_rows for name in OFFICIAL_FIELDS}
+
+
+def pollux_official(records, predictions, splits: Mapping[str, Any]) -> PolluxOfficial:
     """POLLUX's evaluator over a run, per test (Zero-Shot, Standard, both).
 
     Args:
         records: the labelled records (``judge.RecordColumns``, or a ``JudgeRecord`` list).
-        predictions: the run's prediction rows (the first row per id counts, as in scoring).
+        predictions: the run's predictions: the prediction table (``eval.judging.predictions.read_prediction_table``)
+            or its rows (the first row per id counts, as in scoring).
         splits: ``{split name: item indices into records}`` (``eval.scoring.item_table``'s splits).
 
     Returns:
@@ -159,15 +167,31 @@ def pollux_official(records, predictions: Iterable[Mapping[str, Any]], splits: M
         ``n_regression_clipped``.
     """
     columns = as_columns(records)
-    by_id: dict[str, Mapping[str, Any]] = {}
-    for row in predictions:
-        by_id.setdefault(str(row["id"]), row)
+    rows = _prediction_columns(predictions)
+    first: dict[str, int] = {}
+    for j, rid in enumerate(rows["id"]):
+        first.setdefault(str(rid), j)
+    error, regression, source = rows["error"], rows["regression_score"], rows["score_source"]
+    score_of_row, parse_ok, raw_output = rows["score"], rows["parse_ok"], rows["raw_output"]
     n = len(columns)
     scores = np.full(n, np.nan)  # NaN: nothing extracted
     kind = np.empty(n, dtype=object)  # "output", "regression", "clipped", "no_prediction", "request_failed"
     references, from_experts = _references(columns)
     for i, rid in enumerate(columns.ids.tolist()):
-        score, kind[i] = _score_of(by_id.get(rid))
+        # The score POLLUX's evaluator takes from the item's prediction, and which kind of prediction it was.
+        j = first.get(rid)
+        score = None
+        if j is None:
+            kind[i] = "no_prediction"
+        elif error[j] == REQUEST_FAILED:
+            kind[i] = "request_failed"
+        elif regression[j] is not None:
+            score, kind[i] = float(regression[j]), "regression"
+        elif source[j] == ScoreSource.REGRESSION_HEAD:
+            value = score_of_row[j]
+            score, kind[i] = (float(value) if value is not None and parse_ok[j] else None), "clipped"
+        else:
+            score, kind[i] = extract_score(raw_output[j]), "output"
         if score is not None:
             scores[i] = score
 

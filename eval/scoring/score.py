@@ -141,14 +141,12 @@ def score(
     # --n-boot 0 turns its intervals off too; otherwise each is capped (eval/validity/section.py)
     validity = ValiditySettings(seed=seed, n_boot=n_boot, alpha_boot=ValiditySettings.alpha_boot if n_boot else 0,
                                 **({"alt_test": alt_test} if alt_test is not None else {}))
-    # POLLUX's evaluator reads a few fields of each row (its extraction, the head's raw value, the failures).
-    official_fields = ["id", "raw_output", "score", "parse_ok", "error", "score_source", "regression_score"]
     result = dataclasses.replace(
         evaluated,
         settings=dataclasses.replace(evaluated.settings, regression_scores="clipped" if clip_regression else "raw"),
         validity=validity_section(table, target, tests, validity), data=str(data), predictions=str(predictions),
         notes=Notes(**notes),
-        pollux_official=pollux_official(records, rows.select(official_fields).to_pylist(), tests),
+        pollux_official=pollux_official(records, rows, tests),
         run=RunInfo.of({k: run_info.get(k) for k in ("backend", "model", "prompt_version", "git_revision")}
                        if run_info else None),
     )

@@ -8,9 +8,11 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import judge
-from eval.scoring.pollux_official import extract_score, official_metrics, pollux_official
+from eval.scoring.pollux_official import POLLUX_PATTERNS, extract_score, official_metrics, pollux_official
 
 # Each expectation follows by hand from POLLUX's extract_score (src/utils/evaluation.py:26-35): first search the
 # whole text for "[RESULT] " + whitespace* + "\d+\.\d+" (line 27); only if none, for "[RESULT] " + whitespace* +
@@ -128,3 +130,28 @@ def test_pollux_official_over_a_run_by_hand():
     # Items a and b only: both exact -> 1, 1, mse 0.
     assert (out["splits"]["standard"]["score_acc"], out["splits"]["standard"]["mse"]) == (1.0, 0.0)
     assert out["title"] == "POLLUX repository evaluator (not the paper's metrics)"
+
+
+_SEGMENTS = st.tuples(
+    st.sampled_from(["[RESULT] ", "[RESULT]", "[result] ", "«[RESULT] ", "", "x"]),  # the tag, or near misses
+    st.sampled_from(["", " ", "  ", "\n", "\u00a0", "\t"]),  # what follows the tag
+    st.sampled_from(["2", "10", "1.5", "1,5", "2.", "10.25", "\u0662", "-1", "**2**", "", "нет"]),  # the score
+    st.sampled_from(["", " [END]", "», но это не так. ", " Ответ."]),  # what follows the score
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_SEGMENTS, max_size=4))
+def test_the_patterns_searched_find_what_pollux_lookbehinds_find(segments):
+    """The literal-prefix patterns extract_score searches find, in any text, the match POLLUX's own lookbehind
+    patterns (evaluation.py:27 and :31, POLLUX_PATTERNS) find: the same first match, the same text."""
+    import re
+
+    text = "".join("".join(segment) for segment in segments)
+    expected = None
+    for pattern in POLLUX_PATTERNS:
+        found = re.search(pattern, text)
+        if found is not None:
+            expected = float(found.group().strip())
+            break
+    assert extract_score(text) == expected
