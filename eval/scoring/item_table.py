@@ -53,6 +53,8 @@ _CORRELATED = {"model", "task_type"}
 STATUSES = ("ok", "parse_failed", "request_failed", "missing")
 # judge.VerdictError.OUT_OF_SCALE: the error older runs wrote for a number outside the scale (now a scored verdict).
 OUT_OF_SCALE = "out_of_scale"
+# The prediction fields build_table reads for every item (the raw output only where an old row is read again).
+_TABLE_FIELDS = ["error", "score_source", "score", "parse_ok", "in_scale", "regression_score"]
 _OK, _PARSE_FAILED, _REQUEST_FAILED, _MISSING = range(len(STATUSES))
 
 
@@ -208,7 +210,8 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
     n = len(columns)
     match = np.fromiter((first.get(rid, -1) for rid in record_ids), dtype=np.int64, count=n)
     found = match >= 0
-    rows = predictions.take(pa.array(match[found]))
+    # Only the fields read here are taken: the outputs and rationales are most of a run's bytes.
+    rows = predictions.select(_TABLE_FIELDS).take(pa.array(match[found]))
 
     def column(name: str, kind=None) -> np.ndarray:
         """The matched rows' values of ``name`` at the records' positions (None / NaN for the unmatched)."""
@@ -223,7 +226,9 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
 
     error, source = column("error"), column("score_source")
     rescue = np.flatnonzero(error == OUT_OF_SCALE)
-    rescue = rescue[[bool(v) for v in column("raw_output")[rescue]]] if len(rescue) else rescue
+    if len(rescue):
+        raw_outputs = predictions.column("raw_output").take(pa.array(match[rescue])).to_pylist()
+        rescue = rescue[[bool(v) for v in raw_outputs]]
     scores, parse_ok, row_in_scale = column("score", float), column("parse_ok"), column("in_scale")
     scales = _ScaleCache()
     rubrics = columns.text("rubrics")
