@@ -1,4 +1,5 @@
-"""The typed ``metrics.json``: what ``judge-eval score`` writes and ``judge-eval compare`` and the reports read.
+"""The typed ``metrics.json``: what ``judge-eval score`` writes and ``judge-eval compare``, the reports and
+``judge-train card`` read.
 
 ``Metrics.to_json()`` gives the file's JSON object (``eval.scoring.item_table.dumps`` writes it, NaN as null) and
 ``Metrics.from_json()`` reads one back; a reader sees attributes, never string keys. Files written by earlier
