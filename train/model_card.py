@@ -61,6 +61,10 @@ def _with_ci(value: Any, ci: tuple[float, float] | None) -> str:
     return _num(value)
 
 
+def _percent(level: float) -> str:
+    return f"{100 * level:g} %" if math.isfinite(level) else "—"
+
+
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     def cell(text: Any) -> str:
         return str(text).replace("|", "\\|").replace("\n", " ")
@@ -94,7 +98,7 @@ def _evaluation(metrics: Metrics, source: str) -> list[str]:
     """The evaluation section from a ``metrics.json`` of ``judge-eval score``."""
     out = ["## Evaluation", "",
            f"`judge-eval score` on `{metrics.data or NOT_RECORDED}` (from `{source}`), against the experts' "
-           f"{metrics.target}. Intervals: {round(100 * metrics.settings.ci_level)} % bootstrap. "
+           f"{metrics.target}. Intervals: {_percent(metrics.settings.ci_level)} bootstrap. "
            "A verdict that did not parse is counted in `failed`, never scored.", ""]
     rows = []
     for split in _CARD_SPLITS:
@@ -125,7 +129,8 @@ def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, e
     Raises:
         FileNotFoundError: the folder has no ``pollux_judge.json`` (not an export of judge-train), or ``eval_run``
             has no ``metrics.json``.
-        ValueError: a JSON file that does not parse, naming it.
+        ValueError: a JSON file that does not parse, or one that is not a ``metrics.json`` of ``judge-eval score``
+            (a missing or unreadable field, named).
     """
     export = Path(export_dir)
     if not (export / EXPORT_MANIFEST).is_file():

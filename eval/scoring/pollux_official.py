@@ -144,7 +144,7 @@ def _prediction_columns(predictions) -> dict[str, list]:
 
     if not isinstance(predictions, pa.Table):
         rows = list(predictions)
-        return {name: [row.get(name) for row in rows] for name in OFFICIAL_FIELDS}
+        return {name: [row[name] if name == "id" else row.get(name) for row in rows] for name in OFFICIAL_FIELDS}
     return {name: predictions.column(name).to_pylist() if name in predictions.column_names
             else [None] * predictions.num_rows for name in OFFICIAL_FIELDS}
 

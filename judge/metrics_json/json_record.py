@@ -99,8 +99,9 @@ def read_record(cls, data: Mapping[str, Any], *, where: str = "a JSON file",
     ``by_type``, else as it is); an absent field with a default takes it (optional ones None).
 
     Raises:
-        JsonRecordError: a required key is missing, ``data`` is not an object, or a field's value is not what its
-            reader reads (``where`` and the field named).
+        JsonRecordError: a required key is missing, ``data`` is not an object, or a field with a reader (a number,
+            an interval, a nested record or table) holds what it cannot read (``where`` and the field named). A
+            field without one (an integer count, a string) is taken as it is.
     """
     if not isinstance(data, Mapping):
         raise JsonRecordError(f"{where}: {cls.__name__} should be a JSON object, not {type(data).__name__}")
@@ -120,6 +121,7 @@ def read_record(cls, data: Mapping[str, Any], *, where: str = "a JSON file",
             values[f.name] = reader(data[f.name]) if reader else data[f.name]
         except JsonRecordError:
             raise
-        except (TypeError, AttributeError, ValueError) as err:  # e.g. a number for a table, a string for a number
+        except (TypeError, AttributeError, ValueError, OverflowError) as err:  # a number for a table, "x" or 1e999
+            # as a number: the field's reader cannot read it
             raise JsonRecordError(f"{where}: {cls.__name__}.{f.name} is not readable ({err})") from err
     return cls(**values)

@@ -132,6 +132,27 @@ def test_pollux_official_over_a_run_by_hand():
     assert out["title"] == "POLLUX repository evaluator (not the paper's metrics)"
 
 
+def test_the_prediction_table_and_its_rows_give_the_same_figures():
+    """judge-eval score hands the evaluator its prediction table (read as columns); rows as dicts give the same
+    figures: the first row of a repeated id counts, a field a row lacks reads as absent."""
+    import pyarrow as pa
+
+    rows = [
+        {"id": "a", "raw_output": "[FEEDBACK] x [RESULT] 2 [END]", "parse_ok": True, "score": 2.0},
+        {"id": "a", "raw_output": "[FEEDBACK] x [RESULT] 0 [END]", "parse_ok": True, "score": 0.0},  # repeated: unused
+        {"id": "b", "raw_output": "[FEEDBACK] x [RESULT] 1.5 [END]"},
+        {"id": "c", "raw_output": None, "error": "request_failed"},
+        {"id": "e", "raw_output": "x", "parse_ok": True, "score": 1.0, "score_source": "regression_head"},
+    ]
+    fields = ["id", "raw_output", "score", "parse_ok", "error", "score_source", "regression_score"]
+    table = pa.Table.from_pylist([{name: row.get(name) for name in fields} for row in rows])
+    splits = {"all": np.arange(6), "standard": np.array([0, 4])}
+    from_rows = pollux_official(_records(), rows, splits).to_json()
+    assert pollux_official(_records(), table, splits).to_json() == from_rows
+    block = from_rows["splits"]["all"]  # a 2 (first row), b 1.5, e the head's clipped 1.0; c failed; d, f no row
+    assert (block["n"], block["n_parsed"], block["n_request_failed"], block["n_no_prediction"]) == (3, 3, 1, 2)
+
+
 _SEGMENTS = st.tuples(
     st.sampled_from(["[RESULT] ", "[RESULT]", "[result] ", "«[RESULT] ", "", "x"]),  # the tag, or near misses
     st.sampled_from(["", " ", "  ", "\n", "\u00a0", "\t"]),  # what follows the tag
