@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 
 from eval.scoring import bootstrap, metrics
-from judge.metrics_json.metrics import Cell, Confusion, Confusions, Metrics, ModelMeans, ModelMeansRow, Settings, SplitMetrics
+from judge.metrics_json.metrics import (Cell, Confusion, Confusions, Metrics, ModelMeans, ModelMeansRow, Settings,
+                                        SplitMetrics)
 from eval.judging.predictions import REQUEST_FAILED
 from judge.wire import ScoreSource
 
@@ -540,7 +541,8 @@ def _nan_mean(values: np.ndarray) -> float:
 
 def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, correlations: bool,
          n_boot: int, seed: int, ci_level: float = 0.95) -> Cell:
-    """All metrics of one cell (a set of items), as ``judge.metrics_json.metrics.Cell`` (its attributes say what each is).
+    """All metrics of one cell (a set of items), as ``judge.metrics_json.metrics.Cell`` (its attributes say what
+    each is).
 
     Returns, in short:
         ``n`` items with a prediction, ``n_missing`` without one, ``n_failed`` (parse + request failures) and

@@ -7,5 +7,6 @@ One module per statistic, pure functions over the item table's columns:
 - ``agreement``: Krippendorff's alpha (ordinal), quadratic-weighted kappa, agreement by how much the experts agreed;
 - ``bias``: leniency, length bias, marginal homogeneity;
 - ``section``: the ``validity`` section of ``metrics.json`` (its types: ``judge.metrics_json.validity``);
-  ``render``: its sentences and tables in the reports; ``paired``: two judges' figures on the same items (``judge-eval compare``).
+  ``render``: its sentences and tables in the reports; ``paired``: two judges' figures on the same items
+  (``judge-eval compare``).
 """

@@ -13,7 +13,8 @@ from typing import Any
 
 from eval.scoring.comparison import Comparison
 from judge.metrics_json.metrics import Metrics
-from judge.metrics_json.validity import AltTest, AltTestFamily, LengthBias, MarginalHomogeneity, Unavailable, ValiditySplit
+from judge.metrics_json.validity import (AltTest, AltTestFamily, LengthBias, MarginalHomogeneity, Unavailable,
+                                         ValiditySplit)
 from judge.splits import SPLIT_TITLES
 
 __all__ = ["compare_rows", "html_blocks", "lead_html", "lead_lines", "markdown_lines", "paired_rows"]

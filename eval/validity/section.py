@@ -204,9 +204,9 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
         settings: see ``ValiditySettings``.
 
     Returns:
-        The section (``judge.metrics_json.validity.Validity``): its settings, ``named_experts`` (whether the data names its
-        experts), per split the ``sentence``, the cells (``overall``, ``by_task_type``, ``by_criterion``) and the
-        alt-test's families per grouping (``alt_test_domains``).
+        The section (``judge.metrics_json.validity.Validity``): its settings, ``named_experts`` (whether the data
+        names its experts), per split the ``sentence``, the cells (``overall``, ``by_task_type``, ``by_criterion``)
+        and the alt-test's families per grouping (``alt_test_domains``).
     """
     import dataclasses
 

@@ -299,7 +299,8 @@ class Metrics(_MetricsRecord):
         judge: the judge's label; target: MAE's reference, "mode" or "mean" of the experts.
         settings: how the metrics were computed; levels: every score level seen (the confusion matrices' axes).
         splits: per test (``item_table.SPLITS``) its ``SplitMetrics``.
-        validity: the validity section (``judge.metrics_json.validity.Validity``); None for files written before it existed.
+        validity: the validity section (``judge.metrics_json.validity.Validity``); None for files written before it
+            existed.
         data, predictions: the files scored; notes: what the join counted.
         pollux_official: POLLUX's repository evaluator (not the paper's metrics); run: the run's provenance.
         extra: keys of a file written by a later version, kept and shown as they are.

@@ -104,6 +104,6 @@ def test_a_value_of_the_wrong_kind_is_refused_naming_its_type_and_field():
     with pytest.raises(JsonRecordError, match=r"^metrics.json: Cell.mae is not readable \(could not convert string"):
         Metrics.from_json(bad_cell)
     with pytest.raises(JsonRecordError, match=r"^metrics.json: Cell.mae is not readable \(int too large"):
-        Metrics.from_json({**bad_cell, "splits": {"all": {**raw["splits"]["all"], "overall": {**cell, "mae": 10**400}}}})
+        Metrics.from_json({**raw, "splits": {"all": {**raw["splits"]["all"], "overall": {**cell, "mae": 10**400}}}})
     with pytest.raises(JsonRecordError, match=r"^metrics.json: Metrics should be a JSON object, not list$"):
         Metrics.from_json([])

@@ -16,7 +16,7 @@ from eval.scoring.score import score
 from eval.validity.alt_test import AltTestSettings
 from eval.validity.render import markdown_lines
 from judge.metrics_json.validity import (AltTest, AltTestFamily, LengthBias, NamedExpertSlopes, PooledExpertSlopes,
-                                  Unavailable, Validity, ValidityCell)
+                                         Unavailable, Validity, ValidityCell)
 
 
 def _score(tmp_path, *, named: bool) -> tuple[str, Metrics]:
