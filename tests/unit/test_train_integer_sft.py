@@ -63,7 +63,7 @@ def test_trl_trains_on_the_integer_target_byte_for_byte(trl_example, qwen3_token
     assert qwen3_tokenizer.decode(ids) == TRAINING_TEXT
     assert ids == qwen3_tokenizer(TRAINING_TEXT, add_special_tokens=False)["input_ids"]
     prompt_ids = qwen3_tokenizer("<|im_start|>user\n" + PROMPT + "<|im_end|>\n<|im_start|>assistant\n",
-                           add_special_tokens=False)["input_ids"]  # fmt: skip
+                                 add_special_tokens=False)["input_ids"]  # fmt: skip
     n = len(prompt_ids)
     assert ids[:n] == prompt_ids
     assert labels[:n] == [-100] * n
