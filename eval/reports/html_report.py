@@ -28,9 +28,9 @@ from eval.reports.html_explorer import (DEFAULT_TEXT_ITEMS, compare_items, explo
                                         load_records, read_item_columns, report_items)
 from eval.reports.report import SPLIT_TITLES, random_labelling_note, references_note, regression_note
 from eval.scoring.comparison import Comparison, Paired
-from judge.metrics_json.metrics import Cell, Confusion, Metrics
 from eval.validity.render import html_blocks as validity_blocks
 from eval.validity.render import lead_html
+from judge.metrics_json.metrics import Cell, Confusion, Metrics
 
 __all__ = ["write_report_page", "write_compare_page", "render_report_page", "render_compare_page"]
 

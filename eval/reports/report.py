@@ -17,9 +17,9 @@ from typing import Any
 
 from eval.scoring import item_table
 from eval.scoring.metrics import RANDOM_LABELLING_VC
-from judge.metrics_json.metrics import Cell, Metrics, ModelMeans, ModelMeansRow, Notes, PolluxOfficial
 from eval.validity.render import lead_lines
 from eval.validity.render import markdown_lines as validity_markdown
+from judge.metrics_json.metrics import Cell, Metrics, ModelMeans, ModelMeansRow, Notes, PolluxOfficial
 from judge.splits import SPLIT_TITLES  # one definition in the contract; re-exported here for eval's own modules
 
 __all__ = ["render_markdown", "markdown_table", "plot_confusions", "plot_mae_by_criterion", "write_plots",

@@ -20,9 +20,9 @@ import numpy as np
 
 from eval.scoring import bootstrap, item_table
 from eval.scoring.comparison import Comparison, Paired, RunComparison, SplitComparison
+from eval.reports.report import SPLIT_TITLES, fmt
 from judge.metrics_json.metrics import Cell, Metrics
 from judge.metrics_json.validity import PairedValidity
-from eval.reports.report import SPLIT_TITLES, fmt
 
 __all__ = ["ScoredRun", "compare", "headline", "load_run", "render_markdown"]
 

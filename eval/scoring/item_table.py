@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 
 from eval.scoring import bootstrap, metrics
+from eval.judging.predictions import REQUEST_FAILED
 from judge.metrics_json.metrics import (Cell, Confusion, Confusions, Metrics, ModelMeans, ModelMeansRow, Settings,
                                         SplitMetrics)
-from eval.judging.predictions import REQUEST_FAILED
 from judge.wire import ScoreSource
 
 __all__ = [

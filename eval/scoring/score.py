@@ -32,11 +32,11 @@ import logging
 from pathlib import Path
 
 from eval.scoring import item_table
-from judge.metrics_json.metrics import Metrics, Notes, RunInfo
 from eval.reports.html_explorer import DEFAULT_TEXT_ITEMS, item_columns, report_items
 from eval.reports.html_report import render_report_page
 from eval.reports.report import log_wandb, render_markdown, write_plots
 from eval.validity.section import ValiditySettings, validity_section
+from judge.metrics_json.metrics import Metrics, Notes, RunInfo
 
 __all__ = ["score"]
 
