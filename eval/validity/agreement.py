@@ -5,9 +5,10 @@ Libraries, and their pitfalls (each pinned by a test):
 
 - Krippendorff's alpha as the ``krippendorff`` package defines it, ``krippendorff.alpha(value_counts=...,
   value_domain=..., level_of_measurement="ordinal")`` — its default level is ``interval`` — and ``value_domain`` the
-  rubric's full scale: its default is the values observed, and an ordinal distance between two levels counts the
-  levels between them, so an unused level changes the distances. Items enter as value counts (per item, how many
-  raters gave each level), which needs no rater identities. The section computes the package's value from the
+  rubric's full scale: its default is the values observed. (An unused level changes nothing for ordinal alpha, whose
+  distance between two levels sums the counts of the values between them, an unused one adding 0; ``value_domain``
+  fixes which columns a table of value counts stands for, and the interval level's distances.) Items enter as value
+  counts (per item, how many raters gave each level), which needs no rater identities. The section computes the package's value from the
   coincidence matrices of each distinct row of counts (``CodedCounts``: every cell and every bootstrap resample of
   the full test in a few array products, where a call of the package per cell and per resample cost ~0.5 CPU-s);
   tests pin it equal to the package on random tables, per resample, with unused levels and levels outside a cell.
@@ -20,7 +21,8 @@ Libraries, and their pitfalls (each pinned by a test):
 
 ``alpha_with_judge`` adds the judge as one more rater on the items it scored (its score as the scale level it
 rounds to, half up, clipped into the scale); ``alpha_difference`` = with minus without, with a percentile bootstrap
-interval over items, capped at ``ALPHA_BOOT`` resamples of at most ``ALPHA_BOOT_ITEMS`` items (drawn at random from
+interval over the items that count in either alpha (two values or more with the judge's: an item with one expert
+and the judge's score pairs in ``alpha_with_judge`` only, and an item without a pair adds nothing to either), capped at ``ALPHA_BOOT`` resamples of at most ``ALPHA_BOOT_ITEMS`` items (drawn at random from
 the cell when it has more: an m-out-of-n bootstrap, wider than the full cell's interval, never narrower).
 """
 
@@ -233,7 +235,8 @@ def agreement(judge_levels: np.ndarray, experts: np.ndarray, mode: np.ndarray, d
     both = out["alpha_experts"] is not None and out["alpha_with_judge"] is not None
     out["alpha_difference"] = out["alpha_with_judge"] - out["alpha_experts"] if both else None
     interval = [None, None]
-    usable = np.flatnonzero(coded_experts.pairable(domain, items))
+    # The items the point estimate counts: with the judge as a rater, an item with one expert pairs too.
+    usable = np.flatnonzero(coded_with.pairable(domain, items))
     if both and n_boot > 0 and len(usable) >= 2:
         rng = rng or np.random.default_rng(0)
         size = min(len(usable), ALPHA_BOOT_ITEMS)

@@ -25,10 +25,12 @@ Two stated rules where the reference leaves a gap:
 - **Failures** (``failures="loss"``, the default; a deliberate difference from the reference): an item the judge
   failed to score stays in the test as a loss for the judge (``W_f = 0``, ``W_h = 1``), so a judge cannot pass by
   failing on the hard items. ``failures="drop"`` is the reference's rule (the item is left out for every expert).
-- **A constant difference vector** (every ``d`` equal, e.g. the judge wins or ties every item): the t statistic is
-  undefined (zero spread; the reference gets NaN and never rejects, yet counts the expert in the correction). Here the
-  p-value is the limit of the test as the spread shrinks: 0 when the constant exceeds ``-epsilon`` (H0 is false on
-  every item), 1 otherwise.
+- **A constant difference vector** (every ``d`` equal, e.g. the judge wins or ties every item): the t statistic has
+  no spread to divide by. The reference leaves it to scipy, whose ``ttest_1samp`` returns t = -inf or +inf and p = 0
+  or 1 for such a vector (scipy 1.17; NaN, never rejected, only when the constant equals ``epsilon`` exactly). Here
+  that outcome is a stated rule rather than scipy's handling of zero variance: p = 0 when the constant exceeds
+  ``-epsilon`` (H0 is false on every item), else 1; on the indicators' differences (-1, 0, 1) it is the reference's
+  outcome.
 
 Per domain (task type, criterion) the test runs on each domain's items and one Benjamini–Yekutieli correction covers
 every domain x expert p-value of that grouping; the result says in how many domains the judge passes.

@@ -2,7 +2,9 @@
 
 - **Leniency**: the mean signed error of the judge against the experts' mean, oriented so that a positive value is
   lenient on every criterion: on a Critical criterion (best at its lowest level, ``judge.oriented_scale``) the sign
-  flips. Its interval is the one-sample t interval (``scipy.stats.ttest_1samp(...).confidence_interval``).
+  flips. Its interval is the one-sample t interval (``scipy.stats.ttest_1samp(...).confidence_interval``); errors
+  that are all the same (two or more) have the zero-width interval at their mean, the t interval's limit as the
+  spread goes to 0, so a judge always one level above the experts reads lenient.
 - **Length bias**: the slope of the judge's oriented residual (judge minus the experts' mean) on the log of the
   answer's length in characters (``scipy.stats.linregress``, slope +- t x stderr), beside the same slope of each
   expert's leave-one-out residual (the expert minus the mean of the item's other experts). With named experts the
@@ -53,6 +55,9 @@ def leniencies(judge: np.ndarray, expert_mean: np.ndarray, best_low: np.ndarray 
     errors = [oriented[index][both[index]] for index in cells]
     out = [{"n": int(len(error)), "mean_signed_error": float(error.mean()) if len(error) else None,
             "ci": [None, None]} for error in errors]
+    for cell, error in zip(out, errors):
+        if len(error) >= 2 and np.ptp(error) == 0:  # no spread: the t interval's width is 0, at the mean itself
+            cell["ci"] = [cell["mean_signed_error"], cell["mean_signed_error"]]
     tested = sorted((k for k, error in enumerate(errors) if len(error) >= 2 and np.ptp(error) > 0),
                     key=lambda k: len(errors[k]))
     while tested:

@@ -10,7 +10,7 @@ Pairs are left out where the rest has no unique mode (mode reference) and where 
 then cover the same pairs; ``n_judge_failed`` counts them). The gap ``judge_mae - expert_mae`` gets a percentile
 bootstrap interval over items (items resampled with all their pairs); the judge is **inside the experts' range** when
 that interval reaches 0 or below (not shown to be farther from the panel than one of its own experts), **outside**
-when the whole interval lies above 0.
+when the whole interval lies above 0, and has no verdict without an interval (``--n-boot 0``, a one-item cell).
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ def ceiling(judge: np.ndarray, experts: np.ndarray, target: str, domain: np.ndar
     Returns:
         ``reference``, ``n_items``, ``n_pairs``, ``n_judge_failed``, ``expert_mae``, ``judge_mae``, ``gap`` with
         ``gap_ci``, ``expert_kappa`` and ``judge_kappa`` (None for the mean reference), ``verdict`` ("inside" /
-        "outside" the experts' range; None without pairs).
+        "outside" the experts' range; None without pairs or without an interval).
     """
     reference = leave_one_out_reference(experts, target) if reference is None else reference
     pairs = CeilingPairs(judge, experts, reference, judge_levels, domain)
@@ -176,6 +176,7 @@ def cell_ceiling(pairs: CeilingPairs, index: np.ndarray, target: str, domain: np
         out["judge_kappa"] = pairs.kappa("judge", mine, domain)
     else:
         out["expert_kappa"] = out["judge_kappa"] = None
-    low = interval[0] if interval[0] is not None and np.isfinite(interval[0]) else out["gap"]
-    out["verdict"] = "outside" if low > 0 else "inside"
+    low = interval[0]
+    # No interval (``--n-boot 0``, or a cell of one item): no verdict, rather than one read off the point gap alone.
+    out["verdict"] = None if low is None or not np.isfinite(low) else "outside" if low > 0 else "inside"
     return out

@@ -6,7 +6,9 @@ the same draw, so item difficulty cancels out of the difference. rho of a resamp
 tested on the full data, of each expert's weighted share of items where the judge is as good or better (the
 alt-test's W_f); the ceiling gap of a resample is the ratio of the weighted sums of the per-item gaps (judge error
 minus expert error against the rest of the panel) and of the per-item pair counts, over items both judges scored.
-Resamples are capped at ``PAIRED_BOOT`` and drawn in blocks of bounded size (``CHUNK_ENTRIES`` weights).
+Resamples are capped at ``PAIRED_BOOT`` and drawn in blocks of bounded size (``CHUNK_ENTRIES`` weights). With the
+alt-test's ``failures="drop"`` an item either judge failed on is dropped for both (with ``loss`` a failure is a loss
+for the judge that failed, on the same items).
 """
 
 from __future__ import annotations
@@ -78,10 +80,13 @@ def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarra
     rng = rng or np.random.default_rng(0)
     n_boot = min(n_boot, PAIRED_BOOT)
     out: dict[str, Any] = {"n_items": int(len(judge_a)), "n_boot": n_boot}
+    both = np.isfinite(judge_a) & np.isfinite(judge_b)
+    if settings.failures == "drop":
+        # Dropping each judge's own failures would test the two on different items: drop an item either failed on.
+        judge_a, judge_b = np.where(both, judge_a, np.nan), np.where(both, judge_b, np.nan)
     parts_a = _rho_parts(judge_a, experts, expert_ids, settings)
     parts_b = _rho_parts(judge_b, experts, expert_ids, settings)
     reference = leave_one_out_reference(experts, target)
-    both = np.isfinite(judge_a) & np.isfinite(judge_b)
     gap_a, count = _gap_parts(judge_a, experts, reference, both)
     gap_b, _ = _gap_parts(judge_b, experts, reference, both)
     has_gap = count.sum() > 0

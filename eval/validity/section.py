@@ -111,8 +111,8 @@ def _cell(table, index: np.ndarray, key: str, *, target: str, levels: np.ndarray
     out["ceiling"] = cell_ceiling(pairs, index, target, domain, n_boot=min(settings.n_boot, CEILING_BOOT),
                                   level=settings.level, rng=cell_rng(settings.seed, f"validity/ceiling/{key}"))
     out["leniency"] = None  # all cells' at once, after (``validity_section``)
-    if kind == "task_type":  # a task type mixes criteria of different scales: agreement is read per criterion
-        return out
+    if kind == "task_type":  # agreement pools a cell's levels on one domain: read per criterion (one rubric's
+        return out           # scale), and overall as the headline's summary; a task type would be one more pooling
     out["agreement"] = agreement_module.agreement(
         cell_levels, experts, mode[index], domain, classes=classes[index], level=settings.level,
         n_boot=settings.alpha_boot if kind == "overall" else 0, rng=cell_rng(settings.seed, f"validity/alpha/{key}"),
@@ -224,7 +224,10 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
     mean = expert_mean(table.experts)
     classes = agreement_module.class_codes(table.experts, unique)
     expert_codes = _expert_codes(table.expert_ids)
-    found = prepare(table.judge, table.experts, table.expert_ids, settings.alt_test, expert_codes=expert_codes)
+    # ``accuracy`` compares labels: a regression head's 1.6 would never equal an expert's 2, so the judge enters as
+    # the level its score rounds to (as in kappa and alpha); ``neg_rmse`` takes the score itself.
+    alt_judge = levels if settings.alt_test.scoring == "accuracy" else table.judge
+    found = prepare(alt_judge, table.experts, table.expert_ids, settings.alt_test, expert_codes=expert_codes)
     groups = {name: _groups(getattr(table, column)) for name, column in _GROUPINGS.items()}
     factorised = {name: pd.factorize(np.asarray(getattr(table, column), dtype=object))
                   for name, column in _GROUPINGS.items()} if found is not None else {}

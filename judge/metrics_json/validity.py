@@ -191,7 +191,7 @@ class Ceiling(_SectionRecord):
     gap_ci: Interval
     expert_kappa: float | None
     judge_kappa: float | None
-    verdict: str | None  # "inside" / "outside" the experts' range; None without pairs
+    verdict: str | None  # "inside" / "outside" the experts' range; None without pairs or without an interval
 
 
 @dataclass(frozen=True)
@@ -310,8 +310,9 @@ class LengthBias(_SectionRecord):
 class ValidityCell(_SectionRecord):
     """Every validity figure of one cell (overall, a task type, a criterion).
 
-    ``agreement`` and ``marginal_homogeneity`` are None in a task type's cell (it mixes criteria of different
-    scales), ``length_bias`` outside the overall cells. The file repeats alpha and kappa beside ``agreement`` for
+    ``agreement`` and ``marginal_homogeneity`` are None in a task type's cell (they are read per criterion, one
+    rubric's scale, and overall as a summary pooling every criterion's levels), ``length_bias`` outside the overall
+    cells. The file repeats alpha and kappa beside ``agreement`` for
     its readers; here they are properties of it.
     """
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -200,3 +201,19 @@ def test_vectorised_t_tests_equal_scipys_one_sample_test():
     assert p == pytest.approx([e[0] for e in expected], abs=1e-12)
     assert constant.tolist() == [e[1] for e in expected] == [False] * 4 + [True, True]
     assert p[-2:].tolist() == [0.0, 1.0]
+
+
+def test_the_constant_rule_is_the_references_outcome_on_indicator_differences():
+    """The reference hands a constant vector to scipy: ``ttest_1samp(W_h - W_f, epsilon, alternative="less")``
+    returns t = -inf or +inf and p = 0 or 1. On the only constants indicators make (d = W_f - W_h of -1, 0, 1) the
+    stated rule gives the same p-values, at the default epsilon and at another."""
+    from scipy.stats import ttest_1samp
+
+    from eval.validity.alt_test import difference_p_value
+
+    for epsilon in (0.2, 0.1):
+        for d in (-1.0, 0.0, 1.0):
+            with warnings.catch_warnings():  # scipy warns of the zero spread it then handles
+                warnings.simplefilter("ignore", RuntimeWarning)
+                reference = ttest_1samp(np.full(30, -d), epsilon, alternative="less").pvalue
+            assert difference_p_value(np.full(30, d), epsilon) == (reference, True)

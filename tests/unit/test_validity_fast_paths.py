@@ -182,3 +182,26 @@ def test_section_on_an_empty_table():
     section = validity_section(table, "mode", {"all": np.zeros(0, dtype=np.intp)})
     overall = section.splits["all"].overall
     assert overall.n_items == 0 and overall.alpha_experts is None and overall.ceiling.verdict is None
+
+
+def test_accuracy_scoring_compares_a_regression_judge_by_the_level_its_score_rounds_to():
+    """``--alt-test-scoring accuracy`` compares labels: a regression head that scores 2.1 where three experts
+    agree on 2 has the experts' label on every item. Each left-out expert and the judge then tie on all 40 items,
+    d = W_f - W_h = 0 against -epsilon: every expert is rejected (omega 1, rho 1). Compared raw, 2.1 would equal no
+    expert and the judge would lose every item (omega 0)."""
+    from eval.scoring.item_table import ItemTable
+    from eval.validity.section import ValiditySettings, validity_section
+
+    n = 40
+    consensus = np.arange(n, dtype=float) % 3
+    labels = np.full(n, "x", dtype=object)
+    table = ItemTable(ids=np.array([f"i{i}" for i in range(n)], dtype=object), judge=consensus + 0.1,
+                      status=np.full(n, "ok", dtype=object), error=np.full(n, "", dtype=object),
+                      score_source=np.full(n, "regression_head", dtype=object),
+                      experts=np.repeat(consensus[:, None], 3, axis=1), split=np.full(n, "standard", dtype=object),
+                      model_id=labels, task_type=labels, task_group=labels, criteria_name=labels,
+                      expert_ids=np.tile(np.array(["a", "b", "c"], dtype=object), (n, 1)),
+                      scale_low=np.zeros(n), scale_high=np.full(n, 2.0))
+    settings = ValiditySettings(alt_test=AltTestSettings(scoring="accuracy"), n_boot=0, alpha_boot=0)
+    alt = validity_section(table, "mode", {"all": np.arange(n)}, settings).splits["all"].overall.alt_test
+    assert (alt.n_experts_tested, alt.winning_rate, alt.advantage_probability, alt.passed) == (3, 1.0, 1.0, True)

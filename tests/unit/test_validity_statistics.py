@@ -50,7 +50,10 @@ def test_ceiling_by_hand():
     assert result["gap"] == pytest.approx(-1 / 3)
     assert result["expert_kappa"] == pytest.approx(-0.8)
     assert result["judge_kappa"] == pytest.approx(0.0, abs=1e-12)
-    assert result["verdict"] == "inside"
+    assert result["gap_ci"] == [None, None] and result["verdict"] is None  # no interval, no verdict
+    with_interval = ceiling(judge, experts, "mode", np.array([0.0, 1.0, 2.0]), n_boot=200,
+                            rng=np.random.default_rng(0))
+    assert with_interval["gap_ci"][0] <= 0 and with_interval["verdict"] == "inside"
 
 
 def test_ceiling_judge_failures_leave_the_same_pairs_out_of_both_sides():
@@ -99,6 +102,22 @@ def test_alpha_ordinal_by_hand():
     assert with_judge["alpha_difference"] == pytest.approx(expected - 4 / 9)
 
 
+def test_alpha_difference_interval_resamples_the_items_the_point_estimate_counts():
+    """An item with one expert pairs only once the judge is added: it counts in ``alpha_with_judge``, so the
+    bootstrap draws it too (all 300 items here, not the 150 with two experts), and the interval brackets the point
+    estimate. Half the items have one expert the judge agrees with; on the other half the judge is off by one."""
+    rng = np.random.default_rng(1)
+    two = rng.integers(0, 3, size=(150, 2)).astype(float)
+    one = np.column_stack([rng.integers(0, 3, 150).astype(float), np.full(150, nan)])
+    experts = np.vstack([two, one])
+    judge = np.concatenate([(two[:, 0] + 1) % 3, one[:, 0]])
+    result = agreement(judge, experts, np.full(300, nan), np.array([0.0, 1.0, 2.0]), n_boot=200,
+                       rng=np.random.default_rng(0))
+    assert result["alpha_boot"]["items_per_resample"] == 300
+    low, high = result["alpha_difference_ci"]
+    assert low <= result["alpha_difference"] <= high
+
+
 def test_krippendorff_pitfalls_level_and_value_domain():
     """The package's default level is interval (another alpha than ordinal on the same data), and from value counts
     without ``value_domain`` it numbers the columns 0, 1, 2 as the values: levels 0, 1, 4 then read as 0, 1, 2."""
@@ -131,6 +150,14 @@ def test_agreement_classes_and_split_figures():
     assert result["n_kappa"] == 3
     assert result["kappa_quadratic"] == pytest.approx(
         cohen_kappa_score([1, 1, 0], [1, 2, 1], weights="quadratic", labels=[0, 1, 2]))
+
+
+def test_leniency_of_errors_without_spread_has_the_zero_width_interval_at_their_mean():
+    """A judge one level above the experts' mean on every item: errors 1, 1, 1 (sd 0), interval [1, 1], which
+    excludes 0: lenient. One error alone has no interval."""
+    result = leniency(np.array([2.0, 1.0, 3.0]), np.array([1.0, 0.0, 2.0]), None)
+    assert (result["mean_signed_error"], result["ci"], result["direction"]) == (1.0, [1.0, 1.0], "lenient")
+    assert leniency(np.array([2.0]), np.array([1.0]), None)["ci"] == [None, None]
 
 
 def test_leniency_oriented_by_hand():
@@ -192,6 +219,22 @@ def test_paired_validity_matches_each_judges_own_figures():
     assert low <= paired["rho"]["delta"] <= high
     same = paired_validity(judge_a, judge_a, experts, ids, "mean", settings, n_boot=50)
     assert same["rho"]["delta"] == 0 and same["rho"]["ci"] == [0.0, 0.0] and same["ceiling_gap"]["ci"] == [0.0, 0.0]
+
+
+def test_paired_validity_with_dropped_failures_tests_both_judges_on_the_same_items():
+    """``failures="drop"``: an item either judge failed on is dropped for both, so each side's rho is that judge's
+    own alt-test rho on the items both scored (B fails on the first 20 items; A's rho is taken without them too)."""
+    rng = np.random.default_rng(6)
+    experts = rng.integers(0, 3, size=(120, 3)).astype(float)
+    ids = np.array([["a", "b", "c"]] * 120, dtype=object)
+    judge_a, judge_b = experts[:, 0].copy(), np.clip(experts[:, 1] + 1, 0, 2)
+    judge_b[:20] = nan
+    settings = AltTestSettings(failures="drop")
+    paired = paired_validity(judge_a, judge_b, experts, ids, "mean", settings, n_boot=0)
+    shared_a = np.where(np.isfinite(judge_b), judge_a, nan)
+    assert paired["rho"]["baseline"] == pytest.approx(alt_test(shared_a, experts, ids, settings)["advantage_probability"])
+    assert paired["rho"]["baseline"] != pytest.approx(alt_test(judge_a, experts, ids, settings)["advantage_probability"])
+    assert paired["rho"]["run"] == pytest.approx(alt_test(judge_b, experts, ids, settings)["advantage_probability"])
 
 
 @pytest.mark.parametrize(("judge", "experts"), [
