@@ -238,9 +238,16 @@ class ServeConfig:
         from judge.rewards import RewardRule, RewardRuleError
 
         try:
-            RewardRule.from_dict({**SERVE_DEFAULT_RULE, **(self.reward_rule or {})}, where="reward_rule")
+            rule = RewardRule.from_dict({**SERVE_DEFAULT_RULE, **(self.reward_rule or {})}, where="reward_rule")
         except RewardRuleError as err:
             raise ConfigError(str(err)) from None
+        # /get_reward answers OpenRLHF, which turns every sample's reward into a tensor: a null fails its step.
+        if rule.on_failure == "skip":
+            raise ConfigError("reward_rule.on_failure: skip gives a sample with a failed verdict no reward (null), which "
+                              "OpenRLHF cannot take; use zero or scale_min (failures are counted in judge_failures)")
+        if rule.empty_answer is None:
+            raise ConfigError("reward_rule.empty_answer: null gives an empty answer no reward, which OpenRLHF cannot "
+                              "take; give a number (the default 0.0 is the worst reward)")
         if self.criteria_classifier not in ("", "tfidf", "llm", "head"):
             raise ConfigError(f"criteria_classifier: {self.criteria_classifier!r} is not one of tfidf, llm, head")
         if self.criteria_classifier in ("llm", "head") and not self.criteria_classifier_path:

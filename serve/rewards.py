@@ -25,11 +25,13 @@ an unclosed ``<think>`` leaves nothing to judge. An empty answer gets the rule's
 its reward by ``judge.rewards.reward_of`` under the server's ``reward_rule``.
 
 **What goes back**: ``rewards`` and ``scores`` (the same numbers; OpenRLHF filters on ``scores``); ``extra_logs``:
-``judge_failures`` (criteria whose verdict failed), ``judge_latency_s`` (the request's judging time),
-``judge_gate_closed`` and ``judge_empty_answer`` (0/1), and ``judge/<criterion>`` per criterion every sample of the
-request scored (OpenRLHF gathers each key over the samples that carry it). Rationales are text, which OpenRLHF's
-logs do not take: they go to ``rewards.jsonl`` in judge-serve's log folder, one row per sample with the request id
-(``X-Request-Id``).
+the keys of ``EXTRA_LOG_KEYS`` for every sample, ``judge_failures`` (criteria whose verdict failed),
+``judge_latency_s`` (the request's judging time), ``judge_gate_closed`` and ``judge_empty_answer`` (0/1). The same
+keys on every sample of every request: OpenRLHF asks for one sample per request, joins each key's values over the
+batch and refuses a key with fewer values than samples (``openrlhf/trainer/ppo_utils/experience.py``,
+``concat_experiences`` then ``split_experience_batch``), so a per-criterion key that only the samples scoring that
+criterion carried would fail its training step. Each criterion's value, score, failure and rationale go to
+``rewards.jsonl`` in judge-serve's log folder instead, one row per sample with the request id (``X-Request-Id``).
 
 **Who may call it** (OpenRLHF sends no ``Authorization``): ``POST /get_reward/<reward key>``, the key read from
 ``$JUDGE_SERVE_REWARD_KEY`` (``reward_key_env``) and given to OpenRLHF inside ``--reward.remote_url``; without that
@@ -148,6 +150,9 @@ def _label(raw: Any, i: int) -> dict[str, Any]:
     return raw
 
 
+#: ``extra_logs``' keys, the same for every sample of every request (module docstring: OpenRLHF's batches).
+EXTRA_LOG_KEYS = ("judge_failures", "judge_latency_s", "judge_gate_closed", "judge_empty_answer")
+
 _ITEM_PATH = re.compile(r"items\[(\d+)\](\.answer)?")
 
 
@@ -265,17 +270,6 @@ class RewardRoute:
             "judge_gate_closed": [1.0 if r is not None and r.gate_closed else 0.0 for r in rewards],
             "judge_empty_answer": [0.0 if r is not None else 1.0 for r in rewards],
         }
-        # A criterion's column only where every sample scored it: OpenRLHF's logs take numbers, never nulls.
-        names = dict.fromkeys(c.criterion for r in rewards if r for c in r.criteria)
-        for name in names:
-            column = []
-            for r in rewards:
-                value = next((c.value for c in r.criteria if c.criterion == name and c.failure is None), None) if r else None
-                if value is None:
-                    break
-                column.append(value)
-            else:
-                extra[f"judge/{name}"] = column
         return {"rewards": values, "scores": list(values), "extra_logs": extra}
 
     def _write_journal(self, state, request_id: str, answers, results, rewards, latency: float) -> None:

@@ -16,6 +16,7 @@ import pytest
 
 from judge.plumbing.journal import read_jsonl
 from judge.rewards import RewardRule
+from serve.rewards import EXTRA_LOG_KEYS
 from tests.support.fixtures_serve import API_KEY, JudgeServeProcess
 
 REWARD_KEY = "reward-key-0123456789abcdef"
@@ -90,15 +91,16 @@ def test_openrlhf_requests_qwen2_and_qwen3_get_one_reward_each(reward_server, qw
         assert len(body["rewards"]) == 1 and 0.0 <= body["rewards"][0] <= 1.0
         assert body["scores"] == body["rewards"]
         logs = body["extra_logs"]
+        assert tuple(logs) == EXTRA_LOG_KEYS  # the same keys for every sample: OpenRLHF joins them over its batch
         assert all(isinstance(v, list) and len(v) == 1 and isinstance(v[0], (int, float)) for v in logs.values())
         assert logs["judge_empty_answer"] == [0.0] and logs["judge_latency_s"][0] > 0
-        scored = [k for k in logs if k.startswith("judge/")]
-        # constrained decoding: both verdicts parse, and the reward is the mean of the per-criterion values shown
-        assert logs["judge_failures"] == [0.0] and len(scored) == 2
-        assert body["rewards"][0] == pytest.approx(sum(logs[k][0] for k in scored) / 2)
+        assert logs["judge_failures"] == [0.0]  # constrained decoding: both verdicts parse
     rows = read_jsonl(reward_server.run_dir / "rewards.jsonl")
     assert len(rows) >= 2
     assert all(r["request_id"] and len(r["criteria"]) == 2 and "feedback" in r["criteria"][0] for r in rows[-2:])
+    # each sample's reward is the mean of its per-criterion values, which the journal keeps
+    assert sorted(r["reward"] for r in rows[-2:]) == pytest.approx(sorted(b["rewards"][0] for _, b in answers))
+    assert all(r["reward"] == pytest.approx(sum(c["value"] for c in r["criteria"]) / 2) for r in rows[-2:])
 
 
 def test_the_answer_judged_is_the_response_without_its_special_tokens(reward_server, qwen_tokenizer):
