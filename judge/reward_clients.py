@@ -10,7 +10,9 @@ torch or a GPU (they need ``httpx`` and the contract).
 trl calls an async reward function with ``prompts``, ``completions``, ``completion_ids``, ``trainer_state``,
 ``log_extra``, ``log_metric`` and every other dataset column as a list (``trl/trainer/grpo_trainer.py``,
 ``_calculate_rewards``); it takes ``None`` as "no reward for this sample". The function built here sends one
-``/v1/judge`` request per generation batch (split only past ``max_items``, the server's own bound), turns each
+``/v1/judge`` request per generation batch, split only where one request would pass judge-serve's bounds
+(``max_items`` samples, its ``max_batch_items``; ``max_judgments`` (sample, criterion) judgments, its
+``max_judgments_per_request``: 64 samples of 20 criteria, a POLLUX task's usual count, are 1,280), turns each
 sample's verdicts into a reward by ``judge.rewards.reward_of``, answers ``None`` for every sample of a request that
 failed after the retry policy's tries, and, when trl passes them, logs the judge's rationales as a completions-table
 column (``log_extra``) and the failure count and latency as metrics (``log_metric``).
@@ -56,7 +58,8 @@ from judge.verdicts import format_score
 from judge.wire import JudgeResponse
 
 __all__ = ["RewardSample", "judge_request_body", "rewards_from_response", "JudgeRewardClient", "trl_reward_function",
-           "compute_score", "compute_score_async", "sample_from_verl", "DEFAULT_TIMEOUT_S", "DEFAULT_MAX_ITEMS"]
+           "compute_score", "compute_score_async", "sample_from_verl", "DEFAULT_TIMEOUT_S", "DEFAULT_MAX_ITEMS",
+           "DEFAULT_MAX_JUDGMENTS", "request_chunks"]
 
 log = logging.getLogger("judge.reward_clients")
 
@@ -64,6 +67,8 @@ log = logging.getLogger("judge.reward_clients")
 DEFAULT_TIMEOUT_S = 180.0
 #: Items per /v1/judge request: judge-serve's default ``max_batch_items``.
 DEFAULT_MAX_ITEMS = 64
+#: (item, criterion) judgments per /v1/judge request: judge-serve's default ``max_judgments_per_request``.
+DEFAULT_MAX_JUDGMENTS = 512
 
 
 @dataclass(frozen=True)
@@ -88,6 +93,23 @@ def judge_request_body(samples: Sequence[RewardSample], model: str | None = None
     if model:
         body["model"] = model
     return body
+
+
+def request_chunks(samples: Sequence[RewardSample], max_items: int, max_judgments: int) -> list[list[RewardSample]]:
+    """The samples in order, cut into as few consecutive requests as keep each within ``max_items`` sent samples and
+    ``max_judgments`` (sample, criterion) judgments (a sample without an answer is not sent and counts for neither).
+    A sample with more criteria than ``max_judgments`` goes alone; judge-serve refuses it, and its reward is None."""
+    chunks: list[list[RewardSample]] = [[]]
+    items = judgments = 0
+    for sample in samples:
+        n = len(sample.criteria) if sample.answer else 0
+        if sample.answer and chunks[-1] and (items + 1 > max_items or judgments + n > max_judgments):
+            chunks.append([])
+            items = judgments = 0
+        chunks[-1].append(sample)
+        items += bool(sample.answer)
+        judgments += n
+    return chunks if chunks[0] else []
 
 
 def rewards_from_response(samples: Sequence[RewardSample], response: Mapping[str, Any],
@@ -234,6 +256,7 @@ def trl_reward_function(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     retry: RetryPolicy | None = None,
     max_items: int = DEFAULT_MAX_ITEMS,
+    max_judgments: int = DEFAULT_MAX_JUDGMENTS,
     name: str = "pollux_judge",
 ) -> Callable[..., Any]:
     """An async trl reward function over judge-serve (the module docstring says what it reads and logs).
@@ -244,7 +267,8 @@ def trl_reward_function(
         criteria_column, instruction_column, reference_column: dataset columns trl passes as keyword lists.
         rule: the reward rule (default: ``RewardRule()``: the mean, a failed verdict skips the sample).
         api_key_env, model, timeout_s, retry: as ``JudgeRewardClient``.
-        max_items: most samples per ``/v1/judge`` request.
+        max_items: most samples per ``/v1/judge`` request (judge-serve's ``max_batch_items``).
+        max_judgments: most (sample, criterion) judgments per request (judge-serve's ``max_judgments_per_request``).
         name: the function's ``__name__``, which trl logs the reward under (``rewards/<name>/mean``).
     """
     import asyncio
@@ -259,7 +283,7 @@ def trl_reward_function(
             crit = fixed if fixed is not None else _criteria(columns[criteria_column][i], f"{criteria_column}[{i}]")
             reference = columns[reference_column][i] if reference_column else None
             samples.append(RewardSample(instruction, policy_answer(_text(completion)), crit, reference))
-        chunks = [samples[k: k + max_items] for k in range(0, len(samples), max_items)]
+        chunks = request_chunks(samples, max_items, max_judgments)
         started = time.monotonic()
         answers = await asyncio.gather(*(client.arewards(chunk) for chunk in chunks), return_exceptions=True)
         latency = time.monotonic() - started

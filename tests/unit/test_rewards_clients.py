@@ -10,7 +10,7 @@ import pytest
 
 from judge.plumbing.retry import RetryPolicy
 from judge.reward_clients import (RewardSample, compute_score, compute_score_async, judge_request_body,
-                                  sample_from_verl, trl_reward_function)
+                                  request_chunks, sample_from_verl, trl_reward_function)
 from judge.rewards import RewardRule, policy_answer
 from judge.wire import JudgeResult
 from serve.rewards import SecretPathFilter, answer_of
@@ -94,6 +94,37 @@ def test_trl_reward_function_sends_one_request_per_batch_and_logs(monkeypatch):
     assert values == [pytest.approx(0.75), 0.0]  # (2/2 + 1/2) / 2; 0/2
     assert extra == {"judge_verdicts": ["A: 2 — fb | B: 1 — fb", "A: 0 — fb"]}
     assert metrics["judge/judge_failures"] == 0.0 and metrics["judge/failed_requests"] == 0.0
+
+
+def test_request_chunks_keep_each_request_within_both_bounds():
+    """At most 3 sent samples and 5 judgments per request: criteria counts 2, 2, (no answer), 2, 1, 6 cut into
+    [2, 2, -] (4 judgments; the next 2 would make 6), [2, 1] (3; the next 6 would make 9), [6] alone (over the bound
+    by itself: judge-serve refuses it, that sample's reward is None); order kept, nothing dropped."""
+    def sample(n, answer="a"):
+        return RewardSample("q", answer, tuple(f"c{k}" for k in range(n)))
+
+    samples = [sample(2), sample(2), sample(2, answer=""), sample(2), sample(1), sample(6)]
+    chunks = request_chunks(samples, max_items=3, max_judgments=5)
+    assert [len(c) for c in chunks] == [3, 2, 1] and [s for c in chunks for s in c] == samples
+    assert [len(c) for c in request_chunks([sample(1)] * 7, max_items=3, max_judgments=100)] == [3, 3, 1]
+    assert request_chunks([], 3, 5) == []
+
+
+def test_trl_batches_of_many_criteria_are_split_under_the_servers_judgment_bound():
+    """64 samples of 9 criteria are 576 judgments, past judge-serve's default 512 per request (a 400 that retrying
+    cannot mend: every sample would get None). The function sends 56 samples (504 judgments), then 8; every sample
+    gets its reward."""
+    criteria = [f"C{k}" for k in range(9)]
+
+    def respond(path, body):
+        assert sum(len(item["criteria"]) for item in body["items"]) <= 512
+        return 200, judge_response([[scored(c, 2) for c in item["criteria"]] for item in body["items"]])
+
+    with ScriptedEndpoint(respond) as endpoint:
+        reward = trl_reward_function(endpoint.base_url.removesuffix("/v1"), criteria=criteria, retry=NO_WAIT)
+        values = asyncio.run(reward(prompts=[f"Q{i}" for i in range(64)], completions=[f"A{i}" for i in range(64)]))
+    assert sorted(len(body["items"]) for _, body in endpoint.requests) == [8, 56]
+    assert values == [1.0] * 64
 
 
 def test_trl_reward_function_answers_none_when_the_judge_fails():
