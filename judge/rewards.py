@@ -19,7 +19,9 @@ The rule, step by step (``reward_of``):
 4. **Combined** by the mean of the criteria (``combine="mean"``), or a weighted mean (``"weighted"``: ``weights``
    by criterion name or taxonomy id, ``default_weight`` for the others).
 5. **POLLUX's binary gate** (``gate=True``): a two-level criterion (``Scale.is_flag``, POLLUX's own test for a
-   binary criterion) that is not at its best level closes the gate and the reward is 0.0; an open gate leaves the
+   binary criterion) that is not at its best level closes the gate and the reward is 0.0. A regression head's value
+   is at the level it is nearest to: a flag is at its best when its normalised value is 0.5 or more (a head's 0.03 on
+   a Critical criterion, best at 0, is no violation; POLLUX gates integer verdicts only). An open gate leaves the
    mean over the criteria that are not flags (POLLUX's ``mean_over_criteria`` leaves binary scores out), or over
    the flags when they are all there is. Deliberate deviation: POLLUX's ``src/metrics.py`` closes its gate when a
    rubric of exactly the levels {0, 1} is scored anything but 0, whichever answer is the good one; here the
@@ -263,7 +265,8 @@ def reward_of(results: Sequence[JudgeResult], rule: RewardRule) -> Reward:
     gate_closed = None
     counted = parts
     if rule.gate:
-        gate_closed = any(p.is_flag and p.value < 1.0 for p in parts)  # type: ignore[operator]
+        # The nearest level (a verdict's value is exactly 0 or 1; a head's lies between): best from 0.5 up.
+        gate_closed = any(p.is_flag and p.value < 0.5 for p in parts)  # type: ignore[operator]
         if gate_closed:
             return Reward(0.0, parts, failed, True)
         counted = tuple(p for p in parts if not p.is_flag) or parts

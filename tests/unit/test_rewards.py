@@ -100,6 +100,24 @@ def test_gate_on_a_flag_best_at_its_top_follows_the_contract():
     assert reward_of([ok("Работоспособность", 0, (0, 1)), ok("a", 1)], RewardRule(gate=True)).value == 0.0
 
 
+@pytest.mark.parametrize(
+    "raw, closed",
+    [
+        (0.03, False),  # a Critical flag (best at 0): 0.03 is nearest 0, no violation; value 0.97
+        (0.49, False),  # value 0.51: still nearer the best level
+        (0.7, True),    # value 0.3: nearest the violation, the gate closes
+        (1.0, True),
+    ],
+)
+def test_gate_on_a_regression_heads_flag_takes_the_level_it_is_nearest(raw, closed):
+    """A regression (-r) judge's head gives a flag a value between its levels: the gate reads the level the value
+    is nearest to (normalised value 0.5 or more: the best level), never "anything but exactly the best level",
+    which closed the gate on almost every head value. Open: the mean of the non-flag criteria, 1.0."""
+    reward = reward_of([head(CRITICAL_NAME, raw, (0, 1)), ok("a", 2)], RewardRule(gate=True))
+    assert reward.gate_closed is closed
+    assert reward.value == (0.0 if closed else 1.0)
+
+
 def test_gate_with_only_flags_keeps_their_mean():
     """Only flags, all at their best: the mean over the flags, 1.0."""
     reward = reward_of([ok(CRITICAL_NAME, 0, (0, 1)), ok("Вежливость", 1, (0, 1))], RewardRule(gate=True))
