@@ -88,8 +88,10 @@ class RewardSample:
 
 
 def judge_request_body(samples: Sequence[RewardSample], model: str | None = None) -> dict[str, Any]:
-    """The ``/v1/judge`` body for the samples that have an answer (those with none are not sent)."""
-    body: dict[str, Any] = {"items": [s.to_item() for s in samples if s.answer]}
+    """The ``/v1/judge`` body for the samples that have an answer (those with none are not sent), with
+    ``"oversize": "fail"``: a policy's answer too long for the judge's context is that sample's failed criterion
+    (valued by the rule's ``on_failure``), not a 400 that would take every sample of the request with it."""
+    body: dict[str, Any] = {"items": [s.to_item() for s in samples if s.answer], "oversize": "fail"}
     if model:
         body["model"] = model
     return body

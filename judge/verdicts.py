@@ -54,6 +54,9 @@ class VerdictError:
     # Not a parse failure (parse_verdict returns ok with in_scale=False): the drop reason of callers that must
     # reject out-of-scale scores (teacher annotation, training-data building).
     OUT_OF_SCALE = "out_of_scale"
+    # Not a parse failure either: the judgment was never run, its prompt cannot fit the judge's context (a
+    # ``/v1/judge`` request with ``"oversize": "fail"``, as the reward paths send).
+    CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded"
 
 
 class VerdictFormat:

@@ -217,6 +217,10 @@ class JudgeRequest(_Strict):
     temperature: StrictFloat | StrictInt | None = Field(default=None, ge=0, le=2)
     lenient: StrictBool | None = None
     constrained: StrictBool | None = None
+    #: A judgment whose prompt cannot fit the model's context: ``refuse`` (the default) answers the whole request
+    #: 400 naming it; ``fail`` makes it a failed result (``error`` ``context_length_exceeded``) and judges the rest,
+    #: as a reward needs (one policy's overlong answer must not cost its batch every reward).
+    oversize: Literal["refuse", "fail"] | None = None
 
 
 #: The ``criterion`` a pairwise result names: the criterion lives inside the comparison scale's text.

@@ -4,7 +4,9 @@
    turn by the checkpoint's own chat template (``judge.apply_chat``, thinking off: a Qwen3 judge's prompt ends with
    the empty ``<think>`` block) and tokenized here, so its length is checked against the context before anything
    reaches vLLM (a clear 400, never a silent truncation). An item whose text alone cannot fit is refused before any
-   rendering (``check_sizes``).
+   rendering (``check_sizes``). With the request's ``"oversize": "fail"`` such a judgment is not refused: it becomes a
+   job marked ``too_long`` (never rendered, tokenized or sent when the item's text alone is too long), which
+   ``serve.judging`` answers as a failed result, ``context_length_exceeded``.
 2. **Prefix-friendly order.** The criteria of one (instruction, reference, answer) share every token up to
    ``### Критерий оценки:``. Jobs are grouped by that prefix and sent group by group (``serve.judging``), so
    siblings land in the same scheduler steps, where vLLM's prefix cache computes the shared blocks once.
@@ -38,6 +40,8 @@ class Job:
         criterion: the resolved criterion.
         prompt: the rendered POLLUX prompt (no chat wrapping).
         prompt_ids: the chat-wrapped prompt's token ids, as sent to vLLM.
+        too_long: with ``oversize`` ``fail``: why the prompt cannot fit the context (the refusal's message); such
+            a job is answered as a failed result and never sent.
     """
 
     item: int
@@ -45,6 +49,7 @@ class Job:
     criterion: ResolvedCriterion
     prompt: str
     prompt_ids: list[int]
+    too_long: str | None = None
 
 
 def max_token_chars(tokenizer: Any) -> int:
@@ -53,7 +58,8 @@ def max_token_chars(tokenizer: Any) -> int:
     return max((len(token) for token in tokenizer.get_vocab()), default=1)
 
 
-def check_sizes(request: JudgeRequest, *, max_model_len: int, max_tokens: int, reserve: int, chars_per_token: int) -> None:
+def check_sizes(request: JudgeRequest, *, max_model_len: int, max_tokens: int, reserve: int, chars_per_token: int,
+                oversize: str = "refuse") -> dict[int, RequestError]:
     """Refuse, before any rendering, tokenizing or classifying, an item whose own text cannot fit the context.
 
     Each (item, criterion) prompt holds the item's instruction, answer and reference answer, and a custom rubric's
@@ -61,11 +67,16 @@ def check_sizes(request: JudgeRequest, *, max_model_len: int, max_tokens: int, r
     that few tokens, whatever the text. So a 1 MiB answer is refused in microseconds instead of after every
     criterion's prompt was rendered and tokenized (which took 92 s and +2 GB for 64 criteria).
 
+    Returns:
+        With ``oversize`` ``fail``: the refusal each such item would have got, by item index (none: empty).
+
     Raises:
-        RequestError: naming the item (``items[i]``) or the custom criterion, with ``context_length_exceeded``.
+        RequestError: naming the item (``items[i]``) or the custom criterion, with ``context_length_exceeded``
+            (``oversize`` ``refuse``).
     """
     budget = max_model_len - max_tokens - reserve
     limit = budget * chars_per_token
+    too_long: dict[int, RequestError] = {}
     for i, item in enumerate(request.items):
         chars = len(item.instruction) + len(item.answer) + len(item.reference_answer or "")
         where, extra = f"items[{i}]", 0
@@ -76,13 +87,16 @@ def check_sizes(request: JudgeRequest, *, max_model_len: int, max_tokens: int, r
                 if size > extra:
                     where, extra = f"items[{i}].criteria[{j}]", size
         if chars + extra > limit:
-            raise RequestError(
+            too_long[i] = RequestError(
                 f"{where}: {chars + extra} characters of instruction, answer, reference and rubric cannot fit the "
                 f"{budget} prompt tokens left of the model's context of {max_model_len} (max_tokens {max_tokens}); "
                 f"at most {limit} characters. Shorten the answer.",
                 param=where,
                 code="context_length_exceeded",
             )
+            if oversize != "fail":
+                raise too_long[i]
+    return too_long
 
 
 #: Where the criterion's part of a POLLUX prompt starts: everything before it (instruction, reference, answer) is
@@ -131,6 +145,8 @@ def build_jobs(
     max_judgments: int | None = None,
     choices: Mapping[int, TaskChoice] | None = None,
     thinking: bool = False,
+    oversize: str = "refuse",
+    too_long: Mapping[int, RequestError] | None = None,
 ) -> list[Job]:
     """Resolve criteria, render and tokenize every judgment, and order them for prefix reuse.
 
@@ -143,6 +159,8 @@ def build_jobs(
         max_judgments: most (item, criterion) pairs allowed, checked before any tokenizing.
         choices: the task classifier's choice per item index, for items with ``"criteria": "auto"``.
         thinking: render with the chat template's thinking on (integer-format judges; ``judge.apply_chat``).
+        oversize: ``refuse`` (raise on a prompt that cannot fit) or ``fail`` (mark its job ``too_long``).
+        too_long: ``check_sizes``' answer under ``fail``: those items' criteria are resolved, never rendered.
 
     Returns:
         The jobs, grouped so that the criteria of one answer are adjacent.
@@ -162,7 +180,11 @@ def build_jobs(
     budget = max_model_len - max_tokens - reserve
     pending: list[tuple[int, int, ResolvedCriterion, str]] = []  # (item index, criterion index, criterion, prompt)
     keys: list[tuple[str, str, str]] = []
+    skipped: list[Job] = []
     for i, (item, criteria) in enumerate(zip(request.items, resolved)):
+        if too_long and i in too_long:
+            skipped += [Job(i, j, crit, "", [], too_long=too_long[i].message) for j, crit in enumerate(criteria)]
+            continue
         for j, crit in enumerate(criteria):
             fields = {
                 "instruction": item.instruction,
@@ -181,7 +203,7 @@ def build_jobs(
         if len(ids) > budget:
             item = request.items[i]
             where = f"items[{i}]" if item.criteria is None or item.criteria == "auto" else f"items[{i}].criteria[{j}]"
-            raise RequestError(
+            error = RequestError(
                 f"{where}: the prompt for criterion {crit.name!r} is {len(ids)} tokens; with max_tokens "
                 f"{max_tokens}{f' and {reserve} reserved' if reserve else ''} it needs "
                 f"{len(ids) + max_tokens + reserve} > the model's context of {max_model_len} tokens. "
@@ -189,8 +211,12 @@ def build_jobs(
                 param=where,
                 code="context_length_exceeded",
             )
+            if oversize != "fail":
+                raise error
+            jobs.append(Job(i, j, crit, prompt, [], too_long=error.message))
+            continue
         jobs.append(Job(i, j, crit, prompt, ids))
-    return [jobs[k] for k in prefix_order(keys)]
+    return [jobs[k] for k in prefix_order(keys)] + skipped
 
 
 #: The pairwise comparison scale: -1 answer 1 better, 0 tie, 1 answer 2 better (demo/serve_pollux_demo.py:77-78).

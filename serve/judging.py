@@ -156,8 +156,9 @@ class Judge:
         reserve = REGRESSION_RESERVE_TOKENS if s.kind == JudgeKind.REGRESSION else 0
         if self._chars_per_token is None:
             self._chars_per_token = max_token_chars(self.tokenizer)
-        check_sizes(request, max_model_len=s.max_model_len, max_tokens=max_tokens, reserve=reserve,
-                    chars_per_token=self._chars_per_token)  # fmt: skip
+        oversize = request.oversize or "refuse"
+        too_long = check_sizes(request, max_model_len=s.max_model_len, max_tokens=max_tokens, reserve=reserve,
+                               chars_per_token=self._chars_per_token, oversize=oversize)  # fmt: skip
         auto = [i for i, item in enumerate(request.items) if item.criteria == "auto"]
         choices = {}
         if auto and self.classifier is not None:  # without one, resolve_criteria refuses the item, naming it
@@ -174,6 +175,8 @@ class Judge:
             max_judgments=s.max_judgments,
             choices=choices,
             thinking=s.verdict_format == VerdictFormat.INTEGER,
+            oversize=oversize,
+            too_long=too_long,
         )
         options = JudgeOptions(
             max_tokens=max_tokens,
@@ -282,6 +285,9 @@ class Judge:
     async def _one(self, job: Job, options: JudgeOptions) -> JudgeResult:
         s = self.settings
         scale = job.criterion.scale
+        if job.too_long is not None:  # ``oversize: fail``: a failed result, never sent
+            return JudgeResult(criterion=job.criterion.name, criterion_id=job.criterion.id, scale=list(scale.levels),
+                               error=VerdictError.CONTEXT_LENGTH_EXCEEDED, error_reason=job.too_long)
         payload = self.completion_payload(job, options)
         asked_logprobs = "logprob_token_ids" in payload
         async with self.limit:

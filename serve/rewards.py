@@ -14,15 +14,17 @@ and reads ``{"rewards": [...], "scores": [...], "extra_logs": {name: [numbers]}}
 give them), optionally ``reference_answer`` and ``task_type``/``task_subtype``/``task_subsubtype``. Its errors name
 ``labels[i]``.
 
-**The answer** (``answer_of``): the query minus its prompt (the query must start with the prompt; otherwise the
-request is refused naming ``query[i]``), then ``judge.rewards.policy_answer``'s rule: cut at the first end-of-turn
+**The answer** (``answer_of``): the query minus its prompt, or minus the tail of it that OpenRLHF kept when it cut
+a long prompt from the left (a query that starts with neither is refused naming ``query[i]``), then ``judge.rewards.policy_answer``'s rule: cut at the first end-of-turn
 or padding token (``END_OF_TURN_MARKERS``: Qwen2/Qwen3's ``<|im_end|>`` and ``<|endoftext|>``, Llama 3's, Gemma's,
 ``</s>``), and after the last ``</think>`` when there is one (Qwen3's reasoning is not the answer the judge rates);
 an unclosed ``<think>`` leaves nothing to judge. An empty answer gets the rule's ``empty_answer``, unjudged.
 
 **The work**: every sample with an answer becomes one ``/v1/judge`` item, and the whole request is one
 ``Judge.run`` (the same batching, prefix order and prompt caching as ``/v1/judge``); each sample's results become
-its reward by ``judge.rewards.reward_of`` under the server's ``reward_rule``.
+its reward by ``judge.rewards.reward_of`` under the server's ``reward_rule``. A judgment whose prompt cannot fit
+the judge's context is a failed criterion (``context_length_exceeded``, ``"oversize": "fail"``), valued by the
+rule's ``on_failure`` and counted in ``judge_failures``, not a refusal of the request.
 
 **What goes back**: ``rewards`` and ``scores`` (the same numbers; OpenRLHF filters on ``scores``); ``extra_logs``:
 the keys of ``EXTRA_LOG_KEYS`` for every sample, ``judge_failures`` (criteria whose verdict failed),
@@ -72,15 +74,40 @@ LABEL_FIELDS = ("id", "instruction", "criteria", "reference_answer", "task_type"
 REWARD_JOURNAL = "rewards.jsonl"
 
 
+#: The shortest tail of a prompt read as the start of a query whose prompt OpenRLHF cut from the left.
+MIN_PROMPT_TAIL = 16
+#: Places in the prompt where that tail may start, tried before the query counts as another prompt's: bounds the
+#: work on a repetitive prompt (each try compares at most the prompt's length, in C).
+MAX_TAIL_STARTS = 16
+
+
 def answer_of(query: str, prompt: str) -> str | None:
     """The policy's answer in an OpenRLHF query (the module docstring's rule).
 
+    The query is the prompt's tokens and the response's, decoded. A prompt longer than OpenRLHF's ``max_len`` minus
+    ``max_tokens`` is cut from the left first (``prompt_token_ids[-max_prompt_length:]`` in ``openrlhf/utils/
+    agent.py``, which still sends the whole prompt): the query then starts with a tail of the prompt, after a
+    replacement character or two where the cut split a multi-byte character. The answer follows the longest tail
+    of the prompt (at least ``MIN_PROMPT_TAIL`` characters) that the query starts with.
+
     Returns:
-        The answer ("" when there is nothing to judge), or None when ``query`` does not start with ``prompt``.
+        The answer ("" when there is nothing to judge), or None when ``query`` starts with neither ``prompt`` nor
+        a tail of it.
     """
-    if not query.startswith(prompt):
+    if query.startswith(prompt):
+        return policy_answer(query[len(prompt):])
+    body = query.lstrip("\ufffd")
+    anchor = body[:MIN_PROMPT_TAIL]
+    if len(anchor) < MIN_PROMPT_TAIL:
         return None
-    return policy_answer(query[len(prompt):])
+    start = prompt.find(anchor)
+    for _ in range(MAX_TAIL_STARTS):
+        if start < 0:
+            break
+        if body.startswith(prompt[start:]):  # the earliest start that fits: the longest tail
+            return policy_answer(body[len(prompt) - start:])
+        start = prompt.find(anchor, start + 1)
+    return None
 
 
 def reward_rule_of(config: ServeConfig) -> RewardRule:
@@ -215,7 +242,9 @@ class RewardRoute:
                 if answer:
                     items.append({**label, "answer": answer})
                     judged.append(i)
-            parsed = parse_judge_request({"items": items}) if items else None
+            # A judgment that cannot fit the judge's context is that sample's failure (valued by on_failure), not
+            # a 400 that would cost the trainer the reward: the policy wrote the long answer, not the client.
+            parsed = parse_judge_request({"items": items, "oversize": "fail"}) if items else None
         except RequestError as err:
             return self._refused(err, judged)
         state = request.app.state.serve

@@ -15,7 +15,8 @@ Request (one item inline, or many under ``items``)::
       }],
       "max_tokens": 512, "temperature": 0.0,    # optional, bounded by the server's max_tokens
       "lenient": false,                         # accept a verdict whose [END] was cut off
-      "constrained": false                      # force the verdict format with vLLM structured outputs
+      "constrained": false,                     # force the verdict format with vLLM structured outputs
+      "oversize": "refuse"                      # a prompt too long for the context: refuse (400) or fail (that result)
     }
 
 Every failure is a ``RequestError`` carrying an HTTP status and ``param``, the dotted path of the bad field

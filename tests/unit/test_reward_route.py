@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from judge.rewards import reward_of
+from tests.support.scripted_endpoint import ScriptedEndpoint
 from judge.wire import JudgeResult
 from serve.config import ServeConfig
 from serve.rewards import EXTRA_LOG_KEYS, RewardRoute, reward_rule_of
@@ -53,3 +54,59 @@ def test_a_served_rule_that_can_give_no_reward_is_refused_at_start(rule, field):
     with pytest.raises(ConfigError, match=rf"^{field}: .* OpenRLHF cannot take"):
         ServeConfig(model="x", reward_rule=rule).validate()
     ServeConfig(model="x", reward_rule={"on_failure": "scale_min", "empty_answer": 0.0}).validate()
+
+
+def test_get_reward_counts_an_answer_too_long_for_the_judge_and_reads_a_prompt_openrlhf_cut(tiny_causal_dir,
+                                                                                              monkeypatch):
+    """judge-serve (the app, in front of an attached stand-in engine with a 1,024-token context):
+    - one sample's answer cannot fit the judge's context: that sample gets the rule's failure value (0.0 under the
+      served ``zero``) with ``judge_failures`` 1, the other sample is judged (1.0), and only its prompt reached the
+      engine; before, the request was a 400 and OpenRLHF's step lost every reward;
+    - a query whose prompt OpenRLHF cut from the left (it starts with a tail of the prompt) is read to the same
+      answer as the whole one;
+    - ``/v1/judge`` with ``"oversize": "fail"`` answers the same judgment as a failed result."""
+    import time
+
+    from fastapi.testclient import TestClient
+
+    from serve.app import create_app
+
+    def engine_get(path: str) -> tuple:
+        if path == "/v1/models":
+            return 200, {"object": "list", "data": [{"id": "attached", "object": "model", "max_model_len": 1024}]}
+        return (200, {}) if path == "/health" else (404, {"detail": "Not Found"})
+
+    def completions(path: str, body: dict) -> tuple:
+        return 200, {"choices": [{"text": "[FEEDBACK] Хорошо. [RESULT] 2 [END]", "finish_reason": "stop"}],
+                     "usage": {"prompt_tokens": 10, "completion_tokens": 5}}
+
+    instruction = "Напиши короткое стихотворение о весне. " * 20
+    prompt = f"<|im_start|>user\n{instruction}<|im_end|>\n<|im_start|>assistant\n"
+    label = {"instruction": instruction, "criteria": ["Креативность"]}
+    monkeypatch.setenv("VLLM_API_KEY", "engine-key")
+    with ScriptedEndpoint(completions, respond_get=engine_get) as engine:
+        config = ServeConfig(model=str(tiny_causal_dir), served_model_name="attached", generator_url=engine.url,
+                             max_model_len=1024, max_tokens=128, api_key="k").validate()
+        with TestClient(create_app(config), base_url="http://localhost") as http:
+            deadline = time.monotonic() + 60
+            while http.get("/ready").status_code != 200:
+                assert time.monotonic() < deadline, "judge-serve never became ready"
+                time.sleep(0.1)
+            auth = {"Authorization": "Bearer k"}
+            answers = ["Весна пришла.<|im_end|>", "слово " * 3000 + "<|im_end|>"]
+            body = {"query": [prompt + a for a in answers], "prompts": [prompt, prompt], "labels": [label, label]}
+            rewarded = http.post("/get_reward", json=body, headers=auth)
+            cut = {"query": [prompt[-40:] + answers[0]], "prompts": [prompt], "labels": [label]}
+            from_cut = http.post("/get_reward", json=cut, headers=auth)
+            judged = http.post("/v1/judge", headers=auth, json={"items": [{**label, "answer": "слово " * 3000}],
+                                                                 "oversize": "fail"})
+    assert rewarded.status_code == 200, rewarded.text
+    assert rewarded.json()["rewards"] == [1.0, 0.0]
+    assert rewarded.json()["extra_logs"]["judge_failures"] == [0.0, 1.0]
+    sent = engine.bodies("/v1/completions")
+    assert len(sent) == 2  # the short answer's judgment, then the cut query's: never the long one's
+    assert from_cut.status_code == 200 and from_cut.json()["rewards"] == [1.0], from_cut.text
+    assert judged.status_code == 200, judged.text
+    (result,) = judged.json()["items"][0]["results"]
+    assert result["error"] == "context_length_exceeded" and result["parse_ok"] is False
+    assert result["error_reason"].startswith("items[0]")

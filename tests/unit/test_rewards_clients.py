@@ -44,6 +44,19 @@ def test_answer_of_needs_the_prompt_as_the_query_start():
     assert answer_of("<|im_start|>user\nДругой", prompt) is None
 
 
+def test_answer_of_a_query_whose_prompt_openrlhf_cut_from_the_left(qwen_tokenizer):
+    """OpenRLHF keeps the last ``max_prompt_length`` tokens of a long prompt (``openrlhf/utils/agent.py``) and
+    decodes them with the response: the query starts with a tail of the prompt, or with replacement characters where
+    the cut split a Cyrillic letter's bytes. Every cut reads to the same answer; a query of another prompt does not."""
+    prompt = "<|im_start|>user\n" + "Напиши о весне, ёлке и дожде. " * 12 + "<|im_end|>\n<|im_start|>assistant\n"
+    ids = qwen_tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    response = qwen_tokenizer("Весна пришла.<|im_end|><|endoftext|>", add_special_tokens=False)["input_ids"]
+    queries = [qwen_tokenizer.decode(ids[-keep:] + response, skip_special_tokens=False) for keep in range(12, len(ids))]
+    assert any(q.startswith("\ufffd") for q in queries)  # some cuts split a letter: the case is exercised
+    assert all(answer_of(q, prompt) == "Весна пришла." for q in queries)
+    assert answer_of("Совсем другой запрос, не этот." + "<|im_start|>assistant\nВесна", prompt) is None
+
+
 def test_access_log_filter_hides_the_reward_key():
     """uvicorn's access record (client, method, path, version, status) loses the key in /get_reward/<key>."""
     record = logging.LogRecord("uvicorn.access", logging.INFO, __file__, 1, '%s - "%s %s HTTP/%s" %d',
@@ -89,7 +102,7 @@ def test_trl_reward_function_sends_one_request_per_batch_and_logs(monkeypatch):
     assert endpoint.requests[0][1] == {"items": [
         {"instruction": "Q1", "answer": "A1", "criteria": ["A", "B"]},
         {"instruction": "Q2", "answer": "A2", "criteria": ["A"]},
-    ]}  # fmt: skip
+    ], "oversize": "fail"}  # fmt: skip
     assert endpoint.headers[-1]["authorization"] == "Bearer k1"
     assert values == [pytest.approx(0.75), 0.0]  # (2/2 + 1/2) / 2; 0/2
     assert extra == {"judge_verdicts": ["A: 2 — fb | B: 1 — fb", "A: 0 — fb"]}
@@ -155,7 +168,7 @@ def test_verl_sample_from_extra_info_or_ground_truth():
     assert sample_from_verl("x", "", {"instruction": "Q", "criteria": np.array(["A", "B"])}).criteria == ("A", "B")
     with pytest.raises(ValueError, match="no instruction"):
         sample_from_verl("ans", "R", {"criteria": ["A"]})
-    assert judge_request_body([RewardSample("Q", "", ("A",))]) == {"items": []}
+    assert judge_request_body([RewardSample("Q", "", ("A",))]) == {"items": [], "oversize": "fail"}
 
 
 def test_verl_compute_score_sync_and_async_at_the_boundary():
@@ -167,7 +180,8 @@ def test_verl_compute_score_sync_and_async_at_the_boundary():
         expected = {"score": 0.5, "judge_failures": 0, "judge_gate_closed": 0, "judge_empty_answer": 0}
         assert compute_score(**kwargs) == expected
         assert asyncio.run(compute_score_async(**kwargs)) == expected
-        assert endpoint.requests[0][1] == {"items": [{"instruction": "Q", "answer": "ans", "criteria": ["A"], "reference_answer": "R"}]}
+        assert endpoint.requests[0][1] == {"items": [{"instruction": "Q", "answer": "ans", "criteria": ["A"], "reference_answer": "R"}],
+                                           "oversize": "fail"}
         assert "authorization" not in endpoint.headers[-1]
         with pytest.raises(ValueError, match="verl needs a number"):
             compute_score(**kwargs, rule={"on_failure": "skip"})

@@ -128,6 +128,29 @@ def test_prompt_longer_than_context_is_a_clear_error(qwen_tokenizer):
     assert err.value.param == "items[1].criteria[0]" and err.value.code == "context_length_exceeded"
 
 
+def test_oversize_fail_marks_the_judgments_that_cannot_fit_and_keeps_the_rest(qwen_tokenizer):
+    """``"oversize": "fail"`` (the reward paths): the judgment the default refuses becomes a job marked ``too_long``
+    with the refusal's message, the item that fits is judged as before; an item whose text alone is over the
+    character bound is never rendered (``check_sizes`` reports it, its criteria become marked jobs)."""
+    from serve.jobs import check_sizes
+
+    request = parse_judge_request({"items": [GOOD_ITEM, {**GOOD_ITEM, "answer": "слово " * 600}], "oversize": "fail"})
+    assert request.oversize == "fail"
+    jobs = build_jobs(request, qwen_tokenizer, max_model_len=512, max_tokens=64, oversize="fail")
+    fits, = [j for j in jobs if j.item == 0]
+    cut, = [j for j in jobs if j.item == 1]
+    assert fits.too_long is None and fits.prompt_ids
+    assert cut.prompt_ids == [] and re.match(r"items\[1\]\.criteria\[0\]: the prompt .* tokens.*context of 512",
+                                             cut.too_long)
+    huge = parse_judge_request({"items": [GOOD_ITEM, {**GOOD_ITEM, "answer": "b" * 10_000}], "oversize": "fail"})
+    too_long = check_sizes(huge, max_model_len=512, max_tokens=64, reserve=0, chars_per_token=10, oversize="fail")
+    assert list(too_long) == [1] and too_long[1].message.startswith("items[1]: 10")
+    jobs = build_jobs(huge, qwen_tokenizer, max_model_len=512, max_tokens=64, oversize="fail", too_long=too_long)
+    assert [(j.item, j.prompt, j.too_long is not None) for j in jobs][1:] == [(1, "", True)]
+    with pytest.raises(RequestError, match=r"^items\[1\]: 10"):  # the default still refuses
+        check_sizes(huge, max_model_len=512, max_tokens=64, reserve=0, chars_per_token=10)
+
+
 def test_too_many_judgments(qwen_tokenizer):
     """More (item, criterion) pairs than allowed is refused before any tokenizing."""
     request = parse_judge_request({"items": [{**GOOD_ITEM, "criteria": ["Креативность"] * 3}] * 2})
