@@ -20,7 +20,8 @@ column (``log_extra``) and the failure count and latency as metrics (``log_metri
 The instruction is the prompt's last user turn (conversational) or the prompt itself (plain), or the dataset column
 ``instruction_column`` names; the criteria are ``criteria`` (one list for every sample) or the column
 ``criteria_column`` names (a list, or a JSON string of one, per row); a reference answer comes from
-``reference_column`` when given. The answer judged is ``judge.rewards.policy_answer`` of the completion's text.
+``reference_column`` when given; the dataset's ``task_type``, ``task_subtype`` and ``task_subsubtype`` columns, when it
+has them, pick each named criterion's rubric variant, as a ``/get_reward`` label's task fields do. The answer judged is ``judge.rewards.policy_answer`` of the completion's text.
 
 **verl** (``custom_reward_function`` in its trainer config)::
 
@@ -32,7 +33,8 @@ The instruction is the prompt's last user turn (conversational) or the prompt it
 verl calls ``compute_score(data_source, solution_str, ground_truth, extra_info, **reward_kwargs)``
 (``verl/experimental/reward_loop/reward_manager/naive.py``; ``verl/trainer/ppo/reward.py`` merges
 ``reward_kwargs``) and takes a float or ``{"score": ..., other logged keys}``. The instruction, criteria and
-reference answer come from ``extra_info`` (keys ``instruction``, ``criteria``, ``reference_answer``) and, for what
+reference answer (and the task fields) come from ``extra_info`` (keys ``instruction``, ``criteria``,
+``reference_answer``, ``task_type``, ``task_subtype``, ``task_subsubtype``) and, for what
 it lacks, from ``ground_truth`` read as a label (a JSON object or a string holding one; any other string is the
 reference answer). verl needs a number for every sample: a rule that skips (``on_failure="skip"``) is refused, and a
 request that fails after the retries raises.
@@ -59,7 +61,7 @@ from judge.wire import JudgeResponse
 
 __all__ = ["RewardSample", "judge_request_body", "rewards_from_response", "JudgeRewardClient", "trl_reward_function",
            "compute_score", "compute_score_async", "sample_from_verl", "DEFAULT_TIMEOUT_S", "DEFAULT_MAX_ITEMS",
-           "DEFAULT_MAX_JUDGMENTS", "request_chunks"]
+           "DEFAULT_MAX_JUDGMENTS", "request_chunks", "TASK_FIELDS"]
 
 log = logging.getLogger("judge.reward_clients")
 
@@ -71,20 +73,33 @@ DEFAULT_MAX_ITEMS = 64
 DEFAULT_MAX_JUDGMENTS = 512
 
 
+#: The item's task fields: with criteria named, they pick each name's rubric variant for the task, as a
+#: ``/get_reward`` label's do (``judge.taxonomy``), so one label gives one rubric on every reward path.
+TASK_FIELDS = ("task_type", "task_subtype", "task_subsubtype")
+
+
 @dataclass(frozen=True)
 class RewardSample:
-    """One answer to reward: the ``/v1/judge`` item's fields (``answer`` as the judge will read it, "" for none)."""
+    """One answer to reward: the ``/v1/judge`` item's fields (``answer`` as the judge will read it, "" for none;
+    ``task``: the ``TASK_FIELDS`` given, by name)."""
 
     instruction: str
     answer: str
     criteria: tuple[Any, ...]
     reference_answer: str | None = None
+    task: tuple[tuple[str, str], ...] = ()
 
     def to_item(self) -> dict[str, Any]:
         item: dict[str, Any] = {"instruction": self.instruction, "answer": self.answer, "criteria": list(self.criteria)}
         if self.reference_answer:
             item["reference_answer"] = self.reference_answer
+        item.update(self.task)
         return item
+
+
+def _task(source: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The ``TASK_FIELDS`` ``source`` gives (a non-empty string each), in their order."""
+    return tuple((name, source[name]) for name in TASK_FIELDS if isinstance(source.get(name), str) and source[name])
 
 
 def judge_request_body(samples: Sequence[RewardSample], model: str | None = None) -> dict[str, Any]:
@@ -284,7 +299,8 @@ def trl_reward_function(
             instruction = columns[instruction_column][i] if instruction_column else _instruction(prompt)
             crit = fixed if fixed is not None else _criteria(columns[criteria_column][i], f"{criteria_column}[{i}]")
             reference = columns[reference_column][i] if reference_column else None
-            samples.append(RewardSample(instruction, policy_answer(_text(completion)), crit, reference))
+            task = _task({name: columns[name][i] for name in TASK_FIELDS if name in columns})
+            samples.append(RewardSample(instruction, policy_answer(_text(completion)), crit, reference, task))
         chunks = request_chunks(samples, max_items, max_judgments)
         started = time.monotonic()
         answers = await asyncio.gather(*(client.arewards(chunk) for chunk in chunks), return_exceptions=True)
@@ -340,14 +356,15 @@ def sample_from_verl(solution_str: str, ground_truth: Any, extra_info: Mapping[s
     """
     extra = dict(extra_info or {})
     label = _label(ground_truth)
-    source = {**(label or {}), **{k: v for k, v in extra.items() if k in ("instruction", "criteria", "reference_answer")}}
+    source = {**(label or {}), **{k: v for k, v in extra.items()
+                                  if k in ("instruction", "criteria", "reference_answer", *TASK_FIELDS)}}
     if label is None and isinstance(ground_truth, str) and ground_truth.strip() and "reference_answer" not in source:
         source["reference_answer"] = ground_truth
     if not source.get("instruction"):
         raise ValueError("verl sample: no instruction in extra_info['instruction'] or the ground_truth label")
     crit = _criteria(source.get("criteria"), "verl sample: criteria (extra_info['criteria'] or the ground_truth label)")
     reference = source.get("reference_answer") or None
-    return RewardSample(str(source["instruction"]), policy_answer(solution_str), crit, reference)
+    return RewardSample(str(source["instruction"]), policy_answer(solution_str), crit, reference, _task(source))
 
 
 def _verl_client(judge_url: str, rule: Mapping[str, Any] | RewardRule | None, api_key_env: str, timeout_s: float,

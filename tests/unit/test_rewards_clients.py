@@ -4,6 +4,7 @@ scripted judge-serve records the exact /v1/judge payloads (fast tier)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 
 import pytest
@@ -169,6 +170,23 @@ def test_verl_sample_from_extra_info_or_ground_truth():
     with pytest.raises(ValueError, match="no instruction"):
         sample_from_verl("ans", "R", {"criteria": ["A"]})
     assert judge_request_body([RewardSample("Q", "", ("A",))]) == {"items": [], "oversize": "fail"}
+
+
+def test_the_task_fields_of_a_label_reach_the_judge_on_every_reward_path():
+    """A named criterion's rubric variant depends on the task (judge.taxonomy): /get_reward takes a label's task
+    fields, and so do verl's samples (label or extra_info) and trl's (dataset columns), sent as the item's own."""
+    label = {"instruction": "Q", "criteria": ["A"], "task_type": "Code modification", "task_subtype": "Python"}
+    sample = sample_from_verl("ans", json.dumps(label), {"task_subtype": "SQL"})
+    assert sample.to_item() == {"instruction": "Q", "answer": "ans", "criteria": ["A"],
+                                "task_type": "Code modification", "task_subtype": "SQL"}
+    with ScriptedEndpoint(lambda path, body: (200, judge_response([[scored("A", 1)]] * len(body["items"])))) as endpoint:
+        reward = trl_reward_function(endpoint.base_url, criteria=["A"], retry=NO_WAIT)
+        asyncio.run(reward(prompts=["Q1", "Q2"], completions=["a1", "a2"], task_type=["Code modification", None],
+                           task_subsubtype=["", "x"]))
+    assert endpoint.requests[0][1]["items"] == [
+        {"instruction": "Q1", "answer": "a1", "criteria": ["A"], "task_type": "Code modification"},
+        {"instruction": "Q2", "answer": "a2", "criteria": ["A"], "task_subsubtype": "x"},
+    ]
 
 
 def test_verl_compute_score_sync_and_async_at_the_boundary():
