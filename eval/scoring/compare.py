@@ -71,6 +71,21 @@ def _verdict(delta: float, p_value: float, metric: str, alpha: float) -> str:
     return "better" if better else "worse"
 
 
+def _reference(run: ScoredRun, metric: str) -> np.ndarray:
+    """The reference ``metric`` was computed against in ``run``'s own metrics: MAE's, or the correlations' own when
+    the run was scored with ``--spearman-target`` apart from MAE's target.
+
+    Raises:
+        ValueError: a run scored with a Spearman target of its own before items.parquet kept that reference.
+    """
+    if metric == "spearman" and run.metrics.settings.spearman_target not in (None, run.metrics.target):
+        if "spearman_reference" not in run.extra:
+            raise ValueError(f"{run.folder}: scored with --spearman-target {run.metrics.settings.spearman_target} "
+                             "by a version whose items.parquet lacks that reference; score it again to compare")
+        return run.extra["spearman_reference"]
+    return run.extra["reference"]
+
+
 def _paired(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, index_b: np.ndarray, metric: str, key: str,
             n_boot: int, seed: int, alpha: float) -> Paired:
     ta, tb = base.table, other.table
@@ -78,8 +93,8 @@ def _paired(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, index_b: np.
         xa, ya = base.extra["vc_judge"][index_a], base.extra["vc_judge"][index_a]
         xb, yb = other.extra["vc_judge"][index_b], other.extra["vc_judge"][index_b]
     else:
-        xa, ya = ta.judge[index_a], base.extra["reference"][index_a]
-        xb, yb = tb.judge[index_b], other.extra["reference"][index_b]
+        xa, ya = ta.judge[index_a], _reference(base, metric)[index_a]
+        xb, yb = tb.judge[index_b], _reference(other, metric)[index_b]
     found = bootstrap.paired_bootstrap(xa, ya, xb, yb, _STAT[metric], n_boot, bootstrap.cell_rng(seed, key))
     return Paired.of(found, _verdict(found["delta"], found["p_value"], metric, alpha))
 
@@ -125,7 +140,8 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
             raise ValueError(f"{base.folder} and {other.folder} were scored on different expert labels")
         splits: dict[str, SplitComparison] = {}
         for split in item_table.SPLITS:
-            keep = np.ones(len(common), dtype=bool) if split == "all" else ta.split[index_a] == split
+            # "all" is the paper's two tests together, as in each run's own metrics: never the "unknown" items
+            keep = ta.split[index_a] != "unknown" if split == "all" else ta.split[index_a] == split
             if not keep.any():
                 continue
             ia, ib = index_a[keep], index_b[keep]
@@ -160,7 +176,7 @@ def _paired_validity(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, ind
     ta, tb = base.table, other.table
     out = {}
     for split in validity.splits:
-        keep = np.ones(len(index_a), dtype=bool) if split == "all" else ta.split[index_a] == split
+        keep = ta.split[index_a] != "unknown" if split == "all" else ta.split[index_a] == split
         ia, ib = index_a[keep], index_b[keep]
         out[split] = PairedValidity.from_json(paired_validity(ta.judge[ia], tb.judge[ib], ta.experts[ia],
                                      ta.expert_ids[ia] if ta.expert_ids is not None else None,
@@ -171,9 +187,17 @@ def _paired_validity(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, ind
 
 def headline(result: Comparison) -> list[str]:
     """One sentence per compared run and split, e.g. "On the Zero-Shot test, B's MAE is 0.052 lower than A's
-    (delta -0.052, 95 % CI [-0.081, -0.024], p = 0.001, 412 paired items): better"."""
+    (delta -0.052, 95 % CI [-0.081, -0.024], p = 0.001, 412 paired items): better"; first, for a run whose MAE
+    has another reference than the baseline's (a regression judge's mean beside a verdict judge's mode), a sentence
+    that says so."""
     lines = []
+    targets = {name: m.target for name, m in zip(result.runs, result.metrics)}
     for comp in result.comparisons:
+        mine, theirs = targets.get(comp.run), targets.get(result.baseline)
+        if mine and theirs and mine != theirs:
+            lines.append(f"{comp.run}'s MAE is against the experts' {mine}, {result.baseline}'s against their "
+                         f"{theirs} (each judge's own reference): the deltas set the two side by side, on the items "
+                         "where both are defined.")
         for split, block in comp.splits.items():
             p = block.overall["mae"]
             if not p.n:

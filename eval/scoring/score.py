@@ -152,10 +152,10 @@ def score(
     )
 
     # ---- files, all from the item table and the metrics
-    items = item_table.arrow_table(table, extra={
-        "reference": derived.reference, "vc_judge": derived.vc_judge, "vc_experts": derived.vc_experts,
-        "why_unscored": item_table.why_unscored_labels(derived),
-    })
+    extra = {"reference": derived.reference, "vc_judge": derived.vc_judge, "vc_experts": derived.vc_experts}
+    if derived.spearman_reference is not None and derived.spearman_reference is not derived.reference:
+        extra["spearman_reference"] = derived.spearman_reference  # --spearman-target apart: what compare pairs on
+    items = item_table.arrow_table(table, extra={**extra, "why_unscored": item_table.why_unscored_labels(derived)})
     item_table.write_arrow(items, out / "items.parquet")
     written = item_table.dumps(result)
     (out / "metrics.json").write_text(written + "\n", encoding="utf-8")

@@ -373,10 +373,47 @@ def test_score_reports_out_of_scale_table_10_and_pollux_official(small_data, tmp
     assert [flags[r.id] for r in records[:4]] == [False, False, True, None]
 
 
+def test_compare_pairs_spearman_on_the_reference_each_run_reported_it_against(small_data, tmp_path):
+    """Runs scored with ``--spearman-target mean`` (MAE still against the mode) keep that reference in items.parquet,
+    and compare pairs Spearman on it: two scorings of one run give each side that run's own Spearman. Against MAE's
+    reference it would be 1: this judge says each item's first expert score, which is the mode here (MAE 0)."""
+    data, records = small_data
+    first = {judge.render_prompt(r): [f"[FEEDBACK] x [RESULT] {int(r.expert_scores[0])} [END]"] for r in records}
+    with ScriptedServer(first) as server:
+        assert main(_run_args(server.base_url, data, tmp_path / "run", "--name", "first")) == 0
+    for out in ("one", "two"):
+        assert main(["score", "--predictions", str(tmp_path / "run"), "--out", str(tmp_path / out), "--n-boot", "20",
+                     "--no-plots", "--spearman-target", "mean"]) == 0
+    assert main(["compare", str(tmp_path / "one"), str(tmp_path / "two"), "--out", str(tmp_path / "cmp"),
+                 "--n-boot", "20"]) == 0
+    own = json.loads((tmp_path / "one" / "metrics.json").read_text(encoding="utf-8"))["splits"]["all"]["overall"]
+    paired = json.loads((tmp_path / "cmp" / "compare.json").read_text(encoding="utf-8"))
+    spearman = paired["comparisons"][0]["splits"]["all"]["overall"]["spearman"]
+    assert own["mae"] == 0.0 and own["spearman"] < 0.99
+    assert spearman["n"] == own["n_spearman"]
+    assert (spearman["a"], spearman["b"]) == (pytest.approx(own["spearman"]), pytest.approx(own["spearman"]))
+    # A run whose MAE has another reference than the baseline's: the headline says so before its deltas.
+    assert main(["score", "--predictions", str(tmp_path / "run"), "--out", str(tmp_path / "mean"), "--n-boot", "20",
+                 "--no-plots", "--target", "mean", "--name", "first-mean"]) == 0
+    assert main(["compare", str(tmp_path / "one"), str(tmp_path / "mean"), "--out", str(tmp_path / "cmp2"),
+                 "--n-boot", "20"]) == 0
+    said = (tmp_path / "cmp2" / "compare.md").read_text(encoding="utf-8")
+    assert ("first-mean's MAE is against the experts' mean, first's against their mode (each judge's own "
+            "reference)") in said
+    assert "MAE is against the experts'" not in (tmp_path / "cmp" / "compare.md").read_text(encoding="utf-8")
+
+
 def test_compare_pairs_two_scored_runs(small_data, tmp_path):
     """A judge that always says 1 vs one that copies the experts' first score: compare reports both, the delta
-    and a call, on the items both scored."""
-    data, records = small_data
+    and a call, on the items both scored. Two items of a task type the taxonomy does not know stay out of "all",
+    in compare as in each run's own metrics."""
+    import dataclasses
+
+    _, sample = small_data
+    records = [dataclasses.replace(r, task_type="Задача вне таксономии") if k in (0, 7) else r
+               for k, r in enumerate(sample)]
+    data = tmp_path / "data.jsonl"
+    judge.write_jsonl(records, data)
     copycat = {judge.render_prompt(r): [f"[FEEDBACK] x [RESULT] {int(r.expert_scores[0])} [END]"] for r in records}
     for name, script in (("ones", {}), ("copycat", copycat)):
         with ScriptedServer(script) as server:
@@ -389,6 +426,14 @@ def test_compare_pairs_two_scored_runs(small_data, tmp_path):
     overall = result["comparisons"][0]["splits"]["all"]["overall"]["mae"]
     assert overall["delta"] == pytest.approx(overall["b"] - overall["a"])
     assert overall["verdict"] in ("better", "worse", "n.s.")
+    # Both judges parse every item, so the paired items are each run's scored items: each side is that run's own
+    # headline MAE (the same "all": Zero-Shot + Standard, never the unknown task types), and so per split.
+    own = {name: json.loads((tmp_path / name / "metrics.json").read_text(encoding="utf-8"))["splits"]
+           for name in ("ones", "copycat")}
+    for split, block in result["comparisons"][0]["splits"].items():
+        mae = block["overall"]["mae"]
+        assert (mae["a"], mae["b"]) == (pytest.approx(own["ones"][split]["overall"]["mae"]),
+                                        pytest.approx(own["copycat"][split]["overall"]["mae"])), split
     assert "copycat vs ones" in (tmp_path / "cmp" / "compare.md").read_text(encoding="utf-8")
     # compare.json is the typed comparison written key for key; its readers see the same values as attributes
     from eval.scoring.compare import compare
