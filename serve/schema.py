@@ -180,31 +180,48 @@ def _check_values(data: Any) -> None:
     digits, and a lone UTF-16 surrogate (JSON ``"\\ud800"``) in a string or a key.
 
     A surrogate is no Unicode text: UTF-8 cannot encode it, so the tokenizer (and a JSON response echoing it) would
-    fail with a 500. Iterative: the body may nest deeply.
+    fail with a 500. Iterative: the body may nest deeply. Each value's place is kept as a link to its parent's, and
+    written out only for the value refused: a path string per value would copy the parent's path into every child
+    (a 4 MB key over a list of two million numbers: terabytes).
     """
-    stack: list[tuple[str, Any]] = [("", data)]
+    stack: list[tuple[tuple | None, Any]] = [(None, data)]
     while stack:
-        path, node = stack.pop()
+        link, node = stack.pop()
         if isinstance(node, str):
             bad = _SURROGATE.search(node)
             if bad:
-                where = path or "body"
+                where = _path_text(link) or "body"
                 raise RequestError(
                     f"{where}: not valid Unicode text (a lone surrogate {_printable(bad.group())} at character "
                     f"{bad.start()}); send UTF-8 text",
                     param=where,
                 )  # fmt: skip
         elif isinstance(node, _LongNumber):
-            where = path or "body"
+            where = _path_text(link) or "body"
             raise RequestError(f"{where}: a number of {node.digits} digits; at most {MAX_INT_DIGITS}", param=where)
         elif isinstance(node, Mapping):
             for key, value in node.items():
-                child = f"{path}.{_key_text(key)}" if path else _key_text(key)
                 if _SURROGATE.search(key):
+                    child = _path_text((link, key))
                     raise RequestError(f"{child}: a field name that is not valid Unicode text", param=child)
-                stack.append((child, value))
+                stack.append(((link, key), value))
         elif isinstance(node, list):
-            stack.extend((f"{path}[{i}]", value) for i, value in enumerate(node))
+            stack.extend(((link, i), value) for i, value in enumerate(node))
+
+
+def _path_text(link: tuple | None) -> str:
+    """The dotted path (``items[2].criteria[0]``) of a ``_check_values`` link: ``(parent link, key or index)``."""
+    segments = []
+    while link is not None:
+        link, segment = link
+        segments.append(segment)
+    path = ""
+    for segment in reversed(segments):
+        if isinstance(segment, int):
+            path += f"[{segment}]"
+        else:
+            path = f"{path}.{_key_text(segment)}" if path else _key_text(segment)
+    return path
 
 
 def _json_type(value: Any) -> str:

@@ -1,9 +1,13 @@
 """Reading a criterion's scale from its rubric, in every shape rubrics arrive in."""
 
+import random
+import re
+
 import pytest
 
 import judge
 from judge import Scale, ScaleError, load_taxonomy, scale_of
+from judge.scales import _LEVEL_LINE
 
 READABLE = [
     ("colon lines", "0: Плохо.\n1: Средне.\n2: Хорошо.", (0, 1, 2)),
@@ -122,3 +126,19 @@ def test_custom_criteria_are_best_at_their_top():
     """The documented rule for a criterion the taxonomy does not know (or no name): best at the highest level."""
     assert judge.oriented_scale("Вежливость", "0: грубо\n\n1: вежливо").best == 1
     assert judge.oriented_scale(None, "1: плохо\n\n5: отлично").best == 5
+
+
+def test_a_rubric_line_of_spaces_is_read_in_linear_time():
+    """A client's custom rubric of 200,000 spaces and no level: read at once, "no scale" (the level pattern's
+    whitespace runs are possessive; with plain ones, adjacent runs backtracked in quadratic time: 8,000 spaces took
+    1.75 s, this line would hold the server's GIL for about twenty minutes, past the tier's timeout). Every
+    level line still reads as before (the other tests here); a fuzz of 300,000 short lines over the pattern's
+    alphabet found the old and new patterns equal, which this pins on a sample."""
+    with pytest.raises(ScaleError):
+        scale_of(" " * 200_000 + "x")
+    old = re.compile(r"^\s*(?:-\s+|[*•]\s*)?\**\s*(-?\d+)\s*\**\s*(?::|-|–|—|\.(?!\d)|\))")
+    rng = random.Random(0)
+    for _ in range(20_000):
+        line = "".join(rng.choice([" ", "\t", "-", "*", "•", "1", "2", ":", ".", ")", "–", "a"]) for _ in range(8))
+        found_old, found_new = old.match(line), _LEVEL_LINE.match(line)
+        assert (found_old and found_old.group(1)) == (found_new and found_new.group(1)), line
