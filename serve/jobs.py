@@ -52,6 +52,11 @@ class Job:
     too_long: str | None = None
 
 
+def _named(name: str, limit: int = 80) -> str:
+    """A criterion's name for a message: a client's custom name may be megabytes long."""
+    return repr(name) if len(name) <= limit else f"{name[:limit]!r}... [{len(name)} characters]"
+
+
 def max_token_chars(tokenizer: Any) -> int:
     """The most characters one token of ``tokenizer`` can stand for (an upper bound: the longest vocabulary entry
     as stored; a byte-level BPE entry has one symbol per byte). Qwen2.5: 128 (a run of spaces)."""
@@ -62,8 +67,8 @@ def check_sizes(request: JudgeRequest, *, max_model_len: int, max_tokens: int, r
                 oversize: str = "refuse") -> dict[int, RequestError]:
     """Refuse, before any rendering, tokenizing or classifying, an item whose own text cannot fit the context.
 
-    Each (item, criterion) prompt holds the item's instruction, answer and reference answer, and a custom rubric's
-    text; a prompt of more than ``(max_model_len - max_tokens - reserve) * chars_per_token`` characters cannot be
+    Each (item, criterion) prompt holds the item's instruction, answer and reference answer, and a custom
+    criterion's name and rubric text; a prompt of more than ``(max_model_len - max_tokens - reserve) * chars_per_token`` characters cannot be
     that few tokens, whatever the text. So a 1 MiB answer is refused in microseconds instead of after every
     criterion's prompt was rendered and tokenized (which took 92 s and +2 GB for 64 criteria).
 
@@ -84,11 +89,12 @@ def check_sizes(request: JudgeRequest, *, max_model_len: int, max_tokens: int, r
             for j, spec in enumerate(item.criteria):
                 rubric = getattr(spec, "rubrics", None)
                 size = len(rubric) if isinstance(rubric, str) else sum(len(k) + len(v) for k, v in (rubric or {}).items())
+                size += len(getattr(spec, "name", None) or "")  # a custom criterion's name is in its prompt too
                 if size > extra:
                     where, extra = f"items[{i}].criteria[{j}]", size
         if chars + extra > limit:
             too_long[i] = RequestError(
-                f"{where}: {chars + extra} characters of instruction, answer, reference and rubric cannot fit the "
+                f"{where}: {chars + extra} characters of instruction, answer, reference and criterion cannot fit the "
                 f"{budget} prompt tokens left of the model's context of {max_model_len} (max_tokens {max_tokens}); "
                 f"at most {limit} characters. Shorten the answer.",
                 param=where,
@@ -160,7 +166,8 @@ def build_jobs(
         choices: the task classifier's choice per item index, for items with ``"criteria": "auto"``.
         thinking: render with the chat template's thinking on (integer-format judges; ``judge.apply_chat``).
         oversize: ``refuse`` (raise on a prompt that cannot fit) or ``fail`` (mark its job ``too_long``).
-        too_long: ``check_sizes``' answer under ``fail``: those items' criteria are resolved, never rendered.
+        too_long: ``check_sizes``' answer under ``fail``: those items' criteria are resolved, never rendered (an
+            item of ``"criteria": "auto"`` among them is refused: its criteria would come from its text).
 
     Returns:
         The jobs, grouped so that the criteria of one answer are adjacent.
@@ -169,6 +176,9 @@ def build_jobs(
         RequestError: an unknown criterion or task, too many judgments, or a prompt that does not fit the
             context (naming the item and criterion, with the token counts).
     """
+    for i in too_long or {}:
+        if request.items[i].criteria == "auto":  # its criteria would come from classifying the text too long to read
+            raise too_long[i]  # type: ignore[index]
     resolved = [resolve_criteria(item, i, (choices or {}).get(i)) for i, item in enumerate(request.items)]
     total = sum(len(criteria) for criteria in resolved)
     if max_judgments is not None and total > max_judgments:
@@ -204,7 +214,7 @@ def build_jobs(
             item = request.items[i]
             where = f"items[{i}]" if item.criteria is None or item.criteria == "auto" else f"items[{i}].criteria[{j}]"
             error = RequestError(
-                f"{where}: the prompt for criterion {crit.name!r} is {len(ids)} tokens; with max_tokens "
+                f"{where}: the prompt for criterion {_named(crit.name)} is {len(ids)} tokens; with max_tokens "
                 f"{max_tokens}{f' and {reserve} reserved' if reserve else ''} it needs "
                 f"{len(ids) + max_tokens + reserve} > the model's context of {max_model_len} tokens. "
                 f"Shorten the answer or ask for fewer max_tokens.",

@@ -159,7 +159,7 @@ class Judge:
         oversize = request.oversize or "refuse"
         too_long = check_sizes(request, max_model_len=s.max_model_len, max_tokens=max_tokens, reserve=reserve,
                                chars_per_token=self._chars_per_token, oversize=oversize)  # fmt: skip
-        auto = [i for i, item in enumerate(request.items) if item.criteria == "auto"]
+        auto = [i for i, item in enumerate(request.items) if item.criteria == "auto" and i not in too_long]
         choices = {}
         if auto and self.classifier is not None:  # without one, resolve_criteria refuses the item, naming it
             choices = await asyncio.to_thread(

@@ -76,9 +76,34 @@ REWARD_JOURNAL = "rewards.jsonl"
 
 #: The shortest tail of a prompt read as the start of a query whose prompt OpenRLHF cut from the left.
 MIN_PROMPT_TAIL = 16
-#: Places in the prompt where that tail may start, tried before the query counts as another prompt's: bounds the
-#: work on a repetitive prompt (each try compares at most the prompt's length, in C).
-MAX_TAIL_STARTS = 16
+#: Places in the prompt where the query's first characters occur, tried at C speed before the linear search
+#: (``_longest_tail``): natural text finds its cut at the first; a repetitive prompt goes on to the search.
+FAST_TAIL_STARTS = 16
+
+
+def _longest_tail(prompt: str, body: str) -> int:
+    """The longest L with ``prompt[-L:] == body[:L]``, in time linear in their lengths: Knuth–Morris–Pratt, the
+    pattern being ``body``'s first ``len(prompt)`` characters and the text ``prompt`` (what the pattern matches when
+    the text ends is the longest prefix of the body that ends the prompt). ~50 ms for a 180,000-character prompt."""
+    pattern = body[:len(prompt)]
+    m = len(pattern)
+    if not m:
+        return 0
+    fail = [0] * m
+    k = 0
+    for i in range(1, m):
+        while k and pattern[k] != pattern[i]:
+            k = fail[k - 1]
+        if pattern[k] == pattern[i]:
+            k += 1
+        fail[i] = k
+    k = 0
+    for c in prompt:
+        while k and (k == m or pattern[k] != c):
+            k = fail[k - 1]
+        if k < m and pattern[k] == c:
+            k += 1
+    return k
 
 
 def answer_of(query: str, prompt: str) -> str | None:
@@ -101,13 +126,14 @@ def answer_of(query: str, prompt: str) -> str | None:
     if len(anchor) < MIN_PROMPT_TAIL:
         return None
     start = prompt.find(anchor)
-    for _ in range(MAX_TAIL_STARTS):
+    for _ in range(FAST_TAIL_STARTS):
         if start < 0:
-            break
+            return None  # the query's start is nowhere in the prompt
         if body.startswith(prompt[start:]):  # the earliest start that fits: the longest tail
             return policy_answer(body[len(prompt) - start:])
         start = prompt.find(anchor, start + 1)
-    return None
+    kept = _longest_tail(prompt, body)
+    return policy_answer(body[kept:]) if kept >= MIN_PROMPT_TAIL else None
 
 
 def reward_rule_of(config: ServeConfig) -> RewardRule:

@@ -14,7 +14,7 @@ from judge.reward_clients import (RewardSample, compute_score, compute_score_asy
                                   request_chunks, sample_from_verl, trl_reward_function)
 from judge.rewards import RewardRule, policy_answer
 from judge.wire import JudgeResult
-from serve.rewards import SecretPathFilter, answer_of
+from serve.rewards import MIN_PROMPT_TAIL, SecretPathFilter, answer_of
 from tests.support.scripted_endpoint import ScriptedEndpoint
 
 NO_WAIT = RetryPolicy(max_retries=2, backoff_s=0.0, max_backoff_s=0.0, asleep=lambda s: asyncio.sleep(0), sleep=lambda s: None)
@@ -56,6 +56,22 @@ def test_answer_of_a_query_whose_prompt_openrlhf_cut_from_the_left(qwen_tokenize
     assert any(q.startswith("\ufffd") for q in queries)  # some cuts split a letter: the case is exercised
     assert all(answer_of(q, prompt) == "Весна пришла." for q in queries)
     assert answer_of("Совсем другой запрос, не этот." + "<|im_start|>assistant\nВесна", prompt) is None
+
+
+def test_answer_of_a_cut_prompt_that_repeats_itself():
+    """A repetitive prompt (code) has the query's first characters at many places before the cut: past the fast
+    tries, the linear search finds the longest tail all the same, at every cut; a query of another prompt that
+    shares its repeated text but not its end is still refused."""
+    from serve.rewards import FAST_TAIL_STARTS, _longest_tail
+
+    prompt = "<|im_start|>user\nИсправь код:\n" + "    pass\n" * 40 + "<|im_end|>\n<|im_start|>assistant\n"
+    for cut in range(30, len(prompt) - MIN_PROMPT_TAIL, 7):
+        assert answer_of(prompt[cut:] + "Готово.<|im_end|>", prompt) == "Готово.", cut
+    anchor = prompt[310:310 + MIN_PROMPT_TAIL]  # a cut past the middle: its start occurs too often for the fast tries
+    assert sum(prompt.startswith(anchor, i) for i in range(310)) > FAST_TAIL_STARTS
+    assert answer_of(prompt[310:] + "Готово.", prompt) == "Готово."
+    assert answer_of("    pass\n" * 5 + "<|im_end|>\n<|im_start|>user\nДругое", prompt) is None
+    assert _longest_tail("abcab", "cabxyz") == 3 and _longest_tail("abc", "xyz") == 0 and _longest_tail("ab", "") == 0
 
 
 def test_access_log_filter_hides_the_reward_key():

@@ -326,3 +326,30 @@ def test_the_shared_prefix_tokenized_once_gives_the_whole_prompts_ids(qwen_token
     for job in jobs:
         whole = qwen_tokenizer(judge.apply_chat(qwen_tokenizer, job.prompt), add_special_tokens=False)["input_ids"]
         assert job.prompt_ids == whole, job.criterion.name
+
+
+def test_a_custom_criterions_name_counts_in_the_character_bound_and_is_clipped_in_messages(qwen_tokenizer):
+    """A custom criterion's name is in its prompt: a 2 MB name is refused before rendering (it once passed the
+    bound, which counted rubrics only), and a refusal names a long criterion by its first characters and length."""
+    from serve.jobs import check_sizes
+
+    item = {"instruction": "a", "answer": "b", "criteria": [{"name": "н" * 2_000_000, "rubrics": "0: нет\n\n1: да"}]}
+    with pytest.raises(RequestError, match=r"^items\[0\]\.criteria\[0\]: 20000\d\d characters"):
+        check_sizes(parse_judge_request({"items": [item]}), max_model_len=4096, max_tokens=64, reserve=0,
+                    chars_per_token=128)
+    long_name = {**item, "criteria": [{"name": "н" * 5000, "rubrics": "0: нет\n\n1: да"}]}
+    with pytest.raises(RequestError) as err:
+        build_jobs(parse_judge_request({"items": [long_name]}), qwen_tokenizer, max_model_len=512, max_tokens=64)
+    assert "... [5000 characters]" in err.value.message and len(err.value.message) < 400
+
+
+def test_an_auto_item_too_long_to_read_is_refused_even_under_oversize_fail(qwen_tokenizer):
+    """``"criteria": "auto"`` takes its criteria from classifying the item's text; an item too long to read has
+    none to fail, so ``oversize: fail`` refuses it like the default, naming it (and never classifies it)."""
+    from serve.jobs import check_sizes
+
+    request = parse_judge_request({"items": [{"instruction": "a", "answer": "b" * 10_000, "criteria": "auto"}],
+                                   "oversize": "fail"})
+    too_long = check_sizes(request, max_model_len=512, max_tokens=64, reserve=0, chars_per_token=10, oversize="fail")
+    with pytest.raises(RequestError, match=r"^items\[0\]: 10001 characters"):
+        build_jobs(request, qwen_tokenizer, max_model_len=512, max_tokens=64, oversize="fail", too_long=too_long)
