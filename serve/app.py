@@ -56,7 +56,7 @@ from serve.engine_client import EngineFailure, EngineUnavailable, unless_dead
 from serve.errors import engine_error, error_response, sanitized
 from serve.layout import CheckpointLayout, LayoutError, resolve_layout
 from serve.rewards import install_reward_routes
-from serve.schema import RequestError, decode_json_body, parse_judge_request
+from serve.schema import RequestError, check_values, decode_json_body, json_type_name, parse_judge_request
 from serve.supervision import ServerState, restart_delay, start_engines, stop_engines
 
 __all__ = ["ServerState", "create_app", "proxied_token_bound", "resolved_verdict_format", "restart_delay"]
@@ -98,15 +98,26 @@ def proxied_token_bound(body: Any, path: str, max_total: int) -> tuple[Any, JSON
     """Bound a proxied generation request to ``max_total`` tokens in all, so one request cannot buy unbounded work.
 
     Returns the body to send (``max_tokens`` = ``max_total // n`` added when it named none) and None, or the
-    body and a 400 naming the field that asks for too much.
+    body and a 400 naming the field that asks for too much. The fields counted must be JSON integers (or null):
+    vLLM's request classes would read ``"100000"`` or ``1e5`` as numbers, past a bound that counted only integers.
+    ``/v1/completions`` with a list of prompts generates for each: ``n`` counts per prompt.
     """
     if not isinstance(body, dict):
         return body, None
+    counted = ("max_output_tokens",) if path == "/v1/responses" else ("max_completion_tokens", "max_tokens", "n", "best_of")
+    for name in counted:
+        value = body.get(name)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+            return body, error_response(400, f"{name}: must be an integer, got {json_type_name(value)}", param=name,
+                                        code="invalid_type")
     if path == "/v1/responses":
         fields, n = ("max_output_tokens",), 1
     else:
         fields = ("max_completion_tokens", "max_tokens")
-        n = max((v for v in (body.get("n"), body.get("best_of")) if isinstance(v, int) and not isinstance(v, bool)), default=1)
+        n = max((v for v in (body.get("n"), body.get("best_of")) if v is not None), default=1)
+        prompt = body.get("prompt") if path == "/v1/completions" else None
+        if isinstance(prompt, list) and prompt and isinstance(prompt[0], (str, list)):  # a batch, not one token list
+            n *= len(prompt)
     if n < 1:
         return body, None  # the engine refuses it with its own message
     named = next((f for f in fields if body.get(f) is not None), None)
@@ -257,6 +268,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         if bounded and data:
             try:
                 body = decode_json_body(data)
+                check_values(body)  # an over-long number would fail json.dumps below: a 400 naming it, not a 500
             except RequestError as err:
                 return error_response(err.status, err.message, param=err.param, code=err.code)
             bounded_body, refused = proxied_token_bound(body, path, config.max_proxy_tokens)

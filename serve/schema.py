@@ -47,6 +47,8 @@ T = TypeVar("T", JudgeRequest, PairwiseRequest)
 __all__ = [
     "RequestError",
     "decode_json_body",
+    "check_values",
+    "json_type_name",
     "CustomCriterion",
     "JudgeItem",
     "JudgeRequest",
@@ -175,7 +177,7 @@ def decode_json_body(raw: bytes) -> Any:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _check_values(data: Any) -> None:
+def check_values(data: Any) -> None:
     """Refuse, naming where, what JSON decodes but no field can hold: an integer of more than ``MAX_INT_DIGITS``
     digits, and a lone UTF-16 surrogate (JSON ``"\\ud800"``) in a string or a key.
 
@@ -210,7 +212,7 @@ def _check_values(data: Any) -> None:
 
 
 def _path_text(link: tuple | None) -> str:
-    """The dotted path (``items[2].criteria[0]``) of a ``_check_values`` link: ``(parent link, key or index)``."""
+    """The dotted path (``items[2].criteria[0]``) of a ``check_values`` link: ``(parent link, key or index)``."""
     segments = []
     while link is not None:
         link, segment = link
@@ -224,7 +226,7 @@ def _path_text(link: tuple | None) -> str:
     return path
 
 
-def _json_type(value: Any) -> str:
+def json_type_name(value: Any) -> str:
     if isinstance(value, bool):
         return "a boolean"
     if isinstance(value, (int, float, _LongNumber)):
@@ -252,7 +254,7 @@ def parse_judge_request(body: Any) -> JudgeRequest | PairwiseRequest:
         RequestError: naming the first bad field.
     """
     if not isinstance(body, Mapping):
-        raise RequestError(f"body: expected a JSON object, got {_json_type(body)}", param="body")
+        raise RequestError(f"body: expected a JSON object, got {json_type_name(body)}", param="body")
     if "pairs" in body:
         return _parse_pairwise(dict(body))
     data = dict(body)
@@ -283,7 +285,7 @@ def parse_judge_request(body: Any) -> JudgeRequest | PairwiseRequest:
 
 def _validated(model: type[T], data: dict[str, Any]) -> T:
     """``data`` checked for unreadable values, then validated into ``model``; the first error names its field."""
-    _check_values(data)
+    check_values(data)
     try:
         return model.model_validate(data)
     except ValidationError as err:

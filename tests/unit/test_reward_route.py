@@ -1,15 +1,20 @@
-"""judge-serve's ``/get_reward`` without an engine: the response OpenRLHF's trainer can batch, and the rules a
-server refuses at start. (The route with an engine, end to end: tests/integration/serving/test_rewards_serve.py.)"""
+"""judge-serve's ``/get_reward`` and its request bounds without an engine: the response OpenRLHF's trainer can batch,
+the rules a server refuses at start, and the app in process in front of a scripted engine (an overlong answer, a cut
+prompt, a proxied body judge-serve cannot re-serialise). The route with a real engine, end to end:
+tests/integration/serving/test_rewards_serve.py."""
 
 from __future__ import annotations
+
+import contextlib
+import time
 
 import pytest
 
 from judge.rewards import reward_of
-from tests.support.scripted_endpoint import ScriptedEndpoint
 from judge.wire import JudgeResult
 from serve.config import ServeConfig
 from serve.rewards import EXTRA_LOG_KEYS, RewardRoute, reward_rule_of
+from tests.support.scripted_endpoint import ScriptedEndpoint
 
 
 def _ok(criterion: str, score: float) -> JudgeResult:
@@ -56,17 +61,10 @@ def test_a_served_rule_that_can_give_no_reward_is_refused_at_start(rule, field):
     ServeConfig(model="x", reward_rule={"on_failure": "scale_min", "empty_answer": 0.0}).validate()
 
 
-def test_get_reward_counts_an_answer_too_long_for_the_judge_and_reads_a_prompt_openrlhf_cut(tiny_causal_dir,
-                                                                                              monkeypatch):
-    """judge-serve (the app, in front of an attached stand-in engine with a 1,024-token context):
-    - one sample's answer cannot fit the judge's context: that sample gets the rule's failure value (0.0 under the
-      served ``zero``) with ``judge_failures`` 1, the other sample is judged (1.0), and only its prompt reached the
-      engine; before, the request was a 400 and OpenRLHF's step lost every reward;
-    - a query whose prompt OpenRLHF cut from the left (it starts with a tail of the prompt) is read to the same
-      answer as the whole one;
-    - ``/v1/judge`` with ``"oversize": "fail"`` answers the same judgment as a failed result."""
-    import time
-
+@contextlib.contextmanager
+def _attached_judge_serve(model_dir, monkeypatch):
+    """judge-serve's app in process (``TestClient``, ready), in front of a scripted engine with a 1,024-token
+    context that answers every completion with one tagged verdict; yields ``(client, engine)``."""
     from fastapi.testclient import TestClient
 
     from serve.app import create_app
@@ -80,26 +78,50 @@ def test_get_reward_counts_an_answer_too_long_for_the_judge_and_reads_a_prompt_o
         return 200, {"choices": [{"text": "[FEEDBACK] Хорошо. [RESULT] 2 [END]", "finish_reason": "stop"}],
                      "usage": {"prompt_tokens": 10, "completion_tokens": 5}}
 
-    instruction = "Напиши короткое стихотворение о весне. " * 20
-    prompt = f"<|im_start|>user\n{instruction}<|im_end|>\n<|im_start|>assistant\n"
-    label = {"instruction": instruction, "criteria": ["Креативность"]}
     monkeypatch.setenv("VLLM_API_KEY", "engine-key")
     with ScriptedEndpoint(completions, respond_get=engine_get) as engine:
-        config = ServeConfig(model=str(tiny_causal_dir), served_model_name="attached", generator_url=engine.url,
+        config = ServeConfig(model=str(model_dir), served_model_name="attached", generator_url=engine.url,
                              max_model_len=1024, max_tokens=128, api_key="k").validate()
         with TestClient(create_app(config), base_url="http://localhost") as http:
             deadline = time.monotonic() + 60
             while http.get("/ready").status_code != 200:
                 assert time.monotonic() < deadline, "judge-serve never became ready"
                 time.sleep(0.1)
-            auth = {"Authorization": "Bearer k"}
-            answers = ["Весна пришла.<|im_end|>", "слово " * 3000 + "<|im_end|>"]
-            body = {"query": [prompt + a for a in answers], "prompts": [prompt, prompt], "labels": [label, label]}
-            rewarded = http.post("/get_reward", json=body, headers=auth)
-            cut = {"query": [prompt[-40:] + answers[0]], "prompts": [prompt], "labels": [label]}
-            from_cut = http.post("/get_reward", json=cut, headers=auth)
-            judged = http.post("/v1/judge", headers=auth, json={"items": [{**label, "answer": "слово " * 3000}],
-                                                                 "oversize": "fail"})
+            yield http, engine
+
+
+def test_a_proxied_body_with_an_over_long_number_is_a_400_naming_it(tiny_causal_dir, monkeypatch):
+    """The proxy re-serialises a body when it adds max_tokens; an integer of more than 100 digits decodes to a
+    placeholder json.dumps cannot write, once a 500: the proxy checks the values first, a 400 naming the field, and
+    nothing reaches the engine."""
+    with _attached_judge_serve(tiny_causal_dir, monkeypatch) as (http, engine):
+        answer = http.post("/v1/chat/completions", headers={"Authorization": "Bearer k"},
+                           content=b'{"model": "attached", "messages": [], "seed": ' + b"1" * 101 + b"}")
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"]["param"] == "seed" and engine.requests == []
+
+
+def test_get_reward_counts_an_answer_too_long_for_the_judge_and_reads_a_prompt_openrlhf_cut(tiny_causal_dir,
+                                                                                              monkeypatch):
+    """judge-serve (the app, in front of an attached stand-in engine with a 1,024-token context):
+    - one sample's answer cannot fit the judge's context: that sample gets the rule's failure value (0.0 under the
+      served ``zero``) with ``judge_failures`` 1, the other sample is judged (1.0), and only its prompt reached the
+      engine; before, the request was a 400 and OpenRLHF's step lost every reward;
+    - a query whose prompt OpenRLHF cut from the left (it starts with a tail of the prompt) is read to the same
+      answer as the whole one;
+    - ``/v1/judge`` with ``"oversize": "fail"`` answers the same judgment as a failed result."""
+    instruction = "Напиши короткое стихотворение о весне. " * 20
+    prompt = f"<|im_start|>user\n{instruction}<|im_end|>\n<|im_start|>assistant\n"
+    label = {"instruction": instruction, "criteria": ["Креативность"]}
+    with _attached_judge_serve(tiny_causal_dir, monkeypatch) as (http, engine):
+        auth = {"Authorization": "Bearer k"}
+        answers = ["Весна пришла.<|im_end|>", "слово " * 3000 + "<|im_end|>"]
+        body = {"query": [prompt + a for a in answers], "prompts": [prompt, prompt], "labels": [label, label]}
+        rewarded = http.post("/get_reward", json=body, headers=auth)
+        cut = {"query": [prompt[-40:] + answers[0]], "prompts": [prompt], "labels": [label]}
+        from_cut = http.post("/get_reward", json=cut, headers=auth)
+        judged = http.post("/v1/judge", headers=auth, json={"items": [{**label, "answer": "слово " * 3000}],
+                                                         "oversize": "fail"})
     assert rewarded.status_code == 200, rewarded.text
     assert rewarded.json()["rewards"] == [1.0, 0.0]
     assert rewarded.json()["extra_logs"]["judge_failures"] == [0.0, 1.0]

@@ -123,16 +123,39 @@ def test_checking_a_body_takes_memory_in_proportion_to_the_body():
     per number, the key copied into each: 800 MB; now a few MB. A value refused deep inside still names its place."""
     import tracemalloc
 
-    from serve.schema import _check_values
+    from serve.schema import check_values
 
     body = decode_json_body(json.dumps({"items": [{}], "k" * 40_000: [0] * 20_000}).encode())
     tracemalloc.start()
     try:
-        _check_values(body)
+        check_values(body)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
     assert peak < 20_000_000, peak
     with pytest.raises(RequestError) as err:
-        _check_values({"items": [{"criteria": [{"name": "a", "rubrics": {"x.y": ["ok", "\ud800"]}}]}]})
+        check_values({"items": [{"criteria": [{"name": "a", "rubrics": {"x.y": ["ok", "\ud800"]}}]}]})
     assert err.value.param == 'items[0].criteria[0].rubrics."x.y"[1]'
+
+
+@pytest.mark.parametrize(("path", "body", "param"), [
+    ("/v1/chat/completions", {"max_tokens": "100000"}, "max_tokens"),  # vLLM would read the string as 100000
+    ("/v1/completions", {"max_tokens": 100000.0}, "max_tokens"),
+    ("/v1/chat/completions", {"max_tokens": 10, "n": "64"}, "n"),
+    ("/v1/responses", {"max_output_tokens": "9999"}, "max_output_tokens"),
+    ("/v1/completions", {"prompt": ["x"] * 1000, "max_tokens": 10}, "max_tokens"),  # 10 x 1,000 prompts > 1,000
+])  # fmt: skip
+def test_the_proxied_token_bound_counts_what_the_engine_would_generate(path, body, param):
+    """max_proxy_tokens bounds the tokens a proxied request can buy: its fields must be JSON integers (vLLM's request
+    classes coerce strings and floats, which the bound once let through uncounted), and a batch of prompts buys
+    max_tokens x n for each prompt. One tokenized prompt (a list of ids) is one prompt; a batch without max_tokens gets
+    the bound shared out."""
+    from serve.app import proxied_token_bound
+
+    _, refused = proxied_token_bound(body, path, 1000)
+    assert refused is not None and refused.status_code == 400
+    assert json.loads(refused.body)["error"]["param"] == param
+    assert proxied_token_bound({"prompt": [1, 2, 3], "max_tokens": 10}, "/v1/completions", 1000) == (
+        {"prompt": [1, 2, 3], "max_tokens": 10}, None)
+    assert proxied_token_bound({"prompt": ["a", "b", "c"]}, "/v1/completions", 1000)[0]["max_tokens"] == 333
+
