@@ -122,6 +122,20 @@ class Task:
         return tuple(p for p in (self.task_type, self.subtype, self.subsubtype) if p)
 
 
+#: Names longer than this get no "did you mean": the taxonomy's longest criterion name has 165 characters, and
+#: difflib's matching is quadratic pure Python (an 800,000-character name took 1.9 s, holding the GIL).
+SUGGEST_MAX_CHARS = 400
+
+
+def _close(name: str, names: list[str], cutoff: float) -> list[str]:
+    return difflib.get_close_matches(name, names, n=3, cutoff=cutoff) if len(name) <= SUGGEST_MAX_CHARS else []
+
+
+def _shown(name: str, limit: int = 120) -> str:
+    """A name as a message shows it: a client's may be megabytes long."""
+    return repr(name) if len(name) <= limit else f"{name[:limit]!r}... [{len(name)} characters]"
+
+
 def _norm(name: str) -> str:
     """Lookup key for a name: case-folded, whitespace collapsed, typographic apostrophes and quotes unified."""
     name = name.replace("’", "'").replace("ё", "е").replace("Ё", "Е")
@@ -256,9 +270,9 @@ class Taxonomy:
             return self.criteria[key]
         ids = self._by_name.get(_norm(key))
         if not ids:
-            close = difflib.get_close_matches(_norm(key), list(self._by_name), n=3, cutoff=0.6)
+            close = _close(_norm(key), list(self._by_name), cutoff=0.6)
             hint = f"; did you mean {', '.join(repr(self._display_names[c]) for c in close)}?" if close else ""
-            raise TaxonomyError(f"unknown criterion {key!r}{hint}")
+            raise TaxonomyError(f"unknown criterion {_shown(key)}{hint}")
         if task is not None:
             leaves = [task] if isinstance(task, Task) else self.find_tasks(*((task,) if isinstance(task, str) else task))
             listed = [cid for cid in ids if any(cid in leaf.criteria for leaf in leaves)]
@@ -321,9 +335,9 @@ class Taxonomy:
         if canonical is None and self.canonical_group(task_type) is not None and subtype:
             return self.find_tasks(subtype, subsubtype)
         if canonical is None:
-            close = difflib.get_close_matches(_norm(task_type), list(self._task_type_names), n=3, cutoff=0.5)
+            close = _close(_norm(task_type), list(self._task_type_names), cutoff=0.5)
             hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-            raise TaxonomyError(f"unknown task type {task_type!r}{hint}")
+            raise TaxonomyError(f"unknown task type {_shown(task_type)}{hint}")
         leaves = [t for t in self.tasks if t.task_type == canonical]
         for depth, wanted in ((1, subtype), (2, subsubtype)):
             if not wanted:

@@ -108,6 +108,14 @@ async def _bring_up(state: ServerState) -> None:
     config = state.config
     try:
         tokenizer = await asyncio.to_thread(load_tokenizer, state.layout.root)
+        classifier = None
+        if config.criteria_classifier:  # a classifier that cannot load fails the start, as an engine that cannot
+            from judge.criteria_auto import classifier_from_settings
+
+            classifier = await asyncio.to_thread(
+                classifier_from_settings, config.criteria_classifier, config.criteria_classifier_path,
+                config.criteria_classifier_model, config.criteria_threshold,
+            )
         stop = lambda: state.status != "starting"  # noqa: E731
         await asyncio.gather(
             *(asyncio.to_thread(e.wait_ready, config.engine_start_timeout_s, stop) for e in state.engines.values())
@@ -150,14 +158,6 @@ async def _bring_up(state: ServerState) -> None:
         feedback_max_chars=config.feedback_max_chars,
         max_judgments=config.max_judgments_per_request,
     )
-    classifier = None
-    if config.criteria_classifier:
-        from judge.criteria_auto import classifier_from_settings
-
-        classifier = await asyncio.to_thread(
-            classifier_from_settings, config.criteria_classifier, config.criteria_classifier_path,
-            config.criteria_classifier_model, config.criteria_threshold,
-        )
     state.judge = Judge(
         settings, tokenizer, clients["generator"], clients.get("pooler"), asyncio.Semaphore(config.max_concurrent_engine_requests),
         classifier=classifier,

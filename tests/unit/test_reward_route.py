@@ -62,9 +62,10 @@ def test_a_served_rule_that_can_give_no_reward_is_refused_at_start(rule, field):
 
 
 @contextlib.contextmanager
-def _attached_judge_serve(model_dir, monkeypatch):
-    """judge-serve's app in process (``TestClient``, ready), in front of a scripted engine with a 1,024-token
-    context that answers every completion with one tagged verdict; yields ``(client, engine)``."""
+def _attached_judge_serve(model_dir, monkeypatch, ready: bool = True, **settings):
+    """judge-serve's app in process (``TestClient``; waited for until ready unless ``ready`` is False), in front of
+    a scripted engine with a 1,024-token context that answers every completion with one tagged verdict, ``settings``
+    added to its configuration; yields ``(client, engine)``."""
     from fastapi.testclient import TestClient
 
     from serve.app import create_app
@@ -81,13 +82,28 @@ def _attached_judge_serve(model_dir, monkeypatch):
     monkeypatch.setenv("VLLM_API_KEY", "engine-key")
     with ScriptedEndpoint(completions, respond_get=engine_get) as engine:
         config = ServeConfig(model=str(model_dir), served_model_name="attached", generator_url=engine.url,
-                             max_model_len=1024, max_tokens=128, api_key="k").validate()
+                             max_model_len=1024, max_tokens=128, api_key="k", **settings).validate()
         with TestClient(create_app(config), base_url="http://localhost") as http:
             deadline = time.monotonic() + 60
-            while http.get("/ready").status_code != 200:
+            while ready and http.get("/ready").status_code != 200:
                 assert time.monotonic() < deadline, "judge-serve never became ready"
                 time.sleep(0.1)
             yield http, engine
+
+
+def test_a_task_classifier_that_cannot_load_fails_the_start(tiny_causal_dir, monkeypatch, tmp_path):
+    """A criteria classifier judge-serve cannot load fails its start as an engine that cannot come up does:
+    /health says unhealthy with the cause (it once stayed "starting" forever, the engines held, never fatal)."""
+    missing = tmp_path / "no-classifier"
+    with _attached_judge_serve(tiny_causal_dir, monkeypatch, ready=False, criteria_classifier="tfidf",
+                               criteria_classifier_path=str(missing)) as (http, _):
+        deadline = time.monotonic() + 60
+        while (health := http.get("/health", headers={"Authorization": "Bearer k"})).status_code == 200:
+            assert time.monotonic() < deadline, health.json()
+            time.sleep(0.1)
+        assert http.get("/ready").status_code != 200
+    assert health.status_code == 503 and health.json()["status"] == "unhealthy"
+    assert health.json()["detail"].startswith("tfidf: no model.json in")  # its path sanitised, as every detail
 
 
 def test_a_proxied_body_with_an_over_long_number_is_a_400_naming_it(tiny_causal_dir, monkeypatch):

@@ -168,3 +168,16 @@ def test_unflawed_criterion_has_no_flaws(taxonomy):
     crit = taxonomy.criteria["repeats"]
     assert crit.flaws == ()
     assert crit.scale_texts["ru"][2] == raw["repeats"]["scale"]["ru"]["2"].strip()
+
+
+def test_an_unknown_name_of_any_length_gets_a_short_message():
+    """A client's unknown criterion or task type is named back by its first characters and length, with suggestions
+    only for names of a plausible length (difflib's matching is quadratic: an 800,000-character name once took 1.9 s
+    and was echoed whole); a typo still gets its suggestions."""
+    taxonomy = load_taxonomy()
+    for lookup, kind in ((taxonomy.criterion, "criterion"), (taxonomy.find_tasks, "task type")):
+        with pytest.raises(TaxonomyError) as err:
+            lookup("к" * 800_000)
+        assert str(err.value).startswith(f"unknown {kind} 'ккк") and str(err.value).endswith("... [800000 characters]")
+    with pytest.raises(TaxonomyError, match="did you mean 'Креативность'"):
+        taxonomy.criterion("Креативнсть")
