@@ -138,8 +138,10 @@ def check_training_data(config) -> None:
         if not records:
             raise ConfigError(f"{field}: {source} holds no records")
         if getattr(config, "verdict_format", "tagged") == "integer":  # reasoning traces (train.seq2seq)
-            from train.seq2seq import integer_rows
+            from train.seq2seq import holds_traces, integer_rows
 
+            if field == "eval_data" and not holds_traces(records):
+                continue  # not traces: the recipe holds out part of the training traces instead
             rows, report = integer_rows(records, zero_shot=config.zero_shot, missing_reasoning=config.missing_reasoning,
                                         source=source)  # fmt: skip
         else:

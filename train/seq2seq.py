@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import judge
@@ -152,9 +153,20 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
     return rows, report
 
 
+def holds_traces(records: Sequence[judge.Record]) -> bool:
+    """Whether any of ``records`` carries a reasoning trace (``reasoning``): an ``eval_data`` without one is the
+    split stage's validation records, not traces, and the integer format holds out a part of its training traces
+    instead (``integer_rows_for_config``)."""
+    return any(isinstance(r.extra.get("reasoning"), str) and r.extra["reasoning"].strip() for r in records)
+
+
 def integer_rows_for_config(config: Seq2SeqConfig, tokenizer) -> tuple[list[dict], list[dict], Any]:
     """The integer format's data step, as ``train.build_data.rows_for_config`` for the tagged one: records (the
     benchmark refused as build-data refuses it) -> rows -> drop too long (thinking on) -> split -> first ``max_rows``.
+
+    The held-out rows come from ``eval_data`` when it holds traces; an ``eval_data`` without any (the split stage's
+    ``validation.jsonl``, which the configs name for the tagged format) is set aside, with a warning, for the
+    traces' own split by item (``eval_fraction``; every trace of one item on one side).
 
     Returns:
         (train rows, eval rows, report).
@@ -172,7 +184,13 @@ def integer_rows_for_config(config: Seq2SeqConfig, tokenizer) -> tuple[list[dict
         return rows, report
 
     rows, report = build(config.data)
-    if config.eval_data:
+    eval_traces = config.eval_data and holds_traces(
+        build_data.load_training_records(config.eval_data, allow_benchmark_rows=config.allow_benchmark_rows))
+    if config.eval_data and not eval_traces:
+        logger.warning("eval_data %s holds no reasoning traces (records, not `judge-train data traces` rows): the "
+                       "validation rows are %.0f%% of the training traces, split by item", config.eval_data,
+                       100 * config.eval_fraction)
+    if eval_traces:
         train, (held_out, _) = rows, build(config.eval_data)
     else:
         train, held_out = build_data.split_rows(rows, config.eval_fraction)

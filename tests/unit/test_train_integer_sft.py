@@ -191,3 +191,31 @@ def test_judge_train_refuses_rows_without_reasoning_before_writing_anything(tmp_
     err = capsys.readouterr().err
     assert f"{judge.sample_data_path()}: row " in err and "field 'reasoning'" in err and "judge-train data traces" in err
     assert not out.exists()
+
+
+def test_an_eval_data_of_records_without_traces_gives_way_to_a_split_of_the_traces(tmp_path, qwen3_tokenizer, caplog):
+    """The configs name the split stage's validation.jsonl as eval_data (records, no reasoning), and the documented
+    integer run passes only --data traces.jsonl: the pre-flight check and the recipe set it aside, with a warning,
+    and hold out the traces' own split by item instead (it once refused the run: no 'reasoning' in validation.jsonl).
+    An eval_data that holds traces is still used as given."""
+    import dataclasses
+    import logging
+
+    from train.cli import check_training_data
+    from train.config import load_config
+    from train.seq2seq import integer_rows_for_config
+
+    traces = tmp_path / "traces.jsonl"
+    judge.write_jsonl([trace_record(id=f"item-{k}#0", item_id=f"item-{k}") for k in range(60)], traces)
+    records = tmp_path / "validation.jsonl"
+    judge.write_jsonl(judge.load_records(judge.sample_data_path())[:5], records)
+    config = dataclasses.replace(load_config("configs/train/tiny/seq2seq.yaml"), verdict_format="integer",
+                                 data=str(traces), eval_data=str(records), eval_fraction=0.25, max_rows=None)
+    check_training_data(config)  # no refusal
+    with caplog.at_level(logging.WARNING, logger="train"):
+        train, held_out, _ = integer_rows_for_config(config, qwen3_tokenizer)
+    assert "holds no reasoning traces" in caplog.text
+    assert len(train) + len(held_out) == 60 and 0 < len(held_out) < 30
+    assert not {r["record_id"] for r in train} & {r["record_id"] for r in held_out}
+    as_given = dataclasses.replace(config, eval_data=str(traces))
+    assert len(integer_rows_for_config(as_given, qwen3_tokenizer)[1]) == 60
