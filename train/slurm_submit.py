@@ -32,7 +32,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 #: The template: the sbatch script shipped in the repository's ``slurm/`` folder.
 DEFAULT_SCRIPT = Path(__file__).resolve().parent.parent / "slurm" / "train.sbatch"
@@ -240,9 +240,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def check_judge_args(config_path: Path, judge_args: Sequence[str]) -> None:
+def check_judge_args(config_path: Path, judge_args: Sequence[str]) -> Any:
     """Read the arguments after ``--`` as ``judge-train run`` in the job will, over the same config, and refuse what
     it would refuse (an unknown flag, a bad value) now, not once the job has waited in the queue and started.
+
+    Returns:
+        The config the job will run (the file's with the arguments applied), or None without arguments.
 
     Raises:
         SubmitError: naming the argument (with the closest flag, if one is close) or the bad value.
@@ -253,7 +256,7 @@ def check_judge_args(config_path: Path, judge_args: Sequence[str]) -> None:
     from train.config import ConfigError, config_from_args
 
     if not judge_args:
-        return
+        return None
     parser = build_run_parser(prog="judge-train run (the arguments after --)")
     parser.exit_on_error = False  # an argparse error is raised here, to be said as submit's own
     try:
@@ -270,7 +273,7 @@ def check_judge_args(config_path: Path, judge_args: Sequence[str]) -> None:
         raise SubmitError(f"after --: judge-train run does not take {', '.join(hints)}; `judge-train run --help` "
                           "lists its flags")
     try:
-        config_from_args(namespace)
+        return config_from_args(namespace)
     except ConfigError as err:
         raise SubmitError(f"after --: {err}") from None
 
@@ -290,7 +293,9 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
         config = load_config(config_path)
     except ConfigError as err:
         raise SubmitError(str(err)) from None
-    check_judge_args(config_path, judge_args)
+    # The job runs the config with the arguments after -- applied: plan the batch, the vLLM server and the exports
+    # from that one, or a job planned for the file would wait in the queue and then fail (or train another model).
+    config = check_judge_args(config_path, judge_args) or config
     if args.nodes <= 0:
         raise SubmitError(f"--nodes must be positive, got {args.nodes}")
     if args.gpus_per_node < 0:

@@ -230,10 +230,11 @@ def test_vllm_generation_refuses_a_vllm_outside_trls_line(installed, accepted):
 # ---- Slurm ---------------------------------------------------------------------------------------------------------
 
 
-def _dry_run(capsys, config: Path, nodes: int) -> tuple[int, str, str]:
+def _dry_run(capsys, config: Path, nodes: int, *after: str) -> tuple[int, str, str]:
     from train import slurm_submit
 
-    code = slurm_submit.main(["--config", str(config), "--nodes", str(nodes), "--gpus-per-node", "8", "--dry-run"])
+    code = slurm_submit.main(["--config", str(config), "--nodes", str(nodes), "--gpus-per-node", "8", "--dry-run",
+                              *(("--", *after) if after else ())])
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 
@@ -244,6 +245,20 @@ def test_a_colocated_grpo_job_is_an_ordinary_one_node_job(capsys, monkeypatch):
     code, script, _ = _dry_run(capsys, COLOCATE_GRPO, 1)
     assert code == 0 and "export JUDGE_GRAD_ACCUM=8" in script and "#SBATCH --nodes=1" in script
     assert "export JUDGE_VLLM_SERVE_MODEL" not in script
+
+
+def test_a_job_is_planned_from_the_config_with_the_arguments_after_the_double_dash(capsys, monkeypatch):
+    """The job runs the config with the arguments after ``--`` applied, so submit plans from that one (it planned
+    from the file alone): the vLLM server serves the model the job trains, colocate takes every node for training
+    (2 nodes x 8 ranks: 256 / (4 x 16) = 4 accumulation, no server), and a per-device batch of 32 on the 16 training
+    ranks (512 > 256) is refused now, not after the queue."""
+    monkeypatch.chdir(REPO)
+    code, script, _ = _dry_run(capsys, SERVER_GRPO, 3, "--model-name-or-path", "Qwen/Qwen3-4B")
+    assert code == 0 and "export JUDGE_VLLM_SERVE_MODEL=Qwen/Qwen3-4B" in script
+    code, script, _ = _dry_run(capsys, SERVER_GRPO, 2, "--vllm-mode", "colocate")
+    assert code == 0 and "export JUDGE_VLLM_SERVE_MODEL" not in script and "export JUDGE_GRAD_ACCUM=4" in script
+    code, _, err = _dry_run(capsys, SERVER_GRPO, 3, "--per-device-train-batch-size", "32")
+    assert code == 2 and "does not divide" in err, err
 
 
 def test_a_server_mode_grpo_job_serves_on_the_first_node_and_trains_on_the_rest(capsys, monkeypatch, tmp_path):
