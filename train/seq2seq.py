@@ -99,7 +99,8 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
         the traces stage wrote one, so every trace of an item lands on the same side of the train/eval split),
         ``prompt``, ``reasoning``, ``score`` and ``completion`` (``integer_target``). Also dropped and counted:
         ``no_scale``, ``score_not_integer``, ``score_out_of_scale``, ``think_tags_in_reasoning`` (a ``<think>`` tag
-        inside the reasoning would end the block early).
+        inside the reasoning would end the block early), ``trace_not_kept`` (a row the traces stage dropped or
+        failed, with its ``drop_reason`` or ``fail_reason``: its score disagrees with the label, or it was cut).
 
     Raises:
         judge.RecordError: with ``missing_reasoning="refuse"``, the first record without a reasoning or a score,
@@ -115,6 +116,11 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
         report.zero_shot_ids.extend(record.id for record in held_out[:20])
     rows: list[dict[str, Any]] = []
     for record in records:
+        if record.extra.get("drop_reason") or record.extra.get("fail_reason"):
+            # a row of the traces stage's dropped.jsonl or failed.jsonl: it carries a reasoning and a score too, but
+            # one that disagrees with the label (or was cut); only traces.jsonl's rows agree
+            report.dropped["trace_not_kept"] += 1
+            continue
         reasoning, score = record.extra.get("reasoning"), record.extra.get("reasoning_score")
         missing = ("reasoning" if not isinstance(reasoning, str) or not reasoning.strip()
                    else "reasoning_score" if score is None or isinstance(score, bool) else None)  # fmt: skip

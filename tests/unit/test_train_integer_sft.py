@@ -132,6 +132,14 @@ def test_unusable_traces_are_dropped_by_reason():
     assert (report.n_records, report.n_rows) == (4, 1)
 
 
+def test_rows_the_traces_stage_did_not_keep_are_never_trained_on():
+    """dropped.jsonl's and failed.jsonl's rows carry a reasoning and a score as traces.jsonl's do, but their score
+    disagrees with the label (or the output was cut): dropped and counted, whatever file they come in."""
+    rows, report = integer_rows([trace_record(id="a#0"), trace_record(id="b#0", reasoning_score=0, drop_reason="disagrees"),
+                                 trace_record(id="c#0", fail_reason="no_result")])
+    assert [row["id"] for row in rows] == ["a#0"] and dict(report.dropped) == {"trace_not_kept": 2}
+
+
 def test_zero_shot_traces_are_refused_as_build_data_refuses_them():
     """A trace of a Zero-Shot task type is refused by default (judge.LeakageError with build-data's hint), left out
     and counted with zero_shot: drop."""
