@@ -14,7 +14,8 @@ The columns read here are built by ``train.grpo.grpo_rows``:
   ``no_unique_mode`` rule made of it: every tied mode (``nearest``) or nothing (``skip``: agreement None).
 
 A verdict that does not parse is a failure, never a score: it earns 0 from both rewards, and its share is logged
-per step as ``verdicts/failed_share`` (with ``verdicts/out_of_scale_share``). The reward functions are named in the
+per step as ``verdicts/failed_share`` (with ``verdicts/out_of_scale_share``). A scored verdict without reasons
+(an empty ``<think>`` block, no ``[FEEDBACK]`` text) earns 0 from ``format_reward`` (``verdicts/no_reasoning_share``). The reward functions are named in the
 config (``rewards: {format_reward: 1.0, agreement_reward: 1.0}``) by the names in :data:`REWARDS`, which are also
 the names trl logs them under.
 """
@@ -46,6 +47,10 @@ def _scored(verdict: Verdict) -> bool:
     return verdict.ok and bool(verdict.in_scale)
 
 
+def _reasoned(verdict: Verdict) -> bool:
+    return bool(verdict.feedback.strip())
+
+
 def agreement(score: float, references: Sequence[float], scale_levels: Sequence[int]) -> float:
     """``1 - |score - reference| / (max - min)``, the best over ``references`` (one unless the experts tie).
 
@@ -58,10 +63,14 @@ def agreement(score: float, references: Sequence[float], scale_levels: Sequence[
 def format_reward(completions: Sequence[Any], verdict_format: Sequence[str], scale_levels: Sequence[Sequence[int]],
                   scale_best: Sequence[int], log_metric: Callable[[str, float], None] | None = None,
                   **_: Any) -> list[float]:  # fmt: skip
-    """1.0 for a verdict that parses and lies on the rubric's scale, else 0.0.
+    """1.0 for a verdict that parses, lies on the rubric's scale and gives its reasons (a non-empty reasoning, or
+    ``[FEEDBACK]`` text), else 0.0. A bare score is no well-formed verdict: the traces stage keeps no trace without
+    reasoning, and rewarding one as well-formed would let the policy learn to stop thinking (its score still earns
+    ``agreement_reward``).
 
     Also logs, per generation batch, the share of completions whose verdict failed to parse
-    (``verdicts/failed_share``) and the share that parsed to a number off the scale (``verdicts/out_of_scale_share``).
+    (``verdicts/failed_share``), the share that parsed to a number off the scale (``verdicts/out_of_scale_share``)
+    and the share of scored verdicts without reasons (``verdicts/no_reasoning_share``).
 
     Args:
         completions: the generated texts; the other arguments are dataset columns, one value per completion.
@@ -72,7 +81,8 @@ def format_reward(completions: Sequence[Any], verdict_format: Sequence[str], sca
     if log_metric is not None and verdicts:
         log_metric("verdicts/failed_share", sum(not v.ok for v in verdicts) / len(verdicts))
         log_metric("verdicts/out_of_scale_share", sum(v.ok and v.in_scale is False for v in verdicts) / len(verdicts))
-    return [1.0 if _scored(v) else 0.0 for v in verdicts]
+        log_metric("verdicts/no_reasoning_share", sum(_scored(v) and not _reasoned(v) for v in verdicts) / len(verdicts))
+    return [1.0 if _scored(v) and _reasoned(v) else 0.0 for v in verdicts]
 
 
 def agreement_reward(completions: Sequence[Any], verdict_format: Sequence[str], scale_levels: Sequence[Sequence[int]],

@@ -70,6 +70,10 @@ REWARD_CASES = [
     ([2], RUBRIC, "tagged", "[FEEDBACK] Есть неточность. [RESULT] 1 [END]", 1.0, 0.5),
     # ... a tagged verdict cut before [END] fails
     ([2], RUBRIC, "tagged", "[FEEDBACK] Есть неточность. [RESULT] 1", 0.0, 0.0),
+    # a bare score, an empty reasoning block, an empty [FEEDBACK]: no reasons, no format reward; the score still agrees
+    ([2, 2, 1], RUBRIC, "integer", "2", 0.0, 1.0),
+    ([2, 2, 1], RUBRIC, "integer", "<think>\n\n</think>\n\n2", 0.0, 1.0),
+    ([2], RUBRIC, "tagged", "[FEEDBACK]  [RESULT] 1 [END]", 0.0, 0.5),
 ]
 
 
@@ -77,8 +81,8 @@ REWARD_CASES = [
                          ids=[f"{case[2]}:{case[3][-12:]!r}" for case in REWARD_CASES])
 def test_rewards_on_hand_written_completions(scores, rubric, verdict_format, completion, expected_format,
                                              expected_agreement):  # fmt: skip
-    """format_reward: 1 for a verdict that parses on the scale; agreement_reward: 1 - |score - mode| / (max - min),
-    0 for a failed or off-scale verdict (cut reasoning, out of scale, negative levels, both formats)."""
+    """format_reward: 1 for a verdict that parses on the scale with its reasons; agreement_reward: 1 - |score - mode|
+    / (max - min), 0 for a failed or off-scale verdict (cut reasoning, out of scale, negative levels, both formats)."""
     rows, _ = grpo.grpo_rows([record("r", scores, rubrics=rubric)], verdict_format=verdict_format)
     formats, agreements, _ = rewards_for(rows, [completion])
     assert formats == [expected_format] and agreements == [pytest.approx(expected_agreement)]
@@ -112,12 +116,14 @@ def test_items_without_a_unique_mode_follow_the_named_rule():
 
 
 def test_the_format_reward_logs_the_failed_and_off_scale_shares():
-    """Per generation batch: 2 of 4 verdicts failed (cut reasoning, no answer), 1 of 4 is off the scale."""
+    """Per generation batch of 5: 2 verdicts failed (cut reasoning, no answer), 1 is off the scale, 1 is a bare
+    score (no reasons)."""
     rows, _ = grpo.grpo_rows([record("r", [2])])
-    completions = ["<think>Верно.</think>2", "<think>Обрыв", "<think>Пусто.</think>", "<think>Много.</think>7"]
-    formats, _, logged = rewards_for(rows * 4, completions)
-    assert formats == [1.0, 0.0, 0.0, 0.0]
-    assert logged == [("verdicts/failed_share", 0.5), ("verdicts/out_of_scale_share", 0.25)]
+    completions = ["<think>Верно.</think>2", "<think>Обрыв", "<think>Пусто.</think>", "<think>Много.</think>7", "2"]
+    formats, _, logged = rewards_for(rows * 5, completions)
+    assert formats == [1.0, 0.0, 0.0, 0.0, 0.0]
+    assert logged == [("verdicts/failed_share", 0.4), ("verdicts/out_of_scale_share", 0.2),
+                      ("verdicts/no_reasoning_share", 0.2)]
 
 
 # ---- data rules --------------------------------------------------------------------------------------------------
