@@ -234,12 +234,26 @@ PAIRWISE_SCALE = Scale((-1, 0, 1))
 
 
 def build_pair_jobs(request: PairwiseRequest, tokenizer: Any, *, max_model_len: int, max_tokens: int,
-                    thinking: bool) -> list[Job]:
+                    thinking: bool, chars_per_token: int | None = None) -> list[Job]:
     """Render and tokenize every pair of a pairwise request (``judge.render_pairwise_prompt``), in request order.
+
+    With ``chars_per_token`` (``max_token_chars``), a pair whose texts hold more characters than the prompt's tokens
+    could stand for is refused before anything is rendered, as ``check_sizes`` refuses an item.
 
     Raises:
         RequestError: a prompt that does not fit the context, naming the pair.
     """
+    if chars_per_token is not None:
+        limit = (max_model_len - max_tokens) * chars_per_token
+        for i, pair in enumerate(request.pairs):
+            chars = len(pair.instruction) + len(pair.answer_1) + len(pair.answer_2) + len(pair.rubrics)
+            if chars > limit:
+                raise RequestError(
+                    f"pairs[{i}]: {chars} characters of instruction, answers and rubrics cannot fit the "
+                    f"{max_model_len - max_tokens} prompt tokens left of the model's context of {max_model_len} "
+                    f"(max_tokens {max_tokens}); at most {limit} characters.",
+                    param=f"pairs[{i}]", code="context_length_exceeded",
+                )  # fmt: skip
     prompts = [render_pairwise_prompt(pair) for pair in request.pairs]
     texts = [apply_chat(tokenizer, prompt, thinking=thinking) for prompt in prompts]
     all_ids = tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []

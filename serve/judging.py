@@ -239,8 +239,11 @@ class Judge:
         if s.kind != JudgeKind.SEQ2SEQ:
             raise RequestError("pairs: pairwise judging needs a judge that writes its verdict; this server's judge "
                                f"is a {s.kind} judge", "pairs")  # fmt: skip
+        if self._chars_per_token is None:
+            self._chars_per_token = max_token_chars(self.tokenizer)
         jobs = await asyncio.to_thread(build_pair_jobs, request, self.tokenizer, max_model_len=s.max_model_len,
-                                       max_tokens=max_tokens, thinking=s.verdict_format == VerdictFormat.INTEGER)
+                                       max_tokens=max_tokens, thinking=s.verdict_format == VerdictFormat.INTEGER,
+                                       chars_per_token=self._chars_per_token)
         options = JudgeOptions(
             max_tokens=max_tokens,
             temperature=float(request.temperature if request.temperature is not None else s.temperature),

@@ -353,3 +353,23 @@ def test_an_auto_item_too_long_to_read_is_refused_even_under_oversize_fail(qwen_
     too_long = check_sizes(request, max_model_len=512, max_tokens=64, reserve=0, chars_per_token=10, oversize="fail")
     with pytest.raises(RequestError, match=r"^items\[0\]: 10001 characters"):
         build_jobs(request, qwen_tokenizer, max_model_len=512, max_tokens=64, oversize="fail", too_long=too_long)
+
+
+def test_a_pair_too_long_to_fit_is_refused_before_anything_is_rendered(qwen_tokenizer):
+    """A pairwise request gets the items' character bound: a pair whose texts cannot be that few tokens is refused
+    naming it, and the tokenizer is never asked (the answers could be the whole 8 MB body)."""
+    from judge.wire import PairwiseRequest
+    from serve.jobs import build_pair_jobs
+
+    class NeverCalled:
+        def __getattr__(self, name):
+            raise AssertionError(f"the tokenizer was used: {name}")
+
+    pair = {"instruction": "a", "answer_1": "b" * 5000, "answer_2": "c", "rubrics": "-1: 1 лучше\n\n0: равны\n\n1: 2 лучше"}
+    request = PairwiseRequest.model_validate({"pairs": [pair]})
+    with pytest.raises(RequestError, match=r"^pairs\[0\]: 50\d\d characters") as err:
+        build_pair_jobs(request, NeverCalled(), max_model_len=512, max_tokens=64, thinking=False, chars_per_token=10)
+    assert err.value.code == "context_length_exceeded"
+    (job,) = build_pair_jobs(PairwiseRequest.model_validate({"pairs": [{**pair, "answer_1": "b"}]}), qwen_tokenizer,
+                             max_model_len=512, max_tokens=64, thinking=False, chars_per_token=10)
+    assert job.prompt_ids
