@@ -90,7 +90,8 @@ def _judgment_failed(err: EngineUnavailable | EngineFailure, state: ServerState)
         return error_response(503, sanitized(message), "service_unavailable", code="engine_unavailable",
                               headers={"Retry-After": state.retry_after_s(state.engines)})
     log.error("engine failure during a judgment: %s", err)
-    message = sanitized(str(err)) if err.status < 500 else f"the engine failed (it answered {err.status}); judge-serve's log has its message"
+    message = (err.public if err.public else sanitized(str(err)) if err.status < 500
+               else f"the engine failed (it answered {err.status}); judge-serve's log has its message")
     return error_response(502, message, "server_error", code="engine_error")
 
 

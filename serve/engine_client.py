@@ -28,11 +28,13 @@ class EngineUnavailable(Exception):
 
 class EngineFailure(Exception):
     """The engine answered with an error (``status``); the server answers 502 with its message (a 4xx's) or
-    without it (a 5xx's, which may carry the engine's internals)."""
+    without it (a 5xx's, which may carry the engine's internals). ``public``: what the client is told instead, when
+    the failure is another model's (the task classifier's) and the message for the log says more."""
 
-    def __init__(self, message: str, status: int = 500):
+    def __init__(self, message: str, status: int = 500, public: str | None = None):
         super().__init__(message)
         self.status = status
+        self.public = public
 
 
 class EngineClient:

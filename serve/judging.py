@@ -39,7 +39,7 @@ from judge import (PROMPT_VERSION, JudgeResult, Scale, ScoreSource, VerdictError
 from judge.checkpoints import JudgeKind
 from judge.criteria_auto import TaskClassifier
 from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage, JudgmentUsage, LmVerdict, PairwiseRequest
-from serve.engine_client import EngineClient
+from serve.engine_client import EngineClient, EngineFailure
 from serve.jobs import Job, build_jobs, build_pair_jobs, check_sizes, max_token_chars
 from serve.schema import JudgeRequest, RequestError
 from serve.score_reading import level_token_ids, seq2seq_verdict
@@ -162,9 +162,14 @@ class Judge:
         auto = [i for i, item in enumerate(request.items) if item.criteria == "auto" and i not in too_long]
         choices = {}
         if auto and self.classifier is not None:  # without one, resolve_criteria refuses the item, naming it
-            choices = await asyncio.to_thread(
-                lambda: {i: self.classifier.choose(request.items[i].instruction, request.items[i].answer) for i in auto}
-            )
+            try:
+                choices = await asyncio.to_thread(
+                    lambda: {i: self.classifier.choose(request.items[i].instruction, request.items[i].answer) for i in auto}
+                )
+            except Exception as err:  # noqa: BLE001 - the llm method's endpoint, a model file: never a bare 500
+                raise EngineFailure(f"the task classifier failed: {type(err).__name__}: {err}", status=502,
+                                    public=f"the task classifier failed ({type(err).__name__}); judge-serve's log has "
+                                           "its message") from err
         jobs = await asyncio.to_thread(
             build_jobs,
             request,

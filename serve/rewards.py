@@ -294,7 +294,8 @@ class RewardRoute:
                                   code="engine_unavailable", headers={"Retry-After": state.retry_after_s(state.engines)})
             except EngineFailure as err:
                 log.error("engine failure during a reward request: %s", err)
-                return self.error(502, "the engine failed; judge-serve's log has its message", "server_error", code="engine_error")
+                return self.error(502, err.public or "the engine failed; judge-serve's log has its message", "server_error",
+                                  code="engine_error")
             except asyncio.TimeoutError:
                 return self.error(504, f"the rewards took longer than request_timeout_s={self.config.request_timeout_s:g} s",
                                   "timeout", code="timeout")

@@ -106,6 +106,28 @@ def test_a_task_classifier_that_cannot_load_fails_the_start(tiny_causal_dir, mon
     assert health.json()["detail"].startswith("tfidf: no model.json in")  # its path sanitised, as every detail
 
 
+def test_a_task_classifier_that_fails_on_a_request_is_a_502_in_openais_shape(tiny_causal_dir, monkeypatch):
+    """criteria auto through the llm method, whose endpoint is down: the classifier's error reaches the client as an
+    OpenAI-shaped 502 naming the classifier (it was a plain-text 500), on /v1/judge and /get_reward alike."""
+    closed = ScriptedEndpoint(lambda path, body: (500, {}))
+    closed_url = closed.base_url
+    closed.close()  # nothing listens there now
+    item = {"instruction": "Напиши стих о весне.", "answer": "Весна пришла.", "criteria": "auto"}
+    with _attached_judge_serve(tiny_causal_dir, monkeypatch, criteria_classifier="llm",
+                               criteria_classifier_path=closed_url, criteria_classifier_model="m") as (http, engine):
+        auth = {"Authorization": "Bearer k"}
+        judged = http.post("/v1/judge", headers=auth, json={"items": [item]})
+        prompt = "<|im_start|>user\nНапиши стих о весне.<|im_end|>\n<|im_start|>assistant\n"
+        rewarded = http.post("/get_reward", headers=auth, json={
+            "query": [prompt + "Весна пришла."], "prompts": [prompt],
+            "labels": [{"instruction": item["instruction"], "criteria": "auto"}]})
+    for answer in (judged, rewarded):
+        assert answer.status_code == 502, answer.text
+        error = answer.json()["error"]
+        assert error["code"] == "engine_error" and error["message"].startswith("the task classifier failed (")
+    assert engine.requests == []
+
+
 def test_a_proxied_body_with_an_over_long_number_is_a_400_naming_it(tiny_causal_dir, monkeypatch):
     """The proxy re-serialises a body when it adds max_tokens; an integer of more than 100 digits decodes to a
     placeholder json.dumps cannot write, once a 500: the proxy checks the values first, a 400 naming the field, and
