@@ -45,6 +45,7 @@ from typing import Callable, Literal
 
 from judge import JUDGE_CHAT_TEMPLATE_KWARGS
 from judge.plumbing.processes import ManagedProcess, ProcessStartError, free_port, http_status, log_tail, start_process
+from judge.plumbing.provenance import redact_argv
 from serve.config import ServeConfig
 from serve.layout import CheckpointLayout
 
@@ -204,7 +205,8 @@ class Engine:
         port = free_port()
         cmd = engine_command(spec, config, port)
         log_path = log_dir / f"{spec.role}.log"
-        log.info("starting %s engine on port %d (log %s): %s", spec.role, port, log_path, " ".join(cmd))
+        # engine_args may carry a token (--hf-token ...): the log gets the command as run.json does, redacted
+        log.info("starting %s engine on port %d (log %s): %s", spec.role, port, log_path, " ".join(redact_argv(cmd)))
         # Shielded: a job-wide SIGTERM (scancel) must not stop the engine under the requests judge-serve drains.
         proc = start_process(
             cmd, log_path=log_path, env=engine_env(config, api_key), name=f"{spec.role} engine",

@@ -126,13 +126,14 @@ def _first_error(err: ValidationError, data: Any) -> RequestError:
     first = min(errors, key=rank)
     kind = first["type"]
     param = param_of(tuple(first["loc"]), data, kind == "missing")
+    param = _clip(param)  # an unknown field's name is the client's, of any length
     if kind == "missing":
         message = f"{param}: required field is missing"
     elif kind == "extra_forbidden":
         message = f"{param}: unknown field"
     else:
         message = f"{param}: {first['msg']}"
-    return RequestError(message, param=param)
+    return RequestError(_clip(message), param=param)
 
 
 #: Digits an integer in a body may have. Python refuses to convert more than 4300 (CVE-2020-10735) with a

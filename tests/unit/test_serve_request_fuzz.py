@@ -159,3 +159,15 @@ def test_the_proxied_token_bound_counts_what_the_engine_would_generate(path, bod
         {"prompt": [1, 2, 3], "max_tokens": 10}, None)
     assert proxied_token_bound({"prompt": ["a", "b", "c"]}, "/v1/completions", 1000)[0]["max_tokens"] == 333
 
+
+
+def test_an_unknown_field_of_any_length_is_named_in_a_bounded_message():
+    """An unknown field's name is the client's: a 4,000-character one is named by its first characters and length,
+    in the message and the param alike, not echoed whole."""
+    from serve.schema import MESSAGE_MAX_CHARS
+
+    with pytest.raises(RequestError) as err:
+        parse_judge_request({"items": [{"instruction": "a", "answer": "b", "criteria": ["Креативность"],
+                                        "x" * 4000: 1}]})
+    assert err.value.param.startswith("items[0].xxx") and len(err.value.param) < MESSAGE_MAX_CHARS + 40
+    assert len(err.value.message) < MESSAGE_MAX_CHARS + 40 and "characters]" in err.value.message
