@@ -155,8 +155,11 @@ def regression_note(result: Metrics) -> str:
     run without them."""
     notes = result.notes or Notes()
     n = notes.n_regression_scores or 0
+    without_raw = notes.n_regression_without_raw or 0
+    older = (f" {without_raw} head scores came without their raw value (predictions written before it was kept): "
+             "each is judge-serve's clipped score, whatever the setting, and not counted above." if without_raw else "")
     if not n:
-        return ""
+        return older.strip()
     outside = notes.n_regression_out_of_scale or 0
     if result.settings.regression_scores == "clipped":
         how = ("the head's value clipped into the scale (`--clip-regression`, this toolkit's choice: the paper and "
@@ -165,7 +168,7 @@ def regression_note(result: Metrics) -> str:
         how = ("the head's raw value, as the paper and POLLUX's evaluator score it (judge-serve's `score` clips it "
                "into the scale; `--clip-regression` scores that instead)")
     return (f"Regression head: {n} scores, each {how}. {outside} of the {n} raw values fell outside their scale "
-            "(counted in `out of scale`).")
+            f"(counted in `out of scale`).{older}")
 
 
 def _regression_lines(result: Metrics) -> list[str]:

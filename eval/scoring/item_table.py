@@ -289,10 +289,14 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
         answer_chars=columns.text_lengths("answer"),
     )
     notes = {"n_unknown_ids": len(first.keys() - set(record_ids)), "n_repeated_ids": repeated}
-    if from_head.any():
-        # How many of the head's raw values fell outside their scale (they are clipped only with clip_regression).
+    without_raw = ok & (source == ScoreSource.REGRESSION_HEAD) & ~np.isfinite(raw)
+    if from_head.any() or without_raw.any():
+        # How many of the head's raw values fell outside their scale (they are clipped only with clip_regression),
+        # and how many rows (written before predictions kept the raw value) had only judge-serve's clipped score.
         notes["n_regression_scores"] = int(from_head.sum())
         notes["n_regression_out_of_scale"] = int((from_head & (inside == 0.0)).sum())
+    if without_raw.any():
+        notes["n_regression_without_raw"] = int(without_raw.sum())
     if len(rescue):
         notes["n_out_of_scale_reparsed"] = len(rescue)
     return table, notes

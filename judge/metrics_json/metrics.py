@@ -238,6 +238,8 @@ class Notes(_MetricsRecord):
     n_repeated_ids: int | None = optional_field()
     n_regression_scores: int | None = optional_field()
     n_regression_out_of_scale: int | None = optional_field()
+    #: regression-head rows without the raw value (older predictions): scored on judge-serve's clipped score
+    n_regression_without_raw: int | None = optional_field()
     n_out_of_scale_reparsed: int | None = optional_field()
 
     @classmethod

@@ -42,6 +42,22 @@ def test_the_head_is_scored_raw_by_default_and_clipped_only_when_asked(clip, sco
     assert overall["mae"] == pytest.approx(mae) and overall["n_out_of_scale"] == 2
 
 
+def test_head_rows_without_their_raw_value_are_counted_and_said():
+    """A prediction row written before predictions kept the head's raw value has only judge-serve's clipped score:
+    it is scored on that (raw or not, there is nothing else), counted apart (n_regression_without_raw: 1 here, item
+    b), left out of the raw values' out-of-scale count, and the report says so."""
+    from eval.reports.report import regression_note
+    from judge.metrics_json.metrics import Metrics, Notes
+
+    older = [PREDICTIONS[0], {k: v for k, v in PREDICTIONS[1].items() if k != "regression_score"}]
+    table, notes = item_table.build_table(judge.records_from_rows(ROWS), older)
+    np.testing.assert_allclose(table.judge, [-0.4, 2.0])
+    assert (notes["n_regression_scores"], notes["n_regression_out_of_scale"], notes["n_regression_without_raw"]) == (1, 1, 1)
+    result = Metrics.from_json({**item_table.evaluate(table, n_boot=0, vc_repeats=2).to_json(), "notes": notes})
+    assert isinstance(result.notes, Notes)
+    assert "1 head scores came without their raw value" in regression_note(result)
+
+
 def test_score_names_the_choice_in_metrics_json_and_the_report(tmp_path):
     """``judge-eval score`` (default and ``--clip-regression``): metrics.json says ``regression_scores`` raw or
     clipped, one MAE per run (0.5 raw, 0.0 clipped), and report.md and report.html say how the head was scored and
