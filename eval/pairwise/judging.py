@@ -170,17 +170,31 @@ def pending_judgments(pairs: Sequence[PairRecord], path: Path, orders: Sequence[
 # ---------------------------------------------------------------------------------------------------------------
 
 
+#: A pairwise verdict is -1, 0 or 1: anything else the parser reads (a 2, a 0.5) is no verdict. Scoring it would
+#: count a 2 and a -2 as one consistent preference; it is a failure, counted, as an unparseable one is.
+_OFF_SCALE_REASON = "not one of -1, 0, 1 (the pairwise scale)"
+
+
+def _on_scale(score: float | None) -> bool:
+    return score is not None and float(score) in PAIRWISE_SCALE.levels
+
+
 def _outcome(text: str | None, reasoning: str | None, verdict_format: str, lenient: bool) -> dict[str, Any]:
     verdict = parse_judge_output(verdict_format, text, reasoning=reasoning, scale=PAIRWISE_SCALE, lenient=lenient)
-    return {"raw_output": text, "feedback": verdict.feedback, "score": verdict.score if verdict.ok else None,
-            "parse_ok": verdict.ok, "error": verdict.error, "reason": verdict.reason}
+    ok = verdict.ok and _on_scale(verdict.score)
+    off = verdict.ok and not ok
+    return {"raw_output": text, "feedback": verdict.feedback, "score": verdict.score if ok else None,
+            "parse_ok": ok, "error": VerdictError.OUT_OF_SCALE if off else verdict.error,
+            "reason": f"{verdict.score:g} is {_OFF_SCALE_REASON}" if off else verdict.reason}
 
 
 def _from_result(result) -> dict[str, Any]:
-    ok = result.parse_ok and result.score is not None
+    ok = result.parse_ok and _on_scale(result.score)
+    off = result.parse_ok and result.score is not None and not ok
     return {"raw_output": result.output, "feedback": result.feedback or "", "score": float(result.score) if ok else None,
-            "parse_ok": ok, "error": None if ok else (result.error or VerdictError.NO_SCORE),
-            "reason": "" if ok else (result.error_reason or "")}
+            "parse_ok": ok,
+            "error": None if ok else VerdictError.OUT_OF_SCALE if off else (result.error or VerdictError.NO_SCORE),
+            "reason": "" if ok else f"{result.score:g} is {_OFF_SCALE_REASON}" if off else (result.error_reason or "")}
 
 
 async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kind: str, base_url: str, root_url: str,

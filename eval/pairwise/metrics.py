@@ -4,12 +4,13 @@ Definitions (a *judgment* is one pair asked in one order; its ``verdict`` is in 
 
 - **agreement**: the share of parsed judgments of labelled pairs whose verdict equals the pair's ``winner``.
 - **tie rate**: the share of parsed judgments that are ``0``.
-- **position consistency**: over pairs parsed in both orders, the share whose verdict *flips with the order* — the
+- **position consistency**: over pairs parsed in both orders, the share whose raw answer *flips with the order* — the
   judge's raw answer changes sign when the answers swap places (``score_original == -score_swapped``), i.e. the same
   ``verdict`` in both orientations. A judge that always prefers the first position scores 0 on pairs it does not
   call a tie.
 - **first-position rate**: the share of parsed non-tie judgments that prefer the answer shown first (raw ``-1``); 0.5
-  for a judge without position bias.
+  for a judge without position bias when both orders are asked (with ``--pairwise-orders original`` it also reflects
+  how often the data's first answer is the better one).
 
 Every rate comes with a 95 % percentile bootstrap interval that resamples **pairs** (both orders of a pair go
 together: they are not independent), seeded per metric with ``eval.scoring.bootstrap.cell_rng``. A rate over nothing is

@@ -414,8 +414,12 @@ def pollux_matrix(items: Iterable[RankedItem], normalize: str = "minmax", n_boot
                 low[i, j], high[i, j] = percentile_interval(per_cell[i, j], level)
     n_c, n_m = arrays.shape
     n_scored = np.asarray(arrays.counts.sum(axis=0)).reshape(n_c, n_m).astype(np.int64)
+    n = _margins(n_scored)
+    # The mean_over_criteria row and the grand mean average the non-binary scores only: their n counts those.
+    n_non_binary = np.asarray(arrays.nb_counts.sum(axis=0)).reshape(n_c, n_m).astype(np.int64)
+    n[-1, :-1], n[-1, -1] = n_non_binary.sum(axis=0), n_non_binary.sum()
     return RankingMatrix(rows=[*arrays.criteria, MEAN_OVER_CRITERIA], columns=[*arrays.metas, MEAN_OVER_META],
-                       values=point, ci_low=low, ci_high=high, n=_margins(n_scored),
+                       values=point, ci_low=low, ci_high=high, n=n,
                        failed={s: _margins(a, arrays.failures_elsewhere.get(s, 0)) for s, a in arrays.failures.items()},
                        n_instructions=n_i,
                        n_boot=n_boot if n_i >= 2 else 0, normalize=normalize, seed=seed)

@@ -92,7 +92,7 @@ def render_ranking_page(result: Mapping[str, Any]) -> str:
     """The ranking report: counts, the matrix as a heat map, how to read it."""
     matrix, counts = result["matrix"], result["counts"]
     subtitle = [f"candidate <b>{_e(result['model'])}</b>, judge <b>{_e(result['judge'])}</b>, data {_e(result['data'])}",
-                f"grand mean {_fmt(matrix['grand_mean'], 4)} (POLLUX's mean over criteria of mean_over_meta); "
+                f"grand mean {_fmt(matrix['grand_mean'], 4)} (the mean of every non-binary score, pooled); "
                 f"{counts['n_instructions']} instructions, {counts['n_items']} judged items; normalisation "
                 f"{_e(matrix['normalize'])}; verdicts read by the {_e(result.get('verdict_reader', 'toolkit'))} "
                 f"reader; {matrix['n_boot']} bootstrap resamples over {matrix['n_instructions']} "

@@ -181,7 +181,22 @@ def test_metrics_without_labels_or_second_order_say_why():
     pairs = [PairRecord("a", "i", "x", "y", "s")]
     rows = [PairwiseRow("a", "original", "j", "1", "", 1.0, 1.0, True, None, "", 0.1)]
     metrics = pairwise_metrics(pairs, rows, n_boot=50)
-    assert metrics["agreement"] == {"value": None, "ci": None, "n": 0, "why_empty": pytest.approx(
-        metrics["agreement"]["why_empty"])} and "winner labels" in metrics["agreement"]["why_empty"]
+    assert {k: v for k, v in metrics["agreement"].items() if k != "why_empty"} == {"value": None, "ci": None, "n": 0}
+    assert "winner labels" in metrics["agreement"]["why_empty"]
     assert metrics["position_consistency"]["value"] is None and "both orders" in metrics["position_consistency"]["why_empty"]
     assert metrics["tie_rate"]["value"] == 0.0 and metrics["tie_rate"]["ci"] is None  # one pair: no interval
+
+
+def test_a_verdict_off_the_pairwise_scale_is_a_counted_failure():
+    """-1, 0 and 1 are the pairwise verdicts; a 2 (integer format), a 0.5 (tagged), and judge-serve's result of 2
+    are failures named out_of_scale, never scores: a 2 and a -2 once read as one consistent preference."""
+    from eval.pairwise.judging import _from_result, _outcome
+    from judge.wire import JudgeResult
+
+    for text, fmt in (("2", "integer"), ("[FEEDBACK] x [RESULT] 0.5 [END]", "tagged")):
+        row = _outcome(text, None, fmt, False)
+        assert (row["parse_ok"], row["score"], row["error"]) == (False, None, "out_of_scale"), text
+    assert _outcome("-1", None, "integer", False)["score"] == -1.0
+    served = _from_result(JudgeResult(criterion="pairwise", criterion_id=None, scale=[-1, 0, 1], score=2.0,
+                                      parse_ok=True, in_scale=False))
+    assert (served["parse_ok"], served["error"]) == (False, "out_of_scale")

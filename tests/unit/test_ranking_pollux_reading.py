@@ -157,3 +157,23 @@ def test_ranking_matrix_with_each_verdict_reader(tmp_path):
         result = json.loads((tmp_path / reader / "bench.json").read_text(encoding="utf-8"))
         assert result["verdict_reader"] == reader
         assert result["matrix"]["cells"]["mean_over_criteria"]["mean_over_meta"]["n_unparsed"] == n_unparsed
+
+
+def test_the_means_over_criteria_count_the_non_binary_scores_they_average():
+    """Three instructions, criteria X and Y on 0..2 and G binary: P1 (meta a) X=2, G=0; P2 (a) X=1, G=1 (the gate
+    closes: POLLUX zeroes the instruction's scores); P3 (b) X=0, Y=2. By hand, minmax: X/a = (1 + 0) / 2 = 0.5,
+    X/b = 0, Y/b = 1, G/a = 0; mean_over_criteria averages the non-binary cells (a: 0.5, b: 0.5) and the grand mean
+    pools the four non-binary scores: (1 + 0 + 0 + 1) / 4 = 0.5. Their n are those scores' counts: a 2, b 2, corner
+    4 (the binary G's two scores count in G's own row and the mean_over_meta column, not in the means over
+    criteria)."""
+    x = y = pollux_scale_levels("0: нет\n\n1: частично\n\n2: да")
+    g = pollux_scale_levels("0: нет нарушения\n\n1: есть нарушение")
+    items = [RankedItem(1, "a", "X", x, 2.0), RankedItem(1, "a", "G", g, 0.0),
+             RankedItem(2, "a", "X", x, 1.0), RankedItem(2, "a", "G", g, 1.0),
+             RankedItem(3, "b", "X", x, 0.0), RankedItem(3, "b", "Y", y, 2.0)]
+    matrix = pollux_matrix(items, n_boot=0)
+    row, col = matrix.rows.index, matrix.columns.index
+    last_row, last_col = len(matrix.rows) - 1, len(matrix.columns) - 1
+    assert matrix.values[row("X"), col("a")] == pytest.approx(0.5) and matrix.values[last_row, last_col] == pytest.approx(0.5)
+    assert matrix.n[last_row, col("a")] == 2 and matrix.n[last_row, col("b")] == 2 and matrix.n[last_row, last_col] == 4
+    assert matrix.n[row("G"), last_col] == 2 and matrix.n[row("X"), last_col] == 3
