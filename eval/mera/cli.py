@@ -193,6 +193,11 @@ def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
                 record.update(completions=[g.text for g in gens], raw=[g.raw_text for g in gens],
                               finish_reasons=[g.finish_reason for g in gens],
                               prompt_tokens=gens[0].prompt_tokens if gens else None)  # fmt: skip
+                if len(gens) < n:  # a server that ignores n: the samples it did not return are failures, counted
+                    logger.warning("task %s: the endpoint returned %d of %d samples; the missing ones count as "
+                                   "failures", task.task_id, len(gens), n)
+                    record.update(completions=record["completions"] + [""] * (n - len(gens)),
+                                  n_missing=n - len(gens))
             except ContextLimitError as err:
                 logger.warning("task %s: prompt exceeds the context window; its %d samples fail", task.task_id, n)
                 record.update(completions=[""] * n, error=str(err)[:500])

@@ -34,8 +34,8 @@ Code from a completion (``build_program``), one named option ``extraction``:
 
 Scoring follows the card ("Metrics") and the harness: a sample is correct when ``str()`` of every test call's result
 equals the expected string; pass@k is the unbiased estimator over n = 10 samples. Execution differs from the
-harness on purpose (``sandbox.py``): each test call runs in a fresh namespace under its own time limit
-(``--exec-timeout``, 3 s), where the harness executes the program once under a 3 s limit and calls every test in
+harness on purpose (``sandbox.py``): each test call runs in a fresh namespace, all of a sample's calls under one
+deadline (``--exec-timeout`` times the number of tests; 3 s each), where the harness executes the program once under a 3 s limit and calls every test in
 that namespace with the process killed after 4 s; and a call returning ``None`` is compared as ``"None"``, where
 the harness never matches ``None`` (its comment: no expected output is ``None``, so the two agree on its data).
 """
@@ -165,6 +165,8 @@ def parse_mera_row(row: Mapping[str, Any], line_no: int = 0) -> CodeTask:
         raise DataError(f"{where}: field 'outputs' should be a flat list of strings (or of identical rows)")
     if len(outputs) != len(raw_tests):
         raise DataError(f"{where}: {len(raw_tests)} tests but {len(outputs)} outputs")
+    if not raw_tests:  # no test to fail: any program, a syntax error included, would pass
+        raise DataError(f"{where}: field 'inputs.tests' is empty; a task needs at least one test")
     try:
         render_prompt(instruction, inputs)
     except (KeyError, IndexError, ValueError) as err:

@@ -12,8 +12,8 @@ task's rows are ``data/<task>/*.jsonl`` (``MERA-evaluation/MERA``; also ``ai-for
 **Which file.** The two repositories disagree on which file carries the gold answers (ruHumanEval's public 164
 tasks are ``data/ruhumaneval/test.jsonl`` in ``MERA-evaluation/MERA``, ``train.jsonl`` in ``ai-forever/MERA``,
 whose ``test.jsonl`` is the closed test). So the choice is made from the rows, never from the file name: a file
-qualifies when every row carries its answers (ruHumanEval: a non-empty expected output for each test, card
-"Data Fields" and "Data Splits"; ruTiE: ``outputs`` ``"1"`` or ``"2"``, card "Data Fields"); among those ``test.jsonl`` is
+qualifies when every row carries its answers (ruHumanEval: an expected output for each test, not all of them empty
+strings, card "Data Fields" and "Data Splits"; ruTiE: ``outputs`` ``"1"`` or ``"2"``, card "Data Fields"); among those ``test.jsonl`` is
 preferred, then ``train.jsonl``, then the rest by name. What was chosen, and what the other files lack, is returned
 for ``run.json``, ``metrics.json`` and the printed summary. A closed test can only be scored by MERA's site.
 
@@ -90,7 +90,9 @@ def _has_answers(task: str, row: Any) -> bool:
             tests = ast.literal_eval(tests)
         except (ValueError, SyntaxError):
             return False
-    return isinstance(tests, list) and len(outputs) == len(tests) and all(str(o) != "" for o in outputs)
+    # An expected output may itself be "" (eight of HumanEval's tasks have a test whose result is the empty string),
+    # so one empty output is an answer; a row whose every output is "" holds placeholders, not answers.
+    return isinstance(tests, list) and len(outputs) == len(tests) and any(str(o) != "" for o in outputs)
 
 
 def rows_with_answers(task: str, path: Path) -> tuple[int, int]:

@@ -156,6 +156,7 @@ def test_parse_mera_row_accepts_documented_forms(row, tests, expected):
         (_row(outputs=[["3", "0"], ["3", "1"]]), "'outputs' has differing rows"),
         (_row(outputs="3"), "field 'outputs' should be"),
         (_row(instruction="{function} {missing}"), "does not format"),
+        (_row(inputs__tests="[]", outputs=[]), "field 'inputs.tests' is empty"),  # no test: any program would pass
     ],
 )
 def test_parse_mera_row_rejects_bad_rows_naming_row_and_field(row, message):
@@ -503,3 +504,21 @@ def test_mera_yaml_unknown_key_is_a_usage_error(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["ruhumaneval", "--config", str(path), "--out", str(tmp_path / "run"), "--self-check"])
     assert exit_info.value.code == 2 and "sampels" in capsys.readouterr().err
+
+
+def test_samples_a_server_did_not_return_are_counted_failures(tmp_path, sandbox_user):
+    """A server that ignores n and returns one sample of the 3 asked: the two missing samples of each task are
+    empty completions that fail, so every task has n = 3 and pass@2, pass@3 are still reported (they were dropped,
+    the task's n being 1)."""
+    def one_sample(path, body):
+        status, answer = _scripted(path, body)
+        answer["choices"] = answer["choices"][:1]
+        return status, answer
+
+    with ScriptedEndpoint(one_sample) as endpoint:
+        assert _run(endpoint, tmp_path / "run") == 0
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert [t["n"] for t in metrics["per_task"]] == [3, 3]
+    assert set(metrics["pass@k"]) == {"pass@1", "pass@2", "pass@3"}
+    generations = [json.loads(line) for line in (tmp_path / "run" / "generations.jsonl").read_text().splitlines()]
+    assert all(g["n_missing"] == 2 and g["completions"][1:] == ["", ""] for g in generations)

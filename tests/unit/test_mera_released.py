@@ -238,3 +238,15 @@ def test_english_humaneval_is_labelled_in_every_output(tmp_path, capsys, sandbox
     assert len(rows) == 2 and all(r["benchmark"] == NOT_COMPARABLE for r in rows)
     printed = capsys.readouterr().out
     assert printed.startswith(f"humaneval-en ({NOT_COMPARABLE}) self-check:")
+
+
+def test_an_expected_output_that_is_the_empty_string_is_an_answer():
+    """Eight of HumanEval's tasks have a test whose expected result is "": a row with such an output carries its
+    answers (one empty output once made the whole public file read as a closed test); a row whose every output is
+    "" holds placeholders, and one without outputs has none."""
+    from eval.mera.released import _has_answers
+
+    row = {"inputs": {"function": "def f(s):", "tests": "[{'s': ''}, {'s': 'x'}]"}, "outputs": ["", "xy"]}
+    assert _has_answers("ruhumaneval", row)
+    assert not _has_answers("ruhumaneval", {**row, "outputs": ["", ""]})
+    assert not _has_answers("ruhumaneval", {**row, "outputs": []})
