@@ -132,9 +132,10 @@ def render_rationale_target(feedback: str) -> str:
 _TAG = re.compile(r"[*_]{0,3}\[\s*(FEEDBACK|RESULT|END)\s*\]:?[*_]{0,3}:?", re.IGNORECASE)
 _THINK_CLOSE = re.compile(r"</think\s*>", re.IGNORECASE)
 _THINK_OPEN = re.compile(r"<think\s*>", re.IGNORECASE)
-# A score: optional sign, digits, optional decimal part with a point or a comma, optionally wrapped in markdown
-# emphasis or parentheses ("**2**", "(1)").
-_SCORE = re.compile(r"^[*_(\s]*(-?\d+(?:[.,]\d+)?)[*_)\s]*$")
+# A score: POLLUX's number (src/utils/score_utils.py, NUMBER_PATTERN: an optional sign, digits with an optional
+# decimal part after a point or a comma, or a bare fraction such as ".5"), optionally wrapped in markdown emphasis or
+# parentheses ("**2**", "(1)").
+_SCORE = re.compile(r"^[*_(\s]*([+-]?(?:\d+(?:[.,]\d+)?|[.,]\d+))[*_)\s]*$")
 
 
 def _normalise_tags(text: str) -> str:
@@ -192,10 +193,16 @@ def parse_verdict(text: str | None, scale: Scale | None = None, lenient: bool = 
     # quoted earlier in the feedback is part of the feedback.
     end_at = body.rfind("[END]")
     result_at = body.rfind("[RESULT]", 0, end_at if end_at >= 0 else len(body))
+    if result_at < 0 and end_at >= 0 and body.rfind("[RESULT]") > end_at:
+        # an [END] before the only [RESULT] (one closed the feedback): the verdict has no [END] of its own
+        end_at, result_at = -1, body.rfind("[RESULT]")
     if result_at < 0:
         return Verdict.failure(VerdictError.NO_RESULT, "no [RESULT] tag in the output", _feedback(body, len(body)))
     feedback = _feedback(body, result_at)
     if end_at >= 0:
+        # the first [END] after the final [RESULT] closes the score, as POLLUX's first-match reading does: an [END]
+        # repeated after it is text after [END]
+        end_at = body.find("[END]", result_at)
         score_text = body[result_at + len("[RESULT]"):end_at]
     else:
         score_text = body[result_at + len("[RESULT]"):]

@@ -27,6 +27,13 @@ MUST_PARSE = [
     ),
     ("no [FEEDBACK] tag: the text before [RESULT] is the feedback", "Всё верно. [RESULT] 2 [END]", "Всё верно.", 2.0),
     ("score in parentheses", "[FEEDBACK] Да. [RESULT] (2) [END]", "Да.", 2.0),
+    # POLLUX reads the first "[RESULT] n [END]" (src/utils/score_utils.py): an [END] repeated after it is text after
+    # [END], not part of the score
+    ("[END] repeated", "[FEEDBACK] Хорошо. [RESULT] 2 [END] [END]", "Хорошо.", 2.0),
+    ("[END] repeated on its own line", "[FEEDBACK] Хорошо. [RESULT] 2 [END]\n[END]", "Хорошо.", 2.0),
+    # POLLUX's NUMBER_PATTERN: a sign and a bare fraction are numbers
+    ("plus sign", "[FEEDBACK] Хорошо. [RESULT] +2 [END]", "Хорошо.", 2.0),
+    ("bare fraction", "[FEEDBACK] Средне. [RESULT] .5 [END]", "Средне.", 0.5),
 ]
 
 
@@ -52,6 +59,8 @@ MUST_FAIL = [
     ("truncated: no [END] (strict)", "[FEEDBACK] Хорошо. [RESULT] 2", {}, VerdictError.MISSING_END),
     ("truncated: nothing after [RESULT]", "[FEEDBACK] Хорошо. [RESULT]", {"lenient": True}, VerdictError.NO_SCORE),
     ("unclosed think", "<think>Рассуждаю о том, что [RESULT] 2 [END]", {}, VerdictError.UNCLOSED_THINK),
+    # an [END] closed the feedback, the [RESULT] after it has none: the verdict was cut, not missing its tag
+    ("[RESULT] after the only [END]", "[FEEDBACK] Хорошо. [END] [RESULT] 2", {}, VerdictError.MISSING_END),
 ]
 
 
