@@ -36,6 +36,7 @@ import json
 import logging
 import math
 import operator
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -461,14 +462,18 @@ def _project_experts(row: Mapping[str, Any], fail) -> tuple[tuple[Annotation, ..
     return annotations, scores, feedback
 
 
+#: A score written as text: ASCII digits, an optional sign and decimal part (point or comma). Python's float() also
+#: reads "1_0" as 10 and other scripts' digits ("١" as 1): a score like that is not one, and is refused.
+_NUMBER_TEXT = re.compile(r"\s*[+-]?\d+(?:[.,]\d+)?\s*", re.ASCII)
+
+
 def _number(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, str):
-        try:
-            value = float(value.replace(",", "."))
-        except ValueError:
+        if not _NUMBER_TEXT.fullmatch(value):
             return None
+        value = float(value.replace(",", "."))
     if not isinstance(value, (int, float)):
         try:  # numpy scalars from Parquet / datasets
             value = float(value)

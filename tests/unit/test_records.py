@@ -124,3 +124,15 @@ def test_missing_path_is_a_clear_error(tmp_path):
         load_records(tmp_path / "nope.jsonl")
     with pytest.raises(FileNotFoundError):
         load_records("data/nope.jsonl")  # relative, looks like "owner/name" but is a file path
+
+
+def test_a_score_written_as_text_reads_only_as_ascii_digits():
+    """A score given as text reads as a number when it is one in ASCII digits (sign, point or comma allowed: ' 1,5 '
+    is 1.5); Python's float() would also read '1_0' as 10 and '١' (an Arabic-Indic one) as 1, which are refused,
+    naming the field and item, never loaded as scores."""
+    row = {"instruction": "i", "answer": "a", "criteria_name": "c", "rubrics": "0: нет\n\n1: да\n\n2: полностью"}
+    (record,) = records_from_rows([{**row, "expert_scores": ["2", " 1,5 ", "+1"]}], source="x.jsonl")
+    assert record.expert_scores == (2.0, 1.5, 1.0)
+    for bad in ("1_0", "١", "1e3"):
+        with pytest.raises(RecordError, match=r"x\.jsonl: row 0: field 'expert_scores': item 1"):
+            records_from_rows([{**row, "expert_scores": ["2", bad]}], source="x.jsonl")
