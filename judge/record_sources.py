@@ -56,8 +56,13 @@ def _jsonl_table(path: Path):
 
 
 def _jsonl_rows(path: Path) -> Iterator[tuple[str, int, dict]]:
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle):
+    with path.open("rb") as handle:  # bytes, decoded per line: a byte that is not UTF-8 is named with its line
+        for number, raw in enumerate(handle):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise RecordError(str(path), number, None,
+                                  f"not UTF-8 text (byte 0x{raw[err.start]:02x} at column {err.start + 1})") from None
             if not line.strip():
                 continue
             try:
@@ -220,7 +225,13 @@ def _row_wise(source: str | Path, split: str | None, make_id: bool, tables: list
         if suffix == ".jsonl":
             return _validated(_jsonl_rows(path), name, make_id)
         if suffix == ".json":
-            rows = json.loads(path.read_text(encoding="utf-8"))
+            try:
+                rows = json.loads(path.read_text(encoding="utf-8"))
+            except UnicodeDecodeError as err:
+                raise RecordError(name, None, None, f"not UTF-8 text (at byte {err.start})") from None
+            except json.JSONDecodeError as err:
+                raise RecordError(name, None, None, f"invalid JSON ({err.msg} at line {err.lineno}, column "
+                                                    f"{err.colno})") from None
             if not isinstance(rows, list):
                 raise RecordError(name, 0, None, "a .json source must hold a list of rows (use .jsonl for one per line)")
             return _validated(((name, index, row) for index, row in enumerate(rows)), name, make_id)

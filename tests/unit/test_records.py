@@ -136,3 +136,21 @@ def test_a_score_written_as_text_reads_only_as_ascii_digits():
     for bad in ("1_0", "١", "1e3"):
         with pytest.raises(RecordError, match=r"x\.jsonl: row 0: field 'expert_scores': item 1"):
             records_from_rows([{**row, "expert_scores": ["2", bad]}], source="x.jsonl")
+
+
+def test_an_unreadable_file_is_named_with_where_it_breaks(tmp_path):
+    """A truncated .json and a .jsonl with a byte that is not UTF-8 are refused naming the file (and the line of
+    the JSONL), through both loaders, instead of a bare JSONDecodeError or UnicodeDecodeError."""
+    import judge
+
+    broken = tmp_path / "rows.json"
+    broken.write_text('[{"instruction": ', encoding="utf-8")
+    good = json.dumps({"instruction": "i", "answer": "a", "criteria_name": "c", "rubrics": "0: нет\n\n1: да",
+                       "expert_scores": [1]}, ensure_ascii=False).encode()
+    binary = tmp_path / "rows.jsonl"
+    binary.write_bytes(good + b"\n" + b'{"instruction": "\xff"}\n')
+    for load in (load_records, judge.load_record_columns):
+        with pytest.raises(RecordError, match=rf"^{broken}: invalid JSON \(.* at line 1, column"):
+            load(broken)
+        with pytest.raises(RecordError, match=rf"^{binary}: row 1: not UTF-8 text \(byte 0xff at column 18\)"):
+            load(binary)
