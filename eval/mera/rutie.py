@@ -301,10 +301,18 @@ def parse_reply(text: str, parser: str = "mera") -> Answer:
     raise ValueError(f"answer_parser must be one of {ANSWER_PARSERS}, not {parser!r}")
 
 
-def answer_from_logprobs(scores: Mapping[str, float | None]) -> Answer:
-    """The choice with the larger log-probability; a missing score for either is a failure."""
+def answer_from_logprobs(scores: Mapping[str, float | None], *, absent_is_less_likely: bool = True) -> Answer:
+    """The choice with the larger log-probability; neither scored is a failure.
+
+    ``absent_is_less_likely``: a choice without a score is less likely than the other (chat: the first token's top
+    list holds the likely tokens, and one absent from it is less likely than any listed). False for the completion
+    path, where each continuation is scored on its own and a missing score is the endpoint returning none, not a low
+    one: a failure then, never the other choice.
+    """
     s1, s2 = scores.get("1"), scores.get("2")
     if s1 is None and s2 is None:
+        return Answer(None, NO_LOGPROBS)
+    if not absent_is_less_likely and (s1 is None or s2 is None):
         return Answer(None, NO_LOGPROBS)
     if s1 is None:
         return Answer("2")
@@ -385,7 +393,7 @@ def ask(client: Any, item: RutieItem, history: Sequence[tuple[RutieItem, str]], 
             else:
                 top, prompt_tokens = client.next_token_logprobs(request)
                 scores = {c: top.get(c) for c in CHOICES}
-            answer = answer_from_logprobs(scores)
+            answer = answer_from_logprobs(scores, absent_is_less_likely=settings.mode != "completion")
             record.update(scores=scores, prompt_tokens=prompt_tokens)
             record["reply"] = answer.value or ""
         elif settings.scoring == "generate":

@@ -143,6 +143,15 @@ def test_answer_from_logprobs(scores, expected):
     assert answer_from_logprobs(scores) == expected
 
 
+def test_a_continuation_the_endpoint_did_not_score_is_a_failure_not_the_other_choice():
+    """On the completion path each continuation is scored on its own request: a missing score is the endpoint
+    returning no log-probabilities, not a low one, so the question is unparsed (it once went to the other choice);
+    on the chat path a choice absent from the top list is still the less likely one."""
+    assert answer_from_logprobs({"1": None, "2": -4.0}, absent_is_less_likely=False) == Answer(None, NO_LOGPROBS)
+    assert answer_from_logprobs({"1": -1.0, "2": -4.0}, absent_is_less_likely=False) == Answer("1")
+    assert answer_from_logprobs({"1": None, "2": -4.0}) == Answer("2")
+
+
 def _item(qid: int, question: str, c1: str, c2: str, gold: str = "1", **meta: Any) -> RutieItem:
     instruction = "Диалог:\n{context}\n{question}\n1. {choice1}\n2. {choice2}"
     return RutieItem(dialog_id=0, question_id=qid, instruction=instruction,
