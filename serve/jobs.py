@@ -179,14 +179,19 @@ def build_jobs(
     for i in too_long or {}:
         if request.items[i].criteria == "auto":  # its criteria would come from classifying the text too long to read
             raise too_long[i]  # type: ignore[index]
+    def refuse_over(total: int) -> None:
+        if max_judgments is not None and total > max_judgments:
+            raise RequestError(
+                f"items: {total} (item, criterion) judgments requested; this server takes at most {max_judgments} "
+                "per request. Split the batch.",
+                param="items",
+            )
+
+    # The criteria a request names count before any is resolved (resolving reads each custom rubric's scale); the
+    # task sets and auto choices count once resolved.
+    refuse_over(sum(len(item.criteria) for item in request.items if isinstance(item.criteria, list)))
     resolved = [resolve_criteria(item, i, (choices or {}).get(i)) for i, item in enumerate(request.items)]
-    total = sum(len(criteria) for criteria in resolved)
-    if max_judgments is not None and total > max_judgments:
-        raise RequestError(
-            f"items: {total} (item, criterion) judgments requested; this server takes at most {max_judgments} "
-            "per request. Split the batch.",
-            param="items",
-        )
+    refuse_over(sum(len(criteria) for criteria in resolved))
     budget = max_model_len - max_tokens - reserve
     pending: list[tuple[int, int, ResolvedCriterion, str]] = []  # (item index, criterion index, criterion, prompt)
     keys: list[tuple[str, str, str]] = []

@@ -152,11 +152,16 @@ def test_oversize_fail_marks_the_judgments_that_cannot_fit_and_keeps_the_rest(qw
 
 
 def test_too_many_judgments(qwen_tokenizer):
-    """More (item, criterion) pairs than allowed is refused before any tokenizing."""
+    """More (item, criterion) pairs than allowed is refused before any tokenizing, and before any named criterion
+    is resolved: a custom rubric with no readable scale among them is not read (its refusal would name it)."""
     request = parse_judge_request({"items": [{**GOOD_ITEM, "criteria": ["Креативность"] * 3}] * 2})
     with pytest.raises(RequestError, match="6 .* at most 5") as err:
         build_jobs(request, qwen_tokenizer, max_model_len=2048, max_tokens=64, max_judgments=5)
     assert err.value.param == "items"
+    unreadable = {"name": "Своя", "rubrics": "оцените как хотите"}
+    request = parse_judge_request({"items": [{**GOOD_ITEM, "criteria": [unreadable] + ["Креативность"] * 5}]})
+    with pytest.raises(RequestError, match="6 .* at most 5"):
+        build_jobs(request, qwen_tokenizer, max_model_len=2048, max_tokens=64, max_judgments=5)
 
 
 def test_level_tokens(qwen_tokenizer):
