@@ -172,11 +172,15 @@ def score_pairwise(predictions: str | Path, data: str | Path | None = None, out:
     """
     path = Path(predictions)
     run_dir = path.parent if path.is_file() else path
+    run_file = run_dir / "run.json"
+    config = json.loads(run_file.read_text(encoding="utf-8"))["config"] if run_file.exists() else {}
     if data is None:
-        data = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))["config"]["data"]
+        data = config["data"]
     rows = read_pairwise_rows(run_dir / PAIRWISE_PREDICTIONS if path.is_dir() else path)
     name = name or next((r.judge for r in rows), "")
-    metrics = {"kind": "pairwise", "judge": name, **pairwise_metrics(load_pairs(data), rows, n_boot=n_boot, seed=seed)}
+    # The pairs the run asked (its --limit, as judge-eval run read them): the others were never judged, not failed.
+    pairs = load_pairs(data)[: config.get("limit") or None]
+    metrics = {"kind": "pairwise", "judge": name, **pairwise_metrics(pairs, rows, n_boot=n_boot, seed=seed)}
     target = Path(out) if out else run_dir
     target.mkdir(parents=True, exist_ok=True)
     (target / "metrics.json").write_text(json.dumps(metrics, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")

@@ -200,3 +200,23 @@ def test_a_verdict_off_the_pairwise_scale_is_a_counted_failure():
     served = _from_result(JudgeResult(criterion="pairwise", criterion_id=None, scale=[-1, 0, 1], score=2.0,
                                       parse_ok=True, in_scale=False))
     assert (served["parse_ok"], served["error"]) == (False, "out_of_scale")
+
+
+def test_score_counts_the_pairs_the_run_asked(tmp_path):
+    """`judge-eval run --limit 2` asks the first two pairs (both orders): `score` reports those two, not the data's
+    four, of which two were never asked and would read as pairs without judgments."""
+    data = _write(PAIRS, tmp_path / "pairs.jsonl")
+    which = _prompts(load_pairs(data))
+
+    def respond(path: str, body: dict) -> tuple[int, dict]:
+        content, reasoning = ANSWERS[which[body["messages"][0]["content"]]]
+        reply = chat_completion(content, HUB_ID, "length" if content is None else "stop")
+        reply["choices"][0]["message"]["reasoning"] = reasoning
+        return 200, reply
+
+    with ScriptedEndpoint(respond, model=HUB_ID) as server:
+        assert main(["run", "--judge", server.base_url, "--model", HUB_ID, "--data", data, "--out",
+                     str(tmp_path / "run"), "--no-progress", "--limit", "2"]) == 0
+    assert main(["score", "--predictions", str(tmp_path / "run"), "--n-boot", "20"]) == 0
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text(encoding="utf-8"))
+    assert (metrics["n_pairs"], metrics["n_judgments"]) == (2, 4)
