@@ -101,15 +101,8 @@ def _prompts(pairs: list[PairRecord]) -> dict[str, tuple[str, str]]:
     return {judge.render_pairwise_prompt(p.shown(o)): (p.id, o) for p in pairs for o in ("original", "swapped")}
 
 
-def test_judge_eval_run_asks_both_orders_and_scores_pairwise(tmp_path):
-    """`judge-eval run` on answer_1/answer_2 rows against a Pollux-4B-Judge chat server asks each pair twice (the
-    answers swapped the second time), exact payloads, thinking on; rows keep the raw score and the verdict in the
-    pair's orientation; `judge-eval score` reports the hand-derived figures: agreement 4/5, tie rate 1/7, position
-    consistency 2/3, first-position rate 4/6, one failure."""
-    data = _write(PAIRS, tmp_path / "pairs.jsonl")
-    pairs = load_pairs(data)
-    which = _prompts(pairs)
-
+def _scripted_judge(which: dict):
+    """A Pollux-4B-Judge chat server answering each prompt (``which``: prompt -> (pair, order)) from ``ANSWERS``."""
     def respond(path: str, body: dict) -> tuple[int, dict]:
         if path != "/v1/chat/completions":
             return 404, {"detail": "Not Found"}
@@ -118,7 +111,18 @@ def test_judge_eval_run_asks_both_orders_and_scores_pairwise(tmp_path):
         reply["choices"][0]["message"]["reasoning"] = reasoning
         return 200, reply
 
-    with ScriptedEndpoint(respond, model=HUB_ID) as server:
+    return respond
+
+
+def test_judge_eval_run_asks_both_orders_and_scores_pairwise(tmp_path):
+    """`judge-eval run` on answer_1/answer_2 rows against a Pollux-4B-Judge chat server asks each pair twice (the
+    answers swapped the second time), exact payloads, thinking on; rows keep the raw score and the verdict in the
+    pair's orientation; `judge-eval score` reports the hand-derived figures: agreement 4/5, tie rate 1/7, position
+    consistency 2/3, first-position rate 4/6, one failure."""
+    data = _write(PAIRS, tmp_path / "pairs.jsonl")
+    pairs = load_pairs(data)
+    which = _prompts(pairs)
+    with ScriptedEndpoint(_scripted_judge(which), model=HUB_ID) as server:
         assert main(["run", "--judge", server.base_url, "--model", HUB_ID, "--data", data, "--out",
                      str(tmp_path / "run"), "--no-progress"]) == 0
     key = lambda b: b["messages"][0]["content"]  # noqa: E731
@@ -206,15 +210,7 @@ def test_score_counts_the_pairs_the_run_asked(tmp_path):
     """`judge-eval run --limit 2` asks the first two pairs (both orders): `score` reports those two, not the data's
     four, of which two were never asked and would read as pairs without judgments."""
     data = _write(PAIRS, tmp_path / "pairs.jsonl")
-    which = _prompts(load_pairs(data))
-
-    def respond(path: str, body: dict) -> tuple[int, dict]:
-        content, reasoning = ANSWERS[which[body["messages"][0]["content"]]]
-        reply = chat_completion(content, HUB_ID, "length" if content is None else "stop")
-        reply["choices"][0]["message"]["reasoning"] = reasoning
-        return 200, reply
-
-    with ScriptedEndpoint(respond, model=HUB_ID) as server:
+    with ScriptedEndpoint(_scripted_judge(_prompts(load_pairs(data))), model=HUB_ID) as server:
         assert main(["run", "--judge", server.base_url, "--model", HUB_ID, "--data", data, "--out",
                      str(tmp_path / "run"), "--no-progress", "--limit", "2"]) == 0
     assert main(["score", "--predictions", str(tmp_path / "run"), "--n-boot", "20"]) == 0
