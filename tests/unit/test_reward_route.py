@@ -6,7 +6,6 @@ tests/integration/serving/test_rewards_serve.py."""
 from __future__ import annotations
 
 import contextlib
-import time
 
 import pytest
 
@@ -63,7 +62,7 @@ def test_a_served_rule_that_can_give_no_reward_is_refused_at_start(rule, field):
 
 @contextlib.contextmanager
 def _attached_judge_serve(model_dir, monkeypatch, ready: bool = True, **settings):
-    """judge-serve's app in process (``TestClient``; waited for until ready unless ``ready`` is False), in front of
+    """judge-serve's app in process (``TestClient``, its start ended; ready unless ``ready`` is False), in front of
     a scripted engine with a 1,024-token context that answers every completion with one tagged verdict, ``settings``
     added to its configuration; yields ``(client, engine)``."""
     from fastapi.testclient import TestClient
@@ -84,11 +83,22 @@ def _attached_judge_serve(model_dir, monkeypatch, ready: bool = True, **settings
         config = ServeConfig(model=str(model_dir), served_model_name="attached", generator_url=engine.url,
                              max_model_len=1024, max_tokens=128, api_key="k", **settings).validate()
         with TestClient(create_app(config), base_url="http://localhost") as http:
-            deadline = time.monotonic() + 60
-            while ready and http.get("/ready").status_code != 200:
-                assert time.monotonic() < deadline, "judge-serve never became ready"
-                time.sleep(0.1)
+            _await_bring_up(http)
+            assert not ready or http.get("/ready").status_code == 200, http.get("/health").text
             yield http, engine
+
+
+def _await_bring_up(http) -> None:
+    """Wait, on the app's own loop, for judge-serve's start (``serve.supervision._bring_up``, the first of the
+    server's tasks) to end, ready or failed: no polling."""
+    import asyncio
+
+    bring_up = http.app.state.serve.tasks[0]
+
+    async def ended() -> None:
+        await asyncio.wait_for(asyncio.shield(bring_up), 60)
+
+    http.portal.call(ended)
 
 
 def test_a_task_classifier_that_cannot_load_fails_the_start(tiny_causal_dir, monkeypatch, tmp_path):
@@ -97,10 +107,7 @@ def test_a_task_classifier_that_cannot_load_fails_the_start(tiny_causal_dir, mon
     missing = tmp_path / "no-classifier"
     with _attached_judge_serve(tiny_causal_dir, monkeypatch, ready=False, criteria_classifier="tfidf",
                                criteria_classifier_path=str(missing)) as (http, _):
-        deadline = time.monotonic() + 60
-        while (health := http.get("/health", headers={"Authorization": "Bearer k"})).status_code == 200:
-            assert time.monotonic() < deadline, health.json()
-            time.sleep(0.1)
+        health = http.get("/health", headers={"Authorization": "Bearer k"})  # the start has ended (the helper)
         assert http.get("/ready").status_code != 200
     assert health.status_code == 503 and health.json()["status"] == "unhealthy"
     assert health.json()["detail"].startswith("tfidf: no model.json in")  # its path sanitised, as every detail
