@@ -14,6 +14,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
+from eval.reports.report import p_phrase
+
 __all__ = ["render_ranking_page", "write_ranking_page", "render_ranking_compare_page"]
 
 _EXTRA_CSS = """
@@ -133,7 +135,7 @@ def render_ranking_compare_page(result: Mapping[str, Any]) -> str:
             low, high = cell["ci"]
             verdict = cell["verdict"]
             css = {"B higher": "better", "B lower": "worse"}.get(verdict, "")
-            tip = f"{r} × {c}: A {_fmt(cell['a'], 4)}, B {_fmt(cell['b'], 4)}, p {_fmt(cell['p_value'], 3)}"
+            tip = f"{r} × {c}: A {_fmt(cell['a'], 4)}, B {_fmt(cell['b'], 4)}, {p_phrase(cell['p_value'], result['n_boot'])}"
             tds.append(f'<td{_diverging(cell["delta"], span)} title="{_e(tip)}">{_fmt(cell["delta"])}'
                        f"<small>[{_fmt(low, 2)}, {_fmt(high, 2)}]</small>"
                        f'<small class="{css}">{_e(verdict)}</small></td>')

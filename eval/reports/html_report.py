@@ -26,7 +26,7 @@ from typing import Any
 
 from eval.reports.html_explorer import (DEFAULT_TEXT_ITEMS, compare_items, explorer_json, load_predictions,
                                         load_records, read_item_columns, report_items)
-from eval.reports.report import SPLIT_TITLES, random_labelling_note, references_note, regression_note
+from eval.reports.report import SPLIT_TITLES, p_phrase, random_labelling_note, references_note, regression_note
 from eval.scoring.comparison import Comparison, Paired
 from eval.validity.render import html_blocks as validity_blocks
 from eval.validity.render import lead_html
@@ -320,15 +320,15 @@ def write_report_page(out: str | Path, records: Sequence | None = None,
 # ---------------------------------------------------------------------------------------------- compare
 
 
-def _delta_td(p: Paired) -> str:
+def _delta_td(p: Paired, n_boot: int) -> str:
     css = p.verdict if p.verdict in ("better", "worse") else ""
     return (f'<td data-v="{p.delta if _finite(p.delta) else ""}">{_num(p.delta)} '
-            f'<span class="ci">[{_num(p.ci[0])}, {_num(p.ci[1])}] p={_num(p.p_value)}</span> '
+            f'<span class="ci">[{_num(p.ci[0])}, {_num(p.ci[1])}] {_e(p_phrase(p.p_value, n_boot))}</span> '
             f'<span class="{css}">{_e(p.verdict or "—")}</span></td>')
 
 
 def _paired_table(label: str, cells: Mapping[str, Mapping[str, Paired]], metrics_shown: Sequence[str],
-                  css_id: str) -> str:
+                  css_id: str, n_boot: int) -> str:
     head = [label, "n"]
     for m in metrics_shown:
         head += [f"{m} baseline", f"{m} run", f"{m} delta [CI] p call"]
@@ -342,7 +342,7 @@ def _paired_table(label: str, cells: Mapping[str, Mapping[str, Paired]], metrics
                 tds += ['<td data-v="">—</td>'] * 3
                 continue
             tds += [f'<td data-v="{p.a if _finite(p.a) else ""}">{_num(p.a)}</td>',
-                    f'<td data-v="{p.b if _finite(p.b) else ""}">{_num(p.b)}</td>', _delta_td(p)]
+                    f'<td data-v="{p.b if _finite(p.b) else ""}">{_num(p.b)}</td>', _delta_td(p, n_boot)]
         rows.append("<tr>" + "".join(tds) + "</tr>")
     return (f'<div class="scroll"><table class="grid sortable" id="{_e(css_id)}"><thead><tr>'
             + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
@@ -368,13 +368,13 @@ def render_compare_page(result: Comparison, explorer: Mapping[str, Any] | None) 
             title = SPLIT_TITLES.get(split, split)
             body.append(f"<h3>{_e(title)}</h3>")
             body.append(_paired_table("Overall", {"all items": block.overall}, list(block.overall),
-                                      f"paired-{k}-{split}-overall"))
+                                      f"paired-{k}-{split}-overall", result.n_boot))
             for name, group_title in _GROUP_TITLES.items():
                 cells = block.by(name)
                 if cells:
                     shown = [m for m in ("mae", "spearman", "vc_judge") if any(m in c for c in cells.values())]
                     body.append(f'<details class="block"><summary>By {_e(group_title)} ({len(cells)})</summary>'
-                                + _paired_table(group_title.capitalize(), cells, shown, f"paired-{k}-{split}-{name}")
+                                + _paired_table(group_title.capitalize(), cells, shown, f"paired-{k}-{split}-{name}", result.n_boot)
                                 + "</details>")
     nav = [("side", "Side by side")] + [(f"cmp-{k}", c.run) for k, c in enumerate(result.comparisons)]
     data = None

@@ -39,6 +39,21 @@ def fmt(value: Any, digits: int = 3) -> str:
     return f"{value:.{digits}f}"
 
 
+def fmt_p(p_value: Any, n_resamples: int, digits: int = 3) -> str:
+    """A two-sided bootstrap p-value (twice the smaller share of resamples on either side of 0). Its smallest
+    non-zero value is 2 / n_resamples, so an estimate of 0 says only that the true p is below that: it reads
+    ``< 0.002`` for 1,000 resamples, never ``0.000``."""
+    if isinstance(p_value, float) and p_value == 0.0 and n_resamples > 0:
+        return f"< {2 / n_resamples:.{digits}g}"
+    return fmt(p_value, digits)
+
+
+def p_phrase(p_value: Any, n_resamples: int) -> str:
+    """``p = 0.031`` or ``p < 0.002`` (see ``fmt_p``)."""
+    shown = fmt_p(p_value, n_resamples)
+    return f"p {shown}" if shown.startswith("<") else f"p = {shown}"
+
+
 def fmt_ci(value: Any, ci: Any, digits: int = 3) -> str:
     """``0.512 [0.490, 0.534]``, or just the value when the interval is undefined."""
     if ci is None or any(v is None or (isinstance(v, float) and not math.isfinite(v)) for v in ci):

@@ -20,7 +20,7 @@ import numpy as np
 
 from eval.scoring import bootstrap, item_table
 from eval.scoring.comparison import Comparison, Paired, RunComparison, SplitComparison
-from eval.reports.report import SPLIT_TITLES, fmt
+from eval.reports.report import SPLIT_TITLES, fmt, fmt_p, p_phrase
 from judge.metrics_json.metrics import Cell, Metrics
 from judge.metrics_json.validity import PairedValidity
 
@@ -208,14 +208,14 @@ def headline(result: Comparison) -> list[str]:
             how = "equal to" if delta == 0 else f"{fmt(abs(delta))} {'lower' if delta < 0 else 'higher'} than"
             lines.append(
                 f"On the {SPLIT_TITLES[split]}, {comp.run}'s MAE is {how} {result.baseline}'s "
-                f"(delta {fmt(delta)}, 95 % CI [{fmt(p.ci[0])}, {fmt(p.ci[1])}], p = {fmt(p.p_value)}, "
+                f"(delta {fmt(delta)}, 95 % CI [{fmt(p.ci[0])}, {fmt(p.ci[1])}], {p_phrase(p.p_value, result.n_boot)}, "
                 f"{p.n} paired items): {p.verdict}"
             )
     return lines
 
 
-def _cell(p: Paired) -> list[str]:
-    return [fmt(p.a), fmt(p.b), fmt(p.delta), f"[{fmt(p.ci[0])}, {fmt(p.ci[1])}]", fmt(p.p_value), p.verdict,
+def _cell(p: Paired, n_boot: int) -> list[str]:
+    return [fmt(p.a), fmt(p.b), fmt(p.delta), f"[{fmt(p.ci[0])}, {fmt(p.ci[1])}]", fmt_p(p.p_value, n_boot), p.verdict,
             str(p.n)]
 
 
@@ -285,10 +285,10 @@ def render_markdown(result: Comparison) -> str:
         out += [f"## {comp.run} vs {result.baseline}", ""]
         for split, block in comp.splits.items():
             out += [f"### {SPLIT_TITLES[split]}", ""]
-            rows = [[metric] + _cell(p) for metric, p in block.overall.items()]
+            rows = [[metric] + _cell(p, result.n_boot) for metric, p in block.overall.items()]
             out += [markdown_table(["Overall"] + head[1:], rows), ""]
             for name, title in (("model", "Evaluated model"), ("task_type", "Task type"), ("criterion", "Criterion")):
-                rows = [[label] + _cell(cells["mae"]) for label, cells in block.by(name).items()]
+                rows = [[label] + _cell(cells["mae"], result.n_boot) for label, cells in block.by(name).items()]
                 if rows:
                     out += [f"MAE by {title.lower()}:", "", markdown_table([title] + head[1:], rows), ""]
     return "\n".join(out)

@@ -434,7 +434,13 @@ def test_compare_pairs_two_scored_runs(small_data, tmp_path):
         mae = block["overall"]["mae"]
         assert (mae["a"], mae["b"]) == (pytest.approx(own["ones"][split]["overall"]["mae"]),
                                         pytest.approx(own["copycat"][split]["overall"]["mae"])), split
-    assert "copycat vs ones" in (tmp_path / "cmp" / "compare.md").read_text(encoding="utf-8")
+    said = (tmp_path / "cmp" / "compare.md").read_text(encoding="utf-8")
+    assert "copycat vs ones" in said
+    # The copycat is exact, so no resample puts the two judges' MAE the other way round: the bootstrap p-value is
+    # estimated as 0, which says only that p is below its resolution, 2 / 200 resamples.
+    assert overall["p_value"] == 0.0
+    assert "p < 0.01, " in said and "| 0.000 | better |" not in said and "| < 0.01 | better |" in said
+    assert "p &lt; 0.01" in (tmp_path / "cmp" / "compare.html").read_text(encoding="utf-8")
     # compare.json is the typed comparison written key for key; its readers see the same values as attributes
     from eval.scoring.compare import compare
     from eval.scoring.item_table import dumps

@@ -152,7 +152,11 @@ def test_ranking_compare_paired(tmp_path: Path, data: Path, capsys) -> None:
     low, high = result["cells"]["mean_over_criteria"]["mean_over_meta"]["ci"]
     assert 0 < low <= result["cells"]["mean_over_criteria"]["mean_over_meta"]["delta"] <= high
     assert "B higher" in (tmp_path / "cmp" / "compare.md").read_text(encoding="utf-8")
-    assert (tmp_path / "cmp" / "compare.html").is_file()
+    # Every resample of the 6 instructions puts B above A in that corner: the p-value is estimated as 0, and the
+    # cell's tooltip says it is below its resolution, 2 / 300 resamples, never "p 0.000".
+    assert result["cells"]["mean_over_criteria"]["mean_over_meta"]["p_value"] == 0.0
+    page = (tmp_path / "cmp" / "compare.html").read_text(encoding="utf-8")
+    assert "p &lt; 0.00667" in page and "p 0.000" not in page
 
 
 def test_max_normalisation_and_old_rules() -> None:
