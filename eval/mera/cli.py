@@ -138,7 +138,8 @@ def _client(config: MeraConfig):
 
 def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
     """Generate (or take canonical solutions), execute in the sandbox, write pass@k. Returns the metrics."""
-    from eval.mera.humaneval import MERA_STOPS, build_program, chat_messages, load_tasks, summarize
+    from eval.mera.humaneval import (MERA_STOPS, NOT_GENERATED, build_program, chat_messages, load_tasks,
+                                      not_generated, summarize)
     from eval.mera.progress import claim_run_folder
     from eval.mera.released import NOT_COMPARABLE, resolve_task_data
     from judge.plumbing.journal import JournalWriter, open_journal
@@ -196,11 +197,15 @@ def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
                 if len(gens) < n:  # a server that ignores n: the samples it did not return are failures, counted
                     logger.warning("task %s: the endpoint returned %d of %d samples; the missing ones count as "
                                    "failures", task.task_id, len(gens), n)
-                    record.update(completions=record["completions"] + [""] * (n - len(gens)),
-                                  n_missing=n - len(gens))
+                    missing = n - len(gens)
+                    record.update(completions=record["completions"] + [""] * missing,
+                                  raw=record["raw"] + [None] * missing,
+                                  finish_reasons=record["finish_reasons"] + ["not_returned"] * missing,
+                                  n_missing=missing)  # fmt: skip
             except ContextLimitError as err:
                 logger.warning("task %s: prompt exceeds the context window; its %d samples fail", task.task_id, n)
-                record.update(completions=[""] * n, error=str(err)[:500])
+                record.update(completions=[""] * n, raw=[None] * n, finish_reasons=["context_length_exceeded"] * n,
+                              error=str(err)[:500])  # fmt: skip
             writer.append(record)
             return record
 
@@ -214,19 +219,25 @@ def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
     stops = () if config.self_check else MERA_STOPS  # canonical code is not model output: never cut it
     jobs, keys = [], []
     for task in tasks:
+        skipped = not_generated(done[task.task_id])
         for s, completion in enumerate(done[task.task_id]["completions"]):
+            if s in skipped:  # nothing to run: the sample is a failure of its own kind, not an empty program's
+                keys.append((task.task_id, s, None))
+                continue
             program = build_program(completion, task.function, task.entry_point, stops, config.extraction)
             jobs.append(task.exec_job(program))
             keys.append((task.task_id, s, program))
     started = time.monotonic()
-    results = sandbox.run_many(jobs, workers=config.exec_workers)
+    results = iter(sandbox.run_many(jobs, workers=config.exec_workers))
     exec_s = time.monotonic() - started
     outcomes: dict[str, list[str]] = {t.task_id: [] for t in tasks}
     with open(out / EXECUTIONS_FILE, "w", encoding="utf-8") as f:
-        for (task_id, s, program), result in zip(keys, results):
-            outcomes[task_id].append(result.status)
+        for task_id, s, program in keys:
+            found = (next(results).to_json() if program is not None
+                     else {"status": NOT_GENERATED, "detail": "the endpoint produced no completion for this sample"})
+            outcomes[task_id].append(found["status"])
             label = {} if resolved.comparable_with_mera else {"benchmark": NOT_COMPARABLE}
-            f.write(json.dumps({"task_id": task_id, "sample": s, "program": program, **result.to_json(), **label},
+            f.write(json.dumps({"task_id": task_id, "sample": s, "program": program, **found, **label},
                                ensure_ascii=False) + "\n")  # fmt: skip
 
     # -- metrics --------------------------------------------------------------------------------------------

@@ -350,11 +350,26 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - math.comb(n - c, k) / math.comb(n, k)
 
 
+# A sample the server never produced (it ignored ``n``, or the prompt did not fit the context window): a failure
+# with its own name, so the error breakdown does not pin on the model's code what the endpoint did.
+NOT_GENERATED = "not_generated"
+OUTCOMES = (*STATUSES, NOT_GENERATED)
+
+
+def not_generated(record: Mapping[str, Any]) -> set[int]:
+    """Which samples of a ``generations.jsonl`` record were never produced: all of them after a context-window
+    refusal (``error``), the last ``n_missing`` when the server returned fewer than asked."""
+    n = len(record["completions"])
+    if record.get("error"):
+        return set(range(n))
+    return set(range(n - int(record.get("n_missing", 0)), n))
+
+
 def summarize(outcomes: Mapping[str, Sequence[str]], ks: Sequence[int] = PASS_AT_K) -> dict[str, Any]:
     """pass@k averaged over tasks, and the error breakdown.
 
     Args:
-        outcomes: task id -> the status of each of its samples (``sandbox.STATUSES``).
+        outcomes: task id -> the status of each of its samples (``OUTCOMES``: the sandbox's, or ``not_generated``).
         ks: Budgets; those larger than the smallest per-task sample count are left out (pass@k needs k <= n).
 
     Returns:
@@ -365,7 +380,7 @@ def summarize(outcomes: Mapping[str, Sequence[str]], ks: Sequence[int] = PASS_AT
     totals: Counter[str] = Counter()
     for task_id, statuses in outcomes.items():
         counts = Counter(statuses)
-        unknown = set(counts) - set(STATUSES)
+        unknown = set(counts) - set(OUTCOMES)
         if unknown:
             raise ValueError(f"task {task_id}: unknown statuses {sorted(unknown)}")
         totals.update(counts)
@@ -373,7 +388,7 @@ def summarize(outcomes: Mapping[str, Sequence[str]], ks: Sequence[int] = PASS_AT
             "task_id": task_id,
             "n": len(statuses),
             "c": counts[PASSED],
-            "errors": {s: counts[s] for s in STATUSES if s != PASSED and counts[s]},
+            "errors": {s: counts[s] for s in OUTCOMES if s != PASSED and counts[s]},
         })  # fmt: skip
     n_min = min((t["n"] for t in per_task), default=0)
     usable = [k for k in ks if 1 <= k <= n_min]
@@ -384,6 +399,6 @@ def summarize(outcomes: Mapping[str, Sequence[str]], ks: Sequence[int] = PASS_AT
         "n_tasks": len(per_task),
         "n_samples": sum(t["n"] for t in per_task),
         "pass@k": scores,
-        "errors": {s: totals[s] for s in STATUSES},
+        "errors": {s: totals[s] for s in OUTCOMES},
         "per_task": per_task,
     }

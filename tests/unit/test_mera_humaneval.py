@@ -114,7 +114,7 @@ def test_summarize_by_hand():
     assert "pass@5" not in m["pass@k"]
     assert (m["n_tasks"], m["n_samples"]) == (2, 8)
     assert m["errors"] == {"passed": 2, "syntax": 1, "runtime": 2, "timeout": 1, "wrong_answer": 2,
-                           "sandbox_error": 0}  # fmt: skip
+                           "sandbox_error": 0, "not_generated": 0}  # fmt: skip
     assert m["per_task"][0] == {"task_id": "a", "n": 4, "c": 2, "errors": {"syntax": 1, "wrong_answer": 1}}
     with pytest.raises(ValueError, match="unknown statuses"):
         summarize({"a": ["ok"]})
@@ -508,8 +508,9 @@ def test_mera_yaml_unknown_key_is_a_usage_error(tmp_path, capsys):
 
 def test_samples_a_server_did_not_return_are_counted_failures(tmp_path, sandbox_user):
     """A server that ignores n and returns one sample of the 3 asked: the two missing samples of each task are
-    empty completions that fail, so every task has n = 3 and pass@2, pass@3 are still reported (they were dropped,
-    the task's n being 1)."""
+    failures named ``not_generated`` (never run as empty programs, whose failure would be blamed on the model's code),
+    so every task has n = 3 and pass@2, pass@3 are still reported (they were dropped, the task's n being 1). Every
+    per-sample list of generations.jsonl keeps n entries."""
     def one_sample(path, body):
         status, answer = _scripted(path, body)
         answer["choices"] = answer["choices"][:1]
@@ -522,3 +523,10 @@ def test_samples_a_server_did_not_return_are_counted_failures(tmp_path, sandbox_
     assert set(metrics["pass@k"]) == {"pass@1", "pass@2", "pass@3"}
     generations = [json.loads(line) for line in (tmp_path / "run" / "generations.jsonl").read_text().splitlines()]
     assert all(g["n_missing"] == 2 and g["completions"][1:] == ["", ""] for g in generations)
+    assert all(g["raw"][1:] == [None, None] and g["finish_reasons"][1:] == ["not_returned"] * 2
+               and len(g["raw"]) == len(g["finish_reasons"]) == 3 for g in generations)
+    assert metrics["errors"]["not_generated"] == 4 and metrics["n_samples"] == 6
+    assert all(t["errors"].get("not_generated") == 2 for t in metrics["per_task"])
+    executions = [json.loads(line) for line in (tmp_path / "run" / "executions.jsonl").read_text().splitlines()]
+    assert [(e["sample"], e["status"], e["program"]) for e in executions if e["sample"] > 0] == \
+        [(1, "not_generated", None), (2, "not_generated", None)] * 2
