@@ -83,7 +83,7 @@ def _num(value: Any, digits: int = 3) -> str:
 
 
 def _page(title: str, subtitle: list[str], nav: list[tuple[str, str]], body: list[str], data: Any | None) -> str:
-    """The whole HTML document; ``data`` (the explorer's) is embedded as JSON, ``</`` escaped for the parser."""
+    """The whole HTML document; ``data`` (the explorer's) is embedded as JSON, every ``<`` escaped for the parser."""
     parts = ["<!doctype html>", '<html lang="ru"><head><meta charset="utf-8">',
              '<meta name="viewport" content="width=device-width, initial-scale=1">', f"<title>{_e(title)}</title>",
              f"<style>{_asset('page.css')}</style></head><body>", f"<header><h1>{_e(title)}</h1>"]
@@ -97,7 +97,9 @@ def _page(title: str, subtitle: list[str], nav: list[tuple[str, str]], body: lis
         rows = {k: v for k, v in data.items() if k not in ("details", "strings")}
         texts = {"details": data.get("details", []), "strings": data.get("strings", [])}
         for css_id, part in (("explorer-data", rows), ("explorer-texts", texts)):
-            payload = explorer_json(part).replace("</", "<\\/")
+            # Every "<" escaped: "</" alone is not enough, as "<!--" then "<script" in a text would make the
+            # parser skip the closing tag and swallow the rest of the page.
+            payload = explorer_json(part).replace("<", "\\u003c")
             parts.append(f'<script type="application/json" id="{css_id}">{payload}</script>')
     parts.append(f"<script>{_asset('page.js')}</script></body></html>")
     return "\n".join(parts)

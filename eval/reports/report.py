@@ -9,6 +9,7 @@ failed on (``n_failed``) or could not be compared on (no unique expert mode): fa
 
 from __future__ import annotations
 
+import html
 import logging
 import math
 from collections.abc import Mapping
@@ -376,6 +377,7 @@ def log_wandb(result: Metrics, markdown: str, images: list[Path], project: str, 
                 run.log({f"{split}/by_{name}": wandb.Table(columns=columns, data=rows)})
         run.summary.update({k: v for k, v in summary.items() if v is not None})
         run.log({f"plots/{p.stem}": wandb.Image(str(p)) for p in images})
-        run.log({"report": wandb.Html(f"<pre>{markdown}</pre>")})
+        # Escaped: criterion, task and model names are the data's, and W&B renders this as a page.
+        run.log({"report": wandb.Html(f"<pre>{html.escape(markdown)}</pre>")})
     finally:
         run.finish()

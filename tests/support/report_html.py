@@ -12,7 +12,9 @@ from tests.support.browser import browser  # noqa: F401  (the fixture)
 
 FAILED_RAW = "[FEEDBACK] Непонятно. [RESULT] отлично [END]"
 # A feedback that would end the page's <script> element if it were embedded unescaped.
-TRICKY_FEEDBACK = "Отзыв </script><b>не тег</b>"
+# "<!--" then "<script" puts an HTML parser in the script-data double-escaped state, where "</script>" no longer
+# ends the element: the rest of the page, page.js included, would become the JSON element's text.
+TRICKY_FEEDBACK = "Отзыв <!-- <script> </script><b>не тег</b>"
 
 
 def _prediction(record, name: str, k: int, offset: int) -> dict:

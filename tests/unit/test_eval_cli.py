@@ -472,7 +472,14 @@ def test_score_logs_tables_and_plots_to_wandb_offline(small_data, tmp_path, monk
     """--wandb-project logs every table and PNG (offline here: no network)."""
     import wandb
 
-    data, _ = small_data
+    import dataclasses
+    import html
+
+    _, sample = small_data
+    # A criterion name that is markup: W&B renders the logged report as a page, so it must arrive as text.
+    data = tmp_path / "data.jsonl"
+    judge.write_jsonl([dataclasses.replace(r, criteria_name="<img src=x onerror=alert(1)>") if k == 0 else r
+                       for k, r in enumerate(sample)], data)
     wandb.teardown()  # W&B's process-wide setup keeps the WANDB_DIR of any run logged earlier in this process
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_DIR", str(tmp_path / "wandb-root"))
@@ -485,6 +492,10 @@ def test_score_logs_tables_and_plots_to_wandb_offline(small_data, tmp_path, monk
     assert {p.name.split("_")[0] for p in (media / "images" / "plots").glob("*.png")} == {"confusion", "mae"}
     assert sorted(p.name.split("_")[1] for p in (media / "table" / "all").glob("*.table.json")) == \
         ["criterion", "model", "task"]
+    (page,) = (media / "html").glob("report_*.html")
+    report = (tmp_path / "run" / "report.md").read_text(encoding="utf-8")
+    assert "<img src=x" in report and "<img" not in page.read_text(encoding="utf-8")
+    assert html.escape(report.strip()) in page.read_text(encoding="utf-8")
 
 
 def test_score_says_why_a_test_has_no_figures(small_data, tmp_path):

@@ -112,8 +112,12 @@ def test_tables_render_every_key_a_metric_cell_has():
 
 
 def test_page_is_self_contained_and_embeds_text_safely(scored):
-    """No external resource is referenced, and a feedback holding ``</script>`` round-trips through the JSON."""
+    """No external resource is referenced, and a feedback holding ``<!-- <script> </script>`` round-trips through
+    the JSON, whose elements hold no ``<`` at all (so no text can open a comment or a script inside them)."""
     page = (scored["root"] / "exact" / "report.html").read_text(encoding="utf-8")
+    bodies = re.findall(r'<script type="application/json" id="[^"]+">(.*?)</script>', page, re.S)
+    assert len(bodies) == 2 and not any("<" in body for body in bodies)
+    assert page.count("<script") == 3 and page.rstrip().endswith("</script></body></html>")
     assert not re.search(r"<link|<img|src=|@import|url\(", page)
     assert not re.search(r'href="(?!#)', page)
     data = _embedded(page)
