@@ -114,25 +114,28 @@ def proxied_token_bound(body: Any, path: str, max_total: int) -> tuple[Any, JSON
     if path == "/v1/responses":
         fields, n = ("max_output_tokens",), 1
     else:
-        fields = ("max_completion_tokens", "max_tokens")
+        # The fields the engine reads: chat prefers max_completion_tokens to max_tokens; completions read max_tokens
+        # only (vLLM ignores a max_completion_tokens there, so it bounds nothing).
+        fields = ("max_tokens",) if path == "/v1/completions" else ("max_completion_tokens", "max_tokens")
         n = max((v for v in (body.get("n"), body.get("best_of")) if v is not None), default=1)
         prompt = body.get("prompt") if path == "/v1/completions" else None
         if isinstance(prompt, list) and prompt and isinstance(prompt[0], (str, list)):  # a batch, not one token list
             n *= len(prompt)
     if n < 1:
         return body, None  # the engine refuses it with its own message
-    named = next((f for f in fields if body.get(f) is not None), None)
-    if named is None:
+    named = [f for f in fields if body.get(f) is not None]
+    if not named:
         if max_total // n < 1:
             return body, error_response(400, f"n: {n} completions exceed this server's max_proxy_tokens={max_total}",
                                         param="n", code="too_many_tokens")
         return {**body, fields[-1]: max_total // n}, None
-    tokens = body[named]
-    if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens * n > max_total:
-        return body, error_response(
-            400, f"{named}: {tokens} tokens x {n} completions = {tokens * n} > this server's max_proxy_tokens={max_total}",
-            param=named, code="too_many_tokens",
-        )  # fmt: skip
+    for name in named:  # every one set: which the engine obeys is its choice, so none may ask too much
+        tokens = body[name]
+        if tokens * n > max_total:
+            return body, error_response(
+                400, f"{name}: {tokens} tokens x {n} completions = {tokens * n} > this server's max_proxy_tokens={max_total}",
+                param=name, code="too_many_tokens",
+            )  # fmt: skip
     return body, None
 
 

@@ -144,6 +144,10 @@ def test_checking_a_body_takes_memory_in_proportion_to_the_body():
     ("/v1/chat/completions", {"max_tokens": 10, "n": "64"}, "n"),
     ("/v1/responses", {"max_output_tokens": "9999"}, "max_output_tokens"),
     ("/v1/completions", {"prompt": ["x"] * 1000, "max_tokens": 10}, "max_tokens"),  # 10 x 1,000 prompts > 1,000
+    # Completions read max_tokens only: a small max_completion_tokens beside it bounds nothing.
+    ("/v1/completions", {"prompt": "x", "max_completion_tokens": 1, "max_tokens": 400, "n": 8}, "max_tokens"),
+    # Chat prefers max_completion_tokens, but every field set is bounded whichever the engine obeys.
+    ("/v1/chat/completions", {"max_completion_tokens": 1, "max_tokens": 400, "n": 8}, "max_tokens"),
 ])  # fmt: skip
 def test_the_proxied_token_bound_counts_what_the_engine_would_generate(path, body, param):
     """max_proxy_tokens bounds the tokens a proxied request can buy: its fields must be JSON integers (vLLM's request
@@ -158,6 +162,10 @@ def test_the_proxied_token_bound_counts_what_the_engine_would_generate(path, bod
     assert proxied_token_bound({"prompt": [1, 2, 3], "max_tokens": 10}, "/v1/completions", 1000) == (
         {"prompt": [1, 2, 3], "max_tokens": 10}, None)
     assert proxied_token_bound({"prompt": ["a", "b", "c"]}, "/v1/completions", 1000)[0]["max_tokens"] == 333
+    # On completions a max_completion_tokens alone leaves max_tokens unset, which vLLM would read as "to the end of
+    # the context": the bound's share is added as for a body that names none.
+    assert proxied_token_bound({"prompt": "x", "max_completion_tokens": 5, "n": 4}, "/v1/completions", 1000)[0][
+        "max_tokens"] == 250
 
 
 
