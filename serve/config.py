@@ -208,6 +208,8 @@ class ServeConfig:
         for name in positive:
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name}: must be positive, got {getattr(self, name)!r}")
+        if self.port > 65535:
+            raise ConfigError(f"port: must be at most 65535, got {self.port!r}")
         for name in ("request_timeout_s", "engine_start_timeout_s", "engine_restart_window_s", "engine_keepalive_s",
                      "header_timeout_s", "attached_probe_interval_s"):
             if getattr(self, name) <= 0:

@@ -97,6 +97,12 @@ class RunConfig:
         for key in ("concurrency", "batch_size", "max_tokens"):
             if getattr(self, key) < 1:
                 raise ConfigError(f"{key}: must be at least 1, got {getattr(self, key)}")
+        for key in ("limit", "max_retries", "backoff_s"):  # a negative limit would slice items off the end, silently
+            if getattr(self, key) < 0:
+                raise ConfigError(f"{key}: must be >= 0, got {getattr(self, key)}")
+        for key in ("timeout_s", "connect_timeout_s", "server_timeout_s"):
+            if getattr(self, key) <= 0:
+                raise ConfigError(f"{key}: must be positive, got {getattr(self, key)}")
         if not self.out:
             raise ConfigError("out: an output folder is required (--out DIR)")
         if self.criteria not in ("", "auto"):

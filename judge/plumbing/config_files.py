@@ -97,14 +97,21 @@ def read_config_file(path: str | Path, fields_of: type | None = None) -> dict[st
         The mapping (empty for an empty file), to merge over the dataclass defaults.
 
     Raises:
-        ConfigError: the file is missing or not a mapping, or sets unknown keys (named, with the known ones).
+        ConfigError: the file is missing, not YAML or not a mapping, or sets unknown keys (named, with the known
+            ones).
     """
     import yaml
 
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config file {path} not found")
-    raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as err:  # the parser's own words carry the line and column
+        said = " ".join(str(err).replace('in "<unicode string>", ', "").split())
+        raise ConfigError(f"{path}: not valid YAML: {said}") from None
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {err.start})") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping of field: value, got {type(raw).__name__}")
     if fields_of is not None:

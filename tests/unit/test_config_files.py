@@ -81,6 +81,9 @@ def test_defaults_then_yaml_then_flags(tmp_path):
         ("engine_args: {seed: 0}\n", "engine_args: expected a list"),
         ("output_dir: null\n", "output_dir may not be null"),
         ("- a\n", "expected a mapping"),
+        # Not YAML at all: the parser's line and column, never a traceback.
+        ("a: 1\n  x: [1\n", "not valid YAML: mapping values are not allowed here line 2, column 4"),
+        ("a: [1, 2\n", "not valid YAML: while parsing a flow sequence"),
     ],
 )
 def test_bad_yaml_names_the_key(tmp_path, yaml_text, message):
@@ -90,6 +93,25 @@ def test_bad_yaml_names_the_key(tmp_path, yaml_text, message):
     with pytest.raises(ConfigError, match=r"bad\.yaml.*" if message != "expected a mapping" else message) as info:
         resolve_config(Demo, path)
     assert message in str(info.value)
+
+
+def test_bad_yaml_is_a_usage_error_of_every_command(tmp_path, capsys):
+    """Every command that takes --config stops with exit 2 and one line naming the file when it is not YAML."""
+    import eval.cli
+    import serve.cli
+    import train.cli
+
+    path = tmp_path / "bad.yaml"
+    path.write_bytes(b"a: 1\n  x: [1\n")
+    for main, argv in ((train.cli.main, []), (serve.cli.main, []), (eval.cli.main, ["run"]),
+                       (eval.cli.main, ["mera", "ruhumaneval"])):
+        try:
+            code = main([*argv, "--config", str(path), *(["--out", str(tmp_path / "out")] if argv else [])])
+        except SystemExit as exit_info:
+            code = exit_info.code
+        err = capsys.readouterr().err
+        assert code == 2 and f"{path}: not valid YAML" in err and "Traceback" not in err, (argv, err)
+    assert not (tmp_path / "out").exists()
 
 
 def test_bad_flags_are_usage_errors(capsys):

@@ -22,6 +22,7 @@ import judge
 from eval.cli import build_parser, main, resolve_run_config
 from eval.judging.predictions import read_predictions
 from eval.judging.config import RunConfig
+from judge.plumbing.config_files import ConfigError
 from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage
 from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
 
@@ -129,6 +130,17 @@ def test_shipped_eval_configs_parse_and_validate(path):
     config.validate()
     assert path.read_text(encoding="utf-8").startswith("# ")
     assert "judge-eval run --config configs/eval/" + path.name in path.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(("field", "value", "says"), [
+    ("limit", -2, "must be >= 0"),  # records[:-2] would leave the last two items out without a word
+    ("max_retries", -1, "must be >= 0"), ("backoff_s", -1.0, "must be >= 0"),
+    ("timeout_s", 0.0, "must be positive"), ("connect_timeout_s", -1.0, "must be positive"),
+    ("server_timeout_s", 0.0, "must be positive"),
+])  # fmt: skip
+def test_run_settings_out_of_range_are_refused_naming_the_field(field, value, says):
+    with pytest.raises(ConfigError, match=f"^{field}: {says}"):
+        RunConfig(judge="http://127.0.0.1:9/v1", out="runs/x", **{field: value}).validate()
 
 
 def test_cli_flags_override_the_yaml(tmp_path):
