@@ -66,6 +66,7 @@ from pathlib import Path
 from typing import Callable, Mapping, NamedTuple, Sequence
 
 from judge.plumbing import supervisor
+from judge.plumbing.provenance import REDACTED, redact_argv, scrub_secrets
 from judge.plumbing.supervisor import _LINUX, _child_setup, _children_of, group_members
 
 __all__ = [
@@ -302,7 +303,19 @@ class ManagedProcess:
 
     def _failure_summary(self) -> str:
         found = error_lines(self.log_path)
-        return "errors in the log:\n  " + "\n  ".join(found) + "\n" if found else ""
+        return "errors in the log:\n  " + scrub_secrets("\n  ".join(found)) + "\n" if found else ""
+
+    def _command_and_log(self) -> str:
+        """The command and the log's tail for a start failure, secrets redacted: the message reaches consoles,
+        Slurm logs and judge-serve's unauthenticated /ready."""
+        shown = redact_argv(self.command)
+        tail = scrub_secrets(self.log_tail())
+        for given, redacted in zip(self.command, shown):  # a program may log its own arguments (vLLM does)
+            if given != redacted and redacted.endswith(REDACTED):
+                secret = given if redacted == REDACTED else given.partition("=")[2]
+                if len(secret) >= 4:
+                    tail = tail.replace(secret, REDACTED)
+        return f"command: {' '.join(shown)}\nlog ({self.log_path}):\n{tail}"
 
     def wait_ready(
         self,
@@ -337,7 +350,7 @@ class ManagedProcess:
             if code is not None:
                 raise ProcessStartError(
                     f"{self.name} exited with code {code} while starting.\n{foreign}{self._failure_summary()}"
-                    f"command: {' '.join(self.command)}\nlog ({self.log_path}):\n{self.log_tail()}",
+                    f"{self._command_and_log()}",
                     exit_code=code,
                 )
             if ready(http_status(url)):
@@ -352,7 +365,7 @@ class ManagedProcess:
             if time.monotonic() > deadline:
                 raise ProcessStartError(
                     f"{self.name} did not answer {url} within {timeout_s:.0f} s.\n{foreign}{self._failure_summary()}"
-                    f"command: {' '.join(self.command)}\nlog ({self.log_path}):\n{self.log_tail()}"
+                    f"{self._command_and_log()}"
                 )
             time.sleep(interval_s)
 

@@ -115,7 +115,8 @@ def register_secret(value: str | None) -> None:
         _KNOWN_SECRETS.add(value)
 
 
-def _scrub(text: str) -> str:
+def scrub_secrets(text: str) -> str:
+    """``text`` with a URL's password and every secret this process registered replaced by ``REDACTED``."""
     text = _URL_PASSWORD.sub(lambda m: f"{m['head']}{REDACTED}{m['at']}", text)
     for secret in _KNOWN_SECRETS:
         text = text.replace(secret, REDACTED)
@@ -146,7 +147,7 @@ def _redact_text(text: str) -> str:
             redacted_words = redact_argv(words)
             if redacted_words != words:
                 return shlex.join(redacted_words)
-    return _scrub(text)
+    return scrub_secrets(text)
 
 
 def redact_argv(argv: list[str]) -> list[str]:

@@ -210,6 +210,26 @@ def test_a_command_that_exits_while_starting_raises_with_its_log(tmp_path):
     assert proc.stop() == 7
 
 
+def test_a_start_error_names_the_command_and_its_log_with_secrets_redacted(tmp_path):
+    """The message reaches consoles, Slurm logs and judge-serve's /ready: a secret on the command line and one this
+    process registered, echoed into the log (and into an ERROR line), are REDACTED; the rest stays readable."""
+    from judge.plumbing.provenance import REDACTED, register_secret
+
+    registered = f"sk-registered-{uuid.uuid4().hex}"
+    register_secret(registered)
+    script = "echo \"ERROR: refused key $KEY\"; echo \"token $2\"; exit 3"
+    proc = start_process(["sh", "-c", script, "sh", "--hf-token", "hf_on_the_command_line"], log_path=tmp_path / "log",
+                         env={**os.environ, "KEY": registered}, grace_s=1)
+    with pytest.raises(ProcessStartError) as raised:
+        proc.wait_ready(f"http://127.0.0.1:{free_port()}/", timeout_s=30)
+    said = str(raised.value)
+    assert "hf_on_the_command_line" not in said and registered not in said
+    assert f"--hf-token {REDACTED}" in said and f"token {REDACTED}" in said and "exited with code 3" in said
+    assert f"errors in the log:\n  ERROR: refused key {REDACTED}\n" in said
+    assert registered in (tmp_path / "log").read_text()  # the log file is the operator's, written as it was
+    proc.stop()
+
+
 def test_a_start_error_puts_the_root_cause_above_a_long_log_tail(tmp_path):
     """wait_ready: the log's failure lines (a subprocess's ERROR line, exception lines) head the message even when
     they are far above the tail, and the error carries the exit code; ordinary lines are not picked."""
