@@ -291,10 +291,15 @@ def render_html(result: dict[str, Any]) -> str:
 
 def summary_line(result: dict[str, Any]) -> str:
     """One line for the console: the pooled figures per split."""
-    parts = []
+    parts, empty = [], []
     for split, rows in result["tables"]["mean_by_model"].items():
+        if AVG not in rows:  # no item of this split has an expert score: its tables are empty
+            empty.append(split)
+            continue
         n, mean = rows[AVG]["Experts"]
         vc = result["tables"]["vc_by_model"].get(split, {}).get(AVG, {}).get("Experts")
         vc_text = f"{vc[1]:.3f} over {vc[0]}" if vc else "\u2014"
         parts.append(f"{_SPLIT_TITLES[split]}: mean {mean:.3f} over {n} items, experts VC {vc_text}")
-    return "; ".join(parts) if parts else "no item with an expert score"
+    if not parts:
+        return "no item with an expert score"
+    return "; ".join(parts + [f"{_SPLIT_TITLES[split]}: no item with an expert score" for split in empty])

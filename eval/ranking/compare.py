@@ -102,13 +102,9 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
     for i, r in enumerate(rows):
         cells[r] = {}
         for j, c in enumerate(columns):
-            verdict = "no difference"
-            if not math.isfinite(delta[i, j]):
-                verdict = "—"
-            elif math.isfinite(low[i, j]) and low[i, j] > 0:
-                verdict = "B higher"
-            elif math.isfinite(high[i, j]) and high[i, j] < 0:
-                verdict = "B lower"
+            verdict = "—"  # nothing to call: the cell is empty on a side, or no interval was drawn
+            if math.isfinite(delta[i, j]) and math.isfinite(low[i, j]) and math.isfinite(high[i, j]):
+                verdict = "B higher" if low[i, j] > 0 else "B lower" if high[i, j] < 0 else "no difference"
             cells[r][c] = {"a": _f(point_a[i, j]), "b": _f(point_b[i, j]), "delta": _f(delta[i, j]),
                            "ci": [_f(low[i, j]), _f(high[i, j])], "p_value": _f(p_value[i, j]), "verdict": verdict}
     return {"a": {"run": str(folders[0]), "model": info_a.get("model", "")},
@@ -123,11 +119,9 @@ def render_ranking_compare_markdown(result: dict[str, Any]) -> str:
     def fmt(x: Any) -> str:
         return "—" if x is None else f"{x:+.3f}"
 
-    lines = [f"# {result['b']['model']} (B) vs {result['a']['model']} (A): POLLUX matrix, B − A",
-             "", f"{result['n_instructions']} instructions answered by both; judge {result['judge']}; "
-             f"{result['n_boot']} paired resamples over instructions; alpha {result['alpha']}.", "",
-             "| criteria_name | " + " | ".join(result["columns"]) + " |",
-             "|---" * (len(result["columns"]) + 1) + "|"]
+    from eval.reports.report import markdown_table  # escapes a "|" or a line break in a criterion or meta name
+
+    rows = []
     for r in result["rows"]:
         parts = []
         for c in result["columns"]:
@@ -135,5 +129,8 @@ def render_ranking_compare_markdown(result: dict[str, Any]) -> str:
             low, high = cell["ci"]
             call = f" **{cell['verdict']}**" if cell["verdict"].startswith("B ") else ""
             parts.append(f"{fmt(cell['delta'])} [{fmt(low)}, {fmt(high)}]{call}")
-        lines.append(f"| {r} | " + " | ".join(parts) + " |")
-    return "\n".join(lines)
+        rows.append([r, *parts])
+    return "\n".join([f"# {result['b']['model']} (B) vs {result['a']['model']} (A): POLLUX matrix, B − A",
+                      "", f"{result['n_instructions']} instructions answered by both; judge {result['judge']}; "
+                      f"{result['n_boot']} paired resamples over instructions; alpha {result['alpha']}.", "",
+                      markdown_table(["criteria_name", *result["columns"]], rows)])

@@ -23,7 +23,7 @@ Three stages, each resumable, all in ``--out``:
    (``eval.judging.run.run``) judges them into the usual ``predictions.jsonl`` and ``run.json``: any judge ``judge-eval run``
    takes, in its own verdict format, resumable the same way. ``--judge-config`` is a ``judge-eval run`` YAML.
 3. **matrix** (POLLUX ``src/metrics.py``, see ``eval.ranking.matrix``): ``matrix.csv`` laid out exactly as POLLUX's
-   ``metrics.csv``; ``matrix.json`` and ``cells.csv`` with bootstrap intervals over instructions and, per cell,
+   ``metrics.csv``; ``bench.json`` (its ``matrix``) and ``cells.csv`` with bootstrap intervals over instructions and, per cell,
    the verdicts that did not parse, scores out of scale and failed requests (POLLUX drops those silently);
    ``report.html``, the matrix as a heat map. ``judge-eval compare`` of two ranking folders is ``eval.ranking.compare``.
 

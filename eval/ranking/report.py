@@ -137,7 +137,7 @@ def render_ranking_compare_page(result: Mapping[str, Any]) -> str:
             css = {"B higher": "better", "B lower": "worse"}.get(verdict, "")
             tip = f"{r} × {c}: A {_fmt(cell['a'], 4)}, B {_fmt(cell['b'], 4)}, {p_phrase(cell['p_value'], result['n_boot'])}"
             tds.append(f'<td{_diverging(cell["delta"], span)} title="{_e(tip)}">{_fmt(cell["delta"])}'
-                       f"<small>[{_fmt(low, 2)}, {_fmt(high, 2)}]</small>"
+                       f"<small>[{_fmt(low)}, {_fmt(high)}]</small>"  # as precise as the delta beside it
                        f'<small class="{css}">{_e(verdict)}</small></td>')
         table.append(f"<tr><td>{_e(r)}</td>{''.join(tds)}</tr>")
     table.append("</tbody></table></div>")
@@ -147,6 +147,7 @@ def render_ranking_compare_page(result: Mapping[str, Any]) -> str:
                 f"(seed {_e(result['seed'])}), alpha {_e(result['alpha'])}"]
     body = ["<h2>B − A</h2>",
             '<p class="note">Each cell: the difference of POLLUX\'s matrix cell (B minus A) over the instructions both '
-            "runs scored, its paired 95% bootstrap interval over instructions (the same resampled instructions feed "
-            "both), and the call when the interval excludes 0.</p>", "".join(table)]
+            f"runs scored, its paired {100 * (1 - result['alpha']):g}% bootstrap interval over instructions (the same "
+            "resampled instructions feed both), and the call when the interval excludes 0; — where no interval could "
+            "be drawn (fewer than 2 shared instructions, or no resamples).</p>", "".join(table)]
     return _page("judge-eval compare: ranking runs", subtitle, body)

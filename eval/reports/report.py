@@ -63,10 +63,10 @@ def fmt_ci(value: Any, ci: Any, digits: int = 3) -> str:
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:
-    """A GitHub-flavoured Markdown table (pipes in cells escaped)."""
+    """A GitHub-flavoured Markdown table (pipes in cells escaped, line breaks made spaces)."""
 
     def esc(cell: str) -> str:
-        return str(cell).replace("|", "\\|").replace("\n", " ")
+        return " ".join(str(cell).replace("|", "\\|").splitlines())  # \r, \r\n and \u2028 end a line too
 
     lines = ["| " + " | ".join(esc(h) for h in header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]

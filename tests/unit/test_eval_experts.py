@@ -134,3 +134,16 @@ def test_the_experts_command_has_help(capsys):
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
     assert "experts_tables.csv" in out and "experts.md" in out and "experts.html" in out
+
+
+def test_a_split_without_an_expert_score_says_so_on_the_console(tmp_path, capsys):
+    """Standard's only item has every expert abstaining: its tables are empty, and the console line says so for that
+    split (a KeyError on its missing Avg. row once ended the command after the files were written)."""
+    rows = [_rows()[5], _rows()[3]]  # item 6 (Editing, both abstained), item 4 (Poetry, [2, 2])
+    folder = write_released_dataset(tmp_path / "POLLUX", rows)
+    assert main(["experts", "--data", str(folder), "--out", str(tmp_path / "out")]) == 0
+    said = capsys.readouterr().out
+    assert "Zero-Shot test: mean 2.000 over 1 items" in said and "Standard test: no item with an expert score" in said
+    only_abstentions = write_released_dataset(tmp_path / "ABSTAINED", [_rows()[5]])
+    assert main(["experts", "--data", str(only_abstentions), "--out", str(tmp_path / "out2")]) == 0
+    assert "no item with an expert score" in capsys.readouterr().out

@@ -157,6 +157,20 @@ def test_ranking_compare_paired(tmp_path: Path, data: Path, capsys) -> None:
     assert result["cells"]["mean_over_criteria"]["mean_over_meta"]["p_value"] == 0.0
     page = (tmp_path / "cmp" / "compare.html").read_text(encoding="utf-8")
     assert "p &lt; 0.00667" in page and "p 0.000" not in page
+    # Without resamples nothing is tested: a finite delta gets no call, not "no difference"; the interval's level
+    # is 1 - alpha, and the page says which.
+    from eval.ranking.compare import compare_rankings, render_ranking_compare_markdown
+    from eval.ranking.report import render_ranking_compare_page
+
+    untested = compare_rankings(tmp_path / "a", tmp_path / "b", n_boot=0)
+    assert untested["cells"][LITERACY][GEN]["delta"] == pytest.approx(0.5)
+    assert {cell["verdict"] for row in untested["cells"].values() for cell in row.values()} == {"—"}
+    assert "paired 99% bootstrap interval" in render_ranking_compare_page({**result, "alpha": 0.01})
+    # A criterion or meta name holding "|" or a line break stays one cell of the Markdown table.
+    renamed = {**result, "rows": ["Полнота | точность"], "columns": ["мета\r\nвторая"],
+               "cells": {"Полнота | точность": {"мета\r\nвторая": result["cells"][LITERACY][GEN]}}}
+    table = [line for line in render_ranking_compare_markdown(renamed).splitlines() if line.startswith("|")]
+    assert table[0] == "| criteria_name | мета вторая |" and table[2].startswith("| Полнота \\| точность | +0.500 [")
 
 
 def test_max_normalisation_and_old_rules() -> None:
