@@ -21,7 +21,8 @@ DEMO_DIR ?= runs/demo
 # Debian packages the tests drive for real: bubblewrap (code sandbox), slurm-wlm + munge (one-host Slurm),
 # chromium + chromium-driver (the report pages, opened in a headless browser through selenium).
 APT_PACKAGES = bubblewrap slurm-wlm munge chromium chromium-driver
-APT_STAMP    = $(VENV)/.apt-installed
+# Outside the venv: `sudo make system-packages` run first must not leave a root-owned .venv behind.
+APT_STAMP    = .apt-installed
 export PIP_DISABLE_PIP_VERSION_CHECK = 1
 # Idle OpenMP threads sleep instead of spinning: the demo and the tests keep more busy processes than the 2 cores
 # (training beside engines), where spinning threads burn what the others need (docs/performance.md: 268-270 against
@@ -68,13 +69,14 @@ setup-gpu:
 # Needs root (apt-get): run once as root, or have an administrator install $(APT_PACKAGES).
 system-packages: $(APT_STAMP)
 
+# The stamp is written only once the packages are there: a run that could not install them (not root) leaves none,
+# so the next run, as root, installs them instead of finding the target done.
 $(APT_STAMP): Makefile
-	@mkdir -p $(VENV)
-	@if dpkg -s $(APT_PACKAGES) >/dev/null 2>&1; then :; \
+	@if dpkg -s $(APT_PACKAGES) >/dev/null 2>&1; then touch $(APT_STAMP); \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(APT_PACKAGES) >/dev/null; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(APT_PACKAGES) >/dev/null \
+		&& touch $(APT_STAMP); \
 	else echo "warning: cannot install $(APT_PACKAGES) (not root or no apt-get); sandbox, Slurm and browser tests will say so and skip"; fi
-	touch $(APT_STAMP)
 
 demo: setup
 	$(PY) scripts/demo.py --out $(DEMO_DIR)
