@@ -124,6 +124,10 @@ def resolve_checkpoint(ref: str | Path, *, allow_download: bool = True, repo_typ
     text = str(ref)
     if not _HUB_ID.match(text):
         raise CheckpointNotFound(f"{text}: no such folder, and not a hub id of the form owner/name")
+    owner = text.split("/", 1)[0]
+    if Path(owner).is_dir():  # `runs/my-judge` with runs/ here: a path to a folder that is not there, not a hub id
+        raise CheckpointNotFound(f"{text}: no such folder ({owner}/ is a folder here, so this names a path, not a "
+                                 "hub id)")
     from huggingface_hub import constants, snapshot_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError, OfflineModeIsEnabled
 

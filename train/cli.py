@@ -118,13 +118,21 @@ def check_training_data(config) -> None:
     model behind. Costs one more read of the data (the recipe reads it again after building the model); rows over
     ``max_length`` are counted later, with the base model's tokenizer.
 
+    The base model is looked up too (a folder, or a hub id in the cache or downloadable), for the same reason.
+
     Raises:
         ConfigError: naming the field and the source (and what the filters dropped).
         LeakageError: held-out rows in the training data (``train.build_data``).
     """
+    from judge.checkpoints import CheckpointNotFound, resolve_checkpoint
     from train.build_data import build_rows, load_training_records
-    from train.config import ConfigError
+    from train.config import TINY_MODEL, TINY_QWEN3, ConfigError
 
+    if config.model_name_or_path not in (TINY_MODEL, TINY_QWEN3):
+        try:  # a typo or an id the offline cache lacks: one line naming the field, not transformers' traceback
+            resolve_checkpoint(config.model_name_or_path)
+        except CheckpointNotFound as err:
+            raise ConfigError(f"model_name_or_path: {err}") from None
     if config.recipe not in ("seq2seq", "regression"):
         return
     for field in ("data", "eval_data"):

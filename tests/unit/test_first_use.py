@@ -79,6 +79,8 @@ def _commands(root: Path, busy_port: int) -> dict[str, list[str]]:
         "train_empty": ["judge-train", "--config", cfg, "--data", "empty.jsonl", "--output-dir", "train-empty"],
         "train_missing": ["judge-train", "run", "--config", cfg, "--data", "missing.jsonl", "--output-dir", "train-missing"],
         "train_typo": ["judge-train", "--config", "typo.yaml"],
+        "train_no_base": ["judge-train", "--config", cfg, "--model-name-or-path", "runs/no-such-base", "--output-dir",
+                          "train-no-base"],
         "train_log_level_after": ["judge-train", "build-data", "--data", "sample", "--zero_shot", "drop", "--out",
                                   "rows.jsonl", "--log-level", "warning"],
         "submit_typo": ["judge-train", "submit", "--config", cfg, "--nodes", "1", "--gpus-per-node", "0", "--dry-run",
@@ -126,13 +128,20 @@ def outcomes(scratch) -> dict[str, Outcome]:
 
 
 def test_judge_train_refuses_empty_or_missing_data_before_building_anything(outcomes, scratch):
-    """judge-train: empty or missing data is exit 2 naming the file, and no run folder (base-model/, lock) is left."""
+    """judge-train: empty or missing data, or a missing base model, is exit 2 naming the file or field, and no run
+    folder (base-model/, lock) is left."""
     empty, missing = outcomes["train_empty"], outcomes["train_missing"]
     assert (empty.code, empty.last_error_line) == (2, "judge-train run: error: data: empty.jsonl holds no records")
     assert (missing.code, missing.last_error_line) == (
         2, "judge-train run: error: data: missing.jsonl: no such file or folder")
     assert not (scratch / "train-empty").exists() and not (scratch / "train-missing").exists()
     assert "Traceback" not in empty.err + missing.err
+    # A base model that is not there: runs/ exists here, so runs/no-such-base is a path (never a hub download).
+    no_base = outcomes["train_no_base"]
+    assert (no_base.code, no_base.last_error_line) == (
+        2, "judge-train run: error: model_name_or_path: runs/no-such-base: no such folder (runs/ is a folder here, so "
+           "this names a path, not a hub id)")
+    assert not (scratch / "train-no-base").exists() and "Traceback" not in no_base.err
 
 
 def test_judge_eval_refuses_empty_or_missing_inputs(outcomes, scratch):
