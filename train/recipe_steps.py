@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from train.config import TINY_MODEL, TINY_QWEN3, ConfigError, TrainConfig, config_to_dict
-from train.training_arguments import Launch, init_distributed, launch_arithmetic, training_kwargs, use_bf16
+from train.training_arguments import Launch, init_distributed, launch_arithmetic, training_kwargs, weights_dtype
 
 __all__ = [
     "labelled_positions_only_on_cpu",
@@ -112,12 +112,22 @@ _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 
 
 def latest_checkpoint(output_dir: str | Path) -> Path | None:
-    """The ``checkpoint-N`` folder with the highest N in ``output_dir``, or None."""
+    """The complete ``checkpoint-N`` folder with the highest N in ``output_dir``, or None.
+
+    Complete: it holds ``trainer_state.json``, which the Trainer writes last; a run killed while saving leaves a
+    folder without it, which ``Trainer.train(resume_from_checkpoint=...)`` cannot load. Such folders are passed over
+    with a warning (slurm/train.sbatch sets them aside the same way before it resumes).
+    """
     folder = Path(output_dir)
     if not folder.is_dir():
         return None
-    found = [(int(m.group(1)), p) for p in folder.iterdir() if p.is_dir() and (m := _CHECKPOINT.match(p.name))]
-    return max(found)[1] if found else None
+    found = sorted((int(m.group(1)), p) for p in folder.iterdir() if p.is_dir() and (m := _CHECKPOINT.match(p.name)))
+    complete = [p for _, p in found if (p / "trainer_state.json").is_file()]
+    cut = [p.name for _, p in found if not (p / "trainer_state.json").is_file()]
+    if cut:
+        logger.warning("%s: %s have no trainer_state.json (a save that did not finish): not resumed from", folder,
+                       ", ".join(cut))
+    return complete[-1] if complete else None
 
 
 def check_output_dir(config: TrainConfig) -> Path | None:
@@ -137,9 +147,10 @@ def check_output_dir(config: TrainConfig) -> Path | None:
     if not config.resume and (checkpoint is not None or finished):
         if not config.overwrite_output_dir:
             held = checkpoint.name if checkpoint is not None else "a finished export/"
+            resume = "pass --resume to continue that run, " if checkpoint is not None else ""  # nothing to resume
             raise ConfigError(
-                f"{config.output_dir} already holds {held}; pass --resume to continue that run, "
-                "--overwrite-output-dir to start over, or choose another --output-dir"
+                f"{config.output_dir} already holds {held}; {resume}--overwrite-output-dir to start over, or choose "
+                "another --output-dir"
             )
         if is_main_process():
             import shutil
@@ -311,7 +322,6 @@ def prepare(config: TrainConfig, name: str) -> PreparedRun:
     Raises:
         ConfigError: a global batch that does not divide, or an output folder that would mix runs.
     """
-    import torch
     import transformers
 
     from train import preemption
@@ -330,7 +340,7 @@ def prepare(config: TrainConfig, name: str) -> PreparedRun:
         resume_from=resume_from,
         base_model=base_model,
         tokenizer=load_tokenizer(base_model),
-        dtype=torch.bfloat16 if use_bf16(config) else torch.float32,
+        dtype=weights_dtype(config),
         stopper=preemption.SaveAndStopOnSignal(),
     )
 

@@ -19,7 +19,7 @@ from judge.plumbing.config_files import ConfigError
 #: ``check_trainer_args`` here, and the import would close a cycle (tests/unit/test_import_cycles.py).
 TrainConfig = Any
 
-__all__ = ["Launch", "launch_arithmetic", "use_bf16", "training_kwargs", "arguments_fields", "check_trainer_args",
+__all__ = ["Launch", "launch_arithmetic", "use_bf16", "weights_dtype", "training_kwargs", "arguments_fields", "check_trainer_args",
            "DERIVED_ONLY", "init_distributed"]
 
 
@@ -67,6 +67,22 @@ def use_bf16(config: TrainConfig) -> bool:
     if config.bf16 == "auto":
         return torch.cuda.is_available()
     return config.bf16 == "true"
+
+
+def weights_dtype(config: TrainConfig):
+    """The dtype the trained weights are loaded in.
+
+    bf16 only where something keeps a float32 copy of them: DeepSpeed (its optimizer's fp32 master weights), or LoRA
+    (the bf16 base is frozen; peft keeps the adapters in float32). Without either, AdamW would update bf16 weights
+    in place, and an update of ~1e-5 (the paper's peak learning rate) is below half of bf16's spacing at a weight
+    of 0.02 (~3.9e-5): most updates would round away. So those runs load float32 weights and ``bf16=True`` runs the
+    compute under autocast.
+    """
+    import torch
+
+    if use_bf16(config) and (config.deepspeed or getattr(config, "lora", False)):
+        return torch.bfloat16
+    return torch.float32
 
 
 #: TrainingArguments keys the recipes set from the config under another rule, never copied by name: the config

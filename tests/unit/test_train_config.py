@@ -152,6 +152,30 @@ def test_top_level_help_lists_the_commands(capsys):
     assert main([]) == 2
 
 
+def test_bf16_weights_only_where_a_float32_copy_is_kept(monkeypatch):
+    """bf16 weights under DeepSpeed (fp32 master weights) or LoRA (a frozen base); without either, AdamW would
+    update bf16 weights in place and lose updates under half their spacing, so they load in float32 (the compute
+    still runs in bf16 under autocast)."""
+    import torch
+
+    from train.training_arguments import weights_dtype
+
+    def dtype(**fields):
+        return weights_dtype(Seq2SeqConfig(output_dir="runs/x", **fields))
+
+    assert dtype(bf16="true") == torch.float32
+    assert dtype(bf16="true", deepspeed="configs/deepspeed/zero3.json") == torch.bfloat16
+    assert dtype(bf16="true", lora=True) == torch.bfloat16
+    assert dtype(bf16="false", deepspeed="configs/deepspeed/zero3.json") == torch.float32
+    # Why: one AdamW step of 1e-5 on a bf16 weight of 0.02 leaves it where it was; on float32 it moves.
+    for weights, moved in ((torch.bfloat16, False), (torch.float32, True)):
+        start = torch.full((4,), 0.02, dtype=weights)
+        w = torch.nn.Parameter(start.clone())
+        w.grad = torch.ones_like(w)
+        torch.optim.AdamW([w], lr=1e-5, weight_decay=0.0).step()
+        assert bool((w.detach() != start).all()) is moved, weights
+
+
 def test_output_dir_rules_keep_runs_apart(tmp_path):
     """A fresh run refuses a folder with checkpoints, --resume needs one, --overwrite_output_dir starts over."""
     from train.recipe_steps import check_output_dir
@@ -161,10 +185,16 @@ def test_output_dir_rules_keep_runs_apart(tmp_path):
     assert check_output_dir(fresh) is None
     with pytest.raises(ConfigError, match="no checkpoint-N"):
         check_output_dir(Seq2SeqConfig(output_dir=str(folder), resume=True))
-    for step in (5, 10):
+    (folder / "export").mkdir(parents=True)
+    (folder / "export" / "config.json").write_text("{}")
+    with pytest.raises(ConfigError) as finished:  # an export and no checkpoint: nothing --resume could continue
+        check_output_dir(fresh)
+    assert "already holds a finished export/; --overwrite-output-dir to start over" in str(finished.value)
+    for step in (5, 10, 12):
         (folder / f"checkpoint-{step}").mkdir(parents=True)
-    (folder / "export").mkdir()
-    with pytest.raises(ConfigError, match="already holds checkpoint-10"):
+        if step != 12:  # checkpoint-12: a save cut off before the Trainer wrote its state, which it writes last
+            (folder / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
+    with pytest.raises(ConfigError, match="already holds checkpoint-10; pass --resume"):
         check_output_dir(fresh)
     assert check_output_dir(Seq2SeqConfig(output_dir=str(folder), resume=True)) == folder / "checkpoint-10"
     assert check_output_dir(Seq2SeqConfig(output_dir=str(folder), overwrite_output_dir=True)) is None
