@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import os
 import sys
 from collections.abc import Sequence
@@ -128,11 +129,21 @@ def check_training_data(config) -> None:
     from train.build_data import build_rows, load_training_records
     from train.config import TINY_MODEL, TINY_QWEN3, ConfigError
 
+    base = None
     if config.model_name_or_path not in (TINY_MODEL, TINY_QWEN3):
         try:  # a typo or an id the offline cache lacks: one line naming the field, not transformers' traceback
-            resolve_checkpoint(config.model_name_or_path)
+            base = resolve_checkpoint(config.model_name_or_path)
         except CheckpointNotFound as err:
             raise ConfigError(f"model_name_or_path: {err}") from None
+    if config.recipe == "regression":
+        # The regression model is Qwen2's (train.score_head): another architecture's weights would load into
+        # it with some dropped and others newly initialised (a Qwen3's q/k norms), and train a corrupted network.
+        model_type = "qwen3" if config.model_name_or_path == TINY_QWEN3 else None
+        if base is not None and (base / "config.json").is_file():
+            model_type = json.loads((base / "config.json").read_text(encoding="utf-8")).get("model_type")
+        if model_type not in (None, "qwen2"):
+            raise ConfigError(f"model_name_or_path: the regression recipe trains Qwen2 bases (T-lite, T-pro, Qwen2.5); "
+                              f"{config.model_name_or_path} is {model_type}")
     if config.recipe not in ("seq2seq", "regression"):
         return
     for field in ("data", "eval_data"):

@@ -81,6 +81,8 @@ def _commands(root: Path, busy_port: int) -> dict[str, list[str]]:
         "train_typo": ["judge-train", "--config", "typo.yaml"],
         "train_no_base": ["judge-train", "--config", cfg, "--model-name-or-path", "runs/no-such-base", "--output-dir",
                           "train-no-base"],
+        "train_regression_qwen3": ["judge-train", "--config", str(TINY_SEQ2SEQ.with_name("regression.yaml")),
+                                   "--model-name-or-path", "tiny-qwen3", "--output-dir", "train-regression-qwen3"],
         "train_log_level_after": ["judge-train", "build-data", "--data", "sample", "--zero_shot", "drop", "--out",
                                   "rows.jsonl", "--log-level", "warning"],
         "submit_typo": ["judge-train", "submit", "--config", cfg, "--nodes", "1", "--gpus-per-node", "0", "--dry-run",
@@ -142,6 +144,12 @@ def test_judge_train_refuses_empty_or_missing_data_before_building_anything(outc
         2, "judge-train run: error: model_name_or_path: runs/no-such-base: no such folder (runs/ is a folder here, so "
            "this names a path, not a hub id)")
     assert not (scratch / "train-no-base").exists() and "Traceback" not in no_base.err
+    # The regression model is Qwen2's: a Qwen3 base would load with weights dropped and others made up.
+    qwen3 = outcomes["train_regression_qwen3"]
+    assert (qwen3.code, qwen3.last_error_line) == (
+        2, "judge-train run: error: model_name_or_path: the regression recipe trains Qwen2 bases (T-lite, T-pro, "
+           "Qwen2.5); tiny-qwen3 is qwen3")
+    assert not (scratch / "train-regression-qwen3").exists()
 
 
 def test_judge_eval_refuses_empty_or_missing_inputs(outcomes, scratch):
