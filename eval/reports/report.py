@@ -258,6 +258,10 @@ def render_markdown(result: Metrics) -> str:
             out += _why_lines(cells)
     if result.pollux_official is not None:
         out += _pollux_official_lines(result.pollux_official)
+    elif result.run is not None and result.run.verdict_format == "integer":
+        out += ["## POLLUX repository evaluator (not the paper's metrics)", "",
+                "Not computed: it reads the score after a `[RESULT]` tag, and this judge answers with a bare integer "
+                "(Pollux-4B-Judge's format), so every output would read as unscored.", ""]
     return "\n".join(out)
 
 

@@ -113,6 +113,7 @@ def score(
     run_dir = predictions if predictions.is_dir() else predictions.parent
     run_info = read_provenance(run_dir, missing_ok=True)
     data = data or (run_info.get("config") or {}).get("data") or None
+    verdict_format = (run_info.get("config") or {}).get("verdict_format")
     if not data:
         raise ValueError("score: no --data given and the run folder has no run.json naming its data")
     out = Path(out) if out else run_dir
@@ -146,9 +147,12 @@ def score(
         settings=dataclasses.replace(evaluated.settings, regression_scores="clipped" if clip_regression else "raw"),
         validity=validity_section(table, target, tests, validity), data=str(data), predictions=str(predictions),
         notes=Notes(**notes),
-        pollux_official=pollux_official(records, rows, tests),
-        run=RunInfo.of({k: run_info.get(k) for k in ("backend", "model", "prompt_version", "git_revision")}
-                       if run_info else None),
+        # POLLUX's evaluator reads "[RESULT] n" tags: a judge that answers with a bare integer (Pollux-4B-Judge)
+        # would read as 0 % format accuracy under a title that presents it as POLLUX's figure. Left out; the
+        # report says why.
+        pollux_official=None if verdict_format == "integer" else pollux_official(records, rows, tests),
+        run=RunInfo.of({**{k: run_info.get(k) for k in ("backend", "model", "prompt_version", "git_revision")},
+                        "verdict_format": verdict_format} if run_info else None),
     )
 
     # ---- files, all from the item table and the metrics

@@ -286,6 +286,8 @@ class RunInfo(_MetricsRecord):
     model: str | None
     prompt_version: str | None
     git_revision: str | None
+    #: The judge's verdict format (``tagged`` or ``integer``; absent from runs written before it was kept).
+    verdict_format: str | None = optional_field()
 
     @classmethod
     def of(cls, info: Mapping[str, Any] | None) -> RunInfo | None:

@@ -201,6 +201,14 @@ def test_judge_eval_run_reads_every_pollux_4b_verdict_with_no_extra_flag(tmp_pat
     assert rows[cut]["feedback"] == "Проверяю ответ по шкале и"
     run_info = json.loads((tmp_path / "run" / "run.json").read_text(encoding="utf-8"))
     assert run_info["config"]["verdict_format"] == "integer"
+    # Scored: POLLUX's repository evaluator reads "[RESULT] n" tags, which this judge never writes; it would report
+    # every output unscored (format_acc 0) under POLLUX's name, so it is left out and the report says why.
+    assert main(["score", "--predictions", str(tmp_path / "run"), "--n-boot", "0", "--no-plots"]) == 0
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text(encoding="utf-8"))
+    assert "pollux_official" not in metrics and metrics["run"]["verdict_format"] == "integer"
+    assert metrics["splits"]["all"]["overall"]["n_failed"] == 1
+    report = (tmp_path / "run" / "report.md").read_text(encoding="utf-8")
+    assert "Not computed: it reads the score after a `[RESULT]` tag, and this judge answers with a bare integer" in report
 
 
 def test_explicit_tagged_format_overrides_the_model_id(tmp_path):

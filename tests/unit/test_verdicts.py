@@ -26,6 +26,11 @@ MUST_PARSE = [
         2.0,
     ),
     ("no [FEEDBACK] tag: the text before [RESULT] is the feedback", "Всё верно. [RESULT] 2 [END]", "Всё верно.", 2.0),
+    # A deliberate choice (docs/fidelity.md): a judge that corrects itself is read by its final verdict; POLLUX's
+    # src/utils/score_utils.py would take the first (judge.verdicts.parse_pollux_result reads as POLLUX does).
+    ("two complete verdicts: the final one decides",
+     "[FEEDBACK] Сначала 1. [RESULT] 1 [END] Нет, лучше так. [RESULT] 2 [END]",
+     "Сначала 1. [RESULT] 1 [END] Нет, лучше так.", 2.0),
     ("score in parentheses", "[FEEDBACK] Да. [RESULT] (2) [END]", "Да.", 2.0),
     # POLLUX reads the first "[RESULT] n [END]" (src/utils/score_utils.py): an [END] repeated after it is text after
     # [END], not part of the score
