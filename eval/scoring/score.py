@@ -127,6 +127,12 @@ def score(
     log.info("%s", load_report.summary())
     table, notes = item_table.build_table(records, rows, judge_name=name, clip_regression=clip_regression)
     if notes["n_unknown_ids"]:
+        import pyarrow.compute as pc
+
+        if notes["n_unknown_ids"] >= pc.count_distinct(rows.column("id")).as_py():
+            # Not an unfinished run (every item would read "no prediction"): the predictions are of other data.
+            raise ValueError(f"--predictions {predictions}: none of its {notes['n_unknown_ids']} ids is in --data "
+                             f"{data}; these predictions were made on other data")
         log.warning("%d predictions have ids that are not in %s: ignored", notes["n_unknown_ids"], data)
     # The same tests as the paper's metrics: "all" is Zero-Shot + Standard; "unknown" only where some item has it.
     tests = {split: np.flatnonzero(table.split == split) if split != "all" else np.flatnonzero(table.split != "unknown")

@@ -7,6 +7,7 @@ The tests of this subject that start heavy components are in tests/integration/s
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -468,7 +469,7 @@ def test_compare_pairs_two_scored_runs(small_data, tmp_path):
     assert typed.metrics[1].judge == "copycat" and set(typed.comparisons[0].splits["all"].by("criterion"))
 
 
-def test_score_without_a_prediction_for_every_item_reports_them_missing(small_data, tmp_path):
+def test_score_without_a_prediction_for_every_item_reports_them_missing(small_data, tmp_path, capsys):
     """An unfinished run scores what it has and says how many items have no prediction."""
     data, records = small_data
     with ScriptedServer() as server:
@@ -478,6 +479,13 @@ def test_score_without_a_prediction_for_every_item_reports_them_missing(small_da
     overall = json.loads((tmp_path / "metrics.json").read_text(encoding="utf-8"))["splits"]["all"]["overall"]
     assert (overall["n"], overall["n_missing"]) == (5, len(records) - 5)
     assert "have no prediction" in (tmp_path / "report.md").read_text(encoding="utf-8")
+    # The same predictions against other data (no id in common): a usage error naming both, not a report of an
+    # "unfinished" run where every item has no prediction.
+    other = judge.write_jsonl([dataclasses.replace(r, id=f"other-{r.id}") for r in records], tmp_path / "other.jsonl")
+    assert main(["score", "--predictions", str(tmp_path / "predictions.jsonl"), "--data", str(other), "--n-boot",
+                 "0", "--no-plots", "--out", str(tmp_path / "other-score")]) == 2
+    said = capsys.readouterr().err
+    assert f"none of its 5 ids is in --data {other}; these predictions were made on other data" in said
 
 
 def test_score_logs_tables_and_plots_to_wandb_offline(small_data, tmp_path, monkeypatch):
