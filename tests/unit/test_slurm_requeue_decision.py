@@ -72,8 +72,17 @@ def test_requeue_decision(case, signum, record, restart_count, returns, requeues
 
 
 def test_no_requeue_off_rank_zero_or_outside_slurm(tmp_path, monkeypatch, preemption):
-    """Only global rank 0 of a Slurm job asks; elsewhere (other ranks, no SLURM_JOB_ID, no signal) nothing runs."""
-    monkeypatch.setenv("PATH", str(tmp_path))  # no scontrol at all: a call would raise
+    """Only global rank 0 of a Slurm job asks; elsewhere (other ranks, no SLURM_JOB_ID, no signal) nothing runs:
+    a recording scontrol, which would answer a requeue, is never called."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "scontrol").write_text(FAKE_SCONTROL)
+    (bin_dir / "scontrol").chmod(0o755)
+    calls = tmp_path / "calls.txt"
+    monkeypatch.setenv("PATH", f"{bin_dir}:{Path('/usr/bin')}:{Path('/bin')}")
+    monkeypatch.setenv("FAKE_SCONTROL_CALLS", str(calls))
+    monkeypatch.setenv("FAKE_SCONTROL_RECORD", "JobId=7 JobState=RUNNING Restarts=0 PreemptTime=None")
+    monkeypatch.delenv("SLURM_RESTART_COUNT", raising=False)
     stopper = preemption.SaveAndStopOnSignal()
     stopper.received = signal.SIGUSR1
     monkeypatch.setenv("SLURM_JOB_ID", "7")
@@ -85,3 +94,6 @@ def test_no_requeue_off_rank_zero_or_outside_slurm(tmp_path, monkeypatch, preemp
     stopper.received = None
     monkeypatch.setenv("SLURM_JOB_ID", "7")
     assert preemption.requeue_slurm_job(stopper) is False
+    assert not calls.exists()
+    stopper.received = signal.SIGUSR1  # the same fake answers rank 0 of a signalled job: the guards, not it, said no
+    assert preemption.requeue_slurm_job(stopper) is True and "requeue 7" in calls.read_text().splitlines()
