@@ -147,7 +147,11 @@ def test_judge_eval_run_writes_no_key(tmp_path, monkeypatch):
                 "--extra-body", json.dumps({"client_secret": BODY})]
         monkeypatch.setattr(sys, "argv", ["judge-eval", *argv])  # run.json records the process's own argv
         assert main(argv) == 0
-        assert server.requests  # the run did talk to the judge
+    # The secrets did reach the judge, each where it belongs (the typed key over $OPENAI_API_KEY): so their absence
+    # from the files below is the run keeping them out, not a run that dropped them.
+    chats = server.bodies("/v1/chat/completions")
+    assert len(chats) == 3 and all(body["client_secret"] == BODY for body in chats)
+    assert server.headers and {h.get("authorization") for h in server.headers} == {f"Bearer {TYPED}"}
     run_json = json.loads((out / "run.json").read_text(encoding="utf-8"))
     assert run_json["config"]["api_key"] == REDACTED and run_json["config"]["server_env"] == {"HF_TOKEN": REDACTED}
     assert files_holding(out, [TYPED, FROM_ENV, HF, BODY]) == {}
