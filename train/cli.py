@@ -40,9 +40,15 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+#: A run stopped by a signal at a checkpoint that nothing will resume by itself: sysexits' EX_TEMPFAIL ("try
+#: again later"), so a Slurm job ends FAILED and an afterok dependant does not start on an unfinished run.
+STOPPED_NOT_REQUEUED = 75
+
 #: The exit codes of ``judge-train run`` (and ``classifier``), as its ``--help`` lists them.
 RUN_EXIT_CODES = (
-    "Exit codes: 0 trained and exported, or stopped at a checkpoint to --resume (preempted); 2 a usage, "
+    "Exit codes: 0 trained and exported, or stopped at a checkpoint and requeued by Slurm (the rerun resumes); "
+    "75 stopped at a checkpoint by a signal and not requeued (resume with --resume; a job that depends on this one "
+    "with afterok must not start on an unfinished run); 2 a usage, "
     "configuration or data error, found before anything is written (a missing or empty --data, no training rows "
     "left, held-out rows in the training data, an unknown key) or a run folder another run holds; 1 training failed "
     "(the traceback says where)."
@@ -107,9 +113,9 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
         return 2
     if result.export_dir:
         print(f"judge-train: exported {what} to {result.export_dir}")
-    else:
-        print(f"judge-train: stopped at step {result.global_step}; continue with --resume")
-    return 0
+        return 0
+    print(f"judge-train: stopped at step {result.global_step}; continue with --resume")
+    return 0 if getattr(result, "requeued", False) else STOPPED_NOT_REQUEUED
 
 
 def check_training_data(config) -> None:

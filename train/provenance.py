@@ -49,6 +49,7 @@ class RunResult:
         final_learning_rate: the scheduler's learning rate after the last step (0 when the decay completed).
         log_history: the Trainer's log entries (loss, learning_rate, ... per logging step).
         stopped_by_signal: the signal number that stopped training early, or None.
+        requeued: a signal-stopped run whose Slurm job was put back in the queue (by this run or by Slurm).
         export_report: the export verification report (rank 0), else None.
     """
 
@@ -58,6 +59,7 @@ class RunResult:
     final_learning_rate: float
     log_history: list[dict[str, Any]] = field(default_factory=list)
     stopped_by_signal: int | None = None
+    requeued: bool = False
     export_report: dict[str, Any] | None = None
 
 

@@ -17,6 +17,7 @@ the recipes that train adapters take their ``LoraConfig`` from ``train.lora``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import re
@@ -259,7 +260,7 @@ class PreparedRun:
         )
         if self.stopped:
             logger.warning("stopped at step %d by a signal; resume with --resume", self.stopper.stopped_at_step)
-            preemption.requeue_slurm_job(self.stopper)
+            result = dataclasses.replace(result, requeued=preemption.requeue_slurm_job(self.stopper))
         return result
 
     @property

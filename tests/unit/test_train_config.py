@@ -307,3 +307,34 @@ def test_the_regression_recipe_refuses_a_base_that_is_not_qwen2(tmp_path):
         with pytest.raises(ConfigError) as err:
             check_training_data(config)
         assert str(err.value).startswith("model_name_or_path:" if refused else "data:"), str(err.value)
+
+
+def _stopped_run(requeued: bool):
+    from train.provenance import RunResult
+
+    def recipe(config):
+        return RunResult(output_dir=config.output_dir, export_dir=None, global_step=2, final_learning_rate=1e-5,
+                         stopped_by_signal=10, requeued=requeued)
+
+    return recipe
+
+
+def test_a_signal_stopped_run_exits_0_only_when_requeued(tmp_path, monkeypatch, capsys):
+    """judge-train run: a run stopped at a checkpoint by a signal exits 75 (EX_TEMPFAIL) unless its Slurm job was
+    requeued, so an afterok dependant never starts on an unfinished run; requeued, it exits 0 (the rerun resumes).
+    The recipe is stood in for by one returning what a stopped recipe returns (tests/integration/training/
+    test_train_resume.py stops a real one)."""
+    import sys
+    import types
+
+    import train.cli
+
+    for requeued, code in ((False, train.cli.STOPPED_NOT_REQUEUED), (True, 0)):
+        module = types.ModuleType("stopped_recipe")
+        module.main = _stopped_run(requeued)
+        monkeypatch.setitem(sys.modules, "stopped_recipe", module)
+        monkeypatch.setitem(train.cli.RECIPE_ENTRIES, "seq2seq", ("stopped_recipe", "main", "seq2seq judge"))
+        out = tmp_path / f"run-{requeued}"
+        assert main(["--config", str(REPO / "configs/train/tiny/seq2seq.yaml"), "--output-dir", str(out)]) == code
+        assert "judge-train: stopped at step 2; continue with --resume" in capsys.readouterr().out
+    assert code == 0 and train.cli.STOPPED_NOT_REQUEUED == 75

@@ -48,6 +48,7 @@ def test_a_signalled_run_resumes_to_the_uninterrupted_result(regression_run, tin
     )
     first = regression.main(config, callbacks=(_send_sigusr1_at(SIGNAL_AT_STEP),))
     assert first.stopped_by_signal == signal.SIGUSR1 and first.export_dir is None
+    assert first.requeued is False  # no Slurm job here: `judge-train run` would exit 75, not 0
     assert first.global_step == SIGNAL_AT_STEP + 1
     assert latest_checkpoint(config.output_dir).name == f"checkpoint-{first.global_step}"
 
