@@ -172,7 +172,17 @@ def _refuse_control(values: dict[str, object]) -> None:
 
 
 def _sbatch_line(key: str, value: str) -> str:
-    return f"#SBATCH --{key}" + (f"={value}" if value != "" else "")
+    """One header line. sbatch splits a directive at whitespace and refuses the leftover word ("Invalid directive
+    found in batch script"), but keeps a double-quoted value whole: a value with a space (a run folder, a job name)
+    is quoted, and one that also holds a double quote cannot be written and is refused."""
+    if value == "":
+        return f"#SBATCH --{key}"
+    if any(c.isspace() for c in value):
+        if '"' in value:
+            raise SubmitError(f"#SBATCH --{key}: a value with both a space and a double quote cannot be written in "
+                              f"an #SBATCH line: {value!r}")
+        value = f'"{value}"'
+    return f"#SBATCH --{key}={value}"
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -113,6 +113,22 @@ def test_dry_run_script_is_valid_bash(capsys, config_file, tmp_path):
     subprocess.run(["bash", "-n", str(path)], check=True)
 
 
+def test_header_values_with_a_space_are_quoted_for_sbatch(capsys, config_file, tmp_path):
+    """sbatch splits an #SBATCH line at whitespace and refuses the leftover word ("Invalid directive found in batch
+    script"), but keeps a double-quoted value whole: a run folder or job name with a space is quoted; a value with
+    a space and a double quote cannot be written and is refused before anything is submitted."""
+    out = tmp_path / "my runs" / "x"
+    script = _dry_run(capsys, "--config", str(config_file), "--nodes", "1", "--gpus-per-node", "8", "--output-dir",
+                      str(out), "--job-name", "my judge", "--sbatch-arg=--comment=two words")
+    header = _header(script)
+    assert '#SBATCH --job-name="my judge"' in header and '#SBATCH --comment="two words"' in header
+    assert f'#SBATCH --output="{out}/slurm/%x-%j.out"' in header
+    assert "#SBATCH --nodes=1" in header  # values without a space are written as they were
+    assert slurm_submit.main(["--dry-run", "--config", str(config_file), "--nodes", "1", "--gpus-per-node", "8",
+                              '--sbatch-arg=--comment=a "b" c']) == 2
+    assert "cannot be written in an #SBATCH line" in capsys.readouterr().err
+
+
 def test_submit_refuses_an_indivisible_batch_and_a_bad_config(capsys, config_file, tmp_path):
     """Errors come back as exit status 2 with the reason, before anything reaches sbatch."""
     assert slurm_submit.main(["--config", str(config_file), "--nodes", "3", "--gpus-per-node", "8", "--dry-run"]) == 2
