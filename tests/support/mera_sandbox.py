@@ -15,6 +15,32 @@ from eval.mera.sandbox import (
 LIMITS = Limits(timeout_s=2.0)
 
 
+def bwrap_sandbox_or_skip(limits: Limits, python: str | None = None) -> Sandbox:
+    """A bubblewrap sandbox; skips only where this machine cannot run bubblewrap at all (not installed, or a bare
+    ``bwrap --unshare-all true`` fails as the user the sandbox runs as: no user namespaces here). Where that bare
+    run works and the sandbox's own probe fails, the sandbox is broken: the test fails, never skips."""
+    import os
+    import subprocess
+
+    import pytest
+
+    try:
+        return Sandbox(limits, isolation="bwrap", python=python)
+    except sandbox_mod.SandboxUnavailable as err:
+        broken = err
+    binary = sandbox_mod.find_bwrap()
+    if binary is None:
+        pytest.skip("bubblewrap is not installed; `make system-packages` installs it")
+    _, uid, _ = sandbox_mod.choose_identity()
+    bare = subprocess.run([binary, "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "true"],
+                          capture_output=True, text=True, timeout=60,
+                          **({"user": uid} if uid is not None and os.geteuid() == 0 else {}))
+    if bare.returncode != 0:
+        pytest.skip(f"bubblewrap cannot run here as uid {uid if uid is not None else os.geteuid()}: "
+                    f"{bare.stderr.strip()[:200]}")
+    pytest.fail(f"bubblewrap runs here, but the sandbox's own probe failed: {broken}")
+
+
 def run_f(sandbox: Sandbox, program: str) -> sandbox_mod.ExecResult:
     return sandbox.run(ExecJob(program=program, entry_point="f", tests=[{}], expected=["ok"]))
 

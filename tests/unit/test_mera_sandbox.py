@@ -29,7 +29,7 @@ from eval.mera.sandbox import (
     SandboxUnavailable,
     outcome_of,
 )
-from tests.support.mera_sandbox import ESCAPES, IMP_POSIX, LIMITS, run_f
+from tests.support.mera_sandbox import ESCAPES, IMP_POSIX, LIMITS, bwrap_sandbox_or_skip, run_f
 
 
 TIGHT = Limits(timeout_s=3.0, tmpfs_mb=8, memory_mb=256)
@@ -38,10 +38,7 @@ TIGHT = Limits(timeout_s=3.0, tmpfs_mb=8, memory_mb=256)
 @pytest.fixture(scope="module")
 def tight_sandbox() -> Sandbox:
     """A sandbox with tight limits that still run a sample: 3 s per test, an 8 MiB tmpfs, 256 MiB of memory."""
-    try:
-        return Sandbox(TIGHT, isolation="bwrap")
-    except SandboxUnavailable as err:
-        pytest.skip(f"bubblewrap does not work here ({err}); `make system-packages` installs it")
+    return bwrap_sandbox_or_skip(TIGHT)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -197,3 +194,11 @@ def test_processes_cannot_pool_memory_past_one_budget(tight_sandbox):
     )
     result = run_f(tight_sandbox, program)
     assert result.status == RUNTIME and "Operation not permitted" in result.detail, result
+
+
+def test_a_sandbox_whose_probe_fails_where_bubblewrap_runs_fails_its_tests(tight_sandbox):
+    """The escape tests skip only where bubblewrap cannot run at all: a sandbox broken in this project (here its child
+    interpreter cannot start) fails them instead of turning them into skips."""
+    with pytest.raises(pytest.fail.Exception, match="bubblewrap runs here, but the sandbox's own probe failed"):
+        bwrap_sandbox_or_skip(TIGHT, python="/bin/false")
+

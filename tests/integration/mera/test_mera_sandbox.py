@@ -23,21 +23,15 @@ from eval.mera.sandbox import (
     TIMEOUT,
     ExecJob,
     Sandbox,
-    SandboxUnavailable,
 )
-from tests.support.mera_sandbox import ESCAPES, LIMITS, run_f
+from tests.support.mera_sandbox import ESCAPES, LIMITS, bwrap_sandbox_or_skip, run_f
 
 REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
 def bwrap_sandbox() -> Sandbox:
-    try:
-        return Sandbox(LIMITS, isolation="bwrap")
-    except SandboxUnavailable as err:
-        reason = f"bubblewrap does not work here ({err}); `make system-packages` installs it"
-        print(f"SKIPPING sandbox isolation tests: {reason}")
-        pytest.skip(reason)
+    return bwrap_sandbox_or_skip(LIMITS)
 
 
 def processes_with(token: str) -> list[int]:
