@@ -404,7 +404,7 @@ class FirstRefusals:
     held ones to be written as usual.
 
     Args:
-        n_first: how many alike refusals stop the run (the caller bounds it by the number of requests).
+        n_first: how many alike refusals stop the run (0: never; a run with fewer requests than that writes them).
     """
 
     def __init__(self, n_first: int):

@@ -83,7 +83,10 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
     bar = tqdm(total=len(records), desc=f"judging ({backend.name})", unit="item", disable=not config.progress)
     journal = JournalWriter(path)
     policy = retry_policy(config)
-    first = FirstRefusals(min(N_FIRST_REFUSALS, len(batches)))
+    # Only a run with at least N_FIRST_REFUSALS requests can tell a refusing endpoint from a refused item: with
+    # fewer (a resumed run's last items), a refusal is that item's, written as a failed row, never a stop that
+    # every rerun repeats without recording it.
+    first = FirstRefusals(N_FIRST_REFUSALS if len(batches) >= N_FIRST_REFUSALS else 0)
 
     def write(batch: Sequence, outcomes: list[dict[str, Any]], latency: float) -> None:
         rows = [PredictionRow(id=record.id, judge=backend.name, **outcome, latency_s=round(latency, 4))

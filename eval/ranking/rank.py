@@ -292,7 +292,10 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
     from judge.plumbing.retry import EndpointUnusable, RetryPolicy, retryable_status
 
     client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "EMPTY", max_retries=0, timeout=config.timeout_s)
-    first = FirstRefusals(min(N_FIRST_REFUSALS, len(rows)))
+    # Only a run with at least N_FIRST_REFUSALS requests can tell a refusing endpoint from a refused item: with
+    # fewer (a resumed run's last items), a refusal is that item's, written as a failed row, never a stop that
+    # every rerun repeats without recording it.
+    first = FirstRefusals(N_FIRST_REFUSALS if len(rows) >= N_FIRST_REFUSALS else 0)
     policy = RetryPolicy(max_retries=config.max_retries, backoff_s=config.backoff_s, max_backoff_s=60.0)
     journal = JournalWriter(path)
     queue: asyncio.Queue = asyncio.Queue()

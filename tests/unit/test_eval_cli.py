@@ -262,6 +262,21 @@ def test_transient_failures_are_retried_and_refusals_retried_on_the_next_run(sma
     assert len(rows) == len(records) and {r["id"]: r for r in rows}[records[1].id]["score"] == 1.0
 
 
+def test_a_run_of_fewer_requests_than_the_stop_rule_writes_its_refusals(small_data, tmp_path):
+    """The first-refusals stop needs 3 alike refusals to tell a refusing endpoint from refused items: a run with two
+    requests left (a resumed shard's last items) whose both are refused alike writes them as failed rows (exit 3),
+    where it once stopped with exit 4 and no row, on every rerun."""
+    data, records = small_data
+    left = judge.write_jsonl(records[:2], tmp_path / "left.jsonl")
+    with ScriptedServer({judge.render_prompt(r): [400] for r in records[:2]}) as server:
+        assert main(_run_args(server.base_url, left, tmp_path / "run")) == 3
+        assert len(server.prompts()) == 2
+    rows = read_predictions(tmp_path / "run")
+    assert sorted(r["id"] for r in rows) == sorted(r.id for r in records[:2])
+    assert {(r["error"], r["parse_ok"]) for r in rows} == {("request_failed", False)}
+    assert all("HTTP 400" in r["reason"] and "scripted 400" in r["reason"] for r in rows), [r["reason"] for r in rows]
+
+
 def test_resuming_into_a_folder_of_another_judge_is_refused(small_data, tmp_path):
     """Rows of judge A are never mixed with judge B's in one predictions file."""
     data, _ = small_data
