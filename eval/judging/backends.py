@@ -225,8 +225,11 @@ class JudgeServeBackend:
         item = JudgeItem(id=first.id, instruction=first.instruction, answer=first.answer,
                          reference_answer=first.reference_answer,
                          criteria=[CustomCriterion(name=r.criteria_name, rubrics=r.rubrics) for r in batch])
+        # oversize "fail": a criterion whose prompt cannot fit the judge's context comes back as that judgment's
+        # failed result (context_length_exceeded, a final row), not a refusal of the batch, whose every item would
+        # be a request_failed row that each rerun sends again.
         fields = {"model": self.model, "items": [item], "max_tokens": self.config.max_tokens,
-                  "temperature": float(self.config.temperature), "lenient": self.config.lenient}
+                  "temperature": float(self.config.temperature), "lenient": self.config.lenient, "oversize": "fail"}
         # The same extra fields a chat backend sends (e.g. {"constrained": true} for judge-serve), checked here.
         try:
             return JudgeRequest.model_validate({**fields, **dict(self.config.extra_body)})

@@ -346,7 +346,7 @@ def test_judge_serve_backend_batches_criteria_and_keeps_regression_scores(small_
                 "items": [{"id": batch[0].id, "instruction": batch[0].instruction, "answer": batch[0].answer,
                            "reference_answer": batch[0].reference_answer,
                            "criteria": [{"name": r.criteria_name, "rubrics": r.rubrics} for r in batch]}],
-                "max_tokens": 32, "temperature": 0.0, "lenient": False, "constrained": True,
+                "max_tokens": 32, "temperature": 0.0, "lenient": False, "oversize": "fail", "constrained": True,
             })
     key = lambda body: json.dumps(body, ensure_ascii=False, sort_keys=True)  # noqa: E731
     assert sorted((body for _, body in server.received), key=key) == sorted(expected, key=key)
