@@ -110,7 +110,8 @@ def check_sizes(request: JudgeRequest, *, max_model_len: int, max_tokens: int, r
 _CRITERION_PART = RU_TEMPLATE[RU_TEMPLATE.index("### Критерий оценки:"):]
 
 
-def tokenize_sharing_prefixes(tokenizer: Any, texts: list[str], jobs: list[tuple[int, ResolvedCriterion, str]]) -> list[list[int]]:
+def tokenize_sharing_prefixes(tokenizer: Any, texts: list[str], jobs: list[tuple[int, ResolvedCriterion, str]], *,
+                              known: Mapping[int, tuple[str, list[int]]] | None = None) -> list[list[int]]:
     """Token ids of each chat-wrapped prompt, the part every criterion of an item shares tokenized once per item.
 
     The split is at the start of ``### Критерий оценки:``, right after the answer's ``\\n\\n``: a boundary of the
@@ -123,6 +124,8 @@ def tokenize_sharing_prefixes(tokenizer: Any, texts: list[str], jobs: list[tuple
     Args:
         texts: the chat-wrapped prompts.
         jobs: per text, (item index, criterion, the rendered prompt inside it).
+        known: per item, a prefix text already tokenized and its ids (``_shared_prefixes``): used where it is
+            exactly that item's shared part, never tokenized again.
     """
     split: list[int | None] = []
     for text, (_, crit, prompt) in zip(texts, jobs):
@@ -134,8 +137,11 @@ def tokenize_sharing_prefixes(tokenizer: Any, texts: list[str], jobs: list[tuple
         if cut is not None:
             prefixes.setdefault(item, text[:cut])
     shared = [cut is not None and texts[k][:cut] == prefixes[jobs[k][0]] for k, cut in enumerate(split)]
-    order = sorted(prefixes)
-    prefix_ids = dict(zip(order, tokenizer([prefixes[i] for i in order], add_special_tokens=False)["input_ids"])) if order else {}
+    known = known or {}
+    prefix_ids = {i: known[i][1] for i in prefixes if i in known and known[i][0] == prefixes[i]}
+    order = sorted(i for i in prefixes if i not in prefix_ids)
+    if order:
+        prefix_ids.update(zip(order, tokenizer([prefixes[i] for i in order], add_special_tokens=False)["input_ids"]))
     rest = [texts[k][split[k]:] if shared[k] else texts[k] for k in range(len(texts))]
     rest_ids = tokenizer(rest, add_special_tokens=False)["input_ids"] if rest else []
     return [prefix_ids[jobs[k][0]] + ids if shared[k] else ids for k, ids in enumerate(rest_ids)]
@@ -193,11 +199,13 @@ def build_jobs(
     resolved = [resolve_criteria(item, i, (choices or {}).get(i)) for i, item in enumerate(request.items)]
     refuse_over(sum(len(criteria) for criteria in resolved))
     budget = max_model_len - max_tokens - reserve
+    prefixes = _shared_prefixes(request, tokenizer, thinking=thinking, skip=too_long or {})
+    too_long = {**(too_long or {}), **_items_over_budget(prefixes, budget, max_model_len, max_tokens, oversize=oversize)}
     pending: list[tuple[int, int, ResolvedCriterion, str]] = []  # (item index, criterion index, criterion, prompt)
     keys: list[tuple[str, str, str]] = []
     skipped: list[Job] = []
     for i, (item, criteria) in enumerate(zip(request.items, resolved)):
-        if too_long and i in too_long:
+        if i in too_long:
             skipped += [Job(i, j, crit, "", [], too_long=too_long[i].message) for j, crit in enumerate(criteria)]
             continue
         for j, crit in enumerate(criteria):
@@ -212,7 +220,8 @@ def build_jobs(
             keys.append(prefix_key(item))
     # the integer format (a thinking judge) is prompted with thinking on; the shared prefix is tokenized once per item
     texts = [apply_chat(tokenizer, prompt, thinking=thinking) for _, _, _, prompt in pending]
-    all_ids = tokenize_sharing_prefixes(tokenizer, texts, [(i, crit, prompt) for i, _, crit, prompt in pending])
+    all_ids = tokenize_sharing_prefixes(tokenizer, texts, [(i, crit, prompt) for i, _, crit, prompt in pending],
+                                        known=prefixes)
     jobs: list[Job] = []
     for (i, j, crit, prompt), ids in zip(pending, all_ids):
         if len(ids) > budget:
@@ -232,6 +241,54 @@ def build_jobs(
             continue
         jobs.append(Job(i, j, crit, prompt, ids))
     return [jobs[k] for k in prefix_order(keys)] + skipped
+
+
+#: The part of a POLLUX prompt every criterion of an item shares: instruction, reference answer, answer.
+_SHARED_PART = RU_TEMPLATE[: RU_TEMPLATE.index("### Критерий оценки:")]
+
+
+def _shared_prefixes(request: JudgeRequest, tokenizer: Any, *, thinking: bool,
+                     skip: Mapping[int, RequestError]) -> dict[int, tuple[str, list[int]]]:
+    """Per item, the chat-wrapped text every criterion's prompt starts with (the chat template's opening, then the
+    instruction, reference answer and answer) and its token ids, tokenized in one call before any criterion's
+    prompt is rendered. ``tokenize_sharing_prefixes`` reuses the ids where a prompt starts with that text."""
+    order = [i for i in range(len(request.items)) if i not in skip]
+    # The template's opening, rendered once per request (a chat template writes the user's text verbatim; where it
+    # did not, tokenize_sharing_prefixes finds the text differs and tokenizes the prompt's own prefix instead).
+    mark = "\x00shared part\x00"
+    wrapped = apply_chat(tokenizer, mark, thinking=thinking)
+    opening = wrapped[: wrapped.find(mark)] if mark in wrapped else ""
+    texts = [opening + _SHARED_PART.format(instruction=request.items[i].instruction, answer=request.items[i].answer,
+                                           reference_answer=request.items[i].reference_answer or "")
+             for i in order]
+    ids = tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
+    return {i: (text, item_ids) for i, text, item_ids in zip(order, texts, ids)}
+
+
+def _items_over_budget(prefixes: Mapping[int, tuple[str, list[int]]], budget: int, max_model_len: int,
+                       max_tokens: int, *, oversize: str) -> dict[int, RequestError]:
+    """The items whose shared part alone is more tokens than a prompt may hold, found before any criterion's prompt
+    is rendered: otherwise an answer just under ``check_sizes``' character bound, on 128 criteria, is rendered and
+    chat-wrapped 128 times (hundreds of MB) before the first token count refuses it. The shared part's tokens are
+    part of every criterion's prompt (its end is a pre-token boundary, ``tokenize_sharing_prefixes``): a lower
+    bound of each.
+
+    Raises:
+        RequestError: the first such item, under ``oversize`` ``refuse``.
+    """
+    found: dict[int, RequestError] = {}
+    for i, (_, ids) in prefixes.items():
+        if len(ids) > budget:
+            found[i] = RequestError(
+                f"items[{i}]: its instruction, reference answer and answer alone are {len(ids)} tokens, more than "
+                f"the {budget} prompt tokens left of the model's context of {max_model_len} (max_tokens "
+                f"{max_tokens}). Shorten the answer.",
+                param=f"items[{i}]",
+                code="context_length_exceeded",
+            )
+            if oversize != "fail":
+                raise found[i]
+    return found
 
 
 #: The pairwise comparison scale: -1 answer 1 better, 0 tie, 1 answer 2 better (demo/serve_pollux_demo.py:77-78).

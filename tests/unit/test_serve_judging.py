@@ -8,6 +8,7 @@ import re
 import pytest
 
 import judge
+import serve.jobs
 from judge import Scale
 from serve.jobs import build_jobs
 from serve.judging import verdict_regex
@@ -120,12 +121,25 @@ def test_build_jobs_groups_shared_prompts_and_matches_the_contract(qwen_tokenize
     assert jobs[1].prompt_ids == qwen_tokenizer(text, add_special_tokens=False)["input_ids"]
 
 
-def test_prompt_longer_than_context_is_a_clear_error(qwen_tokenizer):
-    """A prompt that leaves no room for max_tokens is refused naming the item and criterion, with token counts."""
-    request = parse_judge_request({"items": [GOOD_ITEM, {**GOOD_ITEM, "answer": "слово " * 600}]})
+def test_prompt_longer_than_context_is_a_clear_error(qwen_tokenizer, monkeypatch):
+    """A prompt that leaves no room for max_tokens is refused naming the item and criterion, with token counts; an
+    item whose instruction and answer alone are over the prompt's budget is refused by its own token count, before
+    any of its criteria is rendered (with 128 criteria that is 128 copies of a long answer not made)."""
+    # 200 words: 432 tokens of shared part, within the 448 left of 512 - 64; with the criterion's rubric, 578.
+    request = parse_judge_request({"items": [GOOD_ITEM, {**GOOD_ITEM, "answer": "слово " * 200}]})
     with pytest.raises(RequestError, match=r"items\[1\]\.criteria\[0\]: the prompt .* tokens.*context of 512") as err:
         build_jobs(request, qwen_tokenizer, max_model_len=512, max_tokens=64)
     assert err.value.param == "items[1].criteria[0]" and err.value.code == "context_length_exceeded"
+    rendered = []
+    monkeypatch.setattr(serve.jobs, "render_prompt", lambda fields: rendered.append(fields) or judge.render_prompt(fields))
+    many = parse_judge_request({"items": [GOOD_ITEM, {**GOOD_ITEM, "answer": "слово " * 600,
+                                                      "criteria": ["Креативность"] * 128}]})
+    with pytest.raises(RequestError) as err:
+        build_jobs(many, qwen_tokenizer, max_model_len=512, max_tokens=64)
+    assert str(err.value) == ("items[1]: its instruction, reference answer and answer alone are 1235 tokens, more than "
+                              "the 448 prompt tokens left of the model's context of 512 (max_tokens 64). Shorten the "
+                              "answer.")
+    assert (err.value.param, err.value.code, rendered) == ("items[1]", "context_length_exceeded", [])
 
 
 def test_oversize_fail_marks_the_judgments_that_cannot_fit_and_keeps_the_rest(qwen_tokenizer):
@@ -134,14 +148,17 @@ def test_oversize_fail_marks_the_judgments_that_cannot_fit_and_keeps_the_rest(qw
     character bound is never rendered (``check_sizes`` reports it, its criteria become marked jobs)."""
     from serve.jobs import check_sizes
 
-    request = parse_judge_request({"items": [GOOD_ITEM, {**GOOD_ITEM, "answer": "слово " * 600}], "oversize": "fail"})
+    request = parse_judge_request({"items": [GOOD_ITEM, {**GOOD_ITEM, "answer": "слово " * 200},
+                                             {**GOOD_ITEM, "answer": "слово " * 600}], "oversize": "fail"})
     assert request.oversize == "fail"
     jobs = build_jobs(request, qwen_tokenizer, max_model_len=512, max_tokens=64, oversize="fail")
     fits, = [j for j in jobs if j.item == 0]
     cut, = [j for j in jobs if j.item == 1]
+    alone, = [j for j in jobs if j.item == 2]  # over the budget by its answer alone: never rendered
     assert fits.too_long is None and fits.prompt_ids
     assert cut.prompt_ids == [] and re.match(r"items\[1\]\.criteria\[0\]: the prompt .* tokens.*context of 512",
                                              cut.too_long)
+    assert (alone.prompt, alone.prompt_ids) == ("", []) and alone.too_long.startswith("items[2]: its instruction")
     huge = parse_judge_request({"items": [GOOD_ITEM, {**GOOD_ITEM, "answer": "b" * 10_000}], "oversize": "fail"})
     too_long = check_sizes(huge, max_model_len=512, max_tokens=64, reserve=0, chars_per_token=10, oversize="fail")
     assert list(too_long) == [1] and too_long[1].message.startswith("items[1]: 10")
