@@ -47,6 +47,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from judge.wire import ModelLimits
 from serve.config import ServeConfig
@@ -212,6 +213,12 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, err: RequestValidationError) -> JSONResponse:
         return error_response(400, f"the request is not valid: {err.errors()[:1]}")
+
+    @app.exception_handler(ClientDisconnect)
+    async def client_gone(request: Request, err: ClientDisconnect) -> Response:
+        # The client left while its body was read (or the body deadline cut it off, answered 408 already): nobody
+        # is there to answer, and it is no server error to log.
+        return Response(status_code=499)
 
     def state_of(request: Request) -> ServerState:
         return request.app.state.serve

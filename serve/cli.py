@@ -204,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             timeout_graceful_shutdown=int(round(config.shutdown_grace_s)),
             timeout_keep_alive=5,
             # Bounds for clients, so slow ones cannot hold every descriptor: headers within header_timeout_s, at most max_connections.
-            http=header_deadline_protocol(config.header_timeout_s),
+            http=header_deadline_protocol(config.header_timeout_s, body_timeout_s=config.body_timeout_s),
             limit_concurrency=config.max_connections,
         )
     )

@@ -179,6 +179,10 @@ class ServeConfig:
     header_timeout_s: float = _f(
         10.0, "Seconds a client connection may take to send a request's headers before it is closed."
     )
+    body_timeout_s: float = _f(
+        60.0, "Seconds a client may take to send a request's body once its headers are in; then it gets a 408 and "
+        "the connection is closed (a body trickled byte by byte would hold a connection slot for ever).",
+    )
     max_proxy_tokens: int = _f(
         8192,
         "Most tokens one proxied OpenAI generation request may ask for in all (max_tokens x n, or best_of); more is "
@@ -211,7 +215,7 @@ class ServeConfig:
         if self.port > 65535:
             raise ConfigError(f"port: must be at most 65535, got {self.port!r}")
         for name in ("request_timeout_s", "engine_start_timeout_s", "engine_restart_window_s", "engine_keepalive_s",
-                     "header_timeout_s", "attached_probe_interval_s"):
+                     "header_timeout_s", "body_timeout_s", "attached_probe_interval_s"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name}: must be positive, got {getattr(self, name)!r}")
         for name in ("engine_max_restarts", "engine_stop_grace_s", "engine_restart_backoff_s", "engine_restart_backoff_max_s"):

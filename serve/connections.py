@@ -20,14 +20,27 @@ __all__ = ["ApiKeyMiddleware", "BodyLimitMiddleware", "HEALTH_POLLS", "HostAllow
 MAX_HEADER_BYTES = 64 * 1024
 
 
-def header_deadline_protocol(header_timeout_s: float, max_header_bytes: int = MAX_HEADER_BYTES):
-    """uvicorn's httptools protocol with a deadline and a size bound for each request's headers.
+#: The answer to a request whose body did not arrive in time: no response has started (the route is still
+#: reading the body), so the connection can carry this one, in OpenAI's error shape, before it is closed.
+_BODY_TIMEOUT_RESPONSE = (
+    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: %d"
+    b"\r\n\r\n%s"
+)
+
+
+def header_deadline_protocol(header_timeout_s: float, max_header_bytes: int = MAX_HEADER_BYTES,
+                             body_timeout_s: float | None = None):
+    """uvicorn's httptools protocol with a deadline and a size bound for each request's headers, and a deadline for
+    its body.
 
     uvicorn times out idle keep-alive connections (``timeout_keep_alive``) but not a connection whose headers never
     finish: ~1,100 of those exhausted judge-serve's descriptors. Here each connection, and each
     new request on a kept-alive one, must complete its headers within ``header_timeout_s`` or is closed, with
     uvicorn's own keep-alive handler; one whose request line and headers pass ``max_header_bytes`` is closed too.
-    Pass the returned class as ``uvicorn.Config(http=...)``.
+    Nor does uvicorn bound the time a body takes: a client that sends its headers, then one byte every few seconds,
+    holds a connection slot (``max_connections``) for ever. With ``body_timeout_s``, a body not complete that long
+    after its headers gets a 408 and the connection is closed. Pass the returned class as
+    ``uvicorn.Config(http=...)``.
     """
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
@@ -70,12 +83,41 @@ def header_deadline_protocol(header_timeout_s: float, max_header_bytes: int = MA
             self._header_bytes = 0
             self._arm()
 
+        _body_timer = None
+
         def on_headers_complete(self) -> None:
             self._disarm()
             super().on_headers_complete()
+            if body_timeout_s is not None:
+                self._body_timer = self.loop.call_later(body_timeout_s, self._body_too_slow)
+
+        def on_message_complete(self) -> None:
+            self._disarm_body()
+            super().on_message_complete()
+
+        def _disarm_body(self) -> None:
+            if self._body_timer is not None:
+                self._body_timer.cancel()
+                self._body_timer = None
+
+        def _body_too_slow(self) -> None:
+            self._body_timer = None
+            if self.transport.is_closing():
+                return
+            cycle = getattr(self, "cycle", None)
+            if cycle is not None and not cycle.response_started:
+                message = (b'{"error":{"message":"body: the request body did not arrive within %d s of its headers",'
+                           b'"type":"invalid_request_error","param":"body","code":"body_timeout"}}'
+                           % round(body_timeout_s))
+                self.transport.write(_BODY_TIMEOUT_RESPONSE % (len(message), message))
+            if cycle is not None:  # the route reading the body is told the client is gone; nothing more is sent
+                cycle.disconnected = True
+                cycle.message_event.set()
+            self.transport.close()
 
         def connection_lost(self, exc) -> None:
             self._disarm()
+            self._disarm_body()
             super().connection_lost(exc)
 
     return HeaderDeadlineProtocol

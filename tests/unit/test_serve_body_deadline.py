@@ -1,0 +1,94 @@
+"""judge-serve's body deadline (serve.connections.header_deadline_protocol), on a real uvicorn server in this process
+with a route that reads its body as judge-serve's routes do (Starlette's ``Request.body()``): a client that sends its
+headers and then trickles its body is answered 408 and cut off, so it cannot hold a connection slot for ever."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+
+import pytest
+
+from judge.plumbing.processes import free_port
+from serve.connections import header_deadline_protocol
+
+BODY_TIMEOUT_S = 1.0
+
+
+@pytest.fixture(scope="module")
+def server():
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.requests import ClientDisconnect, Request
+    from starlette.responses import JSONResponse, Response
+    from starlette.routing import Route
+
+    async def echo(request: Request) -> JSONResponse:
+        return JSONResponse({"bytes": len(await request.body())})
+
+    async def client_gone(request: Request, err: ClientDisconnect) -> Response:
+        return Response(status_code=499)
+
+    app = Starlette(routes=[Route("/echo", echo, methods=["POST"])], exception_handlers={ClientDisconnect: client_gone})
+    port = free_port()
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off",
+                            http=header_deadline_protocol(5.0, body_timeout_s=BODY_TIMEOUT_S))
+    started = threading.Event()
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets=None) -> None:
+            await super().startup(sockets)
+            started.set()  # bound and listening: the tests' connections wait for nothing
+
+    srv = Server(config)
+    thread = threading.Thread(target=lambda: asyncio.run(srv.serve()), daemon=True)
+    thread.start()
+    assert started.wait(30)
+    yield port
+    srv.should_exit = True
+    thread.join(30)
+
+
+def _until_closed(sock: socket.socket) -> bytes:
+    """Everything the server sends until it closes the connection (recv returns b"")."""
+    sock.settimeout(30)
+    chunks = []
+    while chunk := sock.recv(65536):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _head(length: int) -> bytes:
+    return (f"POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+            f"content-length: {length}\r\n\r\n").encode()
+
+
+def test_a_body_that_does_not_arrive_in_time_gets_408_and_the_connection_is_closed(server, caplog):
+    """The route waiting for the rest of the body is told the client left (judge-serve answers that nobody, as this
+    route's handler does, serve/app.py): the 408 is the only answer, and nothing is logged as a server error."""
+    with caplog.at_level("WARNING"), socket.create_connection(("127.0.0.1", server)) as sock:
+        sock.sendall(_head(100) + b"x" * 10)  # 10 of the 100 bytes declared, then nothing
+        answer = _until_closed(sock)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 408 Request Timeout") and b"connection: close" in head
+    assert json.loads(body)["error"] == {
+        "message": "body: the request body did not arrive within 1 s of its headers", "type": "invalid_request_error",
+        "param": "body", "code": "body_timeout"}
+    assert answer.count(b"HTTP/1.1") == 1 and "Exception in ASGI application" not in caplog.text
+
+
+def test_a_body_sent_in_time_is_served_and_the_connection_kept(server):
+    """The deadline is per request: a kept-alive connection serves a second request after the first one's body
+    arrived, and no 408 follows either."""
+    with socket.create_connection(("127.0.0.1", server)) as sock:
+        sock.settimeout(30)
+        for _ in range(2):
+            sock.sendall(_head(4) + b"abcd")
+            answer = b""
+            while b"\r\n\r\n" not in answer or not answer.endswith(b"}"):  # one response, however it is split
+                chunk = sock.recv(65536)
+                assert chunk, f"closed after {answer!r}"
+                answer += chunk
+            assert answer.startswith(b"HTTP/1.1 200 OK") and answer.endswith(b'\r\n\r\n{"bytes":4}')
