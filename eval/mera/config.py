@@ -46,7 +46,7 @@ class MeraConfig:
                                           "else no key; one variable named alone must be set; '' sends no key "
                                           "(judge.plumbing.api_keys.KEY_RULE).")
     request_timeout: float = _f(600.0, "Seconds per request.")
-    max_retries: int = _f(5, "Retries on connection errors, 429 and 5xx.")
+    max_retries: int = _f(5, "Retries on connection errors, timeouts, 408, 409, 429 and 5xx (1 s, doubling).")
     overwrite: bool = _f(False, "Discard earlier progress in out.")
     log_level: str = _f("info", "Logging level (debug, info, warning, error); HTTP request lines at debug only.")
 
