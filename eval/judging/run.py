@@ -212,8 +212,20 @@ def run(config: RunConfig) -> dict[str, Any]:
         settings (``run_key``) and ``overwrite`` is off.
     """
     config.validate()
+    _refuse_unreachable_judge(config)  # before the run folder, its lock and key exist
     with hold_run_folder(config.out, "judge-eval run") as out:  # one writer per folder
         return _run_holding(config, out)
+
+
+def _refuse_unreachable_judge(config: RunConfig) -> None:
+    """ConfigError for a ``judge`` no run could reach: not a URL, a folder or a hub id; or an unset ``base_url_env``."""
+    judge_ref = config.judge
+    if not judge_ref:
+        if not os.environ.get(config.base_url_env, ""):
+            raise ConfigError(f"base_url_env: the environment variable {config.base_url_env} is not set")
+        return
+    if not (judge_ref.startswith(("http://", "https://")) or Path(judge_ref).is_dir() or is_hub_id(judge_ref)):
+        raise ConfigError(f"judge: {judge_ref!r} is neither an http(s) URL, a checkpoint folder nor a hub id")
 
 
 #: Settings that say how a run goes, not what it computes: a resume may change them. Every other setting is part

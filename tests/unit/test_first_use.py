@@ -89,6 +89,7 @@ def _commands(root: Path, busy_port: int) -> dict[str, list[str]]:
                         "--", "--lerning-rate", "3"],
         "run_empty": ["judge-eval", "run", "--judge", eval_url, "--data", "blank.jsonl", "--out", "run-empty"],
         "run_missing": ["judge-eval", "run", "--judge", eval_url, "--data", "missing.jsonl", "--out", "run-missing"],
+        "run_bad_judge": ["judge-eval", "run", "--judge", "no-such-judge", "--out", "run-bad-judge"],
         "convert_empty": ["judge-eval", "convert", "--data", "empty.jsonl", "--out", "converted.jsonl"],
         "experts_empty": ["judge-eval", "experts", "--data", "empty.jsonl", "--out", "experts"],
         # --n_boot: score and compare take underscore spellings too (an unknown flag would be its own exit 2)
@@ -157,6 +158,8 @@ def test_judge_eval_refuses_empty_or_missing_inputs(outcomes, scratch):
     expected = {
         "run_empty": "judge-eval run: error: --data blank.jsonl: the file is empty (no records to judge)",
         "run_missing": "judge-eval run: error: --data missing.jsonl: no such file",
+        "run_bad_judge": "judge-eval run: error: judge: 'no-such-judge' is neither an http(s) URL, a checkpoint folder "
+                         "nor a hub id",
         "convert_empty": "judge-eval convert: error: --data empty.jsonl: no records (empty.jsonl: 0 rows -> 0 "
                          "records); nothing to convert",
         "experts_empty": "judge-eval experts: error: --data empty.jsonl: no records; the experts' tables need "
@@ -173,6 +176,7 @@ def test_judge_eval_refuses_empty_or_missing_inputs(outcomes, scratch):
         assert (key, outcomes[key].code, outcomes[key].last_error_line) == (key, 2, line)
         assert "Traceback" not in outcomes[key].err
     assert not (scratch / "run-empty").exists() and not (scratch / "run-missing").exists()
+    assert not (scratch / "run-bad-judge").exists()
     assert not (scratch / "converted.jsonl").exists() and not (scratch / "experts").exists()
 
 
