@@ -60,12 +60,18 @@ class Scale:
 
     @property
     def is_flag(self) -> bool:
-        """Whether the rubric is a yes/no question: exactly two levels.
+        """Whether the rubric is a yes/no question: exactly two levels; which answer is the good one is ``best``.
 
-        This is POLLUX's own test for a binary criterion (its ``src/metrics.py`` counts a rubric's levels and
-        treats exactly two as binary); which answer is the good one is ``best``.
+        The reward gate's test (``judge.rewards``). POLLUX's ``src/metrics.py`` (since commit 83f6eb6b) calls a
+        rubric binary only when its levels are exactly {0, 1}; ``eval.ranking.matrix`` follows that rule.
         """
         return len(self.levels) == 2
+
+    def is_level(self, score: float) -> bool:
+        """Whether ``score`` is one of the scale's levels: what a judge's verdict and a training target must be
+        ("the score must correspond to a single scale point", the judge prompt); ``contains`` also admits a
+        regression head's 1.4."""
+        return score in self.levels
 
     def is_best(self, score: float) -> bool:
         """Whether ``score`` is the scale's best level (a perfect verdict)."""

@@ -224,6 +224,8 @@ def _reject(score: float, feedback: str | None, scale, min_russian_share: float)
         return "no_feedback"
     if not scale.contains(score):
         return "score_out_of_scale"
+    if not scale.is_level(score):  # a 1.5 on a 0..2 rubric would teach a score between the rubric's points
+        return "score_not_a_level"
     if _TAGS.search(feedback):
         return "tags_in_feedback"
     words = feedback.split()

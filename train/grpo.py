@@ -101,6 +101,8 @@ def _row(record: judge.JudgeRecord, scores: list[float], no_unique_mode: str,
         return "no_expert_scores", None
     if not all(scale.contains(s) for s in scores):
         return "score_out_of_scale", None
+    if not all(scale.is_level(s) for s in scores):
+        return "score_not_a_level", None
     modes = sorted(statistics.multimode(scores))
     if len(modes) > 1:
         if no_unique_mode == "drop":

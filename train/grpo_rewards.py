@@ -43,8 +43,10 @@ def read_verdict(completion: str, verdict_format: str, scale_levels: Sequence[in
     return parse_judge_output(verdict_format, completion, scale=scale)
 
 
-def _scored(verdict: Verdict) -> bool:
-    return verdict.ok and bool(verdict.in_scale)
+def _scored(verdict: Verdict, levels: Sequence[int]) -> bool:
+    """A verdict with a score on one of the rubric's levels: a 1.5 on 0..2 hedges between two points, which the
+    prompt rules out, and is no well-formed verdict (nor one ``agreement`` pays for)."""
+    return verdict.ok and bool(verdict.in_scale) and verdict.score in levels
 
 
 def _reasoned(verdict: Verdict) -> bool:
@@ -63,14 +65,15 @@ def agreement(score: float, references: Sequence[float], scale_levels: Sequence[
 def format_reward(completions: Sequence[Any], verdict_format: Sequence[str], scale_levels: Sequence[Sequence[int]],
                   scale_best: Sequence[int], log_metric: Callable[[str, float], None] | None = None,
                   **_: Any) -> list[float]:  # fmt: skip
-    """1.0 for a verdict that parses, lies on the rubric's scale and gives its reasons (a non-empty reasoning, or
+    """1.0 for a verdict that parses, is one of the rubric's levels and gives its reasons (a non-empty reasoning, or
     ``[FEEDBACK]`` text), else 0.0. A bare score is no well-formed verdict: the traces stage keeps no trace without
     reasoning, and rewarding one as well-formed would let the policy learn to stop thinking (its score still earns
     ``agreement_reward``).
 
     Also logs, per generation batch, the share of completions whose verdict failed to parse
     (``verdicts/failed_share``), the share that parsed to a number off the scale (``verdicts/out_of_scale_share``)
-    and the share of scored verdicts without reasons (``verdicts/no_reasoning_share``).
+    or between two of its levels (``verdicts/between_levels_share``), and the share of scored verdicts without
+    reasons (``verdicts/no_reasoning_share``).
 
     Args:
         completions: the generated texts; the other arguments are dataset columns, one value per completion.
@@ -81,14 +84,20 @@ def format_reward(completions: Sequence[Any], verdict_format: Sequence[str], sca
     if log_metric is not None and verdicts:
         log_metric("verdicts/failed_share", sum(not v.ok for v in verdicts) / len(verdicts))
         log_metric("verdicts/out_of_scale_share", sum(v.ok and v.in_scale is False for v in verdicts) / len(verdicts))
-        log_metric("verdicts/no_reasoning_share", sum(_scored(v) and not _reasoned(v) for v in verdicts) / len(verdicts))
-    return [1.0 if _scored(v) and _reasoned(v) else 0.0 for v in verdicts]
+        log_metric("verdicts/between_levels_share",
+                   sum(v.ok and bool(v.in_scale) and v.score not in levels for v, levels in zip(verdicts, scale_levels))
+                   / len(verdicts))
+        log_metric("verdicts/no_reasoning_share",
+                   sum(_scored(v, levels) and not _reasoned(v) for v, levels in zip(verdicts, scale_levels))
+                   / len(verdicts))
+    return [1.0 if _scored(v, levels) and _reasoned(v) else 0.0 for v, levels in zip(verdicts, scale_levels)]
 
 
 def agreement_reward(completions: Sequence[Any], verdict_format: Sequence[str], scale_levels: Sequence[Sequence[int]],
                      scale_best: Sequence[int], reference_scores: Sequence[Sequence[float]],
                      **_: Any) -> list[float | None]:  # fmt: skip
-    """How close the verdict is to the experts: :func:`agreement`, 0.0 for a failed or out-of-scale verdict, None for
+    """How close the verdict is to the experts: :func:`agreement`, 0.0 for a failed, out-of-scale or between-levels
+    verdict, None for
     an item with no reference score (experts without a unique mode under ``no_unique_mode: skip``)."""
     rewards: list[float | None] = []
     for c, f, levels, best, references in zip(completions, verdict_format, scale_levels, scale_best,
@@ -97,7 +106,7 @@ def agreement_reward(completions: Sequence[Any], verdict_format: Sequence[str], 
             rewards.append(None)
             continue
         verdict = read_verdict(_text(c), f, levels, best)
-        rewards.append(agreement(verdict.score, references, levels) if _scored(verdict) else 0.0)
+        rewards.append(agreement(verdict.score, references, levels) if _scored(verdict, levels) else 0.0)
     return rewards
 
 

@@ -33,6 +33,7 @@ CASES = [
     ([1], ["Неполно."], [], {"too_few_words": 1}),  # ... and only for a perfect score
     ([1], ["The answer is only partly correct."], [], {"not_russian": 1}),
     ([3], ["Ответ верный и полный."], [], {"score_out_of_scale": 1}),
+    ([1.5], ["Ответ верный, но неполный."], [], {"score_not_a_level": 1}),  # a target between two rubric points
     ([2], ["Верно. [RESULT] 2 [END]"], [], {"tags_in_feedback": 1}),
     ([2, 0], None, [], {"no_feedback": 2}),
     ([2, 1], ["Всё верно, ошибок нет.", "Есть неточность в ответе."], ["Всё верно, ошибок нет.", "Есть неточность в ответе."], {}),
@@ -42,7 +43,8 @@ CASES = [
 
 @pytest.mark.parametrize("scores, feedback, kept, dropped", CASES)
 def test_verdicts_become_rows_or_are_dropped_with_a_reason(scores, feedback, kept, dropped):
-    """Paper App. B rules: Russian rationale, >= 2 words unless perfect, score inside the scale; tags never leak."""
+    """Paper App. B rules: Russian rationale, >= 2 words unless perfect, score one of the scale's levels; tags never
+    leak."""
     rows, report = build_rows([record("r1", scores, feedback)], recipe="seq2seq")
     assert [row["feedback"] for row in rows] == kept
     assert dict(report.dropped) == dropped

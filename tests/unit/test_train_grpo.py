@@ -123,7 +123,18 @@ def test_the_format_reward_logs_the_failed_and_off_scale_shares():
     formats, _, logged = rewards_for(rows * 5, completions)
     assert formats == [1.0, 0.0, 0.0, 0.0, 0.0]
     assert logged == [("verdicts/failed_share", 0.4), ("verdicts/out_of_scale_share", 0.2),
-                      ("verdicts/no_reasoning_share", 0.2)]
+                      ("verdicts/between_levels_share", 0.0), ("verdicts/no_reasoning_share", 0.2)]
+
+
+def test_a_tagged_verdict_between_two_levels_is_no_well_formed_verdict():
+    """A tagged judge's "[RESULT] 1.5" on a 0..2 rubric hedges between two points, which the prompt rules out
+    ("the score must correspond to a single scale point"): no format reward and no agreement, counted in its own
+    share; on a level the same verdict earns both (agreement 1 - |1 - 2| / 2 = 0.5)."""
+    rows, _ = grpo.grpo_rows([record("r", [2])], verdict_format="tagged")
+    formats, agreements, logged = rewards_for(rows * 2, ["[FEEDBACK] Почти. [RESULT] 1.5 [END]",
+                                                         "[FEEDBACK] Почти. [RESULT] 1 [END]"])
+    assert (formats, agreements) == ([0.0, 1.0], [0.0, 0.5])
+    assert ("verdicts/between_levels_share", 0.5) in logged and ("verdicts/out_of_scale_share", 0.0) in logged
 
 
 # ---- data rules --------------------------------------------------------------------------------------------------
@@ -131,15 +142,16 @@ def test_the_format_reward_logs_the_failed_and_off_scale_shares():
 
 def test_zero_shot_items_are_refused_or_dropped_and_bad_labels_counted():
     """The paper's no-Zero-Shot rule as the other recipes apply it (refuse by default, drop and count on request);
-    an expert score off the rubric and a rubric without a scale are counted, never trained on."""
+    an expert score off the rubric or between its levels, and a rubric without a scale, are counted, never trained
+    on."""
     items = [record("std", [2]), record("zs", [1], task_type="Code modification"), record("off", [3]),
-             record("noscale", [1], rubrics="Оцените ответ.")]
+             record("noscale", [1], rubrics="Оцените ответ."), record("between", [1.5, 2])]
     with pytest.raises(judge.LeakageError, match="zs"):
         grpo.grpo_rows(items)
     rows, report = grpo.grpo_rows(items, zero_shot="drop")
     assert [row["id"] for row in rows] == ["std"]
-    assert dict(report.dropped) == {"zero_shot": 1, "score_out_of_scale": 1, "no_scale": 1}
-    assert report.zero_shot_ids == ["zs"] and (report.n_records, report.n_verdicts, report.n_rows) == (4, 4, 1)
+    assert dict(report.dropped) == {"zero_shot": 1, "score_out_of_scale": 1, "no_scale": 1, "score_not_a_level": 1}
+    assert report.zero_shot_ids == ["zs"] and (report.n_records, report.n_verdicts, report.n_rows) == (5, 6, 1)
 
 
 def test_the_prompt_is_the_one_judge_serve_renders_for_the_format(qwen3_tokenizer):
