@@ -322,29 +322,34 @@ def write_report_page(out: str | Path, records: Sequence | None = None,
 # ---------------------------------------------------------------------------------------------- compare
 
 
-def _delta_td(p: Paired, n_boot: int) -> str:
+def _delta_td(p: Paired, n_boot: int, n_shown: int | None) -> str:
     css = p.verdict if p.verdict in ("better", "worse") else ""
+    # Each metric pairs its own items (Verdict Confidence needs two annotators, Spearman its reference): a count
+    # other than the row's n column is said in the cell.
+    own_n = f", n {p.n}" if p.n != n_shown else ""
     return (f'<td data-v="{p.delta if _finite(p.delta) else ""}">{_num(p.delta)} '
-            f'<span class="ci">[{_num(p.ci[0])}, {_num(p.ci[1])}] {_e(p_phrase(p.p_value, n_boot))}</span> '
+            f'<span class="ci">[{_num(p.ci[0])}, {_num(p.ci[1])}] {_e(p_phrase(p.p_value, n_boot))}{own_n}</span> '
             f'<span class="{css}">{_e(p.verdict or "—")}</span></td>')
 
 
 def _paired_table(label: str, cells: Mapping[str, Mapping[str, Paired]], metrics_shown: Sequence[str],
                   css_id: str, n_boot: int) -> str:
-    head = [label, "n"]
+    head = [label, f"n ({metrics_shown[0]})" if metrics_shown else "n"]
     for m in metrics_shown:
         head += [f"{m} baseline", f"{m} run", f"{m} delta [CI] p call"]
     rows = []
     for name, by_metric in cells.items():
-        first = next(iter(by_metric.values()))
-        tds = [f"<td>{_e(name)}</td>", f'<td data-v="{first.n}">{_e(first.n)}</td>']
+        shown = by_metric.get(metrics_shown[0]) if metrics_shown else None
+        n_shown = shown.n if shown is not None else None
+        tds = [f"<td>{_e(name)}</td>", f'<td data-v="{"" if n_shown is None else n_shown}">'
+               f'{_e("—" if n_shown is None else n_shown)}</td>']
         for m in metrics_shown:
             p = by_metric.get(m)
             if p is None:
                 tds += ['<td data-v="">—</td>'] * 3
                 continue
             tds += [f'<td data-v="{p.a if _finite(p.a) else ""}">{_num(p.a)}</td>',
-                    f'<td data-v="{p.b if _finite(p.b) else ""}">{_num(p.b)}</td>', _delta_td(p, n_boot)]
+                    f'<td data-v="{p.b if _finite(p.b) else ""}">{_num(p.b)}</td>', _delta_td(p, n_boot, n_shown)]
         rows.append("<tr>" + "".join(tds) + "</tr>")
     return (f'<div class="scroll"><table class="grid sortable" id="{_e(css_id)}"><thead><tr>'
             + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")

@@ -145,3 +145,17 @@ def test_demo_lists_the_pages_it_wrote(tmp_path):
         (tmp_path / rel).write_text("x")
     names = [p.relative_to(tmp_path).as_posix() for p in report_pages(tmp_path)]
     assert names == ["eval/regression/report.html", "eval/seq2seq/report.html", "eval/compare/compare.html"]
+
+
+def test_compare_page_says_the_paired_count_of_each_metric():
+    """Each metric pairs its own items (Verdict Confidence only those with two annotators): the row's n column is the
+    first metric's, headed so, and a metric paired on another count says it in its cell."""
+    from eval.reports.html_report import _paired_table
+    from eval.scoring.comparison import Paired
+
+    cells = {"all items": {"mae": Paired(100, 0.5, 0.4, -0.1, (-0.2, -0.05), 0.01, "better"),
+                           "vc_judge": Paired(50, 0.7, 0.8, 0.1, (0.0, 0.2), 0.08, "n.s.")}}
+    page = _paired_table("Overall", cells, ["mae", "vc_judge"], "t", 1000)
+    assert "<th>n (mae)</th>" in page and '<td data-v="100">100</td>' in page
+    mae_cell, vc_cell = re.findall(r'<span class="ci">([^<]*)</span>', page)
+    assert mae_cell == "[-0.200, -0.050] p = 0.010" and vc_cell == "[0.000, 0.200] p = 0.080, n 50"
