@@ -311,6 +311,26 @@ def test_evaluate_splits_and_groups_items():
     assert result["splits"]["all"]["confusion"]["all"]["matrix"] == [[0, 1, 0], [1, 1, 0], [0, 0, 1]]
 
 
+def test_spearman_is_pooled_per_model_and_per_task_type_by_hand():
+    """Spearman per evaluated model and per task type over that group's items (the paper's Tables 17-18, Appendix
+    D.2.4), never per criterion. Unanimous experts, so the reference is their score:
+    model x: judge 0, 1, 2 vs 0, 2, 1 -> rank differences 0, -1, 1 -> 1 - 6*2 / (3*8) = 0.5;
+    model y: judge 2, 1, 0 vs 2, 1, 0 -> 1;
+    task a: judge 0, 1, 2, 1 vs 0, 2, 2, 1 -> midranks (1, 2.5, 4, 2.5) and (1, 3.5, 3.5, 2): 3.75 / 4.5 = 5/6;
+    task b: two items in the same order -> 1."""
+    import dataclasses
+
+    table = _table(judge=[0, 1, 2, 2, 1, 0], status=["ok"] * 6,
+                   experts=[[0, 0], [2, 2], [1, 1], [2, 2], [1, 1], [0, 0]], models=["x", "x", "x", "y", "y", "y"])
+    table = dataclasses.replace(table, task_type=np.array(["a", "a", "b", "a", "a", "b"], dtype=object))
+    block = item_table.evaluate(table, n_boot=0).to_json()["splits"]["all"]
+    assert block["by_model"]["x"]["spearman"] == pytest.approx(0.5)
+    assert block["by_model"]["y"]["spearman"] == pytest.approx(1.0)
+    assert block["by_task_type"]["a"]["spearman"] == pytest.approx(5 / 6)
+    assert block["by_task_type"]["b"]["spearman"] == pytest.approx(1.0)
+    assert "spearman" not in block["by_criterion"]["c"]
+
+
 def test_regression_scores_are_compared_with_the_mean():
     """score_source regression_head switches the reference to the mean: judge 1.5 vs experts 2,1 (mean 1.5) -> 0;
     judge 0.2 vs 0,0,1 (mean 1/3) -> 2/15; MAE 1/15, and the tie 2,1 is not excluded."""
