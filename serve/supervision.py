@@ -165,6 +165,21 @@ async def _bring_up(state: ServerState) -> None:
     if state.status == "starting":
         state.status = "ready"
         log.info("judge-serve ready: %s judge %r on http://%s:%d", state.layout.kind, config.model_name, config.host, config.port)
+        heal_the_dead(state)
+
+
+def heal_the_dead(state: ServerState) -> list[str]:
+    """Start healing every engine of judge-serve's own that died before judge-serve turned ready (one that came up,
+    then died while another was still loading): ``_watch`` heals only deaths it sees once ready, so such an engine
+    would stay dead and every request answer 503, with judge-serve neither healed nor stopped. Returns the roles."""
+    roles = [role for role, engine in state.engines.items() if engine.owned and role in state.dead_reason
+             and not state.healing(role)]
+    for role in roles:
+        log.error("the %s engine died while judge-serve was starting (%s): restarting it", role,
+                  state.dead_reason[role])
+        state.retry_after[role] = 5
+        state.tasks.append(asyncio.ensure_future(_heal(state, role)))
+    return roles
 
 
 #: Errors that are judge-serve's own trouble (no free descriptor, no buffer, no memory): a probe that fails with
