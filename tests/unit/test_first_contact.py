@@ -286,6 +286,67 @@ def test_slurm_merge_job_reads_relative_paths_against_the_submit_folder(tmp_path
         f"{submit}/eval/predictions.jsonl", "--data", f"{submit}/data.jsonl", "--out", f"{submit}/eval", "--n-boot", "0"]
 
 
+def test_slurm_merge_job_merges_exactly_the_arrays_shards(tmp_path):
+    """With the array's task count in shards/count (eval.sbatch writes it), the merge takes shards/0..K-1 and refuses
+    a shard folder past them, one an earlier array of more tasks left in the same folder (it would merge twice)."""
+    out, bin_dir = tmp_path / "eval", tmp_path / "bin"
+    for k in range(3):
+        (out / "shards" / str(k)).mkdir(parents=True)
+        (out / "shards" / str(k) / "predictions.jsonl").write_text(f'{{"id": "{k % 2}"}}\n', encoding="utf-8")
+    (out / "shards" / "count").write_text("2\n", encoding="utf-8")
+    (tmp_path / "data.jsonl").write_text("{}\n", encoding="utf-8")
+    bin_dir.mkdir()
+    for name in ("srun", "judge-eval"):
+        (bin_dir / name).write_text("#!/bin/bash\nexit 0\n", encoding="utf-8")
+        (bin_dir / name).chmod(0o755)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
+           "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "n1",
+           "SLURM_SUBMIT_DIR": str(tmp_path), "JUDGE_EVAL_DATA": "data.jsonl", "JUDGE_EVAL_OUT": "eval"}
+    script = str(Path(__file__).resolve().parents[2] / "slurm" / "eval_merge.sbatch")
+
+    def merge() -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=30)
+
+    refused = merge()
+    assert refused.returncode == 2 and not (out / "predictions.jsonl").exists()
+    assert f"{out}/shards/2/predictions.jsonl is not one of this array's 2 shards" in refused.stderr
+    (out / "shards" / "2" / "predictions.jsonl").unlink()
+    merged = merge()
+    assert merged.returncode == 0, merged.stderr
+    assert (out / "predictions.jsonl").read_text(encoding="utf-8") == '{"id": "0"}\n{"id": "1"}\n'
+    (out / "shards" / "1" / "predictions.jsonl").unlink()  # a task that did not finish
+    missing = merge()
+    assert missing.returncode == 2 and f"no {out}/shards/1/predictions.jsonl (shard 1 of 2)" in missing.stderr
+
+
+def test_slurm_eval_array_task_writes_its_shard_under_the_submit_folder_and_the_task_count(tmp_path):
+    """slurm/eval.sbatch started in another folder (--chdir) with relative JUDGE_EVAL_DATA and JUDGE_EVAL_OUT reads
+    and writes them in the submit folder, where eval_merge.sbatch looks, and records the array's task count."""
+    submit, elsewhere, bin_dir = tmp_path / "submit", tmp_path / "elsewhere", tmp_path / "bin"
+    for folder in (submit, elsewhere, bin_dir):
+        folder.mkdir()
+    (submit / "data.jsonl").write_text("".join(f'{{"id": "{k}"}}\n' for k in range(4)), encoding="utf-8")
+    (bin_dir / "srun").write_text(f'#!/bin/bash\nprintf "%s\\n" "$@" > {tmp_path}/srun.args\n', encoding="utf-8")
+    (bin_dir / "judge-eval").write_text("#!/bin/bash\nexit 0\n", encoding="utf-8")
+    for name in ("srun", "judge-eval"):
+        (bin_dir / name).chmod(0o755)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
+           "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "SLURM_JOB_ID": "8", "SLURM_JOB_NODELIST": "n1",
+           "SLURM_ARRAY_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_MIN": "0",
+           "SLURM_ARRAY_TASK_MAX": "1", "SLURM_ARRAY_TASK_COUNT": "2", "SLURM_SUBMIT_DIR": str(submit),
+           "JUDGE_EVAL_JUDGE": "http://judge:8000/v1", "JUDGE_EVAL_DATA": "data.jsonl", "JUDGE_EVAL_OUT": "eval",
+           "JUDGE_CACHE_DIR": str(tmp_path / "cache")}
+    script = str(Path(__file__).resolve().parents[2] / "slurm" / "eval.sbatch")
+    proc = subprocess.run(["bash", script], cwd=elsewhere, env=env, capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    shard = submit / "eval" / "shards" / "1"
+    assert (shard / "data.jsonl").read_text(encoding="utf-8") == '{"id": "2"}\n{"id": "3"}\n'
+    assert (submit / "eval" / "shards" / "count").read_text(encoding="utf-8") == "2\n"
+    assert not list((submit / "eval" / "shards").glob(".count*")) and not list(elsewhere.iterdir())
+    args = (tmp_path / "srun.args").read_text(encoding="utf-8").splitlines()
+    assert args[args.index("--out") + 1] == str(shard) and args[args.index("--data") + 1] == str(shard / "data.jsonl")
+
+
 def test_first_refusals_hold_alike_refusals_and_release_them_on_anything_else():
     """FirstRefusals: alike 4xx refusals are held until n_first stop the run; a success, a different refusal or a
     non-HTTP failure first releases the held ones, in order, and later refusals are written as usual."""
