@@ -148,6 +148,11 @@ def build_rows(
         except ScaleError:
             report.dropped["no_scale"] += len(verdicts)
             continue
+        if recipe == "regression" and score_target != "expert" and not all(map(scale.contains, record.expert_scores)):
+            # The label is the experts' mean: one expert's score off the rubric (a -1 on 0..2) would pull every
+            # row's label, though that expert's own row is dropped.
+            report.dropped["label_from_off_scale_scores"] += len(verdicts)
+            continue
         prompt = judge.render_prompt(record)
         label = record.criteria_score
         for index, (score, feedback) in enumerate(verdicts):

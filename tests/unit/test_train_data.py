@@ -100,6 +100,19 @@ def test_regression_rows_carry_the_rationale_target_and_the_label(score_target, 
     assert rows[0]["completion"] == "[FEEDBACK] Всё верно, ошибок нет. [END]"
 
 
+def test_a_regression_label_is_not_a_mean_over_an_off_scale_score():
+    """Experts 2 and -1 on a 0..2 rubric: the -1 row is dropped (off the scale), and the mean label 0.5 it pulled
+    down would have been the other row's label; the item trains no regression row, counted. Each expert's own score
+    as the label (score_target expert) keeps the in-scale row."""
+    rec = record("r1", [2, -1], ["Всё верно, ошибок нет.", "Ответ никуда не годится."])
+    rows, report = build_rows([rec], recipe="regression")
+    assert rows == [] and dict(report.dropped) == {"label_from_off_scale_scores": 2}
+    rows, report = build_rows([rec], recipe="regression", score_target="expert")
+    assert [row["label"] for row in rows] == [2.0] and dict(report.dropped) == {"score_out_of_scale": 1}
+    rows, report = build_rows([rec], recipe="seq2seq")  # each verdict is its own target: the in-scale one trains
+    assert [row["score"] for row in rows] == [2.0] and dict(report.dropped) == {"score_out_of_scale": 1}
+
+
 def zero_shot_record(rid="z1"):
     return record(rid, [2], ["Ответ верный и полный."], task_type="Style transfer")
 
