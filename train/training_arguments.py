@@ -49,6 +49,8 @@ def launch_arithmetic(config: TrainConfig, world_size: int | None = None) -> Lau
     Raises:
         ConfigError: when the global batch is not a multiple of per-device batch x world size.
     """
+    if world_size is None and "WORLD_SIZE" not in os.environ:
+        _refuse_data_parallel_without_a_launcher()
     world = int(os.environ.get("WORLD_SIZE", "1")) if world_size is None else world_size
     per_step = config.per_device_train_batch_size * world
     if config.global_batch_size % per_step:
@@ -58,6 +60,21 @@ def launch_arithmetic(config: TrainConfig, world_size: int | None = None) -> Lau
             "or the number of ranks"
         )
     return Launch(world, config.per_device_train_batch_size, config.global_batch_size // per_step, config.global_batch_size)
+
+
+def _refuse_data_parallel_without_a_launcher() -> None:
+    """ConfigError when more than one GPU is visible to a process no launcher started: transformers' Trainer then
+    wraps the model in ``nn.DataParallel`` over all of them and multiplies the batch by their count, so the step
+    would take n_gpu times the global batch the accumulation was derived for (and the log would say 256)."""
+    import torch
+
+    n_gpu = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if n_gpu > 1:
+        raise ConfigError(
+            f"{n_gpu} GPUs are visible and no launcher set WORLD_SIZE: start one process per GPU (`torchrun "
+            f"--nproc_per_node {n_gpu} --no-python judge-train ...`, or `judge-train submit` on Slurm), or make one "
+            "GPU visible (CUDA_VISIBLE_DEVICES=0)"
+        )
 
 
 def use_bf16(config: TrainConfig) -> bool:

@@ -104,6 +104,25 @@ def test_accumulation_is_derived_from_the_world_size(global_batch, per_device, w
     assert f"global batch {global_batch} = {per_device} per device x {accumulation}" in launch.describe()
 
 
+def test_several_visible_gpus_without_a_launcher_are_refused(monkeypatch):
+    """Without WORLD_SIZE, transformers' Trainer would spread one process over every visible GPU (DataParallel) and
+    multiply the batch by their count: with two visible, the run is refused, saying how to launch it; one GPU, or a
+    launcher's WORLD_SIZE, goes through. (The GPU count is the machine's: the only stand-in here.)"""
+    import torch
+
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    config = Seq2SeqConfig(global_batch_size=256, per_device_train_batch_size=4)
+    with pytest.raises(ConfigError, match=r"^2 GPUs are visible and no launcher set WORLD_SIZE: .*--nproc_per_node 2"):
+        launch_arithmetic(config)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert launch_arithmetic(config).gradient_accumulation_steps == 32
+    monkeypatch.delenv("WORLD_SIZE")
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    assert launch_arithmetic(config).gradient_accumulation_steps == 64
+
+
 def test_a_global_batch_that_does_not_divide_is_an_error():
     """256 rows cannot be split over 3 ranks of 4: the run refuses instead of training on another batch size."""
     with pytest.raises(ConfigError, match="not a multiple"):
