@@ -42,7 +42,11 @@ def header_deadline_protocol(header_timeout_s: float, max_header_bytes: int = MA
     after its headers gets a 408 and the connection is closed. Pass the returned class as
     ``uvicorn.Config(http=...)``.
     """
+    from uvicorn.protocols.http.flow_control import service_unavailable
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    too_many = error_response(503, "judge-serve holds as many connections as it takes (max_connections); retry",
+                              code="too_many_connections", headers={"Retry-After": "1", "Connection": "close"})
 
     class HeaderDeadlineProtocol(HttpToolsProtocol):
         _header_timer = None
@@ -114,6 +118,11 @@ def header_deadline_protocol(header_timeout_s: float, max_header_bytes: int = MA
                 cycle.disconnected = True
                 cycle.message_event.set()
             self.transport.close()
+
+        def _start_asgi_task(self, cycle, app) -> None:
+            # Past limit_concurrency uvicorn answers with its own plain-text 503: every error judge-serve gives is
+            # OpenAI's {"error": ...} shape, with a Retry-After its clients honour.
+            super()._start_asgi_task(cycle, too_many if app is service_unavailable else app)
 
         def connection_lost(self, exc) -> None:
             self._disarm()

@@ -1,10 +1,12 @@
-"""judge-serve's body deadline (serve.connections.header_deadline_protocol), on a real uvicorn server in this process
-with a route that reads its body as judge-serve's routes do (Starlette's ``Request.body()``): a client that sends its
-headers and then trickles its body is answered 408 and cut off, so it cannot hold a connection slot for ever."""
+"""judge-serve's connection-level answers (serve.connections.header_deadline_protocol), on a real uvicorn server in
+this process with a route that reads its body as judge-serve's routes do (Starlette's ``Request.body()``): a client
+that sends its headers and then trickles its body is answered 408 and cut off, so it cannot hold a connection slot
+for ever; past max_connections the 503 is OpenAI's error object."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 import threading
@@ -19,6 +21,12 @@ BODY_TIMEOUT_S = 1.0
 
 @pytest.fixture(scope="module")
 def server():
+    with _serving() as port:
+        yield port
+
+
+@contextlib.contextmanager
+def _serving(**config):
     import uvicorn
     from starlette.applications import Starlette
     from starlette.requests import ClientDisconnect, Request
@@ -34,7 +42,7 @@ def server():
     app = Starlette(routes=[Route("/echo", echo, methods=["POST"])], exception_handlers={ClientDisconnect: client_gone})
     port = free_port()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off",
-                            http=header_deadline_protocol(5.0, body_timeout_s=BODY_TIMEOUT_S))
+                            http=header_deadline_protocol(5.0, body_timeout_s=BODY_TIMEOUT_S), **config)
     started = threading.Event()
 
     class Server(uvicorn.Server):
@@ -46,9 +54,11 @@ def server():
     thread = threading.Thread(target=lambda: asyncio.run(srv.serve()), daemon=True)
     thread.start()
     assert started.wait(30)
-    yield port
-    srv.should_exit = True
-    thread.join(30)
+    try:
+        yield port
+    finally:
+        srv.should_exit = True
+        thread.join(30)
 
 
 def _until_closed(sock: socket.socket) -> bytes:
@@ -92,3 +102,15 @@ def test_a_body_sent_in_time_is_served_and_the_connection_kept(server):
                 assert chunk, f"closed after {answer!r}"
                 answer += chunk
             assert answer.startswith(b"HTTP/1.1 200 OK") and answer.endswith(b'\r\n\r\n{"bytes":4}')
+
+
+def test_past_max_connections_the_503_is_in_openais_shape_with_retry_after():
+    """uvicorn's own over-limit answer is plain text; judge-serve's is OpenAI's error object, with Retry-After. With
+    limit_concurrency 1 the connection asking is itself the one connection allowed, so its request is over it."""
+    with _serving(limit_concurrency=1) as port, socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(_head(4) + b"abcd")
+        answer = _until_closed(sock)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 503 Service Unavailable") and b"retry-after: 1" in head.lower()
+    assert json.loads(body)["error"]["code"] == "too_many_connections"
+
