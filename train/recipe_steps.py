@@ -38,6 +38,7 @@ __all__ = [
     "drop_build_copies",
     "latest_checkpoint",
     "check_output_dir",
+    "clear_earlier_run",
     "setup_logging",
     "is_main_process",
 ]
@@ -133,7 +134,8 @@ def latest_checkpoint(output_dir: str | Path) -> Path | None:
 
 def check_output_dir(config: TrainConfig) -> Path | None:
     """Refuse to mix runs: ``--resume`` needs a checkpoint, and a fresh run needs a folder without one (or
-    ``--overwrite-output-dir``, which deletes the earlier run's checkpoints and export first, on rank 0).
+    ``--overwrite-output-dir``, whose deletion of the earlier run waits for ``clear_earlier_run``, right before
+    training starts: a configuration error found while the data, arguments and model are built leaves it whole).
 
     Returns:
         The checkpoint to resume from, or None for a fresh run.
@@ -153,15 +155,23 @@ def check_output_dir(config: TrainConfig) -> Path | None:
                 f"{config.output_dir} already holds {held}; {resume}--overwrite-output-dir to start over, or choose "
                 "another --output-dir"
             )
-        if is_main_process():
-            import shutil
-
-            folder = Path(config.output_dir)
-            for path in [*folder.glob("checkpoint-*"), folder / "export", folder / "trained"]:
-                shutil.rmtree(path, ignore_errors=True)
-            logger.warning("--overwrite-output-dir: deleted the earlier run's checkpoints and export in %s", folder)
         return None
     return checkpoint
+
+
+def clear_earlier_run(config: TrainConfig) -> None:
+    """``--overwrite-output-dir``: delete the earlier run's checkpoints and export (rank 0), once everything that
+    could refuse the new run has been built."""
+    if not config.overwrite_output_dir or config.resume or not is_main_process():
+        return
+    import shutil
+
+    folder = Path(config.output_dir)
+    found = [path for path in [*folder.glob("checkpoint-*"), folder / "export", folder / "trained"] if path.exists()]
+    for path in found:
+        shutil.rmtree(path, ignore_errors=True)
+    if found:
+        logger.warning("--overwrite-output-dir: deleted the earlier run's checkpoints and export in %s", folder)
 
 
 def is_main_process() -> bool:
@@ -245,6 +255,7 @@ class PreparedRun:
         """
         from train import preemption, provenance
 
+        clear_earlier_run(self.config)  # the data, arguments and model are built: nothing can refuse the run now
         self.stopper.install()
         try:
             trainer.train(resume_from_checkpoint=str(self.resume_from) if self.resume_from else None)

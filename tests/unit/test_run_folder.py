@@ -134,9 +134,9 @@ def test_judge_eval_run_resumes_only_with_its_settings(data, tmp_path, capsys):
 
 def test_training_refuses_a_folder_with_a_finished_export(tmp_path):
     """A folder holding export/ and no checkpoint-N (it used to be silently overwritten) needs
-    --overwrite_output_dir, which deletes the export first."""
+    --overwrite_output_dir, which deletes the export once training is about to start (``clear_earlier_run``)."""
     from train.config import ConfigError, Seq2SeqConfig
-    from train.recipe_steps import check_output_dir
+    from train.recipe_steps import check_output_dir, clear_earlier_run
 
     folder = tmp_path / "run"
     (folder / "export").mkdir(parents=True)
@@ -144,7 +144,9 @@ def test_training_refuses_a_folder_with_a_finished_export(tmp_path):
     with pytest.raises(ConfigError, match="already holds a finished export/; .*--overwrite-output-dir"):
         check_output_dir(Seq2SeqConfig(output_dir=str(folder)))
     assert (folder / "export" / "model.safetensors").exists()
-    assert check_output_dir(Seq2SeqConfig(output_dir=str(folder), overwrite_output_dir=True)) is None
+    overwrite = Seq2SeqConfig(output_dir=str(folder), overwrite_output_dir=True)
+    assert check_output_dir(overwrite) is None and (folder / "export" / "model.safetensors").exists()
+    clear_earlier_run(overwrite)
     assert not (folder / "export").exists()
 
 

@@ -197,7 +197,7 @@ def test_bf16_weights_only_where_a_float32_copy_is_kept(monkeypatch):
 
 def test_output_dir_rules_keep_runs_apart(tmp_path):
     """A fresh run refuses a folder with checkpoints, --resume needs one, --overwrite_output_dir starts over."""
-    from train.recipe_steps import check_output_dir
+    from train.recipe_steps import check_output_dir, clear_earlier_run
 
     folder = tmp_path / "run"
     fresh = Seq2SeqConfig(output_dir=str(folder))
@@ -216,8 +216,25 @@ def test_output_dir_rules_keep_runs_apart(tmp_path):
     with pytest.raises(ConfigError, match="already holds checkpoint-10; pass --resume"):
         check_output_dir(fresh)
     assert check_output_dir(Seq2SeqConfig(output_dir=str(folder), resume=True)) == folder / "checkpoint-10"
-    assert check_output_dir(Seq2SeqConfig(output_dir=str(folder), overwrite_output_dir=True)) is None
+    overwrite = Seq2SeqConfig(output_dir=str(folder), overwrite_output_dir=True)
+    assert check_output_dir(overwrite) is None and len(list(folder.glob("checkpoint-*"))) == 3  # nothing deleted yet
+    clear_earlier_run(overwrite)
     assert not list(folder.glob("checkpoint-*")) and not (folder / "export").exists()
+
+
+def test_overwrite_keeps_the_earlier_run_when_the_new_one_is_refused(tmp_path, capsys, tiny_causal_dir):
+    """--overwrite-output-dir deletes the earlier run only once the new one is built: a trainer_args key the recipe
+    sets itself, refused after the output folder is checked, exits 2 with checkpoint-2 and export/ still there."""
+    out = tmp_path / "run"
+    (out / "checkpoint-2").mkdir(parents=True)
+    (out / "checkpoint-2" / "trainer_state.json").write_text("{}")
+    (out / "export").mkdir()
+    (out / "export" / "config.json").write_text("{}")
+    code = main(["--config", str(REPO / "configs/train/tiny/seq2seq.yaml"), "--output-dir", str(out),
+                 "--model-name-or-path", str(tiny_causal_dir),  # the session's tiny model: none is built here
+                 "--overwrite-output-dir", "--trainer-args", '{"packing_strategy": "wrapped"}'])
+    assert code == 2 and "trainer_args ['packing_strategy']: the seq2seq recipe sets these itself" in capsys.readouterr().err
+    assert (out / "checkpoint-2" / "trainer_state.json").exists() and (out / "export" / "config.json").exists()
 
 
 # --------------------------------------------------------------------------- trainer_args: any TrainingArguments key
