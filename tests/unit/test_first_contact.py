@@ -23,6 +23,7 @@ from judge.plumbing.retry import EXIT_UNUSABLE
 from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
 from tests.support.first_contact import (NO_KEY, env_without_keys, console_error_line, wait_outcome,
                                          sample_records_file, run_argv, start_judge_eval)
+from tests.support.serve_in_process import await_bring_up
 
 
 UNAUTHORIZED = (401, {"error": {"message": NO_KEY, "type": "authentication_error", "param": None,
@@ -395,7 +396,6 @@ def test_judge_serve_model_entries_carry_its_caps(tiny_causal_dir, monkeypatch):
     """judge-serve (the app, in front of an attached stand-in engine) answers GET /v1/models and /v1/models/{id} with
     the engine's entry, max_model_len included, plus its own judge_max_tokens and max_proxy_tokens
     (judge.wire.ModelLimits), which a client reads back as they were configured."""
-    import time
 
     from fastapi.testclient import TestClient
 
@@ -414,10 +414,8 @@ def test_judge_serve_model_entries_carry_its_caps(tiny_causal_dir, monkeypatch):
         config = ServeConfig(model=str(tiny_causal_dir), served_model_name="attached", generator_url=engine.url,
                              max_model_len=2048, max_tokens=256, max_proxy_tokens=1000, api_key="k").validate()
         with TestClient(create_app(config), base_url="http://localhost") as http:
-            deadline = time.monotonic() + 60
-            while http.get("/ready").status_code != 200:
-                assert time.monotonic() < deadline, "judge-serve never became ready"
-                time.sleep(0.1)
+            await_bring_up(http)
+            assert http.get("/ready").status_code == 200, http.get("/health").text
             auth = {"Authorization": "Bearer k"}
             listed = http.get("/v1/models", headers=auth).json()["data"]
             one = http.get("/v1/models/attached", headers=auth).json()

@@ -14,6 +14,7 @@ from judge.wire import JudgeResult
 from serve.config import ServeConfig
 from serve.rewards import EXTRA_LOG_KEYS, RewardRoute, reward_rule_of
 from tests.support.scripted_endpoint import ScriptedEndpoint
+from tests.support.serve_in_process import await_bring_up
 
 
 def _ok(criterion: str, score: float) -> JudgeResult:
@@ -83,22 +84,9 @@ def _attached_judge_serve(model_dir, monkeypatch, ready: bool = True, **settings
         config = ServeConfig(model=str(model_dir), served_model_name="attached", generator_url=engine.url,
                              max_model_len=1024, max_tokens=128, api_key="k", **settings).validate()
         with TestClient(create_app(config), base_url="http://localhost") as http:
-            _await_bring_up(http)
+            await_bring_up(http)
             assert not ready or http.get("/ready").status_code == 200, http.get("/health").text
             yield http, engine
-
-
-def _await_bring_up(http) -> None:
-    """Wait, on the app's own loop, for judge-serve's start (``serve.supervision._bring_up``, the first of the
-    server's tasks) to end, ready or failed: no polling."""
-    import asyncio
-
-    bring_up = http.app.state.serve.tasks[0]
-
-    async def ended() -> None:
-        await asyncio.wait_for(asyncio.shield(bring_up), 60)
-
-    http.portal.call(ended)
 
 
 def test_a_task_classifier_that_cannot_load_fails_the_start(tiny_causal_dir, monkeypatch, tmp_path):

@@ -10,7 +10,6 @@ then ``POST /tokenize`` with ``{"prompt", "add_special_tokens": false}`` and ``P
 
 from __future__ import annotations
 
-import time
 
 import openai
 import pytest
@@ -19,6 +18,7 @@ from fastapi.testclient import TestClient
 from serve.app import create_app
 from serve.config import ServeConfig
 from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
+from tests.support.serve_in_process import await_bring_up
 
 KEY = "surface-key"
 ENGINE_KEY = "engine-secret-of-this-test"
@@ -81,10 +81,8 @@ def _client(model_dir, engine_url: str, monkeypatch, **settings) -> TestClient:
 
 
 def _ready(client: TestClient) -> TestClient:
-    deadline = time.monotonic() + 120
-    while client.get("/ready").status_code != 200:
-        assert time.monotonic() < deadline, "judge-serve never became ready"
-        time.sleep(0.1)
+    await_bring_up(client)
+    assert client.get("/ready").status_code == 200, client.get("/health").text
     return client
 
 
