@@ -48,7 +48,8 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
     """B minus A, cell by cell, over the instructions both runs scored.
 
     Returns:
-        ``{"a", "b", "judge", "rows", "columns", "cells": {row: {column: {a, b, delta, ci, p_value, verdict}}},
+        ``{"a", "b", "judge", "rows", "columns", "cells": {row: {column: {a, b, delta, ci, p_value, n_resamples,
+        verdict}}},
         "n_instructions", "n_boot", "seed", "alpha", "normalize"}``.
 
     Raises:
@@ -85,6 +86,7 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
     delta = point_b - point_a
     shape = delta.shape
     low, high, p_value = (np.full(shape, np.nan) for _ in range(3))
+    resamples = np.zeros(shape, dtype=np.int64)  # per cell, the resamples whose delta was defined
     if n_boot > 0 and len(shared) >= 2:
         deltas = np.concatenate([resampled_matrices(arrays[1], w) - resampled_matrices(arrays[0], w)
                                  for w in instruction_weights(len(shared), n_boot, seed, key="bench/compare")])
@@ -93,6 +95,7 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
             for j in range(shape[1]):
                 d = per_cell[i, j]
                 d = d[np.isfinite(d)]
+                resamples[i, j] = len(d)
                 low[i, j], high[i, j] = percentile_interval(d, 1.0 - alpha)
                 if len(d):
                     p_value[i, j] = min(1.0, 2.0 * min((d <= 0).mean(), (d >= 0).mean()))
@@ -106,7 +109,8 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
             if math.isfinite(delta[i, j]) and math.isfinite(low[i, j]) and math.isfinite(high[i, j]):
                 verdict = "B higher" if low[i, j] > 0 else "B lower" if high[i, j] < 0 else "no difference"
             cells[r][c] = {"a": _f(point_a[i, j]), "b": _f(point_b[i, j]), "delta": _f(delta[i, j]),
-                           "ci": [_f(low[i, j]), _f(high[i, j])], "p_value": _f(p_value[i, j]), "verdict": verdict}
+                           "ci": [_f(low[i, j]), _f(high[i, j])], "p_value": _f(p_value[i, j]),
+                           "n_resamples": int(resamples[i, j]), "verdict": verdict}
     return {"a": {"run": str(folders[0]), "model": info_a.get("model", "")},
             "b": {"run": str(folders[1]), "model": info_b.get("model", "")}, "judge": info_a.get("judge", ""),
             "rows": rows, "columns": columns, "cells": cells, "n_instructions": len(shared),

@@ -135,7 +135,7 @@ def render_ranking_compare_page(result: Mapping[str, Any]) -> str:
             low, high = cell["ci"]
             verdict = cell["verdict"]
             css = {"B higher": "better", "B lower": "worse"}.get(verdict, "")
-            tip = f"{r} × {c}: A {_fmt(cell['a'], 4)}, B {_fmt(cell['b'], 4)}, {p_phrase(cell['p_value'], result['n_boot'])}"
+            tip = f"{r} × {c}: A {_fmt(cell['a'], 4)}, B {_fmt(cell['b'], 4)}, {p_phrase(cell['p_value'], cell.get('n_resamples', result['n_boot']))}"
             tds.append(f'<td{_diverging(cell["delta"], span)} title="{_e(tip)}">{_fmt(cell["delta"])}'
                        f"<small>[{_fmt(low)}, {_fmt(high)}]</small>"  # as precise as the delta beside it
                        f'<small class="{css}">{_e(verdict)}</small></td>')

@@ -329,7 +329,8 @@ def paired_bootstrap(
     Returns:
         ``{"n", "a", "b", "delta", "ci": [low, high], "p_value"}``: the statistic of each judge on the paired
         items, ``delta = b - a``, its percentile interval, and the two-sided bootstrap p-value of delta = 0
-        (twice the smaller share of resampled deltas on either side of 0, capped at 1).
+        (twice the smaller share of resampled deltas on either side of 0, capped at 1); with ``"n_resamples"``, the
+        resamples whose delta was defined, once any was drawn.
     """
     rng = rng or np.random.default_rng(0)
     columns = [np.asarray(c, dtype=np.float64) for c in (x_a, y_a, x_b, y_b)]
@@ -355,6 +356,7 @@ def paired_bootstrap(
         ]
     )
     deltas = deltas[np.isfinite(deltas)]
+    result["n_resamples"] = int(len(deltas))  # a degenerate resample (one distinct value: no Spearman) is left out
     if len(deltas):
         result["ci"] = percentile_interval(deltas, level)
         result["p_value"] = float(min(1.0, 2.0 * min((deltas <= 0).mean(), (deltas >= 0).mean())))

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from judge.metrics_json.json_record import JsonRecord, read_record
+from judge.metrics_json.json_record import JsonRecord, optional_field, read_record
 from judge.metrics_json.metrics import NUMBER_READERS, Interval, Metrics
 from judge.metrics_json.validity import PairedValidity
 
@@ -40,7 +40,8 @@ class Paired(_ComparisonRecord):
     Attributes:
         n: paired items; a, b: the baseline's and the run's statistic on them; delta: b - a; ci: its percentile
         interval; p_value: the two-sided paired-bootstrap p-value of delta = 0; verdict: "better", "worse", "n.s."
-        or "—" (undefined).
+        or "—" (undefined); n_resamples: the resamples whose delta was defined, over which ``p_value`` is a share
+        (its resolution: a p-value of 0 means below 2 / n_resamples), absent where no resample was drawn.
     """
 
     n: int
@@ -50,11 +51,13 @@ class Paired(_ComparisonRecord):
     ci: Interval
     p_value: float
     verdict: str
+    n_resamples: int | None = optional_field()
 
     @classmethod
     def of(cls, found: Mapping[str, Any], verdict: str) -> Paired:
         """From ``paired_bootstrap``'s result and the call made on it."""
-        return cls(found["n"], found["a"], found["b"], found["delta"], tuple(found["ci"]), found["p_value"], verdict)
+        return cls(found["n"], found["a"], found["b"], found["delta"], tuple(found["ci"]), found["p_value"], verdict,
+                   found.get("n_resamples"))
 
 
 @dataclass(frozen=True)

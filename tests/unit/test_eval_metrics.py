@@ -235,6 +235,20 @@ def test_paired_bootstrap_identical_judges_and_a_uniformly_better_one():
     assert better["ci"] == [-1.0, -1.0] and better["p_value"] == 0.0
 
 
+def test_paired_bootstrap_counts_the_resamples_its_p_value_is_a_share_of():
+    """Spearman on 3 items: a resample that draws one item thrice has no ranks to correlate, so its delta is left
+    out; the p-value is a share of the resamples left (n_resamples), and its floor, 2 / n_resamples, is what a p of
+    0 reads as. With MAE every resample counts."""
+    from eval.reports.report import fmt_p
+
+    x = np.array([0.0, 1.0, 2.0])
+    rho = bootstrap.paired_bootstrap(x, x, x, x[::-1], "spearman", n_boot=400)
+    assert 0 < rho["n_resamples"] < 400  # 3 of the 27 equally likely draws are one item thrice: ~44 left out
+    mae = bootstrap.paired_bootstrap(x + 1, x, x, x, "mae", n_boot=400)
+    assert mae["n_resamples"] == 400 and mae["p_value"] == 0.0 and fmt_p(mae["p_value"], 400) == "< 0.005"
+    assert "n_resamples" not in bootstrap.paired_bootstrap(x + 1, x, x, x, "mae", n_boot=0)
+
+
 def test_paired_bootstrap_uses_only_items_both_judges_scored():
     """Item 0 unscored by A and item 1 by B: the pair covers items 2-4 only."""
     y = np.array([0, 1, 2, 1, 0.0])
