@@ -28,6 +28,7 @@ Steps for one request:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import time
 import uuid
@@ -37,10 +38,11 @@ from typing import Any
 from judge import (PROMPT_VERSION, JudgeResult, Scale, ScoreSource, VerdictError, VerdictFormat, apply_chat,
                    parse_rationale, parse_verdict, render_rationale_target)
 from judge.checkpoints import JudgeKind
+from judge.prompts import PAIRWISE_PROMPT_VERSION
 from judge.criteria_auto import TaskClassifier
 from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage, JudgmentUsage, LmVerdict, PairwiseRequest
 from serve.engine_client import EngineClient, EngineFailure
-from serve.jobs import Job, build_jobs, build_pair_jobs, check_sizes, max_token_chars
+from serve.jobs import PAIRWISE_SCALE, Job, build_jobs, build_pair_jobs, check_sizes, max_token_chars
 from serve.schema import JudgeRequest, RequestError
 from serve.score_reading import level_token_ids, seq2seq_verdict
 
@@ -64,6 +66,17 @@ def verdict_regex(scale: Scale, feedback_max_chars: int, with_score: bool) -> st
         return feedback + r" \[END\]"
     levels = "|".join(re.escape(str(level)) for level in scale.levels)
     return feedback + rf" \[RESULT\] ({levels}) \[END\]"
+
+
+def _off_the_pairwise_scale_fails(result: JudgeResult) -> JudgeResult:
+    """A pairwise verdict off -1/0/1 (a 2, a 0.5) is no verdict: a pointwise judgment off its scale is scored (the
+    paper scores it, flagged), but a 2 and a -2 are no consistent preference. It fails, ``out_of_scale``, as
+    judge-eval's pairwise reader fails it (eval.pairwise.judging)."""
+    if not result.parse_ok or result.score is None or float(result.score) in PAIRWISE_SCALE.levels:
+        return result
+    return dataclasses.replace(result, parse_ok=False, score=None, score_source=None, in_scale=False,
+                               error=VerdictError.OUT_OF_SCALE,
+                               error_reason=f"{result.score:g} is not one of -1, 0, 1 (the pairwise scale)")
 
 
 @dataclass(frozen=True)
@@ -216,7 +229,8 @@ class Judge:
             for task in tasks:
                 task.cancel()
 
-    def _response(self, items: list[JudgeResponseItem], results: list[JudgeResult]) -> JudgeResponse:
+    def _response(self, items: list[JudgeResponseItem], results: list[JudgeResult],
+                  prompt_version: str = PROMPT_VERSION) -> JudgeResponse:
         s = self.settings
         prompt_tokens = sum(r.usage.prompt_tokens for r in results)
         completion_tokens = sum(r.usage.completion_tokens for r in results)
@@ -227,7 +241,7 @@ class Judge:
             model=s.model_name,
             judge_kind=s.kind,
             verdict_format=s.verdict_format,
-            prompt_version=PROMPT_VERSION,
+            prompt_version=prompt_version,
             items=items,
             usage=JudgeResponseUsage(
                 judgments=len(results),
@@ -255,10 +269,10 @@ class Judge:
             lenient=s.lenient,
             constrained=False,  # the verdict regex is the per-criterion one
         )
-        results = await self._judge_jobs(jobs, options)
+        results = [_off_the_pairwise_scale_fails(r) for r in await self._judge_jobs(jobs, options)]
         items = [JudgeResponseItem(index=i, id=pair.id, results=[result])
                  for i, (pair, result) in enumerate(zip(request.pairs, results))]
-        return self._response(items, results)
+        return self._response(items, results, PAIRWISE_PROMPT_VERSION)
 
     def completion_payload(self, job: Job, options: JudgeOptions) -> dict[str, Any]:
         """The ``/v1/completions`` body for one judgment.

@@ -103,3 +103,23 @@ def test_prediction_fields_are_the_row_dataclass():
         PredictionRow.from_json({"judge": "j"})
     with pytest.raises(ValueError, match=r"row 4\.id: required field is missing"):
         PredictionRow.from_json({"id": None}, where="row 4")
+
+
+def test_a_pairwise_verdict_off_minus_one_zero_one_fails_on_the_wire_as_judge_eval_reads_it(qwen_tokenizer):
+    """judge-serve's pairwise route: a verdict of 2 is no preference (a 2 and a -2 are not one), so it crosses the
+    wire as a failed judgment, out_of_scale, not counted as parsed, as judge-eval's own pairwise reader fails it;
+    -1 passes. The response names the pairwise prompt's version, not the pointwise one's."""
+    pair = {"instruction": "Напиши стих.", "answer_1": "Роза красная.", "answer_2": "Фиалка синяя.",
+            "rubrics": "-1: лучше первый\n\n0: одинаково\n\n1: лучше второй"}
+    outputs = iter(["[FEEDBACK] Второй лучше вдвойне. [RESULT] 2 [END]", "[FEEDBACK] Первый. [RESULT] -1 [END]"])
+
+    def respond(path: str, body: dict) -> tuple[int, dict]:
+        return 200, {"choices": [{"text": next(outputs), "finish_reason": "stop"}],
+                     "usage": {"prompt_tokens": 11, "completion_tokens": 7}}
+
+    body, _ = judged(judge_settings(), qwen_tokenizer, {"pairs": [{**pair, "id": "a"}, {**pair, "id": "b"}]}, respond)
+    off, kept = (item["results"][0] for item in body["items"])
+    assert (off["parse_ok"], off["score"], off["error"], off["in_scale"]) == (False, None, "out_of_scale", False)
+    assert off["error_reason"] == "2 is not one of -1, 0, 1 (the pairwise scale)"
+    assert (kept["parse_ok"], kept["score"]) == (True, -1.0)
+    assert body["usage"]["parsed"] == 1 and body["prompt_version"] == judge.prompts.PAIRWISE_PROMPT_VERSION
