@@ -157,6 +157,24 @@ def test_jsonl_that_arrow_would_read_differently_takes_the_row_path(tmp_path):
         load_records_report(_jsonl(tmp_path / "dup.jsonl", [GOOD, GOOD | {"answer": "Другой."}]))
 
 
+def test_a_file_whose_first_list_starts_with_an_abstention_loads_as_row_by_row(tmp_path):
+    """pyarrow's JSON reader builds a malformed list column when the file's first list starts with null (an
+    abstaining first expert, as `judge-eval convert` writes a released row): both loaders give the row path's
+    records instead of an Arrow error far from the file; a byte that is not UTF-8 is named with its row by both."""
+    rows = [ABSTAINING, GOOD]
+    path = _jsonl(tmp_path / "first_abstains.jsonl", rows)
+    expected = _row_path(path, rows)
+    _same(load_records_report(path), expected)
+    columns, _ = judge.load_record_columns(path)
+    assert columns.records() == expected[0] and expected[0][0].expert_scores == (2.0, 1.0)
+    bad = tmp_path / "latin1.jsonl"
+    bad.write_bytes(json.dumps(GOOD | {"answer": "Four"}, ensure_ascii=False).encode().replace(b"Four", b"F\xf6ur")
+                    + b"\n")  # a Latin-1 byte in the answer
+    for load in (judge.load_records, judge.load_record_columns):
+        with pytest.raises(RecordError, match=r"latin1.jsonl: row 0: not UTF-8 text \(byte 0xf6"):
+            load(bad)
+
+
 def test_release_rows_with_unusual_types_still_load(tmp_path):
     """Integer task subtypes and string ids (column-wise) read as the row path reads them."""
     rows = [r | {"task_subsubtype": 3} for r in released_rows()[:3]]
