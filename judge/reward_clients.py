@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from judge.plumbing.retry import RetryPolicy
-from judge.rewards import CriterionReward, Reward, RewardRule, policy_answer, reward_of
+from judge.rewards import CriterionReward, Reward, RewardRule, policy_answer, prompt_opens_reasoning, reward_of
 from judge.verdicts import format_score
 from judge.wire import JudgeResponse
 
@@ -300,7 +300,9 @@ def trl_reward_function(
             crit = fixed if fixed is not None else _criteria(columns[criteria_column][i], f"{criteria_column}[{i}]")
             reference = columns[reference_column][i] if reference_column else None
             task = _task({name: columns[name][i] for name in TASK_FIELDS if name in columns})
-            samples.append(RewardSample(instruction, policy_answer(_text(completion)), crit, reference, task))
+            # A text prompt may end inside a <think> its template opened; a conversational one shows no template.
+            opened = isinstance(prompt, str) and prompt_opens_reasoning(prompt)
+            samples.append(RewardSample(instruction, policy_answer(_text(completion), opened), crit, reference, task))
         chunks = request_chunks(samples, max_items, max_judgments)
         started = time.monotonic()
         answers = await asyncio.gather(*(client.arewards(chunk) for chunk in chunks), return_exceptions=True)

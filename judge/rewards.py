@@ -31,7 +31,8 @@ The rule, step by step (``reward_of``):
 **The answer judged** (``policy_answer``): the policy's text cut at the first end-of-turn or padding token
 (``END_OF_TURN_MARKERS``), then, when it holds a ``</think>``, only what follows the last one (a Qwen3 policy's
 reasoning is not the answer the judge rates; a reasoning block its prompt opened closes there too); a ``<think>``
-never closed is an answer cut inside its reasoning: nothing to judge. An answer with nothing to judge is no judge
+never closed, in the output or at the end of its prompt (where the reward path sees the prompt: judge-serve's
+``/get_reward``, the trl function on text prompts), is an answer cut inside its reasoning: nothing to judge. An answer with nothing to judge is no judge
 failure: it gets ``empty_answer`` (0.0 by default, the worst reward; None to skip it).
 
 Pure functions over ``judge.wire.JudgeResult``: judge-serve's ``/get_reward`` and the shipped trl and verl reward
@@ -51,7 +52,7 @@ from judge.wire import JudgeResult
 
 __all__ = ["RewardRule", "RewardRuleError", "CriterionReward", "Reward", "COMBINE", "ON_FAILURE", "HEAD_VALUES",
            "normalised", "oriented_result_scale", "criterion_reward", "reward_of", "OUT_OF_SCALE", "END_OF_TURN_MARKERS",
-           "policy_answer"]
+           "policy_answer", "prompt_opens_reasoning"]
 
 COMBINE = ("mean", "weighted")
 ON_FAILURE = ("skip", "zero", "scale_min")
@@ -69,17 +70,29 @@ _THINK_OPEN = re.compile(r"<think\s*>", re.IGNORECASE)
 _THINK_CLOSE = re.compile(r"</think\s*>", re.IGNORECASE)
 
 
-def policy_answer(text: str) -> str:
-    """The answer a judge rates in a policy's output (the module docstring's rule); "" when there is none."""
+def policy_answer(text: str, reasoning_opened: bool = False) -> str:
+    """The answer a judge rates in a policy's output (the module docstring's rule); "" when there is none.
+
+    ``reasoning_opened``: the prompt ended inside a ``<think>`` it opened (``prompt_opens_reasoning``; a thinking
+    chat template's generation prompt does), so an output with no ``</think>`` was cut inside that reasoning: there
+    is no answer in it, though the output itself holds no ``<think>``.
+    """
     end = _END.search(text)
     if end:
         text = text[: end.start()]
     closes = list(_THINK_CLOSE.finditer(text))
     if closes:
         text = text[closes[-1].end():]
-    elif _THINK_OPEN.search(text):
+    elif reasoning_opened or _THINK_OPEN.search(text):
         return ""  # cut inside its reasoning
     return text.strip()
+
+
+def prompt_opens_reasoning(prompt: str) -> bool:
+    """Whether ``prompt`` ends inside a reasoning block: its last ``<think>`` comes after its last ``</think>``."""
+    opens = [m.start() for m in _THINK_OPEN.finditer(prompt)]
+    closes = [m.start() for m in _THINK_CLOSE.finditer(prompt)]
+    return bool(opens) and (not closes or opens[-1] > closes[-1])
 
 
 class RewardRuleError(ValueError):

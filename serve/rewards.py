@@ -57,7 +57,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
 from judge.plumbing.journal import JournalWriter
-from judge.rewards import END_OF_TURN_MARKERS, Reward, RewardRule, policy_answer, reward_of
+from judge.rewards import END_OF_TURN_MARKERS, Reward, RewardRule, policy_answer, prompt_opens_reasoning, reward_of
 from judge.wire import JudgeResult
 from serve.config import SERVE_DEFAULT_RULE, ServeConfig
 from serve.engine_client import EngineFailure, EngineUnavailable
@@ -119,8 +119,9 @@ def answer_of(query: str, prompt: str) -> str | None:
         The answer ("" when there is nothing to judge), or None when ``query`` starts with neither ``prompt`` nor
         a tail of it.
     """
+    opened = prompt_opens_reasoning(prompt)  # a thinking template's generation prompt ends in "<think>\n"
     if query.startswith(prompt):
-        return policy_answer(query[len(prompt):])
+        return policy_answer(query[len(prompt):], opened)
     body = query.lstrip("\ufffd")
     anchor = body[:MIN_PROMPT_TAIL]
     if len(anchor) < MIN_PROMPT_TAIL:
@@ -130,10 +131,10 @@ def answer_of(query: str, prompt: str) -> str | None:
         if start < 0:
             return None  # the query's start is nowhere in the prompt
         if body.startswith(prompt[start:]):  # the earliest start that fits: the longest tail
-            return policy_answer(body[len(prompt) - start:])
+            return policy_answer(body[len(prompt) - start:], opened)
         start = prompt.find(anchor, start + 1)
     kept = _longest_tail(prompt, body)
-    return policy_answer(body[kept:]) if kept >= MIN_PROMPT_TAIL else None
+    return policy_answer(body[kept:], opened) if kept >= MIN_PROMPT_TAIL else None
 
 
 def reward_rule_of(config: ServeConfig) -> RewardRule:

@@ -38,6 +38,21 @@ def test_policy_answer_rule(text, answer):
     assert policy_answer(text) == answer
 
 
+def test_a_reasoning_block_the_prompt_opened_and_never_closed_holds_no_answer():
+    """A thinking template's generation prompt ends in "<think>\\n": an output with no "</think>" was cut inside that
+    reasoning, though it holds no "<think>" itself. /get_reward (which sees the prompt) and the trl function on text
+    prompts give it no answer (empty_answer), not the half-written reasoning judged as one."""
+    from judge.rewards import prompt_opens_reasoning
+
+    thinking = "<|im_start|>user\nВопрос<|im_end|>\n<|im_start|>assistant\n<think>\n"
+    assert prompt_opens_reasoning(thinking) and not prompt_opens_reasoning(thinking + "Думаю.</think>\n")
+    assert not prompt_opens_reasoning("<|im_start|>assistant\n")
+    assert answer_of(thinking + "Хм, начну с<|im_end|>", thinking) == ""
+    assert answer_of(thinking + "Думаю.\n</think>\n\nОтвет.<|im_end|>", thinking) == "Ответ."
+    assert policy_answer("Хм, начну с") == "Хм, начну с"  # no prompt seen: the verl path, whose prompt is not passed
+    assert policy_answer("Хм, начну с", reasoning_opened=True) == ""
+
+
 def test_answer_of_needs_the_prompt_as_the_query_start():
     """OpenRLHF's query is prompt + response: the answer is what follows the prompt; another prompt: None."""
     prompt = "<|im_start|>user\nВопрос<|im_end|>\n<|im_start|>assistant\n"
@@ -124,6 +139,22 @@ def test_trl_reward_function_sends_one_request_per_batch_and_logs(monkeypatch):
     assert values == [pytest.approx(0.75), 0.0]  # (2/2 + 1/2) / 2; 0/2
     assert extra == {"judge_verdicts": ["A: 2 — fb | B: 1 — fb", "A: 0 — fb"]}
     assert metrics["judge/judge_failures"] == 0.0 and metrics["judge/failed_requests"] == 0.0
+
+
+def test_trl_text_prompts_that_open_the_reasoning_send_only_answers(monkeypatch):
+    """Text prompts ending in a thinking template's "<think>\\n": a completion that closes it sends what follows;
+    one cut before "</think>" sends nothing and gets the rule's empty_answer (0.0), never its reasoning judged."""
+    def respond(path, body):
+        return 200, judge_response([[scored("A", 2)]] * len(body["items"]))
+
+    prompt = "<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n<think>\n"
+    with ScriptedEndpoint(respond) as endpoint:
+        reward = trl_reward_function(endpoint.base_url.removesuffix("/v1"), retry=NO_WAIT, criteria=["A"],
+                                     instruction_column="q")
+        values = asyncio.run(reward(prompts=[prompt, prompt], completions=["r\n</think>\n\nA1", "r, cut"],
+                                    completion_ids=[[1], [2]], trainer_state=None, q=["Q", "Q"]))
+    assert [body["items"] for _, body in endpoint.requests] == [[{"instruction": "Q", "answer": "A1", "criteria": ["A"]}]]
+    assert values == [1.0, 0.0]
 
 
 def test_request_chunks_keep_each_request_within_both_bounds():
