@@ -311,6 +311,7 @@ def test_a_server_mode_grpo_job_serves_on_the_first_node_and_trains_on_the_rest(
     env = {**{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
            "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "FAKE_SRUN_ARGS": str(tmp_path / "srun"),
            "SLURM_JOB_ID": "77", "SLURM_JOB_NODELIST": "gx-[1-3]", "SLURM_JOB_NUM_NODES": "3",
+           "SLURM_CPUS_PER_TASK": "16", "JUDGE_SRUN_ARGS": "--container-image=judge.sqsh",
            "JUDGE_CACHE_DIR": str(tmp_path / "cache")}  # fmt: skip
     proc = subprocess.run(["bash", str(tmp_path / "job.sbatch")], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
@@ -320,6 +321,8 @@ def test_a_server_mode_grpo_job_serves_on_the_first_node_and_trains_on_the_rest(
     assert "--nodelist=gx-1" in server and server[-3:] == ["Qwen/Qwen3-8B", "8", "8000"]
     assert 'trap "" USR1' in server[server.index("-c") + 1]
     assert "--nodes=2" in training and "--nodelist=gx-2,gx-3" in training
+    for step in (server, training):  # the generation server runs in the job's container, on its CPUs, as training
+        assert "--cpus-per-task=16" in step and "--container-image=judge.sqsh" in step, step
     tail = training[training.index("judge-train", training.index("-c") + 2) + 1:]
     assert tail == ["--config", str(SERVER_GRPO), "--output-dir", str(out), "--resume",
                     "--vllm-server-host", "10.0.0.1", "--vllm-server-port", "8000"]
