@@ -61,12 +61,17 @@ from judge.wire import JudgeResponse
 
 __all__ = ["RewardSample", "judge_request_body", "rewards_from_response", "JudgeRewardClient", "trl_reward_function",
            "compute_score", "compute_score_async", "sample_from_verl", "DEFAULT_TIMEOUT_S", "DEFAULT_MAX_ITEMS",
-           "DEFAULT_MAX_JUDGMENTS", "request_chunks", "TASK_FIELDS"]
+           "DEFAULT_MAX_JUDGMENTS", "DEFAULT_VERL_CONCURRENCY", "request_chunks", "TASK_FIELDS"]
 
 log = logging.getLogger("judge.reward_clients")
 
-#: Seconds one /v1/judge request may take (OpenRLHF's own reward timeout is 180 s).
-DEFAULT_TIMEOUT_S = 180.0
+#: Seconds one /v1/judge request may take: past judge-serve's own bound (``request_timeout_s``, 600 s), so a slow
+#: request is answered by the server (504, retried) rather than abandoned and sent again while the server is still
+#: judging the first copy (each resend would add its whole work to the engines' load).
+DEFAULT_TIMEOUT_S = 630.0
+#: verl's reward loop starts one ``compute_score_async`` per sample at once: at most this many of their requests are
+#: in flight per event loop (judge-serve answers 503 past its ``max_connections``, 512).
+DEFAULT_VERL_CONCURRENCY = 64
 #: Items per /v1/judge request: judge-serve's default ``max_batch_items``.
 DEFAULT_MAX_ITEMS = 64
 #: (item, criterion) judgments per /v1/judge request: judge-serve's default ``max_judgments_per_request``.
@@ -407,9 +412,28 @@ async def compute_score_async(data_source: Any, solution_str: str, ground_truth:
                               extra_info: Mapping[str, Any] | None = None, *, judge_url: str,
                               rule: Mapping[str, Any] | None = None, api_key_env: str = "JUDGE_SERVE_API_KEY",
                               timeout_s: float = DEFAULT_TIMEOUT_S, max_retries: int = 4,
+                              max_concurrent_requests: int = DEFAULT_VERL_CONCURRENCY,
                               **_verl_kwargs: Any) -> dict[str, Any]:
     """verl's custom reward function, awaited by its reward loop (``inspect.iscoroutinefunction``); as
-    ``compute_score``."""
+    ``compute_score``. verl starts one per sample at once: at most ``max_concurrent_requests`` requests are in
+    flight per event loop."""
     client = _verl_client(judge_url, rule, api_key_env, timeout_s, max_retries)
-    rewards = await client.arewards([sample_from_verl(solution_str, ground_truth, extra_info)])
+    sample = sample_from_verl(solution_str, ground_truth, extra_info)
+    async with _verl_slots(max_concurrent_requests):
+        rewards = await client.arewards([sample])
     return _verl_result(rewards[0], client.rule)
+
+
+_VERL_SLOTS: dict[tuple[int, int], Any] = {}
+
+
+def _verl_slots(limit: int):
+    """The running event loop's semaphore of ``limit`` slots (verl may run several loops, one per worker)."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    key = (id(loop), limit)
+    found = _VERL_SLOTS.get(key)
+    if found is None or found[0] is not loop:
+        found = _VERL_SLOTS[key] = (loop, asyncio.Semaphore(limit))
+    return found[1]

@@ -252,6 +252,55 @@ def test_verl_compute_score_sync_and_async_at_the_boundary():
             compute_score(**kwargs, rule={"on_failure": "skip"})
 
 
+def test_verl_async_scores_keep_at_most_the_bound_in_flight():
+    """verl's reward loop starts one compute_score_async per sample at once: with a bound of 4, eight of them reach
+    judge-serve at most 4 at a time. The scripted server holds every request until the test lets one go, and the
+    test lets one go only once every free slot is taken: then exactly 4 are held, and an unbounded client would
+    have had more in (judge-serve, past its max_connections, answers 503)."""
+    import threading
+
+    state = {"arrived": 0, "released": 0, "most_held": 0}
+    changed = threading.Condition()
+    go = threading.Semaphore(0)
+
+    def respond(path, body):
+        with changed:
+            state["arrived"] += 1
+            state["most_held"] = max(state["most_held"], state["arrived"] - state["released"])
+            changed.notify_all()
+        go.acquire()
+        return 200, judge_response([[scored("A", 1)]])
+
+    def let_through() -> None:  # one at a time, each once the held ones fill every slot left (or the client overran)
+        for k in range(8):
+            with changed:
+                assert changed.wait_for(lambda: state["arrived"] - k >= min(4, 8 - k), timeout=30), state
+                state["released"] += 1
+            go.release()
+
+    async def eight(url: str) -> list[dict]:
+        return await asyncio.gather(*(compute_score_async(
+            data_source="d", solution_str=f"ans {k}", ground_truth=None, extra_info={"instruction": "Q", "criteria": ["A"]},
+            judge_url=url, api_key_env="", max_concurrent_requests=4) for k in range(8)))  # fmt: skip
+
+    with ScriptedEndpoint(respond) as endpoint:
+        driver = threading.Thread(target=let_through)
+        driver.start()
+        scores = asyncio.run(eight(endpoint.base_url))
+        driver.join(30)
+    assert [s["score"] for s in scores] == [0.5] * 8 and len(endpoint.requests) == 8
+    assert state["most_held"] == 4
+
+
+def test_the_clients_wait_past_judge_serves_own_request_bound():
+    """A slow request is answered by judge-serve (its 504 after request_timeout_s, retried) instead of abandoned
+    and resent while the server still judges it."""
+    from judge.reward_clients import DEFAULT_TIMEOUT_S
+    from serve.config import ServeConfig
+
+    assert DEFAULT_TIMEOUT_S > ServeConfig(model="m").request_timeout_s
+
+
 def test_rule_for_the_server_is_checked_at_configuration():
     """A bad reward_rule stops judge-serve at its configuration, naming the field."""
     from serve.config import ConfigError, ServeConfig
