@@ -290,6 +290,10 @@ class ClassifierConfig(TrainConfig):
             raise ConfigError("the classifier recipe trains all weights; lora is not supported for it")
 
 
+#: The loss types trl 1.16's GRPOTrainer computes (trl/trainer/grpo_config.py, ``loss_type``).
+GRPO_LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo")
+
+
 @dataclass
 class GRPORecipeConfig(TrainConfig):
     """A judge that thinks, trained by reinforcement against the experts' labels (trl ``GRPOTrainer``).
@@ -360,6 +364,10 @@ class GRPORecipeConfig(TrainConfig):
             raise ConfigError(f"no_unique_mode must be 'drop', 'nearest' or 'skip', got {self.no_unique_mode!r}")
         if self.vllm_mode not in ("colocate", "server"):
             raise ConfigError(f"vllm_mode must be 'colocate' or 'server', got {self.vllm_mode!r}")
+        # trl 1.16's loss types (GRPOConfig.loss_type's help): trl itself refuses another only inside its first
+        # loss computation, after the model and vLLM have loaded.
+        if self.loss_type not in GRPO_LOSS_TYPES:
+            raise ConfigError(f"loss_type must be one of {list(GRPO_LOSS_TYPES)}, got {self.loss_type!r}")
         from train.grpo_rewards import REWARDS
 
         unknown = sorted(set(self.rewards) - set(REWARDS))

@@ -42,7 +42,7 @@ logger = logging.getLogger(__name__)
 #: The vLLM releases trl 1.16 generates with (trl/import_utils.py ``is_vllm_available`` warns outside 0.22.0-0.31.0;
 #: its ``vllm`` extra pins the same). judge-serve's line is 0.32 (``serve.engine_version.SUPPORTED_VLLM``); the
 #: ``grpo-gpu`` extra in pyproject.toml pins this range for the training environment.
-TRAINING_VLLM = ">=0.22.0,<0.32"
+TRAINING_VLLM = ">=0.22.0,<=0.31.0"
 
 
 # ---------------------------------------------------------------------------------------------------------------

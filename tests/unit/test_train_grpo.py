@@ -186,12 +186,23 @@ def test_the_tiny_config_parses_and_a_flag_overrides_it(monkeypatch):
         assert getattr(defaults, name) == getattr(trl_defaults, name), name
 
 
+def test_grpo_loss_types_are_trls():
+    """The loss types the config takes are those trl's GRPOConfig documents."""
+    from trl import GRPOConfig
+
+    from train.config import GRPO_LOSS_TYPES
+
+    documented = GRPOConfig.__dataclass_fields__["loss_type"].metadata["help"]
+    assert all(f"'{name}'" in documented for name in GRPO_LOSS_TYPES)
+
+
 @pytest.mark.parametrize("text, message", [
     ("recipe: grpo\nglobal_batch_size: 6\nnum_generations: 4\n", "must be a multiple of num_generations 4"),
     ("recipe: grpo\nrewards: {length_reward: 1.0}\n", "unknown reward"),
     ("recipe: grpo\neval_fraction: 0.1\n", "takes no validation set"),
     ("recipe: grpo\nno_unique_mode: median\n", "no_unique_mode must be"),
     ("recipe: grpo\nvllm_mode: remote\n", "vllm_mode must be"),
+    ("recipe: grpo\nloss_type: daop\n", "loss_type must be one of .*'dapo'"),  # trl: only at its first loss
     ("recipe: grpo\ntrainer_args: {beta: 0.1}\n", "'beta' is a key of this config"),
 ])
 def test_bad_grpo_settings_are_refused(tmp_path, text, message):
@@ -218,6 +229,8 @@ def test_judge_train_grpo_help(capsys):
 def test_training_generation_uses_trls_vllm_line_and_serving_its_own():
     """trl 1.16 generates with vLLM 0.22-0.31 (it warns on the installed 0.32); the grpo-gpu extra pins that range
     (TRAINING_VLLM), judge-serve's gpu extra the 0.32 line, and the two admit no common release."""
+    from importlib import metadata
+
     from packaging.specifiers import SpecifierSet
     from trl.import_utils import is_vllm_available
 
@@ -226,7 +239,10 @@ def test_training_generation_uses_trls_vllm_line_and_serving_its_own():
     extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert extras["grpo-gpu"] == [f"vllm{grpo.TRAINING_VLLM}"]
     training, serving = SpecifierSet(grpo.TRAINING_VLLM), SpecifierSet(SUPPORTED_VLLM)
-    assert {v for v in ("0.22.0", "0.31.0", "0.31.2") if v in training} == {"0.22.0", "0.31.0", "0.31.2"}
+    # trl's own vllm extra and its version check stop at 0.31.0 (a 0.31.2 gets its warning)
+    assert {v for v in ("0.21.9", "0.22.0", "0.31.0", "0.31.2") if v in training} == {"0.22.0", "0.31.0"}
+    trl_vllm = next(r for r in metadata.requires("trl") if r.startswith("vllm") and "extra ==" in r)
+    assert SpecifierSet(trl_vllm.split(";")[0].removeprefix("vllm")) == training
     assert not any(v in training for v in ("0.21.9", "0.32.0")) and not any(v in serving for v in ("0.31.0", "0.22.0"))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
