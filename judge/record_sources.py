@@ -24,7 +24,7 @@ __all__ = ["load_record_columns", "load_records", "load_records_report", "source
 
 logger = logging.getLogger(__name__)
 
-_SHARD_NAME = re.compile(r"^(?P<split>.+?)-\d+-of-\d+\.parquet$")
+_SHARD_NAME = re.compile(r"^(?P<split>.+?)-(?P<k>\d+)-of-(?P<n>\d+)\.parquet$")
 _SAVE_TO_DISK_FILES = ("dataset_info.json", "state.json", "dataset_dict.json")
 
 
@@ -119,11 +119,33 @@ def _parquet_shards(folder: Path, split: str | None) -> list[Path]:
         by_split.setdefault(match.group("split") if match else "", []).append(shard)
     if split is None:
         if len(by_split) == 1:
-            return shards
-        split = "test"
+            split = next(iter(by_split))
+        else:
+            split = "test"
     if split not in by_split:
         raise ValueError(f"{folder}: no shards of split {split!r}; available: {sorted(by_split)}")
+    _refuse_missing_shards(folder, by_split[split])
     return by_split[split]
+
+
+def _refuse_missing_shards(folder: Path, shards: list[Path]) -> None:
+    """ValueError naming the shards a split's ``-0000k-of-0000n`` names say are missing (an interrupted download
+    would otherwise load as a smaller benchmark without a word)."""
+    named = [m for m in (_SHARD_NAME.match(shard.name) for shard in shards) if m]
+    counts = {int(m.group("n")) for m in named}
+    if not named or len(counts) != 1:
+        if len(counts) > 1:
+            raise ValueError(f"{folder}: the shards disagree on how many there are ({sorted(counts)}): "
+                             f"{[shard.name for shard in shards]}")
+        return
+    (total,) = counts
+    have = {int(m.group("k")) for m in named}
+    missing = sorted(set(range(total)) - have)
+    if missing:
+        width = len(named[0].group("k"))
+        shown = ", ".join(f"{k:0{width}d}" for k in missing[:10]) + (" ..." if len(missing) > 10 else "")
+        raise ValueError(f"{folder}: split {named[0].group('split')!r} has {len(have)} of its {total} shards; "
+                         f"missing: {shown} (an interrupted download? fetch it again)")
 
 
 def _looks_like_dataset_name(name: str, path: Path) -> bool:

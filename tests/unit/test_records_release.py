@@ -113,6 +113,15 @@ def test_jsonl_round_trip_keeps_abstentions_and_released_fields(released, tmp_pa
     assert written["expert_scores"] == [0.0, None, 0.0]  # the project's schema: null for the abstention
 
 
+def test_a_shard_folder_missing_a_shard_is_refused_naming_it(released):
+    """The hub's names say how many shards a split has (test-0000k-of-00003): a folder holding two of three (an
+    interrupted download) is refused, naming the missing one, by both loaders, never loaded as a smaller benchmark."""
+    (released / "data" / "test-00001-of-00003.parquet").unlink()
+    for load in (judge.load_records, judge.load_record_columns):
+        with pytest.raises(ValueError, match=r"split 'test' has 2 of its 3 shards; missing: 00001"):
+            load(released)
+
+
 def test_project_schema_null_is_an_abstention_and_minus_one_a_score():
     """In the project's JSONL schema null abstains; -1 is a real level; the derived aggregate leaves abstentions out."""
     base = {"id": "p1", "instruction": "И", "answer": "О", "criteria_name": "К", "rubrics": "-1: плохо\n\n0: так\n\n1: да"}
