@@ -287,6 +287,8 @@ FOREIGN_FLAGS = {
     "--local-dir": "huggingface-cli download",
     "--mem": "sbatch (given through --sbatch-arg)",
     "--exclusive": "sbatch (given through --sbatch-arg)",
+    "--nproc_per_node": "torchrun (one judge-train process per GPU)",
+    "--no-python": "torchrun (one judge-train process per GPU)",
 }
 #: A flag in a message, and the word after it when that word ends the phrase (``(--zero-shot allow)``, ``--x y;``):
 #: a value, to check against the flag's choices (``--recipe with every field`` is prose, not a value).
