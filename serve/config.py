@@ -254,6 +254,8 @@ class ServeConfig:
         if rule.empty_answer is None:
             raise ConfigError("reward_rule.empty_answer: null gives an empty answer no reward, which OpenRLHF cannot "
                               "take; give a number (the default 0.0 is the worst reward)")
+        if self.criteria_threshold is not None and not 0.0 <= self.criteria_threshold <= 1.0:  # NaN included
+            raise ConfigError(f"criteria_threshold: a task-type probability, from 0 to 1; got {self.criteria_threshold}")
         if self.criteria_classifier not in ("", "tfidf", "llm", "head"):
             raise ConfigError(f"criteria_classifier: {self.criteria_classifier!r} is not one of tfidf, llm, head")
         if self.criteria_classifier in ("llm", "head") and not self.criteria_classifier_path:

@@ -105,6 +105,8 @@ class RunConfig:
                 raise ConfigError(f"{key}: must be positive, got {getattr(self, key)}")
         if not self.out:
             raise ConfigError("out: an output folder is required (--out DIR)")
+        if self.criteria_threshold is not None and not 0.0 <= self.criteria_threshold <= 1.0:  # NaN included
+            raise ConfigError(f"criteria_threshold: a task-type probability, from 0 to 1; got {self.criteria_threshold}")
         if self.criteria not in ("", "auto"):
             raise ConfigError(f"criteria: {self.criteria!r} is not one of '', auto")
         if self.criteria == "auto" and self.criteria_classifier != "tfidf" and not self.criteria_classifier_path:

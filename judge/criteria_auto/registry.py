@@ -42,6 +42,8 @@ def classifier_from_settings(method: str, location: str, model: str = "", thresh
         threshold: below this task-type probability the choice falls back; None: the classifier's own (a tfidf
             artefact records the one chosen at training; ``DEFAULT_THRESHOLD`` for the others).
     """
+    if threshold is not None and not 0.0 <= threshold <= 1.0:  # NaN too: it would turn the fallback off unseen
+        raise ValueError(f"criteria_threshold: a task-type probability, from 0 to 1; got {threshold}")
     if not location:
         if method != "tfidf":
             raise ValueError(f"task classifier {method!r}: no artefact folder or URL given")

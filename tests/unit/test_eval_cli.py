@@ -138,10 +138,13 @@ def test_shipped_eval_configs_parse_and_validate(path):
     ("max_retries", -1, "must be >= 0"), ("backoff_s", -1.0, "must be >= 0"),
     ("timeout_s", 0.0, "must be positive"), ("connect_timeout_s", -1.0, "must be positive"),
     ("server_timeout_s", 0.0, "must be positive"),
+    # NaN would turn criteria auto's fallback off without a word (no probability is below it)
+    ("criteria_threshold", float("nan"), "a task-type probability, from 0 to 1"),
+    ("criteria_threshold", 7.0, "a task-type probability, from 0 to 1"),
 ])  # fmt: skip
 def test_run_settings_out_of_range_are_refused_naming_the_field(field, value, says):
     with pytest.raises(ConfigError, match=f"^{field}: {says}"):
-        RunConfig(judge="http://127.0.0.1:9/v1", out="runs/x", **{field: value}).validate()
+        RunConfig(judge="http://127.0.0.1:9/v1", out="runs/x", criteria="auto", **{field: value}).validate()
 
 
 def test_cli_flags_override_the_yaml(tmp_path):
