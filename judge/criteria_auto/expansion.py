@@ -88,6 +88,7 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
             expert labels (they belong to one criterion), naming the source, row and field.
     """
     items, choices = [], []
+    seen: dict[str, int] = {}  # row id -> the row that first gave it
     for i, row in enumerate(rows):
         if row.get("criteria_name"):
             items.append(dict(row))
@@ -99,7 +100,12 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
         if labelled:
             raise ValueError(f"{source} row {i}: field '{labelled[0]}' labels one criterion, but the row names none "
                              "(criteria_name) for criteria: auto to expand; give criteria_name, or drop the labels")
-        row_id = str(row.get("id") or i)
+        given = row.get("id")
+        row_id = str(i) if given is None or given == "" else str(given)  # an id of 0 is an id, not "none given"
+        if row_id in seen:
+            raise ValueError(f"{source} row {i}: id {row_id!r} repeats the id of row {seen[row_id]}: its items' ids "
+                             "(<row id>::<criterion id>) would collide")
+        seen[row_id] = i
         carried = {k: row[k] for k in _CARRIED if k in row and k != "id"}
         got, record = expand_criteria(row["instruction"], row["answer"], classifier, extra=carried)
         for item in got:
@@ -121,7 +127,9 @@ def expand_file(source: str | Path, out_dir: str | Path, classifier: TaskClassif
         raise ValueError(f"{source}: criteria: auto reads (instruction, answer) rows from a .jsonl file "
                          "(judge-eval convert writes one from any source)")
     rows = []
-    for i, line in enumerate(source.read_text(encoding="utf-8").splitlines()):
+    # Lines end at "\n" only: str.splitlines would also split inside a string holding U+2028 or U+0085, which
+    # json.dumps(ensure_ascii=False) writes raw (as write_jsonl and judge-eval convert do).
+    for i, line in enumerate(source.read_text(encoding="utf-8").split("\n")):
         if line.strip():
             try:
                 row = json.loads(line)

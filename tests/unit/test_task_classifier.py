@@ -413,6 +413,31 @@ def test_expand_rows_expands_unlabelled_rows_and_passes_labelled_ones():
     assert choices == [{"row": 0, "id": "q1", **choose_from_scores({"Advice": 0.9}, "fixed").to_dict()}]
 
 
+def test_expand_rows_item_ids_never_collide():
+    """A row id of 0 is that row's id (it once read as "none given" and became its index, another row's id); a
+    repeated row id is refused naming both rows, since its items' ids would repeat."""
+    from judge.criteria_auto import expand_rows
+
+    rows = [{"id": 1, "instruction": "Дай совет", "answer": "Спи."}, {"id": 0, "instruction": "Дай совет", "answer": "Ешь."}]
+    items, _ = expand_rows(rows, _Fixed({"Advice": 0.9}))
+    ids = [item["id"] for item in items]
+    assert len(ids) == len(set(ids)) and {i.split("::")[0] for i in ids} == {"1", "0"}
+    with pytest.raises(ValueError, match=r"data.jsonl row 1: id 'q' repeats the id of row 0"):
+        expand_rows([{"id": "q", "instruction": "a", "answer": "b"}] * 2, _Fixed({"Advice": 0.9}), "data.jsonl")
+
+
+def test_expand_file_keeps_a_line_whose_text_holds_a_line_separator(tmp_path):
+    """U+2028 inside a string, written raw by json.dumps(ensure_ascii=False), is no line end of JSONL."""
+    from judge import load_records
+    from judge.criteria_auto import expand_file
+
+    src = tmp_path / "pairs.jsonl"
+    src.write_text(json.dumps({"id": "a", "instruction": "Дай\u2028совет", "answer": "Спи.\u0085"},
+                              ensure_ascii=False) + "\n", encoding="utf-8")
+    records = load_records(expand_file(src, tmp_path / "out", _Fixed({"Advice": 0.9})))
+    assert records and {r.instruction for r in records} == {"Дай\u2028совет"}
+
+
 def test_expand_rows_names_a_row_without_answer():
     """A row with no answer is an error naming the source and row, not a silently dropped item."""
     from judge.criteria_auto import expand_rows
