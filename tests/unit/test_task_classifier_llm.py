@@ -83,6 +83,7 @@ def test_llm_answer_outside_the_options_is_a_fallback_value():
     with ScriptedEndpoint(lambda path, body: (200, _answer("Кулинария", None))) as ep:
         choice = LLMClassifier(ep.base_url, "scripted").choose("Как испечь хлеб?")
     assert choice.fallback is True and choice.label == "" and "'Кулинария' at level 0" in choice.reason
+    assert choice.level == "fallback"
     assert choice.criteria == fallback_criteria()
     items, record = expand_criteria("Как испечь хлеб?", "Никак.", choice)
     assert len(items) == len(fallback_criteria()) and items[0]["task_type"] == "" and record["label"] == ""
@@ -96,8 +97,22 @@ def test_llm_without_logprobs_has_no_probability_and_no_threshold():
     assert choice.criteria == leaf_of("Advice").criteria
 
 
+def test_llm_decides_by_the_task_types_probability_then_the_leafs_share():
+    """As for every method (docs/criteria-auto.md): the threshold applies to the task type's probability, the first
+    level's answer, not to the leaf's; a leaf under half of its type (the lower levels' answers) gives the criteria
+    the type's leaves share. Type 0.95, then 0.7 and 0.7 below it: the leaf's 0.4655 would have fallen back under a
+    threshold of 0.5, but the type is sure (0.95) and the leaf holds 0.49 of it: the task type decides."""
+    table = {"Summarizing": ("Summarizing", [math.log(0.95)]), "Brief retelling": ("Brief retelling", [math.log(0.7)]),
+             "Scientific text": ("Literary text", [math.log(0.7)])}  # fmt: skip
+    with ScriptedEndpoint(_scripted(table)) as ep:
+        choice = LLMClassifier(ep.base_url, "scripted", threshold=0.5).choose("Перескажи кратко рассказ")
+    assert (choice.level, choice.fallback) == ("task_type", False)
+    assert choice.task_type_probability == pytest.approx(0.95) and choice.probability == pytest.approx(0.95 * 0.49)
+    assert "leaf share 0.490 of its task type" in choice.reason
+
+
 def test_llm_low_probability_falls_back():
-    """A leaf probability below the threshold (exp(-1) = 0.37 < 0.5) falls back with the reason."""
+    """A task-type probability below the threshold (exp(-1) = 0.37 < 0.5) falls back with the reason."""
     with ScriptedEndpoint(_scripted({"Advice": ("Advice", [-1.0])})) as ep:
         choice = LLMClassifier(ep.base_url, "scripted").choose("Дай совет")
     assert choice.fallback is True and choice.label == "Advice" and "0.368 < threshold 0.500" in choice.reason
