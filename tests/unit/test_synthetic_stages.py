@@ -332,6 +332,32 @@ def test_instructions_stage_resumes_from_its_journal(scripted, tmp_path):
     assert len(server.received) == sent + 1
 
 
+def test_a_job_whose_request_failed_is_asked_again_by_the_next_run(scripted, tmp_path):
+    """An endpoint down for one job past its retries: the job is journalled as request_failed and dropped for that
+    run; the next run asks it again (the outage was not its answer), and its answer is kept. A job the endpoint
+    answered, however badly, is final and not asked again."""
+    from train.synthetic.generation import render_generation_prompt
+
+    table = _instructions_table()
+    hard = ("gen-a", render_generation_prompt(_editing(), "hard"))
+    table[hard] = [500, "[PROBLEM] Исправьте пунктуацию: «Привет как дела» [END]"]
+    server = scripted(table)
+    config = _write_yaml(tmp_path / "instructions.yaml",
+                         INSTRUCTIONS_YAML.format(url=server.base_url).replace("max_retries: 2", "max_retries: 0"))
+    out = tmp_path / "instructions"
+    argv = ["instructions", "--config", str(config), "--output", str(out)]
+    assert main(argv) == 0
+    dropped = {d["drop_reason"] for d in _jsonl(out / "dropped.jsonl") if d["difficulty"] == "hard"}
+    assert "request_failed" in dropped
+    sent = len(server.received)
+    assert main(argv) == 0
+    asked_again = [b for b in server.received[sent:]]
+    assert [b["messages"][-1]["content"] for b in asked_again] == [hard[1]] * len(asked_again) and asked_again
+    kept = [r for r in _jsonl(out / "instructions.jsonl") if r["difficulty"] == "hard"]
+    assert [r["instruction"] for r in kept] == ["Исправьте пунктуацию: «Привет как дела»"]
+    assert "request_failed" not in {d["drop_reason"] for d in _jsonl(out / "dropped.jsonl")}
+
+
 def test_generators_share_the_jobs(scripted, tmp_path):
     """Two generators with shares 1 and 2 get 2 and 4 of the 6 jobs (largest remainder of 2 and 4)."""
     server = scripted({**_instructions_table("gen-a"), **_instructions_table("gen-b")})

@@ -171,7 +171,8 @@ def test_no_unique_mode_any_and_tolerance_and_item_cap(teacher, tmp_path):
 
 def test_retuning_and_resuming_reuse_the_journal(teacher, tmp_path):
     """A run limited to the first item, then the full run: only B's four traces are asked. A rerun with another
-    tolerance asks nothing and re-decides from the journal. A journal line torn by a kill is asked again, alone."""
+    tolerance asks again only the trace whose request failed (the outage was not the teacher's answer) and
+    re-decides the rest from the journal. A journal line torn by a kill is asked again, alone."""
     inputs = write_inputs(tmp_path)
     config = write_config(tmp_path, teacher.base_url)
     out = tmp_path / "traces"
@@ -181,18 +182,21 @@ def test_retuning_and_resuming_reuse_the_journal(teacher, tmp_path):
     assert main(argv) == 0
     assert len(teacher.requests) == 8 and json.loads((out / "summary.json").read_text())["kept"] == 3
 
+    teacher.left["B"] = [reply("1")]  # what B's trace whose request failed (the 500) gets when asked again
     assert main([*argv, "--tolerance", "1"]) == 0
-    assert len(teacher.requests) == 8
-    assert json.loads((out / "summary.json").read_text())["kept"] == 4  # A's "1" agrees within 1 point
+    assert len(teacher.requests) == 9
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["kept"] == 4  # A's "1" agrees within 1 point; B's re-asked "1" has no reasoning: dropped
+    assert "request_failed" not in summary.get("failed_by_reason", {})
 
     lines = (out / "journal.jsonl").read_text(encoding="utf-8").splitlines()
     torn = json.loads(lines[-1])["key"]
     (out / "journal.jsonl").write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:20], encoding="utf-8")
     teacher.left["B"] = [reply("1")]  # what the re-asked trace gets (B's script is spent)
     assert main(argv) == 0
-    assert len(teacher.requests) == 9
+    assert len(teacher.requests) == 10
     keys = [json.loads(line)["key"] for line in (out / "journal.jsonl").read_text().splitlines()]
-    assert keys.count(torn) == 1 and len(keys) == 8
+    assert keys.count(torn) == 2 and len(keys) == 9  # its failed row of the first run, then its answer
 
 
 def test_zero_shot_and_benchmark_rows_are_refused_as_build_data_refuses_them(teacher, tmp_path, capsys):

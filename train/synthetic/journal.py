@@ -2,7 +2,8 @@
 
 Every stage writes one folder::
 
-    journal.jsonl   one line per finished job (appended as jobs finish; a rerun skips the keys it finds here)
+    journal.jsonl   one line per finished job (appended as jobs finish; a rerun skips the keys it finds here, but
+                    asks again a job whose request failed: the endpoint's outage is not the job's answer)
     <stage>.jsonl   the kept rows
     dropped.jsonl   the dropped rows, each with its ``drop_reason``
     dataset/        the kept rows as a ``datasets`` folder (``datasets.load_from_disk``)
@@ -27,7 +28,7 @@ from typing import Any
 
 from judge.plumbing.journal import JournalWriter, open_journal, read_jsonl
 
-__all__ = ["Journal", "run_jobs", "write_stage_outputs", "read_rows", "log"]
+__all__ = ["Journal", "run_jobs", "request_failed", "write_stage_outputs", "read_rows", "log"]
 
 
 def log(message: str) -> None:
@@ -54,6 +55,14 @@ class Journal:
             self.rows[row["key"]] = row
 
 
+def request_failed(row: dict) -> bool:
+    """Whether a journalled job failed for want of an answer (the endpoint never answered after its retries): such a
+    job is asked again when the stage runs again, where one the endpoint answered, however badly, is final. Every
+    stage journals ``ok: False`` for that; annotate also for a verdict it could not use (``error: verdict_...``),
+    which is the teacher's answer."""
+    return row.get("ok") is False and not str(row.get("error") or "").startswith("verdict_")
+
+
 def run_jobs(
     jobs: Iterable[tuple[str, Any]],
     work: Callable[[Any], dict],
@@ -61,7 +70,8 @@ def run_jobs(
     concurrency: int,
     desc: str,
 ) -> int:
-    """Run ``work(payload)`` for every job whose key is not in the journal, ``concurrency`` at a time.
+    """Run ``work(payload)`` for every job whose key is not in the journal, or whose journalled request failed
+    (``request_failed``: a rerun after an outage recovers them; the newer row wins), ``concurrency`` at a time.
 
     Args:
         jobs: (key, payload) pairs.
@@ -75,7 +85,11 @@ def run_jobs(
     """
     from tqdm import tqdm
 
-    todo = [(key, payload) for key, payload in jobs if key not in journal]
+    jobs = list(jobs)
+    failed = [key for key, _ in jobs if key in journal and request_failed(journal.rows[key])]
+    todo = [(key, payload) for key, payload in jobs if key not in journal or request_failed(journal.rows[key])]
+    if failed:
+        log(f"{desc}: asking again the {len(failed)} jobs whose request failed on an earlier run")
     if not todo:
         return 0
 
