@@ -110,7 +110,8 @@ BAD = [
     ({"items": [{**ITEM, "instruction": ["list"], "criteria": ["Креативность"]}]}, 400, "items[0].instruction"),
     ({"items": [{**ITEM, "task_type": "No such task"}]}, 400, "items[0].task_type"),
     ({"items": [{**ITEM, "criteria": ["Креативность"]}], "max_tokens": 100000}, 400, "max_tokens"),
-    ({"items": [{**ITEM, "answer": "слово " * 2100, "criteria": ["Креативность"]}]}, 400, "items[0].criteria[0]"),
+    # The answer alone is over the prompt's budget: the item is refused before any criterion's prompt is rendered
+    ({"items": [{**ITEM, "answer": "слово " * 2100, "criteria": ["Креативность"]}]}, 400, "items[0]"),
     ({"items": [{**ITEM, "criteria": ["Креативность"]}] * 65}, 400, "items"),
     ({"model": "other-judge", "items": [{**ITEM, "criteria": ["Креативность"]}]}, 404, "model"),
 ]
