@@ -260,6 +260,17 @@ def test_a_named_key_variable_that_is_unset_is_a_configuration_error(monkeypatch
         client_api_key("", "NOT_SET_ANYWHERE", command="judge-eval run")
 
 
+def _slurm_stand_ins(bin_dir: Path, tmp_path: Path, **env: str) -> dict[str, str]:
+    """srun (recording the command it was given in ``tmp_path/srun.args``) and judge-eval stand-ins first on PATH,
+    and the job's environment: this process's without Slurm's and the scripts' variables, then ``env``."""
+    (bin_dir / "srun").write_text(f'#!/bin/bash\nprintf "%s\\n" "$@" > {tmp_path}/srun.args\n', encoding="utf-8")
+    (bin_dir / "judge-eval").write_text("#!/bin/bash\nexit 0\n", encoding="utf-8")
+    for name in ("srun", "judge-eval"):
+        (bin_dir / name).chmod(0o755)
+    return {**{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
+            "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "SLURM_JOB_NODELIST": "n1", **env}
+
+
 def test_slurm_merge_job_reads_relative_paths_against_the_submit_folder(tmp_path):
     """slurm/eval_merge.sbatch, started in another folder (``--chdir``) with relative JUDGE_EVAL_DATA and
     JUDGE_EVAL_OUT, merges the shards of the submit folder and scores them with absolute paths."""
@@ -269,14 +280,8 @@ def test_slurm_merge_job_reads_relative_paths_against_the_submit_folder(tmp_path
     (submit / "data.jsonl").write_text("{}\n", encoding="utf-8")
     for k in (0, 1):
         (submit / "eval" / "shards" / str(k) / "predictions.jsonl").write_text(f'{{"id": "{k}"}}\n', encoding="utf-8")
-    # srun and judge-eval stand-ins: srun records the command it was given.
-    (bin_dir / "srun").write_text(f'#!/bin/bash\nprintf "%s\\n" "$@" > {tmp_path}/srun.args\n', encoding="utf-8")
-    (bin_dir / "judge-eval").write_text("#!/bin/bash\nexit 0\n", encoding="utf-8")
-    for name in ("srun", "judge-eval"):
-        (bin_dir / name).chmod(0o755)
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
-           "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "n1",
-           "SLURM_SUBMIT_DIR": str(submit), "JUDGE_EVAL_DATA": "data.jsonl", "JUDGE_EVAL_OUT": "eval"}
+    env = _slurm_stand_ins(bin_dir, tmp_path, SLURM_JOB_ID="7", SLURM_SUBMIT_DIR=str(submit),
+                           JUDGE_EVAL_DATA="data.jsonl", JUDGE_EVAL_OUT="eval")
     repo = Path(__file__).resolve().parents[2]
     proc = subprocess.run(["bash", str(repo / "slurm" / "eval_merge.sbatch"), "--n-boot", "0"], cwd=elsewhere, env=env,
                           capture_output=True, text=True, timeout=30)
@@ -297,12 +302,8 @@ def test_slurm_merge_job_merges_exactly_the_arrays_shards(tmp_path):
     (out / "shards" / "count").write_text("2\n", encoding="utf-8")
     (tmp_path / "data.jsonl").write_text("{}\n", encoding="utf-8")
     bin_dir.mkdir()
-    for name in ("srun", "judge-eval"):
-        (bin_dir / name).write_text("#!/bin/bash\nexit 0\n", encoding="utf-8")
-        (bin_dir / name).chmod(0o755)
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
-           "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "n1",
-           "SLURM_SUBMIT_DIR": str(tmp_path), "JUDGE_EVAL_DATA": "data.jsonl", "JUDGE_EVAL_OUT": "eval"}
+    env = _slurm_stand_ins(bin_dir, tmp_path, SLURM_JOB_ID="7", SLURM_SUBMIT_DIR=str(tmp_path),
+                           JUDGE_EVAL_DATA="data.jsonl", JUDGE_EVAL_OUT="eval")
     script = str(Path(__file__).resolve().parents[2] / "slurm" / "eval_merge.sbatch")
 
     def merge() -> subprocess.CompletedProcess:
@@ -327,16 +328,10 @@ def test_slurm_eval_array_task_writes_its_shard_under_the_submit_folder_and_the_
     for folder in (submit, elsewhere, bin_dir):
         folder.mkdir()
     (submit / "data.jsonl").write_text("".join(f'{{"id": "{k}"}}\n' for k in range(4)), encoding="utf-8")
-    (bin_dir / "srun").write_text(f'#!/bin/bash\nprintf "%s\\n" "$@" > {tmp_path}/srun.args\n', encoding="utf-8")
-    (bin_dir / "judge-eval").write_text("#!/bin/bash\nexit 0\n", encoding="utf-8")
-    for name in ("srun", "judge-eval"):
-        (bin_dir / name).chmod(0o755)
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
-           "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "SLURM_JOB_ID": "8", "SLURM_JOB_NODELIST": "n1",
-           "SLURM_ARRAY_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_MIN": "0",
-           "SLURM_ARRAY_TASK_MAX": "1", "SLURM_ARRAY_TASK_COUNT": "2", "SLURM_SUBMIT_DIR": str(submit),
-           "JUDGE_EVAL_JUDGE": "http://judge:8000/v1", "JUDGE_EVAL_DATA": "data.jsonl", "JUDGE_EVAL_OUT": "eval",
-           "JUDGE_CACHE_DIR": str(tmp_path / "cache")}
+    env = _slurm_stand_ins(bin_dir, tmp_path, SLURM_JOB_ID="8", SLURM_ARRAY_JOB_ID="7", SLURM_ARRAY_TASK_ID="1",
+                           SLURM_ARRAY_TASK_MIN="0", SLURM_ARRAY_TASK_MAX="1", SLURM_ARRAY_TASK_COUNT="2",
+                           SLURM_SUBMIT_DIR=str(submit), JUDGE_EVAL_JUDGE="http://judge:8000/v1",
+                           JUDGE_EVAL_DATA="data.jsonl", JUDGE_EVAL_OUT="eval", JUDGE_CACHE_DIR=str(tmp_path / "cache"))
     script = str(Path(__file__).resolve().parents[2] / "slurm" / "eval.sbatch")
     proc = subprocess.run(["bash", script], cwd=elsewhere, env=env, capture_output=True, text=True, timeout=30)
     assert proc.returncode == 0, proc.stderr

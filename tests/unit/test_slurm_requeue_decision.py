@@ -28,6 +28,20 @@ if [ "$1" = show ]; then echo "$FAKE_SCONTROL_RECORD"; exit 0; fi
 exit 0
 """
 
+def _fake_scontrol(tmp_path: Path, monkeypatch, record: str) -> Path:
+    """FAKE_SCONTROL first on PATH, answering ``scontrol show job`` with job 7's ``record``; returns the file its
+    calls are written to (absent until it is called)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "scontrol").write_text(FAKE_SCONTROL)
+    (bin_dir / "scontrol").chmod(0o755)
+    calls = tmp_path / "calls.txt"
+    monkeypatch.setenv("PATH", f"{bin_dir}:{Path('/usr/bin')}:{Path('/bin')}")
+    monkeypatch.setenv("FAKE_SCONTROL_CALLS", str(calls))
+    monkeypatch.setenv("FAKE_SCONTROL_RECORD", f"JobId=7 {record}")
+    return calls
+
+
 CASES = [
     # (case, signal, `scontrol show job` record, SLURM_RESTART_COUNT, returns, runs `scontrol requeue`)
     ("pre-timeout SIGUSR1", signal.SIGUSR1, "JobState=RUNNING Restarts=0 PreemptTime=None", None, True, True),
@@ -46,14 +60,7 @@ CASES = [
 def test_requeue_decision(case, signum, record, restart_count, returns, requeues, tmp_path, monkeypatch, caplog,
                            preemption):  # fmt: skip
     """SIGUSR1 and a preemption requeue; Slurm's own requeue is not repeated; scancel and the time limit do not."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "scontrol").write_text(FAKE_SCONTROL)
-    (bin_dir / "scontrol").chmod(0o755)
-    calls = tmp_path / "calls.txt"
-    monkeypatch.setenv("PATH", f"{bin_dir}:{Path('/usr/bin')}:{Path('/bin')}")
-    monkeypatch.setenv("FAKE_SCONTROL_CALLS", str(calls))
-    monkeypatch.setenv("FAKE_SCONTROL_RECORD", f"JobId=7 {record}")
+    calls = _fake_scontrol(tmp_path, monkeypatch, record)
     monkeypatch.setenv("SLURM_JOB_ID", "7")
     monkeypatch.setenv("RANK", "0")
     if restart_count is None:
@@ -74,14 +81,7 @@ def test_requeue_decision(case, signum, record, restart_count, returns, requeues
 def test_no_requeue_off_rank_zero_or_outside_slurm(tmp_path, monkeypatch, preemption):
     """Only global rank 0 of a Slurm job asks; elsewhere (other ranks, no SLURM_JOB_ID, no signal) nothing runs:
     a recording scontrol, which would answer a requeue, is never called."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "scontrol").write_text(FAKE_SCONTROL)
-    (bin_dir / "scontrol").chmod(0o755)
-    calls = tmp_path / "calls.txt"
-    monkeypatch.setenv("PATH", f"{bin_dir}:{Path('/usr/bin')}:{Path('/bin')}")
-    monkeypatch.setenv("FAKE_SCONTROL_CALLS", str(calls))
-    monkeypatch.setenv("FAKE_SCONTROL_RECORD", "JobId=7 JobState=RUNNING Restarts=0 PreemptTime=None")
+    calls = _fake_scontrol(tmp_path, monkeypatch, "JobState=RUNNING Restarts=0 PreemptTime=None")
     monkeypatch.delenv("SLURM_RESTART_COUNT", raising=False)
     stopper = preemption.SaveAndStopOnSignal()
     stopper.received = signal.SIGUSR1
