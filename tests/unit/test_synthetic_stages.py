@@ -449,6 +449,19 @@ def test_unusable_verdict_refuses_out_of_scale_under_either_parser(verdict, expe
     assert unusable_verdict(verdict) == expected
 
 
+def test_a_teacher_score_between_levels_is_no_label():
+    """"[RESULT] 1.5" on a 0..2 rubric parses and lies in the scale's range, but names no point of it: refused, so
+    the teacher is asked again (training would drop it as score_not_a_level); 1 on the same scale is a label."""
+    from judge import Scale, parse_verdict
+    from train.synthetic.annotate import unusable_verdict
+
+    scale = Scale((0, 1, 2))
+    between = parse_verdict("[FEEDBACK] Почти. [RESULT] 1.5 [END]", scale=scale)
+    assert between.ok and between.in_scale
+    assert unusable_verdict(between, scale) == ("not_a_level", "score 1.5 is between the levels [0, 1, 2]")
+    assert unusable_verdict(parse_verdict("[FEEDBACK] Почти. [RESULT] 1 [END]", scale=scale), scale) is None
+
+
 def test_annotate_stage_retries_failures_and_never_scores_them(scripted, tmp_path):
     """A verdict that parses on the 2nd query is kept with both raw outputs; one that never parses is dropped unscored."""
     taxonomy = load_taxonomy()
@@ -580,3 +593,16 @@ def test_cli_flag_overrides_yaml_and_unknown_keys_fail(tmp_path):
     _write_yaml(tmp_path / "bad.yaml", "validation_fraction: 0.2\nvalidation_fracton: 0.3\n")
     with pytest.raises(ValueError, match="validation_fracton"):
         load_config(SplitConfig, tmp_path / "bad.yaml")
+
+
+def test_a_stage_input_without_its_final_newline_keeps_its_last_row(tmp_path):
+    """Reference and input files are read strictly: a last line without its newline is a row (a journal's rule, a
+    write cut by a kill, does not apply to them), and a line that is not JSON is an error naming file:line."""
+    from train.synthetic.journal import read_rows
+
+    path = tmp_path / "reference.jsonl"
+    path.write_text('{"a": 1}\n{"a": 2}', encoding="utf-8")
+    assert read_rows(path) == [{"a": 1}, {"a": 2}]
+    path.write_text('{"a": 1}\n{"a": 2\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"reference\.jsonl:2: not a JSON line"):
+        read_rows(path)

@@ -58,17 +58,21 @@ def annotation_items(rows: list[dict], config: AnnotateConfig) -> list[tuple[str
     return items[: config.limit] if config.limit else items
 
 
-def unusable_verdict(verdict) -> tuple[str, str] | None:
+def unusable_verdict(verdict, scale=None) -> tuple[str, str] | None:
     """Why a teacher verdict cannot label a training row, as (error code, reason); None when it can.
 
     An out-of-scale score is refused whichever way ``judge.parse_verdict`` reports it: as a failure with error
     ``out_of_scale`` (the parser that refuses such scores), or as ``ok=True`` with ``in_scale=False`` (the parser
-    that keeps them as the judge's answer, for evaluation).
+    that keeps them as the judge's answer, for evaluation). With ``scale``, a score between two of its levels is
+    refused too ("the score must correspond to a single scale point", the English prompt, App. M.1): training
+    would drop it as ``score_not_a_level``, so the teacher is asked again instead.
     """
     if getattr(verdict, "in_scale", True) is False or (not verdict.ok and verdict.error == "out_of_scale"):
         return "out_of_scale", verdict.reason or f"score {verdict.score} is outside the criterion's scale"
     if not verdict.ok:
         return verdict.error, verdict.reason
+    if scale is not None and not scale.is_level(verdict.score):
+        return "not_a_level", f"score {verdict.score:g} is between the levels {list(scale.levels)}"
     return None
 
 
@@ -109,7 +113,7 @@ def run_annotate(config: AnnotateConfig, input_path: str | Path, out_dir: Path) 
                 return {"raw_outputs": raw_outputs, "ok": False, "error": "request_failed", "reason": result.error}
             raw_outputs.append(result.text)
             verdict = parse_verdict(result.text, scale=scale, lenient=config.lenient)
-            problem = unusable_verdict(verdict)
+            problem = unusable_verdict(verdict, scale)
             if problem is None:
                 return {"raw_outputs": raw_outputs, "ok": True, "score": verdict.score, "feedback": verdict.feedback}
         error, reason = problem
