@@ -293,3 +293,28 @@ def test_no_trust_remote_code_default_anywhere():
         for line in path.read_text(encoding="utf-8").splitlines():
             if re.match(r"\s*trust_remote_code:\s*true", line):
                 assert "runs the Python files" in line, path
+
+
+def test_the_embedding_cache_is_keyed_by_the_model_too(tmp_path):
+    """A resumed run reuses its vectors; a run with another embedding model (the paper's after the CPU stand-in,
+    into the same folder) embeds again instead of reading the first model's vectors."""
+    import numpy as np
+
+    from train.synthetic.config import DedupConfig
+    from train.synthetic.dedup import _cached_embed_fn
+
+    class Model:
+        def __init__(self, value: float):
+            self.value, self.calls = value, 0
+
+        def encode(self, texts, **kwargs):
+            self.calls += 1
+            return np.full((len(texts), 2), self.value, dtype=np.float32)
+
+    texts = ["первая", "вторая"]
+    small, big = Model(1.0), Model(2.0)
+    first = _cached_embed_fn(small, DedupConfig(embedding_model="small-stand-in"), tmp_path)(texts)
+    again = _cached_embed_fn(small, DedupConfig(embedding_model="small-stand-in"), tmp_path)(texts)
+    other = _cached_embed_fn(big, DedupConfig(embedding_model="the-papers-model"), tmp_path)(texts)
+    assert small.calls == 1 and np.array_equal(first, again)
+    assert big.calls == 1 and float(other[0, 0]) == 2.0

@@ -442,10 +442,12 @@ def _pair_key(first: dict, second: dict) -> str:
 
 
 def _cached_embed_fn(model, config: DedupConfig, cache_dir: Path) -> Callable[[list[str]], np.ndarray]:
-    """Embeddings cached on disk by the hash of the text list, so a resumed run does not re-embed."""
+    """Embeddings cached on disk by the hash of the text list and of what made them (the model and its settings),
+    so a resumed run does not re-embed, and a run with another model never reads the first one's vectors."""
+    maker = f"{config.embedding_model}|{config.max_seq_length}|{config.device}"
 
     def embed_fn(texts: list[str]) -> np.ndarray:
-        digest = hashlib.sha1("\x1e".join(texts).encode("utf-8")).hexdigest()[:16]
+        digest = hashlib.sha1((maker + "\x1d" + "\x1e".join(texts)).encode("utf-8")).hexdigest()[:16]
         path = cache_dir / f"embeddings-{digest}.npy"
         if path.exists():
             return np.load(path)
