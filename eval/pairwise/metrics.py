@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from eval.scoring.bootstrap import cell_rng
-from eval.pairwise.judging import PAIRWISE_PREDICTIONS, PairRecord, PairwiseRow, load_pairs, read_pairwise_rows
+from eval.pairwise.judging import ORDERS, PAIRWISE_PREDICTIONS, PairRecord, PairwiseRow, load_pairs, read_pairwise_rows
 
 __all__ = ["pairwise_metrics", "pairwise_markdown", "pairwise_html", "score_pairwise", "is_pairwise_run"]
 
@@ -55,11 +55,16 @@ def _rate(num: np.ndarray, den: np.ndarray, n_boot: int, seed: int, key: str, wh
     return {"value": value, "ci": ci, "n": int(total)}
 
 
-def pairwise_metrics(pairs: list[PairRecord], rows: list[PairwiseRow], n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+def pairwise_metrics(pairs: list[PairRecord], rows: list[PairwiseRow], n_boot: int = 1000, seed: int = 0,
+                     orders: tuple[str, ...] = ("original", "swapped")) -> dict[str, Any]:
     """The pairwise metrics of ``rows`` (the judgments) against ``pairs`` (labels in ``winner``).
 
+    Args:
+        orders: the orders the run asked each pair in (its ``pairwise_orders``): the judgments expected.
+
     Returns:
-        ``n_pairs``, ``n_labelled``, ``n_judgments``, ``n_parsed``, ``n_failed``, ``failures`` (code -> count),
+        ``n_pairs``, ``n_labelled``, ``n_judgments``, ``n_missing`` (expected judgments with no row: an unfinished
+        run, scored on what it has and said so), ``n_parsed``, ``n_failed``, ``failures`` (code -> count),
         ``n_both_orders`` and, for each of ``RATES``, ``{value, ci, n}`` (or ``{value: None, why_empty}``).
     """
     by_pair: dict[str, dict[str, PairwiseRow]] = {}
@@ -98,6 +103,7 @@ def pairwise_metrics(pairs: list[PairRecord], rows: list[PairwiseRow], n_boot: i
         "n_pairs": m,
         "n_labelled": sum(1 for p in pairs if p.winner is not None),
         "n_judgments": n_judgments,
+        "n_missing": sum(1 for pair in pairs for order in orders if order not in by_pair.get(pair.id, {})),
         "n_parsed": int(tie_den.sum()),
         "n_failed": sum(failures.values()),
         "failures": dict(sorted(failures.items())),
@@ -127,7 +133,9 @@ def pairwise_markdown(metrics: dict[str, Any], name: str = "") -> str:
              f"{metrics['n_pairs']} pairs ({metrics['n_labelled']} labelled), {metrics['n_judgments']} judgments, "
              f"{metrics['n_parsed']} parsed, {metrics['n_failed']} failed"
              + (f" ({', '.join(f'{k}: {v}' for k, v in metrics['failures'].items())})" if metrics["failures"] else "")
-             + f"; {metrics['n_both_orders']} pairs parsed in both orders.", "",
+             + f"; {metrics['n_both_orders']} pairs parsed in both orders."
+             + (f" **{metrics['n_missing']} judgments have no row** (the run is unfinished: rerun it to complete)."
+                if metrics.get("n_missing") else ""), "",
              "| metric | value [95% CI] | n |", "|---|---|---|"]  # fmt: skip
     notes = []
     for key in RATES:
@@ -149,7 +157,10 @@ def pairwise_html(metrics: dict[str, Any], name: str = "") -> str:
     title = html.escape(f"Pairwise judging{f' — {name}' if name else ''}")
     return (f'<section id="pairwise"><h2>{title}</h2><p>{metrics["n_pairs"]} pairs ({metrics["n_labelled"]} '
             f"labelled), {metrics['n_judgments']} judgments, {metrics['n_parsed']} parsed, {metrics['n_failed']} "
-            f"failed; {metrics['n_both_orders']} pairs parsed in both orders.</p><table><thead><tr><th>metric</th>"
+            f"failed; {metrics['n_both_orders']} pairs parsed in both orders."
+            + (f" <b>{metrics['n_missing']} judgments have no row</b> (the run is unfinished)."
+               if metrics.get("n_missing") else "")
+            + "</p><table><thead><tr><th>metric</th>"
             f"<th>value [95% CI]</th><th>n</th><th>why empty</th></tr></thead><tbody>{rows}</tbody></table>"
             "<p>Intervals: percentile bootstrap over pairs (both orders of a pair resampled together).</p></section>")
 
@@ -180,7 +191,9 @@ def score_pairwise(predictions: str | Path, data: str | Path | None = None, out:
     name = name or next((r.judge for r in rows), "")
     # The pairs the run asked (its --limit, as judge-eval run read them): the others were never judged, not failed.
     pairs = load_pairs(data)[: config.get("limit") or None]
-    metrics = {"kind": "pairwise", "judge": name, **pairwise_metrics(pairs, rows, n_boot=n_boot, seed=seed)}
+    orders = ORDERS if config.get("pairwise_orders", "both") == "both" else ORDERS[:1]
+    metrics = {"kind": "pairwise", "judge": name,
+               **pairwise_metrics(pairs, rows, n_boot=n_boot, seed=seed, orders=orders)}
     target = Path(out) if out else run_dir
     target.mkdir(parents=True, exist_ok=True)
     (target / "metrics.json").write_text(json.dumps(metrics, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")

@@ -184,7 +184,8 @@ def test_metrics_without_labels_or_second_order_say_why():
     consistency; nothing is NaN."""
     pairs = [PairRecord("a", "i", "x", "y", "s")]
     rows = [PairwiseRow("a", "original", "j", "1", "", 1.0, 1.0, True, None, "", 0.1)]
-    metrics = pairwise_metrics(pairs, rows, n_boot=50)
+    metrics = pairwise_metrics(pairs, rows, n_boot=50, orders=("original",))
+    assert metrics["n_missing"] == 0  # asked in one order only: nothing missing
     assert {k: v for k, v in metrics["agreement"].items() if k != "why_empty"} == {"value": None, "ci": None, "n": 0}
     assert "winner labels" in metrics["agreement"]["why_empty"]
     assert metrics["position_consistency"]["value"] is None and "both orders" in metrics["position_consistency"]["why_empty"]
@@ -215,4 +216,13 @@ def test_score_counts_the_pairs_the_run_asked(tmp_path):
                      str(tmp_path / "run"), "--no-progress", "--limit", "2"]) == 0
     assert main(["score", "--predictions", str(tmp_path / "run"), "--n-boot", "20"]) == 0
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text(encoding="utf-8"))
-    assert (metrics["n_pairs"], metrics["n_judgments"]) == (2, 4)
+    assert (metrics["n_pairs"], metrics["n_judgments"], metrics["n_missing"]) == (2, 4, 0)
+    # A run cut short: one pair's swapped judgment has no row. Scored on what it has, and the report says so.
+    path = tmp_path / "run" / PAIRWISE_PREDICTIONS
+    lines = path.read_text(encoding="utf-8").splitlines()
+    cut = next(k for k, line in enumerate(lines) if json.loads(line)["order"] == "swapped")
+    path.write_text("".join(line + "\n" for k, line in enumerate(lines) if k != cut), encoding="utf-8")
+    assert main(["score", "--predictions", str(tmp_path / "run"), "--n-boot", "20"]) == 0
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text(encoding="utf-8"))
+    assert (metrics["n_judgments"], metrics["n_missing"]) == (3, 1)
+    assert "**1 judgments have no row** (the run is unfinished" in (tmp_path / "run" / "report.md").read_text()
