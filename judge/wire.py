@@ -248,6 +248,7 @@ class PairwiseRequest(_Strict):
     pairs: list[PairItem] = Field(min_length=1)
     max_tokens: StrictInt | None = Field(default=None, ge=1)
     temperature: StrictFloat | StrictInt | None = Field(default=None, ge=0, le=2)
+    lenient: StrictBool | None = None  # as the pointwise body's: None keeps the server's setting
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -266,7 +266,7 @@ class Judge:
         options = JudgeOptions(
             max_tokens=max_tokens,
             temperature=float(request.temperature if request.temperature is not None else s.temperature),
-            lenient=s.lenient,
+            lenient=request.lenient if request.lenient is not None else s.lenient,
             constrained=False,  # the verdict regex is the per-criterion one
         )
         results = [_off_the_pairwise_scale_fails(r) for r in await self._judge_jobs(jobs, options)]

@@ -223,7 +223,7 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
         shown = pair.shown(order)
         if kind == "judge-serve":
             request = PairwiseRequest(model=model, pairs=[PairItem(id=pair.id, **shown)], max_tokens=config.max_tokens,
-                                      temperature=float(config.temperature))  # fmt: skip
+                                      temperature=float(config.temperature), lenient=config.lenient)  # fmt: skip
             response = await http.post("/v1/judge", json=request.model_dump(mode="json", exclude_unset=True))
             if response.status_code != 200:
                 if retryable_status(response.status_code):
