@@ -52,6 +52,11 @@ def load_run(folder: str | Path) -> ScoredRun:
     """
     folder = Path(folder)
     items, metrics_path = folder / "items.parquet", folder / "metrics.json"
+    if metrics_path.exists() and json.loads(metrics_path.read_text(encoding="utf-8")).get("kind") == "pairwise":
+        # Scoring it again would not help: a pairwise run has no per-item table to pair on.
+        raise ValueError(f"{folder}: a pairwise run; compare pairs pointwise runs item by item. Pairwise runs' "
+                         "figures (agreement, position consistency) are side by side in their metrics.json and "
+                         "report.md")
     if not items.exists() or not metrics_path.exists():
         raise FileNotFoundError(
             f"{folder}: no items.parquet / metrics.json; score the run first: "

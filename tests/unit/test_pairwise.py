@@ -226,3 +226,18 @@ def test_score_counts_the_pairs_the_run_asked(tmp_path):
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text(encoding="utf-8"))
     assert (metrics["n_judgments"], metrics["n_missing"]) == (3, 1)
     assert "**1 judgments have no row** (the run is unfinished" in (tmp_path / "run" / "report.md").read_text()
+
+
+def test_compare_of_pairwise_runs_says_what_it_compares(tmp_path, capsys):
+    """compare pairs pointwise runs item by item: given scored pairwise runs it says so (exit 2), not "score the run
+    first", which would not help."""
+    data = _write(PAIRS, tmp_path / "pairs.jsonl")
+    for name in ("a", "b"):
+        with ScriptedEndpoint(_scripted_judge(_prompts(load_pairs(data))), model=HUB_ID) as server:
+            assert main(["run", "--judge", server.base_url, "--model", HUB_ID, "--data", data, "--out",
+                         str(tmp_path / name), "--no-progress", "--limit", "1"]) == 0
+        assert main(["score", "--predictions", str(tmp_path / name), "--n-boot", "0"]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--n-boot", "10"]) == 2
+    err = capsys.readouterr().err
+    assert "a pairwise run; compare pairs pointwise runs item by item" in err and "score the run first" not in err
