@@ -95,6 +95,21 @@ class TextFeatures:
         return cls(saved=(spec, idf))
 
 
+def _refuse_another_taxonomy(folder: Path, leaf_classes: Sequence[str]) -> None:
+    """ValueError for an artefact with leaves this taxonomy does not have (trained on another version): it would
+    load, and every choice of such a leaf then fail (judge-serve answering 502 to each "criteria": "auto" request).
+    An artefact trained on some of the taxonomy's leaves only is fine: it never chooses the others."""
+    from judge import load_taxonomy
+    from judge.criteria_auto.policy import label_of
+
+    ours = {label_of(task) for task in load_taxonomy().tasks}
+    unknown = sorted(set(leaf_classes) - ours)
+    if unknown or len(leaf_classes) != len(set(leaf_classes)):
+        said = f"leaves the taxonomy does not have: {unknown[:3]}" if unknown else "repeated leaves"
+        raise ValueError(f"tfidf: {folder} was trained on another taxonomy ({said}); retrain it with "
+                         f"`judge-train criteria-classifier --out {folder}`")
+
+
 def softmax(z):
     """Row-wise softmax of a (rows x classes) array."""
     z = z - z.max(axis=1, keepdims=True)
@@ -147,6 +162,7 @@ class TfidfClassifier(LeafScoresClassifier):
         if spec.get("format") != TFIDF_FORMAT:
             raise ValueError(f"tfidf: {folder}/model.json has format {spec.get('format')!r}, expected "
                              f"{TFIDF_FORMAT!r}; retrain it with `judge-train criteria-classifier --out {folder}`")
+        _refuse_another_taxonomy(folder, spec.get("leaf_classes") or [])
         with np.load(folder / "weights.npz") as w:
             arrays = {k: w[k] for k in w.files}
         types = (spec["type_classes"], arrays["type_coef"].astype(np.float64), arrays["type_intercept"])

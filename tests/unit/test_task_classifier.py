@@ -276,6 +276,12 @@ def test_tfidf_learns_saves_and_reloads_without_pickle(tmp_path):
         assert a.keys() == b.keys() and all(abs(a[k] - b[k]) < 1e-3 for k in a)
     choice = again.choose(texts[0], top_k=3)
     assert choice.method == "tfidf" and len(choice.alternatives) == 3
+    # An artefact of another taxonomy (a leaf renamed since) is refused at load, naming the leaf, where it would
+    # otherwise load and then fail every "criteria": "auto" request that chose that leaf.
+    spec["leaf_classes"][0] = spec["leaf_classes"][0] + " (old name)"
+    (out / "model.json").write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"was trained on another taxonomy \(leaves the taxonomy does not have"):
+        build_classifier("tfidf", path=out)
 
 
 def test_loading_the_classifier_leaves_scikit_learn_for_its_first_prediction(tmp_path):
