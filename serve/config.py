@@ -150,6 +150,11 @@ class ServeConfig:
         {}, "POST /get_reward: judge.rewards.RewardRule fields as JSON, over the served default {\"on_failure\": "
         "\"zero\"} (e.g. {\"gate\": true}); see docs/rewards.md."
     )
+    reward_engine_wait_s: float = _f(
+        120.0, "POST /get_reward: seconds a request waits for an engine that is restarting (or still starting) "
+        "before its 503. OpenRLHF retries a reward request 5 times, 1 s apart, then fails the training step; "
+        "under its 180 s request timeout. 0: answer 503 at once.",
+    )
     reward_key_env: str = _f(
         "JUDGE_SERVE_REWARD_KEY",
         "Environment variable holding the reward key: POST /get_reward/<key> needs no Authorization header "
@@ -221,6 +226,8 @@ class ServeConfig:
         for name in ("engine_max_restarts", "engine_stop_grace_s", "engine_restart_backoff_s", "engine_restart_backoff_max_s"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name}: must be >= 0, got {getattr(self, name)!r}")
+        if not self.reward_engine_wait_s >= 0:  # NaN too
+            raise ConfigError(f"reward_engine_wait_s: must be >= 0, got {self.reward_engine_wait_s!r}")
         if self.shutdown_grace_s < 0:
             raise ConfigError(f"shutdown_grace_s: must be >= 0, got {self.shutdown_grace_s!r}")
         if not 0 < self.gpu_memory_share <= 1:

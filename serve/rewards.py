@@ -278,11 +278,9 @@ class RewardRoute:
         started = time.monotonic()
         results: list[list[JudgeResult]] = [[] for _ in queries]
         if parsed is not None:
-            for role in state.engines:
-                problem = state.engine_problem(role)
-                if problem:
-                    return self.error(503, "an engine is unavailable; retry later", "service_unavailable",
-                                      code="engine_unavailable", headers={"Retry-After": state.retry_after_s(state.engines)})
+            if await self._engines_unavailable(state):
+                return self.error(503, "an engine is unavailable; retry later", "service_unavailable",
+                                  code="engine_unavailable", headers={"Retry-After": state.retry_after_s(state.engines)})
             try:
                 if state.judge is None:
                     raise EngineUnavailable("the engines are still starting")
@@ -307,6 +305,22 @@ class RewardRoute:
         body_out = self._body(rewards, latency)
         self._write_journal(state, request.headers.get("x-request-id", ""), answers, results, rewards, latency)
         return JSONResponse(body_out)
+
+    async def _engines_unavailable(self, state) -> str | None:
+        """Why an engine cannot take the request, after waiting up to ``reward_engine_wait_s`` for it to come back
+        (a restart takes tens of seconds; OpenRLHF's 5 quick retries would not span it and the step would fail);
+        None once every engine can. A server that failed or drains is not waited for."""
+        deadline = time.monotonic() + self.config.reward_engine_wait_s
+        announced = False
+        while True:
+            problem = next((p for p in map(state.engine_problem, state.engines) if p), None)
+            if problem is None or state.status in ("failed", "draining") or time.monotonic() >= deadline:
+                return problem
+            if not announced:
+                log.warning("a reward request waits up to %.0f s for the engines: %s",
+                            self.config.reward_engine_wait_s, problem)
+                announced = True
+            await asyncio.sleep(0.25)
 
     def _refused(self, err: RequestError, judged: list[int]) -> JSONResponse:
         def sample_path(match: re.Match) -> str:

@@ -123,6 +123,50 @@ def test_a_task_classifier_that_fails_on_a_request_is_a_502_in_openais_shape(tin
     assert engine.requests == []
 
 
+def test_get_reward_waits_for_a_restarting_engine_instead_of_failing_openrlhfs_step(tiny_causal_dir, monkeypatch):
+    """While an engine restarts, /get_reward waits (up to reward_engine_wait_s) and answers once it is back: a 503
+    at once (what it did) would outlast OpenRLHF's 5 quick retries and fail its step. The request is seen waiting
+    (its log line), then the engine comes back, then it is judged and answered 200."""
+    import logging
+    import threading
+
+    prompt = "<|im_start|>user\nНапиши стих о весне.<|im_end|>\n<|im_start|>assistant\n"
+    body = {"query": [prompt + "Весна пришла."], "prompts": [prompt],
+            "labels": [{"instruction": "Напиши стих о весне.", "criteria": ["Креативность"]}]}
+    waiting = threading.Event()
+
+    class Seen(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "a reward request waits up to 60 s for the engines" in record.getMessage():
+                waiting.set()
+
+    seen = Seen()
+    logging.getLogger("judge_serve").addHandler(seen)
+    try:
+        with _attached_judge_serve(tiny_causal_dir, monkeypatch, reward_engine_wait_s=60.0) as (http, engine):
+            state = http.app.state.serve
+
+            async def restarting() -> None:
+                state.dead_reason["generator"] = "the generator engine exited with code 1; judge-serve is restarting it"
+
+            async def back() -> None:
+                state.dead_reason.pop("generator", None)
+
+            http.portal.call(restarting)
+            answered = {}
+            request = threading.Thread(target=lambda: answered.update(
+                r=http.post("/get_reward", headers={"Authorization": "Bearer k"}, json=body)))
+            request.start()
+            assert waiting.wait(30), "the reward request did not wait for the engine"
+            assert engine.bodies("/v1/completions") == []  # nothing sent while it is down
+            http.portal.call(back)
+            request.join(60)
+    finally:
+        logging.getLogger("judge_serve").removeHandler(seen)
+    assert answered["r"].status_code == 200, answered["r"].text
+    assert answered["r"].json()["rewards"] == [1.0] and len(engine.bodies("/v1/completions")) == 1
+
+
 def test_a_proxied_body_with_an_over_long_number_is_a_400_naming_it(tiny_causal_dir, monkeypatch):
     """The proxy re-serialises a body when it adds max_tokens; an integer of more than 100 digits decodes to a
     placeholder json.dumps cannot write, once a 500: the proxy checks the values first, a 400 naming the field, and
