@@ -273,11 +273,16 @@ def _collected_parsers():
     config_files.ExactArgumentParser.__init__ = recording
     try:
         for main, argv in calls:
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                with contextlib.suppress(SystemExit):
-                    main(argv)
+            err = io.StringIO()
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+                try:
+                    code = main(argv)
+                except SystemExit as exit_info:  # --help exits 0; anything else is a help that failed
+                    code = exit_info.code
+            assert code in (0, None), (argv, code, err.getvalue()[-500:])
     finally:
         config_files.ExactArgumentParser.__init__ = original
+    assert len(made) >= len(calls)  # every command built its parser (a subcommand's help builds one or more)
     return made
 
 
