@@ -133,10 +133,10 @@ def _refuse_missing_shards(folder: Path, shards: list[Path]) -> None:
     would otherwise load as a smaller benchmark without a word)."""
     named = [m for m in (_SHARD_NAME.match(shard.name) for shard in shards) if m]
     counts = {int(m.group("n")) for m in named}
-    if not named or len(counts) != 1:
-        if len(counts) > 1:
-            raise ValueError(f"{folder}: the shards disagree on how many there are ({sorted(counts)}): "
-                             f"{[shard.name for shard in shards]}")
+    if len(counts) > 1:
+        raise ValueError(f"{folder}: the shards disagree on how many there are ({sorted(counts)}): "
+                         f"{[shard.name for shard in shards]}")
+    if not counts:  # no -0000k-of-0000n names: nothing says how many there should be
         return
     (total,) = counts
     have = {int(m.group("k")) for m in named}

@@ -50,6 +50,7 @@ import json
 import logging
 import os
 import time
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -424,16 +425,15 @@ async def compute_score_async(data_source: Any, solution_str: str, ground_truth:
     return _verl_result(rewards[0], client.rule)
 
 
-_VERL_SLOTS: dict[tuple[int, int], Any] = {}
+#: Per running event loop (held weakly: a closed loop's table goes with it), limit -> its semaphore.
+_VERL_SLOTS: "weakref.WeakKeyDictionary[Any, dict[int, Any]]" = weakref.WeakKeyDictionary()
 
 
 def _verl_slots(limit: int):
     """The running event loop's semaphore of ``limit`` slots (verl may run several loops, one per worker)."""
     import asyncio
 
-    loop = asyncio.get_running_loop()
-    key = (id(loop), limit)
-    found = _VERL_SLOTS.get(key)
-    if found is None or found[0] is not loop:
-        found = _VERL_SLOTS[key] = (loop, asyncio.Semaphore(limit))
-    return found[1]
+    by_limit = _VERL_SLOTS.setdefault(asyncio.get_running_loop(), {})
+    if limit not in by_limit:
+        by_limit[limit] = asyncio.Semaphore(limit)
+    return by_limit[limit]

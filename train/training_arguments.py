@@ -97,7 +97,7 @@ def weights_dtype(config: TrainConfig):
     """
     import torch
 
-    if use_bf16(config) and (config.deepspeed or getattr(config, "lora", False)):
+    if use_bf16(config) and (config.deepspeed or config.lora):
         return torch.bfloat16
     return torch.float32
 

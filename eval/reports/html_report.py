@@ -328,7 +328,7 @@ def _delta_td(p: Paired, n_boot: int, n_shown: int | None) -> str:
     # other than the row's n column is said in the cell.
     own_n = f", n {p.n}" if p.n != n_shown else ""
     return (f'<td data-v="{p.delta if _finite(p.delta) else ""}">{_num(p.delta)} '
-            f'<span class="ci">[{_num(p.ci[0])}, {_num(p.ci[1])}] {_e(p_phrase(p.p_value, p.n_resamples if p.n_resamples is not None else n_boot))}{own_n}</span> '
+            f'<span class="ci">[{_num(p.ci[0])}, {_num(p.ci[1])}] {_e(p_phrase(p.p_value, p.resamples(n_boot)))}{own_n}</span> '
             f'<span class="{css}">{_e(p.verdict or "—")}</span></td>')
 
 

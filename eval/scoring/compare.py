@@ -213,20 +213,14 @@ def headline(result: Comparison) -> list[str]:
             how = "equal to" if delta == 0 else f"{fmt(abs(delta))} {'lower' if delta < 0 else 'higher'} than"
             lines.append(
                 f"On the {SPLIT_TITLES[split]}, {comp.run}'s MAE is {how} {result.baseline}'s "
-                f"(delta {fmt(delta)}, 95 % CI [{fmt(p.ci[0])}, {fmt(p.ci[1])}], {p_phrase(p.p_value, _resamples(p, result.n_boot))}, "
+                f"(delta {fmt(delta)}, 95 % CI [{fmt(p.ci[0])}, {fmt(p.ci[1])}], {p_phrase(p.p_value, p.resamples(result.n_boot))}, "
                 f"{p.n} paired items): {p.verdict}"
             )
     return lines
 
 
-def _resamples(p: Paired, n_boot: int) -> int:
-    """The p-value's resolution: the resamples its share was taken over (compare.json written before they were kept:
-    the number drawn)."""
-    return p.n_resamples if p.n_resamples is not None else n_boot
-
-
 def _cell(p: Paired, n_boot: int) -> list[str]:
-    return [fmt(p.a), fmt(p.b), fmt(p.delta), f"[{fmt(p.ci[0])}, {fmt(p.ci[1])}]", fmt_p(p.p_value, _resamples(p, n_boot)), p.verdict,
+    return [fmt(p.a), fmt(p.b), fmt(p.delta), f"[{fmt(p.ci[0])}, {fmt(p.ci[1])}]", fmt_p(p.p_value, p.resamples(n_boot)), p.verdict,
             str(p.n)]
 
 

@@ -53,6 +53,11 @@ class Paired(_ComparisonRecord):
     verdict: str
     n_resamples: int | None = optional_field()
 
+    def resamples(self, n_boot: int) -> int:
+        """The p-value's resolution: the resamples its share was taken over (``n_boot``, the number drawn, for a
+        compare.json written before they were kept)."""
+        return self.n_resamples if self.n_resamples is not None else n_boot
+
     @classmethod
     def of(cls, found: Mapping[str, Any], verdict: str) -> Paired:
         """From ``paired_bootstrap``'s result and the call made on it."""
