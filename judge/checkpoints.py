@@ -20,6 +20,9 @@ Manifest keys: ``mode`` (``"seq2seq"`` or ``"regression"``), ``prompt_version`` 
 training time), ``generator`` (the folder, relative to the export, of the causal LM that writes the rationale:
 ``"."`` for seq2seq, ``GENERATOR_SUBDIR`` for regression), ``score_head`` (the head's module name or null) and, in a
 generating judge's export, ``verdict_format`` (``judge.VerdictFormat``; ``checkpoint_verdict_format`` reads it).
+A judge trained by reinforcement learning also records ``trained_lengths`` (``max_length`` and
+``max_completion_length``, the token lengths its completions were sampled under; ``checkpoint_trained_lengths``
+reads them): a reasoning judge served with less room than it learned to think in is cut before its verdict.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -48,6 +52,9 @@ __all__ = [
     "judge_kind",
     "is_released_regression",
     "checkpoint_verdict_format",
+    "TRAINED_LENGTHS",
+    "TrainedLengths",
+    "checkpoint_trained_lengths",
 ]
 
 EXPORT_MANIFEST = "pollux_judge.json"
@@ -266,3 +273,48 @@ def checkpoint_verdict_format(folder: str | Path, served_name: str | None = None
     if any(verdict_format_of_model(n) == VerdictFormat.INTEGER for n in names if n):
         return VerdictFormat.INTEGER
     return VerdictFormat.TAGGED
+
+
+#: The manifest key of the token lengths a judge's completions were trained under.
+TRAINED_LENGTHS = "trained_lengths"
+
+
+@dataclass(frozen=True)
+class TrainedLengths:
+    """The token lengths a judge was trained to generate within (a GRPO export's ``trained_lengths``).
+
+    Attributes:
+        max_length: prompt plus completion, in tokens.
+        max_completion_length: the completion alone: reasoning cut here had no verdict and earned no reward.
+    """
+
+    max_length: int
+    max_completion_length: int
+
+    def to_manifest(self) -> dict[str, int]:
+        return {"max_length": self.max_length, "max_completion_length": self.max_completion_length}
+
+
+def checkpoint_trained_lengths(folder: str | Path) -> TrainedLengths | None:
+    """The ``trained_lengths`` a checkpoint's manifest records, None when it records none (an SFT export, a released
+    or plain checkpoint).
+
+    Raises:
+        ValueError: lengths that are not positive integers with the completion within the whole, naming the file.
+    """
+    lengths = read_manifest(folder).get(TRAINED_LENGTHS)
+    if lengths is None:
+        return None
+    where = f"{Path(folder) / EXPORT_MANIFEST}: {TRAINED_LENGTHS}"
+    if not isinstance(lengths, dict):
+        raise ValueError(f"{where} must be an object with max_length and max_completion_length, got {lengths!r}")
+    values = {}
+    for key in ("max_length", "max_completion_length"):
+        value = lengths.get(key)
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise ValueError(f"{where}.{key} must be a positive integer, got {value!r}")
+        values[key] = value
+    if values["max_completion_length"] > values["max_length"]:
+        raise ValueError(f"{where}: max_completion_length {values['max_completion_length']} is above max_length "
+                         f"{values['max_length']}")
+    return TrainedLengths(**values)

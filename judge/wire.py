@@ -343,23 +343,29 @@ class ModelLimits:
 
     vLLM's entries carry ``max_model_len`` (prompt plus generated tokens); judge-serve adds ``judge_max_tokens`` (the
     most tokens one ``/v1/judge`` verdict may ask for: its ``max_tokens`` setting) and ``max_proxy_tokens`` (the most
-    one proxied chat or completion request may ask for in all). judge-serve writes them with ``advertised()``;
-    judge-eval reads them with ``from_entry`` and fits its ``max_tokens`` to them before the work starts.
+    one proxied chat or completion request may ask for in all), and for a judge trained by GRPO
+    ``trained_max_completion_length`` (the completion length it learned to reason within:
+    ``judge.checkpoints.TrainedLengths``). judge-serve writes them with ``advertised()``; judge-eval reads them with
+    ``from_entry`` and fits its ``max_tokens`` to them before the work starts.
 
     Attributes:
         max_model_len: the context window, None when not advertised.
         judge_max_tokens: ``/v1/judge``'s cap, None when not judge-serve.
         max_proxy_tokens: the proxied generations' cap, None when not judge-serve.
+        trained_max_completion_length: None when the checkpoint records none (or the server is not judge-serve).
     """
 
     max_model_len: int | None = None
     judge_max_tokens: int | None = None
     max_proxy_tokens: int | None = None
+    trained_max_completion_length: int | None = None
 
     def advertised(self) -> dict[str, int]:
         """judge-serve's fields of a model entry (``max_model_len`` stays the engine's own)."""
         return {name: value for name, value in (("judge_max_tokens", self.judge_max_tokens),
-                                                ("max_proxy_tokens", self.max_proxy_tokens)) if value is not None}
+                                                ("max_proxy_tokens", self.max_proxy_tokens),
+                                                ("trained_max_completion_length", self.trained_max_completion_length))
+                if value is not None}
 
     @classmethod
     def from_entry(cls, entry: Mapping[str, Any] | None) -> ModelLimits:
@@ -370,4 +376,5 @@ class ModelLimits:
             value = entry.get(name)
             return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
-        return cls(number("max_model_len"), number("judge_max_tokens"), number("max_proxy_tokens"))
+        return cls(number("max_model_len"), number("judge_max_tokens"), number("max_proxy_tokens"),
+                   number("trained_max_completion_length"))

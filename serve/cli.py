@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import logging
 import signal
@@ -21,16 +22,16 @@ import threading
 from typing import Sequence
 
 from judge.plumbing.api_keys import resolve_api_key
-from judge.plumbing.config_files import add_config_flags, given_flags
+from judge.plumbing.config_files import add_config_flags, given_flags, read_config_file
 from judge.plumbing.console_logging import CHATTY_LOGGERS, configure_logging  # the one set-up of every console script
 from judge.plumbing.config_files import resolve_config as resolve_settings
 from serve.config import ConfigError, ServeConfig
 from serve.engine_version import (EngineVersionError, attached_engine_urls, check_installed_vllm, starts_own_engines,
                                   watch_attached_versions)
 from serve.launch import engines_drain_on_sigterm
-from serve.layout import LayoutError, resolve_layout
+from serve.layout import CheckpointLayout, LayoutError, resolve_layout
 
-__all__ = ["main", "build_parser", "resolve_config", "configure_logging", "CHATTY_LOGGERS"]
+__all__ = ["main", "build_parser", "resolve_config", "fit_trained_lengths", "configure_logging", "CHATTY_LOGGERS"]
 
 
 #: judge-serve's exit codes, as ``--help`` lists them.
@@ -66,12 +67,62 @@ def resolve_config(argv: Sequence[str] | None = None) -> tuple[ServeConfig, argp
         ConfigError: an unknown YAML key or a bad value, naming it.
     """
     args = build_parser().parse_args(argv)
-    config = resolve_settings(ServeConfig, args.config, given_flags(args, ServeConfig))
+    flags = given_flags(args, ServeConfig)
+    config = resolve_settings(ServeConfig, args.config, flags)
+    # Which settings the user chose (file or flag), so that a checkpoint's own needs fill only the others.
+    args.chosen_settings = frozenset(flags) | (
+        frozenset(read_config_file(args.config, ServeConfig)) if args.config else frozenset())
     if not config.served_model_name:
         config.served_model_name = default_served_name(config.model)
     config.api_key = resolve_api_key(config.api_key, config.api_key_env, command="judge-serve",
                                      default_env="JUDGE_SERVE_API_KEY")
     return config.validate(), args
+
+
+def fit_trained_lengths(config: ServeConfig, layout: CheckpointLayout,
+                        chosen: frozenset[str]) -> tuple[ServeConfig, list[tuple[int, str]]]:
+    """Give a judge trained by GRPO the room it learned to reason in.
+
+    Its export records the token lengths its completions were sampled under (``judge.checkpoints.TrainedLengths``);
+    a reasoning judge served with a smaller ``max_tokens`` is cut before its verdict, which then fails to parse.
+    ``max_tokens`` and ``max_model_len`` the user did not choose (in the YAML or as flags) are raised to the trained
+    ones; chosen ones are kept, with a warning where they are smaller.
+
+    Returns:
+        The settings and the ``(logging level, message)`` notes to log once logging is configured.
+
+    Raises:
+        LayoutError: a manifest whose ``trained_lengths`` are malformed.
+    """
+    from judge.checkpoints import checkpoint_trained_lengths
+
+    try:
+        trained = checkpoint_trained_lengths(layout.root)
+    except ValueError as err:
+        raise LayoutError(str(err)) from err
+    if trained is None:
+        return config, []
+    notes: list[tuple[int, str]] = []
+    adopted = {}
+    if "max_model_len" not in chosen and config.max_model_len < trained.max_length:
+        adopted["max_model_len"] = trained.max_length
+    if "max_tokens" not in chosen and config.max_tokens < trained.max_completion_length:
+        adopted["max_tokens"] = trained.max_completion_length
+    config = dataclasses.replace(config, **adopted)
+    if adopted:
+        notes.append((logging.INFO, "the judge was trained with completions of up to %d tokens in %d: serving with %s"
+                      % (trained.max_completion_length, trained.max_length,
+                         ", ".join(f"{k} {v}" for k, v in adopted.items()))))
+    if config.max_tokens < trained.max_completion_length:
+        notes.append((logging.WARNING, "max_tokens %d is below the %d tokens the judge was trained to reason in: "
+                      "a reasoning cut short has no verdict (raise --max-tokens)"
+                      % (config.max_tokens, trained.max_completion_length)))
+    try:
+        config.validate()
+    except ConfigError as err:
+        raise LayoutError(f"{err} (the judge's trained lengths: max_length {trained.max_length}, "
+                          f"max_completion_length {trained.max_completion_length}; set both)") from err
+    return config, notes
 
 
 def default_served_name(model: str) -> str:
@@ -140,6 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config, args = resolve_config(argv)
         layout = resolve_layout(config.model, config.generator_model or None, config.derived_cache_dir or None)
+        config, length_notes = fit_trained_lengths(config, layout, args.chosen_settings)
     except (ConfigError, LayoutError) as err:
         print(f"judge-serve: {err}", file=sys.stderr)
         return 2
@@ -162,6 +214,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     configure_logging(config.log_level)
     log = logging.getLogger("judge_serve")
+    for level, note in length_notes:
+        log.log(level, note)
     log.info("judge-serve settings: %s", json.dumps(config.to_dict(), ensure_ascii=False))
 
     import uvicorn

@@ -43,7 +43,7 @@ from typing import Any
 
 import torch
 
-from judge.checkpoints import EXPORT_MANIFEST, GENERATOR_SUBDIR, write_manifest
+from judge.checkpoints import EXPORT_MANIFEST, GENERATOR_SUBDIR, TRAINED_LENGTHS, TrainedLengths, write_manifest
 
 __all__ = [
     "ExportError",
@@ -163,7 +163,8 @@ def _fresh(folder: Path) -> Path:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def export_seq2seq(model, tokenizer, out_dir: str | Path, *, verdict_format: str = "tagged") -> Path:
+def export_seq2seq(model, tokenizer, out_dir: str | Path, *, verdict_format: str = "tagged",
+                   trained_lengths: TrainedLengths | None = None) -> Path:
     """Write the generating judge as a plain causal LM folder (``Qwen2ForCausalLM``, ``Qwen3ForCausalLM``, ...).
 
     Args:
@@ -172,6 +173,8 @@ def export_seq2seq(model, tokenizer, out_dir: str | Path, *, verdict_format: str
         out_dir: the export folder (replaced).
         verdict_format: how the judge answers (``judge.VerdictFormat``), recorded in the manifest, where judge-serve
             and judge-eval read it (``judge.checkpoints.checkpoint_verdict_format``).
+        trained_lengths: the token lengths completions were sampled under in training (GRPO), recorded in the
+            manifest so that judge-serve gives the judge as much room (``judge.checkpoints.checkpoint_trained_lengths``).
     """
     out = _fresh(Path(out_dir))
     model.config.pad_token_id = tokenizer.pad_token_id
@@ -180,7 +183,8 @@ def export_seq2seq(model, tokenizer, out_dir: str | Path, *, verdict_format: str
     model.config.use_cache = True  # gradient checkpointing switched it off for training
     model.save_pretrained(str(out), safe_serialization=True)
     _save_tokenizer_and_generation(model, tokenizer, out)
-    write_manifest(out, "seq2seq", generator=".", score_head=None, verdict_format=verdict_format)
+    lengths = {TRAINED_LENGTHS: trained_lengths.to_manifest()} if trained_lengths else {}
+    write_manifest(out, "seq2seq", generator=".", score_head=None, verdict_format=verdict_format, **lengths)
     return out
 
 
@@ -364,7 +368,8 @@ def _drop_trainer_card(output_dir: Path) -> None:
 
 def export_after_training(trainer, *, mode: str, model_cls, tokenizer, probe_texts: list[str], base_model: str,
                           dtype: torch.dtype, export_dir: str | Path,
-                          verdict_format: str = "tagged") -> dict[str, Any] | None:  # fmt: skip
+                          verdict_format: str = "tagged",
+                          trained_lengths: TrainedLengths | None = None) -> dict[str, Any] | None:  # fmt: skip
     """Save, export, reload and verify; call on every rank after ``trainer.train()``.
 
     Steps: probe the live model (a collective under ZeRO-3), ``trainer.save_model`` into ``<output_dir>/trained``
@@ -389,7 +394,8 @@ def export_after_training(trainer, *, mode: str, model_cls, tokenizer, probe_tex
         with _zero3_init_paused(trainer.args):
             model = load_trained(staging, model_cls, base_model=base_model, dtype=dtype)
             if mode == "seq2seq":
-                export_seq2seq(model, tokenizer, export_dir, verdict_format=verdict_format)
+                export_seq2seq(model, tokenizer, export_dir, verdict_format=verdict_format,
+                               trained_lengths=trained_lengths)
             else:
                 export_regression(model, tokenizer, export_dir)
             del model

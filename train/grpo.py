@@ -31,6 +31,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import judge
+from judge.checkpoints import TrainedLengths
 from train.build_data import BuildReport, zero_shot_records
 from train.config import ConfigError, GRPORecipeConfig
 from train.provenance import RunResult
@@ -256,7 +257,8 @@ def main(config: GRPORecipeConfig, *, callbacks: tuple = ()) -> RunResult:
     export_dir = f"{config.output_dir}/export"
     result.export_report = export.export_after_training(
         trainer, mode="seq2seq", model_cls=AutoModelForCausalLM, tokenizer=run.tokenizer, probe_texts=probe_texts,
-        base_model=run.base_model, dtype=run.dtype, export_dir=export_dir, verdict_format=config.verdict_format)
+        base_model=run.base_model, dtype=run.dtype, export_dir=export_dir, verdict_format=config.verdict_format,
+        trained_lengths=TrainedLengths(config.max_length, config.max_completion_length))
     result.export_dir = export_dir
     if trainer.is_world_process_zero():
         provenance.record_result(config.output_dir, result)

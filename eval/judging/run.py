@@ -196,11 +196,14 @@ def resolve_verdict_format(setting: str, judge_ref: str, model: str) -> str:
     return VerdictFormat.INTEGER if VerdictFormat.INTEGER in by_id else VerdictFormat.TAGGED
 
 
-def run(config: RunConfig) -> dict[str, Any]:
+def run(config: RunConfig, *, max_tokens_chosen: bool = True) -> dict[str, Any]:
     """Judge every selected record that has no final prediction yet.
 
     Args:
         config: the resolved configuration.
+        max_tokens_chosen: whether the user chose ``max_tokens`` (the CLI knows; a caller passing a config has).
+            When not, a judge-serve judge trained by GRPO is asked for the completion length it was trained with,
+            where that is more (``trained_max_completion_length`` in its ``GET /v1/models`` entry).
 
     Returns:
         A summary: ``n_items``, ``n_done_before`` (resumed), ``written``, ``parse_failed``, ``request_failed``,
@@ -214,7 +217,7 @@ def run(config: RunConfig) -> dict[str, Any]:
     config.validate()
     _refuse_unreachable_judge(config)  # before the run folder, its lock and key exist
     with hold_run_folder(config.out, "judge-eval run") as out:  # one writer per folder
-        return _run_holding(config, out)
+        return _run_holding(config, out, max_tokens_chosen)
 
 
 def _refuse_unreachable_judge(config: RunConfig) -> None:
@@ -258,7 +261,7 @@ def resolved_paths(config: RunConfig) -> dict[str, str]:
     return out
 
 
-def _run_holding(config: RunConfig, out: Path) -> dict[str, Any]:
+def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True) -> dict[str, Any]:
     import judge
 
     # The run resolves data, name and model into its own copy: the caller's config is left as it was given. Paths
@@ -313,6 +316,16 @@ def _run_holding(config: RunConfig, out: Path) -> dict[str, Any]:
         if todo and kind == "auto":
             kind = detect_backend(base_url, api_key)
         requested_max_tokens = config.max_tokens
+        trained = limits.trained_max_completion_length
+        if todo and trained and config.max_tokens < trained:
+            # A reasoning judge cut before its verdict fails to parse: give it the room it was trained to reason in.
+            if max_tokens_chosen:
+                log.warning("note: max_tokens %d is below the %d tokens this judge was trained to reason in; verdicts "
+                            "cut short fail to parse (raise --max-tokens)", config.max_tokens, trained)
+            else:
+                log.info("max_tokens %d, the completion length this judge was trained with (was %d)", trained,
+                         config.max_tokens)
+                config.max_tokens = requested_max_tokens = trained
         if todo:
             config.max_tokens, note = fit_max_tokens(config.max_tokens, limits,
                                                      route="judge" if kind == "judge-serve" else "chat")

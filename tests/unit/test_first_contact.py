@@ -418,3 +418,35 @@ def test_judge_serve_model_entries_carry_its_caps(tiny_causal_dir, monkeypatch):
                        "judge_max_tokens": 256, "max_proxy_tokens": 1000}]
     assert one == listed[0]
     assert ModelLimits.from_entry(one) == ModelLimits(max_model_len=2048, judge_max_tokens=256, max_proxy_tokens=1000)
+
+
+def test_a_judge_trained_to_reason_longer_is_asked_for_its_trained_length_unless_max_tokens_is_chosen(tmp_path):
+    """A server advertising ``trained_max_completion_length`` (judge-serve, for a GRPO export) longer than the run's
+    max_tokens: `judge-eval run` without --max-tokens asks for the trained length (1024 would cut the reasoning
+    before its verdict); with --max-tokens chosen it keeps the user's value and says why verdicts may fail."""
+    data = sample_records_file(tmp_path / "data.jsonl", 2)
+
+    def models(path: str) -> tuple:
+        return 200, {"object": "list", "data": [{"id": "grpo-judge", "object": "model", "created": 0,
+                                                 "owned_by": "test", "max_model_len": 6144,
+                                                 "trained_max_completion_length": 2048}]}
+
+    judge = ScriptedEndpoint(lambda p, b: (200, chat_completion("[FEEDBACK] ок [RESULT] 1 [END]", "grpo-judge")),
+                             model="grpo-judge", respond_get=models)
+    try:
+        auto = start_judge_eval(run_argv(judge.base_url, tmp_path / "auto", data, "--backend", "chat"),
+                                env_without_keys())
+        (auto_code, _, auto_err) = wait_outcome(auto)
+        n_auto = len(judge.bodies("/v1/chat/completions"))
+        chosen = start_judge_eval(run_argv(judge.base_url, tmp_path / "chosen", data, "--backend", "chat",
+                                           "--max-tokens", "1024"), env_without_keys())
+        (chosen_code, _, chosen_err) = wait_outcome(chosen)
+    finally:
+        judge.close()
+    assert (auto_code, chosen_code) == (0, 0), (auto_err[-2000:], chosen_err[-2000:])
+    sent = [b["max_tokens"] for b in judge.bodies("/v1/chat/completions")]
+    assert n_auto > 0 and set(sent[:n_auto]) == {2048} and set(sent[n_auto:]) == {1024}
+    assert "note: max_tokens 1024 is below the 2048 tokens this judge was trained to reason in" in chosen_err
+    assert "trained to reason in" not in auto_err
+    provenance = json.loads((tmp_path / "auto" / "run.json").read_text(encoding="utf-8"))
+    assert provenance["server_limits"]["trained_max_completion_length"] == 2048

@@ -93,10 +93,13 @@ def test_grpo_trains_on_rewards_that_differ_inside_a_group(grpo_run):
 def test_the_grpo_export_is_an_integer_judge_with_its_card(grpo_run):
     """The export is a verified Qwen3ForCausalLM whose manifest says verdict_format integer (what judge-serve and
     judge-eval read with no flag); its card names the recipe, the rewards with their weights and the base."""
-    from judge.checkpoints import checkpoint_verdict_format, judge_kind
+    from judge.checkpoints import TrainedLengths, checkpoint_trained_lengths, checkpoint_verdict_format, judge_kind
 
     export = Path(grpo_run.export_dir)
     assert grpo_run.export_report["max_logit_diff"] <= 1e-4
+    # The lengths its completions were sampled under, so that judge-serve gives it as much room (the tiny recipe's).
+    tiny = _grpo_config(Path("unused"))
+    assert checkpoint_trained_lengths(export) == TrainedLengths(tiny.max_length, tiny.max_completion_length)
     assert json.loads((export / "config.json").read_text())["architectures"] == ["Qwen3ForCausalLM"]
     assert checkpoint_verdict_format(export) == "integer" and judge_kind(export) == "seq2seq"
     card = (export / "README.md").read_text()
