@@ -80,8 +80,9 @@ def _refused(err: RequestError) -> JSONResponse:
 
 
 def _judgment_failed(err: EngineUnavailable | EngineFailure, state: ServerState) -> JSONResponse:
-    """A judgment an engine could not complete: 503 with ``Retry-After`` for a dead or unreachable engine, 502 for an
-    engine that answered an error (a 4xx's message kept, sanitized; a 5xx's left in judge-serve's log)."""
+    """A judgment an engine could not complete: 503 with ``Retry-After`` for a dead or unreachable engine; an engine's
+    refusal (4xx but 401) with its own status and message, sanitized; 502 for an engine that failed (a 5xx, its
+    message left in judge-serve's log) or refused judge-serve's own key (401)."""
     if isinstance(err, EngineUnavailable):
         # A dropped connection can beat the watcher to an engine's death: name the engine by its role, not URL.
         log.warning("engine unavailable during a judgment: %s", err)
@@ -92,8 +93,12 @@ def _judgment_failed(err: EngineUnavailable | EngineFailure, state: ServerState)
         return error_response(503, sanitized(message), "service_unavailable", code="engine_unavailable",
                               headers={"Retry-After": state.retry_after_s(state.engines)})
     log.error("engine failure during a judgment: %s", err)
-    message = (err.public if err.public else sanitized(str(err)) if err.status < 500
-               else f"the engine failed (it answered {err.status}); judge-serve's log has its message")
+    if err.public is None and 400 <= err.status < 500 and err.status != 401:
+        # The engine refused what this request asked of it (a window, a sampling value): the client's to change, as
+        # on the proxied routes (serve.errors.engine_error). A 502 would be retried by every client to the same end.
+        return error_response(err.status, sanitized(str(err)))
+    message = (err.public if err.public else f"the engine failed (it answered {err.status}); judge-serve's log has "
+               "its message" if err.status >= 500 else "the engine refused judge-serve's credentials")
     return error_response(502, message, "server_error", code="engine_error")
 
 

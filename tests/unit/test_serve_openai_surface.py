@@ -37,6 +37,12 @@ def _respond(path: str, body: dict) -> tuple:
         # vLLM's own error shape: the type is an exception's name, the code an integer; the message has a path.
         return 400, {"error": {"message": "This model's maximum context length is 2048 tokens (see "
                                           "/opt/models/tiny/config.json)", "type": "BadRequestError", "param": None, "code": 400}}
+    if path == "/v1/completions" and body.get("max_tokens") in (47, 46):
+        # A judgment the engine refuses (47: vLLM's 400 for a window the request's max_tokens overflows) or fails (46).
+        if body["max_tokens"] == 46:
+            return 500, {"error": {"message": "Traceback in /home/engine/vllm/engine.py", "code": 500}}
+        return 400, {"error": {"message": "This model's maximum context length is 2048 tokens (see "
+                                          "/opt/models/tiny/config.json)", "type": "BadRequestError", "param": None, "code": 400}}
     if body.get("messages") == [{"role": "user", "content": "engine-500"}]:
         return 500, {"error": {"message": "Traceback in /home/engine/vllm/engine.py pid=4242", "type": "InternalServerError", "code": 500}}
     return 200, chat_completion("ok", MODEL)
@@ -208,3 +214,21 @@ def test_without_a_key_only_this_machines_host_names_are_served(tiny_causal_dir,
     assert local.status_code == 200
     assert (rebound.status_code, rebound.json()["error"]["param"], rebound.json()["error"]["code"]) == (400, "host", "host_not_allowed")
     assert any("no api_key: judge-serve has no authentication" in r.getMessage() for r in caplog.records)
+
+
+def test_a_judgment_the_engine_refuses_keeps_the_refusal_and_one_it_fails_is_a_502(tiny_causal_dir, engine,
+                                                                                    monkeypatch):
+    """/v1/judge: the engine's 400 for a judgment reaches the client as a 400 with the engine's message, sanitized
+    (a client's retry policy retries a 502, to the same refusal); an engine's 500 stays a 502 naming nothing internal."""
+    item = {"instruction": "Сколько будет 2+2?", "answer": "4", "criteria": [{"name": "Корректность",
+                                                                              "rubrics": "0: нет\n1: да"}]}
+    with _client(tiny_causal_dir, engine.url, monkeypatch, api_key=KEY) as http:
+        _ready(http)
+        refused = http.post("/v1/judge", headers=AUTH, json={"model": MODEL, "items": [item], "max_tokens": 47})
+        failed = http.post("/v1/judge", headers=AUTH, json={"model": MODEL, "items": [item], "max_tokens": 46})
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["error"] == {
+        "message": "engine answered 400: This model's maximum context length is 2048 tokens (see <path>)",
+        "type": "invalid_request_error", "param": None, "code": "invalid_request"}
+    assert failed.status_code == 502 and failed.json()["error"]["code"] == "engine_error"
+    assert "/home/engine" not in failed.text and "/opt/models" not in refused.text
