@@ -197,6 +197,23 @@ def _from_result(result) -> dict[str, Any]:
             "reason": "" if ok else f"{result.score:g} is {_OFF_SCALE_REASON}" if off else (result.error_reason or "")}
 
 
+def pairwise_request(model: str, pair: PairItem, config) -> PairwiseRequest:
+    """judge-serve's pairwise ``/v1/judge`` body for one shown pair, with the run's ``extra_body`` fields, as the
+    pointwise backend sends them (``eval.judging.backends.JudgeServeBackend.request``).
+
+    Raises:
+        ConfigError: ``extra_body`` has a key the pairwise body does not take, or a value of the wrong type.
+    """
+    from eval.judging.backends import short
+
+    fields = {"model": model, "pairs": [pair], "max_tokens": config.max_tokens,
+              "temperature": float(config.temperature), "lenient": config.lenient}
+    try:
+        return PairwiseRequest.model_validate({**fields, **dict(config.extra_body)})
+    except ValueError as err:  # pydantic's ValidationError is a ValueError
+        raise ConfigError(f"extra_body: not a pairwise /v1/judge field or value: {short(str(err))}") from err
+
+
 async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kind: str, base_url: str, root_url: str,
                       api_key: str, model: str, name: str, config, policy: RetryPolicy) -> dict[str, int]:
     """Ask every (pair, order) of ``todo`` with ``config.concurrency`` workers; append one row per judgment.
@@ -214,6 +231,9 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
     from judge.prompts import JUDGE_CHAT_TEMPLATE_KWARGS, chat_messages
     from judge.verdicts import VerdictFormat
 
+    if kind == "judge-serve" and todo:  # a bad extra_body is a configuration error before any request is sent
+        pair, order = todo[0]
+        pairwise_request(model, PairItem(id=pair.id, **pair.shown(order)), config)
     headers = {"Authorization": f"Bearer {api_key}"} if api_key and api_key != "EMPTY" else {}
     chat = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "EMPTY", max_retries=0, timeout=config.timeout_s)
     http = httpx.AsyncClient(base_url=root_url, headers=headers, timeout=config.timeout_s)
@@ -222,8 +242,7 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
     async def ask(pair: PairRecord, order: str) -> dict[str, Any]:
         shown = pair.shown(order)
         if kind == "judge-serve":
-            request = PairwiseRequest(model=model, pairs=[PairItem(id=pair.id, **shown)], max_tokens=config.max_tokens,
-                                      temperature=float(config.temperature), lenient=config.lenient)  # fmt: skip
+            request = pairwise_request(model, PairItem(id=pair.id, **shown), config)
             response = await http.post("/v1/judge", json=request.model_dump(mode="json", exclude_unset=True))
             if response.status_code != 200:
                 if retryable_status(response.status_code):

@@ -177,6 +177,15 @@ def test_pairwise_through_judge_serve_sends_typed_pair_requests(tmp_path):
     rows = read_pairwise_rows(tmp_path / "run" / PAIRWISE_PREDICTIONS)
     assert sorted((r.id, r.order, r.verdict, r.feedback) for r in rows) == [("p1", "original", -1.0, "r"),
                                                                            ("p2", "original", -1.0, "r")]
+    # extra_body reaches the pairwise body as it reaches the pointwise one; a field the pairwise body does not take is
+    # a configuration error (exit 2) before any request, not a silently dropped setting.
+    sent.clear()
+    with ScriptedEndpoint(respond, model="tiny") as server:
+        argv = ["run", "--judge", server.base_url, "--data", data, "--no-progress", "--pairwise-orders", "original"]
+        assert main([*argv, "--out", str(tmp_path / "warm"), "--extra-body", '{"temperature": 0.5}']) == 0
+        assert {b["temperature"] for b in sent} == {0.5} and len(sent) == 2
+        assert main([*argv, "--out", str(tmp_path / "bad"), "--extra-body", '{"constrained": true}']) == 2
+    assert len(sent) == 2
 
 
 def test_metrics_without_labels_or_second_order_say_why():
