@@ -11,8 +11,8 @@ The contract between ``serve`` and ``eval``, as vLLM's ``entrypoints/openai/prot
   ``JudgeResponseItem``, each holding one ``JudgeResult`` per (item, criterion) or per pair — and its
   ``JudgeResponseUsage``. ``serve.judging`` builds them and sends ``to_json()``; ``eval.judging.backends`` reads them back.
 
-``checked_json_fields`` is the one strict reading of a dataclass from a JSON object (unknown keys and missing
-required fields are errors naming the field); ``JudgeResult.from_json`` and ``eval.judging.predictions.PredictionRow``'s
+``checked_json_fields`` is the one strict reading of a dataclass from a JSON object (unknown keys, missing required
+fields and, for the response types, values of the wrong type are errors naming the field); ``JudgeResult.from_json`` and ``eval.judging.predictions.PredictionRow``'s
 ``from_json`` both read through it.
 """
 
@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -32,7 +33,8 @@ __all__ = ["ScoreSource", "LmVerdict", "JudgmentUsage", "JudgeResult", "JUDGE_RE
            "JudgeResponseUsage", "JudgeResponse", "PAIRWISE_CRITERION", "ModelLimits"]
 
 
-def checked_json_fields(cls: type, data: Mapping[str, Any], where: str, *, noun: str = "field") -> dict[str, Any]:
+def checked_json_fields(cls: type, data: Mapping[str, Any], where: str, *, noun: str = "field",
+                        typed: bool = False) -> dict[str, Any]:
     """The values a JSON object gives for the fields of dataclass ``cls``, its keys checked strictly.
 
     A key that is not a field is refused; a field without a default is required, and null counts as missing
@@ -44,10 +46,16 @@ def checked_json_fields(cls: type, data: Mapping[str, Any], where: str, *, noun:
         data: the JSON object.
         where: names the object in errors (``"/v1/judge results[3]"``, ``"predictions.jsonl: row 7"``).
         noun: what an unknown key is called in the error (``"prediction field"``).
+        typed: also check each value against its field's type (``_fits``: text, integers, numbers, booleans,
+            lists of integers, objects; a nested dataclass's field only as an object, read by its own ``from_json``),
+            so that a server's ``"score": "4"`` is an error naming the field, not a string scored downstream.
 
     Raises:
-        ValueError: ``{where}: unknown {noun}(s) [...]; known: ...`` or ``{where}.{name}: required field is missing``.
+        ValueError: ``{where}: unknown {noun}(s) [...]; known: ...``, ``{where}.{name}: required field is missing``
+            or, when ``typed``, ``{where}.{name}: expected ..., got ...``.
     """
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{where}: expected a JSON object, got {type(data).__name__}")
     names, required = _field_rules(cls)
     unknown = sorted(set(data) - set(names))
     if unknown:
@@ -55,7 +63,71 @@ def checked_json_fields(cls: type, data: Mapping[str, Any], where: str, *, noun:
     for name, nullable in required:
         if name not in data or (data[name] is None and not nullable):
             raise ValueError(f"{where}.{name}: required field is missing")
-    return {name: data[name] for name in names if name in data}
+    values = {name: data[name] for name in names if name in data}
+    if typed:
+        checks = _type_checks(cls)
+        for name, value in values.items():
+            fits, hint = checks[name]
+            if not fits(value):
+                raise _misfit(value, hint, f"{where}.{name}")
+    return values
+
+
+@functools.cache
+def _type_checks(cls: type) -> dict[str, tuple[Callable[[Any], bool], Any]]:
+    """Each field of ``cls`` -> (whether a JSON value fits its type, the type): built once per class, as results are
+    read by the thousand per second; ``_misfit`` explains a value that does not fit."""
+    return {name: (_fits(hint), hint) for name, hint in typing.get_type_hints(cls).items()}
+
+
+def _options(hint: Any) -> tuple[Any, ...]:
+    return typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+
+
+def _fits(hint: Any) -> Callable[[Any], bool]:
+    """Whether a JSON value fits ``hint`` (the hints of the response dataclasses: text, integers, numbers, booleans,
+    lists and objects of those, nested dataclasses as objects, unions with null; anything else is not checked)."""
+    fits: list[Callable[[Any], bool]] = []
+    for option in _options(hint):
+        origin = typing.get_origin(option) or option
+        if option is type(None):
+            fits.append(lambda v: v is None)
+        elif option is bool:
+            fits.append(lambda v: v.__class__ is bool)
+        elif option is int:
+            fits.append(lambda v: isinstance(v, int) and v.__class__ is not bool)
+        elif option is float:
+            fits.append(lambda v: isinstance(v, (int, float)) and v.__class__ is not bool)
+        elif option is str:
+            fits.append(lambda v: isinstance(v, str))
+        elif origin is list:
+            args = typing.get_args(option)
+            element = _fits(args[0]) if args else None
+            fits.append(lambda v, e=element: isinstance(v, list) and (e is None or all(map(e, v))))
+        elif origin is dict or dataclasses.is_dataclass(option):
+            args = typing.get_args(option) if origin is dict else ()
+            element = _fits(args[1]) if args else None
+            fits.append(lambda v, e=element: isinstance(v, Mapping) and (e is None or all(map(e, v.values()))))
+        else:  # Any, Literal[...] and the like
+            return lambda v: True
+    return fits[0] if len(fits) == 1 else lambda v: any(fit(v) for fit in fits)
+
+
+def _misfit(value: Any, hint: Any, where: str) -> ValueError:
+    """The error naming where inside ``value`` it stops fitting ``hint`` (the element of a list or object, if one)."""
+    for option in _options(hint):
+        origin = typing.get_origin(option) or option
+        args = typing.get_args(option)
+        if origin is list and isinstance(value, list) and args:
+            for k, element in enumerate(value):
+                if not _fits(args[0])(element):
+                    return _misfit(element, args[0], f"{where}[{k}]")
+        if origin is dict and isinstance(value, Mapping) and args:
+            for key, element in value.items():
+                if not _fits(args[1])(element):
+                    return _misfit(element, args[1], f"{where}[{key!r}]")
+    names = " or ".join(getattr(o, "__name__", str(o)).replace("NoneType", "null") for o in _options(hint))
+    return ValueError(f"{where}: expected {names}, got {type(value).__name__} {str(value)[:40]!r}")
 
 
 @functools.cache
@@ -161,10 +233,10 @@ class JudgeResult:
             ValueError: naming ``where`` and the field: a key that is not a field, or a required one missing
                 (``checked_json_fields``).
         """
-        values = checked_json_fields(cls, data, where)
+        values = checked_json_fields(cls, data, where, typed=True)
         for name, nested in (("lm_verdict", LmVerdict), ("usage", JudgmentUsage)):
             if isinstance(values.get(name), Mapping):
-                values[name] = nested(**checked_json_fields(nested, values[name], f"{where}.{name}"))
+                values[name] = nested(**checked_json_fields(nested, values[name], f"{where}.{name}", typed=True))
         if "usage" in values and values["usage"] is None:
             values.pop("usage")
         return cls(**values)
@@ -274,7 +346,7 @@ class JudgeResponseItem:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], where: str = "item") -> JudgeResponseItem:
-        values = checked_json_fields(cls, data, where)
+        values = checked_json_fields(cls, data, where, typed=True)
         results = values["results"]
         if not isinstance(results, list):
             raise ValueError(f"{where}.results: expected a list")
@@ -328,12 +400,13 @@ class JudgeResponse:
         """Read a response body strictly (a key that is not a field, or a missing one, is an error naming it)."""
         if not isinstance(data, Mapping):
             raise ValueError(f"{where}: expected a JSON object")
-        values = checked_json_fields(cls, data, where)
+        values = checked_json_fields(cls, data, where, typed=True)
         items = values["items"]
         if not isinstance(items, list):
             raise ValueError(f"{where}.items: expected a list")
         values["items"] = [JudgeResponseItem.from_json(item, f"{where}.items[{k}]") for k, item in enumerate(items)]
-        values["usage"] = JudgeResponseUsage(**checked_json_fields(JudgeResponseUsage, values["usage"], f"{where}.usage"))
+        values["usage"] = JudgeResponseUsage(**checked_json_fields(JudgeResponseUsage, values["usage"], f"{where}.usage",
+                                                                   typed=True))
         return cls(**values)
 
 

@@ -79,7 +79,16 @@ def test_regression_result_round_trips_its_nested_fields(qwen_tokenizer):
     [({"surprise": 1}, r"unknown field\(s\) \['surprise'\]"), ({"score_source": "regression"}, "score_source"),
      ({"criterion": None, "scale": None}, None), ({"criterion": None}, r"result\.criterion: required field is missing"),
      ({"usage": {"prompt_tokens": 1, "cached": 2}}, r"result\.usage: unknown field\(s\) \['cached'\]"),
-     ({"lm_verdict": {"score": 1.0}}, r"result\.lm_verdict\.parse_ok: required field is missing")],
+     ({"lm_verdict": {"score": 1.0}}, r"result\.lm_verdict\.parse_ok: required field is missing"),
+     # Values are checked against their fields' types: a server's text score would be scored downstream otherwise.
+     ({"score": "4"}, r"result\.score: expected float or null, got str '4'"),
+     ({"score": True}, r"result\.score: expected float or null, got bool"),
+     ({"parse_ok": 1}, r"result\.parse_ok: expected bool, got int"),
+     ({"scale": [0, "1"]}, r"result\.scale\[1\]: expected int, got str"),
+     ({"score_probs": {"0": "x"}}, r"result\.score_probs\['0'\]: expected float, got str"),
+     ({"usage": {"prompt_tokens": 1.5}}, r"result\.usage\.prompt_tokens: expected int, got float"),
+     ({"lm_verdict": 3}, r"result\.lm_verdict: expected LmVerdict or null, got int"),
+     ({"feedback": None}, r"result\.feedback: expected str, got NoneType")],
 )
 def test_judge_result_refuses_what_it_does_not_know(change, message):
     """An unknown field or score source is refused by name; a missing (or null, where its type has no None)
@@ -91,6 +100,26 @@ def test_judge_result_refuses_what_it_does_not_know(change, message):
         message = r"result\.scale: required field is missing"
     with pytest.raises(ValueError, match=message):
         JudgeResult.from_json(data)
+
+
+def test_a_response_that_is_not_objects_or_has_values_of_the_wrong_type_names_where():
+    """The envelope is read as strictly as its results: a result that is not an object, an item index that is text,
+    a usage count that is not an integer; an id may be text, an integer or null (it echoes the request's)."""
+    from judge.wire import JudgeResponse
+
+    result = JudgeResult(criterion="c", criterion_id=None, scale=[0, 1], score=1.0, parse_ok=True).to_json()
+    body = {"id": "judge-1", "object": "judge.result", "created": 0, "model": "m", "judge_kind": "seq2seq",
+            "verdict_format": "tagged", "prompt_version": "v", "items": [{"index": 0, "id": 7, "results": [result]}],
+            "usage": {"judgments": 1, "parsed": 1, "prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+    assert JudgeResponse.from_json(body).items[0].results[0].score == 1.0
+    for change, message in [({"items": [{"index": 0, "id": 7, "results": ["4"]}]},
+                             r"items\[0\]\.results\[0\]: expected JudgeResult, got str"),
+                            ({"items": [{"index": "0", "id": 7, "results": [result]}]},
+                             r"items\[0\]\.index: expected int, got str"),
+                            ({"usage": {**body["usage"], "parsed": "1"}}, r"usage\.parsed: expected int, got str"),
+                            ({"created": 1.5}, r"response\.created: expected int, got float")]:
+        with pytest.raises(ValueError, match=message):
+            JudgeResponse.from_json({**body, **change})
 
 
 def test_prediction_fields_are_the_row_dataclass():
