@@ -140,13 +140,17 @@ def test_a_pairwise_verdict_off_minus_one_zero_one_fails_on_the_wire_as_judge_ev
     -1 passes. The response names the pairwise prompt's version, not the pointwise one's."""
     pair = {"instruction": "Напиши стих.", "answer_1": "Роза красная.", "answer_2": "Фиалка синяя.",
             "rubrics": "-1: лучше первый\n\n0: одинаково\n\n1: лучше второй"}
-    outputs = iter(["[FEEDBACK] Второй лучше вдвойне. [RESULT] 2 [END]", "[FEEDBACK] Первый. [RESULT] -1 [END]"])
+    second = {**pair, "answer_1": "Роза белая."}
 
     def respond(path: str, body: dict) -> tuple[int, dict]:
-        return 200, {"choices": [{"text": next(outputs), "finish_reason": "stop"}],
+        # The two pairs are judged concurrently: each answer is chosen by its prompt, not by the order of arrival.
+        prompt = body["prompt"] if isinstance(body["prompt"], str) else qwen_tokenizer.decode(body["prompt"])
+        text = ("[FEEDBACK] Первый. [RESULT] -1 [END]" if "Роза белая." in prompt
+                else "[FEEDBACK] Второй лучше вдвойне. [RESULT] 2 [END]")
+        return 200, {"choices": [{"text": text, "finish_reason": "stop"}],
                      "usage": {"prompt_tokens": 11, "completion_tokens": 7}}
 
-    body, _ = judged(judge_settings(), qwen_tokenizer, {"pairs": [{**pair, "id": "a"}, {**pair, "id": "b"}]}, respond)
+    body, _ = judged(judge_settings(), qwen_tokenizer, {"pairs": [{**pair, "id": "a"}, {**second, "id": "b"}]}, respond)
     off, kept = (item["results"][0] for item in body["items"])
     assert (off["parse_ok"], off["score"], off["error"], off["in_scale"]) == (False, None, "out_of_scale", False)
     assert off["error_reason"] == "2 is not one of -1, 0, 1 (the pairwise scale)"
