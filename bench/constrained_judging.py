@@ -9,7 +9,8 @@ sequence fills a grammar mask over the whole vocabulary (151,936 tokens for Qwen
 each token must be checked against the characters left, so the bound sets how many costly steps a verdict takes.
 Each arm starts its own judge-serve (the demo's settings, the model in the engine-core process) and is timed from
 the first request to the last verdict written: the wall time, and the CPU seconds of judge-serve's process tree by
-kind of process (``psutil``, named as bench/suite_processes.py names them) over the run. A random tiny judge
+kind of process (``psutil``, named as bench/suite_processes.py names them) over the run; then each bound's wall
+time over the first bound's, one ratio per round, with their spread. A random tiny judge
 (the default ``--model``) writes other tokens than a trained one; the demo's trained export is what the figures in
 docs/performance.md were measured on.
 """
@@ -101,6 +102,9 @@ def main(argv=None) -> int:
         split = ", ".join(f"{k} {spread([r['kinds'].get(k, 0.0) for r in runs])['median']:.1f}" for k in kinds)
         print(f"feedback_max_chars {bound}: judged in {fmt(spread([r['wall_s'] for r in runs]), digits=1)} s; "
               f"median CPU-s by process: {split}")
+    for bound in arms[1:]:  # one ratio per round (the arms of a round ran back to back), then their spread
+        ratios = [a["wall_s"] / b["wall_s"] for a, b in zip(results[bound], results[arms[0]])]
+        print(f"feedback_max_chars {bound} / {arms[0]}, wall time per round: {fmt(spread(ratios), digits=2)}")
     print(f"judge-serve logs and runs: {scratch}")
     return 0
 

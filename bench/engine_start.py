@@ -15,7 +15,8 @@ under ``VLLM_CACHE_ROOT``; a cold cache costs the first start seconds more). It 
 seconds over the start (``/proc/stat``: every process, on an otherwise idle machine) and, at readiness, the CPU
 seconds of the tree's processes by kind (``psutil``, named as bench/suite_processes.py names them): the vLLM API
 server and the EngineCore, each of which imports
-vLLM (vLLM's CPU platform forces ``spawn``, vllm/platforms/cpu.py), and judge-serve's own process.
+vLLM (vLLM's CPU platform forces ``spawn``, vllm/platforms/cpu.py), and judge-serve's own process; then each arm's
+wall time over the first arm's, one ratio per round, with their spread.
 """
 
 from __future__ import annotations
@@ -106,6 +107,10 @@ def main(argv=None) -> int:
         print(f"{arm}: ready in {fmt(spread([r['wall_s'] for r in runs]), digits=1)} s; machine "
               f"{fmt(spread([r['machine_cpu_s'] for r in runs]), digits=1)} CPU-s; by process at readiness, median "
               f"CPU-s: {split}")
+    base = args.arms[0]
+    for arm in args.arms[1:]:  # one ratio per round (the arms of a round ran back to back), then their spread
+        ratios = [a["wall_s"] / b["wall_s"] for a, b in zip(results[arm], results[base])]
+        print(f"{arm} / {base}, wall time to ready, per round: {fmt(spread(ratios), digits=2)}")
     print(f"servers' logs and the tiny judge: {scratch}")
     return 0
 
