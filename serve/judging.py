@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import math
 import re
 import time
 import uuid
@@ -368,7 +369,13 @@ class Judge:
         assert self.pooler is not None
         async with self.limit:
             classified = await self.pooler.post("/classify", {"model": self.settings.engine_models["pooler"], "input": [ids]})
-        raw = float(classified["data"][0]["probs"][0])
+        raw = classified["data"][0]["probs"][0]
+        if not isinstance(raw, (int, float)) or isinstance(raw, bool) or not math.isfinite(raw):
+            # A diverged head (or an overflow in half precision): no score, a counted failure. vLLM sends its NaN as
+            # null; clipped, a NaN would stay NaN (max and min keep it) and go out as an ok score no JSON client reads.
+            out["error"], out["error_reason"] = VerdictError.NO_SCORE, f"the score head returned {raw}, not a number"
+            return out
+        raw = float(raw)
         # The head is unbounded; the score is clipped into the scale, the raw value is kept beside it.
         out.update(
             score=float(min(max(raw, scale.min), scale.max)),

@@ -74,6 +74,29 @@ def test_regression_result_round_trips_its_nested_fields(qwen_tokenizer):
     assert typed.rationale_complete is True and JudgeResult.from_json(typed.to_json()) == typed
 
 
+@pytest.mark.parametrize("head", [float("nan"), float("inf"), None])
+def test_a_score_head_that_returns_no_number_is_a_counted_failure(qwen_tokenizer, tmp_path, head):
+    """A diverged regression head (vLLM sends its NaN as null): each result is a failed judgment, no_score, naming the
+    head's value, the LM's own verdict beside it; the response is valid JSON and eval writes failed rows from it."""
+    import json
+
+    def respond(path: str, body: dict) -> tuple[int, dict]:
+        if path == "/classify":
+            return 200, {"data": [{"probs": [head]}]}
+        return 200, {"choices": [{"text": OUTPUTS["regression"], "finish_reason": "stop"}],
+                     "usage": {"prompt_tokens": 11, "completion_tokens": 7}}
+
+    body, _ = judged(judge_settings("regression"), qwen_tokenizer, REQUEST, respond)
+    json.loads(json.dumps(body, allow_nan=False))  # what a strict JSON client reads
+    for result in body["items"][0]["results"]:
+        assert (result["parse_ok"], result["score"], result["error"]) == (False, None, "no_score")
+        assert result["error_reason"] == f"the score head returned {head}, not a number"
+        assert result["regression_score"] is None and result["rationale_complete"] is True
+        row = JudgeServeBackend._outcome(JudgeResult.from_json(result))
+        assert (row["parse_ok"], row["score"], row["error"]) == (False, None, "no_score")
+    assert body["usage"]["parsed"] == 0
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [({"surprise": 1}, r"unknown field\(s\) \['surprise'\]"), ({"score_source": "regression"}, "score_source"),
