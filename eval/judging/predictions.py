@@ -13,6 +13,7 @@ import copy
 import dataclasses
 import functools
 import logging
+import math
 import operator
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -102,7 +103,7 @@ class PredictionRow:
 PREDICTION_FIELDS = tuple(f.name for f in dataclasses.fields(PredictionRow))
 
 # The JSON type of each field's value (null is allowed for every field but ``id``).
-_TEXT, _NUMBER, _FLAG, _PROBS = "a string", "a number", "a boolean", "an object of numbers"
+_TEXT, _NUMBER, _FLAG, _PROBS = "a string", "a finite number", "a boolean", "an object of finite numbers"
 _JSON_KINDS = {"id": _TEXT, "judge": _TEXT, "raw_output": _TEXT, "feedback": _TEXT, "score": _NUMBER,
                "parse_ok": _FLAG, "error": _TEXT, "reason": _TEXT, "score_source": _TEXT, "in_scale": _FLAG,
                "regression_score": _NUMBER, "expected_score": _NUMBER, "confidence": _NUMBER, "score_probs": _PROBS,
@@ -113,11 +114,11 @@ assert set(_JSON_KINDS) == set(PREDICTION_FIELDS)
 def _is_kind(value: Any, kind: str) -> bool:
     if kind == _TEXT:
         return type(value) is str
-    if kind == _NUMBER:
-        return type(value) in (int, float)
+    if kind == _NUMBER:  # finite: a NaN or an infinity (Python's json writes and reads them) is no score
+        return type(value) in (int, float) and math.isfinite(value)
     if kind == _FLAG:
         return type(value) is bool
-    return type(value) is dict and all(type(v) in (int, float) for v in value.values())
+    return type(value) is dict and all(type(v) in (int, float) and math.isfinite(v) for v in value.values())
 
 
 def read_prediction_table(path: str | Path) -> pa.Table:
@@ -149,12 +150,19 @@ def read_prediction_table(path: str | Path) -> pa.Table:
     body, tail = data[:end], data[end:]
     if tail.strip():
         log_torn_tail(path, tail)
+    # Read as the line-by-line reader (judge.plumbing.journal, json.loads) reads: a UTF-8 byte order mark and CRLF
+    # line ends (a file saved on Windows) are taken; a raw CR can be nothing else in JSON, whose strings escape it.
+    body = body.removeprefix(b"\xef\xbb\xbf")
+    if b"\r" in body:
+        body = body.replace(b"\r\n", b"\n")
+        if b"\r" in body:  # whitespace to json.loads, a line end to Arrow: read as the line reader reads
+            return prediction_table(iter_predictions(path))
     # Arrow takes one object per line and skips blank lines; a line that is not an object (``null`` crashes
-    # pyarrow 26's reader) or a CR line end is refused before it, for the row checks to name.
+    # pyarrow 26's reader) is refused before it, for the row checks to name.
     lines = body.count(b"\n")
-    if body and (int(body.startswith(b"{")) + body.count(b"\n{") != lines or b"\r" in body):
+    if body and int(body.startswith(b"{")) + body.count(b"\n{") != lines:
         kept = [line for line in body.split(b"\n") if line.strip()]
-        if any(not line.startswith(b"{") or line.endswith(b"\r") for line in kept):
+        if any(not line.startswith(b"{") for line in kept):
             _raise_first_bad_row(path, None)
         body = b"\n".join(kept) + b"\n" if kept else b""
     if not body:
@@ -174,6 +182,11 @@ def read_prediction_table(path: str | Path) -> pa.Table:
                          and all(pa.types.is_integer(f.type) or pa.types.is_floating(f.type) or pa.types.is_null(f.type)
                                  for f in probs.type)))):
         _raise_first_bad_row(path, None)
+    numbers = [table.column(n) for n, kind in _JSON_KINDS.items() if kind == _NUMBER and n in table.column_names]
+    if probs is not None and pa.types.is_struct(probs.type):
+        numbers += [pc.struct_field(probs, [k]) for k in range(probs.type.num_fields)]
+    if any(pa.types.is_floating(c.type) and not pc.all(pc.is_finite(c)).as_py() in (True, None) for c in numbers):
+        _raise_first_bad_row(path, None)  # a NaN or infinity (Arrow reads them as Python's json writes them)
     columns = {}
     for name in PREDICTION_FIELDS:
         if name in table.column_names:

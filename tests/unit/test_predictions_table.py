@@ -69,9 +69,12 @@ def test_rows_given_as_dicts_make_the_same_table(tmp_path):
     ('{"score": 1}', r"predictions.jsonl: row 4.id: required field is missing"),
     ('{"id": null}', r"predictions.jsonl: row 4.id: required field is missing"),
     ('{"id": 7}', r"predictions.jsonl: row 4.id: expected a string, got int 7"),
-    ('{"id": "x", "score": "2"}', r"predictions.jsonl: row 4.score: expected a number, got str '2'"),
+    ('{"id": "x", "score": "2"}', r"predictions.jsonl: row 4.score: expected a finite number, got str '2'"),
+    ('{"id": "x", "score": NaN}', r"predictions.jsonl: row 4.score: expected a finite number, got float nan"),
+    ('{"id": "x", "latency_s": Infinity}', r"predictions.jsonl: row 4.latency_s: expected a finite number, got float inf"),
+    ('{"id": "x", "score_probs": {"1": NaN}}', r"predictions.jsonl: row 4.score_probs: expected an object of finite"),
     ('{"id": "x", "parse_ok": 1}', r"predictions.jsonl: row 4.parse_ok: expected a boolean, got int 1"),
-    ('{"id": "x", "score_probs": {"1": "a"}}', r"predictions.jsonl: row 4.score_probs: expected an object of numbers"),
+    ('{"id": "x", "score_probs": {"1": "a"}}', r"predictions.jsonl: row 4.score_probs: expected an object of finite numbers"),
     ('{"id": "x", "score": 1', r"predictions.jsonl:5: not a JSON line"),
     ('[1, 2]', r"predictions.jsonl:5: a JSON list, not an object"),
     ('null', r"predictions.jsonl:5: a JSON NoneType, not an object"),
@@ -88,6 +91,18 @@ def test_a_bad_row_in_the_middle_is_named_by_file_row_and_field(tmp_path, bad, m
     with pytest.raises(ValueError) as streamed:
         list(iter_predictions(path))
     assert str(table.value) == str(streamed.value)
+
+
+@pytest.mark.parametrize("bom, newline", [(True, "\n"), (False, "\r\n"), (True, "\r\n"), (False, "\r\r\n")])
+def test_a_file_saved_on_windows_reads_as_the_streaming_reader_reads_it(tmp_path, bom, newline):
+    """A UTF-8 byte order mark and CRLF line ends (json.loads, the streaming reader, takes them; Arrow took neither):
+    both readers give the same rows as the plain file."""
+    rows = _seeded_rows(6)
+    plain, windows = tmp_path / "plain.jsonl", tmp_path / "windows.jsonl"
+    _write(plain, rows)
+    text = "".join(json.dumps(r) + newline for r in rows)
+    windows.write_bytes(("\ufeff" if bom else "").encode() + text.encode("utf-8"))
+    assert read_predictions(windows) == read_predictions(plain) == list(iter_predictions(windows))
 
 
 def test_a_torn_last_line_is_dropped_with_one_warning(tmp_path, caplog):
