@@ -200,8 +200,8 @@ def _experts(annotations, experts, feedback, n: int) -> dict[str, Any]:
         if not _is_list(kind) or not pa.types.is_struct(kind.value_type):
             raise _Doubt
         fields = {kind.value_type.field(k).name: kind.value_type.field(k).type for k in range(kind.value_type.num_fields)}
-        if "score" not in fields or not _is_number(fields["score"]):
-            raise _Doubt
+        if "score" not in fields or not _is_number(fields["score"]) or set(fields) - {"comment", "score"}:
+            raise _Doubt  # another key: the row path names it
         comment_type = fields.get("comment")
         if comment_type is not None and not (_is_text(comment_type) or pa.types.is_null(comment_type)):
             raise _Doubt

@@ -398,6 +398,10 @@ def _is_list(value: Any) -> bool:
     return not isinstance(value, (str, bytes, Mapping)) and isinstance(value, Iterable)
 
 
+#: The keys of one released annotation (the dataset card's struct).
+_ANNOTATION_KEYS = frozenset({"comment", "score"})
+
+
 def _released_annotations(items: Any, fail) -> tuple[Annotation, ...]:
     """The released ``annotations`` column: ``[{comment, score}, ...]``, ``-1`` meaning an abstention."""
     if not _is_list(items):
@@ -406,6 +410,10 @@ def _released_annotations(items: Any, fail) -> tuple[Annotation, ...]:
     for position, item in enumerate(items):
         if not isinstance(item, Mapping):
             raise fail("annotations", f"item {position} must be an object with comment and score, got {type(item).__name__}")
+        unknown = sorted(set(item) - _ANNOTATION_KEYS, key=str)
+        if unknown:  # refused, not dropped: an annotator's id or a second score would be lost without a word
+            raise fail("annotations", f"item {position}: unknown key(s) {unknown}; an annotation has comment and score "
+                                      "(name the experts with the row's expert_ids list)")
         if item.get("score") is None:
             raise fail("annotations", f"item {position} has no score")
         score = _number(item["score"])

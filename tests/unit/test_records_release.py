@@ -154,6 +154,8 @@ BAD_ANNOTATIONS = [
     ([{"comment": "а", "score": float("nan")}], "item 0: score nan is not a finite number"),
     ([{"comment": 5, "score": 1}], "item 0: comment must be text"),
     (["1"], "item 0 must be an object"),
+    ([{"comment": "а", "score": 1, "expert_id": "e7"}], "item 0: unknown key(s) ['expert_id']; an annotation has "
+                                                         "comment and score (name the experts with the row's expert_ids"),
 ]
 
 
@@ -167,6 +169,20 @@ def test_bad_annotations_name_source_row_and_field(annotations, fragment):
     err = info.value
     assert (err.source, err.row, err.field) == ("POLLUX/data/test-00000-of-00003.parquet", 1, "annotations")
     assert fragment in str(err)
+
+
+def test_an_annotation_key_the_release_does_not_have_is_refused_from_a_file_too(tmp_path):
+    """Read from a file (the column-wise reader), an annotation with a key beyond comment and score is refused with
+    the row path's message, not dropped: the annotator's id it carries would otherwise be lost without a word."""
+    import json
+
+    rows = released_rows()[:3]
+    rows[2] = rows[2] | {"annotations": [{**a, "annotator": f"e{k}"} for k, a in enumerate(rows[2]["annotations"])]}
+    path = tmp_path / "released.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    with pytest.raises(RecordError, match=r"item 0: unknown key\(s\) \['annotator'\]") as info:
+        judge.load_records(path)
+    assert (info.value.row, info.value.field) == (2, "annotations")
 
 
 def test_bad_scalar_released_columns_are_named():
