@@ -97,6 +97,7 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
     from judge import LeakageError, RecordError
     from judge.plumbing.run_folder import RunFolderBusy
     from train.config import ConfigError, config_from_args
+    from train.training_arguments import check_training_arguments
 
     args = build_run_parser(prog=prog).parse_args(list(argv))
     if args.config is None and args.recipe is None and recipe is None:
@@ -104,6 +105,7 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
         return 2
     try:
         config = config_from_args(args, recipe=recipe)
+        check_training_arguments(config)  # a misspelt schedule or optimizer, before the data and the model
         check_training_data(config)  # before the run folder, the lock and the base model exist
         module, function, what = RECIPE_ENTRIES[config.recipe]
         with _one_writer(config.output_dir, prog):

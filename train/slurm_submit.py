@@ -306,6 +306,12 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
     # The job runs the config with the arguments after -- applied: plan the batch, the vLLM server and the exports
     # from that one, or a job planned for the file would wait in the queue and then fail (or train another model).
     config = check_judge_args(config_path, judge_args) or config
+    from train.training_arguments import check_training_arguments
+
+    try:
+        check_training_arguments(config)  # what the job's judge-train would refuse after waiting in the queue
+    except ConfigError as err:
+        raise SubmitError(str(err)) from None
     if args.nodes <= 0:
         raise SubmitError(f"--nodes must be positive, got {args.nodes}")
     if args.gpus_per_node < 0:

@@ -20,6 +20,7 @@ from judge.plumbing.config_files import ConfigError
 TrainConfig = Any
 
 __all__ = ["Launch", "launch_arithmetic", "use_bf16", "weights_dtype", "training_kwargs", "arguments_fields", "check_trainer_args",
+           "check_training_arguments",
            "DERIVED_ONLY", "init_distributed"]
 
 
@@ -189,18 +190,29 @@ def check_trainer_args(config: TrainConfig, sft_fields: frozenset[str] = frozens
             hint = f"; did you mean {', '.join(close)}?" if close else ""
             raise ConfigError(f"trainer_args: {key!r} is not a TrainingArguments key of the installed "
                               f"transformers{' or trl SFTConfig' if sft_fields else ''}{hint}")
-    # Build TrainingArguments with exactly what the recipe would pass (on CPU, without DeepSpeed, world size 1):
-    # its own checks name a bad value or a bad combination here rather than after the model has loaded.
+    check_training_arguments(config)
+
+
+def check_training_arguments(config: TrainConfig) -> None:
+    """Build ``TrainingArguments`` with exactly what the recipe would pass (on CPU, without DeepSpeed, world size 1):
+    its own checks name a bad value (a misspelt ``lr_scheduler_type`` or ``optim``) or a bad combination before the
+    data is read and the model loaded. Called when a config with ``trainer_args`` loads, and by ``judge-train run``
+    and ``submit`` for every config (importing transformers costs seconds, which a config load alone need not pay).
+
+    Raises:
+        ConfigError: ``TrainingArguments``' own message.
+    """
     from transformers import TrainingArguments
 
     has_eval = bool(config.eval_data) or config.eval_fraction > 0
     kwargs = training_kwargs(config, launch_arithmetic(config, world_size=1), has_eval=has_eval)
-    kwargs = {k: v for k, v in kwargs.items() if k in accepted}
+    kwargs = {k: v for k, v in kwargs.items() if k in arguments_fields()}
     kwargs.update({"bf16": False, "use_cpu": True, "deepspeed": None})
     try:
         TrainingArguments(**kwargs)
     except (TypeError, ValueError) as err:
-        raise ConfigError(f"trainer_args {sorted(config.trainer_args)}: TrainingArguments refuses them: {err}") from None
+        given = f"with trainer_args {sorted(config.trainer_args)}" if config.trainer_args else "as set"
+        raise ConfigError(f"TrainingArguments refuses this config {given}: {err}") from None
 
 
 def init_distributed(args) -> None:

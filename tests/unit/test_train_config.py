@@ -300,7 +300,7 @@ def test_seq2seq_takes_sft_config_keys_the_other_recipes_do_not(tmp_path):
     ("{adam_beta3: 0.9}", "'adam_beta3' is not a TrainingArguments key .*did you mean adam_beta2"),
     ("{learning_rate: 0.1}", "'learning_rate' is a key of this config; set it there \\(--learning-rate\\)"),
     ("{gradient_accumulation_steps: 4}", "derived from global_batch_size"),
-    ("{save_strategy: sometimes}", "TrainingArguments refuses them"),
+    ("{save_strategy: sometimes}", "TrainingArguments refuses this config with trainer_args \\['save_strategy'\\]"),
     ("[adam_beta2]", "trainer_args"),
 ])
 def test_bad_trainer_args_fail_when_the_config_loads(tmp_path, trainer_args, message):
@@ -308,6 +308,31 @@ def test_bad_trainer_args_fail_when_the_config_loads(tmp_path, trainer_args, mes
     errors at load time, naming the key."""
     with pytest.raises(ConfigError, match=message):
         load_config(_yaml(tmp_path, f"recipe: regression\ntrainer_args: {trainer_args}\n"))
+
+
+@pytest.mark.parametrize("setting, message", [
+    ("lr_scheduler_type: cosinee", "cosinee is not a valid SchedulerType"),
+    ("optim: adamw_torchh", "adamw_torchh"),
+])
+def test_a_value_transformers_rejects_stops_run_and_submit_before_any_work(tmp_path, capsys, setting, message):
+    """The config's own fields that TrainingArguments checks (a misspelt schedule or optimizer): `judge-train run`
+    and `judge-train grpo` say so and exit 2 before the data is read (a data path that does not exist is not what
+    they name) or a run folder exists; `judge-train submit` before rendering a job that would fail in the queue."""
+    from train.slurm_submit import main as submit
+
+    config = _yaml(tmp_path, f"recipe: regression\n{setting}\ndata: {tmp_path / 'no-such-data.jsonl'}\n"
+                             f"output_dir: {tmp_path / 'run'}\n")
+    assert main(["run", "--config", str(config)]) == 2
+    said = capsys.readouterr().err
+    assert "TrainingArguments refuses this config as set:" in said and message in said and "no-such-data" not in said
+    assert not (tmp_path / "run").exists()
+    grpo = _yaml(tmp_path, f"recipe: grpo\n{setting}\nglobal_batch_size: 8\ndata: {tmp_path / 'no-such-data.jsonl'}\n"
+                           f"output_dir: {tmp_path / 'run'}\n")
+    assert main(["grpo", "--config", str(grpo)]) == 2
+    assert message in capsys.readouterr().err
+    assert submit(["--dry-run", "--config", str(config), "--nodes", "1", "--gpus-per-node", "8"]) == 2
+    said = capsys.readouterr().err
+    assert "TrainingArguments refuses this config as set:" in said and message in said
 
 
 def test_the_recipe_step_passes_trainer_args_to_the_trainer_and_refuses_its_own_keys(tmp_path):
