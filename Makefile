@@ -10,7 +10,7 @@
 #   make demo       CPU: the main job end to end on the bundled sample data and a tiny judge built locally
 #   make test-fast  CPU: tests/unit, the tests that need no vLLM engine, Slurm cluster, browser, training or DeepSpeed
 #   make test       CPU: the whole test suite, as CI runs it; prints the slowest tests and each tier's time
-#   make docs       the documentation site (docs/, mkdocs.yml) built strictly into site/
+#   make docs       the documentation site (docs/, mkdocs.yml) built strictly into site/, in its own small venv
 PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
@@ -99,9 +99,14 @@ test-fast: setup
 test: setup
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --timeout=$(TIMEOUT_S) --durations=30
 
-# The site's pages are docs/*.md and its nav mkdocs.yml; tests/unit/test_docs_site.py builds it the same way.
-docs: setup
-	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
+# The site's pages are docs/*.md and its nav mkdocs.yml; tests/unit/test_docs_site.py builds it the same way. Built
+# in a venv of its own with pyproject.toml's `docs` extra only (read with tomllib), not after the whole set-up.
+DOCS_VENV ?= .venv-docs
+docs:
+	test -x $(DOCS_VENV)/bin/python || $(PYTHON) -m venv $(DOCS_VENV)
+	$(DOCS_VENV)/bin/python -m pip install -q $$($(DOCS_VENV)/bin/python -c "import tomllib; \
+	  print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['docs']))")
+	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/python -m mkdocs build --strict --site-dir site
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info site
+	rm -rf $(VENV) $(DOCS_VENV) .pytest_cache build *.egg-info site

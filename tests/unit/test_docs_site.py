@@ -125,3 +125,13 @@ def test_site_builds_strictly(tmp_path):
 def test_pages_other_pages_rely_on_exist(page):
     """The pages the README, the Makefile and other pages point at by name are there."""
     assert (ROOT / "docs" / page).is_file()
+
+
+def test_the_docs_extra_is_what_the_suite_builds_the_site_with():
+    """`make docs` builds in a venv holding only pyproject's `docs` extra; the suite builds with the `dev` extra's
+    mkdocs lines. They are the same requirements, so a site the suite builds is the site `make docs` builds."""
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    assert sorted(extras["docs"]) == sorted(r for r in extras["dev"] if r.startswith("mkdocs"))
+    assert extras["docs"] and all(r.startswith("mkdocs") for r in extras["docs"])
