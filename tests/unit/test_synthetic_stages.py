@@ -332,6 +332,34 @@ def test_instructions_stage_resumes_from_its_journal(scripted, tmp_path):
     assert len(server.received) == sent + 1
 
 
+def test_a_rerun_with_other_settings_is_refused_naming_them_unless_overwritten(scripted, tmp_path, capsys):
+    """The journal holds the answers of one setting: a rerun with another generator temperature or seed (which
+    assigns jobs to generators) is exit 2 naming each change, nothing sent (it would have mixed two runs'
+    instructions); settings that choose jobs or run them (--per-task-level, --concurrency, --limit) resume;
+    --overwrite discards the journal and asks everything again."""
+    server = scripted(_instructions_table())
+    config = _write_yaml(tmp_path / "instructions.yaml", INSTRUCTIONS_YAML.format(url=server.base_url))
+    out = tmp_path / "instructions"
+    argv = ["instructions", "--config", str(config), "--output", str(out)]
+    assert main(argv) == 0
+    sent = len(server.received)
+    assert main([*argv, "--concurrency", "4", "--limit", "100"]) == 0 and len(server.received) == sent
+    capsys.readouterr()
+    hotter = _write_yaml(tmp_path / "hotter.yaml", INSTRUCTIONS_YAML.format(url=server.base_url)
+                         .replace("temperature: 0.9", "temperature: 1.2"))
+    assert main([*argv, "--per-task-level", "1"]) == 0 and len(server.received) == sent
+    capsys.readouterr()
+    assert main(["instructions", "--config", str(hotter), "--output", str(out), "--seed", "3"]) == 2
+    said = capsys.readouterr().err
+    assert "holds progress made with other settings" in said and "seed: 0 -> 3" in said
+    assert "generators: [{" in said and "'temperature': 0.9" in said and "'temperature': 1.2" in said
+    assert len(server.received) == sent
+    assert main(["instructions", "--config", str(hotter), "--output", str(out), "--overwrite"]) == 0
+    again = server.received[sent:]
+    n_jobs = len((out / "journal.jsonl").read_text(encoding="utf-8").splitlines())  # the rewritten journal's
+    assert len(again) >= n_jobs > 0 and {body["temperature"] for body in again} == {1.2}
+
+
 def test_a_job_whose_request_failed_is_asked_again_by_the_next_run(scripted, tmp_path):
     """An endpoint down for one job past its retries: the job is journalled as request_failed and dropped for that
     run; the next run asks it again (the outage was not its answer), and its answer is kept. A job the endpoint

@@ -9,6 +9,9 @@
 
 Any scalar config key is also a flag, e.g. ``--per-task-level 2`` or ``--block-size 256``; a flag beats the YAML.
 Rerunning a stage with the same output folder resumes it: finished requests are read back from ``journal.jsonl``.
+A rerun whose requests would differ (other endpoints or sampling, another prompt language or system message, another
+seed) or with another ``--input`` is refused, naming what changed, unless ``--overwrite`` discards the journal;
+thresholds, tolerances and limits may be retuned on the same journal (``REQUEST_SETTINGS``).
 Also runnable as ``python -m train.synthetic.cli <stage> ...``.
 """
 
@@ -18,6 +21,8 @@ import argparse
 import dataclasses
 import json
 import sys
+from pathlib import Path
+from typing import Any
 
 from judge.plumbing.config_files import given_flags
 from judge.plumbing.provenance import redact
@@ -43,6 +48,40 @@ EXIT_CODES = (
 )
 
 
+#: The progress files a rerun resumes from (finished requests), per the stages that ask an endpoint.
+JOURNAL_FILES = ("journal.jsonl", "llm_checks.jsonl")
+#: Per stage, the settings that shape what one journalled request got: the endpoints (model, sampling; not the
+#: variable holding a key), the prompt's language and system message, the seed that assigns jobs to endpoints, and
+#: what decides a journalled result (annotate parses and re-asks inside the job). The rest choose which jobs run and
+#: what is kept of their answers (thresholds, tolerance, limits, subsets), which a rerun may retune on the same journal.
+REQUEST_SETTINGS = {
+    "instructions": ("generators", "details_language", "seed"),
+    "dedup": ("llm",),
+    "answers": ("answer_models", "system_prompt", "seed"),
+    "annotate": ("teacher", "criteria_language", "lenient", "max_attempts", "seed"),
+    "traces": ("teacher", "system_prompt", "seed"),
+    "split": (),
+}
+
+
+def stage_run_key(stage: str, config: Any, input_path: str | None) -> dict[str, Any]:
+    """What a resumed stage must share with the run that wrote its journal: the stage, its input (resolved) and its
+    ``REQUEST_SETTINGS``."""
+
+    def without_key_variable(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: without_key_variable(v) for k, v in value.items() if k != "api_key_env"}
+        if isinstance(value, (list, tuple)):
+            return [without_key_variable(v) for v in value]
+        return value
+
+    settings = dataclasses.asdict(config)
+    key = {"stage": stage, **{name: without_key_variable(settings[name]) for name in REQUEST_SETTINGS[stage]}}
+    if input_path is not None:
+        key["input"] = str(Path(input_path).resolve())
+    return key
+
+
 def build_parser() -> argparse.ArgumentParser:
     from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 
@@ -54,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
         if stage != "instructions":
             sub.add_argument("--input", required=True, help="the previous stage's output folder, or a JSONL/Parquet file")
         sub.add_argument("--output", required=True, help="this stage's output folder (rerun with it to resume)")
+        sub.add_argument("--overwrite", action="store_true",
+                         help="discard the output folder's journal (finished requests) instead of resuming it; needed "
+                              "when its run had other settings or another --input")
         add_config_flags(sub, cls)
     return parser
 
@@ -71,10 +113,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"judge-train data {args.stage}: error: {err}", file=sys.stderr)
         return 2
     from judge import LeakageError, RecordError
-    from judge.plumbing.run_folder import RunFolderBusy, hold_run_folder
+    from judge.plumbing.run_folder import ResumeMismatch, RunFolderBusy, claim_run_folder, hold_run_folder
 
     try:
         with hold_run_folder(args.output, f"judge-train data {args.stage}") as out_dir:  # one writer per folder
+            # A journal resumed under other settings would mix their answers in silently (another answer model's
+            # texts under this run's assignment, another teacher's verdicts): the folder is claimed for these.
+            claim_run_folder(out_dir, stage_run_key(args.stage, config, getattr(args, "input", None)),
+                             list(JOURNAL_FILES), overwrite=args.overwrite)
             print(f"judge-train data {args.stage}: config {json.dumps(redact(dataclasses.asdict(config)), ensure_ascii=False, default=str)}", file=sys.stderr)
 
             if args.stage == "instructions":
@@ -101,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
                 from train.synthetic.splitting import run_split
 
                 summary = run_split(config, args.input, out_dir)
-    except RunFolderBusy as err:
+    except (RunFolderBusy, ResumeMismatch) as err:
         print(f"judge-train data {args.stage}: error: {err}", file=sys.stderr)
         return 2
     except (LeakageError, RecordError) as err:  # training data refused, or a bad row: named, no traceback
