@@ -185,8 +185,14 @@ def parse_verdict(text: str | None, scale: Scale | None = None, lenient: bool = 
     closes = list(_THINK_CLOSE.finditer(body))
     if closes:
         body = body[closes[-1].end():]
-    elif _THINK_OPEN.search(body):
-        return Verdict.failure(VerdictError.UNCLOSED_THINK, "<think> is never closed: the output ended while reasoning")
+    else:
+        opened = _THINK_OPEN.search(body)
+        first_tag = _TAG.search(body)
+        # Reasoning that never closed: a <think> before any tag. One quoted in the rationale, or after the verdict
+        # (an answer under judgment that leaked the tag), is text, and the verdict around it stands.
+        if opened and (first_tag is None or opened.start() < first_tag.start()):
+            return Verdict.failure(VerdictError.UNCLOSED_THINK,
+                                   "<think> is never closed: the output ended while reasoning")
     body = _normalise_tags(body).strip()
 
     # The final complete "[RESULT] ... [END]" decides: anything after the last [END] is ignored, and a [RESULT]

@@ -39,6 +39,10 @@ MUST_PARSE = [
     # POLLUX's NUMBER_PATTERN: a sign and a bare fraction are numbers
     ("plus sign", "[FEEDBACK] Хорошо. [RESULT] +2 [END]", "Хорошо.", 2.0),
     ("bare fraction", "[FEEDBACK] Средне. [RESULT] .5 [END]", "Средне.", 0.5),
+    # A <think> the judge quotes (an answer under judgment that leaked the tag) is text, not unclosed reasoning.
+    ("<think> quoted in the feedback", "[FEEDBACK] В ответе остался тег <think> без пары. [RESULT] 1 [END]",
+     "В ответе остался тег <think> без пары.", 1.0),
+    ("<think> after the verdict", "[FEEDBACK] Хорошо. [RESULT] 2 [END] <think>", "Хорошо.", 2.0),
 ]
 
 
@@ -64,6 +68,7 @@ MUST_FAIL = [
     ("truncated: no [END] (strict)", "[FEEDBACK] Хорошо. [RESULT] 2", {}, VerdictError.MISSING_END),
     ("truncated: nothing after [RESULT]", "[FEEDBACK] Хорошо. [RESULT]", {"lenient": True}, VerdictError.NO_SCORE),
     ("unclosed think", "<think>Рассуждаю о том, что [RESULT] 2 [END]", {}, VerdictError.UNCLOSED_THINK),
+    ("unclosed think after a preamble", "Итак.\n<think>Рассуждаю: [FEEDBACK] черновик", {}, VerdictError.UNCLOSED_THINK),
     # an [END] closed the feedback, the [RESULT] after it has none: the verdict was cut, not missing its tag
     ("[RESULT] after the only [END]", "[FEEDBACK] Хорошо. [END] [RESULT] 2", {}, VerdictError.MISSING_END),
 ]
