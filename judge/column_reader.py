@@ -135,7 +135,9 @@ def _part(where: str, table, state: dict[str, Any], jsonl: bool) -> dict[str, An
 
     aggregate = column("criteria_score")
     if aggregate is not None:
-        if not _is_number(aggregate.type) or not _all_finite(aggregate):
+        # NaN is a missing aggregate, as null (the row path reads it so); an infinity is the row path's to name.
+        if not _is_number(aggregate.type) or (pa.types.is_floating(aggregate.type)
+                                             and pc.any(pc.is_inf(aggregate)).as_py()):
             raise _Doubt
         aggregates = aggregate.cast(pa.float64()).to_numpy(zero_copy_only=False).astype(np.float64)
     else:

@@ -312,6 +312,10 @@ class JudgeRecord:
 
         scores = values["expert_scores"]
         aggregate = row.get("criteria_score")
+        if isinstance(aggregate, float) and math.isnan(aggregate):
+            # NaN is how pandas and Arrow spell a missing value (a mean over no expert, written without the
+            # conversion to null): no aggregate, as null, not a bad row that stops the whole load.
+            aggregate = None
         if aggregate is None:
             # The aggregate the POLLUX data reports is the mean over the experts who did not abstain; derive it
             # rather than leave a gap (None when every expert abstained).

@@ -241,3 +241,24 @@ def test_a_folder_with_no_data_is_named(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match="neither Parquet shards"):
         load_records(tmp_path / "empty")
+
+
+def test_a_nan_aggregate_is_no_aggregate_not_a_fatal_row(tmp_path):
+    """criteria_score NaN (pandas' and Arrow's missing value: a mean over no expert written without the conversion
+    to null) is read as null on both paths: the aggregate is derived from the experts, as for a null; the metrics
+    never read it, so it must not stop the load. An infinity is still a bad row."""
+    rows = released_rows()[:3]
+    rows[1] = rows[1] | {"criteria_score": float("nan")}
+    given = [a["score"] for a in rows[1]["annotations"] if a["score"] != -1]
+    derived = sum(given) / len(given)
+    (from_rows,) = [r for r in judge.records_from_rows(rows) if r.id == judge.records_from_rows([rows[1]])[0].id]
+    assert from_rows.criteria_score == derived
+    path = tmp_path / "released.parquet"
+    pq.write_table(pa.Table.from_pylist(rows, schema=RELEASED_SCHEMA), path)
+    from_file = load_records(path)
+    assert [r.criteria_score for r in from_file] == [r.criteria_score for r in judge.records_from_rows(rows)]
+    assert from_file[1].criteria_score == derived
+    pq.write_table(pa.Table.from_pylist([rows[0], rows[1] | {"criteria_score": float("inf")}], schema=RELEASED_SCHEMA),
+                   path)
+    with pytest.raises(RecordError, match="criteria_score': inf is not a finite number"):
+        load_records(path)
