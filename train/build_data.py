@@ -41,7 +41,8 @@ from typing import Any
 import judge
 from judge import JudgeRecord, ScaleError
 
-__all__ = ["BenchmarkRowsError", "BuildReport", "build_rows", "zero_shot_records", "rows_for_config", "split_rows", "drop_too_long", "load_training_records", "write_rows", "main"]
+__all__ = ["BenchmarkRowsError", "BuildReport", "build_rows", "zero_shot_records", "rows_for_config", "split_rows",
+           "instruction_id", "drop_too_long", "load_training_records", "write_rows", "main"]
 
 logger = logging.getLogger(__name__)
 
@@ -165,8 +166,8 @@ def build_rows(
                 report.dropped[reason] += 1
                 continue
             feedback = feedback.strip()
-            row = {"id": f"{record.id}/{index}", "record_id": record.id, "prompt": prompt, "feedback": feedback,
-                   "score": float(score)}  # fmt: skip
+            row = {"id": f"{record.id}/{index}", "record_id": record.id, "instruction_id": instruction_id(record),
+                   "prompt": prompt, "feedback": feedback, "score": float(score)}  # fmt: skip
             if recipe == "seq2seq":
                 row["completion"] = judge.render_target(feedback, score)
             else:
@@ -243,16 +244,24 @@ def _reject(score: float, feedback: str | None, scale, min_russian_share: float)
     return None
 
 
-def split_rows(rows: Sequence[dict[str, Any]], eval_fraction: float) -> tuple[list[dict], list[dict]]:
-    """Split rows into (train, eval) by a hash of the record id, so one record's verdicts stay together.
+def instruction_id(record: JudgeRecord) -> str:
+    """A short hash of the record's instruction: the unit ``split_rows`` keeps on one side."""
+    return hashlib.sha256(record.instruction.encode("utf-8")).hexdigest()[:16]
 
-    The assignment depends only on the record id: adding data never moves an existing record across.
+
+def split_rows(rows: Sequence[dict[str, Any]], eval_fraction: float) -> tuple[list[dict], list[dict]]:
+    """Split rows into (train, eval) by a hash of their instruction, so every answer and criterion of one instruction
+    (and so every verdict of one record) stays on one side: a validation row whose instruction, or whose answer
+    under another criterion, was trained on measures memory, not the judge (the synthetic ``split`` stage splits
+    by instruction for the same reason). Rows without ``instruction_id`` fall back to their record id.
+
+    The assignment depends only on the instruction: adding data never moves an existing instruction across.
     """
     if eval_fraction <= 0:
         return list(rows), []
     train, held_out = [], []
     for row in rows:
-        digest = hashlib.sha256(row["record_id"].encode("utf-8")).digest()
+        digest = hashlib.sha256((row.get("instruction_id") or row["record_id"]).encode("utf-8")).digest()
         bucket = int.from_bytes(digest[:8], "big") / 2**64
         (held_out if bucket < eval_fraction else train).append(row)
     return train, held_out

@@ -91,8 +91,8 @@ class TrainConfig:
     )
     eval_fraction: float = option(
         0.02,
-        "Fraction of records held out as the validation set (by a hash of the record id; 0 disables evaluation and "
-        "best-checkpoint tracking).",
+        "Fraction of instructions held out as the validation set, each with all its answers and criteria (by a hash "
+        "of the instruction; 0 disables evaluation and best-checkpoint tracking).",
     )
     max_rows: int | None = option(
         None,

@@ -114,6 +114,8 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
     if held_out:
         report.dropped["zero_shot"] += len(held_out)
         report.zero_shot_ids.extend(record.id for record in held_out[:20])
+    from train.build_data import instruction_id
+
     rows: list[dict[str, Any]] = []
     for record in records:
         if record.extra.get("drop_reason") or record.extra.get("fail_reason"):
@@ -152,7 +154,8 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
             report.dropped["think_tags_in_reasoning"] += 1
         else:
             prompt = judge.render_prompt(record)
-            rows.append({"id": record.id, "record_id": str(record.extra.get("item_id") or record.id), "prompt": prompt,
+            rows.append({"id": record.id, "record_id": str(record.extra.get("item_id") or record.id),
+                         "instruction_id": instruction_id(record), "prompt": prompt,
                          "reasoning": reasoning.strip(), "score": value, "completion": integer_target(reasoning, value)})  # fmt: skip
     report.n_rows = len(rows)
     logger.info("integer-format training data: %s", report.summary())
@@ -172,7 +175,7 @@ def integer_rows_for_config(config: Seq2SeqConfig, tokenizer) -> tuple[list[dict
 
     The held-out rows come from ``eval_data`` when it holds traces; an ``eval_data`` without any (the split stage's
     ``validation.jsonl``, which the configs name for the tagged format) is set aside, with a warning, for the
-    traces' own split by item (``eval_fraction``; every trace of one item on one side).
+    traces' own split by instruction (``eval_fraction``; every trace of one instruction on one side).
 
     Returns:
         (train rows, eval rows, report).
@@ -194,7 +197,8 @@ def integer_rows_for_config(config: Seq2SeqConfig, tokenizer) -> tuple[list[dict
         build_data.load_training_records(config.eval_data, allow_benchmark_rows=config.allow_benchmark_rows))
     if config.eval_data and not eval_traces:
         logger.warning("eval_data %s holds no reasoning traces (records, not `judge-train data traces` rows): the "
-                       "validation rows are %.0f%% of the training traces, split by item", config.eval_data,
+                       "validation rows are %.0f%% of the training traces' instructions, held out with all their "
+                       "traces", config.eval_data,
                        100 * config.eval_fraction)
     if eval_traces:
         train, (held_out, _) = rows, build(config.eval_data)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import json
 
 import pytest
@@ -84,6 +86,7 @@ def test_seq2seq_rows_carry_the_rendered_prompt_and_target():
     assert rows[1] == {
         "id": "r1/1",
         "record_id": "r1",
+        "instruction_id": hashlib.sha256(rec.instruction.encode("utf-8")).hexdigest()[:16],
         "prompt": judge.render_prompt(rec),
         "feedback": "Есть неточность в ответе.",
         "score": 1.0,
@@ -147,13 +150,20 @@ def test_the_sample_data_report_counts_every_verdict():
     assert report.dropped["zero_shot"] > 0
 
 
-def test_split_keeps_a_records_verdicts_together_and_is_stable():
-    """The validation split hashes the record id: all verdicts of a record fall on one side, run after run."""
-    records = [record(f"r{i}", [2, 1], ["Всё верно, ошибок нет.", "Есть неточность в ответе."]) for i in range(200)]
+def test_split_keeps_an_instructions_records_together_and_is_stable():
+    """The validation split hashes the instruction: every verdict of every record (answer x criterion) of one
+    instruction falls on one side, run after run; a validation row whose instruction was trained on would measure
+    memory. 200 records over 50 instructions, four criteria each."""
+    import dataclasses
+
+    base = [record(f"r{i}", [2, 1], ["Всё верно, ошибок нет.", "Есть неточность в ответе."]) for i in range(200)]
+    records = [dataclasses.replace(r, instruction=f"Задание номер {i // 4}.") for i, r in enumerate(base)]
     rows, _ = build_rows(records, recipe="seq2seq")
     train, held_out = split_rows(rows, 0.1)
     assert {r["record_id"] for r in train}.isdisjoint({r["record_id"] for r in held_out})
-    assert 5 <= len({r["record_id"] for r in held_out}) <= 40
+    by_instruction = {r["record_id"]: r["instruction_id"] for r in rows}
+    assert {by_instruction[r["record_id"]] for r in train}.isdisjoint({by_instruction[r["record_id"]] for r in held_out})
+    assert 1 <= len({r["instruction_id"] for r in held_out}) <= 15
     assert split_rows(rows, 0.1) == (train, held_out)
     assert split_rows(rows, 0.0) == (rows, [])
 

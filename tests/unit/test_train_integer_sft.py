@@ -204,7 +204,7 @@ def test_judge_train_refuses_rows_without_reasoning_before_writing_anything(tmp_
 def test_an_eval_data_of_records_without_traces_gives_way_to_a_split_of_the_traces(tmp_path, qwen3_tokenizer, caplog):
     """The configs name the split stage's validation.jsonl as eval_data (records, no reasoning), and the documented
     integer run passes only --data traces.jsonl: the pre-flight check and the recipe set it aside, with a warning,
-    and hold out the traces' own split by item instead (it once refused the run: no 'reasoning' in validation.jsonl).
+    and hold out the traces' own split by instruction instead (it once refused the run: no 'reasoning' in validation.jsonl).
     An eval_data that holds traces is still used as given."""
     import dataclasses
     import logging
@@ -214,7 +214,8 @@ def test_an_eval_data_of_records_without_traces_gives_way_to_a_split_of_the_trac
     from train.seq2seq import integer_rows_for_config
 
     traces = tmp_path / "traces.jsonl"
-    judge.write_jsonl([trace_record(id=f"item-{k}#0", item_id=f"item-{k}") for k in range(60)], traces)
+    judge.write_jsonl([trace_record(id=f"item-{k}#0", item_id=f"item-{k}", instruction=f"Исправь ошибки в тексте {k}.")
+                       for k in range(60)], traces)
     records = tmp_path / "validation.jsonl"
     judge.write_jsonl(judge.load_records(judge.sample_data_path())[:5], records)
     config = dataclasses.replace(load_config("configs/train/tiny/seq2seq.yaml"), verdict_format="integer",
