@@ -55,7 +55,7 @@ RUN_EXIT_CODES = (
 )
 
 
-def build_run_parser(prog: str = "judge-train run") -> argparse.ArgumentParser:
+def build_run_parser(prog: str = "judge-train run", recipe: str | None = None) -> argparse.ArgumentParser:
     """The parser of ``judge-train run``: ``--config``/``--recipe`` plus one flag per config field."""
     from train.config import add_config_arguments
 
@@ -68,9 +68,10 @@ def build_run_parser(prog: str = "judge-train run") -> argparse.ArgumentParser:
                + RUN_EXIT_CODES,
     )
     parser.add_argument("--config", help="YAML file from configs/train/ (it names its recipe)")
-    parser.add_argument("--recipe", choices=["seq2seq", "regression", "classifier", "grpo"],
-                        help="recipe when no --config is given")
-    add_config_arguments(parser)
+    if recipe is None:
+        parser.add_argument("--recipe", choices=["seq2seq", "regression", "classifier", "grpo"],
+                            help="recipe when no --config is given")
+    add_config_arguments(parser, recipe)
     return parser
 
 
@@ -99,8 +100,8 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
     from train.config import ConfigError, config_from_args
     from train.training_arguments import check_training_arguments
 
-    args = build_run_parser(prog=prog).parse_args(list(argv))
-    if args.config is None and args.recipe is None and recipe is None:
+    args = build_run_parser(prog=prog, recipe=recipe).parse_args(list(argv))
+    if args.config is None and getattr(args, "recipe", None) is None and recipe is None:
         print(f"{prog}: error: give --config FILE (or --recipe with every field as a flag)", file=sys.stderr)
         return 2
     try:
@@ -121,7 +122,7 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
 
 
 def check_training_data(config) -> None:
-    """Read a seq2seq or regression config's data as its recipe will, and refuse it when no training row would come
+    """Read a seq2seq, regression or grpo config's data as its recipe will, and refuse it when no training row would come
     out: a missing source, one with no records, or one whose every row the config's filters drop (``zero_shot``,
     ``min_russian_share``). Done before anything is written, so a bad ``data`` leaves no run folder, lock or base
     model behind. Costs one more read of the data (the recipe reads it again after building the model); rows over
@@ -152,7 +153,7 @@ def check_training_data(config) -> None:
         if model_type not in (None, "qwen2"):
             raise ConfigError(f"model_name_or_path: the regression recipe trains Qwen2 bases (T-lite, T-pro, Qwen2.5); "
                               f"{config.model_name_or_path} is {model_type}")
-    if config.recipe not in ("seq2seq", "regression"):
+    if config.recipe not in ("seq2seq", "regression", "grpo"):
         return
     for field in ("data", "eval_data"):
         source = getattr(config, field, None)
@@ -164,7 +165,12 @@ def check_training_data(config) -> None:
             raise ConfigError(f"{field}: {err}") from None
         if not records:
             raise ConfigError(f"{field}: {source} holds no records")
-        if getattr(config, "verdict_format", "tagged") == "integer":  # reasoning traces (train.seq2seq)
+        if config.recipe == "grpo":  # prompts with their labels (train.grpo); rows too long are counted later
+            from train.grpo import grpo_rows
+
+            rows, report = grpo_rows(records, zero_shot=config.zero_shot, no_unique_mode=config.no_unique_mode,
+                                     verdict_format=config.verdict_format)  # fmt: skip
+        elif getattr(config, "verdict_format", "tagged") == "integer":  # reasoning traces (train.seq2seq)
             from train.seq2seq import holds_traces, integer_rows
 
             if field == "eval_data" and not holds_traces(records):

@@ -443,10 +443,20 @@ def load_config(path: str | Path | None, overrides: dict[str, Any] | None = None
     return config
 
 
-def add_config_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add a flag for every field of every recipe, grouped (``judge.plumbing.config_files.add_config_flags``)."""
+def add_config_arguments(parser: argparse.ArgumentParser, recipe: str | None = None) -> None:
+    """Add a flag for every field of every recipe, grouped (``judge.plumbing.config_files.add_config_flags``).
+
+    With ``recipe`` (a command that fixes it: ``judge-train grpo``, ``judge-train classifier``), only that recipe's
+    fields, each shown with that recipe's own default (GRPO's learning rate is 1e-6, not the SFT recipes' 1e-5).
+    """
+    if recipe is not None:
+        names = [f.name for f in dataclasses.fields(RECIPES[recipe]) if f.name != "recipe"]
+        add_config_flags(parser.add_argument_group(f"the {recipe} recipe"), RECIPES[recipe], names=names)
+        return
     common = [f.name for f in dataclasses.fields(TrainConfig) if f.name != "recipe"]
-    add_config_flags(parser.add_argument_group("shared by all recipes"), TrainConfig, names=common)
+    add_config_flags(parser.add_argument_group("shared by all recipes (defaults: the seq2seq and regression "
+                                               "recipes'; `judge-train grpo --help` shows GRPO's)"),
+                     TrainConfig, names=common)
     flagged = set(common)
     for name, cls in RECIPES.items():
         # A field two recipes define (verdict_format: seq2seq and grpo) gets one flag, under the first recipe that

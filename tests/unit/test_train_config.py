@@ -399,3 +399,26 @@ def test_a_signal_stopped_run_exits_0_only_when_requeued(tmp_path, monkeypatch, 
         assert main(["--config", str(REPO / "configs/train/tiny/seq2seq.yaml"), "--output-dir", str(out)]) == code
         assert "judge-train: stopped at step 2; continue with --resume" in capsys.readouterr().out
     assert code == 0 and train.cli.STOPPED_NOT_REQUEUED == 75
+
+
+def test_a_command_that_fixes_its_recipe_shows_that_recipes_defaults_in_help(capsys):
+    """`judge-train grpo --help` lists GRPO's own defaults (lr 1e-6, one epoch, no validation set, integer verdicts),
+    and `judge-train classifier --help` the classifier's zero_shot drop, not the SFT recipes' shared ones."""
+    for command in ("grpo", "classifier"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+    grpo_help, classifier_help = capsys.readouterr().out.split("usage: judge-train classifier")
+    flat = " ".join(grpo_help.split())
+    assert "(default: 1e-06)" in flat and "(default: 1e-05)" not in flat
+    assert "(default: 1.0)" in flat and "(default: 'integer')" in flat and "(default: 0.0)" in flat
+    assert "--recipe" not in grpo_help
+    classifier_flat = " ".join(classifier_help.split())
+    assert "(default: 'drop')" in classifier_flat and "(default: 'refuse')" not in classifier_flat
+
+
+def test_judge_train_grpo_refuses_zero_shot_data_before_building_anything(tmp_path, capsys):
+    """The GRPO recipe's data is read before the base model is built or the run folder made (it once built the tiny
+    base into the folder first): held-out rows in the default sample are exit 2 with nothing left behind."""
+    assert main(["grpo", "--output-dir", str(tmp_path / "run")]) == 2
+    assert "belong to the Zero-Shot test" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
