@@ -69,11 +69,15 @@ def test_every_repository_path_the_docs_name_exists():
 
 
 def named_tests(text: str) -> list[tuple[str, str]]:
-    """(file, test function) pairs a text names: ``tests/<file>.py::test_a`` and the shorthand ``, `::test_b``` after it."""
+    """(file, test function) pairs a text names: ``tests/<file>.py::test_a``, and each shorthand ```::test_b``` later
+    on the same line (a table cell), which names a test of the file named last before it."""
     pairs = []
-    for match in re.finditer(r"`(tests/[\w/]+\.py)::(\w+)`((?:, `::\w+`)*)", text):
-        pairs.append((match.group(1), match.group(2)))
-        pairs += [(match.group(1), name) for name in re.findall(r"`::(\w+)`", match.group(3))]
+    for line in text.splitlines():
+        current = None
+        for match in re.finditer(r"`(tests/[\w/]+\.py)?::(\w+)`", line):
+            current = match.group(1) or current
+            if current is not None:
+                pairs.append((current, match.group(2)))
     return pairs
 
 
@@ -108,6 +112,9 @@ def test_the_path_finder_reads_spans_and_blocks_and_leaves_other_repositories_al
     assert named_paths(text) == ["tests/unit/test_prompts.py", "eval/judging/config.py", "configs/train/tiny/seq2seq.yaml"]
     assert named_tests("`tests/test_a.py::test_x`, `::test_y`; `tests/test_b.py::test_z`") == [
         ("tests/test_a.py", "test_x"), ("tests/test_a.py", "test_y"), ("tests/test_b.py", "test_z")]
+    # A shorthand after a parenthesis still names a test of the file before it (such names once went unchecked).
+    assert named_tests("`tests/a.py::test_x` (a note), `::test_y`\n`::test_z` alone") == [
+        ("tests/a.py", "test_x"), ("tests/a.py", "test_y")]
 
 
 def test_site_builds_strictly(tmp_path):
