@@ -38,7 +38,9 @@ class Job:
         item: index of the item in the request.
         slot: index of the criterion within the item's resolved criteria.
         criterion: the resolved criterion.
-        prompt: the rendered POLLUX prompt (no chat wrapping).
+        text: the rendered POLLUX prompt (no chat wrapping), or the fields it is rendered from when asked
+            (``prompt``): an item's criteria share one answer, which rendered into every criterion's prompt up front
+            held the answer once per criterion (a 500,000-character answer on 512 criteria: hundreds of MB).
         prompt_ids: the chat-wrapped prompt's token ids, as sent to vLLM.
         too_long: with ``oversize`` ``fail``: why the prompt cannot fit the context (the refusal's message); such
             a job is answered as a failed result and never sent.
@@ -47,9 +49,14 @@ class Job:
     item: int
     slot: int
     criterion: ResolvedCriterion
-    prompt: str
+    text: str | Mapping[str, str]
     prompt_ids: list[int]
     too_long: str | None = None
+
+    @property
+    def prompt(self) -> str:
+        """The rendered POLLUX prompt (no chat wrapping); "" for a job never rendered (too long)."""
+        return self.text if isinstance(self.text, str) else render_prompt(self.text)
 
 
 def _named(name: str, limit: int = 80) -> str:
@@ -201,7 +208,7 @@ def build_jobs(
     budget = max_model_len - max_tokens - reserve
     prefixes = _shared_prefixes(request, tokenizer, thinking=thinking, skip=too_long or {})
     too_long = {**(too_long or {}), **_items_over_budget(prefixes, budget, max_model_len, max_tokens, oversize=oversize)}
-    pending: list[tuple[int, int, ResolvedCriterion, str]] = []  # (item index, criterion index, criterion, prompt)
+    pending: list[tuple[int, int, ResolvedCriterion, dict[str, str]]] = []  # (item, criterion index, criterion, fields)
     keys: list[tuple[str, str, str]] = []
     skipped: list[Job] = []
     for i, (item, criteria) in enumerate(zip(request.items, resolved)):
@@ -216,14 +223,11 @@ def build_jobs(
                 "criteria_name": crit.name,
                 "rubrics": crit.rubrics,
             }
-            pending.append((i, j, crit, render_prompt(fields)))
+            pending.append((i, j, crit, fields))
             keys.append(prefix_key(item))
-    # the integer format (a thinking judge) is prompted with thinking on; the shared prefix is tokenized once per item
-    texts = [apply_chat(tokenizer, prompt, thinking=thinking) for _, _, _, prompt in pending]
-    all_ids = tokenize_sharing_prefixes(tokenizer, texts, [(i, crit, prompt) for i, _, crit, prompt in pending],
-                                        known=prefixes)
+    all_ids = _criteria_ids(tokenizer, pending, prefixes, thinking=thinking)
     jobs: list[Job] = []
-    for (i, j, crit, prompt), ids in zip(pending, all_ids):
+    for (i, j, crit, fields), ids in zip(pending, all_ids):
         if len(ids) > budget:
             item = request.items[i]
             where = f"items[{i}]" if item.criteria is None or item.criteria == "auto" else f"items[{i}].criteria[{j}]"
@@ -237,14 +241,52 @@ def build_jobs(
             )
             if oversize != "fail":
                 raise error
-            jobs.append(Job(i, j, crit, prompt, [], too_long=error.message))
+            jobs.append(Job(i, j, crit, fields, [], too_long=error.message))
             continue
-        jobs.append(Job(i, j, crit, prompt, ids))
+        jobs.append(Job(i, j, crit, fields, ids))
     return [jobs[k] for k in prefix_order(keys)] + skipped
 
 
 #: The part of a POLLUX prompt every criterion of an item shares: instruction, reference answer, answer.
 _SHARED_PART = RU_TEMPLATE[: RU_TEMPLATE.index("### Критерий оценки:")]
+
+
+def _criteria_ids(tokenizer: Any, pending: list[tuple[int, int, ResolvedCriterion, dict[str, str]]],
+                  prefixes: Mapping[int, tuple[str, list[int]]], *, thinking: bool) -> list[list[int]]:
+    """Each pending judgment's chat-wrapped prompt ids, without rendering any whole prompt but one per item.
+
+    An item's shared part is tokenized already (``_shared_prefixes``); each criterion adds only its own part and the
+    chat template's closing, tokenized in one batch, and the ids are the prefix's + the part's (the split is a
+    pre-token boundary: ``tokenize_sharing_prefixes``). One whole prompt per item is rendered and compared, so an
+    item whose chat template does not wrap the prompt verbatim goes the whole-text way (``tokenize_sharing_prefixes``).
+    """
+    mark = "\x00criterion part\x00"
+    wrapped = apply_chat(tokenizer, mark, thinking=thinking)
+    closing = wrapped[wrapped.find(mark) + len(mark):] if mark in wrapped else None
+    parts: dict[int, str] = {}
+    whole: list[int] = []  # positions in pending that go the whole-text way
+    checked: dict[int, bool] = {}
+    for k, (i, _, crit, fields) in enumerate(pending):
+        part = _CRITERION_PART.format(criteria_name=crit.name, rubrics=crit.rubrics)
+        if i not in checked:  # the one whole prompt rendered for this item
+            checked[i] = (closing is not None and i in prefixes
+                          and apply_chat(tokenizer, render_prompt(fields), thinking=thinking)
+                          == prefixes[i][0] + part + closing)
+        if checked[i]:
+            parts[k] = part + closing
+        else:
+            whole.append(k)
+    ids: list[list[int] | None] = [None] * len(pending)
+    order = sorted(parts)
+    if order:
+        for k, part_ids in zip(order, tokenizer([parts[k] for k in order], add_special_tokens=False)["input_ids"]):
+            ids[k] = prefixes[pending[k][0]][1] + part_ids
+    if whole:
+        texts = [apply_chat(tokenizer, render_prompt(pending[k][3]), thinking=thinking) for k in whole]
+        jobs = [(pending[k][0], pending[k][2], render_prompt(pending[k][3])) for k in whole]
+        for k, whole_ids in zip(whole, tokenize_sharing_prefixes(tokenizer, texts, jobs, known=prefixes)):
+            ids[k] = whole_ids
+    return ids  # type: ignore[return-value]
 
 
 def _shared_prefixes(request: JudgeRequest, tokenizer: Any, *, thinking: bool,

@@ -395,3 +395,36 @@ def test_a_pair_too_long_to_fit_is_refused_before_anything_is_rendered(qwen_toke
     (job,) = build_pair_jobs(PairwiseRequest.model_validate({"pairs": [{**pair, "answer_1": "b"}]}), qwen_tokenizer,
                              max_model_len=512, max_tokens=64, thinking=False, chars_per_token=10)
     assert job.prompt_ids
+
+
+def test_an_items_criteria_render_one_whole_prompt_not_one_each(qwen_tokenizer):
+    """64 criteria on one long answer: the chat template wraps one whole prompt for the item (to check it wraps the
+    prompt verbatim) and two probes, not 64 prompts each holding the answer; only the item's shared part holds the
+    answer among the texts tokenized; every job's ids are still its whole prompt's, and its prompt renders on demand."""
+    answer = "Роза красная. " * 2000
+    criteria = [{"name": f"Критерий {k}", "rubrics": "0: нет\n\n1: да"} for k in range(64)]
+    request = parse_judge_request({"items": [{"instruction": "Напиши стих", "answer": answer, "criteria": criteria}]})
+
+    class Spy:  # the tokenizer, counting chat-template calls and the texts tokenized
+        def __init__(self):
+            self.wrapped, self.texts = 0, []
+
+        def __getattr__(self, name):
+            return getattr(qwen_tokenizer, name)
+
+        def apply_chat_template(self, *args, **kwargs):
+            self.wrapped += 1
+            return qwen_tokenizer.apply_chat_template(*args, **kwargs)
+
+        def __call__(self, texts, **kwargs):
+            self.texts += texts
+            return qwen_tokenizer(texts, **kwargs)
+
+    spy = Spy()
+    jobs = build_jobs(request, spy, max_model_len=32768, max_tokens=64)
+    assert len(jobs) == 64 and spy.wrapped == 3
+    assert sum(answer in text for text in spy.texts) == 1
+    for job in (jobs[0], jobs[37]):
+        assert isinstance(job.text, dict) and job.prompt == judge.render_prompt({**job.text})
+        whole = qwen_tokenizer(judge.apply_chat(qwen_tokenizer, job.prompt), add_special_tokens=False)["input_ids"]
+        assert job.prompt_ids == whole
