@@ -168,10 +168,35 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
                       [r.metrics for r in runs])
 
 
+def _scale_ends(table: item_table.ItemTable, index: np.ndarray, block) -> tuple[np.ndarray, np.ndarray]:
+    """Each item's scale ends, for the alt-test's levels under ``accuracy`` (``eval.validity.section.alt_test_judge``
+    clips a level into its scale), so that the paired rho compares what the run's own section compared.
+
+    The table's own ends where it has them; items.parquet does not keep them (``item_table.write_table``), so a table
+    read back takes its criterion's ends from the section's criterion cell, whose ``value_domain`` spans the scales of
+    its items (NaN: a criterion the section has not). That is the item's own scale wherever a criterion has one
+    scale; on a criterion whose items mix scales (two of the bundled sample's 37) an out-of-scale verdict is clipped
+    into the widest, where the section clipped it into its own — exact once items.parquet keeps the scales."""
+    if table.scale_low is not None and table.scale_high is not None:
+        return table.scale_low[index], table.scale_high[index]
+    import pandas as pd
+
+    codes, labels = pd.factorize(np.asarray(table.criteria_name[index], dtype=object).astype(str))
+    ends = np.full((len(labels) + 1, 2), np.nan)  # the last row: code -1 (no label)
+    for k, label in enumerate(labels):
+        cell = block.by_criterion.get(label)
+        if cell is not None and cell.value_domain:
+            ends[k] = min(cell.value_domain), max(cell.value_domain)
+    return ends[codes, 0], ends[codes, 1]
+
+
 def _paired_validity(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, index_b: np.ndarray, n_boot: int,
                      seed: int) -> dict[str, PairedValidity]:
     """Per split, rho and the ceiling gap of the run against the baseline, paired (``eval.validity.paired``), with
-    the baseline's alt-test settings and reference; empty when the baseline was scored without a validity section."""
+    the baseline's alt-test settings and reference; empty when the baseline was scored without a validity section.
+
+    The items are those both runs predicted: an item either run has no prediction for (status ``missing``, a run not
+    finished) is left out, as each run's own section leaves it out, not scored as a failure."""
     from eval.validity.paired import paired_validity
 
     validity = base.metrics.validity
@@ -179,14 +204,17 @@ def _paired_validity(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, ind
         return {}
     settings = validity.settings
     ta, tb = base.table, other.table
+    predicted = (ta.status[index_a] != "missing") & (tb.status[index_b] != "missing")
     out = {}
-    for split in validity.splits:
+    for split, block in validity.splits.items():
         keep = ta.split[index_a] != "unknown" if split == "all" else ta.split[index_a] == split
-        ia, ib = index_a[keep], index_b[keep]
+        ia, ib = index_a[keep & predicted], index_b[keep & predicted]
+        low, high = _scale_ends(ta, ia, block)
         out[split] = PairedValidity.from_json(paired_validity(ta.judge[ia], tb.judge[ib], ta.experts[ia],
                                      ta.expert_ids[ia] if ta.expert_ids is not None else None,
                                      settings.target, settings.alt_test, n_boot=n_boot,
-                                     rng=bootstrap.cell_rng(seed, f"{split}/validity")))
+                                     rng=bootstrap.cell_rng(seed, f"{split}/validity"),
+                                     scale_low=low, scale_high=high))
     return out
 
 

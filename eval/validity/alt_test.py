@@ -23,8 +23,11 @@ computes it (``alt_test_example.ipynb`` in the public repository ``nitaytech/Alt
 Two stated rules where the reference leaves a gap:
 
 - **Failures** (``failures="loss"``, the default; a deliberate difference from the reference): an item the judge
-  failed to score stays in the test as a loss for the judge (``W_f = 0``, ``W_h = 1``), so a judge cannot pass by
-  failing on the hard items. ``failures="drop"`` is the reference's rule (the item is left out for every expert).
+  failed to score (an unparseable verdict, a failed request) stays in the test as a loss for the judge (``W_f = 0``,
+  ``W_h = 1``), so a judge cannot pass by failing on the hard items. ``failures="drop"`` is the reference's rule (the
+  item is left out for every expert). An item with no prediction at all (``missing``: a run not finished yet) is no
+  failure: the judge was never asked, so it is left out under either rule and not counted as failed — else half a
+  run would read as a judge that lost half its items.
 - **A constant difference vector** (every ``d`` equal, e.g. the judge wins or ties every item): the t statistic has
   no spread to divide by. The reference leaves it to scipy, whose ``ttest_1samp`` returns t = -inf or +inf and p = 0
   or 1 for such a vector (scipy 1.17; NaN, never rejected, only when the constant equals ``epsilon`` exactly). Here
@@ -48,26 +51,30 @@ from judge.metrics_json.validity import AltTestSettings
 __all__ = ["AltTestSettings", "Indicators", "alt_test", "alt_test_by_domain", "by_rejected", "difference_p_value",
            "indicators", "prepare", "stable_order", "summarise", "summarise_by_domain"]  # fmt: skip
 
-def indicators(judge: np.ndarray, experts: np.ndarray, named: np.ndarray, settings: AltTestSettings
+def indicators(judge: np.ndarray, experts: np.ndarray, named: np.ndarray, settings: AltTestSettings,
+               missing: np.ndarray | None = None
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, int]]:
     """Per (item, left-out expert): the indicators W_f (judge as good or better) and W_h (expert as good or better).
 
     Args:
-        judge: ``(n,)`` the judge's scores, NaN where it failed.
+        judge: ``(n,)`` the judge's scores, NaN where it failed (or where the item is ``missing``).
         experts: ``(n, k)`` NaN-padded expert scores.
         named: ``(n, k)`` which of those scores belong to a named expert (only they take part).
         settings: the test's parameters.
+        missing: ``(n,)`` True where the item has no prediction at all (module docstring: left out, not a failure);
+            None: every NaN is a failure.
 
     Returns:
         ``(item, slot, w_judge, w_expert, counts)``: the item index and the expert's column of each pair, the two
         indicators (0/1 floats), and counts of the items left out (``n_items_few_experts``) and of the items the
-        judge failed on (``n_items_judge_failed``, dropped or scored as losses).
+        judge failed on (``n_items_judge_failed``, dropped or scored as losses); missing items count in neither.
     """
     valid = ~np.isnan(experts) & named
     n_experts = valid.sum(axis=1)
-    enough = n_experts >= settings.min_experts_per_item
+    asked = np.ones(len(judge), dtype=bool) if missing is None else ~np.asarray(missing, dtype=bool)
+    enough = (n_experts >= settings.min_experts_per_item) & asked
     failed = ~np.isfinite(judge)
-    counts = {"n_items_few_experts": int(((n_experts > 0) & ~enough).sum()),
+    counts = {"n_items_few_experts": int(((n_experts > 0) & ~enough & asked).sum()),
               "n_items_judge_failed": int((enough & failed).sum())}
     kept = enough & ~failed if settings.failures == "drop" else enough
     rows = np.flatnonzero(kept)
@@ -227,21 +234,24 @@ class Indicators:
 
 
 def prepare(judge: np.ndarray, experts: np.ndarray, expert_ids: np.ndarray | None,
-            settings: AltTestSettings, expert_codes: tuple[np.ndarray, np.ndarray] | None = None
-            ) -> Indicators | None:
+            settings: AltTestSettings, expert_codes: tuple[np.ndarray, np.ndarray] | None = None,
+            missing: np.ndarray | None = None) -> Indicators | None:
     """The indicators of every (item, named expert) pair, or None when the data names no experts.
 
     ``expert_codes``: the ids already numbered, ``(codes, names)`` with ``codes`` an ``(n, k)`` integer matrix
     parallel to ``experts`` (-1 where unnamed), when the caller has them; the pairs' experts are numbered again in
-    the order they first appear, as from the ids themselves.
+    the order they first appear, as from the ids themselves. ``missing``: items without a prediction (left out of
+    every count and pair, ``indicators``).
     """
     if expert_ids is None:
         return None
     import pandas as pd
 
     named = np.not_equal(expert_ids, None) if expert_codes is None else expert_codes[0] >= 0
-    item, slot, w_judge, w_expert, _ = indicators(judge, experts, named, settings)
+    item, slot, w_judge, w_expert, _ = indicators(judge, experts, named, settings, missing)
     n_named = (~np.isnan(experts) & named).sum(axis=1)
+    if missing is not None:
+        n_named = np.where(missing, 0, n_named)  # no pairs, no counts: as if the item were not in the table
     enough = n_named >= settings.min_experts_per_item
     if expert_codes is None:
         codes, names = pd.factorize(expert_ids[item, slot])
@@ -324,7 +334,7 @@ def summarise_by_domain(found: Indicators | None, settings: AltTestSettings, dom
 
 
 def alt_test(judge: np.ndarray, experts: np.ndarray, expert_ids: np.ndarray | None,
-             settings: AltTestSettings = AltTestSettings()) -> dict[str, Any]:
+             settings: AltTestSettings = AltTestSettings(), missing: np.ndarray | None = None) -> dict[str, Any]:
     """The alt-test of one judge against the named experts of a set of items.
 
     Args:
@@ -332,6 +342,7 @@ def alt_test(judge: np.ndarray, experts: np.ndarray, expert_ids: np.ndarray | No
         experts: ``(n, k)`` NaN-padded expert scores.
         expert_ids: ``(n, k)`` their ids (None where unnamed), or None when the data names no experts.
         settings: the test's parameters.
+        missing: ``(n,)`` True where the item has no prediction at all: left out, not a failure (module docstring).
 
     Returns:
         A JSON-ready dict: ``available`` (False, with ``why``, without ids), the settings, ``winning_rate`` (omega),
@@ -339,10 +350,11 @@ def alt_test(judge: np.ndarray, experts: np.ndarray, expert_ids: np.ndarray | No
         expert ``experts`` rows (``n_items``, ``advantage_probability``, ``p_value``, ``p_adjusted``,
         ``rejected``, ``constant_difference``), ``untested`` experts with their item counts, and item counts.
     """
-    return summarise(prepare(judge, experts, expert_ids, settings), settings)
+    return summarise(prepare(judge, experts, expert_ids, settings, missing=missing), settings)
 
 
 def alt_test_by_domain(judge: np.ndarray, experts: np.ndarray, expert_ids: np.ndarray | None, domains: np.ndarray,
-                       settings: AltTestSettings = AltTestSettings()) -> dict[str, Any]:
+                       settings: AltTestSettings = AltTestSettings(), missing: np.ndarray | None = None
+                       ) -> dict[str, Any]:
     """``summarise_by_domain`` of the whole table (see there)."""
-    return summarise_by_domain(prepare(judge, experts, expert_ids, settings), settings, domains)
+    return summarise_by_domain(prepare(judge, experts, expert_ids, settings, missing=missing), settings, domains)

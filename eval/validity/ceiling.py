@@ -8,9 +8,19 @@ identities are needed: the pairs come from each item's panel.
 
 Pairs are left out where the rest has no unique mode (mode reference) and where the judge gave no score (both sides
 then cover the same pairs; ``n_judge_failed`` counts them). The gap ``judge_mae - expert_mae`` gets a percentile
-bootstrap interval over items (items resampled with all their pairs); the judge is **inside the experts' range** when
-that interval reaches 0 or below (not shown to be farther from the panel than one of its own experts), **outside**
-when the whole interval lies above 0, and has no verdict without an interval (``--n-boot 0``, a one-item cell).
+bootstrap interval over items (items resampled with all their pairs). The verdict is a non-inferiority reading of
+that interval against a stated margin ``MARGIN`` (0.1 of a scale level of MAE):
+
+- **inside** the experts' range: the whole interval lies at or below ``MARGIN`` — the judge is shown to be no
+  farther from the panel than one of its own experts, give or take a tenth of a level;
+- **outside**: the whole interval lies above ``MARGIN`` — shown to be farther than that;
+- **inconclusive**: the interval straddles ``MARGIN`` (too wide to tell), or the cell has fewer than ``MIN_ITEMS``
+  items (a percentile bootstrap over a handful of items has a handful of distinct values and can be narrow by
+  chance: two items with equal gaps give a zero-width interval);
+- None without an interval (``--n-boot 0``, a one-item cell, no pairs).
+
+"Inside" used to mean "the interval reaches 0", which is also what an interval too wide to say anything does: a
+judge that inverts the scale on four items read "inside". Only a shown closeness is "inside" now.
 """
 
 from __future__ import annotations
@@ -19,7 +29,25 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CeilingPairs", "ceiling", "cell_ceiling", "leave_one_out_reference"]
+__all__ = ["MARGIN", "MIN_ITEMS", "CeilingPairs", "ceiling", "cell_ceiling", "leave_one_out_reference", "verdict"]
+
+#: The non-inferiority margin of the ceiling's verdict, in MAE (scale levels): a judge up to a tenth of a level
+#: farther from the panel than an expert is still inside the experts' range.
+MARGIN = 0.1
+#: Fewer items than this give no verdict but "inconclusive" (the same minimum as the alt-test's items per expert and
+#: the length slopes' pairs).
+MIN_ITEMS = 30
+
+
+def verdict(interval: list, n_items: int, margin: float = MARGIN, min_items: int = MIN_ITEMS) -> str | None:
+    """The ceiling's verdict from the gap's interval (module docstring): inside, outside, inconclusive, or None
+    without an interval."""
+    low, high = interval
+    if low is None or high is None or not (np.isfinite(low) and np.isfinite(high)):
+        return None
+    if n_items < min_items:
+        return "inconclusive"
+    return "inside" if high <= margin else "outside" if low > margin else "inconclusive"
 
 
 def leave_one_out_reference(experts: np.ndarray, target: str,
@@ -137,7 +165,7 @@ def ceiling(judge: np.ndarray, experts: np.ndarray, target: str, domain: np.ndar
     Returns:
         ``reference``, ``n_items``, ``n_pairs``, ``n_judge_failed``, ``expert_mae``, ``judge_mae``, ``gap`` with
         ``gap_ci``, ``expert_kappa`` and ``judge_kappa`` (None for the mean reference), ``verdict`` ("inside" /
-        "outside" the experts' range; None without pairs or without an interval).
+        "outside" the experts' range, "inconclusive"; None without pairs or without an interval: ``verdict``).
     """
     reference = leave_one_out_reference(experts, target) if reference is None else reference
     pairs = CeilingPairs(judge, experts, reference, judge_levels, domain)
@@ -176,7 +204,6 @@ def cell_ceiling(pairs: CeilingPairs, index: np.ndarray, target: str, domain: np
         out["judge_kappa"] = pairs.kappa("judge", mine, domain)
     else:
         out["expert_kappa"] = out["judge_kappa"] = None
-    low = interval[0]
     # No interval (``--n-boot 0``, or a cell of one item): no verdict, rather than one read off the point gap alone.
-    out["verdict"] = None if low is None or not np.isfinite(low) else "outside" if low > 0 else "inside"
+    out["verdict"] = verdict(interval, out["n_items"])
     return out

@@ -8,7 +8,11 @@ alt-test's W_f); the ceiling gap of a resample is the ratio of the weighted sums
 minus expert error against the rest of the panel) and of the per-item pair counts, over items both judges scored.
 Resamples are capped at ``PAIRED_BOOT`` and drawn in blocks of bounded size (``CHUNK_ENTRIES`` weights). With the
 alt-test's ``failures="drop"`` an item either judge failed on is dropped for both (with ``loss`` a failure is a loss
-for the judge that failed, on the same items).
+for the judge that failed, on the same items). rho compares the same values of each judge as the run's own section
+(``eval.validity.section.alt_test_judge``: under ``accuracy`` the level a score rounds to, clipped into the item's
+scale when ``scale_low`` / ``scale_high`` are given), so that the baseline's paired rho is its section's rho on the
+same items; the ceiling gap takes the raw scores, as the section's ceiling does. Items without a prediction in either
+run are the caller's to leave out (``judge-eval compare`` does): a NaN here is a failure.
 """
 
 from __future__ import annotations
@@ -60,7 +64,8 @@ def _gap_parts(judge, experts, reference, both):
 
 def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarray, expert_ids: np.ndarray | None,
                     target: str, settings: AltTestSettings, n_boot: int = PAIRED_BOOT,
-                    rng: np.random.Generator | None = None, level: float = 0.95) -> dict[str, Any]:
+                    rng: np.random.Generator | None = None, level: float = 0.95,
+                    scale_low: np.ndarray | None = None, scale_high: np.ndarray | None = None) -> dict[str, Any]:
     """rho and the ceiling gap of judge B against judge A on the same items, with paired bootstrap intervals.
 
     Args:
@@ -71,6 +76,8 @@ def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarra
         n_boot: resamples (capped at ``PAIRED_BOOT``; 0: no intervals).
         rng: the bootstrap's generator.
         level: the intervals' coverage.
+        scale_low, scale_high: ``(n,)`` each item's scale ends (NaN: unknown), which ``accuracy`` clips levels into
+            as the section does; None: rounded only.
 
     Returns:
         ``rho`` and ``ceiling_gap``, each {``baseline``, ``run``, ``delta`` (run - baseline), ``ci``} or a ``why``.
@@ -84,8 +91,12 @@ def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarra
     if settings.failures == "drop":
         # Dropping each judge's own failures would test the two on different items: drop an item either failed on.
         judge_a, judge_b = np.where(both, judge_a, np.nan), np.where(both, judge_b, np.nan)
-    parts_a = _rho_parts(judge_a, experts, expert_ids, settings)
-    parts_b = _rho_parts(judge_b, experts, expert_ids, settings)
+    from eval.validity.section import alt_test_judge
+
+    parts_a = _rho_parts(alt_test_judge(judge_a, scale_low, scale_high, settings.scoring), experts, expert_ids,
+                         settings)
+    parts_b = _rho_parts(alt_test_judge(judge_b, scale_low, scale_high, settings.scoring), experts, expert_ids,
+                         settings)
     reference = leave_one_out_reference(experts, target)
     gap_a, count = _gap_parts(judge_a, experts, reference, both)
     gap_b, _ = _gap_parts(judge_b, experts, reference, both)

@@ -13,8 +13,11 @@ from typing import Any
 
 from eval.scoring.comparison import Comparison
 from judge.metrics_json.metrics import Metrics
-from judge.metrics_json.validity import (AltTest, AltTestFamily, LengthBias, MarginalHomogeneity, Unavailable,
-                                         ValiditySplit)
+from eval.validity.bias import MIN_PAIRS
+from eval.validity.ceiling import MARGIN as CEILING_MARGIN
+from eval.validity.ceiling import MIN_ITEMS as CEILING_MIN_ITEMS
+from judge.metrics_json.validity import (AltTest, AltTestFamily, LengthBias, MarginalHomogeneity, PooledExpertSlopes,
+                                         Unavailable, ValiditySplit)
 from judge.splits import SPLIT_TITLES
 
 __all__ = ["compare_rows", "html_blocks", "lead_html", "lead_lines", "markdown_lines", "paired_rows"]
@@ -71,8 +74,15 @@ _CRITERION_HEAD = ["Criterion", "pairs", "expert MAE", "judge MAE", "gap", "expe
 
 def _length_text(length: LengthBias | Unavailable | None) -> str:
     if isinstance(length, LengthBias) and length.judge:
-        return (f"judge {_num(length.judge.slope, 3)}{_ci(length.judge.ci)}; "
-                f"{length.flag or 'not outside the experts'}")
+        judge = f"judge {_num(length.judge.slope, 3)}{_ci(length.judge.ci)}"
+        # "not outside the experts" only where there was an experts' range to be outside of: without named experts
+        # (PooledExpertSlopes, never fitted: bias.length_bias) or without an expert with enough items, say so.
+        if isinstance(length.experts, PooledExpertSlopes):
+            return f"{judge}; not compared: the experts' slopes need named experts (the data names none)"
+        if length.experts.range is None:
+            return f"{judge}; not compared: no expert has the {MIN_PAIRS} items a slope of their own needs"
+        low, high = length.experts.range
+        return f"{judge}; experts {_num(low, 3)} to {_num(high, 3)}: {length.flag or 'not outside the experts'}"
     return (length.why if isinstance(length, Unavailable) else "") or "—"
 
 
@@ -82,13 +92,18 @@ def _homogeneity_text(homogeneity: MarginalHomogeneity | None) -> str:
     return f"χ² {_num(homogeneity.statistic)}, df {homogeneity.df or '—'}, p {_num(homogeneity.p_value, 3)}"
 
 
+_VERDICTS = {"inside": "inside the experts' range", "outside": "outside the experts' range",
+             "inconclusive": f"inconclusive (an interval straddling the {CEILING_MARGIN} margin, or under "
+                             f"{CEILING_MIN_ITEMS} items)"}
+
+
 def _overall_rows(block: ValiditySplit) -> list[list[str]]:
     overall = block.overall
     ceiling, agreement, lenient = overall.ceiling, overall.agreement, overall.leniency
     rows = [
         ["experts' ceiling (MAE to the rest of the panel)",
          f"expert {_num(ceiling.expert_mae)}, judge {_num(ceiling.judge_mae)}, gap {_num(ceiling.gap)}"
-         f"{_ci(ceiling.gap_ci)}: {ceiling.verdict or '—'} the experts' range"],
+         f"{_ci(ceiling.gap_ci)}: {_VERDICTS.get(ceiling.verdict, '—')}"],
         ["κ quadratic (to the rest of the panel)",
          f"expert {_num(ceiling.expert_kappa)}, judge {_num(ceiling.judge_kappa)}"],
         ["Krippendorff's α (ordinal)",
@@ -100,6 +115,9 @@ def _overall_rows(block: ValiditySplit) -> list[list[str]]:
         ["length bias (slope on log length)", _length_text(overall.length_bias)],
         ["marginal homogeneity (Stuart–Maxwell)", _homogeneity_text(overall.marginal_homogeneity)],
     ]
+    missing = overall.n_items_missing
+    if missing:  # a run not finished: say how much of the test the figures above do not cover
+        rows.append(["items without a prediction (left out of every figure)", str(missing)])
     for name, family in block.alt_test_domains.items():
         title = "task types" if name == "task_type" else "criteria"
         text = (f"passes in {family.n_passed} of {family.n_domains} {title}" if isinstance(family, AltTestFamily)
@@ -124,7 +142,9 @@ def markdown_lines(result: Metrics, markdown_table: Callable[[list[str], list[li
     out = ["## Validity: can the judge stand in for an expert?", ""]
     if not result.validity.named_experts:
         out += ["The data names no experts (`expert_ids`): the alternative annotator test and the per-expert length "
-                "slopes need identities and are left out; every other figure is computed from each item's panel.", ""]
+                "slopes need identities and are left out, and the judge's length slope is shown without a flag "
+                "(there is no experts' range to hold it against); every other figure is computed from each item's "
+                "panel.", ""]
     for split, block in splits.items():
         title = SPLIT_TITLES.get(split, split)
         out += [f"### {title}: validity", "", block.sentence, ""]

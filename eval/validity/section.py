@@ -17,6 +17,12 @@ scales of its items (``scale_low`` / ``scale_high``); items without a readable s
 judge's scores enter kappa, alpha and the confusion margins as levels: rounded half up and clipped into the item's
 scale (a regression head's raw value included). Each split gets one plain ``sentence`` the report leads with.
 
+Items with no prediction at all (status ``missing``: a run not finished yet) are left out of every figure of the
+section and counted per cell (``n_items_missing``): the judge was never asked, so they are neither a judge failure
+(the alt-test's ``failures`` rule and the ceiling's ``n_judge_failed`` are about unparseable verdicts and failed
+requests) nor items of the experts' own figures — every figure covers the same items, those the run predicted. A
+cell whose items are all missing is left out.
+
 Everything per item is computed once for the table, and a cell selects its items' rows of it: the judge's levels,
 the experts' mode, mean and agreement class, the leave-one-out references and the ceiling's pairs with their
 per-item sums (``ceiling.CeilingPairs``), the value counts coded once over the union of the cells' domains
@@ -35,11 +41,11 @@ import numpy as np
 
 from eval.validity import agreement as agreement_module
 from eval.validity.alt_test import AltTestSettings, prepare, summarise, summarise_by_domain
-from eval.validity.bias import length_bias, leniencies, marginal_homogeneity
-from eval.validity.ceiling import CeilingPairs, cell_ceiling, leave_one_out_reference
+from eval.validity.bias import answer_codes, length_bias, leniencies, marginal_homogeneity
+from eval.validity.ceiling import MARGIN, MIN_ITEMS, CeilingPairs, cell_ceiling, leave_one_out_reference
 from judge.metrics_json.validity import AltTest, SectionSettings, Unavailable, Validity, ValiditySplit
 
-__all__ = ["ValiditySettings", "judge_levels", "split_sentence", "validity_section"]
+__all__ = ["ValiditySettings", "alt_test_judge", "judge_levels", "split_sentence", "validity_section"]
 
 _GROUPINGS = {"task_type": "task_type", "criterion": "criteria_name"}
 #: The most resamples a ceiling interval draws (``ValiditySettings.n_boot`` is capped at it).
@@ -80,6 +86,18 @@ def judge_levels(judge: np.ndarray, low: np.ndarray | None, high: np.ndarray | N
     return levels
 
 
+def alt_test_judge(judge: np.ndarray, low: np.ndarray | None, high: np.ndarray | None, scoring: str,
+                   levels: np.ndarray | None = None) -> np.ndarray:
+    """The judge's values the alt-test compares: ``accuracy`` compares labels, so a regression head's 1.6 would never
+    equal an expert's 2 and the judge enters as the level its score rounds to (as in kappa and alpha); ``neg_rmse``
+    takes the score itself. The section and ``judge-eval compare``'s paired rho (``eval.validity.paired``) both read
+    it here, so that the two rho of one run agree. ``levels``: ``judge_levels(judge, low, high)`` when the caller has
+    them."""
+    if scoring != "accuracy":
+        return judge
+    return judge_levels(judge, low, high) if levels is None else levels
+
+
 def _domain(table, index: np.ndarray, levels: np.ndarray) -> np.ndarray:
     """The cell's value domain (module docstring)."""
     found: set[float] = set()
@@ -99,7 +117,8 @@ def _domain(table, index: np.ndarray, levels: np.ndarray) -> np.ndarray:
 def _cell(table, index: np.ndarray, key: str, *, target: str, levels: np.ndarray, mode: np.ndarray,
           mean: np.ndarray, pairs: CeilingPairs, classes: np.ndarray, settings: ValiditySettings, kind: str,
           domain: np.ndarray, coded: tuple[agreement_module.CodedCounts, agreement_module.CodedCounts],
-          expert_codes: tuple[np.ndarray, np.ndarray] | None) -> dict[str, Any]:
+          expert_codes: tuple[np.ndarray, np.ndarray] | None, n_missing: int,
+          answers: np.ndarray | None) -> dict[str, Any]:
     from eval.scoring.bootstrap import cell_rng
 
     judge = table.judge[index]
@@ -107,7 +126,7 @@ def _cell(table, index: np.ndarray, key: str, *, target: str, levels: np.ndarray
     experts = table.experts[index] if kind == "overall" else None
     best_low = table.best_low[index] if table.best_low is not None else None
     cell_levels = levels[index]
-    out: dict[str, Any] = {"n_items": int(len(index)), "value_domain": domain.tolist()}
+    out: dict[str, Any] = {"n_items": int(len(index)), "n_items_missing": n_missing, "value_domain": domain.tolist()}
     out["ceiling"] = cell_ceiling(pairs, index, target, domain, n_boot=min(settings.n_boot, CEILING_BOOT),
                                   level=settings.level, rng=cell_rng(settings.seed, f"validity/ceiling/{key}"))
     out["leniency"] = None  # all cells' at once, after (``validity_section``)
@@ -126,7 +145,7 @@ def _cell(table, index: np.ndarray, key: str, *, target: str, levels: np.ndarray
             ids = table.expert_ids[index] if table.expert_ids is not None else None
             codes = (expert_codes[0][index], expert_codes[1]) if expert_codes is not None else None
             out["length_bias"] = length_bias(judge, experts, ids, table.answer_chars[index], best_low, settings.level,
-                                             expert_codes=codes, mean=mean[index])
+                                             expert_codes=codes, mean=mean[index], answers=answers[index])
         else:
             out["length_bias"] = {"why": "the answers' lengths are unknown (an item table read back from Parquet)"}
     return out
@@ -183,7 +202,11 @@ def split_sentence(block: ValiditySplit) -> str:
                      f"fails the alternative annotator test: it wins against {won}, fewer than half {figures}")
     verdicts = [c.ceiling.verdict for c in block.by_criterion.values() if c.ceiling.verdict]
     if verdicts:
-        parts.append(f"inside the experts' range on {verdicts.count('inside')} of {len(verdicts)} criteria")
+        # Only a shown closeness counts as inside (``ceiling.verdict``); the rest are said apart, so that "inside on
+        # 3 of 15" also says whether the other 12 are shown outside or too uncertain to tell.
+        others = [f"{verdicts.count(v)} {v}" for v in ("outside", "inconclusive") if verdicts.count(v)]
+        parts.append(f"inside the experts' range on {verdicts.count('inside')} of {len(verdicts)} criteria"
+                     + (f" ({', '.join(others)})" if others else ""))
     if overall.leniency.direction != "neither":
         parts.append(f"{overall.leniency.direction} overall ({overall.leniency.mean_signed_error:+.2f})")
     length = overall.length_bias
@@ -224,36 +247,44 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
     mean = expert_mean(table.experts)
     classes = agreement_module.class_codes(table.experts, unique)
     expert_codes = _expert_codes(table.expert_ids)
-    # ``accuracy`` compares labels: a regression head's 1.6 would never equal an expert's 2, so the judge enters as
-    # the level its score rounds to (as in kappa and alpha); ``neg_rmse`` takes the score itself.
-    alt_judge = levels if settings.alt_test.scoring == "accuracy" else table.judge
-    found = prepare(alt_judge, table.experts, table.expert_ids, settings.alt_test, expert_codes=expert_codes)
+    # No prediction at all is no judge failure: left out of every figure (module docstring), counted per cell.
+    missing = np.asarray(table.status == "missing", dtype=bool)
+    alt_judge = alt_test_judge(table.judge, table.scale_low, table.scale_high, settings.alt_test.scoring, levels)
+    found = prepare(alt_judge, table.experts, table.expert_ids, settings.alt_test, expert_codes=expert_codes,
+                    missing=missing)
     groups = {name: _groups(getattr(table, column)) for name, column in _GROUPINGS.items()}
     factorised = {name: pd.factorize(np.asarray(getattr(table, column), dtype=object))
                   for name, column in _GROUPINGS.items()} if found is not None else {}
     # Each cell's value domain first, so that the items' value counts are taken once over all of them.
     plan = []
     for split, index in split_index.items():
-        mask = np.zeros(len(table), dtype=bool)
-        mask[index] = True
-        cells = [("overall", "overall", index)]
+        index = np.asarray(index)
+        in_split = np.zeros(len(table), dtype=bool)
+        in_split[index] = True
+        n_missing = {("overall", "overall"): int(missing[index].sum())}
+        mask = in_split & ~missing  # the split's predicted items: every cell below is within them
+        cells = [("overall", "overall", index[~missing[index]])]
         for name in _GROUPINGS:
             for label, members in groups[name].items():
+                n_missing[name, label] = int((in_split[members] & missing[members]).sum())
                 members = members[mask[members]]
                 if len(members):
                     cells.append((name, label, members))
-        plan.append((split, mask, [(kind, label, members, _domain(table, members, levels))
+        plan.append((split, mask, [(kind, label, members, _domain(table, members, levels), n_missing[kind, label])
                                    for kind, label, members in cells]))
-    values = np.unique(np.concatenate([np.zeros(0)] + [d for _, _, cells in plan for *_, d in cells]))
+    values = np.unique(np.concatenate([np.zeros(0)] + [d for _, _, cells in plan for _, _, _, d, _ in cells]))
     pairs = CeilingPairs(table.judge, table.experts, leave_one_out_reference(table.experts, target, counts), levels,
                          values)
+    # the length slopes' intervals are clustered by answer (``bias.cluster_slope``): each answer's code, once
+    answers = (answer_codes(table.model_id, table.task_type, table.answer_chars) if table.answer_chars is not None
+               else None)
     common = dict(target=target, levels=levels, mode=mode, mean=mean, pairs=pairs, classes=classes, settings=settings,
-                  coded=_coded_counts(table, levels, values), expert_codes=expert_codes)
+                  coded=_coded_counts(table, levels, values), expert_codes=expert_codes, answers=answers)
     splits: dict[str, Any] = {}
     for split, mask, cells in plan:
-        (_, _, index, domain), cells = cells[0], cells[1:]
+        (_, _, index, domain, n_missing), cells = cells[0], cells[1:]
         block: dict[str, Any] = {"overall": _cell(table, index, f"{split}/overall", kind="overall", domain=domain,
-                                                  **common)}
+                                                  n_missing=n_missing, **common)}
         block["overall"]["alt_test"] = summarise(found, settings.alt_test, mask)
         block["alt_test_domains"] = {}
         for name, column in _GROUPINGS.items():
@@ -261,10 +292,11 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
             block["alt_test_domains"][name] = ({k: v for k, v in family.items() if k != "by_domain"}
                                                if family["available"] else family)
             grouped = {}
-            for kind, label, members, domain in cells:
+            for kind, label, members, domain, n_missing in cells:
                 if kind != name:
                     continue
-                grouped[label] = _cell(table, members, f"{split}/{name}/{label}", kind=name, domain=domain, **common)
+                grouped[label] = _cell(table, members, f"{split}/{name}/{label}", kind=name, domain=domain,
+                                       n_missing=n_missing, **common)
                 if family["available"]:
                     # a domain none of whose experts has pairs: the test's empty result (``AltTest``'s defaults)
                     grouped[label]["alt_test"] = family["by_domain"].get(label) or {}
@@ -275,7 +307,7 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
     # leniency: the t intervals of every cell in a few scipy calls (``bias.leniencies``)
     placed = [(block, cell) for block in splits.values()
               for cell in [block["overall"], *block["by_task_type"].values(), *block["by_criterion"].values()]]
-    cells = [members for _, _, split_cells in plan for _, _, members, _ in split_cells]
+    cells = [members for _, _, split_cells in plan for _, _, members, _, _ in split_cells]
     for (_, cell), result in zip(placed, leniencies(table.judge, mean, table.best_low, cells, settings.level)):
         cell["leniency"] = result
     typed = {}
@@ -283,4 +315,5 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
         read = ValiditySplit.from_json({**block, "sentence": ""})
         typed[split] = dataclasses.replace(read, sentence=split_sentence(read))
     return Validity(SectionSettings(settings.alt_test, settings.n_boot, settings.alpha_boot, settings.seed,
-                                    settings.level, target), table.expert_ids is not None, typed)
+                                    settings.level, target, ceiling_margin=MARGIN, ceiling_min_items=MIN_ITEMS),
+                    table.expert_ids is not None, typed)

@@ -277,9 +277,12 @@ class NamedExpertSlopes(_SectionRecord):
 
 @dataclass(frozen=True)
 class PooledExpertSlopes(_SectionRecord):
-    """The experts' leave-one-out slope pooled (the data names no experts); None when it cannot be fitted."""
+    """Without named experts: no expert slope (``pooled`` None) and ``why`` (each item's leave-one-out residuals
+    sum to 0, so a pooled slope is 0 by construction and compares with nothing). Files written before that carry a
+    pooled slope and no ``why``."""
 
     pooled: Slope | None
+    why: str | None = optional_field()
 
 
 @dataclass(frozen=True)
@@ -297,7 +300,7 @@ class LengthBias(_SectionRecord):
 
         def experts(block: Mapping[str, Any]) -> NamedExpertSlopes | PooledExpertSlopes:
             if "pooled" in block:
-                return PooledExpertSlopes(Slope.from_json(block["pooled"]))
+                return PooledExpertSlopes(Slope.from_json(block["pooled"]), block.get("why"))
             return _read(NamedExpertSlopes, block, by_expert=_table(Slope.from_json))
 
         return _read(cls, data, judge=Slope.from_json, experts=experts)
@@ -319,6 +322,7 @@ class ValidityCell(_SectionRecord):
     n_items: int
     value_domain: list[float]
     ceiling: Ceiling
+    n_items_missing: int | None = optional_field()  # items without a prediction, left out of every figure
     leniency: Leniency
     agreement: Agreement | None = optional_field()
     marginal_homogeneity: MarginalHomogeneity | None = optional_field()
@@ -382,6 +386,8 @@ class SectionSettings(_SectionRecord):
     seed: int
     level: float
     target: str
+    ceiling_margin: float | None = optional_field()  # the ceiling verdict's margin, in MAE (eval.validity.ceiling)
+    ceiling_min_items: int | None = optional_field()  # fewer items: "inconclusive"
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SectionSettings:

@@ -217,3 +217,20 @@ def test_the_constant_rule_is_the_references_outcome_on_indicator_differences():
                 warnings.simplefilter("ignore", RuntimeWarning)
                 reference = ttest_1samp(np.full(30, -d), epsilon, alternative="less").pvalue
             assert difference_p_value(np.full(30, d), epsilon) == (reference, True)
+
+
+def test_an_item_without_a_prediction_is_left_out_not_lost():
+    """The five items and a sixth the judge was never asked (``missing``): left out for every expert under ``loss``
+    as under ``drop`` — the five-item result, no judge failure counted — while a failure is still a loss."""
+    experts = np.vstack([FIVE, [[1, 1, 2]]])
+    judge = np.r_[JUDGE, np.nan]
+    ids = np.array([["A", "B", "C"]] * 6, dtype=object)
+    missing = np.r_[np.zeros(5, dtype=bool), True]
+    five = alt_test(JUDGE, FIVE, IDS, FIVE_ITEMS)
+    for failures in ("loss", "drop"):
+        settings = AltTestSettings(min_items_per_expert=5, failures=failures)
+        result = alt_test(judge, experts, ids, settings, missing=missing)
+        assert result["experts"] == five["experts"] and result["n_items_judge_failed"] == 0
+        assert result["n_items"] == 5 and result["advantage_probability"] == five["advantage_probability"]
+    _, _, _, _, counts = indicators(judge, experts, np.ones_like(ids, dtype=bool), FIVE_ITEMS, missing)
+    assert counts == {"n_items_few_experts": 0, "n_items_judge_failed": 0}

@@ -128,6 +128,57 @@ def test_compare_sets_validity_side_by_side(sample_runs):
     assert paired.ceiling_gap.delta > 0  # the shifted judge is farther from the panel
 
 
+def test_compare_pairs_rho_on_predicted_items_with_the_sections_levels(sample_runs, tmp_path):
+    """A run not finished (every fourth item has no prediction) that scores one level above the first expert on
+    every third item, past the top of the scale too (a 2 on 0-2 becomes 3, scored as the paper does), under
+    ``--alt-test-scoring accuracy``. Its section compares the levels clipped into each item's scale and leaves the
+    unpredicted items out; compare's paired rho of it as the baseline must be the same figure: the items both runs
+    predicted (the exact run predicted all), the judge as the same levels. items.parquet keeps no scale, so compare
+    clips into the criterion's scale from the section's criterion cells (``value_domain``); on the two sample
+    criteria whose items mix scales (0-2 and 0-4) that is the wider one, so the judge stays inside the scale there.
+    Before, the missing quarter were losses and the 3s stayed 3s."""
+    from collections import defaultdict
+
+    records = sample_runs["records"]
+    scales = defaultdict(set)
+    for record in records:
+        scale = judge.scale_of(record.rubrics)
+        scales[record.criteria_name].add((scale.min, scale.max))
+    rows = []
+    for k, record in enumerate(records):
+        if k % 4 == 0:
+            continue  # not predicted yet
+        if k == 5:  # the same failure as the exact run's
+            rows.append({"id": record.id, "judge": "j", "raw_output": "мусор", "feedback": "", "score": None,
+                         "parse_ok": False, "error": "no_score", "reason": "", "score_source": None,
+                         "latency_s": 0.0})
+            continue
+        score = record.expert_scores[0] + (1 if k % 3 == 0 else 0)
+        if len(scales[record.criteria_name]) > 1:
+            score = min(score, judge.scale_of(record.rubrics).max)
+        rows.append({"id": record.id, "judge": "j", "raw_output": f"[RESULT] {score:g} [END]", "feedback": "",
+                     "score": score, "parse_ok": True, "error": None, "reason": "", "score_source": "verdict",
+                     "latency_s": 0.0})
+    run = tmp_path / "partial"
+    run.mkdir()
+    (run / "predictions.jsonl").write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    assert main(["score", "--predictions", str(run), "--data", str(judge.sample_data_path()), "--n-boot", "50",
+                 "--alt-test-scoring", "accuracy"]) == 0
+    written = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
+    assert written["splits"]["all"]["overall"]["n_out_of_scale"] > 0  # the clipping is exercised
+    own = written["validity"]["splits"]["all"]["overall"]
+    assert own["n_items_missing"] == len(records[::4]) and own["alt_test"]["n_items_judge_failed"] == 1
+    report = (run / "report.md").read_text(encoding="utf-8")
+    assert f"items without a prediction (left out of every figure) | {len(records[::4])} |" in report
+    from eval.scoring.compare import compare
+
+    paired = compare([run, sample_runs["root"] / "exact"], n_boot=20).comparisons[0].validity["all"]
+    assert paired.n_items == own["n_items"]
+    assert paired.rho.baseline == pytest.approx(own["alt_test"]["advantage_probability"])
+    assert paired.ceiling_gap.baseline == pytest.approx(own["ceiling"]["gap"])
+
+
 def test_unnamed_experts_leave_the_alt_test_out_and_say_so(tmp_path):
     """Data without expert_ids (as the released POLLUX data): the alt-test is unavailable with its reason, the
     sentence says so, and the figures that need no identities are still there."""
@@ -141,7 +192,9 @@ def test_unnamed_experts_leave_the_alt_test_out_and_say_so(tmp_path):
     overall = validity["splits"]["all"]["overall"]
     assert overall["alt_test"]["available"] is False and "names no experts" in overall["alt_test"]["why"]
     assert validity["splits"]["all"]["sentence"].startswith("The alternative annotator test needs named experts")
-    assert overall["ceiling"]["n_pairs"] > 0 and "pooled" in overall["length_bias"]["experts"]
+    assert overall["ceiling"]["n_pairs"] > 0 and overall["length_bias"]["experts"]["pooled"] is None
+    assert "is 0 by construction" in overall["length_bias"]["experts"]["why"]  # the reason reaches metrics.json
+    assert overall["length_bias"]["flag"] is None  # no experts' slopes to be outside of
     assert "names no experts" in (tmp_path / "run" / "report.md").read_text(encoding="utf-8")
 
 

@@ -53,7 +53,8 @@ def test_ceiling_by_hand():
     assert result["gap_ci"] == [None, None] and result["verdict"] is None  # no interval, no verdict
     with_interval = ceiling(judge, experts, "mode", np.array([0.0, 1.0, 2.0]), n_boot=200,
                             rng=np.random.default_rng(0))
-    assert with_interval["gap_ci"][0] <= 0 and with_interval["verdict"] == "inside"
+    # three items are too few to tell (``ceiling.MIN_ITEMS``), whatever the interval says
+    assert with_interval["gap_ci"][0] <= 0 and with_interval["verdict"] == "inconclusive"
 
 
 def test_ceiling_judge_failures_leave_the_same_pairs_out_of_both_sides():
@@ -153,11 +154,32 @@ def test_agreement_classes_and_split_figures():
 
 
 def test_leniency_of_errors_without_spread_has_the_zero_width_interval_at_their_mean():
-    """A judge one level above the experts' mean on every item: errors 1, 1, 1 (sd 0), interval [1, 1], which
-    excludes 0: lenient. One error alone has no interval."""
-    result = leniency(np.array([2.0, 1.0, 3.0]), np.array([1.0, 0.0, 2.0]), None)
+    """A judge one level above the experts' mean on every one of ten items: errors all 1 (sd 0), interval [1, 1],
+    which excludes 0: lenient. One error alone has no interval."""
+    result = leniency(np.arange(10.0) + 1, np.arange(10.0), None)
     assert (result["mean_signed_error"], result["ci"], result["direction"]) == (1.0, [1.0, 1.0], "lenient")
     assert leniency(np.array([2.0]), np.array([1.0]), None)["ci"] == [None, None]
+
+
+def test_a_more_lenient_error_never_turns_lenient_into_neither():
+    """The zero-spread rule below ``MIN_LENIENCY_N`` flipped the direction the wrong way: (+1, +1) read lenient with
+    [1, 1], the more lenient (+1, +1, +2) neither (mean 4/3, sd sqrt(1/3), t interval 4/3 +- t(.975, 2)/3 =
+    [-0.10, 2.77]). Below ten errors there is no direction now, either way; from ten on, n ones and a 2 keep their
+    direction (mean 1 + 1/(n+1), se 1/(n+1): the low end 1 - (t(.975, n) - 1)/(n + 1) > 0)."""
+    two, three = (leniency(np.array(e), np.zeros(len(e)), None) for e in ([1.0, 1.0], [1.0, 1.0, 2.0]))
+    assert two["ci"] == [1.0, 1.0] and three["ci"] == pytest.approx([4 / 3 - 4.302652729749464 / 3,
+                                                                     4 / 3 + 4.302652729749464 / 3])
+    assert (two["direction"], three["direction"]) == ("neither", "neither")
+    for n in range(10, 40):
+        ones = leniency(np.ones(n), np.zeros(n), None)
+        more = leniency(np.r_[np.ones(n), 2.0], np.zeros(n + 1), None)
+        assert (ones["direction"], more["direction"]) == ("lenient", "lenient"), n
+    # and harsh the same way: the floor holds for either direction
+    assert leniency(-np.ones(9), np.zeros(9), None)["direction"] == "neither"
+    assert leniency(-np.ones(10), np.zeros(10), None)["direction"] == "harsh"
+    from eval.validity.bias import MIN_LENIENCY_N
+
+    assert MIN_LENIENCY_N == 10
 
 
 def test_leniency_oriented_by_hand():
@@ -187,8 +209,35 @@ def test_length_bias_flags_a_judge_outside_the_experts_slopes():
     assert result["judge"]["slope"] > 0.3 and result["flag"] == "lenient on long answers"
     fair = length_bias(experts[:, 0], experts, ids, chars, None)
     assert fair["flag"] is None
-    pooled = length_bias(biased, experts, None, chars, None)  # no names: the experts' pooled slope
-    assert "pooled" in pooled["experts"] and pooled["flag"] == "lenient on long answers"
+
+
+def test_length_bias_without_named_experts_compares_with_nothing():
+    """Without ids the experts' pooled leave-one-out slope is 0 on any data: per item (k experts, sum S) the residuals
+    e_j - (S - e_j)/(k - 1) sum to S - (k - 1)S/(k - 1) = 0, so their covariance with a per-item regressor is 0. It
+    was shown as "the experts' slope" and the judge flagged against a band around 0; now the experts' slope is
+    unavailable with the reason, the judge's slope keeps its interval, and there is no flag. The experts here all
+    favour long answers (+1 above length e^7), which a pooled "0" would hide."""
+    from scipy.stats import linregress
+
+    rng = np.random.default_rng(0)
+    n = 400
+    chars = rng.integers(50, 5000, n).astype(float)
+    base = rng.integers(0, 3, n).astype(float)
+    experts = np.stack([np.clip(base + (np.log(chars) > 7) + rng.integers(-1, 2, n), 0, 2) for _ in range(3)], 1)
+    judge = np.clip(base + rng.normal(0, 0.5, n), 0, 2)
+    rest = (experts.sum(axis=1, keepdims=True) - experts) / 2
+    pooled = linregress(np.repeat(np.log(chars), 3), (experts - rest).ravel())
+    assert pooled.slope == pytest.approx(0.0, abs=1e-12)  # the identity, whatever the experts did
+    result = length_bias(judge, experts, None, chars, None)
+    assert result["experts"]["pooled"] is None and "names no experts" in result["experts"]["why"]
+    assert result["judge"]["n"] == n and result["judge"]["ci"][1] < 0  # harsh against the experts' mean ...
+    assert result["flag"] is None  # ... but not beside any expert's own slope: no flag
+    # the report's text says what was (not) compared
+    from eval.validity.render import _length_text
+    from judge.metrics_json.validity import LengthBias
+
+    text = _length_text(LengthBias.from_json(result))
+    assert "not compared" in text and "not outside the experts" not in text
 
 
 def test_marginal_homogeneity_is_mcnemar_on_two_levels():
@@ -255,3 +304,262 @@ def test_section_on_tables_with_nothing_to_compare(judge, experts):
     overall = section.splits["all"].overall
     assert overall.ceiling.n_pairs == 0 and overall.ceiling.verdict is None
     assert section.splits["all"].sentence.startswith("The alternative annotator test needs named experts")
+
+
+def test_ceiling_verdict_is_inside_only_where_shown_close():
+    """Three outcomes against the margin (``ceiling.MARGIN`` = 0.1 of a level of MAE), on panels where every pair's
+    gap is known, so that the bootstrap interval is known too (experts [1, 1, 1]: each expert's rest has mean 1 and
+    the expert's error is 0, so a pair's gap is the judge's error |judge - 1|):
+
+    - judge 1 on 40 items: every gap 0, interval [0, 0], at or below 0.1: inside;
+    - judge 1.05 on 40 items: every gap 0.05, interval [0.05, 0.05]: farther than an expert, but within the margin:
+      inside (the old rule, "inside only where the interval reaches 0", called it outside);
+    - judge 3 on 40 items: every gap 2: outside;
+    - judge 1 on 20 items, 1.2 on 20: mean gap 0.1, the interval straddles the margin: inconclusive;
+    - the reviewer's case, a judge inverting the scale on 4 items (experts t, t, t for t = 0, 1, 2, 1, judge 2 - t):
+      gaps 2, 0, 2, 0; a resample of only the 0s (or only the 2s) has chance 1/16 > 2.5 %, so the interval is
+      [0, 2]: it reached 0 and read "inside"; 4 < ``MIN_ITEMS`` items: inconclusive."""
+    domain = np.arange(4.0)
+    panel = np.ones((40, 3))
+
+    def judged(judge, experts=panel):
+        return ceiling(np.asarray(judge, dtype=float), experts, "mean", domain, n_boot=200,
+                       rng=np.random.default_rng(0))
+
+    exact = judged(np.ones(40))
+    assert exact["gap_ci"] == [0.0, 0.0] and exact["verdict"] == "inside"
+    close = judged(np.full(40, 1.05))
+    assert close["gap_ci"] == pytest.approx([0.05, 0.05])
+    assert close["verdict"] == "inside"
+    far = judged(np.full(40, 3.0))
+    assert far["gap_ci"] == [2.0, 2.0] and far["verdict"] == "outside"
+    truth = np.array([0.0, 1.0, 2.0, 1.0])
+    inverted = judged(2 - truth, np.repeat(truth[:, None], 3, axis=1))
+    assert inverted["gap_ci"] == [0.0, 2.0] and inverted["verdict"] == "inconclusive"
+    straddling = judged(np.r_[np.ones(20), np.full(20, 1.2)])
+    low, high = straddling["gap_ci"]
+    assert low < 0.1 < high and straddling["verdict"] == "inconclusive"
+    # the rule itself, at its edges
+    from eval.validity.ceiling import MARGIN, MIN_ITEMS, verdict
+
+    assert (MARGIN, MIN_ITEMS) == (0.1, 30)
+    assert verdict([None, None], 100) is None
+    assert verdict([0.1, 0.1], 30) == "inside" and verdict([0.1 + 1e-9, 0.5], 30) == "outside"
+    assert verdict([-1.0, -0.5], 29) == "inconclusive"
+
+
+def test_section_sentence_counts_only_inside_criteria_and_says_the_rest():
+    """The lead sentence counts inside criteria only and names the outside and inconclusive ones apart."""
+    from eval.validity.section import split_sentence
+    from judge.metrics_json.validity import ValiditySplit
+
+    def cell(verdict):
+        return {"n_items": 40, "value_domain": [0.0, 1.0],
+                "ceiling": {"reference": "mode", "n_judge_failed": 0, "n_items": 40, "n_pairs": 80, "expert_mae": 0.1,
+                            "judge_mae": 0.1, "gap": 0.0, "gap_ci": [0.0, 0.0], "expert_kappa": None,
+                            "judge_kappa": None, "verdict": verdict},
+                "leniency": {"n": 40, "mean_signed_error": 0.0, "ci": [-0.1, 0.1], "direction": "neither"},
+                "alt_test": {"available": False, "why": "the data names no experts"}}
+
+    block = ValiditySplit.from_json({"overall": cell("inside"), "alt_test_domains": {}, "by_task_type": {},
+                                     "by_criterion": {"a": cell("inside"), "b": cell("inconclusive"),
+                                                      "c": cell("inconclusive"), "d": cell("outside"),
+                                                      "e": cell(None)},
+                                     "sentence": ""})
+    assert "inside the experts' range on 1 of 4 criteria (1 outside, 2 inconclusive)" in split_sentence(block)
+
+
+def test_alpha_difference_interval_of_an_m_out_of_n_bootstrap_is_rescaled():
+    """A cell larger than ``ALPHA_BOOT_ITEMS`` (1,000) resamples 1,000 of its items; a statistic of m items spreads
+    sqrt(n/m) times as widely as one of n, so the deviations are shrunk by sqrt(m/n) = sqrt(1000/20000) ~ 0.22.
+    Without it the interval of 20,000 items was ~5 times as wide as a bootstrap of the full size; with it, within
+    1.5 times (seeded resamples of the same cell)."""
+    import eval.validity.agreement as agreement_module
+
+    rng = np.random.default_rng(0)
+    n = 20000
+    truth = rng.integers(0, 3, n).astype(float)
+    experts = np.stack([np.clip(truth + rng.choice([0, 0, 0, 1, -1], n), 0, 2) for _ in range(3)], 1)
+    judge = np.clip(truth + rng.choice([0, 0, 1, -1], n), 0, 2)
+
+    def width(items_per_resample):
+        old = agreement_module.ALPHA_BOOT_ITEMS
+        agreement_module.ALPHA_BOOT_ITEMS = items_per_resample
+        try:
+            out = agreement(judge, experts, np.full(n, nan), np.arange(3.0), n_boot=100, rng=np.random.default_rng(1))
+        finally:
+            agreement_module.ALPHA_BOOT_ITEMS = old
+        assert out["alpha_boot"]["items_per_resample"] == min(items_per_resample, n)
+        low, high = out["alpha_difference_ci"]
+        assert low <= out["alpha_difference"] <= high
+        return high - low
+
+    shipped, full = width(agreement_module.ALPHA_BOOT_ITEMS), width(n)
+    assert 1 / 1.5 < shipped / full < 1.5
+
+
+def test_paired_rho_compares_the_levels_the_section_compares():
+    """Under ``accuracy`` the section compares the level a score rounds to (clipped into the scale); paired rho did
+    the raw score. A regression head at consensus + 0.1, or 2.6 on a 0-2 scale where the experts agree on 2, has the
+    experts' label on every item once rounded and clipped: every left-out expert and the judge tie, rho = 1 (by
+    hand; raw, 2.1 and 2.6 equal no expert and rho was 0). The baseline's paired rho is the section's."""
+    from eval.validity.section import judge_levels
+
+    n = 60
+    consensus = np.arange(n, dtype=float) % 3
+    experts = np.repeat(consensus[:, None], 3, axis=1)
+    ids = np.array([["a", "b", "c"]] * n, dtype=object)
+    settings = AltTestSettings(scoring="accuracy")
+    inside = consensus + 0.1  # inside the scale: rounding alone gives the level
+    section_rho = alt_test(judge_levels(inside, None, None), experts, ids, settings)["advantage_probability"]
+    paired = paired_validity(inside, inside, experts, ids, "mean", settings, n_boot=0)
+    assert section_rho == 1.0 and paired["rho"]["baseline"] == section_rho and paired["rho"]["run"] == section_rho
+    # past the top of the scale: the level is clipped into it, as the section clips it (with the scale's ends)
+    head = np.where(consensus == 2, 2.6, consensus + 0.1)
+    low, high = np.zeros(n), np.full(n, 2.0)
+    section_rho = alt_test(judge_levels(head, low, high), experts, ids, settings)["advantage_probability"]
+    paired = paired_validity(head, head, experts, ids, "mean", settings, n_boot=0, scale_low=low, scale_high=high)
+    assert section_rho == 1.0 and paired["rho"]["baseline"] == section_rho and paired["rho"]["run"] == section_rho
+    # neg_rmse takes the raw scores, in both
+    raw = AltTestSettings()
+    assert paired_validity(head, head, experts, ids, "mean", raw, n_boot=0, scale_low=low, scale_high=high)[
+        "rho"]["baseline"] == alt_test(head, experts, ids, raw)["advantage_probability"]
+
+
+def _table(judge, experts, ids, status):
+    from eval.scoring.item_table import ItemTable
+
+    n = len(judge)
+    labels = {name: np.full(n, value, dtype=object) for name, value in (
+        ("error", ""), ("score_source", "verdict"), ("split", "standard"), ("model_id", "m"), ("task_type", "t"),
+        ("task_group", "g"), ("criteria_name", "c"))}  # fmt: skip
+    return ItemTable(ids=np.array([f"i{i}" for i in range(n)], dtype=object), judge=judge, experts=experts,
+                     expert_ids=ids, status=np.asarray(status, dtype=object), **labels)
+
+
+def test_items_without_a_prediction_are_no_judge_failures():
+    """A perfect judge on 400 items, half of them not predicted yet (status "missing"). Three experts who agree with
+    the truth: on the 200 predicted items the judge ties every left-out expert, d = 0 > -0.2 on every item (the
+    constant rule: p = 0), every expert is rejected: omega 1, rho 1 — under ``loss`` as under ``drop``. Counted as
+    losses, the missing half gave W_f = 0 on 200 of 400 items (rho 0.5, mean d = -0.5: no expert rejected, omega 0).
+    Missing items count in no figure: no judge failure in the alt-test or the ceiling, the section counts them
+    (``n_items_missing``). A real failure on 10 predicted items is still a loss: rho = 190/200 = 0.95."""
+    from eval.validity.section import ValiditySettings, validity_section
+
+    n = 400
+    truth = np.arange(n, dtype=float) % 3
+    experts = np.repeat(truth[:, None], 3, axis=1)
+    ids = np.array([["a", "b", "c"]] * n, dtype=object)
+    judge = truth.copy()
+    status = np.array(["ok"] * n, dtype=object)
+    judge[n // 2:], status[n // 2:] = nan, "missing"
+    table = _table(judge, experts, ids, status)
+    results = {}
+    for failures in ("loss", "drop"):
+        settings = ValiditySettings(alt_test=AltTestSettings(failures=failures), n_boot=50, alpha_boot=0)
+        results[failures] = validity_section(table, "mode", {"standard": np.arange(n)}, settings).splits["standard"]
+    for failures, block in results.items():
+        alt, overall = block.overall.alt_test, block.overall
+        assert (alt.winning_rate, alt.advantage_probability, alt.n_items_judge_failed) == (1.0, 1.0, 0), failures
+        assert alt.n_items == 200 and overall.n_items == 200 and overall.n_items_missing == 200
+        assert overall.ceiling.n_judge_failed == 0 and overall.ceiling.n_items == 200
+        assert block.by_criterion["c"].n_items_missing == 200
+    failed = judge.copy()
+    failed[:10] = nan
+    status[:10] = "parse_failed"
+    block = validity_section(_table(failed, experts, ids, status), "mode", {"standard": np.arange(n)},
+                             ValiditySettings(n_boot=0, alpha_boot=0)).splits["standard"]
+    alt = block.overall.alt_test
+    assert alt.n_items_judge_failed == 10 and alt.advantage_probability == pytest.approx(0.95)
+    assert block.overall.ceiling.n_judge_failed == 30 and block.overall.n_items_missing == 200
+
+
+def test_cluster_slope_equals_statsmodels_clustered_ols():
+    """``bias.cluster_slope`` is statsmodels' OLS with ``cov_type="cluster"`` (its small-sample factor, t at G - 1
+    degrees of freedom): the same slope and interval, on uneven clusters and at two levels."""
+    from statsmodels.regression.linear_model import OLS
+
+    from eval.validity.bias import cluster_slope
+
+    rng = np.random.default_rng(4)
+    clusters = np.repeat(np.arange(60), rng.integers(1, 9, 60))
+    rng.shuffle(clusters)
+    x = rng.normal(6, 1, 60)[clusters]
+    y = 0.1 * x + rng.normal(0, 0.4, 60)[clusters] + rng.normal(0, 0.3, len(clusters))
+    for level in (0.95, 0.9):
+        fit = OLS(y, np.column_stack([np.ones(len(x)), x])).fit(cov_type="cluster", cov_kwds={"groups": clusters},
+                                                              use_t=True)
+        got = cluster_slope(x, y, clusters, level)
+        assert got["slope"] == pytest.approx(fit.params[1], abs=1e-12)
+        assert got["ci"] == pytest.approx(fit.conf_int(1 - level)[1].tolist(), abs=1e-12)
+    assert cluster_slope(x, y, np.zeros(len(x), dtype=int)) is None  # one cluster: no interval
+
+
+def test_answer_codes_group_an_answers_criteria():
+    """Items of one answer share the model, the task type and the answer's length: one code; any of the three
+    differing is another answer."""
+    from eval.validity.bias import answer_codes
+
+    model = np.array(["m", "m", "m", "n", "m"], dtype=object)
+    task = np.array(["t", "t", "t", "t", "u"], dtype=object)
+    chars = np.array([120.0, 120.0, 121.0, 120.0, 120.0])
+    assert answer_codes(model, task, chars).tolist() == [0, 0, 1, 2, 3]
+
+
+def test_length_slope_interval_is_clustered_by_answer():
+    """Each answer's rows repeated k = 16 times, the same answer with the same errors (an answer scored on 16
+    criteria): no new information. Its least-squares slope is the same (sums scale by k), and so is the clustered
+    variance but for the small-sample factor: the cluster scores scale by k and the centred sum of squares by k, so
+    var(b) changes only by [(kn - 1)/(kn - 2)] / [(n - 1)/(n - 2)] (n = 150 rows, the same 150 clusters and degrees
+    of freedom). The classical interval shrinks by about 4 = sqrt(16) and flagged a judge it had not flagged on one
+    row per answer; clustered, the flag is the same at k = 1 and k = 16."""
+    rng = np.random.default_rng(3)
+    n = 150
+    chars = rng.integers(100, 5000, n).astype(float)
+    truth = rng.integers(0, 3, n).astype(float)
+    experts = np.clip(truth[:, None] + rng.choice([0, 0, 0, 0, 1, -1], size=(n, 3)), 0, 2)
+    judge = truth + rng.normal(0, 0.5, n) + 0.12 * (np.log(chars) - np.log(chars).mean())
+    ids = np.array([["a", "b", "c"]] * n, dtype=object)
+
+    def fitted(k, clustered):
+        def rep(values):
+            return np.repeat(values, k, axis=0)
+
+        return length_bias(rep(judge), rep(experts), rep(ids), rep(chars), None,
+                           answers=np.repeat(np.arange(n), k) if clustered else None)
+
+    once, sixteen = fitted(1, True), fitted(16, True)
+    assert sixteen["judge"]["slope"] == pytest.approx(once["judge"]["slope"], abs=1e-12)
+    half = [(r["judge"]["ci"][1] - r["judge"]["ci"][0]) / 2 for r in (once, sixteen)]
+    factor = ((16 * n - 1) / (16 * n - 2)) / ((n - 1) / (n - 2))
+    assert half[1] / half[0] == pytest.approx(np.sqrt(factor), abs=1e-9)
+    assert once["flag"] is None and sixteen["flag"] is None
+    # the classical interval: the same slope, no flag once, a flag at sixteen rows per answer
+    assert fitted(1, False)["flag"] is None and fitted(16, False)["flag"] == "lenient on long answers"
+
+
+def test_section_clusters_the_length_slope_by_answer():
+    """The same through the section: an answer is its model, task type and length (``bias.answer_codes``), so the
+    16 criteria rows of each of 150 answers are one cluster and the flag is that of one row per answer (none), where
+    rows taken as independent flagged "lenient on long answers" (``test_length_slope_interval_is_clustered_by_answer``
+    has the data)."""
+    import dataclasses
+
+    from eval.validity.section import ValiditySettings, validity_section
+
+    rng = np.random.default_rng(3)
+    n = 150
+    chars = rng.integers(100, 5000, n).astype(float)
+    truth = rng.integers(0, 3, n).astype(float)
+    experts = np.clip(truth[:, None] + rng.choice([0, 0, 0, 0, 1, -1], size=(n, 3)), 0, 2)
+    judge = truth + rng.normal(0, 0.5, n) + 0.12 * (np.log(chars) - np.log(chars).mean())
+    ids = np.array([["a", "b", "c"]] * n, dtype=object)
+    settings = ValiditySettings(n_boot=0, alpha_boot=0)
+    flags = []
+    for k in (1, 16):
+        table = dataclasses.replace(_table(np.repeat(judge, k), np.repeat(experts, k, axis=0),
+                                           np.repeat(ids, k, axis=0), ["ok"] * (n * k)),
+                                    answer_chars=np.repeat(chars, k))
+        section = validity_section(table, "mode", {"standard": np.arange(n * k)}, settings)
+        flags.append(section.splits["standard"].overall.length_bias.flag)
+    assert flags == [None, None]
