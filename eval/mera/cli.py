@@ -9,10 +9,12 @@ is the same program. The canonical-solution self-check needs no endpoint:
 ``python -m eval.mera.cli ruhumaneval --self-check --out runs/selfcheck``.
 
 Defaults follow MERA's task cards and harness (``eval/mera/humaneval.py``, ``eval/mera/rutie.py`` cite the lines):
-ruHumanEval n = 10, pass@1/5/10, temperature 0.6, the harness's code extraction (``--extraction mera``); ruTiE
-headline accuracy over all questions, the harness's answer parser (``--answer-parser mera``), prompts ending in
-one ``Ответ:`` (``--answer-cue``). Each deviation is a named setting: a flag and a key of the YAML given with
-``--config`` (``eval/mera/config.py``; defaults, then the YAML, then flags).
+ruHumanEval n = 10, pass@1/5/10, temperature 0.6, 256 new tokens, the harness's code extraction
+(``--extraction mera``); ruTiE as MERA's generative ``rutie_gen`` (greedy, cut at the first newline, 256 new
+tokens, the harness's answer parser ``--answer-parser mera``, headline accuracy over all questions) except that
+prompts end in the card's one ``Ответ:`` (``--answer-cue ''`` for the harness's prompt; ``--scoring logprobs
+--answer-cue ''`` for MERA's log-likelihood ``rutie``). Each deviation is a named setting: a flag and a key of the
+YAML given with ``--config`` (``eval/mera/config.py``; defaults, then the YAML, then flags).
 
 ``--data`` defaults to MERA's released data by name, ``MERA-evaluation/MERA`` (the Hugging Face cache first, so
 ``HF_HUB_OFFLINE=1`` with a populated cache works), or a local copy of it; the task's file is the one whose rows
@@ -49,9 +51,14 @@ key. The endpoint's model list (GET /v1/models) is asked first, retried for up t
 loading (5xx, Retry-After honoured).
 
 exit codes: 0 done; 1 a task error (bad data, resume mismatch, sandbox unavailable), named on stderr; 2 a usage or
-configuration error; 4 the endpoint cannot be used (unreachable, no or wrong key, wrong URL or path, still
-unavailable after 120 s), named on stderr.
+configuration error; 3 ruhumaneval finished, but some samples never ran in the sandbox (sandbox_error: the
+sandbox's own failure, never the model's): metrics.json leaves them out of pass@k and counts them
+(n_sandbox_errors); rerunning the same command executes every sample again; 4 the endpoint cannot be used
+(unreachable, no or wrong key, wrong URL or path, still unavailable after 120 s), named on stderr.
 """
+
+#: ruhumaneval's exit code when samples never ran in the sandbox (the EPILOG above).
+EXIT_SANDBOX_ERRORS = 3
 
 GENERATIONS_FILE = "generations.jsonl"
 EXECUTIONS_FILE = "executions.jsonl"
@@ -246,14 +253,16 @@ def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
                    extraction=config.extraction, **resolved.describe())  # fmt: skip
     metrics.setdefault("benchmark", "ruHumanEval (MERA)")
     _write_json(out / "metrics.json", metrics)
-    scores = ", ".join(f"{k}={v:.4f}" for k, v in metrics["pass@k"].items())
+    scores = (", ".join(f"{k}={v:.4f}" for k, v in metrics["pass@k"].items())
+              or "no pass@k (a task has fewer scored samples than every k)")
     errors = ", ".join(f"{k}={v}" for k, v in metrics["errors"].items() if v)
     print(f"{name}{' self-check' if config.self_check else ''}: {metrics['n_tasks']} tasks x {n} samples: "
           f"{scores}; {errors}; sandbox={sandbox.isolation}; {len(jobs)} executions in {exec_s:.1f} s; "
           f"data: {resolved.note}")  # fmt: skip
-    if metrics["errors"].get("sandbox_error"):
-        logger.error("%d samples never started in the sandbox: see %s", metrics["errors"]["sandbox_error"],
-                     out / EXECUTIONS_FILE)  # fmt: skip
+    if metrics["n_sandbox_errors"]:
+        logger.error("%d samples never ran in the sandbox (its own failure, not the model's), left out of pass@k: "
+                     "see %s; rerunning the same command executes every sample again",
+                     metrics["n_sandbox_errors"], out / EXECUTIONS_FILE)  # fmt: skip
     return metrics
 
 
@@ -276,12 +285,14 @@ def run_rutie(config: RutieConfig) -> dict[str, Any]:
     client = _client(config)
     max_model_len = config.max_model_len or client.max_model_len()
     settings = RutieSettings(mode=config.mode, scoring=config.scoring, max_tokens=config.max_tokens,
-                             temperature=config.temperature, seed=config.seed, max_model_len=max_model_len,
-                             answer_cue=config.answer_cue, answer_parser=config.answer_parser)  # fmt: skip
+                             stop=tuple(config.stop), temperature=config.temperature, seed=config.seed,
+                             max_model_len=max_model_len, answer_cue=config.answer_cue,
+                             answer_parser=config.answer_parser)  # fmt: skip
     run_key = {
         "task": "rutie", "model": config.model, "data_sha256": _sha256(data), "mode": config.mode,
-        "scoring": config.scoring, "max_tokens": config.max_tokens, "temperature": config.temperature, "seed": config.seed,
-        "answer_cue": config.answer_cue, "answer_parser": config.answer_parser,
+        "scoring": config.scoring, "max_tokens": config.max_tokens, "stop": list(config.stop),
+        "temperature": config.temperature, "seed": config.seed, "answer_cue": config.answer_cue,
+        "answer_parser": config.answer_parser,
     }  # fmt: skip
     resumed = claim_run_folder(out, run_key, [PROGRESS_FILE], overwrite=config.overwrite)
     _write_provenance(out, config, resolved, max_model_len=max_model_len, resumed=resumed,
@@ -357,7 +368,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with hold_run_folder(config.out, f"judge-eval mera {config.task}"):  # one writer per folder
             if config.task == "ruhumaneval":
-                run_ruhumaneval(config)
+                if run_ruhumaneval(config)["n_sandbox_errors"]:
+                    return EXIT_SANDBOX_ERRORS
             else:
                 run_rutie(config)
     except (DataError, ResumeMismatch, RunFolderBusy, SandboxUnavailable, FileNotFoundError,

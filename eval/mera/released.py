@@ -30,6 +30,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from eval.mera.humaneval import has_gold_outputs
+from eval.mera.sandbox import MAX_TESTS_CHARS
 from eval.mera.task_rows import DataError, iter_task_rows
 
 #: The bundled sample rows of each task (``--data sample``).
@@ -86,13 +88,14 @@ def _has_answers(task: str, row: Any) -> bool:
         outputs = outputs[0]
     tests = row.get("inputs", {}).get("tests") if isinstance(row.get("inputs"), Mapping) else None
     if isinstance(tests, str):
+        if len(tests) > MAX_TESTS_CHARS:  # bounded before parsing, as humaneval.parse_mera_row bounds it
+            return False
         try:
             tests = ast.literal_eval(tests)
-        except (ValueError, SyntaxError):
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             return False
-    # An expected output may itself be "" (eight of HumanEval's tasks have a test whose result is the empty string),
-    # so one empty output is an answer; a row whose every output is "" holds placeholders, not answers.
-    return isinstance(tests, list) and len(outputs) == len(tests) and any(str(o) != "" for o in outputs)
+    # One empty output is an answer, all of them empty are the closed test's placeholders (has_gold_outputs).
+    return isinstance(tests, list) and len(outputs) == len(tests) and has_gold_outputs(outputs)
 
 
 def rows_with_answers(task: str, path: Path) -> tuple[int, int]:
@@ -145,7 +148,8 @@ def resolve_task_data(task: str, data: str) -> TaskData:
     Raises:
         FileNotFoundError: nothing there, or a hub id neither cached nor downloadable (the message says how to
             get it).
-        DataError: a repository copy whose files of this task all lack answers (a closed test only).
+        DataError: a repository copy whose files of this task all lack answers (a closed test only). A file given
+            as it is is checked when its rows are read (``humaneval.load_tasks``, ``rutie.parse_rutie_row``).
     """
 
     if data == SAMPLE:
@@ -160,7 +164,7 @@ def resolve_task_data(task: str, data: str) -> TaskData:
         raise ValueError(f"--data openai-humaneval is now called {HUMANEVAL_EN!r} (English HumanEval, "
                          f"not comparable with MERA's ruHumanEval); MERA's own data is {MERA_DATASET!r}")  # fmt: skip
     path = Path(data)
-    if path.is_file():
+    if path.is_file():  # checked as its rows are read: ruHumanEval's load_tasks, ruTiE's parse_rutie_row
         return TaskData(path, data, f"the file {path}")
     if path.is_dir():
         return _choose(task, path, data)

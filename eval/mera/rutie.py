@@ -4,6 +4,20 @@ Sources: the ruTiE task card (MERA's public task page; cited by section, as ``ca
 ``MERA-Evaluation/MERA`` ``benchmark_tasks/rutie/rutie.yaml``, ``benchmark_tasks/rutie/utils.py`` and
 ``benchmark_tasks/custom_context_formers.py`` (``ruTiEContextFormer``), cited as ``harness``.
 
+MERA runs ruTiE in two ways, and ``RutieSettings.scoring`` names the one a run follows. Both are completion-mode runs
+(the scripts apply no chat template) with the harness's prompt, which ends in no answer cue (``answer_cue=""``):
+
+* ``rutie_gen``, the generative submission (``scripts/run_benchmark_gen.sh``; ``rutie/rutie_gen.yaml`` including
+  ``digit_choice_gen_task.yaml`` and ``custom_generate_task.yaml``): greedy generation (``do_sample: false``) cut at
+  the first newline (``until: ["\\n"]``), 256 new tokens at most (no ``max_gen_toks`` is set: lm-eval's default),
+  the regex parser below. ``scoring="generate"``, the default, with ``answer_cue=""``; every other default
+  matches it (``stop``, ``max_tokens``, ``temperature``, ``answer_parser``).
+* ``rutie``, the regular submission (``scripts/run_benchmark.sh``; ``rutie/rutie.yaml`` including
+  ``custom_loglikelihood_task.yaml``): the log-likelihoods of " 1" and " 2" after the prompt, the larger one the
+  answer (``utils.py`` ``np.argmax``: "1" on a tie). ``scoring="logprobs"`` with ``answer_cue=""``.
+
+The default departs from both in one named setting: the prompt ends in the card's cue ``Ответ:`` (``answer_cue``).
+
 Data rows ``{instruction (contains {context}), inputs: {question, choice1, choice2}, outputs: "1" | "2",
 meta: {dialog_id, question_id, category, use_context, turing_imitation}}`` (card "Data Fields") are grouped by
 ``dialog_id`` and asked strictly in ``question_id`` order (card "Data Instances").
@@ -16,7 +30,7 @@ last of them from the current question (card "Data Instances"; the harness's ``f
 second part, with only ``{question}``, ``{choice1}``, ``{choice2}`` filled (other braces stay literal, as in the
 harness's ``doc_to_text``), is stripped. The prompt then ends in the answer cue ``Ответ:`` once, as in the card's
 turn prompts (card "Data Instances") and its prompt example (card "Prompts"): the cue is appended on a new line only when
-the instruction does not already end in it (``RutieSettings.answer_cue``; ``""`` reproduces the harness,
+the instruction does not already end in it (``RutieSettings.answer_cue``; ``""`` builds the harness's prompt,
 which appends nothing). The log-probability variant continues the prompt with " 1" / " 2" (the harness's
 ``target_delimiter`` " ").
 
@@ -44,7 +58,7 @@ Metrics (``rutie_metrics``): the headline ``accuracy`` is correct answers over *
 answer counting as wrong (card "Metrics": "Accuracy ..., the average for the dialogue"; the harness scores its
 fallback ``-1`` as wrong). ``accuracy_parsed`` (over parsed answers) and ``n_unparsed`` stand beside it.
 
-Why one module of ~540 lines: it follows the task from its rows to its metric in the harness's order (rows,
+Why one module of ~570 lines: it follows the task from its rows to its metric in the harness's order (rows,
 context, prompt, reply, the answer fed back into the next question's context, accuracy), and each step is used by
 this task alone.
 """
@@ -145,6 +159,10 @@ def parse_rutie_row(row: Mapping[str, Any], line_no: int = 0) -> RutieItem:
     inputs = need(row, "inputs", "inputs", Mapping)
     meta = need(row, "meta", "meta", Mapping)
     gold = str(need(row, "outputs", "outputs", (str, int))).strip()
+    if gold == "":  # MERA's scoring blanks the closed test's answers (modules/scoring/src/tasks/rutie.py)
+        raise DataError(f"{where}: field 'outputs' is empty: no gold answer, as in MERA's closed test, which only "
+                        "MERA's site scores; use the file whose rows carry answers (--data MERA-evaluation/MERA "
+                        "picks it)")  # fmt: skip
     if gold not in CHOICES:
         raise DataError(f"{where}: field 'outputs' should be '1' or '2', got {gold!r}")
     question_id = need(meta, "question_id", "meta.question_id", (int, str))
@@ -344,19 +362,24 @@ class RutieSettings:
     Attributes:
         mode: ``"completion"`` or ``"chat"``.
         scoring: ``"generate"`` (parse the reply) or ``"logprobs"`` (compare " 1" with " 2").
-        max_tokens: Tokens to generate per answer (generate scoring).
-        temperature: Sampling temperature (0: greedy).
+        max_tokens: Tokens to generate per answer (generate scoring); 256, lm-eval's default, as ``rutie_gen``
+            sets none.
+        stop: Stop strings of a generated answer (generate scoring), applied on the client and sent to the server:
+            ``rutie_gen``'s ``until: ["\\n"]`` (harness ``benchmark_tasks/custom_generate_task.yaml``); ``()`` for none.
+        temperature: Sampling temperature (0: greedy, ``do_sample: false``).
         seed: Sent with every request.
         max_model_len: The model's context window, to count prompts that hit it (``None``: only errors count).
         answer_cue: Completion mode: what the prompt ends in, appended on a new line unless the instruction
-            already ends in it (card "Data Instances" and "Prompts"); ``""`` reproduces MERA's harness, which appends nothing.
+            already ends in it (card "Data Instances" and "Prompts"); ``""`` builds the harness's prompt, which
+            appends nothing.
         answer_parser: ``"mera"`` (the harness's first standalone digit, ``-1`` in later context when there is
             none) or ``"choice"`` (first standalone 1 or 2, the model's own words in context when there is none).
     """
 
     mode: str = "completion"
     scoring: str = "generate"
-    max_tokens: int = 16
+    max_tokens: int = 256
+    stop: tuple[str, ...] = ("\n",)
     temperature: float = 0.0
     seed: int | None = 0
     max_model_len: int | None = None
@@ -398,7 +421,8 @@ def ask(client: Any, item: RutieItem, history: Sequence[tuple[RutieItem, str]], 
             record["reply"] = answer.value or ""
         elif settings.scoring == "generate":
             (generation,) = client.generate(request, mode=settings.mode, n=1, temperature=settings.temperature,
-                                            max_tokens=settings.max_tokens, seed=settings.seed)  # fmt: skip
+                                            max_tokens=settings.max_tokens, stop=settings.stop,
+                                            seed=settings.seed)  # fmt: skip
             answer = parse_reply(generation.text, settings.answer_parser)
             record.update(reply=generation.text, prompt_tokens=generation.prompt_tokens)
         else:

@@ -26,21 +26,24 @@ Layers, outermost first (each one assumes the ones inside it can be bypassed):
    that makes ``os.system``, ``os.fork``, ``os.kill``, ``subprocess`` and ``ctypes`` raise, so an attempt is a
    failure of the sample with a clear message (layer 2 is what actually stops a fork).
 
-Results come back as JSON lines over a pipe (see ``sandbox_child.py``) and are compared in this process;
-nothing is unpickled. The expected outputs never enter the sandbox. Limitation: the sample shares its process
-with the child that reports on it, so code that knows the expected answers could forge a passing report (for
-HumanEval-style ``check()`` tasks the verdict is computed inside). This protects the machine, not the score,
-against a model that is adversarial on purpose.
+Test inputs go in as the ``repr`` of their keyword-argument dicts, read back inside with ``ast.literal_eval``
+(``tests_as_literal``): a tuple stays a tuple, an int key an int, a set a set, as MERA's harness passes them.
+Results come back as JSON lines over a pipe (see ``sandbox_child.py``), one event per test call and a few more, their
+bytes and their number capped, and are compared in this process; nothing is unpickled. The expected outputs never
+enter the sandbox. Limitation: the sample shares its process with the child that reports on it, so code that knows
+the expected answers could forge a passing report (for HumanEval-style ``check()`` tasks the verdict is computed
+inside). This protects the machine, not the score, against a model that is adversarial on purpose.
 
 Without bubblewrap the same code runs with layers 2-6 only; a loud warning says so.
 
-Why one module of ~660 lines: it is one security boundary, and each layer above is written against the others'
+Why one module of ~710 lines: it is one security boundary, and each layer above is written against the others'
 weaknesses (the filter bubblewrap loads, the identity the namespaces map, the limits the run loop enforces); a
 reviewer reads it whole. Only the child's side, which runs inside, is apart (``sandbox_child.py``).
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import dataclasses
 import json
@@ -80,10 +83,44 @@ _CHILD_SOURCE = Path(__file__).with_name("sandbox_child.py")
 _SANDBOX_DIR = "/sandbox"  # working directory inside bwrap
 _SUPPORT_DIR = "/.mera"  # where the child program and the job file are mounted read-only inside bwrap
 _MAX_CHANNEL_BYTES = 32 << 20  # a sample that floods the result pipe past this is killed
+#: Events a sample's channel may carry beyond one per step: the child's own (ready, a syntax error, done) and spare
+#: room. Past that the sample is writing to the channel itself; and the byte cap alone would let it send ten million
+#: ``{}`` lines, each kept by the supervisor as a dict (hundreds of MiB of its memory per sample).
+_EXTRA_EVENTS = 8
+#: Longest text of a job's test inputs (``tests_as_literal``), characters: far above a code task's test inputs, so
+#: that a malformed data file cannot make the parsing in the parent or in the child unbounded work.
+MAX_TESTS_CHARS = 1 << 20
 
 
 class SandboxUnavailable(RuntimeError):
     """bubblewrap isolation was required but does not work here."""
+
+
+def tests_as_literal(tests: Sequence[Any]) -> str:
+    """The text that carries kwargs tests into the sandbox: ``repr`` of the list, read back with ``ast.literal_eval``.
+
+    Not JSON: MERA's harness calls the function on ``ast.literal_eval(doc["inputs"]["tests"])`` itself
+    (``MERA-Evaluation/MERA`` ``benchmark_tasks/ruhumaneval/utils.py``, ``execute_function``), and JSON would turn a
+    tuple into a list and an int key into a string, and refuse a set, so ``str()`` of a result would differ.
+
+    Raises:
+        ValueError: a test that is not a dict with str keys (keyword arguments), text longer than
+            ``MAX_TESTS_CHARS``, or a value that ``repr`` does not give back (``inf``, ``nan``, an object).
+    """
+    for i, test in enumerate(tests):
+        if not isinstance(test, dict) or not all(isinstance(key, str) for key in test):
+            raise ValueError(f"test {i} is not a dict of keyword arguments (str keys): {_short(repr(test), 80)}")
+    text = repr(list(tests))
+    if len(text) > MAX_TESTS_CHARS:
+        raise ValueError(f"the tests take {len(text)} characters, more than the limit of {MAX_TESTS_CHARS}")
+    try:
+        back = ast.literal_eval(text)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as err:
+        raise ValueError(f"the tests are not Python literals that repr() gives back (inf, nan, an object?): "
+                         f"{_short(str(err), 80)}") from None  # fmt: skip
+    if back != list(tests):
+        raise ValueError("the tests are not Python literals that repr() gives back")
+    return text
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,7 +160,8 @@ class ExecJob:
     Exactly one of the two modes is used:
 
     * kwargs mode (MERA): ``tests`` is a list of keyword-argument dicts; ``expected[i]`` is the string that
-      ``str(entry_point(**tests[i]))`` must equal. Each call gets a fresh namespace.
+      ``str(entry_point(**tests[i]))`` must equal. Each call gets a fresh namespace. The tests travel as
+      ``tests_text`` (``tests_as_literal``), checked here.
     * check mode (OpenAI HumanEval): ``check`` is the source of ``def check(candidate): ...``; the sample passes
       when ``check(entry_point)`` returns.
     """
@@ -133,12 +171,15 @@ class ExecJob:
     tests: Sequence[dict[str, Any]] | None = None
     expected: Sequence[str] | None = None
     check: str | None = None
+    tests_text: str | None = dataclasses.field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if (self.check is None) == (self.tests is None):
             raise ValueError("ExecJob needs exactly one of `tests` (with `expected`) or `check`")
         if self.tests is not None and (self.expected is None or len(self.expected) != len(self.tests)):
             raise ValueError("ExecJob: `expected` must have one string per test")
+        if self.tests is not None:
+            object.__setattr__(self, "tests_text", tests_as_literal(self.tests))
 
     @property
     def n_steps(self) -> int:
@@ -156,7 +197,9 @@ class ExecResult:
         duration_s: Wall seconds, sandbox start-up included.
         stopped_by: Why the supervisor stopped reading: ``""`` (the sample finished or exited), ``"deadline"``
             (the sample's fixed deadline passed), ``"startup"`` (not ready within ``startup_s``) or
-            ``"channel"`` (its result pipe carried something that is not an event, or too much).
+            ``"channel"`` (its result pipe carried something that is not an event, too many bytes or too many
+            events).
+        n_events: Events the supervisor kept from the result pipe: at most the job's steps + ``_EXTRA_EVENTS``.
     """
 
     status: str
@@ -164,6 +207,7 @@ class ExecResult:
     outputs: tuple[str | None, ...] = ()
     duration_s: float = 0.0
     stopped_by: str = ""
+    n_events: int = 0
 
     @property
     def passed(self) -> bool:
@@ -536,7 +580,7 @@ class Sandbox:
         payload = {
             "program": job.program,
             "entry_point": job.entry_point,
-            "tests": list(job.tests) if job.tests is not None else None,
+            "tests": job.tests_text,  # repr text, ast.literal_eval'd inside (tests_as_literal)
             "check": job.check,
             "max_output_chars": limits.max_output_chars,
             # Without bubblewrap the child loads the fork filter itself; under bwrap, bwrap has loaded it already.
@@ -617,7 +661,7 @@ class Sandbox:
                 stderr_file.seek(0)
                 tail = stderr_file.read()[-2000:].decode("utf-8", "replace").strip()
                 detail = f"{detail} (exit {proc.returncode}): {tail}"
-        return ExecResult(status, detail, outputs, time.monotonic() - started, stopped_by)
+        return ExecResult(status, detail, outputs, time.monotonic() - started, stopped_by, len(events))
 
     def _read_events(
         self, proc: subprocess.Popen, events: list[dict[str, Any]], n_steps: int
@@ -626,7 +670,9 @@ class Sandbox:
 
         Two deadlines, each set once: ``startup_s`` from the start until the child's first ``ready`` (written by
         the trusted child before the sample is compiled), then ``timeout_s x n_steps`` from that moment. The
-        sample shares the child's process and can write to the pipe, so nothing it writes moves either one.
+        sample shares the child's process and can write to the pipe, so nothing it writes moves either one; and
+        what it writes is bounded twice, in bytes (``_MAX_CHANNEL_BYTES``) and in events (``n_steps +
+        _EXTRA_EVENTS``): past either, reading stops and the sample fails (a runtime error of the sample).
 
         Returns:
             ``(stopped_by, channel_error)``; ``stopped_by`` as ``ExecResult.stopped_by``.
@@ -634,6 +680,7 @@ class Sandbox:
         fd = proc.stdout.fileno()
         buffer = b""
         total = 0
+        max_events = n_steps + _EXTRA_EVENTS
         deadline, stopped_by = time.monotonic() + self.limits.startup_s, "startup"
         with selectors.DefaultSelector() as selector:
             selector.register(fd, selectors.EVENT_READ)
@@ -658,6 +705,8 @@ class Sandbox:
                         return "channel", f"not JSON: {line[:80]!r}"
                     if not isinstance(event, dict):
                         return "channel", f"not an object: {line[:80]!r}"
+                    if len(events) >= max_events:
+                        return "channel", f"more than {max_events} events ({n_steps} steps)"
                     events.append(event)
                     if event.get("ev") == "done":
                         return "", None

@@ -14,10 +14,15 @@ before the untrusted code runs; fds 0/1/2 then point at /dev/null so prints cann
     {"ev": "check", "ok": true}                        check mode: HumanEval's check(candidate) returned
     {"ev": "done"}
 
+The job file is JSON, except ``tests``: the ``repr`` of the keyword-argument dicts (``sandbox.tests_as_literal``),
+read back here with ``ast.literal_eval`` so that tuples, int keys and sets reach the function as MERA's harness
+passes them (JSON has none of the three).
+
 The parent compares outputs with the expected strings itself; nothing from here is trusted beyond its JSON
 shape (the untrusted code shares this process and could write to the channel too: see the sandbox docstring).
 """
 
+import ast
 import json
 import os
 import resource
@@ -117,6 +122,8 @@ def main():
         # Fails closed: an exception here ends the child before "ready", a sandbox error, never an unfiltered run.
         _refuse_new_processes(job["seccomp"])
     _guard()
+    # Trusted input, parsed under the sample's rlimits; a failure here ends the child before "ready": a sandbox error.
+    tests = ast.literal_eval(job["tests"]) if job.get("tests") is not None else None
     emit({"ev": "ready"})
 
     try:
@@ -141,7 +148,7 @@ def main():
         emit({"ev": "done"})
         return
 
-    for i, kwargs in enumerate(job["tests"]):
+    for i, kwargs in enumerate(tests):
         # A fresh namespace per call: state a solution keeps between calls must not leak into the next test.
         try:
             namespace = {"__name__": "__solution__"}

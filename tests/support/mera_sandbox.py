@@ -41,6 +41,22 @@ def bwrap_sandbox_or_skip(limits: Limits, python: str | None = None) -> Sandbox:
     pytest.fail(f"bubblewrap runs here, but the sandbox's own probe failed: {broken}")
 
 
+#: Defines ``pipes()``: the pipes a sample holds past 0/1/2, the result channel among them (how a sample that means
+#: to write to the channel finds it).
+FIND_PIPES = (
+    "import os, stat\n"
+    "def is_pipe(fd):\n"
+    "    try:\n"
+    "        return stat.S_ISFIFO(os.fstat(fd).st_mode)\n"
+    "    except OSError:\n"  # the descriptor listdir itself used, closed by now
+    "        return False\n"
+    "def pipes():\n"
+    "    found = [int(fd) for fd in os.listdir('/proc/self/fd') if int(fd) > 2 and is_pipe(int(fd))]\n"
+    "    assert found, 'no result pipe found'\n"
+    "    return found\n"
+)
+
+
 def run_f(sandbox: Sandbox, program: str) -> sandbox_mod.ExecResult:
     return sandbox.run(ExecJob(program=program, entry_point="f", tests=[{}], expected=["ok"]))
 

@@ -32,7 +32,7 @@ from eval.mera.humaneval import (
     summarize,
     truncate_at_stops,
 )
-from eval.mera.sandbox import PASSED, RUNTIME, SYNTAX, TIMEOUT, WRONG_ANSWER
+from eval.mera.sandbox import MAX_TESTS_CHARS, PASSED, RUNTIME, SANDBOX_ERROR, SYNTAX, TIMEOUT, WRONG_ANSWER
 from tests.support.scripted_endpoint import ScriptedEndpoint
 from tests.unit.test_mera_rutie import chat_body, completion_body, with_field
 from tests.support.mera_humaneval import MERA_ROW, SAMPLE
@@ -89,9 +89,12 @@ def test_pass_at_k_with_the_cards_n_of_10(c, k, expected):
 
 
 def test_cli_defaults_are_the_cards_and_harness_protocol():
-    """n = 10 samples, pass@1/5/10 (card "Metrics"; harness repeats: 10), temperature 0.6 (ruhumaneval.yaml)."""
+    """n = 10 samples, pass@1/5/10 (card "Metrics"; harness repeats: 10), temperature 0.6 (MERA's
+    scripts/run_benchmark.sh RUHUMANEVAL_GEN_KWARGS), 256 new tokens (ruhumaneval.yaml sets no max_gen_toks, so
+    lm-eval's HFLM default of 256 applies)."""
     args = cli.config_from_args(cli.build_parser().parse_args(["ruhumaneval", "--out", "x"]))
     assert (args.n, args.k, args.temperature, args.extraction) == (10, [1, 5, 10], 0.6, "mera")
+    assert args.max_tokens == 256
     assert (N_SAMPLES, PASS_AT_K) == (10, (1, 5, 10))
     assert MERA_STOPS == ("\nclass", "\ndef", "\n#", "\nif", "\nprint")
 
@@ -120,6 +123,17 @@ def test_summarize_by_hand():
         summarize({"a": ["ok"]})
 
 
+def test_sandbox_errors_are_left_out_of_pass_at_k_and_counted():
+    """A sandbox_error is the sandbox's failure, not the model's: out of the task's n, counted apart. Task a: 2
+    samples scored (1 passed) once its sandbox error is left out, so pass@1 = 1/2, not 1/3."""
+    m = summarize({"a": [PASSED, SANDBOX_ERROR, WRONG_ANSWER], "b": [PASSED, PASSED]}, ks=(1, 2))
+    assert m["pass@k"] == pytest.approx({"pass@1": (1 / 2 + 1) / 2, "pass@2": (1 + 1) / 2})
+    assert (m["n_samples"], m["n_sandbox_errors"], m["errors"]["sandbox_error"]) == (4, 1, 1)
+    assert m["per_task"][0] == {"task_id": "a", "n": 2, "c": 1, "errors": {"wrong_answer": 1, "sandbox_error": 1}}
+    # A task none of whose samples ran has n = 0: no budget fits every task, so no pass@k is reported.
+    assert summarize({"a": [SANDBOX_ERROR], "b": [PASSED]}, ks=(1,))["pass@k"] == {}
+
+
 def _row(**changes):
     row = json.loads(json.dumps(MERA_ROW))  # a copy even with no change
     for dotted, value in changes.items():  # meta__entry_point: the field meta.entry_point
@@ -134,6 +148,9 @@ def _row(**changes):
         (_row(inputs__tests=[{"a": 1, "b": 2}, {"a": -1, "b": 1}]), ({"a": 1, "b": 2}, {"a": -1, "b": 1}), ("3", "0")),
         (_row(outputs=[3, 0]), None, ("3", "0")),  # numbers are compared as their str()
         (_row(outputs=[["3", "0"]] * 10), None, ("3", "0")),  # older releases: n_samples x n_tests
+        # Python literals JSON has no form for: a tuple, an int key, a set (MERA literal_evals the text as it is).
+        (_row(inputs__tests="[{'a': (1, 2), 'b': {5: 'x'}}, {'a': {3, 1}, 'b': set()}]"),
+         ({"a": (1, 2), "b": {5: "x"}}, {"a": {1, 3}, "b": set()}), ("3", "0")),
     ],
 )
 def test_parse_mera_row_accepts_documented_forms(row, tests, expected):
@@ -157,6 +174,11 @@ def test_parse_mera_row_accepts_documented_forms(row, tests, expected):
         (_row(outputs="3"), "field 'outputs' should be"),
         (_row(instruction="{function} {missing}"), "does not format"),
         (_row(inputs__tests="[]", outputs=[]), "field 'inputs.tests' is empty"),  # no test: any program would pass
+        (_row(inputs__tests="[{5: 1}, {'a': 2}]"), "test 0 is not a dict of keyword arguments"),  # f(**{5: 1})
+        (_row(inputs__tests="[{'a': 1e999}, {'a': 2}]"), "not Python literals that repr() gives back"),  # inf
+        (_row(inputs__tests="[{'a': {[1]: 2}}, {'a': 2}]"), "not a Python literal"),  # unhashable: TypeError
+        (_row(inputs__tests="[{'a': " + "-" * 20_000 + "1}]"), "not a Python literal"),  # MemoryError inside
+        (_row(inputs__tests="[" * (MAX_TESTS_CHARS + 1)), "more than the limit"),  # bounded before parsing
     ],
 )
 def test_parse_mera_row_rejects_bad_rows_naming_row_and_field(row, message):
@@ -164,6 +186,23 @@ def test_parse_mera_row_rejects_bad_rows_naming_row_and_field(row, message):
     with pytest.raises(DataError, match=r"row 4") as err:
         parse_mera_row(row, 4)
     assert message in str(err.value)
+
+
+def test_a_closed_test_file_is_refused_naming_it(tmp_path, caplog):
+    """A file of MERA's closed test (every expected output "", as MERA's scoring blanks them: modules/scoring/src/
+    tasks/ruhumaneval.py remove_outputs) given directly is refused, naming the file, not scored against empty
+    strings; the command exits 1 with the message, no traceback."""
+    closed = {**MERA_ROW, "outputs": ["", ""], "meta": {**MERA_ROW["meta"], "canonical_solution": ""}}
+    path = tmp_path / "test.jsonl"
+    path.write_text(json.dumps(closed, ensure_ascii=False) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match="1 of 1 rows have no gold outputs") as err:
+        load_tasks(path)
+    assert str(path) in str(err.value) and "MERA's closed test" in str(err.value) and "row 1 (id 7)" in str(err.value)
+    assert cli.main(["ruhumaneval", "--self-check", "--data", str(path), "--out", str(tmp_path / "run")]) == 1
+    assert "no gold outputs" in caplog.text
+    # One output that is "" among others is an answer (has_gold_outputs), and loads.
+    path.write_text(json.dumps({**MERA_ROW, "outputs": ["", "0"]}) + "\n", encoding="utf-8")
+    assert load_tasks(path)[0].expected == ("", "0")
 
 
 def test_load_tasks_reads_both_formats(tmp_path, humaneval_tasks):
@@ -186,7 +225,8 @@ def test_load_tasks_reads_both_formats(tmp_path, humaneval_tasks):
 
 
 def test_prompts_are_pinned():
-    """MERA's query is instruction.format(**inputs).strip(); HumanEval stubs get MERA's Russian instruction."""
+    """MERA's query is instruction.format(**inputs).strip(); HumanEval stubs get the bundled sample rows' Russian
+    instruction (DEFAULT_INSTRUCTION)."""
     assert parse_mera_row(MERA_ROW).prompt == "Реализуйте функцию:\ndef add(a, b):\n    '''Сложите числа.'''"
     assert render_prompt(DEFAULT_INSTRUCTION, {"function": "def f():\n"}) == (
         "На вход подается функция с описанием в виде строки docstring. В соответствии с описанием вам необходимо "
@@ -401,7 +441,7 @@ def test_ruhumaneval_completion_mode_end_to_end(tmp_path, sandbox_user):
     bodies = sorted(endpoint.bodies("/v1/completions"), key=lambda b: b["prompt"])
     assert sorted(b["prompt"] for b in bodies) == sorted(t.prompt for t in tasks)
     for body in bodies:
-        assert body == {"model": "scripted", "prompt": body["prompt"], "n": 3, "temperature": 0.6, "max_tokens": 512,
+        assert body == {"model": "scripted", "prompt": body["prompt"], "n": 3, "temperature": 0.6, "max_tokens": 256,
                         "seed": 1234, "stop": ["\nclass", "\ndef", "\n#", "\nif"]}  # fmt: skip
     _check_metrics(tmp_path / "run")
     generations = [json.loads(line) for line in (tmp_path / "run" / "generations.jsonl").read_text().splitlines()]
@@ -454,6 +494,25 @@ def test_ruhumaneval_chat_fenced_answer_fails_under_meras_extraction(tmp_path, s
     executions = [json.loads(line) for line in (tmp_path / "run" / "executions.jsonl").read_text().splitlines()]
     fenced = next(e for e in executions if e["task_id"] == "1" and e["sample"] == 1)
     assert fenced["program"].endswith('"""\nВот решение:\n```python')
+
+
+def test_samples_the_sandbox_never_ran_exit_3_and_stay_out_of_pass_at_k(tmp_path, monkeypatch, caplog, sandbox_user):
+    """A sandbox whose child program cannot start (here: it exits at once, before "ready") fails every sample as a
+    sandbox_error: none is scored as the model's, metrics.json counts them, and the run exits 3, as --help says."""
+    from eval.mera import sandbox as sandbox_mod
+
+    broken = tmp_path / "child.py"
+    broken.write_text("raise SystemExit(5)\n", encoding="utf-8")
+    monkeypatch.setattr(sandbox_mod, "_CHILD_SOURCE", broken)
+    out = tmp_path / "run"
+    rc = cli.main(["ruhumaneval", "--self-check", "--data", "sample", "--sandbox", "none", "--limit", "2",
+                   "--out", str(out)])  # fmt: skip
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert (metrics["n_sandbox_errors"], metrics["errors"]["sandbox_error"], metrics["n_samples"]) == (2, 2, 0)
+    assert metrics["pass@k"] == {} and [t["n"] for t in metrics["per_task"]] == [0, 0]
+    assert rc == cli.EXIT_SANDBOX_ERRORS == 3
+    assert "2 samples never ran in the sandbox" in caplog.text
+    assert "3 ruhumaneval finished, but some samples never ran in the sandbox" in " ".join(cli.EPILOG.split())
 
 
 def test_ruhumaneval_self_check_needs_no_endpoint(tmp_path, sandbox_user):

@@ -343,6 +343,8 @@ def test_parse_rutie_row_reads_the_documented_format():
     ("row", "message"),
     [
         (_with("outputs", "3"), "field 'outputs' should be '1' or '2'"),
+        # MERA's closed test: its scoring blanks every answer (modules/scoring/src/tasks/rutie.py remove_outputs).
+        (_with("outputs", ""), "no gold answer, as in MERA's closed test"),
         (_with("instruction", "{question}"), "no {context} placeholder"),
         (_with("inputs.choice2", KeyError), "field 'inputs.choice2' is missing"),
         (_with("meta.question_id", "first"), "'meta.question_id' is not an integer"),
@@ -523,7 +525,9 @@ def test_rutie_sends_the_models_own_wrong_answer_in_later_context(tmp_path, pars
         assert _run(endpoint, data, tmp_path / "run", *parser_args) == 0
     bodies = endpoint.bodies("/v1/completions")
     assert [b["prompt"] for b in bodies] == expected_prompts(shown)
-    assert all(b["model"] == "scripted" and b["temperature"] == 0.0 and b["max_tokens"] == 16 for b in bodies)
+    # MERA's rutie_gen: greedy, at most lm-eval's 256 new tokens, cut at the first newline.
+    assert all(b == {"model": "scripted", "prompt": b["prompt"], "n": 1, "temperature": 0.0, "max_tokens": 256,
+                     "seed": 1234, "stop": ["\n"]} for b in bodies), bodies  # fmt: skip
     # The gold answer to question 0 ("1") never reaches the model.
     assert "Ответ: 1" not in bodies[1]["prompt"]
 
@@ -538,6 +542,34 @@ def test_rutie_sends_the_models_own_wrong_answer_in_later_context(tmp_path, pars
     assert [s["mean"] for s in metrics["prompt_tokens"]["by_step"]] == [len(p) for p in expected_prompts(shown)]
     run = json.loads((tmp_path / "run" / "run.json").read_text())
     assert run["job"] == "judge-eval mera rutie" and run["config"]["mode"] == "completion" and len(run["data_sha256"]) == 64
+
+
+#: Replies whose digit comes only after a newline: rutie_gen's generation ends at the newline, before the digit.
+LATE_DIGIT = {"Сколько ног у человека?": " Думаю,\n1", "А у муравья?": "\n2", "Кто из них меньше?": " 2"}
+
+
+@pytest.mark.parametrize(
+    ("stop_args", "answers", "shown"),
+    [((), [None, None, "2"], ("-1", "-1")),  # the default, rutie_gen's: cut at "\n", the digits never seen
+     (("--stop", "[]"), ["1", "2", "2"], ("1", "2"))],  # the named deviation: no stop, the digits parsed
+)
+def test_rutie_gen_is_reproduced_by_the_defaults_with_the_harness_prompt(tmp_path, stop_args, answers, shown):
+    """MERA's rutie_gen (rutie_gen.yaml -> digit_choice_gen_task.yaml -> custom_generate_task.yaml: until "\n",
+    do_sample false, no max_gen_toks) is the defaults plus --answer-cue '': prompts end as the harness's do (no
+    cue), and a reply is cut at its first newline, on the client too, before the parser looks for a digit."""
+    data = _write_dialogs(tmp_path / "d.jsonl")
+    with ScriptedEndpoint(_table_responder(LATE_DIGIT)) as endpoint:  # a server that ignores stop strings
+        assert _run(endpoint, data, tmp_path / "run", "--answer-cue", "", *stop_args) == 0
+    bodies = endpoint.bodies("/v1/completions")
+    assert [b["prompt"] for b in bodies] == [
+        "Диалог:\n\nСколько ног у человека?\n1. Две\n2. Четыре",
+        f"Диалог:\nСколько ног у человека?\n1. Две\n2. Четыре\nОтвет: {shown[0]}\n\nА у муравья?\n1. Две\n2. Шесть",
+        f"Диалог:\nСколько ног у человека?\n1. Две\n2. Четыре\nОтвет: {shown[0]}\n\n"
+        f"А у муравья?\n1. Две\n2. Шесть\nОтвет: {shown[1]}\n\nКто из них меньше?\n1. Человек\n2. Муравей",
+    ]  # fmt: skip
+    assert all((b["max_tokens"], b["temperature"], b.get("stop")) == (256, 0.0, ["\n"] if not stop_args else None)
+               for b in bodies)  # fmt: skip
+    assert [a["answer"] for a in read_jsonl(tmp_path / "run" / "answers.jsonl")] == answers
 
 
 def test_rutie_chat_mode_sends_earlier_answers_as_assistant_turns(tmp_path):

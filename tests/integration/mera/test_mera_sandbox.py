@@ -16,14 +16,16 @@ from pathlib import Path
 import pytest
 
 from eval.mera import sandbox as sandbox_mod
+from eval.mera.humaneval import parse_mera_row
 from eval.mera.sandbox import (
     PASSED,
+    RUNTIME,
     SYNTAX,
     TIMEOUT,
     ExecJob,
     Sandbox,
 )
-from tests.support.mera_sandbox import ESCAPES, LIMITS, bwrap_sandbox_or_skip, run_f
+from tests.support.mera_sandbox import ESCAPES, FIND_PIPES, LIMITS, bwrap_sandbox_or_skip, run_f
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -199,3 +201,46 @@ def test_threads_still_work_under_the_fork_filter(bwrap_sandbox):
         "    return 'ok' if sorted(out) == [0, 1, 2, 3] else 'no'\n"
     )
     assert run_f(bwrap_sandbox, program).status == PASSED
+
+
+#: A ruHumanEval row whose test inputs JSON cannot carry: a tuple, a dict with an int key, a set. ``key_type`` asks
+#: for the type of the argument's first key instead of the argument itself.
+LITERAL_ROW = {
+    "instruction": "{function}",
+    "inputs": {"function": "def echo(x, key_type=False):\n",
+               "tests": "[{'x': (1, 2)}, {'x': {5: 'x'}}, {'x': {5: 'x'}, 'key_type': True}, {'x': {7}}]"},
+    "outputs": ["(1, 2)", "{5: 'x'}", "int", "{7}"],
+    "meta": {"id": 0, "canonical_solution": "    return type(next(iter(x))).__name__ if key_type else x\n",
+             "entry_point": "echo"},
+}  # fmt: skip
+
+
+def test_test_inputs_reach_the_function_as_the_rows_python_literals(bwrap_sandbox):
+    """The function gets what ``ast.literal_eval`` of the row's tests gives, as MERA's harness calls it
+    (benchmark_tasks/ruhumaneval/utils.py execute_function): the tuple (1, 2) prints as "(1, 2)", the dict keeps its
+    int key 5, a set is a set. Through JSON they would be [1, 2], "5" and a TypeError that ended the run."""
+    task = parse_mera_row(LITERAL_ROW)
+    result = bwrap_sandbox.run(task.exec_job(task.function + task.canonical_solution))
+    assert (result.status, result.outputs) == (PASSED, ("(1, 2)", "{5: 'x'}", "int", "{7}")), result
+
+
+#: Floods the result channel with empty events, 3 bytes each: 6 MB in all, well under the byte cap, 2 million events.
+EVENT_FLOOD = FIND_PIPES + (
+    "def f():\n"
+    "    chunk = b'{}\\n' * 20_000\n"
+    "    for _ in range(100):\n"
+    "        for fd in pipes():\n"
+    "            os.write(fd, chunk)\n"
+    "    return 'ok'\n"
+)
+
+
+@pytest.mark.timeout(LIMITS.timeout_s + 60)
+def test_a_flood_of_events_fails_the_sample_and_keeps_few(bwrap_sandbox):
+    """A sample writing millions of tiny events to its result channel fails (a runtime error of the sample, not of
+    the run) once it passes its steps + _EXTRA_EVENTS events; the supervisor keeps no more than that (each event
+    kept costs it memory; without the cap it kept hundreds of thousands before the deadline)."""
+    result = run_f(bwrap_sandbox, EVENT_FLOOD)
+    assert (result.status, result.stopped_by) == (RUNTIME, "channel"), result
+    assert result.n_events == 1 + sandbox_mod._EXTRA_EVENTS  # one step
+    assert "more than 9 events" in result.detail
