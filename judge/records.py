@@ -43,6 +43,7 @@ from typing import Any
 
 __all__ = [
     "ABSTENTION_SCORE",
+    "BENCHMARK_MARKERS",
     "ID_FIELDS",
     "Annotation",
     "JudgeRecord",
@@ -64,6 +65,8 @@ ID_FIELDS = ("instruction", "reference_answer", "answer", "criteria_name", "rubr
              "task_subtype", "task_subsubtype")  # fmt: skip
 # Columns only the released benchmark has (the dataset's columns); build-data refuses rows that carry them.
 _BENCHMARK_MARKERS = ("is_provocative", "criteria_description")
+#: Columns only the released benchmark's rows carry together (besides ``annotations``): how training refuses them.
+BENCHMARK_MARKERS = _BENCHMARK_MARKERS
 # A hub shard name: "<split>-00000-of-00003.parquet".
 
 

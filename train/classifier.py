@@ -38,10 +38,11 @@ def classifier_rows(config: ClassifierConfig) -> tuple[list[dict], dict]:
         ConfigError: held-out instructions in the data, or Zero-Shot rows with ``zero_shot: refuse``.
     """
     from judge.criteria_auto import heldout_path, load_labelled, training_path
-    from train.criteria_rows import taxonomy_rows
+    from train.criteria_rows import refuse_benchmark_sources, taxonomy_rows
     from train.config import SAMPLE_DATA, ConfigError
 
     sources = [training_path() if s.strip() == SAMPLE_DATA else Path(s.strip()) for s in config.data.split(",") if s.strip()]
+    refuse_benchmark_sources(sources, config.allow_benchmark_rows)
     pairs, counts = load_labelled(sources, include_zero_shot=config.zero_shot != "drop")
     if config.zero_shot == "refuse" and any(p["split"] == "zero_shot" for p in pairs):
         n = sum(p["split"] == "zero_shot" for p in pairs)

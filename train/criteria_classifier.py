@@ -26,14 +26,18 @@ __all__ = ["main", "training_rows"]
 logger = logging.getLogger(__name__)
 
 
-def training_rows(data: Sequence[str], bundled: bool, include_zero_shot: bool) -> tuple[list[dict], dict]:
+def training_rows(data: Sequence[str], bundled: bool, include_zero_shot: bool,
+                  allow_benchmark_rows: bool = False) -> tuple[list[dict], dict]:
     """The rows to train on: the bundled rows (unless ``bundled`` is off) plus labelled ``data`` sources.
 
     Raises:
         ValueError: an instruction of the bundled held-out set among them (it would inflate the bench's figures).
+        BenchmarkRowsError: a source in the released benchmark's schema, unless ``allow_benchmark_rows``.
     """
     from judge.criteria_auto import heldout_path, load_labelled
-    from train.criteria_rows import bundled_rows, taxonomy_rows
+    from train.criteria_rows import bundled_rows, refuse_benchmark_sources, taxonomy_rows
+
+    refuse_benchmark_sources(data, allow_benchmark_rows)
 
     pairs, counts = bundled_rows(include_zero_shot) if bundled else (taxonomy_rows(include_zero_shot), {})
     if data:
@@ -53,12 +57,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = ExactArgumentParser(
         prog="judge-train criteria-classifier", description=__doc__.splitlines()[0], allow_abbrev=False,
-        epilog="example: judge-train criteria-classifier --data ai-forever/POLLUX --out runs/task-clf",
+        epilog="example: judge-train criteria-classifier --data runs/data/instructions/instructions.jsonl --out runs/task-clf",
     )  # fmt: skip
     parser.add_argument("--out", required=True, help="folder to write model.json + weights.npz into")
     parser.add_argument("--data", action="append", default=[],
                         help="labelled instructions to add (records by task columns, instructions output, labelled "
                              "JSONL, a dataset name); repeatable")  # fmt: skip
+    parser.add_argument("--allow-benchmark-rows", action="store_true",
+                        help="accept --data in the released POLLUX benchmark's schema (refused by default: a router "
+                             "trained on the benchmark's instructions has seen the test it routes)")
     parser.add_argument("--no-bundled", action="store_true",
                         help="train on --data and the taxonomy texts only, without the bundled instructions")
     parser.add_argument("--exclude-zero-shot", action="store_true",
@@ -72,7 +79,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from train.criteria_tfidf import fit_tfidf, save_tfidf
 
-    pairs, counts = training_rows(args.data, not args.no_bundled, not args.exclude_zero_shot)
+    from train.build_data import BenchmarkRowsError
+
+    try:
+        pairs, counts = training_rows(args.data, not args.no_bundled, not args.exclude_zero_shot,
+                                      allow_benchmark_rows=args.allow_benchmark_rows)
+    except (BenchmarkRowsError, ValueError) as err:
+        print(f"judge-train criteria-classifier: error: {err}", file=sys.stderr)
+        return 2
     clf = fit_tfidf(pairs, folds=args.folds, threshold=args.threshold, max_char_features=args.max_char_features,
                     max_word_features=args.max_word_features)
     out = save_tfidf(clf, args.out)

@@ -15,7 +15,41 @@ from judge.criteria_auto.policy import label_of
 from judge.splits import STANDARD, ZERO_SHOT, load_split_spec
 from judge.taxonomy import Taxonomy, load_taxonomy
 
-__all__ = ["bundled_rows", "taxonomy_rows"]
+__all__ = ["bundled_rows", "taxonomy_rows", "refuse_benchmark_sources"]
+
+
+def refuse_benchmark_sources(sources, allow: bool) -> None:
+    """Refuse labelled sources in the released POLLUX benchmark's schema, as ``judge-train build-data`` refuses them
+    (``train.build_data.BenchmarkRowsError``): a task classifier trained on the benchmark's instructions has seen the
+    test it routes in ``judge-eval run --criteria auto``, Zero-Shot task types included, and the dataset card
+    (ai-forever/POLLUX) asks that the benchmark not be trained on.
+
+    Raises:
+        BenchmarkRowsError: naming the source, unless ``allow``.
+    """
+    import json
+
+    from judge.record_sources import load_records_report
+    from judge.records import BENCHMARK_MARKERS
+    from train.build_data import BenchmarkRowsError
+
+    if allow:
+        return
+    for source in sources:
+        path = Path(str(source))
+        if path.suffix == ".jsonl":  # labelled rows of other shapes too: the first row's keys tell
+            with path.open(encoding="utf-8") as fh:
+                first = next((json.loads(line) for line in fh if line.strip()), {})
+            benchmark = isinstance(first, dict) and ("annotations" in first
+                                                     or all(k in first for k in BENCHMARK_MARKERS))
+        else:
+            benchmark = load_records_report(path, make_id=True)[1].n_benchmark_rows > 0
+        if benchmark:
+            raise BenchmarkRowsError(
+                f"{source}: rows in the released POLLUX benchmark's schema. A task classifier trained on them has "
+                "seen the instructions `judge-eval run --criteria auto` then routes on POLLUX, and the dataset card "
+                "(ai-forever/POLLUX) asks that the benchmark not be trained on. Pass --allow-benchmark-rows "
+                "(config: allow_benchmark_rows: true) only for a deliberate experiment.")
 
 
 def taxonomy_rows(include_zero_shot: bool = False, taxonomy: Taxonomy | None = None) -> list[dict]:

@@ -33,3 +33,29 @@ def test_classifier_rows_refuse_heldout_instructions(tmp_path):
     config = load_config(TINY_YAML, {"data": str(path)})
     with pytest.raises(ConfigError, match="1 training instructions are in the bundled held-out set"):
         classifier_rows(config)
+
+
+def test_classifier_training_refuses_the_released_benchmark(tmp_path, capsys):
+    """Both task-classifier recipes refuse --data in the released POLLUX benchmark's schema (a router trained on the
+    benchmark's instructions has seen the test `--criteria auto` routes), as build-data does, naming the source;
+    the JSONL form and the hub layout alike. --allow-benchmark-rows takes it deliberately."""
+    import dataclasses
+    import json
+
+    from tests.support.release_artifacts import released_rows, write_released_dataset
+    from train.build_data import BenchmarkRowsError
+    from train.classifier import classifier_rows
+    from train.config import load_config
+    from train.criteria_classifier import main as criteria_classifier, training_rows
+
+    folder = write_released_dataset(tmp_path / "POLLUX")
+    jsonl = tmp_path / "released.jsonl"
+    jsonl.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in released_rows()), encoding="utf-8")
+    for source in (folder, jsonl):
+        assert criteria_classifier(["--data", str(source), "--out", str(tmp_path / "clf")]) == 2
+        assert "released POLLUX benchmark's schema" in capsys.readouterr().err and not (tmp_path / "clf").exists()
+    pairs, _ = training_rows([str(jsonl)], False, True, allow_benchmark_rows=True)
+    assert pairs  # taken when asked for
+    config = dataclasses.replace(load_config("configs/train/tiny/classifier.yaml"), data=str(folder))
+    with pytest.raises(BenchmarkRowsError, match="released POLLUX benchmark's schema"):
+        classifier_rows(config)
