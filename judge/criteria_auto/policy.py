@@ -12,6 +12,7 @@ Also here: the leaf labels (``label_of``, ``leaf_of``) and the ``TaskClassifier`
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Protocol, runtime_checkable
@@ -120,7 +121,10 @@ class TaskChoice:
 
     def to_dict(self) -> dict:
         row = asdict(self)
-        row["alternatives"] = [{"label": lab, "probability": p} for lab, p in self.alternatives]
+        # A method without probabilities (the llm method, an endpoint without logprobs) holds NaN: JSON has no NaN
+        # (judge-serve's response would fail to render), so it is written null, as ``probability`` is.
+        row["alternatives"] = [{"label": lab, "probability": p if p is None or math.isfinite(p) else None}
+                               for lab, p in self.alternatives]
         row["criteria"] = list(self.criteria)
         return row
 
@@ -266,9 +270,15 @@ class TaskClassifier(Protocol):
         ...
 
 
+#: The most characters of an instruction a classifier reads: its opening, where a request states its task. A
+#: client's text is bounded before the work (1M characters cost the tfidf method ~1.2 s and ~300 MB); a longer
+#: instruction is classified by its first MAX_CLASSIFIED_CHARS.
+MAX_CLASSIFIED_CHARS = 20_000
+
+
 class LeafScoresClassifier:
     """The base of the methods that score every leaf (``tfidf``, ``head``): ``choose`` is ``choose_from_scores``
-    over ``predict_proba``, at the method's ``threshold``."""
+    over ``predict_proba``, at the method's ``threshold``, on the instruction's first ``MAX_CLASSIFIED_CHARS``."""
 
     name = "base"
     threshold = DEFAULT_THRESHOLD
@@ -276,5 +286,6 @@ class LeafScoresClassifier:
     def choose(self, instruction: str, answer: str | None = None, top_k: int = 3) -> TaskChoice:
         # The answer is accepted for the contract's sake; the shipped methods read the instruction only, since
         # a bad answer (off-task, refusal) must not move the task it is judged against.
-        return choose_from_scores(self.predict_proba([instruction])[0], self.name, self.threshold, top_k)
+        return choose_from_scores(self.predict_proba([instruction[:MAX_CLASSIFIED_CHARS]])[0], self.name,
+                                  self.threshold, top_k)
 

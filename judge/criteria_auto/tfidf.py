@@ -8,14 +8,17 @@ two linear models over them, the task type (temperature-scaled) and the leaf wit
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
-from judge.criteria_auto.policy import LeafScoresClassifier, task_type_of
+from judge.criteria_auto.policy import (MAX_CLASSIFIED_CHARS, LeafScoresClassifier, TaskChoice, choose_from_scores,
+                                        task_type_of)
 
 __all__ = [
     "DEFAULT_TFIDF_DIR",
@@ -139,8 +142,23 @@ class TfidfClassifier(LeafScoresClassifier):
         self.meta = meta or {}
         self._leaf_type = np.array([self.type_classes.index(task_type_of(lab)) for lab in self.leaf_classes])
 
+    def choose(self, instruction: str, answer: str | None = None, top_k: int = 3) -> TaskChoice:
+        """``choose_from_scores`` at the threshold, except for a text with no feature the model knows (another
+        script, symbols only): its scores are the models' priors alone, which the threshold, fitted on Russian
+        instructions, does not catch (the most frequent type's prior is above it), so it falls back."""
+        text = instruction[:MAX_CLASSIFIED_CHARS]
+        x = self.features.transform([text])
+        scores = self._proba(x)[0]
+        if x.nnz:
+            return choose_from_scores(scores, self.name, self.threshold, top_k)
+        choice = choose_from_scores(scores, self.name, math.inf, top_k)
+        return dataclasses.replace(choice, reason="no character or word n-gram of the text is known to the "
+                                                  "classifier: its scores would be the models' priors alone")
+
     def predict_proba(self, instructions: Sequence[str]) -> list[dict[str, float]]:
-        x = self.features.transform(instructions)
+        return self._proba(self.features.transform(instructions))
+
+    def _proba(self, x) -> list[dict[str, float]]:
         type_p = softmax((np.asarray(x @ self.type_coef.T) + self.type_intercept) / self.temperature)
         # P(leaf | its type): a softmax over the leaf logits of each type separately
         logits = np.asarray(x @ self.leaf_coef.T) + self.leaf_intercept

@@ -501,3 +501,47 @@ def test_the_criteria_benchmark_scores_a_fixed_classifier_by_hand():
     s = summarise(results)
     assert (s["n"], s["leaf_top1"], s["leaf_top3"], s["type_top1"], s["fallback"]) == (2, 0.5, 1.0, 0.5, 0.0)
     assert s["set_jaccard"] == pytest.approx((1.0 + results[1]["set"]["jaccard"]) / 2)
+
+
+@pytest.mark.parametrize("text", ["写一首关于春天的诗", "§§§ ¶¶¶"])
+def test_text_with_no_known_feature_falls_back(text):
+    """A text none of whose character or word n-grams the shipped tfidf model knows (another script, symbols) has
+    only the models' priors for scores, one of which is above the fitted threshold: it falls back to the criteria
+    that apply to any text, saying why, instead of a confident STEM exercise."""
+    from judge.criteria_auto import fallback_criteria
+    from judge.criteria_auto.tfidf import TfidfClassifier
+
+    choice = TfidfClassifier.load().choose(text)
+    assert (choice.level, choice.fallback) == ("fallback", True)
+    assert choice.criteria == tuple(fallback_criteria()) and "no character or word n-gram" in choice.reason
+
+
+def test_the_classifier_reads_a_bounded_prefix_of_a_long_instruction():
+    """A client's instruction is bounded before the work: past MAX_CLASSIFIED_CHARS only its opening is read, so a
+    megabyte of text is classified as its first 20,000 characters are."""
+    from judge.criteria_auto.policy import MAX_CLASSIFIED_CHARS
+    from judge.criteria_auto.tfidf import TfidfClassifier
+
+    clf = TfidfClassifier.load()
+    opening = "Напиши стихотворение о весне в городе. " * 600
+    assert len(opening) > MAX_CLASSIFIED_CHARS
+    seen = []
+    real = clf.features.transform
+    clf.features.transform = lambda texts: seen.append([len(t) for t in texts]) or real(texts)
+    assert clf.choose(opening + "x" * 1_000_000) == clf.choose(opening[:MAX_CLASSIFIED_CHARS])
+    assert seen == [[MAX_CLASSIFIED_CHARS], [MAX_CLASSIFIED_CHARS]]
+
+
+def test_a_choice_without_probabilities_renders_as_strict_json():
+    """The llm method without logprobs holds NaN for its path's probability; the choice's dict (judge-serve's
+    task_choice, judge-eval's task_choices.jsonl) writes null, which strict JSON readers take."""
+    import json
+    import math
+
+    from judge.criteria_auto import TaskChoice
+
+    choice = TaskChoice(task_type="Advice", task_subtype="", task_subsubtype="", label="Advice", probability=None,
+                        alternatives=(("Advice", math.nan),), criteria=("grammar",), fallback=False, reason="",
+                        method="llm")
+    row = json.loads(json.dumps(choice.to_dict(), allow_nan=False))
+    assert row["alternatives"] == [{"label": "Advice", "probability": None}]
