@@ -319,7 +319,8 @@ def test_the_shipped_classifier_is_todays_build_of_the_bundled_rows():
 
 
 def test_retraining_on_the_release_adds_its_instructions(tmp_path):
-    """`judge-train criteria-classifier --data <release>` reads the rebuilt release by its task columns (one row per
+    """`judge-train criteria-classifier --data <release> --allow-benchmark-rows` (a deliberate experiment: refused
+    without the flag, tests/unit/test_train_classifier.py) reads the rebuilt release by its task columns (one row per
     distinct instruction), adds it to the taxonomy texts, and writes an artefact judge-eval and judge-serve load.
     One fold: the out-of-fold calibration (two more fits, 8 of this test's 12 s) is the same code whatever the rows'
     source, and test_tfidf_learns_saves_and_reloads_without_pickle checks it."""
@@ -328,7 +329,7 @@ def test_retraining_on_the_release_adds_its_instructions(tmp_path):
 
     release = write_released_dataset(tmp_path / "POLLUX")
     out = tmp_path / "clf"
-    args = ["--data", str(release), "--out", str(out), "--no-bundled", "--folds", "1", "--max-char-features",
+    args = ["--data", str(release), "--allow-benchmark-rows", "--out", str(out), "--no-bundled", "--folds", "1", "--max-char-features",
             "2000", "--max-word-features", "300"]  # fmt: skip
     assert main(args) == 0
     clf = TfidfClassifier.load(out)
