@@ -199,9 +199,18 @@ def check_training_arguments(config: TrainConfig) -> None:
     data is read and the model loaded. Called when a config with ``trainer_args`` loads, and by ``judge-train run``
     and ``submit`` for every config (importing transformers costs seconds, which a config load alone need not pay).
 
+    Not under a distributed launcher (``LOCAL_RANK``/``WORLD_SIZE`` set by torchrun, accelerate, DeepSpeed): building
+    ``TrainingArguments(use_cpu=True)`` there sets up accelerate's multi-CPU state, a gloo process group, before the
+    recipe's own; DeepSpeed then finds torch.distributed initialised and never creates its NCCL group. A launched
+    job was checked where it was launched (``judge-train submit``, or the command line before the launcher).
+
     Raises:
         ConfigError: ``TrainingArguments``' own message.
     """
+    import os
+
+    if os.environ.get("LOCAL_RANK") is not None or os.environ.get("WORLD_SIZE") is not None:
+        return
     from transformers import TrainingArguments
 
     has_eval = bool(config.eval_data) or config.eval_fraction > 0

@@ -422,3 +422,25 @@ def test_judge_train_grpo_refuses_zero_shot_data_before_building_anything(tmp_pa
     assert main(["grpo", "--output-dir", str(tmp_path / "run")]) == 2
     assert "belong to the Zero-Shot test" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
+
+
+def test_the_training_arguments_check_sets_up_no_process_group_under_a_launcher(monkeypatch):
+    """Under torchrun (LOCAL_RANK, WORLD_SIZE set) the pre-flight TrainingArguments build is skipped: it would set up
+    accelerate's multi-CPU state, a gloo process group, before the recipe's own, and DeepSpeed would then never make
+    its NCCL group. Without a launcher it still refuses a misspelt schedule."""
+    import torch.distributed as dist
+
+    from train.training_arguments import check_training_arguments
+
+    config = load_config("configs/train/tiny/seq2seq.yaml")
+    for name, value in {"LOCAL_RANK": "0", "RANK": "0", "WORLD_SIZE": "1", "LOCAL_WORLD_SIZE": "1",
+                        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29533"}.items():
+        monkeypatch.setenv(name, value)
+    check_training_arguments(config)
+    assert not dist.is_initialized()
+    monkeypatch.delenv("LOCAL_RANK")
+    monkeypatch.delenv("WORLD_SIZE")
+    import dataclasses
+
+    with pytest.raises(ConfigError, match="cosinee is not a valid SchedulerType"):
+        check_training_arguments(dataclasses.replace(config, lr_scheduler_type="cosinee"))
