@@ -86,7 +86,10 @@ def fit_trained_lengths(config: ServeConfig, layout: CheckpointLayout,
     Its export records the token lengths its completions were sampled under (``judge.checkpoints.TrainedLengths``);
     a reasoning judge served with a smaller ``max_tokens`` is cut before its verdict, which then fails to parse.
     ``max_tokens`` and ``max_model_len`` the user did not choose (in the YAML or as flags) are raised to the trained
-    ones; chosen ones are kept, with a warning where they are smaller.
+    ones, ``max_tokens`` to at most half the context (the prompt keeps the other half: a chosen smaller
+    ``max_model_len`` still serves); chosen ones are kept. Where what is served is less than what was trained, a
+    warning says so. An attached engine (``generator_url``) keeps its own context, which judge-serve cannot change:
+    nothing is adopted, only said.
 
     Returns:
         The settings and the ``(logging level, message)`` notes to log once logging is configured.
@@ -104,10 +107,12 @@ def fit_trained_lengths(config: ServeConfig, layout: CheckpointLayout,
         return config, []
     notes: list[tuple[int, str]] = []
     adopted = {}
-    if "max_model_len" not in chosen and config.max_model_len < trained.max_length:
-        adopted["max_model_len"] = trained.max_length
-    if "max_tokens" not in chosen and config.max_tokens < trained.max_completion_length:
-        adopted["max_tokens"] = trained.max_completion_length
+    if not config.generator_url:
+        if "max_model_len" not in chosen and config.max_model_len < trained.max_length:
+            adopted["max_model_len"] = trained.max_length
+        room = min(trained.max_completion_length, adopted.get("max_model_len", config.max_model_len) // 2)
+        if "max_tokens" not in chosen and config.max_tokens < room:
+            adopted["max_tokens"] = room
     config = dataclasses.replace(config, **adopted)
     if adopted:
         notes.append((logging.INFO, "the judge was trained with completions of up to %d tokens in %d: serving with %s"

@@ -70,7 +70,7 @@ def test_judge_serve_gives_a_grpo_judge_its_trained_lengths_unless_chosen(tmp_pa
 
 def test_judge_serve_says_when_the_chosen_room_is_below_the_trained_one(tmp_path):
     from serve.cli import fit_trained_lengths, resolve_config
-    from serve.layout import LayoutError, resolve_layout
+    from serve.layout import resolve_layout
 
     grpo = str(_export(tmp_path / "grpo", {"max_length": 6144, "max_completion_length": 2048}))
     config, args = resolve_config(["--model", grpo, "--max-tokens", "512"])
@@ -80,11 +80,18 @@ def test_judge_serve_says_when_the_chosen_room_is_below_the_trained_one(tmp_path
                                     "with max_model_len 6144"),
                      (logging.WARNING, "max_tokens 512 is below the 2048 tokens the judge was trained to reason in: a "
                                        "reasoning cut short has no verdict (raise --max-tokens)")]
-    # A chosen window too small for the trained completion: one line naming both settings, not a late engine error.
+    # A chosen smaller window still serves: max_tokens takes at most half of it (the prompt keeps the rest), said.
     config, args = resolve_config(["--model", grpo, "--max-model-len", "2048"])
-    with pytest.raises(LayoutError, match="max_tokens: 2048 leaves no room for the prompt in max_model_len 2048 .*"
-                                          "set both"):
-        fit_trained_lengths(config, resolve_layout(grpo), args.chosen_settings)
+    fitted, notes = fit_trained_lengths(config, resolve_layout(grpo), args.chosen_settings)
+    assert (fitted.max_tokens, fitted.max_model_len) == (1024, 2048)
+    assert notes[-1] == (logging.WARNING, "max_tokens 1024 is below the 2048 tokens the judge was trained to reason "
+                                          "in: a reasoning cut short has no verdict (raise --max-tokens)")
+    # An attached engine keeps its own context: nothing adopted (judge-serve cannot widen it), the gap said.
+    config, args = resolve_config(["--model", grpo, "--generator-url", "http://127.0.0.1:9/v1"])
+    fitted, notes = fit_trained_lengths(config, resolve_layout(grpo), args.chosen_settings)
+    assert (fitted.max_tokens, fitted.max_model_len) == (1024, 4096) and [level for level, _ in notes] == [
+        logging.WARNING]
+
 
 
 def test_model_limits_carry_the_trained_completion_length():
