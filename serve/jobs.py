@@ -262,17 +262,21 @@ def _criteria_ids(tokenizer: Any, pending: list[tuple[int, int, ResolvedCriterio
     """
     mark = "\x00criterion part\x00"
     wrapped = apply_chat(tokenizer, mark, thinking=thinking)
+    opening = wrapped[: wrapped.find(mark)] if mark in wrapped else None
     closing = wrapped[wrapped.find(mark) + len(mark):] if mark in wrapped else None
+    probe = _SHARED_PART.format(instruction="x", answer="x", reference_answer="")
     parts: dict[int, str] = {}
     whole: list[int] = []  # positions in pending that go the whole-text way
     checked: dict[int, bool] = {}
     for k, (i, _, crit, fields) in enumerate(pending):
         part = _CRITERION_PART.format(criteria_name=crit.name, rubrics=crit.rubrics)
-        if i not in checked:  # the one whole prompt rendered for this item
+        if i not in checked:  # the one whole prompt rendered for this item: its shared part wrapped verbatim
             checked[i] = (closing is not None and i in prefixes
                           and apply_chat(tokenizer, render_prompt(fields), thinking=thinking)
                           == prefixes[i][0] + part + closing)
-        if checked[i]:
+        # Each criterion's own end too, behind a short stand-in for the shared part: a template that trims its
+        # content changes a rubric's trailing spaces, which the item's first criterion need not have.
+        if checked[i] and apply_chat(tokenizer, probe + part, thinking=thinking) == opening + probe + part + closing:
             parts[k] = part + closing
         else:
             whole.append(k)

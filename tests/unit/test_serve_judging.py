@@ -398,9 +398,10 @@ def test_a_pair_too_long_to_fit_is_refused_before_anything_is_rendered(qwen_toke
 
 
 def test_an_items_criteria_render_one_whole_prompt_not_one_each(qwen_tokenizer):
-    """64 criteria on one long answer: the chat template wraps one whole prompt for the item (to check it wraps the
-    prompt verbatim) and two probes, not 64 prompts each holding the answer; only the item's shared part holds the
-    answer among the texts tokenized; every job's ids are still its whole prompt's, and its prompt renders on demand."""
+    """64 criteria on one long answer: the chat template wraps one whole prompt holding the answer for the item (to
+    check it wraps the prompt verbatim; each criterion's own part is checked behind a short stand-in), not 64; only
+    the item's shared part holds the answer among the texts tokenized; every job's ids are still its whole prompt's,
+    and its prompt renders on demand."""
     answer = "Роза красная. " * 2000
     criteria = [{"name": f"Критерий {k}", "rubrics": "0: нет\n\n1: да"} for k in range(64)]
     request = parse_judge_request({"items": [{"instruction": "Напиши стих", "answer": answer, "criteria": criteria}]})
@@ -412,9 +413,9 @@ def test_an_items_criteria_render_one_whole_prompt_not_one_each(qwen_tokenizer):
         def __getattr__(self, name):
             return getattr(qwen_tokenizer, name)
 
-        def apply_chat_template(self, *args, **kwargs):
-            self.wrapped += 1
-            return qwen_tokenizer.apply_chat_template(*args, **kwargs)
+        def apply_chat_template(self, messages, *args, **kwargs):
+            self.wrapped += any(answer in m["content"] for m in messages)
+            return qwen_tokenizer.apply_chat_template(messages, *args, **kwargs)
 
         def __call__(self, texts, **kwargs):
             self.texts += texts
@@ -422,9 +423,38 @@ def test_an_items_criteria_render_one_whole_prompt_not_one_each(qwen_tokenizer):
 
     spy = Spy()
     jobs = build_jobs(request, spy, max_model_len=32768, max_tokens=64)
-    assert len(jobs) == 64 and spy.wrapped == 3
+    assert len(jobs) == 64 and spy.wrapped == 1
     assert sum(answer in text for text in spy.texts) == 1
     for job in (jobs[0], jobs[37]):
         assert isinstance(job.text, dict) and job.prompt == judge.render_prompt({**job.text})
         whole = qwen_tokenizer(judge.apply_chat(qwen_tokenizer, job.prompt), add_special_tokens=False)["input_ids"]
         assert job.prompt_ids == whole
+
+
+def test_a_template_that_trims_its_content_still_gets_each_whole_prompts_ids(qwen_tokenizer):
+    """A chat template that trims the user's text (as Llama-3's and Gemma's do) changes a rubric's trailing spaces:
+    a criterion whose rubric ends in spaces goes the whole-text way even when the item's first criterion passed the
+    verbatim check, so every job's ids are its whole prompt's."""
+    trimming = qwen_tokenizer.chat_template.replace("message['content']", "message['content'] | trim")
+    assert trimming != qwen_tokenizer.chat_template
+
+    class Trimming:  # the tokenizer with a template that trims
+        chat_template = trimming
+
+        def __getattr__(self, name):
+            return getattr(qwen_tokenizer, name)
+
+        def apply_chat_template(self, *args, **kwargs):
+            return qwen_tokenizer.apply_chat_template(*args, chat_template=trimming, **kwargs)
+
+        def __call__(self, *args, **kwargs):
+            return qwen_tokenizer(*args, **kwargs)
+
+    spy = Trimming()
+    criteria = [{"name": "A", "rubrics": "0: нет\n\n1: да"}, {"name": "B", "rubrics": "0: нет\n\n1: да  \n"},
+                {"name": "C", "rubrics": " 0: x\n1: y\n"}]
+    request = parse_judge_request({"items": [{"instruction": "Напиши стих", "answer": "Роза.", "criteria": criteria}]})
+    jobs = build_jobs(request, spy, max_model_len=4096, max_tokens=64)
+    for job in jobs:
+        whole = qwen_tokenizer(judge.apply_chat(spy, job.prompt), add_special_tokens=False)["input_ids"]
+        assert job.prompt_ids == whole, job.criterion.name
