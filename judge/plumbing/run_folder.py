@@ -94,7 +94,7 @@ def _describe_holder(path: Path) -> str:
 
 
 def claim_run_folder(out_dir: str | Path, run_key: Mapping[str, Any], progress_files: list[str],
-                     overwrite: bool = False) -> bool:  # fmt: skip
+                     overwrite: bool = False, adopt_unkeyed: bool = False) -> bool:  # fmt: skip
     """Prepare ``out_dir`` for a run with these settings.
 
     Args:
@@ -103,6 +103,8 @@ def claim_run_folder(out_dir: str | Path, run_key: Mapping[str, Any], progress_f
             are redacted before it is written or compared.
         progress_files: names of the progress files inside ``out_dir``.
         overwrite: delete earlier progress instead of resuming.
+        adopt_unkeyed: progress written before its folder had a key (an older release) is resumed under this key
+            (the caller says so) instead of refused.
 
     Returns:
         True when earlier progress exists and will be resumed.
@@ -128,7 +130,7 @@ def claim_run_folder(out_dir: str | Path, run_key: Mapping[str, Any], progress_f
                 f"{out_dir} holds progress made with other settings ({details}). "
                 "Use a fresh --out, or --overwrite to discard it."
             )
-    elif existing:
+    elif existing and not adopt_unkeyed:
         raise ResumeMismatch(f"{out_dir} holds progress files but no {RUN_KEY_FILE}; use --overwrite or a fresh --out")
     write_private_text(key_path, json.dumps(key, ensure_ascii=False, indent=2) + "\n")
     return bool(existing)

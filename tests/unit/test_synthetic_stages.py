@@ -354,6 +354,14 @@ def test_a_rerun_with_other_settings_is_refused_naming_them_unless_overwritten(s
     assert "holds progress made with other settings" in said and "seed: 0 -> 3" in said
     assert "generators: [{" in said and "'temperature': 0.9" in said and "'temperature': 1.2" in said
     assert len(server.received) == sent
+    # The generator's address is not the setting: a requeued job's endpoint may come back elsewhere.
+    moved = _write_yaml(tmp_path / "moved.yaml", INSTRUCTIONS_YAML.format(url=server.base_url.replace("127.0.0.1",
+                                                                                                    "localhost")))
+    assert main(["instructions", "--config", str(moved), "--output", str(out)]) == 0 and len(server.received) == sent
+    # A journal written before run keys resumes, said, not refused (--overwrite would have thrown its answers away).
+    (out / "run_key.json").unlink()
+    assert main(argv) == 0 and len(server.received) == sent
+    assert "holds a journal from before run keys" in capsys.readouterr().err
     assert main(["instructions", "--config", str(hotter), "--output", str(out), "--overwrite"]) == 0
     again = server.received[sent:]
     n_jobs = len((out / "journal.jsonl").read_text(encoding="utf-8").splitlines())  # the rewritten journal's

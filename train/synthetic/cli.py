@@ -69,8 +69,10 @@ def stage_run_key(stage: str, config: Any, input_path: str | None) -> dict[str, 
     ``REQUEST_SETTINGS``."""
 
     def without_key_variable(value: Any) -> Any:
+        # An endpoint's address and label may move (a requeued job's teacher comes back on another host) without
+        # its answers changing: the model and its sampling are what a journalled answer depends on.
         if isinstance(value, dict):
-            return {k: without_key_variable(v) for k, v in value.items() if k != "api_key_env"}
+            return {k: without_key_variable(v) for k, v in value.items() if k not in ("api_key_env", "base_url", "name")}
         if isinstance(value, (list, tuple)):
             return [without_key_variable(v) for v in value]
         return value
@@ -113,14 +115,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"judge-train data {args.stage}: error: {err}", file=sys.stderr)
         return 2
     from judge import LeakageError, RecordError
-    from judge.plumbing.run_folder import ResumeMismatch, RunFolderBusy, claim_run_folder, hold_run_folder
+    from judge.plumbing.run_folder import RUN_KEY_FILE, ResumeMismatch, RunFolderBusy, claim_run_folder, hold_run_folder
 
     try:
         with hold_run_folder(args.output, f"judge-train data {args.stage}") as out_dir:  # one writer per folder
             # A journal resumed under other settings would mix their answers in silently (another answer model's
             # texts under this run's assignment, another teacher's verdicts): the folder is claimed for these.
+            unkeyed = any((out_dir / name).exists() for name in JOURNAL_FILES) and not (out_dir / RUN_KEY_FILE).exists()
             claim_run_folder(out_dir, stage_run_key(args.stage, config, getattr(args, "input", None)),
-                             list(JOURNAL_FILES), overwrite=args.overwrite)
+                             list(JOURNAL_FILES), overwrite=args.overwrite, adopt_unkeyed=True)
+            if unkeyed and not args.overwrite:
+                print(f"judge-train data {args.stage}: warning: {out_dir} holds a journal from before run keys; "
+                      "resuming it under these settings (they are not checked against the run that wrote it)",
+                      file=sys.stderr)
             print(f"judge-train data {args.stage}: config {json.dumps(redact(dataclasses.asdict(config)), ensure_ascii=False, default=str)}", file=sys.stderr)
 
             if args.stage == "instructions":
