@@ -42,7 +42,7 @@ import judge
 from judge import JudgeRecord, ScaleError
 
 __all__ = ["BenchmarkRowsError", "BuildReport", "build_rows", "zero_shot_records", "rows_for_config", "split_rows",
-           "instruction_id", "drop_too_long", "load_training_records", "write_rows", "main"]
+           "instruction_id", "validation_unit", "drop_too_long", "load_training_records", "write_rows", "main"]
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +72,7 @@ class BuildReport:
     n_rows: int = 0
     dropped: Counter = field(default_factory=Counter)
     zero_shot_ids: list[str] = field(default_factory=list)
+    validation_split: str = "instruction"  # what the held-out rows are drawn by (``split_rows``)
 
     def summary(self) -> str:
         """One line: kept and dropped counts with their reasons."""
@@ -87,6 +88,7 @@ class BuildReport:
             "n_verdicts": self.n_verdicts,
             "n_rows": self.n_rows,
             "dropped": dict(sorted(self.dropped.items())),
+            "validation_split": self.validation_split,
         }
 
 
@@ -249,19 +251,38 @@ def instruction_id(record: JudgeRecord) -> str:
     return hashlib.sha256(record.instruction.encode("utf-8")).hexdigest()[:16]
 
 
-def split_rows(rows: Sequence[dict[str, Any]], eval_fraction: float) -> tuple[list[dict], list[dict]]:
+def validation_unit(config: Any) -> str:
+    """What a run's validation rows are drawn by: ``instruction`` (``split_rows``), except for a ``--resume`` of a run
+    whose run.json records another rule, or none (written when the split was by record): a resumed run keeps its
+    held-out rows, or its validation loss would include rows it has trained on."""
+    if not getattr(config, "resume", False):
+        return "instruction"
+    try:
+        data = json.loads((Path(config.output_dir) / "run.json").read_text(encoding="utf-8")).get("data") or {}
+    except (OSError, ValueError, AttributeError):
+        return "instruction"
+    unit = data.get("validation_split", "record")
+    if unit != "instruction":
+        logger.warning("resuming a run whose validation rows were drawn by %s: kept for this run", unit)
+    return unit
+
+
+def split_rows(rows: Sequence[dict[str, Any]], eval_fraction: float,
+               unit: str = "instruction") -> tuple[list[dict], list[dict]]:
     """Split rows into (train, eval) by a hash of their instruction, so every answer and criterion of one instruction
     (and so every verdict of one record) stays on one side: a validation row whose instruction, or whose answer
     under another criterion, was trained on measures memory, not the judge (the synthetic ``split`` stage splits
     by instruction for the same reason). Rows without ``instruction_id`` fall back to their record id.
 
     The assignment depends only on the instruction: adding data never moves an existing instruction across.
+    ``unit="record"``: by record id, the rule of runs started before (``validation_unit``).
     """
     if eval_fraction <= 0:
         return list(rows), []
     train, held_out = [], []
     for row in rows:
-        digest = hashlib.sha256((row.get("instruction_id") or row["record_id"]).encode("utf-8")).digest()
+        key = row["record_id"] if unit == "record" else (row.get("instruction_id") or row["record_id"])
+        digest = hashlib.sha256(key.encode("utf-8")).digest()
         bucket = int.from_bytes(digest[:8], "big") / 2**64
         (held_out if bucket < eval_fraction else train).append(row)
     return train, held_out
@@ -318,7 +339,8 @@ def rows_for_config(config, tokenizer) -> tuple[list[dict], list[dict], BuildRep
         held_out, eval_report = build(config.eval_data)
         logger.info("validation data: %s", eval_report.summary())
     else:
-        train, held_out = split_rows(rows, config.eval_fraction)
+        report.validation_split = validation_unit(config)
+        train, held_out = split_rows(rows, config.eval_fraction, report.validation_split)
     if config.max_rows is not None:
         train = train[: config.max_rows]
     if not train:

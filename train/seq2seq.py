@@ -203,7 +203,8 @@ def integer_rows_for_config(config: Seq2SeqConfig, tokenizer) -> tuple[list[dict
     if eval_traces:
         train, (held_out, _) = rows, build(config.eval_data)
     else:
-        train, held_out = build_data.split_rows(rows, config.eval_fraction)
+        report.validation_split = build_data.validation_unit(config)
+        train, held_out = build_data.split_rows(rows, config.eval_fraction, report.validation_split)
     if config.max_rows is not None:
         train = train[: config.max_rows]
     if not train:

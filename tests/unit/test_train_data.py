@@ -222,3 +222,29 @@ def test_unknown_task_type_stops_the_build_naming_the_row(tmp_path, capsys):
         assert f"{path}: row 0: field 'task_type'" in printed and "'Неизвестная задача'" in printed
         assert "zero_shot: allow" in printed
     assert build_data_main(["--data", str(path), "--zero-shot", "allow"]) == 0
+
+
+def test_a_resumed_run_keeps_the_validation_rule_it_started_with(tmp_path):
+    """A --resume of a run whose run.json records no validation_split (started when the split was by record) keeps
+    drawing its validation rows by record, else its validation loss would include rows it trained on; one that
+    records the rule keeps it; a fresh run splits by instruction. The rule is written into run.json's data report."""
+    import dataclasses
+    import json
+
+    from train.build_data import BuildReport, validation_unit
+    from train.config import load_config
+
+    config = dataclasses.replace(load_config("configs/train/tiny/seq2seq.yaml"), output_dir=str(tmp_path))
+    assert validation_unit(config) == "instruction"
+    resumed = dataclasses.replace(config, resume=True)
+    (tmp_path / "run.json").write_text(json.dumps({"data": {"n_rows": 3}}), encoding="utf-8")
+    assert validation_unit(resumed) == "record"
+    (tmp_path / "run.json").write_text(json.dumps({"data": {"validation_split": "instruction"}}), encoding="utf-8")
+    assert validation_unit(resumed) == "instruction"
+    assert BuildReport(validation_split="record").to_dict()["validation_split"] == "record"
+    # 200 records of one instruction: by instruction they fall on one side; by record, on both, as before.
+    records = [record(f"r{i}", [2, 1], ["Всё верно, ошибок нет.", "Есть неточность в ответе."]) for i in range(200)]
+    rows, _ = build_rows(records, recipe="seq2seq")
+    assert [] in split_rows(rows, 0.5)
+    by_record = split_rows(rows, 0.5, "record")
+    assert by_record[0] and by_record[1]
