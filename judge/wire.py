@@ -233,12 +233,13 @@ class JudgeResult:
             ValueError: naming ``where`` and the field: a key that is not a field, or a required one missing
                 (``checked_json_fields``).
         """
+        if isinstance(data, Mapping) and "usage" in data and data["usage"] is None:
+            # a null usage is tolerated, as before the values were typed: the default (zero tokens) stands in
+            data = {k: v for k, v in data.items() if k != "usage"}
         values = checked_json_fields(cls, data, where, typed=True)
         for name, nested in (("lm_verdict", LmVerdict), ("usage", JudgmentUsage)):
             if isinstance(values.get(name), Mapping):
                 values[name] = nested(**checked_json_fields(nested, values[name], f"{where}.{name}", typed=True))
-        if "usage" in values and values["usage"] is None:
-            values.pop("usage")
         return cls(**values)
 
 

@@ -135,6 +135,8 @@ def test_a_response_that_is_not_objects_or_has_values_of_the_wrong_type_names_wh
             "verdict_format": "tagged", "prompt_version": "v", "items": [{"index": 0, "id": 7, "results": [result]}],
             "usage": {"judgments": 1, "parsed": 1, "prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
     assert JudgeResponse.from_json(body).items[0].results[0].score == 1.0
+    # A null usage is tolerated, as before the values were typed (the default stands in).
+    assert JudgeResult.from_json({**result, "usage": None}).usage == judge.wire.JudgmentUsage()
     for change, message in [({"items": [{"index": 0, "id": 7, "results": ["4"]}]},
                              r"items\[0\]\.results\[0\]: expected JudgeResult, got str"),
                             ({"items": [{"index": "0", "id": 7, "results": [result]}]},
