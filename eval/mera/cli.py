@@ -284,15 +284,19 @@ def run_rutie(config: RutieConfig) -> dict[str, Any]:
     dialogues = load_dialogues(data)
     client = _client(config)
     max_model_len = config.max_model_len or client.max_model_len()
+    stop = list(config.stop) if config.stop is not None else (["\n"] if config.mode == "completion" else [])
     settings = RutieSettings(mode=config.mode, scoring=config.scoring, max_tokens=config.max_tokens,
-                             stop=tuple(config.stop), temperature=config.temperature, seed=config.seed,
+                             stop=tuple(stop), temperature=config.temperature, seed=config.seed,
                              max_model_len=max_model_len, answer_cue=config.answer_cue,
                              answer_parser=config.answer_parser)  # fmt: skip
     run_key = {
         "task": "rutie", "model": config.model, "data_sha256": _sha256(data), "mode": config.mode,
-        "scoring": config.scoring, "max_tokens": config.max_tokens, "stop": list(config.stop),
+        "scoring": config.scoring, "max_tokens": config.max_tokens,
         "temperature": config.temperature, "seed": config.seed, "answer_cue": config.answer_cue,
         "answer_parser": config.answer_parser,
+        # Only a stop in use is part of the key: a run folder from before stops existed (no stop) resumes with
+        # --stop '[]' (and its own --max-tokens).
+        **({"stop": stop} if stop else {}),
     }  # fmt: skip
     resumed = claim_run_folder(out, run_key, [PROGRESS_FILE], overwrite=config.overwrite)
     _write_provenance(out, config, resolved, max_model_len=max_model_len, resumed=resumed,

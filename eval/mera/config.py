@@ -89,8 +89,9 @@ class RutieConfig(MeraConfig):
                                   "(MERA's rutie, the regular submission).", choices=("generate", "logprobs"))
     max_tokens: int = _f(256, "Generate scoring: tokens per answer (rutie_gen sets no max_gen_toks: lm-eval's "
                               "default of 256 applies).")
-    stop: list[str] = _f(["\n"], "Generate scoring: stop strings; rutie_gen's stop at the first newline ('[\"\\n\"]': "
-                                  "until in custom_generate_task.yaml); '[]' for none.")
+    stop: list[str] | None = _f(None, "Generate scoring: stop strings. Default: completion mode stops at the first "
+                                      "newline, rutie_gen's (until in custom_generate_task.yaml); chat mode none "
+                                      "(a chat model's reply often opens with a line of its own); '[]' for none.")
     max_model_len: int | None = _f(None, "Context window for counting prompts that hit it (default: ask /v1/models).")
     answer_cue: str = _f("Ответ:", "Completion mode: the cue the prompt ends in, added once unless the instruction "
                                    "already ends in it (the card's 'Ответ:'); '' builds the harness's prompt, which "

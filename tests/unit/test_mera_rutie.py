@@ -724,3 +724,23 @@ def test_rutie_help_runs():
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["rutie", "--help"])
     assert exit_info.value.code == 0
+
+
+def test_chat_mode_stops_nowhere_by_default_and_an_old_run_resumes_with_no_stop(tmp_path):
+    """rutie_gen's newline stop is a completion-mode rule: chat mode sends no stop by default, so a chat model's
+    multi-line reply ("Ответ:\\n2") is read to its digit. A run folder started before stops existed (its key has
+    none) resumes with --stop '[]' and its own --max-tokens."""
+    data = _write_dialogs(tmp_path / "d.jsonl")
+    with ScriptedEndpoint(_table_responder(LATE_DIGIT)) as endpoint:
+        assert _run(endpoint, data, tmp_path / "chat", "--mode", "chat") == 0
+    assert all("stop" not in b for b in endpoint.bodies("/v1/chat/completions"))
+    assert [a["answer"] for a in read_jsonl(tmp_path / "chat" / "answers.jsonl")] == ["1", "2", "2"]
+    key = json.loads((tmp_path / "chat" / "run_key.json").read_text(encoding="utf-8"))
+    assert "stop" not in key
+    with ScriptedEndpoint(_table_responder(LATE_DIGIT)) as endpoint:
+        assert _run(endpoint, data, tmp_path / "completion", "--max-tokens", "16") == 0
+        key = json.loads((tmp_path / "completion" / "run_key.json").read_text(encoding="utf-8"))
+        assert key["stop"] == ["\n"]
+        old = {k: v for k, v in key.items() if k != "stop"}  # a key written before stops existed
+        (tmp_path / "completion" / "run_key.json").write_text(json.dumps(old), encoding="utf-8")
+        assert _run(endpoint, data, tmp_path / "completion", "--max-tokens", "16", "--stop", "[]") == 0
