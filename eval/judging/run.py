@@ -315,7 +315,7 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True) -
         kind = config.backend
         if todo and kind == "auto":
             kind = detect_backend(base_url, api_key)
-        requested_max_tokens = config.max_tokens
+        requested_max_tokens, adopted_max_tokens = config.max_tokens, None
         trained = limits.trained_max_completion_length
         if todo and trained and config.max_tokens < trained:
             # A reasoning judge cut before its verdict fails to parse: give it the room it was trained to reason in.
@@ -325,7 +325,7 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True) -
             else:
                 log.info("max_tokens %d, the completion length this judge was trained with (was %d)", trained,
                          config.max_tokens)
-                config.max_tokens = requested_max_tokens = trained
+                config.max_tokens = adopted_max_tokens = trained
         if todo:
             config.max_tokens, note = fit_max_tokens(config.max_tokens, limits,
                                                      route="judge" if kind == "judge-serve" else "chat")
@@ -347,7 +347,8 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True) -
                               f"{config.name!r}; resume with the same --name or use another --out")
         write_provenance(out, "judge-eval run", dataclasses.asdict(config), backend=kind, model=model,
                          n_items=len(records), server_limits={**dataclasses.asdict(limits),
-                                                              "max_tokens_requested": requested_max_tokens},
+                                                              "max_tokens_requested": requested_max_tokens,
+                                                              "max_tokens_adopted": adopted_max_tokens},
                          prompt_version=(judge.prompts.PAIRWISE_PROMPT_VERSION if pairwise else
                                          judge.PROMPT_VERSION_EN if config.prompt == "en" else judge.PROMPT_VERSION))
         counts = {"written": 0, "parse_failed": 0, "request_failed": 0}

@@ -449,4 +449,6 @@ def test_a_judge_trained_to_reason_longer_is_asked_for_its_trained_length_unless
     assert "note: max_tokens 1024 is below the 2048 tokens this judge was trained to reason in" in chosen_err
     assert "trained to reason in" not in auto_err
     provenance = json.loads((tmp_path / "auto" / "run.json").read_text(encoding="utf-8"))
-    assert provenance["server_limits"]["trained_max_completion_length"] == 2048
+    limits = provenance["server_limits"]
+    assert (limits["trained_max_completion_length"], limits["max_tokens_requested"], limits["max_tokens_adopted"]) == (
+        2048, 1024, 2048)  # the user's (default) request kept beside what was adopted
