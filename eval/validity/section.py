@@ -189,6 +189,9 @@ def split_sentence(block: ValiditySplit) -> str:
     """One plain sentence on a split's validity: the alt-test, the ceiling by criterion, leniency, length bias."""
     parts = []
     overall = block.overall
+    if not overall.n_items and overall.n_items_missing:  # nothing predicted: not the experts' shortfall
+        return (f"The judge has no prediction in this split yet ({overall.n_items_missing} items without one): no "
+                "validity figure.")
     alt = overall.alt_test
     if not isinstance(alt, AltTest):
         parts.append("the alternative annotator test needs named experts (the data names none)")

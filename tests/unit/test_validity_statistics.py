@@ -472,6 +472,11 @@ def test_items_without_a_prediction_are_no_judge_failures():
     alt = block.overall.alt_test
     assert alt.n_items_judge_failed == 10 and alt.advantage_probability == pytest.approx(0.95)
     assert block.overall.ceiling.n_judge_failed == 30 and block.overall.n_items_missing == 200
+    # A split the run has not reached: its sentence says the judge has no predictions, not that experts are few.
+    unreached = validity_section(table, "mode", {"zero_shot": np.arange(n // 2, n)},
+                                 ValiditySettings(n_boot=0, alpha_boot=0)).splits["zero_shot"]
+    assert unreached.sentence == ("The judge has no prediction in this split yet (200 items without one): no validity "
+                                  "figure.")
 
 
 def test_cluster_slope_equals_statsmodels_clustered_ols():
