@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from judge.criteria_auto.policy import (
     DEFAULT_THRESHOLD,
     LABEL_SEPARATOR,
+    MAX_CLASSIFIED_CHARS,
     TaskChoice,
     fallback_criteria,
     label_of,
@@ -143,7 +144,13 @@ class LLMClassifier:
                 options = self.options(path)
                 if not options:
                     break
-                text, p = self._ask(client, self.payload(instruction, level, path, options))
+                try:
+                    text, p = self._ask(client, self.payload(instruction[:MAX_CLASSIFIED_CHARS], level, path, options))
+                except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as err:
+                    # One item's failed request (an outage, an instruction over the classifier's context) is that
+                    # item's fallback, said in its reason, not the end of a run that has classified the others.
+                    return self._failed(path, f"the classifier's request failed at level {level}: "
+                                              f"{type(err).__name__}: {str(err)[:200]}")
                 if text not in {en for en, _ in options}:
                     return self._failed(path, f"llm answered {text[:80]!r} at level {level}, outside the taxonomy's options")
                 path.append(text)

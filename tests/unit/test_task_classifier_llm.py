@@ -116,3 +116,16 @@ def test_llm_low_probability_falls_back():
     with ScriptedEndpoint(_scripted({"Advice": ("Advice", [-1.0])})) as ep:
         choice = LLMClassifier(ep.base_url, "scripted").choose("Дай совет")
     assert choice.fallback is True and choice.label == "Advice" and "0.368 < threshold 0.500" in choice.reason
+
+
+def test_a_failed_classifier_request_is_that_items_fallback_not_the_end_of_the_run():
+    """The classifier endpoint answering 400 (an instruction over its context) or 503 at the first level: the item
+    falls back to the criteria for any text with the failure in its reason; the next item is asked as usual."""
+    answers = iter([(400, {"error": {"message": "too long"}}), (503, {"error": {"message": "overloaded"}})])
+    with ScriptedEndpoint(lambda path, body: next(answers)) as ep:
+        clf = LLMClassifier(ep.base_url, "scripted")
+        first, second = clf.choose("Дай совет"), clf.choose("Дай совет")
+    for choice, status in ((first, 400), (second, 503)):
+        assert (choice.fallback, choice.level, choice.label) == (True, "fallback", "")
+        assert choice.reason.startswith("the classifier's request failed at level 0: HTTPStatusError") and \
+            str(status) in choice.reason
