@@ -350,6 +350,13 @@ def resolve_criteria(item: JudgeItem, index: int, choice: TaskChoice | None = No
     """
     taxonomy = load_taxonomy()
     if item.criteria == "auto":
+        if item.task_type or item.task_subtype or item.task_subsubtype:
+            # "auto" guesses the task; a task stated beside it would be silently overridden by the guess.
+            raise RequestError(
+                f"items[{index}]: criteria 'auto' chooses the task from the text, but the item names its task "
+                "(task_type): leave criteria out (null) to judge it on its task's criteria, or drop task_type",
+                param=f"items[{index}].criteria",
+            )
         if choice is None:
             raise RequestError(
                 f"items[{index}].criteria: 'auto' needs a task classifier on this server "

@@ -46,7 +46,10 @@ def expand_criteria(
         choice = choice.choose(instruction, answer)
     taxonomy = load_taxonomy()
     # A failed choice (an LLM answer outside the taxonomy) has no leaf: its items carry empty task columns.
-    leaf = leaf_of(choice.label, taxonomy) if choice.label else None
+    # A choice at a task type the row gave (``_given_task``) names the type, not one leaf: its own columns stand.
+    leaf = leaf_of(choice.label, taxonomy) if choice.label and choice.method != "given" else None
+    task = ((leaf.task_type, leaf.subtype or "", leaf.subsubtype or "") if leaf
+            else (choice.task_type, choice.task_subtype, choice.task_subsubtype))
     record = choice.to_dict()
     items = []
     for cid in choice.criteria:
@@ -58,25 +61,69 @@ def expand_criteria(
             "criteria_name": crit.name[lang],
             "criterion_id": cid,
             "rubrics": crit.rubric(lang),
-            "task_type": leaf.task_type if leaf else "",
-            "task_subtype": (leaf.subtype or "") if leaf else "",
-            "task_subsubtype": (leaf.subsubtype or "") if leaf else "",
+            "task_type": task[0],
+            "task_subtype": task[1],
+            "task_subsubtype": task[2],
             "task_choice": record,
         })  # fmt: skip
     return items, record
 
 
-#: Columns of an input row that ``expand_rows`` copies into every item (POLLUX record columns it does not set).
-_CARRIED = ("id", "model_id", "reference_answer", "difficulty", "domain")
+#: Columns ``expand_criteria`` sets on every item: a row's own are not copied over them (its other columns are).
+_SET = ("id", "instruction", "answer", "criteria_name", "criterion_id", "rubrics", "task_type", "task_subtype",
+        "task_subsubtype", "task_choice", "criteria")
+
+
+def _given_task(row: Mapping, taxonomy, where: str) -> TaskChoice | None:
+    """The row's own task (``task_type``, optionally ``task_subtype`` and ``task_subsubtype``) as a choice, or None
+    when it names none: a task the caller states is not guessed over (method ``given``). One leaf: its criteria; a
+    task type of several leaves: the criteria they share (or the fallback, when they share none)."""
+    import dataclasses
+
+    from judge.criteria_auto.policy import label_of
+    from judge.taxonomy import TaxonomyError
+
+    task_type = row.get("task_type")
+    if not isinstance(task_type, str) or not task_type.strip():
+        return None
+    try:
+        leaves = taxonomy.find_tasks(task_type, row.get("task_subtype") or None, row.get("task_subsubtype") or None)
+    except TaxonomyError as err:
+        raise ValueError(f"{where}: field 'task_type': {err}") from None
+    one = len(leaves) == 1
+    choice = TaskChoice.of_leaf(leaves[0], 1.0 if one else None, ((label_of(leaves[0]), 1.0),) if one else (), 0.0,
+                                "given", taxonomy, type_probability=1.0, leaf_share=1.0 if one else 0.0)
+    if one:
+        return choice
+    return dataclasses.replace(choice, reason="the row gives its task type only: the criteria its leaves share",
+                               task_subtype="", task_subsubtype="", label=leaves[0].task_type)
 #: Labels belong to one criterion: a row without ``criteria_name`` that carries them is refused, since copying them
 #: onto every chosen criterion would score the judge against made-up references.
 _PER_CRITERION = ("expert_scores", "expert_feedback", "criteria_score", "annotations")
 
 
+def _choice_or_failure(classifier: TaskClassifier, row: Mapping) -> TaskChoice:
+    """The classifier's choice for a row, or, when classifying it fails (the llm method's endpoint down, or refusing
+    an instruction over its context), that row's fallback with the failure as its reason: one row's failure is a
+    value in task_choices.jsonl, not the end of a run that has classified the others. (judge-serve answers such a
+    request 502 instead: a client there can retry it.)"""
+    from judge.criteria_auto.policy import fallback_criteria
+
+    try:
+        return classifier.choose(row["instruction"], row["answer"])
+    except Exception as err:  # noqa: BLE001 - any method's failure on one row is that row's recorded fallback
+        return TaskChoice(task_type="", task_subtype="", task_subsubtype="", label="", probability=None,
+                          alternatives=(), criteria=tuple(fallback_criteria()), fallback=True,
+                          reason=f"the classifier failed: {type(err).__name__}: {str(err)[:200]}",
+                          method=getattr(classifier, "name", "classifier"), level="fallback")
+
+
 def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str = "data") -> tuple[list[dict], list[dict]]:
     """``criteria: auto`` over a dataset: every (instruction, answer) row becomes one item per chosen criterion.
 
-    Rows that already name a criterion (``criteria_name``) pass through unchanged, so a file may mix both.
+    Rows that already name a criterion (``criteria_name``) pass through unchanged, so a file may mix both. A row that
+    names its task (``task_type``, ...) gets that task's criteria, not a classifier's guess (``_given_task``). Every
+    other column of a row is copied into its items.
     Item ids are ``<row id>::<criterion id>`` (row id: the row's ``id``, else its index), stable across runs.
 
     Returns:
@@ -88,6 +135,7 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
             expert labels (they belong to one criterion), naming the source, row and field.
     """
     items, choices = [], []
+    taxonomy = load_taxonomy()
     seen: dict[str, int] = {}  # row id -> the row that first gave it
     for i, row in enumerate(rows):
         if row.get("criteria_name"):
@@ -106,8 +154,9 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
             raise ValueError(f"{source} row {i}: id {row_id!r} repeats the id of row {seen[row_id]}: its items' ids "
                              "(<row id>::<criterion id>) would collide")
         seen[row_id] = i
-        carried = {k: row[k] for k in _CARRIED if k in row and k != "id"}
-        got, record = expand_criteria(row["instruction"], row["answer"], classifier, extra=carried)
+        carried = {k: v for k, v in row.items() if k not in _SET}  # nothing of the row lost on the way
+        chosen = _given_task(row, taxonomy, f"{source} row {i}") or _choice_or_failure(classifier, row)
+        got, record = expand_criteria(row["instruction"], row["answer"], chosen, extra=carried)
         for item in got:
             item["id"] = f"{row_id}::{item['criterion_id']}"
         items.extend(got)

@@ -144,13 +144,7 @@ class LLMClassifier:
                 options = self.options(path)
                 if not options:
                     break
-                try:
-                    text, p = self._ask(client, self.payload(instruction[:MAX_CLASSIFIED_CHARS], level, path, options))
-                except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as err:
-                    # One item's failed request (an outage, an instruction over the classifier's context) is that
-                    # item's fallback, said in its reason, not the end of a run that has classified the others.
-                    return self._failed(path, f"the classifier's request failed at level {level}: "
-                                              f"{type(err).__name__}: {str(err)[:200]}")
+                text, p = self._ask(client, self.payload(instruction[:MAX_CLASSIFIED_CHARS], level, path, options))
                 if text not in {en for en, _ in options}:
                     return self._failed(path, f"llm answered {text[:80]!r} at level {level}, outside the taxonomy's options")
                 path.append(text)

@@ -273,6 +273,12 @@ def test_criteria_auto_parses_and_resolves_to_the_choice_criteria():
     with pytest.raises(RequestError) as err:
         parse_judge_request({"instruction": "x", "answer": "y", "criteria": "automatic"})
     assert err.value.param == "items[0].criteria"
+    # A task stated beside "auto" would be overridden by the guess: refused, saying what to send instead.
+    (stated,) = parse_judge_request({"instruction": "x", "answer": "y", "criteria": "auto",
+                                     "task_type": "Literary text"}).items
+    with pytest.raises(RequestError, match="leave criteria out") as err:
+        resolve_criteria(stated, 0, choice)
+    assert err.value.param == "items[0].criteria"
 
 
 # ------------------------------------------------------------------------------------------------ bounds before work

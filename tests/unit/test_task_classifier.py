@@ -546,3 +546,28 @@ def test_a_choice_without_probabilities_renders_as_strict_json():
                         method="llm")
     row = json.loads(json.dumps(choice.to_dict(), allow_nan=False))
     assert row["alternatives"] == [{"label": "Advice", "probability": None}]
+
+
+def test_expand_rows_keeps_the_rows_own_task_and_columns():
+    """A row that names its task is expanded with that task's criteria (method "given"), not the classifier's
+    guess (an English poem request reads as a translation to it); one naming only a task type of several leaves gets
+    the criteria they share; a row's other columns reach every item; an unknown task is an error naming the row."""
+    from judge.criteria_auto import type_criteria
+    from judge.criteria_auto.expansion import expand_rows
+    from judge.taxonomy import load_taxonomy
+
+    clf = TfidfClassifier.load()
+    taxonomy = load_taxonomy()
+    rows = [{"id": "p", "instruction": "Write a poem about spring.", "answer": "x", "task_type": "Literary text",
+             "task_subtype": "Poetry", "my_col": "kept"},
+            {"id": "t", "instruction": "Напиши стих", "answer": "y", "task_type": "Literary text"}]
+    items, choices = expand_rows(rows, clf)
+    (poetry,) = taxonomy.find_tasks("Literary text", "Poetry")
+    assert [(c["method"], c["level"]) for c in choices] == [("given", "leaf"), ("given", "task_type")]
+    assert choices[0]["criteria"] == list(poetry.criteria)
+    assert choices[1]["criteria"] == list(type_criteria("Literary text", taxonomy))
+    first = [i for i in items if i["id"].startswith("p::")]
+    assert {(i["task_type"], i["task_subtype"], i["my_col"]) for i in first} == {("Literary text", "Poetry", "kept")}
+    assert {i["task_type"] for i in items if i["id"].startswith("t::")} == {"Literary text"}
+    with pytest.raises(ValueError, match=r"data row 0: field 'task_type'"):
+        expand_rows([{"instruction": "a", "answer": "b", "task_type": "Нет такого типа"}], clf)

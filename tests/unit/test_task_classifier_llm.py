@@ -118,14 +118,23 @@ def test_llm_low_probability_falls_back():
     assert choice.fallback is True and choice.label == "Advice" and "0.368 < threshold 0.500" in choice.reason
 
 
-def test_a_failed_classifier_request_is_that_items_fallback_not_the_end_of_the_run():
-    """The classifier endpoint answering 400 (an instruction over its context) or 503 at the first level: the item
-    falls back to the criteria for any text with the failure in its reason; the next item is asked as usual."""
-    answers = iter([(400, {"error": {"message": "too long"}}), (503, {"error": {"message": "overloaded"}})])
-    with ScriptedEndpoint(lambda path, body: next(answers)) as ep:
-        clf = LLMClassifier(ep.base_url, "scripted")
-        first, second = clf.choose("Дай совет"), clf.choose("Дай совет")
-    for choice, status in ((first, 400), (second, 503)):
-        assert (choice.fallback, choice.level, choice.label) == (True, "fallback", "")
-        assert choice.reason.startswith("the classifier's request failed at level 0: HTTPStatusError") and \
-            str(status) in choice.reason
+def test_a_failed_classifier_request_is_that_rows_fallback_not_the_end_of_the_run():
+    """judge-eval's expansion: the classifier endpoint answering 400 (an instruction over its context) on the first
+    row and well on the second: the first row falls back to the criteria for any text with the failure in its
+    reason, the second is classified as usual (judge-serve answers such a request 502 instead: its client retries)."""
+    from judge.criteria_auto.expansion import expand_rows
+
+    table = {"Advice": ("Advice", [-0.01])}
+    scripted = _scripted(table)
+    calls = iter(range(100))
+
+    def respond(path, body):
+        return (400, {"error": {"message": "too long"}}) if next(calls) == 0 else scripted(path, body)
+
+    with ScriptedEndpoint(respond) as ep:
+        items, choices = expand_rows([{"instruction": "Дай совет", "answer": "a"},
+                                      {"instruction": "Дай совет", "answer": "b"}], LLMClassifier(ep.base_url, "scripted"))
+    first, second = choices
+    assert (first["fallback"], first["level"]) == (True, "fallback") and first["criteria"] == list(fallback_criteria())
+    assert first["reason"].startswith("the classifier failed: HTTPStatusError") and "400" in first["reason"]
+    assert second["fallback"] is False and second["task_type"] == "Advice"
