@@ -108,6 +108,33 @@ def _loss_at(state: dict, step: int) -> float:
     return next(entry["loss"] for entry in state["log_history"] if entry.get("step") == step and "loss" in entry)
 
 
+#: How often the tests read a job's log for its steps: a tiny run's step takes about half a second here, so a
+#: once-a-second look could come after two of its four steps (Slurm itself is asked once a second: ``_Every``).
+LOG_POLL_S = 0.05
+
+
+class _Every:
+    """True at most once per ``seconds``: Slurm's job records are read at that pace while the logs are read often."""
+
+    def __init__(self, seconds: float):
+        self.seconds, self.last = seconds, -float("inf")
+
+    def __call__(self) -> bool:
+        if time.monotonic() - self.last < self.seconds:
+            return False
+        self.last = time.monotonic()
+        return True
+
+
+def _freeze_after_steps(out: Path, job_id: int, steps: int, timeout_s: float) -> list[int]:
+    """Wait for a job to log ``steps`` optimizer steps, then freeze it (SIGSTOP: torchrun agents and ranks)."""
+    deadline = time.monotonic() + timeout_s
+    while _logged_steps(out, job_id) < steps:
+        assert time.monotonic() < deadline, f"job {job_id} logged no step in {timeout_s:.0f} s:\n{_log(out, job_id)[-3000:]}"
+        time.sleep(LOG_POLL_S)
+    return signal_processes(job_processes(str(out)), signal.SIGSTOP)
+
+
 @pytest.fixture(scope="module")
 def training_runs(slurm_cluster, slurm_job_env, tmp_path_factory, tiny_causal_dir):
     """Submit the reference and the to-be-preempted run together; signal the second mid-training; wait for both."""
@@ -120,6 +147,8 @@ def training_runs(slurm_cluster, slurm_job_env, tmp_path_factory, tiny_causal_di
     jobs = {name: _submit(slurm_cluster, env, out, data, tiny_causal_dir, root) for name, out in runs.items()}
     signalled_at_step = None
     deadline = time.monotonic() + JOB_TIMEOUT_S
+    ask_slurm = _Every(1.0)
+    records: dict[str, dict[str, str]] = {}
     while time.monotonic() < deadline:
         if signalled_at_step is None:
             steps = len(re.findall(r"^0: \{'loss'", _log(runs["preempted"], jobs["preempted"]), re.M))
@@ -137,10 +166,11 @@ def training_runs(slurm_cluster, slurm_job_env, tmp_path_factory, tiny_causal_di
                     signalled_at_step = _logged_steps(runs["preempted"], jobs["preempted"])
                 finally:
                     signal_processes(frozen_pids, signal.SIGCONT)
-        records = {name: slurm_cluster.job(job_id) for name, job_id in jobs.items()}
-        if all(r["JobState"] in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL") for r in records.values()):
-            break
-        time.sleep(1.0)
+        if ask_slurm():
+            records = {name: slurm_cluster.job(job_id) for name, job_id in jobs.items()}
+            if all(r["JobState"] in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL") for r in records.values()):
+                break
+        time.sleep(LOG_POLL_S)
     else:
         pytest.fail(f"training jobs not done in {JOB_TIMEOUT_S:.0f} s: {records}")
     elapsed = time.monotonic() - started
@@ -212,40 +242,48 @@ HIGH_PRIORITY_SLEEP_S = 5
 
 @pytest.fixture(scope="module")
 def preemption_runs(training_runs, slurm_cluster, tiny_causal_dir):
-    """After the first pair: a run in the preemptible partition and a 2-node ZeRO-3 run start together (the
-    cluster is full). A job of the default partition that needs their CPUs then preempts the first one (SIGTERM,
+    """After the first pair: a 2-node ZeRO-3 run, frozen at its first step, then a run in the preemptible partition
+    (the cluster is then full). A job of the default partition that needs their CPUs then preempts the first one (SIGTERM,
     GraceTime); once that preemption is decided, ``scontrol requeue`` hits the ZeRO-3 run (SIGTERM). Both resume.
 
     The requeue must come after the preemption (a requeued run frees CPUs the high-priority job could take without
     preempting anyone), but a 4-step ZeRO-3 run used to finish first on a loaded machine (both full runs here). So
     the ZeRO-3 run is frozen (SIGSTOP) as soon as it has logged a step, held until the preemption is decided, then
-    thawed (SIGCONT) and requeued at once: the requeue lands mid-training every time."""
+    thawed (SIGCONT) and requeued at once: the requeue lands mid-training every time. The logs are read every
+    ``LOG_POLL_S``: a step takes about half a second."""
     root, data = training_runs["root"], training_runs["data"]
     # Where DeepSpeed would build an op: the repository cache tests/support/fixtures_train.py uses too.
     env = {**training_runs["env"], "TORCH_EXTENSIONS_DIR": str(REPO / ".cache" / "torch_extensions")}
     runs = {"preempted": root / "partition-preempted", "zero3": root / "zero3-requeued"}
     started = time.monotonic()
-    jobs = {
-        "preempted": _submit(slurm_cluster, env, runs["preempted"], data, tiny_causal_dir, root,
-                             partition=slurm_cluster.preemptible_partition),
-        "zero3": _submit(slurm_cluster, env, runs["zero3"], data, tiny_causal_dir, root, extra=("--deepspeed", ZERO3)),
-    }  # fmt: skip
+    # The ZeRO-3 run first: it is frozen at its first logged step (below), so it is still RUNNING whenever the other
+    # logs its own, however long the second submission takes (`judge-train submit` checks the config by building
+    # TrainingArguments: seconds of imports, tens on a loaded machine, in which a first-submitted run could finish).
+    zero3 = _submit(slurm_cluster, env, runs["zero3"], data, tiny_causal_dir, root, extra=("--deepspeed", ZERO3))
+    # Frozen at its first step before the other run is even submitted: its steps take about half a second, and the
+    # second submission seconds, so a run left going would finish first (it did, every run on a loaded machine).
+    # torchrun agents and both ranks are frozen (a stopped rank's peer waits in its collective; ddp_timeout 1800 s).
+    zero3_frozen = _freeze_after_steps(runs["zero3"], zero3, SIGNAL_AFTER_STEPS, PREEMPTION_TIMEOUT_S)
+    jobs = {"preempted": _submit(slurm_cluster, env, runs["preempted"], data, tiny_causal_dir, root,
+                                 partition=slurm_cluster.preemptible_partition), "zero3": zero3}  # fmt: skip
     high = None
     preempted_at_step = requeued_at_step = None
-    zero3_frozen: list[int] = []
     preempted_frozen: list[int] = []
     preemption_decided = False
-    records: dict[str, dict[str, str]] = {}
+    records: dict[str, dict[str, str]] = {name: slurm_cluster.job(job_id) for name, job_id in jobs.items()}
+    ask_slurm = _Every(1.0)
     deadline = time.monotonic() + PREEMPTION_TIMEOUT_S
     while time.monotonic() < deadline:
-        records = {name: slurm_cluster.job(job_id) for name, job_id in jobs.items()}
+        if ask_slurm():
+            records = {name: slurm_cluster.job(job_id) for name, job_id in jobs.items()}
         # PreemptTime is set once Slurm decides to preempt, and cleared again by the rerun: remember it was seen.
         preemption_decided = preemption_decided or high is not None and (
             records["preempted"].get("PreemptTime", "None") != "None" or records["preempted"].get("Restarts", "0") != "0")
         if high is None and _logged_steps(runs["preempted"], jobs["preempted"]) >= SIGNAL_AFTER_STEPS:
             # Both nodes' CPUs are taken (one per node by each run): the high-priority job fits only by
             # preempting the run of the lower partition (the ZeRO-3 run is in the same tier: not preemptible).
-            assert all(r["JobState"] == "RUNNING" for r in records.values()), records
+            records = {name: slurm_cluster.job(job_id) for name, job_id in jobs.items()}
+            assert all(r["JobState"] == "RUNNING" for r in records.values()), {n: r["JobState"] for n, r in records.items()}
             # Held mid-training (SIGSTOP) until Slurm has decided the preemption, as the ZeRO-3 run is held for
             # its requeue: a scheduling pass (2 s) used to be long enough for a 4-step run to finish on a fast
             # machine, and nothing made it shorter.
@@ -255,10 +293,6 @@ def preemption_runs(training_runs, slurm_cluster, tiny_causal_dir):
                  "--wrap", f"sleep {HIGH_PRIORITY_SLEEP_S}"], cwd=root,
             )  # fmt: skip
             preempted_at_step = _logged_steps(runs["preempted"], jobs["preempted"])
-        if requeued_at_step is None and not zero3_frozen and \
-                _logged_steps(runs["zero3"], jobs["zero3"]) >= SIGNAL_AFTER_STEPS:
-            # torchrun agents and both ranks (a stopped rank's peer waits in its collective; ddp_timeout is 1800 s).
-            zero3_frozen = signal_processes(job_processes(str(runs["zero3"])), signal.SIGSTOP)
         if preempted_frozen and preemption_decided:
             signal_processes(preempted_frozen, signal.SIGCONT)
             preempted_frozen = []
@@ -271,9 +305,10 @@ def preemption_runs(training_runs, slurm_cluster, tiny_causal_dir):
             signal_processes(zero3_frozen, signal.SIGCONT)
             slurm_cluster.command(["scontrol", "requeue", str(jobs["zero3"])])
             requeued_at_step = _logged_steps(runs["zero3"], jobs["zero3"])
+            zero3_frozen = []
         if all(r["JobState"] in FINAL_STATES for r in records.values()):
             break
-        time.sleep(1.0)
+        time.sleep(LOG_POLL_S)
     else:
         signal_processes(zero3_frozen + preempted_frozen, signal.SIGCONT)
         pytest.fail(f"preemption jobs not done in {PREEMPTION_TIMEOUT_S:.0f} s: {records}\n"
