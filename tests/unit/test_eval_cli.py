@@ -47,7 +47,7 @@ class ScriptedServer(ScriptedEndpoint):
         (a run that can be killed with exactly that many rows written, on any machine)."""
         self.script = {k: list(v) for k, v in (script or {}).items()}
         self.judge_results = judge_results
-        self.hold_after, self.answered, self.release = hold_after, 0, threading.Event()
+        self.hold_after, self.answered, self.held, self.release = hold_after, 0, 0, threading.Event()
         self.lock = threading.Lock()
         super().__init__(self._respond)
 
@@ -68,6 +68,7 @@ class ScriptedServer(ScriptedEndpoint):
             action = (actions.pop(0) if len(actions) > 1 else actions[0]) if actions else GOOD
             held = self.hold_after is not None and self.answered >= self.hold_after
             self.answered += not held
+            self.held += held
         if held:
             self.release.wait(120)
         if isinstance(action, int):
@@ -220,9 +221,12 @@ def test_run_resumes_a_killed_run_to_exactly_one_row_per_item(small_data, tmp_pa
         proc = subprocess.Popen([sys.executable, "-m", "eval.cli", *_run_args(server.base_url, data, out,
                                                                               "--concurrency", "2")],
                                 env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # Killed once both workers (--concurrency 2) hold a request the server has read: none of the dead run's
+        # requests can then reach the server after the rerun's have started (one still in a socket once counted as
+        # the rerun's own).
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            if (out / "predictions.jsonl").exists() and len(_ids(out / "predictions.jsonl")) >= 4:
+            if (out / "predictions.jsonl").exists() and len(_ids(out / "predictions.jsonl")) >= 4 and server.held == 2:
                 break
             time.sleep(0.05)
         proc.send_signal(signal.SIGKILL)
