@@ -511,6 +511,18 @@ def test_answer_codes_group_an_answers_criteria():
     assert answer_codes(model, task, chars).tolist() == [0, 0, 1, 2, 3]
 
 
+def _slightly_lenient_on_long_answers():
+    """150 answers (seed 3) scored by three named experts, and a judge a little lenient on long ones: a slope that one
+    row per answer cannot tell from 0. Returns ``(judge, experts, ids, chars)``."""
+    rng = np.random.default_rng(3)
+    n = 150
+    chars = rng.integers(100, 5000, n).astype(float)
+    truth = rng.integers(0, 3, n).astype(float)
+    experts = np.clip(truth[:, None] + rng.choice([0, 0, 0, 0, 1, -1], size=(n, 3)), 0, 2)
+    judge = truth + rng.normal(0, 0.5, n) + 0.12 * (np.log(chars) - np.log(chars).mean())
+    return judge, experts, np.array([["a", "b", "c"]] * n, dtype=object), chars
+
+
 def test_length_slope_interval_is_clustered_by_answer():
     """Each answer's rows repeated k = 16 times, the same answer with the same errors (an answer scored on 16
     criteria): no new information. Its least-squares slope is the same (sums scale by k), and so is the clustered
@@ -518,13 +530,8 @@ def test_length_slope_interval_is_clustered_by_answer():
     var(b) changes only by [(kn - 1)/(kn - 2)] / [(n - 1)/(n - 2)] (n = 150 rows, the same 150 clusters and degrees
     of freedom). The classical interval shrinks by about 4 = sqrt(16) and flagged a judge it had not flagged on one
     row per answer; clustered, the flag is the same at k = 1 and k = 16."""
-    rng = np.random.default_rng(3)
-    n = 150
-    chars = rng.integers(100, 5000, n).astype(float)
-    truth = rng.integers(0, 3, n).astype(float)
-    experts = np.clip(truth[:, None] + rng.choice([0, 0, 0, 0, 1, -1], size=(n, 3)), 0, 2)
-    judge = truth + rng.normal(0, 0.5, n) + 0.12 * (np.log(chars) - np.log(chars).mean())
-    ids = np.array([["a", "b", "c"]] * n, dtype=object)
+    judge, experts, ids, chars = _slightly_lenient_on_long_answers()
+    n = len(judge)
 
     def fitted(k, clustered):
         def rep(values):
@@ -552,13 +559,8 @@ def test_section_clusters_the_length_slope_by_answer():
 
     from eval.validity.section import ValiditySettings, validity_section
 
-    rng = np.random.default_rng(3)
-    n = 150
-    chars = rng.integers(100, 5000, n).astype(float)
-    truth = rng.integers(0, 3, n).astype(float)
-    experts = np.clip(truth[:, None] + rng.choice([0, 0, 0, 0, 1, -1], size=(n, 3)), 0, 2)
-    judge = truth + rng.normal(0, 0.5, n) + 0.12 * (np.log(chars) - np.log(chars).mean())
-    ids = np.array([["a", "b", "c"]] * n, dtype=object)
+    judge, experts, ids, chars = _slightly_lenient_on_long_answers()
+    n = len(judge)
     settings = ValiditySettings(n_boot=0, alpha_boot=0)
     flags = []
     for k in (1, 16):
