@@ -187,15 +187,6 @@ def resolve_run_config(args: argparse.Namespace):
     return resolve_config(RunConfig, args.config, given_flags(args, RunConfig))
 
 
-def chosen_run_settings(args: argparse.Namespace) -> frozenset[str]:
-    """The ``RunConfig`` fields the user chose, in the YAML or as flags (the rest may follow the judge's needs)."""
-    from eval.judging.config import RunConfig
-    from judge.plumbing.config_files import given_flags, read_config_file
-
-    from_file = read_config_file(args.config, RunConfig) if args.config else {}
-    return frozenset(given_flags(args, RunConfig)) | frozenset(from_file)
-
-
 def _run(args: argparse.Namespace) -> int:
     from eval.judging.run import run
 
@@ -206,7 +197,10 @@ def _run(args: argparse.Namespace) -> int:
     from judge.plumbing.provenance import redact
 
     log.info("run config: %s", json.dumps(redact(dataclasses.asdict(config)), ensure_ascii=False))
-    summary = run(config, max_tokens_chosen="max_tokens" in chosen_run_settings(args))
+    from eval.judging.config import RunConfig
+    from judge.plumbing.config_files import chosen_fields
+
+    summary = run(config, max_tokens_chosen="max_tokens" in chosen_fields(args, RunConfig))
     print(json.dumps(summary, ensure_ascii=False, indent=2))
     return 0 if summary["request_failed"] == 0 else 3
 

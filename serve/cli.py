@@ -22,7 +22,7 @@ import threading
 from typing import Sequence
 
 from judge.plumbing.api_keys import resolve_api_key
-from judge.plumbing.config_files import add_config_flags, given_flags, read_config_file
+from judge.plumbing.config_files import add_config_flags, chosen_fields, given_flags
 from judge.plumbing.console_logging import CHATTY_LOGGERS, configure_logging  # the one set-up of every console script
 from judge.plumbing.config_files import resolve_config as resolve_settings
 from serve.config import ConfigError, ServeConfig
@@ -67,11 +67,9 @@ def resolve_config(argv: Sequence[str] | None = None) -> tuple[ServeConfig, argp
         ConfigError: an unknown YAML key or a bad value, naming it.
     """
     args = build_parser().parse_args(argv)
-    flags = given_flags(args, ServeConfig)
-    config = resolve_settings(ServeConfig, args.config, flags)
+    config = resolve_settings(ServeConfig, args.config, given_flags(args, ServeConfig))
     # Which settings the user chose (file or flag), so that a checkpoint's own needs fill only the others.
-    args.chosen_settings = frozenset(flags) | (
-        frozenset(read_config_file(args.config, ServeConfig)) if args.config else frozenset())
+    args.chosen_settings = chosen_fields(args, ServeConfig)
     if not config.served_model_name:
         config.served_model_name = default_served_name(config.model)
     config.api_key = resolve_api_key(config.api_key, config.api_key_env, command="judge-serve",
@@ -92,17 +90,10 @@ def fit_trained_lengths(config: ServeConfig, layout: CheckpointLayout,
     nothing is adopted, only said.
 
     Returns:
-        The settings and the ``(logging level, message)`` notes to log once logging is configured.
-
-    Raises:
-        LayoutError: a manifest whose ``trained_lengths`` are malformed.
+        The settings (valid by construction: ``max_tokens`` at most half of ``max_model_len``) and the
+        ``(logging level, message)`` notes to log once logging is configured.
     """
-    from judge.checkpoints import checkpoint_trained_lengths
-
-    try:
-        trained = checkpoint_trained_lengths(layout.root)
-    except ValueError as err:
-        raise LayoutError(str(err)) from err
+    trained = layout.trained_lengths  # read with the manifest (serve.layout), malformed ones refused there
     if trained is None:
         return config, []
     notes: list[tuple[int, str]] = []
@@ -122,11 +113,6 @@ def fit_trained_lengths(config: ServeConfig, layout: CheckpointLayout,
         notes.append((logging.WARNING, "max_tokens %d is below the %d tokens the judge was trained to reason in: "
                       "a reasoning cut short has no verdict (raise --max-tokens)"
                       % (config.max_tokens, trained.max_completion_length)))
-    try:
-        config.validate()
-    except ConfigError as err:
-        raise LayoutError(f"{err} (the judge's trained lengths: max_length {trained.max_length}, "
-                          f"max_completion_length {trained.max_completion_length}; set both)") from err
     return config, notes
 
 

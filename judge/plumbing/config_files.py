@@ -39,6 +39,7 @@ __all__ = [
     "coerce",
     "add_config_flags",
     "given_flags",
+    "chosen_fields",
     "resolve_config",
     "config_flag",
     "read_config_file",
@@ -379,6 +380,13 @@ def given_flags(args: argparse.Namespace, cls: type) -> dict[str, Any]:
     """The fields of ``cls`` that were given as flags (``add_config_flags`` leaves absent ones out)."""
     names = {f.name for f in dataclasses.fields(cls)}
     return {k: v for k, v in vars(args).items() if k in names}
+
+
+def chosen_fields(args: argparse.Namespace, cls: type) -> frozenset[str]:
+    """The fields of ``cls`` the user chose, as flags or in the ``--config`` YAML: the others may follow what a
+    checkpoint needs (a GRPO judge's trained lengths)."""
+    from_file = read_config_file(args.config, cls) if getattr(args, "config", None) else {}
+    return frozenset(given_flags(args, cls)) | frozenset(from_file)
 
 
 # ---------------------------------------------------------------------------------------------------------------
