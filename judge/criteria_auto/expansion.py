@@ -107,15 +107,11 @@ def _choice_or_failure(classifier: TaskClassifier, row: Mapping) -> TaskChoice:
     an instruction over its context), that row's fallback with the failure as its reason: one row's failure is a
     value in task_choices.jsonl, not the end of a run that has classified the others. (judge-serve answers such a
     request 502 instead: a client there can retry it.)"""
-    from judge.criteria_auto.policy import fallback_criteria
-
     try:
         return classifier.choose(row["instruction"], row["answer"])
     except Exception as err:  # noqa: BLE001 - any method's failure on one row is that row's recorded fallback
-        return TaskChoice(task_type="", task_subtype="", task_subsubtype="", label="", probability=None,
-                          alternatives=(), criteria=tuple(fallback_criteria()), fallback=True,
-                          reason=f"the classifier failed: {type(err).__name__}: {str(err)[:200]}",
-                          method=getattr(classifier, "name", "classifier"), level="fallback")
+        return TaskChoice.failed(f"the classifier failed: {type(err).__name__}: {str(err)[:200]}",
+                                 getattr(classifier, "name", "classifier"))
 
 
 def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str = "data") -> tuple[list[dict], list[dict]]:

@@ -24,7 +24,6 @@ from judge.criteria_auto.policy import (
     LABEL_SEPARATOR,
     MAX_CLASSIFIED_CHARS,
     TaskChoice,
-    fallback_criteria,
     label_of,
 )
 from judge.taxonomy import Taxonomy, load_taxonomy
@@ -162,11 +161,7 @@ class LLMClassifier:
 
     def _failed(self, path: list[str], reason: str) -> TaskChoice:
         chosen = f" (after {LABEL_SEPARATOR.join(path)})" if path else ""
-        return TaskChoice(
-            task_type="", task_subtype="", task_subsubtype="", label="", probability=None, alternatives=(),
-            criteria=fallback_criteria(self.taxonomy), fallback=True, reason=reason + chosen, method=self.name,
-            level="fallback",
-        )  # fmt: skip
+        return TaskChoice.failed(reason + chosen, self.name, self.taxonomy)
 
     def predict_proba(self, instructions: Sequence[str]) -> list[dict[str, float]]:
         """The chosen leaf per instruction with its probability (NaN without logprobs; empty when it failed)."""

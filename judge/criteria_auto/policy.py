@@ -129,6 +129,14 @@ class TaskChoice:
         return row
 
     @classmethod
+    def failed(cls, reason: str, method: str, taxonomy: Taxonomy | None = None) -> "TaskChoice":
+        """A choice that could not be made (an answer outside the taxonomy, a failed request): no task, the criteria
+        that apply to any text, ``reason`` saying why."""
+        return cls(task_type="", task_subtype="", task_subsubtype="", label="", probability=None, alternatives=(),
+                   criteria=tuple(fallback_criteria(taxonomy)), fallback=True, reason=reason, method=method,
+                   level="fallback")
+
+    @classmethod
     def of_leaf(
         cls, leaf: Task, probability: float | None, alternatives: tuple[tuple[str, float], ...], threshold: float,
         method: str, taxonomy: Taxonomy, type_probability: float | None = None, leaf_share: float | None = None,
