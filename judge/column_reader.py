@@ -19,7 +19,7 @@ import numpy as np
 
 from judge.record_columns import TEXT_FIELDS, RecordColumns, _per_row, _values
 from judge.records import (_BENCHMARK_MARKERS, _KNOWN, _TEXT_OPTIONAL, _TEXT_REQUIRED, ABSTENTION_SCORE, LoadReport,
-                           _duplicate_of, content_id, log_report)  # fmt: skip
+                           _duplicate_of, content_id, is_benchmark_row, log_report)  # fmt: skip
 
 __all__ = ["columns_from_tables"]
 
@@ -176,7 +176,7 @@ def _part(where: str, table, state: dict[str, Any], jsonl: bool) -> dict[str, An
         released_rows = experts["released"]
         aggregates[released_rows & (aggregates == ABSTENTION_SCORE) & (n_given == 0) & (experts["lengths"] > 0)] = np.nan
 
-    benchmark = "annotations" in present or all(name in present for name in _BENCHMARK_MARKERS)
+    benchmark = is_benchmark_row(present)  # column names: the row rule read on the header
     if ids is None:
         ids = _derived_ids(texts, n)
     state["rows"] += n

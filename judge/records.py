@@ -37,13 +37,13 @@ import logging
 import math
 import operator
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
     "ABSTENTION_SCORE",
-    "BENCHMARK_MARKERS",
+    "is_benchmark_row",
     "ID_FIELDS",
     "Annotation",
     "JudgeRecord",
@@ -65,8 +65,13 @@ ID_FIELDS = ("instruction", "reference_answer", "answer", "criteria_name", "rubr
              "task_subtype", "task_subsubtype")  # fmt: skip
 # Columns only the released benchmark has (the dataset's columns); build-data refuses rows that carry them.
 _BENCHMARK_MARKERS = ("is_provocative", "criteria_description")
-#: Columns only the released benchmark's rows carry together (besides ``annotations``): how training refuses them.
-BENCHMARK_MARKERS = _BENCHMARK_MARKERS
+
+
+def is_benchmark_row(row: Container[str]) -> bool:
+    """Whether a row (or a table's set of column names) is in the released benchmark's schema: an ``annotations``
+    column, or both of the columns only it carries (``is_provocative``, ``criteria_description``). Training refuses
+    such rows."""
+    return "annotations" in row or all(name in row for name in _BENCHMARK_MARKERS)
 # A hub shard name: "<split>-00000-of-00003.parquet".
 
 
@@ -569,7 +574,7 @@ def _checked_rows(items: Iterable[tuple[str, int, Mapping[str, Any]]], state: di
         state["rows"] += 1
         record = JudgeRecord.from_row(row, source=where, index=index, make_id=state["derive"])
         derived = "id" not in row or row["id"] is None or row["id"] == ""
-        benchmark = "annotations" in row or all(name in row for name in _BENCHMARK_MARKERS)
+        benchmark = is_benchmark_row(row)
         yield where, index, record, derived, benchmark
 
 

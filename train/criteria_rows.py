@@ -30,7 +30,7 @@ def refuse_benchmark_sources(sources, allow: bool) -> None:
     import json
 
     from judge.record_sources import load_records_report
-    from judge.records import BENCHMARK_MARKERS
+    from judge.records import is_benchmark_row
     from train.build_data import BenchmarkRowsError
 
     if allow:
@@ -40,8 +40,7 @@ def refuse_benchmark_sources(sources, allow: bool) -> None:
         if path.suffix == ".jsonl":  # labelled rows of other shapes too: the first row's keys tell
             with path.open(encoding="utf-8") as fh:
                 first = next((json.loads(line) for line in fh if line.strip()), {})
-            benchmark = isinstance(first, dict) and ("annotations" in first
-                                                     or all(k in first for k in BENCHMARK_MARKERS))
+            benchmark = isinstance(first, dict) and is_benchmark_row(first)
         else:
             benchmark = load_records_report(path, make_id=True)[1].n_benchmark_rows > 0
         if benchmark:
