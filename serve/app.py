@@ -49,7 +49,6 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
-from judge.checkpoints import checkpoint_trained_lengths
 from judge.wire import ModelLimits
 from serve.config import ServeConfig
 from serve.connections import (ApiKeyMiddleware, BodyLimitMiddleware, HostAllowListMiddleware,
@@ -343,7 +342,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
 
     # Each model entry is the engine's (max_model_len included) plus judge-serve's own caps (judge.wire.ModelLimits),
     # so that a client fits its max_tokens before the work starts instead of meeting a 400 per request.
-    trained = checkpoint_trained_lengths(layout.root) if layout is not None else None
+    trained = layout.trained_lengths if layout is not None else None
     limits = ModelLimits(judge_max_tokens=config.max_tokens, max_proxy_tokens=config.max_proxy_tokens,
                          trained_max_completion_length=trained and trained.max_completion_length).advertised()
 

@@ -41,6 +41,8 @@ from judge.checkpoints import (
     GENERATOR_SUBDIR,
     CheckpointNotFound,
     JudgeKind,
+    TrainedLengths,
+    checkpoint_trained_lengths,
     is_released_regression,
     judge_kind,
     read_config,
@@ -75,6 +77,8 @@ class CheckpointLayout:
         head_input: regression only: what the head reads as the assistant turn (see ``HeadInput``).
         released: True for a released ``-r`` checkpoint served through derived views.
         views_dir: released ``-r`` only: the folder holding the derived views (else None).
+        trained_lengths: the token lengths a GRPO export's completions were trained under (its manifest's
+            ``trained_lengths``; ``judge.checkpoints``), None for any other checkpoint.
     """
 
     kind: JudgeKind
@@ -85,6 +89,7 @@ class CheckpointLayout:
     head_input: HeadInput = "rationale_target"
     released: bool = False
     views_dir: Path | None = None
+    trained_lengths: TrainedLengths | None = None
 
 
 def _config(folder: Path) -> dict:
@@ -132,11 +137,13 @@ def resolve_layout(
     try:
         kind = judge_kind(root)  # the manifest first, checked against config.json
         manifest = read_manifest(root)
+        trained_lengths = checkpoint_trained_lengths(root)
     except ValueError as err:
         raise LayoutError(str(err)) from err
     prompt_version = str(manifest.get("prompt_version") or "")
     if kind == JudgeKind.SEQ2SEQ and any(a.endswith("ForCausalLM") for a in archs):
-        return CheckpointLayout(kind=JudgeKind.SEQ2SEQ, root=root, generator_dir=root, prompt_version=prompt_version)
+        return CheckpointLayout(kind=JudgeKind.SEQ2SEQ, root=root, generator_dir=root, prompt_version=prompt_version,
+                                trained_lengths=trained_lengths)
     if not any(a.endswith("ForSequenceClassification") for a in archs):
         raise LayoutError(
             f"{root}: architectures {archs} are neither a causal LM (seq2seq judge) nor a sequence classifier "

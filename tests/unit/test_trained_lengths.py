@@ -42,6 +42,12 @@ def test_trained_lengths_read_from_the_manifest_and_malformed_ones_named(tmp_pat
                       ({"max_length": 100, "max_completion_length": 200}, "above max_length 100")]:
         with pytest.raises(ValueError, match=said):
             checkpoint_trained_lengths(_export(tmp_path / "bad", bad))
+    # judge-serve reads them with the layout: a malformed manifest is its LayoutError (exit 2), named.
+    from serve.layout import LayoutError, resolve_layout
+
+    with pytest.raises(LayoutError, match="trained_lengths"):
+        resolve_layout(_export(tmp_path / "bad", [2048]))
+    assert resolve_layout(good).trained_lengths == TrainedLengths(6144, 2048)
 
 
 def _served(argv: list[str], capsys) -> dict:
