@@ -12,7 +12,8 @@ for the order it saw, ``verdict`` the same verdict in the pair's own orientation
 judge that reads content rather than position gives the same ``verdict`` in both orders. ``eval.pairwise.metrics``
 scores the file. The file is a ``judge.plumbing.journal``: a rerun resumes, retrying only judgments whose request failed.
 
-``winner`` labels: ``-1``/``0``/``1`` as the judge writes them, or ``"answer_1"``/``"tie"``/``"answer_2"``.
+``winner`` labels: ``-1``/``0``/``1`` as the judge writes them (``-1.0``/``0.0``/``1.0`` too, as pandas writes an
+integer column with a null), or ``"answer_1"``/``"tie"``/``"answer_2"``.
 """
 
 from __future__ import annotations
@@ -108,6 +109,9 @@ def _winner(value: Any, where: str) -> int | None:
         return _WINNER_NAMES[value]
     if isinstance(value, int) and not isinstance(value, bool) and value in (-1, 0, 1):
         return value
+    # pandas writes an integer column that has a null as floats (1.0, -1.0): those are the labels, a 0.5 is not.
+    if isinstance(value, float) and value in (-1.0, 0.0, 1.0):
+        return int(value)
     raise ConfigError(f"{where}.winner: {value!r} is not one of -1, 0, 1, 'answer_1', 'tie', 'answer_2'")
 
 

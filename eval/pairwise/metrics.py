@@ -30,6 +30,7 @@ import numpy as np
 
 from eval.scoring.bootstrap import cell_rng
 from eval.pairwise.judging import ORDERS, PAIRWISE_PREDICTIONS, PairRecord, PairwiseRow, load_pairs, read_pairwise_rows
+from judge.plumbing.config_files import ConfigError
 
 __all__ = ["pairwise_metrics", "pairwise_markdown", "pairwise_html", "score_pairwise", "is_pairwise_run"]
 
@@ -186,6 +187,10 @@ def score_pairwise(predictions: str | Path, data: str | Path | None = None, out:
     run_file = run_dir / "run.json"
     config = json.loads(run_file.read_text(encoding="utf-8"))["config"] if run_file.exists() else {}
     if data is None:
+        if not config.get("data"):
+            # Without run.json (a predictions file copied alone) the pairs the run judged are unknown.
+            raise ConfigError(f"data: {run_file} is missing or names no data; pass the pairs the run judged with "
+                              "--data PAIRS.jsonl")
         data = config["data"]
     rows = read_pairwise_rows(run_dir / PAIRWISE_PREDICTIONS if path.is_dir() else path)
     name = name or next((r.judge for r in rows), "")

@@ -2,8 +2,10 @@
 
     judge-eval compare runs/rank/model-a runs/rank/model-b --out runs/rank/a-vs-b
 
-Both folders are ``judge-eval rank`` outputs (``bench.json``, ``items.jsonl``, ``predictions.jsonl``). The
-comparison is computed over the instructions **both** runs scored: for each bootstrap resample, one draw of those
+Both folders are ``judge-eval rank`` outputs (``bench.json``, ``items.jsonl``, ``predictions.jsonl``) of one data
+set: an instruction both runs hold must have the same text, reference answer, ``meta`` and criteria in each (two runs
+of different data are refused; two copies of one data set at different paths are not). The comparison is computed
+over the instructions **both** runs scored (at least one score each): for each bootstrap resample, one draw of those
 instructions (with replacement) feeds both matrices, so what an instruction makes easy or hard cancels out of the
 difference (the paired bootstrap of ``eval.scoring.bootstrap.paired_bootstrap``, over instructions instead of items). A cell
 is called ``B higher`` / ``B lower`` when its ``1 - alpha`` interval excludes 0; its two-sided p-value is twice the
@@ -39,6 +41,40 @@ def _load(folder: Path) -> tuple[dict[str, Any], list]:
     return info, ranked_items(folder / ITEMS, folder / "predictions.jsonl", info.get("verdict_reader", "toolkit"))
 
 
+def _instructions(folder: Path) -> dict[Any, dict[str, Any]]:
+    """What a run's judge read of each instruction it selected: text, reference answer, meta and criteria."""
+    import judge
+    from eval.ranking.rank import ITEMS
+
+    found: dict[Any, dict[str, Any]] = {}
+    for record in judge.load_records(folder / ITEMS):
+        if record.extra.get("selected") is False:  # another selection's item, kept for its verdict
+            continue
+        seen = found.setdefault(record.extra["prompt_id"], {
+            "instruction": record.instruction, "reference_answer": record.reference_answer,
+            "meta": record.extra["meta"], "criteria": set()})
+        seen["criteria"].add((record.criteria_name, record.rubrics))
+    return found
+
+
+def _refuse_other_data(info_a: dict[str, Any], info_b: dict[str, Any], folders: list[Path]) -> None:
+    """ValueError naming the first instruction whose content differs between the runs (different data)."""
+    texts_a, texts_b = _instructions(folders[0]), _instructions(folders[1])
+    for prompt_id in texts_a.keys() & texts_b.keys():
+        a, b = texts_a[prompt_id], texts_b[prompt_id]
+        differ = [field for field in a if a[field] != b[field]]
+        if differ:
+            raise ValueError(f"the runs were made on different data ({info_a.get('data')!r} vs "
+                             f"{info_b.get('data')!r}): prompt_id {prompt_id!r} has another {', '.join(differ)} in "
+                             "each; compare runs of one data set")
+
+
+def _scored(arrays) -> list[Any]:
+    """The instructions with at least one score (an instruction whose every verdict failed has none)."""
+    has_score = np.asarray(arrays.counts.sum(axis=1)).ravel() > 0
+    return [p for p, scored in zip(arrays.prompt_ids, has_score) if scored]
+
+
 def _f(value: float) -> float | None:
     return float(value) if math.isfinite(value) else None
 
@@ -53,7 +89,7 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
         "n_instructions", "n_boot", "seed", "alpha", "normalize"}``.
 
     Raises:
-        ValueError: not ranking runs, different normalisations or judges, or no instruction in common.
+        ValueError: not ranking runs, different data, normalisations or judges, or no instruction both scored.
     """
     from eval.ranking.matrix import MEAN_OVER_CRITERIA, MEAN_OVER_META, instruction_weights, matrix_arrays
     from eval.ranking.matrix import percentile_interval, resampled_matrices
@@ -74,10 +110,12 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
     if info_a.get("judge") != info_b.get("judge") and not allow_other_judge:
         raise ValueError(f"the runs were judged by different judges ({info_a.get('judge')!r} vs "
                          f"{info_b.get('judge')!r}): their matrices are not comparable")
+    _refuse_other_data(info_a, info_b, folders)
     full_a, full_b = matrix_arrays(items_a, normalize), matrix_arrays(items_b, normalize)
-    shared = [p for p in full_a.prompt_ids if p in set(full_b.prompt_ids)]
+    scored_b = set(_scored(full_b))
+    shared = [p for p in _scored(full_a) if p in scored_b]
     if not shared:
-        raise ValueError("the runs have no instruction in common")
+        raise ValueError("the runs have no instruction that both scored")
     layout = SimpleNamespace(criteria=sorted(set(full_a.criteria) | set(full_b.criteria)),
                              metas=sorted(set(full_a.metas) | set(full_b.metas)))
     arrays = [matrix_arrays(items, normalize, layout=layout, prompt_ids=shared) for items in (items_a, items_b)]
@@ -135,6 +173,6 @@ def render_ranking_compare_markdown(result: dict[str, Any]) -> str:
             parts.append(f"{fmt(cell['delta'])} [{fmt(low)}, {fmt(high)}]{call}")
         rows.append([r, *parts])
     return "\n".join([f"# {result['b']['model']} (B) vs {result['a']['model']} (A): POLLUX matrix, B − A",
-                      "", f"{result['n_instructions']} instructions answered by both; judge {result['judge']}; "
+                      "", f"{result['n_instructions']} instructions scored by both; judge {result['judge']}; "
                       f"{result['n_boot']} paired resamples over instructions; alpha {result['alpha']}.", "",
                       markdown_table(["criteria_name", *result["columns"]], rows)])

@@ -34,8 +34,8 @@ at commit 9179cb4e, the newest stored; line numbers below are of those files the
 **Beyond POLLUX**: every cell, the means included, has a percentile bootstrap interval over instructions (an
 instruction is resampled with all its criteria, so the binary gate stays inside its instruction; the resample weights
 are ``eval.scoring.bootstrap``'s); and every cell counts what POLLUX drops silently: verdicts that did not parse, scores out of
-scale, requests that failed (those of a criterion or ``meta`` with no row or column are counted in the totals
-only: ``failed`` margins' corner).
+scale, requests that failed, items with no prediction (those of a criterion or ``meta`` with no row or column are
+counted in the totals only: ``failed`` margins' corner).
 
 The rubric reader here is POLLUX's (``pollux_scale_levels``), not the toolkit's ``judge.scale_of``: the matrix claims
 POLLUX's numbers, and the two differ on rubrics such as a ``0.5:`` level or bold levels. Verdicts are read by the
@@ -65,8 +65,9 @@ MEAN_OVER_META, MEAN_OVER_CRITERIA, INDEX_NAME = "mean_over_meta", "mean_over_cr
 #: averaged them (that version's other rules differed too: a binary criterion was any rubric with two levels, and the
 #: gate closed on a score of exactly 1; those are not reproduced).
 NORMALIZE = ("minmax", "max", "none")
-#: What became of one (instruction, criterion): ``ok`` is scored; the others are counted per cell and not scored.
-STATUSES = ("ok", "unparsed", "out_of_scale", "request_failed")
+#: What became of one (instruction, criterion): ``ok`` is scored; the others are counted per cell and not scored
+#: (``no_prediction``: the item has no row in the judge's predictions at all, as a run cut short leaves it).
+STATUSES = ("ok", "unparsed", "out_of_scale", "request_failed", "no_prediction")
 
 
 # POLLUX's rubric reader (ai-forever/POLLUX, src/utils/score_utils.py: ``NUMBER_PATTERN``, ``RUBRIC_SCORE_PATTERN``,
@@ -107,8 +108,9 @@ class RankedItem:
         criteria_name: the criterion (the matrix row).
         levels: the rubric's levels as POLLUX reads them (``pollux_scale_levels``), () when it reads none.
         score: the judge's score, None unless the verdict parsed.
-        status: ``request_failed`` when the judge was never heard, ``unparsed`` for a verdict without a score;
-            else ``ok`` (``out_of_scale`` is decided here from ``levels``).
+        status: ``request_failed`` when the judge's request failed, ``no_prediction`` when the item has no
+            prediction, ``unparsed`` for a verdict without a score; else ``ok`` (``out_of_scale`` is decided here
+            from ``levels``).
     """
 
     prompt_id: Any
@@ -312,7 +314,7 @@ class RankingMatrix:
         ci_low, ci_high: percentile bootstrap bounds (NaN without resamples or with fewer than 2 instructions).
         n: scored items per cell (the margins: their sums).
         failed: status -> counts per cell (the margins: their sums; the corner also counts the failures of a
-            criterion or meta that has no row or column), for ``unparsed``, ``out_of_scale``, ``request_failed``.
+            criterion or meta that has no row or column), for each status but ``ok`` (``STATUSES``).
         n_instructions: instructions resampled; n_boot, normalize, seed: as computed.
     """
 

@@ -6,7 +6,7 @@
 
 Example override: ``--judge-config configs/eval/local-cpu.yaml --n-boot 0 --limit 20``.
 
-Why one module of ~570 lines: it follows POLLUX's three scripts in order (config, instructions, answers, the
+Why one module of ~700 lines: it follows POLLUX's three scripts in order (config, instructions, answers, the
 judge's verdicts, the matrix), each stage reading the files of the one before; the page and the comparison of two
 runs live beside it (``report.py``, ``compare.py``), POLLUX's matrix in ``matrix.py``.
 
@@ -15,16 +15,24 @@ Three stages, each resumable, all in ``--out``:
 1. **answers** (POLLUX ``src/answer.py``): the candidate answers every instruction of ``--data``: one chat
    completion, one user turn holding the instruction, ``max_tokens`` 4096 and temperature 0.7 by default (answer.py's
    defaults); ``<think>`` blocks are stripped from the answer, and an unclosed ``<think>`` cuts the rest
-   (answer.py ``strip_think_tags``). Rows go to ``answers.jsonl`` as they arrive (``judge.plumbing.journal``); a rerun keeps
-   them and retries only failed requests. ``--model`` is a URL, or a checkpoint folder / hub id served for the
-   stage by vLLM's OpenAI server (``eval.judging.local_server``, as ``judge-eval run`` serves a judge).
+   (answer.py ``strip_think_tags``). Rows go to ``answers.jsonl`` as they arrive (``judge.plumbing.journal``); a
+   rerun keeps them and asks only for failed requests and instructions whose text changed (each row keeps a
+   ``content_key`` of the instruction it answered); other candidate settings (``candidate_key``) are refused unless
+   ``--overwrite``. Answers outside a run's selection (a smaller ``--limit``, another ``--meta``) stay for the run
+   that selects them again. ``--model`` is a URL, or a checkpoint folder / hub id served for the stage by vLLM's
+   OpenAI server (``eval.judging.local_server``, as ``judge-eval run`` serves a judge).
 2. **verdicts** (POLLUX ``src/score.py``): every (instruction, criterion) becomes a judged item in ``items.jsonl``
    (the project's record schema; ``prompt_id`` and ``meta`` ride along) and ``judge-eval run``'s own machinery
    (``eval.judging.run.run``) judges them into the usual ``predictions.jsonl`` and ``run.json``: any judge ``judge-eval run``
-   takes, in its own verdict format, resumable the same way. ``--judge-config`` is a ``judge-eval run`` YAML.
+   takes, in its own verdict format, resumable the same way. An item's id ends with a ``content_key`` of all
+   the judge reads, so a verdict is reused only for the same (instruction, answer, criterion); items outside the
+   selection that already have a verdict are written marked ``selected: false``, so the judge keeps their verdicts
+   and asks nothing for them. ``--judge-config`` is a ``judge-eval run`` YAML; keys that select items
+   (``SELECTION_KEYS``) are refused, the ranking selects them.
 3. **matrix** (POLLUX ``src/metrics.py``, see ``eval.ranking.matrix``): ``matrix.csv`` laid out exactly as POLLUX's
    ``metrics.csv``; ``bench.json`` (its ``matrix``) and ``cells.csv`` with bootstrap intervals over instructions and, per cell,
-   the verdicts that did not parse, scores out of scale and failed requests (POLLUX drops those silently);
+   the verdicts that did not parse, scores out of scale, failed requests and items with no verdict at all (POLLUX
+   drops those silently; a missing verdict fails the run, exit code 3, and the next run asks for it);
    ``report.html``, the matrix as a heat map. ``judge-eval compare`` of two ranking folders is ``eval.ranking.compare``.
 
 Departures from POLLUX, each counted: an instruction whose answer request failed is not judged (counted as
@@ -43,18 +51,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import hashlib
 import json
 import logging
 import math
 import re
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from judge.plumbing.api_keys import CLIENT_KEY_ENV
-from judge.plumbing.config_files import ConfigError, read_config_file
+from judge.plumbing.config_files import ConfigError
 from judge.plumbing.config_files import option as _f
 from judge.records import RecordError
 
@@ -118,6 +127,9 @@ class RankConfig:
     n_boot: int = _f(1000, "Bootstrap resamples of the instructions per interval (0: none).")
     seed: int = _f(0, "Seed of the bootstrap resamples.")
     progress: bool = _f(True, "Show progress bars.")
+    overwrite: bool = _f(False, "Discard the answers and verdicts already in out instead of resuming; without it, a "
+                                "resume with other candidate settings (model, max_tokens, temperature, extra_body, "
+                                "server_args) or judge settings is refused.")
 
     def validate(self) -> None:
         """Raise ``ConfigError`` naming the first bad key."""
@@ -209,7 +221,8 @@ def load_instructions(source: str | Path, split: str | None = None) -> list[Inst
     """POLLUX-instructions rows from any source ``judge.load_records`` reads (``judge.record_sources.source_rows``).
 
     Raises:
-        RecordError: a bad row (source, row, field), or a ``prompt_id`` repeated (naming both rows).
+        RecordError: a bad row (source, row, field), or a ``prompt_id`` repeated (naming both rows); ``1`` and
+            ``"1"`` count as the same id.
         FileNotFoundError: as ``judge.load_records``.
     """
     from judge.record_sources import source_rows
@@ -217,11 +230,22 @@ def load_instructions(source: str | Path, split: str | None = None) -> list[Inst
     rows, seen = [], {}
     for where, index, row in source_rows(source, split=split):
         parsed = instruction_from_row(row, where, index)
-        if parsed.prompt_id in seen:
-            raise RecordError(where, index, "prompt_id", f"{parsed.prompt_id!r} repeats row {seen[parsed.prompt_id]}")
-        seen[parsed.prompt_id] = index
+        # Keyed by the id's text: item ids and the judge's predictions hold it as text, so 1 and "1" would share
+        # their items after the candidate had been paid for both answers.
+        key = str(parsed.prompt_id)
+        if key in seen:
+            first_row, first_id = seen[key]
+            same = "repeats" if first_id == parsed.prompt_id else f"is the same id as {first_id!r} of"
+            raise RecordError(where, index, "prompt_id", f"{parsed.prompt_id!r} {same} row {first_row}")
+        seen[key] = (index, parsed.prompt_id)
         rows.append(parsed)
     return rows
+
+
+def content_key(*texts: str) -> str:
+    """A digest of ``texts`` (16 hex digits of the SHA-256 of their JSON list): what a resumed run compares to
+    tell whether an answer or a verdict on disk was made from the text it would send now."""
+    return hashlib.sha256(json.dumps(list(texts), ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
 
 
 # ---------------------------------------------------------------------------------------------- answers
@@ -257,6 +281,8 @@ class AnswerRow:
         cut_in_thinking: an unclosed ``<think>`` was cut away (the answer stopped inside its reasoning).
         error: ``request_failed`` or None; reason: why.
         latency_s: seconds of the request.
+        instruction_key: ``content_key`` of the instruction the candidate was sent ("" in rows written before the
+            field): a resumed run reuses the answer only while the data's instruction has the same key.
     """
 
     prompt_id: int | str
@@ -267,6 +293,11 @@ class AnswerRow:
     error: str | None = None
     reason: str = ""
     latency_s: float | None = None
+    instruction_key: str = ""
+
+    def answers(self, row: InstructionRow) -> bool:
+        """Whether this is a usable answer to ``row`` as the data states it now."""
+        return self.error is None and self.answer is not None and self.instruction_key == content_key(row.instruction)
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -335,11 +366,13 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
                 text = choice.message.content if choice is not None else None
                 answer, cut = strip_think(text or "")
                 result = AnswerRow(prompt_id=row.prompt_id, model=name, answer=answer,
-                                   finish_reason=getattr(choice, "finish_reason", None), cut_in_thinking=cut)
+                                   finish_reason=getattr(choice, "finish_reason", None), cut_in_thinking=cut,
+                                   instruction_key=content_key(row.instruction))
             except Exception as err:  # noqa: BLE001 - transient ones were retried; every failure is a counted row
                 refusal = err if isinstance(err, Refused) else None
                 result = AnswerRow(prompt_id=row.prompt_id, model=name, answer=None, error=REQUEST_FAILED,
-                                   reason=f"{type(err).__name__}: {' '.join(str(err).split())[:300]}")
+                                   reason=f"{type(err).__name__}: {' '.join(str(err).split())[:300]}",
+                                   instruction_key=content_key(row.instruction))
             result = dataclasses.replace(result, latency_s=round(time.perf_counter() - start, 4))
             for held in first.offer(refusal, result):
                 write(held, held.error is not None)
@@ -388,15 +421,53 @@ def _candidate(config: RankConfig, out: Path) -> Iterator[tuple[str, str]]:
         yield base_url, model
 
 
+#: Candidate settings that change what the candidate answers: a resume must keep them (``candidate_key``). The
+#: others say how the stage goes (concurrency, retries, timeouts, keys) and may change. The instructions are checked
+#: one by one instead (``AnswerRow.instruction_key``), so a changed instruction is asked again and the others kept.
+CANDIDATE_KEY = ("model", "max_tokens", "temperature", "extra_body", "server_args")
+
+
+def candidate_key(config: RankConfig) -> dict[str, Any]:
+    """The candidate settings a resume must share with the run that wrote ``answers.jsonl``.
+
+    A candidate given as a URL is left out (a requeued Slurm task reaches its server at a new address); the served
+    model's name is checked against the answers already written instead. ``max_tokens`` is the one asked for, before
+    it is fitted to the server.
+    """
+    key = {name: getattr(config, name) for name in CANDIDATE_KEY}
+    if config.model.startswith(("http://", "https://")):
+        key["model"] = "<url>"
+        del key["server_args"]  # flags of a server this run does not start
+    elif Path(config.model).expanduser().exists():  # a checkpoint folder, named the same from any directory
+        key["model"] = str(Path(config.model).expanduser().resolve())
+    return key
+
+
 def answers_stage(rows: Sequence[InstructionRow], config: RankConfig, out: Path) -> dict[str, Any]:
-    """Ask the candidate for every instruction that has no answer yet; ``answers.jsonl`` ends with one row each."""
+    """Ask the candidate for every instruction of ``rows`` that has no answer to its text yet.
+
+    ``answers.jsonl`` ends with one row per instruction: those of ``rows`` in data order, then the answers to
+    instructions outside this run's selection (a smaller ``--limit``, another ``--meta``), kept for the run that
+    selects them again.
+
+    Raises:
+        ResumeMismatch: ``answers.jsonl`` was asked with other candidate settings (``candidate_key``), naming each.
+        ConfigError: it holds another candidate's answers.
+    """
     from judge.plumbing.journal import rewrite_journal
+    from judge.plumbing.run_folder import claim_run_folder
 
     path = out / ANSWERS
-    done = {pid: a for pid, a in read_answers(path).items() if a.error is None}
+    # The candidate's own key file, in the folder of its stage (the judge stage's is ``out/run_key.json``); answers
+    # written before the file existed are kept under this key: their rows have no instruction key, so they are
+    # asked again anyway.
+    claim_run_folder(out / "candidate", candidate_key(config), [f"../{ANSWERS}"], overwrite=config.overwrite,
+                     adopt_unkeyed=True)
+    written = read_answers(path)
+    done = {r.prompt_id for r in rows if r.prompt_id in written and written[r.prompt_id].answers(r)}
     todo = [r for r in rows if r.prompt_id not in done]
     counts: dict[str, Any] = {"answered": 0, "request_failed": 0}
-    name = next(iter(done.values())).model if done else ""
+    name = next((a.model for a in written.values() if a.error is None), "")
     if name and config.model_name and config.model_name != name:
         raise ConfigError(f"out: {path} holds answers of {name!r}, not of {config.model_name!r}; use another --out")
     if todo:
@@ -420,58 +491,114 @@ def answers_stage(rows: Sequence[InstructionRow], config: RankConfig, out: Path)
             name = label
             log.info("answers: %d instructions (%d already answered) from %s", len(todo), len(done), name)
             counts = asyncio.run(_answer_all(todo, config, base_url, model, name, path, api_key=key.key))
-    # One row per instruction, in data order (the failed ones kept, so the next run retries them).
+    # One row per instruction: this run's in data order (the failed ones kept, so the next run retries them), then
+    # every other one already paid for.
     latest = read_answers(path)
-    rewrite_journal(path, [latest[r.prompt_id].to_json() for r in rows if r.prompt_id in latest])
+    selected = [r.prompt_id for r in rows if r.prompt_id in latest]
+    chosen = set(selected)
+    others = [pid for pid in latest if pid not in chosen]
+    rewrite_journal(path, [latest[pid].to_json() for pid in [*selected, *others]])
     return {**counts, "n_done_before": len(done), "model": name}
 
 
 # ---------------------------------------------------------------------------------------------- verdicts
 
 
-def item_id(prompt_id: Any, k: int) -> str:
-    """The judged item of criterion ``k`` (0-based, in the row's order) of an instruction."""
-    return f"{prompt_id}#{k}"
+def item_id(row: InstructionRow, k: int, answer: str) -> str:
+    """The judged item of criterion ``k`` (0-based, in the row's order) of instruction ``row``, answered ``answer``.
+
+    The id ends with the ``content_key`` of everything the judge reads (instruction, reference answer, answer,
+    criterion, rubric): the judge stage resumes by id, so a verdict on disk is reused only for the same item, and
+    an item whose data or answer changed is judged again.
+    """
+    name, rubrics = row.criteria[k]
+    return f"{row.prompt_id}#{k}#{content_key(row.instruction, row.reference_answer, answer, name, rubrics)}"
 
 
-def write_items(rows: Sequence[InstructionRow], answers: Mapping[Any, AnswerRow], path: Path) -> dict[str, int]:
-    """One record per (answered instruction, criterion), as score.py builds its samples; counts what is left out."""
+def write_items(rows: Sequence[InstructionRow], answers: Mapping[Any, AnswerRow], path: Path,
+                others: Sequence[InstructionRow] = (), judged: Collection[str] = ()) -> dict[str, int]:
+    """One record per (answered instruction, criterion), as score.py builds its samples; counts what is left out.
+
+    Args:
+        rows: this run's instructions.
+        answers: the latest answer per ``prompt_id``; one is used only if it answers the instruction's text.
+        path: ``items.jsonl``.
+        others: instructions of the data outside this run's selection. The judge stage drops the verdicts of ids its
+            items lack, so the items of these that already have a verdict are written too, marked ``selected:
+            false``: the judge keeps their verdicts and asks nothing for them, and the matrix leaves them out.
+        judged: the ids that have a final verdict on disk (``judged_ids``).
+
+    Returns:
+        ``n_items`` (this run's), ``n_kept`` (the marked ones), ``n_no_answer``, ``n_empty_answer``.
+    """
     import judge
+
+    def items_of(row: InstructionRow) -> list:
+        answer = answers[row.prompt_id].answer
+        return [judge.JudgeRecord(
+            id=item_id(row, k, answer), instruction=row.instruction, answer=answer, criteria_name=name,
+            rubrics=rubrics, reference_answer=row.reference_answer,
+            extra={"prompt_id": row.prompt_id, "meta": row.meta}) for k, (name, rubrics) in enumerate(row.criteria)]
 
     records, counts = [], {"n_no_answer": 0, "n_empty_answer": 0}
     for row in rows:
         answer = answers.get(row.prompt_id)
-        if answer is None or answer.answer is None:
+        if answer is None or not answer.answers(row):
             counts["n_no_answer"] += len(row.criteria)
-            continue
-        if not answer.answer.strip():
+        elif not answer.answer.strip():
             counts["n_empty_answer"] += len(row.criteria)
-            continue
-        for k, (name, rubrics) in enumerate(row.criteria):
-            records.append(judge.JudgeRecord(
-                id=item_id(row.prompt_id, k), instruction=row.instruction, answer=answer.answer, criteria_name=name,
-                rubrics=rubrics, reference_answer=row.reference_answer,
-                extra={"prompt_id": row.prompt_id, "meta": row.meta}))
-    judge.write_jsonl(records, path)
-    return {**counts, "n_items": len(records)}
+        else:
+            records.extend(items_of(row))
+    kept = [dataclasses.replace(record, extra={**record.extra, "selected": False})
+            for row in others if (a := answers.get(row.prompt_id)) is not None and a.answers(row) and a.answer.strip()
+            for record in items_of(row) if record.id in judged]
+    judge.write_jsonl([*records, *kept], path)
+    return {**counts, "n_items": len(records), "n_kept": len(kept)}
+
+
+def judged_ids(predictions: Path) -> set[str]:
+    """The ids that have a final row in ``predictions`` (parsed or not; a failed request is asked again)."""
+    from eval.judging.predictions import REQUEST_FAILED as JUDGE_REQUEST_FAILED
+    from eval.judging.predictions import iter_predictions
+
+    if not predictions.is_file():
+        return set()
+    return {str(row["id"]) for row in iter_predictions(predictions) if row.get("error") != JUDGE_REQUEST_FAILED}
+
+
+#: ``judge-eval run`` settings that choose which items are judged: the ranking chooses them (``--meta``, ``--limit``),
+#: and an item the judge skipped would leave the matrix as if it had never been asked.
+SELECTION_KEYS = ("limit", "split", "criteria")
 
 
 def judge_config(config: RankConfig, items: Path, out: Path):
-    """``judge-eval run``'s config for the verdict stage: ``judge_config`` YAML, then the ranking's judge flags."""
+    """``judge-eval run``'s config for the verdict stage: ``judge_config`` YAML, then the ranking's judge flags.
+
+    Raises:
+        ConfigError: the YAML sets a key that selects items (``SELECTION_KEYS``), naming it and the file.
+    """
     from eval.judging.config import RunConfig
     from judge.plumbing.config_files import resolve_config
 
     flags = {"data": str(items), "out": str(out), "judge": config.judge or None, "model": config.judge_model or None,
-             "progress": config.progress, "connect_timeout_s": config.connect_timeout_s}
-    return resolve_config(RunConfig, config.judge_config or None, flags, label="judge_config")
+             "progress": config.progress, "connect_timeout_s": config.connect_timeout_s,
+             "overwrite": config.overwrite or None}
+    resolved = resolve_config(RunConfig, config.judge_config or None, flags, label="judge_config")
+    default = RunConfig()
+    for key in SELECTION_KEYS:
+        if getattr(resolved, key) != getattr(default, key):
+            raise ConfigError(f"judge_config: {config.judge_config} sets {key}: {getattr(resolved, key)!r}, which "
+                              "would have the judge skip items of the ranking; remove "
+                              f"{key} from the file (rank's --meta and --limit select the instructions)")
+    return resolved
 
 
 # ---------------------------------------------------------------------------------------------- matrix
 
 
 def ranked_items(items_path: Path, predictions: Path, verdict_reader: str = "toolkit") -> list:
-    """The matrix's items: one per judged (instruction, criterion) of ``items.jsonl`` that has a prediction,
-    failures included (``eval.ranking.matrix.RankedItem``).
+    """The matrix's items: one per (instruction, criterion) of ``items.jsonl`` this run selected, failures included
+    (``eval.ranking.matrix.RankedItem``); an item with no prediction is a ``no_prediction`` failure, never left out.
 
     Each rubric's levels are read as POLLUX reads them (``eval.ranking.matrix.pollux_scale_levels``). The score is the
     prediction's (``verdict_reader="toolkit"``), or, with ``"pollux"``, the one POLLUX's ``metrics.py`` reads from the
@@ -489,11 +616,16 @@ def ranked_items(items_path: Path, predictions: Path, verdict_reader: str = "too
     by_id = {str(data["id"]): data for data in iter_predictions(predictions)}
     items, levels_of = [], {}
     for record in judge.load_records(items_path):
-        pred = by_id.get(record.id)
-        if pred is None:
+        if record.extra.get("selected") is False:  # another selection's item, kept for its verdict (write_items)
             continue
         if record.rubrics not in levels_of:
             levels_of[record.rubrics] = pollux_scale_levels(record.rubrics)
+        pred = by_id.get(record.id)
+        if pred is None:
+            items.append(RankedItem(prompt_id=record.extra["prompt_id"], meta=record.extra["meta"],
+                                    criteria_name=record.criteria_name, levels=levels_of[record.rubrics], score=None,
+                                    status="no_prediction"))
+            continue
         score = pred.get("score") if pred.get("parse_ok") else None
         if verdict_reader == VerdictReader.POLLUX and pred.get("score_source") != ScoreSource.REGRESSION_HEAD:
             score = parse_pollux_result(pred.get("raw_output")).score
@@ -530,16 +662,18 @@ def rank(config: RankConfig) -> dict[str, Any]:
     from judge.plumbing.provenance import update_provenance
 
     config.validate()
-    if config.judge_config:
-        read_config_file(config.judge_config)  # a missing YAML fails before the candidate is asked anything
     out = Path(config.out)
+    if config.judge_config:
+        # A missing YAML, or one that selects items, fails before the candidate is asked anything.
+        judge_config(config, out / ITEMS, out)
     out.mkdir(parents=True, exist_ok=True)
-    rows = load_instructions(config.data, split=config.split or None)
+    data_rows = load_instructions(config.data, split=config.split or None)
+    rows = data_rows
     if config.meta:
-        metas = {r.meta for r in rows}
         rows = [r for r in rows if r.meta == config.meta]
         if not rows:
-            raise ValueError(f"meta: no instruction has meta {config.meta!r}; the data has {sorted(metas)}")
+            raise ValueError(f"meta: no instruction has meta {config.meta!r}; the data has "
+                             f"{sorted({r.meta for r in data_rows})}")
     if config.limit:
         rows = rows[: config.limit]
     if not rows:
@@ -547,7 +681,10 @@ def rank(config: RankConfig) -> dict[str, Any]:
 
     answer_counts = answers_stage(rows, config, out)
     answers = read_answers(out / ANSWERS)
-    item_counts = write_items(rows, answers, out / ITEMS)
+    chosen = {r.prompt_id for r in rows}
+    others = [r for r in data_rows if r.prompt_id not in chosen]
+    item_counts = write_items(rows, answers, out / ITEMS, others=others,
+                              judged=judged_ids(out / "predictions.jsonl") if others else ())
     if not item_counts["n_items"]:
         raise ValueError(f"no answer to judge: {item_counts['n_no_answer']} items lack an answer (failed requests, "
                          f"retried by the next run; see {out / ANSWERS}) and {item_counts['n_empty_answer']} have an "
@@ -558,10 +695,11 @@ def rank(config: RankConfig) -> dict[str, Any]:
     matrix = pollux_matrix(items, normalize=config.normalize, n_boot=config.n_boot, seed=config.seed)
     matrix.write_csv(out / MATRIX)
     (out / "cells.csv").write_text(matrix.cells_csv(), encoding="utf-8")
-    counts = {"n_instructions": len(rows), "n_answer_failed": sum(1 for r in rows if (a := answers.get(r.prompt_id))
-                                                                  is None or a.error is not None),
-              "n_cut_in_thinking": sum(1 for a in answers.values() if a.cut_in_thinking),
-              "n_finish_length": sum(1 for a in answers.values() if a.finish_reason == "length"), **item_counts}
+    answered = [a for r in rows if (a := answers.get(r.prompt_id)) is not None and a.answers(r)]
+    counts = {"n_instructions": len(rows), "n_answer_failed": len(rows) - len(answered),
+              "n_cut_in_thinking": sum(1 for a in answered if a.cut_in_thinking),
+              "n_finish_length": sum(1 for a in answered if a.finish_reason == "length"), **item_counts,
+              "n_no_prediction": int(matrix.failed["no_prediction"][-1, -1])}
     result = {"model": answer_counts["model"], "judge": judge_counts.get("judge", ""), "data": str(config.data),
               "verdict_reader": config.verdict_reader, "counts": counts, "answers": answer_counts,
               "verdicts": judge_counts, "matrix": matrix.to_json()}
@@ -571,6 +709,7 @@ def rank(config: RankConfig) -> dict[str, Any]:
     # run.json is the verdict stage's (written by eval.judging.run.run); the ranking's settings join it.
     update_provenance(out, bench={"config": dataclasses.asdict(config), "model": result["model"]})
     log.info("rank: %s", _summary_line(matrix))
+    # A verdict the judge never wrote fails the run as a failed request does (exit 3): the next run asks for it.
     return {"model": result["model"], "judge": result["judge"], "grand_mean": result["matrix"]["grand_mean"],
-            **counts, "request_failed": judge_counts.get("request_failed", 0), "matrix": str(out / MATRIX),
-            "report": str(page)}
+            **counts, "request_failed": judge_counts.get("request_failed", 0) + counts["n_no_prediction"],
+            "matrix": str(out / MATRIX), "report": str(page)}

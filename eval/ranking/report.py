@@ -18,6 +18,11 @@ from eval.reports.report import p_phrase
 
 __all__ = ["render_ranking_page", "write_ranking_page", "render_ranking_compare_page"]
 
+#: ``bench.json`` counts about the candidate's answers: an answer cut short is still judged and scored.
+ANSWER_COUNTS = ("n_answer_failed", "n_cut_in_thinking", "n_finish_length")
+#: ``bench.json`` counts of (instruction, criterion) items that have no score.
+NOT_SCORED = ("n_no_answer", "n_empty_answer", "n_no_prediction")
+
 _EXTRA_CSS = """
 table.heat td { min-width: 88px; }
 table.heat td small { display: block; color: var(--muted); font-size: 11px; }
@@ -99,19 +104,27 @@ def render_ranking_page(result: Mapping[str, Any]) -> str:
                 f"{_e(matrix['normalize'])}; verdicts read by the {_e(result.get('verdict_reader', 'toolkit'))} "
                 f"reader; {matrix['n_boot']} bootstrap resamples over {matrix['n_instructions']} "
                 "instructions (seed " + _e(matrix["seed"]) + ")"]
-    not_scored = [f"{k} {v}" for k, v in counts.items() if k not in ("n_instructions", "n_items") and v]
+    not_scored = [f"{k} {counts[k]}" for k in NOT_SCORED if counts.get(k)]
+    answers = [f"{k} {counts[k]}" for k in ANSWER_COUNTS if counts.get(k)]
     body = ["<h2>Matrix</h2>",
             '<p class="note">Laid out as POLLUX\'s metrics.csv (matrix.csv): cells are means of normalised scores '
             "after the binary gate; <i>mean_over_meta</i> is the mean of a row's cells, <i>mean_over_criteria</i> "
             "the mean over non-binary criteria, and their corner the mean of all non-binary scores. Under each "
             "value: its 95% bootstrap interval over instructions and the scores it rests on; a red outline marks a "
-            "cell with verdicts that were not scored (unparsed, out of scale, request failed), which POLLUX drops "
-            "silently.</p>",
+            "cell with verdicts that were not scored (unparsed, out of scale, request failed, no verdict written), "
+            "which POLLUX drops silently.</p>",
             _matrix_table(matrix),
+            "<h2>Answers</h2>",
+            f'<p class="note">{_e(", ".join(answers) or "every instruction answered, none cut short")}. '
+            "n_answer_failed counts instructions whose answer request failed (asked again by the next run); "
+            "n_cut_in_thinking answers that stopped inside an unclosed &lt;think&gt; (the rest was cut away) and "
+            "n_finish_length answers the candidate's max_tokens stopped: those are judged and scored as they are.</p>",
             "<h2>Not scored</h2>",
-            f'<p class="note">{_e(", ".join(not_scored) or "nothing: every instruction was answered and judged")}. '
+            f'<p class="note">{_e(", ".join(not_scored) or "nothing: every item was answered and judged")}. '
             "n_no_answer / n_empty_answer count (instruction, criterion) items whose answer request failed or whose "
-            "answer was empty once thinking was stripped: those are not judged (POLLUX would send an empty answer).</p>"]
+            "answer was empty once thinking was stripped: those are not judged (POLLUX would send an empty answer); "
+            "n_no_prediction items the judge wrote no verdict for (judged by the next run). Verdicts that did not "
+            "parse, were out of scale or whose request failed are counted per cell above.</p>"]
     return _page(f"judge-eval rank: {result['model']}", subtitle, body)
 
 
@@ -143,7 +156,7 @@ def render_ranking_compare_page(result: Mapping[str, Any]) -> str:
     table.append("</tbody></table></div>")
     subtitle = [f"A <b>{_e(result['a']['model'])}</b> ({_e(result['a']['run'])}) vs B <b>{_e(result['b']['model'])}"
                 f"</b> ({_e(result['b']['run'])}); judge {_e(result['judge'])}",
-                f"{result['n_instructions']} instructions answered by both; {result['n_boot']} paired resamples "
+                f"{result['n_instructions']} instructions scored by both; {result['n_boot']} paired resamples "
                 f"(seed {_e(result['seed'])}), alpha {_e(result['alpha'])}"]
     body = ["<h2>B − A</h2>",
             '<p class="note">Each cell: the difference of POLLUX\'s matrix cell (B minus A) over the instructions both '

@@ -20,8 +20,9 @@ from eval.ranking.rank import load_instructions, strip_think
 from eval.ranking.matrix import RankedItem, pollux_matrix
 from eval.cli import main
 from judge.records import RecordError
-from tests.support.eval_ranking import (CASES, FULLNESS, GEN, LITERACY, RUBRICS, SAFE, TECH, Candidate, Judge, rank_argv,
-                                       scores_by_output)
+from tests.support.eval_ranking import (CASES, FULLNESS, GEN, LITERACY, RUBRICS, SAFE, TECH, Candidate, Judge,
+                                       instruction_rows, rank_argv, scores_by_output)
+from tests.support.release_instructions import write_instructions_dataset
 
 
 # POLLUX's prompts/test_pollux.txt, filled by hand (str.format, no trailing newline).
@@ -235,3 +236,188 @@ def test_the_old_subcommand_name_still_ranks_with_a_note(tmp_path: Path, capsys)
     assert code == 2
     assert "judge-eval: note: `bench` is now `judge-eval rank`; the old name still works" in err
     assert "judge-eval rank: error:" in err and "missing.jsonl" in err
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _asked(endpoint) -> list[str]:
+    return sorted(b["messages"][0]["content"] for b in endpoint.bodies("/v1/chat/completions"))
+
+
+def test_resume_asks_again_only_what_the_data_changed(tmp_path: Path, data: Path) -> None:
+    """Same prompt_ids, new data: a changed instruction is answered and judged again; reordered criteria are judged
+    again; every other answer and verdict is reused, and no verdict is reused for another (instruction, answer,
+    criterion)."""
+    out = tmp_path / "bench"
+    with Candidate() as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 0
+    rows = instruction_rows()
+    rows[0]["instruction"] = "Инструкция 1: напиши другой текст."
+    rows[2]["criteria"] = rows[2]["criteria"][::-1]  # prompt 3: FULLNESS, then LITERACY
+    changed = write_instructions_dataset(tmp_path / "changed", rows)
+    with Candidate() as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, changed, out)) == 0
+        assert _asked(cand) == ["Инструкция 1: напиши другой текст."]
+        judged = _asked(judge)
+    assert len(judged) == 3 + 2  # prompt 1's criteria (its new text) and prompt 3's (their new order)
+    assert sum("Инструкция 1: напиши другой текст." in p for p in judged) == 3
+    assert sum("Инструкция 3: напиши текст." in p for p in judged) == 2
+    items = _lines(out / "items.jsonl")
+    verdicts = {row["id"]: row for row in _lines(out / "predictions.jsonl")}
+    assert len(items) == len(verdicts) == 14 and {i["id"] for i in items} == set(verdicts)
+    assert [i["criteria_name"] for i in items if i["prompt_id"] == 3] == [FULLNESS, LITERACY]
+    assert json.loads((out / "bench.json").read_text(encoding="utf-8"))["matrix"]["grand_mean"] == pytest.approx(4 / 9)
+
+
+@pytest.mark.parametrize("flag, value, shown", [
+    ("--temperature", "0.2", "temperature: 0.7 -> 0.2"),
+    ("--max-tokens", "100", "max_tokens: 4096 -> 100"),
+    ("--extra-body", '{"top_p": 0.5}', "extra_body: {} -> {'top_p': 0.5}"),
+])  # fmt: skip
+def test_resume_with_other_candidate_settings_is_refused(tmp_path: Path, data: Path, capsys, flag: str, value: str,
+                                                         shown: str) -> None:
+    """A rerun whose candidate would answer differently (temperature, max_tokens, extra_body) is refused before any
+    request, naming the setting with its old and new value (exit 2); --overwrite asks everything again."""
+    out = tmp_path / "bench"
+    with Candidate() as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 0
+    answers = (out / "answers.jsonl").read_bytes()
+    capsys.readouterr()
+    with Candidate() as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out, flag, value)) == 2
+        assert cand.bodies("/v1/chat/completions") == [] and judge.bodies("/v1/chat/completions") == []
+        err = capsys.readouterr().err
+        assert "holds progress made with other settings" in err and shown in err and "--overwrite" in err
+        assert (out / "answers.jsonl").read_bytes() == answers
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out, flag, value, "--overwrite")) == 0
+        assert len(cand.bodies("/v1/chat/completions")) == len(CASES)
+        assert len(judge.bodies("/v1/chat/completions")) == 14
+
+
+def test_smaller_selection_keeps_what_was_paid_for(tmp_path: Path, data: Path) -> None:
+    """--limit 2, then --meta, after a full run ask nothing and delete nothing; their matrices hold their selection
+    only; a full run after them asks the candidate and the judge for nothing and gives the full matrix again."""
+    out = tmp_path / "bench"
+    with Candidate() as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 0
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out, "--limit", "2")) == 0
+        limited = json.loads((out / "bench.json").read_text(encoding="utf-8"))
+        assert len(_lines(out / "answers.jsonl")) == len(CASES) and len(_lines(out / "predictions.jsonl")) == 14
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out, "--meta", TECH)) == 0
+        assert len(_lines(out / "answers.jsonl")) == len(CASES) and len(_lines(out / "predictions.jsonl")) == 14
+        n_cand, n_judge = len(cand.bodies("/v1/chat/completions")), len(judge.bodies("/v1/chat/completions"))
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 0
+        assert len(cand.bodies("/v1/chat/completions")) == n_cand == len(CASES)
+        assert len(judge.bodies("/v1/chat/completions")) == n_judge == 14
+    # The --limit 2 run: prompts 1 and 2 only (the GEN column); the other 8 verdicts were kept, not scored.
+    assert limited["counts"]["n_instructions"] == 2 and limited["counts"]["n_items"] == 6
+    assert limited["counts"]["n_kept"] == 8 and limited["matrix"]["columns"] == [GEN, "mean_over_meta"]
+    assert [json.loads(line)["prompt_id"] for line in (out / "answers.jsonl").read_text().splitlines()] == sorted(CASES)
+    grid = _matrix_csv(out / "matrix.csv")
+    for row in grid[1:]:
+        for column, text in zip(grid[0][1:], row[1:]):
+            assert float(text) == pytest.approx(EXPECTED[row[0]][column], abs=1e-12), (row[0], column)
+
+
+@pytest.mark.parametrize("line", ["limit: 3", "split: standard", "criteria: auto"])
+def test_judge_config_that_selects_items_is_refused(tmp_path: Path, data: Path, capsys, line: str) -> None:
+    """A --judge-config YAML that would have the judge skip items (limit, split, criteria) is refused before the
+    candidate is asked anything, naming the key and the file (exit 2)."""
+    yaml = tmp_path / "judge.yaml"
+    yaml.write_text(line + "\n", encoding="utf-8")
+    with Candidate() as cand, Judge(scores_by_output()) as judge:
+        code = main(rank_argv(cand.base_url, judge.base_url, data, tmp_path / "bench", "--judge-config", str(yaml)))
+        assert cand.bodies("/v1/chat/completions") == []
+    err = capsys.readouterr().err
+    key = line.split(":")[0]
+    assert code == 2 and f"judge_config: {yaml} sets {key}:" in err and f"remove {key} from the file" in err
+
+
+def test_an_item_without_a_verdict_is_a_counted_failure(tmp_path: Path, data: Path, monkeypatch, capsys) -> None:
+    """An item the judge stage left without a prediction stays in the matrix's counts (n_no_prediction, per cell and
+    in bench.json), the run exits 3 instead of claiming success, and the next run judges that item alone."""
+    import eval.judging.run as judging
+
+    real_run, lost = judging.run, []
+
+    def run_losing_one_verdict(config, **kwargs):
+        counts = real_run(config, **kwargs)
+        path = Path(config.out) / "predictions.jsonl"
+        first, *rest = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        lost.append(json.loads(first)["id"])
+        path.write_text("".join(rest), encoding="utf-8")
+        return counts
+
+    out = tmp_path / "bench"
+    monkeypatch.setattr(judging, "run", run_losing_one_verdict)
+    with Candidate() as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 3
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["n_no_prediction"] == 1 and summary["request_failed"] == 1
+    result = json.loads((out / "bench.json").read_text(encoding="utf-8"))
+    assert result["counts"]["n_no_prediction"] == 1
+    assert result["matrix"]["cells"]["mean_over_criteria"]["mean_over_meta"]["n_no_prediction"] == 1
+    assert "n_no_prediction 1" in (out / "report.html").read_text(encoding="utf-8")
+    monkeypatch.setattr(judging, "run", real_run)
+    with Candidate() as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 0
+        assert len(judge.bodies("/v1/chat/completions")) == 1 and cand.bodies("/v1/chat/completions") == []
+    assert lost[0] in {row["id"] for row in _lines(out / "predictions.jsonl")}
+
+
+@pytest.mark.parametrize("field, change", [
+    ("meta", lambda row: {**row, "meta": "Другой набор"}),
+    ("instruction", lambda row: {**row, "instruction": row["instruction"].replace("напиши", "перепиши")}),
+])  # fmt: skip
+def test_compare_refuses_runs_of_other_data(tmp_path: Path, data: Path, capsys, field: str, change) -> None:
+    """compare of two runs whose shared prompt_ids hold other content (meta, instruction text) is refused (exit 2),
+    naming the prompt_id, what differs and both data sources."""
+    other = write_instructions_dataset(tmp_path / "other", [change(row) for row in instruction_rows()])
+    with Candidate() as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, tmp_path / "a")) == 0
+        assert main(rank_argv(cand.base_url, judge.base_url, other, tmp_path / "b")) == 0
+    capsys.readouterr()
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--n-boot", "10"]) == 2
+    err = capsys.readouterr().err
+    assert "the runs were made on different data" in err and f"has another {field} in each" in err
+    assert str(data) in err and str(other) in err
+
+
+def test_compare_pairs_only_instructions_both_runs_scored(tmp_path: Path, data: Path) -> None:
+    """An instruction a run holds but never scored (its every verdict unparsed) is not one of the instructions the
+    comparison pairs: B's prompt 7 has no score, so 5 instructions are shared, not A's 6."""
+    table = scores_by_output() | {("Ответ семь.", LITERACY): None}
+    with Candidate() as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, tmp_path / "a")) == 0
+    with Candidate() as cand, Judge(table) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, tmp_path / "b")) == 0
+    from eval.ranking.compare import compare_rankings
+
+    assert compare_rankings(tmp_path / "a", tmp_path / "b", n_boot=0)["n_instructions"] == 5
+
+
+def test_prompt_ids_one_and_text_one_are_refused(tmp_path: Path) -> None:
+    """prompt_id 1 and "1" name one instruction in items and verdicts: refused at load, naming the field and row."""
+    path = tmp_path / "instructions.jsonl"
+    crit = [{"criteria_name": LITERACY, "rubrics": RUBRICS[LITERACY]}]
+    path.write_text("".join(json.dumps({"prompt_id": pid, "instruction": f"x{k}", "meta": "m", "criteria": crit}) + "\n"
+                            for k, pid in enumerate([1, "1"])), encoding="utf-8")
+    with pytest.raises(RecordError, match="'1' is the same id as 1 of row 0") as caught:
+        load_instructions(path)
+    assert caught.value.row == 1 and caught.value.field == "prompt_id"
+
+
+def test_report_tells_answer_counts_from_items_not_scored() -> None:
+    """Answers cut inside their thinking or by max_tokens are still judged: the page lists them under Answers, not
+    under Not scored, which lists the items without a score."""
+    from eval.ranking.report import render_ranking_page
+
+    matrix = pollux_matrix([RankedItem(1, GEN, LITERACY, (0, 1, 2), 2.0)], n_boot=0).to_json()
+    counts = {"n_instructions": 1, "n_items": 1, "n_answer_failed": 0, "n_cut_in_thinking": 3, "n_finish_length": 4,
+              "n_no_answer": 5, "n_empty_answer": 0, "n_no_prediction": 0}
+    page = render_ranking_page({"model": "m", "judge": "j", "data": "d", "counts": counts, "matrix": matrix})
+    answers, not_scored = page.split("<h2>Answers</h2>")[1].split("<h2>Not scored</h2>")
+    assert "n_cut_in_thinking 3, n_finish_length 4." in answers
+    assert "n_no_answer 5." in not_scored and "n_cut_in_thinking 3" not in not_scored

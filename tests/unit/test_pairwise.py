@@ -70,6 +70,9 @@ PAIRS = [
     ({"answer_2": ""}, r"row 1\.answer_2: required text is missing or empty"),
     ({"winner": 2}, r"row 1\.winner: 2 is not one of"),
     ({"winner": True}, r"row 1\.winner: True is not one of"),
+    ({"winner": False}, r"row 1\.winner: False is not one of"),
+    ({"winner": 0.5}, r"row 1\.winner: 0\.5 is not one of"),
+    ({"winner": "1"}, r"row 1\.winner: '1' is not one of"),
     ({"rubrics": None}, r"row 1\.rubrics: required text"),
 ])  # fmt: skip
 def test_bad_pairwise_rows_name_the_row_and_field(tmp_path, change, message):
@@ -86,6 +89,14 @@ def test_winner_labels_read_as_the_judges_scale(tmp_path):
     pairs = load_pairs(_write([*PAIRS, {k: v for k, v in PAIRS[0].items() if k != "id"}], tmp_path / "p.jsonl"))
     assert [p.winner for p in pairs] == [-1, 1, 0, None, -1]
     assert len(pairs[-1].id) == 16 and pairs[-1].id == load_pairs(tmp_path / "p.jsonl")[-1].id
+
+
+def test_winner_labels_written_by_pandas_read_as_integers(tmp_path):
+    """pandas writes an integer winner column that has a null as floats (1.0, -1.0, 0.0): read as 1, -1, 0."""
+    rows = [{**PAIRS[k], "winner": w} for k, w in enumerate([1.0, -1.0, 0.0])] + [{**PAIRS[3], "winner": None}]
+    pairs = load_pairs(_write(rows, tmp_path / "pandas.jsonl"))
+    assert [p.winner for p in pairs] == [1, -1, 0, None]
+    assert all(type(p.winner) is int for p in pairs[:3])
 
 
 # What the scripted judge answers (content, reasoning) for each pair in each order, as it sees the order:
@@ -235,6 +246,23 @@ def test_score_counts_the_pairs_the_run_asked(tmp_path):
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text(encoding="utf-8"))
     assert (metrics["n_judgments"], metrics["n_missing"]) == (3, 1)
     assert "**1 judgments have no row** (the run is unfinished" in (tmp_path / "run" / "report.md").read_text()
+
+
+def test_score_without_run_json_asks_for_data(tmp_path, capsys):
+    """A pairwise predictions file scored without its run.json and without --data: exit 2 with an error that says to
+    pass --data, never a KeyError traceback."""
+    data = _write(PAIRS, tmp_path / "pairs.jsonl")
+    with ScriptedEndpoint(_scripted_judge(_prompts(load_pairs(data))), model=HUB_ID) as server:
+        assert main(["run", "--judge", server.base_url, "--model", HUB_ID, "--data", data, "--out",
+                     str(tmp_path / "run"), "--no-progress", "--limit", "1"]) == 0
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / PAIRWISE_PREDICTIONS).write_bytes((tmp_path / "run" / PAIRWISE_PREDICTIONS).read_bytes())
+    capsys.readouterr()
+    assert main(["score", "--predictions", str(alone), "--n-boot", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "--data" in err and str(alone / "run.json") in err and "Traceback" not in err
+    assert main(["score", "--predictions", str(alone), "--data", data, "--n-boot", "0"]) == 0
 
 
 def test_compare_of_pairwise_runs_says_what_it_compares(tmp_path, capsys):
