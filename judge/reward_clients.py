@@ -14,8 +14,10 @@ trl calls an async reward function with ``prompts``, ``completions``, ``completi
 (``max_items`` samples, its ``max_batch_items``; ``max_judgments`` (sample, criterion) judgments, its
 ``max_judgments_per_request``: 64 samples of 20 criteria, a POLLUX task's usual count, are 1,280), turns each
 sample's verdicts into a reward by ``judge.rewards.reward_of``, answers ``None`` for every sample of a request that
-failed after the retry policy's tries, and, when trl passes them, logs the judge's rationales as a completions-table
-column (``log_extra``) and the failure count and latency as metrics (``log_metric``).
+failed transiently (a 5xx, a timeout, no connection) after the retry policy's tries, and, when trl passes them, logs
+the judge's rationales as a completions-table column (``log_extra``) and the failure count and latency as metrics
+(``log_metric``). A request judge-serve refuses (a 4xx other than 408/409/429: a wrong key or URL, a malformed
+sample) raises ``RewardRequestRefused``: retrying cannot mend it, and the same sample would fail every step.
 
 The instruction is the prompt's last user turn (conversational) or the prompt itself (plain), or the dataset column
 ``instruction_column`` names; the criteria are ``criteria`` (one list for every sample) or the column
@@ -36,12 +38,19 @@ verl calls ``compute_score(data_source, solution_str, ground_truth, extra_info, 
 reference answer (and the task fields) come from ``extra_info`` (keys ``instruction``, ``criteria``,
 ``reference_answer``, ``task_type``, ``task_subtype``, ``task_subsubtype``) and, for what
 it lacks, from ``ground_truth`` read as a label (a JSON object or a string holding one; any other string is the
-reference answer). verl needs a number for every sample: a rule that skips (``on_failure="skip"``) is refused, and a
-request that fails after the retries raises.
+reference answer); a key whose value is None counts as absent (verl reads ``extra_info`` from parquet, where a row
+without a key holds None). verl needs a number for every sample: a rule that skips (``on_failure="skip"``) is
+refused, and a request that fails after the retries raises.
 
 Both follow the shared retry policy (``judge.plumbing.retry``: connection errors, timeouts, 408/409/429/5xx,
 ``Retry-After`` honoured) and send ``Authorization: Bearer`` with the key from ``$JUDGE_SERVE_API_KEY`` (or the
-variable ``api_key_env`` names).
+variable ``api_key_env`` names). A refusal (``RewardRequestRefused``) carries judge-serve's message with its
+``items[k]`` named as the caller's sample, ``samples[i]``: the i-th sample given (trl: the i-th prompt and completion
+of the generation batch), whichever request it went in.
+
+Why one module of ~510 lines: the trl and verl adapters are thin over one client (the request, its splitting under
+judge-serve's bounds, the retry policy, the refusal's mapping back to the caller's samples); apart, each adapter
+would import the other's private request code, and a reader of one framework's reward would read two files.
 """
 
 from __future__ import annotations
@@ -49,20 +58,22 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import time
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from judge.plumbing.retry import RetryPolicy
+from judge.plumbing.retry import RetryPolicy, is_transient, retryable_status, server_message
 from judge.rewards import CriterionReward, Reward, RewardRule, policy_answer, prompt_opens_reasoning, reward_of
 from judge.verdicts import format_score
 from judge.wire import JudgeResponse
 
 __all__ = ["RewardSample", "judge_request_body", "rewards_from_response", "JudgeRewardClient", "trl_reward_function",
            "compute_score", "compute_score_async", "sample_from_verl", "DEFAULT_TIMEOUT_S", "DEFAULT_MAX_ITEMS",
-           "DEFAULT_MAX_JUDGMENTS", "DEFAULT_VERL_CONCURRENCY", "request_chunks", "TASK_FIELDS"]
+           "DEFAULT_MAX_JUDGMENTS", "DEFAULT_VERL_CONCURRENCY", "request_chunks", "TASK_FIELDS",
+           "RewardRequestRefused"]
 
 log = logging.getLogger("judge.reward_clients")
 
@@ -153,6 +164,52 @@ def rewards_from_response(samples: Sequence[RewardSample], response: Mapping[str
     return out
 
 
+_ITEM_PATH = re.compile(r"\bitems\[(\d+)\]")
+
+
+class RewardRequestRefused(ValueError):
+    """judge-serve refused a reward request with a 4xx that retrying cannot mend (every one but 408, 409 and 429): a
+    wrong key or URL, or a sample it cannot judge, which would fail the same way at every step.
+
+    Attributes:
+        status: the HTTP status.
+        message: judge-serve's message, its ``items[k]`` named as the caller's ``samples[i]``.
+        param: judge-serve's ``param`` named the same way (``samples[2].criteria[0]``), or None.
+        sample: the index of the sample it names (``samples[i]``), or None when it names none.
+    """
+
+    def __init__(self, status: int, message: str, param: str | None, sample: int | None):
+        super().__init__(f"judge-serve refused the reward request (HTTP {status}): {message}")
+        self.status, self.message, self.param, self.sample = status, message, param, sample
+
+    @classmethod
+    def of(cls, response: Any, rows: Sequence[int]) -> "RewardRequestRefused":
+        """The refusal in ``response``, the ``/v1/judge`` answer to a request whose item k was sample ``rows[k]``."""
+        try:
+            error = response.json().get("error")
+        except (ValueError, AttributeError):
+            error = None
+        param = error.get("param") if isinstance(error, dict) and isinstance(error.get("param"), str) else None
+
+        def sample_path(match: re.Match) -> str:
+            k = int(match.group(1))
+            return f"samples[{rows[k]}]" if k < len(rows) else match.group(0)
+
+        where = _ITEM_PATH.search(param or "")
+        sample = rows[int(where.group(1))] if where and int(where.group(1)) < len(rows) else None
+        message = _ITEM_PATH.sub(sample_path, server_message(response, 1000))
+        return cls(response.status_code, message, _ITEM_PATH.sub(sample_path, param) if param else None, sample)
+
+
+def _checked(response: Any, rows: Sequence[int]) -> dict[str, Any]:
+    """``response``'s JSON body; a refusal retrying cannot mend raises ``RewardRequestRefused`` (not retried), any
+    other failure ``httpx.HTTPStatusError`` (retried by the policy)."""
+    if 400 <= response.status_code < 500 and not retryable_status(response.status_code):
+        raise RewardRequestRefused.of(response, rows)
+    response.raise_for_status()
+    return response.json()
+
+
 def _value(reward: Reward | None, rule: RewardRule) -> float | None:
     return reward.value if reward is not None else rule.empty_answer
 
@@ -186,40 +243,48 @@ class JudgeRewardClient:
         key = _api_key(self.api_key_env)
         return {"Authorization": f"Bearer {key}"} if key else {}
 
-    def rewards(self, samples: Sequence[RewardSample]) -> list[Reward | None]:
+    def rewards(self, samples: Sequence[RewardSample], first: int = 0) -> list[Reward | None]:
         """The samples' rewards (one request), synchronously.
 
+        Args:
+            samples: the samples to judge.
+            first: the caller's index of ``samples[0]``, which a refusal names its samples from.
+
         Raises:
-            httpx.HTTPError: the request failed after the retries (or at once, when retrying cannot help).
+            RewardRequestRefused: judge-serve refused the request (a 4xx retrying cannot mend), at once.
+            httpx.HTTPError: the request failed after the retries.
         """
         import httpx
 
         body = judge_request_body(samples, self.model)
         if not body["items"]:
             return [None] * len(samples)
+        rows = _sent_rows(samples, first)
 
         def attempt() -> dict[str, Any]:
-            response = httpx.post(self.url, json=body, headers=self._headers(), timeout=self.timeout_s)
-            response.raise_for_status()
-            return response.json()
+            return _checked(httpx.post(self.url, json=body, headers=self._headers(), timeout=self.timeout_s), rows)
 
         return rewards_from_response(samples, self.retry.call(attempt), self.rule)
 
-    async def arewards(self, samples: Sequence[RewardSample]) -> list[Reward | None]:
-        """The samples' rewards (one request), awaited."""
+    async def arewards(self, samples: Sequence[RewardSample], first: int = 0) -> list[Reward | None]:
+        """The samples' rewards (one request), awaited; as ``rewards``."""
         import httpx
 
         body = judge_request_body(samples, self.model)
         if not body["items"]:
             return [None] * len(samples)
+        rows = _sent_rows(samples, first)
         async with httpx.AsyncClient(timeout=self.timeout_s) as client:
 
             async def attempt() -> dict[str, Any]:
-                response = await client.post(self.url, json=body, headers=self._headers())
-                response.raise_for_status()
-                return response.json()
+                return _checked(await client.post(self.url, json=body, headers=self._headers()), rows)
 
             return rewards_from_response(samples, await self.retry.acall(attempt), self.rule)
+
+
+def _sent_rows(samples: Sequence[RewardSample], first: int) -> list[int]:
+    """The caller's index of each sample ``judge_request_body`` sends (those with an answer), in its order."""
+    return [first + i for i, sample in enumerate(samples) if sample.answer]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -269,7 +334,7 @@ def _verdict_text(part: CriterionReward) -> str:
 def trl_reward_function(
     url: str,
     *,
-    criteria: Sequence[Any] | None = None,
+    criteria: Sequence[Any] | str | None = None,
     criteria_column: str = "criteria",
     instruction_column: str | None = None,
     reference_column: str | None = None,
@@ -286,7 +351,8 @@ def trl_reward_function(
 
     Args:
         url: judge-serve's root URL.
-        criteria: the criteria of every sample; None: the dataset column ``criteria_column``.
+        criteria: the criteria of every sample (a list, or one criterion's name); None: the dataset column
+            ``criteria_column``.
         criteria_column, instruction_column, reference_column: dataset columns trl passes as keyword lists.
         rule: the reward rule (default: ``RewardRule()``: the mean, a failed verdict skips the sample).
         api_key_env, model, timeout_s, retry: as ``JudgeRewardClient``.
@@ -297,7 +363,7 @@ def trl_reward_function(
     import asyncio
 
     client = JudgeRewardClient(url, rule=rule, api_key_env=api_key_env, model=model, timeout_s=timeout_s, retry=retry)
-    fixed = _criteria(list(criteria), "criteria") if criteria is not None else None
+    fixed = _criteria(criteria, "criteria") if criteria is not None else None
 
     async def reward(prompts, completions, log_extra=None, log_metric=None, **columns) -> list[float | None]:
         samples = []
@@ -310,14 +376,20 @@ def trl_reward_function(
             opened = isinstance(prompt, str) and prompt_opens_reasoning(prompt)
             samples.append(RewardSample(instruction, policy_answer(_text(completion), opened), crit, reference, task))
         chunks = request_chunks(samples, max_items, max_judgments)
+        firsts = [sum(map(len, chunks[:k])) for k in range(len(chunks))]  # each chunk's first row in the batch
         started = time.monotonic()
-        answers = await asyncio.gather(*(client.arewards(chunk) for chunk in chunks), return_exceptions=True)
+        answers = await asyncio.gather(*(client.arewards(chunk, first) for chunk, first in zip(chunks, firsts)),
+                                       return_exceptions=True)
         latency = time.monotonic() - started
+        # A refusal (a bad row, a wrong key) would come back every step: raised, not turned into missing rewards.
+        lasting = next((a for a in answers if isinstance(a, BaseException) and not is_transient(a)), None)
+        if lasting is not None:
+            raise lasting
         values: list[float | None] = []
         rationales: list[str] = []
         failed_requests = failures = 0
         for chunk, answer in zip(chunks, answers):
-            if isinstance(answer, BaseException):
+            if isinstance(answer, BaseException):  # transient, and still failing after the retries
                 log.warning("judge-serve gave no rewards for %d samples: %s: %s", len(chunk), type(answer).__name__, answer)
                 failed_requests += 1
                 values += [None] * len(chunk)
@@ -362,10 +434,12 @@ def sample_from_verl(solution_str: str, ground_truth: Any, extra_info: Mapping[s
     Raises:
         ValueError: no instruction or no criteria in either place.
     """
-    extra = dict(extra_info or {})
+    # verl reads extra_info from parquet, whose struct gives every row every key: a key a row lacks holds None,
+    # which must leave the label's value (and a plain ground truth's reference answer) in place.
+    given = {k: v for k, v in (extra_info or {}).items()
+             if k in ("instruction", "criteria", "reference_answer", *TASK_FIELDS) and v is not None}
     label = _label(ground_truth)
-    source = {**(label or {}), **{k: v for k, v in extra.items()
-                                  if k in ("instruction", "criteria", "reference_answer", *TASK_FIELDS)}}
+    source = {**{k: v for k, v in (label or {}).items() if v is not None}, **given}
     if label is None and isinstance(ground_truth, str) and ground_truth.strip() and "reference_answer" not in source:
         source["reference_answer"] = ground_truth
     if not source.get("instruction"):
@@ -403,6 +477,7 @@ def compute_score(data_source: Any, solution_str: str, ground_truth: Any, extra_
 
     Raises:
         ValueError: no instruction or criteria for the sample, or a skipping rule.
+        RewardRequestRefused: judge-serve refused the sample (its message, naming the field), not retried.
         httpx.HTTPError: judge-serve did not answer after the retries.
     """
     client = _verl_client(judge_url, rule, api_key_env, timeout_s, max_retries)

@@ -8,6 +8,7 @@ here is a flag and a YAML key at once. Unknown YAML keys are errors.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,10 @@ __all__ = ["ServeConfig", "ConfigError", "load_yaml_config"]
 #: The reward rule /get_reward uses unless ``reward_rule`` says otherwise: a failed verdict counts 0 (OpenRLHF needs
 #: a number for every sample; the failure is counted in ``judge_failures`` and journaled).
 SERVE_DEFAULT_RULE = {"on_failure": "zero"}
+#: /get_reward's default bound on one request, in seconds: OpenRLHF's reward client gives up after 180 s in all
+#: (``openrlhf/utils/agent.py``, ``_fetch_rewards_via_http``: ``aiohttp.ClientTimeout(total=180)``, then 5 tries 1 s
+#: apart), so an answer must leave judge-serve before that; 10 s are left for the network and the client's own work.
+REWARD_DEADLINE_S = 170.0
 
 
 @dataclass
@@ -152,8 +157,14 @@ class ServeConfig:
     )
     reward_engine_wait_s: float = _f(
         120.0, "POST /get_reward: seconds a request waits for an engine that is restarting (or still starting) "
-        "before its 503. OpenRLHF retries a reward request 5 times, 1 s apart, then fails the training step; "
-        "under its 180 s request timeout. 0: answer 503 at once.",
+        "before its 503. OpenRLHF retries a reward request 5 times, 1 s apart, then fails the training step. The "
+        "wait counts against reward_deadline_s and must be shorter. 0: answer 503 at once.",
+    )
+    reward_deadline_s: float = _f(
+        REWARD_DEADLINE_S, "POST /get_reward: seconds a request may take in all (its body, the wait for an engine, "
+        "the judging) before its 504; the judging is cancelled then, and when the client disconnects. Keep it under "
+        "the trainer's own timeout (OpenRLHF's is 180 s), or it gives up and resends while the first copy is still "
+        "judged. request_timeout_s, when shorter, bounds it too.",
     )
     reward_key_env: str = _f(
         "JUDGE_SERVE_REWARD_KEY",
@@ -228,6 +239,12 @@ class ServeConfig:
                 raise ConfigError(f"{name}: must be >= 0, got {getattr(self, name)!r}")
         if not self.reward_engine_wait_s >= 0:  # NaN too
             raise ConfigError(f"reward_engine_wait_s: must be >= 0, got {self.reward_engine_wait_s!r}")
+        if not 0 < self.reward_deadline_s < math.inf:  # NaN too
+            raise ConfigError(f"reward_deadline_s: must be a positive, finite number of seconds, got "
+                              f"{self.reward_deadline_s!r}")
+        if self.reward_engine_wait_s >= self.reward_deadline_s:
+            raise ConfigError(f"reward_engine_wait_s: {self.reward_engine_wait_s:g} s is not under reward_deadline_s "
+                              f"({self.reward_deadline_s:g} s), which the wait for an engine counts against")
         if self.shutdown_grace_s < 0:
             raise ConfigError(f"shutdown_grace_s: must be >= 0, got {self.shutdown_grace_s!r}")
         if not 0 < self.gpu_memory_share <= 1:

@@ -12,7 +12,8 @@ and reads ``{"rewards": [...], "scores": [...], "extra_logs": {name: [numbers]}}
 **The label** is a JSON object (or a string holding one) with the ``/v1/judge`` item fields but the answer:
 ``instruction``, ``criteria`` (taxonomy names or ids, or ``{"name", "rubrics"}`` objects as POLLUX-instructions rows
 give them), optionally ``reference_answer`` and ``task_type``/``task_subtype``/``task_subsubtype``. Its errors name
-``labels[i]``.
+``labels[i]``. Every label is checked in full (its fields, criteria names, task and rubric scales) before any work,
+whether or not its sample has an answer to judge: one label gets one answer.
 
 **The answer** (``answer_of``): the query minus its prompt, or minus the tail of it that OpenRLHF kept when it cut
 a long prompt from the left (a query that starts with neither is refused naming ``query[i]``), then ``judge.rewards.policy_answer``'s rule: cut at the first end-of-turn
@@ -25,6 +26,12 @@ an unclosed ``<think>`` leaves nothing to judge. An empty answer gets the rule's
 its reward by ``judge.rewards.reward_of`` under the server's ``reward_rule``. A judgment whose prompt cannot fit
 the judge's context is a failed criterion (``context_length_exceeded``, ``"oversize": "fail"``), valued by the
 rule's ``on_failure`` and counted in ``judge_failures``, not a refusal of the request.
+
+**One deadline** (``reward_deadline_s``, ``serve.config.REWARD_DEADLINE_S`` by default; ``request_timeout_s`` when
+shorter): the body, the wait for an engine (``reward_engine_wait_s``) and the judging together, answered 504 past it.
+OpenRLHF's client gives up after 180 s and sends the request again (``openrlhf/utils/agent.py``): a judgment still
+running then would be judged twice over. Past the deadline, or as soon as the client disconnects, the judging is
+cancelled, as ``/v1/judge``'s is past its ``request_timeout_s``: its engine requests are cancelled with it.
 
 **What goes back**: ``rewards`` and ``scores`` (the same numbers; OpenRLHF filters on ``scores``); ``extra_logs``:
 the keys of ``EXTRA_LOG_KEYS`` for every sample, ``judge_failures`` (criteria whose verdict failed),
@@ -56,12 +63,13 @@ from typing import Any, Callable
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
+from judge.criteria_auto import TaskChoice
 from judge.plumbing.journal import JournalWriter
 from judge.rewards import END_OF_TURN_MARKERS, Reward, RewardRule, policy_answer, prompt_opens_reasoning, reward_of
-from judge.wire import JudgeResult
+from judge.wire import JudgeResponse, JudgeResult
 from serve.config import SERVE_DEFAULT_RULE, ServeConfig
-from serve.engine_client import EngineFailure, EngineUnavailable
-from serve.schema import RequestError, decode_json_body, parse_judge_request
+from serve.engine_client import EngineFailure, EngineUnavailable, unless_dead
+from serve.schema import RequestError, decode_json_body, parse_judge_request, resolve_criteria
 
 __all__ = ["END_OF_TURN_MARKERS", "LABEL_FIELDS", "answer_of", "reward_rule_of", "reward_key_of", "RewardRoute",
            "install_reward_routes", "REWARD_JOURNAL", "SecretPathFilter"]
@@ -208,6 +216,17 @@ def _label(raw: Any, i: int) -> dict[str, Any]:
 EXTRA_LOG_KEYS = ("judge_failures", "judge_latency_s", "judge_gate_closed", "judge_empty_answer")
 
 _ITEM_PATH = re.compile(r"items\[(\d+)\](\.answer)?")
+#: The answer a label is checked with (``RewardRoute._check_labels``): a ``/v1/judge`` item needs one, and the answer
+#: is the policy's, never the label's.
+_STAND_IN_ANSWER = "-"
+
+
+async def _until_disconnected(request: Request, gone: asyncio.Event) -> None:
+    """Set ``gone`` when the client closes its connection. Once the body is read, the server's next message is
+    ``http.disconnect`` (Starlette's ``StreamingResponse`` listens for it the same way)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+    gone.set()
 
 
 class RewardRoute:
@@ -224,6 +243,9 @@ class RewardRoute:
         self.reward_key = reward_key_of(config)
         self.expected_bearer = f"Bearer {config.api_key}".encode()
         self._journal: JournalWriter | None = None
+        # request_timeout_s bounds every route; this one's client gives up sooner (serve.config.REWARD_DEADLINE_S).
+        self.deadline = min(("reward_deadline_s", config.reward_deadline_s),
+                            ("request_timeout_s", config.request_timeout_s), key=lambda bound: bound[1])
 
     def allowed(self, request: Request, secret: str | None) -> bool:
         """The secret route: the reward key; the plain one: judge-serve's own key (open when it has none)."""
@@ -239,12 +261,14 @@ class RewardRoute:
         return self._journal
 
     async def __call__(self, request: Request, secret: str | None = None) -> Response:
+        # The client's clock started before ours: ours runs from its headers, so the body's reading counts too.
+        deadline = time.monotonic() + self.deadline[1]
         if not self.allowed(request, secret):
             how = ("POST /get_reward/<reward key> with the key in $" + self.config.reward_key_env) if secret is not None \
                 else "Authorization: Bearer <key>, or POST /get_reward/<reward key>"  # fmt: skip
             return self.error(401, f"missing or wrong reward key: send {how}", "authentication_error", code="invalid_api_key")
         answers: list[str] = []
-        items, judged = [], []  # judged[k]: the sample of item k
+        sample_of: list[int] = []  # a /v1/judge error's items[k] is about sample sample_of[k]
         try:
             body = decode_json_body(await request.body())
             if not isinstance(body, dict):
@@ -259,34 +283,31 @@ class RewardRoute:
             if len(queries) > self.config.max_batch_items:
                 raise RequestError(f"query: {len(queries)} samples; this server takes at most "
                                    f"{self.config.max_batch_items} per request", param="query", code="too_many_items")
+            labelled = []
             for i, (query, prompt, raw) in enumerate(zip(queries, prompts, labels)):
-                label = _label(raw, i)
+                labelled.append(_label(raw, i))
                 answer = answer_of(query, prompt)
                 if answer is None:
                     raise RequestError(f"query[{i}]: does not start with prompts[{i}]; the answer is the query after "
                                        "its prompt", param=f"query[{i}]")  # fmt: skip
                 answers.append(answer)
-                if answer:
-                    items.append({**label, "answer": answer})
-                    judged.append(i)
+            sample_of = list(range(len(labelled)))
+            self._check_labels(labelled)
+            sample_of = [i for i, answer in enumerate(answers) if answer]
+            items = [{**labelled[i], "answer": answers[i]} for i in sample_of]
             # A judgment that cannot fit the judge's context is that sample's failure (valued by on_failure), not
             # a 400 that would cost the trainer the reward: the policy wrote the long answer, not the client.
             parsed = parse_judge_request({"items": items, "oversize": "fail"}) if items else None
         except RequestError as err:
-            return self._refused(err, judged)
+            return self._refused(err, sample_of)
         state = request.app.state.serve
         started = time.monotonic()
         results: list[list[JudgeResult]] = [[] for _ in queries]
         if parsed is not None:
-            if await self._engines_unavailable(state):
-                return self.error(503, "an engine is unavailable; retry later", "service_unavailable",
-                                  code="engine_unavailable", headers={"Retry-After": state.retry_after_s(state.engines)})
             try:
-                if state.judge is None:
-                    raise EngineUnavailable("the engines are still starting")
-                response = await asyncio.wait_for(state.judge.run(parsed), timeout=self.config.request_timeout_s)
+                response = await self._judged_in_time(request, state, parsed, deadline)
             except RequestError as err:
-                return self._refused(err, judged)
+                return self._refused(err, sample_of)
             except EngineUnavailable as err:
                 log.warning("engine unavailable during a reward request: %s", err)
                 return self.error(503, "an engine is unavailable; retry later", "service_unavailable",
@@ -296,25 +317,77 @@ class RewardRoute:
                 return self.error(502, err.public or "the engine failed; judge-serve's log has its message", "server_error",
                                   code="engine_error")
             except asyncio.TimeoutError:
-                return self.error(504, f"the rewards took longer than request_timeout_s={self.config.request_timeout_s:g} s",
-                                  "timeout", code="timeout")
+                name, seconds = self.deadline
+                return self.error(504, f"the rewards took longer than {name}={seconds:g} s (the wait for an engine "
+                                  "included); their judging is cancelled", "timeout", code="timeout")
+            if response is None:  # the client left: nobody to answer (serve.app answers a body never read alike)
+                return Response(status_code=499)
             for k, item in enumerate(response.items):
-                results[judged[k]] = list(item.results)
+                results[sample_of[k]] = list(item.results)
         latency = time.monotonic() - started
         rewards = [reward_of(r, self.rule) if r else None for r in results]
         body_out = self._body(rewards, latency)
         self._write_journal(state, request.headers.get("x-request-id", ""), answers, results, rewards, latency)
         return JSONResponse(body_out)
 
+    def _check_labels(self, labels: list[dict[str, Any]]) -> None:
+        """Every label read as the ``/v1/judge`` item it becomes, whatever its sample's answer: its fields, its
+        criteria's names, its task and its rubrics' scales (``serve.schema.resolve_criteria``, as the judging
+        resolves them). A sample with nothing to judge is not judged, but its label is refused as any other's is.
+
+        Raises:
+            RequestError: naming ``items[i]``, the label of sample i.
+        """
+        if not labels:  # no samples, no labels: a /v1/judge request needs an item to be read at all
+            return
+        request = parse_judge_request({"items": [{**label, "answer": _STAND_IN_ANSWER} for label in labels]})
+        for i, item in enumerate(request.items):
+            # "auto" takes its criteria from the classifier's reading of the answer, at the judging: a label can be
+            # checked only for what it says beside it and for a classifier on this server, so any choice stands in.
+            auto = item.criteria == "auto" and bool(self.config.criteria_classifier)
+            resolve_criteria(item, i, TaskChoice.failed("checked before its answer", "label check") if auto else None)
+
+    async def _judged_in_time(self, request: Request, state, parsed, deadline: float) -> JudgeResponse | None:
+        """``parsed`` judged once the engines can take it, by ``deadline`` (``time.monotonic()``), and cancelled
+        past it as ``/v1/judge``'s judging is past ``request_timeout_s`` (``asyncio.wait_for``), or as soon as the
+        client disconnects, as an engine call is when its engine dies (``unless_dead``).
+
+        Returns:
+            The response, or None when the client disconnected first.
+
+        Raises:
+            asyncio.TimeoutError: past the deadline.
+            RequestError, EngineUnavailable, EngineFailure: from the judging.
+        """
+        gone = asyncio.Event()
+        watching = asyncio.ensure_future(_until_disconnected(request, gone))
+        try:
+            within = asyncio.wait_for(self._judged(state, parsed), deadline - time.monotonic())
+            judging = await unless_dead(within, gone)
+        finally:
+            watching.cancel()
+        if judging is None:
+            log.warning("the client of a reward request disconnected before its rewards; their judging is cancelled")
+            return None
+        return judging.result()
+
+    async def _judged(self, state, parsed) -> JudgeResponse:
+        problem = await self._engines_unavailable(state)
+        if problem:
+            raise EngineUnavailable(problem)
+        if state.judge is None:
+            raise EngineUnavailable("the engines are still starting")
+        return await state.judge.run(parsed)
+
     async def _engines_unavailable(self, state) -> str | None:
         """Why an engine cannot take the request, after waiting up to ``reward_engine_wait_s`` for it to come back
         (a restart takes tens of seconds; OpenRLHF's 5 quick retries would not span it and the step would fail);
         None once every engine can. A server that failed or drains is not waited for."""
-        deadline = time.monotonic() + self.config.reward_engine_wait_s
+        until = time.monotonic() + self.config.reward_engine_wait_s
         announced = False
         while True:
             problem = next((p for p in map(state.engine_problem, state.engines) if p), None)
-            if problem is None or state.status in ("failed", "draining") or time.monotonic() >= deadline:
+            if problem is None or state.status in ("failed", "draining") or time.monotonic() >= until:
                 return problem
             if not announced:
                 log.warning("a reward request waits up to %.0f s for the engines: %s",
@@ -322,13 +395,18 @@ class RewardRoute:
                 announced = True
             await asyncio.sleep(0.25)
 
-    def _refused(self, err: RequestError, judged: list[int]) -> JSONResponse:
+    def _refused(self, err: RequestError, sample_of: list[int]) -> JSONResponse:
+        """``err`` in the route's own fields: ``items[k]`` is the label of sample ``sample_of[k]`` (``labels[i]``;
+        its answer, ``query[i]``), and a bound over every item (the judgments a request may ask for) is one over the
+        labels, whose criteria they are."""
         def sample_path(match: re.Match) -> str:
             k = int(match.group(1))
-            i = judged[k] if k < len(judged) else k
+            i = sample_of[k] if k < len(sample_of) else k
             return f"query[{i}]" if match.group(2) else f"labels[{i}]"
 
         message, param = _ITEM_PATH.sub(sample_path, err.message), _ITEM_PATH.sub(sample_path, err.param or "") or None
+        if param == "items":
+            param, message = "labels", "labels" + message[len("items"):] if message.startswith("items") else message
         kind = "not_found_error" if err.status == 404 else "invalid_request_error"
         return self.error(err.status, message, kind, param, err.code)
 

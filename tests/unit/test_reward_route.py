@@ -1,11 +1,15 @@
 """judge-serve's ``/get_reward`` and its request bounds without an engine: the response OpenRLHF's trainer can batch,
 the rules a server refuses at start, and the app in process in front of a scripted engine (an overlong answer, a cut
-prompt, a proxied body judge-serve cannot re-serialise). The route with a real engine, end to end:
+prompt, a proxied body judge-serve cannot re-serialise, labels refused whatever the answer, the deadline, and a
+client that disconnects, on a real uvicorn server). The route with a real engine, end to end:
 tests/integration/serving/test_rewards_serve.py."""
 
 from __future__ import annotations
 
 import contextlib
+import json
+import threading
+import time
 
 import pytest
 
@@ -61,26 +65,30 @@ def test_a_served_rule_that_can_give_no_reward_is_refused_at_start(rule, field):
     ServeConfig(model="x", reward_rule={"on_failure": "scale_min", "empty_answer": 0.0}).validate()
 
 
+def _engine_get(path: str) -> tuple:
+    """The scripted engine's GET answers: one model with a 1,024-token context, healthy."""
+    if path == "/v1/models":
+        return 200, {"object": "list", "data": [{"id": "attached", "object": "model", "max_model_len": 1024}]}
+    return (200, {}) if path == "/health" else (404, {"detail": "Not Found"})
+
+
+def _verdict(path: str, body: dict) -> tuple:
+    """The scripted engine's completion: one tagged verdict, the scale's top."""
+    return 200, {"choices": [{"text": "[FEEDBACK] Хорошо. [RESULT] 2 [END]", "finish_reason": "stop"}],
+                 "usage": {"prompt_tokens": 10, "completion_tokens": 5}}
+
+
 @contextlib.contextmanager
-def _attached_judge_serve(model_dir, monkeypatch, ready: bool = True, **settings):
+def _attached_judge_serve(model_dir, monkeypatch, ready: bool = True, completions=_verdict, **settings):
     """judge-serve's app in process (``TestClient``, its start ended; ready unless ``ready`` is False), in front of
-    a scripted engine with a 1,024-token context that answers every completion with one tagged verdict, ``settings``
-    added to its configuration; yields ``(client, engine)``."""
+    a scripted engine with a 1,024-token context that answers every completion by ``completions`` (one tagged
+    verdict), ``settings`` added to its configuration; yields ``(client, engine)``."""
     from fastapi.testclient import TestClient
 
     from serve.app import create_app
 
-    def engine_get(path: str) -> tuple:
-        if path == "/v1/models":
-            return 200, {"object": "list", "data": [{"id": "attached", "object": "model", "max_model_len": 1024}]}
-        return (200, {}) if path == "/health" else (404, {"detail": "Not Found"})
-
-    def completions(path: str, body: dict) -> tuple:
-        return 200, {"choices": [{"text": "[FEEDBACK] Хорошо. [RESULT] 2 [END]", "finish_reason": "stop"}],
-                     "usage": {"prompt_tokens": 10, "completion_tokens": 5}}
-
     monkeypatch.setenv("VLLM_API_KEY", "engine-key")
-    with ScriptedEndpoint(completions, respond_get=engine_get) as engine:
+    with ScriptedEndpoint(completions, respond_get=_engine_get) as engine:
         config = ServeConfig(model=str(model_dir), served_model_name="attached", generator_url=engine.url,
                              max_model_len=1024, max_tokens=128, api_key="k", **settings).validate()
         with TestClient(create_app(config), base_url="http://localhost") as http:
@@ -209,3 +217,199 @@ def test_get_reward_counts_an_answer_too_long_for_the_judge_and_reads_a_prompt_o
     (result,) = judged.json()["items"][0]["results"]
     assert result["error"] == "context_length_exceeded" and result["parse_ok"] is False
     assert result["error_reason"].startswith("items[0]")
+
+
+PROMPT = "<|im_start|>user\nНапиши стих о весне.<|im_end|>\n<|im_start|>assistant\n"
+AUTH = {"Authorization": "Bearer k"}
+
+
+def _reward_body(answer: str, criteria: list) -> dict:
+    """One OpenRLHF sample: the prompt, the prompt + ``answer``, a label judging it on ``criteria``."""
+    return {"query": [PROMPT + answer], "prompts": [PROMPT],
+            "labels": [{"instruction": "Напиши стих о весне.", "criteria": criteria}]}
+
+
+def _held_first(release: threading.Event, held: threading.Event):
+    """A scripted engine's completions whose first call is held until ``release`` (``held`` set once it arrived);
+    every call answers one tagged verdict."""
+    def completions(path: str, body: dict) -> tuple:
+        if not held.is_set():
+            held.set()
+            release.wait(30)
+        return _verdict(path, body)
+
+    return completions
+
+
+def _answers_judged(engine, tokenizer) -> list[str]:
+    """Which of the tests' two answers each judgment prompt the engine received holds, in arrival order."""
+    texts = [tokenizer.decode(body["prompt"]) for body in engine.bodies("/v1/completions")]
+    return [next(a for a in ("Весна пришла поздно.", "Лето.") if a in text) for text in texts]
+
+
+def test_get_reward_past_its_deadline_is_a_504_and_its_judging_is_cancelled(tiny_causal_dir, qwen_tokenizer,
+                                                                             monkeypatch):
+    """OpenRLHF's client gives up after 180 s and sends the request again: judge-serve must answer within one
+    deadline (reward_deadline_s; 3 s here) and stop judging then, or every resend adds a whole judgment to the
+    engines' load. One engine request at a time: the late request's first judgment is held by the engine past the
+    deadline; the answer is the 504 naming the setting, and its two other judgments never go out: a request that
+    follows, once the engine lets the held one go, is the next the engine sees (it would queue behind them)."""
+    release, held = threading.Event(), threading.Event()
+    with _attached_judge_serve(tiny_causal_dir, monkeypatch, completions=_held_first(release, held),
+                               reward_deadline_s=3.0, reward_engine_wait_s=0.5,
+                               max_concurrent_engine_requests=1) as (http, engine):
+        started = time.monotonic()
+        late = http.post("/get_reward", headers=AUTH,
+                         json=_reward_body("Весна пришла поздно.", ["Креативность", "Грамотность", "Полезность"]))
+        took = time.monotonic() - started
+        assert held.is_set(), "the deadline passed before the first judgment reached the engine"
+        release.set()
+        following = http.post("/get_reward", headers=AUTH, json=_reward_body("Лето.", ["Креативность"]))
+    assert late.status_code == 504, late.text
+    assert late.json()["error"] == {
+        "message": "the rewards took longer than reward_deadline_s=3 s (the wait for an engine included); their "
+                   "judging is cancelled", "type": "timeout", "param": None, "code": "timeout"}
+    assert 3.0 <= took < 15.0
+    assert following.status_code == 200 and following.json()["rewards"] == [1.0], following.text
+    assert _answers_judged(engine, qwen_tokenizer) == ["Весна пришла поздно.", "Лето."]
+
+
+@contextlib.contextmanager
+def _served_over_tcp(config: ServeConfig):
+    """judge-serve's app on a real uvicorn server in this process (judge-serve's own connection protocol), its start
+    ended; yields the port."""
+    import asyncio
+
+    import uvicorn
+
+    from judge.plumbing.processes import free_port
+    from serve.app import create_app
+    from serve.connections import header_deadline_protocol
+
+    app = create_app(config)
+    port = free_port()
+    loops: list[asyncio.AbstractEventLoop] = []
+    started = threading.Event()
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets=None) -> None:
+            await super().startup(sockets)  # the app's lifespan first: its start (bring-up) is a task by now
+            loops.append(asyncio.get_running_loop())
+            started.set()
+
+    srv = Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on",
+                                http=header_deadline_protocol(config.header_timeout_s,
+                                                              body_timeout_s=config.body_timeout_s)))
+    thread = threading.Thread(target=lambda: asyncio.run(srv.serve()), daemon=True)
+    thread.start()
+    try:
+        assert started.wait(60)
+        bring_up = asyncio.wait_for(asyncio.shield(app.state.serve.tasks[0]), 120)  # as await_bring_up waits
+        asyncio.run_coroutine_threadsafe(bring_up, loops[0]).result()
+        yield port
+    finally:
+        srv.should_exit = True
+        thread.join(60)
+
+
+def test_get_reward_whose_client_disconnects_has_its_judging_cancelled(tiny_causal_dir, qwen_tokenizer,
+                                                                       monkeypatch):
+    """A client that gives up (OpenRLHF's 180 s) closes its connection: judge-serve, on a real uvicorn server,
+    cancels that request's judging at once instead of finishing work nobody will read while the client's resend is
+    judged too. The engine holds the first judgment; the client closes; the judging's cancelling is logged; the
+    engine lets the held one go; a request that follows is the next the engine sees (the two other judgments of the
+    abandoned request would queue before it)."""
+    import logging
+    import socket
+
+    import httpx
+
+    release, held, noticed = threading.Event(), threading.Event(), threading.Event()
+
+    class Seen(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "the client of a reward request disconnected" in record.getMessage():
+                noticed.set()
+
+    body = json.dumps(_reward_body("Весна пришла поздно.", ["Креативность", "Грамотность", "Полезность"]),
+                      ensure_ascii=False).encode()
+    seen = Seen()
+    logging.getLogger("judge_serve").addHandler(seen)
+    monkeypatch.setenv("VLLM_API_KEY", "engine-key")
+    try:
+        with ScriptedEndpoint(_held_first(release, held), respond_get=_engine_get) as engine:
+            config = ServeConfig(model=str(tiny_causal_dir), served_model_name="attached", generator_url=engine.url,
+                                 max_model_len=1024, max_tokens=128, api_key="k",
+                                 max_concurrent_engine_requests=1).validate()
+            with _served_over_tcp(config) as port:
+                client = socket.create_connection(("127.0.0.1", port), timeout=30)
+                client.sendall(b"POST /get_reward HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer k\r\n"
+                               b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+                assert held.wait(30), "the first judgment never reached the engine"
+                client.close()
+                assert noticed.wait(30), "the disconnected client's judging was not cancelled"
+                release.set()
+                following = httpx.post(f"http://127.0.0.1:{port}/get_reward", headers=AUTH, timeout=60,
+                                       json=_reward_body("Лето.", ["Креативность"]))
+    finally:
+        logging.getLogger("judge_serve").removeHandler(seen)
+    assert following.status_code == 200 and following.json()["rewards"] == [1.0], following.text
+    assert _answers_judged(engine, qwen_tokenizer) == ["Весна пришла поздно.", "Лето."]
+
+
+def test_a_malformed_label_is_refused_whatever_the_answer(tiny_causal_dir, monkeypatch):
+    """A label's contents are checked before any work, for every sample: the unknown criterion of a sample whose
+    answer is empty (nothing to judge) is the same 400 naming labels[0].criteria[0] as with an answer; an
+    unanswered second sample whose custom rubric gives no scale is refused at labels[1], though the first sample's
+    label is good; a request of no samples has no label to refuse; nothing reaches the engine."""
+    bad = ["Нет такого критерия"]
+    with _attached_judge_serve(tiny_causal_dir, monkeypatch) as (http, engine):
+        empty = http.post("/get_reward", headers=AUTH, json=_reward_body("<|im_end|>", bad))
+        answered = http.post("/get_reward", headers=AUTH, json=_reward_body("Весна.", bad))
+        second = _reward_body("Весна.", ["Креативность"])
+        second = {key: values * 2 for key, values in second.items()}
+        second["query"][1] = PROMPT + "<|im_end|>"
+        second["labels"][1] = {"instruction": "Напиши стих о весне.", "criteria": [{"name": "Один", "rubrics": "2: да"}]}
+        custom = http.post("/get_reward", headers=AUTH, json=second)
+        nothing = http.post("/get_reward", headers=AUTH, json={"query": [], "prompts": [], "labels": []})
+    for refused in (empty, answered):
+        assert refused.status_code == 400, refused.text
+        assert refused.json()["error"] == {"message": "labels[0].criteria[0]: unknown criterion 'Нет такого критерия'",
+                                           "type": "invalid_request_error", "param": "labels[0].criteria[0]",
+                                           "code": "invalid_request"}
+    assert custom.status_code == 400, custom.text
+    assert custom.json()["error"]["param"] == "labels[1].criteria[0].rubrics"
+    assert nothing.status_code == 200 and nothing.json()["rewards"] == [], nothing.text  # no label to refuse
+    assert engine.bodies("/v1/completions") == []
+
+
+def test_the_judgment_bound_is_refused_naming_the_labels(tiny_causal_dir, monkeypatch):
+    """Past max_judgments_per_request, /v1/judge's error names its "items"; the /get_reward caller sent labels,
+    whose criteria the judgments are: the 400 names labels."""
+    with _attached_judge_serve(tiny_causal_dir, monkeypatch, max_judgments_per_request=3) as (http, engine):
+        body = _reward_body("Весна.", ["Креативность", "Грамотность"])
+        body = {key: values * 2 for key, values in body.items()}
+        answer = http.post("/get_reward", headers=AUTH, json=body)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"] == {
+        "message": "labels: 4 (item, criterion) judgments requested; this server takes at most 3 per request. "
+                   "Split the batch.", "type": "invalid_request_error", "param": "labels", "code": "invalid_request"}
+    assert engine.bodies("/v1/completions") == []
+
+
+def test_the_reward_deadline_fits_under_openrlhfs_client_and_is_checked():
+    """OpenRLHF waits 180 s for a reward (openrlhf/utils/agent.py): the default deadline answers before that, the
+    engine wait fits inside it, and a deadline that is no number of seconds, or leaves the wait no room, stops
+    judge-serve at its configuration, naming the field."""
+    from judge.plumbing.config_files import ConfigError
+
+    config = ServeConfig(model="x").validate()
+    assert config.reward_engine_wait_s < config.reward_deadline_s < 180.0
+    assert RewardRoute(config, error=lambda *a, **k: None).deadline == ("reward_deadline_s", config.reward_deadline_s)
+    shorter = ServeConfig(model="x", request_timeout_s=100.0).validate()
+    assert RewardRoute(shorter, error=lambda *a, **k: None).deadline == ("request_timeout_s", 100.0)
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ConfigError, match=r"^reward_deadline_s: must be a positive, finite number of seconds"):
+            ServeConfig(model="x", reward_deadline_s=bad, reward_engine_wait_s=0.0).validate()
+    with pytest.raises(ConfigError, match=r"^reward_engine_wait_s: 60 s is not under reward_deadline_s \(60 s\)"):
+        ServeConfig(model="x", reward_deadline_s=60.0, reward_engine_wait_s=60.0).validate()

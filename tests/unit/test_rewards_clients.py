@@ -188,20 +188,77 @@ def test_trl_batches_of_many_criteria_are_split_under_the_servers_judgment_bound
     assert values == [1.0] * 64
 
 
-def test_trl_reward_function_answers_none_when_the_judge_fails():
-    """A request that fails past the retries gives None for each of its samples (trl: no reward), never 0; a 503
-    is retried, a 400 is not."""
-    statuses = iter([503, 503, 503])
-
+def test_trl_reward_function_answers_none_when_the_judge_fails_transiently():
+    """A request that fails transiently past the retries (a 503 three times) gives None for each of its samples
+    (trl: no reward), never 0, counted in failed_requests; the other request of the batch keeps its rewards."""
     def respond(path, body):
-        return next(statuses, 400), {"error": {"message": "no"}}
+        if body["items"][0]["instruction"] == "Q2":
+            return 503, {"error": {"message": "no"}}
+        return 200, judge_response([[scored("A", 2)]] * len(body["items"]))
 
+    metrics = {}
     with ScriptedEndpoint(respond) as endpoint:
-        reward = trl_reward_function(endpoint.base_url, criteria=["A"], retry=NO_WAIT)
-        assert asyncio.run(reward(prompts=["Q"], completions=["A"])) == [None]
-        assert len(endpoint.requests) == 3  # 1 + 2 retries
-        assert asyncio.run(reward(prompts=["Q"], completions=["A"])) == [None]
-        assert len(endpoint.requests) == 4  # the 400: not retried
+        reward = trl_reward_function(endpoint.base_url, criteria=["A"], retry=NO_WAIT, max_items=1)
+        values = asyncio.run(reward(prompts=["Q1", "Q2"], completions=["a1", "a2"],
+                                    log_metric=lambda name, v: metrics.setdefault(name, v)))
+    assert values == [1.0, None]
+    assert [body["items"][0]["instruction"] for _, body in endpoint.requests].count("Q2") == 3  # 1 + 2 retries
+    assert metrics["pollux_judge/failed_requests"] == 1.0
+
+
+def _refusing_unknown(path, body):
+    """judge-serve's answer to a /v1/judge request: its 400 for the first item naming an unknown criterion ("Нет"),
+    as the server words it, else a verdict per criterion."""
+    for k, item in enumerate(body["items"]):
+        if "Нет" in item["criteria"]:
+            j = item["criteria"].index("Нет")
+            return 400, {"error": {"message": f"items[{k}].criteria[{j}]: unknown criterion 'Нет'",
+                                   "type": "invalid_request_error", "param": f"items[{k}].criteria[{j}]",
+                                   "code": "invalid_request"}}
+    return 200, judge_response([[scored(c, 2) for c in item["criteria"]] for item in body["items"]])
+
+
+def test_trl_raises_judge_serves_refusal_naming_the_batch_row():
+    """A 400 is a data or configuration error that would come back every step: the function raises it, not None
+    for every sample of the request. The error carries judge-serve's message with its items[k] named as the batch's
+    row: with max_items=2, rows 0 and 1 go in one request, rows 2 (empty: not sent), 3 and 4 in the other, where
+    row 4 is items[1]. It is not retried."""
+    from judge.reward_clients import RewardRequestRefused
+
+    with ScriptedEndpoint(_refusing_unknown) as endpoint:
+        reward = trl_reward_function(endpoint.base_url, retry=NO_WAIT, max_items=2)
+        with pytest.raises(RewardRequestRefused) as refused:
+            asyncio.run(reward(prompts=["Q0", "Q1", "Q2", "Q3", "Q4"], completions=["a0", "a1", "<|im_end|>", "a3", "a4"],
+                               criteria=[["A"], ["A"], ["A"], ["A"], ["A", "Нет"]]))
+    sent = sorted([item["instruction"] for item in body["items"]] for _, body in endpoint.requests)
+    assert sent == [["Q0", "Q1"], ["Q3", "Q4"]]
+    assert str(refused.value) == ("judge-serve refused the reward request (HTTP 400): samples[4].criteria[1]: unknown "
+                                  "criterion 'Нет'")
+    assert (refused.value.status, refused.value.param, refused.value.sample) == (400, "samples[4].criteria[1]", 4)
+
+
+def test_verl_raises_judge_serves_refusal_with_its_message():
+    """verl's compute_score, sync and async: judge-serve's 400 reaches the trainer with the server's message (the
+    field it names), sent once."""
+    from judge.reward_clients import RewardRequestRefused
+
+    kwargs = dict(data_source="d", solution_str="ans", ground_truth=None, extra_info={"instruction": "Q", "criteria": ["Нет"]},
+                  api_key_env="", max_retries=2)  # fmt: skip
+    with ScriptedEndpoint(_refusing_unknown) as endpoint:
+        with pytest.raises(RewardRequestRefused, match=r"\(HTTP 400\): samples\[0\]\.criteria\[0\]: unknown criterion 'Нет'$"):
+            compute_score(**kwargs, judge_url=endpoint.base_url)
+        with pytest.raises(RewardRequestRefused, match=r"samples\[0\]\.criteria\[0\]: unknown criterion"):
+            asyncio.run(compute_score_async(**kwargs, judge_url=endpoint.base_url))
+    assert len(endpoint.requests) == 2
+
+
+def test_trl_criteria_given_as_one_name_are_that_one_criterion():
+    """criteria="Креативность" is one criterion, as a dataset column's string is, not its letters."""
+    with ScriptedEndpoint(lambda path, body: (200, judge_response([[scored("Креативность", 2)]]))) as endpoint:
+        reward = trl_reward_function(endpoint.base_url, criteria="Креативность", retry=NO_WAIT)
+        assert asyncio.run(reward(prompts=["Q"], completions=["a"])) == [1.0]
+    assert endpoint.requests[0][1] == {"items": [{"instruction": "Q", "answer": "a", "criteria": ["Креативность"]}],
+                                       "oversize": "fail"}
 
 
 def test_verl_sample_from_extra_info_or_ground_truth():
@@ -217,6 +274,15 @@ def test_verl_sample_from_extra_info_or_ground_truth():
     with pytest.raises(ValueError, match="no instruction"):
         sample_from_verl("ans", "R", {"criteria": ["A"]})
     assert judge_request_body([RewardSample("Q", "", ("A",))]) == {"items": [], "oversize": "fail"}
+
+
+def test_verl_extra_info_keys_holding_none_are_absent():
+    """verl reads extra_info from parquet, whose struct gives every row every key: a key the row lacks holds None.
+    None leaves a plain ground truth as the reference answer, and a JSON label's instruction and criteria in place."""
+    assert sample_from_verl("a", "R", {"instruction": "Q", "criteria": ["A"], "reference_answer": None}).reference_answer == "R"
+    label = '{"instruction": "Q", "criteria": ["A"], "reference_answer": "R"}'
+    assert sample_from_verl("a", label, {"instruction": None, "criteria": None, "task_type": None}) == \
+        RewardSample("Q", "a", ("A",), "R")
 
 
 def test_the_task_fields_of_a_label_reach_the_judge_on_every_reward_path():
