@@ -24,7 +24,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-__all__ = ["main", "run", "build_run_parser", "SUBCOMMANDS", "RECIPE_ENTRIES"]
+__all__ = ["main", "run", "build_run_parser", "stop_exit_code", "SUBCOMMANDS", "RECIPE_ENTRIES"]
 
 #: Subcommand -> (module with ``main(argv) -> int``, one-line help). Dispatched lazily: heavy imports happen only
 #: in the subcommand that runs.
@@ -46,7 +46,8 @@ STOPPED_NOT_REQUEUED = 75
 
 #: The exit codes of ``judge-train run`` (and ``classifier``), as its ``--help`` lists them.
 RUN_EXIT_CODES = (
-    "Exit codes: 0 trained and exported, or stopped at a checkpoint and requeued by Slurm (the rerun resumes); "
+    "Exit codes: 0 trained and exported, or stopped at a checkpoint and requeued by Slurm (the rerun resumes; under "
+    "Slurm the ranks other than 0 exit 0 after a stop, leaving the requeue and the job's status to rank 0); "
     "75 stopped at a checkpoint by a signal and not requeued (resume with --resume; a job that depends on this one "
     "with afterok must not start on an unfinished run); 2 a usage, "
     "configuration or data error, found before anything is written (a missing or empty --data, no training rows "
@@ -93,7 +94,8 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
         recipe: force this recipe (``judge-train classifier``); default: the one the config names.
 
     Returns:
-        The exit status: 0, or 2 for a config error or held-out data in the training set (the message says which).
+        The exit status: 0, 75 for a run a signal stopped that nothing requeued (``stop_exit_code``), or 2 for a
+        config error or held-out data in the training set (the message says which).
     """
     from judge import LeakageError, RecordError
     from judge.plumbing.run_folder import RunFolderBusy
@@ -118,7 +120,24 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
         print(f"judge-train: exported {what} to {result.export_dir}")
         return 0
     print(f"judge-train: stopped at step {result.global_step}; continue with --resume")
-    return 0 if getattr(result, "requeued", False) else STOPPED_NOT_REQUEUED
+    return stop_exit_code(result)
+
+
+def stop_exit_code(result) -> int:
+    """The exit status of a run a signal stopped at a checkpoint: 0 when its Slurm job was requeued, else 75.
+
+    Under Slurm the requeue is global rank 0's to decide and to do (``train.preemption.requeue_slurm_job``); the
+    other ranks stopped at the same checkpoint and exit 0, leaving the job's status to rank 0. Were they to exit 75,
+    torchrun would SIGTERM rank 0 and srun (``--kill-on-bad-exit``) end the step, possibly before rank 0's
+    ``scontrol requeue`` had returned: a job that should come back would end FAILED instead. When rank 0 does not
+    requeue (scancel), its 75 alone fails the job.
+    """
+    if getattr(result, "requeued", False):
+        return 0
+    rank = os.environ.get("RANK", "0")
+    if os.environ.get("SLURM_JOB_ID") and rank != "0" and getattr(result, "stopped_by_signal", None) is not None:
+        return 0
+    return STOPPED_NOT_REQUEUED
 
 
 def check_training_data(config) -> None:

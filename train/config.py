@@ -187,11 +187,30 @@ class TrainConfig:
             raise ConfigError(f"eval_fraction must be in [0, 1), got {self.eval_fraction}")
         if not 0.0 <= self.min_russian_share <= 1.0:
             raise ConfigError(f"min_russian_share must be in [0, 1], got {self.min_russian_share}")
-        for name in ("global_batch_size", "per_device_train_batch_size", "max_length", "save_steps", "logging_steps"):
+        for name in ("global_batch_size", "per_device_train_batch_size", "per_device_eval_batch_size", "max_length",
+                     "save_steps", "logging_steps", "learning_rate", "lora_r", "lora_alpha"):  # fmt: skip
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
+        for name in ("num_train_epochs", "warmup_steps", "weight_decay", "max_grad_norm", "dataloader_num_workers"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must not be negative, got {getattr(self, name)}")
+        if self.num_train_epochs == 0 and self.max_steps <= 0:
+            raise ConfigError("num_train_epochs must be positive when max_steps is not set (nothing would be "
+                              "trained), got 0")
+        # A slice by a negative or zero count would silently drop rows from the end, or keep none.
+        if self.max_rows is not None and self.max_rows <= 0:
+            raise ConfigError(f"max_rows must be a positive number of rows (null keeps them all), got {self.max_rows}")
+        if not 0.0 <= self.lora_dropout < 1.0:
+            raise ConfigError(f"lora_dropout must be in [0, 1), got {self.lora_dropout}")
+        modules = [name.strip() for name in self.lora_target_modules.split(",")]
+        if not all(modules):
+            raise ConfigError(f"lora_target_modules must be 'all-linear' or module names separated by commas, got "
+                              f"{self.lora_target_modules!r}")
         if self.resume and self.overwrite_output_dir:
-            raise ConfigError("--resume continues the run in output_dir; --overwrite-output-dir deletes it: pick one")
+            raise ConfigError("--resume continues the run in output_dir; --overwrite-output-dir deletes it: pick one "
+                              "(slurm/train.sbatch passes --resume whenever the folder holds a checkpoint: to start "
+                              "over there, set JUDGE_OVERWRITE_OUTPUT_DIR=1, as `judge-train submit -- "
+                              "--overwrite-output-dir` does)")
         if self.deepspeed is not None and not Path(self.deepspeed).is_file():
             raise ConfigError(f"deepspeed config {self.deepspeed} not found (see configs/deepspeed/)")
         if self.trainer_args:

@@ -366,15 +366,21 @@ def _drop_trainer_card(output_dir: Path) -> None:
             logger.info("removed the trainer's boilerplate %s (the judge's card is in the export)", card)
 
 
-def export_after_training(trainer, *, mode: str, model_cls, tokenizer, probe_texts: list[str], base_model: str,
-                          dtype: torch.dtype, export_dir: str | Path,
+def export_after_training(trainer, *, result, mode: str, model_cls, tokenizer, probe_texts: list[str],
+                          base_model: str, dtype: torch.dtype, export_dir: str | Path,
                           verdict_format: str = "tagged",
                           trained_lengths: TrainedLengths | None = None) -> dict[str, Any] | None:  # fmt: skip
-    """Save, export, reload and verify; call on every rank after ``trainer.train()``.
+    """Save, export, reload, verify and record; call on every rank after ``trainer.train()``.
 
     Steps: probe the live model (a collective under ZeRO-3), ``trainer.save_model`` into ``<output_dir>/trained``
     (16-bit weights gathered on rank 0 under ZeRO-3; adapters only with LoRA), then on rank 0: load those weights
-    (merging LoRA), write the export, reload it and compare. The staging folder is removed once the export checks.
+    (merging LoRA), write the export, reload it and compare, record ``result`` in run.json (copied into the export),
+    and write the model card. The staging folder is removed once the export checks.
+
+    Args:
+        result: ``train.provenance.RunResult`` of the training; its ``export_dir`` and (rank 0) ``export_report``
+            are filled in here. It is recorded before the card is written, which reads the steps and the losses
+            from run.json.
 
     Returns:
         The verification report on rank 0, None on other ranks.
@@ -400,8 +406,13 @@ def export_after_training(trainer, *, mode: str, model_cls, tokenizer, probe_tex
                 export_regression(model, tokenizer, export_dir)
             del model
             report = verify_export(export_dir, mode, batch, live, dtype)
-        _write_model_card(export_dir, Path(trainer.args.output_dir) / "run.json", kept_evaluation)
+        from train import provenance
+
+        result.export_report, result.export_dir = report, str(export_dir)
+        run_json = provenance.record_result(trainer.args.output_dir, result)
+        _write_model_card(export_dir, run_json, kept_evaluation)
         _drop_trainer_card(Path(trainer.args.output_dir))
         shutil.rmtree(staging, ignore_errors=True)
+    result.export_dir = str(export_dir)
     trainer.accelerator.wait_for_everyone()
     return report

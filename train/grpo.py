@@ -182,7 +182,7 @@ def main(config: GRPORecipeConfig, *, callbacks: tuple = ()) -> RunResult:
     Returns:
         A ``RunResult``; the export is in ``<output_dir>/export``.
     """
-    from train import build_data, export, lora, provenance, recipe_steps
+    from train import build_data, export, lora, recipe_steps
 
     # ---- config -------------------------------------------------------------------------------------------------
     if config.use_vllm:
@@ -255,12 +255,10 @@ def main(config: GRPORecipeConfig, *, callbacks: tuple = ()) -> RunResult:
     # The export's probe: the two shortest prompts, as the policy saw them (rank 0 reloads the export on CPU).
     probe_texts = sorted(train_dataset["prompt"], key=len)[:2]
     export_dir = f"{config.output_dir}/export"
-    result.export_report = export.export_after_training(
-        trainer, mode="seq2seq", model_cls=AutoModelForCausalLM, tokenizer=run.tokenizer, probe_texts=probe_texts,
-        base_model=run.base_model, dtype=run.dtype, export_dir=export_dir, verdict_format=config.verdict_format,
+    export.export_after_training(  # records the result in run.json, then writes the model card from it
+        trainer, result=result, mode="seq2seq", model_cls=AutoModelForCausalLM, tokenizer=run.tokenizer,
+        probe_texts=probe_texts, base_model=run.base_model, dtype=run.dtype, export_dir=export_dir,
+        verdict_format=config.verdict_format,
         trained_lengths=TrainedLengths(config.max_length, config.max_completion_length))
-    result.export_dir = export_dir
-    if trainer.is_world_process_zero():
-        provenance.record_result(config.output_dir, result)
     logger.info("GRPO judge (%s verdicts) exported to %s", config.verdict_format, export_dir)
     return result

@@ -118,7 +118,9 @@ def requeue_slurm_job(callback: SaveAndStopOnSignal) -> bool:
 
     Runs on global rank 0 only (every rank learns the signal through the callback's all-reduce). SIGUSR1 always
     requeues; SIGTERM requeues only a job Slurm is preempting (see the module docstring), never a cancelled one.
-    Does nothing outside Slurm, on other ranks, or when training was not stopped by a signal.
+    Does nothing outside Slurm, on other ranks (they exit 0 and leave the job's status to this one:
+    ``train.cli.stop_exit_code``), or when training was not stopped by a signal. The recipe calls it with the
+    stopper's handlers still installed, so that a second signal cannot kill rank 0 before ``scontrol requeue`` returns.
 
     Returns:
         True when the job is requeued: by this call, or by Slurm itself (``scontrol requeue``, preemption).

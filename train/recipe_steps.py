@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from train.config import TINY_MODEL, TINY_QWEN3, ConfigError, TrainConfig, config_to_dict
-from train.training_arguments import Launch, init_distributed, launch_arithmetic, training_kwargs, weights_dtype
+from train.training_arguments import (Launch, init_distributed, launch_arithmetic, stand_in_for_a_launcher,
+                                      training_kwargs, weights_dtype)
 
 __all__ = [
     "labelled_positions_only_on_cpu",
@@ -242,6 +243,8 @@ class PreparedRun:
         clash = sorted(set(extra) & set(self.config.trainer_args))
         if clash:
             raise ConfigError(f"trainer_args {clash}: the {self.config.recipe} recipe sets these itself")
+        if self.config.deepspeed:  # one process without a launcher: DeepSpeed still needs a world (of one)
+            stand_in_for_a_launcher()
         args = arguments_cls(**{**training_kwargs(self.config, self.launch, has_eval=has_eval), **extra})
         init_distributed(args)
         return args
@@ -259,19 +262,22 @@ class PreparedRun:
         self.stopper.install()
         try:
             trainer.train(resume_from_checkpoint=str(self.resume_from) if self.resume_from else None)
+            result = provenance.RunResult(
+                output_dir=self.config.output_dir,
+                export_dir=None,
+                global_step=trainer.state.global_step,
+                final_learning_rate=float(trainer.lr_scheduler.get_last_lr()[0]),
+                log_history=list(trainer.state.log_history),
+                stopped_by_signal=self.stopper.received,
+            )
+            if self.stopped:
+                logger.warning("stopped at step %d by a signal; resume with --resume", self.stopper.stopped_at_step)
+                # Still under the stopper's handler: a second SIGTERM (torchrun's, or Slurm's for the whole step)
+                # arriving while rank 0 runs `scontrol requeue` only sets a flag, instead of killing rank 0 before
+                # the job is back in the queue.
+                result = dataclasses.replace(result, requeued=preemption.requeue_slurm_job(self.stopper))
         finally:
             self.stopper.uninstall()
-        result = provenance.RunResult(
-            output_dir=self.config.output_dir,
-            export_dir=None,
-            global_step=trainer.state.global_step,
-            final_learning_rate=float(trainer.lr_scheduler.get_last_lr()[0]),
-            log_history=list(trainer.state.log_history),
-            stopped_by_signal=self.stopper.received,
-        )
-        if self.stopped:
-            logger.warning("stopped at step %d by a signal; resume with --resume", self.stopper.stopped_at_step)
-            result = dataclasses.replace(result, requeued=preemption.requeue_slurm_job(self.stopper))
         return result
 
     @property
@@ -292,10 +298,10 @@ class PreparedRun:
                 ``integer`` probes render with thinking on, as the rows were trained.
 
         Returns:
-            ``result``, with the export recorded in run.json (rank 0).
+            ``result``, with the export recorded in run.json (rank 0) before the export's model card is written.
         """
         import judge
-        from train import export, provenance
+        from train import export
 
         export_dir = Path(self.config.output_dir) / "export"
         # The two shortest training rows: rank 0 reloads the export on CPU to compare, and a 7B forward there is slow.
@@ -303,8 +309,9 @@ class PreparedRun:
         thinking = verdict_format == judge.VerdictFormat.INTEGER
         probe_texts = [judge.apply_chat(self.tokenizer, row["prompt"], row["completion"], thinking=thinking)
                        for row in probe_rows]  # fmt: skip
-        result.export_report = export.export_after_training(
+        export.export_after_training(
             trainer,
+            result=result,
             mode=mode,
             model_cls=model_cls,
             tokenizer=self.tokenizer,
@@ -314,9 +321,6 @@ class PreparedRun:
             export_dir=export_dir,
             verdict_format=verdict_format,
         )
-        result.export_dir = str(export_dir)
-        if trainer.is_world_process_zero():
-            provenance.record_result(self.config.output_dir, result)
         return result
 
 

@@ -356,6 +356,10 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
         "JUDGE_GRAD_ACCUM": str(plan.gradient_accumulation),
         "JUDGE_PROCS_PER_NODE": str(ranks),
     }
+    if config.overwrite_output_dir:
+        # The script, not judge-train, applies it: on the job's first start only. A requeue resumes the checkpoints
+        # this job saved (judge-train refuses --resume with --overwrite-output-dir, which the arguments still hold).
+        exports["JUDGE_OVERWRITE_OUTPUT_DIR"] = "1"
     if server:
         exports["JUDGE_VLLM_SERVE_MODEL"] = config.model_name_or_path
         exports["JUDGE_VLLM_SERVE_PORT"] = str(config.vllm_server_port)
@@ -369,6 +373,9 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
         f"global batch {plan.describe()}",
         f"{'GPU' if args.gpus_per_node else 'CPU'} ranks: {plan.world_size}",
     ]
+    if config.overwrite_output_dir:
+        notes.append(f"--overwrite-output-dir: an earlier run in {output_dir} is deleted on the job's first start; a "
+                     "requeue of the job resumes its own checkpoints")
     if server:
         notes.append(f"vLLM server mode: `trl vllm-serve` (tensor parallel {config.vllm_server_tensor_parallel_size}) "
                      f"on the first node, port {config.vllm_server_port}; training on the other {training_nodes}")

@@ -1,7 +1,7 @@
 """The trainer's arguments from a ``TrainConfig``: batch arithmetic over ranks, precision, the keywords every recipe
 passes to ``transformers.TrainingArguments`` (or a trl subclass), and torch.distributed set up before the model.
 
-All but ``init_distributed`` are pure functions of the config (and ``$WORLD_SIZE``).
+All but ``stand_in_for_a_launcher`` and ``init_distributed`` are pure functions of the config (and ``$WORLD_SIZE``).
 ``train.recipe_steps.PreparedRun.training_arguments`` calls them for every recipe, ``bench/train_throughput.py`` to
 time the same arguments.
 """
@@ -21,7 +21,7 @@ TrainConfig = Any
 
 __all__ = ["Launch", "launch_arithmetic", "use_bf16", "weights_dtype", "training_kwargs", "arguments_fields", "check_trainer_args",
            "check_training_arguments",
-           "DERIVED_ONLY", "init_distributed"]
+           "DERIVED_ONLY", "stand_in_for_a_launcher", "init_distributed"]
 
 
 @dataclass(frozen=True)
@@ -222,6 +222,31 @@ def check_training_arguments(config: TrainConfig) -> None:
     except (TypeError, ValueError) as err:
         given = f"with trainer_args {sorted(config.trainer_args)}" if config.trainer_args else "as set"
         raise ConfigError(f"TrainingArguments refuses this config {given}: {err}") from None
+
+
+def stand_in_for_a_launcher() -> None:
+    """Give a process that no launcher started the environment of rank 0 in a world of one.
+
+    A DeepSpeed run needs a process group even on one GPU: ``TrainingArguments`` builds accelerate's DeepSpeed state
+    when it is constructed, and ``deepspeed.init_distributed`` then asks MPI for the world (through ``mpi4py``, which
+    this toolkit does not install) unless ``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT`` and
+    ``LOCAL_RANK`` are set.
+    transformers' DeepSpeed guide sets these five by hand for one process started without a launcher; this does the
+    same, so ``judge-train --config configs/train/t-lite/seq2seq.yaml --lora true`` runs on one GPU as documented.
+    The port is one the system has free now (a fixed 29500 would collide with a second run on the same machine).
+    A process a launcher started (``RANK`` or ``WORLD_SIZE`` set) is left as it is; so are values already given.
+    Call before ``TrainingArguments`` is built.
+    """
+    if "RANK" in os.environ or "WORLD_SIZE" in os.environ:
+        return
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    for name, value in (("RANK", "0"), ("WORLD_SIZE", "1"), ("LOCAL_RANK", "0"), ("MASTER_ADDR", "127.0.0.1"),
+                        ("MASTER_PORT", str(port))):  # fmt: skip
+        os.environ.setdefault(name, value)
 
 
 def init_distributed(args) -> None:

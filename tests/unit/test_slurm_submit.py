@@ -156,6 +156,8 @@ def test_shipped_configs_render_for_64_gpus(capsys):
         ("train.sbatch", {"SLURM_JOB_ID": "7"}, "JUDGE_CONFIG is not set"),
         ("train.sbatch", {"SLURM_JOB_ID": "7", "JUDGE_CONFIG": "/nonexistent.yaml"}, "is not a file"),
         ("train.sbatch", {"SLURM_JOB_ID": "7", "JUDGE_CONFIG": "{config}"}, "JUDGE_OUTPUT_DIR is not set"),
+        ("train.sbatch", {"SLURM_JOB_ID": "7", "JUDGE_CONFIG": "{config}", "JUDGE_OUTPUT_DIR": "/nonexistent",
+                          "JUDGE_OVERWRITE_OUTPUT_DIR": "yes"}, "JUDGE_OVERWRITE_OUTPUT_DIR=yes: use 1"),
         ("eval.sbatch", {"SLURM_JOB_ID": "7"}, "not an array task"),
         ("eval.sbatch", {"SLURM_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "0"}, "JUDGE_EVAL_JUDGE is not set"),
         ("eval.sbatch", {"SLURM_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "0", "JUDGE_EVAL_JUDGE": "http://x/v1"},
@@ -296,3 +298,91 @@ def test_render_script_refuses_a_control_character_itself(tmp_path):
         slurm_submit.render_script(template, sbatch={"partition": "a\nb"}, exports={}, notes=[])
     with pytest.raises(SubmitError, match="export JUDGE_X: control character"):
         slurm_submit.render_script(template, sbatch={}, exports={"JUDGE_X": "a\tb"}, notes=[])
+
+
+def _run_train_sbatch(script: Path, tmp_path: Path, out: Path, restart: str | None) -> list[str]:
+    """Run a rendered train.sbatch with the fake Slurm (job 1234 on two nodes); return judge-train's arguments."""
+    bin_dir = tmp_path / "bin"
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
+        "PATH": f"{bin_dir if bin_dir.is_dir() else _fake_slurm_bin(bin_dir)}{os.pathsep}{os.environ['PATH']}",
+        "FAKE_SRUN_ARGS": str(tmp_path / "srun_args"), "JUDGE_CACHE_DIR": str(tmp_path / "cache"),
+        "SLURM_JOB_ID": "1234", "SLURM_JOB_NODELIST": "nx-node-[1-2]", "SLURM_CPUS_PER_TASK": "16",
+        **({"SLURM_RESTART_COUNT": restart} if restart is not None else {}),
+    }  # fmt: skip
+    proc = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    srun = (tmp_path / "srun_args").read_text().split("\0")[:-1]
+    return srun[srun.index("judge-train") + 1:]
+
+
+def test_overwrite_applies_to_the_jobs_first_start_and_a_requeue_resumes_its_own_checkpoints(tmp_path, config_file,
+                                                                                             capsys):  # fmt: skip
+    """`submit -- --overwrite-output-dir` over a folder with an earlier run: the first start starts over (no
+    --resume beside the flag, which judge-train refuses); a requeue resumes the checkpoint the job saved itself,
+    with the overwrite turned off after the arguments, and not an earlier run's checkpoint left there."""
+    from train.cli import build_run_parser
+    from train.config import config_from_args
+
+    out = tmp_path / "run"
+    script = tmp_path / "train.sbatch"
+    script.write_text(_dry_run(capsys, "--config", str(config_file), "--nodes", "2", "--gpus-per-node", "0",
+                               "--output-dir", str(out), "--", "--overwrite-output-dir", "--max_steps", "9"))
+    assert "export JUDGE_OVERWRITE_OUTPUT_DIR=1" in script.read_text()
+    old = out / "checkpoint-50"
+    old.mkdir(parents=True)
+    (old / "trainer_state.json").write_text("{}")
+    os.utime(old / "trainer_state.json", (1e9, 1e9))  # an earlier submission's run
+
+    def job_config(args: list[str]):
+        return config_from_args(build_run_parser().parse_args(args))
+
+    first = _run_train_sbatch(script, tmp_path, out, restart=None)
+    assert "--resume" not in first and "--overwrite-output-dir" in first
+    assert (job_config(first).overwrite_output_dir, job_config(first).resume) == (True, False)
+    # Requeued before the trainer deleted the earlier run: still a fresh start, never that run's checkpoint.
+    again = _run_train_sbatch(script, tmp_path, out, restart="1")
+    assert "--resume" not in again and job_config(again).overwrite_output_dir
+    (out / "checkpoint-2").mkdir()
+    (out / "checkpoint-2" / "trainer_state.json").write_text("{}")  # saved by this job, after its first start
+    requeued = _run_train_sbatch(script, tmp_path, out, restart="1")
+    assert "--resume" in requeued and requeued[-1] == "--no-overwrite-output-dir"
+    assert (job_config(requeued).resume, job_config(requeued).overwrite_output_dir) == (True, False)
+
+
+def test_without_overwrite_the_job_resumes_any_complete_checkpoint(tmp_path, config_file, capsys):
+    """The default: a resubmission into a folder with a checkpoint continues it (the flag is not rendered)."""
+    out = tmp_path / "run"
+    script = tmp_path / "train.sbatch"
+    script.write_text(_dry_run(capsys, "--config", str(config_file), "--nodes", "2", "--gpus-per-node", "0",
+                               "--output-dir", str(out)))
+    assert "JUDGE_OVERWRITE_OUTPUT_DIR" not in script.read_text().split("# --- end of rendered values ---")[0]
+    (out / "checkpoint-50").mkdir(parents=True)
+    (out / "checkpoint-50" / "trainer_state.json").write_text("{}")
+    args = _run_train_sbatch(script, tmp_path, out, restart=None)
+    assert "--resume" in args and "--overwrite-output-dir" not in args and "--no-overwrite-output-dir" not in args
+
+
+def test_every_srun_passes_the_jobs_cpus_per_task():
+    """Slurm 22.05's srun does not inherit --cpus-per-task from the batch allocation: every step of every script
+    passes --cpus-per-task="$SLURM_CPUS_PER_TASK" itself, directly or through an array of arguments that holds it
+    (or holds another such array)."""
+    import re
+
+    given = '--cpus-per-task="$SLURM_CPUS_PER_TASK"'
+    steps = 0
+    for script in sorted(SLURM_DIR.glob("*.sbatch")):
+        lines = [line.strip() for line in script.read_text().splitlines()]
+        assignments = [m.groups() for line in lines for m in re.finditer(r"(\w+)\+?=\((.*)\)", line)]
+        carrying: set[str] = set()
+        while True:  # arrays that hold the flag, or hold an array that does
+            more = {name for name, value in assignments if given in value
+                    or set(re.findall(r"\$\{(\w+)\[@\]", value)) & carrying}
+            if more <= carrying:
+                break
+            carrying |= more
+        for command in (line for line in lines if line.startswith("srun ")):
+            steps += 1
+            expanded = set(re.findall(r"\$\{(\w+)\[@\]", command))
+            assert given in command or expanded & carrying, (script.name, command)
+    assert steps >= 6  # train.sbatch (the trainer and GRPO's vLLM server), serve, eval, eval_merge, rank

@@ -444,3 +444,137 @@ def test_the_training_arguments_check_sets_up_no_process_group_under_a_launcher(
 
     with pytest.raises(ConfigError, match="cosinee is not a valid SchedulerType"):
         check_training_arguments(dataclasses.replace(config, lr_scheduler_type="cosinee"))
+
+
+def test_a_stop_that_rank_0_handles_is_no_failure_on_the_other_ranks(tmp_path, monkeypatch, capsys):
+    """Under Slurm, a rank other than 0 exits 0 after a signal stop (its requeue is rank 0's to do): an exit 75 there
+    would make torchrun and srun kill rank 0, perhaps before `scontrol requeue` returned. Outside Slurm every rank
+    still reports the unfinished run (75)."""
+    import sys
+    import types
+
+    import train.cli
+
+    module = types.ModuleType("stopped_recipe")
+    module.main = _stopped_run(requeued=False)  # what requeue_slurm_job leaves on a rank other than 0
+    monkeypatch.setitem(sys.modules, "stopped_recipe", module)
+    monkeypatch.setitem(train.cli.RECIPE_ENTRIES, "seq2seq", ("stopped_recipe", "main", "seq2seq judge"))
+    for name in ("WORLD_SIZE", "LOCAL_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("RANK", "1")
+    argv = ["--config", str(REPO / "configs/train/tiny/seq2seq.yaml"), "--output-dir", str(tmp_path / "run")]
+    monkeypatch.setenv("SLURM_JOB_ID", "1")
+    assert main(argv) == 0
+    monkeypatch.delenv("SLURM_JOB_ID")
+    assert main(argv) == train.cli.STOPPED_NOT_REQUEUED
+    monkeypatch.setenv("SLURM_JOB_ID", "1")
+    monkeypatch.setenv("RANK", "0")  # rank 0's code is the job's: 75 when it did not requeue
+    assert main(argv) == train.cli.STOPPED_NOT_REQUEUED
+    capsys.readouterr()
+
+
+def test_rank_0_keeps_its_signal_handler_until_the_requeue_is_done(tmp_path, monkeypatch):
+    """The stopper's handlers (which only set a flag) stay installed while rank 0 runs `scontrol requeue`: a second
+    SIGTERM then (torchrun's, Slurm's) cannot kill it before the job is back in the queue; they go afterwards."""
+    import signal
+    from types import SimpleNamespace
+
+    import train.preemption
+    from train.recipe_steps import PreparedRun
+    from train.training_arguments import Launch
+
+    stopper = train.preemption.SaveAndStopOnSignal()
+    seen = {}
+
+    def requeue(callback):
+        seen["handler"] = signal.getsignal(signal.SIGTERM)
+        return True
+
+    class StoppedTrainer:
+        state = SimpleNamespace(global_step=3, log_history=[])
+        lr_scheduler = SimpleNamespace(get_last_lr=lambda: [5e-6])
+
+        def train(self, resume_from_checkpoint=None):
+            stopper.received, stopper.stopped_at_step = signal.SIGUSR1, 3
+
+    monkeypatch.setattr(train.preemption, "requeue_slurm_job", requeue)
+    before = signal.getsignal(signal.SIGTERM)
+    run = PreparedRun(config=Seq2SeqConfig(output_dir=str(tmp_path / "run")), launch=Launch(1, 1, 1, 1),
+                      resume_from=None, base_model="unused", tokenizer=None, dtype=None, stopper=stopper)
+    result = run.train(StoppedTrainer())
+    assert result.requeued and result.global_step == 3
+    assert seen["handler"] == stopper._on_signal
+    assert signal.getsignal(signal.SIGTERM) == before
+
+
+def test_a_deepspeed_run_without_a_launcher_gets_the_environment_of_rank_0_of_1(monkeypatch):
+    """One process, no launcher: RANK 0, WORLD_SIZE 1, LOCAL_RANK 0, a loopback rendezvous on a free port (without
+    them DeepSpeed asks MPI for the world, and mpi4py is not installed). A value already given stays; a process a
+    launcher started is left alone."""
+    import os
+    import socket
+
+    from train.training_arguments import stand_in_for_a_launcher
+
+    launcher = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+    for name in launcher:
+        monkeypatch.delenv(name, raising=False)
+    stand_in_for_a_launcher()
+    assert [os.environ[name] for name in launcher[:4]] == ["0", "1", "0", "127.0.0.1"]
+    with socket.socket() as sock:  # the port was free when chosen
+        sock.bind(("127.0.0.1", int(os.environ["MASTER_PORT"])))
+    for name in launcher:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("MASTER_PORT", "29611")
+    stand_in_for_a_launcher()
+    assert os.environ["MASTER_PORT"] == "29611" and os.environ["RANK"] == "0"
+    for name in launcher:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("RANK", "3")
+    monkeypatch.setenv("WORLD_SIZE", "8")
+    stand_in_for_a_launcher()
+    assert "MASTER_ADDR" not in os.environ and "LOCAL_RANK" not in os.environ
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        ({"max_rows": -3}, "max_rows"),  # would slice the last 3 rows off
+        ({"max_rows": 0}, "max_rows"),  # would fail once the run folder exists
+        ({"per_device_eval_batch_size": 0}, "per_device_eval_batch_size"),  # would fail at the first evaluation
+        ({"lora_r": 0}, "lora_r"),
+        ({"lora_alpha": 0}, "lora_alpha"),
+        ({"lora_dropout": 2.0}, "lora_dropout"),
+        ({"lora_dropout": -0.1}, "lora_dropout"),
+        ({"lora_target_modules": ","}, "lora_target_modules"),
+        ({"lora_target_modules": "q_proj,,v_proj"}, "lora_target_modules"),
+        ({"num_train_epochs": -1}, "num_train_epochs"),
+        ({"num_train_epochs": 0}, "num_train_epochs"),  # and no max_steps: nothing to train
+        ({"learning_rate": -1}, "learning_rate"),
+        ({"learning_rate": 0}, "learning_rate"),
+        ({"max_grad_norm": -1}, "max_grad_norm"),
+        ({"warmup_steps": -5}, "warmup_steps"),
+        ({"weight_decay": -0.1}, "weight_decay"),
+        ({"dataloader_num_workers": -1}, "dataloader_num_workers"),
+    ],
+    ids=lambda value: str(value),
+)
+def test_out_of_range_values_are_refused_when_the_config_loads(overrides, field, tmp_path, capsys):
+    """Each impossible value is a ConfigError naming its field when the config loads, and `judge-train run` exits 2
+    before the run folder exists, instead of training on fewer rows or failing mid-run."""
+    with pytest.raises(ConfigError, match=rf"^{field} must"):
+        load_config(REPO / "configs/train/tiny/seq2seq.yaml", {**overrides, "max_steps": -1})
+    flags = [f"--{key.replace('_', '-')}={value}" for key, value in overrides.items()]
+    out = tmp_path / "run"
+    assert main(["--config", str(REPO / "configs/train/tiny/seq2seq.yaml"), "--max-steps=-1", *flags,
+                 "--output-dir", str(out)]) == 2  # fmt: skip
+    assert f"error: {field} must" in capsys.readouterr().err and not out.exists()
+
+
+def test_values_at_the_edge_of_their_range_still_load():
+    """0 where 0 means something (no clipping, no warm-up, no decay, no dropout), epochs 0 under max_steps, one
+    row, a named list of modules."""
+    config = load_config(REPO / "configs/train/tiny/seq2seq.yaml", {
+        "max_grad_norm": 0, "warmup_steps": 0, "weight_decay": 0, "lora_dropout": 0.0, "num_train_epochs": 0,
+        "max_steps": 3, "max_rows": 1, "lora_target_modules": "q_proj, v_proj"})
+    assert (config.max_rows, config.num_train_epochs, config.lora_target_modules) == (1, 0, "q_proj, v_proj")

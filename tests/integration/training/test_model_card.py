@@ -12,8 +12,13 @@ import judge
 from tests.support.model_card import front_matter
 
 
-def test_every_export_gets_a_card(trained_regression_dir):
-    """The recipe's export (session fixture) holds README.md naming its mode and prompt version."""
+def test_every_export_gets_a_card(trained_regression_dir, regression_run):
+    """The recipe's export (session fixture) holds README.md naming its mode and prompt version, and the steps and
+    losses of the training (the result is recorded in run.json before the card is written from it)."""
     card = (trained_regression_dir / "README.md").read_text(encoding="utf-8")
     assert front_matter(card)["tags"][-1] == "regression"
     assert judge.PROMPT_VERSION in card
+    losses = [entry["loss"] for entry in regression_run.log_history if "loss" in entry]
+    assert regression_run.global_step > 0 and losses
+    assert (f"- optimizer steps: {regression_run.global_step}; training loss {losses[0]:.4f} → {losses[-1]:.4f}"
+            in card), card

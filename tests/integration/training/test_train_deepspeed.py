@@ -1,4 +1,5 @@
-"""DeepSpeed ZeRO-3 on CPU: the seq2seq recipe in one process, the regression recipe in two through torchrun.
+"""DeepSpeed ZeRO-3 on CPU: the seq2seq recipe in one process started without a launcher (as `judge-train --config
+configs/train/t-lite/seq2seq.yaml --lora true` on one GPU), the regression recipe in two through torchrun.
 
 Both run the real ``python -m train.cli`` in a subprocess (DeepSpeed initialises torch.distributed, which must not
 leak into the rest of the test session). Their collectives go through gloo: the recipe keeps DeepSpeed from
@@ -38,18 +39,20 @@ def _losses(record: dict) -> list[float]:
 
 def test_zero3_one_process_trains_like_the_plain_trainer(seq2seq_run, overfit_base_dir, overfit_records_path,
                                                          train_subprocess_env, tmp_path):  # fmt: skip
-    """ZeRO-3 (one rank) runs the seq2seq recipe to an export that reloads and matches the live model, the learning
-    rate ends at 0, and its first two losses equal the plain trainer's on the same data (the first two learning
-    rates of a linear decay do not depend on the run length)."""
+    """ZeRO-3 (one rank, no launcher: none of RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT set, where
+    DeepSpeed would look for MPI) runs the seq2seq recipe to an export that reloads and matches the live model, the
+    learning rate ends at 0, and its first two losses equal the plain trainer's on the same data (the first two
+    learning rates of a linear decay do not depend on the run length)."""
     overrides = [f"--{key}={value}" for key, value in OVERFIT_OVERRIDES.items() if value is not None]
     cmd = [
         sys.executable, "-m", "train.cli", "--config", "configs/train/tiny/seq2seq.yaml", *overrides,
         "--output_dir", str(tmp_path / "run"), "--model_name_or_path", str(overfit_base_dir),
         "--data", str(overfit_records_path), "--deepspeed", ZERO3, "--max_steps", "2", "--disable_tqdm",
     ]  # fmt: skip
-    env = {**train_subprocess_env, "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
-           "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}  # fmt: skip
+    launcher = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+    env = {k: v for k, v in train_subprocess_env.items() if k not in launcher}
     record = _run(cmd, env, tmp_path / "zero3.log")
+    assert record["launch"]["world_size"] == 1
     assert record["config"]["deepspeed"] == ZERO3
     assert record["result"]["final_learning_rate"] == 0.0
     assert record["result"]["export_report"]["lm_head_norm"] > 0
