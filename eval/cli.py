@@ -215,7 +215,7 @@ def _score(args: argparse.Namespace) -> int:
         print(pairwise_markdown(score_pairwise(args.predictions, args.data, args.out, n_boot=args.n_boot,
                                                seed=args.seed, name=args.name)))
         return 0
-    from eval.reports.report import SPLIT_TITLES, fmt, fmt_ci
+    from eval.reports.report import SPLIT_TITLES, constant_judge_score, fmt, fmt_ci, run_notes, why_no_spearman
     from eval.scoring.score import score
     from eval.validity.alt_test import AltTestSettings
 
@@ -233,10 +233,14 @@ def _score(args: argparse.Namespace) -> int:
                    alt_test=alt_test)
     for split, block in result.splits.items():
         c = block.overall
+        why_dash = why_no_spearman(c, constant_judge_score(block, result.target))
         print(f"{SPLIT_TITLES[split]:>22}: n {c.n}, n_failed {c.n_failed}, no unique mode "
               f"{c.n_no_unique_mode}, out of scale {c.n_out_of_scale}, MAE {fmt_ci(c.mae, c.mae_ci)}, "
               f"Spearman {fmt_ci(c.spearman, c.spearman_ci)}, VC judge {fmt(c.vc_judge)} / experts "
-              f"{fmt(c.vc_experts)} (n VC {c.n_vc})" + (f"; {c.why_empty_text}" if c.why_empty_text else ""))
+              f"{fmt(c.vc_experts)} (n VC {c.n_vc})" + (f"; {c.why_empty_text}" if c.why_empty_text else "")
+              + (f"; Spearman —: {why_dash}" if why_dash else ""))
+    for note in run_notes(result):  # report.md's sentences: an unfinished run must not read as a complete one
+        print(note.replace("**", "").replace("`", ""))
     official = result.pollux_official.splits.get("all") if result.pollux_official else None
     if official:
         print(f"{'POLLUX repository eval':>22}: format_acc {fmt(official.format_acc)}, score_acc "

@@ -22,8 +22,12 @@ printed before it runs):
    writes no code) and the canonical-solution self-check of the sandbox.
 
 The tiny judges are smoke-test models: their numbers show the plumbing, not a useful judge. The demo sits outside
-the packages it exercises: it imports only the contract (``judge``) and runs training, serving and evaluation as
-subprocesses, importing nothing from ``train``, ``serve`` or ``eval``.
+the packages it exercises: it imports the contract (``judge``), and ``train.tiny_models`` for the contract stage's
+tiny models (built in this process so that the stage can render a prompt through their tokenizer); training,
+serving and evaluation run as subprocesses, and nothing is imported from ``serve`` or ``eval``.
+
+A mistake in how it was asked to run (a ``--data`` that is missing or empty, ``--stages serve`` on an ``--out`` with
+no trained judge, a judge-serve that does not start) stops it with one line on stderr and exit code 2.
 """
 
 from __future__ import annotations
@@ -72,6 +76,10 @@ DEMO_API_KEY = "demo-key"
 SERVED_NAME = "pollux-judge-demo"
 
 
+class DemoError(Exception):
+    """A mistake in how the demo was asked to run: ``main`` prints its one line and exits 2."""
+
+
 def _parse_args(argv):
     from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 
@@ -104,7 +112,12 @@ def main(argv=None) -> int:
         for stage in chosen:
             print(f"\n======== {stage.name} ========", flush=True)
             stage_started = time.monotonic()
-            code = stage.run(out, args, servers)
+            try:
+                code = stage.run(out, args, servers)
+            except DemoError as error:
+                print(f"[{stage.name}] FAILED", flush=True)
+                print(f"demo: {error}", file=sys.stderr)
+                return 2
             print(f"[{stage.name}] {'done' if code == 0 else f'FAILED ({code})'} in {time.monotonic() - stage_started:.0f} s",
                   flush=True)
             if code != 0:
@@ -130,13 +143,20 @@ def report_pages(out: Path) -> list[Path]:
 def stage_contract(out: Path, args, servers) -> int:
     from train.tiny_models import build_qwen_tokenizer, build_tiny_qwen2
 
+    # The data first: a wrong --data stops the stage before the models are built.
+    source = args.data or sample_data_path()
+    try:
+        records = load_records(source)
+    except (OSError, ValueError) as error:  # the loader's message names the file and the row
+        raise DemoError(f"--data {source}: {error}") from None
+    if not records:
+        raise DemoError(f"--data {source}: no records; the contract stage needs at least one labelled row")
+
     tokenizer = build_qwen_tokenizer()
     models = {kind: build_tiny_qwen2(out / "models" / f"tiny-{kind}", kind=kind, tokenizer=tokenizer) for kind in ("causal", "regression")}
     for kind, path in models.items():
         print(f"[model] random tiny {kind} judge saved to {path}")
 
-    source = args.data or sample_data_path()
-    records = load_records(source)
     splits = Counter(split_of(r) for r in records)
     no_mode = sum(1 for r in records if _has_no_unique_mode(r.expert_scores))
     print(f"[data] {len(records)} records from {source}")
@@ -337,9 +357,11 @@ class _Servers:
             server, port, started = self.starting.pop(recipe)
             try:
                 server.wait_ready(f"http://127.0.0.1:{port}/ready", self.timeout_s, interval_s=1.0)
-            except ProcessStartError:
+            except ProcessStartError as error:
                 server.stop()
-                raise
+                # The error's first line says how it ended; its log tail is in the file named.
+                raise DemoError(f"judge-serve for the {recipe} judge did not start ({str(error).splitlines()[0]}); "
+                                f"its log: {self.out / 'serve' / recipe / 'judge-serve.log'}") from None
             print(f"[serve] judge-serve ({recipe} judge) ready on port {port} after {time.monotonic() - started:.0f} s",
                   flush=True)
             self.running[recipe] = (server, f"http://127.0.0.1:{port}/v1")
@@ -347,6 +369,9 @@ class _Servers:
 
     def _launch(self, recipe: str) -> tuple[ManagedProcess, int, float]:
         model = self.out / "train" / recipe / "export"
+        if not model.is_dir():  # said before a judge-serve is started only to refuse the folder
+            raise DemoError(f"--out {self.out}: no trained {recipe} judge at {model}; run the train stage first "
+                            "(add train to --stages, or leave --stages out for every stage)")
         log_dir = self.out / "serve" / recipe
         port = free_port()
         cmd = ["judge-serve", "--model", str(model), "--port", str(port), "--api-key-env", "JUDGE_DEMO_KEY",

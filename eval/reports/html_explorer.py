@@ -10,6 +10,10 @@ Full texts (instruction, answer, reference, rubric, comments, feedback) are embe
 then the items without a difference (failures, no reference). They sit in a second JSON element that the page
 parses only when an item is first opened. The POLLUX paper has no view of this kind;
 the cap is our choice, so that a full-test page stays a few tens of MB instead of several hundred.
+
+Why one module of ~510 lines: report.html's explorer and compare.html's are one data layout (the columns, the text
+cap, the status labels the page's filters and badges know); apart, the page script's one contract would live in two
+files. Finding a run's files again is ``eval.reports.run_files``.
 """
 
 from __future__ import annotations
@@ -22,17 +26,19 @@ from pathlib import Path
 from typing import Any
 
 from eval.reports.report import SPLIT_TITLES
+from eval.reports.run_files import load_predictions, load_records, missing_note
 from eval.scoring.comparison import Comparison
 
-__all__ = ["DEFAULT_TEXT_ITEMS", "STATUS_LABELS", "compare_items", "explorer_json", "item_columns", "item_status",
-           "load_predictions", "load_records", "read_item_columns", "report_items"]
+__all__ = ["DEFAULT_TEXT_ITEMS", "STATUS_LABELS", "compare_items", "compare_status", "explorer_json", "item_columns",
+           "item_status", "read_item_columns", "report_items"]
 
 #: Items whose full texts a page embeds (see the module docstring); 0 keeps none, a negative value keeps all.
 #: Each costs ~3 KB (its instruction, answer and reference are rarely shared with another embedded item): 5,000 keep
 #: a full-test page near 25 MB (bench/report_page.py).
 DEFAULT_TEXT_ITEMS = 5_000
-#: Explorer status of an item, as the filter shows it.
-STATUS_LABELS = ("scored", "failed", "out-of-scale", "no unique mode", "unlabelled", "missing")
+#: Explorer status of an item, as the filter shows it (``unknown``: items.parquet holds a status this version does
+#: not write).
+STATUS_LABELS = ("scored", "failed", "out-of-scale", "no unique mode", "unlabelled", "missing", "unknown")
 # items.parquet's ``why_unscored`` (when the scorer writes it) -> explorer status.
 _WHY_UNSCORED = {"no_prediction": "missing", "request_failed": "failed", "parse_failed": "failed",
                  "all_experts_abstained": "unlabelled", "no_expert_scores": "unlabelled",
@@ -103,20 +109,25 @@ def _round_column(values: Sequence[Any]) -> list[float | int | None]:
 def item_status(status: str, reference: float | None, has_experts: bool, in_scale: Any = None,
                 why_unscored: str | None = None) -> str:
     """The explorer's status of one item (one of ``STATUS_LABELS``); the first that applies of failed, missing,
-    out-of-scale, no unique mode, unlabelled, scored.
+    unknown, out-of-scale, no unique mode, unlabelled, scored.
 
     Args:
-        status: the item table's status (``ok``, ``parse_failed``, ``request_failed``, ``missing``).
+        status: the item table's status (``ok``, ``parse_failed``, ``request_failed``, ``missing``; another reads
+            ``unknown``).
         reference: the item's reference score (None when undefined: no unique expert mode, no expert scores).
         has_experts: whether the item has expert scores at all.
         in_scale: ``items.parquet``'s ``in_scale`` value when the column exists (False: the judge's score is
             outside the criterion's scale).
         why_unscored: ``items.parquet``'s ``why_unscored`` when the column exists ("" for a scored item).
     """
+    from eval.scoring.item_table import STATUSES
+
     if status in ("parse_failed", "request_failed"):
         return "failed"
     if status == "missing":
         return "missing"
+    if status not in STATUSES:  # never read as scored: the page shows the label, not the file's text
+        return "unknown"
     if in_scale is not None and not (isinstance(in_scale, float) and math.isnan(in_scale)) and not bool(in_scale):
         return "out-of-scale"
     if why_unscored:
@@ -330,7 +341,8 @@ def _no_text_note(n_text: int, n: int) -> str:
 
 def report_items(items: Mapping[str, Sequence], records: Sequence | None,
                  predictions: Iterable[Mapping[str, Any]] | None, judge_name: str, target: str,
-                 text_items: int = DEFAULT_TEXT_ITEMS) -> dict[str, Any]:
+                 text_items: int = DEFAULT_TEXT_ITEMS, records_note: str = "",
+                 predictions_note: str = "") -> dict[str, Any]:
     """The explorer's data for one scored run.
 
     Column-wise: numbers are rounded a column at a time (``_round_column``) and filter codes are built per column;
@@ -342,6 +354,8 @@ def report_items(items: Mapping[str, Sequence], records: Sequence | None,
         predictions: the run's predictions (for the judge's feedback): a prediction table or rows, or None.
         judge_name, target: labels.
         text_items: see ``DEFAULT_TEXT_ITEMS``.
+        records_note, predictions_note: why ``records`` / ``predictions`` is None (``missing_note``), said on the
+            page instead of empty texts or "no prediction".
     """
     ids = [str(v) for v in items["id"]]
     n = len(ids)
@@ -388,37 +402,20 @@ def report_items(items: Mapping[str, Sequence], records: Sequence | None,
     detail = [-1] * n
     texts.prefetch(ids[i] for i in with_text)
     chosen = [i for i in sorted(with_text) if texts.get(ids[i]) is not None]
+    missing_predictions = {"m": predictions_note} if predictions is None and predictions_note else None
     for i, verdict in zip(chosen, verdicts.of([ids[i] for i in chosen])):
         detail[i] = len(details)
-        details.append({**_record_text(texts.get(ids[i]), strings), "v": [verdict]})
+        details.append({**_record_text(texts.get(ids[i]), strings), "v": [missing_predictions or verdict]})
     rows = _ItemRows(ids, codes, judge_scores, references, shown_diffs, flat, starts, detail)
     return {
+        # The judges' labels as the page shows them, in the column heading and over each verdict.
         "kind": "report", "judges": ["judge: " + (judge_name or "(unnamed)")], "strings": strings.values, "details": details,
         "rows": rows, "page_size": 50, "status_filter": 4, "list_columns": [3, 1, 0, 4],
         "filters": [{"key": key, "label": label, "values": values[key]} for key, label in filters],
         "diff_label": "|judge − experts|", "reference_label": f"experts' {target}",
-        "no_text_note": _no_text_note(len(details), n),
+        "no_text_note": records_note if records is None and records_note else _no_text_note(len(details), n),
+        "notes": [note for note in (records_note, predictions_note) if note],
     }
-
-
-def load_records(data: str | None):
-    """The records of the data a metrics.json names, as columns (``judge.RecordColumns``); None when that file is
-    gone (a page without texts)."""
-    import judge
-
-    if not data or not Path(data).exists():
-        return None
-    return judge.load_record_columns(data)[0]
-
-
-def load_predictions(path: str | None):
-    """The prediction table of the file a metrics.json names; None when it is gone."""
-    if not path or not Path(path).exists():
-        return None
-    from eval.judging.predictions import read_prediction_table
-
-    return read_prediction_table(path)
-
 
 
 def compare_items(result: Comparison, top: int = 1000) -> dict[str, Any]:
@@ -429,17 +426,25 @@ def compare_items(result: Comparison, top: int = 1000) -> dict[str, Any]:
     folders = [Path(f) for f in result.folders]
     names = list(result.runs)
     tables = [_read_items(f / "items.parquet") for f in folders]
-    records = None
-    for m in result.metrics:
-        records = load_records(m.data)
+    records, notes = None, []
+    for folder, m in zip(folders, result.metrics):
+        records = load_records(m.data, folder)
         if records is not None:
             break
+    if records is None:
+        notes.append(missing_note("the labelled data", result.metrics[0].data, folders[0],
+                                  "the items' instructions, answers, rubrics and expert comments are"))
     texts = _Texts(records)
-    preds = []
-    for folder, m in zip(folders, result.metrics):
-        table = load_predictions(m.predictions or str(folder / "predictions.jsonl"))
+    # Per run: its first prediction row by id, or the sentence that says why its judge's side is not in the page.
+    preds: list[dict[str, Mapping[str, Any]] | str] = []
+    for name, folder, m in zip(names, folders, result.metrics):
+        table = load_predictions(m.predictions, folder)
+        if table is None:
+            preds.append(missing_note(f"the predictions of {name}", m.predictions, folder, "its judge's feedback is"))
+            notes.append(preds[-1])
+            continue
         index: dict[str, Mapping[str, Any]] = {}
-        for row in prediction_rows(table) if table is not None else ():
+        for row in prediction_rows(table):
             index.setdefault(str(row["id"]), row)
         preds.append(index)
     base = tables[0]
@@ -468,16 +473,17 @@ def compare_items(result: Comparison, top: int = 1000) -> dict[str, Any]:
         candidates.sort()
         texts.prefetch(c[2] for c in candidates[:top])
         for _, _, item_id, i, j, a, b, diff in candidates[:top]:
-            sa, sb = str(base["status"][i]), str(other["status"][j])
-            status = ("both scored" if sa == sb == "ok" else f"baseline {sa.replace('_', ' ')}, run "
-                      f"{sb.replace('_', ' ')}")
             cats = [pair, code("split", SPLIT_TITLES.get(str(base["split"][i]), str(base["split"][i]))),
                     code("model", str(base["model_id"][i])), code("task", str(base["task_type"][i])),
-                    code("criterion", str(base["criteria_name"][i])), code("status", status)]
+                    code("criterion", str(base["criteria_name"][i])),
+                    code("status", compare_status(base["status"][i], other["status"][j]))]
             record = texts.get(item_id)
-            text = _record_text(record, strings) if record is not None else {"i": strings(""), "a": strings(""),
-                                                                            "r": strings(""), "u": strings(""), "c": []}
-            text["v"] = [_verdict(preds[0].get(item_id)), _verdict(preds[other_k].get(item_id))]
+            if record is not None:
+                text = _record_text(record, strings)
+            else:  # said, not shown as empty texts
+                text = {"i": strings(""), "a": strings(""), "r": strings(""), "u": strings(""), "c": [],
+                        "m": notes[0] if records is None else f"Item {item_id} is not in the labelled data."}
+            text["v"] = [_compared_verdict(preds[0], item_id), _compared_verdict(preds[other_k], item_id)]
             details.append(text)
             reference = _round((base.get("reference") or [None] * (i + 1))[i])
             experts = [_round(v) for v in (base["expert_scores"][i] or [])]
@@ -489,5 +495,22 @@ def compare_items(result: Comparison, top: int = 1000) -> dict[str, Any]:
         "details": details, "rows": out_rows, "page_size": 50, "status_filter": 5, "list_columns": [0, 4, 2, 5],
         "filters": [{"key": key, "label": label, "values": values[key]} for key, label in filters],
         "diff_label": "|run − baseline|", "reference_label": "experts' reference",
-        "no_text_note": "This item's texts are not in the page.",
+        "no_text_note": "This item's texts are not in the page.", "notes": notes,
     }
+
+
+def compare_status(baseline: Any, run: Any) -> str:
+    """compare.html's status of an item: ``both scored``, or each side's ``items.parquet`` status in words
+    (``baseline parse failed, run ok``). A status that is not one of ``eval.scoring.item_table.STATUSES`` reads
+    ``unknown``: the file may have been written by hand, and the label is shown on the page."""
+    from eval.scoring.item_table import STATUSES
+
+    sides = [str(v) if str(v) in STATUSES else "unknown" for v in (baseline, run)]
+    if sides == ["ok", "ok"]:
+        return "both scored"
+    return f"baseline {sides[0].replace('_', ' ')}, run {sides[1].replace('_', ' ')}"
+
+
+def _compared_verdict(found: Mapping[str, Mapping[str, Any]] | str, item_id: str) -> dict[str, Any] | None:
+    """An item's verdict in one compared run; when its predictions file is gone, the sentence that says so."""
+    return {"m": found} if isinstance(found, str) else _verdict(found.get(item_id))

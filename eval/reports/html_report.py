@@ -24,9 +24,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from eval.reports.html_explorer import (DEFAULT_TEXT_ITEMS, compare_items, explorer_json, load_predictions,
-                                        load_records, read_item_columns, report_items)
-from eval.reports.report import SPLIT_TITLES, p_phrase, random_labelling_note, references_note, regression_note
+from eval.reports.html_explorer import DEFAULT_TEXT_ITEMS, compare_items, explorer_json, read_item_columns, report_items
+from eval.reports.run_files import load_predictions, load_records, missing_note
+from eval.reports.report import (SPLIT_TITLES, constant_judge_score, p_phrase, random_labelling_note, references_note,
+                                 regression_note, run_notes, summary_why, why_sentences)
 from eval.scoring.comparison import Comparison, Paired
 from eval.validity.render import html_blocks as validity_blocks
 from eval.validity.render import lead_html
@@ -106,9 +107,18 @@ def _page(title: str, subtitle: list[str], nav: list[tuple[str, str]], body: lis
 
 
 def _md_text(text: str) -> str:
-    """A sentence of report.md as HTML: escaped, its `code` spans as <code>."""
+    """A sentence of report.md as HTML: escaped, its `code` spans as <code>, its **bold** as <b>."""
     parts = _e(text).split("`")
-    return "".join(f"<code>{p}</code>" if k % 2 else p for k, p in enumerate(parts))
+    text = "".join(f"<code>{p}</code>" if k % 2 else p for k, p in enumerate(parts))
+    return "".join(f"<b>{p}</b>" if k % 2 else p for k, p in enumerate(text.split("**")))
+
+
+def _why_list(found: list[tuple[str, str]]) -> str:
+    """report.md's sentences under a table (``why_sentences``) as a list; "" when every "—" explains itself."""
+    if not found:
+        return ""
+    return ('<ul class="note why">' + "".join(f"<li><b>{_e(label)}</b>: {_md_text(sentence)}.</li>"
+                                              for label, sentence in found) + "</ul>")
 
 
 def _columns(cells: Iterable[Mapping[str, Any]]) -> list[str]:
@@ -241,14 +251,17 @@ def render_report_page(result: Metrics, explorer: Mapping[str, Any] | None) -> s
         subtitle.append(" · ".join(f"{_e(k)}: <code>{_e(v)}</code>" for k, v in result.run.items() if v))
     if regression_note(result):
         subtitle.append(_e(regression_note(result)).replace("`", ""))
-    body = [lead_html(result), '<h2 id="summary">Summary</h2>',
-            '<p class="note">A verdict that failed to parse counts in <code>n_failed</code> and is never scored. '
+    body = [lead_html(result), '<h2 id="summary">Summary</h2>']
+    # What the tables alone would hide (an unfinished run first): at the top, where the page is first read.
+    body += [f'<p class="warn">{_md_text(note)}</p>' for note in run_notes(result)]
+    body += ['<p class="note">A verdict that failed to parse counts in <code>n_failed</code> and is never scored. '
             "Click a column header to sort. Intervals in grey. The headline columns come first; the bookkeeping "
             "ones (exclusions, in-scale figures, Pearson, Kendall, counts) appear with the switch at the top.</p>",
             f'<p class="note">{_md_text(references_note(result))}</p>']
     splits = result.splits
     overall = {SPLIT_TITLES.get(k, k): b.overall for k, b in splits.items()}
     body.append(_metric_table("Test", overall, None, "summary-table"))
+    body.append(_why_list(summary_why(result)))
     body.append(f'<p class="note" id="random-vc">{_md_text(random_labelling_note())}</p>')
     body += validity_blocks(result)
     for split, block in splits.items():
@@ -262,6 +275,7 @@ def render_report_page(result: Metrics, explorer: Mapping[str, Any] | None) -> s
             if cells:
                 body.append(f"<h3>{_e(title)}: by {_e(group_title)}</h3>")
                 body.append(_metric_table(group_title.capitalize(), cells, block.overall, f"table-{split}-{name}"))
+                body.append(_why_list(why_sentences(cells, constant_judge_score(block, result.target))))
         other = _as_written((k, v) for k, v in block.items() if k not in _SPLIT_RENDERED)
         if other:
             body.append(f'<details class="block"><summary>Other figures of this split</summary><pre class="json">'
@@ -299,8 +313,8 @@ def write_report_page(out: str | Path, records: Sequence | None = None,
     Args:
         out: the folder ``judge-eval score`` wrote.
         records: the labelled records; default: loaded from the data ``metrics.json`` names (skipped, with a note
-            on the page, when that file is gone).
-        predictions: the run's rows; default: read from the predictions ``metrics.json`` names.
+            on the page, when that file is gone; ``eval.reports.run_files.recorded_file`` finds it).
+        predictions: the run's rows; default: read from the predictions ``metrics.json`` names (likewise).
         text_items: see ``DEFAULT_TEXT_ITEMS``.
 
     Returns:
@@ -308,12 +322,18 @@ def write_report_page(out: str | Path, records: Sequence | None = None,
     """
     out = Path(out)
     result = Metrics.from_json(json.loads((out / "metrics.json").read_text(encoding="utf-8")))
+    records_note = predictions_note = ""
     if records is None:
-        records = load_records(result.data)
+        records = load_records(result.data, out)
+        if records is None:
+            records_note = missing_note("the labelled data", result.data, out, "the items' texts are")
     if predictions is None:
-        predictions = load_predictions(result.predictions)
+        predictions = load_predictions(result.predictions, out)
+        if predictions is None:
+            predictions_note = missing_note("the predictions", result.predictions, out, "the judge's feedback is")
     items = read_item_columns(out / "items.parquet")
-    explorer = report_items(items, records, predictions, result.judge or "", str(result.target), text_items)
+    explorer = report_items(items, records, predictions, result.judge or "", str(result.target), text_items,
+                            records_note, predictions_note)
     path = out / "report.html"
     path.write_text(render_report_page(result, explorer), encoding="utf-8")
     return path

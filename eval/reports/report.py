@@ -20,11 +20,13 @@ from eval.scoring import item_table
 from eval.scoring.metrics import RANDOM_LABELLING_VC
 from eval.validity.render import lead_lines
 from eval.validity.render import markdown_lines as validity_markdown
-from judge.metrics_json.metrics import Cell, Metrics, ModelMeans, ModelMeansRow, Notes, PolluxOfficial
+from judge.metrics_json.metrics import (Cell, Metrics, ModelMeans, ModelMeansRow, Notes, PolluxOfficial,
+                                        SplitMetrics)
 from judge.splits import SPLIT_TITLES  # one definition in the contract; re-exported here for eval's own modules
 
 __all__ = ["render_markdown", "markdown_table", "plot_confusions", "plot_mae_by_criterion", "write_plots",
-           "SPLIT_TITLES", "fmt", "fmt_ci"]
+           "SPLIT_TITLES", "fmt", "fmt_ci", "constant_judge_score", "run_notes", "summary_why",
+           "why_no_spearman", "why_sentences"]
 
 log = logging.getLogger("judge_eval.report")
 
@@ -102,15 +104,105 @@ def _in_scale(c: Cell, value: float | None) -> str:
     return fmt(value) if c.n_out_of_scale else "="
 
 
-def _why_lines(cells: Mapping[str, Cell]) -> list[str]:
-    """A sentence for every cell whose figures are all "—": why it has no scored item, or no VC."""
-    lines = []
+def constant_judge_score(block: SplitMetrics, target: str) -> float | None:
+    """The one score a judge gave every scored item of a test, when the test's confusion table shows it; else None.
+
+    ``metrics.json`` keeps no flag for it, so it is read from what the file has: the test's judge x experts' mode
+    table (rows: the judge's scores rounded to the scale's levels). It speaks for the correlated pairs only when they
+    are its items: Spearman against the mode (``target``), on MAE's own items (no ``n_spearman``), as many pairs as
+    the cell scored. With one row and several expert columns, and Spearman undefined, the judge's side is the
+    constant one (``eval.scoring.metrics.spearman`` is undefined only when a side is constant; the experts' mode
+    varies here), so the row is its score (rounded half up, as the table rounds it: a discrete judge's own score);
+    every cell of the test then holds a subset of those items.
+    """
+    c = block.overall
+    if block.confusion is None or target != "mode" or c.n_spearman is not None or not c.has_correlations:
+        return None
+    if c.spearman is not None and math.isfinite(c.spearman):
+        return None
+    matrix, levels = block.confusion.all.matrix or [], block.confusion.all.levels or []
+    rows = [k for k, row in enumerate(matrix) if any(row)]
+    columns = {k for row in matrix for k, v in enumerate(row) if v}
+    if c.n_scored and sum(map(sum, matrix)) == c.n_scored and len(rows) == 1 and len(columns) > 1:
+        return float(levels[rows[0]])
+    return None
+
+
+def why_no_spearman(c: Cell, judge_score: float | None = None) -> str:
+    """Why a cell that pools the correlations shows Spearman as "—" though it has scored items; "" otherwise.
+
+    Args:
+        c: the cell.
+        judge_score: ``constant_judge_score`` of the cell's test (None: not known), to say which side is constant.
+    """
+    if not c.has_correlations or (c.spearman is not None and math.isfinite(c.spearman)) or c.why_empty_text:
+        return ""
+    pairs = c.n_spearman if c.n_spearman is not None else c.n_scored
+    if pairs is None:  # a file written before n_scored existed: the reason without its count
+        return "a rank correlation needs two or more scored items whose judge scores and reference both vary"
+    if pairs == 0:
+        return "no scored item has a defined reference to correlate with: a rank correlation needs two or more"
+    if pairs == 1:
+        return "one scored item: a rank correlation needs two or more"
+    if judge_score is not None:
+        shown = fmt(int(judge_score)) if float(judge_score).is_integer() else fmt(judge_score, 1)
+        return (f"the judge gave all {pairs} scored items the same score ({shown}), and a rank correlation needs "
+                "the judge's scores to vary")
+    return (f"the judge's scores or the experts' reference take one value over all {pairs} scored items, and a rank "
+            "correlation needs both to vary")
+
+
+def why_sentences(cells: Mapping[str, Cell], judge_score: float | None = None) -> list[tuple[str, str]]:
+    """``(label, sentence)`` for every cell with a "—" that its counts do not explain: why it has no scored item,
+    no VC, or no Spearman (``why_no_spearman``); report.md and report.html both list them.
+
+    Args:
+        cells: the cells by label.
+        judge_score: ``constant_judge_score`` of their test.
+    """
+    out = []
     for label, c in cells.items():
         if c.why_empty_text:
-            lines.append(f"- **{label}**: {c.why_empty_text}.")
-        elif c.why_no_vc:
-            lines.append(f"- **{label}**: VC —: {c.why_no_vc}.")
+            out.append((label, c.why_empty_text))
+            continue
+        if c.why_no_vc:
+            out.append((label, f"VC —: {c.why_no_vc}"))
+        spearman = why_no_spearman(c, judge_score)
+        if spearman:
+            out.append((label, f"Spearman —: {spearman}"))
+    return out
+
+
+def summary_why(result: Metrics) -> list[tuple[str, str]]:
+    """``why_sentences`` of the summary table: each test's overall cell (the one score a judge gave is read per
+    test)."""
+    return [found for split in item_table.SPLITS if split in result.splits
+            for found in why_sentences({SPLIT_TITLES[split]: result.splits[split].overall},
+                                       constant_judge_score(result.splits[split], result.target))]
+
+
+def _why_lines(found: list[tuple[str, str]]) -> list[str]:
+    """``why_sentences`` as a Markdown list (and its blank line)."""
+    lines = [f"- **{label}**: {sentence}." for label, sentence in found]
     return lines + [""] if lines else []
+
+
+def run_notes(result: Metrics) -> list[str]:
+    """What the tables alone would hide about the run (Markdown sentences, `code` in backticks): the items with no
+    prediction (an unfinished run) and the experts' abstentions, from the Zero-Shot + Standard cell. report.md,
+    report.html and the score command's console summary all print these."""
+    overall = result.splits["all"].overall if "all" in result.splits else None
+    if overall is None:
+        return []
+    notes = []
+    if overall.n_missing:
+        notes.append(f"**{overall.n_missing} items have no prediction** (the run is unfinished): they are not in "
+                     "`n`.")
+    if overall.n_abstained:
+        notes.append(f"Expert abstentions (a released `-1`: the criterion does not apply) are left out of every "
+                     f"score: {overall.n_abstained} in all; {overall.n_all_abstained or 0} items had every expert "
+                     "abstain and are unlabelled (not errors).")
+    return notes
 
 
 def _model_means_table(means: ModelMeans, judge_name: str) -> str:
@@ -224,15 +316,10 @@ def render_markdown(result: Metrics) -> str:
             for split in item_table.SPLITS if split in splits]
     out += [markdown_table(header, rows), ""]
     out += [random_labelling_note(), ""]
-    out += _why_lines({SPLIT_TITLES[split]: splits[split].overall for split in item_table.SPLITS if split in splits})
+    out += _why_lines(summary_why(result))
     out += validity_markdown(result, markdown_table)
-    overall = splits["all"].overall if "all" in splits else None
-    if overall is not None and overall.n_missing:
-        out += [f"**{overall.n_missing} items have no prediction** (the run is unfinished): they are not in `n`.", ""]
-    if overall is not None and overall.n_abstained:
-        out += [f"Expert abstentions (a released `-1`: the criterion does not apply) are left out of every score: "
-                f"{overall.n_abstained} in all; {overall.n_all_abstained or 0} items had every expert abstain "
-                "and are unlabelled (not errors).", ""]
+    for note in run_notes(result):
+        out += [note, ""]
     for split in item_table.SPLITS:
         block = splits.get(split)
         if not block:
@@ -255,7 +342,7 @@ def render_markdown(result: Metrics) -> str:
             rows = [_row(label, c, correlated) for label, c in cells.items()]
             rows.append(_row("**Overall**", block.overall, correlated))
             out += [f"### {SPLIT_TITLES[split]}: by {title}", "", markdown_table(head, rows), ""]
-            out += _why_lines(cells)
+            out += _why_lines(why_sentences(cells, constant_judge_score(block, result.target)))
     if result.pollux_official is not None:
         out += _pollux_official_lines(result.pollux_official)
     elif result.run is not None and result.run.verdict_format == "integer":

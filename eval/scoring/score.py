@@ -58,6 +58,14 @@ def _one_blas_thread(function):
     return one_blas_thread
 
 
+def _absolute(data: str | Path) -> str:
+    """``data`` as an absolute path when it names a local file or folder (a dataset name is kept as given), as
+    ``eval.judging.run.resolved_paths`` records run.json's: report.html and ``judge-eval compare`` read the files
+    metrics.json names back, from whatever directory they run in."""
+    path = Path(data).expanduser()
+    return str(path.resolve()) if path.exists() else str(data)
+
+
 @_one_blas_thread
 def score(
     predictions: str | Path,
@@ -151,7 +159,8 @@ def score(
     result = dataclasses.replace(
         evaluated,
         settings=dataclasses.replace(evaluated.settings, regression_scores="clipped" if clip_regression else "raw"),
-        validity=validity_section(table, target, tests, validity), data=str(data), predictions=str(predictions),
+        validity=validity_section(table, target, tests, validity), data=_absolute(data),
+        predictions=str(predictions.resolve()),
         notes=Notes(**notes),
         # POLLUX's evaluator reads "[RESULT] n" tags: a judge that answers with a bare integer (Pollux-4B-Judge)
         # would read as 0 % format accuracy under a title that presents it as POLLUX's figure. Left out; the

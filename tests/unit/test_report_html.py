@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -159,3 +160,158 @@ def test_compare_page_says_the_paired_count_of_each_metric():
     assert "<th>n (mae)</th>" in page and '<td data-v="100">100</td>' in page
     mae_cell, vc_cell = re.findall(r'<span class="ci">([^<]*)</span>', page)
     assert mae_cell == "[-0.200, -0.050] p = 0.010" and vc_cell == "[0.000, 0.200] p = 0.080, n 50"
+
+
+# -------------------------------------------------------------------- the files a metrics.json names, the statuses
+
+
+def _twelve_records() -> list:
+    records = judge.load_records(judge.sample_data_path())
+    return ([r for r in records if judge.split_of(r) == "zero_shot"][:6]
+            + [r for r in records if judge.split_of(r) == "standard"][:6])
+
+
+def _write_predictions(path, records, offset: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps({"id": r.id, "judge": "j", "raw_output": "x", "feedback": f"отзыв {r.id}",
+                         "score": max(r.expert_scores) - offset * (k % 2), "parse_ok": True, "error": None,
+                         "reason": "", "score_source": "verdict", "latency_s": 0.1}, ensure_ascii=False)
+             for k, r in enumerate(records)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+@pytest.fixture
+def scored_relative(tmp_path, monkeypatch):
+    """Two runs scored from tmp_path with relative --predictions and --data, then the current directory moved."""
+    from eval.scoring.score import score
+
+    monkeypatch.chdir(tmp_path)
+    records = _twelve_records()
+    judge.write_jsonl(records, tmp_path / "data.jsonl")
+    for name, offset in (("a", 0), ("b", 1)):
+        _write_predictions(tmp_path / name / "predictions.jsonl", records, offset)
+        score(f"{name}/predictions.jsonl", "data.jsonl", n_boot=0, vc_repeats=5)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    return tmp_path, records
+
+
+def _compare_data(root):
+    from eval.reports.html_explorer import compare_items
+    from eval.scoring.compare import compare
+
+    return compare_items(compare([root / "a", root / "b"], n_boot=0))
+
+
+def test_compare_from_another_directory_shows_texts_and_both_verdicts(scored_relative):
+    """Scored with relative paths, compared from another directory: metrics.json names the files absolutely, and
+    every compared item carries its instruction, answer, rubric and both judges' feedback."""
+    root, records = scored_relative
+    metrics = json.loads((root / "a" / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics["data"] == str(root / "data.jsonl")
+    assert metrics["predictions"] == str(root / "a" / "predictions.jsonl")
+    data = _compare_data(root)
+    assert len(data["details"]) == len(records) and data["notes"] == []
+    for detail in data["details"]:
+        assert "m" not in detail and all(data["strings"][detail[key]] for key in ("i", "a", "u"))
+        assert all(v is not None and v["f"].startswith("отзыв ") for v in detail["v"])
+
+
+def test_compare_reads_relative_paths_of_an_older_metrics_json_against_its_folder(scored_relative):
+    """A metrics.json that recorded the paths as typed (relative to where score ran): the predictions are found
+    beside it and the data through run.json, from another directory; a file truly gone is said on the page."""
+    root, records = scored_relative
+    for name in ("a", "b"):
+        path = root / name / "metrics.json"
+        metrics = json.loads(path.read_text(encoding="utf-8"))
+        metrics.update(data="data.jsonl", predictions=f"{name}/predictions.jsonl")
+        path.write_text(json.dumps(metrics), encoding="utf-8")
+        (root / name / "run.json").write_text(json.dumps({"config": {"data": str(root / "data.jsonl")}}),
+                                              encoding="utf-8")
+    data = _compare_data(root)
+    assert data["notes"] == [] and all("m" not in d and all(d["v"]) for d in data["details"])
+    # Gone for good: the page says which file and what it lacks, instead of "(none)" and "no prediction".
+    (root / "data.jsonl").unlink()
+    (root / "b" / "predictions.jsonl").unlink()
+    data = _compare_data(root)
+    assert len(data["notes"]) == 2
+    assert data["notes"][0].startswith(f"Not found: the labelled data (the metrics.json in {root / 'a'} names "
+                                       "data.jsonl): ")
+    assert data["notes"][1].startswith(f"Not found: the predictions of j (b) (the metrics.json in {root / 'b'} "
+                                       "names b/predictions.jsonl): ")
+    for detail in data["details"]:
+        assert detail["m"] == data["notes"][0]
+        assert detail["v"][0]["f"].startswith("отзыв ") and detail["v"][1] == {"m": data["notes"][1]}
+
+
+def test_recorded_file_is_found_from_anywhere(tmp_path, monkeypatch):
+    """The file a metrics.json names: its absolute path; else (an older file's relative path, a run folder moved)
+    the run's own file beside it, then run.json's data, and a relative path from the current directory last."""
+    from eval.reports.run_files import recorded_file
+
+    run, cwd = tmp_path / "run", tmp_path / "cwd"
+    for path in (run / "predictions.jsonl", cwd / "rel.jsonl", tmp_path / "data.jsonl"):
+        path.parent.mkdir(exist_ok=True)
+        path.write_text("")
+    monkeypatch.chdir(cwd)
+    beside = run / "predictions.jsonl"
+    assert recorded_file(str(tmp_path / "data.jsonl"), run) == tmp_path / "data.jsonl"
+    assert recorded_file(str(tmp_path / "moved" / "predictions.jsonl"), run, beside="predictions.jsonl") == beside
+    assert recorded_file("runs/x/predictions.jsonl", run, beside="predictions.jsonl") == beside
+    assert recorded_file("data.jsonl", run, also=[str(tmp_path / "data.jsonl")]) == tmp_path / "data.jsonl"
+    assert recorded_file("rel.jsonl", run) == Path("rel.jsonl")
+    assert recorded_file("gone.jsonl", run) is None and recorded_file(None, run) is None
+
+
+def test_report_page_says_when_its_files_are_gone(scored_relative):
+    """report.html rewritten from the folder when the data and the predictions are gone says so above the items,
+    and an item's note names the missing data instead of offering a larger --html-text-items."""
+    root, _ = scored_relative
+    (root / "data.jsonl").unlink()
+    (root / "a" / "predictions.jsonl").unlink()
+    data = _embedded(write_report_page(root / "a").read_text(encoding="utf-8"))
+    assert [note.split(" (")[0] for note in data["notes"]] == ["Not found: the labelled data",
+                                                               "Not found: the predictions"]
+    assert data["no_text_note"] == data["notes"][0]
+
+
+@pytest.mark.parametrize("baseline, run, expected", [
+    ("ok", "ok", "both scored"), ("ok", "parse_failed", "baseline ok, run parse failed"),
+    ("missing", "request_failed", "baseline missing, run request failed"),
+    ('"><img src=x onerror=alert(1)>', "ok", "baseline unknown, run ok"),
+])
+def test_compare_status(baseline, run, expected):
+    """compare.html's status names each side's items.parquet status; one this version does not write reads unknown."""
+    from eval.reports.html_explorer import compare_status
+
+    assert compare_status(baseline, run) == expected
+
+
+def test_a_crafted_status_in_items_parquet_never_reaches_the_pages(scored_relative):
+    """An items.parquet whose status holds markup: compare.html and report.html show the item as ``unknown`` and
+    the markup is nowhere in either page."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from eval.reports.html_explorer import STATUS_LABELS
+    from eval.reports.html_report import write_compare_page
+    from eval.scoring.compare import compare
+
+    root, _ = scored_relative
+    crafted = '"><img src=x onerror="window.__xss=1">'
+    path = root / "b" / "items.parquet"
+    items = pq.read_table(path)
+    status = items.column("status").to_pylist()
+    status[0] = crafted
+    pq.write_table(items.set_column(items.column_names.index("status"), "status", pa.array(status)), path)
+    compare_page = write_compare_page(compare([root / "a", root / "b"], n_boot=0), root / "cmp")
+    data = _embedded(compare_page.read_text(encoding="utf-8"))
+    statuses = next(f for f in data["filters"] if f["key"] == "status")["values"]
+    assert "baseline ok, run unknown" in statuses
+    report = write_report_page(root / "b")
+    labels = next(f for f in _embedded(report.read_text(encoding="utf-8"))["filters"] if f["key"] == "status")["values"]
+    assert "unknown" in labels and set(labels) <= set(STATUS_LABELS)
+    for page in (compare_page, report):
+        text = page.read_text(encoding="utf-8")
+        assert "onerror" not in text and "img src" not in text

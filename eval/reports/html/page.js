@@ -40,8 +40,19 @@
   const texts = () => T || (T = JSON.parse(document.getElementById("explorer-texts").textContent));
   const rows = D.rows;  // [id, [category index per filter], [judge scores], reference, diff, [experts], detail index]
   const fmt = (v, d) => (v === null || v === undefined) ? "—" : (Number.isInteger(v) ? String(v) : v.toFixed(d || 2));
-  const esc = s => String(s).replace(/[&<>"]/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}[c]));
+  const esc = s => String(s).replace(/[&<>"']/g, c =>
+    ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
+  // A status badge's class: one of the known statuses, never a label taken as it is from the data.
+  const BADGES = new Set(["scored", "failed", "out-of-scale", "no-unique-mode", "unlabelled", "missing", "unknown"]);
+  const badgeClass = v => { const c = String(v).replace(/ /g, "-"); return BADGES.has(c) ? " " + c : ""; };
 
+  // Files the page could not read (a data or predictions file moved since scoring): said before the items.
+  for (const note of D.notes || []) {
+    const p = document.createElement("p");
+    p.className = "warn";
+    p.textContent = note;
+    root.appendChild(p);
+  }
   const filterBox = document.createElement("div");
   filterBox.className = "filters";
   const selects = D.filters.map((f, k) => {
@@ -116,7 +127,7 @@
       const cells = ['<td>' + esc(r[0]) + "</td>"];
       for (const k of D.list_columns) {
         const v = D.filters[k].values[r[1][k]];
-        cells.push(k === D.status_filter ? '<td><span class="badge ' + v.replace(/ /g, "-").split(":")[0] + '">' + esc(v) + "</span></td>"
+        cells.push(k === D.status_filter ? '<td><span class="badge' + badgeClass(v) + '">' + esc(v) + "</span></td>"
                                          : "<td>" + esc(v) + "</td>");
       }
       cells.push("<td>" + esc(r[5].map(v => fmt(v, 1)).join(", ")) + "</td>");
@@ -138,6 +149,7 @@
   function verdict(name, v) {
     let out = "<h5>" + esc(name) + "</h5>";
     if (!v) return out + '<div class="note">no prediction</div>';
+    if (v.m) return out + '<div class="note missing">' + esc(v.m) + "</div>";  // its predictions file is gone
     const facts = [];
     if (v.e) facts.push("error: " + esc(v.e) + (v.w ? " (" + esc(v.w) + ")" : ""));
     if (v.k !== undefined && v.k !== null) facts.push("confidence " + fmt(v.k, 3));
@@ -159,14 +171,16 @@
     const r = rows[i];
     if (r[6] < 0) return '<div class="note">' + esc(D.no_text_note) + "</div>";
     const S = texts().strings, t = texts().details[r[6]];
-    let out = '<div class="cols2"><div>' + text("Instruction", S[t.i]) + text("Answer", S[t.a]) +
-      text("Reference answer", S[t.r]) + "</div><div>" + text("Criterion and rubric", S[t.u]);
+    // t.m: why the texts are not here (the data file is gone, the item is not in it), said instead of "(none)".
+    let out = '<div class="cols2"><div>' + (t.m ? '<h5>Texts</h5><div class="note missing">' + esc(t.m) + "</div>"
+      : text("Instruction", S[t.i]) + text("Answer", S[t.a]) + text("Reference answer", S[t.r])) +
+      "</div><div>" + (t.m ? "" : text("Criterion and rubric", S[t.u]));
     out += "<h5>Experts</h5><table class=\"grid experts\"><tr><th>#</th><th>score</th><th>comment</th></tr>" +
       r[5].map((s, k) => "<tr><td>" + (k + 1) + "</td><td>" + fmt(s, 1) + '</td><td style="white-space:pre-wrap">' +
         esc((t.c && t.c[k]) || "") + "</td></tr>").join("") + "</table>";
     out += "<div class=\"note\">" + esc(D.reference_label) + ": " + fmt(r[3]) + "</div>";
     out += "</div></div><div class=\"cols" + (D.judges.length > 1 ? "2" : "1") + "\">" +
-      D.judges.map((j, k) => "<div>" + verdict("Judge: " + j + " — score " + fmt(r[2][k]), t.v[k]) + "</div>").join("") + "</div>";
+      D.judges.map((j, k) => "<div>" + verdict(j + " — score " + fmt(r[2][k]), t.v[k]) + "</div>").join("") + "</div>";
     return out;
   }
 

@@ -140,3 +140,39 @@ def test_summary_tables_lead_with_the_headline_and_fit_1280_pixels(browser, scor
             assert _visible_headings(table)[1:] == headline
     finally:
         browser.set_window_size(1400, 1000)
+
+
+def _with_explorer_data(page: Path, out: Path, change) -> Path:
+    """A copy of ``page`` whose explorer data went through ``change`` (the page escapes "<" in it, as it is written)."""
+    import json
+    import re
+
+    text = page.read_text(encoding="utf-8")
+    pattern = r'(<script type="application/json" id="explorer-data">)(.*?)(</script>)'
+    data = json.loads(re.search(pattern, text, re.S).group(2))
+    change(data)
+    payload = json.dumps(data, ensure_ascii=False).replace("<", "\\u003c")
+    out.write_text(re.sub(pattern, lambda m: m.group(1) + payload + m.group(3), text, count=1, flags=re.S),
+                   encoding="utf-8")
+    return out
+
+
+def test_page_escapes_a_status_label_and_labels_each_judge_once(browser, scored, tmp_path):  # noqa: F811
+    """A status label holding markup (written into the page's data by hand) is shown as text and adds no element or
+    class; an opened item heads each verdict with the judge's label as the data gives it, not prefixed again."""
+    from selenium.webdriver.common.by import By
+
+    crafted = '"><img/src=x/onerror=window.__xss=1>'
+
+    def craft(data):
+        next(f for f in data["filters"] if f["key"] == "status")["values"][0] = crafted
+
+    _open(browser, _with_explorer_data(scored["root"] / "cmp" / "compare.html", tmp_path / "crafted.html", craft))
+    assert browser.execute_script("return document.querySelectorAll('#items img').length") == 0
+    badges = browser.find_elements(By.CSS_SELECTOR, "#items span.badge")
+    assert crafted in [b.text for b in badges]
+    assert all(b.get_attribute("class") in ("badge", "badge unknown") for b in badges)
+    browser.find_element(By.CSS_SELECTOR, "#items tr.item").click()
+    headings = [h.text for h in browser.find_elements(By.CSS_SELECTOR, "tr.detail-row h5")]
+    assert [h.split(" — ")[0] for h in headings if " — score" in h] == ["baseline: exact", "run: lenient"]
+    assert browser.execute_script("return window.__xss") is None
