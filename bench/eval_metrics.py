@@ -102,6 +102,7 @@ def synthetic_table(n_items: int, seed: int = 0, regression: bool = False):
         criteria_name=criteria[crit_idx],
         judge_name="synthetic",
         expert_ids=expert_ids,
+        instruction_key=np.arange(n_items) % 5000,  # the instructions _write_files gives the items
     )
 
 
@@ -157,6 +158,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rationale-chars", type=int, default=0,
                         help="with --end-to-end: each raw output's rationale this long (default: one short sentence; "
                              "a POLLUX judge writes several hundred characters)")
+    parser.add_argument("--bootstrap-unit", choices=("item", "instruction", "both"), default="item",
+                        help="what the metrics step's intervals resample (score's --bootstrap-unit); both: each, "
+                             "with the ratio")
     parser.add_argument("--skip-metrics", action="store_true",
                         help="with --end-to-end: skip the separate timing of the metrics step")
     parser.add_argument("--score-once", nargs=5, metavar=("CHECKOUT", "PREDICTIONS", "DATA", "OUT", "N_BOOT"),
@@ -183,16 +187,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"verdict confidence ({args.vc_repeats}-fold, all items): {time.perf_counter() - start:.2f} s wall, "
               f"{time.process_time() - cpu:.2f} s CPU  (mean {np.nanmean(vc):.4f})")
 
-        start, cpu = time.perf_counter(), time.process_time()
-        result = item_table.evaluate(table, n_boot=args.n_boot, vc_repeats=args.vc_repeats)
-        eval_s, eval_cpu = time.perf_counter() - start, time.process_time() - cpu
-        cells = sum(1 + sum(len(block.by(g)) for g in item_table.GROUPINGS) for block in result.splits.values())
-        overall = result.splits["all"].overall
-        print(f"score metrics incl. VC ({cells} cells, {args.n_boot} bootstrap resamples each): {eval_s:.2f} s wall, "
-              f"{eval_cpu:.2f} s CPU")
-        print(f"  all: MAE {overall.mae:.4f} [{overall.mae_ci[0]:.4f}, {overall.mae_ci[1]:.4f}]  "
-              f"Spearman {overall.spearman:.4f}  "
-              f"VC judge {overall.vc_judge:.4f} / experts {overall.vc_experts:.4f}  n_failed {overall.n_failed}")
+        units = ("item", "instruction") if args.bootstrap_unit == "both" else (args.bootstrap_unit,)
+        cpu_of = {}
+        for unit in units:
+            start, cpu = time.perf_counter(), time.process_time()
+            result = item_table.evaluate(table, n_boot=args.n_boot, vc_repeats=args.vc_repeats, bootstrap_unit=unit)
+            eval_s, cpu_of[unit] = time.perf_counter() - start, time.process_time() - cpu
+            cells = sum(1 + sum(len(block.by(g)) for g in item_table.GROUPINGS) for block in result.splits.values())
+            overall = result.splits["all"].overall
+            print(f"score metrics incl. VC ({cells} cells, {args.n_boot} bootstrap resamples each, by {unit}): "
+                  f"{eval_s:.2f} s wall, {cpu_of[unit]:.2f} s CPU")
+            print(f"  all: MAE {overall.mae:.4f} [{overall.mae_ci[0]:.4f}, {overall.mae_ci[1]:.4f}]  "
+                  f"Spearman {overall.spearman:.4f}  "
+                  f"VC judge {overall.vc_judge:.4f} / experts {overall.vc_experts:.4f}  n_failed {overall.n_failed}")
+        if len(units) == 2:
+            print(f"  by instruction / by item, CPU: x{cpu_of['instruction'] / cpu_of['item']:.2f}")
 
     if args.end_to_end:
         end_to_end(table, args.n_boot, args.rounds, args.baseline, args.rationale_chars)

@@ -86,6 +86,10 @@ def build_parser() -> argparse.ArgumentParser:
     score_p.add_argument("--spearman-target", choices=("auto", "mode", "mean"), default="auto",
                          help="Reference of Spearman (and Pearson, Kendall), chosen apart from MAE's --target: auto "
                               "= the same as MAE's (the paper names no aggregate for its correlations).")
+    score_p.add_argument("--bootstrap-unit", choices=("item", "instruction"), default="item",
+                         help="What the intervals resample: items (default), or whole instructions, every answer and "
+                              "criterion of an instruction together (wider: they err together). The paper gives no "
+                              "intervals.")
     score_p.add_argument("--clip-regression", action="store_true",
                          help="Score regression (-r) judges on the head's value clipped into the scale (as "
                               "judge-serve's score) instead of its raw value (the default: the paper's and POLLUX's "
@@ -120,6 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_p.add_argument("--n-boot", type=int, default=1000, help="Paired bootstrap resamples.")
     cmp_p.add_argument("--seed", type=int, default=0, help="Bootstrap seed.")
     cmp_p.add_argument("--alpha", type=float, default=0.05, help="Significance level of better/worse calls.")
+    cmp_p.add_argument("--bootstrap-unit", choices=("item", "instruction"), default="item",
+                       help="What a paired resample draws: items (default) or whole instructions (as score's).")
     cmp_p.add_argument("--allow-other-judge", action="store_true",
                        help="Two rank runs: compare them even when different judges scored them.")
 
@@ -227,7 +233,7 @@ def _score(args: argparse.Namespace) -> int:
         raise SystemExit(f"judge-eval score: {error}") from None
     result = score(args.predictions, args.data, args.out, target=args.target, n_boot=args.n_boot, seed=args.seed,
                    vc_repeats=args.vc_repeats, png=args.png, clip_regression=args.clip_regression,
-                   spearman_target=args.spearman_target,
+                   spearman_target=args.spearman_target, bootstrap_unit=args.bootstrap_unit,
                    wandb_project=args.wandb_project, name=args.name,
                    html_text_items=args.html_text_items, allow_repeated_ids=args.allow_repeated_ids,
                    alt_test=alt_test)
@@ -298,7 +304,8 @@ def _compare(args: argparse.Namespace) -> int:
     from eval.scoring.compare import compare, render_markdown
     from eval.scoring.item_table import dumps
 
-    result = compare(args.runs, n_boot=args.n_boot, seed=args.seed, alpha=args.alpha)
+    result = compare(args.runs, n_boot=args.n_boot, seed=args.seed, alpha=args.alpha,
+                     bootstrap_unit=args.bootstrap_unit)
     markdown = render_markdown(result)
     if not args.out:
         print(markdown)

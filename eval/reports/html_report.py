@@ -243,7 +243,8 @@ def render_report_page(result: Metrics, explorer: Mapping[str, Any] | None) -> s
     """
     judge_name = result.judge or "(unnamed judge)"
     s = result.settings
-    subtitle = [f"Target: expert <b>{_e(result.target)}</b> · bootstrap {_e(s.n_boot)} resamples, "
+    unit = "whole instructions" if s.bootstrap_unit == "instruction" else "items"
+    subtitle = [f"Target: expert <b>{_e(result.target)}</b> · bootstrap {_e(s.n_boot)} resamples of {unit}, "
                 f"{_e(int(100 * (s.ci_level or 0.95)))} % percentile intervals · VC draws {_e(s.vc_repeats)}, "
                 f"seed {_e(s.seed)}",
                 f"Data: <code>{_e(result.data or '')}</code> · predictions: <code>{_e(result.predictions or '')}</code>"]

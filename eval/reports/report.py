@@ -26,7 +26,7 @@ from judge.splits import SPLIT_TITLES  # one definition in the contract; re-expo
 
 __all__ = ["render_markdown", "markdown_table", "plot_confusions", "plot_mae_by_criterion", "write_plots",
            "SPLIT_TITLES", "fmt", "fmt_ci", "constant_judge_score", "run_notes", "summary_why",
-           "why_no_spearman", "why_sentences"]
+           "why_no_spearman", "why_sentences", "bootstrap_unit_phrase"]
 
 log = logging.getLogger("judge_eval.report")
 
@@ -40,6 +40,13 @@ def fmt(value: Any, digits: int = 3) -> str:
     if isinstance(value, int):
         return str(value)
     return f"{value:.{digits}f}"
+
+
+def bootstrap_unit_phrase(unit: str | None) -> str:
+    """What a resample drew (``settings.bootstrap_unit``; None in a metrics.json written before the setting: items)."""
+    if unit == "instruction":
+        return "whole instructions (every answer and criterion of one together)"
+    return "items, each on its own (the items of one instruction are not independent: `--bootstrap-unit instruction`)"
 
 
 def fmt_p(p_value: Any, n_resamples: int, digits: int = 3) -> str:
@@ -299,7 +306,8 @@ def render_markdown(result: Metrics) -> str:
         f"Verdict Confidence (VC): the largest share of one score among an item's annotators; the judge's value "
         f"replaces one random expert with the judge ({s.vc_repeats} draws, seed {s.seed}), over the items it "
         f"scored, only where an item has two or more annotators (`n VC`; \u2014 otherwise, as in the paper). "
-        f"Intervals: {int(s.ci_level * 100)} % percentile bootstrap, {s.n_boot} resamples. "
+        f"Intervals: {int(s.ci_level * 100)} % percentile bootstrap, {s.n_boot} resamples of "
+        f"{bootstrap_unit_phrase(s.bootstrap_unit)}. "
         "A verdict that failed to parse counts in `failed` and is never scored. A number outside the rubric's scale "
         "is the judge's answer and is scored, as the paper does (its Table 11); `out of scale` counts them and the "
         "`in scale` columns give the figures without them (\"=\" when there were none).",

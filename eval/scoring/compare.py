@@ -92,7 +92,7 @@ def _reference(run: ScoredRun, metric: str) -> np.ndarray:
 
 
 def _paired(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, index_b: np.ndarray, metric: str, key: str,
-            n_boot: int, seed: int, alpha: float) -> Paired:
+            n_boot: int, seed: int, alpha: float, clusters: np.ndarray | None = None) -> Paired:
     ta, tb = base.table, other.table
     if metric == "vc_judge":
         xa, ya = base.extra["vc_judge"][index_a], base.extra["vc_judge"][index_a]
@@ -100,11 +100,13 @@ def _paired(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, index_b: np.
     else:
         xa, ya = ta.judge[index_a], _reference(base, metric)[index_a]
         xb, yb = tb.judge[index_b], _reference(other, metric)[index_b]
-    found = bootstrap.paired_bootstrap(xa, ya, xb, yb, _STAT[metric], n_boot, bootstrap.cell_rng(seed, key))
+    found = bootstrap.paired_bootstrap(xa, ya, xb, yb, _STAT[metric], n_boot, bootstrap.cell_rng(seed, key),
+                                       clusters=None if clusters is None else clusters[index_a])
     return Paired.of(found, _verdict(found["delta"], found["p_value"], metric, alpha))
 
 
-def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha: float = 0.05) -> Comparison:
+def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha: float = 0.05,
+            bootstrap_unit: str = "item") -> Comparison:
     """Compare scored runs with the first one.
 
     Args:
@@ -112,6 +114,8 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
         n_boot: paired bootstrap resamples.
         seed: bootstrap seed (per cell, see ``bootstrap.cell_rng``).
         alpha: significance level of the better/worse calls.
+        bootstrap_unit: what a paired resample draws: ``item`` or ``instruction`` (every item of an instruction
+            together, as ``item_table.evaluate``'s); the baseline's items.parquet says which items share one.
 
     Returns:
         ``eval.scoring.comparison.Comparison`` (``compare.json``): per compared run and test the paired statistics of
@@ -120,11 +124,21 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
 
     Raises:
         ValueError: fewer than two runs, or runs whose shared items carry different expert scores (scored on
-            different data).
+            different data), or ``instruction`` resampling of a baseline whose items.parquet predates the
+            instructions' keys.
     """
     if len(folders) < 2:
         raise ValueError("compare needs at least two scored runs")
+    if bootstrap_unit not in item_table.BOOTSTRAP_UNITS:
+        raise ValueError(f"bootstrap_unit must be one of {', '.join(item_table.BOOTSTRAP_UNITS)}, "
+                         f"got {bootstrap_unit!r}")
     runs = [load_run(f) for f in folders]
+    clusters = None
+    if bootstrap_unit == "instruction":
+        clusters = runs[0].table.instruction_key
+        if clusters is None:
+            raise ValueError(f"{runs[0].folder}: its items.parquet does not say which items share an instruction "
+                             "(written by an older version); score it again to resample by instruction")
     names = [r.name for r in runs]
     for run in runs:  # two runs of one judge (say, two checkpoints' folders) are told apart by their folders
         if names.count(run.name) > 1:
@@ -156,16 +170,16 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
                 chosen = ("mae", "spearman", "vc_judge") if name != "criterion" else ("mae", "vc_judge")
                 groups[f"by_{name}"] = {
                     label: {m: _paired(base, other, ia[labels == label], ib[labels == label], m,
-                                       f"{split}/{name}/{label}/{m}", n_boot, seed, alpha) for m in chosen}
+                                       f"{split}/{name}/{label}/{m}", n_boot, seed, alpha, clusters) for m in chosen}
                     for label in sorted(set(labels))
                 }
             splits[split] = SplitComparison(
-                overall={m: _paired(base, other, ia, ib, m, f"{split}/overall/{m}", n_boot, seed, alpha)
+                overall={m: _paired(base, other, ia, ib, m, f"{split}/overall/{m}", n_boot, seed, alpha, clusters)
                          for m in ("mae", "spearman", "vc_judge")}, **groups)
         comparisons.append(RunComparison(other.name, other.folder, len(common), splits,
                                          _paired_validity(base, other, index_a, index_b, n_boot, seed)))
     return Comparison(base.name, [r.name for r in runs], [r.folder for r in runs], alpha, n_boot, comparisons,
-                      [r.metrics for r in runs])
+                      [r.metrics for r in runs], bootstrap_unit=bootstrap_unit)
 
 
 def _scale_ends(table: item_table.ItemTable, index: np.ndarray, block) -> tuple[np.ndarray, np.ndarray]:
@@ -311,7 +325,9 @@ def render_markdown(result: Comparison) -> str:
     out += _side_by_side(result)
     out += validity_rows(dict(zip(result.runs, result.metrics)), markdown_table)  # each run's own section
     out += paired_rows(result, markdown_table)
-    out += [f"Paired: delta = run − baseline on items both scored; {result.n_boot} paired bootstrap resamples; "
+    unit = "whole instructions" if result.bootstrap_unit == "instruction" else "items"
+    out += [f"Paired: delta = run − baseline on items both scored; {result.n_boot} paired bootstrap resamples of "
+            f"{unit}; "
             f"better/worse at p < {result.alpha} (MAE lower is better; Spearman and VC higher).", ""]
     head = ["", "baseline", "run", "delta", "95 % CI", "p", "call", "n"]
     for comp in result.comparisons:

@@ -116,6 +116,8 @@ class Comparison(_ComparisonRecord):
     n_boot: int
     comparisons: list[RunComparison]
     metrics: list[Metrics]
+    #: what the paired resamples drew, "item" or "instruction" (``--bootstrap-unit``); None: items (older files)
+    bootstrap_unit: str | None = optional_field()
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Comparison:

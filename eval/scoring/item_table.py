@@ -27,6 +27,7 @@ from judge.metrics_json.metrics import (Cell, Confusion, Confusions, Metrics, Mo
 from judge.wire import ScoreSource
 
 __all__ = [
+    "BOOTSTRAP_UNITS",
     "ItemTable",
     "UNSCORED_REASONS",
     "model_means",
@@ -54,6 +55,8 @@ _CORRELATED = {"model", "task_type"}
 STATUSES = ("ok", "parse_failed", "request_failed", "missing")
 # judge.VerdictError.OUT_OF_SCALE: the error older runs wrote for a number outside the scale (now a scored verdict).
 OUT_OF_SCALE = "out_of_scale"
+#: What the metrics' bootstrap intervals resample (``evaluate``'s ``bootstrap_unit``).
+BOOTSTRAP_UNITS = ("item", "instruction")
 # The prediction fields build_table reads for every item (the raw output only where an old row is read again).
 _TABLE_FIELDS = ["error", "score_source", "score", "parse_ok", "in_scale", "regression_score"]
 _OK, _PARSE_FAILED, _REQUEST_FAILED, _MISSING = range(len(STATUSES))
@@ -81,6 +84,8 @@ class ItemTable:
         scale_low, scale_high: each item's rubric scale ends (NaN where unreadable); None for a hand-built table.
         best_low: True where the criterion is best at its lowest level (the Critical ones); None: every one on top.
         answer_chars: the evaluated answer's length in characters (the length-bias check); None when unknown.
+        instruction_key: per item, a number its instruction's text alone has in this table (the clusters of
+            ``evaluate(..., bootstrap_unit="instruction")``); None when unknown (an items.parquet written before it).
     """
 
     ids: np.ndarray
@@ -102,6 +107,7 @@ class ItemTable:
     scale_high: np.ndarray | None = None
     best_low: np.ndarray | None = None
     answer_chars: np.ndarray | None = None
+    instruction_key: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.in_scale is None:  # a hand-built table: every score taken as inside its scale
@@ -121,7 +127,7 @@ class ItemTable:
 
 _COLUMNS = ("ids", "judge", "status", "error", "score_source", "experts", "split", "model_id", "task_type",
             "task_group", "criteria_name", "in_scale", "n_abstained")
-_OPTIONAL = ("expert_ids", "scale_low", "scale_high", "best_low", "answer_chars")
+_OPTIONAL = ("expert_ids", "scale_low", "scale_high", "best_low", "answer_chars", "instruction_key")
 
 
 def pad_expert_ids(id_lists, width: int) -> np.ndarray | None:
@@ -287,6 +293,7 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
         scale_high=high,
         best_low=np.array([best_low_of.get(name, False) for name in criteria.tolist()], dtype=bool),
         answer_chars=columns.text_lengths("answer"),
+        instruction_key=columns.distinct(["instruction"])[0],
     )
     notes = {"n_unknown_ids": len(first.keys() - set(record_ids)), "n_repeated_ids": repeated}
     without_raw = ok & (source == ScoreSource.REGRESSION_HEAD) & ~np.isfinite(raw)
@@ -396,6 +403,8 @@ def arrow_table(table: ItemTable, extra: Mapping[str, np.ndarray] | None = None)
                              mask=np.isnan(table.in_scale)),
         "n_abstained": pa.array(np.asarray(table.n_abstained, dtype=np.int64)),
     }
+    if table.instruction_key is not None:  # `compare --bootstrap-unit instruction` resamples by it
+        columns["instruction_key"] = pa.array(np.asarray(table.instruction_key, dtype=np.int64))
     if table.expert_ids is not None:  # beside expert_scores, one id per score (null: a record naming no experts)
         columns["expert_ids"] = pa.ListArray.from_arrays(pa.array(offsets), pa.array(table.expert_ids[valid].tolist(),
                                                                                      type=pa.string()))
@@ -439,9 +448,10 @@ def read_table(path: str | Path) -> tuple[ItemTable, dict[str, np.ndarray]]:
         n_abstained=np.array(data["n_abstained"], dtype=np.int64) if "n_abstained" in data else None,
         expert_ids=(pad_expert_ids(data["expert_ids"], max(map(len, data["expert_scores"]), default=0))
                     if "expert_ids" in data else None),
+        instruction_key=np.array(data["instruction_key"], dtype=np.int64) if "instruction_key" in data else None,
     )
     known = {"id", "judge_score", "status", "error", "score_source", "expert_scores", "split", "model_id",
-             "task_type", "task_group", "criteria_name", "in_scale", "n_abstained", "expert_ids"}
+             "task_type", "task_group", "criteria_name", "in_scale", "n_abstained", "expert_ids", "instruction_key"}
     extra = {name: np.array([np.nan if v is None else v for v in values], dtype=np.float64)
              for name, values in data.items() if name not in known and name != "why_unscored"}
     return table, extra
@@ -544,9 +554,10 @@ def _nan_mean(values: np.ndarray) -> float:
 
 
 def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, correlations: bool,
-         n_boot: int, seed: int, ci_level: float = 0.95) -> Cell:
+         n_boot: int, seed: int, ci_level: float = 0.95, clusters: np.ndarray | None = None) -> Cell:
     """All metrics of one cell (a set of items), as ``judge.metrics_json.metrics.Cell`` (its attributes say what
-    each is).
+    each is). ``clusters``: per item of the table, the unit its intervals resample whole (``bootstrap_unit``);
+    None: items.
 
     Returns, in short:
         ``n`` items with a prediction, ``n_missing`` without one, ``n_failed`` (parse + request failures) and
@@ -579,6 +590,8 @@ def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, co
     judge_scores = table.judge[index]
     scored = ok & np.isfinite(reference)
     x, y = judge_scores[scored], reference[scored]
+    mine = None if clusters is None else clusters[index]
+    scored_clusters = None if mine is None else mine[scored]
     rng = bootstrap.cell_rng(seed, key)
     out: dict[str, Any] = {
         "n": n,
@@ -592,7 +605,7 @@ def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, co
     }
     apart = derived.spearman_reference is not None and derived.spearman_reference is not derived.reference
     together = correlations and not apart  # MAE and the correlations on the same pairs, sharing each resample
-    stats = bootstrap.describe_pairs(x, y, n_boot, rng, ci_level, correlations=together)
+    stats = bootstrap.describe_pairs(x, y, n_boot, rng, ci_level, correlations=together, clusters=scored_clusters)
     stats.pop("n")
     out.update(stats)
     flags = table.in_scale[index]
@@ -603,7 +616,8 @@ def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, co
     names = ("mae", "spearman") if together else ("mae",)
     if out["n_scored_in_scale"] < len(inside):
         within = bootstrap.describe_pairs(x[inside], y[inside], n_boot, bootstrap.cell_rng(seed, key + "/in_scale"),
-                                        ci_level, correlations=together)
+                                          ci_level, correlations=together,
+                                          clusters=None if mine is None else scored_clusters[inside])
     else:  # nothing to leave out: the in-scale figures are the headline ones (no second bootstrap)
         within = stats
     for name in names:
@@ -613,13 +627,16 @@ def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, co
         against = derived.spearman_reference[index]
         paired = ok & np.isfinite(against)
         sx, sy, s_inside = judge_scores[paired], against[paired], flags[paired] != 0.0
-        corr = bootstrap.describe_pairs(sx, sy, n_boot, bootstrap.cell_rng(seed, key + "/spearman"), ci_level)
+        s_clusters = None if mine is None else mine[paired]
+        corr = bootstrap.describe_pairs(sx, sy, n_boot, bootstrap.cell_rng(seed, key + "/spearman"), ci_level,
+                                        clusters=s_clusters)
         out["n_spearman"] = corr.pop("n")
         for name in ("spearman", "spearman_ci", "pearson", "kendall"):
             out[name] = corr[name]
         if s_inside.sum() < len(s_inside):
             corr = bootstrap.describe_pairs(sx[s_inside], sy[s_inside], n_boot,
-                                            bootstrap.cell_rng(seed, key + "/spearman/in_scale"), ci_level)
+                                            bootstrap.cell_rng(seed, key + "/spearman/in_scale"), ci_level,
+                                            clusters=None if s_clusters is None else s_clusters[s_inside])
         out["spearman_in_scale"], out["spearman_in_scale_ci"] = corr["spearman"], corr["spearman_ci"]
     vc_judge, vc_experts = derived.vc_judge[index], derived.vc_experts[index]
     judged = ok & np.isfinite(vc_judge)  # finite only with a judge score and >= 2 annotators
@@ -676,7 +693,7 @@ def _groups(labels: np.ndarray) -> dict[str, np.ndarray]:
 
 def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: int = 0, vc_repeats: int = 100,
              ci_level: float = 0.95, derived: _Derived | None = None,
-             spearman_target: str | None = None) -> dict[str, Any]:
+             spearman_target: str | None = None, bootstrap_unit: str = "item") -> dict[str, Any]:
     """Every metric of the report, for one judge.
 
     Args:
@@ -692,6 +709,11 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
             aggregate; its item aggregate is the unweighted mean of the experts' estimates
             (arXiv 2505.24616v3, Section 2.3). With a reference of its own, the correlation cells carry
             ``n_spearman`` (the pairs they cover) and draw their intervals from their own generator.
+        bootstrap_unit: what the intervals resample: ``item`` (each judged item on its own) or ``instruction``
+            (every item of an instruction together: its answers and their criteria, which share the instruction's
+            difficulty and so err together; ``bootstrap.cluster_resample_weights``). The paper reports no
+            intervals; ``item`` is the default, ``instruction`` the honest one where items of an instruction are
+            correlated, and wider.
     Returns:
         ``judge.metrics_json.metrics.Metrics`` with ``judge``, ``target``, ``settings``, ``levels`` and ``splits`` →
         {zero_shot, standard, all} → ``SplitMetrics`` (the ``overall`` cell, the cells ``by_model``,
@@ -702,6 +724,14 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
     spearman_target = target if spearman_target in (None, "auto") else spearman_target
     if spearman_target not in ("mode", "mean"):
         raise ValueError(f"spearman_target must be auto, mode or mean, got {spearman_target!r}")
+    if bootstrap_unit not in BOOTSTRAP_UNITS:
+        raise ValueError(f"bootstrap_unit must be one of {', '.join(BOOTSTRAP_UNITS)}, got {bootstrap_unit!r}")
+    clusters = None
+    if bootstrap_unit == "instruction":
+        if table.instruction_key is None:
+            raise ValueError("bootstrap_unit instruction: this item table does not say which items share an "
+                             "instruction (an items.parquet written before it did); score the run again")
+        clusters = table.instruction_key
     derived = derived or derive(table, target, vc_repeats=vc_repeats, seed=seed, spearman_target=spearman_target)
     everything = np.arange(len(table))
     # "all" is the paper's two tests together (Zero-Shot + Standard); items of a task type the taxonomy does not
@@ -718,11 +748,12 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
     ])) if len(table) else np.zeros(0)
 
     settings = Settings(n_boot=n_boot, seed=seed, vc_repeats=vc_repeats, ci_level=ci_level,
-                        spearman_target=spearman_target)
+                        spearman_target=spearman_target, bootstrap_unit=bootstrap_unit)
 
     def cells_by(name: str, split: str, in_split: np.ndarray) -> dict[str, Cell]:
         return {label: cell(table, derived, index[in_split[index]], key=f"{split}/{name}/{label}",
-                            correlations=name in _CORRELATED, n_boot=n_boot, seed=seed, ci_level=ci_level)
+                            correlations=name in _CORRELATED, n_boot=n_boot, seed=seed, ci_level=ci_level,
+                            clusters=clusters)
                 for label, index in groupings[name].items() if in_split[index].any()}
 
     in_splits = {}
@@ -733,7 +764,7 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
     for split, split_idx in split_index.items():
         in_split = in_splits[split]
         overall = cell(table, derived, split_idx, key=f"{split}/overall", correlations=True, n_boot=n_boot,
-                       seed=seed, ci_level=ci_level)
+                       seed=seed, ci_level=ci_level, clusters=clusters)
         by = {name: cells_by(name, split, in_split) for name in groupings}
         failed = split_idx[(table.status[split_idx] == "parse_failed") | (table.status[split_idx] == REQUEST_FAILED)]
         by_model_index = {label: index[in_split[index]] for label, index in groupings["model"].items()}

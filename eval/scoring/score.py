@@ -74,6 +74,7 @@ def score(
     *,
     target: str = "auto",
     spearman_target: str = "auto",
+    bootstrap_unit: str = "item",
     n_boot: int = 1000,
     seed: int = 0,
     vc_repeats: int = 100,
@@ -93,7 +94,7 @@ def score(
         out: output folder; default: the folder of the predictions.
         target: MAE's reference: ``auto`` (mean for regression judges, else mode), ``mode`` or ``mean``.
         spearman_target: the correlations' reference, ``auto`` (the same as MAE's), ``mode`` or ``mean``.
-        n_boot, seed, vc_repeats: see ``eval.scoring.item_table.evaluate``.
+        n_boot, seed, vc_repeats, bootstrap_unit: see ``eval.scoring.item_table.evaluate``.
         png: also draw the PNG plots (matplotlib, ~4 s CPU on the full test; report.html draws the same figures as
             SVG). Always drawn when ``wandb_project`` is set, since W&B shows them.
         clip_regression: score regression (``-r``) judges on their head's value clipped into the scale, instead of
@@ -151,7 +152,8 @@ def score(
     spearman_target = target if spearman_target == "auto" else spearman_target
     derived = item_table.derive(table, target, vc_repeats=vc_repeats, seed=seed, spearman_target=spearman_target)
     evaluated = item_table.evaluate(table, target=target, n_boot=n_boot, seed=seed, vc_repeats=vc_repeats,
-                                    derived=derived, spearman_target=spearman_target)
+                                    derived=derived, spearman_target=spearman_target,
+                                    bootstrap_unit=bootstrap_unit)
     # ---- validity: can the judge stand in for an expert? From the same item table, per test and cell.
     # --n-boot 0 turns its intervals off too; otherwise each is capped (eval/validity/section.py)
     validity = ValiditySettings(seed=seed, n_boot=n_boot, alpha_boot=ValiditySettings.alpha_boot if n_boot else 0,

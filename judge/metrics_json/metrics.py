@@ -228,6 +228,8 @@ class Settings(_MetricsRecord):
     ci_level: float
     spearman_target: str | None = optional_field()
     regression_scores: str | None = optional_field()  # "raw" or "clipped" (``--clip-regression``)
+    #: what the intervals resample, "item" or "instruction" (``--bootstrap-unit``); None: items (older files)
+    bootstrap_unit: str | None = optional_field()
 
 
 @dataclass(frozen=True)
