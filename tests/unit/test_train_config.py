@@ -316,18 +316,24 @@ def test_bad_trainer_args_fail_when_the_config_loads(tmp_path, trainer_args, mes
 ])
 def test_a_value_transformers_rejects_stops_run_and_submit_before_any_work(tmp_path, capsys, setting, message):
     """The config's own fields that TrainingArguments checks (a misspelt schedule or optimizer): `judge-train run`
-    and `judge-train grpo` say so and exit 2 before the data is read (a data path that does not exist is not what
-    they name) or a run folder exists; `judge-train submit` before rendering a job that would fail in the queue."""
+    and `judge-train grpo` say so and exit 2 before a run folder exists; `judge-train submit` before rendering a job
+    that would fail in the queue. A data file that is missing is said first: reading the data costs a fraction of a
+    second, TrainingArguments the import of torch and transformers."""
     from train.slurm_submit import main as submit
 
-    config = _yaml(tmp_path, f"recipe: regression\n{setting}\ndata: {tmp_path / 'no-such-data.jsonl'}\n"
-                             f"output_dir: {tmp_path / 'run'}\n")
+    config = _yaml(tmp_path, f"recipe: regression\n{setting}\ndata: sample\nzero_shot: drop\n"
+                             f"model_name_or_path: tiny-qwen2\noutput_dir: {tmp_path / 'run'}\n")
     assert main(["run", "--config", str(config)]) == 2
     said = capsys.readouterr().err
-    assert "TrainingArguments refuses this config as set:" in said and message in said and "no-such-data" not in said
+    assert "TrainingArguments refuses this config as set:" in said and message in said
     assert not (tmp_path / "run").exists()
-    grpo = _yaml(tmp_path, f"recipe: grpo\n{setting}\nglobal_batch_size: 8\ndata: {tmp_path / 'no-such-data.jsonl'}\n"
-                           f"output_dir: {tmp_path / 'run'}\n")
+    missing = _yaml(tmp_path, f"recipe: regression\n{setting}\ndata: {tmp_path / 'no-such-data.jsonl'}\n"
+                              f"output_dir: {tmp_path / 'run'}\n")
+    assert main(["run", "--config", str(missing)]) == 2
+    said = capsys.readouterr().err
+    assert "no-such-data" in said and "TrainingArguments" not in said
+    grpo = _yaml(tmp_path, f"recipe: grpo\n{setting}\nglobal_batch_size: 8\ndata: sample\nzero_shot: drop\n"
+                           f"model_name_or_path: tiny-qwen3\noutput_dir: {tmp_path / 'run'}\n")
     assert main(["grpo", "--config", str(grpo)]) == 2
     assert message in capsys.readouterr().err
     assert submit(["--dry-run", "--config", str(config), "--nodes", "1", "--gpus-per-node", "8"]) == 2
