@@ -73,7 +73,8 @@ class ScriptedEndpoint:
         self._server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         self.base_url = self.url + "/v1"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        # serve_forever checks for shutdown() every poll_interval (0.5 s by default): each close would wait it
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
 
     def __enter__(self) -> ScriptedEndpoint:
         return self

@@ -188,7 +188,8 @@ class KeepAliveEngine:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        # serve_forever checks for shutdown() every poll_interval (0.5 s by default): each close would wait it
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
 
     def __enter__(self):
         return self

@@ -286,7 +286,7 @@ def test_wait_ready_does_not_take_another_programs_answer_for_the_commands(tmp_p
 
     port = free_port()
     foreign = http.server.ThreadingHTTPServer(("127.0.0.1", port), http.server.SimpleHTTPRequestHandler)
-    threading.Thread(target=foreign.serve_forever, daemon=True).start()
+    threading.Thread(target=foreign.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
     proc = start_process(["sh", "-c", "echo still-importing; exec sleep 300"], log_path=tmp_path / "log", grace_s=1)
     try:
         url = f"http://127.0.0.1:{port}/"
