@@ -24,13 +24,15 @@ import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
+from judge.scales import MAX_LEVELS
+
 __all__ = ["ScoreSource", "LmVerdict", "JudgmentUsage", "JudgeResult", "JUDGE_RESULT_FIELDS", "checked_json_fields",
            "CustomCriterion", "JudgeItem", "JudgeRequest", "PairItem", "PairwiseRequest", "JudgeResponseItem",
-           "JudgeResponseUsage", "JudgeResponse", "PAIRWISE_CRITERION", "ModelLimits"]
+           "JudgeResponseUsage", "JudgeResponse", "PAIRWISE_CRITERION", "ModelLimits", "MAX_LIST_ENTRIES"]
 
 
 def checked_json_fields(cls: type, data: Mapping[str, Any], where: str, *, noun: str = "field",
@@ -256,6 +258,14 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+#: Most entries of any list in a request (``items``, ``pairs``, one item's ``criteria``): judge-serve's default
+#: ``max_judgments_per_request``, since every entry is at least one judgment. pydantic refuses a longer list and
+#: stops at a list's first bad entry (``fail_fast``), so a body of 200,000 bad criteria costs a few errors, not
+#: 400,000 (one per entry and union branch: seconds and gigabytes to build, then to rank). Needs pydantic 2.8.
+MAX_LIST_ENTRIES = 512
+_LIST_BOUND = Field(max_length=MAX_LIST_ENTRIES, fail_fast=True)
+
+
 class CustomCriterion(_Strict):
     """A criterion outside the taxonomy: its name as shown to the judge and its rubric.
 
@@ -263,7 +273,8 @@ class CustomCriterion(_Strict):
     """
 
     name: StrictStr = Field(min_length=1)
-    rubrics: StrictStr | dict[StrictStr, StrictStr]
+    #: A mapping has one entry per level: at most ``judge.scales.MAX_LEVELS``.
+    rubrics: StrictStr | Annotated[dict[StrictStr, StrictStr], Field(max_length=MAX_LEVELS)]
 
 
 class JudgeItem(_Strict):
@@ -275,7 +286,7 @@ class JudgeItem(_Strict):
     reference_answer: StrictStr | None = None
     #: Taxonomy names/ids and custom criteria; None: the task type's set; "auto": the server's task classifier
     #: chooses the task and with it the criteria (judge.criteria_auto).
-    criteria: list[StrictStr | CustomCriterion] | Literal["auto"] | None = None
+    criteria: Annotated[list[StrictStr | CustomCriterion], _LIST_BOUND] | Literal["auto"] | None = None
     task_type: StrictStr | None = None
     task_subtype: StrictStr | None = None
     task_subsubtype: StrictStr | None = None
@@ -285,7 +296,7 @@ class JudgeRequest(_Strict):
     """The ``/v1/judge`` body: answers judged on criteria."""
 
     model: StrictStr | None = None
-    items: list[JudgeItem] = Field(min_length=1)
+    items: Annotated[list[JudgeItem], _LIST_BOUND] = Field(min_length=1)
     max_tokens: StrictInt | None = Field(default=None, ge=1)
     temperature: StrictFloat | StrictInt | None = Field(default=None, ge=0, le=2)
     lenient: StrictBool | None = None
@@ -318,7 +329,7 @@ class PairwiseRequest(_Strict):
     """The pairwise ``/v1/judge`` body: ``pairs`` instead of ``items``."""
 
     model: StrictStr | None = None
-    pairs: list[PairItem] = Field(min_length=1)
+    pairs: Annotated[list[PairItem], _LIST_BOUND] = Field(min_length=1)
     max_tokens: StrictInt | None = Field(default=None, ge=1)
     temperature: StrictFloat | StrictInt | None = Field(default=None, ge=0, le=2)
     lenient: StrictBool | None = None  # as the pointwise body's: None keeps the server's setting

@@ -16,20 +16,23 @@ Routes:
   cannot serve (an engine failed to start or kept dying past ``engine_max_restarts``; an attached engine does not
   answer). Without the API key its body says only ``{"status": "up"}`` or ``"down"``; with it, per engine, its
   state, process group, restarts and last exit code. ``GET /ready``: 200 only when every engine answers and the
-  server is not draining.
+  server is not draining; without the key its body is only the state (``{"status": "ready"}``, ``"starting"``,
+  ``"draining"`` or ``"unavailable"``), with it also the model, or why not ready.
 
 Robustness (the guards in ``serve.connections``, the error shape in ``serve.errors``): with an API key every
-route but ``/health``, ``/ready`` and ``/metrics*`` needs ``Authorization: Bearer <key>`` (401 otherwise); without
-one, only requests whose ``Host`` is in ``allowed_hosts`` are served (a web page cannot reach a local judge-serve by
-DNS rebinding). Bodies above
-``max_body_bytes`` get 413; every error, judge-serve's, the engine's or an unknown route's, is OpenAI's
-``{"error": {"message", "type", "param", "code"}}`` with a string ``code``, and names no URL, process or file
-(an engine's 5xx text stays in judge-serve's log). ``X-Request-Id`` is passed to the engine and echoed (one is
-made when the client sends none). A request that outlives ``request_timeout_s`` gets 504; an engine that died
+route but ``/health`` and ``/ready`` needs ``Authorization: Bearer <key>`` (401 otherwise; ``/metrics*`` included);
+without one, only requests whose ``Host`` is in ``allowed_hosts`` are served (a web page cannot reach a local
+judge-serve by DNS rebinding). Bodies above
+``max_body_bytes`` get 413; a large body is decoded and checked off the event loop. Every error, judge-serve's, the
+engine's, an unknown route's or an unexpected one's, is OpenAI's ``{"error": {"message", "type", "param", "code"}}``
+with a string ``code``, and names no URL, process or file (an engine's 5xx text, or an answer it gave that could not
+be read, stays in judge-serve's log; such an answer is a 502). ``X-Request-Id`` is passed to the engine and echoed
+(one is made when the client sends none). A request that outlives ``request_timeout_s`` gets 504; an engine that died
 makes its routes answer 503 with ``Retry-After`` at once (in-flight calls to it are abandoned, not left hanging,
-and never retried, so no answer is duplicated). Client connections: ``header_timeout_s``, ``max_connections``
-(``serve.cli``). On SIGTERM/SIGINT uvicorn stops accepting connections, lets in-flight requests finish
-(``shutdown_grace_s``), then the engines are stopped.
+and never retried, so no answer is duplicated); a client that disconnects has its judging, or its proxied call,
+cancelled (``serve.connections.unless_disconnected``). Client connections: ``header_timeout_s``,
+``max_connections`` (``serve.cli``). On SIGTERM/SIGINT uvicorn stops accepting connections, lets in-flight requests
+finish (``shutdown_grace_s``), then the engines are stopped.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ import dataclasses
 import hmac
 import json
 import logging
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import aiohttp
 from fastapi import FastAPI, Request
@@ -52,7 +55,7 @@ from starlette.requests import ClientDisconnect
 from judge.wire import ModelLimits
 from serve.config import ServeConfig
 from serve.connections import (ApiKeyMiddleware, BodyLimitMiddleware, HostAllowListMiddleware,
-                               RefuseWhileDrainingMiddleware, RequestIdMiddleware, own_host_names)
+                               RefuseWhileDrainingMiddleware, RequestIdMiddleware, own_host_names, unless_disconnected)
 from serve.engine_client import EngineFailure, EngineUnavailable, unless_dead
 from serve.errors import engine_error, error_response, sanitized
 from serve.layout import CheckpointLayout, LayoutError, resolve_layout
@@ -70,6 +73,16 @@ _FORWARD_REQUEST_HEADERS = {"content-type", "accept", "accept-encoding", "user-a
 _DROP_RESPONSE_HEADERS = {"connection", "keep-alive", "transfer-encoding", "server", "date"}
 #: Most bytes of an engine's error body judge-serve reads to rewrite it in OpenAI's shape.
 _MAX_ENGINE_ERROR_BYTES = 64 * 1024
+#: A body of more bytes is decoded and checked in a worker thread, so the event loop keeps serving other requests and
+#: the health probes: an 8 MiB array took seconds to decode and walk. A smaller one takes under a millisecond or so.
+_OFF_LOOP_BYTES = 64 * 1024
+
+T = TypeVar("T")
+
+
+async def _read_body(size: int, read: Callable[[], T]) -> T:
+    """``read()`` (decoding and checking a body of ``size`` bytes): in a worker thread past ``_OFF_LOOP_BYTES``."""
+    return await asyncio.to_thread(read) if size > _OFF_LOOP_BYTES else read()
 
 
 def _refused(err: RequestError) -> JSONResponse:
@@ -189,6 +202,9 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         try:
             yield
         finally:
+            # Reached on uvicorn's lifespan shutdown, and also when a second SIGINT made uvicorn skip it (its force
+            # exit): asyncio.run then cancels this task on its way out and waits for it, so the engines are still
+            # stopped before judge-serve exits.
             await stop_engines(state)
 
     app = FastAPI(title="judge-serve", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
@@ -221,9 +237,20 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
 
     @app.exception_handler(ClientDisconnect)
     async def client_gone(request: Request, err: ClientDisconnect) -> Response:
-        # The client left while its body was read (or the body deadline cut it off, answered 408 already): nobody
-        # is there to answer, and it is no server error to log.
+        # The client left while its body was read (or the body deadline cut it off, answered 408 already), or while
+        # its work ran (unless_disconnected cancelled it): nobody is there to answer, and it is no server error.
         return Response(status_code=499)
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, err: Exception) -> JSONResponse:
+        # A bug: the client gets OpenAI's shape, not Starlette's text/plain 500; the traceback goes to the log (uvicorn
+        # logs it as "Exception in ASGI application" once this answer is sent: Starlette raises the error on).
+        request_id = request.headers.get("x-request-id", "")
+        log.error("unexpected %s on %s %s (request id %s)", type(err).__name__, request.method, request.url.path,
+                  request_id)
+        return error_response(500, f"judge-serve failed on this request ({type(err).__name__}, request id "
+                              f"{request_id}); its log has the traceback", "server_error", code="internal_error",
+                              headers={"X-Request-Id": request_id} if request_id else None)
 
     def state_of(request: Request) -> ServerState:
         return request.app.state.serve
@@ -264,10 +291,14 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
     async def ready(request: Request) -> JSONResponse:
         state = state_of(request)
         problem = state.failure if state.status == "failed" else state.any_dead()
+        # Without the key, the state alone, as /health: why an engine failed holds its log tail and command line.
         if state.status == "ready" and not problem:
-            return JSONResponse({"status": "ready", "model": config.model_name, "judge_kind": state.layout.kind})
+            body = {"status": "ready", "model": config.model_name, "judge_kind": state.layout.kind}
+            return JSONResponse(body if keyed(request) else {"status": "ready"})
         detail = problem or {"starting": "the engines are still starting", "draining": "shutting down"}.get(state.status, state.status)
-        return JSONResponse({"status": state.status if not problem else "unavailable", "detail": sanitized(detail)}, status_code=503)
+        status = state.status if not problem else "unavailable"
+        body = {"status": status, "detail": sanitized(detail)}
+        return JSONResponse(body if keyed(request) else {"status": status}, status_code=503)
 
     def unavailable(state: ServerState, role: str, message: str) -> JSONResponse:
         return error_response(503, sanitized(message), "service_unavailable", code="engine_unavailable",
@@ -282,9 +313,14 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         assert state.http is not None
         data = await request.body()
         if bounded and data:
-            try:
+
+            def read() -> Any:
                 body = decode_json_body(data)
                 check_values(body)  # an over-long number would fail json.dumps below: a 400 naming it, not a 500
+                return body
+
+            try:
+                body = await _read_body(len(data), read)
             except RequestError as err:
                 return error_response(err.status, err.message, param=err.param, code=err.code)
             bounded_body, refused = proxied_token_bound(body, path, config.max_proxy_tokens)
@@ -296,10 +332,11 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         headers.update(engine.auth_headers)
         # Without the client's own Accept-Encoding, ask for the body as is (the session passes bytes through).
         headers.setdefault("accept-encoding", "identity")
-        sending = await unless_dead(state.http.request(
+        # A generation the client gives up on is cancelled, its connection to the engine closed (vLLM then aborts it).
+        sending = await unless_disconnected(request, unless_dead(state.http.request(
             request.method, engine.url + path, data=data, headers=headers,
             params=list(request.query_params.multi_items()), skip_auto_headers={"Content-Type"},
-        ), state.dead[role])  # fmt: skip
+        ), state.dead[role]))  # fmt: skip
         if sending is None:
             return unavailable(state, role, state.dead_reason.get(role, f"the {role} engine died"))
         try:
@@ -394,20 +431,13 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
     async def judge_route(request: Request) -> Response:
         state = state_of(request)
         # The body is validated before the engines' health is asked: a broken request gets its 4xx naming the field
-        # even while an engine restarts (a 503 would tell the client to retry what can never succeed).
+        # even while an engine restarts (a 503 would tell the client to retry what can never succeed). The server's
+        # bounds on items and judgments are counted before anything is validated.
+        data = await request.body()
         try:
-            body = decode_json_body(await request.body())
-        except RequestError as err:
-            return error_response(err.status, err.message, "invalid_request_error", err.param, err.code)
-        for key in ("items", "pairs"):  # pairs: the pairwise variant, bounded alike
-            items = body.get(key) if isinstance(body, dict) else None
-            if isinstance(items, list) and len(items) > config.max_batch_items:
-                return error_response(
-                    400, f"{key}: {len(items)} {key}; this server takes at most {config.max_batch_items} per request",
-                    "invalid_request_error", key, "too_many_items",
-                )  # fmt: skip
-        try:
-            parsed = parse_judge_request(body)
+            parsed = await _read_body(len(data), lambda: parse_judge_request(
+                decode_json_body(data), max_items=config.max_batch_items,
+                max_judgments=config.max_judgments_per_request))
         except RequestError as err:
             return _refused(err)
         for role in state.engines:
@@ -417,7 +447,9 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
                                       headers={"Retry-After": state.retry_after_s(state.engines)})
         try:
             assert state.judge is not None
-            result = await asyncio.wait_for(state.judge.run(parsed), timeout=config.request_timeout_s)
+            # A client that disconnects has its judgments cancelled: those not yet sent never reach the engine.
+            result = await unless_disconnected(request, asyncio.wait_for(state.judge.run(parsed),
+                                                                         timeout=config.request_timeout_s))
         except RequestError as err:
             return _refused(err)
         except (EngineUnavailable, EngineFailure) as err:

@@ -1,20 +1,26 @@
 """judge-serve's connection guards, below the routes: a deadline and a size bound on each request's headers
 (uvicorn's protocol), the body limit, the API key, the Host allow-list, refusal while draining, the request id, and
 the health polls kept out of the access log. A guard that refuses a request answers in OpenAI's error shape
-(``serve.errors``); the header deadline closes the connection, which has sent no request to answer yet."""
+(``serve.errors``); the header deadline closes the connection, which has sent no request to answer yet.
+``unless_disconnected`` ends a route's work when its client leaves."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hmac
 import logging
 import uuid
+from typing import Any, Awaitable, TypeVar
 
 from serve.errors import error_response
 
 __all__ = ["ApiKeyMiddleware", "BodyLimitMiddleware", "HEALTH_POLLS", "HostAllowListMiddleware", "MAX_HEADER_BYTES",
            "RefuseWhileDrainingMiddleware", "RequestIdMiddleware", "header_deadline_protocol", "own_host_names",
-           "quiet_health_polls"]
+           "quiet_health_polls", "unless_disconnected"]
+
+T = TypeVar("T")
+log = logging.getLogger("judge_serve")
 
 #: Most bytes of request line plus headers one request may send (httptools itself sets no bound).
 MAX_HEADER_BYTES = 64 * 1024
@@ -176,10 +182,15 @@ class BodyLimitMiddleware:
 
 
 class ApiKeyMiddleware:
-    """401 without ``Authorization: Bearer <key>`` on every route but health, readiness and metrics."""
+    """401 without ``Authorization: Bearer <key>`` on every route but health and readiness (which say only up or
+    down without it) and ``/get_reward``.
+
+    The engines' Prometheus metrics are behind the key too: they tell who can read them the model, its load, its
+    request counts and latencies, and Prometheus sends a key with every scrape (``authorization: {credentials: KEY}``).
+    """
 
     # /get_reward checks its own key (the reward key in its path, or this one: serve.rewards)
-    OPEN = ("/health", "/ready", "/metrics", "/get_reward")
+    OPEN = ("/health", "/ready", "/get_reward")
 
     def __init__(self, app, api_key: str):
         self.app, self.expected = app, f"Bearer {api_key}".encode()
@@ -292,3 +303,42 @@ def quiet_health_polls(log_level: str) -> None:
         access.removeFilter(existing)
     if str(log_level).lower() != "debug":
         access.addFilter(_NoHealthPolls())
+
+
+async def unless_disconnected(request: Any, work: Awaitable[T]) -> T:
+    """``await work``, unless the client disconnects first: then the work is cancelled, awaited until it has ended,
+    and ``starlette.requests.ClientDisconnect`` is raised (judge-serve answers it to nobody, 499 in its access log).
+
+    Starlette does not cancel a route's handler when its client goes: a ``/v1/judge`` request given up by its client
+    kept sending its judgments to the engine, one after another, for nobody. Call this once the request's body has
+    been read: every message its ``receive`` gives after that is the disconnect (uvicorn's waits for it; Starlette's
+    test client gives it once the response is sent).
+
+    Args:
+        request: the route's ``starlette.requests.Request``, its body already read.
+        work: what to await (a coroutine or a future).
+
+    Returns:
+        The work's result (its exception, if it raised one).
+    """
+    from starlette.requests import ClientDisconnect
+
+    task = asyncio.ensure_future(work)
+    gone = asyncio.ensure_future(_disconnect(request.receive))
+    try:
+        done, _ = await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gone.cancel()
+        if not task.done():
+            task.cancel()
+    if task in done:
+        return task.result()
+    await asyncio.wait({task})  # its cancellation runs to the end: nothing of it is sent after this
+    log.info("the client of %s %s left before its answer: its work was cancelled", request.method, request.url.path)
+    raise ClientDisconnect()
+
+
+async def _disconnect(receive) -> None:
+    """Until ``receive`` gives ``http.disconnect``."""
+    while (await receive())["type"] != "http.disconnect":
+        pass

@@ -4,7 +4,8 @@
 judgments (``serve.judging``), health probes (``serve.supervision``) and the proxied OpenAI routes (``serve.app``).
 ``EngineClient`` POSTs JSON to one engine and gives up at once when that engine is known dead (``unless_dead``).
 An engine call ends in ``EngineUnavailable`` (503: dead or unreachable), ``EngineFailure`` (502: the engine
-answered an error) or ``asyncio.TimeoutError`` (504); the HTTP layer maps each to its status.
+answered an error, or a 200 whose body could not be read: ``unreadable_answer``) or ``asyncio.TimeoutError`` (504);
+the HTTP layer maps each to its status.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import aiohttp
 T = TypeVar("T")
 
 __all__ = ["EngineClient", "EngineHttp", "engine_session", "unless_dead", "ENGINE_KEEPALIVE_S", "EngineUnavailable",
-           "EngineFailure"]
+           "EngineFailure", "unreadable_answer"]
 
 
 class EngineUnavailable(Exception):
@@ -84,7 +85,20 @@ class EngineClient:
             except (ValueError, KeyError, TypeError):
                 message = body[:500].decode("utf-8", "replace")
             raise EngineFailure(f"engine answered {status}: {message}", status)
-        return json.loads(body)
+        try:
+            answer = json.loads(body)
+        except ValueError:  # UnicodeDecodeError included
+            raise unreadable_answer(path, body[:500].decode("utf-8", "replace"), "not JSON") from None
+        if not isinstance(answer, dict):
+            raise unreadable_answer(path, answer, f"a JSON {type(answer).__name__}, not an object")
+        return answer
+
+
+def unreadable_answer(path: str, answer: Any, why: str) -> EngineFailure:
+    """The failure for an engine's 200 whose body is not what vLLM answers (not JSON, no ``choices``, a field of
+    the wrong type): a 502 that says so, the answer itself left in judge-serve's log (it may hold anything)."""
+    return EngineFailure(f"the engine's answer to {path} could not be read ({why}): {str(answer)[:500]}", status=502,
+                         public=f"the engine's answer to {path} could not be read ({why}); judge-serve's log has it")
 
 
 _IDENTITY = {"Accept-Encoding": "identity"}
@@ -94,8 +108,9 @@ async def unless_dead(call: Awaitable[T], dead: asyncio.Event) -> asyncio.Future
     """Await an engine call until it finishes or its engine is known dead (``dead`` set), whichever comes first.
 
     Returns the finished call's future (its result, or its exception, still inside), or None when the engine died
-    first; the call is then cancelled, as both are when the caller is (a client gone mid-request leaves no
-    request, and no pooled connection, behind). judge-serve's judgments and its proxied routes both use it.
+    first; the call is then cancelled, as both are when the caller is (a client gone mid-request, which
+    ``serve.connections.unless_disconnected`` turns into that cancellation, leaves no request, and no pooled
+    connection, behind). judge-serve's judgments and its proxied routes both use it.
     """
     task = asyncio.ensure_future(call)
     death = asyncio.ensure_future(dead.wait())

@@ -33,6 +33,7 @@ import math
 import re
 import time
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,16 +43,20 @@ from judge.checkpoints import JudgeKind
 from judge.prompts import PAIRWISE_PROMPT_VERSION
 from judge.criteria_auto import TaskClassifier
 from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage, JudgmentUsage, LmVerdict, PairwiseRequest
-from serve.engine_client import EngineClient, EngineFailure
+from serve.engine_client import EngineClient, EngineFailure, unreadable_answer
 from serve.jobs import PAIRWISE_SCALE, Job, build_jobs, build_pair_jobs, check_sizes, max_token_chars
 from serve.schema import JudgeRequest, RequestError
 from serve.score_reading import level_token_ids, seq2seq_verdict
 
-__all__ = ["Judge", "JudgeSettings", "JudgeOptions", "verdict_regex", "REGRESSION_RESERVE_TOKENS"]
+__all__ = ["Judge", "JudgeSettings", "JudgeOptions", "verdict_regex", "REGRESSION_RESERVE_TOKENS", "LEVEL_IDS_KEPT"]
 
 #: Tokens the regression input needs beyond prompt + generated rationale: the ``[END]`` that
 #: ``render_rationale_target`` restores when the generation was cut, and the chat template's end-of-turn.
 REGRESSION_RESERVE_TOKENS = 8
+#: Scales whose level token ids a ``Judge`` keeps, the least recently used dropped first: the taxonomy's few scales
+#: and the custom ones in use. Kept without a bound, every distinct custom scale a client ever sent stayed (a request
+#: of 512 custom ranges of 101 levels added ~1.8 MB, for good).
+LEVEL_IDS_KEPT = 256
 
 
 def verdict_regex(scale: Scale, feedback_max_chars: int, with_score: bool) -> str:
@@ -119,6 +124,55 @@ class JudgeOptions:
     constrained: bool
 
 
+def _completion_parts(completion: dict[str, Any]) -> tuple[dict[str, Any], str, dict[str, Any]]:
+    """The first choice of an engine's ``/v1/completions`` answer, its text and the answer's usage.
+
+    Raises:
+        EngineFailure: 502, for an answer without a choice or whose text is no string (not what vLLM answers: an
+            attached server of another kind, a proxy in between); without this it was a bare 500.
+    """
+    choices = completion.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise unreadable_answer("/v1/completions", completion, "no choices")
+    choice = choices[0]
+    if not isinstance(choice, dict):
+        raise unreadable_answer("/v1/completions", completion, f"choices[0] is a {type(choice).__name__}")
+    text = choice.get("text")
+    if text is not None and not isinstance(text, str):
+        raise unreadable_answer("/v1/completions", completion, f"choices[0].text is a {type(text).__name__}")
+    usage = completion.get("usage")
+    return choice, text or "", usage if isinstance(usage, dict) else {}
+
+
+def _logprobs_of(choice: dict[str, Any], completion: dict[str, Any]) -> dict[str, Any] | None:
+    """A choice's ``logprobs`` when they have the shape ``serve.score_reading`` reads (``tokens``: text per
+    position, ``top_logprobs``: per position, token text -> log-probability, or null), or None when absent.
+
+    Raises:
+        EngineFailure: 502, for logprobs of another shape (reading them would fail inside the verdict's reading).
+    """
+    logprobs = choice.get("logprobs")
+    if logprobs is None:
+        return None
+    if isinstance(logprobs, dict):
+        tokens, top = logprobs.get("tokens") or [], logprobs.get("top_logprobs") or []
+        if (isinstance(tokens, list) and isinstance(top, list) and len(top) >= len(tokens)
+                and all(isinstance(token, str) for token in tokens)
+                and all(position is None or (isinstance(position, dict) and all(map(_is_number, position.values())))
+                        for position in top)):
+            return logprobs
+    raise unreadable_answer("/v1/completions", completion, "choices[0].logprobs are not vLLM's")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _token_count(value: Any) -> int:
+    """A usage count as the engine gave it; 0 for anything that is not a non-negative integer."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
 class Judge:
     """Runs ``/v1/judge`` requests against a generating engine (and a pooling engine for regression judges).
 
@@ -141,13 +195,18 @@ class Judge:
     ):
         self.settings, self.tokenizer, self.generator, self.pooler, self.limit = settings, tokenizer, generator, pooler, limit
         self.classifier = classifier
-        self._level_ids: dict[tuple[int, ...], dict[int, int] | None] = {}
+        self._level_ids: OrderedDict[tuple[int, ...], dict[int, int] | None] = OrderedDict()
         self._chars_per_token: int | None = None  # max_token_chars, on the first request
 
     def _levels(self, scale: Scale) -> dict[int, int] | None:
-        if scale.levels not in self._level_ids:
-            self._level_ids[scale.levels] = level_token_ids(self.tokenizer, scale)
-        return self._level_ids[scale.levels]
+        """``level_token_ids`` of ``scale``, kept for the ``LEVEL_IDS_KEPT`` scales used last."""
+        if scale.levels in self._level_ids:
+            self._level_ids.move_to_end(scale.levels)
+            return self._level_ids[scale.levels]
+        ids = self._level_ids[scale.levels] = level_token_ids(self.tokenizer, scale)
+        if len(self._level_ids) > LEVEL_IDS_KEPT:
+            self._level_ids.popitem(last=False)
+        return ids
 
     async def run(self, request: JudgeRequest | PairwiseRequest) -> JudgeResponse:
         """Judge every (item, criterion) of a request, or every pair of a pairwise one.
@@ -315,24 +374,23 @@ class Judge:
         asked_logprobs = "logprob_token_ids" in payload
         async with self.limit:
             completion = await self.generator.post("/v1/completions", payload)
-        choice = completion["choices"][0]
-        text = choice.get("text") or ""
-        usage = completion.get("usage") or {}
+        choice, text, usage = _completion_parts(completion)
         if s.kind == JudgeKind.SEQ2SEQ:
-            verdict = seq2seq_verdict(text, choice.get("logprobs") if asked_logprobs else None, scale,
+            verdict = seq2seq_verdict(text, _logprobs_of(choice, completion) if asked_logprobs else None, scale,
                                       options.lenient, s.verdict_format)
         else:
             verdict = await self._regression_verdict(job, text, options.lenient)
+        finish_reason = choice.get("finish_reason")
         return JudgeResult(
             criterion=job.criterion.name,
             criterion_id=job.criterion.id,
             scale=list(scale.levels),
             **verdict,
             output=text,
-            finish_reason=choice.get("finish_reason"),
+            finish_reason=finish_reason if isinstance(finish_reason, str) else None,
             usage=JudgmentUsage(
-                prompt_tokens=int(usage.get("prompt_tokens") or len(job.prompt_ids)),
-                completion_tokens=int(usage.get("completion_tokens") or 0),
+                prompt_tokens=_token_count(usage.get("prompt_tokens")) or len(job.prompt_ids),
+                completion_tokens=_token_count(usage.get("completion_tokens")),
             ),
         )
 
@@ -369,7 +427,10 @@ class Judge:
         assert self.pooler is not None
         async with self.limit:
             classified = await self.pooler.post("/classify", {"model": self.settings.engine_models["pooler"], "input": [ids]})
-        raw = classified["data"][0]["probs"][0]
+        try:
+            raw = classified["data"][0]["probs"][0]
+        except (KeyError, IndexError, TypeError) as err:
+            raise unreadable_answer("/classify", classified, f"no data[0].probs[0]: {type(err).__name__}") from err
         if not isinstance(raw, (int, float)) or isinstance(raw, bool) or not math.isfinite(raw):
             # A diverged head (or an overflow in half precision): no score, a counted failure. vLLM sends its NaN as
             # null; clipped, a NaN would stay NaN (max and min keep it) and go out as an ok score no JSON client reads.

@@ -62,13 +62,15 @@ from typing import Any, Callable
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
+from starlette.requests import ClientDisconnect
 
 from judge.criteria_auto import TaskChoice
 from judge.plumbing.journal import JournalWriter
 from judge.rewards import END_OF_TURN_MARKERS, Reward, RewardRule, policy_answer, prompt_opens_reasoning, reward_of
 from judge.wire import JudgeResponse, JudgeResult
 from serve.config import SERVE_DEFAULT_RULE, ServeConfig
-from serve.engine_client import EngineFailure, EngineUnavailable, unless_dead
+from serve.connections import unless_disconnected
+from serve.engine_client import EngineFailure, EngineUnavailable
 from serve.schema import RequestError, decode_json_body, parse_judge_request, resolve_criteria
 
 __all__ = ["END_OF_TURN_MARKERS", "LABEL_FIELDS", "answer_of", "reward_rule_of", "reward_key_of", "RewardRoute",
@@ -221,13 +223,6 @@ _ITEM_PATH = re.compile(r"items\[(\d+)\](\.answer)?")
 _STAND_IN_ANSWER = "-"
 
 
-async def _until_disconnected(request: Request, gone: asyncio.Event) -> None:
-    """Set ``gone`` when the client closes its connection. Once the body is read, the server's next message is
-    ``http.disconnect`` (Starlette's ``StreamingResponse`` listens for it the same way)."""
-    while (await request.receive())["type"] != "http.disconnect":
-        pass
-    gone.set()
-
 
 class RewardRoute:
     """The ``/get_reward`` handler over a running judge-serve (``install_reward_routes`` wires it).
@@ -350,7 +345,7 @@ class RewardRoute:
     async def _judged_in_time(self, request: Request, state, parsed, deadline: float) -> JudgeResponse | None:
         """``parsed`` judged once the engines can take it, by ``deadline`` (``time.monotonic()``), and cancelled
         past it as ``/v1/judge``'s judging is past ``request_timeout_s`` (``asyncio.wait_for``), or as soon as the
-        client disconnects, as an engine call is when its engine dies (``unless_dead``).
+        client disconnects, as ``/v1/judge``'s is (``serve.connections.unless_disconnected``).
 
         Returns:
             The response, or None when the client disconnected first.
@@ -359,17 +354,12 @@ class RewardRoute:
             asyncio.TimeoutError: past the deadline.
             RequestError, EngineUnavailable, EngineFailure: from the judging.
         """
-        gone = asyncio.Event()
-        watching = asyncio.ensure_future(_until_disconnected(request, gone))
         try:
-            within = asyncio.wait_for(self._judged(state, parsed), deadline - time.monotonic())
-            judging = await unless_dead(within, gone)
-        finally:
-            watching.cancel()
-        if judging is None:
+            return await unless_disconnected(
+                request, asyncio.wait_for(self._judged(state, parsed), deadline - time.monotonic()))
+        except ClientDisconnect:
             log.warning("the client of a reward request disconnected before its rewards; their judging is cancelled")
             return None
-        return judging.result()
 
     async def _judged(self, state, parsed) -> JudgeResponse:
         problem = await self._engines_unavailable(state)

@@ -38,9 +38,10 @@ from pydantic import ValidationError
 
 from judge import Scale, ScaleError, TaxonomyError, load_taxonomy, scale_of
 from judge.criteria_auto import TaskChoice
+from judge.scales import MAX_LEVELS
 from judge.taxonomy import RUBRIC_LEVEL_SEPARATOR
 # The request types are the contract's (judge.wire); re-exported here, where the server validates with them.
-from judge.wire import CustomCriterion, JudgeItem, JudgeRequest, PairItem, PairwiseRequest
+from judge.wire import MAX_LIST_ENTRIES, CustomCriterion, JudgeItem, JudgeRequest, PairItem, PairwiseRequest
 
 T = TypeVar("T", JudgeRequest, PairwiseRequest)
 
@@ -58,6 +59,8 @@ __all__ = [
     "parse_judge_request",
     "resolve_criteria",
     "param_of",
+    "MAX_OBJECT_KEYS",
+    "MAX_RANKED_ERRORS",
 ]
 
 _ITEM_FIELDS = ("id", "instruction", "answer", "reference_answer", "criteria", "task_type", "task_subtype", "task_subsubtype")
@@ -112,8 +115,14 @@ def _key_text(key: str) -> str:
     return _printable(key if _PLAIN_KEY.fullmatch(key) else json.dumps(key, ensure_ascii=False))
 
 
+#: pydantic errors ranked to choose the one reported. The bounds before validation (``check_values``'s, the wire
+#: types' list bounds) keep a body's errors few; this keeps the ranking (a ``param_of`` walk each) bounded whatever
+#: reaches it. A body broken in one place has a handful (one per union branch).
+MAX_RANKED_ERRORS = 64
+
+
 def _first_error(err: ValidationError, data: Any) -> RequestError:
-    errors = err.errors()
+    errors = err.errors(include_url=False)[:MAX_RANKED_ERRORS]
     # A value that fails every branch of a union reports once per branch. An object given for a criterion is
     # meant as a custom criterion, so errors inside that branch say most; then the shortest path (the field).
     # A list of criteria that fails also fails the "auto" branch; the list's own error says more.
@@ -176,16 +185,26 @@ def decode_json_body(raw: bytes) -> Any:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+#: What JSON decodes to that holds nothing to check.
+_PLAIN = frozenset({int, float, bool, type(None)})
+
+#: Most keys of any object in a ``/v1/judge`` body: the largest its types admit is a custom rubric's mapping, one
+#: key per level. Each unknown key, or each value of a mapping that fails, is one pydantic error: bounded here, a
+#: body of 200,000 keys is refused before pydantic builds 200,000 errors.
+MAX_OBJECT_KEYS = MAX_LEVELS
 
 
-def check_values(data: Any) -> None:
+def check_values(data: Any, *, max_entries: int | None = None, max_keys: int | None = None) -> None:
     """Refuse, naming where, what JSON decodes but no field can hold: an integer of more than ``MAX_INT_DIGITS``
-    digits, and a lone UTF-16 surrogate (JSON ``"\\ud800"``) in a string or a key.
+    digits, and a lone UTF-16 surrogate (JSON ``"\\ud800"``) in a string or a key; and, when bounds are given, a
+    list of more than ``max_entries`` entries or an object of more than ``max_keys`` keys.
 
     A surrogate is no Unicode text: UTF-8 cannot encode it, so the tokenizer (and a JSON response echoing it) would
     fail with a 500. Iterative: the body may nest deeply. Each value's place is kept as a link to its parent's, and
     written out only for the value refused: a path string per value would copy the parent's path into every child
-    (a 4 MB key over a list of two million numbers: terabytes).
+    (a 4 MB key over a list of two million numbers: terabytes). A list of plain values (numbers, booleans, null: a
+    prompt's token ids) is passed over whole, and a list's strings are searched at once: one place per value cost
+    6.5 s of the event loop for an 8 MiB array of zeros.
     """
     stack: list[tuple[tuple | None, Any]] = [(None, data)]
     while stack:
@@ -203,13 +222,28 @@ def check_values(data: Any) -> None:
             where = _path_text(link) or "body"
             raise RequestError(f"{where}: a number of {node.digits} digits; at most {MAX_INT_DIGITS}", param=where)
         elif isinstance(node, Mapping):
+            if max_keys is not None and len(node) > max_keys:
+                where = _path_text(link) or "body"
+                raise RequestError(f"{where}: an object of {len(node)} fields; at most {max_keys}", param=where,
+                                   code="too_many_fields")
             for key, value in node.items():
                 if _SURROGATE.search(key):
                     child = _path_text((link, key))
                     raise RequestError(f"{child}: a field name that is not valid Unicode text", param=child)
-                stack.append(((link, key), value))
+                if value.__class__ not in _PLAIN:
+                    stack.append(((link, key), value))
         elif isinstance(node, list):
-            stack.extend(((link, i), value) for i, value in enumerate(node))
+            if max_entries is not None and len(node) > max_entries:
+                where = _path_text(link) or "body"
+                raise RequestError(f"{where}: a list of {len(node)} entries; at most {max_entries}", param=where,
+                                   code="too_many_entries")
+            kinds = set(map(type, node))  # at C speed; most lists hold one kind of value
+            if kinds <= _PLAIN:
+                continue
+            if str in kinds and not _SURROGATE.search("".join(v for v in node if v.__class__ is str)):
+                kinds.discard(str)  # no string of it holds a surrogate: only its containers remain to visit
+            checked = _PLAIN if str in kinds else _PLAIN | {str}
+            stack.extend(((link, i), value) for i, value in enumerate(node) if value.__class__ not in checked)
 
 
 def _path_text(link: tuple | None) -> str:
@@ -246,16 +280,25 @@ def _clip(message: str) -> str:
     return f"{message[:MESSAGE_MAX_CHARS]}... [{len(message)} characters]"
 
 
-def parse_judge_request(body: Any) -> JudgeRequest | PairwiseRequest:
+def parse_judge_request(body: Any, *, max_items: int | None = None,
+                        max_judgments: int | None = None) -> JudgeRequest | PairwiseRequest:
     """Validate a decoded JSON body into a ``JudgeRequest`` (or, with ``pairs``, a ``PairwiseRequest``).
 
-    A body with the item fields at the top level (and no ``items``) is one item.
+    A body with the item fields at the top level (and no ``items``) is one item. The server's bounds are checked on
+    the body as sent, before anything is validated: a body past them costs no validation at all.
+
+    Args:
+        body: the decoded JSON body.
+        max_items: most ``items`` (or ``pairs``) one request may carry (judge-serve's ``max_batch_items``).
+        max_judgments: most criteria the request's items may name in all (its ``max_judgments_per_request``; a
+            task's criteria set counts once resolved, in ``serve.jobs.build_jobs``).
 
     Raises:
         RequestError: naming the first bad field.
     """
     if not isinstance(body, Mapping):
         raise RequestError(f"body: expected a JSON object, got {json_type_name(body)}", param="body")
+    _check_bounds(body, max_items, max_judgments)
     if "pairs" in body:
         return _parse_pairwise(dict(body))
     data = dict(body)
@@ -284,9 +327,28 @@ def parse_judge_request(body: Any) -> JudgeRequest | PairwiseRequest:
     return request
 
 
+def _check_bounds(body: Mapping[str, Any], max_items: int | None, max_judgments: int | None) -> None:
+    """The server's bounds on items and judgments, counted on the body as sent (only its lists' lengths are read)."""
+    for key in ("items", "pairs"):  # pairs: the pairwise variant, bounded alike
+        entries = body.get(key)
+        if max_items is not None and isinstance(entries, list) and len(entries) > max_items:
+            raise RequestError(f"{key}: {len(entries)} {key}; this server takes at most {max_items} per request",
+                               param=key, code="too_many_items")
+    if max_judgments is None:
+        return
+    items = body.get("items")
+    items = items if isinstance(items, list) else [body]  # the inline form: the item's fields at the top level
+    named = sum(len(item["criteria"]) for item in items if isinstance(item, Mapping)
+                and isinstance(item.get("criteria"), list))
+    if named > max_judgments:  # the wording build_jobs uses for the same bound once task sets are resolved
+        raise RequestError(f"items: {named} (item, criterion) judgments requested; this server takes at most "
+                           f"{max_judgments} per request. Split the batch.", param="items")
+
+
 def _validated(model: type[T], data: dict[str, Any]) -> T:
-    """``data`` checked for unreadable values, then validated into ``model``; the first error names its field."""
-    check_values(data)
+    """``data`` checked for unreadable values and bounded in size, then validated into ``model``; the first error
+    names its field."""
+    check_values(data, max_entries=MAX_LIST_ENTRIES, max_keys=MAX_OBJECT_KEYS)
     try:
         return model.model_validate(data)
     except ValidationError as err:

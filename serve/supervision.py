@@ -6,11 +6,14 @@ starting -> failed.
 
 Self-healing: an engine judge-serve started that dies (its whole process tree is taken down with it,
 ``judge.plumbing.processes``) is restarted after a backoff (``engine_restart_backoff_s``, doubling, at most
-``engine_restart_backoff_max_s``); a restart that fails to come up counts as another death. Past
-``engine_max_restarts`` deaths within ``engine_restart_window_s`` judge-serve stops and exits 1. An attached engine
-(``generator_url``/``pooling_url``) is not judge-serve's to restart: after two failed ``/health`` probes its routes
-answer 503, and it is probed on until it answers again, then served. A probe that judge-serve could not send for its
-own want of descriptors or memory counts neither way.
+``engine_restart_backoff_max_s``); a restart that fails to come up, or cannot even be started for want of
+descriptors, processes, memory or disk, counts as another death. Past ``engine_max_restarts`` deaths within
+``engine_restart_window_s``, or on a start that no retry can mend (the engine's program missing, a permission
+refused), judge-serve stops and exits 1. Every background task (bring-up, watcher, heals) that ends on an error it did
+not expect stops judge-serve the same way, logged: none may die unnoticed and leave it "ready" over a dead engine.
+An attached engine (``generator_url``/``pooling_url``) is not judge-serve's to restart: after two failed ``/health``
+probes its routes answer 503, and it is probed on until it answers again, then served. A probe that judge-serve could
+not send for its own want of descriptors or memory counts neither way.
 """
 
 from __future__ import annotations
@@ -178,8 +181,35 @@ def heal_the_dead(state: ServerState) -> list[str]:
         log.error("the %s engine died while judge-serve was starting (%s): restarting it", role,
                   state.dead_reason[role])
         state.retry_after[role] = 5
-        state.tasks.append(asyncio.ensure_future(_heal(state, role)))
+        state.tasks.append(_background(state, _heal(state, role), f"restart of the {role} engine"))
     return roles
+
+
+def _give_up(state: ServerState, failure: str, logged: str = "") -> None:
+    """judge-serve cannot serve any more: ``failed`` (``/health`` 503 naming why), then ``on_fatal`` (exit 1).
+    ``logged``: more for the log only (a path the HTTP answer must not carry)."""
+    state.status, state.failure = "failed", failure
+    log.error("%s%s", failure, logged)
+    if state.on_fatal:
+        state.on_fatal()
+
+
+def _background(state: ServerState, work, name: str) -> asyncio.Task:
+    """``work`` as a task of judge-serve's that cannot fail unnoticed: nobody awaits these tasks (they are only
+    cancelled at shutdown), so one that raised would leave judge-serve reporting "ready" over an engine nobody
+    watches or heals. Such an error is logged with its traceback and stops judge-serve (``_give_up``)."""
+    task = asyncio.ensure_future(work)
+
+    def ended(task: asyncio.Task) -> None:
+        if task.cancelled() or task.exception() is None:
+            return
+        err = task.exception()
+        log.error("judge-serve's %s failed", name, exc_info=err)
+        if state.status in ("starting", "ready"):  # while draining, judge-serve is on its way out anyway
+            _give_up(state, f"judge-serve's {name} failed ({type(err).__name__}: {err}); judge-serve stops")
+
+    task.add_done_callback(ended)
+    return task
 
 
 #: Errors that are judge-serve's own trouble (no free descriptor, no buffer, no memory): a probe that fails with
@@ -243,7 +273,13 @@ async def _watch(state: ServerState, interval_s: float = 0.5) -> None:
                     log.error("%s engine log tail:\n%s", role, engine.log_tail(30))
                 if engine.owned and state.status == "ready":
                     state.retry_after[role] = 5  # restarting from now on (/health), before the task first runs
-                    state.tasks.append(asyncio.ensure_future(_heal(state, role)))
+                    state.tasks.append(_background(state, _heal(state, role), f"restart of the {role} engine"))
+
+
+#: Why an engine could not be started that a later attempt may not meet: judge-serve out of descriptors, processes,
+#: memory or disk. Any other (the engine's program or its log folder missing, a permission refused) fails the same
+#: way every time: judge-serve gives up at once instead of spending its restarts on it.
+_TRANSIENT_START = _OWN_TROUBLE | {errno.EAGAIN, errno.ENOSPC, errno.EINTR}
 
 
 def restart_delay(config: ServeConfig, restarts_in_window: int) -> float | None:
@@ -270,15 +306,10 @@ async def _heal(state: ServerState, role: str) -> None:
             state.restart_times[role] = recent
             backoff = restart_delay(config, len(recent))
             if backoff is None:
-                state.status = "failed"
-                state.failure = (
-                    f"the {role} engine died {len(recent) + 1} times within {config.engine_restart_window_s:g} s "
-                    f"(last exit code {state.last_exit.get(role)}); engine_max_restarts={config.engine_max_restarts} "
-                    "reached, judge-serve stops"
-                )
-                log.error("%s (log: %s)", state.failure, state.engines[role].log_path)
-                if state.on_fatal:
-                    state.on_fatal()
+                _give_up(state, f"the {role} engine died {len(recent) + 1} times within "
+                                f"{config.engine_restart_window_s:g} s (last exit code {state.last_exit.get(role)}); "
+                                f"engine_max_restarts={config.engine_max_restarts} reached, judge-serve stops",
+                         f" (log: {state.engines[role].log_path})")
                 return
             attempt = f"restart {len(recent) + 1} of {config.engine_max_restarts} allowed within {config.engine_restart_window_s:g} s"
             state.retry_after[role] = max(1, math.ceil(backoff)) + 5
@@ -292,9 +323,23 @@ async def _heal(state: ServerState, role: str) -> None:
                 return
             state.restart_times[role].append(time.monotonic())
             state.restarts[role] = state.restarts.get(role, 0) + 1
-            # Started here, on the event loop's thread, which lives as long as judge-serve (the parent-death signal).
-            engine = state.engines[role] = Engine.start(state.engines[role].spec, config, state.log_dir, state.engine_key)
-            _write_run_record(state)
+            try:
+                # Started here, on the event loop's thread, which lives as long as judge-serve (the parent-death
+                # signal).
+                engine = state.engines[role] = Engine.start(state.engines[role].spec, config, state.log_dir,
+                                                            state.engine_key)
+            except OSError as err:  # no process or no log file for it: a restart that failed, counted as one
+                if err.errno not in _TRANSIENT_START:
+                    _give_up(state, f"the {role} engine could not be restarted ({type(err).__name__}: {err}); "
+                                    "judge-serve stops")
+                    return
+                log.error("the %s engine could not be restarted (%s: %s)", role, type(err).__name__, err)
+                continue
+            try:
+                _write_run_record(state)
+            except OSError as err:  # the engine runs; only its record is behind: serve on, and say so
+                log.error("run.json in %s could not be rewritten after the %s engine's restart (%s): it still names "
+                          "the engine that died", state.log_dir, role, err)
             try:
                 await asyncio.to_thread(engine.wait_ready, config.engine_start_timeout_s, lambda: state.status != "ready")
             except EngineStartError as err:
@@ -329,7 +374,7 @@ async def start_engines(state: ServerState) -> None:
         state.dead[spec.role] = asyncio.Event()
     _write_run_record(state)
     log.info("engine logs and run.json in %s", state.log_dir)
-    state.tasks = [asyncio.ensure_future(_bring_up(state)), asyncio.ensure_future(_watch(state))]
+    state.tasks = [_background(state, _bring_up(state), "start"), _background(state, _watch(state), "engine watcher")]
 
 
 async def stop_engines(state: ServerState) -> None:

@@ -4,7 +4,8 @@ Built on ``tenacity``. What is retried: connection errors and timeouts, and the 
 fix (408, 409, 429, 5xx); anything else (a 400, a 401, a bug) is raised at once. How long it waits before retry
 ``k`` (0-based): ``min(max_backoff_s, backoff_s * 2**k)`` times a jitter drawn from ``[0.5, 1.5)``, and never less
 than the server's ``Retry-After`` header (seconds or an HTTP-date, RFC 9110 section 10.2.3), which judge-serve sends
-with its 503 and 429 answers.
+with its 503 and 429 answers; a ``Retry-After`` is itself spread by a jitter drawn from ``[1, 1.5)`` of it, so the
+clients one answer turned away do not all come back at the same instant.
 
 The ``openai`` SDK's own retries are turned off wherever this policy is used (``max_retries=0``), so every attempt
 is counted here. A policy may also bound the time spent (``max_wait_s``): no attempt starts after it, and no wait
@@ -124,10 +125,14 @@ class RetryPolicy:
     retryable: Callable[[BaseException], bool] = field(default=is_transient, repr=False)
 
     def delay_s(self, retry: int, err: BaseException | None) -> float:
-        """The wait before retry ``retry`` (0-based) after ``err``: jittered backoff, at least ``Retry-After``."""
+        """The wait before retry ``retry`` (0-based) after ``err``: jittered backoff, at least ``Retry-After``.
+
+        A ``Retry-After`` is waited for times a jitter drawn from ``[1, 1.5)``: every client a server turned away at
+        once read the same value, and waiting it exactly brought them all back in the same instant.
+        """
         delay = min(self.max_backoff_s, self.backoff_s * 2**retry) * (0.5 + random.random())
         asked = retry_after_s(err) if err is not None else None
-        return max(delay, asked) if asked is not None else delay
+        return max(delay, asked * (1.0 + 0.5 * random.random())) if asked is not None else delay
 
     def _kwargs(self, attempts: Attempts | None) -> dict[str, Any]:
         import tenacity

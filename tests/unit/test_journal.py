@@ -67,6 +67,27 @@ def test_open_journal_cuts_the_torn_tail_so_appends_start_clean(tmp_path):
     assert path.read_bytes() == b'{"a": 1}\n{"a": 3}\n'
 
 
+@pytest.mark.parametrize(("data", "kept"), [
+    (b'{"a": 1}\n{"a": 2, "b": "cut', b'{"a": 1}\n'),
+    (b'{"a": 1', b""),  # the only line, cut
+    (b'{"a": 1}\n' + b"x" * 200_000, b'{"a": 1}\n'),  # a torn line longer than one read back
+], ids=["a torn row", "the only line torn", "a long torn row"])  # fmt: skip
+def test_an_append_after_a_torn_tail_cuts_it_and_the_journal_reads_back_whole(tmp_path, caplog, data, kept):
+    """A writer appending to a journal a kill left torn (eval's pairwise judging and the reward journal append after
+    reading with iter_journal, which leaves the file as it is) cuts the torn last line first, says so and counts it:
+    the rows it writes start a line of their own, and every complete line stays. Before, the row joined the torn
+    line and the next read refused the journal."""
+    path = tmp_path / "j.jsonl"
+    path.write_bytes(data)
+    writer = JournalWriter(path)
+    with caplog.at_level(logging.WARNING, logger="judge.plumbing.journal"):
+        writer.append({"a": 3})
+        writer.append({"a": 4})  # the file ends with its newline now: nothing more is cut
+    assert path.read_bytes() == kept + b'{"a": 3}\n{"a": 4}\n'
+    assert read_journal(path).rows == [json.loads(line) for line in (kept + b'{"a": 3}\n{"a": 4}\n').splitlines()]
+    assert writer.torn_tails == 1 and caplog.text.count("cut its last line") == 1 and "j.jsonl" in caplog.text
+
+
 def test_writer_appends_rows_whole_from_many_threads(tmp_path, monkeypatch):
     """Each append is one write of whole lines and one fsync; concurrent appends never interleave."""
     import judge.plumbing.journal as journal

@@ -88,6 +88,15 @@ def test_backoff_doubles_with_jitter_up_to_the_cap():
         assert 0.5 * base <= policy.delay_s(retry, None) < 1.5 * base
 
 
+def test_retry_after_is_spread_by_a_jitter_and_never_shortened():
+    """Every client one 503 turned away reads the same Retry-After; waited exactly, they all came back in the same
+    instant. The wait is Retry-After times a jitter from [1, 1.5): never less than asked, not the same for all."""
+    policy = RetryPolicy(backoff_s=0.01)
+    waits = [policy.delay_s(0, _error(503, "5")) for _ in range(50)]
+    assert all(5.0 <= wait < 7.5 for wait in waits), waits
+    assert len(set(waits)) > 1
+
+
 def test_mera_client_waits_for_retry_after():
     """MERA's client: 503 with Retry-After: 2, then 200: two requests, one wait of at least 2 s."""
     from eval.mera.client import OpenAICompatClient

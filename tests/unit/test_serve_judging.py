@@ -464,3 +464,53 @@ def test_a_template_that_trims_its_content_still_gets_each_whole_prompts_ids(qwe
     for job in jobs:
         whole = qwen_tokenizer(judge.apply_chat(spy, job.prompt), add_special_tokens=False)["input_ids"]
         assert job.prompt_ids == whole, job.criterion.name
+
+
+def test_the_level_token_ids_kept_are_bounded(qwen_tokenizer):
+    """A judge keeps the level token ids of the LEVEL_IDS_KEPT scales used last: each distinct custom scale a
+    client sent was kept for good (a request of 512 custom ranges added ~1.8 MB). A scale in use stays, and gives the
+    ids it gave before."""
+    import asyncio
+
+    from serve.judging import LEVEL_IDS_KEPT, Judge, JudgeSettings
+
+    settings = JudgeSettings(model_name="m", kind="seq2seq", engine_models={"generator": "m"}, max_model_len=2048,
+                             max_tokens=16, temperature=0.0, score_logprobs=True, lenient=False, constrained=False,
+                             feedback_max_chars=0, max_judgments=512)
+    judge_ = Judge(settings, qwen_tokenizer, generator=None, pooler=None, limit=asyncio.Semaphore(1))
+    usual = judge_._levels(Scale((0, 1, 2)))
+    for low in range(1000, 1000 + 2 * LEVEL_IDS_KEPT):
+        judge_._levels(Scale(tuple(range(low, low + 3))))
+        assert judge_._levels(Scale((0, 1, 2))) == usual  # used all along: never the one dropped
+    assert len(judge_._level_ids) == LEVEL_IDS_KEPT
+    assert usual == level_token_ids(qwen_tokenizer, Scale((0, 1, 2))) and len(usual) == 3
+
+
+@pytest.mark.parametrize(("completion", "why"), [
+    ({"choices": []}, "no choices"),
+    ({}, "no choices"),
+    ({"choices": "x"}, "no choices"),
+    ({"choices": [["x"]]}, "choices[0] is a list"),
+    ({"choices": [{"text": 5}]}, "choices[0].text is a int"),
+    ({"choices": [{"text": "x", "logprobs": {"tokens": ["1"], "top_logprobs": []}}]}, "logprobs are not vLLM's"),
+    ({"choices": [{"text": "x", "logprobs": {"tokens": ["1"], "top_logprobs": [{"1": "a"}]}}]}, "logprobs are not"),
+    ({"choices": [{"text": "x", "logprobs": []}]}, "logprobs are not vLLM's"),
+    ({"choices": [{"text": None, "finish_reason": "stop"}], "usage": "x"}, None),  # no text, no usage: read as such
+    ({"choices": [{"text": "x", "logprobs": {"tokens": ["1"], "top_logprobs": [None]}}], "usage": {}}, None),
+])  # fmt: skip
+def test_an_engine_answer_that_is_no_completion_is_a_502_naming_why(completion, why):
+    """What judge-serve reads of an engine's 200 to /v1/completions: an answer without a choice, with a text that is
+    no string or logprobs of another shape is an EngineFailure (502) naming why, never an IndexError (500); what
+    vLLM may leave out (a text, the usage) reads as empty."""
+    from serve.engine_client import EngineFailure
+    from serve.judging import _completion_parts, _logprobs_of
+
+    if why is None:
+        choice, text, usage = _completion_parts(completion)
+        _logprobs_of(choice, completion)
+        assert (text, usage) == (completion["choices"][0]["text"] or "", {})
+        return
+    with pytest.raises(EngineFailure) as err:
+        choice, _, _ = _completion_parts(completion)
+        _logprobs_of(choice, completion)
+    assert err.value.status == 502 and why in err.value.public

@@ -37,6 +37,8 @@ def _respond(path: str, body: dict) -> tuple:
         # vLLM's own error shape: the type is an exception's name, the code an integer; the message has a path.
         return 400, {"error": {"message": "This model's maximum context length is 2048 tokens (see "
                                           "/opt/models/tiny/config.json)", "type": "BadRequestError", "param": None, "code": 400}}
+    if path == "/v1/completions" and body.get("max_tokens") == 45:  # a 200 that is no completion (no choices)
+        return 200, {"choices": []}
     if path == "/v1/completions" and body.get("max_tokens") in (47, 46):
         # A judgment the engine refuses (47: vLLM's 400 for a window the request's max_tokens overflows) or fails (46).
         if body["max_tokens"] == 46:
@@ -57,6 +59,8 @@ def _respond_get(path: str) -> tuple:
         return 200, TOKENIZER_INFO
     if path == "/health":
         return 200, {}
+    if path == "/metrics":
+        return 200, {"vllm:num_requests_running": 0}
     return 404, {"detail": "Not Found"}
 
 
@@ -79,11 +83,11 @@ def engine():
         yield endpoint
 
 
-def _client(model_dir, engine_url: str, monkeypatch, **settings) -> TestClient:
+def _client(model_dir, engine_url: str, monkeypatch, raise_server_exceptions: bool = True, **settings) -> TestClient:
     monkeypatch.setenv("VLLM_API_KEY", ENGINE_KEY)  # the attached engine's key, as judge-serve is given it
     config = ServeConfig(model=str(model_dir), served_model_name=MODEL, generator_url=engine_url, max_model_len=2048,
                          max_tokens=48, max_proxy_tokens=256, **settings).validate()  # fmt: skip
-    return TestClient(create_app(config), base_url="http://localhost")
+    return TestClient(create_app(config), base_url="http://localhost", raise_server_exceptions=raise_server_exceptions)
 
 
 def _ready(client: TestClient) -> TestClient:
@@ -232,3 +236,102 @@ def test_a_judgment_the_engine_refuses_keeps_the_refusal_and_one_it_fails_is_a_5
         "type": "invalid_request_error", "param": None, "code": "invalid_request"}
     assert failed.status_code == 502 and failed.json()["error"]["code"] == "engine_error"
     assert "/home/engine" not in failed.text and "/opt/models" not in refused.text
+
+
+ITEM = {"instruction": "Сколько будет 2+2?", "answer": "4", "criteria": [{"name": "Корректность", "rubrics": "0: нет\n1: да"}]}
+
+
+def test_an_engine_answer_that_is_no_completion_is_a_502_and_a_bug_a_500_both_in_openais_shape(tiny_causal_dir, engine,
+                                                                                              monkeypatch, caplog):
+    """An attached engine answering 200 ``{"choices": []}`` made /v1/judge a text/plain 500 (an IndexError in the
+    judging): it is a 502 saying the answer could not be read, the answer itself in judge-serve's log. Anything else
+    unexpected is a 500 in OpenAI's shape with a string code, naming the request id, never Starlette's plain text."""
+    import serve.judging
+
+    with _client(tiny_causal_dir, engine.url, monkeypatch, raise_server_exceptions=False, api_key=KEY) as http:
+        _ready(http)
+        with caplog.at_level("ERROR", logger="judge_serve"):
+            unreadable = http.post("/v1/judge", headers=AUTH, json={"items": [ITEM], "max_tokens": 45})
+
+        async def broken(self, request):
+            raise ZeroDivisionError("a bug")
+
+        monkeypatch.setattr(serve.judging.Judge, "run", broken)
+        bug = http.post("/v1/judge", headers={**AUTH, "X-Request-Id": "trace-7"}, json={"items": [ITEM]})
+    assert unreadable.status_code == 502 and unreadable.headers["content-type"] == "application/json"
+    assert unreadable.json()["error"] == {
+        "message": "the engine's answer to /v1/completions could not be read (no choices); judge-serve's log has it",
+        "type": "server_error", "param": None, "code": "engine_error"}
+    assert "{'choices': []}" in caplog.text
+    assert bug.status_code == 500 and bug.headers["content-type"] == "application/json"
+    assert bug.json()["error"] == {
+        "message": "judge-serve failed on this request (ZeroDivisionError, request id trace-7); its log has the "
+                   "traceback", "type": "server_error", "param": None, "code": "internal_error"}
+
+
+def test_metrics_and_readiness_details_are_behind_the_key(tiny_causal_dir, engine, monkeypatch):
+    """The engines' metrics need the key as every route but the probes (Prometheus sends one with each scrape).
+    ``/ready`` without it says only the state, as ``/health`` does: why an engine failed (its log tail, its command
+    line) and which model is served are for the key's holder."""
+    with _client(tiny_causal_dir, engine.url, monkeypatch, api_key=KEY) as http:
+        _ready(http)
+        metrics = {"anonymous": http.get("/metrics"), "keyed": http.get("/metrics", headers=AUTH),
+                   "pooler": http.get("/metrics/pooler")}
+        ready = {"anonymous": http.get("/ready").json(), "keyed": http.get("/ready", headers=AUTH).json()}
+        state = http.app.state.serve
+        state.status, state.failure = "failed", "the generator engine exited: python -m vllm --hf-token SECRET ..."
+        failed = {"anonymous": http.get("/ready"), "keyed": http.get("/ready", headers=AUTH)}
+        state.status = "ready"  # as it was, for the shutdown
+    assert metrics["anonymous"].status_code == 401 and metrics["anonymous"].json()["error"]["code"] == "invalid_api_key"
+    assert metrics["pooler"].status_code == 401
+    assert metrics["keyed"].status_code == 200 and metrics["keyed"].json() == {"vllm:num_requests_running": 0}
+    assert ready == {"anonymous": {"status": "ready"},
+                     "keyed": {"status": "ready", "model": MODEL, "judge_kind": "seq2seq"}}
+    assert failed["anonymous"].status_code == failed["keyed"].status_code == 503
+    assert failed["anonymous"].json() == {"status": "unavailable"}
+    assert "SECRET" in failed["keyed"].json()["detail"]
+
+
+def test_large_bodies_are_read_off_the_event_loop_and_past_the_bounds_nothing_is_validated(tiny_causal_dir, engine,
+                                                                                           monkeypatch):
+    """A body past 64 KiB is decoded and checked in a worker thread, on /v1/judge and on the proxied routes: the
+    event loop keeps serving (an 8 MiB array of zeros held it 6.5 s). A 400 KB /v1/judge body of 200,000 criteria is
+    refused on its count of judgments (``max_judgments_per_request``) before any validation: no pydantic error is
+    built, no field path walked (before: 400,001 of each, 4 s on the loop)."""
+    import asyncio
+
+    import serve.app
+    import serve.schema
+
+    on_loop: list[tuple[str, bool]] = []
+
+    def running_loop() -> bool:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        return True
+
+    for name in ("check_values", "parse_judge_request"):
+        original = getattr(serve.app, name)
+        monkeypatch.setattr(serve.app, name, lambda *a, _name=name, _original=original, **k: (
+            on_loop.append((_name, running_loop())), _original(*a, **k))[1])
+    walks = []
+    monkeypatch.setattr(serve.schema, "param_of", lambda *a, **k: walks.append(a) or "")
+    first_error = serve.schema._first_error
+    monkeypatch.setattr(serve.schema, "_first_error", lambda err, data: walks.append(err) or first_error(err, data))
+    chat = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 8}
+    big = b'{"items":[{"instruction":"x","answer":"y","criteria":[' + b",".join([b"0"] * 200_000) + b"]}]}"
+    with _client(tiny_causal_dir, engine.url, monkeypatch, api_key=KEY) as http:
+        _ready(http)
+        small_chat = http.post("/v1/chat/completions", headers=AUTH, json=chat)
+        big_chat = http.post("/v1/chat/completions", headers=AUTH, json={**chat, "user": "u" * 100_000})
+        small_judge = http.post("/v1/judge", headers=AUTH, json={"items": [{**ITEM, "criteria": ["Нет такого"]}]})
+        big_judge = http.post("/v1/judge", headers={**AUTH, "content-type": "application/json"}, content=big)
+    assert small_chat.status_code == big_chat.status_code == 200
+    assert small_judge.status_code == 400 and big_judge.status_code == 400
+    assert big_judge.json()["error"]["param"] == "items"
+    assert big_judge.json()["error"]["message"].startswith("items: 200000 (item, criterion) judgments requested")
+    assert on_loop == [("check_values", True), ("check_values", False), ("parse_judge_request", True),
+                       ("parse_judge_request", False)]
+    assert walks == []

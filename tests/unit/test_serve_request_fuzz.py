@@ -179,3 +179,98 @@ def test_an_unknown_field_of_any_length_is_named_in_a_bounded_message():
                                         "x" * 4000: 1}]})
     assert err.value.param.startswith("items[0].xxx") and len(err.value.param) < MESSAGE_MAX_CHARS + 40
     assert len(err.value.message) < MESSAGE_MAX_CHARS + 40 and "characters]" in err.value.message
+
+
+# ------------------------------------------------------------------------------------------ bounded before pydantic
+
+
+class _Counted:
+    """Counts what validation builds to choose its error: pydantic's errors (``ValidationError.error_count``) and
+    the ``param_of`` walks that rank them."""
+
+    def __init__(self, monkeypatch):
+        import serve.schema
+
+        self.errors, self.walks = [], 0
+        first_error, param_of = serve.schema._first_error, serve.schema.param_of
+
+        def counted_first_error(err, data):
+            self.errors.append(err.error_count())
+            return first_error(err, data)
+
+        def counted_param_of(*args, **kwargs):
+            self.walks += 1
+            return param_of(*args, **kwargs)
+
+        monkeypatch.setattr(serve.schema, "_first_error", counted_first_error)
+        monkeypatch.setattr(serve.schema, "param_of", counted_param_of)
+
+
+def _zeros_body(n: int) -> bytes:
+    return b'{"items":[{"instruction":"x","answer":"y","criteria":[' + b",".join([b"0"] * n) + b"]}]}"
+
+
+def test_a_400_kb_body_of_bad_criteria_builds_a_few_errors_not_one_per_entry(monkeypatch):
+    """200,000 criteria of ``0`` (a 400 KB body) once built 400,001 pydantic errors and ranked each with a path
+    walk: 4 s on the event loop (an 8 MiB one: 103 s and 15 GB). The wire types bound every list
+    (``judge.wire.MAX_LIST_ENTRIES``) and stop at a list's first bad entry, so the 400 names the first bad criterion
+    after a handful of errors; with the server's bounds (as judge-serve calls it) nothing is validated at all."""
+    counted = _Counted(monkeypatch)
+    body = decode_json_body(_zeros_body(200_000))
+    with pytest.raises(RequestError) as unbounded:
+        parse_judge_request(body)
+    assert counted.errors == [] and counted.walks == 0  # refused by its length, before pydantic
+    assert (unbounded.value.status, unbounded.value.param) == (400, "items[0].criteria")
+    with pytest.raises(RequestError) as bounded:
+        parse_judge_request(body, max_items=64, max_judgments=512)
+    assert bounded.value.param == "items" and bounded.value.message.startswith("items: 200000 (item, criterion) judgments")
+    assert counted.errors == [] and counted.walks == 0
+    # Within the list bound, pydantic meets the bad entries: it stops at the first.
+    from judge.wire import MAX_LIST_ENTRIES
+
+    with pytest.raises(RequestError) as within:
+        parse_judge_request(decode_json_body(_zeros_body(MAX_LIST_ENTRIES)))
+    assert within.value.param == "items[0].criteria[0]"
+    assert counted.errors == [3] and counted.walks <= 4  # the entry's two union branches and "auto"; then the choice
+
+
+@pytest.mark.parametrize(("body", "param"), [
+    ({"items": [{"instruction": "x", "answer": "y", **{f"k{i}": 0 for i in range(200_000)}}]}, "items[0]"),
+    ({"items": [{"instruction": "x", "answer": "y", "criteria": [
+        {"name": "c", "rubrics": {str(i): 0 for i in range(200_000)}}]}]}, "items[0].criteria[0].rubrics"),
+    ({"items": [{"instruction": [0] * 200_000, "answer": "y", "criteria": ["Креативность"]}]}, "items[0].instruction"),
+], ids=["unknown fields", "rubric levels", "a list for a string"])  # fmt: skip
+def test_objects_and_lists_past_any_the_schema_admits_are_refused_before_pydantic(monkeypatch, body, param):
+    """Each unknown field, and each value of a mapping that fails, is one pydantic error: 200,000 of them cost as the
+    200,000 criteria did. No object of the schema has more keys than a rubric has levels (``judge.scales.MAX_LEVELS``)
+    and no list more entries than ``MAX_LIST_ENTRIES``: past that, the 400 names the object or list, and pydantic
+    builds nothing."""
+    counted = _Counted(monkeypatch)
+    with pytest.raises(RequestError) as err:
+        parse_judge_request(body)
+    assert counted.errors == [] and counted.walks == 0
+    assert (err.value.status, err.value.param) == (400, param) and err.value.message.startswith(param)
+
+
+def test_the_value_check_passes_over_a_long_list_of_plain_values_whole():
+    """A proxied body may hold a long list of token ids: the value check reads the list's kinds at once instead of
+    stacking a place for each number (an 8 MiB array of zeros held the event loop 6.5 s; a million numbers stacked
+    ~150 MB of places), and still names a bad string among many good ones, or a long number inside a list of lists."""
+    import tracemalloc
+
+    from serve.schema import check_values
+
+    body = {"prompt": [0] * 1_000_000, "n": ["a", "b"]}
+    tracemalloc.start()
+    try:
+        check_values(body)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 5_000_000, peak
+    with pytest.raises(RequestError) as surrogate:
+        check_values({"prompt": ["ok"] * 1000 + ["\ud800"]})
+    assert surrogate.value.param == "prompt[1000]"
+    with pytest.raises(RequestError) as long_number:
+        check_values(decode_json_body(b'{"prompt": [[1, 2], [3, ' + b"9" * 200 + b"]]}"))
+    assert long_number.value.param == "prompt[1][1]"

@@ -55,3 +55,130 @@ def test_an_engine_that_died_while_another_was_loading_is_healed_once_ready():
     assert asyncio.run(turn_ready()) == ["generator"]
     assert engines["generator"].stopped.is_set() and not engines["pooler"].stopped.is_set()
     assert not engines["attached"].stopped.is_set()
+
+
+class StartedEngine:
+    """What ``Engine.start`` returns for a restart that came up: it answers at once."""
+
+    owned = True
+    url = "http://127.0.0.1:9"
+    log_path = None
+
+    def wait_ready(self, timeout_s, stop) -> None:
+        return None
+
+    def exit_code(self) -> None:
+        return None
+
+
+def _dead_generator(**settings) -> ServerState:
+    """A ready judge-serve whose generator engine has died: the state ``_watch`` leaves for ``_heal``."""
+    config = ServeConfig(model="/ckpt", engine_restart_backoff_s=0.0, **settings)
+    engine = ExitedEngine()
+    engine.spec, engine.log_path = "generator-spec", None
+    return ServerState(config=config, layout=None, status="ready", engines={"generator": engine},
+                       dead={"generator": asyncio.Event()},
+                       dead_reason={"generator": "the generator engine exited with code 1"})
+
+
+def _healed(state: ServerState) -> asyncio.Event:
+    """Start healing, as judge-serve does when it turns ready; the event is set when judge-serve gives up."""
+    fatal = asyncio.Event()
+    state.on_fatal = fatal.set
+    assert heal_the_dead(state) == ["generator"]
+    return fatal
+
+
+def test_a_restart_that_cannot_start_its_engine_counts_and_past_the_limit_judge_serve_stops(monkeypatch):
+    """An engine that cannot even be started (EMFILE: judge-serve out of descriptors) is a failed restart, retried
+    within engine_max_restarts like one that did not come up; past them judge-serve is "failed" and on_fatal stops
+    it (exit 1). Before, the OSError ended the heal task, which nobody awaited: "ready" for ever over a dead engine."""
+    import errno
+
+    import serve.supervision
+
+    starts = []
+
+    def start(*args, **kwargs):
+        starts.append(args)
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    monkeypatch.setattr(serve.supervision.Engine, "start", start)
+
+    async def heal() -> None:
+        state = _dead_generator(engine_max_restarts=3)
+        await asyncio.wait_for(_healed(state).wait(), 60)  # set by on_fatal; the bound only ends a failing test
+        assert state.status == "failed" and "engine_max_restarts=3 reached" in state.failure
+        assert len(starts) == 3 and state.restarts["generator"] == 3
+
+    asyncio.run(heal())
+
+
+def test_a_restart_no_retry_can_mend_stops_judge_serve_at_once(monkeypatch):
+    """An engine whose program is gone (ENOENT) fails the same way every time: judge-serve gives up on the first
+    attempt instead of spending its restarts, naming why."""
+    import serve.supervision
+
+    starts = []
+
+    def start(*args, **kwargs):
+        starts.append(args)
+        raise FileNotFoundError(2, "No such file or directory", "python")
+
+    monkeypatch.setattr(serve.supervision.Engine, "start", start)
+
+    async def heal() -> None:
+        state = _dead_generator(engine_max_restarts=3)
+        await asyncio.wait_for(_healed(state).wait(), 60)
+        assert state.status == "failed" and state.failure.startswith("the generator engine could not be restarted")
+        assert len(starts) == 1
+
+    asyncio.run(heal())
+
+
+def test_a_run_record_that_cannot_be_written_does_not_stop_a_restart(monkeypatch, caplog, tmp_path):
+    """The restarted engine runs even when run.json cannot be rewritten (a full disk): judge-serve serves it and
+    logs that run.json is behind, instead of the heal task dying with the engine marked dead."""
+    import errno
+
+    import serve.supervision
+
+    monkeypatch.setattr(serve.supervision.Engine, "start", lambda *a, **k: StartedEngine())
+
+    def full_disk(state) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(serve.supervision, "_write_run_record", full_disk)
+
+    async def heal() -> None:
+        state = _dead_generator()
+        state.log_dir = tmp_path
+        _healed(state)
+        await asyncio.gather(*state.tasks)
+        assert state.status == "ready" and "generator" not in state.dead_reason and not state.dead["generator"].is_set()
+        assert isinstance(state.engines["generator"], StartedEngine)
+
+    asyncio.run(heal())
+    assert f"run.json in {tmp_path} could not be rewritten after the generator engine's restart" in caplog.text
+
+
+def test_a_background_task_that_fails_stops_judge_serve_with_its_traceback_logged(caplog):
+    """No task of judge-serve's dies unnoticed: an error nobody expected in the watcher (or a heal, or the start)
+    is logged with its traceback, turns judge-serve "failed" and calls on_fatal; while draining it is only logged."""
+    from serve.supervision import _background
+
+    async def broken() -> None:
+        raise RuntimeError("the watcher broke")
+
+    async def fail_while(status: str) -> tuple[str, bool]:
+        state = _dead_generator()
+        state.status = status
+        fatal = asyncio.Event()
+        state.on_fatal = fatal.set
+        task = _background(state, broken(), "engine watcher")
+        await asyncio.wait({task})  # returns after the task's done callbacks ran: judge-serve's was added first
+        return state.status, fatal.is_set()
+
+    assert asyncio.run(fail_while("ready")) == ("failed", True)
+    assert "judge-serve's engine watcher failed" in caplog.text and "RuntimeError: the watcher broke" in caplog.text
+    assert asyncio.run(fail_while("draining")) == ("draining", False)

@@ -81,6 +81,8 @@ def test_regression_batch_custom_rubric_and_task_type(regression_server):
 
 
 def test_pooler_metrics(regression_server):
-    """The pooling engine's Prometheus metrics are exposed at /metrics/pooler."""
-    response = httpx.get(regression_server.root_url + "/metrics/pooler")
+    """The pooling engine's Prometheus metrics are exposed at /metrics/pooler, behind the key."""
+    response = httpx.get(regression_server.root_url + "/metrics/pooler",
+                         headers={"Authorization": f"Bearer {regression_server.api_key}"})
     assert response.status_code == 200 and "vllm:" in response.text
+    assert httpx.get(regression_server.root_url + "/metrics/pooler").status_code == 401

@@ -78,12 +78,15 @@ def test_vllm_error_passes_through(seq2seq_server):
 
 
 def test_health_ready_metrics(seq2seq_server):
-    """/health and /ready answer 200 without auth; /metrics is vLLM's Prometheus text; no pooler here."""
-    assert httpx.get(seq2seq_server.root_url + "/health", headers={"Authorization": f"Bearer {seq2seq_server.api_key}"}).json()["status"] == "ready"
+    """/health and /ready answer 200 without auth; /metrics is vLLM's Prometheus text, behind the key; no pooler
+    here."""
+    auth = {"Authorization": f"Bearer {seq2seq_server.api_key}"}
+    assert httpx.get(seq2seq_server.root_url + "/health", headers=auth).json()["status"] == "ready"
     assert httpx.get(seq2seq_server.root_url + "/ready").status_code == 200
-    metrics = httpx.get(seq2seq_server.root_url + "/metrics")
+    metrics = httpx.get(seq2seq_server.root_url + "/metrics", headers=auth)
     assert metrics.status_code == 200 and "vllm:prefix_cache_hits_total" in metrics.text
-    assert httpx.get(seq2seq_server.root_url + "/metrics/pooler").status_code == 404
+    assert httpx.get(seq2seq_server.root_url + "/metrics").status_code == 401
+    assert httpx.get(seq2seq_server.root_url + "/metrics/pooler", headers=auth).status_code == 404
 
 
 # ------------------------------------------------------------------------------------------ auth and bounds
@@ -228,10 +231,11 @@ def test_criteria_of_one_answer_reuse_the_prefix_cache(seq2seq_server):
     prefix-cache hits grow by at least (criteria - 1) x the shared full blocks."""
     answer = "Первая строка ответа про осенний лес. " * 60  # ~600 shared tokens: several 128-token blocks
     crits = ["Креативность", "Грамотность", "Полезность", "facts__3"]
-    hits_before = server_metric(seq2seq_server.root_url, "vllm:prefix_cache_hits_total")
+    generator = seq2seq_server.engine_url("generator")  # its /metrics is open on 127.0.0.1; judge-serve's needs the key
+    hits_before = server_metric(generator, "vllm:prefix_cache_hits_total")
     response = _post(seq2seq_server, "/v1/judge", {**ITEM, "answer": answer, "criteria": crits, "max_tokens": 2})
     assert response.status_code == 200
-    hits = server_metric(seq2seq_server.root_url, "vllm:prefix_cache_hits_total") - hits_before
+    hits = server_metric(generator, "vllm:prefix_cache_hits_total") - hits_before
     assert hits >= (len(crits) - 1) * 512, hits
 
 

@@ -1,0 +1,164 @@
+"""judge-serve's work for a client that left: judge-serve's app on a real uvicorn server in this process (Starlette's
+test client never disconnects), in front of a scripted engine that holds each request until the test lets it go.
+The client leaves while its first judgment is held at the engine and the rest wait their turn
+(``max_concurrent_engine_requests`` 1); the order of events is forced, nothing is timed."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import socket
+import threading
+
+import httpx
+import pytest
+
+from judge.plumbing.processes import free_port
+from serve.app import create_app
+from serve.config import ServeConfig
+from tests.support.scripted_endpoint import ScriptedEndpoint
+
+KEY = "disconnect-key"
+AUTH = {"Authorization": f"Bearer {KEY}"}
+CUSTOM = {"name": "Корректность", "rubrics": "0: нет\n1: да"}
+#: Bounds a wait only so that a failing test ends; a passing one never reaches it.
+FAILING_AFTER_S = 60
+
+
+class HeldEngine:
+    """A scripted engine whose generation requests wait for ``release``; ``arrived(n)`` waits until n came in."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self._count = 0
+        self._changed = threading.Condition()
+
+    def respond(self, path: str, body: dict) -> tuple:
+        with self._changed:
+            self._count += 1
+            self._changed.notify_all()
+        self.release.wait(FAILING_AFTER_S)
+        return 200, {"choices": [{"text": "[FEEDBACK] ok [RESULT] 1 [END]", "finish_reason": "stop"}], "usage": {}}
+
+    @property
+    def count(self) -> int:
+        with self._changed:
+            return self._count
+
+    def arrived(self, n: int) -> None:
+        with self._changed:
+            assert self._changed.wait_for(lambda: self._count >= n, FAILING_AFTER_S), f"{self._count} of {n} arrived"
+
+
+def _respond_get(path: str) -> tuple:
+    if path == "/v1/models":
+        return 200, {"object": "list", "data": [{"id": "judge", "object": "model", "max_model_len": 2048}]}
+    return (200, {}) if path == "/health" else (404, {"detail": "Not Found"})
+
+
+class LeftClients(logging.Handler):
+    """judge-serve's log line for a client that left, per path, as events a test can wait on."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.left: dict[str, threading.Event] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if "left before its answer" in message:
+            self.event(message.split()[4]).set()  # "the client of POST <path> left ..."
+
+    def event(self, path: str) -> threading.Event:
+        return self.left.setdefault(path, threading.Event())
+
+
+@pytest.fixture(scope="module")
+def served(tiny_causal_dir):
+    """(judge-serve's root URL, its engine, the log watcher) for one judge-serve on uvicorn in this process."""
+    import uvicorn
+
+    engine = HeldEngine()
+    watcher = LeftClients()
+    logger = logging.getLogger("judge_serve")
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    logger.addHandler(watcher)
+    with ScriptedEndpoint(engine.respond, respond_get=_respond_get) as endpoint, \
+            pytest.MonkeyPatch.context() as patch:  # fmt: skip
+        patch.setenv("VLLM_API_KEY", "engine-key")
+        config = ServeConfig(model=str(tiny_causal_dir), served_model_name="judge", generator_url=endpoint.url,
+                             max_model_len=2048, max_tokens=48, api_key=KEY, verdict_format="tagged",
+                             criteria_classifier="", max_concurrent_engine_requests=1).validate()  # fmt: skip
+        app = create_app(config)
+        port = free_port()
+        loop_of: list[asyncio.AbstractEventLoop] = []
+        started = threading.Event()
+
+        class Server(uvicorn.Server):
+            async def startup(self, sockets=None) -> None:
+                await super().startup(sockets)
+                loop_of.append(asyncio.get_running_loop())
+                started.set()
+
+        server = Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+        thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
+        thread.start()
+        try:
+            assert started.wait(FAILING_AFTER_S)
+            bring_up = app.state.serve.tasks[0]  # judge-serve's start: awaited on its own loop, no polling
+            asyncio.run_coroutine_threadsafe(asyncio.wait_for(asyncio.shield(bring_up), FAILING_AFTER_S),
+                                             loop_of[0]).result()
+            assert app.state.serve.status == "ready", app.state.serve.failure
+            yield f"http://127.0.0.1:{port}", endpoint, engine, watcher
+        finally:
+            engine.release.set()
+            server.should_exit = True
+            thread.join(FAILING_AFTER_S)
+            logger.removeHandler(watcher)
+            logger.setLevel(level)
+
+
+@contextlib.contextmanager
+def _sent(port_url: str, path: str, body: dict):
+    """A request sent on a connection of its own, closed (the client leaving) when the block ends."""
+    data = json.dumps(body, ensure_ascii=False).encode()
+    port = int(port_url.rsplit(":", 1)[1])
+    sock = socket.create_connection(("127.0.0.1", port))
+    try:
+        sock.sendall(f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {KEY}\r\ncontent-type: "
+                     f"application/json\r\ncontent-length: {len(data)}\r\n\r\n".encode() + data)
+        yield
+    finally:
+        sock.close()
+
+
+def test_a_judgment_whose_client_left_sends_nothing_more_to_the_engine(served):
+    """Six criteria, one engine request at a time: the client leaves while the first is held at the engine.
+    judge-serve cancels the judging (before, Starlette let the handler run on and the engine got all six, for
+    nobody); the next request's one judgment is then the only one the engine sees: the queue held no leftovers."""
+    root, endpoint, engine, watcher = served
+    before, mark = len(endpoint.bodies("/v1/completions")), engine.count
+    item = {"instruction": "Сколько будет 2+2?", "answer": "4",
+            "criteria": [{**CUSTOM, "name": f"Критерий {k}"} for k in range(6)]}
+    with _sent(root, "/v1/judge", {"items": [item]}):
+        engine.arrived(mark + 1)
+    assert watcher.event("/v1/judge").wait(FAILING_AFTER_S), "judge-serve did not notice the client leave"
+    engine.release.set()
+    after = httpx.post(root + "/v1/judge", headers=AUTH, json={"items": [{**item, "criteria": [CUSTOM]}]},
+                       timeout=FAILING_AFTER_S)
+    assert after.status_code == 200, after.text
+    assert len(endpoint.bodies("/v1/completions")) - before == 2  # the first judgment of each request, no more
+    engine.release.clear()
+
+
+def test_a_proxied_completion_whose_client_left_is_cancelled(served):
+    """A proxied generation the client gives up on, while the engine holds it, is cancelled: its connection to
+    the engine is closed (vLLM then aborts the request) instead of waiting for an answer nobody reads."""
+    root, endpoint, engine, watcher = served
+    before, mark = len(endpoint.bodies("/v1/completions")), engine.count
+    with _sent(root, "/v1/completions", {"model": "judge", "prompt": "x", "max_tokens": 4}):
+        engine.arrived(mark + 1)
+    assert watcher.event("/v1/completions").wait(FAILING_AFTER_S), "judge-serve did not notice the client leave"
+    assert len(endpoint.bodies("/v1/completions")) - before == 1

@@ -1,0 +1,83 @@
+"""judge-serve's shutdown when a second SIGINT cuts the drain short (uvicorn's force exit, Ctrl+C twice): judge-serve
+as its console script runs it, in front of a scripted engine that holds a request so the first SIGINT has one in
+flight to wait for. Each step waits for the one before it (the engine's arrival, judge-serve's own log line); nothing
+is timed. The same with real engines: tests/integration/serving/test_serve_faults.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+from judge.plumbing.processes import free_port, http_status, start_process
+from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
+
+KEY = "shutdown-key"
+#: Bounds a wait only so that a failing test ends; a passing one never reaches it.
+FAILING_AFTER_S = 120
+
+
+def _wait_for(condition, what: str, log_path: Path) -> None:
+    deadline = time.monotonic() + FAILING_AFTER_S
+    while not condition():
+        assert time.monotonic() < deadline, f"{what}\n{log_path.read_text(errors='replace')[-3000:]}"
+        time.sleep(0.1)
+
+
+def test_a_second_sigint_cuts_the_drain_short_but_still_stops_the_engines(tiny_causal_dir, tmp_path):
+    """A second SIGINT makes uvicorn skip its lifespan shutdown; judge-serve still stops its engines and removes the
+    log folder it made before it exits 0 (asyncio.run ends the lifespan on its way out). The request in flight is
+    cut off: that is what the second Ctrl+C asks for."""
+    release, arrived = threading.Event(), threading.Event()
+
+    def respond(path: str, body: dict) -> tuple:
+        arrived.set()
+        release.wait(FAILING_AFTER_S)
+        return 200, chat_completion("ok", "attached")
+
+    def respond_get(path: str) -> tuple:
+        if path == "/version":
+            return 200, {"version": "0.32.0"}
+        if path == "/v1/models":
+            return 200, {"object": "list", "data": [{"id": "attached", "object": "model", "max_model_len": 2048}]}
+        return (200, {}) if path == "/health" else (404, {"detail": "Not Found"})
+
+    port, log_path = free_port(), tmp_path / "judge-serve.log"
+    scratch = tmp_path / "tmp"  # judge-serve's temporary log folder is made here (no --log-dir)
+    scratch.mkdir()
+    with ScriptedEndpoint(respond, respond_get=respond_get) as engine:
+        process = start_process(
+            [sys.executable, "-m", "serve.cli", "--model", str(tiny_causal_dir), "--port", str(port),
+             "--generator-url", engine.url, "--shutdown-grace-s", str(FAILING_AFTER_S)],
+            log_path=log_path, cwd=Path(__file__).parents[2], name="judge-serve",
+            env={**os.environ, "JUDGE_SERVE_API_KEY": KEY, "TMPDIR": str(scratch)},
+        )  # fmt: skip
+        sock = None
+        try:
+            _wait_for(lambda: http_status(f"http://127.0.0.1:{port}/ready") == 200, "judge-serve did not come up",
+                      log_path)
+            body = json.dumps({"model": "attached", "messages": [{"role": "user", "content": "x"}], "max_tokens": 4})
+            sock = socket.create_connection(("127.0.0.1", port))
+            sock.sendall(f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {KEY}\r\n"
+                         f"content-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n{body}".encode())
+            assert arrived.wait(FAILING_AFTER_S), "the request never reached the engine"
+            main_pid = process.main_pid()
+            os.kill(main_pid, signal.SIGINT)
+            _wait_for(lambda: "Waiting for connections to close" in log_path.read_text(errors="replace"),
+                      "judge-serve did not start draining", log_path)  # the first SIGINT is taken: now the second
+            os.kill(main_pid, signal.SIGINT)
+            _wait_for(lambda: process.exit_code() is not None, "judge-serve did not exit", log_path)
+            log = log_path.read_text(errors="replace")
+        finally:
+            release.set()
+            if sock is not None:
+                sock.close()
+            process.stop(30.0)
+    assert process.exit_code() == 0, log[-3000:]
+    assert "removed the temporary log folder" in log, log[-3000:]
+    assert list(scratch.glob("judge-serve-*")) == []
