@@ -281,7 +281,8 @@ TRAINED_LENGTHS = "trained_lengths"
 
 @dataclass(frozen=True)
 class TrainedLengths:
-    """The token lengths a judge was trained to generate within (a GRPO export's ``trained_lengths``).
+    """The token lengths a judge was trained to generate within (a reasoning judge's export: GRPO's, or an
+    integer-format SFT's; its ``trained_lengths``).
 
     Attributes:
         max_length: prompt plus completion, in tokens.
@@ -296,8 +297,8 @@ class TrainedLengths:
 
 
 def checkpoint_trained_lengths(folder: str | Path) -> TrainedLengths | None:
-    """The ``trained_lengths`` a checkpoint's manifest records, None when it records none (an SFT export, a released
-    or plain checkpoint).
+    """The ``trained_lengths`` a checkpoint's manifest records, None when it records none (a tagged SFT export, a
+    released or plain checkpoint).
 
     Raises:
         ValueError: lengths that are not positive integers with the completion within the whole, naming the file.

@@ -19,7 +19,8 @@ the judge's rationales as a completions-table column (``log_extra``) and the fai
 (``log_metric``). A request judge-serve refuses (a 4xx other than 408/409/429: a wrong key or URL, a malformed
 sample) raises ``RewardRequestRefused``: retrying cannot mend it, and the same sample would fail every step.
 
-The instruction is the prompt's last user turn (conversational) or the prompt itself (plain), or the dataset column
+The instruction is the prompt's last user turn (conversational, or a text prompt already rendered through a ChatML,
+Llama 3 or Gemma chat template) or the prompt itself (plain text), or the dataset column
 ``instruction_column`` names; the criteria are ``criteria`` (one list for every sample) or the column
 ``criteria_column`` names (a list, or a JSON string of one, per row); a reference answer comes from
 ``reference_column`` when given; the dataset's ``task_type``, ``task_subtype`` and ``task_subsubtype`` columns, when it
@@ -48,7 +49,7 @@ variable ``api_key_env`` names). A refusal (``RewardRequestRefused``) carries ju
 ``items[k]`` named as the caller's sample, ``samples[i]``: the i-th sample given (trl: the i-th prompt and completion
 of the generation batch), whichever request it went in.
 
-Why one module of ~510 lines: the trl and verl adapters are thin over one client (the request, its splitting under
+Why one module of ~530 lines: the trl and verl adapters are thin over one client (the request, its splitting under
 judge-serve's bounds, the retry policy, the refusal's mapping back to the caller's samples); apart, each adapter
 would import the other's private request code, and a reader of one framework's reward would read two files.
 """
@@ -66,7 +67,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from judge.plumbing.retry import RetryPolicy, is_transient, retryable_status, server_message
-from judge.rewards import CriterionReward, Reward, RewardRule, policy_answer, prompt_opens_reasoning, reward_of
+from judge.rewards import (END_OF_TURN_MARKERS, CriterionReward, Reward, RewardRule, policy_answer,
+                           prompt_opens_reasoning, reward_of)
 from judge.verdicts import format_score
 from judge.wire import JudgeResponse
 
@@ -301,10 +303,24 @@ def _text(message_or_text: Any) -> str:
     raise ValueError(f"a completion must be text or a list of chat messages, got {type(message_or_text).__name__}")
 
 
+#: How the chat templates whose end-of-turn markers ``judge.rewards.END_OF_TURN_MARKERS`` names open a user turn:
+#: ChatML (Qwen2/2.5/3), Llama 3, Gemma. A text prompt trl was given already templated carries them.
+_USER_TURN = re.compile(r"<\|im_start\|>user\n|<\|start_header_id\|>user<\|end_header_id\|>\n\n|<start_of_turn>user\n")
+_END_OF_TURN = re.compile("|".join(re.escape(marker) for marker in END_OF_TURN_MARKERS))
+
+
 def _instruction(prompt: Any) -> str:
-    """The instruction in a trl prompt: the text, or the last user turn of a conversation."""
+    """The instruction in a trl prompt: the last user turn of a conversation, or of a text prompt rendered through a
+    chat template (its content, up to the turn's end-of-turn marker); an untemplated text prompt is the instruction
+    itself. Sent whole, a templated prompt would reach the judge with its system turn and template markers as the
+    user's request."""
     if isinstance(prompt, str):
-        return prompt
+        turns = list(_USER_TURN.finditer(prompt))
+        if not turns:
+            return prompt
+        content = prompt[turns[-1].end():]
+        end = _END_OF_TURN.search(content)
+        return content[: end.start()] if end else content
     if isinstance(prompt, list):
         users = [m for m in prompt if isinstance(m, Mapping) and m.get("role") == "user"]
         if users:

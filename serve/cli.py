@@ -79,7 +79,7 @@ def resolve_config(argv: Sequence[str] | None = None) -> tuple[ServeConfig, argp
 
 def fit_trained_lengths(config: ServeConfig, layout: CheckpointLayout,
                         chosen: frozenset[str]) -> tuple[ServeConfig, list[tuple[int, str]]]:
-    """Give a judge trained by GRPO the room it learned to reason in.
+    """Give a reasoning judge (GRPO, or integer-format SFT) the room it learned to reason in.
 
     Its export records the token lengths its completions were sampled under (``judge.checkpoints.TrainedLengths``);
     a reasoning judge served with a smaller ``max_tokens`` is cut before its verdict, which then fails to parse.

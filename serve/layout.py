@@ -77,8 +77,8 @@ class CheckpointLayout:
         head_input: regression only: what the head reads as the assistant turn (see ``HeadInput``).
         released: True for a released ``-r`` checkpoint served through derived views.
         views_dir: released ``-r`` only: the folder holding the derived views (else None).
-        trained_lengths: the token lengths a GRPO export's completions were trained under (its manifest's
-            ``trained_lengths``; ``judge.checkpoints``), None for any other checkpoint.
+        trained_lengths: the token lengths a reasoning judge's completions were trained under (a GRPO or integer
+            SFT export's manifest's ``trained_lengths``; ``judge.checkpoints``), None for any other checkpoint.
     """
 
     kind: JudgeKind

@@ -15,9 +15,10 @@ verdicts come in the same shape, one per row). Each verdict becomes a row unless
 - ``no_scale``         no scale can be read from the rubric;
 - ``score_out_of_scale`` the verdict's score (or the regression label) lies outside the criterion's scale;
 - ``not_russian``      fewer than ``min_russian_share`` of the rationale's letters are Cyrillic;
-- ``too_few_words``    a rationale under two words, unless the score is the scale's best level (paper,
-                       Appendix B: "one word rationale are only eligible for the perfect scores"; the best level
-                       is 0 for the two Critical criteria, the top elsewhere: ``judge.oriented_scale``);
+- ``too_few_words``    a rationale under two words (``train.grpo_rewards.gives_reasons``, the rule every training
+                       stage applies), unless the score is the scale's best level (paper, Appendix B: "one word
+                       rationale are only eligible for the perfect scores"; the best level is 0 for the two Critical
+                       criteria, the top elsewhere: ``judge.oriented_scale``);
 - ``tags_in_feedback`` the rationale contains ``[RESULT]`` or ``[END]`` (the target would not parse back).
 
 The recipes add one more, ``too_long`` (the tokenized row exceeds ``max_length``; see ``drop_too_long``).
@@ -40,6 +41,7 @@ from typing import Any
 
 import judge
 from judge import JudgeRecord, ScaleError
+from train.grpo_rewards import gives_reasons
 
 __all__ = ["BenchmarkRowsError", "BuildReport", "build_rows", "zero_shot_records", "rows_for_config", "split_rows",
            "instruction_id", "validation_unit", "drop_too_long", "load_training_records", "write_rows", "main"]
@@ -236,12 +238,11 @@ def _reject(score: float, feedback: str | None, scale, min_russian_share: float)
         return "score_not_a_level"
     if _TAGS.search(feedback):
         return "tags_in_feedback"
-    words = feedback.split()
     # "one word rationale are only eligible for the perfect scores" (paper, Appendix B); perfect is the
     # scale's best level, 0 for the two Critical criteria (judge.oriented_scale).
-    if len(words) < 2 and not scale.is_best(score):
+    if not gives_reasons(feedback) and not scale.is_best(score):
         return "too_few_words"
-    if words and russian_share(feedback) < min_russian_share:
+    if feedback.split() and russian_share(feedback) < min_russian_share:
         return "not_russian"
     return None
 

@@ -338,8 +338,10 @@ class GRPORecipeConfig(TrainConfig):
     rewards: dict[str, float] = option(
         {"format_reward": 1.0, "agreement_reward": 1.0},
         "Reward functions (train.grpo_rewards.REWARDS) -> weight in the summed reward. format_reward: 1 when the "
-        "verdict parses (judge-serve's parser) on the rubric's scale; agreement_reward: 1 - |score - experts' mode| / "
-        "(scale max - min), 0 for a failed or off-scale verdict. Equal weights are trl's default (reward_weights None).",
+        "verdict parses (judge-serve's parser), its score is one of the rubric's levels and it gives its reasons (a "
+        "reasoning or [FEEDBACK] of at least two words), else 0; agreement_reward: 1 - |score - experts' mode| / "
+        "(scale max - min), 0 for a failed, off-scale or between-levels verdict. Both log verdicts/failed_share. "
+        "Equal weights are trl's default (reward_weights None).",
     )
     no_unique_mode: str = option(
         "drop",

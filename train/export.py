@@ -173,8 +173,9 @@ def export_seq2seq(model, tokenizer, out_dir: str | Path, *, verdict_format: str
         out_dir: the export folder (replaced).
         verdict_format: how the judge answers (``judge.VerdictFormat``), recorded in the manifest, where judge-serve
             and judge-eval read it (``judge.checkpoints.checkpoint_verdict_format``).
-        trained_lengths: the token lengths completions were sampled under in training (GRPO), recorded in the
-            manifest so that judge-serve gives the judge as much room (``judge.checkpoints.checkpoint_trained_lengths``).
+        trained_lengths: the token lengths a reasoning judge's completions were trained within (GRPO: its sampling
+            bounds; integer-format SFT: ``train.seq2seq.trained_lengths``), recorded in the manifest so that
+            judge-serve gives the judge as much room (``judge.checkpoints.checkpoint_trained_lengths``).
     """
     out = _fresh(Path(out_dir))
     model.config.pad_token_id = tokenizer.pad_token_id

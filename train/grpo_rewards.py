@@ -14,10 +14,14 @@ The columns read here are built by ``train.grpo.grpo_rows``:
   ``no_unique_mode`` rule made of it: every tied mode (``nearest``) or nothing (``skip``: agreement None).
 
 A verdict that does not parse is a failure, never a score: it earns 0 from both rewards, and its share is logged
-per step as ``verdicts/failed_share`` (with ``verdicts/out_of_scale_share``). A scored verdict without reasons
-(an empty ``<think>`` block, no ``[FEEDBACK]`` text) earns 0 from ``format_reward`` (``verdicts/no_reasoning_share``). The reward functions are named in the
-config (``rewards: {format_reward: 1.0, agreement_reward: 1.0}``) by the names in :data:`REWARDS`, which are also
-the names trl logs them under.
+per step as ``verdicts/failed_share`` by either reward (so a config with ``agreement_reward`` alone still counts
+failures; trl averages what both log for one batch, the same share), and by ``format_reward`` with
+``verdicts/out_of_scale_share``. A scored verdict without reasons (fewer than
+:data:`MIN_RATIONALE_WORDS` words of reasoning or ``[FEEDBACK]``: :func:`gives_reasons`, the rule the traces
+stage and the training rows apply) earns 0 from ``format_reward``
+(``verdicts/no_reasoning_share``). The reward functions are named in the config
+(``rewards: {format_reward: 1.0, agreement_reward: 1.0}``) by the names in :data:`REWARDS`, which are also the names
+trl logs them under.
 """
 
 from __future__ import annotations
@@ -28,7 +32,27 @@ from typing import Any
 from judge.scales import Scale
 from judge.verdicts import Verdict, parse_judge_output
 
-__all__ = ["REWARDS", "read_verdict", "format_reward", "agreement_reward", "agreement"]
+__all__ = ["REWARDS", "read_verdict", "format_reward", "agreement_reward", "agreement", "MIN_RATIONALE_WORDS",
+           "gives_reasons"]
+
+#: Fewest words a rationale or a reasoning trace must have to count as giving reasons: the paper's Appendix B filter
+#: of training rationales ("one word rationale are only eligible for the perfect scores"). build-data's tagged rows
+#: keep that exception for a perfect score; a reasoning judge gets none (:func:`gives_reasons`).
+MIN_RATIONALE_WORDS = 2
+
+
+def gives_reasons(text: str | None) -> bool:
+    """Whether ``text`` (a rationale, or the reasoning before an integer verdict) gives reasons: at least
+    :data:`MIN_RATIONALE_WORDS` whitespace-separated words.
+
+    The one rule for "a verdict with its reasons", wherever a judge is trained: build-data's ``too_few_words``
+    (``train.build_data``), the traces stage's ``no_reasoning`` (``train.synthetic.traces.trace_outcome``), the
+    integer-format rows' ``too_few_words`` (``train.seq2seq.integer_rows``) and :func:`format_reward`. One character
+    of reasoning is no reason: rewarded, it would teach a policy to stop thinking as surely as a bare score. It is
+    defined here, beside the reward, because ``train.config`` imports this module to check reward names: in
+    ``train.build_data``, which imports ``train.config``, it would close an import cycle.
+    """
+    return text is not None and len(text.split()) >= MIN_RATIONALE_WORDS
 
 
 def read_verdict(completion: str, verdict_format: str, scale_levels: Sequence[int], scale_best: int) -> Verdict:
@@ -49,10 +73,6 @@ def _scored(verdict: Verdict, levels: Sequence[int]) -> bool:
     return verdict.ok and bool(verdict.in_scale) and verdict.score in levels
 
 
-def _reasoned(verdict: Verdict) -> bool:
-    return bool(verdict.feedback.strip())
-
-
 def agreement(score: float, references: Sequence[float], scale_levels: Sequence[int]) -> float:
     """``1 - |score - reference| / (max - min)``, the best over ``references`` (one unless the experts tie).
 
@@ -65,9 +85,10 @@ def agreement(score: float, references: Sequence[float], scale_levels: Sequence[
 def format_reward(completions: Sequence[Any], verdict_format: Sequence[str], scale_levels: Sequence[Sequence[int]],
                   scale_best: Sequence[int], log_metric: Callable[[str, float], None] | None = None,
                   **_: Any) -> list[float]:  # fmt: skip
-    """1.0 for a verdict that parses, is one of the rubric's levels and gives its reasons (a non-empty reasoning, or
-    ``[FEEDBACK]`` text), else 0.0. A bare score is no well-formed verdict: the traces stage keeps no trace without
-    reasoning, and rewarding one as well-formed would let the policy learn to stop thinking (its score still earns
+    """1.0 for a verdict that parses, is one of the rubric's levels and gives its reasons (a reasoning, or
+    ``[FEEDBACK]`` text, of at least ``MIN_RATIONALE_WORDS`` words: :func:`gives_reasons`), else 0.0. A
+    bare score, or ``<think>.</think>2``, is no well-formed verdict: the traces stage keeps no such trace, and
+    rewarding one as well-formed would let the policy learn to stop thinking (its score still earns
     ``agreement_reward``).
 
     Also logs, per generation batch, the share of completions whose verdict failed to parse
@@ -82,32 +103,43 @@ def format_reward(completions: Sequence[Any], verdict_format: Sequence[str], sca
     verdicts = [read_verdict(_text(c), f, levels, best)
                 for c, f, levels, best in zip(completions, verdict_format, scale_levels, scale_best, strict=True)]
     if log_metric is not None and verdicts:
-        log_metric("verdicts/failed_share", sum(not v.ok for v in verdicts) / len(verdicts))
+        _log_failed_share(log_metric, verdicts)
         log_metric("verdicts/out_of_scale_share", sum(v.ok and v.in_scale is False for v in verdicts) / len(verdicts))
         log_metric("verdicts/between_levels_share",
                    sum(v.ok and bool(v.in_scale) and v.score not in levels for v, levels in zip(verdicts, scale_levels))
                    / len(verdicts))
         log_metric("verdicts/no_reasoning_share",
-                   sum(_scored(v, levels) and not _reasoned(v) for v, levels in zip(verdicts, scale_levels))
-                   / len(verdicts))
-    return [1.0 if _scored(v, levels) and _reasoned(v) else 0.0 for v, levels in zip(verdicts, scale_levels)]
+                   sum(_scored(v, levels) and not gives_reasons(v.feedback)
+                       for v, levels in zip(verdicts, scale_levels)) / len(verdicts))
+    return [1.0 if _scored(v, levels) and gives_reasons(v.feedback) else 0.0
+            for v, levels in zip(verdicts, scale_levels)]
 
 
 def agreement_reward(completions: Sequence[Any], verdict_format: Sequence[str], scale_levels: Sequence[Sequence[int]],
                      scale_best: Sequence[int], reference_scores: Sequence[Sequence[float]],
+                     log_metric: Callable[[str, float], None] | None = None,
                      **_: Any) -> list[float | None]:  # fmt: skip
     """How close the verdict is to the experts: :func:`agreement`, 0.0 for a failed, out-of-scale or between-levels
-    verdict, None for
-    an item with no reference score (experts without a unique mode under ``no_unique_mode: skip``)."""
+    verdict, None for an item with no reference score (experts without a unique mode under ``no_unique_mode: skip``).
+
+    Also logs ``verdicts/failed_share``, as ``format_reward`` does: a config may name this reward alone, and its
+    failures must still be counted (both log the same share of one batch, which trl averages).
+    """
+    verdicts = [read_verdict(_text(c), f, levels, best)
+                for c, f, levels, best in zip(completions, verdict_format, scale_levels, scale_best, strict=True)]
+    if log_metric is not None and verdicts:
+        _log_failed_share(log_metric, verdicts)
     rewards: list[float | None] = []
-    for c, f, levels, best, references in zip(completions, verdict_format, scale_levels, scale_best,
-                                              reference_scores, strict=True):  # fmt: skip
+    for verdict, levels, references in zip(verdicts, scale_levels, reference_scores, strict=True):
         if not references:
             rewards.append(None)
-            continue
-        verdict = read_verdict(_text(c), f, levels, best)
-        rewards.append(agreement(verdict.score, references, levels) if _scored(verdict, levels) else 0.0)
+        else:
+            rewards.append(agreement(verdict.score, references, levels) if _scored(verdict, levels) else 0.0)
     return rewards
+
+
+def _log_failed_share(log_metric: Callable[[str, float], None], verdicts: Sequence[Verdict]) -> None:
+    log_metric("verdicts/failed_share", sum(not v.ok for v in verdicts) / len(verdicts))
 
 
 def _text(completion: Any) -> str:

@@ -286,7 +286,7 @@ class PreparedRun:
         return self.stopper.stopped_at_step is not None
 
     def export_judge(self, trainer, result, *, mode: str, model_cls, train_rows: Sequence[dict[str, Any]],
-                     verdict_format: str = "tagged"):  # fmt: skip
+                     verdict_format: str = "tagged", trained_lengths=None):  # fmt: skip
         """Export a judge in the served layout (``export.export_after_training``) and record the result.
 
         Args:
@@ -296,6 +296,7 @@ class PreparedRun:
             train_rows: the training rows (``prompt``, ``completion``); the two shortest probe the export.
             verdict_format: what the judge writes (``judge.VerdictFormat``): recorded in the export's manifest, and
                 ``integer`` probes render with thinking on, as the rows were trained.
+            trained_lengths: a reasoning judge's ``judge.checkpoints.TrainedLengths``, for its manifest (None: none).
 
         Returns:
             ``result``, with the export recorded in run.json (rank 0) before the export's model card is written.
@@ -320,6 +321,7 @@ class PreparedRun:
             dtype=self.dtype,
             export_dir=export_dir,
             verdict_format=verdict_format,
+            trained_lengths=trained_lengths,
         )
         return result
 

@@ -15,7 +15,8 @@ With ``verdict_format: integer`` the judge learns ``Pollux-4B-Judge``'s format i
 ``<think>\\n{reasoning}\\n</think>\\n\\n{score}`` (``integer_target``), rendered with the chat template's thinking left
 on, exactly as judge-serve prompts an integer-format judge (``judge.apply_chat(..., thinking=True)``); the loss
 again covers the whole assistant turn through the end-of-turn token. Its rows come from the reasoning traces of
-``judge-train data traces`` (``integer_rows``), and the export's manifest says ``verdict_format: integer``.
+``judge-train data traces`` (``integer_rows``), and the export's manifest says ``verdict_format: integer`` and
+records the lengths it was trained within (``trained_lengths``), so that judge-serve gives it room to reason.
 """
 
 from __future__ import annotations
@@ -26,11 +27,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import judge
+from judge.checkpoints import TrainedLengths
 from train.config import Seq2SeqConfig
 from train.provenance import RunResult
 from train.recipe_steps import labelled_positions_only_on_cpu
 
-__all__ = ["integer_rows", "integer_rows_for_config", "integer_target", "main", "sft_dataset"]
+__all__ = ["integer_rows", "integer_rows_for_config", "integer_target", "main", "sft_dataset", "trained_lengths"]
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +100,9 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
         (rows, ``train.build_data.BuildReport``). A row has ``id``, ``record_id`` (the judged item's, ``item_id`` when
         the traces stage wrote one, so every trace of an item lands on the same side of the train/eval split),
         ``prompt``, ``reasoning``, ``score`` and ``completion`` (``integer_target``). Also dropped and counted:
-        ``no_scale``, ``score_not_integer``, ``score_out_of_scale``, ``think_tags_in_reasoning`` (a ``<think>`` tag
+        ``no_scale``, ``score_not_integer``, ``score_out_of_scale`` (outside the rubric's range), ``too_few_words``
+        (a reasoning under two words: ``train.grpo_rewards.gives_reasons``, the rule of the traces stage and of
+        the GRPO format reward), ``think_tags_in_reasoning`` (a ``<think>`` tag
         inside the reasoning would end the block early), ``trace_not_kept`` (a row the traces stage dropped or
         failed, with its ``drop_reason`` or ``fail_reason``: its score disagrees with the label, or it was cut).
 
@@ -107,6 +111,7 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
             naming its source row and id. judge.LeakageError: Zero-Shot records with ``zero_shot="refuse"``.
     """
     from train.build_data import BuildReport, zero_shot_records
+    from train.grpo_rewards import gives_reasons
 
     records = list(records)
     report = BuildReport(n_records=len(records), n_verdicts=len(records))
@@ -150,6 +155,8 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
             report.dropped["score_not_integer"] += 1
         elif not scale.contains(value):
             report.dropped["score_out_of_scale"] += 1
+        elif not gives_reasons(reasoning):
+            report.dropped["too_few_words"] += 1
         elif _THINK_TAG.search(reasoning):
             report.dropped["think_tags_in_reasoning"] += 1
         else:
@@ -212,6 +219,40 @@ def integer_rows_for_config(config: Seq2SeqConfig, tokenizer) -> tuple[list[dict
     return train, held_out, report
 
 
+def trained_lengths(config: Seq2SeqConfig, rows: Sequence[dict[str, Any]], tokenizer) -> TrainedLengths | None:
+    """The token lengths an integer-format judge was trained to answer within, for its export's manifest
+    (``judge.checkpoints.TrainedLengths``, as a GRPO export records its sampling bounds).
+
+    Its completions are whole reasoning traces (the teacher's, up to ``configs/data/traces.yaml``'s ``max_tokens``):
+    served with judge-serve's default ``max_tokens`` of 1024, a judge that learned to reason for longer is cut before
+    its verdict (``unclosed_think``). Recorded, judge-serve and judge-eval adopt them
+    (``serve.cli.fit_trained_lengths``).
+
+    Args:
+        config: the run's config: the context is its ``max_length`` (every row was kept within it).
+        rows: the training rows (``prompt``, ``completion``).
+        tokenizer: the base model's tokenizer.
+
+    Returns:
+        ``max_length`` and, as ``max_completion_length``, the longest trained completion in tokens as the judge
+        generates it (the assistant turn through its end-of-turn token, rendered with thinking on); None for the
+        tagged format, whose short ``[FEEDBACK]`` verdicts the serving defaults hold, and for no rows.
+    """
+    if config.verdict_format != judge.VerdictFormat.INTEGER or not rows:
+        return None
+    # Which completion is longest, by the completion alone (one batched call); then that one counted exactly in its
+    # chat rendering, where the template adds the end-of-turn token the judge learned to write.
+    counts = tokenizer([row["completion"] for row in rows], add_special_tokens=False)["input_ids"]
+    longest = rows[max(range(len(rows)), key=lambda i: len(counts[i]))]
+
+    def tokens(text: str) -> int:
+        return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    generated = (tokens(judge.apply_chat(tokenizer, longest["prompt"], longest["completion"], thinking=True))
+                 - tokens(judge.apply_chat(tokenizer, longest["prompt"], thinking=True)))  # fmt: skip
+    return TrainedLengths(config.max_length, min(generated, config.max_length))
+
+
 def main(config: Seq2SeqConfig, *, callbacks: tuple = ()) -> RunResult:
     """Train and export a seq2seq judge.
 
@@ -272,6 +313,8 @@ def main(config: Seq2SeqConfig, *, callbacks: tuple = ()) -> RunResult:
 
     # ---- save ---------------------------------------------------------------------------------------------------
     run.export_judge(trainer, result, mode="seq2seq", model_cls=AutoModelForCausalLM, train_rows=train_rows,
-                     verdict_format=config.verdict_format)
+                     verdict_format=config.verdict_format,
+                     trained_lengths=trained_lengths(config, train_rows, run.tokenizer))
     logger.info("seq2seq judge exported to %s", result.export_dir)
     return result
+

@@ -157,6 +157,30 @@ def test_trl_text_prompts_that_open_the_reasoning_send_only_answers(monkeypatch)
     assert values == [1.0, 0.0]
 
 
+def test_trl_text_prompts_rendered_by_a_chat_template_send_the_last_user_turn(qwen3_tokenizer):
+    """A text prompt trl was given already templated (system turn, earlier turns, markers) sends the last user turn's
+    content as the instruction, never the template's text: Qwen3's own template (ChatML), Llama 3's and Gemma's
+    markers; an untemplated text prompt is the instruction as it is."""
+    def respond(path, body):
+        return 200, judge_response([[scored("A", 2)]] * len(body["items"]))
+
+    qwen3 = qwen3_tokenizer.apply_chat_template(
+        [{"role": "system", "content": "Ты поэт."}, {"role": "user", "content": "Привет"},
+         {"role": "assistant", "content": "Здравствуй."}, {"role": "user", "content": "Напиши стих"}],
+        tokenize=False, add_generation_prompt=True)  # fmt: skip
+    assert qwen3.startswith("<|im_start|>system\nТы поэт.<|im_end|>") and qwen3.endswith("<|im_start|>assistant\n")
+    llama3 = ("<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nТы поэт.<|eot_id|>"
+              "<|start_header_id|>user<|end_header_id|>\n\nНапиши стих<|eot_id|>"
+              "<|start_header_id|>assistant<|end_header_id|>\n\n")  # fmt: skip
+    gemma = "<bos><start_of_turn>user\nНапиши стих<end_of_turn>\n<start_of_turn>model\n"
+    prompts = [qwen3, llama3, gemma, "Напиши стих о весне"]
+    with ScriptedEndpoint(respond) as endpoint:
+        reward = trl_reward_function(endpoint.base_url.removesuffix("/v1"), retry=NO_WAIT, criteria=["A"])
+        asyncio.run(reward(prompts=prompts, completions=["Стих."] * 4, completion_ids=[[1]] * 4, trainer_state=None))
+    (items,) = [body["items"] for _, body in endpoint.requests]
+    assert [item["instruction"] for item in items] == ["Напиши стих"] * 3 + ["Напиши стих о весне"]
+
+
 def test_request_chunks_keep_each_request_within_both_bounds():
     """At most 3 sent samples and 5 judgments per request: criteria counts 2, 2, (no answer), 2, 1, 6 cut into
     [2, 2, -] (4 judgments; the next 2 would make 6), [2, 1] (3; the next 6 would make 9), [6] alone (over the bound

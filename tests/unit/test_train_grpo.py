@@ -54,15 +54,15 @@ REWARD_CASES = [
     # 0..2, mode 2, verdict 1 -> 1 - |1 - 2| / 2 = 0.5
     ([2, 2, 1], RUBRIC, "integer", "<think>Есть неточность.</think>\n\n1", 1.0, 0.5),
     # 0..2, mode 2, verdict 0 -> 1 - 2/2 = 0
-    ([2, 2, 1], RUBRIC, "integer", "<think>Неверно.</think>\n\n0", 1.0, 0.0),
+    ([2, 2, 1], RUBRIC, "integer", "<think>Ответ неверный.</think>\n\n0", 1.0, 0.0),
     # reasoning cut by the completion limit: unclosed <think>, a failure -> 0 and 0, never a score
     ([2, 2, 1], RUBRIC, "integer", "<think>Ответ верный, но надо проверить ещё", 0.0, 0.0),
     # reasoning closed, no answer after it: a failure too
     ([2, 2, 1], RUBRIC, "integer", "<think>Ответ верный.</think>\n\n", 0.0, 0.0),
     # 5 on a 0..2 rubric: parsed, off the scale -> 0 and 0
-    ([2, 2, 1], RUBRIC, "integer", "<think>Отлично.</think>\n\n5", 0.0, 0.0),
+    ([2, 2, 1], RUBRIC, "integer", "<think>Всё отлично.</think>\n\n5", 0.0, 0.0),
     # negative levels -1..1 (span 2), mode 1: verdict -1 -> 1 - |-1 - 1| / 2 = 0; verdict 0 -> 1 - 1/2 = 0.5
-    ([1, 1, 0], NEGATIVE_RUBRIC, "integer", "<think>Хуже.</think>\n\n-1", 1.0, 0.0),
+    ([1, 1, 0], NEGATIVE_RUBRIC, "integer", "<think>Хуже эталона.</think>\n\n-1", 1.0, 0.0),
     ([1, 1, 0], NEGATIVE_RUBRIC, "integer", "<think>Так же.</think>\n\n0", 1.0, 0.5),
     # -2 on -1..1: off the scale
     ([1, 1, 0], NEGATIVE_RUBRIC, "integer", "<think>Намного хуже.</think>\n\n-2", 0.0, 0.0),
@@ -74,6 +74,11 @@ REWARD_CASES = [
     ([2, 2, 1], RUBRIC, "integer", "2", 0.0, 1.0),
     ([2, 2, 1], RUBRIC, "integer", "<think>\n\n</think>\n\n2", 0.0, 1.0),
     ([2], RUBRIC, "tagged", "[FEEDBACK]  [RESULT] 1 [END]", 0.0, 0.5),
+    # reasons of one word, or one character, are none (train.grpo_rewards.gives_reasons: two words at least, the
+    # traces stage's rule), even at the best level, which tagged build-data rows may reach with one word
+    ([2, 2, 1], RUBRIC, "integer", "<think>.</think>2", 0.0, 1.0),
+    ([2, 2, 1], RUBRIC, "integer", "<think>Верно.</think>\n\n2", 0.0, 1.0),
+    ([2], RUBRIC, "tagged", "[FEEDBACK] Верно. [RESULT] 2 [END]", 0.0, 1.0),
 ]
 
 
@@ -94,7 +99,8 @@ def test_a_critical_criterion_is_rewarded_on_its_own_scale():
     crit = judge.load_taxonomy().criteria["censor"]
     rows, _ = grpo.grpo_rows([record("c", [0, 0, 1], criterion=crit.name["ru"], rubrics=crit.rubric("ru"))])
     assert (rows[0]["scale_levels"], rows[0]["scale_best"], rows[0]["reference_scores"]) == ([0, 1], 0, [0.0])
-    formats, agreements, _ = rewards_for(rows * 2, ["<think>Заглушка.</think>\n\n1", "<think>Ответ есть.</think>\n\n0"])
+    formats, agreements, _ = rewards_for(rows * 2, ["<think>Есть заглушка.</think>\n\n1",
+                                                    "<think>Ответ есть.</think>\n\n0"])
     assert formats == [1.0, 1.0] and agreements == [0.0, 1.0]
 
 
@@ -107,11 +113,12 @@ def test_items_without_a_unique_mode_follow_the_named_rule():
 
     rows, report = grpo.grpo_rows(items, no_unique_mode="nearest")
     assert rows[0]["reference_scores"] == [0.0, 2.0] and not report.dropped
-    _, agreements, _ = rewards_for([rows[0]] * 2, ["<think>.</think>1", "<think>.</think>2"])
+    _, agreements, _ = rewards_for([rows[0]] * 2, ["<think>Ответ частично верный.</think>1",
+                                                   "<think>Ответ полностью верный.</think>2"])
     assert agreements == [0.5, 1.0]
 
     rows, _ = grpo.grpo_rows(items, no_unique_mode="skip")
-    formats, agreements, _ = rewards_for(rows, ["<think>.</think>1", "<think>.</think>1"])
+    formats, agreements, _ = rewards_for(rows, ["<think>Ответ частично верный.</think>1"] * 2)
     assert formats == [1.0, 1.0] and agreements == [None, 1.0]
 
 
@@ -119,11 +126,29 @@ def test_the_format_reward_logs_the_failed_and_off_scale_shares():
     """Per generation batch of 5: 2 verdicts failed (cut reasoning, no answer), 1 is off the scale, 1 is a bare
     score (no reasons)."""
     rows, _ = grpo.grpo_rows([record("r", [2])])
-    completions = ["<think>Верно.</think>2", "<think>Обрыв", "<think>Пусто.</think>", "<think>Много.</think>7", "2"]
+    completions = ["<think>Ответ верный.</think>2", "<think>Обрыв", "<think>Пусто.</think>", "<think>Много.</think>7",
+                   "2"]
     formats, _, logged = rewards_for(rows * 5, completions)
     assert formats == [1.0, 0.0, 0.0, 0.0, 0.0]
     assert logged == [("verdicts/failed_share", 0.4), ("verdicts/out_of_scale_share", 0.2),
                       ("verdicts/between_levels_share", 0.0), ("verdicts/no_reasoning_share", 0.2)]
+
+
+def test_the_agreement_reward_alone_counts_failed_verdicts():
+    """A config may name agreement_reward alone (rewards: {agreement_reward: 1.0}); its failed verdicts are still
+    logged as verdicts/failed_share, the name format_reward logs them under: here 2 of 4 (a cut reasoning, no
+    answer), also for an item with no reference (agreement None)."""
+    config = load_config(TINY_GRPO, {"rewards": {"agreement_reward": 1.0}})
+    assert list(config.rewards) == ["agreement_reward"]
+    rows, _ = grpo.grpo_rows([record("r", [2]), record("tie", [0, 2])], no_unique_mode="skip")
+    rows = [rows[0]] * 3 + [rows[1]]
+    columns = {key: [row[key] for row in rows] for key in rows[0] if key != "prompt"}
+    logged: list[tuple] = []
+    completions = ["<think>Ответ верный.</think>2", "<think>Обрыв", "<think>Ответ есть.</think>",
+                   "<think>Ответ верный.</think>2"]
+    rewards = agreement_reward(completions=completions, log_metric=lambda name, value: logged.append((name, value)),
+                               **columns)
+    assert rewards == [1.0, 0.0, 0.0, None] and logged == [("verdicts/failed_share", 0.5)]
 
 
 def test_a_tagged_verdict_between_two_levels_is_no_well_formed_verdict():
@@ -131,8 +156,8 @@ def test_a_tagged_verdict_between_two_levels_is_no_well_formed_verdict():
     ("the score must correspond to a single scale point"): no format reward and no agreement, counted in its own
     share; on a level the same verdict earns both (agreement 1 - |1 - 2| / 2 = 0.5)."""
     rows, _ = grpo.grpo_rows([record("r", [2])], verdict_format="tagged")
-    formats, agreements, logged = rewards_for(rows * 2, ["[FEEDBACK] Почти. [RESULT] 1.5 [END]",
-                                                         "[FEEDBACK] Почти. [RESULT] 1 [END]"])
+    formats, agreements, logged = rewards_for(rows * 2, ["[FEEDBACK] Почти верно. [RESULT] 1.5 [END]",
+                                                         "[FEEDBACK] Почти верно. [RESULT] 1 [END]"])
     assert (formats, agreements) == ([0.0, 1.0], [0.0, 0.5])
     assert ("verdicts/between_levels_share", 0.5) in logged and ("verdicts/out_of_scale_share", 0.0) in logged
 

@@ -132,6 +132,32 @@ def test_unusable_traces_are_dropped_by_reason():
     assert (report.n_records, report.n_rows) == (4, 1)
 
 
+def test_a_reasoning_of_one_word_gives_no_reasons():
+    """The rule of the traces stage and the GRPO format reward (train.grpo_rewards.gives_reasons): a trace of one word
+    ("Хорошо.", or a lone ".") teaches a judge to stop thinking; dropped as too_few_words, as build-data drops a
+    one-word rationale. Two words are reasons."""
+    rows, report = integer_rows([trace_record(id="a#0", reasoning="Хорошо."), trace_record(id="b#0", reasoning="."),
+                                 trace_record(id="c#0", reasoning="Ошибок нет.")])  # fmt: skip
+    assert [row["id"] for row in rows] == ["c#0"] and dict(report.dropped) == {"too_few_words": 2}
+
+
+def test_trained_lengths_of_an_integer_run_are_its_context_and_longest_completion(qwen3_tokenizer):
+    """An integer-format run's export records max_length and the longest trained completion in tokens as the judge
+    generates it (COMPLETION_TEXT, through <|im_end|> and its newline, is the longer of the two rows here), so
+    judge-serve serves it with that room; a tagged run records none."""
+    from judge.checkpoints import TrainedLengths
+    from train.config import load_config
+    from train.seq2seq import trained_lengths
+
+    rows, _ = integer_rows([trace_record(id="short#0", reasoning="Ошибки есть.", reasoning_score=1), trace_record()])
+    integer = load_config("configs/train/tiny/seq2seq.yaml", {"verdict_format": "integer", "max_length": 512})
+    longest = len(qwen3_tokenizer(COMPLETION_TEXT, add_special_tokens=False)["input_ids"])
+    assert longest > len(qwen3_tokenizer(rows[0]["completion"], add_special_tokens=False)["input_ids"])
+    assert trained_lengths(integer, rows, qwen3_tokenizer) == TrainedLengths(512, longest)
+    tagged = load_config("configs/train/tiny/seq2seq.yaml", {"max_length": 512})
+    assert trained_lengths(tagged, rows, qwen3_tokenizer) is None
+
+
 def test_rows_the_traces_stage_did_not_keep_are_never_trained_on():
     """dropped.jsonl's and failed.jsonl's rows carry a reasoning and a score as traces.jsonl's do, but their score
     disagrees with the label (or the output was cut): dropped and counted, whatever file they come in."""

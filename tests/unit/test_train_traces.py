@@ -49,7 +49,8 @@ SCRIPT = {
           reply("<think>\nВсё исправлено.\n</think>\n\n2"), reply("5", "Отлично.")],
     "B": [reply("1", "Запятая пропущена."), reply("<think>\nДумаю о запятых", finish="length"), 500,
           reply("1")],
-    "C": [reply("0", "Повтор остался."), reply("2", "Повтора нет."), reply("0", "Повтор."), reply("1", "Спорно.")],
+    "C": [reply("0", "Повтор остался."), reply("2", "Повтора нет."), reply("0", "Повтор есть."),
+          reply("1", "Это спорно.")],
 }
 
 
@@ -136,6 +137,44 @@ def test_traces_kept_dropped_and_failed_by_reason(teacher, tmp_path, capsys):
     assert [row["id"] for row in jsonl(out / "skipped.jsonl")] == ["C"]
     run = json.loads((out / "run.json").read_text())
     assert run["prompt_version"] == judge.PROMPT_VERSION and run["config"]["samples_per_item"] == 4
+
+
+def test_a_trace_of_one_word_gives_no_reasons_and_a_cut_answer_no_verdict():
+    """trace_outcome: a reasoning of one word (or one character) is no reasoning, by the rule of the integer-format
+    rows and the GRPO format reward (train.grpo_rewards.gives_reasons); an answer stopped by max_tokens after its
+    reasoning closed (finish_reason length) holds wherever the cut fell, not a verdict: failed, verdict_cut, though
+    its "1" agrees. Cut inside the reasoning it stays verdict_unclosed_think."""
+    from train.synthetic.traces import trace_outcome
+
+    scale = judge.Scale((0, 1, 2))
+
+    def outcome(content, reasoning, finish="stop"):
+        done = {"ok": True, "content": content, "reasoning": reasoning, "finish_reason": finish, "error": None}
+        return trace_outcome(done, scale, (1.0,), 0.0)[:2]
+
+    assert outcome("1", "Запятая пропущена.") == ("kept", "agrees")
+    assert outcome("1", "Запятая.") == ("dropped", "no_reasoning")
+    assert outcome("<think>.</think>1", None) == ("dropped", "no_reasoning")
+    assert outcome("1", "Запятая пропущена.", finish="length") == ("failed", "verdict_cut")
+    assert outcome("<think>\nДумаю о запятых", None, finish="length") == ("failed", "verdict_unclosed_think")
+    # a journal row written before finish_reason was journalled reads as not cut
+    done = {"ok": True, "content": "1", "reasoning": "Запятая пропущена.", "error": None}
+    assert trace_outcome(done, scale, (1.0,), 0.0)[:2] == ("kept", "agrees")
+
+
+def test_cut_and_one_word_traces_are_counted(teacher, tmp_path):
+    """Through the stage: B's answer cut after its reasoning is counted failed (verdict_cut), its one-word trace
+    dropped (no_reasoning); neither is kept."""
+    teacher.left["B"] = [reply("1", "Запятая пропущена.", finish="length"), reply("1", "Запятая.")]
+    out = tmp_path / "traces"
+    config = write_config(tmp_path, teacher.base_url, samples_per_item=2)
+    rows = [RECORDS[1]]
+    assert main(["traces", "--config", str(config), "--input", str(write_inputs(tmp_path, rows)), "--output",
+                 str(out)]) == 0  # fmt: skip
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["kept"], summary["failed_by_reason"], summary["dropped_by_reason"]) == (
+        0, {"verdict_cut": 1}, {"no_reasoning": 1})
+    assert [(row["id"], row["finish_reason"]) for row in jsonl(out / "failed.jsonl")] == [("B#0", "length")]
 
 
 def test_kept_traces_are_integer_sft_rows(teacher, tmp_path):

@@ -18,10 +18,12 @@ This is rejection sampling, the first step of the reasoning-judge recipes (J1, J
 under one reason:
 
 - kept: the score agrees (at most ``max_kept_per_item`` per item, in sample order; the rest ``over_item_cap``);
-- dropped (a verdict was read, but it is no training example): ``disagrees``, ``out_of_scale``, ``no_reasoning``
-  (an integer with no reasoning before it), ``over_item_cap``;
+- dropped (a verdict was read, but it is no training example): ``disagrees``, ``out_of_scale`` (an integer outside
+  the rubric's range), ``no_reasoning`` (an integer with no reasoning before it, or one under two words:
+  ``train.grpo_rewards.gives_reasons``, the GRPO format reward's rule), ``over_item_cap``;
 - failed (no verdict): ``request_failed`` and ``verdict_<parse error>`` (``verdict_unclosed_think`` for an answer
-  cut inside its reasoning, ``verdict_no_score``, ``verdict_empty``). A failure is never a score.
+  cut inside its reasoning, ``verdict_no_score``, ``verdict_empty``), and ``verdict_cut`` (the reasoning closed, but
+  the answer stopped at ``max_tokens``: ``finish_reason`` ``length``). A failure is never a score.
 
 Items are refused as training data exactly as ``judge-train build-data`` refuses them
 (``train.build_data.load_training_records``: rows in the released benchmark's schema; ``zero_shot_records``: the
@@ -75,7 +77,7 @@ def trace_outcome(done: dict, scale, references: tuple[float, ...], tolerance: f
     """Decide one journalled teacher answer.
 
     Args:
-        done: the journal row (``ok``, ``content``, ``reasoning``, ``error``).
+        done: the journal row (``ok``, ``content``, ``reasoning``, ``finish_reason``, ``error``).
         scale: the criterion's ``judge.Scale`` (oriented, as build-data reads it).
         references: ``experts_reference``'s values for the item.
         tolerance: the largest |score - reference| that agrees.
@@ -85,15 +87,20 @@ def trace_outcome(done: dict, scale, references: tuple[float, ...], tolerance: f
         failure reason; the parsed ``judge.Verdict`` (None when the request failed).
     """
     from judge import parse_integer_verdict
+    from train.grpo_rewards import gives_reasons
 
     if not done["ok"]:
         return "failed", "request_failed", None
     verdict = parse_integer_verdict(done["content"], done["reasoning"], scale)
     if not verdict.ok:
         return "failed", f"verdict_{verdict.error}", verdict
+    if done.get("finish_reason") == "length":
+        # Cut by max_tokens after its reasoning closed: the integer read is wherever the cut fell (a "1" of "10", the
+        # first digit of an answer still being written), not the teacher's verdict.
+        return "failed", "verdict_cut", verdict
     if not verdict.in_scale:
         return "dropped", "out_of_scale", verdict
-    if not verdict.feedback.strip():
+    if not gives_reasons(verdict.feedback):
         return "dropped", "no_reasoning", verdict
     if not any(abs(verdict.score - reference) <= tolerance for reference in references):
         return "dropped", "disagrees", verdict

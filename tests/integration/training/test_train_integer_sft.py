@@ -10,16 +10,17 @@ from __future__ import annotations
 import json
 
 
-from tests.support.train_integer_sft import REASONING, TRAINING_TEXT, trace_record
+from tests.support.train_integer_sft import COMPLETION_TEXT, REASONING, TRAINING_TEXT, trace_record
 
 
 def test_seq2seq_recipe_trains_and_exports_an_integer_format_qwen3_judge(tmp_path, qwen3_tokenizer):
     """judge-train's seq2seq recipe with verdict_format integer, on two traces and a tiny Qwen3: the first example is
     TRAINING_TEXT's layout (thinking on, the trace and the integer labelled), the loss is finite and falls over 4
-    steps, and the export's manifest says integer, which judge.checkpoints reads back."""
+    steps, and the export's manifest says integer and records the lengths it was trained within (the config's
+    max_length, the longer row's completion in tokens), which judge.checkpoints reads back for judge-serve."""
     import math
 
-    from judge.checkpoints import checkpoint_verdict_format
+    from judge.checkpoints import TrainedLengths, checkpoint_trained_lengths, checkpoint_verdict_format
     from tests.support.fixtures_train import OVERFIT_INIT_STD, OVERFIT_OVERRIDES, TINY_SEQ2SEQ, capture_examples
     from train import seq2seq
     from train.config import load_config
@@ -44,3 +45,5 @@ def test_seq2seq_recipe_trains_and_exports_an_integer_format_qwen3_judge(tmp_pat
     losses = [entry["loss"] for entry in run.log_history if "loss" in entry and "train_loss" not in entry]
     assert len(losses) == 4 and all(math.isfinite(x) for x in losses) and losses[-1] < losses[0], losses
     assert checkpoint_verdict_format(run.export_dir) == "integer"
+    longest = len(qwen3_tokenizer(COMPLETION_TEXT, add_special_tokens=False)["input_ids"])  # the first row's
+    assert checkpoint_trained_lengths(run.export_dir) == TrainedLengths(config.max_length, longest)
