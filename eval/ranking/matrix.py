@@ -315,7 +315,8 @@ class RankingMatrix:
         n: scored items per cell (the margins: their sums).
         failed: status -> counts per cell (the margins: their sums; the corner also counts the failures of a
             criterion or meta that has no row or column), for each status but ``ok`` (``STATUSES``).
-        n_instructions: instructions resampled; n_boot, normalize, seed: as computed.
+        n_instructions: instructions resampled (those with at least one score); n_boot, normalize, seed: as
+            computed.
     """
 
     rows: list[str]
@@ -403,12 +404,22 @@ def pollux_matrix(items: Iterable[RankedItem], normalize: str = "minmax", n_boot
     if not arrays.counts.nnz:
         counts = {s: int(a.sum()) for s, a in arrays.failures.items()}
         raise ValueError(f"no verdict was scored ({counts}); POLLUX's matrix needs at least one score")
-    n_i = len(arrays.prompt_ids)
-    point = resampled_matrices(arrays, np.ones((1, n_i)))[0]
+    point = resampled_matrices(arrays, np.ones((1, len(arrays.prompt_ids))))[0]
+    # Resampled are the instructions with a score: one whose every verdict failed (or was never written) adds
+    # nothing to any cell, and drawn with the others it would make one scored instruction look like two.
+    scored = np.flatnonzero(np.asarray(arrays.counts.sum(axis=1)).ravel() > 0)
+    n_i = len(scored)
     low = np.full_like(point, np.nan)
     high = np.full_like(point, np.nan)
+
+    def over_all(weights: np.ndarray) -> np.ndarray:
+        full = np.zeros((len(weights), len(arrays.prompt_ids)))
+        full[:, scored] = weights
+        return full
+
     if n_boot > 0 and n_i >= 2:
-        samples = np.concatenate([resampled_matrices(arrays, w) for w in instruction_weights(n_i, n_boot, seed)])
+        samples = np.concatenate([resampled_matrices(arrays, over_all(w))
+                                  for w in instruction_weights(n_i, n_boot, seed)])
         # (rows, columns, resamples): each cell's resamples contiguous for the percentiles.
         per_cell = np.ascontiguousarray(np.moveaxis(samples, 0, -1))
         for i in range(point.shape[0]):

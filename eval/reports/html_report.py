@@ -381,7 +381,8 @@ def render_compare_page(result: Comparison, explorer: Mapping[str, Any] | None) 
     runs = list(result.runs)
     subtitle = [f"Baseline: <b>{_e(result.baseline)}</b> · runs: " + ", ".join(f"<b>{_e(r)}</b>" for r in runs),
                 f"Paired: delta = run − baseline on the items both scored; {_e(result.n_boot)} paired bootstrap "
-                f"resamples; better/worse at p &lt; {_e(result.alpha)} (MAE: lower is better; Spearman and VC: "
+                f"resamples of {'whole instructions' if result.bootstrap_unit == 'instruction' else 'items'}; "
+                f"better/worse at p &lt; {_e(result.alpha)} (MAE: lower is better; Spearman and VC: "
                 "higher)."]
     body = ['<h2 id="side">Each run on its own items</h2>']
     for split, title in SPLIT_TITLES.items():

@@ -213,3 +213,19 @@ def test_paired_cluster_bootstrap_matches_a_loop_over_whole_clusters():
                         seed=19)
     tail = (1 - LEVEL) / 2
     assert_same_interval(engine["ci"], list(np.quantile(loop, [tail, 1 - tail])), loop)
+
+
+def test_one_cluster_gives_no_interval_and_no_call():
+    """Every item in one cluster: each resample redraws the same items, so there is no interval (NaN), not a
+    zero-width one, and no p-value (NaN), not the 0 that would call any difference significant."""
+    x, y, _ = clustered_table(1, 50, seed=20)
+    one = np.zeros(len(x))
+    described = bootstrap.describe_pairs(x, y, n_boot=200, clusters=one)
+    assert np.isnan(described["mae_ci"]).all() and np.isnan(described["spearman_ci"]).all()
+    assert np.isfinite(described["mae"])  # the point estimate stands
+    assert np.isnan(bootstrap.bootstrap_ci(x, y, "mae", n_boot=200, clusters=one)).all()
+    other = np.where(np.arange(len(x)) % 3 == 0, y, x)
+    paired = bootstrap.paired_bootstrap(x, y, other, y, "mae", n_boot=200, clusters=one)
+    assert np.isfinite(paired["delta"]) and np.isnan(paired["p_value"]) and np.isnan(paired["ci"]).all()
+    two = np.arange(len(x)) % 2  # two clusters: intervals again
+    assert np.isfinite(bootstrap.describe_pairs(x, y, n_boot=200, clusters=two)["mae_ci"]).all()

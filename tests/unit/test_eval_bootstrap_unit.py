@@ -44,6 +44,14 @@ def runs(tmp_path_factory) -> dict:
             (run / "predictions.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
             assert main(["score", "--predictions", str(run), "--data", str(judge.sample_data_path()), "--n-boot",
                          "400", "--no-plots", "--bootstrap-unit", unit]) == 0
+        if name == "by_instruction":  # the correlations against their own reference: their own intervals
+            for unit in ("item", "instruction"):
+                run = root / f"{name}-{unit}-mean"
+                run.mkdir()
+                (run / "predictions.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+                assert main(["score", "--predictions", str(run), "--data", str(judge.sample_data_path()),
+                             "--n-boot", "400", "--no-plots", "--bootstrap-unit", unit, "--target", "mode",
+                             "--spearman-target", "mean"]) == 0
     return {"root": root, "records": records, "n_instructions": len(instructions)}
 
 
@@ -65,6 +73,27 @@ def test_the_unit_is_recorded_and_widens_the_intervals_of_a_judge_that_errs_by_i
     assert _width(b["mae_ci"]) > 1.6 * _width(a["mae_ci"])
     said = (root / "by_instruction-instruction" / "report.md").read_text(encoding="utf-8")
     assert "whole instructions" in said
+    assert "whole instructions" in (root / "by_instruction-instruction" / "report.html").read_text(encoding="utf-8")
+
+
+def test_every_interval_of_a_cell_resamples_instructions(runs):
+    """The unit reaches the in-scale figures (an off-by-one verdict on a top score is out of scale), the correlations
+    computed against their own reference (``--spearman-target``), and the cells by criterion, not only the
+    headline MAE."""
+    root = runs["root"]
+    items, whole = _metrics(root / "by_instruction-item"), _metrics(root / "by_instruction-instruction")
+    a, b = items["splits"]["all"]["overall"], whole["splits"]["all"]["overall"]
+    assert a["n_out_of_scale"] > 0 and a["mae_in_scale"] == b["mae_in_scale"]
+    assert _width(b["mae_in_scale_ci"]) > 1.4 * _width(a["mae_in_scale_ci"])
+    apart = [_metrics(root / f"by_instruction-{unit}-mean")["splits"]["all"]["overall"] for unit in ("item", "instruction")]
+    assert apart[0]["n_spearman"] and apart[0]["spearman"] == apart[1]["spearman"]
+    # Resampled by item, the instruction run's correlations would draw what the item run drew (the same cell
+    # generator): the same interval. Ranks move less than errors with clusters here, so no width is asserted.
+    assert apart[1]["spearman_ci"] != apart[0]["spearman_ci"]
+    wider = [_width(whole["splits"]["all"]["by_task_type"][k]["mae_ci"]) > _width(cell["mae_ci"])
+             for k, cell in items["splits"]["all"]["by_task_type"].items() if cell["mae_ci"][0] is not None
+             and whole["splits"]["all"]["by_task_type"][k]["mae_ci"][0] is not None]
+    assert len(wider) >= 3 and sum(wider) > len(wider) / 2
 
 
 def test_items_parquet_keeps_which_items_share_an_instruction(runs):
@@ -92,6 +121,7 @@ def test_compare_resamples_whole_instructions_and_says_so(runs, tmp_path):
     assert a["delta"] == b["delta"] and _width(b["ci"]) > 1.6 * _width(a["ci"])
     assert "paired bootstrap resamples of whole instructions" in (tmp_path / "instruction" / "compare.md").read_text(
         encoding="utf-8")
+    assert "resamples of whole instructions" in (tmp_path / "instruction" / "compare.html").read_text(encoding="utf-8")
 
 
 def test_an_items_table_without_instruction_keys_is_refused_naming_why(runs, tmp_path):

@@ -188,6 +188,22 @@ def test_max_normalisation_and_old_rules() -> None:
     assert math.isnan(pollux_matrix(two, n_boot=0).ci_low[0, 0])
 
 
+def test_an_instruction_without_a_score_is_not_resampled() -> None:
+    """One scored instruction and one whose verdict was never written: one instruction is all the intervals could
+    resample, so they are undefined (not the zero-width interval of drawing the same score every time), and
+    n_instructions says 1; the unwritten verdict is still counted."""
+    scored = RankedItem(1, "m", FULLNESS, (0, 1, 2), 2.0)
+    unwritten = RankedItem(2, "m", FULLNESS, (0, 1, 2), None, status="no_prediction")
+    alone = pollux_matrix([scored], n_boot=200)
+    matrix = pollux_matrix([scored, unwritten], n_boot=200)
+    assert matrix.n_instructions == alone.n_instructions == 1 and matrix.n_boot == 0
+    assert math.isnan(matrix.ci_low[0, 0]) and math.isnan(matrix.ci_high[0, 0])
+    assert matrix.failed["no_prediction"][0, 0] == 1
+    # With a second scored instruction, the intervals are back, over the two.
+    two = pollux_matrix([scored, unwritten, RankedItem(3, "m", FULLNESS, (0, 1, 2), 0.0)], n_boot=200)
+    assert two.n_instructions == 2 and two.ci_low[0, 0] < two.ci_high[0, 0]
+
+
 def test_strip_think_as_answer_py() -> None:
     """<think> blocks go, an unclosed <think> cuts the rest, and the result is stripped (answer.py)."""
     assert strip_think("<think>a</think> ответ <think>b</think>!") == ("ответ !", False)
