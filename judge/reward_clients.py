@@ -134,7 +134,8 @@ def judge_request_body(samples: Sequence[RewardSample], model: str | None = None
 def request_chunks(samples: Sequence[RewardSample], max_items: int, max_judgments: int) -> list[list[RewardSample]]:
     """The samples in order, cut into as few consecutive requests as keep each within ``max_items`` sent samples and
     ``max_judgments`` (sample, criterion) judgments (a sample without an answer is not sent and counts for neither).
-    A sample with more criteria than ``max_judgments`` goes alone; judge-serve refuses it, and its reward is None."""
+    A sample with more criteria than ``max_judgments`` goes alone; judge-serve refuses it (a 400, raised as
+    ``RewardRequestRefused`` naming the sample)."""
     chunks: list[list[RewardSample]] = [[]]
     items = judgments = 0
     for sample in samples:

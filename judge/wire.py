@@ -258,11 +258,13 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-#: Most entries of any list in a request (``items``, ``pairs``, one item's ``criteria``): judge-serve's default
-#: ``max_judgments_per_request``, since every entry is at least one judgment. pydantic refuses a longer list and
-#: stops at a list's first bad entry (``fail_fast``), so a body of 200,000 bad criteria costs a few errors, not
-#: 400,000 (one per entry and union branch: seconds and gigabytes to build, then to rank). Needs pydantic 2.8.
-MAX_LIST_ENTRIES = 512
+#: Most entries of any list in a request (``items``, ``pairs``, one item's ``criteria``): the ceiling of judge-serve's
+#: ``max_batch_items`` and ``max_judgments_per_request`` (``serve.config.ServeConfig`` refuses either above it), whose
+#: own values are counted on the body before anything is validated (``serve.schema.parse_judge_request``); this bound
+#: holds for any other reader of the types. pydantic refuses a longer list and stops at a list's first bad entry
+#: (``fail_fast``), so a body of 200,000 bad criteria costs a few errors, not 400,000 (one per entry and union branch:
+#: seconds and gigabytes to build, then to rank). Needs pydantic 2.8.
+MAX_LIST_ENTRIES = 16_384
 _LIST_BOUND = Field(max_length=MAX_LIST_ENTRIES, fail_fast=True)
 
 

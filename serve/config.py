@@ -230,6 +230,12 @@ class ServeConfig:
                 raise ConfigError(f"{name}: must be positive, got {getattr(self, name)!r}")
         if self.port > 65535:
             raise ConfigError(f"port: must be at most 65535, got {self.port!r}")
+        from judge.wire import MAX_LIST_ENTRIES
+
+        for name in ("max_batch_items", "max_judgments_per_request"):  # every list of a request is bounded by this
+            if getattr(self, name) > MAX_LIST_ENTRIES:
+                raise ConfigError(f"{name}: at most {MAX_LIST_ENTRIES} (judge.wire.MAX_LIST_ENTRIES, the longest list "
+                                  f"a request may hold), got {getattr(self, name)!r}")
         for name in ("request_timeout_s", "engine_start_timeout_s", "engine_restart_window_s", "engine_keepalive_s",
                      "header_timeout_s", "body_timeout_s", "attached_probe_interval_s"):
             if getattr(self, name) <= 0:

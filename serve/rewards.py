@@ -356,24 +356,26 @@ class RewardRoute:
         """
         try:
             return await unless_disconnected(
-                request, asyncio.wait_for(self._judged(state, parsed), deadline - time.monotonic()))
+                request, asyncio.wait_for(self._judged(state, parsed, deadline), deadline - time.monotonic()))
         except ClientDisconnect:
             log.warning("the client of a reward request disconnected before its rewards; their judging is cancelled")
             return None
 
-    async def _judged(self, state, parsed) -> JudgeResponse:
-        problem = await self._engines_unavailable(state)
+    async def _judged(self, state, parsed, deadline: float) -> JudgeResponse:
+        problem = await self._engines_unavailable(state, deadline)
         if problem:
             raise EngineUnavailable(problem)
         if state.judge is None:
             raise EngineUnavailable("the engines are still starting")
         return await state.judge.run(parsed)
 
-    async def _engines_unavailable(self, state) -> str | None:
+    async def _engines_unavailable(self, state, deadline: float) -> str | None:
         """Why an engine cannot take the request, after waiting up to ``reward_engine_wait_s`` for it to come back
         (a restart takes tens of seconds; OpenRLHF's 5 quick retries would not span it and the step would fail);
-        None once every engine can. A server that failed or drains is not waited for."""
-        until = time.monotonic() + self.config.reward_engine_wait_s
+        None once every engine can. A server that failed or drains is not waited for. The wait ends a second before
+        the request's ``deadline`` (a ``request_timeout_s`` shorter than the wait), so the client hears 503 with
+        Retry-After, not the 504 of a deadline spent waiting."""
+        until = min(time.monotonic() + self.config.reward_engine_wait_s, deadline - 1.0)
         announced = False
         while True:
             problem = next((p for p in map(state.engine_problem, state.engines) if p), None)

@@ -26,6 +26,7 @@ trl logs them under.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -39,11 +40,14 @@ __all__ = ["REWARDS", "read_verdict", "format_reward", "agreement_reward", "agre
 #: of training rationales ("one word rationale are only eligible for the perfect scores"). build-data's tagged rows
 #: keep that exception for a perfect score; a reasoning judge gets none (:func:`gives_reasons`).
 MIN_RATIONALE_WORDS = 2
+_WORD = re.compile(r"\w+(?:-\w+)*")
 
 
 def gives_reasons(text: str | None) -> bool:
     """Whether ``text`` (a rationale, or the reasoning before an integer verdict) gives reasons: at least
-    :data:`MIN_RATIONALE_WORDS` whitespace-separated words.
+    :data:`MIN_RATIONALE_WORDS` words. A word is a run of letters or digits, hyphenated ones one word ("что-то"):
+    the paper's "at least two words" (arXiv 2505.24616v3, Appendix B) counts words, so ". ." is none and
+    "Ошибок,нет." two, where splitting at spaces would count the other way round.
 
     The one rule for "a verdict with its reasons", wherever a judge is trained: build-data's ``too_few_words``
     (``train.build_data``), the traces stage's ``no_reasoning`` (``train.synthetic.traces.trace_outcome``), the
@@ -52,7 +56,7 @@ def gives_reasons(text: str | None) -> bool:
     defined here, beside the reward, because ``train.config`` imports this module to check reward names: in
     ``train.build_data``, which imports ``train.config``, it would close an import cycle.
     """
-    return text is not None and len(text.split()) >= MIN_RATIONALE_WORDS
+    return text is not None and len(_WORD.findall(text)) >= MIN_RATIONALE_WORDS
 
 
 def read_verdict(completion: str, verdict_format: str, scale_levels: Sequence[int], scale_best: int) -> Verdict:

@@ -234,9 +234,11 @@ def trained_lengths(config: Seq2SeqConfig, rows: Sequence[dict[str, Any]], token
         tokenizer: the base model's tokenizer.
 
     Returns:
-        ``max_length`` and, as ``max_completion_length``, the longest trained completion in tokens as the judge
-        generates it (the assistant turn through its end-of-turn token, rendered with thinking on); None for the
-        tagged format, whose short ``[FEEDBACK]`` verdicts the serving defaults hold, and for no rows.
+        ``max_length`` and, as ``max_completion_length``, the longest trained completion in tokens: the assistant
+        turn as the chat template renders it with thinking on, through its end-of-turn token and whatever the
+        template puts after it (Qwen's newline: one token more than the judge generates, room to spare rather than
+        a token short); None for the tagged format, whose short ``[FEEDBACK]`` verdicts the serving defaults hold,
+        and for no rows.
     """
     if config.verdict_format != judge.VerdictFormat.INTEGER or not rows:
         return None

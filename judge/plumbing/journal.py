@@ -178,9 +178,18 @@ class JournalWriter:
 _TAIL_CHUNK = 64 * 1024
 
 
+def _is_row(data: bytes) -> bool:
+    """Whether ``data`` is one whole JSON object (a journal row)."""
+    try:
+        return isinstance(json.loads(data), dict)
+    except ValueError:  # UnicodeDecodeError included
+        return False
+
+
 def _cut_torn_tail(handle: Any, path: Path) -> bool:
-    """Cut the bytes after the last newline of the journal open in ``handle`` (binary, readable); whether they held
-    a torn row. Only the last byte is read when the file ends with its newline, as it does after every whole append."""
+    """Cut the bytes after the last newline of the journal open in ``handle`` (binary, readable) when they are not a
+    whole row; whether they held a torn row. A whole row there is ended with its newline instead. Only the last byte
+    is read when the file ends with its newline, as it does after every whole append."""
     size = handle.seek(0, os.SEEK_END)
     if size == 0:
         return False
@@ -198,7 +207,12 @@ def _cut_torn_tail(handle: Any, path: Path) -> bool:
             break
         end = begin
     handle.seek(start)
-    tail = handle.read(size - start if size - start <= _TAIL_CHUNK else _TAIL_CHUNK)
+    tail = handle.read(size - start)
+    if tail.strip() and _is_row(tail):
+        # A whole row without its newline (another tool wrote it so, a row cut exactly before its newline): kept,
+        # and ended, so the next row does not run into it.
+        handle.write(b"\n")
+        return False
     handle.truncate(start)
     if not tail.strip():  # only spaces after the last newline: no row was cut, nothing to say
         return False

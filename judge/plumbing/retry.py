@@ -128,11 +128,14 @@ class RetryPolicy:
         """The wait before retry ``retry`` (0-based) after ``err``: jittered backoff, at least ``Retry-After``.
 
         A ``Retry-After`` is waited for times a jitter drawn from ``[1, 1.5)``: every client a server turned away at
-        once read the same value, and waiting it exactly brought them all back in the same instant.
+        once read the same value, and waiting it exactly brought them all back in the same instant. The jittered
+        wait stays within ``MAX_RETRY_AFTER_S``, as the value read does.
         """
         delay = min(self.max_backoff_s, self.backoff_s * 2**retry) * (0.5 + random.random())
         asked = retry_after_s(err) if err is not None else None
-        return max(delay, asked * (1.0 + 0.5 * random.random())) if asked is not None else delay
+        if asked is None:
+            return delay
+        return max(delay, min(asked * (1.0 + 0.5 * random.random()), MAX_RETRY_AFTER_S))
 
     def _kwargs(self, attempts: Attempts | None) -> dict[str, Any]:
         import tenacity

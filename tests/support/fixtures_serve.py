@@ -137,12 +137,14 @@ def wait_until_gone(marker: str, timeout_s: float = 60.0) -> list[int]:
 
 
 def server_metric(url: str, name: str) -> float:
-    """A Prometheus counter of the server at ``url`` (a vLLM engine's root, or judge-serve's, whose ``/metrics`` is its
-    generating engine's), summed over its labels: ``vllm:request_success_total`` counts the requests an engine
-    finished."""
+    """A Prometheus counter of the vLLM engine at ``url`` (its root), summed over its labels:
+    ``vllm:request_success_total`` counts the requests an engine finished. judge-serve's own ``/metrics`` (its
+    generating engine's) is behind its key: read the engine's."""
     import httpx
 
-    text = httpx.get(url + "/metrics", timeout=30).text
+    response = httpx.get(url + "/metrics", timeout=30)
+    response.raise_for_status()  # a 401 must not read as a counter of 0
+    text = response.text
     return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name + "{"))
 
 

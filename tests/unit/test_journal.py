@@ -88,6 +88,18 @@ def test_an_append_after_a_torn_tail_cuts_it_and_the_journal_reads_back_whole(tm
     assert writer.torn_tails == 1 and caplog.text.count("cut its last line") == 1 and "j.jsonl" in caplog.text
 
 
+def test_an_append_after_a_whole_row_without_its_newline_keeps_that_row(tmp_path, caplog):
+    """A last line that is a whole row but lacks its newline (another tool wrote the file so) is no torn row: it is
+    ended, not cut, and nothing is said."""
+    path = tmp_path / "j.jsonl"
+    path.write_bytes(b'{"a": 1}\n{"a": 2}')
+    writer = JournalWriter(path)
+    with caplog.at_level(logging.WARNING, logger="judge.plumbing.journal"):
+        writer.append({"a": 3})
+    assert read_journal(path).rows == [{"a": 1}, {"a": 2}, {"a": 3}]
+    assert writer.torn_tails == 0 and "cut its last line" not in caplog.text
+
+
 def test_writer_appends_rows_whole_from_many_threads(tmp_path, monkeypatch):
     """Each append is one write of whole lines and one fsync; concurrent appends never interleave."""
     import judge.plumbing.journal as journal

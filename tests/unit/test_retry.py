@@ -95,6 +95,10 @@ def test_retry_after_is_spread_by_a_jitter_and_never_shortened():
     waits = [policy.delay_s(0, _error(503, "5")) for _ in range(50)]
     assert all(5.0 <= wait < 7.5 for wait in waits), waits
     assert len(set(waits)) > 1
+    # A server asking for an hour is waited on for ten minutes, jitter included.
+    from judge.plumbing.retry import MAX_RETRY_AFTER_S
+
+    assert max(policy.delay_s(0, _error(503, "3600")) for _ in range(50)) <= MAX_RETRY_AFTER_S
 
 
 def test_mera_client_waits_for_retry_after():

@@ -413,3 +413,17 @@ def test_the_reward_deadline_fits_under_openrlhfs_client_and_is_checked():
             ServeConfig(model="x", reward_deadline_s=bad, reward_engine_wait_s=0.0).validate()
     with pytest.raises(ConfigError, match=r"^reward_engine_wait_s: 60 s is not under reward_deadline_s \(60 s\)"):
         ServeConfig(model="x", reward_deadline_s=60.0, reward_engine_wait_s=60.0).validate()
+
+
+def test_the_engine_wait_ends_before_a_shorter_request_timeout():
+    """With request_timeout_s shorter than reward_engine_wait_s, the wait for an engine ends before the request's
+    deadline, so the client hears why (a 503 with Retry-After), not a 504 from a deadline spent waiting. The state
+    here has an engine that never comes back and a deadline half a second away: the wait gives up at once."""
+    import asyncio
+    from types import SimpleNamespace
+
+    route = RewardRoute(ServeConfig(model="x", request_timeout_s=30.0).validate(), error=lambda *a, **k: None)
+    state = SimpleNamespace(engines=["generator"], engine_problem=lambda engine: "the engine restarts",
+                            status="ready")
+    problem = asyncio.run(asyncio.wait_for(route._engines_unavailable(state, time.monotonic() + 0.5), timeout=10))
+    assert problem == "the engine restarts"

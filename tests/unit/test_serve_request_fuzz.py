@@ -274,3 +274,19 @@ def test_the_value_check_passes_over_a_long_list_of_plain_values_whole():
     with pytest.raises(RequestError) as long_number:
         check_values(decode_json_body(b'{"prompt": [[1, 2], [3, ' + b"9" * 200 + b"]]}"))
     assert long_number.value.param == "prompt[1][1]"
+
+
+def test_a_server_may_take_more_than_the_default_bounds_up_to_the_wire_ceiling():
+    """A server set to take 1,000 items and 2,000 judgments takes a request of 600 items (the default 64 and 512 are
+    settings, not the contract's bound); a setting above the contract's list ceiling is refused when the server's
+    config is checked, naming it, instead of admitting requests the types then refuse."""
+    from judge.wire import MAX_LIST_ENTRIES
+    from serve.config import ConfigError, ServeConfig
+
+    items = [{"instruction": "x", "answer": "y", "criteria": ["Креативность"]}] * 600
+    request = parse_judge_request({"items": items}, max_items=1000, max_judgments=2000)
+    assert len(request.items) == 600
+    ServeConfig(model="m", max_batch_items=MAX_LIST_ENTRIES, max_judgments_per_request=MAX_LIST_ENTRIES).validate()
+    for name in ("max_batch_items", "max_judgments_per_request"):
+        with pytest.raises(ConfigError, match=f"^{name}: at most {MAX_LIST_ENTRIES}"):
+            ServeConfig(model="m", **{name: MAX_LIST_ENTRIES + 1}).validate()

@@ -381,3 +381,12 @@ def test_released_benchmark_rows_are_refused_as_grpo_prompts(tmp_path, capsys):
     code = main(["grpo", "--config", str(TINY_GRPO), "--data", str(data), "--output-dir", str(tmp_path / "run")])
     assert code == 2 and "released POLLUX benchmark" in capsys.readouterr().err
     assert not (tmp_path / "run" / "base-model").exists()
+
+
+def test_gives_reasons_counts_words_not_pieces_between_spaces():
+    """Two words are two runs of letters or digits: punctuation alone gives no reason, and words joined by
+    punctuation without a space are still two (the paper's "at least two words", Appendix B)."""
+    from train.grpo_rewards import gives_reasons
+
+    assert not gives_reasons(". .") and not gives_reasons("— —") and not gives_reasons("что-то")
+    assert gives_reasons("Ошибок,нет.") and gives_reasons("Ответ верен") and not gives_reasons("Верно.")
