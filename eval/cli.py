@@ -118,14 +118,16 @@ def build_parser() -> argparse.ArgumentParser:
                          help="An item takes part only with at least this many named experts.")
 
     cmp_p = sub.add_parser("compare", help="Scored runs side by side with paired-bootstrap significance.",
-                           description="Compare scored runs (folders written by `score`) with the first one.")
-    cmp_p.add_argument("runs", nargs="+", metavar="RUN", help="Scored run folders; the first is the baseline.")
+                           description="Compare scored runs (folders written by `score`) with the first one, or two "
+                                       "ranking runs (folders written by `rank`).")
+    cmp_p.add_argument("runs", nargs="+", metavar="RUN", help="Scored (or rank) run folders; the first is the baseline.")
     cmp_p.add_argument("--out", default=None, help="Also write compare.json, compare.md and compare.html here.")
     cmp_p.add_argument("--n-boot", type=int, default=1000, help="Paired bootstrap resamples.")
     cmp_p.add_argument("--seed", type=int, default=0, help="Bootstrap seed.")
     cmp_p.add_argument("--alpha", type=float, default=0.05, help="Significance level of better/worse calls.")
-    cmp_p.add_argument("--bootstrap-unit", choices=("item", "instruction"), default="item",
-                       help="What a paired resample draws: items (default) or whole instructions (as score's).")
+    cmp_p.add_argument("--bootstrap-unit", choices=("item", "instruction"), default=None,
+                       help="What a paired resample draws: items (the default for scored runs) or whole instructions "
+                            "(as score's); rank runs are always compared by instruction.")
     cmp_p.add_argument("--allow-other-judge", action="store_true",
                        help="Two rank runs: compare them even when different judges scored them.")
 
@@ -305,7 +307,7 @@ def _compare(args: argparse.Namespace) -> int:
     from eval.scoring.item_table import dumps
 
     result = compare(args.runs, n_boot=args.n_boot, seed=args.seed, alpha=args.alpha,
-                     bootstrap_unit=args.bootstrap_unit)
+                     bootstrap_unit=args.bootstrap_unit or "item")
     markdown = render_markdown(result)
     if not args.out:
         print(markdown)
@@ -332,6 +334,9 @@ def _compare_rankings(args: argparse.Namespace) -> int:
 
     if len(args.runs) != 2:
         raise ValueError(f"rank runs are compared two at a time (A, then B); got {len(args.runs)}")
+    if args.bootstrap_unit == "item":  # the matrix's binary gate lives inside an instruction: it cannot be split
+        raise ValueError("bootstrap_unit: rank runs are compared by instruction (their matrices' gate holds within an "
+                         "instruction); leave --bootstrap-unit out or give instruction")
     result = compare_rankings(*args.runs, n_boot=args.n_boot, seed=args.seed, alpha=args.alpha,
                            allow_other_judge=args.allow_other_judge)
     markdown = render_ranking_compare_markdown(result)

@@ -54,7 +54,8 @@ class ServeConfig:
     host: str = _f("127.0.0.1", "Address judge-serve listens on.")
     port: int = _f(8000, "Port judge-serve listens on (the only public port).")
     api_key: str = _f(
-        "", "Bearer token required on /v1/* routes; works, with a warning (a command line is visible to every user "
+        "", "Bearer token required on every route but /health, /ready and /get_reward (whose details it also "
+            "unlocks; /metrics included); works, with a warning (a command line is visible to every user "
             "of the node): prefer the variable api_key_env names. Empty and that variable unset: no auth."
     )
     api_key_env: str = _f("JUDGE_SERVE_API_KEY",
@@ -184,8 +185,10 @@ class ServeConfig:
         None, "criteria auto: below this task-type probability the criteria fall back to those every task shares; "
         "empty: the classifier's own (the shipped tfidf's is chosen on out-of-fold data)."
     )
-    max_batch_items: int = _f(64, "Most items one /v1/judge request (or samples one /get_reward request) may carry.")
-    max_judgments_per_request: int = _f(512, "Most (item, criterion) judgments one /v1/judge request may ask for.")
+    max_batch_items: int = _f(64, "Most items one /v1/judge request (or samples one /get_reward request) may carry "
+                                  "(at most 16,384, judge.wire.MAX_LIST_ENTRIES).")
+    max_judgments_per_request: int = _f(512, "Most (item, criterion) judgments one /v1/judge request may ask for (at "
+                                             "most 16,384, judge.wire.MAX_LIST_ENTRIES).")
     max_connections: int = _f(
         512,
         "Most client connections (and requests in progress) judge-serve holds at once; beyond it a request gets 503 "

@@ -8,7 +8,8 @@ One rule for all of them:
 - **A torn tail.** A last line without its newline is a write cut by a kill (appends write a row and its newline
   in one call): it is dropped, and a warning says so. ``read_journal`` reports it; ``open_journal`` also cuts it
   from the file so the next append starts on a clean line, and ``JournalWriter.append`` cuts it itself before it
-  writes (a row written after it would join it into one line no reader accepts).
+  writes (a row written after it would join it into one line no reader accepts), unless it is a whole row that
+  only lacks its newline (another tool wrote the file so): that one is ended, and kept.
 - **Durable appends.** ``JournalWriter.append`` writes its rows, flushes and ``fsync``\\ s once per call: a call is
   a batch (the criteria of one ``/v1/judge`` request) or one finished job. Measured on this project's disk, an
   fsync costs ~0.26 ms per call against ~0.004 ms for a flush alone: far below any judged item's latency, so

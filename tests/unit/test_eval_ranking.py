@@ -143,6 +143,8 @@ def test_ranking_compare_paired(tmp_path: Path, data: Path, capsys) -> None:
     capsys.readouterr()
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "cmp"),
                  "--n-boot", "300"]) == 0
+    # Rank runs resample instructions (the gate holds within one): asked to resample items, compare says so.
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--bootstrap-unit", "item"]) == 2
     result = json.loads((tmp_path / "cmp" / "compare.json").read_text(encoding="utf-8"))
     # B scores every criterion at its top and every gate at 0: its cells are 1 (binary rows 0). Shared instructions:
     # 1-5 and 7 (B's prompt 6 is answered, A's is not).
