@@ -326,8 +326,8 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
             bounded_body, refused = proxied_token_bound(body, path, config.max_proxy_tokens)
             if refused is not None:
                 return refused
-            if bounded_body is not body:
-                data = json.dumps(bounded_body, ensure_ascii=False).encode()
+            if bounded_body is not body:  # encoded again as it was decoded: off the loop when large
+                data = await _read_body(len(data), lambda: json.dumps(bounded_body, ensure_ascii=False).encode())
         headers = {k: v for k, v in request.headers.items() if k.lower() in _FORWARD_REQUEST_HEADERS}
         headers.update(engine.auth_headers)
         # Without the client's own Accept-Encoding, ask for the body as is (the session passes bytes through).

@@ -320,18 +320,33 @@ def test_large_bodies_are_read_off_the_event_loop_and_past_the_bounds_nothing_is
     monkeypatch.setattr(serve.schema, "param_of", lambda *a, **k: walks.append(a) or "")
     first_error = serve.schema._first_error
     monkeypatch.setattr(serve.schema, "_first_error", lambda err, data: walks.append(err) or first_error(err, data))
+    # A large body the token bound rewrites (no max_tokens: judge-serve adds its own) is encoded again off the loop.
+    import json as real_json
+    from types import SimpleNamespace
+
+    encoded_on_loop = []
+
+    def dumps(obj, *a, **k):
+        if isinstance(obj, dict) and len(obj.get("user", "")) == 100_000:
+            encoded_on_loop.append(running_loop())
+        return real_json.dumps(obj, *a, **k)
+
+    monkeypatch.setattr(serve.app, "json", SimpleNamespace(**{**vars(real_json), "dumps": dumps}))
     chat = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 8}
     big = b'{"items":[{"instruction":"x","answer":"y","criteria":[' + b",".join([b"0"] * 200_000) + b"]}]}"
     with _client(tiny_causal_dir, engine.url, monkeypatch, api_key=KEY) as http:
         _ready(http)
         small_chat = http.post("/v1/chat/completions", headers=AUTH, json=chat)
         big_chat = http.post("/v1/chat/completions", headers=AUTH, json={**chat, "user": "u" * 100_000})
+        unbounded = {key: value for key, value in chat.items() if key != "max_tokens"}
+        rewritten = http.post("/v1/chat/completions", headers=AUTH, json={**unbounded, "user": "u" * 100_000})
+        assert rewritten.status_code == 200 and encoded_on_loop == [False]
         small_judge = http.post("/v1/judge", headers=AUTH, json={"items": [{**ITEM, "criteria": ["Нет такого"]}]})
         big_judge = http.post("/v1/judge", headers={**AUTH, "content-type": "application/json"}, content=big)
     assert small_chat.status_code == big_chat.status_code == 200
     assert small_judge.status_code == 400 and big_judge.status_code == 400
     assert big_judge.json()["error"]["param"] == "items"
     assert big_judge.json()["error"]["message"].startswith("items: 200000 (item, criterion) judgments requested")
-    assert on_loop == [("check_values", True), ("check_values", False), ("parse_judge_request", True),
-                       ("parse_judge_request", False)]
+    assert on_loop == [("check_values", True), ("check_values", False), ("check_values", False),
+                       ("parse_judge_request", True), ("parse_judge_request", False)]
     assert walks == []
