@@ -43,7 +43,7 @@ import dataclasses
 import hmac
 import json
 import logging
-from typing import Any, Callable, TypeVar
+from typing import Any
 
 import aiohttp
 from fastapi import FastAPI, Request
@@ -60,7 +60,8 @@ from serve.engine_client import EngineFailure, EngineUnavailable, unless_dead
 from serve.errors import engine_error, error_response, sanitized
 from serve.layout import CheckpointLayout, LayoutError, resolve_layout
 from serve.rewards import install_reward_routes
-from serve.schema import RequestError, check_values, decode_json_body, json_type_name, parse_judge_request
+from serve.schema import (RequestError, check_values, decode_json_body, json_type_name, parse_judge_request,
+                          read_off_loop)
 from serve.supervision import ServerState, restart_delay, start_engines, stop_engines
 
 __all__ = ["ServerState", "create_app", "proxied_token_bound", "resolved_verdict_format", "restart_delay"]
@@ -73,16 +74,6 @@ _FORWARD_REQUEST_HEADERS = {"content-type", "accept", "accept-encoding", "user-a
 _DROP_RESPONSE_HEADERS = {"connection", "keep-alive", "transfer-encoding", "server", "date"}
 #: Most bytes of an engine's error body judge-serve reads to rewrite it in OpenAI's shape.
 _MAX_ENGINE_ERROR_BYTES = 64 * 1024
-#: A body of more bytes is decoded and checked in a worker thread, so the event loop keeps serving other requests and
-#: the health probes: an 8 MiB array took seconds to decode and walk. A smaller one takes under a millisecond or so.
-_OFF_LOOP_BYTES = 64 * 1024
-
-T = TypeVar("T")
-
-
-async def _read_body(size: int, read: Callable[[], T]) -> T:
-    """``read()`` (decoding and checking a body of ``size`` bytes): in a worker thread past ``_OFF_LOOP_BYTES``."""
-    return await asyncio.to_thread(read) if size > _OFF_LOOP_BYTES else read()
 
 
 def _refused(err: RequestError) -> JSONResponse:
@@ -320,14 +311,14 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
                 return body
 
             try:
-                body = await _read_body(len(data), read)
+                body = await read_off_loop(len(data), read)
             except RequestError as err:
                 return error_response(err.status, err.message, param=err.param, code=err.code)
             bounded_body, refused = proxied_token_bound(body, path, config.max_proxy_tokens)
             if refused is not None:
                 return refused
             if bounded_body is not body:  # encoded again as it was decoded: off the loop when large
-                data = await _read_body(len(data), lambda: json.dumps(bounded_body, ensure_ascii=False).encode())
+                data = await read_off_loop(len(data), lambda: json.dumps(bounded_body, ensure_ascii=False).encode())
         headers = {k: v for k, v in request.headers.items() if k.lower() in _FORWARD_REQUEST_HEADERS}
         headers.update(engine.auth_headers)
         # Without the client's own Accept-Encoding, ask for the body as is (the session passes bytes through).
@@ -435,7 +426,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         # bounds on items and judgments are counted before anything is validated.
         data = await request.body()
         try:
-            parsed = await _read_body(len(data), lambda: parse_judge_request(
+            parsed = await read_off_loop(len(data), lambda: parse_judge_request(
                 decode_json_body(data), max_items=config.max_batch_items,
                 max_judgments=config.max_judgments_per_request))
         except RequestError as err:

@@ -71,7 +71,7 @@ from judge.wire import JudgeResponse, JudgeResult
 from serve.config import SERVE_DEFAULT_RULE, ServeConfig
 from serve.connections import unless_disconnected
 from serve.engine_client import EngineFailure, EngineUnavailable
-from serve.schema import RequestError, decode_json_body, parse_judge_request, resolve_criteria
+from serve.schema import RequestError, decode_json_body, parse_judge_request, read_off_loop, resolve_criteria
 
 __all__ = ["END_OF_TURN_MARKERS", "LABEL_FIELDS", "answer_of", "reward_rule_of", "reward_key_of", "RewardRoute",
            "install_reward_routes", "REWARD_JOURNAL", "SecretPathFilter"]
@@ -262,37 +262,10 @@ class RewardRoute:
             how = ("POST /get_reward/<reward key> with the key in $" + self.config.reward_key_env) if secret is not None \
                 else "Authorization: Bearer <key>, or POST /get_reward/<reward key>"  # fmt: skip
             return self.error(401, f"missing or wrong reward key: send {how}", "authentication_error", code="invalid_api_key")
-        answers: list[str] = []
         sample_of: list[int] = []  # a /v1/judge error's items[k] is about sample sample_of[k]
+        data = await request.body()
         try:
-            body = decode_json_body(await request.body())
-            if not isinstance(body, dict):
-                raise RequestError("body: expected a JSON object with query, prompts and labels", param="body")
-            queries, prompts = _strings(body, "query"), _strings(body, "prompts")
-            labels = body.get("labels")
-            if not isinstance(labels, list):
-                raise RequestError("labels: required, a list with one label (instruction, criteria) per sample", param="labels")
-            if not (len(queries) == len(prompts) == len(labels)):
-                raise RequestError(f"query, prompts, labels: {len(queries)}, {len(prompts)} and {len(labels)} entries; "
-                                   "one each per sample", param="query")  # fmt: skip
-            if len(queries) > self.config.max_batch_items:
-                raise RequestError(f"query: {len(queries)} samples; this server takes at most "
-                                   f"{self.config.max_batch_items} per request", param="query", code="too_many_items")
-            labelled = []
-            for i, (query, prompt, raw) in enumerate(zip(queries, prompts, labels)):
-                labelled.append(_label(raw, i))
-                answer = answer_of(query, prompt)
-                if answer is None:
-                    raise RequestError(f"query[{i}]: does not start with prompts[{i}]; the answer is the query after "
-                                       "its prompt", param=f"query[{i}]")  # fmt: skip
-                answers.append(answer)
-            sample_of = list(range(len(labelled)))
-            self._check_labels(labelled)
-            sample_of = [i for i, answer in enumerate(answers) if answer]
-            items = [{**labelled[i], "answer": answers[i]} for i in sample_of]
-            # A judgment that cannot fit the judge's context is that sample's failure (valued by on_failure), not
-            # a 400 that would cost the trainer the reward: the policy wrote the long answer, not the client.
-            parsed = parse_judge_request({"items": items, "oversize": "fail"}) if items else None
+            queries, answers, parsed = await read_off_loop(len(data), lambda: self._read(data, sample_of))
         except RequestError as err:
             return self._refused(err, sample_of)
         state = request.app.state.serve
@@ -324,6 +297,43 @@ class RewardRoute:
         body_out = self._body(rewards, latency)
         self._write_journal(state, request.headers.get("x-request-id", ""), answers, results, rewards, latency)
         return JSONResponse(body_out)
+
+    def _read(self, data: bytes, sample_of: list[int]) -> tuple[list[str], list[str], Any]:
+        """The body's samples read and checked (in a worker thread for a large body: ``serve.schema.read_off_loop``):
+        the queries, each sample's answer, and the ``/v1/judge`` request of those with an answer (None: none has).
+        ``sample_of`` is filled as the samples are read, so that an error about ``items[k]`` names its sample.
+
+        Raises:
+            RequestError: naming the first bad field.
+        """
+        body = decode_json_body(data)
+        if not isinstance(body, dict):
+            raise RequestError("body: expected a JSON object with query, prompts and labels", param="body")
+        queries, prompts = _strings(body, "query"), _strings(body, "prompts")
+        labels = body.get("labels")
+        if not isinstance(labels, list):
+            raise RequestError("labels: required, a list with one label (instruction, criteria) per sample", param="labels")
+        if not (len(queries) == len(prompts) == len(labels)):
+            raise RequestError(f"query, prompts, labels: {len(queries)}, {len(prompts)} and {len(labels)} entries; "
+                               "one each per sample", param="query")  # fmt: skip
+        if len(queries) > self.config.max_batch_items:
+            raise RequestError(f"query: {len(queries)} samples; this server takes at most "
+                               f"{self.config.max_batch_items} per request", param="query", code="too_many_items")
+        labelled, answers = [], []
+        for i, (query, prompt, raw) in enumerate(zip(queries, prompts, labels)):
+            labelled.append(_label(raw, i))
+            answer = answer_of(query, prompt)
+            if answer is None:
+                raise RequestError(f"query[{i}]: does not start with prompts[{i}]; the answer is the query after "
+                                   "its prompt", param=f"query[{i}]")  # fmt: skip
+            answers.append(answer)
+        sample_of[:] = range(len(labelled))
+        self._check_labels(labelled)
+        sample_of[:] = [i for i, answer in enumerate(answers) if answer]
+        items = [{**labelled[i], "answer": answers[i]} for i in sample_of]
+        # A judgment that cannot fit the judge's context is that sample's failure (valued by on_failure), not
+        # a 400 that would cost the trainer the reward: the policy wrote the long answer, not the client.
+        return queries, answers, (parse_judge_request({"items": items, "oversize": "fail"}) if items else None)
 
     def _check_labels(self, labels: list[dict[str, Any]]) -> None:
         """Every label read as the ``/v1/judge`` item it becomes, whatever its sample's answer: its fields, its

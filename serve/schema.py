@@ -27,12 +27,13 @@ this as a property over bodies generated from the schema.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Callable, TypeVar
 
 from pydantic import ValidationError
 
@@ -48,6 +49,8 @@ T = TypeVar("T", JudgeRequest, PairwiseRequest)
 __all__ = [
     "RequestError",
     "decode_json_body",
+    "read_off_loop",
+    "OFF_LOOP_BYTES",
     "check_values",
     "json_type_name",
     "CustomCriterion",
@@ -463,3 +466,16 @@ def resolve_criteria(item: JudgeItem, index: int, choice: TaskChoice | None = No
             raise RequestError(_clip(f"{param}.rubrics: {err}"), param=f"{param}.rubrics") from None
         resolved.append(ResolvedCriterion(spec.name.strip(), text, scale, None))
     return resolved
+
+
+#: A body of more bytes is decoded and checked in a worker thread, so the event loop keeps serving other requests and
+#: the health probes: an 8 MiB array took seconds to decode and walk. A smaller one takes under a millisecond or so.
+OFF_LOOP_BYTES = 64 * 1024
+
+_Read = TypeVar("_Read")
+
+
+async def read_off_loop(size: int, read: Callable[[], _Read]) -> _Read:
+    """``read()`` (decoding and checking a body of ``size`` bytes, or encoding one): in a worker thread past
+    ``OFF_LOOP_BYTES``, on the event loop below it. Every route that reads a body goes through it."""
+    return await asyncio.to_thread(read) if size > OFF_LOOP_BYTES else read()

@@ -427,3 +427,33 @@ def test_the_engine_wait_ends_before_a_shorter_request_timeout():
                             status="ready")
     problem = asyncio.run(asyncio.wait_for(route._engines_unavailable(state, time.monotonic() + 0.5), timeout=10))
     assert problem == "the engine restarts"
+
+
+def test_a_large_reward_body_is_read_off_the_event_loop(tiny_causal_dir, monkeypatch):
+    """A /get_reward body past 64 KiB (a batch of long answers) is decoded, its answers cut and its labels checked in
+    a worker thread, as /v1/judge's is, so the event loop keeps serving; a small one stays on the loop. Its errors
+    still name the caller's fields."""
+    import asyncio
+
+    import serve.rewards
+
+    on_loop = []
+
+    def running_loop() -> bool:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        return True
+
+    original = serve.rewards.decode_json_body
+    monkeypatch.setattr(serve.rewards, "decode_json_body", lambda data: (on_loop.append(running_loop()),
+                                                                         original(data))[1])
+    with _attached_judge_serve(tiny_causal_dir, monkeypatch) as (http, engine):
+        small = http.post("/get_reward", headers=AUTH, json=_reward_body("<|im_end|>", ["Нет такого критерия"]))
+        large = _reward_body("<|im_end|>", ["Нет такого критерия"])
+        large["labels"][0] = {**large["labels"][0], "instruction": "в" * 70_000}
+        big = http.post("/get_reward", headers=AUTH, json=large)
+    assert on_loop == [True, False]
+    for refused in (small, big):
+        assert refused.status_code == 400 and refused.json()["error"]["param"] == "labels[0].criteria[0]", refused.text
