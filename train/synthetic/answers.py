@@ -15,7 +15,7 @@ from pathlib import Path
 
 from train.synthetic.client import ChatClient, assign_shares
 from train.synthetic.config import AnswersConfig, EndpointConfig
-from train.synthetic.journal import Journal, log, read_rows, run_jobs, write_stage_outputs
+from train.synthetic.journal import Journal, log, read_rows, require_fields, run_jobs, write_stage_outputs
 
 __all__ = ["answer_jobs", "run_answers"]
 
@@ -42,7 +42,7 @@ def run_answers(config: AnswersConfig, input_path: str | Path, out_dir: Path) ->
         raise ValueError("answers: no answer models configured (list them under 'answer_models' in the YAML)")
     endpoints = [EndpointConfig(**m) for m in config.answer_models]
     clients = [ChatClient(e, config.max_retries, config.backoff_s, config.timeout_s) for e in endpoints]
-    rows = read_rows(input_path, "dedup")
+    rows = require_fields(read_rows(input_path, "dedup"), ("id", "instruction"), input_path)
     jobs = answer_jobs(rows, config)
     log(f"answers: {len(jobs)} answers for {len(rows)} instructions from {len(endpoints)} models -> {out_dir}")
 

@@ -82,7 +82,12 @@ class ChatClient:
             ), attempts)
         except self._api_error as err:  # retries spent, or a 4xx retrying will not fix
             return ChatResult("", False, f"{type(err).__name__}: {err}", attempts=attempts.n)
-        choice = response.choices[0]
+        # A body without a choice (a proxy's 200 carrying only an "error", an empty "choices") is no answer: failed
+        # like an outage, so the stage counts it and a rerun asks again, where indexing it crashed the worker thread.
+        choices = getattr(response, "choices", None)
+        if not choices or getattr(choices[0], "message", None) is None:
+            return ChatResult("", False, "no choice in the endpoint's response", attempts=attempts.n)
+        choice = choices[0]
         # Fields the SDK's message type does not declare arrive as pydantic extras, readable as attributes.
         reasoning = getattr(choice.message, "reasoning", None) or getattr(choice.message, "reasoning_content", None) or ""
         return ChatResult(choice.message.content or "", True, attempts=attempts.n, finish_reason=choice.finish_reason or "",

@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from train.synthetic.config import DedupConfig, EndpointConfig
-from train.synthetic.journal import Journal, log, read_rows, run_jobs, write_stage_outputs
+from train.synthetic.journal import Journal, log, read_rows, require_fields, run_jobs, write_stage_outputs
 
 __all__ = [
     "ChrF",
@@ -466,8 +466,8 @@ def run_dedup(config: DedupConfig, input_path: str | Path, out_dir: Path) -> dic
     started = time.perf_counter()
     # Only local model folders are used; never let the hub be asked for a missing file.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    rows = read_rows(input_path, "instructions")
-    reference_rows = read_rows(config.reference, "instructions")
+    rows = require_fields(read_rows(input_path, "instructions"), ("id", "instruction"), input_path)
+    reference_rows = require_fields(read_rows(config.reference, "instructions"), ("instruction",), config.reference)
     log(f"dedup: {len(rows)} instructions, {len(reference_rows)} reference rows, model {config.embedding_model}, "
         f"LLM check: {EndpointConfig(**config.llm).name if config.runs_llm_check else 'off (borderline: ' + config.borderline_without_check + ')'}")
     model = load_embedder(config.embedding_model, config.device, config.max_seq_length, config.trust_remote_code)

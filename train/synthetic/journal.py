@@ -28,7 +28,7 @@ from typing import Any
 
 from judge.plumbing.journal import JournalWriter, open_journal
 
-__all__ = ["Journal", "run_jobs", "request_failed", "write_stage_outputs", "read_rows", "log"]
+__all__ = ["Journal", "run_jobs", "request_failed", "write_stage_outputs", "read_rows", "require_fields", "log"]
 
 
 def log(message: str) -> None:
@@ -184,6 +184,26 @@ def read_rows(source: str | Path, stage: str | None = None) -> list[dict]:
 
         return pq.read_table(path).to_pylist()
     return _read_input_jsonl(path)
+
+
+def require_fields(rows: list[dict], fields: tuple[str, ...], source: str | Path) -> list[dict]:
+    """``rows`` unchanged when every one holds every field as a string; else a ``judge.RecordError`` naming the file,
+    the row (0-based, the line number minus one for JSONL) and the field. A stage reads its input's fields deep in a
+    worker thread or a similarity pass, where a missing one was a bare ``KeyError`` traceback after paid requests.
+
+    Raises:
+        judge.RecordError: the first row lacking a field, or holding a non-string there.
+    """
+    from judge import RecordError
+
+    for index, row in enumerate(rows):
+        for name in fields:
+            value = row.get(name)
+            if isinstance(value, str) or (name == "id" and isinstance(value, int) and not isinstance(value, bool)):
+                continue
+            problem = "missing" if value is None else f"not a string ({type(value).__name__})"
+            raise RecordError(str(source), index, name, problem)
+    return rows
 
 
 def _read_input_jsonl(path: Path) -> list[dict]:
