@@ -143,8 +143,20 @@ async def _judged(backend: JudgeBackend, batch: Sequence,
     """``_with_retries``'s outcomes and the server's refusal, if any (``FirstRefusals`` reads it)."""
     refusal = None
     try:
-        return await policy.acall(lambda: backend.judge(batch)), None
+        outcomes = await policy.acall(lambda: backend.judge(batch))
+        for record, outcome in zip(batch, outcomes):
+            # Checked as every reader checks a row: a value no reader takes (a NaN score: Python's json writes and
+            # reads one) is this request's failure, not a row that makes the whole file unreadable to resume and score.
+            PredictionRow.from_json({"id": record.id, **outcome}, where=f"the judge's answer for {record.id}")
+        return outcomes, None
     except Refused as err:
+        if len(batch) > 1 and err.status is not None:
+            # A server refuses a whole /v1/judge request for one criterion it cannot take (a rubric without a
+            # readable scale): asked alone, only that record fails, where its batchmates failed with it on every rerun.
+            parts = [await _judged(backend, [record], policy) for record in batch]
+            refusals = [part_refusal for _, part_refusal in parts]
+            return [outcome for outcomes, _ in parts for outcome in outcomes], (
+                refusals[0] if all(r is not None for r in refusals) else None)
         reason, refusal = str(err), err
     except Exception as err:  # noqa: BLE001 - transient ones were retried; every failure becomes a counted row
         reason = f"{type(err).__name__}: {short(str(err))}"

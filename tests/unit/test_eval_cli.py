@@ -370,6 +370,69 @@ def test_judge_serve_backend_batches_criteria_and_keeps_regression_scores(small_
     assert official["mse"] == pytest.approx(sum((2.6 - r.criteria_score) ** 2 for r in records) / len(records))
 
 
+def test_a_result_no_reader_takes_is_a_failed_request_not_a_row_that_breaks_the_file(small_data, tmp_path):
+    """A /v1/judge answer with a NaN score (Python's json writes and reads one) is that request's failed row, naming
+    the field: written as it came, it made predictions.jsonl unreadable to the next run's resume and to `score`."""
+    data, records = small_data
+    nan_for = records[0].criteria_name
+
+    def result(criterion):
+        score = float("nan") if criterion["name"] == nan_for else 1.0
+        return judge.JudgeResult(criterion=criterion["name"], criterion_id=None, scale=[0, 1, 2], score=score,
+                                 parse_ok=True, score_source="verdict", output="[FEEDBACK] ...").to_json()
+
+    with ScriptedServer(judge_results=result) as server:
+        assert main(_run_args(server.base_url, data, tmp_path, "--batch-size", "1")) == 3
+        rows = {row["id"]: row for row in read_predictions(tmp_path)}
+        bad = [r.id for r in records if r.criteria_name == nan_for]
+        assert {rows[i]["error"] for i in bad} == {"request_failed"}
+        assert all(f"the judge's answer for {i}.score: expected a finite number" in rows[i]["reason"] for i in bad)
+        assert {rows[r.id]["score"] for r in records if r.id not in bad} == {1.0}
+        server.requests.clear()
+        assert main(_run_args(server.base_url, data, tmp_path, "--batch-size", "1")) == 3  # resumes; retries those
+        assert len(server.received) == len(bad)
+
+
+def test_a_criterion_judge_serve_refuses_fails_alone_not_with_its_batchmates(small_data, tmp_path):
+    """judge-serve refuses a whole /v1/judge request for one criterion whose rubric has no scale (serve/schema.py's
+    400); the run asks that batch's records one by one, so only that record gets a failed row, its batchmates their
+    verdicts. Before, the whole batch failed on every rerun."""
+    data, records = small_data
+    records = [dataclasses.replace(r, rubrics="Оценивается по ощущениям.") if i == 1 else r
+               for i, r in enumerate(records)]
+    path = judge.write_jsonl(records, tmp_path / "data.jsonl")
+
+    def respond(url_path, body):
+        if url_path != "/v1/judge":
+            return 404, {"error": {"message": "not found"}}
+        if not body:
+            return 400, {"error": {"message": "items: required field is missing"}}
+        criteria = body["items"][0]["criteria"]
+        for j, criterion in enumerate(criteria):
+            if criterion["rubrics"] == records[1].rubrics:
+                message = f"items[0].criteria[{j}].rubrics: no scale found in rubric text"
+                return 400, {"error": {"message": message, "type": "invalid_request_error",
+                                       "param": f"items[0].criteria[{j}].rubrics", "code": None}}
+        results = [judge.JudgeResult(criterion=c["name"], criterion_id=None, scale=[0, 1, 2], score=1.0, parse_ok=True,
+                                     score_source="verdict", output=GOOD) for c in criteria]
+        usage = JudgeResponseUsage(len(results), len(results), 0, 0, 0)
+        return 200, JudgeResponse("judge-1", "judge.result", 0, body["model"], "seq2seq", "tagged",
+                                  judge.PROMPT_VERSION, [JudgeResponseItem(0, body["items"][0]["id"], results)],
+                                  usage).to_json()
+
+    with ScriptedEndpoint(respond) as server:
+        assert main(_run_args(server.base_url, path, tmp_path / "run", "--batch-size", "16")) == 3
+    rows = {row["id"]: row for row in read_predictions(tmp_path / "run")}
+    assert rows[records[1].id]["error"] == "request_failed" and "no scale found" in rows[records[1].id]["reason"]
+    assert {rows[r.id]["score"] for r in records if r.id != records[1].id} == {1.0}
+    batchmates = [r for r in records if judge.prefix_key(r) == judge.prefix_key(records[1])]
+    assert len(batchmates) > 1  # the refused criterion did share its request
+    sent = [body["items"][0] for _, body in server.requests if body]
+    mates = {r.id for r in batchmates}
+    assert [len(item["criteria"]) for item in sent if item["id"] in mates].count(len(batchmates)) == 1
+    assert sorted(item["id"] for item in sent if item["id"] in mates and len(item["criteria"]) == 1) == sorted(mates)
+
+
 def test_score_reports_out_of_scale_table_10_and_pollux_official(small_data, tmp_path):
     """Through run and score: '[RESULT] 9' and '[RESULT] 10' on 0..k scales (k <= 4) are scored and flagged
     (parse_ok true, in_scale false), '1,5' is 1.5 for the paper's metrics; the report gives n_out_of_scale, the
