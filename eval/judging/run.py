@@ -343,6 +343,8 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True) -
                                                      route="judge" if kind == "judge-serve" else "chat")
             if note:
                 log.warning("note: the judge's %s", note)
+            if adopted_max_tokens is not None:  # run.json says what was asked for: the trained length as it fits
+                adopted_max_tokens = config.max_tokens
         if pairwise:
             written_judges = pair_judges
         else:

@@ -452,3 +452,27 @@ def test_a_judge_trained_to_reason_longer_is_asked_for_its_trained_length_unless
     limits = provenance["server_limits"]
     assert (limits["trained_max_completion_length"], limits["max_tokens_requested"], limits["max_tokens_adopted"]) == (
         2048, 1024, 2048)  # the user's (default) request kept beside what was adopted
+
+
+def test_an_adopted_trained_length_is_recorded_as_it_was_fitted_to_the_server(tmp_path):
+    """A trained length the server's context cannot hold (2048 in a 2048-token window) is fitted to it (half the
+    window, the prompt the other half): run.json's ``max_tokens_adopted`` is what the requests asked for, not the
+    trained length."""
+    data = sample_records_file(tmp_path / "data.jsonl", 2)
+
+    def models(path: str) -> tuple:
+        return 200, {"object": "list", "data": [{"id": "grpo-judge", "object": "model", "created": 0,
+                                                 "owned_by": "test", "max_model_len": 2048,
+                                                 "trained_max_completion_length": 2048}]}
+
+    judge = ScriptedEndpoint(lambda p, b: (200, chat_completion("[FEEDBACK] ок [RESULT] 1 [END]", "grpo-judge")),
+                             model="grpo-judge", respond_get=models)
+    try:
+        code, _, err = wait_outcome(start_judge_eval(run_argv(judge.base_url, tmp_path / "run", data, "--backend",
+                                                              "chat"), env_without_keys()))
+    finally:
+        judge.close()
+    assert code == 0, err[-2000:]
+    assert {b["max_tokens"] for b in judge.bodies("/v1/chat/completions")} == {1024}
+    limits = json.loads((tmp_path / "run" / "run.json").read_text(encoding="utf-8"))["server_limits"]
+    assert (limits["max_tokens_requested"], limits["max_tokens_adopted"]) == (1024, 1024)

@@ -32,7 +32,9 @@ Zero-Shot test). Items not asked (``zero_shot`` with ``drop``, ``no_unique_mode`
 
 The folder (``train.synthetic.journal``): ``journal.jsonl`` (one raw teacher answer per (item, sample); a rerun with
 the same output folder asks only what is missing, and re-decides everything from the journal, so changing
-``tolerance`` or ``agreement`` and rerunning costs no request), ``traces.jsonl`` (kept traces), ``dropped.jsonl``,
+``tolerance`` and rerunning costs no request; changing ``agreement`` asks only for the items the old setting did
+not ask: from ``mode`` to ``median`` or ``mean``, those whose experts have no unique mode, skipped under
+``no_unique_mode: skip``), ``traces.jsonl`` (kept traces), ``dropped.jsonl``,
 ``failed.jsonl``, ``skipped.jsonl`` (items not asked), ``dataset/``, ``summary.json`` (the counts by reason) and
 ``run.json``. A kept row is the item's POLLUX record (its experts' scores unchanged) with ``id`` ``<item id>#<sample>``,
 ``item_id``, ``reasoning`` (the trace) and ``reasoning_score`` (its integer): the rows the seq2seq recipe trains on
