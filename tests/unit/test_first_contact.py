@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 from pathlib import Path
 
@@ -49,9 +50,11 @@ def test_first_contact_failures_say_why_in_one_sentence_with_exit_code_4(tmp_pat
     wrong_key = ScriptedEndpoint(lambda p, b: (500, {}), respond_get=lambda path: UNAUTHORIZED)
     loading = ScriptedEndpoint(lambda p, b: (500, {}), respond_get=lambda path: LOADING)
     wrong_path = ScriptedEndpoint(lambda p, b: (500, {}), respond_get=lambda path: (404, {"detail": "Not Found"}))
-    closed = ScriptedEndpoint(lambda p, b: (500, {}))
-    closed_url = closed.base_url
-    closed.close()  # nothing listens on that port now: connection refused
+    # A port held bound but never listening: a connection is refused, and no endpoint started below can take the
+    # port over (a closed server's port, freed, once went to the next one and answered 401).
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    closed_url = f"http://127.0.0.1:{closed.getsockname()[1]}/v1"
     cases = {
         "no key": (no_key.base_url, env_without_keys(), ()),
         "wrong key": (wrong_key.base_url, env_without_keys(JUDGE_SERVE_API_KEY="not-the-key", OPENAI_API_KEY="openai"), ()),
@@ -84,6 +87,7 @@ def test_first_contact_failures_say_why_in_one_sentence_with_exit_code_4(tmp_pat
     finally:
         for endpoint in (no_key, wrong_key, loading, wrong_path, mera, late):
             endpoint.close()
+        closed.close()
     # Waited for: two 503s (Retry-After 1 s) said as warnings, then the run judged both items.
     assert late_code == 0 and json.loads(late_out)["written"] == 2, late_err[-2000:]
     assert late_err.count("failed (HTTPStatusError: HTTP 503: the engines are still starting); retrying in") == 2

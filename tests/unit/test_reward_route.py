@@ -112,12 +112,16 @@ def test_a_task_classifier_that_cannot_load_fails_the_start(tiny_causal_dir, mon
 def test_a_task_classifier_that_fails_on_a_request_is_a_502_in_openais_shape(tiny_causal_dir, monkeypatch):
     """criteria auto through the llm method, whose endpoint is down: the classifier's error reaches the client as an
     OpenAI-shaped 502 naming the classifier (it was a plain-text 500), on /v1/judge and /get_reward alike."""
-    closed = ScriptedEndpoint(lambda path, body: (500, {}))
-    closed_url = closed.base_url
-    closed.close()  # nothing listens there now
+    import socket
+
+    # A port held bound but never listening: refused, and the engine started below cannot take it over.
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    closed_url = f"http://127.0.0.1:{closed.getsockname()[1]}/v1"
     item = {"instruction": "Напиши стих о весне.", "answer": "Весна пришла.", "criteria": "auto"}
-    with _attached_judge_serve(tiny_causal_dir, monkeypatch, criteria_classifier="llm",
-                               criteria_classifier_path=closed_url, criteria_classifier_model="m") as (http, engine):
+    with closed, _attached_judge_serve(tiny_causal_dir, monkeypatch, criteria_classifier="llm",
+                                       criteria_classifier_path=closed_url,
+                                       criteria_classifier_model="m") as (http, engine):
         auth = {"Authorization": "Bearer k"}
         judged = http.post("/v1/judge", headers=auth, json={"items": [item]})
         prompt = "<|im_start|>user\nНапиши стих о весне.<|im_end|>\n<|im_start|>assistant\n"
