@@ -14,3 +14,13 @@ def await_bring_up(http, timeout_s: float = 120.0) -> None:
         await asyncio.wait_for(asyncio.shield(bring_up), timeout_s)
 
     http.portal.call(ended)
+
+
+def on_event_loop() -> bool:
+    """Whether the caller runs on an event loop: what a stand-in records to tell a body read on judge-serve's loop
+    from one read in a worker thread (``serve.schema.read_off_loop``)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True

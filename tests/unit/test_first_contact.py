@@ -424,19 +424,26 @@ def test_judge_serve_model_entries_carry_its_caps(tiny_causal_dir, monkeypatch):
     assert ModelLimits.from_entry(one) == ModelLimits(max_model_len=2048, judge_max_tokens=256, max_proxy_tokens=1000)
 
 
+def _reasoning_judge(max_model_len: int) -> ScriptedEndpoint:
+    """A chat endpoint whose model entry advertises a judge trained to reason 2048 tokens (judge-serve's
+    ``trained_max_completion_length``, for a GRPO export) in a context of ``max_model_len``; it answers every
+    request with one parsed verdict."""
+
+    def models(path: str) -> tuple:
+        return 200, {"object": "list", "data": [{"id": "grpo-judge", "object": "model", "created": 0,
+                                                 "owned_by": "test", "max_model_len": max_model_len,
+                                                 "trained_max_completion_length": 2048}]}
+
+    return ScriptedEndpoint(lambda p, b: (200, chat_completion("[FEEDBACK] ок [RESULT] 1 [END]", "grpo-judge")),
+                            model="grpo-judge", respond_get=models)
+
+
 def test_a_judge_trained_to_reason_longer_is_asked_for_its_trained_length_unless_max_tokens_is_chosen(tmp_path):
     """A server advertising ``trained_max_completion_length`` (judge-serve, for a GRPO export) longer than the run's
     max_tokens: `judge-eval run` without --max-tokens asks for the trained length (1024 would cut the reasoning
     before its verdict); with --max-tokens chosen it keeps the user's value and says why verdicts may fail."""
     data = sample_records_file(tmp_path / "data.jsonl", 2)
-
-    def models(path: str) -> tuple:
-        return 200, {"object": "list", "data": [{"id": "grpo-judge", "object": "model", "created": 0,
-                                                 "owned_by": "test", "max_model_len": 6144,
-                                                 "trained_max_completion_length": 2048}]}
-
-    judge = ScriptedEndpoint(lambda p, b: (200, chat_completion("[FEEDBACK] ок [RESULT] 1 [END]", "grpo-judge")),
-                             model="grpo-judge", respond_get=models)
+    judge = _reasoning_judge(max_model_len=6144)
     try:
         auto = start_judge_eval(run_argv(judge.base_url, tmp_path / "auto", data, "--backend", "chat"),
                                 env_without_keys())
@@ -463,14 +470,7 @@ def test_an_adopted_trained_length_is_recorded_as_it_was_fitted_to_the_server(tm
     window, the prompt the other half): run.json's ``max_tokens_adopted`` is what the requests asked for, not the
     trained length."""
     data = sample_records_file(tmp_path / "data.jsonl", 2)
-
-    def models(path: str) -> tuple:
-        return 200, {"object": "list", "data": [{"id": "grpo-judge", "object": "model", "created": 0,
-                                                 "owned_by": "test", "max_model_len": 2048,
-                                                 "trained_max_completion_length": 2048}]}
-
-    judge = ScriptedEndpoint(lambda p, b: (200, chat_completion("[FEEDBACK] ок [RESULT] 1 [END]", "grpo-judge")),
-                             model="grpo-judge", respond_get=models)
+    judge = _reasoning_judge(max_model_len=2048)
     try:
         code, _, err = wait_outcome(start_judge_eval(run_argv(judge.base_url, tmp_path / "run", data, "--backend",
                                                               "chat"), env_without_keys()))

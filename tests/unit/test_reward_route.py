@@ -18,7 +18,7 @@ from judge.wire import JudgeResult
 from serve.config import ServeConfig
 from serve.rewards import EXTRA_LOG_KEYS, RewardRoute, reward_rule_of
 from tests.support.scripted_endpoint import ScriptedEndpoint
-from tests.support.serve_in_process import await_bring_up
+from tests.support.serve_in_process import await_bring_up, on_event_loop
 
 
 def _ok(criterion: str, score: float) -> JudgeResult:
@@ -437,21 +437,12 @@ def test_a_large_reward_body_is_read_off_the_event_loop(tiny_causal_dir, monkeyp
     """A /get_reward body past 64 KiB (a batch of long answers) is decoded, its answers cut and its labels checked in
     a worker thread, as /v1/judge's is, so the event loop keeps serving; a small one stays on the loop. Its errors
     still name the caller's fields."""
-    import asyncio
-
     import serve.rewards
 
     on_loop = []
 
-    def running_loop() -> bool:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return False
-        return True
-
     original = serve.rewards.decode_json_body
-    monkeypatch.setattr(serve.rewards, "decode_json_body", lambda data: (on_loop.append(running_loop()),
+    monkeypatch.setattr(serve.rewards, "decode_json_body", lambda data: (on_loop.append(on_event_loop()),
                                                                          original(data))[1])
     with _attached_judge_serve(tiny_causal_dir, monkeypatch) as (http, engine):
         small = http.post("/get_reward", headers=AUTH, json=_reward_body("<|im_end|>", ["Нет такого критерия"]))

@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 from serve.app import create_app
 from serve.config import ServeConfig
 from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
-from tests.support.serve_in_process import await_bring_up
+from tests.support.serve_in_process import await_bring_up, on_event_loop
 
 KEY = "surface-key"
 ENGINE_KEY = "engine-secret-of-this-test"
@@ -298,24 +298,15 @@ def test_large_bodies_are_read_off_the_event_loop_and_past_the_bounds_nothing_is
     event loop keeps serving (an 8 MiB array of zeros held it 6.5 s). A 400 KB /v1/judge body of 200,000 criteria is
     refused on its count of judgments (``max_judgments_per_request``) before any validation: no pydantic error is
     built, no field path walked (before: 400,001 of each, 4 s on the loop)."""
-    import asyncio
-
     import serve.app
     import serve.schema
 
     on_loop: list[tuple[str, bool]] = []
 
-    def running_loop() -> bool:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return False
-        return True
-
     for name in ("check_values", "parse_judge_request"):
         original = getattr(serve.app, name)
         monkeypatch.setattr(serve.app, name, lambda *a, _name=name, _original=original, **k: (
-            on_loop.append((_name, running_loop())), _original(*a, **k))[1])
+            on_loop.append((_name, on_event_loop())), _original(*a, **k))[1])
     walks = []
     monkeypatch.setattr(serve.schema, "param_of", lambda *a, **k: walks.append(a) or "")
     first_error = serve.schema._first_error
@@ -328,7 +319,7 @@ def test_large_bodies_are_read_off_the_event_loop_and_past_the_bounds_nothing_is
 
     def dumps(obj, *a, **k):
         if isinstance(obj, dict) and len(obj.get("user", "")) == 100_000:
-            encoded_on_loop.append(running_loop())
+            encoded_on_loop.append(on_event_loop())
         return real_json.dumps(obj, *a, **k)
 
     monkeypatch.setattr(serve.app, "json", SimpleNamespace(**{**vars(real_json), "dumps": dumps}))

@@ -20,6 +20,18 @@ from tests.support.bad_requests import BREAKERS, BadBody, bad_bodies, determinis
 FUZZ = deterministic_settings(max_examples=60)
 
 
+def _peak_bytes(work) -> int:
+    """The most memory Python allocated while ``work()`` ran (``tracemalloc``)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        work()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 def validate(raw: bytes) -> None:
     """What judge-serve does with a body before it needs the model: decode, parse, resolve the criteria."""
     request = parse_judge_request(decode_json_body(raw))
@@ -121,17 +133,11 @@ def test_checking_a_body_takes_memory_in_proportion_to_the_body():
     """The value check before validation keeps each value's place as a link to its parent's, written out only for
     the value refused. A 40,000-character key over a list of 20,000 numbers (a 100 KB body) once cost a path string
     per number, the key copied into each: 800 MB; now a few MB. A value refused deep inside still names its place."""
-    import tracemalloc
 
     from serve.schema import check_values
 
     body = decode_json_body(json.dumps({"items": [{}], "k" * 40_000: [0] * 20_000}).encode())
-    tracemalloc.start()
-    try:
-        check_values(body)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    peak = _peak_bytes(lambda: check_values(body))
     assert peak < 20_000_000, peak
     with pytest.raises(RequestError) as err:
         check_values({"items": [{"criteria": [{"name": "a", "rubrics": {"x.y": ["ok", "\ud800"]}}]}]})
@@ -256,17 +262,11 @@ def test_the_value_check_passes_over_a_long_list_of_plain_values_whole():
     """A proxied body may hold a long list of token ids: the value check reads the list's kinds at once instead of
     stacking a place for each number (an 8 MiB array of zeros held the event loop 6.5 s; a million numbers stacked
     ~150 MB of places), and still names a bad string among many good ones, or a long number inside a list of lists."""
-    import tracemalloc
 
     from serve.schema import check_values
 
     body = {"prompt": [0] * 1_000_000, "n": ["a", "b"]}
-    tracemalloc.start()
-    try:
-        check_values(body)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    peak = _peak_bytes(lambda: check_values(body))
     assert peak < 5_000_000, peak
     with pytest.raises(RequestError) as surrogate:
         check_values({"prompt": ["ok"] * 1000 + ["\ud800"]})
