@@ -188,6 +188,53 @@ def test_reproduces_the_reference_drop_rule_on_the_authors_annotations():
     assert lost["advantage_probability"] < dropped["advantage_probability"]
 
 
+def _reference_alt_test():
+    """The notebook's own ``alt_test`` (``alt_test_example.ipynb``, its first two code cells), executed from the
+    authors' checkout that ``$ALTTEST_DATA`` lies in (``<checkout>/data/10k_prompts``); skip when it is not there."""
+    folder = next((d for d in ALTTEST_DIRS if (d / "human_annotations.json").is_file()), None)
+    notebook = folder.parents[1] / "alt_test_example.ipynb" if folder is not None else None
+    if notebook is None or not notebook.is_file():
+        pytest.skip("the alt-test authors' checkout is not here: set ALTTEST_DATA to <nitaytech/AltTest>/data/10k_prompts")
+    cells = ["".join(c["source"]) for c in json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+             if c["cell_type"] == "code"]
+    namespace: dict = {}
+    for cell in cells[:2]:  # imports, then the helpers and alt_test; the later cells plot and simulate
+        exec(cell, namespace)  # noqa: S102 - the authors' reference code, from their checkout, opt-in
+    return folder, namespace["alt_test"]
+
+
+def test_matches_the_reference_notebook_on_all_the_authors_annotations(capsys):
+    """Every item and annotator of 10k_prompts, every LLM, both scorings, three epsilons: omega and rho equal the
+    notebook's ``alt_test`` run on the same annotations (``failures="drop"``, the reference's rule; items without
+    an LLM annotation are the gaps it drops)."""
+    folder, reference = _reference_alt_test()
+    humans = json.loads((folder / "human_annotations.json").read_text(encoding="utf-8"))
+    llm_scores = json.loads((folder / "llm_annotations.json").read_text(encoding="utf-8"))
+    items = sorted({item for scores in humans.values() for item in scores})
+    index = {item: i for i, item in enumerate(items)}
+    width = max(sum(item in scores for scores in humans.values()) for item in items)
+    experts = np.full((len(items), width), np.nan)
+    ids = np.full((len(items), width), None, dtype=object)
+    filled = np.zeros(len(items), dtype=int)
+    for rater, scores in humans.items():
+        for item, score in scores.items():
+            i = index[item]
+            experts[i, filled[i]], ids[i, filled[i]] = float(score), rater
+            filled[i] += 1
+    compared = 0
+    for name, annotations in llm_scores.items():
+        judge = np.array([float(annotations.get(item, np.nan)) for item in items])
+        for scoring in ("neg_rmse", "accuracy"):
+            for epsilon in (0.1, 0.15, 0.2):
+                omega, rho = reference(annotations, humans, scoring, epsilon=epsilon)
+                ours = alt_test(judge, experts, ids, AltTestSettings(epsilon=epsilon, scoring=scoring, failures="drop"))
+                assert (ours["winning_rate"], ours["advantage_probability"]) == pytest.approx((omega, rho), abs=1e-12), \
+                    (name, scoring, epsilon)
+                compared += 1
+    capsys.readouterr()  # the notebook prints the annotators it skips
+    assert compared == 6 * len(llm_scores) and len(llm_scores) >= 3
+
+
 def test_vectorised_t_tests_equal_scipys_one_sample_test():
     """The per-family masked-matrix test (scipy.stats.mstats.ttest_1samp, one call for all experts) gives
     scipy.stats.ttest_1samp's p-value for each expert's own vector, and the constant rule for constant ones."""
