@@ -222,11 +222,11 @@ def test_matches_the_reference_notebook_on_all_the_authors_annotations(capsys):
             experts[i, filled[i]], ids[i, filled[i]] = float(score), rater
             filled[i] += 1
     compared = 0
-    for name, annotations in llm_scores.items():
-        judge = np.array([float(annotations.get(item, np.nan)) for item in items])
+    for name, labels in llm_scores.items():
+        judge = np.array([float(labels.get(item, np.nan)) for item in items])
         for scoring in ("neg_rmse", "accuracy"):
             for epsilon in (0.1, 0.15, 0.2):
-                omega, rho = reference(annotations, humans, scoring, epsilon=epsilon)
+                omega, rho = reference(labels, humans, scoring, epsilon=epsilon)
                 ours = alt_test(judge, experts, ids, AltTestSettings(epsilon=epsilon, scoring=scoring, failures="drop"))
                 assert (ours["winning_rate"], ours["advantage_probability"]) == pytest.approx((omega, rho), abs=1e-12), \
                     (name, scoring, epsilon)
