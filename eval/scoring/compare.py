@@ -177,7 +177,7 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
                 overall={m: _paired(base, other, ia, ib, m, f"{split}/overall/{m}", n_boot, seed, alpha, clusters)
                          for m in ("mae", "spearman", "vc_judge")}, **groups)
         comparisons.append(RunComparison(other.name, other.folder, len(common), splits,
-                                         _paired_validity(base, other, index_a, index_b, n_boot, seed)))
+                                         _paired_validity(base, other, index_a, index_b, n_boot, seed, clusters)))
     return Comparison(base.name, [r.name for r in runs], [r.folder for r in runs], alpha, n_boot, comparisons,
                       [r.metrics for r in runs], bootstrap_unit=bootstrap_unit)
 
@@ -205,12 +205,13 @@ def _scale_ends(table: item_table.ItemTable, index: np.ndarray, block) -> tuple[
 
 
 def _paired_validity(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, index_b: np.ndarray, n_boot: int,
-                     seed: int) -> dict[str, PairedValidity]:
+                     seed: int, clusters: np.ndarray | None = None) -> dict[str, PairedValidity]:
     """Per split, rho and the ceiling gap of the run against the baseline, paired (``eval.validity.paired``), with
     the baseline's alt-test settings and reference; empty when the baseline was scored without a validity section.
 
     The items are those both runs predicted: an item either run has no prediction for (status ``missing``, a run not
-    finished) is left out, as each run's own section leaves it out, not scored as a failure."""
+    finished) is left out, as each run's own section leaves it out, not scored as a failure. ``clusters``: per item of
+    the baseline's table, the unit a paired resample draws whole (``bootstrap_unit``); None: items."""
     from eval.validity.paired import paired_validity
 
     validity = base.metrics.validity
@@ -228,7 +229,8 @@ def _paired_validity(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, ind
                                      ta.expert_ids[ia] if ta.expert_ids is not None else None,
                                      settings.target, settings.alt_test, n_boot=n_boot,
                                      rng=bootstrap.cell_rng(seed, f"{split}/validity"),
-                                     scale_low=low, scale_high=high))
+                                     scale_low=low, scale_high=high,
+                                     clusters=None if clusters is None else clusters[ia]))
     return out
 
 

@@ -157,6 +157,7 @@ def score(
     # ---- validity: can the judge stand in for an expert? From the same item table, per test and cell.
     # --n-boot 0 turns its intervals off too; otherwise each is capped (eval/validity/section.py)
     validity = ValiditySettings(seed=seed, n_boot=n_boot, alpha_boot=ValiditySettings.alpha_boot if n_boot else 0,
+                                bootstrap_unit=bootstrap_unit,
                                 **({"alt_test": alt_test} if alt_test is not None else {}))
     result = dataclasses.replace(
         evaluated,

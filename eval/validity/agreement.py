@@ -201,7 +201,7 @@ def class_codes(experts: np.ndarray, unique: np.ndarray | None = None) -> np.nda
 def agreement(judge_levels: np.ndarray, experts: np.ndarray, mode: np.ndarray, domain: np.ndarray, *,
               classes: np.ndarray | None = None, n_boot: int = ALPHA_BOOT, rng: np.random.Generator | None = None,
               level: float = 0.95, coded: tuple[CodedCounts, CodedCounts, np.ndarray] | None = None,
-              mean: np.ndarray | None = None) -> dict[str, Any]:
+              mean: np.ndarray | None = None, clusters: np.ndarray | None = None) -> dict[str, Any]:
     """Agreement figures of one cell.
 
     Args:
@@ -218,6 +218,10 @@ def agreement(judge_levels: np.ndarray, experts: np.ndarray, mode: np.ndarray, d
             (``CodedCounts`` of the experts' and of the experts' plus the judge's, over a superset of ``domain``)
             and ``items`` the cell's rows of it (the section codes every item once).
         mean: ``(n,)`` the experts' mean per item, when the caller has it.
+        clusters: ``(n,)`` the unit the alpha difference's interval resamples whole (``--bootstrap-unit
+            instruction``); None: items. A cluster resample draws as many clusters as the cell has, with replacement
+            (``eval.scoring.bootstrap.cluster_resample_weights``), each drawn cluster bringing all its items: no
+            m-out-of-n there, the resample's value counts are weights over the distinct rows, not drawn item by item.
 
     Returns:
         ``alpha_experts``, ``alpha_with_judge``, ``alpha_difference`` with ``alpha_difference_ci``,
@@ -225,7 +229,7 @@ def agreement(judge_levels: np.ndarray, experts: np.ndarray, mode: np.ndarray, d
         {unanimous, majority, split} -> ``n``, ``n_judged``, ``exact`` (the judge's share equal to the unique mode;
         None for split items), ``mae_to_mean`` (against the experts' mean).
     """
-    from eval.scoring.bootstrap import percentile_interval
+    from eval.scoring.bootstrap import cluster_resample_weights, percentile_interval
     from eval.scoring.metrics import expert_mean
 
     domain = np.asarray(domain, dtype=float)
@@ -243,7 +247,25 @@ def agreement(judge_levels: np.ndarray, experts: np.ndarray, mode: np.ndarray, d
     interval = [None, None]
     # The items the point estimate counts: with the judge as a rater, an item with one expert pairs too.
     usable = np.flatnonzero(coded_with.pairable(domain, items))
-    if both and n_boot > 0 and len(usable) >= 2:
+    boot = {"resamples": n_boot, "items_per_resample": int(min(len(usable), ALPHA_BOOT_ITEMS))}
+    if both and n_boot > 0 and clusters is not None:
+        boot = {"resamples": n_boot, "items_per_resample": int(len(usable)),
+                "clusters_per_resample": int(len(np.unique(clusters[usable])))}
+        if boot["clusters_per_resample"] >= 2:  # one cluster redrawn is always the same items: no interval
+            # Both codings' rows of each item, paired: the resample's weights over the distinct pairs give both
+            # alphas of the same draw.
+            with_rows, expert_rows = coded_with.codes[items[usable]], coded_experts.codes[items[usable]]
+            pair, cell_of_item = np.unique(with_rows * len(coded_experts.rows) + expert_rows, return_inverse=True)
+            to_with = np.zeros((len(pair), len(coded_with.rows)))
+            to_with[np.arange(len(pair)), pair // len(coded_experts.rows)] = 1.0
+            to_experts = np.zeros((len(pair), len(coded_experts.rows)))
+            to_experts[np.arange(len(pair)), pair % len(coded_experts.rows)] = 1.0
+            samples = np.concatenate([
+                coded_with.alphas(w @ to_with, domain) - coded_experts.alphas(w @ to_experts, domain)
+                for w in cluster_resample_weights(cell_of_item.reshape(-1), clusters[usable], len(pair), n_boot,
+                                                  rng or np.random.default_rng(0))])
+            interval = percentile_interval(samples, level)
+    elif both and n_boot > 0 and len(usable) >= 2:
         rng = rng or np.random.default_rng(0)
         size = min(len(usable), ALPHA_BOOT_ITEMS)
         drawn = items[np.stack([usable[rng.integers(0, len(usable), size)] for _ in range(n_boot)])]
@@ -253,7 +275,7 @@ def agreement(judge_levels: np.ndarray, experts: np.ndarray, mode: np.ndarray, d
         samples = out["alpha_difference"] + np.sqrt(size / len(usable)) * (samples - out["alpha_difference"])
         interval = percentile_interval(samples, level)
     out["alpha_difference_ci"] = interval
-    out["alpha_boot"] = {"resamples": n_boot, "items_per_resample": int(min(len(usable), ALPHA_BOOT_ITEMS))}
+    out["alpha_boot"] = boot
 
     scored = judged & np.isfinite(mode)
     out["n_kappa"] = int(scored.sum())

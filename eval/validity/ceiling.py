@@ -148,7 +148,7 @@ class CeilingPairs:
 
 def ceiling(judge: np.ndarray, experts: np.ndarray, target: str, domain: np.ndarray, *, n_boot: int = 1000,
             rng: np.random.Generator | None = None, level: float = 0.95, judge_levels: np.ndarray | None = None,
-            reference: np.ndarray | None = None) -> dict[str, Any]:
+            reference: np.ndarray | None = None, clusters: np.ndarray | None = None) -> dict[str, Any]:
     """The experts' ceiling of one cell.
 
     Args:
@@ -161,6 +161,7 @@ def ceiling(judge: np.ndarray, experts: np.ndarray, target: str, domain: np.ndar
         level: the interval's coverage.
         judge_levels: the judge's scores as levels of the scale, for kappa (default: ``judge``).
         reference: ``leave_one_out_reference(experts, target)`` when the caller has it (computed once per table).
+        clusters: ``(n,)`` the unit the gap's interval resamples whole (``cell_ceiling``); None: items.
 
     Returns:
         ``reference``, ``n_items``, ``n_pairs``, ``n_judge_failed``, ``expert_mae``, ``judge_mae``, ``gap`` with
@@ -169,13 +170,17 @@ def ceiling(judge: np.ndarray, experts: np.ndarray, target: str, domain: np.ndar
     """
     reference = leave_one_out_reference(experts, target) if reference is None else reference
     pairs = CeilingPairs(judge, experts, reference, judge_levels, domain)
-    return cell_ceiling(pairs, np.arange(len(judge)), target, domain, n_boot=n_boot, rng=rng, level=level)
+    return cell_ceiling(pairs, np.arange(len(judge)), target, domain, n_boot=n_boot, rng=rng, level=level,
+                        clusters=clusters)
 
 
 def cell_ceiling(pairs: CeilingPairs, index: np.ndarray, target: str, domain: np.ndarray, *, n_boot: int = 1000,
-                 rng: np.random.Generator | None = None, level: float = 0.95) -> dict[str, Any]:
-    """``ceiling`` of the items ``index`` (ascending) of the table ``pairs`` was built from."""
-    from eval.scoring.bootstrap import percentile_interval, resample_weights
+                 rng: np.random.Generator | None = None, level: float = 0.95,
+                 clusters: np.ndarray | None = None) -> dict[str, Any]:
+    """``ceiling`` of the items ``index`` (ascending) of the table ``pairs`` was built from. ``clusters``: per item of
+    that table, the unit the gap's interval resamples whole (``--bootstrap-unit instruction``: every pair of an
+    instruction's items together; ``eval.scoring.bootstrap.cluster_resample_weights``); None: items."""
+    from eval.scoring.bootstrap import cluster_resample_weights, percentile_interval, resample_weights
 
     out: dict[str, Any] = {"reference": target, "n_judge_failed": int(pairs.n_failed[index].sum())}
     counts = pairs.n_pairs[index]
@@ -192,12 +197,20 @@ def cell_ceiling(pairs: CeilingPairs, index: np.ndarray, target: str, domain: np
         # Items resampled with their pairs: per item the summed gap and the pair count, items with equal sums
         # merged into weighted cells (a handful for integer scales), the gap of a resample a ratio of weighted sums.
         # the distinct (sum, count) cells in (sum, count) order, counted (``CeilingPairs.cell_key``)
-        tally = np.bincount(pairs.cell_key[index[counts > 0]], minlength=len(pairs.sums) * pairs.width)
+        paired = index[counts > 0]
+        tally = np.bincount(pairs.cell_key[paired], minlength=len(pairs.sums) * pairs.width)
         keys = np.flatnonzero(tally)
         cell_sum, cell_pairs = pairs.sums[keys // pairs.width], (keys % pairs.width).astype(float)
-        samples = np.concatenate([(w @ cell_sum) / (w @ cell_pairs)
-                                  for w in resample_weights(tally[keys], n_boot, rng or np.random.default_rng(0))])
-        interval = percentile_interval(samples, level)
+        rng = rng or np.random.default_rng(0)
+        if clusters is None:
+            weights = resample_weights(tally[keys], n_boot, rng)
+        elif len(np.unique(clusters[paired])) >= 2:  # one cluster redrawn is always the same pairs: no interval
+            weights = cluster_resample_weights(np.searchsorted(keys, pairs.cell_key[paired]), clusters[paired],
+                                               len(keys), n_boot, rng)
+        else:
+            weights = None
+        if weights is not None:
+            interval = percentile_interval(np.concatenate([(w @ cell_sum) / (w @ cell_pairs) for w in weights]), level)
     out["gap_ci"] = interval
     if target == "mode":
         out["expert_kappa"] = pairs.kappa("expert", mine, domain)

@@ -65,7 +65,8 @@ def _gap_parts(judge, experts, reference, both):
 def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarray, expert_ids: np.ndarray | None,
                     target: str, settings: AltTestSettings, n_boot: int = PAIRED_BOOT,
                     rng: np.random.Generator | None = None, level: float = 0.95,
-                    scale_low: np.ndarray | None = None, scale_high: np.ndarray | None = None) -> dict[str, Any]:
+                    scale_low: np.ndarray | None = None, scale_high: np.ndarray | None = None,
+                    clusters: np.ndarray | None = None) -> dict[str, Any]:
     """rho and the ceiling gap of judge B against judge A on the same items, with paired bootstrap intervals.
 
     Args:
@@ -78,11 +79,14 @@ def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarra
         level: the intervals' coverage.
         scale_low, scale_high: ``(n,)`` each item's scale ends (NaN: unknown), which ``accuracy`` clips levels into
             as the section does; None: rounded only.
+        clusters: ``(n,)`` the unit a resample draws whole (``compare --bootstrap-unit instruction``: every item of
+            an instruction together, ``eval.scoring.bootstrap.cluster_resample_weights``); None: items. Fewer than two
+            clusters: no intervals (one cluster redrawn is always the same items).
 
     Returns:
         ``rho`` and ``ceiling_gap``, each {``baseline``, ``run``, ``delta`` (run - baseline), ``ci``} or a ``why``.
     """
-    from eval.scoring.bootstrap import percentile_interval, resample_weights
+    from eval.scoring.bootstrap import cluster_resample_weights, percentile_interval, resample_weights
 
     rng = rng or np.random.default_rng(0)
     n_boot = min(n_boot, PAIRED_BOOT)
@@ -103,13 +107,16 @@ def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarra
     has_gap = count.sum() > 0
     rho_samples: list[np.ndarray] = []
     gap_samples: list[np.ndarray] = []
-    if n_boot > 0 and len(judge_a) >= 2:
+    resamplable = len(judge_a) >= 2 and (clusters is None or len(np.unique(clusters)) >= 2)
+    if n_boot > 0 and resamplable:
         width = max(len(parts_a[0]) if parts_a else 0, len(parts_b[0]) if parts_b else 0, len(judge_a))
         chunk = max(1, CHUNK_ENTRIES // max(width, 1))
         done = 0
         while done < n_boot:
             size = min(chunk, n_boot - done)
-            for weights in resample_weights(np.ones(len(judge_a), dtype=np.int64), size, rng):
+            draws = (resample_weights(np.ones(len(judge_a), dtype=np.int64), size, rng) if clusters is None else
+                     cluster_resample_weights(np.arange(len(judge_a)), clusters, len(judge_a), size, rng))
+            for weights in draws:
                 if parts_a and parts_b:
                     with np.errstate(invalid="ignore", divide="ignore"):
                         rho_samples.append(_rho(parts_b, weights) - _rho(parts_a, weights))

@@ -244,7 +244,8 @@ def paired_rows(result: Comparison, markdown_table: Callable[[list[str], list[li
     if not rows:
         return []
     return ["## Validity, paired", "",
-            f"On the items both judges share; delta = run − baseline with a paired bootstrap interval over items "
+            f"On the items both judges share; delta = run − baseline with a paired bootstrap interval over "
+            f"{'whole instructions' if result.bootstrap_unit == 'instruction' else 'items'} "
             f"(ρ: higher is better; the ceiling gap, judge minus expert error against the rest of the panel: lower "
             f"is better) against {result.baseline}.", "",
             markdown_table(["Run", "Test", "Figure", "baseline", "run", "delta", "note"], rows), ""]

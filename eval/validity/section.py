@@ -65,6 +65,10 @@ class ValiditySettings:
             ``eval.validity.agreement``).
         seed: the bootstraps' seed (per cell, ``eval.scoring.bootstrap.cell_rng``).
         level: the intervals' coverage.
+        bootstrap_unit: what the ceiling gap's and the alpha difference's intervals resample, as the metrics'
+            (``score --bootstrap-unit``): ``item``, or ``instruction`` (every item of an instruction together; the
+            table's ``instruction_key``). The leniency intervals are t intervals and the length slopes' are clustered
+            by answer whatever the unit; the alt-test has none.
     """
 
     alt_test: AltTestSettings = field(default_factory=AltTestSettings)
@@ -72,6 +76,7 @@ class ValiditySettings:
     alpha_boot: int = agreement_module.ALPHA_BOOT
     seed: int = 0
     level: float = 0.95
+    bootstrap_unit: str = "item"
 
 
 def judge_levels(judge: np.ndarray, low: np.ndarray | None, high: np.ndarray | None) -> np.ndarray:
@@ -118,7 +123,7 @@ def _cell(table, index: np.ndarray, key: str, *, target: str, levels: np.ndarray
           mean: np.ndarray, pairs: CeilingPairs, classes: np.ndarray, settings: ValiditySettings, kind: str,
           domain: np.ndarray, coded: tuple[agreement_module.CodedCounts, agreement_module.CodedCounts],
           expert_codes: tuple[np.ndarray, np.ndarray] | None, n_missing: int,
-          answers: np.ndarray | None) -> dict[str, Any]:
+          answers: np.ndarray | None, clusters: np.ndarray | None) -> dict[str, Any]:
     from eval.scoring.bootstrap import cell_rng
 
     judge = table.judge[index]
@@ -128,14 +133,15 @@ def _cell(table, index: np.ndarray, key: str, *, target: str, levels: np.ndarray
     cell_levels = levels[index]
     out: dict[str, Any] = {"n_items": int(len(index)), "n_items_missing": n_missing, "value_domain": domain.tolist()}
     out["ceiling"] = cell_ceiling(pairs, index, target, domain, n_boot=min(settings.n_boot, CEILING_BOOT),
-                                  level=settings.level, rng=cell_rng(settings.seed, f"validity/ceiling/{key}"))
+                                  level=settings.level, rng=cell_rng(settings.seed, f"validity/ceiling/{key}"),
+                                  clusters=clusters)
     out["leniency"] = None  # all cells' at once, after (``validity_section``)
     if kind == "task_type":  # agreement pools a cell's levels on one domain: read per criterion (one rubric's
         return out           # scale), and overall as the headline's summary; a task type would be one more pooling
     out["agreement"] = agreement_module.agreement(
         cell_levels, experts, mode[index], domain, classes=classes[index], level=settings.level,
         n_boot=settings.alpha_boot if kind == "overall" else 0, rng=cell_rng(settings.seed, f"validity/alpha/{key}"),
-        coded=(*coded, index), mean=mean[index])
+        coded=(*coded, index), mean=mean[index], clusters=None if clusters is None else clusters[index])
     out["alpha_experts"] = out["agreement"]["alpha_experts"]
     out["alpha_with_judge"] = out["agreement"]["alpha_with_judge"]
     out["kappa_quadratic"] = out["agreement"]["kappa_quadratic"]
@@ -281,8 +287,17 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
     # the length slopes' intervals are clustered by answer (``bias.cluster_slope``): each answer's code, once
     answers = (answer_codes(table.model_id, table.task_type, table.answer_chars) if table.answer_chars is not None
                else None)
+    clusters = None
+    if settings.bootstrap_unit == "instruction":
+        if table.instruction_key is None:
+            raise ValueError("bootstrap_unit instruction: this item table does not say which items share an "
+                             "instruction (an items.parquet written before it): score from the data again")
+        clusters = np.asarray(table.instruction_key)
+    elif settings.bootstrap_unit != "item":
+        raise ValueError(f"bootstrap_unit must be item or instruction, got {settings.bootstrap_unit!r}")
     common = dict(target=target, levels=levels, mode=mode, mean=mean, pairs=pairs, classes=classes, settings=settings,
-                  coded=_coded_counts(table, levels, values), expert_codes=expert_codes, answers=answers)
+                  coded=_coded_counts(table, levels, values), expert_codes=expert_codes, answers=answers,
+                  clusters=clusters)
     splits: dict[str, Any] = {}
     for split, mask, cells in plan:
         (_, _, index, domain, n_missing), cells = cells[0], cells[1:]
@@ -318,5 +333,6 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
         read = ValiditySplit.from_json({**block, "sentence": ""})
         typed[split] = dataclasses.replace(read, sentence=split_sentence(read))
     return Validity(SectionSettings(settings.alt_test, settings.n_boot, settings.alpha_boot, settings.seed,
-                                    settings.level, target, ceiling_margin=MARGIN, ceiling_min_items=MIN_ITEMS),
+                                    settings.level, target, ceiling_margin=MARGIN, ceiling_min_items=MIN_ITEMS,
+                                    bootstrap_unit=settings.bootstrap_unit),
                     table.expert_ids is not None, typed)

@@ -208,6 +208,7 @@ class AgreementClass(_SectionRecord):
 class AlphaBoot(_SectionRecord):
     resamples: int
     items_per_resample: int
+    clusters_per_resample: int | None = optional_field()  # resampling whole instructions (``bootstrap_unit``)
 
 
 @dataclass(frozen=True)
@@ -388,6 +389,8 @@ class SectionSettings(_SectionRecord):
     target: str
     ceiling_margin: float | None = optional_field()  # the ceiling verdict's margin, in MAE (eval.validity.ceiling)
     ceiling_min_items: int | None = optional_field()  # fewer items: "inconclusive"
+    # what the ceiling's and the alpha difference's intervals resample (None: written before the setting, items)
+    bootstrap_unit: str | None = optional_field()
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SectionSettings:

@@ -96,6 +96,19 @@ def test_every_interval_of_a_cell_resamples_instructions(runs):
     assert len(wider) >= 3 and sum(wider) > len(wider) / 2
 
 
+def test_the_validity_sections_intervals_follow_the_unit(runs):
+    """The ceiling gap's and the alpha difference's intervals of the validity section resample what the metrics do
+    (the engine against a plain loop: test_validity_bootstrap_unit.py), and the section says which."""
+    root = runs["root"]
+    items, whole = (_metrics(root / f"by_instruction-{unit}")["validity"] for unit in ("item", "instruction"))
+    assert (items["settings"]["bootstrap_unit"], whole["settings"]["bootstrap_unit"]) == ("item", "instruction")
+    a, b = items["splits"]["all"]["overall"], whole["splits"]["all"]["overall"]
+    assert a["ceiling"]["gap"] == b["ceiling"]["gap"]
+    assert _width(b["ceiling"]["gap_ci"]) > 1.4 * _width(a["ceiling"]["gap_ci"])
+    assert b["agreement"]["alpha_boot"]["clusters_per_resample"] == runs["n_instructions"]
+    assert "clusters_per_resample" not in a["agreement"]["alpha_boot"]
+
+
 def test_items_parquet_keeps_which_items_share_an_instruction(runs):
     root, records = runs["root"], runs["records"]
     column = pq.read_table(root / "exact-item" / "items.parquet").column("instruction_key").to_pylist()
@@ -119,6 +132,11 @@ def test_compare_resamples_whole_instructions_and_says_so(runs, tmp_path):
     assert (items["bootstrap_unit"], whole["bootstrap_unit"]) == ("item", "instruction")
     a, b = (c["comparisons"][0]["splits"]["all"]["overall"]["mae"] for c in (items, whole))
     assert a["delta"] == b["delta"] and _width(b["ci"]) > 1.6 * _width(a["ci"])
+    # the paired validity figures too: the ceiling gap's delta, by instruction
+    a, b = (c["comparisons"][0]["validity"]["all"]["ceiling_gap"] for c in (items, whole))
+    assert a["delta"] == b["delta"] and _width(b["ci"]) > 1.4 * _width(a["ci"])
+    assert "paired bootstrap interval over whole instructions" in (tmp_path / "instruction" / "compare.md").read_text(
+        encoding="utf-8")
     assert "paired bootstrap resamples of whole instructions" in (tmp_path / "instruction" / "compare.md").read_text(
         encoding="utf-8")
     assert "resamples of whole instructions" in (tmp_path / "instruction" / "compare.html").read_text(encoding="utf-8")

@@ -1,0 +1,104 @@
+"""The validity section's intervals under ``--bootstrap-unit instruction``: the ceiling gap's, the alpha difference's
+and ``compare``'s paired ones draw whole instructions, as a plain loop over whole clusters does (within Monte-Carlo
+error), and are wider than the item bootstrap's on a judge that errs by instruction."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from eval.scoring.metrics import expert_mode
+from eval.validity.agreement import agreement
+from eval.validity.ceiling import ceiling
+from eval.validity.paired import paired_validity
+from eval.validity.alt_test import AltTestSettings
+from tests.unit.test_eval_bootstrap import LEVEL, assert_same_interval
+
+B = 2000
+DOMAIN = np.array([0.0, 1.0, 2.0])
+TAIL = (1 - LEVEL) / 2
+
+
+def panel(n_clusters: int, size: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(judge, experts, clusters): three experts per item on a 0-2 scale, mostly agreeing with a per-item truth; the
+    judge copies the truth except on a third of the instructions, where it is off by one on every item."""
+    rng = np.random.default_rng(seed)
+    truth = rng.choice(DOMAIN, size=(n_clusters, size), p=[0.2, 0.3, 0.5])
+    experts = np.repeat(truth[..., None], 3, axis=2)
+    flip = rng.random(experts.shape) < 0.2
+    experts = np.where(flip, np.clip(experts + rng.choice([-1.0, 1.0], size=experts.shape), 0, 2), experts)
+    wrong = rng.random(n_clusters) < 1 / 3
+    judge = np.where(wrong[:, None], np.where(truth == 2.0, 1.0, truth + 1.0), truth)
+    return judge.ravel(), experts.reshape(-1, 3), np.repeat(np.arange(n_clusters), size)
+
+
+def loop(clusters: np.ndarray, statistic, seed: int) -> np.ndarray:
+    """The cluster bootstrap as a plain loop: draw the clusters with replacement, keep all their items, and compute
+    the statistic on the resampled table from scratch."""
+    rng = np.random.default_rng(seed)
+    members = [np.flatnonzero(clusters == c) for c in np.unique(clusters)]
+    out = np.empty(B)
+    for b in range(B):
+        out[b] = statistic(np.concatenate([members[c] for c in rng.integers(0, len(members), len(members))]))
+    return out
+
+
+def test_the_ceiling_gap_interval_resamples_whole_instructions():
+    judge, experts, clusters = panel(50, 4, seed=1)
+    by_cluster = ceiling(judge, experts, "mode", DOMAIN, n_boot=B, rng=np.random.default_rng(2), clusters=clusters)
+    by_item = ceiling(judge, experts, "mode", DOMAIN, n_boot=B, rng=np.random.default_rng(2))
+    assert by_cluster["gap"] == by_item["gap"]  # the point estimate does not depend on the unit
+    reference = loop(clusters, lambda items: ceiling(judge[items], experts[items], "mode", DOMAIN, n_boot=0)["gap"],
+                     seed=3)
+    assert_same_interval(by_cluster["gap_ci"], list(np.quantile(reference, [TAIL, 1 - TAIL])), reference)
+    width = by_cluster["gap_ci"][1] - by_cluster["gap_ci"][0]
+    assert width > 1.4 * (by_item["gap_ci"][1] - by_item["gap_ci"][0])
+
+
+def test_the_alpha_difference_interval_resamples_whole_instructions():
+    """A full cluster bootstrap (no m-out-of-n: the resample's counts are weights, not items drawn one by one), each
+    resample's alphas as the ``krippendorff`` package gives them on the resampled items (``agreement`` without
+    resamples, which the agreement tests pin to the package)."""
+    judge, experts, clusters = panel(40, 5, seed=4)
+    mode, unique = expert_mode(experts)
+    mode = np.where(unique, mode, np.nan)
+    out = agreement(judge, experts, mode, DOMAIN, n_boot=B, rng=np.random.default_rng(5), clusters=clusters)
+    assert out["alpha_boot"] == {"resamples": B, "items_per_resample": 200, "clusters_per_resample": 40}
+    reference = loop(clusters, lambda items: agreement(judge[items], experts[items], mode[items], DOMAIN,
+                                                      n_boot=0)["alpha_difference"], seed=6)
+    assert_same_interval(out["alpha_difference_ci"], list(np.quantile(reference, [TAIL, 1 - TAIL])), reference)
+    assert out["alpha_difference"] == agreement(judge, experts, mode, DOMAIN, n_boot=0)["alpha_difference"]
+
+
+def test_one_instruction_gets_no_interval():
+    """One cluster redrawn is always the same items: no interval (and so no ceiling verdict), not a zero-width one."""
+    judge, experts, _ = panel(1, 30, seed=7)
+    one = np.zeros(len(judge), dtype=np.int64)
+    result = ceiling(judge, experts, "mode", DOMAIN, n_boot=200, rng=np.random.default_rng(8), clusters=one)
+    assert result["gap"] is not None and result["gap_ci"] == [None, None] and result["verdict"] is None
+    mode = expert_mode(experts)[0]
+    alpha = agreement(judge, experts, mode, DOMAIN, n_boot=200, rng=np.random.default_rng(9), clusters=one)
+    assert alpha["alpha_difference"] is not None and alpha["alpha_difference_ci"] == [None, None]
+    assert alpha["alpha_boot"]["clusters_per_resample"] == 1
+
+
+def test_compares_paired_ceiling_gap_resamples_whole_instructions():
+    judge_a, experts, clusters = panel(60, 4, seed=10)
+    fixed = np.repeat(np.random.default_rng(11).random(60) < 0.4, 4)  # B corrects A on whole instructions
+    judge_b = np.where(fixed, np.round(np.median(experts, axis=1)), judge_a)
+    settings = AltTestSettings()
+    by_cluster = paired_validity(judge_a, judge_b, experts, None, "mode", settings, n_boot=B,
+                                 rng=np.random.default_rng(12), clusters=clusters)
+    by_item = paired_validity(judge_a, judge_b, experts, None, "mode", settings, n_boot=B,
+                              rng=np.random.default_rng(12))
+    delta = by_cluster["ceiling_gap"]["delta"]
+    assert delta == pytest.approx(by_item["ceiling_gap"]["delta"])
+
+    def paired_delta(items):
+        return paired_validity(judge_a[items], judge_b[items], experts[items], None, "mode", settings,
+                               n_boot=0)["ceiling_gap"]["delta"]
+
+    reference = loop(clusters, paired_delta, seed=13)
+    assert_same_interval(by_cluster["ceiling_gap"]["ci"], list(np.quantile(reference, [TAIL, 1 - TAIL])), reference)
+    width = by_cluster["ceiling_gap"]["ci"][1] - by_cluster["ceiling_gap"]["ci"][0]
+    assert width > 1.4 * (by_item["ceiling_gap"]["ci"][1] - by_item["ceiling_gap"]["ci"][0])
