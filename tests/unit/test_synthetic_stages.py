@@ -570,6 +570,63 @@ concurrency: 1
     assert load_records(out / "annotate.jsonl")[0].criteria_score == 2.0
 
 
+def test_annotate_asks_again_where_the_answer_changed_under_the_same_id(scripted, tmp_path, capsys):
+    """Answers regenerated into the same folder keep their ids (an answer's id names its instruction and slot, not its
+    text): a resumed annotate asks the teacher about the new text, not reuse the old text's verdict, and reuses the
+    verdicts of answers that did not change."""
+    taxonomy = load_taxonomy()
+    crit = taxonomy.criteria["repeats"]
+    old = _answer_rows()[0]
+    other = {**old, "id": "ans-2", "answer": "Я пришёл домой."}
+    new = {**old, "answer": old["answer"] + " И ещё раз то же самое."}
+
+    def prompt(row):
+        return render_prompt_en({"instruction": row["instruction"], "reference_answer": "", "answer": row["answer"],
+                                 "criteria_name": crit.name["ru"], "rubrics": crit.rubric("ru")})
+
+    server = scripted({
+        ("teacher", prompt(old)): ["[FEEDBACK] Повторов нет. [RESULT] 2 [END]"],
+        ("teacher", prompt(new)): ["[FEEDBACK] Есть повтор. [RESULT] 1 [END]"],
+        ("teacher", prompt(other)): ["[FEEDBACK] Повторов нет. [RESULT] 2 [END]"],
+    })  # fmt: skip
+    answers = tmp_path / "answers"
+    answers.mkdir()
+    config = _write_yaml(tmp_path / "annotate.yaml", f"""\
+teacher: {{name: teacher, model: teacher, base_url: "{server.base_url}", temperature: 0.6, max_tokens: 128}}
+criteria: [repeats]
+backoff_s: 0.0
+concurrency: 1
+""")
+    out = tmp_path / "annotate"
+    argv = ["annotate", "--config", str(config), "--input", str(answers), "--output", str(out)]
+    for rows in ([old, other], [new, other]):
+        (answers / "answers.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+        assert main(argv) == 0
+    asked = [b["messages"][-1]["content"] for b in server.received]
+    assert asked == [prompt(old), prompt(other), prompt(new)]  # the unchanged answer is not asked twice
+    kept = {r["answer_id"]: r for r in _jsonl(out / "annotate.jsonl")}
+    assert kept[old["id"]]["answer"] == new["answer"] and kept[old["id"]]["criteria_score"] == 1
+    assert kept[other["id"]]["criteria_score"] == 2
+    assert "asking again the 1 journalled jobs whose request is another now" in capsys.readouterr().err
+
+
+def test_a_journal_row_from_before_the_request_check_is_reused(scripted, tmp_path):
+    """A journal written before rows carried their request's fingerprint: its rows are reused as they were, not all
+    asked again."""
+    from train.synthetic.journal import Journal, run_jobs
+
+    journal = Journal(tmp_path / "journal.jsonl")
+    journal.add({"key": "a", "ok": True, "text": "old"})
+    asked = []
+    run_jobs([("a", "prompt a"), ("b", "prompt b")], lambda payload: asked.append(payload) or {"ok": True},
+             journal, 1, "test", fingerprint=str)
+    assert asked == ["prompt b"] and journal.rows["a"]["text"] == "old"
+    assert "request_sha" in journal.rows["b"]
+    run_jobs([("a", "prompt a"), ("b", "prompt b2")], lambda payload: asked.append(payload) or {"ok": True},
+             journal, 1, "test", fingerprint=str)
+    assert asked == ["prompt b", "prompt b2"]
+
+
 def test_annotate_items_cover_every_criterion_of_the_leaf():
     """Without a criteria filter, an Editing answer gets one item per criterion of its leaf (15), in taxonomy order."""
     from train.synthetic.annotate import annotation_items

@@ -124,7 +124,7 @@ def run_annotate(config: AnnotateConfig, input_path: str | Path, out_dir: Path) 
         return {"raw_outputs": raw_outputs, "ok": False, "error": f"verdict_{error}", "reason": reason}
 
     journal = Journal(out_dir / "journal.jsonl")
-    run_jobs(items, work, journal, config.concurrency, "annotate")
+    run_jobs(items, work, journal, config.concurrency, "annotate", fingerprint=render_prompt_en)
 
     kept, dropped = [], []
     for key, record in items:

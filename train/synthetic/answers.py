@@ -62,12 +62,14 @@ def run_answers(config: AnswersConfig, input_path: str | Path, out_dir: Path) ->
         }
 
     journal = Journal(out_dir / "journal.jsonl")
-    run_jobs(jobs, work, journal, config.concurrency, "answers")
+    run_jobs(jobs, work, journal, config.concurrency, "answers",
+             fingerprint=lambda payload: f"{payload['endpoint']}\n{payload['row']['instruction']}")
 
     kept, dropped = [], []
     for key, _ in jobs:
         row = dict(journal.rows[key])
         row["id"] = "ans-" + hashlib.sha1(key.encode("utf-8")).hexdigest()[:12]
+        row.pop("request_sha", None)  # the journal's own check (run_jobs), not part of an answer
         if not row.pop("ok"):
             dropped.append({**row, "drop_reason": "request_failed"})
         elif not row["answer"].strip():

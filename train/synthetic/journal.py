@@ -69,9 +69,11 @@ def run_jobs(
     journal: Journal,
     concurrency: int,
     desc: str,
+    fingerprint: Callable[[Any], str] | None = None,
 ) -> int:
     """Run ``work(payload)`` for every job whose key is not in the journal, or whose journalled request failed
-    (``request_failed``: a rerun after an outage recovers them; the newer row wins), ``concurrency`` at a time.
+    (``request_failed``: a rerun after an outage recovers them; the newer row wins), or whose request would now be
+    another (``fingerprint``), ``concurrency`` at a time.
 
     Args:
         jobs: (key, payload) pairs.
@@ -79,23 +81,41 @@ def run_jobs(
         journal: where finished jobs go.
         concurrency: threads (requests in flight).
         desc: progress-bar label.
+        fingerprint: what a job's request is made of (its prompt, as text): journalled with the row (``request_sha``,
+            a SHA-256), and a journalled job whose request differs is asked again. A job's key names its place (an
+            answer's id and a criterion), not its text: an earlier stage rerun with ``--overwrite`` into the same
+            folder gives the same ids to new answers, and without this their old verdicts would be reused. A row
+            journalled before this check (no ``request_sha``) is kept.
 
     Returns:
         The number of jobs run now (the rest were already in the journal).
     """
     from tqdm import tqdm
 
+    import hashlib
+
+    def sha(payload: Any) -> str | None:
+        return hashlib.sha256(fingerprint(payload).encode("utf-8")).hexdigest() if fingerprint else None
+
     jobs = list(jobs)
     failed = [key for key, _ in jobs if key in journal and request_failed(journal.rows[key])]
-    todo = [(key, payload) for key, payload in jobs if key not in journal or request_failed(journal.rows[key])]
+    changed = [key for key, payload in jobs if key in journal and not request_failed(journal.rows[key])
+               and journal.rows[key].get("request_sha", sha(payload)) != sha(payload)]
+    redo = set(failed) | set(changed)
+    todo = [(key, payload) for key, payload in jobs if key not in journal or key in redo]
     if failed:
         log(f"{desc}: asking again the {len(failed)} jobs whose request failed on an earlier run")
+    if changed:
+        log(f"{desc}: asking again the {len(changed)} journalled jobs whose request is another now (their input "
+            "changed since the journal was written)")
     if not todo:
         return 0
 
     def one(key: str, payload: Any) -> None:
         row = work(payload)
         row["key"] = key
+        if fingerprint is not None:
+            row["request_sha"] = sha(payload)
         journal.add(row)
 
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool, tqdm(total=len(todo), desc=desc, file=sys.stderr) as bar:

@@ -172,7 +172,7 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
                 "finish_reason": result.finish_reason, "error": result.error, "attempts": result.attempts}
 
     journal = Journal(out_dir / "journal.jsonl")
-    run_jobs(jobs, work, journal, config.concurrency, "traces")
+    run_jobs(jobs, work, journal, config.concurrency, "traces", fingerprint=render_prompt)
 
     kept, dropped, failed = [], [], []
     items_kept = 0
