@@ -262,6 +262,24 @@ def run_key(config: RunConfig) -> dict[str, Any]:
     return key
 
 
+def _earlier_max_tokens(out: Path) -> tuple[int | None, int | None]:
+    """The ``max_tokens`` an earlier launch's requests asked for (its run.json's config, written after the trained
+    length was adopted and the value fitted to the server) and its ``max_tokens_adopted``; None without a readable
+    run.json."""
+    from judge.plumbing.provenance import read_provenance
+
+    try:
+        record = read_provenance(out, missing_ok=True)
+    except ValueError:  # a torn or foreign run.json: nothing to hold the resume to
+        return None, None
+
+    def positive(value: Any) -> int | None:
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+    return (positive((record.get("config") or {}).get("max_tokens")),
+            positive((record.get("server_limits") or {}).get("max_tokens_adopted")))
+
+
 def resolved_paths(config: RunConfig) -> dict[str, str]:
     """The config's local paths made absolute (``data``, ``out``, a checkpoint ``judge``, the classifier's folder);
     a dataset name, a hub id or a URL is left as given."""
@@ -329,7 +347,20 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True) -
             kind = detect_backend(base_url, api_key)
         requested_max_tokens, adopted_max_tokens = config.max_tokens, None
         trained = limits.trained_max_completion_length
-        if todo and trained and config.max_tokens < trained:
+        # The budget the verdicts already in the folder were asked with (run.json's config holds what the requests
+        # asked for): a resume keeps it, so that one folder never holds verdicts of two budgets.
+        n_written = n_done if pairwise else len(done)
+        made_with, adopted_before = _earlier_max_tokens(out) if n_written else (None, None)
+        if made_with is not None:
+            if todo and made_with != config.max_tokens and max_tokens_chosen:
+                raise ConfigError(f"max_tokens: the {n_written} verdicts already in {out} were asked with max_tokens "
+                                  f"{made_with}, this resume asks {config.max_tokens}: resume with --max-tokens "
+                                  f"{made_with}, or start again with --overwrite")
+            if todo and made_with != config.max_tokens:
+                log.info("max_tokens %d, the budget of the %d verdicts already here", made_with, n_written)
+            # nothing asked now or not: run.json goes on saying what the folder's verdicts were asked with
+            config.max_tokens, adopted_max_tokens = made_with, adopted_before
+        elif todo and trained and config.max_tokens < trained:
             # A reasoning judge cut before its verdict fails to parse: give it the room it was trained to reason in.
             if max_tokens_chosen:
                 log.warning("note: max_tokens %d is below the %d tokens this judge was trained to reason in; verdicts "

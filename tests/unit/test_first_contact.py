@@ -465,6 +465,43 @@ def test_a_judge_trained_to_reason_longer_is_asked_for_its_trained_length_unless
         2048, 1024, 2048)  # the user's (default) request kept beside what was adopted
 
 
+def _drop_last_prediction(run: Path) -> None:
+    """The run as if killed before its last verdict was written."""
+    lines = (run / "predictions.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    (run / "predictions.jsonl").write_text("".join(lines[:-1]), encoding="utf-8")
+
+
+def test_a_resume_keeps_the_budget_of_the_verdicts_already_written(tmp_path):
+    """One folder never holds verdicts asked with two budgets. A run that adopted the judge's trained length (2048),
+    resumed with --max-tokens 1024: refused, naming both. A run with --max-tokens 1024 chosen, resumed without it
+    (where the trained length would otherwise be adopted): keeps 1024."""
+    data = sample_records_file(tmp_path / "data.jsonl", 3)
+    judge = _reasoning_judge(max_model_len=6144)
+    try:
+        adopted, chosen = tmp_path / "adopted", tmp_path / "chosen"
+        first = [(adopted, ()), (chosen, ("--max-tokens", "1024"))]
+        for out, extra in first:
+            code, _, err = wait_outcome(start_judge_eval(run_argv(judge.base_url, out, data, "--backend", "chat",
+                                                                  *extra), env_without_keys()))
+            assert code == 0, err[-2000:]
+            _drop_last_prediction(out)
+        sent = len(judge.bodies("/v1/chat/completions"))
+        code, _, err = wait_outcome(start_judge_eval(run_argv(judge.base_url, adopted, data, "--backend", "chat",
+                                                              "--max-tokens", "1024"), env_without_keys()))
+        assert code == 2 and len(judge.bodies("/v1/chat/completions")) == sent
+        assert console_error_line(err).endswith(
+            "max_tokens: the 2 verdicts already in " + str(adopted) + " were asked with max_tokens 2048, this "
+            "resume asks 1024: resume with --max-tokens 2048, or start again with --overwrite")
+        code, _, err = wait_outcome(start_judge_eval(run_argv(judge.base_url, chosen, data, "--backend", "chat"),
+                                                     env_without_keys()))
+        assert code == 0, err[-2000:]
+        assert [b["max_tokens"] for b in judge.bodies("/v1/chat/completions")[sent:]] == [1024]
+    finally:
+        judge.close()
+    assert len((chosen / "predictions.jsonl").read_text(encoding="utf-8").splitlines()) == 3
+    assert json.loads((chosen / "run.json").read_text(encoding="utf-8"))["config"]["max_tokens"] == 1024
+
+
 def test_an_adopted_trained_length_is_recorded_as_it_was_fitted_to_the_server(tmp_path):
     """A trained length the server's context cannot hold (2048 in a 2048-token window) is fitted to it (half the
     window, the prompt the other half): run.json's ``max_tokens_adopted`` is what the requests asked for, not the
