@@ -347,20 +347,7 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True) -
             kind = detect_backend(base_url, api_key)
         requested_max_tokens, adopted_max_tokens = config.max_tokens, None
         trained = limits.trained_max_completion_length
-        # The budget the verdicts already in the folder were asked with (run.json's config holds what the requests
-        # asked for): a resume keeps it, so that one folder never holds verdicts of two budgets.
-        n_written = n_done if pairwise else len(done)
-        made_with, adopted_before = _earlier_max_tokens(out) if n_written else (None, None)
-        if made_with is not None:
-            if todo and made_with != config.max_tokens and max_tokens_chosen:
-                raise ConfigError(f"max_tokens: the {n_written} verdicts already in {out} were asked with max_tokens "
-                                  f"{made_with}, this resume asks {config.max_tokens}: resume with --max-tokens "
-                                  f"{made_with}, or start again with --overwrite")
-            if todo and made_with != config.max_tokens:
-                log.info("max_tokens %d, the budget of the %d verdicts already here", made_with, n_written)
-            # nothing asked now or not: run.json goes on saying what the folder's verdicts were asked with
-            config.max_tokens, adopted_max_tokens = made_with, adopted_before
-        elif todo and trained and config.max_tokens < trained:
+        if todo and trained and config.max_tokens < trained:
             # A reasoning judge cut before its verdict fails to parse: give it the room it was trained to reason in.
             if max_tokens_chosen:
                 log.warning("note: max_tokens %d is below the %d tokens this judge was trained to reason in; verdicts "
@@ -376,6 +363,20 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True) -
                 log.warning("note: the judge's %s", note)
             if adopted_max_tokens is not None:  # run.json says what was asked for: the trained length as it fits
                 adopted_max_tokens = config.max_tokens
+        # The budget the verdicts already in the folder were asked with (run.json's config holds what the requests
+        # asked for, adopted and fitted): a resume keeps it, so that one folder never holds verdicts of two budgets.
+        n_written = n_done if pairwise else len(done)
+        made_with, adopted_before = _earlier_max_tokens(out) if n_written else (None, None)
+        if made_with is not None and made_with != config.max_tokens:
+            if todo and max_tokens_chosen:
+                raise ConfigError(f"max_tokens: the {n_written} verdicts already in {out} were asked with max_tokens "
+                                  f"{made_with}, this resume would ask {config.max_tokens}: resume with --max-tokens "
+                                  f"{made_with}, or start again with --overwrite")
+            if todo:
+                log.info("max_tokens %d, the budget of the %d verdicts already here (not %d)", made_with, n_written,
+                         config.max_tokens)
+        if made_with is not None:  # asked now or not, run.json goes on saying what the folder's verdicts had
+            config.max_tokens, adopted_max_tokens = made_with, adopted_before
         if pairwise:
             written_judges = pair_judges
         else:

@@ -491,7 +491,7 @@ def test_a_resume_keeps_the_budget_of_the_verdicts_already_written(tmp_path):
         assert code == 2 and len(judge.bodies("/v1/chat/completions")) == sent
         assert console_error_line(err).endswith(
             "max_tokens: the 2 verdicts already in " + str(adopted) + " were asked with max_tokens 2048, this "
-            "resume asks 1024: resume with --max-tokens 2048, or start again with --overwrite")
+            "resume would ask 1024: resume with --max-tokens 2048, or start again with --overwrite")
         code, _, err = wait_outcome(start_judge_eval(run_argv(judge.base_url, chosen, data, "--backend", "chat"),
                                                      env_without_keys()))
         assert code == 0, err[-2000:]
@@ -500,6 +500,23 @@ def test_a_resume_keeps_the_budget_of_the_verdicts_already_written(tmp_path):
         judge.close()
     assert len((chosen / "predictions.jsonl").read_text(encoding="utf-8").splitlines()) == 3
     assert json.loads((chosen / "run.json").read_text(encoding="utf-8"))["config"]["max_tokens"] == 1024
+
+
+def test_a_resume_whose_chosen_budget_the_server_fits_alike_goes_on(tmp_path):
+    """--max-tokens 3000 against a 2048-token context is fitted to 1024 on both launches: the resume asks what the
+    first launch asked, and is not refused for the user's unfitted value."""
+    data = sample_records_file(tmp_path / "data.jsonl", 2)
+    judge = _reasoning_judge(max_model_len=2048)
+    argv = run_argv(judge.base_url, tmp_path / "run", data, "--backend", "chat", "--max-tokens", "3000")
+    try:
+        for launch in range(2):
+            code, _, err = wait_outcome(start_judge_eval(argv, env_without_keys()))
+            assert code == 0, err[-2000:]
+            if not launch:
+                _drop_last_prediction(tmp_path / "run")
+    finally:
+        judge.close()
+    assert [b["max_tokens"] for b in judge.bodies("/v1/chat/completions")] == [1024, 1024, 1024]
 
 
 def test_an_adopted_trained_length_is_recorded_as_it_was_fitted_to_the_server(tmp_path):
