@@ -471,7 +471,19 @@ def _drop_last_prediction(run: Path) -> None:
     (run / "predictions.jsonl").write_text("".join(lines[:-1]), encoding="utf-8")
 
 
-def test_a_resume_keeps_the_budget_of_the_verdicts_already_written(tmp_path):
+def _run_in_process(argv: list[str], monkeypatch, capsys) -> tuple[int, str]:
+    """``judge-eval`` in this process (no key in the environment, as ``env_without_keys``): its exit code and
+    stderr."""
+    from eval.cli import main
+
+    for name in [k for k in os.environ if k.endswith("_API_KEY")]:
+        monkeypatch.delenv(name)
+    capsys.readouterr()
+    code = main(argv)
+    return code, capsys.readouterr().err
+
+
+def test_a_resume_keeps_the_budget_of_the_verdicts_already_written(tmp_path, monkeypatch, capsys):
     """One folder never holds verdicts asked with two budgets. A run that adopted the judge's trained length (2048),
     resumed with --max-tokens 1024: refused, naming both. A run with --max-tokens 1024 chosen, resumed without it
     (where the trained length would otherwise be adopted): keeps 1024."""
@@ -479,21 +491,19 @@ def test_a_resume_keeps_the_budget_of_the_verdicts_already_written(tmp_path):
     judge = _reasoning_judge(max_model_len=6144)
     try:
         adopted, chosen = tmp_path / "adopted", tmp_path / "chosen"
-        first = [(adopted, ()), (chosen, ("--max-tokens", "1024"))]
-        for out, extra in first:
-            code, _, err = wait_outcome(start_judge_eval(run_argv(judge.base_url, out, data, "--backend", "chat",
-                                                                  *extra), env_without_keys()))
+        for out, extra in [(adopted, ()), (chosen, ("--max-tokens", "1024"))]:
+            code, err = _run_in_process(run_argv(judge.base_url, out, data, "--backend", "chat", *extra),
+                                        monkeypatch, capsys)
             assert code == 0, err[-2000:]
             _drop_last_prediction(out)
         sent = len(judge.bodies("/v1/chat/completions"))
-        code, _, err = wait_outcome(start_judge_eval(run_argv(judge.base_url, adopted, data, "--backend", "chat",
-                                                              "--max-tokens", "1024"), env_without_keys()))
+        code, err = _run_in_process(run_argv(judge.base_url, adopted, data, "--backend", "chat", "--max-tokens",
+                                             "1024"), monkeypatch, capsys)
         assert code == 2 and len(judge.bodies("/v1/chat/completions")) == sent
         assert console_error_line(err).endswith(
             "max_tokens: the 2 verdicts already in " + str(adopted) + " were asked with max_tokens 2048, this "
             "resume would ask 1024: resume with --max-tokens 2048, or start again with --overwrite")
-        code, _, err = wait_outcome(start_judge_eval(run_argv(judge.base_url, chosen, data, "--backend", "chat"),
-                                                     env_without_keys()))
+        code, err = _run_in_process(run_argv(judge.base_url, chosen, data, "--backend", "chat"), monkeypatch, capsys)
         assert code == 0, err[-2000:]
         assert [b["max_tokens"] for b in judge.bodies("/v1/chat/completions")[sent:]] == [1024]
     finally:
@@ -502,7 +512,7 @@ def test_a_resume_keeps_the_budget_of_the_verdicts_already_written(tmp_path):
     assert json.loads((chosen / "run.json").read_text(encoding="utf-8"))["config"]["max_tokens"] == 1024
 
 
-def test_a_resume_whose_chosen_budget_the_server_fits_alike_goes_on(tmp_path):
+def test_a_resume_whose_chosen_budget_the_server_fits_alike_goes_on(tmp_path, monkeypatch, capsys):
     """--max-tokens 3000 against a 2048-token context is fitted to 1024 on both launches: the resume asks what the
     first launch asked, and is not refused for the user's unfitted value."""
     data = sample_records_file(tmp_path / "data.jsonl", 2)
@@ -510,7 +520,7 @@ def test_a_resume_whose_chosen_budget_the_server_fits_alike_goes_on(tmp_path):
     argv = run_argv(judge.base_url, tmp_path / "run", data, "--backend", "chat", "--max-tokens", "3000")
     try:
         for launch in range(2):
-            code, _, err = wait_outcome(start_judge_eval(argv, env_without_keys()))
+            code, err = _run_in_process(argv, monkeypatch, capsys)
             assert code == 0, err[-2000:]
             if not launch:
                 _drop_last_prediction(tmp_path / "run")
