@@ -35,9 +35,11 @@ def classifier_rows(config: ClassifierConfig) -> tuple[list[dict], dict]:
     """The labelled training rows of a config and a report of what was read, dropped or refused.
 
     Raises:
-        ConfigError: held-out instructions in the data, or Zero-Shot rows with ``zero_shot: refuse``.
+        ConfigError: held-out instructions or near duplicates of them (``judge.criteria_auto.labelled.
+            near_duplicates``) in the data, or Zero-Shot rows with ``zero_shot: refuse``.
     """
-    from judge.criteria_auto import heldout_path, load_labelled, training_path
+    from judge.criteria_auto import load_labelled, training_path
+    from judge.criteria_auto.labelled import heldout_leaks
     from train.criteria_rows import refuse_benchmark_sources, taxonomy_rows
     from train.config import SAMPLE_DATA, ConfigError
 
@@ -47,10 +49,10 @@ def classifier_rows(config: ClassifierConfig) -> tuple[list[dict], dict]:
     if config.zero_shot == "refuse" and any(p["split"] == "zero_shot" for p in pairs):
         n = sum(p["split"] == "zero_shot" for p in pairs)
         raise ConfigError(f"{n} training instructions belong to Zero-Shot task types; set zero_shot: drop or allow")
-    held, _ = load_labelled([heldout_path()], include_zero_shot=True)
-    leaked = {p["instruction"] for p in pairs} & {h["instruction"] for h in held}
+    # near duplicates too (a held-out instruction with a clause cut, a few words changed), not only exact copies
+    leaked = heldout_leaks(pairs)
     if leaked:
-        raise ConfigError(f"{len(leaked)} training instructions are in the bundled held-out set; remove them")
+        raise ConfigError(leaked)
     if config.taxonomy_text:
         pairs += taxonomy_rows(include_zero_shot=config.zero_shot != "drop")
     if config.max_rows:

@@ -31,10 +31,12 @@ def training_rows(data: Sequence[str], bundled: bool, include_zero_shot: bool,
     """The rows to train on: the bundled rows (unless ``bundled`` is off) plus labelled ``data`` sources.
 
     Raises:
-        ValueError: an instruction of the bundled held-out set among them (it would inflate the bench's figures).
+        ValueError: an instruction of the bundled held-out set, or a near duplicate of one
+            (``judge.criteria_auto.labelled.near_duplicates``), among them (it would inflate the bench's figures).
         BenchmarkRowsError: a source in the released benchmark's schema, unless ``allow_benchmark_rows``.
     """
-    from judge.criteria_auto import heldout_path, load_labelled
+    from judge.criteria_auto import load_labelled
+    from judge.criteria_auto.labelled import heldout_leaks
     from train.criteria_rows import bundled_rows, refuse_benchmark_sources, taxonomy_rows
 
     refuse_benchmark_sources(data, allow_benchmark_rows)
@@ -45,10 +47,10 @@ def training_rows(data: Sequence[str], bundled: bool, include_zero_shot: bool,
         seen = {p["instruction"] for p in pairs}
         pairs += [p for p in extra if p["instruction"] not in seen]
         counts = {"bundled": counts, "data": extra_counts}
-    held, _ = load_labelled([heldout_path()], include_zero_shot=True)
-    leaked = {p["instruction"] for p in pairs} & {h["instruction"] for h in held}
+    # near duplicates too (a held-out instruction with a clause cut, a few words changed), not only exact copies
+    leaked = heldout_leaks(pairs)
     if leaked:
-        raise ValueError(f"{len(leaked)} training instructions are in the bundled held-out set; remove them")
+        raise ValueError(leaked)
     return pairs, counts
 
 

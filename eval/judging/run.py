@@ -181,17 +181,23 @@ def _select(records: list, config: RunConfig) -> list:
 def _expand_auto(config: RunConfig, out: Path) -> Path:
     """``--criteria auto``: ``out/auto_items.jsonl`` (one item per chosen criterion) and ``out/task_choices.jsonl``."""
     import judge
-    from judge.criteria_auto import classifier_from_settings, expand_file
+    from judge.criteria_auto import classifier_from_settings, expand_file, failed_choices
 
-    items = out / "auto_items.jsonl"
-    if items.is_file() and (out / "task_choices.jsonl").is_file():
-        # A resumed run keeps the items it started with: an llm classifier asked again could choose differently and
-        # orphan the predictions already written.
-        log.info("criteria auto: reusing %s (delete it to classify again)", items)
-        return items
+    items, recorded = out / "auto_items.jsonl", out / "task_choices.jsonl"
+    resume = items.is_file() and recorded.is_file()
+    if resume:
+        # A resumed run keeps the choices it started with: an llm classifier asked again could choose differently and
+        # orphan the predictions already written. A failed choice (the llm endpoint down, a broken artefact) is no
+        # choice, though: those rows are classified again, the others keep theirs (expand_file(resume=True)).
+        failed = failed_choices(recorded)
+        if not failed:
+            log.info("criteria auto: reusing %s (delete it to classify again)", items)
+            return items
+        log.warning("criteria auto: %d rows of %s have a failed task choice: classifying them again", len(failed),
+                    recorded)
     classifier = classifier_from_settings(config.criteria_classifier, config.criteria_classifier_path,
                                           config.criteria_classifier_model, config.criteria_threshold)
-    return expand_file(config.data or judge.sample_data_path(), out, classifier)
+    return expand_file(config.data or judge.sample_data_path(), out, classifier, resume=resume)
 
 
 def resolve_verdict_format(setting: str, judge_ref: str, model: str) -> str:

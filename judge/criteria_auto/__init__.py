@@ -10,14 +10,15 @@ One module per job:
 - ``head``: the ``head`` method (a sequence-classification checkpoint; training it is ``train/classifier.py``);
 - ``llm``: the ``llm`` method (an OpenAI-compatible model chooses level by level with guided choice);
 - ``registry``: the methods by name (``build_classifier``, ``classifier_from_settings``);
-- ``expansion``: one judge item per chosen criterion (``expand_criteria``, ``expand_rows``, ``expand_file``);
+- ``expansion``: one judge item per chosen criterion (``expand_criteria``, ``expand_rows``, ``expand_file``), failed
+  choices counted, refused when all failed (``ChoicesFailed``) and asked again on resume (``failed_choices``);
 - ``labelled``: labelled instructions and the bundled training and held-out sets;
 - ``measures``: criteria-set precision / recall / Jaccard and calibration (``reliability``).
 
 Everything public is importable from here: ``from judge.criteria_auto import TfidfClassifier``.
 """
 
-from judge.criteria_auto.expansion import expand_criteria, expand_file, expand_rows
+from judge.criteria_auto.expansion import ChoicesFailed, expand_criteria, expand_file, expand_rows, failed_choices
 from judge.criteria_auto.head import HeadClassifier
 from judge.criteria_auto.labelled import heldout_path, labelled_rows, load_labelled, training_path
 from judge.criteria_auto.llm import LLMClassifier
@@ -41,6 +42,7 @@ from judge.criteria_auto.registry import METHODS, build_classifier, classifier_f
 from judge.criteria_auto.tfidf import TfidfClassifier, default_classifier_path
 
 __all__ = [
+    "ChoicesFailed",
     "DEFAULT_THRESHOLD",
     "FALLBACK_GROUPS",
     "LABEL_SEPARATOR",
@@ -60,6 +62,7 @@ __all__ = [
     "expand_criteria",
     "expand_file",
     "expand_rows",
+    "failed_choices",
     "fallback_criteria",
     "heldout_path",
     "label_of",

@@ -12,13 +12,22 @@ Typical use::
 from __future__ import annotations
 
 import json
+import logging
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from judge.criteria_auto.policy import TaskChoice, TaskClassifier, leaf_of
+from judge.criteria_auto.policy import TaskChoice, TaskClassifier, fallback_criteria, leaf_of
 from judge.taxonomy import load_taxonomy
 
-__all__ = ["expand_criteria", "expand_file", "expand_rows"]
+__all__ = ["ChoicesFailed", "expand_criteria", "expand_file", "expand_rows", "failed_choices"]
+
+log = logging.getLogger(__name__)
+
+
+class ChoicesFailed(ValueError):
+    """The task classifier failed on every row it was asked about: nothing would be judged on a chosen task, only
+    the fallback criteria of each row, so ``criteria: auto`` refuses rather than run on them."""
 
 
 def expand_criteria(
@@ -80,7 +89,7 @@ def _given_task(row: Mapping, taxonomy, where: str) -> TaskChoice | None:
     task type of several leaves: the criteria they share (or the fallback, when they share none)."""
     import dataclasses
 
-    from judge.criteria_auto.policy import label_of
+    from judge.criteria_auto.policy import label_of, type_criteria
     from judge.taxonomy import TaxonomyError
 
     task_type = row.get("task_type")
@@ -92,11 +101,17 @@ def _given_task(row: Mapping, taxonomy, where: str) -> TaskChoice | None:
         raise ValueError(f"{where}: field 'task_type': {err}") from None
     one = len(leaves) == 1
     choice = TaskChoice.of_leaf(leaves[0], 1.0 if one else None, ((label_of(leaves[0]), 1.0),) if one else (), 0.0,
-                                "given", taxonomy, type_probability=1.0, leaf_share=1.0 if one else 0.0)
+                                "given", taxonomy, type_probability=1.0, leaf_share=1.0)
     if one:
         return choice
-    return dataclasses.replace(choice, reason="the row gives its task type only: the criteria its leaves share",
-                               task_subtype="", task_subsubtype="", label=leaves[0].task_type)
+    # No leaf is chosen, so a criterion whose variant differs between the leaves has no variant to judge in: the
+    # criteria all the leaves list as one id (``type_criteria`` without a leaf), else the fallback set.
+    shared = type_criteria(leaves[0].task_type, taxonomy)
+    level, criteria = ("task_type", shared) if shared else ("fallback", fallback_criteria(taxonomy))
+    reason = ("the row gives its task type only: the criteria its leaves share" if shared else
+              f"the row gives its task type only, and the leaves of {leaves[0].task_type!r} share no criterion")
+    return dataclasses.replace(choice, reason=reason, task_subtype="", task_subsubtype="", label=leaves[0].task_type,
+                               level=level, criteria=tuple(criteria), fallback=level == "fallback")
 #: Labels belong to one criterion: a row without ``criteria_name`` that carries them is refused, since copying them
 #: onto every chosen criterion would score the judge against made-up references.
 _PER_CRITERION = ("expert_scores", "expert_feedback", "criteria_score", "annotations")
@@ -105,8 +120,9 @@ _PER_CRITERION = ("expert_scores", "expert_feedback", "criteria_score", "annotat
 def _choice_or_failure(classifier: TaskClassifier, row: Mapping) -> TaskChoice:
     """The classifier's choice for a row, or, when classifying it fails (the llm method's endpoint down, or refusing
     an instruction over its context), that row's fallback with the failure as its reason: one row's failure is a
-    value in task_choices.jsonl, not the end of a run that has classified the others. (judge-serve answers such a
-    request 502 instead: a client there can retry it.)"""
+    value in task_choices.jsonl, not the end of a run that has classified the others. It is counted
+    (``expand_rows`` warns with the count, refuses when every row failed) and a resumed run asks again
+    (``expand_file(resume=True)``). (judge-serve answers such a request 502 instead: a client there can retry it.)"""
     try:
         return classifier.choose(row["instruction"], row["answer"])
     except Exception as err:  # noqa: BLE001 - any method's failure on one row is that row's recorded fallback
@@ -114,7 +130,29 @@ def _choice_or_failure(classifier: TaskClassifier, row: Mapping) -> TaskChoice:
                                  getattr(classifier, "name", "classifier"))
 
 
-def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str = "data") -> tuple[list[dict], list[dict]]:
+def _is_failure(record: Mapping) -> bool:
+    """A choice record (``TaskChoice.to_dict()``) of a choice that failed (``TaskChoice.is_failure``)."""
+    return not record.get("label")
+
+
+def failed_choices(path: str | Path) -> list[dict]:
+    """The records of ``task_choices.jsonl`` whose choice failed (``TaskChoice.is_failure``: the classifier raised,
+    or named no leaf), which a resumed run classifies again."""
+    with Path(path).open(encoding="utf-8") as fh:
+        return [row for row in map(json.loads, filter(str.strip, fh)) if _is_failure(row)]
+
+
+def _recorded_choice(record: Mapping, row_id: str, i: int, source: str) -> TaskChoice:
+    """The choice a previous expansion recorded for row ``i``, checked to be that row's."""
+    if str(record.get("id")) != row_id:
+        raise ValueError(f"{source} row {i}: id {row_id!r}, but the recorded task choices give row {i} the id "
+                         f"{record.get('id')!r}: the data changed since they were made; expand it afresh "
+                         "(judge-eval run: another --out, or --overwrite)")
+    return TaskChoice.from_dict({k: v for k, v in record.items() if k not in ("row", "id")})
+
+
+def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str = "data",
+                recorded: Mapping[int, Mapping] | None = None) -> tuple[list[dict], list[dict]]:
     """``criteria: auto`` over a dataset: every (instruction, answer) row becomes one item per chosen criterion.
 
     Rows that already name a criterion (``criteria_name``) pass through unchanged, so a file may mix both. A row that
@@ -122,17 +160,30 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
     other column of a row is copied into its items.
     Item ids are ``<row id>::<criterion id>`` (row id: the row's ``id``, else its index), stable across runs.
 
+    A row the classifier fails on is judged on the fallback criteria with the failure as its reason
+    (``_choice_or_failure``); the failures are counted and logged as one warning, and when the classifier failed on
+    every row it was asked about, the expansion is refused (``ChoicesFailed``) rather than judge a whole dataset on
+    the fallback set.
+
+    Args:
+        recorded: choice records of an earlier expansion by row index (``task_choices.jsonl`` rows): a row's
+            recorded choice is reused unless it failed (``TaskChoice.is_failure``), which is asked again.
+
     Returns:
         (items, choices): the POLLUX-format items, and one choice record per expanded row (``row`` index, ``id``
         and ``TaskChoice.to_dict()`` fields) for a ``task_choices.jsonl`` beside the predictions.
 
     Raises:
         ValueError: a row without ``instruction`` or ``answer``, or a row without ``criteria_name`` that carries
-            expert labels (they belong to one criterion), naming the source, row and field.
+            expert labels (they belong to one criterion), naming the source, row and field; a recorded choice of
+            another row id.
+        ChoicesFailed: the classifier failed on every row it was asked about (a ``ValueError``).
     """
     items, choices = [], []
     taxonomy = load_taxonomy()
+    recorded = recorded or {}
     seen: dict[str, int] = {}  # row id -> the row that first gave it
+    asked, failed = 0, []  # rows the classifier was asked about (or whose earlier choice stood); (row, reason) failed
     for i, row in enumerate(rows):
         if row.get("criteria_name"):
             items.append(dict(row))
@@ -151,21 +202,46 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
                              "(<row id>::<criterion id>) would collide")
         seen[row_id] = i
         carried = {k: v for k, v in row.items() if k not in _SET}  # nothing of the row lost on the way
-        chosen = _given_task(row, taxonomy, f"{source} row {i}") or _choice_or_failure(classifier, row)
+        chosen = _given_task(row, taxonomy, f"{source} row {i}")
+        if chosen is None:
+            asked += 1
+            before = recorded.get(i)
+            if before is not None and not _is_failure(before):
+                chosen = _recorded_choice(before, row_id, i, source)
+            else:
+                chosen = _choice_or_failure(classifier, row)
+            if chosen.is_failure:
+                failed.append((i, chosen.reason))
         got, record = expand_criteria(row["instruction"], row["answer"], chosen, extra=carried)
         for item in got:
             item["id"] = f"{row_id}::{item['criterion_id']}"
         items.extend(got)
         choices.append({"row": i, "id": row_id, **record})
+    if failed:
+        name = getattr(classifier, "name", "classifier")
+        first = f"row {failed[0][0]}: {failed[0][1]}"
+        if len(failed) == asked:
+            raise ChoicesFailed(f"{source}: the task classifier ({name}) failed on all {asked} rows it was asked "
+                                f"about ({first}); nothing would be judged on a chosen task. Fix the classifier (its "
+                                "endpoint, its artefact) and run again")
+        log.warning("criteria auto: the task classifier (%s) failed on %d of %d rows (%s); they are judged on the %d "
+                    "criteria for any text, and a resumed run classifies them again", name, len(failed), asked,
+                    first, len(fallback_criteria(taxonomy)))
     return items, choices
 
 
-def expand_file(source: str | Path, out_dir: str | Path, classifier: TaskClassifier) -> Path:
+def expand_file(source: str | Path, out_dir: str | Path, classifier: TaskClassifier, resume: bool = False) -> Path:
     """``expand_rows`` over a JSONL file: writes ``auto_items.jsonl`` (POLLUX-format items for ``judge.load_records``)
     and ``task_choices.jsonl`` (one choice record per expanded row) into ``out_dir``; returns the items' path.
 
+    Args:
+        resume: reuse the choices ``out_dir/task_choices.jsonl`` already records, classifying again only the rows
+            whose choice failed (``failed_choices``): a transient failure (the llm method's endpoint down) is not
+            kept for good, and the rows classified before keep their items (and the predictions made of them).
+
     Raises:
-        ValueError: a line that is not a JSON object, or a row ``expand_rows`` refuses (naming file and row).
+        ValueError: a line that is not a JSON object, or a row ``expand_rows`` refuses (naming file and row);
+            ``ChoicesFailed`` when the classifier failed on every row. Nothing is written then.
     """
     source, out = Path(source), Path(out_dir)
     if source.suffix.lower() != ".jsonl":
@@ -183,9 +259,18 @@ def expand_file(source: str | Path, out_dir: str | Path, classifier: TaskClassif
             if not isinstance(row, dict):
                 raise ValueError(f"{source} line {i + 1}: not a JSON object")
             rows.append(row)
-    items, choices = expand_rows(rows, classifier, str(source))
+    recorded = {}
+    if resume and (out / "task_choices.jsonl").is_file():
+        with (out / "task_choices.jsonl").open(encoding="utf-8") as fh:
+            recorded = {int(r["row"]): r for r in map(json.loads, filter(str.strip, fh))}
+    items, choices = expand_rows(rows, classifier, str(source), recorded)
     out.mkdir(parents=True, exist_ok=True)
+    # Each file replaced whole (a kill leaves the old one or the new one), the choices last: a kill between the two
+    # leaves either no choices (a first expansion: done again) or the old ones, whose failed rows a resume asks
+    # again, writing both anew.
     for name, data in (("auto_items.jsonl", items), ("task_choices.jsonl", choices)):
-        with (out / name).open("w", encoding="utf-8") as fh:
+        part = out / f".{name}.part"
+        with part.open("w", encoding="utf-8") as fh:
             fh.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in data)
+        os.replace(part, out / name)
     return out / "auto_items.jsonl"

@@ -9,8 +9,9 @@ read through it.
 from __future__ import annotations
 
 import dataclasses
-
+import difflib
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -19,7 +20,76 @@ from judge.criteria_auto.policy import LABEL_SEPARATOR, label_of, leaf_of
 from judge.splits import STANDARD, ZERO_SHOT, load_split_spec
 from judge.taxonomy import Taxonomy, TaxonomyError, load_taxonomy
 
-__all__ = ["heldout_path", "labelled_rows", "load_labelled", "training_path"]
+__all__ = ["NEAR_DUPLICATE_JACCARD", "NEAR_DUPLICATE_RATIO", "heldout_leaks", "heldout_path", "labelled_rows",
+           "load_labelled", "near_duplicates", "normalise_instruction", "training_path"]
+
+#: Two instructions are near duplicates when the Jaccard similarity of their normalised character 5-gram sets
+#: reaches this (a copy with a clause cut: "... поднимется? Сопротивлением воздуха пренебречь, g = 10 м/с²" against
+#: "... поднимется? g = 10 м/с²" is 0.71), or when difflib's ratio of the normalised texts reaches
+#: ``NEAR_DUPLICATE_RATIO`` (a few words changed: "Великая Китайская стена видна из космоса" against "Великую
+#: Китайскую стену видно с Луны" is 0.82). An exact match only would let such a copy into training and inflate the
+#: held-out figures. Distinct instructions of one template ("Отгадай загадку: «...»", "Что было бы, если бы ...")
+#: stay well below both: at most 0.24 and 0.63 between the held-out set and the bundled training rows. Lexical
+#: measures: a paraphrase in other words is left to whoever writes the held-out set.
+NEAR_DUPLICATE_JACCARD = 0.5
+NEAR_DUPLICATE_RATIO = 0.8
+_SHINGLE = 5
+#: difflib's ratio is asked only of pairs sharing this much of their 5-grams (Jaccard): among the 229 real
+#: instructions of the bundled sets, every pair with a ratio of 0.7 or more shares at least 0.38 (the Great Wall
+#: pair above), and the ratio is quadratic in the length, the Jaccard linear.
+_RATIO_CANDIDATE_JACCARD = 0.2
+
+
+def normalise_instruction(text: str) -> str:
+    """Lower case, "ё" as "е", punctuation as spaces, runs of whitespace as one space: what near-duplicate checks
+    compare (quotes, dashes and spacing do not make two instructions different)."""
+    return " ".join(re.sub(r"[^\w\s]|_", " ", text.lower().replace("ё", "е")).split())
+
+
+def _shingles(text: str) -> frozenset[str]:
+    return frozenset(text[i:i + _SHINGLE] for i in range(max(1, len(text) - _SHINGLE + 1)))
+
+
+def near_duplicates(texts: Sequence[str], others: Sequence[str]) -> list[tuple[int, int, float, float | None]]:
+    """The pairs ``(i, j, jaccard, ratio)`` where ``texts[i]`` and ``others[j]`` are near duplicates (see
+    ``NEAR_DUPLICATE_JACCARD``); an exact match is one. ``ratio`` is None where the Jaccard decided alone.
+
+    difflib's ratio (quadratic) is computed only for pairs that share ``_RATIO_CANDIDATE_JACCARD`` of their 5-grams
+    and whose lengths allow it, and the Jaccard only where the two 5-gram set sizes allow that (it is at most their
+    ratio): checking the 117 held-out instructions against a thousand training rows takes about a second.
+    """
+    mine = [(t, _shingles(t)) for t in map(normalise_instruction, texts)]
+    matcher = difflib.SequenceMatcher(autojunk=False)
+    found = []
+    for j, other in enumerate(others):
+        b = normalise_instruction(other)
+        b_set = _shingles(b)
+        matcher.set_seq2(b)  # difflib caches what it learns of the second sequence
+        for i, (a, a_set) in enumerate(mine):
+            if min(len(a_set), len(b_set)) < _RATIO_CANDIDATE_JACCARD * max(len(a_set), len(b_set)):
+                continue
+            jaccard = len(a_set & b_set) / len(a_set | b_set)
+            if jaccard >= NEAR_DUPLICATE_JACCARD:
+                found.append((i, j, jaccard, None))
+            elif (jaccard >= _RATIO_CANDIDATE_JACCARD
+                  and 2 * min(len(a), len(b)) >= NEAR_DUPLICATE_RATIO * (len(a) + len(b))):
+                matcher.set_seq1(a)
+                if matcher.quick_ratio() >= NEAR_DUPLICATE_RATIO and matcher.ratio() >= NEAR_DUPLICATE_RATIO:
+                    found.append((i, j, jaccard, matcher.ratio()))
+    return found
+
+
+def heldout_leaks(pairs: Sequence[Mapping]) -> str:
+    """"" when no training pair (``{"instruction", ...}``) is an instruction of the bundled held-out set or a near
+    duplicate of one (``near_duplicates``); else a sentence counting them and naming the first, for the training
+    commands to refuse with (a leaked held-out instruction inflates every figure measured on it)."""
+    held = [json.loads(line) for line in heldout_path().read_text(encoding="utf-8").split("\n") if line.strip()]
+    found = near_duplicates([h["instruction"] for h in held], [p["instruction"] for p in pairs])
+    if not found:
+        return ""
+    i, j, _, _ = found[0]
+    return (f"{len({j for _, j, _, _ in found})} training instructions are in the bundled held-out set or near "
+            f"duplicates of it (e.g. {pairs[j]['instruction'][:60]!r} ~ held-out {held[i].get('id', i)}); remove them")
 
 
 def _label_from_columns(row: Mapping, taxonomy: Taxonomy) -> str:

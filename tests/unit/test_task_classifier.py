@@ -95,6 +95,57 @@ def test_training_set_is_disjoint_from_heldout():
         leaf_of(row["label"])
 
 
+def test_no_heldout_instruction_near_duplicates_a_training_row():
+    """No held-out instruction is a near copy of a row the shipped classifier trains on (the bundled training set,
+    the bundled sample, the taxonomy texts): ho-105 was sample s0210 with a clause cut, and eight such items, all
+    answered right at p >= 0.98, inflated the documented figures."""
+    from judge.criteria_auto.labelled import heldout_leaks, near_duplicates
+
+    held = [row["instruction"] for row in _rows(heldout_path())]
+    pairs, _ = bundled_rows()
+    assert near_duplicates(held, [p["instruction"] for p in pairs]) == []
+    assert heldout_leaks(pairs) == ""
+
+
+@pytest.mark.parametrize("a, b, near", [
+    # a clause cut (Jaccard of 5-grams 0.71)
+    ("Тело бросили вертикально вверх со скоростью 20 м/с. На какую максимальную высоту оно поднимется? "
+     "Сопротивлением воздуха пренебречь, g = 10 м/с².",
+     "Тело бросили вертикально вверх со скоростью 20 м/с. На какую максимальную высоту оно поднимется? g = 10 м/с².",
+     True),
+    # a few words changed (Jaccard 0.38, difflib ratio 0.82)
+    ("Правда ли, что Великая Китайская стена видна из космоса невооружённым глазом?",
+     "Правда ли, что Великую Китайскую стену видно с Луны невооружённым глазом?", True),
+    # case, "ё", quotes and spacing make no difference
+    ("Отгадай загадку: «Зимой и летом одним цветом».", "отгадай   загадку \"зимой и летом одним цветом\"", True),
+    # one template, another riddle: not a copy
+    ("Отгадай загадку: «Зимой и летом одним цветом».", "Отгадай загадку: «Сидит дед, во сто шуб одет».", False),
+], ids=["clause cut", "words changed", "normalised", "one template"])  # fmt: skip
+def test_near_duplicates_by_example(a, b, near):
+    """A copy with a clause cut or a few words changed is a near duplicate; one template with other content is not."""
+    from judge.criteria_auto.labelled import near_duplicates
+
+    assert bool(near_duplicates([a], ["Напиши код", b])) is near
+    assert all(j == 1 for _, j, _, _ in near_duplicates([a], ["Напиши код", b]))
+
+
+def test_criteria_classifier_refuses_a_near_copy_of_a_heldout_instruction(tmp_path, capsys):
+    """judge-train criteria-classifier --data with a held-out instruction whose last clause is cut: refused (exit 2),
+    naming the held-out item, where an exact-match check let it through."""
+    from train.criteria_classifier import main
+
+    row = _rows(heldout_path())[105]
+    cut = row["instruction"].rsplit(" ", 3)[0]
+    assert cut != row["instruction"]
+    path = tmp_path / "extra.jsonl"
+    path.write_text(json.dumps({"instruction": cut, "label": row["label"]}, ensure_ascii=False) + "\n",
+                    encoding="utf-8")
+    assert main(["--data", str(path), "--out", str(tmp_path / "clf")]) == 2
+    err = capsys.readouterr().err
+    assert "1 training instructions are in the bundled held-out set or near duplicates of it" in err
+    assert f"held-out {row['id']}" in err and not (tmp_path / "clf").exists()
+
+
 # ----------------------------------------------------------------------------------------------- the contract
 
 
@@ -123,7 +174,8 @@ def test_choose_decides_at_the_level_the_probabilities_support(scores, threshold
     choice = choose_from_scores(scores, "test", threshold=threshold)
     leaf = leaf_of(label)
     assert (choice.label, choice.level, choice.fallback) == (label, level, level == "fallback")
-    expected = {"leaf": leaf.criteria, "task_type": type_criteria(leaf.task_type), "fallback": fallback_criteria()}
+    expected = {"leaf": leaf.criteria, "task_type": type_criteria(leaf.task_type, TAX, leaf),
+                "fallback": fallback_criteria()}  # fmt: skip
     assert choice.criteria == expected[level]
     assert (choice.reason != "") is (level != "leaf")
     assert (choice.task_type, choice.task_subtype) == (leaf.task_type, leaf.subtype or "")
@@ -131,16 +183,55 @@ def test_choose_decides_at_the_level_the_probabilities_support(scores, threshold
     assert choice.task_type_probability == pytest.approx(type_p) and choice.probability == scores[label]
 
 
-def test_type_criteria_share_leaf_variants_under_their_base_id():
-    """Code creation's five leaves list per-language variants (operability__5 for Python, __3 for C++): the type's
-    shared set names the base criteria, which every leaf has a variant of; a one-leaf type shares its leaf's set."""
-    assert leaf_of("Code creation / Python").criteria[0] == "operability__5"
-    assert leaf_of("Code creation / C++").criteria[0] == "operability__3"
-    assert type_criteria("Code creation") == ("operability", "correct_answer", "optimality", "system_prompt_follow",
-                                              "code_style")  # fmt: skip
+def test_type_criteria_judge_a_variant_the_chosen_leaf_lists():
+    """Code creation's five leaves list per-language variants (operability__5 for Python, __3 for C++): each is a
+    criterion of its own, and the base id (operability) is SQL's. At the task type the chosen leaf's variants are
+    judged, in its order; with no leaf chosen (a row naming only its type) a criterion whose variant differs is
+    dropped; a one-leaf type shares its leaf's set."""
+    python, cpp = leaf_of("Code creation / Python"), leaf_of("Code creation / C++")
+    assert python.criteria[0] == "operability__5" and cpp.criteria[0] == "operability__3"
+    assert type_criteria("Code creation", TAX, python) == python.criteria
+    assert type_criteria("Code creation", TAX, cpp) == cpp.criteria
+    assert type_criteria("Code creation") == ()
+    # Data retrieval's leaves share the two Critical criteria by id, the rest only by base id
+    precise = leaf_of("Data retrieval / Finding precise information")
+    assert type_criteria("Data retrieval") == ("narushenie_formata", "censor")
+    assert "understanding__3" in type_criteria("Data retrieval", TAX, precise)
     assert type_criteria("Advice") == leaf_of("Advice").criteria
     with pytest.raises(Exception, match="unknown task type"):
         type_criteria("Poetry slam")
+    with pytest.raises(Exception, match="is not a leaf of task type 'Code creation'"):
+        type_criteria("Code creation", TAX, leaf_of("Advice"))
+
+
+@pytest.mark.parametrize("task_type", TAX.task_types)
+def test_type_criteria_are_criteria_the_types_leaves_list(task_type):
+    """A choice stopped at the task type judges only criteria some leaf of the type lists, never a base id that is
+    another task's criterion with its own rubric and scale (correct_answer is Extract's; STEM's
+    information_overload variants are 0-1, the base 0-2); with or without the chosen leaf."""
+    listed = {c for t in TAX.tasks if t.task_type == task_type for c in t.criteria}
+    assert [c for c in type_criteria(task_type) if c not in listed] == []
+
+
+@pytest.mark.parametrize("task_type", TAX.task_types)
+def test_type_criteria_at_a_chosen_leaf_are_that_leafs_own(task_type):
+    """With the chosen leaf, every criterion is one that leaf lists, and none the type's leaves share by id is lost."""
+    for leaf in (t for t in TAX.tasks if t.task_type == task_type):
+        chosen = type_criteria(task_type, TAX, leaf)
+        assert [c for c in chosen if c not in leaf.criteria] == []
+        assert set(type_criteria(task_type)) <= set(chosen)
+
+
+def test_a_choice_at_the_task_type_judges_the_top_leafs_variants():
+    """choose_from_scores stopping at the task type (STEM exercises, Physics 0.4 of 0.9): the criteria every STEM
+    leaf has a variant of, in Physics' variants: correct_answer__16 (Physics'), not correct_answer (Extract's)."""
+    choice = choose_from_scores({"STEM exercises / Physics": 0.4, "STEM exercises / Chemistry": 0.3,
+                                 "STEM exercises / Biology": 0.2, "Advice": 0.1}, "t")  # fmt: skip
+    assert (choice.level, choice.label) == ("task_type", "STEM exercises / Physics")
+    physics = leaf_of("STEM exercises / Physics")
+    assert choice.criteria == ("correct_answer__16", "solution_correctness__4", "solution_sufficiency__3",
+                               "information_overload__11")  # fmt: skip
+    assert set(choice.criteria) <= set(physics.criteria)
 
 
 def test_choose_threshold_maximises_the_mean_jaccard_by_hand():
@@ -182,6 +273,40 @@ def test_choose_refuses_labels_outside_the_taxonomy(scores, error):
     """A classifier cannot invent a task, name a non-leaf, or give a NaN probability."""
     with pytest.raises(Exception, match=error):
         choose_from_scores(scores, "t")
+
+
+def test_task_choice_round_trips_through_strict_json_with_nan_alternatives():
+    """What to_dict writes (null for a NaN probability, the llm method without logprobs) from_dict reads back: the
+    alternative's probability NaN again, every other field equal."""
+    import dataclasses
+    import math
+
+    choice = TaskChoice(task_type="Advice", task_subtype="", task_subsubtype="", label="Advice", probability=None,
+                        alternatives=(("Advice", math.nan),), criteria=("grammar",), fallback=False, reason="",
+                        method="llm")
+    back = TaskChoice.from_dict(json.loads(json.dumps(choice.to_dict(), allow_nan=False)))
+    assert back.alternatives[0][0] == "Advice" and math.isnan(back.alternatives[0][1])
+    assert back.to_dict() == choice.to_dict()
+    # NaN is unequal to itself: the rest compared without the alternatives
+    assert dataclasses.replace(back, alternatives=()) == dataclasses.replace(choice, alternatives=())
+
+
+def test_task_choice_renders_any_non_finite_probability_as_null():
+    """to_dict writes null for a non-finite probability in any field, so judge-serve's response always renders."""
+    import math
+
+    choice = TaskChoice(task_type="Advice", task_subtype="", task_subsubtype="", label="Advice",
+                        probability=math.inf, alternatives=(("Advice", math.inf),), criteria=("grammar",),
+                        fallback=False, reason="", method="x", task_type_probability=math.nan)  # fmt: skip
+    row = json.loads(json.dumps(choice.to_dict(), allow_nan=False))
+    assert (row["probability"], row["task_type_probability"], row["alternatives"][0]["probability"]) == (None,) * 3
+
+
+@pytest.mark.parametrize("bad", [float("nan"), 3.0, -0.5])
+def test_a_choice_refuses_a_probability_that_is_not_one(bad):
+    """A NaN task-type probability compares False with the threshold and would take the leaf: refused, naming it."""
+    with pytest.raises(ValueError, match="is not a probability"):
+        TaskChoice.of_leaf(leaf_of("Advice"), 0.5, (), 0.5, "x", TAX, type_probability=bad)
 
 
 def test_task_choice_round_trips_through_its_dict():
@@ -504,17 +629,37 @@ def test_the_criteria_benchmark_scores_a_fixed_classifier_by_hand():
     assert s["set_jaccard"] == pytest.approx((1.0 + results[1]["set"]["jaccard"]) / 2)
 
 
-@pytest.mark.parametrize("text", ["写一首关于春天的诗", "§§§ ¶¶¶"])
-def test_text_with_no_known_feature_falls_back(text):
-    """A text none of whose character or word n-grams the shipped tfidf model knows (another script, symbols) has
-    only the models' priors for scores, one of which is above the fitted threshold: it falls back to the criteria
-    that apply to any text, saying why, instead of a confident STEM exercise."""
+@pytest.mark.parametrize("text, why", [
+    ("写一首关于春天的诗", "no character or word n-gram"), ("§§§ ¶¶¶", "no character or word n-gram"),
+    # known n-grams, but only digits, punctuation or a lone letter: the priors moved by them gave a confident
+    # Mathematics leaf (0.226, 0.18, 0.211, 0.116), above the shipped threshold
+    ("写一首关于春天的诗 2024", "hold two letters or more"), ("?", "hold two letters or more"),
+    ("a", "hold two letters or more"), ("§§§ ¶¶¶ 1", "hold two letters or more"),
+], ids=["chinese", "symbols", "chinese and digits", "question mark", "one letter", "symbols and a digit"])  # fmt: skip
+def test_text_with_too_thin_evidence_falls_back(text, why):
+    """A text none of whose known n-grams holds two letters (another script, symbols, digits, one letter) has only
+    the models' priors, moved by digits and punctuation, for scores, one of which is above the fitted threshold: it
+    falls back to the criteria that apply to any text, saying why, instead of a confident STEM exercise."""
     from judge.criteria_auto import fallback_criteria
     from judge.criteria_auto.tfidf import TfidfClassifier
 
     choice = TfidfClassifier.load().choose(text)
     assert (choice.level, choice.fallback) == ("fallback", True)
-    assert choice.criteria == tuple(fallback_criteria()) and "no character or word n-gram" in choice.reason
+    assert choice.criteria == tuple(fallback_criteria()) and why in choice.reason
+
+
+def test_the_evidence_floor_is_far_below_every_bundled_instruction():
+    """The floor (MIN_LETTER_NGRAMS) leaves real instructions alone: each of the bundled sets' (held-out,
+    training, sample) holds at least eight times as many known n-grams of letters; a three-letter word passes it."""
+    from judge import sample_data_path
+    from judge.criteria_auto.tfidf import MIN_LETTER_NGRAMS, TfidfClassifier
+
+    clf = TfidfClassifier.load()
+    pairs, _ = load_labelled([heldout_path(), training_path(), sample_data_path()], include_zero_shot=True)
+    letters = clf.features.letter_columns()
+    evidence = [int(letters[clf.features.transform([p["instruction"]]).indices].sum()) for p in pairs]
+    assert MIN_LETTER_NGRAMS == 5 and min(evidence) >= 8 * MIN_LETTER_NGRAMS
+    assert clf.choose("Реши: 2+2").level != "fallback"
 
 
 def test_the_classifier_reads_a_bounded_prefix_of_a_long_instruction():
@@ -571,3 +716,83 @@ def test_expand_rows_keeps_the_rows_own_task_and_columns():
     assert {i["task_type"] for i in items if i["id"].startswith("t::")} == {"Literary text"}
     with pytest.raises(ValueError, match=r"data row 0: field 'task_type'"):
         expand_rows([{"instruction": "a", "answer": "b", "task_type": "Нет такого типа"}], clf)
+
+
+class _Flaky:
+    """A classifier that raises (an endpoint down) for the instructions in ``down`` and says Advice otherwise; it
+    records what it was asked."""
+
+    name = "flaky"
+    threshold = 0.5
+
+    def __init__(self, down=()):
+        self.down, self.asked = set(down), []
+
+    def predict_proba(self, instructions):
+        return [{"Advice": 0.9} for _ in instructions]
+
+    def choose(self, instruction, answer=None, top_k=3):
+        self.asked.append(instruction)
+        if instruction in self.down:
+            raise ConnectionError("connection refused")
+        return choose_from_scores({"Advice": 0.9}, self.name, self.threshold, top_k)
+
+
+_PAIRS = [{"id": "a", "instruction": "Дай совет", "answer": "Спи."},
+          {"id": "b", "instruction": "Ещё совет", "answer": "Ешь."},
+          {"id": "c", "instruction": "Напиши стих", "answer": "x", "task_type": "Literary text",
+           "task_subtype": "Poetry"}]  # fmt: skip
+
+
+def test_failed_choices_are_counted_in_a_warning(caplog):
+    """One row of the two classified fails: it is that row's fallback, and one warning says how many failed (the
+    row naming its own task is not asked, so not counted)."""
+    import logging
+
+    from judge.criteria_auto import expand_rows
+
+    with caplog.at_level(logging.WARNING, logger="judge.criteria_auto.expansion"):
+        _, choices = expand_rows(_PAIRS, _Flaky(down={"Дай совет"}))
+    assert [c["label"] == "" for c in choices] == [True, False, False]
+    assert choices[0]["reason"] == "the classifier failed: ConnectionError: connection refused"
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "failed on 1 of 2 rows (row 0: the classifier failed" in warnings[0].getMessage()
+
+
+def test_every_choice_failing_is_refused_and_nothing_written(tmp_path):
+    """The classifier failing on every row it is asked about (its endpoint down) refuses the expansion, a
+    ValueError naming the count and the first failure, and writes no items a run would judge on the fallback set."""
+    from judge.criteria_auto import ChoicesFailed, expand_file
+
+    src = tmp_path / "pairs.jsonl"
+    src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in _PAIRS), encoding="utf-8")
+    with pytest.raises(ChoicesFailed, match=r"pairs.jsonl: the task classifier \(flaky\) failed on all 2 rows .*"
+                                            r"row 0: the classifier failed: ConnectionError"):
+        expand_file(src, tmp_path / "out", _Flaky(down={"Дай совет", "Ещё совет"}))
+    assert issubclass(ChoicesFailed, ValueError) and not (tmp_path / "out").exists()
+
+
+def test_a_resumed_expansion_classifies_failed_rows_again(tmp_path):
+    """expand_file(resume=True) over an earlier expansion with a failed row: only that row is asked again; the
+    others keep their recorded choices and items (byte for byte); a recorded choice of another row id (the data
+    changed) is refused."""
+    from judge.criteria_auto import expand_file, failed_choices
+
+    src = tmp_path / "pairs.jsonl"
+    src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in _PAIRS), encoding="utf-8")
+    out = tmp_path / "out"
+    expand_file(src, out, _Flaky(down={"Дай совет"}))
+    assert [c["id"] for c in failed_choices(out / "task_choices.jsonl")] == ["a"]
+    before = _rows(out / "auto_items.jsonl")
+    again = _Flaky()
+    expand_file(src, out, again, resume=True)
+    assert again.asked == ["Дай совет"] and failed_choices(out / "task_choices.jsonl") == []
+    after = _rows(out / "auto_items.jsonl")
+    assert [i for i in after if not i["id"].startswith("a::")] == [i for i in before if not i["id"].startswith("a::")]
+    assert {i["task_type"] for i in after if i["id"].startswith("a::")} == {"Advice"}
+    # a failed row again, then other data under the same rows: refused rather than mixed
+    expand_file(src, out, _Flaky(down={"Дай совет"}))
+    src.write_text("".join(json.dumps({**r, "id": r["id"] + "2"}, ensure_ascii=False) + "\n" for r in _PAIRS),
+                   encoding="utf-8")
+    with pytest.raises(ValueError, match="row 1: id 'b2', but the recorded task choices give row 1 the id 'b'"):
+        expand_file(src, out, _Flaky(), resume=True)

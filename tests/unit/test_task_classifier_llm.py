@@ -138,3 +138,43 @@ def test_a_failed_classifier_request_is_that_rows_fallback_not_the_end_of_the_ru
     assert (first["fallback"], first["level"]) == (True, "fallback") and first["criteria"] == list(fallback_criteria())
     assert first["reason"].startswith("the classifier failed: HTTPStatusError") and "400" in first["reason"]
     assert second["fallback"] is False and second["task_type"] == "Advice"
+
+
+@pytest.mark.parametrize("bad", [math.nan, 3.0])
+def test_a_logprob_that_is_no_log_probability_is_a_failed_choice(bad, caplog):
+    """An endpoint answering a token logprob of NaN (exp(NaN) = NaN passes `< threshold` as False, so the leaf was
+    taken, and judge-serve's JSON response then failed on NaN) or 3.0 (a probability of 20): a failed choice whose
+    reason names the logprob, rendered as strict JSON, and counted as a failure by the expansion."""
+    import json
+    import logging
+
+    from judge.criteria_auto.expansion import expand_rows
+
+    def respond(path, body):
+        bad_row = "Напиши функцию" in body["messages"][1]["content"]
+        return 200, _answer("Advice", [-0.01, bad] if bad_row else [-0.01])
+
+    with ScriptedEndpoint(respond) as ep:
+        clf = LLMClassifier(ep.base_url, "scripted")
+        choice = clf.choose("Напиши функцию на Python")
+        with caplog.at_level(logging.WARNING, logger="judge.criteria_auto.expansion"):
+            _, choices = expand_rows([{"instruction": "Напиши функцию", "answer": "a"},
+                                      {"instruction": "Дай совет", "answer": "b"}], clf)
+    assert choice.is_failure and (choice.level, choice.fallback, choice.label) == ("fallback", True, "")
+    assert f"token 1 ('t') has logprob {bad!r}, not a finite number <= 0" in choice.reason
+    assert "at level 0" in choice.reason and choice.criteria == fallback_criteria()
+    json.dumps(choice.to_dict(), allow_nan=False)
+    assert [c["label"] for c in choices] == ["", "Advice"]
+    assert "the task classifier (llm) failed on 1 of 2 rows" in caplog.text
+
+
+def test_a_non_numeric_logprob_is_a_failed_choice_too():
+    """A logprob that is no number (null here) fails the choice the same way, naming it."""
+    def respond(path, body):
+        answer = _answer("Advice", None)
+        answer["choices"][0]["logprobs"] = {"content": [{"token": "Adv", "logprob": None}]}
+        return 200, answer
+
+    with ScriptedEndpoint(respond) as ep:
+        choice = LLMClassifier(ep.base_url, "scripted").choose("Дай совет")
+    assert choice.is_failure and "token 0 ('Adv') has logprob None" in choice.reason

@@ -35,6 +35,20 @@ def test_classifier_rows_refuse_heldout_instructions(tmp_path):
         classifier_rows(config)
 
 
+def test_classifier_rows_refuse_a_near_copy_of_a_heldout_instruction(tmp_path):
+    """A held-out instruction with a clause cut (a near duplicate, not an exact one) is refused too, naming it."""
+    from judge.criteria_auto import heldout_path
+    from train.classifier import classifier_rows
+
+    row = json.loads(heldout_path().read_text(encoding="utf-8").splitlines()[105])
+    path = tmp_path / "leak.jsonl"
+    cut = {**row, "instruction": row["instruction"].rsplit(" ", 3)[0]}
+    path.write_text(json.dumps(cut, ensure_ascii=False) + "\n", encoding="utf-8")
+    config = load_config(TINY_YAML, {"data": str(path)})
+    with pytest.raises(ConfigError, match=f"near duplicates of it .* held-out {row['id']}"):
+        classifier_rows(config)
+
+
 def test_classifier_training_refuses_the_released_benchmark(tmp_path, capsys):
     """Both task-classifier recipes refuse --data in the released POLLUX benchmark's schema (a router trained on the
     benchmark's instructions has seen the test `--criteria auto` routes), as build-data does, naming the source;

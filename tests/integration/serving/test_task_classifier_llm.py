@@ -23,8 +23,8 @@ def test_llm_against_tiny_vllm_answers_a_taxonomy_leaf(vllm_tiny_server):
     leaf = leaf_of(choice.label)
     if choice.level == "leaf":
         assert choice.criteria == leaf.criteria and choice.reason == ""
-    elif type_criteria(leaf.task_type):
-        assert choice.level == "task_type" and choice.criteria == type_criteria(leaf.task_type)
+    elif type_criteria(leaf.task_type, leaf=leaf):  # the shared criteria, in the chosen leaf's variants
+        assert choice.level == "task_type" and choice.criteria == type_criteria(leaf.task_type, leaf=leaf)
         assert choice.reason.startswith("leaf share")
     else:  # a type whose leaves share no criterion: the criteria for any text
         assert (choice.level, choice.criteria) == ("fallback", fallback_criteria()) and "share no criterion" in choice.reason

@@ -63,7 +63,8 @@ def test_head_method_reads_the_export(classifier_run):
     choice = clf.choose("Напиши функцию на Python")
     # a tiny head spreads its probability: the choice stops at the leaf or, below LEAF_SHARE, at the task type's
     # shared criteria (judge.criteria_auto.choose_from_scores); never at a set outside the taxonomy
-    expected = {"leaf": leaf_of(choice.label).criteria, "task_type": type_criteria(choice.task_type)}
+    leaf = leaf_of(choice.label)
+    expected = {"leaf": leaf.criteria, "task_type": type_criteria(choice.task_type, leaf=leaf)}
     assert choice.level in expected and choice.criteria == expected[choice.level] and choice.method == "head"
 
 
