@@ -191,12 +191,12 @@ def _part(where: str, table, state: dict[str, Any], jsonl: bool) -> dict[str, An
 
 def _experts(annotations, experts, feedback, n: int) -> dict[str, Any]:
     """The experts of every row: the released ``annotations`` or the project's ``expert_scores`` /
-    ``expert_feedback`` (a table using both in its rows goes row by row)."""
+    ``expert_feedback`` (a table with columns of both goes row by row)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if annotations is not None and experts is not None:
-        raise _Doubt
+    if annotations is not None and (experts is not None or feedback is not None):
+        raise _Doubt  # both schemas: a row giving both is refused by the row path, naming the field
     if annotations is not None:
         kind = annotations.type
         if not _is_list(kind) or not pa.types.is_struct(kind.value_type):

@@ -71,9 +71,22 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[str, int, dict]]:
             if not line.strip():
                 continue
             try:
-                yield str(path), number, json.loads(line)
-            except json.JSONDecodeError as err:
-                raise RecordError(str(path), number, None, f"invalid JSON ({err.msg} at column {err.colno})") from err
+                row = json.loads(line)
+            except (ValueError, RecursionError) as err:
+                raise RecordError(str(path), number, None, _unreadable_json(err)) from None
+            yield str(path), number, row
+
+
+def _unreadable_json(err: ValueError | RecursionError) -> str:
+    """What ``json.loads`` refused, for a ``RecordError``: malformed JSON, and the valid JSON it cannot read, an
+    integer past Python's 4,300-digit limit (a bare ValueError) or nesting past the recursion limit."""
+    if isinstance(err, json.JSONDecodeError):
+        return f"invalid JSON ({err.msg} at column {err.colno})"
+    if isinstance(err, RecursionError):
+        return "unreadable JSON: nested too deeply"
+    # "Exceeds the limit (4300 digits) for integer string conversion: value has 5000 digits; use
+    # sys.set_int_max_str_digits() ...": the advice is for programmers, not for whoever fixes the data
+    return f"unreadable JSON: a number too long to read ({str(err).split(';')[0]})"
 
 
 def _parquet_rows(path: Path) -> Iterator[tuple[str, int, dict]]:
@@ -252,13 +265,7 @@ def _row_wise(source: str | Path, split: str | None, make_id: bool, tables: list
         if suffix == ".jsonl":
             return _validated(_jsonl_rows(path), name, make_id)
         if suffix == ".json":
-            try:
-                rows = json.loads(path.read_text(encoding="utf-8"))
-            except UnicodeDecodeError as err:
-                raise RecordError(name, None, None, f"not UTF-8 text (at byte {err.start})") from None
-            except json.JSONDecodeError as err:
-                raise RecordError(name, None, None, f"invalid JSON ({err.msg} at line {err.lineno}, column "
-                                                    f"{err.colno})") from None
+            rows = _json_file(path)
             if not isinstance(rows, list):
                 raise RecordError(name, 0, None, "a .json source must hold a list of rows (use .jsonl for one per line)")
             return _validated(((name, index, row) for index, row in enumerate(rows)), name, make_id)
@@ -278,13 +285,27 @@ def _row_wise(source: str | Path, split: str | None, make_id: bool, tables: list
     raise FileNotFoundError(f"{name}: no such file or folder")
 
 
+def _json_file(path: Path) -> Any:
+    """A ``.json`` source's content, or a ``RecordError`` naming the file (one document: no row to name)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as err:
+        raise RecordError(str(path), None, None, f"not UTF-8 text (at byte {err.start})") from None
+    except json.JSONDecodeError as err:
+        raise RecordError(str(path), None, None, f"invalid JSON ({err.msg} at line {err.lineno}, column "
+                                                 f"{err.colno})") from None
+    except (ValueError, RecursionError) as err:
+        raise RecordError(str(path), None, None, _unreadable_json(err)) from None
+
+
 def source_rows(source: str | Path, split: str | None = None) -> Iterator[tuple[str, int, Mapping[str, Any]]]:
     """Every row of a data source, unvalidated, as ``(where, row index, row)``: the sources ``load_records_report``
     reads (a JSONL / JSON / Parquet file, a folder of hub shards, a ``save_to_disk`` folder, a dataset name), for
     tables whose rows are not judged items (``ai-forever/POLLUX-instructions``: ``eval.ranking.rank``).
 
     Raises:
-        RecordError: a JSONL line that is not JSON; FileNotFoundError / ValueError: as ``load_records_report``.
+        RecordError: a JSONL line or a .json file that is not readable JSON; FileNotFoundError / ValueError: as
+            ``load_records_report``.
     """
     path = Path(source)
     name = str(source)
@@ -293,7 +314,7 @@ def source_rows(source: str | Path, split: str | None = None) -> Iterator[tuple[
         if suffix == ".jsonl":
             yield from _jsonl_rows(path)
         elif suffix == ".json":
-            rows = json.loads(path.read_text(encoding="utf-8"))
+            rows = _json_file(path)
             if not isinstance(rows, list):
                 raise RecordError(name, 0, None, "a .json source must hold a list of rows (use .jsonl for one per line)")
             yield from ((name, index, row) for index, row in enumerate(rows))

@@ -24,7 +24,7 @@ validated; a bad row raises a
 know are kept in ``JudgeRecord.extra``, and exact duplicate rows, abstentions and items whose experts all abstained
 are counted in a ``LoadReport`` (``load_records_report``).
 
-Why one module of ~620 lines: the record and the one validation of its invariants for both row schemas belong
+Why one module of ~700 lines: the record and the one validation of its invariants for both row schemas belong
 together (every loader builds records through it); where rows come from is ``judge.record_sources``, the
 column-wise reader ``judge.column_reader``.
 """
@@ -309,6 +309,11 @@ class JudgeRecord:
         if row.get("annotations") is not None:
             if row.get("expert_scores") is not None:
                 raise fail("expert_scores", "a row gives both annotations and expert_scores; keep one of them")
+            if row.get("expert_feedback") is not None:
+                # refused, not dropped: the annotations' comments are the experts' rationales, and texts beside
+                # them would be lost without a word
+                raise fail("expert_feedback", "a row gives both annotations and expert_feedback; keep one of them "
+                                              "(the annotations' comments are the experts' rationales)")
             annotations = _released_annotations(row["annotations"], fail)
             given = [a for a in annotations if a.score is not None]
             values["expert_scores"] = tuple(a.score for a in given)
@@ -317,6 +322,8 @@ class JudgeRecord:
             annotations, values["expert_scores"], values["expert_feedback"] = _project_experts(row, fail)
         annotations, values["expert_ids"] = _named_experts(annotations, row.get("expert_ids"), fail)
         values["annotations"] = annotations
+        _check_texts(values, annotations, "annotations" if row.get("annotations") is not None else "expert_feedback",
+                     fail)
 
         scores = values["expert_scores"]
         aggregate = row.get("criteria_score")
@@ -331,7 +338,7 @@ class JudgeRecord:
         else:
             number = _number(aggregate)
             if number is None:
-                raise fail("criteria_score", f"{aggregate!r} is not a finite number")
+                raise fail("criteria_score", f"{_shown(aggregate)} is not a finite number")
             if number == ABSTENTION_SCORE and annotations and not scores and "annotations" in row:
                 # The dataset card is silent on the aggregate of an item whose experts all abstained; a -1 there can only
                 # be the abstention marker carried over, never a score, so the item has no aggregate.
@@ -345,6 +352,8 @@ class JudgeRecord:
             rid = content_id(values)
         elif not isinstance(rid, (str, int)):
             raise fail("id", f"must be text or an integer, got {type(rid).__name__}")
+        elif isinstance(rid, str):
+            _check_unicode(rid, "id", fail)
         values["id"] = str(rid)
 
         values["extra"] = {k: v for k, v in row.items() if k not in _KNOWN}
@@ -430,7 +439,7 @@ def _released_annotations(items: Any, fail) -> tuple[Annotation, ...]:
             raise fail("annotations", f"item {position} has no score")
         score = _number(item["score"])
         if score is None:
-            raise fail("annotations", f"item {position}: score {item['score']!r} is not a finite number")
+            raise fail("annotations", f"item {position}: score {_shown(item['score'])} is not a finite number")
         comment = item.get("comment")
         if comment is not None and not isinstance(comment, str):
             raise fail("annotations", f"item {position}: comment must be text, got {type(comment).__name__}")
@@ -449,7 +458,9 @@ def _project_experts(row: Mapping[str, Any], fail) -> tuple[tuple[Annotation, ..
     abstained = False
     for position, value in enumerate(experts):
         kind = type(value)
-        if (kind is float or kind is int) and math.isfinite(value):  # the common case, without _number's checks
+        if kind is float and math.isfinite(value) or kind is int and -_INT_RANGE < value < _INT_RANGE:
+            # the common case, without _number's checks (math.isfinite(int) converts to float: an int past float's
+            # range raised OverflowError, naming no row)
             all_scores.append(float(value))
         elif value is None:
             all_scores.append(None)
@@ -457,7 +468,7 @@ def _project_experts(row: Mapping[str, Any], fail) -> tuple[tuple[Annotation, ..
         else:
             number = _number(value)
             if number is None:
-                raise fail("expert_scores", f"item {position} ({value!r}) is not a finite number")
+                raise fail("expert_scores", f"item {position} ({_shown(value)}) is not a finite number")
             all_scores.append(number)
 
     feedback = row.get("expert_feedback")
@@ -487,20 +498,69 @@ def _project_experts(row: Mapping[str, Any], fail) -> tuple[tuple[Annotation, ..
 _NUMBER_TEXT = re.compile(r"\s*[+-]?\d+(?:[.,]\d+)?\s*", re.ASCII)
 
 
+#: Integers strictly inside this bound convert to a finite float (past about 1.8e308, float() raises OverflowError;
+#: the few between this bound and that one are _number's to read).
+_INT_RANGE = 2**1023
+
+
 def _number(value: Any) -> float | None:
+    """A score as a finite float, or None: not a number, or none a float holds (NaN, an infinity, an integer past
+    float's range: float() raises OverflowError on one, which would name no row)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, str):
         if not _NUMBER_TEXT.fullmatch(value):
             return None
         value = float(value.replace(",", "."))
-    if not isinstance(value, (int, float)):
-        try:  # numpy scalars from Parquet / datasets
-            value = float(value)
-        except (TypeError, ValueError):
-            return None
-    value = float(value)
+    try:
+        value = float(value)  # numpy scalars from Parquet / datasets too
+    except (TypeError, ValueError, OverflowError):
+        return None
     return value if math.isfinite(value) else None
+
+
+def _shown(value: Any) -> str:
+    """A bad value for an error message: its repr, a long one cut (an integer's repr is refused past 4,300 digits)."""
+    if isinstance(value, int) and value.bit_length() > 256:
+        return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1} digits"
+    shown = repr(value)
+    return shown if len(shown) <= 80 else shown[:77] + "..."
+
+
+#: The record's own texts read from a row, checked for lone surrogates (``_check_unicode``).
+_UNICODE_CHECKED = (*_TEXT_REQUIRED, "reference_answer", *_TEXT_OPTIONAL)
+
+
+def _check_texts(values: Mapping[str, Any], annotations: tuple[Annotation, ...], comments_field: str, fail) -> None:
+    """``_check_unicode`` on every text of a row: one encode of them all (a Python string keeps lone surrogates
+    apart, so joining makes none and hides none), field by field only when it fails."""
+    joined = "".join([*(values[name] for name in _UNICODE_CHECKED), *map(_COMMENT, annotations),
+                      *(a.expert_id for a in annotations if a.expert_id is not None)])
+    if joined.isascii():
+        return
+    try:
+        joined.encode("utf-8")
+        return
+    except UnicodeEncodeError:
+        pass
+    for name in _UNICODE_CHECKED:
+        _check_unicode(values[name], name, fail)
+    for annotation in annotations:
+        _check_unicode(annotation.comment, comments_field, fail)
+        if annotation.expert_id is not None:
+            _check_unicode(annotation.expert_id, "expert_ids", fail)
+
+
+def _check_unicode(text: str, name: str, fail) -> None:
+    """Raise ``fail(name, ...)`` for a text holding a lone surrogate (JSON can escape one, ``"\\ud800"``; no UTF-8
+    holds it): it would fail far from its row, where a content id is hashed or a record is written."""
+    if text.isascii():  # O(1): the flag is stored with the string
+        return
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise fail(name, f"is not valid Unicode text: a lone surrogate (U+{ord(text[err.start]):04X}) at character "
+                         f"{err.start}") from None
 
 
 def content_id(values: Mapping[str, Any]) -> str:

@@ -10,8 +10,10 @@ The rule, step by step (``reward_of``):
 2. **Regression (``-r``) judges**: the head's value clipped into the scale (``JudgeResult.score``) by default, or
    its raw value (``regression_score``, which may fall outside 0-1 after normalising) with
    ``head_values="raw"``.
-3. **A failed verdict is a value, never a number by accident**: a verdict that did not parse, or a seq2seq score
-   outside its rubric's scale (POLLUX's benchmark drops those too), is a failure. ``on_failure`` says what the
+3. **A failed verdict is a value, never a number by accident**: a verdict that did not parse, a seq2seq score
+   outside its rubric's scale (POLLUX's benchmark drops those too), or one inside it but on none of its levels
+   (``not_a_level``: a 0.5 on a 0/1 rubric hedges between two points, which the judge prompt rules out, and
+   ``train.grpo_rewards`` pays no such verdict either), is a failure. ``on_failure`` says what the
    sample gets: ``skip`` (the whole sample's reward is None: "no reward", which trl's GRPOTrainer takes as NaN and
    leaves out), ``zero`` (the criterion counts as 0.0, its worst) or ``scale_min`` (the criterion counts as its
    scale's lowest level, normalised: 0.0 on a best-at-top scale, 1.0 on a Critical one). The count of failures
@@ -19,7 +21,8 @@ The rule, step by step (``reward_of``):
 4. **Combined** by the mean of the criteria (``combine="mean"``), or a weighted mean (``"weighted"``: ``weights``
    by criterion name or taxonomy id, ``default_weight`` for the others).
 5. **POLLUX's binary gate** (``gate=True``): a two-level criterion (``Scale.is_flag``, POLLUX's own test for a
-   binary criterion) that is not at its best level closes the gate and the reward is 0.0. A regression head's value
+   binary criterion) that is not at its best level closes the gate and the reward is 0.0. A verdict's score is one
+   of the levels (step 3), so its normalised value is exactly 0 or 1. A regression head's value
    is at the level it is nearest to: a flag is at its best when its normalised value is 0.5 or more (a head's 0.03 on
    a Critical criterion, best at 0, is no violation; POLLUX gates integer verdicts only). An open gate leaves the
    mean over the criteria that are not flags (POLLUX's ``mean_over_criteria`` leaves binary scores out), or over
@@ -48,17 +51,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judge.scales import Scale
-from judge.wire import JudgeResult
+from judge.wire import JudgeResult, ScoreSource
 
 __all__ = ["RewardRule", "RewardRuleError", "CriterionReward", "Reward", "COMBINE", "ON_FAILURE", "HEAD_VALUES",
-           "normalised", "oriented_result_scale", "criterion_reward", "reward_of", "OUT_OF_SCALE", "END_OF_TURN_MARKERS",
-           "policy_answer", "prompt_opens_reasoning"]
+           "normalised", "oriented_result_scale", "criterion_reward", "reward_of", "OUT_OF_SCALE", "NOT_A_LEVEL",
+           "END_OF_TURN_MARKERS", "policy_answer", "prompt_opens_reasoning"]
 
 COMBINE = ("mean", "weighted")
 ON_FAILURE = ("skip", "zero", "scale_min")
 HEAD_VALUES = ("clipped", "raw")
 #: The failure code of a seq2seq score outside its rubric's scale (``judge.VerdictError.OUT_OF_SCALE``'s value).
 OUT_OF_SCALE = "out_of_scale"
+#: The failure code of a judge's own score inside its rubric's range but on none of its levels (a 0.5 on 0/1).
+NOT_A_LEVEL = "not_a_level"
 
 
 #: Tokens that end a policy's turn or pad it, as decoded with the special tokens kept: Qwen2/Qwen2.5/Qwen3
@@ -178,7 +183,8 @@ class CriterionReward:
         criterion, criterion_id: as the result names them.
         value: the score normalised to 0-1 (best at 1); after a failure, what ``on_failure`` gives (None: skip).
         score: the judge's score as used (clipped or raw head value), None when it failed.
-        failure: why it failed (a ``judge.VerdictError`` code or ``out_of_scale``), None when scored.
+        failure: why it failed (a ``judge.VerdictError`` code, ``out_of_scale`` or ``not_a_level``), None when
+            scored.
         is_flag: a two-level criterion (a gate under ``gate=True``).
         feedback: the judge's rationale (for journals and logs; it never changes the value).
     """
@@ -250,6 +256,11 @@ def criterion_reward(result: JudgeResult, rule: RewardRule) -> CriterionReward:
         score = float(result.regression_score)
     elif result.in_scale is False:
         failure = OUT_OF_SCALE
+    elif result.score_source != ScoreSource.REGRESSION_HEAD and not scale.is_level(result.score):
+        # A verdict's 0.5 on a Critical 0/1 flag normalised to 0.5 and held the gate open (its nearest-level rule is
+        # for a head's values); POLLUX's src/metrics.py closes its gate on any raw_score != 0. Only a head's value
+        # may lie between levels.
+        failure = NOT_A_LEVEL
     else:
         score = float(result.score)
     if failure is None:
@@ -278,7 +289,8 @@ def reward_of(results: Sequence[JudgeResult], rule: RewardRule) -> Reward:
     gate_closed = None
     counted = parts
     if rule.gate:
-        # The nearest level (a verdict's value is exactly 0 or 1; a head's lies between): best from 0.5 up.
+        # The nearest level (a verdict's value is exactly 0 or 1, criterion_reward fails any other; a head's lies
+        # between): best from 0.5 up.
         gate_closed = any(p.is_flag and p.value < 0.5 for p in parts)  # type: ignore[operator]
         if gate_closed:
             return Reward(0.0, parts, failed, True)

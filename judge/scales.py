@@ -140,6 +140,18 @@ def _capped(levels) -> tuple[int, ...]:
     return distinct
 
 
+def _rubric_scale(levels: tuple[int, ...], rubrics) -> Scale:
+    """The scale a rubric states, which must offer a choice: one level ("от 2 до 2", ``{"1": "ok"}``) leaves a judge
+    nothing to decide and a reward nothing to normalise by (``judge.rewards.normalised`` raises on it), so it is
+    refused here, where every rubric a client or a data file gives is read, and never reaches a judge (every
+    criterion of the released taxonomy has two levels or more). ``Scale`` itself still takes one level: code may
+    build one on purpose."""
+    if len(levels) < 2:
+        shown = f"{rubrics[:80]!r}" if isinstance(rubrics, str) else "the mapping"
+        raise ScaleError(f"a rubric needs at least two levels; {shown} gives only {list(levels)}")
+    return Scale(levels)
+
+
 def _levels_from_keys(keys) -> tuple[int, ...]:
     levels = []
     for key in keys:
@@ -162,16 +174,15 @@ def scale_of(rubrics: str | Mapping) -> Scale:
         The ``Scale``.
 
     Raises:
-        ScaleError: when no scale can be read, or it has more than ``MAX_LEVELS`` levels or a level written with
-            more than ``MAX_LEVEL_DIGITS`` digits.
+        ScaleError: when no scale can be read, or it has fewer than two levels ("от 2 до 2"), more than
+            ``MAX_LEVELS`` levels or a level written with more than ``MAX_LEVEL_DIGITS`` digits.
     """
     if isinstance(rubrics, Mapping):
         if not rubrics:
             raise ScaleError("empty rubric mapping")
         nested = [lang for lang in _LANGUAGES if isinstance(rubrics.get(lang), Mapping)]
-        if nested:
-            return Scale(_levels_from_keys(rubrics[nested[0]].keys()))
-        return Scale(_levels_from_keys(rubrics.keys()))
+        keys = rubrics[nested[0]].keys() if nested else rubrics.keys()
+        return _rubric_scale(_levels_from_keys(keys), rubrics)
     if not isinstance(rubrics, str):
         raise ScaleError(f"rubrics must be text or a mapping, got {type(rubrics).__name__}")
 
@@ -185,5 +196,5 @@ def scale_of(rubrics: str | Mapping) -> Scale:
     for pattern in _RANGE_WORDS:
         match = pattern.search(rubrics)
         if match:
-            return Scale.range(_level(match.group(1)), _level(match.group(2)))
+            return _rubric_scale(Scale.range(_level(match.group(1)), _level(match.group(2))).levels, rubrics)
     raise ScaleError(f"no scale found in rubric text: {rubrics[:80]!r}")

@@ -250,12 +250,35 @@ def _feedback(body: str, result_at: int) -> str:
 # the integer format (Pollux-4B-Judge)
 # ---------------------------------------------------------------------------------------------------------------
 
+# Searched only up to the text's last </think> (``_think_blocks``): past it no block can close, and an open tag with
+# no close after it sends the lazy body to the text's end before failing, at every such tag: quadratic
+# ("<think>" * 16,000 took 8 s, holding the GIL, and an output is a model's text).
 _THINK_BLOCK = re.compile(r"<think\s*>(.*?)</think\s*>", re.IGNORECASE | re.DOTALL)
 _WHOLE_INTEGER = re.compile(r"[+-]?\d+")
 # POLLUX's client falls back to the integer that ends the answer (demo/serve_pollux_demo.py:174, r"(-?\d+)\s*$").
 # Deliberate deviation: an integer that is the tail of a decimal ("1.5", "2,0") is not read (POLLUX's regex reads
 # "1.5" as 5); such an answer is a no_score failure.
 _TRAILING_INTEGER = re.compile(r"(?<![\d.,])(-?\d+)\s*$")
+
+
+def _think_blocks(text: str) -> tuple[str | None, str]:
+    """The first complete ``<think>...</think>`` block's body (None without one) and ``text`` with every complete
+    block removed: ``_THINK_BLOCK``'s own matches, found in linear time.
+
+    Every match ends at a ``</think>``, so all of them lie before the end of the last one, and there every open tag
+    has a close after it: each attempt succeeds and the attempts do not overlap. The matches are those of the whole
+    text (``endpos`` reads as if the text ended there; the pattern has no lookaround to see past it).
+    """
+    last = None
+    for last in _THINK_CLOSE.finditer(text):
+        pass
+    if last is None:
+        return None, text
+    cut = last.end()
+    first = _THINK_BLOCK.search(text, 0, cut)
+    if first is None:
+        return None, text
+    return first.group(1), _THINK_BLOCK.sub("", text[:cut]) + text[cut:]
 
 
 def parse_integer_verdict(content: str | None, reasoning: str | None = None, scale: Scale | None = None) -> Verdict:
@@ -279,10 +302,10 @@ def parse_integer_verdict(content: str | None, reasoning: str | None = None, sca
     """
     text = (content or "").strip()
     thought = (reasoning or "").strip()
-    blocks = list(_THINK_BLOCK.finditer(text))
-    if blocks:
-        thought = thought or blocks[0].group(1).strip()
-        text = _THINK_BLOCK.sub("", text).strip()
+    first_block, text_without_blocks = _think_blocks(text)
+    if first_block is not None:
+        thought = thought or first_block.strip()
+        text = text_without_blocks.strip()
     if _THINK_OPEN.search(text):
         opened = _THINK_OPEN.split(text, 1)[1].strip()
         return Verdict.failure(VerdictError.UNCLOSED_THINK, "<think> is never closed: the output ended while reasoning",
@@ -300,7 +323,16 @@ def parse_integer_verdict(content: str | None, reasoning: str | None = None, sca
     if not match:
         shown = text[-40:]
         return Verdict.failure(VerdictError.NO_SCORE, f"the answer {shown!r} does not end with an integer", thought)
-    return _read(thought, float(int(match.group(0) if match.re is _WHOLE_INTEGER else match.group(1))), scale)
+    written = match.group(0) if match.re is _WHOLE_INTEGER else match.group(1)
+    # float() of the text, not of int(): int() refuses past 4,300 digits (ValueError) and float(int) overflows from
+    # 309 (OverflowError), both uncaught by every caller; float() reads any length in linear time, the same value
+    # (both round correctly), an overflow as inf. A number no float holds is no score, as parse_verdict rules.
+    score = float(written)
+    if not math.isfinite(score):
+        digits = len(written.lstrip("+-"))
+        return Verdict.failure(VerdictError.NO_SCORE, f"the answer's integer ({digits} digits) is not a finite number",
+                               thought)
+    return _read(thought, score + 0.0, scale)  # + 0.0: "-0" reads as 0, as int() read it
 
 
 def parse_judge_output(verdict_format: str, text: str | None, *, reasoning: str | None = None,

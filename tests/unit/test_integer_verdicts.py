@@ -264,3 +264,77 @@ def test_serve_resolves_the_format_from_the_layout(tmp_path):
         resolved_verdict_format(ServeConfig(model=str(four_b), verdict_format="integer"), regression)
     with pytest.raises(ConfigError, match="verdict_format: 'bare'"):
         ServeConfig(model=str(four_b), verdict_format="bare").validate()
+
+
+@pytest.mark.parametrize("content", ["Оценка: " + "9" * 400, "Оценка: " + "9" * 5_000, "9" * 400, "-" + "9" * 5_000,
+                                     "Итог: " + "9" * 1_000_000],
+                         ids=["400 digits", "5,000 digits", "400 digits alone", "-5,000 digits", "a million digits"])
+def test_an_integer_no_float_holds_is_no_score(content):
+    """An answer ending in an integer of 309+ digits (float(int) overflowed) or 4,301+ (int() refused it) is a
+    counted no_score failure, as parse_verdict rules on a number that is not finite, never an uncaught error in
+    judge-serve's score reading, a GRPO reward or judge-eval's parsing."""
+    verdict = parse_integer_verdict(content, "рассуждение", SCALE)
+    assert (verdict.ok, verdict.score, verdict.error, verdict.feedback) == (False, None, VerdictError.NO_SCORE,
+                                                                            "рассуждение")
+    assert "not a finite number" in verdict.reason
+
+
+def test_a_long_integer_a_float_holds_reads_as_int_read_it():
+    """Below the overflow the value is the one float(int(text)) gave (both round correctly), and "-0" is 0."""
+    for written in ("1" + "0" * 300, "123456789012345678901234567890", "-7", "+2"):
+        assert parse_integer_verdict(f"Оценка: {written}").score == float(int(written))
+    zero = parse_integer_verdict("-0", None, SCALE)
+    assert (zero.score, str(zero.score), zero.in_scale) == (0.0, "0.0", True)
+
+
+def _old_think_blocks(text):
+    """The block reading before it was made linear: every match of the pattern over the whole text."""
+    from judge.verdicts import _THINK_BLOCK
+
+    blocks = list(_THINK_BLOCK.finditer(text))
+    return (blocks[0].group(1), _THINK_BLOCK.sub("", text)) if blocks else (None, text)
+
+
+def test_think_blocks_are_read_in_linear_time():
+    """16,000 unclosed "<think>" tags (the lazy block pattern ran to the text's end from each: 8.2 s; 8,000 took
+    2.1 s) read at once as the unclosed_think failure they are; one close after them, or before them, changes the
+    reading as before. The bound is a wide one, several hundred times the linear reading's time."""
+    import time
+
+    cases = ["<think>" * 16_000, "<think>" * 16_000 + "</think>2", "</think>" + "<think>" * 16_000,
+             "<think>a</think>" * 8_000 + "<think>" * 16_000, "<THINK >" * 16_000 + "x"]
+    started = time.perf_counter()
+    verdicts = [parse_integer_verdict(text, None, SCALE) for text in cases]
+    assert time.perf_counter() - started < 0.5
+    assert [v.error for v in verdicts] == [VerdictError.UNCLOSED_THINK, None, VerdictError.UNCLOSED_THINK,
+                                           VerdictError.UNCLOSED_THINK, VerdictError.UNCLOSED_THINK]
+    assert verdicts[1].score == 2.0
+    from judge.verdicts import _think_blocks
+
+    assert _think_blocks(cases[1]) == ("<think>" * 15_999, "2")
+
+
+def test_think_blocks_read_as_the_whole_text_pattern_did():
+    """The linear reading finds exactly the pattern's matches over the whole text, on a fuzz over its alphabet."""
+    import random
+
+    from judge.verdicts import _think_blocks
+
+    rng = random.Random(0)
+    pieces = ["<think>", "</think>", "<think >", "</THINK\n>", "<think", "</think", ">", " ", "x", "1", "\n"]
+    for _ in range(20_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 10)))
+        assert _think_blocks(text) == _old_think_blocks(text), text
+        assert parse_integer_verdict(text, None, SCALE) == _old_parse(text), text
+
+
+def _old_parse(content):
+    """parse_integer_verdict as it read blocks before (the rest of it unchanged)."""
+    from judge import verdicts
+
+    real = verdicts._think_blocks
+    verdicts._think_blocks = _old_think_blocks
+    try:
+        return parse_integer_verdict(content, None, SCALE)
+    finally:
+        verdicts._think_blocks = real

@@ -48,6 +48,15 @@ BAD = [
     ({"id": None}, "id", "is missing"),
     ({"id": [1]}, "id", "must be text"),
     ({"model_id": {"name": "x"}}, "model_id", "must be text"),
+    # a number no float holds: float() raised OverflowError, naming no row
+    ({"expert_scores": [1, 10**400, 2]}, "expert_scores", "item 1 (an integer of about 401 digits) is not a finite"),
+    ({"criteria_score": 10**400}, "criteria_score", "an integer of about 401 digits is not a finite number"),
+    # a lone surrogate (JSON can escape one): hashing a content id or writing the record raised UnicodeEncodeError
+    ({"instruction": "i\ud800"}, "instruction", "is not valid Unicode text: a lone surrogate (U+D800) at character 1"),
+    ({"task_type": "Literary\udfff text"}, "task_type", "is not valid Unicode text"),
+    ({"id": "a\udc00"}, "id", "is not valid Unicode text"),
+    ({"expert_feedback": ["Есть находки.", "Свежий\ud83d образ.", "Да."]}, "expert_feedback", "not valid Unicode"),
+    ({"expert_ids": ["e1", "e\ud800", "e3"]}, "expert_ids", "is not valid Unicode text"),
 ]
 
 
@@ -60,6 +69,13 @@ def test_bad_row_names_row_and_field(mutation, field, fragment):
     err = info.value
     assert (err.source, err.row, err.field) == ("data.jsonl", 1, field)
     assert fragment in str(err) and "data.jsonl: row 1" in str(err)
+
+
+def test_an_integer_too_long_for_repr_is_named_without_its_digits():
+    """An integer past Python's 4,300-digit limit for str() (a row built in code) is named by its size: the message
+    itself must not raise."""
+    with pytest.raises(RecordError, match=r"row 0: field 'expert_scores': item 1 \(an integer of about 5001 digits\)"):
+        records_from_rows([GOOD | {"expert_scores": [1, -(10**5_000), 2]}])
 
 
 def test_duplicate_ids_name_both_rows():

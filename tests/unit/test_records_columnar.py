@@ -13,13 +13,25 @@ import pytest
 import judge
 from judge import JudgeRecord, RecordError, load_records_report, records_from_rows
 from judge import records as records_module
+from judge.record_sources import source_rows as read_source_rows
 from tests.support.release_artifacts import released_rows, write_released_dataset
 from tests.unit.test_records import BAD, GOOD
 from tests.unit.test_records_release import BAD_ANNOTATIONS
 
 
+def _line(row) -> str:
+    """A row as a JSON line, Cyrillic unescaped as the project writes it; a lone surrogate (no UTF-8 holds one) as
+    its escape."""
+    line = json.dumps(row, ensure_ascii=False)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        line = json.dumps(row)
+    return line
+
+
 def _jsonl(path, rows, blank_after: int | None = None):
-    lines = [json.dumps(r, ensure_ascii=False) for r in rows]
+    lines = [_line(r) for r in rows]
     if blank_after is not None:
         lines.insert(blank_after + 1, "")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -81,7 +93,9 @@ BAD_ROWS = [(mutation, field, fragment) for mutation, field, fragment in BAD] + 
     for value, fragment in BAD_ANNOTATIONS
 ] + [({"expert_scores": [1, None], "expert_feedback": ["а", None]}, "expert_feedback", "must contain only texts"),
      ({"is_provocative": "да"}, "is_provocative", "must be true or false"),
-     ({"annotations": [{"comment": "а", "score": 1}]}, "expert_scores", "both annotations and expert_scores")]  # fmt: skip
+     ({"annotations": [{"comment": "а", "score": 1}]}, "expert_scores", "both annotations and expert_scores"),
+     ({"annotations": [{"comment": "а", "score": 1}] * 3, "expert_scores": None}, "expert_feedback",
+      "both annotations and expert_feedback")]  # fmt: skip
 
 
 @pytest.mark.parametrize("mutation,field,fragment", BAD_ROWS, ids=[f"{b[1]}:{b[2]}" for b in BAD_ROWS])
@@ -92,8 +106,8 @@ def test_bad_row_gives_the_row_paths_error_from_jsonl_and_parquet(mutation, fiel
     try:
         names = list(dict.fromkeys(k for r in rows for k in r))  # every row's columns (from_pylist takes the first's)
         table = pa.Table.from_pydict({k: [r.get(k) for r in rows] for k in names})
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        table = None  # mixed types in one column: no Parquet file can hold these rows
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, UnicodeEncodeError):
+        table = None  # mixed types in one column, an integer past int64, a lone surrogate: no Parquet file holds these
     if table is not None:
         pq.write_table(table, tmp_path / "d.parquet")
         files.append(tmp_path / "d.parquet")
@@ -101,11 +115,71 @@ def test_bad_row_gives_the_row_paths_error_from_jsonl_and_parquet(mutation, fiel
         source_rows = rows if path.suffix == ".jsonl" else pq.read_table(path).to_pylist()
         with pytest.raises(RecordError) as expected:
             _row_path(path, source_rows)
-        with pytest.raises(RecordError) as info:
-            load_records_report(path)
-        err = info.value
-        assert (err.source, err.row, err.field, err.message) == (str(path), 1, field, expected.value.message), path
-        assert fragment in str(err)
+        for load in (load_records_report, judge.load_record_columns):
+            with pytest.raises(RecordError) as info:
+                load(path)
+            err = info.value
+            assert (err.source, err.row, err.field, err.message) == (str(path), 1, field, expected.value.message), path
+            assert fragment in str(err)
+
+
+def test_annotations_beside_expert_feedback_are_refused_by_both_loaders(tmp_path):
+    """A released row (annotations) that also gives expert_feedback lost those texts without a word on both paths,
+    where annotations beside expert_scores were refused: refused alike now, naming expert_feedback. Here the table
+    has no expert_scores column, so the column check itself must send it to the row path."""
+    rows = released_rows()[:3]
+    rows[1] = rows[1] | {"expert_feedback": ["Свой текст."] * len(rows[1]["annotations"])}
+    files = [_jsonl(tmp_path / "d.jsonl", rows)]
+    names = list(dict.fromkeys(k for r in rows for k in r))
+    pq.write_table(pa.Table.from_pydict({k: [r.get(k) for r in rows] for k in names}), tmp_path / "d.parquet")
+    files.append(tmp_path / "d.parquet")
+    for path in files:
+        for load in (load_records_report, judge.load_record_columns):
+            with pytest.raises(RecordError) as info:
+                load(path)
+            assert (info.value.source, info.value.row, info.value.field) == (str(path), 1, "expert_feedback"), path
+            assert "both annotations and expert_feedback; keep one of them" in str(info.value)
+    with pytest.raises(RecordError, match="row 1: field 'expert_feedback': a row gives both annotations and"):
+        records_from_rows(rows)
+
+
+@pytest.mark.parametrize("value", ["9" * 5_000, "[1, " + "9" * 5_000 + ", 2]"], ids=["unknown column", "expert score"])
+def test_a_jsonl_number_past_pythons_digit_limit_is_named_with_its_row(value, tmp_path):
+    """json.loads refuses an integer of more than 4,300 digits with a bare ValueError (no JSONDecodeError): every
+    reader of a JSONL or .json source names the file and row, the column-wise loaders too (Arrow reads the number
+    as an infinity, which its checks send to the row path)."""
+    field = "source_batch" if value.startswith("9") else "expert_scores"
+    path = tmp_path / "d.jsonl"
+    lines = [_line(GOOD | {"id": "first"}), _line(GOOD | {"id": "second"})[:-1] + f', "{field}": {value}}}']
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    for load in (judge.load_records, judge.load_record_columns, lambda p: list(read_source_rows(p))):
+        with pytest.raises(RecordError, match=r"d.jsonl: row 1: unreadable JSON: a number too long to read "
+                                              r"\(Exceeds the limit \(4300 digits\)") as info:
+            load(path)
+        assert "set_int_max_str_digits" not in str(info.value)
+    document = tmp_path / "d.json"
+    document.write_text("[" + ", ".join(lines) + "]", encoding="utf-8")
+    for load in (judge.load_records, lambda p: list(read_source_rows(p))):
+        with pytest.raises(RecordError, match=r"d.json: unreadable JSON: a number too long to read"):
+            load(document)
+
+
+def test_json_nested_past_the_recursion_limit_is_named_with_its_row(tmp_path):
+    """json.loads raises a bare RecursionError on nesting past Python's recursion limit: named with the file and row.
+    The JSONL here has a blank line, so Arrow's reader (which crashes the process on nesting some thousands deep, a
+    pyarrow limit) is never asked; the row path reads it."""
+    deep = "[" * 2_000 + "]" * 2_000
+    lines = [_line(GOOD | {"id": "first"}), "", _line(GOOD | {"id": "second"})[:-1] + f', "x": {deep}}}']
+    path = tmp_path / "d.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    for load in (judge.load_records, judge.load_record_columns, lambda p: list(read_source_rows(p))):
+        with pytest.raises(RecordError, match=r"d.jsonl: row 2: unreadable JSON: nested too deeply"):
+            load(path)
+    document = tmp_path / "d.json"
+    document.write_text(f"[{deep}]", encoding="utf-8")
+    for load in (judge.load_records, lambda p: list(read_source_rows(p))):
+        with pytest.raises(RecordError, match=r"d.json: unreadable JSON: nested too deeply"):
+            load(document)
 
 
 def test_a_flagged_parquet_source_is_read_once(tmp_path, monkeypatch):

@@ -152,6 +152,8 @@ BAD_ANNOTATIONS = [
     ([{"comment": "а", "score": 1}, {"comment": "б", "score": 0}, {"comment": "в"}], "item 2 has no score"),
     ([{"comment": "а", "score": "много"}], "item 0: score 'много' is not a finite number"),
     ([{"comment": "а", "score": float("nan")}], "item 0: score nan is not a finite number"),
+    ([{"comment": "а", "score": 10**400}], "item 0: score an integer of about 401 digits is not a finite number"),
+    ([{"comment": "а\ud800", "score": 1}], "is not valid Unicode text: a lone surrogate (U+D800) at character 1"),
     ([{"comment": 5, "score": 1}], "item 0: comment must be text"),
     (["1"], "item 0 must be an object"),
     ([{"comment": "а", "score": 1, "expert_id": "e7"}], "item 0: unknown key(s) ['expert_id']; an annotation has "

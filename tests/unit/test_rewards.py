@@ -153,6 +153,22 @@ def test_out_of_scale_verdict_is_a_failure():
     assert part == CriterionReward("a", None, 0.0, None, "out_of_scale", False)
 
 
+def test_a_verdict_between_levels_is_a_failure_and_closes_no_gate_by_accident():
+    """"[RESULT] 0.5 [END]" on a Critical 0/1 flag (best at 0) parses, inside the scale: it normalised to 0.5, which
+    the gate's nearest-level rule (meant for a head's values) read as the best level, so the gate stayed open and the
+    reward was 1.0. POLLUX closes its gate on any raw score but 0 (src/metrics.py). A verdict's score must be a
+    level: anything else is a failure, valued by on_failure, as train.grpo_rewards treats it."""
+    results = [ok(CRITICAL_NAME, 0.5, (0, 1)), ok("Полезность", 2, (0, 1, 2))]
+    reward = reward_of(results, RewardRule(gate=True))
+    assert (reward.value, reward.failed, reward.criteria[0].failure) == (None, 1, "not_a_level")
+    zero = reward_of(results, RewardRule(gate=True, on_failure="zero"))
+    assert (zero.value, zero.gate_closed, zero.criteria[0].score) == (0.0, True, None)
+    assert criterion_reward(ok("a", 1.5), RewardRule(on_failure="zero")) == CriterionReward("a", None, 0.0, None,
+                                                                                            "not_a_level", False)
+    # a head's value between levels stays a value (the nearest-level rule is the head's)
+    assert criterion_reward(head("a", 1.5), RewardRule()).value == pytest.approx(0.75)
+
+
 @pytest.mark.parametrize(
     "head_values, raw, expected",
     [

@@ -142,3 +142,34 @@ def test_a_rubric_line_of_spaces_is_read_in_linear_time():
         line = "".join(rng.choice([" ", "\t", "-", "*", "•", "1", "2", ":", ".", ")", "–", "a"]) for _ in range(8))
         found_old, found_new = old.match(line), _LEVEL_LINE.match(line)
         assert (found_old and found_old.group(1)) == (found_new and found_new.group(1)), line
+
+
+ONE_LEVEL = [
+    ("a range of one level", "Оцените ответ от 2 до 2."),
+    ("an English range of one level", "Score the answer from 1 to 1."),
+    ("a dash range of one level", "Оценка: 1 - 1 балл"),
+    ("a mapping of one level", {"1": "ok"}),
+    ("a nested mapping of one level", {"ru": {"1": "да"}, "en": {"1": "yes"}}),
+]
+
+
+@pytest.mark.parametrize("name,rubrics", ONE_LEVEL, ids=[r[0] for r in ONE_LEVEL])
+def test_a_rubric_of_one_level_is_refused(name, rubrics):
+    """A rubric that leaves the judge no choice is no scale: judge-serve accepted one, the judge ran, and the
+    reward normalising its score raised, a 500 for the whole /get_reward batch. Scale((1,)) stays constructible."""
+    with pytest.raises(ScaleError, match="a rubric needs at least two levels"):
+        scale_of(rubrics)
+    assert Scale((1,)).levels == (1,)
+
+
+@pytest.mark.parametrize("rubrics", ["Оценка от 1 до 1", {"1": "ok"}], ids=["text", "mapping"])
+def test_judge_serve_refuses_a_one_level_custom_rubric_naming_the_field(rubrics):
+    """judge-serve reads a custom criterion's rubric with scale_of: a one-level rubric is now a 400 naming
+    items[0].criteria[0].rubrics, before any judge runs (it was accepted, and /get_reward answered 500)."""
+    from serve.schema import RequestError, parse_judge_request, resolve_criteria
+
+    request = parse_judge_request({"items": [{"instruction": "Напиши стих", "answer": "Роза красная",
+                                              "criteria": [{"name": "Своя", "rubrics": rubrics}]}]})
+    with pytest.raises(RequestError, match="at least two levels") as err:
+        resolve_criteria(request.items[0], 0)
+    assert err.value.param == "items[0].criteria[0].rubrics"

@@ -120,9 +120,10 @@ def test_rubric_numbers_over_the_caps_are_a_400_naming_the_rubric(rubrics):
 
 
 @FUZZ
-@given(st.integers(-(10**5), 10**5), st.integers(1, MAX_LEVELS))
+@given(st.integers(-(10**5), 10**5), st.integers(2, MAX_LEVELS))
 def test_rubric_numbers_within_the_caps_are_read_whole(low, size):
-    """A range of up to MAX_LEVELS levels written with up to MAX_LEVEL_DIGITS digits is read level for level."""
+    """A range of 2 to MAX_LEVELS levels written with up to MAX_LEVEL_DIGITS digits is read level for level (one
+    level is no scale: test_scales.py::test_judge_serve_refuses_a_one_level_custom_rubric_naming_the_field)."""
     high = low + size - 1
     request = parse_judge_request(decode_json_body(_custom(f"Оценка от {low} до {high}")))
     (criterion,) = resolve_criteria(request.items[0], 0)
