@@ -66,8 +66,8 @@ def grpo_rows(records: Iterable[judge.JudgeRecord], *, zero_shot: str = "refuse"
     Returns:
         (rows, report). A row has ``id``, ``prompt`` (the rendered Russian judge prompt, no chat wrapping),
         ``verdict_format``, ``scale_levels``, ``scale_best``, ``expert_scores`` and ``reference_scores``. Dropped items
-        are counted by reason: ``zero_shot``, ``no_scale``, ``single_level_scale``, ``no_expert_scores``,
-        ``score_out_of_scale`` (an expert's score off the rubric), ``no_unique_mode``.
+        are counted by reason: ``zero_shot``, ``no_scale`` (a one-level rubric too: ``judge.scale_of`` refuses
+        it), ``no_expert_scores``, ``score_out_of_scale`` (an expert's score off the rubric), ``no_unique_mode``.
 
     Raises:
         judge.LeakageError: Zero-Shot records with ``zero_shot="refuse"``.
@@ -96,8 +96,6 @@ def _row(record: judge.JudgeRecord, scores: list[float], no_unique_mode: str,
         scale = judge.oriented_scale(record.criteria_name, record.rubrics)
     except judge.ScaleError:
         return "no_scale", None
-    if len(scale.levels) < 2:
-        return "single_level_scale", None
     if not scores:
         return "no_expert_scores", None
     if not all(scale.contains(s) for s in scores):
