@@ -8,8 +8,11 @@ Routes:
   ``GET /v1/models/{id}`` (each entry the engine's, ``max_model_len`` included, plus judge-serve's caps
   ``judge_max_tokens`` and ``max_proxy_tokens``: ``judge.wire.ModelLimits``); vLLM's ``POST /tokenize``, ``/detokenize``, ``GET /tokenizer_info`` (what lm-eval's
   remote tokenizer reads) and ``GET /version``. A generation request may ask for at most ``max_proxy_tokens``
-  tokens in all (``max_tokens`` x ``n``); one that names no ``max_tokens`` gets ``max_proxy_tokens // n``.
-* ``POST /v1/judge``: POLLUX judgments (``serve.schema`` for the request, ``serve.judging`` for the work).
+  tokens in all (``max_tokens`` x ``n``); one that names no ``max_tokens`` gets ``max_proxy_tokens // n``, at most
+  the generating engine's ``max_model_len``.
+* ``POST /v1/judge``: POLLUX judgments (``serve.schema`` for the request, ``serve.judging`` for the work). It, and
+  ``GET /v1/models/{id}``, answer to the generating engine's model name (what ``/v1/models`` lists) and to
+  judge-serve's own ``model_name``, which differ when an attached engine serves under another name.
 * ``POST /get_reward`` and ``/get_reward/<reward key>``: rewards in OpenRLHF's protocol (``serve.rewards``).
 * ``GET /metrics``: the generating engine's Prometheus metrics; ``GET /metrics/pooler``: the pooling engine's.
 * ``GET /health``: 200 while judge-serve lives and can heal (also while engines start or restart), 503 while it
@@ -26,10 +29,11 @@ judge-serve by DNS rebinding). Bodies above
 ``max_body_bytes`` get 413; a large body is decoded and checked off the event loop. Every error, judge-serve's, the
 engine's, an unknown route's or an unexpected one's, is OpenAI's ``{"error": {"message", "type", "param", "code"}}``
 with a string ``code``, and names no URL, process or file (an engine's 5xx text, or an answer it gave that could not
-be read, stays in judge-serve's log; such an answer is a 502). ``X-Request-Id`` is passed to the engine and echoed
-(one is made when the client sends none). A request that outlives ``request_timeout_s`` gets 504; an engine that died
-makes its routes answer 503 with ``Retry-After`` at once (in-flight calls to it are abandoned, not left hanging,
-and never retried, so no answer is duplicated); a client that disconnects has its judging, or its proxied call,
+be read, stays in judge-serve's log; such an answer is a 502). ``X-Request-Id`` is passed to the engine (with every
+engine call of a ``/v1/judge`` or ``/get_reward`` request) and echoed (one is made when the client sends none). A
+request that outlives ``request_timeout_s`` gets 504; an engine that died or cannot be reached (a connect timeout
+included) makes its routes answer 503 with ``Retry-After`` at once (in-flight calls to it are abandoned, not left
+hanging, and never retried, so no answer is duplicated); a client that disconnects has its judging, or its proxied call,
 cancelled (``serve.connections.unless_disconnected``). Client connections: ``header_timeout_s``,
 ``max_connections`` (``serve.cli``). On SIGTERM/SIGINT uvicorn stops accepting connections, lets in-flight requests
 finish (``shutdown_grace_s``), then the engines are stopped.
@@ -58,6 +62,7 @@ from serve.connections import (ApiKeyMiddleware, BodyLimitMiddleware, HostAllowL
                                RefuseWhileDrainingMiddleware, RequestIdMiddleware, own_host_names, unless_disconnected)
 from serve.engine_client import EngineFailure, EngineUnavailable, unless_dead
 from serve.errors import engine_error, error_response, sanitized
+from serve.judging import unknown_model
 from serve.layout import CheckpointLayout, LayoutError, resolve_layout
 from serve.rewards import install_reward_routes
 from serve.schema import (RequestError, check_values, decode_json_body, json_type_name, parse_judge_request,
@@ -105,17 +110,24 @@ def _judgment_failed(err: EngineUnavailable | EngineFailure, state: ServerState)
     return error_response(502, message, "server_error", code="engine_error")
 
 
-def proxied_token_bound(body: Any, path: str, max_total: int) -> tuple[Any, JSONResponse | None]:
+def proxied_token_bound(body: Any, path: str, max_total: int,
+                        max_model_len: int | None = None) -> tuple[Any, JSONResponse | None]:
     """Bound a proxied generation request to ``max_total`` tokens in all, so one request cannot buy unbounded work.
 
-    Returns the body to send (``max_tokens`` = ``max_total // n`` added when it named none) and None, or the
-    body and a 400 naming the field that asks for too much. The fields counted must be JSON integers (or null):
-    vLLM's request classes would read ``"100000"`` or ``1e5`` as numbers, past a bound that counted only integers.
-    ``/v1/completions`` with a list of prompts generates for each: ``n`` counts per prompt.
+    Returns the body to send (``max_tokens`` = ``min(max_total // n, max_model_len)`` added when it named none) and
+    None, or the body and a 400 naming the field that asks for too much. The fields counted must be JSON integers (or
+    null): vLLM's request classes would read ``"100000"`` or ``1e5`` as numbers, past a bound that counted only
+    integers. ``/v1/completions`` with a list of prompts generates for each: ``n`` counts per prompt.
+
+    The added value stays within ``max_model_len`` (the generating engine's window): vLLM refuses any request whose
+    ``max_tokens`` (``max_output_tokens``) exceeds its ``max_model_len`` (``vllm/renderers/params.py``), so with the
+    defaults (8192 over a 4096 window) a plain ``chat.completions.create`` that vLLM alone serves was refused. Up to
+    the window is fine: vLLM cuts ``max_tokens`` to what the prompt leaves (``get_max_tokens``). ``best_of`` is not
+    counted: vLLM 0.32's chat and completion requests have no such field and ignore it (it generates ``n``).
     """
     if not isinstance(body, dict):
         return body, None
-    counted = ("max_output_tokens",) if path == "/v1/responses" else ("max_completion_tokens", "max_tokens", "n", "best_of")
+    counted = ("max_output_tokens",) if path == "/v1/responses" else ("max_completion_tokens", "max_tokens", "n")
     for name in counted:
         value = body.get(name)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
@@ -127,7 +139,7 @@ def proxied_token_bound(body: Any, path: str, max_total: int) -> tuple[Any, JSON
         # The fields the engine reads: chat prefers max_completion_tokens to max_tokens; completions read max_tokens
         # only (vLLM ignores a max_completion_tokens there, so it bounds nothing).
         fields = ("max_tokens",) if path == "/v1/completions" else ("max_completion_tokens", "max_tokens")
-        n = max((v for v in (body.get("n"), body.get("best_of")) if v is not None), default=1)
+        n = body.get("n") if body.get("n") is not None else 1
         prompt = body.get("prompt") if path == "/v1/completions" else None
         if isinstance(prompt, list) and prompt and isinstance(prompt[0], (str, list)):  # a batch, not one token list
             n *= len(prompt)
@@ -138,7 +150,8 @@ def proxied_token_bound(body: Any, path: str, max_total: int) -> tuple[Any, JSON
         if max_total // n < 1:
             return body, error_response(400, f"n: {n} completions exceed this server's max_proxy_tokens={max_total}",
                                         param="n", code="too_many_tokens")
-        return {**body, fields[-1]: max_total // n}, None
+        share = max_total // n if max_model_len is None else min(max_total // n, max_model_len)
+        return {**body, fields[-1]: share}, None
     for name in named:  # every one set: which the engine obeys is its choice, so none may ask too much
         tokens = body[name]
         if tokens * n > max_total:
@@ -314,7 +327,8 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
                 body = await read_off_loop(len(data), read)
             except RequestError as err:
                 return error_response(err.status, err.message, param=err.param, code=err.code)
-            bounded_body, refused = proxied_token_bound(body, path, config.max_proxy_tokens)
+            bounded_body, refused = proxied_token_bound(body, path, config.max_proxy_tokens,
+                                                        state.engine_window(role))
             if refused is not None:
                 return refused
             if bounded_body is not body:  # encoded again as it was decoded: off the loop when large
@@ -332,6 +346,11 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
             return unavailable(state, role, state.dead_reason.get(role, f"the {role} engine died"))
         try:
             upstream_response = sending.result()
+        except aiohttp.ConnectionTimeoutError as err:
+            # A TimeoutError too, but the engine was never reached (nothing is running there, or the route to it is
+            # lost): an engine that cannot be reached, 503 with Retry-After, not an answer that took too long.
+            log.warning("the %s engine at %s is unreachable: %s: %s", role, engine.url, type(err).__name__, err)
+            return unavailable(state, role, f"the {role} engine is unreachable ({type(err).__name__})")
         except asyncio.TimeoutError:
             return error_response(504, f"the {role} engine did not answer within {config.request_timeout_s:g} s",
                                   "timeout", code="timeout")
@@ -400,11 +419,19 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         body, failed = await model_list(request)
         if failed is not None:
             return failed
-        entries = body["data"]
-        found = next((entry for entry in entries if isinstance(entry, dict) and entry.get("id") == model_id), None)
+        entries = [entry for entry in body["data"] if isinstance(entry, dict)]
+        state = state_of(request)
+        # The names /v1/judge answers to: the engine's (listed) and judge-serve's own, which an attached engine serving
+        # under another name does not list; that one is the generating engine's entry, so the two routes agree.
+        names = state.judge.settings.names if state.judge is not None else (config.model_name,)
+        found = next((entry for entry in entries if entry.get("id") == model_id), None)
+        if found is None and model_id in names:
+            generator = state.engine_models.get("generator")
+            found = next((entry for entry in entries if entry.get("id") == generator), entries[0] if entries else None)
         if found is None:
-            return error_response(404, f"model: the model `{model_id}` does not exist; this server serves "
-                                  f"`{config.model_name}`", param="model", code="model_not_found")
+            listed = [entry["id"] for entry in entries if isinstance(entry.get("id"), str)]
+            refused = unknown_model(model_id, list(dict.fromkeys([*listed, *names])))
+            return error_response(404, refused.message, param=refused.param, code=refused.code)
         return JSONResponse(found)
 
     @app.get("/metrics")
@@ -439,8 +466,9 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         try:
             assert state.judge is not None
             # A client that disconnects has its judgments cancelled: those not yet sent never reach the engine.
-            result = await unless_disconnected(request, asyncio.wait_for(state.judge.run(parsed),
-                                                                         timeout=config.request_timeout_s))
+            # The request id goes with each of its engine calls, as on the proxied routes (the engine logs it).
+            judged = state.judge.run(parsed, request_id=request.headers.get("x-request-id", ""))
+            result = await unless_disconnected(request, asyncio.wait_for(judged, timeout=config.request_timeout_s))
         except RequestError as err:
             return _refused(err)
         except (EngineUnavailable, EngineFailure) as err:

@@ -204,8 +204,9 @@ class ServeConfig:
     )
     max_proxy_tokens: int = _f(
         8192,
-        "Most tokens one proxied OpenAI generation request may ask for in all (max_tokens x n, or best_of); more is "
-        "a 400 naming the field. A request naming no max_tokens gets max_proxy_tokens // n.",
+        "Most tokens one proxied OpenAI generation request may ask for in all (max_tokens x n); more is a 400 naming "
+        "the field. A request naming no max_tokens gets max_proxy_tokens // n, at most the generating engine's "
+        "max_model_len (vLLM refuses more).",
     )
     max_body_bytes: int = _f(8 * 1024 * 1024, "Largest request body accepted on any route, in bytes (413 beyond).")
     request_timeout_s: float = _f(600.0, "Seconds one request may take end to end before it gets 504.")

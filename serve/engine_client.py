@@ -3,8 +3,9 @@
 ``EngineHttp`` (made by ``engine_session``) is the one aiohttp client judge-serve talks to its engines with: the
 judgments (``serve.judging``), health probes (``serve.supervision``) and the proxied OpenAI routes (``serve.app``).
 ``EngineClient`` POSTs JSON to one engine and gives up at once when that engine is known dead (``unless_dead``).
-An engine call ends in ``EngineUnavailable`` (503: dead or unreachable), ``EngineFailure`` (502: the engine
-answered an error, or a 200 whose body could not be read: ``unreadable_answer``) or ``asyncio.TimeoutError`` (504);
+An engine call ends in ``EngineUnavailable`` (503: dead or unreachable, a connect timeout included),
+``EngineFailure`` (502: the engine answered an error, or a 200 whose body could not be read: ``unreadable_answer``)
+or ``asyncio.TimeoutError`` (504: no answer within the read timeout);
 the HTTP layer maps each to its status.
 """
 
@@ -58,24 +59,32 @@ class EngineClient:
         self.http, self.url, self.dead, self.reason = http, url, dead, reason
         self.headers = {**_IDENTITY, **(headers or {})}
 
-    async def _exchange(self, path: str, payload: dict[str, Any]) -> tuple[int, bytes]:
+    async def _exchange(self, path: str, payload: dict[str, Any], headers: Mapping[str, str]) -> tuple[int, bytes]:
         # The engine's JSON is read as sent: the session does not decompress (the proxy passes bytes through).
-        response = await self.http.request("POST", self.url + path, json=payload, headers=self.headers)
+        response = await self.http.request("POST", self.url + path, json=payload, headers=headers)
         try:
             return response.status, await response.read()
         finally:
             response.release()
 
-    async def post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
+    async def post(self, path: str, payload: dict[str, Any], request_id: str = "") -> dict[str, Any]:
+        """POST ``payload`` as JSON; ``request_id``, when given, goes as ``X-Request-Id`` (as the proxied routes pass
+        the client's on), so the engine's log of this call names the client request it serves. vLLM makes its own
+        ids unique (it adds a random suffix), so the many calls of one judge request may share it."""
         if self.dead.is_set():
             raise EngineUnavailable(self.reason())
-        call = await unless_dead(self._exchange(path, payload), self.dead)
+        headers = {**self.headers, "X-Request-Id": request_id} if request_id else self.headers
+        call = await unless_dead(self._exchange(path, payload, headers), self.dead)
         if call is None:
             raise EngineUnavailable(self.reason())
         try:
             status, body = call.result()
+        except aiohttp.ConnectionTimeoutError as err:
+            # A TimeoutError as well, but no connection was made: an engine that cannot be reached (503 with
+            # Retry-After), not one that took too long to answer (504).
+            raise EngineUnavailable(f"engine at {self.url} unreachable: {type(err).__name__}: {err}") from err
         except asyncio.TimeoutError as err:
-            # aiohttp's connect and read timeouts are TimeoutErrors: reported like the request's own deadline, 504.
+            # aiohttp's read timeout is a TimeoutError: reported like the request's own deadline, 504.
             raise asyncio.TimeoutError(f"engine at {self.url} did not answer in time") from err
         except aiohttp.ClientError as err:
             raise EngineUnavailable(f"engine at {self.url} unreachable: {type(err).__name__}: {err}") from err

@@ -48,7 +48,8 @@ from serve.jobs import PAIRWISE_SCALE, Job, build_jobs, build_pair_jobs, check_s
 from serve.schema import JudgeRequest, RequestError
 from serve.score_reading import level_token_ids, seq2seq_verdict
 
-__all__ = ["Judge", "JudgeSettings", "JudgeOptions", "verdict_regex", "REGRESSION_RESERVE_TOKENS", "LEVEL_IDS_KEPT"]
+__all__ = ["Judge", "JudgeSettings", "JudgeOptions", "unknown_model", "verdict_regex", "REGRESSION_RESERVE_TOKENS",
+           "LEVEL_IDS_KEPT"]
 
 #: Tokens the regression input needs beyond prompt + generated rationale: the ``[END]`` that
 #: ``render_rationale_target`` restores when the generation was cut, and the chat template's end-of-turn.
@@ -106,6 +107,21 @@ class JudgeSettings:
     #: How the judge writes its verdict (``judge.VerdictFormat``): ``integer`` judges think, then answer an integer.
     verdict_format: str = VerdictFormat.TAGGED
 
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The model names ``/v1/judge`` answers to: the generating engine's (what ``/v1/models`` lists, and so
+        what a client that reads the list sends) and judge-serve's own ``model_name``, which differ when an attached
+        engine serves under another name."""
+        return tuple(dict.fromkeys((self.engine_models.get("generator", self.model_name), self.model_name)))
+
+
+def unknown_model(model: str, names: tuple[str, ...] | list[str]) -> RequestError:
+    """The 404 for a model name this server does not serve, naming every name it answers to (``/v1/judge`` and
+    ``GET /v1/models/{id}`` alike)."""
+    served = " or ".join(f"`{name}`" for name in names)
+    return RequestError(f"model: the model `{model}` does not exist; this server serves {served}", "model", 404,
+                        "model_not_found")
+
 
 @dataclass(frozen=True)
 class JudgeOptions:
@@ -116,12 +132,15 @@ class JudgeOptions:
         temperature: sampling temperature (0 greedy).
         lenient: read verdicts leniently (``judge.parse_verdict``).
         constrained: decode under ``verdict_regex`` (vLLM structured outputs).
+        request_id: the client request's ``X-Request-Id``, sent with each of its engine calls ("" sends none), so
+            that the engine's log lines of a judgment name the request it belongs to.
     """
 
     max_tokens: int
     temperature: float
     lenient: bool
     constrained: bool
+    request_id: str = ""
 
 
 def _completion_parts(completion: dict[str, Any]) -> tuple[dict[str, Any], str, dict[str, Any]]:
@@ -208,8 +227,9 @@ class Judge:
             self._level_ids.popitem(last=False)
         return ids
 
-    async def run(self, request: JudgeRequest | PairwiseRequest) -> JudgeResponse:
-        """Judge every (item, criterion) of a request, or every pair of a pairwise one.
+    async def run(self, request: JudgeRequest | PairwiseRequest, request_id: str = "") -> JudgeResponse:
+        """Judge every (item, criterion) of a request, or every pair of a pairwise one; ``request_id`` (the client's
+        ``X-Request-Id``) goes with each engine call.
 
         Returns:
             The response (its ``to_json()`` is the body; see docs/serving.md, the typed route).
@@ -219,13 +239,13 @@ class Judge:
             EngineUnavailable, EngineFailure: an engine died or failed.
         """
         s = self.settings
-        if request.model is not None and request.model != s.model_name:
-            raise RequestError(f"model: the model `{request.model}` does not exist; this server serves `{s.model_name}`", "model", 404, "model_not_found")
+        if request.model is not None and request.model not in s.names:
+            raise unknown_model(request.model, s.names)
         max_tokens = request.max_tokens if request.max_tokens is not None else s.max_tokens
         if max_tokens > s.max_tokens:
             raise RequestError(f"max_tokens: {max_tokens} is above this server's limit of {s.max_tokens}", "max_tokens")
         if isinstance(request, PairwiseRequest):
-            return await self._run_pairs(request, max_tokens)
+            return await self._run_pairs(request, max_tokens, request_id)
         reserve = REGRESSION_RESERVE_TOKENS if s.kind == JudgeKind.REGRESSION else 0
         if self._chars_per_token is None:
             self._chars_per_token = max_token_chars(self.tokenizer)
@@ -261,6 +281,7 @@ class Judge:
             temperature=float(request.temperature if request.temperature is not None else s.temperature),
             lenient=request.lenient if request.lenient is not None else s.lenient,
             constrained=request.constrained if request.constrained is not None else s.constrained,
+            request_id=request_id,
         )
         if options.constrained and s.verdict_format == VerdictFormat.INTEGER:
             # The verdict regex is the tagged format's; an integer judge's free reasoning has no such grammar.
@@ -312,7 +333,7 @@ class Judge:
             ),
         )
 
-    async def _run_pairs(self, request: PairwiseRequest, max_tokens: int) -> JudgeResponse:
+    async def _run_pairs(self, request: PairwiseRequest, max_tokens: int, request_id: str = "") -> JudgeResponse:
         """A pairwise request: one judgment per pair on ``PAIRWISE_SCALE``, in the judge's verdict format."""
         s = self.settings
         if s.kind != JudgeKind.SEQ2SEQ:
@@ -328,6 +349,7 @@ class Judge:
             temperature=float(request.temperature if request.temperature is not None else s.temperature),
             lenient=request.lenient if request.lenient is not None else s.lenient,
             constrained=False,  # the verdict regex is the per-criterion one
+            request_id=request_id,
         )
         results = [_off_the_pairwise_scale_fails(r) for r in await self._judge_jobs(jobs, options)]
         items = [JudgeResponseItem(index=i, id=pair.id, results=[result])
@@ -373,13 +395,13 @@ class Judge:
         payload = self.completion_payload(job, options)
         asked_logprobs = "logprob_token_ids" in payload
         async with self.limit:
-            completion = await self.generator.post("/v1/completions", payload)
+            completion = await self.generator.post("/v1/completions", payload, request_id=options.request_id)
         choice, text, usage = _completion_parts(completion)
         if s.kind == JudgeKind.SEQ2SEQ:
             verdict = seq2seq_verdict(text, _logprobs_of(choice, completion) if asked_logprobs else None, scale,
                                       options.lenient, s.verdict_format)
         else:
-            verdict = await self._regression_verdict(job, text, options.lenient)
+            verdict = await self._regression_verdict(job, text, options.lenient, options.request_id)
         finish_reason = choice.get("finish_reason")
         return JudgeResult(
             criterion=job.criterion.name,
@@ -394,7 +416,7 @@ class Judge:
             ),
         )
 
-    async def _regression_verdict(self, job: Job, text: str, lenient: bool) -> dict[str, Any]:
+    async def _regression_verdict(self, job: Job, text: str, lenient: bool, request_id: str = "") -> dict[str, Any]:
         scale = job.criterion.scale
         lm = parse_verdict(text, scale=scale, lenient=lenient)
         rationale, complete = parse_rationale(text)
@@ -426,7 +448,8 @@ class Judge:
         ids = self.tokenizer(text_for_head, add_special_tokens=False)["input_ids"]
         assert self.pooler is not None
         async with self.limit:
-            classified = await self.pooler.post("/classify", {"model": self.settings.engine_models["pooler"], "input": [ids]})
+            classified = await self.pooler.post("/classify", {"model": self.settings.engine_models["pooler"],
+                                                              "input": [ids]}, request_id=request_id)
         try:
             raw = classified["data"][0]["probs"][0]
         except (KeyError, IndexError, TypeError) as err:

@@ -364,20 +364,20 @@ class RewardRoute:
             asyncio.TimeoutError: past the deadline.
             RequestError, EngineUnavailable, EngineFailure: from the judging.
         """
+        judged = self._judged(state, parsed, deadline, request.headers.get("x-request-id", ""))
         try:
-            return await unless_disconnected(
-                request, asyncio.wait_for(self._judged(state, parsed, deadline), deadline - time.monotonic()))
+            return await unless_disconnected(request, asyncio.wait_for(judged, deadline - time.monotonic()))
         except ClientDisconnect:
             log.warning("the client of a reward request disconnected before its rewards; their judging is cancelled")
             return None
 
-    async def _judged(self, state, parsed, deadline: float) -> JudgeResponse:
+    async def _judged(self, state, parsed, deadline: float, request_id: str = "") -> JudgeResponse:
         problem = await self._engines_unavailable(state, deadline)
         if problem:
             raise EngineUnavailable(problem)
         if state.judge is None:
             raise EngineUnavailable("the engines are still starting")
-        return await state.judge.run(parsed)
+        return await state.judge.run(parsed, request_id=request_id)  # the id goes with its engine calls, as /v1/judge's
 
     async def _engines_unavailable(self, state, deadline: float) -> str | None:
         """Why an engine cannot take the request, after waiting up to ``reward_engine_wait_s`` for it to come back

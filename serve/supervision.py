@@ -68,6 +68,10 @@ class ServerState:
     last_exit: dict[str, int] = field(default_factory=dict)  # role -> the last exit code of its engine
     retry_after: dict[str, int] = field(default_factory=dict)  # role -> seconds to tell clients while it restarts
     engine_key: str | None = field(default=None, repr=False)  # the engines' per-launch key (serve.launch.engine_key)
+    #: role -> the model name and the context window (max_model_len) its engine lists on /v1/models, read once the
+    #: engines answer: an attached engine may serve under another name and window than judge-serve's config says.
+    engine_models: dict[str, str] = field(default_factory=dict)
+    engine_windows: dict[str, int] = field(default_factory=dict)
 
     def engine_problem(self, role: str) -> str | None:
         """Why ``role``'s engine cannot take a request now, or None when it can."""
@@ -85,6 +89,10 @@ class ServerState:
     def healing(self, role: str) -> bool:
         """Whether ``role``'s engine is dead and being restarted."""
         return role in self.retry_after
+
+    def engine_window(self, role: str) -> int:
+        """``role``'s engine's context window: the one it lists, else ``config.max_model_len``."""
+        return self.engine_windows.get(role, self.config.max_model_len)
 
     def retry_after_s(self, roles) -> str:
         """The ``Retry-After`` header value for requests refused because of ``roles``' engines."""
@@ -131,16 +139,8 @@ async def _bring_up(state: ServerState) -> None:
                 state.on_fatal()
         return
     assert state.http is not None
-    engine_models = {}
     for role, engine in state.engines.items():
-        # An attached engine may serve under another name; judge-serve's own calls use the engine's.
-        engine_models[role] = config.model_name
-        with contextlib.suppress(aiohttp.ClientError, asyncio.TimeoutError, ValueError, KeyError, IndexError):
-            response = await state.http.request("GET", engine.url + "/v1/models", headers=engine.auth_headers)
-            try:
-                engine_models[role] = json.loads(await response.read())["data"][0]["id"]
-            finally:
-                response.release()
+        state.engine_models[role], state.engine_windows[role] = await _served_model(state.http, engine, config)
     clients = state.clients = {
         role: EngineClient(state.http, e.url, state.dead[role], lambda role=role: state.dead_reason.get(role, f"{role} engine unavailable"),
                            headers=e.auth_headers)
@@ -151,8 +151,9 @@ async def _bring_up(state: ServerState) -> None:
         verdict_format=config.verdict_format,
         kind=state.layout.kind,
         head_input=state.layout.head_input,
-        engine_models=engine_models,
-        max_model_len=config.max_model_len,
+        engine_models=dict(state.engine_models),
+        # Every judgment must fit every engine it goes through (a regression judge's head reads prompt + rationale).
+        max_model_len=min(state.engine_windows.values(), default=config.max_model_len),
         max_tokens=config.max_tokens,
         temperature=config.temperature,
         score_logprobs=config.score_logprobs,
@@ -169,6 +170,34 @@ async def _bring_up(state: ServerState) -> None:
         state.status = "ready"
         log.info("judge-serve ready: %s judge %r on http://%s:%d", state.layout.kind, config.model_name, config.host, config.port)
         heal_the_dead(state)
+
+
+async def _served_model(http: EngineHttp, engine: Engine, config: ServeConfig) -> tuple[str, int]:
+    """The model name and context window an engine serves, from the first entry of its ``/v1/models``; judge-serve's
+    own (``config.model_name``, ``config.max_model_len``) for whatever it does not list readably.
+
+    An attached engine (``generator_url``) may serve under another name and window than judge-serve's config (and
+    ``engine_args`` may change a started one's ``--max-model-len``): judge-serve's own calls must name the engine's
+    model, the max_tokens it adds to proxied requests must stay within the engine's window (vLLM refuses more), and
+    its judgments' context checks must be the engine's, not judge-serve's guess of it.
+    """
+    name, window = config.model_name, config.max_model_len
+    with contextlib.suppress(aiohttp.ClientError, asyncio.TimeoutError, ValueError, KeyError, IndexError, TypeError):
+        response = await http.request("GET", engine.url + "/v1/models", headers=engine.auth_headers)
+        try:
+            entry = json.loads(await response.read())["data"][0]
+        finally:
+            response.release()
+        entry = entry if isinstance(entry, dict) else {}
+        if isinstance(entry.get("id"), str) and entry["id"]:
+            name = entry["id"]
+        listed = entry.get("max_model_len")
+        if isinstance(listed, int) and not isinstance(listed, bool) and listed > 0:
+            window = listed
+    if name != config.model_name or window != config.max_model_len:
+        log.info("the %s engine serves %r with max_model_len %d (judge-serve's config: %r, %d); judge-serve follows "
+                 "the engine", engine.role, name, window, config.model_name, config.max_model_len)
+    return name, window
 
 
 def heal_the_dead(state: ServerState) -> list[str]:

@@ -253,7 +253,7 @@ def test_an_engine_answer_that_is_no_completion_is_a_502_and_a_bug_a_500_both_in
         with caplog.at_level("ERROR", logger="judge_serve"):
             unreadable = http.post("/v1/judge", headers=AUTH, json={"items": [ITEM], "max_tokens": 45})
 
-        async def broken(self, request):
+        async def broken(self, request, request_id=""):
             raise ZeroDivisionError("a bug")
 
         monkeypatch.setattr(serve.judging.Judge, "run", broken)

@@ -1,0 +1,203 @@
+"""judge-serve in front of an attached engine (``--generator-url``) that is not configured as judge-serve is: it
+serves under another name and another context window than judge-serve's config says, or cannot be reached in time.
+The app runs in process (Starlette's TestClient) in front of a scripted vLLM on 127.0.0.1 (the network boundary);
+each payload and header asserted as it crossed."""
+
+from __future__ import annotations
+
+import contextlib
+
+import aiohttp
+import pytest
+from fastapi.testclient import TestClient
+
+from serve.app import create_app, proxied_token_bound
+from serve.config import ServeConfig
+from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
+from tests.support.serve_in_process import await_bring_up
+
+#: The attached engine's own name: a hub id, as `vllm serve Qwen/T-lite-it-1.0` serves it without
+#: --served-model-name. judge-serve's own name is the checkpoint folder's (no served_model_name given).
+ENGINE_MODEL = "Qwen/T-lite-it-1.0"
+AUTH = {"Authorization": "Bearer k"}
+VERDICT = {"choices": [{"text": "[FEEDBACK] Верно. [RESULT] 1 [END]", "finish_reason": "stop"}],
+           "usage": {"prompt_tokens": 10, "completion_tokens": 5}}
+ITEM = {"instruction": "Сколько будет 2+2?", "answer": "4",
+        "criteria": [{"name": "Корректность", "rubrics": "0: нет\n1: да"}]}
+
+
+def _respond(path: str, body: dict) -> tuple:
+    if path == "/v1/responses":
+        return 200, {"id": "resp-1", "object": "response", "status": "completed", "output": []}
+    if path == "/v1/completions":
+        return 200, VERDICT
+    return 200, chat_completion("ok", ENGINE_MODEL)
+
+
+def _listing(window: int | None):
+    """The engine's GET answers: its model under its own name (with ``max_model_len`` ``window``, left out when
+    None, as a server other than vLLM may), and a healthy ``/health``."""
+
+    def respond_get(path: str) -> tuple:
+        if path == "/v1/models":
+            entry = {"id": ENGINE_MODEL, "object": "model", "created": 0, "owned_by": "vllm"}
+            return 200, {"object": "list", "data": [entry if window is None else {**entry, "max_model_len": window}]}
+        return (200, {}) if path == "/health" else (404, {"detail": "Not Found"})
+
+    return respond_get
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_tokenizer_load():
+    """judge-serve's tokenizer loader, remembering what it loaded: each load of the 151k-token tokenizer is ~2 CPU-s
+    and this module starts several judge-serves on one checkpoint (judge-serve only reads it)."""
+    import functools
+
+    import serve.supervision
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(serve.supervision, "load_tokenizer", functools.cache(serve.supervision.load_tokenizer))
+        yield
+
+
+@contextlib.contextmanager
+def _attached(model_dir, monkeypatch, window: int | None = 2048, **settings):
+    """judge-serve (no served_model_name, config max_model_len 4096 unless ``settings`` say otherwise, the default
+    max_proxy_tokens 8192) in front of a scripted engine serving ``ENGINE_MODEL`` with a ``window``-token context;
+    yields ``(client, engine)`` once judge-serve is ready."""
+    monkeypatch.setenv("VLLM_API_KEY", "engine-key")
+    with ScriptedEndpoint(_respond, respond_get=_listing(window)) as engine:
+        config = ServeConfig(model=str(model_dir), generator_url=engine.url, api_key="k", **settings).validate()
+        with TestClient(create_app(config), base_url="http://localhost") as http:
+            await_bring_up(http)
+            assert http.get("/ready").status_code == 200, http.get("/health").text
+            yield http, engine
+
+
+@pytest.mark.parametrize(("window", "settings"), [(2048, {}), (None, {"max_model_len": 2048})],
+                         ids=["the-engines-listed-window", "the-configured-window"])
+def test_a_proxied_request_naming_no_max_tokens_gets_at_most_the_engines_window(tiny_causal_dir, monkeypatch,
+                                                                                window, settings):
+    """A plain ``chat.completions.create(model, messages)`` (no max_tokens) was sent with max_proxy_tokens // n =
+    8192 tokens, which vLLM refuses on any window below it ("max_tokens=8192 cannot be greater than
+    max_model_len=4096"): what vLLM alone serves failed behind judge-serve, /v1/completions and /v1/responses'
+    max_output_tokens alike. The share added is at most the generating engine's window: the one it lists (2048 here,
+    over judge-serve's configured 4096), else the configured one; a smaller share (8192 // 8) stays as it was."""
+    chat = {"model": ENGINE_MODEL, "messages": [{"role": "user", "content": "hi"}]}
+    completion = {"model": ENGINE_MODEL, "prompt": "2+2="}
+    response = {"model": ENGINE_MODEL, "input": "hi"}
+    with _attached(tiny_causal_dir, monkeypatch, window, **settings) as (http, engine):
+        answers = [http.post("/v1/chat/completions", headers=AUTH, json=chat),
+                   http.post("/v1/completions", headers=AUTH, json=completion),
+                   http.post("/v1/responses", headers=AUTH, json=response),
+                   http.post("/v1/chat/completions", headers=AUTH, json={**chat, "n": 8})]
+    assert [answer.status_code for answer in answers] == [200] * 4, [answer.text for answer in answers]
+    assert engine.bodies("/v1/chat/completions") == [{**chat, "max_tokens": 2048}, {**chat, "n": 8, "max_tokens": 1024}]
+    assert engine.bodies("/v1/completions") == [{**completion, "max_tokens": 2048}]
+    assert engine.bodies("/v1/responses") == [{**response, "max_output_tokens": 2048}]
+
+
+def test_best_of_is_not_counted_against_max_proxy_tokens(tiny_causal_dir, monkeypatch):
+    """vLLM 0.32's chat and completion requests have no ``best_of`` (an unknown field, ignored: it generates
+    ``max_tokens`` x ``n``), so 1,000 tokens with ``best_of`` 10 are 1,000 tokens, within max_proxy_tokens 8192, and
+    pass unchanged (before: a 400, 1000 x 10 > 8192)."""
+    body = {"model": ENGINE_MODEL, "prompt": "2+2=", "max_tokens": 1000, "best_of": 10}
+    assert proxied_token_bound(body, "/v1/completions", 8192) == (body, None)
+    chat = {"model": ENGINE_MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1000, "best_of": 10}
+    assert proxied_token_bound(chat, "/v1/chat/completions", 8192) == (chat, None)
+    with _attached(tiny_causal_dir, monkeypatch) as (http, engine):
+        answer = http.post("/v1/completions", headers=AUTH, json=body)
+    assert answer.status_code == 200, answer.text
+    assert engine.bodies("/v1/completions") == [body]
+
+
+def test_an_engine_serving_under_another_name_answers_to_both_names_everywhere(tiny_causal_dir, monkeypatch):
+    """An attached engine serving ``Qwen/T-lite-it-1.0`` while judge-serve's own name is the folder's: /v1/models
+    lists the engine's entry (the proxied routes take its name, as vLLM does), and /v1/judge and
+    ``GET /v1/models/{id}`` answer to both names. Before, /v1/judge refused the listed name ("the model
+    `Qwen/T-lite-it-1.0` does not exist; this server serves `tiny-causal0`"), so ``judge-eval run`` without --model
+    (models[0]["id"]) failed every request, and ``GET /v1/models/tiny-causal0`` answered 404 "the model
+    `tiny-causal0` does not exist; this server serves `tiny-causal0`"."""
+    own = ServeConfig(model=str(tiny_causal_dir)).model_name
+    assert own != ENGINE_MODEL
+    with _attached(tiny_causal_dir, monkeypatch) as (http, engine):
+        listed = http.get("/v1/models", headers=AUTH).json()["data"]
+        by_engine_name = http.get(f"/v1/models/{ENGINE_MODEL}", headers=AUTH)
+        by_own_name = http.get(f"/v1/models/{own}", headers=AUTH)
+        unknown = http.get("/v1/models/gpt-4", headers=AUTH)
+        judged = {name: http.post("/v1/judge", headers=AUTH, json={"model": name, "items": [ITEM]})
+                  for name in (listed[0]["id"], own, "gpt-4")}
+    assert [entry["id"] for entry in listed] == [ENGINE_MODEL] and listed[0]["max_model_len"] == 2048
+    assert by_engine_name.status_code == by_own_name.status_code == 200
+    assert by_own_name.json() == by_engine_name.json() == listed[0]
+    assert judged[ENGINE_MODEL].status_code == 200 and judged[own].status_code == 200, judged[ENGINE_MODEL].text
+    assert judged[ENGINE_MODEL].json()["items"][0]["results"][0]["score"] == 1
+    message = f"model: the model `gpt-4` does not exist; this server serves `{ENGINE_MODEL}` or `{own}`"
+    assert (unknown.status_code, judged["gpt-4"].status_code) == (404, 404)
+    assert unknown.json()["error"] == judged["gpt-4"].json()["error"] == {
+        "message": message, "type": "not_found_error", "param": "model", "code": "model_not_found"}
+    # Both judgments went to the engine under its own name.
+    assert [body["model"] for body in engine.bodies("/v1/completions")] == [ENGINE_MODEL, ENGINE_MODEL]
+
+
+def test_judgments_are_checked_against_the_attached_engines_window(tiny_causal_dir, monkeypatch):
+    """judge-serve's config says 4096, the attached engine serves 2048: an answer of ~2,200 tokens is refused as
+    judge-serve refuses any item that cannot fit, a 400 naming the item, nothing sent; before, it was checked against
+    the configured 4096 and sent to an engine that cannot hold it."""
+    long_item = {**ITEM, "answer": "слово " * 1100}  # ~2,200 tokens: within 4096, not within 2048
+    with _attached(tiny_causal_dir, monkeypatch) as (http, engine):
+        refused = http.post("/v1/judge", headers=AUTH, json={"items": [long_item], "max_tokens": 16})
+    assert refused.status_code == 400, refused.text
+    error = refused.json()["error"]
+    assert (error["param"], error["code"]) == ("items[0]", "context_length_exceeded")
+    assert "the model's context of 2048 " in error["message"], error["message"]
+    assert engine.bodies("/v1/completions") == []
+
+
+def test_an_engine_that_cannot_be_connected_to_in_time_is_unavailable_not_slow(tiny_causal_dir, monkeypatch):
+    """aiohttp's connect timeout (``ConnectionTimeoutError``) is a TimeoutError too: it made an attached engine that
+    cannot be reached a 504 "did not answer within 600 s" (on /v1/judge "the judgment took longer than
+    request_timeout_s"), without Retry-After. No connection was made: it is the 503 with Retry-After of an engine
+    that cannot be reached, on the proxied routes and /v1/judge alike."""
+    import serve.engine_client
+
+    attempts: list[tuple[str, str]] = []
+    real_request = serve.engine_client.EngineHttp.request
+
+    async def request(self, method: str, url: str, **kwargs):
+        if method != "POST":  # judge-serve's probes and the model list still reach the engine
+            return await real_request(self, method, url, **kwargs)
+        attempts.append((method, url))
+        raise aiohttp.ConnectionTimeoutError(f"Connection timeout to host {url}")
+
+    with _attached(tiny_causal_dir, monkeypatch) as (http, engine):
+        monkeypatch.setattr(serve.engine_client.EngineHttp, "request", request)
+        chat = http.post("/v1/chat/completions", headers=AUTH,
+                         json={"model": ENGINE_MODEL, "messages": [{"role": "user", "content": "hi"}]})
+        judged = http.post("/v1/judge", headers=AUTH, json={"items": [ITEM]})
+    assert attempts == [("POST", engine.url + "/v1/chat/completions"), ("POST", engine.url + "/v1/completions")]
+    assert (chat.status_code, judged.status_code) == (503, 503), (chat.text, judged.text)
+    assert chat.headers["retry-after"] == judged.headers["retry-after"] == "5"
+    assert chat.json()["error"] == {"message": "the generator engine is unreachable (ConnectionTimeoutError)",
+                                    "type": "service_unavailable", "param": None, "code": "engine_unavailable"}
+    assert judged.json()["error"] == {"message": "the generator engine is unavailable", "type": "service_unavailable",
+                                      "param": None, "code": "engine_unavailable"}
+
+
+def test_a_judge_requests_id_goes_with_each_of_its_engine_calls(tiny_causal_dir, monkeypatch):
+    """``X-Request-Id`` is passed to the engine on the proxied routes; the engine calls of a /v1/judge request (one
+    per criterion) and of a /get_reward request carried none, so the engine's log could not be tied to the client's
+    request. Each carries the client's id now (vLLM adds a suffix of its own, so calls may share one)."""
+    two_criteria = {**ITEM, "criteria": [*ITEM["criteria"], {"name": "Краткость", "rubrics": "0: нет\n1: да"}]}
+    prompt = "<|im_start|>user\nСколько будет 2+2?<|im_end|>\n<|im_start|>assistant\n"
+    reward = {"query": [prompt + "4<|im_end|>"], "prompts": [prompt], "labels": [{"instruction": ITEM["instruction"],
+                                                                            "criteria": ITEM["criteria"]}]}
+    with _attached(tiny_causal_dir, monkeypatch) as (http, engine):
+        judged = http.post("/v1/judge", headers={**AUTH, "X-Request-Id": "abc"}, json={"items": [two_criteria]})
+        rewarded = http.post("/get_reward", headers={**AUTH, "X-Request-Id": "def"}, json=reward)
+    assert judged.status_code == 200 and rewarded.status_code == 200, (judged.text, rewarded.text)
+    assert judged.headers["x-request-id"] == "abc"
+    posted = [headers for headers in engine.headers if headers.get("content-type") == "application/json"]
+    assert [(headers.get("x-request-id"), headers.get("authorization")) for headers in posted] == [
+        ("abc", "Bearer engine-key"), ("abc", "Bearer engine-key"), ("def", "Bearer engine-key")]
+    assert len(engine.bodies("/v1/completions")) == 3
