@@ -39,7 +39,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from eval.mera.config import TASK_CONFIGS, ConfigError, HumanEvalConfig, MeraConfig, RutieConfig
+from eval.mera.config import (STOP_FORM, TASK_CONFIGS, ConfigError, HumanEvalConfig, MeraConfig, RutieConfig,
+                              check_values)
 
 logger = logging.getLogger("eval.mera")
 
@@ -54,7 +55,10 @@ exit codes: 0 done; 1 a task error (bad data, resume mismatch, sandbox unavailab
 configuration error; 3 ruhumaneval finished, but some samples never ran in the sandbox (sandbox_error: the
 sandbox's own failure, never the model's): metrics.json leaves them out of pass@k and counts them
 (n_sandbox_errors); rerunning the same command executes every sample again; 4 the endpoint cannot be used
-(unreachable, no or wrong key, wrong URL or path, still unavailable after 120 s), named on stderr.
+(unreachable, no or wrong key, wrong URL or path, still unavailable after 120 s), or failed mid-run after the
+retries (the answers so far are kept: rerunning resumes), named on stderr. A request the endpoint refuses for what
+it holds (HTTP 400, 413, 422, a prompt over the context window included) is not a run error: that item fails and
+is counted (ruhumaneval: not_generated; rutie: unparsed, "request refused" or "context limit").
 """
 
 #: ruhumaneval's exit code when samples never ran in the sandbox (the EPILOG above).
@@ -86,8 +90,22 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(task, help=helps[task], description=(cls.__doc__ or "").strip(), epilog=EPILOG,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         p.add_argument("--config", help=f"YAML of {cls.__name__} keys (configs/mera/{task}.yaml).")
-        add_config_flags(p, cls)
+        has_stop = any(f.name == "stop" for f in dataclasses.fields(cls))
+        add_config_flags(p, cls, skip=("stop",))
+        if has_stop:  # a JSON list only: the shared shell-words reading made --stop '\n' a stop on "n"
+            p.add_argument("--stop", dest="stop", default=argparse.SUPPRESS, type=_stop_flag, metavar="JSON",
+                           help=f"{cls.__dataclass_fields__['stop'].metadata['help']} A JSON list of strings: "
+                                f"{STOP_FORM}. (default: None)".replace("%", "%%"))  # fmt: skip
     return parser
+
+
+def _stop_flag(text: str) -> Any:
+    from eval.mera.config import parse_stop_list
+
+    try:
+        return parse_stop_list(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def config_from_args(args: argparse.Namespace) -> MeraConfig:
@@ -95,13 +113,19 @@ def config_from_args(args: argparse.Namespace) -> MeraConfig:
     (``judge.plumbing.api_keys.KEY_RULE``: ``--api-key-env``, else ``$JUDGE_SERVE_API_KEY``, else ``$OPENAI_API_KEY``).
 
     Raises:
-        ConfigError: an unknown key or a bad value, naming it.
+        ConfigError: an unknown key or a bad value, naming it (``check_values``: one out of its range).
     """
     from judge.plumbing.api_keys import client_api_key
-    from judge.plumbing.config_files import given_flags, resolve_config
+    from judge.plumbing.config_files import given_flags, read_config_file, resolve_config
 
     cls = TASK_CONFIGS[args.task]
+    if args.config and any(f.name == "stop" for f in dataclasses.fields(cls)):
+        stop = read_config_file(args.config, cls).get("stop")
+        if stop is not None and not (isinstance(stop, list) and all(isinstance(v, str) for v in stop)):
+            raise ConfigError(f"{args.config}: stop must be a list of strings, e.g. stop: [\"\\n\"] (a newline) "
+                              f"or stop: [] (none); got {stop!r}")  # fmt: skip
     config = resolve_config(cls, args.config, given_flags(args, cls))
+    check_values(config)
     config.api_key = client_api_key(config.api_key, config.api_key_env, command=f"judge-eval mera {args.task}").key
     return config
 
@@ -184,7 +208,7 @@ def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
             done[task.task_id] = {"task_id": task.task_id, "request": None, "completions": [task.canonical_solution]}
             writer.append(done[task.task_id])
     elif todo:
-        from eval.mera.client import ContextLimitError
+        from eval.mera.client import ContextLimitError, RequestRefused
 
         client = _client(config)
 
@@ -212,6 +236,11 @@ def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
             except ContextLimitError as err:
                 logger.warning("task %s: prompt exceeds the context window; its %d samples fail", task.task_id, n)
                 record.update(completions=[""] * n, raw=[None] * n, finish_reasons=["context_length_exceeded"] * n,
+                              error=str(err)[:500])  # fmt: skip
+            except RequestRefused as err:  # this request's own failure (a rerun would get the same answer)
+                logger.warning("task %s: the endpoint refused the request (%s); its %d samples fail as not_generated",
+                               task.task_id, str(err)[:200], n)  # fmt: skip
+                record.update(completions=[""] * n, raw=[None] * n, finish_reasons=["request_refused"] * n,
                               error=str(err)[:500])  # fmt: skip
             writer.append(record)
             return record
@@ -288,7 +317,8 @@ def run_rutie(config: RutieConfig) -> dict[str, Any]:
     settings = RutieSettings(mode=config.mode, scoring=config.scoring, max_tokens=config.max_tokens,
                              stop=tuple(stop), temperature=config.temperature, seed=config.seed,
                              max_model_len=max_model_len, answer_cue=config.answer_cue,
-                             answer_parser=config.answer_parser)  # fmt: skip
+                             answer_parser=config.answer_parser,
+                             context_overflow=config.context_overflow)  # fmt: skip
     run_key = {
         "task": "rutie", "model": config.model, "data_sha256": _sha256(data), "mode": config.mode,
         "scoring": config.scoring, "max_tokens": config.max_tokens,
@@ -297,6 +327,9 @@ def run_rutie(config: RutieConfig) -> dict[str, Any]:
         # Only a stop in use is part of the key: a run folder from before stops existed (no stop) resumes with
         # --stop '[]' (and its own --max-tokens).
         **({"stop": stop} if stop else {}),
+        # Likewise truncation: a run folder from before it existed (a prompt over the window failed) resumes with
+        # --context-overflow fail.
+        **({"context_overflow": config.context_overflow} if config.context_overflow != "fail" else {}),
     }  # fmt: skip
     resumed = claim_run_folder(out, run_key, [PROGRESS_FILE], overwrite=config.overwrite)
     _write_provenance(out, config, resolved, max_model_len=max_model_len, resumed=resumed,
@@ -315,7 +348,8 @@ def run_rutie(config: RutieConfig) -> dict[str, Any]:
     acc_parsed = "n/a" if metrics["accuracy_parsed"] is None else f"{metrics['accuracy_parsed']:.4f}"
     print(f"rutie: {metrics['n']} questions, accuracy {acc} ({metrics['n_unparsed']} unparsed counted wrong), "
           f"{acc_parsed} over the {metrics['n'] - metrics['n_unparsed']} parsed; "
-          f"{metrics['n_context_limit']} prompts hit the context limit; data: {resolved.note}")  # fmt: skip
+          f"{metrics['n_context_limit']} prompts hit the context limit, {metrics['n_context_truncated']} answered "
+          f"with earlier turns left out; data: {resolved.note}")  # fmt: skip
     return metrics
 
 
@@ -380,7 +414,34 @@ def main(argv: list[str] | None = None) -> int:
             ValueError) as err:
         logger.error("%s", err)
         return 1
+    except Exception as err:  # the endpoint failing mid-run: one line, never a traceback
+        message = _endpoint_failure(err, config)
+        if message is None:
+            raise
+        print(f"judge-eval mera {config.task}: error: {message}", file=sys.stderr)
+        from judge.plumbing.retry import EXIT_UNUSABLE
+
+        return EXIT_UNUSABLE
     return 0
+
+
+def _endpoint_failure(err: BaseException, config: MeraConfig) -> str | None:
+    """One line for an ``openai.APIError`` that ended a run (a status the retries could not get past, or no
+    answer at all); ``None`` for any other exception. A request the endpoint refused for what it holds never gets
+    here: it is that item's failure (``eval.mera.client.RequestRefused``)."""
+    import openai
+
+    if not isinstance(err, openai.APIError):
+        return None
+    from judge.plumbing.retry import server_message
+
+    if isinstance(err, openai.APIStatusError):
+        said = f"HTTP {err.status_code}: {server_message(err.response, 300)}"
+    else:
+        said = " ".join(str(err).split())[:300] or type(err).__name__
+    return (f"the endpoint at {config.endpoint} failed mid-run ({said}; a transient failure is retried "
+            f"--max-retries {config.max_retries} times); the answers so far are saved in {config.out}: rerunning the "
+            "same command resumes")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ What it adds to ``openai.OpenAI``: one call shape for chat and completion, ``n``
 API's ``n`` or through one request per sample with a distinct seed (a fixed seed would make all samples the
 same), stop strings applied on the client as well (chat APIs accept only four, and servers differ in whether
 the stop string is kept), retries of transient failures (``judge.plumbing.retry``, ``Retry-After`` honoured), context-limit errors as a
-distinct exception, log-probability helpers, and a bounded thread pool for concurrency.
+distinct exception, a request the endpoint refuses (HTTP 400, 413, 422: retrying cannot change the answer) as
+another, log-probability helpers, and a bounded thread pool for concurrency.
 """
 
 from __future__ import annotations
@@ -28,7 +29,21 @@ MAX_SERVER_STOPS = 4
 _CONTEXT_LIMIT = re.compile(r"context length|context_length|maximum model length|max_model_len|too long", re.I)
 
 
-class ContextLimitError(RuntimeError):
+#: HTTP statuses that refuse one request for what it holds (bad request, too large, unprocessable): the same
+#: request gets the same answer, so it is that item's failure, never the run's; every other error status, after
+#: the retries, is the endpoint's (``judge.plumbing.retry.retryable_status`` says which are retried).
+REFUSED_STATUSES = (400, 413, 422)
+
+
+class RequestRefused(RuntimeError):
+    """The endpoint refused this one request (``REFUSED_STATUSES``); ``status`` is the HTTP status."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
+
+
+class ContextLimitError(RequestRefused):
     """The prompt (plus max tokens) does not fit the model's context window."""
 
 
@@ -105,10 +120,16 @@ class OpenAICompatClient:
 
         try:
             return self.retry.call(call)
-        except openai.BadRequestError as err:
+        except openai.APIStatusError as err:
+            if err.status_code not in REFUSED_STATUSES:
+                raise
+            from judge.plumbing.retry import server_message
+
+            said = server_message(err.response, 500) or " ".join(str(err).split())[:500]
+            message = f"HTTP {err.status_code}: {said}"
             if is_context_limit_message(str(err)):
-                raise ContextLimitError(str(err)) from err
-            raise
+                raise ContextLimitError(message, err.status_code) from err
+            raise RequestRefused(message, err.status_code) from err
 
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
         """``fn`` over ``items`` with at most ``concurrency`` in flight; results in input order."""
@@ -162,6 +183,7 @@ class OpenAICompatClient:
 
         Raises:
             ContextLimitError: The request does not fit the model's context.
+            RequestRefused: The endpoint refused the request otherwise (HTTP 400, 413, 422).
         """
         if sampling not in ("n", "seeds"):
             raise ValueError(f"sampling must be 'n' or 'seeds', not {sampling!r}")

@@ -10,14 +10,17 @@ lines); each deviation is a named field.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from judge.plumbing.api_keys import CLIENT_KEY_ENV
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.config_files import option as _f
 
-__all__ = ["MeraConfig", "HumanEvalConfig", "RutieConfig", "TASK_CONFIGS", "ConfigError"]
+__all__ = ["MeraConfig", "HumanEvalConfig", "RutieConfig", "TASK_CONFIGS", "ConfigError", "check_values",
+           "parse_stop_list"]
 
 
 @dataclass
@@ -99,6 +102,71 @@ class RutieConfig(MeraConfig):
     answer_parser: str = _f("mera", "mera: MERA's harness, first standalone digit 0-9, '-1' in later context when "
                                     "none; choice: first standalone 1 or 2, the model's own words in later context "
                                     "when none.", choices=("mera", "choice"))
+    context_overflow: str = _f("truncate", "A prompt the endpoint refuses as over its context window: truncate "
+                                           "(as MERA's harness, which truncates it from the left) leaves out the "
+                                           "oldest whole earlier turns until it fits, counted (n_context_truncated); "
+                                           "fail: the question is unparsed ('context limit').",
+                               choices=("truncate", "fail"))
 
 
 TASK_CONFIGS: dict[str, type[MeraConfig]] = {"ruhumaneval": HumanEvalConfig, "rutie": RutieConfig}
+
+#: Fields that must be above zero (a number of samples, tokens, seconds or MiB), and those that may be zero.
+_POSITIVE = ("n", "max_tokens", "request_timeout", "exec_timeout", "memory_mb", "concurrency", "exec_workers")
+_NOT_NEGATIVE = ("max_retries", "temperature")
+#: ...and those that are either left out (None: every task; ask the endpoint) or at least 1.
+_NONE_OR_POSITIVE = ("limit", "max_model_len")
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def check_values(config: MeraConfig) -> None:
+    """Refuse a setting out of its range, naming its flag: ``--limit -1`` silently dropped the last task, ``--limit 0``
+    ran nothing, a negative ``--exec-timeout`` made every sample's deadline the past.
+
+    Raises:
+        ConfigError: the first value out of range (its flag, the rule, the value).
+    """
+    values = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+    for name, value in values.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"{_flag(name)} must be a finite number, got {value}")
+        if name in _POSITIVE and not value > 0:
+            raise ConfigError(f"{_flag(name)} must be above 0, got {value}")
+        if name in _NOT_NEGATIVE and not value >= 0:
+            raise ConfigError(f"{_flag(name)} must be 0 or more, got {value}")
+        if name in _NONE_OR_POSITIVE and value is not None and not value >= 1:
+            what = "every task" if name == "limit" else "ask the endpoint"
+            raise ConfigError(f"{_flag(name)} must be at least 1 (or left out: {what}), got {value}")
+
+
+#: How ``--stop`` is written: JSON, so that a newline is ``\n`` inside a JSON string.
+STOP_FORM = """--stop '["\\n"]' (a newline: rutie_gen's stop), --stop '[]' (none)"""
+
+
+def parse_stop_list(text: str) -> Any:
+    """``--stop``'s value: a JSON list of strings only (``null`` for the default), never shell words.
+
+    The shared reading of a list flag (``judge.plumbing.config_files.coerce``) splits text that is not JSON like a
+    shell, so ``--stop '\\n'``, ruTiE's newline typed naturally, became a stop on the letter ``n``. Refused
+    rather than read with backslash escapes decoded: JSON is the one form the YAML, the help and ``run.json``
+    share, and a guessed reading of ``'a b'`` (one stop or two?) would change a run's answers silently.
+
+    Raises:
+        ValueError: not a JSON list of strings; the message shows the JSON form.
+    """
+    import json
+
+    stripped = text.strip()
+    if stripped.lower() in ("null", "none"):
+        return text  # resolve_config reads it as null: the mode's default
+    try:
+        value = json.loads(stripped) if stripped.startswith("[") else None
+    except ValueError:
+        value = None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        shown = f"'{text}'" if text.isprintable() else repr(text)
+        raise ValueError(f"--stop takes a JSON list of strings, e.g. {STOP_FORM}; got {shown}")
+    return value

@@ -54,8 +54,12 @@ Execution differs from the harness (``utils.py`` ``check_correctness``, ``unsafe
   tests can pass here and time out there.
 * **Interpreter.** The harness runs in the evaluation environment (numpy and the rest of its packages importable);
   the sandbox runs ``python -S``, the standard library only: ``import numpy`` is a runtime error here.
-* **None.** A call returning ``None`` is compared as ``"None"``, where the harness never matches ``None`` (its
-  comment: no expected output is ``None``, so the two agree on its data).
+* **None.** Here a call returning ``None`` is compared as ``"None"`` and a call that raises fails. The harness
+  records both as ``None`` (``unsafe_execute``; a program that fails to run gives ``None`` for every call), and
+  ``check_solution`` compares ``str(expected) == str(result)``: so an expected ``"None"`` matches there a call that
+  returned ``None``, one that raised, or a program that did not run. Its comment says no expected output is
+  ``None``; the two agree on data where none is ``"None"``, which
+  ``test_mera_humaneval.py::test_no_bundled_expected_output_is_none`` checks for the bundled rows.
 """
 
 from __future__ import annotations
@@ -197,7 +201,7 @@ def parse_mera_row(row: Mapping[str, Any], line_no: int = 0) -> CodeTask:
         raise DataError(f"{where}: field 'inputs.tests' is empty; a task needs at least one test")
     try:
         render_prompt(instruction, inputs)
-    except (KeyError, IndexError, ValueError) as err:
+    except (KeyError, IndexError, ValueError, AttributeError, TypeError) as err:  # {function.x}, {function[x]}
         raise DataError(f"{where}: field 'instruction' does not format with 'inputs': {err!r}") from None
     meta = row["meta"]
     return CodeTask(
@@ -402,15 +406,17 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - math.comb(n - c, k) / math.comb(n, k)
 
 
-# A sample the server never produced (it ignored ``n``, or the prompt did not fit the context window): a failure
-# with its own name, so the error breakdown does not pin on the model's code what the endpoint did.
+# A sample the server never produced (it ignored ``n``, the prompt did not fit the context window, or the endpoint
+# refused the request): a failure with its own name, so the error breakdown does not pin on the model's code what
+# the endpoint did.
 NOT_GENERATED = "not_generated"
 OUTCOMES = (*STATUSES, NOT_GENERATED)
 
 
 def not_generated(record: Mapping[str, Any]) -> set[int]:
-    """Which samples of a ``generations.jsonl`` record were never produced: all of them after a context-window
-    refusal (``error``), the last ``n_missing`` when the server returned fewer than asked."""
+    """Which samples of a ``generations.jsonl`` record were never produced: all of them after a refusal (``error``:
+    the context window, or any request the endpoint refused), the last ``n_missing`` when the server returned fewer
+    than asked."""
     n = len(record["completions"])
     if record.get("error"):
         return set(range(n))

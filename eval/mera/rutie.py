@@ -2,7 +2,8 @@
 
 Sources: the ruTiE task card (MERA's public task page; cited by section, as ``card "Metrics"``) and MERA's harness,
 ``MERA-Evaluation/MERA`` ``benchmark_tasks/rutie/rutie.yaml``, ``benchmark_tasks/rutie/utils.py`` and
-``benchmark_tasks/custom_context_formers.py`` (``ruTiEContextFormer``), cited as ``harness``.
+``benchmark_tasks/custom_context_formers.py`` (``ruTiEContextFormer``), cited as ``harness``, with the lm-eval it
+runs, its submodule ``artemorloff/lm-evaluation-harness`` at commit 6c59a42 (``lm_eval/...`` paths are there).
 
 MERA runs ruTiE in two ways, and ``RutieSettings.scoring`` names the one a run follows. Both are completion-mode runs
 (the scripts apply no chat template) with the harness's prompt, which ends in no answer cue (``answer_cue=""``):
@@ -23,8 +24,11 @@ meta: {dialog_id, question_id, category, use_context, turing_imitation}}`` (card
 ``dialog_id`` and asked strictly in ``question_id`` order (card "Data Instances").
 
 Prompts (completion mode), as the harness's context former builds them: the instruction is split at
-``{context}``; with no earlier questions the placeholder is dropped and the whole is stripped; otherwise the
-earlier questions, each ``{question}\\n1. {choice1}\\n2. {choice2}\\nОтвет: {answer}`` (the harness's
+``{context}``; with no earlier questions the placeholder is dropped, the whole is stripped and follows a blank
+line (the harness's former joins no earlier questions with ``fewshot_delimiter`` and appends one more, ``"\\n\\n"``,
+``custom_context_formers.py`` ``get_context``, and ``lm_eval/api/task.py`` ``fewshot_context`` puts that before
+the question: ``labeled_examples + example``, as MERA's scripts pass ``--num_fewshot=1``); otherwise the earlier
+questions, each ``{question}\\n1. {choice1}\\n2. {choice2}\\nОтвет: {answer}`` (the harness's
 ``doc_to_text_without_instruction``), follow the first part, joined by blank lines, and a blank line separates the
 last of them from the current question (card "Data Instances"; the harness's ``fewshot_delimiter`` ``"\\n\\n"``); the
 second part, with only ``{question}``, ``{choice1}``, ``{choice2}`` filled (other braces stay literal, as in the
@@ -53,12 +57,19 @@ Answers (the card is silent on parsing), one named option ``RutieSettings.answer
   collapsed, cut to ``MAX_CONTEXT_ANSWER_CHARS``). "3, нет, 1" is wrong under ``mera`` and 1 here.
 
 Either way an unparsed answer is counted (``n_unparsed``, ``unparsed_reasons``) and is wrong in the headline.
+So is a question the endpoint refused ("request refused": HTTP 400, 413, 422) or whose prompt did not fit its
+context window ("context limit").
+
+A prompt over the context window, one named option ``RutieSettings.context_overflow``: ``"truncate"`` (default)
+leaves out the oldest whole earlier turns until the endpoint takes it, counted (``context_turns_dropped`` on the
+record, ``n_context_truncated`` in the metrics); the harness truncates tokens from the left instead (``ask``
+cites it). ``"fail"``: the question is unparsed ("context limit").
 
 Metrics (``rutie_metrics``): the headline ``accuracy`` is correct answers over **all** questions, an unparsed
 answer counting as wrong (card "Metrics": "Accuracy ..., the average for the dialogue"; the harness scores its
 fallback ``-1`` as wrong). ``accuracy_parsed`` (over parsed answers) and ``n_unparsed`` stand beside it.
 
-Why one module of ~570 lines: it follows the task from its rows to its metric in the harness's order (rows,
+Why one module of ~650 lines: it follows the task from its rows to its metric in the harness's order (rows,
 context, prompt, reply, the answer fed back into the next question's context, accuracy), and each step is used by
 this task alone.
 """
@@ -89,9 +100,12 @@ MAX_CONTEXT_ANSWER_CHARS = 200
 PROGRESS_FILE = "answers.jsonl"
 
 # Unparsed reasons.
-NO_DIGIT, NO_ANY_DIGIT, EMPTY, CONTEXT_LIMIT, NO_LOGPROBS = (
+NO_DIGIT, NO_ANY_DIGIT, EMPTY, CONTEXT_LIMIT, NO_LOGPROBS, REQUEST_REFUSED = (
     "no standalone 1 or 2", "no standalone digit", "empty answer", "context limit", "no log-probabilities for 1/2",
+    "request refused",
 )  # fmt: skip
+#: What a prompt over the context window does (``RutieSettings.context_overflow``).
+CONTEXT_OVERFLOWS = ("truncate", "fail")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -258,8 +272,15 @@ def with_answer_cue(prompt: str, cue: str = ANSWER_CUE) -> str:
 
 
 def completion_prompt(item: RutieItem, history: Sequence[tuple[RutieItem, str]], answer_cue: str = ANSWER_CUE) -> str:
-    """Completion-mode prompt for ``item`` after ``history`` (earlier items with the model's answers)."""
-    return with_answer_cue(render_prompt(item, render_context(history)), answer_cue)
+    """Completion-mode prompt for ``item`` after ``history`` (earlier items with the model's answers).
+
+    With no earlier questions the prompt opens with a blank line, as the harness's: its context former returns
+    ``fewshot_delimiter.join([]) + fewshot_delimiter`` = ``"\\n\\n"`` (``custom_context_formers.py``
+    ``get_context``) and lm-eval prepends it to the question (``lm_eval/api/task.py`` ``fewshot_context``:
+    ``labeled_examples + example``; MERA's scripts run ruTiE with ``--num_fewshot=1``).
+    """
+    prompt = render_prompt(item, render_context(history))
+    return with_answer_cue(prompt if history else TURN_SEPARATOR + prompt, answer_cue)
 
 
 def chat_messages(item: RutieItem, history: Sequence[tuple[RutieItem, str]]) -> list[dict[str, str]]:
@@ -374,6 +395,9 @@ class RutieSettings:
             appends nothing.
         answer_parser: ``"mera"`` (the harness's first standalone digit, ``-1`` in later context when there is
             none) or ``"choice"`` (first standalone 1 or 2, the model's own words in context when there is none).
+        context_overflow: What a prompt the endpoint refuses as over its context window does. ``"truncate"``
+            (default, as the harness, which left-truncates every prompt to fit: see ``ask``): the oldest whole
+            earlier turns are left out until it fits; ``"fail"``: the question is unparsed ("context limit").
     """
 
     mode: str = "completion"
@@ -385,51 +409,98 @@ class RutieSettings:
     max_model_len: int | None = None
     answer_cue: str = ANSWER_CUE
     answer_parser: str = "mera"
+    context_overflow: str = "truncate"
 
 
-def ask(client: Any, item: RutieItem, history: Sequence[tuple[RutieItem, str]], settings: RutieSettings) -> dict:
-    """Put one question to the model and return its progress record (see ``run_dialogues``)."""
-    from eval.mera.client import ContextLimitError
+def _query(client: Any, request: Any, settings: RutieSettings) -> tuple[Answer, dict[str, Any]]:
+    """One question's request to the endpoint: its answer and the record fields it fills."""
+    if settings.scoring == "logprobs":
+        if settings.mode == "completion":
+            (s1, s2), prompt_tokens = client.continuation_logprobs(request, [" 1", " 2"])
+            scores = {"1": s1, "2": s2}
+        else:
+            top, prompt_tokens = client.next_token_logprobs(request)
+            scores = {c: top.get(c) for c in CHOICES}
+        answer = answer_from_logprobs(scores, absent_is_less_likely=settings.mode != "completion")
+        return answer, {"scores": scores, "prompt_tokens": prompt_tokens, "reply": answer.value or ""}
+    (generation,) = client.generate(request, mode=settings.mode, n=1, temperature=settings.temperature,
+                                    max_tokens=settings.max_tokens, stop=settings.stop,
+                                    seed=settings.seed)  # fmt: skip
+    answer = parse_reply(generation.text, settings.answer_parser)
+    return answer, {"reply": generation.text, "prompt_tokens": generation.prompt_tokens}
+
+
+def ask(
+    client: Any,
+    item: RutieItem,
+    history: Sequence[tuple[RutieItem, str]],
+    settings: RutieSettings,
+    *,
+    dropped: int = 0,
+) -> dict:
+    """Put one question to the model and return its progress record (see ``run_dialogues``).
+
+    A prompt the endpoint refuses as over its context window (``ContextLimitError``), under
+    ``context_overflow="truncate"``: the request is built again without the oldest whole earlier turn, and again,
+    until the endpoint takes it (the instruction's head stays; with every turn left out the prompt is the first
+    question's form). MERA's harness, run with ``--model hf``, truncates tokens from the left instead: generation
+    keeps the last ``max_length - max_gen_toks`` prompt tokens (``lm_eval/models/huggingface.py``
+    ``generate_until``: ``left_truncate_len=max_ctx_len``; vLLM refuses on the same budget, prompt plus
+    ``max_tokens``), log-likelihood the last ``max_length + 1`` tokens of prompt and continuation
+    (``_loglikelihood_tokens``); an OpenAI-compatible endpoint offers no tokenizer-level truncation, so whole
+    turns go here. ``dropped`` (the turns an earlier question of the dialogue left out) is where leaving out
+    starts: turns once dropped stay dropped, one extra request per newly dropped turn. The record says how many
+    turns its request left out (``context_turns_dropped``); when even the question alone does not fit, or under
+    ``"fail"``, the question is unparsed ("context limit"), its record holding the full request and 0. A request
+    the endpoint refuses otherwise (``RequestRefused``: HTTP 400, 413, 422) is unparsed ("request refused").
+    """
+    from eval.mera.client import ContextLimitError, RequestRefused
 
     if settings.answer_parser not in ANSWER_PARSERS:
         raise ValueError(f"answer_parser must be one of {ANSWER_PARSERS}, not {settings.answer_parser!r}")
-    if settings.mode == "chat":
-        request: Any = chat_messages(item, history)
-    elif settings.mode == "completion":
-        request = completion_prompt(item, history, settings.answer_cue)
-    else:
+    if settings.mode not in ("chat", "completion"):
         raise ValueError(f"mode must be 'chat' or 'completion', not {settings.mode!r}")
+    if settings.scoring not in ("generate", "logprobs"):
+        raise ValueError(f"scoring must be 'generate' or 'logprobs', not {settings.scoring!r}")
+    if settings.context_overflow not in CONTEXT_OVERFLOWS:
+        raise ValueError(f"context_overflow must be one of {CONTEXT_OVERFLOWS}, not {settings.context_overflow!r}")
+
+    def build(turns: Sequence[tuple[RutieItem, str]]) -> Any:
+        if settings.mode == "chat":
+            return chat_messages(item, turns)
+        return completion_prompt(item, turns, settings.answer_cue)
+
+    full_request = build(history)
     record: dict[str, Any] = {
         "dialog_id": item.dialog_id,
         "question_id": item.question_id,
-        "request": request,
+        "request": full_request,
         "reply": "",
         "scores": None,
         "prompt_tokens": None,
         "context_limit": False,
+        "context_turns_dropped": 0,
     }
-    try:
-        if settings.scoring == "logprobs":
-            if settings.mode == "completion":
-                (s1, s2), prompt_tokens = client.continuation_logprobs(request, [" 1", " 2"])
-                scores = {"1": s1, "2": s2}
-            else:
-                top, prompt_tokens = client.next_token_logprobs(request)
-                scores = {c: top.get(c) for c in CHOICES}
-            answer = answer_from_logprobs(scores, absent_is_less_likely=settings.mode != "completion")
-            record.update(scores=scores, prompt_tokens=prompt_tokens)
-            record["reply"] = answer.value or ""
-        elif settings.scoring == "generate":
-            (generation,) = client.generate(request, mode=settings.mode, n=1, temperature=settings.temperature,
-                                            max_tokens=settings.max_tokens, stop=settings.stop,
-                                            seed=settings.seed)  # fmt: skip
-            answer = parse_reply(generation.text, settings.answer_parser)
-            record.update(reply=generation.text, prompt_tokens=generation.prompt_tokens)
+    truncate = settings.context_overflow == "truncate"
+    skip = min(max(0, dropped), len(history)) if truncate else 0
+    while True:
+        request = full_request if skip == 0 else build(history[skip:])
+        try:
+            answer, fields = _query(client, request, settings)
+        except ContextLimitError as err:
+            record.update(context_limit=True, error=str(err)[:500])
+            if truncate and skip < len(history):
+                skip += 1
+                continue
+            answer = Answer(None, CONTEXT_LIMIT)
+        except RequestRefused as err:
+            answer = Answer(None, REQUEST_REFUSED)
+            record.update(error=str(err)[:500])
         else:
-            raise ValueError(f"scoring must be 'generate' or 'logprobs', not {settings.scoring!r}")
-    except ContextLimitError as err:
-        answer = Answer(None, CONTEXT_LIMIT)
-        record.update(context_limit=True, error=str(err)[:500])
+            record.update(fields, request=request, context_turns_dropped=skip,
+                          context_limit=record["context_limit"] or skip > 0)  # fmt: skip
+            record.pop("error", None)  # a shortened request was taken: the earlier refusals are in context_limit
+        break
     if settings.max_model_len and record["prompt_tokens"] is not None:
         budget = settings.max_tokens if settings.scoring == "generate" else 1
         record["context_limit"] = record["context_limit"] or record["prompt_tokens"] + budget > settings.max_model_len
@@ -480,7 +551,9 @@ def run_dialogues(
     asked, so an interrupted run continues where it stopped. Records hold ``dialog_id``, ``question_id``, the
     exact ``request`` (prompt string or messages), ``reply``, ``answer`` (a digit or ``None``), ``reason``,
     ``context_answer`` (what later context shows), ``gold``, ``correct``, ``prompt_tokens``, ``context_limit``,
-    ``scores`` (logprob scoring) and the item's ``category``, ``use_context``, ``turing_imitation``.
+    ``context_turns_dropped`` (earlier turns the request left out to fit the context window, ``ask``), ``error``
+    (the endpoint's refusal, when the question got none), ``scores`` (logprob scoring) and the item's
+    ``category``, ``use_context``, ``turing_imitation``.
 
     Returns:
         All records (earlier and new), dialogue by dialogue in question order.
@@ -498,8 +571,12 @@ def run_dialogues(
 
     def run_one(dialog_id: int | str) -> None:
         history = histories[dialog_id]
+        # Turns an earlier question left out to fit the context window stay left out (``ask``); from the saved
+        # records on a resume, so a resumed run asks what an uninterrupted one would.
+        dropped = max((int(r.get("context_turns_dropped") or 0) for r in results[dialog_id]), default=0)
         for item in dialogues[dialog_id][len(history) :]:
-            record = ask(client, item, history, settings)
+            record = ask(client, item, history, settings, dropped=dropped)
+            dropped = max(dropped, record["context_turns_dropped"])
             writer.append(record)
             history.append((item, record["context_answer"]))
             with lock:
@@ -537,7 +614,9 @@ def rutie_metrics(records: Sequence[dict], max_model_len: int | None = None) -> 
     ``accuracy`` is over all questions, an unparsed answer counting as wrong (card "Metrics", MERA's headline);
     ``accuracy_parsed`` is over parsed answers only; every block carries ``n`` and ``n_unparsed``. ``None`` only
     where a block has no question (or, for ``accuracy_parsed``, no parsed answer). A question with several
-    categories counts in each.
+    categories counts in each. ``n_context_limit`` counts the questions whose full prompt hit the context window
+    (refused, or over ``max_model_len`` by the endpoint's count); ``n_context_truncated`` those answered with
+    earlier turns left out to fit it (``context_turns_dropped``, ``ask``).
     """
     by_category: dict[str, list[dict]] = defaultdict(list)
     by_imitation: dict[str, list[dict]] = defaultdict(list)
@@ -567,5 +646,6 @@ def rutie_metrics(records: Sequence[dict], max_model_len: int | None = None) -> 
             ],
         },
         "n_context_limit": sum(1 for r in records if r.get("context_limit")),
+        "n_context_truncated": sum(1 for r in records if r.get("context_turns_dropped")),
         "max_model_len": max_model_len,
     }

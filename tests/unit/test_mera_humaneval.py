@@ -173,6 +173,8 @@ def test_parse_mera_row_accepts_documented_forms(row, tests, expected):
         (_row(outputs=[["3", "0"], ["3", "1"]]), "'outputs' has differing rows"),
         (_row(outputs="3"), "field 'outputs' should be"),
         (_row(instruction="{function} {missing}"), "does not format"),
+        (_row(instruction="{function.foo}"), "does not format"),  # AttributeError from str.format
+        (_row(instruction="{function[x]}"), "does not format"),  # TypeError: string indices must be integers
         (_row(inputs__tests="[]", outputs=[]), "field 'inputs.tests' is empty"),  # no test: any program would pass
         (_row(inputs__tests="[{5: 1}, {'a': 2}]"), "test 0 is not a dict of keyword arguments"),  # f(**{5: 1})
         (_row(inputs__tests="[{'a': 1e999}, {'a': 2}]"), "not Python literals that repr() gives back"),  # inf
@@ -589,3 +591,87 @@ def test_samples_a_server_did_not_return_are_counted_failures(tmp_path, sandbox_
     executions = [json.loads(line) for line in (tmp_path / "run" / "executions.jsonl").read_text().splitlines()]
     assert [(e["sample"], e["status"], e["program"]) for e in executions if e["sample"] > 0] == \
         [(1, "not_generated", None), (2, "not_generated", None)] * 2
+
+
+def test_no_bundled_expected_output_is_none():
+    """The harness compares str(expected) == str(result) and records a call that raised as None (utils.py
+    unsafe_execute, check_solution): an expected "None" would pass a raising call there and fail it here. The two
+    agree only on rows where no expected output is "None"; the bundled rows are such rows."""
+    assert all("None" not in task.expected for task in load_tasks(SAMPLE))
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--limit", "-1"], "--limit must be at least 1"),  # silently dropped the last task
+        (["--limit", "0"], "--limit must be at least 1"),  # ran nothing, exit 0
+        (["--exec-timeout", "-1"], "--exec-timeout must be above 0, got -1.0"),
+        (["--exec-timeout", "nan"], "--exec-timeout must be a finite number"),
+        (["--n", "0"], "--n must be above 0, got 0"),
+        (["--memory-mb", "0"], "--memory-mb must be above 0, got 0"),
+        (["--max-tokens", "-5"], "--max-tokens must be above 0, got -5"),
+        (["--request-timeout", "0"], "--request-timeout must be above 0, got 0.0"),
+    ],
+)
+def test_values_out_of_range_are_usage_errors_naming_the_flag(tmp_path, capsys, argv, said):
+    """A number out of its range is refused by the parser, naming the flag (exit 2), before anything runs."""
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["ruhumaneval", "--self-check", "--data", "sample", "--out", str(tmp_path / "run"), *argv])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and said in err, err
+    assert not (tmp_path / "run").exists()
+
+
+def test_values_out_of_range_in_the_yaml_are_refused_too(tmp_path, capsys):
+    """The same bounds hold for a value from --config; --limit 1 is in range."""
+    path = tmp_path / "bad.yaml"
+    path.write_text("limit: 0\n", encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["ruhumaneval", "--config", str(path), "--out", str(tmp_path / "run"), "--self-check"])
+    assert exit_info.value.code == 2 and "--limit must be at least 1" in capsys.readouterr().err
+    config = cli.config_from_args(cli.build_parser().parse_args(["ruhumaneval", "--out", "x", "--limit", "1"]))
+    assert config.limit == 1
+
+
+def test_a_refused_request_fails_its_task_and_the_run_finishes(tmp_path, sandbox_user):
+    """An HTTP 400 that is not about the context window (the endpoint refusing this one request) fails that
+    task's n samples as not_generated, with the endpoint's message; the other task runs and metrics.json is
+    written (the 400 once aborted the whole run with a traceback, and every rerun met it again)."""
+    def refuse_strlen(path, body):
+        if "def strlen(" in body["prompt"]:
+            return 400, {"error": {"message": "scripted: prompt rejected by a filter", "code": 400}}
+        return _scripted(path, body)
+
+    with ScriptedEndpoint(refuse_strlen) as endpoint:
+        assert _run(endpoint, tmp_path / "run") == 0
+    generations = {g["task_id"]: g for g in map(json.loads, (tmp_path / "run" / "generations.jsonl").read_text()
+                                                .splitlines())}  # fmt: skip
+    refused = generations["1"]
+    assert refused["error"] == "HTTP 400: scripted: prompt rejected by a filter"
+    assert refused["completions"] == [""] * 3 and refused["finish_reasons"] == ["request_refused"] * 3
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    per_task = [(t["n"], t["c"], t["errors"].get("not_generated")) for t in metrics["per_task"]]
+    assert per_task == [(3, 1, None), (3, 0, 3)]
+    assert metrics["errors"]["not_generated"] == 3
+    # The refusal is recorded: a rerun resumes without asking again.
+    with ScriptedEndpoint(refuse_strlen) as endpoint:
+        assert _run(endpoint, tmp_path / "run") == 0
+    assert endpoint.requests == []
+
+
+def test_an_endpoint_failing_mid_run_is_one_line_and_exit_4(tmp_path, capsys):
+    """A 503 after the retries (here none) is the endpoint's failure, not the task's: one line on stderr, exit 4,
+    no traceback, no metrics.json; the generations saved so far stay for the rerun."""
+    def down_for_strlen(path, body):
+        if "def strlen(" in body["prompt"]:
+            return 503, {"error": {"message": "scripted outage"}}
+        return _scripted(path, body)
+
+    with ScriptedEndpoint(down_for_strlen) as endpoint:
+        assert _run(endpoint, tmp_path / "run", "--concurrency", "1") == 4
+    err = capsys.readouterr().err
+    said = [line for line in err.splitlines() if line.startswith("judge-eval mera ruhumaneval: error:")]
+    assert len(said) == 1 and "HTTP 503: scripted outage" in said[0] and "Traceback" not in err, err
+    assert not (tmp_path / "run" / "metrics.json").exists()
+    saved = (tmp_path / "run" / "generations.jsonl").read_text().splitlines()
+    assert [json.loads(line)["task_id"] for line in saved] == ["0"]

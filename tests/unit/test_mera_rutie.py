@@ -174,7 +174,8 @@ def test_completion_prompt_holds_the_models_own_answers_joined_by_blank_lines():
         "А у муравья?\n1. Две\n2. Шесть\nОтвет: не знаю\n\n"
         "Кто из них больше?\n1. Человек\n2. Муравей\nОтвет:"
     )
-    assert completion_prompt(q0, []) == "Диалог:\n\nСколько ног у человека?\n1. Две\n2. Четыре\nОтвет:"
+    # The first question opens with the harness's blank line (its context former's "\n\n" with no earlier turn).
+    assert completion_prompt(q0, []) == "\n\nДиалог:\n\nСколько ног у человека?\n1. Две\n2. Четыре\nОтвет:"
 
 
 def test_chat_messages_put_earlier_answers_in_assistant_turns():
@@ -227,8 +228,10 @@ def test_card_dialogue_turn_prompts_are_pinned():
     """The card's two turns rendered exactly: no context on the first (card "Data Instances"), then the first question with
     the model's own answer, a blank line, the current question and one 'Ответ:' (card "Data Instances")."""
     q0, q1 = (parse_rutie_row(row, i) for i, row in enumerate(CARD_ROWS, start=1))
-    # Turn 1: "{context}" is empty (card "Data Instances"); the harness drops it, leaving the blank line, and strips.
+    # Turn 1: "{context}" is empty (card "Data Instances"); the harness drops it, leaving the blank line, strips,
+    # and puts its context former's "\n\n" before it (no earlier turn: fewshot_delimiter.join([]) + fewshot_delimiter).
     assert completion_prompt(q0, []) == (
+        "\n\n"
         "Вам дан диалог и два варианта ответа. Учитывая контекст диалога, ответьте на последний вопрос, поставив "
         "только цифру 1 или 2.\n"
         "\n"
@@ -259,7 +262,7 @@ def test_a_template_ending_in_the_cue_never_gets_a_second_one():
     first = completion_prompt(q0, [])
     second = completion_prompt(q1, [(q0, "1")])
     assert first == (
-        "Ниже приведен диалог, в котором последней репликой является вопрос. Выберите ответ на этот вопрос из двух "
+        "\n\nНиже приведен диалог, в котором последней репликой является вопрос. Выберите ответ на этот вопрос из двух "
         "приведенных вариантов, укажите только цифру 1 или 2.\nДиалог:\n\nСколько ног у человека?\n"
         "Варианты ответа:1. Две\n2. Четыре\nОтвет:"
     )
@@ -363,9 +366,9 @@ def test_braces_other_than_the_three_inputs_stay_literal():
     """Only {question}, {choice1}, {choice2} are filled (the harness escapes every other brace); a question
     that itself contains a placeholder is not filled again."""
     item = parse_rutie_row(_with("instruction", "{context}\n{unknown} {question}: {choice1}/{choice2}"), 1)
-    assert completion_prompt(item, []) == "{unknown} Q: a/b\nОтвет:"
+    assert completion_prompt(item, []) == "\n\n{unknown} Q: a/b\nОтвет:"
     tricky = parse_rutie_row(_with("inputs.question", "Что значит {choice1}?"), 1)
-    assert completion_prompt(tricky, []) == "Что значит {choice1}?\n1. a\n2. b\nОтвет:"
+    assert completion_prompt(tricky, []) == "\n\nЧто значит {choice1}?\n1. a\n2. b\nОтвет:"
 
 
 def test_load_dialogues_orders_by_question_id_and_rejects_repeats(tmp_path):
@@ -480,11 +483,12 @@ def _current_question(body: dict) -> str:
     return max((q for q in REPLIES if q in text), key=text.rfind)
 
 
-def _table_responder(replies: dict[str, str], fail_on: set[str] = frozenset()):
+def _table_responder(replies: dict[str, str], fail_on: set[str] = frozenset(), status: int = 503):
+    """Answers from ``replies``; a question in ``fail_on`` gets HTTP ``status`` (503: the endpoint failing)."""
     def respond(path: str, body: dict) -> tuple[int, dict]:
         question = _current_question(body)
         if question in fail_on:
-            return 400, error_body("scripted failure: the operator pulled the plug")
+            return status, error_body("scripted failure: the operator pulled the plug")
         if path.endswith("/chat/completions"):
             return 200, chat_body(body["model"], [replies[question]], prompt_tokens=len(str(body["messages"])))
         return 200, completion_body(body["model"], [replies[question]], prompt_tokens=len(body["prompt"]))
@@ -495,7 +499,7 @@ def _table_responder(replies: dict[str, str], fail_on: set[str] = frozenset()):
 def expected_prompts(unparsed_shown: str) -> list[str]:
     """The three prompts of DIALOG given REPLIES, the unparsed second answer shown as ``unparsed_shown``."""
     return [
-        "Диалог:\n\nСколько ног у человека?\n1. Две\n2. Четыре\nОтвет:",
+        "\n\nДиалог:\n\nСколько ног у человека?\n1. Две\n2. Четыре\nОтвет:",
         "Диалог:\nСколько ног у человека?\n1. Две\n2. Четыре\nОтвет: 2\n\n"
         "А у муравья?\n1. Две\n2. Шесть\nОтвет:",
         "Диалог:\nСколько ног у человека?\n1. Две\n2. Четыре\nОтвет: 2\n\n"
@@ -562,7 +566,7 @@ def test_rutie_gen_is_reproduced_by_the_defaults_with_the_harness_prompt(tmp_pat
         assert _run(endpoint, data, tmp_path / "run", "--answer-cue", "", *stop_args) == 0
     bodies = endpoint.bodies("/v1/completions")
     assert [b["prompt"] for b in bodies] == [
-        "Диалог:\n\nСколько ног у человека?\n1. Две\n2. Четыре",
+        "\n\nДиалог:\n\nСколько ног у человека?\n1. Две\n2. Четыре",  # the harness's leading "\n\n"
         f"Диалог:\nСколько ног у человека?\n1. Две\n2. Четыре\nОтвет: {shown[0]}\n\nА у муравья?\n1. Две\n2. Шесть",
         f"Диалог:\nСколько ног у человека?\n1. Две\n2. Четыре\nОтвет: {shown[0]}\n\n"
         f"А у муравья?\n1. Две\n2. Шесть\nОтвет: {shown[1]}\n\nКто из них меньше?\n1. Человек\n2. Муравей",
@@ -649,13 +653,17 @@ def test_rutie_chat_logprob_variant_reads_first_token_top_logprobs(tmp_path):
     assert bodies[2]["messages"][3] == {"role": "assistant", "content": "-1"}
 
 
-def test_rutie_resumes_after_interruption(tmp_path):
-    """A run that dies mid-dialogue resumes at the next question with the saved answers in context."""
+def test_rutie_resumes_after_interruption(tmp_path, capsys):
+    """A run whose endpoint fails mid-dialogue (503 after the retries) stops with one line and exit 4, no
+    traceback, and resumes at the next question with the saved answers in context."""
     data = _write_dialogs(tmp_path / "d.jsonl", dialog_ids=(0, 1))
     out = tmp_path / "run"
     with ScriptedEndpoint(_table_responder(REPLIES, fail_on={"Кто из них меньше?"})) as endpoint:
-        with pytest.raises(Exception, match="pulled the plug"):
-            _run(endpoint, data, out, "--concurrency", "2")
+        assert _run(endpoint, data, out, "--concurrency", "2") == 4
+    err = capsys.readouterr().err
+    said = [line for line in err.splitlines() if line.startswith("judge-eval mera rutie: error:")]
+    assert len(said) == 1 and "HTTP 503: scripted failure: the operator pulled the plug" in said[0], err
+    assert "rerunning the same command resumes" in said[0] and "Traceback" not in err
     saved = read_jsonl(out / "answers.jsonl")
     assert sorted((a["dialog_id"], a["question_id"]) for a in saved) == [(0, 0), (0, 1), (1, 0), (1, 1)]
     assert not (out / "metrics.json").exists()
@@ -744,3 +752,183 @@ def test_chat_mode_stops_nowhere_by_default_and_an_old_run_resumes_with_no_stop(
         old = {k: v for k, v in key.items() if k != "stop"}  # a key written before stops existed
         (tmp_path / "completion" / "run_key.json").write_text(json.dumps(old), encoding="utf-8")
         assert _run(endpoint, data, tmp_path / "completion", "--max-tokens", "16", "--stop", "[]") == 0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A prompt over the context window; a request the endpoint refuses
+# ---------------------------------------------------------------------------------------------------------------
+
+#: Five questions of one dialogue; the scripted model answers " 1" to each.
+LONG_DIALOG = [f"Вопрос {i}?" for i in range(5)]
+CONTEXT_WINDOW_400 = "This model's maximum context length is 64 tokens. However, you requested 99 tokens."
+
+
+def _write_long_dialog(path: Path) -> Path:
+    with open(path, "w", encoding="utf-8") as f:
+        for q, question in enumerate(LONG_DIALOG):
+            f.write(json.dumps({
+                "instruction": INSTR, "inputs": {"question": question, "choice1": "Да", "choice2": "Нет"},
+                "outputs": "1", "meta": {"dialog_id": 0, "question_id": q, "category": ["memory"],
+                                         "use_context": q > 0, "turing_imitation": ["facts"]},
+            }, ensure_ascii=False) + "\n")  # fmt: skip
+    return path
+
+
+def _window_of_one_turn(fail_on: str | None = None):
+    """An endpoint whose window holds one answered turn: a prompt with two or more gets the 400 vLLM sends; the
+    question ``fail_on`` gets a 503 (the endpoint failing mid-run)."""
+    def respond(path: str, body: dict) -> tuple[int, dict]:
+        prompt = body["prompt"]
+        if prompt.count("Ответ: ") >= 2:  # answered turns ("Ответ: 1"); --answer-cue '' adds no bare cue
+            return 400, error_body(CONTEXT_WINDOW_400)
+        if fail_on is not None and prompt.rstrip().endswith(f"{fail_on}\n1. Да\n2. Нет"):
+            return 503, error_body("scripted outage")
+        return 200, completion_body(body["model"], [" 1"], prompt_tokens=len(prompt))
+
+    return respond
+
+
+def _turn_text(q: int) -> str:
+    return f"{LONG_DIALOG[q]}\n1. Да\n2. Нет\nОтвет: 1"
+
+
+@pytest.mark.parametrize(
+    ("overflow", "dropped", "answers", "n_requests"),
+    [
+        # The default (the harness truncates too, by tokens): the oldest whole turns go until the prompt fits;
+        # turns once dropped stay dropped, so each later question costs one refused request, not one per turn.
+        ((), [0, 0, 1, 2, 3], ["1"] * 5, 1 + 1 + 2 + 2 + 2),
+        # The named deviation: such a question is unparsed ("context limit"), as before the option existed.
+        (("--context-overflow", "fail"), [0] * 5, ["1", "1", None, None, None], 5),
+    ],
+)
+def test_rutie_prompt_over_the_context_window_drops_the_oldest_turns(tmp_path, overflow, dropped, answers,
+                                                                      n_requests):
+    """MERA's harness (--model hf) left-truncates a prompt over the window (lm_eval/models/huggingface.py,
+    left_truncate_len); the endpoint refuses it instead (HTTP 400). With --context-overflow truncate (default)
+    the request is built again without the oldest whole turn until it fits, the instruction's head kept; each
+    record says how many turns its request left out and the metrics count those questions."""
+    data = _write_long_dialog(tmp_path / "d.jsonl")
+    with ScriptedEndpoint(_window_of_one_turn(), max_model_len=None) as endpoint:
+        assert _run(endpoint, data, tmp_path / "run", "--answer-cue", "", *overflow) == 0
+    assert len(endpoint.bodies("/v1/completions")) == n_requests
+    records = read_jsonl(tmp_path / "run" / "answers.jsonl")
+    assert [r["context_turns_dropped"] for r in records] == dropped
+    assert [r["answer"] for r in records] == answers
+    assert [r["context_limit"] for r in records] == [False, False, True, True, True]
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["n_context_limit"] == 3
+    if not overflow:
+        # Question 4 was answered after its one newest earlier turn only, under the instruction's head.
+        assert records[4]["request"] == "Диалог:\n" + _turn_text(3) + "\n\n" + f"{LONG_DIALOG[4]}\n1. Да\n2. Нет"
+        assert "error" not in records[4]
+        assert (metrics["n_context_truncated"], metrics["n_unparsed"], metrics["accuracy"]) == (3, 0, 1.0)
+        assert json.loads((tmp_path / "run" / "run_key.json").read_text())["context_overflow"] == "truncate"
+    else:
+        assert records[4]["reason"] == CONTEXT_LIMIT and "maximum context length" in records[4]["error"]
+        assert records[4]["request"].startswith("Диалог:\n" + _turn_text(0))  # the full request, as asked
+        assert (metrics["n_context_truncated"], metrics["n_unparsed"]) == (0, 3)
+        assert metrics["unparsed_reasons"] == {CONTEXT_LIMIT: 3}
+
+
+def test_rutie_truncation_resumes_where_it_stopped(tmp_path):
+    """A resumed run leaves out the turns the saved answers had left out (from their context_turns_dropped), so it
+    asks what an uninterrupted run would."""
+    data = _write_long_dialog(tmp_path / "d.jsonl")
+    out = tmp_path / "run"
+    with ScriptedEndpoint(_window_of_one_turn(fail_on=LONG_DIALOG[4]), max_model_len=None) as endpoint:
+        assert _run(endpoint, data, out, "--answer-cue", "") == 4
+    assert [r["context_turns_dropped"] for r in read_jsonl(out / "answers.jsonl")] == [0, 0, 1, 2]
+    with ScriptedEndpoint(_window_of_one_turn(), max_model_len=None) as endpoint:
+        assert _run(endpoint, data, out, "--answer-cue", "") == 0
+    # Question 4 starts from 2 dropped turns: one refused request, then the one that fits.
+    assert [b["prompt"].count("Ответ: ") for b in endpoint.bodies("/v1/completions")] == [2, 1]
+    assert [r["context_turns_dropped"] for r in read_jsonl(out / "answers.jsonl")] == [0, 0, 1, 2, 3]
+
+
+def test_chat_truncation_keeps_the_instruction_head_in_the_first_user_turn():
+    """Chat mode drops whole turns too: the instruction's first part moves to the first turn kept."""
+    from eval.mera.client import ContextLimitError
+    from eval.mera.rutie import RutieSettings, ask
+
+    class Client:
+        def __init__(self):
+            self.requests = []
+
+        def generate(self, request, **kwargs):
+            from eval.mera.client import Generation
+
+            self.requests.append(request)
+            if sum(m["role"] == "assistant" for m in request) >= 2:
+                raise ContextLimitError("HTTP 400: " + CONTEXT_WINDOW_400)
+            return [Generation(text="1", raw_text="1", finish_reason="stop", prompt_tokens=9)]
+
+    q0, q1, q2 = (_item(i, f"Q{i}?", "a", "b") for i in range(3))
+    client = Client()
+    record = ask(client, q2, [(q0, "2"), (q1, "1")], RutieSettings(mode="chat"))
+    assert len(client.requests) == 2 and record["context_turns_dropped"] == 1 and record["answer"] == "1"
+    assert record["request"] == [
+        {"role": "user", "content": "Диалог:\nQ1?\n1. a\n2. b\nОтвет:"},
+        {"role": "assistant", "content": "1"},
+        {"role": "user", "content": "Q2?\n1. a\n2. b"},
+    ]
+
+
+@pytest.mark.parametrize("status", [400, 422])
+def test_rutie_a_refused_request_is_that_questions_failure(tmp_path, status):
+    """A request the endpoint refuses for what it holds (HTTP 400 or 422, not the context window) fails that
+    question, unparsed with reason "request refused" and the endpoint's message; the run goes on (it aborted
+    with a traceback, and a rerun met the same refusal forever)."""
+    data = _write_dialogs(tmp_path / "d.jsonl")
+    with ScriptedEndpoint(_table_responder(REPLIES, fail_on={"А у муравья?"}, status=status)) as endpoint:
+        assert _run(endpoint, data, tmp_path / "run") == 0
+    records = read_jsonl(tmp_path / "run" / "answers.jsonl")
+    assert [(r["answer"], r["reason"]) for r in records] == [("2", ""), (None, "request refused"), ("2", "")]
+    assert records[1]["error"] == f"HTTP {status}: scripted failure: the operator pulled the plug"
+    assert records[1]["context_limit"] is False and records[1]["context_answer"] == "-1"
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["unparsed_reasons"] == {"request refused": 1} and metrics["accuracy"] == pytest.approx(1 / 3)
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--stop", "\\n"], "--stop takes a JSON list of strings"),  # ruTiE's newline typed naturally
+        (["--stop", "n"], "--stop takes a JSON list of strings"),
+        (["--stop", "a b"], "--stop takes a JSON list of strings"),  # shell words: one stop or two?
+        (["--stop", "[1]"], "--stop takes a JSON list of strings"),
+        (["--max-tokens", "0"], "--max-tokens must be above 0, got 0"),
+        (["--request-timeout", "-1"], "--request-timeout must be above 0, got -1.0"),
+        (["--max-model-len", "0"], "--max-model-len must be at least 1"),
+        (["--concurrency", "0"], "--concurrency must be above 0"),
+    ],
+)
+def test_rutie_bad_values_are_usage_errors_naming_the_flag(tmp_path, capsys, argv, said):
+    """--stop takes a JSON list only (the shared reading split '\\n' like a shell: a stop on the letter n), the
+    message showing the JSON form; numbers out of range are refused naming their flag. Exit 2, nothing asked."""
+    data = _write_dialogs(tmp_path / "d.jsonl")
+    with ScriptedEndpoint(_table_responder(REPLIES)) as endpoint:
+        with pytest.raises(SystemExit) as exit_info:
+            _run(endpoint, data, tmp_path / "run", *argv)
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and said in err, err
+    assert endpoint.requests == [] and not (tmp_path / "run").exists()
+    if argv[0] == "--stop":
+        assert """--stop '["\\n"]'""" in err
+
+
+def test_rutie_stop_flag_reads_json_only(tmp_path, capsys):
+    """--stop '["\\n"]' is a newline, '[]' none, 'null' the mode's default; a YAML stop that is not a list is
+    refused."""
+    def stop(*argv: str):
+        return cli.config_from_args(cli.build_parser().parse_args(["rutie", "--out", "x", *argv])).stop
+
+    assert (stop("--stop", '["\\n"]'), stop("--stop", "[]"), stop("--stop", "null"), stop()) == (["\n"], [], None, None)
+    config = tmp_path / "rutie.yaml"
+    config.write_text('stop: "\\n"\n', encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["rutie", "--config", str(config), "--out", str(tmp_path / "r")])
+    assert exit_info.value.code == 2 and "stop must be a list of strings" in capsys.readouterr().err
+    config.write_text('stop: ["\\n"]\n', encoding="utf-8")
+    assert cli.config_from_args(cli.build_parser().parse_args(["rutie", "--config", str(config), "--out", "x"])).stop \
+        == ["\n"]
