@@ -373,14 +373,20 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True) -
         # asked for, adopted and fitted): a resume keeps it, so that one folder never holds verdicts of two budgets.
         n_written = n_done if pairwise else len(done)
         made_with, adopted_before = _earlier_max_tokens(out) if n_written else (None, None)
-        if made_with is not None and made_with != config.max_tokens:
-            if todo and max_tokens_chosen:
+        if made_with is not None and made_with != config.max_tokens and todo:
+            if max_tokens_chosen:
+                # the run key matched, so the same flag gave another budget (the first launch adopted the judge's
+                # trained length, or another server fitted it): only a resume without the flag keeps the folder's
                 raise ConfigError(f"max_tokens: the {n_written} verdicts already in {out} were asked with max_tokens "
-                                  f"{made_with}, this resume would ask {config.max_tokens}: resume with --max-tokens "
-                                  f"{made_with}, or start again with --overwrite")
-            if todo:
-                log.info("max_tokens %d, the budget of the %d verdicts already here (not %d)", made_with, n_written,
-                         config.max_tokens)
+                                  f"{made_with}, this resume would ask {config.max_tokens}: resume without "
+                                  f"--max-tokens (the folder keeps {made_with}), or start again with --overwrite")
+            fitted, _ = fit_max_tokens(made_with, limits, route="judge" if kind == "judge-serve" else "chat")
+            if fitted != made_with:  # a server with a smaller window: it would refuse every request, or cut them
+                raise ConfigError(f"max_tokens: the {n_written} verdicts already in {out} were asked with max_tokens "
+                                  f"{made_with}, which this server cannot give (it allows {fitted}): resume against "
+                                  "a server like the first launch's, or start again with --overwrite")
+            log.info("max_tokens %d, the budget of the %d verdicts already here (not %d)", made_with, n_written,
+                     config.max_tokens)
         if made_with is not None:  # asked now or not, run.json goes on saying what the folder's verdicts had
             config.max_tokens, adopted_max_tokens = made_with, adopted_before
         if pairwise:

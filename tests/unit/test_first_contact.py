@@ -502,7 +502,13 @@ def test_a_resume_keeps_the_budget_of_the_verdicts_already_written(tmp_path, mon
         assert code == 2 and len(judge.bodies("/v1/chat/completions")) == sent
         assert console_error_line(err).endswith(
             "max_tokens: the 2 verdicts already in " + str(adopted) + " were asked with max_tokens 2048, this "
-            "resume would ask 1024: resume with --max-tokens 2048, or start again with --overwrite")
+            "resume would ask 1024: resume without --max-tokens (the folder keeps 2048), or start again with "
+            "--overwrite")
+        # the advice, followed, works
+        code, err = _run_in_process(run_argv(judge.base_url, adopted, data, "--backend", "chat"), monkeypatch, capsys)
+        assert code == 0, err[-2000:]
+        assert [b["max_tokens"] for b in judge.bodies("/v1/chat/completions")[sent:]] == [2048]
+        sent += 1
         code, err = _run_in_process(run_argv(judge.base_url, chosen, data, "--backend", "chat"), monkeypatch, capsys)
         assert code == 0, err[-2000:]
         assert [b["max_tokens"] for b in judge.bodies("/v1/chat/completions")[sent:]] == [1024]
@@ -527,6 +533,27 @@ def test_a_resume_whose_chosen_budget_the_server_fits_alike_goes_on(tmp_path, mo
     finally:
         judge.close()
     assert [b["max_tokens"] for b in judge.bodies("/v1/chat/completions")] == [1024, 1024, 1024]
+
+
+def test_a_resume_against_a_server_that_cannot_give_the_folders_budget_is_refused(tmp_path, monkeypatch, capsys):
+    """The first launch adopted 2048 on a 6144-token server; the resume meets one whose 2048-token window cannot give
+    2048 (a requeued shard on another node): refused before any request, naming both, not sent 2048 to be refused
+    by the server, nor fitted to a budget the folder's other verdicts did not have."""
+    data = sample_records_file(tmp_path / "data.jsonl", 3)
+    wide, narrow = _reasoning_judge(max_model_len=6144), _reasoning_judge(max_model_len=2048)
+    run = tmp_path / "run"
+    try:
+        code, err = _run_in_process(run_argv(wide.base_url, run, data, "--backend", "chat"), monkeypatch, capsys)
+        assert code == 0, err[-2000:]
+        _drop_last_prediction(run)
+        code, err = _run_in_process(run_argv(narrow.base_url, run, data, "--backend", "chat"), monkeypatch, capsys)
+    finally:
+        wide.close()
+        narrow.close()
+    assert code == 2 and narrow.bodies("/v1/chat/completions") == []
+    assert console_error_line(err).endswith(
+        f"max_tokens: the 2 verdicts already in {run} were asked with max_tokens 2048, which this server cannot give "
+        "(it allows 1024): resume against a server like the first launch's, or start again with --overwrite")
 
 
 def test_an_adopted_trained_length_is_recorded_as_it_was_fitted_to_the_server(tmp_path):
