@@ -26,8 +26,9 @@ log = logging.getLogger(__name__)
 
 
 class ChoicesFailed(ValueError):
-    """The task classifier failed on every row it was asked about: nothing would be judged on a chosen task, only
-    the fallback criteria of each row, so ``criteria: auto`` refuses rather than run on them."""
+    """Every row of the data is a failed choice (the classifier failed on each, and no row names its criteria or its
+    task): nothing would be judged on a chosen, given or named criterion, only each row's fallback criteria, so
+    ``criteria: auto`` refuses rather than run on them. A failure among rows judged otherwise is counted instead."""
 
 
 def expand_criteria(
@@ -86,7 +87,15 @@ _SET = ("id", "instruction", "answer", "criteria_name", "criterion_id", "rubrics
 def _given_task(row: Mapping, taxonomy, where: str) -> TaskChoice | None:
     """The row's own task (``task_type``, optionally ``task_subtype`` and ``task_subsubtype``) as a choice, or None
     when it names none: a task the caller states is not guessed over (method ``given``). One leaf: its criteria; a
-    task type of several leaves: the criteria they share (or the fallback, when they share none)."""
+    task type of several leaves: the criteria they all list as one id (``type_criteria`` without a leaf).
+
+    Raises:
+        ValueError: an unknown task; or a task type whose leaves list no criterion as one id (the STEM and Code
+            types: each leaf lists its own variants, ``operability__5`` for Python, ``operability__3`` for C++),
+            naming the row and the field that must name the leaf. The fallback set is not judged instead: it is for
+            a text of unknown task, and none of its criteria is one such a leaf lists; a leaf is not guessed
+            within the named type either (the row states its task: the classifier does not overrule or finish it).
+    """
     import dataclasses
 
     from judge.criteria_auto.policy import label_of, type_criteria
@@ -104,14 +113,21 @@ def _given_task(row: Mapping, taxonomy, where: str) -> TaskChoice | None:
                                 "given", taxonomy, type_probability=1.0, leaf_share=1.0)
     if one:
         return choice
-    # No leaf is chosen, so a criterion whose variant differs between the leaves has no variant to judge in: the
-    # criteria all the leaves list as one id (``type_criteria`` without a leaf), else the fallback set.
+    # No leaf is chosen, so a criterion whose variant differs between the leaves has no variant to judge in: only
+    # the criteria all the leaves list as one id (``type_criteria`` without a leaf) remain.
     shared = type_criteria(leaves[0].task_type, taxonomy)
-    level, criteria = ("task_type", shared) if shared else ("fallback", fallback_criteria(taxonomy))
-    reason = ("the row gives its task type only: the criteria its leaves share" if shared else
-              f"the row gives its task type only, and the leaves of {leaves[0].task_type!r} share no criterion")
-    return dataclasses.replace(choice, reason=reason, task_subtype="", task_subsubtype="", label=leaves[0].task_type,
-                               level=level, criteria=tuple(criteria), fallback=level == "fallback")
+    if not shared:
+        field = "task_subtype" if len({leaf.subtype for leaf in leaves}) > 1 else "task_subsubtype"
+        raise ValueError(
+            f"{where}: field '{field}': the row names task type {leaves[0].task_type!r} only, and its "
+            f"{len(leaves)} leaves have no criterion in common (each lists its own variants); name the leaf, one of: "
+            f"{'; '.join(label_of(leaf) for leaf in leaves)} (or give criteria_name, or leave task_type out for the "
+            "classifier to choose)")
+    return dataclasses.replace(choice, reason="the row gives its task type only: the criteria its leaves share",
+                               task_subtype="", task_subsubtype="", label=leaves[0].task_type, level="task_type",
+                               criteria=tuple(shared), fallback=False)
+
+
 #: Labels belong to one criterion: a row without ``criteria_name`` that carries them is refused, since copying them
 #: onto every chosen criterion would score the judge against made-up references.
 _PER_CRITERION = ("expert_scores", "expert_feedback", "criteria_score", "annotations")
@@ -120,8 +136,8 @@ _PER_CRITERION = ("expert_scores", "expert_feedback", "criteria_score", "annotat
 def _choice_or_failure(classifier: TaskClassifier, row: Mapping) -> TaskChoice:
     """The classifier's choice for a row, or, when classifying it fails (the llm method's endpoint down, or refusing
     an instruction over its context), that row's fallback with the failure as its reason: one row's failure is a
-    value in task_choices.jsonl, not the end of a run that has classified the others. It is counted
-    (``expand_rows`` warns with the count, refuses when every row failed) and a resumed run asks again
+    value in task_choices.jsonl, not the end of a run that judges the others. It is counted (``expand_rows`` warns
+    with the count; it refuses only data whose every row is such a failure) and a resumed run asks again
     (``expand_file(resume=True)``). (judge-serve answers such a request 502 instead: a client there can retry it.)"""
     try:
         return classifier.choose(row["instruction"], row["answer"])
@@ -161,9 +177,10 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
     Item ids are ``<row id>::<criterion id>`` (row id: the row's ``id``, else its index), stable across runs.
 
     A row the classifier fails on is judged on the fallback criteria with the failure as its reason
-    (``_choice_or_failure``); the failures are counted and logged as one warning, and when the classifier failed on
-    every row it was asked about, the expansion is refused (``ChoicesFailed``) rather than judge a whole dataset on
-    the fallback set.
+    (``_choice_or_failure``); the failures are counted and logged as one warning. The expansion is refused
+    (``ChoicesFailed``) only when every row of the data is such a failure (no row names its criteria or its task,
+    none was classified): nothing would be judged but the fallback set. One failed row among rows with
+    ``criteria_name`` is a warning, not the end of the run.
 
     Args:
         recorded: choice records of an earlier expansion by row index (``task_choices.jsonl`` rows): a row's
@@ -175,16 +192,19 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
 
     Raises:
         ValueError: a row without ``instruction`` or ``answer``, or a row without ``criteria_name`` that carries
-            expert labels (they belong to one criterion), naming the source, row and field; a recorded choice of
-            another row id.
-        ChoicesFailed: the classifier failed on every row it was asked about (a ``ValueError``).
+            expert labels (they belong to one criterion), or a row naming a task the taxonomy lacks or a task type
+            whose leaves have no criterion in common (``_given_task``), naming the source, row and field; a recorded
+            choice of another row id.
+        ChoicesFailed: every row is a failed choice (a ``ValueError``).
     """
     items, choices = [], []
     taxonomy = load_taxonomy()
     recorded = recorded or {}
     seen: dict[str, int] = {}  # row id -> the row that first gave it
     asked, failed = 0, []  # rows the classifier was asked about (or whose earlier choice stood); (row, reason) failed
+    n_rows = 0
     for i, row in enumerate(rows):
+        n_rows += 1
         if row.get("criteria_name"):
             items.append(dict(row))
             continue
@@ -220,10 +240,12 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
     if failed:
         name = getattr(classifier, "name", "classifier")
         first = f"row {failed[0][0]}: {failed[0][1]}"
-        if len(failed) == asked:
+        # Refused only when nothing else would be judged: a failed row among rows naming their criteria or task
+        # (or classified) is one row's fallback, not the end of the run.
+        if len(failed) == n_rows:
             raise ChoicesFailed(f"{source}: the task classifier ({name}) failed on all {asked} rows it was asked "
-                                f"about ({first}); nothing would be judged on a chosen task. Fix the classifier (its "
-                                "endpoint, its artefact) and run again")
+                                f"about ({first}), and no row names its criteria or task; nothing would be judged "
+                                "on a chosen task. Fix the classifier (its endpoint, its artefact) and run again")
         log.warning("criteria auto: the task classifier (%s) failed on %d of %d rows (%s); they are judged on the %d "
                     "criteria for any text, and a resumed run classifies them again", name, len(failed), asked,
                     first, len(fallback_criteria(taxonomy)))
@@ -241,7 +263,7 @@ def expand_file(source: str | Path, out_dir: str | Path, classifier: TaskClassif
 
     Raises:
         ValueError: a line that is not a JSON object, or a row ``expand_rows`` refuses (naming file and row);
-            ``ChoicesFailed`` when the classifier failed on every row. Nothing is written then.
+            ``ChoicesFailed`` when every row is a failed choice. Nothing is written then.
     """
     source, out = Path(source), Path(out_dir)
     if source.suffix.lower() != ".jsonl":

@@ -107,3 +107,26 @@ def test_run_criteria_auto_resume_classifies_the_failed_rows_again(tmp_path, cap
     assert [c["label"] for c in again] == ["Advice", "Advice"] and again[1] == first[1]
     expected = {f"{p}::{cid}" for p in ("p1", "p2") for cid in leaf_of("Advice").criteria}
     assert {row["id"] for row in read_predictions(out / "predictions.jsonl")} == expected
+
+
+def test_run_criteria_auto_goes_on_when_the_only_row_asked_about_fails_among_explicit_ones(tmp_path, caplog):
+    """A file of rows with criteria_name and one (instruction, answer) row, the llm classifier's endpoint down: the
+    one row asked about failing is a warning and that row's fallback (exit 0, every row judged), not a refusal of the
+    whole run, which only data whose every row is a failed choice gets."""
+    import logging
+
+    from judge.criteria_auto import fallback_criteria
+
+    explicit = [json.loads(line) for line in judge.sample_data_path().read_text(encoding="utf-8").splitlines()[:3]]
+    data, out = tmp_path / "mixed.jsonl", tmp_path / "run"
+    data.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in (
+        *explicit, {"id": "p1", "instruction": "Дай совет, как выспаться", "answer": "Ложитесь раньше."})),
+        encoding="utf-8")  # fmt: skip
+    with ScriptedServer() as server, _advice_endpoint(lambda text: True) as clf:
+        with caplog.at_level(logging.WARNING):
+            assert main(_run_args(server.base_url, data, out, *_llm_args(clf.base_url))) == 0
+    assert "failed on 1 of 1 rows" in caplog.text
+    (choice,) = [json.loads(line) for line in (out / "task_choices.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert (choice["id"], choice["label"]) == ("p1", "")
+    expected = {r["id"] for r in explicit} | {f"p1::{cid}" for cid in fallback_criteria()}
+    assert {row["id"] for row in read_predictions(out / "predictions.jsonl")} == expected

@@ -760,16 +760,80 @@ def test_failed_choices_are_counted_in_a_warning(caplog):
 
 
 def test_every_choice_failing_is_refused_and_nothing_written(tmp_path):
-    """The classifier failing on every row it is asked about (its endpoint down) refuses the expansion, a
-    ValueError naming the count and the first failure, and writes no items a run would judge on the fallback set."""
+    """Every row of the data a failed choice (the classifier's endpoint down, no row naming its criteria or task)
+    refuses the expansion, a ValueError naming the count and the first failure, and writes no items a run would
+    judge on the fallback set."""
     from judge.criteria_auto import ChoicesFailed, expand_file
 
     src = tmp_path / "pairs.jsonl"
-    src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in _PAIRS), encoding="utf-8")
+    src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in _PAIRS[:2]), encoding="utf-8")
     with pytest.raises(ChoicesFailed, match=r"pairs.jsonl: the task classifier \(flaky\) failed on all 2 rows .*"
                                             r"row 0: the classifier failed: ConnectionError"):
         expand_file(src, tmp_path / "out", _Flaky(down={"Дай совет", "Ещё совет"}))
     assert issubclass(ChoicesFailed, ValueError) and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("others", ["criteria_name", "task_type", "classified"])
+def test_failed_choices_among_rows_judged_otherwise_are_a_warning_not_a_refusal(others, caplog):
+    """One failed choice among rows that name their criteria (999 of them), or name their task, or were classified,
+    is that row's fallback and a warning: the run is refused only when every row of the data is a failed choice
+    (once the one row asked about failing refused a thousand rows with explicit criteria)."""
+    import logging
+
+    from judge.criteria_auto import expand_rows, fallback_criteria
+
+    down = {"Дай совет"}
+    explicit = {"instruction": "Напиши стих", "answer": "x", "criteria_name": "Грамотность"}
+    rest = {"criteria_name": [{"id": f"e{k}", **explicit} for k in range(999)],
+            "task_type": [_PAIRS[2]],
+            "classified": [_PAIRS[1]]}[others]  # fmt: skip
+    with caplog.at_level(logging.WARNING, logger="judge.criteria_auto.expansion"):
+        items, choices = expand_rows([*rest, _PAIRS[0]], _Flaky(down=down))
+    assert [c["id"] for c in choices if c["label"] == ""] == ["a"]
+    assert [i["criterion_id"] for i in items if i["id"].startswith("a::")] == list(fallback_criteria())
+    assert len(items) >= len(rest) + len(fallback_criteria())
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    asked = 2 if others == "classified" else 1
+    assert len(warnings) == 1 and f"failed on 1 of {asked} rows (row {len(rest)}: the classifier" in warnings[0]
+
+
+@pytest.mark.parametrize("task_type", ["Code analysis", "Code creation", "Code modification", "STEM exercises"])
+def test_a_row_naming_only_a_task_type_whose_leaves_share_nothing_is_refused(task_type):
+    """A row naming only a STEM or Code task type (its leaves list per-leaf variants only, no criterion as one id) is
+    refused, naming the row, the field task_subtype and the leaves to choose from, rather than judged on the
+    fallback set (for a text of unknown task; none of its criteria is one such a leaf lists); naming the leaf works."""
+    from judge.criteria_auto import expand_rows, label_of
+    from judge.taxonomy import load_taxonomy
+
+    leaves = load_taxonomy().find_tasks(task_type)
+    row = {"id": "r", "instruction": "Реши задачу", "answer": "42", "task_type": task_type}
+    clf = _Flaky()
+    with pytest.raises(ValueError, match=rf"pairs.jsonl row 1: field 'task_subtype': the row names task type "
+                                         rf"'{task_type}' only.*name the leaf, one of: {label_of(leaves[0])}; "):
+        expand_rows([_PAIRS[2], row], clf, "pairs.jsonl")
+    assert clf.asked == []  # not guessed over by the classifier either
+    _, (choice,) = expand_rows([{**row, "task_subtype": leaves[0].subtype}], clf)
+    assert (choice["method"], choice["level"], choice["criteria"]) == ("given", "leaf", list(leaves[0].criteria))
+
+
+def test_a_task_type_alone_is_judged_only_on_criteria_its_leaves_list():
+    """Every task type named alone: its choice's criteria are all listed by every one of its leaves (never the
+    fallback set, never a criterion outside the type's lists), or the row is refused."""
+    from judge.criteria_auto import expand_rows
+    from judge.taxonomy import load_taxonomy
+
+    taxonomy = load_taxonomy()
+    refused = []
+    for task_type in taxonomy.task_types:
+        leaves = taxonomy.find_tasks(task_type)
+        try:
+            _, (choice,) = expand_rows([{"instruction": "a", "answer": "b", "task_type": task_type}], _Flaky())
+        except ValueError:
+            refused.append(task_type)
+            continue
+        assert choice["method"] == "given" and not choice["fallback"], task_type
+        assert all(cid in leaf.criteria for cid in choice["criteria"] for leaf in leaves), task_type
+    assert sorted(refused) == ["Code analysis", "Code creation", "Code modification", "STEM exercises"]
 
 
 def test_a_resumed_expansion_classifies_failed_rows_again(tmp_path):
