@@ -11,7 +11,8 @@ One module per job:
 - ``llm``: the ``llm`` method (an OpenAI-compatible model chooses level by level with guided choice);
 - ``registry``: the methods by name (``build_classifier``, ``classifier_from_settings``);
 - ``expansion``: one judge item per chosen criterion (``expand_criteria``, ``expand_rows``, ``expand_file``), failed
-  choices counted, refused when every row of the data failed (``ChoicesFailed``) and asked again on resume (``failed_choices``);
+  choices counted, refused when every row of the data failed (``ChoicesFailed``) and asked again on resume
+  (``failed_choices``);
 - ``labelled``: labelled instructions and the bundled training and held-out sets;
 - ``measures``: criteria-set precision / recall / Jaccard and calibration (``reliability``).
 
