@@ -56,9 +56,11 @@ configuration error; 3 ruhumaneval finished, but some samples never ran in the s
 sandbox's own failure, never the model's): metrics.json leaves them out of pass@k and counts them
 (n_sandbox_errors); rerunning the same command executes every sample again; 4 the endpoint cannot be used
 (unreachable, no or wrong key, wrong URL or path, still unavailable after 120 s), or failed mid-run after the
-retries (the answers so far are kept: rerunning resumes), named on stderr. A request the endpoint refuses for what
-it holds (HTTP 400, 413, 422, a prompt over the context window included) is not a run error: that item fails and
-is counted (ruhumaneval: not_generated; rutie: unparsed, "request refused" or "context limit").
+retries (the answers so far are kept: rerunning resumes), or refused the run's first 3 requests alike (the same
+status and message, e.g. --mode chat on a model without a chat template: nothing is saved for them, rerunning asks
+them again), named on stderr. Any other request the endpoint refuses for what it holds (HTTP 400, 413, 422, a prompt
+over the context window included) is not a run error: that item fails and is counted (ruhumaneval: not_generated;
+rutie: unparsed, "request refused" or "context limit").
 """
 
 #: ruhumaneval's exit code when samples never ran in the sandbox (the EPILOG above).
@@ -208,13 +210,26 @@ def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
             done[task.task_id] = {"task_id": task.task_id, "request": None, "completions": [task.canonical_solution]}
             writer.append(done[task.task_id])
     elif todo:
+        import threading
+
+        from eval.judging.backends import FirstRefusals
+        from eval.judging.run import N_FIRST_REFUSALS
         from eval.mera.client import ContextLimitError, RequestRefused
+        from judge.plumbing.retry import EndpointUnusable
 
         client = _client(config)
+        # The run's first requests all refused alike (judge-eval run's rule, eval.judging.backends.FirstRefusals)
+        # stop it before a failed record is saved for each task; only a run with that many tasks left can tell.
+        first = FirstRefusals(N_FIRST_REFUSALS if len(todo) >= N_FIRST_REFUSALS else 0)
+        lock = threading.Lock()
+        sent = [0]
 
-        def generate(task) -> dict[str, Any]:
+        def generate(task) -> None:
+            if first.stopped is not None:  # the endpoint refuses every request alike: nothing more is sent
+                return
             request = task.prompt if config.mode == "completion" else chat_messages(task.prompt)
             record: dict[str, Any] = {"task_id": task.task_id, "request": request}
+            refusal = None
             try:
                 # Chat answers open with a fence and `def`: stops apply after the entry point (build_program).
                 gens = client.generate(
@@ -237,19 +252,26 @@ def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
                 logger.warning("task %s: prompt exceeds the context window; its %d samples fail", task.task_id, n)
                 record.update(completions=[""] * n, raw=[None] * n, finish_reasons=["context_length_exceeded"] * n,
                               error=str(err)[:500])  # fmt: skip
+                refusal = err
             except RequestRefused as err:  # this request's own failure (a rerun would get the same answer)
                 logger.warning("task %s: the endpoint refused the request (%s); its %d samples fail as not_generated",
                                task.task_id, str(err)[:200], n)  # fmt: skip
                 record.update(completions=[""] * n, raw=[None] * n, finish_reasons=["request_refused"] * n,
                               error=str(err)[:500])  # fmt: skip
-            writer.append(record)
-            return record
+                refusal = err
+            with lock:  # saved when first lets it through: a refusal is held while the run's first are all alike
+                sent[0] += 1
+                saved = first.offer(None if refusal is None else refusal.as_refused(), record)
+                if saved:
+                    writer.append(*saved)
+                done.update((rec["task_id"], rec) for rec in saved)
 
         started = time.monotonic()
-        for i, record in enumerate(client.map(generate, todo), start=1):
-            done[record["task_id"]] = record
+        for i, _ in enumerate(client.map(generate, todo), start=1):
             if i % 10 == 0 or i == len(todo):
                 logger.info("generated %d/%d tasks (%.0f s)", i, len(todo), time.monotonic() - started)
+        if first.stopped is not None:
+            raise EndpointUnusable(first.message(f"the endpoint at {config.endpoint}", sent[0], len(todo)))
 
     # -- execution ------------------------------------------------------------------------------------------
     stops = () if config.self_check else MERA_STOPS  # canonical code is not model output: never cut it
@@ -304,7 +326,8 @@ def run_rutie(config: RutieConfig) -> dict[str, Any]:
     """Answer every dialogue in order with the model's own answers in context; write accuracy. Returns metrics."""
     from eval.mera.progress import claim_run_folder
     from eval.mera.released import resolve_task_data
-    from eval.mera.rutie import PROGRESS_FILE, RutieSettings, load_dialogues, run_dialogues, rutie_metrics
+    from eval.mera.rutie import (PROGRESS_FILE, RutieSettings, check_prompt_format, load_dialogues, run_dialogues,
+                                 rutie_metrics)
 
     # -- config ---------------------------------------------------------------------------------------------
     out = Path(config.out)
@@ -313,6 +336,13 @@ def run_rutie(config: RutieConfig) -> dict[str, Any]:
     dialogues = load_dialogues(data)
     client = _client(config)
     max_model_len = config.max_model_len or client.max_model_len()
+    if config.scoring == "generate" and max_model_len is not None and config.max_tokens >= max_model_len:
+        # vLLM refuses max_tokens above the window on every request; at the window, an endpoint that counts prompt
+        # plus max_tokens (OpenAI's) has no room for any prompt.
+        window = "--max-model-len" if config.max_model_len else "the endpoint's /v1/models"
+        raise ConfigError(f"--max-tokens {config.max_tokens} leaves no room for a prompt in the model's context window "
+                          f"of {max_model_len} tokens ({window}): every question would be refused; use a --max-tokens "
+                          f"below {max_model_len}")
     stop = list(config.stop) if config.stop is not None else (["\n"] if config.mode == "completion" else [])
     settings = RutieSettings(mode=config.mode, scoring=config.scoring, max_tokens=config.max_tokens,
                              stop=tuple(stop), temperature=config.temperature, seed=config.seed,
@@ -332,6 +362,7 @@ def run_rutie(config: RutieConfig) -> dict[str, Any]:
         **({"context_overflow": config.context_overflow} if config.context_overflow != "fail" else {}),
     }  # fmt: skip
     resumed = claim_run_folder(out, run_key, [PROGRESS_FILE], overwrite=config.overwrite)
+    check_prompt_format(dialogues, out, settings)
     _write_provenance(out, config, resolved, max_model_len=max_model_len, resumed=resumed,
                   n_dialogues=len(dialogues), n_questions=sum(len(d) for d in dialogues.values()))  # fmt: skip
     logger.info("rutie: %d dialogues, %d questions from %s, mode=%s, scoring=%s%s", len(dialogues),
@@ -384,11 +415,12 @@ def main(argv: list[str] | None = None) -> int:
     from eval.mera.sandbox import SandboxUnavailable
     from eval.mera.task_rows import DataError
 
+    from judge.plumbing.retry import EXIT_UNUSABLE, EndpointUnusable
     from judge.plumbing.run_folder import RunFolderBusy, hold_run_folder
 
     if needs_endpoint:  # first contact: a loading server is waited for, a wrong key or URL said plainly
         from judge.plumbing.api_keys import KEY_RULE, client_api_key
-        from judge.plumbing.retry import EXIT_UNUSABLE, EndpointUnusable, RetryPolicy, list_models
+        from judge.plumbing.retry import RetryPolicy, list_models
 
         try:  # where config_from_args's key came from, for a 401's message: the variables', else typed
             source = client_api_key("", config.api_key_env, command=f"judge-eval mera {config.task}")
@@ -410,6 +442,11 @@ def main(argv: list[str] | None = None) -> int:
                     return EXIT_SANDBOX_ERRORS
             else:
                 run_rutie(config)
+    except ConfigError as err:  # a setting the endpoint's window cannot take (--max-tokens), found once it is known
+        parser.error(str(err))
+    except EndpointUnusable as err:  # the first requests all refused alike: the server's words
+        print(f"judge-eval mera {config.task}: error: {err}", file=sys.stderr)
+        return EXIT_UNUSABLE
     except (DataError, ResumeMismatch, RunFolderBusy, SandboxUnavailable, FileNotFoundError,
             ValueError) as err:
         logger.error("%s", err)
@@ -419,8 +456,6 @@ def main(argv: list[str] | None = None) -> int:
         if message is None:
             raise
         print(f"judge-eval mera {config.task}: error: {message}", file=sys.stderr)
-        from judge.plumbing.retry import EXIT_UNUSABLE
-
         return EXIT_UNUSABLE
     return 0
 

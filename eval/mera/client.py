@@ -25,8 +25,14 @@ R = TypeVar("R")
 MAX_SERVER_STOPS = 4
 
 # vLLM: "This model's maximum context length is 2048 tokens...", "... longer than the maximum model length ...";
-# OpenAI: "context_length_exceeded".
-_CONTEXT_LIMIT = re.compile(r"context length|context_length|maximum model length|max_model_len|too long", re.I)
+# OpenAI: "context_length_exceeded". vLLM 0.32 also takes a prompt of exactly the window's length and lowers
+# max_tokens to the 0 tokens left (``entrypoints/serve/utils/api_utils.py`` ``get_max_tokens``), which its sampling
+# parameters then refuse (``sampling_params.py``: "max_tokens must be at least 1, got 0."): no room left for an
+# answer, the window's refusal too. This client never sends max_tokens 0 but with ``echo``, which vLLM turns into 1.
+_CONTEXT_LIMIT = re.compile(
+    r"context length|context_length|maximum model length|max_model_len|too long|max_tokens must be at least 1, got 0\b",
+    re.I,
+)
 
 
 #: HTTP statuses that refuse one request for what it holds (bad request, too large, unprocessable): the same
@@ -36,11 +42,19 @@ REFUSED_STATUSES = (400, 413, 422)
 
 
 class RequestRefused(RuntimeError):
-    """The endpoint refused this one request (``REFUSED_STATUSES``); ``status`` is the HTTP status."""
+    """The endpoint refused this one request (``REFUSED_STATUSES``); ``status`` is the HTTP status, ``said`` the
+    server's own words (the message without the status)."""
 
-    def __init__(self, message: str, status: int | None = None):
+    def __init__(self, message: str, status: int | None = None, said: str = ""):
         super().__init__(message)
         self.status = status
+        self.said = said or message
+
+    def as_refused(self) -> Any:
+        """This refusal as ``eval.judging.backends.Refused``, what ``FirstRefusals`` compares (status, words)."""
+        from eval.judging.backends import Refused
+
+        return Refused(str(self), self.status, self.said)
 
 
 class ContextLimitError(RequestRefused):
@@ -128,8 +142,8 @@ class OpenAICompatClient:
             said = server_message(err.response, 500) or " ".join(str(err).split())[:500]
             message = f"HTTP {err.status_code}: {said}"
             if is_context_limit_message(str(err)):
-                raise ContextLimitError(message, err.status_code) from err
-            raise RequestRefused(message, err.status_code) from err
+                raise ContextLimitError(message, err.status_code, said) from err
+            raise RequestRefused(message, err.status_code, said) from err
 
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
         """``fn`` over ``items`` with at most ``concurrency`` in flight; results in input order."""

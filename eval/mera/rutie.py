@@ -63,13 +63,14 @@ context window ("context limit").
 A prompt over the context window, one named option ``RutieSettings.context_overflow``: ``"truncate"`` (default)
 leaves out the oldest whole earlier turns until the endpoint takes it, counted (``context_turns_dropped`` on the
 record, ``n_context_truncated`` in the metrics); the harness truncates tokens from the left instead (``ask``
-cites it). ``"fail"``: the question is unparsed ("context limit").
+cites it); a question that does not fit even alone is unparsed ("context limit"). ``"fail"``: the question is
+unparsed ("context limit"). A run whose first questions are all refused alike stops instead (``run_dialogues``).
 
 Metrics (``rutie_metrics``): the headline ``accuracy`` is correct answers over **all** questions, an unparsed
 answer counting as wrong (card "Metrics": "Accuracy ..., the average for the dialogue"; the harness scores its
 fallback ``-1`` as wrong). ``accuracy_parsed`` (over parsed answers) and ``n_unparsed`` stand beside it.
 
-Why one module of ~650 lines: it follows the task from its rows to its metric in the harness's order (rows,
+Why one module of ~750 lines: it follows the task from its rows to its metric in the harness's order (rows,
 context, prompt, reply, the answer fed back into the next question's context, accuracy), and each step is used by
 this task alone.
 """
@@ -445,15 +446,38 @@ def ask(
     until the endpoint takes it (the instruction's head stays; with every turn left out the prompt is the first
     question's form). MERA's harness, run with ``--model hf``, truncates tokens from the left instead: generation
     keeps the last ``max_length - max_gen_toks`` prompt tokens (``lm_eval/models/huggingface.py``
-    ``generate_until``: ``left_truncate_len=max_ctx_len``; vLLM refuses on the same budget, prompt plus
-    ``max_tokens``), log-likelihood the last ``max_length + 1`` tokens of prompt and continuation
-    (``_loglikelihood_tokens``); an OpenAI-compatible endpoint offers no tokenizer-level truncation, so whole
-    turns go here. ``dropped`` (the turns an earlier question of the dialogue left out) is where leaving out
-    starts: turns once dropped stay dropped, one extra request per newly dropped turn. The record says how many
-    turns its request left out (``context_turns_dropped``); when even the question alone does not fit, or under
-    ``"fail"``, the question is unparsed ("context limit"), its record holding the full request and 0. A request
-    the endpoint refuses otherwise (``RequestRefused``: HTTP 400, 413, 422) is unparsed ("request refused").
+    ``generate_until``: ``left_truncate_len=max_ctx_len``), log-likelihood the last ``max_length + 1`` tokens of
+    prompt and continuation (``_loglikelihood_tokens``); an OpenAI-compatible endpoint offers no tokenizer-level
+    truncation, so whole turns go here. Which prompts an endpoint refuses is its own rule: vLLM 0.32 takes a
+    prompt up to the window and lowers ``max_tokens`` to what is left of it (``entrypoints/serve/utils/api_utils.py``
+    ``get_max_tokens``), refusing only a prompt longer than the window (``renderers/params.py``), one of exactly
+    its length (0 tokens left: "max_tokens must be at least 1", ``eval.mera.client`` counts it as the window's
+    refusal) and a ``max_tokens`` above the window (``run_rutie`` refuses that before the run, naming
+    ``--max-tokens``); so a prompt kept here may hold more turns than the harness's, which reserves
+    ``max_gen_toks`` first. Other endpoints (OpenAI's) refuse a prompt plus ``max_tokens`` over the window.
+
+    ``dropped`` (the turns an earlier question of the dialogue left out) is where leaving out starts: turns once
+    dropped stay dropped, one extra request per newly dropped turn. The record holds the last request sent and how
+    many earlier turns it left out (``context_turns_dropped``). When even the question alone does not fit, the
+    question is unparsed ("context limit") and its record says every earlier turn was left out, so the next
+    question starts from there (its one newer turn, then none): at most two tries a question, never a walk over
+    all its earlier turns each time. Under ``"fail"`` such a question is unparsed with the full request and 0. A
+    request the endpoint refuses otherwise (``RequestRefused``: HTTP 400, 413, 422) is unparsed ("request
+    refused").
     """
+    return _asked(client, item, history, settings, dropped=dropped)[0]
+
+
+def _asked(
+    client: Any,
+    item: RutieItem,
+    history: Sequence[tuple[RutieItem, str]],
+    settings: RutieSettings,
+    *,
+    dropped: int = 0,
+) -> tuple[dict, Any]:
+    """``ask``'s record and the endpoint's refusal that left the question unanswered (``RequestRefused``, else
+    ``None``), for ``run_dialogues``' check of a run whose first requests are all refused alike."""
     from eval.mera.client import ContextLimitError, RequestRefused
 
     if settings.answer_parser not in ANSWER_PARSERS:
@@ -483,6 +507,7 @@ def ask(
     }
     truncate = settings.context_overflow == "truncate"
     skip = min(max(0, dropped), len(history)) if truncate else 0
+    refusal = None
     while True:
         request = full_request if skip == 0 else build(history[skip:])
         try:
@@ -492,15 +517,16 @@ def ask(
             if truncate and skip < len(history):
                 skip += 1
                 continue
-            answer = Answer(None, CONTEXT_LIMIT)
+            answer, refusal = Answer(None, CONTEXT_LIMIT), err
         except RequestRefused as err:
-            answer = Answer(None, REQUEST_REFUSED)
+            answer, refusal = Answer(None, REQUEST_REFUSED), err
             record.update(error=str(err)[:500])
         else:
-            record.update(fields, request=request, context_turns_dropped=skip,
-                          context_limit=record["context_limit"] or skip > 0)  # fmt: skip
+            record.update(fields)
             record.pop("error", None)  # a shortened request was taken: the earlier refusals are in context_limit
         break
+    # The last request sent and the turns it left out, answered or not: the next question starts from there.
+    record.update(request=request, context_turns_dropped=skip, context_limit=record["context_limit"] or skip > 0)
     if settings.max_model_len and record["prompt_tokens"] is not None:
         budget = settings.max_tokens if settings.scoring == "generate" else 1
         record["context_limit"] = record["context_limit"] or record["prompt_tokens"] + budget > settings.max_model_len
@@ -514,7 +540,7 @@ def ask(
         use_context=item.use_context,
         turing_imitation=list(item.turing_imitation),
     )
-    return record
+    return record, refusal
 
 
 def _resume_histories(
@@ -555,10 +581,24 @@ def run_dialogues(
     (the endpoint's refusal, when the question got none), ``scores`` (logprob scoring) and the item's
     ``category``, ``use_context``, ``turing_imitation``.
 
+    A run whose first questions are all refused alike (the same HTTP status and server message: ``--mode chat``
+    on a model without a chat template, a ``max_tokens`` the endpoint never takes) stops as ``judge-eval run``
+    does (``eval.judging.backends.FirstRefusals``, ``eval.judging.run.N_FIRST_REFUSALS`` of them): their records
+    are held back, not saved, so a rerun against a fixed endpoint asks them again. Any other outcome first saves
+    the held ones, each dialogue's still in order (a held question's dialogue goes on meanwhile; at a stop nothing
+    more of it is saved, so every dialogue's saved answers stay a prefix of it).
+
     Returns:
         All records (earlier and new), dialogue by dialogue in question order.
+
+    Raises:
+        judge.plumbing.retry.EndpointUnusable: the first questions were all refused alike; the server's words.
     """
     from concurrent.futures import ThreadPoolExecutor
+
+    from eval.judging.backends import FirstRefusals
+    from eval.judging.run import N_FIRST_REFUSALS
+    from judge.plumbing.retry import EndpointUnusable
 
     progress_path = Path(out_dir) / PROGRESS_FILE
     earlier = open_journal(progress_path).rows
@@ -568,6 +608,28 @@ def run_dialogues(
     for rec in earlier:
         results[rec["dialog_id"]].append(rec)
     lock = threading.Lock()
+    n_todo = sum(len(items) - len(histories[d]) for d, items in dialogues.items())
+    # Only a run with at least N_FIRST_REFUSALS questions left can tell a refusing endpoint from refused questions.
+    first = FirstRefusals(N_FIRST_REFUSALS if n_todo >= N_FIRST_REFUSALS else 0)
+    withheld: set[Any] = set()  # dialogues with a record held back (or dropped at the stop): nothing later is saved
+    asked = [0]
+
+    def save(dialog_id: Any, record: dict, refusal: Any) -> list[dict]:
+        """Offer a finished question to ``first``; save what it lets through (the caller holds ``lock``)."""
+        out = first.offer(None if refusal is None else refusal.as_refused(), record)
+        if first.stopped is None:
+            if out:
+                withheld.clear()  # every held record is let through with this one
+            else:
+                withheld.add(dialog_id)
+        elif not out or dialog_id in withheld:
+            withheld.add(dialog_id)
+            out = []
+        if out:
+            writer.append(*out)
+        for rec in out:
+            results[rec["dialog_id"]].append(rec)
+        return out
 
     def run_one(dialog_id: int | str) -> None:
         history = histories[dialog_id]
@@ -575,19 +637,56 @@ def run_dialogues(
         # records on a resume, so a resumed run asks what an uninterrupted one would.
         dropped = max((int(r.get("context_turns_dropped") or 0) for r in results[dialog_id]), default=0)
         for item in dialogues[dialog_id][len(history) :]:
-            record = ask(client, item, history, settings, dropped=dropped)
+            if first.stopped is not None:
+                return
+            record, refusal = _asked(client, item, history, settings, dropped=dropped)
             dropped = max(dropped, record["context_turns_dropped"])
-            writer.append(record)
             history.append((item, record["context_answer"]))
             with lock:
-                results[dialog_id].append(record)
+                asked[0] += 1
+                saved = save(dialog_id, record, refusal)
             if on_record is not None:
-                on_record(record)
+                for rec in saved:
+                    on_record(rec)
 
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
         for future in [pool.submit(run_one, d) for d in dialogues]:
             future.result()
+    if first.stopped is not None:
+        raise EndpointUnusable(first.message("the endpoint", asked[0], n_todo))
     return [rec for d in dialogues for rec in results[d]]
+
+
+def check_prompt_format(dialogues: Mapping[int | str, Sequence[RutieItem]], out_dir: str | Path,
+                        settings: RutieSettings) -> None:
+    """Refuse resuming a completion-mode folder whose first questions were asked before they opened with the
+    harness's blank line (``completion_prompt``) when a dialogue not yet started is left: its first question would
+    be asked in the other format, two prompt formats in one run. Only first questions changed, so a folder whose
+    every dialogue has begun resumes as before.
+
+    Raises:
+        judge.plumbing.run_folder.ResumeMismatch: the folder and the dialogues that would mix formats.
+    """
+    from judge.plumbing.run_folder import ResumeMismatch
+
+    if settings.mode != "completion":
+        return
+    progress_path = Path(out_dir) / PROGRESS_FILE
+    firsts = {d: items[0].question_id for d, items in dialogues.items() if items}
+    started: set[Any] = set()
+    old_format = False
+    for rec in open_journal(progress_path).rows:
+        started.add(rec.get("dialog_id"))
+        request = rec.get("request")
+        if firsts.get(rec.get("dialog_id")) == rec.get("question_id") and isinstance(request, str):
+            old_format = old_format or not request.startswith(TURN_SEPARATOR)
+    not_started = [d for d in dialogues if d not in started]
+    if old_format and not_started:
+        raise ResumeMismatch(
+            f"{progress_path}: its first questions were asked without the blank line the harness's prompt opens "
+            f"with (a run folder from before it was added); resuming would ask with it the first question of each "
+            f"dialogue not yet started ({len(not_started)}, e.g. {not_started[0]!r}), two prompt formats in one run. "
+            "Use a fresh --out, or --overwrite to discard it.")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -646,6 +745,7 @@ def rutie_metrics(records: Sequence[dict], max_model_len: int | None = None) -> 
             ],
         },
         "n_context_limit": sum(1 for r in records if r.get("context_limit")),
-        "n_context_truncated": sum(1 for r in records if r.get("context_turns_dropped")),
+        "n_context_truncated": sum(1 for r in records if r.get("context_turns_dropped")
+                                   and r.get("reason") not in (CONTEXT_LIMIT, REQUEST_REFUSED)),
         "max_model_len": max_model_len,
     }

@@ -659,6 +659,46 @@ def test_a_refused_request_fails_its_task_and_the_run_finishes(tmp_path, sandbox
     assert endpoint.requests == []
 
 
+def test_an_endpoint_refusing_every_request_alike_stops_the_run(tmp_path, capsys):
+    """The first requests all refused with the same status and message (--mode chat on a model without a chat
+    template: vLLM answers 400 to all) stop the run, exit 4, the server's words on stderr, as judge-eval run does
+    (eval.judging.backends.FirstRefusals): no generation is saved for them, so the rerun against the fixed
+    endpoint asks every task. The run ended with exit 0 and pass@k 0, every task saved as done."""
+    said = ("As of transformers v4.44, default chat template is no longer allowed, so you must provide a chat "
+            "template if the tokenizer does not define one.")
+    out = tmp_path / "run"
+    argv = ["--limit", "4", "--mode", "chat", "--concurrency", "1"]
+    with ScriptedEndpoint(lambda path, body: (400, {"error": {"message": said, "code": 400}})) as endpoint:
+        assert _run(endpoint, out, *argv) == 4
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("judge-eval mera ruhumaneval: error:")]
+    assert len(lines) == 1 and f"refused the first 3 requests alike: HTTP 400: {said}" in lines[0], err
+    assert "Traceback" not in err and len(endpoint.requests) == 3  # the fourth task was never sent
+    generations = out / "generations.jsonl"
+    assert not generations.exists() or generations.read_text() == ""
+    assert not (out / "metrics.json").exists()
+
+
+def test_one_refused_request_among_answered_ones_is_that_tasks_failure(tmp_path, sandbox_user):
+    """The run's first request refused and the next answered: the refusal, held while it could be the first of
+    many alike, is saved as that task's failure (not_generated) and the run finishes."""
+    def refuse_gcd(path, body):
+        if "def greatest_common_divisor(" in body["prompt"]:
+            return 400, {"error": {"message": "scripted: prompt rejected by a filter", "code": 400}}
+        return 200, completion_body(body["model"], ["\n    return None\n"], prompt_tokens=100)
+
+    out = tmp_path / "run"
+    argv = ["ruhumaneval", "--data", str(SAMPLE), "--out", str(out), "--limit", "3", "--n", "1", "--k", "1",
+            "--max-retries", "0", "--concurrency", "1", "--model", "scripted"]  # fmt: skip
+    with ScriptedEndpoint(refuse_gcd) as endpoint:
+        assert cli.main([*argv, "--endpoint", endpoint.base_url]) == 0
+    generations = [json.loads(line) for line in (out / "generations.jsonl").read_text().splitlines()]
+    assert [(g["task_id"], g["finish_reasons"]) for g in generations] == [("0", ["request_refused"]),
+                                                                         ("1", ["stop"]), ("2", ["stop"])]
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["errors"]["not_generated"] == 1 and metrics["n_tasks"] == 3
+
+
 def test_an_endpoint_failing_mid_run_is_one_line_and_exit_4(tmp_path, capsys):
     """A 503 after the retries (here none) is the endpoint's failure, not the task's: one line on stderr, exit 4,
     no traceback, no metrics.json; the generations saved so far stay for the rerun."""

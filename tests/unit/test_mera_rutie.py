@@ -774,13 +774,13 @@ def _write_long_dialog(path: Path) -> Path:
     return path
 
 
-def _window_of_one_turn(fail_on: str | None = None):
-    """An endpoint whose window holds one answered turn: a prompt with two or more gets the 400 vLLM sends; the
-    question ``fail_on`` gets a 503 (the endpoint failing mid-run)."""
+def _window_of_one_turn(fail_on: str | None = None, refusal: str = CONTEXT_WINDOW_400):
+    """An endpoint whose window holds one answered turn: a prompt with two or more gets the 400 vLLM sends
+    (``refusal``); the question ``fail_on`` gets a 503 (the endpoint failing mid-run)."""
     def respond(path: str, body: dict) -> tuple[int, dict]:
         prompt = body["prompt"]
         if prompt.count("Ответ: ") >= 2:  # answered turns ("Ответ: 1"); --answer-cue '' adds no bare cue
-            return 400, error_body(CONTEXT_WINDOW_400)
+            return 400, error_body(refusal)
         if fail_on is not None and prompt.rstrip().endswith(f"{fail_on}\n1. Да\n2. Нет"):
             return 503, error_body("scripted outage")
         return 200, completion_body(body["model"], [" 1"], prompt_tokens=len(prompt))
@@ -932,3 +932,220 @@ def test_rutie_stop_flag_reads_json_only(tmp_path, capsys):
     config.write_text('stop: ["\\n"]\n', encoding="utf-8")
     assert cli.config_from_args(cli.build_parser().parse_args(["rutie", "--config", str(config), "--out", "x"])).stop \
         == ["\n"]
+
+
+class _RefusingClient:
+    """A client whose every request is refused: ``refuse(request) -> exception``; records each request."""
+
+    def __init__(self, refuse):
+        self.refuse = refuse
+        self.requests: list[Any] = []
+
+    def generate(self, request, **kwargs):
+        self.requests.append(request)
+        raise self.refuse(request)
+
+
+def test_truncation_costs_at_most_two_requests_a_question_when_no_prompt_fits(tmp_path):
+    """With --context-overflow truncate, a question refused even alone (a max_tokens the window cannot give:
+    vLLM's "max_tokens=N cannot be greater than max_model_len=M") records every earlier turn as left out, so the
+    next question starts from there: one request with its one newer turn, one alone. It recorded 0, and every
+    later question walked all its earlier turns again: N(N+1)/2 requests, 1,830 for 60 questions."""
+    from eval.mera.client import ContextLimitError
+    from eval.mera.rutie import RutieSettings, run_dialogues
+
+    n = 30
+    items = [_item(q, f"Вопрос {q}?", "Да", "Нет") for q in range(n)]
+    # Each refusal in other words (vLLM names the prompt's length), so no two look alike to the first-refusals stop.
+    def refusal(request: str) -> ContextLimitError:
+        said = (f"This model's maximum context length is 64 tokens. However, your prompt contains {len(request)} "
+                f"input tokens ({request.rstrip().splitlines()[-4]})")
+        return ContextLimitError(f"HTTP 400: {said}", 400, said)
+
+    client = _RefusingClient(refusal)
+    records = run_dialogues({0: items}, client, RutieSettings(), tmp_path, concurrency=1)
+    assert len(client.requests) <= 2 * n, len(client.requests)
+    assert len(client.requests) == 1 + 2 * (n - 1)
+    assert [r["context_turns_dropped"] for r in records] == list(range(n))
+    assert all(r["reason"] == CONTEXT_LIMIT and r["context_limit"] for r in records)
+    # The record holds the last request sent: the question alone, in the first question's form.
+    assert records[5]["request"] == completion_prompt(items[5], [])
+    # Question 6 tried with its one newer turn (question 5's, shown as the harness's -1), then alone.
+    assert client.requests[1 + 2 * 5] == completion_prompt(items[6], [(items[5], "-1")])
+    metrics = rutie_metrics(records)
+    assert (metrics["n_context_truncated"], metrics["n_context_limit"]) == (0, n)  # none answered with turns cut
+    # A resumed run starts from the saved records' dropped turns too.
+    assert [r["context_turns_dropped"] for r in read_jsonl(tmp_path / "answers.jsonl")] == list(range(n))
+
+
+@pytest.mark.parametrize(
+    ("argv", "window", "said"),
+    [
+        (["--max-tokens", "4096"], 4096, "--max-tokens 4096 leaves no room for a prompt in the model's context "
+                                         "window of 4096 tokens (the endpoint's /v1/models)"),
+        (["--max-tokens", "5000"], 4096, "use a --max-tokens below 4096"),
+        (["--max-model-len", "200"], None, "--max-tokens 256 leaves no room for a prompt in the model's context "
+                                           "window of 200 tokens (--max-model-len)"),
+    ],
+)
+def test_rutie_max_tokens_the_window_cannot_give_is_refused_naming_the_flag(tmp_path, capsys, argv, window, said):
+    """vLLM refuses max_tokens above the window on every request ("max_tokens=N cannot be greater than
+    max_model_len=M"), and one at the window leaves no token for a prompt: with the window known (the endpoint's
+    /v1/models, or --max-model-len) such a --max-tokens is a usage error naming the flag (exit 2), nothing asked
+    and nothing saved. Logprob scoring sends no max_tokens of its own: not refused."""
+    data = _write_dialogs(tmp_path / "d.jsonl")
+    with ScriptedEndpoint(_table_responder(REPLIES), max_model_len=window) as endpoint:
+        with pytest.raises(SystemExit) as exit_info:
+            _run(endpoint, data, tmp_path / "run", *argv)
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and said in err, err
+    assert endpoint.bodies("/v1/completions") == []
+    assert not (tmp_path / "run" / "run_key.json").exists() and not (tmp_path / "run" / "answers.jsonl").exists()
+    with ScriptedEndpoint(_table_responder(REPLIES), max_model_len=4096) as endpoint:
+        assert _run(endpoint, data, tmp_path / "fits", "--max-tokens", "4095") == 0  # one token left for a prompt
+
+
+#: vLLM's 400 to every chat request for a model without a chat template.
+NO_CHAT_TEMPLATE = ("As of transformers v4.44, default chat template is no longer allowed, so you must provide a chat "
+                    "template if the tokenizer does not define one.")
+
+
+@pytest.mark.parametrize(
+    ("argv", "window", "refusal"),
+    [
+        (["--mode", "chat"], 4096, NO_CHAT_TEMPLATE),
+        # A max_tokens above a window the endpoint does not list: a context-window refusal, alike every time.
+        (["--max-tokens", "300"], None, "max_tokens=300 cannot be greater than max_model_len=256. Please request "
+                                        "fewer output tokens."),
+    ],
+)
+def test_rutie_an_endpoint_refusing_every_request_alike_stops_the_run(tmp_path, capsys, argv, window, refusal):
+    """The first questions all refused with the same status and message stop the run, exit 4, naming the server's
+    words (eval.judging.backends.FirstRefusals, as judge-eval run): no answer is saved for them, so a rerun against
+    the fixed endpoint asks every question. The run ended with exit 0 and a score of 0, its failed answers saved as
+    done, and the rerun asked nothing."""
+    data = _write_dialogs(tmp_path / "d.jsonl", dialog_ids=(0, 1))
+    out = tmp_path / "run"
+    with ScriptedEndpoint(lambda path, body: (400, error_body(refusal)), max_model_len=window) as endpoint:
+        assert _run(endpoint, data, out, "--concurrency", "1", *argv) == 4
+    err = capsys.readouterr().err
+    said = [line for line in err.splitlines() if line.startswith("judge-eval mera rutie: error:")]
+    assert len(said) == 1 and f"refused the first 3 requests alike: HTTP 400: {refusal}" in said[0], err
+    assert "Traceback" not in err
+    assert len(endpoint.requests) < 6  # stopped: not every question of the two dialogues was asked
+    assert not (out / "answers.jsonl").exists() or read_jsonl(out / "answers.jsonl") == []
+    assert not (out / "metrics.json").exists()
+    with ScriptedEndpoint(_table_responder(REPLIES)) as endpoint:  # the server fixed: every question is asked
+        assert _run(endpoint, data, out, "--concurrency", "1", *argv) == 0
+    assert len(endpoint.requests) == 6 and len(read_jsonl(out / "answers.jsonl")) == 6
+
+
+def test_rutie_a_refused_first_question_among_answered_ones_is_saved_in_order(tmp_path):
+    """One refusal among answered questions is that question's failure, the run finishing: the refusal of the
+    run's first question is held while it could be the first of many alike, then saved, before the answers that
+    came after it, so the dialogue's saved answers stay in order (and resume)."""
+    data = _write_dialogs(tmp_path / "d.jsonl")
+    refuse_first = _table_responder(REPLIES, fail_on={"Сколько ног у человека?"}, status=400)
+    with ScriptedEndpoint(refuse_first) as endpoint:
+        assert _run(endpoint, data, tmp_path / "run", "--concurrency", "1") == 0
+    records = read_jsonl(tmp_path / "run" / "answers.jsonl")
+    assert [(r["question_id"], r["reason"]) for r in records] == [(0, "request refused"), (1, NO_ANY_DIGIT), (2, "")]
+    with ScriptedEndpoint(refuse_first) as endpoint:
+        assert _run(endpoint, data, tmp_path / "run", "--concurrency", "1") == 0
+    assert endpoint.requests == []  # every answer saved: nothing asked again
+
+
+def test_a_dialogue_whose_held_refusal_is_dropped_at_the_stop_saves_nothing_later(tmp_path, monkeypatch):
+    """Dialogue 0's first question is refused and held; while its next question is in flight, dialogues 1 and 2
+    are refused alike and the run stops. Dialogue 0's next answer, though answered, is not saved: its first was
+    not, and a saved dialogue must be a prefix of it (a resume refuses anything else)."""
+    import dataclasses
+    import threading
+
+    from eval.judging.backends import FirstRefusals
+    from eval.mera.client import Generation, RequestRefused
+    from eval.mera.rutie import RutieSettings, run_dialogues
+    from judge.plumbing.retry import EndpointUnusable
+
+    stopped = threading.Event()
+    offer = FirstRefusals.offer
+
+    def offer_and_tell(self, refusal, payload):
+        released = offer(self, refusal, payload)
+        if self.stopped is not None:
+            stopped.set()
+        return released
+
+    monkeypatch.setattr(FirstRefusals, "offer", offer_and_tell)
+
+    class Client:
+        def generate(self, request, **kwargs):
+            if "d0 q1" in request:  # asked once d0 q0's refusal is held; answered once the others stopped the run
+                d0_held.set()
+                assert stopped.wait(10)
+                return [Generation(text="1", raw_text="1", finish_reason="stop", prompt_tokens=9)]
+            if "d0 q0" not in request:  # dialogues 1 and 2: refused after dialogue 0's first
+                assert d0_held.wait(10)
+            raise RequestRefused("HTTP 400: no", 400, "no")
+
+    d0_held = threading.Event()
+    dialogues = {d: [dataclasses.replace(_item(q, f"d{d} q{q}?", "a", "b"), dialog_id=d)
+                     for q in range(2 if d == 0 else 1)] for d in range(3)}  # fmt: skip
+    with pytest.raises(EndpointUnusable, match="refused the first 3 requests alike: HTTP 400: no"):
+        run_dialogues(dialogues, Client(), RutieSettings(), tmp_path, concurrency=3)
+    assert not (tmp_path / "answers.jsonl").exists() or read_jsonl(tmp_path / "answers.jsonl") == []
+
+
+def test_a_prompt_of_exactly_the_window_is_over_it(tmp_path):
+    """vLLM 0.32 takes a prompt of exactly the window's length, lowers max_tokens to the 0 tokens left
+    (entrypoints/serve/utils/api_utils.py get_max_tokens) and its sampling parameters refuse that (sampling_params.py:
+    "max_tokens must be at least 1, got 0."): no room for an answer, so the window's refusal, truncated like the
+    others, not a "request refused" question."""
+    from eval.mera.client import is_context_limit_message
+
+    at_window = "max_tokens must be at least 1, got 0."
+    assert is_context_limit_message(at_window) and not is_context_limit_message("max_tokens must be at least 1, got -5.")
+    data = _write_long_dialog(tmp_path / "d.jsonl")
+    with ScriptedEndpoint(_window_of_one_turn(refusal=at_window), max_model_len=None) as endpoint:
+        assert _run(endpoint, data, tmp_path / "run", "--answer-cue", "") == 0
+    records = read_jsonl(tmp_path / "run" / "answers.jsonl")
+    assert [r["context_turns_dropped"] for r in records] == [0, 0, 1, 2, 3]
+    assert [r["answer"] for r in records] == ["1"] * 5
+
+
+def _old_format(records: list[dict]) -> list[dict]:
+    """Records as a folder from before the first question opened with the harness's blank line holds them."""
+    return [{**r, "request": r["request"].lstrip("\n")} if r["question_id"] == 0 else r for r in records]
+
+
+def test_a_folder_from_before_the_blank_line_resumes_only_without_mixing_prompt_formats(tmp_path, caplog):
+    """A folder from before today's prompt change (no context_overflow in its key) resumes with
+    --context-overflow fail; its first questions had no leading blank line. A dialogue not yet started would get
+    its first question in the new format, two formats in one run: refused (exit 1), nothing asked. Once every
+    dialogue has begun (later prompts did not change), it resumes."""
+    data = _write_dialogs(tmp_path / "d.jsonl", dialog_ids=(0, 1))
+    out = tmp_path / "run"
+    with ScriptedEndpoint(_table_responder(REPLIES)) as endpoint:
+        assert _run(endpoint, data, out, "--context-overflow", "fail") == 0
+    full = read_jsonl(out / "answers.jsonl")
+    assert all(r["request"].startswith("\n\n") for r in full if r["question_id"] == 0)
+    def lines(recs: list[dict]) -> str:
+        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in recs)
+
+    (out / "answers.jsonl").write_text(lines(_old_format([r for r in full if r["dialog_id"] == 0])), encoding="utf-8")
+    with ScriptedEndpoint(_table_responder(REPLIES)) as endpoint:
+        assert _run(endpoint, data, out, "--context-overflow", "fail") == 1
+    assert endpoint.requests == []
+    assert "without the blank line the harness's prompt opens with" in caplog.text
+    assert "the first question of each dialogue not yet started (1, e.g. 1)" in caplog.text
+    # Both dialogues begun, each with its first answer only: the rest is asked, no first question among it.
+    begun = [r for r in full if r["question_id"] == 0]
+    (out / "answers.jsonl").write_text(lines(_old_format(begun)), encoding="utf-8")
+    with ScriptedEndpoint(_table_responder(REPLIES)) as endpoint:
+        assert _run(endpoint, data, out, "--context-overflow", "fail") == 0
+    assert len(endpoint.requests) == 4 and len(read_jsonl(out / "answers.jsonl")) == 6
+    # A folder of today's format resumes whatever is left.
+    (out / "answers.jsonl").write_text(lines([r for r in full if r["dialog_id"] == 0]), encoding="utf-8")
+    with ScriptedEndpoint(_table_responder(REPLIES)) as endpoint:
+        assert _run(endpoint, data, out, "--context-overflow", "fail") == 0
+    assert len(endpoint.requests) == 3
