@@ -71,7 +71,7 @@ def tolerance(distribution: np.ndarray, p: float, h: float = 0.02) -> float:
     """MC_SIGMAS standard errors of the difference of two independent B-sample p-quantiles, plus the distribution's
     step between distinct values at that quantile (see the module doc)."""
     low, high = np.quantile(distribution, [p - h, p + h])
-    quantile_se = math.sqrt(p * (1 - p) / B) * (high - low) / (2 * h)
+    quantile_se = math.sqrt(p * (1 - p) / len(distribution)) * (high - low) / (2 * h)  # both sides drew as many
     values = np.unique(distribution)
     at = min(max(int(np.searchsorted(values, np.quantile(distribution, p))), 1), len(values) - 2)
     lattice_step = max(values[at] - values[at - 1], values[at + 1] - values[at])

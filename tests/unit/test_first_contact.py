@@ -438,20 +438,23 @@ def _reasoning_judge(max_model_len: int) -> ScriptedEndpoint:
                             model="grpo-judge", respond_get=models)
 
 
-def test_a_judge_trained_to_reason_longer_is_asked_for_its_trained_length_unless_max_tokens_is_chosen(tmp_path):
+def test_a_judge_trained_to_reason_longer_is_asked_for_its_trained_length_unless_max_tokens_is_chosen(
+        tmp_path, monkeypatch, capsys, caplog):
     """A server advertising ``trained_max_completion_length`` (judge-serve, for a GRPO export) longer than the run's
     max_tokens: `judge-eval run` without --max-tokens asks for the trained length (1024 would cut the reasoning
     before its verdict); with --max-tokens chosen it keeps the user's value and says why verdicts may fail."""
     data = sample_records_file(tmp_path / "data.jsonl", 2)
     judge = _reasoning_judge(max_model_len=6144)
     try:
-        auto = start_judge_eval(run_argv(judge.base_url, tmp_path / "auto", data, "--backend", "chat"),
-                                env_without_keys())
-        (auto_code, _, auto_err) = wait_outcome(auto)
+        # the notes are log records (the console's stderr handler is the CLI's, set up once per process)
+        auto_code, auto_err = _run_in_process(run_argv(judge.base_url, tmp_path / "auto", data, "--backend", "chat"),
+                                              monkeypatch, capsys)
+        auto_err += caplog.text
+        caplog.clear()
         n_auto = len(judge.bodies("/v1/chat/completions"))
-        chosen = start_judge_eval(run_argv(judge.base_url, tmp_path / "chosen", data, "--backend", "chat",
-                                           "--max-tokens", "1024"), env_without_keys())
-        (chosen_code, _, chosen_err) = wait_outcome(chosen)
+        chosen_code, chosen_err = _run_in_process(run_argv(judge.base_url, tmp_path / "chosen", data, "--backend",
+                                                           "chat", "--max-tokens", "1024"), monkeypatch, capsys)
+        chosen_err += caplog.text
     finally:
         judge.close()
     assert (auto_code, chosen_code) == (0, 0), (auto_err[-2000:], chosen_err[-2000:])
@@ -556,15 +559,15 @@ def test_a_resume_against_a_server_that_cannot_give_the_folders_budget_is_refuse
         "(it allows 1024): resume against a server like the first launch's, or start again with --overwrite")
 
 
-def test_an_adopted_trained_length_is_recorded_as_it_was_fitted_to_the_server(tmp_path):
+def test_an_adopted_trained_length_is_recorded_as_it_was_fitted_to_the_server(tmp_path, monkeypatch, capsys):
     """A trained length the server's context cannot hold (2048 in a 2048-token window) is fitted to it (half the
     window, the prompt the other half): run.json's ``max_tokens_adopted`` is what the requests asked for, not the
     trained length."""
     data = sample_records_file(tmp_path / "data.jsonl", 2)
     judge = _reasoning_judge(max_model_len=2048)
     try:
-        code, _, err = wait_outcome(start_judge_eval(run_argv(judge.base_url, tmp_path / "run", data, "--backend",
-                                                              "chat"), env_without_keys()))
+        code, err = _run_in_process(run_argv(judge.base_url, tmp_path / "run", data, "--backend", "chat"),
+                                    monkeypatch, capsys)
     finally:
         judge.close()
     assert code == 0, err[-2000:]

@@ -14,7 +14,7 @@ from eval.validity.paired import paired_validity
 from eval.validity.alt_test import AltTestSettings
 from tests.unit.test_eval_bootstrap import LEVEL, assert_same_interval
 
-B = 2000
+B = 1000  # resamples of the engine and of the loop alike (the tolerance is read off the loop's count)
 DOMAIN = np.array([0.0, 1.0, 2.0])
 TAIL = (1 - LEVEL) / 2
 
