@@ -39,7 +39,9 @@ class ServeConfig:
         "cache (HF_HUB_OFFLINE=1 works with a populated cache). Seq2seq causal LM, our regression export, or a "
         "released -r judge (Qwen2WithRegressionHead; its custom code is not run).",
     )
-    served_model_name: str = _f("", "Model name clients send and /v1/models lists (default: the folder name).")
+    served_model_name: str = _f("", "Model name clients send and /v1/models lists (default: the folder name); an "
+                                    "attached engine serving under another name is listed by its own, and /v1/judge "
+                                    "answers to both.")
     generator_model: str = _f(
         "", "Regression checkpoints only: folder of the generating model, when the export does not say where it is."
     )
@@ -69,7 +71,8 @@ class ServeConfig:
 
     # --- the vLLM engines
     tensor_parallel_size: int = _f(1, "vLLM --tensor-parallel-size for each engine.")
-    max_model_len: int = _f(4096, "vLLM --max-model-len: prompt plus generated tokens, per judgment.")
+    max_model_len: int = _f(4096, "vLLM --max-model-len: prompt plus generated tokens, per judgment; an engine "
+                                  "that lists another max_model_len (an attached one) is followed.")
     gpu_memory_share: float = _f(
         0.9,
         "Fraction of each GPU's memory judge-serve may use in total (vLLM --gpu-memory-utilization). With a "

@@ -56,7 +56,8 @@ class RunConfig:
     connect_timeout_s: float = _f(120.0, "Seconds the first contact (GET /v1/models) keeps retrying a server that is "
                                          "unreachable or still loading (5xx, Retry-After honoured) before the run "
                                          "stops with exit code 4.")
-    max_tokens: int = _f(1024, "Tokens the judge may generate per verdict.")
+    max_tokens: int = _f(1024, "Tokens the judge may generate per verdict; a resume keeps the budget its folder's "
+                               "verdicts were asked with (run.json's config.max_tokens) and refuses another.")
     temperature: float = _f(0.0, "Sampling temperature (0: greedy).")
     lenient: bool = _f(False, "Accept a verdict whose [END] was cut off (judge.parse_verdict lenient=True).")
     pairwise_orders: str = _f("both", "Pairwise rows (answer_1/answer_2): both asks each pair in both orders (position "

@@ -13,7 +13,8 @@ ruHumanEval n = 10, pass@1/5/10, temperature 0.6, 256 new tokens, the harness's 
 (``--extraction mera``); ruTiE as MERA's generative ``rutie_gen`` (greedy, cut at the first newline, 256 new
 tokens, the harness's answer parser ``--answer-parser mera``, headline accuracy over all questions) except that
 prompts end in the card's one ``Ответ:`` (``--answer-cue ''`` for the harness's prompt; ``--scoring logprobs
---answer-cue ''`` for MERA's log-likelihood ``rutie``). Each deviation is a named setting: a flag and a key of the
+--answer-cue ''`` for MERA's log-likelihood ``rutie``) and that a prompt over the context window drops whole earlier
+turns (``--context-overflow``) where the harness cuts tokens. Each deviation is a named setting: a flag and a key of the
 YAML given with ``--config`` (``eval/mera/config.py``; defaults, then the YAML, then flags).
 
 ``--data`` defaults to MERA's released data by name, ``MERA-evaluation/MERA`` (the Hugging Face cache first, so

@@ -95,7 +95,9 @@ class RutieConfig(MeraConfig):
     stop: list[str] | None = _f(None, "Generate scoring: stop strings. Default: completion mode stops at the first "
                                       "newline, rutie_gen's (until in custom_generate_task.yaml); chat mode none "
                                       "(a chat model's reply often opens with a line of its own); '[]' for none.")
-    max_model_len: int | None = _f(None, "Context window for counting prompts that hit it (default: ask /v1/models).")
+    max_model_len: int | None = _f(None, "Context window: prompts that hit it are counted, and under generate "
+                                         "scoring a --max-tokens at or above it is refused before the run "
+                                         "(default: ask /v1/models).")
     answer_cue: str = _f("Ответ:", "Completion mode: the cue the prompt ends in, added once unless the instruction "
                                    "already ends in it (the card's 'Ответ:'); '' builds the harness's prompt, which "
                                    "adds none (docs/mera.md: the flags that reproduce rutie_gen and rutie).")

@@ -29,7 +29,9 @@ its n items, because a resample's alpha needs its items drawn one by one (100 x 
 100 x 1,000 cost next to nothing). A statistic of m items spreads sqrt(n/m) times as widely as one of n (alpha is a
 smooth function of the items' coincidence sums), so each resample's deviation from the full cell's difference is
 shrunk by sqrt(m/n) before the percentile interval is read: ``d + sqrt(m/n) (d*_m - d)``. Unscaled, the interval
-of a 20,000-item cell was ~5 times as wide as the full bootstrap's.
+of a 20,000-item cell was ~5 times as wide as the full bootstrap's. Under ``--bootstrap-unit instruction`` the interval
+is a full cluster bootstrap instead: each resample draws as many whole instructions as the cell has, as weights
+over the distinct rows of counts, so no m-out-of-n and no rescaling.
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ identities are needed: the pairs come from each item's panel.
 
 Pairs are left out where the rest has no unique mode (mode reference) and where the judge gave no score (both sides
 then cover the same pairs; ``n_judge_failed`` counts them). The gap ``judge_mae - expert_mae`` gets a percentile
-bootstrap interval over items (items resampled with all their pairs). The verdict is a non-inferiority reading of
+bootstrap interval over items (items resampled with all their pairs), or over whole instructions under
+``--bootstrap-unit instruction``. The verdict is a non-inferiority reading of
 that interval against a stated margin ``MARGIN`` (0.1 of a scale level of MAE):
 
 - **inside** the experts' range: the whole interval lies at or below ``MARGIN`` — the judge is shown to be no
@@ -17,7 +18,8 @@ that interval against a stated margin ``MARGIN`` (0.1 of a scale level of MAE):
 - **inconclusive**: the interval straddles ``MARGIN`` (too wide to tell), or the cell has fewer than ``MIN_ITEMS``
   items (a percentile bootstrap over a handful of items has a handful of distinct values and can be narrow by
   chance: two items with equal gaps give a zero-width interval);
-- None without an interval (``--n-boot 0``, a one-item cell, no pairs).
+- None without an interval (``--n-boot 0``, a one-item cell, a one-instruction cell under ``--bootstrap-unit
+  instruction``, no pairs).
 
 "Inside" used to mean "the interval reaches 0", which is also what an interval too wide to say anything does: a
 judge that inverts the scale on four items read "inside". Only a shown closeness is "inside" now.

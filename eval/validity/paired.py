@@ -1,8 +1,10 @@
 """Two judges' validity on the same items, paired: the difference of their average advantage probabilities (rho) and
-of their ceiling gaps, with one bootstrap over items shared by both (``judge-eval compare``).
+of their ceiling gaps, with one bootstrap over items shared by both (``judge-eval compare``), or over whole
+instructions under ``compare --bootstrap-unit instruction`` (``cluster_resample_weights``; fewer than two
+instructions: no interval).
 
-A resample draws items with replacement (``eval.scoring.bootstrap.resample_weights``) and weighs both judges' figures with
-the same draw, so item difficulty cancels out of the difference. rho of a resample is the mean, over the experts
+A resample draws items (or instructions) with replacement (``eval.scoring.bootstrap.resample_weights``) and weighs
+both judges' figures with the same draw, so item difficulty cancels out of the difference. rho of a resample is the mean, over the experts
 tested on the full data, of each expert's weighted share of items where the judge is as good or better (the
 alt-test's W_f); the ceiling gap of a resample is the ratio of the weighted sums of the per-item gaps (judge error
 minus expert error against the rest of the panel) and of the per-item pair counts, over items both judges scored.

@@ -27,9 +27,8 @@ Everything per item is computed once for the table, and a cell selects its items
 the experts' mode, mean and agreement class, the leave-one-out references and the ceiling's pairs with their
 per-item sums (``ceiling.CeilingPairs``), the value counts coded once over the union of the cells' domains
 (``agreement.CodedCounts``), the ids numbered once; the leniency intervals of all cells come from a few batched
-t-test calls (``bias.leniencies``). Each statistic is pinned to its per-cell definition by tests; on the
-160,000-item bench table the section costs ~1.4 CPU-s in ``judge-eval score``, a third of it importing scipy.stats
-(docs/performance.md).
+t-test calls (``bias.leniencies``). Each statistic is pinned to its per-cell definition by tests; what the section
+costs on the 160,000-item bench table is in docs/performance.md.
 """
 
 from __future__ import annotations

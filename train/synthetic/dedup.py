@@ -485,7 +485,10 @@ def run_dedup(config: DedupConfig, input_path: str | Path, out_dir: Path) -> dic
                 result = client.complete(render_llm_check_prompt(*payload))
                 return {"raw": result.text, "ok": result.ok, "error": result.error, "answer": parse_llm_check(result.text) if result.ok else None}
 
-            run_jobs(((key, (a, b)) for key, a, b in pairs), work, journal, config.concurrency, "dedup llm check")
+            # keyed by the pair's ids, which an instructions stage rerun into the same folder gives to new texts:
+            # the prompt's fingerprint makes a changed pair asked again (run_jobs)
+            run_jobs(((key, (a, b)) for key, a, b in pairs), work, journal, config.concurrency, "dedup llm check",
+                     fingerprint=lambda payload: render_llm_check_prompt(*payload))
             return {key: journal.rows[key]["answer"] for key, _, _ in pairs}
 
     kept, dropped, info = deduplicate(rows, reference_rows, config, embed_fn, llm_fn)

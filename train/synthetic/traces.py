@@ -31,7 +31,7 @@ Zero-Shot test). Items not asked (``zero_shot`` with ``drop``, ``no_unique_mode`
 ``no_scale``) are counted per item.
 
 The folder (``train.synthetic.journal``): ``journal.jsonl`` (one raw teacher answer per (item, sample); a rerun with
-the same output folder asks only what is missing, and re-decides everything from the journal, so changing
+the same output folder asks only what is missing, failed, or whose prompt changed, and re-decides everything from the journal, so changing
 ``tolerance`` and rerunning costs no request; changing ``agreement`` asks only for the items the old setting did
 not ask: from ``mode`` to ``median`` or ``mean``, those whose experts have no unique mode, skipped under
 ``no_unique_mode: skip``), ``traces.jsonl`` (kept traces), ``dropped.jsonl``,
