@@ -263,7 +263,7 @@ def percentile_interval(samples: np.ndarray, level: float) -> list[float]:
     return [float(low), float(high)]
 
 
-def _resamplable(n: int, clusters: np.ndarray | None) -> bool:
+def resamplable(n: int, clusters: np.ndarray | None) -> bool:
     """Whether resamples can vary: two items or more, and, resampling clusters, two clusters or more (one cluster
     redrawn is always the same items: a zero-width interval and a p-value of 0 that would call any difference)."""
     return n >= 2 and (clusters is None or len(np.unique(clusters)) >= 2)
@@ -314,7 +314,7 @@ def bootstrap_ci(
     """
     rng = rng or np.random.default_rng(0)
     x, y, clusters = _finite_with_clusters(x, y, clusters)
-    if not _resamplable(len(x), clusters) or n_boot <= 0:
+    if not resamplable(len(x), clusters) or n_boot <= 0:
         return [float("nan"), float("nan")]
     cells, counts, cell_of_item = _cells(_grid(x), y, item_cells=True)
     samples = np.concatenate([_statistic(statistic, cells[:, 0], cells[:, 1], w)
@@ -358,7 +358,7 @@ def describe_pairs(
     if correlations:
         out["pearson"] = float(_statistic("pearson", cx, cy, ones)[0])
         out["kendall"] = _kendall_cells(cx, cy, counts, x, y)
-    if _resamplable(len(x), clusters) and n_boot > 0:
+    if resamplable(len(x), clusters) and n_boot > 0:
         gx = _grid(x)
         cell_of_item = None
         if clusters is not None:
@@ -424,7 +424,7 @@ def paired_bootstrap(
     a = float(_statistic(statistic, cells[:, 0], cells[:, 1], ones)[0])
     b = float(_statistic(statistic, cells[:, 2], cells[:, 3], ones)[0])
     result.update(a=a, b=b, delta=b - a)
-    if not _resamplable(n, clusters) or n_boot <= 0:
+    if not resamplable(n, clusters) or n_boot <= 0:
         return result
     cells, counts, cell_of_item = _cells(_grid(columns[0]), columns[1], _grid(columns[2]), columns[3],
                                          item_cells=True)

@@ -129,16 +129,8 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
     """
     if len(folders) < 2:
         raise ValueError("compare needs at least two scored runs")
-    if bootstrap_unit not in item_table.BOOTSTRAP_UNITS:
-        raise ValueError(f"bootstrap_unit must be one of {', '.join(item_table.BOOTSTRAP_UNITS)}, "
-                         f"got {bootstrap_unit!r}")
     runs = [load_run(f) for f in folders]
-    clusters = None
-    if bootstrap_unit == "instruction":
-        clusters = runs[0].table.instruction_key
-        if clusters is None:
-            raise ValueError(f"{runs[0].folder}: its items.parquet does not say which items share an instruction "
-                             "(written by an older version); score it again to resample by instruction")
+    clusters = item_table.bootstrap_clusters(runs[0].table, bootstrap_unit, where=str(runs[0].folder))
     names = [r.name for r in runs]
     for run in runs:  # two runs of one judge (say, two checkpoints' folders) are told apart by their folders
         if names.count(run.name) > 1:

@@ -724,14 +724,7 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
     spearman_target = target if spearman_target in (None, "auto") else spearman_target
     if spearman_target not in ("mode", "mean"):
         raise ValueError(f"spearman_target must be auto, mode or mean, got {spearman_target!r}")
-    if bootstrap_unit not in BOOTSTRAP_UNITS:
-        raise ValueError(f"bootstrap_unit must be one of {', '.join(BOOTSTRAP_UNITS)}, got {bootstrap_unit!r}")
-    clusters = None
-    if bootstrap_unit == "instruction":
-        if table.instruction_key is None:
-            raise ValueError("bootstrap_unit instruction: this item table does not say which items share an "
-                             "instruction (an items.parquet written before it did); score the run again")
-        clusters = table.instruction_key
+    clusters = bootstrap_clusters(table, bootstrap_unit)
     derived = derived or derive(table, target, vc_repeats=vc_repeats, seed=seed, spearman_target=spearman_target)
     everything = np.arange(len(table))
     # "all" is the paper's two tests together (Zero-Shot + Standard); items of a task type the taxonomy does not
@@ -777,6 +770,24 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
         )
     return Metrics(judge=table.judge_name, target=target, settings=settings, levels=[float(v) for v in levels],
                    splits=splits)
+
+
+def bootstrap_clusters(table: ItemTable, bootstrap_unit: str, where: str = "this item table") -> np.ndarray | None:
+    """What the intervals resample whole under ``bootstrap_unit``: None for ``item``, each item's instruction key for
+    ``instruction`` (the metrics, the validity section and ``compare`` all read it here).
+
+    Raises:
+        ValueError: an unknown unit, or ``instruction`` on a table that does not say which items share an
+            instruction (an items.parquet written before it kept the keys), naming ``where``.
+    """
+    if bootstrap_unit not in BOOTSTRAP_UNITS:
+        raise ValueError(f"bootstrap_unit must be one of {', '.join(BOOTSTRAP_UNITS)}, got {bootstrap_unit!r}")
+    if bootstrap_unit == "item":
+        return None
+    if table.instruction_key is None:
+        raise ValueError(f"{where}: its items.parquet does not say which items share an instruction (written by an "
+                         "older version); score it again to resample by instruction")
+    return np.asarray(table.instruction_key)
 
 
 def model_means(table: ItemTable, derived: _Derived, index: np.ndarray, by_model: Mapping[str, Cell],

@@ -182,7 +182,7 @@ def cell_ceiling(pairs: CeilingPairs, index: np.ndarray, target: str, domain: np
     """``ceiling`` of the items ``index`` (ascending) of the table ``pairs`` was built from. ``clusters``: per item of
     that table, the unit the gap's interval resamples whole (``--bootstrap-unit instruction``: every pair of an
     instruction's items together; ``eval.scoring.bootstrap.cluster_resample_weights``); None: items."""
-    from eval.scoring.bootstrap import cluster_resample_weights, percentile_interval, resample_weights
+    from eval.scoring.bootstrap import cluster_resample_weights, percentile_interval, resamplable, resample_weights
 
     out: dict[str, Any] = {"reference": target, "n_judge_failed": int(pairs.n_failed[index].sum())}
     counts = pairs.n_pairs[index]
@@ -206,7 +206,7 @@ def cell_ceiling(pairs: CeilingPairs, index: np.ndarray, target: str, domain: np
         rng = rng or np.random.default_rng(0)
         if clusters is None:
             weights = resample_weights(tally[keys], n_boot, rng)
-        elif len(np.unique(clusters[paired])) >= 2:  # one cluster redrawn is always the same pairs: no interval
+        elif resamplable(len(paired), clusters[paired]):  # one cluster redrawn is always the same pairs
             weights = cluster_resample_weights(np.searchsorted(keys, pairs.cell_key[paired]), clusters[paired],
                                                len(keys), n_boot, rng)
         else:

@@ -88,7 +88,7 @@ def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarra
     Returns:
         ``rho`` and ``ceiling_gap``, each {``baseline``, ``run``, ``delta`` (run - baseline), ``ci``} or a ``why``.
     """
-    from eval.scoring.bootstrap import cluster_resample_weights, percentile_interval, resample_weights
+    from eval.scoring.bootstrap import cluster_resample_weights, percentile_interval, resamplable, resample_weights
 
     rng = rng or np.random.default_rng(0)
     n_boot = min(n_boot, PAIRED_BOOT)
@@ -109,8 +109,7 @@ def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarra
     has_gap = count.sum() > 0
     rho_samples: list[np.ndarray] = []
     gap_samples: list[np.ndarray] = []
-    resamplable = len(judge_a) >= 2 and (clusters is None or len(np.unique(clusters)) >= 2)
-    if n_boot > 0 and resamplable:
+    if n_boot > 0 and resamplable(len(judge_a), clusters):
         width = max(len(parts_a[0]) if parts_a else 0, len(parts_b[0]) if parts_b else 0, len(judge_a))
         chunk = max(1, CHUNK_ENTRIES // max(width, 1))
         done = 0

@@ -243,7 +243,7 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
 
     import pandas as pd
 
-    from eval.scoring.item_table import _groups
+    from eval.scoring.item_table import _groups, bootstrap_clusters
     from eval.scoring.metrics import expert_mean, expert_mode, level_counts
 
     if table.experts.shape[1] == 0:  # unlabelled data: one empty expert column, so that every figure reads "none"
@@ -286,14 +286,7 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
     # the length slopes' intervals are clustered by answer (``bias.cluster_slope``): each answer's code, once
     answers = (answer_codes(table.model_id, table.task_type, table.answer_chars) if table.answer_chars is not None
                else None)
-    clusters = None
-    if settings.bootstrap_unit == "instruction":
-        if table.instruction_key is None:
-            raise ValueError("bootstrap_unit instruction: this item table does not say which items share an "
-                             "instruction (an items.parquet written before it): score from the data again")
-        clusters = np.asarray(table.instruction_key)
-    elif settings.bootstrap_unit != "item":
-        raise ValueError(f"bootstrap_unit must be item or instruction, got {settings.bootstrap_unit!r}")
+    clusters = bootstrap_clusters(table, settings.bootstrap_unit)
     common = dict(target=target, levels=levels, mode=mode, mean=mean, pairs=pairs, classes=classes, settings=settings,
                   coded=_coded_counts(table, levels, values), expert_codes=expert_codes, answers=answers,
                   clusters=clusters)
