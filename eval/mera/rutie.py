@@ -438,8 +438,10 @@ def ask(
     settings: RutieSettings,
     *,
     dropped: int = 0,
-) -> dict:
-    """Put one question to the model and return its progress record (see ``run_dialogues``).
+) -> tuple[dict, Any]:
+    """Put one question to the model: its progress record (see ``run_dialogues``) and the endpoint's refusal
+    that left it unanswered (``RequestRefused``, else ``None``), for ``run_dialogues``' check of a run whose
+    first requests are all refused alike.
 
     A prompt the endpoint refuses as over its context window (``ContextLimitError``), under
     ``context_overflow="truncate"``: the request is built again without the oldest whole earlier turn, and again,
@@ -465,19 +467,6 @@ def ask(
     request the endpoint refuses otherwise (``RequestRefused``: HTTP 400, 413, 422) is unparsed ("request
     refused").
     """
-    return _asked(client, item, history, settings, dropped=dropped)[0]
-
-
-def _asked(
-    client: Any,
-    item: RutieItem,
-    history: Sequence[tuple[RutieItem, str]],
-    settings: RutieSettings,
-    *,
-    dropped: int = 0,
-) -> tuple[dict, Any]:
-    """``ask``'s record and the endpoint's refusal that left the question unanswered (``RequestRefused``, else
-    ``None``), for ``run_dialogues``' check of a run whose first requests are all refused alike."""
     from eval.mera.client import ContextLimitError, RequestRefused
 
     if settings.answer_parser not in ANSWER_PARSERS:
@@ -639,7 +628,7 @@ def run_dialogues(
         for item in dialogues[dialog_id][len(history) :]:
             if first.stopped is not None:
                 return
-            record, refusal = _asked(client, item, history, settings, dropped=dropped)
+            record, refusal = ask(client, item, history, settings, dropped=dropped)
             dropped = max(dropped, record["context_turns_dropped"])
             history.append((item, record["context_answer"]))
             with lock:

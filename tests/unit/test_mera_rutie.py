@@ -865,7 +865,7 @@ def test_chat_truncation_keeps_the_instruction_head_in_the_first_user_turn():
 
     q0, q1, q2 = (_item(i, f"Q{i}?", "a", "b") for i in range(3))
     client = Client()
-    record = ask(client, q2, [(q0, "2"), (q1, "1")], RutieSettings(mode="chat"))
+    record, _ = ask(client, q2, [(q0, "2"), (q1, "1")], RutieSettings(mode="chat"))
     assert len(client.requests) == 2 and record["context_turns_dropped"] == 1 and record["answer"] == "1"
     assert record["request"] == [
         {"role": "user", "content": "Диалог:\nQ1?\n1. a\n2. b\nОтвет:"},
