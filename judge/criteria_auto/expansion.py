@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -290,9 +289,8 @@ def expand_file(source: str | Path, out_dir: str | Path, classifier: TaskClassif
     # Each file replaced whole (a kill leaves the old one or the new one), the choices last: a kill between the two
     # leaves either no choices (a first expansion: done again) or the old ones, whose failed rows a resume asks
     # again, writing both anew.
+    from judge.plumbing.journal import rewrite_journal
+
     for name, data in (("auto_items.jsonl", items), ("task_choices.jsonl", choices)):
-        part = out / f".{name}.part"
-        with part.open("w", encoding="utf-8") as fh:
-            fh.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in data)
-        os.replace(part, out / name)
+        rewrite_journal(out / name, data)
     return out / "auto_items.jsonl"

@@ -74,8 +74,10 @@ def near_duplicates(texts: Sequence[str], others: Sequence[str]) -> list[tuple[i
             elif (jaccard >= _RATIO_CANDIDATE_JACCARD
                   and 2 * min(len(a), len(b)) >= NEAR_DUPLICATE_RATIO * (len(a) + len(b))):
                 matcher.set_seq1(a)
-                if matcher.quick_ratio() >= NEAR_DUPLICATE_RATIO and matcher.ratio() >= NEAR_DUPLICATE_RATIO:
-                    found.append((i, j, jaccard, matcher.ratio()))
+                if matcher.quick_ratio() >= NEAR_DUPLICATE_RATIO:
+                    ratio = matcher.ratio()  # the quadratic one, once
+                    if ratio >= NEAR_DUPLICATE_RATIO:
+                        found.append((i, j, jaccard, ratio))
     return found
 
 
