@@ -77,11 +77,13 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[str, int, dict]]:
             yield str(path), number, row
 
 
-def _unreadable_json(err: ValueError | RecursionError) -> str:
-    """What ``json.loads`` refused, for a ``RecordError``: malformed JSON, and the valid JSON it cannot read, an
-    integer past Python's 4,300-digit limit (a bare ValueError) or nesting past the recursion limit."""
+def _unreadable_json(err: ValueError | RecursionError, whole_file: bool = False) -> str:
+    """What ``json.loads`` refused, for a ``RecordError``: malformed JSON (its line too in a ``whole_file``), and the
+    valid JSON it cannot read, an integer past Python's 4,300-digit limit (a bare ValueError) or nesting past the
+    recursion limit."""
     if isinstance(err, json.JSONDecodeError):
-        return f"invalid JSON ({err.msg} at column {err.colno})"
+        where = f"line {err.lineno}, column {err.colno}" if whole_file else f"column {err.colno}"
+        return f"invalid JSON ({err.msg} at {where})"
     if isinstance(err, RecursionError):
         return "unreadable JSON: nested too deeply"
     # "Exceeds the limit (4300 digits) for integer string conversion: value has 5000 digits; use
@@ -291,11 +293,8 @@ def _json_file(path: Path) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as err:
         raise RecordError(str(path), None, None, f"not UTF-8 text (at byte {err.start})") from None
-    except json.JSONDecodeError as err:
-        raise RecordError(str(path), None, None, f"invalid JSON ({err.msg} at line {err.lineno}, column "
-                                                 f"{err.colno})") from None
     except (ValueError, RecursionError) as err:
-        raise RecordError(str(path), None, None, _unreadable_json(err)) from None
+        raise RecordError(str(path), None, None, _unreadable_json(err, whole_file=True)) from None
 
 
 def source_rows(source: str | Path, split: str | None = None) -> Iterator[tuple[str, int, Mapping[str, Any]]]:
