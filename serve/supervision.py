@@ -33,6 +33,7 @@ from typing import Callable
 import aiohttp
 
 from judge.plumbing.provenance import make_private_dir
+from judge.wire import ModelLimits
 from serve.config import ServeConfig
 from serve.engine_client import EngineClient, EngineHttp, engine_session
 from serve.judging import Judge, JudgeSettings
@@ -191,9 +192,7 @@ async def _served_model(http: EngineHttp, engine: Engine, config: ServeConfig) -
         entry = entry if isinstance(entry, dict) else {}
         if isinstance(entry.get("id"), str) and entry["id"]:
             name = entry["id"]
-        listed = entry.get("max_model_len")
-        if isinstance(listed, int) and not isinstance(listed, bool) and listed > 0:
-            window = listed
+        window = ModelLimits.from_entry(entry).max_model_len or window  # the clients' reading of an entry
     if name != config.model_name or window != config.max_model_len:
         log.info("the %s engine serves %r with max_model_len %d (judge-serve's config: %r, %d); judge-serve follows "
                  "the engine", engine.role, name, window, config.model_name, config.max_model_len)
