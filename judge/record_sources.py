@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from judge.column_reader import columns_from_tables
+from judge.plumbing.json_reading import arrow_may_read, unreadable_json
 from judge.record_columns import RecordColumns
 from judge.records import JudgeRecord, LoadReport, RecordError, _validated
 
@@ -47,6 +48,8 @@ def _jsonl_table(path: Path):
     # of the others; Arrow would renumber), no CR line ends (Python splits lines there, Arrow does not).
     if not data.startswith(b"{") or data.count(b"\n{") != lines - 1 or b"\r" in data:
         return None
+    if not arrow_may_read(data):  # nesting that may crash Arrow's reader: the row path names the line
+        return None
     try:
         options = pj.ReadOptions(block_size=min(max(len(data) + 1, 1 << 20), (1 << 31) - 1))
         table = pj.read_json(pa.BufferReader(data), read_options=options)
@@ -73,22 +76,8 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[str, int, dict]]:
             try:
                 row = json.loads(line)
             except (ValueError, RecursionError) as err:
-                raise RecordError(str(path), number, None, _unreadable_json(err)) from None
+                raise RecordError(str(path), number, None, unreadable_json(err)) from None
             yield str(path), number, row
-
-
-def _unreadable_json(err: ValueError | RecursionError, whole_file: bool = False) -> str:
-    """What ``json.loads`` refused, for a ``RecordError``: malformed JSON (its line too in a ``whole_file``), and the
-    valid JSON it cannot read, an integer past Python's 4,300-digit limit (a bare ValueError) or nesting past the
-    recursion limit."""
-    if isinstance(err, json.JSONDecodeError):
-        where = f"line {err.lineno}, column {err.colno}" if whole_file else f"column {err.colno}"
-        return f"invalid JSON ({err.msg} at {where})"
-    if isinstance(err, RecursionError):
-        return "unreadable JSON: nested too deeply"
-    # "Exceeds the limit (4300 digits) for integer string conversion: value has 5000 digits; use
-    # sys.set_int_max_str_digits() ...": the advice is for programmers, not for whoever fixes the data
-    return f"unreadable JSON: a number too long to read ({str(err).split(';')[0]})"
 
 
 def _parquet_rows(path: Path) -> Iterator[tuple[str, int, dict]]:
@@ -294,7 +283,7 @@ def _json_file(path: Path) -> Any:
     except UnicodeDecodeError as err:
         raise RecordError(str(path), None, None, f"not UTF-8 text (at byte {err.start})") from None
     except (ValueError, RecursionError) as err:
-        raise RecordError(str(path), None, None, _unreadable_json(err, whole_file=True)) from None
+        raise RecordError(str(path), None, None, unreadable_json(err, whole_file=True)) from None
 
 
 def source_rows(source: str | Path, split: str | None = None) -> Iterator[tuple[str, int, Mapping[str, Any]]]:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from judge.plumbing.json_reading import arrow_may_read
 from judge.plumbing.journal import iter_journal, log_torn_tail, rewrite_journal
 from judge.wire import checked_json_fields
 
@@ -167,6 +168,8 @@ def read_prediction_table(path: str | Path) -> pa.Table:
         body = b"\n".join(kept) + b"\n" if kept else b""
     if not body:
         return pa.table({name: pa.array([], type=_arrow_types().get(name, pa.null())) for name in PREDICTION_FIELDS})
+    if not arrow_may_read(body):  # nesting that may crash Arrow's reader: the line reader names the line
+        return prediction_table(iter_predictions(path))
     options = pj.ParseOptions(explicit_schema=pa.schema(list(_arrow_types().items())),
                               unexpected_field_behavior="infer")
     try:

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from judge.plumbing.json_reading import unreadable_json
+
 __all__ = ["JournalContents", "JournalError", "JournalWriter", "iter_journal", "log_torn_tail", "read_journal",
            "read_jsonl", "open_journal",
            "rewrite_journal"]
@@ -84,9 +86,14 @@ def iter_journal(path: str | Path, torn: list[bytes] | None = None, *, quiet: bo
                 continue
             try:
                 row = json.loads(line)
-            except (UnicodeDecodeError, json.JSONDecodeError) as err:
-                raise JournalError(f"{path}:{number}: not a JSON line ({getattr(err, 'msg', err)}); only a last line "
-                                   "without its newline is taken for a write cut by a kill") from err
+            except UnicodeDecodeError as err:
+                raise JournalError(f"{path}:{number}: not a JSON line ({err}); only a last line without its newline "
+                                   "is taken for a write cut by a kill") from err
+            except json.JSONDecodeError as err:
+                raise JournalError(f"{path}:{number}: not a JSON line ({err.msg}); only a last line without its "
+                                   "newline is taken for a write cut by a kill") from err
+            except (ValueError, RecursionError) as err:  # valid JSON json.loads cannot hold
+                raise JournalError(f"{path}:{number}: {unreadable_json(err)}") from None
             if not isinstance(row, dict):
                 raise JournalError(f"{path}:{number}: a JSON {type(row).__name__}, not an object")
             yield row

@@ -127,3 +127,16 @@ def test_rewrite_journal_replaces_atomically(tmp_path):
     rewrite_journal(path, [{"a": "ё"}])
     assert path.read_text(encoding="utf-8") == json.dumps({"a": "ё"}, ensure_ascii=False) + "\n"
     assert [p.name for p in tmp_path.iterdir()] == ["j.jsonl"]
+
+
+@pytest.mark.parametrize("value, said", [("[" * 5_000 + "]" * 5_000, "unreadable JSON: nested too deeply"),
+                                         ("1" * 5_000, "unreadable JSON: a number too long to read (Exceeds the limit")],
+                         ids=["deep", "long-number"])
+def test_valid_json_that_json_loads_cannot_hold_is_named_with_its_line(tmp_path, value, said):
+    """json.loads raises a bare RecursionError on deep nesting and a ValueError on an integer past 4,300 digits:
+    both are journal errors naming ``file:line`` and what is wrong, not a traceback from the reader."""
+    path = tmp_path / "j.jsonl"
+    path.write_text('{"id": 1}\n' + f'{{"id": 2, "x": {value}}}\n', encoding="utf-8")
+    with pytest.raises(JournalError) as caught:
+        read_journal(path)
+    assert str(caught.value).startswith(f"{path}:2: {said}")

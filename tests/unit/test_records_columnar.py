@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -180,6 +182,54 @@ def test_json_nested_past_the_recursion_limit_is_named_with_its_row(tmp_path):
     for load in (judge.load_records, lambda p: list(read_source_rows(p))):
         with pytest.raises(RecordError, match=r"d.json: unreadable JSON: nested too deeply"):
             load(document)
+
+
+def test_nesting_that_crashes_arrows_reader_never_reaches_it(tmp_path):
+    """Arrow's JSON reader kills the process (SIGSEGV) on nesting some 10,000-20,000 levels deep: a clean JSONL (no
+    blank line, so Arrow would be asked) with such a line gets the row path's named error instead, from every loader
+    of records and of predictions. In a child process, so that a crash is a failed assertion, not a lost worker."""
+    deep = "[" * 50_000 + "]" * 50_000
+    records = tmp_path / "d.jsonl"
+    records.write_text(_line(GOOD | {"id": "first"}) + "\n" + _line(GOOD | {"id": "second"})[:-1] + f', "x": {deep}}}\n',
+                       encoding="utf-8")
+    predictions = tmp_path / "predictions.jsonl"
+    predictions.write_text('{"id": "first", "score": 1}\n' + f'{{"id": "second", "score": 1, "x": {deep}}}\n',
+                           encoding="utf-8")
+    script = f"""
+import judge
+from eval.judging.predictions import read_prediction_table
+for load in (judge.load_records, judge.load_record_columns, read_prediction_table):
+    try:
+        load({str(records)!r} if load is not read_prediction_table else {str(predictions)!r})
+    except ValueError as err:
+        print(err)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == [f"{records}: row 1: unreadable JSON: nested too deeply"] * 2 + [
+        f"{predictions}:2: unreadable JSON: nested too deeply"]
+
+
+def test_brackets_inside_strings_past_the_nesting_bound_still_load(tmp_path, monkeypatch):
+    """The bound counts ``[`` and ``{`` inside strings too (a C++ answer): a line one past it loads by the row path,
+    with the records and report of the rows; a line at it is read by Arrow."""
+    from judge.plumbing.json_reading import ARROW_MAX_OPENERS_PER_LINE
+
+    def with_braces(n: int) -> dict:
+        row = GOOD | {"id": "code", "answer": "int main() "}
+        row["answer"] += "{" * (n - sum(map(_line(row).count, "[{"))) + "}"
+        assert sum(map(_line(row).count, "[{")) == n
+        return row
+
+    past = [GOOD, with_braces(ARROW_MAX_OPENERS_PER_LINE + 1)]
+    path = _jsonl(tmp_path / "past.jsonl", past)
+    loaded = judge.load_records_report(path)
+    assert [r.answer for r in loaded[0]] == [row["answer"] for row in past]
+    _same(loaded, _row_path(path, past))
+    at = [GOOD, with_braces(ARROW_MAX_OPENERS_PER_LINE)]
+    path = _jsonl(tmp_path / "at.jsonl", at)
+    _forbid_row_path(monkeypatch)
+    assert [r.answer for r in judge.load_records(path)] == [row["answer"] for row in at]
 
 
 def test_a_flagged_parquet_source_is_read_once(tmp_path, monkeypatch):
