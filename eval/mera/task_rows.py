@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from judge.plumbing.json_reading import unreadable_json
+
 __all__ = ["DataError", "iter_task_rows"]
 
 
@@ -36,3 +38,5 @@ def iter_task_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
                 yield line_no, json.loads(line)
             except json.JSONDecodeError as err:
                 raise DataError(f"{path}: row {line_no}: not JSON: {err}") from None
+            except (ValueError, RecursionError) as err:  # valid JSON json.loads cannot hold
+                raise DataError(f"{path}: row {line_no}: {unreadable_json(err)}") from None

@@ -30,6 +30,7 @@ from typing import Any
 from eval.judging.predictions import REQUEST_FAILED  # a judgment whose request failed: retried by the next run
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.journal import JournalWriter, iter_journal
+from judge.plumbing.json_reading import unreadable_json
 from judge.prompts import PAIRWISE_FIELDS, render_pairwise_prompt
 from judge.plumbing.retry import RetryPolicy
 from judge.scales import Scale
@@ -96,7 +97,7 @@ def is_pairwise_data(path: str | Path | None) -> bool:
             if line.strip():
                 try:
                     row = json.loads(line)
-                except json.JSONDecodeError:
+                except (ValueError, RecursionError):  # not JSON, or JSON json.loads cannot hold
                     return False
                 return isinstance(row, dict) and "answer_1" in row
     return False
@@ -133,6 +134,8 @@ def load_pairs(path: str | Path) -> list[PairRecord]:
                 row = json.loads(line)
             except json.JSONDecodeError as err:
                 raise ConfigError(f"{where}: not JSON ({err.msg})") from None
+            except (ValueError, RecursionError) as err:  # valid JSON json.loads cannot hold
+                raise ConfigError(f"{where}: {unreadable_json(err)}") from None
             if not isinstance(row, dict):
                 raise ConfigError(f"{where}: expected a JSON object")
             for name in PAIRWISE_FIELDS:

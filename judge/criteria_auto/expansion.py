@@ -16,6 +16,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from judge.plumbing.json_reading import unreadable_json
 from judge.criteria_auto.policy import TaskChoice, TaskClassifier, fallback_criteria, leaf_of
 from judge.taxonomy import load_taxonomy
 
@@ -277,6 +278,8 @@ def expand_file(source: str | Path, out_dir: str | Path, classifier: TaskClassif
                 row = json.loads(line)
             except json.JSONDecodeError as err:
                 raise ValueError(f"{source} line {i + 1}: invalid JSON ({err.msg})") from None
+            except (ValueError, RecursionError) as err:  # valid JSON json.loads cannot hold
+                raise ValueError(f"{source} line {i + 1}: {unreadable_json(err)}") from None
             if not isinstance(row, dict):
                 raise ValueError(f"{source} line {i + 1}: not a JSON object")
             rows.append(row)

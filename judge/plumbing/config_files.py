@@ -31,6 +31,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from judge.plumbing.json_reading import unreadable_json
+
 __all__ = [
     "ConfigError",
     "ExactArgumentParser",
@@ -157,6 +159,8 @@ def read_json_object(path: str | Path, missing_ok: bool = False) -> dict[str, An
         value = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
         raise ValueError(f"{path}: not valid JSON ({err})") from err
+    except (ValueError, RecursionError) as err:  # valid JSON json.loads cannot hold
+        raise ValueError(f"{path}: {unreadable_json(err)}") from None
     if not isinstance(value, dict):
         raise ValueError(f"{path}: expected a JSON object")
     return value

@@ -1,0 +1,51 @@
+"""``judge.plumbing.json_reading``: the nesting bound that keeps Arrow's JSON reader alive, and every line reader
+naming what ``json.loads`` cannot hold (a bare RecursionError on deep nesting, a ValueError on an integer past
+Python's 4,300 digits) with its file and line instead of a traceback."""
+
+from __future__ import annotations
+
+import pytest
+
+from judge.plumbing.json_reading import ARROW_MAX_OPENERS_PER_LINE, arrow_may_read
+
+LIMIT = ARROW_MAX_OPENERS_PER_LINE
+
+
+@pytest.mark.parametrize("data, may", [
+    (b"", True),
+    (b"{" + b"[" * (LIMIT - 1) + b"]" * (LIMIT - 1) + b"}\n", True),  # at the bound
+    (b"{" + b"[" * LIMIT + b"]" * LIMIT + b"}\n", False),  # one past it
+    ((b'{"a": [1]}\n' * LIMIT) * 3, True),  # many openers in all, few per line
+    (b'{"a": 1}\n' * 5 + b'{"a": "' + b"{" * LIMIT + b'"}', False),  # a last line without its newline, in a string
+], ids=["empty", "at-the-bound", "one-past", "spread-over-lines", "last-line-in-a-string"])
+def test_the_bound_counts_openers_per_line(data, may):
+    assert arrow_may_read(data) is may
+
+
+DEEP = "[" * 5_000 + "]" * 5_000
+LONG = "1" * 5_000
+SAID = {DEEP: "unreadable JSON: nested too deeply", LONG: "unreadable JSON: a number too long to read"}
+
+
+@pytest.mark.parametrize("value", [DEEP, LONG], ids=["deep", "long-number"])
+def test_every_line_reader_names_the_line_json_loads_cannot_hold(tmp_path, value):
+    from eval.mera.task_rows import DataError, iter_task_rows
+    from eval.pairwise.judging import is_pairwise_data, load_pairs
+    from judge.criteria_auto.expansion import expand_file
+    from judge.plumbing.config_files import ConfigError, read_json_object
+
+    lines = tmp_path / "rows.jsonl"
+    lines.write_text(f'{{"id": "1", "x": {value}}}\n' + '{"id": "2"}\n', encoding="utf-8")
+    with pytest.raises(DataError, match=f"rows.jsonl: row 1: {SAID[value]}"):
+        list(iter_task_rows(lines))
+    with pytest.raises(ConfigError, match=f"rows.jsonl: row 1: {SAID[value]}"):
+        load_pairs(lines)
+    with pytest.raises(ValueError, match=f"rows.jsonl line 1: {SAID[value]}"):
+        expand_file(lines, tmp_path / "out", classifier=None)
+    first = tmp_path / "first.jsonl"
+    first.write_text(f'{{"answer_1": {value}}}\n', encoding="utf-8")
+    assert is_pairwise_data(first) is False
+    document = tmp_path / "run.json"
+    document.write_text(f'{{"x": {value}}}', encoding="utf-8")
+    with pytest.raises(ValueError, match=f"run.json: {SAID[value]}"):
+        read_json_object(document)
