@@ -10,9 +10,10 @@ Routes:
   remote tokenizer reads) and ``GET /version``. A generation request may ask for at most ``max_proxy_tokens``
   tokens in all (``max_tokens`` x ``n``); one that names no ``max_tokens`` gets ``max_proxy_tokens // n``, at most
   the generating engine's ``max_model_len``.
-* ``POST /v1/judge``: POLLUX judgments (``serve.schema`` for the request, ``serve.judging`` for the work). It, and
-  ``GET /v1/models/{id}``, answer to the generating engine's model name (what ``/v1/models`` lists) and to
-  judge-serve's own ``model_name``, which differ when an attached engine serves under another name.
+* ``POST /v1/judge``: POLLUX judgments (``serve.schema`` for the request, ``serve.judging`` for the work). It,
+  ``GET /v1/models/{id}`` and the three proxied generation routes answer to the generating engine's model name
+  (what ``/v1/models`` lists) and to judge-serve's own ``model_name``, which differ when an attached engine serves
+  under another name (a generation request naming judge-serve's is sent under the engine's).
 * ``POST /get_reward`` and ``/get_reward/<reward key>``: rewards in OpenRLHF's protocol (``serve.rewards``).
 * ``GET /metrics``: the generating engine's Prometheus metrics; ``GET /metrics/pooler``: the pooling engine's.
 * ``GET /health``: 200 while judge-serve lives and can heal (also while engines start or restart), 503 while it
@@ -308,6 +309,10 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         return error_response(503, sanitized(message), "service_unavailable", code="engine_unavailable",
                               headers={"Retry-After": state.retry_after_s([role])})
 
+    def served_names(state) -> tuple[str, ...]:
+        """The names judge-serve answers to: the generating engine's and its own ``model_name``."""
+        return state.judge.settings.names if state.judge is not None else (config.model_name,)
+
     async def proxy(request: Request, role: str, path: str, bounded: bool = False) -> Response:
         state = state_of(request)
         problem = state.engine_problem(role)
@@ -331,6 +336,12 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
                                                         state.engine_window(role))
             if refused is not None:
                 return refused
+            # judge-serve's own name (what GET /v1/models/{id} and /v1/judge answer to) for an attached engine
+            # serving under another: sent under the engine's name, which vLLM would otherwise refuse with a 404.
+            engine_name = state.engine_models.get(role)
+            if (isinstance(bounded_body, dict) and engine_name and bounded_body.get("model") != engine_name
+                    and bounded_body.get("model") in served_names(state)):
+                bounded_body = {**bounded_body, "model": engine_name}
             if bounded_body is not body:  # encoded again as it was decoded: off the loop when large
                 data = await read_off_loop(len(data), lambda: json.dumps(bounded_body, ensure_ascii=False).encode())
         headers = {k: v for k, v in request.headers.items() if k.lower() in _FORWARD_REQUEST_HEADERS}
@@ -423,7 +434,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         state = state_of(request)
         # The names /v1/judge answers to: the engine's (listed) and judge-serve's own, which an attached engine serving
         # under another name does not list; that one is the generating engine's entry, so the two routes agree.
-        names = state.judge.settings.names if state.judge is not None else (config.model_name,)
+        names = served_names(state)
         found = next((entry for entry in entries if entry.get("id") == model_id), None)
         if found is None and model_id in names:
             generator = state.engine_models.get("generator")

@@ -140,6 +140,25 @@ def test_an_engine_serving_under_another_name_answers_to_both_names_everywhere(t
     assert [body["model"] for body in engine.bodies("/v1/completions")] == [ENGINE_MODEL, ENGINE_MODEL]
 
 
+def test_a_generation_naming_judge_serves_own_name_reaches_the_engine_under_its_name(tiny_causal_dir, monkeypatch):
+    """``GET /v1/models/{own}`` answers 200, so a client may name judge-serve's own name in a chat, completion or
+    response request: each is sent under the engine's name (vLLM would answer 404 "The model `tiny-causal0` does not
+    exist"), every other field as the client sent it; the engine's own name and an unknown one are passed on as
+    they are (an unknown one is the engine's to refuse)."""
+    own = ServeConfig(model=str(tiny_causal_dir)).model_name
+    messages = [{"role": "user", "content": "hi"}]
+    bodies = {"/v1/chat/completions": {"messages": messages, "max_tokens": 7, "temperature": 0.5},
+              "/v1/completions": {"prompt": "2+2=", "max_tokens": 7},
+              "/v1/responses": {"input": "hi", "max_output_tokens": 7}}
+    with _attached(tiny_causal_dir, monkeypatch) as (http, engine):
+        answered = {path: [http.post(path, headers=AUTH, json={"model": name, **body}).status_code
+                           for name in (own, ENGINE_MODEL, "gpt-4")] for path, body in bodies.items()}
+    assert answered == {path: [200, 200, 200] for path in bodies}  # the scripted engine answers any name
+    for path, body in bodies.items():
+        assert engine.bodies(path) == [{"model": ENGINE_MODEL, **body}, {"model": ENGINE_MODEL, **body},
+                                       {"model": "gpt-4", **body}], path
+
+
 def test_judgments_are_checked_against_the_attached_engines_window(tiny_causal_dir, monkeypatch):
     """judge-serve's config says 4096, the attached engine serves 2048: an answer of ~2,200 tokens is refused as
     judge-serve refuses any item that cannot fit, a 400 naming the item, nothing sent; before, it was checked against
