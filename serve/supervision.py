@@ -26,7 +26,7 @@ import logging
 import math
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -199,6 +199,21 @@ async def _served_model(http: EngineHttp, engine: Engine, config: ServeConfig) -
     return name, window
 
 
+async def _follow_the_engine(state: ServerState, role: str) -> None:
+    """Read again the name and window of an attached engine that answers again: it may have been restarted with
+    another model or ``--max-model-len`` while it was down, and judge-serve's calls, the names ``/v1/judge`` answers
+    to, and the ``max_tokens`` it adds to proxied requests must follow it (as ``_served_model`` made them at start)."""
+    assert state.http is not None
+    served = await _served_model(state.http, state.engines[role], state.config)
+    if served == (state.engine_models.get(role), state.engine_windows.get(role)):
+        return
+    state.engine_models[role], state.engine_windows[role] = served
+    if state.judge is not None:
+        state.judge.settings = replace(
+            state.judge.settings, engine_models=dict(state.engine_models),
+            max_model_len=min(state.engine_windows.values(), default=state.config.max_model_len))
+
+
 def heal_the_dead(state: ServerState) -> list[str]:
     """Start healing every engine of judge-serve's own that died before judge-serve turned ready (one that came up,
     then died while another was still loading): ``_watch`` heals only deaths it sees once ready, so such an engine
@@ -274,6 +289,7 @@ async def _watch(state: ServerState, interval_s: float = 0.5) -> None:
             attached_turn = not engine.owned and state.status == "ready" and tick % attached_every == 0
             if role in state.dead_reason:
                 if attached_turn and state.http is not None and await probe(state.http, engine.url) is True:
+                    await _follow_the_engine(state, role)
                     misses[role] = 0
                     state.dead[role].clear()
                     state.dead_reason.pop(role, None)

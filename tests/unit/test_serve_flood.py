@@ -8,7 +8,8 @@ got 503 although the engine answered 200.
 
 One judge-serve serves both tests (``flood_server``, a module fixture; the conftest keeps its tests on one xdist
 worker): a judge-serve start (~10 CPU-s here) was the largest cost of each test. The flood test leaves the engine
-healthy and judge-serve answering; the come-back test turns the engine's health off and on again, and ends it on.
+healthy and judge-serve answering; the come-back tests turn the engine's health off and on again, and end it on (the
+last one serving another model, which the others do not depend on: the scripted engine answers any name).
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ class EngineHealth:
 
     def __init__(self) -> None:
         self.up = True
+        self.serves = {"id": "attached", "object": "model", "max_model_len": 2048}  # its /v1/models entry
+        self.bodies: list[dict] = []  # every POST body the engine was sent
         self._answers: list[int] = []
         self._changed = threading.Condition()
 
@@ -70,10 +73,14 @@ def _engine(health: EngineHealth) -> ScriptedEndpoint:
         if path == "/health":
             return health.answer()
         if path == "/v1/models":
-            return 200, {"object": "list", "data": [{"id": "attached", "object": "model", "max_model_len": 2048}]}
+            return 200, {"object": "list", "data": [dict(health.serves)]}
         return 404, {"detail": "Not Found"}
 
-    return ScriptedEndpoint(lambda path, body: (200, chat_completion("ok", "attached")), respond_get=respond_get)
+    def respond(path: str, body: dict) -> tuple[int, dict]:
+        health.bodies.append(body)
+        return 200, chat_completion("ok", health.serves["id"])
+
+    return ScriptedEndpoint(respond, respond_get=respond_get)
 
 
 @contextlib.contextmanager
@@ -206,3 +213,34 @@ def test_an_attached_engine_that_comes_back_is_served_again(flood_server):
     answer = httpx.post(root + "/v1/chat/completions", headers=auth, json=body, timeout=30)
     assert answer.status_code == 200, answer.text
     assert answer.json()["choices"][0]["message"]["content"] == "ok"
+
+
+def test_an_attached_engine_restarted_with_another_model_is_followed(flood_server, tiny_causal_dir):
+    """An attached engine that comes back serving another model with another window (restarted by its operator
+    while it was down) is read again when it is taken back: judge-serve's own name reaches it under the new name,
+    the max_tokens judge-serve adds stays within the new window, and /v1/judge answers to the new name, no longer the
+    old one. Before, the name and window read at start were kept: vLLM answered 404 to every call. The engine's
+    listing changes while it is down, so the probe that takes it back is the first to see the new one."""
+    from serve.config import ServeConfig
+
+    root, _, health, _ = flood_server
+    auth = {"Authorization": f"Bearer {KEY}"}
+    own = ServeConfig(model=str(tiny_causal_dir)).model_name
+    since = health.switch(up=False)
+    try:
+        health.wait_probes(since, 500, 3)
+        health.serves = {"id": "restarted", "object": "model", "max_model_len": 1024}
+    finally:
+        since = health.switch(up=True)
+    health.wait_probes(since, 200, 2)
+    sent = len(health.bodies)
+    answer = httpx.post(root + "/v1/chat/completions", headers=auth, timeout=30,
+                        json={"model": own, "messages": [{"role": "user", "content": "hi"}]})
+    assert answer.status_code == 200, answer.text
+    assert health.bodies[sent:] == [{"model": "restarted", "messages": [{"role": "user", "content": "hi"}],
+                                     "max_tokens": 1024}]
+    old = httpx.post(root + "/v1/judge", headers=auth, timeout=30, json={"model": "attached", "items": [
+        {"instruction": "2+2?", "answer": "4", "criteria": [{"name": "Корректность", "rubrics": "0: нет\n1: да"}]}]})
+    assert old.status_code == 404, old.text
+    assert old.json()["error"]["message"] == (
+        f"model: the model `attached` does not exist; this server serves `restarted` or `{own}`")
