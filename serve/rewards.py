@@ -170,7 +170,7 @@ def reward_key_of(config: ServeConfig) -> str:
 
 
 class SecretPathFilter(logging.Filter):
-    """Replaces the key in ``/get_reward/<key>`` by ``<reward-key>`` in uvicorn's access log records."""
+    """Replaces the key in ``/get_reward/<key>`` by ``<reward-key>`` in the records of the logger it is added to."""
 
     _SECRET = re.compile(r"(/get_reward/)[^\s?]+")
 
@@ -182,10 +182,12 @@ class SecretPathFilter(logging.Filter):
         return True
 
 
-def _install_access_log_filter() -> None:
-    access = logging.getLogger("uvicorn.access")
-    if not any(isinstance(f, SecretPathFilter) for f in access.filters):
-        access.addFilter(SecretPathFilter())
+def _install_secret_path_filters() -> None:
+    """On uvicorn's access log, and on judge-serve's own logger, whose lines name a request's path too (a client
+    that left, an unexpected error): a trainer that disconnects must not write the key into judge-serve's log."""
+    for logger in (logging.getLogger("uvicorn.access"), log):
+        if not any(isinstance(f, SecretPathFilter) for f in logger.filters):
+            logger.addFilter(SecretPathFilter())
 
 
 def _strings(body: dict, key: str) -> list[str]:
@@ -448,7 +450,7 @@ def install_reward_routes(app: FastAPI, config: ServeConfig, error: Callable[...
     """Add ``POST /get_reward`` and ``POST /get_reward/{secret}`` to judge-serve's app, and keep the secret out of
     uvicorn's access log."""
     route = RewardRoute(config, error)
-    _install_access_log_filter()
+    _install_secret_path_filters()
 
     async def plain(request: Request) -> Response:
         return await route(request)

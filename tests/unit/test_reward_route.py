@@ -361,6 +361,49 @@ def test_get_reward_whose_client_disconnects_has_its_judging_cancelled(tiny_caus
     assert _answers_judged(engine, qwen_tokenizer) == ["Весна пришла поздно.", "Лето."]
 
 
+def test_a_keyed_reward_client_that_disconnects_leaves_no_key_in_the_log(tiny_causal_dir, monkeypatch):
+    """OpenRLHF's client posts to ``/get_reward/<key>`` (the key in the path, no header); when it disconnects,
+    judge-serve's own log line names the request's path: the key is written ``<reward-key>`` there, as in the access
+    log. Before, ``INFO judge_serve: the client of POST /get_reward/<the key> left before its answer`` reached the log.
+    The engine holds the judgment until the client has closed and judge-serve has said so."""
+    import logging
+    import socket
+
+    key = "reward-key-that-must-stay-secret"
+    release, held, noticed = threading.Event(), threading.Event(), threading.Event()
+    messages: list[str] = []
+
+    class Seen(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            messages.append(record.getMessage())
+            if "left before its answer" in record.getMessage():
+                noticed.set()
+
+    body = json.dumps(_reward_body("Весна пришла поздно.", ["Креативность"]), ensure_ascii=False).encode()
+    seen = Seen()
+    logger = logging.getLogger("judge_serve")
+    logger.addHandler(seen)
+    monkeypatch.setattr(logger, "level", logging.INFO)  # judge-serve's own level (configure_logging's default)
+    monkeypatch.setenv("VLLM_API_KEY", "engine-key")
+    monkeypatch.setenv("JUDGE_SERVE_REWARD_KEY", key)
+    try:
+        with ScriptedEndpoint(_held_first(release, held), respond_get=_engine_get) as engine:
+            config = ServeConfig(model=str(tiny_causal_dir), served_model_name="attached", generator_url=engine.url,
+                                 max_model_len=1024, max_tokens=128, api_key="k").validate()
+            with _served_over_tcp(config) as port:
+                client = socket.create_connection(("127.0.0.1", port), timeout=30)
+                client.sendall(b"POST /get_reward/%s HTTP/1.1\r\nHost: localhost\r\n" % key.encode()
+                               + b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+                assert held.wait(30), "the judgment never reached the engine"
+                client.close()
+                assert noticed.wait(30), "judge-serve did not say the client left"
+                release.set()
+    finally:
+        logger.removeHandler(seen)
+    assert [m for m in messages if key in m] == []
+    assert "the client of POST /get_reward/<reward-key> left before its answer: its work was cancelled" in messages
+
+
 def test_a_malformed_label_is_refused_whatever_the_answer(tiny_causal_dir, monkeypatch):
     """A label's contents are checked before any work, for every sample: the unknown criterion of a sample whose
     answer is empty (nothing to judge) is the same 400 naming labels[0].criteria[0] as with an answer; an
