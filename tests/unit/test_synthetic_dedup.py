@@ -80,10 +80,20 @@ def test_similar_pairs_blockwise_equals_all_pairs(block_size):
 
 @pytest.mark.parametrize(
     "text, answer",
-    [("DUPLICATE", True), ("different.", False), ("<think>DUPLICATE?</think> DIFFERENT", False), ("не знаю", None), ("DUPLICATE or DIFFERENT", None)],
-)
+    [
+        ("DUPLICATE", True), ("different.", False), ("<think>DUPLICATE?</think> DIFFERENT", False), ("не знаю", None),
+        ("DUPLICATE or DIFFERENT", None), ("Near-duplicates.", True), ("DUPLICATES", True),
+        # a negated DUPLICATE is a DIFFERENT (it was read as a confirmed duplicate, deleting an original)
+        ("Not a duplicate.", False), ("NOT DUPLICATE", False), ("Non-duplicate", False), ("nonduplicate", False),
+        ("They are not near-duplicates; DIFFERENT", False), ("This isn't a duplicate.", False),
+        ("Не DUPLICATE", False), ("Нет, не DUPLICATE.", None), ("НЕ DUPLICATE", False), ("Не дубликат", None),
+        # a negation the parser cannot pin to a word leaves the answer unclear: kept, never deleted
+        ("NOT DIFFERENT", None), ("DUPLICATE? No.", None), ("DUPLICATE, не уверен", None), ("No.", None),
+    ],
+)  # fmt: skip
 def test_parse_llm_check(text, answer):
-    """One word decides; neither or both is no answer."""
+    """One word decides; neither or both is no answer; a negated DUPLICATE is DIFFERENT, and a negation that makes the
+    answer unclear is no answer (only a confirmed duplicate deletes a sample)."""
     assert parse_llm_check(text) is answer
 
 
@@ -173,6 +183,138 @@ def test_llm_check_decides_borderline_pairs(answer, kept_ids, reason):
     assert [r["id"] for r in kept] == kept_ids
     assert [d["drop_reason"] for d in dropped] == ([reason] if reason else [])
     assert info["llm_check"] == {"duplicate": int(answer is True), "different": int(answer is False), "unanswered": int(answer is None)}
+
+
+def test_llm_check_asks_only_pairs_of_instructions_that_survive_steps_3_and_4():
+    """s1 is a cosine-0.9 duplicate of s0, removed by step 3 before any borderline pair is looked at: s1-s2 (0.7,
+    borderline) is never asked, only s0-s2 (0.63); the summary counts the one request."""
+    table = {
+        **_REFERENCE,
+        "s0": _unit(1, 0, 0),
+        "s1": _unit(0.9, math.sqrt(1 - 0.81), 0),
+        "s2": _unit(0.63, math.sqrt(1 - 0.81) * 0.7, math.sqrt(0.51)),  # cos 0.63 with s0, 0.7 with s1
+    }
+    asked = []
+
+    def llm_fn(pairs):
+        asked.append(pairs)
+        return {key: False for key, _, _ in pairs}
+
+    rows = [_row(k, k) for k in ("s0", "s1", "s2")]
+    kept, dropped, info = deduplicate(rows, _REF_ROWS, _cosine_only(), _table_embedder(table), llm_fn)
+    assert asked == [[("s0|s2", "s0", "s2")]]
+    assert [r["id"] for r in kept] == ["s0", "s2"]
+    assert [(d["id"], d["drop_reason"], d["duplicate_of"]) for d in dropped] == [("s1", "near_duplicate:cosine", "s0")]
+    assert info["llm_check"] == {"duplicate": 0, "different": 1, "unanswered": 0}
+    assert info["llm_check_requests"] == {"pairs": 1, "waves": 1}
+
+
+def test_a_hard_duplicate_is_removed_before_its_borderline_pairs_are_asked():
+    """s2 is borderline with s0 (0.7) but a cosine-0.9 duplicate of s1: step 3 removes it, so s0-s2 is not asked even
+    though s0 comes first; it goes as near_duplicate:cosine of s1."""
+    table = {**_REFERENCE, **_vectors_with_cosines(["s0", "s1", "s2"], [[1, 0.5, 0.7], [0.5, 1, 0.9], [0.7, 0.9, 1]])}
+    asked = []
+
+    def llm_fn(pairs):
+        asked.extend(key for key, _, _ in pairs)
+        return {key: True for key, _, _ in pairs}
+
+    rows = [_row(k, k) for k in ("s0", "s1", "s2")]
+    kept, dropped, info = deduplicate(rows, _REF_ROWS, _cosine_only(), _table_embedder(table), llm_fn)
+    assert asked == []
+    assert [r["id"] for r in kept] == ["s0", "s1"]
+    assert [(d["id"], d["drop_reason"], d["duplicate_of"]) for d in dropped] == [("s2", "near_duplicate:cosine", "s1")]
+    assert info["llm_check"] == {"duplicate": 0, "different": 0, "unanswered": 0}
+    assert info["llm_check_requests"] == {"pairs": 0, "waves": 0}
+
+
+def _vectors_with_cosines(names: list[str], gram: list[list[float]]) -> dict[str, np.ndarray]:
+    """Unit vectors whose pairwise cosines are ``gram`` (positive semi-definite)."""
+    values, vectors = np.linalg.eigh(np.asarray(gram, dtype=np.float64))
+    points = vectors * np.sqrt(np.clip(values, 0, None))
+    return {name: (row / np.linalg.norm(row)).astype(np.float32) for name, row in zip(names, points)}
+
+
+# a-b, a-c, b-c, b-d, c-d borderline (0.7 > the reference's 0.588); a-d apart (0.3)
+_CHAIN = _vectors_with_cosines(
+    ["a", "b", "c", "d"], [[1, 0.7, 0.7, 0.3], [0.7, 1, 0.7, 0.7], [0.7, 0.7, 1, 0.7], [0.3, 0.7, 0.7, 1]]
+)
+_CHAIN_ANSWERS = {"a|b": True, "a|c": False, "c|d": False}  # the only pairs a one-at-a-time pass asks
+
+
+def test_llm_check_runs_in_waves_and_asks_only_what_a_sequential_pass_asks():
+    """Wave 1 asks a-b and a-c together (a is kept for good: nothing before it); d waits, its first partner b being
+    open. a-b confirms b a duplicate, so b-c and b-d are never asked; c is kept (a-c different) and wave 2 asks c-d."""
+    waves = []
+
+    def llm_fn(pairs):
+        waves.append([key for key, _, _ in pairs])
+        return {key: _CHAIN_ANSWERS[key] for key, _, _ in pairs}
+
+    rows = [_row(k, k) for k in "abcd"]
+    kept, dropped, info = deduplicate(rows, _REF_ROWS, _cosine_only(), _table_embedder({**_REFERENCE, **_CHAIN}), llm_fn)
+    assert waves == [["a|b", "a|c"], ["c|d"]]
+    assert [r["id"] for r in kept] == ["a", "c", "d"]
+    assert [(d["id"], d["drop_reason"], d["duplicate_of"]) for d in dropped] == [("b", "near_duplicate:llm", "a")]
+    assert info["llm_check"] == {"duplicate": 1, "different": 2, "unanswered": 0}
+    assert info["llm_check_requests"] == {"pairs": 3, "waves": 2}
+
+
+def _sequential_algorithm_1(ids: list[str], cos: np.ndarray, reference: float, answer) -> tuple[list[str], list[str]]:
+    """Algorithm 1 one step and one question at a time (cosine rules only): step 3 removes every sample above 0.8 with
+    an earlier kept one, then step 8 asks each borderline pair with an earlier kept sample, in input order, until one
+    is confirmed a duplicate. Returns (kept ids, pairs asked)."""
+    removed: set[int] = set()
+    for j in range(len(ids)):
+        if any(cos[i, j] > 0.8 for i in range(j) if i not in removed):
+            removed.add(j)
+    asked = []
+    for j in range(len(ids)):
+        if j in removed:
+            continue
+        for i in range(j):
+            if i not in removed and cos[i, j] > reference:
+                asked.append(f"{ids[i]}|{ids[j]}")
+                if answer(asked[-1]) is True:
+                    removed.add(j)
+                    break
+    return [ids[k] for k in range(len(ids)) if k not in removed], asked
+
+
+def test_waves_equal_a_sequential_pass_of_algorithm_1():
+    """On 40 random clustered sets with scripted DUPLICATE / DIFFERENT / no answers, the waves keep exactly what the
+    one-at-a-time pass keeps and ask exactly the pairs it asks, each once."""
+    import zlib
+
+    def answer(key: str):
+        return (True, False, None)[zlib.crc32(key.encode()) % 3]
+
+    rng = np.random.default_rng(7)
+    ids = [f"s{k}" for k in range(10)]
+    several_waves = dropped_by_llm = 0
+    trials = 0
+    while trials < 40:
+        points = rng.normal(size=(2, 3))[rng.integers(0, 2, len(ids))] + rng.normal(scale=0.8, size=(len(ids), 3))
+        emb = (points / np.linalg.norm(points, axis=1, keepdims=True)).astype(np.float32)
+        cos = emb.astype(np.float64) @ emb.T.astype(np.float64)
+        if np.any(np.abs(cos[np.triu_indices(len(ids), 1)][:, None] - [0.588, 0.8]) < 1e-3):
+            continue  # no pair on a threshold: float32 rounding cannot decide a test
+        trials += 1
+        asked = []
+
+        def llm_fn(pairs):
+            asked.extend(key for key, _, _ in pairs)
+            return {key: answer(key) for key, _, _ in pairs}
+
+        table = {**_REFERENCE, **{name: emb[k] for k, name in enumerate(ids)}}
+        kept, dropped, info = deduplicate([_row(k, k) for k in ids], _REF_ROWS, _cosine_only(), _table_embedder(table), llm_fn)
+        expected_kept, expected_asked = _sequential_algorithm_1(ids, cos, info["thresholds"]["Editing"]["cosine"], answer)
+        assert [r["id"] for r in kept] == expected_kept
+        assert sorted(asked) == sorted(expected_asked) and len(set(asked)) == len(asked)
+        assert sum(info["llm_check"].values()) == info["llm_check_requests"]["pairs"] == len(asked)
+        several_waves += info["llm_check_requests"]["waves"] > 1
+        dropped_by_llm += sum(d["drop_reason"] == "near_duplicate:llm" for d in dropped)
+    assert several_waves >= 5 and dropped_by_llm >= 5  # the sets do exercise answers that decide later waves
 
 
 @pytest.mark.parametrize("rule, kept_ids", [("drop", ["s0"]), ("keep", ["s0", "s2"])])
@@ -318,3 +460,138 @@ def test_the_embedding_cache_is_keyed_by_the_model_too(tmp_path):
     other = _cached_embed_fn(big, DedupConfig(embedding_model="the-papers-model"), tmp_path)(texts)
     assert small.calls == 1 and np.array_equal(first, again)
     assert big.calls == 1 and float(other[0, 0]) == 2.0
+
+
+class _CountingModel:
+    """A stand-in embedder: every text becomes (value, value); counts its encode calls."""
+
+    def __init__(self, value: float = 1.0):
+        self.value, self.calls = value, 0
+
+    def encode(self, texts, **kwargs):
+        self.calls += 1
+        return np.full((len(texts), 2), self.value, dtype=np.float32)
+
+
+def test_the_embedding_cache_is_written_atomically(tmp_path, monkeypatch):
+    """A kill while the cache is written (np.save cut halfway) leaves no cache file, not a cut one that every rerun
+    would fail to read; the next run embeds and writes it whole."""
+    import train.synthetic.dedup as dedup
+
+    real_save = np.save
+
+    def killed_save(file, array, *args, **kwargs):
+        data = __import__("io").BytesIO()
+        real_save(data, array, *args, **kwargs)
+        if isinstance(file, (str, Path)):
+            file = open(file, "wb")
+        file.write(data.getvalue()[:100])
+        file.flush()
+        raise KeyboardInterrupt
+
+    texts = ["первая", "вторая"]
+    model = _CountingModel()
+    monkeypatch.setattr(dedup.np, "save", killed_save)
+    with pytest.raises(KeyboardInterrupt):
+        dedup._cached_embed_fn(model, DedupConfig(embedding_model="stand-in"), tmp_path)(texts)
+    monkeypatch.setattr(dedup.np, "save", real_save)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    vectors = dedup._cached_embed_fn(model, DedupConfig(embedding_model="stand-in"), tmp_path)(texts)
+    assert model.calls == 2 and vectors.tolist() == [[1.0, 1.0], [1.0, 1.0]]
+    (cache,) = tmp_path.iterdir()
+    assert cache.name.startswith("embeddings-") and cache.suffix == ".npy"
+    assert np.load(cache).tolist() == [[1.0, 1.0], [1.0, 1.0]]
+
+
+@pytest.mark.parametrize("damage", ["truncated", "empty", "wrong_shape", "not_numpy"])
+def test_an_unreadable_embedding_cache_is_recomputed_with_a_warning(tmp_path, damage):
+    """A cut cache (written by an older version, killed mid-write), an empty one, one of another shape or not a .npy
+    at all is embedded again, with a warning naming the file, and replaced by a good one (it made every rerun fail)."""
+    import logging
+
+    from train.synthetic.dedup import _cached_embed_fn
+
+    texts = ["первая", "вторая", "третья"]
+    first = _CountingModel(1.0)
+    _cached_embed_fn(first, DedupConfig(embedding_model="stand-in"), tmp_path)(texts)
+    (cache,) = tmp_path.iterdir()
+    if damage == "truncated":
+        cache.write_bytes(cache.read_bytes()[:-5])
+    elif damage == "empty":
+        cache.write_bytes(b"")
+    elif damage == "wrong_shape":
+        np.save(cache, np.zeros((2, 2), dtype=np.float32))
+    else:
+        cache.write_text("not an array")
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logging.getLogger("judge_train.dedup").addHandler(handler)
+    again = _CountingModel(2.0)
+    try:
+        vectors = _cached_embed_fn(again, DedupConfig(embedding_model="stand-in"), tmp_path)(texts)
+    finally:
+        logging.getLogger("judge_train.dedup").removeHandler(handler)
+    assert again.calls == 1 and vectors.tolist() == [[2.0, 2.0]] * 3
+    assert [(r.levelname, cache.name in r.getMessage()) for r in records] == [("WARNING", True)]
+    assert [p.name for p in tmp_path.iterdir()] == [cache.name] and np.load(cache).tolist() == [[2.0, 2.0]] * 3
+
+
+def test_run_dedup_resumes_from_its_journal_of_llm_answers(tmp_path, monkeypatch):
+    """judge-train data dedup through a scripted endpoint: the first run sends the three requests of the sequential
+    pass (a-b, a-c, c-d) and the summary counts them; a run killed before c-d was journalled asks only c-d again; a
+    finished run asked again sends nothing, and every run keeps a, c, d."""
+    import train.synthetic.dedup as dedup
+    from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
+    from train.synthetic.dedup import render_llm_check_prompt, run_dedup
+
+    class TableModel:
+        def encode(self, texts, **kwargs):
+            return np.stack([{**_REFERENCE, **_CHAIN}[t] for t in texts])
+
+    monkeypatch.setattr(dedup, "load_embedder", lambda *args, **kwargs: TableModel())
+    replies = {render_llm_check_prompt(*key.split("|")): "DUPLICATE" if answer else "DIFFERENT"
+               for key, answer in _CHAIN_ANSWERS.items()}  # fmt: skip
+
+    def respond(path: str, body: dict) -> tuple[int, dict]:
+        prompt = body["messages"][-1]["content"]
+        if prompt not in replies:
+            return 404, {"error": {"message": "not scripted", "type": "invalid_request_error"}}
+        return 200, chat_completion(replies[prompt], body["model"])
+
+    server = ScriptedEndpoint(respond)
+    (tmp_path / "instructions.jsonl").write_text("".join(json.dumps(_row(k, k)) + "\n" for k in "abcd"))
+    (tmp_path / "reference.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _REF_ROWS))
+    config = _cosine_only(llm={"model": "checker", "base_url": server.base_url, "temperature": 0.0}, backoff_s=0.0)
+    config.reference = str(tmp_path / "reference.jsonl")
+    out = tmp_path / "dedup"
+
+    def run() -> tuple[list[str], list[str], dict]:
+        before = len(server.requests)
+        summary = run_dedup(config, tmp_path / "instructions.jsonl", out)
+        prompts = [body["messages"][-1]["content"] for _, body in server.requests[before:]]
+        kept = [json.loads(line)["id"] for line in (out / "dedup.jsonl").read_text().splitlines()]
+        return sorted(prompts), kept, summary
+
+    try:
+        prompts, kept, summary = run()
+        assert prompts == sorted(render_llm_check_prompt(*key.split("|")) for key in _CHAIN_ANSWERS)
+        assert kept == ["a", "c", "d"]
+        assert summary["llm_check"] == {"duplicate": 1, "different": 2, "unanswered": 0}
+        assert summary["llm_check_requests"] == {"pairs": 3, "waves": 2, "sent": 3}
+
+        journal = out / "llm_checks.jsonl"
+        lines = journal.read_text().splitlines()
+        assert sorted(json.loads(line)["key"] for line in lines) == ["a|b", "a|c", "c|d"]
+        journal.write_text("".join(line + "\n" for line in lines if json.loads(line)["key"] != "c|d"))
+        prompts, kept, summary = run()
+        assert prompts == [render_llm_check_prompt("c", "d")] and kept == ["a", "c", "d"]
+        assert summary["llm_check_requests"] == {"pairs": 3, "waves": 2, "sent": 1}
+
+        prompts, kept, summary = run()
+        assert prompts == [] and kept == ["a", "c", "d"]
+        assert summary["llm_check"] == {"duplicate": 1, "different": 2, "unanswered": 0}
+        assert summary["llm_check_requests"] == {"pairs": 3, "waves": 2, "sent": 0}
+    finally:
+        server.close()
+    assert all(body["messages"][-1]["content"] in replies for _, body in server.requests)

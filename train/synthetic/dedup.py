@@ -16,7 +16,12 @@ task type, with embedding cosine ``c`` (step 1: the paper's ``Alibaba-NLP/gte-Qw
 4. Otherwise original.
 
 Greedy in input order: an instruction is dropped when it is a near-duplicate of an earlier *kept* one (the paper
-does not say which of two duplicates goes; the later one does).
+does not say which of two duplicates goes; the later one does). The steps run in the paper's order: first the 0.8
+thresholds (steps 3-4) over all pairs, then the borderline band (steps 6-8) among the instructions that survived them
+only, so no borderline pair with an already removed instruction is ever asked about. The LLM check runs in waves: each
+wave asks, concurrently, exactly the pairs a one-at-a-time pass would ask next (the earlier instruction is kept for
+good and no earlier answer has dropped the later one); the answers are applied in input order, and the next wave is
+what they leave open. The kept set and the pairs asked are those of the sequential pass, and no answer is wasted.
 
 chrF is computed between **all** samples of a task type (step 4), by default: per block of ``block_size`` later rows,
 one sparse n-gram matrix product per chrF order gives the match counts of every pair at once (``ChrF.score_matrix``),
@@ -31,8 +36,10 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import logging
 import os
 import re
+import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -43,6 +50,8 @@ import numpy as np
 
 from train.synthetic.config import DedupConfig, EndpointConfig
 from train.synthetic.journal import Journal, log, read_rows, require_fields, run_jobs, write_stage_outputs
+
+_logger = logging.getLogger("judge_train.dedup")
 
 __all__ = [
     "ChrF",
@@ -205,10 +214,8 @@ def load_embedder(name: str, device: str = "cpu", max_seq_length: int = 0, trust
             raise FileNotFoundError(f"embedding model {name!r} is neither a folder, a hub id, nor an installed package") from err
         path = Path(package.get_model_path()) if hasattr(package, "get_model_path") else Path(package.__file__).parent / "model"
     if trust_remote_code:
-        import logging
-
         shipped = sorted(str(p.relative_to(path)) for p in path.rglob("*.py"))
-        logging.getLogger("judge_train.dedup").warning(
+        _logger.warning(
             "trust_remote_code: running the Python code shipped in %s with this user's rights: %s", path,
             ", ".join(shipped) or "no .py file there (code named by a hub id in auto_map may be fetched instead)")
     model = SentenceTransformer(str(path), device=device, local_files_only=True, trust_remote_code=trust_remote_code)
@@ -280,11 +287,37 @@ def render_llm_check_prompt(first: str, second: str) -> str:
     return LLM_CHECK_TEMPLATE.format(first=first.strip(), second=second.strip())
 
 
+# A negation word (English, or Russian: the instructions are Russian and a checker may answer around the English word
+# in Russian, "Не DUPLICATE"); "isn't", "doesn't" and the like end in n't.
+_NEGATION = r"(?<![\w'’])(?:NOT|NO|NEVER|NEITHER|NOR|НЕ|НЕТ|НИ|[A-Z]*N['’]T)(?![\w'’])"
+_NEGATION_RE = re.compile(_NEGATION)
+# A verdict word, with the negation that governs it when one stands right before it ("NOT A DUPLICATE",
+# "NOT NEAR-DUPLICATES"; "NON-DUPLICATE" is rewritten to "NOT DUPLICATE" first).
+_VERDICT_RE = re.compile(
+    rf"(?:({_NEGATION})[\s\-]+(?:(?:A|AN|THE|REALLY|EXACTLY|QUITE|NEAR|SEMANTIC)[\s\-]+)*)?(DUPLICAT|DIFFERENT)"
+)
+
+
 def parse_llm_check(text: str) -> bool | None:
-    """True for DUPLICATE, False for DIFFERENT, None when the answer says neither or both."""
+    """True for DUPLICATE, False for DIFFERENT (or a negated DUPLICATE: "Not a duplicate."), None when the answer says
+    neither, both, or something a negation makes unclear ("NOT DIFFERENT", a stray "no").
+
+    Only True deletes a sample (Algorithm 1 (arXiv 2505.24616v3, Appendix C.3) step 8: "If confirmed, delete the
+    sample"), so a negation anywhere in the answer keeps DUPLICATE from counting as confirmed: a misread answer must
+    never cost an original.
+    """
     text = re.sub(r"^.*?</think\s*>", "", text or "", flags=re.DOTALL | re.IGNORECASE).upper()
-    dup, diff = "DUPLICATE" in text, "DIFFERENT" in text
-    return None if dup == diff else dup
+    text = re.sub(r"(?<![\w'’])NON[\s\-]*(?=DUPLICAT)", "NOT ", text)
+    affirmed = {"DUPLICAT": 0, "DIFFERENT": 0}
+    negated = dict(affirmed)
+    for match in _VERDICT_RE.finditer(text):
+        (negated if match.group(1) else affirmed)[match.group(2)] += 1
+    stray_negations = len(_NEGATION_RE.findall(text)) > sum(negated.values())
+    says_duplicate = affirmed["DUPLICAT"] > 0
+    says_different = affirmed["DIFFERENT"] > 0 or negated["DUPLICAT"] > 0
+    if negated["DIFFERENT"] or stray_negations or says_duplicate == says_different:
+        return None
+    return says_duplicate
 
 
 def _canonical_type(row: dict) -> str:
@@ -311,8 +344,10 @@ def deduplicate(
         reference_rows: expert-written instructions (``instruction``, ``task_type``); repeated instructions count once.
         embed_fn: texts -> unit-norm embeddings.
         llm_fn: given (pair key, earlier, later) triples of borderline pairs, returns pair key -> True (duplicate),
-            False (different) or None (no usable answer). Only True deletes (Algorithm 1 step 8). None: no LLM
-            check; ``config.borderline_without_check`` decides.
+            False (different) or None (no usable answer). Only True deletes (Algorithm 1 step 8). Called once per
+            wave, with only the pairs whose answer can still change the outcome (both instructions survive steps 3-4,
+            the earlier one is kept, the later one not yet dropped); never twice with one pair. None: no LLM check;
+            ``config.borderline_without_check`` decides.
 
     Returns:
         (kept rows, dropped rows with ``drop_reason``, ``duplicate_of``, ``cosine``, ``chrf``, info for the summary).
@@ -382,40 +417,77 @@ def deduplicate(
                     verdicts[int(rows_of[b[k]])].append((int(rows_of[a[k]]), kind, float(c[k]), fk))
     timings["pairs_s"] = time.perf_counter() - t0
 
-    # ---- LLM check of the borderline band (step 8; all borderline pairs at once, concurrently)
-    llm_answers: dict[str, bool | None] = {}
-    if llm_fn is not None:
-        borderline = [
-            (_pair_key(rows[i], rows[j]), all_texts[i], all_texts[j])
-            for j, found in verdicts.items() for i, kind, _, _ in found if kind == "borderline"
-        ]
-        t0 = time.perf_counter()
-        llm_answers = llm_fn(borderline) if borderline else {}
-        timings["llm_check_s"] = time.perf_counter() - t0
+    def drop(reason: str, i: int, c: float, f: float | None) -> dict:
+        return {"drop_reason": reason, "duplicate_of": rows[i]["id"], "cosine": round(c, 6), "chrf": None if f is None else round(f, 6)}
 
-    # ---- greedy pass in input order
+    # ---- steps 3-4 first: the 0.8 cosine / chrF thresholds, greedy in input order over every pair
     dropped_at: dict[int, dict] = {}
-    llm_counts = {"duplicate": 0, "different": 0, "unanswered": 0}
-    borderline_kept = 0
     for j in sorted(verdicts):
         for i, kind, c, f in sorted(verdicts[j]):
-            if i in dropped_at:
-                continue
-            reason = f"near_duplicate:{kind}"
-            if kind == "borderline":
-                if llm_fn is not None:
-                    answer = llm_answers.get(_pair_key(rows[i], rows[j]))
-                    llm_counts[{True: "duplicate", False: "different", None: "unanswered"}[answer]] += 1
-                    if answer is not True:  # only a confirmed duplicate is deleted (step 8)
-                        continue
-                    reason = "near_duplicate:llm"
-                elif config.borderline_without_check == "keep":
+            if kind != "borderline" and i not in dropped_at:
+                dropped_at[j] = drop(f"near_duplicate:{kind}", i, c, f)
+                break
+
+    # ---- then steps 6-8: the borderline band, only between instructions that steps 3-4 kept (a pair with a removed
+    # instruction cannot change anything, and asking about it is a paid request wasted)
+    partners = {}  # later -> its borderline earlier ones, in input order
+    for j, found in verdicts.items():
+        if j not in dropped_at:
+            earlier = sorted((i, c, f) for i, kind, c, f in found if kind == "borderline" and i not in dropped_at)
+            if earlier:
+                partners[j] = earlier
+    llm_counts = {"duplicate": 0, "different": 0, "unanswered": 0}
+    borderline_kept = pairs_asked = waves = 0
+    if llm_fn is None:
+        for j in sorted(partners):
+            for i, c, f in partners[j]:
+                if i in dropped_at:
+                    continue
+                if config.borderline_without_check == "keep":
                     borderline_kept += 1
                     continue
+                dropped_at[j] = drop("near_duplicate:reference_percentile", i, c, f)
+                break
+    else:
+        # Step 8 in waves. A one-at-a-time pass asks (i, j) only when i is kept for good and no earlier partner of
+        # j was confirmed a duplicate; each wave asks, concurrently, every pair already known to be such a question,
+        # so the answers bought are exactly the sequential pass's. A sweep in input order settles i before any j > i,
+        # and the earliest sample still open has only settled partners, so every wave asks something until all are
+        # settled.
+        answers: dict[str, bool | None] = {}
+        cursor = dict.fromkeys(partners, 0)  # open samples -> their next partner to settle
+        t0 = time.perf_counter()
+        while cursor:
+            wanted = []
+            for j in sorted(cursor):
+                position = cursor[j]
+                while position < len(partners[j]):
+                    i, c, f = partners[j][position]
+                    if i in dropped_at:
+                        position += 1
+                        continue
+                    if i in cursor:  # i is still open: whether (i, j) is asked at all depends on i's answers
+                        break
+                    key = _pair_key(rows[i], rows[j])
+                    if key not in answers:
+                        wanted.append((key, all_texts[i], all_texts[j]))
+                        break
+                    answer = answers[key]
+                    llm_counts[{True: "duplicate", False: "different", None: "unanswered"}[answer]] += 1
+                    if answer is True:  # only a confirmed duplicate is deleted (step 8)
+                        dropped_at[j] = drop("near_duplicate:llm", i, c, f)
+                        break
+                    position += 1
+                if j in dropped_at or position == len(partners[j]):
+                    del cursor[j]
                 else:
-                    reason = "near_duplicate:reference_percentile"
-            dropped_at[j] = {"drop_reason": reason, "duplicate_of": rows[i]["id"], "cosine": round(c, 6), "chrf": None if f is None else round(f, 6)}
-            break
+                    cursor[j] = position
+            if wanted:
+                got = llm_fn(wanted)
+                answers.update((key, got.get(key)) for key, _, _ in wanted)
+                pairs_asked += len(wanted)
+                waves += 1
+        timings["llm_check_s"] = time.perf_counter() - t0
 
     kept = [row for index, row in enumerate(rows) if index not in dropped_at]
     dropped = [{**row, **dropped_at[index]} for index, row in enumerate(rows) if index in dropped_at]
@@ -431,7 +503,8 @@ def deduplicate(
         "kept_by_task_type": {t: sum(1 for k in idx if k not in dropped_at) for t, idx in sorted(by_type.items())},
     }
     if llm_fn is not None:
-        info["llm_check"] = llm_counts
+        info["llm_check"] = llm_counts  # one count per pair asked: every answer bought is used
+        info["llm_check_requests"] = {"pairs": pairs_asked, "waves": waves}
     else:
         info["borderline_without_check"] = {"rule": config.borderline_without_check, "kept": borderline_kept}
     return kept, dropped, info
@@ -450,13 +523,38 @@ def _cached_embed_fn(model, config: DedupConfig, cache_dir: Path) -> Callable[[l
         digest = hashlib.sha1((maker + "\x1d" + "\x1e".join(texts)).encode("utf-8")).hexdigest()[:16]
         path = cache_dir / f"embeddings-{digest}.npy"
         if path.exists():
-            return np.load(path)
+            # A cache written by an older version (a plain np.save, cut by a kill) or damaged since would make every
+            # rerun fail here: it is only a cache, so embed again and replace it.
+            try:
+                vectors = np.load(path, allow_pickle=False)
+            except (OSError, ValueError, EOFError) as err:
+                _logger.warning("dedup: embedding cache %s cannot be read (%s); embedding again", path, err)
+            else:
+                if vectors.ndim == 2 and len(vectors) == len(texts) and np.issubdtype(vectors.dtype, np.floating):
+                    return vectors
+                _logger.warning("dedup: embedding cache %s holds a %s %s array for %d texts; embedding again",
+                                path, vectors.dtype, vectors.shape, len(texts))
         vectors = embed(model, texts, config.embedding_batch_size)
         cache_dir.mkdir(parents=True, exist_ok=True)
-        np.save(path, vectors)
+        _save_npy_atomically(path, vectors)
         return vectors
 
     return embed_fn
+
+
+def _save_npy_atomically(path: Path, array: np.ndarray) -> None:
+    """``np.save`` to a temporary file beside ``path``, fsynced, then renamed over it: a kill mid-write leaves the old
+    file or none, never a cut one (``judge.plumbing.journal.rewrite_journal`` does the same for JSONL only)."""
+    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            np.save(out, array, allow_pickle=False)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def run_dedup(config: DedupConfig, input_path: str | Path, out_dir: Path) -> dict:
@@ -474,6 +572,7 @@ def run_dedup(config: DedupConfig, input_path: str | Path, out_dir: Path) -> dic
     embed_fn = _cached_embed_fn(model, config, Path(out_dir) / "cache")
 
     llm_fn = None
+    sent = [0]  # requests made to the endpoint in this run; the journal answers the rest
     if config.runs_llm_check:
         from train.synthetic.client import ChatClient
 
@@ -487,11 +586,13 @@ def run_dedup(config: DedupConfig, input_path: str | Path, out_dir: Path) -> dic
 
             # keyed by the pair's ids, which an instructions stage rerun into the same folder gives to new texts:
             # the prompt's fingerprint makes a changed pair asked again (run_jobs)
-            run_jobs(((key, (a, b)) for key, a, b in pairs), work, journal, config.concurrency, "dedup llm check",
-                     fingerprint=lambda payload: render_llm_check_prompt(*payload))
+            sent[0] += run_jobs(((key, (a, b)) for key, a, b in pairs), work, journal, config.concurrency,
+                                "dedup llm check", fingerprint=lambda payload: render_llm_check_prompt(*payload))
             return {key: journal.rows[key]["answer"] for key, _, _ in pairs}
 
     kept, dropped, info = deduplicate(rows, reference_rows, config, embed_fn, llm_fn)
+    if llm_fn is not None:
+        info["llm_check_requests"]["sent"] = sent[0]
     info["total_elapsed_s"] = round(time.perf_counter() - started, 3)
     log(f"dedup: {len(rows)} instructions in {info['elapsed_s']:.1f} s ({info['instructions_per_s']} instructions/s; "
         f"with model load {info['total_elapsed_s']:.1f} s)")
