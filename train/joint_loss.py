@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import torch
 import torch.nn.functional as F
 from transformers import Trainer
 
@@ -37,10 +38,24 @@ class JointLossTrainer(Trainer):
         self.score_loss_weight = score_loss_weight
         self._parts: dict[str, list[float]] = defaultdict(list)
 
+    def _prepare_inputs(self, inputs):
+        # Under DeepSpeed, Trainer._prepare_input casts every floating tensor of the batch to DeepSpeed's dtype
+        # (src/transformers/trainer.py in huggingface/transformers: `if self.is_deepspeed_enabled and
+        # torch.is_floating_point(data)`), which would turn the float32 score labels into bf16 (a mean of 5/3
+        # becomes 1.6640625) before the MSE. They are a target, not a model input: moved to the device, kept float32.
+        score_labels = inputs.get("score_labels")
+        if score_labels is None:
+            return super()._prepare_inputs(inputs)
+        prepared = super()._prepare_inputs({key: value for key, value in inputs.items() if key != "score_labels"})
+        prepared["score_labels"] = score_labels.to(device=self.args.device) if torch.is_tensor(score_labels) else score_labels
+        return prepared
+
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         score_labels = inputs.pop("score_labels")
         outputs = model(**inputs)
-        score_loss = F.mse_loss(outputs.scores.float(), score_labels.to(outputs.scores.device).float())
+        # Both sides in float32: the head's bf16 output and an exact label (5/3 is not a bf16 number).
+        score_loss = F.mse_loss(outputs.scores.float(),
+                                torch.as_tensor(score_labels, device=outputs.scores.device).to(torch.float32))
         loss = self.lm_loss_weight * outputs.loss + self.score_loss_weight * score_loss
         if model.training:
             self._parts["lm_loss"].append(outputs.loss.detach().float().item())

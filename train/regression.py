@@ -27,7 +27,7 @@ from typing import Any
 from train.config import RegressionConfig
 from train.provenance import RunResult
 
-__all__ = ["main", "tokenize_rows", "RegressionCollator"]
+__all__ = ["RegressionCollator", "build_model", "main", "tokenize_rows"]
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +74,35 @@ class RegressionCollator:
         return {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels, "score_labels": score_labels}
 
 
+def build_model(config: RegressionConfig, base_model: str, dtype, pad_token_id: int | None):
+    """The model the recipe trains: ``Qwen2ForRationaleAndScore`` from ``base_model`` in ``dtype``
+    (``train.training_arguments.weights_dtype``), wrapped by peft when ``config.lora``.
+
+    The score head is missing from a causal checkpoint and starts from the model's initializer (seeded by the
+    recipe). Under LoRA it is trained in full (peft's ``modules_to_save``), and without DeepSpeed every trainable
+    parameter is upcast to float32 (``train.lora.trainable_in_float32``): the base loads in bf16, and peft leaves
+    the head's trainable copy in bf16, where AdamW's small steps round away. The export merges and writes it in
+    the training dtype as before (``train.export.load_trained``).
+    """
+    from train import lora
+    from train.score_head import Qwen2ForRationaleAndScore
+
+    model = Qwen2ForRationaleAndScore.from_pretrained(base_model, dtype=dtype, attn_implementation=config.attn_implementation)
+    model.config.pad_token_id = pad_token_id
+    peft_config = lora.lora_config(config, modules_to_save=["score"])
+    if peft_config is not None:
+        from peft import get_peft_model
+
+        model = get_peft_model(model, peft_config)
+        if not config.deepspeed:
+            upcast = lora.trainable_in_float32(model)
+            if upcast:
+                logger.info("LoRA: %d trainable tensors upcast to float32 (the score head's trainable copy: %s)",
+                            len(upcast), ", ".join(upcast))
+        model.print_trainable_parameters()
+    return model
+
+
 def main(config: RegressionConfig, *, callbacks: tuple = ()) -> RunResult:
     """Train and export a regression judge.
 
@@ -87,7 +116,7 @@ def main(config: RegressionConfig, *, callbacks: tuple = ()) -> RunResult:
     from datasets import Dataset
     from transformers import TrainingArguments
 
-    from train import build_data, lora, recipe_steps
+    from train import build_data, recipe_steps
     from train.joint_loss import JointLossTrainer
     from train.score_head import Qwen2ForRationaleAndScore
 
@@ -109,15 +138,7 @@ def main(config: RegressionConfig, *, callbacks: tuple = ()) -> RunResult:
         remove_unused_columns=False,  # score_labels is not a forward() argument; the collator builds the batch
         prediction_loss_only=True,
     )
-    # The score head is missing from a causal checkpoint and starts from the model's initializer (seeded above).
-    model = Qwen2ForRationaleAndScore.from_pretrained(run.base_model, dtype=run.dtype, attn_implementation=config.attn_implementation)
-    model.config.pad_token_id = run.tokenizer.pad_token_id
-    peft_config = lora.lora_config(config, modules_to_save=["score"])
-    if peft_config is not None:
-        from peft import get_peft_model
-
-        model = get_peft_model(model, peft_config)
-        model.print_trainable_parameters()
+    model = build_model(config, run.base_model, run.dtype, run.tokenizer.pad_token_id)
 
     # ---- trainer ------------------------------------------------------------------------------------------------
     trainer = JointLossTrainer(

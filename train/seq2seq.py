@@ -32,7 +32,8 @@ from train.config import Seq2SeqConfig
 from train.provenance import RunResult
 from train.recipe_steps import labelled_positions_only_on_cpu
 
-__all__ = ["integer_rows", "integer_rows_for_config", "integer_target", "main", "sft_dataset", "trained_lengths"]
+__all__ = ["integer_rows", "integer_rows_for_config", "integer_target", "main", "sft_dataset", "traces_agreement",
+           "trained_lengths"]
 
 logger = logging.getLogger(__name__)
 
@@ -81,8 +82,58 @@ def integer_target(reasoning: str, score: float) -> str:
     return f"<think>\n{reasoning.strip()}\n</think>\n\n{judge.format_score(score)}"
 
 
+def traces_agreement(source: str | None) -> dict[str, Any]:
+    """The traces stage's agreement settings for the records at ``source``: ``agreement``, ``tolerance`` and
+    ``no_unique_mode`` from the ``summary.json`` that ``judge-train data traces`` wrote beside its ``traces.jsonl``
+    (or in the folder ``source`` names), else the stage's defaults (``train.synthetic.config.TracesConfig``: the
+    experts' mode exactly, items with several modes left out). A stage run with ``--tolerance 1`` kept traces one
+    point off; its traces.jsonl trains with that tolerance, not with the default's."""
+    import json
+    from pathlib import Path
+
+    from train.synthetic.config import TracesConfig
+
+    defaults = TracesConfig()
+    settings = {"agreement": defaults.agreement, "tolerance": defaults.tolerance,
+                "no_unique_mode": defaults.no_unique_mode}  # fmt: skip
+    if not source:
+        return settings
+    path = Path(source)
+    summary = path / "summary.json" if path.is_dir() else path.parent / "summary.json"
+    try:
+        written = json.loads(summary.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return settings
+    if not isinstance(written, dict) or written.get("stage") != "traces":
+        return settings
+    for key in settings:
+        if key in written:
+            settings[key] = written[key]
+    return settings
+
+
+def _trace_references(record, agreement: str, no_unique_mode: str) -> tuple[tuple[float, ...] | None, str | None]:
+    """(the values a trace's score must agree with, None) or (None, why the item has none), as the traces stage
+    decides it (``train.synthetic.traces.training_records``). A row the stage wrote carries the references it was
+    judged against (``experts_reference``, under the stage's ``agreement`` and ``no_unique_mode``); any other
+    record's come from its ``expert_scores``."""
+    from train.synthetic.traces import experts_reference
+
+    recorded = record.extra.get("experts_reference")
+    if (isinstance(recorded, list) and recorded
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in recorded)):  # fmt: skip
+        return tuple(float(v) for v in recorded), None
+    if not record.expert_scores:
+        return None, "no_expert_scores"
+    references = experts_reference(record.expert_scores, agreement)
+    if len(references) > 1 and no_unique_mode == "skip":
+        return None, "no_unique_mode"
+    return references, None
+
+
 def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str = "refuse",
-                 source: str = "<records>") -> tuple[list[dict[str, Any]], Any]:  # fmt: skip
+                 source: str = "<records>", traces_settings: dict[str, Any] | None = None,
+                 ) -> tuple[list[dict[str, Any]], Any]:  # fmt: skip
     """Integer-format training rows from reasoning traces: one row per record with ``reasoning`` and ``reasoning_score``.
 
     The records are ``judge-train data traces`` output (or any POLLUX-format records with those two columns): the
@@ -94,7 +145,10 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
         zero_shot: ``refuse``, ``drop`` or ``allow`` (as build-data).
         missing_reasoning: a record with no reasoning text or no ``reasoning_score``: ``refuse`` raises naming it,
             ``drop`` counts it (``no_reasoning`` / ``no_reasoning_score``).
-        source: where the records came from, for error messages.
+        source: where the records came from, for error messages, and where the traces stage's settings are read
+            (``traces_agreement``).
+        traces_settings: ``{"agreement", "tolerance", "no_unique_mode"}`` to judge agreement by, instead of
+            ``traces_agreement(source)``'s.
 
     Returns:
         (rows, ``train.build_data.BuildReport``). A row has ``id``, ``record_id`` (the judged item's, ``item_id`` when
@@ -104,7 +158,12 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
         (a reasoning under two words: ``train.grpo_rewards.gives_reasons``, the rule of the traces stage and of
         the GRPO format reward), ``think_tags_in_reasoning`` (a ``<think>`` tag
         inside the reasoning would end the block early), ``trace_not_kept`` (a row the traces stage dropped or
-        failed, with its ``drop_reason`` or ``fail_reason``: its score disagrees with the label, or it was cut).
+        failed, with its ``drop_reason`` or ``fail_reason``: its score disagrees with the label, or it was cut), and
+        what the traces stage's own rule drops (``train.synthetic.traces.trace_outcome``, the same function):
+        ``disagrees`` (the score does not agree with the item's ``expert_scores``: the mode exactly by default, or
+        the stage's ``agreement`` and ``tolerance``), ``no_expert_scores`` (no label to agree with) and
+        ``no_unique_mode`` (experts tied between modes, which the stage leaves out by default). Rejection sampling
+        keeps only traces that agree with the label, whatever file they come from.
 
     Raises:
         judge.RecordError: with ``missing_reasoning="refuse"``, the first record without a reasoning or a score,
@@ -113,6 +172,7 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
     from train.build_data import BuildReport, zero_shot_records
     from train.grpo_rewards import gives_reasons
 
+    rule = traces_settings if traces_settings is not None else traces_agreement(None if source == "<records>" else source)
     records = list(records)
     report = BuildReport(n_records=len(records), n_verdicts=len(records))
     records, held_out = zero_shot_records(records, zero_shot)
@@ -159,6 +219,8 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
             report.dropped["too_few_words"] += 1
         elif _THINK_TAG.search(reasoning):
             report.dropped["think_tags_in_reasoning"] += 1
+        elif (why := _disagreement(record, reasoning, value, scale, rule)) is not None:
+            report.dropped[why] += 1
         else:
             prompt = judge.render_prompt(record)
             rows.append({"id": record.id, "record_id": str(record.extra.get("item_id") or record.id),
@@ -167,6 +229,21 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
     report.n_rows = len(rows)
     logger.info("integer-format training data: %s", report.summary())
     return rows, report
+
+
+def _disagreement(record, reasoning: str, score: float, scale, rule: dict[str, Any]) -> str | None:
+    """Why the traces stage would not keep this trace (its reason), or None when it agrees with the label.
+
+    The trace is put to ``trace_outcome`` as the journal row of a teacher answer that wrote this reasoning and then
+    this integer, and was not cut: one rule for what agrees, here and in the stage."""
+    from train.synthetic.traces import trace_outcome
+
+    references, why = _trace_references(record, rule["agreement"], rule["no_unique_mode"])
+    if references is None:
+        return why
+    answer = {"ok": True, "content": judge.format_score(score), "reasoning": reasoning, "finish_reason": "stop"}
+    outcome, reason, _ = trace_outcome(answer, scale, references, float(rule["tolerance"]))
+    return None if outcome == "kept" else reason
 
 
 def holds_traces(records: Sequence[judge.Record]) -> bool:

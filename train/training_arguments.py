@@ -91,7 +91,9 @@ def weights_dtype(config: TrainConfig):
     """The dtype the trained weights are loaded in.
 
     bf16 only where something keeps a float32 copy of them: DeepSpeed (its optimizer's fp32 master weights), or LoRA
-    (the bf16 base is frozen; peft keeps the adapters in float32). Without either, AdamW would update bf16 weights
+    (the bf16 base is frozen; peft keeps the adapters in float32, and the recipe upcasts the other trainable tensors,
+    the regression head's ``modules_to_save`` copy, which peft leaves in bf16: ``train.lora.trainable_in_float32``).
+    Without either, AdamW would update bf16 weights
     in place, and an update of ~1e-5 (the paper's peak learning rate) is below half of bf16's spacing at a weight
     of 0.02 (~3.9e-5): most updates would round away. So those runs load float32 weights and ``bf16=True`` runs the
     compute under autocast.

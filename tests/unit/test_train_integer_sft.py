@@ -125,7 +125,10 @@ def test_unusable_traces_are_dropped_by_reason():
         trace_record(id="a#0", reasoning_score=1.5),
         trace_record(id="b#0", reasoning_score=3),
         trace_record(id="c#0", reasoning="Думаю </think> 1"),
-        trace_record(id="d#0", reasoning_score=0),
+        # A score of 0 trains (the bottom of the rubric is a verdict like any other) when its experts say 0: this
+        # trace once stood against trace_record's experts 2, 2, 1, a verdict that disagrees with its label, which
+        # rejection sampling never trains on (test_traces_that_disagree_with_the_label_are_dropped_as_disagrees).
+        trace_record(id="d#0", reasoning_score=0, expert_scores=[0, 0, 1]),
     ])
     assert [(row["id"], row["completion"][-1]) for row in rows] == [("d#0", "0")]
     assert dict(report.dropped) == {"score_not_integer": 1, "score_out_of_scale": 1, "think_tags_in_reasoning": 1}
@@ -149,7 +152,8 @@ def test_trained_lengths_of_an_integer_run_are_its_context_and_longest_completio
     from train.config import load_config
     from train.seq2seq import trained_lengths
 
-    rows, _ = integer_rows([trace_record(id="short#0", reasoning="Ошибки есть.", reasoning_score=1), trace_record()])
+    rows, _ = integer_rows([trace_record(id="short#0", reasoning="Ошибки есть.", reasoning_score=1, expert_scores=[1, 1, 2]),
+                            trace_record()])  # fmt: skip
     integer = load_config("configs/train/tiny/seq2seq.yaml", {"verdict_format": "integer", "max_length": 512})
     longest = len(qwen3_tokenizer(COMPLETION_TEXT, add_special_tokens=False)["input_ids"])
     assert longest > len(qwen3_tokenizer(rows[0]["completion"], add_special_tokens=False)["input_ids"])
@@ -164,6 +168,48 @@ def test_rows_the_traces_stage_did_not_keep_are_never_trained_on():
     rows, report = integer_rows([trace_record(id="a#0"), trace_record(id="b#0", reasoning_score=0, drop_reason="disagrees"),
                                  trace_record(id="c#0", fail_reason="no_result")])
     assert [row["id"] for row in rows] == ["a#0"] and dict(report.dropped) == {"trace_not_kept": 2}
+
+
+def test_traces_that_disagree_with_the_label_are_dropped_as_disagrees():
+    """Any POLLUX-format records with a reasoning and a reasoning_score train only where the score agrees with the
+    label by the traces stage's own rule (train.synthetic.traces.trace_outcome): by default the experts' mode exactly.
+    Experts 2, 2, 1 have mode 2: a 2 trains; a 1 and a 0 are dropped as disagrees. Experts 0 and 2 (no unique mode)
+    are left out as the stage leaves them out, and a record with no experts has no label to agree with."""
+    rows, report = integer_rows([
+        trace_record(id="a#0"),
+        trace_record(id="b#0", reasoning_score=1),
+        trace_record(id="c#0", reasoning_score=0),
+        trace_record(id="d#0", reasoning_score=0, expert_scores=[0, 2]),
+        trace_record(id="e#0", expert_scores=[], criteria_score=None),
+    ])
+    assert [row["id"] for row in rows] == ["a#0"]
+    assert dict(report.dropped) == {"disagrees": 2, "no_unique_mode": 1, "no_expert_scores": 1}
+    assert (report.n_records, report.n_rows) == (5, 1)
+
+
+def test_agreement_follows_the_traces_stage_settings_it_was_run_with(tmp_path):
+    """traces.jsonl trains by the settings its stage recorded: the tolerance and agreement in the summary.json beside
+    it, and the references each row was judged against (experts_reference). With tolerance 1 a 1 against experts
+    2, 2, 1 agrees and a 0 does not (|0 - 2| = 2); a row the stage judged against the tied modes 0 and 2
+    (no_unique_mode: any) trains at 0."""
+    import json
+
+    from train.seq2seq import traces_agreement
+
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    (folder / "summary.json").write_text(json.dumps({"stage": "traces", "agreement": "mode", "tolerance": 1.0,
+                                                     "no_unique_mode": "any"}), encoding="utf-8")  # fmt: skip
+    source = str(folder / "traces.jsonl")
+    assert traces_agreement(source) == {"agreement": "mode", "tolerance": 1.0, "no_unique_mode": "any"}
+    assert traces_agreement(str(tmp_path / "elsewhere.jsonl")) == {"agreement": "mode", "tolerance": 0.0,
+                                                                   "no_unique_mode": "skip"}  # fmt: skip
+    records = [trace_record(id="a#0", reasoning_score=1), trace_record(id="b#0", reasoning_score=0),
+               trace_record(id="c#0", reasoning_score=0, expert_scores=[0, 2], experts_reference=[0.0, 2.0])]
+    rows, report = integer_rows(records, source=source)
+    assert [row["id"] for row in rows] == ["a#0", "c#0"] and dict(report.dropped) == {"disagrees": 1}
+    rows, report = integer_rows(records)  # the same rows with the stage's defaults: the mode exactly
+    assert [row["id"] for row in rows] == ["c#0"] and dict(report.dropped) == {"disagrees": 2}
 
 
 def test_zero_shot_traces_are_refused_as_build_data_refuses_them():

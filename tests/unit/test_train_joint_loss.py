@@ -88,3 +88,30 @@ def test_training_logs_carry_the_two_parts_averaged_since_the_last_log(trainer, 
     trainer.log({"loss": 1.0})
     assert "lm_loss" not in trainer.state.log_history[-1]  # nothing trained since: no stale parts
 
+
+
+def test_score_labels_stay_float32_where_deepspeed_casts_the_batch(trainer, model, monkeypatch):
+    """Under DeepSpeed, Trainer._prepare_input casts every floating tensor of a batch to DeepSpeed's dtype
+    (transformers' trainer.py: `self.is_deepspeed_enabled` and `accelerator.state.deepspeed_plugin.hf_ds_config
+    .dtype()`, bf16 for the shipped configs). That exact condition is set here, without a DeepSpeed engine: another
+    float tensor is cast to bf16, but a mean of experts' 2, 2, 1 stays 5/3 in float32 (bf16 would make it
+    1.6640625), and the MSE is taken against that label in float32."""
+    from types import SimpleNamespace
+
+    import torch.nn.functional as F
+
+    plugin = SimpleNamespace(hf_ds_config=SimpleNamespace(dtype=lambda: torch.bfloat16))
+    monkeypatch.setattr(trainer, "is_deepspeed_enabled", True)
+    monkeypatch.setattr(trainer, "accelerator", SimpleNamespace(state=SimpleNamespace(deepspeed_plugin=plugin)))
+    label = torch.tensor([5 / 3, 5 / 3], dtype=torch.float32)
+    batch = {**tiny_batch(), "score_labels": label.clone(), "other_floats": torch.tensor([5 / 3])}
+    prepared = trainer._prepare_inputs(batch)
+    assert prepared["other_floats"].dtype == torch.bfloat16 and prepared["other_floats"].item() == 1.6640625
+    assert prepared["score_labels"].dtype == torch.float32
+    assert torch.equal(prepared["score_labels"], label) and prepared["score_labels"][0].item() == float(label[0])
+    assert prepared["input_ids"].dtype == torch.long  # integer inputs are never cast
+    del prepared["other_floats"]
+    model.eval()
+    with torch.no_grad():
+        loss, outputs = trainer.compute_loss(model, prepared, return_outputs=True)
+    assert float(loss) == float(LM_WEIGHT * outputs.loss + SCORE_WEIGHT * F.mse_loss(outputs.scores.float(), label))

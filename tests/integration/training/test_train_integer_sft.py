@@ -27,8 +27,9 @@ def test_seq2seq_recipe_trains_and_exports_an_integer_format_qwen3_judge(tmp_pat
     from train.tiny_models import build_tiny_qwen3
 
     data = tmp_path / "traces.jsonl"
+    # The second trace's 1 agrees with its experts' mode (integer_rows drops a trace that disagrees with its label)
     rows = [trace_record().to_dict(), trace_record(id="item-2#1", item_id="item-2", reasoning="Ошибки есть.",
-                                                   reasoning_score=1).to_dict()]  # fmt: skip
+                                                   reasoning_score=1, expert_scores=[1, 1, 2]).to_dict()]  # fmt: skip
     data.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
     base = build_tiny_qwen3(tmp_path / "base", seed=0, tokenizer=qwen3_tokenizer, initializer_range=OVERFIT_INIT_STD)
     config = load_config(TINY_SEQ2SEQ, {**OVERFIT_OVERRIDES, "max_steps": 4, "save_steps": 4, "zero_shot": "refuse",
