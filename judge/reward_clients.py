@@ -12,15 +12,20 @@ trl calls an async reward function with ``prompts``, ``completions``, ``completi
 ``_calculate_rewards``); it takes ``None`` as "no reward for this sample". The function built here sends one
 ``/v1/judge`` request per generation batch, split only where one request would pass judge-serve's bounds
 (``max_items`` samples, its ``max_batch_items``; ``max_judgments`` (sample, criterion) judgments, its
-``max_judgments_per_request``: 64 samples of 20 criteria, a POLLUX task's usual count, are 1,280), turns each
-sample's verdicts into a reward by ``judge.rewards.reward_of``, answers ``None`` for every sample of a request that
-failed transiently (a 5xx, a timeout, no connection) after the retry policy's tries, and, when trl passes them, logs
-the judge's rationales as a completions-table column (``log_extra``) and the failure count and latency as metrics
-(``log_metric``). A request judge-serve refuses (a 4xx other than 408/409/429: a wrong key or URL, a malformed
+``max_judgments_per_request``: 64 samples of 20 criteria, a POLLUX task's usual count, are 1,280; ``max_body_bytes``
+of encoded JSON, under its ``max_body_bytes``, whose 413 would stop training), turns each sample's verdicts into a
+reward by ``judge.rewards.reward_of``, answers ``None`` for every judged sample of a request that failed transiently
+(a 5xx, a timeout, no connection) after the retry policy's tries (a sample with nothing to judge still gets
+``empty_answer``), logs a warning counting the samples left without a reward, and, when trl passes them, logs the
+judge's rationales as a completions-table column (``log_extra``) and the failure count and latency as metrics
+(``log_metric``). A sample whose own body is over ``max_body_bytes`` is not sent: each of its criteria fails
+(``context_length_exceeded``), valued by the rule's ``on_failure``, as judge-serve values an answer too long for
+the judge. A request judge-serve refuses (a 4xx other than 408/409/429: a wrong key or URL, a malformed
 sample) raises ``RewardRequestRefused``: retrying cannot mend it, and the same sample would fail every step.
 
-The instruction is the prompt's last user turn (conversational, or a text prompt already rendered through a ChatML,
-Llama 3 or Gemma chat template) or the prompt itself (plain text), or the dataset column
+The instruction is the prompt's last user turn (conversational, its content a string or trl's list of typed parts,
+whose text parts are joined; or a text prompt already rendered through a ChatML, Llama 3 or Gemma chat template) or
+the prompt itself (plain text), or the dataset column
 ``instruction_column`` names; the criteria are ``criteria`` (one list for every sample) or the column
 ``criteria_column`` names (a list, or a JSON string of one, per row); a reference answer comes from
 ``reference_column`` when given; the dataset's ``task_type``, ``task_subtype`` and ``task_subsubtype`` columns, when it
@@ -49,7 +54,7 @@ variable ``api_key_env`` names). A refusal (``RewardRequestRefused``) carries ju
 ``items[k]`` named as the caller's sample, ``samples[i]``: the i-th sample given (trl: the i-th prompt and completion
 of the generation batch), whichever request it went in.
 
-Why one module of ~530 lines: the trl and verl adapters are thin over one client (the request, its splitting under
+Why one module of ~650 lines: the trl and verl adapters are thin over one client (the request, its splitting under
 judge-serve's bounds, the retry policy, the refusal's mapping back to the caller's samples); apart, each adapter
 would import the other's private request code, and a reader of one framework's reward would read two files.
 """
@@ -74,8 +79,8 @@ from judge.wire import JudgeResponse
 
 __all__ = ["RewardSample", "judge_request_body", "rewards_from_response", "JudgeRewardClient", "trl_reward_function",
            "compute_score", "compute_score_async", "sample_from_verl", "DEFAULT_TIMEOUT_S", "DEFAULT_MAX_ITEMS",
-           "DEFAULT_MAX_JUDGMENTS", "DEFAULT_VERL_CONCURRENCY", "request_chunks", "TASK_FIELDS",
-           "RewardRequestRefused"]
+           "DEFAULT_MAX_JUDGMENTS", "DEFAULT_MAX_BODY_BYTES", "DEFAULT_VERL_CONCURRENCY", "request_chunks",
+           "encoded_body", "TASK_FIELDS", "RewardRequestRefused"]
 
 log = logging.getLogger("judge.reward_clients")
 
@@ -90,6 +95,9 @@ DEFAULT_VERL_CONCURRENCY = 64
 DEFAULT_MAX_ITEMS = 64
 #: (item, criterion) judgments per /v1/judge request: judge-serve's default ``max_judgments_per_request``.
 DEFAULT_MAX_JUDGMENTS = 512
+#: Bytes of one /v1/judge body, counted exactly as sent (``encoded_body``): half a MiB under judge-serve's default
+#: ``max_body_bytes`` (8 MiB, 8,388,608), so a server or proxy set to "8 MB" (8,000,000) still takes every request.
+DEFAULT_MAX_BODY_BYTES = 7_864_320
 
 
 #: The item's task fields: with criteria named, they pick each name's rubric variant for the task, as a
@@ -131,19 +139,36 @@ def judge_request_body(samples: Sequence[RewardSample], model: str | None = None
     return body
 
 
-def request_chunks(samples: Sequence[RewardSample], max_items: int, max_judgments: int) -> list[list[RewardSample]]:
-    """The samples in order, cut into as few consecutive requests as keep each within ``max_items`` sent samples and
-    ``max_judgments`` (sample, criterion) judgments (a sample without an answer is not sent and counts for neither).
-    A sample with more criteria than ``max_judgments`` goes alone; judge-serve refuses it (a 400, raised as
-    ``RewardRequestRefused`` naming the sample)."""
+def encoded_body(body: Mapping[str, Any]) -> bytes:
+    """A request body as the clients send it: compact UTF-8 JSON. Encoded here rather than by httpx's ``json=``, whose
+    encoding changed between the versions this project allows (0.27 escapes every Cyrillic letter to six bytes, 0.28
+    sends it as two), so the size the requests are cut by is the size judge-serve counts against its limit."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+
+def request_chunks(samples: Sequence[RewardSample], max_items: int, max_judgments: int,
+                   max_body_bytes: int | None = DEFAULT_MAX_BODY_BYTES, model: str | None = None,
+                   ) -> list[list[RewardSample]]:
+    """The samples in order, cut into as few consecutive requests as keep each within ``max_items`` sent samples,
+    ``max_judgments`` (sample, criterion) judgments and ``max_body_bytes`` bytes of ``encoded_body`` (None: no byte
+    bound; ``model``: the name the body will carry). A sample without an answer is not sent and counts for none of
+    them. A sample with more criteria than ``max_judgments`` goes alone; judge-serve refuses it (a 400, raised as
+    ``RewardRequestRefused`` naming the sample). A sample whose own body is over ``max_body_bytes`` goes alone too,
+    and the client does not send it (``JudgeRewardClient``: its criteria fail)."""
+    # A body is its envelope with the items' encodings between the brackets of "items":[], a comma between two.
+    envelope = len(encoded_body(judge_request_body([], model)))
     chunks: list[list[RewardSample]] = [[]]
-    items = judgments = 0
+    items = judgments = size = 0
     for sample in samples:
         n = len(sample.criteria) if sample.answer else 0
-        if sample.answer and chunks[-1] and (items + 1 > max_items or judgments + n > max_judgments):
+        item_bytes = len(encoded_body(sample.to_item())) if sample.answer else 0
+        over_bytes = max_body_bytes is not None and envelope + size + bool(items) + item_bytes > max_body_bytes
+        if sample.answer and chunks[-1] and (items + 1 > max_items or judgments + n > max_judgments or over_bytes):
             chunks.append([])
-            items = judgments = 0
+            items = judgments = size = 0
         chunks[-1].append(sample)
+        if sample.answer:
+            size += bool(items) + item_bytes
         items += bool(sample.answer)
         judgments += n
     return chunks if chunks[0] else []
@@ -231,20 +256,38 @@ class JudgeRewardClient:
         model: the served model name to send (optional).
         timeout_s: seconds per request.
         retry: the retry policy (``judge.plumbing.retry.RetryPolicy``).
+        max_body_bytes: the largest body sent (``encoded_body``; None: no bound). One sample over it is not sent:
+            its criteria fail (``_unsent_reward``); several are the caller's to split (``request_chunks``).
     """
 
     def __init__(self, url: str, *, rule: RewardRule | None = None, api_key_env: str = "JUDGE_SERVE_API_KEY",
-                 model: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S, retry: RetryPolicy | None = None):
+                 model: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S, retry: RetryPolicy | None = None,
+                 max_body_bytes: int | None = DEFAULT_MAX_BODY_BYTES):
         root = url.rstrip("/")
         self.url = (root[: -len("/v1")] if root.endswith("/v1") else root) + "/v1/judge"
         self.rule = rule or RewardRule()
         self.model, self.timeout_s = model, timeout_s
         self.retry = retry or RetryPolicy(max_retries=4, backoff_s=1.0, max_backoff_s=30.0)
         self.api_key_env = api_key_env
+        self.max_body_bytes = max_body_bytes
 
     def _headers(self) -> dict[str, str]:
         key = _api_key(self.api_key_env)
-        return {"Authorization": f"Bearer {key}"} if key else {}
+        return {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
+
+    def _unsendable(self, samples: Sequence[RewardSample], rows: Sequence[int], size: int) -> list[Reward | None]:
+        """The rewards of a request whose body (``size`` bytes) is over ``max_body_bytes``: judge-serve would refuse
+        it whole (413), a refusal that would come back every step. One sample too large by itself gets its failure
+        value; more are a caller's error (``request_chunks`` cuts under the bound)."""
+        if len(rows) > 1:
+            raise ValueError(f"{len(rows)} samples make a /v1/judge body of {size} bytes, over max_body_bytes "
+                             f"({self.max_body_bytes}): split them with request_chunks")
+        k = next(i for i, sample in enumerate(samples) if sample.answer)
+        reason = f"its /v1/judge body is {size} bytes, over max_body_bytes ({self.max_body_bytes}): not sent"
+        log.warning("samples[%d]: %s; each of its criteria fails (context_length_exceeded)", rows[0], reason)
+        out: list[Reward | None] = [None] * len(samples)
+        out[k] = _unsent_reward(samples[k], self.rule, reason, rows[0])
+        return out
 
     def rewards(self, samples: Sequence[RewardSample], first: int = 0) -> list[Reward | None]:
         """The samples' rewards (one request), synchronously.
@@ -256,6 +299,8 @@ class JudgeRewardClient:
         Raises:
             RewardRequestRefused: judge-serve refused the request (a 4xx retrying cannot mend), at once.
             httpx.HTTPError: the request failed after the retries.
+            ValueError: more than one sample and a body over ``max_body_bytes``; a criterion of a sample too large
+                to send that judge-serve would refuse (an unknown name, a rubric with no scale).
         """
         import httpx
 
@@ -263,9 +308,12 @@ class JudgeRewardClient:
         if not body["items"]:
             return [None] * len(samples)
         rows = _sent_rows(samples, first)
+        data = encoded_body(body)
+        if self.max_body_bytes is not None and len(data) > self.max_body_bytes:
+            return self._unsendable(samples, rows, len(data))
 
         def attempt() -> dict[str, Any]:
-            return _checked(httpx.post(self.url, json=body, headers=self._headers(), timeout=self.timeout_s), rows)
+            return _checked(httpx.post(self.url, content=data, headers=self._headers(), timeout=self.timeout_s), rows)
 
         return rewards_from_response(samples, self.retry.call(attempt), self.rule)
 
@@ -277,10 +325,13 @@ class JudgeRewardClient:
         if not body["items"]:
             return [None] * len(samples)
         rows = _sent_rows(samples, first)
+        data = encoded_body(body)
+        if self.max_body_bytes is not None and len(data) > self.max_body_bytes:
+            return self._unsendable(samples, rows, len(data))
         async with httpx.AsyncClient(timeout=self.timeout_s) as client:
 
             async def attempt() -> dict[str, Any]:
-                return _checked(await client.post(self.url, json=body, headers=self._headers()), rows)
+                return _checked(await client.post(self.url, content=data, headers=self._headers()), rows)
 
             return rewards_from_response(samples, await self.retry.acall(attempt), self.rule)
 
@@ -290,9 +341,62 @@ def _sent_rows(samples: Sequence[RewardSample], first: int) -> list[int]:
     return [first + i for i, sample in enumerate(samples) if sample.answer]
 
 
+def _unsent_reward(sample: RewardSample, rule: RewardRule, reason: str, row: int) -> Reward:
+    """The reward of a sample too large to send: each criterion a failed result (``context_length_exceeded``, the
+    failure judge-serve gives an answer too long for the judge under ``"oversize": "fail"``), valued by the rule's
+    ``on_failure``. The criteria are resolved here as judge-serve resolves them (``serve.schema.resolve_criteria``:
+    a taxonomy name or id for the item's task, or a ``{name, rubrics}`` object), since ``scale_min`` needs each one's
+    scale and orientation.
+
+    Raises:
+        ValueError: naming ``samples[row].criteria[j]``: a criterion judge-serve would refuse.
+    """
+    from judge.scales import ScaleError, scale_of
+    from judge.taxonomy import TaxonomyError, load_taxonomy
+    from judge.verdicts import VerdictError
+    from judge.wire import JudgeResult
+
+    taxonomy = load_taxonomy()
+    task = tuple(value for _, value in sample.task) or None
+    results = []
+    for j, spec in enumerate(sample.criteria):
+        where = f"samples[{row}].criteria[{j}]"
+        try:
+            if isinstance(spec, str):
+                crit = taxonomy.criterion(spec, task=task)
+                name, cid, scale = crit.name["ru"], crit.id, crit.scale
+            elif isinstance(spec, Mapping) and isinstance(spec.get("name"), str) and spec["name"].strip() \
+                    and isinstance(spec.get("rubrics"), (str, Mapping)):
+                name, cid, scale = spec["name"].strip(), None, scale_of(spec["rubrics"])
+            else:
+                raise ValueError("expected a criterion's name or id, or a {name, rubrics} object")
+        except (TaxonomyError, ScaleError, ValueError) as err:
+            raise ValueError(f"{where}: {err}") from None
+        results.append(JudgeResult(criterion=name, criterion_id=cid, scale=list(scale.levels),
+                                   error=VerdictError.CONTEXT_LENGTH_EXCEEDED, error_reason=reason))
+    return reward_of(results, rule)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # trl
 # ---------------------------------------------------------------------------------------------------------------
+
+
+def _content_text(content: Any) -> str:
+    """A chat message's text: its content as a string, or the text parts of trl's structured content
+    (``[{"type": "text", "text": ...}, {"type": "image"}]``, which ``trl/data_utils.py``'s
+    ``prepare_multimodal_messages`` makes of every message when the prompts carry images) joined in order with
+    nothing between, as the chat templates render them (``trl/chat_templates/qwen2_5_vl.jinja``, ``qwen3_vl.jinja``,
+    ``idefics3.jinja``: each text part's text, back to back); other parts (images, video) are left out. None
+    (an assistant turn of tool calls only) has no text."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(part["text"] for part in content
+                       if isinstance(part, Mapping) and part.get("type") == "text" and isinstance(part.get("text"), str))
+    raise ValueError(f"a message's content must be text or a list of typed parts, got {type(content).__name__}")
 
 
 def _text(message_or_text: Any) -> str:
@@ -300,7 +404,7 @@ def _text(message_or_text: Any) -> str:
     if isinstance(message_or_text, str):
         return message_or_text
     if isinstance(message_or_text, list) and message_or_text and isinstance(message_or_text[-1], Mapping):
-        return str(message_or_text[-1].get("content") or "")
+        return _content_text(message_or_text[-1].get("content"))
     raise ValueError(f"a completion must be text or a list of chat messages, got {type(message_or_text).__name__}")
 
 
@@ -325,7 +429,10 @@ def _instruction(prompt: Any) -> str:
     if isinstance(prompt, list):
         users = [m for m in prompt if isinstance(m, Mapping) and m.get("role") == "user"]
         if users:
-            return str(users[-1].get("content") or "")
+            text = _content_text(users[-1].get("content"))
+            if not text.strip():  # an image alone: the judge reads text, and would rate the answer against nothing
+                raise ValueError("the last user turn has no text to judge the answer against")
+            return text
     raise ValueError("a prompt must be text or a list of chat messages with a user turn")
 
 
@@ -362,6 +469,7 @@ def trl_reward_function(
     retry: RetryPolicy | None = None,
     max_items: int = DEFAULT_MAX_ITEMS,
     max_judgments: int = DEFAULT_MAX_JUDGMENTS,
+    max_body_bytes: int | None = DEFAULT_MAX_BODY_BYTES,
     name: str = "pollux_judge",
 ) -> Callable[..., Any]:
     """An async trl reward function over judge-serve (the module docstring says what it reads and logs).
@@ -375,24 +483,30 @@ def trl_reward_function(
         api_key_env, model, timeout_s, retry: as ``JudgeRewardClient``.
         max_items: most samples per ``/v1/judge`` request (judge-serve's ``max_batch_items``).
         max_judgments: most (sample, criterion) judgments per request (judge-serve's ``max_judgments_per_request``).
+        max_body_bytes: most bytes of one request's body (under judge-serve's ``max_body_bytes``; None: no bound).
+            A sample whose own body is larger is not sent: its criteria fail, valued by the rule's ``on_failure``.
         name: the function's ``__name__``, which trl logs the reward under (``rewards/<name>/mean``).
     """
     import asyncio
 
-    client = JudgeRewardClient(url, rule=rule, api_key_env=api_key_env, model=model, timeout_s=timeout_s, retry=retry)
+    client = JudgeRewardClient(url, rule=rule, api_key_env=api_key_env, model=model, timeout_s=timeout_s, retry=retry,
+                               max_body_bytes=max_body_bytes)
     fixed = _criteria(criteria, "criteria") if criteria is not None else None
 
     async def reward(prompts, completions, log_extra=None, log_metric=None, **columns) -> list[float | None]:
         samples = []
         for i, (prompt, completion) in enumerate(zip(prompts, completions)):
-            instruction = columns[instruction_column][i] if instruction_column else _instruction(prompt)
+            try:
+                instruction = columns[instruction_column][i] if instruction_column else _instruction(prompt)
+            except ValueError as err:
+                raise ValueError(f"prompts[{i}]: {err}") from None
             crit = fixed if fixed is not None else _criteria(columns[criteria_column][i], f"{criteria_column}[{i}]")
             reference = columns[reference_column][i] if reference_column else None
             task = _task({name: columns[name][i] for name in TASK_FIELDS if name in columns})
             # A text prompt may end inside a <think> its template opened; a conversational one shows no template.
             opened = isinstance(prompt, str) and prompt_opens_reasoning(prompt)
             samples.append(RewardSample(instruction, policy_answer(_text(completion), opened), crit, reference, task))
-        chunks = request_chunks(samples, max_items, max_judgments)
+        chunks = request_chunks(samples, max_items, max_judgments, max_body_bytes, model)
         firsts = [sum(map(len, chunks[:k])) for k in range(len(chunks))]  # each chunk's first row in the batch
         started = time.monotonic()
         answers = await asyncio.gather(*(client.arewards(chunk, first) for chunk, first in zip(chunks, firsts)),
@@ -407,15 +521,25 @@ def trl_reward_function(
         failed_requests = failures = 0
         for chunk, answer in zip(chunks, answers):
             if isinstance(answer, BaseException):  # transient, and still failing after the retries
-                log.warning("judge-serve gave no rewards for %d samples: %s: %s", len(chunk), type(answer).__name__, answer)
+                log.warning("judge-serve gave no rewards for %d samples: %s: %s", sum(bool(s.answer) for s in chunk),
+                            type(answer).__name__, answer)
                 failed_requests += 1
-                values += [None] * len(chunk)
-                rationales += [f"(no judgment: {type(answer).__name__})"] * len(chunk)
+                # A sample with nothing to judge was never sent: its value is the rule's, whatever the judge does.
+                values += [None if s.answer else client.rule.empty_answer for s in chunk]
+                rationales += [f"(no judgment: {type(answer).__name__})" if s.answer else "(empty answer)" for s in chunk]
                 continue
             for r in answer:
                 values.append(_value(r, client.rule))  # None only where the rule skips
                 failures += r.failed if r is not None else 0
                 rationales.append(" | ".join(_verdict_text(c) for c in r.criteria) if r is not None else "(empty answer)")
+        missing = sum(value is None for value in values)
+        if missing:
+            # trl makes None a NaN: this function's mean leaves the sample out, but beside another reward function
+            # the weighted nansum of its default sum_then_normalize counts this one as 0 for it
+            # (trl/trainer/grpo_trainer.py, _generate_and_score_completions): silent unless said here.
+            log.warning("%s: %d of %d samples got no judge reward (None; %d failed requests): beside another reward "
+                        "function trl's default sum counts this one as 0 for them", name, missing, len(values),
+                        failed_requests)
         if log_extra is not None:
             log_extra(f"{name}_verdicts", rationales)
         if log_metric is not None:
@@ -467,12 +591,13 @@ def sample_from_verl(solution_str: str, ground_truth: Any, extra_info: Mapping[s
 
 
 def _verl_client(judge_url: str, rule: Mapping[str, Any] | RewardRule | None, api_key_env: str, timeout_s: float,
-                 max_retries: int) -> JudgeRewardClient:
+                 max_retries: int, max_body_bytes: int | None = DEFAULT_MAX_BODY_BYTES) -> JudgeRewardClient:
     rule = rule if isinstance(rule, RewardRule) else RewardRule.from_dict({"on_failure": "zero", **(rule or {})})
     if rule.on_failure == "skip" or rule.empty_answer is None:
         raise ValueError("verl needs a number for every sample: use on_failure zero or scale_min and a numeric empty_answer")
     return JudgeRewardClient(judge_url, rule=rule, api_key_env=api_key_env, timeout_s=timeout_s,
-                             retry=RetryPolicy(max_retries=max_retries, backoff_s=1.0, max_backoff_s=30.0))
+                             retry=RetryPolicy(max_retries=max_retries, backoff_s=1.0, max_backoff_s=30.0),
+                             max_body_bytes=max_body_bytes)
 
 
 def _verl_result(reward: Reward | None, rule: RewardRule) -> dict[str, Any]:
@@ -486,18 +611,21 @@ def _verl_result(reward: Reward | None, rule: RewardRule) -> dict[str, Any]:
 
 def compute_score(data_source: Any, solution_str: str, ground_truth: Any, extra_info: Mapping[str, Any] | None = None,
                   *, judge_url: str, rule: Mapping[str, Any] | None = None, api_key_env: str = "JUDGE_SERVE_API_KEY",
-                  timeout_s: float = DEFAULT_TIMEOUT_S, max_retries: int = 4, **_verl_kwargs: Any) -> dict[str, Any]:
+                  timeout_s: float = DEFAULT_TIMEOUT_S, max_retries: int = 4,
+                  max_body_bytes: int | None = DEFAULT_MAX_BODY_BYTES, **_verl_kwargs: Any) -> dict[str, Any]:
     """verl's custom reward function, synchronous: one judged sample, ``{"score", judge_failures, ...}``.
 
     ``judge_url`` and the rest come from ``custom_reward_function.reward_kwargs``; other keyword arguments verl
-    passes (``reward_router_address``, ``reward_model_tokenizer``) are ignored.
+    passes (``reward_router_address``, ``reward_model_tokenizer``) are ignored. A sample whose body is over
+    ``max_body_bytes`` is not sent: its criteria fail, valued by the rule (``zero`` by default).
 
     Raises:
-        ValueError: no instruction or criteria for the sample, or a skipping rule.
+        ValueError: no instruction or criteria for the sample, or a skipping rule; a sample too large to send with
+            a criterion judge-serve would refuse.
         RewardRequestRefused: judge-serve refused the sample (its message, naming the field), not retried.
         httpx.HTTPError: judge-serve did not answer after the retries.
     """
-    client = _verl_client(judge_url, rule, api_key_env, timeout_s, max_retries)
+    client = _verl_client(judge_url, rule, api_key_env, timeout_s, max_retries, max_body_bytes)
     return _verl_result(client.rewards([sample_from_verl(solution_str, ground_truth, extra_info)])[0], client.rule)
 
 
@@ -506,11 +634,12 @@ async def compute_score_async(data_source: Any, solution_str: str, ground_truth:
                               rule: Mapping[str, Any] | None = None, api_key_env: str = "JUDGE_SERVE_API_KEY",
                               timeout_s: float = DEFAULT_TIMEOUT_S, max_retries: int = 4,
                               max_concurrent_requests: int = DEFAULT_VERL_CONCURRENCY,
+                              max_body_bytes: int | None = DEFAULT_MAX_BODY_BYTES,
                               **_verl_kwargs: Any) -> dict[str, Any]:
     """verl's custom reward function, awaited by its reward loop (``inspect.iscoroutinefunction``); as
     ``compute_score``. verl starts one per sample at once: at most ``max_concurrent_requests`` requests are in
     flight per event loop."""
-    client = _verl_client(judge_url, rule, api_key_env, timeout_s, max_retries)
+    client = _verl_client(judge_url, rule, api_key_env, timeout_s, max_retries, max_body_bytes)
     sample = sample_from_verl(solution_str, ground_truth, extra_info)
     async with _verl_slots(max_concurrent_requests):
         rewards = await client.arewards([sample])

@@ -195,6 +195,180 @@ def test_request_chunks_keep_each_request_within_both_bounds():
     assert request_chunks([], 3, 5) == []
 
 
+def _sent_bytes(body: dict) -> int:
+    """A body's size as the clients send it (compact UTF-8 JSON, judge.reward_clients.encoded_body's encoding; key
+    order survives the scripted server's parsing)."""
+    return len(json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+def _body_limited(respond):
+    """judge-serve's body limit in front of ``respond``: its 413 (serve/connections.py, BodyLimitMiddleware) for a
+    body over its default max_body_bytes (8 MiB)."""
+    from serve.config import ServeConfig
+
+    limit = ServeConfig(model="m").max_body_bytes
+
+    def limited(path, body):
+        if _sent_bytes(body) > limit:
+            return 413, {"error": {"message": f"body: the request body exceeds {limit} bytes", "param": "body",
+                                   "type": "invalid_request_error", "code": "body_too_large"}}
+        return respond(path, body)
+
+    return limited
+
+
+def test_request_chunks_keep_each_body_within_the_byte_bound():
+    """Items of 249 bytes (100 Cyrillic letters: 200 of them) in a 30-byte envelope: two make a body of exactly 529
+    bytes (a comma between), so a bound of 529 takes them together and 528 does not; an empty answer adds nothing; a
+    sample whose own body (679 bytes) is over the bound goes alone; the model name counts in the envelope."""
+    from judge.reward_clients import encoded_body
+
+    def sample(letters, answer="а"):
+        return RewardSample("В" * letters, answer, ("A",))
+
+    samples = [sample(100), sample(100), sample(100, answer=""), sample(100), sample(300), sample(100)]
+    chunks = request_chunks(samples, max_items=64, max_judgments=512, max_body_bytes=529)
+    assert [len(c) for c in chunks] == [3, 1, 1, 1] and [s for c in chunks for s in c] == samples
+    assert [len(encoded_body(judge_request_body(c))) for c in chunks] == [529, 279, 679, 279]
+    assert [len(c) for c in request_chunks(samples, 64, 512, max_body_bytes=528)] == [1, 2, 1, 1, 1]
+    assert [len(c) for c in request_chunks(samples[:2], 64, 512, max_body_bytes=529, model="m")] == [1, 1]
+    assert [len(c) for c in request_chunks(samples[:2], 64, 512, max_body_bytes=541, model="m")] == [2]
+    assert len(encoded_body(judge_request_body(samples[:2], "m"))) == 541
+
+
+def test_trl_long_rows_are_split_under_judge_serves_body_limit():
+    """Eight long rows (a 550,000-letter instruction each: 1.1 MB of UTF-8) are well within the item and judgment
+    bounds, but together make a 8.8 MB body, over judge-serve's 8 MiB max_body_bytes: its 413 is a refusal that would
+    stop training. Under the default byte bound they go as 7 rows and 1, each body within it, and every
+    sample gets its reward."""
+    instructions = [f"{i}" + "Ж" * 550_000 for i in range(8)]
+
+    def respond(path, body):
+        return 200, judge_response([[scored("A", 2)]] * len(body["items"]))
+
+    with ScriptedEndpoint(_body_limited(respond)) as endpoint:
+        reward = trl_reward_function(endpoint.base_url, criteria=["A"], retry=NO_WAIT)
+        values = asyncio.run(reward(prompts=instructions, completions=[f"a{i}" for i in range(8)]))
+    assert values == [1.0] * 8
+    sent = sorted((body for _, body in endpoint.requests), key=lambda body: len(body["items"]), reverse=True)
+    assert sent == [{"items": [{"instruction": q, "answer": f"a{i}", "criteria": ["A"]} for i, q in enumerate(instructions)][:7],
+                     "oversize": "fail"},
+                    {"items": [{"instruction": instructions[7], "answer": "a7", "criteria": ["A"]}], "oversize": "fail"}]  # fmt: skip
+    assert sorted(int(h["content-length"]) for h in endpoint.headers) == sorted(map(_sent_bytes, sent))
+    from judge.reward_clients import DEFAULT_MAX_BODY_BYTES
+
+    assert max(map(_sent_bytes, sent)) <= DEFAULT_MAX_BODY_BYTES
+
+
+CENSOR = "Ответа нет, но есть заглушка цензора?"  # a Critical taxonomy criterion: 0/1, best at 0
+BREVITY = {"name": "Краткость", "rubrics": "0: длинно\n\n1: приемлемо\n\n2: кратко"}
+
+
+@pytest.mark.parametrize("rule, expected", [({"on_failure": "skip"}, None), ({"on_failure": "zero"}, 0.0),
+                                            ({"on_failure": "scale_min"}, 0.5)])  # fmt: skip
+def test_trl_a_sample_too_large_to_send_is_that_samples_failure(rule, expected):
+    """A policy's 4,200,000-letter answer makes a body of 8.4 MB by itself, over the byte bound (and judge-serve's 413):
+    it is not sent, and each of its criteria fails (context_length_exceeded, as judge-serve fails an answer too long
+    for the judge), valued by on_failure: skip None, zero 0.0, scale_min the scale's lowest level (1.0 on the
+    Critical censor criterion, best at 0; 0.0 on Краткость: mean 0.5). Its neighbours are judged as usual."""
+    def respond(path, body):
+        return 200, judge_response([[scored("Краткость", 2)]] * len(body["items"]))
+
+    extra, metrics = {}, {}
+    with ScriptedEndpoint(_body_limited(respond)) as endpoint:
+        reward = trl_reward_function(endpoint.base_url, criteria=[CENSOR, BREVITY], retry=NO_WAIT,
+                                     rule=RewardRule.from_dict(rule))
+        values = asyncio.run(reward(prompts=["Q0", "Q1", "Q2"], completions=["a0", "Ж" * 4_200_000, "a2"],
+                                    log_extra=lambda column, vs: extra.setdefault(column, vs),
+                                    log_metric=lambda name, v: metrics.setdefault(name, v)))
+    assert values == [1.0, expected, 1.0]
+    assert sorted(body["items"][0]["instruction"] for _, body in endpoint.requests) == ["Q0", "Q2"]
+    assert all(len(body["items"]) == 1 for _, body in endpoint.requests)
+    assert extra["pollux_judge_verdicts"][1] == f"{CENSOR}: failed (context_length_exceeded) | Краткость: failed (context_length_exceeded)"
+    assert metrics["pollux_judge/judge_failures"] == 2.0 and metrics["pollux_judge/failed_requests"] == 0.0
+
+
+def test_verl_a_sample_too_large_to_send_gets_its_failure_value():
+    """verl's compute_score: an answer over the byte bound is not sent; with verl's default rule (zero) it scores
+    0.0 with every criterion counted failed, instead of judge-serve's 413 raised."""
+    with ScriptedEndpoint(_body_limited(lambda path, body: (200, judge_response([[scored("A", 2)]])))) as endpoint:
+        score = compute_score("d", "Ж" * 4_200_000, None, {"instruction": "Q", "criteria": [CENSOR, BREVITY]},
+                              judge_url=endpoint.base_url, api_key_env="")
+    assert score == {"score": 0.0, "judge_failures": 2, "judge_gate_closed": 0, "judge_empty_answer": 0}
+    assert endpoint.requests == []
+
+
+def test_trl_structured_message_content_sends_its_text_parts():
+    """trl's structured content (trl/data_utils.py, prepare_multimodal_messages: {"type": "text", "text": ...}
+    parts beside {"type": "image"} ones) reaches the judge as its text parts joined with nothing between, as the
+    chat templates render them, never as a Python repr; the completion's parts the same way. A last user turn with
+    no text part is refused naming the row, before anything is sent."""
+    def respond(path, body):
+        return 200, judge_response([[scored("A", 2)]] * len(body["items"]))
+
+    prompt = [{"role": "system", "content": [{"type": "text", "text": "Ты поэт."}]},
+              {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Опиши "},
+                                           {"type": "text", "text": "картинку."}]}]  # fmt: skip
+    completion = [{"role": "assistant", "content": [{"type": "text", "text": "<think>r</think>Кот "}, {"type": "text", "text": "спит."}]}]
+    with ScriptedEndpoint(respond) as endpoint:
+        reward = trl_reward_function(endpoint.base_url, criteria=["A"], retry=NO_WAIT)
+        assert asyncio.run(reward(prompts=[prompt], completions=[completion])) == [1.0]
+        image_only = [{"role": "user", "content": [{"type": "image"}]}]
+        with pytest.raises(ValueError, match=r"^prompts\[1\]: the last user turn has no text to judge the answer against$"):
+            asyncio.run(reward(prompts=[prompt, image_only], completions=[completion, completion]))
+    assert [body for _, body in endpoint.requests] == [
+        {"items": [{"instruction": "Опиши картинку.", "answer": "Кот спит.", "criteria": ["A"]}], "oversize": "fail"}]
+
+
+def test_trl_a_failed_request_keeps_the_empty_answers_value(caplog):
+    """A request that cannot reach judge-serve (a port bound but not listening: a connection error past the
+    retries) gives None to the sample it would have judged only: the empty answer beside it was never to be sent and
+    gets the rule's empty_answer (0.25 here), in its place. The samples left without a reward are counted in a
+    warning."""
+    import socket
+
+    extra = {}
+    with socket.socket() as held:  # held for the test: no other server can take the port meanwhile
+        held.bind(("127.0.0.1", 0))
+        reward = trl_reward_function(f"http://127.0.0.1:{held.getsockname()[1]}", criteria=["A"], retry=NO_WAIT,
+                                     rule=RewardRule(empty_answer=0.25))
+        with caplog.at_level(logging.WARNING, logger="judge.reward_clients"):
+            values = asyncio.run(reward(prompts=["Q0", "Q1"], completions=["<|im_end|>", "a1"],
+                                        log_extra=lambda column, vs: extra.setdefault(column, vs)))
+    assert values == [0.25, None]
+    assert extra == {"pollux_judge_verdicts": ["(empty answer)", "(no judgment: ConnectError)"]}
+    assert caplog.records[-1].getMessage() == (
+        "pollux_judge: 1 of 2 samples got no judge reward (None; 1 failed requests): beside another reward function "
+        "trl's default sum counts this one as 0 for them")
+
+
+def test_trl_warns_of_samples_without_a_judge_reward(caplog):
+    """A failed verdict under on_failure skip gives its sample None, which trl counts as 0 beside another reward
+    function: the function says how many of the call's samples went without a reward; none missing, no warning."""
+    unparsed = JudgeResult(criterion="A", criterion_id=None, scale=[0, 1, 2], error="no_result")
+
+    def respond(path, body):
+        return 200, judge_response([[scored("A", 2)] if item["instruction"] == "Q0" else [unparsed] for item in body["items"]])
+
+    with ScriptedEndpoint(respond) as endpoint:
+        reward = trl_reward_function(endpoint.base_url, criteria=["A"], retry=NO_WAIT, name="judge")
+        with caplog.at_level(logging.WARNING, logger="judge.reward_clients"):
+            assert asyncio.run(reward(prompts=["Q0", "Q0"], completions=["a0", "a1"])) == [1.0, 1.0]
+            assert caplog.records == []
+            assert asyncio.run(reward(prompts=["Q0", "Q1", "Q2"], completions=["a0", "a1", "a2"])) == [1.0, None, None]
+    assert [r.getMessage() for r in caplog.records] == [
+        "judge: 2 of 3 samples got no judge reward (None; 0 failed requests): beside another reward function trl's "
+        "default sum counts this one as 0 for them"]
+
+
+def test_the_clients_body_bound_is_under_judge_serves():
+    """The default byte bound leaves room under judge-serve's default max_body_bytes (and under a decimal 8 MB)."""
+    from judge.reward_clients import DEFAULT_MAX_BODY_BYTES
+    from serve.config import ServeConfig
+
+    assert DEFAULT_MAX_BODY_BYTES < 8_000_000 < ServeConfig(model="m").max_body_bytes
+
+
 def test_trl_batches_of_many_criteria_are_split_under_the_servers_judgment_bound():
     """64 samples of 9 criteria are 576 judgments, past judge-serve's default 512 per request (a 400 that retrying
     cannot mend: every sample would get None). The function sends 56 samples (504 judgments), then 8; every sample
