@@ -16,9 +16,10 @@ verdicts come in the same shape, one per row). Each verdict becomes a row unless
 - ``score_out_of_scale`` the verdict's score (or the regression label) lies outside the criterion's scale;
 - ``not_russian``      fewer than ``min_russian_share`` of the rationale's letters are Cyrillic;
 - ``too_few_words``    a rationale under two words (``train.grpo_rewards.gives_reasons``, the rule every training
-                       stage applies), unless the score is the scale's best level (paper, Appendix B: "one word
-                       rationale are only eligible for the perfect scores"; the best level is 0 for the two Critical
-                       criteria, the top elsewhere: ``judge.oriented_scale``);
+                       stage applies), unless it is one word and the score is the scale's best level (paper, Appendix
+                       B: "one word rationale are only eligible for the perfect scores"; the best level is 0 for the
+                       two Critical criteria, the top elsewhere: ``judge.oriented_scale``); one with no word at all
+                       (empty, blank, only punctuation) never is, whatever the score;
 - ``tags_in_feedback`` the rationale contains ``[RESULT]`` or ``[END]`` (the target would not parse back).
 
 The recipes add one more, ``too_long`` (the tokenized row exceeds ``max_length``; see ``drop_too_long``).
@@ -43,14 +44,17 @@ import judge
 from judge import JudgeRecord, ScaleError
 from train.grpo_rewards import gives_reasons
 
-__all__ = ["BenchmarkRowsError", "BuildReport", "build_rows", "zero_shot_records", "rows_for_config", "split_rows",
-           "instruction_id", "validation_unit", "drop_too_long", "load_training_records", "write_rows", "main"]
+__all__ = ["BenchmarkRowsError", "BuildReport", "build_rows", "zero_shot_records", "scores_off_the_rubric",
+           "rows_for_config", "split_rows", "instruction_id", "validation_unit", "drop_too_long", "load_training_records",
+           "write_rows", "main"]
 
 logger = logging.getLogger(__name__)
 
 _CYRILLIC = re.compile(r"[а-яёА-ЯЁ]")
 _LETTER = re.compile(r"[^\W\d_]")
 _TAGS = re.compile(r"\[\s*(RESULT|END)\s*\]", re.IGNORECASE)
+#: A word of ``gives_reasons`` is a run of these: a text holding one holds a word.
+_WORD_CHAR = re.compile(r"\w")
 
 
 class BenchmarkRowsError(judge.LeakageError):
@@ -229,20 +233,34 @@ def _split(record: JudgeRecord, spec, hint: str) -> str:
         raise judge.UnknownTaskTypeError(err.source, err.row, err.field, f"{err.message}. {hint}") from None
 
 
+def scores_off_the_rubric(scale, scores: Iterable[float]) -> str | None:
+    """Why expert scores cannot be trained towards on ``scale``: ``score_out_of_scale`` (one outside the rubric's
+    range: in the project's schema a -1 is a score, not an abstention, and lies off a 0..2 rubric),
+    ``score_not_a_level`` (one between its levels: a 1.5 on 0..2 would teach a score between the rubric's points);
+    None when every one is a level. The reasons a verdict's own score is dropped here and a traces item is not asked
+    (``train.synthetic.traces.training_records``), the ones GRPO drops an item for (``train.grpo``)."""
+    scores = list(scores)
+    if not all(scale.contains(score) for score in scores):
+        return "score_out_of_scale"
+    if not all(scale.is_level(score) for score in scores):
+        return "score_not_a_level"
+    return None
+
+
 def _reject(score: float, feedback: str | None, scale, min_russian_share: float) -> str | None:
     if feedback is None:
         return "no_feedback"
-    if not scale.contains(score):
-        return "score_out_of_scale"
-    if not scale.is_level(score):  # a 1.5 on a 0..2 rubric would teach a score between the rubric's points
-        return "score_not_a_level"
+    off_rubric = scores_off_the_rubric(scale, (score,))
+    if off_rubric is not None:
+        return off_rubric
     if _TAGS.search(feedback):
         return "tags_in_feedback"
-    # "one word rationale are only eligible for the perfect scores" (paper, Appendix B); perfect is the
+    # "one word rationale are only eligible for the perfect scores" (arXiv 2505.24616v3, Appendix B): one word, not
+    # none; a blank rationale at the best level trained the target "[FEEDBACK]  [RESULT] 2 [END]". Perfect is the
     # scale's best level, 0 for the two Critical criteria (judge.oriented_scale).
-    if not gives_reasons(feedback) and not scale.is_best(score):
+    if not gives_reasons(feedback) and not (scale.is_best(score) and _WORD_CHAR.search(feedback)):
         return "too_few_words"
-    if feedback.split() and russian_share(feedback) < min_russian_share:
+    if russian_share(feedback) < min_russian_share:
         return "not_russian"
     return None
 

@@ -7,7 +7,9 @@ can be a text, an HTTP status (to script retries), or a (text, finish_reason) pa
 
 from __future__ import annotations
 
+import hashlib
 import json
+import random
 import re
 import threading
 from collections import Counter
@@ -19,7 +21,7 @@ import pytest
 from judge import Verdict, load_records, load_taxonomy, render_prompt_en
 from tests.support import scripted_endpoint
 from train.synthetic.cli import main
-from train.synthetic.client import ChatClient, assign_shares
+from train.synthetic.client import ChatClient, stable_endpoint
 from train.synthetic.config import EndpointConfig
 
 
@@ -126,12 +128,23 @@ def test_a_response_without_a_choice_is_a_failed_request_counted_and_asked_again
         server.close()
 
 
-def test_assign_shares_follows_shares_exactly():
-    """Counts follow the shares by largest remainder (10 jobs, shares 1:1:2 -> 2.5, 2.5, 5 -> 3, 2, 5); seeded order."""
-    order = assign_shares(10, [1.0, 1.0, 2.0], seed=3)
-    assert Counter(order) == {0: 3, 1: 2, 2: 5}
-    assert order == assign_shares(10, [1.0, 1.0, 2.0], seed=3)
-    assert Counter(assign_shares(6, [1.0, 1.0, 1.0], seed=0)) == {0: 2, 1: 2, 2: 2}
+def _instruction_ids(n: int) -> list[str]:
+    """Ids shaped as the instructions stage names them (``ins-`` and 12 hex digits of a SHA-1)."""
+    return ["ins-" + hashlib.sha1(str(i).encode("utf-8")).hexdigest()[:12] for i in range(n)]
+
+
+def test_stable_endpoint_follows_the_shares_from_the_key_alone():
+    """A job's endpoint is a seeded hash of its key drawn in the shares: the same key, shares and seed give the same
+    endpoint whatever other jobs exist, another seed another draw; counts follow the shares in expectation, not
+    exactly (1,000 ids: 1:1:2 -> 249/243/508; 15 equal models -> 55 to 75 each, mean 66.7)."""
+    ids = _instruction_ids(1000)
+    assert [stable_endpoint(k, [1.0, 1.0, 2.0], seed=3) for k in ids[:8]] == [2, 2, 2, 2, 2, 0, 0, 1]
+    assert [stable_endpoint(k, [1.0, 1.0, 2.0], seed=4) for k in ids[:8]] == [2, 0, 1, 2, 1, 1, 2, 1]
+    assert Counter(stable_endpoint(k, [1.0, 1.0, 2.0], seed=3) for k in ids) == {0: 249, 1: 243, 2: 508}
+    per_model = Counter(stable_endpoint(k, [1.0] * 15, seed=0) for k in ids)
+    assert sorted(per_model) == list(range(15)) and (min(per_model.values()), max(per_model.values())) == (55, 75)
+    with pytest.raises(ValueError, match="no endpoint"):
+        stable_endpoint("ins-1|0", [], seed=0)
 
 
 # ----------------------------------------------------------------------------------------------------- instructions
@@ -423,15 +436,71 @@ def test_a_job_whose_request_failed_is_asked_again_by_the_next_run(scripted, tmp
 
 
 def test_generators_share_the_jobs(scripted, tmp_path):
-    """Two generators with shares 1 and 2 get 2 and 4 of the 6 jobs (largest remainder of 2 and 4)."""
+    """Two generators with shares 2 (gen-b, listed first) and 1 (gen-a): each job goes where its own key draws
+    (``stable_endpoint``), so the six Editing jobs split 3/3 here, not the 4/2 of an exact split (the shares hold in
+    expectation; test_stable_endpoint_follows_the_shares_from_the_key_alone)."""
     server = scripted({**_instructions_table("gen-a"), **_instructions_table("gen-b")})
     config = _write_yaml(tmp_path / "instructions.yaml", INSTRUCTIONS_YAML.format(url=server.base_url).replace(
         "generators:\n", f'generators:\n  - {{name: gen-b, model: gen-b, base_url: "{server.base_url}", share: 2.0, max_tokens: 64}}\n'
     ))  # fmt: skip
     out = tmp_path / "instructions"
     assert main(["instructions", "--config", str(config), "--output", str(out), "--concurrency", "4"]) == 0
-    assert Counter(r["generator"] for r in _jsonl(out / "journal.jsonl")) == {"gen-a": 2, "gen-b": 4}
+    journal = {r["key"]: r["generator"] for r in _jsonl(out / "journal.jsonl")}
+    assert journal == {key: ("gen-b", "gen-a")[stable_endpoint(key, [2.0, 1.0], 0)] for key in journal}
+    assert Counter(journal.values()) == {"gen-a": 3, "gen-b": 3}
     assert not server.unscripted
+
+
+def test_a_generation_job_keeps_its_generator_whatever_else_is_selected():
+    """A job's generator is a function of its own key: another per_task_level, task_types or limit selects other
+    jobs but moves none of the common ones (an assignment over the selected list sent most of them elsewhere, to be
+    asked again under the run key's seed)."""
+    from train.synthetic.config import InstructionsConfig
+    from train.synthetic.generation import generation_jobs
+
+    generators = [{"model": name} for name in ("g0", "g1", "g2")]
+
+    def endpoints(**settings) -> dict[str, int]:
+        return {key: p["endpoint"] for key, p in generation_jobs(InstructionsConfig(generators=generators, **settings))}
+
+    everything = endpoints(per_task_level=2)
+    for settings in ({"per_task_level": 3}, {"per_task_level": 1}, {"per_task_level": 2, "limit": 7},
+                     {"per_task_level": 2, "task_types": ["Editing", "Plans"]}, {"per_task_level": 2, "skip_zero_shot": True}):
+        some = endpoints(**settings)
+        common = some.keys() & everything.keys()
+        assert common and {key: some[key] for key in common} == {key: everything[key] for key in common}, settings
+    assert len(everything) == 900 and Counter(everything.values()) == {0: 312, 1: 286, 2: 302}  # 300 each, drawn
+
+
+def test_a_journal_from_another_generation_prompt_is_asked_again_not_relabelled(scripted, tmp_path, monkeypatch, capsys):
+    """Each journalled generation carries its prompt's fingerprint (GENERATION_VERSION and the rendered template) and
+    its version: a rerun under another version asks every job again and labels the rows with the version that wrote
+    them. A journal from before rows recorded either is kept, labelled 'unrecorded', never as this version."""
+    import train.synthetic.generation as generation
+
+    server = scripted(_instructions_table())
+    config = _write_yaml(tmp_path / "instructions.yaml", INSTRUCTIONS_YAML.format(url=server.base_url))
+    out = tmp_path / "instructions"
+    argv = ["instructions", "--config", str(config), "--output", str(out)]
+    assert main(argv) == 0
+    sent = len(server.received)
+    assert {r["generation_version"] for r in _jsonl(out / "instructions.jsonl")} == {"pollux-gen-v2"}
+    assert "request_sha" not in _jsonl(out / "instructions.jsonl")[0]
+
+    monkeypatch.setattr(generation, "GENERATION_VERSION", "pollux-gen-v3")
+    assert main(argv) == 0
+    assert len(server.received) == sent + 6  # every one of the 6 jobs, once (no failure this time)
+    assert {r["generation_version"] for r in _jsonl(out / "instructions.jsonl") + _jsonl(out / "dropped.jsonl")} == {"pollux-gen-v3"}
+    assert main(argv) == 0 and len(server.received) == sent + 6  # and resumes under v3 without asking again
+
+    rows = _jsonl(out / "journal.jsonl")
+    for row in rows:  # as a journal written before this check
+        row.pop("request_sha"), row.pop("generation_version")
+    (out / "journal.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    capsys.readouterr()
+    assert main(argv) == 0 and len(server.received) == sent + 6
+    assert {r["generation_version"] for r in _jsonl(out / "instructions.jsonl")} == {"unrecorded"}
+    assert "predate recorded prompt versions; kept, labelled 'unrecorded'" in capsys.readouterr().err
 
 
 # ----------------------------------------------------------------------------------------------------- answers
@@ -481,6 +550,94 @@ backoff_s: 0.0
                     "temperature": 0.5, "max_tokens": 32}, ensure_ascii=False, sort_keys=True)
         for r in rows for m in ("ans-a", "ans-b")
     )  # fmt: skip
+
+
+def test_an_answer_job_keeps_its_model_whatever_other_instructions_come():
+    """An answer's model depends on its instruction's id alone: adding an instruction, dropping one (a dedup rerun)
+    or a limit moves no other answer, where the assignment by list position moved 577 of 1,000 for one added row.
+    Slots after the first take the next models in turn; the first model's counts are the per-key draw's (55-75 of
+    1,000 over 15 equal models)."""
+    from train.synthetic.answers import answer_jobs
+    from train.synthetic.config import AnswersConfig
+
+    config = AnswersConfig(answer_models=[{"model": f"m{i}"} for i in range(15)])
+    rows = [{"id": i, "instruction": f"текст {n}"} for n, i in enumerate(_instruction_ids(1000))]
+
+    def endpoints(rows, config=config):
+        return {key: payload["endpoint"] for key, payload in answer_jobs(rows, config)}
+
+    before = endpoints(rows)
+    added = endpoints(rows + [{"id": "ins-new", "instruction": "новый"}])
+    assert {k: added[k] for k in before} == before and len(added) == 1001
+    dropped = endpoints(rows[1:])
+    assert dropped == {k: before[k] for k in dropped} and len(dropped) == 999
+    assert endpoints(rows[500:] + rows[:500]) == before
+    assert endpoints(rows, AnswersConfig(answer_models=config.answer_models, limit=10)) == {k: before[k] for k in list(before)[:10]}
+    assert before == {f"{r['id']}|0": stable_endpoint(r["id"], [1.0] * 15, 0) for r in rows}
+    counts = Counter(before.values())
+    assert (len(counts), min(counts.values()), max(counts.values())) == (15, 55, 75)
+    three = endpoints(rows[:50], AnswersConfig(answer_models=config.answer_models, answers_per_instruction=3))
+    assert all([three[f"{r['id']}|{s}"] for s in range(3)] == [(before[f"{r['id']}|0"] + s) % 15 for s in range(3)]
+               for r in rows[:50])
+
+
+def _position_scheme(n_jobs: int, n_models: int, seed: int) -> list[int]:
+    """The answers stage's assignment before per-key endpoints: equal counts (largest remainder), shuffled by the seed,
+    taken by each instruction's position in the list."""
+    counts = [n_jobs // n_models + (i < n_jobs % n_models) for i in range(n_models)]
+    order = [i for i, c in enumerate(counts) for _ in range(c)]
+    random.Random(seed).shuffle(order)
+    return order
+
+
+def test_a_journal_from_the_position_scheme_resumes_without_asking_again(scripted, tmp_path):
+    """A journal written while answers were assigned by list position resumes on an edited input (one instruction
+    dropped, one added, one re-worded under its id): each journalled answer to the same instruction is reused from
+    the model that gave it, whichever model its key now draws; only the new and the re-worded instructions are
+    asked. With two answers per instruction, the second slot goes to the model after the one that answered."""
+    from train.synthetic.journal import Journal
+
+    names = ["m0", "m1", "m2"]
+    ids = _instruction_ids(10)
+    rows = [{"id": i, "instruction": f"Вопрос {n}"} for n, i in enumerate(ids[:9])]
+    old = dict(zip(ids, _position_scheme(9, 3, seed=0)))
+    assert sum(old[i] != stable_endpoint(i, [1.0] * 3, 0) for i in ids[:9]) == 4  # these would be asked again
+    (tmp_path / "answers").mkdir()
+    journal = Journal(tmp_path / "answers" / "journal.jsonl")
+    for row in rows:
+        journal.add({"instruction_id": row["id"], "instruction": row["instruction"], "model_id": names[old[row["id"]]],
+                     "answer": f"Старый ответ на {row['instruction']}", "finish_reason": "stop", "ok": True, "error": "",
+                     "attempts": 1, "key": f"{row['id']}|0",
+                     "request_sha": hashlib.sha256(f"{old[row['id']]}\n{row['instruction']}".encode()).hexdigest()})
+    reworded = {"id": ids[2], "instruction": "Вопрос 2, исправленный"}
+    added = {"id": ids[9], "instruction": "Вопрос 9"}
+    now = [rows[1], reworded, *rows[3:], added]  # rows[0] dropped by a dedup rerun
+    texts = [r["instruction"] for r in [*now, rows[2]]]
+    server = scripted({(m, t): [f"Новый ответ {m} на {t}"] for m in names for t in texts})
+    (tmp_path / "dedup").mkdir()
+    (tmp_path / "dedup" / "dedup.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in now), encoding="utf-8")
+    config = _write_yaml(tmp_path / "answers.yaml", "answer_models: [" + ", ".join(
+        f'{{model: {m}, base_url: "{server.base_url}"}}' for m in names) + "]\nbackoff_s: 0.0\n")
+    argv = ["answers", "--config", str(config), "--input", str(tmp_path / "dedup"), "--output", str(tmp_path / "answers")]
+    assert main(argv) == 0
+
+    def asked(since: int = 0) -> list[tuple[str, str]]:
+        return sorted((b["model"], b["messages"][-1]["content"]) for b in server.received[since:])
+
+    stable = {i: stable_endpoint(i, [1.0] * 3, 0) for i in ids}
+    assert asked() == sorted([(names[stable[ids[2]]], reworded["instruction"]), (names[stable[ids[9]]], "Вопрос 9")])
+    kept = {r["instruction_id"]: (r["model_id"], r["answer"]) for r in _jsonl(tmp_path / "answers" / "answers.jsonl")}
+    assert kept == {
+        **{r["id"]: (names[old[r["id"]]], f"Старый ответ на {r['instruction']}") for r in now[2:-1]},
+        rows[1]["id"]: (names[old[rows[1]["id"]]], "Старый ответ на Вопрос 1"),
+        ids[2]: (names[stable[ids[2]]], f"Новый ответ {names[stable[ids[2]]]} на Вопрос 2, исправленный"),
+        ids[9]: (names[stable[ids[9]]], f"Новый ответ {names[stable[ids[9]]]} на Вопрос 9"),
+    }
+    sent = len(server.received)
+    assert main([*argv, "--answers-per-instruction", "2"]) == 0
+    first = {r["id"]: names.index(kept[r["id"]][0]) for r in now}
+    assert asked(sent) == sorted((names[(first[r["id"]] + 1) % 3], r["instruction"]) for r in now)
+    assert main([*argv, "--answers-per-instruction", "2"]) == 0 and len(server.received) == sent + len(now)
 
 
 # ----------------------------------------------------------------------------------------------------- annotate
@@ -627,6 +784,108 @@ def test_a_journal_row_from_before_the_request_check_is_reused(scripted, tmp_pat
     assert asked == ["prompt b", "prompt b2"]
 
 
+def test_ctrl_c_cancels_the_jobs_not_started_and_journals_those_in_flight(tmp_path, monkeypatch):
+    """Ctrl-C during a stage (a SIGINT in the main thread once all 30 jobs are queued and both workers are busy): the
+    28 jobs not started are cancelled, where the pool's exit used to run every one of them, each a paid request; the 2
+    in flight finish and are journalled, and the KeyboardInterrupt goes on.
+
+    The order is made, not waited for: the main thread raises the SIGINT itself (a signal sent from a worker can land
+    while the main thread is between releasing the GIL and blocking, and then waits for the next finished job) after
+    its 30th submit and once both workers have started; the jobs in flight are let go only when the pool is shut
+    down, after its queue was cancelled, or not."""
+    import signal
+    from concurrent.futures import ThreadPoolExecutor
+
+    from train.synthetic import journal as journal_module
+    from train.synthetic.journal import Journal, run_jobs
+
+    n_jobs = 30
+    both_started, released = threading.Event(), threading.Event()
+    started, lock = [], threading.Lock()
+
+    class Pool(ThreadPoolExecutor):
+        n_submitted = 0
+
+        def submit(self, *args, **kwargs):
+            future = super().submit(*args, **kwargs)
+            self.n_submitted += 1
+            if self.n_submitted == n_jobs:
+                assert both_started.wait(timeout=60)  # a guard against a hang only: the workers start at once
+                signal.raise_signal(signal.SIGINT)  # Ctrl-C: KeyboardInterrupt, from the default handler
+            return future
+
+        def shutdown(self, wait=True, *, cancel_futures=False):
+            super().shutdown(wait=False, cancel_futures=cancel_futures)  # the queue is cancelled (or not) first
+            released.set()  # then the jobs in flight may finish
+            super().shutdown(wait=wait)
+
+    def work(key: str) -> dict:
+        with lock:
+            started.append(key)
+            if len(started) == 2:
+                both_started.set()
+        released.wait(timeout=60)  # a guard against a hang only: the pool's shutdown sets it
+        return {"ok": True}
+
+    monkeypatch.setattr(journal_module, "ThreadPoolExecutor", Pool)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    journal = Journal(tmp_path / "journal.jsonl")
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_jobs([(str(i), str(i)) for i in range(n_jobs)], work, journal, 2, "test")
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert sorted(started) == ["0", "1"]
+    assert sorted(journal.rows) == ["0", "1"] and sorted(Journal(tmp_path / "journal.jsonl").rows) == ["0", "1"]
+
+
+def test_a_repeated_id_in_a_stage_input_is_refused_naming_both_rows():
+    """Two rows with one id were one job (its key is the id): one row's answer was lost, the other's written twice.
+    Refused as judge.records refuses a repeated id, naming the file, both rows and the id; 7 and "7" are one key."""
+    from judge import RecordError
+    from train.synthetic.journal import require_fields
+
+    rows = [{"id": "ins-1", "instruction": "а"}, {"id": "ins-2", "instruction": "б"}, {"id": "ins-1", "instruction": "в"}]
+    with pytest.raises(RecordError) as error:
+        require_fields(rows, ("id", "instruction"), "instructions.jsonl")
+    assert str(error.value) == "instructions.jsonl: row 2: field 'id': 'ins-1' repeats the id of row 0"
+    with pytest.raises(RecordError) as error:
+        require_fields([{"id": 7, "instruction": "а"}, {"id": "7", "instruction": "б"}], ("id", "instruction"), "x.jsonl")
+    assert str(error.value) == "x.jsonl: row 1: field 'id': '7' repeats the id of row 0"
+    # Rows checked without their ids (a reference set) may repeat them.
+    assert require_fields(rows, ("instruction",), "reference.jsonl") == rows
+
+
+def test_a_rerun_that_keeps_nothing_leaves_no_dataset_and_replaces_its_files(tmp_path, capsys):
+    """A rerun keeping no row removed nothing: dataset/ still held the earlier run's rows, which read_rows and the
+    recipes read. Now it is removed, and said; every file is replaced by a new one (written aside, renamed over), not
+    rewritten in place, so a kill mid-write leaves the old one whole. The same for a split stage's DatasetDict."""
+    from train.synthetic.config import SplitConfig
+    from train.synthetic.journal import read_rows, write_stage_outputs
+
+    config = SplitConfig()
+    out = tmp_path / "stage"
+    write_stage_outputs(out, "answers", [{"id": "a", "answer": "Да."}], [{"id": "b", "drop_reason": "empty"}], config)
+    assert read_rows(out / "dataset") == [{"id": "a", "answer": "Да."}]
+    names = ("answers.jsonl", "dropped.jsonl", "summary.json")
+    inodes = {name: (out / name).stat().st_ino for name in names}
+
+    summary = write_stage_outputs(out, "answers", [], [], config)
+    assert (summary["kept"], summary["dropped"]) == (0, 0)
+    assert not (out / "dataset").exists() and not (out / "dataset.tmp").exists()
+    assert (out / "answers.jsonl").read_text() == "" and (out / "dropped.jsonl").read_text() == ""
+    assert json.loads((out / "summary.json").read_text())["kept"] == 0
+    assert {name: (out / name).stat().st_ino == inodes[name] for name in names} == dict.fromkeys(names, False)
+    assert sorted(p.name for p in out.iterdir()) == ["answers.jsonl", "dropped.jsonl", "run.json", "summary.json"]
+    assert f"answers: no rows kept: removed the earlier run's {out / 'dataset'}" in capsys.readouterr().err
+
+    out = tmp_path / "split"
+    write_stage_outputs(out, "split", [{"id": "a"}], [], config, splits={"train": [{"id": "a"}], "validation": []})
+    assert read_rows(out / "dataset") == [{"id": "a"}]
+    write_stage_outputs(out, "split", [], [], config, splits={"train": [], "validation": []})
+    assert not (out / "dataset").exists() and (out / "train.jsonl").read_text() == ""
+
+
 def test_annotate_items_cover_every_criterion_of_the_leaf():
     """Without a criteria filter, an Editing answer gets one item per criterion of its leaf (15), in taxonomy order."""
     from train.synthetic.annotate import annotation_items
@@ -736,6 +995,7 @@ def test_a_stage_input_without_its_final_newline_keeps_its_last_row(tmp_path):
     ("annotate", [{**_answer_rows()[0], "answer": None}], r"row 0: field 'answer': missing"),
     ("annotate", [_answer_rows()[0], {**_answer_rows()[0], "id": "ans-2", "task_type": "Nope"}],
      r"row 1: field 'task_type': unknown task type"),
+    ("answers", [*_instruction_rows(), _instruction_rows()[0]], r"row 3: field 'id': 'ins-1' repeats the id of row 0$"),
 ])
 def test_a_malformed_input_row_is_an_error_naming_file_row_and_field(stage, rows, message, tmp_path, capsys):
     """A stage's input is checked before any request: a missing field or an unknown task is exit 2 with the file, the

@@ -33,6 +33,8 @@ CASES = [
     ([2], ["Ответ верный и полный."], ["Ответ верный и полный."], {}),
     ([2], ["Отлично."], ["Отлично."], {}),  # one word is enough for a perfect score
     ([1], ["Неполно."], [], {"too_few_words": 1}),  # ... and only for a perfect score
+    ([2], ["  "], [], {"too_few_words": 1}),  # one word, not none: a blank one trained "[FEEDBACK]  [RESULT] 2 [END]"
+    ([2], [". —"], [], {"too_few_words": 1}),  # no word at all, only punctuation (was not_russian, by its letters)
     ([1], ["The answer is only partly correct."], [], {"not_russian": 1}),
     ([3], ["Ответ верный и полный."], [], {"score_out_of_scale": 1}),
     ([1.5], ["Ответ верный, но неполный."], [], {"score_not_a_level": 1}),  # a target between two rubric points
@@ -51,6 +53,15 @@ def test_verdicts_become_rows_or_are_dropped_with_a_reason(scores, feedback, kep
     assert [row["feedback"] for row in rows] == kept
     assert dict(report.dropped) == dropped
     assert report.n_rows == len(kept) and report.n_verdicts == len(scores)
+
+
+def test_a_blank_rationale_is_no_row_at_a_perfect_score_whatever_the_russian_share():
+    """The reviewer's case: a blank rationale at the best level, beside a one-word one at an imperfect score. With
+    min_russian_share 0 (no language check) the blank one is still dropped: its rule is the word count's."""
+    rows, report = build_rows([record("r1", [2, 1], ["   ", "Да."])], recipe="seq2seq", min_russian_share=0.0)
+    assert rows == [] and dict(report.dropped) == {"too_few_words": 2}
+    rows, report = build_rows([record("r1", [2], ["   "])], recipe="regression", min_russian_share=0.0)
+    assert rows == [] and dict(report.dropped) == {"too_few_words": 1}
 
 
 def _critical_record(rid, criterion_id, score, feedback):

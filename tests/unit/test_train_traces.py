@@ -238,6 +238,44 @@ def test_retuning_and_resuming_reuse_the_journal(teacher, tmp_path):
     assert keys.count(torn) == 2 and len(keys) == 9  # its failed row of the first run, then its answer
 
 
+#: In the project's schema a -1 is a score, not an abstention (judge.records): on a 0..2 rubric it is off the scale.
+OFF_RUBRIC = [
+    {"id": "D", "instruction": "Исправьте: «Ихний дом.»", "answer": "Их дом.", "expert_scores": [-1, -1, 2], **BASE},
+    {"id": "E", "instruction": "Исправьте: «Ложи на стол.»", "answer": "Клади на стол.", "expert_scores": [1.5, 2],
+     **BASE},
+]
+
+
+@pytest.mark.parametrize("agreement", ["mode", "median", "mean"])
+def test_an_item_whose_experts_score_off_the_rubric_is_not_asked(agreement, tmp_path):
+    """Experts' scores -1, -1, 2 on a 0..2 rubric made the reference -1 (mode, median) or 0.0 (mean), and 1.5, 2 the
+    tied modes 1.5 and 2 or a 1.75 (median, mean): a trace agreeing with them was kept against a reference off the
+    rubric or between its levels. Such an item is not asked, for GRPO's reasons (score_out_of_scale,
+    score_not_a_level); B is."""
+    from train.synthetic.config import TracesConfig
+    from train.synthetic.traces import training_records
+
+    config = TracesConfig(teacher={"model": MODEL}, agreement=agreement)
+    items, skipped = training_records(write_inputs(tmp_path, [*OFF_RUBRIC, RECORDS[1]]), config)
+    assert [(record.id, references) for record, _, references in items] == [("B", (1.0,))]
+    assert [(record.id, reason) for record, reason in skipped] == [("D", "score_out_of_scale"),
+                                                                    ("E", "score_not_a_level")]
+
+
+def test_items_off_the_rubric_are_counted_in_the_summary(teacher, tmp_path):
+    """Through the stage: D and E are never asked, and are counted and listed in skipped.jsonl by reason."""
+    out = tmp_path / "traces"
+    argv = ["traces", "--config", str(write_config(tmp_path, teacher.base_url)), "--input",
+            str(write_inputs(tmp_path, [*OFF_RUBRIC, RECORDS[1]])), "--output", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["skipped_items_by_reason"] == {"score_not_a_level": 1, "score_out_of_scale": 1}
+    assert (summary["items"], summary["traces"], summary["skipped_items"]) == (1, 4, 2)
+    assert len(teacher.bodies("/v1/chat/completions")) == 4  # B's four samples only
+    assert [(row["id"], row["skip_reason"]) for row in jsonl(out / "skipped.jsonl")] == [
+        ("D", "score_out_of_scale"), ("E", "score_not_a_level")]
+
+
 def test_zero_shot_and_benchmark_rows_are_refused_as_build_data_refuses_them(teacher, tmp_path, capsys):
     """A Zero-Shot item stops the stage (exit 2, build-data's message) before any request; zero_shot drop skips it and
     counts it. Rows in the released benchmark's schema are refused as build-data refuses them."""

@@ -1,8 +1,10 @@
 """Stage 3, answers: every kept instruction answered by models from a pool of endpoints, in equal shares.
 
 The POLLUX judges' instructions were answered by 15 open LLMs in equal shares (paper §3.1). With
-``answers_per_instruction`` k > 1, an instruction's k answers come from k different models: the first model follows
-the shares, the others the next models of the pool in turn.
+``answers_per_instruction`` k > 1, an instruction's k answers come from k different models: the first model is drawn
+in the shares from a seeded hash of the instruction's id (``stable_endpoint``), the others are the next models of the
+pool in turn. The shares are met in expectation, not exactly; in exchange an answer's model never depends on the other
+instructions, so a rerun on an edited input asks only the new instructions.
 
 Dropped: a failed request, an empty answer. An answer cut at the token limit is kept (judges must see bad answers
 too) with its ``finish_reason``.
@@ -11,28 +13,68 @@ too) with its ``finish_reason``.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from pathlib import Path
 
-from train.synthetic.client import ChatClient, assign_shares
+from train.synthetic.client import ChatClient, stable_endpoint
 from train.synthetic.config import AnswersConfig, EndpointConfig
-from train.synthetic.journal import Journal, log, read_rows, require_fields, run_jobs, write_stage_outputs
+from train.synthetic.journal import Journal, log, read_rows, request_failed, require_fields, run_jobs, write_stage_outputs
 
 __all__ = ["answer_jobs", "run_answers"]
 
 _CARRIED = ("task_group", "task_type", "task_subtype", "task_subsubtype", "difficulty", "domain")
 
 
-def answer_jobs(rows: list[dict], config: AnswersConfig) -> list[tuple[str, dict]]:
-    """(key, payload) per (instruction, answer slot), with the endpoint index each job goes to."""
+def _fingerprint(endpoint: int, instruction: str) -> str:
+    """What an answer's request is made of, as journalled (``request_sha``): the endpoint index and the instruction
+    (the system prompt and the models are in the run key)."""
+    return f"{endpoint}\n{instruction}"
+
+
+def _answered_by(journalled: dict | None, instruction: str, n_models: int) -> int | None:
+    """The endpoint whose answer to this same instruction the journal holds for a job, or None (no row, a failed
+    request, a row from before request fingerprints, or another instruction under the id)."""
+    if journalled is None or request_failed(journalled) or "request_sha" not in journalled:
+        return None
+    for endpoint in range(n_models):
+        if hashlib.sha256(_fingerprint(endpoint, instruction).encode("utf-8")).hexdigest() == journalled["request_sha"]:
+            return endpoint
+    return None
+
+
+def answer_jobs(rows: list[dict], config: AnswersConfig, journalled: Mapping[str, dict] | None = None) -> list[tuple[str, dict]]:
+    """(key, payload) per (instruction, answer slot), with the endpoint index each job goes to.
+
+    An instruction's first model is ``stable_endpoint`` of its id (in the models' shares); slot s goes to the s-th
+    model after it, so its answers come from different models. Nothing but the instruction's own id decides that:
+    adding or dropping other instructions (a dedup rerun) or a ``limit`` moves no job.
+
+    Args:
+        journalled: the stage journal's rows by key. A journalled answer to the same instruction stays with the model
+            that gave it, whichever that was: a journal written while jobs were assigned by list position (before
+            this scheme) resumes without asking its answers again, and its instruction's other slots follow that
+            model in turn.
+    """
     n_models = len(config.answer_models)
     if config.answers_per_instruction > n_models:
         raise ValueError(f"answers: {config.answers_per_instruction} answers per instruction need as many models, got {n_models}")
     shares = [EndpointConfig(**m).share for m in config.answer_models]
-    first = assign_shares(len(rows), shares, config.seed)
+    journalled = journalled or {}
     jobs = []
-    for row, model in zip(rows, first):
-        for slot in range(config.answers_per_instruction):
-            jobs.append((f"{row['id']}|{slot}", {"row": row, "endpoint": (model + slot) % n_models}))
+    for row in rows:
+        keys = [f"{row['id']}|{slot}" for slot in range(config.answers_per_instruction)]
+        recorded = {}
+        for slot, key in enumerate(keys):
+            endpoint = _answered_by(journalled.get(key), row["instruction"], n_models)
+            if endpoint is not None:
+                recorded[slot] = endpoint
+        if recorded:
+            slot = min(recorded)
+            first = (recorded[slot] - slot) % n_models
+        else:
+            first = stable_endpoint(str(row["id"]), shares, config.seed)
+        for slot, key in enumerate(keys):
+            jobs.append((key, {"row": row, "endpoint": recorded.get(slot, (first + slot) % n_models)}))
     return jobs[: config.limit] if config.limit else jobs
 
 
@@ -43,7 +85,8 @@ def run_answers(config: AnswersConfig, input_path: str | Path, out_dir: Path) ->
     endpoints = [EndpointConfig(**m) for m in config.answer_models]
     clients = [ChatClient(e, config.max_retries, config.backoff_s, config.timeout_s) for e in endpoints]
     rows = require_fields(read_rows(input_path, "dedup"), ("id", "instruction"), input_path)
-    jobs = answer_jobs(rows, config)
+    journal = Journal(out_dir / "journal.jsonl")
+    jobs = answer_jobs(rows, config, journal.rows)
     log(f"answers: {len(jobs)} answers for {len(rows)} instructions from {len(endpoints)} models -> {out_dir}")
 
     def work(payload: dict) -> dict:
@@ -61,9 +104,8 @@ def run_answers(config: AnswersConfig, input_path: str | Path, out_dir: Path) ->
             "attempts": result.attempts,
         }
 
-    journal = Journal(out_dir / "journal.jsonl")
     run_jobs(jobs, work, journal, config.concurrency, "answers",
-             fingerprint=lambda payload: f"{payload['endpoint']}\n{payload['row']['instruction']}")
+             fingerprint=lambda payload: _fingerprint(payload["endpoint"], payload["row"]["instruction"]))
 
     kept, dropped = [], []
     for key, _ in jobs:

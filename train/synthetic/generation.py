@@ -16,22 +16,26 @@ import hashlib
 import re
 from pathlib import Path
 
-from train.synthetic.client import ChatClient, assign_shares
+from train.synthetic.client import ChatClient, stable_endpoint
 from train.synthetic.config import EndpointConfig, InstructionsConfig
 from train.synthetic.journal import Journal, log, run_jobs, write_stage_outputs
 
 __all__ = [
     "GENERATION_VERSION",
+    "UNRECORDED_VERSION",
     "GENERATION_TEMPLATE",
     "generation_fields",
     "render_generation_prompt",
     "parse_problem",
     "non_russian_share",
     "generation_jobs",
+    "generation_fingerprint",
     "run_instructions",
 ]
 
 GENERATION_VERSION = "pollux-gen-v2"  # v1: our own wording; v2: the paper's M.1 text
+#: The ``generation_version`` of a row journalled before rows recorded theirs (its template is unknown).
+UNRECORDED_VERSION = "unrecorded"
 
 # arXiv 2505.24616v3, Appendix M.1, "The prompt for generating instructions". The paper prints this prompt as two
 # code fences: the first closes after "- **Complexity:**", three blank lines follow outside any fence, and a second
@@ -182,6 +186,7 @@ def generation_jobs(config: InstructionsConfig) -> list[tuple[str, dict]]:
 
     taxonomy = load_taxonomy()
     wanted = {taxonomy.canonical_task_type(name) or name for name in config.task_types}
+    shares = [g["share"] if "share" in g else 1.0 for g in config.generators]
     held_out = load_split_spec().task_types if config.skip_zero_shot else frozenset()
     jobs = []
     for task in taxonomy.tasks:
@@ -192,12 +197,18 @@ def generation_jobs(config: InstructionsConfig) -> list[tuple[str, dict]]:
                 continue
             for index in range(config.per_task_level):
                 key = f"{'/'.join(task.path)}|{level}|{index}"
-                jobs.append((key, {"task": task, "level": level}))
-    if config.limit:
-        jobs = jobs[: config.limit]
-    for (key, payload), endpoint in zip(jobs, assign_shares(len(jobs), [g["share"] if "share" in g else 1.0 for g in config.generators], config.seed)):
-        payload["endpoint"] = endpoint
-    return jobs
+                # The generator is a function of the job's own key (``stable_endpoint``): another --limit,
+                # --per-task-level or task_types selects other jobs but sends none of the journalled ones elsewhere.
+                endpoint = stable_endpoint(key, shares, config.seed) if shares else 0
+                jobs.append((key, {"task": task, "level": level, "endpoint": endpoint}))
+    return jobs[: config.limit] if config.limit else jobs
+
+
+def generation_fingerprint(task, level: str, language: str = "en") -> str:
+    """What a generation request is made of, as journalled (``request_sha``): ``GENERATION_VERSION`` and the rendered
+    prompt (the template filled from the taxonomy). A journal written under another template or version is asked
+    again, not relabelled with this one."""
+    return f"{GENERATION_VERSION}\n{render_generation_prompt(task, level, language)}"
 
 
 def run_instructions(config: InstructionsConfig, out_dir: Path) -> dict:
@@ -222,6 +233,7 @@ def run_instructions(config: InstructionsConfig, out_dir: Path) -> dict:
             "difficulty": level,
             "domain": task.domain.get("ru", ""),
             "generator": endpoints[ep].name,
+            "generation_version": GENERATION_VERSION,
             "raw": result.text,
             "ok": result.ok,
             "error": result.error,
@@ -229,13 +241,21 @@ def run_instructions(config: InstructionsConfig, out_dir: Path) -> dict:
         }
 
     journal = Journal(out_dir / "journal.jsonl")
-    run_jobs(jobs, work, journal, config.concurrency, "instructions")
+    run_jobs(jobs, work, journal, config.concurrency, "instructions",
+             fingerprint=lambda payload: generation_fingerprint(payload["task"], payload["level"], config.details_language))
+    unrecorded = sum(1 for key, _ in jobs if "generation_version" not in journal.rows[key])
+    if unrecorded:
+        log(f"instructions: {unrecorded} journalled rows predate recorded prompt versions; kept, labelled "
+            f"{UNRECORDED_VERSION!r} (--overwrite asks them again under {GENERATION_VERSION})")
 
     kept, dropped, seen = [], [], set()
     for key, _ in jobs:
         row = dict(journal.rows[key])
         row["id"] = "ins-" + hashlib.sha1(key.encode("utf-8")).hexdigest()[:12]
-        row["generation_version"] = GENERATION_VERSION
+        # The version that wrote the row, never this run's by default: a journal from before rows carried their
+        # prompt's fingerprint is kept (journal.run_jobs) but its prompt is unknown.
+        row["generation_version"] = row.get("generation_version", UNRECORDED_VERSION)
+        row.pop("request_sha", None)  # the journal's own check (run_jobs), not part of an instruction
         if not row.pop("ok"):
             dropped.append({**row, "drop_reason": "request_failed"})
             continue

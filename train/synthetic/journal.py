@@ -6,18 +6,24 @@ Every stage writes one folder::
                     asks again a job whose request failed: the endpoint's outage is not the job's answer)
     <stage>.jsonl   the kept rows
     dropped.jsonl   the dropped rows, each with its ``drop_reason``
-    dataset/        the kept rows as a ``datasets`` folder (``datasets.load_from_disk``)
+    dataset/        the kept rows as a ``datasets`` folder (``datasets.load_from_disk``); absent when none is kept
     summary.json    kept / dropped counts with reasons
     run.json        provenance (judge.plumbing.provenance): resolved config, git revision, package versions, seed
 
+Every output but the journal is replaced whole (written aside, then renamed over the old one): a rerun killed while
+writing leaves each file whole, the earlier run's or its own, never cut; and a rerun that keeps nothing leaves no
+``dataset/`` of the earlier run's rows behind (it is removed, and said).
+
 A stage killed halfway loses at most the jobs in flight; the journal's last line may be cut, and is dropped (and
-said). Any other line that is not JSON is an error naming ``file:line``, never skipped.
+said). Any other line that is not JSON is an error naming ``file:line``, never skipped. Ctrl-C stops a stage: the jobs
+not started are cancelled, and those in flight finish and are journalled before it exits.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import sys
 import threading
 from collections import Counter
@@ -26,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from judge.plumbing.journal import JournalWriter, open_journal
+from judge.plumbing.journal import JournalWriter, open_journal, rewrite_journal
 
 __all__ = ["Journal", "run_jobs", "request_failed", "write_stage_outputs", "read_rows", "require_fields", "log"]
 
@@ -119,10 +125,18 @@ def run_jobs(
         journal.add(row)
 
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool, tqdm(total=len(todo), desc=desc, file=sys.stderr) as bar:
-        futures = [pool.submit(one, key, payload) for key, payload in todo]
-        for future in as_completed(futures):
-            future.result()  # a bug in `work` stops the stage; finished jobs stay journalled
-            bar.update(1)
+        try:
+            futures = [pool.submit(one, key, payload) for key, payload in todo]
+            for future in as_completed(futures):
+                future.result()  # a bug in `work` stops the stage; finished jobs stay journalled
+                bar.update(1)
+        except BaseException:
+            # Ctrl-C (or a bug in `work`): the pool's exit would otherwise run every queued job, each a paid request,
+            # before the stage stopped. The jobs not started are cancelled; those in flight finish and are journalled
+            # (the pool's exit waits for them), so the rerun asks only for what is missing.
+            pool.shutdown(wait=False, cancel_futures=True)
+            log(f"{desc}: stopping: the jobs not started are cancelled; waiting for those in flight to be journalled")
+            raise
     return len(todo)
 
 
@@ -143,25 +157,22 @@ def write_stage_outputs(
     import datasets
 
     from judge import PROMPT_VERSION, PROMPT_VERSION_EN
-    from judge.plumbing.provenance import write_provenance
+    from judge.plumbing.provenance import write_private_text, write_provenance
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    # Replaced whole (rewrite_journal: written aside, fsynced, renamed over): a rerun killed mid-write left a cut file
+    # that the next stage read as the whole output.
     for name, rows in ((f"{stage}.jsonl", kept), ("dropped.jsonl", dropped)):
-        with (out_dir / name).open("w", encoding="utf-8") as handle:
-            for row in rows:
-                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+        rewrite_journal(out_dir / name, rows)
     if splits is not None:
         for name, rows in splits.items():
-            with (out_dir / f"{name}.jsonl").open("w", encoding="utf-8") as handle:
-                for row in rows:
-                    handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-        if any(splits.values()):
-            datasets.DatasetDict(
-                {name: datasets.Dataset.from_list(rows) for name, rows in splits.items() if rows}
-            ).save_to_disk(str(out_dir / "dataset"))
-    elif kept:
-        datasets.Dataset.from_list(kept).save_to_disk(str(out_dir / "dataset"))
+            rewrite_journal(out_dir / f"{name}.jsonl", rows)
+        dataset = (datasets.DatasetDict({name: datasets.Dataset.from_list(rows) for name, rows in splits.items() if rows})
+                   if any(splits.values()) else None)  # fmt: skip
+    else:
+        dataset = datasets.Dataset.from_list(kept) if kept else None
+    _replace_dataset(out_dir / "dataset", dataset, stage)
     summary = {
         "stage": stage,
         "kept": len(kept),
@@ -169,13 +180,30 @@ def write_stage_outputs(
         "dropped_by_reason": dict(sorted(Counter(row["drop_reason"] for row in dropped).items())),
         **(extra or {}),
     }
-    (out_dir / "summary.json").write_text(json.dumps(summary, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    write_private_text(out_dir / "summary.json", json.dumps(summary, ensure_ascii=False, indent=2) + "\n")
     # Two stages render a judge prompt: annotate the teacher's English one, traces the Russian one judges are served
     # with; the others render none.
     prompt_version = {"annotate": PROMPT_VERSION_EN, "traces": PROMPT_VERSION}.get(stage)
     write_provenance(out_dir, f"judge-train data {stage}", dataclasses.asdict(config),
                      prompt_version=prompt_version, seed=getattr(config, "seed", None))
     return summary
+
+
+def _replace_dataset(path: Path, dataset: Any, stage: str) -> None:
+    """``path`` becomes ``dataset`` saved (``save_to_disk``), or goes when there is none: a rerun that keeps nothing
+    left the earlier run's rows there, which ``read_rows`` and the recipes would have trained on. The new folder is
+    saved aside and moved in, so a kill while saving leaves the earlier one whole."""
+    fresh = path.with_name(path.name + ".tmp")
+    shutil.rmtree(fresh, ignore_errors=True)
+    if dataset is not None:
+        dataset.save_to_disk(str(fresh))
+    earlier = path.exists()
+    if earlier:
+        shutil.rmtree(path)
+    if dataset is not None:
+        fresh.rename(path)
+    elif earlier:
+        log(f"{stage}: no rows kept: removed the earlier run's {path}")
 
 
 def read_rows(source: str | Path, stage: str | None = None) -> list[dict]:
@@ -207,15 +235,18 @@ def read_rows(source: str | Path, stage: str | None = None) -> list[dict]:
 
 
 def require_fields(rows: list[dict], fields: tuple[str, ...], source: str | Path) -> list[dict]:
-    """``rows`` unchanged when every one holds every field as a string; else a ``judge.RecordError`` naming the file,
-    the row (0-based, the line number minus one for JSONL) and the field. A stage reads its input's fields deep in a
-    worker thread or a similarity pass, where a missing one was a bare ``KeyError`` traceback after paid requests.
+    """``rows`` unchanged when every one holds every field as a string, and, when ``fields`` names ``id``, no two
+    hold one id; else a ``judge.RecordError`` naming the file, the row (0-based, the line number minus one for JSONL)
+    and the field. A stage reads its input's fields deep in a worker thread or a similarity pass, where a missing one
+    was a bare ``KeyError`` traceback after paid requests.
 
     Raises:
-        judge.RecordError: the first row lacking a field, or holding a non-string there.
+        judge.RecordError: the first row lacking a field, or holding a non-string there, or repeating an earlier
+            row's id (the message names both rows and the id).
     """
     from judge import RecordError
 
+    first_row: dict[str, int] = {}
     for index, row in enumerate(rows):
         for name in fields:
             value = row.get(name)
@@ -223,6 +254,12 @@ def require_fields(rows: list[dict], fields: tuple[str, ...], source: str | Path
                 continue
             problem = "missing" if value is None else f"not a string ({type(value).__name__})"
             raise RecordError(str(source), index, name, problem)
+        if "id" in fields:
+            # A job's key is made of its row's id (as text: 7 and "7" are one key): two rows with one id were one
+            # job, whose answer was written for both and the other row's never asked.
+            earlier = first_row.setdefault(str(row["id"]), index)
+            if earlier != index:
+                raise RecordError(str(source), index, "id", f"{row['id']!r} repeats the id of row {earlier}")
     return rows
 
 

@@ -28,7 +28,8 @@ under one reason:
 Items are refused as training data exactly as ``judge-train build-data`` refuses them
 (``train.build_data.load_training_records``: rows in the released benchmark's schema; ``zero_shot_records``: the
 Zero-Shot test). Items not asked (``zero_shot`` with ``drop``, ``no_unique_mode``, ``no_expert_scores``,
-``no_scale``) are counted per item.
+``no_scale``, and ``score_out_of_scale`` / ``score_not_a_level`` for an expert's score off the rubric or between its
+levels, as GRPO drops such an item) are counted per item.
 
 The folder (``train.synthetic.journal``): ``journal.jsonl`` (one raw teacher answer per (item, sample); a rerun with
 the same output folder asks only what is missing, failed, or whose prompt changed, and re-decides everything from the journal, so changing
@@ -122,7 +123,7 @@ def training_records(input_path: str | Path, config: TracesConfig):
         judge.LeakageError: Zero-Shot items with ``zero_shot: refuse``.
     """
     import judge
-    from train.build_data import load_training_records, zero_shot_records
+    from train.build_data import load_training_records, scores_off_the_rubric, zero_shot_records
 
     source = Path(input_path)
     if source.is_dir() and (source / "train.jsonl").is_file():
@@ -140,6 +141,12 @@ def training_records(input_path: str | Path, config: TracesConfig):
         except judge.ScaleError:
             skipped.append((record, "no_scale"))
             continue
+        # A -1 on a 0..2 rubric (a score in the project's schema) made the mode -1 and pulled the mean: the reference
+        # a trace had to agree with lay off the rubric, or between its levels.
+        off_rubric = scores_off_the_rubric(scale, record.expert_scores)
+        if off_rubric is not None:
+            skipped.append((record, off_rubric))
+            continue
         references = experts_reference(record.expert_scores, config.agreement)
         if len(references) > 1 and config.no_unique_mode == "skip":
             skipped.append((record, "no_unique_mode"))
@@ -152,9 +159,8 @@ def training_records(input_path: str | Path, config: TracesConfig):
 
 def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> dict:
     """Run the traces stage on the records at ``input_path`` into ``out_dir`` (resumable). Returns the summary."""
-    import json
-
     from judge import PROMPT_VERSION, render_prompt
+    from judge.plumbing.journal import rewrite_journal
 
     if not config.teacher:
         raise ValueError("traces: no teacher endpoint configured ('teacher' in the YAML)")
@@ -217,7 +223,5 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
     }
     summary = write_stage_outputs(out_dir, "traces", kept, dropped, config, extra)
     for name, rows in (("failed.jsonl", failed), ("skipped.jsonl", skipped_rows)):
-        with (Path(out_dir) / name).open("w", encoding="utf-8") as handle:
-            for row in rows:
-                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+        rewrite_journal(Path(out_dir) / name, rows)  # replaced whole, as write_stage_outputs replaces its files
     return summary
