@@ -32,7 +32,7 @@ from typing import Any
 
 import judge
 from judge.checkpoints import TrainedLengths
-from train.build_data import BuildReport, zero_shot_records
+from train.build_data import BuildReport, scores_off_the_rubric, zero_shot_records
 from train.config import ConfigError, GRPORecipeConfig
 from train.provenance import RunResult
 
@@ -98,10 +98,9 @@ def _row(record: judge.JudgeRecord, scores: list[float], no_unique_mode: str,
         return "no_scale", None
     if not scores:
         return "no_expert_scores", None
-    if not all(scale.contains(s) for s in scores):
-        return "score_out_of_scale", None
-    if not all(scale.is_level(s) for s in scores):
-        return "score_not_a_level", None
+    off_rubric = scores_off_the_rubric(scale, scores)  # the rule build-data and the traces stage apply
+    if off_rubric is not None:
+        return off_rubric, None
     modes = sorted(statistics.multimode(scores))
     if len(modes) > 1:
         if no_unique_mode == "drop":

@@ -236,8 +236,11 @@ def _disagreement(record, reasoning: str, score: float, scale, rule: dict[str, A
 
     The trace is put to ``trace_outcome`` as the journal row of a teacher answer that wrote this reasoning and then
     this integer, and was not cut: one rule for what agrees, here and in the stage."""
+    from train.build_data import scores_off_the_rubric
     from train.synthetic.traces import trace_outcome
 
+    if record.expert_scores and (off := scores_off_the_rubric(scale, record.expert_scores)) is not None:
+        return off  # experts off the rubric (in the project's schema a -1 is a score): no label a trace can agree with
     references, why = _trace_references(record, rule["agreement"], rule["no_unique_mode"])
     if references is None:
         return why

@@ -181,10 +181,14 @@ def test_traces_that_disagree_with_the_label_are_dropped_as_disagrees():
         trace_record(id="c#0", reasoning_score=0),
         trace_record(id="d#0", reasoning_score=0, expert_scores=[0, 2]),
         trace_record(id="e#0", expert_scores=[], criteria_score=None),
+        # experts off the 0..2 rubric (in the project's schema a -1 is a score), as the traces stage and GRPO skip them
+        trace_record(id="f#0", reasoning_score=2, expert_scores=[-1, -1, 2]),
+        trace_record(id="g#0", reasoning_score=2, expert_scores=[2, 2, 1.5]),
     ])
     assert [row["id"] for row in rows] == ["a#0"]
-    assert dict(report.dropped) == {"disagrees": 2, "no_unique_mode": 1, "no_expert_scores": 1}
-    assert (report.n_records, report.n_rows) == (5, 1)
+    assert dict(report.dropped) == {"disagrees": 2, "no_unique_mode": 1, "no_expert_scores": 1,
+                                    "score_out_of_scale": 1, "score_not_a_level": 1}
+    assert (report.n_records, report.n_rows) == (7, 1)
 
 
 def test_agreement_follows_the_traces_stage_settings_it_was_run_with(tmp_path):
