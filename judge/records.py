@@ -348,7 +348,10 @@ class JudgeRecord:
         rid = row.get("id")
         if rid is None or (isinstance(rid, str) and not rid.strip()):
             if not make_id:
-                raise fail("id", "is missing (pass make_id=True to derive stable ids from the content)")
+                # Said for the command line first (no flag derives ids): the make_id hint is the Python API's only.
+                raise fail("id", "is missing: give each row an id (or leave the id field out of every row: ids are "
+                                 "then derived from the content; from Python, make_id=True in judge.load_records "
+                                 "derives the missing ones)")
             rid = content_id(values)
         elif not isinstance(rid, (str, int)):
             raise fail("id", f"must be text or an integer, got {type(rid).__name__}")

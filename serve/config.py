@@ -16,7 +16,7 @@ from typing import Any
 from judge.plumbing.config_files import ConfigError, read_config_file
 from judge.plumbing.config_files import option as _f
 
-__all__ = ["ServeConfig", "ConfigError", "load_yaml_config"]
+__all__ = ["ServeConfig", "ConfigError", "NUMBER_BOUNDS", "load_yaml_config"]
 
 
 #: The reward rule /get_reward uses unless ``reward_rule`` says otherwise: a failed verdict counts 0 (OpenRLHF needs
@@ -26,6 +26,45 @@ SERVE_DEFAULT_RULE = {"on_failure": "zero"}
 #: (``openrlhf/utils/agent.py``, ``_fetch_rewards_via_http``: ``aiohttp.ClientTimeout(total=180)``, then 5 tries 1 s
 #: apart), so an answer must leave judge-serve before that; 10 s are left for the network and the client's own work.
 REWARD_DEADLINE_S = 170.0
+
+
+#: The bounds of every numeric setting, checked by ``ServeConfig.validate``: name -> (lowest, whether the lowest
+#: itself is allowed, highest or None, whether the highest is). Two are checked on their own: ``criteria_threshold``
+#: (a probability, or null) and ``reward_deadline_s`` (positive and finite). Floats must also be finite: a NaN
+#: passes every `< 0` (each comparison with it is false), an inf fails math.ceil (vLLM's --shutdown-timeout), and
+#: neither is "no timeout". Zero is allowed where the help gives it a meaning (0: vLLM's default, no restarts, no
+#: wait, greedy sampling).
+NUMBER_BOUNDS: dict[str, tuple[float, bool, float | None, bool]] = {
+    "port": (0, False, 65535, True),  # else bind() raises OverflowError, a traceback
+    "tensor_parallel_size": (0, False, None, False),
+    "max_model_len": (0, False, None, False),
+    "gpu_memory_share": (0, False, 1, True),
+    "pooling_memory_fraction": (0, False, 1, False),  # the generator gets the rest: some
+    "max_num_seqs": (0, True, None, False),
+    "cpu_kv_cache_gib": (0, True, None, False),
+    "engine_keepalive_s": (0, False, None, False),
+    "attached_probe_interval_s": (0, False, None, False),
+    "engine_start_timeout_s": (0, False, None, False),
+    "engine_stop_grace_s": (0, True, None, False),
+    "engine_max_restarts": (0, True, None, False),
+    "engine_restart_window_s": (0, False, None, False),
+    "engine_restart_backoff_s": (0, True, None, False),
+    "engine_restart_backoff_max_s": (0, True, None, False),
+    "max_tokens": (0, False, None, False),
+    "temperature": (0, True, None, False),
+    "feedback_max_chars": (0, True, None, False),
+    "max_concurrent_engine_requests": (0, False, None, False),
+    "reward_engine_wait_s": (0, True, None, False),
+    "max_batch_items": (0, False, None, False),
+    "max_judgments_per_request": (0, False, None, False),
+    "max_connections": (0, False, None, False),
+    "header_timeout_s": (0, False, None, False),
+    "body_timeout_s": (0, False, None, False),
+    "max_proxy_tokens": (0, False, None, False),
+    "max_body_bytes": (0, False, None, False),
+    "request_timeout_s": (0, False, None, False),
+    "shutdown_grace_s": (0, True, None, False),
+}
 
 
 @dataclass
@@ -227,47 +266,32 @@ class ServeConfig:
         """
         if not self.model:
             raise ConfigError("model: a checkpoint folder is required (--model or `model:` in the YAML)")
-        positive = (
-            "port", "tensor_parallel_size", "max_model_len", "max_tokens", "max_batch_items",
-            "max_judgments_per_request", "max_body_bytes", "max_concurrent_engine_requests", "max_connections",
-            "max_proxy_tokens",
-        )  # fmt: skip
-        for name in positive:
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"{name}: must be positive, got {getattr(self, name)!r}")
-        if self.port > 65535:
-            raise ConfigError(f"port: must be at most 65535, got {self.port!r}")
+        # Every number here, at the start (NUMBER_BOUNDS): a value vLLM refuses would surface only minutes later.
+        for name, (low, low_ok, high, high_ok) in NUMBER_BOUNDS.items():
+            value = getattr(self, name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ConfigError(f"{name}: must be a finite number, got {value!r}")
+            too_low = value < low or (value == low and not low_ok)
+            too_high = high is not None and (value > high or (value == high and not high_ok))
+            if high is None and too_low:
+                raise ConfigError(f"{name}: must be {'>= 0' if low_ok else 'positive'}, got {value!r}")
+            if too_high and high_ok:
+                raise ConfigError(f"{name}: must be at most {high:g}, got {value!r}")
+            if too_low or too_high:
+                raise ConfigError(f"{name}: must be in {'[' if low_ok else '('}{low:g}, {high:g}{']' if high_ok else ')'}"
+                                  f", got {value!r}")
         from judge.wire import MAX_LIST_ENTRIES
 
         for name in ("max_batch_items", "max_judgments_per_request"):  # every list of a request is bounded by this
             if getattr(self, name) > MAX_LIST_ENTRIES:
                 raise ConfigError(f"{name}: at most {MAX_LIST_ENTRIES} (judge.wire.MAX_LIST_ENTRIES, the longest list "
                                   f"a request may hold), got {getattr(self, name)!r}")
-        for name in ("request_timeout_s", "engine_start_timeout_s", "engine_restart_window_s", "engine_keepalive_s",
-                     "header_timeout_s", "body_timeout_s", "attached_probe_interval_s"):
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"{name}: must be positive, got {getattr(self, name)!r}")
-        for name in ("engine_max_restarts", "engine_stop_grace_s", "engine_restart_backoff_s", "engine_restart_backoff_max_s"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"{name}: must be >= 0, got {getattr(self, name)!r}")
-        if not self.reward_engine_wait_s >= 0:  # NaN too
-            raise ConfigError(f"reward_engine_wait_s: must be >= 0, got {self.reward_engine_wait_s!r}")
         if not 0 < self.reward_deadline_s < math.inf:  # NaN too
             raise ConfigError(f"reward_deadline_s: must be a positive, finite number of seconds, got "
                               f"{self.reward_deadline_s!r}")
         if self.reward_engine_wait_s >= self.reward_deadline_s:
             raise ConfigError(f"reward_engine_wait_s: {self.reward_engine_wait_s:g} s is not under reward_deadline_s "
                               f"({self.reward_deadline_s:g} s), which the wait for an engine counts against")
-        if self.shutdown_grace_s < 0:
-            raise ConfigError(f"shutdown_grace_s: must be >= 0, got {self.shutdown_grace_s!r}")
-        if not 0 < self.gpu_memory_share <= 1:
-            raise ConfigError(f"gpu_memory_share: must be in (0, 1], got {self.gpu_memory_share!r}")
-        if not 0 < self.pooling_memory_fraction < 1:
-            raise ConfigError(f"pooling_memory_fraction: must be in (0, 1), got {self.pooling_memory_fraction!r}")
-        if self.feedback_max_chars < 0:
-            raise ConfigError(f"feedback_max_chars: must be >= 0, got {self.feedback_max_chars!r}")
-        if self.temperature < 0:
-            raise ConfigError(f"temperature: must be >= 0, got {self.temperature!r}")
         if self.max_tokens >= self.max_model_len:
             raise ConfigError(
                 f"max_tokens: {self.max_tokens} leaves no room for the prompt in max_model_len {self.max_model_len}"

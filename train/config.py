@@ -9,12 +9,17 @@ A YAML file names its recipe (``recipe: seq2seq``, ``regression``, ``classifier`
 does not define is an error, as is a flag that belongs only to another recipe. Every field carries its help text, which
 ``judge-train run --help`` prints. Flags are spelt with dashes; the underscore spelling (``--output_dir``) still
 works (``judge.plumbing.config_files``).
+
+Why one module of ~530 lines: the recipes share most of their fields (the base model, the data, the optimiser, the
+Slurm and DeepSpeed settings) through one base class, and each recipe's checks read its neighbours'; a module per
+recipe would scatter one table of hyperparameters over five files.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -150,7 +155,7 @@ class TrainConfig:
     save_steps: int = option(200, "Checkpoint every N optimizer steps (and evaluate then, when there is a validation set).")
     save_total_limit: int = option(
         2,
-        "Checkpoints kept; rotation never deletes the best one (lowest eval_loss) when evaluating.",
+        "Checkpoints kept (0: all of them); rotation never deletes the best one (lowest eval_loss) when evaluating.",
     )
     logging_steps: int = option(10, "Log loss and learning rate every N steps.")
     report_to: str = option("none", "Where logs go: 'wandb', 'tensorboard', 'none' (comma-separated for several).")
@@ -177,6 +182,12 @@ class TrainConfig:
 
     def validate(self) -> None:
         """Raise ConfigError for values no recipe can run with."""
+        # Every number of every recipe, before any folder is made: a NaN passes each `<= 0` below (every comparison
+        # with it is false) and reached torch's optimizer only after the model was built and run.json written.
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ConfigError(f"{f.name} must be a finite number, got {value}")
         if self.recipe not in RECIPES:
             raise ConfigError(f"recipe must be one of {sorted(RECIPES)}, got {self.recipe!r}")
         if self.zero_shot not in ("refuse", "drop", "allow"):
@@ -194,6 +205,17 @@ class TrainConfig:
         for name in ("num_train_epochs", "warmup_steps", "weight_decay", "max_grad_norm", "dataloader_num_workers"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must not be negative, got {getattr(self, name)}")
+        # transformers reads any max_steps <= 0 as "not set" (its default -1): -5 or 0 would silently train for
+        # num_train_epochs instead.
+        if self.max_steps != -1 and self.max_steps <= 0:
+            raise ConfigError(f"max_steps must be a positive number of steps, or -1 (not set: num_train_epochs "
+                              f"decides), got {self.max_steps}")
+        # transformers reads a limit <= 0 as "keep every checkpoint": 0 says so; a negative one is a mistake.
+        if self.save_total_limit < 0:
+            raise ConfigError(f"save_total_limit must not be negative (0 keeps every checkpoint), got "
+                              f"{self.save_total_limit}")
+        if not 0 <= self.seed < 2**32:  # numpy's seed range (transformers.set_seed seeds numpy too)
+            raise ConfigError(f"seed must be in [0, 2**32 - 1], got {self.seed}")
         if self.num_train_epochs == 0 and self.max_steps <= 0:
             raise ConfigError("num_train_epochs must be positive when max_steps is not set (nothing would be "
                               "trained), got 0")
@@ -395,8 +417,21 @@ class GRPORecipeConfig(TrainConfig):
         if not self.rewards or unknown:
             raise ConfigError(f"rewards: unknown reward(s) {unknown}; choose from {sorted(REWARDS)}" if unknown
                               else f"rewards: name at least one of {sorted(REWARDS)}")
-        if any(not isinstance(w, (int, float)) or isinstance(w, bool) for w in self.rewards.values()):
-            raise ConfigError(f"rewards: weights must be numbers, got {self.rewards}")
+        if any(not isinstance(w, (int, float)) or isinstance(w, bool) or not math.isfinite(w)
+               for w in self.rewards.values()):
+            raise ConfigError(f"rewards: weights must be finite numbers, got {self.rewards}")
+        # generate() refuses a temperature of 0 with sampling on, and only once the model has loaded.
+        if self.temperature <= 0:
+            raise ConfigError(f"temperature must be positive, got {self.temperature}")
+        if self.beta < 0:
+            raise ConfigError(f"beta must not be negative, got {self.beta}")
+        if not 0 < self.vllm_gpu_memory_utilization <= 1:
+            raise ConfigError(f"vllm_gpu_memory_utilization must be in (0, 1], got {self.vllm_gpu_memory_utilization}")
+        if not 0 < self.vllm_server_port <= 65535:
+            raise ConfigError(f"vllm_server_port must be in (0, 65535], got {self.vllm_server_port}")
+        if self.vllm_server_tensor_parallel_size <= 0:
+            raise ConfigError(f"vllm_server_tensor_parallel_size must be positive, got "
+                              f"{self.vllm_server_tensor_parallel_size}")
         if self.num_generations < 2:
             raise ConfigError(f"num_generations must be at least 2 (a group), got {self.num_generations}")
         if self.global_batch_size % self.num_generations:

@@ -17,6 +17,10 @@ One flag style (``add_config_flags``): ``--output-dir`` for field ``output_dir``
 
 This module also holds the one reader of the JSON objects stages hand each other (a checkpoint's
 ``config.json``, the export manifest, ``run.json``).
+
+Why one module of ~540 lines: reading a config (the YAML file, bounded before any value is built), checking each
+value against its field and resolving the layers are one path that every job's settings take, with one error type
+naming the field and its source; its parts are not used apart.
 """
 
 from __future__ import annotations
@@ -109,12 +113,20 @@ def read_config_file(path: str | Path, fields_of: type | None = None) -> dict[st
     if not path.is_file():
         raise ConfigError(f"config file {path} not found")
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        raw = _bounded_yaml(path.read_text(encoding="utf-8"), path) or {}
     except yaml.YAMLError as err:  # the parser's own words carry the line and column
         said = " ".join(str(err).replace('in "<unicode string>", ', "").split())
         raise ConfigError(f"{path}: not valid YAML: {said}") from None
     except UnicodeDecodeError as err:
         raise ConfigError(f"{path}: not UTF-8 text (byte {err.start})") from None
+    except ConfigError:
+        raise
+    except ValueError as err:  # PyYAML's constructors: an integer past 4,300 digits, a date like 2024-13-45
+        # (the advice after ';' is sys.set_int_max_str_digits, for programmers)
+        raise ConfigError(f"{path}: a value YAML cannot read: {str(err).split(';')[0]}") from None
+    except RecursionError:  # PyYAML composes and constructs recursively: ~300 levels of [[[...]]] run out of stack
+        raise ConfigError(f"{path}: nested too deeply to read (a config value nests at most "
+                          f"{MAX_CONFIG_DEPTH} levels)") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping of field: value, got {type(raw).__name__}")
     if fields_of is not None:
@@ -123,6 +135,79 @@ def read_config_file(path: str | Path, fields_of: type | None = None) -> dict[st
         if unknown:
             raise ConfigError(f"{path}: unknown keys {unknown} for {fields_of.__name__}; {_suggest_keys(unknown, known)}")
     return raw
+
+
+#: At most this many YAML nodes in a config file, each alias (``*name``) counted as the whole value it repeats. Ten
+#: lines of ``&x [*y, ...]`` (1 KB) repeat a value 10^9 times: PyYAML shares the one object, but the config's
+#: ``dataclasses.asdict`` and ``copy.deepcopy`` copy every repeat, for hours. The largest shipped config
+#: (configs/train/qwen3-8b/grpo.yaml) has 81 nodes, so the cap leaves a margin of over a hundred times.
+MAX_CONFIG_NODES = 10_000
+#: At most this many levels of lists and mappings in a config value (a YAML value, or the JSON of ``--extra-body``).
+#: A shipped config nests four; ``json.loads`` reads ~1,000 levels, which ``dataclasses.asdict`` then cannot copy
+#: (RecursionError), so the bound comes before any work.
+MAX_CONFIG_DEPTH = 64
+
+
+def _bounded_yaml(text: str, path: Path) -> Any:
+    """``yaml.safe_load`` of ``text`` that counts the composed nodes, aliases expanded, before building any value.
+
+    Raises:
+        ConfigError: past ``MAX_CONFIG_NODES`` or ``MAX_CONFIG_DEPTH``, or an alias inside the value it names.
+        yaml.YAMLError: not YAML.
+    """
+    import yaml
+
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_node_count(node, path)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _check_node_count(root: Any, path: Path) -> None:
+    """Refuse a composed YAML document whose expansion passes the bounds.
+
+    Aliases are the same node object in PyYAML's graph, so each node's expanded size is counted once (memoised
+    by identity): the walk is linear in the file, however many times a value is repeated. Iterative, so a deep
+    file cannot run it out of stack.
+    """
+    import yaml
+
+    def children(node: Any) -> list[Any]:
+        if isinstance(node, yaml.SequenceNode):
+            return list(node.value)
+        if isinstance(node, yaml.MappingNode):
+            return [part for pair in node.value for part in pair]
+        return []
+
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()  # the nodes on the path from the root to the one being walked
+    stack: list[tuple[Any, int, bool]] = [(root, 0, False)]
+    while stack:
+        node, depth, done = stack.pop()
+        key = id(node)
+        if done:
+            open_nodes.discard(key)
+            sizes[key] = 1 + sum(sizes[id(child)] for child in children(node))
+            if sizes[key] > MAX_CONFIG_NODES:
+                raise ConfigError(f"{path}: more than {MAX_CONFIG_NODES:,} YAML values once its aliases (*name) are "
+                                  f"expanded; a config file has a few hundred at most")
+            continue
+        if key in sizes:
+            continue
+        if key in open_nodes:
+            raise ConfigError(f"{path}: an alias (*name) inside the value it names, line {node.start_mark.line + 1}: "
+                              "the value would never end")
+        if depth > MAX_CONFIG_DEPTH + 1:  # the file's own mapping is one level above its values
+            raise ConfigError(f"{path}: nested more than {MAX_CONFIG_DEPTH} levels deep, line "
+                              f"{node.start_mark.line + 1}")
+        open_nodes.add(key)
+        stack.append((node, depth, True))
+        stack.extend((child, depth + 1, False) for child in children(node))
 
 
 def _suggest_keys(unknown: Sequence[str], known: set[str]) -> str:
@@ -234,17 +319,30 @@ def _parse_bool(text: str) -> bool:
     raise ValueError(f"expected true or false, got {text!r}")
 
 
+def _got(value: Any) -> str:
+    """A value as an error shows it: a scalar as written, a list or mapping by its kind (it may be long)."""
+    return repr(value) if isinstance(value, (str, int, float, bool)) else type(value).__name__
+
+
 def _scalar(name: str, value: Any, base: Any) -> Any:
+    # A YAML list or mapping where a number is meant must be a ValueError like any wrong value: int([1]) is a
+    # TypeError, which coerce would let through as a traceback.
     if base is bool:
+        if not isinstance(value, (bool, str, int)):
+            raise ValueError(f"expected true or false, got {_got(value)}")
         return value if isinstance(value, bool) else _parse_bool(value)
     if base is int:
-        if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
-            raise ValueError(f"expected an integer, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)) or (
+                isinstance(value, float) and not value.is_integer()):
+            raise ValueError(f"expected an integer, got {_got(value)}")
         return int(value)
     if base is float:
-        if isinstance(value, bool):
-            raise ValueError(f"expected a number, got {value!r}")
-        return float(value)
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise ValueError(f"expected a number, got {_got(value)}")
+        try:
+            return float(value)
+        except OverflowError:  # an integer of 400 digits
+            raise ValueError(f"expected a number, got an integer too large for one ({str(value)[:20]}...)") from None
     if base is str:
         if isinstance(value, bool):  # YAML reads `bf16: true` as a bool; a text field takes 'true'
             return "true" if value else "false"
@@ -254,6 +352,26 @@ def _scalar(name: str, value: Any, base: Any) -> Any:
     if base is Any:
         return value
     raise ValueError(f"unsupported field type {base}")
+
+
+def _json(text: str) -> Any:
+    """``json.loads`` whose refusals (malformed, nested past the recursion limit, an integer past 4,300 digits) are
+    ValueErrors in the words of every JSON reader here."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as err:
+        raise ValueError(unreadable_json(err)) from None
+
+
+def _check_depth(value: Any) -> None:
+    """Refuse a list or mapping nested past ``MAX_CONFIG_DEPTH`` levels (iteratively: no stack to run out of)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_CONFIG_DEPTH:
+            raise ValueError(f"nested more than {MAX_CONFIG_DEPTH} levels deep")
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (list, tuple, dict)))
 
 
 def coerce(name: str, value: Any, tp: Any, source: str, choices: Sequence[Any] | None = None) -> Any:
@@ -276,20 +394,22 @@ def coerce(name: str, value: Any, tp: Any, source: str, choices: Sequence[Any] |
     try:
         if origin is list:
             if isinstance(value, str):
-                value = json.loads(value) if value.lstrip().startswith("[") else shlex.split(value)
+                value = _json(value) if value.lstrip().startswith("[") else shlex.split(value)
             if not isinstance(value, (list, tuple)):
                 raise ValueError(f"expected a list, got {type(value).__name__}")
+            _check_depth(value)
             item = (typing.get_args(base) or (Any,))[0]
             result: Any = [_scalar(name, v, item) for v in value]
         elif origin is dict:
             if isinstance(value, str):
-                value = json.loads(value)
+                value = _json(value)
             if not isinstance(value, dict):
                 raise ValueError(f"expected a mapping, got {type(value).__name__}")
+            _check_depth(value)
             result = dict(value)
         else:
             result = _scalar(name, value, base)
-    except ValueError as err:  # json.JSONDecodeError is a ValueError
+    except ValueError as err:
         raise ConfigError(f"{source}: {name}: {err}") from None
     if choices is not None and result not in choices:
         raise ConfigError(f"{source}: {name}: {result!r} is not one of {', '.join(map(str, choices))}")

@@ -179,3 +179,170 @@ def test_serve_eval_synthetic_and_mera_accept_both_spellings():
         args = data_parser().parse_args(["split", "--input", "i", "--output", "o", spelling, "0.25"])
         assert load_config(SplitConfig, None, given_flags(args, SplitConfig)).validation_fraction == 0.25
     assert serve_config(["--model", "/ckpt", "--enforce_eager", "true"])[0].enforce_eager is True
+
+
+# ---- untrusted YAML is bounded before work; wrong types are named, never a traceback ---------------------------
+
+# Nine lines of `&x [*y, ...x10]` (1 KB): 10^9 strings once dataclasses.asdict or copy.deepcopy copy the config.
+ALIAS_BOMB = "extra_body:\n  a: &a [" + ", ".join(['"x"'] * 10) + "]\n" + "".join(
+    f"  {name}: &{name} [{', '.join([f'*{previous}'] * 10)}]\n" for previous, name in zip("abcdefgh", "bcdefghi"))
+
+
+def test_an_alias_bomb_is_refused_before_it_expands(tmp_path):
+    """A YAML alias bomb is refused while the file is read, naming it, before any value is built or copied."""
+    from judge.plumbing.config_files import MAX_CONFIG_NODES
+
+    path = tmp_path / "bomb.yaml"
+    path.write_text(ALIAS_BOMB, encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        resolve_config(Demo, path)
+    assert str(info.value) == (f"{path}: more than {MAX_CONFIG_NODES:,} YAML values once its aliases (*name) are "
+                               "expanded; a config file has a few hundred at most")
+
+
+def test_aliases_within_the_bound_still_read(tmp_path):
+    """Anchors and aliases are YAML a config may use: a value repeated a few times reads as before."""
+    path = tmp_path / "ok.yaml"
+    path.write_text("extra_body:\n  a: &a {top_p: 0.9}\n  b: *a\nengine_args: &e ['--seed', '0']\n", encoding="utf-8")
+    assert resolve_config(Demo, path).extra_body == {"a": {"top_p": 0.9}, "b": {"top_p": 0.9}}
+
+
+@pytest.mark.parametrize(
+    "yaml_text, message",
+    [
+        # A value holding itself: never ends (dataclasses.asdict recursed until RecursionError).
+        ("extra_body: &a {x: *a}\n", "an alias (*name) inside the value it names, line 1: the value would never end"),
+        ("extra_body: {a: " + "[" * 70 + "]" * 70 + "}\n", "nested more than 64 levels deep, line 1"),
+        # Past what PyYAML's recursive composer can hold: RecursionError, a traceback, before.
+        ("extra_body: {a: " + "[" * 3000 + "]" * 3000 + "}\n",
+         "nested too deeply to read (a config value nests at most 64 levels)"),
+    ],
+    ids=["recursive", "deep", "deeper-than-pyyaml"],
+)
+def test_endless_or_deep_yaml_is_refused(tmp_path, yaml_text, message):
+    """A recursive alias or a value nested past the bound is a ConfigError naming the file."""
+    path = tmp_path / "deep.yaml"
+    path.write_text(yaml_text, encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        resolve_config(Demo, path)
+    assert str(info.value) == f"{path}: {message}"
+
+
+def test_the_shipped_configs_are_far_below_the_bound():
+    """The bound's margin: every shipped config has at most a hundredth of MAX_CONFIG_NODES (the largest, 81)."""
+    from pathlib import Path
+
+    import yaml
+
+    from judge.plumbing.config_files import MAX_CONFIG_NODES
+
+    def size(node) -> int:
+        parts = node.value if isinstance(node, yaml.SequenceNode) else [
+            part for pair in node.value for part in pair] if isinstance(node, yaml.MappingNode) else []
+        return 1 + sum(size(part) for part in parts)
+
+    configs = sorted((Path(__file__).resolve().parents[2] / "configs").glob("**/*.yaml"))
+    assert len(configs) > 15
+    assert max(size(yaml.compose(p.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)) for p in configs) * 100 \
+        < MAX_CONFIG_NODES
+
+
+def test_every_config_reader_refuses_an_alias_bomb(tmp_path, capsys):
+    """judge-train, judge-serve, judge-eval run, rank and mera, and judge-train data all read --config through the
+    bounded reader: exit 2, one line naming the file, no folder made."""
+    import eval.cli
+    import serve.cli
+    import train.cli
+    import train.synthetic.cli
+
+    path = tmp_path / "bomb.yaml"
+    path.write_text(ALIAS_BOMB, encoding="utf-8")
+    out = ["--out", str(tmp_path / "out")]
+    for main, argv in ((train.cli.main, ["--output-dir", str(tmp_path / "out")]), (serve.cli.main, []),
+                       (eval.cli.main, ["run", *out]), (eval.cli.main, ["rank", *out]),
+                       (eval.cli.main, ["mera", "ruhumaneval", *out]),
+                       (train.synthetic.cli.main, ["split", "--input", "i", "--output", str(tmp_path / "out")])):
+        try:
+            code = main([*argv, "--config", str(path)])
+        except SystemExit as exit_info:
+            code = exit_info.code
+        err = capsys.readouterr().err
+        assert code == 2 and f"{path}: more than 10,000 YAML values" in err and "Traceback" not in err, (argv, err)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "yaml_text, message",
+    [
+        ("max_steps: [1]\n", "max_steps: expected an integer, got list"),
+        ("max_steps: {a: 1}\n", "max_steps: expected an integer, got dict"),
+        ("learning_rate: {a: 1}\n", "learning_rate: expected a number, got dict"),
+        ("learning_rate: [1e-5]\n", "learning_rate: expected a number, got list"),
+        ("learning_rate: 1" + "0" * 400 + "\n", ("learning_rate: expected a number, got an integer too large for one "
+                                                 "(10000000000000000000...)")),
+        ("resume: [true]\n", "resume: expected true or false, got list"),
+        ("k: [[1]]\n", "k: expected an integer, got list"),
+        ("engine_args: [[1]]\n", "engine_args: expected text, got list"),
+    ],
+)
+def test_a_list_or_mapping_where_a_number_belongs_is_named(tmp_path, yaml_text, message):
+    """A YAML list or mapping for a scalar field names the field and the type it expected (int([1]) raised a
+    TypeError, a traceback)."""
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml_text, encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        resolve_config(Demo, path)
+    assert str(info.value) == f"{path}: {message}"
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('{"a": ' + "[" * 5000 + "]" * 5000 + "}", "unreadable JSON: nested too deeply"),  # json.loads: RecursionError
+        ('{"a": ' + "[" * 900 + "]" * 900 + "}", "nested more than 64 levels deep"),  # json reads it, asdict cannot
+        ('{"a": 1' + "0" * 5000 + "}", ("unreadable JSON: a number too long to read (Exceeds the limit (4300 digits) "
+                                        "for integer string conversion: value has 5001 digits)")),
+        ('{"a": }', "invalid JSON (Expecting value at column 7)"),
+    ],
+    ids=["deeper-than-json", "deep", "long-number", "malformed"],
+)
+def test_unreadable_json_flags_are_named(text, message):
+    """--extra-body JSON that json.loads cannot hold, or that nests past the bound, is named in the wording of
+    every JSON reader here (judge.plumbing.json_reading), with the field."""
+    with pytest.raises(ConfigError) as info:
+        resolve_config(Demo, None, {"extra_body": text})
+    assert str(info.value) == f"command line: extra_body: {message}"
+
+
+def test_a_wrong_type_in_a_config_is_a_usage_error(tmp_path, capsys):
+    """judge-eval run --config with `concurrency: [1]`: exit 2 naming the field and the file, no traceback."""
+    import eval.cli
+
+    path = tmp_path / "list.yaml"
+    path.write_text("judge: http://127.0.0.1:9/v1\nconcurrency: [1]\n", encoding="utf-8")
+    try:
+        code = eval.cli.main(["run", "--config", str(path), "--out", str(tmp_path / "out")])
+    except SystemExit as exit_info:
+        code = exit_info.code
+    err = capsys.readouterr().err
+    assert code == 2 and f"{path}: concurrency: expected an integer, got list" in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "yaml_text, message",
+    [
+        ("max_steps: 1" + "0" * 5000 + "\n", ("a value YAML cannot read: Exceeds the limit (4300 digits) for integer "
+                                               "string conversion: value has 5001 digits")),
+        ("output_dir: 2024-13-45\n", "a value YAML cannot read: month must be in 1..12"),
+    ],
+    ids=["long-integer", "impossible-date"],
+)
+def test_a_value_pyyaml_cannot_build_is_named(tmp_path, yaml_text, message):
+    """PyYAML's constructors raise a bare ValueError (a traceback before) on an integer past Python's 4,300-digit
+    limit or a date that cannot be: a ConfigError naming the file."""
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml_text, encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        resolve_config(Demo, path)
+    assert str(info.value) == f"{path}: {message}"

@@ -45,7 +45,10 @@ BAD = [
     ({"expert_feedback": ["только один"]}, "expert_feedback", "1 texts for 3 expert scores"),
     ({"criteria_score": "высокий"}, "criteria_score", "not a finite number"),
     ({"reference_answer": 5}, "reference_answer", "must be text"),
-    ({"id": None}, "id", "is missing"),
+    # said for the command line, which has no make_id flag; the Python API's make_id comes last
+    ({"id": None}, "id", ("is missing: give each row an id (or leave the id field out of every row: ids are then "
+                          "derived from the content; from Python, make_id=True in judge.load_records derives the "
+                          "missing ones)")),
     ({"id": [1]}, "id", "must be text"),
     ({"model_id": {"name": "x"}}, "model_id", "must be text"),
     # a number no float holds: float() raised OverflowError, naming no row

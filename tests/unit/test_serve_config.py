@@ -234,3 +234,80 @@ def test_cpu_worker_in_engine_turns_vllm_multiprocessing_off_for_the_engines_onl
     config = ServeConfig(model=str(tmp_path), cpu_worker_in_engine=True).validate()
     assert engine_env(config)["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
     assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in os.environ
+
+
+def _number_fields() -> dict[str, type]:
+    """ServeConfig's int and float fields (``criteria_threshold`` is ``float | None``)."""
+    from judge.plumbing.config_files import field_types
+
+    return {name: tp for name, tp in field_types(ServeConfig).items() if tp in (int, float, float | None)}
+
+
+def test_every_number_setting_has_bounds():
+    """A numeric field added later cannot go unchecked: each is in NUMBER_BOUNDS or checked on its own."""
+    from serve.config import NUMBER_BOUNDS
+
+    assert set(_number_fields()) == set(NUMBER_BOUNDS) | {"criteria_threshold", "reward_deadline_s"}
+
+
+@pytest.mark.parametrize("name", sorted(n for n, tp in _number_fields().items() if tp is float))
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")], ids=["nan", "inf", "-inf"])
+def test_every_float_setting_must_be_finite(name, bad):
+    """NaN passes every `< 0` and inf failed math.ceil (--shutdown-grace-s inf: OverflowError, a traceback) or an
+    engine minutes later: validate() refuses both, naming the field."""
+    expected = (f"reward_deadline_s: must be a positive, finite number of seconds, got {bad!r}"
+                if name == "reward_deadline_s" else f"{name}: must be a finite number, got {bad!r}")
+    with pytest.raises(ConfigError) as info:
+        ServeConfig(model="/ckpt", **{name: bad}).validate()
+    assert str(info.value) == expected
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("max_num_seqs", -5, "max_num_seqs: must be >= 0, got -5"),
+        ("cpu_kv_cache_gib", -3, "cpu_kv_cache_gib: must be >= 0, got -3"),
+        ("tensor_parallel_size", 0, "tensor_parallel_size: must be positive, got 0"),
+        ("temperature", -0.5, "temperature: must be >= 0, got -0.5"),
+        ("engine_restart_backoff_max_s", -1.0, "engine_restart_backoff_max_s: must be >= 0, got -1.0"),
+        ("feedback_max_chars", -1, "feedback_max_chars: must be >= 0, got -1"),
+        ("header_timeout_s", 0.0, "header_timeout_s: must be positive, got 0.0"),
+        ("reward_engine_wait_s", -1.0, "reward_engine_wait_s: must be >= 0, got -1.0"),
+        ("port", 0, "port: must be in (0, 65535], got 0"),
+        ("port", 65536, "port: must be at most 65535, got 65536"),
+        ("gpu_memory_share", 0.0, "gpu_memory_share: must be in (0, 1], got 0.0"),
+        ("pooling_memory_fraction", 1.0, "pooling_memory_fraction: must be in (0, 1), got 1.0"),
+        ("criteria_threshold", 1.5, "criteria_threshold: a task-type probability, from 0 to 1; got 1.5"),
+    ],
+)
+def test_out_of_range_numbers_name_the_field(field, value, message):
+    """Each number outside its range is refused at the start with its field's name and the range."""
+    with pytest.raises(ConfigError) as info:
+        ServeConfig(model="/ckpt", **{field: value}).validate()
+    assert str(info.value) == message
+
+
+def test_zero_where_it_means_something_still_validates():
+    """0: vLLM's default (max_num_seqs, cpu_kv_cache_gib), greedy sampling, no restarts, no waits, unbounded feedback."""
+    ServeConfig(model="/ckpt", max_num_seqs=0, cpu_kv_cache_gib=0, temperature=0.0, engine_max_restarts=0,
+                engine_stop_grace_s=0.0, engine_restart_backoff_s=0.0, engine_restart_backoff_max_s=0.0,
+                reward_engine_wait_s=0.0, shutdown_grace_s=0.0, feedback_max_chars=0, gpu_memory_share=1.0,
+                port=65535, criteria_threshold=0.0).validate()
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--shutdown-grace-s", "inf"], "shutdown_grace_s: must be a finite number, got inf"),
+        (["--shutdown-grace-s", "nan"], "shutdown_grace_s: must be a finite number, got nan"),
+        (["--temperature", "nan"], "temperature: must be a finite number, got nan"),
+        (["--request-timeout-s", "nan"], "request_timeout_s: must be a finite number, got nan"),
+        (["--max-num-seqs", "-5"], "max_num_seqs: must be >= 0, got -5"),
+    ],
+)
+def test_print_config_refuses_a_bad_number_with_exit_2(flags, message, capsys):
+    """`judge-serve --model M --print-config --shutdown-grace-s inf` is a usage error naming the field (it was an
+    OverflowError traceback, exit 1)."""
+    assert main(["--model", "M", "--print-config", *flags]) == 2
+    err = capsys.readouterr().err
+    assert err == f"judge-serve: {message}\n"

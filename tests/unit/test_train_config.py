@@ -584,3 +584,74 @@ def test_values_at_the_edge_of_their_range_still_load():
         "max_grad_norm": 0, "warmup_steps": 0, "weight_decay": 0, "lora_dropout": 0.0, "num_train_epochs": 0,
         "max_steps": 3, "max_rows": 1, "lora_target_modules": "q_proj, v_proj"})
     assert (config.max_rows, config.num_train_epochs, config.lora_target_modules) == (1, 0, "q_proj, v_proj")
+
+
+def _float_fields() -> list[tuple[str, str]]:
+    """(recipe, field) for every float field of every recipe."""
+    from judge.plumbing.config_files import field_types
+    from train.config import RECIPES
+
+    return [(recipe, name) for recipe, cls in RECIPES.items() for name, tp in field_types(cls).items() if tp is float]
+
+
+@pytest.mark.parametrize("recipe, field", _float_fields(), ids=lambda value: str(value))
+def test_every_float_of_every_recipe_must_be_finite(recipe, field):
+    """A NaN passes every `<= 0`: each float field of each recipe refuses NaN and inf when the config loads."""
+    for bad in ("nan", "inf"):
+        with pytest.raises(ConfigError) as info:
+            load_config(None, {field: bad}, recipe=recipe)
+        assert str(info.value) == f"{field} must be a finite number, got {bad}"
+
+
+@pytest.mark.parametrize(
+    ("yaml_line", "message"),
+    [
+        ("learning_rate: .nan", "learning_rate must be a finite number, got nan"),
+        ("learning_rate: .inf", "learning_rate must be a finite number, got inf"),
+        # transformers reads any max_steps <= 0 as "not set": -5 trained num_train_epochs without a word
+        ("max_steps: -5", ("max_steps must be a positive number of steps, or -1 (not set: num_train_epochs decides), "
+                           "got -5")),
+        ("max_steps: 0", ("max_steps must be a positive number of steps, or -1 (not set: num_train_epochs decides), "
+                          "got 0")),
+        ("save_total_limit: -1", "save_total_limit must not be negative (0 keeps every checkpoint), got -1"),
+        ("seed: -1", "seed must be in [0, 2**32 - 1], got -1"),
+        ("seed: 4294967296", "seed must be in [0, 2**32 - 1], got 4294967296"),
+    ],
+)
+def test_bad_numbers_stop_judge_train_before_the_run_folder(tmp_path, capsys, yaml_line, message):
+    """`judge-train --config` with `learning_rate: .nan` built the model and wrote run.json, run.lock and
+    base-model/ before torch refused it (exit 1): now exit 2 naming the field, and no run folder."""
+    text = (REPO / "configs/train/tiny/seq2seq.yaml").read_text(encoding="utf-8")
+    path = tmp_path / "bad.yaml"
+    path.write_text(f"{text}\n{yaml_line}\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value) == message
+    out = tmp_path / "run"
+    assert main(["--config", str(path), "--output-dir", str(out)]) == 2
+    assert f"error: {message}" in capsys.readouterr().err and not out.exists()
+
+
+def test_max_steps_minus_one_and_save_total_limit_zero_still_load():
+    """-1 is transformers' (and this config's) "not set"; save_total_limit 0 keeps every checkpoint."""
+    config = load_config(REPO / "configs/train/tiny/seq2seq.yaml", {"max_steps": -1, "save_total_limit": 0, "seed": 0})
+    assert (config.max_steps, config.save_total_limit) == (-1, 0)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"temperature": 0}, "temperature must be positive, got 0.0"),
+        ({"beta": -0.1}, "beta must not be negative, got -0.1"),
+        ({"vllm_gpu_memory_utilization": 0}, "vllm_gpu_memory_utilization must be in (0, 1], got 0.0"),
+        ({"vllm_gpu_memory_utilization": 1.5}, "vllm_gpu_memory_utilization must be in (0, 1], got 1.5"),
+        ({"vllm_server_port": 70000}, "vllm_server_port must be in (0, 65535], got 70000"),
+        ({"vllm_server_tensor_parallel_size": 0}, "vllm_server_tensor_parallel_size must be positive, got 0"),
+        ({"rewards": '{"format_reward": NaN}'}, "rewards: weights must be finite numbers, got {'format_reward': nan}"),
+    ],
+)
+def test_grpo_numbers_are_checked_when_the_config_loads(overrides, message):
+    """The GRPO recipe's own numbers: each out-of-range value names its field before a model or vLLM loads."""
+    with pytest.raises(ConfigError) as info:
+        load_config(REPO / "configs/train/tiny/grpo.yaml", overrides)
+    assert str(info.value) == message
