@@ -26,6 +26,7 @@ import argparse
 import dataclasses
 import json
 import logging
+import math
 import sys
 
 __all__ = ["main", "build_parser", "resolve_run_config", "configure_logging", "CHATTY_LOGGERS"]
@@ -76,9 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
     score_p.add_argument("--target", choices=("auto", "mode", "mean"), default="auto",
                          help="Reference score: mode of the experts, or mean (regression judges); auto picks by the "
                               "predictions' score_source.")
-    score_p.add_argument("--n-boot", type=int, default=1000, help="Bootstrap resamples per interval (0: none).")
-    score_p.add_argument("--seed", type=int, default=0, help="Seed of the Verdict Confidence draws and bootstraps.")
-    score_p.add_argument("--vc-repeats", type=int, default=100, help="Random expert replacements for the judge's VC.")
+    score_p.add_argument("--n-boot", type=int, default=1000, help="Bootstrap resamples per interval, >= 0 (0: none).")
+    score_p.add_argument("--seed", type=int, default=0, help="Seed of the VC draws and bootstraps, >= 0.")
+    score_p.add_argument("--vc-repeats", type=int, default=100,
+                         help="Random expert replacements for the judge's VC, >= 1.")
     score_p.add_argument("--name", default="", help="The judge's label in the report (default: from predictions).")
     score_p.add_argument("--png", action="store_true",
                          help="Also draw the PNG plots (plots/*.png; report.html has them as SVG). On with "
@@ -106,25 +108,26 @@ def build_parser() -> argparse.ArgumentParser:
     score_p.add_argument("--alt-test-epsilon", type=float, default=0.2,
                          help="Alt-test cost-benefit margin ε (the authors: 0.2 expert, 0.15 skilled, 0.1 crowd).")
     score_p.add_argument("--alt-test-q", type=float, default=0.05,
-                         help="Alt-test false discovery rate of the Benjamini-Yekutieli correction.")
+                         help="Alt-test false discovery rate of the Benjamini-Yekutieli correction, in (0, 1).")
     score_p.add_argument("--alt-test-failures", choices=("loss", "drop"), default="loss",
                          help="An item the judge failed to score: a loss for the judge (default) or left out (the "
                               "reference implementation's rule).")
     score_p.add_argument("--alt-test-scoring", choices=("neg_rmse", "accuracy"), default="neg_rmse",
                          help="Alignment with the other experts: minus the RMSE (numeric rubrics) or accuracy.")
     score_p.add_argument("--alt-test-min-items", type=int, default=30,
-                         help="An expert is tested only with at least this many items (others are listed untested).")
+                         help="An expert is tested only with at least this many items (>= 1; others: untested).")
     score_p.add_argument("--alt-test-min-experts", type=int, default=2,
-                         help="An item takes part only with at least this many named experts.")
+                         help="An item takes part only with at least this many named experts (>= 2).")
 
     cmp_p = sub.add_parser("compare", help="Scored runs side by side with paired-bootstrap significance.",
                            description="Compare scored runs (folders written by `score`) with the first one, or two "
                                        "ranking runs (folders written by `rank`).")
     cmp_p.add_argument("runs", nargs="+", metavar="RUN", help="Scored (or rank) run folders; the first is the baseline.")
     cmp_p.add_argument("--out", default=None, help="Also write compare.json, compare.md and compare.html here.")
-    cmp_p.add_argument("--n-boot", type=int, default=1000, help="Paired bootstrap resamples.")
-    cmp_p.add_argument("--seed", type=int, default=0, help="Bootstrap seed.")
-    cmp_p.add_argument("--alpha", type=float, default=0.05, help="Significance level of better/worse calls.")
+    cmp_p.add_argument("--n-boot", type=int, default=1000,
+                       help="Paired bootstrap resamples, >= 0 (0: no intervals, p-values or better/worse calls).")
+    cmp_p.add_argument("--seed", type=int, default=0, help="Bootstrap seed, >= 0.")
+    cmp_p.add_argument("--alpha", type=float, default=0.05, help="Significance level of better/worse calls, in (0, 1).")
     cmp_p.add_argument("--bootstrap-unit", choices=("item", "instruction"), default=None,
                        help="What a paired resample draws: items (the default for scored runs) or whole instructions "
                             "(as score's); rank runs are always compared by instruction.")
@@ -197,11 +200,13 @@ def resolve_run_config(args: argparse.Namespace):
 
 def _run(args: argparse.Namespace) -> int:
     from eval.judging.run import run
+    from judge.plumbing.run_folder import refuse_file
 
     config = resolve_run_config(args)
     if config.data == SAMPLE_DATA:  # the bundled sample, as judge-train's `data: sample` (and as no --data)
         config = dataclasses.replace(config, data="")
     refuse_empty_data(config.data)
+    refuse_file(config.out, "--out")
     from judge.plumbing.provenance import redact
 
     log.info("run config: %s", json.dumps(redact(dataclasses.asdict(config)), ensure_ascii=False))
@@ -216,6 +221,7 @@ def _run(args: argparse.Namespace) -> int:
 def _score(args: argparse.Namespace) -> int:
     from eval.pairwise.metrics import is_pairwise_run, pairwise_markdown, score_pairwise
 
+    refuse_out_of_bounds(args)
     refuse_missing_predictions(args.predictions)
     args.data = sample_or(args.data)
 
@@ -227,12 +233,9 @@ def _score(args: argparse.Namespace) -> int:
     from eval.scoring.score import score
     from eval.validity.alt_test import AltTestSettings
 
-    try:
-        alt_test = AltTestSettings(epsilon=args.alt_test_epsilon, q=args.alt_test_q, failures=args.alt_test_failures,
-                                   scoring=args.alt_test_scoring, min_items_per_expert=args.alt_test_min_items,
-                                   min_experts_per_item=args.alt_test_min_experts)
-    except ValueError as error:
-        raise SystemExit(f"judge-eval score: {error}") from None
+    alt_test = AltTestSettings(epsilon=args.alt_test_epsilon, q=args.alt_test_q, failures=args.alt_test_failures,
+                               scoring=args.alt_test_scoring, min_items_per_expert=args.alt_test_min_items,
+                               min_experts_per_item=args.alt_test_min_experts)
     result = score(args.predictions, args.data, args.out, target=args.target, n_boot=args.n_boot, seed=args.seed,
                    vc_repeats=args.vc_repeats, png=args.png, clip_regression=args.clip_regression,
                    spearman_target=args.spearman_target, bootstrap_unit=args.bootstrap_unit,
@@ -284,8 +287,10 @@ def _experts(args: argparse.Namespace) -> int:
 def _rank(args: argparse.Namespace) -> int:
     from eval.ranking.rank import RankConfig, rank
     from judge.plumbing.config_files import given_flags, resolve_config
+    from judge.plumbing.run_folder import refuse_file
 
     config = resolve_config(RankConfig, args.config, given_flags(args, RankConfig))
+    refuse_file(config.out, "--out")
     log.info("rank config: %s", json.dumps(dataclasses.asdict(config), ensure_ascii=False))
     summary = rank(config)
     print(json.dumps(summary, ensure_ascii=False, indent=2))
@@ -297,10 +302,15 @@ def _compare(args: argparse.Namespace) -> int:
 
     from eval.ranking.compare import is_ranking_run
 
+    refuse_out_of_bounds(args)
     missing = [run for run in args.runs if not Path(run).exists()]
     if missing:
         raise ValueError(f"{', '.join(missing)}: not found; compare takes run folders written by `judge-eval score` "
                          "(or by `judge-eval rank`)")
+    files = [run for run in args.runs if not Path(run).is_dir()]
+    if files:  # a run's metrics.json, say: the folder holding it is what compare reads
+        raise ValueError(f"{', '.join(files)}: a file, not a folder; compare takes run folders written by "
+                         "`judge-eval score` (or by `judge-eval rank`), not the files in them")
     if any(map(is_ranking_run, args.runs)):
         return _compare_rankings(args)
     from eval.scoring.compare import compare, render_markdown
@@ -384,6 +394,31 @@ def refuse_empty_data(data: str) -> None:
         raise ValueError(f"--data {data}: no such file")
     if path.is_file() and path.suffix in (".jsonl", ".json", "") and not _has_content(path):
         raise ValueError(f"--data {data}: the file is empty (no records to judge)")
+
+
+#: score's and compare's numeric flags: what each must be (NaN is none of them). Out of bounds, --vc-repeats -3 wrote
+#: "vc_judge": 0.0 (a figure never computed), --alpha 2 called p = 0.7 "better", --n-boot -1 read as 0.
+_OPEN_0_1 = (lambda v: 0 < v < 1, "between 0 and 1 (both excluded)")
+FLAG_BOUNDS = {"n_boot": (lambda v: v >= 0, "0 or more"), "seed": (lambda v: v >= 0, "0 or more"),
+               "vc_repeats": (lambda v: v >= 1, "at least 1"), "alpha": _OPEN_0_1, "alt_test_q": _OPEN_0_1,
+               "alt_test_epsilon": (math.isfinite, "a finite number"),
+               "alt_test_min_items": (lambda v: v >= 1, "at least 1"),
+               "alt_test_min_experts": (lambda v: v >= 2, "at least 2")}  # fmt: skip
+
+
+def refuse_out_of_bounds(args: argparse.Namespace) -> None:
+    """Refuse, before anything is read or written, a flag of ``FLAG_BOUNDS`` out of its bounds, or an ``--out``
+    that is a file (a folder made after the work stopped in ``mkdir`` with a traceback).
+
+    Raises:
+        ValueError: naming the flag, its bound and the value (or the file).
+    """
+    from judge.plumbing.run_folder import refuse_file
+
+    for dest, (within, bound) in FLAG_BOUNDS.items():
+        if hasattr(args, dest) and not within(getattr(args, dest)):
+            raise ValueError(f"--{dest.replace('_', '-')}: must be {bound}, got {getattr(args, dest)}")
+    refuse_file(args.out, "--out")
 
 
 def refuse_missing_predictions(predictions: str) -> None:

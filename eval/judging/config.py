@@ -8,6 +8,7 @@ Its own module (as ``train.config`` and ``serve.config`` are) so that the runner
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,7 +59,7 @@ class RunConfig:
                                          "stops with exit code 4.")
     max_tokens: int = _f(1024, "Tokens the judge may generate per verdict; a resume keeps the budget its folder's "
                                "verdicts were asked with (run.json's config.max_tokens) and refuses another.")
-    temperature: float = _f(0.0, "Sampling temperature (0: greedy).")
+    temperature: float = _f(0.0, "Sampling temperature, 0 or more (0: greedy).")
     lenient: bool = _f(False, "Accept a verdict whose [END] was cut off (judge.parse_verdict lenient=True).")
     pairwise_orders: str = _f("both", "Pairwise rows (answer_1/answer_2): both asks each pair in both orders (position "
                                       "bias shows as verdicts that do not flip with the order); original asks once.")
@@ -98,7 +99,13 @@ class RunConfig:
         for key in ("concurrency", "batch_size", "max_tokens"):
             if getattr(self, key) < 1:
                 raise ConfigError(f"{key}: must be at least 1, got {getattr(self, key)}")
-        for key in ("limit", "max_retries", "backoff_s"):  # a negative limit would slice items off the end, silently
+        # Every comparison with NaN is false: a NaN connect_timeout_s passed "<= 0" and then retried for ever, and a
+        # NaN temperature went to the server unseen. An infinity is no number of seconds either.
+        for key in ("backoff_s", "timeout_s", "connect_timeout_s", "server_timeout_s", "temperature"):
+            if not math.isfinite(getattr(self, key)):
+                raise ConfigError(f"{key}: must be a finite number, got {getattr(self, key)}")
+        # A negative limit would slice items off the end, silently.
+        for key in ("limit", "max_retries", "backoff_s", "temperature"):
             if getattr(self, key) < 0:
                 raise ConfigError(f"{key}: must be >= 0, got {getattr(self, key)}")
         for key in ("timeout_s", "connect_timeout_s", "server_timeout_s"):

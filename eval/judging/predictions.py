@@ -116,10 +116,21 @@ def _is_kind(value: Any, kind: str) -> bool:
     if kind == _TEXT:
         return type(value) is str
     if kind == _NUMBER:  # finite: a NaN or an infinity (Python's json writes and reads them) is no score
-        return type(value) in (int, float) and math.isfinite(value)
+        return _is_finite_number(value)
     if kind == _FLAG:
         return type(value) is bool
-    return type(value) is dict and all(type(v) in (int, float) and math.isfinite(v) for v in value.values())
+    return type(value) is dict and all(_is_finite_number(v) for v in value.values())
+
+
+def _is_finite_number(value: Any) -> bool:
+    """Whether ``value`` is a JSON number a float column holds. json.loads reads a 400-digit integer as an ``int``
+    that ``math.isfinite`` cannot convert (OverflowError): as much no score as an infinity."""
+    if type(value) not in (int, float):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def read_prediction_table(path: str | Path) -> pa.Table:

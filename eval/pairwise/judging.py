@@ -92,12 +92,15 @@ def is_pairwise_data(path: str | Path | None) -> bool:
     """Whether ``path`` is a JSONL file whose first row has ``answer_1`` (pairwise rows) rather than ``answer``."""
     if not path or not Path(path).is_file() or Path(path).suffix not in (".jsonl", ".json"):
         return False
-    with open(path, encoding="utf-8") as handle:
+    # Bytes, decoded a line at a time: a text-mode handle decodes ahead of the line it returns, so a bad byte on a
+    # later line stopped this sniff with a bare UnicodeDecodeError that named no file or row. Whatever this cannot
+    # read is "not pairwise"; the record loader then names the file, row and column.
+    with open(path, "rb") as handle:
         for line in handle:
             if line.strip():
                 try:
-                    row = json.loads(line)
-                except (ValueError, RecursionError):  # not JSON, or JSON json.loads cannot hold
+                    row = json.loads(line.decode("utf-8"))
+                except (ValueError, RecursionError):  # not UTF-8, not JSON, or JSON json.loads cannot hold
                     return False
                 return isinstance(row, dict) and "answer_1" in row
     return False

@@ -126,7 +126,6 @@ def score(
     if not data:
         raise ValueError("score: no --data given and the run folder has no run.json naming its data")
     out = Path(out) if out else run_dir
-    out.mkdir(parents=True, exist_ok=True)
 
     # ---- inputs: the predictions as one Arrow table, the records, joined by id into the item table's columns
     rows = read_prediction_table(predictions)
@@ -173,7 +172,9 @@ def score(
                         "verdict_format": verdict_format} if run_info else None),
     )
 
-    # ---- files, all from the item table and the metrics
+    # ---- files, all from the item table and the metrics; the folder only now, once every input has been read
+    # (a predictions file or --data refused above leaves no empty output folder behind)
+    out.mkdir(parents=True, exist_ok=True)
     extra = {"reference": derived.reference, "vc_judge": derived.vc_judge, "vc_experts": derived.vc_experts}
     if derived.spearman_reference is not None and derived.spearman_reference is not derived.reference:
         extra["spearman_reference"] = derived.spearman_reference  # --spearman-target apart: what compare pairs on

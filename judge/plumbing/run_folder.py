@@ -31,7 +31,8 @@ from typing import Any
 
 from judge.plumbing.provenance import make_private_dir, redact, redact_argv, write_private_text
 
-__all__ = ["LOCK_FILE", "RUN_KEY_FILE", "RunFolderBusy", "ResumeMismatch", "hold_run_folder", "claim_run_folder"]
+__all__ = ["LOCK_FILE", "RUN_KEY_FILE", "RunFolderBusy", "ResumeMismatch", "hold_run_folder", "claim_run_folder",
+           "refuse_file"]
 
 #: The lock every writer of a run folder holds.
 LOCK_FILE = "run.lock"
@@ -60,9 +61,11 @@ def hold_run_folder(out_dir: str | Path, job: str) -> Iterator[Path]:
 
     Raises:
         RunFolderBusy: another process holds it; the message names its pid, host, command and start time.
+        ConfigError: ``out_dir`` is a file, or lies under one.
     """
     import fcntl
 
+    refuse_file(out_dir)
     folder = make_private_dir(out_dir)
     path = folder / LOCK_FILE
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
@@ -82,6 +85,29 @@ def hold_run_folder(out_dir: str | Path, job: str) -> Iterator[Path]:
         yield folder
     finally:
         os.close(fd)  # releases the lock; the file stays (removing it would race a process opening it now)
+
+
+def refuse_file(out_dir: str | Path | None, flag: str = "") -> None:
+    """Refuse a run folder that is a file, or lies under one: making it would stop in ``mkdir`` with a bare
+    FileExistsError (or NotADirectoryError) that the commands' error handling lets through as a traceback.
+
+    Args:
+        out_dir: the run folder (nothing is checked when empty).
+        flag: the option that named it, said first (judge-eval's ``--out``); jobs whose folder has another option
+            name (judge-train's) leave it out.
+
+    Raises:
+        ConfigError: naming the file.
+    """
+    from judge.plumbing.config_files import ConfigError
+
+    if not out_dir:
+        return
+    for path in (Path(out_dir), *Path(out_dir).parents):
+        if path.is_symlink() or path.exists():  # the nearest part that is there decides
+            if not path.is_dir():
+                raise ConfigError(f"{flag + ': ' if flag else ''}{path} is a file, not a folder")
+            return
 
 
 def _describe_holder(path: Path) -> str:
@@ -112,7 +138,9 @@ def claim_run_folder(out_dir: str | Path, run_key: Mapping[str, Any], progress_f
     Raises:
         ResumeMismatch: earlier progress was made with different settings (and ``overwrite`` is off), naming each
             setting that differs with its old and new value.
+        ConfigError: ``out_dir`` is a file, or lies under one.
     """
+    refuse_file(out_dir)
     out_dir = make_private_dir(out_dir)
     key_path = out_dir / RUN_KEY_FILE
     existing = [out_dir / name for name in progress_files if (out_dir / name).exists()]

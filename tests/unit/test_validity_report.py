@@ -198,8 +198,10 @@ def test_unnamed_experts_leave_the_alt_test_out_and_say_so(tmp_path):
     assert "names no experts" in (tmp_path / "run" / "report.md").read_text(encoding="utf-8")
 
 
-def test_bad_alt_test_setting_is_a_clear_error(sample_runs):
-    """An impossible q is refused with a message naming it, not a traceback."""
-    with pytest.raises(SystemExit, match="q must lie in"):
-        main(["score", "--predictions", str(sample_runs["root"] / "exact"), "--data", str(judge.sample_data_path()),
-              "--alt-test-q", "1.5"])
+def test_bad_alt_test_setting_is_a_clear_error(sample_runs, capsys):
+    """An impossible q is refused with a message naming its flag, exit code 2 (a usage error), not a traceback."""
+    capsys.readouterr()
+    assert main(["score", "--predictions", str(sample_runs["root"] / "exact"), "--data",
+                 str(judge.sample_data_path()), "--alt-test-q", "1.5"]) == 2
+    assert capsys.readouterr().err == ("judge-eval score: error: --alt-test-q: must be between 0 and 1 (both "
+                                       "excluded), got 1.5\n")

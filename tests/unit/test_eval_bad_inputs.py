@@ -1,0 +1,243 @@
+"""judge-eval on bad input: a clear error naming the flag, field, file or row, exit code 2, never a traceback, and
+nothing written (a flag out of its bounds, a prediction score no float holds, a broken metrics.json, an --out that
+is a file, a --data file with a byte that is not UTF-8)."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+
+import judge
+from eval.cli import main
+from eval.judging.config import RunConfig
+from judge.plumbing.config_files import ConfigError
+
+URL = "http://127.0.0.1:9/v1"  # never reached: every input below is refused before any request
+
+
+def _records() -> list:
+    """12 sample records, 6 per test."""
+    records = judge.load_records(judge.sample_data_path())
+    return ([r for r in records if judge.split_of(r) == "zero_shot"][:6]
+            + [r for r in records if judge.split_of(r) == "standard"][:6])
+
+
+def _prediction(record, score) -> dict:
+    return {"id": record.id, "judge": "j", "raw_output": f"[FEEDBACK] ok [RESULT] {score} [END]", "feedback": "ok",
+            "score": score, "parse_ok": True, "error": None, "reason": "", "score_source": "verdict",
+            "latency_s": 0.1}
+
+
+def _write_run(folder: Path, rows: list[dict]) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict:
+    """Two scored runs of the 12 records (a judge that says each item's top expert score, one that says 0) and
+    the data file."""
+    root = tmp_path_factory.mktemp("runs")
+    records = _records()
+    data = judge.write_jsonl(records, root / "data.jsonl")
+    for name, score in (("top", lambda r: max(r.expert_scores)), ("zero", lambda r: 0)):
+        run = _write_run(root / name, [_prediction(r, score(r)) for r in records])
+        assert main(["score", "--predictions", str(run), "--data", str(data), "--n-boot", "0", "--vc-repeats", "5",
+                     "--no-plots"]) == 0
+    return {"root": root, "data": data, "records": records}
+
+
+def _said(capsys) -> tuple[str, str]:
+    captured = capsys.readouterr()
+    return captured.out, captured.err
+
+
+# ------------------------------------------------------------------------------------------ score's flags
+
+
+@pytest.mark.parametrize(("flag", "value", "says"), [
+    # -3 wrote "vc_judge": 0.0 (a Verdict Confidence never computed); 0 divided by zero and printed "—"
+    ("--vc-repeats", "-3", "must be at least 1, got -3"), ("--vc-repeats", "0", "must be at least 1, got 0"),
+    ("--n-boot", "-1", "must be 0 or more, got -1"),  # was taken as 0 (no intervals) without a word
+    ("--seed", "-1", "must be 0 or more, got -1"),  # numpy's "expected non-negative integer", no flag named
+    ("--alt-test-q", "0", "must be between 0 and 1 (both excluded), got 0.0"),  # exit code 1, no "error:"
+    ("--alt-test-epsilon", "nan", "must be a finite number, got nan"),
+    ("--alt-test-min-experts", "1", "must be at least 2, got 1"),
+])  # fmt: skip
+def test_score_refuses_a_flag_out_of_its_bounds_before_writing_anything(runs, tmp_path, capsys, flag, value, says):
+    out = tmp_path / "out"
+    capsys.readouterr()
+    code = main(["score", "--predictions", str(runs["root"] / "top"), "--data", str(runs["data"]), "--out", str(out),
+                 "--n-boot", "0", "--vc-repeats", "5", "--no-plots", flag, value])
+    assert (code, _said(capsys)) == (2, ("", f"judge-eval score: error: {flag}: {says}\n"))
+    assert not out.exists()
+
+
+def test_score_n_boot_0_is_no_intervals_as_its_help_says(runs):
+    metrics = json.loads((runs["root"] / "top" / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics["splits"]["all"]["overall"]["mae_ci"] in (None, [None, None])
+
+
+# ------------------------------------------------------------------------------------------ compare's flags
+
+
+@pytest.mark.parametrize(("flag", "value", "says"), [
+    ("--alpha", "2", "must be between 0 and 1 (both excluded), got 2.0"),  # called p = 0.7 "better"
+    ("--alpha", "0", "must be between 0 and 1 (both excluded), got 0.0"),  # called everything n.s.
+    ("--alpha", "-0.5", "must be between 0 and 1 (both excluded), got -0.5"),
+    ("--alpha", "nan", "must be between 0 and 1 (both excluded), got nan"),
+    ("--n-boot", "-1", "must be 0 or more, got -1"), ("--seed", "-1", "must be 0 or more, got -1"),
+])  # fmt: skip
+def test_compare_refuses_a_flag_out_of_its_bounds(runs, tmp_path, capsys, flag, value, says):
+    out = tmp_path / "cmp"
+    capsys.readouterr()
+    code = main(["compare", str(runs["root"] / "top"), str(runs["root"] / "zero"), "--out", str(out), "--n-boot", "20",
+                 flag, value])
+    assert (code, _said(capsys)) == (2, ("", f"judge-eval compare: error: {flag}: {says}\n"))
+    assert not out.exists()
+
+
+def test_compare_n_boot_0_compares_without_calls(runs, tmp_path):
+    assert main(["compare", str(runs["root"] / "top"), str(runs["root"] / "zero"), "--out", str(tmp_path / "cmp"),
+                 "--n-boot", "0"]) == 0
+    mae = json.loads((tmp_path / "cmp" / "compare.json").read_text(encoding="utf-8"))
+    assert mae["comparisons"][0]["splits"]["all"]["overall"]["mae"]["verdict"] == "—"
+
+
+# ------------------------------------------------------------------------------------------ run's settings
+
+
+@pytest.mark.parametrize("field", ["backoff_s", "timeout_s", "connect_timeout_s", "server_timeout_s", "temperature"])
+@pytest.mark.parametrize("value", [math.nan, math.inf])
+def test_run_float_settings_must_be_finite(field, value):
+    """NaN passed every "<= 0" check: --connect-timeout-s nan retried an unreachable server for ever."""
+    with pytest.raises(ConfigError) as refused:
+        RunConfig(judge=URL, out="runs/x", **{field: value}).validate()
+    assert str(refused.value) == f"{field}: must be a finite number, got {value}"
+
+
+def test_run_refuses_a_negative_or_nan_temperature_before_any_request(tmp_path, capsys):
+    for value, says in (("-1", "must be >= 0, got -1.0"), ("nan", "must be a finite number, got nan")):
+        out = tmp_path / value
+        code = main(["run", "--judge", URL, "--out", str(out), "--temperature", value, "--connect-timeout-s", "0.1",
+                     "--no-progress"])
+        assert code == 2 and _said(capsys)[1].endswith(f"judge-eval run: error: temperature: {says}\n")
+        assert not out.exists()
+
+
+# ------------------------------------------------------------------------------------------ predictions
+
+
+@pytest.mark.parametrize("field", ["score", "score_probs"])
+def test_a_prediction_number_no_float_holds_is_named_with_its_row(runs, tmp_path, capsys, field):
+    """A 400-digit JSON integer is valid JSON that json.loads reads as an int: math.isfinite raised OverflowError."""
+    huge = 10**400
+    rows = [_prediction(r, max(r.expert_scores)) for r in runs["records"]]
+    rows[4][field] = huge if field == "score" else {"0": huge}
+    run = _write_run(tmp_path / "run", rows)
+    capsys.readouterr()
+    code = main(["score", "--predictions", str(run), "--data", str(runs["data"]), "--out", str(tmp_path / "out"),
+                 "--n-boot", "0", "--no-plots"])
+    got = f"int {huge!r:.40}" if field == "score" else f"dict {rows[4][field]!r:.40}"
+    kind = "a finite number" if field == "score" else "an object of finite numbers"
+    assert (code, _said(capsys)) == (2, ("", f"judge-eval score: error: {run / 'predictions.jsonl'}: row 5.{field}: "
+                                             f"expected {kind}, got {got}\n"))
+    assert not (tmp_path / "out").exists()  # inputs are read before the output folder is made
+
+
+# ------------------------------------------------------------------------------------------ compare's run folders
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ('{"judge": \n', "invalid JSON (Expecting value at line 2, column 1)"),  # truncated
+    ("", "invalid JSON (Expecting value at line 1, column 1)"),  # empty
+    ("[" * 20_000 + "]" * 20_000, "unreadable JSON: nested too deeply"),  # was a RecursionError
+    ("[1]", "expected a JSON object, got list"),
+], ids=["truncated", "empty", "deep", "list"])  # fmt: skip
+def test_compare_names_a_metrics_json_it_cannot_read(runs, tmp_path, capsys, text, says):
+    broken = tmp_path / "broken"
+    shutil.copytree(runs["root"] / "zero", broken)
+    (broken / "metrics.json").write_text(text, encoding="utf-8")
+    capsys.readouterr()
+    assert main(["compare", str(runs["root"] / "top"), str(broken), "--n-boot", "0"]) == 2
+    assert _said(capsys) == ("", f"judge-eval compare: error: {broken / 'metrics.json'}: {says}; score the run again: "
+                                 f"judge-eval score --predictions {broken} --out {broken}\n")
+
+
+def test_compare_of_a_file_says_it_takes_run_folders(runs, capsys):
+    """It advised `judge-eval score --predictions RUN/metrics.json --out RUN/metrics.json`."""
+    metrics = runs["root"] / "zero" / "metrics.json"
+    capsys.readouterr()
+    assert main(["compare", str(runs["root"] / "top"), str(metrics), "--n-boot", "0"]) == 2
+    assert _said(capsys) == ("", f"judge-eval compare: error: {metrics}: a file, not a folder; compare takes run "
+                                 "folders written by `judge-eval score` (or by `judge-eval rank`), not the files in "
+                                 "them\n")
+    from eval.scoring.compare import load_run
+
+    with pytest.raises(ValueError, match="a file, not a folder"):
+        load_run(metrics)
+
+
+# ------------------------------------------------------------------------------------------ --out is a file
+
+
+def test_an_out_that_is_a_file_is_refused_by_every_command(runs, tmp_path, capsys):
+    """FileExistsError tracebacks from mkdir, after the work (compare) or before it (run)."""
+    file = tmp_path / "x.jsonl"
+    file.write_text("{}\n", encoding="utf-8")
+    top, zero, data = str(runs["root"] / "top"), str(runs["root"] / "zero"), str(runs["data"])
+    commands = {"run": ["run", "--judge", URL, "--data", data, "--no-progress"],
+                "score": ["score", "--predictions", top, "--data", data, "--n-boot", "0"],
+                "compare": ["compare", top, zero, "--n-boot", "0"]}
+    for out in (file, file / "sub"):
+        for command, argv in commands.items():
+            capsys.readouterr()
+            assert main([*argv, "--out", str(out)]) == 2, (command, out)
+            assert _said(capsys)[1].endswith(f"judge-eval {command}: error: --out: {file} is a file, not a folder\n")
+    # A scored run's own metrics.json as compare's --out (the reviewer's case)
+    metrics = runs["root"] / "top" / "metrics.json"
+    assert main(["compare", top, zero, "--n-boot", "0", "--out", str(metrics)]) == 2
+    assert _said(capsys)[1] == f"judge-eval compare: error: --out: {metrics} is a file, not a folder\n"
+
+
+def test_run_folders_refuse_a_file_for_every_job(tmp_path, capsys):
+    """judge.plumbing.run_folder, which mera and judge-train hold their folders with too."""
+    from judge.plumbing.run_folder import claim_run_folder, hold_run_folder
+
+    file = tmp_path / "x.jsonl"
+    file.write_text("{}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=f"^{file} is a file, not a folder$"):
+        with hold_run_folder(file, "test"):
+            pass
+    with pytest.raises(ConfigError, match=f"^{file} is a file, not a folder$"):
+        claim_run_folder(file / "sub", {}, [])
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as mera:  # mera's parser says it (parser.error)
+        main(["mera", "ruhumaneval", "--self-check", "--out", str(file)])
+    assert mera.value.code == 2
+    assert _said(capsys)[1].endswith(f"judge-eval mera: error: {file} is a file, not a folder\n")
+
+
+# ------------------------------------------------------------------------------------------ --data not UTF-8
+
+
+def test_run_names_the_file_and_row_of_a_byte_that_is_not_utf8(runs, tmp_path, capsys):
+    """The pairwise sniff read the file as text, and its decoder, reading ahead, met line 2's 0xff byte: an error
+    that named no file or row. The sniff now reads bytes; the record loader names the row, as `convert` does."""
+    lines = runs["data"].read_bytes().splitlines(keepends=True)
+    data = tmp_path / "data.jsonl"
+    data.write_bytes(lines[0] + lines[1][:9] + b"\xff" + lines[1][10:])
+    capsys.readouterr()
+    assert main(["run", "--judge", URL, "--data", str(data), "--out", str(tmp_path / "out"), "--no-progress"]) == 2
+    said = f"{data}: row 1: not UTF-8 text (byte 0xff at column 10)"
+    assert _said(capsys)[1].endswith(f"judge-eval run: error: {said}\n")
+    assert main(["convert", "--data", str(data), "--out", str(tmp_path / "c.jsonl")]) == 2
+    assert _said(capsys)[1].endswith(f"judge-eval convert: error: {said}\n")
+    from eval.pairwise.judging import is_pairwise_data
+
+    assert is_pairwise_data(data) is False
