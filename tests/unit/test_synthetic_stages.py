@@ -1009,3 +1009,14 @@ def test_a_malformed_input_row_is_an_error_naming_file_row_and_field(stage, rows
     assert main([stage, "--config", str(config), "--input", str(source), "--output", str(tmp_path / "out")]) == 2
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert last.startswith(f"judge-train data {stage}: error: {source}: ") and re.search(message, last), last
+
+
+def test_an_output_that_is_a_file_is_a_usage_error(tmp_path, capsys):
+    """``--output`` naming a file (a stage's own output passed by mistake) is exit 2 naming it, not a traceback."""
+    source = tmp_path / "input.jsonl"
+    source.write_text(json.dumps({"id": "i1", "instruction": "Напишите стих.", "task_type": "Editing"},
+                                 ensure_ascii=False) + "\n", encoding="utf-8")
+    config = _write_yaml(tmp_path / "stage.yaml", "answer_models: [{model: m, base_url: 'http://127.0.0.1:9/v1'}]\n")
+    assert main(["answers", "--config", str(config), "--input", str(source), "--output", str(source)]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"judge-train data answers: error: {source} is a file, not a folder")

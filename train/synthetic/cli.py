@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from judge.plumbing.config_files import given_flags
+from judge.plumbing.config_files import ConfigError, given_flags
 from judge.plumbing.provenance import redact
 from train.synthetic.config import STAGE_CONFIGS, add_config_flags, load_config
 
@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
                 from train.synthetic.splitting import run_split
 
                 summary = run_split(config, args.input, out_dir)
-    except (RunFolderBusy, ResumeMismatch) as err:
+    except (RunFolderBusy, ResumeMismatch, ConfigError) as err:  # ConfigError: an --output that is a file
         print(f"judge-train data {args.stage}: error: {err}", file=sys.stderr)
         return 2
     except (LeakageError, RecordError) as err:  # training data refused, or a bad row: named, no traceback
