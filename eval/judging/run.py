@@ -234,8 +234,20 @@ def run(config: RunConfig, *, max_tokens_chosen: bool = True) -> dict[str, Any]:
     """
     config.validate()
     _refuse_unreachable_judge(config)  # before the run folder, its lock and key exist
+    # The data too: a bad row refused after the folder was claimed left run.lock and run_key.json behind, and the
+    # run with the row fixed in a new file was then refused as a resume under another `data`.
+    data = None if config.criteria == "auto" else _read_data(config)
     with hold_run_folder(config.out, "judge-eval run") as out:  # one writer per folder
-        return _run_holding(config, out, max_tokens_chosen)
+        return _run_holding(config, out, max_tokens_chosen, data)
+
+
+def _read_data(config: RunConfig) -> tuple[bool, list]:
+    """(pairwise, the selected records or pairs) of ``config.data`` (the bundled sample when unset)."""
+    import judge
+
+    if is_pairwise_data(config.data):  # rows with answer_1/answer_2: eval.pairwise.judging
+        return True, load_pairs(config.data)[: config.limit or None]
+    return False, _select(judge.load_records(config.data or judge.sample_data_path()), config)
 
 
 def _refuse_unreachable_judge(config: RunConfig) -> None:
@@ -297,7 +309,8 @@ def resolved_paths(config: RunConfig) -> dict[str, str]:
     return out
 
 
-def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True) -> dict[str, Any]:
+def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
+                 data: tuple[bool, list] | None = None) -> dict[str, Any]:
     import judge
 
     # The run resolves data, name and model into its own copy: the caller's config is left as it was given. Paths
@@ -309,15 +322,13 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True) -
                      overwrite=config.overwrite)
     if config.criteria == "auto":
         config.data = str(_expand_auto(config, out))  # run.json then names the expanded items, as `score` reads them
-    pairwise = is_pairwise_data(config.data)
-    if pairwise:  # rows with answer_1/answer_2: eval.pairwise.judging, every pair in both orders by default
-        records = load_pairs(config.data)[: config.limit or None]
+    pairwise, records = data if data is not None else _read_data(config)
+    if pairwise:  # every pair in both orders by default
         predictions = out / PAIRWISE_PREDICTIONS
         orders = ORDERS if config.pairwise_orders == "both" else ORDERS[:1]
         todo, n_done, pair_judges = pending_judgments(records, predictions, orders)
         done: Any = ()  # counted in n_done
     else:
-        records = _select(judge.load_records(config.data or judge.sample_data_path()), config)
         if not config.data:
             config.data = str(judge.sample_data_path())
         predictions = out / "predictions.jsonl"

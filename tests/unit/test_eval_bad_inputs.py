@@ -241,3 +241,21 @@ def test_run_names_the_file_and_row_of_a_byte_that_is_not_utf8(runs, tmp_path, c
     from eval.pairwise.judging import is_pairwise_data
 
     assert is_pairwise_data(data) is False
+
+
+def test_run_refuses_bad_data_before_it_claims_the_folder(runs, tmp_path, capsys):
+    """A bad row is refused before the run folder, its lock and its key exist: the run with the row fixed, in
+    another file, starts afresh instead of being refused as a resume of the failed one under another `data`."""
+    lines = runs["data"].read_bytes().splitlines(keepends=True)
+    bad, fixed, out = tmp_path / "bad.jsonl", tmp_path / "fixed.jsonl", tmp_path / "out"
+    bad.write_bytes(lines[0] + b'{"id": "x"}\n')
+    capsys.readouterr()
+    assert main(["run", "--judge", URL, "--data", str(bad), "--out", str(out), "--no-progress"]) == 2
+    assert "judge-eval run: error: " in _said(capsys)[1]
+    assert not out.exists()
+    fixed.write_bytes(lines[0])
+    code = main(["run", "--judge", URL, "--data", str(fixed), "--out", str(out), "--no-progress", "--max-retries",
+                 "0", "--connect-timeout-s", "1"])
+    said = _said(capsys)[1]
+    assert "--overwrite" not in said, said  # no judge answers at URL; what stops the run is not a resume refusal
+    assert code != 2 and (out / "run_key.json").is_file(), (code, said)
