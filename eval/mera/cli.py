@@ -417,8 +417,12 @@ def main(argv: list[str] | None = None) -> int:
     from eval.mera.task_rows import DataError
 
     from judge.plumbing.retry import EXIT_UNUSABLE, EndpointUnusable
-    from judge.plumbing.run_folder import RunFolderBusy, hold_run_folder
+    from judge.plumbing.run_folder import RunFolderBusy, hold_run_folder, refuse_file
 
+    try:
+        refuse_file(config.out, "--out")  # before the endpoint is asked anything
+    except ConfigError as err:
+        parser.error(str(err))
     if needs_endpoint:  # first contact: a loading server is waited for, a wrong key or URL said plainly
         from judge.plumbing.api_keys import KEY_RULE, client_api_key
         from judge.plumbing.retry import RetryPolicy, list_models

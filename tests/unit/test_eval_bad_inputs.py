@@ -220,7 +220,7 @@ def test_run_folders_refuse_a_file_for_every_job(tmp_path, capsys):
     with pytest.raises(SystemExit) as mera:  # mera's parser says it (parser.error)
         main(["mera", "ruhumaneval", "--self-check", "--out", str(file)])
     assert mera.value.code == 2
-    assert _said(capsys)[1].endswith(f"judge-eval mera: error: {file} is a file, not a folder\n")
+    assert _said(capsys)[1].endswith(f"judge-eval mera: error: --out: {file} is a file, not a folder\n")
 
 
 # ------------------------------------------------------------------------------------------ --data not UTF-8
