@@ -83,8 +83,8 @@ def write_inputs(tmp_path: Path, rows=RECORDS) -> Path:
     return path
 
 
-def write_config(tmp_path: Path, url: str, **overrides) -> Path:
-    teacher = {"name": "pollux-4b", "model": MODEL, "base_url": url, "temperature": 0.6, "max_tokens": 256,
+def write_config(tmp_path: Path, url: str, max_tokens: int = 256, **overrides) -> Path:
+    teacher = {"name": "pollux-4b", "model": MODEL, "base_url": url, "temperature": 0.6, "max_tokens": max_tokens,
                "extra_body": {"top_p": 0.95}}  # fmt: skip
     config = {"teacher": teacher, "samples_per_item": 4, "concurrency": 1, "max_retries": 0, "backoff_s": 0.0,
               **overrides}  # fmt: skip
@@ -236,6 +236,109 @@ def test_retuning_and_resuming_reuse_the_journal(teacher, tmp_path):
     assert len(teacher.requests) == 10
     keys = [json.loads(line)["key"] for line in (out / "journal.jsonl").read_text().splitlines()]
     assert keys.count(torn) == 2 and len(keys) == 9  # its failed row of the first run, then its answer
+
+
+#: A and B asked twice each at max_tokens 64: A's two answers finish (kept, disagrees); B's first is kept, its second
+#: is cut inside its reasoning by the limit (verdict_unclosed_think, finish_reason length).
+CUT_SCRIPT = {
+    "A": [reply("2", "Ошибка исправлена, других нет."), reply("1", "Есть сомнения.")],
+    "B": [reply("1", "Запятая пропущена."), reply("<think>\nДумаю о запятых", finish="length")],
+}
+
+
+def run_cut(teacher, tmp_path: Path, max_tokens: int, argv_tail=()) -> tuple[int, list[str]]:
+    """The traces stage on A and B, two samples each, with the teacher's max_tokens; returns (exit, argv)."""
+    argv = ["traces", "--config", str(write_config(tmp_path, teacher.base_url, max_tokens=max_tokens,
+                                                   samples_per_item=2)),
+            "--input", str(write_inputs(tmp_path, RECORDS[:2])), "--output", str(tmp_path / "traces"), *argv_tail]
+    return main(argv), argv
+
+
+def test_raising_max_tokens_asks_again_only_the_cut_trace(teacher, tmp_path, capsys):
+    """A trace cut at max_tokens 64, then a rerun into the same folder at 256: the resume is not refused (the cap is
+    not in the run key), exactly B#1 is asked again, with max_tokens 256, and the other three are reused; the newer
+    answer wins and the summary counts one cut trace asked again."""
+    teacher.left.update({item: list(answers) for item, answers in CUT_SCRIPT.items()})
+    out = tmp_path / "traces"
+    assert run_cut(teacher, tmp_path, 64)[0] == 0
+    assert [body["max_tokens"] for body in teacher.bodies("/v1/chat/completions")] == [64, 64, 64, 64]
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["kept"], summary["failed_by_reason"], summary["cut_traces_asked_again"]) == (
+        2, {"verdict_unclosed_think": 1}, 0)
+    assert {json.loads(line)["key"]: json.loads(line)["max_tokens"] for line in
+            (out / "journal.jsonl").read_text().splitlines()} == {"A#0": 64, "A#1": 64, "B#0": 64, "B#1": 64}
+    capsys.readouterr()
+
+    teacher.left["B"] = [reply("1", "Запятая пропущена, других ошибок нет.")]  # B#1's answer with room to finish
+    assert run_cut(teacher, tmp_path, 256)[0] == 0
+    bodies = teacher.bodies("/v1/chat/completions")
+    assert len(bodies) == 5
+    record_b = {**RECORDS[1], "reference_answer": ""}
+    assert bodies[4] == {"model": MODEL, "messages": [{"role": "user", "content": judge.render_prompt(record_b)}],
+                         "temperature": 0.6, "max_tokens": 256, "top_p": 0.95}  # fmt: skip
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["kept"], summary["failed"], summary["cut_traces_asked_again"]) == (3, 0, 1)
+    assert [row["id"] for row in jsonl(out / "traces.jsonl")] == ["A#0", "B#0", "B#1"]
+    said = capsys.readouterr()
+    assert said.out.strip() == f"traces: kept 3, dropped 1 (disagrees 1), failed 0 (none); cut traces asked again 1 -> {out}"
+    assert "asking again the 1 journalled jobs whose answer a smaller max_tokens cut (now 256)" in said.err
+    rows = jsonl(out / "journal.jsonl")
+    assert [(row["key"], row["max_tokens"], row["finish_reason"]) for row in rows[4:]] == [("B#1", 256, "stop")]
+    assert json.loads((out / "run_key.json").read_text())["teacher"] == {
+        "model": MODEL, "temperature": 0.6, "extra_body": {"top_p": 0.95}}  # every teacher field but the cap
+
+
+def test_rerunning_at_the_same_or_a_smaller_max_tokens_asks_nothing(teacher, tmp_path):
+    """The cut trace is not paid for again to be cut again: a rerun at the max_tokens that cut it asks nothing, nor
+    does one at a smaller cap (which resumes, the cap being out of the run key); neither counts a trace asked again."""
+    teacher.left.update({item: list(answers) for item, answers in CUT_SCRIPT.items()})
+    out = tmp_path / "traces"
+    assert run_cut(teacher, tmp_path, 64)[0] == 0
+    for max_tokens in (64, 32):
+        assert run_cut(teacher, tmp_path, max_tokens)[0] == 0
+        summary = json.loads((out / "summary.json").read_text())
+        assert (summary["failed_by_reason"], summary["cut_traces_asked_again"]) == ({"verdict_unclosed_think": 1}, 0)
+    assert len(teacher.requests) == 4
+    assert len((out / "journal.jsonl").read_text().splitlines()) == 4
+
+
+def test_a_cut_trace_journalled_before_max_tokens_was_is_asked_again_once(teacher, tmp_path):
+    """A folder written before rows recorded their max_tokens: its run key held the teacher's max_tokens, and its rows
+    say nothing of theirs. The rerun at the same cap resumes (the stored key is read without the cap) and asks again,
+    once, the two traces cut by the limit: B#0 (verdict_cut: finish_reason length after the reasoning closed) and B#1
+    (cut inside its reasoning, journalled before finish_reason was); A's are reused (A#0, also without its
+    finish_reason, kept as before). B#0's answer is cut again, but it
+    now records max_tokens 64, so the next rerun at 64 asks nothing."""
+    teacher.left.update({"A": list(CUT_SCRIPT["A"]),
+                         "B": [reply("1", "Запятая пропущена.", finish="length"), reply("<think>\nДумаю о запятых")]})
+    out = tmp_path / "traces"
+    assert run_cut(teacher, tmp_path, 64)[0] == 0
+    legacy = []
+    for row in jsonl(out / "journal.jsonl"):
+        row.pop("max_tokens", None)
+        if row["key"] in ("A#0", "B#1"):  # journalled before finish_reason was: B#1 cut, A#0 finished and kept
+            row.pop("finish_reason")
+        legacy.append(row)
+    (out / "journal.jsonl").write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in legacy),
+                                       encoding="utf-8")  # fmt: skip
+    key = json.loads((out / "run_key.json").read_text())
+    key["teacher"]["max_tokens"] = 64  # as the key was written before the cap left it
+    (out / "run_key.json").write_text(json.dumps(key, indent=2) + "\n", encoding="utf-8")
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["failed_by_reason"] == {"verdict_cut": 1, "verdict_unclosed_think": 1}
+
+    teacher.left["B"] = [reply("1", "Запятая пропущена.", finish="length"), reply("1", "Запятая пропущена, всё.")]
+    assert run_cut(teacher, tmp_path, 64)[0] == 0
+    bodies = teacher.bodies("/v1/chat/completions")
+    record_b = judge.render_prompt({**RECORDS[1], "reference_answer": ""})
+    assert [(body["messages"][-1]["content"], body["max_tokens"]) for body in bodies[4:]] == [(record_b, 64)] * 2
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["cut_traces_asked_again"], summary["failed_by_reason"], summary["kept"]) == (2, {"verdict_cut": 1}, 2)
+    assert "max_tokens" not in json.loads((out / "run_key.json").read_text())["teacher"]
+
+    assert run_cut(teacher, tmp_path, 64)[0] == 0
+    assert len(teacher.requests) == 6
+    assert json.loads((out / "summary.json").read_text())["cut_traces_asked_again"] == 0
 
 
 #: In the project's schema a -1 is a score, not an abstention (judge.records): on a 0..2 rubric it is off the scale.

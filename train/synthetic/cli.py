@@ -11,7 +11,8 @@ Any scalar config key is also a flag, e.g. ``--per-task-level 2`` or ``--block-s
 Rerunning a stage with the same output folder resumes it: finished requests are read back from ``journal.jsonl``.
 A rerun whose requests would differ (other endpoints or sampling, another prompt language or system message, another
 seed) or with another ``--input`` is refused, naming what changed, unless ``--overwrite`` discards the journal;
-thresholds, tolerances and limits may be retuned on the same journal (``REQUEST_SETTINGS``).
+thresholds, tolerances and limits may be retuned on the same journal (``REQUEST_SETTINGS``), and so may the traces
+teacher's ``max_tokens``, raised to ask again the traces it cut (``UNKEYED_CAPS``).
 Also runnable as ``python -m train.synthetic.cli <stage> ...``.
 """
 
@@ -62,6 +63,15 @@ REQUEST_SETTINGS = {
     "traces": ("teacher", "system_prompt", "seed"),
     "split": (),
 }
+#: Per stage, endpoint settings left out of its run key although they sit in a ``REQUEST_SETTINGS`` endpoint: caps
+#: on an answer rather than what shapes it. The traces teacher's ``max_tokens``: an answer that finished under a lower
+#: cap is the same answer under a higher one, and the stage asks again the answers a lower cap cut
+#: (``train.synthetic.traces.ask_again_for_max_tokens``), so raising it resumes the journal instead of being refused,
+#: and every answer paid for stays. Not so for answers and annotate: answers keeps an answer cut at its cap as data
+#: (judges must see bad answers), so the cap shapes the rows it keeps; annotate journals no ``finish_reason`` to tell
+#: a cut verdict by and, with ``lenient``, keeps a verdict cut before ``[END]``: a raised cap there would leave its
+#: cut verdicts in, never asked again. Their ``max_tokens`` stays in their key.
+UNKEYED_CAPS = {"traces": {"teacher": ("max_tokens",)}}
 
 
 def stage_run_key(stage: str, config: Any, input_path: str | None) -> dict[str, Any]:
@@ -79,9 +89,31 @@ def stage_run_key(stage: str, config: Any, input_path: str | None) -> dict[str, 
 
     settings = dataclasses.asdict(config)
     key = {"stage": stage, **{name: without_key_variable(settings[name]) for name in REQUEST_SETTINGS[stage]}}
+    for name, caps in UNKEYED_CAPS.get(stage, {}).items():
+        key[name] = _without(key[name], caps)
     if input_path is not None:
         key["input"] = str(Path(input_path).resolve())
     return key
+
+
+def _without(value: Any, fields: tuple[str, ...]) -> Any:
+    return {k: v for k, v in value.items() if k not in fields} if isinstance(value, dict) else value
+
+
+def forget_unkeyed_caps(out_dir: Path, stage: str) -> None:
+    """Drop from the folder's stored run key the caps ``UNKEYED_CAPS`` leaves out of it now: a traces folder keyed
+    before held its teacher's ``max_tokens``, and would refuse the rerun that raises it, the one that asks its cut
+    traces again, unless ``--overwrite`` threw away every answer paid for."""
+    from judge.plumbing.provenance import write_private_text
+    from judge.plumbing.run_folder import RUN_KEY_FILE
+
+    path = Path(out_dir) / RUN_KEY_FILE
+    if stage not in UNKEYED_CAPS or not path.is_file():
+        return
+    old = json.loads(path.read_text(encoding="utf-8"))
+    new = {**old, **{name: _without(old[name], caps) for name, caps in UNKEYED_CAPS[stage].items() if name in old}}
+    if new != old:
+        write_private_text(path, json.dumps(new, ensure_ascii=False, indent=2) + "\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -122,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
             # A journal resumed under other settings would mix their answers in silently (another answer model's
             # texts under this run's assignment, another teacher's verdicts): the folder is claimed for these.
             unkeyed = any((out_dir / name).exists() for name in JOURNAL_FILES) and not (out_dir / RUN_KEY_FILE).exists()
+            forget_unkeyed_caps(out_dir, args.stage)
             claim_run_folder(out_dir, stage_run_key(args.stage, config, getattr(args, "input", None)),
                              list(JOURNAL_FILES), overwrite=args.overwrite, adopt_unkeyed=True)
             if unkeyed and not args.overwrite:
@@ -167,6 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     line = f"{args.stage}: kept {summary['kept']}, dropped {summary['dropped']} ({counts(summary['dropped_by_reason'])})"
     if "failed_by_reason" in summary:  # the traces stage: teacher answers that gave no verdict
         line += f", failed {summary['failed']} ({counts(summary['failed_by_reason'])})"
+    if summary.get("cut_traces_asked_again"):
+        line += f"; cut traces asked again {summary['cut_traces_asked_again']}"
     if summary.get("skipped_items"):
         line += f"; items not asked {summary['skipped_items']} ({counts(summary['skipped_items_by_reason'])})"
     print(f"{line} -> {out_dir}")

@@ -3,7 +3,8 @@
 Every stage writes one folder::
 
     journal.jsonl   one line per finished job (appended as jobs finish; a rerun skips the keys it finds here, but
-                    asks again a job whose request failed: the endpoint's outage is not the job's answer)
+                    asks again a job whose request failed: the endpoint's outage is not the job's answer; and one
+                    its stage asks again, as traces does an answer cut by a lower max_tokens than the rerun's)
     <stage>.jsonl   the kept rows
     dropped.jsonl   the dropped rows, each with its ``drop_reason``
     dataset/        the kept rows as a ``datasets`` folder (``datasets.load_from_disk``); absent when none is kept
@@ -27,7 +28,7 @@ import shutil
 import sys
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
@@ -76,10 +77,12 @@ def run_jobs(
     concurrency: int,
     desc: str,
     fingerprint: Callable[[Any], str] | None = None,
+    redo: Collection[str] = (),
+    redo_why: str = "",
 ) -> int:
     """Run ``work(payload)`` for every job whose key is not in the journal, or whose journalled request failed
     (``request_failed``: a rerun after an outage recovers them; the newer row wins), or whose request would now be
-    another (``fingerprint``), ``concurrency`` at a time.
+    another (``fingerprint``), or that the stage asks again (``redo``), ``concurrency`` at a time.
 
     Args:
         jobs: (key, payload) pairs.
@@ -92,6 +95,9 @@ def run_jobs(
             answer's id and a criterion), not its text: an earlier stage rerun with ``--overwrite`` into the same
             folder gives the same ids to new answers, and without this their old verdicts would be reused. A row
             journalled before this check (no ``request_sha``) is kept.
+        redo: keys of journalled jobs the stage asks again by its own rule, as a failed request is asked again (the
+            newer row wins): the traces stage's answers cut by a ``max_tokens`` lower than this run's.
+        redo_why: what those jobs are, for the log line.
 
     Returns:
         The number of jobs run now (the rest were already in the journal).
@@ -107,13 +113,17 @@ def run_jobs(
     failed = [key for key, _ in jobs if key in journal and request_failed(journal.rows[key])]
     changed = [key for key, payload in jobs if key in journal and not request_failed(journal.rows[key])
                and journal.rows[key].get("request_sha", sha(payload)) != sha(payload)]
-    redo = set(failed) | set(changed)
-    todo = [(key, payload) for key, payload in jobs if key not in journal or key in redo]
+    redo = set(redo)
+    asked_again = [key for key, _ in jobs if key in journal and key in redo]
+    again = set(failed) | set(changed) | set(asked_again)
+    todo = [(key, payload) for key, payload in jobs if key not in journal or key in again]
     if failed:
         log(f"{desc}: asking again the {len(failed)} jobs whose request failed on an earlier run")
     if changed:
         log(f"{desc}: asking again the {len(changed)} journalled jobs whose request is another now (their input "
             "changed since the journal was written)")
+    if asked_again:
+        log(f"{desc}: asking again the {len(asked_again)} journalled jobs {redo_why or 'the stage asks again'}")
     if not todo:
         return 0
 

@@ -33,7 +33,9 @@ levels, as GRPO drops such an item) are counted per item.
 
 The folder (``train.synthetic.journal``): ``journal.jsonl`` (one raw teacher answer per (item, sample); a rerun with
 the same output folder asks only what is missing, failed, or whose prompt changed, and re-decides everything from the journal, so changing
-``tolerance`` and rerunning costs no request; changing ``agreement`` asks only for the items the old setting did
+``tolerance`` and rerunning costs no request; every row records the teacher's ``max_tokens`` it was asked with, and a
+rerun with a larger one asks again only the answers cut by the smaller (``cut_by_max_tokens``; a row from before
+rows recorded it, once), counted as ``cut_traces_asked_again``; changing ``agreement`` asks only for the items the old setting did
 not ask: from ``mode`` to ``median`` or ``mean``, those whose experts have no unique mode, skipped under
 ``no_unique_mode: skip``), ``traces.jsonl`` (kept traces), ``dropped.jsonl``,
 ``failed.jsonl``, ``skipped.jsonl`` (items not asked), ``dataset/``, ``summary.json`` (the counts by reason) and
@@ -52,7 +54,8 @@ from train.synthetic.client import ChatClient
 from train.synthetic.config import EndpointConfig, TracesConfig
 from train.synthetic.journal import Journal, log, run_jobs, write_stage_outputs
 
-__all__ = ["experts_reference", "trace_outcome", "training_records", "run_traces"]
+__all__ = ["experts_reference", "trace_outcome", "cut_by_max_tokens", "ask_again_for_max_tokens", "training_records",
+           "run_traces"]
 
 
 def experts_reference(scores, agreement: str) -> tuple[float, ...]:
@@ -108,6 +111,35 @@ def trace_outcome(done: dict, scale, references: tuple[float, ...], tolerance: f
     if not any(abs(verdict.score - reference) <= tolerance for reference in references):
         return "dropped", "disagrees", verdict
     return "kept", "agrees", verdict
+
+
+def cut_by_max_tokens(done: dict, scale) -> bool:
+    """Whether a journalled teacher answer was cut by the token limit: ``finish_reason`` ``length`` (``verdict_cut``,
+    or a ``verdict_...`` failure the cut caused), or, in a row that reports no ``finish_reason`` (journalled before it
+    was, or a server that leaves it out), an answer cut inside its reasoning (``verdict_unclosed_think``).
+
+    An unclosed reasoning the server reports as ``stop`` ended on its own: a larger ``max_tokens`` would not finish
+    it, so it is not counted cut. A failed request is no answer (``request_failed`` asks it again anyway).
+    """
+    if not done["ok"]:
+        return False
+    if done.get("finish_reason") == "length":
+        return True
+    if done.get("finish_reason"):
+        return False
+    return trace_outcome(done, scale, (), 0.0)[1] == "verdict_unclosed_think"
+
+
+def ask_again_for_max_tokens(done: dict, scale, max_tokens: int) -> bool:
+    """Whether a rerun asking with ``max_tokens`` asks a journalled answer again: it was cut by the limit
+    (``cut_by_max_tokens``) and asked with a smaller ``max_tokens`` than now. Asked with as many or more, it would be
+    paid for again to be cut again, and is not. A row from before rows recorded their ``max_tokens`` has no limit to
+    compare: a cut one is asked again once, after which it records this run's.
+    """
+    if not cut_by_max_tokens(done, scale):
+        return False
+    asked_with = done.get("max_tokens")
+    return asked_with is None or asked_with < max_tokens
 
 
 def training_records(input_path: str | Path, config: TracesConfig):
@@ -174,11 +206,20 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
 
     def work(record) -> dict:
         result = client.complete(render_prompt(record), system=config.system_prompt)
+        # The limit it was asked with: a rerun with a larger one asks again the answers this one cut.
         return {"ok": result.ok, "content": result.text, "reasoning": result.reasoning,
-                "finish_reason": result.finish_reason, "error": result.error, "attempts": result.attempts}
+                "finish_reason": result.finish_reason, "error": result.error, "attempts": result.attempts,
+                "max_tokens": teacher.max_tokens}
 
     journal = Journal(out_dir / "journal.jsonl")
-    run_jobs(jobs, work, journal, config.concurrency, "traces", fingerprint=render_prompt)
+    # max_tokens is a cap, not part of an answer (train.synthetic.cli.UNKEYED_CAPS): an answer that finished under
+    # a lower one is the same answer under a higher one, and only those it cut can change. Raising it asks those
+    # again, through run_jobs's own re-asking, where the newer row wins.
+    scales = {record.id: scale for record, scale, _ in items}
+    cut = [key for key, record in jobs
+           if key in journal and ask_again_for_max_tokens(journal.rows[key], scales[record.id], teacher.max_tokens)]
+    run_jobs(jobs, work, journal, config.concurrency, "traces", fingerprint=render_prompt, redo=cut,
+             redo_why=f"whose answer a smaller max_tokens cut (now {teacher.max_tokens})")
 
     kept, dropped, failed = [], [], []
     items_kept = 0
@@ -192,7 +233,9 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
                 outcome, reason = "dropped", "over_item_cap"
             row = {**record.to_dict(), "id": key, "item_id": record.id, "trace_index": sample,
                    "teacher": teacher.name, "prompt_version": PROMPT_VERSION, "experts_reference": list(references),
-                   "teacher_content": done["content"], "finish_reason": done["finish_reason"]}  # fmt: skip
+                   "teacher_content": done["content"],
+                   # .get: a row journalled before finish_reason was (trace_outcome reads it as not cut) is resumed
+                   "finish_reason": done.get("finish_reason")}  # fmt: skip
             if verdict is not None:
                 row["reasoning"] = verdict.feedback
                 row["reasoning_score"] = None if verdict.score is None else int(verdict.score)
@@ -218,6 +261,7 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
         "traces": len(jobs),
         "failed": len(failed),
         "failed_by_reason": dict(sorted(Counter(row["fail_reason"] for row in failed).items())),
+        "cut_traces_asked_again": len(cut),
         "skipped_items": len(skipped),
         "skipped_items_by_reason": dict(sorted(Counter(reason for _, reason in skipped).items())),
     }
