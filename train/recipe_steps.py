@@ -192,6 +192,28 @@ def setup_logging() -> None:
     transformers.utils.logging.set_verbosity_warning()
 
 
+def _keep_stop_checkpoint(stopper):
+    """A callback that keeps the checkpoint a signal stop saves: the one the requeued job resumes from.
+
+    With a validation set the trainer tracks the best checkpoint (``metric_for_best_model``), and at the end of
+    ``train()`` with ``save_total_limit: 1`` it deletes every checkpoint but the best one (transformers/trainer.py,
+    ``_finalize_training``). The stop checkpoint is evaluated only when the stop falls on an evaluation step, so it
+    is seldom the best: it went, and every requeue resumed from the last best checkpoint, redoing the same steps
+    each time, perhaps forever. Forgetting
+    the best checkpoint in memory once the stop checkpoint is written turns that deletion off; the best one is not
+    lost: the stop checkpoint's trainer_state.json, written before, still names it, rotation keeps it (it protects
+    the best and the newest, transformers/trainer_utils.py ``rotate_checkpoints``), and the resumed run tracks it.
+    """
+    from transformers import TrainerCallback
+
+    class KeepStopCheckpoint(TrainerCallback):
+        def on_save(self, args, state, control, **kwargs):
+            if stopper.stopped_at_step is not None and stopper.stopped_at_step == state.global_step:
+                state.best_model_checkpoint = None
+
+    return KeepStopCheckpoint()
+
+
 # ------------------------------------------------------------------------------------------------ the prepare step
 
 
@@ -259,6 +281,7 @@ class PreparedRun:
         from train import preemption, provenance
 
         clear_earlier_run(self.config)  # the data, arguments and model are built: nothing can refuse the run now
+        trainer.add_callback(_keep_stop_checkpoint(self.stopper))
         self.stopper.install()
         try:
             trainer.train(resume_from_checkpoint=str(self.resume_from) if self.resume_from else None)

@@ -185,6 +185,58 @@ def _sbatch_line(key: str, value: str) -> str:
     return f"#SBATCH --{key}={value}"
 
 
+#: ``#SBATCH`` options the rendered script holds and the job depends on -> what to use instead of ``--sbatch-arg``
+#: (refused there: a later value would silently win over the planned one, e.g. ``--gpus-per-node=1`` beside
+#: ``JUDGE_PROCS_PER_NODE=2``, or ``--signal=B:USR1@60``, which signals only the batch shell, which has no USR1 trap,
+#: so bash dies and training is never asked to save).
+PLANNED_SBATCH_OPTIONS = {
+    "job-name": "use --job-name",
+    "nodes": "use --nodes",
+    "gpus-per-node": "use --gpus-per-node (the ranks per node follow it)",
+    "cpus-per-task": "use --cpus-per-task",
+    "time": "use --time",
+    "partition": "use --partition",
+    "account": "use --account",
+    "signal": "use --signal-before-s (the job needs SIGUSR1 at its training steps, not at the batch shell)",
+    "output": "use --output-dir (the job log goes to <output dir>/slurm/)",
+    "ntasks-per-node": "one task per node runs torchrun, which starts the ranks: use --gpus-per-node or "
+                       "--cpu-ranks-per-node",
+    "requeue": "the job requeues itself after saving on a signal",
+    "no-requeue": "the job must be requeueable: it requeues itself after saving on a signal",
+    "open-mode": "a requeued job appends to its log (--open-mode=append)",
+}
+
+
+def slurm_time_s(limit: str | None) -> int | None:
+    """Seconds in a Slurm time limit (sbatch(1), --time: "minutes", "minutes:seconds", "hours:minutes:seconds",
+    "days-hours", "days-hours:minutes", "days-hours:minutes:seconds"); None when there is none or it does not parse
+    (sbatch says why), 0 for no limit."""
+    if not limit:
+        return None
+    if limit.strip().lower() in ("infinite", "unlimited"):
+        return 0
+    days, dash, rest = limit.strip().rpartition("-") if "-" in limit else ("", "", limit.strip())
+    parts = rest.split(":")
+    if not all(p.isdigit() for p in parts) or (days and not days.isdigit()) or len(parts) > 3:
+        return None
+    numbers = [int(p) for p in parts]
+    if dash:  # days-hours[:minutes[:seconds]]
+        hours, minutes, seconds = (numbers + [0, 0])[:3]
+        return ((int(days) * 24 + hours) * 60 + minutes) * 60 + seconds
+    if len(numbers) == 3:
+        return (numbers[0] * 60 + numbers[1]) * 60 + numbers[2]
+    minutes, seconds = (numbers + [0])[:2]
+    return minutes * 60 + seconds
+
+
+def _template_option(script_path: Path, key: str) -> str | None:
+    """The value of ``#SBATCH --key=value`` in the template (None without one)."""
+    for line in script_path.read_text().splitlines():
+        if line.startswith(f"#SBATCH --{key}="):
+            return line.split("=", 1)[1].strip()
+    return None
+
+
 def build_parser() -> argparse.ArgumentParser:
     from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 
@@ -208,14 +260,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--job-name", help="Job name (default: judge-train-<config file stem>).")
     parser.add_argument("--cpus-per-task", type=int, help="CPUs per node task (default: the template's 16).")
     parser.add_argument("--signal-before-s", type=int, default=600,
-                        help="Seconds before the time limit at which SIGUSR1 asks the trainer to checkpoint and requeue.")
+                        help="Seconds before the time limit at which SIGUSR1 asks the trainer to checkpoint and requeue "
+                        "(below the --time limit).")
     parser.add_argument("--output-dir", help="Run folder on shared storage (default: the config's output_dir).")
     parser.add_argument("--cache-dir", help="JUDGE_CACHE_DIR: HF, torch-extension and Triton caches.")
     parser.add_argument("--wandb-dir", help="JUDGE_WANDB_DIR (default: the run folder).")
     parser.add_argument("--env-script", help="JUDGE_ENV_SCRIPT: sourced in the job (module load ..., venv activation).")
     parser.add_argument("--srun-args", help='JUDGE_SRUN_ARGS: extra srun flags, e.g. "--container-image=IMG".')
     parser.add_argument("--sbatch-arg", action="append", default=[], metavar="OPTION",
-                        help="Another #SBATCH option, repeatable: --sbatch-arg=--exclusive --sbatch-arg=--mem=0.")
+                        help="Another #SBATCH option, repeatable: --sbatch-arg=--exclusive --sbatch-arg=--mem=0. "
+                        "Options submit sets itself (--nodes, --time, --signal, ...) are refused: use their flags.")
     parser.add_argument("--script", default=str(DEFAULT_SCRIPT), help="The sbatch template (default: %(default)s).")
     return parser  # fmt: skip
 
@@ -333,6 +387,15 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
     if not script_path.is_file():
         raise SubmitError(f"sbatch template {script_path} not found")
 
+    limit = args.time if args.time is not None else _template_option(script_path, "time")
+    limit_s = slurm_time_s(limit)
+    if limit_s and args.signal_before_s >= limit_s:
+        given = f"--time {limit}" if args.time is not None else f"the template's --time={limit}"
+        raise SubmitError(f"--signal-before-s {args.signal_before_s} is not below the time limit ({given}: "
+                          f"{limit_s} s): SIGUSR1 would come as the job starts, and every start would save, requeue "
+                          "and stop again; give fewer seconds than the limit, enough for a step and a full save")
+    if not 0 <= args.signal_before_s <= 65535:  # sbatch(1), --signal: sig_time
+        raise SubmitError(f"--signal-before-s must be 0 to 65535 seconds, got {args.signal_before_s}")
     sbatch: dict[str, str | None] = {
         "job-name": job_name,
         "nodes": str(args.nodes),
@@ -348,6 +411,10 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
         if not option.startswith("--"):
             raise SubmitError(f"--sbatch-arg takes a long option like --exclusive or --mem=0, got {option!r}")
         key, sep, value = option[2:].partition("=")
+        name = (key.split() or [""])[0]  # "--nodes 2" names --nodes too
+        if name in PLANNED_SBATCH_OPTIONS:
+            raise SubmitError(f"--sbatch-arg={option}: judge-train submit sets #SBATCH --{name} itself; "
+                              f"{PLANNED_SBATCH_OPTIONS[name]}")
         sbatch[key] = value if sep else ""
 
     exports = {

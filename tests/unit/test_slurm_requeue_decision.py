@@ -6,6 +6,7 @@ the scancel case those tests do not run (a cancelled job must stay cancelled).
 
 from __future__ import annotations
 
+import json
 import signal
 from pathlib import Path
 
@@ -97,3 +98,51 @@ def test_no_requeue_off_rank_zero_or_outside_slurm(tmp_path, monkeypatch, preemp
     assert not calls.exists()
     stopper.received = signal.SIGUSR1  # the same fake answers rank 0 of a signalled job: the guards, not it, said no
     assert preemption.requeue_slurm_job(stopper) is True and "requeue 7" in calls.read_text().splitlines()
+
+
+def test_a_signal_stop_keeps_its_checkpoint_with_save_total_limit_1_and_a_validation_set(tmp_path, monkeypatch,
+                                                                                          preemption):  # fmt: skip
+    """save_total_limit 1 with best-checkpoint tracking (what train.training_arguments sets whenever there is a
+    validation set): at the end of train() transformers deletes every checkpoint but the best one. A signal during
+    step 5 saves checkpoint-5, never evaluated (evaluations at 2 and 4; learning rate 0, so the first stays best):
+    without the recipe's callback checkpoint-5 went and the requeued job resumed from checkpoint-2."""
+    import torch
+    from transformers import Trainer, TrainerCallback, TrainingArguments
+
+    from train.recipe_steps import PreparedRun
+
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)  # no requeue: only the checkpoints are under test
+    monkeypatch.delenv("RANK", raising=False)
+
+    class Regressor(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(2, 1)
+
+        def forward(self, x, labels=None):
+            y = self.linear(x).squeeze(-1)
+            return {"loss": ((y - labels) ** 2).mean(), "logits": y}
+
+    torch.manual_seed(0)
+    rows = [{"x": torch.randn(2), "labels": torch.tensor(0.0)} for _ in range(16)]
+    run = PreparedRun(config=type("Config", (), {"overwrite_output_dir": False, "output_dir": str(tmp_path)})(),
+                      launch=None, resume_from=None, base_model="regressor", tokenizer=None, dtype=None,
+                      stopper=preemption.SaveAndStopOnSignal())  # fmt: skip
+
+    class SignalDuringStep5(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kwargs):
+            if state.global_step == 4:
+                run.stopper.received = signal.SIGUSR1  # what the handler records
+
+    args = TrainingArguments(str(tmp_path), per_device_train_batch_size=2, max_steps=20, learning_rate=0.0,
+                             save_strategy="steps", save_steps=2, eval_strategy="steps", eval_steps=2,
+                             metric_for_best_model="eval_loss", greater_is_better=False, load_best_model_at_end=False,
+                             save_total_limit=1, use_cpu=True, report_to=[], disable_tqdm=True)  # fmt: skip
+    trainer = Trainer(model=Regressor(), args=args, train_dataset=rows, eval_dataset=rows[:4],
+                      callbacks=[SignalDuringStep5(), run.stopper])  # fmt: skip
+    result = run.train(trainer)
+    assert (run.stopper.stopped_at_step, result.global_step) == (5, 5)
+    # The stop checkpoint, complete, and the best one its state names (rotation keeps the best and the newest).
+    assert sorted(p.name for p in tmp_path.glob("checkpoint-*")) == ["checkpoint-2", "checkpoint-5"]
+    state = json.loads((tmp_path / "checkpoint-5" / "trainer_state.json").read_text())
+    assert (state["global_step"], state["best_model_checkpoint"]) == (5, str(tmp_path / "checkpoint-2"))

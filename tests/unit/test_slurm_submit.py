@@ -386,3 +386,55 @@ def test_every_srun_passes_the_jobs_cpus_per_task():
             expanded = set(re.findall(r"\$\{(\w+)\[@\]", command))
             assert given in command or expanded & carrying, (script.name, command)
     assert steps >= 6  # train.sbatch (the trainer and GRPO's vLLM server), serve, eval, eval_merge, rank
+
+
+@pytest.mark.parametrize(("option", "flag"), [
+    ("--gpus-per-node=1", "use --gpus-per-node (the ranks per node follow it)"),
+    ("--signal=B:USR1@60", "use --signal-before-s (the job needs SIGUSR1 at its training steps, not at the batch "
+                           "shell)"),
+    ("--nodes 4", "use --nodes"),
+    ("--time=01:00:00", "use --time"),
+    ("--output=/tmp/x.out", "use --output-dir (the job log goes to <output dir>/slurm/)"),
+    ("--ntasks-per-node=8", "one task per node runs torchrun, which starts the ranks: use --gpus-per-node or "
+                            "--cpu-ranks-per-node"),
+    ("--no-requeue", "the job must be requeueable: it requeues itself after saving on a signal"),
+    ("--open-mode=truncate", "a requeued job appends to its log (--open-mode=append)"),
+    ("--partition=cpu", "use --partition"),
+])  # fmt: skip
+def test_sbatch_arg_may_not_override_what_submit_plans(capsys, config_file, option, flag):
+    """A later #SBATCH value wins in sbatch: --gpus-per-node=1 beside JUDGE_PROCS_PER_NODE=2 starts two ranks on one
+    GPU, and --signal=B:USR1@60 signals only the batch shell, which has no USR1 trap and dies. Refused, exit 2,
+    naming the option and what to use instead; nothing is printed."""
+    assert slurm_submit.main(["--dry-run", "--config", str(config_file), "--nodes", "1", "--gpus-per-node", "2",
+                              f"--sbatch-arg={option}"]) == 2  # fmt: skip
+    captured = capsys.readouterr()
+    name = option[2:].split("=")[0].split()[0]
+    assert captured.out == ""
+    assert captured.err == f"judge-train submit: --sbatch-arg={option}: judge-train submit sets #SBATCH --{name} " \
+                           f"itself; {flag}\n"
+
+
+def test_every_planned_option_is_in_the_rendered_header(capsys, config_file):
+    """The refused options are the header's own (plus --no-requeue, requeue's negation), so none is missed."""
+    script = _dry_run(capsys, "--config", str(config_file), "--nodes", "2", "--gpus-per-node", "2",
+                      "--partition", "gpu", "--account", "acc")  # fmt: skip
+    header = {line[len("#SBATCH --"):].split("=")[0] for line in _header(script)}
+    assert header == set(slurm_submit.PLANNED_SBATCH_OPTIONS) - {"no-requeue"}
+
+
+@pytest.mark.parametrize(("time", "before", "limit", "accepted"), [
+    ("00:05:00", 7200, "--time 00:05:00: 300 s", 299), ("5", 300, "--time 5: 300 s", 299),
+    ("1-0", 86400, "--time 1-0: 86400 s", 65535), (None, 86400, "the template's --time=24:00:00: 86400 s", 600),
+])  # fmt: skip
+def test_signal_before_s_must_be_below_the_time_limit(capsys, config_file, time, before, limit, accepted):
+    """SIGUSR1 7200 s before a 5-minute limit would come as the job starts: every start would save and requeue."""
+    argv = ["--dry-run", "--config", str(config_file), "--nodes", "1", "--gpus-per-node", "2",
+            "--signal-before-s", str(before), *(["--time", time] if time else [])]  # fmt: skip
+    assert slurm_submit.main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (f"judge-train submit: --signal-before-s {before} is not below the time limit ({limit}): "
+                            "SIGUSR1 would come as the job starts, and every start would save, requeue and stop "
+                            "again; give fewer seconds than the limit, enough for a step and a full save\n")
+    argv[argv.index("--signal-before-s") + 1] = str(accepted)  # below the limit (and sbatch's 65535): rendered
+    assert f"#SBATCH --signal=USR1@{accepted}" in _header(_dry_run(capsys, *argv[1:]))

@@ -500,6 +500,9 @@ def test_rank_0_keeps_its_signal_handler_until_the_requeue_is_done(tmp_path, mon
         state = SimpleNamespace(global_step=3, log_history=[])
         lr_scheduler = SimpleNamespace(get_last_lr=lambda: [5e-6])
 
+        def add_callback(self, callback):  # the run keeps its stop checkpoint through one (train.recipe_steps)
+            pass
+
         def train(self, resume_from_checkpoint=None):
             stopper.received, stopper.stopped_at_step = signal.SIGUSR1, 3
 

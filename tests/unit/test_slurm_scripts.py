@@ -1,0 +1,233 @@
+"""The sbatch scripts' own logic, run by bash against a fake srun (and, where it matters, a fake server); no cluster,
+no GPU, no vLLM. `judge-train submit`'s rendering is tests/unit/test_slurm_submit.py's."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SLURM_DIR = REPO / "slurm"
+
+# srun: the server step (--ntasks=1) runs its command as a child, and (srun(1), --ignore-signals) forwards a SIGTERM
+# it receives as SIGKILL; a node step records its arguments and the files it holds open, then reads the fake server's
+# one line from a FIFO (when there is one), so the training step "ends" only after the server has said it.
+FAKE_SRUN = r"""#!/bin/bash
+command=("$@")
+while [[ ${command[0]} == --* ]]; do command=("${command[@]:1}"); done
+if [[ " $* " == *" --ntasks=1 "* ]]; then
+    "${command[@]}" &
+    child=$!
+    trap 'kill -KILL "$child"; wait "$child"; exit 143' TERM
+    wait "$child"
+    exit
+fi
+printf "%s\0" "$@" >"$FAKE_SRUN_ARGS"
+for fd in /proc/$$/fd/*; do readlink "$fd"; done >"$FAKE_SRUN_FDS"
+if [[ -n ${FAKE_READY_FIFO:-} ]]; then read -r said <"$FAKE_READY_FIFO"; echo "$said" >"$FAKE_SERVER_SAID"; fi
+"""
+FAKE_SCONTROL = r"""#!/bin/bash
+case "$1 $2" in
+  "show hostnames") printf "nx-node-1\nnx-node-2\n";;
+  "show node") echo "NodeName=$3 Arch=x86_64 NodeAddr=10.0.0.5 NodeHostName=$3";;
+esac
+"""
+# trl 1.16's `trl vllm-serve` (trl/scripts/vllm_serve.py): parse the flags, build vLLM's server command, exec it.
+FAKE_TRL_VLLM_SERVE = r"""
+import argparse, os, sys
+
+class _Parser(argparse.ArgumentParser):
+    def parse_args_and_config(self, return_remaining_strings=False):
+        return self.parse_known_args()
+
+def make_parser():
+    parser = _Parser()
+    for flag in ("--model", "--tensor-parallel-size", "--port", "--host"):
+        parser.add_argument(flag)
+    return parser
+
+def build_command(script_args, extra_args=None):
+    return [sys.executable, "-m", "fake_vllm_server", "serve", script_args.model, "--port", script_args.port,
+            *(extra_args or [])]
+
+def main(script_args, extra_args=None):
+    os.execve(sys.executable, build_command(script_args, extra_args), {**os.environ, "VLLM_SERVER_DEV_MODE": "1"})
+"""
+# vLLM's server as far as signals go: its own SIGTERM handler (vllm/entrypoints/cli/serve.py) stops it. It sends
+# itself the SIGTERM Slurm would send every step, then says whether it is still serving.
+FAKE_VLLM_SERVER = r"""
+import os, signal, sys, threading
+from pathlib import Path
+
+def on_sigterm(signum, frame):
+    with open(os.environ["FAKE_READY_FIFO"], "w") as fifo:
+        fifo.write("stopped by SIGTERM\n")
+    sys.exit(1)
+
+signal.signal(signal.SIGTERM, on_sigterm)
+Path(os.environ["FAKE_SERVER_PID"]).write_text(str(os.getpid()))
+os.kill(os.getpid(), signal.SIGTERM)
+with open(os.environ["FAKE_READY_FIFO"], "w") as fifo:
+    fifo.write(f"serving {sys.argv[1:]} dev mode {os.environ.get('VLLM_SERVER_DEV_MODE')}\n")
+threading.Event().wait()  # serves until killed
+"""
+
+
+@pytest.fixture
+def config_file(tmp_path) -> Path:
+    path = tmp_path / "judge.yaml"
+    path.write_text(f"recipe: seq2seq\nper_device_train_batch_size: 4\noutput_dir: {tmp_path / 'run'}\n")
+    return path
+
+
+def _fake_bin(tmp_path: Path) -> Path:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    trl_main = "from trl.scripts.vllm_serve import make_parser, main; main(*make_parser().parse_args_and_config())"
+    scripts = {"srun": FAKE_SRUN, "scontrol": FAKE_SCONTROL, "torchrun": "exit 0\n", "judge-train": "exit 0\n",
+               "trl": f'[ "$1" = vllm-serve ] && shift\nexec python3 -c "{trl_main}" "$@"\n'}
+    for name, body in scripts.items():
+        (bin_dir / name).write_text(body if body.startswith("#!") else "#!/bin/bash\n" + body)
+        (bin_dir / name).chmod(0o755)
+    (bin_dir / "python3").symlink_to(sys.executable)
+    return bin_dir
+
+
+def _train_env(tmp_path: Path, config_file: Path, out: Path, **extra: str) -> dict[str, str]:
+    return {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
+        "PATH": f"{_fake_bin(tmp_path)}{os.pathsep}{os.environ['PATH']}",
+        "FAKE_SRUN_ARGS": str(tmp_path / "srun_args"), "FAKE_SRUN_FDS": str(tmp_path / "srun_fds"),
+        "SLURM_JOB_ID": "1234", "SLURM_JOB_NODELIST": "nx-node-[1-2]", "SLURM_CPUS_PER_TASK": "16",
+        "JUDGE_CONFIG": str(config_file), "JUDGE_OUTPUT_DIR": str(out), "JUDGE_CACHE_DIR": str(tmp_path / "cache"),
+        **extra,
+    }  # fmt: skip
+
+
+def _run(script: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(SLURM_DIR / script)], env=env, capture_output=True, text=True, timeout=60,
+                          cwd=cwd)  # fmt: skip
+
+
+# --- train.sbatch: GRPO's vLLM server survives the SIGTERM of a preemption, and goes when training returns ------
+
+
+def test_the_grpo_server_step_outlives_sigterm_and_is_stopped_when_training_returns(tmp_path, config_file):
+    """The server step gets the SIGTERM Slurm sends every step (preemption, `scontrol requeue`, `scancel`) while the
+    trainer finishes its step and saves: a server with vLLM's own SIGTERM handler must keep serving (a `trap ""
+    TERM` would not do: the handler replaces SIG_IGN). Once the training step returns, the script stops it (srun's
+    SIGKILL), and the job ends then."""
+    out = tmp_path / "run"
+    modules = tmp_path / "modules"
+    (modules / "trl" / "scripts").mkdir(parents=True)
+    for package in (modules / "trl", modules / "trl" / "scripts"):
+        (package / "__init__.py").write_text("")
+    (modules / "trl" / "scripts" / "vllm_serve.py").write_text(FAKE_TRL_VLLM_SERVE)
+    (modules / "fake_vllm_server.py").write_text(FAKE_VLLM_SERVER)
+    fifo = tmp_path / "ready"
+    os.mkfifo(fifo)
+    env = _train_env(tmp_path, config_file, out, JUDGE_VLLM_SERVE_MODEL="Qwen/Qwen3-8B", JUDGE_VLLM_SERVE_PORT="8011",
+                     FAKE_READY_FIFO=str(fifo), FAKE_SERVER_SAID=str(tmp_path / "said"),
+                     FAKE_SERVER_PID=str(tmp_path / "server_pid"),
+                     PYTHONPATH=os.pathsep.join([str(modules), str(REPO)]))  # fmt: skip
+    proc = _run("train.sbatch", env, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    said = (tmp_path / "said").read_text()
+    assert said == "serving ['serve', 'Qwen/Qwen3-8B', '--port', '8011'] dev mode 1\n", proc.stderr
+    pid = int((tmp_path / "server_pid").read_text())
+    assert not Path(f"/proc/{pid}").exists()  # the script waited for the server step's srun, which reaped it
+    srun = (tmp_path / "srun_args").read_text().split("\0")[:-1]
+    assert "--nodelist=nx-node-2" in srun  # training on the other node, generating through the first one's server
+    assert srun[-4:] == ["--vllm-server-host", "10.0.0.5", "--vllm-server-port", "8011"]
+
+
+# --- train.sbatch: the set-aside of cut-off checkpoints happens under the run folder's lock ---------------------
+
+
+def test_train_sbatch_stops_without_touching_a_run_folder_another_run_holds(tmp_path, config_file):
+    """Another job trains in the folder (its judge-train holds run.lock): its checkpoint being written has no
+    trainer_state.json yet. The second job must not move it; it stops, naming the holder, before any srun."""
+    out = tmp_path / "run"
+    (out / "checkpoint-6").mkdir(parents=True)  # being written by the other job
+    holder = {"job": "judge-train", "pid": 4242, "host": "nx-node-7"}
+    fd = os.open(out / "run.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.write(fd, (json.dumps(holder) + "\n").encode())
+        proc = _run("train.sbatch", _train_env(tmp_path, config_file, out), tmp_path)
+    finally:
+        os.close(fd)
+    assert proc.returncode == 2
+    assert proc.stderr == (f"train.sbatch: {out} is in use by another run ({json.dumps(holder)}); wait for it to end, "
+                           "stop it, or use another output folder\n")  # fmt: skip
+    assert sorted(p.name for p in out.iterdir()) == ["checkpoint-6", "run.lock"]
+    assert not (tmp_path / "srun_args").exists()
+
+
+def test_train_sbatch_sets_aside_under_the_lock_and_releases_it_before_the_step(tmp_path, config_file):
+    """Free folder: the cut-off checkpoint is set aside, and the lock is released (no descriptor of run.lock reaches
+    the step), so that the job's own judge-train can take it."""
+    out = tmp_path / "run"
+    (out / "checkpoint-6").mkdir(parents=True)
+    proc = _run("train.sbatch", _train_env(tmp_path, config_file, out), tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert not (out / "checkpoint-6").exists() and len(list(out.glob("incomplete-checkpoint-6-job1234-*"))) == 1
+    assert (out / "run.lock").stat().st_mode & 0o777 == 0o600
+    assert str(out / "run.lock") not in (tmp_path / "srun_fds").read_text().splitlines()
+    fd = os.open(out / "run.lock", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # nothing left holding it
+    finally:
+        os.close(fd)
+
+
+# --- eval.sbatch: serve.sbatch's JUDGE_API_KEY reaches judge-eval --------------------------------------------
+
+
+@pytest.mark.parametrize(("given", "sent"), [
+    ({"JUDGE_API_KEY": "k-serve"}, "k-serve"),  # as for serve.sbatch
+    ({"JUDGE_API_KEY": "k-serve", "JUDGE_SERVE_API_KEY": "k-old"}, "k-serve"),  # serve.sbatch's rule: it wins
+    ({"JUDGE_SERVE_API_KEY": "k-direct"}, "k-direct"),
+    ({}, ""),
+])  # fmt: skip
+def test_eval_sbatch_hands_judge_api_key_to_judge_eval(tmp_path, given, sent):
+    """docs/slurm.md tells users to set JUDGE_API_KEY for a served judge; serve.sbatch gives it to judge-serve as
+    JUDGE_SERVE_API_KEY, the variable judge-eval sends first: the array's tasks must do the same."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, body in {"srun": 'printf "%s" "${JUDGE_SERVE_API_KEY:-}" >"$FAKE_KEY"\n', "judge-eval": "exit 0\n"}.items():
+        (bin_dir / name).write_text("#!/bin/bash\n" + body)
+        (bin_dir / name).chmod(0o755)
+    data = tmp_path / "test.jsonl"
+    data.write_text('{"id": 1}\n{"id": 2}\n')
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_")) and k != "OPENAI_API_KEY"},
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "FAKE_KEY": str(tmp_path / "key"),
+        "SLURM_JOB_ID": "7", "SLURM_ARRAY_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "0", "SLURM_JOB_NODELIST": "n1",
+        "JUDGE_EVAL_JUDGE": "http://n1:8000/v1", "JUDGE_EVAL_DATA": str(data), "JUDGE_EVAL_OUT": str(tmp_path / "ev"),
+        "JUDGE_CACHE_DIR": str(tmp_path / "cache"), **given,
+    }  # fmt: skip
+    proc = _run("eval.sbatch", env, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "key").read_text() == sent
+    assert not [key for key in given.values() if key in proc.stdout + proc.stderr]  # a key is never printed
+
+
+# --- eval.sbatch, rank.sbatch: a task can be put back with `scontrol requeue <id>_<task>` ---------------------
+
+
+@pytest.mark.parametrize("script", ["eval.sbatch", "rank.sbatch", "train.sbatch"])
+def test_array_scripts_ask_to_be_requeueable(script):
+    """docs/slurm.md reruns a dead task with `scontrol requeue <array id>_<task>`; on a cluster with JobRequeue=0
+    (slurm.conf(5)) only a job submitted with --requeue can be requeued (sbatch(1), --requeue)."""
+    header = [line for line in (SLURM_DIR / script).read_text().splitlines() if line.startswith("#SBATCH")]
+    assert header.count("#SBATCH --requeue") == 1
+    assert "#SBATCH --no-requeue" not in header
+    assert re.search(r"scontrol requeue <array id>_<task>", (REPO / "docs" / "slurm.md").read_text())
