@@ -182,7 +182,17 @@ async def _served_model(http: EngineHttp, engine: Engine, config: ServeConfig) -
     model, the max_tokens it adds to proxied requests must stay within the engine's window (vLLM refuses more), and
     its judgments' context checks must be the engine's, not judge-serve's guess of it.
     """
-    name, window = config.model_name, config.max_model_len
+    listed_name, listed_window = await _listed_model(http, engine)
+    name, window = listed_name or config.model_name, listed_window or config.max_model_len
+    if name != config.model_name or window != config.max_model_len:
+        log.info("the %s engine serves %r with max_model_len %d (judge-serve's config: %r, %d); judge-serve follows "
+                 "the engine", engine.role, name, window, config.model_name, config.max_model_len)
+    return name, window
+
+
+async def _listed_model(http: EngineHttp, engine: Engine) -> tuple[str | None, int | None]:
+    """The name and window of the first entry of the engine's ``/v1/models``, each None where it could not be read."""
+    name, window = None, None
     with contextlib.suppress(aiohttp.ClientError, asyncio.TimeoutError, ValueError, KeyError, IndexError, TypeError):
         response = await http.request("GET", engine.url + "/v1/models", headers=engine.auth_headers)
         try:
@@ -192,22 +202,28 @@ async def _served_model(http: EngineHttp, engine: Engine, config: ServeConfig) -
         entry = entry if isinstance(entry, dict) else {}
         if isinstance(entry.get("id"), str) and entry["id"]:
             name = entry["id"]
-        window = ModelLimits.from_entry(entry).max_model_len or window  # the clients' reading of an entry
-    if name != config.model_name or window != config.max_model_len:
-        log.info("the %s engine serves %r with max_model_len %d (judge-serve's config: %r, %d); judge-serve follows "
-                 "the engine", engine.role, name, window, config.model_name, config.max_model_len)
+        window = ModelLimits.from_entry(entry).max_model_len  # the clients' reading of an entry
     return name, window
 
 
-async def _follow_the_engine(state: ServerState, role: str) -> None:
+async def _follow_the_engine(state: ServerState, role: str, timeout_s: float = 5.0) -> None:
     """Read again the name and window of an attached engine that answers again: it may have been restarted with
     another model or ``--max-model-len`` while it was down, and judge-serve's calls, the names ``/v1/judge`` answers
-    to, and the ``max_tokens`` it adds to proxied requests must follow it (as ``_served_model`` made them at start)."""
+    to, and the ``max_tokens`` it adds to proxied requests must follow it. Only what the engine lists readably
+    replaces what judge-serve knew (a list that cannot be read now is no news: judge-serve's own config would be a
+    guess), and the read is bounded as the health probe is, so that it cannot hold up the watch of every engine."""
     assert state.http is not None
-    served = await _served_model(state.http, state.engines[role], state.config)
-    if served == (state.engine_models.get(role), state.engine_windows.get(role)):
+    try:
+        name, window = await asyncio.wait_for(_listed_model(state.http, state.engines[role]), timeout_s)
+    except asyncio.TimeoutError:
+        log.warning("the attached %s engine answers /health but not /v1/models within %g s: its model and window "
+                    "are kept as they were", role, timeout_s)
         return
-    state.engine_models[role], state.engine_windows[role] = served
+    name, window = name or state.engine_models.get(role), window or state.engine_windows.get(role)
+    if (name, window) == (state.engine_models.get(role), state.engine_windows.get(role)):
+        return
+    log.info("the attached %s engine now serves %r with max_model_len %s: judge-serve follows it", role, name, window)
+    state.engine_models[role], state.engine_windows[role] = name, window
     if state.judge is not None:
         state.judge.settings = replace(
             state.judge.settings, engine_models=dict(state.engine_models),

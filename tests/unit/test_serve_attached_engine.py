@@ -220,3 +220,33 @@ def test_a_judge_requests_id_goes_with_each_of_its_engine_calls(tiny_causal_dir,
     assert [(headers.get("x-request-id"), headers.get("authorization")) for headers in posted] == [
         ("abc", "Bearer engine-key"), ("abc", "Bearer engine-key"), ("def", "Bearer engine-key")]
     assert len(engine.bodies("/v1/completions")) == 3
+
+
+@pytest.mark.parametrize("listing", ["unreachable", "hangs", "unreadable"])
+def test_an_engine_back_whose_model_list_cannot_be_read_keeps_what_judge_serve_knew(listing):
+    """An attached engine taken back on a /health of 200 whose /v1/models fails, hangs or says nothing readable: the
+    name and window read before stay (judge-serve's own config would be a guess: its name is the folder's, and vLLM
+    answers 404 to it), and a hanging list is given up after the probe's bound instead of holding up the watch of
+    every engine for the session's 600-s read timeout."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from serve.supervision import _follow_the_engine
+
+    class Http:
+        async def request(self, method, url, **kwargs):
+            assert (method, url) == ("GET", "http://engine/v1/models")
+            if listing == "unreachable":
+                raise aiohttp.ClientConnectionError("refused")
+            if listing == "hangs":
+                await asyncio.Event().wait()
+            return SimpleNamespace(read=lambda: asyncio.sleep(0, b'{"data": []}'), release=lambda: None)
+
+    settings = SimpleNamespace(engine_models={"generator": ENGINE_MODEL}, max_model_len=2048)
+    state = SimpleNamespace(http=Http(), engines={"generator": SimpleNamespace(url="http://engine", auth_headers={})},
+                            engine_models={"generator": ENGINE_MODEL}, engine_windows={"generator": 2048},
+                            judge=SimpleNamespace(settings=settings),
+                            config=SimpleNamespace(model_name="tiny-causal0", max_model_len=4096))
+    asyncio.run(_follow_the_engine(state, "generator", timeout_s=0.05))
+    assert (state.engine_models, state.engine_windows) == ({"generator": ENGINE_MODEL}, {"generator": 2048})
+    assert state.judge.settings is settings
