@@ -28,6 +28,7 @@ import json
 import logging
 import math
 import sys
+from pathlib import Path
 
 __all__ = ["main", "build_parser", "resolve_run_config", "configure_logging", "CHATTY_LOGGERS"]
 
@@ -261,7 +262,11 @@ def _score(args: argparse.Namespace) -> int:
 
 def _convert(args: argparse.Namespace) -> int:
     import judge
+    from judge.plumbing.run_folder import refuse_file
 
+    if Path(args.out).is_dir():  # open() stopped in IsADirectoryError, a traceback, after the records were read
+        raise ValueError(f"--out: {args.out} is a folder, not a file; give the JSONL file to write")
+    refuse_file(Path(args.out).parent, "--out")  # FILE/x.jsonl: mkdir of FILE stopped in FileExistsError
     records, report = judge.load_records_report(sample_or(args.data), split=args.split)
     if not records:
         raise ValueError(f"--data {args.data}: no records ({report.summary()}); nothing to convert")
@@ -273,7 +278,9 @@ def _convert(args: argparse.Namespace) -> int:
 def _experts(args: argparse.Namespace) -> int:
     import judge
     from eval.experts.tables import expert_tables, summary_line, write_expert_tables
+    from judge.plumbing.run_folder import refuse_file
 
+    refuse_file(args.out, "--out")
     records, report = judge.load_record_columns(sample_or(args.data), split=args.split)  # columns: no object per record
     if not len(records):
         raise ValueError(f"--data {args.data}: no records; the experts' tables need labelled rows")
@@ -298,8 +305,6 @@ def _rank(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from eval.ranking.compare import is_ranking_run
 
     refuse_out_of_bounds(args)
@@ -337,8 +342,6 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _compare_rankings(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from eval.ranking.compare import compare_rankings, render_ranking_compare_markdown
     from eval.ranking.report import render_ranking_compare_page
 
@@ -385,8 +388,6 @@ def refuse_empty_data(data: str) -> None:
     Raises:
         ValueError: naming the file.
     """
-    from pathlib import Path
-
     if not data:
         return
     path = Path(data)
@@ -427,8 +428,6 @@ def refuse_missing_predictions(predictions: str) -> None:
     Raises:
         ValueError: naming the path and what to do.
     """
-    from pathlib import Path
-
     from eval.pairwise.judging import PAIRWISE_PREDICTIONS
 
     path = Path(predictions)

@@ -171,9 +171,10 @@ def _bounded_yaml(text: str, path: Path) -> Any:
 def _check_node_count(root: Any, path: Path) -> None:
     """Refuse a composed YAML document whose expansion passes the bounds.
 
-    Aliases are the same node object in PyYAML's graph, so each node's expanded size is counted once (memoised
-    by identity): the walk is linear in the file, however many times a value is repeated. Iterative, so a deep
-    file cannot run it out of stack.
+    Aliases are the same node object in PyYAML's graph, so each node's expanded size and height (its deepest path
+    below it) are computed once (memoised by identity), and every later reference is checked with them at its own
+    depth: the walk is linear in the file, however many times a value is repeated, and a value first met shallowly
+    still counts where an alias repeats it deeper. Iterative, so a deep file cannot run it out of stack.
     """
     import yaml
 
@@ -184,7 +185,11 @@ def _check_node_count(root: Any, path: Path) -> None:
             return [part for pair in node.value for part in pair]
         return []
 
-    sizes: dict[int, int] = {}
+    def too_deep(node: Any, how: str = "") -> ConfigError:
+        return ConfigError(f"{path}: nested more than {MAX_CONFIG_DEPTH} levels deep{how}, line "
+                           f"{node.start_mark.line + 1}")
+
+    memo: dict[int, tuple[int, int]] = {}  # id -> (size with aliases expanded, height: levels below the node)
     open_nodes: set[int] = set()  # the nodes on the path from the root to the one being walked
     stack: list[tuple[Any, int, bool]] = [(root, 0, False)]
     while stack:
@@ -192,19 +197,22 @@ def _check_node_count(root: Any, path: Path) -> None:
         key = id(node)
         if done:
             open_nodes.discard(key)
-            sizes[key] = 1 + sum(sizes[id(child)] for child in children(node))
-            if sizes[key] > MAX_CONFIG_NODES:
+            below = [memo[id(child)] for child in children(node)]
+            memo[key] = (1 + sum(size for size, _ in below), 1 + max((height for _, height in below), default=-1))
+            if memo[key][0] > MAX_CONFIG_NODES:
                 raise ConfigError(f"{path}: more than {MAX_CONFIG_NODES:,} YAML values once its aliases (*name) are "
                                   f"expanded; a config file has a few hundred at most")
             continue
-        if key in sizes:
+        # the file's own mapping is one level above its values, hence the + 1
+        if key in memo:  # a value met before, repeated here by an alias: its deepest level counts from this depth
+            if depth + memo[key][1] > MAX_CONFIG_DEPTH + 1:
+                raise too_deep(node, f" once its aliases (*name) are expanded ({depth + memo[key][1] - 1} levels)")
             continue
         if key in open_nodes:
             raise ConfigError(f"{path}: an alias (*name) inside the value it names, line {node.start_mark.line + 1}: "
                               "the value would never end")
-        if depth > MAX_CONFIG_DEPTH + 1:  # the file's own mapping is one level above its values
-            raise ConfigError(f"{path}: nested more than {MAX_CONFIG_DEPTH} levels deep, line "
-                              f"{node.start_mark.line + 1}")
+        if depth > MAX_CONFIG_DEPTH + 1:
+            raise too_deep(node)
         open_nodes.add(key)
         stack.append((node, depth, True))
         stack.extend((child, depth + 1, False) for child in children(node))

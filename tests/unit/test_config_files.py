@@ -228,6 +228,23 @@ def test_endless_or_deep_yaml_is_refused(tmp_path, yaml_text, message):
     assert str(info.value) == f"{path}: {message}"
 
 
+def test_an_alias_cannot_carry_a_value_past_the_depth_bound(tmp_path):
+    """Each node was checked once, at the first depth the walk met it (right to left: `c: *x`, shallow), so the
+    same value repeated 60 levels down by `b` read: 120 levels where docs/settings.md says 64."""
+    from judge.plumbing.config_files import read_config_file
+
+    deep = "[" * 60 + "1" + "]" * 60  # 60 levels
+    path = tmp_path / "deep-alias.yaml"
+    path.write_text(f"a: &x {deep}\nb: {'[' * 60}*x{']' * 60}\nc: *x\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        read_config_file(path)
+    assert str(info.value) == (f"{path}: nested more than 64 levels deep once its aliases (*name) are expanded "
+                               "(120 levels), line 1")
+    path.write_text(f"a: &x {deep}\nb: {deep}\nc: *x\n", encoding="utf-8")  # the alias used shallowly only
+    raw = read_config_file(path)
+    assert raw["a"] == raw["b"] == raw["c"] and str(raw["c"]).count("[") == 60
+
+
 def test_the_shipped_configs_are_far_below_the_bound():
     """The bound's margin: every shipped config has at most a hundredth of MAX_CONFIG_NODES (the largest, 81)."""
     from pathlib import Path

@@ -193,7 +193,7 @@ def test_an_out_that_is_a_file_is_refused_by_every_command(runs, tmp_path, capsy
     top, zero, data = str(runs["root"] / "top"), str(runs["root"] / "zero"), str(runs["data"])
     commands = {"run": ["run", "--judge", URL, "--data", data, "--no-progress"],
                 "score": ["score", "--predictions", top, "--data", data, "--n-boot", "0"],
-                "compare": ["compare", top, zero, "--n-boot", "0"]}
+                "compare": ["compare", top, zero, "--n-boot", "0"], "experts": ["experts", "--data", data]}
     for out in (file, file / "sub"):
         for command, argv in commands.items():
             capsys.readouterr()
@@ -203,6 +203,23 @@ def test_an_out_that_is_a_file_is_refused_by_every_command(runs, tmp_path, capsy
     metrics = runs["root"] / "top" / "metrics.json"
     assert main(["compare", top, zero, "--n-boot", "0", "--out", str(metrics)]) == 2
     assert _said(capsys)[1] == f"judge-eval compare: error: --out: {metrics} is a file, not a folder\n"
+
+
+def test_convert_refuses_an_out_under_a_file_or_that_is_a_folder(runs, tmp_path, capsys):
+    """convert's --out is the JSONL file: FILE/x.jsonl stopped in mkdir (FileExistsError), a folder in open()
+    (IsADirectoryError), both tracebacks after the records were read."""
+    file = tmp_path / "x.jsonl"
+    file.write_text("{}\n", encoding="utf-8")
+    for out in (file / "out.jsonl", file / "sub" / "out.jsonl"):
+        capsys.readouterr()
+        assert main(["convert", "--data", str(runs["data"]), "--out", str(out)]) == 2, out
+        assert _said(capsys)[1].endswith(f"judge-eval convert: error: --out: {file} is a file, not a folder\n")
+    assert main(["convert", "--data", str(runs["data"]), "--out", str(tmp_path)]) == 2
+    assert _said(capsys)[1].endswith(f"judge-eval convert: error: --out: {tmp_path} is a folder, not a file; give "
+                                     "the JSONL file to write\n")
+    assert file.read_text(encoding="utf-8") == "{}\n" and sorted(tmp_path.iterdir()) == [file]
+    assert main(["convert", "--data", str(runs["data"]), "--out", str(tmp_path / "ok.jsonl")]) == 0  # still writes
+    assert judge.load_records(tmp_path / "ok.jsonl")
 
 
 def test_run_folders_refuse_a_file_for_every_job(tmp_path, capsys):
