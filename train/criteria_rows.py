@@ -29,8 +29,9 @@ def refuse_benchmark_sources(sources, allow: bool) -> None:
     """
     import json
 
+    from judge.plumbing.json_reading import unreadable_json
     from judge.record_sources import load_records_report
-    from judge.records import is_benchmark_row
+    from judge.records import RecordError, is_benchmark_row
     from train.build_data import BenchmarkRowsError
 
     if allow:
@@ -39,7 +40,13 @@ def refuse_benchmark_sources(sources, allow: bool) -> None:
         path = Path(str(source))
         if path.suffix == ".jsonl":  # labelled rows of other shapes too: the first row's keys tell
             with path.open(encoding="utf-8") as fh:
-                first = next((json.loads(line) for line in fh if line.strip()), {})
+                index, line = next(((i, line) for i, line in enumerate(fh) if line.strip()), (0, "{}"))
+            try:
+                first = json.loads(line)
+            except (ValueError, RecursionError) as err:
+                # Named with its row as judge.load_records names one (0-based): deep nesting was a bare
+                # RecursionError traceback, a long number Python's advice to call sys.set_int_max_str_digits().
+                raise RecordError(str(path), index, None, unreadable_json(err)) from None
             benchmark = isinstance(first, dict) and is_benchmark_row(first)
         else:
             benchmark = load_records_report(path, make_id=True)[1].n_benchmark_rows > 0

@@ -102,7 +102,7 @@ def traces_agreement(source: str | None) -> dict[str, Any]:
     summary = path / "summary.json" if path.is_dir() else path.parent / "summary.json"
     try:
         written = json.loads(summary.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # deep nesting is a RecursionError: unreadable all the same
         return settings
     if not isinstance(written, dict) or written.get("stage") != "traces":
         return settings

@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from judge.plumbing.json_reading import unreadable_json
+
 __all__ = ["is_ranking_run", "compare_rankings", "render_ranking_compare_markdown"]
 
 
@@ -36,7 +38,12 @@ def is_ranking_run(folder: str | Path) -> bool:
 def _load(folder: Path) -> tuple[dict[str, Any], list]:
     from eval.ranking.rank import RANKING_RESULT, ITEMS, ranked_items
 
-    info = json.loads((folder / RANKING_RESULT).read_text(encoding="utf-8"))
+    path = folder / RANKING_RESULT
+    text = path.read_text(encoding="utf-8")
+    try:
+        info = json.loads(text)
+    except (ValueError, RecursionError) as err:  # a bare json error named no file; deep nesting was a traceback
+        raise ValueError(f"{path}: {unreadable_json(err, whole_file=True)}") from None
     # The matrix is recomputed with the reading the run's own used (a bench.json before the option: the toolkit's).
     return info, ranked_items(folder / ITEMS, folder / "predictions.jsonl", info.get("verdict_reader", "toolkit"))
 

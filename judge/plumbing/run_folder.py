@@ -29,6 +29,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from judge.plumbing.json_reading import unreadable_json
 from judge.plumbing.provenance import make_private_dir, redact, redact_argv, write_private_text
 
 __all__ = ["LOCK_FILE", "RUN_KEY_FILE", "RunFolderBusy", "ResumeMismatch", "hold_run_folder", "claim_run_folder",
@@ -137,7 +138,7 @@ def claim_run_folder(out_dir: str | Path, run_key: Mapping[str, Any], progress_f
 
     Raises:
         ResumeMismatch: earlier progress was made with different settings (and ``overwrite`` is off), naming each
-            setting that differs with its old and new value.
+            setting that differs with its old and new value, or its ``run_key.json`` cannot be read.
         ConfigError: ``out_dir`` is a file, or lies under one.
     """
     refuse_file(out_dir)
@@ -150,7 +151,18 @@ def claim_run_folder(out_dir: str | Path, run_key: Mapping[str, Any], progress_f
             path.unlink()
         existing = []
     if existing and key_path.exists():
-        old = json.loads(key_path.read_text(encoding="utf-8"))
+        # A key that cannot be read cannot be checked: refused as a mismatch is, naming the file (a bare json error
+        # named none, deep nesting was a RecursionError traceback, and a JSON list failed at old.get).
+        unchecked = (f"the settings of the progress in {out_dir} cannot be checked. Use a fresh --out, or --overwrite "
+                     "to discard it.")
+        try:
+            old = json.loads(key_path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError as err:  # a ValueError, but no JSON error: unreadable_json would misname it
+            raise ResumeMismatch(f"{key_path}: not UTF-8 text (byte {err.start}); {unchecked}") from None
+        except (ValueError, RecursionError) as err:
+            raise ResumeMismatch(f"{key_path}: {unreadable_json(err, whole_file=True)}; {unchecked}") from None
+        if not isinstance(old, dict):
+            raise ResumeMismatch(f"{key_path}: a JSON {type(old).__name__}, not an object; {unchecked}")
         if old != key:
             diff = sorted(k for k in set(old) | set(key) if old.get(k) != key.get(k))
             details = "; ".join(f"{k}: {old.get(k)!r} -> {key.get(k)!r}" for k in diff)

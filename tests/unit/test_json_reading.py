@@ -31,8 +31,14 @@ SAID = {DEEP: "unreadable JSON: nested too deeply", LONG: "unreadable JSON: a nu
 def test_every_line_reader_names_the_line_json_loads_cannot_hold(tmp_path, value):
     from eval.mera.task_rows import DataError, iter_task_rows
     from eval.pairwise.judging import is_pairwise_data, load_pairs
+    from eval.ranking.compare import compare_rankings
+    from judge import RecordError
     from judge.criteria_auto.expansion import expand_file
     from judge.plumbing.config_files import ConfigError, read_json_object
+    from judge.plumbing.run_folder import ResumeMismatch, claim_run_folder
+    from train.criteria_rows import refuse_benchmark_sources
+    from train.seq2seq import traces_agreement
+    from train.synthetic.journal import read_rows
 
     lines = tmp_path / "rows.jsonl"
     lines.write_text(f'{{"id": "1", "x": {value}}}\n' + '{"id": "2"}\n', encoding="utf-8")
@@ -42,6 +48,10 @@ def test_every_line_reader_names_the_line_json_loads_cannot_hold(tmp_path, value
         load_pairs(lines)
     with pytest.raises(ValueError, match=f"rows.jsonl line 1: {SAID[value]}"):
         expand_file(lines, tmp_path / "out", classifier=None)
+    with pytest.raises(ValueError, match=f"rows.jsonl:1: {SAID[value]}"):  # a synthetic stage's input
+        read_rows(lines)
+    with pytest.raises(RecordError, match=f"rows.jsonl: row 0: {SAID[value]}"):  # its first row's keys tell
+        refuse_benchmark_sources([lines], allow=False)
     first = tmp_path / "first.jsonl"
     first.write_text(f'{{"answer_1": {value}}}\n', encoding="utf-8")
     assert is_pairwise_data(first) is False
@@ -49,3 +59,17 @@ def test_every_line_reader_names_the_line_json_loads_cannot_hold(tmp_path, value
     document.write_text(f'{{"x": {value}}}', encoding="utf-8")
     with pytest.raises(ValueError, match=f"run.json: {SAID[value]}"):
         read_json_object(document)
+    for name in ("a", "b"):  # two ranking runs whose bench.json cannot be read
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "bench.json").write_text(f'{{"x": {value}}}', encoding="utf-8")
+    with pytest.raises(ValueError, match=f"bench.json: {SAID[value]}"):
+        compare_rankings(tmp_path / "a", tmp_path / "b")
+    resumed = tmp_path / "resumed"  # progress whose run key cannot be read, so cannot be checked
+    resumed.mkdir()
+    (resumed / "progress.jsonl").write_text("", encoding="utf-8")
+    (resumed / "run_key.json").write_text(f'{{"x": {value}}}', encoding="utf-8")
+    with pytest.raises(ResumeMismatch, match=f"run_key.json: {SAID[value]}"):
+        claim_run_folder(resumed, {"x": 1}, ["progress.jsonl"])
+    # A traces summary.json it cannot read leaves the stage's defaults, as one that is not JSON does.
+    (tmp_path / "summary.json").write_text(f'{{"stage": "traces", "tolerance": {value}}}', encoding="utf-8")
+    assert traces_agreement(str(tmp_path / "traces.jsonl")) == traces_agreement(None)

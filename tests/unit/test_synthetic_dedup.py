@@ -89,6 +89,9 @@ def test_similar_pairs_blockwise_equals_all_pairs(block_size):
         ("Не DUPLICATE", False), ("Нет, не DUPLICATE.", None), ("НЕ DUPLICATE", False), ("Не дубликат", None),
         # a negation the parser cannot pin to a word leaves the answer unclear: kept, never deleted
         ("NOT DIFFERENT", None), ("DUPLICATE? No.", None), ("DUPLICATE, не уверен", None), ("No.", None),
+        # the word inside another is not the verdict (read as DUPLICATE, it deleted an original)
+        ("UNDUPLICATED", None), ("DEDUPLICATE", None), ("deduplicated: DIFFERENT", False), ("NONDUPLICATE", False),
+        ("NEAR-DUPLICATE", True), ("'DUPLICATE'", True),
     ],
 )  # fmt: skip
 def test_parse_llm_check(text, answer):

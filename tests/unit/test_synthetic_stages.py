@@ -147,6 +147,22 @@ def test_stable_endpoint_follows_the_shares_from_the_key_alone():
         stable_endpoint("ins-1|0", [], seed=0)
 
 
+@pytest.mark.parametrize("shares", [[float("inf"), 1.0], [1.0, float("nan")], [1.0, 0.0], [1.0, -1.0]],
+                         ids=["inf", "nan", "zero", "negative"])
+def test_stable_endpoint_refuses_a_share_it_cannot_draw_in(shares):
+    """A NaN or infinite share made the total NaN or inf, every comparison false: every job went to the last
+    endpoint without a word."""
+    with pytest.raises(ValueError, match="every share must be a finite positive number"):
+        stable_endpoint("ins-1|0", shares, seed=0)
+
+
+@pytest.mark.parametrize("share", [float("nan"), float("inf"), float("-inf")])
+def test_an_endpoint_refuses_a_share_that_is_not_a_finite_number(share):
+    """NaN passed `share <= 0` (every comparison with it is false); inf passed it too."""
+    with pytest.raises(ValueError, match=f"endpoint m: share must be a finite number, got {share}"):
+        EndpointConfig(model="m", share=share)
+
+
 # ----------------------------------------------------------------------------------------------------- instructions
 
 
@@ -854,6 +870,23 @@ def test_a_repeated_id_in_a_stage_input_is_refused_naming_both_rows():
     assert str(error.value) == "x.jsonl: row 1: field 'id': '7' repeats the id of row 0"
     # Rows checked without their ids (a reference set) may repeat them.
     assert require_fields(rows, ("instruction",), "reference.jsonl") == rows
+
+
+def test_a_bad_row_after_a_blank_line_is_named_by_its_line(tmp_path):
+    """The row named is the line's (0-based, the line number minus one, as judge.RecordError's rows and this
+    module's other errors count): a blank line skipped by the reader shifted it onto the row before."""
+    from judge import RecordError
+    from train.synthetic.journal import read_rows, require_fields
+
+    path = tmp_path / "instructions.jsonl"
+    path.write_text('\n{"id": "ins-1", "instruction": "а"}\n{"id": "ins-2", "instruction": "б"}\n\n'
+                    '{"id": "ins-1", "instruction": "в"}\n', encoding="utf-8")
+    with pytest.raises(RecordError) as error:
+        require_fields(read_rows(path), ("id", "instruction"), path)
+    assert str(error.value) == f"{path}: row 4: field 'id': 'ins-1' repeats the id of row 1"
+    path.write_text('{"id": "ins-1", "instruction": "а"}\n\n{"id": "ins-2"}\n', encoding="utf-8")
+    with pytest.raises(RecordError, match=r"row 2: field 'instruction': missing"):
+        require_fields(read_rows(path), ("id", "instruction"), path)
 
 
 def test_a_rerun_that_keeps_nothing_leaves_no_dataset_and_replaces_its_files(tmp_path, capsys):

@@ -9,6 +9,7 @@ the caller's bug and fails at once.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -112,9 +113,13 @@ def stable_endpoint(key: str, shares: Sequence[float], seed: int) -> int:
     Returns:
         An index into ``shares``.
     """
-    total = float(sum(shares))
-    if not shares or total <= 0:
+    if not shares:
         raise ValueError("stable_endpoint: no endpoint to assign (empty shares)")
+    # A NaN or infinite share made the draw's total NaN or inf: every comparison below was false, and every job went
+    # to the last endpoint without a word. EndpointConfig refuses such a share; this is for callers in Python.
+    if not all(math.isfinite(share) and share > 0 for share in shares):
+        raise ValueError(f"stable_endpoint: every share must be a finite positive number, got {list(shares)}")
+    total = float(sum(shares))
     digest = hashlib.sha256(f"{seed}\n{key}".encode("utf-8")).digest()
     point = int.from_bytes(digest[:8], "big") / 2.0**64 * total
     bound = 0.0

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +47,11 @@ class EndpointConfig:
     def __post_init__(self) -> None:
         if not self.model:
             raise ValueError("endpoint: 'model' is required")
+        # A NaN share passed `<= 0` (every comparison with it is false) and sent every job to the last endpoint.
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"endpoint {self.model}: {f.name} must be a finite number, got {value}")
         if self.share <= 0:
             raise ValueError(f"endpoint {self.model}: share must be positive, got {self.share}")
         self.name = self.name or self.model

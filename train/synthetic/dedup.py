@@ -296,9 +296,11 @@ def render_llm_check_prompt(first: str, second: str) -> str:
 _NEGATION = r"(?<![\w'’])(?:NOT|NO|NEVER|NEITHER|NOR|НЕ|НЕТ|НИ|[A-Z]*N['’]T)(?![\w'’])"
 _NEGATION_RE = re.compile(_NEGATION)
 # A verdict word, with the negation that governs it when one stands right before it ("NOT A DUPLICATE",
-# "NOT NEAR-DUPLICATES"; "NON-DUPLICATE" is rewritten to "NOT DUPLICATE" first).
+# "NOT NEAR-DUPLICATES"; "NON-DUPLICATE" is rewritten to "NOT DUPLICATE" first). The word starts at a word boundary:
+# inside "UNDUPLICATED" or "DEDUPLICATE" it confirmed a duplicate, deleting an original ("NEAR-DUPLICATE" still
+# reads, the hyphen being no word character).
 _VERDICT_RE = re.compile(
-    rf"(?:({_NEGATION})[\s\-]+(?:(?:A|AN|THE|REALLY|EXACTLY|QUITE|NEAR|SEMANTIC)[\s\-]+)*)?(DUPLICAT|DIFFERENT)"
+    rf"(?:({_NEGATION})[\s\-]+(?:(?:A|AN|THE|REALLY|EXACTLY|QUITE|NEAR|SEMANTIC)[\s\-]+)*)?(?<!\w)(DUPLICAT|DIFFERENT)"
 )
 
 

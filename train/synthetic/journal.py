@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from judge.plumbing.journal import JournalWriter, open_journal, rewrite_journal
+from judge.plumbing.json_reading import unreadable_json
 
 __all__ = ["Journal", "run_jobs", "request_failed", "write_stage_outputs", "read_rows", "require_fields", "log"]
 
@@ -256,8 +257,13 @@ def require_fields(rows: list[dict], fields: tuple[str, ...], source: str | Path
     """
     from judge import RecordError
 
+    # A JSONL input's rows carry their line's index (blank lines are skipped but counted): the position in ``rows``
+    # named the row before a blank line, not the one that is wrong.
+    lines = getattr(rows, "line_index", None)
+    if lines is None or len(lines) != len(rows):  # not read from JSONL here, or changed since: positions
+        lines = range(len(rows))
     first_row: dict[str, int] = {}
-    for index, row in enumerate(rows):
+    for index, row in zip(lines, rows):
         for name in fields:
             value = row.get(name)
             if isinstance(value, str) or (name == "id" and isinstance(value, int) and not isinstance(value, bool)):
@@ -273,19 +279,33 @@ def require_fields(rows: list[dict], fields: tuple[str, ...], source: str | Path
     return rows
 
 
+class _InputRows(list):
+    """A JSONL input's rows, with ``line_index``: each row's 0-based line index (the line number minus one), which
+    ``require_fields`` names (``judge.RecordError``'s row) where the position in the list is off by the blank lines
+    skipped before it."""
+
+    line_index: list[int]
+
+
 def _read_input_jsonl(path: Path) -> list[dict]:
     """A stage's input read strictly: every line a JSON object, the last one too when it lacks its newline (a file
     written by hand or with "\n".join; the journal's rule, dropping such a line as a write cut by a kill, is for
     journals only: applied here it lost a reference instruction without a word)."""
-    rows = []
+    rows = _InputRows()
+    rows.line_index = []
     for number, line in enumerate(path.read_bytes().split(b"\n"), start=1):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
-        except ValueError as err:
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:  # unreadable_json would misname a non-UTF-8 line
             raise ValueError(f"{path}:{number}: not a JSON line ({err})") from None
+        except (ValueError, RecursionError) as err:
+            # Valid JSON json.loads cannot hold: deep nesting was a bare RecursionError (a traceback), a long number
+            # Python's advice to call sys.set_int_max_str_digits().
+            raise ValueError(f"{path}:{number}: {unreadable_json(err)}") from None
         if not isinstance(row, dict):
             raise ValueError(f"{path}:{number}: not a JSON object")
         rows.append(row)
+        rows.line_index.append(number - 1)
     return rows
