@@ -79,8 +79,9 @@ class ServeConfig:
         "released -r judge (Qwen2WithRegressionHead; its custom code is not run).",
     )
     served_model_name: str = _f("", "Model name clients send and /v1/models lists (default: the folder name); an "
-                                    "attached engine serving under another name is listed by its own, and /v1/judge "
-                                    "answers to both.")
+                                    "attached engine serving under another name is listed by its own, and /v1/judge, "
+                                    "GET /v1/models/{id} and the proxied generation routes answer to both (sent to the "
+                                    "engine under its own).")
     generator_model: str = _f(
         "", "Regression checkpoints only: folder of the generating model, when the export does not say where it is."
     )
@@ -149,7 +150,9 @@ class ServeConfig:
     attached_probe_interval_s: float = _f(
         5.0,
         "Seconds between judge-serve's /health probes of an attached engine (generator_url, pooling_url): two "
-        "failed probes in a row mark it dead (requests get 503), and the first answer after that takes it back.",
+        "failed probes in a row mark it dead (requests get 503), and the first answer after that takes it back, under "
+        "the name and max_model_len its /v1/models lists then (kept as they were when that list cannot be read "
+        "within 5 s).",
     )
     engine_start_timeout_s: float = _f(900.0, "Seconds an engine may take to answer /health after starting.")
     engine_stop_grace_s: float = _f(

@@ -67,7 +67,7 @@ class TrainConfig:
         "runs/judge",
         "Run folder: checkpoints (checkpoint-N/), run.json and the final export (export/).",
     )
-    seed: int = option(42, "Seed for model init, data order and dropout (written to run.json).")
+    seed: int = option(42, "Seed for model init, data order and dropout (written to run.json); 0 to 2**32 - 1.")
 
     # --- data ----------------------------------------------------------------------------------------------------
     data: str = option(
@@ -119,7 +119,8 @@ class TrainConfig:
     )
     warmup_steps: int = option(0, "Linear warm-up steps before the decay.")
     num_train_epochs: float = option(3.0, "Epochs over the training rows.")
-    max_steps: int = option(-1, "Stop after this many optimizer steps (overrides epochs when > 0).")
+    max_steps: int = option(-1, "Stop after this many optimizer steps, a positive number (overrides epochs); -1: "
+                                "not set, num_train_epochs decides.")
     global_batch_size: int = option(
         256,
         "Rows per optimizer step over all ranks. Gradient accumulation is derived: "
@@ -372,14 +373,15 @@ class GRPORecipeConfig(TrainConfig):
         "reward only (agreement None, which trl leaves out of the mean).",
     )
     num_generations: int = option(8, "Completions sampled per prompt (the group; trl's default 8).")
-    beta: float = option(0.0, "KL weight against the reference model (trl's default 0: DAPO drops the KL term).")
+    beta: float = option(0.0, "KL weight against the reference model, >= 0 (trl's default 0: DAPO drops the KL "
+                              "term).")
     loss_type: str = option("dapo", "trl loss_type: 'dapo' (default: token-level, DAPO), 'grpo', 'dr_grpo', 'bnpo', ...")
     max_completion_length: int = option(
         512,
         "Most tokens a completion may have (trl's default 512). A reasoning cut by it has no verdict: it fails to "
         "parse and earns 0.",
     )
-    temperature: float = option(1.0, "Sampling temperature of the completions (trl's default 1.0).")
+    temperature: float = option(1.0, "Sampling temperature of the completions, > 0 (trl's default 1.0).")
     use_vllm: bool = option(False, "Generate with vLLM (GPU); false generates with transformers (CPU tests, small runs).")
     vllm_mode: str = option(
         "colocate",
@@ -387,14 +389,14 @@ class GRPORecipeConfig(TrainConfig):
         "own node (judge-train submit renders both), reached at vllm_server_host:vllm_server_port.",
     )
     vllm_server_host: str = option("127.0.0.1", "server mode: the host running `trl vllm-serve`.")
-    vllm_server_port: int = option(8000, "server mode: the port of `trl vllm-serve`.")
+    vllm_server_port: int = option(8000, "server mode: the port of `trl vllm-serve` (1-65535).")
     vllm_server_tensor_parallel_size: int = option(
         1,
         "server mode: GPUs `trl vllm-serve` splits the model over (judge-train submit renders it; it must divide the "
         "model's attention heads: 4 for a Qwen2.5-7B's 28, up to 8 for a Qwen3-8B's 32).",
     )
     vllm_gpu_memory_utilization: float = option(
-        0.3, "colocate mode: the share of each GPU's memory vLLM takes (trl's default 0.3)."
+        0.3, "colocate mode: the share of each GPU's memory vLLM takes, in (0, 1] (trl's default 0.3)."
     )
 
     def validate(self) -> None:
