@@ -231,3 +231,41 @@ def test_array_scripts_ask_to_be_requeueable(script):
     assert header.count("#SBATCH --requeue") == 1
     assert "#SBATCH --no-requeue" not in header
     assert re.search(r"scontrol requeue <array id>_<task>", (REPO / "docs" / "slurm.md").read_text())
+
+
+# --- serve.sbatch: a port of its own ------------------------------------------------------------------------------
+
+
+def test_serve_sbatch_takes_a_free_port_not_one_a_job_id_shares(tmp_path):
+    """Two serve jobs on one node whose ids are equal modulo 1000 got one port (8000 + id % 1000): the second failed
+    to bind while its endpoint file pointed its eval array at the first's model. With the old port held here, as
+    the other job's server would hold it, job 1234 publishes another port, one that was free; JUDGE_PORT still wins."""
+    import socket
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, body in {"srun": "exit 0\n", "judge-serve": "exit 0\n",
+                       "scontrol": 'echo "${@: -1}"\n'}.items():  # `scontrol show hostnames X`: X
+        (bin_dir / name).write_text("#!/bin/bash\n" + body)
+        (bin_dir / name).chmod(0o755)
+    model = tmp_path / "model"
+    model.mkdir()
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "SLURM_JOB_ID": "1234", "SLURM_JOB_NODELIST": "localhost",
+        "JUDGE_MODEL": str(model), "JUDGE_ENDPOINT_DIR": str(tmp_path / "endpoints"),
+        "JUDGE_CACHE_DIR": str(tmp_path / "cache"),
+    }  # fmt: skip
+    endpoint = tmp_path / "endpoints" / "judge-serve-1234.endpoint"
+    with socket.socket() as other_job:
+        other_job.bind(("", 9234 - 1000))  # 8234: what job 1234 took before
+        other_job.listen()
+        proc = _run("serve.sbatch", env, tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        port = int(endpoint.read_text().strip().rsplit(":", 1)[1].split("/")[0])
+        assert port != 8234
+        with socket.socket() as probe:
+            probe.bind(("", port))  # it was free (the fake judge-serve never took it)
+    proc = _run("serve.sbatch", {**env, "JUDGE_PORT": "8765"}, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert endpoint.read_text().strip().endswith(":8765/v1")
