@@ -141,8 +141,17 @@ class RankConfig:
         for key in ("concurrency", "max_tokens"):
             if getattr(self, key) < 1:
                 raise ConfigError(f"{key}: must be at least 1, got {getattr(self, key)}")
-        if self.n_boot < 0 or self.limit < 0:
-            raise ConfigError("n_boot and limit must be at least 0")
+        # As RunConfig.validate: every comparison with NaN is false, so a NaN passed each bound below and reached
+        # the client (a NaN connect_timeout_s retried for ever); an infinity is no number of seconds either.
+        for key in ("timeout_s", "connect_timeout_s", "backoff_s", "server_timeout_s", "temperature"):
+            if not math.isfinite(getattr(self, key)):
+                raise ConfigError(f"{key}: must be a finite number, got {getattr(self, key)}")
+        for key in ("limit", "n_boot", "seed", "max_retries", "backoff_s", "temperature"):
+            if getattr(self, key) < 0:
+                raise ConfigError(f"{key}: must be >= 0, got {getattr(self, key)}")
+        for key in ("timeout_s", "connect_timeout_s", "server_timeout_s"):
+            if getattr(self, key) <= 0:
+                raise ConfigError(f"{key}: must be positive, got {getattr(self, key)}")
 
 
 # ---------------------------------------------------------------------------------------------- instructions

@@ -130,6 +130,35 @@ def test_run_refuses_a_negative_or_nan_temperature_before_any_request(tmp_path, 
         assert not out.exists()
 
 
+# ------------------------------------------------------------------------------------------ rank's settings
+
+
+@pytest.mark.parametrize(("flag", "value", "says"), [
+    ("--timeout-s", "nan", "must be a finite number, got nan"),
+    ("--connect-timeout-s", "nan", "must be a finite number, got nan"),  # retried an unreachable server for ever
+    ("--connect-timeout-s", "inf", "must be a finite number, got inf"),
+    ("--server-timeout-s", "nan", "must be a finite number, got nan"),
+    ("--temperature", "nan", "must be a finite number, got nan"),  # went to the candidate unseen
+    ("--temperature", "-0.5", "must be >= 0, got -0.5"),
+    ("--backoff-s", "nan", "must be a finite number, got nan"),
+    ("--backoff-s", "-1", "must be >= 0, got -1.0"),
+    ("--seed", "-1", "must be >= 0, got -1"),
+    ("--max-retries", "-1", "must be >= 0, got -1"),
+    ("--n-boot", "-1", "must be >= 0, got -1"),
+    ("--timeout-s", "0", "must be positive, got 0.0"),
+])  # fmt: skip
+def test_rank_refuses_a_setting_out_of_its_bounds_before_writing_anything(tmp_path, capsys, flag, value, says):
+    """RankConfig.validate checked only concurrency, max_tokens, n_boot and limit: a NaN timeout, temperature or
+    backoff and a negative seed passed. Each is refused as judge-eval run refuses it, naming the field."""
+    out = tmp_path / "out"
+    capsys.readouterr()
+    code = main(["rank", "--model", URL, "--judge", URL, "--data", str(tmp_path / "instructions.jsonl"), "--out",
+                 str(out), "--no-progress", flag, value])
+    field = flag[2:].replace("-", "_")
+    assert code == 2 and _said(capsys)[1].endswith(f"judge-eval rank: error: {field}: {says}\n")
+    assert not out.exists()
+
+
 # ------------------------------------------------------------------------------------------ predictions
 
 

@@ -361,7 +361,7 @@ def test_instructions_stage_filters_counts_and_payloads(scripted, tmp_path):
     assert run["prompt_version"] is None and run["seed"] == run["config"]["seed"]  # no judge prompt in this stage
 
 
-def test_instructions_stage_resumes_from_its_journal(scripted, tmp_path):
+def test_instructions_stage_resumes_from_its_journal(scripted, tmp_path, capsys):
     """A rerun sends nothing for finished jobs; a journal line cut by a kill is redone, and only it."""
     server = scripted(_instructions_table())
     config = _write_yaml(tmp_path / "instructions.yaml", INSTRUCTIONS_YAML.format(url=server.base_url))
@@ -381,11 +381,14 @@ def test_instructions_stage_resumes_from_its_journal(scripted, tmp_path):
     keys = [json.loads(line)["key"] for line in (out / "journal.jsonl").read_text().splitlines() if line.endswith("}")]
     assert keys.count(cut) == 1
 
-    # Deliberate change: an unreadable line that is not the last was skipped silently; it is an error now.
+    # Deliberate change: an unreadable line that is not the last was skipped silently; it is an error now (exit 2,
+    # naming the file and line, no traceback).
     lines = (out / "journal.jsonl").read_text(encoding="utf-8").splitlines()
     (out / "journal.jsonl").write_text("\n".join([lines[0], "not json", *lines[1:]]) + "\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"journal\.jsonl:2"):
-        main(argv)
+    capsys.readouterr()
+    assert main(argv) == 2
+    assert re.search(r"^judge-train data instructions: error: .*journal\.jsonl:2: not a JSON line",
+                     capsys.readouterr().err.strip().splitlines()[-1])
     assert len(server.received) == sent + 1
 
 
@@ -1053,3 +1056,115 @@ def test_an_output_that_is_a_file_is_a_usage_error(tmp_path, capsys):
     assert main(["answers", "--config", str(config), "--input", str(source), "--output", str(source)]) == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         f"judge-train data answers: error: {source} is a file, not a folder")
+
+
+# ------------------------------------------------------------------------------------ settings checked before the folder
+
+
+def _number_fields() -> dict[tuple[str, str], str]:
+    """(config class, field) -> "int" or "float", for every stage config and the endpoint mapping."""
+    import dataclasses
+
+    from train.synthetic.config import STAGE_CONFIGS
+
+    return {(cls.__name__, f.name): str(f.type) for cls in (*STAGE_CONFIGS.values(), EndpointConfig)
+            for f in dataclasses.fields(cls) if str(f.type) in ("int", "float")}
+
+
+def test_every_number_setting_has_bounds():
+    """A numeric field added later cannot go unchecked: each is in NUMBER_BOUNDS, or is a threshold that need only be
+    finite (FINITE_NUMBERS); the tables name no field that is gone."""
+    from train.synthetic.config import FINITE_NUMBERS, NUMBER_BOUNDS
+
+    names = {name for _, name in _number_fields()}
+    assert not set(NUMBER_BOUNDS) & set(FINITE_NUMBERS)
+    assert names == set(NUMBER_BOUNDS) | set(FINITE_NUMBERS)
+
+
+@pytest.mark.parametrize("cls_name, name", sorted(k for k, tp in _number_fields().items() if tp == "float"))
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")], ids=["nan", "inf", "-inf"])
+def test_every_float_setting_must_be_finite(cls_name, name, bad):
+    """NaN passes every `< 0`: --validation-fraction nan reached round() after the folder was claimed."""
+    from train.synthetic.config import STAGE_CONFIGS, load_config
+
+    if cls_name == "EndpointConfig":
+        with pytest.raises(ValueError) as info:
+            EndpointConfig(model="m", **{name: bad})
+        assert str(info.value) == f"endpoint m: {name} must be a finite number, got {bad}"
+        return
+    stage, cls = next((s, c) for s, c in STAGE_CONFIGS.items() if c.__name__ == cls_name)
+    with pytest.raises(ValueError) as info:
+        load_config(cls, None, {name: bad})
+    assert str(info.value) == f"{stage}: {name} must be a finite number, got {bad}"
+
+
+@pytest.mark.parametrize("stage, flag, value, says", [
+    ("split", "--validation-fraction", "1", "split: validation_fraction must be in [0, 1), got 1.0"),
+    ("split", "--validation-fraction", "-0.1", "split: validation_fraction must be in [0, 1), got -0.1"),
+    ("split", "--seed", "-1", "split: seed must be non-negative, got -1"),
+    ("instructions", "--max-non-russian", "1.5", "instructions: max_non_russian must be in [0, 1], got 1.5"),
+    ("instructions", "--per-task-level", "0", "instructions: per_task_level must be at least 1, got 0"),
+    ("answers", "--concurrency", "0", "answers: concurrency must be at least 1, got 0"),
+    ("answers", "--timeout-s", "0", "answers: timeout_s must be positive, got 0.0"),
+    ("answers", "--limit", "-1", "answers: limit must be non-negative, got -1"),
+    ("annotate", "--max-attempts", "0", "annotate: max_attempts must be at least 1, got 0"),
+    ("annotate", "--backoff-s", "-1", "annotate: backoff_s must be non-negative, got -1.0"),
+    ("dedup", "--reference-percentile", "101", "dedup: reference_percentile must be in [0, 100], got 101.0"),
+    ("dedup", "--block-size", "0", "dedup: block_size must be at least 1, got 0"),
+    ("dedup", "--max-retries", "-2", "dedup: max_retries must be non-negative, got -2"),
+    ("traces", "--tolerance", "nan", "traces: tolerance must be a finite number, got nan"),
+    ("traces", "--max-kept-per-item", "-1", "traces: max_kept_per_item must be non-negative, got -1"),
+])
+def test_a_number_out_of_its_range_is_refused_before_the_folder_is_made(stage, flag, value, says, tmp_path, capsys):
+    """`judge-train data traces --tolerance nan` got past the settings, `split --validation-fraction nan` wrote
+    run.lock and run_key.json, then stopped with a traceback: exit 2 naming the field, and no folder."""
+    out = tmp_path / "out"
+    argv = [stage, *(["--input", str(tmp_path)] if stage != "instructions" else []), "--output", str(out), flag, value]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == f"judge-train data {stage}: error: {says}"
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("stage, yaml, says", [
+    ("instructions", "", "instructions: no generators configured (list them under 'generators' in the YAML)"),
+    ("dedup", "", "dedup: 'reference' (the expert-written instructions) is required: thresholds come from it"),
+    ("answers", "", "answers: no answer models configured (list them under 'answer_models' in the YAML)"),
+    ("answers", "answer_models: [{model: m}]\nanswers_per_instruction: 2\n",
+     "answers: 2 answers per instruction need as many models, got 1"),
+    ("annotate", "", "annotate: no teacher endpoint configured ('teacher' in the YAML)"),
+    ("traces", "", "traces: no teacher endpoint configured ('teacher' in the YAML)"),
+    ("dedup", "reference: {tmp}/nowhere.jsonl\n", "reference: {tmp}/nowhere.jsonl: no such file or folder"),
+    ("split", "", "--input: {tmp}/missing: no such file or folder"),
+    ("answers", "answer_models: [{model: m}]\n", "--input: {tmp}/empty: a folder with no dedup.jsonl and not a "
+                                                 "datasets folder"),
+    ("traces", "teacher: {model: t}\n", "--input: {tmp}/missing: no such file or folder"),
+])
+def test_a_stage_that_cannot_run_is_refused_before_it_claims_the_folder(stage, yaml, says, tmp_path, capsys):
+    """`judge-train data dedup` with no reference (a ValueError traceback from run_dedup) and `split` with a missing
+    --input (a FileNotFoundError traceback from read_rows) exited 1 after writing run.lock and run_key.json: now exit
+    2, the stage's own message, and the output folder untouched."""
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "instructions.jsonl").write_text('{"id": "i1", "instruction": "Напишите стих."}\n', encoding="utf-8")
+    source = {"split": "missing", "traces": "missing", "answers": "empty"}.get(stage, "instructions.jsonl")
+    config = _write_yaml(tmp_path / "stage.yaml", yaml.replace("{tmp}", str(tmp_path)))
+    out = tmp_path / "out"
+    out.mkdir()
+    argv = [stage, "--config", str(config), "--output", str(out)]
+    if stage != "instructions":
+        argv += ["--input", str(tmp_path / source)]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"judge-train data {stage}: error: {says.replace('{tmp}', str(tmp_path))}")
+    assert not (out / "run.lock").exists() and not (out / "run_key.json").exists() and not any(out.iterdir())
+
+
+def test_a_malformed_input_line_is_exit_2_naming_file_and_line(tmp_path, capsys):
+    """A line that is not JSON is found only when the stage reads its input: a named ValueError, printed as the
+    stage's error (exit 2), not under a traceback."""
+    source = tmp_path / "annotate.jsonl"
+    source.write_text('{"id": "a1"}\n{"id": \n', encoding="utf-8")
+    assert main(["split", "--input", str(source), "--output", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"judge-train data split: error: {source}:2: not a JSON line"), last

@@ -96,10 +96,7 @@ def run_annotate(config: AnnotateConfig, input_path: str | Path, out_dir: Path) 
     """Run stage 4 on the answers at ``input_path`` into ``out_dir`` (resumable). Returns the summary."""
     from judge import PROMPT_VERSION_EN, parse_verdict, render_prompt_en, scale_of
 
-    if not config.teacher:
-        raise ValueError("annotate: no teacher endpoint configured ('teacher' in the YAML)")
-    if config.max_attempts < 1:
-        raise ValueError("annotate: max_attempts must be at least 1")
+    config.check_runnable()  # a teacher configured (max_attempts >= 1 is checked when the config is built)
     teacher = EndpointConfig(**config.teacher)
     client = ChatClient(teacher, config.max_retries, config.backoff_s, config.timeout_s)
     rows = require_fields(read_rows(input_path, "answers"), ("id", "instruction", "answer", "task_type"), input_path)

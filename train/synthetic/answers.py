@@ -55,9 +55,8 @@ def answer_jobs(rows: list[dict], config: AnswersConfig, journalled: Mapping[str
             this scheme) resumes without asking its answers again, and its instruction's other slots follow that
             model in turn.
     """
+    config.check_runnable()  # as many models as answers per instruction
     n_models = len(config.answer_models)
-    if config.answers_per_instruction > n_models:
-        raise ValueError(f"answers: {config.answers_per_instruction} answers per instruction need as many models, got {n_models}")
     shares = [EndpointConfig(**m).share for m in config.answer_models]
     journalled = journalled or {}
     jobs = []
@@ -80,8 +79,7 @@ def answer_jobs(rows: list[dict], config: AnswersConfig, journalled: Mapping[str
 
 def run_answers(config: AnswersConfig, input_path: str | Path, out_dir: Path) -> dict:
     """Run stage 3 on the de-duplicated instructions at ``input_path`` into ``out_dir`` (resumable)."""
-    if not config.answer_models:
-        raise ValueError("answers: no answer models configured (list them under 'answer_models' in the YAML)")
+    config.check_runnable()  # answer models configured (also checked before the CLI claims the folder)
     endpoints = [EndpointConfig(**m) for m in config.answer_models]
     clients = [ChatClient(e, config.max_retries, config.backoff_s, config.timeout_s) for e in endpoints]
     rows = require_fields(read_rows(input_path, "dedup"), ("id", "instruction"), input_path)

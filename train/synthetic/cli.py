@@ -116,6 +116,53 @@ def forget_unkeyed_caps(out_dir: Path, stage: str) -> None:
         write_private_text(path, json.dumps(new, ensure_ascii=False, indent=2) + "\n")
 
 
+#: Per stage, the file its input folder is read through (``journal.read_rows``: ``<name>.jsonl``, else a
+#: ``datasets`` folder); traces reads any source ``judge.load_records`` takes (a folder holding ``train.jsonl``,
+#: Parquet shards, a ``save_to_disk`` folder, a dataset name).
+INPUT_READS = {"dedup": "instructions", "answers": "dedup", "annotate": "answers", "split": "annotate", "traces": None}
+
+
+def check_input(source: str, reads: str | None, name: str = "--input") -> None:
+    """Refuse an input the stage could not read, before its output folder is claimed.
+
+    Args:
+        source: the path given.
+        reads: the stage file a folder must hold (``INPUT_READS``); None: any existing file or folder, or a name
+            shaped like a dataset's (``owner/name``, read by ``datasets.load_dataset`` later).
+        name: how the message names the setting (``--input``, ``reference``).
+
+    Raises:
+        ConfigError: naming the setting and the path.
+    """
+    from judge.record_sources import _looks_like_dataset_name  # the one rule load_records reads a name by
+
+    path = Path(source)
+    if path.is_file():
+        return
+    if path.is_dir():
+        if reads is None or (path / f"{reads}.jsonl").is_file() or any(
+                (path / marker).is_file() for marker in ("dataset_info.json", "dataset_dict.json")):
+            return
+        raise ConfigError(f"{name}: {source}: a folder with no {reads}.jsonl and not a datasets folder")
+    if reads is None and _looks_like_dataset_name(str(source), path):
+        return
+    raise ConfigError(f"{name}: {source}: no such file or folder")
+
+
+def check_stage(stage: str, config: Any, input_path: str | None) -> None:
+    """Everything about a stage's settings and input that can be checked before its output folder is claimed: the
+    settings it cannot run without (``check_runnable``, which the stage calls again) and its input's path.
+
+    Raises:
+        ValueError: naming the setting (ConfigError for a path).
+    """
+    config.check_runnable()
+    if input_path is not None:
+        check_input(input_path, INPUT_READS[stage])
+    if stage == "dedup":
+        check_input(config.reference, "instructions", "reference")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 
@@ -143,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     cls = STAGE_CONFIGS[args.stage]
     try:
         config = load_config(cls, args.config, given_flags(args, cls))
+        check_stage(args.stage, config, getattr(args, "input", None))  # before any folder is made
     except ValueError as err:  # an unknown key or a value the stage refuses (ConfigError is one): named, no traceback
         print(f"judge-train data {args.stage}: error: {err}", file=sys.stderr)
         return 2
@@ -191,6 +239,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"judge-train data {args.stage}: error: {err}", file=sys.stderr)
         return 2
     except (LeakageError, RecordError) as err:  # training data refused, or a bad row: named, no traceback
+        print(f"judge-train data {args.stage}: error: {err}", file=sys.stderr)
+        return 2
+    except (ValueError, FileNotFoundError, NotADirectoryError, PermissionError) as err:
+        # What only the run finds: an input line that is not JSON, an embedding model not found, a traces input
+        # named like a dataset that cannot be loaded: named, no traceback (the help's exit 2).
         print(f"judge-train data {args.stage}: error: {err}", file=sys.stderr)
         return 2
 

@@ -26,9 +26,77 @@ __all__ = [
     "SplitConfig",
     "TracesConfig",
     "STAGE_CONFIGS",
+    "NUMBER_BOUNDS",
+    "FINITE_NUMBERS",
     "add_config_flags",
     "load_config",
 ]
+
+
+#: The bounds of every numeric setting of the stage configs and their endpoints, by field name (a name means the same
+#: in every stage): (lowest, whether the lowest itself is allowed, highest or None, whether the highest is). Checked
+#: when a config is built (``check_numbers``), so when it loads, before any folder is made. Every float must also be
+#: finite: a NaN passes every `< 0` (each comparison with it is false) and stopped the split stage with a traceback
+#: ("cannot convert float NaN to integer") after it had claimed its folder.
+NUMBER_BOUNDS: dict[str, tuple[float, bool, float | None, bool]] = {
+    # requests
+    "concurrency": (1, True, None, False),
+    "max_retries": (0, True, None, False),
+    "backoff_s": (0, True, None, False),
+    "timeout_s": (0, False, None, False),
+    "seed": (0, True, None, False),
+    "limit": (0, True, None, False),  # 0: all
+    # endpoints
+    "share": (0, False, None, False),
+    "temperature": (0, True, None, False),
+    "max_tokens": (1, True, None, False),
+    # instructions
+    "per_task_level": (1, True, None, False),
+    "max_non_russian": (0, True, 1, True),  # a share of word tokens
+    # dedup
+    "embedding_batch_size": (1, True, None, False),
+    "max_seq_length": (0, True, None, False),  # 0: the model's own
+    "block_size": (1, True, None, False),
+    "reference_percentile": (0, True, 100, True),  # numpy.percentile refuses any other
+    # answers, annotate
+    "answers_per_instruction": (1, True, None, False),
+    "max_attempts": (1, True, None, False),
+    # traces
+    "samples_per_item": (1, True, None, False),
+    "tolerance": (0, True, None, False),
+    "max_kept_per_item": (0, True, None, False),  # 0: all
+    # split: a validation share of 1 would leave no training data
+    "validation_fraction": (0, True, 1, False),
+}
+#: Numeric settings that need only be finite: dedup's thresholds on a cosine (-1 to 1) or a chrF (0 to 1), where a
+#: value past the scale is a meaningful setting, turning its rule off (``chrf_max: 1.01``: no pair is a duplicate by
+#: its chrF; ``chrf_min_cosine`` at or below -1: chrF over all pairs, Algorithm 1 as written).
+FINITE_NUMBERS = ("cosine_max", "chrf_max", "chrf_original", "chrf_min_cosine")
+
+
+def check_numbers(config: object, label: str) -> None:
+    """Refuse a numeric field of ``config`` that is not finite or lies outside its ``NUMBER_BOUNDS``.
+
+    Raises:
+        ValueError: "<label>: <field> must be ..., got <value>".
+    """
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{label}: {f.name} must be a finite number, got {value}")
+        if f.name not in NUMBER_BOUNDS:
+            continue
+        low, low_ok, high, high_ok = NUMBER_BOUNDS[f.name]
+        too_low = value < low or (value == low and not low_ok)
+        too_high = high is not None and (value > high or (value == high and not high_ok))
+        if high is not None and (too_low or too_high):
+            span = f"{'[' if low_ok else '('}{low:g}, {high:g}{']' if high_ok else ')'}"
+            raise ValueError(f"{label}: {f.name} must be in {span}, got {value}")
+        if too_low:
+            bound = ("non-negative" if low_ok else "positive") if low == 0 else f"at least {low:g}"
+            raise ValueError(f"{label}: {f.name} must be {bound}, got {value}")
 
 
 @dataclass
@@ -48,12 +116,7 @@ class EndpointConfig:
         if not self.model:
             raise ValueError("endpoint: 'model' is required")
         # A NaN share passed `<= 0` (every comparison with it is false) and sent every job to the last endpoint.
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, float) and not math.isfinite(value):
-                raise ValueError(f"endpoint {self.model}: {f.name} must be a finite number, got {value}")
-        if self.share <= 0:
-            raise ValueError(f"endpoint {self.model}: share must be positive, got {self.share}")
+        check_numbers(self, f"endpoint {self.model}")
         self.name = self.name or self.model
 
     @property
@@ -66,6 +129,8 @@ class EndpointConfig:
 
 @dataclass
 class _Common:
+    stage = ""  # the stage's name, as errors start (a class attribute, not a setting)
+
     concurrency: int = _f(8, "requests in flight at once")
     max_retries: int = _f(5, "retries of a failed request (connection errors, 429, 5xx) before giving up")
     backoff_s: float = _f(1.0, "first retry delay in seconds; doubles on every retry (capped at 60 s)")
@@ -73,9 +138,21 @@ class _Common:
     seed: int = _f(0, "seed for job assignment and shuffling")
     limit: int = _f(0, "process only the first N jobs (0: all); for dry runs")
 
+    def __post_init__(self) -> None:
+        check_numbers(self, self.stage)
+
+    def check_runnable(self) -> None:
+        """Refuse a config that loads but cannot run (a required endpoint missing); called before the output folder
+        is claimed and again by the stage itself.
+
+        Raises:
+            ValueError: naming the setting.
+        """
+
 
 @dataclass
 class InstructionsConfig(_Common):
+    stage = "instructions"
     generators: list = _f([], "generator endpoints (EndpointConfig mappings); the paper used three in equal shares")
     per_task_level: int = _f(1, "instructions per (leaf task, complexity level); the paper's 78k is about 171")
     task_types: list = _f([], "only these task types (English names; empty: all 35)")
@@ -84,6 +161,12 @@ class InstructionsConfig(_Common):
                                 "the paper does not show a filled prompt")
     max_non_russian: float = _f(0.05, "drop an instruction whose share of non-Russian word tokens exceeds this")
     ignore_code: bool = _f(True, "leave code blocks and `inline code` out of the non-Russian count (code tasks)")
+
+    def check_runnable(self) -> None:
+        if not self.generators:
+            raise ValueError("instructions: no generators configured (list them under 'generators' in the YAML)")
+        if self.details_language not in ("en", "ru"):
+            raise ValueError(f"instructions: details_language must be 'en' or 'ru', got {self.details_language!r}")
 
 
 # The paper's embedding model: arXiv 2505.24616v3, Appendix C.3, Algorithm 1 step 1 (and Appendix C.1, footnote 25).
@@ -122,8 +205,14 @@ class DedupConfig:
     device: str = _f("cpu", "embedding device (cpu, cuda)")
 
     def __post_init__(self) -> None:
+        check_numbers(self, "dedup")
         if self.borderline_without_check not in ("drop", "keep"):
             raise ValueError(f"dedup: borderline_without_check must be 'drop' or 'keep', got {self.borderline_without_check!r}")
+
+    def check_runnable(self) -> None:
+        """As ``_Common.check_runnable``: the reference instructions are required."""
+        if not self.reference:
+            raise ValueError("dedup: 'reference' (the expert-written instructions) is required: thresholds come from it")
 
     @property
     def runs_llm_check(self) -> bool:
@@ -133,22 +222,36 @@ class DedupConfig:
 
 @dataclass
 class AnswersConfig(_Common):
+    stage = "answers"
     answer_models: list = _f([], "answer endpoints (EndpointConfig mappings); the paper used 15 open LLMs in equal shares")
     answers_per_instruction: int = _f(1, "answers per instruction, each from a different model")
     system_prompt: str = _f("", "system message sent before the instruction (empty: none)")
 
+    def check_runnable(self) -> None:
+        if not self.answer_models:
+            raise ValueError("answers: no answer models configured (list them under 'answer_models' in the YAML)")
+        if self.answers_per_instruction > len(self.answer_models):
+            raise ValueError(f"answers: {self.answers_per_instruction} answers per instruction need as many models, "
+                             f"got {len(self.answer_models)}")
+
 
 @dataclass
 class AnnotateConfig(_Common):
+    stage = "annotate"
     teacher: dict = _f({}, "the teacher endpoint (EndpointConfig mapping); the paper used DeepSeek-R1")
     max_attempts: int = _f(3, "queries per item until a verdict parses; then it is counted as failed, never scored")
     criteria_language: str = _f("ru", "language of criterion names and rubrics in the prompt and the data (ru, en)")
     criteria: list = _f([], "only these criterion base ids (empty: every criterion of the task)")
     lenient: bool = _f(False, "accept a verdict cut before [END] (judge.parse_verdict lenient)")
 
+    def check_runnable(self) -> None:
+        if not self.teacher:
+            raise ValueError("annotate: no teacher endpoint configured ('teacher' in the YAML)")
+
 
 @dataclass
 class TracesConfig(_Common):
+    stage = "traces"
     teacher: dict = _f({}, "the teacher endpoint (EndpointConfig mapping): any OpenAI-compatible chat endpoint that "
                        "thinks, then answers an integer (judge-serve with Pollux-4B-Judge, vLLM with a Qwen3 model)")
     samples_per_item: int = _f(4, "traces asked per item (k): the teacher judges each item this many times")
@@ -165,13 +268,9 @@ class TracesConfig(_Common):
                                     "build-data refuses them: its dataset card asks that it not be used for training)")
     system_prompt: str = _f("", "system message sent before the judge prompt (empty: none, as judge-serve prompts)")
 
-    def __post_init__(self) -> None:
-        if self.samples_per_item < 1:
-            raise ValueError(f"traces: samples_per_item must be at least 1, got {self.samples_per_item}")
-        if self.tolerance < 0:
-            raise ValueError(f"traces: tolerance must be non-negative, got {self.tolerance}")
-        if self.max_kept_per_item < 0:
-            raise ValueError(f"traces: max_kept_per_item must be non-negative, got {self.max_kept_per_item}")
+    def check_runnable(self) -> None:
+        if not self.teacher:
+            raise ValueError("traces: no teacher endpoint configured ('teacher' in the YAML)")
 
 
 @dataclass
@@ -180,6 +279,12 @@ class SplitConfig:
     seed: int = _f(0, "seed of the instruction shuffle")
     allow_zero_shot: bool = _f(False, "keep Zero-Shot task types and criteria (leaks the Zero-Shot test)")
     split_file: str = _f("", "Zero-Shot split YAML (default: the packaged judge/data/zero_shot.yaml)")
+
+    def __post_init__(self) -> None:
+        check_numbers(self, "split")
+
+    def check_runnable(self) -> None:
+        """Nothing beyond the numbers: every split setting has a default that runs."""
 
 
 STAGE_CONFIGS = {
@@ -209,6 +314,6 @@ def load_config(cls: type, path: str | Path | None = None, overrides: dict | Non
         value = getattr(config, f.name)
         if f.name in ("generators", "answer_models"):
             [EndpointConfig(**e) for e in value]
-        elif f.name in ("teacher",) or (f.name == "llm" and getattr(config, "runs_llm_check", False)):
-            EndpointConfig(**value)
+        elif (f.name == "teacher" and value) or (f.name == "llm" and getattr(config, "runs_llm_check", False)):
+            EndpointConfig(**value)  # no teacher at all: check_runnable names the setting
     return config

@@ -565,8 +565,7 @@ def _save_npy_atomically(path: Path, array: np.ndarray) -> None:
 
 def run_dedup(config: DedupConfig, input_path: str | Path, out_dir: Path) -> dict:
     """Run stage 2 on the instructions at ``input_path`` into ``out_dir`` (resumable). Returns the summary."""
-    if not config.reference:
-        raise ValueError("dedup: 'reference' (the expert-written instructions) is required: thresholds come from it")
+    config.check_runnable()  # the reference is required (also checked before the CLI claims the folder)
     started = time.perf_counter()
     # Only local model folders are used; never let the hub be asked for a missing file.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

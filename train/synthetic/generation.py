@@ -213,10 +213,7 @@ def generation_fingerprint(task, level: str, language: str = "en") -> str:
 
 def run_instructions(config: InstructionsConfig, out_dir: Path) -> dict:
     """Run stage 1 into ``out_dir`` (resumable). Returns the summary."""
-    if not config.generators:
-        raise ValueError("instructions: no generators configured (list them under 'generators' in the YAML)")
-    if config.details_language not in ("en", "ru"):
-        raise ValueError(f"instructions: details_language must be 'en' or 'ru', got {config.details_language!r}")
+    config.check_runnable()  # generators and the details language (also checked before the CLI claims the folder)
     endpoints = [EndpointConfig(**g) for g in config.generators]
     clients = [ChatClient(e, config.max_retries, config.backoff_s, config.timeout_s) for e in endpoints]
     jobs = generation_jobs(config)

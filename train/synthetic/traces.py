@@ -194,8 +194,7 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
     from judge import PROMPT_VERSION, render_prompt
     from judge.plumbing.journal import rewrite_journal
 
-    if not config.teacher:
-        raise ValueError("traces: no teacher endpoint configured ('teacher' in the YAML)")
+    config.check_runnable()  # a teacher configured (also checked before the CLI claims the folder)
     teacher = EndpointConfig(**config.teacher)
     client = ChatClient(teacher, config.max_retries, config.backoff_s, config.timeout_s)
     items, skipped = training_records(input_path, config)
