@@ -340,7 +340,7 @@ def test_a_server_mode_grpo_job_serves_on_the_first_node_and_trains_on_the_rest(
     # server's call is on record, so that both are, whatever the scheduling.
     fakes = {"srun": 'if [[ " $* " != *" --ntasks=1 "* ]]; then\n'
                      '  for _ in $(seq 100); do grep -q -- --ntasks=1 "$FAKE_SRUN_ARGS" 2>/dev/null && break; sleep 0.1; done\n'
-                     'fi\nprintf "%s\\0" "$@" >>"$FAKE_SRUN_ARGS"; printf "\\n" >>"$FAKE_SRUN_ARGS"\n',
+                     'fi\nprintf "%s\\0" "$@" >>"$FAKE_SRUN_ARGS"; printf "\\036" >>"$FAKE_SRUN_ARGS"\n',
              "scontrol": 'case "$1 $2" in\n  "show hostnames") printf "gx-1\\ngx-2\\ngx-3\\n";;\n'
                          '  "show node") echo "NodeName=$3 NodeAddr=10.0.0.${3#gx-}";;\nesac\n',
              "torchrun": "exit 0\n", "judge-train": "exit 0\n", "trl": "exit 0\n"}
@@ -357,9 +357,11 @@ def test_a_server_mode_grpo_job_serves_on_the_first_node_and_trains_on_the_rest(
     proc = subprocess.run(["bash", str(tmp_path / "job.sbatch")], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "resume      yes" in proc.stdout and "rendezvous  10.0.0.2:29577" in proc.stdout
-    server, training = sorted((call.split("\0") for call in (tmp_path / "srun").read_text().split("\0\n")[:-1]),
+    # A call's arguments end in NUL, the call in RS (\x1e): the server's Python program holds newlines.
+    server, training = sorted((call.split("\0") for call in (tmp_path / "srun").read_text().split("\0\x1e")[:-1]),
                               key=lambda call: "--ntasks=1" not in call)  # the server's step first
-    assert "--nodelist=gx-1" in server and server[-3:] == ["Qwen/Qwen3-8B", "8", "8000"]
+    assert "--nodelist=gx-1" in server and server[-8:] == ["--model", "Qwen/Qwen3-8B", "--tensor-parallel-size", "8",
+                                                             "--port", "8000", "--host", "0.0.0.0"]
     assert 'trap "" USR1' in server[server.index("-c") + 1]
     assert "--nodes=2" in training and "--nodelist=gx-2,gx-3" in training
     for step in (server, training):  # the generation server runs in the job's container, on its CPUs, as training
