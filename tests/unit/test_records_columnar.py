@@ -223,6 +223,9 @@ def test_brackets_inside_strings_past_the_nesting_bound_still_load(tmp_path, mon
 
     past = [GOOD, with_braces(ARROW_MAX_OPENERS_PER_LINE + 1)]
     path = _jsonl(tmp_path / "past.jsonl", past)
+    from judge.record_sources import _jsonl_table
+
+    assert _jsonl_table(path) is None  # Arrow's reader is not asked: the row path reads the file
     loaded = judge.load_records_report(path)
     assert [r.answer for r in loaded[0]] == [row["answer"] for row in past]
     _same(loaded, _row_path(path, past))
