@@ -39,10 +39,12 @@ def refuse_benchmark_sources(sources, allow: bool) -> None:
     for source in sources:
         path = Path(str(source))
         if path.suffix == ".jsonl":  # labelled rows of other shapes too: the first row's keys tell
-            with path.open(encoding="utf-8") as fh:
-                index, line = next(((i, line) for i, line in enumerate(fh) if line.strip()), (0, "{}"))
+            with path.open("rb") as fh:  # bytes: a text read's UnicodeDecodeError named neither file nor row
+                index, line = next(((i, line) for i, line in enumerate(fh) if line.strip()), (0, b"{}"))
             try:
                 first = json.loads(line)
+            except UnicodeDecodeError:
+                raise RecordError(str(path), index, None, "not UTF-8 text") from None
             except (ValueError, RecursionError) as err:
                 # Named with its row as judge.load_records names one (0-based): deep nesting was a bare
                 # RecursionError traceback, a long number Python's advice to call sys.set_int_max_str_digits().

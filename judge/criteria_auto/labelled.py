@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 from judge.criteria_auto.policy import LABEL_SEPARATOR, label_of, leaf_of
+from judge.plumbing.json_reading import unreadable_json
 from judge.splits import STANDARD, ZERO_SHOT, load_split_spec
 from judge.taxonomy import Taxonomy, TaxonomyError, load_taxonomy
 
@@ -171,8 +172,7 @@ def load_labelled(paths: Sequence[str | Path], include_zero_shot: bool = False) 
     for path in paths:
         path = Path(path)
         if path.suffix == ".jsonl":
-            with path.open(encoding="utf-8") as fh:
-                rows = [json.loads(line) for line in fh if line.strip()]
+            rows = _read_jsonl_objects(path)
         else:
             rows = load_records(path, make_id=True)
         got, counts = labelled_rows(rows, str(path), include_zero_shot)
@@ -186,6 +186,28 @@ def load_labelled(paths: Sequence[str | Path], include_zero_shot: bool = False) 
             seen.add(pair["instruction"])
             pairs.append(pair)
     return pairs, totals
+
+
+def _read_jsonl_objects(path: Path) -> list[dict]:
+    """A labelled JSONL file's rows, every non-blank line a JSON object; a line that is not one is refused naming the
+    file and its row as ``judge.load_records`` does (0-based: the line number minus one). A bare ``json.loads``
+    error named neither, and a list row reached ``vars`` as a ``TypeError`` traceback."""
+    from judge.records import RecordError
+
+    rows = []
+    for index, line in enumerate(path.read_bytes().split(b"\n")):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except UnicodeDecodeError:
+            raise RecordError(str(path), index, None, "not UTF-8 text") from None
+        except (ValueError, RecursionError) as err:
+            raise RecordError(str(path), index, None, unreadable_json(err)) from None
+        if not isinstance(row, dict):
+            raise RecordError(str(path), index, None, f"a JSON {type(row).__name__}, not an object")
+        rows.append(row)
+    return rows
 
 
 def heldout_path() -> Path:

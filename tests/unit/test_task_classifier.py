@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 
 import pytest
@@ -373,6 +374,30 @@ def test_load_labelled_reads_jsonl_and_records(tmp_path):
     pairs, counts = load_labelled([training_path(), sample_data_path()], include_zero_shot=True)
     assert counts["kept"] == len(pairs) and counts["rows"] > len(_rows(training_path()))
     assert all(leaf_of(p["label"]) for p in pairs)
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (b'{"instruction": "x", "label": "a"}\n\n[1, 2]\n', "row 2: a JSON list, not an object"),
+        (b'{"instruction": "x", "label": "a"}\n{bad\n', r"row 1: invalid JSON \(Expecting property name"),
+        (b"abc\xff\n", "row 0: not UTF-8 text"),
+        (b'{"instruction": "x", "label": "a"}\n\xff\n', "row 1: not UTF-8 text"),
+    ],
+)
+def test_criteria_classifier_names_the_file_and_row_of_an_unreadable_jsonl_line(tmp_path, capsys, data, message):
+    """judge-train criteria-classifier's --data JSONL: a line that is not a UTF-8 JSON object is refused with exit 2
+    naming the file and its row (0-based, blank lines counted), before any training; a bare json.loads message
+    named neither, a list row was a TypeError traceback, a non-UTF-8 byte a codec message without the file."""
+    from train.criteria_classifier import main
+
+    path = tmp_path / "labelled.jsonl"
+    path.write_bytes(data)
+    assert main(["--out", str(tmp_path / "out"), "--data", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: " in err and err.count("\n") == 1, err
+    assert re.search(message, err), err
+    assert not (tmp_path / "out").exists()
 
 
 # ----------------------------------------------------------------------------------------------- tfidf
