@@ -299,8 +299,8 @@ class JudgeRewardClient:
         Raises:
             RewardRequestRefused: judge-serve refused the request (a 4xx retrying cannot mend), at once.
             httpx.HTTPError: the request failed after the retries.
-            ValueError: more than one sample and a body over ``max_body_bytes``; a criterion of a sample too large
-                to send that judge-serve would refuse (an unknown name, a rubric with no scale).
+            ValueError: more than one sample and a body over ``max_body_bytes``; a task or criterion of a sample too
+                large to send that judge-serve would refuse (an unknown name, an empty rubric, a rubric with no scale).
         """
         import httpx
 
@@ -344,35 +344,51 @@ def _sent_rows(samples: Sequence[RewardSample], first: int) -> list[int]:
 def _unsent_reward(sample: RewardSample, rule: RewardRule, reason: str, row: int) -> Reward:
     """The reward of a sample too large to send: each criterion a failed result (``context_length_exceeded``, the
     failure judge-serve gives an answer too long for the judge under ``"oversize": "fail"``), valued by the rule's
-    ``on_failure``. The criteria are resolved here as judge-serve resolves them (``serve.schema.resolve_criteria``:
-    a taxonomy name or id for the item's task, or a ``{name, rubrics}`` object), since ``scale_min`` needs each one's
-    scale and orientation.
+    ``on_failure``. The criteria are resolved by the resolver judge-serve uses (``judge.criteria``: a taxonomy name
+    or id for the item's task, or a ``{name, rubrics}`` object read as the wire's ``CustomCriterion``), since
+    ``scale_min`` needs each one's scale and orientation, and a criterion judge-serve would refuse must be refused
+    here too.
 
     Raises:
-        ValueError: naming ``samples[row].criteria[j]``: a criterion judge-serve would refuse.
+        ValueError: naming ``samples[row].task_type`` or ``samples[row].criteria[j]`` (with its field, as
+            judge-serve's ``param`` names it): a task or criterion judge-serve would refuse.
     """
-    from judge.scales import ScaleError, scale_of
-    from judge.taxonomy import TaxonomyError, load_taxonomy
-    from judge.verdicts import VerdictError
-    from judge.wire import JudgeResult
+    from pydantic import ValidationError
 
-    taxonomy = load_taxonomy()
-    task = tuple(value for _, value in sample.task) or None
-    results = []
-    for j, spec in enumerate(sample.criteria):
+    from judge.criteria import CriterionError, resolve_criterion, task_path
+    from judge.taxonomy import TaxonomyError
+    from judge.verdicts import VerdictError
+    from judge.wire import CustomCriterion, JudgeResult
+
+    # The criteria as judge-serve would read them, after the JSON encoding: a Python rubric mapping's integer
+    # levels arrive as strings, a tuple as a list.
+    specs = json.loads(json.dumps(list(sample.criteria)))
+    parsed: list[str | CustomCriterion] = []
+    for j, spec in enumerate(specs):
         where = f"samples[{row}].criteria[{j}]"
+        if isinstance(spec, str):
+            parsed.append(spec)
+            continue
+        if not isinstance(spec, dict):
+            raise ValueError(f"{where}: expected a criterion's name or id, or a {{name, rubrics}} object")
         try:
-            if isinstance(spec, str):
-                crit = taxonomy.criterion(spec, task=task)
-                name, cid, scale = crit.name["ru"], crit.id, crit.scale
-            elif isinstance(spec, Mapping) and isinstance(spec.get("name"), str) and spec["name"].strip() \
-                    and isinstance(spec.get("rubrics"), (str, Mapping)):
-                name, cid, scale = spec["name"].strip(), None, scale_of(spec["rubrics"])
-            else:
-                raise ValueError("expected a criterion's name or id, or a {name, rubrics} object")
-        except (TaxonomyError, ScaleError, ValueError) as err:
+            parsed.append(CustomCriterion.model_validate(spec))
+        except ValidationError as err:
+            first = err.errors(include_url=False)[0]
+            field = f"{where}.{first['loc'][0]}" if first["loc"] else where
+            raise ValueError(f"{field}: {first['msg']}") from None
+    try:
+        task = task_path(*(dict(sample.task).get(name) for name in TASK_FIELDS))
+    except TaxonomyError as err:
+        raise ValueError(f"samples[{row}].task_type: {err}") from None
+    results = []
+    for j, spec in enumerate(parsed):
+        try:
+            crit = resolve_criterion(spec, task)
+        except CriterionError as err:
+            where = err.param(f"samples[{row}].criteria[{j}]")
             raise ValueError(f"{where}: {err}") from None
-        results.append(JudgeResult(criterion=name, criterion_id=cid, scale=list(scale.levels),
+        results.append(JudgeResult(criterion=crit.name, criterion_id=crit.id, scale=list(crit.scale.levels),
                                    error=VerdictError.CONTEXT_LENGTH_EXCEEDED, error_reason=reason))
     return reward_of(results, rule)
 
@@ -621,7 +637,7 @@ def compute_score(data_source: Any, solution_str: str, ground_truth: Any, extra_
 
     Raises:
         ValueError: no instruction or criteria for the sample, or a skipping rule; a sample too large to send with
-            a criterion judge-serve would refuse.
+            a task or criterion judge-serve would refuse.
         RewardRequestRefused: judge-serve refused the sample (its message, naming the field), not retried.
         httpx.HTTPError: judge-serve did not answer after the retries.
     """

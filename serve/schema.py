@@ -37,10 +37,10 @@ from typing import Any, Callable, TypeVar
 
 from pydantic import ValidationError
 
-from judge import Scale, ScaleError, TaxonomyError, load_taxonomy, scale_of
+from judge import TaxonomyError, load_taxonomy
+from judge.criteria import CriterionError, ResolvedCriterion, resolve_criterion, task_path
 from judge.criteria_auto import TaskChoice
 from judge.scales import MAX_LEVELS
-from judge.taxonomy import RUBRIC_LEVEL_SEPARATOR
 # The request types are the contract's (judge.wire); re-exported here, where the server validates with them.
 from judge.wire import MAX_LIST_ENTRIES, CustomCriterion, JudgeItem, JudgeRequest, PairItem, PairwiseRequest
 
@@ -370,39 +370,9 @@ def _parse_pairwise(data: dict[str, Any]) -> PairwiseRequest:
     return request
 
 
-@dataclass(frozen=True)
-class ResolvedCriterion:
-    """A criterion ready for the prompt.
-
-    Attributes:
-        name: the Russian name shown to the judge.
-        rubrics: the rubric text shown to the judge.
-        scale: the allowed scores.
-        id: the taxonomy id, or None for a custom criterion.
-    """
-
-    name: str
-    rubrics: str
-    scale: Scale
-    id: str | None = None
-
-
-def _rubric_text(rubrics: str | Mapping[str, str]) -> str:
-    if isinstance(rubrics, str):
-        return rubrics
-    # The taxonomy's own layout ("level: text" joined by a blank line), so custom rubrics read like shipped ones.
-    return RUBRIC_LEVEL_SEPARATOR.join(f"{level}: {text}" for level, text in sorted(rubrics.items(), key=lambda kv: _level_key(kv[0])))
-
-
-def _level_key(level: str) -> tuple[int, str]:
-    try:
-        return (int(level), "")
-    except ValueError:
-        return (0, level)
-
-
 def resolve_criteria(item: JudgeItem, index: int, choice: TaskChoice | None = None) -> list[ResolvedCriterion]:
-    """The criteria an item is judged on, resolved against the POLLUX taxonomy.
+    """The criteria an item is judged on, resolved against the POLLUX taxonomy: each named one by
+    ``judge.criteria.resolve_criterion``, which the reward client's unsent samples share.
 
     Args:
         item: the validated item.
@@ -411,7 +381,8 @@ def resolve_criteria(item: JudgeItem, index: int, choice: TaskChoice | None = No
 
     Raises:
         RequestError: unknown task type or criterion (the taxonomy's message, with its closest matches), a
-            custom rubric from which no scale can be read, or ``"auto"`` on a server without a task classifier.
+            custom criterion with an empty name or rubric or a rubric from which no scale can be read, or
+            ``"auto"`` on a server without a task classifier.
     """
     taxonomy = load_taxonomy()
     if item.criteria == "auto":
@@ -428,43 +399,25 @@ def resolve_criteria(item: JudgeItem, index: int, choice: TaskChoice | None = No
                 "(judge-serve --criteria-classifier tfidf|llm|head --criteria-classifier-path PATH)",
                 param=f"items[{index}].criteria",
             )
-        return [
-            ResolvedCriterion(c.name["ru"], c.rubric("ru"), c.scale, c.id)
-            for c in (taxonomy.criteria[cid] for cid in choice.criteria)
-        ]
-    task_path = tuple(p for p in (item.task_type, item.task_subtype, item.task_subsubtype) if p) or None
-    if task_path:
-        try:
-            taxonomy.find_tasks(*task_path)
-        except TaxonomyError as err:
-            raise RequestError(_clip(f"items[{index}].task_type: {err}"), param=f"items[{index}].task_type") from None
+        return [ResolvedCriterion.of(taxonomy.criteria[cid]) for cid in choice.criteria]
+    try:
+        task = task_path(item.task_type, item.task_subtype, item.task_subsubtype)
+    except TaxonomyError as err:
+        raise RequestError(_clip(f"items[{index}].task_type: {err}"), param=f"items[{index}].task_type") from None
     if item.criteria is None:
         try:
-            crits = taxonomy.criteria_for(*task_path)  # type: ignore[misc]
+            crits = taxonomy.criteria_for(*task)  # type: ignore[misc]
         except TaxonomyError as err:
             raise RequestError(_clip(f"items[{index}].task_type: {err}"), param=f"items[{index}].task_type") from None
-        return [ResolvedCriterion(c.name["ru"], c.rubric("ru"), c.scale, c.id) for c in crits]
+        return [ResolvedCriterion.of(c) for c in crits]
 
     resolved = []
     for j, spec in enumerate(item.criteria):
-        param = f"items[{index}].criteria[{j}]"
-        if isinstance(spec, str):
-            try:
-                crit = taxonomy.criterion(spec, task=task_path)
-            except TaxonomyError as err:
-                raise RequestError(_clip(f"{param}: {err}"), param=param) from None
-            resolved.append(ResolvedCriterion(crit.name["ru"], crit.rubric("ru"), crit.scale, crit.id))
-            continue
-        if not spec.name.strip():
-            raise RequestError(f"{param}.name: must not be empty", param=f"{param}.name")
-        text = _rubric_text(spec.rubrics)
-        if not text.strip():
-            raise RequestError(f"{param}.rubrics: must not be empty", param=f"{param}.rubrics")
         try:
-            scale = scale_of(spec.rubrics if isinstance(spec.rubrics, Mapping) else text)
-        except ScaleError as err:
-            raise RequestError(_clip(f"{param}.rubrics: {err}"), param=f"{param}.rubrics") from None
-        resolved.append(ResolvedCriterion(spec.name.strip(), text, scale, None))
+            resolved.append(resolve_criterion(spec, task))
+        except CriterionError as err:
+            param = err.param(f"items[{index}].criteria[{j}]")
+            raise RequestError(_clip(f"{param}: {err}"), param=param) from None
     return resolved
 
 
