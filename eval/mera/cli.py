@@ -42,6 +42,7 @@ from typing import Any
 
 from eval.mera.config import (STOP_FORM, TASK_CONFIGS, ConfigError, HumanEvalConfig, MeraConfig, RutieConfig,
                               check_values)
+from judge.plumbing.atomic_write import write_atomically
 
 logger = logging.getLogger("eval.mera")
 
@@ -143,9 +144,9 @@ def _sha256(path: Path) -> str:
 
 
 def _write_json(path: Path, obj: Any) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(obj, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    """``obj`` as indented JSON, replacing ``path`` whole (``judge.plumbing.atomic_write``): a kill mid-write leaves
+    the earlier run's file, never a cut one."""
+    write_atomically(path, (json.dumps(obj, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
 
 
 def _write_provenance(out: Path, config: MeraConfig, data: Any, **extra: Any) -> None:
@@ -290,14 +291,19 @@ def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
     results = iter(sandbox.run_many(jobs, workers=config.exec_workers))
     exec_s = time.monotonic() - started
     outcomes: dict[str, list[str]] = {t.task_id: [] for t in tasks}
-    with open(out / EXECUTIONS_FILE, "w", encoding="utf-8") as f:
+
+    def write_executions(f: Any) -> None:
         for task_id, s, program in keys:
             found = (next(results).to_json() if program is not None
                      else {"status": NOT_GENERATED, "detail": "the endpoint produced no completion for this sample"})
             outcomes[task_id].append(found["status"])
             label = {} if resolved.comparable_with_mera else {"benchmark": NOT_COMPARABLE}
-            f.write(json.dumps({"task_id": task_id, "sample": s, "program": program, **found, **label},
-                               ensure_ascii=False) + "\n")  # fmt: skip
+            f.write((json.dumps({"task_id": task_id, "sample": s, "program": program, **found, **label},
+                                ensure_ascii=False) + "\n").encode("utf-8"))  # fmt: skip
+
+    # Replaced whole, as metrics.json is: a run killed while executing leaves the earlier run's pair of files, not a
+    # cut executions.jsonl beside the metrics it does not add up to.
+    write_atomically(out / EXECUTIONS_FILE, write_executions)
 
     # -- metrics --------------------------------------------------------------------------------------------
     metrics = summarize(outcomes, ks=config.k)

@@ -3,6 +3,7 @@
 - ``processes``: starting, waiting for and stopping server processes; ``supervisor``: the stdlib-only process every
   command runs under, so that no process outlives its owner;
 - ``journal``: append-only JSONL (predictions, MERA progress, synthetic jobs): one strict reader, one torn-tail rule;
+- ``atomic_write``: one way to replace a file whole (written aside, fsynced, renamed over it);
 - ``retry``: one retry policy for every HTTP client, never sooner than the server's ``Retry-After``;
 - ``config_files``: the config layer (defaults, then YAML, then flags; unknown keys are errors);
 - ``provenance``: ``run.json``, one schema written by every console script into its run folder.

@@ -5,11 +5,15 @@ One rule for all of them:
 
 - **Strict reading.** Every line is a JSON object (blank lines are skipped); any other line is an error naming
   ``file:line``. A journal is never "repaired" by skipping what does not parse.
-- **A torn tail.** A last line without its newline is a write cut by a kill (appends write a row and its newline
-  in one call): it is dropped, and a warning says so. ``read_journal`` reports it; ``open_journal`` also cuts it
-  from the file so the next append starts on a clean line, and ``JournalWriter.append`` cuts it itself before it
-  writes (a row written after it would join it into one line no reader accepts), unless it is a whole row that
-  only lacks its newline (another tool wrote the file so): that one is ended, and kept.
+- **A torn tail.** A last line without its newline that is not a whole JSON object is a write cut by a kill
+  (appends write a row and its newline in one call): it is dropped, and a warning says so. ``read_journal`` reports
+  it; ``open_journal`` also cuts it from the file so the next append starts on a clean line, and
+  ``JournalWriter.append`` cuts it itself before it writes (a row written after it would join it into one line no
+  reader accepts).
+- **A whole last row without its newline** (a file written by hand, by another tool, or a write cut just before its
+  newline) is a row, for every reader and for the writer alike: read, and ended with its newline by
+  ``open_journal`` and by the next append. The two must agree: a row a resume reads as missing but the writer keeps
+  is a job asked again and then held twice in the file.
 - **Durable appends.** ``JournalWriter.append`` writes its rows, flushes and ``fsync``\\ s once per call: a call is
   a batch (the criteria of one ``/v1/judge`` request) or one finished job. Measured on this project's disk, an
   fsync costs ~0.26 ms per call against ~0.004 ms for a flush alone: far below any judged item's latency, so
@@ -27,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.json_reading import unreadable_json
 
 __all__ = ["JournalContents", "JournalError", "JournalWriter", "iter_journal", "log_torn_tail", "read_journal",
@@ -45,9 +50,10 @@ class JournalContents:
     """A journal as read.
 
     Attributes:
-        rows: every complete line's object, in file order.
-        torn_tail: the bytes of a last line without its newline (a write cut by a kill), dropped; ``b""`` if none.
-        good_size: the byte length of the complete lines (where the file is cut when the tail is repaired).
+        rows: every row's object, in file order (a whole last row without its newline included).
+        torn_tail: the bytes of a last line without its newline that is not a whole row (a write cut by a kill),
+            dropped; ``b""`` if none.
+        good_size: the byte length before the torn tail (where the file is cut when the tail is repaired).
     """
 
     rows: list[dict[str, Any]]
@@ -64,7 +70,8 @@ def iter_journal(path: str | Path, torn: list[bytes] | None = None, *, quiet: bo
 
     Args:
         path: the journal (a missing file has no rows).
-        torn: when given, a torn last line's bytes are appended to it (the rows it dropped, for the caller).
+        torn: when given, a torn last line's bytes are appended to it (the rows it dropped, for the caller). A last
+            line that is a whole row without its newline is no torn line: it is read.
         quiet: no warning for a torn last line (a second pass over a file whose tail was already reported).
 
     Raises:
@@ -75,8 +82,11 @@ def iter_journal(path: str | Path, torn: list[bytes] | None = None, *, quiet: bo
         return
     with path.open("rb") as handle:
         for number, line in enumerate(handle, start=1):
-            if not line.endswith(b"\n"):  # after the last newline: a cut write (or only whitespace)
-                if line.strip():
+            if not line.endswith(b"\n"):  # after the last newline: a whole row, a cut write, or only whitespace
+                row = _whole_row(line)
+                if row is not None:
+                    yield row
+                elif line.strip():
                     if not quiet:
                         log_torn_tail(path, line)
                     if torn is not None:
@@ -123,30 +133,33 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
 
 
 def open_journal(path: str | Path) -> JournalContents:
-    """Read a journal about to be appended to, cutting a torn last line from the file (in place).
+    """Read a journal about to be appended to, cutting a torn last line from the file (in place) and ending a whole
+    last row that lacks its newline, so that the next append starts on a line of its own.
 
     Raises:
         JournalError: as ``read_journal``.
     """
     contents = read_journal(path)
-    if contents.torn:
+    if Path(path).exists():
         with open(path, "r+b") as handle:
-            handle.truncate(contents.good_size)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if _end_cleanly(handle, Path(path), say=False):  # read_journal has said what it dropped
+                handle.flush()
+                os.fsync(handle.fileno())
     return contents
 
 
 def rewrite_journal(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> None:
-    """Replace a journal's rows atomically (a temporary file, fsynced, then renamed over it)."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
+    """Replace a journal's rows atomically (``judge.plumbing.atomic_write``: written aside, fsynced, renamed over).
+
+    ``rows`` is consumed as it is written (it may stream from ``path`` itself); whatever it raises leaves ``path`` as
+    it was.
+    """
+
+    def write(handle: Any) -> None:
         for row in rows:
-            handle.write(_line(row))
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+            handle.write(_line(row).encode("utf-8"))
+
+    write_atomically(path, write)
 
 
 def _line(row: Mapping[str, Any]) -> str:
@@ -159,7 +172,8 @@ class JournalWriter:
     Each ``append`` opens the file, writes its rows in one ``write`` call, flushes, fsyncs and closes, so a kill
     loses at most the call in flight (whose torn last line the next reader drops) and no handle outlives a call.
     A torn last line found in the file is cut before the rows are written (``torn_tails`` counts them, and a warning
-    says so): every complete line stays, and the file reads back whole.
+    says so), and a whole row lacking its newline is ended: every row a reader reads stays, and the file reads back
+    whole.
 
     Attributes:
         torn_tails: torn last lines this writer cut.
@@ -175,7 +189,7 @@ class JournalWriter:
         """Append rows (one write, one fsync), after cutting a torn last line."""
         data = "".join(_line(row) for row in rows).encode("utf-8")
         with self._lock, self.path.open("a+b") as handle:
-            if _cut_torn_tail(handle, self.path):
+            if _end_cleanly(handle, self.path) == "cut":
                 self.torn_tails += 1
             handle.write(data)  # opened to append: it lands at the end, wherever the cut left the file
             handle.flush()
@@ -186,24 +200,38 @@ class JournalWriter:
 _TAIL_CHUNK = 64 * 1024
 
 
-def _is_row(data: bytes) -> bool:
-    """Whether ``data`` is one whole JSON object (a journal row)."""
+def _whole_row(data: bytes) -> dict[str, Any] | None:
+    """``data`` (a last line without its newline) as a row when it is one whole JSON object, else None: a cut write.
+
+    A cut can never leave a shorter whole object (an object's last byte is its closing brace), so a whole one is the
+    row as it was written. The one rule for ``iter_journal`` and ``JournalWriter.append``.
+    """
+    if not data.strip():
+        return None
     try:
-        return isinstance(json.loads(data), dict)
-    except ValueError:  # UnicodeDecodeError included
-        return False
+        row = json.loads(data)
+    except (ValueError, RecursionError):  # UnicodeDecodeError included; too deep to read is taken for a cut
+        return None
+    return row if isinstance(row, dict) else None
 
 
-def _cut_torn_tail(handle: Any, path: Path) -> bool:
-    """Cut the bytes after the last newline of the journal open in ``handle`` (binary, readable) when they are not a
-    whole row; whether they held a torn row. A whole row there is ended with its newline instead. Only the last byte
-    is read when the file ends with its newline, as it does after every whole append."""
+def _end_cleanly(handle: Any, path: Path, *, say: bool = True) -> str | None:
+    """Make the journal open in ``handle`` (binary, readable and writable) end with a newline before an append.
+
+    The bytes after its last newline are cut when they are not a whole row (``_whole_row``), with a warning when
+    ``say`` and they are more than spaces; a whole row there is ended with its newline instead, and kept. Only the
+    last byte is read when the file ends with its newline, as it does after every whole append.
+
+    Returns:
+        "cut" (a torn row was cut), "ended" (a whole row was ended), "spaces" (only spaces were cut), or None (the
+        file was empty or ended with its newline).
+    """
     size = handle.seek(0, os.SEEK_END)
     if size == 0:
-        return False
+        return None
     handle.seek(size - 1)
     if handle.read(1) == b"\n":
-        return False
+        return None
     end = size
     start = 0  # no newline at all: the whole file is the torn line
     while end > 0:
@@ -216,14 +244,15 @@ def _cut_torn_tail(handle: Any, path: Path) -> bool:
         end = begin
     handle.seek(start)
     tail = handle.read(size - start)
-    if tail.strip() and _is_row(tail):
-        # A whole row without its newline (another tool wrote it so, a row cut exactly before its newline): kept,
-        # and ended, so the next row does not run into it.
+    if _whole_row(tail) is not None:
+        # Every reader reads it as a row: kept, and ended, so the next row does not run into it.
+        handle.seek(size)
         handle.write(b"\n")
-        return False
+        return "ended"
     handle.truncate(start)
     if not tail.strip():  # only spaces after the last newline: no row was cut, nothing to say
-        return False
-    log.warning("%s: cut its last line, which has no newline (a write cut by a kill), before appending: %r", path,
-                tail[:80])
-    return True
+        return "spaces"
+    if say:
+        log.warning("%s: cut its last line, which has no newline (a write cut by a kill), before appending: %r", path,
+                    tail[:80])
+    return "cut"

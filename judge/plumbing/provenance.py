@@ -41,6 +41,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from judge.plumbing.atomic_write import write_atomically
+
 __all__ = [
     "PROVENANCE_FILE",
     "PACKAGES",
@@ -223,23 +225,13 @@ def make_private_dir(path: str | Path) -> Path:
 
 
 def write_private_text(path: str | Path, text: str) -> Path:
-    """Replace ``path`` atomically with ``text``, owner-only (0600) from its first byte (a reader never sees half).
+    """Replace ``path`` atomically with ``text`` (UTF-8), owner-only (0600) from its first byte (a reader never sees
+    half; ``judge.plumbing.atomic_write``).
 
     Returns:
         The path written.
     """
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.fchmod(fd, 0o600)  # an older .tmp kept its mode through O_CREAT
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    tmp.replace(path)
-    return path
+    return write_atomically(path, text.encode("utf-8"), mode=0o600)
 
 
 def git_state(where: str | Path | None = None) -> tuple[str | None, bool | None]:

@@ -18,7 +18,9 @@ from judge.plumbing.journal import JournalError, JournalWriter, open_journal, re
         (b'{"a": 1}\n{"a": 2}\n', [{"a": 1}, {"a": 2}], b""),
         (b'{"a": 1}\n\n{"a": 2}\n', [{"a": 1}, {"a": 2}], b""),  # blank lines are skipped
         (b'{"a": 1}\n{"a": 2, "cu', [{"a": 1}], b'{"a": 2, "cu'),
-        (b'{"a": 1}\n{"a": 2}', [{"a": 1}], b'{"a": 2}'),  # complete JSON but no newline: still a cut write
+        (b'{"a": 1}\n{"a": 2}', [{"a": 1}, {"a": 2}], b""),  # a whole row without its newline is a row
+        (b'{"a": 1}\n[1, 2]', [{"a": 1}], b"[1, 2]"),  # whole JSON, but no object: no row, a cut write
+        (b'{"a": 1}\n   ', [{"a": 1}], b""),  # only spaces after the last newline: nothing to drop
         (b'{"a": 1', [], b'{"a": 1'),  # the only line, cut
         (b'{"a": "\xd0', [], b'{"a": "\xd0'),  # cut inside a UTF-8 character
     ],
@@ -47,6 +49,59 @@ def test_read_journal_refuses_any_other_bad_line_naming_file_and_line(tmp_path, 
     path.write_bytes(data)
     with pytest.raises(JournalError, match=rf"j\.jsonl:{line}: {why}"):
         read_journal(path)
+
+
+def test_a_whole_last_row_without_its_newline_is_a_row_to_reader_resume_and_writer_alike(tmp_path, caplog):
+    """The readers dropped a whole last row lacking its newline (a journal written by hand or by another tool) as
+    torn, and open_journal cut it from the file, while JournalWriter.append kept it: a resume asked that job again
+    and the file then held it twice. Now every reader reads it, open_journal ends it with its newline, nothing is
+    said (nothing is dropped), and an append after it lands on a line of its own."""
+    from judge.plumbing.journal import iter_journal
+
+    path = tmp_path / "j.jsonl"
+    path.write_bytes(b'{"key": "a"}\n{"key": "b"}')
+    with caplog.at_level(logging.WARNING, logger="judge.plumbing.journal"):
+        assert [row["key"] for row in iter_journal(path, quiet=True)] == ["a", "b"]
+        assert read_journal(path).rows == [{"key": "a"}, {"key": "b"}] and not read_journal(path).torn
+        assert path.read_bytes() == b'{"key": "a"}\n{"key": "b"}'  # reading changes nothing
+        assert open_journal(path).rows == [{"key": "a"}, {"key": "b"}]
+    assert path.read_bytes() == b'{"key": "a"}\n{"key": "b"}\n' and caplog.text == ""
+    JournalWriter(path).append({"key": "c"})
+    assert [row["key"] for row in read_jsonl(path)] == ["a", "b", "c"]
+
+
+def test_a_resumed_stage_does_not_redo_a_whole_last_row_without_its_newline(tmp_path):
+    """The synthetic-data journal (open_journal, then JournalWriter) counts that row's job as done: it is not asked
+    again, and the journal holds each job once."""
+    from train.synthetic.journal import Journal, run_jobs
+
+    path = tmp_path / "journal.jsonl"
+    path.write_bytes(b'{"key": "a", "ok": true}\n{"key": "b", "ok": true}')
+    asked = []
+    journal = Journal(path)
+    run_jobs([(key, key) for key in "abc"], lambda payload: (asked.append(payload), {"ok": True})[1], journal, 1, "t")
+    assert asked == ["c"]
+    assert [row["key"] for row in read_jsonl(path)] == ["a", "b", "c"]
+
+
+def test_writer_and_readers_agree_on_every_kind_of_last_line(tmp_path, caplog):
+    """One rule for the tail, in the reader and the writer: what a reader reads stays in the file after an append,
+    and what it drops (and says) is cut (and said). A tail too deeply nested for json.loads is taken for a cut write
+    by both: the writer raised a RecursionError from append."""
+    deep = b'{"x": ' + b"[" * 5_000 + b"]" * 5_000 + b"}"
+    for tail in (b'{"b": 2}', b'{"b": 2, "cu', b"[1, 2]", b"  ", deep):
+        path = tmp_path / "j.jsonl"
+        path.write_bytes(b'{"a": 1}\n' + tail)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="judge.plumbing.journal"):
+            read = read_journal(path).rows
+            said_by_reader = "cut by a kill" in caplog.text
+            caplog.clear()
+            writer = JournalWriter(path)
+            writer.append({"c": 3})
+            said_by_writer = "cut by a kill" in caplog.text
+        assert read_jsonl(path) == [*read, {"c": 3}], tail
+        assert said_by_reader == said_by_writer == (writer.torn_tails == 1) == (len(read) == 1 and bool(tail.strip()))
 
 
 def test_torn_tail_is_said(tmp_path, caplog):

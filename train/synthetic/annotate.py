@@ -17,7 +17,7 @@ from pathlib import Path
 
 from train.synthetic.client import ChatClient
 from train.synthetic.config import AnnotateConfig, EndpointConfig
-from train.synthetic.journal import Journal, log, read_rows, require_fields, run_jobs, write_stage_outputs
+from train.synthetic.journal import Journal, log, read_input, require_fields, run_jobs, write_stage_outputs
 
 __all__ = ["annotation_items", "unusable_verdict", "run_annotate"]
 
@@ -99,7 +99,9 @@ def run_annotate(config: AnnotateConfig, input_path: str | Path, out_dir: Path) 
     config.check_runnable()  # a teacher configured (max_attempts >= 1 is checked when the config is built)
     teacher = EndpointConfig(**config.teacher)
     client = ChatClient(teacher, config.max_retries, config.backoff_s, config.timeout_s)
-    rows = require_fields(read_rows(input_path, "answers"), ("id", "instruction", "answer", "task_type"), input_path)
+    inputs = read_input(input_path, "answers")
+    rows = require_fields(inputs.rows, ("id", "instruction", "answer", "task_type"), input_path,
+                          row_index=inputs.row_index)
     items = annotation_items(rows, config, source=str(input_path))
     log(f"annotate: {len(items)} verdicts for {len(rows)} answers from {teacher.name} -> {out_dir}")
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from train.synthetic.client import ChatClient, stable_endpoint
 from train.synthetic.config import AnswersConfig, EndpointConfig
-from train.synthetic.journal import Journal, log, read_rows, request_failed, require_fields, run_jobs, write_stage_outputs
+from train.synthetic.journal import Journal, log, read_input, request_failed, require_fields, run_jobs, write_stage_outputs
 
 __all__ = ["answer_jobs", "run_answers"]
 
@@ -82,7 +82,8 @@ def run_answers(config: AnswersConfig, input_path: str | Path, out_dir: Path) ->
     config.check_runnable()  # answer models configured (also checked before the CLI claims the folder)
     endpoints = [EndpointConfig(**m) for m in config.answer_models]
     clients = [ChatClient(e, config.max_retries, config.backoff_s, config.timeout_s) for e in endpoints]
-    rows = require_fields(read_rows(input_path, "dedup"), ("id", "instruction"), input_path)
+    inputs = read_input(input_path, "dedup")
+    rows = require_fields(inputs.rows, ("id", "instruction"), input_path, row_index=inputs.row_index)
     journal = Journal(out_dir / "journal.jsonl")
     jobs = answer_jobs(rows, config, journal.rows)
     log(f"answers: {len(jobs)} answers for {len(rows)} instructions from {len(endpoints)} models -> {out_dir}")

@@ -43,7 +43,6 @@ import importlib
 import logging
 import os
 import re
-import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -52,8 +51,9 @@ from pathlib import Path
 
 import numpy as np
 
+from judge.plumbing.atomic_write import write_atomically
 from train.synthetic.config import DedupConfig, EndpointConfig
-from train.synthetic.journal import Journal, log, read_rows, require_fields, run_jobs, write_stage_outputs
+from train.synthetic.journal import Journal, log, read_input, require_fields, run_jobs, write_stage_outputs
 
 _logger = logging.getLogger("judge_train.dedup")
 
@@ -549,18 +549,9 @@ def _cached_embed_fn(model, config: DedupConfig, cache_dir: Path) -> Callable[[l
 
 
 def _save_npy_atomically(path: Path, array: np.ndarray) -> None:
-    """``np.save`` to a temporary file beside ``path``, fsynced, then renamed over it: a kill mid-write leaves the old
-    file or none, never a cut one (``judge.plumbing.journal.rewrite_journal`` does the same for JSONL only)."""
-    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            np.save(out, array, allow_pickle=False)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """``np.save`` into ``path`` by ``judge.plumbing.atomic_write``: a kill mid-write leaves the old file or none,
+    never a cut one. Owner-only (0600): embeddings of the run's instructions are no more public than the run."""
+    write_atomically(path, lambda out: np.save(out, array, allow_pickle=False), mode=0o600)
 
 
 def run_dedup(config: DedupConfig, input_path: str | Path, out_dir: Path) -> dict:
@@ -569,8 +560,10 @@ def run_dedup(config: DedupConfig, input_path: str | Path, out_dir: Path) -> dic
     started = time.perf_counter()
     # Only local model folders are used; never let the hub be asked for a missing file.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    rows = require_fields(read_rows(input_path, "instructions"), ("id", "instruction"), input_path)
-    reference_rows = require_fields(read_rows(config.reference, "instructions"), ("instruction",), config.reference)
+    inputs = read_input(input_path, "instructions")
+    rows = require_fields(inputs.rows, ("id", "instruction"), input_path, row_index=inputs.row_index)
+    reference = read_input(config.reference, "instructions")
+    reference_rows = require_fields(reference.rows, ("instruction",), config.reference, row_index=reference.row_index)
     log(f"dedup: {len(rows)} instructions, {len(reference_rows)} reference rows, model {config.embedding_model}, "
         f"LLM check: {EndpointConfig(**config.llm).name if config.runs_llm_check else 'off (borderline: ' + config.borderline_without_check + ')'}")
     model = load_embedder(config.embedding_model, config.device, config.max_seq_length, config.trust_remote_code)

@@ -28,7 +28,7 @@ import shutil
 import sys
 import threading
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,8 @@ from typing import Any
 from judge.plumbing.journal import JournalWriter, open_journal, rewrite_journal
 from judge.plumbing.json_reading import unreadable_json
 
-__all__ = ["Journal", "run_jobs", "request_failed", "write_stage_outputs", "read_rows", "require_fields", "log"]
+__all__ = ["Journal", "InputRows", "run_jobs", "request_failed", "write_stage_outputs", "read_input", "read_rows",
+           "require_fields", "log"]
 
 
 def log(message: str) -> None:
@@ -217,11 +218,31 @@ def _replace_dataset(path: Path, dataset: Any, stage: str) -> None:
         log(f"{stage}: no rows kept: removed the earlier run's {path}")
 
 
-def read_rows(source: str | Path, stage: str | None = None) -> list[dict]:
-    """Rows of a previous stage: its folder (reads ``<stage>.jsonl``), a JSONL/Parquet file or a ``datasets`` folder.
+@dataclasses.dataclass(frozen=True)
+class InputRows:
+    """A stage's input as read: its rows, and the index a ``judge.RecordError`` names for each.
+
+    Attributes:
+        rows: the rows, in file order.
+        row_index: ``rows[i]``'s 0-based index in its source: the line number minus one for JSONL (a blank line is
+            skipped but counted, so it differs from ``i`` after one), the position for Parquet and ``datasets``.
+    """
+
+    rows: list[dict]
+    row_index: list[int]
+
+    def __post_init__(self) -> None:
+        if len(self.rows) != len(self.row_index):
+            raise ValueError(f"{len(self.rows)} rows but {len(self.row_index)} row indices")
+
+
+def read_input(source: str | Path, stage: str | None = None) -> InputRows:
+    """Rows of a previous stage, with each row's index for error messages: its folder (reads ``<stage>.jsonl``), a
+    JSONL/Parquet file or a ``datasets`` folder.
 
     Raises:
         FileNotFoundError: naming what was looked for.
+        ValueError: a JSONL line that is not a JSON object, naming ``file:line``.
     """
     path = Path(source)
     if path.is_dir():
@@ -232,8 +253,8 @@ def read_rows(source: str | Path, stage: str | None = None) -> list[dict]:
 
             loaded = datasets.load_from_disk(str(path))
             if isinstance(loaded, datasets.DatasetDict):
-                return [row for split in loaded.values() for row in split]
-            return list(loaded)
+                return _positions([row for split in loaded.values() for row in split])
+            return _positions(list(loaded))
         else:
             raise FileNotFoundError(f"{path}: no {stage}.jsonl and not a datasets folder")
     if not path.is_file():
@@ -241,29 +262,44 @@ def read_rows(source: str | Path, stage: str | None = None) -> list[dict]:
     if path.suffix == ".parquet":
         import pyarrow.parquet as pq
 
-        return pq.read_table(path).to_pylist()
+        return _positions(pq.read_table(path).to_pylist())
     return _read_input_jsonl(path)
 
 
-def require_fields(rows: list[dict], fields: tuple[str, ...], source: str | Path) -> list[dict]:
+def read_rows(source: str | Path, stage: str | None = None) -> list[dict]:
+    """``read_input``'s rows alone, for a caller that names no row in an error."""
+    return read_input(source, stage).rows
+
+
+def _positions(rows: list[dict]) -> InputRows:
+    return InputRows(rows, list(range(len(rows))))
+
+
+def require_fields(rows: list[dict], fields: tuple[str, ...], source: str | Path, *,
+                   row_index: Sequence[int] | None = None) -> list[dict]:
     """``rows`` unchanged when every one holds every field as a string, and, when ``fields`` names ``id``, no two
-    hold one id; else a ``judge.RecordError`` naming the file, the row (0-based, the line number minus one for JSONL)
-    and the field. A stage reads its input's fields deep in a worker thread or a similarity pass, where a missing one
-    was a bare ``KeyError`` traceback after paid requests.
+    hold one id; else a ``judge.RecordError`` naming the file, the row and the field. A stage reads its input's fields
+    deep in a worker thread or a similarity pass, where a missing one was a bare ``KeyError`` traceback after paid
+    requests.
+
+    Args:
+        row_index: each row's index in ``source`` (``InputRows.row_index``: the line number minus one for JSONL),
+            which the error names; None names positions in ``rows`` (rows built in code, or a source without blank
+            lines).
 
     Raises:
         judge.RecordError: the first row lacking a field, or holding a non-string there, or repeating an earlier
             row's id (the message names both rows and the id).
+        ValueError: ``row_index`` not one index per row.
     """
     from judge import RecordError
 
-    # A JSONL input's rows carry their line's index (blank lines are skipped but counted): the position in ``rows``
-    # named the row before a blank line, not the one that is wrong.
-    lines = getattr(rows, "line_index", None)
-    if lines is None or len(lines) != len(rows):  # not read from JSONL here, or changed since: positions
-        lines = range(len(rows))
+    if row_index is None:
+        row_index = range(len(rows))
+    elif len(row_index) != len(rows):
+        raise ValueError(f"{source}: {len(rows)} rows but {len(row_index)} row indices")
     first_row: dict[str, int] = {}
-    for index, row in zip(lines, rows):
+    for index, row in zip(row_index, rows):
         for name in fields:
             value = row.get(name)
             if isinstance(value, str) or (name == "id" and isinstance(value, int) and not isinstance(value, bool)):
@@ -279,20 +315,13 @@ def require_fields(rows: list[dict], fields: tuple[str, ...], source: str | Path
     return rows
 
 
-class _InputRows(list):
-    """A JSONL input's rows, with ``line_index``: each row's 0-based line index (the line number minus one), which
-    ``require_fields`` names (``judge.RecordError``'s row) where the position in the list is off by the blank lines
-    skipped before it."""
-
-    line_index: list[int]
-
-
-def _read_input_jsonl(path: Path) -> list[dict]:
+def _read_input_jsonl(path: Path) -> InputRows:
     """A stage's input read strictly: every line a JSON object, the last one too when it lacks its newline (a file
-    written by hand or with "\n".join; the journal's rule, dropping such a line as a write cut by a kill, is for
-    journals only: applied here it lost a reference instruction without a word)."""
-    rows = _InputRows()
-    rows.line_index = []
+    written by hand or with "\n".join). A journal reads such a line as a row too when it is a whole object, but
+    drops a cut one as a write cut by a kill; an input is no journal, so a cut last line here is an error naming it.
+    """
+    rows: list[dict] = []
+    row_index: list[int] = []
     for number, line in enumerate(path.read_bytes().split(b"\n"), start=1):
         if not line.strip():
             continue
@@ -307,5 +336,5 @@ def _read_input_jsonl(path: Path) -> list[dict]:
         if not isinstance(row, dict):
             raise ValueError(f"{path}:{number}: not a JSON object")
         rows.append(row)
-        rows.line_index.append(number - 1)
-    return rows
+        row_index.append(number - 1)
+    return InputRows(rows, row_index)

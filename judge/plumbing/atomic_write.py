@@ -1,0 +1,72 @@
+"""One way to replace a file whole: written beside it under a name of its own, fsynced, then renamed over it.
+
+A reader (a later stage, a resumed run, a person) then finds the old file or the new one, never a file cut by a kill
+or a full disk: the rename is atomic within one folder, and the fsync puts the bytes on disk before the name points at
+them. Every file a later step trusts as whole (stage outputs, ``summary.json``, ``run.json``, ``metrics.json``, an
+embedding cache) is written through ``write_atomically``.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+from typing import BinaryIO
+
+__all__ = ["write_atomically"]
+
+#: Random names tried before giving up (each is 12 hex digits: a clash means another writer holds that name now).
+_ATTEMPTS = 100
+
+
+def write_atomically(path: str | Path, content: bytes | Callable[[BinaryIO], None], *, mode: int | None = None) -> Path:
+    """Replace ``path`` with ``content``: a temporary file beside it, fsynced, renamed over it.
+
+    Args:
+        path: the file to replace (its folder must exist).
+        content: the bytes, or a function that writes them into the binary handle it is given (a stream of rows
+            too large to hold; whatever it raises is raised here, with ``path`` untouched).
+        mode: the file's permission bits, set before the first byte is written (0o600 for a file holding secrets);
+            None gives what ``open(path, "w")`` gives (0o666 less the umask).
+
+    Returns:
+        ``path``.
+
+    Raises:
+        OSError: as the writes, fsync or rename raise; ``path`` is then as it was, and no temporary file is left.
+    """
+    path = Path(path)
+    fd, tmp = _create_beside(path, 0o666 if mode is None else mode)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            if mode is not None:
+                os.fchmod(handle.fileno(), mode)  # exactly ``mode``: the umask may have taken bits from it
+            if callable(content):
+                content(handle)
+            else:
+                handle.write(content)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _create_beside(path: Path, mode: int) -> tuple[int, Path]:
+    """A new file ``<name>.<random>.tmp`` in ``path``'s folder, opened for writing, created with ``mode`` (less the
+    umask); no other writer holds it (``O_EXCL``).
+
+    ``tempfile.mkstemp`` does the same but always creates 0o600, and giving a file the umask's mode afterwards needs
+    the umask, which can only be read by setting it (for the whole process, under other threads' feet).
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(_ATTEMPTS):
+        tmp = path.with_name(f"{path.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            return os.open(tmp, flags, mode), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{path}: no free temporary name beside it after {_ATTEMPTS} tries")

@@ -1,0 +1,220 @@
+"""judge.plumbing.atomic_write: one way to replace a file whole, and every writer that goes through it."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from judge.plumbing.atomic_write import write_atomically
+
+
+def _write_journal(path: Path, text: str) -> None:
+    from judge.plumbing.journal import rewrite_journal
+
+    rewrite_journal(path, [json.loads(line) for line in text.splitlines()])
+
+
+def _write_private(path: Path, text: str) -> None:
+    from judge.plumbing.provenance import write_private_text
+
+    write_private_text(path, text)
+
+
+def _write_npy(path: Path, text: str) -> None:
+    from train.synthetic.dedup import _save_npy_atomically
+
+    _save_npy_atomically(path, np.frombuffer(text.encode("utf-8"), dtype=np.uint8))
+
+
+def _write_mera_json(path: Path, text: str) -> None:
+    from eval.mera.cli import _write_json
+
+    _write_json(path, json.loads(text))
+
+
+#: Every writer routed through write_atomically, with the permission bits its file gets under umask 0o022.
+WRITERS = {
+    "rewrite_journal": (_write_journal, 0o644),
+    "write_private_text": (_write_private, 0o600),
+    "dedup embedding cache": (_write_npy, 0o600),
+    "mera metrics.json": (_write_mera_json, 0o644),
+}
+
+
+@pytest.fixture
+def umask_022():
+    old = os.umask(0o022)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def test_bytes_and_a_writing_function_replace_the_file_and_leave_no_temporary(tmp_path):
+    """The content lands whole under the target's name; nothing else is left in the folder."""
+    path = tmp_path / "out.bin"
+    path.write_bytes(b"old")
+    assert write_atomically(path, b"new bytes") == path
+    assert path.read_bytes() == b"new bytes"
+    write_atomically(path, lambda handle: (handle.write(b"one "), handle.write(b"two")))
+    assert path.read_bytes() == b"one two" and [p.name for p in tmp_path.iterdir()] == ["out.bin"]
+
+
+def test_what_the_writing_function_raises_leaves_the_old_file_and_no_temporary(tmp_path):
+    path = tmp_path / "out.bin"
+    path.write_bytes(b"old")
+
+    def half(handle):
+        handle.write(b"half of it")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        write_atomically(path, half)
+    assert path.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == ["out.bin"]
+
+
+def test_the_temporary_is_fsynced_before_it_is_renamed_over_the_target(tmp_path, monkeypatch):
+    """fsync, then rename: the name never points at bytes still only in the page cache."""
+    import judge.plumbing.atomic_write as atomic_write
+
+    events = []
+    real_fsync, real_replace = os.fsync, os.replace
+    monkeypatch.setattr(atomic_write.os, "fsync", lambda fd: (events.append(("fsync", os.fstat(fd).st_ino)),
+                                                              real_fsync(fd))[1])
+    monkeypatch.setattr(atomic_write.os, "replace", lambda a, b: (events.append(("replace", os.stat(a).st_ino)),
+                                                                  real_replace(a, b))[1])
+    path = tmp_path / "out.bin"
+    write_atomically(path, b"x")
+    inode = path.stat().st_ino
+    assert events == [("fsync", inode), ("replace", inode)]
+
+
+def test_two_writers_of_one_file_never_share_a_temporary(tmp_path):
+    """A write started while another to the same file is open gets a name of its own: both finish, and the one
+    renamed last is what the file holds."""
+    path = tmp_path / "out.bin"
+
+    def outer(handle):
+        handle.write(b"outer")
+        write_atomically(path, b"inner")
+        assert path.read_bytes() == b"inner"
+
+    write_atomically(path, outer)
+    assert path.read_bytes() == b"outer" and [p.name for p in tmp_path.iterdir()] == ["out.bin"]
+
+
+def test_the_mode_is_the_umasks_by_default_and_exactly_the_given_one_otherwise(tmp_path):
+    """No mode: what open(path, "w") gives (0o666 less the umask); a mode: exactly it, whatever the umask, from the
+    temporary's creation (a reader of the folder never sees the content under wider bits)."""
+    old = os.umask(0o027)
+    try:
+        write_atomically(tmp_path / "plain", b"x")
+        write_atomically(tmp_path / "private", b"x", mode=0o600)
+        os.umask(0o277)  # would leave 0o400: the given mode is set, not masked
+        write_atomically(tmp_path / "strict", b"x", mode=0o600)
+    finally:
+        os.umask(old)
+    bits = {name: (tmp_path / name).stat().st_mode & 0o777 for name in ("plain", "private", "strict")}
+    assert bits == {"plain": 0o640, "private": 0o600, "strict": 0o600}
+
+
+def test_a_private_file_is_owner_only_from_its_first_byte(tmp_path):
+    """The temporary holding a secret is 0o600 before anything is written into it."""
+    seen = []
+
+    def write(handle):
+        seen.append(os.fstat(handle.fileno()).st_mode & 0o777)
+        handle.write(b"secret")
+
+    old = os.umask(0)
+    try:
+        write_atomically(tmp_path / "key", write, mode=0o600)
+    finally:
+        os.umask(old)
+    assert seen == [0o600]
+
+
+# ------------------------------------------------------------------------------------------- the writers routed here
+
+
+@pytest.mark.parametrize("name", WRITERS)
+def test_every_writer_keeps_its_content_and_mode(tmp_path, umask_022, name):
+    """Each caller's file reads back as before, with the mode it always had (a journal and metrics.json the umask's;
+    run.json, summary.json and the embedding cache owner-only)."""
+    write, mode = WRITERS[name]
+    path = tmp_path / "target"
+    text = '{"a": "ё"}\n{"b": 2}' if name == "rewrite_journal" else '{"a": "ё"}'
+    write(path, text)
+    assert path.stat().st_mode & 0o777 == mode
+    assert [p.name for p in tmp_path.iterdir()] == ["target"]
+    if name == "rewrite_journal":
+        assert path.read_text(encoding="utf-8") == '{"a": "ё"}\n{"b": 2}\n'
+    elif name == "write_private_text":
+        assert path.read_text(encoding="utf-8") == '{"a": "ё"}'
+    elif name == "dedup embedding cache":
+        assert np.load(path).tobytes().decode("utf-8") == '{"a": "ё"}'
+    else:
+        assert path.read_text(encoding="utf-8") == '{\n  "a": "ё"\n}\n'
+
+
+@pytest.mark.parametrize("name", WRITERS)
+def test_every_writer_fsyncs_the_file_it_renames_into_place(tmp_path, monkeypatch, name):
+    """run.json, summary.json and MERA's metrics.json were renamed into place unsynced: after a crash of the machine
+    the name could point at an empty file."""
+    synced = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(os.fstat(fd).st_ino), real_fsync(fd))[1])
+    write, _ = WRITERS[name]
+    path = tmp_path / "target"
+    write(path, '{"a": 1}')
+    assert path.stat().st_ino in synced
+
+
+@pytest.mark.parametrize("name", WRITERS)
+def test_every_writer_leaves_the_old_file_and_no_temporary_when_the_rename_fails(tmp_path, monkeypatch, name):
+    """A failed rename (a full or read-only disk, a folder gone) left a stray ``<name>.tmp`` beside the old file."""
+    write, _ = WRITERS[name]
+    path = tmp_path / "target"
+    write(path, '{"a": 1}')
+    before = path.read_bytes()
+
+    def refuse(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", refuse)
+    with pytest.raises(OSError, match="No space left"):
+        write(path, '{"a": 2}')
+    monkeypatch.undo()
+    assert path.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["target"]
+
+
+def test_a_journal_rewritten_while_another_rewrite_of_it_is_open_is_not_lost(tmp_path):
+    """Two rewrites of one journal shared the fixed ``<name>.tmp``: the inner one took the outer one's file away, and
+    the outer one's rename failed. Each has its own temporary now."""
+    from judge.plumbing.journal import read_jsonl, rewrite_journal
+
+    path = tmp_path / "j.jsonl"
+
+    def rows():
+        yield {"outer": 1}
+        rewrite_journal(path, [{"inner": 1}])
+        yield {"outer": 2}
+
+    rewrite_journal(path, rows())
+    assert read_jsonl(path) == [{"outer": 1}, {"outer": 2}]
+    assert [p.name for p in tmp_path.iterdir()] == ["j.jsonl"]
+
+
+def test_a_journal_rewrite_whose_rows_fail_leaves_the_old_journal_and_no_temporary(tmp_path):
+    """A row that cannot be written (here, not JSON) stops the rewrite: the journal is as it was."""
+    from judge.plumbing.journal import rewrite_journal
+
+    path = tmp_path / "j.jsonl"
+    path.write_text('{"a": 1}\n', encoding="utf-8")
+    with pytest.raises(TypeError):
+        rewrite_journal(path, [{"a": 2}, {"a": object()}])
+    assert path.read_text(encoding="utf-8") == '{"a": 1}\n' and [p.name for p in tmp_path.iterdir()] == ["j.jsonl"]
