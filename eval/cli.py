@@ -32,6 +32,7 @@ from pathlib import Path
 
 __all__ = ["main", "build_parser", "resolve_run_config", "configure_logging", "CHATTY_LOGGERS"]
 
+from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.console_logging import CHATTY_LOGGERS, configure_logging  # the one set-up of every console script
 
 log = logging.getLogger("judge_eval")
@@ -329,7 +330,8 @@ def _compare(args: argparse.Namespace) -> int:
         return 0
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "compare.json").write_text(dumps(result) + "\n", encoding="utf-8")
+    # compare.json is what a later step reads: replaced whole (a kill mid-write leaves the earlier one).
+    write_atomically(out / "compare.json", (dumps(result) + "\n").encode("utf-8"))
     (out / "compare.md").write_text(markdown + "\n", encoding="utf-8")
     from eval.scoring.compare import headline
     from eval.reports.html_report import write_compare_page
@@ -358,7 +360,7 @@ def _compare_rankings(args: argparse.Namespace) -> int:
         return 0
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "compare.json").write_text(json.dumps(result, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    write_atomically(out / "compare.json", (json.dumps(result, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
     (out / "compare.md").write_text(markdown + "\n", encoding="utf-8")
     (out / "compare.html").write_text(render_ranking_compare_page(result), encoding="utf-8")
     # The matrix of deltas is in the files; the console gets its title and summary lines and where they are.

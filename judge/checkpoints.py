@@ -35,6 +35,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.config_files import read_json_object
 from judge.prompts import PROMPT_VERSION
 
@@ -70,8 +71,8 @@ def write_manifest(folder: str | Path, mode: str, **fields: Any) -> Path:
     """
     path = Path(folder) / EXPORT_MANIFEST
     manifest = {"mode": mode, "prompt_version": PROMPT_VERSION, **fields}
-    path.write_text(json.dumps(manifest, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    return path
+    # judge-serve reads the mode and prompt version from it: replaced whole, never left cut by a kill.
+    return write_atomically(path, (json.dumps(manifest, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
 
 
 def read_manifest(folder: str | Path) -> dict[str, Any]:

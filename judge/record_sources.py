@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from judge.column_reader import columns_from_tables
+from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.json_reading import arrow_may_read, unreadable_json
 from judge.record_columns import RecordColumns
 from judge.records import JudgeRecord, LoadReport, RecordError, _validated
@@ -335,10 +336,13 @@ def load_records(source: str | Path, split: str | None = None, make_id: bool = F
 
 
 def write_jsonl(records: Iterable[JudgeRecord], path: str | Path) -> Path:
-    """Write records as JSONL in the project's schema (UTF-8, Cyrillic unescaped); ``load_records`` reads them back."""
+    """Write records as JSONL in the project's schema (UTF-8, Cyrillic unescaped); ``load_records`` reads them back.
+    ``path`` is replaced whole: a kill or a failing record leaves the earlier file, never a cut one read as whole."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as handle:
+
+    def write(handle: Any) -> None:
         for record in records:
-            handle.write(json.dumps(record.to_dict(), ensure_ascii=False) + "\n")
-    return path
+            handle.write((json.dumps(record.to_dict(), ensure_ascii=False) + "\n").encode("utf-8"))
+
+    return write_atomically(path, write)

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import judge
+from judge.plumbing.atomic_write import write_atomically
 from judge import JudgeRecord, ScaleError
 from train.grpo_rewards import gives_reasons
 
@@ -399,13 +400,16 @@ def load_training_records(data: str, allow_benchmark_rows: bool = False) -> list
 
 
 def write_rows(rows: Iterable[dict[str, Any]], path: str | Path) -> Path:
-    """Write rows as JSONL (UTF-8, one object per line)."""
+    """Write rows as JSONL (UTF-8, one object per line), replacing ``path`` whole: a row that cannot be written, or a
+    kill, leaves the earlier file as it was rather than a cut one that trains on part of the data."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as f:
+
+    def write(handle: Any) -> None:
         for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    return path
+            handle.write((json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))
+
+    return write_atomically(path, write)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -30,6 +30,7 @@ import numpy as np
 
 from eval.scoring.bootstrap import cell_rng
 from eval.pairwise.judging import ORDERS, PAIRWISE_PREDICTIONS, PairRecord, PairwiseRow, load_pairs, read_pairwise_rows
+from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.config_files import ConfigError
 
 __all__ = ["pairwise_metrics", "pairwise_markdown", "pairwise_html", "score_pairwise", "is_pairwise_run"]
@@ -201,7 +202,8 @@ def score_pairwise(predictions: str | Path, data: str | Path | None = None, out:
                **pairwise_metrics(pairs, rows, n_boot=n_boot, seed=seed, orders=orders)}
     target = Path(out) if out else run_dir
     target.mkdir(parents=True, exist_ok=True)
-    (target / "metrics.json").write_text(json.dumps(metrics, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    # ``compare`` reads metrics.json back: replaced whole, never left cut by a kill.
+    write_atomically(target / "metrics.json", (json.dumps(metrics, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
     (target / "report.md").write_text(f"# {name or 'Judge'}: pairwise report\n\n" + pairwise_markdown(metrics),
                                       encoding="utf-8")
     page = (f"<!doctype html><html lang=\"en\"><meta charset=\"utf-8\"><title>{html.escape(name)} pairwise</title>"

@@ -353,8 +353,9 @@ class RankingMatrix:
         return buffer.getvalue()
 
     def write_csv(self, path: str | Path) -> Path:
-        Path(path).write_text(self.to_csv(), encoding="utf-8")
-        return Path(path)
+        from judge.plumbing.atomic_write import write_atomically
+
+        return write_atomically(path, self.to_csv().encode("utf-8"))
 
     def cells_csv(self) -> str:
         """Every cell in long form with its interval and counts (cells.csv)."""

@@ -62,6 +62,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.api_keys import CLIENT_KEY_ENV
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.config_files import option as _f
@@ -703,7 +704,7 @@ def rank(config: RankConfig) -> dict[str, Any]:
     items = ranked_items(out / ITEMS, out / "predictions.jsonl", config.verdict_reader)
     matrix = pollux_matrix(items, normalize=config.normalize, n_boot=config.n_boot, seed=config.seed)
     matrix.write_csv(out / MATRIX)
-    (out / "cells.csv").write_text(matrix.cells_csv(), encoding="utf-8")
+    write_atomically(out / "cells.csv", matrix.cells_csv().encode("utf-8"))
     answered = [a for r in rows if (a := answers.get(r.prompt_id)) is not None and a.answers(r)]
     counts = {"n_instructions": len(rows), "n_answer_failed": len(rows) - len(answered),
               "n_cut_in_thinking": sum(1 for a in answered if a.cut_in_thinking),
@@ -712,8 +713,9 @@ def rank(config: RankConfig) -> dict[str, Any]:
     result = {"model": answer_counts["model"], "judge": judge_counts.get("judge", ""), "data": str(config.data),
               "verdict_reader": config.verdict_reader, "counts": counts, "answers": answer_counts,
               "verdicts": judge_counts, "matrix": matrix.to_json()}
-    (out / RANKING_RESULT).write_text(json.dumps(result, ensure_ascii=False, indent=2, allow_nan=False) + "\n",
-                                    encoding="utf-8")
+    # ``compare`` and the ranking page read it back: replaced whole, never left cut by a kill.
+    write_atomically(out / RANKING_RESULT,
+                     (json.dumps(result, ensure_ascii=False, indent=2, allow_nan=False) + "\n").encode("utf-8"))
     page = write_ranking_page(result, out)
     # run.json is the verdict stage's (written by eval.judging.run.run); the ranking's settings join it.
     update_provenance(out, bench={"config": dataclasses.asdict(config), "model": result["model"]})

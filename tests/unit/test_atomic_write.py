@@ -218,3 +218,60 @@ def test_a_journal_rewrite_whose_rows_fail_leaves_the_old_journal_and_no_tempora
     with pytest.raises(TypeError):
         rewrite_journal(path, [{"a": 2}, {"a": object()}])
     assert path.read_text(encoding="utf-8") == '{"a": 1}\n' and [p.name for p in tmp_path.iterdir()] == ["j.jsonl"]
+
+
+# ------------------------------------------------------------------------- result files later steps read back whole
+
+
+def _train_rows(folder: Path, value: int) -> Path:
+    from train.build_data import write_rows
+
+    return write_rows([{"a": value}, {"b": value}], folder / "train.jsonl")
+
+
+def _records(folder: Path, value: int) -> Path:
+    from judge.record_sources import write_jsonl
+    from judge.records import records_from_rows
+
+    from judge import sample_data_path
+
+    row = json.loads(sample_data_path().read_text(encoding="utf-8").split("\n", 1)[0]) | {"answer": str(value)}
+    return write_jsonl(records_from_rows([row]), folder / "records.jsonl")
+
+
+def _manifest(folder: Path, value: int) -> Path:
+    from judge.checkpoints import write_manifest
+
+    return write_manifest(folder, "seq2seq", step=value)
+
+
+@pytest.mark.parametrize("write", [_train_rows, _records, _manifest], ids=["build-data rows", "convert's records",
+                                                                            "export manifest"])
+def test_a_result_file_a_later_step_reads_is_replaced_whole(tmp_path, monkeypatch, write):
+    """Training rows, converted records and a checkpoint's manifest were written in place: a kill or a full disk
+    mid-write left a cut file that training, scoring or judge-serve then read as whole. Now a refused rename raises
+    and the earlier file stays as it was, with no temporary beside it."""
+    path = write(tmp_path, 1)
+    before = path.read_bytes()
+
+    def refuse(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", refuse)
+    with pytest.raises(OSError, match="No space left"):
+        write(tmp_path, 2)
+    monkeypatch.undo()
+    assert path.read_bytes() == before
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    assert write(tmp_path, 2).read_bytes() != before  # and a write that succeeds replaces it
+
+
+def test_training_rows_that_fail_mid_stream_leave_the_earlier_file(tmp_path):
+    """A row json cannot write (here a set) half-way through used to leave the file cut after the rows before it."""
+    from train.build_data import write_rows
+
+    path = _train_rows(tmp_path, 1)
+    before = path.read_bytes()
+    with pytest.raises(TypeError):
+        write_rows([{"a": 2}, {"b": {3}}], path)
+    assert path.read_bytes() == before
