@@ -25,6 +25,13 @@ the supervisor, never by the owner's good behaviour:
   SIGTERM would cut vLLM's graceful shutdown short), then SIGKILL to the whole group after ``grace_s``.
 * The supervisor itself ``kill -9``-ed: its command gets SIGTERM from the kernel (it, too, has a parent-death
   signal), and the owner's ``stop`` SIGKILLs the group that is left.
+* **Supervisors nested** (judge-serve run by ``start_process``, its engines under supervisors of their own): the
+  supervisor's SIGKILL at the end of its grace reaches every process below it, in whatever process group, not only
+  its own group. When judge-serve dies, its engines' supervisors are re-parented to judge-serve's supervisor, which
+  SIGKILLs them when its grace (``ORPHAN_GRACE_S``) is over; the engine's own grace (``engine_stop_grace_s``, 30 s) may
+  still be running then, and a supervisor killed mid-grace can no longer end its group (a vLLM shutdown slower than
+  the outer grace would leave its API server, ``EngineCore`` and resource tracker running unsupervised), so the
+  outer one ends that group too. An inner tree gets at most the outer grace.
 
 **Shielded from SIGTERM** (``sigterm_shielded=True``, judge-serve's engines): Slurm's ``scancel`` and preemption,
 systemd and container runtimes send SIGTERM to *every* process of the job at once; an engine that gets it stops
@@ -67,7 +74,7 @@ from typing import Callable, Mapping, NamedTuple, Sequence
 
 from judge.plumbing import supervisor
 from judge.plumbing.provenance import REDACTED, redact_argv, scrub_secrets
-from judge.plumbing.supervisor import _LINUX, _child_setup, _children_of, group_members
+from judge.plumbing.supervisor import _LINUX, _child_setup, _children_of, descendants, group_members
 
 __all__ = [
     "ManagedProcess",
@@ -221,13 +228,8 @@ def kill_descendants(pid: int) -> int:
     The whole tree is read first, so a child re-parented when its parent dies is still killed. For a tree whose
     top is a pid namespace's init (bubblewrap's child) the kernel kills the rest of the namespace at its death.
     """
-    tree, frontier = [], [pid]
-    while frontier:
-        children = [child for parent in frontier for child in _children_of(parent)]
-        tree += children
-        frontier = children
     killed = 0
-    for member in tree:
+    for member in descendants(pid):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(member, signal.SIGKILL)
             killed += 1

@@ -2,10 +2,11 @@
 
 Run as a script, ``python -I -S judge/plumbing/supervisor.py --grace-s S --owner-pid P [--sigterm-shielded] --
 command...``, so that it imports nothing of the project or of site-packages: it leads its own session and process
-group, is a child subreaper, and takes the whole group down when its owner or its command dies
-(``judge.plumbing.processes`` says the rules and why). ``--sigterm-blocked-module MODULE ARGS`` runs a Python module
-with SIGTERM blocked for good (a shielded engine's own process). The helpers the owner's side also needs —
-``_child_setup`` between fork and exec, ``group_members`` — live here so that both sides run the same code.
+group, is a child subreaper, and takes the whole group down, with every process below it in any other group, when
+its owner or its command dies (``judge.plumbing.processes`` says the rules and why). ``--sigterm-blocked-module
+MODULE ARGS`` runs a Python module with SIGTERM blocked for good (a shielded engine's own process). The helpers the
+owner's side also needs — ``_child_setup`` between fork and exec, ``group_members``, ``descendants`` — live here so
+that both sides run the same code.
 """
 
 from __future__ import annotations
@@ -81,12 +82,48 @@ def _children_of(pid: int) -> list[int]:
     return children
 
 
+def descendants(pid: int) -> list[int]:
+    """Live (not zombie) processes below ``pid``, whatever their process group, each parent before its children
+    (one read of Linux ``/proc``)."""
+    children: dict[int, list[int]] = {}
+    live = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            fields = _stat_fields(int(entry))
+            if fields:
+                children.setdefault(int(fields[1]), []).append(int(entry))
+                if fields[0] != "Z":
+                    live.add(int(entry))
+    found, frontier = [], [pid]
+    while frontier:
+        frontier = [child for parent in frontier for child in children.get(parent, ())]
+        found += frontier
+    return [member for member in found if member in live]
+
+
 class _Stop(Exception):
     pass
 
 
-def _raise_stop(signum, frame):  # noqa: ARG001 - signal handler signature
-    raise _Stop(signum)
+class _StopOnce:
+    """The stop signals' handler: raises :class:`_Stop` in the main thread the first time, and never again.
+
+    A stop often comes twice (the parent-death signal, then the owner-watch thread's own signal a moment later;
+    scancel's SIGTERM beside the owner's SIGINT): a second ``_Stop`` raised while the first is being handled would
+    escape the wait it was meant to end, and the supervisor would die of it with its group left running.
+    ``disarm`` also ends it once the command has exited on its own, where nothing is left to interrupt.
+    """
+
+    def __init__(self) -> None:
+        self.armed = True
+
+    def disarm(self) -> None:
+        self.armed = False
+
+    def __call__(self, signum, frame) -> None:  # noqa: ARG002 - signal handler signature
+        if self.armed:
+            self.armed = False
+            raise _Stop(signum)
 
 
 def _reap_until_none_left(deadline: float, statuses: dict[int, int]) -> None:
@@ -100,6 +137,26 @@ def _reap_until_none_left(deadline: float, statuses: dict[int, int]) -> None:
             time.sleep(0.05)
         else:
             statuses[pid] = raw
+
+
+def _kill_everything_below(me: int, first: int | None, deadline: float, statuses: dict[int, int]) -> None:
+    """SIGKILL every live process below us or in our group, ``first`` first, reaping, until none is left or
+    ``deadline`` passes.
+
+    Below us includes other process groups: a command that runs supervised commands of its own (judge-serve and its
+    engines) leaves their supervisors to us when it dies, and once we kill such a supervisor it can no longer end
+    its group, so we do. A process forked while we read the tree is orphaned to us (or to a supervisor below us, in
+    the same read again) when its parent dies: the next round finds it.
+    """
+    while time.monotonic() < deadline:
+        left = set(group_members(me) + descendants(me)) - {me}
+        if not left:
+            return
+        # The command first, so its status says it was killed (not that it exited once its children were).
+        for pid in sorted(left, key=lambda pid: pid != first):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        _reap_until_none_left(min(deadline, time.monotonic() + 0.05), statuses)
 
 
 def _watch_owner(owner: int, me: int, stop_signal: int) -> None:
@@ -130,8 +187,9 @@ def _supervise(argv: list[str]) -> int:
     if _LINUX and os.getppid() != owner:  # the owner died before our parent-death signal was armed
         return 1
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    on_stop = _StopOnce()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, _raise_stop)
+        signal.signal(sig, on_stop)
     me = os.getpid()
     _watch_owner(owner, me, stop_signal)
     statuses: dict[int, int] = {}
@@ -143,12 +201,14 @@ def _supervise(argv: list[str]) -> int:
             child = subprocess.Popen(command, preexec_fn=_child_setup(shielded=shielded, pdeathsig=_LINUX))
             child_pid = child.pid
         except OSError as err:
+            on_stop.disarm()
             print(f"supervisor: cannot start {command[0]}: {err}", file=sys.stderr, flush=True)
             return 127
-        # Reap re-parented orphans along the way; a signal interrupts the wait through _raise_stop.
+        # Reap re-parented orphans along the way; a signal interrupts the wait through on_stop.
         while child_pid not in statuses:
             pid, raw = os.waitpid(-1, 0)
             statuses[pid] = raw
+        on_stop.disarm()
     except _Stop:
         pass
     else:
@@ -156,17 +216,13 @@ def _supervise(argv: list[str]) -> int:
         # one, lingers for many seconds after SIGTERM once its API server is gone). A short grace, so the owner
         # learns of the death in seconds.
         grace_s = min(grace_s, ORPHAN_GRACE_S)
-    # Take the group down: one stop signal to everyone but us, then SIGKILL after the grace.
+    # Take the group down: one stop signal to everyone but us, then SIGKILL after the grace to everything below us.
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(me, stop_signal)
     _reap_until_none_left(time.monotonic() + grace_s, statuses)
-    left = set(group_members(me) + _children_of(me)) - {me}
-    # The command first, so its status says it was killed (not that it exited once its children were).
-    for pid in sorted(left, key=lambda pid: pid != child_pid):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
+    _kill_everything_below(me, child_pid, time.monotonic() + 10.0, statuses)
     _reap_until_none_left(time.monotonic() + 10.0, statuses)
     status = statuses.get(child_pid) if child_pid is not None else None
     if status is None:  # pragma: no cover - the child outlived SIGKILL

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import judge.plumbing.supervisor
 from judge.plumbing.processes import (ProcessStartError, free_port, group_members, http_status, kill_descendants,
                                       start_process)
 from tests.support.fixtures_serve import MARKER_ENV, marked_processes, wait_until_gone
@@ -136,6 +137,71 @@ def test_the_owner_dying_takes_the_tree(tmp_path, owner_signal, from_thread, shi
         assert wait_until_gone(marker, 30) == []
     finally:
         owner.kill()
+
+
+#: DEAF_TREE deaf to SIGINT too: a shielded supervisor's stop signal changes nothing, as a vLLM shutdown that has
+#: not ended when a grace runs out.
+DEAF_TO_STOP_TREE = ["sh", "-c", "trap '' INT TERM; (sleep 300; true) & sleep 300 & wait"]
+
+
+def test_a_supervised_owner_dying_takes_the_trees_it_supervised_too(tmp_path):
+    """Supervisors nested, as judge-serve (run by start_process) and its engines: the owner in the middle killed,
+    its own supervisor ends the inner tree too (a process group of its own, deaf to its stop signal, its grace far
+    longer) once its short grace for orphans is over, although it kills the inner supervisor that guarded that
+    group."""
+    marker, env = _marked_env()
+    owner_code = textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {os.getcwd()!r})
+        from judge.plumbing.processes import start_process
+        start_process({DEAF_TO_STOP_TREE!r}, log_path={str(tmp_path / 'inner.log')!r}, grace_s=300,
+                      sigterm_shielded=True)
+        time.sleep(600)
+    """)
+    outer = start_process([sys.executable, "-c", owner_code], log_path=tmp_path / "outer.log", env=env, grace_s=300)
+    try:
+        _wait_for_tree(marker, 7)  # outer supervisor, owner, inner supervisor, sh, subshell, two sleeps
+        owner = outer.main_pid()
+        assert owner is not None
+        os.kill(owner, signal.SIGKILL)
+        assert wait_until_gone(marker, 5 + 30) == []  # ORPHAN_GRACE_S, then the kill; the inner grace is 300 s
+        assert outer.stop() == -signal.SIGKILL
+    finally:
+        for pid in marked_processes(marker):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_a_second_stop_signal_as_the_first_is_handled_still_takes_the_tree_down(tmp_path):
+    """A stop often comes twice (the parent-death signal, then the supervisor's own poll of its owner; scancel's
+    SIGTERM beside the owner's): the second one landing just after the first was handled, at the moment the
+    supervisor turns to ignoring them, still ends the tree, and the supervisor exits with the command's status. The
+    supervisor runs here with ``signal.signal`` wrapped to send that second signal then."""
+    marker, env = _marked_env()
+    supervisor = str(Path(judge.plumbing.supervisor.__file__).resolve())
+    wrapper = textwrap.dedent(f"""
+        import os, runpy, signal, sys
+        real_signal = signal.signal
+
+        def signal_with_a_second_stop(sig, handler):
+            if sig == signal.SIGTERM and handler is signal.SIG_IGN:
+                os.kill(os.getpid(), signal.SIGTERM)
+            return real_signal(sig, handler)
+
+        signal.signal = signal_with_a_second_stop
+        sys.argv = [{supervisor!r}, *sys.argv[1:]]
+        runpy.run_path({supervisor!r}, run_name="__main__")
+    """)
+    with open(tmp_path / "log", "wb") as log:
+        command = [sys.executable, "-c", wrapper, "--grace-s", "2", "--owner-pid", str(os.getpid()), "--", *TREE]
+        proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        _wait_for_tree(marker, 5)  # supervisor, sh, subshell, two sleeps
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == -signal.SIGTERM, (tmp_path / "log").read_text()
+        assert wait_until_gone(marker, 10) == []
+    finally:
+        for pid in marked_processes(marker):
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_a_sigterm_shielded_tree_outlives_a_job_wide_sigterm_and_stops_when_told(tmp_path):

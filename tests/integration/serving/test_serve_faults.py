@@ -214,15 +214,36 @@ def test_judge_serve_sigterm_while_its_engine_loads_leaves_nothing(tiny_causal_d
 
 
 def test_judge_serve_kill_9_leaves_nothing(tiny_causal_dir, tmp_path):
-    """kill -9 of a ready judge-serve: the kernel's parent-death signal reaches its engine's supervisor, which
-    ends the engine's whole tree; no process is left."""
+    """kill -9 of a ready judge-serve whose engine cannot finish its shutdown: the kernel's parent-death signal
+    reaches the engine's supervisor, which passes its stop signal on, and no process is left.
+
+    The engine's processes are frozen (SIGSTOP; their supervisor is not) before the kill, so on any machine their
+    shutdown outlasts the grace of the supervisor this test runs judge-serve under (``ORPHAN_GRACE_S``), which then
+    SIGKILLs the engine's supervisor while its own, longer grace (``engine_stop_grace_s``) still runs: a loaded
+    machine's slow vLLM shutdown, made certain. That outer supervisor must end the engine's process group too. It
+    is frozen as well until the engine's stop signal is pending, so that signal is passed on before its grace starts."""
     process, marker = _start(tiny_causal_dir, tmp_path, name="kill9")
+    frozen: list[int] = []
     try:
         process.wait_ready()
+        (supervisor,) = process.engine_pgids()
+        while new := [pid for pid in group_members(supervisor) if pid != supervisor and pid not in frozen]:
+            frozen += signal_processes(new, signal.SIGSTOP)
+        stopping = [_engine_main_pid(supervisor), *(pid for pid in frozen if _is_engine_core(pid))]
+        assert len(stopping) == 2 and set(stopping) <= set(frozen), (stopping, frozen)
+        outer = signal_processes([process.managed.pid], signal.SIGSTOP)
         n = len(marked_processes(marker))
         killed_at = time.monotonic()
         os.kill(process.server.pid, signal.SIGKILL)
+        # SIGINT: judge-serve's engines are shielded from SIGTERM (judge.plumbing.processes); multiprocessing's
+        # resource tracker ignores it, so only the API server and the EngineCore can hold it pending.
+        deadline = time.monotonic() + 60
+        while len(signal_pending(stopping, signal.SIGINT)) < len(stopping):
+            assert time.monotonic() < deadline, f"the engine's stop signal never reached its frozen processes {stopping}"
+            time.sleep(0.05)
+        signal_processes(outer, signal.SIGCONT)
         assert wait_until_gone(marker, 90) == []
         print(f"judge-serve kill -9: {n} marked processes before, 0 after {time.monotonic() - killed_at:.1f} s")
     finally:
+        signal_processes([*frozen, process.managed.pid], signal.SIGCONT)
         process.stop()
