@@ -10,13 +10,16 @@ a 60-per-type reference set of the same kind. ``--embedder minilm`` embeds with 
 default); ``--embedder hashed`` uses character-trigram hashing vectors instead, to time the quadratic part (blockwise
 cosine, chrF, greedy pass) apart from the model. chrF runs between all pairs of a task type, as Algorithm 1 step 4
 says and as the stage does by default (``--chrf-min-cosine 0.7`` times the older, non-paper shortcut). Prints one line
-per size and a JSON summary at the end.
+per size and a JSON summary at the end: wall seconds, this process's CPU seconds (``resource.getrusage``, user +
+system, every thread) and its peak resident memory so far (``ru_maxrss``: a process-wide high-water mark, so a size
+after a larger one reports the larger one's peak; give one size per run for each size's own).
 """
 
 from __future__ import annotations
 
 import json
 import random
+import resource
 import sys
 import time
 from pathlib import Path
@@ -79,6 +82,17 @@ def hashed_embedder(dim: int = 512):
     return embed_fn
 
 
+def _cpu_s() -> float:
+    """This process's CPU seconds so far, user + system, all threads."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _peak_rss_mb() -> float:
+    """This process's peak resident memory so far, MB (Linux reports ``ru_maxrss`` in KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6
+
+
 def main(argv: list[str] | None = None) -> int:
     from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 
@@ -110,18 +124,20 @@ def main(argv: list[str] | None = None) -> int:
     for n in args.sizes:
         rows = make_instructions(n, task_types, args.seed)
         reference = make_instructions(args.reference_per_type * len(task_types), task_types, args.seed + 1, planted=0.0)
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), _cpu_s()
         kept, dropped, info = deduplicate(rows, reference, config, embed_fn)
-        elapsed = time.perf_counter() - t0
+        elapsed, cpu = time.perf_counter() - t0, _cpu_s() - cpu0
         result = {
             "instructions": n, "embedder": args.embedder, "block_size": args.block_size, "elapsed_s": round(elapsed, 1),
+            "cpu_s": round(cpu, 1), "peak_rss_mb": round(_peak_rss_mb()),
             "instructions_per_s": round(n / elapsed, 1), "kept": len(kept), "dropped": len(dropped),
             "timings_s": info["timings_s"], "candidate_pairs": info["candidate_pairs"], "chrf_pairs": info["chrf_pairs"],
         }  # fmt: skip
         results.append(result)
-        print(f"{n} instructions ({args.embedder}): {elapsed:.1f} s, {n / elapsed:.1f} instructions/s "
+        print(f"{n} instructions ({args.embedder}): {elapsed:.1f} s, {cpu:.1f} CPU-s, {n / elapsed:.1f} instructions/s "
               f"(embedding {info['timings_s']['embedding_s']:.1f} s, pairs {info['timings_s']['pairs_s']:.1f} s); "
-              f"kept {len(kept)}, dropped {len(dropped)}", flush=True)  # fmt: skip
+              f"kept {len(kept)}, dropped {len(dropped)}; {info['candidate_pairs']:,} candidate pairs; peak RSS so far "
+              f"{result['peak_rss_mb']:,} MB", flush=True)  # fmt: skip
     print(json.dumps(results, ensure_ascii=False))
     return 0
 

@@ -18,16 +18,20 @@ report page). CPU is the command's own plus its children's (none since eval.scor
 checkouts ran parts of it in child processes).
 ``--baseline DIR`` times another checkout (e.g. ``git archive main | tar -x -C /tmp/base``) in the same run,
 rounds interleaved (A B, B A, ...), prints both sides and the ratio of their walls, and says whether the first
-round's items.parquet, metrics.json, report.md and report.html are the same bytes on both sides.
+round's items.parquet, metrics.json, report.md and report.html are the same bytes on both sides. Each round is a
+child process whose ``sys.path`` starts with its side's checkout and which imports nothing before it is there: the
+venv's editable install maps ``judge`` and ``eval`` to the clone it was made from, so a module imported any earlier
+would come from that clone on both sides. The child checks that every ``judge``, ``eval``, ``serve`` and ``train``
+module it loaded is a file of its checkout, and refuses the round otherwise. "This checkout" is the one this script
+lies in: to time a commit rather than a working tree with others' edits, run the script from an archive of it.
 
-    .venv/bin/python bench/eval_metrics.py --end-to-end --rounds 3    # the figure in docs/performance.md
-    .venv/bin/python bench/eval_metrics.py --end-to-end --rounds 4 --baseline /tmp/base   # before/after
+    .venv/bin/python bench/eval_metrics.py --end-to-end --rounds 3    # this checkout alone
+    .venv/bin/python bench/eval_metrics.py --end-to-end --rounds 4 --skip-metrics --baseline DIR   # performance.md
     .venv/bin/python bench/eval_metrics.py --items 40000 --end-to-end --rationale-chars 800 --skip-metrics  # long outputs
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -145,6 +149,13 @@ def _write_files(table, folder: Path, rationale_chars: int = 0) -> tuple[Path, P
 
 def main(argv: list[str] | None = None) -> int:
     """Generate the table, time the metrics (and optionally the whole `score` command), print the figures."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["--score-once"]:  # one end-to-end round, in the child end_to_end starts: before any import of
+        return _score_once(*argv[1:])  # the project's packages, which would come from the editable install's clone
+    # Time this checkout's code: run as a script, `judge` and `eval` would otherwise resolve to wherever the venv's
+    # editable install points (its finder comes after sys.path's entries).
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
     from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 
     parser = ExactArgumentParser(description=__doc__.splitlines()[0])
@@ -163,14 +174,7 @@ def main(argv: list[str] | None = None) -> int:
                              "with the ratio")
     parser.add_argument("--skip-metrics", action="store_true",
                         help="with --end-to-end: skip the separate timing of the metrics step")
-    parser.add_argument("--score-once", nargs=5, metavar=("CHECKOUT", "PREDICTIONS", "DATA", "OUT", "N_BOOT"),
-                        help=argparse.SUPPRESS)  # one end-to-end round, in the process end_to_end starts
     args = parser.parse_args(argv)
-    if args.score_once:
-        return _score_once(*args.score_once)
-    # Time this checkout's code: run as a script, `eval` would otherwise resolve to wherever the venv installed it.
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
 
     from eval.scoring import item_table, metrics
 
@@ -267,12 +271,47 @@ def _timed_stages(stages: dict[str, list[float]]):
     return lambda: [setattr(m, a, o) for m, a, o in undo]
 
 
+#: The project's top-level packages: a round may load them from its own checkout only.
+PACKAGES = ("judge", "eval", "serve", "train")
+
+
+def _foreign_modules(checkout: Path) -> list[str]:
+    """The loaded modules of ``PACKAGES`` whose files (a namespace package: its folders) are not under ``checkout``."""
+    foreign = []
+    for name, module in list(sys.modules.items()):
+        if name.split(".")[0] not in PACKAGES or module is None:
+            continue
+        places = [module.__file__] if getattr(module, "__file__", None) else list(getattr(module, "__path__", []))
+        if not places or not all(Path(place).resolve().is_relative_to(checkout) for place in places):
+            foreign.append(f"{name} ({', '.join(map(str, places)) or 'no file'})")
+    return sorted(foreign)
+
+
 def _score_once(checkout: str, predictions: str, data: str, out: str, n_boot: str) -> int:
-    """One `judge-eval score` of ``checkout``'s code with its stages timed; prints one JSON line."""
+    """One `judge-eval score` of ``checkout``'s code with its stages timed; prints one JSON line.
+
+    Runs in a child of its own (``end_to_end``), which has imported none of ``PACKAGES`` yet: ``checkout`` goes first
+    on ``sys.path`` and this script's folder (the other checkout's ``bench/``) leaves it. Refuses (exit 3) when
+    ``judge`` or ``eval``, or any module of ``PACKAGES`` loaded during the run, is not a file of ``checkout``.
+    """
     import resource
 
-    sys.path.insert(0, checkout)
+    root = Path(checkout).resolve()
+    loaded = [name for name in sys.modules if name.split(".")[0] in PACKAGES]
+    if loaded:
+        print(f"--score-once: {', '.join(sorted(loaded))} imported before {root} was on sys.path", file=sys.stderr)
+        return 3
+    bench = Path(__file__).resolve().parent
+    sys.path[:] = [str(root)] + [p for p in sys.path if Path(p or ".").resolve() not in (root, bench)]
+    import eval as eval_package
+    import judge
+
     from eval.cli import main as cli_main
+
+    for package in (judge, eval_package):
+        if not Path(package.__file__).resolve().is_relative_to(root):
+            print(f"--score-once: {package.__name__} is {package.__file__}, not under {root}", file=sys.stderr)
+            return 3
 
     stages: dict[str, list[float]] = {}
     undo = _timed_stages(stages)
@@ -287,7 +326,12 @@ def _score_once(checkout: str, predictions: str, data: str, out: str, n_boot: st
     child_cpu = (after.ru_utime + after.ru_stime) - (children.ru_utime + children.ru_stime)
     if child_cpu > 0:
         stages["child processes"] = [float("nan"), child_cpu]
-    print(json.dumps({"code": code, "wall": wall, "cpu": cpu, "child_cpu": child_cpu, "stages": stages}))
+    foreign = _foreign_modules(root)
+    if foreign:
+        print(f"--score-once: modules from outside {root}: {'; '.join(foreign)}", file=sys.stderr)
+        return 3
+    print(json.dumps({"code": code, "wall": wall, "cpu": cpu, "child_cpu": child_cpu, "stages": stages,
+                      "judge": judge.__file__, "eval": eval_package.__file__}))
     return 0
 
 
@@ -314,10 +358,15 @@ def end_to_end(table, n_boot: int, rounds: int, baseline: str = "", rationale_ch
         for r, names in enumerate(order):
             for name in names:
                 start = time.perf_counter()
+                # The child runs this file as a script (its sys.path[0] is this bench/ folder, not its working
+                # folder); _score_once puts the side's checkout first. PYTHONPATH names it too, for any process
+                # the command itself starts.
                 done = subprocess.run([sys.executable, __file__, "--score-once", sides[name], str(preds), str(data),
                                        str(folder / f"score-{r}-{name.split()[0]}"), str(n_boot)],
-                                      capture_output=True, text=True, check=True, env=child_env,
-                                      cwd=sides[name])  # `python -c` children import from their working folder
+                                      capture_output=True, text=True, env={**child_env, "PYTHONPATH": sides[name]},
+                                      cwd=sides[name])
+                if done.returncode != 0:
+                    sys.exit(f"round {r + 1} {name} failed (exit {done.returncode}):\n{done.stderr[-4000:]}")
                 run = json.loads(done.stdout.strip().splitlines()[-1])
                 run["process_wall"] = time.perf_counter() - start
                 runs[name].append(run)
@@ -332,7 +381,8 @@ def end_to_end(table, n_boot: int, rounds: int, baseline: str = "", rationale_ch
                 print(f"  {file}: {'the same bytes' if same else 'DIFFERS'} in both checkouts ({two.stat().st_size:,} "
                       f"bytes)")
     for name, side in runs.items():
-        print(f"judge-eval score end to end, {len(table):,} items, {name} ({sides[name]}):")
+        print(f"judge-eval score end to end, {len(table):,} items, {name} ({sides[name]}; judge and eval "
+              f"imported from {Path(side[0]['judge']).parent.parent}):")
         print(f"  wall, whole process: {fmt(spread([r['process_wall'] for r in side]), digits=2)} s")
         print(f"  wall, score call:    {fmt(spread([r['wall'] for r in side]), digits=2)} s")
         print(f"  CPU, command:        {fmt(spread([r['cpu'] for r in side]), digits=2)} s")
