@@ -5,16 +5,21 @@
     .venv/bin/python bench/criteria_auto.py --methods tfidf,llm --llm-url http://127.0.0.1:8000/v1 --llm-model judge
     .venv/bin/python bench/criteria_auto.py --train runs/instructions/instructions.jsonl --save runs/task-clf
     .venv/bin/python bench/criteria_auto.py --methods head --head runs/classifier/final
+    .venv/bin/python bench/criteria_auto.py --threshold-readings        # the tfidf threshold by either reading (~1 min)
 
 Per method and per split (all / Standard / Zero-Shot task types): leaf-task and task-type top-1 / top-3 accuracy,
 the share of choices made at the leaf, at the task type and falling back, precision / recall / Jaccard of the chosen
-criteria set against the gold leaf's set (over base criterion ids; macro-averaged over instructions; once as chosen
-and once with the top-1 leaf's set), and latency per instruction (ms, median and mean, one instruction at a time).
+criteria set against the gold leaf's set (macro-averaged over instructions; once as chosen and once with the top-1
+leaf's set), and latency per instruction (ms, median and mean, one instruction at a time). The set scores are given
+by both readings of ``judge.criteria_auto.CRITERIA_MATCHES``: **exact** criterion ids (the criteria a judge is
+asked, each variant with its own rubric: a Python instruction routed to the C++ leaf scores 0) and **base** ids (a
+sibling leaf's variant counts: the same instruction scores 1).
 Then the calibration of the stated task-type probability: a reliability table (per probability bin: n, stated,
 accuracy) and the expected calibration error. The tfidf method is the shipped classifier unless ``--train`` is given
 (files, or ``bundled`` for the bundled rows); ``--exclude-zero-shot`` keeps the Zero-Shot task types out of training,
 so that its Zero-Shot figures measure transfer to unseen task types. Prints Markdown tables and, with ``--json``,
-writes the figures.
+writes the figures. ``--threshold-readings`` prints instead the threshold the tfidf training would choose on its
+out-of-fold predictions by either reading (``train.criteria_tfidf.threshold_readings``).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from pathlib import Path
 
 from judge.splits import STANDARD, ZERO_SHOT
 from judge.criteria_auto import (
+    CRITERIA_MATCHES,
     DEFAULT_THRESHOLD,
     LABEL_SEPARATOR,
     TfidfClassifier,
@@ -53,6 +59,7 @@ def evaluate(classifier, rows: list[dict], top_k: int = 3) -> list[dict]:
         gold = leaf_of(row["label"])
         labels = [lab for lab, _ in choice.alternatives]
         top1_leaf = leaf_of(choice.label).criteria if choice.label else ()
+        missed = {"precision": 0.0, "recall": 0.0, "jaccard": 0.0}
         out.append({
             "id": row.get("id", ""), "gold": row["label"], "split": row["split"], "chosen": choice.label,
             "probability": choice.probability, "fallback": choice.fallback, "level": choice.level,
@@ -60,9 +67,10 @@ def evaluate(classifier, rows: list[dict], top_k: int = 3) -> list[dict]:
             "leaf_top1": choice.label == row["label"], "leaf_top3": row["label"] in labels[:3],
             "type_top1": _type(choice.label) == _type(row["label"]),
             "type_top3": _type(row["label"]) in {_type(lab) for lab in labels[:3]},
-            "set": criteria_set_scores(choice.criteria, gold.criteria),
-            "set_no_fallback": criteria_set_scores(top1_leaf, gold.criteria) if top1_leaf else
-            {"precision": 0.0, "recall": 0.0, "jaccard": 0.0},
+            **{f"set_{match}": criteria_set_scores(choice.criteria, gold.criteria, match=match)
+               for match in CRITERIA_MATCHES},
+            **{f"set_no_fallback_{match}": criteria_set_scores(top1_leaf, gold.criteria, match=match) if top1_leaf
+               else missed for match in CRITERIA_MATCHES},
             "latency_ms": latency_ms,
         })  # fmt: skip
     return out
@@ -79,8 +87,9 @@ def summarise(results: list[dict]) -> dict:
     for level in ("leaf", "task_type"):
         summary[f"level_{level}"] = mean([float(r.get("level") == level) for r in results])
     for which in ("set", "set_no_fallback"):
-        for metric in ("precision", "recall", "jaccard"):
-            summary[f"{which}_{metric}"] = mean([r[which][metric] for r in results])
+        for match in CRITERIA_MATCHES:
+            for metric in ("precision", "recall", "jaccard"):
+                summary[f"{which}_{match}_{metric}"] = mean([r[f"{which}_{match}"][metric] for r in results])
     lat = [r["latency_ms"] for r in results]
     summary["latency_ms_median"] = statistics.median(lat)
     summary["latency_ms_mean"] = mean(lat)
@@ -129,7 +138,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--llm-model", default=None, help="served model name for the llm method")
     parser.add_argument("--head", default=None, help="classifier export folder for the head method")
     parser.add_argument("--json", default=None, help="write the summaries (and per-row results) here")
+    parser.add_argument("--threshold-readings", action="store_true",
+                        help="print the threshold the tfidf training chooses on its out-of-fold predictions of the "
+                             "bundled rows by exact and by base criterion ids, and nothing else (~1 min)")
     args = parser.parse_args(argv)
+    if args.threshold_readings:
+        return _print_threshold_readings()
 
     heldout, _ = load_labelled([args.heldout], include_zero_shot=True)
     train_pairs, counts = None, {}
@@ -156,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"held-out: {len(heldout)} instructions ({sum(r['split'] == ZERO_SHOT for r in heldout)} Zero-Shot); "
           f"tfidf: {'shipped classifier' if train_pairs is None else f'{len(train_pairs)} training rows'}")
     header = ("| method | split | n | leaf top-1 | leaf top-3 | type top-1 | type top-3 | at leaf | at type | "
-              "fallback | P / R / J (auto) | P / R / J (top-1 leaf) | ms median / mean |")  # fmt: skip
+              "fallback | P / R / J exact ids | P / R / J base ids | P / R / J top-1 leaf, exact | "
+              "P / R / J top-1 leaf, base | ms median / mean |")  # fmt: skip
     print(header)
     print("|---" * (header.count("|") - 1) + "|")
     clfs = {}
@@ -171,12 +186,13 @@ def main(argv: list[str] | None = None) -> int:
             if not s["n"]:
                 print(f"| {method} | {split} | 0 | (no rows) |")
                 continue
+            sets = " | ".join(" / ".join(f"{s[f'{which}_{match}_{metric}']:.2f}" for metric in ("precision", "recall",
+                                                                                                "jaccard"))
+                              for which in ("set", "set_no_fallback") for match in CRITERIA_MATCHES)  # fmt: skip
             print(f"| {method} | {split} | {s['n']} | {s['leaf_top1']:.3f} | {s['leaf_top3']:.3f} | "
                   f"{s['type_top1']:.3f} | {s['type_top3']:.3f} | {s['level_leaf']:.3f} | "
-                  f"{s['level_task_type']:.3f} | {s['fallback']:.3f} | "
-                  f"{s['set_precision']:.2f} / {s['set_recall']:.2f} / {s['set_jaccard']:.2f} | "
-                  f"{s['set_no_fallback_precision']:.2f} / {s['set_no_fallback_recall']:.2f} / "
-                  f"{s['set_no_fallback_jaccard']:.2f} | {s['latency_ms_median']:.1f} / {s['latency_ms_mean']:.1f} |")  # fmt: skip
+                  f"{s['level_task_type']:.3f} | {s['fallback']:.3f} | {sets} | "
+                  f"{s['latency_ms_median']:.1f} / {s['latency_ms_mean']:.1f} |")  # fmt: skip
     print("\ncalibration of the stated task-type probability (all held-out instructions)")
     for method, entry in report["methods"].items():
         rows = [r for r in entry["results"] if r["type_probability"] is not None]
@@ -191,6 +207,28 @@ def main(argv: list[str] | None = None) -> int:
             print(f"| {b['bin'][0]:.1f}-{b['bin'][1]:.1f} | {b['n']} | {b['stated']:.3f} | {b['accuracy']:.3f} |")
     if args.json:
         Path(args.json).write_text(json.dumps(report, ensure_ascii=False, indent=1), encoding="utf-8")
+    return 0
+
+
+def _print_threshold_readings() -> int:
+    """``--threshold-readings``: the out-of-fold threshold choice of the shipped build's rows by each reading, and
+    each reading's mean Jaccard over a sweep of thresholds."""
+    from train.criteria_rows import bundled_rows
+    from train.criteria_tfidf import THRESHOLD_MATCH, threshold_readings
+
+    readings = threshold_readings(bundled_rows()[0])
+    print(f"tfidf threshold chosen on the out-of-fold predictions of the bundled rows (the training uses "
+          f"{THRESHOLD_MATCH!r})")
+    print("| chosen by | threshold | falls back | mean Jaccard, exact ids | mean Jaccard, base ids |\n"
+          "|---|---|---|---|---|")
+    for match, r in readings["chosen"].items():
+        by = r["mean_jaccard_by"]
+        print(f"| {match} ids | {r['threshold']:.3f} | {r['fallback_rate']:.3f} | {by['exact']:.3f} | "
+              f"{by['base']:.3f} |")
+    print("\n| threshold | falls back | mean Jaccard, exact ids | mean Jaccard, base ids |\n|---|---|---|---|")
+    for r in readings["sweep"]:
+        by = r["mean_jaccard_by"]
+        print(f"| {r['threshold']:.1f} | {r['fallback_rate']:.3f} | {by['exact']:.3f} | {by['base']:.3f} |")
     return 0
 
 

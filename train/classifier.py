@@ -11,7 +11,10 @@ set; plus one taxonomy-text row per leaf unless ``taxonomy_text: false``). The m
 ``id2label`` = their labels (``"Code creation / Python"``), so the head always speaks the contract's vocabulary,
 even for leaves without training rows. Plain ``transformers.Trainer`` trains it (cross-entropy on the last token).
 The export (``<output_dir>/export``) is a ``*ForSequenceClassification`` folder that vLLM's pooling runner serves
-(``--runner pooling``, ``POST /classify``) and ``judge.criteria_auto.HeadClassifier`` reads.
+(``--runner pooling``, ``POST /classify``) and ``judge.criteria_auto.HeadClassifier`` reads. An instruction is
+tokenized by ``judge.criteria_auto.head.input_ids`` with the tokenizer's special tokens (``TRAINING_INPUT``, as
+``POST /classify`` does with a text input); the export's ``config.json`` records that and ``max_length``
+(``INPUT_KEY``), and the head method reads instructions alike.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import Any
 from train.config import ClassifierConfig
 from train.provenance import RunResult
 
-__all__ = ["main", "train_classifier", "classifier_rows", "ClassifierCollator"]
+__all__ = ["main", "train_classifier", "classifier_rows", "classifier_examples", "ClassifierCollator"]
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +63,23 @@ def classifier_rows(config: ClassifierConfig) -> tuple[list[dict], dict]:
     return pairs, {**counts, "n_train": len(pairs), "taxonomy_text": config.taxonomy_text}
 
 
+def classifier_examples(tokenizer, pairs: Sequence[dict], label2id: dict[str, int],
+                        max_length: int) -> tuple[list[dict], int]:
+    """The training examples (``input_ids``, ``labels``) of labelled pairs, tokenized as the head method reads an
+    instruction (``judge.criteria_auto.head.input_ids`` with ``TRAINING_INPUT``), and how many rows were longer
+    than ``max_length`` tokens (dropped and counted, as the judge recipes do)."""
+    from judge.criteria_auto.head import TRAINING_INPUT, input_ids
+
+    examples, too_long = [], 0
+    for pair in pairs:
+        ids = input_ids(tokenizer, pair["instruction"], TRAINING_INPUT["add_special_tokens"])
+        if len(ids) > max_length:
+            too_long += 1
+            continue
+        examples.append({"input_ids": ids, "labels": label2id[pair["label"]]})
+    return examples, too_long
+
+
 @dataclass
 class ClassifierCollator:
     """Right-pads ``input_ids`` with the pad id and builds ``attention_mask``; ``labels`` are leaf indices."""
@@ -80,20 +100,27 @@ class ClassifierCollator:
 
 
 def _check_export(export_dir: Path, model, tokenizer, probe: Sequence[str], dtype) -> dict:
-    """Reload the export on CPU and compare its logits with the trained model's; refuse an empty head."""
+    """Reload the export on CPU and compare its logits with the trained model's, on the probe texts tokenized as
+    training did; refuse an empty head or an export that does not record how its rows were tokenized."""
     import torch
     from transformers import AutoModelForSequenceClassification
+
+    from judge.criteria_auto.head import INPUT_KEY, TRAINING_INPUT, input_ids
 
     reloaded = AutoModelForSequenceClassification.from_pretrained(export_dir, dtype=torch.float32).eval()
     head = reloaded.score.weight
     if head.shape[0] != reloaded.config.num_labels or float(head.detach().norm()) == 0.0:
         raise RuntimeError(f"export {export_dir}: classification head has shape {tuple(head.shape)}, norm {float(head.detach().norm())}")
+    recorded = getattr(reloaded.config, INPUT_KEY, None)
+    if not isinstance(recorded, dict) or recorded.get("add_special_tokens") != TRAINING_INPUT["add_special_tokens"]:
+        raise RuntimeError(f"export {export_dir}: config.json records {INPUT_KEY} {recorded!r}, not how the rows "
+                           f"were tokenized ({TRAINING_INPUT})")
     model = model.to("cpu").float().eval()
     worst = 0.0
     for text in probe:
-        enc = tokenizer(text, return_tensors="pt")
+        ids = torch.tensor([input_ids(tokenizer, text, TRAINING_INPUT["add_special_tokens"])])
         with torch.no_grad():
-            a, b = model(**enc).logits, reloaded(**enc).logits
+            a, b = model(input_ids=ids).logits, reloaded(input_ids=ids).logits
         worst = max(worst, float((a - b).abs().max()))
     tolerance = 1e-4 if dtype == torch.float32 else 5e-2
     if worst > tolerance:
@@ -112,6 +139,7 @@ def train_classifier(config: ClassifierConfig, *, callbacks: tuple = ()) -> RunR
 
     from judge import load_taxonomy
     from judge.criteria_auto import label_of
+    from judge.criteria_auto.head import INPUT_KEY, input_record
     from train import provenance, recipe_steps
 
     # ---- config -------------------------------------------------------------------------------------------------
@@ -121,13 +149,7 @@ def train_classifier(config: ClassifierConfig, *, callbacks: tuple = ()) -> RunR
     labels = [label_of(task) for task in load_taxonomy().tasks]  # all leaves, taxonomy order
     label2id = {lab: i for i, lab in enumerate(labels)}
     pairs, report = classifier_rows(config)
-    examples, too_long = [], 0
-    for pair in pairs:
-        ids = run.tokenizer(pair["instruction"], add_special_tokens=False)["input_ids"]
-        if len(ids) > config.max_length:
-            too_long += 1  # dropped and counted, as the judge recipes do
-            continue
-        examples.append({"input_ids": ids, "labels": label2id[pair["label"]]})
+    examples, too_long = classifier_examples(run.tokenizer, pairs, label2id, config.max_length)
     report["dropped_too_long"] = too_long
     train_dataset = Dataset.from_list(examples)
     run.record_data(report)
@@ -140,6 +162,8 @@ def train_classifier(config: ClassifierConfig, *, callbacks: tuple = ()) -> RunR
         problem_type="single_label_classification", dtype=run.dtype, attn_implementation=config.attn_implementation,
     )  # fmt: skip
     model.config.pad_token_id = run.tokenizer.pad_token_id  # the head reads the last non-pad token
+    # saved in the export's config.json: how its rows were tokenized, which the head method reads back
+    setattr(model.config, INPUT_KEY, input_record(config.max_length))
 
     # ---- trainer ------------------------------------------------------------------------------------------------
     trainer = Trainer(model=model, args=args, train_dataset=train_dataset, processing_class=run.tokenizer,

@@ -14,7 +14,8 @@ One module per job:
   choices counted, refused when every row of the data failed (``ChoicesFailed``) and asked again on resume
   (``failed_choices``);
 - ``labelled``: labelled instructions and the bundled training and held-out sets;
-- ``measures``: criteria-set precision / recall / Jaccard and calibration (``reliability``).
+- ``measures``: criteria-set precision / recall / Jaccard, by exact or base criterion id (``CRITERIA_MATCHES``),
+  and calibration (``reliability``).
 
 Everything public is importable from here: ``from judge.criteria_auto import TfidfClassifier``.
 """
@@ -23,7 +24,7 @@ from judge.criteria_auto.expansion import ChoicesFailed, expand_criteria, expand
 from judge.criteria_auto.head import HeadClassifier
 from judge.criteria_auto.labelled import heldout_path, labelled_rows, load_labelled, training_path
 from judge.criteria_auto.llm import LLMClassifier
-from judge.criteria_auto.measures import criteria_set_scores, reliability
+from judge.criteria_auto.measures import CRITERIA_MATCHES, criteria_set_scores, reliability
 from judge.criteria_auto.policy import (
     DEFAULT_THRESHOLD,
     FALLBACK_GROUPS,
@@ -43,6 +44,7 @@ from judge.criteria_auto.registry import METHODS, build_classifier, classifier_f
 from judge.criteria_auto.tfidf import TfidfClassifier, default_classifier_path
 
 __all__ = [
+    "CRITERIA_MATCHES",
     "ChoicesFailed",
     "DEFAULT_THRESHOLD",
     "FALLBACK_GROUPS",

@@ -87,18 +87,19 @@ _SET = ("id", "instruction", "answer", "criteria_name", "criterion_id", "rubrics
 def _given_task(row: Mapping, taxonomy, where: str) -> TaskChoice | None:
     """The row's own task (``task_type``, optionally ``task_subtype`` and ``task_subsubtype``) as a choice, or None
     when it names none: a task the caller states is not guessed over (method ``given``). One leaf: its criteria; a
-    task type of several leaves: the criteria they all list as one id (``type_criteria`` without a leaf).
+    task type, or a subtype, of several leaves: the criteria all the leaves it names list as one id, at the deepest
+    level they share (``level`` ``task_type`` or ``task_subtype``, the names below it left empty).
 
     Raises:
-        ValueError: an unknown task; or a task type whose leaves list no criterion as one id (the STEM and Code
-            types: each leaf lists its own variants, ``operability__5`` for Python, ``operability__3`` for C++),
-            naming the row and the field that must name the leaf. The fallback set is not judged instead: it is for
-            a text of unknown task, and none of its criteria is one such a leaf lists; a leaf is not guessed
-            within the named type either (the row states its task: the classifier does not overrule or finish it).
+        ValueError: an unknown task; or a task whose leaves list no criterion as one id (the STEM and Code types:
+            each leaf lists its own variants, ``operability__5`` for Python, ``operability__3`` for C++), naming the
+            row and the field that must name the leaf. The fallback set is not judged instead: it is for a text of
+            unknown task, and none of its criteria is one such a leaf lists; a leaf is not guessed within the named
+            task either (the row states its task: the classifier does not overrule or finish it).
     """
     import dataclasses
 
-    from judge.criteria_auto.policy import label_of, type_criteria
+    from judge.criteria_auto.policy import LABEL_SEPARATOR, label_of
     from judge.taxonomy import TaxonomyError
 
     task_type = row.get("task_type")
@@ -114,18 +115,25 @@ def _given_task(row: Mapping, taxonomy, where: str) -> TaskChoice | None:
     if one:
         return choice
     # No leaf is chosen, so a criterion whose variant differs between the leaves has no variant to judge in: only
-    # the criteria all the leaves list as one id (``type_criteria`` without a leaf) remain.
-    shared = type_criteria(leaves[0].task_type, taxonomy)
+    # the criteria every named leaf lists as one id remain (over a whole task type: ``type_criteria`` without a leaf).
+    shared = tuple(cid for cid in leaves[0].criteria if all(cid in leaf.criteria for leaf in leaves))
+    # The path the named leaves share: the task type, and the subtype when the row names one (a task type may also
+    # be given through its group, the subtype field then naming the type: the leaves' own path is what stands).
+    common = [leaves[0].task_type]
+    if len({leaf.subtype for leaf in leaves}) == 1 and leaves[0].subtype:
+        common.append(leaves[0].subtype)
+    named = f"task type {common[0]!r}" + (f", subtype {common[1]!r}," if len(common) > 1 else "")
     if not shared:
-        field = "task_subtype" if len({leaf.subtype for leaf in leaves}) > 1 else "task_subsubtype"
+        field = "task_subtype" if len(common) == 1 else "task_subsubtype"
         raise ValueError(
-            f"{where}: field '{field}': the row names task type {leaves[0].task_type!r} only, and its "
-            f"{len(leaves)} leaves have no criterion in common (each lists its own variants); name the leaf, one of: "
+            f"{where}: field '{field}': the row names {named} only, and its {len(leaves)} leaves have no criterion "
+            f"in common (each lists its own variants); name the leaf, one of: "
             f"{'; '.join(label_of(leaf) for leaf in leaves)} (or give criteria_name, or leave task_type out for the "
             "classifier to choose)")
-    return dataclasses.replace(choice, reason="the row gives its task type only: the criteria its leaves share",
-                               task_subtype="", task_subsubtype="", label=leaves[0].task_type, level="task_type",
-                               criteria=tuple(shared), fallback=False)
+    return dataclasses.replace(
+        choice, reason=f"the row gives {named} only: the criteria its {len(leaves)} leaves share",
+        task_subtype=common[1] if len(common) > 1 else "", task_subsubtype="", label=LABEL_SEPARATOR.join(common),
+        level="task_subtype" if len(common) > 1 else "task_type", criteria=shared, fallback=False)
 
 
 #: Labels belong to one criterion: a row without ``criteria_name`` that carries them is refused, since copying them

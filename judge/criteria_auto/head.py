@@ -2,40 +2,93 @@
 ``id2label`` are the taxonomy's leaf labels, read with transformers on CPU (softmax over the logits), its choice made
 by the shared policy (``choose_from_scores``). vLLM's pooling runner serves the same folder (``--runner pooling``,
 ``POST /classify``). Training one is ``judge-train classifier`` (``train/classifier.py``).
+
+Training and reading tokenize an instruction one way (``input_ids``): the export's ``config.json`` records how
+(``INPUT_KEY``: special tokens or not, the longest training row) and ``HeadClassifier`` reads it back.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from judge.criteria_auto.policy import DEFAULT_THRESHOLD, LeafScoresClassifier, leaf_of
+from judge.criteria_auto.policy import DEFAULT_THRESHOLD, LeafScoresClassifier, label_of, leaf_of
 from judge.taxonomy import load_taxonomy
 
-__all__ = ["HeadClassifier"]
+__all__ = ["HeadClassifier", "INPUT_KEY", "LEGACY_INPUT", "TRAINING_INPUT", "input_ids", "input_record"]
+
+#: The key of ``config.json`` under which ``judge-train classifier`` records how it tokenized its rows.
+INPUT_KEY = "pollux_classifier_input"
+#: How ``judge-train classifier`` tokenizes an instruction: with the tokenizer's special tokens, as transformers does
+#: by default and as vLLM's ``POST /classify`` does with a text ``input`` (its ``add_special_tokens`` defaults to
+#: true: ``vllm/entrypoints/pooling/base/protocol.py``), so that the served export reads a request as it was trained.
+TRAINING_INPUT = {"add_special_tokens": True}
+#: An export without the record was trained on instructions tokenized without special tokens; how long its rows
+#: could be was not recorded, and 512 tokens is what the head read of an instruction then.
+LEGACY_INPUT = {"add_special_tokens": False, "max_length": 512}
+
+
+def input_ids(tokenizer, text: str, add_special_tokens: bool, max_length: int | None = None) -> list[int]:
+    """The token ids of one instruction as the head method sees it, in training and reading alike (truncated to
+    ``max_length`` when given)."""
+    enc = tokenizer(text, add_special_tokens=add_special_tokens, truncation=max_length is not None,
+                    max_length=max_length)  # fmt: skip
+    return list(enc["input_ids"])
+
+
+def input_record(max_length: int) -> dict:
+    """What a training run writes under ``INPUT_KEY``: ``TRAINING_INPUT`` and its longest row in tokens (a longer
+    row is dropped there, so a longer instruction is read by its first ``max_length`` tokens)."""
+    return {**TRAINING_INPUT, "max_length": int(max_length)}
+
+
+def _read_input_record(config, path: Path) -> dict:
+    """The export's ``INPUT_KEY`` record, checked; ``LEGACY_INPUT`` for an export that has none."""
+    record = getattr(config, INPUT_KEY, None)
+    if record is None:
+        return dict(LEGACY_INPUT)
+    special = record.get("add_special_tokens") if isinstance(record, Mapping) else None
+    length = record.get("max_length") if isinstance(record, Mapping) else None
+    if not isinstance(special, bool) or not isinstance(length, int) or isinstance(length, bool) or length < 1:
+        raise ValueError(f"head: {path / 'config.json'}: field {INPUT_KEY!r} is {record!r}; expected "
+                         '{"add_special_tokens": true or false, "max_length": a positive integer}')
+    return {"add_special_tokens": special, "max_length": length}
 
 
 class HeadClassifier(LeafScoresClassifier):
     """A sequence-classification checkpoint whose ``id2label`` are leaf labels (softmax over the logits).
 
     Reads with transformers on CPU; vLLM's pooling runner serves the same folder (``--runner pooling``,
-    ``POST /classify``).
+    ``POST /classify``). An instruction is tokenized as the export records its training rows were (``INPUT_KEY``),
+    and truncated to the longest of them (``max_length`` overrides it).
+
+    Raises:
+        ValueError: a label repeated in ``id2label`` (its probabilities would not add up: one would replace the
+            other), or an unreadable ``INPUT_KEY`` record; ``TaxonomyError``: a label that is no leaf of the
+            taxonomy.
     """
 
     name = "head"
 
-    def __init__(self, path: str | Path, threshold: float = DEFAULT_THRESHOLD, max_length: int = 512):
+    def __init__(self, path: str | Path, threshold: float = DEFAULT_THRESHOLD, max_length: int | None = None):
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
         self.path = Path(path)
         self.threshold = threshold
-        self.max_length = max_length
         self.tokenizer = AutoTokenizer.from_pretrained(self.path)
         self.model = AutoModelForSequenceClassification.from_pretrained(self.path).eval()
+        record = _read_input_record(self.model.config, self.path)
+        self.add_special_tokens = record["add_special_tokens"]
+        self.max_length = record["max_length"] if max_length is None else max_length
         labels = [self.model.config.id2label[i] for i in range(self.model.config.num_labels)]
         taxonomy = load_taxonomy()
-        for lab in labels:
-            leaf_of(lab, taxonomy)  # a head trained on other labels is refused here, not at judging time
+        seen: dict[str, int] = {}
+        for i, lab in enumerate(labels):
+            leaf = label_of(leaf_of(lab, taxonomy))  # a head trained on other labels is refused here, not at judging
+            if leaf in seen:
+                raise ValueError(f"head: {self.path / 'config.json'}: id2label names leaf {leaf!r} twice (ids "
+                                 f"{seen[leaf]} and {i}); each leaf must be one label")
+            seen[leaf] = i
         self.labels = labels
 
     def predict_proba(self, instructions: Sequence[str]) -> list[dict[str, float]]:
@@ -43,8 +96,10 @@ class HeadClassifier(LeafScoresClassifier):
 
         out = []
         for text in instructions:
-            enc = self.tokenizer(text, return_tensors="pt", truncation=True, max_length=self.max_length)
+            ids = input_ids(self.tokenizer, text, self.add_special_tokens, self.max_length)
             with torch.no_grad():
-                probs = torch.softmax(self.model(**enc).logits[0].float(), dim=-1)
+                logits = self.model(input_ids=torch.tensor([ids]),
+                                    attention_mask=torch.ones(1, len(ids), dtype=torch.long)).logits
+            probs = torch.softmax(logits[0].float(), dim=-1)
             out.append(dict(zip(self.labels, map(float, probs))))
         return out

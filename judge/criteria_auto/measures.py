@@ -11,24 +11,32 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["criteria_set_scores", "reliability"]
+__all__ = ["CRITERIA_MATCHES", "criteria_set_scores", "reliability"]
+
+#: How ``criteria_set_scores`` matches a chosen criterion with a gold one. ``exact``: by criterion id, so a per-leaf
+#: variant (``operability__5``, Python's) matches only itself: the criteria a judge is asked, each with its own rubric
+#: and scale. ``base``: by base id (``operability``), so a sibling leaf's variant (``operability__3``, C++'s) counts as
+#: a match: whether the chosen set names the right qualities, whatever the rubric. A Python instruction routed to the
+#: C++ leaf scores Jaccard 1.0 by base id and 0.0 by exact id. ``bench/criteria_auto.py`` reports both
+#: (docs/criteria-auto.md, "Accuracy"); the tfidf training chooses its threshold by one (``train.criteria_tfidf``).
+CRITERIA_MATCHES = ("exact", "base")
 
 
-def criteria_set_scores(chosen: Iterable[str], gold: Iterable[str]) -> dict[str, float]:
-    """Precision, recall and Jaccard of a chosen criteria set against the gold set (over base ids).
-
-    Variants (``facts__2``) count as their base criterion: a judge given the sibling variant still judges the same
-    quality, and the fallback set lists base ids.
+def criteria_set_scores(chosen: Iterable[str], gold: Iterable[str], *, match: str) -> dict[str, float]:
+    """Precision, recall and Jaccard of a chosen criteria set against the gold set, matched by ``match`` (one of
+    ``CRITERIA_MATCHES``; no default, since the two readings differ widely and a figure must say which it is).
     """
-    a = {c.split("__")[0] for c in chosen}
-    b = {c.split("__")[0] for c in gold}
+    if match not in CRITERIA_MATCHES:
+        raise ValueError(f"criteria_set_scores: match must be one of {CRITERIA_MATCHES}, not {match!r}")
+    key = (lambda c: c.split("__")[0]) if match == "base" else (lambda c: c)  # noqa: E731
+    a = {key(c) for c in chosen}
+    b = {key(c) for c in gold}
     inter = len(a & b)
     return {
         "precision": inter / len(a) if a else math.nan,
         "recall": inter / len(b) if b else math.nan,
         "jaccard": inter / len(a | b) if a | b else math.nan,
     }
-
 
 
 def reliability(probability: Sequence[float], correct: Sequence[bool], bins: int = 10) -> dict:

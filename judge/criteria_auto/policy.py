@@ -107,11 +107,15 @@ class TaskChoice:
         alternatives: the top-k leaves as ``(label, probability)``, best first.
         criteria: criterion ids to judge on: the leaf's set (``level == "leaf"``), the criteria every leaf of the
             task type shares, in the chosen leaf's variants (``"task_type"``, ``type_criteria``), or
-            ``fallback_criteria()`` (``"fallback"``).
+            ``fallback_criteria()`` (``"fallback"``). A row that names its task (method ``given``) without naming
+            one leaf: the criteria its leaves list as one id (``"task_type"``, or ``"task_subtype"`` for a subtype
+            of several leaves).
         fallback: True when ``criteria`` is the fallback set.
-        reason: why the choice stopped above the leaf ("" when it did not).
+        reason: why the choice stopped above the leaf, or why the method's probability tests did not apply (the
+            llm method without logprobs); "" when neither.
         method: the classifier's name.
-        level: ``"leaf"``, ``"task_type"`` or ``"fallback"``: where the evidence was enough to decide.
+        level: ``"leaf"``, ``"task_subtype"`` (method ``given`` only), ``"task_type"`` or ``"fallback"``: where the
+            evidence was enough to decide.
         task_type_probability: the probability of the task type (the sum over its leaves; None without
             probabilities).
     """

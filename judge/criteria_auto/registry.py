@@ -38,12 +38,17 @@ def classifier_from_settings(method: str, location: str, model: str = "", thresh
         method: a key of ``METHODS``.
         location: the ``tfidf`` / ``head`` artefact folder, or the ``llm`` method's base URL; empty with
             ``tfidf``: the classifier shipped with the package (``default_classifier_path``).
-        model: the ``llm`` method's served model name.
+        model: the ``llm`` method's served model name (required with it).
         threshold: below this task-type probability the choice falls back; None: the classifier's own (a tfidf
             artefact records the one chosen at training; ``DEFAULT_THRESHOLD`` for the others).
     """
     if threshold is not None and not 0.0 <= threshold <= 1.0:  # NaN too: it would turn the fallback off unseen
         raise ValueError(f"criteria_threshold: a task-type probability, from 0 to 1; got {threshold}")
+    if method == "llm" and not model.strip():
+        # Refused here, where judge-eval and judge-serve build it: an empty name passed their configs and start-up,
+        # and then every choice was a failed request to the endpoint.
+        raise ValueError("criteria_classifier_model: required with criteria_classifier llm (the model name the "
+                         f"endpoint {location or '(none given)'} serves)")
     if not location:
         if method != "tfidf":
             raise ValueError(f"task classifier {method!r}: no artefact folder or URL given")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import numbers
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -98,6 +99,13 @@ class TextFeatures:
             self._letters = np.array(columns, dtype=bool)
         return self._letters
 
+    def n_features(self) -> int:
+        """How many feature columns ``transform`` gives (both vocabularies), without building the vectorizers."""
+        if self.char is None:
+            spec, _ = self._saved
+            return len(spec["char"]["vocabulary"]) + len(spec["word"]["vocabulary"])
+        return len(self.char.vocabulary_) + len(self.word.vocabulary_)
+
     def transform(self, texts):
         """The (texts x features) sparse matrix: character columns, then word columns."""
         from scipy.sparse import hstack
@@ -107,16 +115,26 @@ class TextFeatures:
         return hstack([char.transform(texts), word.transform(texts)]).tocsr()
 
     @classmethod
-    def from_json(cls, spec: Mapping, arrays: Mapping) -> "TextFeatures":
+    def from_json(cls, spec: Mapping, arrays: Mapping, folder: str | Path = "") -> "TextFeatures":
         """The features ``model.json``'s ``features`` spec and ``weights.npz``'s idf arrays describe (checked here,
-        the vectorizers built at the first ``transform``)."""
+        the vectorizers built at the first ``transform``; ``folder`` is named in the errors)."""
         idf = {}
         for name in ("char", "word"):
             v = spec.get(name) or {}
             missing = [key for key in _FEATURE_KEYS if key not in v] + [f"{name}_idf"] * (f"{name}_idf" not in arrays)
             if missing:
                 raise ValueError(f"tfidf: the {name} features lack {missing}")
+            # scikit-learn checks a vocabulary's column indices, and the idf's length, only at the first transform:
+            # such an artefact would load and then fail every choice
+            vocabulary = v["vocabulary"]
+            if not isinstance(vocabulary, Mapping) or sorted(vocabulary.values()) != list(range(len(vocabulary))):
+                raise ValueError(f"tfidf: {Path(folder) / 'model.json'}: field 'features.{name}.vocabulary': its "
+                                 "column indices are not 0 .. its size - 1, each once")
             idf[f"{name}_idf"] = np.asarray(arrays[f"{name}_idf"], dtype=np.float64)
+            if idf[f"{name}_idf"].shape != (len(vocabulary),) or not np.isfinite(idf[f"{name}_idf"]).all():
+                raise ValueError(f"tfidf: {Path(folder) / 'weights.npz'}: field '{name}_idf' has shape "
+                                 f"{idf[f'{name}_idf'].shape}, expected ({len(vocabulary)},) finite values (the "
+                                 f"{name} vocabulary's size)")
         return cls(saved=(spec, idf))
 
 
@@ -133,6 +151,38 @@ def _refuse_another_taxonomy(folder: Path, leaf_classes: Sequence[str]) -> None:
         said = f"leaves the taxonomy does not have: {unknown[:3]}" if unknown else "repeated leaves"
         raise ValueError(f"tfidf: {folder} was trained on another taxonomy ({said}); retrain it with "
                          f"`judge-train criteria-classifier --out {folder}`")
+
+
+def _number(value) -> float:
+    """``value`` as a float, NaN for anything that is not a number (JSON's true included)."""
+    return float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else math.nan
+
+
+def _refuse_bad_parts(clf: "TfidfClassifier", folder: Path) -> None:
+    """The checks ``TfidfClassifier.__init__`` documents."""
+    spec_file, weights_file = folder / "model.json", folder / "weights.npz"
+    temperature, threshold = _number(clf.temperature), _number(clf.threshold)
+    if not (math.isfinite(temperature) and temperature > 0):
+        raise ValueError(f"tfidf: {spec_file}: field 'temperature' is {clf.temperature!r}, not a finite number > 0")
+    if not 0.0 <= threshold <= 1.0:  # NaN fails too
+        raise ValueError(f"tfidf: {spec_file}: field 'threshold' is {clf.threshold!r}, not a task-type probability "
+                         "from 0 to 1")
+    if len(set(clf.type_classes)) != len(clf.type_classes):
+        raise ValueError(f"tfidf: {spec_file}: field 'type_classes' repeats a task type")
+    missing = sorted({task_type_of(lab) for lab in clf.leaf_classes} - set(clf.type_classes))
+    if missing:
+        raise ValueError(f"tfidf: {spec_file}: field 'type_classes' lacks the task types of some leaves: {missing[:3]}")
+    n = clf.features.n_features()
+    for name, value, shape in (("type_coef", clf.type_coef, (len(clf.type_classes), n)),
+                               ("type_intercept", clf.type_intercept, (len(clf.type_classes),)),
+                               ("leaf_coef", clf.leaf_coef, (len(clf.leaf_classes), n)),
+                               ("leaf_intercept", clf.leaf_intercept, (len(clf.leaf_classes),))):  # fmt: skip
+        array = np.asarray(value)
+        if array.shape != shape:
+            raise ValueError(f"tfidf: {weights_file}: field {name!r} has shape {array.shape}, expected {shape} (the "
+                             "classes in model.json by the features of both vocabularies)")
+        if not np.isfinite(array).all():
+            raise ValueError(f"tfidf: {weights_file}: field {name!r} holds values that are not finite")
 
 
 def softmax(z):
@@ -155,13 +205,19 @@ class TfidfClassifier(LeafScoresClassifier):
     name = "tfidf"
 
     def __init__(self, features: TextFeatures, types: tuple, leaves: tuple, temperature: float,
-                 threshold: float, meta: dict | None = None):  # fmt: skip
+                 threshold: float, meta: dict | None = None, *, folder: str | Path = ""):  # fmt: skip
+        """Raises ValueError, naming the field and its file in ``folder`` (an artefact's; "" for a fresh fit), for a
+        temperature that is not a finite positive number, a threshold outside [0, 1] (NaN never falls back, above 1
+        always does), a weight whose shape does not fit the classes and vocabularies or that is not finite, or a
+        leaf whose task type is not among the type classes: each would load, and then every choice fail or be
+        wrong (judge-serve ready, answering every "criteria": "auto" request 502)."""
         self.features = features
         self.type_classes, self.type_coef, self.type_intercept = types
         self.leaf_classes, self.leaf_coef, self.leaf_intercept = leaves
         self.temperature = temperature
         self.threshold = threshold
         self.meta = meta or {}
+        _refuse_bad_parts(self, Path(folder))
         self._leaf_type = np.array([self.type_classes.index(task_type_of(lab)) for lab in self.leaf_classes])
 
     def choose(self, instruction: str, answer: str | None = None, top_k: int = 3) -> TaskChoice:
@@ -211,10 +267,16 @@ class TfidfClassifier(LeafScoresClassifier):
         if spec.get("format") != TFIDF_FORMAT:
             raise ValueError(f"tfidf: {folder}/model.json has format {spec.get('format')!r}, expected "
                              f"{TFIDF_FORMAT!r}; retrain it with `judge-train criteria-classifier --out {folder}`")
+        if threshold is not None and not 0.0 <= _number(threshold) <= 1.0:
+            raise ValueError(f"tfidf: threshold {threshold!r} given for {folder}: not a task-type probability from "
+                             "0 to 1")
         _refuse_another_taxonomy(folder, spec.get("leaf_classes") or [])
         with np.load(folder / "weights.npz") as w:
             arrays = {k: w[k] for k in w.files}
+        lacking = [k for k in ("type_coef", "type_intercept", "leaf_coef", "leaf_intercept") if k not in arrays]
+        if lacking:
+            raise ValueError(f"tfidf: {folder / 'weights.npz'} lacks {lacking}")
         types = (spec["type_classes"], arrays["type_coef"].astype(np.float64), arrays["type_intercept"])
         leaves = (spec["leaf_classes"], arrays["leaf_coef"].astype(np.float64), arrays["leaf_intercept"])
-        return cls(TextFeatures.from_json(spec["features"], arrays), types, leaves, spec["temperature"],
-                   spec["threshold"] if threshold is None else threshold, spec["meta"])  # fmt: skip
+        return cls(TextFeatures.from_json(spec["features"], arrays, folder), types, leaves, spec.get("temperature"),
+                   spec.get("threshold") if threshold is None else threshold, spec["meta"], folder=folder)  # fmt: skip

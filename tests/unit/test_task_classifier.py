@@ -525,17 +525,57 @@ def test_expanded_items_load_as_judge_records(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "chosen, gold, expected",
+    "chosen, gold, match, expected",
     [
-        (["a", "b"], ["b", "c"], {"precision": 0.5, "recall": 0.5, "jaccard": 1 / 3}),
-        (["a__2", "b"], ["a", "b", "c", "d"], {"precision": 1.0, "recall": 0.5, "jaccard": 0.5}),
-        (["a"], ["a"], {"precision": 1.0, "recall": 1.0, "jaccard": 1.0}),
+        (["a", "b"], ["b", "c"], "exact", {"precision": 0.5, "recall": 0.5, "jaccard": 1 / 3}),
+        (["a", "b"], ["b", "c"], "base", {"precision": 0.5, "recall": 0.5, "jaccard": 1 / 3}),
+        # a variant matches its base id only by base id: {a, b} against {a, b, c, d}; exactly, only b of
+        # {a__2, b, a, c, d}
+        (["a__2", "b"], ["a", "b", "c", "d"], "base", {"precision": 1.0, "recall": 0.5, "jaccard": 0.5}),
+        (["a__2", "b"], ["a", "b", "c", "d"], "exact", {"precision": 0.5, "recall": 0.25, "jaccard": 0.2}),
+        (["a"], ["a"], "exact", {"precision": 1.0, "recall": 1.0, "jaccard": 1.0}),
     ],
 )
-def test_criteria_set_scores_by_hand(chosen, gold, expected):
-    """Precision |A∩B|/|A|, recall |A∩B|/|B|, Jaccard |A∩B|/|A∪B| over base ids (worked by hand)."""
-    got = criteria_set_scores(chosen, gold)
+def test_criteria_set_scores_by_hand(chosen, gold, match, expected):
+    """Precision |A∩B|/|A|, recall |A∩B|/|B|, Jaccard |A∩B|/|A∪B|, over exact or base ids (worked by hand)."""
+    got = criteria_set_scores(chosen, gold, match=match)
     assert got == pytest.approx(expected)
+
+
+def test_a_sibling_leafs_variants_match_by_base_id_only():
+    """The C++ leaf's criteria against the Python leaf's: the same five qualities in other variants (other rubrics),
+    so Jaccard 1 by base id and 0 by exact id; the reading is always named (no default), and only the two exist."""
+    python, cpp = leaf_of("Code creation / Python").criteria, leaf_of("Code creation / C++").criteria
+    assert len(python) == 5 and not set(python) & set(cpp)
+    assert criteria_set_scores(cpp, python, match="base")["jaccard"] == 1.0
+    assert criteria_set_scores(cpp, python, match="exact")["jaccard"] == 0.0
+    with pytest.raises(TypeError):
+        criteria_set_scores(cpp, python)
+    with pytest.raises(ValueError, match="match must be one of"):
+        criteria_set_scores(cpp, python, match="loose")
+
+
+def test_threshold_readings_choose_by_each_reading_by_hand(monkeypatch):
+    """train.criteria_tfidf.threshold_readings over two hand-made out-of-fold choices, the fallback set {f}:
+    A (p 0.9) chose {x__1}, gold {x__1}: Jaccard 1 either way, fallback 0. B (p 0.4) chose {y__1, f}, gold {y__2, f}:
+    exact 1/3, base 1; the fallback {f} scores 1/2 either way. By base id, never falling back is best (mean 1.0,
+    threshold 0); by exact id, B falling back is (t 0.9: (1 + 1/2) / 2 = 0.75 against (1 + 1/3) / 2), which reads
+    0.75 by base id too."""
+    import train.criteria_tfidf as ct
+
+    choices = [(0.9, True, ("x__1",), ("x__1",)), (0.4, True, ("y__1", "f"), ("y__2", "f"))]
+    monkeypatch.setattr(ct, "_out_of_fold_choices", lambda pairs, real, folds, params: (1.0, choices))
+    monkeypatch.setattr(ct, "fallback_criteria", lambda: ("f",))
+    readings = ct.threshold_readings([{"instruction": "i", "label": "Advice"}], sweep=(0.0, 0.5, 1.0))
+    got = readings["chosen"]
+    assert (got["base"]["threshold"], got["base"]["fallback_rate"]) == (0.0, 0.0)
+    assert got["base"]["mean_jaccard_by"] == pytest.approx({"base": 1.0, "exact": (1 + 1 / 3) / 2})
+    assert (got["exact"]["threshold"], got["exact"]["fallback_rate"]) == (0.9, 0.5)
+    assert got["exact"]["mean_jaccard_by"] == pytest.approx({"base": 0.75, "exact": 0.75})
+    # at 0.5 B falls back (as at 0.9); at 1.0 both do: the fallback set's 0 and 1/2
+    assert [(r["threshold"], r["fallback_rate"]) for r in readings["sweep"]] == [(0.0, 0.0), (0.5, 0.5), (1.0, 1.0)]
+    assert readings["sweep"][2]["mean_jaccard_by"] == pytest.approx({"base": 0.25, "exact": 0.25})
+    assert ct.THRESHOLD_MATCH == "base"
 
 
 class _Fixed:
@@ -648,10 +688,29 @@ def test_the_criteria_benchmark_scores_a_fixed_classifier_by_hand():
             {"id": "2", "instruction": "y", "label": "Fact checking", "split": STANDARD}]  # fmt: skip
     results = evaluate(_Fixed({"Advice": 0.9, "Fact checking": 0.1}), rows)
     assert [r["leaf_top1"] for r in results] == [True, False] and [r["leaf_top3"] for r in results] == [True, True]
-    assert results[0]["set"] == {"precision": 1.0, "recall": 1.0, "jaccard": 1.0}
+    assert results[0]["set_exact"] == results[0]["set_base"] == {"precision": 1.0, "recall": 1.0, "jaccard": 1.0}
     s = summarise(results)
     assert (s["n"], s["leaf_top1"], s["leaf_top3"], s["type_top1"], s["fallback"]) == (2, 0.5, 1.0, 0.5, 0.0)
-    assert s["set_jaccard"] == pytest.approx((1.0 + results[1]["set"]["jaccard"]) / 2)
+    assert s["set_exact_jaccard"] == pytest.approx((1.0 + results[1]["set_exact"]["jaccard"]) / 2)
+
+
+def test_the_criteria_benchmark_prints_both_readings(tmp_path, capsys):
+    """A Python instruction routed to the C++ leaf: the bench scores its criteria set 1.0 by base id and 0.0 by exact
+    id, and prints both, each column named by its reading."""
+    from bench.criteria_auto import evaluate, main, summarise
+
+    rows = [{"id": "1", "instruction": "x", "label": "Code creation / Python", "split": STANDARD}]
+    (r,) = evaluate(_Fixed({"Code creation / C++": 0.9}), rows)
+    assert (r["set_base"]["jaccard"], r["set_exact"]["jaccard"]) == (1.0, 0.0)
+    s = summarise([r])
+    assert (s["set_base_jaccard"], s["set_exact_jaccard"], s["set_no_fallback_exact_jaccard"]) == (1.0, 0.0, 0.0)
+    heldout = tmp_path / "heldout.jsonl"
+    heldout.write_text(json.dumps({"id": "1", "instruction": "Напиши функцию на Python, которая сортирует список",
+                                   "label": "Code creation / Python"}, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert main(["--heldout", str(heldout)]) == 0
+    header = capsys.readouterr().out.splitlines()[1]
+    assert ("| P / R / J exact ids | P / R / J base ids | P / R / J top-1 leaf, exact | P / R / J top-1 leaf, base |"
+            in header)
 
 
 @pytest.mark.parametrize("text, why", [
@@ -859,6 +918,32 @@ def test_a_task_type_alone_is_judged_only_on_criteria_its_leaves_list():
         assert choice["method"] == "given" and not choice["fallback"], task_type
         assert all(cid in leaf.criteria for cid in choice["criteria"] for leaf in leaves), task_type
     assert sorted(refused) == ["Code analysis", "Code creation", "Code modification", "STEM exercises"]
+
+
+def test_a_row_naming_a_subtype_of_several_leaves_gets_the_criteria_those_leaves_share():
+    """A row naming a task type and one of its subtypes with several leaves (mass culture: video games, cinema,
+    comics) is judged on the criteria those three leaves all list (15), not on the fewer every leaf of the whole
+    type lists (11: the fourth leaf lacks some), and its record and items keep the subtype it names."""
+    from judge.criteria_auto import expand_rows
+
+    subtype = "Creative brainstorming for mass culture"
+    leaves = TAX.find_tasks("Creative brainstorming", subtype)
+    shared = [cid for cid in leaves[0].criteria if all(cid in leaf.criteria for leaf in leaves)]
+    assert len(leaves) == 3 and len(shared) == 15 and len(type_criteria("Creative brainstorming", TAX)) == 11
+    row = {"id": "r", "instruction": "Придумай сюжет", "answer": "x", "task_type": "Creative brainstorming",
+           "task_subtype": subtype}
+    clf = _Flaky()
+    items, (choice,) = expand_rows([row], clf)
+    assert clf.asked == [] and choice["criteria"] == shared
+    assert (choice["method"], choice["level"], choice["fallback"]) == ("given", "task_subtype", False)
+    assert (choice["task_type"], choice["task_subtype"], choice["task_subsubtype"]) == ("Creative brainstorming",
+                                                                                         subtype, "")
+    assert choice["label"] == f"Creative brainstorming / {subtype}" and f"subtype '{subtype}'" in choice["reason"]
+    assert [i["criterion_id"] for i in items] == shared
+    assert {(i["task_type"], i["task_subtype"]) for i in items} == {("Creative brainstorming", subtype)}
+    # the whole type, named alone, still gets what all four of its leaves share
+    _, (whole,) = expand_rows([{**row, "task_subtype": ""}], clf)
+    assert (whole["level"], whole["task_subtype"], len(whole["criteria"])) == ("task_type", "", 11)
 
 
 def test_a_resumed_expansion_classifies_failed_rows_again(tmp_path):
