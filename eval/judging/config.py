@@ -120,6 +120,10 @@ class RunConfig:
         if self.criteria == "auto" and self.criteria_classifier != "tfidf" and not self.criteria_classifier_path:
             raise ConfigError(f"criteria_classifier_path: required with --criteria-classifier "
                               f"{self.criteria_classifier} (artefact folder or llm URL)")
+        if self.criteria == "auto" and self.criteria_classifier == "llm" and not self.criteria_classifier_model.strip():
+            # Said with the other settings, before the run folder is claimed (judge.criteria_auto refuses it too).
+            raise ConfigError("criteria_classifier_model: required with --criteria-classifier llm (the model name "
+                              "the endpoint serves)")
         if not self.judge and not self.base_url_env:
             raise ConfigError("judge: give a checkpoint folder or URL (--judge), or base_url_env for an API judge")
 

@@ -121,6 +121,18 @@ def test_run_float_settings_must_be_finite(field, value):
     assert str(refused.value) == f"{field}: must be a finite number, got {value}"
 
 
+def test_run_criteria_auto_with_the_llm_method_and_no_model_name_is_refused_before_the_run_folder(tmp_path, capsys):
+    """An empty --criteria-classifier-model passed the settings and the run was claimed before the classifier was
+    built; now it is said with the other settings, exit 2, no folder made."""
+    out = tmp_path / "run"
+    code = main(["run", "--judge", URL, "--out", str(out), "--criteria", "auto", "--criteria-classifier", "llm",
+                 "--criteria-classifier-path", "http://127.0.0.1:9/v1", "--no-progress"])
+    assert code == 2
+    assert _said(capsys)[1].endswith("judge-eval run: error: criteria_classifier_model: required with "
+                                     "--criteria-classifier llm (the model name the endpoint serves)\n")
+    assert not out.exists()
+
+
 def test_run_refuses_a_negative_or_nan_temperature_before_any_request(tmp_path, capsys):
     for value, says in (("-1", "must be >= 0, got -1.0"), ("nan", "must be a finite number, got nan")):
         out = tmp_path / value
