@@ -29,16 +29,21 @@ from eval.reports.report import SPLIT_TITLES
 from eval.reports.run_files import load_predictions, load_records, missing_note
 from eval.scoring.comparison import Comparison
 
-__all__ = ["DEFAULT_TEXT_ITEMS", "STATUS_LABELS", "compare_items", "compare_status", "explorer_json", "item_columns",
-           "item_status", "read_item_columns", "report_items"]
+__all__ = ["DEFAULT_TEXT_ITEMS", "SCALE_LABELS", "STATUS_LABELS", "compare_items", "compare_status", "explorer_json",
+           "item_columns", "item_status", "read_item_columns", "report_items"]
 
 #: Items whose full texts a page embeds (see the module docstring); 0 keeps none, a negative value keeps all.
 #: Each costs ~3 KB (its instruction, answer and reference are rarely shared with another embedded item): 5,000 keep
 #: a full-test page near 25 MB (bench/report_page.py).
 DEFAULT_TEXT_ITEMS = 5_000
 #: Explorer status of an item, as the filter shows it (``unknown``: items.parquet holds a status this version does
-#: not write).
-STATUS_LABELS = ("scored", "failed", "out-of-scale", "no unique mode", "unlabelled", "missing", "unknown")
+#: not write). The statuses part the items as metrics.json counts them: ``scored`` holds the ``n_scored`` items
+#: (a verdict outside its scale is scored, as the paper scores it), ``failed`` the ``n_failed``, ``missing`` the
+#: ``n_missing``. Whether a verdict lies outside its scale is a filter of its own (``SCALE_LABELS``), not a status.
+STATUS_LABELS = ("scored", "failed", "no unique mode", "unlabelled", "missing", "unknown")
+#: The scale filter: the judge's score inside or outside the item's scale (its ``out of scale`` count is the
+#: report's ``n_out_of_scale``), or not checked (no score, or a rubric without a readable scale).
+SCALE_LABELS = ("in scale", "out of scale", "not checked")
 # items.parquet's ``why_unscored`` (when the scorer writes it) -> explorer status.
 _WHY_UNSCORED = {"no_prediction": "missing", "request_failed": "failed", "parse_failed": "failed",
                  "all_experts_abstained": "unlabelled", "no_expert_scores": "unlabelled",
@@ -106,18 +111,15 @@ def _round_column(values: Sequence[Any]) -> list[float | int | None]:
     return out
 
 
-def item_status(status: str, reference: float | None, has_experts: bool, in_scale: Any = None,
-                why_unscored: str | None = None) -> str:
+def item_status(status: str, reference: float | None, has_experts: bool, why_unscored: str | None = None) -> str:
     """The explorer's status of one item (one of ``STATUS_LABELS``); the first that applies of failed, missing,
-    unknown, out-of-scale, no unique mode, unlabelled, scored.
+    unknown, no unique mode, unlabelled, scored (the order of ``eval.scoring.item_table.UNSCORED_REASONS``).
 
     Args:
         status: the item table's status (``ok``, ``parse_failed``, ``request_failed``, ``missing``; another reads
             ``unknown``).
         reference: the item's reference score (None when undefined: no unique expert mode, no expert scores).
         has_experts: whether the item has expert scores at all.
-        in_scale: ``items.parquet``'s ``in_scale`` value when the column exists (False: the judge's score is
-            outside the criterion's scale).
         why_unscored: ``items.parquet``'s ``why_unscored`` when the column exists ("" for a scored item).
     """
     from eval.scoring.item_table import STATUSES
@@ -128,8 +130,6 @@ def item_status(status: str, reference: float | None, has_experts: bool, in_scal
         return "missing"
     if status not in STATUSES:  # never read as scored: the page shows the label, not the file's text
         return "unknown"
-    if in_scale is not None and not (isinstance(in_scale, float) and math.isnan(in_scale)) and not bool(in_scale):
-        return "out-of-scale"
     if why_unscored:
         return _WHY_UNSCORED.get(why_unscored, "no unique mode" if has_experts else "unlabelled")
     if reference is None:
@@ -364,6 +364,8 @@ def report_items(items: Mapping[str, Sequence], records: Sequence | None,
     in_scale, why_unscored = items.get("in_scale"), items.get("why_unscored")
     filters = [("split", "split"), ("model", "evaluated model"), ("task", "task type"), ("criterion", "criterion"),
                ("status", "status")]
+    if in_scale is not None:  # an items.parquet written before in_scale existed has no scale to filter by
+        filters.append(("scale", "judge's score vs scale"))
 
     judge_scores = _round_column(items["judge_score"])
     references = _round_column(items["reference"]) if "reference" in items else [None] * n
@@ -372,27 +374,33 @@ def report_items(items: Mapping[str, Sequence], records: Sequence | None,
     flat_scores, starts = _flat_lists(items["expert_scores"], n)
     flat = _round_column(flat_scores)
 
-    # The status of an item depends on these five values only: computed once per distinct combination.
+    # The status of an item depends on these four values only: computed once per distinct combination.
     known: dict[tuple, str] = {}
     statuses = []
     for i in range(n):
         key = (str(items["status"][i]), references[i] is None, starts[i + 1] > starts[i],
-               in_scale[i] if in_scale is not None else None, why_unscored[i] if why_unscored is not None else None)
+               why_unscored[i] if why_unscored is not None else None)
         status = known.get(key)
         if status is None:
-            status = item_status(key[0], references[i], key[2], key[3], key[4])
-            if not (isinstance(key[3], float) and math.isnan(key[3])):  # NaN is not found again as a key
-                known[key] = status
+            status = known[key] = item_status(key[0], references[i], key[2], key[3])
         statuses.append(status)
     labels = {"split": [SPLIT_TITLES.get(str(v), str(v)) for v in items["split"]],
               "model": [str(v) for v in items["model_id"]], "task": [str(v) for v in items["task_type"]],
               "criterion": [str(v) for v in items["criteria_name"]], "status": statuses}
-    # Filter options in a readable order (labels sorted, statuses in STATUS_LABELS order), rows coded by position.
+    if in_scale is not None:
+        # items.parquet's in_scale of a verdict the judge gave (true / false; null: a rubric without a readable
+        # scale); any other item is not checked. A dict lookup per item: 1.0 and 0.0 find True and False too.
+        scale_of = {("ok", True): "in scale", ("ok", False): "out of scale"}
+        labels["scale"] = [scale_of.get((str(status), flag), "not checked")
+                           for status, flag in zip(items["status"], in_scale)]
+    # Filter options in a readable order (labels sorted, statuses and scale labels in their own order), rows coded
+    # by position.
+    ordered = {"status": STATUS_LABELS, "scale": SCALE_LABELS}
     values: dict[str, list[str]] = {}
     codes = []
     for key, _ in filters:
         present = set(labels[key])
-        values[key] = sorted(present) if key != "status" else [s for s in STATUS_LABELS if s in present]
+        values[key] = [s for s in ordered[key] if s in present] if key in ordered else sorted(present)
         position = {label: k for k, label in enumerate(values[key])}
         codes.append([position[label] for label in labels[key]])
 

@@ -26,8 +26,9 @@ from typing import Any
 
 from eval.reports.html_explorer import DEFAULT_TEXT_ITEMS, compare_items, explorer_json, read_item_columns, report_items
 from eval.reports.run_files import load_predictions, load_records, missing_note
-from eval.reports.report import (SPLIT_TITLES, constant_judge_score, p_phrase, random_labelling_note, references_note,
-                                 regression_note, run_notes, summary_why, why_sentences)
+from eval.reports.report import (SPLIT_TITLES, ci_percent, constant_judge_score, fmt_share, p_phrase,
+                                 random_labelling_note, references_note, regression_note, run_notes, summary_why,
+                                 why_sentences)
 from eval.scoring.comparison import Comparison, Paired
 from eval.validity.render import html_blocks as validity_blocks
 from eval.validity.render import lead_html
@@ -36,13 +37,14 @@ from judge.metrics_json.metrics import Cell, Confusion, Metrics
 __all__ = ["write_report_page", "write_compare_page", "render_report_page", "render_compare_page"]
 
 #: The headline of a metric table, in this order: the paper's figures (n, failures, MAE, Spearman, VC judge /
-#: experts, and the judge-independent Experts VC). Every other key is bookkeeping, shown by the page's toggle.
-HEADLINE_KEYS = ("n", "n_failed", "mae", "spearman", "vc_judge", "vc_experts", "vc_experts_labelled")
+#: experts, and the judge-independent Experts VC) with the items MAE and Spearman are over (report.md's columns).
+#: Every other key is bookkeeping, shown by the page's toggle.
+HEADLINE_KEYS = ("n", "n_failed", "n_scored", "mae", "n_spearman", "spearman", "vc_judge", "vc_experts",
+                 "vc_experts_labelled")
 # Bookkeeping keys shown first (after the headline), in this order; any other key follows in alphabetical order.
 _KEY_ORDER = HEADLINE_KEYS + ("n_no_unique_mode", "n_out_of_scale", "mae_in_scale", "spearman_in_scale", "pearson",
-                              "kendall", "vc_experts_all", "n_scored", "n_spearman", "n_vc", "n_vc_experts_all",
-                              "n_vc_experts_labelled", "failure_rate", "n_missing", "n_parse_failed",
-                              "n_request_failed")
+                              "kendall", "vc_experts_all", "n_vc", "n_vc_experts_all", "n_vc_experts_labelled",
+                              "failure_rate", "n_missing", "n_parse_failed", "n_request_failed")
 # Column headings of the known keys (the raw key is the heading's tooltip); other keys are shown as they are.
 _KEY_LABELS = {"n_failed": "failed", "n_no_unique_mode": "no unique mode", "n_out_of_scale": "out of scale",
                "mae": "MAE", "mae_in_scale": "MAE (in scale)", "spearman": "Spearman", "pearson": "Pearson",
@@ -144,6 +146,8 @@ def _cell_td(c: Mapping[str, Any] | None, key: str, attributes: str = "") -> str
     if isinstance(value, str) or isinstance(value, bool):
         return f"<td{attributes}>{_e(value)}</td>"
     shown = _num(value)
+    if key == "failure_rate" and isinstance(c.get("n"), int) and isinstance(c.get("n_failed"), int):
+        shown = fmt_share(c["n_failed"], c["n"])  # report.md's share: 1 failure in 20,000 is "<0.1 %", not 0
     if isinstance(ci, (list, tuple)) and len(ci) == 2 and all(_finite(v) for v in ci):
         shown += f' <span class="ci">[{_num(ci[0])}, {_num(ci[1])}]</span>'
     return f'<td data-v="{value if _finite(value) else ""}"{attributes}>{shown}</td>'
@@ -245,7 +249,7 @@ def render_report_page(result: Metrics, explorer: Mapping[str, Any] | None) -> s
     s = result.settings
     unit = "whole instructions" if s.bootstrap_unit == "instruction" else "items"
     subtitle = [f"Target: expert <b>{_e(result.target)}</b> · bootstrap {_e(s.n_boot)} resamples of {unit}, "
-                f"{_e(int(100 * (s.ci_level or 0.95)))} % percentile intervals · VC draws {_e(s.vc_repeats)}, "
+                f"{_e(ci_percent(s.ci_level))} % percentile intervals · VC draws {_e(s.vc_repeats)}, "
                 f"seed {_e(s.seed)}",
                 f"Data: <code>{_e(result.data or '')}</code> · predictions: <code>{_e(result.predictions or '')}</code>"]
     if result.run:
@@ -255,7 +259,9 @@ def render_report_page(result: Metrics, explorer: Mapping[str, Any] | None) -> s
     body = [lead_html(result), '<h2 id="summary">Summary</h2>']
     # What the tables alone would hide (an unfinished run first): at the top, where the page is first read.
     body += [f'<p class="warn">{_md_text(note)}</p>' for note in run_notes(result)]
-    body += ['<p class="note">A verdict that failed to parse counts in <code>n_failed</code> and is never scored. '
+    body += ['<p class="note">A verdict that failed to parse counts in <code>n_failed</code> and is never scored; '
+             "<i>scored</i> counts the items MAE is over (and Spearman, unless <i>n in Spearman</i> gives the pairs "
+             "of the correlations' own reference). "
             "Click a column header to sort. Intervals in grey. The headline columns come first; the bookkeeping "
             "ones (exclusions, in-scale figures, Pearson, Kendall, counts) appear with the switch at the top.</p>",
             f'<p class="note">{_md_text(references_note(result))}</p>']

@@ -1,9 +1,12 @@
-"""Rendering one run's metrics: the Markdown tables of ``report.md``, the PNG plots and the optional W&B log.
+"""Rendering one run's metrics: the Markdown tables of ``report.md`` and the optional W&B log (the PNG plots are
+``eval.reports.plots``).
 
 Tables follow the layout of the POLLUX paper's Tables 10-18: one table per (split, grouping), rows are the
-evaluated models, task types or criteria, columns the judge's MAE and Spearman with 95 % bootstrap intervals and
-its Verdict Confidence beside the experts'. Every table says how many items it covers and how many the judge
-failed on (``n_failed``) or could not be compared on (no unique expert mode): failures are counted, never scored.
+evaluated models, task types or criteria, columns the judge's MAE and Spearman with percentile bootstrap intervals
+(95 % by default, ``settings.ci_level``) and its Verdict Confidence beside the experts'. Every table says how many
+items it covers, how many the judge failed on (``n_failed``) or could not be compared on (no unique expert mode),
+and how many items MAE and Spearman are over (``n_scored``; ``n_spearman`` where the correlations have a reference
+of their own): failures are counted, never scored.
 ``eval.scoring.score.score`` computes the metrics and calls these.
 """
 
@@ -24,9 +27,9 @@ from judge.metrics_json.metrics import (Cell, Metrics, ModelMeans, ModelMeansRow
                                         SplitMetrics)
 from judge.splits import SPLIT_TITLES  # one definition in the contract; re-exported here for eval's own modules
 
-__all__ = ["render_markdown", "markdown_table", "plot_confusions", "plot_mae_by_criterion", "write_plots",
-           "SPLIT_TITLES", "fmt", "fmt_ci", "constant_judge_score", "run_notes", "summary_why",
-           "why_no_spearman", "why_sentences", "bootstrap_unit_phrase"]
+__all__ = ["render_markdown", "markdown_table", "log_wandb", "SPLIT_TITLES", "fmt", "fmt_ci", "fmt_share", "ci_percent",
+           "constant_judge_score", "run_notes", "summary_why", "why_no_spearman", "why_sentences",
+           "bootstrap_unit_phrase"]
 
 log = logging.getLogger("judge_eval.report")
 
@@ -40,6 +43,24 @@ def fmt(value: Any, digits: int = 3) -> str:
     if isinstance(value, int):
         return str(value)
     return f"{value:.{digits}f}"
+
+
+def fmt_share(count: int, n: int) -> str:
+    """``count`` of ``n`` as a percentage with one decimal; a share that would round to 0.0 % or 100.0 % without
+    being either reads "<0.1 %" or ">99.9 %" (1 failure in 20,000 items is not none); "—" when n is 0."""
+    if not n:
+        return "— %"
+    shown = f"{100 * count / n:.1f}"
+    if shown == "0.0" and count:
+        return "<0.1 %"
+    if shown == "100.0" and count < n:
+        return ">99.9 %"
+    return f"{shown} %"
+
+
+def ci_percent(level: float | None) -> str:
+    """An interval's coverage as the reports write it: 0.95 -> "95", 0.975 -> "97.5" (None: the default, 95)."""
+    return f"{100 * (0.95 if level is None else level):g}"
 
 
 def bootstrap_unit_phrase(unit: str | None) -> str:
@@ -82,22 +103,27 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def _header(label: str, correlations: bool, summary: bool = False) -> list[str]:
-    """A table's columns: the headline first (the paper's figures: n, failed, MAE, Spearman, VC judge / experts),
-    then the bookkeeping (exclusions, in-scale figures, the other correlations, counts)."""
-    head = [label, "n", "failed", "MAE"] + (["Spearman"] if correlations else []) + ["VC judge", "VC experts"]
+def _header(label: str, correlations: bool, summary: bool = False, apart: bool = False) -> list[str]:
+    """A table's columns: the headline first (the paper's figures: n, failed, MAE, Spearman, VC judge / experts,
+    with the items MAE and Spearman are over), then the bookkeeping (exclusions, in-scale figures, the other
+    correlations, counts). ``apart``: the correlations have a reference of their own (``n_spearman``)."""
+    head = [label, "n", "failed", "scored", "MAE"]
+    head += (["n in Spearman"] if correlations and apart else []) + (["Spearman"] if correlations else [])
+    head += ["VC judge", "VC experts"]
     head += ["VC experts (all labelled)"] if summary else []
     head += ["no unique mode", "out of scale", "MAE in scale"]
     head += ["Spearman in scale", "Pearson", "Kendall"] if correlations else []
     return head + ["n VC"] + (["VC experts (all predicted)"] if summary else [])
 
 
-def _row(label: str, c: Cell, correlations: bool, summary: bool = False) -> list[str]:
+def _row(label: str, c: Cell, correlations: bool, summary: bool = False, apart: bool = False) -> list[str]:
     """A table row in ``_header``'s order."""
     # The paper shows "—" where no item has two annotators (Tables 15-16); n_vc says how many items the VC covers.
     vc_shown = c.n_vc is None or c.n_vc > 0  # files written before n_vc existed show the VC as it is
-    row = [label, str(c.n), f"{c.n_failed} ({fmt(c.failure_rate * 100 if c.n else None, 1)} %)",
-           fmt_ci(c.mae, c.mae_ci)]
+    # n_scored is counted, never worked out from the other columns: an item every expert abstained on is neither a
+    # failure nor a mode tie, and with --spearman-target the correlations cover other items than MAE.
+    row = [label, str(c.n), f"{c.n_failed} ({fmt_share(c.n_failed, c.n)})", fmt(c.n_scored), fmt_ci(c.mae, c.mae_ci)]
+    row += [fmt(c.n_spearman)] if correlations and apart else []
     row += [fmt_ci(c.spearman, c.spearman_ci)] if correlations else []
     row += [fmt(c.vc_judge) if vc_shown else "—", fmt(c.vc_experts) if vc_shown else "—"]
     row += [fmt(c.vc_experts_labelled)] if summary else []
@@ -194,21 +220,32 @@ def _why_lines(found: list[tuple[str, str]]) -> list[str]:
     return lines + [""] if lines else []
 
 
+def _apart(cells: list[Cell]) -> bool:
+    """Whether any of these cells' correlations cover their own pairs (``--spearman-target`` apart from MAE's)."""
+    return any(c.n_spearman is not None for c in cells)
+
+
 def run_notes(result: Metrics) -> list[str]:
     """What the tables alone would hide about the run (Markdown sentences, `code` in backticks): the items with no
-    prediction (an unfinished run) and the experts' abstentions, from the Zero-Shot + Standard cell. report.md,
-    report.html and the score command's console summary all print these."""
-    overall = result.splits["all"].overall if "all" in result.splits else None
-    if overall is None:
+    prediction (an unfinished run) and the experts' abstentions, over every item of the run: the Zero-Shot +
+    Standard cell and the items of unknown task type, which are in neither test. report.md, report.html and the
+    score command's console summary all print these."""
+    tests = [result.splits[split].overall for split in ("all", "unknown") if split in result.splits]
+    if not tests:
         return []
+    unknown = result.splits["unknown"].overall if "unknown" in result.splits else None
     notes = []
-    if overall.n_missing:
-        notes.append(f"**{overall.n_missing} items have no prediction** (the run is unfinished): they are not in "
+    missing = sum(c.n_missing or 0 for c in tests)
+    if missing:
+        among = (f"; {unknown.n_missing} of them of a task type the taxonomy does not know"
+                 if unknown is not None and unknown.n_missing else "")
+        notes.append(f"**{missing} items have no prediction** (the run is unfinished{among}): they are not in "
                      "`n`.")
-    if overall.n_abstained:
+    abstained = sum(c.n_abstained or 0 for c in tests)
+    if abstained:
         notes.append(f"Expert abstentions (a released `-1`: the criterion does not apply) are left out of every "
-                     f"score: {overall.n_abstained} in all; {overall.n_all_abstained or 0} items had every expert "
-                     "abstain and are unlabelled (not errors).")
+                     f"score: {abstained} in all; {sum(c.n_all_abstained or 0 for c in tests)} items had every "
+                     "expert abstain and are unlabelled (not errors).")
     return notes
 
 
@@ -306,9 +343,15 @@ def render_markdown(result: Metrics) -> str:
         f"Verdict Confidence (VC): the largest share of one score among an item's annotators; the judge's value "
         f"replaces one random expert with the judge ({s.vc_repeats} draws, seed {s.seed}), over the items it "
         f"scored, only where an item has two or more annotators (`n VC`; \u2014 otherwise, as in the paper). "
-        f"Intervals: {int(s.ci_level * 100)} % percentile bootstrap, {s.n_boot} resamples of "
+        f"Intervals: {ci_percent(s.ci_level)} % percentile bootstrap, {s.n_boot} resamples of "
         f"{bootstrap_unit_phrase(s.bootstrap_unit)}. "
-        "A verdict that failed to parse counts in `failed` and is never scored. A number outside the rubric's scale "
+        "A verdict that failed to parse counts in `failed` and is never scored. `scored`: the items MAE "
+        + ("is over, and `n in Spearman` those the correlations are over (their own reference); "
+           if _apart([block.overall for block in result.splits.values()]) else "and Spearman are over; ")
+        + "each has a judge score and a defined reference. They are counted, and n − `failed` − `no unique mode` "
+        "can differ from them: an item every expert abstained on has no reference, and against the experts' mean a "
+        "mode tie has one. "
+        "A number outside the rubric's scale "
         "is the judge's answer and is scored, as the paper does (its Table 11); `out of scale` counts them and the "
         "`in scale` columns give the figures without them (\"=\" when there were none).",
         "",
@@ -318,9 +361,10 @@ def render_markdown(result: Metrics) -> str:
         "## Summary",
         "",
     ]
-    header = _header("Test", True, summary=True)
     splits = result.splits
-    rows = [_row(SPLIT_TITLES[split], splits[split].overall, True, summary=True)
+    apart = _apart([block.overall for block in splits.values()])
+    header = _header("Test", True, summary=True, apart=apart)
+    rows = [_row(SPLIT_TITLES[split], splits[split].overall, True, summary=True, apart=apart)
             for split in item_table.SPLITS if split in splits]
     out += [markdown_table(header, rows), ""]
     out += [random_labelling_note(), ""]
@@ -346,9 +390,10 @@ def render_markdown(result: Metrics) -> str:
             if not cells:
                 continue
             correlated = name in ("model", "task_type")
-            head = _header(title.capitalize(), correlated)
-            rows = [_row(label, c, correlated) for label, c in cells.items()]
-            rows.append(_row("**Overall**", block.overall, correlated))
+            apart = _apart([*cells.values(), block.overall])
+            head = _header(title.capitalize(), correlated, apart=apart)
+            rows = [_row(label, c, correlated, apart=apart) for label, c in cells.items()]
+            rows.append(_row("**Overall**", block.overall, correlated, apart=apart))
             out += [f"### {SPLIT_TITLES[split]}: by {title}", "", markdown_table(head, rows), ""]
             out += _why_lines(why_sentences(cells, constant_judge_score(block, result.target)))
     if result.pollux_official is not None:
@@ -358,92 +403,6 @@ def render_markdown(result: Metrics) -> str:
                 "Not computed: it reads the score after a `[RESULT]` tag, and this judge answers with a bare integer "
                 "(Pollux-4B-Judge's format), so every output would read as unscored.", ""]
     return "\n".join(out)
-
-
-# ------------------------------------------------------------------------------------------------- plots
-
-
-def plot_confusions(result: Metrics, folder: Path) -> list[Path]:
-    """One PNG per split: judge x expert-mode heatmaps, all items and each task group.
-
-    Returns:
-        The files written.
-    """
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only, no display; set here, not at import (no work at import time)
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    folder.mkdir(parents=True, exist_ok=True)
-    written = []
-    for split, block in result.splits.items():
-        if block.confusion is None:
-            continue
-        panels = [("all task groups", block.confusion.all)] + list(block.confusion.by_task_group.items())
-        cols = min(4, len(panels))
-        rows = math.ceil(len(panels) / cols)
-        fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 3.4 * rows), squeeze=False)
-        for ax in axes.flat[len(panels):]:
-            ax.axis("off")
-        for ax, (title, conf) in zip(axes.flat, panels):
-            matrix = np.asarray(conf.matrix, dtype=float)
-            labels = [fmt(v, 0) if float(v).is_integer() else fmt(v, 1) for v in conf.levels]
-            ax.imshow(matrix if matrix.size else np.zeros((1, 1)), cmap="Blues")
-            for (i, j), value in np.ndenumerate(matrix):
-                ax.text(j, i, int(value), ha="center", va="center", fontsize=8,
-                        color="white" if value > matrix.max() / 2 else "black")
-            ax.set_xticks(range(len(labels)), labels)
-            ax.set_yticks(range(len(labels)), labels)
-            ax.set_xlabel("experts (mode)")
-            ax.set_ylabel("judge")
-            ax.set_title(title[:40], fontsize=9)
-        fig.suptitle(f"{result.judge}: {SPLIT_TITLES[split]}")
-        # Fixed margins: tight_layout measures every tick label and took most of the plotting time.
-        fig.subplots_adjust(left=0.06, right=0.98, bottom=0.08, top=0.9, wspace=0.35, hspace=0.45)
-        path = folder / f"confusion_{split}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
-    return written
-
-
-def plot_mae_by_criterion(result: Metrics, folder: Path) -> list[Path]:
-    """One PNG per split: MAE per criterion with its 95 % interval, worst first."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    folder.mkdir(parents=True, exist_ok=True)
-    written = []
-    for split, block in result.splits.items():
-        cells = [(k, c) for k, c in block.by_criterion.items() if math.isfinite(c.mae)]
-        if not cells:
-            continue
-        cells.sort(key=lambda kc: kc[1].mae)
-        names = [k if len(k) <= 48 else k[:47] + "…" for k, _ in cells]
-        mae = np.array([c.mae for _, c in cells])
-        low = np.array([c.mae_ci[0] if math.isfinite(c.mae_ci[0]) else m for (_, c), m in zip(cells, mae)])
-        high = np.array([c.mae_ci[1] if math.isfinite(c.mae_ci[1]) else m for (_, c), m in zip(cells, mae)])
-        fig, ax = plt.subplots(figsize=(8, 1.2 + 0.26 * len(cells)))
-        ax.barh(range(len(cells)), mae, xerr=[mae - low, high - mae], color="#4c72b0", ecolor="#333", capsize=2)
-        ax.set_yticks(range(len(cells)), names, fontsize=7)
-        ax.set_xlabel(f"MAE vs expert {result.target} (95 % CI)")
-        ax.set_title(f"{result.judge}: {SPLIT_TITLES[split]}, MAE by criterion")
-        height = fig.get_figheight()
-        fig.subplots_adjust(left=0.45, right=0.97, bottom=0.6 / height, top=1 - 0.5 / height)
-        path = folder / f"mae_by_criterion_{split}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
-    return written
-
-
-def write_plots(result: Metrics, folder: Path) -> list[Path]:
-    """Every PNG of a run: ``plot_confusions``, then ``plot_mae_by_criterion``."""
-    return plot_confusions(result, folder) + plot_mae_by_criterion(result, folder)
 
 
 # ------------------------------------------------------------------------------------------------ W&B

@@ -339,7 +339,10 @@ def describe_pairs(
     share each resample. ``clusters`` as for ``bootstrap_ci``.
 
     Returns:
-        ``{"n", "mae", "mae_ci"}`` plus ``"spearman", "spearman_ci", "pearson", "kendall"`` with correlations.
+        ``{"n", "mae", "mae_ci"}`` plus ``"spearman", "spearman_ci", "pearson", "kendall"`` with correlations, and,
+        once resamples were drawn, ``"spearman_n_resamples"``: how many of them had a defined Spearman, the ones
+        its interval is taken over (a resample whose judge scores or references are all one value has none and is
+        left out, as ``paired_bootstrap``'s ``n_resamples`` counts).
     """
     rng = rng or np.random.default_rng(0)
     x, y, clusters = _finite_with_clusters(x, y, clusters)
@@ -377,7 +380,10 @@ def describe_pairs(
             for name in names:
                 samples[name].append(_statistic(name, cx, cy, weights))
         for name in names:
-            out[f"{name}_ci"] = percentile_interval(np.concatenate(samples[name]), level)
+            drawn = np.concatenate(samples[name])
+            out[f"{name}_ci"] = percentile_interval(drawn, level)
+            if name == "spearman":
+                out["spearman_n_resamples"] = int(np.isfinite(drawn).sum())
     return out
 
 

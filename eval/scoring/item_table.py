@@ -527,7 +527,8 @@ def derive(table: ItemTable, target: str, vc_repeats: int = 100, seed: int = 0,
         mode=mode,
         unique_mode=unique,
         has_experts=has_experts,
-        vc_judge=metrics.verdict_confidence_judge(table.experts, table.judge, repeats=vc_repeats, seed=seed),
+        vc_judge=metrics.verdict_confidence_judge(table.experts, table.judge, repeats=vc_repeats, seed=seed,
+                                                  keys=metrics.item_keys(table.ids)),
         vc_experts=metrics.verdict_confidence_experts(table.experts),
         expert_mean=reference if target == "mean" else metrics.expert_mean(table.experts),
         why_unscored=why,
@@ -551,6 +552,12 @@ def why_empty(counts: Mapping[str, int]) -> str:
 def _nan_mean(values: np.ndarray) -> float:
     values = values[np.isfinite(values)]
     return float(values.mean()) if len(values) else float("nan")
+
+
+def _drop_kept_count(stats: dict[str, Any]) -> None:
+    """Take ``describe_pairs``' ``spearman_n_resamples`` out of a cell's figures: metrics.json's ``Cell``
+    (``judge.metrics_json.metrics``) has no field to carry it yet."""
+    stats.pop("spearman_n_resamples", None)
 
 
 def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, correlations: bool,
@@ -607,6 +614,7 @@ def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, co
     together = correlations and not apart  # MAE and the correlations on the same pairs, sharing each resample
     stats = bootstrap.describe_pairs(x, y, n_boot, rng, ci_level, correlations=together, clusters=scored_clusters)
     stats.pop("n")
+    _drop_kept_count(stats)
     out.update(stats)
     flags = table.in_scale[index]
     # Every verdict outside its scale, whether or not its item has a reference (it is the judge's answer either way).

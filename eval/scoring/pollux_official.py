@@ -1,9 +1,9 @@
 """What POLLUX's own released evaluator computes: ``format_acc``, ``score_acc`` and ``mse`` (not the paper's metrics).
 
-The POLLUX repository's judge evaluator (its public repository;
-the code is ``TextEvaluator`` in ``src/utils/evaluation.py`` of ai-forever/POLLUX, cited below as ``evaluation.py:N``)
-reads a score from each judge output with ``extract_score`` (lines 26-35) and reports, in ``compute_metrics``
-(lines 52-87):
+The POLLUX repository's judge evaluator is ``TextEvaluator`` in ``src/utils/evaluation.py`` of ai-forever/POLLUX,
+cited below as ``evaluation.py:N``: line N of that file at commit 65ff121e41b68b01a4f177a13770bade9483d36c (lines
+1-87, everything cited here, read the same at 2d2a18c507c14a26834c72f0983769f9fcb31844). It reads a score from each
+judge output with ``TextEvaluator.extract_score`` (lines 26-35) and reports, in ``compute_metrics`` (lines 52-87):
 
 - ``format_acc``: the share of outputs from which a score was extracted (lines 71-72, 76);
 - ``score_acc``: the share of outputs whose score equals the reference exactly, an output without a score counting
@@ -15,9 +15,25 @@ Both are reproduced rule for rule (this module's own code, not a copy), known bu
 the repository's figures beside the paper's. The paper's metrics (MAE against the experts' mode, Verdict
 Confidence, Spearman; ``eval.scoring.item_table``) stay the headline; these numbers are reported in their own section.
 
+Which of POLLUX's two readings: the repository reads a verdict in two ways. ``evaluation.py``'s ``extract_score``
+(here ``extract_score``) takes the first "d.d" decimal, else the first single digit, after a literal "[RESULT] "
+anywhere in the text; ``src/utils/score_utils.py``'s ``extract_score``, which ``src/metrics.py`` (its ranking
+matrix) calls, takes the first complete ``[RESULT] <number> [END]``, case-insensitive, with a sign and a decimal
+comma (ai-forever/POLLUX at 83f6eb6bf6f1a52e1899fcdc872593007bfdf3c7; the same function at 9179cb4e). They differ:
+"[RESULT] 1,5 [END]" reads 1 here and 1.5 there, "[RESULT] 10 [END]" 1 and 10, "[RESULT] 2" 2 and nothing,
+"[result] 2 [END]" nothing and 2, "[RESULT] -1 [END]" nothing and -1. This section reproduces ``compute_metrics``,
+and ``compute_metrics`` reads with ``evaluation.py``'s own function (lines 63 and 67), so its figures are only
+POLLUX's with that reading; ``format_acc`` under the other would be a figure no POLLUX code computes, so it is not
+offered. ``judge-eval rank --verdict-reader pollux`` reproduces ``metrics.py`` and reads with the other
+(``judge.verdicts.parse_pollux_result``); the paper's headline metrics read with neither (``judge.parse_verdict``).
+
 The reference: ``compute_metrics`` takes an ``int`` as it is, else extracts it from a reference judge text with the
-same ``extract_score`` (line 63); here it is the released ``criteria_score`` (a column of the ai-forever/POLLUX dataset), a float such as 1.5 that
-the original would have to be handed as an ``int`` or as text.
+same ``extract_score`` (line 63); here it is the released ``criteria_score`` (a column of the ai-forever/POLLUX
+dataset), a float such as 1.5 that the original would have to be handed as an ``int`` or as text. Where a data row
+has no ``criteria_score``, the loaders (``judge.JudgeRecord.from_row``, ``judge.column_reader``) fill it with the
+mean of the experts' scores, the aggregate the release reports, before this module sees the record; a record does
+not say which it was, so ``n_reference_from_experts`` counts only the records handed here without one (built in
+Python, not loaded), whose reference this module derives the same way.
 
 Where the original cannot give a number this module says why instead: with no output at all ``compute_metrics``
 raises (line 82 builds an empty float array and line 83 inverts it), here every figure is NaN and ``note`` says so.
@@ -66,7 +82,8 @@ _DIGIT_AFTER_TAG = re.compile(r"\[RESULT\] (\s*\d)")
 
 
 def extract_score(text: str | None) -> float | None:
-    """The score POLLUX's evaluator reads from a judge output, or None when it reads none (evaluation.py:26-35).
+    """The score POLLUX's evaluator reads from a judge output, or None when it reads none (evaluation.py:26-35):
+    ``TextEvaluator.extract_score``'s reading, not ``score_utils.py``'s (the module docstring says why).
 
     ``None`` and ``""`` read as nothing (the original would raise on ``None``; a missing output has no score).
     """
@@ -119,7 +136,11 @@ def official_metrics(scores: Iterable[float | None], references: Iterable[float]
 def _references(columns) -> tuple[np.ndarray, np.ndarray]:
     """Each record's ``criteria_score``; without one, the mean of its expert scores, which is how the released
     aggregate is made ("an unweighted average of the corresponding point estimates",
-    arXiv 2505.24616v3, Section 2.3). Returns ``(values, derived_from_experts)``, NaN where there is neither."""
+    arXiv 2505.24616v3, Section 2.3). Returns ``(values, derived_from_experts)``, NaN where there is neither.
+
+    ``derived_from_experts`` marks the records that reach this function without an aggregate: records built in
+    Python. A loaded record never does, since its loader fills a missing ``criteria_score`` with the same mean
+    (module docstring), and nothing in the record says that it did."""
     references = columns.criteria_score.copy()
     experts = columns.expert_matrix()
     counts = (~np.isnan(experts)).sum(axis=1)
@@ -163,7 +184,8 @@ def pollux_official(records, predictions, splits: Mapping[str, Any]) -> PolluxOf
         ``OfficialSplit``), where each split holds
         ``official_metrics``'s keys over the outputs (rows whose request failed have no output and are left out:
         ``n_request_failed``), ``n_no_prediction``, ``n_no_reference`` (no criteria_score and no expert score:
-        left out), ``n_reference_from_experts``, ``n_regression`` (scored with the head's raw value) and
+        left out), ``n_reference_from_experts`` (records handed in without criteria_score: ``_references``),
+        ``n_regression`` (scored with the head's raw value) and
         ``n_regression_clipped``.
     """
     columns = as_columns(records)
@@ -213,8 +235,13 @@ def pollux_official(records, predictions, splits: Mapping[str, Any]) -> PolluxOf
     return PolluxOfficial(
         title=TITLE,
         extraction="the first decimal number after '[RESULT] ' and optional whitespace anywhere in the output, "
-                   "else the first single digit there (POLLUX's evaluation.py:26-35, bugs kept: '10' reads as 1, "
-                   "'1,5' as 1, a later decimal beats an earlier integer); regression judges: the head's raw value",
-        reference="criteria_score (the mean of the experts' scores where a record has none)",
+                   "else the first single digit there (TextEvaluator.extract_score, src/utils/evaluation.py:26-35 "
+                   "at ai-forever/POLLUX 65ff121e, the reading its compute_metrics uses; bugs kept: '10' reads as "
+                   "1, '1,5' as 1, a later decimal beats an earlier integer; not score_utils.py's '[RESULT] n "
+                   "[END]' reading of its metrics.py, which `judge-eval rank --verdict-reader pollux` uses); "
+                   "regression judges: the head's raw value",
+        reference="criteria_score; a data row without one has the mean of its experts' scores, filled in by the "
+                  "loader (n_reference_from_experts counts only records handed to the evaluator without one, built "
+                  "in Python: a loaded record does not say whether its criteria_score was given)",
         splits=blocks,
     )

@@ -34,7 +34,8 @@ from pathlib import Path
 from eval.scoring import item_table
 from eval.reports.html_explorer import DEFAULT_TEXT_ITEMS, item_columns, report_items
 from eval.reports.html_report import render_report_page
-from eval.reports.report import log_wandb, render_markdown, write_plots
+from eval.reports.plots import write_plots
+from eval.reports.report import log_wandb, render_markdown
 from eval.validity.section import ValiditySettings, validity_section
 from judge.metrics_json.metrics import Metrics, Notes, RunInfo
 

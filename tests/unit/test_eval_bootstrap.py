@@ -229,3 +229,25 @@ def test_one_cluster_gives_no_interval_and_no_call():
     assert np.isfinite(paired["delta"]) and np.isnan(paired["p_value"]) and np.isnan(paired["ci"]).all()
     two = np.arange(len(x)) % 2  # two clusters: intervals again
     assert np.isfinite(bootstrap.describe_pairs(x, y, n_boot=200, clusters=two)["mae_ci"]).all()
+
+
+def test_spearman_interval_says_how_many_resamples_it_is_over():
+    """A resample whose judge scores or references are all one value has no Spearman and is left out of the
+    interval; ``spearman_n_resamples`` says how many were kept, as ``paired_bootstrap``'s ``n_resamples`` does.
+
+    Two items (0, 0) and (1, 1): a resample draws the two distinct items with probability 1/2 (Spearman 1, both
+    sides vary) and one item twice otherwise (both sides constant: undefined). Kept ~ Binomial(4000, 1/2): mean
+    2000, sd sqrt(4000 / 4) = 31.6, so within 4 sd of 2000; every kept value is 1, the interval [1, 1].
+    A constant judge: no resample has a Spearman, 0 kept, no interval. 200 varied items: every resample is kept
+    (a constant resample has probability below 3 * (1/3)**200). No resample drawn: no count."""
+    two = bootstrap.describe_pairs(np.array([0.0, 1.0]), np.array([0.0, 1.0]), n_boot=B,
+                                   rng=np.random.default_rng(5))
+    assert abs(two["spearman_n_resamples"] - B / 2) < 4 * math.sqrt(B / 4)
+    assert two["spearman_ci"] == [1.0, 1.0]
+    judge, mode = pollux_table(200, seed=6)
+    constant = bootstrap.describe_pairs(np.ones(200), mode, n_boot=300, rng=np.random.default_rng(7))
+    assert constant["spearman_n_resamples"] == 0 and np.isnan(constant["spearman_ci"]).all()
+    varied = bootstrap.describe_pairs(judge, mode, n_boot=300, rng=np.random.default_rng(8))
+    assert varied["spearman_n_resamples"] == 300
+    assert "spearman_n_resamples" not in bootstrap.describe_pairs(judge, mode, n_boot=0)
+    assert "spearman_n_resamples" not in bootstrap.describe_pairs(judge, mode, n_boot=300, correlations=False)

@@ -141,6 +141,51 @@ def test_judge_verdict_confidence_is_seeded_and_undefined_without_a_score():
     assert metrics.verdict_confidence_judge_expected(experts, judge)[1] == pytest.approx(5 / 9)
 
 
+# Twelve items whose draws matter: experts 0,1,2 and judge 2 give 2/3, 2/3 or 1/3 by which expert is replaced.
+_DRAWN = metrics.pad_scores([[0, 1, 2]] * 12)
+
+
+def test_judge_verdict_confidence_of_an_item_does_not_depend_on_the_other_items():
+    """Item 3's verdict turning into a failure (NaN) leaves every other item's value as it was, bit for bit, and so
+    does reversing the items with their keys: each item draws from its own stream. One stream over the scored
+    items would shift every later item's draws by one (the values change on most of them)."""
+    judge = np.full(12, 2.0)
+    keys = np.arange(100, 112, dtype=np.uint64)
+    before = metrics.verdict_confidence_judge(_DRAWN, judge, seed=3, keys=keys)
+    failed = judge.copy()
+    failed[3] = NAN
+    after = metrics.verdict_confidence_judge(_DRAWN, failed, seed=3, keys=keys)
+    others = np.arange(12) != 3
+    np.testing.assert_array_equal(after[others], before[others])
+    assert np.isnan(after[3])
+    reversed_ = metrics.verdict_confidence_judge(_DRAWN[::-1], judge[::-1], seed=3, keys=keys[::-1])
+    np.testing.assert_array_equal(reversed_[::-1], before)
+    # Each value is (2/3 * a + 1/3 * b) / 100 for a + b = 100 draws, a landing near 2/3 of them (expectation 5/9),
+    # and the items differ from one another: independent draws, not one draw repeated.
+    assert np.all(np.abs(before - 5 / 9) < 0.2) and len(set(before.tolist())) > 1
+    # Another seed draws otherwise.
+    assert not np.array_equal(metrics.verdict_confidence_judge(_DRAWN, judge, seed=4, keys=keys), before)
+
+
+def test_score_keys_the_draws_by_item_id():
+    """``derive`` (what ``judge-eval score`` runs) draws each item's replacements from its id: a run where item i3
+    failed keeps every other item's judge VC, and a table holding the items in another order gives each id the
+    same value."""
+    experts = [[0, 1, 2]] * 12
+    table = _table(judge=[2.0] * 12, status=["ok"] * 12, experts=experts)
+    failed = _table(judge=[2.0] * 3 + [NAN] + [2.0] * 8, status=["ok"] * 3 + ["parse_failed"] + ["ok"] * 8,
+                    experts=experts)
+    before = item_table.derive(table, "mode", seed=0).vc_judge
+    after = item_table.derive(failed, "mode", seed=0).vc_judge
+    others = np.arange(12) != 3
+    np.testing.assert_array_equal(after[others], before[others])
+    order = np.arange(12)[::-1]
+    moved = item_table.derive(table.take(order), "mode", seed=0).vc_judge
+    np.testing.assert_array_equal(moved, before[order])
+    as_list, as_array = metrics.item_keys(["i0", "i1"]), metrics.item_keys(np.array(["i0", "i1"], dtype=object))
+    np.testing.assert_array_equal(as_list, as_array)
+
+
 # x = [1, 2, 2, 3], y = [1, 3, 2, 3]
 # Spearman: midranks x = [1, 2.5, 2.5, 4], y = [1, 3.5, 2, 3.5]; both mean 2.5;
 #   dx = [-1.5, 0, 0, 1.5], dy = [-1.5, 1, -0.5, 1]; sum dx*dy = 2.25 + 1.5 = 3.75; sum dx^2 = 4.5 = sum dy^2
@@ -551,3 +596,31 @@ def test_groups_are_numpys_sorted_unique_labels_with_their_items_in_order():
     for k, name in enumerate(names):
         assert np.array_equal(groups[str(name)], np.flatnonzero(inverse == k))
     assert item_table._groups(labels[:0]) == {}
+
+
+def test_compare_finds_no_vc_difference_between_two_runs_of_one_judge(tmp_path):
+    """Two runs of one judge on 40 sample items, the second with item 0's verdict unparsed: on the 39 items both
+    scored every item's judge VC is the same in both runs, so compare's paired VC difference is exactly 0 (with
+    one random stream over the scored items, the failure would shift every later item's draws)."""
+    import judge
+    from eval.cli import main
+    from eval.scoring.compare import compare
+
+    records = judge.load_records(judge.sample_data_path())[:40]
+    data = judge.write_jsonl(records, tmp_path / "data.jsonl")
+    for name, failed in (("a", set()), ("b", {records[0].id})):
+        rows = []
+        for r in records:
+            score = int(max(r.expert_scores or [0]))
+            ok = r.id not in failed
+            rows.append({"id": r.id, "judge": "j", "raw_output": f"[FEEDBACK] x [RESULT] {score} [END]" if ok else "x",
+                         "feedback": "x", "score": score if ok else None, "parse_ok": ok,
+                         "error": None if ok else "no_result", "reason": "", "score_source": "verdict",
+                         "latency_s": 0.1})
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "predictions.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows),
+                                                           encoding="utf-8")
+        assert main(["score", "--predictions", str(tmp_path / name), "--data", str(data), "--n-boot", "0",
+                     "--no-plots"]) == 0
+    paired = compare([tmp_path / "a", tmp_path / "b"], n_boot=0).comparisons[0].splits["all"].overall["vc_judge"]
+    assert paired.n > 20 and paired.delta == 0.0

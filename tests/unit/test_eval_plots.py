@@ -10,7 +10,7 @@ import numpy as np
 from PIL import Image
 
 from eval.scoring import item_table
-from eval.reports.report import write_plots
+from eval.reports.plots import write_plots
 from judge.metrics_json.metrics import Metrics
 
 

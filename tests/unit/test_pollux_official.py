@@ -4,6 +4,7 @@ every expected value is worked out by hand in the comments."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 
 import numpy as np
@@ -13,10 +14,11 @@ from hypothesis import strategies as st
 
 import judge
 from eval.scoring.pollux_official import POLLUX_PATTERNS, extract_score, official_metrics, pollux_official
+from judge.verdicts import parse_pollux_result
 
-# Each expectation follows by hand from POLLUX's extract_score (src/utils/evaluation.py:26-35): first search the
-# whole text for "[RESULT] " + whitespace* + "\d+\.\d+" (line 27); only if none, for "[RESULT] " + whitespace* +
-# one "\d" (line 31); float() of the match with its whitespace stripped.
+# Each expectation follows by hand from POLLUX's extract_score (src/utils/evaluation.py:26-35 at 65ff121e): first
+# search the whole text for "[RESULT] " + whitespace* + "\d+\.\d+" (line 27); only if none, for "[RESULT] " +
+# whitespace* + one "\d" (line 31); float() of the match with its whitespace stripped.
 EXTRACTED = [
     # (name, judge output, what POLLUX's evaluator reads)
     ("canonical", "[FEEDBACK] Верно. [RESULT] 2 [END]", 2.0),
@@ -176,3 +178,73 @@ def test_the_patterns_searched_find_what_pollux_lookbehinds_find(segments):
             expected = float(found.group().strip())
             break
     assert extract_score(text) == expected
+
+
+# POLLUX reads a verdict in two ways (module docstring of eval.scoring.pollux_official): src/utils/evaluation.py's
+# TextEvaluator.extract_score (lines 26-35 at ai-forever/POLLUX 65ff121e), which its compute_metrics uses, and
+# src/utils/score_utils.py's extract_score (at 83f6eb6b), which its metrics.py uses. Worked out from each:
+#   "[RESULT] 1,5 [END]": evaluation.py has no "d.d", so the first digit after "[RESULT] ": 1; score_utils: 1.5.
+#   "[RESULT] 10 [END]": evaluation.py takes one digit: 1; score_utils: the whole number, 10.
+#   "[RESULT] 2": evaluation.py needs no [END]: 2; score_utils needs a complete block: nothing.
+#   "[result] 2 [END]": evaluation.py's tag is upper case only: nothing; score_utils ignores case: 2.
+#   "[RESULT] -1 [END]": evaluation.py reads digits only: nothing; score_utils takes the sign: -1.
+TWO_READINGS = [
+    # (judge output, `judge-eval score`'s POLLUX evaluator section, `judge-eval rank --verdict-reader pollux`)
+    ("[FEEDBACK] x [RESULT] 1,5 [END]", 1.0, 1.5),
+    ("[FEEDBACK] x [RESULT] 10 [END]", 1.0, 10.0),
+    ("[FEEDBACK] x [RESULT] 2", 2.0, None),
+    ("[FEEDBACK] x [result] 2 [END]", None, 2.0),
+    ("[FEEDBACK] x [RESULT] -1 [END]", None, -1.0),
+]
+
+
+def test_score_reads_as_evaluation_py_and_rank_as_score_utils(tmp_path):
+    """The same five outputs through each command's own code: ``pollux_official`` (what ``judge-eval score`` writes
+    as its POLLUX evaluator section) reads evaluation.py's way, ``ranked_items`` with ``verdict_reader="pollux"``
+    (what ``judge-eval rank --verdict-reader pollux`` builds its matrix from) score_utils.py's way.
+
+    Score's section, one test per item, reference 0: a read score s gives n_parsed 1 and mse s**2 (1,5 and 10 both
+    read 1: mse 1; 2: mse 4); nothing read gives n_parsed 0."""
+    from eval.ranking.rank import ranked_items
+
+    base = {"instruction": "Задание", "answer": "Ответ", "criteria_name": "c", "rubrics": "0: нет\n\n1: да",
+            "meta": "m", "expert_scores": [0], "criteria_score": 0.0}
+    rows = [{**base, "id": f"r{k}", "prompt_id": k} for k in range(len(TWO_READINGS))]
+    predictions = [{"id": f"r{k}", "raw_output": text, "parse_ok": False, "score": None, "error": "no_result"}
+                   for k, (text, _, _) in enumerate(TWO_READINGS)]
+
+    official = pollux_official(judge.records_from_rows(rows), predictions,
+                               {f"r{k}": np.array([k]) for k in range(len(TWO_READINGS))})
+    for k, (text, by_score, _) in enumerate(TWO_READINGS):
+        block = official.splits[f"r{k}"]
+        assert block.n_parsed == (by_score is not None), text
+        if by_score is not None:
+            assert block.mse == pytest.approx(by_score**2), text
+        assert extract_score(text) == by_score, text
+
+    items = tmp_path / "items.jsonl"
+    items.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+    path = tmp_path / "predictions.jsonl"
+    path.write_text("".join(json.dumps({**p, "judge": "j", "feedback": "", "reason": "", "score_source": "verdict",
+                                        "latency_s": 0.1}) + "\n" for p in predictions), encoding="utf-8")
+    ranked = ranked_items(items, path, verdict_reader="pollux")
+    assert [item.score for item in ranked] == [by_rank for _, _, by_rank in TWO_READINGS]
+    assert [parse_pollux_result(text).score for text, _, _ in TWO_READINGS] == [r for _, _, r in TWO_READINGS]
+
+
+def test_a_loaded_record_without_an_aggregate_is_not_counted_as_derived_here(tmp_path):
+    """A data file whose rows have no criteria_score: the loader fills each with its experts' mean ((0 + 1) / 2 =
+    0.5) before the evaluator sees it, and the record does not say so, so ``n_reference_from_experts`` is 0 and the
+    section's ``reference`` says that it counts only records handed in without one. The reference itself is the
+    mean either way: '[RESULT] 1' against 0.5 -> se 0.25."""
+    rows = [{"id": "a", "instruction": "i", "answer": "x", "criteria_name": "c", "rubrics": "0: нет\n\n1: да",
+             "expert_scores": [0, 1]}]
+    data = tmp_path / "data.jsonl"
+    data.write_text(json.dumps(rows[0], ensure_ascii=False) + "\n", encoding="utf-8")
+    columns, _ = judge.load_record_columns(data)
+    predictions = [{"id": "a", "raw_output": "[FEEDBACK] x [RESULT] 1 [END]", "parse_ok": True, "score": 1.0}]
+    official = pollux_official(columns, predictions, {"all": np.arange(1)})
+    block = official.splits["all"]
+    assert (block.mse, block.n_reference_from_experts) == (pytest.approx(0.25), 0)
+    assert "filled in by the loader" in official.reference
+    assert "a loaded record does not say whether its criteria_score was given" in official.reference

@@ -34,20 +34,17 @@ def _embedded(page: str) -> dict:
 # ------------------------------------------------------------------------------------------- pure pieces
 
 
-@pytest.mark.parametrize("status, reference, has_experts, in_scale, expected", [
-    ("ok", 1.0, True, None, "scored"),
-    ("ok", None, True, None, "no unique mode"),
-    ("ok", 1.0, True, False, "out-of-scale"),
-    ("ok", 1.0, True, True, "scored"),
-    ("ok", 1.0, True, float("nan"), "scored"),  # a missing in_scale value says nothing
-    ("parse_failed", None, True, None, "failed"),
-    ("request_failed", 1.0, True, None, "failed"),
-    ("missing", 1.0, True, None, "missing"),
-    ("ok", None, False, None, "unlabelled"),  # no expert scores: no reference, but not a mode tie either
+@pytest.mark.parametrize("status, reference, has_experts, expected", [
+    ("ok", 1.0, True, "scored"),
+    ("ok", None, True, "no unique mode"),
+    ("parse_failed", None, True, "failed"),
+    ("request_failed", 1.0, True, "failed"),
+    ("missing", 1.0, True, "missing"),
+    ("ok", None, False, "unlabelled"),  # no expert scores: no reference, but not a mode tie either
 ])
-def test_item_status(status, reference, has_experts, in_scale, expected):
-    """Each item gets one explorer status; failures win over everything, out-of-scale over no-unique-mode."""
-    assert item_status(status, reference, has_experts, in_scale) == expected
+def test_item_status(status, reference, has_experts, expected):
+    """Each item gets one explorer status; failures win over everything."""
+    assert item_status(status, reference, has_experts) == expected
 
 
 @pytest.mark.parametrize("why, has_experts, expected", [
@@ -56,7 +53,7 @@ def test_item_status(status, reference, has_experts, in_scale, expected):
 ])
 def test_item_status_from_why_unscored(why, has_experts, expected):
     """items.parquet's ``why_unscored`` (h3's column), when present, names the status of an unscored item."""
-    assert item_status("ok", None if why else 1.0, has_experts, None, why) == expected
+    assert item_status("ok", None if why else 1.0, has_experts, why) == expected
 
 
 def _items(n: int, **extra) -> dict:
@@ -67,13 +64,15 @@ def _items(n: int, **extra) -> dict:
     return columns
 
 
-def test_out_of_scale_column_sets_the_status_filter():
-    """``in_scale`` from items.parquet (h3's column), when present, marks items out-of-scale in the explorer."""
+def test_out_of_scale_is_a_filter_of_its_own_not_a_status():
+    """``in_scale`` from items.parquet, when present, gives the scale filter; an out-of-scale verdict with a
+    reference stays ``scored`` (the paper scores it, and metrics.json's n_scored counts it)."""
     data = report_items(_items(3, in_scale=[True, False, True]), None, None, "j", "mode")
     status = next(f for f in data["filters"] if f["key"] == "status")
-    labels = [status["values"][row[1][4]] for row in data["rows"]]
-    assert sorted(labels) == ["out-of-scale", "scored", "scored"]
-    assert dict(zip([r[0] for r in data["rows"]], labels))["i1"] == "out-of-scale"
+    scale = next(f for f in data["filters"] if f["key"] == "scale")
+    assert [status["values"][row[1][4]] for row in data["rows"]] == ["scored"] * 3
+    assert [scale["values"][row[1][5]] for row in data["rows"]] == ["in scale", "out of scale", "in scale"]
+    assert "scale" not in [f["key"] for f in report_items(_items(3), None, None, "j", "mode")["filters"]]
 
 
 def test_texts_are_embedded_for_the_largest_differences_first():

@@ -118,12 +118,13 @@ def _fits(browser, table) -> bool:
 
 
 def test_summary_tables_lead_with_the_headline_and_fit_1280_pixels(browser, scored):  # noqa: F811
-    """At 1280 px: report.html's summary and compare.html's side-by-side tables show n, failed, MAE, Spearman,
-    VC judge / experts (and the Experts VC over all labelled items) and need no sideways scrolling; the switch in
-    the nav shows the bookkeeping columns (out of scale, Pearson, ...) and hides them again."""
+    """At 1280 px: report.html's summary and compare.html's side-by-side tables show n, failed, the items MAE is
+    over, MAE, Spearman, VC judge / experts (and the Experts VC over all labelled items) and need no sideways
+    scrolling; the switch in the nav shows the bookkeeping columns (out of scale, Pearson, ...) and hides them
+    again."""
     from selenium.webdriver.common.by import By
 
-    headline = ["n", "n_failed", "mae", "spearman", "vc_judge", "vc_experts", "vc_experts_labelled"]
+    headline = ["n", "n_failed", "n_scored", "mae", "spearman", "vc_judge", "vc_experts", "vc_experts_labelled"]
     browser.set_window_size(1280, 900)
     try:
         for page, table_id in (("exact/report.html", "summary-table"), ("cmp/compare.html", "side-all")):

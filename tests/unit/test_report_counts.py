@@ -1,0 +1,210 @@
+"""What report.md, report.html and the PNG plots say about the items behind each figure: the items MAE and Spearman
+are over, items with no prediction in every test, a small failure share, the interval's coverage, and the item
+explorer's filters counting items as metrics.json does. Every expected value is worked out by hand in the comments.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+
+import numpy as np
+import pytest
+
+from eval.reports.html_explorer import item_columns, report_items
+from eval.reports.html_report import render_report_page
+from eval.reports.report import render_markdown, run_notes
+from eval.scoring import item_table, metrics
+from judge.metrics_json.metrics import Metrics
+
+NAN = float("nan")
+
+
+def _table(judge, status, experts, split=None, abstained=None, in_scale=None):
+    n = len(judge)
+    return item_table.ItemTable(
+        ids=np.array([f"i{k}" for k in range(n)], dtype=object),
+        judge=np.array(judge, dtype=float),
+        status=np.array(status, dtype=object),
+        error=np.array(["" if s in ("ok", "missing") else "no_result" for s in status], dtype=object),
+        score_source=np.array(["verdict" if s == "ok" else "" for s in status], dtype=object),
+        experts=metrics.pad_scores(experts),
+        split=np.array(split or ["standard"] * n, dtype=object),
+        model_id=np.array(["m"] * n, dtype=object),
+        task_type=np.array(["t"] * n, dtype=object),
+        task_group=np.array(["g"] * n, dtype=object),
+        criteria_name=np.array(["c"] * n, dtype=object),
+        judge_name="hand",
+        n_abstained=None if abstained is None else np.array(abstained, dtype=np.int64),
+        in_scale=None if in_scale is None else np.array(in_scale, dtype=float),
+    )
+
+
+def _read_back(result: Metrics) -> Metrics:
+    """metrics.json as ``score`` writes and every report reads it."""
+    return Metrics.from_json(json.loads(item_table.dumps(result)))
+
+
+def _summary(markdown: str) -> list[dict[str, str]]:
+    """The rows of report.md's summary table as {column: cell}."""
+    block = markdown.split("## Summary\n\n")[1].split("\n\n")[0].splitlines()
+    cells = [[c.strip() for c in line.strip("|").split(" | ")] for line in block if not line.startswith("|---")]
+    return [dict(zip(cells[0], row)) for row in cells[1:]]
+
+
+# Five items of the Standard test, every one predicted and parsed:
+#   i0 experts 2,2,1 (mode 2), judge 2 -> scored;
+#   i1 experts 0,1 (no unique mode; mean 0.5), judge 1 -> no mode reference;
+#   i2 every expert abstained (3 released -1s): no expert score, no reference of either kind, judge 1;
+#   i3 experts 1,1 (mode 1), judge 0 -> scored;
+#   i4 experts 0,0,2 (mode 0; mean 2/3), judge 0 -> scored.
+# n 5, failed 0, no unique mode 1 (i1); n - failed - no unique mode = 4, but MAE is over 3 items (i2 has none):
+# |2-2| + |0-1| + |0-0| = 1 -> MAE 1/3.
+FIVE = dict(judge=[2, 1, 1, 0, 0], status=["ok"] * 5, experts=[[2, 2, 1], [0, 1], [], [1, 1], [0, 0, 2]],
+            abstained=[0, 0, 3, 0, 0])
+
+
+def test_report_md_states_the_items_mae_is_over():
+    """The summary and every grouped table carry ``scored``: 3 here, which n - failed - no unique mode (4) is not."""
+    result = _read_back(item_table.evaluate(_table(**FIVE), n_boot=0, vc_repeats=2))
+    overall = result.splits["standard"].overall
+    assert (overall.n, overall.n_failed, overall.n_no_unique_mode, overall.n_scored) == (5, 0, 1, 3)
+    assert overall.mae == pytest.approx(1 / 3)
+    markdown = render_markdown(result)
+    (row,) = [r for r in _summary(markdown) if r["Test"] == "Standard test"]
+    assert (row["n"], row["failed"], row["scored"], row["no unique mode"]) == ("5", "0 (0.0 %)", "3", "1")
+    assert "n in Spearman" not in row  # the correlations are over the same 3 items: no column of their own
+    by_model = markdown.split("### Standard test: by evaluated model")[1].split("\n\n")[1].splitlines()
+    header = [c.strip() for c in by_model[0].strip("|").split(" | ")]
+    assert header[:5] == ["Evaluated model", "n", "failed", "scored", "MAE"]
+    assert [c.strip() for c in by_model[2].strip("|").split(" | ")][3] == "3"
+
+
+def test_report_md_states_the_pairs_spearman_is_over_with_its_own_reference():
+    """``--spearman-target mean``: MAE (against the mode) is over i0, i3, i4 (3); the correlations, against the
+    mean, over every item with a judge score and an expert score, i1's tie included: i0, i1, i3, i4 (4)."""
+    result = _read_back(item_table.evaluate(_table(**FIVE), target="mode", spearman_target="mean", n_boot=0,
+                                            vc_repeats=2))
+    assert (result.splits["standard"].overall.n_scored, result.splits["standard"].overall.n_spearman) == (3, 4)
+    markdown = render_markdown(result)
+    (row,) = [r for r in _summary(markdown) if r["Test"] == "Standard test"]
+    assert (row["scored"], row["n in Spearman"]) == ("3", "4")
+    assert "`n in Spearman` those the correlations are over" in markdown
+
+
+def test_report_html_shows_the_counts_in_the_headline_columns():
+    """report.html's tables show ``scored`` and ``n in Spearman`` among the headline columns (not behind the
+    bookkeeping switch), as report.md does."""
+    result = _read_back(item_table.evaluate(_table(**FIVE), target="mode", spearman_target="mean", n_boot=0,
+                                            vc_repeats=2))
+    page = render_report_page(result, None)
+    assert '<th title="n_scored">scored</th>' in page
+    assert '<th title="n_spearman">n in Spearman</th>' in page
+
+
+def test_a_note_counts_missing_predictions_of_every_test():
+    """Ten items of unknown task type, five of them without a prediction, and two Standard items, one without: the
+    note counts 6, 5 of them of unknown task type; the unknown items alone (Standard all predicted) still get it."""
+    experts = [[1, 1]] * 12
+    status = ["ok"] * 5 + ["missing"] * 5 + ["ok", "missing"]
+    split = ["unknown"] * 10 + ["standard"] * 2
+    judge = [1.0 if s == "ok" else NAN for s in status]
+    result = _read_back(item_table.evaluate(_table(judge, status, experts, split=split), n_boot=0, vc_repeats=2))
+    assert (result.splits["unknown"].overall.n, result.splits["unknown"].overall.n_missing) == (5, 5)
+    assert run_notes(result)[0] == ("**6 items have no prediction** (the run is unfinished; 5 of them of a task "
+                                    "type the taxonomy does not know): they are not in `n`.")
+    only_unknown = _read_back(item_table.evaluate(_table(judge[:11], status[:11], experts[:11], split=split[:11]),
+                                                  n_boot=0, vc_repeats=2))
+    assert run_notes(only_unknown)[0].startswith("**5 items have no prediction**")
+    assert "**5 items have no prediction**" in render_markdown(only_unknown)
+
+
+def test_abstentions_of_items_of_unknown_task_type_are_counted_too():
+    """2 abstentions on a Standard item and 3 on an unknown one (every expert of it): 5 in all, 1 item unlabelled."""
+    table = _table([1.0, 1.0], ["ok", "ok"], [[1, 1], []], split=["standard", "unknown"], abstained=[2, 3])
+    notes = run_notes(_read_back(item_table.evaluate(table, n_boot=0, vc_repeats=2)))
+    assert "score: 5 in all; 1 items had every expert abstain" in notes[0]
+
+
+@pytest.mark.parametrize("n_failed, n, shown", [
+    (1, 20000, "1 (<0.1 %)"),          # 0.005 % would read 0.0 %: one failure is not none
+    (19999, 20000, "19999 (>99.9 %)"),  # 99.995 % would read 100.0 %: one item did parse
+    (1, 2000, "1 (0.1 %)"),            # 0.05 % reads 0.1 % as it is
+    (1, 4, "1 (25.0 %)"),
+    (0, 4, "0 (0.0 %)"),
+    (4, 4, "4 (100.0 %)"),
+    (0, 0, "0 (— %)"),             # no item: no share
+])  # fmt: skip
+def test_a_small_failure_share_is_not_shown_as_none(n_failed, n, shown):
+    cell = {"n": n, "n_failed": n_failed, "n_no_unique_mode": 0, "n_scored": n - n_failed, "mae": 0.5,
+            "mae_ci": [None, None], "failure_rate": n_failed / n if n else None, "spearman": None}
+    result = Metrics.from_json({"judge": "j", "target": "mode",
+                                "settings": {"n_boot": 0, "seed": 0, "vc_repeats": 2, "ci_level": 0.95},
+                                "splits": {"all": {"overall": cell, "by_model": {}, "by_task_type": {},
+                                                   "by_criterion": {}, "failures": {}, "confusion": None}}})
+    (row,) = _summary(render_markdown(result))
+    assert row["failed"] == shown
+
+
+def test_interval_coverage_is_the_runs_own(tmp_path, monkeypatch):
+    """ci_level 0.9: the PNG's axis says 90 % CI; 0.975: report.md says 97.5 % (not 97, as int() cut it)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.axes import Axes
+
+    from eval.reports.plots import plot_mae_by_criterion
+
+    table = _table(judge=[2, 1, 0, 0], status=["ok"] * 4, experts=[[2, 2], [1, 1], [0, 1, 1], [0, 0]])
+    table = dataclasses.replace(table, criteria_name=np.array(["c", "c", "d", "d"], dtype=object))
+    labels: list[str] = []
+    original = Axes.set_xlabel
+
+    def recorded(self, label, *args, **kwargs):
+        labels.append(label)
+        return original(self, label, *args, **kwargs)
+
+    result = _read_back(item_table.evaluate(table, n_boot=50, vc_repeats=2, ci_level=0.9))
+    monkeypatch.setattr(Axes, "set_xlabel", recorded)
+    assert plot_mae_by_criterion(result, tmp_path)
+    assert labels and all(label == "MAE vs expert mode (90 % CI)" for label in labels)
+    wide = _read_back(item_table.evaluate(table, n_boot=50, vc_repeats=2, ci_level=0.975))
+    assert "Intervals: 97.5 % percentile bootstrap" in render_markdown(wide)
+    assert "97.5 % percentile intervals" in render_report_page(wide, None)
+
+
+def test_explorer_filters_count_items_as_metrics_json_does():
+    """Six Standard items, scored as ``judge-eval score`` writes items.parquet:
+
+    i0 judge 2 in scale, experts 2,2,1 -> scored; i1 judge 7 outside its scale, experts 2,2,1 -> scored (the paper
+    scores it) and out of scale; i2 judge 9 outside, experts 0,1 -> no unique mode and out of scale; i3 parse
+    failure; i4 no prediction; i5 judge 1, every expert abstained -> unlabelled.
+    metrics.json: n_scored 2, n_failed 1, n_missing 1, n_out_of_scale 2. The status filter: scored 2 (i0, i1),
+    failed 1, missing 1, no unique mode 1, unlabelled 1; the scale filter: out of scale 2 (i1, i2), in scale 2 (i0,
+    i5), not checked 2 (i3, i4)."""
+    table = _table(judge=[2, 7, 9, NAN, NAN, 1], status=["ok", "ok", "ok", "parse_failed", "missing", "ok"],
+                   experts=[[2, 2, 1], [2, 2, 1], [0, 1], [1, 1], [1, 1], []], abstained=[0, 0, 0, 0, 0, 2],
+                   in_scale=[1.0, 0.0, 0.0, NAN, NAN, 1.0])
+    derived = item_table.derive(table, "mode", vc_repeats=2)
+    overall = item_table.evaluate(table, n_boot=0, vc_repeats=2, derived=derived).splits["standard"].overall
+    assert (overall.n_scored, overall.n_failed, overall.n_missing, overall.n_out_of_scale) == (2, 1, 1, 2)
+    items = item_table.arrow_table(table, extra={"reference": derived.reference,
+                                                 "why_unscored": item_table.why_unscored_labels(derived)})
+    data = report_items(item_columns(items), None, None, "hand", "mode")
+
+    def counts(key: str) -> dict[str, int]:
+        k = [f["key"] for f in data["filters"]].index(key)
+        values = data["filters"][k]["values"]
+        found: dict[str, int] = {}
+        for row in data["rows"]:
+            found[values[row[1][k]]] = found.get(values[row[1][k]], 0) + 1
+        return found
+
+    assert counts("status") == {"scored": overall.n_scored, "failed": overall.n_failed,
+                                "missing": overall.n_missing, "no unique mode": 1, "unlabelled": 1}
+    assert counts("scale") == {"out of scale": overall.n_out_of_scale, "in scale": 2, "not checked": 2}
+    status = next(f for f in data["filters"] if f["key"] == "status")
+    labels = {row[0]: status["values"][row[1][4]] for row in data["rows"]}
+    assert (labels["i1"], labels["i2"]) == ("scored", "no unique mode")
+    assert re.fullmatch(r"[a-z ]+", " ".join(status["values"]))
