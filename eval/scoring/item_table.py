@@ -554,12 +554,6 @@ def _nan_mean(values: np.ndarray) -> float:
     return float(values.mean()) if len(values) else float("nan")
 
 
-def _drop_kept_count(stats: dict[str, Any]) -> None:
-    """Take ``describe_pairs``' ``spearman_n_resamples`` out of a cell's figures: metrics.json's ``Cell``
-    (``judge.metrics_json.metrics``) has no field to carry it yet."""
-    stats.pop("spearman_n_resamples", None)
-
-
 def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, correlations: bool,
          n_boot: int, seed: int, ci_level: float = 0.95, clusters: np.ndarray | None = None) -> Cell:
     """All metrics of one cell (a set of items), as ``judge.metrics_json.metrics.Cell`` (its attributes say what
@@ -614,7 +608,6 @@ def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, co
     together = correlations and not apart  # MAE and the correlations on the same pairs, sharing each resample
     stats = bootstrap.describe_pairs(x, y, n_boot, rng, ci_level, correlations=together, clusters=scored_clusters)
     stats.pop("n")
-    _drop_kept_count(stats)
     out.update(stats)
     flags = table.in_scale[index]
     # Every verdict outside its scale, whether or not its item has a reference (it is the judge's answer either way).
@@ -641,6 +634,8 @@ def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, co
         out["n_spearman"] = corr.pop("n")
         for name in ("spearman", "spearman_ci", "pearson", "kendall"):
             out[name] = corr[name]
+        if "spearman_n_resamples" in corr:
+            out["spearman_n_resamples"] = corr["spearman_n_resamples"]
         if s_inside.sum() < len(s_inside):
             corr = bootstrap.describe_pairs(sx[s_inside], sy[s_inside], n_boot,
                                             bootstrap.cell_rng(seed, key + "/spearman/in_scale"), ci_level,

@@ -70,6 +70,8 @@ class Cell(_MetricsRecord):
         mae, mae_ci: the MAE and its percentile bootstrap interval.
         spearman, spearman_ci, pearson, kendall: the correlations, in the cells that pool them (overall, by model,
             by task type); None elsewhere.
+        spearman_n_resamples: the resamples spearman_ci is taken over: those with a defined Spearman (a resample
+            whose judge or reference scores are all one value has none), fewer than the bootstrap's in small cells.
         n_out_of_scale: verdicts outside their scale (scored, as the paper does, arXiv 2505.24616v3, Table 11);
             n_scored_in_scale, mae_in_scale (+ _ci), spearman_in_scale (+ _ci): the figures without them.
         n_spearman: the pairs the correlations cover when their reference is chosen apart from MAE's
@@ -97,6 +99,7 @@ class Cell(_MetricsRecord):
     mae_ci: Interval
     spearman: float | None = optional_field()
     spearman_ci: Interval | None = optional_field()
+    spearman_n_resamples: int | None = optional_field()
     pearson: float | None = optional_field()
     kendall: float | None = optional_field()
     n_out_of_scale: int | None = optional_field()

@@ -50,6 +50,8 @@ def test_written_metrics_read_back_to_the_same_bytes(tmp_path, spearman_target, 
     assert result.splits["all"].overall.mae == pytest.approx(overall["mae"])
     assert list(result.splits["all"].overall.to_json()) == list(overall)  # key order, optional keys included
     assert (result.splits["all"].overall.n_spearman is not None) == (spearman_target == "mean")
+    # The resamples the Spearman interval is over, on whichever reference it has (20 drawn, each defined here).
+    assert overall["spearman_n_resamples"] == result.splits["all"].overall.spearman_n_resamples == 20
     assert (result.notes.n_regression_scores or 0) == (raw["notes"].get("n_regression_scores") or 0)
     assert result.pollux_official.splits["all"].n == raw["pollux_official"]["splits"]["all"]["n"]
 
