@@ -10,12 +10,16 @@
 2. **Prefix-friendly order.** The criteria of one (instruction, reference, answer) share every token up to
    ``### Критерий оценки:``. Jobs are grouped by that prefix and sent group by group (``serve.judging``), so
    siblings land in the same scheduler steps, where vLLM's prefix cache computes the shared blocks once.
+3. **Before classifying.** For a request with ``"criteria": "auto"`` items, ``plan_jobs`` makes every refusal that
+   needs no classifier's choice and builds the other items' jobs; ``JobPlan.complete`` adds the classified items'
+   once the classifier has chosen. ``build_jobs`` is both in one call.
 
 A pairwise request becomes one job per pair on ``PAIRWISE_SCALE`` (``build_pair_jobs``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -26,8 +30,8 @@ from judge.prompts import RU_TEMPLATE, render_pairwise_prompt
 from judge.wire import PAIRWISE_CRITERION, PairwiseRequest
 from serve.schema import JudgeRequest, RequestError, ResolvedCriterion, resolve_criteria
 
-__all__ = ["Job", "build_jobs", "build_pair_jobs", "PAIRWISE_SCALE", "check_sizes", "max_token_chars",
-           "tokenize_sharing_prefixes"]
+__all__ = ["Job", "JobPlan", "build_jobs", "plan_jobs", "build_pair_jobs", "PAIRWISE_SCALE", "check_sizes",
+           "max_token_chars", "tokenize_sharing_prefixes"]
 
 
 @dataclass(frozen=True)
@@ -125,8 +129,9 @@ def tokenize_sharing_prefixes(tokenizer: Any, texts: list[str], jobs: list[tuple
     Qwen2 pre-tokenizer (a newline run is a pre-token of its own, and no merge crosses pre-tokens), so prefix ids
     + suffix ids are the whole text's ids (pinned against whole-text tokenizing in tests/unit/test_serve_judging.py).
     A 1 MiB answer on 64 criteria is then tokenized once, not 64 times. A text whose prompt the
-    chat template did not keep verbatim is tokenized whole. Each call is one batch: the fast tokenizer encodes a
-    batch in Rust (1.3 ms of CPU per ~1,100-token judgment against 2.0 ms one call at a time).
+    chat template did not keep verbatim is tokenized whole. Each call is one batch, which the fast tokenizer encodes
+    in Rust (docs/performance.md, ``bench/serve_tokenize.py``: ``build_jobs`` against whole prompts in one batch and
+    one call each).
 
     Args:
         texts: the chat-wrapped prompts.
@@ -167,7 +172,8 @@ def build_jobs(
     oversize: str = "refuse",
     too_long: Mapping[int, RequestError] | None = None,
 ) -> list[Job]:
-    """Resolve criteria, render and tokenize every judgment, and order them for prefix reuse.
+    """Resolve criteria, render and tokenize every judgment, and order them for prefix reuse: ``plan_jobs``, then
+    its ``complete`` with ``choices``, in one call.
 
     Args:
         request: the validated request.
@@ -189,31 +195,125 @@ def build_jobs(
         RequestError: an unknown criterion or task, too many judgments, or a prompt that does not fit the
             context (naming the item and criterion, with the token counts).
     """
-    for i in too_long or {}:
-        if request.items[i].criteria == "auto":  # its criteria would come from classifying the text too long to read
-            raise too_long[i]  # type: ignore[index]
-    def refuse_over(total: int) -> None:
-        if max_judgments is not None and total > max_judgments:
-            raise RequestError(
-                f"items: {total} (item, criterion) judgments requested; this server takes at most {max_judgments} "
-                "per request. Split the batch.",
-                param="items",
-            )
+    plan = plan_jobs(request, tokenizer, max_model_len=max_model_len, max_tokens=max_tokens, reserve=reserve,
+                     max_judgments=max_judgments, classifying=bool(choices), thinking=thinking, oversize=oversize,
+                     too_long=too_long)
+    return plan.complete(choices or {})
 
+
+@dataclass(frozen=True)
+class JobPlan:
+    """A request's judgments as far as they are known before its ``"criteria": "auto"`` items are classified
+    (``plan_jobs``): every refusal that does not depend on a classifier's choice is made, and every other item's
+    judgments are resolved, rendered, tokenized and checked. ``complete`` adds the classified items' judgments.
+
+    Attributes:
+        to_classify: the ``"auto"`` items the classifier must choose for, in request order.
+    """
+
+    request: JudgeRequest
+    tokenizer: Any
+    max_model_len: int
+    max_tokens: int
+    reserve: int
+    max_judgments: int | None
+    thinking: bool
+    oversize: str
+    resolved: tuple[tuple[ResolvedCriterion, ...] | None, ...]  # None: an "auto" item, resolved by its choice
+    prefixes: Mapping[int, tuple[str, list[int]]]
+    too_long: Mapping[int, RequestError]
+    jobs: tuple[Job, ...]  # the judgments of every item but the "auto" ones
+    to_classify: tuple[int, ...]
+
+    def complete(self, choices: Mapping[int, TaskChoice]) -> list[Job]:
+        """Every judgment of the request, the ``"auto"`` items' resolved by ``choices`` (the classifier's choice per
+        item index), grouped so that the criteria of one answer are adjacent (too long ones last).
+
+        Raises:
+            RequestError: an ``"auto"`` item without a choice, too many judgments once the choices' criteria count,
+                or a prompt that does not fit the context.
+        """
+        chosen = [(i, resolve_criteria(self.request.items[i], i, choices.get(i)))
+                  for i, criteria in enumerate(self.resolved) if criteria is None]
+        _refuse_over(sum(len(c) for c in self.resolved if c is not None) + sum(len(c) for _, c in chosen),
+                     self.max_judgments)
+        every = sorted([*self.jobs, *_judgments(self, chosen)], key=lambda job: (job.item, job.slot))
+        sent = [job for job in every if job.item not in self.too_long]
+        skipped = [job for job in every if job.item in self.too_long]  # never rendered: last, in request order
+        return [sent[k] for k in prefix_order([prefix_key(self.request.items[job.item]) for job in sent])] + skipped
+
+
+def plan_jobs(
+    request: JudgeRequest,
+    tokenizer: Any,
+    *,
+    max_model_len: int,
+    max_tokens: int,
+    reserve: int = 0,
+    max_judgments: int | None = None,
+    classifying: bool = False,
+    thinking: bool = False,
+    oversize: str = "refuse",
+    too_long: Mapping[int, RequestError] | None = None,
+) -> JobPlan:
+    """Everything about a request's judgments that needs no task classifier, done before any item is classified:
+    a request that will be refused is refused first, so that a classifier that fails or hangs cannot turn its 400
+    into a 502 or a 504, and no classifier's time is spent on it.
+
+    Args:
+        classifying: whether this server has a task classifier (without one an ``"auto"`` item is refused here).
+        Others: as ``build_jobs``'.
+
+    Raises:
+        RequestError: an ``"auto"`` item that names its task or is too long to read (or any ``"auto"`` item, without
+            a classifier), an unknown criterion or task, too many judgments, or a prompt that does not fit.
+    """
+    too_long = dict(too_long or {})
+    for i in too_long:
+        if request.items[i].criteria == "auto":  # its criteria would come from classifying the text too long to read
+            raise too_long[i]
     # The criteria a request names count before any is resolved (resolving reads each custom rubric's scale); the
-    # task sets and auto choices count once resolved.
-    refuse_over(sum(len(item.criteria) for item in request.items if isinstance(item.criteria, list)))
-    resolved = [resolve_criteria(item, i, (choices or {}).get(i)) for i, item in enumerate(request.items)]
-    refuse_over(sum(len(criteria) for criteria in resolved))
+    # task sets count once resolved, and the auto choices once made (``JobPlan.complete``).
+    _refuse_over(sum(len(item.criteria) for item in request.items if isinstance(item.criteria, list)), max_judgments)
+    # An "auto" item is resolved with a stand-in choice, whose criteria are dropped: what no choice could make valid
+    # (a task named beside "auto") is refused now, as rewards' label check refuses it (serve.rewards).
+    stand_in = TaskChoice.failed("a stand-in before classifying", "plan_jobs") if classifying else None
+    resolved: list[tuple[ResolvedCriterion, ...] | None] = []
+    for i, item in enumerate(request.items):
+        criteria = resolve_criteria(item, i, stand_in if item.criteria == "auto" else None)
+        resolved.append(None if item.criteria == "auto" else tuple(criteria))
+    _refuse_over(sum(len(c) for c in resolved if c is not None), max_judgments)
     budget = max_model_len - max_tokens - reserve
-    prefixes = _shared_prefixes(request, tokenizer, thinking=thinking, skip=too_long or {})
-    too_long = {**(too_long or {}), **_items_over_budget(prefixes, budget, max_model_len, max_tokens, oversize=oversize)}
+    prefixes = _shared_prefixes(request, tokenizer, thinking=thinking, skip=too_long)
+    too_long.update(_items_over_budget(prefixes, budget, max_model_len, max_tokens, oversize=oversize))
+    plan = JobPlan(request=request, tokenizer=tokenizer, max_model_len=max_model_len, max_tokens=max_tokens,
+                   reserve=reserve, max_judgments=max_judgments, thinking=thinking, oversize=oversize,
+                   resolved=tuple(resolved), prefixes=prefixes, too_long=too_long, jobs=(),
+                   to_classify=tuple(i for i, c in enumerate(resolved) if c is None))
+    named = [(i, criteria) for i, criteria in enumerate(resolved) if criteria is not None]
+    return dataclasses.replace(plan, jobs=tuple(_judgments(plan, named)))
+
+
+def _refuse_over(total: int, max_judgments: int | None) -> None:
+    if max_judgments is not None and total > max_judgments:
+        raise RequestError(
+            f"items: {total} (item, criterion) judgments requested; this server takes at most {max_judgments} "
+            "per request. Split the batch.",
+            param="items",
+        )
+
+
+def _judgments(plan: JobPlan, items: list[tuple[int, tuple[ResolvedCriterion, ...] | list[ResolvedCriterion]]]
+               ) -> list[Job]:
+    """The jobs of ``items`` (index, resolved criteria): rendered, tokenized (in one batch) and checked against the
+    context; an item too long (``plan.too_long``) gets its criteria as failed jobs, never rendered."""
+    budget = plan.max_model_len - plan.max_tokens - plan.reserve
     pending: list[tuple[int, int, ResolvedCriterion, dict[str, str]]] = []  # (item, criterion index, criterion, fields)
-    keys: list[tuple[str, str, str]] = []
-    skipped: list[Job] = []
-    for i, (item, criteria) in enumerate(zip(request.items, resolved)):
-        if i in too_long:
-            skipped += [Job(i, j, crit, "", [], too_long=too_long[i].message) for j, crit in enumerate(criteria)]
+    jobs: list[Job] = []
+    for i, criteria in items:
+        item = plan.request.items[i]
+        if i in plan.too_long:
+            jobs += [Job(i, j, crit, "", [], too_long=plan.too_long[i].message) for j, crit in enumerate(criteria)]
             continue
         for j, crit in enumerate(criteria):
             fields = {
@@ -224,27 +324,25 @@ def build_jobs(
                 "rubrics": crit.rubrics,
             }
             pending.append((i, j, crit, fields))
-            keys.append(prefix_key(item))
-    all_ids = _criteria_ids(tokenizer, pending, prefixes, thinking=thinking)
-    jobs: list[Job] = []
+    all_ids = _criteria_ids(plan.tokenizer, pending, plan.prefixes, thinking=plan.thinking) if pending else []
     for (i, j, crit, fields), ids in zip(pending, all_ids):
         if len(ids) > budget:
-            item = request.items[i]
+            item = plan.request.items[i]
             where = f"items[{i}]" if item.criteria is None or item.criteria == "auto" else f"items[{i}].criteria[{j}]"
             error = RequestError(
                 f"{where}: the prompt for criterion {_named(crit.name)} is {len(ids)} tokens; with max_tokens "
-                f"{max_tokens}{f' and {reserve} reserved' if reserve else ''} it needs "
-                f"{len(ids) + max_tokens + reserve} > the model's context of {max_model_len} tokens. "
+                f"{plan.max_tokens}{f' and {plan.reserve} reserved' if plan.reserve else ''} it needs "
+                f"{len(ids) + plan.max_tokens + plan.reserve} > the model's context of {plan.max_model_len} tokens. "
                 f"Shorten the answer or ask for fewer max_tokens.",
                 param=where,
                 code="context_length_exceeded",
             )
-            if oversize != "fail":
+            if plan.oversize != "fail":
                 raise error
             jobs.append(Job(i, j, crit, fields, [], too_long=error.message))
             continue
         jobs.append(Job(i, j, crit, fields, ids))
-    return [jobs[k] for k in prefix_order(keys)] + skipped
+    return jobs
 
 
 #: The part of a POLLUX prompt every criterion of an item shares: instruction, reference answer, answer.

@@ -34,6 +34,7 @@ import re
 import time
 import uuid
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,19 +42,25 @@ from judge import (PROMPT_VERSION, JudgeResult, Scale, ScoreSource, VerdictError
                    parse_rationale, parse_verdict, render_rationale_target)
 from judge.checkpoints import JudgeKind
 from judge.prompts import PAIRWISE_PROMPT_VERSION
-from judge.criteria_auto import TaskClassifier
+from judge.criteria_auto import TaskChoice, TaskClassifier
 from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage, JudgmentUsage, LmVerdict, PairwiseRequest
 from serve.engine_client import EngineClient, EngineFailure, unreadable_answer
-from serve.jobs import PAIRWISE_SCALE, Job, build_jobs, build_pair_jobs, check_sizes, max_token_chars
+from serve.jobs import PAIRWISE_SCALE, Job, build_pair_jobs, check_sizes, max_token_chars, plan_jobs
 from serve.schema import JudgeRequest, RequestError
 from serve.score_reading import level_token_ids, seq2seq_verdict
 
 __all__ = ["Judge", "JudgeSettings", "JudgeOptions", "unknown_model", "verdict_regex", "REGRESSION_RESERVE_TOKENS",
-           "LEVEL_IDS_KEPT"]
+           "LEVEL_IDS_KEPT", "CLASSIFIER_THREADS"]
 
 #: Tokens the regression input needs beyond prompt + generated rationale: the ``[END]`` that
 #: ``render_rationale_target`` restores when the generation was cut, and the chat template's end-of-turn.
 REGRESSION_RESERVE_TOKENS = 8
+#: Threads that run the task classifier for ``"criteria": "auto"`` items, all requests together. A classifier call can
+#: block long (the llm method: 3 requests of up to 60 s per item) and a thread cannot be cancelled, so these are not
+#: the default executor's: there, a few requests past their deadline whose calls still run would hold every worker
+#: (6 on a 2-core machine) that body decoding and tokenizing need, and every other request would wait behind them.
+#: Beyond 4 calls at once, a request's call waits its turn, within its own deadline.
+CLASSIFIER_THREADS = 4
 #: Scales whose level token ids a ``Judge`` keeps, the least recently used dropped first: the taxonomy's few scales
 #: and the custom ones in use. Kept without a bound, every distinct custom scale a client ever sent stayed (a request
 #: of 512 custom ranges of 101 levels added ~1.8 MB, for good).
@@ -201,6 +208,7 @@ class Judge:
         generator: client of the generating engine.
         pooler: client of the pooling engine (regression judges only).
         limit: bounds the engine requests in flight across all concurrent ``/v1/judge`` calls.
+        classifier: chooses the task of ``"criteria": "auto"`` items (None: such items are refused).
     """
 
     def __init__(
@@ -214,6 +222,8 @@ class Judge:
     ):
         self.settings, self.tokenizer, self.generator, self.pooler, self.limit = settings, tokenizer, generator, pooler, limit
         self.classifier = classifier
+        # The classifier's own threads (started on first use): its calls never occupy the default executor.
+        self._classifying = ThreadPoolExecutor(CLASSIFIER_THREADS, thread_name_prefix="task-classifier")
         self._level_ids: OrderedDict[tuple[int, ...], dict[int, int] | None] = OrderedDict()
         self._chars_per_token: int | None = None  # max_token_chars, on the first request
 
@@ -246,36 +256,6 @@ class Judge:
             raise RequestError(f"max_tokens: {max_tokens} is above this server's limit of {s.max_tokens}", "max_tokens")
         if isinstance(request, PairwiseRequest):
             return await self._run_pairs(request, max_tokens, request_id)
-        reserve = REGRESSION_RESERVE_TOKENS if s.kind == JudgeKind.REGRESSION else 0
-        if self._chars_per_token is None:
-            self._chars_per_token = max_token_chars(self.tokenizer)
-        oversize = request.oversize or "refuse"
-        too_long = check_sizes(request, max_model_len=s.max_model_len, max_tokens=max_tokens, reserve=reserve,
-                               chars_per_token=self._chars_per_token, oversize=oversize)  # fmt: skip
-        auto = [i for i, item in enumerate(request.items) if item.criteria == "auto" and i not in too_long]
-        choices = {}
-        if auto and self.classifier is not None:  # without one, resolve_criteria refuses the item, naming it
-            try:
-                choices = await asyncio.to_thread(
-                    lambda: {i: self.classifier.choose(request.items[i].instruction, request.items[i].answer) for i in auto}
-                )
-            except Exception as err:  # noqa: BLE001 - the llm method's endpoint, a model file: never a bare 500
-                raise EngineFailure(f"the task classifier failed: {type(err).__name__}: {err}", status=502,
-                                    public=f"the task classifier failed ({type(err).__name__}); judge-serve's log has "
-                                           "its message") from err
-        jobs = await asyncio.to_thread(
-            build_jobs,
-            request,
-            self.tokenizer,
-            max_model_len=s.max_model_len,
-            max_tokens=max_tokens,
-            reserve=reserve,
-            max_judgments=s.max_judgments,
-            choices=choices,
-            thinking=s.verdict_format == VerdictFormat.INTEGER,
-            oversize=oversize,
-            too_long=too_long,
-        )
         options = JudgeOptions(
             max_tokens=max_tokens,
             temperature=float(request.temperature if request.temperature is not None else s.temperature),
@@ -287,6 +267,32 @@ class Judge:
             # The verdict regex is the tagged format's; an integer judge's free reasoning has no such grammar.
             raise RequestError("constrained: this server's judge answers in the integer format (reasoning, then an "
                                "integer), which constrained decoding does not cover", "constrained")
+        reserve = REGRESSION_RESERVE_TOKENS if s.kind == JudgeKind.REGRESSION else 0
+        if self._chars_per_token is None:
+            self._chars_per_token = max_token_chars(self.tokenizer)
+        oversize = request.oversize or "refuse"
+        too_long = check_sizes(request, max_model_len=s.max_model_len, max_tokens=max_tokens, reserve=reserve,
+                               chars_per_token=self._chars_per_token, oversize=oversize)  # fmt: skip
+        # Everything that needs no classifier first: a request that will be refused (an "auto" item naming its task, an
+        # unknown criterion, a prompt too long) is refused before any item is classified.
+        plan = await asyncio.to_thread(
+            plan_jobs,
+            request,
+            self.tokenizer,
+            max_model_len=s.max_model_len,
+            max_tokens=max_tokens,
+            reserve=reserve,
+            max_judgments=s.max_judgments,
+            classifying=self.classifier is not None,
+            thinking=s.verdict_format == VerdictFormat.INTEGER,
+            oversize=oversize,
+            too_long=too_long,
+        )
+        if plan.to_classify:
+            choices = await self._choices(request, plan.to_classify)
+            jobs = await asyncio.to_thread(plan.complete, choices)
+        else:
+            choices, jobs = {}, plan.complete({})
         results = await self._judge_jobs(jobs, options)
         n_criteria: dict[int, int] = {}
         for job in jobs:
@@ -300,6 +306,30 @@ class Judge:
             for i, item in enumerate(request.items)
         ]
         return self._response(items, results)
+
+    async def _choices(self, request: JudgeRequest, indices: tuple[int, ...]) -> dict[int, TaskChoice]:
+        """The classifier's choice for each item of ``indices``, one call at a time on its own threads.
+
+        Each call is awaited alone, so a cancelled request (past its deadline, its client gone) asks nothing more:
+        only the call running goes on to its end (a thread cannot be stopped), holding one of ``CLASSIFIER_THREADS``,
+        never a thread of the default executor that body decoding and tokenizing use.
+
+        Raises:
+            EngineFailure: 502, for a classifier that raised (the llm method's endpoint, a model file).
+        """
+        assert self.classifier is not None  # plan_jobs refuses "auto" items without one
+        loop = asyncio.get_running_loop()
+        choices: dict[int, TaskChoice] = {}
+        for i in indices:
+            item = request.items[i]
+            try:
+                choices[i] = await loop.run_in_executor(self._classifying, self.classifier.choose, item.instruction,
+                                                        item.answer)
+            except Exception as err:  # noqa: BLE001 - never a bare 500; a cancellation is no Exception and goes on
+                raise EngineFailure(f"the task classifier failed: {type(err).__name__}: {err}", status=502,
+                                    public=f"the task classifier failed ({type(err).__name__}); judge-serve's log has "
+                                           "its message") from err
+        return choices
 
     async def _judge_jobs(self, jobs: list[Job], options: JudgeOptions) -> list[JudgeResult]:
         # Tasks are created in prefix order and take the semaphore in that order (asyncio's is FIFO).
