@@ -347,6 +347,59 @@ def test_slurm_eval_array_task_writes_its_shard_under_the_submit_folder_and_the_
     assert args[args.index("--out") + 1] == str(shard) and args[args.index("--data") + 1] == str(shard / "data.jsonl")
 
 
+def _array_task(index: int, **env: str) -> dict[str, str]:
+    """The variables Slurm sets for ``sbatch --array=<index>``: an array of that one task."""
+    return dict(SLURM_JOB_ID="9", SLURM_ARRAY_JOB_ID="8", SLURM_ARRAY_TASK_ID=str(index),
+                SLURM_ARRAY_TASK_MIN=str(index), SLURM_ARRAY_TASK_MAX=str(index), SLURM_ARRAY_TASK_COUNT="1", **env)
+
+
+def test_slurm_rank_rerun_of_one_candidate_ranks_that_candidate(tmp_path):
+    """`sbatch --array=1 slurm/rank.sbatch`, the way to rerun candidate 1, ranks line 2 into JUDGE_RANK_OUT/1: counted
+    from the array's first index it was candidate 0, whose folder it resumed, and candidate 1 never ran again."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (tmp_path / "candidates.txt").write_text("/models/a\n/models/b\n", encoding="utf-8")
+    (tmp_path / "data.jsonl").write_text("{}\n", encoding="utf-8")
+    env = _slurm_stand_ins(bin_dir, tmp_path, **_array_task(
+        1, SLURM_SUBMIT_DIR=str(tmp_path), JUDGE_RANK_MODELS=str(tmp_path / "candidates.txt"),
+        JUDGE_RANK_JUDGE="http://judge:8000/v1", JUDGE_RANK_DATA=str(tmp_path / "data.jsonl"),
+        JUDGE_RANK_OUT=str(tmp_path / "runs"), JUDGE_CACHE_DIR=str(tmp_path / "cache")))
+    script = str(Path(__file__).resolve().parents[2] / "slurm" / "rank.sbatch")
+    proc = subprocess.run(["bash", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    args = (tmp_path / "srun.args").read_text(encoding="utf-8").splitlines()
+    assert args[args.index("--model") + 1] == "/models/b"
+    assert args[args.index("--out") + 1] == str(tmp_path / "runs" / "1")
+
+
+def test_slurm_eval_rerun_of_one_shard_judges_that_shard_of_the_recorded_count(tmp_path):
+    """JUDGE_EVAL_SHARDS=2 `sbatch --array=1 slurm/eval.sbatch` rejudges shard 1 of 2 (records 3-4 of 4); without
+    it an array of one task was one shard of all the data, written over shard 0. A count other than the one the
+    earlier array recorded is refused: it would cut the data into other blocks."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (tmp_path / "data.jsonl").write_text("".join(f'{{"id": "{k}"}}\n' for k in range(4)), encoding="utf-8")
+    (tmp_path / "eval" / "shards").mkdir(parents=True)
+    (tmp_path / "eval" / "shards" / "count").write_text("2\n", encoding="utf-8")
+    script = str(Path(__file__).resolve().parents[2] / "slurm" / "eval.sbatch")
+
+    def shard(index: int, shards: str) -> subprocess.CompletedProcess:
+        env = _slurm_stand_ins(bin_dir, tmp_path, **_array_task(
+            index, SLURM_SUBMIT_DIR=str(tmp_path), JUDGE_EVAL_JUDGE="http://judge:8000/v1", JUDGE_EVAL_DATA="data.jsonl",
+            JUDGE_EVAL_OUT="eval", JUDGE_CACHE_DIR=str(tmp_path / "cache"), JUDGE_EVAL_SHARDS=shards))
+        return subprocess.run(["bash", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=30)
+
+    proc = shard(1, "2")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "eval" / "shards" / "1" / "data.jsonl").read_text(encoding="utf-8") == '{"id": "2"}\n{"id": "3"}\n'
+    assert not (tmp_path / "eval" / "shards" / "0").exists()
+    assert (tmp_path / "eval" / "shards" / "count").read_text(encoding="utf-8") == "2\n"
+    other = shard(1, "3")
+    assert other.returncode == 2 and "shards/count says the earlier array had 2 shards" in other.stderr
+    past = shard(2, "2")
+    assert past.returncode == 2 and "array index 2 is no shard of 2 (JUDGE_EVAL_SHARDS)" in past.stderr
+
+
 def test_first_refusals_hold_alike_refusals_and_release_them_on_anything_else():
     """FirstRefusals: alike 4xx refusals are held until n_first stop the run; a success, a different refusal or a
     non-HTTP failure first releases the held ones, in order, and later refusals are written as usual."""
