@@ -163,7 +163,7 @@ def _part(where: str, table, state: dict[str, Any], jsonl: bool) -> dict[str, An
     expert_ids = _expert_ids(column("expert_ids"), experts["lengths"], n)
 
     n_given = _per_row(~np.isnan(experts["scores"]), experts["lengths"])
-    missing = np.isnan(aggregates) & (n_given > 0)
+    missing = np.isnan(aggregates) & (n_given > 0)  # kept: the load report counts the aggregates derived here
     if missing.any():
         # The aggregate the POLLUX data reports is the mean over the experts who did not abstain (JudgeRecord.from_row);
         # bincount adds each row's scores in order from 0.0, as the row path's sum() does.
@@ -185,7 +185,7 @@ def _part(where: str, table, state: dict[str, Any], jsonl: bool) -> dict[str, An
         "scores": experts["scores"], "lengths": experts["lengths"], "comments": experts["comments"],
         "feedback_given": experts["feedback_given"], "expert_ids": expert_ids,
         "is_provocative": provocative, "extra": {name: table.column(name) for name in extra_names},
-        "derived": rid is None, "benchmark": benchmark,
+        "derived": rid is None, "benchmark": benchmark, "aggregate_derived": missing,
     }
 
 
@@ -341,10 +341,11 @@ def columns_from_tables(tables, source: str, make_id: bool = False, jsonl: bool 
     )  # fmt: skip
     derived = np.repeat([p["derived"] for p in parts], [p["n"] for p in parts]).astype(bool)
     benchmark = np.repeat([p["benchmark"] for p in parts], [p["n"] for p in parts]).astype(bool)
+    aggregate_derived = np.concatenate([p["aggregate_derived"] for p in parts]) if parts else np.zeros(0, dtype=bool)
     report = LoadReport(source=source, n_rows=n, n_derived_ids=int(derived.sum()))
     keep = _without_duplicates(columns, report)
     if keep is not None:
-        columns, benchmark = columns.take(keep), benchmark[keep]
+        columns, benchmark, aggregate_derived = columns.take(keep), benchmark[keep], aggregate_derived[keep]
     n_experts, n_abstained = columns.n_experts, columns.n_abstained
     unlabelled = n_experts - n_abstained == 0
     report.n_records = len(columns)
@@ -352,6 +353,8 @@ def columns_from_tables(tables, source: str, make_id: bool = False, jsonl: bool 
     report.n_unlabelled = int(unlabelled.sum())
     report.n_all_abstained = int((unlabelled & (n_abstained > 0)).sum())
     report.n_benchmark_rows = int(benchmark.sum())
+    report.derived_criteria_records = tuple(np.flatnonzero(aggregate_derived).tolist())
+    report.n_derived_criteria_scores = len(report.derived_criteria_records)
     log_report(report)
     return columns, report
 

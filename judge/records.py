@@ -21,8 +21,8 @@ lays it out (``<dir>/data/test-00000-of-00003.parquet`` ...), a folder written b
 dataset name that ``datasets.load_dataset`` can reach from the user's machine, and hand the rows here. Every row is
 validated; a bad row raises a
 ``RecordError`` naming the source, the row and the field. Nothing is dropped silently: columns the record does not
-know are kept in ``JudgeRecord.extra``, and exact duplicate rows, abstentions and items whose experts all abstained
-are counted in a ``LoadReport`` (``load_records_report``).
+know are kept in ``JudgeRecord.extra``, and exact duplicate rows, abstentions, items whose experts all abstained and
+aggregates (``criteria_score``) derived from the experts are counted in a ``LoadReport`` (``load_records_report``).
 
 Why one module of ~700 lines: the record and the one validation of its invariants for both row schemas belong
 together (every loader builds records through it); where rows come from is ``judge.record_sources``, the
@@ -327,13 +327,10 @@ class JudgeRecord:
 
         scores = values["expert_scores"]
         aggregate = row.get("criteria_score")
-        if isinstance(aggregate, float) and math.isnan(aggregate):
-            # NaN is how pandas and Arrow spell a missing value (a mean over no expert, written without the
-            # conversion to null): no aggregate, as null, not a bad row that stops the whole load.
-            aggregate = None
-        if aggregate is None:
+        if _no_aggregate(aggregate):
             # The aggregate the POLLUX data reports is the mean over the experts who did not abstain; derive it
-            # rather than leave a gap (None when every expert abstained).
+            # rather than leave a gap (None when every expert abstained). The load counts these
+            # (LoadReport.n_derived_criteria_scores): POLLUX's evaluator reports references taken from the experts.
             values["criteria_score"] = sum(scores) / len(scores) if scores else None
         else:
             number = _number(aggregate)
@@ -506,6 +503,13 @@ _NUMBER_TEXT = re.compile(r"\s*[+-]?\d+(?:[.,]\d+)?\s*", re.ASCII)
 _INT_RANGE = 2**1023
 
 
+def _no_aggregate(value: Any) -> bool:
+    """A row's ``criteria_score`` gives no aggregate: absent, null, or NaN (how pandas and Arrow spell a missing
+    value, a mean over no expert written without the conversion to null: no aggregate, not a bad row that stops the
+    whole load)."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
 def _number(value: Any) -> float | None:
     """A score as a finite float, or None: not a number, or none a float holds (NaN, an infinity, an integer past
     float's range: float() raises OverflowError on one, which would name no row)."""
@@ -597,6 +601,12 @@ class LoadReport:
         n_unlabelled: records with no usable expert score (no experts, or all abstained).
         n_benchmark_rows: records read from rows in the released benchmark's schema (an ``annotations`` column, or
             the benchmark-only columns ``is_provocative`` and ``criteria_description``).
+        n_derived_criteria_scores: records whose row gave no ``criteria_score`` (absent, null or NaN), filled in
+            with the mean of the experts who did not abstain (``JudgeRecord.from_row``); a record with no such
+            expert keeps None and is not counted.
+        derived_criteria_records: the positions of those records among the records returned (0-based, in order):
+            the record does not say that its ``criteria_score`` was derived, and POLLUX's evaluator reports per
+            test how many of its references came from the experts (``judge-eval score`` hands it these).
     """
 
     source: str
@@ -609,11 +619,14 @@ class LoadReport:
     n_all_abstained: int = 0
     n_unlabelled: int = 0
     n_benchmark_rows: int = 0
+    n_derived_criteria_scores: int = 0
+    derived_criteria_records: tuple[int, ...] = field(default=(), repr=False)
 
     def summary(self) -> str:
         """One line: rows, records and every count that is not zero."""
         parts = [f"{self.source}: {self.n_rows} rows -> {self.n_records} records"]
-        for name in ("n_duplicates", "n_derived_ids", "n_abstentions", "n_all_abstained", "n_unlabelled", "n_benchmark_rows"):
+        for name in ("n_duplicates", "n_derived_ids", "n_derived_criteria_scores", "n_abstentions", "n_all_abstained",
+                     "n_unlabelled", "n_benchmark_rows"):
             if getattr(self, name):
                 parts.append(f"{name[2:]}={getattr(self, name)}")
         return "; ".join(parts)
@@ -629,8 +642,10 @@ def _validated(items: Iterable[tuple[str, int, Mapping[str, Any]]], source: str,
     return _collected(_checked_rows(items, state), source)
 
 
-def _checked_rows(items: Iterable[tuple[str, int, Mapping[str, Any]]], state: dict[str, Any]) -> Iterator[tuple[str, int, JudgeRecord, bool, bool]]:
-    """Row by row: (source, index, record, id derived, benchmark row) for each row, or the row's RecordError."""
+def _checked_rows(items: Iterable[tuple[str, int, Mapping[str, Any]]], state: dict[str, Any]
+                  ) -> Iterator[tuple[str, int, JudgeRecord, bool, bool, bool]]:
+    """Row by row: (source, index, record, id derived, benchmark row, criteria_score derived) for each row, or the
+    row's RecordError."""
     for where, index, row in items:
         if state["rows"] == 0 and isinstance(row, Mapping) and "id" not in row:
             state["derive"] = True
@@ -638,14 +653,18 @@ def _checked_rows(items: Iterable[tuple[str, int, Mapping[str, Any]]], state: di
         record = JudgeRecord.from_row(row, source=where, index=index, make_id=state["derive"])
         derived = "id" not in row or row["id"] is None or row["id"] == ""
         benchmark = is_benchmark_row(row)
-        yield where, index, record, derived, benchmark
+        # from_row's rule: no aggregate in the row, and the experts' mean put in its place
+        aggregate_derived = _no_aggregate(row.get("criteria_score")) and record.criteria_score is not None
+        yield where, index, record, derived, benchmark, aggregate_derived
 
 
-def _collected(checked: Iterable[tuple[str, int, JudgeRecord, bool, bool]], source: str) -> tuple[list[JudgeRecord], LoadReport]:
+def _collected(checked: Iterable[tuple[str, int, JudgeRecord, bool, bool, bool]], source: str
+               ) -> tuple[list[JudgeRecord], LoadReport]:
     records: list[JudgeRecord] = []
     report = LoadReport(source=source)
     first: dict[str, JudgeRecord] = {}
-    for where, index, record, derived, benchmark in checked:
+    aggregates_derived: list[int] = []
+    for where, index, record, derived, benchmark, aggregate_derived in checked:
         report.n_rows += 1
         report.n_derived_ids += derived
         earlier = first.get(record.id)
@@ -653,6 +672,8 @@ def _collected(checked: Iterable[tuple[str, int, JudgeRecord, bool, bool]], sour
             _duplicate_of(record, earlier, report)
             continue
         first[record.id] = record
+        if aggregate_derived:
+            aggregates_derived.append(len(records))
         records.append(record)
         abstained = record.n_abstained
         report.n_abstentions += abstained
@@ -662,6 +683,8 @@ def _collected(checked: Iterable[tuple[str, int, JudgeRecord, bool, bool]], sour
                 report.n_all_abstained += 1
         report.n_benchmark_rows += benchmark
     report.n_records = len(records)
+    report.derived_criteria_records = tuple(aggregates_derived)
+    report.n_derived_criteria_scores = len(aggregates_derived)
     log_report(report)
     return records, report
 

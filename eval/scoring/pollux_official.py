@@ -31,9 +31,10 @@ The reference: ``compute_metrics`` takes an ``int`` as it is, else extracts it f
 same ``extract_score`` (line 63); here it is the released ``criteria_score`` (a column of the ai-forever/POLLUX
 dataset), a float such as 1.5 that the original would have to be handed as an ``int`` or as text. Where a data row
 has no ``criteria_score``, the loaders (``judge.JudgeRecord.from_row``, ``judge.column_reader``) fill it with the
-mean of the experts' scores, the aggregate the release reports, before this module sees the record; a record does
-not say which it was, so ``n_reference_from_experts`` counts only the records handed here without one (built in
-Python, not loaded), whose reference this module derives the same way.
+mean of the experts' scores, the aggregate the release reports, before this module sees the record. The record does
+not say which it was; the load's report does (``judge.LoadReport.derived_criteria_records``), and ``judge-eval
+score`` hands those positions here, so ``n_reference_from_experts`` counts them, together with the records handed
+here without an aggregate (built in Python), whose reference this module derives the same way.
 
 Where the original cannot give a number this module says why instead: with no output at all ``compute_metrics``
 raises (line 82 builds an empty float array and line 83 inverts it), here every figure is NaN and ``note`` says so.
@@ -133,14 +134,14 @@ def official_metrics(scores: Iterable[float | None], references: Iterable[float]
     }
 
 
-def _references(columns) -> tuple[np.ndarray, np.ndarray]:
+def _references(columns, derived: Iterable[int] = ()) -> tuple[np.ndarray, np.ndarray]:
     """Each record's ``criteria_score``; without one, the mean of its expert scores, which is how the released
     aggregate is made ("an unweighted average of the corresponding point estimates",
     arXiv 2505.24616v3, Section 2.3). Returns ``(values, derived_from_experts)``, NaN where there is neither.
 
-    ``derived_from_experts`` marks the records that reach this function without an aggregate: records built in
-    Python. A loaded record never does, since its loader fills a missing ``criteria_score`` with the same mean
-    (module docstring), and nothing in the record says that it did."""
+    ``derived_from_experts`` marks the records that reach this function without an aggregate (records built in
+    Python) and the records at the positions ``derived``: those whose loader filled a missing ``criteria_score``
+    with the same mean (``judge.LoadReport.derived_criteria_records``; nothing in the record says that it did)."""
     references = columns.criteria_score.copy()
     experts = columns.expert_matrix()
     counts = (~np.isnan(experts)).sum(axis=1)
@@ -151,6 +152,9 @@ def _references(columns) -> tuple[np.ndarray, np.ndarray]:
         for k in range(experts.shape[1]):
             sums = np.where(k < counts, sums + np.nan_to_num(experts[:, k]), sums)
         references[from_experts] = sums[from_experts] / counts[from_experts]
+    loaded = np.fromiter(derived, dtype=np.int64)
+    if len(loaded):
+        from_experts[loaded] = True
     return references, from_experts
 
 
@@ -170,7 +174,8 @@ def _prediction_columns(predictions) -> dict[str, list]:
             else [None] * predictions.num_rows for name in OFFICIAL_FIELDS}
 
 
-def pollux_official(records, predictions, splits: Mapping[str, Any]) -> PolluxOfficial:
+def pollux_official(records, predictions, splits: Mapping[str, Any], derived_references: Iterable[int] = ()
+                    ) -> PolluxOfficial:
     """POLLUX's evaluator over a run, per test (Zero-Shot, Standard, both).
 
     Args:
@@ -178,13 +183,16 @@ def pollux_official(records, predictions, splits: Mapping[str, Any]) -> PolluxOf
         predictions: the run's predictions: the prediction table (``eval.judging.predictions.read_prediction_table``)
             or its rows (the first row per id counts, as in scoring).
         splits: ``{split name: item indices into records}`` (``eval.scoring.item_table``'s splits).
+        derived_references: positions in ``records`` of the records whose ``criteria_score`` their loader derived
+            from the experts (``judge.LoadReport.derived_criteria_records`` of the load that gave ``records``).
 
     Returns:
         ``judge.metrics_json.metrics.PolluxOfficial``: ``title``, ``extraction``, ``reference`` and ``splits`` (split ->
         ``OfficialSplit``), where each split holds
         ``official_metrics``'s keys over the outputs (rows whose request failed have no output and are left out:
         ``n_request_failed``), ``n_no_prediction``, ``n_no_reference`` (no criteria_score and no expert score:
-        left out), ``n_reference_from_experts`` (records handed in without criteria_score: ``_references``),
+        left out), ``n_reference_from_experts`` (references that are the experts' mean: ``derived_references``,
+        and records handed in without criteria_score; ``_references``),
         ``n_regression`` (scored with the head's raw value) and
         ``n_regression_clipped``.
     """
@@ -198,7 +206,7 @@ def pollux_official(records, predictions, splits: Mapping[str, Any]) -> PolluxOf
     n = len(columns)
     scores = np.full(n, np.nan)  # NaN: nothing extracted
     kind = np.empty(n, dtype=object)  # "output", "regression", "clipped", "no_prediction", "request_failed"
-    references, from_experts = _references(columns)
+    references, from_experts = _references(columns, derived_references)
     for i, rid in enumerate(columns.ids.tolist()):
         # The score POLLUX's evaluator takes from the item's prediction, and which kind of prediction it was.
         j = first.get(rid)
@@ -241,7 +249,7 @@ def pollux_official(records, predictions, splits: Mapping[str, Any]) -> PolluxOf
                    "[END]' reading of its metrics.py, which `judge-eval rank --verdict-reader pollux` uses); "
                    "regression judges: the head's raw value",
         reference="criteria_score; a data row without one has the mean of its experts' scores, filled in by the "
-                  "loader (n_reference_from_experts counts only records handed to the evaluator without one, built "
-                  "in Python: a loaded record does not say whether its criteria_score was given)",
+                  "loader (n_reference_from_experts counts these, as the load reported them, and records handed to "
+                  "the evaluator without one)",
         splits=blocks,
     )

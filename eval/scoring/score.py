@@ -168,7 +168,10 @@ def score(
         # POLLUX's evaluator reads "[RESULT] n" tags: a judge that answers with a bare integer (Pollux-4B-Judge)
         # would read as 0 % format accuracy under a title that presents it as POLLUX's figure. Left out; the
         # report says why.
-        pollux_official=None if verdict_format == "integer" else pollux_official(records, rows, tests),
+        # The records whose criteria_score the loader derived from the experts: the records do not say so, the
+        # load report does, and POLLUX's section counts them (n_reference_from_experts).
+        pollux_official=None if verdict_format == "integer" else pollux_official(
+            records, rows, tests, derived_references=load_report.derived_criteria_records),
         run=RunInfo.of({**{k: run_info.get(k) for k in ("backend", "model", "prompt_version", "git_revision")},
                         "verdict_format": verdict_format} if run_info else None),
     )

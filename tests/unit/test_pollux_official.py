@@ -232,19 +232,75 @@ def test_score_reads_as_evaluation_py_and_rank_as_score_utils(tmp_path):
     assert [parse_pollux_result(text).score for text, _, _ in TWO_READINGS] == [r for _, _, r in TWO_READINGS]
 
 
-def test_a_loaded_record_without_an_aggregate_is_not_counted_as_derived_here(tmp_path):
-    """A data file whose rows have no criteria_score: the loader fills each with its experts' mean ((0 + 1) / 2 =
-    0.5) before the evaluator sees it, and the record does not say so, so ``n_reference_from_experts`` is 0 and the
-    section's ``reference`` says that it counts only records handed in without one. The reference itself is the
-    mean either way: '[RESULT] 1' against 0.5 -> se 0.25."""
+def test_a_loaded_record_without_an_aggregate_counts_through_its_load_report(tmp_path):
+    """A data file whose row has no criteria_score: the loader fills it with its experts' mean ((0 + 1) / 2 = 0.5)
+    and the record does not say so; the load report does (position 0), and handed those positions the section
+    counts it in ``n_reference_from_experts`` (without them it cannot tell: 0). The reference is the mean either
+    way: '[RESULT] 1' against 0.5 -> se 0.25."""
     rows = [{"id": "a", "instruction": "i", "answer": "x", "criteria_name": "c", "rubrics": "0: нет\n\n1: да",
              "expert_scores": [0, 1]}]
     data = tmp_path / "data.jsonl"
     data.write_text(json.dumps(rows[0], ensure_ascii=False) + "\n", encoding="utf-8")
-    columns, _ = judge.load_record_columns(data)
+    columns, report = judge.load_record_columns(data)
+    assert (report.n_derived_criteria_scores, report.derived_criteria_records) == (1, (0,))
     predictions = [{"id": "a", "raw_output": "[FEEDBACK] x [RESULT] 1 [END]", "parse_ok": True, "score": 1.0}]
-    official = pollux_official(columns, predictions, {"all": np.arange(1)})
+    official = pollux_official(columns, predictions, {"all": np.arange(1)},
+                               derived_references=report.derived_criteria_records)
     block = official.splits["all"]
-    assert (block.mse, block.n_reference_from_experts) == (pytest.approx(0.25), 0)
+    assert (block.mse, block.n_reference_from_experts) == (pytest.approx(0.25), 1)
+    assert pollux_official(columns, predictions, {"all": np.arange(1)}).splits["all"].n_reference_from_experts == 0
     assert "filled in by the loader" in official.reference
-    assert "a loaded record does not say whether its criteria_score was given" in official.reference
+    assert "n_reference_from_experts counts these, as the load reported them" in official.reference
+
+
+# The bundled sample (341 rows, every one with criteria_score and 2-5 experts, none abstaining): criteria_score
+# taken out of rows 0, 17, ..., 323 (20 rows: 10 Zero-Shot, 10 Standard), set to null in rows 5, 22, 39, 56, 73 (5
+# rows, all Zero-Shot), and taken out of row 100 (Zero-Shot) whose five experts are all made to abstain: no mean,
+# so no reference (n_no_reference), not one from the experts. By hand: 25 references from the experts, 15 Zero-Shot
+# and 10 Standard.
+_REMOVED, _NULLED, _ALL_ABSTAINED = [17 * k for k in range(20)], [17 * k + 5 for k in range(5)], 100
+_FROM_EXPERTS = {"all": 25, "zero_shot": 15, "standard": 10}
+
+
+def _sample_without_some_aggregates(path):
+    rows = [json.loads(line) for line in judge.sample_data_path().read_text(encoding="utf-8").splitlines()]
+    for i in _REMOVED:
+        del rows[i]["criteria_score"]
+    for i in _NULLED:
+        rows[i]["criteria_score"] = None
+    del rows[_ALL_ABSTAINED]["criteria_score"]
+    rows[_ALL_ABSTAINED]["expert_scores"] = [None] * len(rows[_ALL_ABSTAINED]["expert_scores"])
+    path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def test_score_counts_the_references_the_loader_took_from_the_experts(tmp_path, monkeypatch):
+    """``judge-eval score`` on the sample with criteria_score missing from 25 rows (_FROM_EXPERTS): POLLUX's
+    section counts the 25 references as taken from the experts, per test, whichever loader path read the file (the
+    column-wise reader, then the row path forced by refusing it), and both paths write the same section."""
+    import judge.record_sources
+    from eval.cli import main
+    from tests.unit.test_eval_metrics_schema import _predictions
+
+    data = _sample_without_some_aggregates(tmp_path / "data.jsonl")
+    records, report = judge.load_records_report(data)
+    assert report.n_derived_criteria_scores == 25
+    assert report.derived_criteria_records == tuple(sorted(_REMOVED + _NULLED))
+    assert "derived_criteria_scores=25" in report.summary()
+    predictions = _predictions(tmp_path / "predictions.jsonl", records)
+    read, column_wise = [], judge.record_sources.columns_from_tables
+    monkeypatch.setattr(judge.record_sources, "columns_from_tables",
+                        lambda *args, **kwargs: read.append(column_wise(*args, **kwargs)) or read[-1])
+    sections = {}
+    for loader in ("column-wise", "row by row"):
+        if loader == "row by row":
+            assert read and read[-1] is not None  # the first run was read column-wise
+            monkeypatch.setattr(judge.record_sources, "columns_from_tables", lambda *args, **kwargs: None)
+        out = tmp_path / loader.replace(" ", "-")
+        assert main(["score", "--predictions", str(predictions), "--data", str(data), "--out", str(out),
+                     "--n-boot", "0", "--vc-repeats", "2", "--no-plots"]) == 0
+        sections[loader] = json.loads((out / "metrics.json").read_text(encoding="utf-8"))["pollux_official"]
+        splits = sections[loader]["splits"]
+        assert {split: splits[split]["n_reference_from_experts"] for split in _FROM_EXPERTS} == _FROM_EXPERTS, loader
+        assert splits["all"]["n_no_reference"] == 1, loader  # row 100: every expert abstained
+    assert sections["column-wise"] == sections["row by row"]

@@ -90,6 +90,56 @@ def test_clean_parquet_and_released_shards_load_column_wise(tmp_path, monkeypatc
     assert expected_released[1].n_derived_ids == 9 and expected_released[1].n_abstentions == 4
 
 
+
+# Rows without an aggregate, each marked with whether the loader derives it from the experts (by hand: the mean of
+# the experts who did not abstain, when there is one).
+WITHOUT_AGGREGATE = [
+    (GOOD | {"id": "given", "criteria_score": 2.0}, False),
+    (GOOD | {"id": "absent"}, True),  # GOOD has no criteria_score
+    (GOOD | {"id": "null", "criteria_score": None}, True),
+    (GOOD | {"id": "silent", "expert_scores": [None, None, None]}, False),  # every expert abstained: no mean
+    (GOOD | {"id": "none", "expert_scores": [], "expert_feedback": None}, False),  # no expert: no mean
+    (GOOD | {"id": "absent"}, False),  # an exact duplicate: left out, not counted again
+    (ABSTAINING, True),  # (2 + 1) / 2 over the two who did not abstain
+]
+
+
+def test_both_loaders_count_the_aggregates_derived_from_the_experts(tmp_path, monkeypatch):
+    """JSONL, Parquet (a NaN aggregate too) and the released shards: the column-wise reader reports the same
+    derived criteria_scores as the row path, counted over the records kept and placed among them, and the summary
+    line names the count."""
+    rows = [row for row, _ in WITHOUT_AGGREGATE]
+    kept = [derived for k, (_, derived) in enumerate(WITHOUT_AGGREGATE) if k != 5]
+    want = tuple(k for k, derived in enumerate(kept) if derived)  # (1, 2, 5)
+    path = _jsonl(tmp_path / "d.jsonl", rows)
+    expected = _row_path(path, rows)
+    assert (expected[1].n_derived_criteria_scores, expected[1].derived_criteria_records) == (3, want)
+    assert "derived_criteria_scores=3" in expected[1].summary() and expected[1].n_duplicates == 1
+
+    parquet_rows = [{k: v for k, v in r.items() if k != "expert_feedback"} for r in rows]
+    parquet_rows.append(GOOD | {"id": "nan", "criteria_score": math.nan, "expert_feedback": None})  # derived too
+    names = list(dict.fromkeys(k for r in parquet_rows for k in r))  # every row's columns, absent keys as null
+    pq.write_table(pa.Table.from_pydict({k: [r.get(k) for r in parquet_rows] for k in names}), tmp_path / "d.parquet")
+    expected_parquet = _row_path(tmp_path / "d.parquet", pq.read_table(tmp_path / "d.parquet").to_pylist())
+    assert expected_parquet[1].derived_criteria_records == (*want, 6)
+
+    released = released_rows()  # the first row's exact duplicate is the last
+    for k in (0, 1, 8):
+        released[k] = released[k] | {"criteria_score": None}
+    released[4] = released[4] | {"criteria_score": None}  # every expert abstained: stays without one, not counted
+    folder = write_released_dataset(tmp_path / "POLLUX", released)
+    expected_released = records_module._validated(
+        ((str(shard), i, r) for shard in sorted((folder / "data").glob("*.parquet"))
+         for i, r in enumerate(pq.read_table(shard).to_pylist())), str(folder), False)  # fmt: skip
+    assert expected_released[1].derived_criteria_records == (0, 1)
+
+    _forbid_row_path(monkeypatch)
+    for source, (records, report) in ((path, expected), (tmp_path / "d.parquet", expected_parquet),
+                                      (folder, expected_released)):
+        _same(load_records_report(source), (records, report))
+        assert judge.load_record_columns(source)[1] == report
+
+
 BAD_ROWS = [(mutation, field, fragment) for mutation, field, fragment in BAD] + [
     ({"annotations": value, "expert_scores": None, "expert_feedback": None}, "annotations", fragment)
     for value, fragment in BAD_ANNOTATIONS
