@@ -9,7 +9,9 @@ computes it (``alt_test_example.ipynb`` in the public repository ``nitaytech/Alt
 2. Leave one expert ``h`` out. On each remaining item ``h`` scored, the judge's and ``h``'s alignment with the item's
    other experts: ``neg_rmse`` (minus the root mean squared difference) or ``accuracy`` (the share of equal labels).
 3. Indicators, ties counting for both: ``W_f = [judge's alignment >= h's]``, ``W_h = [h's >= judge's]``.
-4. Experts with fewer than ``min_items_per_expert`` such items are not tested (listed as untested, not counted).
+4. Experts with fewer than ``min_items_per_expert`` such items are not tested (listed as untested, not counted);
+   an expert of the cell with none (one who scored only items with too few experts) is listed with 0 items, so
+   that every named expert of the cell is either tested or untested.
 5. Per tested expert a one-sided one-sample t-test of ``d = W_f - W_h`` against ``-epsilon``
    (``scipy.stats.ttest_1samp(d, -epsilon, alternative="greater")``: the same p-value as the reference's
    ``ttest_1samp(W_h - W_f, epsilon, alternative="less")``); H0: the expert beats the judge by ``epsilon`` or more.
@@ -159,8 +161,13 @@ def stable_order(codes: np.ndarray) -> np.ndarray:
 
 
 def _per_expert(ids: np.ndarray, item: np.ndarray, w_judge: np.ndarray, w_expert: np.ndarray,
-                groups: np.ndarray | None, settings: AltTestSettings) -> list[dict[str, Any]]:
-    """One row per (group, expert): its item count, advantage probability and p-value (None when untested)."""
+                groups: np.ndarray | None, settings: AltTestSettings,
+                present: tuple[np.ndarray, np.ndarray] | None = None) -> list[dict[str, Any]]:
+    """One row per (group, expert): its item count, advantage probability and p-value (None when untested).
+
+    ``present``: ``(group codes, expert codes)`` of every score of the cell's named experts, pairs or not (codes as
+    ``groups`` and ``ids`` give them): a (group, expert) among them without pairs gets a row of 0 items, untested.
+    """
     import pandas as pd
 
     # ids and groups arrive as integer codes with their names (``prepare`` / ``summarise_by_domain``) or as labels
@@ -176,6 +183,11 @@ def _per_expert(ids: np.ndarray, item: np.ndarray, w_judge: np.ndarray, w_expert
     keys = ordered[starts]
     bounds = np.r_[starts, len(order)]
     lengths = np.diff(bounds)
+    if present is not None and len(present[0]):
+        scored = np.flatnonzero(np.bincount(present[0].astype(np.int64) * width + present[1]))
+        unpaired = np.setdiff1d(scored, keys, assume_unique=True)
+    else:
+        unpaired = np.zeros(0, dtype=np.int64)
     tested = lengths >= settings.min_items_per_expert
     runs = np.flatnonzero(tested)
     # the tested runs, back to back, with their own bounds
@@ -193,6 +205,9 @@ def _per_expert(ids: np.ndarray, item: np.ndarray, w_judge: np.ndarray, w_expert
             row.update(advantage_probability=float(advantage[k]), p_value=float(p[k]),
                        constant_difference=bool(constant[k]))
         out.append(row)
+    for code in unpaired.tolist():
+        out.append({"group": group_names[code // width], "expert": str(expert_names[code % width]), "n_items": 0,
+                    "tested": False})
     return out
 
 
@@ -222,6 +237,8 @@ class Indicators:
         w_judge, w_expert: the indicators W_f and W_h (0/1 floats).
         few_experts: ``(n,)`` items left out for too few named experts (but with some).
         judge_failed: ``(n,)`` items with enough experts that the judge failed on.
+        scored_item, scored_expert: every (item, named expert) score of the asked items, pairs or not (the
+            expert's code as in ``expert``): whose experts a cell has, to list the ones without pairs as untested.
     """
 
     item: np.ndarray
@@ -231,6 +248,8 @@ class Indicators:
     w_expert: np.ndarray
     few_experts: np.ndarray
     judge_failed: np.ndarray
+    scored_item: np.ndarray
+    scored_expert: np.ndarray
 
 
 def prepare(judge: np.ndarray, experts: np.ndarray, expert_ids: np.ndarray | None,
@@ -253,16 +272,21 @@ def prepare(judge: np.ndarray, experts: np.ndarray, expert_ids: np.ndarray | Non
     if missing is not None:
         n_named = np.where(missing, 0, n_named)  # no pairs, no counts: as if the item were not in the table
     enough = n_named >= settings.min_experts_per_item
+    scored = ~np.isnan(experts) & named
+    if missing is not None:
+        scored &= ~np.asarray(missing, dtype=bool)[:, None]
+    scored_item, scored_slot = np.nonzero(scored)
+    # the pairs' experts numbered in the order they first appear among the pairs, then those without pairs
     if expert_codes is None:
-        codes, names = pd.factorize(expert_ids[item, slot])
+        codes, names = pd.factorize(np.concatenate([expert_ids[item, slot], expert_ids[scored_item, scored_slot]]))
     else:
-        given = expert_codes[0][item, slot]
-        present = pd.unique(given)  # in the order they first appear among the pairs
+        given = np.concatenate([expert_codes[0][item, slot], expert_codes[0][scored_item, scored_slot]])
+        present = pd.unique(given)
         renumber = np.zeros(len(expert_codes[1]), dtype=np.intp)
         renumber[present] = np.arange(len(present))
         codes, names = renumber[given], expert_codes[1][present]
-    return Indicators(item, codes, np.asarray(names, dtype=object), w_judge, w_expert, (n_named > 0) & ~enough,
-                      enough & ~np.isfinite(judge))
+    return Indicators(item, codes[:len(item)], np.asarray(names, dtype=object), w_judge, w_expert,
+                      (n_named > 0) & ~enough, enough & ~np.isfinite(judge), scored_item, codes[len(item):])
 
 
 def _unavailable() -> dict[str, Any]:
@@ -285,14 +309,23 @@ def _pairs_in(found: Indicators, items: np.ndarray | None):
     return items[found.item]
 
 
+def _pairs_in_scored(found: Indicators, items: np.ndarray | None):
+    """The scores (``Indicators.scored_item``) of the items in ``items``, as ``_pairs_in`` selects pairs."""
+    if items is None or items.all():
+        return slice(None)
+    return items[found.scored_item]
+
+
 def summarise(found: Indicators | None, settings: AltTestSettings, items: np.ndarray | None = None) -> dict[str, Any]:
     """The alt-test over the items in ``items`` (a boolean mask over the table; None: all)."""
     if found is None:
         return _unavailable()
     pairs = _pairs_in(found, items)
     item = found.item[pairs]
+    scored = _pairs_in_scored(found, items)
     rows = _per_expert((found.expert[pairs], found.expert_names), item, found.w_judge[pairs],
-                       found.w_expert[pairs], None, settings)
+                       found.w_expert[pairs], None, settings,
+                       (np.zeros(len(found.scored_expert[scored]), dtype=np.int64), found.scored_expert[scored]))
     _corrected(rows, settings.q)
     in_cell = np.ones(len(found.few_experts), dtype=bool) if items is None else items
     # the pairs come item by item (ascending): the items are the runs
@@ -321,8 +354,10 @@ def summarise_by_domain(found: Indicators | None, settings: AltTestSettings, dom
     # per item, not per pair; the caller may pass them factorised already (codes, names), once for every split
     domain_codes, domain_names = (domains if isinstance(domains, tuple)
                                   else pd.factorize(np.asarray(domains, dtype=object)))
+    scored = _pairs_in_scored(found, items)
     rows = _per_expert((found.expert[pairs], found.expert_names), item, found.w_judge[pairs], found.w_expert[pairs],
-                       (domain_codes[item], domain_names), settings)
+                       (domain_codes[item], domain_names), settings,
+                       (domain_codes[found.scored_item[scored]], found.scored_expert[scored]))
     _corrected(rows, settings.q)
     by_domain: dict[str, list] = {}
     for r in rows:

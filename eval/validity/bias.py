@@ -2,19 +2,27 @@
 
 - **Leniency**: the mean signed error of the judge against the experts' mean, oriented so that a positive value is
   lenient on every criterion: on a Critical criterion (best at its lowest level, ``judge.oriented_scale``) the sign
-  flips. Its interval is the one-sample t interval (``scipy.stats.ttest_1samp(...).confidence_interval``); errors
-  that are all the same (two or more) have the zero-width interval at their mean, the t interval's limit as the
-  spread goes to 0, so a judge always one level above the experts reads lenient. A direction (lenient / harsh: the
-  interval excludes 0) needs at least ``MIN_LENIENCY_N`` errors: below it the direction is "neither" whatever the
-  interval. Without that floor the zero-spread limit made the direction flip the wrong way: errors (+1, +1) read
-  lenient with [1, 1] while the more lenient (+1, +1, +2) read neither (t interval [-0.10, 2.77]). Above the floor,
-  n equal errors c (lenient: [c, c]) and one more lenient error x stay lenient whenever c (n + 1) > (x - c)(t - 1),
-  t the quantile at n degrees of freedom (the t interval's low end is c - (t - 1)(x - c) / (n + 1)): for errors in
-  whole levels (c = 1, x = 2) at every n from 3 on, so at every n the floor allows.
+  flips. Its interval is clustered by answer (``cluster_mean``: the criteria rows of one answer share its text and
+  the raters' reading of it, as for the length slope): taken as independent rows, an answer scored on 16 criteria
+  narrows the interval about 4 times with no more information, and a mean error that 40 answers cannot tell from 0
+  reads lenient once each answer has 16 rows (a test has the data). With one item per answer
+  it is the one-sample t interval (``scipy.stats.ttest_1samp(...).confidence_interval``). Errors whose answers all
+  err the same (two answers or more) have the zero-width interval at their mean, the interval's limit as the spread
+  goes to 0, so a judge always one level above the experts reads lenient. A direction (lenient / harsh: the interval
+  excludes 0) needs at least ``MIN_LENIENCY_N`` answers: below it the direction is "neither" whatever the interval.
+  Without that floor the zero-spread limit made the direction flip the wrong way: errors (+1, +1) read lenient with
+  [1, 1] while the more lenient (+1, +1, +2) read neither (t interval [-0.10, 2.77]). Above the floor, with one item
+  per answer, n equal errors c (lenient: [c, c]) and one more lenient error x stay lenient whenever
+  c (n + 1) > (x - c)(t - 1), t the quantile at n degrees of freedom (the t interval's low end is
+  c - (t - 1)(x - c) / (n + 1)): for errors in whole levels (c = 1, x = 2) at every n from 3 on, so at every n the
+  floor allows.
 - **Length bias**: the slope of the judge's oriented residual (judge minus the experts' mean) on the log of the
   answer's length in characters (least squares; the interval clustered by answer, ``cluster_slope``: the criteria
   rows of one answer share its length and are not independent), beside the same slope of each
-  expert's leave-one-out residual (the expert minus the mean of the item's other experts). The experts' range is
+  expert's leave-one-out residual (the expert minus the mean of the item's other experts). Both on the items with at
+  least two experts: an expert's leave-one-out residual needs another expert, and the judge's slope on items the
+  experts' slopes cannot see (single-expert ones, whose "experts' mean" is one expert's score) would not be the same
+  comparison. The experts' range is
   from the lowest to the highest per-expert slope (named experts with at least ``MIN_PAIRS`` pairs). The judge is
   flagged only where its whole interval lies outside that range (above: lenient on long answers; below: harsh on
   long answers). Without named experts there is no range and no flag: the judge's slope is reported with its
@@ -24,9 +32,22 @@
   such as the answer's length is 0 on every data set, and a "band" around it would flag the judge against nothing
   the experts did. Flagging against 0 instead would read
   as a comparison with the experts, which it is not (docs/validity.md).
-- **Marginal homogeneity**: whether the judge uses the scale's levels as often as the experts' mode does, the
-  Stuart–Maxwell test of the judge x mode table (``statsmodels``' ``SquareTable(...).homogeneity()``), over the
-  levels either side uses (a level neither uses has no margin to compare and would make the covariance singular).
+- **Marginal homogeneity**: whether the judge uses the scale's levels as often as the experts' mode does: the
+  Stuart–Maxwell test of the judge x mode table, clustered by answer (``marginal_homogeneity``). Each item off the
+  diagonal moves one count from the judge's level to the mode's; per answer g those moves sum to a vector ``D_g``,
+  the margins' difference is ``d = sum_g D_g`` and the statistic ``d' V^+ d`` with ``V = sum_g D_g D_g'``, chi-squared
+  with ``rank(V)`` degrees of freedom. With one item per answer ``V`` is the Stuart–Maxwell covariance
+  (``V_ii = n_i. + n_.i - 2 n_ii``, ``V_ij = -(n_ij + n_ji)``) and the statistic is statsmodels'
+  ``SquareTable(...).homogeneity()`` on a table whose used levels all exchange items, directly or through other
+  levels (a test pins them equal); on two levels with clusters it is the clustered McNemar test,
+  ``(sum_g (b_g - c_g))^2 / sum_g (b_g - c_g)^2`` (Durkalski et al., Statistics in Medicine 22, 2003). Repeating an answer's rows k times scales ``d`` by k and ``V`` by k^2: the same
+  statistic. The pseudo-inverse and the rank are why statsmodels is not called: it drops the table's last level to
+  invert the covariance and always counts K - 1 degrees of freedom, so a level no item leaves or enters (one used
+  only on the diagonal, or by neither side) leaves its covariance singular and its result depends on the labels'
+  order: ``[[10, 0, 0], [0, 5, 3], [0, 1, 6]]`` gets no test, the same table with that level last a statistic of 1
+  on 2 degrees of freedom (p 0.61), where the test of the two levels that differ is McNemar's
+  (3 - 1)^2 / (3 + 1) = 1 on 1 (p 0.32). Here such a level has a zero row and column in ``V`` and drops out of the
+  rank; levels that split into groups no item crosses add each group's own statistic and degrees of freedom.
 """
 
 from __future__ import annotations
@@ -35,81 +56,125 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MIN_LENIENCY_N", "MIN_PAIRS", "answer_codes", "cluster_slope", "leniencies", "leniency", "length_bias",
-           "marginal_homogeneity"]
+__all__ = ["MIN_LENIENCY_N", "MIN_PAIRS", "answer_codes", "cluster_mean", "cluster_slope", "leniencies", "leniency",
+           "length_bias", "marginal_homogeneity"]
 
 #: An expert's own length slope needs at least this many items.
 MIN_PAIRS = 30
-#: A leniency direction needs at least this many errors (module docstring).
+#: A leniency direction needs at least this many answers (clusters; module docstring).
 MIN_LENIENCY_N = 10
 
 
-def answer_codes(model_id: np.ndarray, task_type: np.ndarray, answer_chars: np.ndarray) -> np.ndarray:
-    """Each item's answer as an integer code, for the length slopes' clusters (``cluster_slope``).
+def answer_codes(model_id: np.ndarray, task_type: np.ndarray, answer_chars: np.ndarray | None = None,
+                 instruction_key: np.ndarray | None = None) -> np.ndarray | None:
+    """Each item's answer as an integer code, the clusters of the section's analytic intervals (``cluster_slope``,
+    ``cluster_mean``, ``marginal_homogeneity``); None when neither the answers' lengths nor the instructions are
+    known (a table that cannot tell one answer from another).
 
-    The item table names no answer, so an answer is the items of one evaluated model, one task type and one answer
-    length in characters: every criterion row of an answer shares all three. Two answers that share them too fall
-    into one cluster; a union of clusters is still a cluster (the residuals of different clusters stay independent),
-    so the interval stays valid, a little wider at most.
+    The item table names no answer, so an answer is the items of one evaluated model, one task type, one answer
+    length in characters and one instruction (``ItemTable.instruction_key``), of those the table knows: every
+    criterion row of an answer shares all four. Two answers that share them too fall into one cluster; a union of
+    clusters is still a cluster (the residuals of different clusters stay independent), so the interval stays valid,
+    a little wider at most.
     """
     import pandas as pd
 
-    model = pd.factorize(np.asarray(model_id, dtype=object))[0].astype(np.int64)
-    task = pd.factorize(np.asarray(task_type, dtype=object))[0].astype(np.int64)
-    chars = np.nan_to_num(np.asarray(answer_chars, dtype=float), nan=-1.0).astype(np.int64) + 1
-    if not len(chars):
-        return np.zeros(0, dtype=np.intp)
-    key = (model * (int(task.max()) + 2) + task + 1) * (int(chars.max()) + 1) + chars
-    return pd.factorize(key)[0].astype(np.intp)
+    keys = [np.nan_to_num(np.asarray(answer_chars, dtype=float), nan=-1.0) if answer_chars is not None else None,
+            np.asarray(instruction_key) if instruction_key is not None else None]
+    if all(key is None for key in keys):
+        return None
+    code = pd.factorize(np.asarray(model_id, dtype=object), use_na_sentinel=False)[0].astype(np.int64)
+    for key in [np.asarray(task_type, dtype=object), *(key for key in keys if key is not None)]:
+        if not len(code):
+            return np.zeros(0, dtype=np.intp)
+        part = pd.factorize(key, use_na_sentinel=False)[0].astype(np.int64)  # a missing value is one more value
+        code = pd.factorize(code * (int(part.max()) + 1) + part)[0].astype(np.int64)
+    return code.astype(np.intp)
 
 
 def _orientation(best_low: np.ndarray | None, n: int) -> np.ndarray:
     return np.where(np.asarray(best_low, dtype=bool), -1.0, 1.0) if best_low is not None else np.ones(n)
 
 
-def leniency(judge: np.ndarray, expert_mean: np.ndarray, best_low: np.ndarray | None, level: float = 0.95
-             ) -> dict[str, Any]:
-    """The judge's oriented mean signed error against the experts' mean (positive: lenient), with a t interval."""
-    return leniencies(judge, expert_mean, best_low, [np.arange(len(judge))], level)[0]
+def leniency(judge: np.ndarray, expert_mean: np.ndarray, best_low: np.ndarray | None, level: float = 0.95,
+             clusters: np.ndarray | None = None) -> dict[str, Any]:
+    """The judge's oriented mean signed error against the experts' mean (positive: lenient), with its interval
+    clustered by ``clusters`` (each item's answer as a non-negative integer code; None: each item its own answer,
+    the one-sample t interval)."""
+    return leniencies(judge, expert_mean, best_low, [np.arange(len(judge))], level, clusters)[0]
+
+
+def cluster_mean(values: np.ndarray, clusters: np.ndarray | None, level: float = 0.95) -> dict[str, Any]:
+    """The mean of ``values`` and its cluster-robust t interval, the clusters given as non-negative integer codes
+    (None: each value its own cluster): what ``statsmodels``' ``OLS(values, ones).fit(cov_type="cluster",
+    cov_kwds={"groups": clusters}, use_t=True).conf_int()`` gives (a test pins them equal), the mean's counterpart of
+    ``cluster_slope``:
+
+        var(mean) = G / (G - 1) sum_g (sum_{i in g} (v_i - mean))^2 / n^2
+
+    with t quantiles at G - 1 degrees of freedom (G clusters, n values). With one value per cluster this is s^2 / n
+    and the interval is the one-sample t interval; repeating every cluster's values k times leaves it unchanged.
+
+    Returns:
+        ``n``, ``n_clusters``, ``mean`` (None without values), ``ci`` ([None, None] with fewer than 2 clusters).
+    """
+    return _cluster_means([np.asarray(values, dtype=float)],
+                          [None if clusters is None else np.asarray(clusters, dtype=np.intp)], level)[0]
+
+
+def _cluster_means(values: list[np.ndarray], clusters: list[np.ndarray | None], level: float) -> list[dict[str, Any]]:
+    """``cluster_mean`` of each pair, the t quantiles in one scipy call."""
+    import pandas as pd
+    from scipy.stats import t as student_t
+
+    out, spread = [], []
+    for k, (value, codes) in enumerate(zip(values, clusters)):
+        n = len(value)
+        mean = float(value.mean()) if n else None
+        if codes is None:
+            g, centred = n, value - (mean or 0.0)
+        else:
+            # the cell's answers numbered 0..G-1 (a hash, not a sort): a count over every answer of the table per
+            # cell would allocate and zero a table-sized array 274 times
+            compact, found = pd.factorize(codes)
+            g = len(found)
+            centred = np.bincount(compact, weights=value - (mean or 0.0), minlength=g)
+        out.append({"n": int(n), "n_clusters": g, "mean": mean, "ci": [None, None]})
+        if g >= 2:
+            # no spread: exactly 0, not the rounding of a mean that is not exactly representable
+            variance = 0.0 if np.ptp(value) == 0 else g / (g - 1) * float(centred @ centred) / n**2
+            spread.append((k, g, variance))
+    if spread:
+        index, g, variance = (np.array(column) for column in zip(*spread))
+        half = student_t.ppf(0.5 + level / 2, g - 1) * np.sqrt(variance)
+        for k, h in zip(index.tolist(), half.tolist()):
+            out[k]["ci"] = [out[k]["mean"] - h, out[k]["mean"] + h]
+    return out
 
 
 def leniencies(judge: np.ndarray, expert_mean: np.ndarray, best_low: np.ndarray | None, cells: list[np.ndarray],
-               level: float = 0.95) -> list[dict[str, Any]]:
-    """``leniency`` of each cell (its items' indices) of one table.
+               level: float = 0.95, clusters: np.ndarray | None = None) -> list[dict[str, Any]]:
+    """``leniency`` of each cell (its items' indices) of one table, the intervals clustered by ``clusters`` (each
+    item's answer as a non-negative integer code; None: each item its own answer).
 
-    The t intervals of cells of similar sizes come from one ``scipy.stats.ttest_1samp`` call over their NaN-padded
-    rows (``axis=1, nan_policy="omit"``: the same figures as a call per cell, which costs ~0.3 ms each on the
-    full test's 274 cells); a batch's rows are at most twice as long as its shortest, so padding at most doubles
-    the values tested.
+    Returns:
+        Per cell ``n`` (errors), ``mean_signed_error``, ``ci`` and ``direction`` (module docstring: lenient or
+        harsh needs at least ``MIN_LENIENCY_N`` answers).
     """
-    from scipy.stats import ttest_1samp
-
     both = np.isfinite(judge) & np.isfinite(expert_mean)
     with np.errstate(invalid="ignore"):
         oriented = (judge - expert_mean) * _orientation(best_low, len(judge))
-    errors = [oriented[index][both[index]] for index in cells]
-    out = [{"n": int(len(error)), "mean_signed_error": float(error.mean()) if len(error) else None,
-            "ci": [None, None]} for error in errors]
-    for cell, error in zip(out, errors):
-        if len(error) >= 2 and np.ptp(error) == 0:  # no spread: the t interval's width is 0, at the mean itself
-            cell["ci"] = [cell["mean_signed_error"], cell["mean_signed_error"]]
-    tested = sorted((k for k, error in enumerate(errors) if len(error) >= 2 and np.ptp(error) > 0),
-                    key=lambda k: len(errors[k]))
-    while tested:
-        shortest = len(errors[tested[0]])
-        batch = [k for k in tested if len(errors[k]) <= 2 * shortest]
-        tested = tested[len(batch):]
-        rows = np.full((len(batch), len(errors[batch[-1]])), np.nan)
-        for row, k in enumerate(batch):
-            rows[row, :len(errors[k])] = errors[k]
-        interval = ttest_1samp(rows, 0.0, axis=1, nan_policy="omit").confidence_interval(level)
-        for k, low, high in zip(batch, np.atleast_1d(interval.low).tolist(), np.atleast_1d(interval.high).tolist()):
-            out[k]["ci"] = [float(low), float(high)]
-    for cell in out:
-        low, high = cell["ci"]
-        enough = cell["n"] >= MIN_LENIENCY_N  # the floor under the zero-spread rule (module docstring)
-        cell["direction"] = ("lenient" if enough and low is not None and low > 0 else
-                             "harsh" if enough and high is not None and high < 0 else "neither")
+    kept = [np.asarray(index)[both[index]] for index in cells]
+    codes = None if clusters is None else np.asarray(clusters, dtype=np.intp)
+    means = _cluster_means([oriented[index] for index in kept],
+                           [None if codes is None else codes[index] for index in kept], level)
+    out = []
+    for found in means:
+        low, high = found["ci"]
+        enough = found["n_clusters"] >= MIN_LENIENCY_N  # the floor under the zero-spread rule (module docstring)
+        out.append({"n": found["n"], "mean_signed_error": found["mean"], "ci": found["ci"],
+                    "direction": ("lenient" if enough and low is not None and low > 0 else
+                                  "harsh" if enough and high is not None and high < 0 else "neither")})
     return out
 
 
@@ -180,21 +245,23 @@ def length_bias(judge: np.ndarray, experts: np.ndarray, expert_ids: np.ndarray |
     ``answer_codes``); None: each item its own answer, the classical interval.
 
     Returns:
-        ``judge`` {n, slope, ci}; ``experts``: ``by_expert`` slopes and their ``range`` (named experts), or
-        ``pooled`` None with ``why`` (no named expert: module docstring); ``flag``: "lenient on long answers",
-        "harsh on long answers" or None (also whenever there is no experts' range to compare with).
+        ``judge`` {n, slope, ci} (on the items with at least two experts); ``experts``: ``by_expert`` slopes and
+        their ``range`` (named experts), or ``pooled`` None with ``why`` (no named expert: module docstring);
+        ``flag``: "lenient on long answers", "harsh on long answers" or None (also whenever there is no experts'
+        range to compare with).
     """
     from eval.scoring.metrics import expert_mean
 
     sign = _orientation(best_low, len(judge))
     length = np.log(np.maximum(np.asarray(answer_chars, dtype=float), 1.0))
     mean = expert_mean(experts) if mean is None else mean
-    both = np.isfinite(judge) & np.isfinite(mean)
+    valid = ~np.isnan(experts)
+    count = valid.sum(axis=1, keepdims=True)
+    # the judge on the items the experts' slopes are drawn from: two experts or more (module docstring)
+    both = np.isfinite(judge) & np.isfinite(mean) & (count[:, 0] >= 2)
     answers = None if answers is None else np.asarray(answers, dtype=np.intp)
     out: dict[str, Any] = {"judge": _slope(length[both], ((judge - mean) * sign)[both], level,
                                            None if answers is None else answers[both])}
-    valid = ~np.isnan(experts)
-    count = valid.sum(axis=1, keepdims=True)
     total = np.where(valid, experts, 0.0).sum(axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         rest = (total - np.where(valid, experts, 0.0)) / (count - 1)  # the mean of the item's other experts
@@ -246,14 +313,18 @@ def length_bias(judge: np.ndarray, experts: np.ndarray, expert_ids: np.ndarray |
     return out
 
 
-def marginal_homogeneity(judge_levels: np.ndarray, mode: np.ndarray, domain: np.ndarray) -> dict[str, Any]:
-    """The Stuart–Maxwell test of the judge x expert-mode table over ``domain`` (levels neither side uses left out).
+def marginal_homogeneity(judge_levels: np.ndarray, mode: np.ndarray, domain: np.ndarray,
+                         clusters: np.ndarray | None = None) -> dict[str, Any]:
+    """The Stuart–Maxwell test of the judge x expert-mode table over ``domain``, clustered by ``clusters`` (each
+    item's answer as a non-negative integer code; None: each item its own answer, the plain Stuart–Maxwell test):
+    ``d' V^+ d`` on ``rank(V)`` degrees of freedom (module docstring).
 
     Returns:
-        ``n``, ``levels`` (tested), ``statistic``, ``df``, ``p_value`` (None when fewer than 2 levels are used or
-        the covariance is singular), and the two margins ``judge_margin`` / ``experts_margin`` over ``domain``.
+        ``n``, ``levels`` (those tested: the levels some item leaves or enters), ``statistic``, ``df``,
+        ``p_value`` (None, with ``why``, when no answer moves any count off the diagonal: the margins are then
+        equal), and the two margins ``judge_margin`` / ``experts_margin`` over ``domain``.
     """
-    from statsmodels.stats.contingency_tables import SquareTable
+    from scipy.stats import chi2
 
     from eval.validity.agreement import level_positions
 
@@ -263,23 +334,30 @@ def marginal_homogeneity(judge_levels: np.ndarray, mode: np.ndarray, domain: np.
     size = len(domain)
     table = np.bincount(j[inside] * size + m[inside], minlength=size * size).reshape(size, size).astype(float)
     out: dict[str, Any] = {"n": int(inside.sum()), "judge_margin": table.sum(axis=1).tolist(),
-                           "experts_margin": table.sum(axis=0).tolist()}
-    used = (table.sum(axis=0) + table.sum(axis=1)) > 0
-    out["levels"] = domain[used].tolist()
-    out.update(statistic=None, df=None, p_value=None)
-    if used.sum() >= 2:
-        import warnings
-
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                result = SquareTable(table[np.ix_(used, used)], shift_zeros=False).homogeneity()
-            except np.linalg.LinAlgError:
-                result = None
-        # statsmodels warns and returns a figure from a pseudo-inverse when the covariance is singular (e.g. every
-        # item on the diagonal): no test then
-        if result is None or any("invert" in str(w.message) for w in caught) or not np.isfinite(result.statistic):
-            out["why"] = "the covariance of the margins' differences is singular (too few off-diagonal items)"
-            return out
-        out.update(statistic=float(result.statistic), df=int(result.df), p_value=float(result.pvalue))
+                           "experts_margin": table.sum(axis=0).tolist(), "statistic": None, "df": None,
+                           "p_value": None}
+    off = np.flatnonzero(inside & (j != m))
+    if clusters is None:
+        group, n_groups = np.arange(len(off)), len(off)
+    else:
+        group = np.unique(np.asarray(clusters)[off], return_inverse=True)[1].ravel()
+        n_groups = int(group.max()) + 1 if len(group) else 0
+    # per answer, the counts its items move from the judge's level to the mode's
+    moves = (np.bincount(group * size + m[off], minlength=n_groups * size)
+             - np.bincount(group * size + j[off], minlength=n_groups * size)).reshape(n_groups, size).astype(float)
+    difference = moves.sum(axis=0)  # the experts' margin minus the judge's
+    covariance = moves.T @ moves
+    tested = np.diag(covariance) > 0
+    out["levels"] = domain[tested].tolist()
+    if not tested.any():
+        out["why"] = ("no item lies off the diagonal (or every answer's moves cancel): the judge's and the experts' "
+                      "margins are equal, nothing to test")
+        return out
+    values, vectors = np.linalg.eigh(covariance[np.ix_(tested, tested)])
+    # V's null space: one direction per group of levels no item crosses (V's rows sum to 0); d lies in V's range
+    kept = values > values.max() * 1e-10
+    projected = vectors[:, kept].T @ difference[tested]
+    statistic = float(np.sum(projected**2 / values[kept]))
+    df = int(kept.sum())
+    out.update(statistic=statistic, df=df, p_value=float(chi2.sf(statistic, df)))
     return out

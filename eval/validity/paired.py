@@ -11,10 +11,11 @@ minus expert error against the rest of the panel) and of the per-item pair count
 Resamples are capped at ``PAIRED_BOOT`` and drawn in blocks of bounded size (``CHUNK_ENTRIES`` weights). With the
 alt-test's ``failures="drop"`` an item either judge failed on is dropped for both (with ``loss`` a failure is a loss
 for the judge that failed, on the same items). rho compares the same values of each judge as the run's own section
-(``eval.validity.section.alt_test_judge``: under ``accuracy`` the level a score rounds to, clipped into the item's
-scale when ``scale_low`` / ``scale_high`` are given), so that the baseline's paired rho is its section's rho on the
-same items; the ceiling gap takes the raw scores, as the section's ceiling does. Items without a prediction in either
-run are the caller's to leave out (``judge-eval compare`` does): a NaN here is a failure.
+(``eval.validity.section.alt_test_judge``: under ``accuracy`` the level a score rounds to where that level lies in
+the item's scale, read against ``scale_low`` / ``scale_high`` when they are given, else the score itself), so that
+the baseline's paired rho is its section's rho on the same items; the ceiling gap takes the raw scores, as the
+section's ceiling does. Items without a prediction in either run are the caller's to leave out (``judge-eval
+compare`` does): a NaN here is a failure.
 """
 
 from __future__ import annotations
@@ -79,8 +80,8 @@ def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarra
         n_boot: resamples (capped at ``PAIRED_BOOT``; 0: no intervals).
         rng: the bootstrap's generator.
         level: the intervals' coverage.
-        scale_low, scale_high: ``(n,)`` each item's scale ends (NaN: unknown), which ``accuracy`` clips levels into
-            as the section does; None: rounded only.
+        scale_low, scale_high: ``(n,)`` each item's scale ends (NaN: unknown), which ``accuracy`` reads a level
+            against as the section does (a score rounding outside them is compared as it is); None: rounded only.
         clusters: ``(n,)`` the unit a resample draws whole (``compare --bootstrap-unit instruction``: every item of
             an instruction together, ``eval.scoring.bootstrap.cluster_resample_weights``); None: items. Fewer than two
             clusters: no intervals (one cluster redrawn is always the same items).

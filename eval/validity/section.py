@@ -12,10 +12,18 @@ cell (overall, task type, criterion):
 - ``leniency`` (every cell), ``marginal_homogeneity`` (overall, criteria) and ``length_bias`` (overall cells;
   ``eval.validity.bias``).
 
+Intervals and tests that come from a formula rather than a bootstrap — the leniency interval, the length slopes'
+intervals and the marginal homogeneity test — are clustered by answer (``bias.answer_codes``): the criteria rows of
+one answer share its text and the raters' reading of it, and taken as independent rows they narrow an interval by
+about the square root of the criteria per answer with no more information. Under ``bootstrap_unit`` ``instruction``
+they are clustered by instruction instead (every answer of an instruction together), the unit the bootstraps then
+resample. A table that knows neither the answers' lengths nor the instructions leaves them per item.
+
 A cell's value domain is the rubric's full scale: every integer level from the lowest to the highest end of the
 scales of its items (``scale_low`` / ``scale_high``); items without a readable scale add the levels observed. The
 judge's scores enter kappa, alpha and the confusion margins as levels: rounded half up and clipped into the item's
-scale (a regression head's raw value included). Each split gets one plain ``sentence`` the report leads with.
+scale (a regression head's raw value included); the alt-test under ``accuracy`` compares them unclipped
+(``alt_test_judge``). Each split gets one plain ``sentence`` the report leads with.
 
 Items with no prediction at all (status ``missing``: a run not finished yet) are left out of every figure of the
 section and counted per cell (``n_items_missing``): the judge was never asked, so they are neither a judge failure
@@ -26,9 +34,9 @@ cell whose items are all missing is left out.
 Everything per item is computed once for the table, and a cell selects its items' rows of it: the judge's levels,
 the experts' mode, mean and agreement class, the leave-one-out references and the ceiling's pairs with their
 per-item sums (``ceiling.CeilingPairs``), the value counts coded once over the union of the cells' domains
-(``agreement.CodedCounts``), the ids numbered once; the leniency intervals of all cells come from a few batched
-t-test calls (``bias.leniencies``). Each statistic is pinned to its per-cell definition by tests; what the section
-costs on the 160,000-item bench table is in docs/performance.md.
+(``agreement.CodedCounts``), the ids and the answers numbered once; the leniency intervals of all cells take their
+t quantiles from one scipy call (``bias.leniencies``). Each statistic is pinned to its per-cell definition by tests;
+what the section costs on the 160,000-item bench table is in docs/performance.md.
 """
 
 from __future__ import annotations
@@ -66,8 +74,9 @@ class ValiditySettings:
         level: the intervals' coverage.
         bootstrap_unit: what the ceiling gap's and the alpha difference's intervals resample, as the metrics'
             (``score --bootstrap-unit``): ``item``, or ``instruction`` (every item of an instruction together; the
-            table's ``instruction_key``). The leniency intervals are t intervals and the length slopes' are clustered
-            by answer whatever the unit; the alt-test has none.
+            table's ``instruction_key``). The leniency interval, the length slopes' intervals and the marginal
+            homogeneity test are clustered by answer under ``item`` and by instruction under ``instruction`` (module
+            docstring); the alt-test has none.
     """
 
     alt_test: AltTestSettings = field(default_factory=AltTestSettings)
@@ -90,16 +99,25 @@ def judge_levels(judge: np.ndarray, low: np.ndarray | None, high: np.ndarray | N
     return levels
 
 
-def alt_test_judge(judge: np.ndarray, low: np.ndarray | None, high: np.ndarray | None, scoring: str,
-                   levels: np.ndarray | None = None) -> np.ndarray:
+def alt_test_judge(judge: np.ndarray, low: np.ndarray | None, high: np.ndarray | None, scoring: str) -> np.ndarray:
     """The judge's values the alt-test compares: ``accuracy`` compares labels, so a regression head's 1.6 would never
-    equal an expert's 2 and the judge enters as the level its score rounds to (as in kappa and alpha); ``neg_rmse``
-    takes the score itself. The section and ``judge-eval compare``'s paired rho (``eval.validity.paired``) both read
-    it here, so that the two rho of one run agree. ``levels``: ``judge_levels(judge, low, high)`` when the caller has
-    them."""
+    equal an expert's 2 and the judge enters as the level its score rounds to (half up, as in kappa and alpha) where
+    that level lies in the item's scale; a score that rounds outside the scale stays as it is, so it equals no level
+    of the scale, as the authors' notebook compares labels (``alt_test_example.ipynb`` in the public repository
+    ``nitaytech/AltTest``: a 5 on a 0-2 scale is no 2). Clipping it into the scale, as kappa and alpha take it, would
+    turn a judge that always answers 5 into one that agrees with every expert's 2. ``neg_rmse`` takes the score
+    itself. The section and ``judge-eval compare``'s paired rho (``eval.validity.paired``) both read it here, so that
+    the two rho of one run agree."""
+    from eval.scoring.metrics import round_half_up
+
     if scoring != "accuracy":
         return judge
-    return judge_levels(judge, low, high) if levels is None else levels
+    levels = round_half_up(judge)
+    if low is None or high is None:
+        return levels
+    with np.errstate(invalid="ignore"):
+        outside = (np.isfinite(low) & (levels < low)) | (np.isfinite(high) & (levels > high))
+    return np.where(outside, judge, levels)
 
 
 def _domain(table, index: np.ndarray, levels: np.ndarray) -> np.ndarray:
@@ -123,6 +141,7 @@ def _cell(table, index: np.ndarray, key: str, *, target: str, levels: np.ndarray
           domain: np.ndarray, coded: tuple[agreement_module.CodedCounts, agreement_module.CodedCounts],
           expert_codes: tuple[np.ndarray, np.ndarray] | None, n_missing: int,
           answers: np.ndarray | None, clusters: np.ndarray | None) -> dict[str, Any]:
+    """One cell's figures; ``answers``: the analytic intervals' cluster codes, ``clusters``: the bootstraps'."""
     from eval.scoring.bootstrap import cell_rng
 
     judge = table.judge[index]
@@ -144,7 +163,8 @@ def _cell(table, index: np.ndarray, key: str, *, target: str, levels: np.ndarray
     out["alpha_experts"] = out["agreement"]["alpha_experts"]
     out["alpha_with_judge"] = out["agreement"]["alpha_with_judge"]
     out["kappa_quadratic"] = out["agreement"]["kappa_quadratic"]
-    out["marginal_homogeneity"] = marginal_homogeneity(cell_levels, mode[index], domain)
+    out["marginal_homogeneity"] = marginal_homogeneity(cell_levels, mode[index], domain,
+                                                       None if answers is None else answers[index])
     if kind == "overall":
         if table.answer_chars is not None:
             ids = table.expert_ids[index] if table.expert_ids is not None else None
@@ -208,13 +228,18 @@ def split_sentence(block: ValiditySplit) -> str:
         # "fails ... against 0 of 8 experts" would read as if it lost to none: a failure says what it won.
         parts.append(f"passes the alternative annotator test against {won} {figures}" if alt.passed else
                      f"fails the alternative annotator test: it wins against {won}, fewer than half {figures}")
-    verdicts = [c.ceiling.verdict for c in block.by_criterion.values() if c.ceiling.verdict]
-    if verdicts:
+    verdicts = [c.ceiling.verdict for c in block.by_criterion.values()]
+    if any(verdicts):
         # Only a shown closeness counts as inside (``ceiling.verdict``); the rest are said apart, so that "inside on
-        # 3 of 15" also says whether the other 12 are shown outside or too uncertain to tell.
+        # 3 of 15" also says whether the other 12 are shown outside, too uncertain to tell, or without an interval
+        # to read (``--n-boot 0``, one item, one instruction): every criterion counts in the "of".
         others = [f"{verdicts.count(v)} {v}" for v in ("outside", "inconclusive") if verdicts.count(v)]
+        if verdicts.count(None):
+            others.append(f"{verdicts.count(None)} without an interval")
         parts.append(f"inside the experts' range on {verdicts.count('inside')} of {len(verdicts)} criteria"
                      + (f" ({', '.join(others)})" if others else ""))
+    elif verdicts:
+        parts.append(f"no ceiling verdict on any of the {len(verdicts)} criteria (no interval)")
     if overall.leniency.direction != "neither":
         parts.append(f"{overall.leniency.direction} overall ({overall.leniency.mean_signed_error:+.2f})")
     length = overall.length_bias
@@ -257,7 +282,7 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
     expert_codes = _expert_codes(table.expert_ids)
     # No prediction at all is no judge failure: left out of every figure (module docstring), counted per cell.
     missing = np.asarray(table.status == "missing", dtype=bool)
-    alt_judge = alt_test_judge(table.judge, table.scale_low, table.scale_high, settings.alt_test.scoring, levels)
+    alt_judge = alt_test_judge(table.judge, table.scale_low, table.scale_high, settings.alt_test.scoring)
     found = prepare(alt_judge, table.experts, table.expert_ids, settings.alt_test, expert_codes=expert_codes,
                     missing=missing)
     groups = {name: _groups(getattr(table, column)) for name, column in _GROUPINGS.items()}
@@ -283,10 +308,11 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
     values = np.unique(np.concatenate([np.zeros(0)] + [d for _, _, cells in plan for _, _, _, d, _ in cells]))
     pairs = CeilingPairs(table.judge, table.experts, leave_one_out_reference(table.experts, target, counts), levels,
                          values)
-    # the length slopes' intervals are clustered by answer (``bias.cluster_slope``): each answer's code, once
-    answers = (answer_codes(table.model_id, table.task_type, table.answer_chars) if table.answer_chars is not None
-               else None)
     clusters = bootstrap_clusters(table, settings.bootstrap_unit)
+    # the clusters of the analytic intervals and tests (module docstring), once: each answer's code, or under the
+    # instruction unit each instruction's
+    answers = (answer_codes(table.model_id, table.task_type, table.answer_chars, table.instruction_key)
+               if clusters is None else pd.factorize(clusters)[0].astype(np.intp))
     common = dict(target=target, levels=levels, mode=mode, mean=mean, pairs=pairs, classes=classes, settings=settings,
                   coded=_coded_counts(table, levels, values), expert_codes=expert_codes, answers=answers,
                   clusters=clusters)
@@ -314,11 +340,12 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
                     grouped[label]["alt_test"] = family
             block[f"by_{name}"] = grouped
         splits[split] = block
-    # leniency: the t intervals of every cell in a few scipy calls (``bias.leniencies``)
+    # leniency: the intervals of every cell, their t quantiles in one scipy call (``bias.leniencies``)
     placed = [(block, cell) for block in splits.values()
               for cell in [block["overall"], *block["by_task_type"].values(), *block["by_criterion"].values()]]
     cells = [members for _, _, split_cells in plan for _, _, members, _, _ in split_cells]
-    for (_, cell), result in zip(placed, leniencies(table.judge, mean, table.best_low, cells, settings.level)):
+    for (_, cell), result in zip(placed, leniencies(table.judge, mean, table.best_low, cells, settings.level,
+                                                    answers)):
         cell["leniency"] = result
     typed = {}
     for split, block in splits.items():  # the statistics' dicts read into the section's types once, here

@@ -281,3 +281,66 @@ def test_an_item_without_a_prediction_is_left_out_not_lost():
         assert result["n_items"] == 5 and result["advantage_probability"] == five["advantage_probability"]
     _, _, _, _, counts = indicators(judge, experts, np.ones_like(ids, dtype=bool), FIVE_ITEMS, missing)
     assert counts == {"n_items_few_experts": 0, "n_items_judge_failed": 0}
+
+
+def test_accuracy_compares_an_out_of_scale_score_as_it_is():
+    """Experts 2, 2, 1 (a, b, c) on 40 items of a 0-2 scale, a judge that always says 5, ``accuracy``. Leaving out
+    a (or b): its alignment with the other two is mean(2 == 2, 2 == 1) = 1/2, the judge's 0: W_f = 0, W_h = 1, d = -1
+    on every item (the constant rule: p = 1, not rejected), advantage 0. Leaving out c: its alignment with (2, 2) is
+    0, the judge's 0: a tie, d = 0 > -0.2 (p = 0, rejected), advantage 1. omega = 1/3, rho = 1/3: fails, as the
+    authors' notebook (``alt_test_example.ipynb``, public repository ``nitaytech/AltTest``) compares 5 == 2. Clipped
+    into the scale the 5 became a 2 that agreed with a and b: omega 1, rho 1, a pass."""
+    import dataclasses
+
+    from eval.scoring.item_table import ItemTable
+    from eval.validity.section import ValiditySettings, alt_test_judge, validity_section
+
+    n = 40
+    experts = np.tile([2.0, 2.0, 1.0], (n, 1))
+    ids = np.tile(np.array(["a", "b", "c"], dtype=object), (n, 1))
+    low, high = np.zeros(n), np.full(n, 2.0)
+    settings = AltTestSettings(scoring="accuracy")
+    judge = alt_test_judge(np.full(n, 5.0), low, high, "accuracy")
+    result = alt_test(judge, experts, ids, settings)
+    assert [(r["expert"], r["advantage_probability"], r["rejected"]) for r in result["experts"]] == [
+        ("a", 0.0, False), ("b", 0.0, False), ("c", 1.0, True)]
+    assert result["winning_rate"] == pytest.approx(1 / 3) and result["advantage_probability"] == pytest.approx(1 / 3)
+    assert result["passed"] is False
+    # a score that rounds into the scale is its level; one that rounds out of it stays as it is
+    assert alt_test_judge(np.array([2.4, 2.5, -0.4, -0.6, np.nan]), np.zeros(5), np.full(5, 2.0),
+                          "accuracy").tolist()[:4] == [2.0, 2.5, 0.0, -0.6]
+    # and through the section
+    labels = {name: np.full(n, value, dtype=object) for name, value in (
+        ("error", ""), ("score_source", "verdict"), ("split", "standard"), ("model_id", "m"), ("task_type", "t"),
+        ("task_group", "g"), ("criteria_name", "c"), ("status", "ok"))}  # fmt: skip
+    table = ItemTable(ids=np.array([f"i{i}" for i in range(n)], dtype=object), judge=np.full(n, 5.0),
+                      experts=experts, expert_ids=ids, scale_low=low, scale_high=high, **labels)
+    section = validity_section(table, "mode", {"standard": np.arange(n)},
+                               dataclasses.replace(ValiditySettings(n_boot=0, alpha_boot=0), alt_test=settings))
+    overall = section.splits["standard"].overall.alt_test
+    assert overall.winning_rate == pytest.approx(1 / 3) and overall.passed is False
+
+
+def test_an_expert_without_any_pair_is_listed_untested():
+    """a and b score 40 items together (tested: each ties the judge on every item); z scores 20 more items alone,
+    which have too few experts for the test: z has 0 items and is listed as untested, as an expert under the
+    minimum is, not left out of both lists. Per domain the same: z's domain has no tested expert (no verdict) and
+    lists z. Items without a prediction are as if not in the table: z's items all missing, z is in neither list."""
+    experts = np.full((60, 2), np.nan)
+    experts[:40] = 1.0
+    experts[40:, 0] = 1.0
+    ids = np.full((60, 2), None, dtype=object)
+    ids[:40] = ["a", "b"]
+    ids[40:, 0] = "z"
+    judge = np.ones(60)
+    result = alt_test(judge, experts, ids)
+    assert [r["expert"] for r in result["experts"]] == ["a", "b"]
+    assert result["untested"] == [{"expert": "z", "n_items": 0}]
+    assert result["n_items_few_experts"] == 20
+    domains = np.array(["x"] * 40 + ["y"] * 20, dtype=object)
+    family = alt_test_by_domain(judge, experts, ids, domains)
+    assert family["by_domain"]["y"]["untested"] == [{"expert": "z", "n_items": 0}]
+    assert family["by_domain"]["y"]["passed"] is None and family["by_domain"]["x"]["untested"] == []
+    assert (family["n_passed"], family["n_domains"]) == (1, 1)
+    missing = np.r_[np.zeros(40, dtype=bool), np.ones(20, dtype=bool)]
+    assert alt_test(judge, experts, ids, missing=missing)["untested"] == []

@@ -102,3 +102,40 @@ def test_compares_paired_ceiling_gap_resamples_whole_instructions():
     assert_same_interval(by_cluster["ceiling_gap"]["ci"], list(np.quantile(reference, [TAIL, 1 - TAIL])), reference)
     width = by_cluster["ceiling_gap"]["ci"][1] - by_cluster["ceiling_gap"]["ci"][0]
     assert width > 1.4 * (by_item["ceiling_gap"]["ci"][1] - by_item["ceiling_gap"]["ci"][0])
+
+
+def test_the_analytic_intervals_cluster_by_answer_or_by_instruction():
+    """The leniency interval, the marginal homogeneity test and the length slope are clustered by answer under the
+    item unit (an answer: its model, task type, length and instruction) and by instruction under the instruction
+    unit (each of the 50 instructions here holds two models' answers, each scored on two criteria)."""
+    from eval.scoring.item_table import ItemTable
+    from eval.validity.bias import leniency, length_bias, marginal_homogeneity
+    from eval.validity.section import ValiditySettings, judge_levels, validity_section
+
+    judge, experts, instruction = panel(50, 4, seed=10)
+    n = len(judge)
+    model = np.tile(np.array(["m1", "m1", "m2", "m2"], dtype=object), 50)
+    answer = instruction * 2 + (model == "m2")
+    chars = 100.0 + 7 * answer  # one length per answer
+    criterion = np.tile(np.array(["c1", "c2"], dtype=object), 2 * 50)
+    labels = {name: np.full(n, value, dtype=object) for name, value in (
+        ("error", ""), ("score_source", "verdict"), ("split", "standard"), ("task_type", "t"), ("task_group", "g"),
+        ("status", "ok"))}  # fmt: skip
+    ids = np.array([["a", "b", "c"]] * n, dtype=object)
+    table = ItemTable(ids=np.array([f"i{i}" for i in range(n)], dtype=object), judge=judge, experts=experts,
+                      expert_ids=ids, model_id=model, criteria_name=criterion, scale_low=np.zeros(n),
+                      scale_high=np.full(n, 2.0), answer_chars=chars, instruction_key=instruction, **labels)
+    mean, mode = experts.mean(axis=1), expert_mode(experts)
+    mode = np.where(mode[1], mode[0], np.nan)
+    levels = judge_levels(judge, np.zeros(n), np.full(n, 2.0))
+    for unit, clusters in (("item", answer), ("instruction", instruction)):
+        settings = ValiditySettings(n_boot=0, alpha_boot=0, bootstrap_unit=unit)
+        overall = validity_section(table, "mode", {"standard": np.arange(n)}, settings).splits["standard"].overall
+        assert overall.leniency.ci == pytest.approx(leniency(judge, mean, None, clusters=clusters)["ci"], abs=1e-12)
+        expected = marginal_homogeneity(levels, mode, DOMAIN, clusters)
+        assert overall.marginal_homogeneity.statistic == pytest.approx(expected["statistic"], abs=1e-12)
+        slope = length_bias(judge, experts, ids, chars, None, answers=clusters)["judge"]
+        assert overall.length_bias.judge.ci == pytest.approx(slope["ci"], abs=1e-12)
+    # the two units give two intervals (the section follows the unit, not one of them always)
+    by_answer, by_instruction = (leniency(judge, mean, None, clusters=c)["ci"] for c in (answer, instruction))
+    assert by_answer != pytest.approx(by_instruction, abs=1e-6)

@@ -1,5 +1,6 @@
 """The validity section computes every cell from per-table precomputations (coded value counts, the ceiling's pairs,
-batched t intervals); each is pinned here to the library or to the per-cell definition it stands in for."""
+the leniency intervals of every cell); each is pinned here to the library or to the per-cell definition it stands in
+for."""
 
 from __future__ import annotations
 
@@ -79,24 +80,38 @@ def test_level_positions_by_subtraction_and_by_search_agree():
         cohen_kappa_score(a, b, weights="quadratic", labels=[0, 1, 2, 3, 4]))
 
 
-def test_batched_leniency_t_intervals_equal_one_call_per_cell():
-    """One scipy call over NaN-padded rows of similar lengths: each cell's interval as its own ttest_1samp."""
+def test_batched_leniency_intervals_equal_one_call_per_cell_and_the_libraries():
+    """All cells at once: each cell's interval as its own ``leniency`` call; without clusters the one-sample t
+    interval of scipy's ``ttest_1samp``, with clusters statsmodels' cluster-robust interval of the mean
+    (``OLS(error, ones).fit(cov_type="cluster", use_t=True)``)."""
+    from statsmodels.regression.linear_model import OLS
+
     rng = np.random.default_rng(5)
     n = 5000
     judge = rng.integers(0, 5, n).astype(float)
     judge[rng.random(n) < 0.05] = np.nan
     mean = rng.random(n) * 4
     best_low = rng.random(n) < 0.2
+    answers = np.sort(rng.integers(0, 900, n))  # an answer's rows side by side, 1 to ~15 of them
     cells = [np.sort(rng.choice(n, size, replace=False)) for size in (2, 3, 40, 41, 90, 700, 1500, 5000)]
     cells.append(np.array([0]))
-    batched = leniencies(judge, mean, best_low, cells)
-    for index, got in zip(cells, batched):
-        assert got == leniency(judge[index], mean[index], best_low[index])
-        error = ((judge - mean) * np.where(best_low, -1.0, 1.0))[index]
-        error = error[np.isfinite(error)]
-        if len(error) >= 2:
-            interval = ttest_1samp(error, 0.0).confidence_interval(0.95)
-            assert got["ci"] == [float(interval.low), float(interval.high)]
+    for clusters in (None, answers):
+        batched = leniencies(judge, mean, best_low, cells, clusters=clusters)
+        for index, got in zip(cells, batched):
+            assert got == leniency(judge[index], mean[index], best_low[index],
+                                   clusters=None if clusters is None else clusters[index])
+            error = ((judge - mean) * np.where(best_low, -1.0, 1.0))[index]
+            kept = np.isfinite(error)
+            error = error[kept]
+            if clusters is None and len(error) >= 2:
+                interval = ttest_1samp(error, 0.0).confidence_interval(0.95)
+                assert got["ci"] == pytest.approx([float(interval.low), float(interval.high)], abs=1e-12)
+            elif clusters is not None and len(np.unique(clusters[index][kept])) >= 2:
+                fit = OLS(error, np.ones(len(error))).fit(cov_type="cluster",
+                                                          cov_kwds={"groups": clusters[index][kept]}, use_t=True)
+                assert got["ci"] == pytest.approx(fit.conf_int(0.05)[0].tolist(), abs=1e-12)
+            else:  # one error, or one answer: no interval
+                assert got["ci"] == [None, None]
 
 
 def test_alt_test_with_numbered_ids_equals_the_ids_themselves():

@@ -349,7 +349,9 @@ def test_ceiling_verdict_is_inside_only_where_shown_close():
 
 
 def test_section_sentence_counts_only_inside_criteria_and_says_the_rest():
-    """The lead sentence counts inside criteria only and names the outside and inconclusive ones apart."""
+    """The lead sentence counts inside criteria only and names the rest apart: outside, inconclusive, and without an
+    interval (no verdict), every criterion in the "of": 1 inside of 5 (a-e), e without one. When no criterion has a
+    verdict the sentence says so rather than nothing."""
     from eval.validity.section import split_sentence
     from judge.metrics_json.validity import ValiditySplit
 
@@ -366,7 +368,11 @@ def test_section_sentence_counts_only_inside_criteria_and_says_the_rest():
                                                       "c": cell("inconclusive"), "d": cell("outside"),
                                                       "e": cell(None)},
                                      "sentence": ""})
-    assert "inside the experts' range on 1 of 4 criteria (1 outside, 2 inconclusive)" in split_sentence(block)
+    assert ("inside the experts' range on 1 of 5 criteria (1 outside, 2 inconclusive, 1 without an interval)"
+            in split_sentence(block))
+    none = ValiditySplit.from_json({"overall": cell(None), "alt_test_domains": {}, "by_task_type": {},
+                                    "by_criterion": {"a": cell(None), "b": cell(None)}, "sentence": ""})
+    assert "no ceiling verdict on any of the 2 criteria (no interval)" in split_sentence(none)
 
 
 def test_alpha_difference_interval_of_an_m_out_of_n_bootstrap_is_rescaled():
@@ -399,11 +405,13 @@ def test_alpha_difference_interval_of_an_m_out_of_n_bootstrap_is_rescaled():
 
 
 def test_paired_rho_compares_the_levels_the_section_compares():
-    """Under ``accuracy`` the section compares the level a score rounds to (clipped into the scale); paired rho did
-    the raw score. A regression head at consensus + 0.1, or 2.6 on a 0-2 scale where the experts agree on 2, has the
-    experts' label on every item once rounded and clipped: every left-out expert and the judge tie, rho = 1 (by
-    hand; raw, 2.1 and 2.6 equal no expert and rho was 0). The baseline's paired rho is the section's."""
-    from eval.validity.section import judge_levels
+    """Under ``accuracy`` the section compares the level a score rounds to where that level is in the scale, else the
+    score itself (``alt_test_judge``); paired rho reads the same values. A regression head at consensus + 0.1 has
+    the experts' label on every item once rounded: every left-out expert and the judge tie, rho = 1 (by hand; raw,
+    2.1 equals no expert). A 2.6 on a 0-2 scale rounds to 3, outside the scale: compared as 2.6, it equals no
+    expert's 2, so on the 20 of 60 items whose experts agree on 2 each left-out expert wins (its alignment 1, the
+    judge's 0): rho = 40/60 = 2/3. The baseline's paired rho is the section's, both ways."""
+    from eval.validity.section import alt_test_judge
 
     n = 60
     consensus = np.arange(n, dtype=float) % 3
@@ -411,15 +419,17 @@ def test_paired_rho_compares_the_levels_the_section_compares():
     ids = np.array([["a", "b", "c"]] * n, dtype=object)
     settings = AltTestSettings(scoring="accuracy")
     inside = consensus + 0.1  # inside the scale: rounding alone gives the level
-    section_rho = alt_test(judge_levels(inside, None, None), experts, ids, settings)["advantage_probability"]
+    section_rho = alt_test(alt_test_judge(inside, None, None, "accuracy"), experts, ids,
+                           settings)["advantage_probability"]
     paired = paired_validity(inside, inside, experts, ids, "mean", settings, n_boot=0)
     assert section_rho == 1.0 and paired["rho"]["baseline"] == section_rho and paired["rho"]["run"] == section_rho
-    # past the top of the scale: the level is clipped into it, as the section clips it (with the scale's ends)
+    # past the top of the scale: no level of the scale, as the section reads it (with the scale's ends)
     head = np.where(consensus == 2, 2.6, consensus + 0.1)
     low, high = np.zeros(n), np.full(n, 2.0)
-    section_rho = alt_test(judge_levels(head, low, high), experts, ids, settings)["advantage_probability"]
+    section_rho = alt_test(alt_test_judge(head, low, high, "accuracy"), experts, ids, settings)["advantage_probability"]
     paired = paired_validity(head, head, experts, ids, "mean", settings, n_boot=0, scale_low=low, scale_high=high)
-    assert section_rho == 1.0 and paired["rho"]["baseline"] == section_rho and paired["rho"]["run"] == section_rho
+    assert section_rho == pytest.approx(2 / 3, abs=1e-12)
+    assert paired["rho"]["baseline"] == section_rho and paired["rho"]["run"] == section_rho
     # neg_rmse takes the raw scores, in both
     raw = AltTestSettings()
     assert paired_validity(head, head, experts, ids, "mean", raw, n_boot=0, scale_low=low, scale_high=high)[
@@ -501,14 +511,19 @@ def test_cluster_slope_equals_statsmodels_clustered_ols():
 
 
 def test_answer_codes_group_an_answers_criteria():
-    """Items of one answer share the model, the task type and the answer's length: one code; any of the three
-    differing is another answer."""
+    """Items of one answer share the model, the task type, the answer's length and the instruction: one code; any of
+    them differing is another answer."""
     from eval.validity.bias import answer_codes
 
     model = np.array(["m", "m", "m", "n", "m"], dtype=object)
     task = np.array(["t", "t", "t", "t", "u"], dtype=object)
     chars = np.array([120.0, 120.0, 121.0, 120.0, 120.0])
     assert answer_codes(model, task, chars).tolist() == [0, 0, 1, 2, 3]
+    # the instruction, where the table knows it, tells apart answers of one length; alone it stands in for the length
+    instruction = np.array([0, 1, 0, 0, 0])
+    assert answer_codes(model, task, chars, instruction).tolist() == [0, 1, 2, 3, 4]
+    assert answer_codes(model, task, None, instruction).tolist() == [0, 1, 0, 2, 3]
+    assert answer_codes(model, task) is None  # neither: no answer can be told from another
 
 
 def _slightly_lenient_on_long_answers():
@@ -570,3 +585,152 @@ def test_section_clusters_the_length_slope_by_answer():
         section = validity_section(table, "mode", {"standard": np.arange(n * k)}, settings)
         flags.append(section.splits["standard"].overall.length_bias.flag)
     assert flags == [None, None]
+
+
+def _levels_of(table):
+    """A judge x mode table (rows the judge's level, columns the mode's) as the two columns of levels."""
+    table = np.asarray(table)
+    judge = np.repeat(np.repeat(np.arange(table.shape[0]), table.shape[1]), table.ravel()).astype(float)
+    mode = np.repeat(np.tile(np.arange(table.shape[1]), table.shape[0]), table.ravel()).astype(float)
+    return judge, mode
+
+
+def test_marginal_homogeneity_leaves_out_a_level_no_item_leaves_or_enters():
+    """A level used only on the diagonal moves no count between the margins. In [[10, 0, 0], [0, 5, 3], [0, 1, 6]]
+    level 0 is such a level: the test is McNemar's on levels 1 and 2, (3 - 1)^2 / (3 + 1) = 1 on 1 degree of
+    freedom, p = P(chi2_1 > 1) = erfc(1 / sqrt 2) = 0.3173. The same table with that level last,
+    [[5, 3, 0], [1, 6, 0], [0, 0, 10]], is the same test. (statsmodels' ``SquareTable.homogeneity`` drops the last
+    level to invert the covariance: on the first table it is singular, no test; on the second 1 on 2 degrees of
+    freedom, p 0.61.)"""
+    expected = math.erfc(1 / math.sqrt(2))
+    for table, levels in (([[10, 0, 0], [0, 5, 3], [0, 1, 6]], [1.0, 2.0]),
+                          ([[5, 3, 0], [1, 6, 0], [0, 0, 10]], [0.0, 1.0])):
+        result = marginal_homogeneity(*_levels_of(table), np.arange(3.0))
+        assert result["levels"] == levels and result["df"] == 1
+        assert result["statistic"] == pytest.approx(1.0, abs=1e-12)
+        assert result["p_value"] == pytest.approx(expected, abs=1e-12)
+    # every item on the diagonal: the margins are equal, no test, and why
+    still = marginal_homogeneity(*_levels_of(np.diag([4, 3, 5])), np.arange(3.0))
+    assert (still["statistic"], still["df"], still["p_value"], still["levels"]) == (None, None, None, [])
+    assert "margins are equal" in still["why"]
+
+
+def test_marginal_homogeneity_adds_the_groups_of_levels_no_item_crosses():
+    """[[5, 4, 0, 0], [0, 5, 0, 0], [0, 0, 5, 1], [0, 0, 1, 5]]: levels 0-1 and 2-3 exchange no item. Each pair is a
+    McNemar test: (4 - 0)^2 / 4 = 4 and (1 - 1)^2 / 2 = 0; together 4 on 2 degrees of freedom,
+    p = exp(-4 / 2) = e^-2 (the chi-squared survival on 2 degrees of freedom is exp(-x / 2))."""
+    result = marginal_homogeneity(*_levels_of([[5, 4, 0, 0], [0, 5, 0, 0], [0, 0, 5, 1], [0, 0, 1, 5]]),
+                                  np.arange(4.0))
+    assert result["levels"] == [0.0, 1.0, 2.0, 3.0] and result["df"] == 2
+    assert result["statistic"] == pytest.approx(4.0, abs=1e-12)
+    assert result["p_value"] == pytest.approx(math.exp(-2), abs=1e-12)
+
+
+def test_marginal_homogeneity_equals_statsmodels_where_its_covariance_is_regular():
+    """One item per answer and every level linked to the others: statsmodels' Stuart–Maxwell test, figure for
+    figure, on random tables of 3 to 5 levels."""
+    from statsmodels.stats.contingency_tables import SquareTable
+
+    rng = np.random.default_rng(2)
+    for _ in range(30):
+        size = int(rng.integers(3, 6))
+        table = rng.integers(1, 12, size=(size, size))
+        expected = SquareTable(table.astype(float), shift_zeros=False).homogeneity()
+        got = marginal_homogeneity(*_levels_of(table), np.arange(float(size)))
+        assert got["statistic"] == pytest.approx(expected.statistic, rel=1e-9)
+        assert got["df"] == expected.df
+        assert got["p_value"] == pytest.approx(expected.pvalue, rel=1e-6, abs=1e-12)
+
+
+def test_marginal_homogeneity_clustered_by_answer():
+    """Two levels, four answers: judge 0 / mode 1 (b) and judge 1 / mode 0 (c) per answer (2, 1), (3, 0), (0, 1),
+    (1, 0), so b_g - c_g = 1, 3, -1, 1. Clustered: (sum (b_g - c_g))^2 / sum (b_g - c_g)^2 = 4^2 / 12 = 4/3 on 1
+    degree of freedom; as independent items McNemar's (6 - 2)^2 / 8 = 2. Each answer's rows repeated 5 times: d and
+    V scale by 5 and 25, the same 4/3 (independent rows: 10)."""
+    b, c = [2, 3, 0, 1], [1, 0, 1, 0]
+    judge, mode, answer = [], [], []
+    for g, (bg, cg) in enumerate(zip(b, c)):
+        judge += [0.0] * bg + [1.0] * cg + [0.0, 1.0]  # one item on each diagonal cell too
+        mode += [1.0] * bg + [0.0] * cg + [0.0, 1.0]
+        answer += [g] * (bg + cg + 2)
+    judge, mode, answer = np.array(judge), np.array(mode), np.array(answer)
+    clustered = marginal_homogeneity(judge, mode, np.arange(2.0), answer)
+    assert clustered["statistic"] == pytest.approx(4 / 3, abs=1e-12) and clustered["df"] == 1
+    assert marginal_homogeneity(judge, mode, np.arange(2.0))["statistic"] == pytest.approx(2.0, abs=1e-12)
+    repeated = marginal_homogeneity(np.repeat(judge, 5), np.repeat(mode, 5), np.arange(2.0), np.repeat(answer, 5))
+    assert repeated["statistic"] == pytest.approx(4 / 3, abs=1e-12) and repeated["df"] == 1
+    assert marginal_homogeneity(np.repeat(judge, 5), np.repeat(mode, 5), np.arange(2.0))["statistic"] == \
+        pytest.approx(10.0, abs=1e-12)
+
+
+# 40 answers: half err +1.15, half -0.85 (mean 0.15, sd sqrt(40/39))
+_ANSWER_ERRORS = np.r_[np.full(20, 1.15), np.full(20, -0.85)]
+
+
+def test_leniency_interval_is_clustered_by_answer():
+    """40 answers with errors of mean 0.15 and variance 40/39: the t interval 0.15 +- t(.975, 39) sqrt(1/39) =
+    [-0.174, 0.474], neither. The same answers as 16 criteria rows each: as independent rows the interval was
+    0.15 +- t(.975, 639) sqrt((640/639) / 640) = [0.072, 0.228], lenient; clustered by answer each answer's centred
+    sum is 16 (e_g - 0.15), so var = 40/39 * 256 * 40 / 640^2 = 1/39 on 39 degrees of freedom: the interval of one
+    row per answer, and the direction stays neither. Repeating an answer k times never narrows it."""
+    from scipy.stats import t as student_t
+
+    half = student_t.ppf(0.975, 39) * math.sqrt(1 / 39)
+    once = leniency(_ANSWER_ERRORS, np.zeros(40), None)
+    assert once["ci"] == pytest.approx([0.15 - half, 0.15 + half], abs=1e-12) and once["direction"] == "neither"
+    for k in (2, 16):
+        rows = leniency(np.repeat(_ANSWER_ERRORS, k), np.zeros(40 * k), None, clusters=np.repeat(np.arange(40), k))
+        assert rows["n"] == 40 * k and rows["mean_signed_error"] == pytest.approx(0.15, abs=1e-12)
+        assert rows["ci"] == pytest.approx([0.15 - half, 0.15 + half], abs=1e-12) and rows["direction"] == "neither"
+    # the floor counts answers: ten rows of one lenient answer (no spread) are one answer, no interval, no direction
+    one = leniency(np.ones(10), np.zeros(10), None, clusters=np.zeros(10, dtype=int))
+    assert one["ci"] == [None, None] and one["direction"] == "neither"
+    nine = leniency(np.ones(18), np.zeros(18), None, clusters=np.repeat(np.arange(9), 2))
+    assert nine["ci"] == [1.0, 1.0] and nine["direction"] == "neither"  # 9 answers, under the floor of 10
+
+
+def test_section_leniency_and_homogeneity_are_clustered_by_answer():
+    """Through the section: the 40 answers of ``test_leniency_interval_is_clustered_by_answer`` scored on 16
+    criteria each (an answer is its model, task type and length: ``bias.answer_codes``), experts 1, 1 and judge
+    1 + error. The overall cell's leniency interval and the marginal homogeneity figures are those of one row per
+    answer (the direction neither, not lenient), and the sentence says no direction."""
+    import dataclasses
+
+    from eval.validity.section import ValiditySettings, validity_section
+
+    settings = ValiditySettings(n_boot=0, alpha_boot=0)
+    found = []
+    for k in (1, 16):
+        n = 40 * k
+        judge = 1 + np.repeat(_ANSWER_ERRORS, k)
+        table = dataclasses.replace(_table(judge, np.ones((n, 2)), np.array([["a", "b"]] * n, dtype=object),
+                                           ["ok"] * n),
+                                    answer_chars=np.repeat(100.0 + np.arange(40), k),
+                                    criteria_name=np.tile(np.array([f"c{j}" for j in range(k)], dtype=object), 40),
+                                    scale_low=np.zeros(n), scale_high=np.full(n, 2.0))
+        overall = validity_section(table, "mode", {"standard": np.arange(n)}, settings).splits["standard"]
+        found.append(overall)
+    for block in found:
+        assert block.overall.leniency.direction == "neither" and "lenient" not in block.sentence
+    one, sixteen = (block.overall for block in found)
+    assert sixteen.leniency.ci == pytest.approx(one.leniency.ci, abs=1e-12)
+    assert found[1].by_task_type["t"].leniency.ci == pytest.approx(one.leniency.ci, abs=1e-12)
+    assert sixteen.marginal_homogeneity.statistic == pytest.approx(one.marginal_homogeneity.statistic, abs=1e-12)
+    assert sixteen.marginal_homogeneity.p_value == pytest.approx(one.marginal_homogeneity.p_value, abs=1e-12)
+
+
+def test_length_bias_compares_the_judge_on_the_experts_items():
+    """The experts' leave-one-out slopes need two experts per item; the judge's slope is taken on the same items. 40
+    items with experts a and b, the judge at their mean (residual 0, slope 0), and 40 long single-expert items on
+    which the judge is 2 levels above its one expert: those moved the judge's slope (it is 0 on the 40 items the
+    experts' slopes see)."""
+    n = 40
+    chars = np.r_[np.linspace(50, 500, n), np.linspace(3000, 5000, n)]
+    experts = np.full((2 * n, 2), nan)
+    experts[:n] = np.column_stack([np.arange(n) % 3, (np.arange(n) + 1) % 3])
+    experts[n:, 0] = 0.0
+    ids = np.where(np.isnan(experts), None, np.array([["a", "b"]] * (2 * n), dtype=object))
+    judge = np.r_[experts[:n].mean(axis=1), np.full(n, 2.0)]
+    result = length_bias(judge, experts, ids, chars, None, answers=np.arange(2 * n))
+    assert result["judge"]["n"] == n
+    assert result["judge"]["slope"] == pytest.approx(0.0, abs=1e-12)
