@@ -202,13 +202,15 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
 
 def _scale_ends(table: item_table.ItemTable, index: np.ndarray, block) -> tuple[np.ndarray, np.ndarray]:
     """Each item's scale ends, for the alt-test's levels under ``accuracy`` (``eval.validity.section.alt_test_judge``
-    clips a level into its scale), so that the paired rho compares what the run's own section compared.
+    takes the level a score rounds to only where it lies in the item's scale, else the score itself), so that the
+    paired rho compares what the run's own section compared.
 
     The table's own ends where it has them; items.parquet does not keep them (``item_table.write_table``), so a table
     read back takes its criterion's ends from the section's criterion cell, whose ``value_domain`` spans the scales of
     its items (NaN: a criterion the section has not). That is the item's own scale wherever a criterion has one
-    scale; on a criterion whose items mix scales (two of the bundled sample's 37) an out-of-scale verdict is clipped
-    into the widest, where the section clipped it into its own — exact once items.parquet keeps the scales."""
+    scale; on a criterion whose items mix scales (two of the bundled sample's 37) a verdict outside the item's own
+    scale but inside the widest counts as that level, where the section compares it as it is — exact once
+    items.parquet keeps the scales."""
     if table.scale_low is not None and table.scale_high is not None:
         return table.scale_low[index], table.scale_high[index]
     import pandas as pd

@@ -243,7 +243,8 @@ class Leniency(_SectionRecord):
 
 @dataclass(frozen=True)
 class MarginalHomogeneity(_SectionRecord):
-    """The Stuart–Maxwell test of the judge x experts' mode table (``why`` when the covariance is singular)."""
+    """The Stuart–Maxwell test of the judge x experts' mode table, clustered by answer (``levels`` the levels
+    tested; ``why`` when no item is off the diagonal)."""
 
     n: int
     judge_margin: list[float]
