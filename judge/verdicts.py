@@ -259,6 +259,15 @@ _WHOLE_INTEGER = re.compile(r"[+-]?\d+")
 # Deliberate deviation: an integer that is the tail of a decimal ("1.5", "2,0") is not read (POLLUX's regex reads
 # "1.5" as 5); such an answer is a no_score failure.
 _TRAILING_INTEGER = re.compile(r"(?<![\d.,])(-?\d+)\s*$")
+# Minus-like characters: hyphens, dashes and minus signs, ASCII's and Unicode's (their small and fullwidth forms too).
+# POLLUX's "-?" sees only an attached ASCII hyphen, so "−1" (U+2212), "–1" (en dash) and "- 1" read as +1: harmless
+# on a 0..N rubric, but on the pairwise -1/0/1 scale it turns "answer 1 is better" into "answer 2 is better". Such
+# a number is never read as its positive value: U+2212 attached to the digits is the minus sign and nothing else,
+# so it reads as one (as an attached ASCII "-" does); any other dash, a minus spaced from the digits ("- 1",
+# "Итог — 1": in Russian a spaced dash is also the copula "is", or a list bullet) and a minus after a digit ("1-2", a
+# range or a subtraction) are ambiguous, and a no_score failure is counted rather than a sign guessed.
+_MINUS_LIKE = frozenset("-\u02d7\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u2796\u2e3a\u2e3b\ufe58\ufe63\uff0d")
+_MINUS_SIGN = "\u2212"
 
 
 def _think_blocks(text: str) -> tuple[str | None, str]:
@@ -324,6 +333,20 @@ def parse_integer_verdict(content: str | None, reasoning: str | None = None, sca
         shown = text[-40:]
         return Verdict.failure(VerdictError.NO_SCORE, f"the answer {shown!r} does not end with an integer", thought)
     written = match.group(0) if match.re is _WHOLE_INTEGER else match.group(1)
+    if match.re is _TRAILING_INTEGER and not written.startswith("-"):
+        head = text[: match.start(1)]
+        ahead = head.rstrip()
+        sign = ahead[-1:]
+        if sign and sign in _MINUS_LIKE:
+            attached = len(ahead) == len(head)
+            if sign != _MINUS_SIGN or not attached or ahead[-2:-1] in tuple("0123456789.,"):
+                shown = text[len(ahead) - 1: match.end(1)]
+                return Verdict.failure(
+                    VerdictError.NO_SCORE,
+                    f"the answer ends with {shown!r} (U+{ord(sign):04X} before the integer): a dash, a spaced minus "
+                    "or a minus after a digit is no sign to read, and the integer without it could flip a negative "
+                    "verdict", thought)  # fmt: skip
+            written = "-" + written
     # float() of the text, not of int(): int() refuses past 4,300 digits (ValueError) and float(int) overflows from
     # 309 (OverflowError), both uncaught by every caller; float() reads any length in linear time, the same value
     # (both round correctly), an overflow as inf. A number no float holds is no score, as parse_verdict rules.

@@ -293,8 +293,9 @@ def parse_judge_request(body: Any, *, max_items: int | None = None,
     Args:
         body: the decoded JSON body.
         max_items: most ``items`` (or ``pairs``) one request may carry (judge-serve's ``max_batch_items``).
-        max_judgments: most criteria the request's items may name in all (its ``max_judgments_per_request``; a
-            task's criteria set counts once resolved, in ``serve.jobs.build_jobs``).
+        max_judgments: most judgments one request may ask for (its ``max_judgments_per_request``): the criteria its
+            items name in all (a task's criteria set counts once resolved, in ``serve.jobs.build_jobs``), or its
+            ``pairs``, one judgment each.
 
     Raises:
         RequestError: naming the first bad field.
@@ -338,6 +339,14 @@ def _check_bounds(body: Mapping[str, Any], max_items: int | None, max_judgments:
             raise RequestError(f"{key}: {len(entries)} {key}; this server takes at most {max_items} per request",
                                param=key, code="too_many_items")
     if max_judgments is None:
+        return
+    pairs = body.get("pairs")
+    if isinstance(pairs, list) and "items" not in body:
+        # A pair is one judgment: judge-serve judges it in the order sent (a client that wants both orders, as
+        # judge-eval does, sends the swapped pair as another), and each is a generation as a criterion's is.
+        if len(pairs) > max_judgments:
+            raise RequestError(f"pairs: {len(pairs)} pairwise judgments requested; this server takes at most "
+                               f"{max_judgments} per request. Split the batch.", param="pairs")
         return
     items = body.get("items")
     items = items if isinstance(items, list) else [body]  # the inline form: the item's fields at the top level

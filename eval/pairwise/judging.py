@@ -10,7 +10,9 @@ Position bias is the best-known weakness of pairwise judges, so every pair is as
 judgment is one row of ``pairwise_predictions.jsonl`` (``PairwiseRow``): ``score`` is the verdict as the judge gave it
 for the order it saw, ``verdict`` the same verdict in the pair's own orientation (negated for ``swapped``), so a
 judge that reads content rather than position gives the same ``verdict`` in both orders. ``eval.pairwise.metrics``
-scores the file. The file is a ``judge.plumbing.journal``: a rerun resumes, retrying only judgments whose request failed.
+scores the file. The file is a ``judge.plumbing.journal``: a rerun resumes, asking again only judgments whose request
+failed and pairs whose text changed: each row keeps the ``content_key`` of what the judge read (instruction, both
+answers, rubrics), so a pair edited in place under the same ``id`` is judged again, never scored by stale verdicts.
 
 ``winner`` labels: ``-1``/``0``/``1`` as the judge writes them (``-1.0``/``0.0``/``1.0`` too, as pandas writes an
 integer column with a null), or ``"answer_1"``/``"tie"``/``"answer_2"``.
@@ -28,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.judging.predictions import REQUEST_FAILED  # a judgment whose request failed: retried by the next run
+from eval.ranking.rank import content_key
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.journal import JournalWriter, iter_journal
 from judge.plumbing.json_reading import unreadable_json
@@ -58,6 +61,12 @@ class PairRecord:
     rubrics: str
     winner: int | None = None
 
+    @property
+    def content_key(self) -> str:
+        """``eval.ranking.rank.content_key`` of everything the judge reads (the same in either order: the order is
+        the other half of a judgment's resume key)."""
+        return content_key(self.instruction, self.answer_1, self.answer_2, self.rubrics)
+
     def shown(self, order: str) -> dict[str, str]:
         """The prompt fields in the order the judge sees them."""
         first, second = (self.answer_1, self.answer_2) if order == "original" else (self.answer_2, self.answer_1)
@@ -66,7 +75,11 @@ class PairRecord:
 
 @dataclass(frozen=True)
 class PairwiseRow:
-    """One judgment of one pair in one order, as written to ``pairwise_predictions.jsonl``."""
+    """One judgment of one pair in one order, as written to ``pairwise_predictions.jsonl``.
+
+    ``content_key`` is the judged pair's ``PairRecord.content_key`` ("" in rows written before it was kept: their
+    text is unknown, so a rerun judges them again; ``score`` keeps them, as it did, unable to tell).
+    """
 
     id: str
     order: str
@@ -79,6 +92,7 @@ class PairwiseRow:
     error: str | None
     reason: str
     latency_s: float
+    content_key: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -167,9 +181,14 @@ def read_pairwise_rows(path: str | Path) -> list[PairwiseRow]:
 
 
 def pending_judgments(pairs: Sequence[PairRecord], path: Path, orders: Sequence[str]) -> tuple[list[tuple[PairRecord, str]], int, set[str]]:
-    """The (pair, order) judgments still to ask, how many are done, and the judges the file's rows name."""
+    """The (pair, order) judgments still to ask, how many are done, and the judges the file's rows name.
+
+    A judgment is done when its last row's request did not fail and the row judged the pair's current text (its
+    ``content_key``): a pair edited in place keeps its ``id``, and its old verdicts are of answers no longer there.
+    """
     rows = read_pairwise_rows(path) if path.exists() else []
-    final = {(r.id, r.order) for r in rows if r.error != REQUEST_FAILED}
+    keys = {pair.id: pair.content_key for pair in pairs}
+    final = {(r.id, r.order) for r in rows if r.error != REQUEST_FAILED and r.content_key == keys.get(r.id)}
     todo = [(pair, order) for pair in pairs for order in orders if (pair.id, order) not in final]
     done = sum(1 for pair in pairs for order in orders if (pair.id, order) in final)
     return todo, done, {r.judge for r in rows}
@@ -297,7 +316,7 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
             score = outcome["score"]
             verdict = None if score is None else (score if order == "original" else (-score or 0.0))
             row = PairwiseRow(id=pair.id, order=order, judge=name, verdict=verdict, **outcome,
-                              latency_s=round(time.perf_counter() - start, 4))
+                              latency_s=round(time.perf_counter() - start, 4), content_key=pair.content_key)
             journal.append(row.to_json())
             counts["written"] += 1
             if row.error == REQUEST_FAILED:

@@ -2,7 +2,18 @@
 
 Definitions (a *judgment* is one pair asked in one order; its ``verdict`` is in the pair's own orientation):
 
-- **agreement**: the share of parsed judgments of labelled pairs whose verdict equals the pair's ``winner``.
+- **agreement**: the share of parsed judgments of labelled pairs whose verdict equals the pair's ``winner``. Each
+  order counts on its own, so a judge that always prefers the first answer shown still agrees on half the judgments
+  of every pair with a winner.
+- **combined verdict** (one per pair, ``combine_orders``): the two orders' verdicts combined as Zheng et al. (arXiv
+  2306.05685, Section 3.4, "Swapping positions") debias a pairwise judge: "only declare a win when an answer is
+  preferred in both orders. If the results are inconsistent after swapping, we can call it a tie." Both orders give
+  the same verdict: that verdict (a tie in both is a tie); they differ (a win and a tie too): a tie. A pair with an
+  order that failed or has no row has **no** combined verdict (this toolkit's choice: the paper names no rule for
+  it; the other order alone is the position-biased reading the rule exists to remove, and a failure is never read
+  as a tie), counted as ``n_pairs_uncombined``; so has every pair of a run asked in one order only.
+- **combined agreement**: the share of labelled pairs with a combined verdict whose combined verdict equals the
+  ``winner``. ``score`` writes each pair's verdicts and combined verdict to ``pairwise_pairs.jsonl``.
 - **tie rate**: the share of parsed judgments that are ``0``.
 - **position consistency**: over pairs parsed in both orders, the share whose raw answer *flips with the order* — the
   judge's raw answer changes sign when the answers swap places (``score_original == -score_swapped``), i.e. the same
@@ -14,7 +25,9 @@ Definitions (a *judgment* is one pair asked in one order; its ``verdict`` is in 
 
 Every rate comes with a 95 % percentile bootstrap interval that resamples **pairs** (both orders of a pair go
 together: they are not independent), seeded per metric with ``eval.scoring.bootstrap.cell_rng``. A rate over nothing is
-None with the reason said, never NaN. Failed judgments are counted (``n_failed``, by error code), never scored.
+None with the reason said, never NaN. Failed judgments are counted (``n_failed``, by error code), never scored. A
+judgment of an older text of its pair (its ``content_key`` is not the pair's: the data was edited after the run) is
+not scored either: it counts as missing and as ``n_stale``.
 The POLLUX sources define no pairwise metric; these are the usual position-bias measures, named here.
 """
 
@@ -33,11 +46,83 @@ from eval.pairwise.judging import ORDERS, PAIRWISE_PREDICTIONS, PairRecord, Pair
 from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.config_files import ConfigError
 
-__all__ = ["pairwise_metrics", "pairwise_markdown", "pairwise_html", "score_pairwise", "is_pairwise_run"]
+__all__ = ["PAIRWISE_PAIRS", "combine_orders", "pair_verdicts", "pairwise_metrics", "pairwise_markdown",
+           "pairwise_html", "score_pairwise", "is_pairwise_run"]
 
-RATES = ("agreement", "tie_rate", "position_consistency", "first_position_rate")
-TITLES = {"agreement": "Agreement with labels", "tie_rate": "Tie rate", "position_consistency": "Position consistency",
-          "first_position_rate": "First-position rate (non-ties)"}
+#: One row per pair: its verdict in each order and the combined verdict (``pair_verdicts``), written by ``score``.
+PAIRWISE_PAIRS = "pairwise_pairs.jsonl"
+RATES = ("agreement", "combined_agreement", "tie_rate", "position_consistency", "first_position_rate")
+TITLES = {"agreement": "Agreement with labels (per judgment)",
+          "combined_agreement": "Agreement with labels (orders combined, per pair)", "tie_rate": "Tie rate",
+          "position_consistency": "Position consistency", "first_position_rate": "First-position rate (non-ties)"}
+
+# Why a pair has the combined verdict it has (``combine_orders``), as pairwise_pairs.jsonl writes it.
+AGREE, DISAGREE, FAILED = "orders_agree", "orders_disagree", "order_failed"
+MISSING, ONE_ORDER = "order_missing", "one_order"
+
+
+def _parsed(row: PairwiseRow | None) -> bool:
+    return row is not None and row.parse_ok and row.verdict is not None
+
+
+def combine_orders(original: PairwiseRow | None, swapped: PairwiseRow | None) -> tuple[float | None, str]:
+    """A pair's combined verdict from its two judgments (either None: no row), and why (see the module docstring).
+
+    Returns:
+        ``(verdict, status)``: the shared verdict (``orders_agree``), ``0.0`` (``orders_disagree``), or None when an
+        order failed (``order_failed``) or has no row (``order_missing``); a failure is said before a missing row.
+    """
+    if _parsed(original) and _parsed(swapped):
+        if original.verdict == swapped.verdict:
+            return float(original.verdict) + 0.0, AGREE  # + 0.0: a -0.0 verdict is the tie 0.0
+        return 0.0, DISAGREE
+    if any(row is not None and not _parsed(row) for row in (original, swapped)):
+        return None, FAILED
+    return None, MISSING
+
+
+def _current(pairs: list[PairRecord], rows: list[PairwiseRow]) -> tuple[dict[str, dict[str, PairwiseRow]], int]:
+    """Each pair's rows by order, keeping only judgments of the pair's current text, and how many were dropped.
+
+    A row without a ``content_key`` (written before rows kept one) cannot be checked and is kept, as it was scored
+    before; ``judge-eval run`` asks such a judgment again (``eval.pairwise.judging.pending_judgments``).
+    """
+    keys = {p.id: p.content_key for p in pairs}
+    unknown = sorted({row.id for row in rows} - set(keys))
+    if unknown:
+        raise ValueError(f"{PAIRWISE_PREDICTIONS}: judgments of pairs the data does not have: {unknown[:5]}")
+    by_pair: dict[str, dict[str, PairwiseRow]] = {}
+    stale = 0
+    for row in rows:
+        if row.content_key and row.content_key != keys[row.id]:
+            stale += 1
+            continue
+        by_pair.setdefault(row.id, {})[row.order] = row
+    return by_pair, stale
+
+
+def pair_verdicts(pairs: list[PairRecord], rows: list[PairwiseRow],
+                  orders: tuple[str, ...] = ORDERS) -> list[dict[str, Any]]:
+    """One ``pairwise_pairs.jsonl`` row per pair, in the data's order: ``id``, ``winner``, the ``original`` and
+    ``swapped`` verdicts (None: failed or no row), and ``combined`` with its ``combined_status``."""
+    return _pair_verdicts(pairs, _current(pairs, rows)[0], orders)
+
+
+def _pair_verdicts(pairs: list[PairRecord], by_pair: dict[str, dict[str, PairwiseRow]],
+                   orders: tuple[str, ...]) -> list[dict[str, Any]]:
+    out = []
+    for pair in pairs:
+        judged = by_pair.get(pair.id, {})
+        original, swapped = judged.get("original"), judged.get("swapped")
+        if tuple(orders) == ORDERS:
+            combined, status = combine_orders(original, swapped)
+        else:
+            combined, status = None, ONE_ORDER
+        out.append({"id": pair.id, "winner": pair.winner,
+                    "original": original.verdict if _parsed(original) else None,
+                    "swapped": swapped.verdict if _parsed(swapped) else None,
+                    "combined": combined, "combined_status": status})
+    return out
 
 
 def _rate(num: np.ndarray, den: np.ndarray, n_boot: int, seed: int, key: str, why_empty: str) -> dict[str, Any]:
@@ -67,16 +152,15 @@ def pairwise_metrics(pairs: list[PairRecord], rows: list[PairwiseRow], n_boot: i
     Returns:
         ``n_pairs``, ``n_labelled``, ``n_judgments``, ``n_missing`` (expected judgments with no row: an unfinished
         run, scored on what it has and said so), ``n_parsed``, ``n_failed``, ``failures`` (code -> count),
-        ``n_both_orders`` and, for each of ``RATES``, ``{value, ci, n}`` (or ``{value: None, why_empty}``).
+        ``n_both_orders``, ``n_stale`` (judgments of an older text of their pair, not scored), ``n_pairs_combined``,
+        ``n_orders_disagree`` (pairs combined to a tie because their orders disagree), ``n_pairs_uncombined`` and,
+        for each of ``RATES``, ``{value, ci, n}`` (or ``{value: None, why_empty}``).
     """
-    by_pair: dict[str, dict[str, PairwiseRow]] = {}
-    for row in rows:
-        by_pair.setdefault(row.id, {})[row.order] = row
-    unknown = sorted(set(by_pair) - {p.id for p in pairs})
-    if unknown:
-        raise ValueError(f"{PAIRWISE_PREDICTIONS}: judgments of pairs the data does not have: {unknown[:5]}")
+    by_pair, n_stale = _current(pairs, rows)
+    combined = _pair_verdicts(pairs, by_pair, orders)
     m = len(pairs)
     agree_num, agree_den = np.zeros(m), np.zeros(m)
+    both_num, both_den = np.zeros(m), np.zeros(m)
     tie_num, tie_den = np.zeros(m), np.zeros(m)
     flip_num, flip_den = np.zeros(m), np.zeros(m)
     first_num, first_den = np.zeros(m), np.zeros(m)
@@ -101,6 +185,9 @@ def pairwise_metrics(pairs: list[PairRecord], rows: list[PairwiseRow], n_boot: i
         if all(r is not None and r.parse_ok and r.verdict is not None for r in both):
             flip_den[k] = 1
             flip_num[k] = both[0].verdict == both[1].verdict
+        if pair.winner is not None and combined[k]["combined"] is not None:
+            both_den[k] = 1
+            both_num[k] = combined[k]["combined"] == pair.winner
     out: dict[str, Any] = {
         "n_pairs": m,
         "n_labelled": sum(1 for p in pairs if p.winner is not None),
@@ -110,10 +197,20 @@ def pairwise_metrics(pairs: list[PairRecord], rows: list[PairwiseRow], n_boot: i
         "n_failed": sum(failures.values()),
         "failures": dict(sorted(failures.items())),
         "n_both_orders": int(flip_den.sum()),
+        "n_stale": n_stale,
+        "n_pairs_combined": sum(1 for c in combined if c["combined"] is not None),
+        "n_orders_disagree": sum(1 for c in combined if c["combined_status"] == DISAGREE),
+        "n_pairs_uncombined": sum(1 for c in combined if c["combined"] is None),
     }
     out["agreement"] = _rate(agree_num, agree_den, n_boot, seed, "agreement",
                              "no parsed judgment of a labelled pair (the data has no winner labels, or every such "
                              "judgment failed)")
+    out["combined_agreement"] = _rate(
+        both_num, both_den, n_boot, seed, "combined_agreement",
+        "no labelled pair has a combined verdict (the pairs were asked in one order only: run with pairwise_orders: "
+        "both)" if tuple(orders) != ORDERS else
+        "no labelled pair has a combined verdict (the data has no winner labels, or every such pair has an order "
+        "that failed or was not judged)")  # fmt: skip
     out["tie_rate"] = _rate(tie_num, tie_den, n_boot, seed, "tie_rate", "no parsed judgment")
     out["position_consistency"] = _rate(flip_num, flip_den, n_boot, seed, "position_consistency",
                                         "no pair parsed in both orders (run with pairwise_orders: both)")
@@ -129,6 +226,16 @@ def _fmt(block: dict[str, Any]) -> str:
     return f"{block['value']:.3f}{ci}"
 
 
+def _combined_text(metrics: dict[str, Any]) -> str:
+    """The counts behind the combined agreement, and judgments of an older text, as the reports say them."""
+    text = (f" {metrics['n_pairs_combined']} pairs have a combined verdict ({metrics['n_orders_disagree']} of them a "
+            f"tie because their orders disagree), {metrics['n_pairs_uncombined']} none.")
+    if metrics.get("n_stale"):
+        text += (f" {metrics['n_stale']} judgments are of an older text of their pair and are not scored (rerun to "
+                 "judge the current text).")
+    return text
+
+
 def pairwise_markdown(metrics: dict[str, Any], name: str = "") -> str:
     """The pairwise section of ``report.md``: counts, then one row per rate with its interval and n."""
     lines = [f"## Pairwise judging{f' — {name}' if name else ''}", "",
@@ -136,6 +243,7 @@ def pairwise_markdown(metrics: dict[str, Any], name: str = "") -> str:
              f"{metrics['n_parsed']} parsed, {metrics['n_failed']} failed"
              + (f" ({', '.join(f'{k}: {v}' for k, v in metrics['failures'].items())})" if metrics["failures"] else "")
              + f"; {metrics['n_both_orders']} pairs parsed in both orders."
+             + _combined_text(metrics)
              + (f" **{metrics['n_missing']} judgments have no row** (the run is unfinished: rerun it to complete)."
                 if metrics.get("n_missing") else ""), "",
              "| metric | value [95% CI] | n |", "|---|---|---|"]  # fmt: skip
@@ -145,7 +253,9 @@ def pairwise_markdown(metrics: dict[str, Any], name: str = "") -> str:
         lines.append(f"| {TITLES[key]} | {_fmt(block)} | {block['n']} |")
         if block["value"] is None:
             notes.append(f"- {TITLES[key]}: {block['why_empty']}.")
-    lines += ["", "Intervals: percentile bootstrap over pairs (both orders of a pair resampled together).", *notes]
+    lines += ["", "Intervals: percentile bootstrap over pairs (both orders of a pair resampled together).",
+              "Orders combined: a verdict both orders give, a tie where they disagree (Zheng et al., arXiv 2306.05685, "
+              "Section 3.4); a pair with a failed or missing order has none.", *notes]
     return "\n".join(lines) + "\n"
 
 
@@ -160,11 +270,14 @@ def pairwise_html(metrics: dict[str, Any], name: str = "") -> str:
     return (f'<section id="pairwise"><h2>{title}</h2><p>{metrics["n_pairs"]} pairs ({metrics["n_labelled"]} '
             f"labelled), {metrics['n_judgments']} judgments, {metrics['n_parsed']} parsed, {metrics['n_failed']} "
             f"failed; {metrics['n_both_orders']} pairs parsed in both orders."
+            + html.escape(_combined_text(metrics))
             + (f" <b>{metrics['n_missing']} judgments have no row</b> (the run is unfinished)."
                if metrics.get("n_missing") else "")
             + "</p><table><thead><tr><th>metric</th>"
             f"<th>value [95% CI]</th><th>n</th><th>why empty</th></tr></thead><tbody>{rows}</tbody></table>"
-            "<p>Intervals: percentile bootstrap over pairs (both orders of a pair resampled together).</p></section>")
+            "<p>Intervals: percentile bootstrap over pairs (both orders of a pair resampled together). Orders "
+            "combined: a verdict both orders give, a tie where they disagree (Zheng et al., arXiv 2306.05685, Section "
+            "3.4); a pair with a failed or missing order has none.</p></section>")
 
 
 def is_pairwise_run(path: str | Path) -> bool:
@@ -176,7 +289,8 @@ def is_pairwise_run(path: str | Path) -> bool:
 
 def score_pairwise(predictions: str | Path, data: str | Path | None = None, out: str | Path | None = None,
                    n_boot: int = 1000, seed: int = 0, name: str = "") -> dict[str, Any]:
-    """``judge-eval score`` of a pairwise run: ``metrics.json``, ``report.md`` and ``report.html`` in ``out``.
+    """``judge-eval score`` of a pairwise run: ``metrics.json``, ``pairwise_pairs.jsonl`` (each pair's verdicts and
+    combined verdict), ``report.md`` and ``report.html`` in ``out``.
 
     Args:
         predictions: the run folder or its ``pairwise_predictions.jsonl``.
@@ -202,6 +316,8 @@ def score_pairwise(predictions: str | Path, data: str | Path | None = None, out:
                **pairwise_metrics(pairs, rows, n_boot=n_boot, seed=seed, orders=orders)}
     target = Path(out) if out else run_dir
     target.mkdir(parents=True, exist_ok=True)
+    verdicts = "".join(json.dumps(v, ensure_ascii=False) + "\n" for v in pair_verdicts(pairs, rows, orders))
+    write_atomically(target / PAIRWISE_PAIRS, verdicts.encode("utf-8"))
     # ``compare`` reads metrics.json back: replaced whole, never left cut by a kill.
     write_atomically(target / "metrics.json", (json.dumps(metrics, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
     (target / "report.md").write_text(f"# {name or 'Judge'}: pairwise report\n\n" + pairwise_markdown(metrics),

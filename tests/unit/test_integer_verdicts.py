@@ -78,6 +78,51 @@ def test_integer_verdicts_that_fail_are_counted_failures(content, reasoning, err
         assert verdict.feedback == reasoning.strip()
 
 
+# (answer, score on the pairwise -1/0/1 scale and on 0..2, None: a no_score failure). POLLUX's r"(-?\d+)\s*$" sees
+# only an attached ASCII hyphen, so each of these read as +1: "answer 2 is better" where the judge wrote "answer 1".
+MINUS_LIKE = [
+    ("−1", -1.0),  # U+2212, the minus sign and nothing else: read as the sign it is
+    ("Итог: −1", -1.0),
+    ("–1", None),  # U+2013 en dash: a dash, not a sign
+    ("—1", None),  # U+2014 em dash
+    ("- 1", None),  # a hyphen spaced from the digits: a minus, or a list bullet
+    ("− 1", None),  # even the minus sign, spaced
+    ("Итог — 1", None),  # in Russian a spaced dash also says "is": "the result is 1"
+    ("Итог: –1", None),
+    ("1-2", None),  # a hyphen after a digit: a range or a subtraction (this parser read 2, POLLUX's regex -2)
+]
+
+
+@pytest.mark.parametrize("scale", [PAIRWISE, SCALE], ids=["pairwise -1..1", "pointwise 0..2"])
+@pytest.mark.parametrize("content, score", MINUS_LIKE, ids=[c for c, _ in MINUS_LIKE])
+def test_a_number_after_a_minus_like_character_is_never_read_positive(content, score, scale):
+    """A verdict never loses its minus sign: after U+2212 it reads negative (on 0..2 that is a score outside the scale,
+    read and flagged as a plain "-1" is); after a dash, a spaced minus or a minus following a digit it is a counted
+    no_score failure, on either scale."""
+    verdict = parse_integer_verdict(content, "рассуждение", scale)
+    if score is None:
+        assert (verdict.ok, verdict.score, verdict.error, verdict.feedback) == (False, None, VerdictError.NO_SCORE,
+                                                                                "рассуждение")
+        assert "no sign to read" in verdict.reason
+    else:
+        assert (verdict.ok, verdict.score, verdict.in_scale) == (True, score, scale.contains(score))
+        assert verdict.in_scale is (scale is PAIRWISE)
+
+
+@pytest.mark.parametrize("content, score", MINUS_LIKE, ids=[c for c, _ in MINUS_LIKE])
+def test_pairwise_readers_keep_the_minus_sign(content, score):
+    """judge-eval's pairwise reader and judge-serve's score reading (both through parse_judge_output) give -1 or no
+    verdict for each answer above, never 1."""
+    from eval.pairwise.judging import _outcome
+    from serve.jobs import PAIRWISE_SCALE
+    from serve.score_reading import seq2seq_verdict
+
+    row = _outcome(content, "рассуждение", VerdictFormat.INTEGER, False)
+    assert (row["parse_ok"], row["score"]) == (score is not None, score)
+    served = seq2seq_verdict(f"<think>рассуждение</think>{content}", None, PAIRWISE_SCALE, False, VerdictFormat.INTEGER)
+    assert (served["parse_ok"], served["score"]) == (score is not None, score)
+
+
 def test_integer_verdict_outside_the_scale_is_read_and_flagged():
     """An integer outside the rubric's scale is the judge's answer (scored as the paper does), flagged in_scale
     False, exactly as a tagged verdict is."""

@@ -151,14 +151,26 @@ def test_judge_eval_run_asks_both_orders_and_scores_pairwise(tmp_path):
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text(encoding="utf-8"))
     assert (metrics["n_pairs"], metrics["n_labelled"], metrics["n_judgments"], metrics["n_parsed"]) == (4, 3, 8, 7)
     assert (metrics["n_failed"], metrics["failures"], metrics["n_both_orders"]) == (1, {"unclosed_think": 1}, 3)
-    expected = {"agreement": (4 / 5, 5), "tie_rate": (1 / 7, 7), "position_consistency": (2 / 3, 3),
-                "first_position_rate": (4 / 6, 6)}  # fmt: skip
+    # Orders combined: p1 (-1, -1) -> -1, its label; p2 (-1 then 1) -> a tie, label 1; p3 has a failed order -> none;
+    # p4 (1, 1) -> 1, unlabelled. Combined agreement 1 of 2 labelled pairs with a combined verdict.
+    assert (metrics["n_pairs_combined"], metrics["n_orders_disagree"], metrics["n_pairs_uncombined"]) == (3, 1, 1)
+    expected = {"agreement": (4 / 5, 5), "combined_agreement": (1 / 2, 2), "tie_rate": (1 / 7, 7),
+                "position_consistency": (2 / 3, 3), "first_position_rate": (4 / 6, 6)}  # fmt: skip
     for name, (value, n) in expected.items():
         block = metrics[name]
         assert (block["value"], block["n"]) == (pytest.approx(value), n), name
         assert 0 <= block["ci"][0] <= value <= block["ci"][1] <= 1, name
     report = (tmp_path / "run" / "report.md").read_text(encoding="utf-8")
     assert "| Position consistency | 0.667 [" in report and "1 failed (unclosed_think: 1)" in report
+    assert "| Agreement with labels (per judgment) | 0.800 [" in report
+    assert "| Agreement with labels (orders combined, per pair) | 0.500 [" in report
+    assert "3 pairs have a combined verdict (1 of them a tie because their orders disagree), 1 none." in report
+    written = [json.loads(line) for line in (tmp_path / "run" / "pairwise_pairs.jsonl").read_text().splitlines()]
+    fields = ("id", "winner", "original", "swapped", "combined", "combined_status")
+    assert written == [dict(zip(fields, row)) for row in [("p1", -1, -1.0, -1.0, -1.0, "orders_agree"),
+                                                          ("p2", 1, -1.0, 1.0, 0.0, "orders_disagree"),
+                                                          ("p3", 0, 0.0, None, None, "order_failed"),
+                                                          ("p4", None, 1.0, 1.0, 1.0, "orders_agree")]]  # fmt: skip
     assert '<section id="pairwise">' in (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
 
 
@@ -278,3 +290,109 @@ def test_compare_of_pairwise_runs_says_what_it_compares(tmp_path, capsys):
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--n-boot", "10"]) == 2
     err = capsys.readouterr().err
     assert "a pairwise run; compare pairs pointwise runs item by item" in err and "score the run first" not in err
+
+
+def _row(pair: PairRecord, order: str, raw: float | None, error: str | None = None) -> PairwiseRow:
+    """A judgment of ``pair`` in ``order`` whose raw answer is ``raw`` (None: failed with ``error``)."""
+    verdict = None if raw is None else (raw if order == "original" else -raw + 0.0)
+    return PairwiseRow(pair.id, order, "j", None if raw is None else f"{raw:g}", "", raw, verdict, raw is not None,
+                       error, "", 0.1, pair.content_key)
+
+
+def test_orders_combined_into_one_verdict_per_pair_by_hand():
+    """Labels -1, 1, 0, -1, 1, -1 and a judge that always prefers the answer shown first (raw -1 in both orders):
+    per judgment it agrees on the original order of the five pairs with a winner of -1 (three) and the swapped
+    order of those with 1 (two): 5 of 12 = 0.417. Combined, every pair's orders disagree (verdicts -1 and 1) and it
+    is a tie: only the pair labelled 0 agrees, 1 of 6 = 0.167."""
+    from eval.pairwise.metrics import pair_verdicts
+
+    pairs = [PairRecord(f"q{k}", "i", f"a{k}", "b", "s", w) for k, w in enumerate([-1, 1, 0, -1, 1, -1])]
+    rows = [_row(p, order, -1.0) for p in pairs for order in ("original", "swapped")]
+    metrics = pairwise_metrics(pairs, rows, n_boot=0)
+    assert (metrics["agreement"]["value"], metrics["agreement"]["n"]) == (pytest.approx(5 / 12), 12)
+    assert (metrics["combined_agreement"]["value"], metrics["combined_agreement"]["n"]) == (pytest.approx(1 / 6), 6)
+    assert (metrics["n_pairs_combined"], metrics["n_orders_disagree"], metrics["n_pairs_uncombined"]) == (6, 6, 0)
+    assert [v["combined"] for v in pair_verdicts(pairs, rows)] == [0.0] * 6
+
+
+def test_combine_orders_rules():
+    """Both orders' verdict when they agree (a tie in both is a tie); a tie when they disagree, a win against a tie
+    too (Zheng et al. 2023, Section 3.4: a win only when preferred in both orders); no verdict when an order failed
+    (parse or request) or has no row; a run asked in one order combines nothing and says why."""
+    from eval.pairwise.metrics import combine_orders
+
+    pair = PairRecord("a", "i", "x", "y", "s", -1)
+    cases = [((1.0, -1.0), (1.0, "orders_agree")),  # raw 1 then -1: answer 2 both times
+             ((0.0, 0.0), (0.0, "orders_agree")),
+             ((-1.0, 0.0), (0.0, "orders_disagree")),
+             ((-1.0, -1.0), (0.0, "orders_disagree"))]  # fmt: skip
+    for (first, second), expected in cases:
+        assert combine_orders(_row(pair, "original", first), _row(pair, "swapped", second)) == expected
+    failed = _row(pair, "swapped", None, "no_score")
+    assert combine_orders(_row(pair, "original", -1.0), failed) == (None, "order_failed")
+    assert combine_orders(None, _row(pair, "swapped", None, "request_failed")) == (None, "order_failed")
+    assert combine_orders(_row(pair, "original", -1.0), None) == (None, "order_missing")
+    one = pairwise_metrics([pair], [_row(pair, "original", -1.0)], n_boot=0, orders=("original",))
+    assert one["combined_agreement"]["value"] is None and "one order only" in one["combined_agreement"]["why_empty"]
+    assert one["agreement"]["value"] == 1.0 and one["n_pairs_uncombined"] == 1
+
+
+def test_a_pair_edited_in_place_is_judged_again(tmp_path):
+    """Resume reuses a judgment only for the text it judged: answer_2 of p1 changed under the same id, a rerun asks
+    the judge both orders of p1 again (the new answer in the prompt) and nothing else; scored before that rerun, the
+    old judgments are counted as of an older text, never scored against the new pair. Rows written before judgments
+    kept a content key cannot be checked and are asked again."""
+    import shutil
+
+    from eval.pairwise.judging import pending_judgments
+
+    data = _write(PAIRS, tmp_path / "pairs.jsonl")
+    edited = [{**PAIRS[0], "answer_2": "Марсель."}, *PAIRS[1:]]
+    which = {**_prompts(load_pairs(data)), **_prompts(load_pairs(_write(edited, tmp_path / "edited.jsonl")))}
+    argv = ["run", "--judge", "", "--model", HUB_ID, "--data", data, "--out", str(tmp_path / "run"), "--no-progress"]
+    with ScriptedEndpoint(_scripted_judge(which), model=HUB_ID) as server:
+        argv[2] = server.base_url
+        assert main(argv) == 0
+        assert len(server.bodies("/v1/chat/completions")) == 8
+        _write(edited, tmp_path / "pairs.jsonl")  # the same file, p1's answer_2 changed, its id kept
+        shutil.copytree(tmp_path / "run", tmp_path / "before")  # the run as it stands, scored below
+        assert main(argv) == 0
+        asked = [b["messages"][0]["content"] for b in server.bodies("/v1/chat/completions")[8:]]
+    assert sorted(which[prompt] for prompt in asked) == [("p1", "original"), ("p1", "swapped")]
+    assert all("Марсель." in prompt for prompt in asked)
+    path = tmp_path / "run" / PAIRWISE_PREDICTIONS
+    pairs = load_pairs(tmp_path / "pairs.jsonl")
+    assert pending_judgments(pairs, path, ("original", "swapped"))[:2] == ([], 8)
+    for run, stale in (("before", 2), ("run", 0)):
+        assert main(["score", "--predictions", str(tmp_path / run), "--n-boot", "0"]) == 0
+        metrics = json.loads((tmp_path / run / "metrics.json").read_text(encoding="utf-8"))
+        assert (metrics["n_stale"], metrics["n_missing"], metrics["n_judgments"]) == (stale, stale, 8 - stale), run
+    assert "2 judgments are of an older text of their pair" in (tmp_path / "before" / "report.md").read_text()
+    legacy = [{k: v for k, v in json.loads(line).items() if k != "content_key"}
+              for line in path.read_text(encoding="utf-8").splitlines()]
+    _write(legacy, path)
+    todo, done, _ = pending_judgments(pairs, path, ("original", "swapped"))
+    assert (len(todo), done) == (8, 0)
+
+
+def test_judge_serve_counts_pairs_against_max_judgments_per_request():
+    """judge-serve's max_judgments_per_request bounds pairs (one judgment each) as it bounds criteria, with the same
+    refusal: a 400 naming the list, code invalid_request, "... Split the batch.", before anything is validated."""
+    from serve.schema import RequestError, parse_judge_request
+
+    pair = {"instruction": "i", "answer_1": "a", "answer_2": "b", "rubrics": SCALE_TEXT}
+    assert len(parse_judge_request({"pairs": [pair] * 3}, max_items=64, max_judgments=3).pairs) == 3
+    with pytest.raises(RequestError) as refused:
+        parse_judge_request({"pairs": [pair] * 4}, max_items=64, max_judgments=3)
+    err = refused.value
+    assert (err.status, err.param, err.code, err.message) == (
+        400, "pairs", "invalid_request",
+        "pairs: 4 pairwise judgments requested; this server takes at most 3 per request. Split the batch.")
+    # before validation: a body whose pairs would fail validation is refused on its count alone
+    with pytest.raises(RequestError, match=r"^pairs: 4 pairwise judgments"):
+        parse_judge_request({"pairs": [{"bad": 1}] * 4}, max_items=64, max_judgments=3)
+    with pytest.raises(RequestError) as criteria:  # the criteria bound, for the shape compared above
+        parse_judge_request({"items": [{"instruction": "i", "answer": "a", "criteria": ["x"] * 4}]}, max_items=64,
+                            max_judgments=3)
+    assert (criteria.value.status, criteria.value.param, criteria.value.code) == (400, "items", "invalid_request")
+    assert criteria.value.message.endswith("this server takes at most 3 per request. Split the batch.")
