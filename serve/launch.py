@@ -37,7 +37,9 @@ import math
 import logging
 import os
 import secrets
+import shutil
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -192,6 +194,11 @@ class Engine:
     log_path: Path | None = None
     command: list[str] = field(default_factory=list)
     api_key: str | None = field(default=None, repr=False)  # sent as a Bearer token; never written anywhere
+    #: The folder of the engine's ZeroMQ IPC sockets (vLLM's ``VLLM_RPC_BASE_PATH``), one per start, removed by
+    #: ``stop``: vLLM names its sockets ``<base>/<uuid4>`` and leaves them behind when its processes are killed or
+    #: only connected to them; in the temporary directory itself, each engine start added a few (hundreds over a day
+    #: of tests).
+    ipc_dir: Path | None = None
 
     @classmethod
     def start(cls, spec: EngineSpec, config: ServeConfig, log_dir: Path, api_key: str | None = None) -> Engine:
@@ -207,12 +214,20 @@ class Engine:
         log_path = log_dir / f"{spec.role}.log"
         # engine_args may carry a token (--hf-token ...): the log gets the command as run.json does, redacted
         log.info("starting %s engine on port %d (log %s): %s", spec.role, port, log_path, " ".join(redact_argv(cmd)))
-        # Shielded: a job-wide SIGTERM (scancel) must not stop the engine under the requests judge-serve drains.
-        proc = start_process(
-            cmd, log_path=log_path, env=engine_env(config, api_key), name=f"{spec.role} engine",
-            grace_s=config.engine_stop_grace_s, append_log=True, sigterm_shielded=True,
-        )  # fmt: skip
-        return cls(spec=spec, url=f"http://127.0.0.1:{port}", proc=proc, log_path=log_path, command=cmd, api_key=api_key)
+        # Short and under a base the user may have chosen (a socket's path holds at most 107 bytes).
+        ipc_dir = Path(tempfile.mkdtemp(prefix=f"judge-serve-{spec.role}-", dir=os.environ.get("VLLM_RPC_BASE_PATH")))
+        env = {**engine_env(config, api_key), "VLLM_RPC_BASE_PATH": str(ipc_dir)}
+        try:
+            # Shielded: a job-wide SIGTERM (scancel) must not stop the engine under the requests judge-serve drains.
+            proc = start_process(
+                cmd, log_path=log_path, env=env, name=f"{spec.role} engine",
+                grace_s=config.engine_stop_grace_s, append_log=True, sigterm_shielded=True,
+            )  # fmt: skip
+        except BaseException:
+            shutil.rmtree(ipc_dir, ignore_errors=True)
+            raise
+        return cls(spec=spec, url=f"http://127.0.0.1:{port}", proc=proc, log_path=log_path, command=cmd,
+                   api_key=api_key, ipc_dir=ipc_dir)
 
     @property
     def auth_headers(self) -> dict[str, str]:
@@ -277,4 +292,8 @@ class Engine:
             return None
         if self.proc.alive():
             log.info("stopping %s engine (process group %d)", self.role, self.proc.pgid)
-        return self.proc.stop(grace_s)
+        try:
+            return self.proc.stop(grace_s)
+        finally:
+            if self.ipc_dir is not None:  # its processes are gone: no socket there is in use
+                shutil.rmtree(self.ipc_dir, ignore_errors=True)

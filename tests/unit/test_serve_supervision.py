@@ -4,8 +4,12 @@ ready. Engines dying and healing for real: tests/integration/serving/test_serve_
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
+import time
+from pathlib import Path
 
+import serve.launch
 from serve.config import ServeConfig
 from serve.supervision import ServerState, heal_the_dead
 
@@ -182,3 +186,39 @@ def test_a_background_task_that_fails_stops_judge_serve_with_its_traceback_logge
     assert asyncio.run(fail_while("ready")) == ("failed", True)
     assert "judge-serve's engine watcher failed" in caplog.text and "RuntimeError: the watcher broke" in caplog.text
     assert asyncio.run(fail_while("draining")) == ("draining", False)
+
+
+# ------------------------------------------------------------------------ the engine's IPC sockets, one folder a start
+
+
+_SOCKET_STUB = """
+import os, pathlib, socket, sys, time
+base = os.environ["VLLM_RPC_BASE_PATH"]
+for name in ("a", "b"):  # as vLLM binds ipc://<base>/<uuid4>, and leaves the files when killed
+    socket.socket(socket.AF_UNIX).bind(os.path.join(base, name))
+pathlib.Path(sys.argv[1]).write_text(base)
+time.sleep(600)
+"""
+
+
+def test_an_engines_ipc_sockets_live_in_its_own_folder_removed_when_it_stops(monkeypatch, tmp_path):
+    """vLLM puts its ZeroMQ sockets in VLLM_RPC_BASE_PATH (the temporary directory by default) and leaves them there
+    when its processes are killed: every engine start added a few to /tmp for good. Each start now gets a folder of
+    its own under the user's base, removed with the engine, even when it was killed."""
+    from serve.launch import Engine, EngineSpec
+
+    base, said = tmp_path / "rpc", tmp_path / "said"
+    base.mkdir()
+    monkeypatch.setenv("VLLM_RPC_BASE_PATH", str(base))
+    monkeypatch.setattr(serve.launch, "engine_command",
+                        lambda spec, config, port: [sys.executable, "-c", _SOCKET_STUB, str(said)])
+    spec = EngineSpec(role="generator", model_dir=tmp_path, served_name="m", memory_share=0.5)
+    engine = Engine.start(spec, ServeConfig(model=str(tmp_path)), tmp_path)
+    deadline = time.monotonic() + 30
+    while not said.exists():  # the stub says where it bound its sockets once both are there
+        assert engine.proc.alive() and time.monotonic() < deadline, engine.log_tail()
+        time.sleep(0.05)
+    ipc = Path(said.read_text())
+    assert ipc.parent == base and ipc == engine.ipc_dir and sorted(p.name for p in ipc.iterdir()) == ["a", "b"]
+    engine.stop(grace_s=0)  # killed: the sockets' files outlive their processes
+    assert not ipc.exists() and list(base.iterdir()) == []
