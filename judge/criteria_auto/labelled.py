@@ -53,33 +53,55 @@ def _shingles(text: str) -> frozenset[str]:
 
 def near_duplicates(texts: Sequence[str], others: Sequence[str]) -> list[tuple[int, int, float, float | None]]:
     """The pairs ``(i, j, jaccard, ratio)`` where ``texts[i]`` and ``others[j]`` are near duplicates (see
-    ``NEAR_DUPLICATE_JACCARD``); an exact match is one. ``ratio`` is None where the Jaccard decided alone.
+    ``NEAR_DUPLICATE_JACCARD``), ordered by ``j`` then ``i``; an exact match is one. ``ratio`` is None where the
+    Jaccard decided alone.
 
-    difflib's ratio (quadratic) is computed only for pairs that share ``_RATIO_CANDIDATE_JACCARD`` of their 5-grams
-    and whose lengths allow it, and the Jaccard only where the two 5-gram set sizes allow that (it is at most their
-    ratio): checking the 117 held-out instructions against a thousand training rows takes about a second.
+    The 5-gram intersections of every pair come from one sparse product (SciPy), so only pairs that share a 5-gram
+    are looked at; difflib's ratio (quadratic) is computed only for pairs that share ``_RATIO_CANDIDATE_JACCARD`` of
+    their 5-grams and whose lengths allow it. The 117 held-out instructions against the ~870 rows the shipped
+    classifier trains on: 0.34 CPU-s, against 0.82 for a loop over every pair's Python sets, the same pairs (training
+    commands run the check each time).
     """
-    mine = [(t, _shingles(t)) for t in map(normalise_instruction, texts)]
+    import numpy as np
+
+    mine = [normalise_instruction(t) for t in texts]
+    theirs = [normalise_instruction(t) for t in others]
+    if not mine or not theirs:
+        return []
+    vocabulary: dict[str, int] = {}
+    a_rows = [[vocabulary.setdefault(g, len(vocabulary)) for g in _shingles(t)] for t in mine]
+    b_rows = [[vocabulary.setdefault(g, len(vocabulary)) for g in _shingles(t)] for t in theirs]
+    a, b = _incidence(a_rows, len(vocabulary)), _incidence(b_rows, len(vocabulary))
+    shared = (b @ a.T).tocoo()  # (j, i) -> 5-grams in common, for the pairs with any
+    a_sizes, b_sizes = np.diff(a.indptr), np.diff(b.indptr)
     matcher = difflib.SequenceMatcher(autojunk=False)
     found = []
-    for j, other in enumerate(others):
-        b = normalise_instruction(other)
-        b_set = _shingles(b)
-        matcher.set_seq2(b)  # difflib caches what it learns of the second sequence
-        for i, (a, a_set) in enumerate(mine):
-            if min(len(a_set), len(b_set)) < _RATIO_CANDIDATE_JACCARD * max(len(a_set), len(b_set)):
-                continue
-            jaccard = len(a_set & b_set) / len(a_set | b_set)
-            if jaccard >= NEAR_DUPLICATE_JACCARD:
-                found.append((i, j, jaccard, None))
-            elif (jaccard >= _RATIO_CANDIDATE_JACCARD
-                  and 2 * min(len(a), len(b)) >= NEAR_DUPLICATE_RATIO * (len(a) + len(b))):
-                matcher.set_seq1(a)
-                if matcher.quick_ratio() >= NEAR_DUPLICATE_RATIO:
-                    ratio = matcher.ratio()  # the quadratic one, once
-                    if ratio >= NEAR_DUPLICATE_RATIO:
-                        found.append((i, j, jaccard, ratio))
+    seq2 = -1
+    for j, i, inter in sorted(zip(shared.row.tolist(), shared.col.tolist(), shared.data.tolist())):
+        jaccard = inter / (int(a_sizes[i]) + int(b_sizes[j]) - inter)
+        if jaccard >= NEAR_DUPLICATE_JACCARD:
+            found.append((i, j, jaccard, None))
+        elif (jaccard >= _RATIO_CANDIDATE_JACCARD
+              and 2 * min(len(mine[i]), len(theirs[j])) >= NEAR_DUPLICATE_RATIO * (len(mine[i]) + len(theirs[j]))):
+            if seq2 != j:
+                matcher.set_seq2(theirs[j])  # difflib caches what it learns of the second sequence
+                seq2 = j
+            matcher.set_seq1(mine[i])
+            if matcher.quick_ratio() >= NEAR_DUPLICATE_RATIO:
+                ratio = matcher.ratio()  # the quadratic one, once
+                if ratio >= NEAR_DUPLICATE_RATIO:
+                    found.append((i, j, jaccard, ratio))
     return found
+
+
+def _incidence(rows: list[list[int]], width: int):
+    """The 0/1 matrix of which 5-grams (columns, ``width`` of them) each text (row) holds."""
+    import numpy as np
+    from scipy import sparse
+
+    indptr = np.cumsum([0] + [len(r) for r in rows])
+    indices = np.fromiter((k for r in rows for k in r), dtype=np.int64, count=int(indptr[-1]))
+    return sparse.csr_matrix((np.ones(len(indices), dtype=np.int64), indices, indptr), shape=(len(rows), width))
 
 
 def heldout_leaks(pairs: Sequence[Mapping]) -> str:

@@ -96,6 +96,26 @@ def test_training_set_is_disjoint_from_heldout():
         leaf_of(row["label"])
 
 
+def test_near_duplicates_finds_every_pair_a_loop_over_all_pairs_finds_in_its_order():
+    """The sparse product looks only at pairs sharing a 5-gram; every pair over the Jaccard bound that a plain loop
+    over all pairs finds is found, with the same Jaccard, ordered by the second text, then the first."""
+    from judge.criteria_auto.labelled import NEAR_DUPLICATE_JACCARD, _shingles, near_duplicates, normalise_instruction
+
+    texts = ["Отгадай загадку: «Зимой и летом одним цветом».", "Напиши стихотворение о снеге.", "", "аб"]
+    others = ["отгадай загадку зимой и летом", "Напиши стихотворение о первом снеге.", "аб", "",
+              "Отгадай загадку: «Зимой и летом одним цветом»!", "совсем другое"]
+    found = near_duplicates(texts, others)
+    assert [(j, i) for i, j, _, _ in found] == sorted((j, i) for i, j, _, _ in found)
+    by_loop = {}
+    for j, other in enumerate(others):
+        for i, text in enumerate(texts):
+            a, b = _shingles(normalise_instruction(text)), _shingles(normalise_instruction(other))
+            if len(a & b) / len(a | b) >= NEAR_DUPLICATE_JACCARD:
+                by_loop[i, j] = len(a & b) / len(a | b)
+    assert {(i, j): jac for i, j, jac, ratio in found if ratio is None} == by_loop
+    assert (0, 4, 1.0, None) in found and (3, 2, 1.0, None) in found and (2, 3, 1.0, None) in found
+
+
 def test_no_heldout_instruction_near_duplicates_a_training_row():
     """No held-out instruction is a near copy of a row the shipped classifier trains on (the bundled training set,
     the bundled sample, the taxonomy texts): ho-105 was sample s0210 with a clause cut, and eight such items, all
