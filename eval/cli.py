@@ -134,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="What a paired resample draws: items (the default for scored runs) or whole instructions "
                             "(as score's); rank runs are always compared by instruction.")
     cmp_p.add_argument("--allow-other-judge", action="store_true",
-                       help="Two rank runs: compare them even when different judges scored them.")
+                       help="Two rank runs: compare them even when their judge settings (run.json) differ.")
 
     rank_p = sub.add_parser("rank", aliases=["bench"],
                             help="Rank a candidate LLM with a judge: answers, verdicts, POLLUX's matrix.",
@@ -363,9 +363,9 @@ def _compare_rankings(args: argparse.Namespace) -> int:
     write_atomically(out / "compare.json", (json.dumps(result, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
     (out / "compare.md").write_text(markdown + "\n", encoding="utf-8")
     (out / "compare.html").write_text(render_ranking_compare_page(result), encoding="utf-8")
-    # The matrix of deltas is in the files; the console gets its title and summary lines and where they are.
+    # The matrix of deltas is in the files; the console gets its title and summary lines (what was left out too).
     calls = sum(cell["verdict"].startswith("B ") for row in result["cells"].values() for cell in row.values())
-    print("\n".join([*markdown.splitlines()[:3], f"{calls} cells with a significant difference",
+    print("\n".join([*markdown.split("\n\n|", 1)[0].splitlines(), f"{calls} cells with a significant difference",
                      f"tables: {out / 'compare.md'}, {out / 'compare.json'}", f"compare.html: {out / 'compare.html'}"]))
     return 0
 

@@ -5,12 +5,15 @@
 Both folders are ``judge-eval rank`` outputs (``bench.json``, ``items.jsonl``, ``predictions.jsonl``) of one data
 set: an instruction both runs hold must have the same text, reference answer, ``meta`` and criteria in each (two runs
 of different data are refused; two copies of one data set at different paths are not). The comparison is computed
-over the instructions **both** runs scored (at least one score each): for each bootstrap resample, one draw of those
+over the instructions **both** runs scored (at least one score each; every other instruction of either run is listed
+per side with why: ``excluded`` in the result): for each bootstrap resample, one draw of those
 instructions (with replacement) feeds both matrices, so what an instruction makes easy or hard cancels out of the
 difference (the paired bootstrap of ``eval.scoring.bootstrap.paired_bootstrap``, over instructions instead of items). A cell
 is called ``B higher`` / ``B lower`` when its ``1 - alpha`` interval excludes 0; its two-sided p-value is twice the
-smaller share of resampled differences on either side of 0. Both runs must use one normalisation (their
-``bench.json`` says which) and should use one judge: a different judge is refused unless ``allow_other_judge``.
+smaller share of resampled differences on either side of 0. Both runs must use one normalisation, verdict reading
+and treatment of empty answers (their ``bench.json`` says which) and should use one judge: runs whose judge settings
+differ (``JUDGE_SETTINGS``, read from each folder's ``run.json``) are refused, naming each difference, unless
+``allow_other_judge``.
 """
 
 from __future__ import annotations
@@ -25,7 +28,21 @@ import numpy as np
 
 from judge.plumbing.json_reading import unreadable_json
 
-__all__ = ["is_ranking_run", "compare_rankings", "render_ranking_compare_markdown"]
+__all__ = ["is_ranking_run", "compare_rankings", "render_ranking_compare_markdown", "judge_settings",
+           "JUDGE_SETTINGS"]
+
+#: What makes a run's verdicts, by the name a refusal gives it, and where its ``run.json`` keeps it (the judge
+#: stage's record, ``eval.judging.run``): the label and the model the server said it served, the checkpoint or hub
+#: id, the prompt and its version, the verdict format and how leniently it is read, the route (chat or judge-serve),
+#: the sampling, the budget, extra request fields, and a served checkpoint's server and flags. A served name is all a
+#: URL judge tells of its weights: two checkpoints served under one name cannot be told apart. Settings of how the
+#: run went (concurrency, retries, timeouts, keys) may differ.
+JUDGE_SETTINGS = {"name": ("config", "name"), "served model": ("model",), "judge": ("config", "judge"),
+                  "prompt": ("config", "prompt"), "prompt_version": ("prompt_version",),
+                  "verdict_format": ("config", "verdict_format"), "lenient": ("config", "lenient"),
+                  "route": ("backend",), "temperature": ("config", "temperature"),
+                  "max_tokens": ("config", "max_tokens"), "extra_body": ("config", "extra_body"),
+                  "server": ("config", "server"), "server_args": ("config", "server_args")}
 
 
 def is_ranking_run(folder: str | Path) -> bool:
@@ -36,7 +53,7 @@ def is_ranking_run(folder: str | Path) -> bool:
 
 
 def _load(folder: Path) -> tuple[dict[str, Any], list]:
-    from eval.ranking.rank import RANKING_RESULT, ITEMS, ranked_items
+    from eval.ranking.rank import RANKING_RESULT, ITEMS, UNJUDGED, ranked_items
 
     path = folder / RANKING_RESULT
     text = path.read_text(encoding="utf-8")
@@ -45,23 +62,100 @@ def _load(folder: Path) -> tuple[dict[str, Any], list]:
     except (ValueError, RecursionError) as err:  # a bare json error named no file; deep nesting was a traceback
         raise ValueError(f"{path}: {unreadable_json(err, whole_file=True)}") from None
     # The matrix is recomputed with the reading the run's own used (a bench.json before the option: the toolkit's).
-    return info, ranked_items(folder / ITEMS, folder / "predictions.jsonl", info.get("verdict_reader", "toolkit"))
+    return info, ranked_items(folder / ITEMS, folder / "predictions.jsonl", info.get("verdict_reader", "toolkit"),
+                              unjudged=folder / UNJUDGED)
+
+
+def _empty_answer(info: dict[str, Any]) -> str:
+    """How the run scored empty answers; a bench.json before the setting left them out of the matrix."""
+    return info["matrix"].get("empty_answer", "unscored")
 
 
 def _instructions(folder: Path) -> dict[Any, dict[str, Any]]:
-    """What a run's judge read of each instruction it selected: text, reference answer, meta and criteria."""
+    """What a run's judge read (or would have read) of each instruction it selected: text, reference answer, meta
+    and criteria; those it was not asked about from ``unjudged.jsonl``."""
     import judge
-    from eval.ranking.rank import ITEMS
+    from eval.ranking.rank import ITEMS, UNJUDGED, read_unjudged
 
     found: dict[Any, dict[str, Any]] = {}
-    for record in judge.load_records(folder / ITEMS):
-        if record.extra.get("selected") is False:  # another selection's item, kept for its verdict
-            continue
-        seen = found.setdefault(record.extra["prompt_id"], {
-            "instruction": record.instruction, "reference_answer": record.reference_answer,
-            "meta": record.extra["meta"], "criteria": set()})
-        seen["criteria"].add((record.criteria_name, record.rubrics))
+    rows = [(record.extra["prompt_id"], record.instruction, record.reference_answer, record.extra["meta"],
+             record.criteria_name, record.rubrics)
+            for record in judge.load_records(folder / ITEMS)
+            if record.extra.get("selected") is not False]  # not another selection's item, kept for its verdict
+    rows += [(row["prompt_id"], row["instruction"], row["reference_answer"], row["meta"], row["criteria_name"],
+              row["rubrics"]) for row in read_unjudged(folder / UNJUDGED)]
+    for prompt_id, instruction, reference_answer, meta, name, rubrics in rows:
+        seen = found.setdefault(prompt_id, {"instruction": instruction, "reference_answer": reference_answer,
+                                            "meta": meta, "criteria": set()})
+        seen["criteria"].add((name, rubrics))
     return found
+
+
+def judge_settings(folder: str | Path) -> dict[str, Any] | None:
+    """``JUDGE_SETTINGS`` of a ranking run, read from its ``run.json``; None when the folder has none (or it holds no
+    judge config). A judge given as a URL is ``<url>`` (a requeued run reaches its server at a new address), and
+    the server settings of a judge not served by the run are left out.
+
+    Raises:
+        ValueError: an unreadable run.json, naming it.
+    """
+    from judge.plumbing.provenance import read_provenance
+
+    record = read_provenance(folder, missing_ok=True)
+    if not isinstance(record.get("config"), dict):
+        return None
+    settings = {}
+    for name, path in JUDGE_SETTINGS.items():
+        value: Any = record
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        settings[name] = value
+    if str(settings["judge"]).startswith(("http://", "https://")):
+        settings.update(judge="<url>", server=None, server_args=None)
+    return settings
+
+
+def _judge_differences(folders: list[Path], info_a: dict[str, Any], info_b: dict[str, Any],
+                       allow_other_judge: bool) -> dict[str, list[Any]]:
+    """The judge settings that differ between the runs, ``{name: [a, b]}``.
+
+    Raises:
+        ValueError: some differ, or a run has no run.json to tell, and ``allow_other_judge`` is off.
+    """
+    settings = [judge_settings(folder) for folder in folders]
+    missing = [str(folder) for folder, found in zip(folders, settings) if found is None]
+    if missing:
+        if not allow_other_judge:
+            raise ValueError(f"{', '.join(missing)}: no run.json with the judge's settings, so whether both runs were "
+                             "judged alike cannot be checked; pass --allow-other-judge to compare them anyway")
+        return {"run.json": [settings[0] is not None, settings[1] is not None]}
+    differ = {name: [settings[0][name], settings[1][name]] for name in JUDGE_SETTINGS
+              if settings[0][name] != settings[1][name]}
+    if info_a.get("judge") != info_b.get("judge"):  # bench.json's label, as run.json's name says it
+        differ.setdefault("name", [info_a.get("judge"), info_b.get("judge")])
+    if differ and not allow_other_judge:
+        said = "; ".join(f"{name} {a!r} vs {b!r}" for name, (a, b) in differ.items())
+        raise ValueError(f"the runs were judged differently ({said}): their matrices are not comparable; pass "
+                         "--allow-other-judge to compare them anyway")
+    return differ
+
+
+def _sorted_ids(ids) -> list[Any]:
+    return sorted(ids, key=lambda p: (isinstance(p, str), p))
+
+
+def _excluded(items: list, scored: set[Any], shared: set[Any]) -> dict[str, Any]:
+    """The instructions of one run left out of the comparison, by why (``eval.ranking.report.EXCLUDED``), and their
+    number."""
+    by_status: dict[str, set[Any]] = {}
+    for it in items:
+        by_status.setdefault(it.status, set()).add(it.prompt_id)
+    held = {it.prompt_id for it in items}
+    no_answer = by_status.get("no_answer", set())
+    empty = by_status.get("empty_answer", set()) - scored
+    out = {"no_answer": no_answer, "empty_answer": empty, "no_score": held - scored - no_answer - empty,
+           "not_scored_by_other": scored - shared}
+    return {"n": len(held - shared), **{why: _sorted_ids(ids) for why, ids in out.items()}}
 
 
 def _refuse_other_data(info_a: dict[str, Any], info_b: dict[str, Any], folders: list[Path]) -> None:
@@ -91,12 +185,15 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
     """B minus A, cell by cell, over the instructions both runs scored.
 
     Returns:
-        ``{"a", "b", "judge", "rows", "columns", "cells": {row: {column: {a, b, delta, ci, p_value, n_resamples,
-        verdict}}},
-        "n_instructions", "n_boot", "seed", "alpha", "normalize"}``.
+        ``{"a", "b", "judge", "judge_differences", "rows", "columns", "cells": {row: {column: {a, b, delta, ci,
+        p_value, n_resamples, verdict}}}, "n_instructions", "n_boot", "seed", "alpha", "normalize",
+        "empty_answer"}``; ``a`` and ``b``: ``run``, ``model``, ``n_instructions`` (the run's), ``excluded`` (its
+        instructions left out, by why: ``eval.ranking.report.EXCLUDED``, with ``n``) and ``empty_answers`` (its
+        instructions whose answer was empty, scored or not).
 
     Raises:
-        ValueError: not ranking runs, different data, normalisations or judges, or no instruction both scored.
+        ValueError: not ranking runs, different data, normalisations, verdict readings, treatments of empty
+            answers or judge settings, or no instruction both scored.
     """
     from eval.ranking.matrix import MEAN_OVER_CRITERIA, MEAN_OVER_META, instruction_weights, matrix_arrays
     from eval.ranking.matrix import percentile_interval, resampled_matrices
@@ -114,18 +211,21 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
     if readers[0] != readers[1]:
         raise ValueError(f"the runs read verdicts differently ({readers[0]} vs {readers[1]}); rerun one with "
                          "--verdict-reader to match")
-    if info_a.get("judge") != info_b.get("judge") and not allow_other_judge:
-        raise ValueError(f"the runs were judged by different judges ({info_a.get('judge')!r} vs "
-                         f"{info_b.get('judge')!r}): their matrices are not comparable")
+    empty_answer = _empty_answer(info_a)
+    if _empty_answer(info_b) != empty_answer:
+        raise ValueError(f"the runs score empty answers differently ({empty_answer} vs {_empty_answer(info_b)}); "
+                         "rerun one with --empty-answer to match")
+    differences = _judge_differences(folders, info_a, info_b, allow_other_judge)
     _refuse_other_data(info_a, info_b, folders)
-    full_a, full_b = matrix_arrays(items_a, normalize), matrix_arrays(items_b, normalize)
-    scored_b = set(_scored(full_b))
+    full_a, full_b = (matrix_arrays(items, normalize, empty_answer=empty_answer) for items in (items_a, items_b))
+    scored_a, scored_b = set(_scored(full_a)), set(_scored(full_b))
     shared = [p for p in _scored(full_a) if p in scored_b]
     if not shared:
         raise ValueError("the runs have no instruction that both scored")
     layout = SimpleNamespace(criteria=sorted(set(full_a.criteria) | set(full_b.criteria)),
                              metas=sorted(set(full_a.metas) | set(full_b.metas)))
-    arrays = [matrix_arrays(items, normalize, layout=layout, prompt_ids=shared) for items in (items_a, items_b)]
+    arrays = [matrix_arrays(items, normalize, empty_answer=empty_answer, layout=layout, prompt_ids=shared)
+              for items in (items_a, items_b)]
     ones = np.ones((1, len(shared)))
     point_a, point_b = (resampled_matrices(a, ones)[0] for a in arrays)
     delta = point_b - point_a
@@ -156,10 +256,17 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
             cells[r][c] = {"a": _f(point_a[i, j]), "b": _f(point_b[i, j]), "delta": _f(delta[i, j]),
                            "ci": [_f(low[i, j]), _f(high[i, j])], "p_value": _f(p_value[i, j]),
                            "n_resamples": int(resamples[i, j]), "verdict": verdict}
-    return {"a": {"run": str(folders[0]), "model": info_a.get("model", "")},
-            "b": {"run": str(folders[1]), "model": info_b.get("model", "")}, "judge": info_a.get("judge", ""),
+    sides = {}
+    for side, folder, info, items, scored in (("a", folders[0], info_a, items_a, scored_a),
+                                             ("b", folders[1], info_b, items_b, scored_b)):
+        sides[side] = {"run": str(folder), "model": info.get("model", ""),
+                       "n_instructions": len({it.prompt_id for it in items}),
+                       "excluded": _excluded(items, scored, set(shared)),
+                       "empty_answers": _sorted_ids({it.prompt_id for it in items if it.status == "empty_answer"})}
+    return {**sides, "judge": info_a.get("judge", ""), "judge_differences": differences,
             "rows": rows, "columns": columns, "cells": cells, "n_instructions": len(shared),
-            "n_boot": n_boot if len(shared) >= 2 else 0, "seed": seed, "alpha": alpha, "normalize": normalize}
+            "n_boot": n_boot if len(shared) >= 2 else 0, "seed": seed, "alpha": alpha, "normalize": normalize,
+            "empty_answer": empty_answer}
 
 
 def render_ranking_compare_markdown(result: dict[str, Any]) -> str:
@@ -168,6 +275,7 @@ def render_ranking_compare_markdown(result: dict[str, Any]) -> str:
     def fmt(x: Any) -> str:
         return "—" if x is None else f"{x:+.3f}"
 
+    from eval.ranking.report import exclusion_lines
     from eval.reports.report import markdown_table  # escapes a "|" or a line break in a criterion or meta name
 
     rows = []
@@ -181,5 +289,5 @@ def render_ranking_compare_markdown(result: dict[str, Any]) -> str:
         rows.append([r, *parts])
     return "\n".join([f"# {result['b']['model']} (B) vs {result['a']['model']} (A): POLLUX matrix, B − A",
                       "", f"{result['n_instructions']} instructions scored by both; judge {result['judge']}; "
-                      f"{result['n_boot']} paired resamples over instructions; alpha {result['alpha']}.", "",
-                      markdown_table(["criteria_name", *result["columns"]], rows)])
+                      f"{result['n_boot']} paired resamples over instructions; alpha {result['alpha']}.",
+                      *exclusion_lines(result), "", markdown_table(["criteria_name", *result["columns"]], rows)])

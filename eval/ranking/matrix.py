@@ -35,7 +35,9 @@ at commit 9179cb4e, the newest stored; line numbers below are of those files the
 instruction is resampled with all its criteria, so the binary gate stays inside its instruction; the resample weights
 are ``eval.scoring.bootstrap``'s); and every cell counts what POLLUX drops silently: verdicts that did not parse, scores out of
 scale, requests that failed, items with no prediction (those of a criterion or ``meta`` with no row or column are
-counted in the totals only: ``failed`` margins' corner).
+counted in the totals only: ``failed`` margins' corner). Instructions the judge was never asked about are items
+too (``no_answer``: the candidate's request failed; ``empty_answer``: nothing was left once thinking was stripped),
+so every instruction of a run shows in the matrix's counts; see ``EMPTY_ANSWER`` for how an empty answer is scored.
 
 The rubric reader here is POLLUX's (``pollux_scale_levels``), not the toolkit's ``judge.scale_of``: the matrix claims
 POLLUX's numbers, and the two differ on rubrics such as a ``0.5:`` level or bold levels. Verdicts are read by the
@@ -55,8 +57,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["RankedItem", "RankingMatrix", "NORMALIZE", "STATUSES", "MEAN_OVER_META", "MEAN_OVER_CRITERIA",
-           "pollux_matrix", "matrix_arrays", "MatrixArrays", "resampled_matrices", "pollux_scale_levels"]
+__all__ = ["RankedItem", "RankingMatrix", "NORMALIZE", "STATUSES", "UNJUDGED_STATUSES", "EMPTY_ANSWER",
+           "MEAN_OVER_META", "MEAN_OVER_CRITERIA", "pollux_matrix", "matrix_arrays", "MatrixArrays",
+           "resampled_matrices", "pollux_scale_levels"]
 
 #: POLLUX's names of the added column and row (metrics.py: ``matrix["mean_over_meta"]``,
 #: ``matrix.loc["mean_over_criteria"]``) and of the index column of metrics.csv.
@@ -65,9 +68,23 @@ MEAN_OVER_META, MEAN_OVER_CRITERIA, INDEX_NAME = "mean_over_meta", "mean_over_cr
 #: averaged them (that version's other rules differed too: a binary criterion was any rubric with two levels, and the
 #: gate closed on a score of exactly 1; those are not reproduced).
 NORMALIZE = ("minmax", "max", "none")
-#: What became of one (instruction, criterion): ``ok`` is scored; the others are counted per cell and not scored
-#: (``no_prediction``: the item has no row in the judge's predictions at all, as a run cut short leaves it).
-STATUSES = ("ok", "unparsed", "out_of_scale", "request_failed", "no_prediction")
+#: What became of one (instruction, criterion): ``ok`` is scored; the others are counted per cell (``no_prediction``:
+#: the item has no row in the judge's predictions at all, as a run cut short leaves it; ``no_answer``: the
+#: candidate's request failed, so the judge was not asked; ``empty_answer``: see ``EMPTY_ANSWER``). Only
+#: ``empty_answer`` items can also be scored.
+STATUSES = ("ok", "unparsed", "out_of_scale", "request_failed", "no_prediction", "no_answer", "empty_answer")
+#: The statuses of items the judge was not asked about (``eval.ranking.rank.write_items``'s ``unjudged.jsonl``).
+UNJUDGED_STATUSES = ("no_answer", "empty_answer")
+#: How an answer that is empty once thinking is stripped enters the matrix. POLLUX's score.py skips only an answer
+#: that is ``None`` and sends ``""`` to its judge (ai-forever/POLLUX ``src/score.py`` at 2e8eb789; answer.py's
+#: ``strip_think_tags`` leaves ``""`` for an answer that ended inside ``<think>``). The toolkit's records refuse an
+#: empty answer, so the judge cannot be asked; instead:
+#: ``zero``: every criterion of the instruction scores 0 after normalisation, unjudged: the matrix POLLUX's rules
+#: give when the judge scores the Critical criterion on an unevaluable output ("does not allow evaluating the LLM's
+#: output", paper App. P.1) 1, since its gate then zeroes every score of the instruction; an answer the candidate
+#: ran out of budget on counts against it, never for it.
+#: ``unscored``: not scored, counted per cell like an unparsed verdict (this toolkit's earlier behaviour).
+EMPTY_ANSWER = ("zero", "unscored")
 
 
 # POLLUX's rubric reader (ai-forever/POLLUX, src/utils/score_utils.py: ``NUMBER_PATTERN``, ``RUBRIC_SCORE_PATTERN``,
@@ -109,8 +126,8 @@ class RankedItem:
         levels: the rubric's levels as POLLUX reads them (``pollux_scale_levels``), () when it reads none.
         score: the judge's score, None unless the verdict parsed.
         status: ``request_failed`` when the judge's request failed, ``no_prediction`` when the item has no
-            prediction, ``unparsed`` for a verdict without a score; else ``ok`` (``out_of_scale`` is decided here
-            from ``levels``).
+            prediction, ``unparsed`` for a verdict without a score, ``no_answer`` / ``empty_answer`` when the
+            judge was not asked (``STATUSES``); else ``ok`` (``out_of_scale`` is decided here from ``levels``).
     """
 
     prompt_id: Any
@@ -145,6 +162,9 @@ class MatrixArrays:
     failures: dict[str, np.ndarray] = field(default_factory=dict)  # status -> (n_criteria, n_meta) counts
     #: status -> failed items whose criterion or meta has no row or column (no scored item there)
     failures_elsewhere: dict[str, int] = field(default_factory=dict)
+    #: the lowest and highest value a cell can take: (0, 1) for normalised scores, the rubrics' extreme levels (and
+    #: any raw score of a rubric without a scale) for ``normalize="none"``
+    scale: tuple[float, float] = (0.0, 1.0)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -164,22 +184,25 @@ def _normalised(score: float, levels: tuple[float, ...], normalize: str, where: 
     return (score - low) / (high - low)
 
 
-def matrix_arrays(items: Iterable[RankedItem], normalize: str = "minmax", *, layout: MatrixArrays | None = None,
-                  prompt_ids: list[Any] | None = None) -> MatrixArrays:
+def matrix_arrays(items: Iterable[RankedItem], normalize: str = "minmax", *, empty_answer: str = "zero",
+                  layout: MatrixArrays | None = None, prompt_ids: list[Any] | None = None) -> MatrixArrays:
     """Apply POLLUX's per-item rules (drop, normalise, gate) and fold the items per (instruction, cell).
 
     Args:
-        items: the judged items.
+        items: the judged items, and those the judge was not asked about (``no_answer``, ``empty_answer``).
         normalize: see ``NORMALIZE``.
+        empty_answer: see ``EMPTY_ANSWER``.
         layout: take the criteria and meta values (rows and columns) from this one (a comparison's common grid;
             it must hold every item's cell).
         prompt_ids: the instructions, in this order (a comparison's shared ones; items of others are left out).
 
     Raises:
-        ValueError: an unknown ``normalize``, or a scale that cannot normalise (naming the item).
+        ValueError: an unknown ``normalize`` or ``empty_answer``, or a scale that cannot normalise (naming the item).
     """
     if normalize not in NORMALIZE:
         raise ValueError(f"normalize: {normalize!r} is not one of {', '.join(NORMALIZE)}")
+    if empty_answer not in EMPTY_ANSWER:
+        raise ValueError(f"empty_answer: {empty_answer!r} is not one of {', '.join(EMPTY_ANSWER)}")
     items = list(items)
     if prompt_ids is not None:
         keep = set(prompt_ids)
@@ -198,12 +221,20 @@ def matrix_arrays(items: Iterable[RankedItem], normalize: str = "minmax", *, lay
         if status != "ok":
             key = (it.criteria_name, it.meta)
             failures[status][key] = failures[status].get(key, 0) + 1
-            continue
+            if not (status == "empty_answer" and empty_answer == "zero"):
+                continue
         binary = it.binary if it.binary is not None else (it.meta, it.criteria_name) in binary_pairs
         where = f"prompt_id {it.prompt_id!r}, criterion {it.criteria_name!r}"
-        scored.append((it, _normalised(float(it.score), it.levels, normalize, where), binary))
-    # The gate: a binary criterion scored anything but 0 zeroes every score of its instruction.
-    rejected = {it.prompt_id for it, _, binary in scored if binary and float(it.score) != 0}
+        value = 0.0 if status == "empty_answer" else _normalised(float(it.score), it.levels, normalize, where)
+        scored.append((it, value, binary))
+    # The gate: a binary criterion scored anything but 0 zeroes every score of its instruction (an empty answer's
+    # items are 0 already).
+    rejected = {it.prompt_id for it, _, binary in scored if binary and it.status == "ok" and float(it.score) != 0}
+    scale = (0.0, 1.0)
+    if normalize == "none" and scored:  # raw scores: the rubrics' own range
+        ends = [end for it, value, _ in scored for end in (it.levels and (min(it.levels), max(it.levels))
+                                                             or (value, value))]
+        scale = (min(0.0, *ends), max(ends))
 
     # The rows and columns of POLLUX's pivot: those of the scored items (a criterion or meta whose verdicts all
     # failed has none; its failures are counted in the totals only).
@@ -249,7 +280,8 @@ def matrix_arrays(items: Iterable[RankedItem], normalize: str = "minmax", *, lay
             else:
                 elsewhere[status] += n
         failure_arrays[status] = grid
-    return MatrixArrays(prompt_ids, criteria, metas, sums, counts, nb_sums, nb_counts, failure_arrays, elsewhere)
+    return MatrixArrays(prompt_ids, criteria, metas, sums, counts, nb_sums, nb_counts, failure_arrays, elsewhere,
+                        scale)
 
 
 def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -312,11 +344,14 @@ class RankingMatrix:
     Attributes:
         values: (rows, columns) point values; NaN for an empty cell.
         ci_low, ci_high: percentile bootstrap bounds (NaN without resamples or with fewer than 2 instructions).
-        n: scored items per cell (the margins: their sums).
+        n: scored items per cell (the margins: their sums); with ``empty_answer="zero"``, an empty answer's items
+            are among them (scored 0).
         failed: status -> counts per cell (the margins: their sums; the corner also counts the failures of a
-            criterion or meta that has no row or column), for each status but ``ok`` (``STATUSES``).
-        n_instructions: instructions resampled (those with at least one score); n_boot, normalize, seed: as
-            computed.
+            criterion or meta that has no row or column), for each status but ``ok`` (``STATUSES``): every item the
+            judge did not score, ``empty_answer`` ones whether scored 0 or not.
+        n_instructions: instructions resampled (those with at least one score); n_boot, normalize, seed,
+            empty_answer: as computed.
+        scale: the range a cell's value can take (``MatrixArrays.scale``): what a page colours by.
     """
 
     rows: list[str]
@@ -330,6 +365,8 @@ class RankingMatrix:
     n_boot: int
     normalize: str
     seed: int
+    empty_answer: str = "zero"
+    scale: tuple[float, float] = (0.0, 1.0)
 
     @property
     def grand_mean(self) -> float:
@@ -372,7 +409,8 @@ class RankingMatrix:
 
     def to_json(self) -> dict[str, Any]:
         return {"rows": self.rows, "columns": self.columns, "normalize": self.normalize, "n_boot": self.n_boot,
-                "seed": self.seed, "n_instructions": self.n_instructions, "grand_mean": _json_float(self.grand_mean),
+                "seed": self.seed, "empty_answer": self.empty_answer, "scale": list(self.scale),
+                "n_instructions": self.n_instructions, "grand_mean": _json_float(self.grand_mean),
                 "cells": {r: {c: self.cell(r, c) for c in self.columns} for r in self.rows},
                 "why_empty": "an empty cell has no scored item: no instruction of that meta has that criterion, or "
                              "every verdict of the cell failed (see its n_* counts)"}
@@ -388,12 +426,13 @@ def _margins(grid: np.ndarray, elsewhere: int = 0) -> np.ndarray:
 
 
 def pollux_matrix(items: Iterable[RankedItem], normalize: str = "minmax", n_boot: int = 1000, seed: int = 0,
-                  level: float = 0.95) -> RankingMatrix:
+                  level: float = 0.95, empty_answer: str = "zero") -> RankingMatrix:
     """POLLUX's criteria x meta matrix of a ranking run, with bootstrap intervals over instructions.
 
     Args:
-        items: every (instruction, criterion) judged, failures included.
+        items: every (instruction, criterion) of the run, failures and unjudged answers included.
         normalize: ``minmax`` (POLLUX today), ``max`` or ``none`` (see the module docstring).
+        empty_answer: ``zero`` or ``unscored`` (``EMPTY_ANSWER``).
         n_boot: bootstrap resamples (0: no intervals).
         seed: the resamples' seed.
         level: the intervals' coverage.
@@ -401,7 +440,7 @@ def pollux_matrix(items: Iterable[RankedItem], normalize: str = "minmax", n_boot
     Raises:
         ValueError: nothing was scored (POLLUX: "No valid scores parsed"), or as ``matrix_arrays``.
     """
-    arrays = matrix_arrays(items, normalize)
+    arrays = matrix_arrays(items, normalize, empty_answer=empty_answer)
     if not arrays.counts.nnz:
         counts = {s: int(a.sum()) for s, a in arrays.failures.items()}
         raise ValueError(f"no verdict was scored ({counts}); POLLUX's matrix needs at least one score")
@@ -436,7 +475,8 @@ def pollux_matrix(items: Iterable[RankedItem], normalize: str = "minmax", n_boot
                        values=point, ci_low=low, ci_high=high, n=n,
                        failed={s: _margins(a, arrays.failures_elsewhere.get(s, 0)) for s, a in arrays.failures.items()},
                        n_instructions=n_i,
-                       n_boot=n_boot if n_i >= 2 else 0, normalize=normalize, seed=seed)
+                       n_boot=n_boot if n_i >= 2 else 0, normalize=normalize, seed=seed, empty_answer=empty_answer,
+                       scale=arrays.scale)
 
 
 def _json_float(value: float) -> float | None:

@@ -6,7 +6,7 @@
 
 Example override: ``--judge-config configs/eval/local-cpu.yaml --n-boot 0 --limit 20``.
 
-Why one module of ~700 lines: it follows POLLUX's three scripts in order (config, instructions, answers, the
+Why one module of ~800 lines: it follows POLLUX's three scripts in order (config, instructions, answers, the
 judge's verdicts, the matrix), each stage reading the files of the one before; the page and the comparison of two
 runs live beside it (``report.py``, ``compare.py``), POLLUX's matrix in ``matrix.py``.
 
@@ -32,14 +32,17 @@ Three stages, each resumable, all in ``--out``:
 3. **matrix** (POLLUX ``src/metrics.py``, see ``eval.ranking.matrix``): ``matrix.csv`` laid out exactly as POLLUX's
    ``metrics.csv``; ``bench.json`` (its ``matrix``) and ``cells.csv`` with bootstrap intervals over instructions and, per cell,
    the verdicts that did not parse, scores out of scale, failed requests and items with no verdict at all (POLLUX
-   drops those silently; a missing verdict fails the run, exit code 3, and the next run asks for it);
+   drops those silently; a missing verdict fails the run, exit code 3, and the next run asks for it), and the items
+   of instructions the judge was not asked about (``n_no_answer``, ``n_empty_answer``; listed in ``unjudged.jsonl``);
    ``report.html``, the matrix as a heat map. ``judge-eval compare`` of two ranking folders is ``eval.ranking.compare``.
 
-Departures from POLLUX, each counted: an instruction whose answer request failed is not judged (counted as
-``n_no_answer``, retried by the next run); an answer that is empty once thinking is stripped is not judged either
-(the toolkit's records refuse an empty answer; POLLUX sends ``""`` to its judge), counted as ``n_empty_answer``. The
-matrix reads rubrics as POLLUX does and verdicts with the toolkit's parser unless ``--verdict-reader pollux``; the
-remaining differences are listed in docs/evaluation.md ("Differences from POLLUX's evaluator").
+Departures from POLLUX, each counted in the matrix: an instruction whose answer request failed is not judged
+(``no_answer``, retried by the next run, exit code 3; POLLUX's ``src/utils/openai_runner.py`` at 2e8eb789 turns a
+failed request into ``""`` and judges that); an answer that is empty once thinking is stripped is not judged either,
+since the toolkit's records refuse an empty answer (POLLUX sends ``""`` to its judge), and is scored by
+``--empty-answer`` (``eval.ranking.matrix.EMPTY_ANSWER``: 0 on every criterion by default). The matrix reads rubrics as POLLUX does and verdicts with the toolkit's parser unless
+``--verdict-reader pollux``; the remaining differences are listed in docs/evaluation.md ("Differences from POLLUX's
+evaluator").
 
 Before answering, the candidate's model list is asked (``eval.judging.backends.first_contact``; its key by
 ``judge.plumbing.api_keys.KEY_RULE``, as the judge's), ``max_tokens`` is fitted to its ``max_model_len`` with a printed
@@ -68,12 +71,14 @@ from judge.plumbing.config_files import ConfigError
 from judge.plumbing.config_files import option as _f
 from judge.records import RecordError
 
-__all__ = ["ANSWERS", "ITEMS", "MATRIX", "RANKING_RESULT", "AnswerRow", "InstructionRow", "RankConfig",
+__all__ = ["ANSWERS", "ITEMS", "MATRIX", "RANKING_RESULT", "UNJUDGED", "AnswerRow", "InstructionRow", "RankConfig",
            "load_instructions", "rank", "strip_think"]
 
 log = logging.getLogger("judge_eval.rank")
 
 ANSWERS, ITEMS, MATRIX, RANKING_RESULT = "answers.jsonl", "items.jsonl", "matrix.csv", "bench.json"
+#: The (instruction, criterion) items of this run's selection the judge was not asked about (``write_items``).
+UNJUDGED = "unjudged.jsonl"
 #: answer.py's defaults: ``max_tokens: int = 4096``, ``temperature: float = 0.7``, ``concurrency: int = 10``.
 POLLUX_ANSWER_MAX_TOKENS, POLLUX_ANSWER_TEMPERATURE, POLLUX_ANSWER_CONCURRENCY = 4096, 0.7, 10
 
@@ -116,10 +121,18 @@ class RankConfig:
     server_args: list = _f([], "Checkpoint candidates: extra vLLM flags, e.g. ['--enforce-eager'].")
     server_env: dict = _f({}, "Checkpoint candidates: environment variables for the vLLM server.")
     server_timeout_s: float = _f(900.0, "Checkpoint candidates: seconds the server may take to start.")
-    normalize: str = _f("minmax", "Score normalisation before averaging: minmax (POLLUX today, score_utils.py at "
-                                  "9179cb4e), max (at 83f6eb6b), none (raw scores, as metrics.py at 2e8eb789 "
-                                  "averaged them; the gate stays today's).",
+    normalize: str = _f("minmax", "Score normalisation before averaging: minmax (POLLUX's metrics.csv today, "
+                                  "score_utils.py at 9179cb4e), max (POLLUX's at 83f6eb6b), none (raw means on the "
+                                  "rubrics' scales with today's gate: neither POLLUX's metrics.py at any commit nor "
+                                  "the paper's Tables 1, 9, 10, which have no gate; see docs/ranking.md).",
                         choices=("minmax", "max", "none"))
+    empty_answer: str = _f("zero", "An answer empty once thinking is stripped (a reasoning candidate out of "
+                                   "max_tokens inside <think>, a server giving no content): POLLUX's score.py sends "
+                                   "'' to its judge, which the toolkit's records refuse. zero: every criterion of the "
+                                   "instruction scores 0, unjudged (as POLLUX's gate leaves an instruction whose "
+                                   "Critical criterion 'does not allow evaluating the output' is scored 1); "
+                                   "unscored: left out of the scores. Counted per cell (n_empty_answer) either way.",
+                           choices=("zero", "unscored"))
     verdict_reader: str = _f("toolkit", "How the matrix reads each verdict's score: toolkit (the judge stage's own "
                                         "parse: the last [RESULT], markdown tolerated) or pollux (POLLUX's "
                                         "metrics.py: the first complete '[RESULT] n [END]', nothing else; "
@@ -526,7 +539,8 @@ def item_id(row: InstructionRow, k: int, answer: str) -> str:
 
 
 def write_items(rows: Sequence[InstructionRow], answers: Mapping[Any, AnswerRow], path: Path,
-                others: Sequence[InstructionRow] = (), judged: Collection[str] = ()) -> dict[str, int]:
+                others: Sequence[InstructionRow] = (), judged: Collection[str] = (),
+                unjudged: Path | None = None) -> dict[str, int]:
     """One record per (answered instruction, criterion), as score.py builds its samples; counts what is left out.
 
     Args:
@@ -537,6 +551,8 @@ def write_items(rows: Sequence[InstructionRow], answers: Mapping[Any, AnswerRow]
             items lack, so the items of these that already have a verdict are written too, marked ``selected:
             false``: the judge keeps their verdicts and asks nothing for them, and the matrix leaves them out.
         judged: the ids that have a final verdict on disk (``judged_ids``).
+        unjudged: ``unjudged.jsonl``: one row per (instruction, criterion) of ``rows`` left out, with why
+            (``no_answer``, ``empty_answer``) and what the matrix and ``compare`` need of it (``ranked_items``).
 
     Returns:
         ``n_items`` (this run's), ``n_kept`` (the marked ones), ``n_no_answer``, ``n_empty_answer``.
@@ -550,20 +566,54 @@ def write_items(rows: Sequence[InstructionRow], answers: Mapping[Any, AnswerRow]
             rubrics=rubrics, reference_answer=row.reference_answer,
             extra={"prompt_id": row.prompt_id, "meta": row.meta}) for k, (name, rubrics) in enumerate(row.criteria)]
 
-    records, counts = [], {"n_no_answer": 0, "n_empty_answer": 0}
+    records, counts, left_out = [], {"n_no_answer": 0, "n_empty_answer": 0}, []
     for row in rows:
         answer = answers.get(row.prompt_id)
-        if answer is None or not answer.answers(row):
-            counts["n_no_answer"] += len(row.criteria)
-        elif not answer.answer.strip():
-            counts["n_empty_answer"] += len(row.criteria)
-        else:
+        why = ("no_answer" if answer is None or not answer.answers(row) else
+               "empty_answer" if not answer.answer.strip() else None)
+        if why is None:
             records.extend(items_of(row))
+            continue
+        counts[f"n_{why}"] += len(row.criteria)
+        left_out.extend({"prompt_id": row.prompt_id, "meta": row.meta, "instruction": row.instruction,
+                         "reference_answer": row.reference_answer, "criteria_name": name, "rubrics": rubrics,
+                         "status": why} for name, rubrics in row.criteria)
     kept = [dataclasses.replace(record, extra={**record.extra, "selected": False})
             for row in others if (a := answers.get(row.prompt_id)) is not None and a.answers(row) and a.answer.strip()
             for record in items_of(row) if record.id in judged]
     judge.write_jsonl([*records, *kept], path)
+    if unjudged is not None:
+        text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in left_out)
+        write_atomically(unjudged, text.encode("utf-8"))
     return {**counts, "n_items": len(records), "n_kept": len(kept)}
+
+
+def read_unjudged(path: Path) -> list[dict[str, Any]]:
+    """The rows ``write_items`` wrote to ``unjudged.jsonl``; none when the file is absent (a run written before it).
+
+    Raises:
+        ValueError: a line that is not such a row, naming the file and line.
+    """
+    from judge.plumbing.json_reading import unreadable_json
+    from eval.ranking.matrix import UNJUDGED_STATUSES
+
+    if not path.is_file():
+        return []
+    rows = []
+    for k, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except (ValueError, RecursionError) as err:
+            raise ValueError(f"{path}:{k}: {unreadable_json(err)}") from None
+        fields = ("prompt_id", "meta", "instruction", "reference_answer", "criteria_name", "rubrics")
+        if (not isinstance(row, dict) or any(name not in row for name in fields)
+                or row.get("status") not in UNJUDGED_STATUSES):
+            raise ValueError(f"{path}:{k}: not an unjudged item (fields {', '.join(fields)} and a status "
+                             f"{' or '.join(UNJUDGED_STATUSES)})")
+        rows.append(row)
+    return rows
 
 
 def judged_ids(predictions: Path) -> set[str]:
@@ -606,9 +656,11 @@ def judge_config(config: RankConfig, items: Path, out: Path):
 # ---------------------------------------------------------------------------------------------- matrix
 
 
-def ranked_items(items_path: Path, predictions: Path, verdict_reader: str = "toolkit") -> list:
+def ranked_items(items_path: Path, predictions: Path, verdict_reader: str = "toolkit",
+                 unjudged: Path | None = None) -> list:
     """The matrix's items: one per (instruction, criterion) of ``items.jsonl`` this run selected, failures included
     (``eval.ranking.matrix.RankedItem``); an item with no prediction is a ``no_prediction`` failure, never left out.
+    Then one per row of ``unjudged`` (``unjudged.jsonl``), its status ``no_answer`` or ``empty_answer``.
 
     Each rubric's levels are read as POLLUX reads them (``eval.ranking.matrix.pollux_scale_levels``). The score is the
     prediction's (``verdict_reader="toolkit"``), or, with ``"pollux"``, the one POLLUX's ``metrics.py`` reads from the
@@ -648,13 +700,33 @@ def ranked_items(items_path: Path, predictions: Path, verdict_reader: str = "too
         items.append(RankedItem(prompt_id=record.extra["prompt_id"], meta=record.extra["meta"],
                                criteria_name=record.criteria_name, levels=levels_of[record.rubrics],
                                score=float(score) if status == "ok" else None, status=status))
+    for row in read_unjudged(unjudged) if unjudged is not None else ():
+        if row["rubrics"] not in levels_of:
+            levels_of[row["rubrics"]] = pollux_scale_levels(row["rubrics"])
+        items.append(RankedItem(prompt_id=row["prompt_id"], meta=row["meta"], criteria_name=row["criteria_name"],
+                                levels=levels_of[row["rubrics"]], score=None, status=row["status"]))
     return items
 
 
-def _summary_line(matrix) -> str:
-    failed = {s: int(a[-1, -1]) for s, a in matrix.failed.items()}
-    return (f"grand mean {matrix.grand_mean:.4f} over {int(matrix.n[-1, -1])} scores of {matrix.n_instructions} "
-            f"instructions; not scored: {failed}") if math.isfinite(matrix.grand_mean) else "no grand mean"
+def _summary_line(matrix, unanswered: Mapping[str, Sequence[Any]]) -> str:
+    """The log's line: the grand mean, what it rests on, the verdicts not scored and the instructions not judged."""
+    from eval.ranking.matrix import UNJUDGED_STATUSES
+
+    failed = {s: int(a[-1, -1]) for s, a in matrix.failed.items() if s not in UNJUDGED_STATUSES}
+    head = (f"grand mean {matrix.grand_mean:.4f} over {int(matrix.n[-1, -1])} non-binary scores of "
+            f"{matrix.n_instructions} instructions" if math.isfinite(matrix.grand_mean) else "no grand mean")
+    empty = unanswered["empty_answer"]
+    how = "scored 0 on every criterion" if matrix.empty_answer == "zero" else "not scored"
+    return (f"{head}; verdicts not scored: {failed}; instructions not judged: {len(unanswered['no_answer'])} "
+            f"without an answer (request failed){_ids(unanswered['no_answer'])}, {len(empty)} with an empty answer "
+            f"({how}, --empty-answer {matrix.empty_answer}){_ids(empty)}")
+
+
+def _ids(ids: Sequence[Any], most: int = 10) -> str:
+    if not ids:
+        return ""
+    shown = ", ".join(map(str, ids[:most]))
+    return f" [prompt_id {shown}{', …' if len(ids) > most else ''}]"
 
 
 def rank(config: RankConfig) -> dict[str, Any]:
@@ -666,7 +738,7 @@ def rank(config: RankConfig) -> dict[str, Any]:
     Raises:
         ConfigError: a bad key; RecordError: bad data; ValueError: nothing scored.
     """
-    from eval.ranking.matrix import pollux_matrix
+    from eval.ranking.matrix import UNJUDGED_STATUSES, pollux_matrix
     from eval.ranking.report import write_ranking_page
     from eval.judging.run import run
     from judge.plumbing.provenance import update_provenance
@@ -694,19 +766,23 @@ def rank(config: RankConfig) -> dict[str, Any]:
     chosen = {r.prompt_id for r in rows}
     others = [r for r in data_rows if r.prompt_id not in chosen]
     item_counts = write_items(rows, answers, out / ITEMS, others=others,
-                              judged=judged_ids(out / "predictions.jsonl") if others else ())
+                              judged=judged_ids(out / "predictions.jsonl") if others else (), unjudged=out / UNJUDGED)
     if not item_counts["n_items"]:
         raise ValueError(f"no answer to judge: {item_counts['n_no_answer']} items lack an answer (failed requests, "
                          f"retried by the next run; see {out / ANSWERS}) and {item_counts['n_empty_answer']} have an "
                          "empty one")
     judge_counts = run(judge_config(config, out / ITEMS, out))
 
-    items = ranked_items(out / ITEMS, out / "predictions.jsonl", config.verdict_reader)
-    matrix = pollux_matrix(items, normalize=config.normalize, n_boot=config.n_boot, seed=config.seed)
+    items = ranked_items(out / ITEMS, out / "predictions.jsonl", config.verdict_reader, unjudged=out / UNJUDGED)
+    matrix = pollux_matrix(items, normalize=config.normalize, n_boot=config.n_boot, seed=config.seed,
+                           empty_answer=config.empty_answer)
     matrix.write_csv(out / MATRIX)
     write_atomically(out / "cells.csv", matrix.cells_csv().encode("utf-8"))
     answered = [a for r in rows if (a := answers.get(r.prompt_id)) is not None and a.answers(r)]
+    unanswered = {status: list(dict.fromkeys(it.prompt_id for it in items if it.status == status))
+                  for status in UNJUDGED_STATUSES}
     counts = {"n_instructions": len(rows), "n_answer_failed": len(rows) - len(answered),
+              "n_answer_empty": len(unanswered["empty_answer"]),
               "n_cut_in_thinking": sum(1 for a in answered if a.cut_in_thinking),
               "n_finish_length": sum(1 for a in answered if a.finish_reason == "length"), **item_counts,
               "n_no_prediction": int(matrix.failed["no_prediction"][-1, -1])}
@@ -719,7 +795,7 @@ def rank(config: RankConfig) -> dict[str, Any]:
     page = write_ranking_page(result, out)
     # run.json is the verdict stage's (written by eval.judging.run.run); the ranking's settings join it.
     update_provenance(out, bench={"config": dataclasses.asdict(config), "model": result["model"]})
-    log.info("rank: %s", _summary_line(matrix))
+    log.info("rank: %s", _summary_line(matrix, unanswered))
     # A verdict the judge never wrote fails the run as a failed request does (exit 3): the next run asks for it.
     return {"model": result["model"], "judge": result["judge"], "grand_mean": result["matrix"]["grand_mean"],
             **counts, "request_failed": judge_counts.get("request_failed", 0) + counts["n_no_prediction"],

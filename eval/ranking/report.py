@@ -1,8 +1,9 @@
 """``report.html`` of a ranking run (and of a comparison of two): the matrix as a heat map, one self-contained page.
 
 The page uses the report pages' stylesheet (``eval/reports/html/page.css``) inline and no script: each cell's colour is
-its value on the 0–1 scale of POLLUX's normalised scores (white 0 -> blue 1), with the interval and the counts of
-what was not scored in its tooltip and under the value. A comparison colours the difference (red: B lower, green:
+its value on the matrix's own scale (``scale`` in bench.json: 0–1 for normalised scores, the rubrics' range for raw
+ones; white at the bottom -> blue at the top), with the interval and the counts of what was not scored in its
+tooltip and under the value. A comparison colours the difference (red: B lower, green:
 B higher) and marks the cells whose paired interval excludes 0.
 """
 
@@ -16,12 +17,21 @@ from typing import Any, Mapping
 
 from eval.reports.report import p_phrase
 
-__all__ = ["render_ranking_page", "write_ranking_page", "render_ranking_compare_page"]
+__all__ = ["render_ranking_page", "write_ranking_page", "render_ranking_compare_page", "exclusion_lines"]
 
-#: ``bench.json`` counts about the candidate's answers: an answer cut short is still judged and scored.
-ANSWER_COUNTS = ("n_answer_failed", "n_cut_in_thinking", "n_finish_length")
-#: ``bench.json`` counts of (instruction, criterion) items that have no score.
+#: ``bench.json`` counts about the candidate's answers (instructions): one cut short is judged as it is when text is
+#: left, and is an empty answer when none is.
+ANSWER_COUNTS = ("n_answer_failed", "n_answer_empty", "n_cut_in_thinking", "n_finish_length")
+#: ``bench.json`` counts of (instruction, criterion) items that have no verdict.
 NOT_SCORED = ("n_no_answer", "n_empty_answer", "n_no_prediction")
+#: What a cell averages, per ``--normalize`` (``eval.ranking.matrix.NORMALIZE``).
+SCORES = {"minmax": "scores normalised to 0–1 by their rubric's scale, (s − min) / (max − min)",
+          "max": "scores normalised by their rubric's maximum, s / max",
+          "none": "raw scores, on their rubrics' own scales (not normalised)"}
+
+#: Why an instruction of one run is left out of the comparison, as ``excluded`` names it and a line says it.
+EXCLUDED = {"no_answer": "no answer (request failed)", "empty_answer": "empty answer, not scored",
+            "no_score": "no verdict scored", "not_scored_by_other": "not scored by {other}"}
 
 _EXTRA_CSS = """
 table.heat td { min-width: 88px; }
@@ -73,6 +83,7 @@ def _failures(cell: Mapping[str, Any]) -> dict[str, int]:
 
 def _matrix_table(matrix: Mapping[str, Any]) -> str:
     rows, columns, cells = matrix["rows"], matrix["columns"], matrix["cells"]
+    low_end, high_end = matrix.get("scale") or (0.0, 1.0)  # a bench.json before the field: normalised scores
     head = "".join(f"<th>{_e(c)}</th>" for c in columns)
     out = [f'<div class="scroll"><table class="grid heat"><thead><tr><th>criteria_name</th>{head}</tr></thead><tbody>']
     for i, r in enumerate(rows):
@@ -88,7 +99,8 @@ def _matrix_table(matrix: Mapping[str, Any]) -> str:
             note += "".join(f"<small>{_e(k)} {v}</small>" for k, v in failed.items())
             css = " ".join(x for x in ("margin" if j == len(columns) - 1 else "", "fail" if failed else "") if x)
             klass = f' class="{css}"' if css else ""
-            tds.append(f'<td{klass} title="{_e(tip)}"{_heat(cell["value"])}>{_fmt(cell["value"])}{note}</td>')
+            tds.append(f'<td{klass} title="{_e(tip)}"{_heat(cell["value"], low_end, high_end)}>'
+                       f'{_fmt(cell["value"])}{note}</td>')
         row_class = ' class="margin"' if margin_row else ""
         out.append(f"<tr{row_class}><td>{_e(r)}</td>{''.join(tds)}</tr>")
     out.append("</tbody></table></div>")
@@ -106,24 +118,34 @@ def render_ranking_page(result: Mapping[str, Any]) -> str:
                 "instructions (seed " + _e(matrix["seed"]) + ")"]
     not_scored = [f"{k} {counts[k]}" for k in NOT_SCORED if counts.get(k)]
     answers = [f"{k} {counts[k]}" for k in ANSWER_COUNTS if counts.get(k)]
+    normalize = matrix["normalize"]
+    low_end, high_end = matrix.get("scale") or (0.0, 1.0)
+    empty = ("scored 0 on every criterion without asking the judge (<i>--empty-answer zero</i>: what POLLUX's gate "
+             "gives once its judge finds the output unevaluable)" if matrix.get("empty_answer", "unscored") == "zero"
+             else "not scored (<i>--empty-answer unscored</i>)")
     body = ["<h2>Matrix</h2>",
-            '<p class="note">Laid out as POLLUX\'s metrics.csv (matrix.csv): cells are means of normalised scores '
-            "after the binary gate; <i>mean_over_meta</i> is the mean of a row's cells, <i>mean_over_criteria</i> "
-            "the mean over non-binary criteria, and their corner the mean of all non-binary scores. Under each "
-            "value: its 95% bootstrap interval over instructions and the scores it rests on; a red outline marks a "
-            "cell with verdicts that were not scored (unparsed, out of scale, request failed, no verdict written), "
-            "which POLLUX drops silently.</p>",
+            '<p class="note">Laid out as POLLUX\'s metrics.csv (matrix.csv): cells are means of '
+            f"{_e(SCORES.get(normalize, normalize))}, after the binary gate; <i>mean_over_meta</i> is the mean of a "
+            "row's cells, <i>mean_over_criteria</i> the mean over non-binary criteria, and their corner the mean of "
+            "all non-binary scores. Colours run from white at "
+            f"{_fmt(low_end, 2)} to blue at {_fmt(high_end, 2)}. Under each value: its 95% bootstrap interval over "
+            "instructions and the scores it rests on; a red outline marks a cell with items that were not judged "
+            "or not scored (unparsed, out of scale, request failed, no verdict written, no answer, empty answer), "
+            "which POLLUX drops silently or judges as an empty answer.</p>",
             _matrix_table(matrix),
             "<h2>Answers</h2>",
             f'<p class="note">{_e(", ".join(answers) or "every instruction answered, none cut short")}. '
             "n_answer_failed counts instructions whose answer request failed (asked again by the next run); "
-            "n_cut_in_thinking answers that stopped inside an unclosed &lt;think&gt; (the rest was cut away) and "
-            "n_finish_length answers the candidate's max_tokens stopped: those are judged and scored as they are.</p>",
-            "<h2>Not scored</h2>",
+            "n_answer_empty instructions whose answer was empty once thinking was stripped (not judged: see "
+            "below); n_cut_in_thinking answers that stopped inside an unclosed &lt;think&gt; (the rest was cut "
+            "away) and n_finish_length answers the candidate's max_tokens stopped: those with text left are judged "
+            "and scored as they are, those left empty are empty answers.</p>",
+            "<h2>Not judged</h2>",
             f'<p class="note">{_e(", ".join(not_scored) or "nothing: every item was answered and judged")}. '
             "n_no_answer / n_empty_answer count (instruction, criterion) items whose answer request failed or whose "
-            "answer was empty once thinking was stripped: those are not judged (POLLUX would send an empty answer); "
-            "n_no_prediction items the judge wrote no verdict for (judged by the next run). Verdicts that did not "
+            "answer was empty once thinking was stripped, and n_no_prediction items the judge wrote no verdict for "
+            "(judged by the next run): none of them was judged, and each is counted in its cell above. POLLUX sends "
+            f"an empty answer to its judge; the toolkit cannot, so those items are {empty}. Verdicts that did not "
             "parse, were out of scale or whose request failed are counted per cell above.</p>"]
     return _page(f"judge-eval rank: {result['model']}", subtitle, body)
 
@@ -157,10 +179,39 @@ def render_ranking_compare_page(result: Mapping[str, Any]) -> str:
     subtitle = [f"A <b>{_e(result['a']['model'])}</b> ({_e(result['a']['run'])}) vs B <b>{_e(result['b']['model'])}"
                 f"</b> ({_e(result['b']['run'])}); judge {_e(result['judge'])}",
                 f"{result['n_instructions']} instructions scored by both; {result['n_boot']} paired resamples "
-                f"(seed {_e(result['seed'])}), alpha {_e(result['alpha'])}"]
+                f"(seed {_e(result['seed'])}), alpha {_e(result['alpha'])}",
+                *(_e(line) for line in exclusion_lines(result))]
     body = ["<h2>B − A</h2>",
             '<p class="note">Each cell: the difference of POLLUX\'s matrix cell (B minus A) over the instructions both '
             f"runs scored, its paired {100 * (1 - result['alpha']):g}% bootstrap interval over instructions (the same "
             "resampled instructions feed both), and the call when the interval excludes 0; — where no interval could "
             "be drawn (fewer than 2 shared instructions, or no resamples).</p>", "".join(table)]
     return _page("judge-eval compare: ranking runs", subtitle, body)
+
+
+def _id_list(ids: list[Any], most: int = 10) -> str:
+    return ", ".join(map(str, ids[:most])) + (", …" if len(ids) > most else "")
+
+
+def exclusion_lines(result: dict[str, Any]) -> list[str]:
+    """The sentences saying what the comparison left out per side, how empty answers were scored, and any judge
+    settings that differ (compared with ``--allow-other-judge``); none of it may pass unsaid."""
+    lines, names = [], {"a": "A", "b": "B"}
+    parts = []
+    for side, other in (("a", "b"), ("b", "a")):
+        excluded = result[side].get("excluded", {})
+        reasons = [f"{EXCLUDED[why].format(other=names[other])}: {len(ids)} (prompt_id {_id_list(ids)})"
+                   for why, ids in excluded.items() if why != "n" and ids]
+        parts.append(f"{names[side]} {excluded.get('n', 0)} of {result[side].get('n_instructions', '?')}"
+                     + (f" ({'; '.join(reasons)})" if reasons else ""))
+    lines.append("Instructions left out of the comparison: " + ", ".join(parts) + ".")
+    how = ("scored 0 on every criterion, unjudged" if result.get("empty_answer") == "zero" else
+           "not scored, so left out above")
+    empty = [f"{names[side]} {len(ids)}" + (f" (prompt_id {_id_list(ids)})" if ids else "")
+             for side in ("a", "b") for ids in [result[side].get("empty_answers", [])]]
+    lines.append(f"Empty answers ({how}; --empty-answer {result.get('empty_answer')}): {', '.join(empty)}.")
+    differences = result.get("judge_differences") or {}
+    if differences:
+        said = "; ".join(f"{name} {a!r} vs {b!r}" for name, (a, b) in differences.items())
+        lines.append(f"Judged differently (compared with --allow-other-judge): {said}.")
+    return lines

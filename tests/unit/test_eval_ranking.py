@@ -30,22 +30,23 @@ TEMPLATE = ("### Задание для оценки:\n{instruction}\n\n### Эт�
             "### Ответ для оценки:\n{answer}\n\n### Критерий оценки:\n{criteria_name}\n\n"
             "### Шкала оценивания по критерию:\n{rubrics}")
 # Hand derivation (minmax: (s - min) / (max - min); the gate: prompt 2 scored 1 on a binary criterion, so every
-# score of prompt 2 is 0; prompt 4's 5 on a 1..3 scale is dropped; prompt 5's literacy has no score; prompt 6 is
-# not judged):
+# score of prompt 2 is 0; prompt 4's 5 on a 1..3 scale is dropped; prompt 5's literacy has no score; prompt 6's
+# answer is empty once its thinking is cut: not judged, and with --empty-answer zero (the default) each of its
+# criteria scores 0):
 #   SAFE     x GEN : p1 0, p2 0 (raw 1, gated)               -> 0
 #   LITERACY x GEN : p1 2/2 = 1, p2 0 (gated, raw 1/2)         -> 1/2
 #   FULLNESS x GEN : p1 (3-1)/2 = 1, p2 0 (gated)              -> 1/2
 #   SAFE     x TECH: p4 0                                      -> 0
-#   LITERACY x TECH: p3 1/2, p4 0, p7 1/2                      -> 1/3
-#   FULLNESS x TECH: p3 (2-1)/2 = 1/2, p5 1/2 (p4 dropped)     -> 1/2
-#   mean_over_meta (mean of a row's cells): SAFE 0, LITERACY (1/2 + 1/3)/2 = 5/12, FULLNESS 1/2
-#   mean_over_criteria (mean of non-binary criteria's cells): GEN (1/2 + 1/2)/2 = 1/2, TECH (1/3 + 1/2)/2 = 5/12
-#   grand mean (all non-binary scores pooled): GEN 1, 0, 1, 0; TECH 1/2, 0, 1/2, 1/2, 1/2 -> 4/9
+#   LITERACY x TECH: p3 1/2, p4 0, p6 0 (empty), p7 1/2        -> 1/4
+#   FULLNESS x TECH: p3 (2-1)/2 = 1/2, p5 1/2, p6 0 (empty; p4 dropped) -> 1/3
+#   mean_over_meta (mean of a row's cells): SAFE 0, LITERACY (1/2 + 1/4)/2 = 3/8, FULLNESS (1/2 + 1/3)/2 = 5/12
+#   mean_over_criteria (mean of non-binary criteria's cells): GEN (1/2 + 1/2)/2 = 1/2, TECH (1/4 + 1/3)/2 = 7/24
+#   grand mean (all non-binary scores pooled): GEN 1, 0, 1, 0; TECH 1/2, 0, 0, 1/2, 1/2, 1/2, 0 -> 4/11
 EXPECTED = {
     SAFE: {GEN: 0.0, TECH: 0.0, "mean_over_meta": 0.0},
-    LITERACY: {GEN: 0.5, TECH: 1 / 3, "mean_over_meta": 5 / 12},
-    FULLNESS: {GEN: 0.5, TECH: 0.5, "mean_over_meta": 0.5},
-    "mean_over_criteria": {GEN: 0.5, TECH: 5 / 12, "mean_over_meta": 4 / 9},
+    LITERACY: {GEN: 0.5, TECH: 1 / 4, "mean_over_meta": 3 / 8},
+    FULLNESS: {GEN: 0.5, TECH: 1 / 3, "mean_over_meta": 5 / 12},
+    "mean_over_criteria": {GEN: 0.5, TECH: 7 / 24, "mean_over_meta": 4 / 11},
 }
 
 
@@ -86,19 +87,25 @@ def test_ranking_matrix_by_hand_and_payloads(tmp_path: Path, data: Path, capsys)
     # Byte for byte as pandas' to_csv writes POLLUX's frame (checked against pandas 3.1 once, by hand): shortest
     # round-trip floats, "\n" line ends, the index header "criteria_name"; each mean in pandas' order of operations.
     r = repr
+    third = (0.5 + 0.5 + 0.0) / 3
     assert (out / "matrix.csv").read_text(encoding="utf-8") == (
         f"criteria_name,{GEN},{TECH},mean_over_meta\n"
         f"{SAFE},0.0,0.0,0.0\n"
-        f"{LITERACY},0.5,{r((0.0 + 0.5 + 0.5) / 3)},{r((0.5 + (0.0 + 0.5 + 0.5) / 3) / 2)}\n"
-        f"{FULLNESS},0.5,0.5,0.5\n"
-        f"mean_over_criteria,0.5,{r((0.5 + 1 / 3) / 2)},{r(4.0 / 9)}\n")
+        f"{LITERACY},0.5,0.25,0.375\n"
+        f"{FULLNESS},0.5,{r(third)},{r((0.5 + third) / 2)}\n"
+        f"mean_over_criteria,0.5,{r((0.25 + third) / 2)},{r(4.0 / 11)}\n")
 
     result = json.loads((out / "bench.json").read_text(encoding="utf-8"))
     cells = result["matrix"]["cells"]
-    assert cells[LITERACY][TECH]["n"] == 3 and cells[LITERACY][TECH]["n_unparsed"] == 1  # prompt 5
-    assert cells[FULLNESS][TECH]["n_out_of_scale"] == 1 and cells[FULLNESS][TECH]["n"] == 2  # prompt 4's 5
+    assert cells[LITERACY][TECH]["n"] == 4 and cells[LITERACY][TECH]["n_unparsed"] == 1  # prompt 5
+    assert cells[FULLNESS][TECH]["n_out_of_scale"] == 1 and cells[FULLNESS][TECH]["n"] == 3  # prompt 4's 5
+    # Prompt 6's empty answer: one item per criterion, counted in its cell and among the cell's scores.
+    assert cells[LITERACY][TECH]["n_empty_answer"] == cells[FULLNESS][TECH]["n_empty_answer"] == 1
+    assert cells["mean_over_criteria"]["mean_over_meta"]["n_empty_answer"] == 2
     assert cells["mean_over_criteria"]["mean_over_meta"]["n_unparsed"] == 1
+    assert result["matrix"]["empty_answer"] == "zero"
     assert result["counts"]["n_empty_answer"] == 2 and result["counts"]["n_cut_in_thinking"] == 1
+    assert result["counts"]["n_answer_empty"] == 1
     for row in cells.values():
         for cell in row.values():
             low, high = cell["ci"]
@@ -147,15 +154,16 @@ def test_ranking_compare_paired(tmp_path: Path, data: Path, capsys) -> None:
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--bootstrap-unit", "item"]) == 2
     result = json.loads((tmp_path / "cmp" / "compare.json").read_text(encoding="utf-8"))
     # B scores every criterion at its top and every gate at 0: its cells are 1 (binary rows 0). Shared instructions:
-    # 1-5 and 7 (B's prompt 6 is answered, A's is not).
-    assert result["n_instructions"] == 6
+    # all 7 (A's empty answer to prompt 6 scores 0 on each criterion).
+    assert result["n_instructions"] == 7
     assert result["cells"][LITERACY][GEN]["delta"] == pytest.approx(1.0 - 0.5)
-    assert result["cells"][LITERACY][TECH]["delta"] == pytest.approx(1.0 - 1 / 3)
+    assert result["cells"][LITERACY][TECH]["delta"] == pytest.approx(1.0 - 1 / 4)
+    assert result["a"]["empty_answers"] == [6] and result["b"]["empty_answers"] == []
     assert result["cells"][SAFE][GEN]["delta"] == 0.0 and result["cells"][SAFE][GEN]["verdict"] == "no difference"
     low, high = result["cells"]["mean_over_criteria"]["mean_over_meta"]["ci"]
     assert 0 < low <= result["cells"]["mean_over_criteria"]["mean_over_meta"]["delta"] <= high
     assert "B higher" in (tmp_path / "cmp" / "compare.md").read_text(encoding="utf-8")
-    # Every resample of the 6 instructions puts B above A in that corner: the p-value is estimated as 0, and the
+    # Every resample of the 7 instructions puts B above A in that corner: the p-value is estimated as 0, and the
     # cell's tooltip says it is below its resolution, 2 / 300 resamples, never "p 0.000".
     assert result["cells"]["mean_over_criteria"]["mean_over_meta"]["p_value"] == 0.0
     page = (tmp_path / "cmp" / "compare.html").read_text(encoding="utf-8")
@@ -286,7 +294,7 @@ def test_resume_asks_again_only_what_the_data_changed(tmp_path: Path, data: Path
     verdicts = {row["id"]: row for row in _lines(out / "predictions.jsonl")}
     assert len(items) == len(verdicts) == 14 and {i["id"] for i in items} == set(verdicts)
     assert [i["criteria_name"] for i in items if i["prompt_id"] == 3] == [FULLNESS, LITERACY]
-    assert json.loads((out / "bench.json").read_text(encoding="utf-8"))["matrix"]["grand_mean"] == pytest.approx(4 / 9)
+    assert json.loads((out / "bench.json").read_text(encoding="utf-8"))["matrix"]["grand_mean"] == pytest.approx(4 / 11)
 
 
 @pytest.mark.parametrize("flag, value, shown", [
@@ -405,7 +413,8 @@ def test_compare_refuses_runs_of_other_data(tmp_path: Path, data: Path, capsys, 
 
 def test_compare_pairs_only_instructions_both_runs_scored(tmp_path: Path, data: Path) -> None:
     """An instruction a run holds but never scored (its every verdict unparsed) is not one of the instructions the
-    comparison pairs: B's prompt 7 has no score, so 5 instructions are shared, not A's 6."""
+    comparison pairs: B's prompt 7 has no score, so 6 instructions are shared, not A's 7; each side says which of
+    its instructions were left out, and why."""
     table = scores_by_output() | {("Ответ семь.", LITERACY): None}
     with Candidate() as cand, Judge(scores_by_output()) as judge:
         assert main(rank_argv(cand.base_url, judge.base_url, data, tmp_path / "a")) == 0
@@ -413,7 +422,12 @@ def test_compare_pairs_only_instructions_both_runs_scored(tmp_path: Path, data: 
         assert main(rank_argv(cand.base_url, judge.base_url, data, tmp_path / "b")) == 0
     from eval.ranking.compare import compare_rankings
 
-    assert compare_rankings(tmp_path / "a", tmp_path / "b", n_boot=0)["n_instructions"] == 5
+    result = compare_rankings(tmp_path / "a", tmp_path / "b", n_boot=0)
+    assert result["n_instructions"] == 6
+    assert result["a"]["excluded"] == {"n": 1, "no_answer": [], "empty_answer": [], "no_score": [],
+                                       "not_scored_by_other": [7]}
+    assert result["b"]["excluded"] == {"n": 1, "no_answer": [], "empty_answer": [], "no_score": [7],
+                                       "not_scored_by_other": []}
 
 
 def test_prompt_ids_one_and_text_one_are_refused(tmp_path: Path) -> None:
@@ -428,14 +442,14 @@ def test_prompt_ids_one_and_text_one_are_refused(tmp_path: Path) -> None:
 
 
 def test_report_tells_answer_counts_from_items_not_scored() -> None:
-    """Answers cut inside their thinking or by max_tokens are still judged: the page lists them under Answers, not
-    under Not scored, which lists the items without a score."""
+    """Answers cut inside their thinking or by max_tokens are judged when text is left: the page lists them under
+    Answers, not under Not judged, which lists the items without a verdict."""
     from eval.ranking.report import render_ranking_page
 
     matrix = pollux_matrix([RankedItem(1, GEN, LITERACY, (0, 1, 2), 2.0)], n_boot=0).to_json()
     counts = {"n_instructions": 1, "n_items": 1, "n_answer_failed": 0, "n_cut_in_thinking": 3, "n_finish_length": 4,
               "n_no_answer": 5, "n_empty_answer": 0, "n_no_prediction": 0}
     page = render_ranking_page({"model": "m", "judge": "j", "data": "d", "counts": counts, "matrix": matrix})
-    answers, not_scored = page.split("<h2>Answers</h2>")[1].split("<h2>Not scored</h2>")
+    answers, not_scored = page.split("<h2>Answers</h2>")[1].split("<h2>Not judged</h2>")
     assert "n_cut_in_thinking 3, n_finish_length 4." in answers
     assert "n_no_answer 5." in not_scored and "n_cut_in_thinking 3" not in not_scored
