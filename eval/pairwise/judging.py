@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.judging.predictions import REQUEST_FAILED  # a judgment whose request failed: retried by the next run
-from eval.ranking.rank import content_key
+from judge.plumbing.run_folder import content_key
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.journal import JournalWriter, iter_journal
 from judge.plumbing.json_reading import unreadable_json
@@ -63,7 +63,7 @@ class PairRecord:
 
     @property
     def content_key(self) -> str:
-        """``eval.ranking.rank.content_key`` of everything the judge reads (the same in either order: the order is
+        """``judge.plumbing.run_folder.content_key`` of everything the judge reads (the same in either order: the order is
         the other half of a judgment's resume key)."""
         return content_key(self.instruction, self.answer_1, self.answer_2, self.rubrics)
 

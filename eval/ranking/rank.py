@@ -54,7 +54,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import hashlib
 import json
 import logging
 import math
@@ -69,6 +68,7 @@ from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.api_keys import CLIENT_KEY_ENV
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.config_files import option as _f
+from judge.plumbing.run_folder import content_key
 from judge.records import RecordError
 
 __all__ = ["ANSWERS", "ITEMS", "MATRIX", "RANKING_RESULT", "UNJUDGED", "AnswerRow", "InstructionRow", "RankConfig",
@@ -263,12 +263,6 @@ def load_instructions(source: str | Path, split: str | None = None) -> list[Inst
         seen[key] = (index, parsed.prompt_id)
         rows.append(parsed)
     return rows
-
-
-def content_key(*texts: str) -> str:
-    """A digest of ``texts`` (16 hex digits of the SHA-256 of their JSON list): what a resumed run compares to
-    tell whether an answer or a verdict on disk was made from the text it would send now."""
-    return hashlib.sha256(json.dumps(list(texts), ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
 
 
 # ---------------------------------------------------------------------------------------------- answers

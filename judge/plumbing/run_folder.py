@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import errno
+import hashlib
 import json
 import os
 import socket
@@ -33,7 +34,7 @@ from judge.plumbing.json_reading import unreadable_json
 from judge.plumbing.provenance import make_private_dir, redact, redact_argv, write_private_text
 
 __all__ = ["LOCK_FILE", "RUN_KEY_FILE", "RunFolderBusy", "ResumeMismatch", "hold_run_folder", "claim_run_folder",
-           "refuse_file"]
+           "refuse_file", "content_key"]
 
 #: The lock every writer of a run folder holds.
 LOCK_FILE = "run.lock"
@@ -174,3 +175,10 @@ def claim_run_folder(out_dir: str | Path, run_key: Mapping[str, Any], progress_f
         raise ResumeMismatch(f"{out_dir} holds progress files but no {RUN_KEY_FILE}; use --overwrite or a fresh --out")
     write_private_text(key_path, json.dumps(key, ensure_ascii=False, indent=2) + "\n")
     return bool(existing)
+
+
+def content_key(*texts: str) -> str:
+    """A digest of ``texts`` (16 hex digits of the SHA-256 of their JSON list): what a resumed run compares, row by
+    row, to tell whether an answer or a verdict on disk was made from the text it would send now (``judge-eval rank``
+    and pairwise runs; ``run_key.json`` guards the settings, this the rows)."""
+    return hashlib.sha256(json.dumps(list(texts), ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
