@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import json
 import logging
 import sys
@@ -42,6 +41,7 @@ from typing import Any
 
 from eval.mera.config import (STOP_FORM, TASK_CONFIGS, ConfigError, HumanEvalConfig, MeraConfig, RutieConfig,
                               check_values)
+from eval.mera.progress import sha256_of, write_json, write_run_record
 from judge.plumbing.atomic_write import write_atomically
 
 logger = logging.getLogger("eval.mera")
@@ -58,11 +58,11 @@ configuration error; 3 ruhumaneval finished, but some samples never ran in the s
 sandbox's own failure, never the model's): metrics.json leaves them out of pass@k and counts them
 (n_sandbox_errors); rerunning the same command executes every sample again; 4 the endpoint cannot be used
 (unreachable, no or wrong key, wrong URL or path, still unavailable after 120 s), or failed mid-run after the
-retries (the answers so far are kept: rerunning resumes), or refused the run's first 3 requests alike (the same
-status and message, e.g. --mode chat on a model without a chat template: nothing is saved for them, rerunning asks
-them again), named on stderr. Any other request the endpoint refuses for what it holds (HTTP 400, 413, 422, a prompt
-over the context window included) is not a run error: that item fails and is counted (ruhumaneval: not_generated;
-rutie: unparsed, "request refused" or "context limit").
+retries (the answers so far are kept: rerunning resumes), or refused the run's first 3 requests (rutie:
+questions) alike (the same status and message, e.g. --mode chat on a model without a chat template: nothing is
+saved for them, rerunning asks them again), named on stderr. Any other request the endpoint refuses for what it
+holds (HTTP 400, 413, 422, a prompt over the context window included) is not a run error: that item fails and is
+counted (ruhumaneval: not_generated; rutie: unparsed, "request refused" or "context limit").
 """
 
 #: ruhumaneval's exit code when samples never ran in the sandbox (the EPILOG above).
@@ -134,31 +134,6 @@ def config_from_args(args: argparse.Namespace) -> MeraConfig:
     return config
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# Run records
-# ---------------------------------------------------------------------------------------------------------------
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _write_json(path: Path, obj: Any) -> None:
-    """``obj`` as indented JSON, replacing ``path`` whole (``judge.plumbing.atomic_write``): a kill mid-write leaves
-    the earlier run's file, never a cut one."""
-    write_atomically(path, (json.dumps(obj, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
-
-
-def _write_provenance(out: Path, config: MeraConfig, data: Any, **extra: Any) -> None:
-    """``run.json`` (``judge.plumbing.provenance``): the resolved settings (no API key), the data (``released.TaskData``: the
-    file, what was asked for, which file and why) and its hash, ``extra``."""
-    from judge.plumbing.provenance import write_provenance
-
-    settings = {k: v for k, v in dataclasses.asdict(config).items() if k != "api_key"}
-    write_provenance(out, f"judge-eval mera {config.task}", settings, **data.describe(),
-                     data_sha256=_sha256(data.path), **extra)  # fmt: skip
-
-
 def _client(config: MeraConfig):
     from eval.mera.client import OpenAICompatClient
 
@@ -193,12 +168,12 @@ def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
     n = 1 if config.self_check else config.n
     sandbox = Sandbox(Limits(timeout_s=config.exec_timeout, memory_mb=config.memory_mb), isolation=config.sandbox)
     run_key = {
-        "task": "ruhumaneval", "model": config.model, "data_sha256": _sha256(data), "limit": config.limit,
+        "task": "ruhumaneval", "model": config.model, "data_sha256": sha256_of(data), "limit": config.limit,
         "self_check": config.self_check, "mode": config.mode, "n": n, "temperature": config.temperature,
         "max_tokens": config.max_tokens, "seed": config.seed, "sampling": config.sampling,
     }  # fmt: skip
     resumed = claim_run_folder(out, run_key, [GENERATIONS_FILE], overwrite=config.overwrite)
-    _write_provenance(out, config, resolved, n_tasks=len(tasks), sandbox=sandbox.describe(), stops=list(MERA_STOPS),
+    write_run_record(out, config, resolved, n_tasks=len(tasks), sandbox=sandbox.describe(), stops=list(MERA_STOPS),
                       resumed=resumed)  # fmt: skip
     logger.info("%s: %d tasks from %s, n=%d, sandbox=%s", name, len(tasks), resolved.note, n, sandbox.isolation)
 
@@ -306,13 +281,16 @@ def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
     write_atomically(out / EXECUTIONS_FILE, write_executions)
 
     # -- metrics --------------------------------------------------------------------------------------------
-    metrics = summarize(outcomes, ks=config.k)
+    # A budget above the samples asked for (the self-check's one) can never be scored: only the others are reported,
+    # and one of those left without a value (a sandbox error) is named in pass@k_omitted.
+    metrics = summarize(outcomes, ks=[k for k in config.k if k <= n])
     metrics.update(sandbox=sandbox.isolation, exec_seconds=round(exec_s, 2), self_check=config.self_check,
                    extraction=config.extraction, **resolved.describe())  # fmt: skip
     metrics.setdefault("benchmark", "ruHumanEval (MERA)")
-    _write_json(out / "metrics.json", metrics)
-    scores = (", ".join(f"{k}={v:.4f}" for k, v in metrics["pass@k"].items())
-              or "no pass@k (a task has fewer scored samples than every k)")
+    write_json(out / "metrics.json", metrics)
+    scores = "; ".join(part for part in [", ".join(f"{k}={v:.4f}" for k, v in metrics["pass@k"].items()),
+                                         *(f"{k} omitted: {why}" for k, why in metrics["pass@k_omitted"].items())]
+                       if part)  # fmt: skip
     errors = ", ".join(f"{k}={v}" for k, v in metrics["errors"].items() if v)
     print(f"{name}{' self-check' if config.self_check else ''}: {metrics['n_tasks']} tasks x {n} samples: "
           f"{scores}; {errors}; sandbox={sandbox.isolation}; {len(jobs)} executions in {exec_s:.1f} s; "
@@ -333,8 +311,8 @@ def run_rutie(config: RutieConfig) -> dict[str, Any]:
     """Answer every dialogue in order with the model's own answers in context; write accuracy. Returns metrics."""
     from eval.mera.progress import claim_run_folder
     from eval.mera.released import resolve_task_data
-    from eval.mera.rutie import (PROGRESS_FILE, RutieSettings, check_prompt_format, load_dialogues, run_dialogues,
-                                 rutie_metrics)
+    from eval.mera.rutie import (PROGRESS_FILE, RutieSettings, check_prompt_format, describe_protocol, load_dialogues,
+                                 run_dialogues, rutie_metrics)
 
     # -- config ---------------------------------------------------------------------------------------------
     out = Path(config.out)
@@ -357,7 +335,7 @@ def run_rutie(config: RutieConfig) -> dict[str, Any]:
                              answer_parser=config.answer_parser,
                              context_overflow=config.context_overflow)  # fmt: skip
     run_key = {
-        "task": "rutie", "model": config.model, "data_sha256": _sha256(data), "mode": config.mode,
+        "task": "rutie", "model": config.model, "data_sha256": sha256_of(data), "mode": config.mode,
         "scoring": config.scoring, "max_tokens": config.max_tokens,
         "temperature": config.temperature, "seed": config.seed, "answer_cue": config.answer_cue,
         "answer_parser": config.answer_parser,
@@ -370,7 +348,7 @@ def run_rutie(config: RutieConfig) -> dict[str, Any]:
     }  # fmt: skip
     resumed = claim_run_folder(out, run_key, [PROGRESS_FILE], overwrite=config.overwrite)
     check_prompt_format(dialogues, out, settings)
-    _write_provenance(out, config, resolved, max_model_len=max_model_len, resumed=resumed,
+    write_run_record(out, config, resolved, max_model_len=max_model_len, resumed=resumed,
                   n_dialogues=len(dialogues), n_questions=sum(len(d) for d in dialogues.values()))  # fmt: skip
     logger.info("rutie: %d dialogues, %d questions from %s, mode=%s, scoring=%s%s", len(dialogues),
                 sum(len(d) for d in dialogues.values()), resolved.note, config.mode, config.scoring,
@@ -380,14 +358,24 @@ def run_rutie(config: RutieConfig) -> dict[str, Any]:
     records = run_dialogues(dialogues, client, settings, out, concurrency=config.concurrency)
 
     # -- metrics --------------------------------------------------------------------------------------------
-    metrics = rutie_metrics(records, max_model_len=max_model_len) | resolved.describe()
-    _write_json(out / "metrics.json", metrics)
+    # The protocol beside the score (run.json holds every setting): which of MERA's two runs this is, if either.
+    protocol = describe_protocol(settings)
+    metrics = rutie_metrics(records, max_model_len=max_model_len) | {"protocol": protocol} | resolved.describe()
+    write_json(out / "metrics.json", metrics)
     acc = "n/a" if metrics["accuracy"] is None else f"{metrics['accuracy']:.4f}"
     acc_parsed = "n/a" if metrics["accuracy_parsed"] is None else f"{metrics['accuracy_parsed']:.4f}"
+    ties = (f"{metrics['n_ties']} exact ties of the two log-probabilities (answered 1, as the harness's argmax); "
+            if config.scoring == "logprobs" else "")
+    task = protocol["mera_task"]
+    same = (f"MERA's {task}" if protocol["same_as_mera_task"]
+            else f"not MERA's {task}: {', '.join(protocol['differs_from_mera_task'])}")
     print(f"rutie: {metrics['n']} questions, accuracy {acc} ({metrics['n_unparsed']} unparsed counted wrong), "
-          f"{acc_parsed} over the {metrics['n'] - metrics['n_unparsed']} parsed; "
+          f"{acc_parsed} over the {metrics['n'] - metrics['n_unparsed']} parsed; {ties}"
           f"{metrics['n_context_limit']} prompts hit the context limit, {metrics['n_context_truncated']} answered "
-          f"with earlier turns left out; data: {resolved.note}")  # fmt: skip
+          f"with earlier turns left out; protocol: {same}; data: {resolved.note}")  # fmt: skip
+    if metrics["n_ties"] and metrics["n_ties"] == metrics["n"] - metrics["n_unparsed"]:
+        logger.warning("every answered question tied exactly: the scores cannot tell the choices apart (see the "
+                       "scores in %s)", out / PROGRESS_FILE)
     return metrics
 
 

@@ -245,23 +245,38 @@ class OpenAICompatClient:
     ) -> tuple[list[float | None], int | None]:
         """Sum of log-probabilities of each continuation given the prompt (completion endpoint, ``echo``).
 
-        One request per continuation with ``echo=True, max_tokens=0, logprobs=0``; the tokens that cover the
-        continuation are those from the one containing its first character.
+        The continuation's tokens are found by count, as MERA's harness finds them (lm-eval ``lm_eval/api/model.py``
+        ``TemplateLM._encode_pair``: ``whole_enc[len(context_enc):]``, trailing whitespace of the context moved to
+        the continuation first): one request for the prompt alone gives its token count (``usage.prompt_tokens``;
+        ``max_tokens=1`` and no log-probabilities, so vLLM may serve it from its prefix cache, which a request for
+        prompt log-probabilities skips: ``sampling_params.py`` ``skip_reading_prefix_cache``), then one request per
+        continuation with ``echo=True, max_tokens=0, logprobs=0`` returns every prompt token's log-probability, and
+        the continuation's are those after that count, up to the request's own ``usage.prompt_tokens``. Character
+        offsets cannot find them: vLLM's echoed ``text_offset`` are running sums of each token decoded alone
+        (``entrypoints/openai/completion/serving.py`` ``_create_completion_logprobs``), so a BOS token (decoded as
+        ``<s>``) or a character split across tokens (each piece decoded as "\ufffd") shifts every later offset.
 
         Returns:
             ``(scores, prompt_tokens)``: a score per continuation (``None`` where the endpoint returned no usable
-            log-probabilities) and the token count of the prompt with the first continuation.
+            log-probabilities or token counts) and the token count of the prompt with the first continuation.
         """
+        context = prompt.rstrip()
+        moved = prompt[len(context):]
+        alone = self._with_retries(lambda: self._client.completions.create(
+            model=self.model, prompt=context, max_tokens=1, temperature=0.0,
+        ))  # fmt: skip
+        n_context = _usage_prompt_tokens(alone)
         scores: list[float | None] = []
         prompt_tokens = None
         for continuation in continuations:
-            full = prompt + continuation
+            full = context + moved + continuation  # the prompt and the continuation; only the count starts earlier
             response = self._with_retries(lambda: self._client.completions.create(
                 model=self.model, prompt=full, max_tokens=0, echo=True, logprobs=0, temperature=0.0,
             ))  # fmt: skip
-            scores.append(_continuation_score(response.choices[0].logprobs, len(prompt), len(full)))
+            n_full = _usage_prompt_tokens(response)
+            scores.append(_continuation_score(response.choices[0].logprobs, n_context, n_full))
             if prompt_tokens is None:
-                prompt_tokens = getattr(getattr(response, "usage", None), "prompt_tokens", None)
+                prompt_tokens = n_full
         return scores, prompt_tokens
 
     def next_token_logprobs(self, messages: list[dict[str, str]], top: int = 20) -> tuple[dict[str, float], int | None]:
@@ -283,22 +298,22 @@ class OpenAICompatClient:
         return best, getattr(usage, "prompt_tokens", None)
 
 
-def _continuation_score(logprobs: Any, start: int, end: int) -> float | None:
-    """Sum the echoed token logprobs whose characters overlap ``[start, end)``."""
-    if logprobs is None:
+def _usage_prompt_tokens(response: Any) -> int | None:
+    """The endpoint's count of the request's prompt tokens (``usage.prompt_tokens``), if it reports one."""
+    value = getattr(getattr(response, "usage", None), "prompt_tokens", None)
+    return int(value) if isinstance(value, int) else None
+
+
+def _continuation_score(logprobs: Any, start: int | None, end: int | None) -> float | None:
+    """Sum of the echoed token logprobs from token ``start`` (the prompt alone's token count) to ``end`` (the whole
+    request's), or ``None`` when the echo cannot hold that span: no counts, none of the continuation's tokens, an
+    echo shorter than the count, or a token without a logprob in it."""
+    if logprobs is None or start is None or end is None:
         return None
-    offsets = list(getattr(logprobs, "text_offset", None) or [])
     values = list(getattr(logprobs, "token_logprobs", None) or [])
-    if not offsets or len(offsets) != len(values):
+    if not 0 < start < end <= len(values):
         return None
-    total = 0.0
-    found = False
-    for i, (offset, value) in enumerate(zip(offsets, values)):
-        token_end = offsets[i + 1] if i + 1 < len(offsets) else end
-        if token_end <= start or offset >= end:
-            continue
-        if value is None:  # the first token of a prompt has no logprob
-            return None
-        total += value
-        found = True
-    return total if found else None
+    span = values[start:end]
+    if any(value is None for value in span):
+        return None
+    return float(sum(span))

@@ -434,9 +434,11 @@ def summarize(outcomes: Mapping[str, Sequence[str]], ks: Sequence[int] = PASS_AT
         ks: Budgets; those larger than the smallest per-task sample count are left out (pass@k needs k <= n).
 
     Returns:
-        ``{"n_tasks", "n_samples", "n_sandbox_errors", "pass@k": {"pass@1": ...}, "errors": {status: count},
-        "per_task": [...]}`` where each per-task entry is ``{"task_id", "n", "c", "errors": {status: count}}``;
-        ``n`` and ``n_samples`` count the samples scored (sandbox errors left out).
+        ``{"n_tasks", "n_samples", "n_sandbox_errors", "pass@k": {"pass@1": ...}, "pass@k_omitted": {"pass@10":
+        reason}, "errors": {status: count}, "per_task": [...]}`` where each per-task entry is ``{"task_id", "n", "c",
+        "errors": {status: count}}``; ``n`` and ``n_samples`` count the samples scored (sandbox errors left out).
+        A budget no task-average can be taken for is never dropped silently: one task with a sandbox error among
+        its 10 samples leaves it 9, and pass@10 then names that task in ``pass@k_omitted``.
     """
     per_task = []
     totals: Counter[str] = Counter()
@@ -462,6 +464,21 @@ def summarize(outcomes: Mapping[str, Sequence[str]], ks: Sequence[int] = PASS_AT
         "n_samples": sum(t["n"] for t in per_task),
         "n_sandbox_errors": totals[SANDBOX_ERROR],
         "pass@k": scores,
+        "pass@k_omitted": {f"pass@{k}": _why_omitted(k, per_task) for k in ks if k not in usable},
         "errors": {s: totals[s] for s in OUTCOMES},
         "per_task": per_task,
     }
+
+
+def _why_omitted(k: int, per_task: Sequence[Mapping[str, Any]]) -> str:
+    """Why pass@k has no value: the tasks with fewer than k scored samples (pass@k needs k <= n in every task)."""
+    if k < 1:
+        return f"k must be at least 1, got {k}"
+    short = [t for t in per_task if t["n"] < k]
+    if not short:  # no task at all
+        return "no task was scored"
+    first = short[0]
+    left_out = first["errors"].get(SANDBOX_ERROR, 0)
+    because = f", {left_out} sandbox_error left out" if left_out else ""
+    return (f"{len(short)} of {len(per_task)} tasks have fewer than {k} scored samples (task {first['task_id']!r}: "
+            f"{first['n']}{because}); pass@{k} needs {k} in every task")

@@ -15,9 +15,12 @@ MERA runs ruTiE in two ways, and ``RutieSettings.scoring`` names the one a run f
   matches it (``stop``, ``max_tokens``, ``temperature``, ``answer_parser``).
 * ``rutie``, the regular submission (``scripts/run_benchmark.sh``; ``rutie/rutie.yaml`` including
   ``custom_loglikelihood_task.yaml``): the log-likelihoods of " 1" and " 2" after the prompt, the larger one the
-  answer (``utils.py`` ``np.argmax``: "1" on a tie). ``scoring="logprobs"`` with ``answer_cue=""``.
+  answer (``utils.py`` ``np.argmax``: "1" on a tie, counted as ``n_ties``). ``scoring="logprobs"`` with
+  ``answer_cue=""``; the continuation's tokens are found as lm-eval finds them (``eval.mera.client``
+  ``continuation_logprobs``).
 
 The default departs from both in one named setting: the prompt ends in the card's cue ``Ответ:`` (``answer_cue``).
+``metrics.json`` says which run a folder's settings are and how they differ (``describe_protocol``).
 
 Data rows ``{instruction (contains {context}), inputs: {question, choice1, choice2}, outputs: "1" | "2",
 meta: {dialog_id, question_id, category, use_context, turing_imitation}}`` (card "Data Fields") are grouped by
@@ -205,10 +208,18 @@ def parse_rutie_row(row: Mapping[str, Any], line_no: int = 0) -> RutieItem:
 
 
 def load_dialogues(path: str | Path) -> dict[int | str, list[RutieItem]]:
-    """Rows grouped by ``dialog_id``, each dialogue sorted by ``question_id`` (duplicates are an error)."""
+    """Rows grouped by ``dialog_id``, each dialogue sorted by ``question_id`` (duplicates are an error).
+
+    Raises:
+        DataError: ``{path}: row {n}: ...``, a bad row (a closed test's row, with no answer, among them), or a
+            repeated ``question_id``.
+    """
     by_dialog: dict[int | str, list[RutieItem]] = defaultdict(list)
     for line_no, row in iter_task_rows(path):
-        item = parse_rutie_row(row, line_no)
+        try:
+            item = parse_rutie_row(row, line_no)
+        except DataError as err:  # the row says which row and field; the file is named here (a closed test's too)
+            raise DataError(f"{path}: {err}") from None
         by_dialog[item.dialog_id].append(item)
     dialogues: dict[int | str, list[RutieItem]] = {}
     for dialog_id in sorted(by_dialog, key=lambda d: (isinstance(d, str), d)):
@@ -642,8 +653,17 @@ def run_dialogues(
         for future in [pool.submit(run_one, d) for d in dialogues]:
             future.result()
     if first.stopped is not None:
-        raise EndpointUnusable(first.message("the endpoint", asked[0], n_todo))
+        raise EndpointUnusable(_stopped_message(first, asked[0], n_todo))
     return [rec for d in dialogues for rec in results[d]]
+
+
+def _stopped_message(first: Any, n_asked: int, n_todo: int) -> str:
+    """``FirstRefusals.message`` in questions: a ruTiE question is one request when generated, but up to three under
+    completion-mode log-probability scoring (``OpenAICompatClient.continuation_logprobs``), so counting requests
+    would misstate how much was sent."""
+    return (f"the endpoint refused the first {len(first.held)} questions alike: HTTP {first.stopped.status}: "
+            f"{first.stopped.said} (stopped after asking {n_asked} of {n_todo} questions; no answer was saved for the "
+            "refused ones, a rerun asks them again)")
 
 
 def check_prompt_format(dialogues: Mapping[int | str, Sequence[RutieItem]], out_dir: str | Path,
@@ -704,7 +724,9 @@ def rutie_metrics(records: Sequence[dict], max_model_len: int | None = None) -> 
     where a block has no question (or, for ``accuracy_parsed``, no parsed answer). A question with several
     categories counts in each. ``n_context_limit`` counts the questions whose full prompt hit the context window
     (refused, or over ``max_model_len`` by the endpoint's count); ``n_context_truncated`` those answered with
-    earlier turns left out to fit it (``context_turns_dropped``, ``ask``).
+    earlier turns left out to fit it (``context_turns_dropped``, ``ask``). ``n_ties`` counts the log-probability
+    answers whose two scores were exactly equal, answered "1" as the harness's ``np.argmax`` answers them: a scorer
+    that summed the same tokens for both continuations would tie on every question, and shows here.
     """
     by_category: dict[str, list[dict]] = defaultdict(list)
     by_imitation: dict[str, list[dict]] = defaultdict(list)
@@ -737,4 +759,43 @@ def rutie_metrics(records: Sequence[dict], max_model_len: int | None = None) -> 
         "n_context_truncated": sum(1 for r in records if r.get("context_turns_dropped")
                                    and r.get("reason") not in (CONTEXT_LIMIT, REQUEST_REFUSED)),
         "max_model_len": max_model_len,
+        "n_ties": sum(1 for r in records if _tied(r.get("scores"))),
     }
+
+
+def _tied(scores: Any) -> bool:
+    """Both choices scored, and equally (``answer_from_logprobs`` then answers "1")."""
+    if not isinstance(scores, Mapping):
+        return False
+    s1, s2 = scores.get("1"), scores.get("2")
+    return s1 is not None and s1 == s2
+
+
+#: MERA's two ruTiE runs (the module docstring), as the settings that decide their answers. ``rutie`` answers with the
+#: argmax of two log-likelihoods, so generation's settings (stop, max_tokens, temperature, parser) play no part in it.
+MERA_TASKS: dict[str, dict[str, Any]] = {
+    "rutie_gen": {"mode": "completion", "scoring": "generate", "answer_cue": "", "stop": ["\n"], "max_tokens": 256,
+                  "temperature": 0.0, "answer_parser": "mera", "context_overflow": "truncate"},
+    "rutie": {"mode": "completion", "scoring": "logprobs", "answer_cue": "", "context_overflow": "truncate"},
+}
+
+
+def describe_protocol(settings: RutieSettings) -> dict[str, Any]:
+    """The settings that decide a run's answers, and whether they are one of MERA's two runs.
+
+    ``mera_task`` is MERA's run with the same scoring (``rutie_gen`` for ``generate``, ``rutie`` for ``logprobs``),
+    ``same_as_mera_task`` whether every setting that decides its answers is equal, ``differs_from_mera_task`` each one
+    that is not, with MERA's value. ``context_overflow="truncate"`` is the nearest to the harness, never equal to it
+    (``ask``: whole turns here, tokens there); the difference shows only where a prompt overflowed
+    (``n_context_truncated``).
+    """
+    ours: dict[str, Any] = {
+        "mode": settings.mode, "scoring": settings.scoring, "answer_cue": settings.answer_cue,
+        "answer_parser": settings.answer_parser, "stop": list(settings.stop), "max_tokens": settings.max_tokens,
+        "temperature": settings.temperature, "context_overflow": settings.context_overflow,
+    }  # fmt: skip
+    task = "rutie" if settings.scoring == "logprobs" else "rutie_gen"
+    # The cue is a completion-mode setting: a chat run (already not MERA's) never sends it.
+    differs = [f"{key}={ours[key]!r} (MERA's {task}: {value!r})" for key, value in MERA_TASKS[task].items()
+               if ours[key] != value and not (key == "answer_cue" and settings.mode == "chat")]  # fmt: skip
+    return {**ours, "mera_task": task, "same_as_mera_task": not differs, "differs_from_mera_task": differs}

@@ -31,9 +31,9 @@ def _write_npy(path: Path, text: str) -> None:
 
 
 def _write_mera_json(path: Path, text: str) -> None:
-    from eval.mera.cli import _write_json
+    from eval.mera.progress import write_json
 
-    _write_json(path, json.loads(text))
+    write_json(path, json.loads(text))
 
 
 #: Every writer routed through write_atomically, with the permission bits its file gets under umask 0o022.

@@ -115,6 +115,8 @@ def test_summarize_by_hand():
     m = summarize(outcomes, ks=(1, 2, 5))
     assert m["pass@k"] == pytest.approx({"pass@1": (0.5 + 0) / 2, "pass@2": ((1 - comb(2, 2) / comb(4, 2)) + 0) / 2})
     assert "pass@5" not in m["pass@k"]
+    assert m["pass@k_omitted"] == {"pass@5": "2 of 2 tasks have fewer than 5 scored samples (task 'a': 4); pass@5 "
+                                             "needs 5 in every task"}
     assert (m["n_tasks"], m["n_samples"]) == (2, 8)
     assert m["errors"] == {"passed": 2, "syntax": 1, "runtime": 2, "timeout": 1, "wrong_answer": 2,
                            "sandbox_error": 0, "not_generated": 0}  # fmt: skip
@@ -132,6 +134,16 @@ def test_sandbox_errors_are_left_out_of_pass_at_k_and_counted():
     assert m["per_task"][0] == {"task_id": "a", "n": 2, "c": 1, "errors": {"wrong_answer": 1, "sandbox_error": 1}}
     # A task none of whose samples ran has n = 0: no budget fits every task, so no pass@k is reported.
     assert summarize({"a": [SANDBOX_ERROR], "b": [PASSED]}, ks=(1,))["pass@k"] == {}
+
+
+def test_a_budget_one_sandbox_error_leaves_without_a_value_is_named_not_dropped():
+    """One sandbox error among a task's 10 samples leaves it 9 scored: pass@10 cannot be averaged over the tasks, and
+    metrics.json says so, naming the task, instead of losing the key without a word."""
+    m = summarize({"a": [PASSED] * 10, "b": [PASSED] * 9 + [SANDBOX_ERROR]}, ks=(1, 5, 10))
+    assert m["pass@k"] == {"pass@1": 1.0, "pass@5": 1.0}
+    assert m["pass@k_omitted"] == {"pass@10": "1 of 2 tasks have fewer than 10 scored samples (task 'b': 9, "
+                                              "1 sandbox_error left out); pass@10 needs 10 in every task"}
+    assert summarize({"a": [PASSED] * 10}, ks=(1, 5, 10))["pass@k_omitted"] == {}
 
 
 def _row(**changes):
@@ -524,7 +536,8 @@ def test_ruhumaneval_chat_fenced_answer_fails_under_meras_extraction(tmp_path, s
     assert fenced["program"].endswith('"""\nВот решение:\n```python')
 
 
-def test_samples_the_sandbox_never_ran_exit_3_and_stay_out_of_pass_at_k(tmp_path, monkeypatch, caplog, sandbox_user):
+def test_samples_the_sandbox_never_ran_exit_3_and_stay_out_of_pass_at_k(tmp_path, monkeypatch, caplog, capsys,
+                                                                       sandbox_user):
     """A sandbox whose child program cannot start (here: it exits at once, before "ready") fails every sample as a
     sandbox_error: none is scored as the model's, metrics.json counts them, and the run exits 3, as --help says."""
     from eval.mera import sandbox as sandbox_mod
@@ -538,6 +551,10 @@ def test_samples_the_sandbox_never_ran_exit_3_and_stay_out_of_pass_at_k(tmp_path
     metrics = json.loads((out / "metrics.json").read_text())
     assert (metrics["n_sandbox_errors"], metrics["errors"]["sandbox_error"], metrics["n_samples"]) == (2, 2, 0)
     assert metrics["pass@k"] == {} and [t["n"] for t in metrics["per_task"]] == [0, 0]
+    # The self-check's n is 1: pass@1 is the one budget, and where it went is said in metrics.json and the line.
+    why = metrics["pass@k_omitted"]["pass@1"]
+    assert list(metrics["pass@k_omitted"]) == ["pass@1"] and why.startswith("2 of 2 tasks have fewer than 1 scored")
+    assert f"pass@1 omitted: {why};" in capsys.readouterr().out
     assert rc == cli.EXIT_SANDBOX_ERRORS == 3
     assert "2 samples never ran in the sandbox" in caplog.text
     assert "3 ruhumaneval finished, but some samples never ran in the sandbox" in " ".join(cli.EPILOG.split())
@@ -548,6 +565,7 @@ def test_ruhumaneval_self_check_needs_no_endpoint(tmp_path, sandbox_user):
     assert cli.main(["ruhumaneval", "--self-check", "--data", "sample", "--out", str(tmp_path / "sc")]) == 0
     metrics = json.loads((tmp_path / "sc" / "metrics.json").read_text())
     assert metrics["pass@k"] == {"pass@1": 1.0} and metrics["n_tasks"] == len(load_tasks(SAMPLE))
+    assert metrics["pass@k_omitted"] == {}  # pass@5 and pass@10 need more than the self-check's one sample
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["ruhumaneval", "--help"]])

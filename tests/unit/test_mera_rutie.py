@@ -10,6 +10,7 @@ The tests of this subject that start heavy components are in tests/integration/m
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -362,6 +363,20 @@ def test_parse_rutie_row_rejects_bad_rows_naming_row_and_field(row, message):
     assert message in str(err.value)
 
 
+def test_a_closed_test_file_is_refused_naming_the_file(tmp_path, caplog):
+    """MERA's closed test (every answer blank) is refused naming the file, as ruHumanEval's is: the row alone does
+    not say which file of a release it came from."""
+    closed = tmp_path / "test.jsonl"
+    rows = [json.loads(line) for line in _write_dialogs(tmp_path / "d.jsonl").read_text().splitlines()]
+    closed.write_text("".join(json.dumps({**r, "outputs": ""}, ensure_ascii=False) + "\n" for r in rows))
+    with pytest.raises(DataError, match=rf"^{re.escape(str(closed))}: row 1: field 'outputs' is empty: no gold "):
+        load_dialogues(closed)
+    with ScriptedEndpoint(_table_responder(REPLIES)) as endpoint:
+        assert _run(endpoint, closed, tmp_path / "run") == 1
+    assert f"{closed}: row 1: field 'outputs' is empty" in caplog.text
+    assert endpoint.bodies("/v1/completions") == []
+
+
 def test_braces_other_than_the_three_inputs_stay_literal():
     """Only {question}, {choice1}, {choice2} are filled (the harness escapes every other brace); a question
     that itself contains a placeholder is not filled again."""
@@ -543,6 +558,14 @@ def test_rutie_sends_the_models_own_wrong_answer_in_later_context(tmp_path, pars
     # Headline: 1 right of 3 questions (the unparsed one is wrong); over the 2 parsed: 1 of 2.
     assert (metrics["n"], metrics["n_unparsed"], metrics["accuracy"], metrics["accuracy_parsed"]) == (3, 1, 1 / 3, 0.5)
     assert metrics["max_model_len"] == 4096
+    # The protocol is recorded beside the score: the defaults are rutie_gen's but for the card's cue.
+    assert {k: metrics["protocol"][k] for k in ("mode", "scoring", "answer_cue", "answer_parser", "mera_task",
+                                                "same_as_mera_task", "differs_from_mera_task")} == {
+        "mode": "completion", "scoring": "generate", "answer_cue": "Ответ:", "answer_parser": "choice" if parser_args
+        else "mera", "mera_task": "rutie_gen", "same_as_mera_task": False,
+        "differs_from_mera_task": ["answer_cue='Ответ:' (MERA's rutie_gen: '')"]
+        + (["answer_parser='choice' (MERA's rutie_gen: 'mera')"] if parser_args else []),
+    }  # fmt: skip
     assert [s["mean"] for s in metrics["prompt_tokens"]["by_step"]] == [len(p) for p in expected_prompts(shown)]
     run = json.loads((tmp_path / "run" / "run.json").read_text())
     assert run["job"] == "judge-eval mera rutie" and run["config"]["mode"] == "completion" and len(run["data_sha256"]) == 64
@@ -574,6 +597,9 @@ def test_rutie_gen_is_reproduced_by_the_defaults_with_the_harness_prompt(tmp_pat
     assert all((b["max_tokens"], b["temperature"], b.get("stop")) == (256, 0.0, ["\n"] if not stop_args else None)
                for b in bodies)  # fmt: skip
     assert [a["answer"] for a in read_jsonl(tmp_path / "run" / "answers.jsonl")] == answers
+    protocol = json.loads((tmp_path / "run" / "metrics.json").read_text())["protocol"]
+    assert (protocol["mera_task"], protocol["same_as_mera_task"], protocol["differs_from_mera_task"]) == (
+        ("rutie_gen", True, []) if not stop_args else ("rutie_gen", False, ["stop=[] (MERA's rutie_gen: ['\\n'])"]))
 
 
 def test_rutie_chat_mode_sends_earlier_answers_as_assistant_turns(tmp_path):
@@ -595,10 +621,13 @@ def test_rutie_chat_mode_sends_earlier_answers_as_assistant_turns(tmp_path):
 
 
 def test_rutie_logprob_variant_compares_continuations(tmp_path):
-    """Logprob scoring sends prompt+" 1" and prompt+" 2" with echo and takes the likelier one."""
+    """Logprob scoring asks for the prompt's token count, sends prompt+" 1" and prompt+" 2" with echo and takes the
+    likelier one."""
     favoured = {"Сколько ног у человека?": " 2", "А у муравья?": " 2", "Кто из них меньше?": " 1"}
 
     def respond(path: str, body: dict) -> tuple[int, dict]:
+        if not body.get("echo"):  # the prompt alone, as one token: its count is all that is read
+            return 200, completion_body(body["model"], ["x"], prompt_tokens=1)
         full = body["prompt"]
         question = _current_question(body)
         continuation = full[-2:]
@@ -606,13 +635,16 @@ def test_rutie_logprob_variant_compares_continuations(tmp_path):
         value = -0.1 if continuation == favoured[question] else -3.0
         logprobs = {"tokens": [prefix, continuation], "token_logprobs": [None, value],
                     "text_offset": [0, len(prefix)], "top_logprobs": None}  # fmt: skip
-        return 200, completion_body(body["model"], [full], prompt_tokens=len(full), logprobs=logprobs)
+        return 200, completion_body(body["model"], [full], prompt_tokens=2, logprobs=logprobs)
 
     data = _write_dialogs(tmp_path / "d.jsonl")
     with ScriptedEndpoint(respond) as endpoint:
         assert _run(endpoint, data, tmp_path / "run", "--scoring", "logprobs") == 0
-    bodies = endpoint.bodies("/v1/completions")
-    assert len(bodies) == 6
+    every = endpoint.bodies("/v1/completions")
+    assert len(every) == 9
+    counts, bodies = every[0::3], [b for i, b in enumerate(every) if i % 3]
+    assert all(b == {"model": "scripted", "prompt": e["prompt"][:-2], "max_tokens": 1, "temperature": 0.0}
+               for b, e in zip(counts, bodies[0::2]))  # fmt: skip
     assert all(b["echo"] is True and b["max_tokens"] == 0 and b["logprobs"] == 0 for b in bodies)
     assert [b["prompt"][-2:] for b in bodies] == [" 1", " 2"] * 3
     # The chosen answers (2, 2, 1) are what later prompts show.
@@ -622,6 +654,112 @@ def test_rutie_logprob_variant_compares_continuations(tmp_path):
     answers = read_jsonl(tmp_path / "run" / "answers.jsonl")
     assert [a["answer"] for a in answers] == ["2", "2", "1"]
     assert answers[0]["scores"] == {"1": -3.0, "2": -0.1}
+
+
+def _vllm_like_tokens(text: str) -> list[str]:
+    """``text`` as vLLM echoes it, each token decoded alone: a BOS token first (decoded as ``<s>``), then words,
+    spaces and punctuation, with a Cyrillic capital split across two byte tokens, each decoded as "\ufffd"
+    (``entrypoints/openai/completion/serving.py`` ``_create_completion_logprobs``)."""
+    import re
+
+    tokens = ["<s>"]
+    for piece in re.findall(r" ?\w+|\s|[^\w\s]", text):
+        if piece[:1] in "ДСК":  # a character the tokenizer has no token for: two byte tokens
+            tokens += ["\ufffd", "\ufffd"] + ([piece[1:]] if piece[1:] else [])
+        else:
+            tokens.append(piece)
+    return tokens
+
+
+def _vllm_like_responder(favoured: dict[str, str]):
+    """An endpoint shaped like vLLM 0.32's completions: the prompt alone answered with its token count, an echo with
+    every prompt token's logprob (the first none) and ``text_offset`` as running sums of the decoded tokens."""
+    def respond(path: str, body: dict) -> tuple[int, dict]:
+        tokens = _vllm_like_tokens(body["prompt"])
+        if not body.get("echo"):
+            return 200, completion_body(body["model"], ["x"], prompt_tokens=len(tokens))
+        question = _current_question(body)
+        # Every prompt token has its own logprob; the last token is the continuation, " 1" or " 2".
+        values = [None] + [-1.0 - 0.01 * i for i in range(1, len(tokens) - 1)]
+        values.append(-0.1 if tokens[-1] == favoured[question] else -3.0)
+        offsets = [sum(len(t) for t in tokens[:i]) for i in range(len(tokens))]
+        logprobs = {"tokens": tokens, "token_logprobs": values, "text_offset": offsets, "top_logprobs": None}
+        return 200, completion_body(body["model"], [body["prompt"]], prompt_tokens=len(tokens), logprobs=logprobs)
+
+    return respond
+
+
+@pytest.mark.parametrize("cue", [(), ("--answer-cue", "")])
+def test_rutie_logprobs_find_the_continuation_by_token_count_not_characters(tmp_path, cue):
+    """vLLM's echoed text offsets count a BOS token as "<s>" and a split character as two "\ufffd": located by
+    characters, the answer token fell outside the span, both continuations summed the same prompt tokens, tied,
+    and every answer was "1". Located by token count, as lm-eval does, the favoured " 2" wins; no score ties."""
+    favoured = {"Сколько ног у человека?": " 2", "А у муравья?": " 2", "Кто из них меньше?": " 2"}
+    data = _write_dialogs(tmp_path / "d.jsonl")
+    with ScriptedEndpoint(_vllm_like_responder(favoured)) as endpoint:
+        assert _run(endpoint, data, tmp_path / "run", "--scoring", "logprobs", *cue) == 0
+    answers = read_jsonl(tmp_path / "run" / "answers.jsonl")
+    assert [a["answer"] for a in answers] == ["2", "2", "2"]
+    assert [a["scores"] for a in answers] == [{"1": -3.0, "2": -0.1}] * 3  # the continuation's token alone
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert (metrics["n_ties"], metrics["n_unparsed"]) == (0, 0)
+    # MERA's log-likelihood rutie is --scoring logprobs with the harness's prompt (no cue).
+    assert (metrics["protocol"]["mera_task"], metrics["protocol"]["same_as_mera_task"]) == ("rutie", bool(cue))
+
+
+def test_continuation_score_spans_the_tokens_after_the_prompt_alone():
+    """The echo's tokens from the prompt alone's count to the whole request's are the continuation's, whatever their
+    text: a BOS and a split character before them change nothing; an echo without those tokens is no score."""
+    from types import SimpleNamespace
+
+    from eval.mera.client import _continuation_score
+
+    prompt = ["<s>", "\ufffd", "\ufffd", "иалог", ":", "\n", "Ответ", ":"]  # 8 tokens, BOS first
+    echo = SimpleNamespace(tokens=prompt + [" ", "2"], token_logprobs=[None] + [-1.0] * 7 + [-0.5, -0.25])
+    assert _continuation_score(echo, 8, 10) == -0.75
+    assert _continuation_score(echo, 8, 11) is None  # the endpoint counted more tokens than it echoed
+    assert _continuation_score(echo, 10, 10) is None  # no continuation token
+    assert _continuation_score(echo, 0, 10) is None  # the first token has no logprob
+    assert _continuation_score(echo, None, 10) is None and _continuation_score(None, 8, 10) is None
+
+
+@pytest.mark.parametrize(
+    ("settings", "task", "differs"),
+    [
+        ({"answer_cue": ""}, "rutie_gen", []),
+        ({}, "rutie_gen", ["answer_cue='Ответ:' (MERA's rutie_gen: '')"]),
+        ({"answer_cue": "", "max_tokens": 4, "context_overflow": "fail"}, "rutie_gen",
+         ["max_tokens=4 (MERA's rutie_gen: 256)", "context_overflow='fail' (MERA's rutie_gen: 'truncate')"]),
+        ({"answer_cue": "", "mode": "chat", "stop": ()}, "rutie_gen",
+         ["mode='chat' (MERA's rutie_gen: 'completion')", "stop=[] (MERA's rutie_gen: ['\\n'])"]),
+        # Generation's settings play no part in a log-likelihood answer.
+        ({"answer_cue": "", "scoring": "logprobs", "max_tokens": 4, "answer_parser": "choice"}, "rutie", []),
+        ({"scoring": "logprobs"}, "rutie", ["answer_cue='Ответ:' (MERA's rutie: '')"]),
+        # A chat run sends no cue: only its mode is named.
+        ({"scoring": "logprobs", "mode": "chat"}, "rutie", ["mode='chat' (MERA's rutie: 'completion')"]),
+    ],
+)
+def test_describe_protocol_names_meras_run_and_each_difference(settings, task, differs):
+    """A run's settings are MERA's rutie_gen or rutie (the one with its scoring) exactly when every setting that
+    decides the answers is equal; each other one is named with MERA's value."""
+    from eval.mera.rutie import RutieSettings, describe_protocol
+
+    protocol = describe_protocol(RutieSettings(**settings))
+    assert (protocol["mera_task"], protocol["same_as_mera_task"], protocol["differs_from_mera_task"]) == (
+        task, not differs, differs)
+
+
+def test_an_exact_tie_of_the_two_logprobs_is_counted():
+    """A tie answers "1" (the harness's np.argmax) and is counted, so a scorer that cannot tell the choices apart
+    shows in metrics.json."""
+    def rec(qid, scores, answer):
+        return {"dialog_id": 0, "question_id": qid, "answer": answer, "gold": "2", "correct": answer == "2",
+                "scores": scores, "reason": "" if answer else NO_LOGPROBS}  # fmt: skip
+
+    records = [rec(0, {"1": -2.0, "2": -2.0}, "1"), rec(1, {"1": -2.0, "2": -1.0}, "2"),
+               rec(2, {"1": None, "2": None}, None), rec(3, None, "1")]  # fmt: skip
+    assert answer_from_logprobs({"1": -2.0, "2": -2.0}) == Answer("1")
+    assert rutie_metrics(records)["n_ties"] == 1
 
 
 def test_rutie_chat_logprob_variant_reads_first_token_top_logprobs(tmp_path):
@@ -1030,7 +1168,8 @@ def test_rutie_an_endpoint_refusing_every_request_alike_stops_the_run(tmp_path, 
         assert _run(endpoint, data, out, "--concurrency", "1", *argv) == 4
     err = capsys.readouterr().err
     said = [line for line in err.splitlines() if line.startswith("judge-eval mera rutie: error:")]
-    assert len(said) == 1 and f"refused the first 3 requests alike: HTTP 400: {refusal}" in said[0], err
+    assert len(said) == 1 and f"refused the first 3 questions alike: HTTP 400: {refusal}" in said[0], err
+    assert "(stopped after asking 3 of 6 questions; no answer was saved for the refused ones" in said[0], err
     assert "Traceback" not in err
     assert len(endpoint.requests) < 6  # stopped: not every question of the two dialogues was asked
     assert not (out / "answers.jsonl").exists() or read_jsonl(out / "answers.jsonl") == []
@@ -1038,6 +1177,20 @@ def test_rutie_an_endpoint_refusing_every_request_alike_stops_the_run(tmp_path, 
     with ScriptedEndpoint(_table_responder(REPLIES)) as endpoint:  # the server fixed: every question is asked
         assert _run(endpoint, data, out, "--concurrency", "1", *argv) == 0
     assert len(endpoint.requests) == 6 and len(read_jsonl(out / "answers.jsonl")) == 6
+
+
+def test_rutie_a_logprob_run_refused_alike_says_questions_not_requests(tmp_path, capsys):
+    """Under completion-mode log-probability scoring a question is up to three requests: the stop's sentence counts
+    the questions asked, each refused at its first request here, never calling them requests."""
+    data = _write_dialogs(tmp_path / "d.jsonl", dialog_ids=(0, 1))
+    refusal = "The model does not support Completions API"
+    with ScriptedEndpoint(lambda path, body: (400, error_body(refusal))) as endpoint:
+        assert _run(endpoint, data, tmp_path / "run", "--concurrency", "1", "--scoring", "logprobs") == 4
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("judge-eval mera rutie: error:")]
+    assert len(said) == 1 and said[0].endswith(
+        f"the endpoint refused the first 3 questions alike: HTTP 400: {refusal} (stopped after asking 3 of 6 "
+        "questions; no answer was saved for the refused ones, a rerun asks them again)"), said
+    assert len(endpoint.requests) == 3
 
 
 def test_rutie_a_refused_first_question_among_answered_ones_is_saved_in_order(tmp_path):
@@ -1091,7 +1244,7 @@ def test_a_dialogue_whose_held_refusal_is_dropped_at_the_stop_saves_nothing_late
     d0_held = threading.Event()
     dialogues = {d: [dataclasses.replace(_item(q, f"d{d} q{q}?", "a", "b"), dialog_id=d)
                      for q in range(2 if d == 0 else 1)] for d in range(3)}  # fmt: skip
-    with pytest.raises(EndpointUnusable, match="refused the first 3 requests alike: HTTP 400: no"):
+    with pytest.raises(EndpointUnusable, match="refused the first 3 questions alike: HTTP 400: no"):
         run_dialogues(dialogues, Client(), RutieSettings(), tmp_path, concurrency=3)
     assert not (tmp_path / "answers.jsonl").exists() or read_jsonl(tmp_path / "answers.jsonl") == []
 

@@ -14,11 +14,12 @@ from judge.plumbing.journal import read_jsonl
 from eval.mera.rutie import (
     load_dialogues,
 )
-from tests.support.mera_rutie import SAMPLE
+from tests.support.mera_rutie import SAMPLE, lm_eval_loglikelihood
 
 
-def test_rutie_on_sample_against_tiny_vllm(vllm_tiny_server, tmp_path, monkeypatch):
-    """The bundled sample against the tiny model under real vLLM, generated and by log-probabilities."""
+def test_rutie_on_sample_against_tiny_vllm(vllm_tiny_server, tiny_causal_dir, tmp_path, monkeypatch):
+    """The bundled sample against the tiny model under real vLLM, generated and by log-probabilities; the latter's
+    scores are the harness's log-likelihoods of " 1" and " 2" (transformers, lm-eval's token split)."""
     monkeypatch.setenv("OPENAI_API_KEY", vllm_tiny_server.api_key)  # the engine's key, given as users give it
     n_questions = sum(len(d) for d in load_dialogues(SAMPLE).values())
 
@@ -38,5 +39,11 @@ def test_rutie_on_sample_against_tiny_vllm(vllm_tiny_server, tmp_path, monkeypat
 
     run("generate", "--max-tokens", "4")
     run("chat", "--mode", "chat", "--max-tokens", "4")
-    # echo + logprobs through vLLM's completions endpoint: every question gets an answer.
-    assert run("logprobs", "--scoring", "logprobs")["n_unparsed"] == 0
+    # echo + logprobs through vLLM's completions endpoint: every question gets an answer, and the two continuations'
+    # scores differ (a scorer summing the same prompt tokens for both would tie on every question).
+    logprobs = run("logprobs", "--scoring", "logprobs", "--answer-cue", "")
+    assert (logprobs["n_unparsed"], logprobs["n_ties"], logprobs["protocol"]["same_as_mera_task"]) == (0, 0, True)
+    first = read_jsonl(tmp_path / "logprobs" / "answers.jsonl")[0]
+    for choice in ("1", "2"):
+        expected = lm_eval_loglikelihood(tiny_causal_dir, first["request"], " " + choice)
+        assert abs(first["scores"][choice] - expected) < 1e-3, (choice, first["scores"], expected)
