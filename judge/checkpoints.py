@@ -19,7 +19,8 @@ here, in the contract, rather than in either stage.
 Manifest keys: ``mode`` (``"seq2seq"`` or ``"regression"``), ``prompt_version`` (``judge.PROMPT_VERSION`` at
 training time), ``generator`` (the folder, relative to the export, of the causal LM that writes the rationale:
 ``"."`` for seq2seq, ``GENERATOR_SUBDIR`` for regression), ``score_head`` (the head's module name or null) and, in a
-generating judge's export, ``verdict_format`` (``judge.VerdictFormat``; ``checkpoint_verdict_format`` reads it).
+generating judge's export, ``verdict_format`` (``judge.VerdictFormat``; ``checkpoint_verdict_format`` reads it; every
+export ``train/export.py`` writes has a manifest, so a folder without one is a released or foreign checkpoint).
 A judge trained by reinforcement learning also records ``trained_lengths`` (``max_length`` and
 ``max_completion_length``, the token lengths its completions were sampled under; ``checkpoint_trained_lengths``
 reads them): a reasoning judge served with less room than it learned to think in is cut before its verdict.
@@ -30,6 +31,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -53,6 +55,9 @@ __all__ = [
     "judge_kind",
     "is_released_regression",
     "checkpoint_verdict_format",
+    "verdict_format_and_why",
+    "names_pollux_4b",
+    "NEUTRAL_SAMPLING",
     "TRAINED_LENGTHS",
     "TrainedLengths",
     "checkpoint_trained_lengths",
@@ -242,20 +247,36 @@ def judge_kind(folder: str | Path) -> JudgeKind:
     return JudgeKind(mode)
 
 
-def checkpoint_verdict_format(folder: str | Path, served_name: str | None = None) -> str:
-    """The verdict format (``judge.VerdictFormat``) of the judge a checkpoint folder holds.
+#: Model ids that name the released integer-format judge, whatever else they carry: ``Pollux-4B-Judge``, a local copy
+#: ``pollux-4b/``, a quantised ``Pollux-4B-Judge-AWQ`` (the last part of the id, any case, ``-``, ``_`` or nothing
+#: between the two words).
+_POLLUX_4B = re.compile(r"pollux[-_ ]?4b", re.IGNORECASE)
 
-    An export manifest decides: its ``verdict_format``, else ``tagged`` (judge-train teaches the tagged format, also
-    to a judge fine-tuned from ``Pollux-4B-Judge``, whose ``_name_or_path`` still names it). A folder without a
-    manifest (a released or plain checkpoint) is judged by the model ids it carries: the served name,
-    ``config.json``'s ``_name_or_path`` and the folder's own name (a hub snapshot's repository folder
-    ``models--ai-forever--Pollux-4B-Judge`` included), any of which naming ``Pollux-4B-Judge`` means ``integer``;
-    anything else is ``tagged`` (the 7B/32B releases).
+
+def names_pollux_4b(model_id: str | None) -> bool:
+    """Whether a model id or folder names ``Pollux-4B-Judge`` (its last part contains ``pollux-4b``, any case)."""
+    return bool(_POLLUX_4B.search(str(model_id or "").rstrip("/").rsplit("/", 1)[-1]))
+
+
+def verdict_format_and_why(folder: str | Path, served_name: str | None = None) -> tuple[str, str]:
+    """The verdict format (``judge.VerdictFormat``) of the judge a checkpoint folder holds, and why, in words for
+    the start-up log.
+
+    1. An export manifest decides: its ``verdict_format``, else ``tagged`` (judge-train teaches the tagged format,
+       also to a judge fine-tuned from ``Pollux-4B-Judge``, whose ``_name_or_path`` still names it).
+    2. Without one (a released or plain checkpoint), ``integer`` when a model id it carries names ``Pollux-4B-Judge``
+       (``names_pollux_4b``): the served name, ``config.json``'s ``_name_or_path``, the folder's own name, a hub
+       snapshot's repository folder (``models--ai-forever--Pollux-4B-Judge``).
+    3. Else ``integer`` for a Qwen3 checkpoint (``model_type`` ``qwen3``): the one POLLUX judge on Qwen3 is
+       Pollux-4B-Judge (the 7B/32B releases are Qwen2.5), and judge-train's own Qwen3 exports all carry a manifest
+       (``train/export.py`` writes one into every export), so a renamed copy of the 4B (``/mnt/ckpt/sft-final``) is
+       not read as tagged, thinking off, with every judgment failing.
+    4. Else ``tagged`` (the 7B/32B releases).
 
     Raises:
         ValueError: a manifest whose ``verdict_format`` is not a known format.
     """
-    from judge.verdicts import VerdictFormat, verdict_format_of_model
+    from judge.verdicts import VerdictFormat
 
     manifest = read_manifest(folder)
     if manifest:
@@ -263,17 +284,40 @@ def checkpoint_verdict_format(folder: str | Path, served_name: str | None = None
         if declared not in VerdictFormat.ALL:
             raise ValueError(f"{Path(folder) / EXPORT_MANIFEST}: verdict_format {declared!r} is not one of "
                              f"{', '.join(VerdictFormat.ALL)}")
-        return declared
+        said = "says" if "verdict_format" in manifest else "names no verdict_format, which for judge-train's exports is"
+        return declared, f"its export manifest {EXPORT_MANIFEST} {said} {declared}"
     try:
-        name_or_path = read_config(folder).get("_name_or_path")
+        config = read_config(folder)
     except ValueError:
-        name_or_path = None
+        config = {}
     path = Path(folder).resolve()
-    names = [served_name, name_or_path, path.name, *(p.name.rsplit("--", 1)[-1] for p in path.parents
-                                                     if p.name.startswith("models--"))]
-    if any(verdict_format_of_model(n) == VerdictFormat.INTEGER for n in names if n):
-        return VerdictFormat.INTEGER
-    return VerdictFormat.TAGGED
+    ids = [("served name", served_name), ("config.json _name_or_path", config.get("_name_or_path")),
+           ("folder", path.name), *(("hub repository", p.name.rsplit("--", 1)[-1]) for p in path.parents
+                                    if p.name.startswith("models--"))]
+    for what, name in ids:
+        if name and names_pollux_4b(str(name)):
+            return VerdictFormat.INTEGER, f"no export manifest, and its {what} {str(name)!r} names Pollux-4B-Judge"
+    if config.get("model_type") == "qwen3":
+        return VerdictFormat.INTEGER, ("no export manifest and model_type qwen3: the released Qwen3 POLLUX judge is "
+                                       "Pollux-4B-Judge (judge-train's exports carry a manifest)")
+    return VerdictFormat.TAGGED, (f"no export manifest, no id naming Pollux-4B-Judge and model_type "
+                                  f"{config.get('model_type')!r}: the 7B/32B judges' format")
+
+
+def checkpoint_verdict_format(folder: str | Path, served_name: str | None = None) -> str:
+    """The verdict format of the judge a checkpoint folder holds (``verdict_format_and_why`` without the why)."""
+    return verdict_format_and_why(folder, served_name)[0]
+
+
+#: Sampling fields a judge's request states, at the values that leave the judge's distribution as it is. vLLM fills
+#: every such field a request omits from the checkpoint's ``generation_config.json`` ("user -> server default ->
+#: OpenAI default": vllm/entrypoints/openai/completion/protocol.py ``to_sampling_params``,
+#: vllm/config/model.py ``get_diff_sampling_param``), so a released judge published with a repetition penalty or
+#: top-k would be decoded with it; POLLUX decodes its judges with ``SamplingParams(temperature=0, max_tokens=1024)``
+#: and no other field (ai-forever/POLLUX ``src/vllm_offline_generation.py``). ``top_k`` -1 is "off" in every vLLM
+#: release (0 is too, but older ones refuse it); temperature and max_tokens are each request's own.
+NEUTRAL_SAMPLING: Mapping[str, float | int] = {"repetition_penalty": 1.0, "presence_penalty": 0.0,
+                                               "frequency_penalty": 0.0, "top_p": 1.0, "top_k": -1, "min_p": 0.0}
 
 
 #: The manifest key of the token lengths a judge's completions were trained under.

@@ -3,7 +3,8 @@ heals them).
 
 Routes:
 
-* OpenAI's, proxied to the generating engine byte for byte (streaming included), so OpenAI clients work unchanged:
+* OpenAI's, proxied to the generating engine byte for byte (streaming included; errors, in-stream ones too, in
+  judge-serve's shape: ``serve.errors``), so OpenAI clients work unchanged:
   ``POST /v1/chat/completions``, ``/v1/completions``, ``/v1/responses``; ``GET /v1/models`` and
   ``GET /v1/models/{id}`` (each entry the engine's, ``max_model_len`` included, plus judge-serve's caps
   ``judge_max_tokens`` and ``max_proxy_tokens``: ``judge.wire.ModelLimits``); vLLM's ``POST /tokenize``, ``/detokenize``, ``GET /tokenizer_info`` (what lm-eval's
@@ -62,7 +63,7 @@ from serve.config import ServeConfig
 from serve.connections import (ApiKeyMiddleware, BodyLimitMiddleware, HostAllowListMiddleware,
                                RefuseWhileDrainingMiddleware, RequestIdMiddleware, own_host_names, unless_disconnected)
 from serve.engine_client import EngineFailure, EngineUnavailable, unless_dead
-from serve.errors import engine_error, error_response, sanitized
+from serve.errors import engine_error, error_response, relayed_stream, sanitized
 from serve.judging import unknown_model
 from serve.layout import CheckpointLayout, LayoutError, resolve_layout
 from serve.rewards import install_reward_routes
@@ -164,19 +165,22 @@ def proxied_token_bound(body: Any, path: str, max_total: int,
 
 
 def resolved_verdict_format(config: ServeConfig, layout: CheckpointLayout) -> ServeConfig:
-    """``config`` with ``verdict_format`` decided (``auto``: ``judge.checkpoints.checkpoint_verdict_format``).
+    """``config`` with ``verdict_format`` decided (``auto``: ``judge.checkpoints.verdict_format_and_why``), the choice
+    and its reason logged at every start: a wrong format (thinking on or off, the other reader) fails every judgment.
 
     Raises:
         LayoutError: an integer format asked of a regression judge (its head scores; it writes no integer).
     """
-    from judge.checkpoints import checkpoint_verdict_format
+    from judge.checkpoints import verdict_format_and_why
 
-    fmt = config.verdict_format
-    if fmt == "auto":
-        fmt = checkpoint_verdict_format(layout.root, config.model_name) if layout.kind == "seq2seq" else "tagged"
-    if fmt == "integer" and layout.kind != "seq2seq":
+    if config.verdict_format == "integer" and layout.kind != "seq2seq":
         raise LayoutError(f"verdict_format: integer is for judges that write their score; {layout.root} is a "
                           f"{layout.kind} judge")
+    fmt, why = config.verdict_format, "verdict_format is set"
+    if fmt == "auto":
+        fmt, why = (verdict_format_and_why(layout.root, config.model_name) if layout.kind == "seq2seq" else
+                    ("tagged", f"a {layout.kind} judge's generator writes the tagged rationale"))
+    log.info("verdict format %s for %s (%s)", fmt, layout.root, why)
     return dataclasses.replace(config, verdict_format=fmt)
 
 
@@ -321,6 +325,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         engine = state.engines[role]
         assert state.http is not None
         data = await request.body()
+        asked = None  # the model a generation request names, for the engine's 404 if it has no such model
         if bounded and data:
 
             def read() -> Any:
@@ -332,6 +337,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
                 body = await read_off_loop(len(data), read)
             except RequestError as err:
                 return error_response(err.status, err.message, param=err.param, code=err.code)
+            asked = body.get("model") if isinstance(body, dict) else None
             bounded_body, refused = proxied_token_bound(body, path, config.max_proxy_tokens,
                                                         state.engine_window(role))
             if refused is not None:
@@ -373,11 +379,12 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
                 raw = await upstream_response.content.read(_MAX_ENGINE_ERROR_BYTES)
             finally:
                 upstream_response.release()
-            return engine_error(upstream_response.status, raw, role)
+            return engine_error(upstream_response.status, raw, role, names=served_names(state), asked_model=asked)
+        event_stream = upstream_response.headers.get("content-type", "").startswith("text/event-stream")
 
         async def body():
-            try:
-                async for chunk in upstream_response.content.iter_any():
+            try:  # an event stream the engine breaks off ends with an error event, as vLLM's own do (serve.errors)
+                async for chunk in relayed_stream(upstream_response.content.iter_any(), role, event_stream):
                     yield chunk
             finally:
                 upstream_response.release()

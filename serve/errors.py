@@ -1,17 +1,26 @@
 """judge-serve's errors in OpenAI's shape: ``{"error": {"message", "type", "param", "code"}}`` with a string
 ``code``, the type and code following from the status when the caller names none, and no URL, path, address or
-process id in a message a client reads (``sanitized``; an engine's 5xx text stays in judge-serve's log)."""
+process id in a message a client reads (``sanitized``; an engine's 5xx text stays in judge-serve's log).
+
+A streamed reply (``text/event-stream``) carries its errors as events, as vLLM sends them: ``data: {"error": ...}``
+then ``data: [DONE]`` (vllm/entrypoints/openai/chat_completion/serving.py, ``chat_completion_stream_generator``).
+``relayed_stream`` passes an engine's stream on, its error events in the same shape as the other answers, and ends a
+stream the engine broke off with such an event and ``[DONE]``, which OpenAI's SDK raises as an ``APIError`` (a cut
+stream it raises as a connection error, with nothing said of why)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+import aiohttp
 from fastapi.responses import JSONResponse
 
-__all__ = ["engine_error", "error_body", "error_response", "sanitized"]
+__all__ = ["engine_error", "error_body", "error_response", "sanitized", "unknown_model_message", "relayed_stream"]
 
 log = logging.getLogger("judge_serve")
 
@@ -52,13 +61,14 @@ def error_response(status: int, message: str, kind: str | None = None, param: st
     return JSONResponse(error_body(message, kind, param, code), status_code=status, headers=headers)
 
 
-def engine_error(status: int, raw: bytes, role: str) -> JSONResponse:
-    """An engine's error answer in OpenAI's shape with a string ``code``: a 4xx keeps the engine's message (its
-    internals replaced, ``sanitized``), a 5xx says only that the engine failed (its text goes to judge-serve's log)."""
-    try:
-        detail = json.loads(raw)
-    except ValueError:
-        detail = None
+def unknown_model_message(model: str, names: Sequence[str]) -> str:
+    """The message of the 404 for a model name judge-serve does not serve, naming every name it answers to."""
+    served = " or ".join(f"`{name}`" for name in names)
+    return f"model: the model `{model}` does not exist; this server serves {served}"
+
+
+def _engine_detail(detail: Any, raw: bytes) -> tuple[str, Any, Any]:
+    """(message, param, code) of an engine's error body (``detail``, decoded JSON or None; ``raw``, its bytes)."""
     inner = detail.get("error") if isinstance(detail, dict) else None
     if isinstance(inner, dict):
         message, param, code = inner.get("message"), inner.get("param"), inner.get("code")
@@ -68,13 +78,79 @@ def engine_error(status: int, raw: bytes, role: str) -> JSONResponse:
         message, param, code = (detail.get("detail") if isinstance(detail, dict) else None), None, None
     if not isinstance(message, str):
         message = raw[:500].decode("utf-8", "replace")
+    return message, param, code
+
+
+def _engine_error_body(status: int, message: str, param: Any, code: Any, role: str,
+                       names: Sequence[str] = (), asked_model: Any = None) -> tuple[int, dict[str, Any]]:
+    """(status, OpenAI-shaped body) for an engine's error: see ``engine_error``."""
     if status >= 500:
         log.error("the %s engine answered %d: %s", role, status, message[:2000])
-        return error_response(502, f"the {role} engine failed (it answered {status}); judge-serve's log has its "
-                              "message", "server_error", code="engine_error")
+        return 502, error_body(f"the {role} engine failed (it answered {status}); judge-serve's log has its message",
+                               "server_error", code="engine_error")
     if status == 401:  # judge-serve's own key to its engine was refused: not the client's fault
         log.error("the %s engine refused judge-serve's key (401)", role)
-        return error_response(502, f"the {role} engine refused judge-serve's credentials", "server_error",
-                              code="engine_auth_error")
-    return error_response(status, sanitized(message), param=param if isinstance(param, str) else None,
-                          code=code if isinstance(code, str) else None)
+        return 502, error_body(f"the {role} engine refused judge-serve's credentials", "server_error",
+                               code="engine_auth_error")
+    if status == 404 and param == "model" and isinstance(asked_model, str) and names:
+        # vLLM's 404 for a model it does not serve (vllm/entrypoints/serve/engine/serving.py ``_check_model``) has an
+        # integer code and lists the engine's names only: answered as /v1/judge and GET /v1/models/{id} answer it.
+        return 404, error_body(unknown_model_message(asked_model, names), "not_found_error", "model", "model_not_found")
+    kind = _TYPE_OF_STATUS.get(status, "invalid_request_error")
+    code = code if isinstance(code, str) else _CODE_OF_STATUS.get(status, "invalid_request")
+    return status, error_body(sanitized(message), kind, param if isinstance(param, str) else None, code)
+
+
+def engine_error(status: int, raw: bytes, role: str, *, names: Sequence[str] = (),
+                 asked_model: Any = None) -> JSONResponse:
+    """An engine's error answer in OpenAI's shape with a string ``code``: a 4xx keeps the engine's message (its
+    internals replaced, ``sanitized``), a 5xx says only that the engine failed (its text goes to judge-serve's log).
+    vLLM's 404 for a model it lacks, given the ``asked_model`` and judge-serve's served ``names``, is OpenAI's
+    ``model_not_found`` naming them."""
+    try:
+        detail = json.loads(raw)
+    except ValueError:
+        detail = None
+    message, param, code = _engine_detail(detail, raw)
+    status, body = _engine_error_body(status, message, param, code, role, names, asked_model)
+    return JSONResponse(body, status_code=status)
+
+
+def _error_event(event: bytes, role: str) -> bytes:
+    """An SSE event as it goes to the client: an engine's ``data: {"error": ...}`` in judge-serve's shape (its code a
+    string, its message sanitized or, for a server error, left in the log), any other event unchanged."""
+    if not event.startswith(b'data: {"error"'):
+        return event
+    try:
+        detail = json.loads(event[len(b"data: "):])
+    except ValueError:
+        return event
+    message, param, code = _engine_detail(detail, event)
+    status = code if isinstance(code, int) and 400 <= code < 600 else 500
+    return b"data: " + json.dumps(_engine_error_body(status, message, param, None, role)[1]).encode()
+
+
+async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: bool) -> AsyncIterator[bytes]:
+    """An engine's answer as it goes to the client. An event stream goes event by event (``_error_event``), and when
+    the engine breaks it off (it died, its connection dropped, a read timed out) it ends with an error event and
+    ``data: [DONE]``, the event cut in two dropped; any other body goes byte for byte, a break raised (its
+    Content-Length then tells the client the body is short)."""
+    pending = b""
+    try:
+        async for chunk in chunks:
+            if not event_stream:
+                yield chunk
+                continue
+            *events, pending = (pending + chunk).split(b"\n\n")
+            if events:
+                yield b"".join(_error_event(event, role) + b"\n\n" for event in events)
+    except (aiohttp.ClientError, asyncio.TimeoutError) as err:
+        if not event_stream:
+            raise
+        log.warning("the %s engine's stream broke off: %s: %s", role, type(err).__name__, err)
+        body = error_body(f"the {role} engine's stream broke off ({type(err).__name__}); the reply is incomplete",
+                          "server_error", code="engine_error")
+        yield b"data: " + json.dumps(body).encode() + b"\n\ndata: [DONE]\n\n"
+        return
+    if pending:
+        yield pending

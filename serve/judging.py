@@ -9,9 +9,9 @@ Steps for one request:
    read the shared prefix from the cache even when all 5 arrive together, so no separate warm-up request is
    needed; see ``bench/serve.py`` for the ordering gain).
 3. **Generation.** ``/v1/completions`` (``serve.engine_client``) with the token ids, greedy by default, stopping at
-   ``[END]``. For a seq2seq judge the request also asks for the log-probabilities of the scale's level tokens at
-   every position (``logprob_token_ids``), so the score position yields the judge's whole distribution over the
-   scale.
+   ``[END]``, every other sampling field stated neutral (``judge.checkpoints.NEUTRAL_SAMPLING``). For a seq2seq
+   judge the request also asks for the log-probabilities of the scale's level tokens at every position
+   (``logprob_token_ids``), so the score position yields the judge's whole distribution over the scale.
 4. **Verdicts.** Seq2seq: ``serve.score_reading`` gives feedback and score (a failure stays a failure: no score),
    and from the score token's distribution ``expected_score`` and ``confidence``. Regression: the rationale is
    read from the generation and the ``score`` head scores (prompt + rationale) through the pooling engine's
@@ -40,11 +40,12 @@ from typing import Any
 
 from judge import (PROMPT_VERSION, JudgeResult, Scale, ScoreSource, VerdictError, VerdictFormat, apply_chat,
                    parse_rationale, parse_verdict, render_rationale_target)
-from judge.checkpoints import JudgeKind
+from judge.checkpoints import NEUTRAL_SAMPLING, JudgeKind
 from judge.prompts import PAIRWISE_PROMPT_VERSION
 from judge.criteria_auto import TaskChoice, TaskClassifier
 from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage, JudgmentUsage, LmVerdict, PairwiseRequest
 from serve.engine_client import EngineClient, EngineFailure, unreadable_answer
+from serve.errors import unknown_model_message
 from serve.jobs import PAIRWISE_SCALE, Job, build_pair_jobs, check_sizes, max_token_chars, plan_jobs
 from serve.schema import JudgeRequest, RequestError
 from serve.score_reading import level_token_ids, seq2seq_verdict
@@ -124,10 +125,8 @@ class JudgeSettings:
 
 def unknown_model(model: str, names: tuple[str, ...] | list[str]) -> RequestError:
     """The 404 for a model name this server does not serve, naming every name it answers to (``/v1/judge`` and
-    ``GET /v1/models/{id}`` alike)."""
-    served = " or ".join(f"`{name}`" for name in names)
-    return RequestError(f"model: the model `{model}` does not exist; this server serves {served}", "model", 404,
-                        "model_not_found")
+    ``GET /v1/models/{id}`` alike; the proxied routes answer an engine's 404 so, ``serve.errors.engine_error``)."""
+    return RequestError(unknown_model_message(model, names), "model", 404, "model_not_found")
 
 
 @dataclass(frozen=True)
@@ -387,10 +386,7 @@ class Judge:
         return self._response(items, results, PAIRWISE_PROMPT_VERSION)
 
     def completion_payload(self, job: Job, options: JudgeOptions) -> dict[str, Any]:
-        """The ``/v1/completions`` body for one judgment.
-
-        Public so that benchmarks can send vLLM exactly what judge-serve sends.
-        """
+        """The ``/v1/completions`` body for one judgment (public: benchmarks send vLLM what judge-serve sends)."""
         s = self.settings
         scale = job.criterion.scale
         payload: dict[str, Any] = {
@@ -398,6 +394,7 @@ class Judge:
             "prompt": job.prompt_ids,
             "max_tokens": options.max_tokens,
             "temperature": options.temperature,
+            **NEUTRAL_SAMPLING,  # stated, or vLLM takes them from the checkpoint's generation_config.json
             "stop": ["[END]"],
             "include_stop_str_in_output": True,
         }

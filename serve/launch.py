@@ -124,7 +124,9 @@ def engine_command(spec: EngineSpec, config: ServeConfig, port: int) -> list[str
         # off (judge.JUDGE_CHAT_TEMPLATE_KWARGS; Qwen3 templates read it, ChatML ignores it). A client's own
         # chat_template_kwargs still win.
         cmd += ["--runner", "generate", "--default-chat-template-kwargs", json.dumps(JUDGE_CHAT_TEMPLATE_KWARGS)]
-        # GET /tokenizer_info, passed through by judge-serve: what lm-eval's remote tokenizer reads.
+    if spec.role == "generator":
+        # GET /tokenizer_info, passed through by judge-serve (to the generating engine, whatever its verdict format):
+        # what lm-eval's remote tokenizer reads.
         cmd.append("--enable-tokenizer-info-endpoint")
     if config.enforce_eager:
         cmd.append("--enforce-eager")

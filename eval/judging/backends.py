@@ -18,6 +18,7 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from judge.checkpoints import NEUTRAL_SAMPLING
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.retry import EndpointUnusable, RetryPolicy, is_transient, list_models, retryable_status, server_message
 from judge.verdicts import VerdictError, VerdictFormat
@@ -101,11 +102,12 @@ def verdict_outcome(text: str | None, record, lenient: bool, *, verdict_format: 
 class ChatBackend:
     """One ``/v1/chat/completions`` request per record (vLLM, judge-serve's passthrough, OpenAI-compatible APIs).
 
-    With the Russian POLLUX prompt, requests to a ``tagged`` judge carry ``chat_template_kwargs: {"enable_thinking":
-    false}``: the server renders the chat template with thinking off, as ``judge.apply_chat`` does (Qwen3 judges;
-    ChatML ignores it). An ``integer`` judge (``Pollux-4B-Judge``) keeps thinking on: its reasoning comes back in
-    the message's ``reasoning`` (vLLM ``--reasoning-parser``; ``reasoning_content`` in older servers) or inline as
-    ``<think>...</think>``, and is kept as the prediction's feedback.
+    With the Russian POLLUX prompt, requests carry ``judge.checkpoints.NEUTRAL_SAMPLING`` (so vLLM takes no penalty or
+    top-k from the checkpoint's ``generation_config.json``), and requests to a ``tagged`` judge ``chat_template_kwargs:
+    {"enable_thinking": false}``: the server renders the chat template with thinking off, as ``judge.apply_chat`` does
+    (Qwen3 judges; ChatML ignores it). An ``integer`` judge (``Pollux-4B-Judge``) keeps thinking on: its reasoning
+    comes back in the message's ``reasoning`` (vLLM ``--reasoning-parser``; ``reasoning_content`` in older servers) or
+    inline as ``<think>...</think>``, and is kept as the prediction's feedback.
 
     Args:
         base_url: the OpenAI base URL (ending in ``/v1``).
@@ -139,11 +141,15 @@ class ChatBackend:
         (record,) = batch
         kwargs: dict[str, Any] = {}
         # The POLLUX prompt goes to POLLUX judges on vLLM: thinking off, as judge.apply_chat renders (Qwen3 templates
-        # read it; ChatML ignores it). API judges (prompt "en") get no such field: api.openai.com refuses unknown ones.
+        # read it; ChatML ignores it), and the sampling fields vLLM would otherwise take from the checkpoint's
+        # generation_config.json stated neutral, as judge-serve states them (judge.checkpoints.NEUTRAL_SAMPLING).
+        # API judges (prompt "en") get no such field: api.openai.com refuses unknown ones.
         body: dict[str, Any] = {}
         integer = self.config.verdict_format == VerdictFormat.INTEGER
-        if self.config.prompt == "ru" and not integer:  # an integer judge was released to think first
-            body["chat_template_kwargs"] = dict(judge.prompts.JUDGE_CHAT_TEMPLATE_KWARGS)
+        if self.config.prompt == "ru":
+            body.update(NEUTRAL_SAMPLING)
+            if not integer:  # an integer judge was released to think first
+                body["chat_template_kwargs"] = dict(judge.prompts.JUDGE_CHAT_TEMPLATE_KWARGS)
         body.update(self.config.extra_body)  # the user's extra_body wins, chat_template_kwargs included
         if body:
             kwargs["extra_body"] = body

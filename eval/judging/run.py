@@ -57,7 +57,7 @@ from judge.plumbing.journal import JournalWriter
 from judge.plumbing.provenance import write_provenance
 from judge.plumbing.retry import EndpointUnusable, RetryPolicy
 from judge.plumbing.run_folder import claim_run_folder, hold_run_folder
-from judge.verdicts import VerdictFormat, verdict_format_of_model
+from judge.verdicts import VerdictFormat
 from judge.wire import ModelLimits
 
 __all__ = ["RunConfig", "ConfigError", "EndpointUnusable", "run", "resolved_paths", "N_FIRST_REFUSALS"]
@@ -202,16 +202,22 @@ def _expand_auto(config: RunConfig, out: Path) -> Path:
 
 def resolve_verdict_format(setting: str, judge_ref: str, model: str) -> str:
     """The judge's verdict format: ``setting`` unless ``auto``; else a checkpoint folder's
-    (``judge.checkpoints.checkpoint_verdict_format``), else the one its hub id or served model id implies
-    (``Pollux-4B-Judge`` -> ``integer``, anything else ``tagged``)."""
+    (``judge.checkpoints.verdict_format_and_why``), else the one its hub id or served model id implies (one naming
+    ``Pollux-4B-Judge``, ``judge.checkpoints.names_pollux_4b``, -> ``integer``, anything else ``tagged``). The choice
+    and its reason are logged: a wrong one fails every judgment."""
     if setting != "auto":
         return setting
-    if not judge_ref.startswith(("http://", "https://")) and Path(judge_ref).is_dir():
-        from judge.checkpoints import checkpoint_verdict_format
+    from judge.checkpoints import names_pollux_4b, verdict_format_and_why
 
-        return checkpoint_verdict_format(judge_ref, model)
-    by_id = [verdict_format_of_model(ref) for ref in (model, judge_ref if is_hub_id(judge_ref) else "")]
-    return VerdictFormat.INTEGER if VerdictFormat.INTEGER in by_id else VerdictFormat.TAGGED
+    if not judge_ref.startswith(("http://", "https://")) and Path(judge_ref).is_dir():
+        fmt, why = verdict_format_and_why(judge_ref, model)
+    else:
+        named = next((ref for ref in (model, judge_ref if is_hub_id(judge_ref) else "") if names_pollux_4b(ref)), "")
+        fmt = VerdictFormat.INTEGER if named else VerdictFormat.TAGGED
+        why = (f"the model id {named!r} names Pollux-4B-Judge" if named else
+               "no model id names Pollux-4B-Judge: the 7B/32B judges' format")
+    log.info("verdict format %s (%s); --verdict-format overrides it", fmt, why)
+    return fmt
 
 
 def run(config: RunConfig, *, max_tokens_chosen: bool = True) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 Slurm tests.
 
 ``ScriptedEndpoint`` is a real HTTP server that answers every POST with ``respond(path, body) -> (status, json)``
-(or ``(status, json, headers)``, e.g. a ``Retry-After``) and
+(or ``(status, json, headers)``, e.g. a ``Retry-After``, or an ``EventStream``: a streamed reply, cut or whole) and
 records each ``(path, body)`` it receives, so a test can assert the exact payloads that crossed the wire. What to
 answer (a table, a script, a fixed verdict) stays with each test module.
 """
@@ -12,7 +12,20 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass(frozen=True)
+class EventStream:
+    """A streamed answer for ``respond``: a 200 ``text/event-stream`` sent in HTTP/1.1 chunks, one per event (each
+    ``data: ...`` with its blank line), as vLLM streams; ``cut``: the connection is closed after the events without the
+    stream's last chunk, as when the engine dies mid-reply, once ``hold`` is set (if given: a test sets it when the
+    events have been read, so the break comes after them, as it does after a reply's first tokens)."""
+
+    events: tuple[str, ...]
+    cut: bool = False
+    hold: threading.Event | None = None
 
 
 class ScriptedEndpoint:
@@ -68,7 +81,24 @@ class ScriptedEndpoint:
                 with endpoint._lock:
                     endpoint.headers.append({k.lower(): v for k, v in self.headers.items()})
                     endpoint.requests.append((self.path, body))
-                self._send(*endpoint.respond(self.path, body))
+                answer = endpoint.respond(self.path, body)
+                if isinstance(answer, EventStream):
+                    return self._stream(answer)
+                self._send(*answer)
+
+            def _stream(self, answer: EventStream) -> None:
+                # Written raw: the handler's own status line is HTTP/1.0, which has no chunks (a close ends its body).
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                                 b"Transfer-Encoding: chunked\r\n\r\n")
+                for event in answer.events:
+                    data = f"data: {event}\n\n".encode()
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                    self.wfile.flush()
+                if answer.hold is not None:
+                    answer.hold.wait(60)  # bounds a failing test only
+                if not answer.cut:
+                    self.wfile.write(b"0\r\n\r\n")
+                self.close_connection = True
 
         self._server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"

@@ -85,9 +85,12 @@ class ScriptedServer(ScriptedEndpoint):
 
 
 def _chat_payload(record, max_tokens: int = 32) -> dict:
-    # The Russian POLLUX prompt travels with thinking off (Qwen3 judges read it, ChatML ignores it).
+    # The Russian POLLUX prompt travels with thinking off (Qwen3 judges read it, ChatML ignores it), and with every
+    # sampling field vLLM would otherwise take from the judge's generation_config.json stated neutral.
     return {"model": "scripted", "messages": [{"role": "user", "content": judge.render_prompt(record)}],
-            "max_tokens": max_tokens, "temperature": 0.0, "chat_template_kwargs": {"enable_thinking": False}}
+            "max_tokens": max_tokens, "temperature": 0.0, "repetition_penalty": 1.0, "presence_penalty": 0.0,
+            "frequency_penalty": 0.0, "top_p": 1.0, "top_k": -1, "min_p": 0.0,
+            "chat_template_kwargs": {"enable_thinking": False}}
 
 
 def _run_args(url: str, data: Path, out: Path, *extra: str) -> list[str]:

@@ -166,12 +166,13 @@ def test_verdict_format_follows_the_model_id(model_id, expected):
 def test_checkpoint_verdict_format_reads_manifest_then_ids(tmp_path):
     """A checkpoint's format: an export manifest decides (its verdict_format, else tagged: judge-train's exports are
     tagged even when fine-tuned from the 4B judge); without one its ids (served name, config.json's _name_or_path,
-    folder, hub-cache repository folder), else tagged; an unknown manifest value is refused."""
+    folder, hub-cache repository folder), then its model_type (qwen3: the 4B), else tagged; an unknown manifest
+    value is refused."""
     from judge.checkpoints import EXPORT_MANIFEST, checkpoint_verdict_format
 
     plain = tmp_path / "judge-a"
     plain.mkdir()
-    (plain / "config.json").write_text(json.dumps({"model_type": "qwen3"}))
+    (plain / "config.json").write_text(json.dumps({"model_type": "qwen2"}))
     assert checkpoint_verdict_format(plain) == VerdictFormat.TAGGED
     assert checkpoint_verdict_format(plain, "ai-forever/Pollux-4B-Judge") == VerdictFormat.INTEGER
     (plain / "config.json").write_text(json.dumps({"_name_or_path": "ai-forever/Pollux-4B-Judge"}))
@@ -190,9 +191,112 @@ def test_checkpoint_verdict_format_reads_manifest_then_ids(tmp_path):
     assert checkpoint_verdict_format(snapshot) == VerdictFormat.INTEGER
 
 
+@pytest.mark.parametrize("folder, config, served, expected, why", [
+    ("pollux-4b", {"model_type": "qwen3", "_name_or_path": "/mnt/ckpt/sft-final"}, "judge", "integer",
+     "folder 'pollux-4b' names Pollux-4B-Judge"),
+    ("Pollux-4B-Judge-AWQ", {"model_type": "qwen3", "_name_or_path": "/mnt/ckpt/sft-final"}, "judge", "integer",
+     "folder 'Pollux-4B-Judge-AWQ' names Pollux-4B-Judge"),
+    ("sft-final", {"model_type": "qwen3", "_name_or_path": "/mnt/ckpt/sft-final"}, "judge", "integer",
+     "no export manifest and model_type qwen3"),
+    ("ckpt", {"model_type": "qwen2", "_name_or_path": "/data/pollux_4b"}, "judge", "integer",
+     "config.json _name_or_path '/data/pollux_4b' names Pollux-4B-Judge"),
+    ("ckpt", {"model_type": "qwen2"}, "my-Pollux-4B-Judge-int8", "integer",
+     "served name 'my-Pollux-4B-Judge-int8' names Pollux-4B-Judge"),
+    ("pollux-judge-7b", {"model_type": "qwen2", "_name_or_path": "t-tech/T-lite-it-1.0"}, "judge", "tagged",
+     "model_type 'qwen2': the 7B/32B judges' format"),
+])  # fmt: skip
+def test_a_renamed_4b_without_a_manifest_is_integer_and_the_reason_is_given(tmp_path, folder, config, served,
+                                                                            expected, why):
+    """Pollux-4B-Judge's copies under other names (pollux-4b/, Pollux-4B-Judge-AWQ/, a fine-tune folder whose
+    _name_or_path is /mnt/ckpt/sft-final) are integer: any id naming pollux-4b, or, naming none, a Qwen3 checkpoint
+    without judge-train's manifest (the released Qwen3 POLLUX judge is the 4B); a Qwen2 folder naming none is tagged.
+    (Before: only an id exactly pollux-4b-judge was integer, and each of these served as tagged, thinking off.)"""
+    from judge.checkpoints import checkpoint_verdict_format
+
+    root = tmp_path / folder
+    root.mkdir()
+    (root / "config.json").write_text(json.dumps(config))
+    assert checkpoint_verdict_format(root, served) == expected
+    from judge.checkpoints import verdict_format_and_why
+
+    fmt, reason = verdict_format_and_why(root, served)
+    assert fmt == expected and why in reason
+
+
+def test_judge_train_exports_carry_a_manifest_so_the_qwen3_rule_reads_released_checkpoints_only(tmp_path):
+    """Every export train/export.py writes holds pollux_judge.json, whose verdict_format decides before any id or
+    model_type: a tagged Qwen3 export (thinking off) stays tagged though it is a Qwen3 checkpoint."""
+    import inspect
+
+    from judge.checkpoints import EXPORT_MANIFEST, verdict_format_and_why
+    from train import export
+
+    for writer in (export.export_seq2seq, export.export_regression):
+        assert "write_manifest(out," in inspect.getsource(writer), writer.__name__
+    tagged = tmp_path / "qwen3-tagged-export"
+    tagged.mkdir()
+    (tagged / "config.json").write_text(json.dumps({"model_type": "qwen3"}))
+    (tagged / EXPORT_MANIFEST).write_text(json.dumps({"mode": "seq2seq", "verdict_format": "tagged"}))
+    assert verdict_format_and_why(tagged, "Pollux-4B-Judge") == ("tagged", f"its export manifest {EXPORT_MANIFEST} "
+                                                                            "says tagged")
+
+
+def test_judge_serve_logs_the_verdict_format_it_chose_and_why(tmp_path, caplog):
+    """judge-serve says at start-up which verdict format it chose and why, for auto and for a set format alike."""
+    import logging
+
+    from serve.app import resolved_verdict_format
+    from serve.config import ServeConfig
+    from serve.layout import CheckpointLayout
+
+    root = tmp_path / "sft-final"
+    root.mkdir()
+    (root / "config.json").write_text(json.dumps({"model_type": "qwen3"}))
+    layout = CheckpointLayout(kind="seq2seq", root=root, generator_dir=root)
+    with caplog.at_level(logging.INFO, logger="judge_serve"):
+        chosen = resolved_verdict_format(ServeConfig(model=str(root), served_model_name="j"), layout)
+        assert chosen.verdict_format == "integer"
+        resolved_verdict_format(ServeConfig(model=str(root), served_model_name="j", verdict_format="tagged"), layout)
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("verdict format")]
+    assert said == [f"verdict format integer for {root} (no export manifest and model_type qwen3: the released Qwen3 "
+                    "POLLUX judge is Pollux-4B-Judge (judge-train's exports carry a manifest))",
+                    f"verdict format tagged for {root} (verdict_format is set)"]
+
+
+def test_the_4b_native_pointwise_prompt_is_the_russian_prompt_and_one_newline():
+    """Pollux-4B-Judge's own clients end the Russian prompt in a newline after the rubric: ai-forever/POLLUX
+    demo/serve_pollux_demo.py lines 24-38 ("Original Pollux prompt (Russian headers, model's native format)",
+    commented out: "# " removed, a bare "#" blank, the closing quotes on line 38) and MERA-Evaluation/MERA
+    benchmark_tasks/pollux_human_centric/utils.py (POLLUX_JUDGE_PROMPT, the Pollux-4B-Judge task). judge.render_prompt
+    (prompts/test_pollux.txt, the 7B/32B judges') has no such newline, and judge-serve renders every judge with it:
+    the 4B's prompt lacks that one byte, a stated deviation (docs/fidelity.md). Written out here line by line."""
+    native_4b = (
+        "### Задание для оценки:\n"  # line 24, after 'POINTWISE_TEMPLATE = """'
+        "INSTR\n"  # 25 {instruction}
+        "\n"  # 26
+        "### Эталонный ответ:\n"  # 27
+        "REF\n"  # 28 {reference_answer}
+        "\n"  # 29
+        "### Ответ для оценки:\n"  # 30
+        "ANS\n"  # 31 {answer}
+        "\n"  # 32
+        "### Критерий оценки:\n"  # 33
+        "CRIT\n"  # 34 {criteria_name}
+        "\n"  # 35
+        "### Шкала оценивания по критерию:\n"  # 36
+        "RUBRICS\n"  # 37 {criteria_rubrics}, then the closing quotes on line 38
+    )
+    fields = {"instruction": "INSTR", "reference_answer": "REF", "answer": "ANS", "criteria_name": "CRIT",
+              "rubrics": "RUBRICS"}
+    assert judge.render_prompt(fields) + "\n" == native_4b
+
+
 # ---- judge-eval run against a server answering as `vllm serve ai-forever/Pollux-4B-Judge --reasoning-parser qwen3`
 
 HUB_ID = "ai-forever/Pollux-4B-Judge"
+#: The sampling fields every request to a POLLUX judge states, so that vLLM takes none from generation_config.json.
+NEUTRAL = {"repetition_penalty": 1.0, "presence_penalty": 0.0, "frequency_penalty": 0.0, "top_p": 1.0, "top_k": -1,
+           "min_p": 0.0}
 
 
 def _reasoning_reply(content: str | None, reasoning: str | None, finish_reason: str = "stop") -> dict:
@@ -208,8 +312,9 @@ def _reasoning_reply(content: str | None, reasoning: str | None, finish_reason: 
 
 def test_judge_eval_run_reads_every_pollux_4b_verdict_with_no_extra_flag(tmp_path):
     """`judge-eval run --judge URL --model ai-forever/Pollux-4B-Judge` picks the integer format from the model id:
-    each request is the POLLUX prompt with thinking left on (no chat_template_kwargs) and 1024 new tokens; every
-    answer is read, its reasoning kept as feedback; a reply cut inside its reasoning is a counted failure."""
+    each request is the POLLUX prompt with thinking left on (no chat_template_kwargs), 1024 new tokens and the
+    sampling fields stated neutral; every answer is read, its reasoning kept as feedback; a reply cut inside its
+    reasoning is a counted failure."""
     from eval.cli import main
     from eval.judging.predictions import read_predictions
     from tests.support.scripted_endpoint import ScriptedEndpoint
@@ -234,7 +339,7 @@ def test_judge_eval_run_reads_every_pollux_4b_verdict_with_no_extra_flag(tmp_pat
         assert main(argv) == 0
     sent = sorted(server.bodies("/v1/chat/completions"), key=lambda b: b["messages"][0]["content"])
     assert sent == sorted(({"model": HUB_ID, "messages": [{"role": "user", "content": judge.render_prompt(r)}],
-                            "max_tokens": 1024, "temperature": 0.0} for r in records),
+                            "max_tokens": 1024, "temperature": 0.0, **NEUTRAL} for r in records),
                           key=lambda b: b["messages"][0]["content"])  # fmt: skip
     rows = {row["id"]: row for row in read_predictions(tmp_path / "run")}
     assert set(rows) == set(scores)
@@ -277,12 +382,17 @@ def test_explicit_tagged_format_overrides_the_model_id(tmp_path):
 @pytest.mark.parametrize("fmt", ["tagged", "integer"])
 def test_engine_command_follows_the_verdict_format(fmt, tmp_path):
     """The generating engine of an integer judge runs as its authors serve it (--reasoning-parser qwen3, thinking left
-    on); a tagged judge's gets thinking off by default and no reasoning parser."""
+    on); a tagged judge's gets thinking off by default and no reasoning parser. Either serves GET /tokenizer_info,
+    which judge-serve passes through (before: the integer judge's engine lacked it, and the route answered 404);
+    a pooling engine, to which the route never goes, does not."""
     from serve.config import ServeConfig
     from serve.launch import EngineSpec, engine_command
 
     config = ServeConfig(model=str(tmp_path), verdict_format=fmt).validate()
     cmd = engine_command(EngineSpec("generator", tmp_path, "j", 0.9), config, 1234)
+    assert cmd.count("--enable-tokenizer-info-endpoint") == 1
+    pooler = engine_command(EngineSpec("pooler", tmp_path, "j", 0.3), config, 1235)
+    assert "--enable-tokenizer-info-endpoint" not in pooler
     assert ("--reasoning-parser" in cmd) == (fmt == "integer")
     assert ("--default-chat-template-kwargs" in cmd) == (fmt == "tagged")
     if fmt == "integer":

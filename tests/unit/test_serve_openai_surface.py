@@ -10,6 +10,7 @@ then ``POST /tokenize`` with ``{"prompt", "add_special_tokens": false}`` and ``P
 
 from __future__ import annotations
 
+import json
 
 import openai
 import pytest
@@ -17,7 +18,7 @@ from fastapi.testclient import TestClient
 
 from serve.app import create_app
 from serve.config import ServeConfig
-from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
+from tests.support.scripted_endpoint import EventStream, ScriptedEndpoint, chat_completion
 from tests.support.serve_in_process import await_bring_up, on_event_loop
 
 KEY = "surface-key"
@@ -26,7 +27,27 @@ MODEL = "attached-judge"
 TOKENIZER_INFO = {"eos_token": "<|im_end|>", "bos_token": None, "pad_token": "<|endoftext|>", "chat_template": "{{ x }}"}
 
 
-def _respond(path: str, body: dict) -> tuple:
+#: Two chunks of a streamed chat reply, as vLLM writes them (``data: <chunk>``).
+STREAM_CHUNKS = tuple(json.dumps({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": MODEL,
+                                  "choices": [{"index": 0, "delta": {"content": word}, "finish_reason": None}]})
+                      for word in ("Оценка", ": 2"))  # fmt: skip
+#: vLLM's in-stream error events (vllm/entrypoints/openai/chat_completion/serving.py: an exception while generating
+#: becomes ``create_streaming_error_response``): an integer code, the engine's message with its paths.
+VLLM_STREAM_ERRORS = {
+    "stream-400": json.dumps({"error": {"message": "max_tokens too large (see /opt/models/tiny/config.json)",
+                                        "type": "BadRequestError", "param": "max_tokens", "code": 400}}),
+    "stream-500": json.dumps({"error": {"message": "Traceback in /home/engine/vllm/engine.py pid=4242",
+                                        "type": "InternalServerError", "param": None, "code": 500}}),
+}
+
+
+def _respond(path: str, body: dict) -> tuple | EventStream:
+    said = (body.get("messages") or [{}])[0].get("content")
+    if body.get("model") == "gpt-4":  # vLLM's 404 for a model it does not serve (serving.py ``_check_model``)
+        return 404, {"error": {"message": "The model `gpt-4` does not exist. Valid aliases: attached-judge.",
+                               "type": "NotFoundError", "param": "model", "code": 404}}
+    if body.get("stream") and said in VLLM_STREAM_ERRORS:
+        return EventStream((STREAM_CHUNKS[0], VLLM_STREAM_ERRORS[said], "[DONE]"))
     if path == "/tokenize":
         return 200, {"count": 2, "max_model_len": 2048, "tokens": [9707, 1879]}
     if path == "/detokenize":
@@ -341,3 +362,146 @@ def test_large_bodies_are_read_off_the_event_loop_and_past_the_bounds_nothing_is
     assert on_loop == [("check_values", True), ("check_values", False), ("check_values", False),
                        ("parse_judge_request", True), ("parse_judge_request", False)]
     assert walks == []
+
+
+def test_a_model_the_engine_does_not_serve_is_model_not_found_naming_judge_serves_names(tiny_causal_dir, engine,
+                                                                                         monkeypatch):
+    """A proxied generation request for a model the engine lacks answers as /v1/judge and GET /v1/models/{id} do:
+    404, ``param`` model, OpenAI's code ``model_not_found``, naming the names judge-serve serves (before: vLLM's
+    message naming its own aliases, and the code ``not_found`` put in place of vLLM's integer 404)."""
+    chat = {"model": "gpt-4", "messages": [{"role": "user", "content": "hi"}]}
+    with _client(tiny_causal_dir, engine.url, monkeypatch, api_key=KEY) as http:
+        sdk = openai.OpenAI(base_url="http://localhost/v1", api_key=KEY, http_client=_ready(http), max_retries=0)
+        unknown = http.post("/v1/chat/completions", headers=AUTH, json=chat)
+        with pytest.raises(openai.NotFoundError) as missing:
+            sdk.completions.create(model="gpt-4", prompt="hi", max_tokens=4)
+        judged = http.post("/v1/judge", headers=AUTH, json={"model": "gpt-4", "items": [ITEM]})
+    assert unknown.status_code == 404
+    assert unknown.json()["error"] == {"message": "model: the model `gpt-4` does not exist; this server serves "
+                                                  "`attached-judge`", "type": "not_found_error", "param": "model",
+                                       "code": "model_not_found"}  # fmt: skip
+    assert judged.json()["error"] == unknown.json()["error"]
+    assert (missing.value.code, missing.value.body["param"]) == ("model_not_found", "model")
+    assert [body["model"] for body in engine.bodies("/v1/chat/completions")] == ["gpt-4"]  # the engine decided
+
+
+def test_a_stream_the_engine_breaks_off_ends_with_an_error_event_and_done(tiny_causal_dir, monkeypatch):
+    """An engine that dies after two chunks of a streamed reply: the client gets the two chunks, then an OpenAI-shaped
+    error event and ``data: [DONE]``, as vLLM ends its own failed streams, so OpenAI's SDK raises an APIError with
+    a string code, not a connection error (before: the stream was cut, no error event, no [DONE]). The engine
+    breaks off only once judge-serve has read both chunks."""
+    import threading
+
+    import aiohttp
+
+    holds: list[threading.Event] = []
+
+    def respond(path: str, body: dict) -> tuple | EventStream:
+        if not body.get("stream"):
+            return _respond(path, body)
+        holds.append(threading.Event())
+        return EventStream(STREAM_CHUNKS, cut=True, hold=holds[-1])
+
+    # judge-serve's reads of the engine's answer (aiohttp's StreamReader): once both chunks are read, the engine may
+    # break off (a break that comes first takes the data aiohttp holds with it).
+    read_any, seen = aiohttp.StreamReader.readany, {}
+
+    async def readany(reader):
+        data = await read_any(reader)
+        seen[id(reader)] = seen.get(id(reader), b"") + data
+        if holds and all(chunk.encode() in seen[id(reader)] for chunk in STREAM_CHUNKS):
+            holds[-1].set()
+        return data
+
+    monkeypatch.setattr(aiohttp.StreamReader, "readany", readany)
+    chat = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "stream": True, "max_tokens": 8}
+    with ScriptedEndpoint(respond, respond_get=_respond_get) as engine, \
+            _client(tiny_causal_dir, engine.url, monkeypatch, raise_server_exceptions=False, api_key=KEY) as http:
+        sdk = openai.OpenAI(base_url="http://localhost/v1", api_key=KEY, http_client=_ready(http), max_retries=0)
+        raw = http.post("/v1/chat/completions", headers=AUTH, json=chat)
+        words = []
+        with pytest.raises(openai.APIError) as broke:
+            for chunk in sdk.chat.completions.create(**chat):
+                words.append(chunk.choices[0].delta.content)
+    error = {"message": "the generator engine's stream broke off (ClientPayloadError); the reply is incomplete",
+             "type": "server_error", "param": None, "code": "engine_error"}
+    assert raw.status_code == 200 and raw.headers["content-type"].startswith("text/event-stream")
+    assert raw.text == "".join(f"data: {chunk}\n\n" for chunk in STREAM_CHUNKS) + (
+        f"data: {json.dumps({'error': error})}\n\ndata: [DONE]\n\n")
+    assert words == ["Оценка", ": 2"]
+    assert not isinstance(broke.value, openai.APIConnectionError)
+    assert (broke.value.code, broke.value.body) == ("engine_error", error)
+
+
+def test_vllms_own_error_events_pass_in_judge_serves_shape(tiny_causal_dir, engine, monkeypatch, caplog):
+    """vLLM's in-stream error event (an integer code, its paths) reaches the client as judge-serve's other errors do:
+    a 4xx with its message sanitized and a string code, a 5xx saying only that the engine failed (its text in
+    judge-serve's log); every other event passes unchanged, [DONE] included."""
+    chat = {"model": MODEL, "stream": True, "max_tokens": 8}
+    with _client(tiny_causal_dir, engine.url, monkeypatch, api_key=KEY) as http:
+        _ready(http)
+        with caplog.at_level("ERROR", logger="judge_serve"):
+            refused, failed = (http.post("/v1/chat/completions", headers=AUTH,
+                                         json={**chat, "messages": [{"role": "user", "content": said}]})
+                               for said in ("stream-400", "stream-500"))
+    def events(error: dict) -> str:
+        return f"data: {STREAM_CHUNKS[0]}\n\ndata: {json.dumps({'error': error})}\n\ndata: [DONE]\n\n"
+
+    assert refused.text == events({"message": "max_tokens too large (see <path>)", "type": "invalid_request_error",
+                                   "param": "max_tokens", "code": "invalid_request"})
+    assert failed.text == events({"message": "the generator engine failed (it answered 500); judge-serve's log has "
+                                             "its message", "type": "server_error", "param": None,
+                                  "code": "engine_error"})  # fmt: skip
+    assert "Traceback in /home/engine/vllm/engine.py pid=4242" in caplog.text
+
+
+def test_v1_judge_states_neutral_sampling_so_generation_config_json_changes_nothing(tiny_causal_dir, engine,
+                                                                                   monkeypatch, tmp_path):
+    """A released judge published with sampling defaults in generation_config.json (repetition_penalty 2.0, top_k
+    20, ...): /v1/judge's engine request states every sampling field vLLM would take from that file at its neutral
+    value, so the judge decodes as POLLUX decodes it (SamplingParams(temperature=0, max_tokens=1024), nothing
+    else: ai-forever/POLLUX src/vllm_offline_generation.py). The body is pinned as it crossed, and vLLM's own
+    request reading (CompletionRequest.to_sampling_params, with the defaults vLLM's ModelConfig reads from that
+    folder) turns it into neutral sampling, where the body without those fields took the file's penalty and top-k."""
+    import shutil
+    import types
+
+    from vllm.config.model import ModelConfig
+    from vllm.entrypoints.openai.completion.protocol import CompletionRequest
+
+    folder = shutil.copytree(tiny_causal_dir, tmp_path / "released-judge")
+    published = {"repetition_penalty": 2.0, "top_k": 20, "top_p": 0.8, "min_p": 0.1, "temperature": 0.7,
+                 "do_sample": True}
+    generation = json.loads((folder / "generation_config.json").read_text())
+    (folder / "generation_config.json").write_text(json.dumps({**generation, **published}))
+    with _client(folder, engine.url, monkeypatch, api_key=KEY) as http:
+        _ready(http)
+        for temperature in (0.0, 0.7):  # a client may ask /v1/judge for sampling: top_k and top_p stay off then too
+            judged = http.post("/v1/judge", headers=AUTH, json={"items": [ITEM], "temperature": temperature})
+            assert judged.status_code == 200, judged.text
+    bodies = engine.bodies("/v1/completions")
+    neutral = {"repetition_penalty": 1.0, "presence_penalty": 0.0, "frequency_penalty": 0.0, "top_p": 1.0,
+               "top_k": -1, "min_p": 0.0}
+    for body, temperature in zip(bodies, (0.0, 0.7), strict=True):
+        assert all(isinstance(token, int) for token in body["prompt"]) and len(body["logprob_token_ids"]) == 2
+        assert {k: v for k, v in body.items() if k not in ("prompt", "logprob_token_ids")} == {
+            "model": MODEL, "max_tokens": 48, "temperature": temperature, **neutral, "stop": ["[END]"],
+            "include_stop_str_in_output": True, "logprobs": 2}
+
+    # What vLLM does with it: its ModelConfig's reading of the folder's generation_config.json, as serving uses it.
+    model_config = types.SimpleNamespace(
+        generation_config="auto", override_generation_config={}, hf_config_path=None, model=str(folder),
+        trust_remote_code=False, _hf_config_revision=None, revision=None, code_revision=None, config_format="auto",
+        hf_token=None)  # fmt: skip
+    model_config.try_get_generation_config = types.MethodType(ModelConfig.try_get_generation_config, model_config)
+    defaults = ModelConfig.get_diff_sampling_param(model_config)
+    assert {k: defaults[k] for k in ("repetition_penalty", "top_k", "top_p", "min_p")} == {
+        "repetition_penalty": 2.0, "top_k": 20, "top_p": 0.8, "min_p": 0.1}
+    for body in bodies:
+        params = CompletionRequest(**body).to_sampling_params(48, defaults)
+        assert (params.repetition_penalty, params.presence_penalty, params.frequency_penalty, params.top_p,
+                params.top_k, params.min_p) == (1.0, 0.0, 0.0, 1.0, params.top_k, 0.0)
+        assert params.top_k in (0, -1) and params.temperature == body["temperature"]
+    bare = {k: v for k, v in bodies[1].items() if k not in neutral}
+    taken = CompletionRequest(**bare).to_sampling_params(48, defaults)
+    assert (taken.repetition_penalty, taken.top_k, taken.top_p, taken.min_p) == (2.0, 20, 0.8, 0.1)
