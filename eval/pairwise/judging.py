@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.judging.predictions import REQUEST_FAILED  # a judgment whose request failed: retried by the next run
+from judge.checkpoints import NEUTRAL_SAMPLING
 from judge.plumbing.run_folder import content_key
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.journal import JournalWriter, iter_journal
@@ -281,6 +282,10 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
             (result,) = item.results
             return _from_result(result)
         body: dict[str, Any] = {} if integer else {"chat_template_kwargs": dict(JUDGE_CHAT_TEMPLATE_KWARGS)}
+        if config.prompt == "ru":
+            # As the pointwise chat backend: vLLM would fill every sampling field left out from the checkpoint's
+            # generation_config.json (a released judge's repetition_penalty); an API judge refuses unknown fields.
+            body.update(NEUTRAL_SAMPLING)
         body.update(config.extra_body)
         try:
             reply = await chat.chat.completions.create(model=model, messages=chat_messages(render_pairwise_prompt(shown)),

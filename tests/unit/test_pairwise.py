@@ -15,6 +15,7 @@ from eval.pairwise.judging import PAIRWISE_PREDICTIONS, PairRecord, PairwiseRow,
 from eval.pairwise.metrics import pairwise_metrics
 from judge.plumbing.config_files import ConfigError
 from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage, JudgeResult
+from judge.checkpoints import NEUTRAL_SAMPLING
 from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
 
 HUB_ID = "ai-forever/Pollux-4B-Judge"
@@ -138,8 +139,8 @@ def test_judge_eval_run_asks_both_orders_and_scores_pairwise(tmp_path):
                      str(tmp_path / "run"), "--no-progress"]) == 0
     key = lambda b: b["messages"][0]["content"]  # noqa: E731
     assert sorted(server.bodies("/v1/chat/completions"), key=key) == sorted(
-        ({"model": HUB_ID, "messages": [{"role": "user", "content": prompt}], "max_tokens": 1024, "temperature": 0.0}
-         for prompt in which), key=key)  # fmt: skip
+        ({"model": HUB_ID, "messages": [{"role": "user", "content": prompt}], "max_tokens": 1024, "temperature": 0.0,
+          **NEUTRAL_SAMPLING} for prompt in which), key=key)  # fmt: skip
     rows = {(r.id, r.order): r for r in read_pairwise_rows(tmp_path / "run" / PAIRWISE_PREDICTIONS)}
     assert len(rows) == 8
     assert (rows["p2", "swapped"].score, rows["p2", "swapped"].verdict) == (-1.0, 1.0)
