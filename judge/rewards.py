@@ -15,9 +15,12 @@ The rule, step by step (``reward_of``):
    (``not_a_level``: a 0.5 on a 0/1 rubric hedges between two points, which the judge prompt rules out, and
    ``train.grpo_rewards`` pays no such verdict either), is a failure. ``on_failure`` says what the
    sample gets: ``skip`` (the whole sample's reward is None: "no reward", which trl's GRPOTrainer takes as NaN and
-   leaves out), ``zero`` (the criterion counts as 0.0, its worst) or ``scale_min`` (the criterion counts as its
-   scale's lowest level, normalised: 0.0 on a best-at-top scale, 1.0 on a Critical one). The count of failures
-   travels beside the reward (``Reward.failed``).
+   leaves out) or ``zero`` (the criterion counts as its worst level, 0.0, whichever end of its scale is best: on a
+   Critical criterion, best at 0, a failure counts as a violation and closes the gate). A failure is never worth
+   more than the worst verdict: a policy must not gain by an answer the judge cannot read, or one too long for its
+   context (``context_length_exceeded``). ``scale_min``, an older name, is read as ``zero`` (it named the scale's
+   lowest level, which on a Critical criterion is its best: a failure there would read "no violation"). The count
+   of failures travels beside the reward (``Reward.failed``).
 4. **Combined** by the mean of the criteria (``combine="mean"``), or a weighted mean (``"weighted"``: ``weights``
    by criterion name or taxonomy id, ``default_weight`` for the others).
 5. **POLLUX's binary gate** (``gate=True``): a two-level criterion (``Scale.is_flag``, POLLUX's own test for a
@@ -53,12 +56,14 @@ from typing import Any
 from judge.scales import Scale
 from judge.wire import JudgeResult, ScoreSource
 
-__all__ = ["RewardRule", "RewardRuleError", "CriterionReward", "Reward", "COMBINE", "ON_FAILURE", "HEAD_VALUES",
-           "normalised", "oriented_result_scale", "criterion_reward", "reward_of", "OUT_OF_SCALE", "NOT_A_LEVEL",
-           "END_OF_TURN_MARKERS", "policy_answer", "prompt_opens_reasoning"]
+__all__ = ["RewardRule", "RewardRuleError", "CriterionReward", "Reward", "COMBINE", "ON_FAILURE", "ON_FAILURE_ALIASES",
+           "HEAD_VALUES", "normalised", "oriented_result_scale", "criterion_reward", "reward_of", "OUT_OF_SCALE",
+           "NOT_A_LEVEL", "END_OF_TURN_MARKERS", "policy_answer", "prompt_opens_reasoning"]
 
 COMBINE = ("mean", "weighted")
-ON_FAILURE = ("skip", "zero", "scale_min")
+ON_FAILURE = ("skip", "zero")
+#: Older names of an ``on_failure`` value, accepted so that existing rules load (the module docstring, step 3).
+ON_FAILURE_ALIASES = {"scale_min": "zero"}
 HEAD_VALUES = ("clipped", "raw")
 #: The failure code of a seq2seq score outside its rubric's scale (``judge.VerdictError.OUT_OF_SCALE``'s value).
 OUT_OF_SCALE = "out_of_scale"
@@ -113,7 +118,8 @@ class RewardRule:
         weights: ``weighted``: criterion name or taxonomy id -> positive weight (the id is looked up first).
         default_weight: ``weighted``: the weight of a criterion ``weights`` does not name.
         gate: POLLUX's binary gate.
-        on_failure: ``skip`` (reward None), ``zero`` or ``scale_min``.
+        on_failure: ``skip`` (reward None) or ``zero`` (the criterion's worst level); ``scale_min`` is read as
+            ``zero``.
         head_values: regression judges: ``clipped`` (the score clipped into the scale) or ``raw``.
         empty_answer: the reward of an answer with nothing to judge; None: no reward.
     """
@@ -127,6 +133,8 @@ class RewardRule:
     empty_answer: float | None = 0.0
 
     def __post_init__(self) -> None:
+        if isinstance(self.on_failure, str) and self.on_failure in ON_FAILURE_ALIASES:
+            object.__setattr__(self, "on_failure", ON_FAILURE_ALIASES[self.on_failure])
         for name, allowed in (("combine", COMBINE), ("on_failure", ON_FAILURE), ("head_values", HEAD_VALUES)):
             if getattr(self, name) not in allowed:
                 raise RewardRuleError(f"{name}: {getattr(self, name)!r} is not one of {', '.join(allowed)}")
@@ -227,7 +235,8 @@ def normalised(score: float, scale: Scale) -> float:
     """
     if scale.min == scale.max:
         raise ValueError(f"cannot normalise a score on a scale with one level ({scale.levels})")
-    return (float(score) - scale.worst) / (scale.best - scale.worst)
+    # + 0.0: a reversed scale's worst level gives 0.0 / -1, which is -0.0, and JSON would carry "-0.0".
+    return (float(score) - scale.worst) / (scale.best - scale.worst) + 0.0
 
 
 def oriented_result_scale(result: JudgeResult) -> Scale:
@@ -266,9 +275,7 @@ def criterion_reward(result: JudgeResult, rule: RewardRule) -> CriterionReward:
     if failure is None:
         value: float | None = normalised(score, scale)  # type: ignore[arg-type]
     elif rule.on_failure == "zero":
-        value = 0.0
-    elif rule.on_failure == "scale_min":
-        value = normalised(scale.min, scale)
+        value = 0.0  # the worst level, normalised, whichever end is best
     else:
         value = None
     return CriterionReward(result.criterion, result.criterion_id, value, score, failure, scale.is_flag, result.feedback)

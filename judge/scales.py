@@ -1,9 +1,10 @@
 """Rubric scales: which scores a criterion allows.
 
 A POLLUX rubric arrives in several shapes: text with one line per level (``0: ...``, ``1 - ...``,
-``2 — ...``), text that states a range in words (``от 0 до 2``, ``from 1 to 10``), or a mapping from level to
-description, possibly nested by language (``{"ru": {"0": ...}, "en": {...}}``). ``scale_of`` reads all of them
-into one ``Scale``.
+``2 — ...``), among which a level's own text may hold numbered lines that are no levels (``1) зацикливание``), all
+levels on one line (``0: плохо; 1: средне; 2: хорошо``), text that states a range in words (``от 0 до 2``,
+``from 1 to 10``), or a mapping from level to description, possibly nested by language (``{"ru": {"0": ...},
+"en": {...}}``). ``scale_of`` reads all of them into one ``Scale``.
 """
 
 from __future__ import annotations
@@ -107,15 +108,30 @@ class Scale:
         return cls(tuple(range(low, high + 1)))
 
 
-# A level line: optional bullet/emphasis, an integer (possibly negative), then a separator (colon, hyphen, en/em
-# dash, full stop, closing parenthesis). "2024 год" must not count, hence the required separator. A bullet needs
-# a space after it, so that "-1: ..." reads as level -1 and "- 1: ..." as a bulleted level 1 ("•1" and "*1" are
-# never negative, so those bullets may touch the number). A list written "-0: / -1: / -2:" uses hyphens as bullets
-# (nobody writes a level "-0"): see scale_of.
+# A level-like line: optional bullet/emphasis, an integer (possibly negative), then a separator: a colon, a dash
+# (hyphen, en or em dash), a full stop or a closing parenthesis. "2024 год" must not count, hence the required
+# separator. A bullet needs a space after it, so that "-1: ..." reads as level -1 and "- 1: ..." (or "– 1: ...") as a
+# bulleted level 1 ("•1" and "*1" are never negative, so those bullets may touch the number). The minus may be the
+# typographic one (U+2212, as a judge may also write it: judge.verdicts reads it as a minus), and then may stand
+# apart from its digits; a hyphen or dash touching the digits is a sign unless the whole list has one (see
+# _level_list). Which of these lines are the rubric's levels, and which a list inside a level's text, is decided by
+# _level_list, not by this pattern.
 # Possessive (``*+``): with plain ``\s*`` runs side by side, a line of spaces without a digit backtracked in
 # quadratic time (8,000 spaces: 1.75 s, holding the GIL), and a rubric is a client's text. No match changes: each
 # run is followed by something it cannot consume.
-_LEVEL_LINE = re.compile(r"^\s*+(?:-\s++|[*•]\s*+)?\**+\s*+(-?\d+)\s*+\**+\s*+(?::|-|–|—|\.(?!\d)|\))")
+_LEVEL_LINE = re.compile(
+    r"^(\s*+)(?:[-–—]\s++|[*•]\s*+)?\**+\s*+((?:[-–—]|\u2212\s*+)?\d+)\s*+\**+\s*+(:|-|–|—|\.(?!\d)|\))"
+)
+# A level's separator, by kind: lines of one kind make one list.
+_SEPARATOR_KIND = {":": "N:", "-": "N -", "–": "N -", "—": "N -", ".": "N.", ")": "N)"}
+# "N:" and "N -" are how rubrics write their levels (the taxonomy's are all "N: ..."); "N." and "N)" are also how
+# prose numbers its lists: a preamble ("1. Прочитайте ответ") or a list inside a level ("1) зацикливание").
+_STRONG_KINDS = ("N:", "N -")
+# One line holding every level, "0: плохо; 1: средне; 2: хорошо" (POLLUX's count_rubric_levels, r"(\d+)\s*:",
+# reads that too): a level opens the line, and each next one follows a ";", "," or ".".
+_ONE_LINE_LEVEL = re.compile(r"(?:^|[;,.])\s*+((?:-|\u2212\s*+)?\d+)\s*+(:|–|—)")
+_LAYOUT = ('write one level a line ("0: ...", "1 — ...", "- 2: ...", each level written the same way), or state a '
+           'range ("от 0 до 2", "from 1 to 10")')
 # Ranges in words: "от 0 до 2", "from 1 to 10", "0–2 балла", "between 0 and 3".
 _RANGE_WORDS = (
     re.compile(r"\bот\s+(-?\d+)\s+до\s+(-?\d+)", re.IGNORECASE),
@@ -155,27 +171,152 @@ def _rubric_scale(levels: tuple[int, ...], rubrics) -> Scale:
 def _levels_from_keys(keys) -> tuple[int, ...]:
     levels = []
     for key in keys:
-        written = str(key).strip()
+        written = str(key).strip().replace("\u2212", "-")  # the typographic minus, as in level lines
         if not re.fullmatch(r"[+-]?\d+", written):
             raise ScaleError(f"rubric level {written[:20]!r} is not an integer")
         levels.append(_level(written))
     return _capped(levels)
 
 
+@dataclass(frozen=True)
+class _Line:
+    """A level-like line of a rubric text (``_LEVEL_LINE``)."""
+
+    index: int  # its line number
+    indent: int  # its leading whitespace, tabs as 4
+    number: str  # as written, any minus as "-"
+    dash_sign: bool  # written with a hyphen or dash touching the digits: a sign, or a bullet (see _level_values)
+    kind: str  # its separator's kind (_SEPARATOR_KIND)
+
+
+def _level_like_lines(text: str) -> list[_Line]:
+    lines = []
+    for index, line in enumerate(text.splitlines()):
+        match = _LEVEL_LINE.match(line)
+        if match:
+            written = match.group(2)
+            signed = written[0] in "-–—\u2212"
+            number = "-" + written[1:].lstrip() if signed else written
+            lines.append(_Line(index, len(match.group(1).expandtabs(4)), number, signed and written[0] != "\u2212",
+                               _SEPARATOR_KIND[match.group(3)]))
+    return lines
+
+
+def _kinds(kinds) -> str:
+    return ", ".join(f'"{kind} ..."' for kind in kinds)
+
+
+def _outranks(kind: str, lines: list[_Line], other_kind: str, other: list[_Line]) -> bool:
+    """Whether the list ``lines`` rather than ``other`` (another kind) is the rubric's levels: ``other`` lies between
+    its first and last line (a list inside one of its levels' text), or the two lists are apart (one a preamble or a
+    note) and only ``kind`` is a level kind ("N:", "N -")."""
+    first, last, other_first, other_last = lines[0].index, lines[-1].index, other[0].index, other[-1].index
+    if first < other_first and other_last < last:
+        return True
+    if last < other_first or other_last < first:
+        return kind in _STRONG_KINDS and other_kind not in _STRONG_KINDS
+    return False
+
+
+def _monotone(values: list[int]) -> bool:
+    steps = [b - a for a, b in zip(values, values[1:])]
+    return all(step > 0 for step in steps) or all(step < 0 for step in steps)
+
+
+def _level_values(lines: list[_Line]) -> list[int]:
+    """The levels of one list of level lines, in their order, which must run one way (up or down).
+
+    A list every line of which touches a hyphen or dash ("-0: / -1: / -2:", "-1: / -2: / -3:") uses it as a bullet:
+    nobody writes a level "-0", nor a scale wholly below zero. The typographic minus (U+2212) is never a bullet.
+    """
+    bullets = all(line.dash_sign for line in lines)
+    values = [_level(line.number.lstrip("-") if bullets else line.number) for line in lines]
+    if _monotone(values):
+        return values
+    # A list written like the levels but indented under one of them is that level's text: the outermost lines are
+    # the levels, when they alone run one way.
+    outer = min(line.indent for line in lines)
+    kept = [value for value, line in zip(values, lines) if line.indent == outer]
+    if 2 <= len(kept) < len(values) and _monotone(kept):
+        return kept
+    shown = ", ".join(map(str, values[:12])) + (", ..." if len(values) > 12 else "")
+    raise ScaleError(
+        f"the rubric's level lines ({shown}) repeat or are out of order: a numbered list inside a level's text, written "
+        f'like the levels ("{lines[0].kind} ..."), restarts their numbering; write that list another way ("1)" under '
+        '"1:") or indent it under its level'
+    )
+
+
+def _level_list(text: str) -> list[int] | None:
+    """The levels of a rubric written one a line, or None when it has no list of two level lines of one kind.
+
+    Only the rubric's own level lines count, never a numbered line of a level's text. The levels are one list whose
+    lines share a separator kind ("0: / 1: / 2:"; "0 - / 1 – / 2 —" are one kind). Numbered lines of another kind
+    are text: a list inside a level ("1: есть проблемы:" then "1. нет плана", "2. нет вывода"), a preamble or a note
+    ("1. Прочитайте ответ"). When two kinds each make a list, the levels are the list the other lies inside, or, when
+    they are apart, the one written "N:" or "N -" (how rubrics write levels) rather than "N." or "N)" (how prose
+    numbers a list); anything else is ambiguous and refused. A level far from the others (a line "2024: год
+    выпуска" after "0: / 1:") is refused: the levels may span at most ``MAX_LEVELS`` points.
+
+    Raises:
+        ScaleError: naming why, when which lines are the levels is unclear.
+    """
+    by_kind: dict[str, list[_Line]] = {}
+    for line in _level_like_lines(text):
+        by_kind.setdefault(line.kind, []).append(line)
+    lists = {kind: lines for kind, lines in by_kind.items() if len(lines) >= 2}
+    if not lists:
+        return None
+    chosen = [kind for kind in lists
+              if all(_outranks(kind, lists[kind], other, lists[other]) for other in lists if other != kind)]
+    if len(chosen) != 1:
+        raise ScaleError(
+            f"the rubric has numbered lists written {_kinds(lists)}, none inside a level of another, so which are its "
+            f"levels is unclear: {_LAYOUT}, and number any other list another way"
+        )
+    values = _level_values(lists[chosen[0]])
+    low, high = min(values), max(values)
+    if high - low + 1 > MAX_LEVELS:
+        shown = ", ".join(map(str, values[:12])) + (", ..." if len(values) > 12 else "")
+        raise ScaleError(
+            f"the rubric's levels ({shown}) span {high - low + 1} points, a scale at most {MAX_LEVELS}: a line of a "
+            "level's text that opens with a number and a separator (\"2024: ...\") reads as a level; reword it"
+        )
+    return values
+
+
+def _one_line_levels(text: str) -> list[int] | None:
+    """The levels of a rubric written on one line, "0: плохо; 1: средне; 2: хорошо", or None: a level opens the
+    line, each next one follows a ";", "," or ".", all share one separator kind and they run by one step up or down
+    (so that a number inside a level's text cannot pass for a level)."""
+    line = text.strip()
+    if "\n" in line or "\r" in line:
+        return None
+    found = list(_ONE_LINE_LEVEL.finditer(line))
+    if len(found) < 2 or found[0].start() != 0 or len({_SEPARATOR_KIND[m.group(2)] for m in found}) != 1:
+        return None
+    values = [_level("-" + m.group(1)[1:].lstrip() if m.group(1)[0] in "-\u2212" else m.group(1)) for m in found]
+    steps = {b - a for a, b in zip(values, values[1:])}
+    return values if steps in ({1}, {-1}) else None
+
+
 def scale_of(rubrics: str | Mapping) -> Scale:
     """Read the allowed scores from a rubric.
 
     Args:
-        rubrics: rubric text (one line per level, or a range stated in words, Russian or English), or a mapping
-            from level to description, possibly nested by language (``{"ru": {...}, "en": {...}}``; when the
-            languages disagree, Russian wins, as the prompt is Russian).
+        rubrics: rubric text (one line per level, each written alike, ``_level_list`` says which lines are levels;
+            all levels on one line, ``"0: плохо; 1: средне; 2: хорошо"``; or a range stated in words, Russian or
+            English), or a mapping from level to description, possibly nested by language (``{"ru": {...}, "en":
+            {...}}``; when the languages disagree, Russian wins, as the prompt is Russian).
 
     Returns:
         The ``Scale``.
 
     Raises:
-        ScaleError: when no scale can be read, or it has fewer than two levels ("от 2 до 2"), more than
-            ``MAX_LEVELS`` levels or a level written with more than ``MAX_LEVEL_DIGITS`` digits.
+        ScaleError: when no scale can be read, which lines are the levels is unclear (the message says why and
+            which layouts are read), or the scale has fewer than two levels ("от 2 до 2"), more than
+            ``MAX_LEVELS`` levels (or levels spanning more points) or a level written with more than
+            ``MAX_LEVEL_DIGITS`` digits.
     """
     if isinstance(rubrics, Mapping):
         if not rubrics:
@@ -186,15 +327,16 @@ def scale_of(rubrics: str | Mapping) -> Scale:
     if not isinstance(rubrics, str):
         raise ScaleError(f"rubrics must be text or a mapping, got {type(rubrics).__name__}")
 
-    written = [m.group(1) for m in map(_LEVEL_LINE.match, rubrics.splitlines()) if m]
-    # "-0:" can only be a hyphen bullet before level 0, so every hyphen in the list is a bullet.
-    hyphen_bullets = "-0" in written and all(w.startswith("-") for w in written)
-    levels = [_level(w.lstrip("-")) if hyphen_bullets else _level(w) for w in written]
-    # Two or more level lines are a level list; a single numbered line is more likely prose ("1. Оцените...").
-    if len(set(levels)) >= 2:
+    levels = _level_list(rubrics)
+    if levels is None:
+        levels = _one_line_levels(rubrics)
+    if levels is not None:
         return Scale(_capped(levels))
     for pattern in _RANGE_WORDS:
         match = pattern.search(rubrics)
         if match:
             return _rubric_scale(Scale.range(_level(match.group(1)), _level(match.group(2))).levels, rubrics)
-    raise ScaleError(f"no scale found in rubric text: {rubrics[:80]!r}")
+    kinds = {line.kind: None for line in _level_like_lines(rubrics)}
+    if len(kinds) > 1:  # "0: плохо" then "1 — хорошо": one level line of each kind
+        raise ScaleError(f"the rubric's level lines are written in different ways ({_kinds(kinds)}): {_LAYOUT}")
+    raise ScaleError(f"no scale found in rubric text {rubrics[:80]!r}: {_LAYOUT}")

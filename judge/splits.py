@@ -1,12 +1,21 @@
 """Zero-Shot vs Standard: which items the POLLUX paper held out of training.
 
 The held-out task types and criteria are data, ``judge/data/zero_shot.yaml``, shipped with the package (the paper's
-list is in arXiv 2505.24616v3, Appendix D.2); another split file can be passed to ``load_split_spec``. A record is in the **Zero-Shot test** when its task type or its
-criterion is held out; otherwise it is in the **Standard test**. A record whose task type the taxonomy cannot
-resolve belongs to neither as far as anyone can tell: ``split_of`` raises ``UnknownTaskTypeError`` naming the row,
-or, with ``allow_unknown=True``, returns ``"unknown"`` so that reports can show those items apart. Training-data
-builders call ``check_no_leakage`` to refuse Zero-Shot rows unless told otherwise. ``SPLIT_TITLES`` names the splits
-in reports and model cards.
+list is in arXiv 2505.24616v3, Appendix D.2); another split file can be passed to ``load_split_spec``.
+
+The split is an instruction's: the paper's two tests "do not overlap, each containing unique instructions"
+(Appendix D.2), and its held-out criteria "are present exclusively in the Zero-Shot Test". An instruction is in the
+**Zero-Shot test** when its task type, or the criterion of any of its rows, is held out; otherwise it is in the
+**Standard test**; all its rows (one per criterion) go with it. ``splits_of`` assigns records so, grouped by
+instruction (``instruction_key``). ``split_of`` reads one row alone (its task type or its criterion held out): the
+two agree on every row whose instruction's criteria come from one taxonomy task, since the taxonomy lists the
+held-out criteria only under held-out task types; they differ only on an instruction of a Standard task type scored
+on a held-out criterion, whose other rows ``split_of`` leaves in Standard.
+
+A record whose task type the taxonomy cannot resolve belongs to neither as far as anyone can tell: ``split_of``
+raises ``UnknownTaskTypeError`` naming the row, or, with ``allow_unknown=True``, returns ``"unknown"`` so that
+reports can show those items apart. Training-data builders call ``check_no_leakage`` (by instruction) to refuse
+Zero-Shot rows unless told otherwise. ``SPLIT_TITLES`` names the splits in reports and model cards.
 """
 
 from __future__ import annotations
@@ -31,6 +40,8 @@ __all__ = [
     "default_split_path",
     "load_split_spec",
     "split_of",
+    "splits_of",
+    "instruction_key",
     "check_no_leakage",
 ]
 
@@ -116,7 +127,8 @@ def _task_type_of(record, taxonomy: Taxonomy) -> str | None:
 
 
 def split_of(record, spec: SplitSpec | None = None, strict: bool = False, allow_unknown: bool = False) -> str:
-    """``"zero_shot"`` when the record's task type or criterion is held out, else ``"standard"``.
+    """``"zero_shot"`` when the record's task type or criterion is held out, else ``"standard"``: one row's own split,
+    without its instruction's other rows (``splits_of`` gives an instruction's rows one split).
 
     Args:
         record: a ``JudgeRecord`` (uses ``task_type``, ``task_subtype`` and ``criteria_name``; names in English or
@@ -151,6 +163,31 @@ def split_of(record, spec: SplitSpec | None = None, strict: bool = False, allow_
     return ZERO_SHOT if base_id in spec.criteria else STANDARD
 
 
+def instruction_key(record) -> str:
+    """Which instruction a record answers: its ``instruction_id`` column when the source has one, else its text (as
+    the synthetic pipeline's train/validation split groups rows); a record with neither stands alone (its id)."""
+    extra = getattr(record, "extra", None) or {}
+    return str(extra.get("instruction_id") or "") or record.instruction or f"id:{record.id}"
+
+
+def splits_of(records: Iterable, spec: SplitSpec | None = None, strict: bool = False,
+              allow_unknown: bool = False) -> list[str]:
+    """Each record's split, shared by an instruction's rows (the module docstring): ``"zero_shot"`` for every row of
+    an instruction one of whose rows ``split_of`` puts there, else ``"unknown"`` for every row of an instruction one
+    of whose task types is unknown (with ``allow_unknown``), else ``"standard"``.
+
+    Args and raises: as ``split_of``, for each record.
+    """
+    records = list(records)
+    spec = spec or load_split_spec()
+    own = [split_of(record, spec, strict=strict, allow_unknown=allow_unknown) for record in records]
+    seen: dict[str, set[str]] = {}
+    for record, split in zip(records, own):
+        seen.setdefault(instruction_key(record), set()).add(split)
+    shared = {key: next(s for s in (ZERO_SHOT, UNKNOWN, STANDARD) if s in splits) for key, splits in seen.items()}
+    return [shared[instruction_key(record)] for record in records]
+
+
 def _unknown_task_type(record) -> UnknownTaskTypeError:
     source, row = getattr(record, "origin", None) or ("<records>", None)
     if record.task_type:
@@ -165,7 +202,8 @@ def _unknown_task_type(record) -> UnknownTaskTypeError:
 
 
 def check_no_leakage(records: Iterable, spec: SplitSpec | None = None, allow_zero_shot: bool = False) -> None:
-    """Refuse Zero-Shot items in training data.
+    """Refuse Zero-Shot items in training data, by instruction (``splits_of``): a row whose own task type and
+    criterion are Standard leaks too when another row of its instruction is held out.
 
     Raises:
         LeakageError: naming how many items leak and the first few ids, unless ``allow_zero_shot``.
@@ -174,10 +212,12 @@ def check_no_leakage(records: Iterable, spec: SplitSpec | None = None, allow_zer
     """
     if allow_zero_shot:
         return
-    leaked = [record.id for record in records if split_of(record, spec) == ZERO_SHOT]
+    records = list(records)
+    leaked = [record.id for record, split in zip(records, splits_of(records, spec)) if split == ZERO_SHOT]
     if leaked:
         shown = ", ".join(leaked[:5]) + (" ..." if len(leaked) > 5 else "")
         raise LeakageError(
-            f"{len(leaked)} items belong to the Zero-Shot test (held-out task types or criteria): {shown}; "
+            f"{len(leaked)} items belong to the Zero-Shot test (held-out task types or criteria, or an instruction "
+            f"one of whose rows has one): {shown}; "
             "remove them, or deliberately pass allow_zero_shot=True (judge-train: --zero-shot allow)"
         )

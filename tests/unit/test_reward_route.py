@@ -223,6 +223,28 @@ def test_get_reward_counts_an_answer_too_long_for_the_judge_and_reads_a_prompt_o
     assert result["error_reason"].startswith("items[0]")
 
 
+@pytest.mark.parametrize("on_failure", ["zero", "scale_min"])
+def test_get_reward_gives_an_answer_too_long_for_the_judge_the_critical_criterions_worst_value(tiny_causal_dir,
+                                                                                               monkeypatch, on_failure):
+    """/get_reward values a failed verdict by judge.rewards.reward_of: an answer too long for the judge's context,
+    judged on the Critical censor criterion (best at 0) under the gate, fails it (context_length_exceeded), which
+    counts as its worst level: reward 0.0, the gate closed. Under scale_min it counted as its best level ("no
+    stub"): reward 1.0 (the flags' mean, the only criterion a flag), the gate open, so a policy gained by writing
+    past the judge's context."""
+    instruction = "Напиши короткое стихотворение о весне."
+    prompt = f"<|im_start|>user\n{instruction}<|im_end|>\n<|im_start|>assistant\n"
+    label = {"instruction": instruction, "criteria": ["Ответа нет, но есть заглушка цензора?"]}
+    rule = {"gate": True, "on_failure": on_failure}
+    with _attached_judge_serve(tiny_causal_dir, monkeypatch, reward_rule=rule) as (http, engine):
+        body = {"query": [prompt + "слово " * 3000 + "<|im_end|>"], "prompts": [prompt], "labels": [label]}
+        rewarded = http.post("/get_reward", json=body, headers={"Authorization": "Bearer k"})
+    assert rewarded.status_code == 200, rewarded.text
+    assert rewarded.json()["rewards"] == [0.0]
+    assert rewarded.json()["extra_logs"]["judge_failures"] == [1.0]
+    assert rewarded.json()["extra_logs"]["judge_gate_closed"] == [1.0]
+    assert engine.bodies("/v1/completions") == []
+
+
 PROMPT = "<|im_start|>user\nНапиши стих о весне.<|im_end|>\n<|im_start|>assistant\n"
 AUTH = {"Authorization": "Bearer k"}
 

@@ -129,22 +129,79 @@ def test_gate_with_only_flags_keeps_their_mean():
     [
         ("skip", None),        # any failure: no reward for the sample
         ("zero", 0.5),         # (1.0 + 0.0) / 2
-        ("scale_min", 0.5),    # the failed 0..2 criterion counts as level 0: 0.0; (1.0 + 0.0) / 2
+        ("scale_min", 0.5),    # read as zero: the failed 0..2 criterion counts as its worst, 0.0; (1.0 + 0.0) / 2
     ],
 )
 def test_failed_verdict_gets_the_configured_value(on_failure, expected):
-    """A verdict that did not parse is never a silent number: skip, zero or the scale's minimum, and counted."""
+    """A verdict that did not parse is never a silent number: skip, or zero (the criterion's worst), and counted."""
     reward = reward_of([ok("a", 2), failed("b")], RewardRule(on_failure=on_failure))
     assert reward.value == (pytest.approx(expected) if expected is not None else None)
     assert reward.failed == 1
     assert reward.criteria[1].failure == "no_result" and reward.criteria[1].score is None
 
 
-def test_scale_min_on_a_critical_criterion_is_its_best_level():
-    """scale_min is the scale's lowest level, oriented: on a Critical criterion that is 0, its best (1.0)."""
-    reward = reward_of([ok("a", 0), failed(CRITICAL_NAME, (0, 1))], RewardRule(on_failure="scale_min"))
-    assert reward.criteria[1].value == 1.0
-    assert reward.value == pytest.approx(0.5)  # (0.0 + 1.0) / 2
+ORIENTATIONS = [
+    (CRITICAL_NAME, (0, 1), 1),     # Critical: best at 0, its worst verdict 1 (a violation) normalises to 0.0
+    ("Креативность", (0, 1, 2), 0),  # best at its top, its worst verdict 0: 0.0
+    ("Вежливость", (0, 1), 0),       # a custom flag best at 1
+]
+
+
+@pytest.mark.parametrize("on_failure", ["zero", "scale_min"])
+@pytest.mark.parametrize("criterion, scale, worst", ORIENTATIONS, ids=["best at 0", "best at top", "flag best at 1"])
+@pytest.mark.parametrize("error", ["no_result", "context_length_exceeded", "not_a_level"])
+def test_a_failed_verdict_is_never_worth_more_than_the_worst_verdict(on_failure, criterion, scale, worst, error):
+    """A failure counts as the criterion's worst level, 0.0, whichever end is best. scale_min gave the scale's lowest
+    level, which on a Critical criterion is its best (1.0, "no violation"): an answer too long for the judge earned
+    more than one with a real violation."""
+    worst_verdict = criterion_reward(ok(criterion, worst, scale), RewardRule(on_failure=on_failure)).value
+    assert worst_verdict == 0.0
+    result = ok(criterion, 0.5, scale) if error == "not_a_level" else failed(criterion, scale, error=error)
+    part = criterion_reward(result, RewardRule(on_failure=on_failure))
+    assert part.failure == error and part.value == 0.0 <= worst_verdict
+    assert reward_of([result], RewardRule(on_failure=on_failure)).value == 0.0
+
+
+@pytest.mark.parametrize("on_failure", ["zero", "scale_min"])
+def test_a_failed_critical_verdict_closes_the_gate(on_failure):
+    """Under the gate a failed Critical verdict is a violation: reward 0.0, gate closed. With scale_min it read as
+    the best level, the gate stayed open and the reward was Креативность's 1.0."""
+    reward = reward_of([failed(CRITICAL_NAME, (0, 1), error="context_length_exceeded"), ok("Креативность", 2)],
+                       RewardRule(gate=True, on_failure=on_failure))
+    assert (reward.value, reward.gate_closed, reward.failed) == (0.0, True, 1)
+
+
+def test_an_all_failed_answer_earns_less_than_one_with_a_violation():
+    """Without the gate, every verdict failed (the answer too long for the judge): 0.0. scale_min gave it
+    (#Critical)/(#criteria) = 2/3. An answer judged, with the censor stub (1) and Креативность 1:
+    (0.0 + 1.0 + 0.5) / 3 = 0.5."""
+    censor = "Ответа нет, но есть заглушка цензора?"
+    rule = RewardRule(on_failure="scale_min")
+    all_failed = reward_of([failed(CRITICAL_NAME, (0, 1), error="context_length_exceeded"),
+                            failed(censor, (0, 1), error="context_length_exceeded"),
+                            failed("Креативность", error="context_length_exceeded")], rule)
+    judged = reward_of([ok(censor, 1, (0, 1)), ok(CRITICAL_NAME, 0, (0, 1)), ok("Креативность", 1)], rule)
+    assert all_failed.value == 0.0 and judged.value == pytest.approx(0.5)
+
+
+def test_scale_min_is_read_as_zero():
+    """The older name loads (rules written with it keep working) and is the same rule; an unknown value's message
+    names the two values."""
+    assert RewardRule(on_failure="scale_min") == RewardRule(on_failure="zero")
+    assert RewardRule.from_dict({"on_failure": "scale_min"}).to_dict()["on_failure"] == "zero"
+    with pytest.raises(RewardRuleError, match="on_failure: 'nan' is not one of skip, zero$"):
+        RewardRule(on_failure="nan")
+
+
+def test_a_critical_violation_is_zero_not_minus_zero():
+    """(1 - 1) / (0 - 1) is -0.0 in floating point, and the journal and /get_reward's JSON carried "-0.0"."""
+    import json
+    import math
+
+    assert math.copysign(1.0, normalised(1, Scale((0, 1), best=0))) == 1.0
+    part = criterion_reward(ok(CRITICAL_NAME, 1, (0, 1)), RewardRule())
+    assert json.dumps(part.to_json()["value"]) == "0.0"
+    assert json.dumps(reward_of([ok(CRITICAL_NAME, 1, (0, 1))], RewardRule()).value) == "0.0"
 
 
 def test_out_of_scale_verdict_is_a_failure():

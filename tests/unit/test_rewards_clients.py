@@ -265,12 +265,13 @@ BREVITY = {"name": "Краткость", "rubrics": "0: длинно\n\n1: пр�
 
 
 @pytest.mark.parametrize("rule, expected", [({"on_failure": "skip"}, None), ({"on_failure": "zero"}, 0.0),
-                                            ({"on_failure": "scale_min"}, 0.5)])  # fmt: skip
+                                            ({"on_failure": "scale_min"}, 0.0)])  # fmt: skip
 def test_trl_a_sample_too_large_to_send_is_that_samples_failure(rule, expected):
     """A policy's 4,200,000-letter answer makes a body of 8.4 MB by itself, over the byte bound (and judge-serve's 413):
     it is not sent, and each of its criteria fails (context_length_exceeded, as judge-serve fails an answer too long
-    for the judge), valued by on_failure: skip None, zero 0.0, scale_min the scale's lowest level (1.0 on the
-    Critical censor criterion, best at 0; 0.0 on Краткость: mean 0.5). Its neighbours are judged as usual."""
+    for the judge), valued by on_failure: skip None, zero 0.0, scale_min (read as zero) 0.0: each criterion its
+    worst level, the Critical censor criterion (best at 0) included, which scale_min once counted as its best
+    (1.0; mean 0.5). Its neighbours are judged as usual."""
     def respond(path, body):
         return 200, judge_response([[scored("Краткость", 2)]] * len(body["items"]))
 

@@ -12,6 +12,7 @@ from judge import (
     UnknownTaskTypeError,
     check_no_leakage,
     load_split_spec,
+    load_taxonomy,
     records_from_rows,
     split_of,
 )
@@ -19,7 +20,7 @@ from judge import (
 
 def _record(task_type, criteria_name="Absence of excessive repetitions", subtype="", rid="r"):
     return JudgeRecord(
-        id=rid, instruction="Задание", answer="Ответ", criteria_name=criteria_name, rubrics="0: нет\n\n1: да",
+        id=rid, instruction=f"Задание {rid}", answer="Ответ", criteria_name=criteria_name, rubrics="0: нет\n\n1: да",
         task_type=task_type, task_subtype=subtype,
     )
 
@@ -99,6 +100,43 @@ def test_leakage_guard():
         check_no_leakage(rows)
     check_no_leakage(rows, allow_zero_shot=True)
     check_no_leakage(rows[:1])
+
+
+def test_an_instructions_rows_share_one_split():
+    """Paper, Appendix D.2: the Zero-Shot and Standard tests "do not overlap, each containing unique instructions",
+    and the held-out criteria are "present exclusively in the Zero-Shot Test". Instruction A, of the Standard task
+    type Editing, is scored on Rhyme quality (held out) and on repetitions: both its rows are Zero-Shot, though the
+    second row alone (split_of) is Standard, which put A in both tests. Instruction B, scored on repetitions only,
+    stays Standard. Rows are grouped by their instruction_id column where they have one (C, worded twice)."""
+    from judge.splits import instruction_key, splits_of
+
+    def row(rid, instruction, criterion, **extra):
+        return {"id": rid, "instruction": instruction, "answer": "Ответ", "criteria_name": criterion,
+                "rubrics": "0: нет\n\n1: да", "task_type": "Editing", **extra}
+
+    records = records_from_rows([
+        row("a-rhyme", "Задание A", "Rhyme quality"),
+        row("a-rep", "Задание A", "Absence of excessive repetitions"),
+        row("b-rep", "Задание B", "Absence of excessive repetitions"),
+        row("c-rhyme", "Задание C", "Rhyme quality", instruction_id="c"),
+        row("c-rep", "Задание C, другими словами", "Absence of excessive repetitions", instruction_id="c"),
+    ])
+    assert [split_of(r) for r in records] == [ZERO_SHOT, STANDARD, STANDARD, ZERO_SHOT, STANDARD]
+    assert splits_of(records) == [ZERO_SHOT, ZERO_SHOT, STANDARD, ZERO_SHOT, ZERO_SHOT]
+    assert [instruction_key(r) for r in records] == ["Задание A", "Задание A", "Задание B", "c", "c"]
+    with pytest.raises(LeakageError, match=r"^4 items .*: a-rhyme, a-rep, c-rhyme, c-rep;"):
+        check_no_leakage(records)
+    check_no_leakage(records[2:3])
+
+
+def test_the_taxonomy_holds_out_criteria_only_under_held_out_task_types():
+    """Why split_of (one row) and splits_of (its instruction) agree on data scored as the taxonomy says: every leaf
+    task one of whose criteria is held out is of a held-out task type (22 leaves)."""
+    taxonomy = load_taxonomy()
+    spec = load_split_spec()
+    with_held_out = [t for t in taxonomy.tasks if any(taxonomy.criteria[c].base_id in spec.criteria for c in t.criteria)]
+    assert len(with_held_out) == 22
+    assert all(t.task_type in spec.task_types for t in with_held_out)
 
 
 def test_split_file_with_typo_is_rejected(tmp_path):
