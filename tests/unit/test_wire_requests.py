@@ -15,6 +15,7 @@ import pytest
 import judge
 from eval.judging.backends import JudgeServeBackend
 from eval.judging.config import RunConfig
+from judge.checkpoints import NEUTRAL_SAMPLING
 from judge.plumbing.config_files import ConfigError
 from judge.wire import JudgeRequest, JudgeResponse, PairwiseRequest
 from serve.jobs import PAIRWISE_SCALE
@@ -88,7 +89,7 @@ def test_a_pairwise_request_is_judged_in_the_integer_format(qwen_tokenizer):
     expected_ids = qwen_tokenizer(judge.apply_chat(qwen_tokenizer, judge.render_pairwise_prompt(PAIR), thinking=True),
                                   add_special_tokens=False)["input_ids"]  # fmt: skip
     (payload,) = sent
-    assert payload == {"model": "gen", "prompt": expected_ids, "max_tokens": 64, "temperature": 0.0}
+    assert payload == {"model": "gen", "prompt": expected_ids, "max_tokens": 64, "temperature": 0.0, **NEUTRAL_SAMPLING}
     response = JudgeResponse.from_json(body)
     assert (response.verdict_format, response.items[0].id) == ("integer", "p1")
     (result,) = response.items[0].results
