@@ -219,19 +219,16 @@ def zero_shot_records(records: Iterable[JudgeRecord], zero_shot: str) -> tuple[l
             raise judge.LeakageError(f"{err}. {_ZERO_SHOT_HINT}") from None
     if zero_shot != "drop":
         return records, []
-    spec = judge.load_split_spec()
-    kept: list[JudgeRecord] = []
-    held_out: list[JudgeRecord] = []
-    for record in records:
-        (held_out if _split(record, spec, _ZERO_SHOT_HINT) == judge.ZERO_SHOT else kept).append(record)
-    return kept, held_out
+    from judge.splits import splits_of
 
-
-def _split(record: JudgeRecord, spec, hint: str) -> str:
     try:
-        return judge.split_of(record, spec)
+        # By instruction: a held-out criterion's row dropped alone left its instruction's other rows to train on.
+        splits = splits_of(records, judge.load_split_spec())
     except judge.UnknownTaskTypeError as err:
-        raise judge.UnknownTaskTypeError(err.source, err.row, err.field, f"{err.message}. {hint}") from None
+        raise judge.UnknownTaskTypeError(err.source, err.row, err.field, f"{err.message}. {_ZERO_SHOT_HINT}") from None
+    kept = [r for r, split in zip(records, splits) if split != judge.ZERO_SHOT]
+    held_out = [r for r, split in zip(records, splits) if split == judge.ZERO_SHOT]
+    return kept, held_out
 
 
 def scores_off_the_rubric(scale, scores: Iterable[float]) -> str | None:

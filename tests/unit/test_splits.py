@@ -231,3 +231,25 @@ def test_split_titles_have_one_definition():
     assert report.SPLIT_TITLES is SPLIT_TITLES
     assert list(SPLIT_TITLES) == [ZERO_SHOT, STANDARD, UNKNOWN, "all"]
     assert [SPLIT_TITLES[s] for s in model_card._CARD_SPLITS] == ["Zero-Shot test", "Standard test", "Zero-Shot + Standard"]
+
+
+def test_training_data_drops_an_instructions_rows_together():
+    """judge-train build-data (zero_shot: drop) and the synthetic split stage drop every row of an instruction one of
+    whose rows is held out (Appendix D.2: the tests hold whole instructions): dropping the Rhyme quality row alone
+    left instruction A's repetitions row to train on, an instruction of the Zero-Shot test."""
+    from train.build_data import zero_shot_records
+    from train.synthetic.config import SplitConfig
+    from train.synthetic.splitting import split_records
+
+    def row(rid, instruction, criterion):
+        return {"id": rid, "instruction": instruction, "answer": "Ответ", "criteria_name": criterion,
+                "rubrics": "0: нет\n\n1: да", "task_type": "Editing", "expert_scores": [1]}
+
+    rows = [row("a-rhyme", "Задание A", "Rhyme quality"), row("a-rep", "Задание A", "Absence of excessive repetitions"),
+            row("b-rep", "Задание B", "Absence of excessive repetitions")]
+    kept, held_out = zero_shot_records(records_from_rows(rows), "drop")
+    assert [r.id for r in kept] == ["b-rep"] and [r.id for r in held_out] == ["a-rhyme", "a-rep"]
+    split, dropped = split_records(rows, SplitConfig(validation_fraction=0.0))
+    assert [r["id"] for r in split["train"]] == ["b-rep"] and split["validation"] == []
+    assert [(r["id"], r["drop_reason"]) for r in dropped] == [("a-rhyme", "zero_shot:criterion"),
+                                                              ("a-rep", "zero_shot:instruction")]

@@ -996,7 +996,9 @@ def _annotated(instruction_id: str, task_type: str, criterion_id: str, subtype: 
 
 
 def test_split_stage_excludes_zero_shot_and_splits_by_instruction(tmp_path):
-    """Zero-Shot task types and criteria are dropped with their reason; no instruction lands in both splits."""
+    """Zero-Shot task types and criteria are dropped with their reason, and with them the other rows of their
+    instruction (i0's repetitions and value rows: Appendix D.2's tests hold whole instructions); no instruction lands
+    in both splits."""
     rows = []
     for k in range(10):
         rows += [_annotated(f"i{k}", "Editing", "repeats"), _annotated(f"i{k}", "Editing", "value")]
@@ -1008,13 +1010,14 @@ def test_split_stage_excludes_zero_shot_and_splits_by_instruction(tmp_path):
     assert main(["split", "--config", str(config), "--input", str(tmp_path / "annotate"), "--output", str(out)]) == 0
 
     train, validation = load_records(out / "train.jsonl"), load_records(out / "validation.jsonl")
-    assert (len(train), len(validation)) == (16, 4)  # 10 instructions x 2 items; round(10 * 0.2) = 2 held out
+    assert (len(train), len(validation)) == (14, 4)  # 9 instructions x 2 items; round(9 * 0.2) = 2 held out
     train_ids = {r.extra["instruction_id"] for r in train}
     val_ids = {r.extra["instruction_id"] for r in validation}
-    assert len(val_ids) == 2 and not train_ids & val_ids and train_ids | val_ids == {f"i{k}" for k in range(10)}
+    assert len(val_ids) == 2 and not train_ids & val_ids and train_ids | val_ids == {f"i{k}" for k in range(1, 10)}
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["dropped_by_reason"] == {"zero_shot:criterion": 1, "zero_shot:task_type": 1}
-    assert summary["items"] == {"train": 16, "validation": 4}
+    assert summary["dropped_by_reason"] == {"zero_shot:criterion": 1, "zero_shot:task_type": 1,
+                                            "zero_shot:instruction": 2}
+    assert summary["items"] == {"train": 14, "validation": 4}
     assert [r.id for r in load_records(out / "dataset", split="train")] == [r.id for r in train]
 
 

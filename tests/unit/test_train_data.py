@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 
 import json
@@ -128,7 +129,10 @@ def test_a_regression_label_is_not_a_mean_over_an_off_scale_score():
 
 
 def zero_shot_record(rid="z1"):
-    return record(rid, [2], ["Ответ верный и полный."], task_type="Style transfer")
+    # An instruction of its own: rows of one instruction share a split (judge.splits.splits_of), so one sharing
+    # record()'s instruction would take those rows into the Zero-Shot test with it.
+    return dataclasses.replace(record(rid, [2], ["Ответ верный и полный."], task_type="Style transfer"),
+                               instruction="Перепиши это письмо в стиле делового отчёта.")
 
 
 def test_zero_shot_records_are_refused_by_default():

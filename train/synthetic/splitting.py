@@ -24,23 +24,30 @@ def split_records(rows: list[dict], config: SplitConfig) -> tuple[dict[str, list
     """Drop Zero-Shot items and split the rest by instruction.
 
     Returns:
-        ({"train": rows, "validation": rows}, dropped rows with ``drop_reason`` ``zero_shot:task_type`` or
-        ``zero_shot:criterion``).
+        ({"train": rows, "validation": rows}, dropped rows with ``drop_reason`` ``zero_shot:task_type``,
+        ``zero_shot:criterion``, or ``zero_shot:instruction``: a row of an instruction another of whose rows is held out).
 
     Raises:
         judge.RecordError: a row that is not a valid judged item.
         judge.LeakageError: Zero-Shot items left in train (a bug upstream of this check).
     """
-    from judge import ZERO_SHOT, check_no_leakage, load_split_spec, load_taxonomy, records_from_rows, split_of
+    from judge import ZERO_SHOT, check_no_leakage, load_split_spec, load_taxonomy, records_from_rows
+    from judge.splits import split_of, splits_of
 
     spec = load_split_spec(config.split_file or None)
     taxonomy = load_taxonomy()
     records = records_from_rows(rows, source="annotate")
     kept, dropped = [], []
-    for record in records:
-        if not config.allow_zero_shot and split_of(record, spec) == ZERO_SHOT:
-            held_type = taxonomy.canonical_task_type(record.task_type) in spec.task_types
-            dropped.append({**record.to_dict(), "drop_reason": "zero_shot:task_type" if held_type else "zero_shot:criterion"})
+    # By instruction (judge.splits.splits_of): a held-out criterion's row dropped alone left its instruction's other
+    # rows in training, the pairing no later check can see.
+    shared = splits_of(records, spec) if not config.allow_zero_shot else [None] * len(records)
+    for record, split in zip(records, shared):
+        if split == ZERO_SHOT:
+            if taxonomy.canonical_task_type(record.task_type) in spec.task_types:
+                reason = "zero_shot:task_type"
+            else:
+                reason = "zero_shot:criterion" if split_of(record, spec) == ZERO_SHOT else "zero_shot:instruction"
+            dropped.append({**record.to_dict(), "drop_reason": reason})
         else:
             kept.append(record)
 
