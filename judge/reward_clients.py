@@ -345,9 +345,9 @@ def _unsent_reward(sample: RewardSample, rule: RewardRule, reason: str, row: int
     """The reward of a sample too large to send: each criterion a failed result (``context_length_exceeded``, the
     failure judge-serve gives an answer too long for the judge under ``"oversize": "fail"``), valued by the rule's
     ``on_failure``. The criteria are resolved by the resolver judge-serve uses (``judge.criteria``: a taxonomy name
-    or id for the item's task, or a ``{name, rubrics}`` object read as the wire's ``CustomCriterion``), since
-    ``scale_min`` needs each one's scale and orientation, and a criterion judge-serve would refuse must be refused
-    here too.
+    or id for the item's task, or a ``{name, rubrics}`` object read as the wire's ``CustomCriterion``), since the
+    result needs each one's name and scale as judge-serve would give them, and a criterion judge-serve would refuse
+    must be refused here too.
 
     Raises:
         ValueError: naming ``samples[row].task_type`` or ``samples[row].criteria[j]`` (with its field, as
@@ -610,7 +610,7 @@ def _verl_client(judge_url: str, rule: Mapping[str, Any] | RewardRule | None, ap
                  max_retries: int, max_body_bytes: int | None = DEFAULT_MAX_BODY_BYTES) -> JudgeRewardClient:
     rule = rule if isinstance(rule, RewardRule) else RewardRule.from_dict({"on_failure": "zero", **(rule or {})})
     if rule.on_failure == "skip" or rule.empty_answer is None:
-        raise ValueError("verl needs a number for every sample: use on_failure zero or scale_min and a numeric empty_answer")
+        raise ValueError("verl needs a number for every sample: use on_failure zero and a numeric empty_answer")
     return JudgeRewardClient(judge_url, rule=rule, api_key_env=api_key_env, timeout_s=timeout_s,
                              retry=RetryPolicy(max_retries=max_retries, backoff_s=1.0, max_backoff_s=30.0),
                              max_body_bytes=max_body_bytes)

@@ -314,7 +314,7 @@ class ServeConfig:
         # /get_reward answers OpenRLHF, which turns every sample's reward into a tensor: a null fails its step.
         if rule.on_failure == "skip":
             raise ConfigError("reward_rule.on_failure: skip gives a sample with a failed verdict no reward (null), which "
-                              "OpenRLHF cannot take; use zero or scale_min (failures are counted in judge_failures)")
+                              "OpenRLHF cannot take; use zero (failures are counted in judge_failures)")
         if rule.empty_answer is None:
             raise ConfigError("reward_rule.empty_answer: null gives an empty answer no reward, which OpenRLHF cannot "
                               "take; give a number (the default 0.0 is the worst reward)")
