@@ -7,6 +7,8 @@ The tests that train or serve are in tests/integration/training/test_train_grpo.
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import os
 import subprocess
@@ -169,8 +171,11 @@ def test_zero_shot_items_are_refused_or_dropped_and_bad_labels_counted():
     """The paper's no-Zero-Shot rule as the other recipes apply it (refuse by default, drop and count on request);
     an expert score off the rubric or between its levels, and a rubric without a scale, are counted, never trained
     on."""
-    items = [record("std", [2]), record("zs", [1], task_type="Code modification"), record("off", [3]),
-             record("noscale", [1], rubrics="Оцените ответ."), record("between", [1.5, 2])]
+    # The Zero-Shot item has an instruction of its own: an instruction's rows share one split (judge.splits_of).
+    zero_shot = dataclasses.replace(record("zs", [1], task_type="Code modification"),
+                                    instruction="Перепиши функцию на Python без рекурсии.")
+    items = [record("std", [2]), zero_shot, record("off", [3]), record("noscale", [1], rubrics="Оцените ответ."),
+             record("between", [1.5, 2])]
     with pytest.raises(judge.LeakageError, match="zs"):
         grpo.grpo_rows(items)
     rows, report = grpo.grpo_rows(items, zero_shot="drop")

@@ -221,7 +221,8 @@ def test_zero_shot_traces_are_refused_as_build_data_refuses_them():
     and counted with zero_shot: drop."""
     spec = judge.load_split_spec()
     held_out = sorted(spec.task_types)[0]
-    leak = trace_record(id="z#0", task_type=held_out)
+    # An instruction of its own: an instruction's rows share one split (judge.splits_of).
+    leak = trace_record(id="z#0", task_type=held_out, instruction="Перепиши это письмо в деловом стиле.")
     with pytest.raises(judge.LeakageError, match="zero_shot: drop"):
         integer_rows([trace_record(), leak])
     rows, report = integer_rows([trace_record(), leak], zero_shot="drop")
