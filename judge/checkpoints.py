@@ -39,7 +39,7 @@ from typing import Any
 
 from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.config_files import read_json_object
-from judge.prompts import PROMPT_VERSION
+from judge.prompts import POLLUX_4B_PROMPT, POLLUX_PROMPT, PROMPT_TEMPLATES, PROMPT_VERSION, PromptTemplate
 
 __all__ = [
     "EXPORT_MANIFEST",
@@ -57,6 +57,7 @@ __all__ = [
     "checkpoint_verdict_format",
     "verdict_format_and_why",
     "names_pollux_4b",
+    "prompt_template_and_why",
     "NEUTRAL_SAMPLING",
     "TRAINED_LENGTHS",
     "TrainedLengths",
@@ -307,6 +308,38 @@ def verdict_format_and_why(folder: str | Path, served_name: str | None = None) -
 def checkpoint_verdict_format(folder: str | Path, served_name: str | None = None) -> str:
     """The verdict format of the judge a checkpoint folder holds (``verdict_format_and_why`` without the why)."""
     return verdict_format_and_why(folder, served_name)[0]
+
+
+def prompt_template_and_why(verdict_format: str, manifest: Mapping[str, Any] | None) -> tuple[PromptTemplate, str]:
+    """The pointwise prompt template a judge is asked with, and why, in words for the log: the one place every stage
+    that prompts a judge chooses it (judge-serve's ``/v1/judge`` and ``/get_reward``, judge-eval's chat requests).
+
+    1. An export manifest (judge-train's): the template its ``prompt_version`` names, the one the judge learned. A
+       version this toolkit does not render (``pollux-ru-v1``'s stripped fields) or none: ``PROMPT_VERSION``'s, the
+       why saying so (``verdicts may suffer`` for the former: judge-serve logs it as a warning).
+    2. No manifest and the integer format: the released ``Pollux-4B-Judge`` (``verdict_format_and_why``), asked with
+       its own clients' prompt, ``POLLUX_4B_PROMPT`` (the Russian prompt and one newline).
+    3. Else ``POLLUX_PROMPT`` (the 7B/32B releases, ai-forever/POLLUX ``prompts/test_pollux.txt``).
+
+    Args:
+        verdict_format: the judge's (``judge.VerdictFormat``), as decided (``verdict_format_and_why``, or a setting).
+        manifest: the checkpoint's export manifest (``read_manifest``); ``{}`` or None when it has none, or when the
+            client cannot read it (a judge reached by URL).
+    """
+    from judge.verdicts import VerdictFormat
+
+    if manifest:
+        named = manifest.get("prompt_version")
+        if isinstance(named, str) and named in PROMPT_TEMPLATES:
+            return PROMPT_TEMPLATES[named], f"its export manifest {EXPORT_MANIFEST} names {named}"
+        if not named:
+            return POLLUX_PROMPT, f"its export manifest {EXPORT_MANIFEST} names no prompt_version"
+        return POLLUX_PROMPT, (f"its export manifest {EXPORT_MANIFEST} names prompt_version {named!r}, which this "
+                               f"toolkit does not render: verdicts may suffer")
+    if verdict_format == VerdictFormat.INTEGER:
+        return POLLUX_4B_PROMPT, ("an integer-format judge without an export manifest is the released "
+                                  "Pollux-4B-Judge: its own prompt, the Russian prompt and one newline")
+    return POLLUX_PROMPT, f"a {verdict_format} judge without an export manifest: the 7B/32B judges' prompt"
 
 
 #: Sampling fields a judge's request states, at the values that leave the judge's distribution as it is. vLLM fills

@@ -10,6 +10,10 @@ Two templates, both copied byte for byte from the POLLUX paper (Appendix M.1):
   arXiv 2505.24616v3, Appendix M.1: the teacher (DeepSeek-R1) labelled the training data with it, and
   the API baseline judges were run with it. Six numbered rules, then five ``### `` sections.
 
+The released ``Pollux-4B-Judge`` is asked with its own clients' variant of the Russian prompt, one newline longer
+(``RU_TEMPLATE_4B``, from ai-forever/POLLUX ``demo/serve_pollux_demo.py``). Which judge gets which pointwise template
+(``PromptTemplate``) is decided in one place, ``judge.checkpoints.prompt_template_and_why``.
+
 Fields go into the templates exactly as they are, as POLLUX's ``str.format`` puts them: a code answer ending in
 ``"\n"`` keeps that newline, an instruction starting with ``"\n  "`` keeps it. Only ``None`` is mapped (a missing
 reference answer renders as ``""``). ``clean=True`` is the opt-in, non-POLLUX alternative: it drops leading newlines
@@ -25,18 +29,28 @@ template it learned:
 - ``pollux-en-v1``: a Prometheus-style English prompt (``###Task Description:`` with four rules and the score
   range, ``###Feedback:`` at the end) that was *not* the paper's; deleted.
 - ``pollux-en-v2``: the paper's M.1 English prompt, raw fields.
+- ``pollux-ru-4b-v1``: ``pollux-ru-v2``'s template and one newline after the rubric (``RU_TEMPLATE_4B``): the
+  released ``Pollux-4B-Judge``'s own prompt. Only that judge is asked with it (``PromptTemplate``; the choice is
+  ``judge.checkpoints.prompt_template_and_why``); judge-train renders ``pollux-ru-v2`` for every judge it trains.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
     "PROMPT_VERSION",
     "PROMPT_VERSION_EN",
+    "PROMPT_VERSION_4B",
     "RU_TEMPLATE",
+    "RU_TEMPLATE_4B",
     "EN_TEMPLATE",
+    "PromptTemplate",
+    "POLLUX_PROMPT",
+    "POLLUX_4B_PROMPT",
+    "PROMPT_TEMPLATES",
     "render_prompt",
     "prefix_key",
     "prefix_order",
@@ -53,6 +67,8 @@ __all__ = [
 
 PROMPT_VERSION = "pollux-ru-v2"
 PROMPT_VERSION_EN = "pollux-en-v2"
+#: The released Pollux-4B-Judge's own pointwise template's version (``RU_TEMPLATE_4B``).
+PROMPT_VERSION_4B = "pollux-ru-4b-v1"
 #: The pairwise template's version (``PAIRWISE_TEMPLATE``: POLLUX's demo, Russian original).
 PAIRWISE_PROMPT_VERSION = "pollux-pairwise-ru-v1"
 
@@ -66,6 +82,14 @@ RU_TEMPLATE = (
     "### Критерий оценки:\n{criteria_name}\n\n"
     "### Шкала оценивания по критерию:\n{rubrics}"
 )
+
+# The released Pollux-4B-Judge's own pointwise prompt, as its public clients send it: ai-forever/POLLUX
+# demo/serve_pollux_demo.py lines 23-38 ("Original Pollux prompt (Russian headers, model's native format)", commented
+# out; the closing quotes stand on their own line, 38) and MERA-Evaluation/MERA
+# benchmark_tasks/pollux_human_centric/utils.py (POLLUX_JUDGE_PROMPT, the Pollux-4B-Judge task). It is RU_TEMPLATE and
+# one newline after the rubric; the 7B/32B judges (prompts/test_pollux.txt) and judge-train's exports learned
+# RU_TEMPLATE without it.
+RU_TEMPLATE_4B = RU_TEMPLATE + "\n"
 
 # arXiv 2505.24616v3, Appendix M.1, the English prompt: the lines inside the code fence, with {criteria.name} / {criteria.rubrics}
 # as criteria_name / rubrics. The paper is silent on two things, chosen like the Russian prompt: no trailing newline
@@ -109,6 +133,48 @@ PAIRWISE_TEMPLATE = (
 PAIRWISE_FIELDS = ("instruction", "answer_1", "answer_2", "rubrics")
 
 _FIELDS = ("instruction", "reference_answer", "answer", "criteria_name", "rubrics")
+#: Where a pointwise template's criterion part starts: what comes before it is the same for every criterion.
+_CRITERION_HEADER = "### Критерий оценки:"
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """A Russian pointwise judge template and the version name that every stage rendering it records.
+
+    Attributes:
+        version: e.g. ``pollux-ru-v2`` (``PROMPT_VERSION``), ``pollux-ru-4b-v1`` (``PROMPT_VERSION_4B``).
+        text: the template over the five prompt fields (``RU_TEMPLATE``, ``RU_TEMPLATE_4B``).
+    """
+
+    version: str
+    text: str
+
+    def __post_init__(self) -> None:
+        # judge-serve tokenizes the part before the criterion once per item (serve.jobs): it must be one.
+        if self.text.count(_CRITERION_HEADER) != 1:
+            raise ValueError(f"prompt template {self.version}: {_CRITERION_HEADER!r} must occur exactly once")
+
+    def render(self, item: Any, clean: bool = False) -> str:
+        """The prompt for one (instruction, answer, criterion); ``item`` and ``clean`` as for ``render_prompt``."""
+        return self.text.format(**prompt_fields(item, clean))
+
+    @property
+    def shared_part(self) -> str:
+        """The template up to the criterion (instruction, reference answer, answer): one item's criteria share it."""
+        return self.text[: self.text.index(_CRITERION_HEADER)]
+
+    @property
+    def criterion_part(self) -> str:
+        """The template from ``### Критерий оценки:`` on (the criterion's name and rubric, and what follows)."""
+        return self.text[self.text.index(_CRITERION_HEADER):]
+
+
+#: The POLLUX judges' prompt (the 7B/32B releases, every judge-train export): ``pollux-ru-v2``.
+POLLUX_PROMPT = PromptTemplate(PROMPT_VERSION, RU_TEMPLATE)
+#: The released Pollux-4B-Judge's own prompt: ``pollux-ru-4b-v1``.
+POLLUX_4B_PROMPT = PromptTemplate(PROMPT_VERSION_4B, RU_TEMPLATE_4B)
+#: The pointwise templates this toolkit renders, by version.
+PROMPT_TEMPLATES: Mapping[str, PromptTemplate] = {t.version: t for t in (POLLUX_PROMPT, POLLUX_4B_PROMPT)}
 
 
 def _field(value: Any, field: str, clean: bool) -> str:
@@ -153,9 +219,10 @@ def render_prompt(item: Any, clean: bool = False) -> str:
         clean: opt-in field cleaning (see ``prompt_fields``); the default is POLLUX's raw ``str.format``.
 
     Returns:
-        The prompt text (no chat wrapping; see ``apply_chat``).
+        The prompt text (no chat wrapping; see ``apply_chat``). The released Pollux-4B-Judge is asked with
+        ``POLLUX_4B_PROMPT.render`` instead (``judge.checkpoints.prompt_template_and_why``).
     """
-    return RU_TEMPLATE.format(**prompt_fields(item, clean))
+    return POLLUX_PROMPT.render(item, clean)
 
 
 def render_prompt_en(item: Any, clean: bool = False) -> str:

@@ -432,36 +432,42 @@ class ModelLimits:
     most tokens one ``/v1/judge`` verdict may ask for: its ``max_tokens`` setting) and ``max_proxy_tokens`` (the most
     one proxied chat or completion request may ask for in all), and for a judge trained by GRPO
     ``trained_max_completion_length`` (the completion length it learned to reason within:
-    ``judge.checkpoints.TrainedLengths``). judge-serve writes them with ``advertised()``; judge-eval reads them with
-    ``from_entry`` and fits its ``max_tokens`` to them before the work starts.
+    ``judge.checkpoints.TrainedLengths``), and ``prompt_version``, the pointwise template its ``/v1/judge`` renders
+    (``judge.checkpoints.prompt_template_and_why``). judge-serve writes them with ``advertised()``; judge-eval reads
+    them with ``from_entry``, fits its ``max_tokens`` to them before the work starts and records the prompt version.
 
     Attributes:
         max_model_len: the context window, None when not advertised.
         judge_max_tokens: ``/v1/judge``'s cap, None when not judge-serve.
         max_proxy_tokens: the proxied generations' cap, None when not judge-serve.
         trained_max_completion_length: None when the checkpoint records none (or the server is not judge-serve).
+        prompt_version: None when not judge-serve (or one from before it said).
     """
 
     max_model_len: int | None = None
     judge_max_tokens: int | None = None
     max_proxy_tokens: int | None = None
     trained_max_completion_length: int | None = None
+    prompt_version: str | None = None
 
-    def advertised(self) -> dict[str, int]:
+    def advertised(self) -> dict[str, int | str]:
         """judge-serve's fields of a model entry (``max_model_len`` stays the engine's own)."""
         return {name: value for name, value in (("judge_max_tokens", self.judge_max_tokens),
                                                 ("max_proxy_tokens", self.max_proxy_tokens),
-                                                ("trained_max_completion_length", self.trained_max_completion_length))
+                                                ("trained_max_completion_length", self.trained_max_completion_length),
+                                                ("prompt_version", self.prompt_version))
                 if value is not None}
 
     @classmethod
     def from_entry(cls, entry: Mapping[str, Any] | None) -> ModelLimits:
-        """The limits a model entry states; a missing or non-integer field is None (the server did not say)."""
+        """The limits a model entry states; a missing field, or one of another type, is None (the server did not
+        say)."""
         entry = entry or {}
 
         def number(name: str) -> int | None:
             value = entry.get(name)
             return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
+        version = entry.get("prompt_version")
         return cls(number("max_model_len"), number("judge_max_tokens"), number("max_proxy_tokens"),
-                   number("trained_max_completion_length"))
+                   number("trained_max_completion_length"), version if isinstance(version, str) and version else None)

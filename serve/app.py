@@ -7,7 +7,7 @@ Routes:
   judge-serve's shape: ``serve.errors``), so OpenAI clients work unchanged:
   ``POST /v1/chat/completions``, ``/v1/completions``, ``/v1/responses``; ``GET /v1/models`` and
   ``GET /v1/models/{id}`` (each entry the engine's, ``max_model_len`` included, plus judge-serve's caps
-  ``judge_max_tokens`` and ``max_proxy_tokens``: ``judge.wire.ModelLimits``); vLLM's ``POST /tokenize``, ``/detokenize``, ``GET /tokenizer_info`` (what lm-eval's
+  ``judge_max_tokens`` and ``max_proxy_tokens`` and its ``prompt_version``: ``judge.wire.ModelLimits``); vLLM's ``POST /tokenize``, ``/detokenize``, ``GET /tokenizer_info`` (what lm-eval's
   remote tokenizer reads) and ``GET /version``. A generation request may ask for at most ``max_proxy_tokens``
   tokens in all (``max_tokens`` x ``n``); one that names no ``max_tokens`` gets ``max_proxy_tokens // n``, at most
   the generating engine's ``max_model_len``.
@@ -58,6 +58,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
+from judge.checkpoints import prompt_template_and_why, read_manifest
 from judge.wire import ModelLimits
 from serve.config import ServeConfig
 from serve.connections import (ApiKeyMiddleware, BodyLimitMiddleware, HostAllowListMiddleware,
@@ -195,14 +196,10 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         LayoutError: the checkpoint cannot be served.
     """
     layout = layout or resolve_layout(config.model, config.generator_model or None, config.derived_cache_dir or None)
-    import judge
-
     config = resolved_verdict_format(config, layout)
-    if layout.prompt_version and layout.prompt_version != judge.PROMPT_VERSION:
-        log.warning(
-            "%s was trained with prompt template %s but this judge-serve renders %s: verdicts may suffer",
-            layout.root, layout.prompt_version, judge.PROMPT_VERSION,
-        )
+    template, why = prompt_template_and_why(config.verdict_format, read_manifest(layout.root))
+    log.log(logging.WARNING if layout.prompt_version not in ("", template.version) else logging.INFO,
+            "prompt template %s for %s (%s)", template.version, layout.root, why)  # a warning: not the one it learned
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -217,7 +214,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
             await stop_engines(state)
 
     app = FastAPI(title="judge-serve", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
-    app.state.serve = ServerState(config=config, layout=layout)
+    app.state.serve = ServerState(config=config, layout=layout, template=template)
     # Outermost last: the request id first, then the body limit, then the key or the Host check, then the drain.
     app.add_middleware(RefuseWhileDrainingMiddleware, state=app.state.serve)
     if config.api_key:
@@ -409,7 +406,8 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
     # so that a client fits its max_tokens before the work starts instead of meeting a 400 per request.
     trained = layout.trained_lengths if layout is not None else None
     limits = ModelLimits(judge_max_tokens=config.max_tokens, max_proxy_tokens=config.max_proxy_tokens,
-                         trained_max_completion_length=trained and trained.max_completion_length).advertised()
+                         trained_max_completion_length=trained and trained.max_completion_length,
+                         prompt_version=template.version).advertised()
 
     async def model_list(request: Request) -> tuple[dict[str, Any] | None, Response | None]:
         listed = await proxy(request, "generator", "/v1/models")

@@ -1,12 +1,13 @@
 """Judging jobs: a validated ``/v1/judge`` request becomes the (item, criterion) prompts sent to the engine.
 
-1. **Prompts.** Each (item, criterion) becomes the POLLUX prompt (``judge.render_prompt``) wrapped as one user
-   turn by the checkpoint's own chat template (``judge.apply_chat``, thinking off: a Qwen3 judge's prompt ends with
-   the empty ``<think>`` block) and tokenized here, so its length is checked against the context before anything
-   reaches vLLM (a clear 400, never a silent truncation). An item whose text alone cannot fit is refused before any
-   rendering (``check_sizes``). With the request's ``"oversize": "fail"`` such a judgment is not refused: it becomes a
-   job marked ``too_long`` (never rendered, tokenized or sent when the item's text alone is too long), which
-   ``serve.judging`` answers as a failed result, ``context_length_exceeded``.
+1. **Prompts.** Each (item, criterion) becomes the judge's pointwise prompt (``judge.prompts.PromptTemplate``: the
+   POLLUX prompt, or the released Pollux-4B-Judge's own, as ``judge.checkpoints.prompt_template_and_why`` chose for
+   the served checkpoint) wrapped as one user turn by the checkpoint's own chat template (``judge.apply_chat``,
+   thinking off: a Qwen3 judge's prompt ends with the empty ``<think>`` block) and tokenized here, so its length is
+   checked against the context before anything reaches vLLM (a clear 400, never a silent truncation). An item whose
+   text alone cannot fit is refused before any rendering (``check_sizes``). With the request's ``"oversize": "fail"``
+   such a judgment is not refused: it becomes a job marked ``too_long`` (never rendered, tokenized or sent when the
+   item's text alone is too long), which ``serve.judging`` answers as a failed result, ``context_length_exceeded``.
 2. **Prefix-friendly order.** The criteria of one (instruction, reference, answer) share every token up to
    ``### Критерий оценки:``. Jobs are grouped by that prefix and sent group by group (``serve.judging``), so
    siblings land in the same scheduler steps, where vLLM's prefix cache computes the shared blocks once.
@@ -24,9 +25,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from judge import Scale, apply_chat, prefix_key, prefix_order, render_prompt
+from judge import Scale, apply_chat, prefix_key, prefix_order
 from judge.criteria_auto import TaskChoice
-from judge.prompts import RU_TEMPLATE, render_pairwise_prompt
+from judge.prompts import POLLUX_PROMPT, PromptTemplate, render_pairwise_prompt
 from judge.wire import PAIRWISE_CRITERION, PairwiseRequest
 from serve.schema import JudgeRequest, RequestError, ResolvedCriterion, resolve_criteria
 
@@ -42,12 +43,13 @@ class Job:
         item: index of the item in the request.
         slot: index of the criterion within the item's resolved criteria.
         criterion: the resolved criterion.
-        text: the rendered POLLUX prompt (no chat wrapping), or the fields it is rendered from when asked
-            (``prompt``): an item's criteria share one answer, which rendered into every criterion's prompt up front
-            held the answer once per criterion (a 500,000-character answer on 512 criteria: hundreds of MB).
+        text: the rendered prompt (no chat wrapping), or the fields it is rendered from when asked (``prompt``):
+            an item's criteria share one answer, which rendered into every criterion's prompt up front held the
+            answer once per criterion (a 500,000-character answer on 512 criteria: hundreds of MB).
         prompt_ids: the chat-wrapped prompt's token ids, as sent to vLLM.
         too_long: with ``oversize`` ``fail``: why the prompt cannot fit the context (the refusal's message); such
             a job is answered as a failed result and never sent.
+        template: the pointwise template ``text``'s fields are rendered with.
     """
 
     item: int
@@ -56,11 +58,12 @@ class Job:
     text: str | Mapping[str, str]
     prompt_ids: list[int]
     too_long: str | None = None
+    template: PromptTemplate = POLLUX_PROMPT
 
     @property
     def prompt(self) -> str:
-        """The rendered POLLUX prompt (no chat wrapping); "" for a job never rendered (too long)."""
-        return self.text if isinstance(self.text, str) else render_prompt(self.text)
+        """The rendered prompt (no chat wrapping); "" for a job never rendered (too long)."""
+        return self.text if isinstance(self.text, str) else self.template.render(self.text)
 
 
 def _named(name: str, limit: int = 80) -> str:
@@ -116,20 +119,17 @@ def check_sizes(request: JudgeRequest, *, max_model_len: int, max_tokens: int, r
     return too_long
 
 
-#: Where the criterion's part of a POLLUX prompt starts: everything before it (instruction, reference, answer) is
-#: the same for every criterion of one item (judge.prompts.RU_TEMPLATE).
-_CRITERION_PART = RU_TEMPLATE[RU_TEMPLATE.index("### Критерий оценки:"):]
-
-
 def tokenize_sharing_prefixes(tokenizer: Any, texts: list[str], jobs: list[tuple[int, ResolvedCriterion, str]], *,
-                              known: Mapping[int, tuple[str, list[int]]] | None = None) -> list[list[int]]:
+                              known: Mapping[int, tuple[str, list[int]]] | None = None,
+                              template: PromptTemplate = POLLUX_PROMPT) -> list[list[int]]:
     """Token ids of each chat-wrapped prompt, the part every criterion of an item shares tokenized once per item.
 
-    The split is at the start of ``### Критерий оценки:``, right after the answer's ``\\n\\n``: a boundary of the
-    Qwen2 pre-tokenizer (a newline run is a pre-token of its own, and no merge crosses pre-tokens), so prefix ids
-    + suffix ids are the whole text's ids (pinned against whole-text tokenizing in tests/unit/test_serve_judging.py).
-    A 1 MiB answer on 64 criteria is then tokenized once, not 64 times. A text whose prompt the
-    chat template did not keep verbatim is tokenized whole. Each call is one batch, which the fast tokenizer encodes
+    The split is at the start of ``### Критерий оценки:`` (``template.criterion_part``: everything before it, the
+    instruction, reference and answer, is the same for every criterion of one item), right after the answer's
+    ``\\n\\n``: a boundary of the Qwen2 pre-tokenizer (a newline run is a pre-token of its own, and no merge
+    crosses pre-tokens), so prefix ids + suffix ids are the whole text's ids (pinned against whole-text tokenizing,
+    for both templates, in tests/unit/test_serve_judging.py). A 1 MiB answer on 64 criteria is then tokenized once,
+    not 64 times. A text whose prompt the chat template did not keep verbatim is tokenized whole. Each call is one batch, which the fast tokenizer encodes
     in Rust (docs/performance.md, ``bench/serve_tokenize.py``: ``build_jobs`` against whole prompts in one batch and
     one call each).
 
@@ -138,10 +138,11 @@ def tokenize_sharing_prefixes(tokenizer: Any, texts: list[str], jobs: list[tuple
         jobs: per text, (item index, criterion, the rendered prompt inside it).
         known: per item, a prefix text already tokenized and its ids (``_shared_prefixes``): used where it is
             exactly that item's shared part, never tokenized again.
+        template: the pointwise template the prompts were rendered with.
     """
     split: list[int | None] = []
     for text, (_, crit, prompt) in zip(texts, jobs):
-        tail = _CRITERION_PART.format(criteria_name=crit.name, rubrics=crit.rubrics)
+        tail = template.criterion_part.format(criteria_name=crit.name, rubrics=crit.rubrics)
         at = text.find(prompt)
         split.append(at + len(prompt) - len(tail) if at >= 0 and prompt.endswith(tail) else None)
     prefixes: dict[int, str] = {}
@@ -171,6 +172,7 @@ def build_jobs(
     thinking: bool = False,
     oversize: str = "refuse",
     too_long: Mapping[int, RequestError] | None = None,
+    template: PromptTemplate = POLLUX_PROMPT,
 ) -> list[Job]:
     """Resolve criteria, render and tokenize every judgment, and order them for prefix reuse: ``plan_jobs``, then
     its ``complete`` with ``choices``, in one call.
@@ -187,6 +189,7 @@ def build_jobs(
         oversize: ``refuse`` (raise on a prompt that cannot fit) or ``fail`` (mark its job ``too_long``).
         too_long: ``check_sizes``' answer under ``fail``: those items' criteria are resolved, never rendered (an
             item of ``"criteria": "auto"`` among them is refused: its criteria would come from its text).
+        template: the judge's pointwise prompt (``judge.checkpoints.prompt_template_and_why``).
 
     Returns:
         The jobs, grouped so that the criteria of one answer are adjacent.
@@ -197,7 +200,7 @@ def build_jobs(
     """
     plan = plan_jobs(request, tokenizer, max_model_len=max_model_len, max_tokens=max_tokens, reserve=reserve,
                      max_judgments=max_judgments, classifying=bool(choices), thinking=thinking, oversize=oversize,
-                     too_long=too_long)
+                     too_long=too_long, template=template)
     return plan.complete(choices or {})
 
 
@@ -219,6 +222,7 @@ class JobPlan:
     max_judgments: int | None
     thinking: bool
     oversize: str
+    template: PromptTemplate
     resolved: tuple[tuple[ResolvedCriterion, ...] | None, ...]  # None: an "auto" item, resolved by its choice
     prefixes: Mapping[int, tuple[str, list[int]]]
     too_long: Mapping[int, RequestError]
@@ -255,6 +259,7 @@ def plan_jobs(
     thinking: bool = False,
     oversize: str = "refuse",
     too_long: Mapping[int, RequestError] | None = None,
+    template: PromptTemplate = POLLUX_PROMPT,
 ) -> JobPlan:
     """Everything about a request's judgments that needs no task classifier, done before any item is classified:
     a request that will be refused is refused first, so that a classifier that fails or hangs cannot turn its 400
@@ -284,11 +289,11 @@ def plan_jobs(
         resolved.append(None if item.criteria == "auto" else tuple(criteria))
     _refuse_over(sum(len(c) for c in resolved if c is not None), max_judgments)
     budget = max_model_len - max_tokens - reserve
-    prefixes = _shared_prefixes(request, tokenizer, thinking=thinking, skip=too_long)
+    prefixes = _shared_prefixes(request, tokenizer, thinking=thinking, skip=too_long, template=template)
     too_long.update(_items_over_budget(prefixes, budget, max_model_len, max_tokens, oversize=oversize))
     plan = JobPlan(request=request, tokenizer=tokenizer, max_model_len=max_model_len, max_tokens=max_tokens,
                    reserve=reserve, max_judgments=max_judgments, thinking=thinking, oversize=oversize,
-                   resolved=tuple(resolved), prefixes=prefixes, too_long=too_long, jobs=(),
+                   template=template, resolved=tuple(resolved), prefixes=prefixes, too_long=too_long, jobs=(),
                    to_classify=tuple(i for i, c in enumerate(resolved) if c is None))
     named = [(i, criteria) for i, criteria in enumerate(resolved) if criteria is not None]
     return dataclasses.replace(plan, jobs=tuple(_judgments(plan, named)))
@@ -313,7 +318,8 @@ def _judgments(plan: JobPlan, items: list[tuple[int, tuple[ResolvedCriterion, ..
     for i, criteria in items:
         item = plan.request.items[i]
         if i in plan.too_long:
-            jobs += [Job(i, j, crit, "", [], too_long=plan.too_long[i].message) for j, crit in enumerate(criteria)]
+            jobs += [Job(i, j, crit, "", [], too_long=plan.too_long[i].message, template=plan.template)
+                     for j, crit in enumerate(criteria)]
             continue
         for j, crit in enumerate(criteria):
             fields = {
@@ -324,7 +330,8 @@ def _judgments(plan: JobPlan, items: list[tuple[int, tuple[ResolvedCriterion, ..
                 "rubrics": crit.rubrics,
             }
             pending.append((i, j, crit, fields))
-    all_ids = _criteria_ids(plan.tokenizer, pending, plan.prefixes, thinking=plan.thinking) if pending else []
+    all_ids = (_criteria_ids(plan.tokenizer, pending, plan.prefixes, thinking=plan.thinking, template=plan.template)
+               if pending else [])
     for (i, j, crit, fields), ids in zip(pending, all_ids):
         if len(ids) > budget:
             item = plan.request.items[i]
@@ -339,18 +346,15 @@ def _judgments(plan: JobPlan, items: list[tuple[int, tuple[ResolvedCriterion, ..
             )
             if plan.oversize != "fail":
                 raise error
-            jobs.append(Job(i, j, crit, fields, [], too_long=error.message))
+            jobs.append(Job(i, j, crit, fields, [], too_long=error.message, template=plan.template))
             continue
-        jobs.append(Job(i, j, crit, fields, ids))
+        jobs.append(Job(i, j, crit, fields, ids, template=plan.template))
     return jobs
 
 
-#: The part of a POLLUX prompt every criterion of an item shares: instruction, reference answer, answer.
-_SHARED_PART = RU_TEMPLATE[: RU_TEMPLATE.index("### Критерий оценки:")]
-
-
 def _criteria_ids(tokenizer: Any, pending: list[tuple[int, int, ResolvedCriterion, dict[str, str]]],
-                  prefixes: Mapping[int, tuple[str, list[int]]], *, thinking: bool) -> list[list[int]]:
+                  prefixes: Mapping[int, tuple[str, list[int]]], *, thinking: bool,
+                  template: PromptTemplate) -> list[list[int]]:
     """Each pending judgment's chat-wrapped prompt ids, without rendering any whole prompt but one per item.
 
     An item's shared part is tokenized already (``_shared_prefixes``); each criterion adds only its own part and the
@@ -362,15 +366,15 @@ def _criteria_ids(tokenizer: Any, pending: list[tuple[int, int, ResolvedCriterio
     wrapped = apply_chat(tokenizer, mark, thinking=thinking)
     opening = wrapped[: wrapped.find(mark)] if mark in wrapped else None
     closing = wrapped[wrapped.find(mark) + len(mark):] if mark in wrapped else None
-    probe = _SHARED_PART.format(instruction="x", answer="x", reference_answer="")
+    probe = template.shared_part.format(instruction="x", answer="x", reference_answer="")
     parts: dict[int, str] = {}
     whole: list[int] = []  # positions in pending that go the whole-text way
     checked: dict[int, bool] = {}
     for k, (i, _, crit, fields) in enumerate(pending):
-        part = _CRITERION_PART.format(criteria_name=crit.name, rubrics=crit.rubrics)
+        part = template.criterion_part.format(criteria_name=crit.name, rubrics=crit.rubrics)
         if i not in checked:  # the one whole prompt rendered for this item: its shared part wrapped verbatim
             checked[i] = (closing is not None and i in prefixes
-                          and apply_chat(tokenizer, render_prompt(fields), thinking=thinking)
+                          and apply_chat(tokenizer, template.render(fields), thinking=thinking)
                           == prefixes[i][0] + part + closing)
         # Each criterion's own end too, behind a short stand-in for the shared part: a template that trims its
         # content changes a rubric's trailing spaces, which the item's first criterion need not have.
@@ -384,15 +388,17 @@ def _criteria_ids(tokenizer: Any, pending: list[tuple[int, int, ResolvedCriterio
         for k, part_ids in zip(order, tokenizer([parts[k] for k in order], add_special_tokens=False)["input_ids"]):
             ids[k] = prefixes[pending[k][0]][1] + part_ids
     if whole:
-        texts = [apply_chat(tokenizer, render_prompt(pending[k][3]), thinking=thinking) for k in whole]
-        jobs = [(pending[k][0], pending[k][2], render_prompt(pending[k][3])) for k in whole]
-        for k, whole_ids in zip(whole, tokenize_sharing_prefixes(tokenizer, texts, jobs, known=prefixes)):
+        prompts = {k: template.render(pending[k][3]) for k in whole}
+        texts = [apply_chat(tokenizer, prompts[k], thinking=thinking) for k in whole]
+        jobs = [(pending[k][0], pending[k][2], prompts[k]) for k in whole]
+        for k, whole_ids in zip(whole, tokenize_sharing_prefixes(tokenizer, texts, jobs, known=prefixes,
+                                                                 template=template)):
             ids[k] = whole_ids
     return ids  # type: ignore[return-value]
 
 
-def _shared_prefixes(request: JudgeRequest, tokenizer: Any, *, thinking: bool,
-                     skip: Mapping[int, RequestError]) -> dict[int, tuple[str, list[int]]]:
+def _shared_prefixes(request: JudgeRequest, tokenizer: Any, *, thinking: bool, skip: Mapping[int, RequestError],
+                     template: PromptTemplate) -> dict[int, tuple[str, list[int]]]:
     """Per item, the chat-wrapped text every criterion's prompt starts with (the chat template's opening, then the
     instruction, reference answer and answer) and its token ids, tokenized in one call before any criterion's
     prompt is rendered. ``tokenize_sharing_prefixes`` reuses the ids where a prompt starts with that text."""
@@ -402,8 +408,9 @@ def _shared_prefixes(request: JudgeRequest, tokenizer: Any, *, thinking: bool,
     mark = "\x00shared part\x00"
     wrapped = apply_chat(tokenizer, mark, thinking=thinking)
     opening = wrapped[: wrapped.find(mark)] if mark in wrapped else ""
-    texts = [opening + _SHARED_PART.format(instruction=request.items[i].instruction, answer=request.items[i].answer,
-                                           reference_answer=request.items[i].reference_answer or "")
+    texts = [opening + template.shared_part.format(instruction=request.items[i].instruction,
+                                                   answer=request.items[i].answer,
+                                                   reference_answer=request.items[i].reference_answer or "")
              for i in order]
     ids = tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
     return {i: (text, item_ids) for i, text, item_ids in zip(order, texts, ids)}

@@ -38,10 +38,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from judge import (PROMPT_VERSION, JudgeResult, Scale, ScoreSource, VerdictError, VerdictFormat, apply_chat,
-                   parse_rationale, parse_verdict, render_rationale_target)
+from judge import (JudgeResult, Scale, ScoreSource, VerdictError, VerdictFormat, apply_chat, parse_rationale,
+                   parse_verdict, render_rationale_target)
 from judge.checkpoints import NEUTRAL_SAMPLING, JudgeKind
-from judge.prompts import PAIRWISE_PROMPT_VERSION
+from judge.prompts import PAIRWISE_PROMPT_VERSION, POLLUX_PROMPT, PromptTemplate
 from judge.criteria_auto import TaskChoice, TaskClassifier
 from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage, JudgmentUsage, LmVerdict, PairwiseRequest
 from serve.engine_client import EngineClient, EngineFailure, unreadable_answer
@@ -114,6 +114,8 @@ class JudgeSettings:
     head_input: str = "rationale_target"
     #: How the judge writes its verdict (``judge.VerdictFormat``): ``integer`` judges think, then answer an integer.
     verdict_format: str = VerdictFormat.TAGGED
+    #: The pointwise prompt it is asked with (``judge.checkpoints.prompt_template_and_why``); responses name its version.
+    template: PromptTemplate = POLLUX_PROMPT
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -286,6 +288,7 @@ class Judge:
             thinking=s.verdict_format == VerdictFormat.INTEGER,
             oversize=oversize,
             too_long=too_long,
+            template=s.template,
         )
         if plan.to_classify:
             choices = await self._choices(request, plan.to_classify)
@@ -340,7 +343,7 @@ class Judge:
                 task.cancel()
 
     def _response(self, items: list[JudgeResponseItem], results: list[JudgeResult],
-                  prompt_version: str = PROMPT_VERSION) -> JudgeResponse:
+                  prompt_version: str | None = None) -> JudgeResponse:
         s = self.settings
         prompt_tokens = sum(r.usage.prompt_tokens for r in results)
         completion_tokens = sum(r.usage.completion_tokens for r in results)
@@ -351,7 +354,7 @@ class Judge:
             model=s.model_name,
             judge_kind=s.kind,
             verdict_format=s.verdict_format,
-            prompt_version=prompt_version,
+            prompt_version=prompt_version or s.template.version,
             items=items,
             usage=JudgeResponseUsage(
                 judgments=len(results),

@@ -33,6 +33,7 @@ from typing import Callable
 import aiohttp
 
 from judge.plumbing.provenance import make_private_dir
+from judge.prompts import POLLUX_PROMPT, PromptTemplate
 from judge.wire import ModelLimits
 from serve.config import ServeConfig
 from serve.engine_client import EngineClient, EngineHttp, engine_session
@@ -73,6 +74,8 @@ class ServerState:
     #: engines answer: an attached engine may serve under another name and window than judge-serve's config says.
     engine_models: dict[str, str] = field(default_factory=dict)
     engine_windows: dict[str, int] = field(default_factory=dict)
+    #: The pointwise prompt the judge is asked with (``judge.checkpoints.prompt_template_and_why``, in ``create_app``).
+    template: PromptTemplate = POLLUX_PROMPT
 
     def engine_problem(self, role: str) -> str | None:
         """Why ``role``'s engine cannot take a request now, or None when it can."""
@@ -102,12 +105,11 @@ class ServerState:
 
 def _write_run_record(state: ServerState) -> None:
     """``run.json`` (``judge.plumbing.provenance``) in the log folder, with the layout and the engines' URLs, pids, commands."""
-    import judge
     from judge.plumbing.provenance import write_provenance
 
     assert state.log_dir is not None
     write_provenance(
-        state.log_dir, "judge-serve", state.config.to_dict(), prompt_version=judge.PROMPT_VERSION,
+        state.log_dir, "judge-serve", state.config.to_dict(), prompt_version=state.template.version,
         layout={k: str(v) if v is not None else None for k, v in vars(state.layout).items()},
         # pid: the engine's process group (its supervisor); its whole tree shares it. Rewritten after a restart.
         engines={role: {"url": e.url, "pid": e.pid, "command": e.command, "log": str(e.log_path) if e.log_path else None,
@@ -150,6 +152,7 @@ async def _bring_up(state: ServerState) -> None:
     settings = JudgeSettings(
         model_name=config.model_name,
         verdict_format=config.verdict_format,
+        template=state.template,
         kind=state.layout.kind,
         head_input=state.layout.head_input,
         engine_models=dict(state.engine_models),

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from judge.checkpoints import NEUTRAL_SAMPLING
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.retry import EndpointUnusable, RetryPolicy, is_transient, list_models, retryable_status, server_message
+from judge.prompts import POLLUX_PROMPT, PromptTemplate
 from judge.verdicts import VerdictError, VerdictFormat
 from judge.wire import CustomCriterion, JudgeItem, JudgeRequest, JudgeResponse, JudgeResult, ModelLimits, ScoreSource
 
@@ -102,7 +103,8 @@ def verdict_outcome(text: str | None, record, lenient: bool, *, verdict_format: 
 class ChatBackend:
     """One ``/v1/chat/completions`` request per record (vLLM, judge-serve's passthrough, OpenAI-compatible APIs).
 
-    With the Russian POLLUX prompt, requests carry ``judge.checkpoints.NEUTRAL_SAMPLING`` (so vLLM takes no penalty or
+    The Russian prompt is ``template``'s (``judge.checkpoints.prompt_template_and_why``: the released Pollux-4B-Judge
+    is asked with its own). With it, requests carry ``judge.checkpoints.NEUTRAL_SAMPLING`` (so vLLM takes no penalty or
     top-k from the checkpoint's ``generation_config.json``), and requests to a ``tagged`` judge ``chat_template_kwargs:
     {"enable_thinking": false}``: the server renders the chat template with thinking off, as ``judge.apply_chat`` does
     (Qwen3 judges; ChatML ignores it). An ``integer`` judge (``Pollux-4B-Judge``) keeps thinking on: its reasoning
@@ -115,15 +117,17 @@ class ChatBackend:
         model: the model name to send.
         config: the run's settings (prompt language, verdict format, max_tokens, temperature, timeout, lenient,
             extra_body).
+        template: the Russian prompt's template (``prompt: ru``).
     """
 
-    def __init__(self, base_url: str, api_key: str, model: str, config: RunConfig):
+    def __init__(self, base_url: str, api_key: str, model: str, config: RunConfig,
+                 template: PromptTemplate = POLLUX_PROMPT):
         import openai
 
         # Retries are the runner's (with its own backoff and accounting), so the SDK's are off.
         self.client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "EMPTY", max_retries=0,
                                          timeout=config.timeout_s)
-        self.model, self.config = model, config
+        self.model, self.config, self.template = model, config, template
         self.name = config.name or model
 
     def batches(self, records: Sequence) -> list[list]:
@@ -132,7 +136,7 @@ class ChatBackend:
     def prompt(self, record) -> str:
         import judge
 
-        return judge.render_prompt_en(record) if self.config.prompt == "en" else judge.render_prompt(record)
+        return judge.render_prompt_en(record) if self.config.prompt == "en" else self.template.render(record)
 
     async def judge(self, batch: Sequence) -> list[dict[str, Any]]:
         import judge
@@ -186,8 +190,8 @@ _PROBE_RECORD = _ProbeRecord()
 class JudgeServeBackend:
     """judge-serve's ``POST /v1/judge``: all criteria of one (instruction, answer) in one request.
 
-    Each record's criterion is sent as a custom ``{name, rubrics}`` so the server renders exactly the prompt
-    ``judge.render_prompt(record)`` gives. The response's per-criterion result carries the score and its source:
+    Each record's criterion is sent as a custom ``{name, rubrics}`` so the server renders exactly the prompt its
+    judge's template (``judge.checkpoints.prompt_template_and_why``) gives for the record. The response's per-criterion result carries the score and its source:
     ``verdict`` for seq2seq judges, ``regression_head`` (real-valued) for regression judges (``judge.ScoreSource``);
     each result is read as the contract's ``judge.JudgeResult``.
 

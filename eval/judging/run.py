@@ -26,8 +26,10 @@ instead of writing a failed row per item. Keys: ``judge.plumbing.api_keys.KEY_RU
 absolute (``resolved_paths``), so ``judge-eval score`` finds the data from any directory.
 
 The judge's verdict format (``judge.VerdictFormat``: ``tagged`` or ``integer``, ``Pollux-4B-Judge``) follows from the
-checkpoint or the model id unless ``verdict_format`` is set. Data whose rows carry ``answer_1``/``answer_2`` is judged
-pairwise (``eval.pairwise.judging``: every pair in both orders by default, into ``pairwise_predictions.jsonl``).
+checkpoint or the model id unless ``verdict_format`` is set, and the Russian prompt's template from the format and the
+checkpoint's export manifest (``resolve_prompt_template``: the released Pollux-4B-Judge is asked with its own). Data
+whose rows carry ``answer_1``/``answer_2`` is judged pairwise (``eval.pairwise.judging``: every pair in both orders by
+default, into ``pairwise_predictions.jsonl``).
 """
 
 
@@ -52,6 +54,7 @@ from eval.pairwise.judging import (ORDERS, PAIRWISE_PREDICTIONS, is_pairwise_dat
                                    pending_judgments)
 from judge.plumbing.api_keys import client_api_key
 from judge.checkpoints import is_hub_id
+from judge.prompts import PromptTemplate
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.journal import JournalWriter
 from judge.plumbing.provenance import write_provenance
@@ -218,6 +221,17 @@ def resolve_verdict_format(setting: str, judge_ref: str, model: str) -> str:
                "no model id names Pollux-4B-Judge: the 7B/32B judges' format")
     log.info("verdict format %s (%s); --verdict-format overrides it", fmt, why)
     return fmt
+
+
+def resolve_prompt_template(verdict_format: str, judge_ref: str) -> tuple[PromptTemplate, str]:
+    """The Russian pointwise template a chat request asks the judge with, and why
+    (``judge.checkpoints.prompt_template_and_why``): from its verdict format and a checkpoint folder's export
+    manifest; a judge reached by URL or hub id shows none (an integer-format one is then the released
+    Pollux-4B-Judge, as ``resolve_verdict_format`` reads such a judge by its id)."""
+    from judge.checkpoints import prompt_template_and_why, read_manifest
+
+    folder = not judge_ref.startswith(("http://", "https://")) and Path(judge_ref).is_dir()
+    return prompt_template_and_why(verdict_format, read_manifest(judge_ref) if folder else {})
 
 
 def run(config: RunConfig, *, max_tokens_chosen: bool = True) -> dict[str, Any]:
@@ -416,6 +430,12 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
             (model,) = written_judges
         config.name = config.name or model
         config.verdict_format = resolve_verdict_format(config.verdict_format, judge_ref, model)
+        template, why = resolve_prompt_template(config.verdict_format, judge_ref)
+        prompt_version = template.version
+        if kind == "judge-serve" and limits.prompt_version:  # judge-serve renders the prompts, and says with which
+            prompt_version, why = limits.prompt_version, "judge-serve renders the prompts; its GET /v1/models says so"
+        if not pairwise and config.prompt == "ru":
+            log.info("prompt template %s (%s)", prompt_version, why)
         others = written_judges - {config.name}
         if others:
             raise ConfigError(f"out: {predictions} holds predictions of {sorted(map(str, others))}, not of "
@@ -425,7 +445,7 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
                                                               "max_tokens_requested": requested_max_tokens,
                                                               "max_tokens_adopted": adopted_max_tokens},
                          prompt_version=(judge.prompts.PAIRWISE_PROMPT_VERSION if pairwise else
-                                         judge.PROMPT_VERSION_EN if config.prompt == "en" else judge.PROMPT_VERSION))
+                                         judge.PROMPT_VERSION_EN if config.prompt == "en" else prompt_version))
         counts = {"written": 0, "parse_failed": 0, "request_failed": 0}
         if todo and pairwise:
             log.info("judging %d pairwise judgments (%d already done) with %s via %s", len(todo), n_done, model, kind)
@@ -435,7 +455,7 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
         elif todo:
             log.info("judging %d items (%d already done) with %s via %s", len(todo), len(done), model, kind)
             backend: JudgeBackend = (JudgeServeBackend(root_of(base_url), api_key, model, config) if kind == "judge-serve"
-                                     else ChatBackend(base_url, api_key, model, config))
+                                     else ChatBackend(base_url, api_key, model, config, template))
             counts = asyncio.run(_judge_all(backend, todo, config, predictions))
     if not predictions.exists():
         predictions.touch()

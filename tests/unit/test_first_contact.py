@@ -446,8 +446,8 @@ def test_max_tokens_fitted_to_what_the_server_allows(requested, limits, route, f
 
 def test_judge_serve_model_entries_carry_its_caps(tiny_causal_dir, monkeypatch):
     """judge-serve (the app, in front of an attached stand-in engine) answers GET /v1/models and /v1/models/{id} with
-    the engine's entry, max_model_len included, plus its own judge_max_tokens and max_proxy_tokens
-    (judge.wire.ModelLimits), which a client reads back as they were configured."""
+    the engine's entry, max_model_len included, plus its own judge_max_tokens and max_proxy_tokens and the prompt
+    version its /v1/judge renders (judge.wire.ModelLimits), which a client reads back as they were configured."""
 
     from fastapi.testclient import TestClient
 
@@ -472,9 +472,10 @@ def test_judge_serve_model_entries_carry_its_caps(tiny_causal_dir, monkeypatch):
             listed = http.get("/v1/models", headers=auth).json()["data"]
             one = http.get("/v1/models/attached", headers=auth).json()
     assert listed == [{"id": "attached", "object": "model", "created": 0, "owned_by": "vllm", "max_model_len": 2048,
-                       "judge_max_tokens": 256, "max_proxy_tokens": 1000}]
+                       "judge_max_tokens": 256, "max_proxy_tokens": 1000, "prompt_version": "pollux-ru-v2"}]
     assert one == listed[0]
-    assert ModelLimits.from_entry(one) == ModelLimits(max_model_len=2048, judge_max_tokens=256, max_proxy_tokens=1000)
+    assert ModelLimits.from_entry(one) == ModelLimits(max_model_len=2048, judge_max_tokens=256, max_proxy_tokens=1000,
+                                                      prompt_version="pollux-ru-v2")
 
 
 def _reasoning_judge(max_model_len: int) -> ScriptedEndpoint:

@@ -263,32 +263,152 @@ def test_judge_serve_logs_the_verdict_format_it_chose_and_why(tmp_path, caplog):
                     f"verdict format tagged for {root} (verdict_format is set)"]
 
 
-def test_the_4b_native_pointwise_prompt_is_the_russian_prompt_and_one_newline():
-    """Pollux-4B-Judge's own clients end the Russian prompt in a newline after the rubric: ai-forever/POLLUX
-    demo/serve_pollux_demo.py lines 24-38 ("Original Pollux prompt (Russian headers, model's native format)",
-    commented out: "# " removed, a bare "#" blank, the closing quotes on line 38) and MERA-Evaluation/MERA
-    benchmark_tasks/pollux_human_centric/utils.py (POLLUX_JUDGE_PROMPT, the Pollux-4B-Judge task). judge.render_prompt
-    (prompts/test_pollux.txt, the 7B/32B judges') has no such newline, and judge-serve renders every judge with it:
-    the 4B's prompt lacks that one byte, a stated deviation (docs/fidelity.md). Written out here line by line."""
-    native_4b = (
+def _native_4b(instruction: str, reference: str, answer: str, criterion: str, rubrics: str) -> str:
+    """Pollux-4B-Judge's own pointwise prompt over the fields, written out as its clients' template reads:
+    ai-forever/POLLUX demo/serve_pollux_demo.py lines 24-38 ("Original Pollux prompt (Russian headers, model's native
+    format)", commented out: "# " removed, a bare "#" blank, the closing quotes on line 38) and MERA-Evaluation/MERA
+    benchmark_tasks/pollux_human_centric/utils.py (POLLUX_JUDGE_PROMPT, the Pollux-4B-Judge task)."""
+    return (
         "### Задание для оценки:\n"  # line 24, after 'POINTWISE_TEMPLATE = """'
-        "INSTR\n"  # 25 {instruction}
+        f"{instruction}\n"  # 25 {instruction}
         "\n"  # 26
         "### Эталонный ответ:\n"  # 27
-        "REF\n"  # 28 {reference_answer}
+        f"{reference}\n"  # 28 {reference_answer}
         "\n"  # 29
         "### Ответ для оценки:\n"  # 30
-        "ANS\n"  # 31 {answer}
+        f"{answer}\n"  # 31 {answer}
         "\n"  # 32
         "### Критерий оценки:\n"  # 33
-        "CRIT\n"  # 34 {criteria_name}
+        f"{criterion}\n"  # 34 {criteria_name}
         "\n"  # 35
         "### Шкала оценивания по критерию:\n"  # 36
-        "RUBRICS\n"  # 37 {criteria_rubrics}, then the closing quotes on line 38
+        f"{rubrics}\n"  # 37 {criteria_rubrics}, then the closing quotes on line 38
     )
+
+
+def test_the_4b_native_pointwise_prompt_is_the_russian_prompt_and_one_newline():
+    """Pollux-4B-Judge's own clients end the Russian prompt in a newline after the rubric (``_native_4b``);
+    judge.render_prompt (prompts/test_pollux.txt, the 7B/32B judges' and judge-train's exports') has no such newline.
+    The 4B is asked with its own: judge.prompts.POLLUX_4B_PROMPT renders it byte for byte."""
+    native_4b = _native_4b("INSTR", "REF", "ANS", "CRIT", "RUBRICS")
     fields = {"instruction": "INSTR", "reference_answer": "REF", "answer": "ANS", "criteria_name": "CRIT",
               "rubrics": "RUBRICS"}
     assert judge.render_prompt(fields) + "\n" == native_4b
+    assert judge.prompts.POLLUX_4B_PROMPT.render(fields) == native_4b
+    assert judge.prompts.POLLUX_4B_PROMPT.version == "pollux-ru-4b-v1"
+
+
+#: An export manifest as train/export.py writes it for an integer-format judge (judge.checkpoints.write_manifest).
+INTEGER_EXPORT = {"mode": "seq2seq", "prompt_version": "pollux-ru-v2", "generator": ".", "score_head": None,
+                  "verdict_format": "integer"}
+#: (folder, config.json, manifest, served name): the released 4B by its folder, a renamed 4B copy (Qwen3, no
+#: manifest), an integer export of judge-train fine-tuned from the 4B (its _name_or_path names it), the 7B release.
+CHECKPOINTS = {
+    "released-4b": ("Pollux-4B-Judge", {"model_type": "qwen3"}, None, "judge"),
+    "renamed-4b": ("sft-final", {"model_type": "qwen3"}, None, "judge"),
+    "integer-export": ("my-judge", {"model_type": "qwen3", "_name_or_path": "ai-forever/Pollux-4B-Judge"},
+                       INTEGER_EXPORT, "Pollux-4B-Judge"),
+    "7b": ("pollux-judge-7b", {"model_type": "qwen2"}, None, "judge"),
+}
+
+
+@pytest.mark.parametrize(("checkpoint", "verdict_format", "version", "newline"), [
+    ("released-4b", "integer", "pollux-ru-4b-v1", True), ("renamed-4b", "integer", "pollux-ru-4b-v1", True),
+    ("integer-export", "integer", "pollux-ru-v2", False), ("7b", "tagged", "pollux-ru-v2", False),
+])  # fmt: skip
+def test_judge_serves_jobs_ask_a_released_4b_with_its_native_prompt_and_others_with_theirs(
+        tmp_path, qwen3_tokenizer, checkpoint, verdict_format, version, newline):
+    """A released 4B (an integer-format checkpoint without an export manifest) is asked with its own prompt through
+    judge-serve's build_jobs, byte for byte as POLLUX's demo writes it, in the Qwen3 chat template with thinking on;
+    an export keeps the template its manifest names (pollux-ru-v2, without the newline), and the 7B/32B releases the
+    POLLUX prompt. The choice is judge.checkpoints.prompt_template_and_why, from the checkpoint's format and manifest."""
+    from judge.checkpoints import EXPORT_MANIFEST, prompt_template_and_why, read_manifest, verdict_format_and_why
+    from judge.wire import JudgeRequest
+    from serve.jobs import build_jobs
+
+    name, config, manifest, served = CHECKPOINTS[checkpoint]
+    root = tmp_path / name
+    root.mkdir()
+    (root / "config.json").write_text(json.dumps(config))
+    if manifest is not None:
+        (root / EXPORT_MANIFEST).write_text(json.dumps(manifest))
+    fmt, _ = verdict_format_and_why(root, served)
+    template, _ = prompt_template_and_why(fmt, read_manifest(root))
+    assert (fmt, template.version) == (verdict_format, version)
+    criterion = {"name": "Грамотность", "rubrics": "0: ошибки\n\n1: без ошибок"}
+    request = JudgeRequest.model_validate({"items": [{"instruction": "Напиши стих.", "answer": "Роза красная.\n",
+                                                      "reference_answer": "Эталон", "criteria": [criterion]}]})
+    integer = fmt == "integer"
+    (job,) = build_jobs(request, qwen3_tokenizer, max_model_len=4096, max_tokens=512, thinking=integer,
+                        template=template)
+    native = _native_4b("Напиши стих.", "Эталон", "Роза красная.\n", "Грамотность", "0: ошибки\n\n1: без ошибок")
+    assert job.prompt == (native if newline else native[:-1])
+    thinking_off = "" if integer else "<think>\n\n</think>\n\n"
+    chat = f"<|im_start|>user\n{job.prompt}<|im_end|>\n<|im_start|>assistant\n{thinking_off}"
+    assert job.prompt_ids == qwen3_tokenizer(chat, add_special_tokens=False)["input_ids"]
+
+
+@pytest.mark.parametrize(("manifest", "version", "newline"), [(None, "pollux-ru-4b-v1", True),
+                                                             (INTEGER_EXPORT, "pollux-ru-v2", False)],
+                         ids=["released-4b", "integer-export"])
+def test_judge_serve_asks_a_released_4b_with_its_native_prompt_on_judge_and_get_reward(
+        tiny_causal_dir, tmp_path, monkeypatch, manifest, version, newline):
+    """judge-serve (the app, in front of a scripted engine) serving Pollux-4B-Judge (no export manifest) sends the
+    engine the 4B's own prompt, byte for byte as POLLUX's demo writes it, on /v1/judge and on /get_reward alike, and
+    says pollux-ru-4b-v1 wherever it names its prompt (each response, GET /v1/models, run.json); an integer export
+    served under the same name keeps the prompt its manifest names, pollux-ru-v2, without the newline."""
+    import shutil
+
+    from fastapi.testclient import TestClient
+
+    from judge.checkpoints import EXPORT_MANIFEST
+    from serve.app import create_app
+    from serve.config import ServeConfig
+    from tests.support.scripted_endpoint import ScriptedEndpoint
+    from tests.support.serve_in_process import await_bring_up
+
+    root = tmp_path / "ckpt"
+    shutil.copytree(tiny_causal_dir, root, ignore=shutil.ignore_patterns("*.safetensors", "*.bin"))
+    if manifest is not None:
+        (root / EXPORT_MANIFEST).write_text(json.dumps(manifest))
+
+    def respond_get(path: str) -> tuple:
+        if path == "/v1/models":
+            return 200, {"object": "list", "data": [{"id": "Pollux-4B-Judge", "object": "model", "max_model_len": 2048}]}
+        return (200, {}) if path == "/health" else (404, {"detail": "Not Found"})
+
+    def completions(path: str, body: dict) -> tuple:  # the 4B's answer: its reasoning, then the integer
+        return 200, {"choices": [{"text": "<think>\nБез ошибок.\n</think>\n\n1", "finish_reason": "stop"}],
+                     "usage": {"prompt_tokens": 10, "completion_tokens": 5}}
+
+    criterion = {"name": "Грамотность", "rubrics": "0: ошибки\n\n1: без ошибок"}
+    label = {"instruction": "Напиши стих о весне.", "reference_answer": "Эталон", "criteria": [criterion]}
+    policy_prompt = "<|im_start|>user\nНапиши стих о весне.<|im_end|>\n<|im_start|>assistant\n"
+    auth = {"Authorization": "Bearer k"}
+    monkeypatch.setenv("VLLM_API_KEY", "engine-key")
+    with ScriptedEndpoint(completions, respond_get=respond_get) as engine:
+        config = ServeConfig(model=str(root), served_model_name="Pollux-4B-Judge", generator_url=engine.url,
+                             max_model_len=2048, max_tokens=128, api_key="k", log_dir=str(tmp_path / "logs")).validate()
+        with TestClient(create_app(config), base_url="http://localhost") as http:
+            await_bring_up(http)
+            assert http.get("/ready").status_code == 200, http.get("/health").text
+            judged = http.post("/v1/judge", headers=auth, json={"items": [{**label, "answer": "Весна пришла."}]})
+            rewarded = http.post("/get_reward", headers=auth, json={
+                "query": [policy_prompt + "Весна пришла.<|im_end|>"], "prompts": [policy_prompt], "labels": [label]})
+            (entry,) = http.get("/v1/models", headers=auth).json()["data"]
+            tokenizer = http.app.state.serve.judge.tokenizer
+    assert judged.status_code == 200, judged.text
+    assert judged.json()["prompt_version"] == version and judged.json()["verdict_format"] == "integer"
+    assert judged.json()["items"][0]["results"][0]["score"] == 1
+    assert rewarded.status_code == 200 and rewarded.json()["rewards"] == [1.0], rewarded.text
+    native = _native_4b("Напиши стих о весне.", "Эталон", "Весна пришла.", "Грамотность", "0: ошибки\n\n1: без ошибок")
+    prompt = native if newline else native[:-1]
+    chat = f"<|im_start|>user\n{prompt}<|im_end|>\n<|im_start|>assistant\n"  # ChatML, thinking on (no empty block)
+    sent = [body["prompt"] for body in engine.bodies("/v1/completions")]
+    assert sent == [tokenizer(chat, add_special_tokens=False)["input_ids"]] * 2  # /v1/judge's, then /get_reward's
+    assert tokenizer.decode(sent[0]) == chat
+    assert entry["prompt_version"] == version
+    assert json.loads((tmp_path / "logs" / "run.json").read_text(encoding="utf-8"))["prompt_version"] == version
 
 
 # ---- judge-eval run against a server answering as `vllm serve ai-forever/Pollux-4B-Judge --reasoning-parser qwen3`
@@ -312,9 +432,10 @@ def _reasoning_reply(content: str | None, reasoning: str | None, finish_reason: 
 
 def test_judge_eval_run_reads_every_pollux_4b_verdict_with_no_extra_flag(tmp_path):
     """`judge-eval run --judge URL --model ai-forever/Pollux-4B-Judge` picks the integer format from the model id:
-    each request is the POLLUX prompt with thinking left on (no chat_template_kwargs), 1024 new tokens and the
-    sampling fields stated neutral; every answer is read, its reasoning kept as feedback; a reply cut inside its
-    reasoning is a counted failure."""
+    each request is the 4B's own prompt (byte for byte as POLLUX's demo writes it: the POLLUX prompt and one newline)
+    with thinking left on (no chat_template_kwargs), 1024 new tokens and the sampling fields stated neutral; every
+    answer is read, its reasoning kept as feedback; a reply cut inside its reasoning is a counted failure; run.json
+    and metrics.json name the prompt pollux-ru-4b-v1."""
     from eval.cli import main
     from eval.judging.predictions import read_predictions
     from tests.support.scripted_endpoint import ScriptedEndpoint
@@ -322,7 +443,9 @@ def test_judge_eval_run_reads_every_pollux_4b_verdict_with_no_extra_flag(tmp_pat
     records = judge.load_records(judge.sample_data_path())[:8]
     data = judge.write_jsonl(records, tmp_path / "data.jsonl")
     scores = {r.id: judge.scale_of(r.rubrics).max for r in records}
-    prompt_of = {judge.render_prompt(r): r for r in records}
+    native = {r.id: _native_4b(r.instruction, r.reference_answer or "", r.answer, r.criteria_name, r.rubrics)
+              for r in records}
+    prompt_of = {native[r.id]: r for r in records}
     cut = records[-1].id
 
     def respond(path: str, body: dict) -> tuple[int, dict]:
@@ -338,7 +461,7 @@ def test_judge_eval_run_reads_every_pollux_4b_verdict_with_no_extra_flag(tmp_pat
                 "--no-progress"]
         assert main(argv) == 0
     sent = sorted(server.bodies("/v1/chat/completions"), key=lambda b: b["messages"][0]["content"])
-    assert sent == sorted(({"model": HUB_ID, "messages": [{"role": "user", "content": judge.render_prompt(r)}],
+    assert sent == sorted(({"model": HUB_ID, "messages": [{"role": "user", "content": native[r.id]}],
                             "max_tokens": 1024, "temperature": 0.0, **NEUTRAL} for r in records),
                           key=lambda b: b["messages"][0]["content"])  # fmt: skip
     rows = {row["id"]: row for row in read_predictions(tmp_path / "run")}
@@ -350,19 +473,52 @@ def test_judge_eval_run_reads_every_pollux_4b_verdict_with_no_extra_flag(tmp_pat
     assert (rows[cut]["parse_ok"], rows[cut]["score"], rows[cut]["error"]) == (False, None, "unclosed_think")
     assert rows[cut]["feedback"] == "Проверяю ответ по шкале и"
     run_info = json.loads((tmp_path / "run" / "run.json").read_text(encoding="utf-8"))
-    assert run_info["config"]["verdict_format"] == "integer"
+    assert run_info["config"]["verdict_format"] == "integer" and run_info["prompt_version"] == "pollux-ru-4b-v1"
     # Scored: POLLUX's repository evaluator reads "[RESULT] n" tags, which this judge never writes; it would report
     # every output unscored (format_acc 0) under POLLUX's name, so it is left out and the report says why.
     assert main(["score", "--predictions", str(tmp_path / "run"), "--n-boot", "0", "--no-plots"]) == 0
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text(encoding="utf-8"))
     assert "pollux_official" not in metrics and metrics["run"]["verdict_format"] == "integer"
+    assert metrics["run"]["prompt_version"] == "pollux-ru-4b-v1"
     assert metrics["splits"]["all"]["overall"]["n_failed"] == 1
     report = (tmp_path / "run" / "report.md").read_text(encoding="utf-8")
     assert "Not computed: it reads the score after a `[RESULT]` tag, and this judge answers with a bare integer" in report
 
 
+def test_judge_eval_through_judge_serve_records_the_prompt_judge_serve_says_it_renders(tmp_path):
+    """Through judge-serve's /v1/judge the server renders the prompts: judge-eval's run.json records the prompt
+    version judge-serve's GET /v1/models entry names (pollux-ru-4b-v1 for a released 4B it serves under any name),
+    not the one its own rule would give a model id naming no 4B (pollux-ru-v2)."""
+    from eval.cli import main
+    from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage
+    from tests.support.scripted_endpoint import ScriptedEndpoint
+
+    record = judge.load_records(judge.sample_data_path())[0]
+    data = judge.write_jsonl([record], tmp_path / "data.jsonl")
+
+    def respond(path: str, body: dict) -> tuple:
+        if not body:  # the backend probe: judge-serve answers an empty body 400
+            return 400, {"error": {"message": "items: required field is missing"}}
+        results = [judge.JudgeResult(criterion=c["name"], criterion_id=None, scale=[0, 1, 2], score=1.0, parse_ok=True,
+                                     score_source="verdict", output="1") for c in body["items"][0]["criteria"]]
+        return 200, JudgeResponse("judge-1", "judge.result", 0, "judge", "seq2seq", "integer", "pollux-ru-4b-v1",
+                                  [JudgeResponseItem(0, record.id, results)],
+                                  JudgeResponseUsage(len(results), len(results), 0, 0, 0)).to_json()
+
+    def respond_get(path: str) -> tuple:
+        return 200, {"object": "list", "data": [{"id": "judge", "object": "model", "max_model_len": 4096,
+                                                 "judge_max_tokens": 1024, "prompt_version": "pollux-ru-4b-v1"}]}
+
+    with ScriptedEndpoint(respond, respond_get=respond_get) as server:
+        assert main(["run", "--judge", server.base_url, "--data", str(data), "--out", str(tmp_path / "run"),
+                     "--no-progress"]) == 0
+    run_info = json.loads((tmp_path / "run" / "run.json").read_text(encoding="utf-8"))
+    assert (run_info["backend"], run_info["prompt_version"]) == ("judge-serve", "pollux-ru-4b-v1")
+
+
 def test_explicit_tagged_format_overrides_the_model_id(tmp_path):
-    """--verdict-format tagged wins over the id: the request switches thinking off and a bare integer is no verdict."""
+    """--verdict-format tagged wins over the id: the request switches thinking off, asks with the POLLUX prompt (the
+    7B/32B judges', no trailing newline; run.json says pollux-ru-v2), and a bare integer is no verdict."""
     from eval.cli import main
     from eval.judging.predictions import read_predictions
     from tests.support.scripted_endpoint import ScriptedEndpoint
@@ -375,6 +531,8 @@ def test_explicit_tagged_format_overrides_the_model_id(tmp_path):
                      str(tmp_path / "run"), "--no-progress", "--verdict-format", "tagged"]) == 0
     (body,) = server.bodies("/v1/chat/completions")
     assert body["chat_template_kwargs"] == {"enable_thinking": False}
+    assert body["messages"] == [{"role": "user", "content": judge.render_prompt(record)}]
+    assert json.loads((tmp_path / "run" / "run.json").read_text(encoding="utf-8"))["prompt_version"] == "pollux-ru-v2"
     (row,) = read_predictions(tmp_path / "run")
     assert (row["parse_ok"], row["error"]) == (False, "no_result")
 

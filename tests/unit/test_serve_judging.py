@@ -8,7 +8,6 @@ import re
 import pytest
 
 import judge
-import serve.jobs
 from judge import Scale
 from serve.jobs import build_jobs
 from serve.judging import verdict_regex
@@ -131,7 +130,9 @@ def test_prompt_longer_than_context_is_a_clear_error(qwen_tokenizer, monkeypatch
         build_jobs(request, qwen_tokenizer, max_model_len=512, max_tokens=64)
     assert err.value.param == "items[1].criteria[0]" and err.value.code == "context_length_exceeded"
     rendered = []
-    monkeypatch.setattr(serve.jobs, "render_prompt", lambda fields: rendered.append(fields) or judge.render_prompt(fields))
+    render = judge.prompts.PromptTemplate.render
+    monkeypatch.setattr(judge.prompts.PromptTemplate, "render",
+                        lambda self, fields, clean=False: rendered.append(fields) or render(self, fields, clean))
     many = parse_judge_request({"items": [GOOD_ITEM, {**GOOD_ITEM, "answer": "слово " * 600,
                                                       "criteria": ["Креативность"] * 128}]})
     with pytest.raises(RequestError) as err:
@@ -296,7 +297,7 @@ def test_an_answer_that_cannot_fit_is_refused_before_anything_is_rendered(qwen_t
 
     assert jobs.max_token_chars(qwen_tokenizer) == 128
     rendered = []
-    monkeypatch.setattr(jobs, "render_prompt", lambda fields: rendered.append(fields) or "")
+    monkeypatch.setattr(judge.prompts.PromptTemplate, "render", lambda self, fields, clean=False: rendered.append(fields) or "")
     criteria = [{"name": f"c{k}", "rubrics": "0: нет\n1: да"} for k in range(64)]
     request = parse_judge_request({"items": [{"instruction": "Ответь", "answer": "я" * (1 << 20), "criteria": criteria}]})
     settings = judging.JudgeSettings(model_name="tiny", kind=JudgeKind.SEQ2SEQ, engine_models={"generator": "gen"},
@@ -326,11 +327,20 @@ ANSWER_ENDINGS = ["Роза красная", "Конец.  ", "Вопрос?!\n"
                   "код: `x = 1`\n\n###", "1234567", "слово   \n \n"]  # fmt: skip
 
 
+#: (template, tokenizer fixture, thinking): the POLLUX prompt as the 7B/32B judges and exports get it, and the released
+#: Pollux-4B-Judge's own (one newline longer) as it gets it, Qwen3's template with thinking on.
+TEMPLATES = [(judge.prompts.POLLUX_PROMPT, "qwen_tokenizer", False),
+             (judge.prompts.POLLUX_4B_PROMPT, "qwen3_tokenizer", True)]
+
+
+@pytest.mark.parametrize(("template", "tokenizer", "thinking"), TEMPLATES, ids=["pollux-ru-v2", "pollux-ru-4b-v1"])
 @pytest.mark.parametrize("ending", ANSWER_ENDINGS, ids=range(len(ANSWER_ENDINGS)))
-def test_the_shared_prefix_tokenized_once_gives_the_whole_prompts_ids(qwen_tokenizer, ending):
+def test_the_shared_prefix_tokenized_once_gives_the_whole_prompts_ids(request, template, tokenizer, thinking, ending):
     """Tokenizing an item's shared part once and each criterion's part apart gives exactly the ids of tokenizing each
     whole chat-wrapped prompt, whatever the answer ends with (spaces, punctuation, newlines, emoji, a combining
-    mark, a '###' of its own) and for taxonomy and custom criteria alike."""
+    mark, a '###' of its own), for taxonomy and custom criteria alike, and for both pointwise templates (the 4B's
+    criterion part ends in a newline, next to the chat template's end of turn)."""
+    qwen_tokenizer = request.getfixturevalue(tokenizer)
 
     criteria = ["Креативность", "Грамотность", {"name": "Своя", "rubrics": "0: нет\n\n1: да"}]
     body = {"items": [{"instruction": "Напиши стих", "answer": "Начало. " + ending, "criteria": criteria},
@@ -348,11 +358,14 @@ def test_the_shared_prefix_tokenized_once_gives_the_whole_prompts_ids(qwen_token
             return qwen_tokenizer(texts, **kwargs)
 
     spy = Spy()
-    jobs = build_jobs(parse_judge_request(body), spy, max_model_len=4096, max_tokens=64)
+    jobs = build_jobs(parse_judge_request(body), spy, max_model_len=4096, max_tokens=64, thinking=thinking,
+                      template=template)
     assert len(jobs) == 5
     assert sum("Напиши стих" in text for text in spy.texts) == 1  # the first item's shared part, tokenized once
     for job in jobs:
-        whole = qwen_tokenizer(judge.apply_chat(qwen_tokenizer, job.prompt), add_special_tokens=False)["input_ids"]
+        assert job.prompt == template.render(job.text)
+        chat = judge.apply_chat(qwen_tokenizer, job.prompt, thinking=thinking)
+        whole = qwen_tokenizer(chat, add_special_tokens=False)["input_ids"]
         assert job.prompt_ids == whole, job.criterion.name
 
 

@@ -30,8 +30,8 @@ def tiny_pollux_4b(tmp_path_factory) -> Path:
 
 
 def test_judge_serve_serves_a_qwen3_judge_in_the_integer_format(tiny_pollux_4b, tmp_path, monkeypatch):
-    """judge-serve on a folder named Pollux-4B-Judge picks the integer format: the prompt is rendered with thinking
-    on; each /v1/judge result is exactly judge.parse_integer_verdict of its output (reasoning as feedback); the chat
+    """judge-serve on a folder named Pollux-4B-Judge picks the integer format: the prompt is the 4B's own
+    (pollux-ru-4b-v1: the POLLUX prompt and one newline), rendered with thinking on; each /v1/judge result is exactly judge.parse_integer_verdict of its output (reasoning as feedback); the chat
     passthrough answers with `reasoning` apart (--reasoning-parser qwen3); and `judge-eval run` against it writes
     the server's verdicts as predictions, with no extra flag."""
     import httpx
@@ -45,7 +45,9 @@ def test_judge_serve_serves_a_qwen3_judge_in_the_integer_format(tiny_pollux_4b, 
     item = {"id": "q1", "instruction": "Напиши четверостишие про осень.", "answer": "Листья падают.",
             "reference_answer": ""}
     criterion = {"name": "Вежливость", "rubrics": "0: грубо\n\n1: вежливо"}
-    prompt = judge.render_prompt({**item, "criteria_name": criterion["name"], "rubrics": criterion["rubrics"]})
+    prompt = judge.prompts.POLLUX_4B_PROMPT.render({**item, "criteria_name": criterion["name"],
+                                                    "rubrics": criterion["rubrics"]})
+    assert prompt == judge.render_prompt({**item, "criteria_name": criterion["name"], "rubrics": criterion["rubrics"]}) + "\n"
     thinking_on = judge.apply_chat(tokenizer, prompt, thinking=True)
     assert thinking_on.endswith("<|im_start|>assistant\n")  # no empty <think></think>: the judge may reason
     n_prompt = len(tokenizer(thinking_on, add_special_tokens=False)["input_ids"])
@@ -59,6 +61,7 @@ def test_judge_serve_serves_a_qwen3_judge_in_the_integer_format(tiny_pollux_4b, 
         assert response.status_code == 200, response.text
         body = response.json()
         assert (body["verdict_format"], body["usage"]["prompt_tokens"]) == ("integer", n_prompt)
+        assert body["prompt_version"] == "pollux-ru-4b-v1"
         (result,) = body["items"][0]["results"]
         expected = parse_integer_verdict(result["output"], None, Scale((0, 1)))
         assert (result["parse_ok"], result["score"], result["feedback"], result["error"]) == (
@@ -100,6 +103,7 @@ def test_judge_serve_serves_a_qwen3_judge_in_the_integer_format(tiny_pollux_4b, 
     assert sorted(r.order for r in read_pairwise_rows(tmp_path / "pairs" / "pairwise_predictions.jsonl")) == [
         "original", "swapped"]
     rows = read_predictions(tmp_path / "run")
+    assert json.loads((tmp_path / "run" / "run.json").read_text(encoding="utf-8"))["prompt_version"] == "pollux-ru-4b-v1"
     assert len(rows) == 3
     for row in rows:
         again = parse_integer_verdict(row["raw_output"], None)
