@@ -443,11 +443,12 @@ class FirstRefusals:
             self.open, self.stopped = False, refusal
         return []
 
-    def message(self, what: str, n_sent: int, n_total: int) -> str:
-        """The console's sentence for a stopped run: the server's words, and how much was sent."""
+    def message(self, what: str, n_sent: int, n_total: int, unit: str = "requests") -> str:
+        """The console's sentence for a stopped run: the server's words, and how much was sent, counted in ``unit``
+        (what each ``offer`` stood for: a request, or a task whose samples may be several requests)."""
         assert self.stopped is not None
-        return (f"{what} refused the first {len(self.held)} requests alike: HTTP {self.stopped.status}: "
-                f"{self.stopped.said} (stopped after sending {n_sent} of {n_total} requests; no row was written for "
+        return (f"{what} refused the first {len(self.held)} {unit} alike: HTTP {self.stopped.status}: "
+                f"{self.stopped.said} (stopped after sending {n_sent} of {n_total} {unit}; no row was written for "
                 "the refused ones, a rerun sends them again)")
 
 

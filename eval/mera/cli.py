@@ -58,7 +58,7 @@ configuration error; 3 ruhumaneval finished, but some samples never ran in the s
 sandbox's own failure, never the model's): metrics.json leaves them out of pass@k and counts them
 (n_sandbox_errors); rerunning the same command executes every sample again; 4 the endpoint cannot be used
 (unreachable, no or wrong key, wrong URL or path, still unavailable after 120 s), or failed mid-run after the
-retries (the answers so far are kept: rerunning resumes), or refused the run's first 3 requests (rutie:
+retries (the answers so far are kept: rerunning resumes), or refused the run's first 3 tasks (rutie:
 questions) alike (the same status and message, e.g. --mode chat on a model without a chat template: nothing is
 saved for them, rerunning asks them again), named on stderr. Any other request the endpoint refuses for what it
 holds (HTTP 400, 413, 422, a prompt over the context window included) is not a run error: that item fails and is
@@ -248,7 +248,8 @@ def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
             if i % 10 == 0 or i == len(todo):
                 logger.info("generated %d/%d tasks (%.0f s)", i, len(todo), time.monotonic() - started)
         if first.stopped is not None:
-            raise EndpointUnusable(first.message(f"the endpoint at {config.endpoint}", sent[0], len(todo)))
+            # Counted in tasks: with --sampling seeds a task's samples are n requests.
+            raise EndpointUnusable(first.message(f"the endpoint at {config.endpoint}", sent[0], len(todo), unit="tasks"))
 
     # -- execution ------------------------------------------------------------------------------------------
     stops = () if config.self_check else MERA_STOPS  # canonical code is not model output: never cut it

@@ -716,7 +716,9 @@ def test_an_endpoint_refusing_every_request_alike_stops_the_run(tmp_path, capsys
         assert _run(endpoint, out, *argv) == 4
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.startswith("judge-eval mera ruhumaneval: error:")]
-    assert len(lines) == 1 and f"refused the first 3 requests alike: HTTP 400: {said}" in lines[0], err
+    # Counted in tasks, what the run stops on (with --sampling seeds a task is n requests).
+    assert len(lines) == 1 and f"refused the first 3 tasks alike: HTTP 400: {said}" in lines[0], err
+    assert "(stopped after sending 3 of 4 tasks;" in lines[0], err
     assert "Traceback" not in err and len(endpoint.requests) == 3  # the fourth task was never sent
     generations = out / "generations.jsonl"
     assert not generations.exists() or generations.read_text() == ""
