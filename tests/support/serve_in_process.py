@@ -1,8 +1,13 @@
-"""judge-serve's app in this process (Starlette's ``TestClient``): waiting for its start without polling."""
+"""judge-serve's app in this process (Starlette's ``TestClient``, or a real uvicorn server on a thread when a client
+must be able to leave mid-request): waiting for its start without polling."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
+from collections.abc import Iterator
+from typing import Any
 
 
 def await_bring_up(http, timeout_s: float = 120.0) -> None:
@@ -24,3 +29,49 @@ def on_event_loop() -> bool:
     except RuntimeError:
         return False
     return True
+
+
+@contextlib.contextmanager
+def served_over_tcp(app: Any, *, timeout_s: float = 120.0, **options: Any
+                    ) -> Iterator[tuple[str, asyncio.AbstractEventLoop]]:
+    """``app`` (``serve.app.create_app``) on a real uvicorn server on a thread of this process, its start
+    (``serve.supervision._bring_up``, the first of its tasks) ended, ready or failed: awaited on the server's own loop,
+    no polling. ``options``: more of ``uvicorn.Config``'s (``http``: judge-serve's own connection protocol,
+    ``serve.connections.header_deadline_protocol``).
+
+    Yields:
+        (the root URL, the server's event loop).
+    """
+    import uvicorn
+
+    from judge.plumbing.processes import free_port
+
+    port = free_port()
+    loops: list[asyncio.AbstractEventLoop] = []
+    started = threading.Event()
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets=None) -> None:
+            await super().startup(sockets)  # the app's lifespan first: its start (bring-up) is a task by now
+            loops.append(asyncio.get_running_loop())
+            started.set()
+
+    server = Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **options))
+    thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
+    thread.start()
+    try:
+        assert started.wait(timeout_s), "uvicorn never started"
+        bring_up = asyncio.wait_for(asyncio.shield(app.state.serve.tasks[0]), timeout_s)
+        asyncio.run_coroutine_threadsafe(bring_up, loops[0]).result()
+        yield f"http://127.0.0.1:{port}", loops[0]
+    finally:
+        server.should_exit = True
+        thread.join(timeout_s)
+
+
+def attached_engine_get(path: str) -> tuple:
+    """A scripted engine's GET answers (``tests.support.scripted_endpoint.ScriptedEndpoint``'s ``respond_get``): one
+    model, ``attached``, with a 1,024-token context, healthy."""
+    if path == "/v1/models":
+        return 200, {"object": "list", "data": [{"id": "attached", "object": "model", "max_model_len": 1024}]}
+    return (200, {}) if path == "/health" else (404, {"detail": "Not Found"})

@@ -18,7 +18,7 @@ from judge.wire import JudgeResult
 from serve.config import ServeConfig
 from serve.rewards import EXTRA_LOG_KEYS, RewardRoute, reward_rule_of
 from tests.support.scripted_endpoint import ScriptedEndpoint
-from tests.support.serve_in_process import await_bring_up, on_event_loop
+from tests.support.serve_in_process import attached_engine_get, await_bring_up, on_event_loop, served_over_tcp
 
 
 def _ok(criterion: str, score: float) -> JudgeResult:
@@ -65,13 +65,6 @@ def test_a_served_rule_that_can_give_no_reward_is_refused_at_start(rule, field):
     ServeConfig(model="x", reward_rule={"on_failure": "scale_min", "empty_answer": 0.0}).validate()
 
 
-def _engine_get(path: str) -> tuple:
-    """The scripted engine's GET answers: one model with a 1,024-token context, healthy."""
-    if path == "/v1/models":
-        return 200, {"object": "list", "data": [{"id": "attached", "object": "model", "max_model_len": 1024}]}
-    return (200, {}) if path == "/health" else (404, {"detail": "Not Found"})
-
-
 def _verdict(path: str, body: dict) -> tuple:
     """The scripted engine's completion: one tagged verdict, the scale's top."""
     return 200, {"choices": [{"text": "[FEEDBACK] Хорошо. [RESULT] 2 [END]", "finish_reason": "stop"}],
@@ -88,7 +81,7 @@ def _attached_judge_serve(model_dir, monkeypatch, ready: bool = True, completion
     from serve.app import create_app
 
     monkeypatch.setenv("VLLM_API_KEY", "engine-key")
-    with ScriptedEndpoint(completions, respond_get=_engine_get) as engine:
+    with ScriptedEndpoint(completions, respond_get=attached_engine_get) as engine:
         config = ServeConfig(model=str(model_dir), served_model_name="attached", generator_url=engine.url,
                              max_model_len=1024, max_tokens=128, api_key="k", **settings).validate()
         with TestClient(create_app(config), base_url="http://localhost") as http:
@@ -304,38 +297,13 @@ def test_get_reward_past_its_deadline_is_a_504_and_its_judging_is_cancelled(tiny
 def _served_over_tcp(config: ServeConfig):
     """judge-serve's app on a real uvicorn server in this process (judge-serve's own connection protocol), its start
     ended; yields the port."""
-    import asyncio
-
-    import uvicorn
-
-    from judge.plumbing.processes import free_port
     from serve.app import create_app
     from serve.connections import header_deadline_protocol
 
     app = create_app(config)
-    port = free_port()
-    loops: list[asyncio.AbstractEventLoop] = []
-    started = threading.Event()
-
-    class Server(uvicorn.Server):
-        async def startup(self, sockets=None) -> None:
-            await super().startup(sockets)  # the app's lifespan first: its start (bring-up) is a task by now
-            loops.append(asyncio.get_running_loop())
-            started.set()
-
-    srv = Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on",
-                                http=header_deadline_protocol(config.header_timeout_s,
-                                                              body_timeout_s=config.body_timeout_s)))
-    thread = threading.Thread(target=lambda: asyncio.run(srv.serve()), daemon=True)
-    thread.start()
-    try:
-        assert started.wait(60)
-        bring_up = asyncio.wait_for(asyncio.shield(app.state.serve.tasks[0]), 120)  # as await_bring_up waits
-        asyncio.run_coroutine_threadsafe(bring_up, loops[0]).result()
-        yield port
-    finally:
-        srv.should_exit = True
-        thread.join(60)
+    protocol = header_deadline_protocol(config.header_timeout_s, body_timeout_s=config.body_timeout_s)
+    with served_over_tcp(app, lifespan="on", http=protocol) as (root, _):
+        yield int(root.rsplit(":", 1)[1])
 
 
 def test_get_reward_whose_client_disconnects_has_its_judging_cancelled(tiny_causal_dir, qwen_tokenizer,
@@ -363,7 +331,7 @@ def test_get_reward_whose_client_disconnects_has_its_judging_cancelled(tiny_caus
     logging.getLogger("judge_serve").addHandler(seen)
     monkeypatch.setenv("VLLM_API_KEY", "engine-key")
     try:
-        with ScriptedEndpoint(_held_first(release, held), respond_get=_engine_get) as engine:
+        with ScriptedEndpoint(_held_first(release, held), respond_get=attached_engine_get) as engine:
             config = ServeConfig(model=str(tiny_causal_dir), served_model_name="attached", generator_url=engine.url,
                                  max_model_len=1024, max_tokens=128, api_key="k",
                                  max_concurrent_engine_requests=1).validate()
@@ -409,7 +377,7 @@ def test_a_keyed_reward_client_that_disconnects_leaves_no_key_in_the_log(tiny_ca
     monkeypatch.setenv("VLLM_API_KEY", "engine-key")
     monkeypatch.setenv("JUDGE_SERVE_REWARD_KEY", key)
     try:
-        with ScriptedEndpoint(_held_first(release, held), respond_get=_engine_get) as engine:
+        with ScriptedEndpoint(_held_first(release, held), respond_get=attached_engine_get) as engine:
             config = ServeConfig(model=str(tiny_causal_dir), served_model_name="attached", generator_url=engine.url,
                                  max_model_len=1024, max_tokens=128, api_key="k").validate()
             with _served_over_tcp(config) as port:

@@ -5,7 +5,6 @@ The client leaves while its first judgment is held at the engine and the rest wa
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
@@ -15,10 +14,10 @@ import threading
 import httpx
 import pytest
 
-from judge.plumbing.processes import free_port
 from serve.app import create_app
 from serve.config import ServeConfig
 from tests.support.scripted_endpoint import ScriptedEndpoint
+from tests.support.serve_in_process import served_over_tcp
 
 KEY = "disconnect-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -77,8 +76,6 @@ class LeftClients(logging.Handler):
 @pytest.fixture(scope="module")
 def served(tiny_causal_dir):
     """(judge-serve's root URL, its engine, the log watcher) for one judge-serve on uvicorn in this process."""
-    import uvicorn
-
     engine = HeldEngine()
     watcher = LeftClients()
     logger = logging.getLogger("judge_serve")
@@ -92,30 +89,14 @@ def served(tiny_causal_dir):
                              max_model_len=2048, max_tokens=48, api_key=KEY, verdict_format="tagged",
                              criteria_classifier="", max_concurrent_engine_requests=1).validate()  # fmt: skip
         app = create_app(config)
-        port = free_port()
-        loop_of: list[asyncio.AbstractEventLoop] = []
-        started = threading.Event()
-
-        class Server(uvicorn.Server):
-            async def startup(self, sockets=None) -> None:
-                await super().startup(sockets)
-                loop_of.append(asyncio.get_running_loop())
-                started.set()
-
-        server = Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-        thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
-        thread.start()
         try:
-            assert started.wait(FAILING_AFTER_S)
-            bring_up = app.state.serve.tasks[0]  # judge-serve's start: awaited on its own loop, no polling
-            asyncio.run_coroutine_threadsafe(asyncio.wait_for(asyncio.shield(bring_up), FAILING_AFTER_S),
-                                             loop_of[0]).result()
-            assert app.state.serve.status == "ready", app.state.serve.failure
-            yield f"http://127.0.0.1:{port}", endpoint, engine, watcher
+            with served_over_tcp(app, timeout_s=FAILING_AFTER_S) as (root, _):
+                try:
+                    assert app.state.serve.status == "ready", app.state.serve.failure
+                    yield root, endpoint, engine, watcher
+                finally:
+                    engine.release.set()  # before the server stops: a held request would keep it waiting
         finally:
-            engine.release.set()
-            server.should_exit = True
-            thread.join(FAILING_AFTER_S)
             logger.removeHandler(watcher)
             logger.setLevel(level)
 

@@ -18,7 +18,7 @@ import pytest
 from serve.config import ServeConfig
 from serve.schema import OFF_LOOP_BYTES
 from tests.support.scripted_endpoint import ScriptedEndpoint
-from tests.support.serve_in_process import await_bring_up
+from tests.support.serve_in_process import attached_engine_get, await_bring_up, served_over_tcp
 
 AUTH = {"Authorization": "Bearer k"}
 #: Bounds a wait only so that a failing test ends; a passing one never reaches it.
@@ -52,13 +52,6 @@ class HeldClassifier:
         return self.served.choose(instruction, answer, top_k)
 
 
-def _engine_get(path: str) -> tuple:
-    """The scripted engine's GET answers: one model with a 1,024-token context, healthy."""
-    if path == "/v1/models":
-        return 200, {"object": "list", "data": [{"id": "attached", "object": "model", "max_model_len": 1024}]}
-    return (200, {}) if path == "/health" else (404, {"detail": "Not Found"})
-
-
 def _verdict(path: str, body: dict) -> tuple:
     return 200, {"choices": [{"text": "[FEEDBACK] Хорошо. [RESULT] 1 [END]", "finish_reason": "stop"}],
                  "usage": {"prompt_tokens": 10, "completion_tokens": 5}}
@@ -73,35 +66,13 @@ def _config(engine: ScriptedEndpoint, **settings) -> ServeConfig:
 @contextlib.contextmanager
 def _served_over_tcp(config: ServeConfig):
     """judge-serve's app on a real uvicorn server in this process (a client of its own can give up on a request,
-    which Starlette's test client cannot), its start ended; yields (root URL, app, the server's event loop)."""
-    import uvicorn
-
-    from judge.plumbing.processes import free_port
+    which Starlette's test client cannot), ready; yields (root URL, app, the server's event loop)."""
     from serve.app import create_app
 
     app = create_app(config)
-    port = free_port()
-    loops: list[asyncio.AbstractEventLoop] = []
-    started = threading.Event()
-
-    class Server(uvicorn.Server):
-        async def startup(self, sockets=None) -> None:
-            await super().startup(sockets)  # the app's lifespan first: its start (bring-up) is a task by now
-            loops.append(asyncio.get_running_loop())
-            started.set()
-
-    server = Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
-    thread.start()
-    try:
-        assert started.wait(FAILING_AFTER_S)
-        bring_up = asyncio.wait_for(asyncio.shield(app.state.serve.tasks[0]), 120)
-        asyncio.run_coroutine_threadsafe(bring_up, loops[0]).result()
+    with served_over_tcp(app) as (root, loop):
         assert app.state.serve.status == "ready", app.state.serve.failure
-        yield f"http://127.0.0.1:{port}", app, loops[0]
-    finally:
-        server.should_exit = True
-        thread.join(FAILING_AFTER_S)
+        yield root, app, loop
 
 
 async def _one_default_worker() -> None:
@@ -118,7 +89,7 @@ def test_a_request_stuck_in_the_classifier_past_its_deadline_starves_no_other_re
     the call is let go, the late request's second item is never classified: the next call the classifier sees is
     the following request's."""
     monkeypatch.setenv("VLLM_API_KEY", "engine-key")
-    with ScriptedEndpoint(_verdict, respond_get=_engine_get) as engine, \
+    with ScriptedEndpoint(_verdict, respond_get=attached_engine_get) as engine, \
             _served_over_tcp(_config(engine, model=str(tiny_causal_dir), request_timeout_s=DEADLINE_S)) as served:
         root, app, loop = served
         held = HeldClassifier(app.state.serve.judge.classifier)
@@ -158,7 +129,7 @@ def failing_classifier(tiny_causal_dir):
 
     from serve.app import create_app
 
-    with ScriptedEndpoint(_verdict, respond_get=_engine_get) as engine, pytest.MonkeyPatch.context() as patch:
+    with ScriptedEndpoint(_verdict, respond_get=attached_engine_get) as engine, pytest.MonkeyPatch.context() as patch:
         patch.setenv("VLLM_API_KEY", "engine-key")
         with TestClient(create_app(_config(engine, model=str(tiny_causal_dir))), base_url="http://localhost") as http:
             await_bring_up(http)

@@ -4,9 +4,10 @@ ready. Engines dying and healing for real: tests/integration/serving/test_serve_
 from __future__ import annotations
 
 import asyncio
+import os
+import select
 import sys
 import threading
-import time
 from pathlib import Path
 
 import serve.launch
@@ -192,12 +193,13 @@ def test_a_background_task_that_fails_stops_judge_serve_with_its_traceback_logge
 
 
 _SOCKET_STUB = """
-import os, pathlib, socket, sys, time
+import os, socket, sys, time
 base = os.environ["VLLM_RPC_BASE_PATH"]
 for name in ("a", "b"):  # as vLLM binds ipc://<base>/<uuid4>, and leaves the files when killed
     socket.socket(socket.AF_UNIX).bind(os.path.join(base, name))
-pathlib.Path(sys.argv[1]).write_text(base)
-time.sleep(600)
+with open(sys.argv[1], "w") as said:  # the test's FIFO: it reads this once both sockets are bound
+    said.write(base)
+time.sleep(600)  # an engine lives until it is stopped
 """
 
 
@@ -209,16 +211,19 @@ def test_an_engines_ipc_sockets_live_in_its_own_folder_removed_when_it_stops(mon
 
     base, said = tmp_path / "rpc", tmp_path / "said"
     base.mkdir()
+    os.mkfifo(said)
+    reading = os.open(said, os.O_RDONLY | os.O_NONBLOCK)  # open first: the stub's open for writing then never waits
     monkeypatch.setenv("VLLM_RPC_BASE_PATH", str(base))
     monkeypatch.setattr(serve.launch, "engine_command",
                         lambda spec, config, port: [sys.executable, "-c", _SOCKET_STUB, str(said)])
     spec = EngineSpec(role="generator", model_dir=tmp_path, served_name="m", memory_share=0.5)
     engine = Engine.start(spec, ServeConfig(model=str(tmp_path)), tmp_path)
-    deadline = time.monotonic() + 30
-    while not said.exists():  # the stub says where it bound its sockets once both are there
-        assert engine.proc.alive() and time.monotonic() < deadline, engine.log_tail()
-        time.sleep(0.05)
-    ipc = Path(said.read_text())
+    try:
+        # Readable once the stub has written where it bound both sockets (or at its end, with nothing written).
+        assert select.select([reading], [], [], 30)[0], engine.log_tail()
+        ipc = Path(os.read(reading, 4096).decode())
+    finally:
+        os.close(reading)
     assert ipc.parent == base and ipc == engine.ipc_dir and sorted(p.name for p in ipc.iterdir()) == ["a", "b"]
     engine.stop(grace_s=0)  # killed: the sockets' files outlive their processes
     assert not ipc.exists() and list(base.iterdir()) == []
