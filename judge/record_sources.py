@@ -22,7 +22,7 @@ from judge.plumbing.json_reading import arrow_may_read, unreadable_json
 from judge.record_columns import RecordColumns
 from judge.records import JudgeRecord, LoadReport, RecordError, _validated
 
-__all__ = ["load_record_columns", "load_records", "load_records_report", "source_rows", "write_jsonl"]
+__all__ = ["jsonl_rows", "load_record_columns", "load_records", "load_records_report", "source_rows", "write_jsonl"]
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +64,9 @@ def _jsonl_table(path: Path):
     return table if table.num_rows == lines else None
 
 
-def _jsonl_rows(path: Path) -> Iterator[tuple[str, int, dict]]:
+def jsonl_rows(path: Path) -> Iterator[tuple[str, int, Any]]:
+    """(the file, the 0-based row, the parsed value) of each non-blank line of a JSONL file, read strictly: a line
+    that is not UTF-8 or not JSON is a ``RecordError`` naming the file and row, as ``load_records`` names one."""
     with path.open("rb") as handle:  # bytes, decoded per line: a byte that is not UTF-8 is named with its line
         for number, raw in enumerate(handle):
             try:
@@ -255,7 +257,7 @@ def _row_wise(source: str | Path, split: str | None, make_id: bool, tables: list
     if path.is_file():
         suffix = path.suffix.lower()
         if suffix == ".jsonl":
-            return _validated(_jsonl_rows(path), name, make_id)
+            return _validated(jsonl_rows(path), name, make_id)
         if suffix == ".json":
             rows = _json_file(path)
             if not isinstance(rows, list):
@@ -301,7 +303,7 @@ def source_rows(source: str | Path, split: str | None = None) -> Iterator[tuple[
     if path.is_file():
         suffix = path.suffix.lower()
         if suffix == ".jsonl":
-            yield from _jsonl_rows(path)
+            yield from jsonl_rows(path)
         elif suffix == ".json":
             rows = _json_file(path)
             if not isinstance(rows, list):

@@ -27,11 +27,8 @@ def refuse_benchmark_sources(sources, allow: bool) -> None:
     Raises:
         BenchmarkRowsError: naming the source, unless ``allow``.
     """
-    import json
-
-    from judge.plumbing.json_reading import unreadable_json
-    from judge.record_sources import load_records_report
-    from judge.records import RecordError, is_benchmark_row
+    from judge.record_sources import jsonl_rows, load_records_report
+    from judge.records import is_benchmark_row
     from train.build_data import BenchmarkRowsError
 
     if allow:
@@ -39,16 +36,8 @@ def refuse_benchmark_sources(sources, allow: bool) -> None:
     for source in sources:
         path = Path(str(source))
         if path.suffix == ".jsonl":  # labelled rows of other shapes too: the first row's keys tell
-            with path.open("rb") as fh:  # bytes: a text read's UnicodeDecodeError named neither file nor row
-                index, line = next(((i, line) for i, line in enumerate(fh) if line.strip()), (0, b"{}"))
-            try:
-                first = json.loads(line)
-            except UnicodeDecodeError:
-                raise RecordError(str(path), index, None, "not UTF-8 text") from None
-            except (ValueError, RecursionError) as err:
-                # Named with its row as judge.load_records names one (0-based): deep nesting was a bare
-                # RecursionError traceback, a long number Python's advice to call sys.set_int_max_str_digits().
-                raise RecordError(str(path), index, None, unreadable_json(err)) from None
+            # The first row, read as judge.load_records reads one (an unreadable line named with its row).
+            _, _, first = next(jsonl_rows(path), (None, None, {}))
             benchmark = isinstance(first, dict) and is_benchmark_row(first)
         else:
             benchmark = load_records_report(path, make_id=True)[1].n_benchmark_rows > 0

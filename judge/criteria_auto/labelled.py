@@ -17,7 +17,6 @@ from importlib import resources
 from pathlib import Path
 
 from judge.criteria_auto.policy import LABEL_SEPARATOR, label_of, leaf_of
-from judge.plumbing.json_reading import unreadable_json
 from judge.splits import STANDARD, ZERO_SHOT, load_split_spec
 from judge.taxonomy import Taxonomy, TaxonomyError, load_taxonomy
 
@@ -211,23 +210,15 @@ def load_labelled(paths: Sequence[str | Path], include_zero_shot: bool = False) 
 
 
 def _read_jsonl_objects(path: Path) -> list[dict]:
-    """A labelled JSONL file's rows, every non-blank line a JSON object; a line that is not one is refused naming the
-    file and its row as ``judge.load_records`` does (0-based: the line number minus one). A bare ``json.loads``
-    error named neither, and a list row reached ``vars`` as a ``TypeError`` traceback."""
+    """A labelled JSONL file's rows (``judge.record_sources.jsonl_rows``: a line that is not UTF-8 JSON is refused
+    naming the file and row), every one a JSON object: a list row reached ``vars`` as a ``TypeError`` traceback."""
+    from judge.record_sources import jsonl_rows
     from judge.records import RecordError
 
     rows = []
-    for index, line in enumerate(path.read_bytes().split(b"\n")):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except UnicodeDecodeError:
-            raise RecordError(str(path), index, None, "not UTF-8 text") from None
-        except (ValueError, RecursionError) as err:
-            raise RecordError(str(path), index, None, unreadable_json(err)) from None
+    for source, index, row in jsonl_rows(path):
         if not isinstance(row, dict):
-            raise RecordError(str(path), index, None, f"a JSON {type(row).__name__}, not an object")
+            raise RecordError(source, index, None, f"a JSON {type(row).__name__}, not an object")
         rows.append(row)
     return rows
 
