@@ -40,6 +40,7 @@ from typing import Any
 from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.config_files import read_json_object
 from judge.prompts import POLLUX_4B_PROMPT, POLLUX_PROMPT, PROMPT_TEMPLATES, PROMPT_VERSION, PromptTemplate
+from judge.verdicts import names_pollux_4b  # the one id rule lives with the formats; offered here too (eval imports it)
 
 __all__ = [
     "EXPORT_MANIFEST",
@@ -248,17 +249,6 @@ def judge_kind(folder: str | Path) -> JudgeKind:
     return JudgeKind(mode)
 
 
-#: Model ids that name the released integer-format judge, whatever else they carry: ``Pollux-4B-Judge``, a local copy
-#: ``pollux-4b/``, a quantised ``Pollux-4B-Judge-AWQ`` (the last part of the id, any case, ``-``, ``_`` or nothing
-#: between the two words).
-_POLLUX_4B = re.compile(r"pollux[-_ ]?4b", re.IGNORECASE)
-
-
-def names_pollux_4b(model_id: str | None) -> bool:
-    """Whether a model id or folder names ``Pollux-4B-Judge`` (its last part contains ``pollux-4b``, any case)."""
-    return bool(_POLLUX_4B.search(str(model_id or "").rstrip("/").rsplit("/", 1)[-1]))
-
-
 def verdict_format_and_why(folder: str | Path, served_name: str | None = None) -> tuple[str, str]:
     """The verdict format (``judge.VerdictFormat``) of the judge a checkpoint folder holds, and why, in words for
     the start-up log.
@@ -270,7 +260,7 @@ def verdict_format_and_why(folder: str | Path, served_name: str | None = None) -
        snapshot's repository folder (``models--ai-forever--Pollux-4B-Judge``).
     3. Else ``integer`` for a Qwen3 checkpoint (``model_type`` ``qwen3``): the one POLLUX judge on Qwen3 is
        Pollux-4B-Judge (the 7B/32B releases are Qwen2.5), and judge-train's own Qwen3 exports all carry a manifest
-       (``train/export.py`` writes one into every export), so a renamed copy of the 4B (``/mnt/ckpt/sft-final``) is
+       (``train/export.py`` writes one into every export), so a renamed copy of the 4B (a folder ``sft-final/``) is
        not read as tagged, thinking off, with every judgment failing.
     4. Else ``tagged`` (the 7B/32B releases).
 

@@ -30,6 +30,7 @@ __all__ = [
     "Verdict",
     "VerdictFormat",
     "verdict_format_of_model",
+    "names_pollux_4b",
     "parse_integer_verdict",
     "parse_judge_output",
     "VerdictError",
@@ -69,17 +70,26 @@ class VerdictFormat:
     ALL = (TAGGED, INTEGER)
 
 
-#: Released judges that answer in the integer format, by the last part of their model id. POLLUX's own client for
-#: the 4B judge (``demo/serve_pollux_demo.py`` in ``ai-forever/POLLUX``, default ``--model ai-forever/Pollux-4B-Judge``
-#: at lines 196 and 272) asks for "one integer" and parses the answer as an integer (lines 160-180).
-INTEGER_FORMAT_MODELS = ("pollux-4b-judge",)
+#: Model ids that name the released integer-format judge, whatever else they carry: ``Pollux-4B-Judge``, a local copy
+#: ``pollux-4b/``, a quantised ``Pollux-4B-Judge-AWQ`` (the last part of the id, any case, ``-``, ``_``, a space or
+#: nothing between the two words).
+_POLLUX_4B = re.compile(r"pollux[-_ ]?4b", re.IGNORECASE)
+
+
+def names_pollux_4b(model_id: str | None) -> bool:
+    """Whether a model id or folder names ``Pollux-4B-Judge`` (its last part contains ``pollux-4b``, any case): the
+    one rule by which judge-serve, judge-eval (``judge.checkpoints.verdict_format_and_why``, which also reads a
+    checkpoint's manifest and model type) and ``verdict_format_of_model`` read a judge's format from an id."""
+    return bool(_POLLUX_4B.search(str(model_id or "").rstrip("/").rsplit("/", 1)[-1]))
 
 
 def verdict_format_of_model(model_id: str | None) -> str:
-    """The verdict format a served model id implies: ``integer`` for ``Pollux-4B-Judge`` (any owner prefix, any
-    case, a local copy's folder name included), else ``tagged``."""
-    name = str(model_id or "").rstrip("/").rsplit("/", 1)[-1].lower()
-    return VerdictFormat.INTEGER if name in INTEGER_FORMAT_MODELS else VerdictFormat.TAGGED
+    """The verdict format a model id implies: ``integer`` when it names ``Pollux-4B-Judge`` (``names_pollux_4b``: a
+    renamed or quantised copy such as ``./models/Pollux-4B-Judge-v2`` included, as the stages read it), else
+    ``tagged``. POLLUX's own client for the 4B judge (``demo/serve_pollux_demo.py`` in ``ai-forever/POLLUX``,
+    default ``--model ai-forever/Pollux-4B-Judge`` at lines 196 and 272) asks for "one integer" and parses the answer
+    as an integer (lines 160-180)."""
+    return VerdictFormat.INTEGER if names_pollux_4b(model_id) else VerdictFormat.TAGGED
 
 
 @dataclass(frozen=True)

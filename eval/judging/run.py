@@ -203,17 +203,37 @@ def _expand_auto(config: RunConfig, out: Path) -> Path:
     return expand_file(config.data or judge.sample_data_path(), out, classifier, resume=resume)
 
 
+def _checkpoint_folder(judge_ref: str) -> Path | None:
+    """The folder a judge's weights are read from, as judge-serve reads them: a checkpoint folder, or a hub id's
+    snapshot in the Hugging Face cache (the one ``local_server`` serves; never downloaded here). None for a URL, and
+    for a hub id the cache lacks (a rerun with nothing to ask starts no server, so fetches nothing)."""
+    if judge_ref.startswith(("http://", "https://")):
+        return None
+    if Path(judge_ref).is_dir():
+        return Path(judge_ref)
+    if not is_hub_id(judge_ref):
+        return None
+    from judge.checkpoints import CheckpointNotFound, resolve_checkpoint
+
+    try:
+        return resolve_checkpoint(judge_ref, allow_download=False)
+    except CheckpointNotFound:
+        return None
+
+
 def resolve_verdict_format(setting: str, judge_ref: str, model: str) -> str:
-    """The judge's verdict format: ``setting`` unless ``auto``; else a checkpoint folder's
-    (``judge.checkpoints.verdict_format_and_why``), else the one its hub id or served model id implies (one naming
-    ``Pollux-4B-Judge``, ``judge.checkpoints.names_pollux_4b``, -> ``integer``, anything else ``tagged``). The choice
-    and its reason are logged: a wrong one fails every judgment."""
+    """The judge's verdict format: ``setting`` unless ``auto``; else a checkpoint folder's, a hub id's cached snapshot
+    included (``judge.checkpoints.verdict_format_and_why``: its export manifest first, as judge-serve decides), else
+    the one its hub id or served model id implies (one naming ``Pollux-4B-Judge``,
+    ``judge.checkpoints.names_pollux_4b``, -> ``integer``, anything else ``tagged``). The choice and its reason are
+    logged: a wrong one fails every judgment."""
     if setting != "auto":
         return setting
     from judge.checkpoints import names_pollux_4b, verdict_format_and_why
 
-    if not judge_ref.startswith(("http://", "https://")) and Path(judge_ref).is_dir():
-        fmt, why = verdict_format_and_why(judge_ref, model)
+    folder = _checkpoint_folder(judge_ref)
+    if folder is not None:
+        fmt, why = verdict_format_and_why(folder, model)
     else:
         named = next((ref for ref in (model, judge_ref if is_hub_id(judge_ref) else "") if names_pollux_4b(ref)), "")
         fmt = VerdictFormat.INTEGER if named else VerdictFormat.TAGGED
@@ -225,13 +245,13 @@ def resolve_verdict_format(setting: str, judge_ref: str, model: str) -> str:
 
 def resolve_prompt_template(verdict_format: str, judge_ref: str) -> tuple[PromptTemplate, str]:
     """The Russian pointwise template a chat request asks the judge with, and why
-    (``judge.checkpoints.prompt_template_and_why``): from its verdict format and a checkpoint folder's export
-    manifest; a judge reached by URL or hub id shows none (an integer-format one is then the released
-    Pollux-4B-Judge, as ``resolve_verdict_format`` reads such a judge by its id)."""
+    (``judge.checkpoints.prompt_template_and_why``): from its verdict format and the export manifest of a checkpoint
+    folder or a hub id's cached snapshot; a judge reached by URL shows none (an integer-format one is then the
+    released Pollux-4B-Judge, as ``resolve_verdict_format`` reads such a judge by its id)."""
     from judge.checkpoints import prompt_template_and_why, read_manifest
 
-    folder = not judge_ref.startswith(("http://", "https://")) and Path(judge_ref).is_dir()
-    return prompt_template_and_why(verdict_format, read_manifest(judge_ref) if folder else {})
+    folder = _checkpoint_folder(judge_ref)
+    return prompt_template_and_why(verdict_format, read_manifest(folder) if folder is not None else {})
 
 
 def run(config: RunConfig, *, max_tokens_chosen: bool = True) -> dict[str, Any]:
@@ -300,16 +320,29 @@ def run_key(config: RunConfig) -> dict[str, Any]:
     return key
 
 
+def _earlier_record(out: Path) -> dict[str, Any]:
+    """The run.json an earlier launch wrote into ``out``; ``{}`` when there is none or it cannot be read (a torn or
+    foreign run.json: nothing to hold the resume to)."""
+    from judge.plumbing.provenance import read_provenance
+
+    try:
+        return read_provenance(out, missing_ok=True)
+    except ValueError:
+        return {}
+
+
+def _earlier_prompt_version(out: Path) -> str | None:
+    """The prompt template version an earlier launch's requests were rendered with (its run.json's
+    ``prompt_version``); None without a readable one (a folder from before run.json said)."""
+    version = _earlier_record(out).get("prompt_version")
+    return version if isinstance(version, str) and version else None
+
+
 def _earlier_max_tokens(out: Path) -> tuple[int | None, int | None]:
     """The ``max_tokens`` an earlier launch's requests asked for (its run.json's config, written after the trained
     length was adopted and the value fitted to the server) and its ``max_tokens_adopted``; None without a readable
     run.json."""
-    from judge.plumbing.provenance import read_provenance
-
-    try:
-        record = read_provenance(out, missing_ok=True)
-    except ValueError:  # a torn or foreign run.json: nothing to hold the resume to
-        return None, None
+    record = _earlier_record(out)
 
     def positive(value: Any) -> int | None:
         return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
@@ -440,12 +473,25 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
         if others:
             raise ConfigError(f"out: {predictions} holds predictions of {sorted(map(str, others))}, not of "
                               f"{config.name!r}; resume with the same --name or use another --out")
+        asked_with = (judge.prompts.PAIRWISE_PROMPT_VERSION if pairwise else
+                      judge.PROMPT_VERSION_EN if config.prompt == "en" else prompt_version)
+        # The template the verdicts already in the folder were asked with (run.json's prompt_version): the run key
+        # holds the settings, not the template they resolve to, which also follows the checkpoint's export manifest,
+        # what a judge-serve says it renders and this toolkit's choice for the released judges. A resume keeps it, so
+        # that one folder never holds verdicts of two prompts, as it keeps their max_tokens.
+        made_with_template = _earlier_prompt_version(out) if n_written else None
+        if made_with_template is not None and made_with_template != asked_with:
+            if todo:
+                chosen = f" ({why})" if not pairwise and config.prompt == "ru" else ""
+                raise ConfigError(f"prompt: the {n_written} verdicts already in {out} were asked with the prompt "
+                                  f"template {made_with_template}, this resume would ask {asked_with}{chosen}: "
+                                  "start again with --overwrite, or use another --out")
+            asked_with = made_with_template  # nothing asked now: run.json goes on saying what its verdicts had
         write_provenance(out, "judge-eval run", dataclasses.asdict(config), backend=kind, model=model,
                          n_items=len(records), server_limits={**dataclasses.asdict(limits),
                                                               "max_tokens_requested": requested_max_tokens,
                                                               "max_tokens_adopted": adopted_max_tokens},
-                         prompt_version=(judge.prompts.PAIRWISE_PROMPT_VERSION if pairwise else
-                                         judge.PROMPT_VERSION_EN if config.prompt == "en" else prompt_version))
+                         prompt_version=asked_with)
         counts = {"written": 0, "parse_failed": 0, "request_failed": 0}
         if todo and pairwise:
             log.info("judging %d pairwise judgments (%d already done) with %s via %s", len(todo), n_done, model, kind)
