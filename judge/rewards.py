@@ -8,8 +8,10 @@ The rule, step by step (``reward_of``):
    at its top; ``oriented_result_scale``). A 0/1/2 criterion scored 1 gives 0.5; a Critical 0/1 criterion scored 0
    (no violation) gives 1.0.
 2. **Regression (``-r``) judges**: the head's value clipped into the scale (``JudgeResult.score``) by default, or
-   its raw value (``regression_score``, which may fall outside 0-1 after normalising) with
-   ``head_values="raw"``.
+   its raw value (``regression_score``, which may rise past 1 after normalising) with ``head_values="raw"``. A raw
+   value below the worst level counts as the worst level, 0.0: below it, a judged answer would score less than a
+   failed verdict or an empty answer (both 0.0 by default, step 3), and a policy would gain by an answer the judge
+   cannot read.
 3. **A failed verdict is a value, never a number by accident**: a verdict that did not parse, a seq2seq score
    outside its rubric's scale (POLLUX's benchmark drops those too), or one inside it but on none of its levels
    (``not_a_level``: a 0.5 on a 0/1 rubric hedges between two points, which the judge prompt rules out, and
@@ -120,7 +122,8 @@ class RewardRule:
         gate: POLLUX's binary gate.
         on_failure: ``skip`` (reward None) or ``zero`` (the criterion's worst level); ``scale_min`` is read as
             ``zero``.
-        head_values: regression judges: ``clipped`` (the score clipped into the scale) or ``raw``.
+        head_values: regression judges: ``clipped`` (the score clipped into the scale) or ``raw`` (unclipped past
+            the best level, stopped at the worst: the module docstring, step 2).
         empty_answer: the reward of an answer with nothing to judge; None: no reward.
     """
 
@@ -190,7 +193,8 @@ class CriterionReward:
     Attributes:
         criterion, criterion_id: as the result names them.
         value: the score normalised to 0-1 (best at 1); after a failure, what ``on_failure`` gives (None: skip).
-        score: the judge's score as used (clipped or raw head value), None when it failed.
+        score: the judge's score as used (clipped or raw head value; ``value`` stops a raw one at the worst level),
+            None when it failed.
         failure: why it failed (a ``judge.VerdictError`` code, ``out_of_scale`` or ``not_a_level``), None when
             scored.
         is_flag: a two-level criterion (a gate under ``gate=True``).
@@ -215,7 +219,7 @@ class Reward:
     """One sample's reward.
 
     Attributes:
-        value: the reward (0-1 unless raw head values are used); None: no reward for this sample.
+        value: the reward (0-1; past 1 with raw head values above the best level); None: no reward for this sample.
         criteria: per criterion, in the results' order.
         failed: criteria whose verdict failed.
         gate_closed: under ``gate``: whether a flag closed it (None without the gate, or when the reward is None).
@@ -274,6 +278,9 @@ def criterion_reward(result: JudgeResult, rule: RewardRule) -> CriterionReward:
         score = float(result.score)
     if failure is None:
         value: float | None = normalised(score, scale)  # type: ignore[arg-type]
+        if rule.head_values == "raw" and result.regression_score is not None:
+            # A failure is worth the worst level (0.0) and no more: a raw head value below it must not be worth less.
+            value = max(value, 0.0)
     elif rule.on_failure == "zero":
         value = 0.0  # the worst level, normalised, whichever end is best
     else:

@@ -3,8 +3,9 @@
 A POLLUX rubric arrives in several shapes: text with one line per level (``0: ...``, ``1 - ...``,
 ``2 — ...``), among which a level's own text may hold numbered lines that are no levels (``1) зацикливание``), all
 levels on one line (``0: плохо; 1: средне; 2: хорошо``), text that states a range in words (``от 0 до 2``,
-``from 1 to 10``), or a mapping from level to description, possibly nested by language (``{"ru": {"0": ...},
-"en": {...}}``). ``scale_of`` reads all of them into one ``Scale``.
+``from 1 to 10``), alone or before level lines that write only its ends (``Оцените от 1 до 5.`` then ``1: плохо``
+and ``5: отлично``: the scale 1..5), or a mapping from level to description, possibly nested by language (``{"ru":
+{"0": ...}, "en": {...}}``). ``scale_of`` reads all of them into one ``Scale``.
 """
 
 from __future__ import annotations
@@ -108,19 +109,25 @@ class Scale:
         return cls(tuple(range(low, high + 1)))
 
 
-# A level-like line: optional bullet/emphasis, an integer (possibly negative), then a separator: a colon, a dash
+# Characters a line may open with that show nothing: a byte order mark, zero-width spaces and joiners. Before a
+# level they hid it ("\ufeff0: ..." made a 0/1/2 rubric the flag 1/2).
+_INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff"
+# A level-like line: optional bullet/emphasis, an integer (possibly signed), then a separator: a colon, a dash
 # (hyphen, en or em dash), a full stop or a closing parenthesis. "2024 год" must not count, hence the required
-# separator. A bullet needs a space after it, so that "-1: ..." reads as level -1 and "- 1: ..." (or "– 1: ...") as a
-# bulleted level 1 ("•1" and "*1" are never negative, so those bullets may touch the number). The minus may be the
-# typographic one (U+2212, as a judge may also write it: judge.verdicts reads it as a minus), and then may stand
-# apart from its digits; a hyphen or dash touching the digits is a sign unless the whole list has one (see
-# _level_list). Which of these lines are the rubric's levels, and which a list inside a level's text, is decided by
-# _level_list, not by this pattern.
+# separator; a separator touching a digit joins two numbers ("10:00", "3-4 опечатки", "1.5"), which is text, never a
+# level (a time opening a line of a level's text read as level 10). A bullet needs a space after it, so that "-1:
+# ..." reads as level -1 and "- 1: ..." (or "– 1: ...", "+ 1: ...") as a bulleted level 1 ("•1" and "*1" are never
+# negative, so those bullets may touch the number). "+1" is level 1 (a pairwise "-1 / 0 / +1" lost its top level).
+# The minus may be the typographic one (U+2212, as a judge may also write it: judge.verdicts reads it as a minus),
+# and then may stand apart from its digits; a hyphen or dash touching the digits is a sign unless the whole list has
+# one (see _level_list). Which of these lines are the rubric's levels, and which a list inside a level's text, is
+# decided by _level_list, not by this pattern.
 # Possessive (``*+``): with plain ``\s*`` runs side by side, a line of spaces without a digit backtracked in
 # quadratic time (8,000 spaces: 1.75 s, holding the GIL), and a rubric is a client's text. No match changes: each
 # run is followed by something it cannot consume.
 _LEVEL_LINE = re.compile(
-    r"^(\s*+)(?:[-–—]\s++|[*•]\s*+)?\**+\s*+((?:[-–—]|\u2212\s*+)?\d+)\s*+\**+\s*+(:|-|–|—|\.(?!\d)|\))"
+    r"^([\s\u200b\u200c\u200d\u2060\ufeff]*+)(?:[-–—+]\s++|[*•]\s*+)?\**+\s*+((?:[-–—+]|\u2212\s*+)?\d+)\s*+\**+\s*+"
+    r"(:|-|–|—|\.|\))(?!\d)"
 )
 # A level's separator, by kind: lines of one kind make one list.
 _SEPARATOR_KIND = {":": "N:", "-": "N -", "–": "N -", "—": "N -", ".": "N.", ")": "N)"}
@@ -129,17 +136,22 @@ _SEPARATOR_KIND = {":": "N:", "-": "N -", "–": "N -", "—": "N -", ".": "N.",
 _STRONG_KINDS = ("N:", "N -")
 # One line holding every level, "0: плохо; 1: средне; 2: хорошо" (POLLUX's count_rubric_levels, r"(\d+)\s*:",
 # reads that too): a level opens the line, and each next one follows a ";", "," or ".".
-_ONE_LINE_LEVEL = re.compile(r"(?:^|[;,.])\s*+((?:-|\u2212\s*+)?\d+)\s*+(:|–|—)")
+_ONE_LINE_LEVEL = re.compile(r"(?:^|[;,.])\s*+((?:[-+]|\u2212\s*+)?\d+)\s*+(:|–|—)")
 _LAYOUT = ('write one level a line ("0: ...", "1 — ...", "- 2: ...", each level written the same way), or state a '
            'range ("от 0 до 2", "from 1 to 10")')
-# Ranges in words: "от 0 до 2", "from 1 to 10", "0–2 балла", "between 0 and 3".
+# Ranges in words: "от 0 до 2", "from 1 to 10", "0–2 балла", "between 0 and 3", "по шкале 1–5", "on a scale of 1 to
+# 10". Read with the typographic minus made a hyphen, so "от −2 до 2" is -2..2 (it found no range) and "−1–2 балла"
+# is -1..2 (it was 1..2).
 _RANGE_WORDS = (
     re.compile(r"\bот\s+(-?\d+)\s+до\s+(-?\d+)", re.IGNORECASE),
     re.compile(r"\bfrom\s+(-?\d+)\s+to\s+(-?\d+)", re.IGNORECASE),
     re.compile(r"\bbetween\s+(-?\d+)\s+and\s+(-?\d+)", re.IGNORECASE),
     re.compile(r"(?<![\d.,])(-?\d+)\s*(?:–|—|-|\.\.)\s*(-?\d+)\s*(?:балл|points?\b)", re.IGNORECASE),
+    re.compile(r"\bшкал\w*\s+(-?\d+)\s*+(?:–|—|-|\.\.)\s*+(-?\d+)(?![.,]?\d)", re.IGNORECASE),
+    re.compile(r"\bscale\s+(?:of\s+)?(-?\d+)(?:\s*+(?:–|—|-|\.\.)\s*+|\s+to\s+)(-?\d+)(?![.,]?\d)", re.IGNORECASE),
 )
 _LANGUAGES = ("ru", "en")
+_DROP_INVISIBLE = {ord(ch): None for ch in _INVISIBLE}
 
 
 def _level(written: str) -> int:
@@ -197,8 +209,8 @@ def _level_like_lines(text: str) -> list[_Line]:
             written = match.group(2)
             signed = written[0] in "-–—\u2212"
             number = "-" + written[1:].lstrip() if signed else written
-            lines.append(_Line(index, len(match.group(1).expandtabs(4)), number, signed and written[0] != "\u2212",
-                               _SEPARATOR_KIND[match.group(3)]))
+            indent = len(match.group(1).translate(_DROP_INVISIBLE).expandtabs(4))
+            lines.append(_Line(index, indent, number, signed and written[0] != "\u2212", _SEPARATOR_KIND[match.group(3)]))
     return lines
 
 
@@ -223,8 +235,9 @@ def _monotone(values: list[int]) -> bool:
     return all(step > 0 for step in steps) or all(step < 0 for step in steps)
 
 
-def _level_values(lines: list[_Line]) -> list[int]:
-    """The levels of one list of level lines, in their order, which must run one way (up or down).
+def _level_values(lines: list[_Line]) -> tuple[list[int], int]:
+    """The levels of one list of level lines, in their order, which must run one way (up or down), and the line
+    number of the first of them (what precedes it is the rubric's preamble).
 
     A list every line of which touches a hyphen or dash ("-0: / -1: / -2:", "-1: / -2: / -3:") uses it as a bullet:
     nobody writes a level "-0", nor a scale wholly below zero. The typographic minus (U+2212) is never a bullet.
@@ -232,13 +245,13 @@ def _level_values(lines: list[_Line]) -> list[int]:
     bullets = all(line.dash_sign for line in lines)
     values = [_level(line.number.lstrip("-") if bullets else line.number) for line in lines]
     if _monotone(values):
-        return values
+        return values, lines[0].index
     # A list written like the levels but indented under one of them is that level's text: the outermost lines are
     # the levels, when they alone run one way.
     outer = min(line.indent for line in lines)
-    kept = [value for value, line in zip(values, lines) if line.indent == outer]
-    if 2 <= len(kept) < len(values) and _monotone(kept):
-        return kept
+    kept = [(value, line.index) for value, line in zip(values, lines) if line.indent == outer]
+    if 2 <= len(kept) < len(values) and _monotone([value for value, _ in kept]):
+        return [value for value, _ in kept], kept[0][1]
     shown = ", ".join(map(str, values[:12])) + (", ..." if len(values) > 12 else "")
     raise ScaleError(
         f"the rubric's level lines ({shown}) repeat or are out of order: a numbered list inside a level's text, written "
@@ -247,8 +260,9 @@ def _level_values(lines: list[_Line]) -> list[int]:
     )
 
 
-def _level_list(text: str) -> list[int] | None:
-    """The levels of a rubric written one a line, or None when it has no list of two level lines of one kind.
+def _level_list(text: str) -> tuple[list[int], int] | None:
+    """The levels of a rubric written one a line and the line number of the first, or None when it has no list of
+    two level lines of one kind.
 
     Only the rubric's own level lines count, never a numbered line of a level's text. The levels are one list whose
     lines share a separator kind ("0: / 1: / 2:"; "0 - / 1 – / 2 —" are one kind). Numbered lines of another kind
@@ -274,7 +288,7 @@ def _level_list(text: str) -> list[int] | None:
             f"the rubric has numbered lists written {_kinds(lists)}, none inside a level of another, so which are its "
             f"levels is unclear: {_LAYOUT}, and number any other list another way"
         )
-    values = _level_values(lists[chosen[0]])
+    values, first = _level_values(lists[chosen[0]])
     low, high = min(values), max(values)
     if high - low + 1 > MAX_LEVELS:
         shown = ", ".join(map(str, values[:12])) + (", ..." if len(values) > 12 else "")
@@ -282,14 +296,56 @@ def _level_list(text: str) -> list[int] | None:
             f"the rubric's levels ({shown}) span {high - low + 1} points, a scale at most {MAX_LEVELS}: a line of a "
             "level's text that opens with a number and a separator (\"2024: ...\") reads as a level; reword it"
         )
-    return values
+    return values, first
+
+
+def _ranges_in(text: str, pattern: re.Pattern):
+    """Each range ``pattern`` finds in ``text`` (the typographic minus read as a hyphen), as it is found: (low, high)
+    as written, and the words that state it. A number past ``MAX_LEVEL_DIGITS`` is no level, and its range no range
+    of levels."""
+    for match in pattern.finditer(text.replace("\u2212", "-")):
+        low, high = match.group(1), match.group(2)
+        if max(len(low.lstrip("-")), len(high.lstrip("-"))) <= MAX_LEVEL_DIGITS:
+            yield (int(low), int(high)), match.group(0)
+
+
+def _within_stated_range(levels: tuple[int, ...], preamble: str) -> tuple[int, ...]:
+    """The scale of level lines under the range the rubric states before them, if any.
+
+    A stated range whose ends are the first and last level is the scale ("Оцените от 1 до 5." then "1: плохо" and "5:
+    отлично" is 1..5: the lines describe its ends, as anchors do; read alone they made a yes/no flag). A range
+    stated in words (``_RANGE_WORDS``) that shares a level with the lines but has other ends contradicts them ("от 0
+    до 2" over "1: / 2:": is level 0 a score?) and is refused; one that shares none counts something else ("от 3 до 5
+    пунктов" over "0: / 1: / 2:"), as may two numbers joined by a dash ("(1-5)"), which are therefore read only as the
+    lines' own span. Only the preamble is read: a range inside a level's text ("0: от 3 до 5 ошибок") is that
+    level's text.
+
+    Raises:
+        ScaleError: a stated range the lines contradict, quoting both.
+    """
+    span = (levels[0], levels[-1])
+    # The span written bare, its numbers whole ("1-5", not "-1-5", "11-5" or "1-5.5").
+    bare = re.compile(rf"(?<![\d.,-]){span[0]}\s*+(?:–|—|-|\.\.)\s*+{span[1]}(?![.,]?\d)")
+    if bare.search(preamble.replace("\u2212", "-")) or any(
+            pair == span for pattern in _RANGE_WORDS for pair, _ in _ranges_in(preamble, pattern)):
+        return Scale.range(*span).levels
+    for pattern in _RANGE_WORDS:
+        for pair, words in _ranges_in(preamble, pattern):
+            low, high = sorted(pair)  # "от 5 до 1" over "1: / 5:" is no range (alone it is refused): it contradicts
+            if low <= span[1] and span[0] <= high:
+                raise ScaleError(
+                    f"the rubric states the range {pair[0]}..{pair[1]} ({words.strip()!r}) before its level lines, "
+                    f"which are {', '.join(map(str, levels))}: which is its scale is unclear; list every level, or "
+                    "state the range and write its lowest and highest levels as lines"
+                )
+    return levels
 
 
 def _one_line_levels(text: str) -> list[int] | None:
     """The levels of a rubric written on one line, "0: плохо; 1: средне; 2: хорошо", or None: a level opens the
     line, each next one follows a ";", "," or ".", all share one separator kind and they run by one step up or down
     (so that a number inside a level's text cannot pass for a level)."""
-    line = text.strip()
+    line = text.strip().strip(_INVISIBLE)
     if "\n" in line or "\r" in line:
         return None
     found = list(_ONE_LINE_LEVEL.finditer(line))
@@ -304,9 +360,9 @@ def scale_of(rubrics: str | Mapping) -> Scale:
     """Read the allowed scores from a rubric.
 
     Args:
-        rubrics: rubric text (one line per level, each written alike, ``_level_list`` says which lines are levels;
-            all levels on one line, ``"0: плохо; 1: средне; 2: хорошо"``; or a range stated in words, Russian or
-            English), or a mapping from level to description, possibly nested by language (``{"ru": {...}, "en":
+        rubrics: rubric text (one line per level, each written alike, ``_level_list`` says which lines are levels,
+            after a preamble that may state their range, ``_within_stated_range``; all levels on one line, ``"0:
+            плохо; 1: средне; 2: хорошо"``; or a range stated in words, Russian or English), or a mapping from level to description, possibly nested by language (``{"ru": {...}, "en":
             {...}}``; when the languages disagree, Russian wins, as the prompt is Russian).
 
     Returns:
@@ -314,7 +370,7 @@ def scale_of(rubrics: str | Mapping) -> Scale:
 
     Raises:
         ScaleError: when no scale can be read, which lines are the levels is unclear (the message says why and
-            which layouts are read), or the scale has fewer than two levels ("от 2 до 2"), more than
+            which layouts are read), a range stated before them contradicts them, or the scale has fewer than two levels ("от 2 до 2"), more than
             ``MAX_LEVELS`` levels (or levels spanning more points) or a level written with more than
             ``MAX_LEVEL_DIGITS`` digits.
     """
@@ -327,13 +383,15 @@ def scale_of(rubrics: str | Mapping) -> Scale:
     if not isinstance(rubrics, str):
         raise ScaleError(f"rubrics must be text or a mapping, got {type(rubrics).__name__}")
 
-    levels = _level_list(rubrics)
-    if levels is None:
-        levels = _one_line_levels(rubrics)
+    listed = _level_list(rubrics)
+    if listed is not None:
+        levels, first = listed
+        return Scale(_within_stated_range(_capped(levels), "\n".join(rubrics.splitlines()[:first])))
+    levels = _one_line_levels(rubrics)
     if levels is not None:
         return Scale(_capped(levels))
     for pattern in _RANGE_WORDS:
-        match = pattern.search(rubrics)
+        match = pattern.search(rubrics.replace("\u2212", "-"))
         if match:
             return _rubric_scale(Scale.range(_level(match.group(1)), _level(match.group(2))).levels, rubrics)
     kinds = {line.kind: None for line in _level_like_lines(rubrics)}

@@ -232,7 +232,7 @@ def test_a_verdict_between_levels_is_a_failure_and_closes_no_gate_by_accident():
         ("clipped", 2.6, 1.0),    # clipped to 2: 2/2
         ("raw", 2.6, 1.3),        # 2.6 / 2
         ("clipped", -0.4, 0.0),   # clipped to 0
-        ("raw", -0.4, -0.2),      # -0.4 / 2
+        ("raw", -0.4, 0.0),       # -0.4 / 2 stops at the worst level: a failure (0.0) is never worth more
         ("raw", 1.2, 0.6),        # inside the scale both agree: 1.2 / 2
         ("clipped", 1.2, 0.6),
     ],
