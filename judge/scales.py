@@ -118,8 +118,9 @@ _INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff"
 # level (a time opening a line of a level's text read as level 10). A bullet needs a space after it, so that "-1:
 # ..." reads as level -1 and "- 1: ..." (or "– 1: ...", "+ 1: ...") as a bulleted level 1 ("•1" and "*1" are never
 # negative, so those bullets may touch the number). "+1" is level 1 (a pairwise "-1 / 0 / +1" lost its top level).
-# The minus may be the typographic one (U+2212, as a judge may also write it: judge.verdicts reads it as a minus),
-# and then may stand apart from its digits; a hyphen or dash touching the digits is a sign unless the whole list has
+# The minus may be the typographic one (U+2212, as a judge may also write it: judge.verdicts' integer reading takes
+# it as a minus; the tagged one reads POLLUX's number and counts it a failure), and then may stand apart from its
+# digits; a hyphen or dash touching the digits is a sign unless the whole list has
 # one (see _level_list). Which of these lines are the rubric's levels, and which a list inside a level's text, is
 # decided by _level_list, not by this pattern.
 # Possessive (``*+``): with plain ``\s*`` runs side by side, a line of spaces without a digit backtracked in
