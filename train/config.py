@@ -370,7 +370,7 @@ class GRPORecipeConfig(TrainConfig):
         "drop",
         "Items whose experts have no unique mode: 'drop' leaves them out and counts them (as the paper's MAE excludes "
         "them), 'nearest' rewards agreement with the closest of the tied modes, 'skip' keeps them for the format "
-        "reward only (agreement None, which trl leaves out of the mean).",
+        "reward only (agreement None, which trl leaves out of the mean; refused unless rewards weights format_reward).",
     )
     num_generations: int = option(8, "Completions sampled per prompt (the group; trl's default 8).")
     beta: float = option(0.0, "KL weight against the reference model, >= 0 (trl's default 0: DAPO drops the KL "
@@ -422,6 +422,12 @@ class GRPORecipeConfig(TrainConfig):
         if any(not isinstance(w, (int, float)) or isinstance(w, bool) or not math.isfinite(w)
                for w in self.rewards.values()):
             raise ConfigError(f"rewards: weights must be finite numbers, got {self.rewards}")
+        # Under skip a tied item's agreement is None: with no weighted format reward every reward of its group is None
+        # (or 0), its advantages are 0, and each batch trl warns that all reward functions returned None.
+        if self.no_unique_mode == "skip" and not self.rewards.get("format_reward"):
+            raise ConfigError(f"no_unique_mode 'skip' keeps tied items for the format reward only, and rewards "
+                              f"{self.rewards} weights no format_reward: add format_reward to rewards, or set "
+                              "no_unique_mode to 'drop' or 'nearest'")
         # generate() refuses a temperature of 0 with sampling on, and only once the model has loaded.
         if self.temperature <= 0:
             raise ConfigError(f"temperature must be positive, got {self.temperature}")

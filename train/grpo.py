@@ -20,7 +20,9 @@ checkpoint, is served on 0.32. ``docs/reasoning-judges.md`` says why and what wa
 
 The data rules are the other recipes': rows in the released POLLUX benchmark's schema are refused
 (``train.build_data.load_training_records``) and Zero-Shot items are refused, dropped or allowed by ``zero_shot``
-(``train.build_data.zero_shot_records``, the rule every judge-train stage applies).
+(``train.build_data.zero_shot_records``, the rule every judge-train stage applies). trl trains on whole steps of
+prompts (:func:`check_prompt_count`): fewer prompts than one step samples are refused before anything loads, and the
+prompts an epoch leaves over are logged and recorded in run.json.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ from train.build_data import BuildReport, scores_off_the_rubric, zero_shot_recor
 from train.config import ConfigError, GRPORecipeConfig
 from train.provenance import RunResult
 
-__all__ = ["TRAINING_VLLM", "grpo_rows", "grpo_dataset", "check_training_vllm", "installed_vllm", "main"]
+__all__ = ["TRAINING_VLLM", "grpo_rows", "grpo_dataset", "prompts_per_step", "check_prompt_count", "completion_end_ids",
+           "reward_functions", "check_training_vllm", "installed_vllm", "main"]
 
 logger = logging.getLogger(__name__)
 
@@ -133,6 +136,81 @@ def _drop_long_prompts(rows: list[dict], tokenizer, max_prompt_tokens: int, verd
     return kept, len(rows) - len(kept)
 
 
+def prompts_per_step(config: GRPORecipeConfig, launch) -> int:
+    """Prompts one generation batch of trl's samples: the chunk its ``RepeatSampler`` draws.
+
+    trl sizes the generation batch in ``GRPOConfig.__post_init__`` (trl/trainer/grpo_config.py): ``trainer_args``'
+    ``generation_batch_size``, else per-device batch x ranks x ``steps_per_generation`` (by default the gradient
+    accumulation: ``global_batch_size`` completions); ``_get_train_sampler`` (trl/trainer/grpo_trainer.py) divides
+    it by the group. Computed from the config and the launch arithmetic, so that it is known before anything loads.
+
+    Args:
+        config: the resolved config.
+        launch: ``train.training_arguments.launch_arithmetic(config)``.
+    """
+    generation_batch = config.trainer_args.get("generation_batch_size")
+    if generation_batch is None:
+        steps = config.trainer_args.get("steps_per_generation") or launch.gradient_accumulation_steps
+        generation_batch = launch.per_device_train_batch_size * launch.world_size * steps
+    return int(generation_batch) // config.num_generations
+
+
+def check_prompt_count(n_prompts: int, per_step: int, config: GRPORecipeConfig, summary: str = "") -> int:
+    """Refuse fewer prompts than one step samples; otherwise how many prompts an epoch trains on.
+
+    trl's ``RepeatSampler`` (trl/trainer/utils.py) cuts the shuffled prompts into chunks of ``per_step`` and drops a
+    last, smaller chunk: with fewer prompts than one chunk no step trains (transformers then stops on a
+    ``max_steps`` of 0 after the model has loaded, or, with ``max_steps`` set, trains nothing and the base model
+    would be exported as a judge), and with more, ``n_prompts % per_step`` of them (which ones, the shuffle says)
+    are left out of every epoch.
+
+    Args:
+        n_prompts: the training prompts left.
+        per_step: :func:`prompts_per_step`.
+        config: the resolved config (named in the error).
+        summary: the data report's summary, for the error (why prompts were dropped).
+
+    Raises:
+        ConfigError: naming the count, ``global_batch_size`` and ``num_generations``.
+    """
+    if n_prompts < per_step:
+        batch = {key: config.trainer_args[key] for key in ("generation_batch_size", "steps_per_generation")
+                 if key in config.trainer_args}  # fmt: skip
+        sized = f" (trainer_args {batch} size the generation batch)" if batch else ""
+        raise ConfigError(
+            f"data: {n_prompts} training prompt{'s' if n_prompts != 1 else ''} left in {config.data}"
+            f"{f' ({summary})' if summary else ''}, fewer than one "
+            f"step samples: global_batch_size {config.global_batch_size} / num_generations {config.num_generations} "
+            f"= {per_step} prompts{sized}; trl drops a smaller last chunk, so no step would train. Lower "
+            "global_batch_size (or raise num_generations), or give more prompts")
+    return n_prompts // per_step * per_step
+
+
+def completion_end_ids(generation_eos: int | list[int] | None, tokenizer) -> frozenset[int]:
+    """The ids that end a finished completion, as trl tells a completion cut by ``max_completion_length``
+    (trl/trainer/grpo_trainer.py: every eos id of the model's generation config and the tokenizer's eos, then the
+    pad id, which trl sets to the eos when the tokenizer has none; ``completions/clipped_ratio`` counts the others).
+
+    Args:
+        generation_eos: the model's ``generation_config.eos_token_id`` (an id, a list, or None).
+        tokenizer: the policy's tokenizer.
+    """
+    ids = [generation_eos] if isinstance(generation_eos, int) else list(generation_eos or [])
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    return frozenset(i for i in (*ids, tokenizer.eos_token_id, pad) if i is not None)
+
+
+def reward_functions(names: Iterable[str], end_token_ids: frozenset[int]) -> list:
+    """The configured rewards of ``train.grpo_rewards.REWARDS``, each bound to the end ids, so that a completion
+    the length limit cut is a failure. trl names a ``functools.partial`` after the function it wraps
+    (trl/trainer/utils.py ``get_callable_name``): the rewards are logged under their own names."""
+    import functools
+
+    from train.grpo_rewards import REWARDS
+
+    return [functools.partial(REWARDS[name], end_token_ids=end_token_ids) for name in names]
+
+
 def check_training_vllm(installed: str | None) -> None:
     """Refuse vLLM generation with a vLLM outside :data:`TRAINING_VLLM` (trl's supported line).
 
@@ -180,33 +258,40 @@ def main(config: GRPORecipeConfig, *, callbacks: tuple = ()) -> RunResult:
         A ``RunResult``; the export is in ``<output_dir>/export``.
     """
     from train import build_data, export, lora, recipe_steps
+    from train.training_arguments import launch_arithmetic
 
     # ---- config -------------------------------------------------------------------------------------------------
     if config.use_vllm:
         check_training_vllm(installed_vllm())
     # Released benchmark rows are refused before anything is built or imported (trl's GRPO pulls in vLLM: ~7 s).
     records = build_data.load_training_records(config.data, allow_benchmark_rows=config.allow_benchmark_rows)
-    run = recipe_steps.prepare(config, "GRPO judge")
+    per_step = prompts_per_step(config, launch_arithmetic(config))
 
     # ---- data ---------------------------------------------------------------------------------------------------
     rows, report = grpo_rows(records, zero_shot=config.zero_shot, no_unique_mode=config.no_unique_mode,
                              verdict_format=config.verdict_format)  # fmt: skip
+    # Too few prompts for one step are refused before the tokenizer, the model or the run folder: dropping the long
+    # prompts (below, with the tokenizer) only leaves fewer.
+    check_prompt_count(len(rows[: config.max_rows]), per_step, config, report.summary())
+    run = recipe_steps.prepare(config, "GRPO judge")
     rows, n_long = _drop_long_prompts(rows, run.tokenizer, config.max_length - config.max_completion_length,
                                       config.verdict_format)  # fmt: skip
     if n_long:
         report.dropped["too_long"] += n_long
         report.n_rows = len(rows)
-    rows = rows[: config.max_rows] if config.max_rows is not None else rows
-    if not rows:
-        raise ConfigError(f"data: no training prompts left in {config.data}: {report.summary()}")
+    rows = rows[: config.max_rows]
+    n_per_epoch = check_prompt_count(len(rows), per_step, config, report.summary())
+    if n_per_epoch < len(rows):
+        logger.warning("%d of %d training prompts are left out of each epoch: trl samples whole steps of %d prompts "
+                       "(global_batch_size %d / num_generations %d)", len(rows) - n_per_epoch, len(rows), per_step,
+                       config.global_batch_size, config.num_generations)  # fmt: skip
     train_dataset = grpo_dataset(rows, run.tokenizer, config.verdict_format)
-    run.record_data({**report.to_dict(), "n_train": len(rows), "n_eval": 0})
+    run.record_data({**report.to_dict(), "n_train": len(rows), "prompts_per_step": per_step,
+                     "n_train_per_epoch": n_per_epoch, "n_eval": 0})  # fmt: skip
 
     # ---- model --------------------------------------------------------------------------------------------------
     from transformers import AutoModelForCausalLM
     from trl import GRPOConfig, GRPOTrainer
-
-    from train.grpo_rewards import REWARDS
 
     # Arguments before the model: under ZeRO-3 from_pretrained then partitions the weights as they load.
     args = run.training_arguments(
@@ -226,11 +311,12 @@ def main(config: GRPORecipeConfig, *, callbacks: tuple = ()) -> RunResult:
         remove_unused_columns=False,  # the reward functions read the scale and reference columns
     )
     model = AutoModelForCausalLM.from_pretrained(run.base_model, dtype=run.dtype, attn_implementation=config.attn_implementation)
+    end_token_ids = completion_end_ids(model.generation_config.eos_token_id, run.tokenizer)
 
     # ---- trainer ------------------------------------------------------------------------------------------------
     trainer = GRPOTrainer(
         model=model,
-        reward_funcs=[REWARDS[name] for name in config.rewards],
+        reward_funcs=reward_functions(config.rewards, end_token_ids),
         args=args,
         train_dataset=train_dataset,
         processing_class=run.tokenizer,

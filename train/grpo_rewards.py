@@ -13,6 +13,16 @@ The columns read here are built by ``train.grpo.grpo_rows``:
 - ``reference_scores``  the experts' mode, or, for an item whose experts have no unique mode, what the recipe's
   ``no_unique_mode`` rule made of it: every tied mode (``nearest``) or nothing (``skip``: agreement None).
 
+Each completion is read as the continuation of its prompt: where the chat template opened the reasoning in the prompt
+(a generation prompt ending in ``<think>\n``: Qwen3 Thinking-2507, the R1 distills;
+``judge.rewards.prompt_opens_reasoning``, the rule the policy-reward endpoints apply), a completion with no
+``</think>`` was cut inside that reasoning and holds no verdict, whatever integer it ends with. A completion whose
+``completion_ids`` end on none of the end-of-sequence ids the recipe binds (``end_token_ids``: trl's own rule for a
+completion cut by ``max_completion_length``, its ``completions/clipped_ratio``) was stopped by the length limit: the
+integer or ``[RESULT]`` read is wherever the cut fell, not a verdict (the traces stage fails a teacher's answer
+stopped by ``max_tokens`` as ``verdict_cut`` for the same reason). Called without the end ids (outside the trainer),
+no cut can be told and none is assumed.
+
 A verdict that does not parse is a failure, never a score: it earns 0 from both rewards, and its share is logged
 per step as ``verdicts/failed_share`` by either reward (so a config with ``agreement_reward`` alone still counts
 failures; trl averages what both log for one batch, the same share), and by ``format_reward`` with
@@ -27,14 +37,18 @@ trl logs them under.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
+from judge.rewards import prompt_opens_reasoning
 from judge.scales import Scale
 from judge.verdicts import Verdict, parse_judge_output
 
 __all__ = ["REWARDS", "read_verdict", "format_reward", "agreement_reward", "agreement", "MIN_RATIONALE_WORDS",
-           "gives_reasons"]
+           "gives_reasons", "CUT"]
+
+#: The failure of a verdict whose completion the length limit stopped before its end-of-sequence token.
+CUT = "cut"
 
 #: Fewest words a rationale or a reasoning trace must have to count as giving reasons: the paper's Appendix B filter
 #: of training rationales ("one word rationale are only eligible for the perfect scores"). build-data's tagged rows
@@ -59,16 +73,42 @@ def gives_reasons(text: str | None) -> bool:
     return text is not None and len(_WORD.findall(text)) >= MIN_RATIONALE_WORDS
 
 
-def read_verdict(completion: str, verdict_format: str, scale_levels: Sequence[int], scale_best: int) -> Verdict:
+def read_verdict(completion: str, verdict_format: str, scale_levels: Sequence[int], scale_best: int, *,
+                 prompt: Any = None, cut: bool = False) -> Verdict:  # fmt: skip
     """A completion parsed as judge-serve parses that format (strictly: a cut ``[END]`` or ``</think>`` fails).
 
     Args:
         completion: the generated text (trl decodes it without special tokens; ``<think>`` is not special).
         verdict_format: ``tagged`` or ``integer``.
         scale_levels, scale_best: the criterion's scale.
+        prompt: the text the completion continues; when it ends inside a ``<think>`` it opened, the completion is
+            read after that ``<think>`` (a completion without ``</think>`` then fails as ``unclosed_think``).
+        cut: the length limit stopped the completion: a verdict read from it fails as :data:`CUT`.
     """
     scale = Scale(tuple(int(level) for level in scale_levels), best=int(scale_best))
-    return parse_judge_output(verdict_format, completion, scale=scale)
+    text = _text(completion)
+    if isinstance(prompt, str) and prompt_opens_reasoning(prompt):
+        text = "<think>\n" + text
+    verdict = parse_judge_output(verdict_format, text, scale=scale)
+    if cut and verdict.ok:
+        return Verdict.failure(CUT, "the completion reached max_completion_length before its end-of-sequence token",
+                               verdict.feedback)
+    return verdict
+
+
+def _verdicts(completions: Sequence[Any], verdict_format: Sequence[str], scale_levels: Sequence[Sequence[int]],
+              scale_best: Sequence[int], prompts: Sequence[Any] | None, completion_ids: Sequence[Sequence[int]] | None,
+              end_token_ids: Collection[int] | None) -> list[Verdict]:  # fmt: skip
+    """Every completion's verdict, read after its prompt and failed when cut (:func:`read_verdict`)."""
+    n = len(completions)
+    prompts = prompts if prompts is not None else [None] * n
+    if end_token_ids is None or completion_ids is None:
+        cut = [False] * n  # no end ids to compare with: a cut cannot be told
+    else:
+        cut = [not ids or ids[-1] not in end_token_ids for ids in completion_ids]
+    return [read_verdict(c, f, levels, best, prompt=p, cut=k)
+            for c, f, levels, best, p, k in zip(completions, verdict_format, scale_levels, scale_best, prompts, cut,
+                                                strict=True)]  # fmt: skip
 
 
 def _scored(verdict: Verdict, levels: Sequence[int]) -> bool:
@@ -88,7 +128,8 @@ def agreement(score: float, references: Sequence[float], scale_levels: Sequence[
 
 def format_reward(completions: Sequence[Any], verdict_format: Sequence[str], scale_levels: Sequence[Sequence[int]],
                   scale_best: Sequence[int], log_metric: Callable[[str, float], None] | None = None,
-                  **_: Any) -> list[float]:  # fmt: skip
+                  prompts: Sequence[Any] | None = None, completion_ids: Sequence[Sequence[int]] | None = None,
+                  end_token_ids: Collection[int] | None = None, **_: Any) -> list[float]:  # fmt: skip
     """1.0 for a verdict that parses, is one of the rubric's levels and gives its reasons (a reasoning, or
     ``[FEEDBACK]`` text, of at least ``MIN_RATIONALE_WORDS`` words: :func:`gives_reasons`), else 0.0. A
     bare score, or ``<think>.</think>2``, is no well-formed verdict: the traces stage keeps no such trace, and
@@ -101,11 +142,14 @@ def format_reward(completions: Sequence[Any], verdict_format: Sequence[str], sca
     reasons (``verdicts/no_reasoning_share``).
 
     Args:
-        completions: the generated texts; the other arguments are dataset columns, one value per completion.
+        completions: the generated texts; ``verdict_format``, ``scale_levels`` and ``scale_best`` are dataset
+            columns, one value per completion.
         log_metric: trl's per-step metric hook (absent when called outside the trainer).
+        prompts, completion_ids: what trl passes with the completions: the prompt each continues, and its token ids.
+        end_token_ids: the ids that end a finished completion (``train.grpo.completion_end_ids``, bound by the
+            recipe); None: cuts are not told.
     """
-    verdicts = [read_verdict(_text(c), f, levels, best)
-                for c, f, levels, best in zip(completions, verdict_format, scale_levels, scale_best, strict=True)]
+    verdicts = _verdicts(completions, verdict_format, scale_levels, scale_best, prompts, completion_ids, end_token_ids)
     if log_metric is not None and verdicts:
         _log_failed_share(log_metric, verdicts)
         log_metric("verdicts/out_of_scale_share", sum(v.ok and v.in_scale is False for v in verdicts) / len(verdicts))
@@ -121,16 +165,17 @@ def format_reward(completions: Sequence[Any], verdict_format: Sequence[str], sca
 
 def agreement_reward(completions: Sequence[Any], verdict_format: Sequence[str], scale_levels: Sequence[Sequence[int]],
                      scale_best: Sequence[int], reference_scores: Sequence[Sequence[float]],
-                     log_metric: Callable[[str, float], None] | None = None,
-                     **_: Any) -> list[float | None]:  # fmt: skip
+                     log_metric: Callable[[str, float], None] | None = None, prompts: Sequence[Any] | None = None,
+                     completion_ids: Sequence[Sequence[int]] | None = None,
+                     end_token_ids: Collection[int] | None = None, **_: Any) -> list[float | None]:  # fmt: skip
     """How close the verdict is to the experts: :func:`agreement`, 0.0 for a failed, out-of-scale or between-levels
     verdict, None for an item with no reference score (experts without a unique mode under ``no_unique_mode: skip``).
 
     Also logs ``verdicts/failed_share``, as ``format_reward`` does: a config may name this reward alone, and its
-    failures must still be counted (both log the same share of one batch, which trl averages).
+    failures must still be counted (both log the same share of one batch, which trl averages). The arguments are
+    :func:`format_reward`'s and ``reference_scores`` (a dataset column).
     """
-    verdicts = [read_verdict(_text(c), f, levels, best)
-                for c, f, levels, best in zip(completions, verdict_format, scale_levels, scale_best, strict=True)]
+    verdicts = _verdicts(completions, verdict_format, scale_levels, scale_best, prompts, completion_ids, end_token_ids)
     if log_metric is not None and verdicts:
         _log_failed_share(log_metric, verdicts)
     rewards: list[float | None] = []

@@ -28,20 +28,25 @@ under one reason:
 Items are refused as training data exactly as ``judge-train build-data`` refuses them
 (``train.build_data.load_training_records``: rows in the released benchmark's schema; ``zero_shot_records``: the
 Zero-Shot test). Items not asked (``zero_shot`` with ``drop``, ``no_unique_mode``, ``no_expert_scores``,
-``no_scale``, and ``score_out_of_scale`` / ``score_not_a_level`` for an expert's score off the rubric or between its
-levels, as GRPO drops such an item) are counted per item.
+``no_scale``, ``score_out_of_scale`` / ``score_not_a_level`` for an expert's score off the rubric or between its
+levels, as GRPO drops such an item, and ``reference_not_a_level``: a ``median`` or ``mean`` reference between the
+rubric's levels with none within ``tolerance``, which no integer could agree with) are counted per item. The mode is
+the paper's reference (arXiv 2505.24616v3, Appendix D.2.1, where the judge's MAE is taken against the experts' mode);
+``median`` and ``mean`` are options beside it, and either may be a level no expert gave (experts 0 and 2: 1).
 
 The folder (``train.synthetic.journal``): ``journal.jsonl`` (one raw teacher answer per (item, sample); a rerun with
-the same output folder asks only what is missing, failed, or whose prompt changed, and re-decides everything from the journal, so changing
-``tolerance`` and rerunning costs no request; every row records the teacher's ``max_tokens`` it was asked with, and a
-rerun with a larger one asks again only the answers cut by the smaller (``cut_by_max_tokens``; a row from before
-rows recorded it, once), counted as ``cut_traces_asked_again``; changing ``agreement`` asks only for the items the old setting did
-not ask: from ``mode`` to ``median`` or ``mean``, those whose experts have no unique mode, skipped under
-``no_unique_mode: skip``), ``traces.jsonl`` (kept traces), ``dropped.jsonl``,
-``failed.jsonl``, ``skipped.jsonl`` (items not asked), ``dataset/``, ``summary.json`` (the counts by reason) and
-``run.json``. A kept row is the item's POLLUX record (its experts' scores unchanged) with ``id`` ``<item id>#<sample>``,
-``item_id``, ``reasoning`` (the trace) and ``reasoning_score`` (its integer): the rows the seq2seq recipe trains on
-with ``verdict_format: integer`` (``train.seq2seq.integer_rows``).
+the same output folder asks only what is missing, failed, or whose prompt changed, and re-decides everything from the
+journal, so changing ``tolerance`` and rerunning costs no request (under ``median`` or ``mean``, save for the items a
+larger one brings within reach of a level, asked then for the first time); every row records the teacher's
+``max_tokens`` it was asked with, and a rerun with a larger one asks again only the answers cut by the smaller
+(``cut_by_max_tokens``; a row from before rows recorded it, once), counted as ``cut_traces_asked_again``; changing
+``agreement`` asks only for the items the old setting did not ask: from ``mode`` to ``median`` or ``mean``, those
+whose experts have no unique mode, skipped under ``no_unique_mode: skip``, unless their reference is not a level),
+``traces.jsonl`` (kept traces), ``dropped.jsonl``, ``failed.jsonl``, ``skipped.jsonl`` (items not asked),
+``dataset/``, ``summary.json`` (the counts by reason) and ``run.json``. A kept row is the item's POLLUX record (its
+experts' scores unchanged) with ``id`` ``<item id>#<sample>``, ``item_id``, ``reasoning`` (the trace) and
+``reasoning_score`` (its integer): the rows the seq2seq recipe trains on with ``verdict_format: integer``
+(``train.seq2seq.integer_rows``).
 """
 
 from __future__ import annotations
@@ -54,8 +59,8 @@ from train.synthetic.client import ChatClient
 from train.synthetic.config import EndpointConfig, TracesConfig
 from train.synthetic.journal import Journal, log, run_jobs, write_stage_outputs
 
-__all__ = ["experts_reference", "trace_outcome", "cut_by_max_tokens", "ask_again_for_max_tokens", "training_records",
-           "run_traces"]
+__all__ = ["experts_reference", "reference_within_reach", "trace_outcome", "cut_by_max_tokens",
+           "ask_again_for_max_tokens", "training_records", "run_traces"]
 
 
 def experts_reference(scores, agreement: str) -> tuple[float, ...]:
@@ -77,6 +82,15 @@ def experts_reference(scores, agreement: str) -> tuple[float, ...]:
     if agreement == "mean":
         return (statistics.fmean(values),)
     raise ValueError(f"agreement must be mode, median or mean, got {agreement!r}")
+
+
+def reference_within_reach(scale, references: tuple[float, ...], tolerance: float) -> bool:
+    """Whether an integer verdict on ``scale`` could agree with ``references``: some level lies within ``tolerance``
+    of one of them. A mode is always a level (an expert's score, on the rubric); a median or mean need not be: the
+    experts' 1 and 2 give 1.5, which at the default tolerance 0 no trace can equal, so every request for the item
+    would be paid for and dropped as ``disagrees``.
+    """
+    return any(abs(level - reference) <= tolerance for level in scale.levels for reference in references)
 
 
 def trace_outcome(done: dict, scale, references: tuple[float, ...], tolerance: float):
@@ -182,6 +196,9 @@ def training_records(input_path: str | Path, config: TracesConfig):
         references = experts_reference(record.expert_scores, config.agreement)
         if len(references) > 1 and config.no_unique_mode == "skip":
             skipped.append((record, "no_unique_mode"))
+            continue
+        if not reference_within_reach(scale, references, config.tolerance):
+            skipped.append((record, "reference_not_a_level"))
             continue
         items.append((record, scale, references))
     if config.limit:
