@@ -432,9 +432,11 @@ class ModelLimits:
     most tokens one ``/v1/judge`` verdict may ask for: its ``max_tokens`` setting) and ``max_proxy_tokens`` (the most
     one proxied chat or completion request may ask for in all), and for a judge trained by GRPO
     ``trained_max_completion_length`` (the completion length it learned to reason within:
-    ``judge.checkpoints.TrainedLengths``), and ``prompt_version``, the pointwise template its ``/v1/judge`` renders
-    (``judge.checkpoints.prompt_template_and_why``). judge-serve writes them with ``advertised()``; judge-eval reads
-    them with ``from_entry``, fits its ``max_tokens`` to them before the work starts and records the prompt version.
+    ``judge.checkpoints.TrainedLengths``), ``prompt_version``, the pointwise template its ``/v1/judge`` renders
+    (``judge.checkpoints.prompt_template_and_why``), and ``verdict_format``, how its judge writes a verdict and so how
+    judge-serve parses one (``judge.VerdictFormat``, as judge-serve decided it). judge-serve writes them with
+    ``advertised()``; judge-eval reads them with ``from_entry``, fits its ``max_tokens`` to them before the work starts
+    and records the prompt version and the verdict format.
 
     Attributes:
         max_model_len: the context window, None when not advertised.
@@ -442,6 +444,8 @@ class ModelLimits:
         max_proxy_tokens: the proxied generations' cap, None when not judge-serve.
         trained_max_completion_length: None when the checkpoint records none (or the server is not judge-serve).
         prompt_version: None when not judge-serve (or one from before it said).
+        verdict_format: None when not judge-serve (or one from before it said); read as the entry writes it, so that a
+            client can refuse a format it does not know instead of guessing one.
     """
 
     max_model_len: int | None = None
@@ -449,13 +453,15 @@ class ModelLimits:
     max_proxy_tokens: int | None = None
     trained_max_completion_length: int | None = None
     prompt_version: str | None = None
+    verdict_format: str | None = None
 
     def advertised(self) -> dict[str, int | str]:
         """judge-serve's fields of a model entry (``max_model_len`` stays the engine's own)."""
         return {name: value for name, value in (("judge_max_tokens", self.judge_max_tokens),
                                                 ("max_proxy_tokens", self.max_proxy_tokens),
                                                 ("trained_max_completion_length", self.trained_max_completion_length),
-                                                ("prompt_version", self.prompt_version))
+                                                ("prompt_version", self.prompt_version),
+                                                ("verdict_format", self.verdict_format))
                 if value is not None}
 
     @classmethod
@@ -468,6 +474,9 @@ class ModelLimits:
             value = entry.get(name)
             return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
-        version = entry.get("prompt_version")
+        def text(name: str) -> str | None:
+            value = entry.get(name)
+            return value if isinstance(value, str) and value else None
+
         return cls(number("max_model_len"), number("judge_max_tokens"), number("max_proxy_tokens"),
-                   number("trained_max_completion_length"), version if isinstance(version, str) and version else None)
+                   number("trained_max_completion_length"), text("prompt_version"), text("verdict_format"))

@@ -403,11 +403,13 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         app.add_api_route(path, passed_through(path), methods=["GET"])
 
     # Each model entry is the engine's (max_model_len included) plus judge-serve's own caps (judge.wire.ModelLimits),
-    # so that a client fits its max_tokens before the work starts instead of meeting a 400 per request.
+    # so that a client fits its max_tokens before the work starts instead of meeting a 400 per request; and the prompt
+    # and verdict format /v1/judge works with, as decided here (resolved_verdict_format: the export manifest, the model
+    # type), which a client cannot tell from the served name: it records them, and parses what it reads itself alike.
     trained = layout.trained_lengths if layout is not None else None
     limits = ModelLimits(judge_max_tokens=config.max_tokens, max_proxy_tokens=config.max_proxy_tokens,
                          trained_max_completion_length=trained and trained.max_completion_length,
-                         prompt_version=template.version).advertised()
+                         prompt_version=template.version, verdict_format=config.verdict_format).advertised()
 
     async def model_list(request: Request) -> tuple[dict[str, Any] | None, Response | None]:
         listed = await proxy(request, "generator", "/v1/models")

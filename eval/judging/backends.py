@@ -4,7 +4,8 @@
   APIs such as GPT-4o or DeepSeek-R1).
 - ``JudgeServeBackend``: judge-serve's ``/v1/judge``, all criteria of one (instruction, answer) per request.
 
-Transient failures raise (the runner retries them); a server's refusal raises ``Refused``.
+Transient failures raise (the runner retries them); a server's refusal raises ``Refused``; a judge-serve answering in
+another verdict format than the run records raises ``ServerChanged`` (the runner stops).
 
 Before the work starts, ``first_contact`` asks the server's model list (``judge.plumbing.retry.list_models``: a server
 still loading is waited for, a wrong key or URL is one plain sentence) and reads what it allows
@@ -28,9 +29,9 @@ from judge.wire import CustomCriterion, JudgeItem, JudgeRequest, JudgeResponse, 
 if TYPE_CHECKING:
     from eval.judging.config import RunConfig
 
-__all__ = ["JudgeBackend", "Refused", "ChatBackend", "JudgeServeBackend", "verdict_outcome", "retryable_status",
-           "is_transient", "reasoning_of", "short", "root_of", "base_of", "detect_backend", "first_model",
-           "first_contact", "fit_max_tokens", "FirstRefusals", "EndpointUnusable", "refusal_of"]
+__all__ = ["JudgeBackend", "Refused", "ServerChanged", "ChatBackend", "JudgeServeBackend", "verdict_outcome",
+           "retryable_status", "is_transient", "reasoning_of", "short", "root_of", "base_of", "detect_backend",
+           "first_model", "first_contact", "fit_max_tokens", "FirstRefusals", "EndpointUnusable", "refusal_of"]
 
 log = logging.getLogger("judge_eval.backends")
 
@@ -63,6 +64,14 @@ class Refused(Exception):
     def __init__(self, message: str, status: int | None = None, said: str = ""):
         super().__init__(message)
         self.status, self.said = status, said or message
+
+
+class ServerChanged(Exception):
+    """A judge-serve answered in another verdict format than the one the run records (its ``run.json``): not a failure
+    of the request's items but of the server, changed since the run resolved its format (restarted on another
+    export under the same name), or one that never said its format (a judge-serve from before its ``GET /v1/models``
+    did) and serves another than the run guessed. The runner stops instead of writing rows that ``score`` would read
+    as the recorded format."""
 
 
 def refusal_of(err: Any) -> Refused:
@@ -193,7 +202,8 @@ class JudgeServeBackend:
     Each record's criterion is sent as a custom ``{name, rubrics}`` so the server renders exactly the prompt its
     judge's template (``judge.checkpoints.prompt_template_and_why``) gives for the record. The response's per-criterion result carries the score and its source:
     ``verdict`` for seq2seq judges, ``regression_head`` (real-valued) for regression judges (``judge.ScoreSource``);
-    each result is read as the contract's ``judge.JudgeResult``.
+    each result is read as the contract's ``judge.JudgeResult``. A response in another verdict format than the run's
+    (``config.verdict_format``, which run.json records) raises ``ServerChanged``.
 
     Args:
         root_url: the server root (no ``/v1``).
@@ -258,6 +268,13 @@ class JudgeServeBackend:
             raise Refused(f"HTTP {response.status_code}: {short(response.text)}", response.status_code,
                           server_message(response))
         body = JudgeResponse.from_json(response.json())
+        # A config still at "auto" (a caller that resolved no format: `run` always does) has nothing to hold it to.
+        if self.config.verdict_format != "auto" and body.verdict_format != self.config.verdict_format:
+            raise ServerChanged(
+                f"judge-serve answered in the verdict format {body.verdict_format}, but this run records "
+                f"{self.config.verdict_format} for {self.model!r} (its run.json): the server changed since the run "
+                f"began, or does not say its format in GET /v1/models (then set --verdict-format "
+                f"{body.verdict_format})")
         results = body.items[0].results if body.items else []
         if len(results) != len(batch):
             raise Refused(f"judge-serve returned {len(results)} results for {len(batch)} criteria")

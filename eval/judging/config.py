@@ -38,7 +38,9 @@ class RunConfig:
                            "prompt (API baselines such as GPT-4o, DeepSeek-R1).")
     verdict_format: str = _f("auto", "How the judge writes its verdict: tagged ([FEEDBACK] ... [RESULT] n [END]), "
                                      "integer (reasoning, then a bare integer: ai-forever/Pollux-4B-Judge; thinking "
-                                     "stays on) or auto (from the checkpoint's manifest/config or the model id).")
+                                     "stays on) or auto (what a judge-serve names in GET /v1/models, else from the "
+                                     "checkpoint's manifest/config or the model id). Against a judge-serve, a format "
+                                     "other than the one it serves is refused.")
     backend: str = _f("auto", "auto: judge-serve when the URL has /v1/judge, else chat; chat: one chat completion "
                               "per item; judge-serve: /v1/judge with all criteria of an answer per request.")
     base_url_env: str = _f("", "Environment variable holding the base URL when judge is empty (API judges).")

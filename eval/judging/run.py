@@ -25,9 +25,12 @@ and a run whose first requests are all refused alike stops with the server's wor
 instead of writing a failed row per item. Keys: ``judge.plumbing.api_keys.KEY_RULE``. Paths in ``run.json`` are
 absolute (``resolved_paths``), so ``judge-eval score`` finds the data from any directory.
 
-The judge's verdict format (``judge.VerdictFormat``: ``tagged`` or ``integer``, ``Pollux-4B-Judge``) follows from the
-checkpoint or the model id unless ``verdict_format`` is set, and the Russian prompt's template from the format and the
-checkpoint's export manifest (``resolve_prompt_template``: the released Pollux-4B-Judge is asked with its own). Data
+The judge's verdict format (``judge.VerdictFormat``: ``tagged`` or ``integer``, ``Pollux-4B-Judge``) is the one a
+judge-serve names in its ``GET /v1/models`` entry (a ``verdict_format`` set otherwise is refused before any item), else
+``verdict_format`` when set, else it follows from the checkpoint or the model id (``eval.judging.format_choice``);
+run.json records it, a resume keeps it, and a ``/v1/judge`` answer in another format stops the run. The Russian
+prompt's template follows from the format and the checkpoint's export manifest (``resolve_prompt_template``: the
+released Pollux-4B-Judge is asked with its own), or is the one a judge-serve names. Data
 whose rows carry ``answer_1``/``answer_2`` is judged pairwise (``eval.pairwise.judging``: every pair in both orders by
 default, into ``pairwise_predictions.jsonl``).
 """
@@ -46,24 +49,25 @@ from pathlib import Path
 from typing import Any
 
 from eval.judging.config import RunConfig
-from eval.judging.backends import (ChatBackend, FirstRefusals, JudgeBackend, JudgeServeBackend, Refused, base_of,
-                                   detect_backend, first_contact, fit_max_tokens, root_of, short)
+from eval.judging.backends import (ChatBackend, FirstRefusals, JudgeBackend, JudgeServeBackend, Refused, ServerChanged,
+                                   base_of, detect_backend, first_contact, fit_max_tokens, root_of, short)
+from eval.judging.format_choice import (earlier_max_tokens, earlier_prompt_version, resolve_prompt_template,
+                                        resolve_verdict_format, run_verdict_format)
 from eval.judging.local_server import local_server
 from eval.judging.predictions import REQUEST_FAILED, PredictionRow, iter_predictions, resume_predictions
 from eval.pairwise.judging import (ORDERS, PAIRWISE_PREDICTIONS, is_pairwise_data, judge_pairs, load_pairs,
                                    pending_judgments)
 from judge.plumbing.api_keys import client_api_key
 from judge.checkpoints import is_hub_id
-from judge.prompts import PromptTemplate
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.journal import JournalWriter
 from judge.plumbing.provenance import write_provenance
 from judge.plumbing.retry import EndpointUnusable, RetryPolicy
 from judge.plumbing.run_folder import claim_run_folder, hold_run_folder
-from judge.verdicts import VerdictFormat
 from judge.wire import ModelLimits
 
-__all__ = ["RunConfig", "ConfigError", "EndpointUnusable", "run", "resolved_paths", "N_FIRST_REFUSALS"]
+__all__ = ["RunConfig", "ConfigError", "EndpointUnusable", "run", "resolved_paths", "N_FIRST_REFUSALS",
+           "resolve_verdict_format", "resolve_prompt_template"]  # the last two: eval.judging.format_choice's
 
 #: How many alike refusals of a run's first requests stop it (``eval.judging.backends.FirstRefusals``).
 N_FIRST_REFUSALS = 3
@@ -90,6 +94,7 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
     # fewer (a resumed run's last items), a refusal is that item's, written as a failed row, never a stop that
     # every rerun repeats without recording it.
     first = FirstRefusals(N_FIRST_REFUSALS if len(batches) >= N_FIRST_REFUSALS else 0)
+    changed: list[ServerChanged] = []  # a server answering in another verdict format: the run stops at the first
 
     def write(batch: Sequence, outcomes: list[dict[str, Any]], latency: float) -> None:
         rows = [PredictionRow(id=record.id, judge=backend.name, **outcome, latency_s=round(latency, 4))
@@ -104,13 +109,20 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
         bar.update(len(batch))
 
     async def worker() -> None:
-        while first.stopped is None:
+        while first.stopped is None and not changed:
             try:
                 batch = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
             start = time.perf_counter()
-            outcomes, refusal = await _judged(backend, batch, policy)
+            try:
+                outcomes, refusal = await _judged(backend, batch, policy)
+            except ServerChanged as err:
+                # Stopped, not counted as this batch's failed rows: every later answer would be in the same other
+                # format, and rows read in it would be scored as the format run.json records. The batch is unwritten:
+                # a rerun asks it again, once its resume checks have compared the server with the folder.
+                changed.append(err)
+                return
             for held in first.offer(refusal, (batch, outcomes, time.perf_counter() - start)):
                 write(*held)
 
@@ -119,6 +131,10 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
     finally:
         bar.close()
         await backend.aclose()
+    if changed:
+        raise EndpointUnusable(f"{changed[0]}; stopped after sending {len(batches) - queue.qsize()} of {len(batches)} "
+                               f"requests ({counts['written']} rows written are kept; none for its answer, which a "
+                               "rerun asks again)")
     if first.stopped is not None:
         raise EndpointUnusable(first.message(f"the judge ({backend.name})", len(batches) - queue.qsize(), len(batches)))
     return counts
@@ -152,6 +168,8 @@ async def _judged(backend: JudgeBackend, batch: Sequence,
             # reads one) is this request's failure, not a row that makes the whole file unreadable to resume and score.
             PredictionRow.from_json({"id": record.id, **outcome}, where=f"the judge's answer for {record.id}")
         return outcomes, None
+    except ServerChanged:
+        raise  # the server's, not this batch's: the runner stops (_judge_all)
     except Refused as err:
         if len(batch) > 1 and err.status is not None:
             # A server refuses a whole /v1/judge request for one criterion it cannot take (a rubric without a
@@ -201,57 +219,6 @@ def _expand_auto(config: RunConfig, out: Path) -> Path:
     classifier = classifier_from_settings(config.criteria_classifier, config.criteria_classifier_path,
                                           config.criteria_classifier_model, config.criteria_threshold)
     return expand_file(config.data or judge.sample_data_path(), out, classifier, resume=resume)
-
-
-def _checkpoint_folder(judge_ref: str) -> Path | None:
-    """The folder a judge's weights are read from, as judge-serve reads them: a checkpoint folder, or a hub id's
-    snapshot in the Hugging Face cache (the one ``local_server`` serves; never downloaded here). None for a URL, and
-    for a hub id the cache lacks (a rerun with nothing to ask starts no server, so fetches nothing)."""
-    if judge_ref.startswith(("http://", "https://")):
-        return None
-    if Path(judge_ref).is_dir():
-        return Path(judge_ref)
-    if not is_hub_id(judge_ref):
-        return None
-    from judge.checkpoints import CheckpointNotFound, resolve_checkpoint
-
-    try:
-        return resolve_checkpoint(judge_ref, allow_download=False)
-    except CheckpointNotFound:
-        return None
-
-
-def resolve_verdict_format(setting: str, judge_ref: str, model: str) -> str:
-    """The judge's verdict format: ``setting`` unless ``auto``; else a checkpoint folder's, a hub id's cached snapshot
-    included (``judge.checkpoints.verdict_format_and_why``: its export manifest first, as judge-serve decides), else
-    the one its hub id or served model id implies (one naming ``Pollux-4B-Judge``,
-    ``judge.checkpoints.names_pollux_4b``, -> ``integer``, anything else ``tagged``). The choice and its reason are
-    logged: a wrong one fails every judgment."""
-    if setting != "auto":
-        return setting
-    from judge.checkpoints import names_pollux_4b, verdict_format_and_why
-
-    folder = _checkpoint_folder(judge_ref)
-    if folder is not None:
-        fmt, why = verdict_format_and_why(folder, model)
-    else:
-        named = next((ref for ref in (model, judge_ref if is_hub_id(judge_ref) else "") if names_pollux_4b(ref)), "")
-        fmt = VerdictFormat.INTEGER if named else VerdictFormat.TAGGED
-        why = (f"the model id {named!r} names Pollux-4B-Judge" if named else
-               "no model id names Pollux-4B-Judge: the 7B/32B judges' format")
-    log.info("verdict format %s (%s); --verdict-format overrides it", fmt, why)
-    return fmt
-
-
-def resolve_prompt_template(verdict_format: str, judge_ref: str) -> tuple[PromptTemplate, str]:
-    """The Russian pointwise template a chat request asks the judge with, and why
-    (``judge.checkpoints.prompt_template_and_why``): from its verdict format and the export manifest of a checkpoint
-    folder or a hub id's cached snapshot; a judge reached by URL shows none (an integer-format one is then the
-    released Pollux-4B-Judge, as ``resolve_verdict_format`` reads such a judge by its id)."""
-    from judge.checkpoints import prompt_template_and_why, read_manifest
-
-    folder = _checkpoint_folder(judge_ref)
-    return prompt_template_and_why(verdict_format, read_manifest(folder) if folder is not None else {})
 
 
 def run(config: RunConfig, *, max_tokens_chosen: bool = True) -> dict[str, Any]:
@@ -318,37 +285,6 @@ def run_key(config: RunConfig) -> dict[str, Any]:
     if str(key["judge"]).startswith(("http://", "https://")):
         key["judge"] = "<url>"
     return key
-
-
-def _earlier_record(out: Path) -> dict[str, Any]:
-    """The run.json an earlier launch wrote into ``out``; ``{}`` when there is none or it cannot be read (a torn or
-    foreign run.json: nothing to hold the resume to)."""
-    from judge.plumbing.provenance import read_provenance
-
-    try:
-        return read_provenance(out, missing_ok=True)
-    except ValueError:
-        return {}
-
-
-def _earlier_prompt_version(out: Path) -> str | None:
-    """The prompt template version an earlier launch's requests were rendered with (its run.json's
-    ``prompt_version``); None without a readable one (a folder from before run.json said)."""
-    version = _earlier_record(out).get("prompt_version")
-    return version if isinstance(version, str) and version else None
-
-
-def _earlier_max_tokens(out: Path) -> tuple[int | None, int | None]:
-    """The ``max_tokens`` an earlier launch's requests asked for (its run.json's config, written after the trained
-    length was adopted and the value fitted to the server) and its ``max_tokens_adopted``; None without a readable
-    run.json."""
-    record = _earlier_record(out)
-
-    def positive(value: Any) -> int | None:
-        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
-
-    return (positive((record.get("config") or {}).get("max_tokens")),
-            positive((record.get("server_limits") or {}).get("max_tokens_adopted")))
 
 
 def resolved_paths(config: RunConfig) -> dict[str, str]:
@@ -436,7 +372,7 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
         # The budget the verdicts already in the folder were asked with (run.json's config holds what the requests
         # asked for, adopted and fitted): a resume keeps it, so that one folder never holds verdicts of two budgets.
         n_written = n_done if pairwise else len(done)
-        made_with, adopted_before = _earlier_max_tokens(out) if n_written else (None, None)
+        made_with, adopted_before = earlier_max_tokens(out) if n_written else (None, None)
         if made_with is not None and made_with != config.max_tokens and todo:
             if max_tokens_chosen:
                 # the run key matched, so the same flag gave another budget (the first launch adopted the judge's
@@ -462,24 +398,28 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
             # model: it keeps the name its rows were written under, so it passes the check below and exits 0.
             (model,) = written_judges
         config.name = config.name or model
-        config.verdict_format = resolve_verdict_format(config.verdict_format, judge_ref, model)
-        template, why = resolve_prompt_template(config.verdict_format, judge_ref)
+        others = written_judges - {config.name}
+        if others:
+            raise ConfigError(f"out: {predictions} holds predictions of {sorted(map(str, others))}, not of "
+                              f"{config.name!r}; resume with the same --name or use another --out")
+        # A judge-serve says which format it serves (what its engine writes and its /v1/judge parses): that, not a
+        # guess from the served name, is what the folder's rows are, and what `score` reads run.json for. A resume
+        # keeps the format of the verdicts already here, as it keeps their prompt template and max_tokens.
+        config.verdict_format, _ = run_verdict_format(config.verdict_format, judge_ref, model, limits.verdict_format,
+                                                      out, n_written, asking=bool(todo))
+        template, why = resolve_prompt_template(config.verdict_format, judge_ref, limits.prompt_version)
         prompt_version = template.version
         if kind == "judge-serve" and limits.prompt_version:  # judge-serve renders the prompts, and says with which
             prompt_version, why = limits.prompt_version, "judge-serve renders the prompts; its GET /v1/models says so"
         if not pairwise and config.prompt == "ru":
             log.info("prompt template %s (%s)", prompt_version, why)
-        others = written_judges - {config.name}
-        if others:
-            raise ConfigError(f"out: {predictions} holds predictions of {sorted(map(str, others))}, not of "
-                              f"{config.name!r}; resume with the same --name or use another --out")
         asked_with = (judge.prompts.PAIRWISE_PROMPT_VERSION if pairwise else
                       judge.PROMPT_VERSION_EN if config.prompt == "en" else prompt_version)
         # The template the verdicts already in the folder were asked with (run.json's prompt_version): the run key
         # holds the settings, not the template they resolve to, which also follows the checkpoint's export manifest,
         # what a judge-serve says it renders and this toolkit's choice for the released judges. A resume keeps it, so
         # that one folder never holds verdicts of two prompts, as it keeps their max_tokens.
-        made_with_template = _earlier_prompt_version(out) if n_written else None
+        made_with_template = earlier_prompt_version(out) if n_written else None
         if made_with_template is not None and made_with_template != asked_with:
             if todo:
                 chosen = f" ({why})" if not pairwise and config.prompt == "ru" else ""

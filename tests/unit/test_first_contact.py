@@ -472,10 +472,11 @@ def test_judge_serve_model_entries_carry_its_caps(tiny_causal_dir, monkeypatch):
             listed = http.get("/v1/models", headers=auth).json()["data"]
             one = http.get("/v1/models/attached", headers=auth).json()
     assert listed == [{"id": "attached", "object": "model", "created": 0, "owned_by": "vllm", "max_model_len": 2048,
-                       "judge_max_tokens": 256, "max_proxy_tokens": 1000, "prompt_version": "pollux-ru-v2"}]
+                       "judge_max_tokens": 256, "max_proxy_tokens": 1000, "prompt_version": "pollux-ru-v2",
+                       "verdict_format": "tagged"}]
     assert one == listed[0]
     assert ModelLimits.from_entry(one) == ModelLimits(max_model_len=2048, judge_max_tokens=256, max_proxy_tokens=1000,
-                                                      prompt_version="pollux-ru-v2")
+                                                      prompt_version="pollux-ru-v2", verdict_format="tagged")
 
 
 def _reasoning_judge(max_model_len: int) -> ScriptedEndpoint:

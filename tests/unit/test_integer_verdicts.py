@@ -507,7 +507,8 @@ def test_judge_eval_through_judge_serve_records_the_prompt_judge_serve_says_it_r
 
     def respond_get(path: str) -> tuple:
         return 200, {"object": "list", "data": [{"id": "judge", "object": "model", "max_model_len": 4096,
-                                                 "judge_max_tokens": 1024, "prompt_version": "pollux-ru-4b-v1"}]}
+                                                 "judge_max_tokens": 1024, "prompt_version": "pollux-ru-4b-v1",
+                                                 "verdict_format": "integer"}]}
 
     with ScriptedEndpoint(respond, respond_get=respond_get) as server:
         assert main(["run", "--judge", server.base_url, "--data", str(data), "--out", str(tmp_path / "run"),

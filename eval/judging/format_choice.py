@@ -1,0 +1,176 @@
+"""Which verdict format and prompt template ``judge-eval run`` asks and reads a judge with, and what an earlier launch
+into the run folder recorded of them.
+
+- **The verdict format** (``judge.VerdictFormat``): the one a judge-serve names in its ``GET /v1/models`` entry
+  (``judge.wire.ModelLimits.verdict_format``: what its engine writes and its ``/v1/judge`` parses, decided from the
+  export manifest and model type, which a URL does not show), else the ``verdict_format`` setting, else the
+  checkpoint's (``judge.checkpoints.verdict_format_and_why``, as judge-serve decides), else the model id's
+  (``chosen_verdict_format``). A setting that contradicts a served format is refused before any item is asked.
+- **The prompt template**: ``resolve_prompt_template`` (``judge.checkpoints.prompt_template_and_why``).
+- **The folder's record** (its ``run.json``: ``earlier_record`` and the readers beside it): a resume is held to the
+  verdict format, prompt template and ``max_tokens`` of the verdicts already written (``run_verdict_format`` for the
+  format; ``eval.judging.run`` for the others), so that one folder never mixes two.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from judge.checkpoints import is_hub_id
+from judge.plumbing.config_files import ConfigError
+from judge.prompts import PromptTemplate
+from judge.verdicts import VerdictFormat
+
+__all__ = ["SERVED_FORMAT_WHY", "checkpoint_folder", "chosen_verdict_format", "resolve_verdict_format",
+           "run_verdict_format", "resolve_prompt_template", "earlier_record", "earlier_prompt_version",
+           "earlier_verdict_format", "earlier_max_tokens"]
+
+log = logging.getLogger("judge_eval.run")
+
+
+def checkpoint_folder(judge_ref: str) -> Path | None:
+    """The folder a judge's weights are read from, as judge-serve reads them: a checkpoint folder, or a hub id's
+    snapshot in the Hugging Face cache (the one ``local_server`` serves; never downloaded here). None for a URL, and
+    for a hub id the cache lacks (a rerun with nothing to ask starts no server, so fetches nothing)."""
+    if judge_ref.startswith(("http://", "https://")):
+        return None
+    if Path(judge_ref).is_dir():
+        return Path(judge_ref)
+    if not is_hub_id(judge_ref):
+        return None
+    from judge.checkpoints import CheckpointNotFound, resolve_checkpoint
+
+    try:
+        return resolve_checkpoint(judge_ref, allow_download=False)
+    except CheckpointNotFound:
+        return None
+
+
+#: Why a run takes judge-serve's verdict format (logged, and named where a resume is refused).
+SERVED_FORMAT_WHY = ("judge-serve says so in its GET /v1/models entry: its judge writes, and its /v1/judge parses, "
+                     "that format")
+
+
+def chosen_verdict_format(setting: str, judge_ref: str, model: str, served: str | None = None) -> tuple[str, str]:
+    """The judge's verdict format and why (``resolve_verdict_format`` logs them).
+
+    In order: the format a judge-serve serves (``served``: ``judge.wire.ModelLimits.verdict_format``, decided by
+    judge-serve from the export manifest and model type, ``judge.checkpoints.verdict_format_and_why``); ``setting``
+    unless ``auto``; a checkpoint folder's, a hub id's cached snapshot included (its export manifest first, as
+    judge-serve decides); else the one its hub id or served model id implies (one naming ``Pollux-4B-Judge``,
+    ``judge.checkpoints.names_pollux_4b``, -> ``integer``, anything else ``tagged``).
+
+    Raises:
+        ConfigError: ``setting`` names another format than the one served (judge-serve parses every ``/v1/judge``
+            verdict in its own, and its engine is launched for it), or the served one is a format this judge-eval
+            does not read. Raised before any item is asked.
+    """
+    if served is not None:
+        if served not in VerdictFormat.ALL:
+            raise ConfigError(f"verdict_format: judge-serve serves {model!r} in the verdict format {served!r}, which "
+                              f"this judge-eval does not read (it reads {', '.join(VerdictFormat.ALL)}): update it")
+        if setting not in ("auto", served):
+            raise ConfigError(f"verdict_format: --verdict-format {setting}, but judge-serve serves {model!r} in the "
+                              f"verdict format {served} ({SERVED_FORMAT_WHY}): drop --verdict-format, or serve the "
+                              f"judge with --verdict-format {setting}")
+        return served, SERVED_FORMAT_WHY
+    if setting != "auto":
+        return setting, "--verdict-format is set"
+    from judge.checkpoints import names_pollux_4b, verdict_format_and_why
+
+    folder = checkpoint_folder(judge_ref)
+    if folder is not None:
+        return verdict_format_and_why(folder, model)
+    named = next((ref for ref in (model, judge_ref if is_hub_id(judge_ref) else "") if names_pollux_4b(ref)), "")
+    if named:
+        return VerdictFormat.INTEGER, f"the model id {named!r} names Pollux-4B-Judge"
+    return VerdictFormat.TAGGED, "no model id names Pollux-4B-Judge: the 7B/32B judges' format"
+
+
+def resolve_verdict_format(setting: str, judge_ref: str, model: str, served: str | None = None) -> str:
+    """The judge's verdict format for a folder with no verdicts yet (``run_verdict_format``, logged)."""
+    return run_verdict_format(setting, judge_ref, model, served)[0]
+
+
+def run_verdict_format(setting: str, judge_ref: str, model: str, served: str | None = None, out: Path | None = None,
+                       n_written: int = 0, asking: bool = True) -> tuple[str, str]:
+    """The run's verdict format and why, logged when this run chose it (``setting`` ``auto``): a wrong one fails every
+    judgment, or is scored as another format.
+
+    ``chosen_verdict_format``'s, held to the format the ``n_written`` verdicts already in ``out`` were recorded in
+    (``earlier_verdict_format``): the run key holds the setting, and ``auto`` resolves to what the server says now,
+    which a judge-serve restarted on another export under the same name changes. A run with nothing to ask
+    (``asking`` false: no server was asked, so none said its format) keeps the recorded one.
+
+    Raises:
+        ConfigError: as ``chosen_verdict_format``; or a run that would ask the judge reads another format than the
+            verdicts already in ``out`` (naming both), before any item is asked.
+    """
+    fmt, why = chosen_verdict_format(setting, judge_ref, model, served)
+    recorded = earlier_verdict_format(out) if out is not None and n_written else None
+    if recorded is not None and recorded != fmt:
+        if asking:
+            raise ConfigError(f"verdict_format: the {n_written} verdicts already in {out} are recorded in the verdict "
+                              f"format {recorded}, this resume would read {fmt} ({why}): start again with "
+                              "--overwrite, or use another --out")
+        fmt, why = recorded, "the format of the verdicts already in the folder"
+    if setting == "auto":
+        log.info("verdict format %s (%s)%s", fmt, why, "" if served else "; --verdict-format overrides it")
+    return fmt, why
+
+
+def resolve_prompt_template(verdict_format: str, judge_ref: str,
+                            served_version: str | None = None) -> tuple[PromptTemplate, str]:
+    """The Russian pointwise template a chat request asks the judge with, and why: the one a judge-serve names
+    (``served_version``, its ``GET /v1/models`` entry's ``prompt_version``, when this toolkit renders it: chat requests
+    through its passthrough are then asked as its ``/v1/judge`` asks, with the template it chose from the export
+    manifest that a client holding only the URL cannot read); else ``judge.checkpoints.prompt_template_and_why``'s,
+    from the verdict format and the export manifest of a checkpoint folder or a hub id's cached snapshot (a judge
+    reached by URL shows none: an integer-format one is then the released Pollux-4B-Judge)."""
+    from judge.checkpoints import prompt_template_and_why, read_manifest
+    from judge.prompts import PROMPT_TEMPLATES
+
+    if served_version in PROMPT_TEMPLATES:
+        return PROMPT_TEMPLATES[served_version], "the template judge-serve's GET /v1/models names for this judge"
+    folder = checkpoint_folder(judge_ref)
+    return prompt_template_and_why(verdict_format, read_manifest(folder) if folder is not None else {})
+
+
+def earlier_record(out: Path) -> dict[str, Any]:
+    """The run.json an earlier launch wrote into ``out``; ``{}`` when there is none or it cannot be read (a torn or
+    foreign run.json: nothing to hold the resume to)."""
+    from judge.plumbing.provenance import read_provenance
+
+    try:
+        return read_provenance(out, missing_ok=True)
+    except ValueError:
+        return {}
+
+
+def earlier_prompt_version(out: Path) -> str | None:
+    """The prompt template version an earlier launch's requests were rendered with (its run.json's
+    ``prompt_version``); None without a readable one (a folder from before run.json said)."""
+    version = earlier_record(out).get("prompt_version")
+    return version if isinstance(version, str) and version else None
+
+
+def earlier_verdict_format(out: Path) -> str | None:
+    """The verdict format an earlier launch recorded for the verdicts it wrote (its run.json's config, written after
+    the format was resolved); None without a readable one."""
+    fmt = (earlier_record(out).get("config") or {}).get("verdict_format")
+    return fmt if fmt in VerdictFormat.ALL else None
+
+
+def earlier_max_tokens(out: Path) -> tuple[int | None, int | None]:
+    """The ``max_tokens`` an earlier launch's requests asked for (its run.json's config, written after the trained
+    length was adopted and the value fitted to the server) and its ``max_tokens_adopted``; None without a readable
+    run.json."""
+    record = earlier_record(out)
+
+    def positive(value: Any) -> int | None:
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+    return (positive((record.get("config") or {}).get("max_tokens")),
+            positive((record.get("server_limits") or {}).get("max_tokens_adopted")))
