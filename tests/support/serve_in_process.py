@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import os
+import stat
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 
@@ -75,3 +79,34 @@ def attached_engine_get(path: str) -> tuple:
     if path == "/v1/models":
         return 200, {"object": "list", "data": [{"id": "attached", "object": "model", "max_model_len": 1024}]}
     return (200, {}) if path == "/health" else (404, {"detail": "Not Found"})
+
+
+def remembering_loader(load: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``load`` (``serve.supervision.load_tokenizer``), answering again with what it loaded for the same local folder
+    whose files are unchanged: each load of the tiny judges' 151k-token tokenizer is ~1.5 CPU-s, and the in-process
+    judge-serves of the unit tests start on a handful of folders. The key is the resolved folder and the name, size
+    and mtime of each file in it, so a folder rewritten in place, or a copy elsewhere, loads again; a failed load is
+    not remembered, and anything but a readable local folder goes to ``load`` each time. judge-serve only reads its
+    tokenizer (it renders and tokenizes with it, serve/jobs.py), so one tokenizer may serve several apps."""
+    loaded: dict[tuple, Any] = {}
+
+    def key(folder) -> tuple | None:
+        try:
+            root = Path(folder).resolve(strict=True)
+            with os.scandir(root) as entries:
+                files = sorted((e.name, s.st_size, s.st_mtime_ns)
+                               for e in entries if stat.S_ISREG((s := e.stat()).st_mode))
+        except OSError:  # a hub id, a folder not there or not readable, a dangling link: not remembered
+            return None
+        return str(root), tuple(files)
+
+    @functools.wraps(load)
+    def remembering(folder):
+        at = key(folder)
+        if at is None:
+            return load(folder)
+        if at not in loaded:
+            loaded[at] = load(folder)
+        return loaded[at]
+
+    return remembering

@@ -47,19 +47,6 @@ def _listing(window: int | None):
     return respond_get
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_tokenizer_load():
-    """judge-serve's tokenizer loader, remembering what it loaded: each load of the 151k-token tokenizer is ~2 CPU-s
-    and this module starts several judge-serves on one checkpoint (judge-serve only reads it)."""
-    import functools
-
-    import serve.supervision
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(serve.supervision, "load_tokenizer", functools.cache(serve.supervision.load_tokenizer))
-        yield
-
-
 @contextlib.contextmanager
 def _attached(model_dir, monkeypatch, window: int | None = 2048, **settings):
     """judge-serve (no served_model_name, config max_model_len 4096 unless ``settings`` say otherwise, the default

@@ -85,19 +85,6 @@ def _respond_get(path: str) -> tuple:
     return 404, {"detail": "Not Found"}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_tokenizer_load():
-    """judge-serve's tokenizer loader, remembering what it loaded: this module starts seven judge-serves on one
-    checkpoint, and each load of its 151k-token tokenizer is ~2 CPU-s. judge-serve only reads the tokenizer."""
-    import functools
-
-    import serve.supervision
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(serve.supervision, "load_tokenizer", functools.cache(serve.supervision.load_tokenizer))
-        yield
-
-
 @pytest.fixture
 def engine():
     with ScriptedEndpoint(_respond, respond_get=_respond_get) as endpoint:

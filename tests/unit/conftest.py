@@ -1,0 +1,36 @@
+"""What the unit tests alone share (the fixtures both tiers use are in tests/support/, registered in tests/conftest.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_tokenizer_load_per_folder():
+    """judge-serve's tokenizer loader, remembering what it loaded (``tests.support.serve_in_process.remembering_loader``):
+    a worker starts dozens of in-process judge-serves on the same tiny checkpoint, and each load of its tokenizer is
+    ~1.5 CPU-s. A test that changes a checkpoint's files, or starts one on a fresh folder, gets a fresh load."""
+    import serve.supervision
+    from tests.support.serve_in_process import remembering_loader
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(serve.supervision, "load_tokenizer", remembering_loader(serve.supervision.load_tokenizer))
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_certificate_trust_store(tmp_path_factory):
+    """A trust store of one CA certificate (``SSL_CERT_FILE``, which httpx and httpcore2 read first) for this process
+    and the commands it starts. httpx builds an SSL context for every client, and with it loads a whole CA bundle
+    (certifi's, or the system's that ``SSL_CERT_FILE`` names: ~150 certificates, 20-40 ms a client, whatever the
+    URL). The unit tests build hundreds of clients (the toolkit's and the OpenAI SDK's), every one for a plain-HTTP
+    endpoint on 127.0.0.1: no certificate is ever checked, so which CAs the store holds changes nothing they test."""
+    import certifi
+
+    bundle, end = open(certifi.where(), encoding="ascii").read(), "-----END CERTIFICATE-----"
+    store = tmp_path_factory.mktemp("trust-store") / "one-ca.pem"
+    store.write_text(bundle[bundle.index("-----BEGIN CERTIFICATE-----"):bundle.index(end) + len(end)] + "\n",
+                     encoding="ascii")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SSL_CERT_FILE", str(store))
+        yield
