@@ -28,6 +28,7 @@ from eval.judging.predictions import read_predictions
 from judge.checkpoints import EXPORT_MANIFEST
 from judge.plumbing.retry import EXIT_UNUSABLE
 from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage
+from tests.support.eval_cli import run_args as _run_args, cut_predictions_to as _cut_to
 from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
 
 #: An export manifest as train/export.py writes it for an integer-format judge (judge.checkpoints.write_manifest).
@@ -79,20 +80,8 @@ def _judge_serve_config(root: Path, engine: ScriptedEndpoint):
                        max_tokens=128, api_key="k").validate()
 
 
-def _run_args(url: str, data: Path, out: Path, *extra: str) -> list[str]:
-    return ["run", "--judge", url, "--data", str(data), "--out", str(out), "--no-progress", "--max-tokens", "32",
-            "--backoff-s", "0.01", *extra]
-
-
 def _run_json(out: Path) -> dict:
     return json.loads((out / "run.json").read_text(encoding="utf-8"))
-
-
-def _cut_to(out: Path, n: int) -> None:
-    """Leave the first ``n`` rows of the folder's predictions, as a run killed after them does."""
-    path = out / "predictions.jsonl"
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    path.write_text("".join(lines[:n]), encoding="utf-8")
 
 
 # ---------------------------------------------------------------------------------- judge-serve says its format

@@ -24,6 +24,7 @@ from eval.cli import main as eval_main
 from eval.judging.predictions import read_predictions
 from judge.checkpoints import names_pollux_4b, verdict_format_and_why
 from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage
+from tests.support.eval_cli import run_args as _run_args, cut_predictions_to as _cut_to
 from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
 
 VERDICT = "[FEEDBACK] ok [RESULT] 1 [END]"
@@ -113,18 +114,6 @@ def data(tmp_path) -> Path:
     path = tmp_path / "data.jsonl"
     judge.write_jsonl(judge.load_records(judge.sample_data_path())[:4], path)
     return path
-
-
-def _run_args(url: str, data: Path, out: Path, *extra: str) -> list[str]:
-    return ["run", "--judge", url, "--data", str(data), "--out", str(out), "--no-progress", "--max-tokens", "32",
-            "--backoff-s", "0.01", *extra]
-
-
-def _cut_to(out: Path, n: int) -> None:
-    """Leave the first ``n`` rows of the folder's predictions, as a run killed after them does."""
-    path = out / "predictions.jsonl"
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    path.write_text("".join(lines[:n]), encoding="utf-8")
 
 
 def _prompt_version(out: Path) -> str:

@@ -21,6 +21,7 @@ import judge
 from eval.cli import main as eval_main
 from eval.judging.predictions import read_predictions, refuse_repeated_ids
 from judge.plumbing.run_folder import LOCK_FILE, RUN_KEY_FILE, RunFolderBusy, hold_run_folder
+from tests.support.eval_cli import run_args as _run_args
 from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,11 +34,6 @@ def data(tmp_path) -> Path:
     path = tmp_path / "data.jsonl"
     judge.write_jsonl(judge.load_records(judge.sample_data_path())[:4], path)
     return path
-
-
-def _run_args(url: str, data: Path, out: Path, *extra: str) -> list[str]:
-    return ["run", "--judge", url, "--data", str(data), "--out", str(out), "--no-progress", "--max-tokens", "32",
-            "--backoff-s", "0.01", *extra]
 
 
 # ---------------------------------------------------------------------------------------- one writer per folder
