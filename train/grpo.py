@@ -119,12 +119,37 @@ def grpo_dataset(rows: list[dict[str, Any]], tokenizer, verdict_format: str):
 
     The prompt goes in as text already wrapped by ``judge.apply_chat`` (trl then only tokenizes it), so training
     samples from exactly the prompt that serving renders; every other column reaches the reward functions.
+
+    trl tokenizes a text prompt with the tokenizer's special tokens (``processing_class(text=prompts)`` in
+    trl/trainer/grpo_trainer.py ``_tokenize_prompts``) while judge-serve sends the chat text's tokens without them.
+    For a tokenizer that adds its BOS itself (Llama-style) to a template that renders ``{{ bos_token }}`` too, the
+    policy would train on two BOS tokens and be served with one; such a prompt goes in without its rendered BOS, so
+    trl's tokens are judge-serve's. Any other difference is refused rather than trained on.
     """
     from datasets import Dataset
 
     thinking = verdict_format == judge.VerdictFormat.INTEGER
-    return Dataset.from_list([{**row, "prompt": judge.apply_chat(tokenizer, row["prompt"], thinking=thinking)}
-                              for row in rows])  # fmt: skip
+    texts = [judge.apply_chat(tokenizer, row["prompt"], thinking=thinking) for row in rows]
+    texts = _as_trl_tokenizes_them(tokenizer, texts)
+    return Dataset.from_list([{**row, "prompt": text} for row, text in zip(rows, texts)])
+
+
+def _as_trl_tokenizes_them(tokenizer, texts: list[str]) -> list[str]:
+    """The chat texts as trl must see them to tokenize them to judge-serve's ids (see :func:`grpo_dataset`)."""
+    if not texts:
+        return texts
+    served = tokenizer(texts, add_special_tokens=False)["input_ids"]
+    if tokenizer(texts)["input_ids"] == served:
+        return texts
+    bos = tokenizer.bos_token
+    if bos and all(text.startswith(bos) for text in texts):
+        texts = [text[len(bos):] for text in texts]
+        if tokenizer(texts)["input_ids"] == served:
+            return texts
+    raise ConfigError(f"the tokenizer ({tokenizer.__class__.__name__}, bos_token {bos!r}, eos_token "
+                      f"{tokenizer.eos_token!r}) adds special tokens its chat template does not account for: trl "
+                      "would train on other prompt tokens than judge-serve sends. Use a tokenizer whose template "
+                      "renders every special token itself (the Qwen tokenizers add none)")
 
 
 def _drop_long_prompts(rows: list[dict], tokenizer, max_prompt_tokens: int, verdict_format: str) -> tuple[list[dict], int]:

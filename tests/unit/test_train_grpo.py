@@ -195,6 +195,45 @@ def test_the_prompt_is_the_one_judge_serve_renders_for_the_format(qwen3_tokenize
     assert tagged == integer + "<think>\n\n</think>\n\n"
 
 
+def _char_tokenizer(post_processor: str):
+    """A real fast tokenizer, one token per character, whose own special tokens are ``post_processor`` (a
+    ``TemplateProcessing`` single template) and whose chat template renders ``{{ bos_token }}`` as Llama's does."""
+    import string
+
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {"<s>": 0, "</s>": 1, "<unk>": 2}
+    for ch in "абвгдеёжзийклмнопрстуфхцчшщъыьэюя" + "АБВГДЕЁЖЗИЙКЛМНОПРСТУФХЦЧШЩЪЫЬЭЮЯ" + "«»—–…№" + string.printable:
+        vocab.setdefault(ch, len(vocab))
+    backend = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Split("", "isolated")
+    backend.post_processor = processors.TemplateProcessing(single=post_processor,
+                                                           special_tokens=[("<s>", 0), ("</s>", 1)])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
+    tokenizer.chat_template = ("{{ bos_token }}{% for m in messages %}[{{ m['role'] }}]{{ m['content'] }}{% endfor %}"
+                               "{% if add_generation_prompt %}[assistant]{% endif %}")
+    return tokenizer
+
+
+def test_a_bos_adding_tokenizer_trains_on_the_prompt_tokens_judge_serve_sends():
+    """trl tokenizes a text prompt with the tokenizer's special tokens (``processing_class(text=prompts)``), judge-serve
+    the chat text without them: a tokenizer that adds its BOS to a template that renders one got two in training."""
+    tokenizer = _char_tokenizer("<s> $A")
+    rows, _ = grpo.grpo_rows([record("r", [2])])
+    served = tokenizer(judge.apply_chat(tokenizer, rows[0]["prompt"]), add_special_tokens=False)["input_ids"]
+    assert served[:2] == [0, tokenizer.convert_tokens_to_ids("[")] and served.count(0) == 1  # one BOS, then "[user]"
+    text = grpo.grpo_dataset(rows, tokenizer, "tagged")[0]["prompt"]
+    assert tokenizer(text)["input_ids"] == served  # what trl's _tokenize_prompts computes
+
+
+def test_a_tokenizer_adding_tokens_its_template_does_not_render_is_refused():
+    tokenizer = _char_tokenizer("$A </s>")  # an EOS after every prompt: no text trl is given tokenizes as served
+    rows, _ = grpo.grpo_rows([record("r", [2])])
+    with pytest.raises(ConfigError, match="adds special tokens its chat template does not account for"):
+        grpo.grpo_dataset(rows, tokenizer, "tagged")
+
+
 # ---- config --------------------------------------------------------------------------------------------------------
 
 
