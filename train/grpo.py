@@ -318,6 +318,8 @@ def main(config: GRPORecipeConfig, *, callbacks: tuple = ()) -> RunResult:
     from transformers import AutoModelForCausalLM
     from trl import GRPOConfig, GRPOTrainer
 
+    from train.grpo_sampler import replaying_epochs
+
     # Arguments before the model: under ZeRO-3 from_pretrained then partitions the weights as they load.
     args = run.training_arguments(
         GRPOConfig,
@@ -339,7 +341,8 @@ def main(config: GRPORecipeConfig, *, callbacks: tuple = ()) -> RunResult:
     end_token_ids = completion_end_ids(model.generation_config.eos_token_id, run.tokenizer)
 
     # ---- trainer ------------------------------------------------------------------------------------------------
-    trainer = GRPOTrainer(
+    # trl's sampler replays the first epoch's order in a run resumed in a later one (train/grpo_sampler.py).
+    trainer = replaying_epochs(GRPOTrainer)(
         model=model,
         reward_funcs=reward_functions(config.rewards, end_token_ids),
         args=args,

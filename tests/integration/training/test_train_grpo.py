@@ -40,6 +40,17 @@ GRPO_OVERRIDES = {
 }  # fmt: skip
 
 
+def _samplers_seen(seen: list):
+    """A callback that records the sampler under the training loader trl's trainer built."""
+    from transformers import TrainerCallback
+
+    class SamplerSeen(TrainerCallback):
+        def on_train_begin(self, args, state, control, train_dataloader=None, **kwargs):
+            seen.append(train_dataloader.batch_sampler.sampler)
+
+    return SamplerSeen()
+
+
 def _grpo_config(output_dir: Path, **overrides):
     return load_config(TINY_GRPO, {**GRPO_OVERRIDES, "output_dir": str(output_dir), **overrides})
 
@@ -157,8 +168,12 @@ def test_grpo_resumes_from_the_latest_checkpoint(grpo_run, tmp_path):
     only (its log entry is the one new step) and exporting again."""
     run = tmp_path / "run"
     shutil.copytree(grpo_run.output_dir, run, ignore=shutil.ignore_patterns("checkpoint-2", "export"))
-    result = grpo.main(_grpo_config(run, resume=True), callbacks=(_sample_allowed_tokens_only(),))
+    samplers = []
+    result = grpo.main(_grpo_config(run, resume=True),
+                       callbacks=(_sample_allowed_tokens_only(), _samplers_seen(samplers)))
     launch = json.loads((run / "run.json").read_text())["launch"]
     assert launch["resume_from"] == str(run / "checkpoint-1")
+    # The prompts come through the sampler that replays earlier epochs' orders (tests/unit/test_grpo_sampler.py).
+    assert [type(s).__name__ for s in samplers] == ["EpochReplaySampler"]
     assert result.global_step == 2 and [entry["step"] for entry in _steps(result)] == [1, 2]
     assert (run / "export" / "model.safetensors").is_file()
