@@ -208,7 +208,8 @@ def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
             record: dict[str, Any] = {"task_id": task.task_id, "request": request}
             refusal = None
             try:
-                # Chat answers open with a fence and `def`: stops apply after the entry point (build_program).
+                # Chat answers open with a fence and `def`: the stops are applied later, by build_program under the
+                # extraction's rules (MERA's cuts the whole answer; lenient keeps a fenced block whole).
                 gens = client.generate(
                     request, mode=config.mode, n=n, temperature=config.temperature, max_tokens=config.max_tokens,
                     stop=MERA_STOPS if config.mode == "completion" else (), stop_on_server=config.mode == "completion",

@@ -257,8 +257,9 @@ class OpenAICompatClient:
         ``<s>``) or a character split across tokens (each piece decoded as "\ufffd") shifts every later offset.
 
         Returns:
-            ``(scores, prompt_tokens)``: a score per continuation (``None`` where the endpoint returned no usable
-            log-probabilities or token counts) and the token count of the prompt with the first continuation.
+            ``(scores, prompt_tokens)``: a score per continuation (``None`` where the endpoint returned no choice, or
+            no usable log-probabilities or token counts) and the token count of the prompt with the first
+            continuation.
         """
         context = prompt.rstrip()
         moved = prompt[len(context):]
@@ -274,7 +275,9 @@ class OpenAICompatClient:
                 model=self.model, prompt=full, max_tokens=0, echo=True, logprobs=0, temperature=0.0,
             ))  # fmt: skip
             n_full = _usage_prompt_tokens(response)
-            scores.append(_continuation_score(response.choices[0].logprobs, n_context, n_full))
+            # No choice in the answer ({"choices": []}): no score, as for an echo without log-probabilities.
+            echoed = response.choices[0].logprobs if response.choices else None
+            scores.append(_continuation_score(echoed, n_context, n_full))
             if prompt_tokens is None:
                 prompt_tokens = n_full
         return scores, prompt_tokens
@@ -289,7 +292,8 @@ class OpenAICompatClient:
             model=self.model, messages=messages, max_tokens=1, temperature=0.0, logprobs=True, top_logprobs=top,
         ))  # fmt: skip
         usage = getattr(response, "usage", None)
-        content = getattr(response.choices[0].logprobs, "content", None) or []
+        # No choice in the answer ({"choices": []}): no entries, as for a reply without log-probabilities.
+        content = (getattr(response.choices[0].logprobs, "content", None) if response.choices else None) or []
         best: dict[str, float] = {}
         if content:
             for entry in content[0].top_logprobs or []:

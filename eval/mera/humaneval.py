@@ -29,10 +29,14 @@ Code from a completion (``build_program``), one named option ``extraction``:
   ``~~~python ...~~~``, nothing else: no prose around, no other language tag, no leading whitespace), and the
   result is appended to the stub as it is (``inputs.function + completion``, no newline added). A chat answer
   that opens with prose or a fence and ``def`` is therefore cut at its ``\\ndef`` and fails, as in the harness.
-* ``"lenient"``, a deviation for chat models: code is taken out of the first suitable markdown fence anywhere in
-  the answer (``extract_code``); an answer that (re)defines the entry point is used whole, with the stub's imports
-  on top; otherwise it is a continuation cut at the stops and joined to the stub with a newline if neither side
-  has one.
+* ``"lenient"``, this toolkit's deviation for chat models (not MERA's): code is taken out of the first suitable
+  markdown fence anywhere in the answer (``extract_code``), and a fenced block is taken whole, never cut at the
+  stops (MERA's ``until`` ends a continuation of the stub; a chat answer's helper after the entry point is code).
+  An answer that (re)defines the entry point replaces the stub's definition of it: the rest of the stub (its
+  imports and helper functions, as the task's prompt defines them) goes on top, then the answer's code; unfenced,
+  the code starts at its first top-level ``import``/``from``/``def``/``class`` or decorator line (prose before it
+  dropped) and is cut at the stops after the entry point's ``def``. Otherwise the answer is a continuation (cut at
+  the stops when unfenced) joined to the stub with a newline if neither side has one.
 
 Scoring follows the card ("Metrics") and the harness: a sample is correct when ``str()`` of every test call's result
 equals the expected string; pass@k is the unbiased estimator over n = 10 samples. The test inputs reach the function
@@ -188,6 +192,11 @@ def parse_mera_row(row: Mapping[str, Any], line_no: int = 0) -> CodeTask:
     except ValueError as err:
         raise DataError(f"{where}: field 'inputs.tests': {err}") from None
     outputs = _require(row, "outputs", list, where)
+    if not outputs and raw_tests:
+        # No outputs at all: a closed-test row (MERA's public test file keeps the list, blanked to "" per test, by
+        # modules/scoring/src/tasks/ruhumaneval.py remove_outputs; other dumps drop it). Read as those blanks, so
+        # that load_tasks refuses the file as the closed test it is, not as a count mismatch.
+        outputs = [""] * len(raw_tests)
     if outputs and all(isinstance(o, list) for o in outputs):
         # Older releases: n_samples x n_tests, every row the same.
         if any(o != outputs[0] for o in outputs):
@@ -255,8 +264,8 @@ def load_tasks(path: str | Path) -> list[CodeTask]:
     """Load ``.jsonl`` or ``.jsonl.gz`` in either format; blank lines are skipped, nothing else is.
 
     Raises:
-        DataError: a bad row (named), duplicate ids, or MERA rows without gold outputs (the closed test, which only
-            MERA's site scores: every sample would be compared with empty strings).
+        DataError: a bad row (named), duplicate ids, or MERA rows without gold outputs (an empty ``outputs`` list,
+            or every output ``""``: the closed test, which only MERA's site scores).
     """
     tasks, closed = [], []
     for line_no, row in iter_task_rows(path):
@@ -265,9 +274,10 @@ def load_tasks(path: str | Path) -> list[CodeTask]:
         if task.source == "mera" and not has_gold_outputs(task.expected or ()):
             closed.append(_where(line_no, row))
     if closed:
-        raise DataError(f"{path}: {len(closed)} of {len(tasks)} rows have no gold outputs (every expected output is "
-                        f"empty, first {closed[0]}): MERA's closed test, which only MERA's site scores; use the file "
-                        "whose rows carry answers (--data MERA-evaluation/MERA picks it)")  # fmt: skip
+        raise DataError(f"{path}: {len(closed)} of {len(tasks)} rows have no gold outputs (no outputs, or every "
+                        f"expected output empty, first {closed[0]}): MERA's closed test, which only MERA's site "
+                        "scores; use the file whose rows carry answers (--data MERA-evaluation/MERA picks "
+                        "it)")  # fmt: skip
     ids = Counter(t.task_id for t in tasks)
     duplicated = sorted(i for i, c in ids.items() if c > 1)
     if duplicated:
@@ -316,20 +326,58 @@ def extract_code(completion: str, entry_point: str | None = None) -> str:
     block, else the first block; an unclosed fence (a generation cut by max tokens) runs to the end. Without
     fences the completion is code already.
     """
+    return _fenced_code(completion, entry_point)[0]
+
+
+def _fenced_code(completion: str, entry_point: str | None) -> tuple[str, bool]:
+    """``extract_code``'s code, and whether it came out of a fence (then it is the model's whole program)."""
     blocks = [(m.group(1).lower(), m.group(2)) for m in _FENCE.finditer(completion)]
     if not blocks:
-        return completion
+        return completion, False
     python = [code for lang, code in blocks if lang in _PYTHON_LANGS]
     if entry_point is not None:
         for code in python:
             if _defines(code, entry_point):
-                return code
-    return python[0] if python else blocks[0][1]
+                return code, True
+    return (python[0] if python else blocks[0][1]), True
 
 
-def _stub_imports(function: str) -> str:
-    lines = [ln for ln in function.splitlines() if ln.startswith(("import ", "from "))]
-    return "".join(ln + "\n" for ln in lines)
+#: Where code starts in an unfenced answer that opens with prose ("Вот решение:"): the first line at column 0 that
+#: is an import, a definition or a decorator. What comes before it would be a syntax error in the program.
+_CODE_START = re.compile(
+    r"^(?:import[ \t]+[\w.]|from[ \t]+[\w.]+[ \t]+import\b|(?:async[ \t]+)?def[ \t]+\w"
+    r"|class[ \t]+\w+[ \t]*[:(]|@[\w.]+)",
+    re.M,
+)
+
+
+def _stub_without_entry_point(function: str, entry_point: str) -> str:
+    """The stub with the entry point's definition taken out: its imports and its helper functions, as the task's
+    prompt defines them (HumanEval/10's ``is_palindrome`` beside ``make_palindrome``, /32's ``poly``, /38's
+    ``encode_cyclic``), which an answer that writes only the entry point still calls.
+
+    The stub is parsed (an entry point's docstring is a whole body); one that does not parse keeps the text before
+    the entry point's ``def``, or without one its import lines.
+    """
+    try:
+        tree = ast.parse(function)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        tree = None
+    if tree is not None:
+        lines = function.splitlines(keepends=True)
+        drop: set[int] = set()
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == entry_point:
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                drop.update(range(first - 1, node.end_lineno or node.lineno))
+        kept = "".join(line for i, line in enumerate(lines) if i not in drop)
+    else:
+        match = _defines(function, entry_point)
+        if match:
+            kept = function[: match.start()]
+        else:
+            kept = "".join(ln + "\n" for ln in function.splitlines() if ln.startswith(("import ", "from ")))
+    return kept.rstrip() + "\n" if kept.strip() else ""
 
 
 def strip_markdown_cover(generation: str) -> str:
@@ -361,23 +409,31 @@ def build_program(
         entry_point: The function under test.
         stops: Stop strings; ``()`` for code that is not model output (canonical solutions).
         extraction: ``"mera"``: MERA's harness, cut at the stops, ``strip_markdown_cover``, appended to the stub
-            as is. ``"lenient"`` (deviation): code comes out of markdown fences first; a completion that
-            (re)defines the entry point is used whole (what precedes the ``def`` is kept, the stops apply after
-            it, the stub's own imports go on top because models copy ``List[int]`` but drop
-            ``from typing import List``); otherwise it is a continuation cut at the stops and appended to the
-            stub, with a newline between them if neither has one.
+            as is. ``"lenient"`` (this toolkit's deviation, not MERA's): code comes out of a markdown fence
+            first (``extract_code``), and a fenced block is the model's whole answer, never cut at the stops
+            (a chat model writes helpers after the entry point, and the stops are a completion-mode rule: MERA's
+            ``until`` ends a continuation of the stub). A completion that (re)defines the entry point replaces
+            the stub's definition of it: the rest of the stub (its imports, which models drop while copying
+            ``List[int]``, and its helper functions, which they call without copying) goes on top, then the
+            code; unfenced, the code starts at its first top-level ``import``/``from``/``def``/... (prose before
+            it is dropped) and the stops apply after the entry point's ``def``. Otherwise it is a continuation
+            (cut at the stops when unfenced) appended to the stub, with a newline between them if neither has one.
     """
     if extraction == "mera":
         # utils.py execute_function: full_function = doc["inputs"]["function"] + resp_func
         return function + strip_markdown_cover(truncate_at_stops(completion, stops))
     if extraction != "lenient":
         raise ValueError(f"extraction must be one of {EXTRACTIONS}, not {extraction!r}")
-    code = extract_code(completion, entry_point)
+    code, fenced = _fenced_code(completion, entry_point)
     match = _defines(code, entry_point)
     if match:
-        head, body = code[: match.start()], code[match.start() :]
-        return _stub_imports(function) + head + truncate_at_stops(body, stops)
-    body = truncate_at_stops(code, stops)
+        stub = _stub_without_entry_point(function, entry_point)
+        if fenced:
+            return stub + code
+        start = _CODE_START.search(code)
+        head = code[start.start() : match.start()] if start and start.start() < match.start() else ""
+        return stub + head + truncate_at_stops(code[match.start() :], stops)
+    body = code if fenced else truncate_at_stops(code, stops)
     if function and not function.endswith("\n") and not body.startswith("\n"):
         body = "\n" + body
     return function + body

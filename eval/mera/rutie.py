@@ -60,8 +60,9 @@ Answers (the card is silent on parsing), one named option ``RutieSettings.answer
   collapsed, cut to ``MAX_CONTEXT_ANSWER_CHARS``). "3, нет, 1" is wrong under ``mera`` and 1 here.
 
 Either way an unparsed answer is counted (``n_unparsed``, ``unparsed_reasons``) and is wrong in the headline.
-So is a question the endpoint refused ("request refused": HTTP 400, 413, 422) or whose prompt did not fit its
-context window ("context limit").
+So is a question the endpoint refused ("request refused": HTTP 400, 413, 422), whose prompt did not fit its
+context window ("context limit"), or that it answered with no choice at all ("no reply returned"; under
+log-probability scoring "no log-probabilities for 1/2"); the dialogue goes on with that empty answer.
 
 A prompt over the context window, one named option ``RutieSettings.context_overflow``: ``"truncate"`` (default)
 leaves out the oldest whole earlier turns until the endpoint takes it, counted (``context_turns_dropped`` on the
@@ -104,9 +105,9 @@ MAX_CONTEXT_ANSWER_CHARS = 200
 PROGRESS_FILE = "answers.jsonl"
 
 # Unparsed reasons.
-NO_DIGIT, NO_ANY_DIGIT, EMPTY, CONTEXT_LIMIT, NO_LOGPROBS, REQUEST_REFUSED = (
+NO_DIGIT, NO_ANY_DIGIT, EMPTY, CONTEXT_LIMIT, NO_LOGPROBS, REQUEST_REFUSED, NO_REPLY = (
     "no standalone 1 or 2", "no standalone digit", "empty answer", "context limit", "no log-probabilities for 1/2",
-    "request refused",
+    "request refused", "no reply returned",
 )  # fmt: skip
 #: What a prompt over the context window does (``RutieSettings.context_overflow``).
 CONTEXT_OVERFLOWS = ("truncate", "fail")
@@ -435,9 +436,16 @@ def _query(client: Any, request: Any, settings: RutieSettings) -> tuple[Answer, 
             scores = {c: top.get(c) for c in CHOICES}
         answer = answer_from_logprobs(scores, absent_is_less_likely=settings.mode != "completion")
         return answer, {"scores": scores, "prompt_tokens": prompt_tokens, "reply": answer.value or ""}
-    (generation,) = client.generate(request, mode=settings.mode, n=1, temperature=settings.temperature,
-                                    max_tokens=settings.max_tokens, stop=settings.stop,
-                                    seed=settings.seed)  # fmt: skip
+    generations = client.generate(request, mode=settings.mode, n=1, temperature=settings.temperature,
+                                  max_tokens=settings.max_tokens, stop=settings.stop, seed=settings.seed)  # fmt: skip
+    if not generations:
+        # The endpoint answered, with no choice in it ({"choices": []}): this question's failure, counted with its
+        # reason, as ruHumanEval counts a sample the endpoint did not return (not_generated) and goes on; an endpoint
+        # that cannot be used fails its requests instead (HTTP errors, exit 4 after the retries). The dialogue goes
+        # on with the model's empty answer, as the harness would have it: no digit, so the mera parser's -1 (the
+        # choice parser's empty words) in later context.
+        return Answer(None, NO_REPLY), {"reply": "", "prompt_tokens": None}
+    generation = generations[0]
     answer = parse_reply(generation.text, settings.answer_parser)
     return answer, {"reply": generation.text, "prompt_tokens": generation.prompt_tokens}
 

@@ -15,7 +15,9 @@ Layers, outermost first (each one assumes the ones inside it can be bypassed):
    one process, and its ``RLIMIT_AS`` is the memory budget of everything it runs: a process-count limit of 1,
    which also makes a cgroup unnecessary (the cgroups here are v1 and not delegated).
 3. **An unprivileged user.** Run as root, the sandbox drops to ``nobody`` (65534) before starting bwrap, so
-   ``RLIMIT_NPROC`` (which bounds the sample's threads) is enforced.
+   ``RLIMIT_NPROC`` (which bounds the sample's threads) is enforced. The interpreter is then one ``nobody`` can
+   run (often the system's), never one older than the project's own lower bound (``MIN_PYTHON``), and its version
+   is recorded with the run (``Sandbox.describe``).
 4. **rlimits**, set by the trusted child before it runs the sample, soft == hard: address space, CPU seconds,
    processes (threads), file size, open files.
 5. **One wall-clock deadline per sample**, fixed when the child reports it is ready (``timeout_s`` per test call,
@@ -36,7 +38,7 @@ inside). This protects the machine, not the score, against a model that is adver
 
 Without bubblewrap the same code runs with layers 2-6 only; a loud warning says so.
 
-Why one module of ~710 lines: it is one security boundary, and each layer above is written against the others'
+Why one module of ~770 lines: it is one security boundary, and each layer above is written against the others'
 weaknesses (the filter bubblewrap loads, the identity the namespaces map, the limits the run loop enforces); a
 reviewer reads it whole. Only the child's side, which runs inside, is apart (``sandbox_child.py``).
 """
@@ -51,6 +53,7 @@ import logging
 import math
 import os
 import errno
+import functools
 import platform
 import secrets
 import selectors
@@ -315,23 +318,79 @@ def _interpreter_candidates() -> list[str]:
     return list(dict.fromkeys(found))
 
 
+#: The oldest interpreter a sample may run on: pyproject.toml's ``requires-python`` lower bound (a unit test keeps
+#: the two equal; an installed package has no pyproject.toml to read). Generated code is written for a current
+#: Python: on an older one, ``def f(xs: list[int])`` (3.9) or a ``match`` statement (3.10) fails as the model's
+#: runtime or syntax error, and pass@k drops without a word. A different patch or later minor version is fine.
+MIN_PYTHON: tuple[int, int] = (3, 11)
+
+
+@functools.lru_cache(maxsize=None)
+def interpreter_version(python: str) -> tuple[int, int, int]:
+    """``sys.version_info[:3]`` of the interpreter at ``python``, asked of it (``-S``: as the sandbox starts it).
+
+    Raises:
+        SandboxUnavailable: it does not run, or does not answer with a version.
+    """
+    try:
+        done = subprocess.run([python, "-S", "-c", "import sys; print(*sys.version_info[:3])"], capture_output=True,
+                              text=True, timeout=60, stdin=subprocess.DEVNULL, env={"PATH": "/usr/bin:/bin"})
+        major, minor, micro = (int(part) for part in done.stdout.split())
+    except (OSError, subprocess.SubprocessError, ValueError) as err:
+        raise SandboxUnavailable(f"the sandbox's interpreter {python} does not report its version: {err}") from None
+    return major, minor, micro
+
+
+def _version_text(version: Sequence[int]) -> str:
+    return ".".join(str(part) for part in version)
+
+
+def _too_old_message(found: Sequence[tuple[str, tuple[int, int, int]]]) -> str:
+    said = ", ".join(f"{path} is Python {_version_text(version)}" for path, version in found)
+    return (f"the sandbox's interpreter is too old: {said}, older than Python {_version_text(MIN_PYTHON)}, the "
+            f"oldest this project supports (pyproject.toml requires-python; this process runs "
+            f"{_version_text(sys.version_info[:3])}): code written for it (list[int] annotations, match) would fail "
+            "there as the model's error and lower pass@k. Install Python >= "
+            f"{_version_text(MIN_PYTHON)} where the sandbox's user can run it (as root: outside /root, e.g. "
+            "/usr/bin/python3 or /usr/local/bin/python3)")
+
+
 def choose_identity(python: str | None = None) -> tuple[str, int | None, str]:
     """Pick the interpreter and the user the child runs as.
 
     Returns:
         ``(interpreter, uid or None to keep the current user, note)``. As root the child drops to ``nobody``,
         which needs an interpreter that ``nobody`` can reach (a pyenv build under ``/root`` is not), so the
-        system ``python3`` may be chosen instead; the note says which and why.
+        system ``python3`` may be chosen instead; the note says which and why. Only an interpreter of at least
+        ``MIN_PYTHON`` is chosen.
+
+    Raises:
+        SandboxUnavailable: the interpreter it would run is older than ``MIN_PYTHON`` (naming it, its version and
+            the one required).
     """
     candidates = [os.path.realpath(python)] if python else _interpreter_candidates()
+
+    def checked(cand: str) -> str:
+        version = interpreter_version(cand)
+        if version[:2] < MIN_PYTHON:
+            raise SandboxUnavailable(_too_old_message([(cand, version)]))
+        return cand
+
     if os.geteuid() != 0:
-        return candidates[0], None, f"runs as uid {os.geteuid()}"
+        return checked(candidates[0]), None, f"runs as uid {os.geteuid()}"
+    too_old = []
     for cand in candidates:
         if _reachable_by_others(cand):
-            return cand, NOBODY, f"root drops to nobody ({NOBODY}); interpreter {cand}"
-    return candidates[0], None, (
-        f"runs as ROOT: no interpreter reachable by nobody among {candidates}, so RLIMIT_NPROC is not enforced "
-        "and a fork bomb is bounded only by the timeout"
+            version = interpreter_version(cand)
+            if version[:2] >= MIN_PYTHON:
+                return cand, NOBODY, f"root drops to nobody ({NOBODY}); interpreter {cand}"
+            too_old.append((cand, version))
+    if too_old:  # never a silent fall back to root: the one nobody could run is the problem to fix
+        raise SandboxUnavailable(_too_old_message(too_old))
+    return checked(candidates[0]), None, (
+        f"runs as ROOT: no interpreter reachable by nobody among {candidates}, so RLIMIT_NPROC is not enforced: "
+        "a sample's threads are bounded only by memory_mb and the deadline (new processes are still refused by "
+        "the seccomp filter)"
     )
 
 
@@ -492,7 +551,8 @@ class Sandbox:
         limits: Resource limits per sample.
         isolation: ``"auto"`` (bubblewrap when it works, else a loud warning and rlimits only), ``"bwrap"``
             (raise ``SandboxUnavailable`` if it does not work) or ``"none"`` (rlimits only, on purpose).
-        python: Interpreter for the child (default: the base interpreter, or the system one when dropping root).
+        python: Interpreter for the child (default: the base interpreter, or the system one when dropping root);
+            one older than ``MIN_PYTHON`` raises ``SandboxUnavailable`` (``choose_identity``).
     """
 
     def __init__(self, limits: Limits | None = None, *, isolation: str = "auto", python: str | None = None):
@@ -529,6 +589,7 @@ class Sandbox:
             "isolation": self.isolation,
             "unavailable_reason": self.unavailable_reason,
             "python": self.python,
+            "python_version": _version_text(interpreter_version(self.python)),
             "uid": self.uid if self.uid is not None else os.geteuid(),
             "identity": self.identity_note,
             "limits": dataclasses.asdict(self.limits),

@@ -214,6 +214,11 @@ def test_a_closed_test_file_is_refused_naming_it(tmp_path, caplog):
     assert str(path) in str(err.value) and "MERA's closed test" in str(err.value) and "row 1 (id 7)" in str(err.value)
     assert cli.main(["ruhumaneval", "--self-check", "--data", str(path), "--out", str(tmp_path / "run")]) == 1
     assert "no gold outputs" in caplog.text
+    # A closed-test row with no outputs at all (an empty list) is the same closed test, not a count mismatch.
+    path.write_text(json.dumps({**closed, "outputs": []}, ensure_ascii=False) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match="closed test") as err:
+        load_tasks(path)
+    assert "1 of 1 rows have no gold outputs" in str(err.value) and "tests but" not in str(err.value)
     # One output that is "" among others is an answer (has_gold_outputs), and loads.
     path.write_text(json.dumps({**MERA_ROW, "outputs": ["", "0"]}) + "\n", encoding="utf-8")
     assert load_tasks(path)[0].expected == ("", "0")
@@ -296,12 +301,17 @@ STUB = 'from typing import List\n\n\ndef total(xs: List[int]) -> int:\n    """С
     [
         # A continuation is appended to the stub, cut at the stops.
         ("    return sum(xs)\ndef extra():\n    pass\n", STUB + "    return sum(xs)"),
-        # A redefinition is used whole; the stub's imports go on top, helpers before it stay, stops cut after it.
+        # A fenced redefinition is used whole, never cut at the stops; the stub's imports go on top.
         ("```python\ndef helper(x):\n    return x\n\n"
          "def total(xs: List[int]) -> int:\n    return sum(map(helper, xs))\n"
          "\nprint(total([1]))\n```",
          "from typing import List\ndef helper(x):\n    return x\n\ndef total(xs: List[int]) -> int:\n"
-         "    return sum(map(helper, xs))\n"),
+         "    return sum(map(helper, xs))\n\nprint(total([1]))\n"),
+        # Unfenced, the stops still cut after the entry point, and prose before the code is dropped.
+        ("Вот решение:\ndef total(xs: List[int]) -> int:\n    return sum(xs)\n\nprint(total([1]))\n",
+         "from typing import List\ndef total(xs: List[int]) -> int:\n    return sum(xs)\n"),
+        ("Вот решение:\nimport math\n\ndef total(xs):\n    return math.fsum(xs)\n",
+         "from typing import List\nimport math\n\ndef total(xs):\n    return math.fsum(xs)\n"),
         ("async def total(xs):\n    return 0\n", "from typing import List\nasync def total(xs):\n    return 0\n"),
         # Another function of similar name is not a redefinition.
         ("    return totally(xs)\n", STUB + "    return totally(xs)\n"),
@@ -310,6 +320,44 @@ STUB = 'from typing import List\n\n\ndef total(xs: List[int]) -> int:\n    """С
 def test_build_program_lenient(completion, expected):
     """extraction="lenient": appended to the stub, or a redefinition used whole."""
     assert build_program(completion, STUB, "total", extraction="lenient") == expected
+
+
+PALINDROME_STUB = (
+    "def is_palindrome(string: str) -> bool:\n    return string == string[::-1]\n\n\n"
+    "def make_palindrome(string: str) -> str:\n    \"\"\" Find the shortest palindrome that begins with a supplied "
+    "string.\n    >>> make_palindrome('cat')\n    'catac'\n    \"\"\"\n"
+)  # HumanEval/10's shape: a helper the task's prompt defines, then the entry point
+PALINDROME_ANSWER = ("def make_palindrome(string: str) -> str:\n    i = 0\n    while not is_palindrome(string[i:]):\n"
+                     "        i += 1\n    return string + string[:i][::-1]\n")
+
+
+@pytest.mark.parametrize(
+    "completion",
+    [
+        "Вот решение:\n```python\n" + PALINDROME_ANSWER + "```\n",  # a fenced chat answer
+        "Вот решение:\n" + PALINDROME_ANSWER,  # unfenced, prose before the def: dropped
+        "```python\n" + PALINDROME_ANSWER.replace("is_palindrome(", "_is_pal(") + "\n\n"
+        "def _is_pal(s):\n    return s == s[::-1]\n```",  # its own helper after the entry point: kept whole
+    ],
+)
+def test_lenient_redefinition_keeps_the_stubs_helpers(completion):
+    """A chat answer that rewrites only the entry point still calls the stub's helpers (HumanEval/10, /32, /38, /50):
+    lenient keeps the stub's other definitions on top, and a fenced block whole; the program runs."""
+    program = build_program(completion, PALINDROME_STUB, "make_palindrome", extraction="lenient")
+    namespace: dict = {}
+    exec(compile(program, "<program>", "exec"), namespace)
+    assert namespace["make_palindrome"]("cat") == "catac"
+    assert namespace["make_palindrome"]("") == ""
+    # MERA's own extraction is unchanged: the stops cut the fenced answer at its "\ndef".
+    mera = build_program(completion, PALINDROME_STUB, "make_palindrome")
+    assert mera == PALINDROME_STUB + completion.split("\ndef")[0]
+
+
+def test_lenient_keeps_a_stub_that_does_not_parse_up_to_its_entry_point():
+    """A stub without a docstring body is no module; the text before the entry point's def is kept instead."""
+    stub = "import math\n\ndef helper(x):\n    return math.sqrt(x)\n\ndef f(x):\n"
+    program = build_program("```python\ndef f(x):\n    return helper(x)\n```", stub, "f", extraction="lenient")
+    assert program == "import math\n\ndef helper(x):\n    return math.sqrt(x)\ndef f(x):\n    return helper(x)\n"
 
 
 def test_build_program_joins_a_stub_without_trailing_newline():
@@ -346,10 +394,11 @@ EXTRACTION_TABLE = [
     ("def total(xs: List[int]) -> int:\n" + BODY,
      STUB + "def total(xs: List[int]) -> int:\n" + BODY,
      "from typing import List\ndef total(xs: List[int]) -> int:\n" + BODY),
-    # A covered body followed by a helper: the harness cuts at "\ndef" first, so the cover no longer closes.
+    # A covered body followed by a helper: the harness cuts at "\ndef" first, so the cover no longer closes;
+    # lenient takes the fenced block whole, the helper included.
     ("```python\n" + BODY + "\ndef helper():\n    pass\n```",
      STUB + "```python\n" + BODY,
-     STUB + BODY),
+     STUB + BODY + "\ndef helper():\n    pass\n"),
     # Test code after the body: cut at the stop ("\nprint", the newline included) by both.
     (BODY + "print(total([1, 2]))\n", STUB + "    return sum(xs)", STUB + "    return sum(xs)"),
     ("", STUB, STUB),

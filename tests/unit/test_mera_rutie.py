@@ -1302,3 +1302,65 @@ def test_a_folder_from_before_the_blank_line_resumes_only_without_mixing_prompt_
     with ScriptedEndpoint(_table_responder(REPLIES)) as endpoint:
         assert _run(endpoint, data, out, "--context-overflow", "fail") == 0
     assert len(endpoint.requests) == 3
+
+
+class _ScriptedClient:
+    """A client answering each question from ``replies`` (question -> list of reply texts; ``[]`` is an endpoint's
+    ``{"choices": []}``); records each request."""
+
+    def __init__(self, replies: dict[str, list[str]]):
+        self.replies = replies
+        self.requests: list[Any] = []
+
+    def generate(self, request, **kwargs):
+        from eval.mera.client import Generation
+
+        self.requests.append(request)
+        question = max((q for q in self.replies if q in request), key=request.rfind)
+        return [Generation(text=t, raw_text=t, finish_reason="stop") for t in self.replies[question]]
+
+
+@pytest.mark.parametrize(("parser", "shown"), [("mera", "-1"), ("choice", "")])
+def test_a_reply_with_no_choice_is_that_questions_failure_and_the_dialogue_goes_on(tmp_path, parser, shown):
+    """An endpoint answering {"choices": []}: the question is unanswered with its own reason, counted in the metrics,
+    never dropped; the dialogue goes on with the model's empty answer in later context (the harness's -1 under the
+    mera parser), as ruHumanEval counts a sample the endpoint did not return (not_generated) and goes on."""
+    from eval.mera.rutie import NO_REPLY, RutieSettings, load_dialogues, run_dialogues
+
+    dialogues = load_dialogues(_write_dialogs(tmp_path / "d.jsonl"))
+    client = _ScriptedClient({"Сколько ног у человека?": [" 2"], "А у муравья?": [], "Кто из них меньше?": [" 2"]})
+    records = run_dialogues(dialogues, client, RutieSettings(answer_parser=parser), tmp_path, concurrency=1)
+    assert [(r["answer"], r["reason"], r["correct"]) for r in records] == [
+        ("2", "", False), (None, NO_REPLY, False), ("2", "", True)]
+    assert records[1]["reply"] == "" and records[1]["context_answer"] == shown
+    assert client.requests[2] == expected_prompts(shown)[2]  # the third question sees the empty answer
+    metrics = rutie_metrics(records)
+    assert (metrics["n"], metrics["n_unparsed"], metrics["unparsed_reasons"]) == (3, 1, {NO_REPLY: 1})
+    assert [r["question_id"] for r in read_jsonl(tmp_path / "answers.jsonl")] == [0, 1, 2]
+
+
+@pytest.mark.parametrize("mode", ["completion", "chat"])
+def test_log_probability_scoring_of_a_reply_with_no_choice_is_unparsed(tmp_path, mode):
+    """Log-probability scoring against an endpoint answering {"choices": []} to a question: that question is unparsed
+    ("no log-probabilities for 1/2"), never an IndexError ending the run; the others are scored."""
+    def respond(path: str, body: dict) -> tuple[int, dict]:
+        empty = _current_question(body) == "А у муравья?"
+        if mode == "chat":
+            reply = chat_body(body["model"], [] if empty else ["1"], prompt_tokens=7)
+            for choice in reply["choices"]:
+                choice["logprobs"] = {"content": [{"token": "1", "logprob": -0.1, "bytes": None, "top_logprobs": [
+                    {"token": "1", "logprob": -0.1, "bytes": None}, {"token": "2", "logprob": -2.0, "bytes": None}]}]}
+            return 200, reply
+        if not body.get("echo"):
+            return 200, completion_body(body["model"], ["x"], prompt_tokens=1)
+        value = -0.1 if body["prompt"].endswith(" 1") else -3.0
+        logprobs = {"tokens": ["p", body["prompt"][-2:]], "token_logprobs": [None, value], "text_offset": [0, 1],
+                    "top_logprobs": None}
+        return 200, completion_body(body["model"], [] if empty else [body["prompt"]], prompt_tokens=2,
+                                    logprobs=logprobs)
+
+    data = _write_dialogs(tmp_path / "d.jsonl")
+    with ScriptedEndpoint(respond) as endpoint:
+        assert _run(endpoint, data, tmp_path / "run", "--mode", mode, "--scoring", "logprobs") == 0
+    answers = read_jsonl(tmp_path / "run" / "answers.jsonl")
+    assert [(a["answer"], a["reason"]) for a in answers] == [("1", ""), (None, NO_LOGPROBS), ("1", "")]

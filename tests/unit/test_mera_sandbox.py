@@ -196,3 +196,54 @@ def test_a_sandbox_whose_probe_fails_where_bubblewrap_runs_fails_its_tests(tight
     with pytest.raises(pytest.fail.Exception, match="bubblewrap runs here, but the sandbox's own probe failed"):
         bwrap_sandbox_or_skip(TIGHT, python="/bin/false")
 
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The interpreter a sample runs on
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_min_python_is_pyprojects_requires_python():
+    """The sandbox's oldest interpreter is the project's own lower bound, read from pyproject.toml here."""
+    import re
+    import tomllib
+
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text(encoding="utf-8"))
+    bound = re.fullmatch(r">=\s*(\d+)\.(\d+)", pyproject["project"]["requires-python"].strip())
+    assert bound and tuple(int(part) for part in bound.groups()) == sandbox_mod.MIN_PYTHON
+
+
+def test_an_interpreter_older_than_the_project_is_refused_naming_it(monkeypatch):
+    """A sandbox interpreter too old for current code (a system 3.8 fails `def f(xs: list[int])` as the model's
+    runtime error) is refused, naming its path and both versions, never used silently; a different patch is fine."""
+    monkeypatch.setattr(sandbox_mod, "interpreter_version", lambda python: (3, 8, 18))
+    with pytest.raises(SandboxUnavailable, match=r"is Python 3\.8\.18, older than Python 3\.11") as err:
+        Sandbox(LIMITS, isolation="none", python=sys.executable)
+    assert str(Path(sys.executable).resolve()) in str(err.value)
+
+    # As root: the interpreter nobody can reach is chosen by version too, and an old one is refused, not skipped
+    # for a silent run as root.
+    versions = {"/venv/python3.11": (3, 11, 7), "/usr/bin/python3.8": (3, 8, 18)}
+    monkeypatch.setattr(sandbox_mod.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(sandbox_mod, "_interpreter_candidates", lambda: list(versions))
+    monkeypatch.setattr(sandbox_mod, "_reachable_by_others", lambda path: path.startswith("/usr/"))
+    monkeypatch.setattr(sandbox_mod, "interpreter_version", versions.__getitem__)
+    with pytest.raises(SandboxUnavailable, match=r"/usr/bin/python3\.8 is Python 3\.8\.18, older than Python 3\.11"):
+        sandbox_mod.choose_identity()
+    versions["/usr/bin/python3.8"] = (3, 11, 0)  # another patch of the same minor version
+    assert sandbox_mod.choose_identity()[:2] == ("/usr/bin/python3.8", sandbox_mod.NOBODY)
+    # None reachable: it stays root, and its note says what still holds (the seccomp filter refuses new processes).
+    monkeypatch.setattr(sandbox_mod, "_reachable_by_others", lambda path: False)
+    python, uid, note = sandbox_mod.choose_identity()
+    assert (python, uid) == ("/venv/python3.11", None)
+    assert "seccomp filter" in note and "fork bomb is bounded only by the timeout" not in note
+
+
+def test_the_run_record_names_the_interpreters_version():
+    """describe() (run.json's sandbox) says which Python the samples ran on, its version included."""
+    sandbox = Sandbox(LIMITS, isolation="none")
+    described = sandbox.describe()
+    assert described["python"] == sandbox.python
+    assert described["python_version"] == ".".join(map(str, sandbox_mod.interpreter_version(sandbox.python)))
+    assert tuple(int(p) for p in described["python_version"].split(".")[:2]) >= sandbox_mod.MIN_PYTHON
+    assert "fork bomb is bounded only by the timeout" not in described["identity"]
