@@ -308,8 +308,9 @@ def parse_integer_verdict(content: str | None, reasoning: str | None = None, sca
     ``<think>...</think>`` block, which is removed from the answer; the answer is an integer, or text ending in
     one. Beyond POLLUX's client: an answer cut inside its reasoning (an unclosed ``<think>``, or reasoning with no
     answer after it, which is how vLLM's reasoning parser returns a generation cut before ``</think>``) is an
-    ``unclosed_think`` failure, never a score; a ``</think>`` without its ``<think>`` (a template that opened the
-    block in the prompt) closes the reasoning; the score is checked against ``scale`` as ``parse_verdict`` does.
+    ``unclosed_think`` failure, never a score; a reasoning that closed (``</think>``) with nothing after it is an
+    ``empty`` failure, its reasoning kept as feedback; a ``</think>`` without its ``<think>`` (a template that opened
+    the block in the prompt) closes the reasoning; the score is checked against ``scale`` as ``parse_verdict`` does.
 
     Args:
         content: the answer (chat ``message.content``, or a completion's whole text with its ``<think>`` block).
@@ -334,6 +335,11 @@ def parse_integer_verdict(content: str | None, reasoning: str | None = None, sca
         thought = thought or text[: closes[-1].start()].strip()
         text = text[closes[-1].end():].strip()
     if not text:
+        if first_block is not None or closes:
+            # The reasoning closed and nothing followed: the judge ended its turn with no verdict, not cut inside its
+            # reasoning (a cut leaves no </think>). Empty, as an answer with nothing in it; unclosed_think would send
+            # whoever reads it to raise max_tokens, which gives room to nothing.
+            return Verdict.failure(VerdictError.EMPTY, "the reasoning closed with no answer after it", thought)
         if thought:
             return Verdict.failure(VerdictError.UNCLOSED_THINK,
                                    "no answer after the reasoning: the output ended while reasoning", thought)

@@ -198,7 +198,7 @@ def check_training_data(config) -> None:
             if field == "eval_data" and not holds_traces(records):
                 continue  # not traces: the recipe holds out part of the training traces instead
             rows, report = integer_rows(records, zero_shot=config.zero_shot, missing_reasoning=config.missing_reasoning,
-                                        source=source)  # fmt: skip
+                                        source=source, min_russian_share=config.min_russian_share)  # fmt: skip
         else:
             rows, report = build_rows(records, recipe=config.recipe, zero_shot=config.zero_shot,
                                       min_russian_share=config.min_russian_share,

@@ -22,6 +22,7 @@ records the lengths it was trained within (``trained_lengths``), so that judge-s
 from __future__ import annotations
 
 import logging
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -85,9 +86,11 @@ def integer_target(reasoning: str, score: float) -> str:
 def traces_agreement(source: str | None) -> dict[str, Any]:
     """The traces stage's agreement settings for the records at ``source``: ``agreement``, ``tolerance`` and
     ``no_unique_mode`` from the ``summary.json`` that ``judge-train data traces`` wrote beside its ``traces.jsonl``
-    (or in the folder ``source`` names), else the stage's defaults (``train.synthetic.config.TracesConfig``: the
-    experts' mode exactly, items with several modes left out). A stage run with ``--tolerance 1`` kept traces one
-    point off; its traces.jsonl trains with that tolerance, not with the default's."""
+    (or in the folder ``source`` names, or above the stage's ``dataset/`` folder), else the stage's defaults
+    (``train.synthetic.config.TracesConfig``: the experts' mode exactly, items with several modes left out). A stage
+    run with ``--tolerance 1`` kept traces one point off; its traces.jsonl trains with that tolerance, not with the
+    default's. Rows the stage writes now carry their own ``tolerance`` and ``agreement``, which win over these
+    (``integer_rows``): the summary is for rows written before they did."""
     import json
     from pathlib import Path
 
@@ -100,6 +103,11 @@ def traces_agreement(source: str | None) -> dict[str, Any]:
         return settings
     path = Path(source)
     summary = path / "summary.json" if path.is_dir() else path.parent / "summary.json"
+    if path.is_dir() and path.name == "dataset" and not summary.exists():
+        # The stage saves its kept rows twice, traces.jsonl and dataset/ (a datasets folder) inside its output
+        # folder, with one summary.json beside both: dataset/'s rows from before rows carried their rule train by
+        # it as traces.jsonl's do, not by the defaults.
+        summary = path.parent / "summary.json"
     try:
         written = json.loads(summary.read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):  # deep nesting is a RecursionError: unreadable all the same
@@ -110,6 +118,20 @@ def traces_agreement(source: str | None) -> dict[str, Any]:
         if key in written:
             settings[key] = written[key]
     return settings
+
+
+def _row_rule(record, rule: dict[str, Any]) -> dict[str, Any]:
+    """``rule`` with the ``agreement`` and ``tolerance`` a traces-stage row records for itself: a row keeps the rule
+    it was kept by wherever it is copied (the stage's ``dataset/``, a file of its own), where no summary.json may
+    be; a row written before rows carried them, or any other record, goes by ``rule``."""
+    own = dict(rule)
+    tolerance = record.extra.get("tolerance")
+    if (isinstance(tolerance, (int, float)) and not isinstance(tolerance, bool)
+            and math.isfinite(tolerance) and tolerance >= 0):  # fmt: skip
+        own["tolerance"] = float(tolerance)
+    if record.extra.get("agreement") in ("mode", "median", "mean"):  # experts_reference's
+        own["agreement"] = record.extra["agreement"]
+    return own
 
 
 def _trace_references(record, agreement: str, no_unique_mode: str) -> tuple[tuple[float, ...] | None, str | None]:
@@ -133,7 +155,7 @@ def _trace_references(record, agreement: str, no_unique_mode: str) -> tuple[tupl
 
 def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str = "refuse",
                  source: str = "<records>", traces_settings: dict[str, Any] | None = None,
-                 ) -> tuple[list[dict[str, Any]], Any]:  # fmt: skip
+                 min_russian_share: float = 0.5) -> tuple[list[dict[str, Any]], Any]:  # fmt: skip
     """Integer-format training rows from reasoning traces: one row per record with ``reasoning`` and ``reasoning_score``.
 
     The records are ``judge-train data traces`` output (or any POLLUX-format records with those two columns): the
@@ -148,7 +170,10 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
         source: where the records came from, for error messages, and where the traces stage's settings are read
             (``traces_agreement``).
         traces_settings: ``{"agreement", "tolerance", "no_unique_mode"}`` to judge agreement by, instead of
-            ``traces_agreement(source)``'s.
+            ``traces_agreement(source)``'s. Either is for rows that carry no rule of their own: a row the traces stage
+            wrote records its ``agreement`` and ``tolerance``, and is judged by them.
+        min_russian_share: the least Cyrillic share of the reasoning's letters (``train.build_data.russian_share``),
+            as build-data requires of a tagged rationale (its ``min_russian_share``).
 
     Returns:
         (rows, ``train.build_data.BuildReport``). A row has ``id``, ``record_id`` (the judged item's, ``item_id`` when
@@ -156,7 +181,8 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
         ``prompt``, ``reasoning``, ``score`` and ``completion`` (``integer_target``). Also dropped and counted:
         ``no_scale``, ``score_not_integer``, ``score_out_of_scale`` (outside the rubric's range), ``too_few_words``
         (a reasoning under two words: ``train.grpo_rewards.gives_reasons``, the rule of the traces stage and of
-        the GRPO format reward), ``think_tags_in_reasoning`` (a ``<think>`` tag
+        the GRPO format reward), ``not_russian`` (a reasoning under ``min_russian_share`` Cyrillic, build-data's
+        rule for a rationale), ``think_tags_in_reasoning`` (a ``<think>`` tag
         inside the reasoning would end the block early), ``trace_not_kept`` (a row the traces stage dropped or
         failed, with its ``drop_reason`` or ``fail_reason``: its score disagrees with the label, or it was cut), and
         what the traces stage's own rule drops (``train.synthetic.traces.trace_outcome``, the same function):
@@ -169,7 +195,7 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
         judge.RecordError: with ``missing_reasoning="refuse"``, the first record without a reasoning or a score,
             naming its source row and id. judge.LeakageError: Zero-Shot records with ``zero_shot="refuse"``.
     """
-    from train.build_data import BuildReport, zero_shot_records
+    from train.build_data import BuildReport, russian_share, zero_shot_records
     from train.grpo_rewards import gives_reasons
 
     rule = traces_settings if traces_settings is not None else traces_agreement(None if source == "<records>" else source)
@@ -219,7 +245,11 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
             report.dropped["too_few_words"] += 1
         elif _THINK_TAG.search(reasoning):
             report.dropped["think_tags_in_reasoning"] += 1
-        elif (why := _disagreement(record, reasoning, value, scale, rule)) is not None:
+        elif russian_share(reasoning) < min_russian_share:
+            # The judge learns to reason in the language it is trained on: an English trace teaches English
+            # reasoning, as an English rationale would teach English feedback (build-data drops that one too).
+            report.dropped["not_russian"] += 1
+        elif (why := _disagreement(record, reasoning, value, scale, _row_rule(record, rule))) is not None:
             report.dropped[why] += 1
         else:
             prompt = judge.render_prompt(record)
@@ -272,7 +302,7 @@ def integer_rows_for_config(config: Seq2SeqConfig, tokenizer) -> tuple[list[dict
     def build(source: str):
         records = build_data.load_training_records(source, allow_benchmark_rows=config.allow_benchmark_rows)
         rows, report = integer_rows(records, zero_shot=config.zero_shot, missing_reasoning=config.missing_reasoning,
-                                    source=source)  # fmt: skip
+                                    source=source, min_russian_share=config.min_russian_share)  # fmt: skip
         rows, n_long = build_data.drop_too_long(rows, tokenizer, config.max_length, thinking=True)
         if n_long:
             report.dropped["too_long"] += n_long

@@ -122,7 +122,8 @@ def _describe_holder(path: Path) -> str:
 
 
 def claim_run_folder(out_dir: str | Path, run_key: Mapping[str, Any], progress_files: list[str],
-                     overwrite: bool = False, adopt_unkeyed: bool = False) -> bool:  # fmt: skip
+                     overwrite: bool = False, adopt_unkeyed: bool = False,
+                     out_flag: str = "--out") -> bool:  # fmt: skip
     """Prepare ``out_dir`` for a run with these settings.
 
     Args:
@@ -133,6 +134,8 @@ def claim_run_folder(out_dir: str | Path, run_key: Mapping[str, Any], progress_f
         overwrite: delete earlier progress instead of resuming.
         adopt_unkeyed: progress written before its folder had a key (an older release) is resumed under this key
             (the caller says so) instead of refused.
+        out_flag: the caller's flag for the folder, as a refusal advises a fresh one (``judge-train data``'s is
+            ``--output``).
 
     Returns:
         True when earlier progress exists and will be resumed.
@@ -154,8 +157,8 @@ def claim_run_folder(out_dir: str | Path, run_key: Mapping[str, Any], progress_f
     if existing and key_path.exists():
         # A key that cannot be read cannot be checked: refused as a mismatch is, naming the file (a bare json error
         # named none, deep nesting was a RecursionError traceback, and a JSON list failed at old.get).
-        unchecked = (f"the settings of the progress in {out_dir} cannot be checked. Use a fresh --out, or --overwrite "
-                     "to discard it.")
+        unchecked = (f"the settings of the progress in {out_dir} cannot be checked. Use a fresh {out_flag}, or "
+                     "--overwrite to discard it.")
         try:
             old = json.loads(key_path.read_text(encoding="utf-8"))
         except UnicodeDecodeError as err:  # a ValueError, but no JSON error: unreadable_json would misname it
@@ -169,10 +172,11 @@ def claim_run_folder(out_dir: str | Path, run_key: Mapping[str, Any], progress_f
             details = "; ".join(f"{k}: {old.get(k)!r} -> {key.get(k)!r}" for k in diff)
             raise ResumeMismatch(
                 f"{out_dir} holds progress made with other settings ({details}). "
-                "Use a fresh --out, or --overwrite to discard it."
+                f"Use a fresh {out_flag}, or --overwrite to discard it."
             )
     elif existing and not adopt_unkeyed:
-        raise ResumeMismatch(f"{out_dir} holds progress files but no {RUN_KEY_FILE}; use --overwrite or a fresh --out")
+        raise ResumeMismatch(
+            f"{out_dir} holds progress files but no {RUN_KEY_FILE}; use --overwrite or a fresh {out_flag}")
     write_private_text(key_path, json.dumps(key, ensure_ascii=False, indent=2) + "\n")
     return bool(existing)
 

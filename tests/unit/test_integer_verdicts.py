@@ -68,6 +68,20 @@ FAILED = [
 ]
 
 
+def test_a_reasoning_closed_with_nothing_after_it_is_empty_not_unclosed():
+    """A judge that closed its reasoning and wrote nothing after it was not cut inside its reasoning (a cut leaves no
+    </think>): the answer is empty, and unclosed_think would send a caller to raise max_tokens for nothing. Inline,
+    or closed by a template that opened the block in the prompt; the reasoning is kept as feedback. Reasoning apart
+    with no answer stays unclosed_think: that is how vLLM's reasoning parser returns a cut."""
+    for content in ("<think>\nОшибок нет, всё исправлено.\n</think>\n\n", "Ошибок нет, всё исправлено.</think>  "):
+        verdict = parse_integer_verdict(content, None, SCALE)
+        assert (verdict.ok, verdict.score, verdict.error, verdict.feedback) == (
+            False, None, VerdictError.EMPTY, "Ошибок нет, всё исправлено.")
+        assert verdict.reason == "the reasoning closed with no answer after it"
+    assert parse_integer_verdict("", "Ошибок нет.", SCALE).error == VerdictError.UNCLOSED_THINK
+    assert parse_integer_verdict("<think>\nОшибок нет.", None, SCALE).error == VerdictError.UNCLOSED_THINK
+
+
 @pytest.mark.parametrize("content, reasoning, error", FAILED)
 def test_integer_verdicts_that_fail_are_counted_failures(content, reasoning, error):
     """Outputs without a readable integer fail with a stable code and no score; reasoning read so far is kept."""

@@ -305,3 +305,73 @@ def test_an_eval_data_of_records_without_traces_gives_way_to_a_split_of_the_trac
     assert not {r["record_id"] for r in train} & {r["record_id"] for r in held_out}
     as_given = dataclasses.replace(config, eval_data=str(traces))
     assert len(integer_rows_for_config(as_given, qwen3_tokenizer)[1]) == 60
+
+
+def test_a_reasoning_not_in_russian_is_dropped_as_build_data_drops_a_rationale(qwen3_tokenizer, tmp_path):
+    """build-data drops a tagged rationale with fewer than min_russian_share of its letters Cyrillic (not_russian);
+    the same text as a trace's reasoning trained an English-reasoning judge. It is dropped the same way (build-data's
+    own russian_share), kept with min_russian_share 0, and the recipe's data step passes the config's setting."""
+    import dataclasses
+
+    from train.build_data import build_rows
+    from train.config import load_config
+    from train.seq2seq import integer_rows_for_config
+
+    english = "The answer fixes the spelling error; no other mistakes remain."
+    tagged = judge.records_from_rows([{**PROMPT_FIELDS, "id": "b", "task_type": "Editing", "expert_scores": [2],
+                                       "expert_feedback": [english]}], source="records.jsonl")  # fmt: skip
+    assert dict(build_rows(tagged, recipe="seq2seq")[1].dropped) == {"not_russian": 1}
+    records = [trace_record(id="en#0", reasoning=english), trace_record()]
+    rows, report = integer_rows(records)
+    assert [row["id"] for row in rows] == ["item-1#0"] and dict(report.dropped) == {"not_russian": 1}
+    rows, report = integer_rows(records, min_russian_share=0.0)
+    assert [row["id"] for row in rows] == ["en#0", "item-1#0"] and not report.dropped
+
+    data = tmp_path / "traces.jsonl"
+    judge.write_jsonl(records, data)
+    config = dataclasses.replace(load_config("configs/train/tiny/seq2seq.yaml"), verdict_format="integer",
+                                 data=str(data), eval_data=None, eval_fraction=0.0, max_rows=None)
+    assert dict(integer_rows_for_config(config, qwen3_tokenizer)[2].dropped) == {"not_russian": 1}
+    kept = integer_rows_for_config(dataclasses.replace(config, min_russian_share=0.0), qwen3_tokenizer)[0]
+    assert sorted(row["id"] for row in kept) == ["en#0", "item-1#0"]
+
+
+def test_dataset_folder_rows_from_before_rows_carried_their_rule_go_by_the_summary_above_it(tmp_path):
+    """The traces stage's dataset/ folder lies inside its output folder, beside summary.json, not holding it: rows
+    written before rows recorded their tolerance train there by that summary (tolerance 1: experts 2, 2, 1 and a
+    trace's 1 agree), as traces.jsonl's do, not by the default tolerance 0. A row's own tolerance wins over it."""
+    from datasets import Dataset
+
+    from train.build_data import load_training_records
+    from train.seq2seq import traces_agreement
+
+    out = tmp_path / "traces"
+    out.mkdir()
+    (out / "summary.json").write_text(json.dumps({"stage": "traces", "agreement": "mode", "tolerance": 1.0,
+                                                  "no_unique_mode": "skip"}), encoding="utf-8")  # fmt: skip
+    rows = [trace_record(id="a#0").to_dict(), trace_record(id="b#0", reasoning_score=1).to_dict()]
+    Dataset.from_list(rows).save_to_disk(str(out / "dataset"))
+    assert traces_agreement(str(out / "dataset"))["tolerance"] == 1.0
+    trained, report = integer_rows(load_training_records(str(out / "dataset")), source=str(out / "dataset"))
+    assert [row["id"] for row in trained] == ["a#0", "b#0"] and not report.dropped
+    strict = [trace_record(id="a#0", tolerance=0.0), trace_record(id="b#0", reasoning_score=1, tolerance=0.0)]
+    trained, report = integer_rows(strict, source=str(out / "traces.jsonl"))
+    assert [row["id"] for row in trained] == ["a#0"] and dict(report.dropped) == {"disagrees": 1}
+
+
+def test_the_pre_flight_check_applies_the_configs_min_russian_share(tmp_path):
+    """judge-train's check before the run builds the rows with the config's min_russian_share too: English traces
+    with min_russian_share 0 are trained, not refused as "no training rows left" by the default's 0.5."""
+    import dataclasses
+
+    from train.cli import check_training_data
+    from train.config import ConfigError, load_config
+
+    data = tmp_path / "traces.jsonl"
+    judge.write_jsonl([trace_record(id="en#0", reasoning="The answer fixes the spelling error; nothing else is wrong.")],
+                      data)  # fmt: skip
+    config = dataclasses.replace(load_config("configs/train/tiny/seq2seq.yaml"), verdict_format="integer",
+                                 data=str(data), eval_data=None, eval_fraction=0.0, max_rows=None)
+    with pytest.raises(ConfigError, match="not_russian"):
+        check_training_data(config)
+    check_training_data(dataclasses.replace(config, min_russian_share=0.0))  # no refusal

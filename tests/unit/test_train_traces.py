@@ -422,3 +422,137 @@ def test_shipped_traces_config_parses_and_names_its_command(capsys):
         TracesConfig(samples_per_item=0)
     assert main(["traces", "--input", "x.jsonl", "--output", "out", "--samples-per-item", "0"]) == 2
     assert "samples_per_item must be at least 1, got 0" in capsys.readouterr().err
+
+
+def test_kept_rows_carry_their_rule_and_train_alike_from_every_copy(teacher, tmp_path):
+    """A stage run with tolerance 1 keeps A's "1" (|1 - 2| = 1). Every kept row records the rule it was kept by
+    (experts_reference, agreement, tolerance), so traces.jsonl, the stage's dataset/ folder (summary.json lies in
+    its parent, not in it) and a copy of traces.jsonl with no summary.json beside it train the same four rows; the
+    dataset/ folder once trained three, A's "1" dropped as disagrees by the default tolerance 0."""
+    import shutil
+
+    from train.build_data import load_training_records
+    from train.seq2seq import integer_rows
+
+    out = tmp_path / "traces"
+    config = write_config(tmp_path, teacher.base_url, tolerance=1.0)
+    assert main(["traces", "--config", str(config), "--input", str(write_inputs(tmp_path)), "--output", str(out)]) == 0
+    kept = jsonl(out / "traces.jsonl")
+    assert [(row["id"], row["agreement"], row["tolerance"], row["experts_reference"]) for row in kept] == [
+        ("A#0", "mode", 1.0, [2.0]), ("A#1", "mode", 1.0, [2.0]), ("A#2", "mode", 1.0, [2.0]),
+        ("B#0", "mode", 1.0, [1.0])]  # fmt: skip
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.copy(out / "traces.jsonl", elsewhere / "mine.jsonl")
+    for source in (out / "traces.jsonl", out / "dataset", elsewhere / "mine.jsonl"):
+        rows, report = integer_rows(load_training_records(str(source)), source=str(source))
+        assert [row["id"] for row in rows] == ["A#0", "A#1", "A#2", "B#0"], source
+        assert not report.dropped, source
+
+
+def test_a_seeded_teacher_gets_a_seed_per_sample_and_duplicate_traces_are_dropped(teacher, tmp_path):
+    """A teacher configured with a seed was sent the same body k times and, seeded, gave one trace k times, all kept
+    (k requests paid for one example, trained k times over). Sample i is now asked with seed + i; and the same trace
+    twice in one item (here the teacher still answers alike, inline or apart) is kept once, the copies counted as
+    duplicate_trace. A journal whose samples were all asked with the configured seed asks samples 1..k-1 again."""
+    import hashlib
+
+    same = "Ошибка исправлена, других нет."
+    teacher.left["A"] = [reply("2", same), reply("2", same), reply(f"<think>\n{same}\n</think>\n\n2"),
+                         reply("1", "Есть сомнения.")]  # fmt: skip
+    config = json.loads(write_config(tmp_path, teacher.base_url).read_text())
+    config["teacher"]["extra_body"] = {"top_p": 0.95, "seed": 7}
+    (tmp_path / "traces.yaml").write_text(json.dumps(config), encoding="utf-8")
+    out = tmp_path / "traces"
+    argv = ["traces", "--config", str(tmp_path / "traces.yaml"), "--input", str(write_inputs(tmp_path, RECORDS[:1])),
+            "--output", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    bodies = teacher.bodies("/v1/chat/completions")
+    assert [(body["seed"], body["top_p"]) for body in bodies] == [(7, 0.95), (8, 0.95), (9, 0.95), (10, 0.95)]
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["kept"], summary["dropped_by_reason"]) == (1, {"disagrees": 1, "duplicate_trace": 2})
+    assert [row["id"] for row in jsonl(out / "traces.jsonl")] == ["A#0"]
+    assert [(row["id"], row["drop_reason"]) for row in jsonl(out / "dropped.jsonl")] == [
+        ("A#1", "duplicate_trace"), ("A#2", "duplicate_trace"), ("A#3", "disagrees")]
+
+    # As a journal written when every sample was asked with seed 7 records its requests: the prompt alone.
+    prompt = judge.render_prompt({**RECORDS[0], "reference_answer": ""})
+    rows = jsonl(out / "journal.jsonl")
+    for row in rows:
+        row["request_sha"] = hashlib.sha256(prompt.encode("utf-8")).hexdigest()
+    (out / "journal.jsonl").write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows),
+                                       encoding="utf-8")  # fmt: skip
+    teacher.left["A"] = [reply("2", "Орфография верна, ошибок нет."), reply("1", "Есть сомнения."),
+                         reply("2", "Всё исправлено верно.")]  # fmt: skip
+    assert main(argv) == 0
+    assert [body["seed"] for body in teacher.bodies("/v1/chat/completions")[4:]] == [8, 9, 10]
+    assert [row["id"] for row in jsonl(out / "traces.jsonl")] == ["A#0", "A#1", "A#3"]
+
+
+def test_a_reasoning_closed_with_no_answer_is_no_cut(tmp_path):
+    """A teacher that closed its reasoning and stopped (finish_reason stop) gave no verdict, and a larger max_tokens
+    would not give one: verdict_empty, not verdict_unclosed_think (whose advice is to raise max_tokens), whether the
+    reasoning came inline or apart, and not counted cut. Cut by the limit, a reasoning apart with no answer is still
+    verdict_unclosed_think, and a closed one whose answer the limit cut verdict_cut: both asked again."""
+    from train.synthetic.traces import cut_by_max_tokens, trace_outcome
+
+    scale = judge.Scale((0, 1, 2))
+    reasoning = "Ошибок нет, всё исправлено."
+
+    def decided(content, apart, finish):
+        done = {"ok": True, "content": content, "reasoning": apart, "finish_reason": finish, "error": None}
+        outcome, reason, verdict = trace_outcome(done, scale, (2.0,), 0.0)
+        return outcome, reason, verdict.feedback, cut_by_max_tokens(done, scale)
+
+    inline = f"<think>\n{reasoning}\n</think>\n\n"
+    assert decided(inline, None, "stop") == ("failed", "verdict_empty", reasoning, False)
+    assert decided("", reasoning, "stop") == ("failed", "verdict_empty", reasoning, False)
+    assert decided("", reasoning, "length") == ("failed", "verdict_unclosed_think", reasoning, True)
+    assert decided(inline, None, "length") == ("failed", "verdict_cut", reasoning, True)
+    assert decided("", reasoning, None) == ("failed", "verdict_unclosed_think", reasoning, True)  # journalled before
+
+
+def test_limit_counts_items_and_says_how_many_requests(teacher, tmp_path, capsys):
+    """--limit counts items, each asked samples_per_item times, as its help says: --limit 1 with 3 samples is 3
+    requests, all for the first item, and the stage's first line says so."""
+    with pytest.raises(SystemExit):
+        main(["traces", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert ("--limit INT ask only the first N items (0: all), each samples_per_item times: N x samples_per_item "
+            "requests") in help_text
+    argv = ["traces", "--config", str(write_config(tmp_path, teacher.base_url)), "--input", str(write_inputs(tmp_path)),
+            "--output", str(tmp_path / "traces"), "--limit", "1", "--samples-per-item", "3"]  # fmt: skip
+    assert main(argv) == 0
+    prompt_a = judge.render_prompt({**RECORDS[0], "reference_answer": ""})
+    assert [body["messages"][-1]["content"] for body in teacher.bodies("/v1/chat/completions")] == [prompt_a] * 3
+    assert "3 traces (1 items (--limit 1) x 3 samples: 3 requests" in capsys.readouterr().err
+
+
+def test_a_refused_rerun_names_the_stage_s_own_flag_and_the_documented_runs_do_not_collide(teacher, tmp_path, capsys):
+    """Another --input into a folder is refused, and the message names this CLI's flag (--output; judge.plumbing's
+    default, --out, is other commands'). The documented traces commands, run one after the other, each write a
+    folder of their own."""
+    import re
+    import shlex
+
+    config = write_config(tmp_path, teacher.base_url)
+    out = tmp_path / "traces"
+    assert main(["traces", "--config", str(config), "--input", str(write_inputs(tmp_path)), "--output", str(out),
+                 "--limit", "1"]) == 0  # fmt: skip
+    capsys.readouterr()
+    other = tmp_path / "mine"
+    other.mkdir()
+    assert main(["traces", "--config", str(config), "--input", str(write_inputs(other)), "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "Use a fresh --output, or --overwrite to discard it." in err and "--out," not in err
+
+    root = Path(__file__).resolve().parents[2]
+    for text in ((root / "docs" / "reasoning-judges.md").read_text(encoding="utf-8"),
+                 (root / "train" / "synthetic" / "traces.py").read_text(encoding="utf-8")):
+        commands = [shlex.split(command.split("#")[0]) for command in
+                    re.findall(r"judge-train data traces (?:[^\n]*\\\n)*[^\n]*", text.replace("\\\\\n", "\\\n"))]
+        outputs = {}
+        for words in commands:
+            given = dict(zip(words, words[1:]))
+            outputs.setdefault(given["--output"], set()).add(given["--input"])
+        assert len(commands) >= 2 and all(len(inputs) == 1 for inputs in outputs.values()), outputs

@@ -255,6 +255,9 @@ class TracesConfig(_Common):
     teacher: dict = _f({}, "the teacher endpoint (EndpointConfig mapping): any OpenAI-compatible chat endpoint that "
                        "thinks, then answers an integer (judge-serve with Pollux-4B-Judge, vLLM with a Qwen3 model)")
     samples_per_item: int = _f(4, "traces asked per item (k): the teacher judges each item this many times")
+    # Here a job is one sample of an item: the limit counts items, each asked samples_per_item times.
+    limit: int = _f(0, "ask only the first N items (0: all), each samples_per_item times: N x samples_per_item "
+                    "requests (--limit 10 with 4 samples: 40); for dry runs")
     agreement: str = _f("mode", "what a trace's score must agree with: mode (the experts' most frequent score), "
                         "median or mean (of the experts' scores)", choices=("mode", "median", "mean"))
     tolerance: float = _f(0.0, "a trace agrees when |score - the experts' reference| <= this many points")

@@ -1,7 +1,7 @@
 """Stage traces: reasoning traces as training data, kept only when the teacher's score agrees with the experts.
 
     judge-train data traces --config configs/data/traces.yaml --input runs/data/split --output runs/data/traces
-    judge-train data traces --config configs/data/traces.yaml --input my_records.jsonl --output runs/data/traces \\
+    judge-train data traces --config configs/data/traces.yaml --input my_records.jsonl --output runs/data/traces-mine \\
         --samples-per-item 8 --tolerance 0
 
 A teacher that thinks and then answers a bare integer (the ``integer`` verdict format: judge-serve serving
@@ -20,10 +20,18 @@ under one reason:
 - kept: the score agrees (at most ``max_kept_per_item`` per item, in sample order; the rest ``over_item_cap``);
 - dropped (a verdict was read, but it is no training example): ``disagrees``, ``out_of_scale`` (an integer outside
   the rubric's range), ``no_reasoning`` (an integer with no reasoning before it, or one under two words:
-  ``train.grpo_rewards.gives_reasons``, the GRPO format reward's rule), ``over_item_cap``;
+  ``train.grpo_rewards.gives_reasons``, the GRPO format reward's rule), ``duplicate_trace`` (an agreeing trace whose
+  reasoning and integer an earlier sample of the item already gave: a seeded or greedy teacher answers the same
+  prompt alike, and the copy would weigh the trace twice in SFT), ``over_item_cap``;
 - failed (no verdict): ``request_failed`` and ``verdict_<parse error>`` (``verdict_unclosed_think`` for an answer
-  cut inside its reasoning, ``verdict_no_score``, ``verdict_empty``), and ``verdict_cut`` (the reasoning closed, but
-  the answer stopped at ``max_tokens``: ``finish_reason`` ``length``). A failure is never a score.
+  cut inside its reasoning, ``verdict_no_score``, ``verdict_empty`` for nothing, or nothing after a reasoning the
+  teacher ended itself: ``finish_reason`` ``stop``, a larger ``max_tokens`` would not change it), and ``verdict_cut``
+  (the reasoning closed, but the answer stopped at ``max_tokens``: ``finish_reason`` ``length``). A failure is never
+  a score.
+
+The k requests of an item send the same prompt; a teacher configured with a ``seed`` (``extra_body: {seed: s}``) is
+asked sample ``i`` with seed ``s + i``, so that its k samples can differ (one seed for all k returns one trace k
+times). ``limit`` counts items: ``--limit N`` asks the first N items, ``N x samples_per_item`` requests.
 
 Items are refused as training data exactly as ``judge-train build-data`` refuses them
 (``train.build_data.load_training_records``: rows in the released benchmark's schema; ``zero_shot_records``: the
@@ -45,12 +53,14 @@ whose experts have no unique mode, skipped under ``no_unique_mode: skip``, unles
 ``traces.jsonl`` (kept traces), ``dropped.jsonl``, ``failed.jsonl``, ``skipped.jsonl`` (items not asked),
 ``dataset/``, ``summary.json`` (the counts by reason) and ``run.json``. A kept row is the item's POLLUX record (its
 experts' scores unchanged) with ``id`` ``<item id>#<sample>``, ``item_id``, ``reasoning`` (the trace) and
-``reasoning_score`` (its integer): the rows the seq2seq recipe trains on with ``verdict_format: integer``
-(``train.seq2seq.integer_rows``).
+``reasoning_score`` (its integer), and the rule it was kept by (``experts_reference``, ``agreement``,
+``tolerance``): the rows the seq2seq recipe trains on with ``verdict_format: integer``
+(``train.seq2seq.integer_rows``), by that rule wherever they are copied.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections import Counter
 from pathlib import Path
@@ -106,13 +116,24 @@ def trace_outcome(done: dict, scale, references: tuple[float, ...], tolerance: f
         ``(outcome, reason, verdict)``: outcome ``kept``, ``dropped`` or ``failed``; reason ``agrees`` or the drop or
         failure reason; the parsed ``judge.Verdict`` (None when the request failed).
     """
-    from judge import parse_integer_verdict
+    from judge import Verdict, VerdictError, parse_integer_verdict
     from train.grpo_rewards import gives_reasons
 
     if not done["ok"]:
         return "failed", "request_failed", None
     verdict = parse_integer_verdict(done["content"], done["reasoning"], scale)
     if not verdict.ok:
+        finish = done.get("finish_reason")
+        if (verdict.error == VerdictError.UNCLOSED_THINK and finish == "stop" and verdict.feedback
+                and not (done["content"] or "").strip()):
+            # The reasoning came apart and no answer after it, which the parser must read as a cut (vLLM's reasoning
+            # parser returns a generation cut before </think> so), but the server says the teacher ended its turn
+            # itself: no verdict, and a larger max_tokens would not give one.
+            verdict = Verdict.failure(VerdictError.EMPTY, "the teacher ended its turn after its reasoning with no "
+                                      "answer (finish_reason stop)", verdict.feedback)
+        elif verdict.error == VerdictError.EMPTY and verdict.feedback and finish == "length":
+            # The reasoning closed and the limit cut the answer before its first character: cut, as verdict_cut.
+            return "failed", "verdict_cut", verdict
         return "failed", f"verdict_{verdict.error}", verdict
     if done.get("finish_reason") == "length":
         # Cut by max_tokens after its reasoning closed: the integer read is wherever the cut fell (a "1" of "10", the
@@ -213,42 +234,69 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
 
     config.check_runnable()  # a teacher configured (also checked before the CLI claims the folder)
     teacher = EndpointConfig(**config.teacher)
-    client = ChatClient(teacher, config.max_retries, config.backoff_s, config.timeout_s)
     items, skipped = training_records(input_path, config)
     k = config.samples_per_item
-    jobs = [(f"{record.id}#{sample}", record) for record, _, _ in items for sample in range(k)]
-    log(f"traces: {len(jobs)} traces ({len(items)} items x {k}) from {teacher.name}; {len(skipped)} items not asked "
-        f"-> {out_dir}")
+    # The k samples of an item send one prompt: under one seed a teacher answers them alike, k requests paid for one
+    # trace. Sample i is asked with the configured seed + i, so they can differ; a teacher with no seed keeps its body.
+    seed = (teacher.extra_body or {}).get("seed")
+    seeded = isinstance(seed, int) and not isinstance(seed, bool)
+    clients = [ChatClient(dataclasses.replace(teacher, extra_body={**teacher.extra_body, "seed": seed + sample})
+                          if seeded else teacher, config.max_retries, config.backoff_s, config.timeout_s)
+               for sample in range(k if seeded else 1)]  # fmt: skip
+    jobs = [(f"{record.id}#{sample}", (record, sample)) for record, _, _ in items for sample in range(k)]
+    limited = f" (--limit {config.limit})" if config.limit else ""
+    log(f"traces: {len(jobs)} traces ({len(items)} items{limited} x {k} samples: {len(jobs)} requests, fewer for "
+        f"answers already journalled) from {teacher.name}; {len(skipped)} items not asked -> {out_dir}")
 
-    def work(record) -> dict:
+    def work(job) -> dict:
+        record, sample = job
+        client = clients[sample if seeded else 0]
         result = client.complete(render_prompt(record), system=config.system_prompt)
         # The limit it was asked with: a rerun with a larger one asks again the answers this one cut.
         return {"ok": result.ok, "content": result.text, "reasoning": result.reasoning,
                 "finish_reason": result.finish_reason, "error": result.error, "attempts": result.attempts,
                 "max_tokens": teacher.max_tokens}
 
+    def request(job) -> str:
+        # What a journalled answer was asked with: the prompt, and a sample's own seed when it is not the configured
+        # one, so a journal whose samples were all asked with that seed asks samples 1..k-1 again with theirs.
+        record, sample = job
+        return render_prompt(record) + (f"\nseed {seed + sample}" if seeded and sample else "")
+
     journal = Journal(out_dir / "journal.jsonl")
     # max_tokens is a cap, not part of an answer (train.synthetic.cli.UNKEYED_CAPS): an answer that finished under
     # a lower one is the same answer under a higher one, and only those it cut can change. Raising it asks those
     # again, through run_jobs's own re-asking, where the newer row wins.
     scales = {record.id: scale for record, scale, _ in items}
-    cut = [key for key, record in jobs
+    cut = [key for key, (record, _) in jobs
            if key in journal and ask_again_for_max_tokens(journal.rows[key], scales[record.id], teacher.max_tokens)]
-    run_jobs(jobs, work, journal, config.concurrency, "traces", fingerprint=render_prompt, redo=cut,
+    run_jobs(jobs, work, journal, config.concurrency, "traces", fingerprint=request, redo=cut,
              redo_why=f"whose answer a smaller max_tokens cut (now {teacher.max_tokens})")
 
     kept, dropped, failed = [], [], []
     items_kept = 0
     for record, scale, references in items:
         n_kept = 0
+        traces_kept = set()  # (reasoning, integer) of the item's agreeing traces so far
         for sample in range(k):
             key = f"{record.id}#{sample}"
             done = journal.rows[key]
             outcome, reason, verdict = trace_outcome(done, scale, references, config.tolerance)
+            if outcome == "kept":
+                # The same trace twice is one training example weighed twice, whatever the teacher was asked with
+                # (a seeded or greedy one answers a prompt alike): dropped as a duplicate, the cap left for new ones.
+                trace = (verdict.feedback.strip(), verdict.score)
+                if trace in traces_kept:
+                    outcome, reason = "dropped", "duplicate_trace"
+                else:
+                    traces_kept.add(trace)
             if outcome == "kept" and config.max_kept_per_item and n_kept >= config.max_kept_per_item:
                 outcome, reason = "dropped", "over_item_cap"
+            # The rule it was judged by (the references, the agreement that gave them, the tolerance) goes with every
+            # row: a kept row copied away from summary.json (dataset/, or a file of its own) trains by it still.
             row = {**record.to_dict(), "id": key, "item_id": record.id, "trace_index": sample,
                    "teacher": teacher.name, "prompt_version": PROMPT_VERSION, "experts_reference": list(references),
+                   "agreement": config.agreement, "tolerance": float(config.tolerance),
                    "teacher_content": done["content"],
                    # .get: a row journalled before finish_reason was (trace_outcome reads it as not cut) is resumed
                    "finish_reason": done.get("finish_reason")}  # fmt: skip
