@@ -29,9 +29,10 @@ from judge.wire import CustomCriterion, JudgeItem, JudgeRequest, JudgeResponse, 
 if TYPE_CHECKING:
     from eval.judging.config import RunConfig
 
-__all__ = ["JudgeBackend", "Refused", "ServerChanged", "ChatBackend", "JudgeServeBackend", "verdict_outcome",
-           "retryable_status", "is_transient", "reasoning_of", "short", "root_of", "base_of", "detect_backend",
-           "first_model", "first_contact", "fit_max_tokens", "FirstRefusals", "EndpointUnusable", "refusal_of"]
+__all__ = ["JudgeBackend", "Refused", "ServerChanged", "refuse_format_change", "ChatBackend", "JudgeServeBackend",
+           "verdict_outcome", "chat_extra_body", "retryable_status", "is_transient", "reasoning_of", "short", "root_of",
+           "base_of", "detect_backend", "first_model", "first_contact", "fit_max_tokens", "FirstRefusals",
+           "N_FIRST_REFUSALS", "EndpointUnusable", "refusal_of"]
 
 log = logging.getLogger("judge_eval.backends")
 
@@ -72,6 +73,24 @@ class ServerChanged(Exception):
     export under the same name), or one that never said its format (a judge-serve from before its ``GET /v1/models``
     did) and serves another than the run guessed. The runner stops instead of writing rows that ``score`` would read
     as the recorded format."""
+
+    def stopped(self, n_sent: int, n_total: int, n_written: int) -> str:
+        """The console's sentence for the stopped run: the change, how many requests were sent, what is kept."""
+        return (f"{self}; stopped after sending {n_sent} of {n_total} requests ({n_written} rows written are kept; "
+                "none for its answer, which a rerun asks again)")
+
+
+def refuse_format_change(answered: str, config: Any, model: str) -> None:
+    """Raise ``ServerChanged`` when a judge-serve's ``/v1/judge`` answer (pointwise or pairwise) is in another
+    verdict format (``answered``) than the run's (``config.verdict_format``, which run.json records).
+
+    A config still at "auto" (a caller that resolved no format: ``run`` always does) has nothing to hold it to.
+    """
+    if config.verdict_format != "auto" and answered != config.verdict_format:
+        raise ServerChanged(
+            f"judge-serve answered in the verdict format {answered}, but this run records {config.verdict_format} "
+            f"for {model!r} (its run.json): the server changed since the run began, or does not say its format in "
+            f"GET /v1/models (then set --verdict-format {answered})")
 
 
 def refusal_of(err: Any) -> Refused:
@@ -153,17 +172,8 @@ class ChatBackend:
 
         (record,) = batch
         kwargs: dict[str, Any] = {}
-        # The POLLUX prompt goes to POLLUX judges on vLLM: thinking off, as judge.apply_chat renders (Qwen3 templates
-        # read it; ChatML ignores it), and the sampling fields vLLM would otherwise take from the checkpoint's
-        # generation_config.json stated neutral, as judge-serve states them (judge.checkpoints.NEUTRAL_SAMPLING).
-        # API judges (prompt "en") get no such field: api.openai.com refuses unknown ones.
-        body: dict[str, Any] = {}
+        body = chat_extra_body(self.config)
         integer = self.config.verdict_format == VerdictFormat.INTEGER
-        if self.config.prompt == "ru":
-            body.update(NEUTRAL_SAMPLING)
-            if not integer:  # an integer judge was released to think first
-                body["chat_template_kwargs"] = dict(judge.prompts.JUDGE_CHAT_TEMPLATE_KWARGS)
-        body.update(self.config.extra_body)  # the user's extra_body wins, chat_template_kwargs included
         if body:
             kwargs["extra_body"] = body
         try:
@@ -185,6 +195,25 @@ class ChatBackend:
 
     async def aclose(self) -> None:
         await self.client.close()
+
+
+def chat_extra_body(config: Any) -> dict[str, Any]:
+    """The fields a chat request to the judge carries beyond the OpenAI ones, pointwise (``ChatBackend``) or pairwise
+    (``eval.pairwise.judging``): with ``prompt: ru``, ``judge.checkpoints.NEUTRAL_SAMPLING`` and, for a judge that is
+    not ``integer``, thinking off; then the run's ``extra_body``, which wins (``chat_template_kwargs`` included)."""
+    from judge.prompts import JUDGE_CHAT_TEMPLATE_KWARGS
+
+    # The POLLUX prompt goes to POLLUX judges on vLLM: thinking off, as judge.apply_chat renders (Qwen3 templates
+    # read it; ChatML ignores it), and the sampling fields vLLM would otherwise take from the checkpoint's
+    # generation_config.json stated neutral, as judge-serve states them (judge.checkpoints.NEUTRAL_SAMPLING).
+    # API judges (prompt "en") get no such field: api.openai.com refuses unknown ones.
+    body: dict[str, Any] = {}
+    if config.prompt == "ru":
+        body.update(NEUTRAL_SAMPLING)
+        if config.verdict_format != VerdictFormat.INTEGER:  # an integer judge was released to think first
+            body["chat_template_kwargs"] = dict(JUDGE_CHAT_TEMPLATE_KWARGS)
+    body.update(config.extra_body)
+    return body
 
 
 class _ProbeRecord:
@@ -268,13 +297,7 @@ class JudgeServeBackend:
             raise Refused(f"HTTP {response.status_code}: {short(response.text)}", response.status_code,
                           server_message(response))
         body = JudgeResponse.from_json(response.json())
-        # A config still at "auto" (a caller that resolved no format: `run` always does) has nothing to hold it to.
-        if self.config.verdict_format != "auto" and body.verdict_format != self.config.verdict_format:
-            raise ServerChanged(
-                f"judge-serve answered in the verdict format {body.verdict_format}, but this run records "
-                f"{self.config.verdict_format} for {self.model!r} (its run.json): the server changed since the run "
-                f"began, or does not say its format in GET /v1/models (then set --verdict-format "
-                f"{body.verdict_format})")
+        refuse_format_change(body.verdict_format, self.config, self.model)
         results = body.items[0].results if body.items else []
         if len(results) != len(batch):
             raise Refused(f"judge-serve returned {len(results)} results for {len(batch)} criteria")
@@ -423,6 +446,10 @@ def fit_max_tokens(requested: int, limits: ModelLimits, *, route: str) -> tuple[
     if not notes:
         return requested, ""
     return value, "; ".join(notes) + f": asking for {value} (set --max-tokens to choose)"
+
+
+#: How many alike refusals of a run's first requests stop it (``FirstRefusals``): pointwise and pairwise runs alike.
+N_FIRST_REFUSALS = 3
 
 
 class FirstRefusals:

@@ -8,8 +8,9 @@ into the run folder recorded of them.
   (``chosen_verdict_format``). A setting that contradicts a served format is refused before any item is asked.
 - **The prompt template**: ``resolve_prompt_template`` (``judge.checkpoints.prompt_template_and_why``).
 - **The folder's record** (its ``run.json``: ``earlier_record`` and the readers beside it): a resume is held to the
-  verdict format, prompt template and ``max_tokens`` of the verdicts already written (``run_verdict_format`` for the
-  format; ``eval.judging.run`` for the others), so that one folder never mixes two.
+  model, verdict format, prompt template and ``max_tokens`` of the verdicts already written (``held_model``
+  for the model, ``run_verdict_format`` for the format; ``eval.judging.run`` for the others), so that one folder
+  never mixes two.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from judge.verdicts import VerdictFormat
 
 __all__ = ["SERVED_FORMAT_WHY", "checkpoint_folder", "chosen_verdict_format", "resolve_verdict_format",
            "run_verdict_format", "resolve_prompt_template", "earlier_record", "earlier_prompt_version",
-           "earlier_verdict_format", "earlier_max_tokens"]
+           "earlier_verdict_format", "earlier_max_tokens", "earlier_model", "held_model"]
 
 log = logging.getLogger("judge_eval.run")
 
@@ -154,6 +155,33 @@ def earlier_prompt_version(out: Path) -> str | None:
     ``prompt_version``); None without a readable one (a folder from before run.json said)."""
     version = earlier_record(out).get("prompt_version")
     return version if isinstance(version, str) and version else None
+
+
+def earlier_model(out: Path) -> str | None:
+    """The model an earlier launch asked (its run.json's ``model``); None without a readable one."""
+    model = earlier_record(out).get("model")
+    return model if isinstance(model, str) and model else None
+
+
+def held_model(out: Path, n_written: int, model: str | None, judge_ref: str, asking: bool) -> str | None:
+    """The model this launch records in run.json, held to the one the ``n_written`` verdicts already in ``out`` were
+    asked of (``earlier_model``). The run key leaves a URL judge out (a requeued shard reaches its server at a new
+    address), and rows written under ``--name`` carry that name, not the model's: without this, a URL now serving
+    another model would add its verdicts to the folder's under one name, and run.json would name only the second.
+    A launch with nothing to ask (``asking`` false: no server was asked which model it serves) keeps the recorded one.
+
+    Raises:
+        ConfigError: a launch that would ask the judge finds another model served than the recorded one (naming
+            both), before any item is asked.
+    """
+    earlier = earlier_model(out) if n_written else None
+    if earlier is None or earlier == model:
+        return model
+    if not asking:
+        return earlier
+    raise ConfigError(f"model: the {n_written} verdicts already in {out} were asked of {earlier!r}, but {judge_ref} "
+                      f"now serves {model!r}: resume against the judge that started the folder, or start again with "
+                      "--overwrite, or use another --out")
 
 
 def earlier_verdict_format(out: Path) -> str | None:

@@ -55,6 +55,8 @@ class PredictionRow:
         regression_score: a regression head's raw (unclipped) value.
         expected_score, confidence, score_probs: seq2seq judges on judge-serve: the score token's distribution.
         latency_s: seconds of the request that produced the row (shared by the criteria of one ``/v1/judge``).
+        content_key: ``record_content_key`` of the item the judge was asked about (None in rows written before it
+            was kept).
     """
 
     id: str
@@ -72,6 +74,7 @@ class PredictionRow:
     confidence: float | None = None
     score_probs: dict[str, float] | None = None
     latency_s: float | None = None
+    content_key: str | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], where: str = "row") -> PredictionRow:
@@ -108,7 +111,7 @@ _TEXT, _NUMBER, _FLAG, _PROBS = "a string", "a finite number", "a boolean", "an 
 _JSON_KINDS = {"id": _TEXT, "judge": _TEXT, "raw_output": _TEXT, "feedback": _TEXT, "score": _NUMBER,
                "parse_ok": _FLAG, "error": _TEXT, "reason": _TEXT, "score_source": _TEXT, "in_scale": _FLAG,
                "regression_score": _NUMBER, "expected_score": _NUMBER, "confidence": _NUMBER, "score_probs": _PROBS,
-               "latency_s": _NUMBER}
+               "latency_s": _NUMBER, "content_key": _TEXT}
 assert set(_JSON_KINDS) == set(PREDICTION_FIELDS)
 
 
@@ -305,13 +308,25 @@ def _iter_rows(path: str | Path, torn: list[bytes] | None = None, *, quiet: bool
         yield PredictionRow.from_json(data, where=f"{path}: row {number}")
 
 
-def resume_predictions(path: str | Path, ids: Sequence[str]) -> set[str]:
+def record_content_key(record: Any) -> str:
+    """``judge.plumbing.run_folder.content_key`` of what the judge is asked about one item: the prompt's fields
+    (instruction, reference answer, answer, criterion, rubric), as a pairwise row keeps its pair's
+    (``eval.pairwise.judging.PairRecord.content_key``)."""
+    from judge.plumbing.run_folder import content_key
+
+    return content_key(record.instruction, record.reference_answer or "", record.answer, record.criteria_name,
+                       record.rubrics)
+
+
+def resume_predictions(path: str | Path, ids: Sequence[str] | Mapping[str, str]) -> set[str]:
     """Prepare a predictions file for appending, and say which items are done.
 
-    Kept: the first row of each id in ``ids`` whose request succeeded (parsed or not). Dropped: a line cut by a
-    kill, rows whose request failed (they are retried), repeated ids and ids not in ``ids``. The file is rewritten
-    (atomically, by rename) only when something was dropped. It is read as a stream, twice when it is rewritten:
-    memory holds the done ids, never the rows (a resumed 160k-item run).
+    Kept: the first row of each id in ``ids`` whose request succeeded (parsed or not) and, when ``ids`` maps each id
+    to its item's ``record_content_key``, that judged the item's current text. Dropped: a line cut by a kill, rows
+    whose request failed (they are retried), rows of an item edited in place under the same id (its verdict is of a
+    text no longer there: asked again), repeated ids and ids not in ``ids``. The file is rewritten (atomically, by
+    rename) only when something was dropped. It is read as a stream, twice when it is rewritten: memory holds the
+    done ids, never the rows (a resumed 160k-item run).
 
     Returns:
         The ids that already have their final row.
@@ -319,13 +334,17 @@ def resume_predictions(path: str | Path, ids: Sequence[str]) -> set[str]:
     path = Path(path)
     if not path.exists():
         return set()
-    wanted = set(ids)
+    keys: Mapping[str, str | None] = ids if isinstance(ids, Mapping) else dict.fromkeys(ids)
 
     def keep(row: PredictionRow, kept: set[str]) -> bool:
-        if row.id in wanted and row.id not in kept and row.error != REQUEST_FAILED:
-            kept.add(row.id)
-            return True
-        return False
+        if row.id not in keys or row.id in kept or row.error == REQUEST_FAILED:
+            return False
+        # A row without a key was written before rows kept one: its text cannot be checked, and it is kept, as it
+        # was before (asking every such item again would discard finished runs' verdicts on an upgrade).
+        if row.content_key is not None and keys[row.id] is not None and row.content_key != keys[row.id]:
+            return False
+        kept.add(row.id)
+        return True
 
     kept: set[str] = set()
     torn: list[bytes] = []

@@ -15,8 +15,10 @@ for a number outside the rubric's scale, which is scored as the paper does; ``re
 head's raw value; the latency is that of the request that produced the row, shared by the criteria of one
 ``/v1/judge`` request), appended as answers arrive (``judge.plumbing.journal``: one fsync per request), and ``run.json``
 (resolved config, git revision, package versions, prompt version). A rerun resumes: rows already written are kept,
-a line cut by a kill is dropped, items whose *request* failed are retried, and the file ends with exactly one row
-per item. A verdict that does not parse is a final answer (``parse_ok: false`` with the parser's error); it is never a score.
+a line cut by a kill is dropped, items whose *request* failed are retried, so are items edited in place (a row's
+``content_key``), and the file ends with exactly one row per item; a judge now serving another model than run.json
+records is refused (``eval.judging.format_choice.held_model``). A verdict that does not parse is a final answer
+(``parse_ok: false`` with the parser's error); it is never a score.
 
 Before any item is sent, the server's model list is asked (``eval.judging.backends.first_contact``: retried while the server
 is unreachable or loading, up to ``connect_timeout_s``; a wrong key, URL or path is one sentence, ``EndpointUnusable``,
@@ -49,14 +51,16 @@ from pathlib import Path
 from typing import Any
 
 from eval.judging.config import RunConfig
-from eval.judging.backends import (ChatBackend, FirstRefusals, JudgeBackend, JudgeServeBackend, Refused, ServerChanged,
-                                   base_of, detect_backend, first_contact, fit_max_tokens, root_of, short)
-from eval.judging.format_choice import (earlier_max_tokens, earlier_prompt_version, resolve_prompt_template,
-                                        resolve_verdict_format, run_verdict_format)
+from eval.judging.backends import (N_FIRST_REFUSALS, ChatBackend, FirstRefusals, JudgeBackend, JudgeServeBackend,
+                                   Refused, ServerChanged, base_of, detect_backend, first_contact, fit_max_tokens, root_of,
+                                   short)
+from eval.judging.format_choice import (earlier_max_tokens, earlier_prompt_version, held_model,
+                                        resolve_prompt_template, resolve_verdict_format, run_verdict_format)
 from eval.judging.local_server import local_server
-from eval.judging.predictions import REQUEST_FAILED, PredictionRow, iter_predictions, resume_predictions
-from eval.pairwise.judging import (ORDERS, PAIRWISE_PREDICTIONS, is_pairwise_data, judge_pairs, load_pairs,
-                                   pending_judgments)
+from eval.judging.predictions import (REQUEST_FAILED, PredictionRow, iter_predictions, record_content_key,
+                                      resume_predictions)
+from eval.pairwise.judging import (ORDERS, PAIRWISE_PREDICTIONS, is_pairwise_data, judge_pairs, pending_judgments,
+                                   selected_pairs)
 from judge.plumbing.api_keys import client_api_key
 from judge.checkpoints import is_hub_id
 from judge.plumbing.config_files import ConfigError
@@ -68,9 +72,6 @@ from judge.wire import ModelLimits
 
 __all__ = ["RunConfig", "ConfigError", "EndpointUnusable", "run", "resolved_paths", "N_FIRST_REFUSALS",
            "resolve_verdict_format", "resolve_prompt_template"]  # the last two: eval.judging.format_choice's
-
-#: How many alike refusals of a run's first requests stop it (``eval.judging.backends.FirstRefusals``).
-N_FIRST_REFUSALS = 3
 
 log = logging.getLogger("judge_eval.run")
 
@@ -97,8 +98,8 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
     changed: list[ServerChanged] = []  # a server answering in another verdict format: the run stops at the first
 
     def write(batch: Sequence, outcomes: list[dict[str, Any]], latency: float) -> None:
-        rows = [PredictionRow(id=record.id, judge=backend.name, **outcome, latency_s=round(latency, 4))
-                for record, outcome in zip(batch, outcomes)]
+        rows = [PredictionRow(id=record.id, judge=backend.name, **outcome, latency_s=round(latency, 4),
+                              content_key=record_content_key(record)) for record, outcome in zip(batch, outcomes)]
         journal.append(*(row.to_json() for row in rows))  # one fsync per batch; a kill's torn line is dropped on resume
         for row in rows:
             counts["written"] += 1
@@ -132,9 +133,7 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
         bar.close()
         await backend.aclose()
     if changed:
-        raise EndpointUnusable(f"{changed[0]}; stopped after sending {len(batches) - queue.qsize()} of {len(batches)} "
-                               f"requests ({counts['written']} rows written are kept; none for its answer, which a "
-                               "rerun asks again)")
+        raise EndpointUnusable(changed[0].stopped(len(batches) - queue.qsize(), len(batches), counts["written"]))
     if first.stopped is not None:
         raise EndpointUnusable(first.message(f"the judge ({backend.name})", len(batches) - queue.qsize(), len(batches)))
     return counts
@@ -253,7 +252,7 @@ def _read_data(config: RunConfig) -> tuple[bool, list]:
     import judge
 
     if is_pairwise_data(config.data):  # rows with answer_1/answer_2: eval.pairwise.judging
-        return True, load_pairs(config.data)[: config.limit or None]
+        return True, selected_pairs(config)
     return False, _select(judge.load_records(config.data or judge.sample_data_path()), config)
 
 
@@ -321,7 +320,7 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
         if not config.data:
             config.data = str(judge.sample_data_path())
         predictions = out / "predictions.jsonl"
-        done = resume_predictions(predictions, [r.id for r in records])
+        done = resume_predictions(predictions, {r.id: record_content_key(r) for r in records})
         todo = [r for r in records if r.id not in done]
         # All criteria of one answer consecutive: their prompts share a prefix the server computes once.
         todo = [todo[i] for i in judge.prefix_order([judge.prefix_key(r) for r in todo])]
@@ -345,9 +344,11 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
         else:
             raise ConfigError(f"judge: {judge_ref!r} is neither an http(s) URL, a checkpoint folder nor a hub id")
         limits = ModelLimits()
+        n_written = n_done if pairwise else len(done)
         if todo:  # first contact: a loading server is waited for, a wrong key or URL said plainly (exit 4)
             model, limits = first_contact(base_url, api_key, model, key_source=key.source, what="the judge",
                                           policy=first_contact_policy(config))
+        model = held_model(out, n_written, model, judge_ref, asking=bool(todo))  # one folder, one judge's verdicts
         kind = config.backend
         if todo and kind == "auto":
             kind = detect_backend(base_url, api_key)
@@ -371,7 +372,6 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
                 adopted_max_tokens = config.max_tokens
         # The budget the verdicts already in the folder were asked with (run.json's config holds what the requests
         # asked for, adopted and fitted): a resume keeps it, so that one folder never holds verdicts of two budgets.
-        n_written = n_done if pairwise else len(done)
         made_with, adopted_before = earlier_max_tokens(out) if n_written else (None, None)
         if made_with is not None and made_with != config.max_tokens and todo:
             if max_tokens_chosen:

@@ -12,7 +12,9 @@ for the order it saw, ``verdict`` the same verdict in the pair's own orientation
 judge that reads content rather than position gives the same ``verdict`` in both orders. ``eval.pairwise.metrics``
 scores the file. The file is a ``judge.plumbing.journal``: a rerun resumes, asking again only judgments whose request
 failed and pairs whose text changed: each row keeps the ``content_key`` of what the judge read (instruction, both
-answers, rubrics), so a pair edited in place under the same ``id`` is judged again, never scored by stale verdicts.
+answers, rubrics), so a pair edited in place under the same ``id`` is judged again, never scored by stale verdicts;
+rows of pairs removed from the data are dropped. A run stops as a pointwise one does (``judge_pairs``), and ``split``,
+which chooses pointwise items by task type, is refused on pairwise data (``selected_pairs``).
 
 ``winner`` labels: ``-1``/``0``/``1`` as the judge writes them (``-1.0``/``0.0``/``1.0`` too, as pandas writes an
 integer column with a null), or ``"answer_1"``/``"tie"``/``"answer_2"``.
@@ -23,18 +25,17 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from eval.judging.predictions import REQUEST_FAILED  # a judgment whose request failed: retried by the next run
-from judge.checkpoints import NEUTRAL_SAMPLING
 from judge.plumbing.run_folder import content_key
 from judge.plumbing.config_files import ConfigError
-from judge.plumbing.journal import JournalWriter, iter_journal
-from judge.plumbing.json_reading import unreadable_json
+from judge.plumbing.journal import JournalWriter, iter_journal, rewrite_journal
 from judge.prompts import PAIRWISE_FIELDS, render_pairwise_prompt
 from judge.plumbing.retry import RetryPolicy
 from judge.scales import Scale
@@ -42,7 +43,9 @@ from judge.verdicts import VerdictError, parse_judge_output
 from judge.wire import JudgeResponse, PairItem, PairwiseRequest, checked_json_fields
 
 __all__ = ["PAIRWISE_PREDICTIONS", "PAIRWISE_SCALE", "ORDERS", "PairRecord", "PairwiseRow", "is_pairwise_data",
-           "load_pairs", "pending_judgments", "judge_pairs", "read_pairwise_rows"]
+           "load_pairs", "selected_pairs", "pending_judgments", "judge_pairs", "read_pairwise_rows"]
+
+log = logging.getLogger("judge_eval.pairwise")
 
 PAIRWISE_PREDICTIONS = "pairwise_predictions.jsonl"
 #: -1 answer 1 better, 0 tie, 1 answer 2 better (demo/serve_pollux_demo.py:77-78).
@@ -138,37 +141,56 @@ def load_pairs(path: str | Path) -> list[PairRecord]:
     """Read pairwise rows from a JSONL file.
 
     Raises:
-        ConfigError: a row that is not an object, a missing or non-text field, a bad ``winner`` or a repeated id,
-            naming the file, row and field.
+        ConfigError: a line that is not UTF-8 or not JSON, a row that is not an object, a missing or non-text field,
+            a bad ``winner`` or a repeated id, naming the file, row (its line, from 1) and field.
     """
     pairs: list[PairRecord] = []
     seen: set[str] = set()
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}: row {number}"
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ConfigError(f"{where}: not JSON ({err.msg})") from None
-            except (ValueError, RecursionError) as err:  # valid JSON json.loads cannot hold
-                raise ConfigError(f"{where}: {unreadable_json(err)}") from None
-            if not isinstance(row, dict):
-                raise ConfigError(f"{where}: expected a JSON object")
-            for name in PAIRWISE_FIELDS:
-                if not isinstance(row.get(name), str) or not row[name].strip():
-                    raise ConfigError(f"{where}.{name}: required text is missing or empty")
-            text_id = row.get("id")
-            if text_id is None:  # a stable id from the content, as records without ids get one
-                text_id = hashlib.sha1(json.dumps([row[n] for n in PAIRWISE_FIELDS], ensure_ascii=False).encode()).hexdigest()[:16]
-            text_id = str(text_id)
-            if text_id in seen:
-                raise ConfigError(f"{where}.id: {text_id!r} appears twice")
-            seen.add(text_id)
-            pairs.append(PairRecord(text_id, row["instruction"], row["answer_1"], row["answer_2"], row["rubrics"],
-                                    _winner(row.get("winner"), where)))  # fmt: skip
+    for number, row in _numbered_rows(path):
+        where = f"{path}: row {number}"
+        if not isinstance(row, dict):
+            raise ConfigError(f"{where}: expected a JSON object")
+        for name in PAIRWISE_FIELDS:
+            if not isinstance(row.get(name), str) or not row[name].strip():
+                raise ConfigError(f"{where}.{name}: required text is missing or empty")
+        text_id = row.get("id")
+        if text_id is None:  # a stable id from the content, as records without ids get one
+            text_id = hashlib.sha1(json.dumps([row[n] for n in PAIRWISE_FIELDS], ensure_ascii=False).encode()).hexdigest()[:16]
+        text_id = str(text_id)
+        if text_id in seen:
+            raise ConfigError(f"{where}.id: {text_id!r} appears twice")
+        seen.add(text_id)
+        pairs.append(PairRecord(text_id, row["instruction"], row["answer_1"], row["answer_2"], row["rubrics"],
+                                _winner(row.get("winner"), where)))  # fmt: skip
     return pairs
+
+
+def _numbered_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """(the line number, the parsed value) of each non-blank line, read as the pointwise loader reads
+    (``judge.record_sources.jsonl_rows``: bytes decoded a line at a time, so a byte that is not UTF-8 is named with its
+    line and column, not as a bare UnicodeDecodeError), its refusal a ``ConfigError`` naming the file and row."""
+    from judge.record_sources import jsonl_rows
+    from judge.records import RecordError
+
+    try:
+        for _, index, row in jsonl_rows(Path(path)):
+            yield index + 1, row
+    except RecordError as err:  # jsonl_rows counts rows from 0; this loader names them by line, from 1
+        raise ConfigError(f"{path}: row {err.row + 1}: {err.message}") from None
+
+
+def selected_pairs(config) -> list[PairRecord]:
+    """The pairs a ``judge-eval run`` judges: ``config.data``'s, the first ``config.limit`` of them.
+
+    Raises:
+        ConfigError: a ``split`` other than ``all``: a split is a set of pointwise items chosen by task type, and a
+            pair has none; judging every pair while the setting says otherwise would score what was not asked for.
+            Raised before any request.
+    """
+    if config.split != "all":
+        raise ConfigError(f"split: {config.split!r} chooses pointwise items by task type, and the pairwise rows of "
+                          f"{config.data} have none: drop --split (every pair is judged; --limit takes the first N)")
+    return load_pairs(config.data)[: config.limit or None]
 
 
 def read_pairwise_rows(path: str | Path) -> list[PairwiseRow]:
@@ -182,13 +204,22 @@ def read_pairwise_rows(path: str | Path) -> list[PairwiseRow]:
 
 
 def pending_judgments(pairs: Sequence[PairRecord], path: Path, orders: Sequence[str]) -> tuple[list[tuple[PairRecord, str]], int, set[str]]:
-    """The (pair, order) judgments still to ask, how many are done, and the judges the file's rows name.
+    """Prepare a ``pairwise_predictions.jsonl`` for appending: the (pair, order) judgments still to ask, how many are
+    done, and the judges the file's rows name.
 
     A judgment is done when its last row's request did not fail and the row judged the pair's current text (its
     ``content_key``): a pair edited in place keeps its ``id``, and its old verdicts are of answers no longer there.
+    Rows of pairs not in ``pairs`` (removed from the data) are dropped, the file rewritten atomically, as a pointwise
+    resume drops rows of ids no longer selected: ``score`` refuses judgments of pairs its data does not have.
     """
     rows = read_pairwise_rows(path) if path.exists() else []
     keys = {pair.id: pair.content_key for pair in pairs}
+    gone = {row.id for row in rows if row.id not in keys}
+    if gone:
+        rewrite_journal(path, (data for data in iter_journal(path, quiet=True) if data["id"] not in gone))
+        rows = [row for row in rows if row.id in keys]
+        log.info("resume: dropped the rows of %d pairs no longer in the data from %s (%s)", len(gone), path,
+                 ", ".join(sorted(gone)[:5]) + (", ..." if len(gone) > 5 else ""))
     final = {(r.id, r.order) for r in rows if r.error != REQUEST_FAILED and r.content_key == keys.get(r.id)}
     todo = [(pair, order) for pair in pairs for order in orders if (pair.id, order) not in final]
     done = sum(1 for pair in pairs for order in orders if (pair.id, order) in final)
@@ -248,26 +279,44 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
                       api_key: str, model: str, name: str, config, policy: RetryPolicy) -> dict[str, int]:
     """Ask every (pair, order) of ``todo`` with ``config.concurrency`` workers; append one row per judgment.
 
-    ``kind`` is the backend (``chat``: one chat completion per judgment; ``judge-serve``: a ``PairwiseRequest`` to
-    ``/v1/judge``). A judgment whose request fails (after ``policy``'s retries) is a ``request_failed`` row.
+    ``kind`` is the backend (``chat``: one chat completion per judgment, carrying the fields the pointwise chat
+    backend sends, ``eval.judging.backends.chat_extra_body``; ``judge-serve``: a ``PairwiseRequest`` to
+    ``/v1/judge``). A judgment whose request fails (after ``policy``'s retries) is a ``request_failed`` row. The run
+    stops as the pointwise one does (``eval.judging.run``): at a judge-serve answering in another verdict format than
+    ``config.verdict_format`` (``ServerChanged``), and when its first requests are all refused alike
+    (``FirstRefusals``); then no row is written for the refused or changed answers.
 
     Returns:
         ``written``, ``parse_failed``, ``request_failed``.
+
+    Raises:
+        EndpointUnusable: the run stopped (the message says why, and what was sent and kept).
     """
     import httpx
     import openai
 
-    from eval.judging.backends import Refused, reasoning_of, retryable_status, short
-    from judge.prompts import JUDGE_CHAT_TEMPLATE_KWARGS, chat_messages
+    from eval.judging.backends import (N_FIRST_REFUSALS, FirstRefusals, Refused, ServerChanged, chat_extra_body,
+                                       reasoning_of, refusal_of, refuse_format_change, retryable_status, short)
+    from judge.plumbing.retry import EndpointUnusable, server_message
+    from judge.prompts import PAIRWISE_PROMPT_VERSION, chat_messages
     from judge.verdicts import VerdictFormat
 
     if kind == "judge-serve" and todo:  # a bad extra_body is a configuration error before any request is sent
         pair, order = todo[0]
         pairwise_request(model, PairItem(id=pair.id, **pair.shown(order)), config)
+    if kind != "judge-serve" and todo:
+        if config.prompt == "en":
+            # There is one pairwise prompt, POLLUX's Russian one; `prompt: en` is how API judges are configured, and
+            # it keeps meaning what it means for them: no vLLM-only field (which api.openai.com refuses) is sent.
+            log.warning("note: pairwise data is asked with the Russian pairwise prompt template %s, the only one; "
+                        "--prompt en sends it without the vLLM sampling fields", PAIRWISE_PROMPT_VERSION)
+        else:
+            log.info("prompt template %s (the pairwise prompt)", PAIRWISE_PROMPT_VERSION)
     headers = {"Authorization": f"Bearer {api_key}"} if api_key and api_key != "EMPTY" else {}
     chat = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "EMPTY", max_retries=0, timeout=config.timeout_s)
     http = httpx.AsyncClient(base_url=root_url, headers=headers, timeout=config.timeout_s)
     integer = config.verdict_format == VerdictFormat.INTEGER
+    body = chat_extra_body(config)
 
     async def ask(pair: PairRecord, order: str) -> dict[str, Any]:
         shown = pair.shown(order)
@@ -277,16 +326,13 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
             if response.status_code != 200:
                 if retryable_status(response.status_code):
                     response.raise_for_status()
-                raise Refused(f"HTTP {response.status_code}: {short(response.text)}")
-            (item,) = JudgeResponse.from_json(response.json()).items
+                raise Refused(f"HTTP {response.status_code}: {short(response.text)}", response.status_code,
+                              server_message(response))
+            answer = JudgeResponse.from_json(response.json())
+            refuse_format_change(answer.verdict_format, config, model)
+            (item,) = answer.items
             (result,) = item.results
             return _from_result(result)
-        body: dict[str, Any] = {} if integer else {"chat_template_kwargs": dict(JUDGE_CHAT_TEMPLATE_KWARGS)}
-        if config.prompt == "ru":
-            # As the pointwise chat backend: vLLM would fill every sampling field left out from the checkpoint's
-            # generation_config.json (a released judge's repetition_penalty); an API judge refuses unknown fields.
-            body.update(NEUTRAL_SAMPLING)
-        body.update(config.extra_body)
         try:
             reply = await chat.chat.completions.create(model=model, messages=chat_messages(render_pairwise_prompt(shown)),
                                                        max_tokens=config.max_tokens, temperature=config.temperature,
@@ -294,7 +340,7 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
         except openai.APIStatusError as err:
             if retryable_status(err.status_code):
                 raise
-            raise Refused(f"HTTP {err.status_code}: {short(err.message)}") from err
+            raise refusal_of(err) from err
         message = reply.choices[0].message if reply.choices else None
         return _outcome(message.content if message else None, reasoning_of(message) if integer else None,
                         config.verdict_format, config.lenient)
@@ -304,34 +350,53 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
         queue.put_nowait(job)
     journal = JournalWriter(path)
     counts = {"written": 0, "parse_failed": 0, "request_failed": 0}
+    # As the pointwise runner: only a run of at least N_FIRST_REFUSALS requests can tell a refusing endpoint from a
+    # refused judgment; with fewer, a refusal is that judgment's, written as a failed row.
+    first = FirstRefusals(N_FIRST_REFUSALS if len(todo) >= N_FIRST_REFUSALS else 0)
+    changed: list[ServerChanged] = []  # a judge-serve answering in another verdict format: the run stops at the first
+
+    def write(pair: PairRecord, order: str, outcome: dict[str, Any], latency: float) -> None:
+        score = outcome["score"]
+        verdict = None if score is None else (score if order == "original" else (-score or 0.0))
+        row = PairwiseRow(id=pair.id, order=order, judge=name, verdict=verdict, **outcome, latency_s=round(latency, 4),
+                          content_key=pair.content_key)
+        journal.append(row.to_json())
+        counts["written"] += 1
+        if row.error == REQUEST_FAILED:
+            counts["request_failed"] += 1
+        elif not row.parse_ok:
+            counts["parse_failed"] += 1
 
     async def worker() -> None:
-        while True:
+        while first.stopped is None and not changed:
             try:
                 pair, order = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            start = time.perf_counter()
+            start, refusal = time.perf_counter(), None
             try:
                 outcome = await policy.acall(lambda: ask(pair, order))
+            except ServerChanged as err:
+                # Not this judgment's failure but the server's: every later answer would be in the same other format,
+                # read as the one run.json records. The judgment is unwritten: a rerun asks it again.
+                changed.append(err)
+                return
             except Exception as err:  # noqa: BLE001 - transient ones were retried; every failure is a counted row
-                reason = str(err) if isinstance(err, Refused) else f"{type(err).__name__}: {short(str(err))}"
+                refusal = err if isinstance(err, Refused) else None
+                reason = str(err) if refusal else f"{type(err).__name__}: {short(str(err))}"
                 outcome = {"raw_output": None, "feedback": "", "score": None, "parse_ok": False,
                            "error": REQUEST_FAILED, "reason": reason}
-            score = outcome["score"]
-            verdict = None if score is None else (score if order == "original" else (-score or 0.0))
-            row = PairwiseRow(id=pair.id, order=order, judge=name, verdict=verdict, **outcome,
-                              latency_s=round(time.perf_counter() - start, 4), content_key=pair.content_key)
-            journal.append(row.to_json())
-            counts["written"] += 1
-            if row.error == REQUEST_FAILED:
-                counts["request_failed"] += 1
-            elif not row.parse_ok:
-                counts["parse_failed"] += 1
+            for held in first.offer(refusal, (pair, order, outcome, time.perf_counter() - start)):
+                write(*held)
 
     try:
         await asyncio.gather(*(worker() for _ in range(min(config.concurrency, max(len(todo), 1)))))
     finally:
         await chat.close()
         await http.aclose()
+    n_sent = len(todo) - queue.qsize()
+    if changed:
+        raise EndpointUnusable(changed[0].stopped(n_sent, len(todo), counts["written"]))
+    if first.stopped is not None:
+        raise EndpointUnusable(first.message(f"the judge ({name})", n_sent, len(todo)))
     return counts

@@ -90,7 +90,9 @@ def _current(pairs: list[PairRecord], rows: list[PairwiseRow]) -> tuple[dict[str
     keys = {p.id: p.content_key for p in pairs}
     unknown = sorted({row.id for row in rows} - set(keys))
     if unknown:
-        raise ValueError(f"{PAIRWISE_PREDICTIONS}: judgments of pairs the data does not have: {unknown[:5]}")
+        raise ValueError(f"{PAIRWISE_PREDICTIONS}: judgments of pairs the data does not have: {unknown[:5]}; rerun "
+                         "`judge-eval run` on the folder (it drops the rows of pairs removed from the data), or score "
+                         "with the data they were judged on")
     by_pair: dict[str, dict[str, PairwiseRow]] = {}
     stale = 0
     for row in rows:

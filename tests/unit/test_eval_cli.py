@@ -21,7 +21,7 @@ import pytest
 
 import judge
 from eval.cli import build_parser, main, resolve_run_config
-from eval.judging.predictions import read_predictions
+from eval.judging.predictions import read_predictions, record_content_key
 from eval.judging.config import RunConfig
 from judge.plumbing.config_files import ConfigError
 from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage
@@ -196,7 +196,8 @@ def test_run_sends_exact_payloads_and_counts_a_parse_failure_without_scoring_it(
     assert (good["parse_ok"], good["score"], good["judge"], good["score_source"]) == (True, 1.0, "scripted", "verdict")
     assert set(good) == {"id", "judge", "raw_output", "feedback", "score", "parse_ok", "error", "reason",
                          "score_source", "in_scale", "regression_score", "expected_score", "confidence", "score_probs",
-                         "latency_s"}
+                         "latency_s", "content_key"}
+    assert good["content_key"] == record_content_key(records[0])  # what a resume compares with the item's text
     assert good["in_scale"] is True and good["regression_score"] is None
     run_info = json.loads((tmp_path / "run" / "run.json").read_text(encoding="utf-8"))
     assert run_info["backend"] == "chat" and run_info["prompt_version"] == judge.PROMPT_VERSION

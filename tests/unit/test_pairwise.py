@@ -85,6 +85,31 @@ def test_bad_pairwise_rows_name_the_row_and_field(tmp_path, change, message):
         load_pairs(_write([PAIRS[0], PAIRS[0]], tmp_path / "twice.jsonl"))
 
 
+def test_a_pairwise_line_that_is_not_utf8_is_named_with_its_file_and_row(tmp_path):
+    """A byte that is not UTF-8 on a later line is refused as the pointwise loader refuses it (the byte and its
+    column), naming the file and the row, not as a bare codec error."""
+    path = tmp_path / "pairs.jsonl"
+    path.write_bytes(json.dumps(PAIRS[0]).encode() + b'\n{"id": "p2", "instruction": "\xff"}\n')
+    with pytest.raises(ConfigError) as refused:
+        load_pairs(path)
+    assert str(refused.value) == f"{path}: row 2: not UTF-8 text (byte 0xff at column 30)"
+
+
+def test_a_split_on_pairwise_data_is_refused_before_any_request(tmp_path, capsys):
+    """--split chooses pointwise items by task type; pairwise rows have none, so a split other than `all` is refused
+    (exit 2, naming the setting) before the server is asked anything, not ignored while every pair is judged."""
+    data = _write(PAIRS, tmp_path / "pairs.jsonl")
+    with ScriptedEndpoint(_scripted_judge(_prompts(load_pairs(data))), model=HUB_ID) as server:
+        argv = ["run", "--judge", server.base_url, "--model", HUB_ID, "--data", data, "--no-progress"]
+        assert main([*argv, "--out", str(tmp_path / "run"), "--split", "zero_shot"]) == 2
+        assert server.requests == []
+        assert (f"judge-eval run: error: split: 'zero_shot' chooses pointwise items by task type, and the pairwise rows "
+                f"of {data} have none: drop --split (every pair is judged; --limit takes the first N)"
+                ) in capsys.readouterr().err
+        assert main([*argv, "--out", str(tmp_path / "all"), "--split", "all", "--limit", "1"]) == 0
+    assert len(read_pairwise_rows(tmp_path / "all" / PAIRWISE_PREDICTIONS)) == 2
+
+
 def test_winner_labels_read_as_the_judges_scale(tmp_path):
     """-1/0/1 and answer_1/tie/answer_2 both read as the judge's -1/0/1; no winner is None; no id gets a stable one."""
     pairs = load_pairs(_write([*PAIRS, {k: v for k, v in PAIRS[0].items() if k != "id"}], tmp_path / "p.jsonl"))
@@ -188,7 +213,8 @@ def test_pairwise_through_judge_serve_sends_typed_pair_requests(tmp_path):
         (pair,) = body["pairs"]
         result = JudgeResult(criterion="pairwise", criterion_id=None, scale=[-1, 0, 1], feedback="r", score=-1.0,
                              parse_ok=True, score_source="verdict", in_scale=True, output="<think>r</think>-1")
-        return 200, JudgeResponse("judge-1", "judge.result", 0, "tiny", "seq2seq", "integer", "v",
+        # In the format the run records for "tiny" (tagged): another would stop the run, as a pointwise one stops.
+        return 200, JudgeResponse("judge-1", "judge.result", 0, "tiny", "seq2seq", "tagged", "v",
                                   [JudgeResponseItem(0, pair["id"], [result])], JudgeResponseUsage(1, 1, 0, 0, 0)).to_json()
 
     with ScriptedEndpoint(respond, model="tiny") as server:
