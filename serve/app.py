@@ -64,7 +64,7 @@ from serve.config import ServeConfig
 from serve.connections import (ApiKeyMiddleware, BodyLimitMiddleware, HostAllowListMiddleware,
                                RefuseWhileDrainingMiddleware, RequestIdMiddleware, own_host_names, unless_disconnected)
 from serve.engine_client import EngineFailure, EngineUnavailable, unless_dead
-from serve.errors import engine_error, error_response, relayed_stream, sanitized
+from serve.errors import engine_error, error_response, judgment_failed, relayed_stream, sanitized
 from serve.judging import unknown_model
 from serve.layout import CheckpointLayout, LayoutError, resolve_layout
 from serve.rewards import install_reward_routes
@@ -88,29 +88,6 @@ def _refused(err: RequestError) -> JSONResponse:
     """A request refused by validation or by the judge: its status, message and field, OpenAI-shaped."""
     kind = "not_found_error" if err.status == 404 else "invalid_request_error"
     return error_response(err.status, err.message, kind, err.param, err.code)
-
-
-def _judgment_failed(err: EngineUnavailable | EngineFailure, state: ServerState) -> JSONResponse:
-    """A judgment an engine could not complete: 503 with ``Retry-After`` for a dead or unreachable engine; an engine's
-    refusal (4xx but 401) with its own status and message, sanitized; 502 for an engine that failed (a 5xx, its
-    message left in judge-serve's log) or refused judge-serve's own key (401)."""
-    if isinstance(err, EngineUnavailable):
-        # A dropped connection can beat the watcher to an engine's death: name the engine by its role, not URL.
-        log.warning("engine unavailable during a judgment: %s", err)
-        message = str(err)
-        for role, engine in state.engines.items():
-            if engine.url in message:
-                message = f"the {role} engine is unavailable"
-        return error_response(503, sanitized(message), "service_unavailable", code="engine_unavailable",
-                              headers={"Retry-After": state.retry_after_s(state.engines)})
-    log.error("engine failure during a judgment: %s", err)
-    if err.public is None and 400 <= err.status < 500 and err.status != 401:
-        # The engine refused what this request asked of it (a window, a sampling value): the client's to change, as
-        # on the proxied routes (serve.errors.engine_error). A 502 would be retried by every client to the same end.
-        return error_response(err.status, sanitized(str(err)))
-    message = (err.public if err.public else f"the engine failed (it answered {err.status}); judge-serve's log has "
-               "its message" if err.status >= 500 else "the engine refused judge-serve's credentials")
-    return error_response(502, message, "server_error", code="engine_error")
 
 
 def proxied_token_bound(body: Any, path: str, max_total: int,
@@ -170,7 +147,8 @@ def resolved_verdict_format(config: ServeConfig, layout: CheckpointLayout) -> Se
     and its reason logged at every start: a wrong format (thinking on or off, the other reader) fails every judgment.
 
     Raises:
-        LayoutError: an integer format asked of a regression judge (its head scores; it writes no integer).
+        LayoutError: an integer format asked of a regression judge (its head scores; it writes no integer), or
+            ``constrained_decoding`` with an integer format (``auto`` resolved so included).
     """
     from judge.checkpoints import verdict_format_and_why
 
@@ -181,6 +159,13 @@ def resolved_verdict_format(config: ServeConfig, layout: CheckpointLayout) -> Se
     if fmt == "auto":
         fmt, why = (verdict_format_and_why(layout.root, config.model_name) if layout.kind == "seq2seq" else
                     ("tagged", f"a {layout.kind} judge's generator writes the tagged rationale"))
+    if fmt == "integer" and config.constrained_decoding:
+        # The verdict regex is the tagged format's: every judgment that does not send "constrained": false would be
+        # refused, every /get_reward among them (reward clients send no such field).
+        raise LayoutError(f"constrained_decoding: true, but verdict_format is integer ({why}): constrained decoding "
+                          "forces the tagged verdict ([FEEDBACK] ... [RESULT] n [END]), which an integer-format judge "
+                          "does not write; set constrained_decoding: false, or verdict_format: tagged for a judge "
+                          "that writes the tagged verdict")
     log.info("verdict format %s for %s (%s)", fmt, layout.root, why)
     return dataclasses.replace(config, verdict_format=fmt)
 
@@ -466,14 +451,22 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
     @app.post("/v1/judge")
     async def judge_route(request: Request) -> Response:
         state = state_of(request)
-        # The body is validated before the engines' health is asked: a broken request gets its 4xx naming the field
-        # even while an engine restarts (a 503 would tell the client to retry what can never succeed). The server's
-        # bounds on items and judgments are counted before anything is validated.
+        # The body is validated, and checked against this server's judge (serve.judging.Judge.check), before the
+        # engines' health is asked: a broken request gets its 4xx naming the field even while an engine restarts (a
+        # 503 would tell the client to retry what can never succeed). The server's bounds on items and judgments are
+        # counted before anything is validated.
         data = await request.body()
+        judge = state.judge  # None only until the engines first came up
+
+        def read() -> tuple[Any, Any]:
+            parsed = parse_judge_request(decode_json_body(data), max_items=config.max_batch_items,
+                                         max_judgments=config.max_judgments_per_request)
+            # The request's own checks (model, max_tokens, constrained, criteria, tasks, scales, an item too long to
+            # fit) need no engine: asked here, before the engines' health.
+            return parsed, (judge.check(parsed) if judge is not None else None)
+
         try:
-            parsed = await read_off_loop(len(data), lambda: parse_judge_request(
-                decode_json_body(data), max_items=config.max_batch_items,
-                max_judgments=config.max_judgments_per_request))
+            parsed, checked = await read_off_loop(len(data), read)
         except RequestError as err:
             return _refused(err)
         for role in state.engines:
@@ -485,12 +478,12 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
             assert state.judge is not None
             # A client that disconnects has its judgments cancelled: those not yet sent never reach the engine.
             # The request id goes with each of its engine calls, as on the proxied routes (the engine logs it).
-            judged = state.judge.run(parsed, request_id=request.headers.get("x-request-id", ""))
+            judged = state.judge.run(checked or parsed, request_id=request.headers.get("x-request-id", ""))
             result = await unless_disconnected(request, asyncio.wait_for(judged, timeout=config.request_timeout_s))
         except RequestError as err:
             return _refused(err)
         except (EngineUnavailable, EngineFailure) as err:
-            return _judgment_failed(err, state)
+            return judgment_failed(err, state)
         except asyncio.TimeoutError:
             return error_response(504, f"the judgment took longer than request_timeout_s="
                                   f"{config.request_timeout_s:g} s", "timeout", code="timeout")

@@ -20,7 +20,10 @@ from typing import Any
 import aiohttp
 from fastapi.responses import JSONResponse
 
-__all__ = ["engine_error", "error_body", "error_response", "sanitized", "unknown_model_message", "relayed_stream"]
+from serve.engine_client import EngineFailure, EngineUnavailable
+
+__all__ = ["engine_error", "error_body", "error_response", "judgment_failed", "sanitized", "unknown_model_message",
+           "relayed_stream"]
 
 log = logging.getLogger("judge_serve")
 
@@ -114,6 +117,31 @@ def engine_error(status: int, raw: bytes, role: str, *, names: Sequence[str] = (
     message, param, code = _engine_detail(detail, raw)
     status, body = _engine_error_body(status, message, param, code, role, names, asked_model)
     return JSONResponse(body, status_code=status)
+
+
+def judgment_failed(err: EngineUnavailable | EngineFailure, state: Any) -> JSONResponse:
+    """A judgment an engine could not complete, on ``/v1/judge`` and ``/get_reward`` alike (``state``: the server's
+    ``ServerState``): 503 with ``Retry-After`` for a dead or unreachable engine; an engine's refusal (4xx but 401)
+    with its own status and message, sanitized; 502 for an engine that failed (a 5xx, its message left in
+    judge-serve's log) or refused judge-serve's own key (401)."""
+    if isinstance(err, EngineUnavailable):
+        # A dropped connection can beat the watcher to an engine's death: name the engine by its role, not URL.
+        log.warning("engine unavailable during a judgment: %s", err)
+        message = str(err)
+        for role, engine in state.engines.items():
+            if engine.url in message:
+                message = f"the {role} engine is unavailable"
+        return error_response(503, sanitized(message), "service_unavailable", code="engine_unavailable",
+                              headers={"Retry-After": state.retry_after_s(state.engines)})
+    log.error("engine failure during a judgment: %s", err)
+    status, public = err.status, err.public
+    if public is None and 400 <= status < 500 and status != 401:
+        # The engine refused what this request asked of it (a window, a sampling value): the client's to change, as
+        # on the proxied routes (engine_error). A 502 would be retried by every client to the same end.
+        return error_response(status, sanitized(str(err)))
+    message = (public if public else f"the engine failed (it answered {status}); judge-serve's log has "
+               "its message" if status >= 500 else "the engine refused judge-serve's credentials")
+    return error_response(502, message, "server_error", code="engine_error")
 
 
 def _error_event(event: bytes, role: str) -> bytes:

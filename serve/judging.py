@@ -31,6 +31,7 @@ import asyncio
 import dataclasses
 import math
 import re
+import threading
 import time
 import uuid
 from collections import OrderedDict
@@ -46,12 +47,13 @@ from judge.criteria_auto import TaskChoice, TaskClassifier
 from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage, JudgmentUsage, LmVerdict, PairwiseRequest
 from serve.engine_client import EngineClient, EngineFailure, unreadable_answer
 from serve.errors import unknown_model_message
-from serve.jobs import PAIRWISE_SCALE, Job, build_pair_jobs, check_sizes, max_token_chars, plan_jobs
+from serve.jobs import (PAIRWISE_SCALE, Job, build_pair_jobs, chat_ids, chat_parts, check_criteria, check_sizes,
+                        max_token_chars, plan_jobs, prepare_tokenizer)
 from serve.schema import JudgeRequest, RequestError
 from serve.score_reading import level_token_ids, seq2seq_verdict
 
-__all__ = ["Judge", "JudgeSettings", "JudgeOptions", "unknown_model", "verdict_regex", "REGRESSION_RESERVE_TOKENS",
-           "LEVEL_IDS_KEPT", "CLASSIFIER_THREADS"]
+__all__ = ["Judge", "JudgeSettings", "JudgeOptions", "CheckedRequest", "unknown_model", "verdict_regex",
+           "REGRESSION_RESERVE_TOKENS", "LEVEL_IDS_KEPT", "CLASSIFIER_THREADS"]
 
 #: Tokens the regression input needs beyond prompt + generated rationale: the ``[END]`` that
 #: ``render_rationale_target`` restores when the generation was cut, and the chat template's end-of-turn.
@@ -129,6 +131,19 @@ def unknown_model(model: str, names: tuple[str, ...] | list[str]) -> RequestErro
     """The 404 for a model name this server does not serve, naming every name it answers to (``/v1/judge`` and
     ``GET /v1/models/{id}`` alike; the proxied routes answer an engine's 404 so, ``serve.errors.engine_error``)."""
     return RequestError(unknown_model_message(model, names), "model", 404, "model_not_found")
+
+
+@dataclass(frozen=True)
+class CheckedRequest:
+    """A request as ``Judge.check`` found it: its ``max_tokens``, its options (None for a pairwise request), under
+    ``"oversize": "fail"`` the items whose text alone cannot fit (``serve.jobs.check_sizes``), and its items'
+    criteria when they were resolved (``serve.jobs.check_criteria``; None when not)."""
+
+    request: Any
+    max_tokens: int
+    options: "JudgeOptions | None"
+    too_long: dict[int, RequestError]
+    resolved: list | None = None
 
 
 @dataclass(frozen=True)
@@ -227,6 +242,9 @@ class Judge:
         self._classifying = ThreadPoolExecutor(CLASSIFIER_THREADS, thread_name_prefix="task-classifier")
         self._level_ids: OrderedDict[tuple[int, ...], dict[int, int] | None] = OrderedDict()
         self._chars_per_token: int | None = None  # max_token_chars, on the first request
+        # The copy of the tokenizer that reads a request's text (serve.jobs.chat_ids) takes ~0.5 CPU-s to make for a
+        # Qwen vocabulary: made now, beside the start, not inside the first request's deadline.
+        threading.Thread(target=prepare_tokenizer, args=(tokenizer,), name="tokenizer-copy", daemon=True).start()
 
     def _levels(self, scale: Scale) -> dict[int, int] | None:
         """``level_token_ids`` of ``scale``, kept for the ``LEVEL_IDS_KEPT`` scales used last."""
@@ -238,9 +256,50 @@ class Judge:
             self._level_ids.popitem(last=False)
         return ids
 
-    async def run(self, request: JudgeRequest | PairwiseRequest, request_id: str = "") -> JudgeResponse:
+    def check(self, request: JudgeRequest | PairwiseRequest, *, resolve: bool = True) -> "CheckedRequest":
+        """Everything a request asks that this server can refuse without an engine: the model name, ``max_tokens``,
+        ``constrained``, the items whose text alone cannot fit the context, and (``resolve``) every criterion, task
+        and rubric scale with the judgments they come to. The routes call it before they ask whether the engines can
+        take the request: a request that can never succeed gets its 4xx even while an engine restarts (a 503 would
+        tell the client to retry it). ``run`` calls it too when the route did not.
+
+        Raises:
+            RequestError: naming the field.
+        """
+        s = self.settings
+        if request.model is not None and request.model not in s.names:
+            raise unknown_model(request.model, s.names)
+        max_tokens = request.max_tokens if request.max_tokens is not None else s.max_tokens
+        if max_tokens > s.max_tokens:
+            raise RequestError(f"max_tokens: {max_tokens} is above this server's limit of {s.max_tokens}", "max_tokens")
+        if isinstance(request, PairwiseRequest):
+            if s.kind != JudgeKind.SEQ2SEQ:
+                raise RequestError("pairs: pairwise judging needs a judge that writes its verdict; this server's judge "
+                                   f"is a {s.kind} judge", "pairs")  # fmt: skip
+            return CheckedRequest(request, max_tokens, None, {})
+        options = JudgeOptions(
+            max_tokens=max_tokens,
+            temperature=float(request.temperature if request.temperature is not None else s.temperature),
+            lenient=request.lenient if request.lenient is not None else s.lenient,
+            constrained=request.constrained if request.constrained is not None else s.constrained,
+        )
+        if options.constrained and s.verdict_format == VerdictFormat.INTEGER:
+            # The verdict regex is the tagged format's; an integer judge's free reasoning has no such grammar.
+            raise RequestError("constrained: this server's judge answers in the integer format (reasoning, then an "
+                               "integer), which constrained decoding does not cover", "constrained")
+        reserve = REGRESSION_RESERVE_TOKENS if s.kind == JudgeKind.REGRESSION else 0
+        if self._chars_per_token is None:
+            self._chars_per_token = max_token_chars(self.tokenizer)
+        too_long = check_sizes(request, max_model_len=s.max_model_len, max_tokens=max_tokens, reserve=reserve,
+                               chars_per_token=self._chars_per_token, oversize=request.oversize or "refuse")
+        resolved = (check_criteria(request, max_judgments=s.max_judgments, classifying=self.classifier is not None)
+                    if resolve else None)
+        return CheckedRequest(request, max_tokens, options, too_long, resolved)
+
+    async def run(self, request: JudgeRequest | PairwiseRequest | CheckedRequest, request_id: str = "") -> JudgeResponse:
         """Judge every (item, criterion) of a request, or every pair of a pairwise one; ``request_id`` (the client's
-        ``X-Request-Id``) goes with each engine call.
+        ``X-Request-Id``) goes with each engine call. ``request`` may be ``check``'s answer, when the route asked it
+        first (then nothing is checked twice).
 
         Returns:
             The response (its ``to_json()`` is the body; see docs/serving.md, the typed route).
@@ -250,30 +309,17 @@ class Judge:
             EngineUnavailable, EngineFailure: an engine died or failed.
         """
         s = self.settings
-        if request.model is not None and request.model not in s.names:
-            raise unknown_model(request.model, s.names)
-        max_tokens = request.max_tokens if request.max_tokens is not None else s.max_tokens
-        if max_tokens > s.max_tokens:
-            raise RequestError(f"max_tokens: {max_tokens} is above this server's limit of {s.max_tokens}", "max_tokens")
+        if isinstance(request, CheckedRequest):
+            checked, request = request, request.request
+        else:
+            checked = self.check(request, resolve=False)  # plan_jobs resolves the criteria itself
+        max_tokens = checked.max_tokens
         if isinstance(request, PairwiseRequest):
             return await self._run_pairs(request, max_tokens, request_id)
-        options = JudgeOptions(
-            max_tokens=max_tokens,
-            temperature=float(request.temperature if request.temperature is not None else s.temperature),
-            lenient=request.lenient if request.lenient is not None else s.lenient,
-            constrained=request.constrained if request.constrained is not None else s.constrained,
-            request_id=request_id,
-        )
-        if options.constrained and s.verdict_format == VerdictFormat.INTEGER:
-            # The verdict regex is the tagged format's; an integer judge's free reasoning has no such grammar.
-            raise RequestError("constrained: this server's judge answers in the integer format (reasoning, then an "
-                               "integer), which constrained decoding does not cover", "constrained")
+        assert checked.options is not None
+        options = dataclasses.replace(checked.options, request_id=request_id)
         reserve = REGRESSION_RESERVE_TOKENS if s.kind == JudgeKind.REGRESSION else 0
-        if self._chars_per_token is None:
-            self._chars_per_token = max_token_chars(self.tokenizer)
         oversize = request.oversize or "refuse"
-        too_long = check_sizes(request, max_model_len=s.max_model_len, max_tokens=max_tokens, reserve=reserve,
-                               chars_per_token=self._chars_per_token, oversize=oversize)  # fmt: skip
         # Everything that needs no classifier first: a request that will be refused (an "auto" item naming its task, an
         # unknown criterion, a prompt too long) is refused before any item is classified.
         plan = await asyncio.to_thread(
@@ -287,14 +333,16 @@ class Judge:
             classifying=self.classifier is not None,
             thinking=s.verdict_format == VerdictFormat.INTEGER,
             oversize=oversize,
-            too_long=too_long,
+            too_long=checked.too_long,
             template=s.template,
+            resolved=checked.resolved,
         )
         if plan.to_classify:
             choices = await self._choices(request, plan.to_classify)
             jobs = await asyncio.to_thread(plan.complete, choices)
         else:
             choices, jobs = {}, plan.complete({})
+        choices = {**plan.unclassified, **choices}  # an "auto" item too long to classify: the failed choice
         results = await self._judge_jobs(jobs, options)
         n_criteria: dict[int, int] = {}
         for job in jobs:
@@ -368,9 +416,6 @@ class Judge:
     async def _run_pairs(self, request: PairwiseRequest, max_tokens: int, request_id: str = "") -> JudgeResponse:
         """A pairwise request: one judgment per pair on ``PAIRWISE_SCALE``, in the judge's verdict format."""
         s = self.settings
-        if s.kind != JudgeKind.SEQ2SEQ:
-            raise RequestError("pairs: pairwise judging needs a judge that writes its verdict; this server's judge "
-                               f"is a {s.kind} judge", "pairs")  # fmt: skip
         if self._chars_per_token is None:
             self._chars_per_token = max_token_chars(self.tokenizer)
         jobs = await asyncio.to_thread(build_pair_jobs, request, self.tokenizer, max_model_len=s.max_model_len,
@@ -475,7 +520,14 @@ class Judge:
         # text as it came out], no generation prompt (the released judges' scoring, ai-forever/POLLUX).
         completion = text if released else render_rationale_target(rationale)
         text_for_head = apply_chat(self.tokenizer, job.prompt, completion=completion)
-        ids = self.tokenizer(text_for_head, add_special_tokens=False)["input_ids"]
+        # The prompt (the client's text) and the judge's output are tokenized with their special-token strings as
+        # text, as the prompt was for the generation (serve.jobs.chat_ids); the chat template's own tokens stay.
+        at = text_for_head.find(job.prompt)
+        end = at + len(job.prompt)
+        done = text_for_head.find(completion, end) if at >= 0 and completion else -1
+        parts = ([text_for_head[:at], job.prompt, text_for_head[end:done], completion,
+                  text_for_head[done + len(completion):]] if done >= 0 else chat_parts(text_for_head, job.prompt))
+        ids = chat_ids(self.tokenizer, [parts])[0]
         assert self.pooler is not None
         async with self.limit:
             classified = await self.pooler.post("/classify", {"model": self.settings.engine_models["pooler"],

@@ -64,14 +64,15 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.requests import ClientDisconnect
 
-from judge.criteria_auto import TaskChoice
 from judge.plumbing.journal import JournalWriter
 from judge.rewards import END_OF_TURN_MARKERS, Reward, RewardRule, policy_answer, prompt_opens_reasoning, reward_of
 from judge.wire import JudgeResponse, JudgeResult
 from serve.config import SERVE_DEFAULT_RULE, ServeConfig
 from serve.connections import unless_disconnected
 from serve.engine_client import EngineFailure, EngineUnavailable
-from serve.schema import RequestError, decode_json_body, parse_judge_request, read_off_loop, resolve_criteria
+from serve.errors import judgment_failed
+from serve.jobs import check_criteria
+from serve.schema import JudgeRequest, RequestError, check_bounds, decode_json_body, parse_judge_request, read_off_loop
 
 __all__ = ["END_OF_TURN_MARKERS", "LABEL_FIELDS", "answer_of", "reward_rule_of", "reward_key_of", "RewardRoute",
            "install_reward_routes", "REWARD_JOURNAL", "SecretPathFilter"]
@@ -220,8 +221,8 @@ def _label(raw: Any, i: int) -> dict[str, Any]:
 EXTRA_LOG_KEYS = ("judge_failures", "judge_latency_s", "judge_gate_closed", "judge_empty_answer")
 
 _ITEM_PATH = re.compile(r"items\[(\d+)\](\.answer)?")
-#: The answer a label is checked with (``RewardRoute._check_labels``): a ``/v1/judge`` item needs one, and the answer
-#: is the policy's, never the label's.
+#: The answer a label is read with where its sample has nothing to judge (``RewardRoute._read``): a ``/v1/judge``
+#: item needs one, and the answer is the policy's, never the label's.
 _STAND_IN_ANSWER = "-"
 
 
@@ -278,14 +279,10 @@ class RewardRoute:
                 response = await self._judged_in_time(request, state, parsed, deadline)
             except RequestError as err:
                 return self._refused(err, sample_of)
-            except EngineUnavailable as err:
-                log.warning("engine unavailable during a reward request: %s", err)
-                return self.error(503, "an engine is unavailable; retry later", "service_unavailable",
-                                  code="engine_unavailable", headers={"Retry-After": state.retry_after_s(state.engines)})
-            except EngineFailure as err:
-                log.error("engine failure during a reward request: %s", err)
-                return self.error(502, err.public or "the engine failed; judge-serve's log has its message", "server_error",
-                                  code="engine_error")
+            except (EngineUnavailable, EngineFailure) as err:
+                # As /v1/judge answers them: an engine's refusal (a 4xx) keeps its status and sanitized message, so
+                # the client does not retry what the engine will refuse again.
+                return judgment_failed(err, state)
             except asyncio.TimeoutError:
                 name, seconds = self.deadline
                 return self.error(504, f"the rewards took longer than {name}={seconds:g} s (the wait for an engine "
@@ -329,30 +326,35 @@ class RewardRoute:
                 raise RequestError(f"query[{i}]: does not start with prompts[{i}]; the answer is the query after "
                                    "its prompt", param=f"query[{i}]")  # fmt: skip
             answers.append(answer)
+        judged = [i for i, answer in enumerate(answers) if answer]
+        # The judgments the samples to judge ask for, counted on their labels as sent, before any is validated or
+        # resolved, as /v1/judge counts its items' (a task's criteria set counts once resolved, at the judging).
+        check_bounds({"items": [labelled[i] for i in judged]}, None, self.config.max_judgments_per_request)
+        if not labelled:  # no samples, no labels: a /v1/judge request needs an item to be read at all
+            return queries, answers, None
         sample_of[:] = range(len(labelled))
-        self._check_labels(labelled)
-        sample_of[:] = [i for i, answer in enumerate(answers) if answer]
-        items = [{**labelled[i], "answer": answers[i]} for i in sample_of]
-        # A judgment that cannot fit the judge's context is that sample's failure (valued by on_failure), not
-        # a 400 that would cost the trainer the reward: the policy wrote the long answer, not the client.
-        return queries, answers, (parse_judge_request({"items": items, "oversize": "fail"}) if items else None)
+        # Every label read once as the /v1/judge item it becomes, with its sample's answer, or a stand-in where the
+        # sample has nothing to judge: one label gets one answer, and every label is checked whatever its answer.
+        # A judgment that cannot fit the judge's context is that sample's failure (valued by on_failure), not a 400
+        # that would cost the trainer the reward: the policy wrote the long answer, not the client.
+        request = parse_judge_request({"items": [{**label, "answer": answers[i] or _STAND_IN_ANSWER}
+                                                 for i, label in enumerate(labelled)], "oversize": "fail"})
+        self._check_labels(request)
+        sample_of[:] = judged
+        parsed = request.model_copy(update={"items": [request.items[i] for i in judged]}) if judged else None
+        return queries, answers, parsed
 
-    def _check_labels(self, labels: list[dict[str, Any]]) -> None:
-        """Every label read as the ``/v1/judge`` item it becomes, whatever its sample's answer: its fields, its
-        criteria's names, its task and its rubrics' scales (``serve.schema.resolve_criteria``, as the judging
-        resolves them). A sample with nothing to judge is not judged, but its label is refused as any other's is.
+    def _check_labels(self, request: JudgeRequest) -> None:
+        """Every label's criteria, task and rubric scales resolved as the judging resolves them
+        (``serve.jobs.check_criteria``), whatever its sample's answer: a sample with nothing to judge is not judged,
+        but its label is refused as any other's is. ``"auto"`` takes its criteria from the classifier's reading of
+        the answer, at the judging: a label can be checked only for what it says beside it and for a classifier on
+        this server.
 
         Raises:
             RequestError: naming ``items[i]``, the label of sample i.
         """
-        if not labels:  # no samples, no labels: a /v1/judge request needs an item to be read at all
-            return
-        request = parse_judge_request({"items": [{**label, "answer": _STAND_IN_ANSWER} for label in labels]})
-        for i, item in enumerate(request.items):
-            # "auto" takes its criteria from the classifier's reading of the answer, at the judging: a label can be
-            # checked only for what it says beside it and for a classifier on this server, so any choice stands in.
-            auto = item.criteria == "auto" and bool(self.config.criteria_classifier)
-            resolve_criteria(item, i, TaskChoice.failed("checked before its answer", "label check") if auto else None)
+        check_criteria(request, classifying=bool(self.config.criteria_classifier))
 
     async def _judged_in_time(self, request: Request, state, parsed, deadline: float) -> JudgeResponse | None:
         """``parsed`` judged once the engines can take it, by ``deadline`` (``time.monotonic()``), and cancelled
@@ -374,12 +376,16 @@ class RewardRoute:
             return None
 
     async def _judged(self, state, parsed, deadline: float, request_id: str = "") -> JudgeResponse:
+        # The request's own checks against this server's judge (serve.judging.Judge.check; the labels' criteria are
+        # resolved already) before any wait for an engine: a request that can never succeed is refused at once.
+        checked = state.judge.check(parsed, resolve=False) if state.judge is not None else None
         problem = await self._engines_unavailable(state, deadline)
         if problem:
             raise EngineUnavailable(problem)
         if state.judge is None:
             raise EngineUnavailable("the engines are still starting")
-        return await state.judge.run(parsed, request_id=request_id)  # the id goes with its engine calls, as /v1/judge's
+        # the request id goes with its engine calls, as /v1/judge's
+        return await state.judge.run(checked or parsed, request_id=request_id)
 
     async def _engines_unavailable(self, state, deadline: float) -> str | None:
         """Why an engine cannot take the request, after waiting up to ``reward_engine_wait_s`` for it to come back

@@ -60,6 +60,7 @@ __all__ = [
     "PairwiseRequest",
     "ResolvedCriterion",
     "parse_judge_request",
+    "check_bounds",
     "resolve_criteria",
     "param_of",
     "MAX_OBJECT_KEYS",
@@ -302,7 +303,7 @@ def parse_judge_request(body: Any, *, max_items: int | None = None,
     """
     if not isinstance(body, Mapping):
         raise RequestError(f"body: expected a JSON object, got {json_type_name(body)}", param="body")
-    _check_bounds(body, max_items, max_judgments)
+    check_bounds(body, max_items, max_judgments)
     if "pairs" in body:
         return _parse_pairwise(dict(body))
     data = dict(body)
@@ -331,8 +332,13 @@ def parse_judge_request(body: Any, *, max_items: int | None = None,
     return request
 
 
-def _check_bounds(body: Mapping[str, Any], max_items: int | None, max_judgments: int | None) -> None:
-    """The server's bounds on items and judgments, counted on the body as sent (only its lists' lengths are read)."""
+def check_bounds(body: Mapping[str, Any], max_items: int | None, max_judgments: int | None) -> None:
+    """The server's bounds on items and judgments, counted on the body as sent (only its lists' lengths are read):
+    ``parse_judge_request``'s first step, and ``/get_reward``'s on its labels (``serve.rewards``).
+
+    Raises:
+        RequestError: naming ``items`` (or ``pairs``).
+    """
     for key in ("items", "pairs"):  # pairs: the pairwise variant, bounded alike
         entries = body.get(key)
         if max_items is not None and isinstance(entries, list) and len(entries) > max_items:

@@ -485,3 +485,80 @@ def test_a_large_reward_body_is_read_off_the_event_loop(tiny_causal_dir, monkeyp
     assert on_loop == [True, False]
     for refused in (small, big):
         assert refused.status_code == 400 and refused.json()["error"]["param"] == "labels[0].criteria[0]", refused.text
+
+
+def test_the_judgment_bound_is_counted_on_the_labels_before_any_is_read(tiny_causal_dir, monkeypatch):
+    """Past max_judgments_per_request, the labels' criteria are counted as sent, before any label is validated or
+    any criterion resolved, as /v1/judge counts its items': 2 samples of 300 custom criteria each over a bound of 10
+    are refused naming labels with not one criterion resolved (each label's 300 were resolved, and the body read
+    twice, before the judging found the bound: 8.5 s for an 8 MB body)."""
+    import serve.schema
+
+    resolved = []
+    resolve = serve.schema.resolve_criterion
+    monkeypatch.setattr(serve.schema, "resolve_criterion", lambda *a, **k: (resolved.append(a), resolve(*a, **k))[1])
+    criterion = {"name": "Кратко", "rubrics": "0: длинно\n\n1: средне\n\n2: кратко"}
+    with _attached_judge_serve(tiny_causal_dir, monkeypatch, max_judgments_per_request=10) as (http, engine):
+        body = _reward_body("Весна.", [criterion] * 300)
+        answer = http.post("/get_reward", headers=AUTH, json={key: values * 2 for key, values in body.items()})
+        within = http.post("/get_reward", headers=AUTH, json=_reward_body("Весна.", [criterion] * 10))
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"] == {
+        "message": "labels: 600 (item, criterion) judgments requested; this server takes at most 10 per request. "
+                   "Split the batch.", "type": "invalid_request_error", "param": "labels", "code": "invalid_request"}
+    assert within.status_code == 200 and within.json()["rewards"] == [1.0], within.text
+    assert len(resolved) == 20  # the request within the bound: its label's 10, checked, then judged
+    assert len(engine.bodies("/v1/completions")) == 10
+
+
+def test_an_engines_refusal_keeps_its_status_and_message_on_get_reward(tiny_causal_dir, monkeypatch):
+    """An engine that refuses a judgment (a 4xx: a context window, a sampling value) is answered on /get_reward as on
+    /v1/judge: its status and its message, sanitised, so that the client does not retry what will be refused again
+    (it was a 502 that said only that the engine failed)."""
+    def refusing(path: str, body: dict) -> tuple:
+        return 400, {"error": {"message": "This model's maximum context length is 1024 tokens", "type": "BadRequestError",
+                               "param": None, "code": 400}}
+
+    with _attached_judge_serve(tiny_causal_dir, monkeypatch, completions=refusing) as (http, engine):
+        rewarded = http.post("/get_reward", headers=AUTH, json=_reward_body("Весна.", ["Креативность"]))
+        judged = http.post("/v1/judge", headers=AUTH, json={"instruction": "Напиши стих о весне.", "answer": "Весна.",
+                                                         "criteria": ["Креативность"]})
+    error = {"message": "engine answered 400: This model's maximum context length is 1024 tokens",
+             "type": "invalid_request_error", "param": None, "code": "invalid_request"}
+    for answer in (rewarded, judged):
+        assert answer.status_code == 400, answer.text
+        assert answer.json()["error"] == error
+    assert len(engine.bodies("/v1/completions")) == 2
+
+
+def test_an_auto_labels_answer_too_long_for_the_judge_is_that_samples_failure(tiny_causal_dir, monkeypatch):
+    """Two samples, both labelled "criteria": "auto" (the shipped tfidf classifier), the second's answer too long
+    for the judge's context: the request is answered 200, the first sample judged, the second failed
+    (context_length_exceeded on each criterion a failed choice gives, never classified), as it is with named
+    criteria. Before, the whole request was refused with a 400 naming labels[1]."""
+    label = {"instruction": "Напиши стих о весне.", "criteria": "auto"}
+    body = {"query": [PROMPT + "Весна пришла.", PROMPT + "слово " * 20_000], "prompts": [PROMPT, PROMPT],
+            "labels": [label, label]}
+    with _attached_judge_serve(tiny_causal_dir, monkeypatch) as (http, engine):
+        classifier = http.app.state.serve.judge.classifier
+        asked, chosen = [], []
+
+        def choose(instruction: str, answer: str | None = None, top_k: int = 3):
+            asked.append(answer)
+            chosen.append(type(classifier).choose(classifier, instruction, answer, top_k))
+            return chosen[-1]
+
+        monkeypatch.setattr(classifier, "choose", choose)
+        rewarded = http.post("/get_reward", headers=AUTH, json=body)
+        judged = http.post("/v1/judge", headers=AUTH, json={"items": [{**label, "answer": "слово " * 20_000}],
+                                                         "oversize": "fail"})
+    assert rewarded.status_code == 200, rewarded.text
+    assert asked == ["Весна пришла."]  # the long answer is never classified
+    assert len(engine.bodies("/v1/completions")) == len(chosen[0].criteria)  # only the first sample's judgments
+    assert judged.status_code == 200, judged.text
+    (item,) = judged.json()["items"]
+    assert item["task_choice"]["fallback"] is True and item["task_choice"]["reason"].startswith("too long")
+    assert {r["error"] for r in item["results"]} == {"context_length_exceeded"}
+    assert rewarded.json()["rewards"][1] == 0.0  # the served rule's on_failure: zero
+    # every criterion of the failed choice failed, as the same item's on /v1/judge
+    assert rewarded.json()["extra_logs"]["judge_failures"][1] == len(item["results"])

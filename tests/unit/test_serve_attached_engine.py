@@ -237,3 +237,44 @@ def test_an_engine_back_whose_model_list_cannot_be_read_keeps_what_judge_serve_k
     asyncio.run(_follow_the_engine(state, "generator", timeout_s=0.05))
     assert (state.engine_models, state.engine_windows) == ({"generator": ENGINE_MODEL}, {"generator": 2048})
     assert state.judge.settings is settings
+
+
+#: Requests that can never succeed, each with the status and field of its refusal (and a valid one, None: the 503).
+NEVER = {
+    "unknown criterion": ({"items": [{**ITEM, "criteria": ["Нет такого критерия"]}]}, 400, "items[0].criteria[0]"),
+    "unknown model": ({"model": "nope", "items": [ITEM]}, 404, "model"),
+    "max_tokens past the server's": ({"max_tokens": 100_000, "items": [ITEM]}, 400, "max_tokens"),
+    "a rubric with no scale": ({"items": [{**ITEM, "criteria": [{"name": "Своё", "rubrics": "плохо"}]}]}, 400,
+                               "items[0].criteria[0].rubrics"),
+    "a valid request": ({"items": [ITEM]}, 503, None),
+}
+
+
+def test_a_request_that_can_never_succeed_is_refused_while_the_engine_restarts(tiny_causal_dir, monkeypatch):
+    """While the engine restarts, /v1/judge answers a request that can never succeed (an unknown criterion or
+    model, max_tokens past the server's, a rubric with no scale) with its own 4xx naming the field, not the 503 with
+    Retry-After that tells the client to send it again (its checks ran after the engines' health); a valid request
+    still gets that 503. /get_reward refuses a bad label at once too, without waiting for the engine. Nothing
+    reaches the engine."""
+    prompt = "<|im_start|>user\nСколько будет 2+2?<|im_end|>\n<|im_start|>assistant\n"
+    reward = {"query": [prompt + "4"], "prompts": [prompt],
+              "labels": [{"instruction": ITEM["instruction"], "criteria": ["Нет такого критерия"]}]}
+    with _attached(tiny_causal_dir, monkeypatch, reward_engine_wait_s=30.0) as (http, engine):
+        state = http.app.state.serve
+
+        async def restarting() -> None:
+            state.dead_reason["generator"] = "the generator engine exited with code 1; judge-serve is restarting it"
+            state.retry_after["generator"] = 5
+
+        http.portal.call(restarting)
+        answers = {case: http.post("/v1/judge", headers=AUTH, json=body) for case, (body, _, _) in NEVER.items()}
+        rewarded = http.post("/get_reward", headers=AUTH, json=reward)
+    for case, (_, status, param) in NEVER.items():
+        assert (answers[case].status_code, answers[case].json()["error"]["param"]) == (status, param), answers[case].text
+        assert ("retry-after" in answers[case].headers) == (status == 503), case
+    assert answers["unknown criterion"].json()["error"] == {
+        "message": "items[0].criteria[0]: unknown criterion 'Нет такого критерия'", "type": "invalid_request_error",
+        "param": "items[0].criteria[0]", "code": "invalid_request"}
+    assert answers["unknown model"].json()["error"]["code"] == "model_not_found"
+    assert rewarded.status_code == 400 and rewarded.json()["error"]["param"] == "labels[0].criteria[0]", rewarded.text
+    assert engine.bodies("/v1/completions") == []

@@ -311,3 +311,27 @@ def test_print_config_refuses_a_bad_number_with_exit_2(flags, message, capsys):
     assert main(["--model", "M", "--print-config", *flags]) == 2
     err = capsys.readouterr().err
     assert err == f"judge-serve: {message}\n"
+
+
+@pytest.mark.parametrize("verdict_format", ["integer", "auto"])
+def test_constrained_decoding_with_an_integer_judge_is_refused_at_start(tmp_path, verdict_format):
+    """constrained_decoding forces the tagged verdict, which an integer-format judge (set, or auto read off a folder
+    named Pollux-4B-Judge) does not write: every /v1/judge without "constrained": false, and every /get_reward (its
+    clients send no such field), would be refused. judge-serve refuses the combination at its start, naming both
+    settings; the same judge without constrained_decoding, and a tagged judge with it, start."""
+    from serve.app import resolved_verdict_format
+    from serve.layout import CheckpointLayout
+
+    four_b = _checkpoint(tmp_path / "Pollux-4B-Judge", "Qwen3ForCausalLM")
+    layout = CheckpointLayout(kind="seq2seq", root=four_b, generator_dir=four_b)
+    with pytest.raises(LayoutError, match=r"^constrained_decoding: true, but verdict_format is integer \(") as err:
+        resolved_verdict_format(ServeConfig(model=str(four_b), verdict_format=verdict_format,
+                                            constrained_decoding=True), layout)
+    why = "verdict_format is set" if verdict_format == "integer" else "Pollux-4B-Judge"  # auto's reason names it
+    assert why in str(err.value)
+    assert resolved_verdict_format(ServeConfig(model=str(four_b), verdict_format=verdict_format),
+                                   layout).verdict_format == "integer"
+    tagged = _checkpoint(tmp_path / "tagged", "Qwen2ForCausalLM")
+    assert resolved_verdict_format(ServeConfig(model=str(tagged), constrained_decoding=True),
+                                   CheckpointLayout(kind="seq2seq", root=tagged, generator_dir=tagged)
+                                   ).verdict_format == "tagged"

@@ -147,7 +147,7 @@ REFUSED = {
                                           {"instruction": "x", "answer": "y", "criteria": ["Нет такого критерия"]}],
                                          None, "items[1].criteria[0]"),
     "another auto item too long to read": ([_auto("Напиши стих о весне."),
-                                            {**_auto("Перескажи."), "answer": "слово " * 20_000}], "fail", "items[1]"),
+                                            {**_auto("Перескажи."), "answer": "слово " * 20_000}], None, "items[1]"),
 }
 
 

@@ -335,33 +335,30 @@ TEMPLATES = [(judge.prompts.POLLUX_PROMPT, "qwen_tokenizer", False),
 
 @pytest.mark.parametrize(("template", "tokenizer", "thinking"), TEMPLATES, ids=["pollux-ru-v2", "pollux-ru-4b-v1"])
 @pytest.mark.parametrize("ending", ANSWER_ENDINGS, ids=range(len(ANSWER_ENDINGS)))
-def test_the_shared_prefix_tokenized_once_gives_the_whole_prompts_ids(request, template, tokenizer, thinking, ending):
-    """Tokenizing an item's shared part once and each criterion's part apart gives exactly the ids of tokenizing each
-    whole chat-wrapped prompt, whatever the answer ends with (spaces, punctuation, newlines, emoji, a combining
-    mark, a '###' of its own), for taxonomy and custom criteria alike, and for both pointwise templates (the 4B's
-    criterion part ends in a newline, next to the chat template's end of turn)."""
+def test_the_shared_prefix_tokenized_once_gives_the_whole_prompts_ids(request, monkeypatch, template, tokenizer,
+                                                                     thinking, ending):
+    """Tokenizing an item's shared part once and each criterion's part apart, the request's text apart from the chat
+    template's (``serve.jobs.chat_ids``), gives exactly the ids of tokenizing each whole chat-wrapped prompt, whatever
+    the answer ends with (spaces, punctuation, newlines, emoji, a combining mark, a '###' of its own), for taxonomy
+    and custom criteria alike, and for both pointwise templates (the 4B's criterion part ends in a newline, next to
+    the chat template's end of turn): an ordinary prompt's ids are what they were before the request's text was read
+    with its special-token strings as text."""
+    import serve.jobs
+
     qwen_tokenizer = request.getfixturevalue(tokenizer)
 
     criteria = ["Креативность", "Грамотность", {"name": "Своя", "rubrics": "0: нет\n\n1: да"}]
     body = {"items": [{"instruction": "Напиши стих", "answer": "Начало. " + ending, "criteria": criteria},
                       {"instruction": "Ответь", "answer": "x" + ending, "reference_answer": "эталон\n", "criteria": criteria[:2]}]}  # fmt: skip
 
-    class Spy:  # the tokenizer, recording every text it is asked to tokenize
-        def __init__(self):
-            self.texts = []
-
-        def __getattr__(self, name):
-            return getattr(qwen_tokenizer, name)
-
-        def __call__(self, texts, **kwargs):
-            self.texts += texts
-            return qwen_tokenizer(texts, **kwargs)
-
-    spy = Spy()
-    jobs = build_jobs(parse_judge_request(body), spy, max_model_len=4096, max_tokens=64, thinking=thinking,
+    texts: list[str] = []  # every text of the request's tokenized
+    request_ids = serve.jobs._Encoder.request_ids
+    monkeypatch.setattr(serve.jobs._Encoder, "request_ids", lambda self, batch: (texts.extend(batch),
+                                                                                 request_ids(self, batch))[1])
+    jobs = build_jobs(parse_judge_request(body), qwen_tokenizer, max_model_len=4096, max_tokens=64, thinking=thinking,
                       template=template)
     assert len(jobs) == 5
-    assert sum("Напиши стих" in text for text in spy.texts) == 1  # the first item's shared part, tokenized once
+    assert sum("Напиши стих" in text for text in texts) == 1  # the first item's shared part, tokenized once
     for job in jobs:
         assert job.prompt == template.render(job.text)
         chat = judge.apply_chat(qwen_tokenizer, job.prompt, thinking=thinking)
@@ -384,16 +381,29 @@ def test_a_custom_criterions_name_counts_in_the_character_bound_and_is_clipped_i
     assert "... [5000 characters]" in err.value.message and len(err.value.message) < 400
 
 
-def test_an_auto_item_too_long_to_read_is_refused_even_under_oversize_fail(qwen_tokenizer):
-    """``"criteria": "auto"`` takes its criteria from classifying the item's text; an item too long to read has
-    none to fail, so ``oversize: fail`` refuses it like the default, naming it (and never classifies it)."""
-    from serve.jobs import check_sizes
+def test_an_auto_item_too_long_to_read_fails_unclassified_under_oversize_fail(qwen_tokenizer):
+    """``"criteria": "auto"`` takes its criteria from classifying the item's text. Under ``oversize: fail`` an item
+    too long to read is that item's failure, as with named criteria (it refused the whole request, naming the item):
+    never classified, it stands on a failed choice's criteria (those for any text), each a failed job never
+    rendered; the other item is planned as before. Under the default it is refused, naming it."""
+    from judge.criteria_auto import TaskChoice
+    from serve.jobs import check_sizes, plan_jobs
 
-    request = parse_judge_request({"items": [{"instruction": "a", "answer": "b" * 10_000, "criteria": "auto"}],
-                                   "oversize": "fail"})
+    items = [{"instruction": "a", "answer": "b" * 10_000, "criteria": "auto"},
+             {"instruction": "a", "answer": "b", "criteria": "auto"}]
+    request = parse_judge_request({"items": items, "oversize": "fail"})
     too_long = check_sizes(request, max_model_len=512, max_tokens=64, reserve=0, chars_per_token=10, oversize="fail")
+    plan = plan_jobs(request, qwen_tokenizer, max_model_len=512, max_tokens=64, classifying=True, oversize="fail",
+                     too_long=too_long)
+    assert plan.to_classify == (1,)  # only the item that fits is classified
+    fallback = TaskChoice.failed("", "").criteria
+    assert list(plan.unclassified) == [0] and plan.unclassified[0].criteria == fallback
+    assert plan.unclassified[0].reason == "too long for the judge's context: not classified"
+    failed = [job for job in plan.complete({1: TaskChoice.failed("the classifier's stand-in", "test")}) if job.item == 0]
+    assert len(failed) == len(fallback) and all(job.prompt_ids == [] for job in failed)
+    assert {job.too_long for job in failed} == {too_long[0].message} and too_long[0].message.startswith("items[0]: 10001")
     with pytest.raises(RequestError, match=r"^items\[0\]: 10001 characters"):
-        build_jobs(request, qwen_tokenizer, max_model_len=512, max_tokens=64, oversize="fail", too_long=too_long)
+        check_sizes(request, max_model_len=512, max_tokens=64, reserve=0, chars_per_token=10)
 
 
 def test_a_pair_too_long_to_fit_is_refused_before_anything_is_rendered(qwen_tokenizer):
@@ -416,7 +426,7 @@ def test_a_pair_too_long_to_fit_is_refused_before_anything_is_rendered(qwen_toke
     assert job.prompt_ids
 
 
-def test_an_items_criteria_render_one_whole_prompt_not_one_each(qwen_tokenizer):
+def test_an_items_criteria_render_one_whole_prompt_not_one_each(qwen_tokenizer, monkeypatch):
     """64 criteria on one long answer: the chat template wraps one whole prompt holding the answer for the item (to
     check it wraps the prompt verbatim; each criterion's own part is checked behind a short stand-in), not 64; only
     the item's shared part holds the answer among the texts tokenized; every job's ids are still its whole prompt's,
@@ -440,7 +450,12 @@ def test_an_items_criteria_render_one_whole_prompt_not_one_each(qwen_tokenizer):
             self.texts += texts
             return qwen_tokenizer(texts, **kwargs)
 
+    import serve.jobs
+
     spy = Spy()
+    request_ids = serve.jobs._Encoder.request_ids  # the request's text (serve.jobs.chat_ids) is tokenized there
+    monkeypatch.setattr(serve.jobs._Encoder, "request_ids", lambda self, batch: (spy.texts.extend(batch),
+                                                                                 request_ids(self, batch))[1])
     jobs = build_jobs(request, spy, max_model_len=32768, max_tokens=64)
     assert len(jobs) == 64 and spy.wrapped == 1
     assert sum(answer in text for text in spy.texts) == 1
@@ -527,3 +542,4 @@ def test_an_engine_answer_that_is_no_completion_is_a_502_naming_why(completion, 
         choice, _, _ = _completion_parts(completion)
         _logprobs_of(choice, completion)
     assert err.value.status == 502 and why in err.value.public
+
