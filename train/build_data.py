@@ -11,6 +11,8 @@ verdicts come in the same shape, one per row). Each verdict becomes a row unless
 
 - ``zero_shot``        the record belongs to the Zero-Shot test (only with ``zero_shot="drop"``; ``"refuse"``
                        raises ``judge.LeakageError`` naming the rows, ``"allow"`` keeps them);
+- ``no_expert_scores`` the record has no verdict at all (no scores, or every expert abstained): counted once per
+                       record, as the GRPO recipe counts the same case;
 - ``no_feedback``      the record has scores but no rationales;
 - ``no_scale``         no scale can be read from the rubric;
 - ``score_out_of_scale`` the verdict's score (or the regression label) lies outside the criterion's scale;
@@ -68,7 +70,9 @@ class BuildReport:
 
     Attributes:
         n_records: records read.
-        n_verdicts: (score, rationale) pairs considered (records with no rationales count one per score).
+        n_verdicts: (score, rationale) pairs considered (records with no rationales count one per score; a record
+            with no score at all counts once, under ``no_expert_scores``, so that every record read is a row or a
+            drop).
         n_rows: rows kept.
         dropped: reason -> number of verdicts dropped for it.
         zero_shot_ids: ids of the Zero-Shot records dropped (first 20).
@@ -152,6 +156,12 @@ def build_rows(
     rows: list[dict[str, Any]] = []
     for record in records:
         verdicts = _verdicts(record)
+        if not verdicts:
+            # Empty expert_scores, or every expert abstained (the loader keeps such items without a score): nothing
+            # to train on, and without a count the record would vanish from the report unexplained.
+            report.n_verdicts += 1
+            report.dropped["no_expert_scores"] += 1
+            continue
         report.n_verdicts += len(verdicts)
         try:
             scale = judge.oriented_scale(record.criteria_name, record.rubrics)

@@ -167,6 +167,9 @@ def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, e
            + ("thinks (`<think>...</think>`, the chat template's thinking left on) and then answers with a bare "
               "integer from the rubric, as `Pollux-4B-Judge` does (verdict format `integer`)."
               if manifest.get("verdict_format") == "integer"
+              # The regression generator is trained on the rationale alone (train.build_data's
+              # render_rationale_target): the score comes from the head, never from the generated text.
+              else "writes a rationale, `[FEEDBACK] ... [END]`, and its score head scores it." if regression
               else "writes a rationale and a score: `[FEEDBACK] ... [RESULT] <score> [END]`.")]
     if regression:
         out += ["", "This is a **regression** judge: the same trained backbone in two checkpoints. "

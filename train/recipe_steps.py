@@ -39,6 +39,9 @@ __all__ = [
     "drop_build_copies",
     "latest_checkpoint",
     "check_output_dir",
+    "RESUME_KEEPS",
+    "RESUME_FREE",
+    "check_resumed_config",
     "clear_earlier_run",
     "setup_logging",
     "is_main_process",
@@ -134,7 +137,8 @@ def latest_checkpoint(output_dir: str | Path) -> Path | None:
 
 
 def check_output_dir(config: TrainConfig) -> Path | None:
-    """Refuse to mix runs: ``--resume`` needs a checkpoint, and a fresh run needs a folder without one (or
+    """Refuse to mix runs: ``--resume`` needs a checkpoint and the settings of the run it continues
+    (``check_resumed_config``), and a fresh run needs a folder without one (or
     ``--overwrite-output-dir``, whose deletion of the earlier run waits for ``clear_earlier_run``, right before
     training starts: a configuration error found while the data, arguments and model are built leaves it whole).
 
@@ -148,6 +152,8 @@ def check_output_dir(config: TrainConfig) -> Path | None:
     finished = export.is_dir() and any(export.iterdir())
     if config.resume and checkpoint is None:
         raise ConfigError(f"--resume: no checkpoint-N folder in {config.output_dir} to resume from")
+    if config.resume:
+        check_resumed_config(config)
     if not config.resume and (checkpoint is not None or finished):
         if not config.overwrite_output_dir:
             held = checkpoint.name if checkpoint is not None else "a finished export/"
@@ -158,6 +164,114 @@ def check_output_dir(config: TrainConfig) -> Path | None:
             )
         return None
     return checkpoint
+
+
+#: Config fields a ``--resume`` may change: where and how often the run logs and saves, how the data is loaded, and
+#: how the same step is computed (per-device batch over however many ranks, with the same global batch; activation
+#: recomputation; the attention kernel; where GRPO's vLLM runs). None of them changes what is trained.
+RESUME_FREE = frozenset({
+    "output_dir", "run_name", "report_to", "logging_steps", "disable_tqdm", "save_steps", "save_total_limit",
+    "resume", "overwrite_output_dir", "dataloader_num_workers", "per_device_train_batch_size",
+    "per_device_eval_batch_size", "gradient_checkpointing", "attn_implementation",
+    "vllm_mode", "vllm_server_host", "vllm_server_port", "vllm_server_tensor_parallel_size",
+    "vllm_gpu_memory_utilization",
+})  # fmt: skip
+
+#: Config fields a ``--resume`` must keep, every recipe's: the checkpoint holds the optimizer, the learning-rate
+#: schedule (its peak rate and length), the RNG and the position in the data of the run it continues, so a changed
+#: value would not take effect as the config says (a new learning_rate keeps the checkpoint's peak; a new step
+#: count gives a rate neither run would have had) while run.json and the model card recorded it. The base model,
+#: the data and how rows are built from it, the loss and the adapters change what the steps so far were trained on.
+#: ``deepspeed``: a ZeRO checkpoint keeps the optimizer in DeepSpeed's own layout, which a run without it (or with
+#: another stage) does not read back. ``use_vllm`` (GRPO): trl corrects the loss for vLLM's sampling only when
+#: vLLM generates. A field in neither list is kept, so that a new field is refused until someone decides.
+RESUME_KEEPS = frozenset({
+    # what is trained, on what
+    "recipe", "model_name_or_path", "seed", "data", "eval_data", "zero_shot", "allow_benchmark_rows",
+    "min_russian_share", "eval_fraction", "max_rows", "max_length",
+    # the optimisation
+    "learning_rate", "lr_scheduler_type", "warmup_steps", "num_train_epochs", "max_steps", "global_batch_size",
+    "weight_decay", "max_grad_norm", "optim", "bf16", "deepspeed", "trainer_args",
+    "lora", "lora_r", "lora_alpha", "lora_dropout", "lora_target_modules",
+    # seq2seq
+    "packing", "verdict_format", "missing_reasoning",
+    # regression
+    "score_target", "score_loss_weight", "lm_loss_weight",
+    # classifier
+    "taxonomy_text",
+    # grpo
+    "rewards", "no_unique_mode", "num_generations", "beta", "loss_type", "max_completion_length", "temperature",
+    "use_vllm",
+})  # fmt: skip
+
+
+_UNSET = object()
+
+
+def _changes(name: str, old: Any, new: Any) -> list[str]:
+    """``name: old -> new`` for a changed field; ``trainer_args`` key by key."""
+    if name == "trainer_args" and isinstance(old, dict) and isinstance(new, dict):
+        return [f"trainer_args.{key}: {old.get(key, '(not set)')!r} -> {new.get(key, '(not set)')!r}"
+                for key in sorted(set(old) | set(new)) if old.get(key, _UNSET) != new.get(key, _UNSET)]
+    return [f"{name}: {old!r} -> {new!r}"]
+
+
+def check_resumed_config(config: TrainConfig) -> None:
+    """Refuse a ``--resume`` whose config changes what the run it continues trains (``RESUME_KEEPS``).
+
+    The earlier config is the one run.json recorded (the last launch into ``output_dir``). slurm/train.sbatch passes
+    ``--resume`` whenever the folder holds a checkpoint, so an edited YAML resubmitted to the same folder comes
+    here too. A run.json without a config (older runs) cannot be compared: the resume goes on with a warning.
+
+    Raises:
+        ConfigError: naming each kept field that changed, old -> new, and what to do instead.
+    """
+    import json
+
+    from judge.plumbing.provenance import read_provenance, redact
+
+    folder = Path(config.output_dir)
+    try:
+        record = read_provenance(folder, missing_ok=True)
+    except ValueError as error:
+        record, reason = {}, f"its run.json cannot be read ({error})"
+    else:
+        reason = "it has no run.json" if not (folder / "run.json").is_file() else "its run.json records no config"
+    earlier = record.get("config")
+    launch = record.get("launch")
+    if isinstance(launch, dict) and launch.get("earlier_run_deleted") is False:
+        raise ConfigError(
+            f"--resume: the last launch into {config.output_dir} (--overwrite-output-dir) stopped before it deleted "
+            "the earlier run: its checkpoints are that earlier run's, whose settings run.json no longer holds, so "
+            "the resume cannot be checked against them. Start over with --overwrite-output-dir (under judge-train "
+            "submit, `-- --overwrite-output-dir`) or train into a fresh --output-dir"
+        )
+    if not isinstance(earlier, dict):
+        logger.warning("--resume: %s: %s, so the resumed config cannot be compared with the run it continues; "
+                       "check by hand that the learning rate, schedule, batch and data are the earlier run's",
+                       folder, reason)
+        return
+    # run.json holds the config through JSON, then redacted (judge.plumbing.provenance): compare the new one so.
+    now = redact(json.loads(json.dumps(config_to_dict(config), ensure_ascii=False, default=str)))
+    refused, allowed, unrecorded = [], [], []
+    for name in sorted(now):
+        if name not in earlier:
+            unrecorded.append(name)
+        elif earlier[name] != now[name]:
+            (allowed if name in RESUME_FREE else refused).extend(_changes(name, earlier[name], now[name]))
+    if unrecorded:
+        logger.warning("--resume: the earlier run.json records no %s (written by an older version): not compared",
+                       ", ".join(unrecorded))
+    if allowed:
+        logger.info("--resume: changed since the earlier launch, which a resume may change: %s", "; ".join(allowed))
+    if refused:
+        raise ConfigError(
+            f"--resume: {config.output_dir} holds a run trained with other settings: {'; '.join(refused)}. A resume "
+            "restores the checkpoint's optimizer, learning-rate schedule and data position, so these would not take "
+            "effect as the config says, while run.json and the model card would record them. Train with them into "
+            "a fresh --output-dir (or start over here with --overwrite-output-dir; under judge-train submit, "
+            "`-- --overwrite-output-dir`), or resume with the earlier values (run.json's config)"
+        )
 
 
 def clear_earlier_run(config: TrainConfig) -> None:
@@ -173,6 +287,13 @@ def clear_earlier_run(config: TrainConfig) -> None:
         shutil.rmtree(path, ignore_errors=True)
     if found:
         logger.warning("--overwrite-output-dir: deleted the earlier run's checkpoints and export in %s", folder)
+    from judge.plumbing.provenance import read_provenance
+
+    launch = read_provenance(folder, missing_ok=True).get("launch")
+    if isinstance(launch, dict) and launch.get("earlier_run_deleted") is False:
+        from train import provenance
+
+        provenance.update_run_json(folder, launch={**launch, "earlier_run_deleted": True})
 
 
 def is_main_process() -> bool:
@@ -247,6 +368,12 @@ class PreparedRun:
             return
         launch = {**self.launch.__dict__, "base_model": self.base_model,
                   "resume_from": str(self.resume_from) if self.resume_from else None}  # fmt: skip
+        folder = Path(self.config.output_dir)
+        if self.config.overwrite_output_dir and not self.config.resume and any(folder.glob("checkpoint-*")):
+            # From here run.json holds this launch's config while the earlier run's checkpoints stay until
+            # clear_earlier_run: should the launch be refused in between, a later --resume must not take this
+            # config for theirs (check_resumed_config).
+            launch["earlier_run_deleted"] = False
         provenance.write_run_json(self.config.output_dir, config=config_to_dict(self.config), launch=launch)
         provenance.update_run_json(self.config.output_dir, data=report)
 

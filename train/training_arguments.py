@@ -187,6 +187,15 @@ def check_trainer_args(config: TrainConfig, sft_fields: frozenset[str] = frozens
         if key in DERIVED_ONLY:
             raise ConfigError(f"trainer_args: {key!r} is derived from global_batch_size and the world size; set "
                               "global_batch_size and per_device_train_batch_size instead")
+        # On an out-of-memory error transformers halves the per-device batch and keeps the accumulation, so every
+        # step after it trains on fewer rows than global_batch_size while run.json and the model card still record
+        # the configured batch: the global batch is the one number every launch of a run must keep.
+        if key == "auto_find_batch_size" and config.trainer_args[key] not in (False, None):
+            raise ConfigError("trainer_args: 'auto_find_batch_size' would halve the per-device batch on an "
+                              "out-of-memory error without raising the accumulation, silently training on a smaller "
+                              f"global batch than global_batch_size {config.global_batch_size}; lower "
+                              "per_device_train_batch_size instead (the accumulation is derived to keep the global "
+                              "batch), or turn on gradient_checkpointing or a DeepSpeed config")
         if key not in accepted and key not in sft_fields:
             close = difflib.get_close_matches(key, sorted(accepted | sft_fields), n=3)
             hint = f"; did you mean {', '.join(close)}?" if close else ""

@@ -125,3 +125,13 @@ def test_judge_train_card_writes_readme_and_rejects_a_non_export(tmp_path, capsy
     assert train_main(["card", "--export", str(export), "--run", str(partial.parent)]) == 2
     assert f"{partial}: not a metrics.json of judge-eval score (metrics.json: Settings has no 'n_boot')" in (
         capsys.readouterr().err)
+
+
+def test_a_regression_card_says_its_generator_writes_no_score(tmp_path):
+    """The regression generator is trained on ``[FEEDBACK] rationale [END]`` and the head gives the score: its card
+    says so, and names no ``[RESULT]``, which only the seq2seq judge writes."""
+    regression = render_card(_fake_export(tmp_path / "a", "regression"))
+    seq2seq = render_card(_fake_export(tmp_path / "b", "seq2seq"))
+    assert "writes a rationale, `[FEEDBACK] ... [END]`, and its score head scores it." in regression
+    assert "[RESULT]" not in regression
+    assert "writes a rationale and a score: `[FEEDBACK] ... [RESULT] <score> [END]`." in seq2seq

@@ -310,6 +310,23 @@ def test_bad_trainer_args_fail_when_the_config_loads(tmp_path, trainer_args, mes
         load_config(_yaml(tmp_path, f"recipe: regression\ntrainer_args: {trainer_args}\n"))
 
 
+@pytest.mark.parametrize("recipe", ["seq2seq", "regression", "grpo"])
+def test_auto_find_batch_size_is_refused_for_it_would_shrink_the_global_batch(tmp_path, recipe):
+    """trainer_args auto_find_batch_size: true would halve the per-device batch on an out-of-memory error and keep
+    the accumulation, training on fewer rows a step than global_batch_size while run.json records the configured
+    batch: refused when the config loads, by flag as by YAML; an explicit false changes nothing and passes."""
+    with pytest.raises(ConfigError, match="'auto_find_batch_size' would halve the per-device batch .* smaller global "
+                                          "batch than global_batch_size 8; lower per_device_train_batch_size"):
+        load_config(_yaml(tmp_path, f"recipe: {recipe}\nglobal_batch_size: 8\n"
+                                    "trainer_args: {auto_find_batch_size: true}\n"))
+    with pytest.raises(ConfigError, match="auto_find_batch_size"):
+        load_config(_yaml(tmp_path, f"recipe: {recipe}\nglobal_batch_size: 8\n"),
+                    {"trainer_args": '{"auto_find_batch_size": true}'})
+    config = load_config(_yaml(tmp_path, f"recipe: {recipe}\nglobal_batch_size: 8\n"
+                                         "trainer_args: {auto_find_batch_size: false}\n"))
+    assert config.trainer_args == {"auto_find_batch_size": False}
+
+
 @pytest.mark.parametrize("setting, message", [
     ("lr_scheduler_type: cosinee", "cosinee is not a valid SchedulerType"),
     ("optim: adamw_torchh", "adamw_torchh"),

@@ -263,3 +263,30 @@ def test_a_resumed_run_keeps_the_validation_rule_it_started_with(tmp_path):
     assert [] in split_rows(rows, 0.5)
     by_record = split_rows(rows, 0.5, "record")
     assert by_record[0] and by_record[1]
+
+
+@pytest.mark.parametrize("recipe", ["seq2seq", "regression"])
+def test_a_record_without_any_verdict_is_counted_not_lost(tmp_path, recipe):
+    """A record whose experts all abstained (``null`` or ``-1`` scores: the loader keeps it without a score) or that
+    has no scores at all yields no row: it is counted under ``no_expert_scores``, once per record, so the report
+    that run.json and the model card carry accounts for every record read."""
+    from train.build_data import load_training_records
+
+    base = {"instruction": "Сколько будет два плюс два?", "criteria_name": "Грамотность", "rubrics": RUBRIC,
+            "task_type": "Editing"}
+    lines = [
+        {**base, "id": "a", "answer": "Четыре.", "expert_scores": [2], "expert_feedback": ["Ответ верный и полный."]},
+        {**base, "id": "b", "answer": "Пять.", "expert_scores": [None, None],
+         "expert_feedback": ["Критерий неприменим к ответу.", "Не применимо здесь совсем."]},
+    ]
+    path = tmp_path / "abstained.jsonl"
+    path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
+    records = load_training_records(str(path))
+    assert [r.expert_scores for r in records] == [(2.0,), ()]
+    empty = record("c", [], None, criteria_score=1.0)
+    rows, report = build_rows([*records, empty], recipe=recipe)
+    assert [row["record_id"] for row in rows] == ["a"]
+    assert dict(report.dropped) == {"no_expert_scores": 2}
+    assert report.n_verdicts == len(rows) + sum(report.dropped.values()) == 3
+    assert "dropped 2: no_expert_scores=2" in report.summary()
+    assert report.to_dict()["dropped"] == {"no_expert_scores": 2}

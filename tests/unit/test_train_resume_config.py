@@ -1,0 +1,160 @@
+"""A ``--resume`` continues the run its folder holds: a config that changes what that run trains is refused.
+
+The checkpoint restores the optimizer, the learning-rate schedule (its peak rate and length), the RNG and the data
+position of the run it continues: a new learning_rate kept the checkpoint's peak rate, a new step count gave a rate
+neither run would have had, while run.json and the model card recorded the new values. slurm/train.sbatch passes
+``--resume`` whenever the folder holds a checkpoint, so an edited YAML resubmitted to the same folder met this
+silently. ``check_output_dir`` now compares the config with the one run.json recorded (``RESUME_KEEPS``); the
+fields that change only how the same steps are computed, logged or saved may change (``RESUME_FREE``).
+run.json and the checkpoint's trainer_state.json are written by hand here: nothing trains.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import shutil
+
+import pytest
+
+from train.config import RECIPES, ConfigError, GRPORecipeConfig, RegressionConfig, Seq2SeqConfig, config_to_dict
+from train.provenance import write_run_json
+from train.recipe_steps import RESUME_KEEPS, RESUME_FREE, check_output_dir
+
+
+def _earlier_run(folder, config, *, record_config=True):
+    """A run folder as a signal-stopped run leaves it: checkpoint-4 (with its trainer_state.json) and run.json."""
+    (folder / "checkpoint-4").mkdir(parents=True)
+    (folder / "checkpoint-4" / "trainer_state.json").write_text('{"global_step": 4}', encoding="utf-8")
+    write_run_json(folder, config=config_to_dict(config) if record_config else {}, launch={"world_size": 1})
+    if not record_config:  # an older run.json: no config section at all
+        import json
+
+        record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+        del record["config"]
+        (folder / "run.json").write_text(json.dumps(record), encoding="utf-8")
+    return folder / "checkpoint-4"
+
+
+def test_every_field_of_every_recipe_is_either_kept_or_may_change_on_a_resume():
+    """The two lists split every recipe's fields between them; the ones a resume may change are exactly where and how
+    often the run logs and saves, how data loads and how the same step is computed (per-device batch, activation
+    recomputation, attention kernel, where vLLM runs)."""
+    fields = {f.name for cls in RECIPES.values() for f in dataclasses.fields(cls)}
+    assert not RESUME_KEEPS & RESUME_FREE
+    assert RESUME_KEEPS | RESUME_FREE == fields
+    assert RESUME_FREE == {
+        "output_dir", "run_name", "report_to", "logging_steps", "disable_tqdm", "save_steps", "save_total_limit",
+        "resume", "overwrite_output_dir", "dataloader_num_workers", "per_device_train_batch_size",
+        "per_device_eval_batch_size", "gradient_checkpointing", "attn_implementation", "vllm_mode",
+        "vllm_server_host", "vllm_server_port", "vllm_server_tensor_parallel_size", "vllm_gpu_memory_utilization",
+    }  # fmt: skip
+    assert {"learning_rate", "lr_scheduler_type", "warmup_steps", "num_train_epochs", "max_steps",
+            "global_batch_size", "seed", "data", "eval_data", "model_name_or_path", "recipe", "max_length",
+            "trainer_args", "optim", "weight_decay", "lora", "lora_r", "packing", "verdict_format",
+            "score_target", "score_loss_weight", "lm_loss_weight", "rewards", "num_generations", "beta",
+            "loss_type", "use_vllm"} <= RESUME_KEEPS  # fmt: skip
+
+
+@pytest.mark.parametrize("cls, changes, named", [
+    (Seq2SeqConfig, {"learning_rate": 2e-5}, ["learning_rate: 1e-05 -> 2e-05"]),
+    (Seq2SeqConfig, {"max_steps": 600, "num_train_epochs": 1.0},
+     ["max_steps: -1 -> 600", "num_train_epochs: 3.0 -> 1.0"]),
+    (Seq2SeqConfig, {"lr_scheduler_type": "cosine", "warmup_steps": 10},
+     ["lr_scheduler_type: 'linear' -> 'cosine'", "warmup_steps: 0 -> 10"]),
+    (Seq2SeqConfig, {"global_batch_size": 128}, ["global_batch_size: 256 -> 128"]),
+    (Seq2SeqConfig, {"seed": 7, "data": "other.jsonl", "eval_data": "val.jsonl"},
+     ["seed: 42 -> 7", "data: 'sample' -> 'other.jsonl'", "eval_data: None -> 'val.jsonl'"]),
+    (Seq2SeqConfig, {"model_name_or_path": "t-tech/T-lite-it-1.0", "max_length": 2048},
+     ["model_name_or_path: 'tiny-qwen2' -> 't-tech/T-lite-it-1.0'", "max_length: 4096 -> 2048"]),
+    (Seq2SeqConfig, {"packing": True}, ["packing: False -> True"]),
+    (Seq2SeqConfig, {"trainer_args": {"adam_beta2": 0.95}}, ["trainer_args.adam_beta2: '(not set)' -> 0.95"]),
+    (RegressionConfig, {"score_loss_weight": 2.0}, ["score_loss_weight: 1.0 -> 2.0"]),
+    (GRPORecipeConfig, {"rewards": {"format_reward": 1.0}}, ["rewards: "]),
+])
+def test_a_resume_that_changes_what_the_run_trains_is_refused(tmp_path, cls, changes, named):
+    """Each kept field that changed is named, old -> new, with what to do instead: a fresh --output-dir."""
+    earlier = cls(output_dir=str(tmp_path / "run"))
+    _earlier_run(tmp_path / "run", earlier)
+    with pytest.raises(ConfigError) as refused:
+        check_output_dir(dataclasses.replace(earlier, resume=True, **changes))
+    message = str(refused.value)
+    assert message.startswith(f"--resume: {tmp_path / 'run'} holds a run trained with other settings: ")
+    for change in named:
+        assert change in message
+    assert "into a fresh --output-dir" in message and "--overwrite-output-dir" in message
+    # Only what changed is named.
+    assert message.count(" -> ") == len(named)
+
+
+def test_a_resume_that_changes_only_how_the_steps_are_computed_logged_or_saved_goes_on(tmp_path, caplog):
+    """Per-device batch (more ranks, the same global batch), checkpoint and log cadence, the loader's workers,
+    activation recomputation and a moved run folder: the resume goes on from the newest checkpoint."""
+    earlier = Seq2SeqConfig(output_dir=str(tmp_path / "run"), global_batch_size=8, per_device_train_batch_size=1)
+    _earlier_run(tmp_path / "run", earlier)
+    shutil.copytree(tmp_path / "run", tmp_path / "moved")
+    resumed = dataclasses.replace(
+        earlier, resume=True, output_dir=str(tmp_path / "moved"), per_device_train_batch_size=2,
+        per_device_eval_batch_size=4, save_steps=50, save_total_limit=1, logging_steps=1, report_to="tensorboard",
+        run_name="again", dataloader_num_workers=2, disable_tqdm=True, gradient_checkpointing=False)
+    with caplog.at_level(logging.INFO, logger="train.recipe_steps"):
+        assert check_output_dir(resumed) == tmp_path / "moved" / "checkpoint-4"
+    assert "per_device_train_batch_size: 1 -> 2" in caplog.text
+
+
+def test_an_unchanged_resume_goes_on(tmp_path, caplog):
+    """The same config again, a secret in trainer_args included (run.json holds it redacted): nothing to say."""
+    earlier = RegressionConfig(output_dir=str(tmp_path / "run"),
+                               trainer_args={"adam_beta2": 0.95, "hub_token": "hf_not_a_real_token"})
+    checkpoint = _earlier_run(tmp_path / "run", earlier)
+    assert "hf_not_a_real_token" not in (tmp_path / "run" / "run.json").read_text(encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="train.recipe_steps"):
+        assert check_output_dir(dataclasses.replace(earlier, resume=True)) == checkpoint
+    assert not caplog.records
+
+
+@pytest.mark.parametrize("how", ["no config", "no run.json", "older fields"])
+def test_an_earlier_run_that_recorded_no_config_is_resumed_with_a_warning(tmp_path, caplog, how):
+    """Runs from before run.json recorded the config (or a field of it) cannot be compared: the resume goes on and
+    says so, instead of refusing a run that may be the same."""
+    earlier = Seq2SeqConfig(output_dir=str(tmp_path / "run"))
+    checkpoint = _earlier_run(tmp_path / "run", earlier, record_config=how != "no config")
+    if how == "no run.json":
+        (tmp_path / "run" / "run.json").unlink()
+    if how == "older fields":
+        import json
+
+        record = json.loads((tmp_path / "run" / "run.json").read_text(encoding="utf-8"))
+        del record["config"]["packing"]
+        (tmp_path / "run" / "run.json").write_text(json.dumps(record), encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="train.recipe_steps"):
+        assert check_output_dir(dataclasses.replace(earlier, resume=True, packing=True)) == checkpoint
+    expected = {"no config": "its run.json records no config", "no run.json": "it has no run.json",
+                "older fields": "the earlier run.json records no packing"}[how]
+    assert expected in caplog.text
+
+
+def test_a_resume_after_an_overwrite_that_never_deleted_the_earlier_run_is_refused(tmp_path, monkeypatch):
+    """--overwrite-output-dir writes run.json (its own config) when its data is built, and deletes the earlier run
+    only right before training: a launch refused in between leaves run.json describing it beside the earlier run's
+    checkpoints. A --resume then (slurm/train.sbatch adds it whenever a checkpoint is there) cannot be checked
+    against those checkpoints and is refused; once the overwrite has deleted them, its own checkpoints resume."""
+    from train.recipe_steps import PreparedRun, clear_earlier_run
+    from train.training_arguments import Launch
+
+    monkeypatch.delenv("RANK", raising=False)
+    folder = tmp_path / "run"
+    _earlier_run(folder, Seq2SeqConfig(output_dir=str(folder), learning_rate=1e-5))
+    overwrite = Seq2SeqConfig(output_dir=str(folder), learning_rate=2e-5, overwrite_output_dir=True)
+    run = PreparedRun(config=overwrite, launch=Launch(1, 1, 256, 256), resume_from=None, base_model="unused",
+                      tokenizer=None, dtype=None, stopper=None)
+    run.record_data({"n_rows": 3})  # ... and the launch is refused before clear_earlier_run
+    resumed = dataclasses.replace(overwrite, overwrite_output_dir=False, resume=True)
+    with pytest.raises(ConfigError, match="stopped before it deleted the earlier run: its checkpoints are that "
+                                          "earlier run's"):
+        check_output_dir(resumed)
+    clear_earlier_run(overwrite)  # the overwrite that goes on: the earlier run is gone, its own checkpoints come
+    assert not (folder / "checkpoint-4").exists()
+    (folder / "checkpoint-2").mkdir()
+    (folder / "checkpoint-2" / "trainer_state.json").write_text('{"global_step": 2}', encoding="utf-8")
+    assert check_output_dir(resumed) == folder / "checkpoint-2"
