@@ -120,6 +120,10 @@ def build_parser() -> argparse.ArgumentParser:
                          help="An expert is tested only with at least this many items (>= 1; others: untested).")
     score_p.add_argument("--alt-test-min-experts", type=int, default=2,
                          help="An item takes part only with at least this many named experts (>= 2).")
+    # The experts' ceiling's counterpart of --alt-test-failures (eval/validity/ceiling.py).
+    score_p.add_argument("--ceiling-failures", choices=("worst", "drop"), default="worst",
+                         help="A verdict the judge failed to give, in the experts' ceiling: its largest error on the "
+                              "item's scale (default) or left out (the rule before this option).")
 
     cmp_p = sub.add_parser("compare", help="Scored runs side by side with paired-bootstrap significance.",
                            description="Compare scored runs (folders written by `score`) with the first one, or two "
@@ -243,7 +247,7 @@ def _score(args: argparse.Namespace) -> int:
                    spearman_target=args.spearman_target, bootstrap_unit=args.bootstrap_unit,
                    wandb_project=args.wandb_project, name=args.name,
                    html_text_items=args.html_text_items, allow_repeated_ids=args.allow_repeated_ids,
-                   alt_test=alt_test)
+                   alt_test=alt_test, ceiling_failures=args.ceiling_failures)
     for split, block in result.splits.items():
         c = block.overall
         why_dash = why_no_spearman(c, constant_judge_score(block, result.target))

@@ -24,6 +24,8 @@ from eval.scoring.metrics import finite_pairs
 
 __all__ = [
     "BOOTSTRAP_RESOLUTION",
+    "MIN_SPEARMAN_PAIRS",
+    "MIN_VERDICT_UNITS",
     "cell_rng",
     "bootstrap_ci",
     "cluster_resample_weights",
@@ -43,6 +45,20 @@ _NS_PER_BINOMIAL, _NS_PER_INDEX = 300.0, 14.0
 # full-test cell then has thousands of distinct values instead of 160k, and an MAE bound moves by at most 0.005.
 # Point estimates always use the exact scores; MAE-only cells resample exact item errors.
 BOOTSTRAP_RESOLUTION = 0.01
+#: Fewer resampled units than this (items; whole instructions under ``--bootstrap-unit instruction``) give no verdict
+#: read off a percentile bootstrap interval: over a handful of units the resamples take a handful of distinct values,
+#: so the interval can be narrow, even of zero width, by chance. Two paired items whose deltas are equal give every
+#: resample that delta: the interval [d, d] and a p-value of 0, a "better" from two items. The experts' ceiling
+#: (``eval.validity.ceiling.MIN_ITEMS``, "inconclusive" below it) and ``judge-eval compare`` ("n.s." below it) read
+#: their verdicts against this one minimum, the alt-test's default items per expert
+#: (``AltTestSettings.min_items_per_expert``) and the length slopes' pairs (``eval.validity.bias.MIN_PAIRS``).
+MIN_VERDICT_UNITS = 30
+#: Spearman's interval needs at least this many pairs. Any two pairs with distinct values are perfectly monotone
+#: (rho = +1 or -1 whatever the scores), and so is every resample of them: an interval [1, 1] says nothing about the
+#: judge. Three pairs are the fewest whose rho can take a value other than +-1 (1, 0.5, -0.5, -1 on distinct values).
+#: The point value is kept below it (``eval.scoring.metrics.spearman``'s, as the paper's tables report it); only
+#: the interval is NaN (null in metrics.json, "—" in the reports).
+MIN_SPEARMAN_PAIRS = 3
 
 
 def _cells(*columns: np.ndarray, item_cells: bool = False):
@@ -316,12 +332,13 @@ def bootstrap_ci(
             resampled (``cluster_resample_weights``); default: items.
 
     Returns:
-        ``[low, high]``; NaN bounds when there are fewer than 2 items (or, with ``clusters``, fewer than 2 clusters)
-        or every resample is undefined.
+        ``[low, high]``; NaN bounds when there are fewer than 2 items (or, with ``clusters``, fewer than 2 clusters),
+        for Spearman fewer than ``MIN_SPEARMAN_PAIRS``, or every resample is undefined.
     """
     rng = rng or np.random.default_rng(0)
     x, y, clusters = _finite_with_clusters(x, y, clusters)
-    if not resamplable(len(x), clusters) or n_boot <= 0:
+    too_few = statistic == "spearman" and len(x) < MIN_SPEARMAN_PAIRS  # +-1 by construction (``MIN_SPEARMAN_PAIRS``)
+    if not resamplable(len(x), clusters) or n_boot <= 0 or too_few:
         return [float("nan"), float("nan")]
     cells, counts, cell_of_item = _cells(_grid(x), y, item_cells=True)
     samples = np.concatenate([_statistic(statistic, cells[:, 0], cells[:, 1], w)
@@ -349,7 +366,8 @@ def describe_pairs(
         ``{"n", "mae", "mae_ci"}`` plus ``"spearman", "spearman_ci", "pearson", "kendall"`` with correlations, and,
         once resamples were drawn, ``"spearman_n_resamples"``: how many of them had a defined Spearman, the ones
         its interval is taken over (a resample whose judge scores or references are all one value has none and is
-        left out, as ``paired_bootstrap``'s ``n_resamples`` counts).
+        left out, as ``paired_bootstrap``'s ``n_resamples`` counts). Under ``MIN_SPEARMAN_PAIRS`` pairs Spearman
+        has its point value and no interval (NaN) and no ``spearman_n_resamples``.
     """
     rng = rng or np.random.default_rng(0)
     x, y, clusters = _finite_with_clusters(x, y, clusters)
@@ -365,6 +383,8 @@ def describe_pairs(
     names = ("mae", "spearman") if correlations else ("mae",)
     for name in names:
         out[name] = float(_statistic(name, cx, cy, ones)[0])
+    if correlations and len(x) < MIN_SPEARMAN_PAIRS:  # no Spearman interval (``MIN_SPEARMAN_PAIRS``)
+        names = ("mae",)
     if correlations:
         out["pearson"] = float(_statistic("pearson", cx, cy, ones)[0])
         out["kendall"] = _kendall_cells(cx, cy, counts, x, y)

@@ -6,7 +6,10 @@ Standard, both) the comparison covers the overall numbers and the tables by eval
 criterion; Spearman is compared only where it is pooled (overall, by model, by task type).
 
 ``delta`` is ``run - baseline``. MAE: lower is better; Spearman and Verdict Confidence: higher is better. A delta
-is called better/worse when its two-sided paired-bootstrap p-value is below ``alpha``, else "n.s.".
+is called better/worse when its two-sided paired-bootstrap p-value is below ``alpha`` and the cell has at least
+``MIN_PAIRED`` paired units (items; whole instructions under ``--bootstrap-unit instruction``), else "n.s.": a
+percentile bootstrap over a handful of units can be of zero width by chance (two items with equal deltas give
+p = 0), the pitfall the experts' ceiling guards against with the same minimum (``bootstrap.MIN_VERDICT_UNITS``).
 """
 
 from __future__ import annotations
@@ -25,7 +28,11 @@ from judge.metrics_json.metrics import Cell, Metrics
 from judge.metrics_json.validity import PairedValidity
 from judge.plumbing.json_reading import unreadable_json
 
-__all__ = ["ScoredRun", "compare", "headline", "load_run", "render_markdown"]
+__all__ = ["MIN_PAIRED", "ScoredRun", "compare", "headline", "load_run", "render_markdown"]
+
+#: Fewer paired units than this: "n.s." whatever the p-value (module docstring). Not a copy of the ceiling's
+#: minimum: the one constant both read.
+MIN_PAIRED = bootstrap.MIN_VERDICT_UNITS
 
 _LOWER_IS_BETTER = {"mae": True, "spearman": False, "vc_judge": False}
 _STAT = {"mae": "mae", "spearman": "spearman", "vc_judge": "mean"}
@@ -93,10 +100,12 @@ def _read_metrics(path: Path, folder: Path) -> dict:
     return data
 
 
-def _verdict(delta: float, p_value: float, metric: str, alpha: float) -> str:
+def _verdict(delta: float, p_value: float, metric: str, alpha: float, n_units: int | None = None) -> str:
+    """better / worse / n.s. / "—" (undefined); ``n_units``: the paired units the bootstrap resampled (items or
+    instructions), "n.s." under ``MIN_PAIRED`` of them whatever the p-value (module docstring)."""
     if not math.isfinite(delta) or not math.isfinite(p_value):
         return "—"
-    if p_value >= alpha or delta == 0:
+    if p_value >= alpha or delta == 0 or (n_units is not None and n_units < MIN_PAIRED):
         return "n.s."
     better = delta < 0 if _LOWER_IS_BETTER[metric] else delta > 0
     return "better" if better else "worse"
@@ -126,9 +135,13 @@ def _paired(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, index_b: np.
     else:
         xa, ya = ta.judge[index_a], _reference(base, metric)[index_a]
         xb, yb = tb.judge[index_b], _reference(other, metric)[index_b]
+    cells = None if clusters is None else clusters[index_a]
     found = bootstrap.paired_bootstrap(xa, ya, xb, yb, _STAT[metric], n_boot, bootstrap.cell_rng(seed, key),
-                                       clusters=None if clusters is None else clusters[index_a])
-    return Paired.of(found, _verdict(found["delta"], found["p_value"], metric, alpha))
+                                       clusters=cells)
+    # the units the bootstrap resampled: the paired items, or their instructions (what the minimum counts)
+    paired = np.isfinite(xa) & np.isfinite(ya) & np.isfinite(xb) & np.isfinite(yb)
+    units = found["n"] if cells is None else len(np.unique(cells[paired]))
+    return Paired.of(found, _verdict(found["delta"], found["p_value"], metric, alpha, units))
 
 
 def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha: float = 0.05,
@@ -250,7 +263,9 @@ def _paired_validity(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, ind
                                      settings.target, settings.alt_test, n_boot=n_boot,
                                      rng=bootstrap.cell_rng(seed, f"{split}/validity"),
                                      scale_low=low, scale_high=high,
-                                     clusters=None if clusters is None else clusters[ia]))
+                                     clusters=None if clusters is None else clusters[ia],
+                                     # as the baseline's section counted failures (None: written before, drop)
+                                     ceiling_failures=settings.ceiling_failures or "drop"))
     return out
 
 
@@ -279,6 +294,8 @@ def headline(result: Comparison) -> list[str]:
                 f"On the {SPLIT_TITLES[split]}, {comp.run}'s MAE is {how} {result.baseline}'s "
                 f"(delta {fmt(delta)}, 95 % CI [{fmt(p.ci[0])}, {fmt(p.ci[1])}], {p_phrase(p.p_value, p.resamples(result.n_boot))}, "
                 f"{p.n} paired items): {p.verdict}"
+                + (f" (under {MIN_PAIRED} paired items: too few to call)" if p.verdict == "n.s." and p.n < MIN_PAIRED
+                   else "")
             )
     return lines
 
@@ -350,7 +367,9 @@ def render_markdown(result: Comparison) -> str:
     unit = "whole instructions" if result.bootstrap_unit == "instruction" else "items"
     out += [f"Paired: delta = run − baseline on items both scored; {result.n_boot} paired bootstrap resamples of "
             f"{unit}; "
-            f"better/worse at p < {result.alpha} (MAE lower is better; Spearman and VC higher).", ""]
+            f"better/worse at p < {result.alpha} (MAE lower is better; Spearman and VC higher) and at least "
+            f"{MIN_PAIRED} paired {unit}; a cell with fewer is n.s. whatever its p (too few to call: a bootstrap over "
+            "a handful of them can have a zero-width interval and p = 0 by chance).", ""]
     head = ["", "baseline", "run", "delta", "95 % CI", "p", "call", "n"]
     for comp in result.comparisons:
         out += [f"## {comp.run} vs {result.baseline}", ""]

@@ -86,6 +86,7 @@ def score(
     html_text_items: int | None = None,
     allow_repeated_ids: bool = False,
     alt_test=None,
+    ceiling_failures: str = "worst",
 ) -> Metrics:
     """Score a run against the experts and write the report (and ``report.html``, see ``eval.reports.html_report``).
 
@@ -108,6 +109,8 @@ def score(
         allow_repeated_ids: score each id's first row when an id repeats, instead of refusing the file
             (``eval.judging.predictions.refuse_repeated_ids``).
         alt_test: the validity section's ``eval.validity.alt_test.AltTestSettings`` (default: the authors').
+        ceiling_failures: what a judge failure counts as in the experts' ceiling, ``worst`` (its largest error on the
+            item's scale) or ``drop`` (left out); ``eval.validity.ceiling``.
 
     Returns:
         The metrics, as ``metrics.json`` reads back (``judge.metrics_json.metrics.Metrics``).
@@ -157,7 +160,7 @@ def score(
     # ---- validity: can the judge stand in for an expert? From the same item table, per test and cell.
     # --n-boot 0 turns its intervals off too; otherwise each is capped (eval/validity/section.py)
     validity = ValiditySettings(seed=seed, n_boot=n_boot, alpha_boot=ValiditySettings.alpha_boot if n_boot else 0,
-                                bootstrap_unit=bootstrap_unit,
+                                bootstrap_unit=bootstrap_unit, ceiling_failures=ceiling_failures,
                                 **({"alt_test": alt_test} if alt_test is not None else {}))
     result = dataclasses.replace(
         evaluated,

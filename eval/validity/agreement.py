@@ -20,7 +20,10 @@ Libraries, and their pitfalls (each pinned by a test):
   call against sklearn's 0.7-3 ms of input checks); a test pins the two equal.
 
 ``alpha_with_judge`` adds the judge as one more rater on the items it scored (its score as the scale level it
-rounds to, half up, clipped into the scale); ``alpha_difference`` = with minus without, with a percentile bootstrap
+rounds to, half up, clipped into the scale): over the judge's readable verdicts only, because a failed verdict (an
+unparseable answer, a failed request) is no rating of the scale and alpha has no way to count it — unlike the
+alt-test and the experts' ceiling, which count a failure against the judge by default. ``n_items_judge_failed`` says
+how many items of the cell that leaves the judge out of; ``alpha_difference`` = with minus without, with a percentile bootstrap
 interval over the items that count in either alpha (two values or more with the judge's: an item with one expert
 and the judge's score pairs in ``alpha_with_judge`` only, and an item without a pair adds nothing to either), capped
 at ``ALPHA_BOOT`` resamples of at most ``ALPHA_BOOT_ITEMS`` items each. A cell with more items gets an m-out-of-n
@@ -227,9 +230,13 @@ def agreement(judge_levels: np.ndarray, experts: np.ndarray, mode: np.ndarray, d
 
     Returns:
         ``alpha_experts``, ``alpha_with_judge``, ``alpha_difference`` with ``alpha_difference_ci``,
-        ``kappa_quadratic`` (judge vs the experts' unique mode, ``n_kappa`` items), and ``by_expert_agreement``
-        {unanimous, majority, split} -> ``n``, ``n_judged``, ``exact`` (the judge's share equal to the unique mode;
-        None for split items), ``mae_to_mean`` (against the experts' mean).
+        ``kappa_quadratic`` (judge vs the experts' unique mode, over the ``n_kappa`` items whose judge level and mode
+        are both levels of ``domain``), ``by_expert_agreement`` {unanimous, majority, split} -> ``n``, ``n_judged``,
+        ``exact`` (the judge's share equal to the unique mode; None for split items), ``mae_to_mean`` (against the
+        experts' mean), ``n_items_judge_failed`` (items without a judge level: out of alpha with the judge, kappa
+        and the classes' judged figures) and ``n_kappa_off_domain`` (items with both a judge level and a mode, one
+        of them off ``domain``, e.g. a mode of 0.5 between two levels: left out of kappa, as sklearn's ``labels``
+        leaves them, and counted here rather than lost).
     """
     from eval.scoring.bootstrap import cluster_resample_weights, percentile_interval
     from eval.scoring.metrics import expert_mean
@@ -280,8 +287,10 @@ def agreement(judge_levels: np.ndarray, experts: np.ndarray, mode: np.ndarray, d
     out["alpha_boot"] = boot
 
     scored = judged & np.isfinite(mode)
-    out["n_kappa"] = int(scored.sum())
-    out["kappa_quadratic"] = quadratic_kappa(judge_levels[scored], mode[scored], domain)
+    # kappa's pairs are those whose two values are levels of the domain (``quadratic_kappa``): n_kappa counts them
+    on_domain = scored & level_positions(judge_levels, domain)[1] & level_positions(mode, domain)[1]
+    out["n_kappa"] = int(on_domain.sum())
+    out["kappa_quadratic"] = quadratic_kappa(judge_levels[on_domain], mode[on_domain], domain)
 
     classes = class_codes(experts) if classes is None else classes
     mean = expert_mean(experts) if mean is None else mean
@@ -297,4 +306,6 @@ def agreement(judge_levels: np.ndarray, experts: np.ndarray, mode: np.ndarray, d
             "mae_to_mean": float(np.abs(judge_levels[hit] - mean[hit]).mean()) if hit.any() else None,
         }
     out["by_expert_agreement"] = split
+    out["n_items_judge_failed"] = int((~judged).sum())
+    out["n_kappa_off_domain"] = int((scored & ~on_domain).sum())
     return out

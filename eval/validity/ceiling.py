@@ -6,8 +6,22 @@ expert's absolute error against it and the judge's against the *same* reference 
 side by side, and quadratic-weighted Cohen's kappa for each (mode reference only: kappa needs categories). No
 identities are needed: the pairs come from each item's panel.
 
-Pairs are left out where the rest has no unique mode (mode reference) and where the judge gave no score (both sides
-then cover the same pairs; ``n_judge_failed`` counts them). The gap ``judge_mae - expert_mae`` gets a percentile
+Pairs are left out where the rest has no unique mode (mode reference). A pair the judge gave no score on (an
+unparseable verdict, a failed request) follows ``failures`` (``--ceiling-failures``):
+
+- ``worst`` (the default): the judge's verdict counts as the largest error it could have on that item's scale
+  against the pair's reference — the end of the scale farther from the reference (the lower end on a tie), for
+  kappa that level. Left out, a failure would let a judge that fails on the disputed items, the ones far from an
+  easy consensus, read "inside the experts' range" on the easy items alone, while the alternative annotator test
+  counts the same failures as losses (``eval.validity.alt_test``: ``failures="loss"``, a deliberate difference from
+  the authors' notebook). This is this toolkit's choice, as the alt-test's is: the POLLUX paper (arXiv 2505.24616v3)
+  has no experts' ceiling and so says nothing on it.
+- ``drop``: the pair is left out of both sides (both MAEs then cover the same pairs), the rule before
+  ``--ceiling-failures`` existed.
+
+Either way ``n_judge_failed`` counts the failed *pairs* ((item, expert) pairs, the unit of ``n_pairs``) and
+``n_items_judge_failed`` the failed *items* among those with a pair (the unit of ``n_items`` and of the alt-test's
+``n_items_judge_failed``). The gap ``judge_mae - expert_mae`` gets a percentile
 bootstrap interval over items (items resampled with all their pairs), or over whole instructions under
 ``--bootstrap-unit instruction``. The verdict is a non-inferiority reading of
 that interval against a stated margin ``MARGIN`` (0.1 of a scale level of MAE):
@@ -16,8 +30,9 @@ that interval against a stated margin ``MARGIN`` (0.1 of a scale level of MAE):
   farther from the panel than one of its own experts, give or take a tenth of a level;
 - **outside**: the whole interval lies above ``MARGIN`` — shown to be farther than that;
 - **inconclusive**: the interval straddles ``MARGIN`` (too wide to tell), or the cell has fewer than ``MIN_ITEMS``
-  items (a percentile bootstrap over a handful of items has a handful of distinct values and can be narrow by
-  chance: two items with equal gaps give a zero-width interval);
+  units the interval resampled — items, or instructions under ``--bootstrap-unit instruction`` (a percentile
+  bootstrap over a handful of units has a handful of distinct values and can be narrow by chance: two items with
+  equal gaps give a zero-width interval, and so do 30 items in two instructions whose gaps are equal);
 - None without an interval (``--n-boot 0``, a one-item cell, a one-instruction cell under ``--bootstrap-unit
   instruction``, no pairs).
 
@@ -31,23 +46,29 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MARGIN", "MIN_ITEMS", "CeilingPairs", "ceiling", "cell_ceiling", "leave_one_out_reference", "verdict"]
+from eval.scoring.bootstrap import MIN_VERDICT_UNITS
+
+__all__ = ["FAILURES", "MARGIN", "MIN_ITEMS", "CeilingPairs", "ceiling", "cell_ceiling", "leave_one_out_reference",
+           "verdict"]
 
 #: The non-inferiority margin of the ceiling's verdict, in MAE (scale levels): a judge up to a tenth of a level
 #: farther from the panel than an expert is still inside the experts' range.
 MARGIN = 0.1
-#: Fewer items than this give no verdict but "inconclusive" (the same minimum as the alt-test's items per expert and
-#: the length slopes' pairs).
-MIN_ITEMS = 30
+#: Fewer resampled units (items; instructions under ``--bootstrap-unit instruction``) than this give no verdict but
+#: "inconclusive": ``eval.scoring.bootstrap.MIN_VERDICT_UNITS``, the one minimum ``judge-eval compare``'s calls read
+#: too (the same as the alt-test's items per expert and the length slopes' pairs).
+MIN_ITEMS = MIN_VERDICT_UNITS
+#: What a judge failure counts as in the ceiling (module docstring; ``--ceiling-failures``): the default first.
+FAILURES = ("worst", "drop")
 
 
-def verdict(interval: list, n_items: int, margin: float = MARGIN, min_items: int = MIN_ITEMS) -> str | None:
+def verdict(interval: list, n_units: int, margin: float = MARGIN, min_items: int = MIN_ITEMS) -> str | None:
     """The ceiling's verdict from the gap's interval (module docstring): inside, outside, inconclusive, or None
-    without an interval."""
+    without an interval. ``n_units``: the units the interval resampled (items, or clusters)."""
     low, high = interval
     if low is None or high is None or not (np.isfinite(low) and np.isfinite(high)):
         return None
-    if n_items < min_items:
+    if n_units < min_items:
         return "inconclusive"
     return "inside" if high <= margin else "outside" if low > margin else "inconclusive"
 
@@ -90,23 +111,42 @@ def leave_one_out_reference(experts: np.ndarray, target: str,
 class CeilingPairs:
     """Every (item, expert) pair of a table that has a leave-one-out reference, once; a cell takes its items' pairs.
 
-    Pairs the judge failed on are counted per item (``n_failed``) and left out of the rest; the others come item
-    by item (``np.nonzero`` of the item x slot matrix), so a cell's pairs are its items' consecutive runs, in the
-    order a cell's own ``np.nonzero`` would list them. Per item the summed gap (judge's error minus the expert's)
-    and the pair count feed the bootstrap; the experts', reference's and judge's levels are positions in
-    ``values`` (a superset of every cell's domain) for the kappa tables.
+    Pairs the judge failed on are counted per item (``n_failed``) and, by ``failures``, scored as the judge's largest
+    error on the item's scale (``worst``: the verdict is the end of ``low`` / ``high`` farther from the pair's
+    reference) or left out of the rest (``drop``); the pairs come item by item (``np.nonzero`` of the item x slot
+    matrix), so a cell's pairs are its items' consecutive runs, in the order a cell's own ``np.nonzero`` would list
+    them. Per item the summed gap (judge's error minus the expert's) and the pair count feed the bootstrap; the
+    experts', reference's and judge's levels are positions in ``values`` (a superset of every cell's domain) for the
+    kappa tables.
     """
 
     def __init__(self, judge: np.ndarray, experts: np.ndarray, reference: np.ndarray,
-                 judge_levels: np.ndarray | None, values: np.ndarray):
+                 judge_levels: np.ndarray | None, values: np.ndarray, failures: str = "worst",
+                 low: np.ndarray | None = None, high: np.ndarray | None = None):
+        """``low`` / ``high``: each item's scale ends (NaN or None: the ends of ``values``), for ``worst``."""
         from eval.validity.agreement import level_positions
 
+        if failures not in FAILURES:
+            raise ValueError(f"ceiling failures must be one of {FAILURES}, got {failures!r}")
         n = len(judge)
+        self.values = np.asarray(values, dtype=float)
         item, slot = np.nonzero(np.isfinite(reference))
         judged = judge[item]
-        kept = np.isfinite(judged)
-        self.n_failed = np.bincount(item[~kept], minlength=n)
-        item, slot, judged = item[kept], slot[kept], judged[kept]
+        failed = ~np.isfinite(judged)
+        self.n_failed = np.bincount(item[failed], minlength=n)
+        levels = judge_levels[item] if judge_levels is not None else judged
+        if failures == "worst" and failed.any():
+            # the failed pairs' verdict: the end of the item's scale farther from the reference (module docstring)
+            ref = reference[item[failed], slot[failed]]
+            ends = [np.full(n, np.nan) if e is None else np.asarray(e, dtype=float) for e in (low, high)]
+            fallback = (self.values.min(), self.values.max()) if len(self.values) else (np.nan, np.nan)
+            lo, hi = (np.where(np.isfinite(e[item[failed]]), e[item[failed]], f) for e, f in zip(ends, fallback))
+            lo, hi = np.fmin(lo, ref), np.fmax(hi, ref)
+            worst = np.where(hi - ref > ref - lo, hi, lo)
+            judged, levels = judged.copy(), np.array(levels, dtype=float)
+            judged[failed] = levels[failed] = worst
+        kept = np.isfinite(judged)  # drop (or a failure on an item with no scale to take an end of)
+        item, slot, judged, levels = item[kept], slot[kept], judged[kept], levels[kept]
         expert, ref = experts[item, slot], reference[item, slot]
         self.item = item
         self.expert_error, self.judge_error = np.abs(expert - ref), np.abs(judged - ref)
@@ -121,9 +161,7 @@ class CeilingPairs:
         self.sums = np.asarray(self.sums, dtype=float)
         self.width = int(self.n_pairs.max(initial=0)) + 1
         self.cell_key = sum_rank * self.width + self.n_pairs
-        self.values = np.asarray(values, dtype=float)
         size = len(self.values)
-        levels = judge_levels[item] if judge_levels is not None else judged
         (r, in_r) = level_positions(ref, self.values)
         # per pair, its cell of the rater x reference table over ``values`` (-1: a value outside them)
         self.table_cell = {}
@@ -150,7 +188,8 @@ class CeilingPairs:
 
 def ceiling(judge: np.ndarray, experts: np.ndarray, target: str, domain: np.ndarray, *, n_boot: int = 1000,
             rng: np.random.Generator | None = None, level: float = 0.95, judge_levels: np.ndarray | None = None,
-            reference: np.ndarray | None = None, clusters: np.ndarray | None = None) -> dict[str, Any]:
+            reference: np.ndarray | None = None, clusters: np.ndarray | None = None, failures: str = "worst",
+            low: np.ndarray | None = None, high: np.ndarray | None = None) -> dict[str, Any]:
     """The experts' ceiling of one cell.
 
     Args:
@@ -164,14 +203,17 @@ def ceiling(judge: np.ndarray, experts: np.ndarray, target: str, domain: np.ndar
         judge_levels: the judge's scores as levels of the scale, for kappa (default: ``judge``).
         reference: ``leave_one_out_reference(experts, target)`` when the caller has it (computed once per table).
         clusters: ``(n,)`` the unit the gap's interval resamples whole (``cell_ceiling``); None: items.
+        failures: ``worst`` or ``drop``: what a pair the judge failed on counts as (module docstring).
+        low, high: ``(n,)`` each item's scale ends for ``worst`` (default, and where NaN: the ends of ``domain``).
 
     Returns:
-        ``reference``, ``n_items``, ``n_pairs``, ``n_judge_failed``, ``expert_mae``, ``judge_mae``, ``gap`` with
+        ``reference``, ``n_items``, ``n_pairs``, ``n_judge_failed`` (pairs), ``n_items_judge_failed``,
+        ``expert_mae``, ``judge_mae``, ``gap`` with
         ``gap_ci``, ``expert_kappa`` and ``judge_kappa`` (None for the mean reference), ``verdict`` ("inside" /
         "outside" the experts' range, "inconclusive"; None without pairs or without an interval: ``verdict``).
     """
     reference = leave_one_out_reference(experts, target) if reference is None else reference
-    pairs = CeilingPairs(judge, experts, reference, judge_levels, domain)
+    pairs = CeilingPairs(judge, experts, reference, judge_levels, domain, failures, low, high)
     return cell_ceiling(pairs, np.arange(len(judge)), target, domain, n_boot=n_boot, rng=rng, level=level,
                         clusters=clusters)
 
@@ -184,7 +226,9 @@ def cell_ceiling(pairs: CeilingPairs, index: np.ndarray, target: str, domain: np
     instruction's items together; ``eval.scoring.bootstrap.cluster_resample_weights``); None: items."""
     from eval.scoring.bootstrap import cluster_resample_weights, percentile_interval, resamplable, resample_weights
 
-    out: dict[str, Any] = {"reference": target, "n_judge_failed": int(pairs.n_failed[index].sum())}
+    failed = pairs.n_failed[index]
+    out: dict[str, Any] = {"reference": target, "n_judge_failed": int(failed.sum()),
+                           "n_items_judge_failed": int((failed > 0).sum())}
     counts = pairs.n_pairs[index]
     mine = pairs.pairs_of(index)
     out.update(n_items=int((counts > 0).sum()), n_pairs=int(len(mine)))
@@ -194,7 +238,7 @@ def cell_ceiling(pairs: CeilingPairs, index: np.ndarray, target: str, domain: np
     out["expert_mae"] = float(pairs.expert_error[mine].mean())
     out["judge_mae"] = float(pairs.judge_error[mine].mean())
     out["gap"] = out["judge_mae"] - out["expert_mae"]
-    interval = [None, None]
+    interval, n_units = [None, None], out["n_items"]
     if n_boot > 0 and out["n_items"] >= 2:
         # Items resampled with their pairs: per item the summed gap and the pair count, items with equal sums
         # merged into weighted cells (a handful for integer scales), the gap of a resample a ratio of weighted sums.
@@ -207,6 +251,7 @@ def cell_ceiling(pairs: CeilingPairs, index: np.ndarray, target: str, domain: np
         if clusters is None:
             weights = resample_weights(tally[keys], n_boot, rng)
         elif resamplable(len(paired), clusters[paired]):  # one cluster redrawn is always the same pairs
+            n_units = len(np.unique(clusters[paired]))  # the verdict's minimum counts what was resampled
             weights = cluster_resample_weights(np.searchsorted(keys, pairs.cell_key[paired]), clusters[paired],
                                                len(keys), n_boot, rng)
         else:
@@ -220,5 +265,5 @@ def cell_ceiling(pairs: CeilingPairs, index: np.ndarray, target: str, domain: np
     else:
         out["expert_kappa"] = out["judge_kappa"] = None
     # No interval (``--n-boot 0``, or a cell of one item): no verdict, rather than one read off the point gap alone.
-    out["verdict"] = verdict(interval, out["n_items"])
+    out["verdict"] = verdict(interval, n_units)
     return out

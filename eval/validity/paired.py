@@ -7,7 +7,9 @@ A resample draws items (or instructions) with replacement (``eval.scoring.bootst
 both judges' figures with the same draw, so item difficulty cancels out of the difference. rho of a resample is the mean, over the experts
 tested on the full data, of each expert's weighted share of items where the judge is as good or better (the
 alt-test's W_f); the ceiling gap of a resample is the ratio of the weighted sums of the per-item gaps (judge error
-minus expert error against the rest of the panel) and of the per-item pair counts, over items both judges scored.
+minus expert error against the rest of the panel) and of the per-item pair counts: with ``ceiling_failures``
+``worst`` (the section's default) over every item, a judge's failure counting as its largest error on the item's
+scale as in its own section (``eval.validity.ceiling``); with ``drop`` over items both judges scored.
 Resamples are capped at ``PAIRED_BOOT`` and drawn in blocks of bounded size (``CHUNK_ENTRIES`` weights). With the
 alt-test's ``failures="drop"`` an item either judge failed on is dropped for both (with ``loss`` a failure is a loss
 for the judge that failed, on the same items). rho compares the same values of each judge as the run's own section
@@ -58,18 +60,33 @@ def _rho(parts, weights):
     return (np.add.reduceat(taken * w_judge, starts, axis=1) / np.add.reduceat(taken, starts, axis=1)).mean(axis=1)
 
 
-def _gap_parts(judge, experts, reference, both):
-    """Per item, the summed (judge - expert) error gap and the pair count, over items both judges scored."""
-    valid = np.isfinite(reference) & both[:, None]
-    gap = np.where(valid, np.abs(judge[:, None] - reference) - np.abs(experts - reference), 0.0).sum(axis=1)
+def _gap_parts(judge, experts, reference, rows, worst_error=None):
+    """Per item, the summed (judge - expert) error gap and the pair count, over the items ``rows``; a failure's
+    error is ``worst_error`` (per pair) when given."""
+    valid = np.isfinite(reference) & rows[:, None]
+    error = np.abs(judge[:, None] - reference)
+    if worst_error is not None:
+        error = np.where(np.isfinite(judge)[:, None], error, worst_error)
+    gap = np.where(valid, error - np.abs(experts - reference), 0.0).sum(axis=1)
     return gap, valid.sum(axis=1).astype(float)
+
+
+def _worst_error(experts, reference, low, high):
+    """Per pair, the largest error a verdict can have on the item's scale against the pair's reference (the
+    section's ``worst`` failures); an item without known ends takes the lowest and highest expert score given."""
+    n = len(experts)
+    seen = experts[np.isfinite(experts)]
+    fallback = (seen.min(), seen.max()) if len(seen) else (np.nan, np.nan)
+    ends = [np.full(n, f) if e is None else np.where(np.isfinite(e), e, f) for e, f in zip((low, high), fallback)]
+    with np.errstate(invalid="ignore"):
+        return np.fmax(ends[1][:, None] - reference, reference - ends[0][:, None]).clip(min=0)
 
 
 def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarray, expert_ids: np.ndarray | None,
                     target: str, settings: AltTestSettings, n_boot: int = PAIRED_BOOT,
                     rng: np.random.Generator | None = None, level: float = 0.95,
                     scale_low: np.ndarray | None = None, scale_high: np.ndarray | None = None,
-                    clusters: np.ndarray | None = None) -> dict[str, Any]:
+                    clusters: np.ndarray | None = None, ceiling_failures: str = "drop") -> dict[str, Any]:
     """rho and the ceiling gap of judge B against judge A on the same items, with paired bootstrap intervals.
 
     Args:
@@ -85,6 +102,9 @@ def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarra
         clusters: ``(n,)`` the unit a resample draws whole (``compare --bootstrap-unit instruction``: every item of
             an instruction together, ``eval.scoring.bootstrap.cluster_resample_weights``); None: items. Fewer than two
             clusters: no intervals (one cluster redrawn is always the same items).
+        ceiling_failures: the baseline section's ``ceiling_failures``: ``worst`` (a failure is its judge's largest
+            error on the item's scale, the ends ``scale_low`` / ``scale_high``) or ``drop`` (items either judge
+            failed on left out of the gap).
 
     Returns:
         ``rho`` and ``ceiling_gap``, each {``baseline``, ``run``, ``delta`` (run - baseline), ``ci``} or a ``why``.
@@ -95,6 +115,13 @@ def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarra
     n_boot = min(n_boot, PAIRED_BOOT)
     out: dict[str, Any] = {"n_items": int(len(judge_a)), "n_boot": n_boot}
     both = np.isfinite(judge_a) & np.isfinite(judge_b)
+    reference = leave_one_out_reference(experts, target)
+    if ceiling_failures == "worst":  # every item, before the alt-test's drop blanks the other judge's verdict
+        worst = _worst_error(experts, reference, scale_low, scale_high)
+        every = np.ones(len(judge_a), dtype=bool)
+        (gap_a, count), (gap_b, _) = (_gap_parts(j, experts, reference, every, worst) for j in (judge_a, judge_b))
+    else:
+        (gap_a, count), (gap_b, _) = (_gap_parts(j, experts, reference, both) for j in (judge_a, judge_b))
     if settings.failures == "drop":
         # Dropping each judge's own failures would test the two on different items: drop an item either failed on.
         judge_a, judge_b = np.where(both, judge_a, np.nan), np.where(both, judge_b, np.nan)
@@ -104,9 +131,6 @@ def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarra
                          settings)
     parts_b = _rho_parts(alt_test_judge(judge_b, scale_low, scale_high, settings.scoring), experts, expert_ids,
                          settings)
-    reference = leave_one_out_reference(experts, target)
-    gap_a, count = _gap_parts(judge_a, experts, reference, both)
-    gap_b, _ = _gap_parts(judge_b, experts, reference, both)
     has_gap = count.sum() > 0
     rho_samples: list[np.ndarray] = []
     gap_samples: list[np.ndarray] = []
@@ -140,5 +164,6 @@ def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarra
                               "ci": percentile_interval(np.concatenate(gap_samples), level) if gap_samples
                               else [None, None]}
     else:
-        out["ceiling_gap"] = {"why": "no item both judges scored has a leave-one-out reference"}
+        out["ceiling_gap"] = {"why": "no item both judges scored has a leave-one-out reference"
+                              if ceiling_failures != "worst" else "no item has a leave-one-out reference"}
     return out

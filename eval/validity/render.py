@@ -94,20 +94,44 @@ def _homogeneity_text(homogeneity: MarginalHomogeneity | None) -> str:
 
 _VERDICTS = {"inside": "inside the experts' range", "outside": "outside the experts' range",
              "inconclusive": f"inconclusive (an interval straddling the {CEILING_MARGIN} margin, or under "
-                             f"{CEILING_MIN_ITEMS} items)"}
+                             f"{CEILING_MIN_ITEMS} items, instructions under the instruction unit)"}
 
 
-def _overall_rows(block: ValiditySplit) -> list[list[str]]:
+def _ceiling_failed(ceiling, failures: str | None) -> str:
+    """What the ceiling did with the judge's failures, when it had any (``failures``: the section's
+    ``ceiling_failures``; None, a file written before the setting: left out)."""
+    failed = ceiling.n_items_judge_failed
+    if failed is None and ceiling.n_judge_failed:  # a file written before the items were counted: pairs
+        return f"; the judge failed on {ceiling.n_judge_failed} (item, expert) pairs, left out"
+    if not failed:
+        return ""
+    how = "each counted as its largest error on the item's scale" if failures == "worst" else "left out"
+    pairs = ceiling.n_judge_failed
+    return (f"; the judge failed on {failed} item{'s' if failed != 1 else ''} "
+            f"({pairs} pair{'s' if pairs != 1 else ''}), {how}")
+
+
+def _alpha_failed(agreement) -> str:
+    """Alpha with the judge is over its readable verdicts: how many items that leaves it out of."""
+    failed = agreement.n_items_judge_failed if agreement else None
+    if not failed:
+        return ""
+    return f" (over its readable verdicts: {failed} failed item{'s' if failed != 1 else ''} left out)"
+
+
+def _overall_rows(block: ValiditySplit, failures: str | None = None) -> list[list[str]]:
+    """The overall figures of a split; ``failures``: the section's ``ceiling_failures``."""
     overall = block.overall
     ceiling, agreement, lenient = overall.ceiling, overall.agreement, overall.leniency
     rows = [
         ["experts' ceiling (MAE to the rest of the panel)",
          f"expert {_num(ceiling.expert_mae)}, judge {_num(ceiling.judge_mae)}, gap {_num(ceiling.gap)}"
-         f"{_ci(ceiling.gap_ci)}: {_VERDICTS.get(ceiling.verdict, '—')}"],
+         f"{_ci(ceiling.gap_ci)}: {_VERDICTS.get(ceiling.verdict, '—')}{_ceiling_failed(ceiling, failures)}"],
         ["κ quadratic (to the rest of the panel)",
          f"expert {_num(ceiling.expert_kappa)}, judge {_num(ceiling.judge_kappa)}"],
         ["Krippendorff's α (ordinal)",
-         f"experts {_num(overall.alpha_experts)}, with the judge {_num(overall.alpha_with_judge)}, "
+         f"experts {_num(overall.alpha_experts)}, with the judge {_num(overall.alpha_with_judge)}"
+         f"{_alpha_failed(agreement)}, "
          f"difference {_num(agreement.alpha_difference if agreement else None, 3)}"
          f"{_ci(agreement.alpha_difference_ci if agreement else None)}"],
         ["κ quadratic (judge vs experts' mode)", _num(overall.kappa_quadratic)],
@@ -148,7 +172,8 @@ def markdown_lines(result: Metrics, markdown_table: Callable[[list[str], list[li
     for split, block in splits.items():
         title = SPLIT_TITLES.get(split, split)
         out += [f"### {title}: validity", "", block.sentence, ""]
-        out += [markdown_table(["Figure", "Value"], _overall_rows(block)), ""]
+        out += [markdown_table(["Figure", "Value"], _overall_rows(block, result.validity.settings.ceiling_failures)),
+                ""]
         alt = block.overall.alt_test
         if isinstance(alt, AltTest):
             out += [f"Alternative annotator test (ε = {alt.epsilon}, q = {alt.q}, {alt.scoring}, judge "
@@ -179,7 +204,7 @@ def html_blocks(result: Metrics) -> list[str]:
     for split, block in splits.items():
         title = SPLIT_TITLES.get(split, split)
         out.append(f"<h3>{html.escape(title)}</h3><p><b>{html.escape(block.sentence)}</b></p>")
-        out.append(table(["Figure", "Value"], _overall_rows(block)))
+        out.append(table(["Figure", "Value"], _overall_rows(block, result.validity.settings.ceiling_failures)))
         alt = block.overall.alt_test
         if isinstance(alt, AltTest):
             out.append(f"<details class=\"block\"><summary>Alternative annotator test per expert</summary>"

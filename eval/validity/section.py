@@ -27,7 +27,7 @@ scale (a regression head's raw value included); the alt-test under ``accuracy`` 
 
 Items with no prediction at all (status ``missing``: a run not finished yet) are left out of every figure of the
 section and counted per cell (``n_items_missing``): the judge was never asked, so they are neither a judge failure
-(the alt-test's ``failures`` rule and the ceiling's ``n_judge_failed`` are about unparseable verdicts and failed
+(the alt-test's ``failures`` rule and the ceiling's, ``ceiling_failures``, are about unparseable verdicts and failed
 requests) nor items of the experts' own figures — every figure covers the same items, those the run predicted. A
 cell whose items are all missing is left out.
 
@@ -37,6 +37,14 @@ per-item sums (``ceiling.CeilingPairs``), the value counts coded once over the u
 (``agreement.CodedCounts``), the ids and the answers numbered once; the leniency intervals of all cells take their
 t quantiles from one scipy call (``bias.leniencies``). Each statistic is pinned to its per-cell definition by tests;
 what the section costs on the 160,000-item bench table is in docs/performance.md.
+
+The judge's failed verdicts (unparseable, failed requests) count in the alt-test as losses (``alt_test.failures``,
+``loss`` by default) and in the ceiling as the largest error the judge could have on the item's scale
+(``ceiling_failures``, ``worst`` by default; ``ceiling``): the two figures then read the same failures the same way,
+and a judge cannot look inside the experts' range by failing on the disputed items. An item without a readable
+scale takes its criterion's lowest and highest expert scores as the ends. Krippendorff's alpha with the judge and the
+kappas against the experts' mode are over the judge's readable verdicts: a failure is no rating of the scale, so
+alpha cannot take it; ``agreement.n_items_judge_failed`` counts the items left out, and the report shows it.
 """
 
 from __future__ import annotations
@@ -77,6 +85,8 @@ class ValiditySettings:
             table's ``instruction_key``). The leniency interval, the length slopes' intervals and the marginal
             homogeneity test are clustered by answer under ``item`` and by instruction under ``instruction`` (module
             docstring); the alt-test has none.
+        ceiling_failures: ``worst`` (a judge failure counts in the ceiling as its largest error on the item's scale)
+            or ``drop`` (left out); ``score --ceiling-failures`` (``eval.validity.ceiling``).
     """
 
     alt_test: AltTestSettings = field(default_factory=AltTestSettings)
@@ -85,6 +95,7 @@ class ValiditySettings:
     seed: int = 0
     level: float = 0.95
     bootstrap_unit: str = "item"
+    ceiling_failures: str = "worst"
 
 
 def judge_levels(judge: np.ndarray, low: np.ndarray | None, high: np.ndarray | None) -> np.ndarray:
@@ -118,6 +129,28 @@ def alt_test_judge(judge: np.ndarray, low: np.ndarray | None, high: np.ndarray |
     with np.errstate(invalid="ignore"):
         outside = (np.isfinite(low) & (levels < low)) | (np.isfinite(high) & (levels > high))
     return np.where(outside, judge, levels)
+
+
+def _scale_ends(table) -> tuple[np.ndarray, np.ndarray]:
+    """Each item's scale ends for the ceiling's ``worst`` failures: its own where readable, else the lowest and
+    highest expert score of its criterion over the table (NaN where its criterion has none)."""
+    import pandas as pd
+
+    n = len(table)
+    low = np.full(n, np.nan) if table.scale_low is None else np.asarray(table.scale_low, dtype=float)
+    high = np.full(n, np.nan) if table.scale_high is None else np.asarray(table.scale_high, dtype=float)
+    known = np.isfinite(low) & np.isfinite(high)
+    if known.all() or not n:
+        return low, high
+    experts = table.experts
+    valid = ~np.isnan(experts)
+    codes = pd.factorize(np.asarray(table.criteria_name, dtype=object))[0]
+    by = pd.DataFrame({"c": codes, "low": np.where(valid, experts, np.inf).min(axis=1),
+                       "high": np.where(valid, experts, -np.inf).max(axis=1)}).groupby("c")
+    seen_low, seen_high = (np.asarray(by[end].transform(how), dtype=float) for end, how in (("low", "min"),
+                                                                                          ("high", "max")))
+    seen_low, seen_high = (np.where(np.isfinite(e), e, np.nan) for e in (seen_low, seen_high))  # no expert: +-inf
+    return np.where(known, low, seen_low), np.where(known, high, seen_high)
 
 
 def _domain(table, index: np.ndarray, levels: np.ndarray) -> np.ndarray:
@@ -210,8 +243,10 @@ def _ratio(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
 
 
-def split_sentence(block: ValiditySplit) -> str:
-    """One plain sentence on a split's validity: the alt-test, the ceiling by criterion, leniency, length bias."""
+def split_sentence(block: ValiditySplit, ceiling_failures: str | None = None) -> str:
+    """One plain sentence on a split's validity: the alt-test, the ceiling by criterion, leniency, length bias, and
+    how many items the judge failed on, when any (``ceiling_failures``: how the ceiling counted them, None: a file
+    written before the setting, which left them out)."""
     parts = []
     overall = block.overall
     if not overall.n_items and overall.n_items_missing:  # nothing predicted: not the experts' shortfall
@@ -240,6 +275,11 @@ def split_sentence(block: ValiditySplit) -> str:
                      + (f" ({', '.join(others)})" if others else ""))
     elif verdicts:
         parts.append(f"no ceiling verdict on any of the {len(verdicts)} criteria (no interval)")
+    failed = overall.ceiling.n_items_judge_failed
+    if failed:  # a judge that fails on the hard items: say how many, and how the ceiling read them
+        how = ("each counted as its largest error in the ceiling" if ceiling_failures == "worst"
+               else "left out of the ceiling")
+        parts.append(f"the judge failed on {failed} item{'s' if failed != 1 else ''} ({how})")
     if overall.leniency.direction != "neither":
         parts.append(f"{overall.leniency.direction} overall ({overall.leniency.mean_signed_error:+.2f})")
     length = overall.length_bias
@@ -307,7 +347,7 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
                                    for kind, label, members in cells]))
     values = np.unique(np.concatenate([np.zeros(0)] + [d for _, _, cells in plan for _, _, _, d, _ in cells]))
     pairs = CeilingPairs(table.judge, table.experts, leave_one_out_reference(table.experts, target, counts), levels,
-                         values)
+                         values, settings.ceiling_failures, *_scale_ends(table))
     clusters = bootstrap_clusters(table, settings.bootstrap_unit)
     # the clusters of the analytic intervals and tests (module docstring), once: each answer's code, or under the
     # instruction unit each instruction's
@@ -350,8 +390,8 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
     typed = {}
     for split, block in splits.items():  # the statistics' dicts read into the section's types once, here
         read = ValiditySplit.from_json({**block, "sentence": ""})
-        typed[split] = dataclasses.replace(read, sentence=split_sentence(read))
+        typed[split] = dataclasses.replace(read, sentence=split_sentence(read, settings.ceiling_failures))
     return Validity(SectionSettings(settings.alt_test, settings.n_boot, settings.alpha_boot, settings.seed,
                                     settings.level, target, ceiling_margin=MARGIN, ceiling_min_items=MIN_ITEMS,
-                                    bootstrap_unit=settings.bootstrap_unit),
+                                    bootstrap_unit=settings.bootstrap_unit, ceiling_failures=settings.ceiling_failures),
                     table.expert_ids is not None, typed)

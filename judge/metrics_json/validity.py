@@ -177,12 +177,17 @@ class AltTestFamily(_SectionRecord):
 # --------------------------------------------------------------------------------- ceiling, agreement, bias
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Ceiling(_SectionRecord):
-    """Each expert and the judge against the rest of the panel on the same pairs (``eval.validity.ceiling``)."""
+    """Each expert and the judge against the rest of the panel on the same pairs (``eval.validity.ceiling``).
+
+    ``n_judge_failed`` counts the (item, expert) pairs the judge failed on (the unit of ``n_pairs``),
+    ``n_items_judge_failed`` the items (the unit of ``n_items``; absent from files written before it); the section's
+    ``settings.ceiling_failures`` says whether they count as the judge's largest error or are left out."""
 
     reference: str
     n_judge_failed: int
+    n_items_judge_failed: int | None = optional_field()
     n_items: int
     n_pairs: int
     expert_mae: float | None
@@ -225,6 +230,10 @@ class Agreement(_SectionRecord):
     n_kappa: int
     kappa_quadratic: float | None
     by_expert_agreement: dict[str, AgreementClass]
+    # items whose judge verdict failed: alpha with the judge, kappa and the classes are over its readable verdicts
+    n_items_judge_failed: int | None = optional_field()
+    # (judge, mode) pairs with a value off the value domain (a mode of 0.5 between levels): not in kappa or n_kappa
+    n_kappa_off_domain: int | None = optional_field()
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Agreement:
@@ -392,6 +401,8 @@ class SectionSettings(_SectionRecord):
     ceiling_min_items: int | None = optional_field()  # fewer items: "inconclusive"
     # what the ceiling's and the alpha difference's intervals resample (None: written before the setting, items)
     bootstrap_unit: str | None = optional_field()
+    # what a judge failure counts as in the ceiling: "worst" or "drop" (None: written before the setting, drop)
+    ceiling_failures: str | None = optional_field()
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SectionSettings:

@@ -235,15 +235,16 @@ def test_spearman_interval_says_how_many_resamples_it_is_over():
     """A resample whose judge scores or references are all one value has no Spearman and is left out of the
     interval; ``spearman_n_resamples`` says how many were kept, as ``paired_bootstrap``'s ``n_resamples`` does.
 
-    Two items (0, 0) and (1, 1): a resample draws the two distinct items with probability 1/2 (Spearman 1, both
-    sides vary) and one item twice otherwise (both sides constant: undefined). Kept ~ Binomial(4000, 1/2): mean
-    2000, sd sqrt(4000 / 4) = 31.6, so within 4 sd of 2000; every kept value is 1, the interval [1, 1].
+    Three items (0, 0), (1, 1), (2, 2): a resample draws one item three times with probability 3 (1/3)^3 = 1/9
+    (both sides constant: undefined) and two or three distinct items otherwise (Spearman 1). Kept ~ Binomial(4000,
+    8/9): mean 3555.6, sd sqrt(4000 * 8/81) = 19.9, so within 4 sd of the mean; every kept value is 1, the interval
+    [1, 1]. (Two items have no interval at all: ``bootstrap.MIN_SPEARMAN_PAIRS``.)
     A constant judge: no resample has a Spearman, 0 kept, no interval. 200 varied items: every resample is kept
     (a constant resample has probability below 3 * (1/3)**200). No resample drawn: no count."""
-    two = bootstrap.describe_pairs(np.array([0.0, 1.0]), np.array([0.0, 1.0]), n_boot=B,
-                                   rng=np.random.default_rng(5))
-    assert abs(two["spearman_n_resamples"] - B / 2) < 4 * math.sqrt(B / 4)
-    assert two["spearman_ci"] == [1.0, 1.0]
+    three = bootstrap.describe_pairs(np.array([0.0, 1.0, 2.0]), np.array([0.0, 1.0, 2.0]), n_boot=B,
+                                     rng=np.random.default_rng(5))
+    assert abs(three["spearman_n_resamples"] - B * 8 / 9) < 4 * math.sqrt(B * 8 / 81)
+    assert three["spearman_ci"] == [1.0, 1.0]
     judge, mode = pollux_table(200, seed=6)
     constant = bootstrap.describe_pairs(np.ones(200), mode, n_boot=300, rng=np.random.default_rng(7))
     assert constant["spearman_n_resamples"] == 0 and np.isnan(constant["spearman_ci"]).all()
@@ -251,3 +252,21 @@ def test_spearman_interval_says_how_many_resamples_it_is_over():
     assert varied["spearman_n_resamples"] == 300
     assert "spearman_n_resamples" not in bootstrap.describe_pairs(judge, mode, n_boot=0)
     assert "spearman_n_resamples" not in bootstrap.describe_pairs(judge, mode, n_boot=300, correlations=False)
+
+
+def test_spearman_has_no_interval_under_three_pairs():
+    """Two pairs with distinct values are perfectly monotone whatever the scores (rho = +-1), and so is every
+    resample of them: judge (0, 2) against references (1, 2) has rho 1 and, before the minimum, the interval
+    [1, 1]. Under ``MIN_SPEARMAN_PAIRS`` = 3 pairs the point value stays (1: both sides rise together) and the
+    interval is NaN, in ``describe_pairs`` and in ``bootstrap_ci`` alike; MAE keeps its interval (|0-1| and |2-2|:
+    0.5, resamples 0, 0.5 or 1). Three pairs (0, 2, 1) against (1, 2, 0): ranks (1, 3, 2) and (2, 3, 1), d = (-1, 0,
+    1), rho = 1 - 6 * 2 / (3 * 8) = 0.5, with an interval again."""
+    x, y = np.array([0.0, 2.0]), np.array([1.0, 2.0])
+    two = bootstrap.describe_pairs(x, y, 1000)
+    assert bootstrap.MIN_SPEARMAN_PAIRS == 3
+    assert two["spearman"] == 1.0 and np.isnan(two["spearman_ci"]).all()
+    assert "spearman_n_resamples" not in two
+    assert two["mae"] == 0.5 and two["mae_ci"] == [0.0, 1.0]
+    assert np.isnan(bootstrap.bootstrap_ci(x, y, "spearman", 1000)).all()
+    three = bootstrap.describe_pairs(np.array([0.0, 2.0, 1.0]), np.array([1.0, 2.0, 0.0]), 1000)
+    assert three["spearman"] == pytest.approx(0.5) and np.isfinite(three["spearman_ci"]).all()

@@ -636,3 +636,40 @@ def test_the_verdict_confidence_draws_are_splitmix64_as_published():
         state += metrics._GOLDEN
         outputs.append(int(metrics._mix64(state.copy())[0]))
     assert outputs == [0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4, 0x06C45D188009454F]
+
+
+def _scored_run(folder, judge, experts):
+    """A folder as ``judge-eval score`` writes it (items.parquet with its extra columns, metrics.json), for
+    ``compare``: one Standard-test item per expert panel, ids i0, i1, ..."""
+    from eval.scoring.item_table import derive, dumps, evaluate
+
+    table = _table(judge, ["ok"] * len(judge), experts)
+    derived = derive(table, "mode")
+    result = evaluate(table, target="mode", n_boot=50, derived=derived)
+    folder.mkdir()
+    item_table.write_table(table, folder / "items.parquet", extra={"reference": derived.reference,
+                                                                    "vc_judge": derived.vc_judge,
+                                                                    "vc_experts": derived.vc_experts})
+    (folder / "metrics.json").write_text(dumps(result), encoding="utf-8")
+    return folder
+
+
+def test_compare_makes_no_call_from_a_handful_of_paired_items(tmp_path):
+    """Experts (0, 0, 1) and (1, 1, 2): modes 0 and 1. Run A says (1, 2), errors 1 and 1, MAE 1; run B says (0, 1),
+    errors 0 and 0, MAE 0. Every paired resample of the two items gives delta -1: the interval [-1, -1] and p = 0,
+    which called B "better" from two items. Under ``compare.MIN_PAIRED`` (30) paired items the call is "n.s."
+    whatever the p-value (the minimum the experts' ceiling reads too, ``bootstrap.MIN_VERDICT_UNITS``). The same
+    panels repeated 15 times (30 items, the same errors) reach the minimum: "better"."""
+    from eval.scoring.compare import MIN_PAIRED, compare
+
+    assert MIN_PAIRED == bootstrap.MIN_VERDICT_UNITS == 30
+    experts = [[0, 0, 1], [1, 1, 2]]
+    a = _scored_run(tmp_path / "A", [1.0, 2.0], experts)
+    b = _scored_run(tmp_path / "B", [0.0, 1.0], experts)
+    mae = compare([a, b], n_boot=200).comparisons[0].splits["standard"].overall["mae"]
+    assert (mae.n, mae.a, mae.b, mae.delta, mae.ci, mae.p_value) == (2, 1.0, 0.0, -1.0, (-1.0, -1.0), 0.0)
+    assert mae.verdict == "n.s."
+    a = _scored_run(tmp_path / "A30", [1.0, 2.0] * 15, experts * 15)
+    b = _scored_run(tmp_path / "B30", [0.0, 1.0] * 15, experts * 15)
+    mae = compare([a, b], n_boot=200).comparisons[0].splits["standard"].overall["mae"]
+    assert (mae.n, mae.delta, mae.p_value, mae.verdict) == (30, -1.0, 0.0, "better")

@@ -139,3 +139,21 @@ def test_the_analytic_intervals_cluster_by_answer_or_by_instruction():
     # the two units give two intervals (the section follows the unit, not one of them always)
     by_answer, by_instruction = (leniency(judge, mean, None, clusters=c)["ci"] for c in (answer, instruction))
     assert by_answer != pytest.approx(by_instruction, abs=1e-6)
+
+
+def test_the_ceiling_minimum_counts_instructions_under_the_instruction_unit():
+    """30 items in 2 instructions of 15: every item's panel is (1, 1, 1), so every pair's reference is 1. A judge
+    that says 1 everywhere has gap 0 on every item; one that says 2 has gap 1 on every item: every cluster resample
+    gives that same gap, a zero-width interval [0, 0] (or [1, 1]) that would read "inside" (or "outside") from two
+    instructions. The minimum counts the units resampled (``ceiling.MIN_ITEMS`` = 30, here 2 instructions):
+    "inconclusive" either way. Resampled by item, the same 30 items meet the minimum and keep their verdicts."""
+    from eval.validity.ceiling import MIN_ITEMS
+
+    experts = np.ones((30, 3))
+    clusters = np.repeat([0, 1], 15)
+    assert MIN_ITEMS == 30
+    for judge, gap, by_item in ((np.ones(30), 0.0, "inside"), (np.full(30, 2.0), 1.0, "outside")):
+        result = ceiling(judge, experts, "mode", DOMAIN, n_boot=200, rng=np.random.default_rng(0), clusters=clusters)
+        assert (result["n_items"], result["gap"], result["gap_ci"]) == (30, gap, [gap, gap])
+        assert result["verdict"] == "inconclusive"
+        assert ceiling(judge, experts, "mode", DOMAIN, n_boot=200, rng=np.random.default_rng(0))["verdict"] == by_item

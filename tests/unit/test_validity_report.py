@@ -43,7 +43,7 @@ def sample_runs(tmp_path_factory):
     data = judge.sample_data_path()
     exact = _run(root, "exact", records, 0, data)
     lenient = _run(root, "lenient", records, 1, data, "--alt-test-epsilon", "0.1", "--alt-test-failures", "drop",
-                   "--alt-test-min-items", "40")
+                   "--alt-test-min-items", "40", "--ceiling-failures", "drop")
     return {"root": root, "records": records, "exact": exact, "lenient": lenient}
 
 
@@ -74,6 +74,15 @@ def test_alt_test_flags_reach_the_section(sample_runs):
     third item is lenient and its rho is below the copy of an expert's scores."""
     alt = sample_runs["lenient"]["validity"]["splits"]["all"]["overall"]["alt_test"]
     assert (alt["epsilon"], alt["failures"], alt["min_items_per_expert"]) == (0.1, "drop", 40)
+    # --ceiling-failures is recorded beside the ceiling's other settings (default: worst). The sample's one judge
+    # failure is one item of the ceiling, counted in items beside its pairs, and the lead sentence says so.
+    assert sample_runs["lenient"]["validity"]["settings"]["ceiling_failures"] == "drop"
+    assert sample_runs["exact"]["validity"]["settings"]["ceiling_failures"] == "worst"
+    for run, how in (("exact", "each counted as its largest error in the ceiling"),
+                     ("lenient", "left out of the ceiling")):
+        split = sample_runs[run]["validity"]["splits"]["all"]
+        assert split["overall"]["ceiling"]["n_items_judge_failed"] == 1
+        assert f"the judge failed on 1 item ({how})" in split["sentence"]
     exact = sample_runs["exact"]["validity"]["splits"]["all"]["overall"]
     lenient = sample_runs["lenient"]["validity"]["splits"]["all"]["overall"]
     assert lenient["alt_test"]["advantage_probability"] < exact["alt_test"]["advantage_probability"]

@@ -49,6 +49,11 @@ def test_the_section_reads_back_to_the_same_bytes(tmp_path, named):
     assert validity.settings.alt_test == AltTestSettings() and validity.settings.target == raw["settings"]["target"]
     overall, raw_overall = validity.splits["all"].overall, raw["splits"]["all"]["overall"]
     assert overall.ceiling.gap == raw_overall["ceiling"]["gap"]
+    # the typed new fields: failures counted in items beside pairs, kappa's left-out pairs, the ceiling's rule
+    assert overall.ceiling.n_items_judge_failed == raw_overall["ceiling"]["n_items_judge_failed"] == 0
+    assert overall.agreement.n_kappa_off_domain == raw_overall["agreement"]["n_kappa_off_domain"] == 0
+    assert overall.agreement.n_items_judge_failed == raw_overall["agreement"]["n_items_judge_failed"] == 0
+    assert validity.settings.ceiling_failures == raw["settings"]["ceiling_failures"] == "worst"
     assert overall.alpha_with_judge == raw_overall["alpha_with_judge"] == raw_overall["agreement"]["alpha_with_judge"]
     assert overall.leniency.mean_signed_error > 0  # the judge is one above the first expert on every fourth item
     assert validity.splits["all"].sentence == raw["splits"]["all"]["sentence"]
@@ -82,6 +87,8 @@ def test_an_older_domain_result_reads_as_the_empty_result():
     expert tested, passed None), and is written in full."""
     cell = ValidityCell.from_json(_cell())
     assert isinstance(cell.alt_test, AltTest)
+    # a ceiling written before failures were counted in items: None, and not written back
+    assert cell.ceiling.n_items_judge_failed is None and "n_items_judge_failed" not in cell.to_json()["ceiling"]
     assert (cell.alt_test.n_experts_tested, cell.alt_test.passed, cell.alt_test.experts) == (0, None, [])
     assert cell.to_json()["alt_test"] == {"n_experts_tested": 0, "n_experts_rejected": 0, "winning_rate": None,
                                           "advantage_probability": None, "passed": None, "experts": [],

@@ -64,8 +64,9 @@ def test_ceiling_judge_failures_leave_the_same_pairs_out_of_both_sides():
     experts = rng.integers(0, 3, size=(200, 3)).astype(float)
     judge = experts[:, 0].copy()
     judge[:10] = nan
-    result = ceiling(judge, experts, "mean", np.array([0.0, 1.0, 2.0]), n_boot=300, rng=np.random.default_rng(0))
-    assert result["n_judge_failed"] == 30 and result["n_pairs"] == 570
+    result = ceiling(judge, experts, "mean", np.array([0.0, 1.0, 2.0]), n_boot=300, rng=np.random.default_rng(0),
+                     failures="drop")
+    assert result["n_judge_failed"] == 30 and result["n_pairs"] == 570 and result["n_items_judge_failed"] == 10
     low, high = result["gap_ci"]
     assert low <= result["gap"] <= high and result["expert_kappa"] is None  # kappa needs the mode reference
     far = ceiling(np.full(200, 2.0), np.zeros((200, 3)), "mode", np.array([0.0, 1.0, 2.0]), n_boot=200)
@@ -284,6 +285,17 @@ def test_paired_validity_with_dropped_failures_tests_both_judges_on_the_same_ite
     assert paired["rho"]["baseline"] == pytest.approx(alt_test(shared_a, experts, ids, settings)["advantage_probability"])
     assert paired["rho"]["baseline"] != pytest.approx(alt_test(judge_a, experts, ids, settings)["advantage_probability"])
     assert paired["rho"]["run"] == pytest.approx(alt_test(judge_b, experts, ids, settings)["advantage_probability"])
+    # The ceiling gap follows the baseline section's ``ceiling_failures``: under ``worst`` every item counts and each
+    # side is its judge's own ceiling gap with failures as their largest error (the scale 0-2); under ``drop`` the
+    # items both scored.
+    domain = np.arange(3.0)
+    worst = paired_validity(judge_a, judge_b, experts, ids, "mean", settings, n_boot=0, ceiling_failures="worst",
+                            scale_low=np.zeros(120), scale_high=np.full(120, 2.0))
+    assert worst["ceiling_gap"]["baseline"] == pytest.approx(ceiling(judge_a, experts, "mean", domain, n_boot=0)["gap"])
+    assert worst["ceiling_gap"]["run"] == pytest.approx(ceiling(judge_b, experts, "mean", domain, n_boot=0)["gap"])
+    dropped = paired_validity(judge_a, judge_b, experts, ids, "mean", settings, n_boot=0, ceiling_failures="drop")
+    assert dropped["ceiling_gap"]["baseline"] == pytest.approx(
+        ceiling(shared_a, experts, "mean", domain, n_boot=0, failures="drop")["gap"])
 
 
 @pytest.mark.parametrize(("judge", "experts"), [
@@ -294,7 +306,7 @@ def test_paired_validity_with_dropped_failures_tests_both_judges_on_the_same_ite
 def test_section_on_tables_with_nothing_to_compare(judge, experts):
     """A table where no figure can be computed still gives a section and a sentence (figures None), not an error."""
     from eval.scoring.item_table import ItemTable
-    from eval.validity.section import validity_section
+    from eval.validity.section import ValiditySettings, validity_section
 
     labels = {name: np.full(2, value, dtype=object) for name, value in (
         ("status", "ok"), ("error", ""), ("score_source", "verdict"), ("split", "standard"), ("model_id", "m"),
@@ -302,6 +314,16 @@ def test_section_on_tables_with_nothing_to_compare(judge, experts):
     table = ItemTable(ids=np.array(["a", "b"], dtype=object), judge=judge, experts=experts, **labels)
     section = validity_section(table, "mode", {"all": np.arange(2)})
     overall = section.splits["all"].overall
+    if np.isnan(judge).all():
+        # The judge's failures count as its largest error (``ceiling_failures`` "worst"): the scale unknown, the
+        # ends are the criterion's expert scores 0 and 2. Panel (1, 2): references 2 and 1, expert errors 1, 1, the
+        # judge's 2 (the end 0) and 1 (a tie: the lower end); panel (0, 1): references 1 and 0, expert errors 1, 1,
+        # the judge's 1 and 2. Judge 6/4, experts 4/4; two items: too few for a verdict, "inconclusive".
+        c = overall.ceiling
+        assert (c.n_pairs, c.n_judge_failed, c.n_items_judge_failed) == (4, 4, 2)
+        assert (c.judge_mae, c.expert_mae, c.verdict) == (1.5, 1.0, "inconclusive")
+        dropped = validity_section(table, "mode", {"all": np.arange(2)}, ValiditySettings(ceiling_failures="drop"))
+        overall = dropped.splits["all"].overall
     assert overall.ceiling.n_pairs == 0 and overall.ceiling.verdict is None
     assert section.splits["all"].sentence.startswith("The alternative annotator test needs named experts")
 
@@ -734,3 +756,78 @@ def test_length_bias_compares_the_judge_on_the_experts_items():
     result = length_bias(judge, experts, ids, chars, None, answers=np.arange(2 * n))
     assert result["judge"]["n"] == n
     assert result["judge"]["slope"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_ceiling_counts_a_failure_as_the_judges_largest_error_by_default():
+    """Four items on a 0-2 scale: two easy ones, panel (1, 1, 1), the judge right; two disputed ones, panel (0, 0, 0,
+    1), the judge failed. Every pair's reference is the rest's mode: 1 on the easy items (3 pairs each, every error
+    0), 0 on the disputed ones (4 pairs each; expert errors 0, 0, 0, 1). ``n_judge_failed`` counts the failed pairs,
+    8, ``n_items_judge_failed`` the failed items, 2 (as ``n_items`` counts items).
+
+    ``worst`` (the default): a failure is the end of the scale farther from the reference 0, the level 2, an error
+    of 2 on each of the 8 pairs: 14 pairs, judge MAE 16/14, expert MAE 2/14, gap 1. ``drop``: the disputed items'
+    pairs are left out of both sides: 6 pairs on 2 items, both MAEs 0, gap 0."""
+    experts = np.array([[1, 1, 1, nan], [1, 1, 1, nan], [0, 0, 0, 1], [0, 0, 0, 1]], dtype=float)
+    judge = np.array([1.0, 1.0, nan, nan])
+    worst = ceiling(judge, experts, "mode", np.array([0.0, 1.0, 2.0]), n_boot=0)
+    assert (worst["n_judge_failed"], worst["n_items_judge_failed"], worst["n_items"], worst["n_pairs"]) == (8, 2, 4, 14)
+    assert worst["judge_mae"] == pytest.approx(16 / 14) and worst["expert_mae"] == pytest.approx(2 / 14)
+    assert worst["gap"] == pytest.approx(1.0)
+    drop = ceiling(judge, experts, "mode", np.array([0.0, 1.0, 2.0]), n_boot=0, failures="drop")
+    assert (drop["n_judge_failed"], drop["n_items_judge_failed"], drop["n_items"], drop["n_pairs"]) == (8, 2, 2, 6)
+    assert (drop["judge_mae"], drop["expert_mae"], drop["gap"]) == (0.0, 0.0, 0.0)
+
+
+def test_a_judge_failing_on_the_disputed_items_is_not_inside_the_experts_range():
+    """60 items on a 0-2 scale, three named experts: 30 easy ones, panel (1, 1, 1), the judge right; 30 disputed
+    ones, panel (0, 0, 1), where the judge's verdict failed to parse. On a disputed item only the dissenter's pair has
+    a reference (the other two see (0, 1): no unique mode): 0, the dissenter's error 1.
+
+    ``worst`` (the default): the judge's failure is the level 2, an error of 2: the gap is 30 x (2 - 1) over 90 + 30
+    pairs = 0.25. A resample of d disputed items among 60 has gap d / (180 - 2 d); it reaches the 0.1 margin only at
+    d <= 15 (Binomial(60, 1/2) has P(d <= 15) ~ 4e-5): the whole interval lies above the margin, "outside".
+    ``drop``: the disputed items leave the ceiling, the 30 easy ones give gap 0 with the interval [0, 0] over 30
+    items (the minimum): "inside" — while the alt-test counts the 30 failures as losses either way. The report says
+    how many items failed: in the lead sentence, the ceiling's row and alpha's (over the readable verdicts only)."""
+    from eval.validity.render import _overall_rows
+    from eval.validity.section import ValiditySettings, validity_section
+
+    n = 60
+    experts = np.array([[1.0, 1, 1]] * 30 + [[0.0, 0, 1]] * 30)
+    judge = np.r_[np.ones(30), np.full(30, nan)]
+    status = ["ok"] * 30 + ["parse_failed"] * 30
+    ids = np.array([["e1", "e2", "e3"]] * n, dtype=object)
+    table = _table(judge, experts, ids, status)
+    table.scale_low, table.scale_high = np.zeros(n), np.full(n, 2.0)
+    blocks = {}
+    for failures in ("worst", "drop"):
+        section = validity_section(table, "mode", {"standard": np.arange(n)},
+                                   ValiditySettings(n_boot=200, alpha_boot=0, ceiling_failures=failures))
+        assert section.settings.ceiling_failures == failures
+        blocks[failures] = section
+    worst = blocks["worst"].splits["standard"]
+    c = worst.overall.ceiling
+    assert (c.n_items, c.n_pairs, c.n_judge_failed, c.n_items_judge_failed) == (60, 120, 30, 30)
+    assert c.gap == pytest.approx(0.25) and c.gap_ci[0] > 0.1 and c.verdict == "outside"
+    assert worst.by_criterion["c"].ceiling.verdict == "outside"
+    dropped = blocks["drop"].splits["standard"].overall.ceiling
+    assert (dropped.n_items, dropped.gap, dropped.gap_ci, dropped.verdict) == (30, 0.0, [0.0, 0.0], "inside")
+    assert worst.overall.alt_test.n_items_judge_failed == 30
+    assert worst.overall.agreement.n_items_judge_failed == 30
+    assert "the judge failed on 30 items (each counted as its largest error in the ceiling)" in worst.sentence
+    assert "the judge failed on 30 items (left out of the ceiling)" in blocks["drop"].splits["standard"].sentence
+    rows = dict(_overall_rows(worst, "worst"))
+    assert rows["experts' ceiling (MAE to the rest of the panel)"].endswith(
+        "; the judge failed on 30 items (30 pairs), each counted as its largest error on the item's scale")
+    assert "(over its readable verdicts: 30 failed items left out)" in rows["Krippendorff's α (ordinal)"]
+
+
+def test_n_kappa_counts_the_pairs_kappa_used():
+    """Judge (0, 1, 1, 2) against the experts' mode (0, 1, 0.5, 2) on the domain 0-2: the mode 0.5 is no level of
+    the domain, so kappa is over the 3 other pairs, all on the diagonal (kappa 1); ``n_kappa`` counts those 3, not
+    4, and ``n_kappa_off_domain`` the pair left out, 1."""
+    experts = np.array([[0, 0], [1, 1], [0.5, 0.5], [2, 2]])
+    result = agreement(np.array([0.0, 1, 1, 2]), experts, np.array([0, 1, 0.5, 2]), np.array([0.0, 1, 2]), n_boot=0)
+    assert result["n_kappa"] == 3 and result["n_kappa_off_domain"] == 1
+    assert result["kappa_quadratic"] == pytest.approx(1.0)
+    assert result["n_items_judge_failed"] == 0
