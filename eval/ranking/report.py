@@ -107,12 +107,20 @@ def _matrix_table(matrix: Mapping[str, Any]) -> str:
     return "".join(out)
 
 
+def _sent(counts: Mapping[str, Any]) -> str:
+    """How many items went to the judge (``n_items``: every item with an answer, whether or not a verdict came
+    back), and how many of them have none (``n_no_prediction``, listed under Not judged)."""
+    unanswered = counts.get("n_no_prediction") or 0
+    return f"{counts['n_items']} items sent to the judge" + (
+        f" ({unanswered} of them without a verdict: see Not judged)" if unanswered else "")
+
+
 def render_ranking_page(result: Mapping[str, Any]) -> str:
     """The ranking report: counts, the matrix as a heat map, how to read it."""
     matrix, counts = result["matrix"], result["counts"]
     subtitle = [f"candidate <b>{_e(result['model'])}</b>, judge <b>{_e(result['judge'])}</b>, data {_e(result['data'])}",
                 f"grand mean {_fmt(matrix['grand_mean'], 4)} (the mean of every non-binary score, pooled); "
-                f"{counts['n_instructions']} instructions, {counts['n_items']} judged items; normalisation "
+                f"{counts['n_instructions']} instructions, {_sent(counts)}; normalisation "
                 f"{_e(matrix['normalize'])}; verdicts read by the {_e(result.get('verdict_reader', 'toolkit'))} "
                 f"reader; {matrix['n_boot']} bootstrap resamples over {matrix['n_instructions']} "
                 "instructions (seed " + _e(matrix["seed"]) + ")"]

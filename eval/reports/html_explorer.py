@@ -9,9 +9,13 @@ Full texts (instruction, answer, reference, rubric, comments, feedback) are embe
 ``text_items`` items: the largest |judge − experts| of every (criterion, evaluated model) first, round by round,
 then the items without a difference (failures, no reference). They sit in a second JSON element that the page
 parses only when an item is first opened. The POLLUX paper has no view of this kind;
-the cap is our choice, so that a full-test page stays a few tens of MB instead of several hundred.
+the cap is our choice, so that a full-test page stays a few tens of MB instead of several hundred. The texts are
+bounded by bytes too, whatever the judge writes: each is cut at ``MAX_TEXT_CHARS`` characters (the cut is said in
+the text), and items stop being embedded once their texts reach ``DEFAULT_TEXT_BYTES`` (said in the page's note). A
+judge's raw output is embedded only for a failed verdict: a parsed one is its feedback and score again (a reasoning
+judge's ``<think>…</think>`` plus the score), which doubled the texts of such a run.
 
-Why one module of ~510 lines: report.html's explorer and compare.html's are one data layout (the columns, the text
+Why one module of ~650 lines: report.html's explorer and compare.html's are one data layout (the columns, the text
 cap, the status labels the page's filters and badges know); apart, the page script's one contract would live in two
 files. Finding a run's files again is ``eval.reports.run_files``.
 """
@@ -29,25 +33,43 @@ from eval.reports.report import SPLIT_TITLES
 from eval.reports.run_files import load_predictions, load_records, missing_note
 from eval.scoring.comparison import Comparison
 
-__all__ = ["DEFAULT_TEXT_ITEMS", "SCALE_LABELS", "STATUS_LABELS", "compare_items", "compare_status", "explorer_json",
-           "item_columns", "item_status", "read_item_columns", "report_items"]
+__all__ = ["DEFAULT_TEXT_BYTES", "DEFAULT_TEXT_ITEMS", "MAX_TEXT_CHARS", "MODE_LABELS", "SCALE_LABELS",
+           "STATUS_LABELS", "compare_items", "compare_status", "explorer_json", "item_columns", "item_status",
+           "read_item_columns", "report_items"]
 
-#: Items whose full texts a page embeds (see the module docstring); 0 keeps none, a negative value keeps all.
-#: Each costs ~3 KB (its instruction, answer and reference are rarely shared with another embedded item): 5,000 keep
-#: a full-test page near 25 MB (bench/report_page.py).
+#: Items whose full texts a page embeds (see the module docstring); 0 keeps none, a negative value keeps all (up to
+#: ``DEFAULT_TEXT_BYTES``). Each costs ~4.5 KB of JSON in ``bench/report_page.py``'s synthetic full test (its
+#: instruction, answer and reference are rarely shared with another embedded item; ~250 characters of feedback):
+#: 5,000 make 22 MiB of texts in a 31 MiB page (160,000 items; ``build_run`` then ``write_report_page``, the bytes
+#: of the ``explorer-texts`` element and of the file). A reasoning judge's feedback is its reasoning: with 6,000
+#: characters of it per item the texts would pass 64 MiB, where ``DEFAULT_TEXT_BYTES`` stops them (4,821 items).
 DEFAULT_TEXT_ITEMS = 5_000
+#: The longest text (instruction, answer, rubric, comment, feedback, raw output) the page embeds, in characters;
+#: a longer one is cut there, with a line saying so (one 1 MB feedback would otherwise be 1 MB of the page).
+MAX_TEXT_CHARS = 20_000
+#: The most bytes of embedded texts (their JSON) a page holds: texts are embedded item by item, worst first, until
+#: the next item's would pass it. About three times the synthetic full test's 22 MiB, so a run of ordinary texts
+#: keeps its ``DEFAULT_TEXT_ITEMS``.
+DEFAULT_TEXT_BYTES = 64 * 2**20
 #: Explorer status of an item, as the filter shows it (``unknown``: items.parquet holds a status this version does
 #: not write). The statuses part the items as metrics.json counts them: ``scored`` holds the ``n_scored`` items
 #: (a verdict outside its scale is scored, as the paper scores it), ``failed`` the ``n_failed``, ``missing`` the
 #: ``n_missing``. Whether a verdict lies outside its scale is a filter of its own (``SCALE_LABELS``), not a status.
-STATUS_LABELS = ("scored", "failed", "no unique mode", "unlabelled", "missing", "unknown")
+#: A judged item whose experts tie has no reference and is ``experts tie``; a failed one whose experts tie is
+#: ``failed`` (the first that applies, ``item_status``). Which items' experts tie is the mode filter's
+#: (``MODE_LABELS``), counted as metrics.json's ``n_no_unique_mode`` is.
+STATUS_LABELS = ("scored", "failed", "experts tie", "unlabelled", "missing", "unknown")
+#: The experts' mode filter: its ``no unique mode`` holds the items metrics.json's ``n_no_unique_mode`` counts (an
+#: item with a prediction, failed or not, whose expert scores have no unique mode); ``no prediction``: the items
+#: outside ``n``.
+MODE_LABELS = ("unique mode", "no unique mode", "no expert scores", "no prediction")
 #: The scale filter: the judge's score inside or outside the item's scale (its ``out of scale`` count is the
 #: report's ``n_out_of_scale``), or not checked (no score, or a rubric without a readable scale).
 SCALE_LABELS = ("in scale", "out of scale", "not checked")
 # items.parquet's ``why_unscored`` (when the scorer writes it) -> explorer status.
 _WHY_UNSCORED = {"no_prediction": "missing", "request_failed": "failed", "parse_failed": "failed",
                  "all_experts_abstained": "unlabelled", "no_expert_scores": "unlabelled",
-                 "no_unique_mode": "no unique mode"}
+                 "no_unique_mode": "experts tie"}
 
 def explorer_json(data: Mapping[str, Any]) -> str:
     """``json.dumps`` of the explorer's data, compact, non-ASCII kept; its ``rows`` written by ``_ItemRows``."""
@@ -62,19 +84,75 @@ def explorer_json(data: Mapping[str, Any]) -> str:
 # ----------------------------------------------------------------------------------------- item payloads
 
 
+def _json_bytes(value: Any) -> int:
+    """The bytes of ``value`` as the page's JSON writes it (compact, non-ASCII kept, UTF-8)."""
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+def _clip(text: str | None) -> str:
+    """``text`` as the page embeds it: cut at ``MAX_TEXT_CHARS`` characters, with a line that says so."""
+    text = text or ""
+    if len(text) <= MAX_TEXT_CHARS:
+        return text
+    return (f"{text[:MAX_TEXT_CHARS]}\n\n[… cut at {MAX_TEXT_CHARS:,} characters of {len(text):,}: the whole text is in "
+            "the run's files]")
+
+
 class _Strings:
-    """Shared texts (instructions, answers, rubrics repeat across an answer's criteria) stored once."""
+    """Shared texts (instructions, answers, rubrics repeat across an answer's criteria) stored once, each cut at
+    ``MAX_TEXT_CHARS``; ``size``: their bytes in the page's JSON."""
 
     def __init__(self) -> None:
         self.values: list[str] = []
         self.index: dict[str, int] = {}
+        self.size = 0
 
     def __call__(self, text: str | None) -> int:
-        text = text or ""
+        text = _clip(text)
         if text not in self.index:
             self.index[text] = len(self.values)
             self.values.append(text)
+            self.size += _json_bytes(text) + 1  # and its comma
         return self.index[text]
+
+    def drop_after(self, count: int, size: int) -> None:
+        """Forget the strings added after the first ``count`` (an item that did not fit the budget)."""
+        for text in self.values[count:]:
+            del self.index[text]
+        del self.values[count:]
+        self.size = size
+
+
+class _TextBudget:
+    """Details (an item's texts) added while their JSON and the strings they add stay within ``limit`` bytes."""
+
+    def __init__(self, strings: _Strings, limit: int = DEFAULT_TEXT_BYTES) -> None:
+        self.strings, self.limit = strings, limit
+        self.details: list[dict[str, Any]] = []
+        self.size = 0
+        self.full = False  # an item's texts did not fit: none is added after it
+
+    def add(self, build) -> int:
+        """The index of the detail ``build()`` makes (it interns its texts in ``strings``), or -1 once full."""
+        if self.full:
+            return -1
+        count, before = len(self.strings.values), self.strings.size
+        detail = build()
+        size = _json_bytes(detail) + 1
+        if self.size + size + self.strings.size > self.limit:
+            self.strings.drop_after(count, before)
+            self.full = True
+            return -1
+        self.size += size
+        self.details.append(detail)
+        return len(self.details) - 1
+
+    def note(self) -> str:
+        """What the page says when the budget stopped the texts; "" when it did not."""
+        if not self.full:
+            return ""
+        return (f"the page's budget for texts ({self.limit / 2**20:g} MiB, long texts cut at {MAX_TEXT_CHARS:,} "
+                "characters) was reached")
 
 
 def _round(value: Any, digits: int = 4) -> float | int | None:
@@ -113,7 +191,7 @@ def _round_column(values: Sequence[Any]) -> list[float | int | None]:
 
 def item_status(status: str, reference: float | None, has_experts: bool, why_unscored: str | None = None) -> str:
     """The explorer's status of one item (one of ``STATUS_LABELS``); the first that applies of failed, missing,
-    unknown, no unique mode, unlabelled, scored (the order of ``eval.scoring.item_table.UNSCORED_REASONS``).
+    unknown, experts tie (no unique mode), unlabelled, scored (the order of ``eval.scoring.item_table.UNSCORED_REASONS``).
 
     Args:
         status: the item table's status (``ok``, ``parse_failed``, ``request_failed``, ``missing``; another reads
@@ -131,22 +209,26 @@ def item_status(status: str, reference: float | None, has_experts: bool, why_uns
     if status not in STATUSES:  # never read as scored: the page shows the label, not the file's text
         return "unknown"
     if why_unscored:
-        return _WHY_UNSCORED.get(why_unscored, "no unique mode" if has_experts else "unlabelled")
+        return _WHY_UNSCORED.get(why_unscored, "experts tie" if has_experts else "unlabelled")
     if reference is None:
-        return "no unique mode" if has_experts else "unlabelled"
+        return "experts tie" if has_experts else "unlabelled"
     return "scored"
 
 
 def _verdict(row: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The judge's side of an item, compactly: feedback, raw output when it differs, error, confidence, probs."""
+    """The judge's side of an item, compactly: feedback, the raw output of a failed verdict, error, confidence,
+    probs; each text cut at ``MAX_TEXT_CHARS``."""
     if row is None:
         return None
-    out: dict[str, Any] = {"f": row.get("feedback") or ""}
+    out: dict[str, Any] = {"f": _clip(row.get("feedback"))}
     raw = row.get("raw_output")
-    if raw and raw != out["f"]:
-        out["o"] = raw
+    # Only a failure's raw output says something the feedback and score do not (what the parser could not read); a
+    # parsed verdict's is the feedback again in the format's tags (module docstring).
+    failed = bool(row.get("error")) or row.get("score") is None
+    if failed and raw and raw != (row.get("feedback") or ""):
+        out["o"] = _clip(raw)
     if row.get("error"):
-        out["e"], out["w"] = row["error"], row.get("reason") or ""
+        out["e"], out["w"] = _clip(str(row["error"])), _clip(row.get("reason"))
     for key, short in (("confidence", "k"), ("expected_score", "x"), ("score_source", "src")):
         if row.get(key) is not None:
             out[short] = _round(row[key]) if short != "src" else row[key]
@@ -216,7 +298,8 @@ class _Texts:
 
 def _record_text(record, strings: _Strings) -> dict[str, Any]:
     return {"i": strings(record.instruction), "a": strings(record.answer), "r": strings(record.reference_answer),
-            "u": strings(f"{record.criteria_name}\n\n{record.rubrics}"), "c": list(record.expert_feedback or [])}
+            "u": strings(f"{record.criteria_name}\n\n{record.rubrics}"),
+            "c": [_clip(c) for c in record.expert_feedback or []]}
 
 
 def _read_items(path: Path) -> dict[str, list]:
@@ -305,8 +388,9 @@ class _ItemRows(Sequence):
                                            detail)) + "]"
 
 
-def _text_order(diffs: Sequence[float | None], groups: Sequence[Any], cap: int) -> set[int]:
-    """Row indices whose texts are embedded: the worst items of every group first, round by round.
+def _text_order(diffs: Sequence[float | None], groups: Sequence[Any], cap: int) -> list[int]:
+    """Row indices whose texts are embedded, in the order they are: the worst items of every group first, round by
+    round (the order the byte budget takes them in).
 
     Within a group (a criterion of an evaluated model) items rank by difference, largest first, items without one
     last; the 1st of every group come before the 2nd of any, so a filtered view also opens to its own worst items.
@@ -316,8 +400,8 @@ def _text_order(diffs: Sequence[float | None], groups: Sequence[Any], cap: int) 
     import numpy as np
 
     n = len(diffs)
-    if cap < 0 or cap >= n:
-        return set(range(n))
+    if n == 0 or cap == 0:
+        return []
     group_code = {g: k for k, g in enumerate(sorted(set(groups)))}
     group = np.fromiter((group_code[g] for g in groups), dtype=np.int64, count=n)
     missing = np.fromiter((d is None for d in diffs), dtype=bool, count=n)
@@ -330,19 +414,42 @@ def _text_order(diffs: Sequence[float | None], groups: Sequence[Any], cap: int) 
     position = np.arange(n)
     rank[within] = position - np.repeat(starts, np.diff(np.r_[starts, n]))
     order = np.lexsort((index, minus, missing, rank))
-    return set(order[:cap].tolist())
+    return order.tolist() if cap < 0 else order[:cap].tolist()
 
 
-def _no_text_note(n_text: int, n: int) -> str:
+def _no_text_note(n_text: int, n: int, budget_note: str = "") -> str:
+    if budget_note:
+        return (f"Texts are embedded for {n_text} of {n} items (the largest differences of each criterion and "
+                f"evaluated model first), where {budget_note}; this one has only its numbers here.")
     return (f"Texts are embedded for {n_text} of {n} items (the largest differences of each criterion and evaluated "
             "model first); this one has only its numbers here. Score again with a larger --html-text-items to embed "
             "more.")
 
 
+def _mode_labels(flat_scores: Any, starts: Sequence[int], present: Sequence[bool]) -> list[str]:
+    """Each item's ``MODE_LABELS`` label, from its expert scores as items.parquet holds them (abstentions left out)
+    and whether it has a prediction: ``eval.scoring.metrics.expert_mode``, as metrics.json's count reads it."""
+    import numpy as np
+
+    from eval.scoring.metrics import expert_mode
+
+    n = len(starts) - 1
+    lengths = np.diff(np.asarray(starts, dtype=np.int64))
+    padded = np.full((n, max(int(lengths.max()) if n else 0, 1)), np.nan)
+    if len(lengths) and lengths.sum():
+        row = np.repeat(np.arange(n), lengths)
+        column = np.arange(int(lengths.sum())) - np.repeat(np.asarray(starts[:-1], dtype=np.int64), lengths)
+        padded[row, column] = np.asarray(flat_scores, dtype=float)
+    has_experts = (~np.isnan(padded)).any(axis=1)
+    _, unique = expert_mode(padded)
+    return [MODE_LABELS[3] if not p else MODE_LABELS[2] if not h else MODE_LABELS[0] if u else MODE_LABELS[1]
+            for p, h, u in zip(present, has_experts.tolist(), unique.tolist())]
+
+
 def report_items(items: Mapping[str, Sequence], records: Sequence | None,
                  predictions: Iterable[Mapping[str, Any]] | None, judge_name: str, target: str,
                  text_items: int = DEFAULT_TEXT_ITEMS, records_note: str = "",
-                 predictions_note: str = "") -> dict[str, Any]:
+                 predictions_note: str = "", text_bytes: int = DEFAULT_TEXT_BYTES) -> dict[str, Any]:
     """The explorer's data for one scored run.
 
     Column-wise: numbers are rounded a column at a time (``_round_column``) and filter codes are built per column;
@@ -356,6 +463,7 @@ def report_items(items: Mapping[str, Sequence], records: Sequence | None,
         text_items: see ``DEFAULT_TEXT_ITEMS``.
         records_note, predictions_note: why ``records`` / ``predictions`` is None (``missing_note``), said on the
             page instead of empty texts or "no prediction".
+        text_bytes: see ``DEFAULT_TEXT_BYTES``.
     """
     ids = [str(v) for v in items["id"]]
     n = len(ids)
@@ -363,7 +471,7 @@ def report_items(items: Mapping[str, Sequence], records: Sequence | None,
     verdicts = _Verdicts(predictions)
     in_scale, why_unscored = items.get("in_scale"), items.get("why_unscored")
     filters = [("split", "split"), ("model", "evaluated model"), ("task", "task type"), ("criterion", "criterion"),
-               ("status", "status")]
+               ("status", "status (failures first)"), ("mode", "experts' mode")]
     if in_scale is not None:  # an items.parquet written before in_scale existed has no scale to filter by
         filters.append(("scale", "judge's score vs scale"))
 
@@ -386,7 +494,8 @@ def report_items(items: Mapping[str, Sequence], records: Sequence | None,
         statuses.append(status)
     labels = {"split": [SPLIT_TITLES.get(str(v), str(v)) for v in items["split"]],
               "model": [str(v) for v in items["model_id"]], "task": [str(v) for v in items["task_type"]],
-              "criterion": [str(v) for v in items["criteria_name"]], "status": statuses}
+              "criterion": [str(v) for v in items["criteria_name"]], "status": statuses,
+              "mode": _mode_labels(flat_scores, starts, [str(v) != "missing" for v in items["status"]])}
     if in_scale is not None:
         # items.parquet's in_scale of a verdict the judge gave (true / false; null: a rubric without a readable
         # scale); any other item is not checked. A dict lookup per item: 1.0 and 0.0 find True and False too.
@@ -395,7 +504,7 @@ def report_items(items: Mapping[str, Sequence], records: Sequence | None,
                            for status, flag in zip(items["status"], in_scale)]
     # Filter options in a readable order (labels sorted, statuses and scale labels in their own order), rows coded
     # by position.
-    ordered = {"status": STATUS_LABELS, "scale": SCALE_LABELS}
+    ordered = {"status": STATUS_LABELS, "scale": SCALE_LABELS, "mode": MODE_LABELS}
     values: dict[str, list[str]] = {}
     codes = []
     for key, _ in filters:
@@ -405,24 +514,30 @@ def report_items(items: Mapping[str, Sequence], records: Sequence | None,
         codes.append([position[label] for label in labels[key]])
 
     groups = list(zip(items["criteria_name"], items["model_id"]))
-    with_text = _text_order(diffs, groups, text_items) if records is not None else set()
-    strings, details = _Strings(), []
+    with_text = _text_order(diffs, groups, text_items) if records is not None else []
+    strings = _Strings()
+    budget = _TextBudget(strings, text_bytes)
     detail = [-1] * n
     texts.prefetch(ids[i] for i in with_text)
-    chosen = [i for i in sorted(with_text) if texts.get(ids[i]) is not None]
+    chosen = [i for i in with_text if texts.get(ids[i]) is not None]  # worst first: the budget keeps the worst
     missing_predictions = {"m": predictions_note} if predictions is None and predictions_note else None
     for i, verdict in zip(chosen, verdicts.of([ids[i] for i in chosen])):
-        detail[i] = len(details)
-        details.append({**_record_text(texts.get(ids[i]), strings), "v": [missing_predictions or verdict]})
+        detail[i] = budget.add(lambda: {**_record_text(texts.get(ids[i]), strings),
+                                        "v": [missing_predictions or verdict]})
+        if budget.full:
+            break
     rows = _ItemRows(ids, codes, judge_scores, references, shown_diffs, flat, starts, detail)
+    details = budget.details
     return {
         # The judges' labels as the page shows them, in the column heading and over each verdict.
         "kind": "report", "judges": ["judge: " + (judge_name or "(unnamed)")], "strings": strings.values, "details": details,
         "rows": rows, "page_size": 50, "status_filter": 4, "list_columns": [3, 1, 0, 4],
         "filters": [{"key": key, "label": label, "values": values[key]} for key, label in filters],
         "diff_label": "|judge − experts|", "reference_label": f"experts' {target}",
-        "no_text_note": records_note if records is None and records_note else _no_text_note(len(details), n),
-        "notes": [note for note in (records_note, predictions_note) if note],
+        "no_text_note": (records_note if records is None and records_note
+                         else _no_text_note(len(details), n, budget.note())),
+        "notes": [note for note in (records_note, predictions_note, budget.note() and
+                                    f"Texts are embedded for {len(details)} of {n} items: {budget.note()}.") if note],
     }
 
 
@@ -466,7 +581,8 @@ def compare_items(result: Comparison, top: int = 1000) -> dict[str, Any]:
             values[key].append(label)
         return values[key].index(label)
 
-    strings, details, out_rows = _Strings(), [], []
+    strings, out_rows = _Strings(), []
+    budget = _TextBudget(strings)
     for other_k in range(1, len(tables)):
         other = tables[other_k]
         pair = code("pair", f"{names[other_k]} vs {names[0]}")
@@ -486,24 +602,29 @@ def compare_items(result: Comparison, top: int = 1000) -> dict[str, Any]:
                     code("criterion", str(base["criteria_name"][i])),
                     code("status", compare_status(base["status"][i], other["status"][j]))]
             record = texts.get(item_id)
-            if record is not None:
-                text = _record_text(record, strings)
-            else:  # said, not shown as empty texts
-                text = {"i": strings(""), "a": strings(""), "r": strings(""), "u": strings(""), "c": [],
-                        "m": notes[0] if records is None else f"Item {item_id} is not in the labelled data."}
-            text["v"] = [_compared_verdict(preds[0], item_id), _compared_verdict(preds[other_k], item_id)]
-            details.append(text)
+
+            def text(record=record, item_id=item_id, other_k=other_k) -> dict[str, Any]:
+                if record is not None:
+                    out = _record_text(record, strings)
+                else:  # said, not shown as empty texts
+                    out = {"i": strings(""), "a": strings(""), "r": strings(""), "u": strings(""), "c": [],
+                           "m": notes[0] if records is None else f"Item {item_id} is not in the labelled data."}
+                out["v"] = [_compared_verdict(preds[0], item_id), _compared_verdict(preds[other_k], item_id)]
+                return out
+
             reference = _round((base.get("reference") or [None] * (i + 1))[i])
             experts = [_round(v) for v in (base["expert_scores"][i] or [])]
-            out_rows.append([item_id, cats, [a, b], reference, _round(diff), experts,
-                             len(details) - 1])
+            out_rows.append([item_id, cats, [a, b], reference, _round(diff), experts, budget.add(text)])
+    details = budget.details
+    no_text = "This item's texts are not in the page" + (f": {budget.note()}." if budget.full else ".")
     return {
         "kind": "compare",
         "judges": ["baseline: " + names[0], "run: " + names[1] if len(names) == 2 else "run"], "strings": strings.values,
         "details": details, "rows": out_rows, "page_size": 50, "status_filter": 5, "list_columns": [0, 4, 2, 5],
         "filters": [{"key": key, "label": label, "values": values[key]} for key, label in filters],
         "diff_label": "|run − baseline|", "reference_label": "experts' reference",
-        "no_text_note": "This item's texts are not in the page.", "notes": notes,
+        "no_text_note": no_text, "notes": notes + ([f"Texts are embedded for {len(details)} of {len(out_rows)} items: "
+                                                    f"{budget.note()}."] if budget.full else []),
     }
 
 

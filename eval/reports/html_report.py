@@ -190,8 +190,9 @@ def _confusion_html(title: str, conf: Confusion) -> str:
     return "".join(out)
 
 
-def _mae_svg(cells: Mapping[str, Cell], target: str) -> str:
-    """MAE by criterion, worst on top, with its interval as a whisker; inline SVG."""
+def _mae_svg(cells: Mapping[str, Cell], target: str, intervals: bool = True) -> str:
+    """MAE by criterion, worst on top, with its interval as a whisker (``intervals``: the run drew resamples);
+    inline SVG."""
     rows = sorted(((k, c) for k, c in cells.items() if _finite(c.mae)), key=lambda kc: -kc[1].mae)
     if not rows:
         return '<p class="note">No criterion has a defined MAE.</p>'
@@ -213,8 +214,9 @@ def _mae_svg(cells: Mapping[str, Cell], target: str) -> str:
             out.append(f'<line x1="{x0:.1f}" x2="{x1:.1f}" y1="{ym:.1f}" y2="{ym:.1f}" stroke="#222"/>')
         out.append(f'<text x="{label_w + c.mae * scale + 4:.1f}" y="{y + 12}" fill="#333">{_num(c.mae, 2)}</text>')
     axis_y = height - 14
+    whisker = " and its bootstrap interval (line)" if intervals else ""
     out.append(f'<text x="{label_w}" y="{axis_y + 10}" fill="#555">MAE vs expert {_e(target)} '
-               f"(bar) and its bootstrap interval (line); axis 0 to {_num(top, 2)}</text>")
+               f"(bar){whisker}; axis 0 to {_num(top, 2)}</text>")
     out.append("</svg>")
     return "".join(out)
 
@@ -248,8 +250,10 @@ def render_report_page(result: Metrics, explorer: Mapping[str, Any] | None) -> s
     judge_name = result.judge or "(unnamed judge)"
     s = result.settings
     unit = "whole instructions" if s.bootstrap_unit == "instruction" else "items"
-    subtitle = [f"Target: expert <b>{_e(result.target)}</b> · bootstrap {_e(s.n_boot)} resamples of {unit}, "
-                f"{_e(ci_percent(s.ci_level))} % percentile intervals · VC draws {_e(s.vc_repeats)}, "
+    # --n-boot 0 draws no resample: the page then claims no interval (its cells have none to show).
+    intervals = (f"bootstrap {_e(s.n_boot)} resamples of {unit}, {_e(ci_percent(s.ci_level))} % percentile intervals"
+                 if s.n_boot else "no bootstrap (--n-boot 0): no intervals")
+    subtitle = [f"Target: expert <b>{_e(result.target)}</b> · {intervals} · VC draws {_e(s.vc_repeats)}, "
                 f"seed {_e(s.seed)}",
                 f"Data: <code>{_e(result.data or '')}</code> · predictions: <code>{_e(result.predictions or '')}</code>"]
     if result.run:
@@ -262,7 +266,8 @@ def render_report_page(result: Metrics, explorer: Mapping[str, Any] | None) -> s
     body += ['<p class="note">A verdict that failed to parse counts in <code>n_failed</code> and is never scored; '
              "<i>scored</i> counts the items MAE is over (and Spearman, unless <i>n in Spearman</i> gives the pairs "
              "of the correlations' own reference). "
-            "Click a column header to sort. Intervals in grey. The headline columns come first; the bookkeeping "
+            "Click a column header to sort." + (" Intervals in grey." if s.n_boot else "")
+            + " The headline columns come first; the bookkeeping "
             "ones (exclusions, in-scale figures, Pearson, Kendall, counts) appear with the switch at the top.</p>",
             f'<p class="note">{_md_text(references_note(result))}</p>']
     splits = result.splits
@@ -296,7 +301,7 @@ def render_report_page(result: Metrics, explorer: Mapping[str, Any] | None) -> s
             body += [_confusion_html(k, v) for k, v in block.confusion.by_task_group.items()]
             body.append("</div>")
         body.append(f"<h3>{_e(title)}: MAE by criterion</h3>")
-        body.append(_mae_svg(block.by_criterion, str(result.target)))
+        body.append(_mae_svg(block.by_criterion, str(result.target), bool(s.n_boot)))
     known = {"judge", "target", "settings", "levels", "splits", "data", "predictions", "notes", "run", "validity"}
     body += _other_keys(result, known)
     nav = ([("summary", "Summary")] + [("validity", "Validity")] * bool(result.validity)
@@ -349,21 +354,29 @@ def write_report_page(out: str | Path, records: Sequence | None = None,
 # ---------------------------------------------------------------------------------------------- compare
 
 
+def _compare_level(result: Comparison | Mapping[str, Any]) -> float:
+    """The coverage of a comparison's paired intervals: its top-level ``ci_level`` where compare.json records one,
+    else 0.95 (what ``judge-eval compare`` drew before it recorded the level)."""
+    level = result.get("ci_level") if isinstance(result, Mapping) else getattr(result, "ci_level", None)
+    return float(level) if _finite(level) and 0 < level < 1 else 0.95
+
+
 def _delta_td(p: Paired, n_boot: int, n_shown: int | None) -> str:
     css = p.verdict if p.verdict in ("better", "worse") else ""
     # Each metric pairs its own items (Verdict Confidence needs two annotators, Spearman its reference): a count
     # other than the row's n column is said in the cell.
     own_n = f", n {p.n}" if p.n != n_shown else ""
+    shown = f"[{_num(p.ci[0])}, {_num(p.ci[1])}] " if all(_finite(v) for v in p.ci) else ""
     return (f'<td data-v="{p.delta if _finite(p.delta) else ""}">{_num(p.delta)} '
-            f'<span class="ci">[{_num(p.ci[0])}, {_num(p.ci[1])}] {_e(p_phrase(p.p_value, p.resamples(n_boot)))}{own_n}</span> '
+            f'<span class="ci">{shown}{_e(p_phrase(p.p_value, p.resamples(n_boot)))}{own_n}</span> '
             f'<span class="{css}">{_e(p.verdict or "—")}</span></td>')
 
 
 def _paired_table(label: str, cells: Mapping[str, Mapping[str, Paired]], metrics_shown: Sequence[str],
-                  css_id: str, n_boot: int) -> str:
+                  css_id: str, n_boot: int, level: float = 0.95) -> str:
     head = [label, f"n ({metrics_shown[0]})" if metrics_shown else "n"]
     for m in metrics_shown:
-        head += [f"{m} baseline", f"{m} run", f"{m} delta [CI] p call"]
+        head += [f"{m} baseline", f"{m} run", f"{m} delta [{ci_percent(level)} % CI] p call"]
     rows = []
     for name, by_metric in cells.items():
         shown = by_metric.get(metrics_shown[0]) if metrics_shown else None
@@ -385,10 +398,15 @@ def _paired_table(label: str, cells: Mapping[str, Mapping[str, Paired]], metrics
 def render_compare_page(result: Comparison, explorer: Mapping[str, Any] | None) -> str:
     """``compare.html``: each run's own numbers side by side, then each run against the baseline."""
     runs = list(result.runs)
+    level = _compare_level(result)
+    # The intervals' level is said beside the call's alpha: the two are separate choices, and an interval that
+    # includes 0 beside a "worse" call reads as a contradiction unless both are named.
+    intervals = f", {ci_percent(level)} % intervals" if result.n_boot else " (no intervals)"
     subtitle = [f"Baseline: <b>{_e(result.baseline)}</b> · runs: " + ", ".join(f"<b>{_e(r)}</b>" for r in runs),
-                f"Paired: delta = run − baseline on the items both scored; {_e(result.n_boot)} paired bootstrap "
-                f"resamples of {'whole instructions' if result.bootstrap_unit == 'instruction' else 'items'}; "
-                f"better/worse at p &lt; {_e(result.alpha)} (MAE: lower is better; Spearman and VC: "
+                f"Paired: delta = run − baseline on the items both scored; paired bootstrap{intervals}, "
+                f"{_e(result.n_boot)} resamples of "
+                f"{'whole instructions' if result.bootstrap_unit == 'instruction' else 'items'}; "
+                f"better/worse called at p &lt; {_e(result.alpha)} (MAE: lower is better; Spearman and VC: "
                 "higher)."]
     body = ['<h2 id="side">Each run on its own items</h2>']
     for split, title in SPLIT_TITLES.items():
@@ -403,13 +421,14 @@ def render_compare_page(result: Comparison, explorer: Mapping[str, Any] | None) 
             title = SPLIT_TITLES.get(split, split)
             body.append(f"<h3>{_e(title)}</h3>")
             body.append(_paired_table("Overall", {"all items": block.overall}, list(block.overall),
-                                      f"paired-{k}-{split}-overall", result.n_boot))
+                                      f"paired-{k}-{split}-overall", result.n_boot, level))
             for name, group_title in _GROUP_TITLES.items():
                 cells = block.by(name)
                 if cells:
                     shown = [m for m in ("mae", "spearman", "vc_judge") if any(m in c for c in cells.values())]
                     body.append(f'<details class="block"><summary>By {_e(group_title)} ({len(cells)})</summary>'
-                                + _paired_table(group_title.capitalize(), cells, shown, f"paired-{k}-{split}-{name}", result.n_boot)
+                                + _paired_table(group_title.capitalize(), cells, shown, f"paired-{k}-{split}-{name}",
+                                                result.n_boot, level)
                                 + "</details>")
     nav = [("side", "Side by side")] + [(f"cmp-{k}", c.run) for k, c in enumerate(result.comparisons)]
     data = None

@@ -1,5 +1,8 @@
 """The PNG plots of one run (``judge-eval score --png``, and W&B, which shows them): judge x expert-mode confusion
 heatmaps and MAE by criterion with its interval, per test. report.html draws the same figures as SVG.
+
+Names from the data and the judge's ``--name`` are drawn as plain text (``parse_math=False``): matplotlib reads
+``$...$`` as TeX, and a criterion called "Price in $" would otherwise stop the plots with a parse error.
 """
 
 from __future__ import annotations
@@ -47,8 +50,8 @@ def plot_confusions(result: Metrics, folder: Path) -> list[Path]:
             ax.set_yticks(range(len(labels)), labels)
             ax.set_xlabel("experts (mode)")
             ax.set_ylabel("judge")
-            ax.set_title(title[:40], fontsize=9)
-        fig.suptitle(f"{result.judge}: {SPLIT_TITLES[split]}")
+            ax.set_title(title[:40], fontsize=9, parse_math=False)
+        fig.suptitle(f"{result.judge}: {SPLIT_TITLES[split]}", parse_math=False)
         # Fixed margins: tight_layout measures every tick label and took most of the plotting time.
         fig.subplots_adjust(left=0.06, right=0.98, bottom=0.08, top=0.9, wspace=0.35, hspace=0.45)
         path = folder / f"confusion_{split}.png"
@@ -79,9 +82,11 @@ def plot_mae_by_criterion(result: Metrics, folder: Path) -> list[Path]:
         high = np.array([c.mae_ci[1] if math.isfinite(c.mae_ci[1]) else m for (_, c), m in zip(cells, mae)])
         fig, ax = plt.subplots(figsize=(8, 1.2 + 0.26 * len(cells)))
         ax.barh(range(len(cells)), mae, xerr=[mae - low, high - mae], color="#4c72b0", ecolor="#333", capsize=2)
-        ax.set_yticks(range(len(cells)), names, fontsize=7)
-        ax.set_xlabel(f"MAE vs expert {result.target} ({ci_percent(result.settings.ci_level)} % CI)")
-        ax.set_title(f"{result.judge}: {SPLIT_TITLES[split]}, MAE by criterion")
+        ax.set_yticks(range(len(cells)), names, fontsize=7, parse_math=False)
+        # --n-boot 0 draws no interval: the bars then have no whisker, and the axis claims none.
+        ci = f" ({ci_percent(result.settings.ci_level)} % CI)" if result.settings.n_boot else ""
+        ax.set_xlabel(f"MAE vs expert {result.target}{ci}")
+        ax.set_title(f"{result.judge}: {SPLIT_TITLES[split]}, MAE by criterion", parse_math=False)
         height = fig.get_figheight()
         fig.subplots_adjust(left=0.45, right=0.97, bottom=0.6 / height, top=1 - 0.5 / height)
         path = folder / f"mae_by_criterion_{split}.png"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import html
 import logging
 import math
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from judge.metrics_json.metrics import (Cell, Metrics, ModelMeans, ModelMeansRow
                                         SplitMetrics)
 from judge.splits import SPLIT_TITLES  # one definition in the contract; re-exported here for eval's own modules
 
-__all__ = ["render_markdown", "markdown_table", "log_wandb", "SPLIT_TITLES", "fmt", "fmt_ci", "fmt_share", "ci_percent",
+__all__ = ["render_markdown", "markdown_table", "md_text", "log_wandb", "SPLIT_TITLES", "fmt", "fmt_ci", "fmt_share", "ci_percent",
            "constant_judge_score", "run_notes", "summary_why", "why_no_spearman", "why_sentences",
            "bootstrap_unit_phrase"]
 
@@ -92,11 +93,49 @@ def fmt_ci(value: Any, ci: Any, digits: int = 3) -> str:
     return f"{fmt(value, digits)} [{fmt(ci[0], digits)}, {fmt(ci[1], digits)}]"
 
 
+# Bidirectional controls (embeddings, overrides, isolates, marks): one in a name would show the rest of its line in
+# another order than it is written. Other control characters (an escape sequence) have no place in a report either.
+_BIDI_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# What starts raw HTML or an autolink in Markdown: "<" before a letter, "/", "!" or "?" ("<0.1 %" and "p < 0.01" stay).
+_TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
+# Markdown that a name could start a line-level construct with (a heading, a list, a quote, a rule, a setext line).
+_LEADING_MARK = re.compile(r"^([#+\-=]|\d+(?=[.)]))")
+
+
+def _one_line(text: Any) -> str:
+    """``text`` on one line: its line breaks (a carriage return and U+2028 end a line too) made spaces,
+    bidirectional controls removed, other control characters made spaces."""
+    return _CONTROLS.sub(" ", _BIDI_CONTROLS.sub("", " ".join(str(text).splitlines())))
+
+
+def md_text(text: Any) -> str:
+    """Text that report.md did not write itself (a criterion, evaluated model or task name from the data, the judge's
+    ``--name``, an error code from a predictions file) as inert Markdown: one line (``_one_line``), HTML's special
+    characters as entities (no tag, no autolink, no entity of its own), ``|`` as ``&#124;`` (no table cell of its own),
+    backslashes, backticks, ``*``, ``~``, a ``_`` that could start or end emphasis and a link's ``](`` escaped, and a
+    leading ``#``, ``-``, ``+``, ``=`` or list number escaped: rendered (mkdocs, GitHub), it reads as the text it is,
+    never as a heading, a table row, a link or live HTML."""
+    text = html.escape(_one_line(text).strip(), quote=False).replace("|", "&#124;")
+    text = re.sub(r"([\\`*~])", r"\\\1", text)
+    text = re.sub(r"(?<!\w)_|_(?!\w)", r"\\_", text).replace("](", "\\](")
+    return _LEADING_MARK.sub(r"\\\1", text) if not text[:1].isdigit() else _LEADING_MARK.sub(r"\1\\", text)
+
+
+def _md_code(text: Any) -> str:
+    """A code-like value (an error code) in backticks when it is one plain word, else as ``md_text``: a code span
+    shows its characters as they are, so it cannot hold an escaped one."""
+    text = str(text)
+    return f"`{text}`" if re.fullmatch(r"[\w.:/-]+", text) else md_text(text)
+
+
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:
-    """A GitHub-flavoured Markdown table (pipes in cells escaped, line breaks made spaces)."""
+    """A GitHub-flavoured Markdown table: every cell on one line (``_one_line``), its pipes escaped and a ``<`` that
+    would start an HTML tag written as ``&lt;``. Cells may hold the report's own Markdown (``**Overall**``); text
+    from the data is ``md_text`` before it is a cell."""
 
     def esc(cell: str) -> str:
-        return " ".join(str(cell).replace("|", "\\|").splitlines())  # \r, \r\n and \u2028 end a line too
+        return _TAG_START.sub("&lt;", _one_line(cell).replace("|", "\\|"))
 
     lines = ["| " + " | ".join(esc(h) for h in header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
@@ -216,7 +255,7 @@ def summary_why(result: Metrics) -> list[tuple[str, str]]:
 
 def _why_lines(found: list[tuple[str, str]]) -> list[str]:
     """``why_sentences`` as a Markdown list (and its blank line)."""
-    lines = [f"- **{label}**: {sentence}." for label, sentence in found]
+    lines = [f"- **{md_text(label)}**: {_one_line(sentence)}." for label, sentence in found]
     return lines + [""] if lines else []
 
 
@@ -256,8 +295,8 @@ def _model_means_table(means: ModelMeans, judge_name: str) -> str:
         return [label, str(m.n_items), fmt(m.experts_mean), str(m.n_judged), judged,
                 fmt(m.experts_mean_on_judged), str(m.n_out_of_scale)]
 
-    rows = [row(label, m) for label, m in means.by_model.items()] + [row("**Avg.** (items pooled)", means.all)]
-    header = ["Evaluated model", "n", "Experts", "n judged", f"{judge_name or 'Judge'} (MAE)",
+    rows = [row(md_text(label), m) for label, m in means.by_model.items()] + [row("**Avg.** (items pooled)", means.all)]
+    header = ["Evaluated model", "n", "Experts", "n judged", f"{md_text(judge_name or 'Judge')} (MAE)",
               "Experts on judged items", "out of scale"]
     return markdown_table(header, rows)
 
@@ -336,16 +375,17 @@ def render_markdown(result: Metrics) -> str:
     """
     s = result.settings
     out = [
-        f"# Judge report: {result.judge or '(unnamed judge)'}",
+        f"# Judge report: {md_text(result.judge or '(unnamed judge)')}",
         "",
         *lead_lines(result),
         f"{references_note(result)} Spearman is pooled per evaluated model and per task type. "
         f"Verdict Confidence (VC): the largest share of one score among an item's annotators; the judge's value "
         f"replaces one random expert with the judge ({s.vc_repeats} draws, seed {s.seed}), over the items it "
         f"scored, only where an item has two or more annotators (`n VC`; \u2014 otherwise, as in the paper). "
-        f"Intervals: {ci_percent(s.ci_level)} % percentile bootstrap, {s.n_boot} resamples of "
-        f"{bootstrap_unit_phrase(s.bootstrap_unit)}. "
-        "A verdict that failed to parse counts in `failed` and is never scored. `scored`: the items MAE "
+        + (f"Intervals: {ci_percent(s.ci_level)} % percentile bootstrap, {s.n_boot} resamples of "
+           f"{bootstrap_unit_phrase(s.bootstrap_unit)}. " if s.n_boot else
+           "No intervals: no bootstrap resample was drawn (`--n-boot 0`). ")
+        + "A verdict that failed to parse counts in `failed` and is never scored. `scored`: the items MAE "
         + ("is over, and `n in Spearman` those the correlations are over (their own reference); "
            if _apart([block.overall for block in result.splits.values()]) else "and Spearman are over; ")
         + "each has a judge score and a defined reference. They are counted, and n − `failed` − `no unique mode` "
@@ -378,7 +418,7 @@ def render_markdown(result: Metrics) -> str:
             continue
         out += [f"## {SPLIT_TITLES[split]}", ""]
         if block.failures:
-            out += ["Failures by reason: " + ", ".join(f"`{k}` {v}" for k, v in block.failures.items()), ""]
+            out += ["Failures by reason: " + ", ".join(f"{_md_code(k)} {v}" for k, v in block.failures.items()), ""]
         if block.model_means is not None and block.model_means.by_model:
             out += [f"### {SPLIT_TITLES[split]}: mean score per evaluated model (the paper's Table 10)", "",
                     "Experts: the mean over the model's labelled items of each item's mean expert score (the paper's "
@@ -392,7 +432,7 @@ def render_markdown(result: Metrics) -> str:
             correlated = name in ("model", "task_type")
             apart = _apart([*cells.values(), block.overall])
             head = _header(title.capitalize(), correlated, apart=apart)
-            rows = [_row(label, c, correlated, apart=apart) for label, c in cells.items()]
+            rows = [_row(md_text(label), c, correlated, apart=apart) for label, c in cells.items()]
             rows.append(_row("**Overall**", block.overall, correlated, apart=apart))
             out += [f"### {SPLIT_TITLES[split]}: by {title}", "", markdown_table(head, rows), ""]
             out += _why_lines(why_sentences(cells, constant_judge_score(block, result.target)))

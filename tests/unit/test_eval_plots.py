@@ -14,7 +14,8 @@ from eval.reports.plots import write_plots
 from judge.metrics_json.metrics import Metrics
 
 
-def _metrics(tmp_path: Path) -> Path:
+def _metrics(tmp_path: Path, criteria=("c1", "c2", "c3", "c4"), judge_name: str = "j",
+             task_groups=("g1", "g2", "g3")) -> Path:
     rng = np.random.default_rng(0)
     n = 60
     table = item_table.ItemTable(
@@ -23,8 +24,8 @@ def _metrics(tmp_path: Path) -> Path:
         score_source=np.array(["verdict"] * n, dtype=object), experts=rng.integers(0, 3, (n, 3)).astype(float),
         split=np.array(["zero_shot", "standard"] * (n // 2), dtype=object),
         model_id=np.array(["m"] * n, dtype=object), task_type=np.array(["t"] * n, dtype=object),
-        task_group=np.array(["g1", "g2", "g3"] * (n // 3), dtype=object),
-        criteria_name=np.array(["c1", "c2", "c3", "c4"] * (n // 4), dtype=object), judge_name="j")
+        task_group=np.array(list(task_groups) * (n // 3), dtype=object),
+        criteria_name=np.array(list(criteria) * (n // 4), dtype=object), judge_name=judge_name)
     result = item_table.evaluate(table, n_boot=20, vc_repeats=2)
     path = tmp_path / "metrics.json"
     path.write_text(item_table.dumps(result), encoding="utf-8")
@@ -40,3 +41,12 @@ def test_write_plots_draws_a_confusion_and_an_mae_plot_per_test(tmp_path):
     for path in written:
         width, height = Image.open(path).size
         assert width > 100 and height > 100
+
+
+def test_names_with_a_dollar_are_drawn_as_text(tmp_path):
+    """matplotlib reads $...$ as TeX: a criterion, task group or judge name holding one is drawn as it is, and
+    the plots are written."""
+    path = _metrics(tmp_path, criteria=(r"Price in $\x$", "c2", "$", "c4"), judge_name=r"judge $\alpha$ $",
+                    task_groups=(r"$\x$", "g2", "g3"))
+    written = write_plots(Metrics.from_json(json.loads(path.read_text(encoding="utf-8"))), tmp_path / "plots")
+    assert len(written) == 6 and all(Image.open(p).size[0] > 100 for p in written)

@@ -453,3 +453,16 @@ def test_report_tells_answer_counts_from_items_not_scored() -> None:
     answers, not_scored = page.split("<h2>Answers</h2>")[1].split("<h2>Not judged</h2>")
     assert "n_cut_in_thinking 3, n_finish_length 4." in answers
     assert "n_no_answer 5." in not_scored and "n_cut_in_thinking 3" not in not_scored
+
+
+def test_report_counts_items_sent_not_judged() -> None:
+    """``n_items`` counts the items sent to the judge, those it wrote no verdict for among them: the page says so,
+    never that they were all judged."""
+    from eval.ranking.report import render_ranking_page
+
+    matrix = pollux_matrix([RankedItem(1, GEN, LITERACY, (0, 1, 2), 2.0)], n_boot=0).to_json()
+    counts = {"n_instructions": 2, "n_items": 10, "n_no_prediction": 3}
+    page = render_ranking_page({"model": "m", "judge": "j", "data": "d", "counts": counts, "matrix": matrix})
+    assert "10 judged items" not in page
+    assert "10 items sent to the judge (3 of them without a verdict: see Not judged)" in page
+    assert "n_no_prediction 3" in page.split("<h2>Not judged</h2>")[1]

@@ -174,14 +174,47 @@ def test_interval_coverage_is_the_runs_own(tmp_path, monkeypatch):
     assert "97.5 % percentile intervals" in render_report_page(wide, None)
 
 
+def test_no_interval_is_claimed_without_resamples(tmp_path, monkeypatch):
+    """--n-boot 0 draws no interval: report.html, report.md and the PNG's axis claim none (no "percentile
+    intervals", no interval in grey, no CI); with resamples they say the level."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.axes import Axes
+
+    from eval.reports.plots import plot_mae_by_criterion
+
+    table = _table(judge=[2, 1, 0, 0], status=["ok"] * 4, experts=[[2, 2], [1, 1], [0, 1, 1], [0, 0]])
+    result = _read_back(item_table.evaluate(table, n_boot=0, vc_repeats=2))
+    page = render_report_page(result, None)
+    assert "percentile intervals" not in page and "Intervals in grey" not in page
+    assert "bootstrap 0 resamples" not in page and "no bootstrap (--n-boot 0): no intervals" in page
+    assert 'class="ci"' not in page and "bootstrap interval (line)" not in page
+    markdown = render_markdown(result)
+    assert "percentile bootstrap" not in markdown and "No intervals" in markdown
+    labels: list[str] = []
+    original = Axes.set_xlabel
+
+    def recorded(self, label, *args, **kwargs):
+        labels.append(label)
+        return original(self, label, *args, **kwargs)
+
+    monkeypatch.setattr(Axes, "set_xlabel", recorded)
+    assert plot_mae_by_criterion(result, tmp_path)
+    assert labels and all("CI" not in label for label in labels)
+    drawn = render_report_page(_read_back(item_table.evaluate(table, n_boot=20, vc_repeats=2)), None)
+    assert "bootstrap 20 resamples of items, 95 % percentile intervals" in drawn
+
+
 def test_explorer_filters_count_items_as_metrics_json_does():
     """Six Standard items, scored as ``judge-eval score`` writes items.parquet:
 
     i0 judge 2 in scale, experts 2,2,1 -> scored; i1 judge 7 outside its scale, experts 2,2,1 -> scored (the paper
     scores it) and out of scale; i2 judge 9 outside, experts 0,1 -> no unique mode and out of scale; i3 parse
     failure; i4 no prediction; i5 judge 1, every expert abstained -> unlabelled.
-    metrics.json: n_scored 2, n_failed 1, n_missing 1, n_out_of_scale 2. The status filter: scored 2 (i0, i1),
-    failed 1, missing 1, no unique mode 1, unlabelled 1; the scale filter: out of scale 2 (i1, i2), in scale 2 (i0,
+    metrics.json: n_scored 2, n_failed 1, n_missing 1, n_out_of_scale 2, n_no_unique_mode 1. The status filter:
+    scored 2 (i0, i1), failed 1, missing 1, experts tie 1 (i2), unlabelled 1; the mode filter: no unique mode 1
+    (i2), unique mode 3 (i0, i1, i3), no expert scores 1 (i5), no prediction 1 (i4); the scale filter: out of scale 2 (i1, i2), in scale 2 (i0,
     i5), not checked 2 (i3, i4)."""
     table = _table(judge=[2, 7, 9, NAN, NAN, 1], status=["ok", "ok", "ok", "parse_failed", "missing", "ok"],
                    experts=[[2, 2, 1], [2, 2, 1], [0, 1], [1, 1], [1, 1], []], abstained=[0, 0, 0, 0, 0, 2],
@@ -202,9 +235,32 @@ def test_explorer_filters_count_items_as_metrics_json_does():
         return found
 
     assert counts("status") == {"scored": overall.n_scored, "failed": overall.n_failed,
-                                "missing": overall.n_missing, "no unique mode": 1, "unlabelled": 1}
+                                "missing": overall.n_missing, "experts tie": 1, "unlabelled": 1}
+    assert counts("mode") == {"no unique mode": overall.n_no_unique_mode, "unique mode": 3, "no expert scores": 1,
+                              "no prediction": 1}
     assert counts("scale") == {"out of scale": overall.n_out_of_scale, "in scale": 2, "not checked": 2}
     status = next(f for f in data["filters"] if f["key"] == "status")
     labels = {row[0]: status["values"][row[1][4]] for row in data["rows"]}
-    assert (labels["i1"], labels["i2"]) == ("scored", "no unique mode")
+    assert (labels["i1"], labels["i2"]) == ("scored", "experts tie")
     assert re.fullmatch(r"[a-z ]+", " ".join(status["values"]))
+
+
+def test_explorer_no_unique_mode_counts_failed_items_as_metrics_json_does():
+    """Two items whose experts tie (0 and 1): i0 judged 2, i1 a parse failure. metrics.json's n_no_unique_mode
+    counts both (every item with a prediction whose experts have no unique mode, failed or not); the explorer's
+    mode filter matches both; its status filter, failures first, calls i1 failed and i0 experts tie, and says so in
+    its label."""
+    table = _table(judge=[2, NAN], status=["ok", "parse_failed"], experts=[[0, 1], [0, 1]], abstained=[0, 0],
+                   in_scale=[1.0, NAN])
+    derived = item_table.derive(table, "mode", vc_repeats=2)
+    overall = item_table.evaluate(table, n_boot=0, vc_repeats=2, derived=derived).splits["standard"].overall
+    assert overall.n_no_unique_mode == 2
+    items = item_table.arrow_table(table, extra={"reference": derived.reference,
+                                                 "why_unscored": item_table.why_unscored_labels(derived)})
+    data = report_items(item_columns(items), None, None, "hand", "mode")
+    keys = [f["key"] for f in data["filters"]]
+    mode, status = data["filters"][keys.index("mode")], data["filters"][keys.index("status")]
+    shown = [mode["values"][row[1][keys.index("mode")]] for row in data["rows"]]
+    assert shown.count("no unique mode") == overall.n_no_unique_mode
+    assert [status["values"][row[1][keys.index("status")]] for row in data["rows"]] == ["experts tie", "failed"]
+    assert "no unique mode" not in status["values"] and "failures first" in status["label"]

@@ -36,7 +36,7 @@ def _embedded(page: str) -> dict:
 
 @pytest.mark.parametrize("status, reference, has_experts, expected", [
     ("ok", 1.0, True, "scored"),
-    ("ok", None, True, "no unique mode"),
+    ("ok", None, True, "experts tie"),
     ("parse_failed", None, True, "failed"),
     ("request_failed", 1.0, True, "failed"),
     ("missing", 1.0, True, "missing"),
@@ -48,8 +48,8 @@ def test_item_status(status, reference, has_experts, expected):
 
 
 @pytest.mark.parametrize("why, has_experts, expected", [
-    ("", True, "scored"), ("no_unique_mode", True, "no unique mode"), ("all_experts_abstained", False, "unlabelled"),
-    ("no_expert_scores", False, "unlabelled"), ("a_reason_added_later", True, "no unique mode"),
+    ("", True, "scored"), ("no_unique_mode", True, "experts tie"), ("all_experts_abstained", False, "unlabelled"),
+    ("no_expert_scores", False, "unlabelled"), ("a_reason_added_later", True, "experts tie"),
 ])
 def test_item_status_from_why_unscored(why, has_experts, expected):
     """items.parquet's ``why_unscored`` (h3's column), when present, names the status of an unscored item."""
@@ -71,7 +71,8 @@ def test_out_of_scale_is_a_filter_of_its_own_not_a_status():
     status = next(f for f in data["filters"] if f["key"] == "status")
     scale = next(f for f in data["filters"] if f["key"] == "scale")
     assert [status["values"][row[1][4]] for row in data["rows"]] == ["scored"] * 3
-    assert [scale["values"][row[1][5]] for row in data["rows"]] == ["in scale", "out of scale", "in scale"]
+    k = data["filters"].index(scale)
+    assert [scale["values"][row[1][k]] for row in data["rows"]] == ["in scale", "out of scale", "in scale"]
     assert "scale" not in [f["key"] for f in report_items(_items(3), None, None, "j", "mode")["filters"]]
 
 
@@ -94,6 +95,43 @@ def test_text_cap_reaches_every_criterion_before_the_second_item_of_any():
                                  expert_scores=(0.0, 0.0, 1.0)) for k, c in enumerate(["c", "c", "d", "d"])]
     data = report_items(items, records, [], "j", "mode", text_items=2)
     assert {row[0] for row in data["rows"] if row[6] >= 0} == {"i0", "i2"}
+
+
+def test_raw_output_is_embedded_for_a_failed_verdict_only():
+    """A parsed verdict's raw output is its feedback again in the format's tags (a reasoning judge: its reasoning
+    in <think> plus the score): not embedded a second time. A failed verdict's is what the parser could not read."""
+    records = [judge.JudgeRecord(id=f"i{k}", instruction="x", answer="a", criteria_name="c", rubrics="0: no\n1: yes",
+                                 expert_scores=(0.0, 0.0, 1.0)) for k in range(3)]
+    reasoning = "рассуждение " * 500
+    predictions = [
+        {"id": "i0", "feedback": reasoning, "raw_output": f"<think>{reasoning}</think>\n1", "score": 1.0,
+         "parse_ok": True},
+        {"id": "i1", "feedback": "ok", "raw_output": "[FEEDBACK] ok [RESULT] 1 [END]", "score": 1.0, "parse_ok": True},
+        {"id": "i2", "feedback": "", "raw_output": "<think>unclosed", "score": None, "parse_ok": False,
+         "error": "no_result", "reason": "no score"}]
+    data = report_items(_items(3), records, predictions, "j", "mode")
+    verdicts = {row[0]: data["details"][row[6]]["v"][0] for row in data["rows"]}
+    assert "o" not in verdicts["i0"] and "o" not in verdicts["i1"]
+    assert verdicts["i2"]["o"] == "<think>unclosed"
+
+
+def test_embedded_texts_are_bounded_by_bytes():
+    """A 1 MB feedback is cut at MAX_TEXT_CHARS characters, saying so; the page's texts stop at their byte budget
+    (here 60 KB: two of five items whose 20,000-character texts cost ~24 KB each), the page saying why."""
+    from eval.reports.html_explorer import MAX_TEXT_CHARS, explorer_json
+
+    records = [judge.JudgeRecord(id=f"i{k}", instruction=f"x{k}", answer="a", criteria_name="c", rubrics="r",
+                                 expert_scores=(0.0, 0.0, 1.0)) for k in range(5)]
+    predictions = [{"id": f"i{k}", "feedback": f"{k}" + "x" * 1_000_000, "score": 1.0} for k in range(5)]
+    data = report_items(_items(5), records, predictions, "j", "mode")
+    texts = explorer_json({"details": data["details"], "strings": data["strings"]}).encode()
+    assert len(data["details"]) == 5 and len(texts) < 5 * (MAX_TEXT_CHARS + 200)
+    feedback = data["details"][0]["v"][0]["f"]
+    assert feedback.startswith(feedback[0] + "x" * (MAX_TEXT_CHARS - 1)) and "cut at 20,000 characters of 1,000,001" in feedback
+    small = report_items(_items(5), records, predictions, "j", "mode", text_bytes=60_000)
+    assert len(small["details"]) == 2 and sum(row[6] >= 0 for row in small["rows"]) == 2
+    assert len(explorer_json({"details": small["details"], "strings": small["strings"]}).encode()) <= 60_000
+    assert "budget for texts" in small["no_text_note"] and any("budget for texts" in n for n in small["notes"])
 
 
 def test_tables_render_every_key_a_metric_cell_has():
@@ -215,6 +253,27 @@ def test_compare_from_another_directory_shows_texts_and_both_verdicts(scored_rel
     for detail in data["details"]:
         assert "m" not in detail and all(data["strings"][detail[key]] for key in ("i", "a", "u"))
         assert all(v is not None and v["f"].startswith("отзыв ") for v in detail["v"])
+
+
+def test_compare_page_names_its_interval_level(scored_relative):
+    """compare.html calls better/worse at p < alpha and shows paired intervals: it names both, the intervals' level
+    read from the comparison's ``ci_level`` (95 % where compare.json records none)."""
+    import types
+
+    from eval.reports.html_report import _compare_level, _paired_table, render_compare_page
+    from eval.scoring.comparison import Paired
+    from eval.scoring.compare import compare
+
+    root, _ = scored_relative
+    result = compare([root / "a", root / "b"], n_boot=20, alpha=0.3)
+    page = render_compare_page(result, None)
+    assert "paired bootstrap, 95 % intervals" in page and "called at p &lt; 0.3" in page
+    assert "delta [95 % CI] p call" in page
+    assert _compare_level({"ci_level": 0.7}) == 0.7 and _compare_level({}) == 0.95
+    recorded = render_compare_page(types.SimpleNamespace(**vars(result), ci_level=0.7), None)
+    assert "paired bootstrap, 70 % intervals" in recorded and "delta [70 % CI] p call" in recorded
+    cells = {"all items": {"mae": Paired(100, 0.5, 0.4, -0.1, (-0.2, -0.05), 0.01, "better")}}
+    assert "mae delta [70 % CI] p call" in _paired_table("Overall", cells, ["mae"], "t", 1000, 0.7)
 
 
 def test_compare_reads_relative_paths_of_an_older_metrics_json_against_its_folder(scored_relative):

@@ -89,3 +89,53 @@ def test_why_no_spearman(cell, judge_score, expected):
     typed = Cell(n=5, n_failed=0, n_no_unique_mode=0, mae=0.5, mae_ci=(NAN, NAN), **cell)
     reason = why_no_spearman(typed, judge_score)
     assert reason.startswith(expected) if expected else reason == ""
+
+
+_FORGED = "evil\n\n## Fake heading <img src=x onerror=alert(1)>"
+
+
+def test_why_lines_keep_a_label_inert():
+    """A criterion name is the data's: in report.md's list under a table it stays on its line, starts no heading
+    and carries no live HTML."""
+    from eval.reports.report import _why_lines
+
+    lines = _why_lines([(_FORGED, "s")])
+    assert not any(line.startswith("## ") for line in lines) and "<img" not in "\n".join(lines)
+    assert lines[0].startswith("- **evil ")
+
+
+def test_report_md_escapes_names_from_the_data_and_the_judge(tmp_path):
+    """The judge's --name and the criterion, model and task names reach report.md as text: the title stays one
+    line, no line is a forged heading or table row, no HTML tag, link or bidirectional control is left, and the
+    tables keep their columns."""
+    import dataclasses
+
+    import numpy as np
+
+    from eval.reports.report import md_text, render_markdown
+    from eval.scoring import item_table, metrics
+
+    n = 6
+    table = item_table.ItemTable(
+        ids=np.array([f"i{k}" for k in range(n)], dtype=object), judge=np.array([0, 1, 2, 1, 0, 2], dtype=float),
+        status=np.array(["ok"] * n, dtype=object), error=np.array([""] * n, dtype=object),
+        score_source=np.array(["verdict"] * n, dtype=object),
+        experts=metrics.pad_scores([[0, 0], [1, 1], [2, 2], [1, 0], [0, 0], [2, 1]]),
+        split=np.array(["standard"] * n, dtype=object), model_id=np.array(["m|x\u202e"] * n, dtype=object),
+        task_type=np.array(["[t](javascript:alert(1))"] * n, dtype=object),
+        task_group=np.array(["g"] * n, dtype=object),
+        criteria_name=np.array([_FORGED, "# c2"] * 3, dtype=object), judge_name="j\n\n## Fake <b>bold</b>")
+    result = item_table.evaluate(table, n_boot=0, vc_repeats=2)
+    result = dataclasses.replace(result, judge="j\n\n## Fake <b>bold</b>")
+    text = render_markdown(result)
+    lines = text.splitlines()
+    assert lines[0] == "# Judge report: j  ## Fake &lt;b&gt;bold&lt;/b&gt;"
+    assert not any(line.startswith("## Fake") or line.startswith("# c2") for line in lines)
+    assert "<img" not in text and "<b>" not in text and "[t](javascript" not in text and "\u202e" not in text
+    # Every table keeps its columns: each row has its header's cells (no "|" of a name made one of its own).
+    tables = re.findall(r"(?m)(?:^\|.*\|$\n?)+", text)
+    assert any("m&#124;x" in block for block in tables)
+    for block in tables:
+        rows = [line for line in block.splitlines() if not line.startswith("|---")]
+        assert len({len(re.split(r"(?<!\\)\|", line)) for line in rows}) == 1, block
+    assert md_text("  1. x") == "1\\. x" and md_text("- x") == "\\- x"

@@ -43,7 +43,7 @@
   const esc = s => String(s).replace(/[&<>"']/g, c =>
     ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
   // A status badge's class: one of the known statuses, never a label taken as it is from the data.
-  const BADGES = new Set(["scored", "failed", "no-unique-mode", "unlabelled", "missing", "unknown"]);
+  const BADGES = new Set(["scored", "failed", "experts-tie", "unlabelled", "missing", "unknown"]);
   const badgeClass = v => { const c = String(v).replace(/ /g, "-"); return BADGES.has(c) ? " " + c : ""; };
 
   // Files the page could not read (a data or predictions file moved since scoring): said before the items.
