@@ -8,8 +8,9 @@ With no ``--data`` it trains on the bundled rows and the taxonomy (``train.crite
 the default parameters: exactly the artefact in ``judge/data/criteria_tfidf``, which a test checks against today's rows.
 ``--data`` adds labelled instructions: POLLUX-format records by their task columns (the release by hub id or folder,
 offline from the cache), ``judge-train data instructions`` output, or labelled JSONL. The fallback threshold is
-chosen on out-of-fold predictions (``train.criteria_tfidf.fit_tfidf``) unless ``--threshold`` is given;
-``model.json`` records it, the calibration it was chosen on, and a digest of the training rows.
+chosen on out-of-fold predictions (``train.criteria_tfidf.fit_tfidf``; near duplicates held out together) unless
+``--threshold`` is given; ``model.json`` records it, the calibration it was chosen on, and a digest of the training
+rows.
 Use it: ``judge-eval run --criteria auto --criteria-classifier-path runs/task-clf``, or judge-serve's
 ``--criteria-classifier-path``.
 """
@@ -44,6 +45,10 @@ def training_rows(data: Sequence[str], bundled: bool, include_zero_shot: bool,
     pairs, counts = bundled_rows(include_zero_shot) if bundled else (taxonomy_rows(include_zero_shot), {})
     if data:
         extra, extra_counts = load_labelled(list(data), include_zero_shot=include_zero_shot)
+        # Only exact copies of a bundled instruction are dropped: a near duplicate (a rewording, the final "."
+        # left off) is a row to learn from, and fit_tfidf holds each group of them out in one fold
+        # (train.criteria_tfidf.out_of_fold_folds), so it does not inflate the out-of-fold figures the threshold
+        # and temperature are chosen on.
         seen = {p["instruction"] for p in pairs}
         pairs += [p for p in extra if p["instruction"] not in seen]
         counts = {"bundled": counts, "data": extra_counts}

@@ -20,8 +20,8 @@ from judge.criteria_auto.policy import DEFAULT_THRESHOLD, choose_from_scores, fa
 from judge.criteria_auto.tfidf import TFIDF_FORMAT, TextFeatures, TfidfClassifier
 from judge.taxonomy import load_taxonomy
 
-__all__ = ["THRESHOLD_MATCH", "choose_threshold", "fit_features", "fit_tfidf", "features_to_json", "save_tfidf",
-           "threshold_readings", "training_digest"]
+__all__ = ["THRESHOLD_MATCH", "choose_threshold", "fit_features", "fit_tfidf", "features_to_json",
+           "out_of_fold_folds", "save_tfidf", "threshold_readings", "training_digest"]
 
 #: How ``choose_threshold``'s Jaccard matches criteria (``judge.criteria_auto.measures.CRITERIA_MATCHES``): by base
 #: id. By exact id the out-of-fold mean Jaccard is nearly flat in the threshold (a wrong sibling leaf's variants and
@@ -48,10 +48,10 @@ def fit_tfidf(
 
     Calibration and the threshold come from ``folds``-fold out-of-fold predictions over the real instructions
     (rows not marked ``"source": "taxonomy"``; taxonomy texts stay in every training fold, since they describe
-    tasks rather than ask for them): the temperature minimises their negative log-likelihood, and the threshold
-    maximises the mean Jaccard of the judged criteria against each instruction's true set
-    (``choose_threshold``), unless ``threshold`` is given. Both, with the out-of-fold figures they were chosen
-    on, are recorded in ``meta["calibration"]``.
+    tasks rather than ask for them; near duplicates are held out together, ``out_of_fold_folds``): the
+    temperature minimises their negative log-likelihood, and the threshold maximises the mean Jaccard of the
+    judged criteria against each instruction's true set (``choose_threshold``), unless ``threshold`` is given.
+    Both, with the out-of-fold figures they were chosen on, are recorded in ``meta["calibration"]``.
 
     Args:
         char_ngrams, word_ngrams: n-gram lengths of the two feature families.
@@ -106,10 +106,10 @@ def _out_of_fold_choices(pairs, real, folds, params) -> tuple[float, list[tuple]
     """The temperature, and per real instruction ``(task-type probability, type right, criteria chosen at threshold
     0, gold criteria)``, from fold models that never saw the instructions they score."""
     taxonomy = load_taxonomy()
-    order = np.random.default_rng(params["seed"]).permutation(real)
     scored = []  # (gold label, instruction, the fold model that did not see it)
-    for k in range(folds):
-        held = sorted(order[k::folds].tolist())
+    for held in out_of_fold_folds(pairs, real, folds, params["seed"]):
+        if not held:  # fewer groups than folds: nothing for this fold model to score
+            continue
         kept = set(range(len(pairs))) - set(held)
         model = _fit_once([p for i, p in enumerate(pairs) if i in kept], params, 1.0, 0.0)
         scored += [(pairs[i]["label"], pairs[i]["instruction"], model) for i in held]
@@ -129,6 +129,44 @@ def _out_of_fold_choices(pairs, real, folds, params) -> tuple[float, list[tuple]
         choices.append((choice.task_type_probability, choice.task_type == task_type_of(gold), choice.criteria,
                         leaf_of(gold, taxonomy).criteria))
     return temperature, choices
+
+
+def out_of_fold_folds(pairs: Sequence[Mapping], real: Sequence[int], folds: int, seed: int) -> list[list[int]]:
+    """The rows of ``real`` (indices into ``pairs``) each out-of-fold model holds out, ``folds`` lists of them: a
+    seeded shuffle dealt round the folds, near duplicates together.
+
+    Near duplicates (``judge.criteria_auto.labelled.near_duplicates``: the same instruction without its final ".",
+    with a clause cut or a few words changed) form one group, dealt whole into one fold: dealt apart, the model
+    scoring one copy was trained on the other, which inflates the out-of-fold figures the temperature and the
+    threshold are chosen on (and ``model.json`` records). They stay in the training rows: a rewording is what users
+    send, and the final model is fit on every row. Groups are dealt in a seeded shuffle, each to the fold holding
+    the fewest rows (the first such fold on a tie): with no near duplicates, every group one row, this is the round
+    robin over a shuffle of ``real`` the folds always were, so a build of rows without near duplicates (the bundled
+    rows) is unchanged.
+    """
+    from judge.criteria_auto.labelled import near_duplicates
+
+    texts = [pairs[i]["instruction"] for i in real]
+    parent = list(range(len(texts)))
+
+    def root(a: int) -> int:
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    for a, b, _, _ in near_duplicates(texts, texts):
+        ra, rb = root(a), root(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    groups: dict[int, list[int]] = {}  # by the group's first row, in the order of ``real``
+    for a in range(len(texts)):
+        groups.setdefault(root(a), []).append(real[a])
+    members = list(groups.values())
+    held: list[list[int]] = [[] for _ in range(folds)]
+    for g in np.random.default_rng(seed).permutation(len(members)).tolist():
+        held[min(range(folds), key=lambda k: len(held[k]))] += members[g]
+    return [sorted(h) for h in held]
 
 
 def _jaccards(choices, match: str) -> tuple[list[float], list[float]]:

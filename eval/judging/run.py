@@ -427,11 +427,18 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
                                   f"template {made_with_template}, this resume would ask {asked_with}{chosen}: "
                                   "start again with --overwrite, or use another --out")
             asked_with = made_with_template  # nothing asked now: run.json goes on saying what its verdicts had
+        # How sure the classifier was of each auto row's task (leaf, task type, fallback, failed): a run whose rows
+        # fell back to the general criteria says so in its record, not only row by row in task_choices.jsonl.
+        levels = {}
+        if config.criteria == "auto":
+            from judge.criteria_auto.expansion import choice_levels
+
+            levels = {"task_choice_levels": choice_levels(out / "task_choices.jsonl")}
         write_provenance(out, "judge-eval run", dataclasses.asdict(config), backend=kind, model=model,
                          n_items=len(records), server_limits={**dataclasses.asdict(limits),
                                                               "max_tokens_requested": requested_max_tokens,
                                                               "max_tokens_adopted": adopted_max_tokens},
-                         prompt_version=asked_with)
+                         prompt_version=asked_with, **levels)
         counts = {"written": 0, "parse_failed": 0, "request_failed": 0}
         if todo and pairwise:
             log.info("judging %d pairwise judgments (%d already done) with %s via %s", len(todo), n_done, model, kind)

@@ -20,7 +20,8 @@ from judge.plumbing.json_reading import unreadable_json
 from judge.criteria_auto.policy import TaskChoice, TaskClassifier, fallback_criteria, leaf_of
 from judge.taxonomy import load_taxonomy
 
-__all__ = ["ChoicesFailed", "expand_criteria", "expand_file", "expand_rows", "failed_choices"]
+__all__ = ["CHOICE_LEVELS", "ChoicesFailed", "choice_levels", "expand_criteria", "expand_file", "expand_rows",
+           "failed_choices"]
 
 log = logging.getLogger(__name__)
 
@@ -166,6 +167,30 @@ def failed_choices(path: str | Path) -> list[dict]:
         return [row for row in map(json.loads, filter(str.strip, fh)) if _is_failure(row)]
 
 
+#: What ``choice_levels`` counts the expanded rows by: where the classifier decided (``TaskChoice.level``: at the
+#: leaf, at the task type, on the fallback set because it was unsure), ``failed`` (a failed choice, also on the
+#: fallback set), and ``given`` (rows that name their task: nothing was classified).
+CHOICE_LEVELS = ("leaf", "task_type", "fallback", "failed", "given")
+
+
+def choice_levels(choices: Iterable[Mapping] | str | Path) -> dict[str, int]:
+    """The expanded rows counted by ``CHOICE_LEVELS``, from their choice records (``expand_rows``' second value, or
+    the ``task_choices.jsonl`` ``expand_file`` wrote). Each row judged on the fallback set or at the task type has
+    its reason in its record; this is the count a run reports, since the per-row records alone do not say how much
+    of a dataset was judged on the 13 criteria for any text rather than on its task's. Rows that name their
+    criteria (``criteria_name``) have no record and are not counted."""
+    if isinstance(choices, (str, Path)):
+        with Path(choices).open(encoding="utf-8") as fh:
+            choices = [json.loads(line) for line in fh if line.strip()]
+    counts = dict.fromkeys(CHOICE_LEVELS, 0)
+    for record in choices:
+        # A failed choice is recorded at the fallback level too: counted apart, as a failure, not as doubt.
+        key = ("given" if record.get("method") == "given" else "failed" if _is_failure(record)
+               else record.get("level"))
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
 def _recorded_choice(record: Mapping, row_id: str, i: int, source: str) -> TaskChoice:
     """The choice a previous expansion recorded for row ``i``, checked to be that row's."""
     if str(record.get("id")) != row_id:
@@ -185,7 +210,9 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
     Item ids are ``<row id>::<criterion id>`` (row id: the row's ``id``, else its index), stable across runs.
 
     A row the classifier fails on is judged on the fallback criteria with the failure as its reason
-    (``_choice_or_failure``); the failures are counted and logged as one warning. The expansion is refused
+    (``_choice_or_failure``); the failures are counted and logged as one warning. The rows are counted by the level
+    their criteria were decided at (``choice_levels``) in one more line, a warning when the classifier was unsure of
+    any row (judged on the fallback set), so that a run says how many of them were. The expansion is refused
     (``ChoicesFailed``) only when every row of the data is such a failure (no row names its criteria or its task,
     none was classified): nothing would be judged but the fallback set. One failed row among rows with
     ``criteria_name`` is a warning, not the end of the run.
@@ -196,7 +223,8 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
 
     Returns:
         (items, choices): the POLLUX-format items, and one choice record per expanded row (``row`` index, ``id``
-        and ``TaskChoice.to_dict()`` fields) for a ``task_choices.jsonl`` beside the predictions.
+        and ``TaskChoice.to_dict()`` fields) for a ``task_choices.jsonl`` beside the predictions;
+        ``choice_levels(choices)`` counts them by level.
 
     Raises:
         ValueError: a row without ``instruction`` or ``answer``, or a row without ``criteria_name`` that carries
@@ -257,6 +285,15 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
         log.warning("criteria auto: the task classifier (%s) failed on %d of %d rows (%s); they are judged on the %d "
                     "criteria for any text, and a resumed run classifies them again", name, len(failed), asked,
                     first, len(fallback_criteria(taxonomy)))
+    if choices:
+        levels = choice_levels(choices)
+        by_level = ", ".join(f"{k} {n}" for k, n in levels.items())
+        if levels["fallback"]:
+            log.warning("criteria auto: %d of %d rows judged on the fallback set: the classifier was unsure (the %d "
+                        "criteria for any text; rows by level: %s; each row's reason is in its task choice)",
+                        levels["fallback"], len(choices), len(fallback_criteria(taxonomy)), by_level)
+        else:
+            log.info("criteria auto: %d rows, by level: %s", len(choices), by_level)
     return items, choices
 
 

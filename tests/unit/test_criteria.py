@@ -1,5 +1,6 @@
 """judge.criteria: one resolver of a criterion for judge-serve's items and the reward client's unsent samples (fast
-tier). A sample too large to send must fail or be refused exactly as judge-serve would treat its item."""
+tier). A sample too large to send must fail or be refused exactly as judge-serve would treat its item. Also the
+out-of-fold folds the tfidf task classifier of ``criteria: auto`` is calibrated on (train.criteria_tfidf)."""
 
 from __future__ import annotations
 
@@ -96,3 +97,69 @@ def test_a_criterion_error_names_its_field_under_the_callers_path():
     with pytest.raises(CriterionError) as err:
         resolve_criterion("Нет такого")
     assert err.value.param("samples[1].criteria[4]") == "samples[1].criteria[4]"
+
+
+# ------------------------------------------------- the tfidf task classifier's out-of-fold folds (criteria: auto)
+
+
+class _FoldsSeen(Exception):
+    """Raised by ``_fold_models`` once every fold model has been asked for: the test needs only their rows."""
+
+
+def _fold_models(monkeypatch, pairs, folds: int = 5) -> list[set[str]]:
+    """The instructions each out-of-fold model of ``train.criteria_tfidf`` is trained on (no model is fit)."""
+    import train.criteria_tfidf as ct
+
+    seen: list[set[str]] = []
+
+    def record(rows, params, temperature, threshold):
+        seen.append({r["instruction"] for r in rows})
+        if len(seen) == folds:
+            raise _FoldsSeen
+        return None
+
+    monkeypatch.setattr(ct, "_fit_once", record)
+    real = [i for i, p in enumerate(pairs) if p.get("source") != "taxonomy"]
+    params = {"char_ngrams": [2, 5], "word_ngrams": [1, 2], "max_char_features": 16000, "max_word_features": 4000,
+              "c": 30.0, "seed": 0}
+    with pytest.raises(_FoldsSeen):
+        ct._out_of_fold_choices(pairs, real, folds, params)
+    return seen
+
+
+def test_near_duplicate_training_rows_are_held_out_in_one_fold(monkeypatch):
+    """Three bundled instructions added again without their final ".": each copy is held out with its original, so
+    no fold model scores an instruction it was trained on a near duplicate of (the out-of-fold figures the
+    threshold and the temperature are chosen on would be inflated). Dealt row by row, each pair was split with
+    probability 4/5."""
+    from train.criteria_rows import bundled_rows
+
+    pairs, _ = bundled_rows()
+    originals = [p for p in pairs if p.get("source") != "taxonomy" and p["instruction"].endswith(".")][:3]
+    copies = [{**p, "instruction": p["instruction"][:-1]} for p in originals]
+    trained_on = _fold_models(monkeypatch, [*pairs, *copies])
+    for original, copy in zip(originals, copies):
+        # held out by exactly one fold model, and by the same one
+        held = [k for k, rows in enumerate(trained_on) if original["instruction"] not in rows]
+        assert len(held) == 1 and copy["instruction"] not in trained_on[held[0]], original["instruction"][:60]
+
+
+def test_the_bundled_rows_folds_are_those_the_shipped_classifier_was_calibrated_on():
+    """The bundled rows have no near duplicates among their real instructions, so grouping them leaves each its own
+    group and the folds the seeded round robin they always were: the shipped model.json's threshold and temperature
+    (chosen on those folds) stand without a rebuild."""
+    import numpy as np
+
+    from judge.criteria_auto import TfidfClassifier
+    from judge.criteria_auto.labelled import near_duplicates
+    from train.criteria_rows import bundled_rows
+    from train.criteria_tfidf import out_of_fold_folds
+
+    pairs, _ = bundled_rows()
+    real = [i for i, p in enumerate(pairs) if p.get("source") != "taxonomy"]
+    texts = [pairs[i]["instruction"] for i in real]
+    assert all(i == j for i, j, _, _ in near_duplicates(texts, texts))
+    cal = TfidfClassifier.load().meta["calibration"]
+    assert (cal["folds"], cal["n_out_of_fold"], TfidfClassifier.load().meta["seed"]) == (5, len(real), 0)
+    order = np.random.default_rng(0).permutation(real)  # how the shipped classifier's folds were dealt
+    assert out_of_fold_folds(pairs, real, 5, 0) == [sorted(order[k::5].tolist()) for k in range(5)]

@@ -32,6 +32,10 @@ def test_run_criteria_auto_expands_pairs_and_records_the_choice(tmp_path):
     assert {row["id"] for row in read_predictions(out / "predictions.jsonl")} == expected
     run_info = json.loads((out / "run.json").read_text(encoding="utf-8"))
     assert run_info["config"]["data"] == str(out / "auto_items.jsonl")
+    # How sure the classifier was, row by level, in the run's record too.
+    levels = [c["level"] for c in choices]
+    assert run_info["task_choice_levels"] == {"leaf": levels.count("leaf"), "task_type": levels.count("task_type"),
+                                              "fallback": levels.count("fallback"), "failed": 0, "given": 0}
     records = judge.load_records(out / "auto_items.jsonl")
     assert {r.extra["task_choice"]["label"] for r in records} == {c["label"] for c in choices}
 
@@ -130,3 +134,50 @@ def test_run_criteria_auto_goes_on_when_the_only_row_asked_about_fails_among_exp
     assert (choice["id"], choice["label"]) == ("p1", "")
     expected = {r["id"] for r in explicit} | {f"p1::{cid}" for cid in fallback_criteria()}
     assert {row["id"] for row in read_predictions(out / "predictions.jsonl")} == expected
+
+
+def test_expansion_counts_its_rows_by_level_and_says_how_many_the_classifier_was_unsure_of(tmp_path, caplog):
+    """Rows the shipped classifier is unsure of ("?", an instruction in Chinese: no n-gram it knows) are judged on
+    the fallback set: the expansion counts its rows by level (``choice_levels``, from its choice records or the
+    task_choices.jsonl it wrote) and says how many fell back in one warning, where before only each row's own
+    record in task_choices.jsonl said so. A failed choice counts as failed (not as doubt), a row naming its task as
+    given, and a row naming its criterion not at all."""
+    import logging
+
+    from judge.criteria_auto import TfidfClassifier, expand_file, expand_rows
+    from judge.criteria_auto.expansion import choice_levels
+
+    clf = TfidfClassifier.load()
+    rows = [{"instruction": "?", "answer": "a"}, {"instruction": "写一首关于春天的诗 2024", "answer": "a"},
+            {"instruction": "Напиши стихотворение о весне", "answer": "a"}]
+    with caplog.at_level(logging.INFO, logger="judge.criteria_auto.expansion"):
+        _, choices = expand_rows(rows, clf)
+    assert [c["level"] for c in choices] == ["fallback", "fallback", "leaf"]
+    assert choice_levels(choices) == {"leaf": 1, "task_type": 0, "fallback": 2, "failed": 0, "given": 0}
+    (line,) = [r for r in caplog.records if "by level" in r.getMessage()]
+    assert line.levelno == logging.WARNING
+    assert line.getMessage().startswith("criteria auto: 2 of 3 rows judged on the fallback set: the classifier was "
+                                        "unsure (the 13 criteria for any text; rows by level: leaf 1, task_type 0, "
+                                        "fallback 2, failed 0, given 0;")
+
+    class Down:  # the classifier failing on one row
+        name = "down"
+
+        def choose(self, instruction, answer=""):
+            if "совет" in instruction:
+                raise ConnectionError("endpoint down")
+            return clf.choose(instruction, answer)
+
+    explicit = json.loads(judge.sample_data_path().read_text(encoding="utf-8").splitlines()[0])
+    data = tmp_path / "mixed.jsonl"
+    data.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in (
+        explicit, rows[2], {"instruction": "Дай совет, как выспаться", "answer": "Ложитесь раньше."},
+        {"instruction": "Что подарить маме?", "answer": "Цветы.", "task_type": "Advice"})), encoding="utf-8")
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="judge.criteria_auto.expansion"):
+        expand_file(data, tmp_path / "out", Down())
+    assert choice_levels(tmp_path / "out" / "task_choices.jsonl") == {
+        "leaf": 1, "task_type": 0, "fallback": 0, "failed": 1, "given": 1}
+    (line,) = [r for r in caplog.records if "by level" in r.getMessage()]
+    assert (line.levelno, line.getMessage()) == (
+        logging.INFO, "criteria auto: 3 rows, by level: leaf 1, task_type 0, fallback 0, failed 1, given 1")
