@@ -92,6 +92,13 @@ def _part(where: str, table, state: dict[str, Any], jsonl: bool) -> dict[str, An
     names = table.column_names
     if len(set(names)) != len(names):
         raise _Doubt
+    if not jsonl:  # (a JSONL table was checked whole when read: judge.record_sources._jsonl_table)
+        try:
+            # Parquet does not check that a string column holds UTF-8: a value that is not would fail far from
+            # here with no row named (a bare UnicodeDecodeError); the row path names the row and field.
+            table.validate(full=True)
+        except pa.ArrowInvalid:
+            raise _Doubt from None
     n = table.num_rows
     present = set(names)
 
@@ -113,9 +120,7 @@ def _part(where: str, table, state: dict[str, Any], jsonl: bool) -> dict[str, An
             texts[name] = pc.fill_null(col, "")
         elif name != "reference_answer" and pa.types.is_integer(col.type):
             texts[name] = pc.fill_null(pc.cast(col, pa.string()), "")  # the row path's str(value)
-        elif name != "reference_answer" and pa.types.is_boolean(col.type):
-            texts[name] = pc.fill_null(pc.if_else(col, "True", "False"), "")
-        else:
+        else:  # a boolean among them too: the row path refuses it, naming the field
             raise _Doubt
     extra_names = [c for c in names if c not in _KNOWN]
     if jsonl:

@@ -28,6 +28,82 @@ logger = logging.getLogger(__name__)
 
 _SHARD_NAME = re.compile(r"^(?P<split>.+?)-(?P<k>\d+)-of-(?P<n>\d+)\.parquet$")
 _SAVE_TO_DISK_FILES = ("dataset_info.json", "state.json", "dataset_dict.json")
+#: The UTF-8 byte order mark some editors (Windows Notepad, Excel's "UTF-8" export) write at the start of a file:
+#: taken as the file's first bytes and nothing else, at byte 0 only (anywhere else it is a character of a row).
+_BOM = b"\xef\xbb\xbf"
+
+
+class _RepeatedKey(ValueError):
+    """A JSON object giving one key twice: json keeps the last value without a word, and a row whose
+    ``expert_scores`` is given twice would be scored on one of them."""
+
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """json's ``object_pairs_hook``: the object as a dict, or ``_RepeatedKey`` when a key repeats (every object, nested
+    ones too: Arrow's JSON reader refuses those files as well, so both loaders refuse them alike)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        raise _RepeatedKey(next(k for k, _ in pairs if k in seen or seen.add(k)))
+    return out
+
+
+#: One decoder for every line: ``json.loads(text, object_pairs_hook=...)`` builds one per call (the parse of a line
+#: then costs half as much again); with this one the hook costs the parse some 5 %, the row path of a 160,000-row
+#: JSONL some 2 %.
+_DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys)
+
+
+def _loads(text: str) -> Any:
+    """``json.loads`` refusing a repeated key (``_unique_keys``)."""
+    if text.startswith("\ufeff"):
+        return json.loads(text)  # json's own error for a byte order mark past the file's start
+    return _DECODER.decode(text)
+
+
+def _repeated_key(source: str, row: int | None, text: str) -> RecordError:
+    """The error for a JSON text with a repeated key, naming the field (the row's key that repeats, or the one
+    whose value holds an object that repeats a key). Read again to find which (the hook cannot tell a row from the
+    objects inside it); only on the way to this error."""
+    found: dict[int, str] = {}
+    kept: list[dict] = []  # every object stays alive while read, so that no id in ``found`` is another's later
+
+    def note(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out = dict(pairs)
+        kept.append(out)
+        if len(out) != len(pairs):
+            seen: set[str] = set()
+            found[id(out)] = next(k for k, _ in pairs if k in seen or seen.add(k))
+        return out
+
+    def holds(value: Any) -> str | None:
+        if isinstance(value, dict):
+            return found.get(id(value)) or next(filter(None, map(holds, value.values())), None)
+        if isinstance(value, list):
+            return next(filter(None, map(holds, value)), None)
+        return None
+
+    value = json.loads(text, object_pairs_hook=note)
+    rows = [value] if row is not None else value if isinstance(value, list) else []
+    for k, item in enumerate(rows):
+        where = row if row is not None else k
+        if isinstance(item, dict) and id(item) in found:
+            return RecordError(source, where, found[id(item)], "is given twice in the row (JSON would keep the last "
+                                                               "value without a word): give it once")
+        if isinstance(item, dict):
+            for name, inner in item.items():
+                key = holds(inner)
+                if key is not None:
+                    return RecordError(source, where, name, f"an object inside it gives the key {key!r} twice (JSON "
+                                                            "would keep the last value without a word): give it once")
+        elif holds(item) is not None:
+            return RecordError(source, where, None, f"an object gives the key {holds(item)!r} twice: give it once")
+    key = holds(value)  # a .json document's repeated key outside its rows (a top-level object)
+    return RecordError(source, None, None, f"an object gives the key {key!r} twice: give it once")
 
 
 def _release_arrow_memory() -> None:
@@ -44,20 +120,21 @@ def _jsonl_table(path: Path):
     import pyarrow.json as pj
 
     data = path.read_bytes()
+    start = len(_BOM) if data.startswith(_BOM) else 0  # a byte order mark is no part of the first row
     lines = data.count(b"\n") + (not data.endswith(b"\n"))
     # Every line opens an object at its first byte: no blank lines (the row path skips them, keeping the numbers
     # of the others; Arrow would renumber), no CR line ends (Python splits lines there, Arrow does not).
-    if not data.startswith(b"{") or data.count(b"\n{") != lines - 1 or b"\r" in data:
+    if not data.startswith(b"{", start) or data.count(b"\n{") != lines - 1 or b"\r" in data:
         return None
     if not arrow_may_read(data):  # nesting that may crash Arrow's reader: the row path names the line
         return None
     try:
         options = pj.ReadOptions(block_size=min(max(len(data) + 1, 1 << 20), (1 << 31) - 1))
-        table = pj.read_json(pa.BufferReader(data), read_options=options)
+        table = pj.read_json(pa.BufferReader(pa.py_buffer(data)[start:]), read_options=options)
         # Checked whole (0.04 CPU-s for the 160,000-item bench file), or a bad table would fail far from here with
         # no row named: the JSON reader does not check UTF-8 (the row path names the byte and its line), and it
         # builds a malformed list column when the file's first list starts with null ([null, 1.0]: offsets past
-        # the values).
+        # the values). A key given twice in one object it refuses (the row path names the field).
         table.validate(full=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return None
@@ -66,9 +143,12 @@ def _jsonl_table(path: Path):
 
 def jsonl_rows(path: Path) -> Iterator[tuple[str, int, Any]]:
     """(the file, the 0-based row, the parsed value) of each non-blank line of a JSONL file, read strictly: a line
-    that is not UTF-8 or not JSON is a ``RecordError`` naming the file and row, as ``load_records`` names one."""
+    that is not UTF-8 or not JSON, or an object giving a key twice, is a ``RecordError`` naming the file and row (and
+    the field), as ``load_records`` names one. A byte order mark at the file's start is skipped."""
     with path.open("rb") as handle:  # bytes, decoded per line: a byte that is not UTF-8 is named with its line
         for number, raw in enumerate(handle):
+            if number == 0 and raw.startswith(_BOM):
+                raw = raw[len(_BOM):]
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as err:
@@ -77,20 +157,61 @@ def jsonl_rows(path: Path) -> Iterator[tuple[str, int, Any]]:
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = _loads(line)
+            except _RepeatedKey:
+                raise _repeated_key(str(path), number, line) from None
             except (ValueError, RecursionError) as err:
                 raise RecordError(str(path), number, None, unreadable_json(err)) from None
             yield str(path), number, row
 
 
 def _parquet_rows(path: Path) -> Iterator[tuple[str, int, dict]]:
+    yield from _table_rows(str(path), _parquet_table(path))
+
+
+def _parquet_table(path: Path):
+    """A Parquet file's table, or a ``RecordError`` naming the file when Arrow cannot read it (cut short, not
+    Parquet, a damaged page)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    yield from _table_rows(str(path), pq.read_table(path))
+    try:
+        return pq.read_table(path)
+    except (pa.ArrowException, OSError) as err:
+        if isinstance(err, OSError) and err.errno is not None:
+            raise  # the file system's (no permission): not the file's content
+        raise RecordError(str(path), None, None, f"not a readable Parquet file ({err})") from None
 
 
 def _table_rows(name: str, table) -> Iterator[tuple[str, int, dict]]:
-    yield from ((name, index, row) for index, row in enumerate(table.to_pylist()))
+    try:
+        rows = table.to_pylist()
+    except UnicodeDecodeError:
+        # A string column holding bytes that are not UTF-8 (Parquet does not check them): the rows before the
+        # first such one, then its error naming the row and field, as a JSONL line's bytes are named.
+        yield from _rows_to_bad_text(name, table)
+        return
+    yield from ((name, index, row) for index, row in enumerate(rows))
+
+
+def _rows_to_bad_text(name: str, table, block: int = 1024) -> Iterator[tuple[str, int, dict]]:
+    """The rows of ``table`` up to its first value that is not UTF-8 text, then that row's ``RecordError``."""
+    for start in range(0, table.num_rows, block):
+        try:
+            rows = table.slice(start, block).to_pylist()
+        except UnicodeDecodeError:
+            break
+        yield from ((name, start + k, row) for k, row in enumerate(rows))
+    else:
+        return
+    for index in range(start, min(start + block, table.num_rows)):
+        for column in table.column_names:
+            try:
+                table.column(column).slice(index, 1).to_pylist()
+            except UnicodeDecodeError as err:
+                raise RecordError(name, index, column, f"not UTF-8 text (byte 0x{err.object[err.start]:02x} at byte "
+                                                       f"{err.start + 1} of a text)") from None
+        yield name, index, table.slice(index, 1).to_pylist()[0]
 
 
 def _drained(tables: list[tuple[str, Any]]) -> Iterator[tuple[str, int, dict]]:
@@ -104,13 +225,11 @@ def _drained(tables: list[tuple[str, Any]]) -> Iterator[tuple[str, int, dict]]:
 def _parquet_tables(path: Path, split: str | None) -> list[tuple[str, Any]] | None:
     """A Parquet file's or a shard folder's tables, each named by its file, read once for both paths (the column
     checks, and the row path when a check flags them); None for any other source."""
-    import pyarrow.parquet as pq
-
     if path.is_file() and path.suffix.lower() == ".parquet":
-        return [(str(path), pq.read_table(path))]
+        return [(str(path), _parquet_table(path))]
     if path.is_dir() and not any((path / marker).is_file() for marker in _SAVE_TO_DISK_FILES):
         shards = _parquet_shards(path, split)
-        return [(str(shard), pq.read_table(shard)) for shard in shards] if shards else None
+        return [(str(shard), _parquet_table(shard)) for shard in shards] if shards else None
     return None
 
 
@@ -280,11 +399,17 @@ def _row_wise(source: str | Path, split: str | None, make_id: bool, tables: list
 
 
 def _json_file(path: Path) -> Any:
-    """A ``.json`` source's content, or a ``RecordError`` naming the file (one document: no row to name)."""
+    """A ``.json`` source's content, or a ``RecordError`` naming the file (one document: no row to name; a key given
+    twice in one object names its row and field). A byte order mark at the file's start is skipped."""
+    data = path.read_bytes()
+    start = len(_BOM) if data.startswith(_BOM) else 0
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        text = data[start:].decode("utf-8")
+        return _loads(text)
     except UnicodeDecodeError as err:
-        raise RecordError(str(path), None, None, f"not UTF-8 text (at byte {err.start})") from None
+        raise RecordError(str(path), None, None, f"not UTF-8 text (at byte {err.start + start})") from None
+    except _RepeatedKey:
+        raise _repeated_key(str(path), None, text) from None
     except (ValueError, RecursionError) as err:
         raise RecordError(str(path), None, None, unreadable_json(err, whole_file=True)) from None
 

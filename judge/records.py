@@ -295,7 +295,8 @@ class JudgeRecord:
 
         for name in _TEXT_OPTIONAL:
             value = row.get(name)
-            if value is not None and not isinstance(value, (str, int)):
+            # an integer is read as its digits (a numbered subtype); a boolean is no text (it would read "True")
+            if value is not None and (not isinstance(value, (str, int)) or isinstance(value, bool)):
                 raise fail(name, f"must be text, got {type(value).__name__}")
             values[name] = "" if value is None else str(value)
 
@@ -350,7 +351,7 @@ class JudgeRecord:
                                  "then derived from the content; from Python, make_id=True in judge.load_records "
                                  "derives the missing ones)")
             rid = content_id(values)
-        elif not isinstance(rid, (str, int)):
+        elif not isinstance(rid, (str, int)) or isinstance(rid, bool):  # true is no id: it would read "True"
             raise fail("id", f"must be text or an integer, got {type(rid).__name__}")
         elif isinstance(rid, str):
             _check_unicode(rid, "id", fail)
@@ -697,13 +698,25 @@ def _duplicate_of(record: JudgeRecord, earlier: JudgeRecord, report: LoadReport)
     """
     (where, index), (e_source, e_row) = record.origin, earlier.origin
     other = f"row {e_row}" if e_source == where else f"{e_source}: row {e_row}"
-    if record == earlier and record.extra == earlier.extra:
+    if record == earlier and _same_values(record.extra, earlier.extra):
         report.n_duplicates += 1
         if len(report.duplicate_rows) < 20:
             here = f"row {index}" if e_source == where else f"{where}: row {index}"
             report.duplicate_rows.append(f"{here} = {other}")
         return
     raise RecordError(where, index, "id", f"{record.id!r} repeats the id of {other} with different content")
+
+
+def _same_values(a: Any, b: Any) -> bool:
+    """``a == b`` with NaN equal to NaN, inside objects and lists too: an unknown column holding NaN (a missing float
+    as Parquet and pandas write it) in both copies of a row is the same row again, not different content."""
+    if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
+        return True
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(_same_values(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(_same_values, a, b))
+    return a == b
 
 
 def log_report(report: LoadReport) -> None:

@@ -14,12 +14,18 @@ The contract between ``serve`` and ``eval``, as vLLM's ``entrypoints/openai/prot
 ``checked_json_fields`` is the one strict reading of a dataclass from a JSON object (unknown keys, missing required
 fields and, for the response types, values of the wrong type are errors naming the field); ``JudgeResult.from_json`` and ``eval.judging.predictions.PredictionRow``'s
 ``from_json`` both read through it.
+
+Why one module of ~520 lines: it is the whole wire contract, both directions, as vLLM's ``protocol.py`` is; a client
+author reads one file to learn every field and bound the server checks, and the request and response types share
+the one strict reader.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import math
+import sys
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -54,7 +60,8 @@ def checked_json_fields(cls: type, data: Mapping[str, Any], where: str, *, noun:
 
     Raises:
         ValueError: ``{where}: unknown {noun}(s) [...]; known: ...``, ``{where}.{name}: required field is missing``
-            or, when ``typed``, ``{where}.{name}: expected ..., got ...``.
+            or, when ``typed``, ``{where}.{name}: expected ..., got ...`` (a number field's NaN or infinity: ``expected
+            a finite number``; a count's negative value: ``expected a count``).
     """
     if not isinstance(data, Mapping):
         raise ValueError(f"{where}: expected a JSON object, got {type(data).__name__}")
@@ -69,17 +76,37 @@ def checked_json_fields(cls: type, data: Mapping[str, Any], where: str, *, noun:
     if typed:
         checks = _type_checks(cls)
         for name, value in values.items():
-            fits, hint = checks[name]
+            fits, hint, count = checks[name]
             if not fits(value):
-                raise _misfit(value, hint, f"{where}.{name}")
+                raise _misfit(value, hint, f"{where}.{name}", count)
     return values
 
 
+#: The metadata of a field that counts something (tokens, judgments): an integer of at least 0 on the wire.
+_COUNT = {"count": True}
+
+
 @functools.cache
-def _type_checks(cls: type) -> dict[str, tuple[Callable[[Any], bool], Any]]:
-    """Each field of ``cls`` -> (whether a JSON value fits its type, the type): built once per class, as results are
-    read by the thousand per second; ``_misfit`` explains a value that does not fit."""
-    return {name: (_fits(hint), hint) for name, hint in typing.get_type_hints(cls).items()}
+def _type_checks(cls: type) -> dict[str, tuple[Callable[[Any], bool], Any, bool]]:
+    """Each field of ``cls`` -> (whether a JSON value fits its type, the type, whether it is a count): built once per
+    class, as results are read by the thousand per second; ``_misfit`` explains a value that does not fit."""
+    hints = typing.get_type_hints(cls)
+    checks = {}
+    for f in dataclasses.fields(cls):
+        fits, count = _fits(hints[f.name]), bool(f.metadata.get("count"))
+        if count:
+            fits = (lambda v, fits=fits: fits(v) and (v is None or v >= 0))
+        checks[f.name] = (fits, hints[f.name], count)
+    return checks
+
+
+def _finite(v: Any) -> bool:
+    """A JSON number a float holds finitely: Python's json reads NaN and Infinity (which a server's own json.dumps
+    writes), and a score of NaN would be written into predictions, to be refused only when they are read back,
+    far from the server that sent it."""
+    if isinstance(v, float):
+        return math.isfinite(v)
+    return isinstance(v, int) and v.__class__ is not bool and -sys.float_info.max <= v <= sys.float_info.max
 
 
 def _options(hint: Any) -> tuple[Any, ...]:
@@ -99,7 +126,7 @@ def _fits(hint: Any) -> Callable[[Any], bool]:
         elif option is int:
             fits.append(lambda v: isinstance(v, int) and v.__class__ is not bool)
         elif option is float:
-            fits.append(lambda v: isinstance(v, (int, float)) and v.__class__ is not bool)
+            fits.append(_finite)
         elif option is str:
             fits.append(lambda v: isinstance(v, str))
         elif origin is list:
@@ -115,8 +142,14 @@ def _fits(hint: Any) -> Callable[[Any], bool]:
     return fits[0] if len(fits) == 1 else lambda v: any(fit(v) for fit in fits)
 
 
-def _misfit(value: Any, hint: Any, where: str) -> ValueError:
-    """The error naming where inside ``value`` it stops fitting ``hint`` (the element of a list or object, if one)."""
+def _misfit(value: Any, hint: Any, where: str, count: bool = False) -> ValueError:
+    """The error naming where inside ``value`` it stops fitting ``hint`` (the element of a list or object, if one);
+    ``count``: the field is a count (``_COUNT``)."""
+    number = isinstance(value, (int, float)) and value.__class__ is not bool
+    if number and float in _options(hint):
+        return ValueError(f"{where}: expected a finite number, got {_shown_number(value)}")
+    if count and number and isinstance(value, int) and value < 0:
+        return ValueError(f"{where}: expected a count (an integer of at least 0), got {value}")
     for option in _options(hint):
         origin = typing.get_origin(option) or option
         args = typing.get_args(option)
@@ -130,6 +163,13 @@ def _misfit(value: Any, hint: Any, where: str) -> ValueError:
                     return _misfit(element, args[1], f"{where}[{key!r}]")
     names = " or ".join(getattr(o, "__name__", str(o)).replace("NoneType", "null") for o in _options(hint))
     return ValueError(f"{where}: expected {names}, got {type(value).__name__} {str(value)[:40]!r}")
+
+
+def _shown_number(value: float | int) -> str:
+    """A number for an error message (a huge integer by its size: its repr is refused past 4,300 digits)."""
+    if isinstance(value, int) and value.bit_length() > 256:
+        return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1} digits"
+    return repr(value)
 
 
 @functools.cache
@@ -169,8 +209,8 @@ class LmVerdict:
 class JudgmentUsage:
     """Tokens of one judgment."""
 
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    prompt_tokens: int = field(default=0, metadata=_COUNT)
+    completion_tokens: int = field(default=0, metadata=_COUNT)
 
 
 @dataclass(frozen=True)
@@ -372,11 +412,11 @@ class JudgeResponseItem:
 class JudgeResponseUsage:
     """Tokens and judgments of one response."""
 
-    judgments: int
-    parsed: int
-    prompt_tokens: int
-    completion_tokens: int
-    total_tokens: int
+    judgments: int = field(metadata=_COUNT)
+    parsed: int = field(metadata=_COUNT)
+    prompt_tokens: int = field(metadata=_COUNT)
+    completion_tokens: int = field(metadata=_COUNT)
+    total_tokens: int = field(metadata=_COUNT)
 
 
 @dataclass(frozen=True)

@@ -57,10 +57,13 @@ class ScriptedServer(ScriptedEndpoint):
                 return 404, {"detail": "Not Found"}
             if not body:  # backend detection probes with an empty body
                 return 400, {"error": {"message": "items: required field is missing"}}
-            results = [judge.JudgeResult.from_json(self.judge_results(c)) for c in body["items"][0]["criteria"]]
+            # the results as the script gives them, not read back: a result no reader takes (a NaN score) is sent
+            results = [self.judge_results(c) for c in body["items"][0]["criteria"]]
             usage = JudgeResponseUsage(len(results), len(results), 0, 0, 0)
-            return 200, JudgeResponse("judge-1", "judge.result", 0, body["model"], "seq2seq", "tagged", judge.PROMPT_VERSION,
-                                      [JudgeResponseItem(0, body["items"][0].get("id"), results)], usage).to_json()
+            answer = JudgeResponse("judge-1", "judge.result", 0, body["model"], "seq2seq", "tagged", judge.PROMPT_VERSION,
+                                   [JudgeResponseItem(0, body["items"][0].get("id"), [])], usage).to_json()
+            answer["items"][0]["results"] = results
+            return 200, answer
         if path != "/v1/chat/completions":
             return 404, {"error": {"message": "not found"}}
         with self.lock:
@@ -390,7 +393,8 @@ def test_a_result_no_reader_takes_is_a_failed_request_not_a_row_that_breaks_the_
         rows = {row["id"]: row for row in read_predictions(tmp_path)}
         bad = [r.id for r in records if r.criteria_name == nan_for]
         assert {rows[i]["error"] for i in bad} == {"request_failed"}
-        assert all(f"the judge's answer for {i}.score: expected a finite number" in rows[i]["reason"] for i in bad)
+        assert all("/v1/judge response.items[0].results[0].score: expected a finite number, got nan" in rows[i]["reason"]
+                   for i in bad)
         assert {rows[r.id]["score"] for r in records if r.id not in bad} == {1.0}
         server.requests.clear()
         assert main(_run_args(server.base_url, data, tmp_path, "--batch-size", "1")) == 3  # resumes; retries those

@@ -358,3 +358,124 @@ def test_release_rows_with_unusual_types_still_load(tmp_path):
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "d.parquet")
     records, _ = load_records_report(tmp_path / "d.parquet")
     assert records == judge.records_from_rows(rows) and {r.task_subsubtype for r in records} == {"3"}
+
+
+def _loaders():
+    return (load_records_report, judge.load_record_columns, lambda p: list(read_source_rows(p)))
+
+
+def test_a_boolean_metadata_or_id_column_is_refused_by_both_loaders(tmp_path):
+    """A column of booleans where a record has text (a task type, an id) was read as the text "True" column-wise
+    (and row by row): refused alike now, naming the first row and the field, from JSONL and Parquet."""
+    for field in ("task_type", "difficulty", "id"):
+        rows = [GOOD | {"id": f"r{k}"} | {field: k == 0} for k in range(2)]
+        files = [_jsonl(tmp_path / f"{field}.jsonl", rows)]
+        pq.write_table(pa.Table.from_pylist(rows), tmp_path / f"{field}.parquet")
+        files.append(tmp_path / f"{field}.parquet")
+        for path in files:
+            for load in (load_records_report, judge.load_record_columns):
+                with pytest.raises(RecordError, match=rf"row 0: field '{field}': must be text.*, got bool"):
+                    load(path)
+
+
+def _with_bytes(rows, name, values, kind=pa.string()):
+    """``rows`` as a table whose column ``name`` holds ``values`` as raw bytes (Parquet does not check UTF-8)."""
+    table = pa.Table.from_pylist(rows)
+    raw = pa.array(values, pa.binary() if kind == pa.string() else pa.list_(pa.binary())).view(kind)
+    return table.set_column(table.column_names.index(name), name, raw)
+
+
+def test_parquet_text_that_is_not_utf8_is_named_by_both_loaders(tmp_path):
+    """A Parquet string column holding bytes that are not UTF-8 was a bare UnicodeDecodeError from both loaders (a
+    traceback in build-data): a RecordError naming the file, row and field now, the same from every loader."""
+    rows = [GOOD | {"id": f"r{k}", "expert_feedback": ["а", "б", "в"]} for k in range(3)]
+    answers = [r["answer"].encode() for r in rows]
+    answers[1] = b"ok \xff"
+    pq.write_table(_with_bytes(rows, "answer", answers), tmp_path / "answer.parquet")
+    feedback = [[t.encode() for t in r["expert_feedback"]] for r in rows]
+    feedback[2][1] = b"\xc3"
+    pq.write_table(_with_bytes(rows, "expert_feedback", feedback, pa.list_(pa.string())), tmp_path / "feedback.parquet")
+    for path, row, field, byte in ((tmp_path / "answer.parquet", 1, "answer", "0xff at byte 4"),
+                                   (tmp_path / "feedback.parquet", 2, "expert_feedback", "0xc3 at byte 1")):
+        for load in _loaders():
+            with pytest.raises(RecordError) as info:
+                load(path)
+            assert str(info.value) == f"{path}: row {row}: field '{field}': not UTF-8 text (byte {byte} of a text)"
+
+
+def test_a_parquet_file_cut_short_is_named_by_both_loaders(tmp_path):
+    """A truncated Parquet file (an interrupted copy) was an ArrowInvalid traceback: a RecordError naming the file."""
+    pq.write_table(pa.Table.from_pylist([GOOD | {"expert_feedback": None}]), tmp_path / "whole.parquet")
+    cut = tmp_path / "cut.parquet"
+    cut.write_bytes((tmp_path / "whole.parquet").read_bytes()[:-100])
+    for load in _loaders():
+        with pytest.raises(RecordError, match=rf"^{cut}: not a readable Parquet file \(.*magic bytes"):
+            load(cut)
+
+
+REPEATED_KEYS = [
+    # (the second row's JSON, the field named, the message's start)
+    (_line(GOOD | {"id": "b"})[:-1] + ', "expert_scores": [0, 0, 0]}', "expert_scores", "is given twice in the row"),
+    (_line(GOOD | {"id": "b"})[:-1] + ', "id": "c"}', "id", "is given twice in the row"),
+    (_line({k: v for k, v in GOOD.items() if k not in ("expert_scores", "expert_feedback")} | {"id": "b"})[:-1]
+     + ', "annotations": [{"comment": "а", "score": 2, "score": 0}]}', "annotations",
+     "an object inside it gives the key 'score' twice"),
+]
+
+
+@pytest.mark.parametrize("line,field,message", REPEATED_KEYS, ids=[f for _, f, _ in REPEATED_KEYS])
+def test_a_key_given_twice_in_one_object_is_refused_by_every_loader(line, field, message, tmp_path):
+    """json keeps the last of a repeated key's values without a word (a row's expert_scores given twice was scored
+    on the second): refused naming the row and field, from JSONL (Arrow's reader refuses such a file, so the row
+    path decides for the column loader too) and from a .json list."""
+    from judge.record_sources import _jsonl_table
+
+    path = tmp_path / "d.jsonl"
+    path.write_text(_line(GOOD) + "\n" + line + "\n", encoding="utf-8")
+    assert _jsonl_table(path) is None
+    document = tmp_path / "d.json"
+    document.write_text("[" + _line(GOOD) + ",\n" + line + "]", encoding="utf-8")
+    for source in (path, document):
+        loaders = _loaders() if source.suffix == ".jsonl" else (load_records_report, lambda p: list(read_source_rows(p)))
+        for load in loaders:
+            with pytest.raises(RecordError) as info:
+                load(source)
+            assert (info.value.source, info.value.row, info.value.field) == (str(source), 1, field)
+            assert info.value.message.startswith(message), info.value.message
+
+
+def test_a_byte_order_mark_at_the_start_of_a_file_is_skipped(tmp_path, monkeypatch):
+    """A UTF-8 byte order mark at a .jsonl or .json file's first byte (Notepad, Excel's UTF-8 export) refused the
+    whole file: the file's records load as without it (a JSONL column-wise still); one anywhere else is refused."""
+    plain = _jsonl(tmp_path / "plain.jsonl", CLEAN)
+    marked = tmp_path / "marked.jsonl"
+    marked.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
+    document = tmp_path / "marked.json"
+    document.write_bytes(b"\xef\xbb\xbf" + ("[" + ",".join(_line(r) for r in CLEAN) + "]").encode())
+    expected = _row_path(marked, CLEAN)
+    assert list(read_source_rows(marked)) == [(str(marked), i, r) for i, r in enumerate(CLEAN)]
+    assert [row for _, _, row in read_source_rows(document)] == CLEAN
+    _same(_row_path(document, CLEAN), load_records_report(document))
+    later = tmp_path / "later.jsonl"
+    later.write_bytes(plain.read_bytes().replace(b"\n{", b"\n\xef\xbb\xbf{", 1))
+    for load in (load_records_report, judge.load_record_columns):
+        with pytest.raises(RecordError, match=r"later.jsonl: row 1: .*BOM"):
+            load(later)
+    _forbid_row_path(monkeypatch)
+    _same(load_records_report(marked), expected)
+    assert judge.load_record_columns(marked)[0].records() == expected[0]
+
+
+def test_an_exact_duplicate_row_with_nan_in_an_unknown_column_is_counted(tmp_path):
+    """NaN is not equal to itself: two copies of a row whose unknown column holds NaN (Parquet's, pandas' missing
+    float) were refused as "different content"; both loaders count the copy as a duplicate, as for any other value."""
+    rows = [GOOD | {"expert_feedback": None, "weight": math.nan, "nested": {"w": [math.nan]}}] * 2
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "d.parquet")
+    path = tmp_path / "d.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    for source in (tmp_path / "d.parquet", path):
+        for load in (load_records_report, judge.load_record_columns):
+            _, report = load(source)
+            assert (report.n_rows, report.n_records, report.n_duplicates) == (2, 1, 1), source
+    with pytest.raises(RecordError, match="row 1: field 'id': 'a1' repeats the id of row 0 with different content"):
+        records_from_rows([rows[0], rows[0] | {"weight": 0.5}])

@@ -8,6 +8,8 @@ judge-serve's real ``Judge`` runs here against scripted engines on 127.0.0.1 (th
 from __future__ import annotations
 
 import dataclasses
+import json
+import re
 
 import pytest
 
@@ -146,6 +148,82 @@ def test_a_response_that_is_not_objects_or_has_values_of_the_wrong_type_names_wh
         with pytest.raises(ValueError, match=message):
             JudgeResponse.from_json({**body, **change})
 
+
+
+_RESPONSE_RESULT = JudgeResult(criterion="c", criterion_id=None, scale=[0, 1, 2], score=1.0, parse_ok=True,
+                               score_source=ScoreSource.VERDICT).to_json()
+_RESPONSE = {"id": "judge-1", "object": "judge.result", "created": 0, "model": "m", "judge_kind": "seq2seq",
+             "verdict_format": "tagged", "prompt_version": "v",
+             "items": [{"index": 0, "id": "a", "results": [_RESPONSE_RESULT]}],
+             "usage": {"judgments": 1, "parsed": 1, "prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+# (a change to the result, where its non-finite number sits under the result)
+_NUMBER_FIELDS = [
+    (lambda x: {"score": x}, "score"),
+    (lambda x: {"regression_score": x}, "regression_score"),
+    (lambda x: {"expected_score": x}, "expected_score"),
+    (lambda x: {"confidence": x}, "confidence"),
+    (lambda x: {"score_mass": x}, "score_mass"),
+    (lambda x: {"score_probs": {"0": 0.5, "1": x}}, "score_probs['1']"),
+    (lambda x: {"lm_verdict": {"score": x, "parse_ok": True}}, "lm_verdict.score"),
+]
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")], ids=["nan", "inf", "-inf"])
+@pytest.mark.parametrize(("change", "path"), _NUMBER_FIELDS, ids=[path for _, path in _NUMBER_FIELDS])
+def test_a_non_finite_number_from_the_server_is_refused_naming_where(change, path, value):
+    """Python's json reads NaN and Infinity: a response holding one is refused where it is read, naming the response
+    and the field, not written into predictions.jsonl to be refused when that file is read back."""
+    from judge.wire import JudgeResponse
+
+    body = {**_RESPONSE, "items": [{"index": 0, "id": "a", "results": [{**_RESPONSE_RESULT, **change(value)}]}]}
+    wanted = re.escape(f"/v1/judge response.items[0].results[0].{path}: expected a finite number, got {value!r}")
+    with pytest.raises(ValueError, match=f"^{wanted}$"):
+        JudgeResponse.from_json(json.loads(json.dumps(body)))  # as the server's json.dumps writes it and httpx reads it
+    assert JudgeResponse.from_json({**_RESPONSE, "items": [{"index": 0, "id": "a", "results": [
+        {**_RESPONSE_RESULT, **change(0.5)}]}]}).items[0].results[0]  # a finite value of the field is read
+
+
+@pytest.mark.parametrize("name", ["judgments", "parsed", "prompt_tokens", "completion_tokens", "total_tokens",
+                                  "results[0].usage.prompt_tokens", "results[0].usage.completion_tokens"])
+def test_a_negative_count_from_the_server_is_refused_naming_where(name):
+    """Token and judgment counts are never negative: a response giving one is refused naming the field; zero is read."""
+    from judge.wire import JudgeResponse
+
+    if name.startswith("results"):
+        key = name.rsplit(".", 1)[1]
+        changed = lambda n: {**_RESPONSE, "items": [{"index": 0, "id": "a", "results": [  # noqa: E731
+            {**_RESPONSE_RESULT, "usage": {"prompt_tokens": 1, "completion_tokens": 1, key: n}}]}]}
+        where = f"/v1/judge response.items[0].{name}"
+    else:
+        changed = lambda n: {**_RESPONSE, "usage": {**_RESPONSE["usage"], name: n}}  # noqa: E731
+        where = f"/v1/judge response.usage.{name}"
+    with pytest.raises(ValueError, match="^" + re.escape(f"{where}: expected a count (an integer of at least 0), "
+                                                         "got -5") + "$"):
+        JudgeResponse.from_json(changed(-5))
+    JudgeResponse.from_json(changed(0))
+
+
+def test_a_server_answer_with_a_nan_score_is_a_counted_request_failure():
+    """judge-eval's judge-serve backend reads the response with JudgeResponse.from_json: its ValueError, naming the
+    response's field, makes the batch's rows request_failed (retried by the next run), not a traceback."""
+    import asyncio
+    import types
+
+    from eval.judging.predictions import REQUEST_FAILED
+    from eval.judging.run import _judged
+    from judge.plumbing.retry import RetryPolicy
+    from judge.wire import JudgeResponse
+
+    body = json.loads(json.dumps(_RESPONSE).replace('"score": 1.0', '"score": NaN'))
+
+    class Backend:
+        async def judge(self, batch):
+            return [JudgeServeBackend._outcome(r) for r in JudgeResponse.from_json(body).items[0].results]
+
+    rows, refusal = asyncio.run(_judged(Backend(), [types.SimpleNamespace(id="a")], RetryPolicy(max_retries=0)))
+    assert refusal is None and [row["error"] for row in rows] == [REQUEST_FAILED]
+    assert rows[0]["reason"] == ("ValueError: /v1/judge response.items[0].results[0].score: expected a finite number, "
+                                 "got nan")
 
 def test_prediction_fields_are_the_row_dataclass():
     """PREDICTION_FIELDS is derived from PredictionRow, in the order rows are written; unknown keys are refused."""
