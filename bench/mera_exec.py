@@ -49,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=3.0, help="seconds per check() call (3)")
     args = parser.parse_args(argv)
 
-    from eval.mera.humaneval import build_program, load_tasks, openai_humaneval_path
+    from eval.mera.extraction import build_program
+    from eval.mera.humaneval import load_tasks, openai_humaneval_path
     from eval.mera.sandbox import Limits, Sandbox
 
     tasks = load_tasks(openai_humaneval_path())[: args.limit]

@@ -81,8 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
                               "predictions' score_source.")
     score_p.add_argument("--n-boot", type=int, default=1000, help="Bootstrap resamples per interval, >= 0 (0: none).")
     score_p.add_argument("--seed", type=int, default=0, help="Seed of the VC draws and bootstraps, >= 0.")
-    score_p.add_argument("--vc-repeats", type=int, default=100,
-                         help="Random expert replacements for the judge's VC, >= 1.")
+    score_p.add_argument("--vc-repeats", type=int, default=100, help="Random expert replacements for the judge's VC.")
     score_p.add_argument("--name", default="", help="The judge's label in the report (default: from predictions).")
     score_p.add_argument("--png", action="store_true",
                          help="Also draw the PNG plots (plots/*.png; report.html has them as SVG). On with "
@@ -98,8 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="Score regression (-r) judges on the head's value clipped into the scale (as "
                               "judge-serve's score) instead of its raw value (the default: the paper's and POLLUX's "
                               "evaluator's). Named in metrics.json and the report.")
-    score_p.add_argument("--no-plots", dest="png", action="store_false",
-                         help="No PNG plots: the default now (kept for older command lines).")
+    score_p.add_argument("--no-plots", dest="png", action="store_false", help="No PNG plots (the default).")
     score_p.add_argument("--wandb-project", default="", help="Also log tables and plots to this W&B project.")
     score_p.add_argument("--allow-repeated-ids", action="store_true",
                          help="Score each id's first row when the predictions repeat an id (default: refuse the file).")
@@ -120,10 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="An expert is tested only with at least this many items (>= 1; others: untested).")
     score_p.add_argument("--alt-test-min-experts", type=int, default=2,
                          help="An item takes part only with at least this many named experts (>= 2).")
-    # The experts' ceiling's counterpart of --alt-test-failures (eval/validity/ceiling.py).
-    score_p.add_argument("--ceiling-failures", choices=("worst", "drop"), default="worst",
-                         help="A verdict the judge failed to give, in the experts' ceiling: its largest error on the "
-                              "item's scale (default) or left out (the rule before this option).")
+    score_p.add_argument("--ceiling-failures", choices=("worst", "drop"), default="worst",  # eval/validity/ceiling.py
+                         help="A failed verdict in the experts' ceiling: its largest error on the scale, or left out.")
 
     cmp_p = sub.add_parser("compare", help="Scored runs side by side with paired-bootstrap significance.",
                            description="Compare scored runs (folders written by `score`) with the first one, or two "

@@ -23,6 +23,10 @@ Steps for one request:
    An integer-format judge (``verdict_format="integer"``, ``Pollux-4B-Judge``) is prompted with thinking on and
    generates to the end of its turn; ``judge.parse_integer_verdict`` splits the ``<think>`` reasoning (the
    result's ``feedback``) from the integer (its ``score``), and an output cut inside the reasoning is a failure.
+
+Why one module of ~560 lines: it is one class, ``Judge``, whose steps share its engines, tokenizer, settings and
+thread pool; the jobs (``serve.jobs``), their token ids (``serve.chat_tokens``), the score reading
+(``serve.score_reading``) and the transport (``serve.engine_client``) are already apart.
 """
 
 from __future__ import annotations
@@ -47,8 +51,9 @@ from judge.criteria_auto import TaskChoice, TaskClassifier
 from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage, JudgmentUsage, LmVerdict, PairwiseRequest
 from serve.engine_client import EngineClient, EngineFailure, unreadable_answer
 from serve.errors import unknown_model_message
-from serve.jobs import (PAIRWISE_SCALE, Job, build_pair_jobs, chat_ids, chat_parts, check_criteria, check_sizes,
-                        max_token_chars, plan_jobs, prepare_tokenizer)
+from serve.chat_tokens import chat_ids, chat_parts, prepare_tokenizer
+from serve.jobs import (PAIRWISE_SCALE, Job, build_pair_jobs, check_criteria, check_sizes,
+                        max_token_chars, plan_jobs)
 from serve.schema import JudgeRequest, RequestError
 from serve.score_reading import level_token_ids, seq2seq_verdict
 
@@ -242,7 +247,7 @@ class Judge:
         self._classifying = ThreadPoolExecutor(CLASSIFIER_THREADS, thread_name_prefix="task-classifier")
         self._level_ids: OrderedDict[tuple[int, ...], dict[int, int] | None] = OrderedDict()
         self._chars_per_token: int | None = None  # max_token_chars, on the first request
-        # The copy of the tokenizer that reads a request's text (serve.jobs.chat_ids) takes ~0.5 CPU-s to make for a
+        # The copy of the tokenizer that reads a request's text (serve.chat_tokens.chat_ids) takes ~0.5 CPU-s to make for a
         # Qwen vocabulary: made now, beside the start, not inside the first request's deadline.
         threading.Thread(target=prepare_tokenizer, args=(tokenizer,), name="tokenizer-copy", daemon=True).start()
 
@@ -521,7 +526,7 @@ class Judge:
         completion = text if released else render_rationale_target(rationale)
         text_for_head = apply_chat(self.tokenizer, job.prompt, completion=completion)
         # The prompt (the client's text) and the judge's output are tokenized with their special-token strings as
-        # text, as the prompt was for the generation (serve.jobs.chat_ids); the chat template's own tokens stay.
+        # text, as the prompt was for the generation (serve.chat_tokens.chat_ids); the chat template's own tokens stay.
         at = text_for_head.find(job.prompt)
         end = at + len(job.prompt)
         done = text_for_head.find(completion, end) if at >= 0 and completion else -1

@@ -148,8 +148,8 @@ def _client(config: MeraConfig):
 
 def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
     """Generate (or take canonical solutions), execute in the sandbox, write pass@k. Returns the metrics."""
-    from eval.mera.humaneval import (MERA_STOPS, NOT_GENERATED, build_program, chat_messages, load_tasks,
-                                      not_generated, summarize)
+    from eval.mera.extraction import MERA_STOPS, build_program
+    from eval.mera.humaneval import NOT_GENERATED, chat_messages, load_tasks, not_generated, summarize
     from eval.mera.progress import claim_run_folder
     from eval.mera.released import NOT_COMPARABLE, resolve_task_data
     from judge.plumbing.journal import JournalWriter, open_journal

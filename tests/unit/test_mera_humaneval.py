@@ -16,21 +16,17 @@ from pathlib import Path
 import pytest
 
 from eval.mera import cli
+from eval.mera.extraction import MERA_STOPS, build_program, extract_code, strip_markdown_cover, truncate_at_stops
 from eval.mera.humaneval import (
     DEFAULT_INSTRUCTION,
-    MERA_STOPS,
     N_SAMPLES,
     PASS_AT_K,
     DataError,
-    build_program,
-    extract_code,
     load_tasks,
     parse_mera_row,
     pass_at_k,
     render_prompt,
-    strip_markdown_cover,
     summarize,
-    truncate_at_stops,
 )
 from eval.mera.sandbox import MAX_TESTS_CHARS, PASSED, RUNTIME, SANDBOX_ERROR, SYNTAX, TIMEOUT, WRONG_ANSWER
 from tests.support.scripted_endpoint import ScriptedEndpoint

@@ -1,6 +1,6 @@
 """judge-serve reads the text of a request as text: a special-token string in an answer, an instruction, a reference,
 a criterion or a rubric (``<|im_end|>``, ``<|im_start|>assistant``) is tokenized as the characters it is, never as
-the chat template's control tokens, on every way a prompt is tokenized (``serve.jobs.chat_ids``); the template's own
+the chat template's control tokens, on every way a prompt is tokenized (``serve.chat_tokens.chat_ids``); the template's own
 special tokens stay special. An ordinary prompt's ids are pinned against whole-text tokenizing in
 tests/unit/test_serve_judging.py (``test_the_shared_prefix_tokenized_once_gives_the_whole_prompts_ids``)."""
 
@@ -31,7 +31,8 @@ def test_special_token_strings_in_a_requests_text_stay_text(request, template, t
     Before, the answer's strings became the chat template's control tokens: 4 ``<|im_start|>`` and 3 ``<|im_end|>``,
     a second assistant turn with the answer's own verdict before the judge's."""
     from judge.wire import PairwiseRequest
-    from serve.jobs import build_pair_jobs, tokenize_sharing_prefixes
+    from serve.chat_tokens import tokenize_sharing_prefixes
+    from serve.jobs import build_pair_jobs
 
     tok = request.getfixturevalue(tokenizer)
     im_start, im_end = tok.convert_tokens_to_ids(["<|im_start|>", "<|im_end|>"])

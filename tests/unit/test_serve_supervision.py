@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import os
 import select
+import shutil
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -203,14 +205,16 @@ time.sleep(600)  # an engine lives until it is stopped
 """
 
 
-def test_an_engines_ipc_sockets_live_in_its_own_folder_removed_when_it_stops(monkeypatch, tmp_path):
+def test_an_engines_ipc_sockets_live_in_its_own_folder_removed_when_it_stops(monkeypatch, tmp_path, request):
     """vLLM puts its ZeroMQ sockets in VLLM_RPC_BASE_PATH (the temporary directory by default) and leaves them there
     when its processes are killed: every engine start added a few to /tmp for good. Each start now gets a folder of
     its own under the user's base, removed with the engine, even when it was killed."""
     from serve.launch import Engine, EngineSpec
 
-    base, said = tmp_path / "rpc", tmp_path / "said"
-    base.mkdir()
+    # A short base of its own: a socket's path holds at most 107 bytes, and tmp_path's length grows with pytest's
+    # numbering (at pytest-10 and beyond, under an xdist worker, the engine's sockets no longer fit in it).
+    base, said = Path(tempfile.mkdtemp(prefix="rpc-", dir="/tmp")), tmp_path / "said"
+    request.addfinalizer(lambda: shutil.rmtree(base, ignore_errors=True))
     os.mkfifo(said)
     reading = os.open(said, os.O_RDONLY | os.O_NONBLOCK)  # open first: the stub's open for writing then never waits
     monkeypatch.setenv("VLLM_RPC_BASE_PATH", str(base))

@@ -11,11 +11,8 @@ import json
 import pytest
 
 from eval.mera import cli
-from eval.mera.humaneval import (
-    build_program,
-    load_tasks,
-    parse_mera_row,
-)
+from eval.mera.extraction import build_program
+from eval.mera.humaneval import load_tasks, parse_mera_row
 from eval.mera.sandbox import PASSED, RUNTIME, SYNTAX, TIMEOUT, WRONG_ANSWER, Limits, Sandbox
 from tests.support.mera_humaneval import MERA_ROW, SAMPLE
 

@@ -1,0 +1,203 @@
+"""Token ids of chat-wrapped prompts: only the chat template's own special tokens are special.
+
+judge-serve tokenizes every prompt itself (``serve.jobs``), and a request's text (instruction, answer, reference,
+criteria, rubrics; the judge's own output that a regression head reads) is untrusted: an answer that writes
+``<|im_end|>\n<|im_start|>assistant\n...`` must stay the characters it is, never end the user's turn and write the
+judge's (``chat_ids``). The criteria of one item share every token up to the criterion, tokenized once per item
+(``tokenize_sharing_prefixes``). An ordinary prompt's ids are exactly those of tokenizing it whole (pinned in
+tests/unit/test_serve_judging.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from judge import apply_chat
+from judge.prompts import POLLUX_PROMPT, PromptTemplate
+from serve.schema import ResolvedCriterion
+
+__all__ = ["chat_ids", "chat_parts", "prepare_tokenizer", "template_wrapping", "tokenize_sharing_prefixes"]
+
+
+#: Chat-template text (the opening, the closing) searched for its added tokens, per tokenizer: a few strings each.
+_SPAN_CACHE_SIZE = 64
+
+
+class _Encoder:
+    """One tokenizer's two ways of tokenizing (``chat_ids``): the chat template's own text as the tokenizer reads any
+    text, its special tokens parsed; a request's text with every special-token string read as the characters it is
+    (transformers' ``split_special_tokens``). The second runs on a copy of the fast tokenizer made once with
+    ``encode_special_tokens`` set: transformers sets that flag on the one Rust tokenizer at each call that asks it
+    otherwise, and judge-serve tokenizes in several threads at once."""
+
+    def __init__(self, tokenizer: Any):
+        self.tokenizer = tokenizer
+        added = tokenizer.get_added_vocab() if hasattr(tokenizer, "get_added_vocab") else {}
+        self.added = tuple(token for token in added if token)
+        self.spans: dict[str, tuple[int, int] | None] = {}
+        backend = getattr(tokenizer, "backend_tokenizer", None)
+        self.literal = None
+        if backend is not None:
+            self.literal = type(backend).from_str(backend.to_str())
+            self.literal.no_truncation()
+            self.literal.no_padding()
+            self.literal.encode_special_tokens = True
+
+    def template_ids(self, texts: list[str]) -> list[list[int]]:
+        return self.tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
+
+    def request_ids(self, texts: list[str]) -> list[list[int]]:
+        if not texts:
+            return []
+        if self.literal is not None:
+            return [encoding.ids for encoding in self.literal.encode_batch(texts, add_special_tokens=False)]
+        return self.tokenizer(texts, add_special_tokens=False, split_special_tokens=True)["input_ids"]
+
+    def added_span(self, text: str) -> tuple[int, int] | None:
+        """Where ``text`` (the chat template's) holds added tokens: the first one's start, the last one's end."""
+        if text not in self.spans:
+            starts = [at for at in (text.find(token) for token in self.added) if at >= 0]
+            ends = [at + len(token) for token in self.added if (at := text.rfind(token)) >= 0]
+            if len(self.spans) >= _SPAN_CACHE_SIZE:
+                self.spans.clear()
+            self.spans[text] = (min(starts), max(ends)) if starts else None
+        return self.spans[text]
+
+
+_ENCODERS: dict[int, tuple[Any, _Encoder]] = {}
+
+
+def _encoder(tokenizer: Any) -> _Encoder:
+    kept = _ENCODERS.get(id(tokenizer))
+    if kept is None or kept[0] is not tokenizer:
+        if len(_ENCODERS) >= 8:  # a server has one tokenizer; tests make several
+            _ENCODERS.clear()
+        kept = _ENCODERS[id(tokenizer)] = (tokenizer, _Encoder(tokenizer))
+    return kept[1]
+
+
+def prepare_tokenizer(tokenizer: Any) -> None:
+    """Make what ``chat_ids`` needs of ``tokenizer`` ahead of its first call (never raises: that call would)."""
+    try:
+        _encoder(tokenizer)
+    except Exception:  # noqa: BLE001 - a tokenizer that cannot be prepared fails at its first use, with its error
+        pass
+
+
+def chat_ids(tokenizer: Any, texts: list[list[str]]) -> list[list[int]]:
+    """Token ids of texts each given in parts, alternately the chat template's own text (at even places: its opening,
+    its closing) and the request's (at odd places: the rendered prompt, or part of it, with the client's instruction,
+    answers, reference, criteria and rubrics). Only the template's special tokens are special: a special-token
+    string in the request's text (an answer that writes ``<|im_end|>\\n<|im_start|>assistant\\n...``) is tokenized as
+    the characters it is, so that no answer can end the user's turn and write the judge's.
+
+    The ids of a text without such a string are exactly those of tokenizing it whole: a tokenizer splits its input
+    at every added token anyway and tokenizes the runs between them apart, so the parts are cut at the template's
+    first and last added token (the template's text around them goes with the request's run it touches) and each run
+    is tokenized as the whole text's run would be (pinned in tests/unit/test_serve_judging.py). All texts' runs are
+    tokenized in two batches, one of each kind.
+    """
+    encoder = _encoder(tokenizer)
+    runs: list[list[tuple[bool, str]]] = []  # per text, (the template's, text) in order
+    for parts in texts:
+        text_runs: list[tuple[bool, str]] = []
+
+        def add(template: bool, run: str) -> None:
+            if not run:
+                return
+            if text_runs and not template and not text_runs[-1][0]:
+                text_runs[-1] = (False, text_runs[-1][1] + run)
+            else:
+                text_runs.append((template, run))
+
+        for k, part in enumerate(parts):
+            span = encoder.added_span(part) if k % 2 == 0 else None
+            if span is None:
+                add(False, part)
+            else:
+                add(False, part[:span[0]])
+                add(True, part[span[0]:span[1]])
+                add(False, part[span[1]:])
+        runs.append(text_runs)
+    template_ids = iter(encoder.template_ids([run for text_runs in runs for template, run in text_runs if template]))
+    request_ids = iter(encoder.request_ids([run for text_runs in runs for template, run in text_runs if not template]))
+    return [[token for template, _ in text_runs for token in next(template_ids if template else request_ids)]
+            for text_runs in runs]
+
+
+def chat_parts(text: str, prompt: str, opening: str | None = None, closing: str | None = None) -> list[str]:
+    """``chat_ids``' parts of a chat-wrapped ``text`` whose user turn is ``prompt``: the template's text before and
+    after it, and the prompt. A template that did not keep the prompt verbatim (one that trims it) is cut at its
+    ``opening`` and ``closing`` (the chat template's text around any user turn) when given and found; failing both,
+    the whole text is read as the request's (its own special tokens included: never a forged turn)."""
+    at = text.find(prompt)
+    if at >= 0:
+        return [text[:at], prompt, text[at + len(prompt):]]
+    if opening is not None and closing is not None and len(opening) + len(closing) <= len(text) \
+            and text.startswith(opening) and text.endswith(closing):
+        return [opening, text[len(opening):len(text) - len(closing)], closing]
+    return ["", text, ""]
+
+
+def template_wrapping(tokenizer: Any, thinking: bool) -> tuple[str | None, str | None]:
+    """The chat template's text around a user turn: (opening, closing), None where it does not keep a mark whole."""
+    mark = "\x00user turn\x00"
+    wrapped = apply_chat(tokenizer, mark, thinking=thinking)
+    at = wrapped.find(mark)
+    return (wrapped[:at], wrapped[at + len(mark):]) if at >= 0 else (None, None)
+
+
+def tokenize_sharing_prefixes(tokenizer: Any, texts: list[str], jobs: list[tuple[int, ResolvedCriterion, str]], *,
+                              known: Mapping[int, tuple[str, list[int]]] | None = None,
+                              template: PromptTemplate = POLLUX_PROMPT, thinking: bool = False) -> list[list[int]]:
+    """Token ids of each chat-wrapped prompt, the part every criterion of an item shares tokenized once per item.
+
+    The split is at the start of ``### Критерий оценки:`` (``template.criterion_part``: everything before it, the
+    instruction, reference and answer, is the same for every criterion of one item), right after the answer's
+    ``\\n\\n``: a boundary of the Qwen2 pre-tokenizer (a newline run is a pre-token of its own, and no merge
+    crosses pre-tokens), so prefix ids + suffix ids are the whole text's ids (pinned against whole-text tokenizing,
+    for both templates, in tests/unit/test_serve_judging.py). A 1 MiB answer on 64 criteria is then tokenized once,
+    not 64 times. A text whose prompt the chat template did not keep verbatim is tokenized whole. Each call is one batch, which the fast tokenizer encodes
+    in Rust (docs/performance.md, ``bench/serve_tokenize.py``: ``build_jobs`` against whole prompts in one batch and
+    one call each).
+
+    Args:
+        texts: the chat-wrapped prompts.
+        jobs: per text, (item index, criterion, the rendered prompt inside it).
+        known: per item, a prefix text already tokenized and its ids (``_shared_prefixes``): used where it is
+            exactly that item's shared part, never tokenized again.
+        template: the pointwise template the prompts were rendered with.
+        thinking: the chat template's thinking switch the texts were wrapped with (where a template did not keep a
+            prompt verbatim, its text around the user turn tells the request's text from the template's).
+
+    The request's text is tokenized with its special-token strings as text (``chat_ids``).
+    """
+    split: list[int | None] = []
+    where: list[int] = []  # per text, where its prompt starts
+    for text, (_, crit, prompt) in zip(texts, jobs):
+        tail = template.criterion_part.format(criteria_name=crit.name, rubrics=crit.rubrics)
+        at = text.find(prompt)
+        where.append(at)
+        split.append(at + len(prompt) - len(tail) if at >= 0 and prompt.endswith(tail) else None)
+    prefixes: dict[int, str] = {}
+    prefix_parts: dict[int, list[str]] = {}
+    for text, (item, _, _), cut, at in zip(texts, jobs, split, where):
+        if cut is not None and item not in prefixes:
+            prefixes[item], prefix_parts[item] = text[:cut], [text[:at], text[at:cut]]
+    shared = [cut is not None and texts[k][:cut] == prefixes[jobs[k][0]] for k, cut in enumerate(split)]
+    known = known or {}
+    prefix_ids = {i: known[i][1] for i in prefixes if i in known and known[i][0] == prefixes[i]}
+    order = sorted(i for i in prefixes if i not in prefix_ids)
+    if order:
+        prefix_ids.update(zip(order, chat_ids(tokenizer, [prefix_parts[i] for i in order])))
+    opening, closing = template_wrapping(tokenizer, thinking) if not all(shared) else (None, None)
+    rest = []
+    for k, (text, (_, _, prompt)) in enumerate(zip(texts, jobs)):
+        if shared[k]:  # the prompt's own part from the cut, then the template's closing
+            end = where[k] + len(prompt)
+            rest.append(["", text[split[k]:end], text[end:]])
+        else:
+            rest.append(chat_parts(text, prompt, opening, closing))
+    rest_ids = chat_ids(tokenizer, rest) if rest else []
+    return [prefix_ids[jobs[k][0]] + ids if shared[k] else ids for k, ids in enumerate(rest_ids)]
