@@ -24,6 +24,8 @@ import os
 import sys
 from collections.abc import Sequence
 
+from train.exit_status import STOPPED_NOT_REQUEUED, stop_exit_code  # noqa: F401 - the statuses run() returns
+
 __all__ = ["main", "run", "build_run_parser", "stop_exit_code", "SUBCOMMANDS", "RECIPE_ENTRIES"]
 
 #: Subcommand -> (module with ``main(argv) -> int``, one-line help). Dispatched lazily: heavy imports happen only
@@ -40,9 +42,6 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-#: A run stopped by a signal at a checkpoint that nothing will resume by itself: sysexits' EX_TEMPFAIL ("try
-#: again later"), so a Slurm job ends FAILED and an afterok dependant does not start on an unfinished run.
-STOPPED_NOT_REQUEUED = 75
 
 #: The exit codes of ``judge-train run`` (and ``classifier``), as its ``--help`` lists them.
 RUN_EXIT_CODES = (
@@ -126,21 +125,6 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
     return stop_exit_code(result)
 
 
-def stop_exit_code(result) -> int:
-    """The exit status of a run a signal stopped at a checkpoint: 0 when its Slurm job was requeued, else 75.
-
-    Under Slurm the requeue is global rank 0's to decide and to do (``train.preemption.requeue_slurm_job``); the
-    other ranks stopped at the same checkpoint and exit 0, leaving the job's status to rank 0. Were they to exit 75,
-    torchrun would SIGTERM rank 0 and srun (``--kill-on-bad-exit``) end the step, possibly before rank 0's
-    ``scontrol requeue`` had returned: a job that should come back would end FAILED instead. When rank 0 does not
-    requeue (scancel), its 75 alone fails the job.
-    """
-    if getattr(result, "requeued", False):
-        return 0
-    rank = os.environ.get("RANK", "0")
-    if os.environ.get("SLURM_JOB_ID") and rank != "0" and getattr(result, "stopped_by_signal", None) is not None:
-        return 0
-    return STOPPED_NOT_REQUEUED
 
 
 def check_training_data(config) -> None:
@@ -213,7 +197,7 @@ def _one_writer(output_dir: str, prog: str):
     import contextlib
 
     from judge.plumbing.run_folder import hold_run_folder
-    from train.recipe_steps import is_main_process
+    from train.training_arguments import is_main_process
 
     return hold_run_folder(output_dir, prog) if is_main_process() else contextlib.nullcontext()
 
@@ -245,7 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     level, argv = split_log_level(sys.argv[1:] if argv is None else argv)
     try:
-        # Ranks other than 0 of a distributed run report warnings only (train.recipe_steps.is_main_process).
+        # Ranks other than 0 of a distributed run report warnings only (train.training_arguments.is_main_process).
         configure_logging(level if os.environ.get("RANK", "0") == "0" else "warning")
     except ValueError as err:
         print(f"judge-train: error: {err}", file=sys.stderr)

@@ -36,6 +36,7 @@ merged into the base weights first.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import shutil
 from pathlib import Path
@@ -43,6 +44,7 @@ from typing import Any
 
 import torch
 
+from judge.plumbing.atomic_write import replace_folder
 from judge.checkpoints import EXPORT_MANIFEST, GENERATOR_SUBDIR, TRAINED_LENGTHS, TrainedLengths, write_manifest
 
 __all__ = [
@@ -56,6 +58,7 @@ __all__ = [
     "export_regression",
     "verify_export",
     "export_after_training",
+    "staging_dir",
 ]
 
 logger = logging.getLogger(__name__)
@@ -156,6 +159,13 @@ def _fresh(folder: Path) -> Path:
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
     return folder
+
+
+def staging_dir(export_dir: str | Path) -> Path:
+    """Where ``export_after_training`` writes an export before it replaces ``export_dir``: a hidden folder beside it
+    (the same filesystem, so that the replacement is a rename)."""
+    export_dir = Path(export_dir)
+    return export_dir.parent / f".{export_dir.name}.staging"
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -367,6 +377,14 @@ def _drop_trainer_card(output_dir: Path) -> None:
             logger.info("removed the trainer's boilerplate %s (the judge's card is in the export)", card)
 
 
+def _stopper_of(trainer):
+    """The trainer's ``train.preemption.SaveAndStopOnSignal`` callback (the recipe's ``run.stopper``), or None."""
+    from train.preemption import SaveAndStopOnSignal
+
+    callbacks = getattr(getattr(trainer, "callback_handler", None), "callbacks", None) or []
+    return next((callback for callback in callbacks if isinstance(callback, SaveAndStopOnSignal)), None)
+
+
 def export_after_training(trainer, *, result, mode: str, model_cls, tokenizer, probe_texts: list[str],
                           base_model: str, dtype: torch.dtype, export_dir: str | Path,
                           verdict_format: str = "tagged",
@@ -375,8 +393,17 @@ def export_after_training(trainer, *, result, mode: str, model_cls, tokenizer, p
 
     Steps: probe the live model (a collective under ZeRO-3), ``trainer.save_model`` into ``<output_dir>/trained``
     (16-bit weights gathered on rank 0 under ZeRO-3; adapters only with LoRA), then on rank 0: load those weights
-    (merging LoRA), write the export, reload it and compare, record ``result`` in run.json (copied into the export),
-    and write the model card. The staging folder is removed once the export checks.
+    (merging LoRA), write the export into a staging folder beside ``export_dir`` (``staging_dir``), reload it and
+    compare, record ``result`` in its run.json, write the model card, and only then put it in place of the earlier
+    export (``judge.plumbing.atomic_write.replace_folder``) and record the result in the run folder's run.json. The folder of trained weights is
+    removed once the export checks.
+
+    The stopper's signal handlers stay installed from ``trainer.train()`` until the export is done
+    (``train.recipe_steps.PreparedRun.train``): under slurm/train.sbatch the inherited SIGUSR1 disposition is
+    "ignore", and Slurm's pre-timeout signal arriving during a long merge or save would otherwise be lost and the job
+    end at its time limit. A stop signal found before the export is published abandons it (the earlier export stays
+    in place) and requeues the job (``train.preemption.abandon_export_on_signal``): the rerun resumes from the final
+    checkpoint, trains nothing and exports again.
 
     Args:
         result: ``train.provenance.RunResult`` of the training; its ``export_dir`` and (rank 0) ``export_report``
@@ -388,32 +415,69 @@ def export_after_training(trainer, *, result, mode: str, model_cls, tokenizer, p
 
     Raises:
         ExportError: on rank 0, when the export does not reload as the live model.
+        train.preemption.ExportAbandoned: on rank 0, a stop signal during the export (a ``SystemExit``: 0 when the
+            Slurm job was requeued, else ``train.exit_status.STOPPED_NOT_REQUEUED``).
     """
-    batch = probe_batch(tokenizer, probe_texts)
-    live = live_outputs(trainer.model, batch)
-    staging = Path(trainer.args.output_dir) / "trained"
-    trainer.save_model(str(staging))
-    report = None
-    if trainer.is_world_process_zero():
-        from train.model_card import evaluation_section
+    from train import preemption
 
-        kept_evaluation = evaluation_section(export_dir)  # a --resume must not lose what `judge-train card` wrote
-        with _zero3_init_paused(trainer.args):
-            model = load_trained(staging, model_cls, base_model=base_model, dtype=dtype)
-            if mode == "seq2seq":
-                export_seq2seq(model, tokenizer, export_dir, verdict_format=verdict_format,
-                               trained_lengths=trained_lengths)
-            else:
-                export_regression(model, tokenizer, export_dir)
-            del model
-            report = verify_export(export_dir, mode, batch, live, dtype)
-        from train import provenance
+    stopper = _stopper_of(trainer)
+    rank_zero = trainer.is_world_process_zero()
+    try:
+        # The requeue is rank 0's (train.preemption.requeue_slurm_job); the watch covers the gathering save too.
+        with preemption.RequeueDuringExport(stopper if rank_zero else None) as watch:
+            batch = probe_batch(tokenizer, probe_texts)
+            live = live_outputs(trainer.model, batch)
+            trained = Path(trainer.args.output_dir) / "trained"
+            trainer.save_model(str(trained))
+            report = None
+            if rank_zero:
+                report = _export_on_rank_zero(trainer, watch, result=result, mode=mode, model_cls=model_cls,
+                                              tokenizer=tokenizer, batch=batch, live=live, trained=trained,
+                                              base_model=base_model, dtype=dtype, export_dir=Path(export_dir),
+                                              verdict_format=verdict_format,
+                                              trained_lengths=trained_lengths)  # fmt: skip
+            result.export_dir = str(export_dir)
+            trainer.accelerator.wait_for_everyone()
+            return report
+    finally:
+        if stopper is not None:
+            stopper.uninstall()
 
-        result.export_report, result.export_dir = report, str(export_dir)
-        run_json = provenance.record_result(trainer.args.output_dir, result)
-        _write_model_card(export_dir, run_json, kept_evaluation)
-        _drop_trainer_card(Path(trainer.args.output_dir))
-        shutil.rmtree(staging, ignore_errors=True)
-    result.export_dir = str(export_dir)
-    trainer.accelerator.wait_for_everyone()
+
+def _export_on_rank_zero(trainer, watch, *, result, mode, model_cls, tokenizer, batch, live, trained: Path,
+                         base_model, dtype, export_dir: Path, verdict_format, trained_lengths):  # fmt: skip
+    from train import provenance
+    from train.model_card import evaluation_section
+
+    def stop_if_signalled() -> None:
+        watch.abandon_if_signalled(result)
+
+    stop_if_signalled()
+    staging = staging_dir(export_dir)
+    kept_evaluation = evaluation_section(export_dir)  # a --resume must not lose what `judge-train card` wrote
+    with _zero3_init_paused(trainer.args):
+        model = load_trained(trained, model_cls, base_model=base_model, dtype=dtype)
+        stop_if_signalled()
+        if mode == "seq2seq":
+            export_seq2seq(model, tokenizer, staging, verdict_format=verdict_format,
+                           trained_lengths=trained_lengths)
+        else:
+            export_regression(model, tokenizer, staging)
+        del model
+        stop_if_signalled()
+        report = verify_export(staging, mode, batch, live, dtype)
+    stop_if_signalled()
+    result.export_report, result.export_dir = report, str(export_dir)
+    # The export's run.json first, and the card from it: the run folder's run.json records the result only once
+    # the export it names is in place.
+    run_json = Path(trainer.args.output_dir) / "run.json"
+    shutil.copy2(run_json, staging / "run.json")
+    staged_run_json = provenance.update_run_json(staging, result=dataclasses.asdict(result))
+    _write_model_card(staging, staged_run_json, kept_evaluation)
+    stop_if_signalled()  # the last moment the export can be abandoned: from here the earlier one is replaced
+    replace_folder(staging, export_dir)
+    shutil.copy2(export_dir / "run.json", run_json)
+    logger.info("export %s in place", export_dir)
+    _drop_trainer_card(Path(trainer.args.output_dir))
+    shutil.rmtree(trained, ignore_errors=True)
     return report

@@ -19,6 +19,13 @@ After the stop, ``requeue_slurm_job`` (called by the recipes) puts the job back 
   already, nothing to do. CANCELLED (``scancel``) or TIMEOUT: the operator or the limit ended it; no requeue
   (``scontrol requeue`` would bring back even a cancelled batch job), the checkpoint stays for ``--resume``.
 
+A signal may also come after the last step, while rank 0 exports the judge (merge, save, reload and check, model
+card: minutes for a 32B model). The handlers stay installed until the export is done, so it is not lost (under
+slurm/train.sbatch the inherited disposition is "ignore"); ``RequeueDuringExport`` requeues the job the same way as
+soon as the signal is seen, and gives up the unfinished export at its next step (it is written in a staging
+folder, the earlier export left in place): the rerun resumes from the final checkpoint, trains no step and exports
+again.
+
 The rerun finds ``checkpoint-N`` in the run folder and passes ``--resume`` (``slurm/train.sbatch``). A save must
 finish within KillWait / GraceTime; size them for the checkpoint (a ZeRO-3 save of a 32B model on shared storage
 takes minutes).
@@ -30,10 +37,13 @@ import logging
 import os
 import signal
 import subprocess
+import threading
 
 from transformers import TrainerCallback
 
-__all__ = ["SaveAndStopOnSignal", "STOP_SIGNALS", "requeue_slurm_job"]
+from train.exit_status import stop_exit_code
+
+__all__ = ["SaveAndStopOnSignal", "STOP_SIGNALS", "requeue_slurm_job", "ExportAbandoned", "RequeueDuringExport"]
 
 logger = logging.getLogger(__name__)
 
@@ -119,7 +129,7 @@ def requeue_slurm_job(callback: SaveAndStopOnSignal) -> bool:
     Runs on global rank 0 only (every rank learns the signal through the callback's all-reduce). SIGUSR1 always
     requeues; SIGTERM requeues only a job Slurm is preempting (see the module docstring), never a cancelled one.
     Does nothing outside Slurm, on other ranks (they exit 0 and leave the job's status to this one:
-    ``train.cli.stop_exit_code``), or when training was not stopped by a signal. The recipe calls it with the
+    ``stop_exit_code``), or when training was not stopped by a signal. The recipe calls it with the
     stopper's handlers still installed, so that a second signal cannot kill rank 0 before ``scontrol requeue`` returns.
 
     Returns:
@@ -156,3 +166,77 @@ def requeue_slurm_job(callback: SaveAndStopOnSignal) -> bool:
         logger.error("scontrol requeue %s failed (%d): %s", job_id, result.returncode, result.stderr.strip())
         return False
     return True
+
+
+class ExportAbandoned(SystemExit):
+    """A stop signal came during the export, which was given up before it replaced the earlier one.
+
+    A ``SystemExit`` carrying the run's exit status (``stop_exit_code``: 0 when the Slurm job is requeued,
+    else 75), so that every recipe ends there, whatever it does after its export.
+    """
+
+
+class RequeueDuringExport:
+    """Rank 0's watch over the export (a context manager): a stop signal requeues the job at once, and gives the
+    export up at its next step (``abandon_if_signalled``).
+
+    The export's steps are long (a 32B merge, save or reload takes minutes, longer than Slurm's warning may leave),
+    so the requeue does not wait for the end of one: a thread looks at the stopper's flag every ``poll_s`` seconds
+    and runs ``requeue_slurm_job`` as soon as it is set (the handler sets it when the main thread next runs Python,
+    between tensors of a save or load). A successful requeue ends the job's steps; rank 0 keeps the handlers, so the
+    SIGTERM that follows only sets the flag again. The job is requeued once, by the thread or by the main thread.
+    """
+
+    def __init__(self, stopper: SaveAndStopOnSignal | None, poll_s: float = 1.0):
+        self.stopper = stopper
+        self.poll_s = poll_s
+        self._lock = threading.Lock()
+        self._requeued: bool | None = None
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> RequeueDuringExport:
+        if self.stopper is not None:
+            self._thread = threading.Thread(target=self._watch, name="requeue-during-export", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._done.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _watch(self) -> None:
+        while not self._done.wait(self.poll_s):
+            if self.stopper.received:
+                self.requeue()
+                return
+
+    def requeue(self) -> bool:
+        """``requeue_slurm_job`` once, whichever thread asks first; its answer."""
+        with self._lock:
+            if self._requeued is None:
+                self._requeued = requeue_slurm_job(self.stopper)
+            return self._requeued
+
+    def abandon_if_signalled(self, result) -> None:
+        """Between the export's steps: when a stop signal has come, give the export up (requeueing the job if the
+        watch has not yet).
+
+        Args:
+            result: the run's ``RunResult``; ``stopped_by_signal`` and ``requeued`` are filled in, ``export_dir``
+                cleared.
+
+        Raises:
+            ExportAbandoned: when a signal came.
+        """
+        if self.stopper is None or not self.stopper.received:
+            return
+        logger.warning("received %s during the export: it is given up before it replaced the earlier export; resume "
+                       "with --resume to export again from the final checkpoint (a requeued job does)",
+                       signal.Signals(self.stopper.received).name)
+        result.export_dir = None
+        result.export_report = None
+        result.stopped_by_signal = self.stopper.received
+        result.requeued = self.requeue()
+        raise ExportAbandoned(stop_exit_code(result))

@@ -20,14 +20,14 @@ import contextlib
 import dataclasses
 import logging
 import os
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from train.config import TINY_MODEL, TINY_QWEN3, ConfigError, TrainConfig, config_to_dict
-from train.training_arguments import (Launch, init_distributed, launch_arithmetic, stand_in_for_a_launcher,
+from train.output_folder import check_output_dir, clear_earlier_run
+from train.training_arguments import (Launch, init_distributed, is_main_process, launch_arithmetic, stand_in_for_a_launcher,
                                       training_kwargs, weights_dtype)
 
 __all__ = [
@@ -37,14 +37,7 @@ __all__ = [
     "resolve_base_model",
     "load_tokenizer",
     "drop_build_copies",
-    "latest_checkpoint",
-    "check_output_dir",
-    "RESUME_KEEPS",
-    "RESUME_FREE",
-    "check_resumed_config",
-    "clear_earlier_run",
     "setup_logging",
-    "is_main_process",
 ]
 
 logger = logging.getLogger(__name__)
@@ -112,193 +105,6 @@ def drop_build_copies(tokenizer) -> None:
     for name in _BUILD_COPIES:
         if isinstance(getattr(tokenizer, name, None), (dict, list)):
             setattr(tokenizer, name, None)
-
-
-_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
-
-
-def latest_checkpoint(output_dir: str | Path) -> Path | None:
-    """The complete ``checkpoint-N`` folder with the highest N in ``output_dir``, or None.
-
-    Complete: it holds ``trainer_state.json``, which the Trainer writes last; a run killed while saving leaves a
-    folder without it, which ``Trainer.train(resume_from_checkpoint=...)`` cannot load. Such folders are passed over
-    with a warning (slurm/train.sbatch sets them aside the same way before it resumes).
-    """
-    folder = Path(output_dir)
-    if not folder.is_dir():
-        return None
-    found = sorted((int(m.group(1)), p) for p in folder.iterdir() if p.is_dir() and (m := _CHECKPOINT.match(p.name)))
-    complete = [p for _, p in found if (p / "trainer_state.json").is_file()]
-    cut = [p.name for _, p in found if not (p / "trainer_state.json").is_file()]
-    if cut:
-        logger.warning("%s: %s have no trainer_state.json (a save that did not finish): not resumed from", folder,
-                       ", ".join(cut))
-    return complete[-1] if complete else None
-
-
-def check_output_dir(config: TrainConfig) -> Path | None:
-    """Refuse to mix runs: ``--resume`` needs a checkpoint and the settings of the run it continues
-    (``check_resumed_config``), and a fresh run needs a folder without one (or
-    ``--overwrite-output-dir``, whose deletion of the earlier run waits for ``clear_earlier_run``, right before
-    training starts: a configuration error found while the data, arguments and model are built leaves it whole).
-
-    Returns:
-        The checkpoint to resume from, or None for a fresh run.
-    """
-    checkpoint = latest_checkpoint(config.output_dir)
-    export = Path(config.output_dir) / "export"
-    # A finished run may hold its export and no checkpoint (save_total_limit, or checkpoints cleaned up): a new
-    # run there would silently replace a judge someone may be serving.
-    finished = export.is_dir() and any(export.iterdir())
-    if config.resume and checkpoint is None:
-        raise ConfigError(f"--resume: no checkpoint-N folder in {config.output_dir} to resume from")
-    if config.resume:
-        check_resumed_config(config)
-    if not config.resume and (checkpoint is not None or finished):
-        if not config.overwrite_output_dir:
-            held = checkpoint.name if checkpoint is not None else "a finished export/"
-            resume = "pass --resume to continue that run, " if checkpoint is not None else ""  # nothing to resume
-            raise ConfigError(
-                f"{config.output_dir} already holds {held}; {resume}--overwrite-output-dir to start over, or choose "
-                "another --output-dir"
-            )
-        return None
-    return checkpoint
-
-
-#: Config fields a ``--resume`` may change: where and how often the run logs and saves, how the data is loaded, and
-#: how the same step is computed (per-device batch over however many ranks, with the same global batch; activation
-#: recomputation; the attention kernel; where GRPO's vLLM runs). None of them changes what is trained.
-RESUME_FREE = frozenset({
-    "output_dir", "run_name", "report_to", "logging_steps", "disable_tqdm", "save_steps", "save_total_limit",
-    "resume", "overwrite_output_dir", "dataloader_num_workers", "per_device_train_batch_size",
-    "per_device_eval_batch_size", "gradient_checkpointing", "attn_implementation",
-    "vllm_mode", "vllm_server_host", "vllm_server_port", "vllm_server_tensor_parallel_size",
-    "vllm_gpu_memory_utilization",
-})  # fmt: skip
-
-#: Config fields a ``--resume`` must keep, every recipe's: the checkpoint holds the optimizer, the learning-rate
-#: schedule (its peak rate and length), the RNG and the position in the data of the run it continues, so a changed
-#: value would not take effect as the config says (a new learning_rate keeps the checkpoint's peak; a new step
-#: count gives a rate neither run would have had) while run.json and the model card recorded it. The base model,
-#: the data and how rows are built from it, the loss and the adapters change what the steps so far were trained on.
-#: ``deepspeed``: a ZeRO checkpoint keeps the optimizer in DeepSpeed's own layout, which a run without it (or with
-#: another stage) does not read back. ``use_vllm`` (GRPO): trl corrects the loss for vLLM's sampling only when
-#: vLLM generates. A field in neither list is kept, so that a new field is refused until someone decides.
-RESUME_KEEPS = frozenset({
-    # what is trained, on what
-    "recipe", "model_name_or_path", "seed", "data", "eval_data", "zero_shot", "allow_benchmark_rows",
-    "min_russian_share", "eval_fraction", "max_rows", "max_length",
-    # the optimisation
-    "learning_rate", "lr_scheduler_type", "warmup_steps", "num_train_epochs", "max_steps", "global_batch_size",
-    "weight_decay", "max_grad_norm", "optim", "bf16", "deepspeed", "trainer_args",
-    "lora", "lora_r", "lora_alpha", "lora_dropout", "lora_target_modules",
-    # seq2seq
-    "packing", "verdict_format", "missing_reasoning",
-    # regression
-    "score_target", "score_loss_weight", "lm_loss_weight",
-    # classifier
-    "taxonomy_text",
-    # grpo
-    "rewards", "no_unique_mode", "num_generations", "beta", "loss_type", "max_completion_length", "temperature",
-    "use_vllm",
-})  # fmt: skip
-
-
-_UNSET = object()
-
-
-def _changes(name: str, old: Any, new: Any) -> list[str]:
-    """``name: old -> new`` for a changed field; ``trainer_args`` key by key."""
-    if name == "trainer_args" and isinstance(old, dict) and isinstance(new, dict):
-        return [f"trainer_args.{key}: {old.get(key, '(not set)')!r} -> {new.get(key, '(not set)')!r}"
-                for key in sorted(set(old) | set(new)) if old.get(key, _UNSET) != new.get(key, _UNSET)]
-    return [f"{name}: {old!r} -> {new!r}"]
-
-
-def check_resumed_config(config: TrainConfig) -> None:
-    """Refuse a ``--resume`` whose config changes what the run it continues trains (``RESUME_KEEPS``).
-
-    The earlier config is the one run.json recorded (the last launch into ``output_dir``). slurm/train.sbatch passes
-    ``--resume`` whenever the folder holds a checkpoint, so an edited YAML resubmitted to the same folder comes
-    here too. A run.json without a config (older runs) cannot be compared: the resume goes on with a warning.
-
-    Raises:
-        ConfigError: naming each kept field that changed, old -> new, and what to do instead.
-    """
-    import json
-
-    from judge.plumbing.provenance import read_provenance, redact
-
-    folder = Path(config.output_dir)
-    try:
-        record = read_provenance(folder, missing_ok=True)
-    except ValueError as error:
-        record, reason = {}, f"its run.json cannot be read ({error})"
-    else:
-        reason = "it has no run.json" if not (folder / "run.json").is_file() else "its run.json records no config"
-    earlier = record.get("config")
-    launch = record.get("launch")
-    if isinstance(launch, dict) and launch.get("earlier_run_deleted") is False:
-        raise ConfigError(
-            f"--resume: the last launch into {config.output_dir} (--overwrite-output-dir) stopped before it deleted "
-            "the earlier run: its checkpoints are that earlier run's, whose settings run.json no longer holds, so "
-            "the resume cannot be checked against them. Start over with --overwrite-output-dir (under judge-train "
-            "submit, `-- --overwrite-output-dir`) or train into a fresh --output-dir"
-        )
-    if not isinstance(earlier, dict):
-        logger.warning("--resume: %s: %s, so the resumed config cannot be compared with the run it continues; "
-                       "check by hand that the learning rate, schedule, batch and data are the earlier run's",
-                       folder, reason)
-        return
-    # run.json holds the config through JSON, then redacted (judge.plumbing.provenance): compare the new one so.
-    now = redact(json.loads(json.dumps(config_to_dict(config), ensure_ascii=False, default=str)))
-    refused, allowed, unrecorded = [], [], []
-    for name in sorted(now):
-        if name not in earlier:
-            unrecorded.append(name)
-        elif earlier[name] != now[name]:
-            (allowed if name in RESUME_FREE else refused).extend(_changes(name, earlier[name], now[name]))
-    if unrecorded:
-        logger.warning("--resume: the earlier run.json records no %s (written by an older version): not compared",
-                       ", ".join(unrecorded))
-    if allowed:
-        logger.info("--resume: changed since the earlier launch, which a resume may change: %s", "; ".join(allowed))
-    if refused:
-        raise ConfigError(
-            f"--resume: {config.output_dir} holds a run trained with other settings: {'; '.join(refused)}. A resume "
-            "restores the checkpoint's optimizer, learning-rate schedule and data position, so these would not take "
-            "effect as the config says, while run.json and the model card would record them. Train with them into "
-            "a fresh --output-dir (or start over here with --overwrite-output-dir; under judge-train submit, "
-            "`-- --overwrite-output-dir`), or resume with the earlier values (run.json's config)"
-        )
-
-
-def clear_earlier_run(config: TrainConfig) -> None:
-    """``--overwrite-output-dir``: delete the earlier run's checkpoints and export (rank 0), once everything that
-    could refuse the new run has been built."""
-    if not config.overwrite_output_dir or config.resume or not is_main_process():
-        return
-    import shutil
-
-    folder = Path(config.output_dir)
-    found = [path for path in [*folder.glob("checkpoint-*"), folder / "export", folder / "trained"] if path.exists()]
-    for path in found:
-        shutil.rmtree(path, ignore_errors=True)
-    if found:
-        logger.warning("--overwrite-output-dir: deleted the earlier run's checkpoints and export in %s", folder)
-    from judge.plumbing.provenance import read_provenance
-
-    launch = read_provenance(folder, missing_ok=True).get("launch")
-    if isinstance(launch, dict) and launch.get("earlier_run_deleted") is False:
-        from train import provenance
-
-        provenance.update_run_json(folder, launch={**launch, "earlier_run_deleted": True})
-
-
-def is_main_process() -> bool:
-    """Global rank 0 (from the launcher's ``RANK``; True without a launcher)."""
-    return os.environ.get("RANK", "0") == "0"
 
 
 def setup_logging() -> None:
@@ -403,13 +209,15 @@ class PreparedRun:
 
         Returns:
             The ``RunResult`` without an export; ``stopped`` tells whether a signal ended the run early (resume it
-            with ``--resume``).
+            with ``--resume``). A run trained to the end returns with the stopper's handlers still installed, for
+            its export (``export_judge``, ``train.export.export_after_training``), which uninstalls them.
         """
         from train import preemption, provenance
 
         clear_earlier_run(self.config)  # the data, arguments and model are built: nothing can refuse the run now
         trainer.add_callback(_keep_stop_checkpoint(self.stopper))
         self.stopper.install()
+        exporting = False
         try:
             trainer.train(resume_from_checkpoint=str(self.resume_from) if self.resume_from else None)
             result = provenance.RunResult(
@@ -426,8 +234,16 @@ class PreparedRun:
                 # arriving while rank 0 runs `scontrol requeue` only sets a flag, instead of killing rank 0 before
                 # the job is back in the queue.
                 result = dataclasses.replace(result, requeued=preemption.requeue_slurm_job(self.stopper))
+            else:
+                # Trained to the end: the handlers stay for the export, which uninstalls them when it is done
+                # (train.export.export_after_training). Uninstalled here, the disposition the process inherited
+                # came back, and under slurm/train.sbatch that is "ignore" (its `trap "" USR1`): Slurm's
+                # pre-timeout signal during the export was dropped, nothing saved or requeued, and the job ran into
+                # its time limit. The task classifier writes its export itself, without that step.
+                exporting = getattr(self.config, "recipe", None) != "classifier"
         finally:
-            self.stopper.uninstall()
+            if not exporting:
+                self.stopper.uninstall()
         return result
 
     @property
@@ -438,6 +254,10 @@ class PreparedRun:
     def export_judge(self, trainer, result, *, mode: str, model_cls, train_rows: Sequence[dict[str, Any]],
                      verdict_format: str = "tagged", trained_lengths=None):  # fmt: skip
         """Export a judge in the served layout (``export.export_after_training``) and record the result.
+
+        The stopper's handlers, left installed by ``train``, stay until the export is done: a stop signal during it
+        requeues the job and gives the export up before it replaces the earlier one (``preemption.ExportAbandoned``
+        ends the process, 0 when requeued).
 
         Args:
             trainer: the trained trainer.

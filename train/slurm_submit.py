@@ -207,6 +207,15 @@ PLANNED_SBATCH_OPTIONS = {
 }
 
 
+def _planned_option(name: str) -> str | None:
+    """The planned option (``PLANNED_SBATCH_OPTIONS``) that the long option ``--name`` is, or may be read as by
+    sbatch's getopt_long (a beginning of its name); None for any other option. Short options (-N, -n, -J ...) are
+    refused before, as ``--sbatch-arg`` takes long options only."""
+    if name in PLANNED_SBATCH_OPTIONS:
+        return name
+    return next((planned for planned in PLANNED_SBATCH_OPTIONS if planned.startswith(name)), None)
+
+
 def slurm_time_s(limit: str | None) -> int | None:
     """Seconds in a Slurm time limit (sbatch(1), --time: "minutes", "minutes:seconds", "hours:minutes:seconds",
     "days-hours", "days-hours:minutes", "days-hours:minutes:seconds"); None when there is none or it does not parse
@@ -412,9 +421,16 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
             raise SubmitError(f"--sbatch-arg takes a long option like --exclusive or --mem=0, got {option!r}")
         key, sep, value = option[2:].partition("=")
         name = (key.split() or [""])[0]  # "--nodes 2" names --nodes too
-        if name in PLANNED_SBATCH_OPTIONS:
-            raise SubmitError(f"--sbatch-arg={option}: judge-train submit sets #SBATCH --{name} itself; "
-                              f"{PLANNED_SBATCH_OPTIONS[name]}")
+        if not name:
+            raise SubmitError(f"--sbatch-arg takes a long option like --exclusive or --mem=0, got {option!r}")
+        planned = _planned_option(name)
+        if planned is not None:
+            # sbatch reads options with getopt_long, which takes any unambiguous beginning of a name for the whole
+            # one: --sig=B:USR1@60 is --signal, --gpus-per-n=4 is --gpus-per-node (and --ntasks, --gpus clash with
+            # the planned --ntasks-per-node, --gpus-per-node).
+            abbreviation = "" if planned == name else f" (--{name} abbreviates it, or clashes with it)"
+            raise SubmitError(f"--sbatch-arg={option}: judge-train submit sets #SBATCH --{planned} itself"
+                              f"{abbreviation}; {PLANNED_SBATCH_OPTIONS[planned]}")
         sbatch[key] = value if sep else ""
 
     exports = {

@@ -21,7 +21,7 @@ TrainConfig = Any
 
 __all__ = ["Launch", "launch_arithmetic", "use_bf16", "weights_dtype", "training_kwargs", "arguments_fields", "check_trainer_args",
            "check_training_arguments",
-           "DERIVED_ONLY", "stand_in_for_a_launcher", "init_distributed"]
+           "DERIVED_ONLY", "stand_in_for_a_launcher", "init_distributed", "is_main_process"]
 
 
 @dataclass(frozen=True)
@@ -290,3 +290,8 @@ def _cpu_collectives_through_gloo() -> None:
     from deepspeed.ops.op_builder.cpu import ShareMemCommBuilder
 
     deepspeed.ops.__compatible_ops__[ShareMemCommBuilder.NAME] = False
+
+
+def is_main_process() -> bool:
+    """Global rank 0 (from the launcher's ``RANK``; True without a launcher)."""
+    return os.environ.get("RANK", "0") == "0"

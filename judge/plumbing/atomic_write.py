@@ -3,18 +3,20 @@
 A reader (a later stage, a resumed run, a person) then finds the old file or the new one, never a file cut by a kill
 or a full disk: the rename is atomic within one folder, and the fsync puts the bytes on disk before the name points at
 them. Every file a later step trusts as whole (stage outputs, ``summary.json``, ``run.json``, ``metrics.json``, an
-embedding cache) is written through ``write_atomically``.
+embedding cache) is written through ``write_atomically``. A folder (a training run's export) is written beside the
+one it replaces and put in its place whole (``replace_folder``).
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["write_atomically"]
+__all__ = ["write_atomically", "replace_folder"]
 
 #: Random names tried before giving up (each is 12 hex digits: a clash means another writer holds that name now).
 _ATTEMPTS = 100
@@ -70,3 +72,43 @@ def _create_beside(path: Path, mode: int) -> tuple[int, Path]:
         except FileExistsError:
             continue
     raise FileExistsError(f"{path}: no free temporary name beside it after {_ATTEMPTS} tries")
+
+
+def _exchange(first: Path, second: Path) -> bool:
+    """Swap two folders in one step (Linux ``renameat2(RENAME_EXCHANGE)``); False where the system or the filesystem
+    cannot (glibc before 2.28, NFS), and nothing was moved."""
+    import ctypes
+    import os
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return False
+    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    if renameat2 is None:
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    at_fdcwd, rename_exchange = -100, 2
+    return renameat2(at_fdcwd, os.fsencode(first), at_fdcwd, os.fsencode(second), rename_exchange) == 0
+
+
+def replace_folder(staging: str | Path, export_dir: str | Path) -> Path:
+    """Put a complete folder ``staging`` in place of ``export_dir`` (a sibling, on the same filesystem); returns
+    ``export_dir``.
+
+    The earlier folder stays whole until then: a training export's judge-serve started meanwhile finds a judge, and an
+    export that fails or is abandoned on a signal leaves the one it was to replace. Where the folders can be swapped
+    in one step the folder is never absent; elsewhere the earlier one is renamed aside first, absent for the instant
+    between two renames, and never half-written.
+    """
+    staging, export_dir = Path(staging), Path(export_dir)
+    if not export_dir.exists():
+        staging.rename(export_dir)
+    elif _exchange(staging, export_dir):
+        shutil.rmtree(staging)  # now the earlier export
+    else:
+        aside = export_dir.parent / f".{export_dir.name}.previous"
+        shutil.rmtree(aside, ignore_errors=True)
+        export_dir.rename(aside)
+        staging.rename(export_dir)
+        shutil.rmtree(aside, ignore_errors=True)
+    return export_dir

@@ -134,7 +134,7 @@ def test_training_refuses_a_folder_with_a_finished_export(tmp_path):
     """A folder holding export/ and no checkpoint-N (it used to be silently overwritten) needs
     --overwrite_output_dir, which deletes the export once training is about to start (``clear_earlier_run``)."""
     from train.config import ConfigError, Seq2SeqConfig
-    from train.recipe_steps import check_output_dir, clear_earlier_run
+    from train.output_folder import check_output_dir, clear_earlier_run
 
     folder = tmp_path / "run"
     (folder / "export").mkdir(parents=True)

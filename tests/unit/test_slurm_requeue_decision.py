@@ -146,3 +146,100 @@ def test_a_signal_stop_keeps_its_checkpoint_with_save_total_limit_1_and_a_valida
     assert sorted(p.name for p in tmp_path.glob("checkpoint-*")) == ["checkpoint-2", "checkpoint-5"]
     state = json.loads((tmp_path / "checkpoint-5" / "trainer_state.json").read_text())
     assert (state["global_step"], state["best_model_checkpoint"]) == (5, str(tmp_path / "checkpoint-2"))
+
+
+def test_a_sigusr1_during_the_export_requeues_and_leaves_the_earlier_export(tmp_path, monkeypatch, preemption):
+    """slurm/train.sbatch starts torchrun under `trap "" USR1`, so the disposition a rank inherits is "ignore". The
+    stopper's handlers used to be uninstalled when trainer.train() returned: Slurm's pre-timeout SIGUSR1 arriving
+    during the export (merge, save, reload and check, card) was dropped, nothing requeued the job, which ran into its
+    time limit with its export folder deleted and half-written. Now the handlers stay until the export is done; a
+    signal during it requeues the job at once, while the export's step still runs, and gives the export up at the
+    end of that step, before it replaces the earlier one (exit 0): the rerun resumes from the final checkpoint and
+    exports again."""
+    import os
+    import time
+    from types import SimpleNamespace
+
+    import torch
+
+    from train import export
+    from train.recipe_steps import PreparedRun
+
+    calls = _fake_scontrol(tmp_path, monkeypatch, "JobState=RUNNING Restarts=0 PreemptTime=None")
+    monkeypatch.setenv("SLURM_JOB_ID", "7")
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.delenv("SLURM_RESTART_COUNT", raising=False)
+    folder = tmp_path / "run"
+    (folder / "export").mkdir(parents=True)
+    (folder / "export" / "model.safetensors").write_text("the earlier judge", encoding="utf-8")
+    (folder / "run.json").write_text("{}", encoding="utf-8")
+    run = PreparedRun(config=SimpleNamespace(overwrite_output_dir=False, resume=True, output_dir=str(folder),
+                                             recipe="seq2seq"),
+                      launch=None, resume_from=None, base_model="base", tokenizer=None, dtype=None,
+                      stopper=preemption.SaveAndStopOnSignal())  # fmt: skip
+
+    class Trainer:
+        """Trains to the end at once; what the export asks of a trainer on rank 0 of one."""
+
+        args = SimpleNamespace(output_dir=str(folder))
+        state = SimpleNamespace(global_step=12, log_history=[])
+        lr_scheduler = SimpleNamespace(get_last_lr=lambda: [0.0])
+        accelerator = SimpleNamespace(wait_for_everyone=lambda: None)
+        model = None
+
+        def __init__(self):
+            self.callback_handler = SimpleNamespace(callbacks=[run.stopper])
+
+        def add_callback(self, callback):
+            self.callback_handler.callbacks.append(callback)
+
+        def train(self, resume_from_checkpoint=None):
+            pass
+
+        def save_model(self, folder):
+            os.makedirs(folder, exist_ok=True)
+
+        def is_world_process_zero(self):
+            return True
+
+    requeued_during_the_save = []
+
+    def writes_half_and_is_signalled(model, tokenizer, out_dir, **kwargs):
+        out = export._fresh(out_dir)
+        (out / "model-00001-of-00002.safetensors").write_text("half", encoding="utf-8")
+        os.kill(os.getpid(), signal.SIGUSR1)  # Slurm's --signal=USR1@N, in the middle of the save
+        # A 32B save takes minutes, longer than the warning may leave: the job is requeued while it still runs.
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not requeued_during_the_save:
+            requeued_during_the_save.extend(calls.read_text().splitlines() if calls.exists() else [])
+            time.sleep(0.05)
+        return out
+
+    def never(*args, **kwargs):
+        raise AssertionError("the export went on after the signal")
+
+    monkeypatch.setattr(export, "probe_batch", lambda tokenizer, texts: {})
+    monkeypatch.setattr(export, "live_outputs", lambda model, batch: {})
+    monkeypatch.setattr(export, "load_trained", lambda *args, **kwargs: "the trained model")
+    monkeypatch.setattr(export, "export_seq2seq", writes_half_and_is_signalled)
+    monkeypatch.setattr(export, "verify_export", never)
+    inherited = signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # what `trap "" USR1` leaves the ranks
+    try:
+        trainer = Trainer()
+        result = run.train(trainer)
+        assert not run.stopped and result.stopped_by_signal is None
+        with pytest.raises(preemption.ExportAbandoned) as ended:
+            export.export_after_training(trainer, result=result, mode="seq2seq", model_cls=None, tokenizer=None,
+                                         probe_texts=[], base_model="base", dtype=torch.float32,
+                                         export_dir=folder / "export")  # fmt: skip
+        assert signal.getsignal(signal.SIGUSR1) == signal.SIG_IGN  # uninstalled once the export is over
+    finally:
+        signal.signal(signal.SIGUSR1, inherited)
+    assert ended.value.code == 0  # requeued: the job's status is the rerun's
+    assert requeued_during_the_save == ["requeue 7"]
+    assert calls.read_text().splitlines() == ["requeue 7"]  # once: the watch's requeue is not repeated
+    assert (result.requeued, result.stopped_by_signal, result.export_dir) == (True, signal.SIGUSR1, None)
+    # The earlier judge stays in place; the half-written one is not in export/ (nor anywhere judge-serve looks).
+    assert [p.name for p in (folder / "export").iterdir()] == ["model.safetensors"]
+    assert (folder / "export" / "model.safetensors").read_text(encoding="utf-8") == "the earlier judge"
+    assert (folder / "run.json").read_text(encoding="utf-8") == "{}"

@@ -400,18 +400,42 @@ def test_every_srun_passes_the_jobs_cpus_per_task():
     ("--no-requeue", "the job must be requeueable: it requeues itself after saving on a signal"),
     ("--open-mode=truncate", "a requeued job appends to its log (--open-mode=append)"),
     ("--partition=cpu", "use --partition"),
+    # sbatch's getopt_long takes an unambiguous beginning of a long option's name for the whole name
+    ("--sig=B:USR1@60", "use --signal-before-s (the job needs SIGUSR1 at its training steps, not at the batch "
+                        "shell)"),
+    ("--gpus-per-n=4", "use --gpus-per-node (the ranks per node follow it)"),
+    ("--gpus-per-n 4", "use --gpus-per-node (the ranks per node follow it)"),
+    ("--node=3", "use --nodes"),
+    ("--ti 5", "use --time"),
+    ("--job=x", "use --job-name"),
+    ("--ntasks=16", "one task per node runs torchrun, which starts the ranks: use --gpus-per-node or "
+                    "--cpu-ranks-per-node"),
+    ("--no-req", "the job must be requeueable: it requeues itself after saving on a signal"),
+    ("--open=truncate", "a requeued job appends to its log (--open-mode=append)"),
 ])  # fmt: skip
 def test_sbatch_arg_may_not_override_what_submit_plans(capsys, config_file, option, flag):
     """A later #SBATCH value wins in sbatch: --gpus-per-node=1 beside JUDGE_PROCS_PER_NODE=2 starts two ranks on one
-    GPU, and --signal=B:USR1@60 signals only the batch shell, which has no USR1 trap and dies. Refused, exit 2,
-    naming the option and what to use instead; nothing is printed."""
+    GPU, and --signal=B:USR1@60 signals only the batch shell, which has no USR1 trap and dies. sbatch reads an
+    abbreviated name as the whole one (--sig is --signal). Refused, exit 2, naming the planned option and what to
+    use instead; nothing is printed."""
     assert slurm_submit.main(["--dry-run", "--config", str(config_file), "--nodes", "1", "--gpus-per-node", "2",
                               f"--sbatch-arg={option}"]) == 2  # fmt: skip
     captured = capsys.readouterr()
     name = option[2:].split("=")[0].split()[0]
+    planned = next(key for key in slurm_submit.PLANNED_SBATCH_OPTIONS if key.startswith(name))
+    abbreviation = "" if planned == name else f" (--{name} abbreviates it, or clashes with it)"
     assert captured.out == ""
-    assert captured.err == f"judge-train submit: --sbatch-arg={option}: judge-train submit sets #SBATCH --{name} " \
-                           f"itself; {flag}\n"
+    assert captured.err == f"judge-train submit: --sbatch-arg={option}: judge-train submit sets #SBATCH " \
+                           f"--{planned} itself{abbreviation}; {flag}\n"
+
+
+@pytest.mark.parametrize("option", ["--exclusive", "--mem=0", "--gres=gpu:2", "--time-min=30", "--nodelist=n1"])
+def test_sbatch_arg_passes_options_that_are_not_planned(capsys, config_file, option):
+    """Only the planned options and their abbreviations are refused: an option whose name merely begins with a
+    planned one's (--time-min, --nodelist) is rendered."""
+    script = _dry_run(capsys, "--config", str(config_file), "--nodes", "1", "--gpus-per-node", "2",
+                      f"--sbatch-arg={option}")  # fmt: skip
+    assert any(line.startswith(f"#SBATCH {option.split()[0].split('=')[0]}") for line in _header(script))
 
 
 def test_every_planned_option_is_in_the_rendered_header(capsys, config_file):

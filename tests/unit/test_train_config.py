@@ -197,7 +197,7 @@ def test_bf16_weights_only_where_a_float32_copy_is_kept(monkeypatch):
 
 def test_output_dir_rules_keep_runs_apart(tmp_path):
     """A fresh run refuses a folder with checkpoints, --resume needs one, --overwrite_output_dir starts over."""
-    from train.recipe_steps import check_output_dir, clear_earlier_run
+    from train.output_folder import check_output_dir, clear_earlier_run
 
     folder = tmp_path / "run"
     fresh = Seq2SeqConfig(output_dir=str(folder))

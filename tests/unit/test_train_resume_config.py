@@ -19,7 +19,7 @@ import pytest
 
 from train.config import RECIPES, ConfigError, GRPORecipeConfig, RegressionConfig, Seq2SeqConfig, config_to_dict
 from train.provenance import write_run_json
-from train.recipe_steps import RESUME_KEEPS, RESUME_FREE, check_output_dir
+from train.output_folder import RESUME_KEEPS, RESUME_FREE, check_output_dir
 
 
 def _earlier_run(folder, config, *, record_config=True):
@@ -97,7 +97,7 @@ def test_a_resume_that_changes_only_how_the_steps_are_computed_logged_or_saved_g
         earlier, resume=True, output_dir=str(tmp_path / "moved"), per_device_train_batch_size=2,
         per_device_eval_batch_size=4, save_steps=50, save_total_limit=1, logging_steps=1, report_to="tensorboard",
         run_name="again", dataloader_num_workers=2, disable_tqdm=True, gradient_checkpointing=False)
-    with caplog.at_level(logging.INFO, logger="train.recipe_steps"):
+    with caplog.at_level(logging.INFO, logger="train.output_folder"):
         assert check_output_dir(resumed) == tmp_path / "moved" / "checkpoint-4"
     assert "per_device_train_batch_size: 1 -> 2" in caplog.text
 
@@ -108,7 +108,7 @@ def test_an_unchanged_resume_goes_on(tmp_path, caplog):
                                trainer_args={"adam_beta2": 0.95, "hub_token": "hf_not_a_real_token"})
     checkpoint = _earlier_run(tmp_path / "run", earlier)
     assert "hf_not_a_real_token" not in (tmp_path / "run" / "run.json").read_text(encoding="utf-8")
-    with caplog.at_level(logging.WARNING, logger="train.recipe_steps"):
+    with caplog.at_level(logging.WARNING, logger="train.output_folder"):
         assert check_output_dir(dataclasses.replace(earlier, resume=True)) == checkpoint
     assert not caplog.records
 
@@ -127,7 +127,7 @@ def test_an_earlier_run_that_recorded_no_config_is_resumed_with_a_warning(tmp_pa
         record = json.loads((tmp_path / "run" / "run.json").read_text(encoding="utf-8"))
         del record["config"]["packing"]
         (tmp_path / "run" / "run.json").write_text(json.dumps(record), encoding="utf-8")
-    with caplog.at_level(logging.WARNING, logger="train.recipe_steps"):
+    with caplog.at_level(logging.WARNING, logger="train.output_folder"):
         assert check_output_dir(dataclasses.replace(earlier, resume=True, packing=True)) == checkpoint
     expected = {"no config": "its run.json records no config", "no run.json": "it has no run.json",
                 "older fields": "the earlier run.json records no packing"}[how]
@@ -139,7 +139,8 @@ def test_a_resume_after_an_overwrite_that_never_deleted_the_earlier_run_is_refus
     only right before training: a launch refused in between leaves run.json describing it beside the earlier run's
     checkpoints. A --resume then (slurm/train.sbatch adds it whenever a checkpoint is there) cannot be checked
     against those checkpoints and is refused; once the overwrite has deleted them, its own checkpoints resume."""
-    from train.recipe_steps import PreparedRun, clear_earlier_run
+    from train.output_folder import clear_earlier_run
+    from train.recipe_steps import PreparedRun
     from train.training_arguments import Launch
 
     monkeypatch.delenv("RANK", raising=False)
@@ -158,3 +159,170 @@ def test_a_resume_after_an_overwrite_that_never_deleted_the_earlier_run_is_refus
     (folder / "checkpoint-2").mkdir()
     (folder / "checkpoint-2" / "trainer_state.json").write_text('{"global_step": 2}', encoding="utf-8")
     assert check_output_dir(resumed) == folder / "checkpoint-2"
+
+
+def _finished(folder, config, *, step, planned, exported_step):
+    """A run folder as a run trained to ``planned`` steps leaves it, its last checkpoint at ``step`` and an export
+    whose run.json records the result at ``exported_step`` (None: no export)."""
+    import json
+
+    checkpoint = _earlier_run(folder, config)
+    final = folder / f"checkpoint-{step}"
+    checkpoint.rename(final)
+    (final / "trainer_state.json").write_text(json.dumps({"global_step": step, "max_steps": planned}),
+                                              encoding="utf-8")
+    if exported_step is not None:
+        (folder / "export").mkdir()
+        (folder / "export" / "pollux_judge.json").write_text("{}", encoding="utf-8")
+        record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+        record["result"] = {"global_step": exported_step, "export_dir": str(folder / "export")}
+        (folder / "export" / "run.json").write_text(json.dumps(record), encoding="utf-8")
+    return final
+
+
+def test_a_resume_of_a_finished_run_ends_with_nothing_to_do(tmp_path, capsys, monkeypatch):
+    """slurm/train.sbatch passes --resume whenever a checkpoint is there: a finished run resubmitted (or requeued
+    after its export) trained no step and wrote its judge again, in place, under a judge-serve that may be serving
+    it. Its last checkpoint is the planned final step and the export records that step: exit 0, saying so; nothing
+    in the folder changes."""
+    from train.output_folder import RunFinished
+
+    monkeypatch.delenv("RANK", raising=False)
+    earlier = Seq2SeqConfig(output_dir=str(tmp_path / "run"))
+    _finished(tmp_path / "run", earlier, step=12, planned=12, exported_step=12)
+    before = sorted(str(p) for p in (tmp_path / "run").rglob("*"))
+    with pytest.raises(RunFinished) as stopped:
+        check_output_dir(dataclasses.replace(earlier, resume=True))
+    assert stopped.value.code == 0
+    assert capsys.readouterr().out == (
+        f"judge-train: {tmp_path / 'run'} is already finished: checkpoint-12 is the last step its trainer planned "
+        "and export/ holds the judge exported from it; nothing to train or export (--overwrite-output-dir to train "
+        "it again, or another --output-dir)\n")
+    assert sorted(str(p) for p in (tmp_path / "run").rglob("*")) == before
+
+
+@pytest.mark.parametrize(("step", "planned", "exported_step"), [
+    (8, 12, None),  # stopped by a signal before the end
+    (12, 12, None),  # trained to the end, the export not done (a signal during it, or it failed)
+    (8, 12, 8),  # an export from an earlier, shorter plan: not this run's end
+    (12, 12, 8),  # the export is not the final step's
+])  # fmt: skip
+def test_a_resume_of_an_unfinished_run_goes_on(tmp_path, step, planned, exported_step):
+    """Anything short of a final checkpoint with its export resumes as before (and exports at the end)."""
+    earlier = Seq2SeqConfig(output_dir=str(tmp_path / "run"))
+    checkpoint = _finished(tmp_path / "run", earlier, step=step, planned=planned, exported_step=exported_step)
+    assert check_output_dir(dataclasses.replace(earlier, resume=True)) == checkpoint
+
+
+class _Trainer:
+    """What ``train.export.export_after_training`` asks of a trainer, on rank 0 of one; ``save_model`` writes an empty
+    folder (the export's model steps are stubbed: ``_stub_export_steps``)."""
+
+    def __init__(self, output_dir, callbacks=()):
+        from types import SimpleNamespace
+
+        self.args = SimpleNamespace(output_dir=str(output_dir))
+        self.callback_handler = SimpleNamespace(callbacks=list(callbacks))
+        self.accelerator = SimpleNamespace(wait_for_everyone=lambda: None)
+        self.model = None
+
+    def save_model(self, folder):
+        from pathlib import Path
+
+        Path(folder).mkdir(parents=True, exist_ok=True)
+
+    def is_world_process_zero(self):
+        return True
+
+
+def _stub_export_steps(monkeypatch, verify):
+    """The export's model steps stubbed: the written export is a manifest and a weights file saying "new"."""
+    from pathlib import Path
+
+    from judge.checkpoints import write_manifest
+    from train import export
+
+    def write(model, tokenizer, out_dir, **kwargs):
+        out = export._fresh(Path(out_dir))
+        (out / "model.safetensors").write_text("new", encoding="utf-8")
+        write_manifest(out, "seq2seq", generator=".", score_head=None, verdict_format="tagged")
+        return out
+
+    monkeypatch.setattr(export, "probe_batch", lambda tokenizer, texts: {})
+    monkeypatch.setattr(export, "live_outputs", lambda model, batch: {})
+    monkeypatch.setattr(export, "load_trained", lambda *args, **kwargs: "the trained model")
+    monkeypatch.setattr(export, "export_seq2seq", write)
+    monkeypatch.setattr(export, "verify_export", verify)
+
+
+def _exported_run(folder):
+    """A run folder with run.json and an earlier export whose card holds evaluation figures."""
+    from judge.checkpoints import write_manifest
+
+    config = Seq2SeqConfig(output_dir=str(folder))
+    write_run_json(folder, config=config_to_dict(config), launch={"world_size": 1})
+    (folder / "export").mkdir()
+    (folder / "export" / "model.safetensors").write_text("earlier", encoding="utf-8")
+    write_manifest(folder / "export", "seq2seq", generator=".", score_head=None, verdict_format="tagged")
+    card = "# j\n\n## Evaluation\n\n| Test | MAE |\n|---|---|\n| Standard | 0.5 |\n\n## Provenance\n\n- x\n"
+    (folder / "export" / "README.md").write_text(card, encoding="utf-8")
+    return config
+
+
+def _export(folder):
+    import torch
+
+    from train import export
+    from train.provenance import RunResult
+
+    result = RunResult(output_dir=str(folder), export_dir=None, global_step=12, final_learning_rate=0.0)
+    report = export.export_after_training(_Trainer(folder), result=result, mode="seq2seq", model_cls=None,
+                                          tokenizer=None, probe_texts=[], base_model="base", dtype=torch.float32,
+                                          export_dir=folder / "export")  # fmt: skip
+    return result, report
+
+
+def test_an_export_that_fails_leaves_the_earlier_export_whole(tmp_path, monkeypatch):
+    """The export is written beside export/ and put in its place only once it checks: a re-export (a --resume of a
+    run trained to the end) that fails leaves the judge it was to replace, whole, and run.json without a result."""
+    import json
+
+    from train.export import ExportError
+
+    def fails(*args, **kwargs):
+        raise ExportError("LM logits: reloaded model differs from the live one")
+
+    _stub_export_steps(monkeypatch, fails)
+    _exported_run(tmp_path)
+    before = {p.name: p.read_bytes() for p in (tmp_path / "export").iterdir()}
+    with pytest.raises(ExportError):
+        _export(tmp_path)
+    assert {p.name: p.read_bytes() for p in (tmp_path / "export").iterdir()} == before
+    assert "result" not in json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("swap", ["in one step", "renamed aside first"])
+def test_an_export_replaces_the_earlier_one_whole_and_keeps_its_cards_evaluation(tmp_path, monkeypatch, swap):
+    """A checked export takes the earlier one's place (swapped in one step where the filesystem can, else the earlier
+    one renamed aside first): nothing of the earlier one left in it, no staging folder left beside it; its card keeps
+    the evaluation `judge-train card --run` wrote, and the run folder's run.json and the export's record the same
+    result."""
+    import json
+
+    from judge.plumbing import atomic_write
+
+    if swap == "renamed aside first":
+        monkeypatch.setattr(atomic_write, "_exchange", lambda first, second: False)
+    _stub_export_steps(monkeypatch, lambda *args, **kwargs: {"mode": "seq2seq"})
+    _exported_run(tmp_path)
+    result, report = _export(tmp_path)
+    assert report == {"mode": "seq2seq"} and result.export_dir == str(tmp_path / "export")
+    export = tmp_path / "export"
+    assert sorted(p.name for p in export.iterdir()) == ["README.md", "model.safetensors", "pollux_judge.json",
+                                                         "run.json"]  # fmt: skip
+    assert (export / "model.safetensors").read_text(encoding="utf-8") == "new"
+    assert "| Standard | 0.5 |" in (export / "README.md").read_text(encoding="utf-8")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["export", "run.json"]
+    recorded = json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))
+    assert recorded == json.loads((export / "run.json").read_text(encoding="utf-8"))
+    assert (recorded["result"]["export_dir"], recorded["result"]["global_step"]) == (str(export), 12)

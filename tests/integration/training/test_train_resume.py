@@ -12,7 +12,7 @@ import torch
 
 from tests.support.fixtures_train import TINY_REGRESSION
 from train.config import ConfigError, load_config
-from train.recipe_steps import latest_checkpoint
+from train.output_folder import latest_checkpoint
 
 #: The tiny regression run has 12 steps of 2 rows (4 rows: 2 steps per epoch). SIGUSR1 arrives during step 2;
 #: the stop lands at the end of step 3, mid-epoch, so resuming must restore the data position too.

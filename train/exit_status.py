@@ -1,0 +1,32 @@
+"""judge-train's exit status for a run a signal stopped: what Slurm and torchrun make of it.
+
+Its own module, free of heavy imports: the CLI (``train.cli``) returns it and the preemption handling
+(``train.preemption``, which imports transformers) decides with it during an export.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["STOPPED_NOT_REQUEUED", "stop_exit_code"]
+
+#: A run stopped by a signal at a checkpoint that nothing will resume by itself: sysexits' EX_TEMPFAIL ("try
+#: again later"), so a Slurm job ends FAILED and an afterok dependant does not start on an unfinished run.
+STOPPED_NOT_REQUEUED = 75
+
+
+def stop_exit_code(result) -> int:
+    """The exit status of a run a signal stopped at a checkpoint: 0 when its Slurm job was requeued, else 75.
+
+    Under Slurm the requeue is global rank 0's to decide and to do (``train.preemption.requeue_slurm_job``); the
+    other ranks stopped at the same checkpoint and exit 0, leaving the job's status to rank 0. Were they to exit 75,
+    torchrun would SIGTERM rank 0 and srun (``--kill-on-bad-exit``) end the step, possibly before rank 0's
+    ``scontrol requeue`` had returned: a job that should come back would end FAILED instead. When rank 0 does not
+    requeue (scancel), its 75 alone fails the job.
+    """
+    if getattr(result, "requeued", False):
+        return 0
+    rank = os.environ.get("RANK", "0")
+    if os.environ.get("SLURM_JOB_ID") and rank != "0" and getattr(result, "stopped_by_signal", None) is not None:
+        return 0
+    return STOPPED_NOT_REQUEUED
