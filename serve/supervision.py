@@ -242,6 +242,7 @@ def heal_the_dead(state: ServerState) -> list[str]:
     for role in roles:
         log.error("the %s engine died while judge-serve was starting (%s): restarting it", role,
                   state.dead_reason[role])
+        state.dead_reason[role] = f"{state.dead_reason[role]}; judge-serve is restarting it; retry later"
         state.retry_after[role] = 5
         state.tasks.append(_background(state, _heal(state, role), f"restart of the {role} engine"))
     return roles
@@ -330,12 +331,15 @@ async def _watch(state: ServerState, interval_s: float = 0.5) -> None:
                     reason = f"the attached {role} engine stopped answering /health; judge-serve resumes when it answers"
                     log.error("%s (%s)", reason, engine.url)
             if reason:
-                state.dead_reason[role] = reason
+                healing = engine.owned and state.status == "ready"
+                # Restarting from now on, before the restart task first runs: /health says so, and so does every
+                # 503 meanwhile (the task then names the attempt), not only the death.
+                state.dead_reason[role] = f"{reason}; judge-serve is restarting it; retry later" if healing else reason
                 state.dead[role].set()  # in-flight calls to it give up now: 503, never a hang
                 if engine.owned:
                     log.error("%s engine log tail:\n%s", role, engine.log_tail(30))
-                if engine.owned and state.status == "ready":
-                    state.retry_after[role] = 5  # restarting from now on (/health), before the task first runs
+                if healing:
+                    state.retry_after[role] = 5
                     state.tasks.append(_background(state, _heal(state, role), f"restart of the {role} engine"))
 
 

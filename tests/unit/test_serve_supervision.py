@@ -64,6 +64,36 @@ def test_an_engine_that_died_while_another_was_loading_is_healed_once_ready():
     assert not engines["attached"].stopped.is_set()
 
 
+def test_a_death_seen_once_ready_is_said_to_be_restarting_before_the_restart_task_runs():
+    """From the moment the watcher sees a started engine die (and /health says "restarting"), a request's 503 says
+    judge-serve is restarting it, not only that it died: the restart task, which names the attempt, runs later."""
+    from serve.supervision import _watch
+
+    config = ServeConfig(model="/ckpt", engine_restart_backoff_s=600.0)
+    engine = ExitedEngine()
+    engine.log_path, engine.log_tail = None, lambda lines: ""
+    state = ServerState(config=config, layout=None, status="ready", engines={"generator": engine},
+                        dead={"generator": asyncio.Event()})
+    said = {}
+
+    async def one_look() -> None:
+        watcher = asyncio.create_task(_watch(state, interval_s=0.001))
+        for _ in range(100_000):  # the loop's turns until the watcher has looked (it sleeps 1 ms a look)
+            if "generator" in state.dead_reason or watcher.done():
+                break
+            await asyncio.sleep(0)
+        assert not watcher.done(), watcher.exception()
+        # The watcher's own turn has ended; the restart task it started has not run yet.
+        said.update(healing=state.healing("generator"), reason=state.engine_problem("generator"))
+        watcher.cancel()
+        for task in state.tasks:
+            task.cancel()
+
+    asyncio.run(one_look())
+    assert said["healing"] and said["reason"].startswith("the generator engine exited with code 1")
+    assert "judge-serve is restarting it" in said["reason"]
+
+
 class StartedEngine:
     """What ``Engine.start`` returns for a restart that came up: it answers at once."""
 
