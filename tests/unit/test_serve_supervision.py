@@ -78,12 +78,11 @@ def test_a_death_seen_once_ready_is_said_to_be_restarting_before_the_restart_tas
 
     async def one_look() -> None:
         watcher = asyncio.create_task(_watch(state, interval_s=0.001))
-        for _ in range(100_000):  # the loop's turns until the watcher has looked (it sleeps 1 ms a look)
-            if "generator" in state.dead_reason or watcher.done():
-                break
-            await asyncio.sleep(0)
-        assert not watcher.done(), watcher.exception()
-        # The watcher's own turn has ended; the restart task it started has not run yet.
+        # The watcher marks the engine dead (the event in-flight calls wait on), then, in the same turn, starts the
+        # restart task: this waiter was woken first, so it looks before that task's first step.
+        dead = asyncio.create_task(state.dead["generator"].wait())
+        await asyncio.wait([dead, watcher], timeout=30, return_when=asyncio.FIRST_COMPLETED)
+        assert dead.done() and not watcher.done(), watcher.exception() if watcher.done() else "never marked dead"
         said.update(healing=state.healing("generator"), reason=state.engine_problem("generator"))
         watcher.cancel()
         for task in state.tasks:

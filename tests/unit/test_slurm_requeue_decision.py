@@ -157,7 +157,7 @@ def test_a_sigusr1_during_the_export_requeues_and_leaves_the_earlier_export(tmp_
     end of that step, before it replaces the earlier one (exit 0): the rerun resumes from the final checkpoint and
     exports again."""
     import os
-    import time
+    import threading
     from types import SimpleNamespace
 
     import torch
@@ -203,16 +203,25 @@ def test_a_sigusr1_during_the_export_requeues_and_leaves_the_earlier_export(tmp_
             return True
 
     requeued_during_the_save = []
+    requeued = threading.Event()
+    requeue = preemption.requeue_slurm_job
+
+    def requeue_and_say_so(stopper):  # the real requeue (the fake scontrol), then the event the save waits on
+        try:
+            return requeue(stopper)
+        finally:
+            requeued.set()
+
+    monkeypatch.setattr(preemption, "requeue_slurm_job", requeue_and_say_so)
 
     def writes_half_and_is_signalled(model, tokenizer, out_dir, **kwargs):
         out = export._fresh(out_dir)
         (out / "model-00001-of-00002.safetensors").write_text("half", encoding="utf-8")
         os.kill(os.getpid(), signal.SIGUSR1)  # Slurm's --signal=USR1@N, in the middle of the save
-        # A 32B save takes minutes, longer than the warning may leave: the job is requeued while it still runs.
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not requeued_during_the_save:
-            requeued_during_the_save.extend(calls.read_text().splitlines() if calls.exists() else [])
-            time.sleep(0.05)
+        # A 32B save takes minutes, longer than the warning may leave: the job is requeued while it still runs. The
+        # save goes on only once the watch's requeue has returned (or after 30 s, and the assertions below fail).
+        requeued.wait(30)
+        requeued_during_the_save.extend(calls.read_text().splitlines() if calls.exists() else [])
         return out
 
     def never(*args, **kwargs):
