@@ -10,6 +10,7 @@ tests/unit/test_serve_judging.py).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -36,6 +37,7 @@ class _Encoder:
         added = tokenizer.get_added_vocab() if hasattr(tokenizer, "get_added_vocab") else {}
         self.added = tuple(token for token in added if token)
         self.spans: dict[str, tuple[int, int] | None] = {}
+        self.wrappings: dict[bool, tuple[str | None, str | None]] = {}  # template_wrapping's, by thinking switch
         backend = getattr(tokenizer, "backend_tokenizer", None)
         self.literal = None
         if backend is not None:
@@ -65,16 +67,20 @@ class _Encoder:
         return self.spans[text]
 
 
-_ENCODERS: dict[int, tuple[Any, _Encoder]] = {}
+#: Per tokenizer (by id: an entry holds its tokenizer, so the id is not reused while the entry lives).
+_ENCODERS: dict[int, _Encoder] = {}
+#: One maker of each copy: judge-serve warms it in a thread while a first request may already ask for it.
+_ENCODERS_LOCK = threading.Lock()
 
 
 def _encoder(tokenizer: Any) -> _Encoder:
-    kept = _ENCODERS.get(id(tokenizer))
-    if kept is None or kept[0] is not tokenizer:
-        if len(_ENCODERS) >= 8:  # a server has one tokenizer; tests make several
-            _ENCODERS.clear()
-        kept = _ENCODERS[id(tokenizer)] = (tokenizer, _Encoder(tokenizer))
-    return kept[1]
+    with _ENCODERS_LOCK:
+        encoder = _ENCODERS.get(id(tokenizer))
+        if encoder is None:
+            if len(_ENCODERS) >= 8:  # a server has one tokenizer; tests make several
+                _ENCODERS.clear()
+            encoder = _ENCODERS[id(tokenizer)] = _Encoder(tokenizer)
+        return encoder
 
 
 def prepare_tokenizer(tokenizer: Any) -> None:
@@ -141,11 +147,15 @@ def chat_parts(text: str, prompt: str, opening: str | None = None, closing: str 
 
 
 def template_wrapping(tokenizer: Any, thinking: bool) -> tuple[str | None, str | None]:
-    """The chat template's text around a user turn: (opening, closing), None where it does not keep a mark whole."""
-    mark = "\x00user turn\x00"
-    wrapped = apply_chat(tokenizer, mark, thinking=thinking)
-    at = wrapped.find(mark)
-    return (wrapped[:at], wrapped[at + len(mark):]) if at >= 0 else (None, None)
+    """The chat template's text around a user turn: (opening, closing), None where it does not keep a mark whole.
+    Rendered once per tokenizer and thinking switch (every request's jobs ask for it)."""
+    wrappings = _encoder(tokenizer).wrappings
+    if thinking not in wrappings:
+        mark = "\x00user turn\x00"
+        wrapped = apply_chat(tokenizer, mark, thinking=thinking)
+        at = wrapped.find(mark)
+        wrappings[thinking] = (wrapped[:at], wrapped[at + len(mark):]) if at >= 0 else (None, None)
+    return wrappings[thinking]
 
 
 def tokenize_sharing_prefixes(tokenizer: Any, texts: list[str], jobs: list[tuple[int, ResolvedCriterion, str]], *,

@@ -351,10 +351,7 @@ def _criteria_ids(tokenizer: Any, pending: list[tuple[int, int, ResolvedCriterio
     pre-token boundary: ``tokenize_sharing_prefixes``). One whole prompt per item is rendered and compared, so an
     item whose chat template does not wrap the prompt verbatim goes the whole-text way (``tokenize_sharing_prefixes``).
     """
-    mark = "\x00criterion part\x00"
-    wrapped = apply_chat(tokenizer, mark, thinking=thinking)
-    opening = wrapped[: wrapped.find(mark)] if mark in wrapped else None
-    closing = wrapped[wrapped.find(mark) + len(mark):] if mark in wrapped else None
+    opening, closing = template_wrapping(tokenizer, thinking)
     probe = template.shared_part.format(instruction="x", answer="x", reference_answer="")
     parts: dict[int, str] = {}
     whole: list[int] = []  # positions in pending that go the whole-text way
@@ -394,9 +391,7 @@ def _shared_prefixes(request: JudgeRequest, tokenizer: Any, *, thinking: bool, s
     order = [i for i in range(len(request.items)) if i not in skip]
     # The template's opening, rendered once per request (a chat template writes the user's text verbatim; where it
     # did not, tokenize_sharing_prefixes finds the text differs and tokenizes the prompt's own prefix instead).
-    mark = "\x00shared part\x00"
-    wrapped = apply_chat(tokenizer, mark, thinking=thinking)
-    opening = wrapped[: wrapped.find(mark)] if mark in wrapped else ""
+    opening = template_wrapping(tokenizer, thinking)[0] or ""
     texts = [opening + template.shared_part.format(instruction=request.items[i].instruction,
                                                    answer=request.items[i].answer,
                                                    reference_answer=request.items[i].reference_answer or "")
