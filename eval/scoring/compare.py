@@ -141,7 +141,7 @@ def _paired(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, index_b: np.
     # the units the bootstrap resampled: the paired items, or their instructions (what the minimum counts)
     paired = np.isfinite(xa) & np.isfinite(ya) & np.isfinite(xb) & np.isfinite(yb)
     units = found["n"] if cells is None else len(np.unique(cells[paired]))
-    return Paired.of(found, _verdict(found["delta"], found["p_value"], metric, alpha, units))
+    return Paired.of(found, _verdict(found["delta"], found["p_value"], metric, alpha, units), units)
 
 
 def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha: float = 0.05,
@@ -289,12 +289,15 @@ def headline(result: Comparison) -> list[str]:
                              "scored items.")
                 continue
             delta = p.delta or 0.0
+            # what the minimum counted: instructions when they were resampled (n_units), else the paired items
+            units = p.n_units if p.n_units is not None else p.n
+            unit = "items" if units == p.n else "instructions"
             how = "equal to" if delta == 0 else f"{fmt(abs(delta))} {'lower' if delta < 0 else 'higher'} than"
             lines.append(
                 f"On the {SPLIT_TITLES[split]}, {comp.run}'s MAE is {how} {result.baseline}'s "
                 f"(delta {fmt(delta)}, 95 % CI [{fmt(p.ci[0])}, {fmt(p.ci[1])}], {p_phrase(p.p_value, p.resamples(result.n_boot))}, "
                 f"{p.n} paired items): {p.verdict}"
-                + (f" (under {MIN_PAIRED} paired items: too few to call)" if p.verdict == "n.s." and p.n < MIN_PAIRED
+                + (f" (under {MIN_PAIRED} paired {unit}: too few to call)" if p.verdict == "n.s." and units < MIN_PAIRED
                    else "")
             )
     return lines

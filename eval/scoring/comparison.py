@@ -43,7 +43,8 @@ class Paired(_ComparisonRecord):
         (also, whatever the p-value, for a cell of fewer than ``eval.scoring.compare.MIN_PAIRED`` paired items or
         instructions) or "—" (undefined); n_resamples: the resamples whose delta was defined, over which
         ``p_value`` is a share (its resolution: a p-value of 0 means below 2 / n_resamples), absent where no
-        resample was drawn.
+        resample was drawn; n_units: what the bootstrap resampled and the minimum counts, the paired items or,
+        under ``--bootstrap-unit instruction``, their instructions (absent in a compare.json written before).
     """
 
     n: int
@@ -54,6 +55,7 @@ class Paired(_ComparisonRecord):
     p_value: float
     verdict: str
     n_resamples: int | None = optional_field()
+    n_units: int | None = optional_field()
 
     def resamples(self, n_boot: int) -> int:
         """The p-value's resolution: the resamples its share was taken over (``n_boot``, the number drawn, for a
@@ -61,10 +63,10 @@ class Paired(_ComparisonRecord):
         return self.n_resamples if self.n_resamples is not None else n_boot
 
     @classmethod
-    def of(cls, found: Mapping[str, Any], verdict: str) -> Paired:
-        """From ``paired_bootstrap``'s result and the call made on it."""
+    def of(cls, found: Mapping[str, Any], verdict: str, n_units: int | None = None) -> Paired:
+        """From ``paired_bootstrap``'s result, the call made on it and the units it resampled."""
         return cls(found["n"], found["a"], found["b"], found["delta"], tuple(found["ci"]), found["p_value"], verdict,
-                   found.get("n_resamples"))
+                   found.get("n_resamples"), n_units)
 
 
 @dataclass(frozen=True)

@@ -638,12 +638,17 @@ def test_the_verdict_confidence_draws_are_splitmix64_as_published():
     assert outputs == [0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4, 0x06C45D188009454F]
 
 
-def _scored_run(folder, judge, experts):
+def _scored_run(folder, judge, experts, instructions=None):
     """A folder as ``judge-eval score`` writes it (items.parquet with its extra columns, metrics.json), for
-    ``compare``: one Standard-test item per expert panel, ids i0, i1, ..."""
+    ``compare``: one Standard-test item per expert panel, ids i0, i1, ...; ``instructions``: each item's instruction
+    key (which items ``--bootstrap-unit instruction`` resamples together)."""
+    import dataclasses
+
     from eval.scoring.item_table import derive, dumps, evaluate
 
     table = _table(judge, ["ok"] * len(judge), experts)
+    if instructions is not None:
+        table = dataclasses.replace(table, instruction_key=np.asarray(instructions))
     derived = derive(table, "mode")
     result = evaluate(table, target="mode", n_boot=50, derived=derived)
     folder.mkdir()
@@ -673,3 +678,19 @@ def test_compare_makes_no_call_from_a_handful_of_paired_items(tmp_path):
     b = _scored_run(tmp_path / "B30", [0.0, 1.0] * 15, experts * 15)
     mae = compare([a, b], n_boot=200).comparisons[0].splits["standard"].overall["mae"]
     assert (mae.n, mae.delta, mae.p_value, mae.verdict) == (30, -1.0, 0.0, "better")
+
+
+def test_compare_counts_instructions_against_the_minimum_when_it_resamples_them(tmp_path):
+    """Under ``--bootstrap-unit instruction`` the minimum counts the instructions resampled, and the headline says so:
+    the 30 items above in 2 instructions (15 each) are 2 units, too few to call, while 30 items are not."""
+    from eval.scoring.compare import compare, headline
+
+    experts, keys = [[0, 0, 1], [1, 1, 2]] * 15, [0] * 15 + [1] * 15
+    a = _scored_run(tmp_path / "A", [1.0, 2.0] * 15, experts, keys)
+    b = _scored_run(tmp_path / "B", [0.0, 1.0] * 15, experts, keys)
+    result = compare([a, b], n_boot=200, bootstrap_unit="instruction")
+    mae = result.comparisons[0].splits["standard"].overall["mae"]
+    assert (mae.n, mae.n_units, mae.delta, mae.verdict) == (30, 2, -1.0, "n.s.")
+    said = [line for line in headline(result) if "paired items)" in line]  # one per split (all, standard)
+    assert said and all(line.endswith("30 paired items): n.s. (under 30 paired instructions: too few to call)")
+                        for line in said), said
