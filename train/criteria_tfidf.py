@@ -144,25 +144,20 @@ def out_of_fold_folds(pairs: Sequence[Mapping], real: Sequence[int], folds: int,
     robin over a shuffle of ``real`` the folds always were, so a build of rows without near duplicates (the bundled
     rows) is unchanged.
     """
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
     from judge.criteria_auto.labelled import near_duplicates
 
     texts = [pairs[i]["instruction"] for i in real]
-    parent = list(range(len(texts)))
-
-    def root(a: int) -> int:
-        while parent[a] != a:
-            parent[a] = parent[parent[a]]
-            a = parent[a]
-        return a
-
-    for a, b, _, _ in near_duplicates(texts, texts):
-        ra, rb = root(a), root(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-    groups: dict[int, list[int]] = {}  # by the group's first row, in the order of ``real``
-    for a in range(len(texts)):
-        groups.setdefault(root(a), []).append(real[a])
-    members = list(groups.values())
+    linked = [(a, b) for a, b, _, _ in near_duplicates(texts, texts)]
+    edges = coo_matrix(([1] * len(linked), ([a for a, _ in linked], [b for _, b in linked])),
+                       shape=(len(texts), len(texts)))
+    # Components are numbered in the order of their first row, as ``real`` lists them; a group keeps that order too.
+    _, group_of = connected_components(edges, directed=False)
+    members: list[list[int]] = [[] for _ in range(int(group_of.max()) + 1 if len(texts) else 0)]
+    for a, group in enumerate(group_of.tolist()):
+        members[group].append(real[a])
     held: list[list[int]] = [[] for _ in range(folds)]
     for g in np.random.default_rng(seed).permutation(len(members)).tolist():
         held[min(range(folds), key=lambda k: len(held[k]))] += members[g]

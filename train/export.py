@@ -44,7 +44,7 @@ from typing import Any
 
 import torch
 
-from judge.plumbing.atomic_write import replace_folder
+from judge.plumbing.atomic_write import replace_folder, staging_dir
 from judge.checkpoints import EXPORT_MANIFEST, GENERATOR_SUBDIR, TRAINED_LENGTHS, TrainedLengths, write_manifest
 
 __all__ = [
@@ -58,7 +58,6 @@ __all__ = [
     "export_regression",
     "verify_export",
     "export_after_training",
-    "staging_dir",
 ]
 
 logger = logging.getLogger(__name__)
@@ -159,13 +158,6 @@ def _fresh(folder: Path) -> Path:
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
     return folder
-
-
-def staging_dir(export_dir: str | Path) -> Path:
-    """Where ``export_after_training`` writes an export before it replaces ``export_dir``: a hidden folder beside it
-    (the same filesystem, so that the replacement is a rename)."""
-    export_dir = Path(export_dir)
-    return export_dir.parent / f".{export_dir.name}.staging"
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -393,7 +385,7 @@ def export_after_training(trainer, *, result, mode: str, model_cls, tokenizer, p
 
     Steps: probe the live model (a collective under ZeRO-3), ``trainer.save_model`` into ``<output_dir>/trained``
     (16-bit weights gathered on rank 0 under ZeRO-3; adapters only with LoRA), then on rank 0: load those weights
-    (merging LoRA), write the export into a staging folder beside ``export_dir`` (``staging_dir``), reload it and
+    (merging LoRA), write the export into a staging folder beside ``export_dir`` (``judge.plumbing.atomic_write.staging_dir``), reload it and
     compare, record ``result`` in its run.json, write the model card, and only then put it in place of the earlier
     export (``judge.plumbing.atomic_write.replace_folder``) and record the result in the run folder's run.json. The folder of trained weights is
     removed once the export checks.

@@ -239,9 +239,11 @@ def clear_earlier_run(config: TrainConfig) -> None:
         return
     import shutil
 
+    from judge.plumbing.atomic_write import aside_dir, staging_dir
+
     folder = Path(config.output_dir)
-    found = [path for path in [*folder.glob("checkpoint-*"), folder / "export", folder / ".export.staging",
-                               folder / ".export.previous", folder / "trained"] if path.exists()]  # fmt: skip
+    found = [path for path in [*folder.glob("checkpoint-*"), folder / "export", staging_dir(folder / "export"),
+                               aside_dir(folder / "export"), folder / "trained"] if path.exists()]  # fmt: skip
     for path in found:
         shutil.rmtree(path, ignore_errors=True)
     if found:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["write_atomically", "replace_folder"]
+__all__ = ["write_atomically", "replace_folder", "staging_dir", "aside_dir"]
 
 #: Random names tried before giving up (each is 12 hex digits: a clash means another writer holds that name now).
 _ATTEMPTS = 100
@@ -74,6 +74,19 @@ def _create_beside(path: Path, mode: int) -> tuple[int, Path]:
     raise FileExistsError(f"{path}: no free temporary name beside it after {_ATTEMPTS} tries")
 
 
+def staging_dir(target: str | Path) -> Path:
+    """Where a folder is written before ``replace_folder`` puts it in place of ``target``: a hidden folder beside it
+    (the same filesystem, so that the replacement is a rename)."""
+    target = Path(target)
+    return target.parent / f".{target.name}.staging"
+
+
+def aside_dir(target: str | Path) -> Path:
+    """Where ``replace_folder`` moves the earlier ``target`` for the instant of a replacement that cannot swap."""
+    target = Path(target)
+    return target.parent / f".{target.name}.previous"
+
+
 def _exchange(first: Path, second: Path) -> bool:
     """Swap two folders in one step (Linux ``renameat2(RENAME_EXCHANGE)``); False where the system or the filesystem
     cannot (glibc before 2.28, NFS), and nothing was moved."""
@@ -106,7 +119,7 @@ def replace_folder(staging: str | Path, export_dir: str | Path) -> Path:
     elif _exchange(staging, export_dir):
         shutil.rmtree(staging)  # now the earlier export
     else:
-        aside = export_dir.parent / f".{export_dir.name}.previous"
+        aside = aside_dir(export_dir)
         shutil.rmtree(aside, ignore_errors=True)
         export_dir.rename(aside)
         staging.rename(export_dir)

@@ -144,8 +144,11 @@ def test_training_refuses_a_folder_with_a_finished_export(tmp_path):
     assert (folder / "export" / "model.safetensors").exists()
     overwrite = Seq2SeqConfig(output_dir=str(folder), overwrite_output_dir=True)
     assert check_output_dir(overwrite) is None and (folder / "export" / "model.safetensors").exists()
+    # An export an earlier launch gave up, half-written beside it, and the earlier one moved aside mid-replacement.
+    (folder / ".export.staging").mkdir()
+    (folder / ".export.previous").mkdir()
     clear_earlier_run(overwrite)
-    assert not (folder / "export").exists()
+    assert not (folder / "export").exists() and sorted(p.name for p in folder.iterdir()) == []
 
 
 # ------------------------------------------------------------------------------------ score and repeated ids
