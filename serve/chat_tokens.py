@@ -132,14 +132,23 @@ def chat_ids(tokenizer: Any, texts: list[list[str]]) -> list[list[int]]:
             for text_runs in runs]
 
 
-def chat_parts(text: str, prompt: str, opening: str | None = None, closing: str | None = None) -> list[str]:
+def chat_parts(text: str, prompt: str, opening: str | None = None, closing: str | None = None,
+               completion: str = "") -> list[str]:
     """``chat_ids``' parts of a chat-wrapped ``text`` whose user turn is ``prompt``: the template's text before and
     after it, and the prompt. A template that did not keep the prompt verbatim (one that trims it) is cut at its
     ``opening`` and ``closing`` (the chat template's text around any user turn) when given and found; failing both,
-    the whole text is read as the request's (its own special tokens included: never a forged turn)."""
+    the whole text is read as the request's (its own special tokens included: never a forged turn).
+
+    ``completion``: the assistant turn's text after the prompt (the judge's output a regression head reads), read as
+    the request's too where it follows the prompt verbatim: the judge wrote it, and a special-token string in it is
+    the characters it is, as in the prompt."""
     at = text.find(prompt)
     if at >= 0:
-        return [text[:at], prompt, text[at + len(prompt):]]
+        end = at + len(prompt)
+        done = text.find(completion, end) if completion else -1
+        if done >= 0:
+            return [text[:at], prompt, text[end:done], completion, text[done + len(completion):]]
+        return [text[:at], prompt, text[end:]]
     if opening is not None and closing is not None and len(opening) + len(closing) <= len(text) \
             and text.startswith(opening) and text.endswith(closing):
         return [opening, text[len(opening):len(text) - len(closing)], closing]

@@ -140,15 +140,19 @@ def unknown_model(model: str, names: tuple[str, ...] | list[str]) -> RequestErro
 
 @dataclass(frozen=True)
 class CheckedRequest:
-    """A request as ``Judge.check`` found it: its ``max_tokens``, its options (None for a pairwise request), under
-    ``"oversize": "fail"`` the items whose text alone cannot fit (``serve.jobs.check_sizes``), and its items'
-    criteria when they were resolved (``serve.jobs.check_criteria``; None when not)."""
+    """A request as ``Judge.check`` found it, with every decision ``Judge.run`` builds on, so that none is made twice:
+    its ``max_tokens``, its options (None for a pairwise request), the tokens a judgment needs beyond prompt and
+    generation (``reserve``), what an item too long for the context becomes (``oversize``), under ``"oversize": "fail"``
+    the items whose text alone cannot fit (``serve.jobs.check_sizes``), and its items' criteria
+    (``serve.jobs.check_criteria``; None for a pairwise request)."""
 
     request: Any
     max_tokens: int
     options: "JudgeOptions | None"
     too_long: dict[int, RequestError]
     resolved: list | None = None
+    reserve: int = 0
+    oversize: str = "refuse"
 
 
 @dataclass(frozen=True)
@@ -261,12 +265,17 @@ class Judge:
             self._level_ids.popitem(last=False)
         return ids
 
-    def check(self, request: JudgeRequest | PairwiseRequest, *, resolve: bool = True) -> "CheckedRequest":
+    def check(self, request: JudgeRequest | PairwiseRequest, *,
+              resolved: list | None = None) -> "CheckedRequest":
         """Everything a request asks that this server can refuse without an engine: the model name, ``max_tokens``,
-        ``constrained``, the items whose text alone cannot fit the context, and (``resolve``) every criterion, task
-        and rubric scale with the judgments they come to. The routes call it before they ask whether the engines can
-        take the request: a request that can never succeed gets its 4xx even while an engine restarts (a 503 would
-        tell the client to retry it). ``run`` calls it too when the route did not.
+        ``constrained``, the items whose text alone cannot fit the context, and every criterion, task and rubric
+        scale with the judgments they come to. The routes call it before they ask whether the engines can take the
+        request: a request that can never succeed gets its 4xx even while an engine restarts (a 503 would tell the
+        client to retry it). ``run`` calls it too when the route did not.
+
+        Args:
+            resolved: ``serve.jobs.check_criteria``'s answer for this request, when the caller resolved its
+                criteria already (``/get_reward`` does, reading its labels): they are not resolved again.
 
         Raises:
             RequestError: naming the field.
@@ -293,13 +302,16 @@ class Judge:
             raise RequestError("constrained: this server's judge answers in the integer format (reasoning, then an "
                                "integer), which constrained decoding does not cover", "constrained")
         reserve = REGRESSION_RESERVE_TOKENS if s.kind == JudgeKind.REGRESSION else 0
+        oversize = request.oversize or "refuse"
         if self._chars_per_token is None:
             self._chars_per_token = max_token_chars(self.tokenizer)
         too_long = check_sizes(request, max_model_len=s.max_model_len, max_tokens=max_tokens, reserve=reserve,
-                               chars_per_token=self._chars_per_token, oversize=request.oversize or "refuse")
-        resolved = (check_criteria(request, max_judgments=s.max_judgments, classifying=self.classifier is not None)
-                    if resolve else None)
-        return CheckedRequest(request, max_tokens, options, too_long, resolved)
+                               chars_per_token=self._chars_per_token, oversize=oversize)
+        if resolved is None or (self.classifier is None and any(c is None for c in resolved)):
+            # Resolved here, or again where the caller's resolving counted on a classifier this judge lacks: its
+            # "auto" items then get their 400, not a judging that has nobody to classify them.
+            resolved = check_criteria(request, max_judgments=s.max_judgments, classifying=self.classifier is not None)
+        return CheckedRequest(request, max_tokens, options, too_long, list(resolved), reserve, oversize)
 
     async def run(self, request: JudgeRequest | PairwiseRequest | CheckedRequest, request_id: str = "") -> JudgeResponse:
         """Judge every (item, criterion) of a request, or every pair of a pairwise one; ``request_id`` (the client's
@@ -314,17 +326,12 @@ class Judge:
             EngineUnavailable, EngineFailure: an engine died or failed.
         """
         s = self.settings
-        if isinstance(request, CheckedRequest):
-            checked, request = request, request.request
-        else:
-            checked = self.check(request, resolve=False)  # plan_jobs resolves the criteria itself
-        max_tokens = checked.max_tokens
+        checked = request if isinstance(request, CheckedRequest) else self.check(request)
+        request, max_tokens = checked.request, checked.max_tokens
         if isinstance(request, PairwiseRequest):
             return await self._run_pairs(request, max_tokens, request_id)
         assert checked.options is not None
         options = dataclasses.replace(checked.options, request_id=request_id)
-        reserve = REGRESSION_RESERVE_TOKENS if s.kind == JudgeKind.REGRESSION else 0
-        oversize = request.oversize or "refuse"
         # Everything that needs no classifier first: a request that will be refused (an "auto" item naming its task, an
         # unknown criterion, a prompt too long) is refused before any item is classified.
         plan = await asyncio.to_thread(
@@ -333,11 +340,11 @@ class Judge:
             self.tokenizer,
             max_model_len=s.max_model_len,
             max_tokens=max_tokens,
-            reserve=reserve,
+            reserve=checked.reserve,
             max_judgments=s.max_judgments,
             classifying=self.classifier is not None,
             thinking=s.verdict_format == VerdictFormat.INTEGER,
-            oversize=oversize,
+            oversize=checked.oversize,
             too_long=checked.too_long,
             template=s.template,
             resolved=checked.resolved,
@@ -365,9 +372,11 @@ class Judge:
     async def _choices(self, request: JudgeRequest, indices: tuple[int, ...]) -> dict[int, TaskChoice]:
         """The classifier's choice for each item of ``indices``, one call at a time on its own threads.
 
-        Each call is awaited alone, so a cancelled request (past its deadline, its client gone) asks nothing more:
-        only the call running goes on to its end (a thread cannot be stopped), holding one of ``CLASSIFIER_THREADS``,
-        never a thread of the default executor that body decoding and tokenizing use.
+        Each call is awaited alone, so a cancelled request (past its deadline, its client gone) asks nothing more.
+        Its cancellation ends the wait at once: the call running goes on to its end in its thread (a thread cannot be
+        stopped), holding one of ``CLASSIFIER_THREADS``, never a thread of the default executor that body decoding
+        and tokenizing use, and its answer or error is then dropped (the future awaited here is cancelled, so
+        nothing reads it); a call still queued behind busy threads is withdrawn and never starts.
 
         Raises:
             EngineFailure: 502, for a classifier that raised (the llm method's endpoint, a model file).
@@ -527,12 +536,7 @@ class Judge:
         text_for_head = apply_chat(self.tokenizer, job.prompt, completion=completion)
         # The prompt (the client's text) and the judge's output are tokenized with their special-token strings as
         # text, as the prompt was for the generation (serve.chat_tokens.chat_ids); the chat template's own tokens stay.
-        at = text_for_head.find(job.prompt)
-        end = at + len(job.prompt)
-        done = text_for_head.find(completion, end) if at >= 0 and completion else -1
-        parts = ([text_for_head[:at], job.prompt, text_for_head[end:done], completion,
-                  text_for_head[done + len(completion):]] if done >= 0 else chat_parts(text_for_head, job.prompt))
-        ids = chat_ids(self.tokenizer, [parts])[0]
+        ids = chat_ids(self.tokenizer, [chat_parts(text_for_head, job.prompt, completion=completion)])[0]
         assert self.pooler is not None
         async with self.limit:
             classified = await self.pooler.post("/classify", {"model": self.settings.engine_models["pooler"],

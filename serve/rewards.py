@@ -268,7 +268,7 @@ class RewardRoute:
         sample_of: list[int] = []  # a /v1/judge error's items[k] is about sample sample_of[k]
         data = await request.body()
         try:
-            queries, answers, parsed = await read_off_loop(len(data), lambda: self._read(data, sample_of))
+            queries, answers, parsed, resolved = await read_off_loop(len(data), lambda: self._read(data, sample_of))
         except RequestError as err:
             return self._refused(err, sample_of)
         state = request.app.state.serve
@@ -276,7 +276,7 @@ class RewardRoute:
         results: list[list[JudgeResult]] = [[] for _ in queries]
         if parsed is not None:
             try:
-                response = await self._judged_in_time(request, state, parsed, deadline)
+                response = await self._judged_in_time(request, state, parsed, resolved, deadline)
             except RequestError as err:
                 return self._refused(err, sample_of)
             except (EngineUnavailable, EngineFailure) as err:
@@ -297,10 +297,12 @@ class RewardRoute:
         self._write_journal(state, request.headers.get("x-request-id", ""), answers, results, rewards, latency)
         return JSONResponse(body_out)
 
-    def _read(self, data: bytes, sample_of: list[int]) -> tuple[list[str], list[str], Any]:
+    def _read(self, data: bytes, sample_of: list[int]) -> tuple[list[str], list[str], Any, list | None]:
         """The body's samples read and checked (in a worker thread for a large body: ``serve.schema.read_off_loop``):
-        the queries, each sample's answer, and the ``/v1/judge`` request of those with an answer (None: none has).
-        ``sample_of`` is filled as the samples are read, so that an error about ``items[k]`` names its sample.
+        the queries, each sample's answer, the ``/v1/judge`` request of those with an answer (None: none has) and
+        its items' criteria as the labels' check resolved them (``serve.jobs.check_criteria``), which the judging
+        takes as they are. ``sample_of`` is filled as the samples are read, so that an error about ``items[k]``
+        names its sample.
 
         Raises:
             RequestError: naming the first bad field.
@@ -331,7 +333,7 @@ class RewardRoute:
         # resolved, as /v1/judge counts its items' (a task's criteria set counts once resolved, at the judging).
         check_bounds({"items": [labelled[i] for i in judged]}, None, self.config.max_judgments_per_request)
         if not labelled:  # no samples, no labels: a /v1/judge request needs an item to be read at all
-            return queries, answers, None
+            return queries, answers, None, None
         sample_of[:] = range(len(labelled))
         # Every label read once as the /v1/judge item it becomes, with its sample's answer, or a stand-in where the
         # sample has nothing to judge: one label gets one answer, and every label is checked whatever its answer.
@@ -339,24 +341,30 @@ class RewardRoute:
         # that would cost the trainer the reward: the policy wrote the long answer, not the client.
         request = parse_judge_request({"items": [{**label, "answer": answers[i] or _STAND_IN_ANSWER}
                                                  for i, label in enumerate(labelled)], "oversize": "fail"})
-        self._check_labels(request)
+        resolved = self._check_labels(request)
         sample_of[:] = judged
-        parsed = request.model_copy(update={"items": [request.items[i] for i in judged]}) if judged else None
-        return queries, answers, parsed
+        if not judged:
+            return queries, answers, None, None
+        parsed = request.model_copy(update={"items": [request.items[i] for i in judged]})
+        return queries, answers, parsed, [resolved[i] for i in judged]
 
-    def _check_labels(self, request: JudgeRequest) -> None:
+    def _check_labels(self, request: JudgeRequest) -> list:
         """Every label's criteria, task and rubric scales resolved as the judging resolves them
         (``serve.jobs.check_criteria``), whatever its sample's answer: a sample with nothing to judge is not judged,
         but its label is refused as any other's is. ``"auto"`` takes its criteria from the classifier's reading of
         the answer, at the judging: a label can be checked only for what it says beside it and for a classifier on
         this server.
 
+        Returns:
+            Per label, its criteria resolved (None for ``"auto"``): the judging's, never resolved again.
+
         Raises:
             RequestError: naming ``items[i]``, the label of sample i.
         """
-        check_criteria(request, classifying=bool(self.config.criteria_classifier))
+        return check_criteria(request, classifying=bool(self.config.criteria_classifier))
 
-    async def _judged_in_time(self, request: Request, state, parsed, deadline: float) -> JudgeResponse | None:
+    async def _judged_in_time(self, request: Request, state, parsed, resolved, deadline: float
+                              ) -> JudgeResponse | None:
         """``parsed`` judged once the engines can take it, by ``deadline`` (``time.monotonic()``), and cancelled
         past it as ``/v1/judge``'s judging is past ``request_timeout_s`` (``asyncio.wait_for``), or as soon as the
         client disconnects, as ``/v1/judge``'s is (``serve.connections.unless_disconnected``).
@@ -368,24 +376,25 @@ class RewardRoute:
             asyncio.TimeoutError: past the deadline.
             RequestError, EngineUnavailable, EngineFailure: from the judging.
         """
-        judged = self._judged(state, parsed, deadline, request.headers.get("x-request-id", ""))
+        judged = self._judged(state, parsed, resolved, deadline, request.headers.get("x-request-id", ""))
         try:
             return await unless_disconnected(request, asyncio.wait_for(judged, deadline - time.monotonic()))
         except ClientDisconnect:
             log.warning("the client of a reward request disconnected before its rewards; their judging is cancelled")
             return None
 
-    async def _judged(self, state, parsed, deadline: float, request_id: str = "") -> JudgeResponse:
-        # The request's own checks against this server's judge (serve.judging.Judge.check; the labels' criteria are
-        # resolved already) before any wait for an engine: a request that can never succeed is refused at once.
-        checked = state.judge.check(parsed, resolve=False) if state.judge is not None else None
+    async def _judged(self, state, parsed, resolved, deadline: float, request_id: str = "") -> JudgeResponse:
+        # The request's own checks against this server's judge (serve.judging.Judge.check, given the labels'
+        # criteria as _read resolved them) before any wait for an engine: a request that can never succeed is
+        # refused at once.
+        checked = state.judge.check(parsed, resolved=resolved) if state.judge is not None else None
         problem = await self._engines_unavailable(state, deadline)
         if problem:
             raise EngineUnavailable(problem)
         if state.judge is None:
             raise EngineUnavailable("the engines are still starting")
         # the request id goes with its engine calls, as /v1/judge's
-        return await state.judge.run(checked or parsed, request_id=request_id)
+        return await state.judge.run(checked or state.judge.check(parsed, resolved=resolved), request_id=request_id)
 
     async def _engines_unavailable(self, state, deadline: float) -> str | None:
         """Why an engine cannot take the request, after waiting up to ``reward_engine_wait_s`` for it to come back

@@ -507,7 +507,7 @@ def test_the_judgment_bound_is_counted_on_the_labels_before_any_is_read(tiny_cau
         "message": "labels: 600 (item, criterion) judgments requested; this server takes at most 10 per request. "
                    "Split the batch.", "type": "invalid_request_error", "param": "labels", "code": "invalid_request"}
     assert within.status_code == 200 and within.json()["rewards"] == [1.0], within.text
-    assert len(resolved) == 20  # the request within the bound: its label's 10, checked, then judged
+    assert len(resolved) == 10  # the request within the bound: its label's 10, resolved once (checked; the judging takes them as they are)
     assert len(engine.bodies("/v1/completions")) == 10
 
 

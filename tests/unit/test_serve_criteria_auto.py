@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
+import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -122,6 +124,54 @@ def test_a_request_stuck_in_the_classifier_past_its_deadline_starves_no_other_re
     assert held.calls == ["Первый запрос.", "Следующий запрос."]
 
 
+class _ClientLeft(logging.Handler):
+    """judge-serve's log line for a client of ``/v1/judge`` that left, once its work's cancellation has ended."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.left = threading.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "POST /v1/judge left before its answer" in record.getMessage():
+            self.left.set()
+
+
+def test_a_client_that_leaves_during_its_classification_is_let_go_at_once(tiny_causal_dir, monkeypatch):
+    """The client of a request of two auto items leaves while the first item's classifier call is held: judge-serve
+    ends the request's work (its log line comes once the cancellation has ended) while the call is still held, not
+    when the call returns. Let go, the call's choice is dropped: the engine gets none of that request's judgments,
+    its second item is never classified, and the following request is classified and judged."""
+    monkeypatch.setenv("VLLM_API_KEY", "engine-key")
+    watcher, logger = _ClientLeft(), logging.getLogger("judge_serve")
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    logger.addHandler(watcher)
+    try:
+        with ScriptedEndpoint(_verdict, respond_get=attached_engine_get) as engine, \
+                _served_over_tcp(_config(engine, model=str(tiny_causal_dir))) as (root, app, _):
+            held = HeldClassifier(app.state.serve.judge.classifier)
+            held.served.choose("Напиши стих о весне.")  # its first call loads what it reads lazily
+            app.state.serve.judge.classifier = held
+            body = json.dumps({"items": [_auto("Первый запрос."), _auto("Второй пункт.")]}, ensure_ascii=False).encode()
+            try:
+                with socket.create_connection(("127.0.0.1", int(root.rsplit(":", 1)[1]))) as sock:
+                    sock.sendall(b"POST /v1/judge HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer k\r\n"
+                                 b"content-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body))
+                    assert held.entered.wait(FAILING_AFTER_S), "the first item never reached the classifier"
+                let_go = watcher.left.wait(FAILING_AFTER_S / 4)
+                assert let_go and not held.release.is_set(), "the request waited for its classifier call"
+            finally:
+                held.release.set()
+            following = httpx.post(root + "/v1/judge", headers=AUTH, json={"items": [_auto("Следующий запрос.")]},
+                                   timeout=FAILING_AFTER_S)
+    finally:
+        logger.removeHandler(watcher)
+        logger.setLevel(level)
+    assert following.status_code == 200, following.text
+    assert held.calls == ["Первый запрос.", "Следующий запрос."]
+    assert len(engine.bodies("/v1/completions")) == len(following.json()["items"][0]["results"])
+
+
 @pytest.fixture(scope="module")
 def failing_classifier(tiny_causal_dir):
     """(Starlette's test client of judge-serve, its failing classifier stand-in); the calls are cleared per test."""
@@ -163,3 +213,64 @@ def test_a_request_that_will_be_refused_is_refused_before_the_classifier_is_aske
     assert answer.status_code == 400, answer.text
     assert answer.json()["error"]["param"] == param
     assert classifier.calls == []
+
+
+class _Engine:
+    """A generating engine's client that answers every judgment one tagged verdict, recording the prompts sent."""
+
+    def __init__(self) -> None:
+        self.prompts: list[list[int]] = []
+
+    async def post(self, path: str, payload: dict, request_id: str = "") -> dict:
+        self.prompts.append(payload["prompt"])
+        return _verdict(path, payload)[1]
+
+
+class _Chooser:
+    """A classifier that chooses no task (the criteria for any text): what it chooses does not matter here."""
+
+    def choose(self, instruction: str, answer: str | None = None, top_k: int = 3):
+        from judge.criteria_auto import TaskChoice
+
+        return TaskChoice.failed("the stand-in chooses no task", "stand-in")
+
+
+def test_a_cancelled_request_stops_waiting_for_its_classifier_call_at_once(qwen_tokenizer):
+    """A request cancelled (its client gone: ``serve.connections.unless_disconnected``; its deadline past) while its
+    first "auto" item's classifier call runs ends at once, though the call runs on in its thread (a thread cannot be
+    stopped). Once the call returns, its choice is dropped: nothing of that request reaches the engine, its second
+    item is never classified, and the classifier's one thread serves the next request, which is judged."""
+    from serve.judging import Judge, JudgeSettings
+    from serve.schema import parse_judge_request
+
+    settings = JudgeSettings(model_name="m", kind="seq2seq", engine_models={"generator": "m"}, max_model_len=2048,
+                             max_tokens=16, temperature=0.0, score_logprobs=False, lenient=False, constrained=False,
+                             feedback_max_chars=0, max_judgments=512)
+    engine, held = _Engine(), HeldClassifier(_Chooser())
+    judge = Judge(settings, qwen_tokenizer, engine, None, asyncio.Semaphore(1), classifier=held)
+    judge._classifying = ThreadPoolExecutor(1)  # one thread: the next request's call runs only once it is free
+
+    async def scenario():
+        first = asyncio.ensure_future(judge.run(parse_judge_request(
+            {"items": [_auto("Первый запрос."), _auto("Второй пункт.")]})))
+        while not held.entered.is_set():
+            assert not first.done(), first.exception()
+            await asyncio.sleep(0.01)
+        first.cancel()
+        done, _ = await asyncio.wait({first}, timeout=FAILING_AFTER_S / 4)
+        still_held = not held.release.is_set()
+        held.release.set()
+        following = await asyncio.wait_for(judge.run(parse_judge_request({"items": [_auto("Следующий запрос.")]})),
+                                           FAILING_AFTER_S)
+        return first in done and first.cancelled(), still_held, following
+
+    try:
+        cancelled, still_held, following = asyncio.run(scenario())
+    finally:
+        held.release.set()
+        judge._classifying.shutdown(wait=True)
+    assert cancelled and still_held  # ended while its classifier call was still held
+    assert held.calls == ["Первый запрос.", "Следующий запрос."]
+    judged = following.items[0].results
+    assert len(judged) == len(engine.prompts) > 0 and all(result.parse_ok for result in judged)
+    assert following.items[0].task_choice["method"] == "stand-in"
