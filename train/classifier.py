@@ -10,7 +10,8 @@ set; plus one taxonomy-text row per leaf unless ``taxonomy_text: false``). The m
 ``AutoModelForSequenceClassification`` on the base model with ``num_labels`` = all 152 leaves of the taxonomy and
 ``id2label`` = their labels (``"Code creation / Python"``), so the head always speaks the contract's vocabulary,
 even for leaves without training rows. Plain ``transformers.Trainer`` trains it (cross-entropy on the last token).
-The export (``<output_dir>/export``) is a ``*ForSequenceClassification`` folder that vLLM's pooling runner serves
+The export (``<output_dir>/export``, written beside it and swapped in whole: ``export_classifier``) is a
+``*ForSequenceClassification`` folder that vLLM's pooling runner serves
 (``--runner pooling``, ``POST /classify``) and ``judge.criteria_auto.HeadClassifier`` reads. An instruction is
 tokenized by ``judge.criteria_auto.head.input_ids`` with the tokenizer's special tokens (``TRAINING_INPUT``, as
 ``POST /classify`` does with a text input); the export's ``config.json`` records that and ``max_length``
@@ -29,7 +30,8 @@ from typing import Any
 from train.config import ClassifierConfig
 from train.provenance import RunResult
 
-__all__ = ["main", "train_classifier", "classifier_rows", "classifier_examples", "ClassifierCollator"]
+__all__ = ["main", "train_classifier", "export_classifier", "classifier_rows", "classifier_examples",
+           "ClassifierCollator"]
 
 logger = logging.getLogger(__name__)
 
@@ -140,10 +142,11 @@ def train_classifier(config: ClassifierConfig, *, callbacks: tuple = ()) -> RunR
     from judge import load_taxonomy
     from judge.criteria_auto import label_of
     from judge.criteria_auto.head import INPUT_KEY, input_record
-    from train import provenance, recipe_steps
+    from train import recipe_steps
 
     # ---- config -------------------------------------------------------------------------------------------------
-    run = recipe_steps.prepare(config, "task classifier")
+    # Its export is not the judges' (export_classifier): the stopper's handlers go when training ends.
+    run = recipe_steps.prepare(config, "task classifier", export_under_stopper=False)
 
     # ---- data ---------------------------------------------------------------------------------------------------
     labels = [label_of(task) for task in load_taxonomy().tasks]  # all leaves, taxonomy order
@@ -175,16 +178,48 @@ def train_classifier(config: ClassifierConfig, *, callbacks: tuple = ()) -> RunR
         return result
 
     # ---- save ---------------------------------------------------------------------------------------------------
-    export_dir = Path(config.output_dir) / "export"
-    trainer.save_model(str(export_dir))  # gathers ZeRO-3 shards
-    if trainer.is_world_process_zero():
-        run.tokenizer.save_pretrained(export_dir)
-        probe = sorted((p["instruction"] for p in pairs), key=len)[:2]
-        result.export_report = _check_export(export_dir, trainer.model, run.tokenizer, probe, run.dtype)
-        result.export_dir = str(export_dir)
-        provenance.record_result(config.output_dir, result)
+    probe = sorted((p["instruction"] for p in pairs), key=len)[:2]
+    export_dir = export_classifier(trainer, result, tokenizer=run.tokenizer, probe=probe, dtype=run.dtype,
+                                   output_dir=config.output_dir)
     logger.info("task classifier exported to %s (%d leaf labels)", export_dir, len(labels))
     return result
+
+
+def export_classifier(trainer, result: RunResult, *, tokenizer, probe: Sequence[str], dtype, output_dir) -> Path:
+    """Save, check and record the task classifier, then put it in place of ``<output_dir>/export``; call on every
+    rank (the save gathers ZeRO-3 shards).
+
+    The export is written into a staging folder beside ``export/`` (``judge.plumbing.atomic_write.staging_dir``),
+    reloaded and compared there, given its run.json with the result, and only then swapped in
+    (``replace_folder``): a save or check that fails, or a process killed meanwhile, leaves the earlier export
+    whole and no half-written folder where judge-serve or ``finished_export`` looks. The run folder's run.json
+    records the result once the export it names is in place.
+
+    Returns:
+        ``<output_dir>/export``; on rank 0 ``result``'s ``export_dir`` and ``export_report`` are filled in.
+    """
+    import dataclasses
+    import shutil
+
+    from judge.plumbing.atomic_write import replace_folder, staging_dir
+    from train import provenance
+
+    export_dir = Path(output_dir) / "export"
+    staging = staging_dir(export_dir)
+    rank_zero = trainer.is_world_process_zero()
+    if rank_zero:
+        shutil.rmtree(staging, ignore_errors=True)  # what an export that did not finish left
+    trainer.save_model(str(staging))  # gathers ZeRO-3 shards; rank 0 writes
+    if rank_zero:
+        tokenizer.save_pretrained(staging)
+        result.export_report = _check_export(staging, trainer.model, tokenizer, probe, dtype)
+        result.export_dir = str(export_dir)
+        run_json = Path(output_dir) / "run.json"
+        shutil.copy2(run_json, staging / "run.json")
+        provenance.update_run_json(staging, result=dataclasses.asdict(result))
+        replace_folder(staging, export_dir)
+        shutil.copy2(export_dir / "run.json", run_json)
+    return export_dir
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -369,16 +369,8 @@ def _drop_trainer_card(output_dir: Path) -> None:
             logger.info("removed the trainer's boilerplate %s (the judge's card is in the export)", card)
 
 
-def _stopper_of(trainer):
-    """The trainer's ``train.preemption.SaveAndStopOnSignal`` callback (the recipe's ``run.stopper``), or None."""
-    from train.preemption import SaveAndStopOnSignal
-
-    callbacks = getattr(getattr(trainer, "callback_handler", None), "callbacks", None) or []
-    return next((callback for callback in callbacks if isinstance(callback, SaveAndStopOnSignal)), None)
-
-
-def export_after_training(trainer, *, result, mode: str, model_cls, tokenizer, probe_texts: list[str],
-                          base_model: str, dtype: torch.dtype, export_dir: str | Path,
+def export_after_training(trainer, *, stopper, result, mode: str, model_cls, tokenizer,
+                          probe_texts: list[str], base_model: str, dtype: torch.dtype, export_dir: str | Path,
                           verdict_format: str = "tagged",
                           trained_lengths: TrainedLengths | None = None) -> dict[str, Any] | None:  # fmt: skip
     """Save, export, reload, verify and record; call on every rank after ``trainer.train()``.
@@ -398,6 +390,8 @@ def export_after_training(trainer, *, result, mode: str, model_cls, tokenizer, p
     checkpoint, trains nothing and exports again.
 
     Args:
+        stopper: the run's ``train.preemption.SaveAndStopOnSignal`` (``PreparedRun.stopper``), whose handlers
+            ``trainer.train()`` left installed; uninstalled here. None: no signal is watched for.
         result: ``train.provenance.RunResult`` of the training; its ``export_dir`` and (rank 0) ``export_report``
             are filled in here. It is recorded before the card is written, which reads the steps and the losses
             from run.json.
@@ -412,7 +406,6 @@ def export_after_training(trainer, *, result, mode: str, model_cls, tokenizer, p
     """
     from train import preemption
 
-    stopper = _stopper_of(trainer)
     rank_zero = trainer.is_world_process_zero()
     try:
         # The requeue is rank 0's (train.preemption.requeue_slurm_job); the watch covers the gathering save too.

@@ -135,17 +135,22 @@ def grpo_dataset(rows: list[dict[str, Any]], tokenizer, verdict_format: str):
 
 
 def _as_trl_tokenizes_them(tokenizer, texts: list[str]) -> list[str]:
-    """The chat texts as trl must see them to tokenize them to judge-serve's ids (see :func:`grpo_dataset`)."""
+    """The chat texts as trl must see them to tokenize them to judge-serve's ids (see :func:`grpo_dataset`).
+
+    Decided on one text, the shortest: what a tokenizer adds of its own (its post-processor's template) is the same
+    for every text, and every prompt opens with the same chat-template header, so the text that tokenizes as served
+    with (or without) its rendered BOS tells how all of them do; tokenizing every prompt two or three times to learn
+    that was work that grew with the data set for nothing.
+    """
     if not texts:
         return texts
-    served = tokenizer(texts, add_special_tokens=False)["input_ids"]
-    if tokenizer(texts)["input_ids"] == served:
+    probe = min(texts, key=len)
+    served = tokenizer(probe, add_special_tokens=False)["input_ids"]
+    if tokenizer(probe)["input_ids"] == served:
         return texts
     bos = tokenizer.bos_token
-    if bos and all(text.startswith(bos) for text in texts):
-        texts = [text[len(bos):] for text in texts]
-        if tokenizer(texts)["input_ids"] == served:
-            return texts
+    if bos and all(text.startswith(bos) for text in texts) and tokenizer(probe[len(bos):])["input_ids"] == served:
+        return [text[len(bos):] for text in texts]
     raise ConfigError(f"the tokenizer ({tokenizer.__class__.__name__}, bos_token {bos!r}, eos_token "
                       f"{tokenizer.eos_token!r}) adds special tokens its chat template does not account for: trl "
                       "would train on other prompt tokens than judge-serve sends. Use a tokenizer whose template "
@@ -367,9 +372,9 @@ def main(config: GRPORecipeConfig, *, callbacks: tuple = ()) -> RunResult:
     probe_texts = sorted(train_dataset["prompt"], key=len)[:2]
     export_dir = f"{config.output_dir}/export"
     export.export_after_training(  # records the result in run.json, then writes the model card from it
-        trainer, result=result, mode="seq2seq", model_cls=AutoModelForCausalLM, tokenizer=run.tokenizer,
-        probe_texts=probe_texts, base_model=run.base_model, dtype=run.dtype, export_dir=export_dir,
-        verdict_format=config.verdict_format,
+        trainer, stopper=run.stopper, result=result, mode="seq2seq", model_cls=AutoModelForCausalLM,
+        tokenizer=run.tokenizer, probe_texts=probe_texts, base_model=run.base_model, dtype=run.dtype,
+        export_dir=export_dir, verdict_format=config.verdict_format,
         trained_lengths=TrainedLengths(config.max_length, config.max_completion_length))
     logger.info("GRPO judge (%s verdicts) exported to %s", config.verdict_format, export_dir)
     return result

@@ -52,14 +52,18 @@ class RunFinished(SystemExit):
 
 def finished_export(output_dir: str | Path, checkpoint: Path | None) -> int | None:
     """The final step, when ``checkpoint`` is the run's last planned step and ``export/`` holds what was exported
-    from it; else None.
+    from it, or when ``export/`` holds the export of that last step and ``checkpoint`` is an earlier one of the same
+    plan; else None.
 
     slurm/train.sbatch passes ``--resume`` whenever a checkpoint is there, so a finished run resubmitted (or requeued
     after its export) comes back with it: it trained no step and wrote its judge again, replacing the one judge-serve
     may be serving. Final: the checkpoint's ``global_step`` reached the ``max_steps`` its trainer planned (a resume
     keeps the settings that plan depends on, ``RESUME_KEEPS``). Exported from it: the export's run.json (written
-    into it before it is put in place, ``train.export.export_after_training``; the classifier's last) records a
-    result at that step.
+    into it before it is put in place, ``train.export.export_after_training``,
+    ``train.classifier.export_classifier``) records a result at that step. An earlier checkpoint with that export:
+    a run trained before the final checkpoint was kept (``train.recipe_steps``' ``_keep_last_checkpoint``), whose
+    trainer deleted every checkpoint but the best one at the end (``save_total_limit: 1`` with a validation set);
+    an export exists only once training reached its last step, so the run is as finished.
     """
     import json
 
@@ -72,11 +76,12 @@ def finished_export(output_dir: str | Path, checkpoint: Path | None) -> int | No
         return None
     step, planned = state.get("global_step"), state.get("max_steps")
     result = exported.get("result") if isinstance(exported, dict) else None
-    if not (isinstance(step, int) and isinstance(planned, int) and 0 < planned <= step):
+    if not (isinstance(step, int) and isinstance(planned, int) and 0 < planned):
         return None
-    if not isinstance(result, dict) or not result.get("export_dir") or result.get("global_step") != step:
+    final = max(step, planned)  # a checkpoint at the last step, or an earlier one kept as the best
+    if not isinstance(result, dict) or not result.get("export_dir") or result.get("global_step") != final:
         return None
-    return step
+    return final
 
 
 def check_output_dir(config: TrainConfig) -> Path | None:
@@ -105,7 +110,9 @@ def check_output_dir(config: TrainConfig) -> Path | None:
         check_resumed_config(config)
         final = finished_export(config.output_dir, checkpoint)
         if final is not None:
-            message = (f"{config.output_dir} is already finished: {checkpoint.name} is the last step its trainer "
+            # the final checkpoint, or an earlier one kept as the best (finished_export)
+            last = checkpoint.name if checkpoint.name == f"checkpoint-{final}" else f"step {final}"
+            message = (f"{config.output_dir} is already finished: {last} is the last step its trainer "
                        "planned and export/ holds the judge exported from it; nothing to train or export "
                        "(--overwrite-output-dir to train it again, or another --output-dir)")
             logger.warning("--resume: %s", message)

@@ -64,6 +64,8 @@ class SaveAndStopOnSignal(TrainerCallback):
         self.received: int | None = None
         self.stopped_at_step: int | None = None
         self._previous = {}
+        self._wakes: list[threading.Event] = []
+        self._waking = False
 
     def install(self) -> None:
         """Install the signal handlers (main thread only); ``uninstall`` restores the previous ones."""
@@ -75,9 +77,36 @@ class SaveAndStopOnSignal(TrainerCallback):
             signal.signal(sig, handler)
         self._previous.clear()
 
+    def wake_on_signal(self, event: threading.Event) -> None:
+        """Set ``event`` when a stop signal comes (at once if one has come): a thread waits on it instead of
+        looking at ``received`` now and then. ``forget_wake`` ends that; set the event yourself only after it."""
+        self._wakes.append(event)
+        if self.received:
+            self._set_wakes()
+
+    def forget_wake(self, event: threading.Event) -> None:
+        if event in self._wakes:
+            self._wakes.remove(event)
+
     def _on_signal(self, signum, frame) -> None:
-        # Only a flag: saving from inside a signal handler could interrupt a collective or a half-written file.
+        # Only a flag and the waiting threads' events: saving from inside a signal handler could interrupt a
+        # collective or a half-written file.
         self.received = signum
+        self._set_wakes()
+
+    def _set_wakes(self) -> None:
+        # The handler runs on the main thread, between two of its bytecodes, and may run inside this very call
+        # (a second signal) while an Event.set() holds that event's lock: setting it again there would wait on the
+        # lock forever. Every call sets every event, so the inner one has nothing to add. The main thread sets a
+        # registered event only through here, for the same reason.
+        if self._waking:
+            return
+        self._waking = True
+        try:
+            for event in list(self._wakes):
+                event.set()
+        finally:
+            self._waking = False
 
     def _signal_on_any_rank(self) -> int:
         """The received signal number, all-reduced (max) over ranks; 0 when none arrived anywhere."""
@@ -181,36 +210,40 @@ class RequeueDuringExport:
     export up at its next step (``abandon_if_signalled``).
 
     The export's steps are long (a 32B merge, save or reload takes minutes, longer than Slurm's warning may leave),
-    so the requeue does not wait for the end of one: a thread looks at the stopper's flag every ``poll_s`` seconds
-    and runs ``requeue_slurm_job`` as soon as it is set (the handler sets it when the main thread next runs Python,
-    between tensors of a save or load). A successful requeue ends the job's steps; rank 0 keeps the handlers, so the
-    SIGTERM that follows only sets the flag again. The job is requeued once, by the thread or by the main thread.
+    so the requeue does not wait for the end of one: a thread waits on an event the stopper's handler sets
+    (``SaveAndStopOnSignal.wake_on_signal``) and runs ``requeue_slurm_job`` as soon as it is set (the handler runs
+    when the main thread next runs Python, between tensors of a save or load). A successful requeue ends the job's
+    steps; rank 0 keeps the handlers, so the SIGTERM that follows only sets the flag again. The job is requeued
+    once, by the thread or by the main thread.
     """
 
-    def __init__(self, stopper: SaveAndStopOnSignal | None, poll_s: float = 1.0):
+    def __init__(self, stopper: SaveAndStopOnSignal | None):
         self.stopper = stopper
-        self.poll_s = poll_s
         self._lock = threading.Lock()
         self._requeued: bool | None = None
-        self._done = threading.Event()
+        self._wake = threading.Event()  # set by the stopper's handler, or by __exit__ to end the thread
+        self._done = False
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> RequeueDuringExport:
         if self.stopper is not None:
+            self.stopper.wake_on_signal(self._wake)
             self._thread = threading.Thread(target=self._watch, name="requeue-during-export", daemon=True)
             self._thread.start()
         return self
 
     def __exit__(self, *exc_info) -> None:
-        self._done.set()
+        self._done = True
         if self._thread is not None:
+            # forgotten first: the handler must not set the event while this thread holds its lock (set below)
+            self.stopper.forget_wake(self._wake)
+            self._wake.set()
             self._thread.join()
 
     def _watch(self) -> None:
-        while not self._done.wait(self.poll_s):
-            if self.stopper.received:
-                self.requeue()
-                return
+        self._wake.wait()
+        if self.stopper.received and not self._done:
+            self.requeue()
 
     def requeue(self) -> bool:
         """``requeue_slurm_job`` once, whichever thread asks first; its answer."""

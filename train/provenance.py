@@ -7,14 +7,13 @@ result once training ends; the export folder gets a copy.
 
 from __future__ import annotations
 
-import shutil
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from judge.plumbing.provenance import update_provenance as update_run_json
 
-__all__ = ["RunResult", "record_result", "write_run_json", "update_run_json"]
+__all__ = ["RunResult", "write_run_json", "update_run_json"]
 
 
 def write_run_json(output_dir: str | Path, *, config: dict[str, Any], launch: dict[str, Any]) -> Path:
@@ -61,11 +60,3 @@ class RunResult:
     stopped_by_signal: int | None = None
     requeued: bool = False
     export_report: dict[str, Any] | None = None
-
-
-def record_result(output_dir: str | Path, result: RunResult) -> Path:
-    """Add the run's result to run.json and copy run.json into the export folder."""
-    path = update_run_json(output_dir, result=asdict(result))
-    if result.export_dir:
-        shutil.copy2(path, Path(result.export_dir) / "run.json")
-    return path

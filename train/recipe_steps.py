@@ -119,26 +119,32 @@ def setup_logging() -> None:
     transformers.utils.logging.set_verbosity_warning()
 
 
-def _keep_stop_checkpoint(stopper):
-    """A callback that keeps the checkpoint a signal stop saves: the one the requeued job resumes from.
+def _keep_last_checkpoint(stopper):
+    """A callback that keeps the checkpoint a run ends at: the one a signal stop saves (the requeued job resumes from
+    it) and the final step's (what tells a later ``--resume`` that the run is finished, and what a requeue during
+    the export resumes from without training a step).
 
     With a validation set the trainer tracks the best checkpoint (``metric_for_best_model``), and at the end of
     ``train()`` with ``save_total_limit: 1`` it deletes every checkpoint but the best one (transformers/trainer.py,
     ``_finalize_training``). The stop checkpoint is evaluated only when the stop falls on an evaluation step, so it
     is seldom the best: it went, and every requeue resumed from the last best checkpoint, redoing the same steps
-    each time, perhaps forever. Forgetting
-    the best checkpoint in memory once the stop checkpoint is written turns that deletion off; the best one is not
-    lost: the stop checkpoint's trainer_state.json, written before, still names it, rotation keeps it (it protects
-    the best and the newest, transformers/trainer_utils.py ``rotate_checkpoints``), and the resumed run tracks it.
+    each time, perhaps forever. The final checkpoint went whenever its evaluation was not the best: the run folder
+    then held an earlier checkpoint only, which ``train.output_folder.finished_export`` cannot take for the end of
+    the run, so a ``--resume`` of the finished run (slurm/train.sbatch passes one whenever a checkpoint is there)
+    trained its last steps again and replaced the judge it had exported. Forgetting the best checkpoint in memory
+    once the last checkpoint is written turns that deletion off; the best one is not lost: the last checkpoint's
+    trainer_state.json, written before, still names it, rotation keeps it (it protects the best and the newest,
+    transformers/trainer_utils.py ``rotate_checkpoints``), and a resumed run tracks it.
     """
     from transformers import TrainerCallback
 
-    class KeepStopCheckpoint(TrainerCallback):
+    class KeepLastCheckpoint(TrainerCallback):
         def on_save(self, args, state, control, **kwargs):
-            if stopper.stopped_at_step is not None and stopper.stopped_at_step == state.global_step:
+            stopped_here = stopper.stopped_at_step is not None and stopper.stopped_at_step == state.global_step
+            if stopped_here or 0 < state.max_steps <= state.global_step:
                 state.best_model_checkpoint = None
 
-    return KeepStopCheckpoint()
+    return KeepLastCheckpoint()
 
 
 # ------------------------------------------------------------------------------------------------ the prepare step
@@ -156,6 +162,9 @@ class PreparedRun:
         tokenizer: the base model's tokenizer (``load_tokenizer``).
         dtype: the weights' dtype: bfloat16 when the run trains in bf16, else float32.
         stopper: the ``preemption.SaveAndStopOnSignal`` callback; pass it to the trainer (``run.train`` installs it).
+        export_under_stopper: whether the recipe's export runs under the stopper's handlers (``export_judge``), so
+            that ``train`` leaves them installed for it when training ends; False for a recipe that exports
+            without that watch (the task classifier, ``prepare(..., export_under_stopper=False)``).
     """
 
     config: TrainConfig
@@ -165,6 +174,7 @@ class PreparedRun:
     tokenizer: Any
     dtype: Any
     stopper: Any = field(repr=False)
+    export_under_stopper: bool = True
 
     def record_data(self, report: dict[str, Any]) -> None:
         """Write run.json (resolved config, launch, provenance) with the data report, on global rank 0."""
@@ -215,7 +225,7 @@ class PreparedRun:
         from train import preemption, provenance
 
         clear_earlier_run(self.config)  # the data, arguments and model are built: nothing can refuse the run now
-        trainer.add_callback(_keep_stop_checkpoint(self.stopper))
+        trainer.add_callback(_keep_last_checkpoint(self.stopper))
         self.stopper.install()
         exporting = False
         try:
@@ -239,8 +249,8 @@ class PreparedRun:
                 # (train.export.export_after_training). Uninstalled here, the disposition the process inherited
                 # came back, and under slurm/train.sbatch that is "ignore" (its `trap "" USR1`): Slurm's
                 # pre-timeout signal during the export was dropped, nothing saved or requeued, and the job ran into
-                # its time limit. The task classifier writes its export itself, without that step.
-                exporting = getattr(self.config, "recipe", None) != "classifier"
+                # its time limit. A recipe whose export runs without that watch says so.
+                exporting = self.export_under_stopper
         finally:
             if not exporting:
                 self.stopper.uninstall()
@@ -282,6 +292,7 @@ class PreparedRun:
                        for row in probe_rows]  # fmt: skip
         export.export_after_training(
             trainer,
+            stopper=self.stopper,
             result=result,
             mode=mode,
             model_cls=model_cls,
@@ -296,7 +307,7 @@ class PreparedRun:
         return result
 
 
-def prepare(config: TrainConfig, name: str) -> PreparedRun:
+def prepare(config: TrainConfig, name: str, *, export_under_stopper: bool = True) -> PreparedRun:
     """The config step every recipe starts with, then the base model and its tokenizer.
 
     Sets up logging, derives the batch arithmetic, applies the output-folder rules (``check_output_dir``), points
@@ -306,6 +317,8 @@ def prepare(config: TrainConfig, name: str) -> PreparedRun:
     Args:
         config: the resolved config.
         name: what the recipe trains, for the log (``"seq2seq judge"``).
+        export_under_stopper: ``PreparedRun.export_under_stopper``: False for a recipe that does not export
+            through ``export_judge``.
 
     Raises:
         ConfigError: a global batch that does not divide, or an output folder that would mix runs.
@@ -330,6 +343,7 @@ def prepare(config: TrainConfig, name: str) -> PreparedRun:
         tokenizer=load_tokenizer(base_model),
         dtype=weights_dtype(config),
         stopper=preemption.SaveAndStopOnSignal(),
+        export_under_stopper=export_under_stopper,
     )
 
 

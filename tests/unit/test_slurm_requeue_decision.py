@@ -238,7 +238,8 @@ def test_a_sigusr1_during_the_export_requeues_and_leaves_the_earlier_export(tmp_
         result = run.train(trainer)
         assert not run.stopped and result.stopped_by_signal is None
         with pytest.raises(preemption.ExportAbandoned) as ended:
-            export.export_after_training(trainer, result=result, mode="seq2seq", model_cls=None, tokenizer=None,
+            export.export_after_training(trainer, stopper=run.stopper, result=result, mode="seq2seq", model_cls=None,
+                                         tokenizer=None,
                                          probe_texts=[], base_model="base", dtype=torch.float32,
                                          export_dir=folder / "export")  # fmt: skip
         assert signal.getsignal(signal.SIGUSR1) == signal.SIG_IGN  # uninstalled once the export is over

@@ -234,6 +234,33 @@ def test_a_tokenizer_adding_tokens_its_template_does_not_render_is_refused():
         grpo.grpo_dataset(rows, tokenizer, "tagged")
 
 
+def test_the_tokenization_check_reads_one_prompt_not_the_whole_set():
+    """Whether trl tokenizes a prompt as judge-serve does is decided on one prompt: the check used to tokenize every
+    prompt two or three times, work that grew with the data set, to learn what one prompt tells."""
+    rows, _ = grpo.grpo_rows([record(f"r{i}", [2]) for i in range(20)])
+
+    class Counting:
+        """The tokenizer, counting the texts it is asked to tokenize."""
+
+        def __init__(self, tokenizer):
+            self.tokenizer, self.texts = tokenizer, 0
+
+        def __call__(self, text, **kwargs):
+            self.texts += len(text) if isinstance(text, list) else 1
+            return self.tokenizer(text, **kwargs)
+
+        def __getattr__(self, name):
+            return getattr(self.tokenizer, name)
+
+    for post_processor in ("$A", "<s> $A"):  # adds nothing; adds a BOS its template renders too
+        tokenizer = Counting(_char_tokenizer(post_processor))
+        texts = [judge.apply_chat(tokenizer.tokenizer, row["prompt"]) for row in rows]
+        served = [tokenizer.tokenizer(text, add_special_tokens=False)["input_ids"] for text in texts]
+        prompts = grpo.grpo_dataset(rows, tokenizer, "tagged")["prompt"]
+        assert tokenizer.texts <= 3
+        assert [tokenizer.tokenizer(text)["input_ids"] for text in prompts] == served  # every one, as served
+
+
 # ---- config --------------------------------------------------------------------------------------------------------
 
 

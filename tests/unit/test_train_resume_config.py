@@ -218,11 +218,10 @@ class _Trainer:
     """What ``train.export.export_after_training`` asks of a trainer, on rank 0 of one; ``save_model`` writes an empty
     folder (the export's model steps are stubbed: ``_stub_export_steps``)."""
 
-    def __init__(self, output_dir, callbacks=()):
+    def __init__(self, output_dir):
         from types import SimpleNamespace
 
         self.args = SimpleNamespace(output_dir=str(output_dir))
-        self.callback_handler = SimpleNamespace(callbacks=list(callbacks))
         self.accelerator = SimpleNamespace(wait_for_everyone=lambda: None)
         self.model = None
 
@@ -276,9 +275,9 @@ def _export(folder):
     from train.provenance import RunResult
 
     result = RunResult(output_dir=str(folder), export_dir=None, global_step=12, final_learning_rate=0.0)
-    report = export.export_after_training(_Trainer(folder), result=result, mode="seq2seq", model_cls=None,
-                                          tokenizer=None, probe_texts=[], base_model="base", dtype=torch.float32,
-                                          export_dir=folder / "export")  # fmt: skip
+    report = export.export_after_training(_Trainer(folder), stopper=None, result=result, mode="seq2seq",
+                                          model_cls=None, tokenizer=None, probe_texts=[], base_model="base",
+                                          dtype=torch.float32, export_dir=folder / "export")  # fmt: skip
     return result, report
 
 
