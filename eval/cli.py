@@ -79,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     score_p.add_argument("--target", choices=("auto", "mode", "mean"), default="auto",
                          help="Reference score: mode of the experts, or mean (regression judges); auto picks by the "
                               "predictions' score_source.")
-    score_p.add_argument("--n-boot", type=int, default=1000, help="Bootstrap resamples per interval, >= 0 (0: none).")
+    score_p.add_argument("--n-boot", type=int, default=1000, help="Bootstrap resamples per interval: 0 (none), >= 10.")
     score_p.add_argument("--seed", type=int, default=0, help="Seed of the VC draws and bootstraps, >= 0.")
     score_p.add_argument("--vc-repeats", type=int, default=100, help="Random expert replacements for the judge's VC.")
     score_p.add_argument("--name", default="", help="The judge's label in the report (default: from predictions).")
@@ -126,8 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
                                        "ranking runs (folders written by `rank`).")
     cmp_p.add_argument("runs", nargs="+", metavar="RUN", help="Scored (or rank) run folders; the first is the baseline.")
     cmp_p.add_argument("--out", default=None, help="Also write compare.json, compare.md and compare.html here.")
-    cmp_p.add_argument("--n-boot", type=int, default=1000,
-                       help="Paired bootstrap resamples, >= 0 (0: no intervals, p-values or better/worse calls).")
+    cmp_p.add_argument("--n-boot", type=int, default=1000, help="Paired bootstrap resamples: 0 (no intervals, "
+                       "p-values or calls) or >= 10; a better/worse call needs >= 2/alpha (40 at the default --alpha).")
     cmp_p.add_argument("--seed", type=int, default=0, help="Bootstrap seed, >= 0.")
     cmp_p.add_argument("--alpha", type=float, default=0.05, help="Significance level of better/worse calls, in (0, 1).")
     cmp_p.add_argument("--bootstrap-unit", choices=("item", "instruction"), default=None,
@@ -223,8 +223,8 @@ def _run(args: argparse.Namespace) -> int:
 def _score(args: argparse.Namespace) -> int:
     from eval.pairwise.metrics import is_pairwise_run, pairwise_markdown, score_pairwise
 
+    refuse_missing_predictions(args.predictions)  # a missing input named first, then any flag out of its bounds
     refuse_out_of_bounds(args)
-    refuse_missing_predictions(args.predictions)
     args.data = sample_or(args.data)
 
     if is_pairwise_run(args.predictions):  # a pairwise run (eval.pairwise.judging): its own metrics and report
@@ -308,7 +308,6 @@ def _rank(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     from eval.ranking.compare import is_ranking_run
 
-    refuse_out_of_bounds(args)
     missing = [run for run in args.runs if not Path(run).exists()]
     if missing:
         raise ValueError(f"{', '.join(missing)}: not found; compare takes run folders written by `judge-eval score` "
@@ -317,6 +316,7 @@ def _compare(args: argparse.Namespace) -> int:
     if files:  # a run's metrics.json, say: the folder holding it is what compare reads
         raise ValueError(f"{', '.join(files)}: a file, not a folder; compare takes run folders written by "
                          "`judge-eval score` (or by `judge-eval rank`), not the files in them")
+    refuse_out_of_bounds(args)  # as score: a missing input named first, then any flag out of its bounds
     if any(map(is_ranking_run, args.runs)):
         return _compare_rankings(args)
     from eval.scoring.compare import compare, render_markdown
@@ -402,23 +402,23 @@ def refuse_empty_data(data: str) -> None:
 #: score's and compare's numeric flags: what each must be (NaN is none of them). Out of bounds, --vc-repeats -3 wrote
 #: "vc_judge": 0.0 (a figure never computed), --alpha 2 called p = 0.7 "better", --n-boot -1 read as 0.
 _OPEN_0_1 = (lambda v: 0 < v < 1, "between 0 and 1 (both excluded)")
-FLAG_BOUNDS = {"n_boot": (lambda v: v >= 0, "0 or more"), "seed": (lambda v: v >= 0, "0 or more"),
-               "vc_repeats": (lambda v: v >= 1, "at least 1"), "alpha": _OPEN_0_1, "alt_test_q": _OPEN_0_1,
-               "alt_test_epsilon": (math.isfinite, "a finite number"),
+FLAG_BOUNDS = {"seed": (lambda v: v >= 0, "0 or more"), "vc_repeats": (lambda v: v >= 1, "at least 1"),
+               "alpha": _OPEN_0_1, "alt_test_q": _OPEN_0_1, "alt_test_epsilon": (math.isfinite, "a finite number"),
                "alt_test_min_items": (lambda v: v >= 1, "at least 1"),
                "alt_test_min_experts": (lambda v: v >= 2, "at least 2")}  # fmt: skip
 
 
 def refuse_out_of_bounds(args: argparse.Namespace) -> None:
-    """Refuse, before anything is read or written, a flag of ``FLAG_BOUNDS`` out of its bounds, or an ``--out``
-    that is a file (a folder made after the work stopped in ``mkdir`` with a traceback).
+    """Refuse, before a run is read or anything written, a flag out of its bounds (``FLAG_BOUNDS``, and ``--n-boot``'s
+    ``N_BOOT_BOUND``), or an ``--out`` that is a file (a folder made after the work stopped in ``mkdir``).
 
     Raises:
         ValueError: naming the flag, its bound and the value (or the file).
     """
+    from eval.scoring.compare import N_BOOT_BOUND  # here, not at import: numpy and the reports are no part of --help
     from judge.plumbing.run_folder import refuse_file
 
-    for dest, (within, bound) in FLAG_BOUNDS.items():
+    for dest, (within, bound) in {"n_boot": N_BOOT_BOUND, **FLAG_BOUNDS}.items():
         if hasattr(args, dest) and not within(getattr(args, dest)):
             raise ValueError(f"--{dest.replace('_', '-')}: must be {bound}, got {getattr(args, dest)}")
     refuse_file(args.out, "--out")

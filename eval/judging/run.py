@@ -46,7 +46,7 @@ import dataclasses
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -79,8 +79,10 @@ log = logging.getLogger("judge_eval.run")
 # ---------------------------------------------------------------------------------------------- the runner
 
 
-async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig, path: Path) -> dict[str, int]:
-    """Send every batch with ``concurrency`` workers, append one row per record as its batch finishes."""
+async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig, path: Path,
+                     content_keys: Mapping[str, str]) -> dict[str, int]:
+    """Send every batch with ``concurrency`` workers, append one row per record as its batch finishes, each with its
+    record's ``record_content_key`` from ``content_keys`` (by id: computed once per record, for the resume too)."""
     from tqdm import tqdm
 
     batches = backend.batches(records)
@@ -99,7 +101,7 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
 
     def write(batch: Sequence, outcomes: list[dict[str, Any]], latency: float) -> None:
         rows = [PredictionRow(id=record.id, judge=backend.name, **outcome, latency_s=round(latency, 4),
-                              content_key=record_content_key(record)) for record, outcome in zip(batch, outcomes)]
+                              content_key=content_keys[record.id]) for record, outcome in zip(batch, outcomes)]
         journal.append(*(row.to_json() for row in rows))  # one fsync per batch; a kill's torn line is dropped on resume
         for row in rows:
             counts["written"] += 1
@@ -198,10 +200,12 @@ def _select(records: list, config: RunConfig) -> list:
     return records
 
 
-def _expand_auto(config: RunConfig, out: Path) -> Path:
-    """``--criteria auto``: ``out/auto_items.jsonl`` (one item per chosen criterion) and ``out/task_choices.jsonl``."""
+def _expand_auto(config: RunConfig, out: Path) -> tuple[Path, dict[str, int]]:
+    """``--criteria auto``: ``out/auto_items.jsonl`` (one item per chosen criterion) and ``out/task_choices.jsonl``;
+    returns the items' path and the rows counted by the level their criteria were chosen at (``choice_levels``)."""
     import judge
-    from judge.criteria_auto import classifier_from_settings, expand_file, failed_choices
+    from judge.criteria_auto import classifier_from_settings, expand_file
+    from judge.criteria_auto.expansion import choice_levels
 
     items, recorded = out / "auto_items.jsonl", out / "task_choices.jsonl"
     resume = items.is_file() and recorded.is_file()
@@ -209,15 +213,19 @@ def _expand_auto(config: RunConfig, out: Path) -> Path:
         # A resumed run keeps the choices it started with: an llm classifier asked again could choose differently and
         # orphan the predictions already written. A failed choice (the llm endpoint down, a broken artefact) is no
         # choice, though: those rows are classified again, the others keep theirs (expand_file(resume=True)).
-        failed = failed_choices(recorded)
-        if not failed:
+        # The choices are read once: their levels count the failed ones too (every row that names its task has a
+        # label, so "failed" holds exactly failed_choices' rows), and run.json reports these levels.
+        levels = choice_levels(recorded)
+        if not levels["failed"]:
             log.info("criteria auto: reusing %s (delete it to classify again)", items)
-            return items
-        log.warning("criteria auto: %d rows of %s have a failed task choice: classifying them again", len(failed),
-                    recorded)
+            return items, levels
+        log.warning("criteria auto: %d rows of %s have a failed task choice: classifying them again",
+                    levels["failed"], recorded)
     classifier = classifier_from_settings(config.criteria_classifier, config.criteria_classifier_path,
                                           config.criteria_classifier_model, config.criteria_threshold)
-    return expand_file(config.data or judge.sample_data_path(), out, classifier, resume=resume)
+    items = expand_file(config.data or judge.sample_data_path(), out, classifier, resume=resume)
+    # expand_file returns only the items' path: the choices it wrote are counted from its file, once.
+    return items, choice_levels(recorded)
 
 
 def run(config: RunConfig, *, max_tokens_chosen: bool = True) -> dict[str, Any]:
@@ -308,8 +316,13 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
     claim_run_folder(out, run_key(config),
                      ["predictions.jsonl", PAIRWISE_PREDICTIONS, "auto_items.jsonl", "task_choices.jsonl"],
                      overwrite=config.overwrite)
+    # How sure the classifier was of each auto row's task (leaf, task type, fallback, failed): a run whose rows
+    # fell back to the general criteria says so in its record, not only row by row in task_choices.jsonl.
+    levels = {}
     if config.criteria == "auto":
-        config.data = str(_expand_auto(config, out))  # run.json then names the expanded items, as `score` reads them
+        expanded, choice_levels = _expand_auto(config, out)
+        config.data = str(expanded)  # run.json then names the expanded items, as `score` reads them
+        levels = {"task_choice_levels": choice_levels}
     pairwise, records = data if data is not None else _read_data(config)
     if pairwise:  # every pair in both orders by default
         predictions = out / PAIRWISE_PREDICTIONS
@@ -320,7 +333,10 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
         if not config.data:
             config.data = str(judge.sample_data_path())
         predictions = out / "predictions.jsonl"
-        done = resume_predictions(predictions, {r.id: record_content_key(r) for r in records})
+        # What each item's judge is asked about, hashed once: the resume checks the rows already written against
+        # it, and each new row keeps it (the record loaders refuse one id with two contents, so the id is the key).
+        content_keys = {r.id: record_content_key(r) for r in records}
+        done = resume_predictions(predictions, content_keys)
         todo = [r for r in records if r.id not in done]
         # All criteria of one answer consecutive: their prompts share a prefix the server computes once.
         todo = [todo[i] for i in judge.prefix_order([judge.prefix_key(r) for r in todo])]
@@ -427,13 +443,6 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
                                   f"template {made_with_template}, this resume would ask {asked_with}{chosen}: "
                                   "start again with --overwrite, or use another --out")
             asked_with = made_with_template  # nothing asked now: run.json goes on saying what its verdicts had
-        # How sure the classifier was of each auto row's task (leaf, task type, fallback, failed): a run whose rows
-        # fell back to the general criteria says so in its record, not only row by row in task_choices.jsonl.
-        levels = {}
-        if config.criteria == "auto":
-            from judge.criteria_auto.expansion import choice_levels
-
-            levels = {"task_choice_levels": choice_levels(out / "task_choices.jsonl")}
         write_provenance(out, "judge-eval run", dataclasses.asdict(config), backend=kind, model=model,
                          n_items=len(records), server_limits={**dataclasses.asdict(limits),
                                                               "max_tokens_requested": requested_max_tokens,
@@ -449,7 +458,7 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
             log.info("judging %d items (%d already done) with %s via %s", len(todo), len(done), model, kind)
             backend: JudgeBackend = (JudgeServeBackend(root_of(base_url), api_key, model, config) if kind == "judge-serve"
                                      else ChatBackend(base_url, api_key, model, config, template))
-            counts = asyncio.run(_judge_all(backend, todo, config, predictions))
+            counts = asyncio.run(_judge_all(backend, todo, config, predictions, content_keys))
     if not predictions.exists():
         predictions.touch()
     return {"n_items": len(records), "n_done_before": n_done if pairwise else len(done), **counts, "predictions": str(predictions),

@@ -9,7 +9,8 @@ over the instructions **both** runs scored (at least one score each; every other
 per side with why: ``excluded`` in the result): for each bootstrap resample, one draw of those
 instructions (with replacement) feeds both matrices, so what an instruction makes easy or hard cancels out of the
 difference (the paired bootstrap of ``eval.scoring.bootstrap.paired_bootstrap``, over instructions instead of items). A cell
-is called ``B higher`` / ``B lower`` when its ``1 - alpha`` interval excludes 0; its two-sided p-value is twice the
+is called ``B higher`` / ``B lower`` when its ``1 - alpha`` interval excludes 0, drawn from at least 2 / alpha
+resamples (``eval.scoring.compare.resamples_to_call``; fewer: no call, "—"); its two-sided p-value is twice the
 smaller share of resampled differences on either side of 0. Both runs must use one normalisation, verdict reading
 and treatment of empty answers (their ``bench.json`` says which) and should use one judge: runs whose judge settings
 differ (``JUDGE_SETTINGS``, read from each folder's ``run.json``) are refused, naming each difference, unless
@@ -197,6 +198,7 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
     """
     from eval.ranking.matrix import MEAN_OVER_CRITERIA, MEAN_OVER_META, instruction_weights, matrix_arrays
     from eval.ranking.matrix import percentile_interval, resampled_matrices
+    from eval.scoring.compare import resamples_to_call
 
     folders = [Path(run_a), Path(run_b)]
     for folder in folders:
@@ -246,12 +248,16 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
                     p_value[i, j] = min(1.0, 2.0 * min((d <= 0).mean(), (d >= 0).mean()))
     rows = [*layout.criteria, MEAN_OVER_CRITERIA]
     columns = [*layout.metas, MEAN_OVER_META]
+    needed = resamples_to_call(alpha)
     cells: dict[str, dict[str, Any]] = {}
     for i, r in enumerate(rows):
         cells[r] = {}
         for j, c in enumerate(columns):
-            verdict = "—"  # nothing to call: the cell is empty on a side, or no interval was drawn
-            if math.isfinite(delta[i, j]) and math.isfinite(low[i, j]) and math.isfinite(high[i, j]):
+            # nothing to call: the cell is empty on a side, or no interval was drawn, or too few resamples were for
+            # its 1 - alpha interval's ends to be more than the most extreme draws (resamples_to_call)
+            verdict = "—"
+            if (math.isfinite(delta[i, j]) and math.isfinite(low[i, j]) and math.isfinite(high[i, j])
+                    and resamples[i, j] >= needed):
                 verdict = "B higher" if low[i, j] > 0 else "B lower" if high[i, j] < 0 else "no difference"
             cells[r][c] = {"a": _f(point_a[i, j]), "b": _f(point_b[i, j]), "delta": _f(delta[i, j]),
                            "ci": [_f(low[i, j]), _f(high[i, j])], "p_value": _f(p_value[i, j]),
@@ -276,7 +282,9 @@ def render_ranking_compare_markdown(result: dict[str, Any]) -> str:
         return "—" if x is None else f"{x:+.3f}"
 
     from eval.ranking.report import exclusion_lines
-    from eval.reports.report import markdown_table  # escapes a "|" or a line break in a criterion or meta name
+    # Model and judge names, criteria and meta names come from the runs and their data: inert Markdown, so that a
+    # "|", "*", "#" or "<" in one opens no column, emphasis, heading or tag.
+    from eval.reports.report import markdown_table, md_text
 
     rows = []
     for r in result["rows"]:
@@ -286,8 +294,9 @@ def render_ranking_compare_markdown(result: dict[str, Any]) -> str:
             low, high = cell["ci"]
             call = f" **{cell['verdict']}**" if cell["verdict"].startswith("B ") else ""
             parts.append(f"{fmt(cell['delta'])} [{fmt(low)}, {fmt(high)}]{call}")
-        rows.append([r, *parts])
-    return "\n".join([f"# {result['b']['model']} (B) vs {result['a']['model']} (A): POLLUX matrix, B − A",
-                      "", f"{result['n_instructions']} instructions scored by both; judge {result['judge']}; "
-                      f"{result['n_boot']} paired resamples over instructions; alpha {result['alpha']}.",
-                      *exclusion_lines(result), "", markdown_table(["criteria_name", *result["columns"]], rows)])
+        rows.append([md_text(r), *parts])
+    return "\n".join([f"# {md_text(result['b']['model'])} (B) vs {md_text(result['a']['model'])} (A): POLLUX matrix, "
+                      "B − A", "", f"{result['n_instructions']} instructions scored by both; judge "
+                      f"{md_text(result['judge'])}; {result['n_boot']} paired resamples over instructions; alpha "
+                      f"{result['alpha']}.", *exclusion_lines(result), "",
+                      markdown_table(["criteria_name", *map(md_text, result["columns"])], rows)])

@@ -138,7 +138,8 @@ class RankConfig:
                                         "metrics.py: the first complete '[RESULT] n [END]', nothing else; "
                                         "judge.verdicts.parse_pollux_result), to reproduce POLLUX's matrix from the "
                                         "same outputs.", choices=("toolkit", "pollux"))
-    n_boot: int = _f(1000, "Bootstrap resamples of the instructions per interval (0: none).")
+    n_boot: int = _f(1000, "Bootstrap resamples of the instructions per interval: 0 (none) or at least 10 (one "
+                           "resample is a zero-width interval).")
     seed: int = _f(0, "Seed of the bootstrap resamples.")
     progress: bool = _f(True, "Show progress bars.")
     overwrite: bool = _f(False, "Discard the answers and verdicts already in out instead of resuming; without it, a "
@@ -160,12 +161,17 @@ class RankConfig:
         for key in ("timeout_s", "connect_timeout_s", "backoff_s", "server_timeout_s", "temperature"):
             if not math.isfinite(getattr(self, key)):
                 raise ConfigError(f"{key}: must be a finite number, got {getattr(self, key)}")
-        for key in ("limit", "n_boot", "seed", "max_retries", "backoff_s", "temperature"):
+        for key in ("limit", "seed", "max_retries", "backoff_s", "temperature"):
             if getattr(self, key) < 0:
                 raise ConfigError(f"{key}: must be >= 0, got {getattr(self, key)}")
         for key in ("timeout_s", "connect_timeout_s", "server_timeout_s"):
             if getattr(self, key) <= 0:
                 raise ConfigError(f"{key}: must be positive, got {getattr(self, key)}")
+        from eval.scoring.compare import N_BOOT_BOUND  # the one bound of score's, compare's and rank's --n-boot
+
+        within, bound = N_BOOT_BOUND
+        if not within(self.n_boot):
+            raise ConfigError(f"n_boot: must be {bound}, got {self.n_boot}")
 
 
 # ---------------------------------------------------------------------------------------------- instructions

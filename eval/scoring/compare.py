@@ -10,29 +10,49 @@ is called better/worse when its two-sided paired-bootstrap p-value is below ``al
 ``MIN_PAIRED`` paired units (items; whole instructions under ``--bootstrap-unit instruction``), else "n.s.": a
 percentile bootstrap over a handful of units can be of zero width by chance (two items with equal deltas give
 p = 0), the pitfall the experts' ceiling guards against with the same minimum (``bootstrap.MIN_VERDICT_UNITS``).
+A call also needs at least ``resamples_to_call(alpha)`` resamples (2 / alpha: 40 at alpha 0.05), else "n.s.": a
+p-value estimated as 0 from n resamples only says p < 2 / n, which is no evidence of p < alpha until 2 / n <= alpha.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from eval.scoring import bootstrap, item_table
 from eval.scoring.comparison import Comparison, Paired, RunComparison, SplitComparison
-from eval.reports.report import SPLIT_TITLES, fmt, fmt_p, p_phrase
+from eval.reports.report import SPLIT_TITLES, fmt, fmt_p, md_text, p_phrase
 from judge.metrics_json.metrics import Cell, Metrics
 from judge.metrics_json.validity import PairedValidity
 from judge.plumbing.json_reading import unreadable_json
 
-__all__ = ["MIN_PAIRED", "ScoredRun", "compare", "headline", "load_run", "render_markdown"]
+__all__ = ["MIN_N_BOOT", "MIN_PAIRED", "N_BOOT_BOUND", "ScoredRun", "compare", "headline", "load_run",
+           "render_markdown", "resamples_to_call"]
 
 #: Fewer paired units than this: "n.s." whatever the p-value (module docstring). Not a copy of the ceiling's
 #: minimum: the one constant both read.
 MIN_PAIRED = bootstrap.MIN_VERDICT_UNITS
+#: ``--n-boot`` of score, compare and rank is 0 (no intervals, no p-values, no calls) or at least this many
+#: resamples: a percentile interval is read off the resamples drawn, so one resample is a zero-width interval that
+#: reads as certainty and a few are the spread of a few draws. A floor against such degenerate intervals, not a
+#: recommendation: intervals worth reading take the default 1000, and compare's calls need ``resamples_to_call``.
+MIN_N_BOOT = 10
+#: ``--n-boot``'s bound as score, compare and rank check it: whether a value is within it, and what it must be.
+N_BOOT_BOUND = (lambda n: n == 0 or n >= MIN_N_BOOT,
+                f"0 (no intervals) or at least {MIN_N_BOOT} (fewer resamples make each interval the spread of a few "
+                "draws; one draw is a zero-width interval that reads as certainty)")
+
+
+def resamples_to_call(alpha: float) -> int:
+    """The fewest resamples from which a paired bootstrap may call a difference at ``alpha``: 2 / alpha (40 at 0.05).
+    Its two-sided p-value is twice a share of the resamples, so it moves in steps of 2 / n and an estimate of 0 only
+    says p < 2 / n; a (1 - alpha) percentile interval likewise needs n * alpha / 2 >= 1 resamples in each tail for an
+    end that is not simply the most extreme draw."""
+    return math.ceil(2.0 / alpha - 1e-9)  # the tolerance: 2 / 0.05 is 40.000000000000001 in floating point
 
 _LOWER_IS_BETTER = {"mae": True, "spearman": False, "vc_judge": False}
 _STAT = {"mae": "mae", "spearman": "spearman", "vc_judge": "mean"}
@@ -100,12 +120,16 @@ def _read_metrics(path: Path, folder: Path) -> dict:
     return data
 
 
-def _verdict(delta: float, p_value: float, metric: str, alpha: float, n_units: int | None = None) -> str:
+def _verdict(delta: float, p_value: float, metric: str, alpha: float, n_units: int | None = None,
+             n_resamples: int | None = None) -> str:
     """better / worse / n.s. / "—" (undefined); ``n_units``: the paired units the bootstrap resampled (items or
-    instructions), "n.s." under ``MIN_PAIRED`` of them whatever the p-value (module docstring)."""
+    instructions), "n.s." under ``MIN_PAIRED`` of them whatever the p-value; ``n_resamples``: the resamples the
+    p-value is a share of, "n.s." under ``resamples_to_call(alpha)`` of them (module docstring)."""
     if not math.isfinite(delta) or not math.isfinite(p_value):
         return "—"
-    if p_value >= alpha or delta == 0 or (n_units is not None and n_units < MIN_PAIRED):
+    too_few = (n_units is not None and n_units < MIN_PAIRED) or (
+        n_resamples is not None and n_resamples < resamples_to_call(alpha))
+    if p_value >= alpha or delta == 0 or too_few:
         return "n.s."
     better = delta < 0 if _LOWER_IS_BETTER[metric] else delta > 0
     return "better" if better else "worse"
@@ -141,7 +165,8 @@ def _paired(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, index_b: np.
     # the units the bootstrap resampled: the paired items, or their instructions (what the minimum counts)
     paired = np.isfinite(xa) & np.isfinite(ya) & np.isfinite(xb) & np.isfinite(yb)
     units = found["n"] if cells is None else len(np.unique(cells[paired]))
-    return Paired.of(found, _verdict(found["delta"], found["p_value"], metric, alpha, units), units)
+    call = _verdict(found["delta"], found["p_value"], metric, alpha, units, found.get("n_resamples"))
+    return Paired.of(found, call, units)
 
 
 def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha: float = 0.05,
@@ -275,6 +300,7 @@ def headline(result: Comparison) -> list[str]:
     has another reference than the baseline's (a regression judge's mean beside a verdict judge's mode), a sentence
     that says so."""
     lines = []
+    needed = resamples_to_call(result.alpha)
     targets = {name: m.target for name, m in zip(result.runs, result.metrics)}
     for comp in result.comparisons:
         mine, theirs = targets.get(comp.run), targets.get(result.baseline)
@@ -299,6 +325,8 @@ def headline(result: Comparison) -> list[str]:
                 f"{p.n} paired items): {p.verdict}"
                 + (f" (under {MIN_PAIRED} paired {unit}: too few to call)" if p.verdict == "n.s." and units < MIN_PAIRED
                    else "")
+                + (f" (under {needed} resamples: too few to call at alpha {result.alpha})"
+                   if p.verdict == "n.s." and p.n_resamples is not None and p.n_resamples < needed else "")
             )
     return lines
 
@@ -325,7 +353,7 @@ def _side_by_side(result: Comparison) -> list[str]:
                 rows = []
                 for label in labels:
                     cells = [b.by(name).get(label) for b in blocks]
-                    rows.append([label] + [_with_interval(c, metric) if c else "—" for c in cells])
+                    rows.append([md_text(label)] + [_with_interval(c, metric) if c else "—" for c in cells])
                 if rows:
                     heading = "MAE" if metric == "mae" else "Spearman"
                     out += [f"### {SPLIT_TITLES[split]}: {heading} by {title}", "",
@@ -339,12 +367,28 @@ def _with_interval(c: Cell, metric: str) -> str:
     return fmt_ci(c.mae, c.mae_ci) if metric == "mae" else fmt_ci(c.spearman, c.spearman_ci)
 
 
+def _named_for_markdown(result: Comparison) -> Comparison:
+    """``result`` with its run names as inert Markdown (``md_text``): a judge's name comes from its ``--name`` or
+    its folder, and a ``|``, ``*``, ``#``, ``<`` or line break in it would otherwise split a table, start emphasis, a
+    heading or a tag. Names that escaping makes equal (two names apart only by a line break) are told apart by their
+    folders, as ``compare`` tells apart equal names, so that no run's column or row stands for another's."""
+    shown = [md_text(name) for name in result.runs]
+    shown = [f"{name} ({md_text(Path(folder).name)})" if shown.count(name) > 1 else name
+             for name, folder in zip(shown, result.folders)]
+    by_name = dict(zip(result.runs, shown))
+    return replace(result, baseline=shown[0], runs=shown,
+                   comparisons=[replace(comp, run=by_name.get(comp.run, md_text(comp.run)))
+                                for comp in result.comparisons])
+
+
 def render_markdown(result: Comparison) -> str:
-    """Side-by-side tables: each run's own headline numbers, then each comparison with the baseline."""
+    """Side-by-side tables: each run's own headline numbers, then each comparison with the baseline. Text from the
+    runs and their data (run names, evaluated models, task types, criteria) is written as inert Markdown."""
     from eval.reports.report import fmt_ci, markdown_table
     from eval.validity.render import compare_rows as validity_rows
     from eval.validity.render import paired_rows
 
+    result = _named_for_markdown(result)
     out = [f"# Judge comparison (baseline: {result.baseline})", ""]
     out += [f"- {line}" for line in headline(result)] + [""]
     out += ["## Each run on its own items", ""]
@@ -372,7 +416,8 @@ def render_markdown(result: Comparison) -> str:
             f"{unit}; "
             f"better/worse at p < {result.alpha} (MAE lower is better; Spearman and VC higher) and at least "
             f"{MIN_PAIRED} paired {unit}; a cell with fewer is n.s. whatever its p (too few to call: a bootstrap over "
-            "a handful of them can have a zero-width interval and p = 0 by chance).", ""]
+            "a handful of them can have a zero-width interval and p = 0 by chance). A call also needs at least "
+            f"{resamples_to_call(result.alpha)} resamples (2 / alpha: p moves in steps of 2 / resamples).", ""]
     head = ["", "baseline", "run", "delta", "95 % CI", "p", "call", "n"]
     for comp in result.comparisons:
         out += [f"## {comp.run} vs {result.baseline}", ""]
@@ -381,7 +426,8 @@ def render_markdown(result: Comparison) -> str:
             rows = [[metric] + _cell(p, result.n_boot) for metric, p in block.overall.items()]
             out += [markdown_table(["Overall"] + head[1:], rows), ""]
             for name, title in (("model", "Evaluated model"), ("task_type", "Task type"), ("criterion", "Criterion")):
-                rows = [[label] + _cell(cells["mae"], result.n_boot) for label, cells in block.by(name).items()]
+                rows = [[md_text(label)] + _cell(cells["mae"], result.n_boot)
+                        for label, cells in block.by(name).items()]
                 if rows:
                     out += [f"MAE by {title.lower()}:", "", markdown_table([title] + head[1:], rows), ""]
     return "\n".join(out)

@@ -14,9 +14,11 @@ import pytest
 import judge
 from eval.cli import main
 from eval.judging.config import RunConfig
+from eval.scoring.compare import N_BOOT_BOUND
 from judge.plumbing.config_files import ConfigError
 
 URL = "http://127.0.0.1:9/v1"  # never reached: every input below is refused before any request
+N_BOOT = N_BOOT_BOUND[1]  # what --n-boot must be, as its refusal says it
 
 
 def _records() -> list:
@@ -63,7 +65,9 @@ def _said(capsys) -> tuple[str, str]:
 @pytest.mark.parametrize(("flag", "value", "says"), [
     # -3 wrote "vc_judge": 0.0 (a Verdict Confidence never computed); 0 divided by zero and printed "—"
     ("--vc-repeats", "-3", "must be at least 1, got -3"), ("--vc-repeats", "0", "must be at least 1, got 0"),
-    ("--n-boot", "-1", "must be 0 or more, got -1"),  # was taken as 0 (no intervals) without a word
+    ("--n-boot", "-1", f"must be {N_BOOT}, got -1"),  # was taken as 0 (no intervals) without a word
+    ("--n-boot", "1", f"must be {N_BOOT}, got 1"),  # one resample: a zero-width interval, read as certainty
+    ("--n-boot", "9", f"must be {N_BOOT}, got 9"),
     ("--seed", "-1", "must be 0 or more, got -1"),  # numpy's "expected non-negative integer", no flag named
     ("--alt-test-q", "0", "must be between 0 and 1 (both excluded), got 0.0"),  # exit code 1, no "error:"
     ("--alt-test-epsilon", "nan", "must be a finite number, got nan"),
@@ -76,6 +80,33 @@ def test_score_refuses_a_flag_out_of_its_bounds_before_writing_anything(runs, tm
                  "--n-boot", "0", "--vc-repeats", "5", "--no-plots", flag, value])
     assert (code, _said(capsys)) == (2, ("", f"judge-eval score: error: {flag}: {says}\n"))
     assert not out.exists()
+
+
+def test_n_boot_bound_names_its_minimum_and_why_and_the_help_says_it():
+    """--n-boot's refusal names the minimum (``MIN_N_BOOT``, 10) and why fewer is refused; score's, compare's and
+    rank's help give the same minimum."""
+    from eval.cli import build_parser
+    from eval.ranking.rank import RankConfig
+    from eval.scoring.compare import MIN_N_BOOT
+
+    assert MIN_N_BOOT == 10 and N_BOOT.startswith("0 (no intervals) or at least 10 (") and "zero-width" in N_BOOT
+    subcommands = build_parser()._subparsers._group_actions[0].choices
+    for name in ("score", "compare", "rank"):
+        action = next(a for a in subcommands[name]._actions if "--n-boot" in a.option_strings)
+        assert f">= {MIN_N_BOOT}" in action.help or f"at least {MIN_N_BOOT}" in action.help, (name, action.help)
+    assert RankConfig.__dataclass_fields__["n_boot"].default == 1000
+
+
+@pytest.mark.parametrize("n_boot", [1, 5, 9, -1])
+def test_rank_refuses_a_handful_of_resamples(n_boot):
+    """rank's n_boot (flag or YAML) has score's and compare's bound: 0 or at least ``MIN_N_BOOT``."""
+    from eval.ranking.rank import RankConfig
+    config = RankConfig(model="http://127.0.0.1:1/v1", judge="http://127.0.0.1:2/v1", data="d", out="o", n_boot=n_boot)
+    with pytest.raises(ConfigError, match=r"n_boot: must be 0 \(no intervals\) or at least 10 \("):
+        config.validate()
+    for fine in (0, 10):
+        RankConfig(model="http://127.0.0.1:1/v1", judge="http://127.0.0.1:2/v1", data="d", out="o",
+                   n_boot=fine).validate()
 
 
 def test_score_n_boot_0_is_no_intervals_as_its_help_says(runs):
@@ -91,7 +122,8 @@ def test_score_n_boot_0_is_no_intervals_as_its_help_says(runs):
     ("--alpha", "0", "must be between 0 and 1 (both excluded), got 0.0"),  # called everything n.s.
     ("--alpha", "-0.5", "must be between 0 and 1 (both excluded), got -0.5"),
     ("--alpha", "nan", "must be between 0 and 1 (both excluded), got nan"),
-    ("--n-boot", "-1", "must be 0 or more, got -1"), ("--seed", "-1", "must be 0 or more, got -1"),
+    ("--n-boot", "-1", f"must be {N_BOOT}, got -1"), ("--seed", "-1", "must be 0 or more, got -1"),
+    ("--n-boot", "2", f"must be {N_BOOT}, got 2"),  # two resamples: an interval between two draws, p 0 or 1
 ])  # fmt: skip
 def test_compare_refuses_a_flag_out_of_its_bounds(runs, tmp_path, capsys, flag, value, says):
     out = tmp_path / "cmp"
@@ -156,7 +188,7 @@ def test_run_refuses_a_negative_or_nan_temperature_before_any_request(tmp_path, 
     ("--backoff-s", "-1", "must be >= 0, got -1.0"),
     ("--seed", "-1", "must be >= 0, got -1"),
     ("--max-retries", "-1", "must be >= 0, got -1"),
-    ("--n-boot", "-1", "must be >= 0, got -1"),
+    ("--n-boot", "-1", f"must be {N_BOOT}, got -1"), ("--n-boot", "3", f"must be {N_BOOT}, got 3"),
     ("--timeout-s", "0", "must be positive, got 0.0"),
 ])  # fmt: skip
 def test_rank_refuses_a_setting_out_of_its_bounds_before_writing_anything(tmp_path, capsys, flag, value, says):

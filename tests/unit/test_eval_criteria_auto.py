@@ -94,16 +94,29 @@ def test_run_criteria_auto_resume_classifies_the_failed_rows_again(tmp_path, cap
 
     data, out = _pairs_file(tmp_path), tmp_path / "run"
     outage = {"on": True}
+
+    def levels() -> dict[str, int]:  # the choices counted by level in run.json
+        return json.loads((out / "run.json").read_text(encoding="utf-8"))["task_choice_levels"]
+
     with ScriptedServer() as server, _advice_endpoint(lambda text: outage["on"] and "выспаться" in text) as clf:
         with caplog.at_level(logging.WARNING):
             assert main(_run_args(server.base_url, data, out, *_llm_args(clf.base_url))) == 0
         assert "failed on 1 of 2 rows" in caplog.text
         first = [json.loads(line) for line in (out / "task_choices.jsonl").read_text(encoding="utf-8").splitlines()]
         assert [c["label"] for c in first] == ["", "Advice"]
+        assert levels()["failed"] == 1 and sum(levels().values()) == 2
         outage["on"] = False
         n_asked, n_judged = len(clf.requests), len(server.bodies("/v1/chat/completions"))
-        assert main(_run_args(server.base_url, data, out, *_llm_args(clf.base_url))) == 0
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            assert main(_run_args(server.base_url, data, out, *_llm_args(clf.base_url))) == 0
+        assert "criteria auto: 1 rows of" in caplog.text and "have a failed task choice" in caplog.text
         assert len(clf.requests) == n_asked + 1 and "выспаться" in clf.requests[-1][1]["messages"][1]["content"]
+        # The resume counted the choices it made; a resume with none failed reuses them and counts the same.
+        after = levels()
+        assert after["failed"] == 0 and sum(after.values()) == 2
+        assert main(_run_args(server.base_url, data, out, *_llm_args(clf.base_url))) == 0
+        assert len(clf.requests) == n_asked + 1 and levels() == after
         # judged again: p1's new criteria only (a criterion of both sets keeps its verdict: same prompt), none of p2
         new = set(leaf_of("Advice").criteria) - set(fallback_criteria())
         assert len(server.bodies("/v1/chat/completions")) - n_judged == len(new) > 0

@@ -680,6 +680,28 @@ def test_compare_makes_no_call_from_a_handful_of_paired_items(tmp_path):
     assert (mae.n, mae.delta, mae.p_value, mae.verdict) == (30, -1.0, 0.0, "better")
 
 
+def test_compare_makes_no_call_from_too_few_resamples(tmp_path):
+    """The 30 items above (every resample gives delta -1, p estimated as 0) called "better" from any number of
+    resamples; a p-value that is twice a share of n resamples only says p < 2 / n, so a call at alpha needs
+    2 / alpha of them (``resamples_to_call``: 40 at 0.05, 200 at 0.01). Under that: "n.s.", and the headline says
+    why; at it: "better"."""
+    from eval.scoring.compare import compare, headline, resamples_to_call
+
+    assert (resamples_to_call(0.05), resamples_to_call(0.01), resamples_to_call(0.03)) == (40, 200, 67)
+    experts = [[0, 0, 1], [1, 1, 2]] * 15
+    a = _scored_run(tmp_path / "A", [1.0, 2.0] * 15, experts)
+    b = _scored_run(tmp_path / "B", [0.0, 1.0] * 15, experts)
+    few = compare([a, b], n_boot=39)
+    mae = few.comparisons[0].splits["standard"].overall["mae"]
+    assert (mae.n, mae.delta, mae.p_value, mae.n_resamples, mae.verdict) == (30, -1.0, 0.0, 39, "n.s.")
+    said = [line for line in headline(few) if "paired items)" in line]
+    assert said and all(line.endswith("n.s. (under 40 resamples: too few to call at alpha 0.05)") for line in said)
+    mae = compare([a, b], n_boot=40).comparisons[0].splits["standard"].overall["mae"]
+    assert (mae.n_resamples, mae.verdict) == (40, "better")
+    mae = compare([a, b], n_boot=100, alpha=0.01).comparisons[0].splits["standard"].overall["mae"]
+    assert mae.verdict == "n.s."
+
+
 def test_compare_counts_instructions_against_the_minimum_when_it_resamples_them(tmp_path):
     """Under ``--bootstrap-unit instruction`` the minimum counts the instructions resampled, and the headline says so:
     the 30 items above in 2 instructions (15 each) are 2 units, too few to call, while 30 items are not."""

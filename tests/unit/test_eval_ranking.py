@@ -176,12 +176,17 @@ def test_ranking_compare_paired(tmp_path: Path, data: Path, capsys) -> None:
     untested = compare_rankings(tmp_path / "a", tmp_path / "b", n_boot=0)
     assert untested["cells"][LITERACY][GEN]["delta"] == pytest.approx(0.5)
     assert {cell["verdict"] for row in untested["cells"].values() for cell in row.values()} == {"—"}
+    # A call needs 2 / alpha resamples (40 at 0.05): from 39, an interval's ends are the most extreme draws.
+    few = compare_rankings(tmp_path / "a", tmp_path / "b", n_boot=39)
+    assert {cell["verdict"] for row in few["cells"].values() for cell in row.values()} == {"—"}
+    enough = compare_rankings(tmp_path / "a", tmp_path / "b", n_boot=40)
+    assert enough["cells"]["mean_over_criteria"]["mean_over_meta"]["verdict"] == "B higher"
     assert "paired 99% bootstrap interval" in render_ranking_compare_page({**result, "alpha": 0.01})
     # A criterion or meta name holding "|" or a line break stays one cell of the Markdown table.
     renamed = {**result, "rows": ["Полнота | точность"], "columns": ["мета\r\nвторая"],
                "cells": {"Полнота | точность": {"мета\r\nвторая": result["cells"][LITERACY][GEN]}}}
     table = [line for line in render_ranking_compare_markdown(renamed).splitlines() if line.startswith("|")]
-    assert table[0] == "| criteria_name | мета вторая |" and table[2].startswith("| Полнота \\| точность | +0.500 [")
+    assert table[0] == "| criteria_name | мета вторая |" and table[2].startswith("| Полнота &#124; точность | +0.500 [")
 
 
 def test_max_normalisation_and_old_rules() -> None:

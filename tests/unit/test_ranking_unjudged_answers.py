@@ -166,3 +166,33 @@ def test_matrix_scores_an_empty_answer_by_the_setting() -> None:
     assert zero.scale == (0.0, 1.0) and zero.to_json()["scale"] == [0.0, 1.0]
     with pytest.raises(ValueError, match="empty_answer: 'judge' is not one of zero, unscored"):
         pollux_matrix(items, empty_answer="judge")
+
+
+def test_an_empty_answer_without_thinking_is_counted_as_one_cut_in_thinking(tmp_path: Path, data: Path) -> None:
+    """A candidate that answers nothing at all — content "" (instruction 4), only white space (7), or null (3) —
+    is not sent to the judge (the toolkit's records refuse an empty answer, as ``judge-eval run`` refuses such a
+    row; POLLUX's score.py would send ""), is not a failed request (exit 0, kept on a resume, never retried), and is
+    counted exactly as an answer cut inside its thinking (6): status ``empty_answer`` in answers' counts, in
+    ``unjudged.jsonl`` and in the cells, scored 0 on every criterion under ``--empty-answer zero``."""
+    nothing = {4: "", 7: " \n\t ", 3: None}
+    with Candidate(override=nothing) as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, tmp_path / "run")) == 0
+        asked = [b["messages"][0]["content"] for b in judge.bodies("/v1/chat/completions")]
+        assert asked and not any(f"Инструкция {pid}:" in prompt for prompt in asked for pid in (3, 4, 6, 7))
+        n_asked = len(cand.bodies("/v1/chat/completions"))
+        assert main(rank_argv(cand.base_url, judge.base_url, data, tmp_path / "run")) == 0
+        assert len(cand.bodies("/v1/chat/completions")) == n_asked  # an answer, if an empty one: not asked again
+    answers = [json.loads(line) for line in (tmp_path / "run" / "answers.jsonl").read_text(encoding="utf-8").splitlines()]
+    empty = {row["prompt_id"]: row for row in answers if row["prompt_id"] in (3, 4, 7)}
+    assert {pid: (row["answer"], row["error"]) for pid, row in empty.items()} == {3: ("", None), 4: ("", None),
+                                                                                   7: ("", None)}
+    unjudged = [json.loads(line) for line in (tmp_path / "run" / "unjudged.jsonl").read_text(encoding="utf-8")
+                .splitlines()]
+    assert sorted({(row["prompt_id"], row["status"]) for row in unjudged}) == [
+        (3, "empty_answer"), (4, "empty_answer"), (6, "empty_answer"), (7, "empty_answer")]
+    bench = json.loads((tmp_path / "run" / "bench.json").read_text(encoding="utf-8"))
+    # criteria: 3 and 6 two each, 4 three, 7 one
+    assert bench["counts"]["n_answer_empty"] == 4 and bench["counts"]["n_empty_answer"] == 8
+    cells = bench["matrix"]["cells"]
+    assert cells[LITERACY][TECH]["n_empty_answer"] == 4 and cells[LITERACY][TECH]["value"] == 0.0
+    assert cells[SAFE][TECH]["n_empty_answer"] == 1 and cells[FULLNESS][TECH]["n_empty_answer"] == 3

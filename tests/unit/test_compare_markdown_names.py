@@ -1,0 +1,102 @@
+"""``judge-eval compare``'s compare.md with names that are Markdown: run names and the data's labels are inert text."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from eval.scoring import item_table
+from tests.unit.test_eval_metrics import _table
+
+# A judge's --name can hold anything: a table pipe, emphasis, a heading on a line of its own, a tag.
+HOSTILE_A = "base | one\n# two"
+HOSTILE_B = "*bold* <b>x</b> | c"
+
+
+def _named_run(folder, name, judge, experts, models):
+    """A scored run folder (items.parquet and metrics.json as ``judge-eval score`` writes them) whose judge is
+    ``name`` and whose evaluated models are ``models``."""
+    from eval.scoring.item_table import derive, dumps, evaluate
+
+    table = _table(judge, ["ok"] * len(judge), experts, models=models)
+    derived = derive(table, "mode")
+    result = json.loads(dumps(evaluate(table, target="mode", n_boot=50, derived=derived)))
+    result["judge"] = name
+    folder.mkdir()
+    item_table.write_table(table, folder / "items.parquet", extra={"reference": derived.reference,
+                                                                    "vc_judge": derived.vc_judge,
+                                                                    "vc_experts": derived.vc_experts})
+    (folder / "metrics.json").write_text(json.dumps(result), encoding="utf-8")
+    return folder
+
+
+def _cells(line: str) -> list[str]:
+    """A Markdown table row's cells, split on its unescaped pipes."""
+    return re.split(r"(?<!\\)\|", line.strip().strip("|"))
+
+
+def test_compare_markdown_keeps_hostile_run_and_model_names_inert(tmp_path):
+    """Run names with ``|``, ``*``, ``#``, ``<`` and a line break, and an evaluated model named with a pipe, leave
+    every table with its own number of columns, start no heading, tag or emphasis, and still name both runs."""
+    from eval.scoring.compare import compare, render_markdown
+
+    experts = [[0, 0, 1], [1, 1, 2]] * 3
+    models = ["m|x", "m|x", "n*", "n*", "<i>", "<i>"]
+    a = _named_run(tmp_path / "A", HOSTILE_A, [1.0, 2.0] * 3, experts, models)
+    b = _named_run(tmp_path / "B", HOSTILE_B, [0.0, 1.0] * 3, experts, models)
+    result = compare([a, b], n_boot=50)
+    assert result.runs == [HOSTILE_A, HOSTILE_B]  # compare.json keeps the names as they are
+    text = render_markdown(result)
+
+    assert "<b>" not in text and "<i>" not in text and "*bold*" not in text
+    assert not any(line.startswith("# two") for line in text.splitlines())  # the name's line break made no heading
+    headings = [line for line in text.splitlines() if line.startswith("#")]
+    assert headings[0] == "# Judge comparison (baseline: base &#124; one # two)"
+    assert "## \\*bold\\* &lt;b&gt;x&lt;/b&gt; &#124; c vs base &#124; one # two" in headings
+    tables, current = [], []
+    for line in text.splitlines() + [""]:
+        if line.startswith("|"):
+            current.append(line)
+        elif current:
+            tables, current = tables + [current], []
+    assert tables
+    for table in tables:  # a pipe in a name opened no column of its own: every row as wide as its header
+        assert {len(_cells(line)) for line in table} == {len(_cells(table[0]))}, table
+    table_lines = [line for table in tables for line in table]
+    header = _cells(next(line for line in table_lines if "Metric" in line))
+    assert [cell.strip() for cell in header] == ["Test", "Metric", "base &#124; one # two",
+                                                 "\\*bold\\* &lt;b&gt;x&lt;/b&gt; &#124; c"]
+    assert any(_cells(line)[0].strip() == "m&#124;x" for line in table_lines)
+
+
+def test_compare_markdown_tells_apart_names_that_escape_alike(tmp_path):
+    """Two judge names apart only by a line break ("a\\nb", "a b") read alike once on one line: each column and
+    heading is told apart by its run's folder, as ``compare`` tells apart equal names."""
+    from eval.scoring.compare import compare, render_markdown
+
+    experts = [[0, 0, 1], [1, 1, 2]]
+    a = _named_run(tmp_path / "first", "a\nb", [1.0, 2.0], experts, None)
+    b = _named_run(tmp_path / "second", "a b", [0.0, 1.0], experts, None)
+    text = render_markdown(compare([a, b], n_boot=50))
+    assert "# Judge comparison (baseline: a b (first))" in text
+    assert "## a b (second) vs a b (first)" in text
+
+
+def test_ranking_compare_markdown_keeps_hostile_model_names_inert():
+    """Two rank runs' compare.md: candidate models, the judge, a criterion and a meta named with ``|``, ``*``, ``#``,
+    ``<`` and a line break make no heading line, column, emphasis or tag of their own."""
+    from eval.ranking.compare import render_ranking_compare_markdown
+
+    cell = {"delta": 0.5, "ci": [0.1, 0.9], "verdict": "B higher"}
+    result = {"a": {"model": HOSTILE_A, "excluded": {}, "n_instructions": 1, "empty_answers": []},
+              "b": {"model": HOSTILE_B, "excluded": {}, "n_instructions": 1, "empty_answers": []},
+              "rows": ["*crit*"], "columns": ["<i>meta</i>"], "cells": {"*crit*": {"<i>meta</i>": cell}},
+              "n_instructions": 1, "judge": "judge | <b>", "n_boot": 10, "alpha": 0.05, "empty_answer": "zero"}
+    lines = render_ranking_compare_markdown(result).splitlines()
+    assert lines[0] == ("# \\*bold\\* &lt;b&gt;x&lt;/b&gt; &#124; c (B) vs base &#124; one # two (A): POLLUX matrix, "
+                        "B − A")
+    assert "judge judge &#124; &lt;b&gt;;" in lines[2]
+    assert [line for line in lines if line.startswith("#")] == [lines[0]]
+    table = [line for line in lines if line.startswith("|")]
+    assert table[0] == "| criteria_name | &lt;i&gt;meta&lt;/i&gt; |"
+    assert table[2] == "| \\*crit\\* | +0.500 [+0.100, +0.900] **B higher** |"
