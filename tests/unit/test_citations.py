@@ -25,7 +25,8 @@ REPO_FOLDERS = ("judge", "train", "serve", "eval", "configs", "slurm", "bench", 
 
 #: What a clone cannot follow, with what to write instead.
 FORBIDDEN = {
-    "an issue number": re.compile(r"\bissues? ?#?\d+|\(#\d+|(?<![\w/-])#\d+\.\d+|\bfindings? \d+", re.IGNORECASE),
+    "an issue number": re.compile(r"\bissues? ?#?\d+|\(#\d+|(?<![\w/-])#\d+\.\d+|(?<![\w/-])#\d+(?=:|'s\b)|\bfindings? \d+",
+                                 re.IGNORECASE),
     "an internal run number": re.compile(r"\bstops? \d+(?:'s)?\b(?! ?(?:s|ms|min|seconds?|steps?|tokens?)\b)|\bCI run \d+",
                                          re.IGNORECASE),
     "a house-style rule by number": re.compile(r"\bSTYLE(?:\.md)?(?: habits?)? ?\d+|\bSTYLE\.md\b|\bhabits? \d+"),
@@ -94,6 +95,8 @@ def test_no_comment_cites_what_a_clone_cannot_open():
     "# one writer per folder (issue #30.13)",
     "# long options in full only (#30.7)",
     "# see (#27) for the keep-alive bug",
+    "# #27: the 503 after a quiet spell",
+    '"""#27\'s 503: the second call reuses the connection."""',
     '"""Run folders (issue 29 item 3)."""',
     "# the sanitising of findings 4-6",
     "# Stop 35's CI run saw what that does",

@@ -138,7 +138,7 @@ def test_a_cancelled_caller_cancels_its_engine_call():
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# #27: the 503 after a quiet spell. vLLM's server (uvicorn, ``timeout_keep_alive=VLLM_HTTP_TIMEOUT_KEEP_ALIVE``, 5 s)
+# The 503 after a quiet spell. vLLM's server (uvicorn, ``timeout_keep_alive=VLLM_HTTP_TIMEOUT_KEEP_ALIVE``, 5 s)
 # closes a connection whose keep-alive timer is due; a request that reaches it at that moment is dropped unread.
 # judge-serve's pool (aiohttp, 15 s by default) reused such connections, and the POST failed with
 # ServerDisconnectedError -> 503 while the engine was alive.
@@ -217,8 +217,8 @@ def _post_twice(root: str) -> tuple[list, int]:
 
 
 def test_a_pooled_connection_the_engine_closed_as_the_request_arrived_is_retried_on_a_fresh_one():
-    """#27's 503: the second call reuses the pooled connection, which the engine closes with the request unread.
-    It is sent once more on a fresh connection and answered: no 503 while the engine is alive, and the engine
+    """The quiet spell's 503: the second call reuses the pooled connection, which the engine closes with the
+    request unread. It is sent once more on a fresh connection and answered: no 503 while the engine is alive, and the engine
     answered each call exactly once. (Before the fix: EngineUnavailable "ServerDisconnectedError".)"""
     with KeepAliveEngine() as engine:
         outcomes, retries = _post_twice(engine.url)
