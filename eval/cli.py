@@ -16,8 +16,8 @@ Exit codes: 0 done; 2 a usage, configuration or input error (named on stderr); 3
 
 Example override: ``judge-eval run --config configs/eval/gpt-4o.yaml --concurrency 4 --limit 100 ...`` (flags
 override the YAML, which overrides the defaults). Without ``--data`` the bundled sample data is judged.
-``--judge`` may be a checkpoint folder (judge-serve is started for it if installed, else vLLM), a judge-serve or
-vLLM URL, or any OpenAI-compatible API. Run ``judge-eval SUBCOMMAND --help`` for every option.
+``--judge`` may be a checkpoint folder or hub id (judge-serve is started for it if installed, else vLLM), a
+judge-serve or vLLM URL, or any OpenAI-compatible API. ``judge-eval SUBCOMMAND --help`` lists every option.
 """
 
 from __future__ import annotations

@@ -266,7 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--partition", help="Slurm partition (#SBATCH --partition).")
     parser.add_argument("--account", help="Slurm account to charge (#SBATCH --account).")
     parser.add_argument("--time", help="Time limit, e.g. 48:00:00 (default: the template's 24:00:00).")
-    parser.add_argument("--job-name", help="Job name (default: judge-train-<config file stem>).")
+    parser.add_argument("--job-name", help="Job name (default: judge-train-<config folder>-<config file stem>).")
     parser.add_argument("--cpus-per-task", type=int, help="CPUs per node task (default: the template's 16).")
     parser.add_argument("--signal-before-s", type=int, default=600,
                         help="Seconds before the time limit at which SIGUSR1 asks the trainer to checkpoint and requeue "

@@ -28,8 +28,9 @@ class RunConfig:
     Precedence: these defaults, then ``--config FILE``, then command-line flags. Unknown YAML keys are errors.
     """
 
-    judge: str = _f("", "Judge: a checkpoint folder, or the base URL of judge-serve / vLLM / an OpenAI-compatible "
-                        "API (e.g. http://127.0.0.1:8000/v1). Empty: read the URL from base_url_env.")
+    judge: str = _f("", "Judge: a checkpoint folder, a hub id (read from the Hugging Face cache), or the base URL of "
+                        "judge-serve / vLLM / an OpenAI-compatible API (e.g. http://127.0.0.1:8000/v1). Empty: read "
+                        "the URL from base_url_env.")
     data: str = _f("", "POLLUX-format records (JSONL, Parquet, datasets folder or name). Empty: the bundled sample.")
     out: str = _f("", "Output folder for predictions.jsonl and run.json.")
     name: str = _f("", "The judge's label in predictions and reports (default: the served model name).")
