@@ -10,6 +10,15 @@ exactly this; accelerate's ``DataLoaderShard.set_epoch`` forwards it).
 :class:`EpochReplaySampler` takes that ``set_epoch``: before epoch ``e`` it puts the generator back to its seeded
 state and lets trl's sampler draw ``e`` passes, so epoch ``e`` gets the permutation an uninterrupted run draws for
 it. An uninterrupted run draws exactly trl's orders.
+
+``set_epoch`` does not always arrive. On more than one process accelerate shards the batches (``BatchSamplerShard``),
+and a resumed epoch skips the ones already trained (``SkipBatchSampler`` around the shard): neither has a
+``sampler`` or a ``set_epoch``, so neither accelerate nor transformers reaches this sampler three levels down, and a
+run resumed mid-epoch would train epoch 0's order for the rest of that epoch. The epoch is always on the loader,
+though: accelerate's loader keeps it as ``iteration`` (``set_epoch`` sets it, ``skip_first_batches`` carries it over,
+each pass ends by counting it on) and registers itself as the active loader before it draws its first batch. So the
+sampler takes the epoch from the active loader when that loader is the one drawing from it, whatever samplers lie
+between, and from ``set_epoch`` otherwise.
 """
 
 from __future__ import annotations
@@ -36,13 +45,37 @@ class EpochReplaySampler(torch.utils.data.Sampler):
     def __iter__(self) -> Iterator[int]:
         if self._seeded is not None:
             self.sampler.generator.set_state(self._seeded)
-            for _ in range(self.epoch):
+            for _ in range(self._current_epoch()):
                 for _ in self.sampler:  # one pass draws one permutation, as trl's own earlier epochs did
                     pass
         return iter(self.sampler)
 
     def __len__(self) -> int:
         return len(self.sampler)
+
+    def _current_epoch(self) -> int:
+        """The epoch of the accelerate loader now drawing from this sampler, else the one ``set_epoch`` gave."""
+        from accelerate.state import GradientState
+
+        # A loader registers itself here before its first batch, and this runs when that first batch is drawn.
+        loader = GradientState().active_dataloader
+        epoch = getattr(loader, "iteration", None)
+        if isinstance(epoch, int) and any(sampler is self for sampler in _samplers_under(loader)):
+            return epoch
+        return self.epoch
+
+
+def _samplers_under(loader) -> Iterator[object]:
+    """Every sampler and batch sampler ``loader`` draws through, however accelerate nested them."""
+    pending, seen = [loader], set()
+    while pending:
+        node = pending.pop()
+        for name in ("batch_sampler", "sampler"):
+            child = getattr(node, name, None)
+            if child is not None and id(child) not in seen:
+                seen.add(id(child))
+                pending.append(child)
+                yield child
 
 
 def replaying_epochs(trainer_class):

@@ -1,8 +1,9 @@
 """train/grpo_sampler.py: a GRPO run resumed in a later epoch draws that epoch's prompt order, not the first's.
 
 The loader is built as transformers' Trainer builds it (a DataLoader over trl's real ``RepeatSampler``, prepared by
-accelerate), and each epoch is entered as ``Trainer._run_epoch`` enters it: ``skip_first_batches`` for the batches a
-resumed epoch already trained, then ``set_epoch`` on the loader and on the sampler under accelerate's batch sampler.
+accelerate for one process or for each of two), and each epoch is entered as ``Trainer._run_epoch`` enters it:
+``skip_first_batches`` for the batches a resumed epoch already trained, then ``set_epoch`` on the loader and on the
+sampler under accelerate's batch sampler.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ PROMPTS = list(range(6))
 EPOCHS = 3
 
 
-def _loader(wrapped: bool):
+def _loader(wrapped: bool, num_processes: int = 1, process_index: int = 0):
     # Imported here, not at collection: trl takes seconds to import and most unit tests never need it.
     from accelerate import Accelerator
+    from accelerate.data_loader import prepare_data_loader
     from torch.utils.data import DataLoader
     from trl.trainer.utils import RepeatSampler
 
@@ -24,7 +26,11 @@ def _loader(wrapped: bool):
     # A group of 2 completions per prompt, one prompt per batch: each batch is [p, p].
     sampler = RepeatSampler(PROMPTS, mini_repeat_count=2, batch_size=1, repeat_count=1, seed=0)
     sampler = EpochReplaySampler(sampler) if wrapped else sampler
-    return Accelerator(cpu=True).prepare(DataLoader(PROMPTS, batch_size=2, sampler=sampler, collate_fn=list))
+    loader = DataLoader(PROMPTS, batch_size=2, sampler=sampler, collate_fn=list)
+    if num_processes == 1:
+        return Accelerator(cpu=True).prepare(loader)
+    # What Accelerator.prepare builds on one process of several: each process gets every num_processes-th batch.
+    return prepare_data_loader(loader, num_processes=num_processes, process_index=process_index)
 
 
 def _prompt_orders(loader, first_epoch: int = 0, trained_batches: int = 0) -> list[list[int]]:
@@ -57,6 +63,19 @@ def test_an_uninterrupted_run_draws_trls_own_orders():
 def test_a_run_resumed_in_a_later_epoch_trains_the_uninterrupted_runs_prompts(first_epoch, trained_batches):
     uninterrupted = _prompt_orders(_loader(wrapped=True))
     resumed = _prompt_orders(_loader(wrapped=True), first_epoch, trained_batches)
+    assert resumed[0] == uninterrupted[first_epoch][trained_batches:]
+    assert resumed[1:] == uninterrupted[first_epoch + 1:]
+
+
+@pytest.mark.parametrize("process_index", [0, 1])
+@pytest.mark.parametrize("first_epoch, trained_batches", [(1, 0), (1, 1), (2, 0), (2, 2)])
+def test_each_of_two_processes_resumed_in_a_later_epoch_trains_its_uninterrupted_prompts(
+    process_index, first_epoch, trained_batches
+):
+    """Sharded, and skipped mid-epoch, the sampler sits where no ``set_epoch`` reaches it: the loader's epoch does."""
+    uninterrupted = _prompt_orders(_loader(True, num_processes=2, process_index=process_index))
+    assert uninterrupted[first_epoch] != uninterrupted[0]  # else epoch 0's order would pass too
+    resumed = _prompt_orders(_loader(True, num_processes=2, process_index=process_index), first_epoch, trained_batches)
     assert resumed[0] == uninterrupted[first_epoch][trained_batches:]
     assert resumed[1:] == uninterrupted[first_epoch + 1:]
 
