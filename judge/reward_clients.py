@@ -72,7 +72,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from judge.plumbing.retry import RetryPolicy, is_transient, retryable_status, server_message
-from judge.rewards import (END_OF_TURN_MARKERS, CriterionReward, Reward, RewardRule, policy_answer,
+from judge.rewards import (CriterionReward, Reward, RewardRule, policy_answer,
                            prompt_opens_reasoning, reward_of)
 from judge.verdicts import format_score
 from judge.wire import JudgeResponse
@@ -424,10 +424,13 @@ def _text(message_or_text: Any) -> str:
     raise ValueError(f"a completion must be text or a list of chat messages, got {type(message_or_text).__name__}")
 
 
-#: How the chat templates whose end-of-turn markers ``judge.rewards.END_OF_TURN_MARKERS`` names open a user turn:
-#: ChatML (Qwen2/2.5/3), Llama 3, Gemma. A text prompt trl was given already templated carries them.
-_USER_TURN = re.compile(r"<\|im_start\|>user\n|<\|start_header_id\|>user<\|end_header_id\|>\n\n|<start_of_turn>user\n")
-_END_OF_TURN = re.compile("|".join(re.escape(marker) for marker in END_OF_TURN_MARKERS))
+#: How the chat templates whose end-of-turn markers ``judge.rewards.END_OF_TURN_MARKERS`` names open a user turn,
+#: and the marker each closes it with: ChatML (Qwen2/2.5/3), Llama 3, Gemma. A text prompt trl was given already
+#: templated carries them. Only the template's own closer ends the turn: another template's marker in the user's text
+#: ("<s>1000</s>" is HTML strikethrough) is the instruction's.
+_USER_TURNS = {"<|im_start|>user\n": "<|im_end|>", "<|start_header_id|>user<|end_header_id|>\n\n": "<|eot_id|>",
+               "<start_of_turn>user\n": "<end_of_turn>"}
+_USER_TURN = re.compile("|".join(re.escape(opener) for opener in _USER_TURNS))
 
 
 def _instruction(prompt: Any) -> str:
@@ -440,8 +443,8 @@ def _instruction(prompt: Any) -> str:
         if not turns:
             return prompt
         content = prompt[turns[-1].end():]
-        end = _END_OF_TURN.search(content)
-        return content[: end.start()] if end else content
+        end = content.find(_USER_TURNS[turns[-1].group()])
+        return content[:end] if end >= 0 else content
     if isinstance(prompt, list):
         users = [m for m in prompt if isinstance(m, Mapping) and m.get("role") == "user"]
         if users:
@@ -495,7 +498,8 @@ def trl_reward_function(
         criteria: the criteria of every sample (a list, or one criterion's name); None: the dataset column
             ``criteria_column``.
         criteria_column, instruction_column, reference_column: dataset columns trl passes as keyword lists.
-        rule: the reward rule (default: ``RewardRule()``: the mean, a failed verdict skips the sample).
+        rule: the reward rule (default: ``RewardRule()``: the mean, a failed verdict counts as its criterion's worst
+            level, as on the OpenRLHF and verl paths; ``on_failure="skip"`` gives such a sample None instead).
         api_key_env, model, timeout_s, retry: as ``JudgeRewardClient``.
         max_items: most samples per ``/v1/judge`` request (judge-serve's ``max_batch_items``).
         max_judgments: most (sample, criterion) judgments per request (judge-serve's ``max_judgments_per_request``).
@@ -519,8 +523,9 @@ def trl_reward_function(
             crit = fixed if fixed is not None else _criteria(columns[criteria_column][i], f"{criteria_column}[{i}]")
             reference = columns[reference_column][i] if reference_column else None
             task = _task({name: columns[name][i] for name in TASK_FIELDS if name in columns})
-            # A text prompt may end inside a <think> its template opened; a conversational one shows no template.
-            opened = isinstance(prompt, str) and prompt_opens_reasoning(prompt)
+            # A text prompt shows whether its template opened a <think>; a conversational one shows no template
+            # (None: policy_answer reads a </think> with no <think> before it as closing one).
+            opened = prompt_opens_reasoning(prompt) if isinstance(prompt, str) else None
             samples.append(RewardSample(instruction, policy_answer(_text(completion), opened), crit, reference, task))
         chunks = request_chunks(samples, max_items, max_judgments, max_body_bytes, model)
         firsts = [sum(map(len, chunks[:k])) for k in range(len(chunks))]  # each chunk's first row in the batch

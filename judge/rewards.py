@@ -16,9 +16,10 @@ The rule, step by step (``reward_of``):
    outside its rubric's scale (POLLUX's benchmark drops those too), or one inside it but on none of its levels
    (``not_a_level``: a 0.5 on a 0/1 rubric hedges between two points, which the judge prompt rules out, and
    ``train.grpo_rewards`` pays no such verdict either), is a failure. ``on_failure`` says what the
-   sample gets: ``skip`` (the whole sample's reward is None: "no reward", which trl's GRPOTrainer takes as NaN and
-   leaves out) or ``zero`` (the criterion counts as its worst level, 0.0, whichever end of its scale is best: on a
-   Critical criterion, best at 0, a failure counts as a violation and closes the gate). A failure is never worth
+   sample gets: ``zero``, the default on every path (the criterion counts as its worst level, 0.0, whichever end of
+   its scale is best: on a Critical criterion, best at 0, a failure counts as a violation and closes the gate), or
+   ``skip``, only when asked for (the whole sample's reward is None: "no reward", which trl's GRPOTrainer takes as
+   NaN: as the only reward the sample gets no advantage, above its group's worse answers). A failure is never worth
    more than the worst verdict: a policy must not gain by an answer the judge cannot read, or one too long for its
    context (``context_length_exceeded``). ``scale_min``, an older name, is read as ``zero`` (it named the scale's
    lowest level, which on a Critical criterion is its best: a failure there would read "no violation"). The count
@@ -36,12 +37,18 @@ The rule, step by step (``reward_of``):
    contract's orientation decides. The two agree on the Critical criteria (best at 0) and differ on two-level
    criteria best at 1 (Operability, "1: The code runs"), which POLLUX's rule would gate on their good answer.
 
-**The answer judged** (``policy_answer``): the policy's text cut at the first end-of-turn or padding token
-(``END_OF_TURN_MARKERS``), then, when it holds a ``</think>``, only what follows the last one (a Qwen3 policy's
-reasoning is not the answer the judge rates; a reasoning block its prompt opened closes there too); a ``<think>``
-never closed, in the output or at the end of its prompt (where the reward path sees the prompt: judge-serve's
-``/get_reward``, the trl function on text prompts), is an answer cut inside its reasoning: nothing to judge. An answer with nothing to judge is no judge
-failure: it gets ``empty_answer`` (0.0 by default, the worst reward; None to skip it).
+**The answer judged** (``policy_answer``): the policy's text cut where its turn ends: at an end-of-turn or padding
+token (``END_OF_TURN_MARKERS``) followed by nothing but whitespace, padding and more markers, or by the next turn's
+opening; the same string with the answer's own text after it is that text (a ``</s>`` closing an ``<s>`` is HTML
+strikethrough wherever it stands). Then its reasoning: a reasoning block is opened by the prompt's end (a thinking
+template's generation prompt ends in ``<think>``: ``prompt_opens_reasoning``, where the reward path sees the
+prompt: judge-serve's ``/get_reward``, the trl function on text prompts) or by a ``<think>`` at the very start of
+the output (Qwen3 with thinking on), and closed by the output's first ``</think>``: the answer is what follows it (a
+reasoning is not the answer the judge rates). A block never closed is an answer cut inside its reasoning: nothing to
+judge. Where the prompt is not seen (verl's ``compute_score``, trl's conversational prompts) a ``</think>`` with no
+``<think>`` before it can only close a block the prompt opened, and does. A ``<think>`` or ``</think>`` anywhere else
+is the answer's text. An answer with nothing to judge is no judge failure: it gets ``empty_answer`` (0.0 by default,
+the worst reward; None to skip it).
 
 Pure functions over ``judge.wire.JudgeResult``: judge-serve's ``/get_reward`` and the shipped trl and verl reward
 functions (``judge.reward_clients``) use the same rule.
@@ -75,36 +82,78 @@ NOT_A_LEVEL = "not_a_level"
 
 #: Tokens that end a policy's turn or pad it, as decoded with the special tokens kept: Qwen2/Qwen2.5/Qwen3
 #: (``<|im_end|>``, ``<|endoftext|>``), Llama 3 (``<|eot_id|>``, ``<|end_of_text|>``), Gemma (``<end_of_turn>``,
-#: ``<eos>``) and SentencePiece models (``</s>``). The answer ends at the first of them.
+#: ``<eos>``) and SentencePiece models (``</s>``). Only OpenRLHF's query keeps special tokens (it decodes with
+#: ``skip_special_tokens=False``, prompt and response together, the response ending in the policy's end-of-sequence
+#: token, a padded batch in pad tokens after it); trl and verl decode without them, so there these strings are
+#: the policy's own text. A marker therefore ends the answer only where the turn really ends (``_turn_end``).
 END_OF_TURN_MARKERS = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>", "<end_of_turn>", "<eos>", "</s>")
 _END = re.compile("|".join(re.escape(m) for m in END_OF_TURN_MARKERS))
+# What may follow the end of a turn in a decoded query: the padding OpenRLHF's tokenizer sets (the model's pad token,
+# else its end-of-sequence token: ``<|endoftext|>``, ``<pad>``, Llama 3's ``<|finetune_right_pad_id|>``, any
+# ``<|name|>`` special token), more markers, and the next turn's opening when a policy ran past its own turn.
+_TRAILER = re.compile(r"<\|[\w.-]+\|>|<pad>|<unk>|<start_of_turn>|" + _END.pattern)
+_TRAILERS = re.compile(r"(?:\s+|" + _TRAILER.pattern + r")*+")
+_NEXT_TURN = re.compile(r"<\|im_start\|>|<\|start_header_id\|>|<start_of_turn>")
+# HTML strikethrough, "<s>1000</s>": a "</s>" that closes an "<s>" the answer opened is the answer's markup.
+_STRIKE_OPEN = re.compile(r"<s(?:\s[^<>]*)?>")
 _THINK_OPEN = re.compile(r"<think\s*>", re.IGNORECASE)
 _THINK_CLOSE = re.compile(r"</think\s*>", re.IGNORECASE)
+_LEADING_THINK = re.compile(r"\s*<think\s*>", re.IGNORECASE)
+_PROMPT_ENDS_IN_THINK = re.compile(r"<think\s*>\Z", re.IGNORECASE)
 
 
-def policy_answer(text: str, reasoning_opened: bool = False) -> str:
+def _turn_end(text: str) -> int:
+    """Where the policy's turn ends in ``text`` (``len(text)`` when it does not): at the first end-of-turn marker
+    followed by nothing but whitespace, padding and more markers, or by the next turn's opening. A marker with the
+    answer's own text after it is a mention ("the model ends with <eos>, then ...") or markup (``<s>x</s> text``),
+    and a ``</s>`` closing an ``<s>`` opened before it is strikethrough even at the very end."""
+    strikes = [m.start() for m in _STRIKE_OPEN.finditer(text)]
+    seen = struck = 0  # "<s>" openers before the current marker, and the "</s>" that closed some of them
+    scanned = -1  # the end of the last run of trailers looked at: a marker inside it was looked at with it
+    for marker in _END.finditer(text):
+        if marker.group() == "</s>":
+            while seen < len(strikes) and strikes[seen] < marker.start():
+                seen += 1
+            if struck < seen:
+                struck += 1
+                continue
+        if marker.end() <= scanned:
+            continue
+        scanned = _TRAILERS.match(text, marker.end()).end()
+        if scanned == len(text) or _NEXT_TURN.search(text, marker.end(), scanned):
+            return marker.start()
+    return len(text)
+
+
+def policy_answer(text: str, reasoning_opened: bool | None = None) -> str:
     """The answer a judge rates in a policy's output (the module docstring's rule); "" when there is none.
 
-    ``reasoning_opened``: the prompt ended inside a ``<think>`` it opened (``prompt_opens_reasoning``; a thinking
-    chat template's generation prompt does), so an output with no ``</think>`` was cut inside that reasoning: there
-    is no answer in it, though the output itself holds no ``<think>``.
+    ``reasoning_opened``: whether the prompt ended inside a ``<think>`` it opened (``prompt_opens_reasoning``; a
+    thinking chat template's generation prompt does): then the output's first ``</think>`` closes it, and an output
+    without one was cut inside that reasoning and holds no answer. None: the prompt was not seen (verl's
+    ``compute_score``, a trl conversational prompt); a ``</think>`` with no ``<think>`` before it can only close a
+    block the prompt opened, and is read so.
     """
-    end = _END.search(text)
-    if end:
-        text = text[: end.start()]
-    closes = list(_THINK_CLOSE.finditer(text))
-    if closes:
-        text = text[closes[-1].end():]
-    elif reasoning_opened or _THINK_OPEN.search(text):
-        return ""  # cut inside its reasoning
-    return text.strip()
+    text = text[: _turn_end(text)]
+    opener = _LEADING_THINK.match(text)
+    if opener:  # the output opens its own reasoning (Qwen3 with thinking on)
+        body = text[opener.end():]
+    elif reasoning_opened:
+        body = text
+    else:
+        close = _THINK_CLOSE.search(text) if reasoning_opened is None else None
+        if close and not _THINK_OPEN.search(text, 0, close.start()):
+            return text[close.end():].strip()
+        return text.strip()  # no reasoning block: a "<think>" or "</think>" in it is the answer's text
+    close = _THINK_CLOSE.search(body)
+    return body[close.end():].strip() if close else ""  # no close: cut inside its reasoning
 
 
 def prompt_opens_reasoning(prompt: str) -> bool:
-    """Whether ``prompt`` ends inside a reasoning block: its last ``<think>`` comes after its last ``</think>``."""
-    opens = [m.start() for m in _THINK_OPEN.finditer(prompt)]
-    closes = [m.start() for m in _THINK_CLOSE.finditer(prompt)]
-    return bool(opens) and (not closes or opens[-1] > closes[-1])
+    """Whether ``prompt`` ends inside a reasoning block its chat template opened: it ends in ``<think>`` (then
+    optional whitespace), as a thinking template's generation prompt does. A ``<think>`` anywhere else is the
+    prompt's text (a user asking what the tag does, a judged answer that mentions it)."""
+    return bool(_PROMPT_ENDS_IN_THINK.search(prompt.rstrip()[-16:]))
 
 
 class RewardRuleError(ValueError):
@@ -120,8 +169,8 @@ class RewardRule:
         weights: ``weighted``: criterion name or taxonomy id -> positive weight (the id is looked up first).
         default_weight: ``weighted``: the weight of a criterion ``weights`` does not name.
         gate: POLLUX's binary gate.
-        on_failure: ``skip`` (reward None) or ``zero`` (the criterion's worst level); ``scale_min`` is read as
-            ``zero``.
+        on_failure: ``zero`` (the criterion's worst level; the default) or ``skip`` (reward None); ``scale_min``
+            is read as ``zero``.
         head_values: regression judges: ``clipped`` (the score clipped into the scale) or ``raw`` (unclipped past
             the best level, stopped at the worst: the module docstring, step 2).
         empty_answer: the reward of an answer with nothing to judge; None: no reward.
@@ -131,7 +180,7 @@ class RewardRule:
     weights: Mapping[str, float] = field(default_factory=dict)
     default_weight: float = 1.0
     gate: bool = False
-    on_failure: str = "skip"
+    on_failure: str = "zero"
     head_values: str = "clipped"
     empty_answer: float | None = 0.0
 
@@ -151,8 +200,12 @@ class RewardRule:
                 raise RewardRuleError(f"{where}: a weight must be a positive finite number, got {weight!r}")
         if self.weights and self.combine != "weighted":
             raise RewardRuleError("weights: given, but combine is 'mean' (set combine: weighted)")
-        if self.empty_answer is not None and (isinstance(self.empty_answer, bool) or not isinstance(self.empty_answer, (int, float))):
-            raise RewardRuleError(f"empty_answer: expected a number or null, got {self.empty_answer!r}")
+        if self.empty_answer is not None and (isinstance(self.empty_answer, bool)
+                                              or not isinstance(self.empty_answer, (int, float))
+                                              or not math.isfinite(self.empty_answer)):
+            # NaN or infinity would be a reward no JSON answer can carry (/get_reward's would fail) and no trainer
+            # can rank by.
+            raise RewardRuleError(f"empty_answer: expected a finite number or null, got {self.empty_answer!r}")
         object.__setattr__(self, "weights", dict(self.weights))
 
     @classmethod

@@ -16,10 +16,12 @@ give them), optionally ``reference_answer`` and ``task_type``/``task_subtype``/`
 whether or not its sample has an answer to judge: one label gets one answer.
 
 **The answer** (``answer_of``): the query minus its prompt, or minus the tail of it that OpenRLHF kept when it cut
-a long prompt from the left (a query that starts with neither is refused naming ``query[i]``), then ``judge.rewards.policy_answer``'s rule: cut at the first end-of-turn
-or padding token (``END_OF_TURN_MARKERS``: Qwen2/Qwen3's ``<|im_end|>`` and ``<|endoftext|>``, Llama 3's, Gemma's,
-``</s>``), and after the last ``</think>`` when there is one (Qwen3's reasoning is not the answer the judge rates);
-an unclosed ``<think>`` leaves nothing to judge. An empty answer gets the rule's ``empty_answer``, unjudged.
+a long prompt from the left (a query that starts with neither is refused naming ``query[i]``), then
+``judge.rewards.policy_answer``'s rule: cut where the turn ends (an end-of-turn token, ``END_OF_TURN_MARKERS``,
+followed only by padding, more markers or the next turn: a ``</s>`` or ``<eos>`` with the answer's text after it is
+that text), and after the ``</think>`` closing a reasoning block that the prompt's end or the output's start opened
+(Qwen3's reasoning is not the answer the judge rates); such a block never closed leaves nothing to judge. An empty
+answer gets the rule's ``empty_answer``, unjudged.
 
 **The work**: every sample with an answer becomes one ``/v1/judge`` item, and the whole request is one
 ``Judge.run`` (the same batching, prefix order and prompt caching as ``/v1/judge``); each sample's results become

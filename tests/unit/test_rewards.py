@@ -216,7 +216,7 @@ def test_a_verdict_between_levels_is_a_failure_and_closes_no_gate_by_accident():
     reward was 1.0. POLLUX closes its gate on any raw score but 0 (src/metrics.py). A verdict's score must be a
     level: anything else is a failure, valued by on_failure, as train.grpo_rewards treats it."""
     results = [ok(CRITICAL_NAME, 0.5, (0, 1)), ok("Полезность", 2, (0, 1, 2))]
-    reward = reward_of(results, RewardRule(gate=True))
+    reward = reward_of(results, RewardRule(gate=True, on_failure="skip"))
     assert (reward.value, reward.failed, reward.criteria[0].failure) == (None, 1, "not_a_level")
     zero = reward_of(results, RewardRule(gate=True, on_failure="zero"))
     assert (zero.value, zero.gate_closed, zero.criteria[0].score) == (0.0, True, None)

@@ -34,7 +34,7 @@ NO_WAIT = RetryPolicy(max_retries=2, backoff_s=0.0, max_backoff_s=0.0, asleep=la
     ],
 )
 def test_policy_answer_rule(text, answer):
-    """The answer judged: up to the first end-of-turn/padding token, after the last </think>, stripped."""
+    """The answer judged: up to where the turn ends, after the reasoning's </think>, stripped."""
     assert policy_answer(text) == answer
 
 
@@ -352,7 +352,8 @@ def test_trl_warns_of_samples_without_a_judge_reward(caplog):
         return 200, judge_response([[scored("A", 2)] if item["instruction"] == "Q0" else [unparsed] for item in body["items"]])
 
     with ScriptedEndpoint(respond) as endpoint:
-        reward = trl_reward_function(endpoint.base_url, criteria=["A"], retry=NO_WAIT, name="judge")
+        reward = trl_reward_function(endpoint.base_url, criteria=["A"], retry=NO_WAIT, name="judge",
+                                     rule=RewardRule(on_failure="skip"))
         with caplog.at_level(logging.WARNING, logger="judge.reward_clients"):
             assert asyncio.run(reward(prompts=["Q0", "Q0"], completions=["a0", "a1"])) == [1.0, 1.0]
             assert caplog.records == []
