@@ -1,6 +1,6 @@
 """``make demo``: the main job end to end on the bundled sample data and tiny judges built locally.
 
-Run from the repository root (the train stage reads ``configs/train/tiny/``):
+Run from anywhere (the configs are read from this repository, ``--out`` is taken from the working directory):
     .venv/bin/python scripts/demo.py --out runs/demo
     .venv/bin/python scripts/demo.py --out runs/demo --stages contract,train     # only some stages
     .venv/bin/python scripts/demo.py --out runs/demo --data my_pollux_rows.jsonl # the contract stage on other data
@@ -27,7 +27,8 @@ tiny models (built in this process so that the stage can render a prompt through
 serving and evaluation run as subprocesses, and nothing is imported from ``serve`` or ``eval``.
 
 A mistake in how it was asked to run (a ``--data`` that is missing or empty, ``--stages serve`` on an ``--out`` with
-no trained judge, a judge-serve that does not start) stops it with one line on stderr and exit code 2.
+no trained judge, a judge-serve that does not start) stops it with one line on stderr and exit code 2. It runs
+offline: ``HF_HUB_OFFLINE``, ``HF_DATASETS_OFFLINE`` and ``TRANSFORMERS_OFFLINE`` are set to 1 unless already set.
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ from judge import (
     scale_of,
     split_of,
 )
-from judge.plumbing.processes import ManagedProcess, ProcessStartError, free_port, start_process
+from judge.plumbing.processes import ManagedProcess, ProcessStartError, free_port, log_tail, start_process
+from judge.plumbing.provenance import scrub_secrets
 from judge.prompts import apply_chat
 
 # What real judges emit besides clean verdicts; each must come back as a counted failure, never a score.
@@ -68,10 +70,17 @@ MALFORMED_OUTPUTS = [
 # A number outside a 0..2 scale is not a failure: it is scored, flagged in_scale=False (POLLUX paper Table 11).
 OUT_OF_SCALE_OUTPUT = "[FEEDBACK] Ответ безупречен. [RESULT] 5 [END]"
 
+# The configs ship with the repository, so they are found from this file, not from the working directory: the demo
+# run from another folder would otherwise stop at the train stage with "config file ... not found".
+REPO_ROOT = Path(__file__).resolve().parents[1]
+TINY_TRAIN_CONFIGS = REPO_ROOT / "configs" / "train" / "tiny"
 # judge-serve on a CPU, with the verdict format forced for a judge trained for a minute: the settings live in the
 # tiny serve config (eager fp32, 1 GiB of KV cache, constrained decoding; its comments say why), as in
 # docs/quickstart.md.
-TINY_SERVE_CONFIG = "configs/serve/tiny-cpu.yaml"
+TINY_SERVE_CONFIG = REPO_ROOT / "configs" / "serve" / "tiny-cpu.yaml"
+# Everything the demo needs is built here or bundled, so nothing may reach the network: a mistyped --data path would
+# otherwise be read as a hub dataset's name and fetched. A value the user set stays; the subprocesses inherit these.
+OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 DEMO_API_KEY = "demo-key"
 SERVED_NAME = "pollux-judge-demo"
 
@@ -99,6 +108,8 @@ def _parse_args(argv):
 
 def main(argv=None) -> int:
     args = _parse_args(argv)
+    for name, value in OFFLINE_ENV.items():
+        os.environ.setdefault(name, value)
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
@@ -122,6 +133,13 @@ def main(argv=None) -> int:
                   flush=True)
             if code != 0:
                 return code
+            try:
+                # A judge-serve loading ahead that already gave up is said now, not after the stages before the
+                # one that needs it.
+                servers.check()
+            except DemoError as error:
+                print(f"demo: {error}", file=sys.stderr)
+                return 2
     print(f"\nmake demo finished in {time.monotonic() - started:.0f} s; everything is under {out}")
     pages = report_pages(out)
     if pages:
@@ -214,8 +232,8 @@ def stage_train(out: Path, args, servers) -> int:
     serving_later = bool({"serve", "eval", "mera"} & set(args.stages))
     for recipe in ("seq2seq", "regression"):
         # A second `make demo` trains again from scratch rather than refusing the folder of the first.
-        code = _run(["judge-train", "--config", f"configs/train/tiny/{recipe}.yaml", "--output-dir", str(out / "train" / recipe),
-                     "--overwrite-output-dir", "true"])
+        code = _run(["judge-train", "--config", str(TINY_TRAIN_CONFIGS / f"{recipe}.yaml"),
+                     "--output-dir", str(out / "train" / recipe), "--overwrite-output-dir", "true"])
         if code:
             return code
         print(f"[train] {recipe} judge exported to {out / 'train' / recipe / 'export'}")
@@ -263,8 +281,11 @@ def stage_eval(out: Path, args, servers) -> int:
     runs = []
     for recipe in ("seq2seq", "regression"):
         run_dir = out / "eval" / recipe
+        # --overwrite: the judges were just trained again, and a resume would find every item already judged by the
+        # last run's model and score its verdicts; an interrupted run would leave two models' verdicts mixed.
         code = _run(["judge-eval", "run", "--judge", servers.url(recipe), "--api-key-env", "JUDGE_DEMO_KEY",
-                     "--name", f"tiny-{recipe}", "--out", str(run_dir), "--max-tokens", "160", "--concurrency", "16"],
+                     "--name", f"tiny-{recipe}", "--out", str(run_dir), "--max-tokens", "160", "--concurrency", "16",
+                     "--overwrite"],
                     env={"JUDGE_DEMO_KEY": DEMO_API_KEY})
         if recipe == "regression":
             servers.stop(recipe)  # frees its two engines before scoring
@@ -358,14 +379,31 @@ class _Servers:
             try:
                 server.wait_ready(f"http://127.0.0.1:{port}/ready", self.timeout_s, interval_s=1.0)
             except ProcessStartError as error:
-                server.stop()
-                # The error's first line says how it ended; its log tail is in the file named.
-                raise DemoError(f"judge-serve for the {recipe} judge did not start ({str(error).splitlines()[0]}); "
-                                f"its log: {self.out / 'serve' / recipe / 'judge-serve.log'}") from None
+                # The error's first line says how it ended.
+                raise self._did_not_start(recipe, server, str(error).splitlines()[0]) from None
             print(f"[serve] judge-serve ({recipe} judge) ready on port {port} after {time.monotonic() - started:.0f} s",
                   flush=True)
             self.running[recipe] = (server, f"http://127.0.0.1:{port}/v1")
         return self.running[recipe][1]
+
+    def check(self) -> None:
+        """Raise ``DemoError`` for a judge-serve that exited while still starting (nothing waits on one launched
+        ahead until a stage needs its URL)."""
+        for recipe, (server, _port, _started) in list(self.starting.items()):
+            code = server.exit_code()
+            if code is not None:
+                self.starting.pop(recipe)
+                raise self._did_not_start(recipe, server, f"judge-serve exited with code {code} while starting")
+
+    def _did_not_start(self, recipe: str, server: ManagedProcess, how: str) -> DemoError:
+        """Stop ``server`` and say, in one line, how it ended and why: judge-serve writes the reason it gives up
+        (vLLM missing, a bad config, a port in use) as its log's last line, which is named with the log."""
+        server.stop()
+        log = self.out / "serve" / recipe / "judge-serve.log"
+        lines = [line.strip() for line in log_tail(log).splitlines() if line.strip()]
+        reason = f": {scrub_secrets(lines[-1])[:400]}" if lines and log.is_file() else ""
+        return DemoError(f"judge-serve for the {recipe} judge did not start ({how.rstrip('.')}{reason}); "
+                         f"its log: {log}")
 
     def _launch(self, recipe: str) -> tuple[ManagedProcess, int, float]:
         model = self.out / "train" / recipe / "export"
@@ -375,10 +413,12 @@ class _Servers:
         log_dir = self.out / "serve" / recipe
         port = free_port()
         cmd = ["judge-serve", "--model", str(model), "--port", str(port), "--api-key-env", "JUDGE_DEMO_KEY",
-               "--served-model-name", SERVED_NAME, "--log-dir", str(log_dir), "--no-access-log", "--config", TINY_SERVE_CONFIG]
+               "--served-model-name", SERVED_NAME, "--log-dir", str(log_dir), "--no-access-log", "--config",
+               str(TINY_SERVE_CONFIG)]
         print("$ " + " ".join(cmd) + " &", flush=True)
         # judge-serve drains in-flight requests and stops its engines on SIGTERM; 120 s before SIGKILL.
         server = start_process([_script(cmd[0]), *cmd[1:]], log_path=log_dir / "judge-serve.log", grace_s=120,
+                               name="judge-serve",
                                env={**os.environ, "VLLM_CACHE_ROOT": str(log_dir / "vllm-cache"),
                                     "JUDGE_DEMO_KEY": DEMO_API_KEY})
         return server, port, time.monotonic()

@@ -1,6 +1,9 @@
 """`make demo` (scripts/demo.py): its stage table, and the contract stage on the bundled sample data."""
 
+import argparse
 import json
+import os
+from pathlib import Path
 
 import pytest
 
@@ -58,15 +61,125 @@ def _empty(folder):
     return path
 
 
-def test_a_judge_serve_that_does_not_start_is_one_line(tmp_path, capsys, monkeypatch):
+VLLM_MISSING = "judge-serve: vLLM is not installed, and judge-serve starts its engines with it. Fix: install it."
+
+
+def _exits_2_saying_vllm_is_missing(folder: Path) -> str:
+    """A stand-in for judge-serve on a machine without vLLM: it says why on stderr (which goes to its log) and
+    exits 2, as judge-serve does."""
+    script = folder / "judge-serve-stub"
+    script.write_text(f"#!/bin/sh\necho 'starting'\necho '{VLLM_MISSING}' >&2\necho >&2\nexit 2\n", encoding="utf-8")
+    script.chmod(0o755)
+    return str(script)
+
+
+@pytest.mark.parametrize("stub, said", [
+    (lambda tmp: "/bin/false", "(judge-serve exited with code 1 while starting); its log: "),
+    (_exits_2_saying_vllm_is_missing, f"(judge-serve exited with code 2 while starting: {VLLM_MISSING}); its log: "),
+], ids=["silent", "says-why"])
+def test_a_judge_serve_that_does_not_start_is_one_line(tmp_path, capsys, monkeypatch, stub, said):
     """A judge-serve that exits while starting (here a real process that exits at once): exit code 2, one line
-    naming the judge and its log."""
+    naming the judge, how it ended, the reason its log ends with (the log's last non-empty line), and the log."""
     (tmp_path / "train" / "seq2seq" / "export").mkdir(parents=True)
-    monkeypatch.setattr(demo, "_script", lambda name: "/bin/false")
+    script = stub(tmp_path)
+    monkeypatch.setattr(demo, "_script", lambda name: script)
     assert demo.main(["--out", str(tmp_path), "--stages", "serve", "--serve-timeout-s", "30"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("demo: judge-serve for the seq2seq judge did not start (") and err.count("\n") == 1
+    assert said in err
     assert str(tmp_path / "serve" / "seq2seq" / "judge-serve.log") in err
+
+
+def test_a_judge_serve_that_gave_up_is_said_after_the_stage_that_started_it(tmp_path, capsys, monkeypatch):
+    """The train stage launches each judge-serve ahead of the stages that need it; one that has already exited is
+    reported when the train stage ends, with its reason, and no later stage runs."""
+    script = _exits_2_saying_vllm_is_missing(tmp_path)
+    monkeypatch.setattr(demo, "_script", lambda name: script)
+    held = []
+    enter = demo._Servers.__enter__
+    monkeypatch.setattr(demo._Servers, "__enter__", lambda self: held.append(self) or enter(self))
+
+    def fake_run(cmd, env=None):  # judge-train: the export a real one writes
+        Path(cmd[cmd.index("--output-dir") + 1], "export").mkdir(parents=True)
+        for server, _port, _started in held[0].starting.values():
+            server.proc.wait(timeout=30)  # the launched judge-serve has given up before the stage ends
+        return 0
+
+    monkeypatch.setattr(demo, "_run", fake_run)
+    assert demo.main(["--out", str(tmp_path / "out"), "--stages", "train,serve"]) == 2
+    captured = capsys.readouterr()
+    assert "[train] done" in captured.out and "======== serve ========" not in captured.out
+    err = captured.err
+    assert err.startswith("demo: judge-serve for the seq2seq judge did not start (") and err.count("\n") == 1
+    assert VLLM_MISSING in err
+
+
+class _RecordingServers:
+    """Stands in for ``demo._Servers`` where a test looks only at the commands a stage builds."""
+
+    def start(self, recipe):
+        pass
+
+    def url(self, recipe):
+        return f"http://127.0.0.1:1/{recipe}/v1"
+
+    def stop(self, recipe):
+        pass
+
+
+def _record_commands(monkeypatch) -> list[list[str]]:
+    commands = []
+    monkeypatch.setattr(demo, "_run", lambda cmd, env=None: commands.append(cmd) or 0)
+    return commands
+
+
+def test_eval_judges_again_rather_than_resuming(tmp_path, monkeypatch):
+    """A second demo retrains both judges, so its eval stage must judge every item again with them: a resume would
+    find the first run's verdicts, all done, and score those."""
+    commands = _record_commands(monkeypatch)
+    assert demo.stage_eval(tmp_path, argparse.Namespace(), _RecordingServers()) == 0
+    runs = [cmd for cmd in commands if cmd[:2] == ["judge-eval", "run"]]
+    assert len(runs) == 2 and all("--overwrite" in cmd for cmd in runs)
+
+
+def test_configs_are_found_from_another_working_directory(tmp_path, monkeypatch):
+    """Run from outside the repository, the demo still names the repository's train and serve configs (by absolute
+    path), while --out stays where it was asked."""
+    repo = Path(demo.__file__).resolve().parents[1]
+    monkeypatch.chdir(tmp_path)
+    commands = _record_commands(monkeypatch)
+    assert demo.stage_train(tmp_path / "out", argparse.Namespace(stages=["train"]), _RecordingServers()) == 0
+    launched = []
+    monkeypatch.setattr(demo, "start_process", lambda cmd, **kwargs: launched.append(cmd))
+    (tmp_path / "out" / "train" / "seq2seq" / "export").mkdir(parents=True)
+    demo._Servers(tmp_path / "out", 1.0)._launch("seq2seq")
+    configs = [Path(cmd[cmd.index("--config") + 1]) for cmd in [*commands, *launched]]
+    assert len(configs) == 3
+    for config in configs:
+        assert config.is_absolute() and config.is_file() and config.is_relative_to(repo / "configs")
+    assert all(Path(cmd[cmd.index("--output-dir") + 1]).is_relative_to(tmp_path / "out") for cmd in commands)
+
+
+OFFLINE = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
+
+
+def test_the_demo_and_its_subprocesses_run_offline(tmp_path, monkeypatch, capfd):
+    """The demo sets the Hugging Face offline switches for itself and every command it runs (a --data typo must not
+    be looked up on the hub), and keeps a value the user set."""
+    for name in OFFLINE:
+        monkeypatch.setenv(name, "")  # so that monkeypatch puts back what was there, even nothing
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")  # the user's explicit choice
+    probe = "import json, os; print(json.dumps({n: os.environ.get(n) for n in %r}))" % (OFFLINE,)
+
+    def stage_probe(out, args, servers):
+        return demo._run(["python", "-c", probe])
+
+    monkeypatch.setattr(demo, "STAGES", (demo.Stage("probe", "prints the offline variables", stage_probe),))
+    assert demo.main(["--out", str(tmp_path), "--stages", "probe"]) == 0
+    seen = json.loads(next(line for line in capfd.readouterr().out.splitlines() if line.startswith("{")))
+    assert seen == {"HF_HUB_OFFLINE": "0", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    assert os.environ["HF_DATASETS_OFFLINE"] == "1"
 
 
 def test_docstring_names_every_package_it_imports():
