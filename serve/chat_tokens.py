@@ -145,7 +145,8 @@ def chat_parts(text: str, prompt: str, opening: str | None = None, closing: str 
     at = text.find(prompt)
     if at >= 0:
         end = at + len(prompt)
-        done = text.find(completion, end) if completion else -1
+        # the completion ends the assistant turn: found from the end, not at an earlier occurrence in the template
+        done = text.rfind(completion, end) if completion else -1
         if done >= 0:
             return [text[:at], prompt, text[end:done], completion, text[done + len(completion):]]
         return [text[:at], prompt, text[end:]]

@@ -36,7 +36,7 @@ from serve.chat_tokens import chat_ids, chat_parts, template_wrapping, tokenize_
 from serve.schema import JudgeRequest, RequestError, ResolvedCriterion, resolve_criteria
 
 __all__ = ["Job", "JobPlan", "build_jobs", "check_criteria", "plan_jobs", "build_pair_jobs", "PAIRWISE_SCALE",
-           "check_sizes", "max_token_chars"]
+           "check_sizes", "max_token_chars", "refuse_over_bound"]
 
 
 @dataclass(frozen=True)
@@ -205,7 +205,7 @@ class JobPlan:
         """
         chosen = [(i, resolve_criteria(self.request.items[i], i, choices.get(i)))
                   for i, criteria in enumerate(self.resolved) if criteria is None]
-        _refuse_over(sum(len(c) for c in self.resolved if c is not None) + sum(len(c) for _, c in chosen),
+        refuse_over_bound(sum(len(c) for c in self.resolved if c is not None) + sum(len(c) for _, c in chosen),
                      self.max_judgments)
         every = sorted([*self.jobs, *_judgments(self, chosen)], key=lambda job: (job.item, job.slot))
         sent = [job for job in every if job.item not in self.too_long]
@@ -254,7 +254,7 @@ def plan_jobs(
                     for i in too_long if resolved[i] is None}
     for i, choice in unclassified.items():
         resolved[i] = tuple(resolve_criteria(request.items[i], i, choice))
-    _refuse_over(sum(len(c) for c in resolved if c is not None), max_judgments)
+    refuse_over_bound(sum(len(c) for c in resolved if c is not None), max_judgments)
     plan = JobPlan(request=request, tokenizer=tokenizer, max_model_len=max_model_len, max_tokens=max_tokens,
                    reserve=reserve, max_judgments=max_judgments, thinking=thinking, oversize=oversize,
                    template=template, resolved=tuple(resolved), prefixes=prefixes, too_long=too_long, jobs=(),
@@ -278,17 +278,18 @@ def check_criteria(request: JudgeRequest, *, max_judgments: int | None = None,
     """
     # The criteria a request names count before any is resolved (resolving reads each custom rubric's scale); the
     # task sets count once resolved, and the auto choices once made (``JobPlan.complete``).
-    _refuse_over(sum(len(item.criteria) for item in request.items if isinstance(item.criteria, list)), max_judgments)
+    refuse_over_bound(sum(len(item.criteria) for item in request.items if isinstance(item.criteria, list)), max_judgments)
     stand_in = TaskChoice.failed("a stand-in before classifying", "plan_jobs") if classifying else None
     resolved: list[tuple[ResolvedCriterion, ...] | None] = []
     for i, item in enumerate(request.items):
         criteria = resolve_criteria(item, i, stand_in if item.criteria == "auto" else None)
         resolved.append(None if item.criteria == "auto" else tuple(criteria))
-    _refuse_over(sum(len(c) for c in resolved if c is not None), max_judgments)
+    refuse_over_bound(sum(len(c) for c in resolved if c is not None), max_judgments)
     return resolved
 
 
-def _refuse_over(total: int, max_judgments: int | None) -> None:
+def refuse_over_bound(total: int, max_judgments: int | None) -> None:
+    """A 400 naming ``items`` when ``total`` judgments exceed the server's ``max_judgments`` per request."""
     if max_judgments is not None and total > max_judgments:
         raise RequestError(
             f"items: {total} (item, criterion) judgments requested; this server takes at most {max_judgments} "

@@ -53,7 +53,7 @@ from serve.engine_client import EngineClient, EngineFailure, unreadable_answer
 from serve.errors import unknown_model_message
 from serve.chat_tokens import chat_ids, chat_parts, prepare_tokenizer
 from serve.jobs import (PAIRWISE_SCALE, Job, build_pair_jobs, check_criteria, check_sizes,
-                        max_token_chars, plan_jobs)
+                        max_token_chars, plan_jobs, refuse_over_bound)
 from serve.schema import JudgeRequest, RequestError
 from serve.score_reading import level_token_ids, seq2seq_verdict
 
@@ -307,6 +307,12 @@ class Judge:
             self._chars_per_token = max_token_chars(self.tokenizer)
         too_long = check_sizes(request, max_model_len=s.max_model_len, max_tokens=max_tokens, reserve=reserve,
                                chars_per_token=self._chars_per_token, oversize=oversize)
+        if resolved is not None and not isinstance(request, PairwiseRequest):
+            if len(resolved) != len(request.items):  # another request's, or a subset: items would be judged wrongly
+                raise ValueError(f"resolved criteria for {len(resolved)} items given with a request of "
+                                 f"{len(request.items)}")
+            # the bound the caller's resolving did not apply, before any wait for an engine (a 503 would say retry)
+            refuse_over_bound(sum(len(c) for c in resolved if c is not None), s.max_judgments)
         if resolved is None or (self.classifier is None and any(c is None for c in resolved)):
             # Resolved here, or again where the caller's resolving counted on a classifier this judge lacks: its
             # "auto" items then get their 400, not a judging that has nobody to classify them.

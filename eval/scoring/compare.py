@@ -195,10 +195,9 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
         raise ValueError("compare needs at least two scored runs")
     runs = [load_run(f) for f in folders]
     clusters = item_table.bootstrap_clusters(runs[0].table, bootstrap_unit, where=str(runs[0].folder))
-    names = [r.name for r in runs]
-    for run in runs:  # two runs of one judge (say, two checkpoints' folders) are told apart by their folders
-        if names.count(run.name) > 1:
-            run.name = f"{run.name} ({Path(run.folder).name})"
+    # two runs of one judge (say, two checkpoints' folders) are told apart by their folders
+    for run, name in zip(runs, distinct_names([r.name for r in runs], [r.folder for r in runs])):
+        run.name = name
     base = runs[0]
     comparisons = []
     for other in runs[1:]:
@@ -367,14 +366,30 @@ def _with_interval(c: Cell, metric: str) -> str:
     return fmt_ci(c.mae, c.mae_ci) if metric == "mae" else fmt_ci(c.spearman, c.spearman_ci)
 
 
+def distinct_names(names: list[str], folders: list, as_text=str) -> list[str]:
+    """``names`` with each one that is not unique told apart by its folder's name, then its whole path, then its
+    position: a run's column, row or heading must never stand for another's, even where a name given one folder
+    equals another run's name or two folders share their last part. ``as_text`` writes a folder as the names are
+    written (``md_text`` for a page)."""
+    def unique(candidates: list[str]) -> bool:
+        return len(set(candidates)) == len(candidates)
+
+    if unique(names):
+        return list(names)
+    for label in (lambda f: Path(f).name, lambda f: str(f)):
+        told = [f"{name} ({as_text(label(folder))})" if names.count(name) > 1 else name
+                for name, folder in zip(names, folders)]
+        if unique(told):
+            return told
+    return [f"{name} (#{k + 1})" for k, name in enumerate(names)]
+
+
 def _named_for_markdown(result: Comparison) -> Comparison:
     """``result`` with its run names as inert Markdown (``md_text``): a judge's name comes from its ``--name`` or
     its folder, and a ``|``, ``*``, ``#``, ``<`` or line break in it would otherwise split a table, start emphasis, a
     heading or a tag. Names that escaping makes equal (two names apart only by a line break) are told apart by their
     folders, as ``compare`` tells apart equal names, so that no run's column or row stands for another's."""
-    shown = [md_text(name) for name in result.runs]
-    shown = [f"{name} ({md_text(Path(folder).name)})" if shown.count(name) > 1 else name
-             for name, folder in zip(shown, result.folders)]
+    shown = distinct_names([md_text(name) for name in result.runs], result.folders, md_text)
     by_name = dict(zip(result.runs, shown))
     return replace(result, baseline=shown[0], runs=shown,
                    comparisons=[replace(comp, run=by_name.get(comp.run, md_text(comp.run)))

@@ -100,3 +100,17 @@ def test_ranking_compare_markdown_keeps_hostile_model_names_inert():
     table = [line for line in lines if line.startswith("|")]
     assert table[0] == "| criteria_name | &lt;i&gt;meta&lt;/i&gt; |"
     assert table[2] == "| \\*crit\\* | +0.500 [+0.100, +0.900] **B higher** |"
+
+
+def test_names_told_apart_by_folder_never_meet_another_runs_name():
+    """A name given its folder can equal a third run's name, and two folders can share their last part: the names
+    are then told apart by the whole path, and failing that by position, so no column stands for two runs."""
+    from eval.reports.report import md_text
+    from eval.scoring.compare import distinct_names
+
+    shown = distinct_names([md_text(n) for n in ["x", "x ", "x (f1)"]], ["r/f1", "r/f2", "r/f3"], md_text)
+    assert len(set(shown)) == 3, shown
+    shown = distinct_names([md_text(n) for n in ["j", "j\n"]], ["a/run", "b/run"], md_text)
+    assert len(set(shown)) == 2 and all("run" in name for name in shown), shown
+    assert distinct_names(["a", "b"], ["f", "g"]) == ["a", "b"]  # distinct names stay as they are
+    assert distinct_names(["a", "a"], ["f", "f"]) == ["a (#1)", "a (#2)"]

@@ -153,3 +153,12 @@ def test_the_cpu_and_gpu_set_ups_refuse_each_others_venv(tmp_path):
     (work / ".venv" / ".installed").touch()
     run = _make(work, bin_dir, python, "setup-gpu")
     assert run.returncode != 0 and "this .venv was set up for cpu" in run.stderr
+
+    # A GPU venv from before the flavour was written: no flavour, no CPU stamp, vLLM's CUDA build installed.
+    (work / ".venv" / ".installed").unlink()
+    (work / ".venv" / ".flavour").unlink(missing_ok=True)
+    (work / ".venv" / "lib" / "python3.11" / "site-packages" / "vllm-0.32.1.dist-info").mkdir(parents=True)
+    before = log.read_text(encoding="utf-8")
+    run = _make(work, bin_dir, python, "setup")
+    assert run.returncode != 0 and "this .venv was set up for gpu" in run.stderr, run.stderr
+    assert log.read_text(encoding="utf-8") == before

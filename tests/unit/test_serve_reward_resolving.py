@@ -52,16 +52,45 @@ def test_each_labels_criteria_are_resolved_once(tiny_causal_dir, monkeypatch):
         return resolve(item, index, choice)
 
     monkeypatch.setattr(serve.jobs, "resolve_criteria", counted)
-    body = {"query": [PROMPT + "Весна.", PROMPT + "<|im_end|>"], "prompts": [PROMPT, PROMPT],  # the second: no answer
-            "labels": [{"instruction": "Напиши стих о весне.", "criteria": CRITERIA},
-                       {"instruction": "Второй.", "criteria": CRITERIA}]}
+    # The first sample has nothing to judge and a label of one criterion; the second, judged, has two: its judging
+    # must take its own label's resolved criteria, not the first label's.
+    body = {"query": [PROMPT + "<|im_end|>", PROMPT + "Весна."], "prompts": [PROMPT, PROMPT],
+            "labels": [{"instruction": "Первый.", "criteria": CRITERIA[1:]},
+                       {"instruction": "Напиши стих о весне.", "criteria": CRITERIA}]}
     with _judge_serve(tiny_causal_dir, monkeypatch) as (http, engine):
         rewarded = http.post("/get_reward", headers=AUTH, json=body)
         for_reward, resolved[:] = list(resolved), []
+        engine_calls = len(engine.bodies("/v1/completions"))
         judged = http.post("/v1/judge", headers=AUTH, json={"items": [
             {"instruction": "Напиши стих о весне.", "answer": "Весна.", "criteria": CRITERIA}]})
     assert rewarded.status_code == 200 and judged.status_code == 200, (rewarded.text, judged.text)
-    assert rewarded.json()["rewards"][0] == 1.0
-    assert for_reward == ["Напиши стих о весне.", "Второй."]
+    assert rewarded.json()["rewards"][1] == 1.0
+    assert for_reward == ["Первый.", "Напиши стих о весне."]
+    assert engine_calls == 2  # the judged sample's two criteria
     assert resolved == ["Напиши стих о весне."]
-    assert len(engine.bodies("/v1/completions")) == 4  # two criteria of the judged sample, two of the judged item
+    assert len(engine.bodies("/v1/completions")) == 4  # and the judged item's two
+
+
+def test_resolved_criteria_must_be_the_requests_and_count_against_the_bound(tiny_causal_dir, monkeypatch):
+    """``Judge.check`` given criteria resolved elsewhere: a list of another length is refused (its items would be
+    judged with another item's criteria, or dropped), and their judgments count against the server's bound before
+    any engine is asked (a 400, never a 503 that says retry)."""
+    import dataclasses
+
+    import pytest
+
+    from serve.jobs import check_criteria
+    from serve.schema import RequestError, parse_judge_request
+
+    request = parse_judge_request({"items": [
+        {"instruction": "Напиши стих о весне.", "answer": "Весна.", "criteria": CRITERIA},
+        {"instruction": "Второй.", "answer": "Да.", "criteria": CRITERIA[1:]}]})
+    with _judge_serve(tiny_causal_dir, monkeypatch) as (http, _engine):
+        judge = http.app.state.serve.judge
+        resolved = check_criteria(request, classifying=False)
+        assert len(judge.check(request, resolved=resolved).resolved) == 2
+        with pytest.raises(ValueError, match="resolved criteria for 1 items given with a request of 2"):
+            judge.check(request, resolved=resolved[:1])
+        monkeypatch.setattr(judge, "settings", dataclasses.replace(judge.settings, max_judgments=2))
+        with pytest.raises(RequestError, match="3 \\(item, criterion\\) judgments requested"):
+            judge.check(request, resolved=resolved)
