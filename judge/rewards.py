@@ -95,7 +95,7 @@ _TRAILER = re.compile(r"<\|[\w.-]+\|>|<pad>|<unk>|<start_of_turn>|" + _END.patte
 _TRAILERS = re.compile(r"(?:\s+|" + _TRAILER.pattern + r")*+")
 _NEXT_TURN = re.compile(r"<\|im_start\|>|<\|start_header_id\|>|<start_of_turn>")
 # HTML strikethrough, "<s>1000</s>": a "</s>" that closes an "<s>" the answer opened is the answer's markup.
-_STRIKE_OPEN = re.compile(r"<s(?:\s[^<>]*)?>")
+_STRIKE_OPEN = re.compile(r"<s(?:\s[^<>]*)?>", re.IGNORECASE)  # HTML tags are any case
 _THINK_OPEN = re.compile(r"<think\s*>", re.IGNORECASE)
 _THINK_CLOSE = re.compile(r"</think\s*>", re.IGNORECASE)
 _LEADING_THINK = re.compile(r"\s*<think\s*>", re.IGNORECASE)

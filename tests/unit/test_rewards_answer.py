@@ -23,6 +23,7 @@ THINK_TAGS = "Модель рассуждает между тегами <think> 
 TEXT_ANSWERS = [STRIKE_PRICE, STRIKE_HTML, THINK_TAGS,
                 "Токен <eos> завершает последовательность, а <end_of_turn> закрывает ход в Gemma.",
                 "Цена: <s>1000</s>",  # strikethrough at the very end: the "</s>" closes its "<s>"
+                "Цена: <S>1000</s>",  # HTML tags are any case
                 "Тег </think> без открывающего ничего не закрывает."]
 
 
