@@ -198,11 +198,10 @@ def export_classifier(trainer, result: RunResult, *, tokenizer, probe: Sequence[
     Returns:
         ``<output_dir>/export``; on rank 0 ``result``'s ``export_dir`` and ``export_report`` are filled in.
     """
-    import dataclasses
     import shutil
 
-    from judge.plumbing.atomic_write import replace_folder, staging_dir
-    from train import provenance
+    from judge.plumbing.atomic_write import staging_dir
+    from train.provenance import put_export_in_place, stage_result
 
     export_dir = Path(output_dir) / "export"
     staging = staging_dir(export_dir)
@@ -214,11 +213,8 @@ def export_classifier(trainer, result: RunResult, *, tokenizer, probe: Sequence[
         tokenizer.save_pretrained(staging)
         result.export_report = _check_export(staging, trainer.model, tokenizer, probe, dtype)
         result.export_dir = str(export_dir)
-        run_json = Path(output_dir) / "run.json"
-        shutil.copy2(run_json, staging / "run.json")
-        provenance.update_run_json(staging, result=dataclasses.asdict(result))
-        replace_folder(staging, export_dir)
-        shutil.copy2(export_dir / "run.json", run_json)
+        stage_result(staging, output_dir, result)
+        put_export_in_place(staging, export_dir, output_dir)
     return export_dir
 
 

@@ -36,7 +36,6 @@ merged into the base weights first.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import shutil
 from pathlib import Path
@@ -44,7 +43,7 @@ from typing import Any
 
 import torch
 
-from judge.plumbing.atomic_write import replace_folder, staging_dir
+from judge.plumbing.atomic_write import staging_dir
 from judge.checkpoints import EXPORT_MANIFEST, GENERATOR_SUBDIR, TRAINED_LENGTHS, TrainedLengths, write_manifest
 
 __all__ = [
@@ -455,13 +454,10 @@ def _export_on_rank_zero(trainer, watch, *, result, mode, model_cls, tokenizer, 
     result.export_report, result.export_dir = report, str(export_dir)
     # The export's run.json first, and the card from it: the run folder's run.json records the result only once
     # the export it names is in place.
-    run_json = Path(trainer.args.output_dir) / "run.json"
-    shutil.copy2(run_json, staging / "run.json")
-    staged_run_json = provenance.update_run_json(staging, result=dataclasses.asdict(result))
+    staged_run_json = provenance.stage_result(staging, trainer.args.output_dir, result)
     _write_model_card(staging, staged_run_json, kept_evaluation)
     stop_if_signalled()  # the last moment the export can be abandoned: from here the earlier one is replaced
-    replace_folder(staging, export_dir)
-    shutil.copy2(export_dir / "run.json", run_json)
+    provenance.put_export_in_place(staging, export_dir, trainer.args.output_dir)
     logger.info("export %s in place", export_dir)
     _drop_trainer_card(Path(trainer.args.output_dir))
     shutil.rmtree(trained, ignore_errors=True)

@@ -13,7 +13,7 @@ from typing import Any
 
 from judge.plumbing.provenance import update_provenance as update_run_json
 
-__all__ = ["RunResult", "write_run_json", "update_run_json"]
+__all__ = ["RunResult", "write_run_json", "update_run_json", "stage_result", "put_export_in_place"]
 
 
 def write_run_json(output_dir: str | Path, *, config: dict[str, Any], launch: dict[str, Any]) -> Path:
@@ -60,3 +60,24 @@ class RunResult:
     stopped_by_signal: int | None = None
     requeued: bool = False
     export_report: dict[str, Any] | None = None
+
+
+def stage_result(staging: str | Path, output_dir: str | Path, result: RunResult) -> Path:
+    """The run folder's run.json copied into a staged export, with ``result`` added; returns the staged copy. The
+    run folder's own run.json gets the result only once the export it names is in place (``put_export_in_place``)."""
+    import dataclasses
+    import shutil
+
+    shutil.copy2(Path(output_dir) / "run.json", Path(staging) / "run.json")
+    return update_run_json(staging, result=dataclasses.asdict(result))
+
+
+def put_export_in_place(staging: str | Path, export_dir: str | Path, output_dir: str | Path) -> None:
+    """Swap the staged export in for ``export_dir`` whole (``judge.plumbing.atomic_write.replace_folder``), then give
+    the run folder the run.json the export now holds."""
+    import shutil
+
+    from judge.plumbing.atomic_write import replace_folder
+
+    replace_folder(staging, export_dir)
+    shutil.copy2(Path(export_dir) / "run.json", Path(output_dir) / "run.json")

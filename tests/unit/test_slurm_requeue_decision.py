@@ -100,34 +100,19 @@ def test_no_requeue_off_rank_zero_or_outside_slurm(tmp_path, monkeypatch, preemp
     assert preemption.requeue_slurm_job(stopper) is True and "requeue 7" in calls.read_text().splitlines()
 
 
-def test_a_signal_stop_keeps_its_checkpoint_with_save_total_limit_1_and_a_validation_set(tmp_path, monkeypatch,
-                                                                                          preemption):  # fmt: skip
+def test_a_signal_stop_keeps_its_checkpoint_with_save_total_limit_1_and_a_validation_set(tmp_path, monkeypatch):
     """save_total_limit 1 with best-checkpoint tracking (what train.training_arguments sets whenever there is a
     validation set): at the end of train() transformers deletes every checkpoint but the best one. A signal during
     step 5 saves checkpoint-5, never evaluated (evaluations at 2 and 4; learning rate 0, so the first stays best):
     without the recipe's callback checkpoint-5 went and the requeued job resumed from checkpoint-2."""
-    import torch
     from transformers import Trainer, TrainerCallback, TrainingArguments
 
-    from train.recipe_steps import PreparedRun
+    from tests.support.tiny_regressor import prepared_run, regressor, regressor_rows
 
     monkeypatch.delenv("SLURM_JOB_ID", raising=False)  # no requeue: only the checkpoints are under test
     monkeypatch.delenv("RANK", raising=False)
-
-    class Regressor(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.linear = torch.nn.Linear(2, 1)
-
-        def forward(self, x, labels=None):
-            y = self.linear(x).squeeze(-1)
-            return {"loss": ((y - labels) ** 2).mean(), "logits": y}
-
-    torch.manual_seed(0)
-    rows = [{"x": torch.randn(2), "labels": torch.tensor(0.0)} for _ in range(16)]
-    run = PreparedRun(config=type("Config", (), {"overwrite_output_dir": False, "output_dir": str(tmp_path)})(),
-                      launch=None, resume_from=None, base_model="regressor", tokenizer=None, dtype=None,
-                      stopper=preemption.SaveAndStopOnSignal())  # fmt: skip
+    rows = regressor_rows(16)
+    run = prepared_run(tmp_path)
 
     class SignalDuringStep5(TrainerCallback):
         def on_step_begin(self, args, state, control, **kwargs):
@@ -138,7 +123,7 @@ def test_a_signal_stop_keeps_its_checkpoint_with_save_total_limit_1_and_a_valida
                              save_strategy="steps", save_steps=2, eval_strategy="steps", eval_steps=2,
                              metric_for_best_model="eval_loss", greater_is_better=False, load_best_model_at_end=False,
                              save_total_limit=1, use_cpu=True, report_to=[], disable_tqdm=True)  # fmt: skip
-    trainer = Trainer(model=Regressor(), args=args, train_dataset=rows, eval_dataset=rows[:4],
+    trainer = Trainer(model=regressor(), args=args, train_dataset=rows, eval_dataset=rows[:4],
                       callbacks=[SignalDuringStep5(), run.stopper])  # fmt: skip
     result = run.train(trainer)
     assert (run.stopper.stopped_at_step, result.global_step) == (5, 5)

@@ -11,34 +11,19 @@ def test_a_run_trained_to_the_end_keeps_its_final_checkpoint_and_reads_as_finish
     transformers deleted every checkpoint but the best one, checkpoint-6 with them; the folder held checkpoint-2
     alone, short of the 6 steps planned, and slurm/train.sbatch's --resume retrained steps 3-6 and exported again
     over the judge."""
-    import torch
     from transformers import Trainer, TrainingArguments
 
-    from train import preemption
+    from tests.support.tiny_regressor import prepared_run, regressor, regressor_rows
     from train.output_folder import finished_export, latest_checkpoint
-    from train.recipe_steps import PreparedRun
 
     monkeypatch.delenv("SLURM_JOB_ID", raising=False)
-
-    class Regressor(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.linear = torch.nn.Linear(2, 1)
-
-        def forward(self, x, labels=None):
-            y = self.linear(x).squeeze(-1)
-            return {"loss": ((y - labels) ** 2).mean(), "logits": y}
-
-    torch.manual_seed(0)
-    rows = [{"x": torch.randn(2), "labels": torch.tensor(0.0)} for _ in range(8)]
-    run = PreparedRun(config=type("Config", (), {"overwrite_output_dir": False, "output_dir": str(tmp_path)})(),
-                      launch=None, resume_from=None, base_model="regressor", tokenizer=None, dtype=None,
-                      stopper=preemption.SaveAndStopOnSignal(), export_under_stopper=False)  # fmt: skip
+    rows = regressor_rows(8)
+    run = prepared_run(tmp_path, export_under_stopper=False)
     args = TrainingArguments(str(tmp_path), per_device_train_batch_size=2, max_steps=6, learning_rate=0.0,
                              save_strategy="steps", save_steps=2, eval_strategy="steps", eval_steps=2,
                              metric_for_best_model="eval_loss", greater_is_better=False, load_best_model_at_end=False,
                              save_total_limit=1, use_cpu=True, report_to=[], disable_tqdm=True)  # fmt: skip
-    trainer = Trainer(model=Regressor(), args=args, train_dataset=rows, eval_dataset=rows[:4],
+    trainer = Trainer(model=regressor(), args=args, train_dataset=rows, eval_dataset=rows[:4],
                       callbacks=[run.stopper])  # fmt: skip
     result = run.train(trainer)
     assert result.global_step == 6 and not run.stopped
