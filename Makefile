@@ -149,10 +149,19 @@ test: setup
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --timeout=$(TIMEOUT_S) --durations=30
 
 # The site's pages are docs/*.md and its nav mkdocs.yml; tests/unit/test_docs_site.py builds it the same way. Built
-# in a venv of its own with pyproject.toml's `docs` extra only (read with tomllib), not after the whole set-up.
+# in a venv of its own with pyproject.toml's `docs` extra only (read with tomllib, Python 3.11+), not after the
+# whole set-up. Its venv is judged like $(VENV): one made by an older Python or without pip is made again.
 DOCS_VENV ?= .venv-docs
 docs:
-	test -x $(DOCS_VENV)/bin/python || $(PYTHON) -m venv $(DOCS_VENV)
+	@if ! $(DOCS_VENV)/bin/python $(VENV_OK) >/dev/null 2>&1; then \
+		if [ -e $(DOCS_VENV) ]; then [ -f $(DOCS_VENV)/pyvenv.cfg ] || { \
+			echo "error: $(DOCS_VENV) is not a venv of Python 3.11+ with pip; remove it, or use another DOCS_VENV=" >&2; exit 1; }; \
+			echo "$(DOCS_VENV): its python is older than 3.11 or has no pip; making it again"; rm -rf $(DOCS_VENV); fi; \
+		found=$$($(PYTHON) $(PYTHON_VERSION) 2>/dev/null) || { \
+			echo "error: the docs build needs Python 3.11+ and $(PYTHON) is $${found:+Python }$${found:-not found}; make docs PYTHON=python3.11 (or another 3.11+ interpreter)" >&2; exit 1; }; \
+		$(PYTHON) -m venv $(DOCS_VENV) && $(DOCS_VENV)/bin/python $(VENV_OK) >/dev/null 2>&1 || { \
+			echo "error: $(PYTHON) -m venv made no venv with pip; on Debian/Ubuntu install python$$found-venv, then make docs again" >&2; exit 1; }; \
+	fi
 	$(DOCS_VENV)/bin/python -m pip install -q $$($(DOCS_VENV)/bin/python -c "import tomllib; \
 	  print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['docs']))")
 	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/python -m mkdocs build --strict --site-dir site

@@ -125,6 +125,26 @@ def test_a_venv_of_an_old_python_or_without_pip_is_made_again(tmp_path, version,
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_the_docs_build_refuses_an_old_python_and_remakes_an_old_docs_venv(tmp_path):
+    """`make docs` reads pyproject.toml with tomllib (3.11+): an older Python stops it with the interpreter named,
+    before a venv is made; a docs venv of an old Python is made again with the good one, which then installs."""
+    work, bin_dir, log = _repo(tmp_path)
+    _python(bin_dir / "python3", "3.10", log)
+    run = _make(work, bin_dir, f"PYTHON={bin_dir / 'python3'}", "docs")
+    assert run.returncode != 0
+    assert "the docs build needs Python 3.11+ and" in run.stderr and "is Python 3.10; make docs PYTHON=" in run.stderr
+    assert not (work / ".venv-docs").exists() and not log.exists()
+
+    (work / ".venv-docs" / "bin").mkdir(parents=True)
+    (work / ".venv-docs" / "pyvenv.cfg").touch()
+    _python(work / ".venv-docs" / "bin" / "python", "3.10", log)
+    run = _make(work, bin_dir, f"PYTHON={bin_dir / 'python3.11'}", "docs")
+    assert ".venv-docs: its python is older than 3.11 or has no pip; making it again" in run.stdout
+    calls = log.read_text(encoding="utf-8").splitlines()
+    assert calls and all(line.startswith("3.11 -m") for line in calls)  # pip and mkdocs by the new venv's python
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 def test_a_folder_that_is_not_a_venv_is_not_removed(tmp_path):
     work, bin_dir, log = _repo(tmp_path)
     (work / ".venv" / "bin").mkdir(parents=True)
