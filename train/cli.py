@@ -177,12 +177,13 @@ def check_training_data(config) -> None:
             rows, report = grpo_rows(records, zero_shot=config.zero_shot, no_unique_mode=config.no_unique_mode,
                                      verdict_format=config.verdict_format)  # fmt: skip
         elif getattr(config, "verdict_format", "tagged") == "integer":  # reasoning traces (train.seq2seq)
-            from train.seq2seq import holds_traces, integer_rows
+            from train.seq2seq import holds_traces, integer_rows, traces_settings_for_config
 
             if field == "eval_data" and not holds_traces(records):
                 continue  # not traces: the recipe holds out part of the training traces instead
             rows, report = integer_rows(records, zero_shot=config.zero_shot, missing_reasoning=config.missing_reasoning,
-                                        source=source, min_russian_share=config.min_russian_share)  # fmt: skip
+                                        source=source, min_russian_share=config.min_russian_share,
+                                        traces_settings=traces_settings_for_config(config, source))  # fmt: skip
         else:
             rows, report = build_rows(records, recipe=config.recipe, zero_shot=config.zero_shot,
                                       min_russian_share=config.min_russian_share,

@@ -10,7 +10,7 @@ does not define is an error, as is a flag that belongs only to another recipe. E
 ``judge-train run --help`` prints. Flags are spelt with dashes; the underscore spelling (``--output_dir``) still
 works (``judge.plumbing.config_files``).
 
-Why one module of ~530 lines: the recipes share most of their fields (the base model, the data, the optimiser, the
+Why one module of ~570 lines: the recipes share most of their fields (the base model, the data, the optimiser, the
 Slurm and DeepSpeed settings) through one base class, and each recipe's checks read its neighbours'; a module per
 recipe would scatter one table of hyperparameters over five files.
 """
@@ -270,6 +270,26 @@ class Seq2SeqConfig(TrainConfig):
         "verdict_format integer: a row without a usable 'reasoning' text and 'reasoning_score': 'refuse' stops with an "
         "error naming the row, 'drop' leaves it out and counts it (no_reasoning / no_reasoning_score).",
     )
+    # The traces stage's agreement rule (train.synthetic.config.TracesConfig), for traces that carry none of their
+    # own: a row the stage wrote records its agreement, tolerance and references, which win (train.seq2seq).
+    agreement: str | None = option(
+        None,
+        "verdict_format integer: what a trace's reasoning_score must agree with, for rows that record no rule of "
+        "their own (your own records): 'mode' (the experts' most frequent score), 'median' or 'mean'. null: the "
+        "traces stage's summary.json beside the data, else 'mode'.",
+    )
+    tolerance: float | None = option(
+        None,
+        "verdict_format integer: a trace agrees when |reasoning_score - reference| <= this many points, for rows "
+        "that record no rule of their own. null: the traces stage's summary.json beside the data, else 0.",
+    )
+    no_unique_mode: str | None = option(
+        None,
+        "verdict_format integer, agreement mode: traces of items whose experts have several modes, for rows that "
+        "record no rule of their own: 'skip' leaves them out (counted no_unique_mode), 'any' trains a trace agreeing "
+        "with any tied mode. null: the traces stage's summary.json beside the data, else 'skip'. (GRPO's "
+        "no_unique_mode differs: its 'skip' keeps such items for the format reward, its 'drop' leaves them out.)",
+    )
 
     def validate(self) -> None:
         super().validate()
@@ -277,6 +297,13 @@ class Seq2SeqConfig(TrainConfig):
             raise ConfigError(f"verdict_format must be 'tagged' or 'integer', got {self.verdict_format!r}")
         if self.missing_reasoning not in ("refuse", "drop"):
             raise ConfigError(f"missing_reasoning must be 'refuse' or 'drop', got {self.missing_reasoning!r}")
+        if self.agreement not in (None, "mode", "median", "mean"):
+            raise ConfigError(f"agreement must be 'mode', 'median' or 'mean' (or null), got {self.agreement!r}")
+        if self.tolerance is not None and self.tolerance < 0:
+            raise ConfigError(f"tolerance must not be negative, got {self.tolerance}")
+        if self.no_unique_mode not in (None, "skip", "any"):
+            raise ConfigError(f"no_unique_mode must be 'skip' or 'any' (or null) for the seq2seq recipe, got "
+                              f"{self.no_unique_mode!r}")
 
     def arguments_class_fields(self) -> frozenset[str]:
         """trl ``SFTConfig``'s own keys (the seq2seq recipe's trainer arguments)."""

@@ -159,7 +159,7 @@ RESUME_KEEPS = frozenset({
     "weight_decay", "max_grad_norm", "optim", "bf16", "deepspeed", "trainer_args",
     "lora", "lora_r", "lora_alpha", "lora_dropout", "lora_target_modules",
     # seq2seq
-    "packing", "verdict_format", "missing_reasoning",
+    "packing", "verdict_format", "missing_reasoning", "agreement", "tolerance",
     # regression
     "score_target", "score_loss_weight", "lm_loss_weight",
     # classifier

@@ -34,7 +34,7 @@ from train.provenance import RunResult
 from train.recipe_steps import labelled_positions_only_on_cpu
 
 __all__ = ["integer_rows", "integer_rows_for_config", "integer_target", "main", "sft_dataset", "traces_agreement",
-           "trained_lengths"]
+           "traces_settings_for_config", "trained_lengths"]
 
 logger = logging.getLogger(__name__)
 
@@ -120,6 +120,17 @@ def traces_agreement(source: str | None) -> dict[str, Any]:
     return settings
 
 
+def traces_settings_for_config(config: Seq2SeqConfig, source: str) -> dict[str, Any]:
+    """The agreement settings the integer format trains the records at ``source`` by: the config's ``agreement``,
+    ``tolerance`` and ``no_unique_mode`` where set, the rest as ``traces_agreement(source)`` finds them (the traces
+    stage's summary.json, else its defaults). Rows that record their own rule still go by it (``integer_rows``)."""
+    settings = traces_agreement(source)
+    for key in settings:
+        if getattr(config, key, None) is not None:
+            settings[key] = getattr(config, key)
+    return settings
+
+
 def _row_rule(record, rule: dict[str, Any]) -> dict[str, Any]:
     """``rule`` with the ``agreement`` and ``tolerance`` a traces-stage row records for itself: a row keeps the rule
     it was kept by wherever it is copied (the stage's ``dataset/``, a file of its own), where no summary.json may
@@ -136,18 +147,22 @@ def _row_rule(record, rule: dict[str, Any]) -> dict[str, Any]:
 
 def _trace_references(record, agreement: str, no_unique_mode: str) -> tuple[tuple[float, ...] | None, str | None]:
     """(the values a trace's score must agree with, None) or (None, why the item has none), as the traces stage
-    decides it (``train.synthetic.traces.training_records``). A row the stage wrote carries the references it was
-    judged against (``experts_reference``, under the stage's ``agreement`` and ``no_unique_mode``); any other
-    record's come from its ``expert_scores``."""
+    decides it (``train.synthetic.traces.training_records``): always from the row's own ``expert_scores`` under
+    ``agreement``. A row the stage wrote also carries the references it was judged against (``experts_reference``):
+    one that differs from the scores' is a row relabelled since (its trace agreed with the old label), dropped as
+    ``reference_mismatch``; one that matches them with several modes was kept under the stage's
+    ``no_unique_mode: any``, and is not skipped."""
     from train.synthetic.traces import experts_reference
 
-    recorded = record.extra.get("experts_reference")
-    if (isinstance(recorded, list) and recorded
-            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in recorded)):  # fmt: skip
-        return tuple(float(v) for v in recorded), None
     if not record.expert_scores:
         return None, "no_expert_scores"
     references = experts_reference(record.expert_scores, agreement)
+    recorded = record.extra.get("experts_reference")
+    if (isinstance(recorded, list) and recorded
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in recorded)):  # fmt: skip
+        same = len(recorded) == len(references) and all(
+            math.isclose(float(v), reference, rel_tol=1e-9, abs_tol=1e-9) for v, reference in zip(recorded, references))
+        return (references, None) if same else (None, "reference_mismatch")
     if len(references) > 1 and no_unique_mode == "skip":
         return None, "no_unique_mode"
     return references, None
@@ -179,7 +194,10 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
         (rows, ``train.build_data.BuildReport``). A row has ``id``, ``record_id`` (the judged item's, ``item_id`` when
         the traces stage wrote one, so every trace of an item lands on the same side of the train/eval split),
         ``prompt``, ``reasoning``, ``score`` and ``completion`` (``integer_target``). Also dropped and counted:
-        ``no_scale``, ``score_not_integer``, ``score_out_of_scale`` (outside the rubric's range), ``too_few_words``
+        ``no_scale``, ``answer_not_bare`` (the row's recorded answer, ``teacher_content``, is more than the integer:
+        the score read from it may not be the one the reasoning reached, ``train.synthetic.traces.bare_answer``),
+        ``score_not_integer``, ``score_out_of_scale`` (outside the rubric's range), ``score_not_a_level`` (between
+        its levels), ``too_few_words``
         (a reasoning under two words: ``train.grpo_rewards.gives_reasons``, the rule of the traces stage and of
         the GRPO format reward), ``not_russian`` (a reasoning under ``min_russian_share`` Cyrillic, build-data's
         rule for a rationale), ``think_tags_in_reasoning`` (a ``<think>`` tag
@@ -188,7 +206,9 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
         what the traces stage's own rule drops (``train.synthetic.traces.trace_outcome``, the same function):
         ``disagrees`` (the score does not agree with the item's ``expert_scores``: the mode exactly by default, or
         the stage's ``agreement`` and ``tolerance``), ``no_expert_scores`` (no label to agree with) and
-        ``no_unique_mode`` (experts tied between modes, which the stage leaves out by default). Rejection sampling
+        ``no_unique_mode`` (experts tied between modes, which the stage leaves out by default) and
+        ``reference_mismatch`` (the row's recorded ``experts_reference`` is not its ``expert_scores``': relabelled
+        since its trace was kept). Rejection sampling
         keeps only traces that agree with the label, whatever file they come from.
 
     Raises:
@@ -197,6 +217,7 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
     """
     from train.build_data import BuildReport, russian_share, zero_shot_records
     from train.grpo_rewards import gives_reasons
+    from train.synthetic.traces import bare_answer
 
     rule = traces_settings if traces_settings is not None else traces_agreement(None if source == "<records>" else source)
     records = list(records)
@@ -235,12 +256,18 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
             continue
         try:
             value = float(score)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # OverflowError: an int past float's range (400 digits)
             value = float("nan")
-        if not value.is_integer():
+        answer = record.extra.get("teacher_content")
+        if isinstance(answer, str) and not bare_answer(answer):
+            # The stage's rule (trace_outcome): the integer read from "Оценка 1 из 2" is 2, not the reasoning's 1.
+            report.dropped["answer_not_bare"] += 1
+        elif not value.is_integer():
             report.dropped["score_not_integer"] += 1
         elif not scale.contains(value):
             report.dropped["score_out_of_scale"] += 1
+        elif not scale.is_level(value):
+            report.dropped["score_not_a_level"] += 1
         elif not gives_reasons(reasoning):
             report.dropped["too_few_words"] += 1
         elif _THINK_TAG.search(reasoning):
@@ -249,7 +276,8 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
             # The judge learns to reason in the language it is trained on: an English trace teaches English
             # reasoning, as an English rationale would teach English feedback (build-data drops that one too).
             report.dropped["not_russian"] += 1
-        elif (why := _disagreement(record, reasoning, value, scale, _row_rule(record, rule))) is not None:
+        elif (why := _disagreement(record, reasoning, value, scale, _row_rule(record, rule),
+                                   min_russian_share)) is not None:
             report.dropped[why] += 1
         else:
             prompt = judge.render_prompt(record)
@@ -261,7 +289,8 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
     return rows, report
 
 
-def _disagreement(record, reasoning: str, score: float, scale, rule: dict[str, Any]) -> str | None:
+def _disagreement(record, reasoning: str, score: float, scale, rule: dict[str, Any],
+                  min_russian_share: float) -> str | None:
     """Why the traces stage would not keep this trace (its reason), or None when it agrees with the label.
 
     The trace is put to ``trace_outcome`` as the journal row of a teacher answer that wrote this reasoning and then
@@ -275,7 +304,8 @@ def _disagreement(record, reasoning: str, score: float, scale, rule: dict[str, A
     if references is None:
         return why
     answer = {"ok": True, "content": judge.format_score(score), "reasoning": reasoning, "finish_reason": "stop"}
-    outcome, reason, _ = trace_outcome(answer, scale, references, float(rule["tolerance"]))
+    outcome, reason, _ = trace_outcome(answer, scale, references, float(rule["tolerance"]),
+                                       min_russian_share=min_russian_share)
     return None if outcome == "kept" else reason
 
 
@@ -302,7 +332,8 @@ def integer_rows_for_config(config: Seq2SeqConfig, tokenizer) -> tuple[list[dict
     def build(source: str):
         records = build_data.load_training_records(source, allow_benchmark_rows=config.allow_benchmark_rows)
         rows, report = integer_rows(records, zero_shot=config.zero_shot, missing_reasoning=config.missing_reasoning,
-                                    source=source, min_russian_share=config.min_russian_share)  # fmt: skip
+                                    source=source, min_russian_share=config.min_russian_share,
+                                    traces_settings=traces_settings_for_config(config, source))  # fmt: skip
         rows, n_long = build_data.drop_too_long(rows, tokenizer, config.max_length, thinking=True)
         if n_long:
             report.dropped["too_long"] += n_long

@@ -135,6 +135,60 @@ def test_unusable_traces_are_dropped_by_reason():
     assert (report.n_records, report.n_rows) == (4, 1)
 
 
+def test_a_recorded_answer_that_is_more_than_the_integer_is_not_trained_on():
+    """SFT trains <think>reasoning</think> then reasoning_score; a row the traces stage kept before it required a bare
+    answer holds the score the serving parser read from its answer ("Оценка 1 из 2": 2, the reasoning's 1). A row
+    whose recorded answer (teacher_content) is more than the integer is dropped as answer_not_bare, the stage's rule;
+    a bare one, inline after its </think> too, trains, and a record with no recorded answer is judged as before."""
+    rows, report = integer_rows([
+        trace_record(id="a#0", teacher_content="Оценка 1 из 2"),
+        trace_record(id="b#0", teacher_content=" 2\n"),
+        trace_record(id="c#0", teacher_content=f"<think>\n{REASONING}\n</think>\n\n2"),
+        trace_record(id="d#0", teacher_content=f"<think>\n{REASONING}\n</think>\n\nИтог: 2"),
+        trace_record(id="e#0"),
+    ])
+    assert [(row["id"], row["completion"][-1]) for row in rows] == [("b#0", "2"), ("c#0", "2"), ("e#0", "2")]
+    assert dict(report.dropped) == {"answer_not_bare": 2} and (report.n_records, report.n_rows) == (5, 3)
+
+
+def test_a_score_between_the_rubric_s_levels_is_not_trained_on():
+    """On levels 0, 1 and 3 a reasoning_score of 2 is within the rubric's range, but no level: with experts 3, 3 and
+    tolerance 1 it agreed and trained a judge to answer between the rubric's points. Dropped as score_not_a_level,
+    the score checked before its label (a record with no experts too), as a score out of the rubric's range is."""
+    rubric = "0: плохо\n\n1: средне\n\n3: отлично"
+    rows, report = integer_rows([
+        trace_record(id="a#0", rubrics=rubric, expert_scores=[3, 3], reasoning_score=2, tolerance=1.0),
+        trace_record(id="b#0", rubrics=rubric, expert_scores=[3, 3], reasoning_score=3, tolerance=1.0),
+        trace_record(id="c#0", rubrics=rubric, expert_scores=[], criteria_score=None, reasoning_score=2),
+    ])
+    assert [row["id"] for row in rows] == ["b#0"] and dict(report.dropped) == {"score_not_a_level": 2}
+
+
+def test_a_recorded_reference_that_is_not_the_rows_expert_scores_is_dropped():
+    """A row relabelled after the stage kept it (expert_scores now 0, 0, 0; experts_reference still [2.0]) trained its
+    trace for 2 against the old label. The reference is recomputed from the row's expert_scores under its own
+    agreement; one that differs from the recorded one is dropped as reference_mismatch, whatever the trace's score.
+    A matching one trains (the mode 2 of 2, 2, 1; the median 2 of 1, 2, 2)."""
+    rows, report = integer_rows([
+        trace_record(id="a#0", expert_scores=[0, 0, 0], experts_reference=[2.0]),
+        trace_record(id="b#0", expert_scores=[0, 0, 0], experts_reference=[2.0], reasoning_score=0),
+        trace_record(id="c#0", experts_reference=[2.0], agreement="mode", tolerance=0.0),
+        trace_record(id="d#0", expert_scores=[1, 2, 2], experts_reference=[2.0], agreement="median", tolerance=0.0),
+        trace_record(id="e#0", expert_scores=[1, 2, 2], experts_reference=[5 / 3], agreement="median", tolerance=1.0),
+    ])
+    assert [row["id"] for row in rows] == ["c#0", "d#0"]
+    assert dict(report.dropped) == {"reference_mismatch": 3} and (report.n_records, report.n_rows) == (5, 2)
+
+
+def test_a_score_past_a_floats_range_is_dropped_not_raised():
+    """A reasoning_score of 401 digits made float() raise OverflowError out of judge-train; it is counted as
+    score_not_integer, as an unreadable score ("1e400", a list) is."""
+    rows, report = integer_rows([trace_record(id="a#0", reasoning_score=10**400),
+                                 trace_record(id="b#0", reasoning_score="1e400"),
+                                 trace_record(id="c#0", reasoning_score=[2]), trace_record(id="d#0")])  # fmt: skip
+    assert [row["id"] for row in rows] == ["d#0"] and dict(report.dropped) == {"score_not_integer": 3}
+
+
 def test_a_reasoning_of_one_word_gives_no_reasons():
     """The rule of the traces stage and the GRPO format reward (train.grpo_rewards.gives_reasons): a trace of one word
     ("Хорошо.", or a lone ".") teaches a judge to stop thinking; dropped as too_few_words, as build-data drops a
@@ -240,6 +294,51 @@ def test_config_takes_the_integer_format_and_refuses_unknown_values():
         load_config("configs/train/tiny/seq2seq.yaml", {"verdict_format": "json"})
     with pytest.raises(ConfigError, match="missing_reasoning"):
         load_config("configs/train/tiny/seq2seq.yaml", {"missing_reasoning": "guess"})
+
+
+def test_the_agreement_rule_for_your_own_records_is_set_from_the_config(tmp_path, qwen3_tokenizer):
+    """Records of your own carry no rule, and the recipe judged them by the traces stage's defaults whatever the
+    config said. agreement, tolerance and no_unique_mode in the config now set it: experts 2, 2, 1 and a trace's 1
+    agree with tolerance 1 (|1 - 2| = 1); experts 0 and 2 (two modes) train with no_unique_mode any; experts 0, 1,
+    2, 2 have median 1.5, which a trace's 1 meets with agreement median and tolerance 0.5 (its mode, 2, it does
+    not). A row the stage wrote keeps its own rule (tolerance 0 here). A value the rule has not is refused."""
+    import dataclasses
+
+    from train.config import ConfigError, load_config
+    from train.seq2seq import integer_rows_for_config
+
+    records = [trace_record(id="a#0", item_id="a", reasoning_score=1),
+               trace_record(id="b#0", item_id="b", reasoning_score=0, expert_scores=[0, 2]),
+               trace_record(id="c#0", item_id="c", reasoning_score=1, expert_scores=[0, 1, 2, 2]),
+               trace_record(id="d#0", item_id="d", reasoning_score=1, tolerance=0.0, agreement="mode",
+                            experts_reference=[2.0])]  # fmt: skip
+    data = tmp_path / "mine.jsonl"
+    judge.write_jsonl(records, data)
+    base = dataclasses.replace(load_config("configs/train/tiny/seq2seq.yaml"), verdict_format="integer",
+                               data=str(data), eval_data=None, eval_fraction=0.0, max_rows=None)
+
+    def trained(**settings):
+        train, _, report = integer_rows_for_config(dataclasses.replace(base, **settings), qwen3_tokenizer)
+        return sorted(row["id"] for row in train), dict(report.dropped)
+
+    with pytest.raises(ValueError, match="no integer-format training rows left: .* disagrees=3, no_unique_mode=1"):
+        trained()  # the stage's defaults: the mode exactly, ties left out
+    assert trained(tolerance=1.0) == (["a#0", "c#0"], {"disagrees": 1, "no_unique_mode": 1})
+    assert trained(no_unique_mode="any") == (["b#0"], {"disagrees": 3})
+    assert trained(agreement="median", tolerance=0.5) == (["c#0"], {"disagrees": 3})
+    for bad, message in (({"agreement": "majority"}, "agreement must be 'mode', 'median' or 'mean'"),
+                         ({"tolerance": -1.0}, "tolerance must not be negative"),
+                         ({"no_unique_mode": "drop"}, "no_unique_mode must be 'skip' or 'any'")):
+        with pytest.raises(ConfigError, match=message):
+            load_config("configs/train/tiny/seq2seq.yaml", bad)
+    assert load_config("configs/train/tiny/grpo.yaml", {"no_unique_mode": "nearest"}).no_unique_mode == "nearest"
+    # judge-train's pre-flight, before the run folder is claimed, reads the rule the same way: it passes the config
+    # the recipe trains, and refuses the defaults that leave no row.
+    from train.cli import check_training_data
+
+    check_training_data(dataclasses.replace(base, tolerance=1.0))
+    with pytest.raises(ConfigError, match="no training rows left in .*disagrees=3, no_unique_mode=1"):
+        check_training_data(base)
 
 
 def test_export_manifest_records_the_format_and_serve_and_eval_read_it(tmp_path, qwen3_tokenizer):

@@ -162,6 +162,96 @@ def test_a_trace_of_one_word_gives_no_reasons_and_a_cut_answer_no_verdict():
     assert trace_outcome(done, scale, (1.0,), 0.0)[:2] == ("kept", "agrees")
 
 
+def test_an_answer_that_is_more_than_the_integer_is_dropped_as_answer_not_bare():
+    """The serving parser reads the integer that ends an answer: "Оценка 1 из 2" reads as 2, so a trace arguing for 1
+    agreed with experts whose mode is 2 and was kept as a trace for 2. The stage keeps a trace only when the answer
+    after its reasoning is a bare integer (whitespace around it allowed): every other answer, inline after its
+    </think> too, is dropped as answer_not_bare, whatever integer it ends in; the parser still reads it as 2."""
+    from train.synthetic.traces import bare_answer, trace_outcome
+
+    scale = judge.Scale((0, 1, 2))
+    reasoning = "Ответ содержит одну ошибку, значит оценка 1."
+
+    def outcome(content, reasoning=reasoning):
+        done = {"ok": True, "content": content, "reasoning": reasoning, "finish_reason": "stop", "error": None}
+        return trace_outcome(done, scale, (2.0,), 0.0)[:2]
+
+    assert judge.parse_integer_verdict("Оценка 1 из 2", reasoning, scale).score == 2.0  # serving reads it so, still
+    for content in ("Оценка 1 из 2", "1/2", "Итоговая оценка: 1. По шкале от 0 до 2", "Оценка: 2"):
+        assert outcome(content) == ("dropped", "answer_not_bare"), content
+    assert outcome(f"<think>\n{reasoning}\n</think>\n\nОценка 1 из 2", None) == ("dropped", "answer_not_bare")
+    assert outcome(" 2\n") == ("kept", "agrees")
+    assert outcome(f"<think>\n{reasoning}\n</think>\n\n2", None) == ("kept", "agrees")
+    assert [bare_answer(text) for text in ("2", "-1", "\u22121", "+2", "2.", "2 2", "", None)] == [
+        True, True, True, True, False, False, False, False]
+
+
+def test_a_score_between_the_rubric_s_levels_is_dropped_as_score_not_a_level():
+    """On a rubric with levels 0, 1 and 3, an answer of 2 lies within its range but is no level: with the experts'
+    3 and tolerance 1 it agreed and was kept. Dropped as score_not_a_level (build-data's name); 3 is kept."""
+    from train.synthetic.traces import trace_outcome
+
+    scale = judge.oriented_scale("Грамотность", "0: плохо\n\n1: средне\n\n3: отлично")
+    assert scale.levels == (0, 1, 3)
+
+    def outcome(content):
+        done = {"ok": True, "content": content, "reasoning": "Ответ хороший, но не безупречный.",
+                "finish_reason": "stop", "error": None}  # fmt: skip
+        return trace_outcome(done, scale, (3.0,), 1.0)[:2]
+
+    assert outcome("2") == ("dropped", "score_not_a_level")
+    assert outcome("3") == ("kept", "agrees")
+
+
+def test_the_stage_drops_the_traces_the_sft_recipe_would_drop():
+    """train.seq2seq.integer_rows drops a reasoning under min_russian_share Cyrillic (not_russian) and one holding a
+    think tag (think_tags_in_reasoning); the stage drops them too, with the recipe's default share, so that no such
+    trace is kept for SFT to throw away."""
+    import dataclasses
+
+    from train.config import Seq2SeqConfig
+    from train.synthetic.traces import MIN_RUSSIAN_SHARE, trace_outcome
+
+    assert MIN_RUSSIAN_SHARE == next(f.default for f in dataclasses.fields(Seq2SeqConfig)
+                                     if f.name == "min_russian_share") == 0.5  # fmt: skip
+    scale = judge.Scale((0, 1, 2))
+
+    def outcome(reasoning, **kwargs):
+        done = {"ok": True, "content": "2", "reasoning": reasoning, "finish_reason": "stop", "error": None}
+        return trace_outcome(done, scale, (2.0,), 0.0, **kwargs)[:2]
+
+    english = "The spelling is fixed, no errors remain."
+    assert outcome(english) == ("dropped", "not_russian")
+    assert outcome(english, min_russian_share=0.0) == ("kept", "agrees")
+    assert outcome("Думаю </think> ошибок нет") == ("dropped", "think_tags_in_reasoning")
+    assert outcome("Ошибка исправлена, других нет.") == ("kept", "agrees")
+
+
+def test_the_item_cap_counts_only_traces_sft_trains_on(teacher, tmp_path):
+    """max_kept_per_item 1: the item's one place went to its first agreeing trace, an English one (or one whose
+    answer "Оценка 1 из 2" read as 2), the Russian trace after it dropped as over_item_cap, and SFT then dropped the
+    English one: the item trained nothing. Both are dropped now before the cap, and the Russian trace is kept and
+    trained on."""
+    from train.build_data import load_training_records
+    from train.seq2seq import integer_rows
+
+    teacher.left["A"] = [reply("Оценка 1 из 2", "Ошибка есть, ставлю 1 балл."),
+                         reply("2", "The spelling is fixed, no errors remain."),
+                         reply("2", "Ошибка исправлена, других нет.")]  # fmt: skip
+    out = tmp_path / "traces"
+    config = write_config(tmp_path, teacher.base_url, samples_per_item=3, max_kept_per_item=1)
+    assert main(["traces", "--config", str(config), "--input", str(write_inputs(tmp_path, RECORDS[:1])), "--output",
+                 str(out)]) == 0  # fmt: skip
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["kept"], summary["dropped_by_reason"]) == (1, {"answer_not_bare": 1, "not_russian": 1})
+    assert [(row["id"], row["drop_reason"]) for row in jsonl(out / "dropped.jsonl")] == [
+        ("A#0", "answer_not_bare"), ("A#1", "not_russian")]
+    rows, report = integer_rows(load_training_records(str(out / "traces.jsonl")))
+    assert [(row["id"], row["completion"]) for row in rows] == [
+        ("A#2", "<think>\nОшибка исправлена, других нет.\n</think>\n\n2")]
+    assert not report.dropped
+
+
 def test_cut_and_one_word_traces_are_counted(teacher, tmp_path):
     """Through the stage: B's answer cut after its reasoning is counted failed (verdict_cut), its one-word trace
     dropped (no_reasoning); neither is kept."""

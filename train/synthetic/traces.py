@@ -14,13 +14,18 @@ turn, exactly what judge-serve renders for an integer-format judge; the server's
 This is rejection sampling, the first step of the reasoning-judge recipes (J1, JudgeLRM, RM-R1; 2025): a trace is
 **kept** when its score agrees with the experts' reference for the item — by default the mode of their scores
 (``agreement``), within ``tolerance`` points. An item whose experts have several modes is not asked
-(``no_unique_mode: skip``, counted) or keeps a trace agreeing with any of them (``any``). Every trace is counted
+(``no_unique_mode: skip``, counted) or keeps a trace agreeing with any of them (``any``); GRPO's ``skip`` is not this
+one: it keeps such items for its format reward (its ``drop`` leaves them out). Every trace is counted
 under one reason:
 
 - kept: the score agrees (at most ``max_kept_per_item`` per item, in sample order; the rest ``over_item_cap``);
-- dropped (a verdict was read, but it is no training example): ``disagrees``, ``out_of_scale`` (an integer outside
-  the rubric's range), ``no_reasoning`` (an integer with no reasoning before it, or one under two words:
-  ``train.grpo_rewards.gives_reasons``, the GRPO format reward's rule), ``duplicate_trace`` (an agreeing trace whose
+- dropped (a verdict was read, but it is no training example): ``disagrees``, ``answer_not_bare`` (the answer after
+  the reasoning is more than an integer: the serving parser reads the last one, and "Оценка 1 из 2" is read as 2
+  while the trace argued for 1), ``out_of_scale`` (an integer outside the rubric's range), ``score_not_a_level`` (an
+  integer between the rubric's levels: 2 on levels 0, 1, 3), ``no_reasoning`` (an integer with no reasoning before
+  it, or one under two words: ``train.grpo_rewards.gives_reasons``, the GRPO format reward's rule),
+  ``think_tags_in_reasoning`` and ``not_russian`` (the seq2seq recipe's own filters, applied here before
+  ``max_kept_per_item`` so that the cap counts only traces SFT trains on), ``duplicate_trace`` (an agreeing trace whose
   reasoning and integer an earlier sample of the item already gave: a seeded or greedy teacher answers the same
   prompt alike, and the copy would weigh the trace twice in SFT), ``over_item_cap``;
 - failed (no verdict): ``request_failed`` and ``verdict_<parse error>`` (``verdict_unclosed_think`` for an answer
@@ -61,6 +66,7 @@ experts' scores unchanged) with ``id`` ``<item id>#<sample>``, ``item_id``, ``re
 from __future__ import annotations
 
 import dataclasses
+import re
 import statistics
 from collections import Counter
 from pathlib import Path
@@ -69,8 +75,15 @@ from train.synthetic.client import ChatClient
 from train.synthetic.config import EndpointConfig, TracesConfig
 from train.synthetic.journal import Journal, log, run_jobs, write_stage_outputs
 
-__all__ = ["experts_reference", "reference_within_reach", "trace_outcome", "cut_by_max_tokens",
-           "ask_again_for_max_tokens", "training_records", "run_traces"]
+__all__ = ["experts_reference", "reference_within_reach", "bare_answer", "trace_outcome", "cut_by_max_tokens",
+           "ask_again_for_max_tokens", "training_records", "run_traces", "MIN_RUSSIAN_SHARE"]
+
+#: The least Cyrillic share of a kept trace's letters: the seq2seq recipe's default ``min_russian_share``
+#: (``train.config.TrainConfig``), so that a trace kept here is one SFT trains on.
+MIN_RUSSIAN_SHARE = 0.5
+_THINK_TAG = re.compile(r"</?think\s*>", re.IGNORECASE)
+_THINK_CLOSE = re.compile(r"</think\s*>", re.IGNORECASE)
+_BARE_INTEGER = re.compile(r"[+\-\u2212]?\d+")
 
 
 def experts_reference(scores, agreement: str) -> tuple[float, ...]:
@@ -103,7 +116,24 @@ def reference_within_reach(scale, references: tuple[float, ...], tolerance: floa
     return any(abs(level - reference) <= tolerance for level in scale.levels for reference in references)
 
 
-def trace_outcome(done: dict, scale, references: tuple[float, ...], tolerance: float):
+def bare_answer(content: str | None) -> bool:
+    """Whether a teacher's answer after its reasoning (after its last ``</think>``, or all of it when the reasoning
+    came apart) is one integer and nothing else, whitespace around it allowed.
+
+    The serving parser reads the integer that ends an answer (``judge.parse_integer_verdict``): "Оценка 1 из 2" reads
+    as 2, and a trace that argued for 1 would be kept as a trace for 2. Serving keeps that reading (Pollux-4B-Judge's
+    own client's); as training data only a bare integer is sure to be the verdict the reasoning reached.
+    """
+    text = content or ""
+    last = None
+    for last in _THINK_CLOSE.finditer(text):
+        pass
+    answer = text[last.end():] if last is not None else text
+    return _BARE_INTEGER.fullmatch(answer.strip()) is not None
+
+
+def trace_outcome(done: dict, scale, references: tuple[float, ...], tolerance: float, *,
+                  min_russian_share: float = MIN_RUSSIAN_SHARE):
     """Decide one journalled teacher answer.
 
     Args:
@@ -111,12 +141,15 @@ def trace_outcome(done: dict, scale, references: tuple[float, ...], tolerance: f
         scale: the criterion's ``judge.Scale`` (oriented, as build-data reads it).
         references: ``experts_reference``'s values for the item.
         tolerance: the largest |score - reference| that agrees.
+        min_russian_share: the least Cyrillic share of the reasoning's letters (``train.build_data.russian_share``),
+            the seq2seq recipe's rule: a trace below it is dropped (``not_russian``) before it can take a place.
 
     Returns:
         ``(outcome, reason, verdict)``: outcome ``kept``, ``dropped`` or ``failed``; reason ``agrees`` or the drop or
         failure reason; the parsed ``judge.Verdict`` (None when the request failed).
     """
     from judge import Verdict, VerdictError, parse_integer_verdict
+    from train.build_data import russian_share
     from train.grpo_rewards import gives_reasons
 
     if not done["ok"]:
@@ -139,10 +172,20 @@ def trace_outcome(done: dict, scale, references: tuple[float, ...], tolerance: f
         # Cut by max_tokens after its reasoning closed: the integer read is wherever the cut fell (a "1" of "10", the
         # first digit of an answer still being written), not the teacher's verdict.
         return "failed", "verdict_cut", verdict
+    if not bare_answer(done["content"]):
+        return "dropped", "answer_not_bare", verdict
     if not verdict.in_scale:
         return "dropped", "out_of_scale", verdict
+    if not scale.is_level(verdict.score):
+        return "dropped", "score_not_a_level", verdict
     if not gives_reasons(verdict.feedback):
         return "dropped", "no_reasoning", verdict
+    # The seq2seq recipe's filters (train.seq2seq.integer_rows), here too: a trace it would drop must not take one
+    # of the item's max_kept_per_item places from one it trains on.
+    if _THINK_TAG.search(verdict.feedback):
+        return "dropped", "think_tags_in_reasoning", verdict
+    if russian_share(verdict.feedback) < min_russian_share:
+        return "dropped", "not_russian", verdict
     if not any(abs(verdict.score - reference) <= tolerance for reference in references):
         return "dropped", "disagrees", verdict
     return "kept", "agrees", verdict
