@@ -210,10 +210,12 @@ def test_the_stage_drops_the_traces_the_sft_recipe_would_drop():
     import dataclasses
 
     from train.config import Seq2SeqConfig
+    from train.synthetic.config import TracesConfig
     from train.synthetic.traces import MIN_RUSSIAN_SHARE, trace_outcome
 
     assert MIN_RUSSIAN_SHARE == next(f.default for f in dataclasses.fields(Seq2SeqConfig)
                                      if f.name == "min_russian_share") == 0.5  # fmt: skip
+    assert TracesConfig().min_russian_share == MIN_RUSSIAN_SHARE  # the stage's setting, by default the recipe's
     scale = judge.Scale((0, 1, 2))
 
     def outcome(reasoning, **kwargs):
@@ -250,6 +252,21 @@ def test_the_item_cap_counts_only_traces_sft_trains_on(teacher, tmp_path):
     assert [(row["id"], row["completion"]) for row in rows] == [
         ("A#2", "<think>\nОшибка исправлена, других нет.\n</think>\n\n2")]
     assert not report.dropped
+
+
+def test_the_stages_min_russian_share_is_the_configs(teacher, tmp_path):
+    """A run whose SFT keeps English reasoning (min_russian_share 0) sets the stage's min_russian_share to 0 too:
+    the English trace is then kept (it agrees with the label 2), and a share above 1 is refused at load."""
+    teacher.left["A"] = [reply("2", "The spelling is fixed, no errors remain.")]
+    out = tmp_path / "traces"
+    config = write_config(tmp_path, teacher.base_url, samples_per_item=1, min_russian_share=0.0)
+    assert main(["traces", "--config", str(config), "--input", str(write_inputs(tmp_path, RECORDS[:1])), "--output",
+                 str(out)]) == 0  # fmt: skip
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["kept"], summary["dropped_by_reason"]) == (1, {})
+    bad = write_config(tmp_path, teacher.base_url, min_russian_share=1.5)
+    assert main(["traces", "--config", str(bad), "--input", str(write_inputs(tmp_path, RECORDS[:1])), "--output",
+                 str(tmp_path / "bad")]) == 2  # fmt: skip
 
 
 def test_cut_and_one_word_traces_are_counted(teacher, tmp_path):

@@ -65,6 +65,7 @@ NUMBER_BOUNDS: dict[str, tuple[float, bool, float | None, bool]] = {
     "samples_per_item": (1, True, None, False),
     "tolerance": (0, True, None, False),
     "max_kept_per_item": (0, True, None, False),  # 0: all
+    "min_russian_share": (0, True, 1, True),  # a share of letters
     # split: a validation share of 1 would leave no training data
     "validation_fraction": (0, True, 1, False),
 }
@@ -265,6 +266,9 @@ class TracesConfig(_Common):
                              "counted as no_unique_mode) or any (a trace agreeing with any of the tied modes is kept)",
                              choices=("skip", "any"))
     max_kept_per_item: int = _f(0, "keep at most this many agreeing traces per item, in sample order (0: all)")
+    min_russian_share: float = _f(0.5, "drop a trace whose reasoning has a smaller share of Cyrillic letters "
+                                  "(not_russian), before max_kept_per_item counts it: set it to the seq2seq "
+                                  "recipe's min_russian_share (default the same 0.5)")
     zero_shot: str = _f("refuse", "Zero-Shot items (held-out task types and criteria), as build-data: refuse (stop, "
                         "naming them), drop (leave out and count) or allow", choices=("refuse", "drop", "allow"))
     allow_benchmark_rows: bool = _f(False, "accept rows in the released POLLUX benchmark's schema (refused as "

@@ -324,7 +324,8 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
         for sample in range(k):
             key = f"{record.id}#{sample}"
             done = journal.rows[key]
-            outcome, reason, verdict = trace_outcome(done, scale, references, config.tolerance)
+            outcome, reason, verdict = trace_outcome(done, scale, references, config.tolerance,
+                                                       min_russian_share=config.min_russian_share)
             if outcome == "kept":
                 # The same trace twice is one training example weighed twice, whatever the teacher was asked with
                 # (a seeded or greedy one answers a prompt alike): dropped as a duplicate, the cap left for new ones.
