@@ -4,8 +4,8 @@
     judge-eval mera rutie --endpoint http://127.0.0.1:8000/v1 --model NAME --out runs/rutie
     judge-eval mera ruhumaneval --config configs/mera/ruhumaneval.yaml --endpoint URL --model NAME --out runs/rhe
 
-Example override: ``--n 2 --max-tokens 128 --mode chat --extraction lenient``. ``python -m eval.mera.cli ...``
-is the same program. The canonical-solution self-check needs no endpoint:
+Example override: ``--n 2 --k 1 2 --max-tokens 128 --mode chat --extraction lenient`` (each ``--k`` at most
+``--n``). ``python -m eval.mera.cli ...`` is the same program. The canonical-solution self-check needs no endpoint:
 ``python -m eval.mera.cli ruhumaneval --self-check --out runs/selfcheck``.
 
 Defaults follow MERA's task cards and harness (``eval/mera/humaneval.py``, ``eval/mera/rutie.py`` cite the lines):
@@ -43,6 +43,7 @@ from eval.mera.config import (STOP_FORM, TASK_CONFIGS, ConfigError, HumanEvalCon
                               check_values)
 from eval.mera.progress import sha256_of, write_json, write_run_record
 from judge.plumbing.atomic_write import write_atomically
+from judge.plumbing.journal import json_utf8
 
 logger = logging.getLogger("eval.mera")
 
@@ -275,8 +276,10 @@ def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
                      else {"status": NOT_GENERATED, "detail": "the endpoint produced no completion for this sample"})
             outcomes[task_id].append(found["status"])
             label = {} if resolved.comparable_with_mera else {"benchmark": NOT_COMPARABLE}
-            f.write((json.dumps({"task_id": task_id, "sample": s, "program": program, **found, **label},
-                                ensure_ascii=False) + "\n").encode("utf-8"))  # fmt: skip
+            # json_utf8: a result's str() may hold a lone surrogate (a sample's `return '\ud800'`), which plain
+            # UTF-8 refuses after every sample has run.
+            f.write(json_utf8(json.dumps({"task_id": task_id, "sample": s, "program": program, **found, **label},
+                                         ensure_ascii=False) + "\n"))  # fmt: skip
 
     # Replaced whole, as metrics.json is: a run killed while executing leaves the earlier run's pair of files, not a
     # cut executions.jsonl beside the metrics it does not add up to.
@@ -386,9 +389,9 @@ def run_rutie(config: RutieConfig) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``judge-eval mera ...``; returns the process exit code."""
-    parser = build_parser()
+def checked_config(parser: argparse.ArgumentParser, argv: list[str] | None) -> MeraConfig:
+    """The settings ``argv`` asks for, or a usage error (``parser.error``, exit 2) before anything is done: a value
+    out of range, no ``--out``, no endpoint and model where one is needed, a ``--k`` above ``--n``."""
     args = parser.parse_args(argv)
     try:
         config = config_from_args(args)
@@ -396,17 +399,28 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(err))
     if not config.out:
         parser.error(f"{config.task} needs --out (or `out:` in --config)")
+    if _needs_endpoint(config) and not (config.endpoint and config.model):
+        parser.error(f"{config.task} needs --endpoint and --model (or --self-check for ruhumaneval)")
+    if config.task == "ruhumaneval" and not config.self_check and any(not 1 <= k <= config.n for k in config.k):
+        parser.error(f"every --k must be between 1 and --n ({config.n}); got {config.k}")
+    return config
+
+
+def _needs_endpoint(config: MeraConfig) -> bool:
+    return not (config.task == "ruhumaneval" and config.self_check)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``judge-eval mera ...``; returns the process exit code."""
+    parser = build_parser()
+    config = checked_config(parser, argv)
     from judge.plumbing.console_logging import configure_logging
 
     try:
         configure_logging(config.log_level)  # HTTP request lines at debug only (judge.plumbing.console_logging)
     except ValueError as err:
         parser.error(str(err))
-    needs_endpoint = not (config.task == "ruhumaneval" and config.self_check)
-    if needs_endpoint and not (config.endpoint and config.model):
-        parser.error(f"{config.task} needs --endpoint and --model (or --self-check for ruhumaneval)")
-    if config.task == "ruhumaneval" and not config.self_check and any(not 1 <= k <= config.n for k in config.k):
-        parser.error(f"every --k must be between 1 and --n ({config.n}); got {config.k}")
+    needs_endpoint = _needs_endpoint(config)
 
     from eval.mera.progress import ResumeMismatch
     from eval.mera.sandbox import SandboxUnavailable

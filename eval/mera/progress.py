@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from judge.plumbing.atomic_write import write_atomically
+from judge.plumbing.journal import json_utf8
 from judge.plumbing.run_folder import RUN_KEY_FILE, ResumeMismatch, claim_run_folder
 
 __all__ = ["RUN_KEY_FILE", "ResumeMismatch", "claim_run_folder", "sha256_of", "write_json", "write_run_record"]
@@ -26,8 +27,8 @@ def sha256_of(path: Path) -> str:
 
 def write_json(path: Path, obj: Any) -> None:
     """``obj`` as indented JSON, replacing ``path`` whole (``judge.plumbing.atomic_write``): a kill mid-write leaves
-    the earlier run's file, never a cut one."""
-    write_atomically(path, (json.dumps(obj, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
+    the earlier run's file, never a cut one; a lone surrogate is written as its escape (``journal.json_utf8``)."""
+    write_atomically(path, json_utf8(json.dumps(obj, ensure_ascii=False, indent=2) + "\n"))
 
 
 def write_run_record(out: Path, config: Any, data: Any, **extra: Any) -> None:

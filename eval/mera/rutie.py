@@ -74,7 +74,7 @@ Metrics (``rutie_metrics``): the headline ``accuracy`` is correct answers over *
 answer counting as wrong (card "Metrics": "Accuracy ..., the average for the dialogue"; the harness scores its
 fallback ``-1`` as wrong). ``accuracy_parsed`` (over parsed answers) and ``n_unparsed`` stand beside it.
 
-Why one module of ~750 lines: it follows the task from its rows to its metric in the harness's order (rows,
+Why one module of ~820 lines: it follows the task from its rows to its metric in the harness's order (rows,
 context, prompt, reply, the answer fed back into the next question's context, accuracy), and each step is used by
 this task alone.
 """
@@ -151,11 +151,19 @@ class Answer:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _as_list(value: Any) -> tuple[str, ...]:
+def _as_list(value: Any, where: str, dotted: str) -> tuple[str, ...]:
+    """A label field (``meta.category``, ``meta.turing_imitation``): a list, or one string; absent is none.
+
+    Raises:
+        DataError: any other value, naming the row and the field (an int would otherwise fail to iterate, and a dict
+            would be read as its keys).
+    """
     if value is None:
         return ()
     if isinstance(value, str):
         return (value,)
+    if not isinstance(value, list):
+        raise DataError(f"{where}: field {dotted!r} should be a list or a string, got {type(value).__name__}")
     return tuple(str(v) for v in value)
 
 
@@ -201,9 +209,9 @@ def parse_rutie_row(row: Mapping[str, Any], line_no: int = 0) -> RutieItem:
         choice1=str(need(inputs, "choice1", "inputs.choice1", (str, int, float))),
         choice2=str(need(inputs, "choice2", "inputs.choice2", (str, int, float))),
         gold=gold,
-        category=_as_list(meta.get("category")),
+        category=_as_list(meta.get("category"), where, "meta.category"),
         use_context=bool(use_context),
-        turing_imitation=_as_list(meta.get("turing_imitation")),
+        turing_imitation=_as_list(meta.get("turing_imitation"), where, "meta.turing_imitation"),
     )
     return item
 

@@ -38,7 +38,7 @@ inside). This protects the machine, not the score, against a model that is adver
 
 Without bubblewrap the same code runs with layers 2-6 only; a loud warning says so.
 
-Why one module of ~770 lines: it is one security boundary, and each layer above is written against the others'
+Why one module of ~840 lines: it is one security boundary, and each layer above is written against the others'
 weaknesses (the filter bubblewrap loads, the identity the namespaces map, the limits the run loop enforces); a
 reviewer reads it whole. Only the child's side, which runs inside, is apart (``sandbox_child.py``).
 """
@@ -90,9 +90,22 @@ _MAX_CHANNEL_BYTES = 32 << 20  # a sample that floods the result pipe past this 
 #: room. Past that the sample is writing to the channel itself; and the byte cap alone would let it send ten million
 #: ``{}`` lines, each kept by the supervisor as a dict (hundreds of MiB of its memory per sample).
 _EXTRA_EVENTS = 8
+#: Characters of each test's ``str()`` result an ``ExecResult`` keeps (and executions.jsonl stores), after the whole
+#: result (up to ``Limits.max_output_chars``) has been compared: enough to read what a wrong answer was, while a run's
+#: results stay small in memory and on disk (``output_chars`` says how long each one was).
+STORED_OUTPUT_CHARS = 1000
+#: Bytes of one result-pipe line beyond the longest event the child writes: its JSON escapes a character in at most
+#: 12 bytes (a character outside the BMP is a surrogate pair, ``\ud83d\ude00``), so an event is at most
+#: ``12 x max_output_chars`` plus its other fields (an exception's message, cut to 500 characters, and its type's name).
+_LINE_SLACK_BYTES = 64 << 10
 #: Longest text of a job's test inputs (``tests_as_literal``), characters: far above a code task's test inputs, so
 #: that a malformed data file cannot make the parsing in the parent or in the child unbounded work.
 MAX_TESTS_CHARS = 1 << 20
+
+
+def _max_line_bytes(limits: Limits) -> int:
+    """The longest line the result pipe may carry: the longest event the child writes (``_LINE_SLACK_BYTES``)."""
+    return 12 * limits.max_output_chars + _LINE_SLACK_BYTES
 
 
 class SandboxUnavailable(RuntimeError):
@@ -142,7 +155,8 @@ class Limits:
         fsize_mb: Largest file the sample may write (RLIMIT_FSIZE), MiB.
         nofile: Open files (RLIMIT_NOFILE).
         tmpfs_mb: Size of each of the two writable tmpfs under bubblewrap, ``/sandbox`` and ``/dev``, MiB.
-        max_output_chars: ``str()`` of a result is cut to this many characters (and then fails to match).
+        max_output_chars: ``str()`` of a result is cut to this many characters inside (and then fails to match);
+            what is compared is this, what is kept afterwards only its first ``STORED_OUTPUT_CHARS``.
     """
 
     timeout_s: float = 3.0
@@ -196,7 +210,10 @@ class ExecResult:
     Attributes:
         status: One of ``STATUSES``.
         detail: A short human-readable reason (empty when passed).
-        outputs: kwargs mode: ``str()`` of each result as reported (``None`` where the call failed or never ran).
+        outputs: kwargs mode: the first ``STORED_OUTPUT_CHARS`` characters of ``str()`` of each result as reported
+            (``None`` where the call failed or never ran); the verdict was reached on the whole of it.
+        output_chars: kwargs mode: the length of each of those results, in characters (``None`` as in ``outputs``);
+            one above ``STORED_OUTPUT_CHARS`` says its output was cut.
         duration_s: Wall seconds, sandbox start-up included.
         stopped_by: Why the supervisor stopped reading: ``""`` (the sample finished or exited), ``"deadline"``
             (the sample's fixed deadline passed), ``"startup"`` (not ready within ``startup_s``) or
@@ -211,13 +228,14 @@ class ExecResult:
     duration_s: float = 0.0
     stopped_by: str = ""
     n_events: int = 0
+    output_chars: tuple[int | None, ...] = ()
 
     @property
     def passed(self) -> bool:
         return self.status == PASSED
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self) | {"outputs": list(self.outputs)}
+        return dataclasses.asdict(self) | {"outputs": list(self.outputs), "output_chars": list(self.output_chars)}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -235,8 +253,11 @@ def outcome_of(
     *,
     timed_out: bool = False,
     channel_error: str | None = None,
-) -> tuple[str, str, tuple[str | None, ...]]:
+) -> tuple[str, str, tuple[str | None, ...], tuple[int | None, ...]]:
     """Turn the child's events into a status; the first failing step decides.
+
+    Only ``test`` events whose ``i`` is an int naming one of the job's tests count (the sample can write to the
+    channel: any other is ignored). Outputs are compared whole, then cut to ``STORED_OUTPUT_CHARS``.
 
     Args:
         events: Parsed JSON events in arrival order.
@@ -245,8 +266,36 @@ def outcome_of(
         channel_error: The result channel was unusable (not JSON, too large); the sample fails as a runtime error.
 
     Returns:
-        ``(status, detail, outputs)``.
+        ``(status, detail, outputs, output_chars)``, the last two as in ``ExecResult``.
     """
+    by_index = _test_events(events, len(job.tests or ()))
+    status, detail, outputs = _verdict(events, by_index, job, timed_out=timed_out, channel_error=channel_error)
+    chars = tuple(None if out is None else _whole_length(by_index[i], out) for i, out in enumerate(outputs))
+    return status, detail, tuple(None if out is None else out[:STORED_OUTPUT_CHARS] for out in outputs), chars
+
+
+def _test_events(events: Sequence[dict[str, Any]], n_tests: int) -> dict[int, dict[str, Any]]:
+    """The last ``test`` event of each test; one whose ``i`` is no int in range is ignored (``type(...) is int``: not
+    a bool, which would stand for test 1, nor a list, which is unhashable, nor a float)."""
+    return {ev["i"]: ev for ev in events
+            if ev.get("ev") == "test" and type(ev.get("i")) is int and 0 <= ev["i"] < n_tests}  # fmt: skip
+
+
+def _whole_length(event: dict[str, Any], out: str) -> int:
+    """Characters of a result's whole ``str()``: the child's count where it cut the output at ``max_output_chars``."""
+    said = event.get("chars")
+    return said if event.get("truncated") is True and type(said) is int and said > len(out) else len(out)
+
+
+def _verdict(
+    events: Sequence[dict[str, Any]],
+    by_index: dict[int, dict[str, Any]],
+    job: ExecJob,
+    *,
+    timed_out: bool,
+    channel_error: str | None,
+) -> tuple[str, str, tuple[str | None, ...]]:
+    """``outcome_of`` before its outputs are cut: the verdict and each whole output."""
     outputs: list[str | None] = [None] * len(job.tests or ())
     if channel_error is not None:
         return RUNTIME, f"result channel: {channel_error}", tuple(outputs)
@@ -269,9 +318,8 @@ def outcome_of(
         kind = WRONG_ANSWER if verdict.get("kind") == WRONG_ANSWER else RUNTIME
         return kind, _short(f"{verdict.get('exc')}: {verdict.get('msg')}"), ()
 
-    by_index = {ev.get("i"): ev for ev in events if ev.get("ev") == "test"}
     for i, ev in by_index.items():
-        if isinstance(i, int) and 0 <= i < len(outputs) and ev.get("ok") is True and isinstance(ev.get("out"), str):
+        if ev.get("ok") is True and isinstance(ev.get("out"), str):
             outputs[i] = ev["out"]
     for i, want in enumerate(job.expected or ()):
         ev = by_index.get(i)
@@ -717,12 +765,18 @@ class Sandbox:
                 _stop(proc, grace_s=2.0 if stopped_by == "" else 0.0)
                 proc.stdout.close()
             timed_out = stopped_by in ("deadline", "startup")
-            status, detail, outputs = outcome_of(events, job, timed_out=timed_out, channel_error=channel_error)
+            try:
+                status, detail, outputs, chars = outcome_of(events, job, timed_out=timed_out,
+                                                            channel_error=channel_error)  # fmt: skip
+            except Exception as err:  # noqa: BLE001 - events the sample wrote fail that sample, never the run
+                logger.warning("a sample's events could not be read; it fails as a runtime error", exc_info=True)
+                status, detail = RUNTIME, _short(f"result channel: unreadable events: {type(err).__name__}: {err}")
+                outputs = chars = (None,) * len(job.tests or ())
             if status == SANDBOX_ERROR:
                 stderr_file.seek(0)
                 tail = stderr_file.read()[-2000:].decode("utf-8", "replace").strip()
                 detail = f"{detail} (exit {proc.returncode}): {tail}"
-        return ExecResult(status, detail, outputs, time.monotonic() - started, stopped_by, len(events))
+        return ExecResult(status, detail, outputs, time.monotonic() - started, stopped_by, len(events), chars)
 
     def _read_events(
         self, proc: subprocess.Popen, events: list[dict[str, Any]], n_steps: int
@@ -733,7 +787,9 @@ class Sandbox:
         the trusted child before the sample is compiled), then ``timeout_s x n_steps`` from that moment. The
         sample shares the child's process and can write to the pipe, so nothing it writes moves either one; and
         what it writes is bounded twice, in bytes (``_MAX_CHANNEL_BYTES``) and in events (``n_steps +
-        _EXTRA_EVENTS``): past either, reading stops and the sample fails (a runtime error of the sample).
+        _EXTRA_EVENTS``): past either, reading stops and the sample fails (a runtime error of the sample). So does a
+        line longer than the longest event (``_max_line_bytes``), or one ``json.loads`` cannot read (not JSON, or
+        nested too deep: a ``RecursionError``).
 
         Returns:
             ``(stopped_by, channel_error)``; ``stopped_by`` as ``ExecResult.stopped_by``.
@@ -742,6 +798,7 @@ class Sandbox:
         buffer = b""
         total = 0
         max_events = n_steps + _EXTRA_EVENTS
+        max_line = _max_line_bytes(self.limits)
         deadline, stopped_by = time.monotonic() + self.limits.startup_s, "startup"
         with selectors.DefaultSelector() as selector:
             selector.register(fd, selectors.EVENT_READ)
@@ -759,11 +816,16 @@ class Sandbox:
                     return "channel", f"more than {_MAX_CHANNEL_BYTES} bytes"
                 buffer += chunk
                 *lines, buffer = buffer.split(b"\n")
+                for line in [*lines, buffer]:
+                    if len(line) > max_line:
+                        return "channel", f"a line of more than {max_line} bytes: {line[:80]!r}"
                 for line in lines:
                     try:
                         event = json.loads(line)
                     except ValueError:
                         return "channel", f"not JSON: {line[:80]!r}"
+                    except RecursionError:
+                        return "channel", f"JSON nested too deep to read: {line[:80]!r}"
                     if not isinstance(event, dict):
                         return "channel", f"not an object: {line[:80]!r}"
                     if len(events) >= max_events:

@@ -9,7 +9,9 @@ before the untrusted code runs; fds 0/1/2 then point at /dev/null so prints cann
 
     {"ev": "ready"}                                    interpreter up, limits set, about to compile
     {"ev": "error", "kind": "syntax", ...}             the program does not compile; nothing else follows
-    {"ev": "test", "i": 0, "ok": true, "out": "..."}   kwargs mode: str() of the i-th call's result
+    {"ev": "test", "i": 0, "ok": true, "out": "...", "chars": 3}
+                                                       kwargs mode: str() of the i-th call's result and its length
+                                                       (past max_output_chars "out" is cut, with "truncated": true)
     {"ev": "test", "i": 1, "ok": false, "kind": "runtime", "exc": "ZeroDivisionError", "msg": "..."}
     {"ev": "check", "ok": true}                        check mode: HumanEval's check(candidate) returned
     {"ev": "done"}
@@ -155,7 +157,7 @@ def main():
             exec(code, namespace)
             result = namespace[entry_point](**kwargs)
             out = str(result)
-            event = {"ev": "test", "i": i, "ok": True, "out": out[:max_chars]}
+            event = {"ev": "test", "i": i, "ok": True, "out": out[:max_chars], "chars": len(out)}
             if len(out) > max_chars:
                 event["truncated"] = True
         except BaseException as exc:  # noqa: BLE001

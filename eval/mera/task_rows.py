@@ -2,7 +2,7 @@
 
 ruHumanEval (``humaneval.load_tasks``) and ruTiE (``rutie.load_dialogues``) read their rows here. A task file is
 input, unlike the journals a run writes (``judge.plumbing.journal``): a last line without its newline is a whole row, blank
-lines are skipped, and any other line that is not JSON is an error naming the file and the row.
+lines are skipped, and any other line that is not JSON (or not UTF-8) is an error naming the file and the row.
 """
 
 from __future__ import annotations
@@ -26,12 +26,17 @@ def iter_task_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
     """``(line number, parsed JSON)`` of each non-blank line of ``path`` (gzip-compressed when it ends in ``.gz``).
 
     Raises:
-        DataError: ``{path}: row {n}: not JSON: ...``.
+        DataError: ``{path}: row {n}: not JSON: ...`` or ``{path}: row {n}: not UTF-8: ...``.
     """
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        for line_no, line in enumerate(f, start=1):
+    # Bytes, decoded row by row: a text-mode file decodes as it is iterated, where an error could name no row.
+    with opener(path, "rb") as f:
+        for line_no, raw in enumerate(f, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise DataError(f"{path}: row {line_no}: not UTF-8: {err}") from None
             if not line.strip():
                 continue
             try:

@@ -34,9 +34,8 @@ from typing import Any
 from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.json_reading import unreadable_json
 
-__all__ = ["JournalContents", "JournalError", "JournalWriter", "iter_journal", "log_torn_tail", "read_journal",
-           "read_jsonl", "open_journal",
-           "rewrite_journal"]
+__all__ = ["JournalContents", "JournalError", "JournalWriter", "iter_journal", "json_utf8", "log_torn_tail",
+           "read_journal", "read_jsonl", "open_journal", "rewrite_journal"]
 
 log = logging.getLogger("judge.plumbing.journal")
 
@@ -157,13 +156,23 @@ def rewrite_journal(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> None
 
     def write(handle: Any) -> None:
         for row in rows:
-            handle.write(_line(row).encode("utf-8"))
+            handle.write(_line(row))
 
     write_atomically(path, write)
 
 
-def _line(row: Mapping[str, Any]) -> str:
-    return json.dumps(row, ensure_ascii=False) + "\n"
+def json_utf8(text: str) -> bytes:
+    """JSON text (``json.dumps(..., ensure_ascii=False)``) as UTF-8, its non-ASCII characters as they are.
+
+    A lone surrogate (``"\\ud800"``: what a JSON ``\\ud800`` escape decodes to, or a sample's ``str()`` result) has no
+    UTF-8 form, and ``.encode("utf-8")`` would raise after the work was done. In JSON text it can stand only inside a
+    string, so it is written as its escape, ``\\ud800``: the file stays UTF-8 JSON and reads back as the same string.
+    """
+    return text.encode("utf-8", "backslashreplace")
+
+
+def _line(row: Mapping[str, Any]) -> bytes:
+    return json_utf8(json.dumps(row, ensure_ascii=False) + "\n")
 
 
 class JournalWriter:
@@ -187,7 +196,7 @@ class JournalWriter:
 
     def append(self, *rows: Mapping[str, Any]) -> None:
         """Append rows (one write, one fsync), after cutting a torn last line."""
-        data = "".join(_line(row) for row in rows).encode("utf-8")
+        data = b"".join(_line(row) for row in rows)
         with self._lock, self.path.open("a+b") as handle:
             if _end_cleanly(handle, self.path) == "cut":
                 self.torn_tails += 1

@@ -195,3 +195,17 @@ def test_valid_json_that_json_loads_cannot_hold_is_named_with_its_line(tmp_path,
     with pytest.raises(JournalError) as caught:
         read_journal(path)
     assert str(caught.value).startswith(f"{path}:2: {said}")
+
+
+def test_a_lone_surrogate_is_written_as_its_escape_and_reads_back_the_same(tmp_path):
+    """An endpoint's JSON "\\ud800" decodes to a lone surrogate, which UTF-8 cannot carry: the writer and the rewrite
+    store it as the JSON escape \\ud800 (the line stays UTF-8 JSON, other text is written as it is) and the journal
+    reads back the same string."""
+    row = {"prediction": "Ответ: \ud800 и \udcff", "n": 1}
+    path = tmp_path / "j.jsonl"
+    JournalWriter(path).append(row)
+    expected = '{"prediction": "Ответ: \\ud800 и \\udcff", "n": 1}\n'.encode("utf-8")
+    assert path.read_bytes() == expected
+    assert read_jsonl(path) == [row]
+    rewrite_journal(tmp_path / "r.jsonl", [row])
+    assert (tmp_path / "r.jsonl").read_bytes() == expected

@@ -613,6 +613,24 @@ def test_ruhumaneval_self_check_needs_no_endpoint(tmp_path, sandbox_user):
     assert metrics["pass@k_omitted"] == {}  # pass@5 and pass@10 need more than the self-check's one sample
 
 
+def test_a_lone_surrogate_in_a_result_is_written_not_the_end_of_the_run(tmp_path, sandbox_user):
+    """A sample returning '\\ud800' (a lone surrogate, which UTF-8 cannot carry) is a wrong answer like any other:
+    executions.jsonl stores it as the JSON escape \\ud800 (the file stays UTF-8 JSON and reads back the same) and
+    metrics.json is written, where the run used to end with a UnicodeEncodeError after every sample had run."""
+    row = {**MERA_ROW, "meta": {**MERA_ROW["meta"], "canonical_solution": "    return '\\ud800' + 'я'\n"}}
+    path = tmp_path / "surrogate.jsonl"
+    path.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    out = tmp_path / "run"
+    assert cli.main(["ruhumaneval", "--self-check", "--data", str(path), "--out", str(out)]) == 0
+    raw = (out / "executions.jsonl").read_bytes()
+    assert '"outputs": ["\\ud800я", "\\ud800я"]'.encode("utf-8") in raw
+    (execution,) = [json.loads(line) for line in raw.decode("utf-8").splitlines()]
+    assert (execution["status"], execution["outputs"], execution["output_chars"]) == (
+        WRONG_ANSWER, ["\ud800я", "\ud800я"], [2, 2])
+    assert execution["detail"] == "test 0: expected '3', got '\\ud800я'"
+    assert json.loads((out / "metrics.json").read_text(encoding="utf-8"))["pass@k"] == {"pass@1": 0.0}
+
+
 @pytest.mark.parametrize("argv", [["--help"], ["ruhumaneval", "--help"]])
 def test_help_runs(argv):
     """--help exits 0 for the group and the subcommand."""

@@ -354,6 +354,9 @@ def test_parse_rutie_row_reads_the_documented_format():
         (_with("meta.question_id", "first"), "'meta.question_id' is not an integer"),
         (_with("meta.dialog_id", KeyError), "field 'meta.dialog_id' is missing"),
         (_with("instruction", "{context} {question} {context}"), "{context} more than once"),
+        (_with("meta.category", 3), "field 'meta.category' should be a list or a string, got int"),
+        (_with("meta.turing_imitation", {"facts": 1}),
+         "field 'meta.turing_imitation' should be a list or a string, got dict"),
     ],
 )
 def test_parse_rutie_row_rejects_bad_rows_naming_row_and_field(row, message):
@@ -361,6 +364,21 @@ def test_parse_rutie_row_rejects_bad_rows_naming_row_and_field(row, message):
     with pytest.raises(DataError, match="row 7") as err:
         parse_rutie_row(row, 7)
     assert message in str(err.value)
+
+
+def test_a_label_field_is_a_list_or_one_string():
+    """meta.category and meta.turing_imitation: a list, one string, or absent (no label)."""
+    item = parse_rutie_row(with_field(_with("meta.category", "memory"), "meta.turing_imitation", KeyError), 1)
+    assert (item.category, item.turing_imitation) == (("memory",), ())
+
+
+def test_a_label_field_of_another_type_is_refused_naming_the_file_and_row(tmp_path):
+    """A category that is an int is refused while the data is read, naming the file, the row and the field."""
+    path = tmp_path / "d.jsonl"
+    path.write_text(json.dumps(GOOD_ROW) + "\n" + json.dumps(_with("meta.category", 3)) + "\n", encoding="utf-8")
+    with pytest.raises(DataError) as err:
+        load_dialogues(path)
+    assert str(err.value) == f"{path}: row 2: field 'meta.category' should be a list or a string, got int"
 
 
 def test_a_closed_test_file_is_refused_naming_the_file(tmp_path, caplog):

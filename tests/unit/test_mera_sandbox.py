@@ -9,9 +9,14 @@ The tests of this subject that start heavy components are in tests/integration/m
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
+import os
 import sys
+import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -90,6 +95,71 @@ def test_outcome_of_check_mode():
         assert outcome_of(events, CHECK, **kwargs)[0] == status, events
 
 
+def test_outcome_of_ignores_test_events_whose_index_is_not_an_int_in_range():
+    """The sample can write to its channel: a "test" event whose "i" is a list (unhashable), a bool (True would stand
+    for test 1), a float, a string or out of range is ignored, never a crash of the supervisor."""
+    t0 = {"ev": "test", "i": 0, "ok": True, "out": "1"}
+    t1 = {"ev": "test", "i": 1, "ok": True, "out": "2"}
+    forged = [{"ev": "test", "i": i, "ok": True, "out": "2"} for i in ([1], {"i": 1}, True, 1.0, "1", 2, -1)]
+    assert outcome_of([READY, *forged, t0, t1], KW) == (PASSED, "", ("1", "2"), (1, 1))
+    assert outcome_of([READY, t0, *forged], KW) == (RUNTIME, "the process exited before test 1 finished", ("1", None),
+                                                    (1, None))  # fmt: skip
+
+
+def test_outputs_are_compared_whole_and_kept_as_a_prefix_with_their_length():
+    """A long result is compared whole, then only its first STORED_OUTPUT_CHARS characters are kept, with its length;
+    the length the child counted is kept where it cut the output (max_output_chars), and only there."""
+    assert sandbox_mod.STORED_OUTPUT_CHARS == 1000
+    long = ExecJob(program="", entry_point="f", tests=[{}, {}], expected=["я" * 5000, "x" * 10])
+    whole = {"ev": "test", "i": 0, "ok": True, "out": "я" * 5000, "chars": 5000}
+    assert outcome_of([READY, whole, {"ev": "test", "i": 1, "ok": True, "out": "x" * 10, "chars": 7}], long) == (
+        PASSED, "", ("я" * 1000, "x" * 10), (5000, 10))  # a count the child did not need to give is not taken
+    cut = {"ev": "test", "i": 1, "ok": True, "out": "x" * 10, "chars": 10**6, "truncated": True}
+    assert outcome_of([READY, whole, cut], long) == (
+        WRONG_ANSWER, f"test 1: expected {'x' * 10!r}, got {'x' * 10!r}", ("я" * 1000, "x" * 10), (5000, 10**6))
+    wrong = {"ev": "test", "i": 0, "ok": True, "out": "я" * 4999 + "ю", "chars": 5000}
+    status, detail, outputs, chars = outcome_of([READY, wrong, cut], long)
+    assert (status, outputs, chars) == (WRONG_ANSWER, ("я" * 1000, "x" * 10), (5000, 10**6))
+    assert detail == f"test 0: expected {'я' * 5000!r}, got {'я' * 4999 + 'ю'!r}"[:117] + "..."
+
+
+def read_channel(data: bytes, limits: Limits = LIMITS, n_steps: int = 1) -> tuple[tuple[str, str | None], list]:
+    """``Sandbox._read_events`` over a pipe carrying ``data`` (written by a thread, then closed)."""
+    read_end, write_end = os.pipe()
+
+    def write() -> None:
+        with os.fdopen(write_end, "wb") as pipe, contextlib.suppress(BrokenPipeError):
+            pipe.write(data)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    proc = SimpleNamespace(stdout=os.fdopen(read_end, "rb"))
+    events: list = []
+    try:
+        got = Sandbox._read_events(SimpleNamespace(limits=limits), proc, events, n_steps)
+    finally:
+        proc.stdout.close()  # a writer still blocked on a full pipe gets EPIPE
+        writer.join()
+    return got, events
+
+
+def test_a_line_nested_too_deep_or_too_long_fails_the_sample_not_the_supervisor():
+    """Valid JSON nested deeper than json.loads can read raises RecursionError (no ValueError): a channel error of
+    the sample. A line longer than any event the child writes is refused before it is parsed, ended or not."""
+    deep = b"[" * 100_000 + b"]" * 100_000
+    got, events = read_channel(b'{"ev": "ready"}\n' + deep + b"\n")
+    assert (got, events) == (("channel", f"JSON nested too deep to read: {deep[:80]!r}"), [READY])
+    small = Limits(max_output_chars=10)
+    most = 12 * 10 + (64 << 10)
+    assert sandbox_mod._max_line_bytes(small) == most == 65656
+    for data in (b"x" * 70_000, b'{"ev": "ready"}\n' + b"x" * 70_000 + b"\n"):
+        got, _ = read_channel(data, small)
+        assert got == ("channel", f"a line of more than {most} bytes: {b'x' * 80!r}"), data[:20]
+    event = {"ev": "test", "i": 0, "ok": True, "out": "\U0001f600" * 10, "chars": 10, "exc": "E" * 6000}
+    line = json.dumps(event).encode()  # the child's ensure_ascii JSON: 12 bytes a character outside the BMP
+    assert read_channel(line + b"\n", small) == (("", None), [event])
+
+
 def test_exec_job_needs_one_mode():
     """A job is either kwargs tests with one expected string each, or a check function."""
     with pytest.raises(ValueError):
@@ -152,6 +222,50 @@ def test_fake_events_on_the_result_pipe_do_not_extend_the_deadline(tight_sandbox
     """A sleeping sample that writes fake events to its result pipe is stopped by the sample's fixed deadline."""
     result = run_f(tight_sandbox, FORGED_EVENTS)
     assert (result.status, result.stopped_by, result.outputs) == (TIMEOUT, "deadline", (None,)), result
+
+
+#: Writes ``LINE`` (a template) to every pipe it holds, the result channel among them, then returns 'ok'.
+WRITES_A_LINE = FIND_PIPES + (
+    "def f():\n"
+    "    for fd in pipes():\n"
+    "        os.write(fd, LINE + b'\\n')\n"
+    "    return 'ok'\n"
+)
+
+
+def test_hostile_events_fail_their_sample_or_are_ignored_never_ending_the_run(sandbox_user, monkeypatch):
+    """Through a real sample: a forged "test" event indexed by a list is ignored (the sample's own result decides),
+    a line nested too deep to read fails the sample as a runtime error, and any other exception while its events
+    are read (here a RecursionError from the verdict) fails that sample as a runtime error, not a sandbox error
+    (which pass@k leaves out of n): none reaches the caller."""
+    sandbox = Sandbox(LIMITS, isolation="none")
+    forged = run_f(sandbox, "LINE = b'{\"ev\": \"test\", \"i\": [0], \"ok\": true, \"out\": \"ok\"}'\n" + WRITES_A_LINE)
+    assert (forged.status, forged.detail, forged.outputs, forged.output_chars) == (PASSED, "", ("ok",), (2,)), forged
+    assert forged.n_events == 4  # ready, the forged event, the sample's own, done: the forged one was read
+    deep = run_f(sandbox, "LINE = b'[' * 200000 + b']' * 200000\n" + WRITES_A_LINE)
+    assert (deep.status, deep.stopped_by, deep.outputs) == (RUNTIME, "channel", (None,)), deep
+    assert deep.detail == f"result channel: JSON nested too deep to read: {b'[' * 80!r}"
+
+    def unreadable(*args, **kwargs):
+        raise RecursionError("too deep")
+
+    monkeypatch.setattr(sandbox_mod, "outcome_of", unreadable)
+    failed = run_f(sandbox, "def f():\n    return 'ok'\n")
+    assert (failed.status, failed.detail, failed.outputs, failed.output_chars) == (
+        RUNTIME, "result channel: unreadable events: RecursionError: too deep", (None,), (None,))
+
+
+def test_long_outputs_are_kept_as_a_prefix_and_their_length(sandbox_user):
+    """A result of a million characters, ten times: each is kept as its first 1,000 characters and its length (the
+    child's count: it sends max_output_chars), so the record executions.jsonl stores is ~20 KB, not ~2 MB."""
+    sandbox = Sandbox(LIMITS, isolation="none")
+    job = ExecJob(program="def f(x):\n    return 'я' * 10**6\n", entry_point="f", tests=[{"x": i} for i in range(10)],
+                  expected=["1"] * 10)  # fmt: skip
+    result = sandbox.run(job)
+    assert (result.status, result.outputs, result.output_chars) == (WRONG_ANSWER, ("я" * 1000,) * 10, (10**6,) * 10)
+    assert result.detail == f"test 0: expected '1', got {'я' * 1000!r}"[:117] + "..."
+    record = result.to_json()
+    assert (record["outputs"], record["output_chars"]) == (["я" * 1000] * 10, [10**6] * 10)
 
 
 def test_dev_is_a_tmpfs_of_tmpfs_mb(tight_sandbox):

@@ -29,3 +29,16 @@ def test_a_line_that_is_not_json_names_the_file_and_row(tmp_path):
     with pytest.raises(DataError, match=rf"{path}: row 2: not JSON"):
         list(iter_task_rows(path))
     assert humaneval.DataError is DataError and rutie.DataError is DataError
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".jsonl.gz"])
+def test_a_line_that_is_not_utf8_names_the_file_and_row(tmp_path, suffix):
+    """A row that is not UTF-8 (here Latin-1's 'é') is a DataError naming the file and its row, numbered from 1
+    with blank lines counted, not a UnicodeDecodeError naming neither."""
+    data = '{"a": 1}\n\n{"a": "caf'.encode("utf-8") + b'\xe9"}\n'
+    path = tmp_path / f"task{suffix}"
+    path.write_bytes(gzip.compress(data) if suffix.endswith(".gz") else data)
+    with pytest.raises(DataError) as err:
+        list(iter_task_rows(path))
+    assert str(err.value) == (f"{path}: row 3: not UTF-8: 'utf-8' codec can't decode byte 0xe9 in position 10: "
+                              "invalid continuation byte")
