@@ -82,7 +82,10 @@ def iter_journal(path: str | Path, torn: list[bytes] | None = None, *, quiet: bo
     with path.open("rb") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.endswith(b"\n"):  # after the last newline: a whole row, a cut write, or only whitespace
-                row = _whole_row(line)
+                try:
+                    row = _whole_row(line)
+                except _RepeatedKey as err:
+                    raise JournalError(f"{path}:{number}: field {err.key!r} is given twice in the row") from None
                 if row is not None:
                     yield row
                 elif line.strip():
@@ -94,7 +97,9 @@ def iter_journal(path: str | Path, torn: list[bytes] | None = None, *, quiet: bo
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = json.loads(line, object_pairs_hook=_object_without_repeats)
+            except _RepeatedKey as err:
+                raise JournalError(f"{path}:{number}: field {err.key!r} is given twice in the row") from None
             except UnicodeDecodeError as err:
                 raise JournalError(f"{path}:{number}: not a JSON line ({err}); only a last line without its newline "
                                    "is taken for a write cut by a kill") from err
@@ -106,6 +111,26 @@ def iter_journal(path: str | Path, torn: list[bytes] | None = None, *, quiet: bo
             if not isinstance(row, dict):
                 raise JournalError(f"{path}:{number}: a JSON {type(row).__name__}, not an object")
             yield row
+
+
+class _RepeatedKey(ValueError):
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _object_without_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object as a dict, refusing a key given twice: ``json.loads`` would keep the last silently, where
+    Arrow's reader of the same file (``eval.judging.predictions``) and the records' reader refuse it, so a file's
+    meaning would depend on which reader took it."""
+    row = dict(pairs)
+    if len(row) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _RepeatedKey(key)
+            seen.add(key)
+    return row
 
 
 def log_torn_tail(path: Path, line: bytes) -> None:
@@ -214,11 +239,16 @@ def _whole_row(data: bytes) -> dict[str, Any] | None:
 
     A cut can never leave a shorter whole object (an object's last byte is its closing brace), so a whole one is the
     row as it was written. The one rule for ``iter_journal`` and ``JournalWriter.append``.
+
+    Raises:
+        _RepeatedKey: a whole object that gives a key twice.
     """
     if not data.strip():
         return None
     try:
-        row = json.loads(data)
+        row = json.loads(data, object_pairs_hook=_object_without_repeats)
+    except _RepeatedKey:
+        raise  # whole, but no row: its reader says so
     except (ValueError, RecursionError):  # UnicodeDecodeError included; too deep to read is taken for a cut
         return None
     return row if isinstance(row, dict) else None
@@ -253,7 +283,11 @@ def _end_cleanly(handle: Any, path: Path, *, say: bool = True) -> str | None:
         end = begin
     handle.seek(start)
     tail = handle.read(size - start)
-    if _whole_row(tail) is not None:
+    try:
+        whole = _whole_row(tail) is not None
+    except _RepeatedKey:
+        whole = True  # a whole object, kept for iter_journal to refuse by name
+    if whole:
         # Every reader reads it as a row: kept, and ended, so the next row does not run into it.
         handle.seek(size)
         handle.write(b"\n")

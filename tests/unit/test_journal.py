@@ -209,3 +209,17 @@ def test_a_lone_surrogate_is_written_as_its_escape_and_reads_back_the_same(tmp_p
     assert read_jsonl(path) == [row]
     rewrite_journal(tmp_path / "r.jsonl", [row])
     assert (tmp_path / "r.jsonl").read_bytes() == expected
+
+
+@pytest.mark.parametrize("newline", [b"\n", b""], ids=["line", "last-line-without-newline"])
+def test_a_key_given_twice_is_refused_naming_the_line_and_field(tmp_path, newline):
+    """json.loads keeps the last of a repeated key silently; Arrow's reader of the same predictions file refuses it,
+    so a file read line by line (a stray CR sends score's reader there) gave another score than it would have.
+    Refused by name, on any line; a whole last row without its newline too, and an append keeps such a row (whole,
+    not a cut write) for the reader to refuse."""
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(b'{"id": "a", "score": 1.0}\n{"id": "b", "score": 1.0, "score": 2.0}' + newline)
+    with pytest.raises(JournalError, match=r"p\.jsonl:2: field 'score' is given twice in the row"):
+        read_journal(path)
+    JournalWriter(path).append({"id": "c"})
+    assert path.read_bytes().endswith(b'"score": 2.0}\n{"id": "c"}\n')
