@@ -469,7 +469,26 @@ def write_jsonl(records: Iterable[JudgeRecord], path: str | Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
 
     def write(handle: Any) -> None:
-        for record in records:
-            handle.write((json.dumps(record.to_dict(), ensure_ascii=False) + "\n").encode("utf-8"))
+        for number, record in enumerate(records):
+            row = record.to_dict()
+            try:  # strict JSON: no NaN token, which json.loads reads back but other tools refuse
+                line = json.dumps(row, ensure_ascii=False, allow_nan=False).encode("utf-8")
+            except (TypeError, ValueError):  # a Parquet date, duration or binary column, a NaN, a lone surrogate
+                raise _unwritable(record.origin or (str(path), number), row) from None
+            handle.write(line + b"\n")
 
     return write_atomically(path, write)
+
+
+def _unwritable(origin: tuple[str, int], row: dict[str, Any]) -> RecordError:
+    """The error of a row JSON (or UTF-8) cannot hold, naming its source, row and the first column at fault."""
+    for name, value in row.items():
+        try:
+            json.dumps([name, value], ensure_ascii=False, allow_nan=False).encode("utf-8")
+        except UnicodeEncodeError as err:  # (a ValueError too)
+            return RecordError(*origin, name, f"not UTF-8 text ({err.reason}: {err.object[err.start:err.end]!r})")
+        except ValueError:
+            return RecordError(*origin, name, "NaN or an infinity, which JSON has no number for")
+        except TypeError as err:
+            return RecordError(*origin, name, f"a value JSON cannot hold ({err})")
+    return RecordError(*origin, None, "a row JSON cannot hold")

@@ -21,6 +21,7 @@ import aiohttp
 from fastapi.responses import JSONResponse
 
 from serve.engine_client import EngineFailure, EngineUnavailable
+from serve.schema import clip_message
 
 __all__ = ["engine_error", "error_body", "error_response", "judgment_failed", "sanitized", "unknown_model_message",
            "relayed_stream"]
@@ -67,7 +68,8 @@ def error_response(status: int, message: str, kind: str | None = None, param: st
 def unknown_model_message(model: str, names: Sequence[str]) -> str:
     """The message of the 404 for a model name judge-serve does not serve, naming every name it answers to."""
     served = " or ".join(f"`{name}`" for name in names)
-    return f"model: the model `{model}` does not exist; this server serves {served}"
+    # The name is the client's, of any length: echoed clipped.
+    return f"model: the model `{clip_message(model)}` does not exist; this server serves {served}"
 
 
 def _engine_detail(detail: Any, raw: bytes) -> tuple[str, Any, Any]:

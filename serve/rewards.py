@@ -74,7 +74,8 @@ from serve.connections import unless_disconnected
 from serve.engine_client import EngineFailure, EngineUnavailable
 from serve.errors import judgment_failed
 from serve.jobs import check_criteria
-from serve.schema import JudgeRequest, RequestError, check_bounds, decode_json_body, parse_judge_request, read_off_loop
+from serve.schema import (MAX_OBJECT_KEYS, JudgeRequest, RequestError, check_bounds, clip_message,
+                          decode_json_body, parse_judge_request, read_off_loop)
 
 __all__ = ["END_OF_TURN_MARKERS", "LABEL_FIELDS", "answer_of", "reward_rule_of", "reward_key_of", "RewardRoute",
            "install_reward_routes", "REWARD_JOURNAL", "SecretPathFilter"]
@@ -213,10 +214,18 @@ def _label(raw: Any, i: int) -> dict[str, Any]:
                                param=where) from None  # fmt: skip
     if not isinstance(raw, dict):
         raise RequestError(f"{where}: expected a JSON object with instruction and criteria", param=where)
+    if len(raw) > MAX_OBJECT_KEYS:  # counted first: a label of 400,000 keys is not sorted, nor echoed back
+        raise RequestError(f"{where}: an object of {len(raw)} fields; at most {MAX_OBJECT_KEYS}", param=where)
     unknown = sorted(set(raw) - set(LABEL_FIELDS))
     if unknown:
-        raise RequestError(f"{where}: unknown field(s) {unknown}; a label has {', '.join(LABEL_FIELDS)}", param=where)
+        more = f" and {len(unknown) - _UNKNOWN_SHOWN} more" if len(unknown) > _UNKNOWN_SHOWN else ""
+        raise RequestError(f"{where}: unknown field(s) {clip_message(str(unknown[:_UNKNOWN_SHOWN]))}{more}; a label has "
+                           f"{', '.join(LABEL_FIELDS)}", param=where)
     return raw
+
+
+#: Unknown label fields a 400 names (their names are the client's, of any number and length).
+_UNKNOWN_SHOWN = 5
 
 
 #: ``extra_logs``' keys, the same for every sample of every request (module docstring: OpenRLHF's batches).

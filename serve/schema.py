@@ -48,6 +48,7 @@ T = TypeVar("T", JudgeRequest, PairwiseRequest)
 
 __all__ = [
     "RequestError",
+    "clip_message",
     "decode_json_body",
     "read_off_loop",
     "OFF_LOOP_BYTES",
@@ -139,14 +140,14 @@ def _first_error(err: ValidationError, data: Any) -> RequestError:
     first = min(errors, key=rank)
     kind = first["type"]
     param = param_of(tuple(first["loc"]), data, kind == "missing")
-    param = _clip(param)  # an unknown field's name is the client's, of any length
+    param = clip_message(param)  # an unknown field's name is the client's, of any length
     if kind == "missing":
         message = f"{param}: required field is missing"
     elif kind == "extra_forbidden":
         message = f"{param}: unknown field"
     else:
         message = f"{param}: {first['msg']}"
-    return RequestError(_clip(message), param=param)
+    return RequestError(clip_message(message), param=param)
 
 
 #: Digits an integer in a body may have. Python refuses to convert more than 4300 (CVE-2020-10735) with a
@@ -277,7 +278,7 @@ def json_type_name(value: Any) -> str:
 MESSAGE_MAX_CHARS = 1000
 
 
-def _clip(message: str) -> str:
+def clip_message(message: str) -> str:
     """``message`` cut to ``MESSAGE_MAX_CHARS``: a 1 MB criterion name is not echoed back whole."""
     if len(message) <= MESSAGE_MAX_CHARS:
         return message
@@ -418,12 +419,12 @@ def resolve_criteria(item: JudgeItem, index: int, choice: TaskChoice | None = No
     try:
         task = task_path(item.task_type, item.task_subtype, item.task_subsubtype)
     except TaxonomyError as err:
-        raise RequestError(_clip(f"items[{index}].task_type: {err}"), param=f"items[{index}].task_type") from None
+        raise RequestError(clip_message(f"items[{index}].task_type: {err}"), param=f"items[{index}].task_type") from None
     if item.criteria is None:
         try:
             crits = taxonomy.criteria_for(*task)  # type: ignore[misc]
         except TaxonomyError as err:
-            raise RequestError(_clip(f"items[{index}].task_type: {err}"), param=f"items[{index}].task_type") from None
+            raise RequestError(clip_message(f"items[{index}].task_type: {err}"), param=f"items[{index}].task_type") from None
         return [ResolvedCriterion.of(c) for c in crits]
 
     resolved = []
@@ -432,7 +433,7 @@ def resolve_criteria(item: JudgeItem, index: int, choice: TaskChoice | None = No
             resolved.append(resolve_criterion(spec, task))
         except CriterionError as err:
             param = err.param(f"items[{index}].criteria[{j}]")
-            raise RequestError(_clip(f"{param}: {err}"), param=param) from None
+            raise RequestError(clip_message(f"{param}: {err}"), param=param) from None
     return resolved
 
 

@@ -150,8 +150,8 @@ def read_prediction_table(path: str | Path) -> pa.Table:
 
     Raises:
         ValueError: naming ``file: row N`` (rows counted from 1 without blank lines) and the field, for the first
-            row that is not a prediction row (``PredictionRow.from_json``'s checks), or ``file:line`` for a line
-            that is not a JSON object (``judge.plumbing.journal``'s wording).
+            row that is not a prediction row (``PredictionRow.from_json``'s checks) or holds a string that is not
+            UTF-8, or ``file:line`` for a line that is not a JSON object (``judge.plumbing.journal``'s wording).
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -191,6 +191,19 @@ def read_prediction_table(path: str | Path) -> pa.Table:
                              parse_options=options)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
         _raise_first_bad_row(path, err)
+    # Arrow's JSON reader does not check that a string (or a key) is UTF-8: a byte that is not would fail later, in
+    # to_pylist, with no file or row named. The full check costs ~6 ms on 160,000 rows.
+    try:
+        for field in table.schema:
+            _ = field.name, [child.name for child in field.type] if pa.types.is_struct(field.type) else ()
+    except UnicodeDecodeError:
+        _raise_first_bad_row(path, None)  # a key: the line reader names the line
+    try:
+        table.validate(full=True)
+    except pa.ArrowInvalid:
+        _raise_bad_text(path, table)
+    except UnicodeDecodeError:  # a key nested deeper
+        _raise_first_bad_row(path, None)
     unknown = set(table.column_names) - _FIELD_SET
     probs = table.column("score_probs") if "score_probs" in table.column_names else None
     if (unknown or table.column("id").null_count
@@ -229,6 +242,28 @@ def _raise_first_bad_row(path: Path, arrow_error: Exception | None) -> None:
     for _ in _iter_rows(path, quiet=True):
         pass
     raise ValueError(f"{path}: not a predictions file Arrow can read ({arrow_error})")
+
+
+def _raise_bad_text(path: Path, table: pa.Table) -> None:
+    """Raise naming the file, row and field of the first value that is not UTF-8 (rows counted as
+    ``read_prediction_table`` counts them); the line reader's error when no column can be blamed (a key)."""
+    import pyarrow as pa
+
+    for name in table.column_names:
+        column = table.column(name)
+        if not pa.types.is_string(column.type):
+            continue
+        try:
+            column.validate(full=True)
+        except pa.ArrowInvalid:
+            for row, value in enumerate(column.cast(pa.binary()).to_pylist(), start=1):
+                try:
+                    if value is not None:
+                        value.decode("utf-8")
+                except UnicodeDecodeError as err:
+                    raise ValueError(f"{path}: row {row}.{name}: not UTF-8 text ({err.reason} at byte "
+                                     f"{err.start}: {value[max(err.start - 20, 0):err.start + 1]!r})") from None
+    _raise_first_bad_row(path, None)
 
 
 @functools.cache

@@ -39,6 +39,14 @@ def _interval(value: Any) -> Interval:
     return _number(low), _number(high)
 
 
+def _text(value: Any) -> str:
+    """A string read from JSON as it is; anything else refused (a number as the judge's name failed far later,
+    in the report pages)."""
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {type(value).__name__}")
+    return value
+
+
 #: Readers that follow from a field's annotation: JSON's null is NaN in a number and in an interval's ends.
 NUMBER_READERS = {"float": _number, "float | None": _number, "Interval": _interval, "Interval | None": _interval}
 
@@ -334,7 +342,7 @@ class Metrics(_MetricsRecord):
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Metrics:
-        return _read(cls, data, settings=Settings.from_json,
+        return _read(cls, data, judge=_text, settings=Settings.from_json,
                      splits=lambda splits: {k: SplitMetrics.from_json(v) for k, v in splits.items()},
                      notes=Notes.from_json, pollux_official=PolluxOfficial.from_json, run=RunInfo.of,
                      validity=Validity.from_json)

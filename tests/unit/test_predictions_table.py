@@ -122,3 +122,32 @@ def test_an_empty_file_is_an_empty_table(tmp_path):
     path.write_text("\n", encoding="utf-8")
     table = read_prediction_table(path)
     assert table.num_rows == 0 and table.column_names == list(PREDICTION_FIELDS)
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("feedback", b"ok\xff", r"row 4.feedback: not UTF-8 text (invalid start byte at byte 2: b'ok\xff')"),
+    ("judge", b"J\xff", r"row 4.judge: not UTF-8 text (invalid start byte at byte 1: b'J\xff')"),
+    ("id", b"\xffx", r"row 4.id: not UTF-8 text (invalid start byte at byte 0: b'\xff')"),
+    ("error", b"\xc3(", r"row 4.error: not UTF-8 text (invalid continuation byte at byte 0: b'\xc3')"),
+])
+def test_a_value_that_is_not_utf8_is_named_by_file_row_and_field(tmp_path, field, value, message):
+    """Arrow's JSON reader does not check UTF-8: a byte that is not (a file another tool wrote in Latin-1) failed
+    later, in to_pylist, as a bare UnicodeDecodeError naming no file, row or field."""
+    path = tmp_path / "predictions.jsonl"
+    lines = [json.dumps(r).encode() for r in _seeded_rows(6)]
+    bad = json.dumps({"id": "x", field: "@"}).encode().replace(b"@", value)
+    path.write_bytes(b"\n".join(lines[:1] + [b""] + lines[1:3] + [bad] + lines[3:]) + b"\n")
+    with pytest.raises(ValueError) as caught:
+        read_predictions(path)
+    assert str(caught.value) == f"{path}: {message}"
+
+
+@pytest.mark.parametrize("bad", [b'{"id": "x", "score_probs": {"1\xff": 0.5}}', b'{"id": "x", "k\xff": 1}',
+                                 b'{"id": "x", "score_probs": {"1": {"\xff": 1}}}'])
+def test_a_key_that_is_not_utf8_is_named_by_file_and_line(tmp_path, bad):
+    """A key that is not UTF-8 (an Arrow field name): the line reader's error, naming the line."""
+    path = tmp_path / "predictions.jsonl"
+    lines = [json.dumps(r).encode() for r in _seeded_rows(6)]
+    path.write_bytes(b"\n".join(lines[:3] + [bad] + lines[3:]) + b"\n")
+    with pytest.raises(ValueError, match=r"predictions.jsonl:4: not a JSON line \('utf-8' codec can't decode"):
+        read_predictions(path)

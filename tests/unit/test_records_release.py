@@ -3,6 +3,7 @@ duplicates, the other source forms, and errors that name the row and field."""
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 
@@ -264,3 +265,43 @@ def test_a_nan_aggregate_is_no_aggregate_not_a_fatal_row(tmp_path):
                    path)
     with pytest.raises(RecordError, match="criteria_score': inf is not a finite number"):
         load_records(path)
+
+
+@pytest.mark.parametrize("column, message", [
+    (pa.array([datetime.date(2024, 1, 1), None, None], pa.date32()),
+     "a value JSON cannot hold (Object of type date is not JSON serializable)"),
+    (pa.array([b"ok", None, None], pa.binary()), "a value JSON cannot hold (Object of type bytes is not JSON serializable)"),
+    (pa.array([datetime.timedelta(seconds=1), None, None], pa.duration("s")),
+     "a value JSON cannot hold (Object of type timedelta is not JSON serializable)"),
+])
+def test_convert_names_the_row_and_column_of_an_extra_value_json_cannot_hold(tmp_path, column, message):
+    """An extra Parquet column of a type JSON has no value for (a date, bytes, a duration) stopped write_jsonl
+    (``judge-eval convert``) in a traceback; now a RecordError naming the source, row and column, and the earlier
+    file kept whole."""
+    rows = released_rows()[:3]
+    table = pa.Table.from_pylist(rows[1:] + rows[:1], schema=RELEASED_SCHEMA)
+    path, out = tmp_path / "released.parquet", tmp_path / "out.jsonl"
+    pq.write_table(table.append_column("seen", column.take([1, 2, 0])), path)
+    out.write_text("earlier\n", encoding="utf-8")
+    with pytest.raises(RecordError) as info:
+        write_jsonl(load_records(path), out)
+    assert str(info.value) == f"{path}: row 2: field 'seen': {message}"
+    assert out.read_text(encoding="utf-8") == "earlier\n"
+
+
+@pytest.mark.parametrize("value, message", [
+    ('"a\\ud800b"', r"not UTF-8 text (surrogates not allowed: '\ud800')"),
+    ('{"k": [NaN]}', "NaN or an infinity, which JSON has no number for"),
+    ("-Infinity", "NaN or an infinity, which JSON has no number for"),
+])
+def test_convert_names_the_row_and_column_of_an_extra_value_utf8_or_json_cannot_hold(tmp_path, value, message):
+    """A lone surrogate in an extra field stopped write_jsonl in a UnicodeEncodeError naming no row; a NaN or an
+    infinity was written as a token that is not JSON (json.loads reads it, other readers refuse the file)."""
+    rows = [json.dumps(r, ensure_ascii=False) for r in released_rows()[:3]]
+    rows = [r[:-1] + f', "seen": {value if k == 1 else 0}}}' for k, r in enumerate(rows)]
+    path, out = tmp_path / "released.jsonl", tmp_path / "out.jsonl"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    with pytest.raises(RecordError) as info:
+        write_jsonl(load_records(path), out)
+    assert str(info.value) == f"{path}: row 1: field 'seen': {message}"
+    assert not out.exists()

@@ -562,3 +562,26 @@ def test_an_auto_labels_answer_too_long_for_the_judge_is_that_samples_failure(ti
     assert rewarded.json()["rewards"][1] == 0.0  # the served rule's on_failure: zero
     # every criterion of the failed choice failed, as the same item's on /v1/judge
     assert rewarded.json()["extra_logs"]["judge_failures"][1] == len(item["results"])
+
+
+def test_a_label_of_many_or_long_unknown_fields_is_refused_in_a_short_answer(tiny_causal_dir, monkeypatch):
+    """A label of 400,000 unknown keys was answered with a 4.8 MB 400 listing every one: a label of more fields
+    than any object of a judge request holds (``serve.schema.MAX_OBJECT_KEYS``) is refused by its count, as an
+    object or as a string holding one; within it, the first five unknown names are listed, clipped."""
+    many = _reward_body("Весна.", ["Креативность"])
+    many["labels"][0] |= {f"k{i}": 0 for i in range(400_000)}
+    as_text = {**many, "labels": [json.dumps(many["labels"][0])]}
+    seven = _reward_body("Весна.", ["Креативность"])
+    seven["labels"][0] |= {"a" * 5000: 0, **{f"k{i}": 0 for i in range(6)}}
+    with _attached_judge_serve(tiny_causal_dir, monkeypatch) as (http, engine):
+        answers = [http.post("/get_reward", headers=AUTH, json=body) for body in (many, as_text, seven)]
+    for answer in answers[:2]:
+        assert answer.status_code == 400 and len(answer.content) < 300, answer.text[:300]
+        assert answer.json()["error"]["message"] == "labels[0]: an object of 400002 fields; at most 101"
+    assert answers[2].status_code == 400 and len(answers[2].content) < 1300, answers[2].text[:300]
+    listed = str(["a" * 5000, "k0", "k1", "k2", "k3"])
+    assert answers[2].json()["error"] == {
+        "message": f"labels[0]: unknown field(s) {listed[:1000]}... [{len(listed)} characters] and 2 more; a label "
+                   "has id, instruction, criteria, reference_answer, task_type, task_subtype, task_subsubtype",
+        "type": "invalid_request_error", "param": "labels[0]", "code": "invalid_request"}
+    assert engine.bodies("/v1/completions") == []
