@@ -4,15 +4,22 @@
 
 Both folders are ``judge-eval rank`` outputs (``bench.json``, ``items.jsonl``, ``predictions.jsonl``) of one data
 set: an instruction both runs hold must have the same text, reference answer, ``meta`` and criteria in each (two runs
-of different data are refused; two copies of one data set at different paths are not). The comparison is computed
-over the instructions **both** runs scored (at least one score each; every other instruction of either run is listed
-per side with why: ``excluded`` in the result): for each bootstrap resample, one draw of those
+of different data are refused; two copies of one data set at different paths are not). The comparison is paired per
+item: each run's binary gate is first decided from its own verdicts, then only the (instruction, criterion) items
+**both** runs scored enter the cells, so a verdict that failed on one side takes the item out of both (an item one
+side lost would otherwise leave the other side's score of it in, and a side whose hard items fail to parse would
+look better). Per cell, ``n`` counts the paired items, ``n_a`` / ``n_b`` the items each run scored there among the
+instructions both hold, and ``n_dropped_a`` / ``n_dropped_b`` those of them left out because the other run has no
+score for the item. The instructions compared are those with a paired item (every other instruction of either run
+is listed per side with why: ``excluded`` in the result): for each bootstrap resample, one draw of those
 instructions (with replacement) feeds both matrices, so what an instruction makes easy or hard cancels out of the
 difference (the paired bootstrap of ``eval.scoring.bootstrap.paired_bootstrap``, over instructions instead of items). A cell
 is called ``B higher`` / ``B lower`` when its ``1 - alpha`` interval excludes 0, drawn from at least 2 / alpha
-resamples (``eval.scoring.compare.resamples_to_call``; fewer: no call, "—"); its two-sided p-value is twice the
-smaller share of resampled differences on either side of 0. Both runs must use one normalisation, verdict reading
-and treatment of empty answers (their ``bench.json`` says which) and should use one judge: runs whose judge settings
+resamples (``eval.scoring.compare.resamples_to_call``) over at least 2 instructions behind the cell
+(``matrix.MIN_INSTRUCTIONS``: one instruction redrawn is always itself, a zero-width interval); else no interval or
+no call, "—", and the cell's ``why_no_call`` says why. Its two-sided p-value is twice the smaller share of
+resampled differences on either side of 0. Both runs must use one normalisation, verdict reading and treatment of
+empty and failed answers (their ``bench.json`` says which) and should use one judge: runs whose judge settings
 differ (``JUDGE_SETTINGS``, read from each folder's ``run.json``) are refused, naming each difference, unless
 ``allow_other_judge``.
 """
@@ -67,9 +74,26 @@ def _load(folder: Path) -> tuple[dict[str, Any], list]:
                               unjudged=folder / UNJUDGED)
 
 
-def _empty_answer(info: dict[str, Any]) -> str:
-    """How the run scored empty answers; a bench.json before the setting left them out of the matrix."""
-    return info["matrix"].get("empty_answer", "unscored")
+#: How a run scored the items its judge was not asked about (``bench.json``'s ``matrix``), with the flag that sets it.
+UNJUDGED_SETTINGS = {"empty_answer": ("empty answers", "--empty-answer"),
+                     "no_answer": ("failed answers", "--no-answer")}
+
+
+def _unjudged_setting(info: dict[str, Any], name: str) -> str:
+    """How the run scored empty (failed) answers; a bench.json before the setting left them out of the matrix."""
+    return info["matrix"].get(name, "unscored")
+
+
+def _item_keys(items: list) -> list[tuple[Any, str, int]]:
+    """Each item's key, the same for one item in two runs of one data set: (prompt_id, criterion, k), k counting the
+    instruction's earlier items of that criterion (a run lists an instruction's items in its criteria's order)."""
+    seen: dict[tuple[Any, str], int] = {}
+    keys = []
+    for it in items:
+        base = (it.prompt_id, it.criteria_name)
+        seen[base] = seen.get(base, -1) + 1
+        keys.append((*base, seen[base]))
+    return keys
 
 
 def _instructions(folder: Path) -> dict[Any, dict[str, Any]]:
@@ -152,7 +176,7 @@ def _excluded(items: list, scored: set[Any], shared: set[Any]) -> dict[str, Any]
     for it in items:
         by_status.setdefault(it.status, set()).add(it.prompt_id)
     held = {it.prompt_id for it in items}
-    no_answer = by_status.get("no_answer", set())
+    no_answer = by_status.get("no_answer", set()) - scored
     empty = by_status.get("empty_answer", set()) - scored
     out = {"no_answer": no_answer, "empty_answer": empty, "no_score": held - scored - no_answer - empty,
            "not_scored_by_other": scored - shared}
@@ -171,10 +195,20 @@ def _refuse_other_data(info_a: dict[str, Any], info_b: dict[str, Any], folders: 
                              "each; compare runs of one data set")
 
 
-def _scored(arrays) -> list[Any]:
-    """The instructions with at least one score (an instruction whose every verdict failed has none)."""
-    has_score = np.asarray(arrays.counts.sum(axis=1)).ravel() > 0
-    return [p for p, scored in zip(arrays.prompt_ids, has_score) if scored]
+def _why_no_call(delta: float, instructions: int, n_boot: int, resamples: int, needed: int) -> str | None:
+    """Why a cell has no call ("—"); None when it has one."""
+    from eval.ranking.matrix import MIN_INSTRUCTIONS
+
+    if not math.isfinite(delta):
+        return "no item of the cell was scored by both runs"
+    if instructions < MIN_INSTRUCTIONS:
+        return (f"rests on {instructions} instruction{'s' * (instructions != 1)} scored by both runs; an interval "
+                f"needs at least {MIN_INSTRUCTIONS}")
+    if n_boot == 0:
+        return "no resamples"
+    if resamples < needed:
+        return f"{resamples} resamples defined it; a call needs at least {needed}"
+    return None
 
 
 def _f(value: float) -> float | None:
@@ -183,21 +217,26 @@ def _f(value: float) -> float | None:
 
 def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, seed: int = 0, alpha: float = 0.05,
                   allow_other_judge: bool = False) -> dict[str, Any]:
-    """B minus A, cell by cell, over the instructions both runs scored.
+    """B minus A, cell by cell, over the (instruction, criterion) items both runs scored.
 
     Returns:
         ``{"a", "b", "judge", "judge_differences", "rows", "columns", "cells": {row: {column: {a, b, delta, ci,
-        p_value, n_resamples, verdict}}}, "n_instructions", "n_boot", "seed", "alpha", "normalize",
-        "empty_answer"}``; ``a`` and ``b``: ``run``, ``model``, ``n_instructions`` (the run's), ``excluded`` (its
-        instructions left out, by why: ``eval.ranking.report.EXCLUDED``, with ``n``) and ``empty_answers`` (its
-        instructions whose answer was empty, scored or not).
+        p_value, n_resamples, verdict, why_no_call, n, n_a, n_b, n_dropped_a, n_dropped_b, n_instructions}}},
+        "n_instructions", "n_boot", "seed", "alpha", "normalize", "empty_answer", "no_answer"}``; a cell's counts as
+        the module docstring says (margins as a matrix's ``n``: ``matrix.cell_counts``), its ``n_instructions``
+        ``{a, b, shared}`` the instructions behind them (``matrix.cell_instructions``); ``a`` and ``b``: ``run``,
+        ``model``, ``n_instructions`` (the run's), ``excluded`` (its instructions left out, by why:
+        ``eval.ranking.report.EXCLUDED``, with ``n``), ``n_dropped`` (its scored items left out because the other run
+        has no score for them, every cell) and ``empty_answers`` (its instructions whose answer was empty, scored or
+        not).
 
     Raises:
-        ValueError: not ranking runs, different data, normalisations, verdict readings, treatments of empty
-            answers or judge settings, or no instruction both scored.
+        ValueError: not ranking runs, different data, normalisations, verdict readings, treatments of empty or
+            failed answers or judge settings, or no item both scored.
     """
-    from eval.ranking.matrix import MEAN_OVER_CRITERIA, MEAN_OVER_META, instruction_weights, matrix_arrays
-    from eval.ranking.matrix import percentile_interval, resampled_matrices
+    from eval.ranking.matrix import (MEAN_OVER_CRITERIA, MEAN_OVER_META, MIN_INSTRUCTIONS, cell_counts,
+                                     cell_instructions, instruction_weights, is_scored, matrix_arrays,
+                                     percentile_interval, resampled_matrices)
     from eval.scoring.compare import resamples_to_call
 
     folders = [Path(run_a), Path(run_b)]
@@ -213,33 +252,51 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
     if readers[0] != readers[1]:
         raise ValueError(f"the runs read verdicts differently ({readers[0]} vs {readers[1]}); rerun one with "
                          "--verdict-reader to match")
-    empty_answer = _empty_answer(info_a)
-    if _empty_answer(info_b) != empty_answer:
-        raise ValueError(f"the runs score empty answers differently ({empty_answer} vs {_empty_answer(info_b)}); "
-                         "rerun one with --empty-answer to match")
+    settings = {}
+    for name, (what, flag) in UNJUDGED_SETTINGS.items():
+        settings[name], other = (_unjudged_setting(info, name) for info in (info_a, info_b))
+        if other != settings[name]:
+            raise ValueError(f"the runs score {what} differently ({settings[name]} vs {other}); rerun one with "
+                             f"{flag} to match")
     differences = _judge_differences(folders, info_a, info_b, allow_other_judge)
     _refuse_other_data(info_a, info_b, folders)
-    full_a, full_b = (matrix_arrays(items, normalize, empty_answer=empty_answer) for items in (items_a, items_b))
-    scored_a, scored_b = set(_scored(full_a)), set(_scored(full_b))
-    shared = [p for p in _scored(full_a) if p in scored_b]
+    runs = (items_a, items_b)
+    full_a, full_b = (matrix_arrays(items, normalize, **settings) for items in runs)
+    keys = [_item_keys(items) for items in runs]
+    scored_keys = [{k for k, it in zip(ks, items) if is_scored(it, **settings)} for ks, items in zip(keys, runs)]
+    scored_a, scored_b = ({k[0] for k in side} for side in scored_keys)
+    paired = scored_keys[0] & scored_keys[1]
+    paired_ids = {k[0] for k in paired}
+    shared = [p for p in dict.fromkeys(it.prompt_id for it in items_a) if p in paired_ids]
     if not shared:
-        raise ValueError("the runs have no instruction that both scored")
+        raise ValueError("the runs have no item (instruction, criterion) that both scored")
     layout = SimpleNamespace(criteria=sorted(set(full_a.criteria) | set(full_b.criteria)),
                              metas=sorted(set(full_a.metas) | set(full_b.metas)))
-    arrays = [matrix_arrays(items, normalize, empty_answer=empty_answer, layout=layout, prompt_ids=shared)
-              for items in (items_a, items_b)]
+    # Each run's gate is decided over all its items inside matrix_arrays; then only the paired items are kept.
+    arrays = [matrix_arrays(items, normalize, **settings, layout=layout, prompt_ids=shared,
+                            paired=[k for k, key in enumerate(ks) if key in paired]) for items, ks in zip(runs, keys)]
+    # What each run scored in the instructions both hold, before pairing: the counts a cell lost to pairing.
+    held = {it.prompt_id for it in items_a} & {it.prompt_id for it in items_b}
+    alone = [matrix_arrays(items, normalize, **settings, layout=layout,
+                           prompt_ids=[p for p in dict.fromkeys(it.prompt_id for it in items) if p in held])
+             for items in runs]
+    n_paired, n_alone = cell_counts(arrays[0]), [cell_counts(a) for a in alone]
+    instructions = cell_instructions(arrays[0])
+    instructions_alone = [cell_instructions(a) for a in alone]
     ones = np.ones((1, len(shared)))
     point_a, point_b = (resampled_matrices(a, ones)[0] for a in arrays)
     delta = point_b - point_a
     shape = delta.shape
     low, high, p_value = (np.full(shape, np.nan) for _ in range(3))
     resamples = np.zeros(shape, dtype=np.int64)  # per cell, the resamples whose delta was defined
-    if n_boot > 0 and len(shared) >= 2:
+    if n_boot > 0 and len(shared) >= MIN_INSTRUCTIONS:
         deltas = np.concatenate([resampled_matrices(arrays[1], w) - resampled_matrices(arrays[0], w)
                                  for w in instruction_weights(len(shared), n_boot, seed, key="bench/compare")])
         per_cell = np.ascontiguousarray(np.moveaxis(deltas, 0, -1))  # (rows, columns, resamples)
         for i in range(shape[0]):
             for j in range(shape[1]):
+                if instructions[i, j] < MIN_INSTRUCTIONS:  # one instruction redrawn: a zero-width interval
+                    continue
                 d = per_cell[i, j]
                 d = d[np.isfinite(d)]
                 resamples[i, j] = len(d)
@@ -253,30 +310,37 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
     for i, r in enumerate(rows):
         cells[r] = {}
         for j, c in enumerate(columns):
-            # nothing to call: the cell is empty on a side, or no interval was drawn, or too few resamples were for
-            # its 1 - alpha interval's ends to be more than the most extreme draws (resamples_to_call)
+            why = _why_no_call(delta[i, j], int(instructions[i, j]), n_boot, int(resamples[i, j]), needed)
             verdict = "—"
-            if (math.isfinite(delta[i, j]) and math.isfinite(low[i, j]) and math.isfinite(high[i, j])
-                    and resamples[i, j] >= needed):
+            if why is None and math.isfinite(low[i, j]) and math.isfinite(high[i, j]):
                 verdict = "B higher" if low[i, j] > 0 else "B lower" if high[i, j] < 0 else "no difference"
             cells[r][c] = {"a": _f(point_a[i, j]), "b": _f(point_b[i, j]), "delta": _f(delta[i, j]),
                            "ci": [_f(low[i, j]), _f(high[i, j])], "p_value": _f(p_value[i, j]),
-                           "n_resamples": int(resamples[i, j]), "verdict": verdict}
+                           "n_resamples": int(resamples[i, j]), "verdict": verdict, "why_no_call": why,
+                           "n": int(n_paired[i, j]), "n_a": int(n_alone[0][i, j]), "n_b": int(n_alone[1][i, j]),
+                           "n_dropped_a": int(n_alone[0][i, j] - n_paired[i, j]),
+                           "n_dropped_b": int(n_alone[1][i, j] - n_paired[i, j]),
+                           "n_instructions": {"a": int(instructions_alone[0][i, j]),
+                                              "b": int(instructions_alone[1][i, j]),
+                                              "shared": int(instructions[i, j])}}
     sides = {}
-    for side, folder, info, items, scored in (("a", folders[0], info_a, items_a, scored_a),
-                                             ("b", folders[1], info_b, items_b, scored_b)):
+    n_inner = int(np.asarray(arrays[0].counts.sum()))  # paired items, every cell (binary ones included)
+    for side, folder, info, items, scored, one in (("a", folders[0], info_a, items_a, scored_a, alone[0]),
+                                                   ("b", folders[1], info_b, items_b, scored_b, alone[1])):
         sides[side] = {"run": str(folder), "model": info.get("model", ""),
                        "n_instructions": len({it.prompt_id for it in items}),
                        "excluded": _excluded(items, scored, set(shared)),
+                       "n_dropped": int(np.asarray(one.counts.sum())) - n_inner,
                        "empty_answers": _sorted_ids({it.prompt_id for it in items if it.status == "empty_answer"})}
     return {**sides, "judge": info_a.get("judge", ""), "judge_differences": differences,
             "rows": rows, "columns": columns, "cells": cells, "n_instructions": len(shared),
-            "n_boot": n_boot if len(shared) >= 2 else 0, "seed": seed, "alpha": alpha, "normalize": normalize,
-            "empty_answer": empty_answer}
+            "n_boot": n_boot if len(shared) >= MIN_INSTRUCTIONS else 0, "seed": seed, "alpha": alpha,
+            "normalize": normalize, **settings}
 
 
 def render_ranking_compare_markdown(result: dict[str, Any]) -> str:
-    """The comparison as a Markdown table: delta [interval] and the call, per cell."""
+    """The comparison as a Markdown table: delta [interval] and the call, per cell, and the items a cell left out
+    because the other run has no score for them."""
 
     def fmt(x: Any) -> str:
         return "—" if x is None else f"{x:+.3f}"
@@ -293,10 +357,12 @@ def render_ranking_compare_markdown(result: dict[str, Any]) -> str:
             cell = result["cells"][r][c]
             low, high = cell["ci"]
             call = f" **{cell['verdict']}**" if cell["verdict"].startswith("B ") else ""
-            parts.append(f"{fmt(cell['delta'])} [{fmt(low)}, {fmt(high)}]{call}")
+            dropped = [cell.get("n_dropped_a") or 0, cell.get("n_dropped_b") or 0]
+            lost = f" (dropped A {dropped[0]}, B {dropped[1]})" if any(dropped) else ""
+            parts.append(f"{fmt(cell['delta'])} [{fmt(low)}, {fmt(high)}]{call}{lost}")
         rows.append([md_text(r), *parts])
     return "\n".join([f"# {md_text(result['b']['model'])} (B) vs {md_text(result['a']['model'])} (A): POLLUX matrix, "
-                      "B − A", "", f"{result['n_instructions']} instructions scored by both; judge "
+                      "B − A", "", f"{result['n_instructions']} instructions with an item scored by both; judge "
                       f"{md_text(result['judge'])}; {result['n_boot']} paired resamples over instructions; alpha "
                       f"{result['alpha']}.", *exclusion_lines(result), "",
                       markdown_table(["criteria_name", *map(md_text, result["columns"])], rows)])

@@ -4,8 +4,8 @@
     matrix = pollux_matrix(items, normalize="minmax", n_boot=1000, seed=0)
     matrix.write_csv("matrix.csv")        # laid out exactly like POLLUX's metrics.csv
 
-**What POLLUX computes** (public repository ``ai-forever/POLLUX``, ``src/metrics.py`` and ``src/utils/score_utils.py``
-at commit 9179cb4e, the newest stored; line numbers below are of those files there):
+**What POLLUX computes** (public repository ``ai-forever/POLLUX``: ``src/metrics.py`` at commit 83f6eb6b and
+``src/utils/score_utils.py`` at commit 9179cb4e, the newest stored of each):
 
 - one score per (instruction, criterion) is read from the judge's output; an output with no score is **dropped**
   (metrics.py ``run``: ``if score is None: continue``), and so is a score outside its rubric's scale
@@ -22,7 +22,11 @@ at commit 9179cb4e, the newest stored; line numbers below are of those files the
 - a criterion is **binary** when its rubric declares exactly the levels {0, 1} (``is_binary_scale``; the oldest
   version, commit 2e8eb789, counted "exactly two levels" whatever they were). A binary criterion is a gate: when
   any binary criterion of an instruction is scored anything but 0 (metrics.py: ``raw_score != 0``; the oldest
-  version: ``== 1``), **every** score of that instruction becomes 0, the binary ones included;
+  version: ``== 1``), **every** score of that instruction becomes 0, the binary ones included. metrics.py only
+  reads integer scores out of the judge's text; a regression head's score is continuous (its raw value clipped
+  into the scale), so here the gate reads a head's score snapped to the nearest level of its rubric (0.004 is 0,
+  0.97 is 1; halfway, the higher level, as any score above 0 closes POLLUX's gate): ``gate_score``. The
+  normalised score keeps the head's own value, the judge's estimate;
 - the matrix: rows ``criteria_name`` (sorted), columns the ``meta`` values (sorted), cells the mean of the cell's
   scores (``pivot_table(..., aggfunc="mean", sort=True)``); a column ``mean_over_meta`` = the mean of a row's cells;
   a last row ``mean_over_criteria`` = per ``meta``, the mean over criteria of each criterion's mean **over its
@@ -33,11 +37,14 @@ at commit 9179cb4e, the newest stored; line numbers below are of those files the
 
 **Beyond POLLUX**: every cell, the means included, has a percentile bootstrap interval over instructions (an
 instruction is resampled with all its criteria, so the binary gate stays inside its instruction; the resample weights
-are ``eval.scoring.bootstrap``'s); and every cell counts what POLLUX drops silently: verdicts that did not parse, scores out of
-scale, requests that failed, items with no prediction (those of a criterion or ``meta`` with no row or column are
-counted in the totals only: ``failed`` margins' corner). Instructions the judge was never asked about are items
+are ``eval.scoring.bootstrap``'s), unless it rests on fewer than 2 instructions (``MIN_INSTRUCTIONS``: one
+instruction redrawn is always itself, a zero-width interval; ``why_no_ci`` in the cell); and every cell counts what
+POLLUX drops silently: verdicts that did not parse, scores out of scale, requests that failed, items with no
+prediction (those of a criterion or ``meta`` with no row or column are counted in the totals only: ``failed``
+margins' corner). Instructions the judge was never asked about are items
 too (``no_answer``: the candidate's request failed; ``empty_answer``: nothing was left once thinking was stripped),
-so every instruction of a run shows in the matrix's counts; see ``EMPTY_ANSWER`` for how an empty answer is scored.
+so every instruction of a run shows in the matrix's counts; ``EMPTY_ANSWER`` and ``NO_ANSWER`` say how they are
+scored.
 
 The rubric reader here is POLLUX's (``pollux_scale_levels``), not the toolkit's ``judge.scale_of``: the matrix claims
 POLLUX's numbers, and the two differ on rubrics such as a ``0.5:`` level or bold levels. Verdicts are read by the
@@ -49,98 +56,32 @@ from __future__ import annotations
 import csv
 import io
 import math
-import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+# The item-level rules live in eval.ranking.items; named here too, where the matrix's readers look for them.
+from eval.ranking.items import (EMPTY_ANSWER, NO_ANSWER, STATUSES, UNJUDGED_STATUSES, RankedItem, gate_score, is_scored,
+                                item_status, pollux_scale_levels, unnormalisable)
+
 __all__ = ["RankedItem", "RankingMatrix", "NORMALIZE", "STATUSES", "UNJUDGED_STATUSES", "EMPTY_ANSWER",
-           "MEAN_OVER_META", "MEAN_OVER_CRITERIA", "pollux_matrix", "matrix_arrays", "MatrixArrays",
-           "resampled_matrices", "pollux_scale_levels"]
+           "NO_ANSWER", "MIN_INSTRUCTIONS", "MEAN_OVER_META", "MEAN_OVER_CRITERIA",
+           "pollux_matrix", "matrix_arrays", "MatrixArrays", "resampled_matrices", "pollux_scale_levels",
+           "gate_score", "is_scored", "cell_counts", "cell_instructions", "unnormalisable"]
 
 #: POLLUX's names of the added column and row (metrics.py: ``matrix["mean_over_meta"]``,
 #: ``matrix.loc["mean_over_criteria"]``) and of the index column of metrics.csv.
 MEAN_OVER_META, MEAN_OVER_CRITERIA, INDEX_NAME = "mean_over_meta", "mean_over_criteria", "criteria_name"
-#: minmax: score_utils.py at 9179cb4e; max: at 83f6eb6b; none: raw scores, as metrics.py at 2e8eb789
+#: minmax: score_utils.py at 9179cb4e; max: score_utils.py at 83f6eb6b; none: raw scores, as metrics.py at 2e8eb789
 #: averaged them (that version's other rules differed too: a binary criterion was any rubric with two levels, and the
 #: gate closed on a score of exactly 1; those are not reproduced).
 NORMALIZE = ("minmax", "max", "none")
-#: What became of one (instruction, criterion): ``ok`` is scored; the others are counted per cell (``no_prediction``:
-#: the item has no row in the judge's predictions at all, as a run cut short leaves it; ``no_answer``: the
-#: candidate's request failed, so the judge was not asked; ``empty_answer``: see ``EMPTY_ANSWER``). Only
-#: ``empty_answer`` items can also be scored.
-STATUSES = ("ok", "unparsed", "out_of_scale", "request_failed", "no_prediction", "no_answer", "empty_answer")
-#: The statuses of items the judge was not asked about (``eval.ranking.rank.write_items``'s ``unjudged.jsonl``).
-UNJUDGED_STATUSES = ("no_answer", "empty_answer")
-#: How an answer that is empty once thinking is stripped enters the matrix. POLLUX's score.py skips only an answer
-#: that is ``None`` and sends ``""`` to its judge (ai-forever/POLLUX ``src/score.py`` at 2e8eb789; answer.py's
-#: ``strip_think_tags`` leaves ``""`` for an answer that ended inside ``<think>``). The toolkit's records refuse an
-#: empty answer, so the judge cannot be asked; instead:
-#: ``zero``: every criterion of the instruction scores 0 after normalisation, unjudged: the matrix POLLUX's rules
-#: give when the judge scores the Critical criterion on an unevaluable output ("does not allow evaluating the LLM's
-#: output", paper App. P.1) 1, since its gate then zeroes every score of the instruction; an answer the candidate
-#: ran out of budget on counts against it, never for it.
-#: ``unscored``: not scored, counted per cell like an unparsed verdict (this toolkit's earlier behaviour).
-EMPTY_ANSWER = ("zero", "unscored")
-
-
-# POLLUX's rubric reader (ai-forever/POLLUX, src/utils/score_utils.py: ``NUMBER_PATTERN``, ``RUBRIC_SCORE_PATTERN``,
-# ``NAMED_RANGE_PATTERN``, ``SCALE_RANGE_PATTERN``, ``parse_scale_values``), for text rubrics.
-_NUMBER = r"[+-]?(?:\d+(?:[.,]\d+)?|[.,]\d+)"
-_LEVEL_LINE = re.compile(rf"^\s*(?:[-*•]\s+)?({_NUMBER})\s*(?::|[—–]|\.(?=\s)|\)|-(?=\s))", re.MULTILINE)
-_NAMED_RANGE = re.compile(rf"(?:от|from)\s+({_NUMBER})\s+(?:до|to)\s+({_NUMBER})", re.IGNORECASE)
-_SCALE_RANGE = re.compile(rf"(?:шкала|scale)[^\n]*?({_NUMBER})\s*(?:\.\.|…|[—–-])\s*({_NUMBER})", re.IGNORECASE)
-
-
-def pollux_scale_levels(rubrics: str | None) -> tuple[float, ...]:
-    """The score values a text rubric declares, as POLLUX's ``parse_scale_values`` reads them (sorted, distinct).
-
-    Every line that starts (after whitespace and an optional ``-``, ``*`` or ``•`` bullet with a space) with a
-    number followed by ``:``, an em or en dash, ``)``, or ``.``/``-`` and whitespace declares that number (``,`` read
-    as ``.``); with no such line, the two ends of the first "от A до B" / "from A to B" range, else of the first
-    "шкала ... A-B" / "scale ... A..B"; else nothing (no scale: POLLUX keeps the raw score and never gates on it).
-    """
-    if not isinstance(rubrics, str):
-        return ()
-    values = [float(m.group(1).replace(",", ".")) for m in _LEVEL_LINE.finditer(rubrics)]
-    if not values:
-        for pattern in (_NAMED_RANGE, _SCALE_RANGE):
-            found = pattern.search(rubrics)
-            if found:
-                values = [float(g.replace(",", ".")) for g in found.groups()]
-                break
-    return tuple(sorted(set(values)))
-
-
-@dataclass(frozen=True)
-class RankedItem:
-    """One judged (instruction, criterion) of a ranking run.
-
-    Attributes:
-        prompt_id: the instruction's id (the bootstrap's unit).
-        meta: the instruction's ``meta`` value (the matrix column).
-        criteria_name: the criterion (the matrix row).
-        levels: the rubric's levels as POLLUX reads them (``pollux_scale_levels``), () when it reads none.
-        score: the judge's score, None unless the verdict parsed.
-        status: ``request_failed`` when the judge's request failed, ``no_prediction`` when the item has no
-            prediction, ``unparsed`` for a verdict without a score, ``no_answer`` / ``empty_answer`` when the
-            judge was not asked (``STATUSES``); else ``ok`` (``out_of_scale`` is decided here from ``levels``).
-    """
-
-    prompt_id: Any
-    meta: str
-    criteria_name: str
-    levels: tuple[float, ...]
-    score: float | None
-    status: str = "ok"
-
-    @property
-    def binary(self) -> bool | None:
-        """POLLUX's binary criterion: levels exactly {0, 1}; None when the rubric has no readable scale."""
-        return set(self.levels) == {0, 1} if self.levels else None
+#: The fewest instructions a cell's bootstrap interval (and ``compare``'s call) may rest on: one instruction redrawn
+#: is always itself, a zero-width interval (as ``eval.scoring.bootstrap.resamplable`` says for items).
+MIN_INSTRUCTIONS = 2
 
 
 @dataclass
@@ -174,62 +115,64 @@ class MatrixArrays:
 def _normalised(score: float, levels: tuple[float, ...], normalize: str, where: str) -> float:
     if not levels or normalize == "none":
         return score  # POLLUX: "Missing scale metadata must not discard an otherwise valid score."
+    why = unnormalisable(levels, normalize)
+    if why:
+        raise ValueError(f"{where}: {why}")
     low, high = min(levels), max(levels)
-    if normalize == "max":
-        if high == 0:
-            raise ValueError(f"{where}: cannot normalise by a scale whose maximum is 0 (levels {levels})")
-        return score / high
-    if high == low:
-        raise ValueError(f"{where}: cannot normalise a score on a scale with one level ({levels})")
-    return (score - low) / (high - low)
+    return score / high if normalize == "max" else (score - low) / (high - low)
 
 
 def matrix_arrays(items: Iterable[RankedItem], normalize: str = "minmax", *, empty_answer: str = "zero",
-                  layout: MatrixArrays | None = None, prompt_ids: list[Any] | None = None) -> MatrixArrays:
+                  no_answer: str = "zero", layout: MatrixArrays | None = None, prompt_ids: list[Any] | None = None,
+                  paired: Collection[int] | None = None) -> MatrixArrays:
     """Apply POLLUX's per-item rules (drop, normalise, gate) and fold the items per (instruction, cell).
 
     Args:
         items: the judged items, and those the judge was not asked about (``no_answer``, ``empty_answer``).
         normalize: see ``NORMALIZE``.
-        empty_answer: see ``EMPTY_ANSWER``.
+        empty_answer: see ``EMPTY_ANSWER``; no_answer: see ``NO_ANSWER``.
         layout: take the criteria and meta values (rows and columns) from this one (a comparison's common grid;
             it must hold every item's cell).
         prompt_ids: the instructions, in this order (a comparison's shared ones; items of others are left out).
+        paired: the positions in ``items`` of the scored items to keep (a comparison keeps the items both runs
+            scored); the gate is decided first, over every item of the run.
 
     Raises:
-        ValueError: an unknown ``normalize`` or ``empty_answer``, or a scale that cannot normalise (naming the item).
+        ValueError: an unknown ``normalize``, ``empty_answer`` or ``no_answer``, or a scale that cannot normalise
+            (naming the item).
     """
     if normalize not in NORMALIZE:
         raise ValueError(f"normalize: {normalize!r} is not one of {', '.join(NORMALIZE)}")
-    if empty_answer not in EMPTY_ANSWER:
-        raise ValueError(f"empty_answer: {empty_answer!r} is not one of {', '.join(EMPTY_ANSWER)}")
+    for name, value in (("empty_answer", empty_answer), ("no_answer", no_answer)):
+        if value not in EMPTY_ANSWER:
+            raise ValueError(f"{name}: {value!r} is not one of {', '.join(EMPTY_ANSWER)}")
     items = list(items)
-    if prompt_ids is not None:
-        keep = set(prompt_ids)
-        items = [it for it in items if it.prompt_id in keep]
     # A rubric without a readable scale is binary when the same (meta, criterion) has a binary rubric elsewhere
     # (metrics.py: the fallback to ``binary_criteria``).
     binary_pairs = {(it.meta, it.criteria_name) for it in items if it.binary}
+    # The gate, over every item of the run: a binary criterion scored anything but 0 zeroes every score of its
+    # instruction (an unjudged item scored 0 closes nothing).
+    rejected = {it.prompt_id for it in items if item_status(it) == "ok" and gate_score(it) != 0
+                and (it.binary if it.binary is not None else (it.meta, it.criteria_name) in binary_pairs)}
+    keep_ids = None if prompt_ids is None else set(prompt_ids)
+    keep_items = None if paired is None else set(paired)
     scored: list[tuple[RankedItem, float, bool]] = []
     failures: dict[str, dict[tuple[str, str], int]] = {s: {} for s in STATUSES[1:]}
-    for it in items:
-        status = it.status
-        if status == "ok" and it.score is None:
-            status = "unparsed"
-        if status == "ok" and it.levels and not (min(it.levels) <= it.score <= max(it.levels)):
-            status = "out_of_scale"
+    for position, it in enumerate(items):
+        if keep_ids is not None and it.prompt_id not in keep_ids:
+            continue
+        status = item_status(it)
         if status != "ok":
             key = (it.criteria_name, it.meta)
             failures[status][key] = failures[status].get(key, 0) + 1
-            if not (status == "empty_answer" and empty_answer == "zero"):
-                continue
+        if not is_scored(it, empty_answer, no_answer) or (keep_items is not None and position not in keep_items):
+            continue
         binary = it.binary if it.binary is not None else (it.meta, it.criteria_name) in binary_pairs
         where = f"prompt_id {it.prompt_id!r}, criterion {it.criteria_name!r}"
-        value = 0.0 if status == "empty_answer" else _normalised(float(it.score), it.levels, normalize, where)
+        value = 0.0 if status != "ok" else _normalised(float(it.score), it.levels, normalize, where)
         scored.append((it, value, binary))
-    # The gate: a binary criterion scored anything but 0 zeroes every score of its instruction (an empty answer's
-    # items are 0 already).
-    rejected = {it.prompt_id for it, _, binary in scored if binary and it.status == "ok" and float(it.score) != 0}
+    if keep_ids is not None:
+        items = [it for it in items if it.prompt_id in keep_ids]
     scale = (0.0, 1.0)
     if normalize == "none" and scored:  # raw scores: the rubrics' own range
         ends = [end for it, value, _ in scored for end in (it.levels and (min(it.levels), max(it.levels))
@@ -343,14 +286,16 @@ class RankingMatrix:
 
     Attributes:
         values: (rows, columns) point values; NaN for an empty cell.
-        ci_low, ci_high: percentile bootstrap bounds (NaN without resamples or with fewer than 2 instructions).
-        n: scored items per cell (the margins: their sums); with ``empty_answer="zero"``, an empty answer's items
-            are among them (scored 0).
+        ci_low, ci_high: percentile bootstrap bounds (NaN without resamples, or for a cell resting on fewer than
+            ``MIN_INSTRUCTIONS`` instructions).
+        n: scored items per cell (the margins: their sums); with ``empty_answer="zero"`` (``no_answer="zero"``),
+            an empty answer's (a failed answer's) items are among them (scored 0).
+        instructions: the distinct instructions behind each cell's scores (``cell_instructions``).
         failed: status -> counts per cell (the margins: their sums; the corner also counts the failures of a
             criterion or meta that has no row or column), for each status but ``ok`` (``STATUSES``): every item the
             judge did not score, ``empty_answer`` ones whether scored 0 or not.
         n_instructions: instructions resampled (those with at least one score); n_boot, normalize, seed,
-            empty_answer: as computed.
+            empty_answer, no_answer: as computed.
         scale: the range a cell's value can take (``MatrixArrays.scale``): what a page colours by.
     """
 
@@ -367,17 +312,35 @@ class RankingMatrix:
     seed: int
     empty_answer: str = "zero"
     scale: tuple[float, float] = (0.0, 1.0)
+    no_answer: str = "zero"
+    instructions: np.ndarray | None = None
 
     @property
     def grand_mean(self) -> float:
         return float(self.values[-1, -1])
 
+    def _instructions(self, i: int, j: int) -> int:
+        return int(self.instructions[i, j]) if self.instructions is not None else 0
+
+    def why_no_ci(self, i: int, j: int) -> str | None:
+        """Why cell (i, j) has no interval; None when it has one."""
+        if math.isfinite(self.ci_low[i, j]):
+            return None
+        if self.n_boot == 0:
+            return "no resamples"
+        k = self._instructions(i, j)
+        if k < MIN_INSTRUCTIONS:
+            return f"rests on {k} instruction{'s' * (k != 1)}; an interval needs at least {MIN_INSTRUCTIONS}"
+        return "no resample defined it"
+
     def cell(self, row: str, column: str) -> dict[str, Any]:
-        """One cell as a dict: value, ci, n and the failure counts."""
+        """One cell as a dict: value, ci, n, the instructions behind it, why it has no interval (None when it
+        has one) and the failure counts."""
         i, j = self.rows.index(row), self.columns.index(column)
         return {"value": _json_float(self.values[i, j]),
                 "ci": [_json_float(self.ci_low[i, j]), _json_float(self.ci_high[i, j])],
-                "n": int(self.n[i, j]), **{f"n_{s}": int(a[i, j]) for s, a in self.failed.items()}}
+                "n": int(self.n[i, j]), "n_instructions": self._instructions(i, j),
+                "why_no_ci": self.why_no_ci(i, j), **{f"n_{s}": int(a[i, j]) for s, a in self.failed.items()}}
 
     def to_csv(self) -> str:
         """metrics.csv's text: header ``criteria_name,<meta...>,mean_over_meta``, one line per row, floats as
@@ -399,17 +362,19 @@ class RankingMatrix:
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
         statuses = list(self.failed)
-        writer.writerow(["criteria_name", "meta", "value", "ci_low", "ci_high", "n", *(f"n_{s}" for s in statuses)])
+        writer.writerow(["criteria_name", "meta", "value", "ci_low", "ci_high", "n", "n_instructions",
+                         *(f"n_{s}" for s in statuses)])
         for i, r in enumerate(self.rows):
             for j, c in enumerate(self.columns):
                 writer.writerow([r, c, _csv_float(self.values[i, j]), _csv_float(self.ci_low[i, j]),
-                                 _csv_float(self.ci_high[i, j]), int(self.n[i, j]),
+                                 _csv_float(self.ci_high[i, j]), int(self.n[i, j]), self._instructions(i, j),
                                  *(int(self.failed[s][i, j]) for s in statuses)])
         return buffer.getvalue()
 
     def to_json(self) -> dict[str, Any]:
         return {"rows": self.rows, "columns": self.columns, "normalize": self.normalize, "n_boot": self.n_boot,
-                "seed": self.seed, "empty_answer": self.empty_answer, "scale": list(self.scale),
+                "seed": self.seed, "empty_answer": self.empty_answer, "no_answer": self.no_answer,
+                "scale": list(self.scale),
                 "n_instructions": self.n_instructions, "grand_mean": _json_float(self.grand_mean),
                 "cells": {r: {c: self.cell(r, c) for c in self.columns} for r in self.rows},
                 "why_empty": "an empty cell has no scored item: no instruction of that meta has that criterion, or "
@@ -425,22 +390,50 @@ def _margins(grid: np.ndarray, elsewhere: int = 0) -> np.ndarray:
     return out
 
 
+def cell_counts(arrays: MatrixArrays) -> np.ndarray:
+    """Scored items per cell with margins: a row's sum in ``mean_over_meta``; in ``mean_over_criteria`` (and the
+    corner) the non-binary scores only, the ones those means average."""
+    n_c, n_m = arrays.shape
+    n = _margins(np.asarray(arrays.counts.sum(axis=0)).reshape(n_c, n_m).astype(np.int64))
+    n_non_binary = np.asarray(arrays.nb_counts.sum(axis=0)).reshape(n_c, n_m).astype(np.int64)
+    n[-1, :-1], n[-1, -1] = n_non_binary.sum(axis=0), n_non_binary.sum()
+    return n
+
+
+def cell_instructions(arrays: MatrixArrays) -> np.ndarray:
+    """The distinct instructions behind each cell's scores, margins as ``cell_counts``: a ``mean_over_meta`` cell
+    counts the instructions with a score in its row, a ``mean_over_criteria`` cell those with a non-binary score in
+    its column, the corner those with any non-binary score."""
+    n_c, n_m = arrays.shape
+    has = (arrays.counts > 0).astype(np.int64).tocsr()
+    has_nb = (arrays.nb_counts > 0).astype(np.int64).tocsr()
+    out = np.zeros((n_c + 1, n_m + 1), dtype=np.int64)
+    out[:-1, :-1] = np.asarray(has.sum(axis=0)).reshape(n_c, n_m)
+    for c in range(n_c):  # any score in the criterion's cells
+        out[c, -1] = int((np.asarray(has[:, c * n_m:(c + 1) * n_m].sum(axis=1)).ravel() > 0).sum())
+    for m in range(n_m):  # any non-binary score in the meta's cells
+        out[-1, m] = int((np.asarray(has_nb[:, m::n_m].sum(axis=1)).ravel() > 0).sum()) if n_c else 0
+    out[-1, -1] = int((np.asarray(has_nb.sum(axis=1)).ravel() > 0).sum())
+    return out
+
+
 def pollux_matrix(items: Iterable[RankedItem], normalize: str = "minmax", n_boot: int = 1000, seed: int = 0,
-                  level: float = 0.95, empty_answer: str = "zero") -> RankingMatrix:
+                  level: float = 0.95, empty_answer: str = "zero", no_answer: str = "zero") -> RankingMatrix:
     """POLLUX's criteria x meta matrix of a ranking run, with bootstrap intervals over instructions.
 
     Args:
         items: every (instruction, criterion) of the run, failures and unjudged answers included.
         normalize: ``minmax`` (POLLUX today), ``max`` or ``none`` (see the module docstring).
-        empty_answer: ``zero`` or ``unscored`` (``EMPTY_ANSWER``).
-        n_boot: bootstrap resamples (0: no intervals).
+        empty_answer: ``zero`` or ``unscored`` (``EMPTY_ANSWER``); no_answer: the same (``NO_ANSWER``).
+        n_boot: bootstrap resamples (0: no intervals; none either for a cell of fewer than ``MIN_INSTRUCTIONS``
+            instructions).
         seed: the resamples' seed.
         level: the intervals' coverage.
 
     Raises:
         ValueError: nothing was scored (POLLUX: "No valid scores parsed"), or as ``matrix_arrays``.
     """
-    arrays = matrix_arrays(items, normalize, empty_answer=empty_answer)
+    arrays = matrix_arrays(items, normalize, empty_answer=empty_answer, no_answer=no_answer)
     if not arrays.counts.nnz:
         counts = {s: int(a.sum()) for s, a in arrays.failures.items()}
         raise ValueError(f"no verdict was scored ({counts}); POLLUX's matrix needs at least one score")
@@ -449,6 +442,7 @@ def pollux_matrix(items: Iterable[RankedItem], normalize: str = "minmax", n_boot
     # nothing to any cell, and drawn with the others it would make one scored instruction look like two.
     scored = np.flatnonzero(np.asarray(arrays.counts.sum(axis=1)).ravel() > 0)
     n_i = len(scored)
+    instructions = cell_instructions(arrays)
     low = np.full_like(point, np.nan)
     high = np.full_like(point, np.nan)
 
@@ -464,19 +458,16 @@ def pollux_matrix(items: Iterable[RankedItem], normalize: str = "minmax", n_boot
         per_cell = np.ascontiguousarray(np.moveaxis(samples, 0, -1))
         for i in range(point.shape[0]):
             for j in range(point.shape[1]):
-                low[i, j], high[i, j] = percentile_interval(per_cell[i, j], level)
-    n_c, n_m = arrays.shape
-    n_scored = np.asarray(arrays.counts.sum(axis=0)).reshape(n_c, n_m).astype(np.int64)
-    n = _margins(n_scored)
-    # The mean_over_criteria row and the grand mean average the non-binary scores only: their n counts those.
-    n_non_binary = np.asarray(arrays.nb_counts.sum(axis=0)).reshape(n_c, n_m).astype(np.int64)
-    n[-1, :-1], n[-1, -1] = n_non_binary.sum(axis=0), n_non_binary.sum()
+                # A cell of one instruction: every resample that defines it redraws that one, a zero-width interval.
+                if instructions[i, j] >= MIN_INSTRUCTIONS:
+                    low[i, j], high[i, j] = percentile_interval(per_cell[i, j], level)
+    n = cell_counts(arrays)
     return RankingMatrix(rows=[*arrays.criteria, MEAN_OVER_CRITERIA], columns=[*arrays.metas, MEAN_OVER_META],
                        values=point, ci_low=low, ci_high=high, n=n,
                        failed={s: _margins(a, arrays.failures_elsewhere.get(s, 0)) for s, a in arrays.failures.items()},
                        n_instructions=n_i,
                        n_boot=n_boot if n_i >= 2 else 0, normalize=normalize, seed=seed, empty_answer=empty_answer,
-                       scale=arrays.scale)
+                       scale=arrays.scale, no_answer=no_answer, instructions=instructions)
 
 
 def _json_float(value: float) -> float | None:

@@ -6,7 +6,7 @@
 
 Example override: ``--judge-config configs/eval/local-cpu.yaml --n-boot 0 --limit 20``.
 
-Why one module of ~800 lines: it follows POLLUX's three scripts in order (config, instructions, answers, the
+Why one module of ~850 lines: it follows POLLUX's three scripts in order (config, instructions, answers, the
 judge's verdicts, the matrix), each stage reading the files of the one before; the page and the comparison of two
 runs live beside it (``report.py``, ``compare.py``), POLLUX's matrix in ``matrix.py``.
 
@@ -38,9 +38,12 @@ Three stages, each resumable, all in ``--out``:
 
 Departures from POLLUX, each counted in the matrix: an instruction whose answer request failed is not judged
 (``no_answer``, retried by the next run, exit code 3; POLLUX's ``src/utils/openai_runner.py`` at 2e8eb789 turns a
-failed request into ``""`` and judges that); an answer that is empty once thinking is stripped is not judged either,
+failed request into ``""`` and judges that) and is scored by ``--no-answer`` (``eval.ranking.matrix.NO_ANSWER``: 0
+on every criterion by default); an answer that is empty once thinking is stripped is not judged either,
 since the toolkit's records refuse an empty answer (POLLUX sends ``""`` to its judge), and is scored by
-``--empty-answer`` (``eval.ranking.matrix.EMPTY_ANSWER``: 0 on every criterion by default). The matrix reads rubrics as POLLUX does and verdicts with the toolkit's parser unless
+``--empty-answer`` (``eval.ranking.matrix.EMPTY_ANSWER``: 0 on every criterion by default). A rubric that cannot
+normalise a score (one level) is refused before the candidate is asked anything (``unnormalisable_rubric``). The
+matrix reads rubrics as POLLUX does and verdicts with the toolkit's parser unless
 ``--verdict-reader pollux``; the remaining differences are listed in docs/evaluation.md ("Differences from POLLUX's
 evaluator").
 
@@ -71,8 +74,8 @@ from judge.plumbing.config_files import option as _f
 from judge.plumbing.run_folder import content_key
 from judge.records import RecordError
 
-__all__ = ["ANSWERS", "ITEMS", "MATRIX", "RANKING_RESULT", "UNJUDGED", "AnswerRow", "InstructionRow", "RankConfig",
-           "load_instructions", "rank", "strip_think"]
+__all__ = ["ANSWERS", "ITEMS", "MATRIX", "RANKING_RESULT", "UNJUDGED", "AnswerRow", "InstructionError",
+           "InstructionRow", "RankConfig", "load_instructions", "rank", "strip_think", "unnormalisable_rubric"]
 
 log = logging.getLogger("judge_eval.rank")
 
@@ -133,6 +136,11 @@ class RankConfig:
                                    "Critical criterion 'does not allow evaluating the output' is scored 1); "
                                    "unscored: left out of the scores. Counted per cell (n_empty_answer) either way.",
                            choices=("zero", "unscored"))
+    no_answer: str = _f("zero", "An instruction whose answer request failed for good (retried by each rerun, exit "
+                                "code 3): POLLUX's runner turns a failed request into '' and judges that. zero: every "
+                                "criterion of the instruction scores 0, unjudged, as --empty-answer zero; unscored: "
+                                "left out of the scores, so a candidate whose hardest prompts fail ranks higher. "
+                                "Counted per cell (n_no_answer) either way.", choices=("zero", "unscored"))
     verdict_reader: str = _f("toolkit", "How the matrix reads each verdict's score: toolkit (the judge stage's own "
                                         "parse: the last [RESULT], markdown tolerated) or pollux (POLLUX's "
                                         "metrics.py: the first complete '[RESULT] n [END]', nothing else; "
@@ -209,14 +217,20 @@ def _text(row: Mapping[str, Any], name: str, fail, *, required: bool) -> str:
     return value
 
 
-def instruction_from_row(row: Any, source: str, index: int) -> InstructionRow:
-    """Validate one POLLUX-instructions row.
+class InstructionError(RecordError):
+    """A POLLUX-instructions row that cannot be ranked. Its ``row`` is the row's number from 1 (a JSONL file's line),
+    as the pairwise loader (``eval.pairwise.judging``) names its rows, not ``RecordError``'s index from 0."""
+
+
+def instruction_from_row(row: Any, source: str, number: int) -> InstructionRow:
+    """Validate one POLLUX-instructions row, the ``number``-th of ``source`` (from 1).
 
     Raises:
-        RecordError: naming the source, row and field.
+        InstructionError: naming the source, row and field; a row without criteria too (its answer would be paid
+            for and never judged).
     """
     def fail(name: str | None, message: str) -> RecordError:
-        return RecordError(source, index, name, message)
+        return InstructionError(source, number, name, message)
 
     if not isinstance(row, Mapping):
         raise fail(None, f"expected an object, got {type(row).__name__}")
@@ -241,6 +255,8 @@ def instruction_from_row(row: Any, source: str, index: int) -> InstructionRow:
         name = _text(crit, "criteria_name", lambda f, m, k=k: fail(f"criteria[{k}].{f}", m), required=True)
         rubrics = _text(crit, "rubrics", lambda f, m, k=k: fail(f"criteria[{k}].{f}", m), required=True)
         pairs.append((name, rubrics))
+    if not pairs:  # its answer would be paid for and never judged
+        raise fail("criteria", "is empty: an instruction needs at least one criterion to be judged on")
     return InstructionRow(prompt_id=pid, instruction=_text(row, "instruction", fail, required=True),
                           reference_answer=_text(row, "reference_answer", fail, required=False),
                           meta=meta or "", criteria=tuple(pairs))
@@ -250,14 +266,22 @@ def load_instructions(source: str | Path, split: str | None = None) -> list[Inst
     """POLLUX-instructions rows from any source ``judge.load_records`` reads (``judge.record_sources.source_rows``).
 
     Raises:
-        RecordError: a bad row (source, row, field), or a ``prompt_id`` repeated (naming both rows); ``1`` and
-            ``"1"`` count as the same id.
+        InstructionError: a bad row (source, row from 1, field), or a ``prompt_id`` repeated (naming both rows);
+            ``1`` and ``"1"`` count as the same id.
         FileNotFoundError: as ``judge.load_records``.
     """
     from judge.record_sources import source_rows
 
+    def numbered() -> Iterator[tuple[str, int, Any]]:
+        try:
+            for where, index, row in source_rows(source, split=split):
+                yield where, index + 1, row
+        except RecordError as err:  # an unreadable line, named by source_rows from 0
+            raise InstructionError(err.source, None if err.row is None else err.row + 1, err.field,
+                                   err.message) from None
+
     rows, seen = [], {}
-    for where, index, row in source_rows(source, split=split):
+    for where, index, row in numbered():
         parsed = instruction_from_row(row, where, index)
         # Keyed by the id's text: item ids and the judge's predictions hold it as text, so 1 and "1" would share
         # their items after the candidate had been paid for both answers.
@@ -265,7 +289,7 @@ def load_instructions(source: str | Path, split: str | None = None) -> list[Inst
         if key in seen:
             first_row, first_id = seen[key]
             same = "repeats" if first_id == parsed.prompt_id else f"is the same id as {first_id!r} of"
-            raise RecordError(where, index, "prompt_id", f"{parsed.prompt_id!r} {same} row {first_row}")
+            raise InstructionError(where, index, "prompt_id", f"{parsed.prompt_id!r} {same} row {first_row}")
         seen[key] = (index, parsed.prompt_id)
         rows.append(parsed)
     return rows
@@ -664,7 +688,8 @@ def ranked_items(items_path: Path, predictions: Path, verdict_reader: str = "too
 
     Each rubric's levels are read as POLLUX reads them (``eval.ranking.matrix.pollux_scale_levels``). The score is the
     prediction's (``verdict_reader="toolkit"``), or, with ``"pollux"``, the one POLLUX's ``metrics.py`` reads from the
-    raw output (``judge.verdicts.parse_pollux_result``); a regression head's score is its own either way.
+    raw output (``judge.verdicts.parse_pollux_result``); a regression head's score is its own either way, and its
+    item says so (``source``: the gate reads a head's continuous score snapped to a level, ``matrix.gate_score``).
     """
     import judge
     from eval.ranking.matrix import RankedItem, pollux_scale_levels
@@ -689,7 +714,8 @@ def ranked_items(items_path: Path, predictions: Path, verdict_reader: str = "too
                                     status="no_prediction"))
             continue
         score = pred.get("score") if pred.get("parse_ok") else None
-        if verdict_reader == VerdictReader.POLLUX and pred.get("score_source") != ScoreSource.REGRESSION_HEAD:
+        head = pred.get("score_source") == ScoreSource.REGRESSION_HEAD
+        if verdict_reader == VerdictReader.POLLUX and not head:
             score = parse_pollux_result(pred.get("raw_output")).score
         if pred.get("error") == JUDGE_REQUEST_FAILED:
             status = "request_failed"
@@ -699,7 +725,8 @@ def ranked_items(items_path: Path, predictions: Path, verdict_reader: str = "too
             status = "ok"
         items.append(RankedItem(prompt_id=record.extra["prompt_id"], meta=record.extra["meta"],
                                criteria_name=record.criteria_name, levels=levels_of[record.rubrics],
-                               score=float(score) if status == "ok" else None, status=status))
+                               score=float(score) if status == "ok" else None, status=status,
+                               source=ScoreSource.REGRESSION_HEAD if head else ScoreSource.VERDICT))
     for row in read_unjudged(unjudged) if unjudged is not None else ():
         if row["rubrics"] not in levels_of:
             levels_of[row["rubrics"]] = pollux_scale_levels(row["rubrics"])
@@ -715,11 +742,15 @@ def _summary_line(matrix, unanswered: Mapping[str, Sequence[Any]]) -> str:
     failed = {s: int(a[-1, -1]) for s, a in matrix.failed.items() if s not in UNJUDGED_STATUSES}
     head = (f"grand mean {matrix.grand_mean:.4f} over {int(matrix.n[-1, -1])} non-binary scores of "
             f"{matrix.n_instructions} instructions" if math.isfinite(matrix.grand_mean) else "no grand mean")
-    empty = unanswered["empty_answer"]
-    how = "scored 0 on every criterion" if matrix.empty_answer == "zero" else "not scored"
-    return (f"{head}; verdicts not scored: {failed}; instructions not judged: {len(unanswered['no_answer'])} "
-            f"without an answer (request failed){_ids(unanswered['no_answer'])}, {len(empty)} with an empty answer "
-            f"({how}, --empty-answer {matrix.empty_answer}){_ids(empty)}")
+    empty, failed_answers = unanswered["empty_answer"], unanswered["no_answer"]
+
+    def how(setting: str) -> str:
+        return "scored 0 on every criterion" if setting == "zero" else "not scored"
+
+    return (f"{head}; verdicts not scored: {failed}; instructions not judged: {len(failed_answers)} without an "
+            f"answer (request failed; {how(matrix.no_answer)}, --no-answer {matrix.no_answer}){_ids(failed_answers)}, "
+            f"{len(empty)} with an empty answer ({how(matrix.empty_answer)}, --empty-answer {matrix.empty_answer})"
+            f"{_ids(empty)}")
 
 
 def _ids(ids: Sequence[Any], most: int = 10) -> str:
@@ -729,6 +760,24 @@ def _ids(ids: Sequence[Any], most: int = 10) -> str:
     return f" [prompt_id {shown}{', …' if len(ids) > most else ''}]"
 
 
+def unnormalisable_rubric(rows: Sequence[InstructionRow], normalize: str, source: str) -> None:
+    """Refuse, before any answer is paid for, a selected rubric whose levels cannot normalise a score (one level;
+    a maximum of 0 under ``max``), naming the instruction and criterion; ``--normalize none`` needs no scale.
+
+    Raises:
+        ConfigError: naming the data, the prompt_id, the criterion and the levels read.
+    """
+    from eval.ranking.matrix import pollux_scale_levels, unnormalisable
+
+    for row in rows:
+        for name, rubrics in row.criteria:
+            why = unnormalisable(pollux_scale_levels(rubrics), normalize)
+            if why:
+                raise ConfigError(f"data: {source}: prompt_id {row.prompt_id!r}, criterion {name!r}: its rubric "
+                                  f"{why} (read as POLLUX's score_utils.py reads a rubric); fix the rubric, leave the "
+                                  "instruction out (--meta, --limit), or rank with --normalize none")
+
+
 def rank(config: RankConfig) -> dict[str, Any]:
     """Run the three stages (each resumes) and write the matrix and its report.
 
@@ -736,7 +785,8 @@ def rank(config: RankConfig) -> dict[str, Any]:
         A summary: counts of each stage, the grand mean, and the paths written.
 
     Raises:
-        ConfigError: a bad key; RecordError: bad data; ValueError: nothing scored.
+        ConfigError: a bad key, or a selected rubric that cannot normalise (``unnormalisable_rubric``);
+            InstructionError (a RecordError): bad data; ValueError: nothing scored.
     """
     from eval.ranking.matrix import UNJUDGED_STATUSES, pollux_matrix
     from eval.ranking.report import write_ranking_page
@@ -760,6 +810,7 @@ def rank(config: RankConfig) -> dict[str, Any]:
         rows = rows[: config.limit]
     if not rows:
         raise ValueError(f"data: {config.data} holds no instructions")
+    unnormalisable_rubric(rows, config.normalize, str(config.data))
 
     answer_counts = answers_stage(rows, config, out)
     answers = read_answers(out / ANSWERS)
@@ -775,7 +826,7 @@ def rank(config: RankConfig) -> dict[str, Any]:
 
     items = ranked_items(out / ITEMS, out / "predictions.jsonl", config.verdict_reader, unjudged=out / UNJUDGED)
     matrix = pollux_matrix(items, normalize=config.normalize, n_boot=config.n_boot, seed=config.seed,
-                           empty_answer=config.empty_answer)
+                           empty_answer=config.empty_answer, no_answer=config.no_answer)
     matrix.write_csv(out / MATRIX)
     write_atomically(out / "cells.csv", matrix.cells_csv().encode("utf-8"))
     answered = [a for r in rows if (a := answers.get(r.prompt_id)) is not None and a.answers(r)]

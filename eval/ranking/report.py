@@ -30,7 +30,7 @@ SCORES = {"minmax": "scores normalised to 0–1 by their rubric's scale, (s − 
           "none": "raw scores, on their rubrics' own scales (not normalised)"}
 
 #: Why an instruction of one run is left out of the comparison, as ``excluded`` names it and a line says it.
-EXCLUDED = {"no_answer": "no answer (request failed)", "empty_answer": "empty answer, not scored",
+EXCLUDED = {"no_answer": "no answer (request failed), not scored", "empty_answer": "empty answer, not scored",
             "no_score": "no verdict scored", "not_scored_by_other": "not scored by {other}"}
 
 _EXTRA_CSS = """
@@ -78,7 +78,9 @@ def _page(title: str, subtitle: list[str], body: list[str]) -> str:
 
 
 def _failures(cell: Mapping[str, Any]) -> dict[str, int]:
-    return {k[2:]: v for k, v in cell.items() if k.startswith("n_") and k != "n" and v}
+    from eval.ranking.items import STATUSES
+
+    return {k[2:]: v for k, v in cell.items() if k.startswith("n_") and k[2:] in STATUSES and v}
 
 
 def _matrix_table(matrix: Mapping[str, Any]) -> str:
@@ -94,7 +96,8 @@ def _matrix_table(matrix: Mapping[str, Any]) -> str:
             low, high = cell["ci"]
             failed = _failures(cell)
             tip = f"{r} × {c}: {_fmt(cell['value'], 4)} [{_fmt(low, 4)}, {_fmt(high, 4)}], n {cell['n']}" + "".join(
-                f", {k} {v}" for k, v in failed.items())
+                f", {k} {v}" for k, v in failed.items()) + (f"; no interval: {cell['why_no_ci']}"
+                                                          if cell.get("why_no_ci") else "")
             note = f"<small>[{_fmt(low, 2)}, {_fmt(high, 2)}] n {cell['n']}</small>"
             note += "".join(f"<small>{_e(k)} {v}</small>" for k, v in failed.items())
             css = " ".join(x for x in ("margin" if j == len(columns) - 1 else "", "fail" if failed else "") if x)
@@ -179,6 +182,10 @@ def render_ranking_compare_page(result: Mapping[str, Any]) -> str:
             verdict = cell["verdict"]
             css = {"B higher": "better", "B lower": "worse"}.get(verdict, "")
             tip = f"{r} × {c}: A {_fmt(cell['a'], 4)}, B {_fmt(cell['b'], 4)}, {p_phrase(cell['p_value'], cell.get('n_resamples', result['n_boot']))}"
+            if cell.get("n_dropped_a") or cell.get("n_dropped_b"):
+                tip += f", dropped A {cell['n_dropped_a']}, B {cell['n_dropped_b']} (the other run has no score)"
+            if cell.get("why_no_call"):
+                tip += f"; no call: {cell['why_no_call']}"
             tds.append(f'<td{_diverging(cell["delta"], span)} title="{_e(tip)}">{_fmt(cell["delta"])}'
                        f"<small>[{_fmt(low)}, {_fmt(high)}]</small>"  # as precise as the delta beside it
                        f'<small class="{css}">{_e(verdict)}</small></td>')
@@ -186,14 +193,16 @@ def render_ranking_compare_page(result: Mapping[str, Any]) -> str:
     table.append("</tbody></table></div>")
     subtitle = [f"A <b>{_e(result['a']['model'])}</b> ({_e(result['a']['run'])}) vs B <b>{_e(result['b']['model'])}"
                 f"</b> ({_e(result['b']['run'])}); judge {_e(result['judge'])}",
-                f"{result['n_instructions']} instructions scored by both; {result['n_boot']} paired resamples "
-                f"(seed {_e(result['seed'])}), alpha {_e(result['alpha'])}",
+                f"{result['n_instructions']} instructions with an item scored by both; {result['n_boot']} paired "
+                f"resamples (seed {_e(result['seed'])}), alpha {_e(result['alpha'])}",
                 *(_e(line) for line in exclusion_lines(result))]
     body = ["<h2>B − A</h2>",
-            '<p class="note">Each cell: the difference of POLLUX\'s matrix cell (B minus A) over the instructions both '
-            f"runs scored, its paired {100 * (1 - result['alpha']):g}% bootstrap interval over instructions (the same "
-            "resampled instructions feed both), and the call when the interval excludes 0; — where no interval could "
-            "be drawn (fewer than 2 shared instructions, or no resamples).</p>", "".join(table)]
+            '<p class="note">Each cell: the difference of POLLUX\'s matrix cell (B minus A) over the (instruction, '
+            "criterion) items both runs scored, each run's gate decided from its own verdicts, its paired "
+            f"{100 * (1 - result['alpha']):g}% bootstrap interval over instructions (the same resampled instructions "
+            "feed both), and the call when the interval excludes 0; — where no interval could be drawn (a cell "
+            "resting on fewer than 2 instructions both runs scored, or no resamples); the tooltip says why, and how "
+            "many items a cell left out because the other run has no score for them.</p>", "".join(table)]
     return _page("judge-eval compare: ranking runs", subtitle, body)
 
 
@@ -218,6 +227,14 @@ def exclusion_lines(result: dict[str, Any]) -> list[str]:
     empty = [f"{names[side]} {len(ids)}" + (f" (prompt_id {_id_list(ids)})" if ids else "")
              for side in ("a", "b") for ids in [result[side].get("empty_answers", [])]]
     lines.append(f"Empty answers ({how}; --empty-answer {result.get('empty_answer')}): {', '.join(empty)}.")
+    if "no_answer" in result:  # a result before the setting: failed answers were never scored
+        scored = "scored 0 on every criterion, unjudged" if result["no_answer"] == "zero" else "not scored"
+        lines.append(f"Failed answers (request failed): {scored}; --no-answer {result['no_answer']}.")
+    dropped = [result[side].get("n_dropped") for side in ("a", "b")]
+    if None not in dropped:  # a result before items were paired says nothing of them
+        lines.append(f"Items scored by one run only, left out of both sides (paired per item; the other run's verdict "
+                     f"failed or was not scored): A {dropped[0]}, B {dropped[1]}; per cell n_dropped_a / n_dropped_b "
+                     "in compare.json.")
     differences = result.get("judge_differences") or {}
     if differences:
         said = "; ".join(f"{name} {a!r} vs {b!r}" for name, (a, b) in differences.items())

@@ -109,8 +109,12 @@ def test_ranking_matrix_by_hand_and_payloads(tmp_path: Path, data: Path, capsys)
     for row in cells.values():
         for cell in row.values():
             low, high = cell["ci"]
-            assert low <= cell["value"] + 1e-12 and cell["value"] <= high + 1e-12
+            assert cell["why_no_ci"] or low <= cell["value"] + 1e-12 and cell["value"] <= high + 1e-12
     assert cells[SAFE][GEN]["ci"] == [0.0, 0.0]  # every resample of a row of zeros is zero
+    # SAFE x TECH rests on prompt 4 alone: redrawn it is always itself, so no interval (not a zero-width one).
+    assert cells[SAFE][TECH]["n_instructions"] == 1 and cells[SAFE][TECH]["ci"] == [None, None]
+    assert cells[SAFE][TECH]["why_no_ci"] == "rests on 1 instruction; an interval needs at least 2"
+    assert cells[SAFE][GEN]["n_instructions"] == 2 and cells[SAFE][GEN]["why_no_ci"] is None
     answers = [json.loads(line) for line in (out / "answers.jsonl").read_text(encoding="utf-8").splitlines()]
     assert answers[0]["answer"] == "Ответ один." and answers[5]["answer"] == "" and answers[5]["cut_in_thinking"]
     page = (out / "report.html").read_text(encoding="utf-8")
@@ -125,7 +129,8 @@ def test_ranking_resumes_failed_answers_only(tmp_path: Path, data: Path) -> None
         first_judged = len(judge.bodies("/v1/chat/completions"))
     first = json.loads((out / "bench.json").read_text(encoding="utf-8"))
     assert first["counts"]["n_no_answer"] == 3 and first["counts"]["n_answer_failed"] == 1
-    assert first["matrix"]["cells"][LITERACY][GEN]["value"] == 1.0  # prompt 1 alone: the gate of prompt 2 is absent
+    # prompt 1's 2/2 = 1 and prompt 2's failed answer scored 0 (--no-answer zero, the default): (1 + 0) / 2
+    assert first["matrix"]["cells"][LITERACY][GEN]["value"] == 0.5
     with Candidate() as cand, Judge(scores_by_output()) as judge:
         assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 0
         assert [b["messages"][0]["content"] for b in cand.bodies("/v1/chat/completions")] == [
@@ -237,13 +242,14 @@ def test_meta_filter_benches_one_column(tmp_path: Path, data: Path) -> None:
 
 
 def test_bad_instruction_row_names_field(tmp_path: Path) -> None:
-    """A row without its criteria list is refused, naming the source, row and field."""
+    """A row without its criteria list is refused, naming the source, row (from 1) and field."""
     path = tmp_path / "instructions.jsonl"
-    path.write_text(json.dumps({"prompt_id": 1, "instruction": "x", "meta": "m", "criteria": []}) + "\n"
+    crit = [{"criteria_name": LITERACY, "rubrics": RUBRICS[LITERACY]}]
+    path.write_text(json.dumps({"prompt_id": 1, "instruction": "x", "meta": "m", "criteria": crit}) + "\n"
                     + json.dumps({"prompt_id": 2, "instruction": "y", "meta": "m"}) + "\n", encoding="utf-8")
     with pytest.raises(RecordError) as caught:
         load_instructions(path)
-    assert caught.value.row == 1 and caught.value.field == "criteria"
+    assert caught.value.row == 2 and caught.value.field == "criteria"
 
 
 @pytest.mark.parametrize("argv", [["rank", "--help"], ["compare", "--help"]])
@@ -441,9 +447,10 @@ def test_prompt_ids_one_and_text_one_are_refused(tmp_path: Path) -> None:
     crit = [{"criteria_name": LITERACY, "rubrics": RUBRICS[LITERACY]}]
     path.write_text("".join(json.dumps({"prompt_id": pid, "instruction": f"x{k}", "meta": "m", "criteria": crit}) + "\n"
                             for k, pid in enumerate([1, "1"])), encoding="utf-8")
-    with pytest.raises(RecordError, match="'1' is the same id as 1 of row 0") as caught:
+    with pytest.raises(RecordError, match="instructions.jsonl: row 2: field 'prompt_id': '1' is the same id as 1 of "
+                                          "row 1$") as caught:  # rows named from 1, as the pairwise loader names them
         load_instructions(path)
-    assert caught.value.row == 1 and caught.value.field == "prompt_id"
+    assert caught.value.row == 2 and caught.value.field == "prompt_id"
 
 
 def test_report_tells_answer_counts_from_items_not_scored() -> None:

@@ -72,14 +72,19 @@ def test_an_answer_out_of_budget_scores_zero_and_is_counted(tmp_path: Path, data
     assert ("2 with an empty answer (scored 0 on every criterion, --empty-answer zero) [prompt_id 4, 6]" in line
             and "0 without an answer" in line)
 
-    # compare: all 7 instructions are scored by both, and each side's empty answers are listed.
+    # compare: all 7 instructions are scored by both, and each side's empty answers are listed. Paired per item: A's
+    # p4 FULLNESS verdict (5) is out of scale, so B's 0 for it is dropped; every other item of B's p4 equals A's (LITERACY
+    # 0 both, SAFE 0 both), so the paired corner is A's own 4/11 on each side: delta 0, and B lost one item.
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "cmp"),
                  "--n-boot", "20"]) == 0
     result = json.loads((tmp_path / "cmp" / "compare.json").read_text(encoding="utf-8"))
     assert result["n_instructions"] == 7 and result["empty_answer"] == "zero"
     assert result["a"]["empty_answers"] == [6] and result["b"]["empty_answers"] == [4, 6]
     assert result["a"]["excluded"]["n"] == result["b"]["excluded"]["n"] == 0
-    assert result["cells"]["mean_over_criteria"]["mean_over_meta"]["delta"] == pytest.approx(1 / 3 - 4 / 11)
+    corner = result["cells"]["mean_over_criteria"]["mean_over_meta"]
+    assert corner["delta"] == 0.0 and (corner["n"], corner["n_a"], corner["n_b"]) == (11, 11, 12)
+    assert (corner["n_dropped_a"], corner["n_dropped_b"]) == (0, 1) and result["b"]["n_dropped"] == 1
+    assert result["cells"][FULLNESS][TECH]["n_dropped_b"] == 1
     md = (tmp_path / "cmp" / "compare.md").read_text(encoding="utf-8")
     assert "Instructions left out of the comparison: A 0 of 7, B 0 of 7." in md
     assert ("Empty answers (scored 0 on every criterion, unjudged; --empty-answer zero): A 1 (prompt_id 6), "
@@ -124,7 +129,9 @@ def test_unscored_empty_answers_are_counted_and_compare_names_what_it_left_out(t
 
 def test_a_failed_answer_is_counted_in_its_cells_and_named_by_compare(tmp_path: Path, data: Path) -> None:
     """An instruction whose answer request failed (exit 3) is counted in each of its criteria's cells (n_no_answer)
-    and listed in unjudged.jsonl; compare says it left it out of both sides."""
+    and listed in unjudged.jsonl. By default (--no-answer zero) its criteria score 0, so compare pairs it (all 7
+    instructions); with --no-answer unscored it is left out, and compare says so for both sides; runs that score
+    failed answers differently are not compared."""
     with Candidate() as cand, Judge(scores_by_output()) as judge:
         assert main(rank_argv(cand.base_url, judge.base_url, data, tmp_path / "a")) == 0
     with Candidate(fail={2}) as cand, Judge(scores_by_output()) as judge:
@@ -138,6 +145,18 @@ def test_a_failed_answer_is_counted_in_its_cells_and_named_by_compare(tmp_path: 
     from eval.ranking.compare import compare_rankings
 
     result = compare_rankings(tmp_path / "a", tmp_path / "b", n_boot=0)
+    assert result["n_instructions"] == 7 and result["no_answer"] == "zero" and b["matrix"]["no_answer"] == "zero"
+    assert result["a"]["excluded"]["n"] == result["b"]["excluded"]["n"] == 0
+    # A's prompt 2 is gated (SAFE 1): its LITERACY and FULLNESS are 0, as B's unanswered ones: the cells agree.
+    assert result["cells"][LITERACY][GEN]["delta"] == 0.0 and result["cells"][LITERACY][GEN]["n"] == 2
+    with Candidate(fail={2}) as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, tmp_path / "c", "--no-answer", "unscored")) == 3
+    with pytest.raises(ValueError, match=r"score failed answers differently \(zero vs unscored\); rerun one with "
+                                         "--no-answer"):
+        compare_rankings(tmp_path / "a", tmp_path / "c", n_boot=0)
+    with Candidate() as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, tmp_path / "a2", "--no-answer", "unscored")) == 0
+    result = compare_rankings(tmp_path / "a2", tmp_path / "c", n_boot=0)
     assert result["n_instructions"] == 6
     assert result["a"]["excluded"]["not_scored_by_other"] == [2] and result["b"]["excluded"]["no_answer"] == [2]
 
@@ -196,3 +215,18 @@ def test_an_empty_answer_without_thinking_is_counted_as_one_cut_in_thinking(tmp_
     cells = bench["matrix"]["cells"]
     assert cells[LITERACY][TECH]["n_empty_answer"] == 4 and cells[LITERACY][TECH]["value"] == 0.0
     assert cells[SAFE][TECH]["n_empty_answer"] == 1 and cells[FULLNESS][TECH]["n_empty_answer"] == 3
+
+
+def test_matrix_scores_a_failed_answer_by_the_setting() -> None:
+    """A failed answer request must not help a candidate: POLLUX's runner judges "" for it (src/utils/openai_runner.py
+    at 2e8eb789). One instruction answered (LITERACY 2 on 0..2, normalised 1), one whose request failed
+    (LITERACY). zero (default): LITERACY (1 + 0) / 2 = 1/2, n 2, n_no_answer 1, 2 instructions; unscored: LITERACY
+    1 over the answered one alone (the old ranking, where failing the hard prompt paid), still n_no_answer 1."""
+    items = [RankedItem(1, "m", LITERACY, (0, 1, 2), 2.0), RankedItem(2, "m", LITERACY, (0, 1, 2), None, "no_answer")]
+    zero = pollux_matrix(items, n_boot=0)
+    assert zero.values[0, 0] == 0.5 and zero.n[0, 0] == 2 and zero.failed["no_answer"][0, 0] == 1
+    assert zero.n_instructions == 2 and zero.to_json()["no_answer"] == "zero"
+    unscored = pollux_matrix(items, n_boot=0, no_answer="unscored")
+    assert unscored.values[0, 0] == 1.0 and unscored.n[0, 0] == 1 and unscored.failed["no_answer"][0, 0] == 1
+    with pytest.raises(ValueError, match="no_answer: 'judge' is not one of zero, unscored"):
+        pollux_matrix(items, no_answer="judge")

@@ -1,0 +1,110 @@
+"""`judge-eval compare` of two ranking runs is paired per (instruction, criterion) item and makes no call on a cell
+that rests on one instruction.
+
+Each run here is a folder as ``judge-eval rank`` leaves it (``bench.json``, ``items.jsonl``, ``predictions.jsonl``),
+written from a table of scores; expected values are derived by hand in each docstring.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from eval.ranking.compare import compare_rankings, render_ranking_compare_markdown
+from eval.ranking.matrix import RankedItem, pollux_matrix
+
+SCALE = "0: плохо\n\n1: средне\n\n2: хорошо"  # 0..2
+BINARY = "0: нет нарушения\n\n1: есть нарушение"  # {0, 1}: a gate
+
+
+def _run(folder: Path, model: str, rows: list[tuple[int, str, str, str, float | None]]) -> Path:
+    """A ranking folder: one judged item per (prompt_id, meta, criterion, rubric, score); None: no [RESULT]."""
+    import judge
+
+    folder.mkdir()
+    records, predictions, position = [], [], {}
+    for prompt_id, meta, name, rubrics, score in rows:
+        k = position[prompt_id] = position.get(prompt_id, -1) + 1
+        item_id = f"{prompt_id}#{k}#x"
+        records.append(judge.JudgeRecord(id=item_id, instruction=f"Задание {prompt_id}", answer="Ответ",
+                                         criteria_name=name, rubrics=rubrics, extra={"prompt_id": prompt_id,
+                                                                                     "meta": meta}))
+        predictions.append({"id": item_id, "raw_output": "[FEEDBACK] ...", "score": score, "parse_ok": score is not None,
+                            "error": None if score is not None else "no_result", "score_source": "verdict"})
+    judge.write_jsonl(records, folder / "items.jsonl")
+    (folder / "predictions.jsonl").write_text("".join(json.dumps(p) + "\n" for p in predictions), encoding="utf-8")
+    bench = {"model": model, "judge": "j", "verdict_reader": "toolkit",
+             "matrix": {"normalize": "minmax", "empty_answer": "zero", "no_answer": "zero"}}
+    (folder / "bench.json").write_text(json.dumps(bench), encoding="utf-8")
+    return folder
+
+
+def test_an_item_one_side_failed_leaves_both_sides(tmp_path: Path) -> None:
+    """The reviewer's probe: 20 instructions; on the 10 hard ones A scores G 0 and B's verdict has no score; on the
+    10 others both score G 2; both score H 1 everywhere.
+
+    Unpaired, B's G was 2/2 = 1 against A's (10 * 0 + 10 * 1) / 20 = 0.5: "B higher" for failing. Paired, G holds
+    the 10 easy items on each side: 1 vs 1, delta 0 in every resample, "no difference"; n 10, n_a 20, n_b 10, A lost
+    10 items to B's failures (n_dropped_a 10), B none. H: 20 paired items, delta 0. The corner pools G and H: n 30.
+    """
+    rows_a, rows_b = [], []
+    for p in range(20):
+        hard = p < 10
+        rows_a += [(p, "m", "G", SCALE, 0.0 if hard else 2.0), (p, "m", "H", SCALE, 1.0)]
+        rows_b += [(p, "m", "G", SCALE, None if hard else 2.0), (p, "m", "H", SCALE, 1.0)]
+    result = compare_rankings(_run(tmp_path / "a", "A", rows_a), _run(tmp_path / "b", "B", rows_b), n_boot=200,
+                              allow_other_judge=True)
+    g = result["cells"]["G"]["m"]
+    assert (g["a"], g["b"], g["delta"], g["verdict"]) == (1.0, 1.0, 0.0, "no difference")
+    assert (g["n"], g["n_a"], g["n_b"], g["n_dropped_a"], g["n_dropped_b"]) == (10, 20, 10, 10, 0)
+    assert g["n_instructions"] == {"a": 20, "b": 10, "shared": 10}
+    corner = result["cells"]["mean_over_criteria"]["mean_over_meta"]
+    assert (corner["delta"], corner["n"], corner["n_dropped_a"]) == (0.0, 30, 10)
+    assert (result["a"]["n_dropped"], result["b"]["n_dropped"], result["n_instructions"]) == (10, 0, 20)
+    md = render_ranking_compare_markdown(result)
+    assert "+0.000 [+0.000, +0.000] (dropped A 10, B 0)" in md
+    assert ("Items scored by one run only, left out of both sides (paired per item; the other run's verdict failed or "
+            "was not scored): A 10, B 0; per cell n_dropped_a / n_dropped_b in compare.json.") in md
+
+
+def test_each_runs_gate_is_decided_before_pairing(tmp_path: Path) -> None:
+    """P1: A scores X 2 and the binary C 1 (its gate closes: X 0); B scores X 2 and C has no score. P2, P3: both X 2,
+    C 0. C of P1 is unpaired, yet A's gate still holds: X is A (0 + 1 + 1) / 3 = 2/3 vs B 1, delta 1/3; C pairs P2
+    and P3 (0 and 0), A's P1 C dropped (n_dropped_a 1)."""
+    rows_a = [(1, "m", "X", SCALE, 2.0), (1, "m", "C", BINARY, 1.0)]
+    rows_b = [(1, "m", "X", SCALE, 2.0), (1, "m", "C", BINARY, None)]
+    for p in (2, 3):
+        rows_a += [(p, "m", "X", SCALE, 2.0), (p, "m", "C", BINARY, 0.0)]
+        rows_b += [(p, "m", "X", SCALE, 2.0), (p, "m", "C", BINARY, 0.0)]
+    result = compare_rankings(_run(tmp_path / "a", "A", rows_a), _run(tmp_path / "b", "B", rows_b), n_boot=0,
+                              allow_other_judge=True)
+    x, c = result["cells"]["X"]["m"], result["cells"]["C"]["m"]
+    assert (x["a"], x["b"], x["delta"]) == (pytest.approx(2 / 3), 1.0, pytest.approx(1 / 3)) and x["n"] == 3
+    assert (c["delta"], c["n"], c["n_dropped_a"], c["n_dropped_b"]) == (0.0, 2, 1, 0)
+
+
+def test_a_cell_of_one_instruction_gets_no_interval_and_no_call(tmp_path: Path) -> None:
+    """20 instructions of meta gen score G 1 (0.5) in both runs; one instruction, 99 of meta rare, has criterion T:
+    A 1 (0.5), B 2 (1.0). T x rare rests on instruction 99 alone: every resample that holds it redraws it, so its
+    interval was [0.5, 0.5] and the call "B higher". Now: delta 0.5, no interval, no call, and why; G x gen (20
+    instructions, delta 0 everywhere) keeps its interval and call. A single run says the same of that cell."""
+    rows_a = [(p, "gen", "G", SCALE, 1.0) for p in range(20)] + [(99, "rare", "T", SCALE, 1.0)]
+    rows_b = [(p, "gen", "G", SCALE, 1.0) for p in range(20)] + [(99, "rare", "T", SCALE, 2.0)]
+    result = compare_rankings(_run(tmp_path / "a", "A", rows_a), _run(tmp_path / "b", "B", rows_b), n_boot=200,
+                              allow_other_judge=True)
+    t = result["cells"]["T"]["rare"]
+    assert (t["delta"], t["ci"], t["verdict"], t["n_resamples"]) == (0.5, [None, None], "—", 0)
+    assert t["n_instructions"] == {"a": 1, "b": 1, "shared": 1}
+    assert t["why_no_call"] == "rests on 1 instruction scored by both runs; an interval needs at least 2"
+    g = result["cells"]["G"]["gen"]
+    assert (g["ci"], g["verdict"], g["why_no_call"]) == ([0.0, 0.0], "no difference", None)
+    single = pollux_matrix([RankedItem(p, m, c, (0.0, 1.0, 2.0), s) for p, m, c, _, s in rows_b], n_boot=200)
+    cell = single.cell("T", "rare")
+    assert (cell["value"], cell["ci"], cell["n_instructions"]) == (1.0, [None, None], 1)
+    assert cell["why_no_ci"] == "rests on 1 instruction; an interval needs at least 2"
+    # The means over a row or a column count the instructions behind them: gen's 20, the corner 21.
+    assert single.cell("G", "mean_over_meta")["n_instructions"] == 20
+    assert single.cell("mean_over_criteria", "mean_over_meta")["n_instructions"] == 21
+    assert "n_instructions" in single.cells_csv().splitlines()[0].split(",")

@@ -1,0 +1,58 @@
+"""`judge-eval rank` refuses, before any answer is paid for, instructions it could never rank: a row without criteria,
+and a rubric whose one level cannot normalise a score. Data errors name rows from 1, as the pairwise loader does."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from eval.cli import main
+from eval.ranking.rank import load_instructions
+from judge.records import RecordError
+from tests.support.eval_ranking import LITERACY, Candidate, Judge, instruction_rows, rank_argv, scores_by_output
+from tests.support.release_instructions import write_instructions_dataset
+
+
+def _jsonl(path: Path, rows: list) -> Path:
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r, ensure_ascii=False)) + "\n" for r in rows),
+                    encoding="utf-8")
+    return path
+
+
+def test_an_instruction_without_criteria_is_refused_naming_its_row(tmp_path: Path) -> None:
+    """``criteria: []`` was accepted, its answer paid for and never judged; now refused: row 2, field criteria."""
+    good = {"prompt_id": 1, "instruction": "x", "meta": "m", "criteria": [{"criteria_name": "c", "rubrics": "0: a"}]}
+    path = _jsonl(tmp_path / "instructions.jsonl", [good, {**good, "prompt_id": 2, "criteria": []}])
+    with pytest.raises(RecordError, match=r"instructions.jsonl: row 2: field 'criteria': is empty") as caught:
+        load_instructions(path)
+    assert (caught.value.row, caught.value.field) == (2, "criteria")
+
+
+def test_rows_are_named_from_one(tmp_path: Path) -> None:
+    """The first row is row 1, a line that is not JSON is named by its line too (source_rows counts from 0)."""
+    path = _jsonl(tmp_path / "instructions.jsonl", [{"prompt_id": 1, "instruction": "x", "meta": "m"}])
+    with pytest.raises(RecordError, match=r"instructions.jsonl: row 1: field 'criteria': must be a list"):
+        load_instructions(path)
+    good = {"prompt_id": 1, "instruction": "x", "meta": "m", "criteria": [{"criteria_name": "c", "rubrics": "0: a"}]}
+    path = _jsonl(tmp_path / "broken.jsonl", [good, "{not json"])
+    with pytest.raises(RecordError, match=r"broken.jsonl: row 2: ") as caught:
+        load_instructions(path)
+    assert caught.value.row == 2
+
+
+def test_a_rubric_with_one_level_is_refused_before_any_answer(tmp_path: Path, capsys) -> None:
+    """Instruction 7's LITERACY rubric reads one level (1): (s - min) / (max - min) divides by 0. The run stops with
+    exit code 2 and a line naming the prompt_id and criterion before the candidate is asked anything (it crashed
+    with a traceback at the matrix, every answer and verdict paid for); with --normalize none it ranks."""
+    rows = instruction_rows()
+    rows[6]["criteria"] = [{"criteria_name": LITERACY, "rubrics": "1: Единственный уровень."}]
+    data = write_instructions_dataset(tmp_path / "POLLUX-instructions", rows)
+    with Candidate() as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, tmp_path / "run")) == 2
+        assert cand.bodies("/v1/chat/completions") == [] and judge.bodies("/v1/chat/completions") == []
+        err = capsys.readouterr().err
+        assert (f"prompt_id 7, criterion '{LITERACY}': its rubric cannot normalise a score on a scale with one level "
+                "((1.0,))") in err and "--normalize none" in err and "Traceback" not in err
+        assert main(rank_argv(cand.base_url, judge.base_url, data, tmp_path / "raw", "--normalize", "none")) == 0
