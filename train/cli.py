@@ -98,6 +98,7 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
     """
     from judge import LeakageError, RecordError
     from judge.plumbing.run_folder import RunFolderBusy
+    from train import signal_latch
     from train.config import ConfigError, config_from_args
     from train.training_arguments import check_training_arguments
 
@@ -105,19 +106,23 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
     if args.config is None and getattr(args, "recipe", None) is None and recipe is None:
         print(f"{prog}: error: give --config FILE (or --recipe with every field as a flag)", file=sys.stderr)
         return 2
-    try:
-        config = config_from_args(args, recipe=recipe)
-        # Both before the run folder, the lock and the base model exist. The data first: reading it takes a fraction
-        # of a second, while building TrainingArguments (a misspelt schedule or optimizer) imports torch and
-        # transformers, ~5 CPU-s, which a refused file should not cost.
-        check_training_data(config)
-        check_training_arguments(config)
-        module, function, what = RECIPE_ENTRIES[config.recipe]
-        with _one_writer(config.output_dir, prog):
-            result = getattr(importlib.import_module(module), function)(config)
-    except (ConfigError, LeakageError, RecordError, RunFolderBusy) as err:
-        print(f"{prog}: error: {err}", file=sys.stderr)
-        return 2
+    # Until training starts the run is being built (minutes for a large model) and the stopper's handler is not
+    # installed: a SIGUSR1 meanwhile is kept for it, not dropped by the "ignore" slurm/train.sbatch leaves
+    # (train.signal_latch).
+    with signal_latch.latched():
+        try:
+            config = config_from_args(args, recipe=recipe)
+            # Both before the run folder, the lock and the base model exist. The data first: reading it takes a
+            # fraction of a second, while building TrainingArguments (a misspelt schedule or optimizer) imports torch
+            # and transformers, ~5 CPU-s, which a refused file should not cost.
+            check_training_data(config)
+            check_training_arguments(config)
+            module, function, what = RECIPE_ENTRIES[config.recipe]
+            with _one_writer(config.output_dir, prog):
+                result = getattr(importlib.import_module(module), function)(config)
+        except (ConfigError, LeakageError, RecordError, RunFolderBusy) as err:
+            print(f"{prog}: error: {err}", file=sys.stderr)
+            return 2
     if result.export_dir:
         print(f"judge-train: exported {what} to {result.export_dir}")
         return 0

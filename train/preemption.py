@@ -68,9 +68,20 @@ class SaveAndStopOnSignal(TrainerCallback):
         self._waking = False
 
     def install(self) -> None:
-        """Install the signal handlers (main thread only); ``uninstall`` restores the previous ones."""
+        """Install the signal handlers (main thread only); ``uninstall`` restores the previous ones.
+
+        A stop signal that came before, while the run was being built, and that ``train.signal_latch`` kept, counts
+        as received now: training stops at the end of its first step, with a checkpoint, and the job is requeued.
+        """
+        from train import signal_latch
+
         for sig in self.signals:
-            self._previous[sig] = signal.signal(sig, self._on_signal)
+            self._previous[sig] = signal_latch.disposition_before(sig, signal.signal(sig, self._on_signal))
+        early = signal_latch.take()
+        if early is not None and early in self.signals and self.received is None:
+            logger.warning("received %s before training started: stopping after the first step, with a checkpoint",
+                           signal.Signals(early).name)
+            self._on_signal(early, None)
 
     def uninstall(self) -> None:
         for sig, handler in self._previous.items():
