@@ -16,6 +16,7 @@ from typing import Any
 from judge.plumbing.api_keys import CLIENT_KEY_ENV
 from judge.plumbing.config_files import ConfigError, read_config_file
 from judge.plumbing.config_files import option as _f
+from judge.prompts import PROMPT_TEMPLATES
 from judge.verdicts import VerdictFormat
 
 __all__ = ["RunConfig", "ConfigError"]
@@ -42,6 +43,13 @@ class RunConfig:
                                      "stays on) or auto (what a judge-serve names in GET /v1/models, else from the "
                                      "checkpoint's manifest/config or the model id). Against a judge-serve, a format "
                                      "other than the one it serves is refused.")
+    prompt_version: str = _f("auto", "The Russian pointwise prompt template a chat request asks the judge with. auto: "
+                                     "the one a judge-serve names in GET /v1/models, else the checkpoint's export "
+                                     "manifest's, else pollux-ru-4b-v1 for an integer-format judge (the released "
+                                     "Pollux-4B-Judge's: a URL shows no manifest), else pollux-ru-v2. A version "
+                                     "(pollux-ru-v2, pollux-ru-4b-v1) wins over the manifest and the format, e.g. "
+                                     "pollux-ru-v2 for an integer judge you trained served by vLLM; against a "
+                                     "judge-serve naming another, refused.")
     backend: str = _f("auto", "auto: judge-serve when the URL has /v1/judge, else chat; chat: one chat completion "
                               "per item; judge-serve: /v1/judge with all criteria of an answer per request.")
     base_url_env: str = _f("", "Environment variable holding the base URL when judge is empty (API judges).")
@@ -95,10 +103,14 @@ class RunConfig:
     def validate(self) -> None:
         """Raise ``ConfigError`` naming the first bad key."""
         choices = {"prompt": ("ru", "en"), "verdict_format": ("auto", *VerdictFormat.ALL), "pairwise_orders": ("both", "original"), "backend": ("auto", "chat", "judge-serve"),
-                   "split": ("all", "zero_shot", "standard"), "server": ("auto", "judge-serve", "vllm")}
+                   "split": ("all", "zero_shot", "standard"), "server": ("auto", "judge-serve", "vllm"),
+                   "prompt_version": ("auto", *PROMPT_TEMPLATES)}
         for key, allowed in choices.items():
             if getattr(self, key) not in allowed:
                 raise ConfigError(f"{key}: {getattr(self, key)!r} is not one of {', '.join(allowed)}")
+        if self.prompt_version != "auto" and self.prompt == "en":  # a setting that would go unused is refused
+            raise ConfigError(f"prompt_version: {self.prompt_version} names a template of the Russian prompt; "
+                              "prompt en asks with the English one: drop --prompt-version, or use --prompt ru")
         for key in ("concurrency", "batch_size", "max_tokens"):
             if getattr(self, key) < 1:
                 raise ConfigError(f"{key}: must be at least 1, got {getattr(self, key)}")

@@ -6,7 +6,8 @@ into the run folder recorded of them.
   export manifest and model type, which a URL does not show), else the ``verdict_format`` setting, else the
   checkpoint's (``judge.checkpoints.verdict_format_and_why``, as judge-serve decides), else the model id's
   (``chosen_verdict_format``). A setting that contradicts a served format is refused before any item is asked.
-- **The prompt template**: ``resolve_prompt_template`` (``judge.checkpoints.prompt_template_and_why``).
+- **The prompt template**: the ``prompt_version`` setting's (one a judge-serve names otherwise is refused), else
+  ``resolve_prompt_template``'s (``judge.checkpoints.prompt_template_and_why``).
 - **The folder's record** (its ``run.json``: ``earlier_record`` and the readers beside it): a resume is held to the
   model, verdict format, prompt template and ``max_tokens`` of the verdicts already written (``held_model``
   for the model, ``run_verdict_format`` for the format; ``eval.judging.run`` for the others), so that one folder
@@ -24,7 +25,7 @@ from judge.plumbing.config_files import ConfigError
 from judge.prompts import PromptTemplate
 from judge.verdicts import VerdictFormat
 
-__all__ = ["SERVED_FORMAT_WHY", "checkpoint_folder", "chosen_verdict_format", "resolve_verdict_format",
+__all__ = ["SERVED_FORMAT_WHY", "SETTING_TEMPLATE_WHY", "checkpoint_folder", "chosen_verdict_format", "resolve_verdict_format",
            "run_verdict_format", "resolve_prompt_template", "earlier_record", "earlier_prompt_version",
            "earlier_verdict_format", "earlier_max_tokens", "earlier_model", "held_model"]
 
@@ -122,17 +123,41 @@ def run_verdict_format(setting: str, judge_ref: str, model: str, served: str | N
     return fmt, why
 
 
-def resolve_prompt_template(verdict_format: str, judge_ref: str,
-                            served_version: str | None = None) -> tuple[PromptTemplate, str]:
-    """The Russian pointwise template a chat request asks the judge with, and why: the one a judge-serve names
+#: Why a run asks with the template its ``prompt_version`` setting names (logged, and recorded in run.json).
+SETTING_TEMPLATE_WHY = "the prompt_version setting names it"
+
+
+def resolve_prompt_template(verdict_format: str, judge_ref: str, served_version: str | None = None,
+                            setting: str = "auto") -> tuple[PromptTemplate, str]:
+    """The Russian pointwise template a chat request asks the judge with, and why: the one the ``prompt_version``
+    ``setting`` names unless ``auto`` (over the export manifest and the format rule: an integer-format judge trained
+    here and served by vLLM learned ``pollux-ru-v2``, which its URL cannot show); else the one a judge-serve names
     (``served_version``, its ``GET /v1/models`` entry's ``prompt_version``, when this toolkit renders it: chat requests
     through its passthrough are then asked as its ``/v1/judge`` asks, with the template it chose from the export
     manifest that a client holding only the URL cannot read); else ``judge.checkpoints.prompt_template_and_why``'s,
     from the verdict format and the export manifest of a checkpoint folder or a hub id's cached snapshot (a judge
-    reached by URL shows none: an integer-format one is then the released Pollux-4B-Judge)."""
-    from judge.checkpoints import prompt_template_and_why, read_manifest
+    reached by URL shows none: an integer-format one is then the released Pollux-4B-Judge).
+
+    Raises:
+        ConfigError: ``setting`` names another version than the one a judge-serve names: it renders its own prompt
+            on ``/v1/judge``, the one its judge learned, so asking with the setting's would be another prompt than
+            the judge was trained on, on one route or the other. Raised before any item is asked.
+    """
+    from judge.checkpoints import EXPORT_MANIFEST, prompt_template_and_why, read_manifest
     from judge.prompts import PROMPT_TEMPLATES
 
+    if setting != "auto":
+        if served_version and served_version != setting:
+            raise ConfigError(f"prompt_version: --prompt-version {setting}, but judge-serve's GET /v1/models names "
+                              f"{served_version} for this judge (it renders its own prompt on /v1/judge, the one "
+                              f"its export manifest names): drop --prompt-version, or serve a judge that learned "
+                              f"{setting}")
+        folder = checkpoint_folder(judge_ref)
+        named = read_manifest(folder).get("prompt_version") if folder is not None else None
+        if named and named != setting:  # the setting wins, but a manifest says what the judge learned: said aloud
+            log.warning("prompt_version: asking with %s, the setting, though %s's export manifest %s names %s",
+                        setting, folder, EXPORT_MANIFEST, named)
+        return PROMPT_TEMPLATES[setting], SETTING_TEMPLATE_WHY
     if served_version in PROMPT_TEMPLATES:
         return PROMPT_TEMPLATES[served_version], "the template judge-serve's GET /v1/models names for this judge"
     folder = checkpoint_folder(judge_ref)

@@ -31,8 +31,9 @@ The judge's verdict format (``judge.VerdictFormat``: ``tagged`` or ``integer``, 
 judge-serve names in its ``GET /v1/models`` entry (a ``verdict_format`` set otherwise is refused before any item), else
 ``verdict_format`` when set, else it follows from the checkpoint or the model id (``eval.judging.format_choice``);
 run.json records it, a resume keeps it, and a ``/v1/judge`` answer in another format stops the run. The Russian
-prompt's template follows from the format and the checkpoint's export manifest (``resolve_prompt_template``: the
-released Pollux-4B-Judge is asked with its own), or is the one a judge-serve names. Data
+prompt's template is the one ``prompt_version`` names when set (a judge-serve naming another is refused), else
+follows from the format and the checkpoint's export manifest (``resolve_prompt_template``: the released
+Pollux-4B-Judge is asked with its own), or is the one a judge-serve names; run.json records it and why. Data
 whose rows carry ``answer_1``/``answer_2`` is judged pairwise (``eval.pairwise.judging``: every pair in both orders by
 default, into ``pairwise_predictions.jsonl``).
 """
@@ -289,6 +290,8 @@ def run_key(config: RunConfig) -> dict[str, Any]:
     model's name is checked against the rows already written instead.
     """
     key = {k: v for k, v in dataclasses.asdict(config).items() if k not in RESUME_FREE}
+    if key["prompt_version"] == "auto":  # today's rule: folders keyed before the setting existed resume as they were
+        del key["prompt_version"]
     if str(key["judge"]).startswith(("http://", "https://")):
         key["judge"] = "<url>"
     return key
@@ -324,6 +327,9 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
         config.data = str(expanded)  # run.json then names the expanded items, as `score` reads them
         levels = {"task_choice_levels": choice_levels}
     pairwise, records = data if data is not None else _read_data(config)
+    if pairwise and config.prompt_version != "auto":  # names a pointwise template: never silently left unused
+        raise ConfigError(f"prompt_version: {config.prompt_version} names a pointwise template; {config.data} holds "
+                          "pairwise rows, asked with the pairwise one: drop --prompt-version")
     if pairwise:  # every pair in both orders by default
         predictions = out / PAIRWISE_PREDICTIONS
         orders = ORDERS if config.pairwise_orders == "both" else ORDERS[:1]
@@ -423,14 +429,17 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
         # keeps the format of the verdicts already here, as it keeps their prompt template and max_tokens.
         config.verdict_format, _ = run_verdict_format(config.verdict_format, judge_ref, model, limits.verdict_format,
                                                       out, n_written, asking=bool(todo))
-        template, why = resolve_prompt_template(config.verdict_format, judge_ref, limits.prompt_version)
+        template, why = resolve_prompt_template(config.verdict_format, judge_ref, limits.prompt_version,
+                                                config.prompt_version)  # a setting judge-serve contradicts: refused
         prompt_version = template.version
-        if kind == "judge-serve" and limits.prompt_version:  # judge-serve renders the prompts, and says with which
+        if kind == "judge-serve" and limits.prompt_version and config.prompt_version == "auto":  # it renders them
             prompt_version, why = limits.prompt_version, "judge-serve renders the prompts; its GET /v1/models says so"
         if not pairwise and config.prompt == "ru":
             log.info("prompt template %s (%s)", prompt_version, why)
         asked_with = (judge.prompts.PAIRWISE_PROMPT_VERSION if pairwise else
                       judge.PROMPT_VERSION_EN if config.prompt == "en" else prompt_version)
+        asked_why = ("pairwise rows: the pairwise template" if pairwise else
+                     "prompt en: the English task-description prompt" if config.prompt == "en" else why)
         # The template the verdicts already in the folder were asked with (run.json's prompt_version): the run key
         # holds the settings, not the template they resolve to, which also follows the checkpoint's export manifest,
         # what a judge-serve says it renders and this toolkit's choice for the released judges. A resume keeps it, so
@@ -443,11 +452,12 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
                                   f"template {made_with_template}, this resume would ask {asked_with}{chosen}: "
                                   "start again with --overwrite, or use another --out")
             asked_with = made_with_template  # nothing asked now: run.json goes on saying what its verdicts had
+            asked_why = "the template of the verdicts already in the folder (nothing asked now)"
         write_provenance(out, "judge-eval run", dataclasses.asdict(config), backend=kind, model=model,
                          n_items=len(records), server_limits={**dataclasses.asdict(limits),
                                                               "max_tokens_requested": requested_max_tokens,
                                                               "max_tokens_adopted": adopted_max_tokens},
-                         prompt_version=asked_with, **levels)
+                         prompt_version=asked_with, prompt_version_why=asked_why, **levels)
         counts = {"written": 0, "parse_failed": 0, "request_failed": 0}
         if todo and pairwise:
             log.info("judging %d pairwise judgments (%d already done) with %s via %s", len(todo), n_done, model, kind)
