@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 import shlex
 import subprocess
 import sys
@@ -290,7 +291,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "--" in argv:
         cut = argv.index("--")
         argv, judge_args = argv[:cut], argv[cut + 1:]
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(_srun_args_joined(argv))
     try:
         script, output_dir, job_name = _render(args, judge_args)
     except SubmitError as err:
@@ -303,7 +304,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     slurm_dir.mkdir(parents=True, exist_ok=True)
     path = slurm_dir / f"train-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%SZ}.sbatch"
     path.write_text(script)
-    proc = subprocess.run(["sbatch", "--parsable", str(path)], capture_output=True, text=True, check=False)
+    proc = subprocess.run(["sbatch", "--parsable", str(path)], capture_output=True, text=True, env=_sbatch_env())
     if proc.returncode != 0:
         print(f"judge-train submit: sbatch {path} failed ({proc.returncode}): {proc.stderr.strip()}", file=sys.stderr)
         return proc.returncode or 1
@@ -311,6 +312,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"submitted job {job_id}: {path}")
     print(f"log: {slurm_dir / f'{job_name}-{job_id}.out'}")
     return 0
+
+
+def _srun_args_joined(argv: Sequence[str]) -> list[str]:
+    """``--srun-args "--container-image=IMG"`` as ``--srun-args=--container-image=IMG``: argparse takes a lone word
+    starting with ``-`` for an option, so the help's spelling would fail. The next word is the value unless it is one
+    of submit's own options (a forgotten value is still reported)."""
+    own, out, i = set(build_parser()._option_string_actions), [], 0
+    while i < len(argv):
+        word = argv[i]
+        if word in ("--srun-args", "--srun_args") and i + 1 < len(argv) and argv[i + 1].startswith("-") \
+                and argv[i + 1].split("=", 1)[0] not in own:
+            word, i = f"--srun-args={argv[i + 1]}", i + 1
+        out.append(word)
+        i += 1
+    return out
+
+
+def _sbatch_env() -> dict[str, str]:
+    """The caller's environment without its ``SBATCH_*`` variables, naming them on stderr. sbatch reads them as its
+    options, over the script's ``#SBATCH`` lines (sbatch(1), INPUT ENVIRONMENT VARIABLES): ``SBATCH_TIMELIMIT`` would
+    undo the check of --signal-before-s against --time, ``SBATCH_NO_REQUEUE`` the requeue the job relies on. The job
+    gets exactly the script kept in the run folder; other options go through the flags or --sbatch-arg."""
+    dropped = sorted(name for name in os.environ if name.startswith("SBATCH_"))
+    if dropped:
+        print(f"judge-train submit: warning: not passing {', '.join(dropped)} to sbatch (they would override the "
+              "rendered #SBATCH lines); give such options with submit's flags or --sbatch-arg", file=sys.stderr)
+    return {name: value for name, value in os.environ.items() if not name.startswith("SBATCH_")}
 
 
 def check_judge_args(config_path: Path, judge_args: Sequence[str]) -> Any:

@@ -20,6 +20,7 @@ SLURM_DIR = REPO / "slurm"
 # it receives as SIGKILL; a node step records its arguments and the files it holds open, then reads the fake server's
 # one line from a FIFO (when there is one), so the training step "ends" only after the server has said it.
 FAKE_SRUN = r"""#!/bin/bash
+if [[ -n ${FAKE_SRUN_CALLS:-} ]]; then all="$*"; echo "${all//$'\n'/ }" >>"$FAKE_SRUN_CALLS"; fi  # a line a call
 command=("$@")
 while [[ ${command[0]} == --* ]]; do command=("${command[@]:1}"); done
 if [[ " $* " == *" --ntasks=1 "* ]]; then
@@ -188,6 +189,100 @@ def test_train_sbatch_sets_aside_under_the_lock_and_releases_it_before_the_step(
         os.close(fd)
 
 
+# flock(1) over NFS, where Linux emulates flock(2) with a byte-range (fcntl) lock: an exclusive one needs a descriptor
+# open for writing (EBADF otherwise). Its exit statuses are flock(1)'s: 1 for a lock another holds, 65 (EX_DATAERR)
+# for another failure.
+FAKE_NFS_FLOCK = r"""#!/bin/bash
+exec python3 -c '
+import errno, fcntl, sys
+fd = int(sys.argv[-1])
+try:
+    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+except OSError as err:
+    print(f"flock: {fd}: {err.strerror}", file=sys.stderr)
+    sys.exit(1 if err.errno in (errno.EAGAIN, errno.EACCES) else 65)
+' "$@"
+"""
+
+
+def _with_fake_flock(env: dict[str, str], tmp_path: Path, body: str) -> dict[str, str]:
+    flock_dir = tmp_path / "flock_bin"
+    flock_dir.mkdir()
+    (flock_dir / "flock").write_text(body)
+    (flock_dir / "flock").chmod(0o755)
+    return {**env, "PATH": f"{flock_dir}{os.pathsep}{env['PATH']}"}
+
+
+def test_train_sbatch_locks_the_run_folder_where_flock_needs_a_writable_descriptor(tmp_path, config_file):
+    """On NFS an exclusive lock of run.lock opened read-only fails (EBADF): every job stopped, told the folder was in
+    use by another run. The script opens it read-write, as judge-train does, and the free folder is taken."""
+    out = tmp_path / "run"
+    (out / "checkpoint-6").mkdir(parents=True)
+    env = _with_fake_flock(_train_env(tmp_path, config_file, out), tmp_path, FAKE_NFS_FLOCK)
+    proc = _run("train.sbatch", env, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert len(list(out.glob("incomplete-checkpoint-6-job1234-*"))) == 1  # set aside under the lock
+
+
+def test_train_sbatch_says_a_failed_lock_is_not_another_run(tmp_path, config_file):
+    """flock(1) exits 1 only for a lock another holder has (with --nonblock); a file system without locks (ENOLCK:
+    71) is another failure, reported as such, and nothing is moved or started."""
+    out = tmp_path / "run"
+    (out / "checkpoint-6").mkdir(parents=True)
+    env = _with_fake_flock(_train_env(tmp_path, config_file, out), tmp_path,
+                           '#!/bin/bash\necho "flock: No locks available" >&2\nexit 71\n')  # fmt: skip
+    proc = _run("train.sbatch", env, tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == (f"train.sbatch: cannot lock {out}/run.lock: flock: No locks available (a filesystem "
+                           "without locks?)\n")  # fmt: skip
+    assert (out / "checkpoint-6").is_dir() and not (tmp_path / "srun_args").exists()
+
+
+# --- train.sbatch: a rendezvous port of its own --------------------------------------------------------------------
+
+
+def _rendezvous_port(proc: subprocess.CompletedProcess) -> int:
+    match = re.search(r"^    rendezvous  10\.0\.0\.5:(\d+)$", proc.stdout, re.M)
+    assert match, proc.stdout + proc.stderr
+    return int(match.group(1))
+
+
+@pytest.mark.parametrize(("batch_host", "probe_step"), [
+    ("nx-node-1", False),  # the batch shell runs on the first training host: it asks the kernel itself
+    ("nx-node-2", True),  # another host trains first: a one-task step there asks
+])  # fmt: skip
+def test_train_sbatch_takes_a_free_rendezvous_port(tmp_path, config_file, batch_host, probe_step):
+    """29500 + job id mod 1000 gave jobs 1234 and 2234 one port on a shared node (and 29500 + 0 is torchrun's own
+    default): the second job's rendezvous failed or met the first one's. With that port held here, as the other
+    job's torchrun would hold it, job 1234 rendezvouses on another port, one that was free on the first host."""
+    import socket
+
+    out = tmp_path / "run"
+    calls = tmp_path / "srun_calls"
+    env = _train_env(tmp_path, config_file, out, SLURMD_NODENAME=batch_host, FAKE_SRUN_CALLS=str(calls))
+    with socket.socket() as other_job:
+        other_job.bind(("", 29734))  # what job 1234 took before
+        other_job.listen()
+        proc = _run("train.sbatch", env, tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        port = _rendezvous_port(proc)
+        assert port != 29734
+    with socket.socket() as probe:
+        probe.bind(("", port))  # it was free (the fake torchrun never took it)
+    steps = calls.read_text().splitlines()
+    probes = [step for step in steps if step.startswith("--nodes=1 --ntasks=1 --nodelist=nx-node-1 python3 -c ")]
+    assert len(probes) == (1 if probe_step else 0) and len(steps) == len(probes) + 1, steps
+
+
+def test_train_sbatch_rendezvous_port_given_wins(tmp_path, config_file):
+    """JUDGE_MASTER_PORT names the port: no probe."""
+    calls = tmp_path / "srun_calls"
+    env = _train_env(tmp_path, config_file, tmp_path / "run", JUDGE_MASTER_PORT="29611", FAKE_SRUN_CALLS=str(calls))
+    proc = _run("train.sbatch", env, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert _rendezvous_port(proc) == 29611 and len(calls.read_text().splitlines()) == 1
+
+
 # --- eval.sbatch: serve.sbatch's JUDGE_API_KEY reaches judge-eval --------------------------------------------
 
 
@@ -269,3 +364,27 @@ def test_serve_sbatch_takes_a_free_port_not_one_a_job_id_shares(tmp_path):
     proc = _run("serve.sbatch", {**env, "JUDGE_PORT": "8765"}, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert endpoint.read_text().strip().endswith(":8765/v1")
+
+
+def test_serve_sbatch_writes_its_endpoint_in_the_submit_folder(tmp_path):
+    """Without JUDGE_ENDPOINT_DIR the endpoint file goes to the folder sbatch ran in (SLURM_SUBMIT_DIR), as the
+    header says, not to the job's working folder: under `sbatch --chdir` it landed there, and an eval array pointed at
+    the submit folder polled for an hour."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, body in {"srun": "exit 0\n", "judge-serve": "exit 0\n", "scontrol": 'echo "${@: -1}"\n'}.items():
+        (bin_dir / name).write_text("#!/bin/bash\n" + body)
+        (bin_dir / name).chmod(0o755)
+    model, submit_dir, work_dir = tmp_path / "model", tmp_path / "submit", tmp_path / "chdir"
+    for folder in (model, submit_dir, work_dir):
+        folder.mkdir()
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "SLURM_JOB_ID": "77", "SLURM_JOB_NODELIST": "localhost",
+        "SLURM_SUBMIT_DIR": str(submit_dir), "JUDGE_MODEL": str(model), "JUDGE_PORT": "8123",
+        "JUDGE_CACHE_DIR": str(tmp_path / "cache"),
+    }  # fmt: skip
+    proc = _run("serve.sbatch", env, work_dir)
+    assert proc.returncode == 0, proc.stderr
+    assert (submit_dir / "judge-serve-77.endpoint").read_text() == "http://localhost:8123/v1\n"
+    assert not list(work_dir.glob("*.endpoint"))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -198,7 +200,9 @@ def _fake_slurm_bin(bin_dir: Path) -> Path:
     scripts the job checks for: enough to run train.sbatch's own logic without a cluster."""
     bin_dir.mkdir()
     scripts = {
-        "srun": 'printf "%s\\0" "$@" >"$FAKE_SRUN_ARGS"\n',
+        # a one-task step (the rendezvous port probe) runs its command, as on the node it names
+        "srun": 'if [[ " $* " == *" --ntasks=1 "* ]]; then while [[ $1 == --* ]]; do shift; done; exec "$@"; fi\n'
+                'printf "%s\\0" "$@" >"$FAKE_SRUN_ARGS"\n',
         "scontrol": 'case "$1 $2" in\n  "show hostnames") printf "nx-node-1\\nnx-node-2\\n";;\n'
                     '  "show node") echo "NodeName=$3 Arch=x86_64 NodeAddr=10.0.0.5 NodeHostName=$3";;\nesac\n',
         "torchrun": "exit 0\n",
@@ -230,7 +234,7 @@ def test_train_sbatch_resumes_from_the_newest_complete_checkpoint(tmp_path, conf
                           capture_output=True, text=True, timeout=60)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "(restart 1)" in proc.stdout and "resume      yes" in proc.stdout
-    assert "rendezvous  10.0.0.5:29734" in proc.stdout  # 29500 + 1234 mod 1000
+    assert re.search(r"^    rendezvous  10\.0\.0\.5:\d+$", proc.stdout, re.M)  # the port: test_slurm_scripts.py
     assert not (out / "checkpoint-6").exists() and len(list(out.glob("incomplete-checkpoint-6-job1234-*"))) == 1
     srun = (tmp_path / "srun_args").read_text().split("\0")[:-1]
     assert srun[:5] == ["--kill-on-bad-exit=1", "--label", "--nodes=2", "--ntasks-per-node=1", "--cpus-per-task=16"]
@@ -367,8 +371,6 @@ def test_every_srun_passes_the_jobs_cpus_per_task():
     """Slurm 22.05's srun does not inherit --cpus-per-task from the batch allocation: every step of every script
     passes --cpus-per-task="$SLURM_CPUS_PER_TASK" itself, directly or through an array of arguments that holds it
     (or holds another such array)."""
-    import re
-
     given = '--cpus-per-task="$SLURM_CPUS_PER_TASK"'
     steps = 0
     for script in sorted(SLURM_DIR.glob("*.sbatch")):
@@ -462,3 +464,63 @@ def test_signal_before_s_must_be_below_the_time_limit(capsys, config_file, time,
                             "again; give fewer seconds than the limit, enough for a step and a full save\n")
     argv[argv.index("--signal-before-s") + 1] = str(accepted)  # below the limit (and sbatch's 65535): rendered
     assert f"#SBATCH --signal=USR1@{accepted}" in _header(_dry_run(capsys, *argv[1:]))
+
+
+# --- what reaches sbatch: the rendered script, not the caller's SBATCH_* variables -------------------------------
+
+
+def test_sbatch_gets_no_sbatch_variables_from_the_callers_environment(tmp_path, config_file, capsys, monkeypatch):
+    """sbatch reads SBATCH_TIMELIMIT, SBATCH_NO_REQUEUE... as options that override the script's #SBATCH lines
+    (sbatch(1), INPUT ENVIRONMENT VARIABLES): a 5-minute limit from the shell would meet the 600 s signal submit
+    checked against --time, and the job could not requeue. submit leaves them out and names them; the rest of the
+    environment (SLURM_CONF, PATH) still reaches sbatch."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sbatch").write_text('#!/bin/bash\nenv >"$FAKE_SBATCH_ENV"\nprintf "%s\\0" "$@" >"$FAKE_SBATCH_ARGS"\n'
+                                    "echo 43\n")
+    (bin_dir / "sbatch").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_SBATCH_ENV", str(tmp_path / "env"))
+    monkeypatch.setenv("FAKE_SBATCH_ARGS", str(tmp_path / "args"))
+    monkeypatch.setenv("SLURM_CONF", "/etc/slurm/test.conf")
+    monkeypatch.setenv("SBATCH_TIMELIMIT", "00:05:00")
+    monkeypatch.setenv("SBATCH_NO_REQUEUE", "1")
+    out = tmp_path / "run"
+    assert slurm_submit.main(["--config", str(config_file), "--nodes", "1", "--gpus-per-node", "2", "--time",
+                              "01:00:00", "--output-dir", str(out)]) == 0  # fmt: skip
+    captured = capsys.readouterr()
+    assert captured.err == ("judge-train submit: warning: not passing SBATCH_NO_REQUEUE, SBATCH_TIMELIMIT to sbatch "
+                            "(they would override the rendered #SBATCH lines); give such options with submit's flags "
+                            "or --sbatch-arg\n")  # fmt: skip
+    env = (tmp_path / "env").read_text().splitlines()
+    assert not [line for line in env if line.startswith("SBATCH_")]
+    assert "SLURM_CONF=/etc/slurm/test.conf" in env
+    (script,) = (out / "slurm").glob("train-*.sbatch")
+    assert (tmp_path / "args").read_text().split("\0")[:-1] == ["--parsable", str(script)]
+    assert "#SBATCH --time=01:00:00" in _header(script.read_text()) and "submitted job 43" in captured.out
+
+
+# --- --srun-args takes a value that starts with a dash, as its help shows ----------------------------------------
+
+@pytest.mark.parametrize("value", [
+    "--container-image=IMG",  # the help's example
+    "--container-image=/shared/images/pollux-judge.sqsh --container-mounts=/shared:/shared",  # docs/slurm.md's
+])  # fmt: skip
+@pytest.mark.parametrize("spelling", ["--srun-args {}", "--srun-args={}", "--srun_args {}"])
+def test_srun_args_take_a_value_that_starts_with_a_dash(capsys, config_file, value, spelling):
+    """argparse reads a lone word starting with `--` (and holding no space) as an option: `--srun-args
+    "--container-image=IMG"`, the help's example, failed with "expected one argument". Every spelling renders
+    JUDGE_SRUN_ARGS."""
+    flag, sep, _ = spelling.partition("=") if "=" in spelling else spelling.partition(" ")
+    words = [f"{flag}={value}"] if sep == "=" else [flag, value]
+    script = _dry_run(capsys, "--config", str(config_file), "--nodes", "1", "--gpus-per-node", "2", *words)
+    assert f"export JUDGE_SRUN_ARGS={shlex.quote(value)}" in script
+
+
+def test_srun_args_followed_by_a_submit_flag_is_still_a_missing_value(capsys, config_file):
+    """`--srun-args --dry-run` forgot its value: submit's own flag is not taken for srun's."""
+    with pytest.raises(SystemExit) as exit_info:
+        slurm_submit.main(["--config", str(config_file), "--nodes", "1", "--gpus-per-node", "2", "--srun-args",
+                           "--dry-run"])  # fmt: skip
+    assert exit_info.value.code == 2
+    assert "--srun-args: expected one argument" in capsys.readouterr().err
