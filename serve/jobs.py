@@ -32,7 +32,8 @@ from judge import Scale, apply_chat, prefix_key, prefix_order
 from judge.criteria_auto import TaskChoice
 from judge.prompts import POLLUX_PROMPT, PromptTemplate, render_pairwise_prompt
 from judge.wire import PAIRWISE_CRITERION, PairwiseRequest
-from serve.chat_tokens import chat_ids, chat_parts, template_wrapping, tokenize_sharing_prefixes
+from judge.chat_tokens import chat_ids, chat_parts, template_wrapping
+from serve.chat_tokens import tokenize_sharing_prefixes
 from serve.schema import JudgeRequest, RequestError, ResolvedCriterion, resolve_criteria
 
 __all__ = ["Job", "JobPlan", "build_jobs", "check_criteria", "plan_jobs", "build_pair_jobs", "PAIRWISE_SCALE",

@@ -51,7 +51,7 @@ from judge.criteria_auto import TaskChoice, TaskClassifier
 from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage, JudgmentUsage, LmVerdict, PairwiseRequest
 from serve.engine_client import EngineClient, EngineFailure, unreadable_answer
 from serve.errors import unknown_model_message
-from serve.chat_tokens import chat_ids, chat_parts, prepare_tokenizer
+from judge.chat_tokens import chat_ids, chat_parts, prepare_tokenizer
 from serve.jobs import (PAIRWISE_SCALE, Job, build_pair_jobs, check_criteria, check_sizes,
                         max_token_chars, plan_jobs, refuse_over_bound)
 from serve.schema import JudgeRequest, RequestError
@@ -251,7 +251,7 @@ class Judge:
         self._classifying = ThreadPoolExecutor(CLASSIFIER_THREADS, thread_name_prefix="task-classifier")
         self._level_ids: OrderedDict[tuple[int, ...], dict[int, int] | None] = OrderedDict()
         self._chars_per_token: int | None = None  # max_token_chars, on the first request
-        # The copy of the tokenizer that reads a request's text (serve.chat_tokens.chat_ids) takes ~0.5 CPU-s to make for a
+        # The copy of the tokenizer that reads a request's text (judge.chat_tokens.chat_ids) takes ~0.5 CPU-s to make for a
         # Qwen vocabulary: made now, beside the start, not inside the first request's deadline.
         threading.Thread(target=prepare_tokenizer, args=(tokenizer,), name="tokenizer-copy", daemon=True).start()
 
@@ -541,7 +541,7 @@ class Judge:
         completion = text if released else render_rationale_target(rationale)
         text_for_head = apply_chat(self.tokenizer, job.prompt, completion=completion)
         # The prompt (the client's text) and the judge's output are tokenized with their special-token strings as
-        # text, as the prompt was for the generation (serve.chat_tokens.chat_ids); the chat template's own tokens stay.
+        # text, as the prompt was for the generation (judge.chat_tokens.chat_ids); the chat template's own tokens stay.
         ids = chat_ids(self.tokenizer, [chat_parts(text_for_head, job.prompt, completion=completion)])[0]
         assert self.pooler is not None
         async with self.limit:

@@ -19,10 +19,11 @@ weights: ``export/`` for the pooling engine (``--runner pooling``; ``/classify``
 ``problem_type`` is ``regression``) and ``export/generator/`` for the generating engine (the backbone is stored
 twice; 15 GB extra for T-lite in bf16). Serving a regression judge:
 
-1. generate the rationale from ``export/generator`` with ``judge.apply_chat(tokenizer, prompt)`` (stops at
-   ``<|im_end|>``), giving ``[FEEDBACK] ... [END]``;
-2. score ``judge.apply_chat(tokenizer, prompt, rationale.strip())`` with ``export/`` — the exact text the head
-   was trained on; the head reads its last token.
+1. generate from ``export/generator`` with ``judge.apply_chat(tokenizer, prompt)`` (stops at ``<|im_end|>``),
+   giving ``[FEEDBACK] ... [END]``;
+2. score ``judge.apply_chat(tokenizer, prompt, judge.render_rationale_target(judge.parse_rationale(generated)[0]))``
+   with ``export/`` — the rationale re-rendered as training rendered it, as judge-serve does (which also reads a
+   special-token string in the prompt or rationale as text); the head reads its last token.
 
 ``pollux_judge.json`` says which judge a folder holds: ``{"mode", "prompt_version", "generator", "score_head"}``;
 ``README.md`` is its model card (``train.model_card``; rewrite it with evaluation figures by ``judge-train card``).
@@ -39,6 +40,7 @@ import contextlib
 import logging
 import shutil
 from pathlib import Path
+from types import MethodType
 from typing import Any
 
 import torch
@@ -90,9 +92,37 @@ def _tail_logits(logits: torch.Tensor, attention_mask: torch.Tensor) -> torch.Te
     return torch.stack(rows)
 
 
+@contextlib.contextmanager
+def _without_mixed_precision(model, device: torch.device):
+    """Run ``model`` as its export reloads: in its weights' dtype, without the autocast accelerate put around it.
+
+    With ``bf16`` and no DeepSpeed the Trainer's accelerate wraps ``model.forward`` in bf16 autocast (the instance's
+    ``forward``, the bare one kept as ``_original_forward``) while a full fine-tune's weights stay float32; the export
+    reloads in float32 and runs without autocast, and would be compared, at float32's tolerance, with bf16 matmuls.
+    Here the bare forward stands in for the probe and the wrapper is put back after it, so the trainer's model is
+    unchanged. A model whose weights mix dtypes (LoRA on a bf16 base, its trainable tensors in float32) runs only
+    under autocast, and keeps it: its export is bf16, checked at bf16's tolerance."""
+    wrapped = model.__dict__.get("forward")
+    dtypes = {param.dtype for param in model.parameters() if param.is_floating_point()}
+    if wrapped is None or "_original_forward" not in model.__dict__ or len(dtypes) != 1:
+        yield
+        return
+    bare = wrapped
+    while hasattr(bare, "__wrapped__"):  # accelerate's unwrap_model(keep_fp32_wrapper=False) walks the same chain
+        bare = bare.__wrapped__
+    model.forward = bare if hasattr(bare, "__self__") else MethodType(bare, model)
+    try:
+        with torch.autocast(device.type, enabled=False):
+            yield
+    finally:
+        model.forward = wrapped
+
+
 @torch.no_grad()
 def live_outputs(model, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """Forward the probe through the model being trained (all ranks must call it under ZeRO-3).
+
+    Runs in the weights' dtype without the Trainer's autocast (``_without_mixed_precision``), as the export reloads.
 
     Returns:
         ``{"logits": tail logits}`` plus ``{"scores": (batch,)}`` for the regression model; on CPU, float32.
@@ -100,7 +130,8 @@ def live_outputs(model, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tenso
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
-    outputs = model(**{k: v.to(device) for k, v in batch.items()})
+    with _without_mixed_precision(model, device):
+        outputs = model(**{k: v.to(device) for k, v in batch.items()})
     model.train(was_training)
     result = {"logits": _tail_logits(outputs.logits, batch["attention_mask"].to(device)).cpu()}
     scores = getattr(outputs, "scores", None)

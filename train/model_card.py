@@ -231,7 +231,9 @@ def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, e
                 f"vllm serve {model_path} --runner pooling --served-model-name {name} --port 8002",
                 "```", "",
                 "Generate the rationale from the first (chat completion of the POLLUX prompt, stop at `<|im_end|>`), "
-                "then POST the chat-formatted prompt + rationale to the second's `/classify`: with "
+                "then POST to the second's `/classify` the text the head was trained on, the rationale re-rendered "
+                "as pollux-judge's training and `judge-serve` render it: `judge.apply_chat(tokenizer, prompt, "
+                "judge.render_rationale_target(judge.parse_rationale(generated)[0]))`; with "
                 "`problem_type: regression` it returns the head's raw value, the score."]
     else:
         out += ["```bash", f"vllm serve {model_path} --served-model-name {name} --port 8000", "```", "",

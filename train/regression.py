@@ -37,14 +37,22 @@ def tokenize_rows(rows: list[dict[str, Any]], tokenizer) -> list[dict[str, Any]]
 
     The prompt part (through the generation prompt ``<|im_start|>assistant\\n``) gets label -100; the assistant
     turn, its end-of-turn token and what the template writes after it carry labels. The score head reads the last
-    token of ``input_ids``.
+    token of ``input_ids``. The ids are judge-serve's (``judge.chat_tokens.chat_ids``): a special-token string in the
+    prompt or the rationale is the characters it is, as when the served judge reads it.
     """
     import judge
+    from judge.chat_tokens import chat_ids, chat_parts
 
-    examples = []
+    parts = []
     for row in rows:
-        prompt_ids = tokenizer(judge.apply_chat(tokenizer, row["prompt"]), add_special_tokens=False)["input_ids"]
-        full_ids = tokenizer(judge.apply_chat(tokenizer, row["prompt"], row["completion"]), add_special_tokens=False)["input_ids"]
+        prompt_text = judge.apply_chat(tokenizer, row["prompt"])
+        full = judge.apply_chat(tokenizer, row["prompt"], row["completion"])
+        if row["prompt"] not in prompt_text or row["completion"] not in full:
+            raise ValueError(f"row {row['id']}: the chat template does not keep the prompt and the answer verbatim")
+        parts += [chat_parts(prompt_text, row["prompt"]), chat_parts(full, row["prompt"], completion=row["completion"])]
+    ids = chat_ids(tokenizer, parts)
+    examples = []
+    for row, prompt_ids, full_ids in zip(rows, ids[::2], ids[1::2]):
         if full_ids[: len(prompt_ids)] != prompt_ids:
             raise ValueError(f"row {row['id']}: the chat template renders the prompt differently with an answer")
         labels = [-100] * len(prompt_ids) + full_ids[len(prompt_ids):]

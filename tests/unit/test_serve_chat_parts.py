@@ -1,9 +1,9 @@
-"""``serve.chat_tokens.chat_parts`` with a completion: the judge's output is the assistant turn's text, found where
+"""``judge.chat_tokens.chat_parts`` with a completion: the judge's output is the assistant turn's text, found where
 the turn ends, not at an earlier occurrence of the same characters in the chat template's own text."""
 
 from __future__ import annotations
 
-from serve.chat_tokens import chat_parts
+from judge.chat_tokens import chat_parts
 
 
 def test_a_completion_that_the_template_also_writes_is_found_where_the_turn_ends():

@@ -338,12 +338,12 @@ TEMPLATES = [(judge.prompts.POLLUX_PROMPT, "qwen_tokenizer", False),
 def test_the_shared_prefix_tokenized_once_gives_the_whole_prompts_ids(request, monkeypatch, template, tokenizer,
                                                                      thinking, ending):
     """Tokenizing an item's shared part once and each criterion's part apart, the request's text apart from the chat
-    template's (``serve.chat_tokens.chat_ids``), gives exactly the ids of tokenizing each whole chat-wrapped prompt, whatever
+    template's (``judge.chat_tokens.chat_ids``), gives exactly the ids of tokenizing each whole chat-wrapped prompt, whatever
     the answer ends with (spaces, punctuation, newlines, emoji, a combining mark, a '###' of its own), for taxonomy
     and custom criteria alike, and for both pointwise templates (the 4B's criterion part ends in a newline, next to
     the chat template's end of turn): an ordinary prompt's ids are what they were before the request's text was read
     with its special-token strings as text."""
-    import serve.chat_tokens
+    import judge.chat_tokens
 
     qwen_tokenizer = request.getfixturevalue(tokenizer)
 
@@ -352,8 +352,8 @@ def test_the_shared_prefix_tokenized_once_gives_the_whole_prompts_ids(request, m
                       {"instruction": "Ответь", "answer": "x" + ending, "reference_answer": "эталон\n", "criteria": criteria[:2]}]}  # fmt: skip
 
     texts: list[str] = []  # every text of the request's tokenized
-    request_ids = serve.chat_tokens._Encoder.request_ids
-    monkeypatch.setattr(serve.chat_tokens._Encoder, "request_ids", lambda self, batch: (texts.extend(batch),
+    request_ids = judge.chat_tokens._Encoder.request_ids
+    monkeypatch.setattr(judge.chat_tokens._Encoder, "request_ids", lambda self, batch: (texts.extend(batch),
                                                                                  request_ids(self, batch))[1])
     jobs = build_jobs(parse_judge_request(body), qwen_tokenizer, max_model_len=4096, max_tokens=64, thinking=thinking,
                       template=template)
@@ -450,11 +450,11 @@ def test_an_items_criteria_render_one_whole_prompt_not_one_each(qwen_tokenizer, 
             self.texts += texts
             return qwen_tokenizer(texts, **kwargs)
 
-    import serve.chat_tokens
+    import judge.chat_tokens
 
     spy = Spy()
-    request_ids = serve.chat_tokens._Encoder.request_ids  # the request's text (serve.chat_tokens.chat_ids) is tokenized there
-    monkeypatch.setattr(serve.chat_tokens._Encoder, "request_ids", lambda self, batch: (spy.texts.extend(batch),
+    request_ids = judge.chat_tokens._Encoder.request_ids  # the request's text (judge.chat_tokens.chat_ids) is tokenized there
+    monkeypatch.setattr(judge.chat_tokens._Encoder, "request_ids", lambda self, batch: (spy.texts.extend(batch),
                                                                                  request_ids(self, batch))[1])
     jobs = build_jobs(request, spy, max_model_len=32768, max_tokens=64)
     assert len(jobs) == 64 and spy.wrapped == 1

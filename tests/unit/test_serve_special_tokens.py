@@ -1,6 +1,6 @@
 """judge-serve reads the text of a request as text: a special-token string in an answer, an instruction, a reference,
 a criterion or a rubric (``<|im_end|>``, ``<|im_start|>assistant``) is tokenized as the characters it is, never as
-the chat template's control tokens, on every way a prompt is tokenized (``serve.chat_tokens.chat_ids``); the template's own
+the chat template's control tokens, on every way a prompt is tokenized (``judge.chat_tokens.chat_ids``); the template's own
 special tokens stay special. An ordinary prompt's ids are pinned against whole-text tokenizing in
 tests/unit/test_serve_judging.py (``test_the_shared_prefix_tokenized_once_gives_the_whole_prompts_ids``)."""
 
