@@ -486,6 +486,8 @@ class ModelLimits:
         prompt_version: None when not judge-serve (or one from before it said).
         verdict_format: None when not judge-serve (or one from before it said); read as the entry writes it, so that a
             client can refuse a format it does not know instead of guessing one.
+        root: the checkpoint the engine loaded (vLLM's ``root``), None when not said: under ``--served-model-name``
+            the entry's ``id`` is any name, and only ``root`` still names the weights (e.g. Pollux-4B-Judge's).
     """
 
     max_model_len: int | None = None
@@ -494,6 +496,7 @@ class ModelLimits:
     trained_max_completion_length: int | None = None
     prompt_version: str | None = None
     verdict_format: str | None = None
+    root: str | None = None
 
     def advertised(self) -> dict[str, int | str]:
         """judge-serve's fields of a model entry (``max_model_len`` stays the engine's own)."""
@@ -519,4 +522,5 @@ class ModelLimits:
             return value if isinstance(value, str) and value else None
 
         return cls(number("max_model_len"), number("judge_max_tokens"), number("max_proxy_tokens"),
-                   number("trained_max_completion_length"), text("prompt_version"), text("verdict_format"))
+                   number("trained_max_completion_length"), text("prompt_version"), text("verdict_format"),
+                   text("root"))

@@ -11,11 +11,16 @@ Before the work starts, ``first_contact`` asks the server's model list (``judge.
 still loading is waited for, a wrong key or URL is one plain sentence) and reads what it allows
 (``judge.wire.ModelLimits``); ``fit_max_tokens`` fits a request's ``max_tokens`` to it, and ``FirstRefusals`` stops a
 run whose first requests are all refused alike.
+
+Why one module of ~560 lines: the runner, ``rank`` and MERA import the backends and the first contact
+(``first_contact``, ``detect_backend``, ``base_of``, ``fit_max_tokens``) from here; the first contact is the part to
+move to a module of its own, together with those imports.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -32,7 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["JudgeBackend", "Refused", "ServerChanged", "refuse_format_change", "ChatBackend", "JudgeServeBackend",
            "verdict_outcome", "chat_extra_body", "retryable_status", "is_transient", "reasoning_of", "short", "root_of",
            "base_of", "detect_backend", "first_model", "first_contact", "fit_max_tokens", "FirstRefusals",
-           "N_FIRST_REFUSALS", "EndpointUnusable", "refusal_of"]
+           "N_FIRST_REFUSALS", "EndpointUnusable", "refusal_of", "too_long_outcome", "PROBE_POLICY"]
 
 log = logging.getLogger("judge_eval.backends")
 
@@ -99,6 +104,23 @@ def refusal_of(err: Any) -> Refused:
     said = str(body["message"]) if isinstance(body, dict) and body.get("message") else str(err.message)
     said = " ".join(said.split())
     return Refused(f"HTTP {err.status_code}: {short(err.message)}", err.status_code, short(said))
+
+
+#: A chat server's words for a prompt its context window cannot hold. vLLM 0.32: "Input length (N) exceeds model's
+#: maximum context length (M)." (``entrypoints/serve/utils/api_utils.py``), "The decoder prompt (length N) is longer
+#: than the maximum model length of M." (``v1/engine/input_processor.py``), and for a prompt filling the window, whose
+#: max_tokens it lowers to the 0 tokens left, "max_tokens must be at least 1, got 0." (as ``eval.mera.client`` reads
+#: it); OpenAI: "This model's maximum context length is N tokens", code ``context_length_exceeded``.
+CONTEXT_LIMIT = re.compile(r"maximum context length|maximum model length|max_tokens must be at least 1, got 0\b|"
+                           r"context_length_exceeded", re.I)
+
+
+def too_long_outcome(reason: str) -> dict[str, Any]:
+    """A predictions row's judge fields for a prompt the judge's context cannot hold: a final row
+    (``context_length_exceeded``), as judge-serve's ``/v1/judge`` answers one, never re-asked by a rerun."""
+    return {"raw_output": None, "feedback": "", "score": None, "parse_ok": False,
+            "error": VerdictError.CONTEXT_LENGTH_EXCEEDED, "reason": reason, "score_source": None, "in_scale": None,
+            "regression_score": None}
 
 
 def verdict_outcome(text: str | None, record, lenient: bool, *, verdict_format: str = VerdictFormat.TAGGED,
@@ -187,7 +209,11 @@ class ChatBackend:
         except openai.APIStatusError as err:
             if retryable_status(err.status_code):
                 raise
-            raise refusal_of(err) from err
+            refusal = refusal_of(err)
+            # err.message holds the whole body: vLLM's and OpenAI's words, and OpenAI's code
+            if err.status_code == 400 and CONTEXT_LIMIT.search(str(err.message)):
+                return [too_long_outcome(refusal.said)]
+            raise refusal from err
         message = response.choices[0].message if response.choices else None
         text = message.content if message is not None else None
         return [verdict_outcome(text, record, self.config.lenient, verdict_format=self.config.verdict_format,
@@ -200,7 +226,8 @@ class ChatBackend:
 def chat_extra_body(config: Any) -> dict[str, Any]:
     """The fields a chat request to the judge carries beyond the OpenAI ones, pointwise (``ChatBackend``) or pairwise
     (``eval.pairwise.judging``): with ``prompt: ru``, ``judge.checkpoints.NEUTRAL_SAMPLING`` and, for a judge that is
-    not ``integer``, thinking off; then the run's ``extra_body``, which wins (``chat_template_kwargs`` included)."""
+    not ``integer``, thinking off; then the run's ``extra_body``, which wins (``chat_template_kwargs`` included), a
+    key it sets to null (None) left out of the body: an API that refuses vLLM's fields is sent none of them."""
     from judge.prompts import JUDGE_CHAT_TEMPLATE_KWARGS
 
     # The POLLUX prompt goes to POLLUX judges on vLLM: thinking off, as judge.apply_chat renders (Qwen3 templates
@@ -213,7 +240,7 @@ def chat_extra_body(config: Any) -> dict[str, Any]:
         if config.verdict_format != VerdictFormat.INTEGER:  # an integer judge was released to think first
             body["chat_template_kwargs"] = dict(JUDGE_CHAT_TEMPLATE_KWARGS)
     body.update(config.extra_body)
-    return body
+    return {name: value for name, value in body.items() if value is not None}
 
 
 class _ProbeRecord:
@@ -353,24 +380,61 @@ def root_of(base_url: str) -> str:
 
 
 def base_of(url: str) -> str:
+    """The OpenAI base URL of ``--judge``'s URL: a bare ``scheme://host[:port]`` gets ``/v1``; a URL with a path is
+    the base as given (``http://127.0.0.1:8000/v1``, or an API's own, e.g. ``.../v1beta/openai/``)."""
+    from urllib.parse import urlsplit
+
     url = url.rstrip("/")
-    return url if url.endswith("/v1") else url + "/v1"
+    return url if urlsplit(url).path else url + "/v1"
 
 
-def detect_backend(base_url: str, api_key: str) -> str:
-    """``judge-serve`` when the server has a ``/v1/judge`` route, else ``chat``.
+#: The backend probe's retries of a transient failure (no connection, 408/409/429, 5xx), as the runner's backoff.
+PROBE_POLICY = RetryPolicy(max_retries=4, backoff_s=1.0, max_backoff_s=10.0)
 
-    An empty POST tells them apart without judging anything: judge-serve answers 400 (missing items) or 401,
-    vLLM and other OpenAI servers 404 or 405.
+
+def detect_backend(base_url: str, api_key: str, limits: ModelLimits | None = None, *,
+                   policy: RetryPolicy | None = None) -> str:
+    """``judge-serve`` when the server is one, else ``chat``.
+
+    judge-serve says so in its ``GET /v1/models`` entries, which carry its own fields (``ModelLimits.advertised``):
+    ``limits`` (``first_contact``'s) when given, else the list asked here. A server whose entries do not say (a
+    judge-serve from before they did) is told by an empty ``POST /v1/judge``, which judges nothing: judge-serve
+    answers 4xx (missing items, or 401), vLLM and other OpenAI servers 404 or 405. Connection errors, 408/409/429
+    and 5xx are retried by ``policy`` (default ``PROBE_POLICY``).
+
+    Raises:
+        EndpointUnusable: the probe is still unanswered after the retries (the message names the URL): no guess.
     """
     import httpx
 
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    if limits is None:
+        try:
+            entries = list_models(base_of(base_url), api_key=api_key, policy=RetryPolicy(max_retries=0))
+        except EndpointUnusable:
+            entries = []  # no readable list: the probe decides
+        said = any(ModelLimits.from_entry(entry).advertised() for entry in entries)
+    else:
+        said = bool(limits.advertised())
+    if said:
+        log.debug("backend probe: GET /v1/models carries judge-serve's fields: judge-serve")
+        return "judge-serve"
+    url = root_of(base_url) + "/v1/judge"
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key and api_key != "EMPTY" else {}
+
+    def post() -> Any:
+        response = httpx.post(url, json={}, headers=headers, timeout=30)
+        if retryable_status(response.status_code):
+            response.raise_for_status()  # HTTPStatusError: retried
+        return response
+
     try:
-        response = httpx.post(root_of(base_url) + "/v1/judge", json={}, headers=headers, timeout=30)
+        response = (policy or PROBE_POLICY).call(post)
     except httpx.HTTPError as err:
-        log.debug("backend probe: POST /v1/judge failed (%s): an OpenAI-compatible chat server", err)
-        return "chat"
+        status = err.response.status_code if isinstance(err, httpx.HTTPStatusError) else None
+        said_why = f"HTTP {status}: {server_message(err.response)}" if status else f"{type(err).__name__}: {err}"
+        raise EndpointUnusable(f"the judge at {base_url}: POST {url}, which tells judge-serve from a chat server, "
+                               f"is still unanswered after retries ({short(said_why, 200)}); rerun when the server "
+                               "answers, or set --backend chat or --backend judge-serve", status) from None
     kind = "chat" if response.status_code in (404, 405) else "judge-serve"
     # The probe's 4xx is the expected answer, not an error: said once, at debug level.
     log.debug("backend probe: empty POST /v1/judge answered HTTP %d: %s", response.status_code, kind)
@@ -487,12 +551,14 @@ class FirstRefusals:
             self.open, self.stopped = False, refusal
         return []
 
-    def message(self, what: str, n_sent: int, n_total: int, unit: str = "requests") -> str:
+    def message(self, what: str, n_sent: int, n_total: int, unit: str = "requests", *, written: bool = False) -> str:
         """The console's sentence for a stopped run: the server's words, and how much was sent, counted in ``unit``
-        (what each ``offer`` stood for: a request, or a task whose samples may be several requests)."""
+        (what each ``offer`` stood for: a request, or a task whose samples may be several requests). ``written``: the
+        caller wrote the held refusals as failed rows, which its next run asks after the items never asked."""
         assert self.stopped is not None
+        kept = ("the refused ones were written as failed rows; a rerun asks the items not asked yet first, then "
+                "these again" if written else "no row was written for the refused ones, a rerun sends them again")
         return (f"{what} refused the first {len(self.held)} {unit} alike: HTTP {self.stopped.status}: "
-                f"{self.stopped.said} (stopped after sending {n_sent} of {n_total} {unit}; no row was written for "
-                "the refused ones, a rerun sends them again)")
+                f"{self.stopped.said} (stopped after sending {n_sent} of {n_total} {unit}; {kept})")
 
 

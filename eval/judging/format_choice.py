@@ -55,13 +55,15 @@ SERVED_FORMAT_WHY = ("judge-serve says so in its GET /v1/models entry: its judge
                      "that format")
 
 
-def chosen_verdict_format(setting: str, judge_ref: str, model: str, served: str | None = None) -> tuple[str, str]:
+def chosen_verdict_format(setting: str, judge_ref: str, model: str, served: str | None = None,
+                          root: str | None = None) -> tuple[str, str]:
     """The judge's verdict format and why (``resolve_verdict_format`` logs them).
 
     In order: the format a judge-serve serves (``served``: ``judge.wire.ModelLimits.verdict_format``, decided by
     judge-serve from the export manifest and model type, ``judge.checkpoints.verdict_format_and_why``); ``setting``
     unless ``auto``; a checkpoint folder's, a hub id's cached snapshot included (its export manifest first, as
-    judge-serve decides); else the one its hub id or served model id implies (one naming ``Pollux-4B-Judge``,
+    judge-serve decides); else the one its hub id, served model id or the checkpoint vLLM names as the served
+    model's ``root`` (a served name such as ``judge`` hides it) implies (one naming ``Pollux-4B-Judge``,
     ``judge.checkpoints.names_pollux_4b``, -> ``integer``, anything else ``tagged``).
 
     Raises:
@@ -85,7 +87,8 @@ def chosen_verdict_format(setting: str, judge_ref: str, model: str, served: str 
     folder = checkpoint_folder(judge_ref)
     if folder is not None:
         return verdict_format_and_why(folder, model)
-    named = next((ref for ref in (model, judge_ref if is_hub_id(judge_ref) else "") if names_pollux_4b(ref)), "")
+    named = next((ref for ref in (model, root or "", judge_ref if is_hub_id(judge_ref) else "")
+                  if names_pollux_4b(ref)), "")
     if named:
         return VerdictFormat.INTEGER, f"the model id {named!r} names Pollux-4B-Judge"
     return VerdictFormat.TAGGED, "no model id names Pollux-4B-Judge: the 7B/32B judges' format"
@@ -97,7 +100,7 @@ def resolve_verdict_format(setting: str, judge_ref: str, model: str, served: str
 
 
 def run_verdict_format(setting: str, judge_ref: str, model: str, served: str | None = None, out: Path | None = None,
-                       n_written: int = 0, asking: bool = True) -> tuple[str, str]:
+                       n_written: int = 0, asking: bool = True, root: str | None = None) -> tuple[str, str]:
     """The run's verdict format and why, logged when this run chose it (``setting`` ``auto``): a wrong one fails every
     judgment, or is scored as another format.
 
@@ -110,7 +113,7 @@ def run_verdict_format(setting: str, judge_ref: str, model: str, served: str | N
         ConfigError: as ``chosen_verdict_format``; or a run that would ask the judge reads another format than the
             verdicts already in ``out`` (naming both), before any item is asked.
     """
-    fmt, why = chosen_verdict_format(setting, judge_ref, model, served)
+    fmt, why = chosen_verdict_format(setting, judge_ref, model, served, root)
     recorded = earlier_verdict_format(out) if out is not None and n_written else None
     if recorded is not None and recorded != fmt:
         if asking:

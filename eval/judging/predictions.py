@@ -353,7 +353,8 @@ def record_content_key(record: Any) -> str:
                        record.rubrics)
 
 
-def resume_predictions(path: str | Path, ids: Sequence[str] | Mapping[str, str]) -> set[str]:
+def resume_predictions(path: str | Path, ids: Sequence[str] | Mapping[str, str], *,
+                       failed: set[str] | None = None) -> set[str]:
     """Prepare a predictions file for appending, and say which items are done.
 
     Kept: the first row of each id in ``ids`` whose request succeeded (parsed or not) and, when ``ids`` maps each id
@@ -362,6 +363,10 @@ def resume_predictions(path: str | Path, ids: Sequence[str] | Mapping[str, str])
     text no longer there: asked again), repeated ids and ids not in ``ids``. The file is rewritten (atomically, by
     rename) only when something was dropped. It is read as a stream, twice when it is rewritten: memory holds the
     done ids, never the rows (a resumed 160k-item run).
+
+    Args:
+        failed: when given, the ids (of ``ids``) with a row whose request failed and no final row are added to it:
+            the caller asks them after the items never asked.
 
     Returns:
         The ids that already have their final row.
@@ -386,7 +391,10 @@ def resume_predictions(path: str | Path, ids: Sequence[str] | Mapping[str, str])
     n_rows = 0
     for row in _iter_rows(path, torn):
         n_rows += 1
-        keep(row, kept)
+        if not keep(row, kept) and failed is not None and row.error == REQUEST_FAILED and row.id in keys:
+            failed.add(row.id)
+    if failed is not None:
+        failed -= kept
     if torn or len(kept) != n_rows:
         again: set[str] = set()
         rewrite_journal(path, (row.to_json() for row in _iter_rows(path, quiet=True) if keep(row, again)))

@@ -55,7 +55,7 @@ from eval.judging.config import RunConfig
 from eval.judging.backends import (N_FIRST_REFUSALS, ChatBackend, FirstRefusals, JudgeBackend, JudgeServeBackend,
                                    Refused, ServerChanged, base_of, detect_backend, first_contact, fit_max_tokens, root_of,
                                    short)
-from eval.judging.format_choice import (earlier_max_tokens, earlier_prompt_version, held_model,
+from eval.judging.format_choice import (earlier_max_tokens, earlier_prompt_version, earlier_record, held_model,
                                         resolve_prompt_template, resolve_verdict_format, run_verdict_format)
 from eval.judging.local_server import local_server
 from eval.judging.predictions import (REQUEST_FAILED, PredictionRow, iter_predictions, record_content_key,
@@ -138,7 +138,11 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
     if changed:
         raise EndpointUnusable(changed[0].stopped(len(batches) - queue.qsize(), len(batches), counts["written"]))
     if first.stopped is not None:
-        raise EndpointUnusable(first.message(f"the judge ({backend.name})", len(batches) - queue.qsize(), len(batches)))
+        # The refused items as counted failures: a rerun asks the items not asked yet first, then these again.
+        for held, _ in first.held:
+            write(*held)
+        raise EndpointUnusable(first.message(f"the judge ({backend.name})", len(batches) - queue.qsize(), len(batches),
+                                             written=True))
     return counts
 
 
@@ -342,10 +346,14 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
         # What each item's judge is asked about, hashed once: the resume checks the rows already written against
         # it, and each new row keeps it (the record loaders refuse one id with two contents, so the id is the key).
         content_keys = {r.id: record_content_key(r) for r in records}
-        done = resume_predictions(predictions, content_keys)
+        failed_before: set[str] = set()
+        done = resume_predictions(predictions, content_keys, failed=failed_before)
         todo = [r for r in records if r.id not in done]
         # All criteria of one answer consecutive: their prompts share a prefix the server computes once.
         todo = [todo[i] for i in judge.prefix_order([judge.prefix_key(r) for r in todo])]
+        # Items never asked first, those whose request failed before last: a run stopped by its first refusals
+        # (FirstRefusals) would otherwise send the same refused items first again, and stop again, on every rerun.
+        todo = [r for r in todo if r.id not in failed_before] + [r for r in todo if r.id in failed_before]
 
     key = client_api_key(config.api_key, config.api_key_env, command="judge-eval run")
     api_key = key.key
@@ -373,7 +381,14 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
         model = held_model(out, n_written, model, judge_ref, asking=bool(todo))  # one folder, one judge's verdicts
         kind = config.backend
         if todo and kind == "auto":
-            kind = detect_backend(base_url, api_key)
+            kind = detect_backend(base_url, api_key, limits)
+        # One folder, one route: a regression judge's /v1/judge scores are its head's, its chat passthrough's the
+        # LM's own verdicts, and a probe that once failed must not mix the two in one predictions file.
+        made_by = earlier_record(out).get("backend") if n_written and todo else None
+        if made_by and made_by != kind:
+            raise ConfigError(f"backend: the {n_written} verdicts already in {out} were asked through {made_by}, this "
+                              f"resume would use {kind} (the server answers as one now): resume against the server "
+                              "that judged them, or start again with --overwrite")
         requested_max_tokens, adopted_max_tokens = config.max_tokens, None
         trained = limits.trained_max_completion_length
         if todo and trained and config.max_tokens < trained:
@@ -428,7 +443,7 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
         # guess from the served name, is what the folder's rows are, and what `score` reads run.json for. A resume
         # keeps the format of the verdicts already here, as it keeps their prompt template and max_tokens.
         config.verdict_format, _ = run_verdict_format(config.verdict_format, judge_ref, model, limits.verdict_format,
-                                                      out, n_written, asking=bool(todo))
+                                                      out, n_written, asking=bool(todo), root=limits.root)
         template, why = resolve_prompt_template(config.verdict_format, judge_ref, limits.prompt_version,
                                                 config.prompt_version)  # a setting judge-serve contradicts: refused
         prompt_version = template.version

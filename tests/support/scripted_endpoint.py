@@ -128,3 +128,14 @@ def chat_completion(text: str, model: str, finish_reason: str = "stop") -> dict:
         "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish_reason}],
         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
     }  # fmt: skip
+
+
+def vllm_chat(text: str) -> Callable[[str, dict], tuple]:
+    """A responder answering every chat request ``text`` as vLLM would, and judge-eval's backend probe (an empty
+    ``POST /v1/judge``) as vLLM does: 404, the route is not there."""
+    def respond(path: str, body: dict) -> tuple:
+        if path == "/v1/judge":
+            return 404, {"detail": "Not Found"}
+        return 200, chat_completion(text, body["model"])
+
+    return respond

@@ -291,6 +291,40 @@ def test_a_run_of_fewer_requests_than_the_stop_rule_writes_its_refusals(small_da
     assert all("HTTP 400" in r["reason"] and "scripted 400" in r["reason"] for r in rows), [r["reason"] for r in rows]
 
 
+def test_a_run_stopped_by_its_first_refusals_makes_progress_on_the_next(small_data, tmp_path, capsys):
+    """Items refused alike one by one (a hosted API's content filter on provocative items) stopped every rerun at
+    the same first three, with no row written: no run ever finished. The stop now writes them as failed rows, and
+    the next run asks the items never asked first, then those again (each refused once more, as a failed row)."""
+    data, records = small_data
+    said = "The response was filtered due to the prompt triggering the content management policy"
+    refused: list[str] = []
+
+    def respond(path, body):
+        if path != "/v1/chat/completions":
+            return 404, {"detail": "Not Found"}
+        prompt = body["messages"][0]["content"]
+        if len(refused) < 3 and prompt not in refused:
+            refused.append(prompt)  # the first three items asked are the filtered ones
+        if prompt in refused:
+            return 400, {"error": {"message": said, "type": "invalid_request_error"}}
+        return 200, chat_completion(GOOD, "judge")
+
+    with ScriptedEndpoint(respond, model="judge") as server:
+        assert main(_run_args(server.base_url, data, tmp_path, "--concurrency", "1")) == 4
+        assert ("refused the first 3 requests alike: HTTP 400: " + said) in capsys.readouterr().err
+        first = [b["messages"][0]["content"] for b in server.bodies("/v1/chat/completions")]
+        assert first == refused
+        rows = read_predictions(tmp_path)
+        assert len(rows) == 3 and {r["error"] for r in rows} == {"request_failed"}
+        server.requests.clear()
+        assert main(_run_args(server.base_url, data, tmp_path, "--concurrency", "1")) == 3
+        second = [b["messages"][0]["content"] for b in server.bodies("/v1/chat/completions")]
+    assert len(second) == len(records) and second[-3:] == refused and not set(second[:-3]) & set(refused)
+    rows = {r["id"]: r for r in read_predictions(tmp_path)}
+    assert len(rows) == len(records)
+    assert sorted(r["error"] or "ok" for r in rows.values()) == ["ok"] * 9 + ["request_failed"] * 3
+
+
 def test_resuming_into_a_folder_of_another_judge_is_refused(small_data, tmp_path):
     """Rows of judge A are never mixed with judge B's in one predictions file."""
     data, _ = small_data

@@ -149,7 +149,7 @@ def test_a_pairwise_judge_serve_answering_in_another_format_stops_the_run(tmp_pa
     out = tmp_path / "run"
     with _judge_serve("tagged", ["tagged", "tagged", "integer"]) as server:
         assert main(_pair_args(server.base_url, data, out, "--concurrency", "1")) == EXIT_UNUSABLE
-        assert len(server.bodies("/v1/judge")) - 1 == 3  # less the probe
+        assert len(server.bodies("/v1/judge")) == 3  # no probe: GET /v1/models says judge-serve (verdict_format)
     err = capsys.readouterr().err
     assert ("judge-eval run: error: judge-serve answered in the verdict format integer, but this run records tagged "
             "for 'judge' (its run.json): the server changed since the run began, or does not say its format in GET "

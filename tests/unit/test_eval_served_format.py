@@ -182,11 +182,11 @@ def _judge_serve(verdict_format: str | None, answers: list[str] | None = None) -
 
 
 def test_a_verdict_format_set_against_the_served_one_is_refused_before_any_item(data, tmp_path, capsys):
-    """--verdict-format tagged against a judge-serve serving integer: refused (exit 2) naming both, with nothing but the
-    backend probe sent; --verdict-format integer, the served one, runs."""
+    """--verdict-format tagged against a judge-serve serving integer: refused (exit 2) naming both, with nothing sent
+    but GET /v1/models (it says judge-serve); --verdict-format integer, the served one, runs."""
     with _judge_serve("integer") as server:
         assert eval_main(_run_args(server.base_url, data, tmp_path / "tagged", "--verdict-format", "tagged")) == 2
-        assert server.bodies("/v1/judge") == [{}]
+        assert server.bodies("/v1/judge") == []  # judge-serve by its GET /v1/models entry: no probe
         err = capsys.readouterr().err
         assert ("verdict_format: --verdict-format tagged, but judge-serve serves 'judge' in the verdict format "
                 "integer") in err
@@ -206,7 +206,7 @@ def test_a_resume_against_a_judge_serve_serving_another_format_is_refused(data, 
     capsys.readouterr()
     with _judge_serve("integer") as second:
         assert eval_main(_run_args(second.base_url, data, out)) == 2
-        assert second.bodies("/v1/judge") == [{}]  # the backend probe only: no item asked
+        assert second.bodies("/v1/judge") == []  # judge-serve by its GET /v1/models entry: no probe, no item
         err = capsys.readouterr().err
         assert (f"verdict_format: the 2 verdicts already in {out} are recorded in the verdict format tagged, this "
                 "resume would read integer (judge-serve says so in its GET /v1/models entry") in err
@@ -235,7 +235,7 @@ def test_a_judge_serve_answering_in_another_format_mid_run_stops_the_run(data, t
     out = tmp_path / "run"
     with _judge_serve("tagged", ["tagged", "tagged", "integer"]) as server:
         code = eval_main(_run_args(server.base_url, data, out, "--batch-size", "1", "--concurrency", "1"))
-        n_asked = len(server.bodies("/v1/judge")) - 1  # the probe
+        n_asked = len(server.bodies("/v1/judge"))  # no probe: its GET /v1/models entry says judge-serve
     assert code == EXIT_UNUSABLE and n_asked == 3
     err = capsys.readouterr().err
     assert ("judge-serve answered in the verdict format integer, but this run records tagged for 'judge' (its "

@@ -36,6 +36,9 @@ LOADING = (503, {"error": {"message": "the engines are still starting", "type": 
 TOO_LONG = (400, {"error": {"message": "This model's maximum context length is 2048 tokens. However, you requested "
                                        "2100 tokens (1076 in the messages, 1024 in the completion).",
                             "type": "BadRequestError", "param": None, "code": 400}})
+#: A refusal no retry or item can change (judge-eval run reads a context-length 400 as that item's final row).
+UNSUPPORTED = (400, {"error": {"message": "The model `vllm-judge` does not support the parameter `min_p`.",
+                               "type": "BadRequestError", "param": "min_p", "code": 400}})
 
 
 # ---------------------------------------------------------------------------------------------- first contact
@@ -113,8 +116,8 @@ def test_first_contact_failures_say_why_in_one_sentence_with_exit_code_4(tmp_pat
     # Retried, Retry-After (1 s) apart, within the 3 s bound: the count says so, not the seconds the line reports
     # (a loaded machine stretched them to 14 once).
     assert len(loading.gets) >= 2
-    assert lines["wrong path"] == (f"judge-eval run: error: the judge at {wrong_path.url}/api/v1 has no GET "
-                                   f"{wrong_path.url}/api/v1/models (HTTP 404: Not Found): the URL or its path is "
+    assert lines["wrong path"] == (f"judge-eval run: error: the judge at {wrong_path.url}/api has no GET "
+                                   f"{wrong_path.url}/api/models (HTTP 404: Not Found): the URL or its path is "
                                    "wrong; give the server's base URL, e.g. http://127.0.0.1:8000/v1")
     assert re.fullmatch(
         rf"judge-eval run: error: the judge at {re.escape(closed_url)} cannot be reached \(ConnectError: \[Errno 111\] "
@@ -127,14 +130,15 @@ def test_first_contact_failures_say_why_in_one_sentence_with_exit_code_4(tmp_pat
 
 def test_first_requests_refused_alike_stop_run_and_bench_with_the_servers_words(tmp_path):
     """A judge that refuses every request with the same 400 stops `judge-eval run` after its first requests with the
-    server's message (exit 4, no failed rows); a bench candidate alike. Both fit an answer budget that cannot fit
+    server's message (exit 4; the three refused items written as failed rows, which the next run asks last); a
+    bench candidate alike (no row). Both fit an answer budget that cannot fit
     the server's window (max_tokens >= max_model_len 2048) to half of it, with a printed note, and send that."""
     data = sample_records_file(tmp_path / "data.jsonl", 20)
     instructions = tmp_path / "instructions.jsonl"
     instructions.write_text("".join(json.dumps({"prompt_id": k, "instruction": f"Задание {k}", "meta": "m",
                                                 "criteria": [{"criteria_name": "c", "rubrics": "0: нет\n\n1: да"}]},
                                                ensure_ascii=False) + "\n" for k in range(20)), encoding="utf-8")
-    judge = ScriptedEndpoint(lambda p, b: TOO_LONG if p == "/v1/chat/completions" else (404, {"detail": "Not Found"}),
+    judge = ScriptedEndpoint(lambda p, b: UNSUPPORTED if p == "/v1/chat/completions" else (404, {"detail": "Not Found"}),
                              model="vllm-judge", max_model_len=2048)
     candidate = ScriptedEndpoint(lambda p, b: TOO_LONG, model="cand", max_model_len=2048)
     try:
@@ -147,15 +151,16 @@ def test_first_requests_refused_alike_stop_run_and_bench_with_the_servers_words(
     finally:
         judge.close()
         candidate.close()
-    said = TOO_LONG[1]["error"]["message"]
+    said, too_long = UNSUPPORTED[1]["error"]["message"], TOO_LONG[1]["error"]["message"]
     assert (run_code, rank_code) == (EXIT_UNUSABLE, EXIT_UNUSABLE), (run_err[-2000:], rank_err[-2000:])
     n_run, n_ranked = len(judge.bodies("/v1/chat/completions")), len(candidate.bodies("/v1/chat/completions"))
     assert 3 <= n_run <= 4 and 3 <= n_ranked <= 4  # 3 alike refusals stop it; one more may be in flight (concurrency 2)
     assert console_error_line(run_err) == (f"judge-eval run: error: the judge (vllm-judge) refused the first 3 requests alike: "
-                                    f"HTTP 400: {said} (stopped after sending {n_run} of 20 requests; no row was "
-                                    "written for the refused ones, a rerun sends them again)")
+                                    f"HTTP 400: {said} (stopped after sending {n_run} of 20 requests; the refused "
+                                    "ones were written as failed rows; a rerun asks the items not asked yet first, "
+                                    "then these again)")
     assert console_error_line(rank_err) == (f"judge-eval rank: error: the candidate (cand) refused the first 3 requests "
-                                      f"alike: HTTP 400: {said} (stopped after sending {n_ranked} of 20 requests; no "
+                                      f"alike: HTTP 400: {too_long} (stopped after sending {n_ranked} of 20 requests; no "
                                       "row was written for the refused ones, a rerun sends them again)")
     note = ("max_tokens 4096 does not fit this server's max_model_len 2048 (the prompt and the answer share it): "
             "asking for 1024 (set --max-tokens to choose)")
@@ -163,7 +168,8 @@ def test_first_requests_refused_alike_stop_run_and_bench_with_the_servers_words(
     assert {"model": "cand", "messages": [{"role": "user", "content": "Задание 0"}], "max_tokens": 1024,
             "temperature": 0.7} in candidate.bodies("/v1/chat/completions")  # the first one sent (two in flight)
     assert {b["max_tokens"] for b in judge.bodies("/v1/chat/completions")} == {1024}
-    assert not (tmp_path / "run" / "predictions.jsonl").exists()
+    rows = [json.loads(line) for line in (tmp_path / "run" / "predictions.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [row["error"] for row in rows] == ["request_failed"] * 3  # the three held refusals, counted; not a 4th
     answers = tmp_path / "bench" / "answers.jsonl"
     assert not answers.exists() or answers.read_text(encoding="utf-8") == ""
 

@@ -27,7 +27,7 @@ import pytest
 
 import judge
 from tests.support.fixtures_train import REPO_ROOT, TINY_SEQ2SEQ
-from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
+from tests.support.scripted_endpoint import ScriptedEndpoint, vllm_chat
 
 
 def _script(name: str) -> str:
@@ -429,7 +429,7 @@ def test_compare_with_out_prints_the_headline_only(tmp_path):
     judge.write_jsonl(records, data)
     for name, score in (("ones", 1), ("twos", 2)):
         verdict = f"[FEEDBACK] x [RESULT] {score} [END]"
-        with ScriptedEndpoint(lambda path, body: (200, chat_completion(verdict, body["model"]))) as server:
+        with ScriptedEndpoint(vllm_chat(verdict)) as server:
             assert main(["run", "--judge", server.base_url, "--data", str(data), "--out", str(tmp_path / name),
                          "--name", name, "--no-progress", "--max-tokens", "32"]) == 0
         assert main(["score", "--predictions", str(tmp_path / name), "--n-boot", "20"]) == 0

@@ -25,7 +25,7 @@ from eval.judging.predictions import read_predictions
 from judge.checkpoints import names_pollux_4b, verdict_format_and_why
 from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage
 from tests.support.eval_cli import run_args as _run_args, cut_predictions_to as _cut_to
-from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
+from tests.support.scripted_endpoint import ScriptedEndpoint, vllm_chat
 
 VERDICT = "[FEEDBACK] ok [RESULT] 1 [END]"
 
@@ -155,7 +155,7 @@ def test_a_resume_against_a_judge_serve_rendering_another_template_is_refused(da
     capsys.readouterr()
     with _judge_serve("pollux-ru-4b-v1") as second:
         assert eval_main(_run_args(second.base_url, data, out)) == 2
-        assert second.bodies("/v1/judge") == [{}]  # the backend probe only: no item asked
+        assert second.bodies("/v1/judge") == []  # no item asked (judge-serve is known from GET /v1/models: no probe)
         err = capsys.readouterr().err
         assert (f"prompt: the 2 verdicts already in {out} were asked with the prompt template pollux-ru-v2, this "
                 "resume would ask pollux-ru-4b-v1") in err
@@ -170,7 +170,7 @@ def test_a_resume_of_the_4b_judge_asked_with_another_template_is_refused(data, t
     before it had the judge's own template; run.json recorded it): a resume that would ask pollux-ru-4b-v1 is refused
     naming both and why the new one was chosen, instead of mixing two prompts in one folder."""
     out = tmp_path / "run"
-    with ScriptedEndpoint(lambda path, body: (200, chat_completion("Ответ верен.\n1", body["model"])),
+    with ScriptedEndpoint(vllm_chat("Ответ верен.\n1"),
                           model="Pollux-4B-Judge") as server:
         assert eval_main(_run_args(server.base_url, data, out)) == 0
         assert _prompt_version(out) == judge.prompts.POLLUX_4B_PROMPT.version
@@ -192,7 +192,7 @@ def test_a_finished_folder_rerun_keeps_the_template_its_verdicts_had(data, tmp_p
     """A rerun of a finished folder asks nothing, so nothing is refused; its run.json goes on naming the template
     the folder's verdicts were asked with, not the one a new launch would choose."""
     out = tmp_path / "run"
-    with ScriptedEndpoint(lambda path, body: (200, chat_completion("Ответ верен.\n1", body["model"])),
+    with ScriptedEndpoint(vllm_chat("Ответ верен.\n1"),
                           model="Pollux-4B-Judge") as server:
         assert eval_main(_run_args(server.base_url, data, out)) == 0
         record = json.loads((out / "run.json").read_text(encoding="utf-8"))
@@ -206,7 +206,7 @@ def test_a_finished_folder_rerun_keeps_the_template_its_verdicts_had(data, tmp_p
 def test_a_resume_with_the_other_language_is_refused_by_the_run_key(data, tmp_path, capsys):
     """--prompt en after ru is a setting of the run key: refused naming it, before any request."""
     out = tmp_path / "run"
-    with ScriptedEndpoint(lambda path, body: (200, chat_completion(VERDICT, body["model"]))) as server:
+    with ScriptedEndpoint(vllm_chat(VERDICT)) as server:
         assert eval_main(_run_args(server.base_url, data, out)) == 0
         _cut_to(out, 2)
         n = len(server.requests)
@@ -214,3 +214,38 @@ def test_a_resume_with_the_other_language_is_refused_by_the_run_key(data, tmp_pa
         assert eval_main(_run_args(server.base_url, data, out, "--prompt", "en")) == 2
         assert "prompt: 'ru' -> 'en'" in capsys.readouterr().err
         assert len(server.requests) == n
+
+
+def test_pollux_4b_served_by_vllm_under_another_name_is_known_by_its_root(data, tmp_path):
+    """vLLM under --served-model-name judge lists the checkpoint it serves as the entry's root: a Pollux-4B-Judge
+    there was asked as a tagged judge with the 7B/32B prompt and thinking off, and every verdict failed to parse."""
+    def respond_get(path):
+        return 200, {"object": "list", "data": [{"id": "judge", "object": "model", "created": 0, "owned_by": "vllm",
+                                                 "root": "ai-forever/Pollux-4B-Judge", "max_model_len": 4096}]}
+
+    with ScriptedEndpoint(vllm_chat("Ответ верен.\n1"), model="judge", respond_get=respond_get) as server:
+        assert eval_main(_run_args(server.base_url, data, tmp_path / "run")) == 0
+        sent = server.bodies("/v1/chat/completions")
+    record = judge.load_records(data)[0]
+    assert sent[0]["messages"] == [{"role": "user", "content": judge.prompts.POLLUX_4B_PROMPT.render(record)}]
+    assert "chat_template_kwargs" not in sent[0]  # thinking left on, as the 4B answers
+    run_json = json.loads((tmp_path / "run" / "run.json").read_text(encoding="utf-8"))
+    assert (run_json["config"]["verdict_format"], run_json["prompt_version"]) == ("integer", "pollux-ru-4b-v1")
+    assert {row["score"] for row in map(json.loads, (tmp_path / "run" / "predictions.jsonl").read_text().splitlines())} == {1.0}
+
+
+def test_a_resume_through_another_route_is_refused(data, tmp_path, capsys):
+    """A folder's verdicts came through judge-serve's /v1/judge; a resume whose server now answers as a chat server
+    (``--backend auto``: the route is detected, not set) would mix the LM's own verdicts with a regression judge's
+    head scores in one file: refused before any item is asked."""
+    out = tmp_path / "run"
+    with _judge_serve("pollux-ru-v2") as first:
+        assert eval_main(_run_args(first.base_url, data, out)) == 0
+    _cut_to(out, 2)
+    capsys.readouterr()
+    with ScriptedEndpoint(vllm_chat(VERDICT), model="judge") as second:
+        assert eval_main(_run_args(second.base_url, data, out)) == 2
+        assert second.bodies("/v1/chat/completions") == []
+    assert (f"backend: the 2 verdicts already in {out} were asked through judge-serve, this resume would use chat (the "
+            "server answers as one now): resume against the server that judged them, or start again with --overwrite"
+            ) in capsys.readouterr().err

@@ -22,7 +22,7 @@ from eval.cli import main as eval_main
 from eval.judging.predictions import read_predictions, refuse_repeated_ids
 from judge.plumbing.run_folder import LOCK_FILE, RUN_KEY_FILE, RunFolderBusy, hold_run_folder
 from tests.support.eval_cli import run_args as _run_args
-from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
+from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion, vllm_chat
 
 REPO = Path(__file__).resolve().parents[2]
 VERDICT = "[FEEDBACK] ok [RESULT] 1 [END]"
@@ -111,7 +111,7 @@ def test_judge_eval_run_resumes_only_with_its_settings(data, tmp_path, capsys):
     """A resume that changes a setting that shapes the predictions is refused naming it; one that changes only how
     the run goes (concurrency, the server's URL) resumes; --overwrite starts over."""
     out = tmp_path / "run"
-    with ScriptedEndpoint(lambda path, body: (200, chat_completion(VERDICT, body["model"]))) as server:
+    with ScriptedEndpoint(vllm_chat(VERDICT)) as server:
         assert eval_main(_run_args(server.base_url, data, out, "--limit", "2")) == 0
         assert json.loads((out / RUN_KEY_FILE).read_text())["limit"] == 2
         capsys.readouterr()
@@ -158,7 +158,7 @@ def test_score_refuses_repeated_ids_unless_told(data, tmp_path, capsys):
     """Predictions with an id twice (two runs appended): `score` exits 2 naming the id; --allow-repeated-ids scores
     each id's first row."""
     out = tmp_path / "run"
-    with ScriptedEndpoint(lambda path, body: (200, chat_completion(VERDICT, body["model"]))) as server:
+    with ScriptedEndpoint(vllm_chat(VERDICT)) as server:
         assert eval_main(_run_args(server.base_url, data, out)) == 0
     lines = (out / "predictions.jsonl").read_text(encoding="utf-8").splitlines()
     (out / "predictions.jsonl").write_text("\n".join([*lines, lines[0]]) + "\n", encoding="utf-8")

@@ -20,7 +20,7 @@ import pytest
 from judge.plumbing.api_keys import resolve_api_key
 from judge.plumbing.config_files import ConfigError, ExactArgumentParser
 from judge.plumbing.provenance import REDACTED, is_secret_name, redact, redact_argv, write_provenance
-from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
+from tests.support.scripted_endpoint import ScriptedEndpoint, vllm_chat
 from tests.support.secrets import BODY, REPO, TYPED, files_holding, permission_bits
 
 
@@ -142,7 +142,7 @@ def test_judge_eval_run_writes_no_key(tmp_path, monkeypatch):
     judge.write_jsonl(judge.load_records(judge.sample_data_path())[:3], data)
     out = tmp_path / "run"
     monkeypatch.setenv("OPENAI_API_KEY", FROM_ENV)
-    with ScriptedEndpoint(lambda path, body: (200, chat_completion("[FEEDBACK] ok [RESULT] 1 [END]", body["model"]))
+    with ScriptedEndpoint(vllm_chat("[FEEDBACK] ok [RESULT] 1 [END]")
                           ) as server:
         argv = ["run", "--judge", server.base_url, "--data", str(data), "--out", str(out), "--no-progress",
                 "--api-key", TYPED, "--server-env", json.dumps({"HF_TOKEN": HF}),
@@ -165,7 +165,7 @@ def test_judge_eval_mera_writes_no_key(tmp_path, monkeypatch):
     from eval.mera import cli
 
     out = tmp_path / "mera"
-    with ScriptedEndpoint(lambda path, body: (200, chat_completion("1", body["model"]))) as server:
+    with ScriptedEndpoint(vllm_chat("1")) as server:
         argv = ["rutie", "--endpoint", server.base_url, "--model", "scripted", "--data", "sample", "--mode", "chat",
                 "--out", str(out), "--max-retries", "0", "--api-key", TYPED]
         monkeypatch.setattr(sys, "argv", ["judge-eval", "mera", *argv])

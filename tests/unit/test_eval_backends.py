@@ -1,0 +1,241 @@
+"""How ``judge-eval run`` reaches a judge (``eval.judging.backends``), against scripted endpoints.
+
+- A prompt the judge's context cannot hold is a final ``context_length_exceeded`` row on the chat route too (vLLM's
+  and OpenAI's HTTP 400 words), never a failed request that every rerun sends again.
+- The route is judge-serve when its ``GET /v1/models`` entry says so; the empty ``POST /v1/judge`` probe's transient
+  failures are retried, and a probe that stays unanswered is an error naming the URL, never a guess.
+- ``--judge``'s URL is the OpenAI base URL as given when it has a path; a bare ``scheme://host[:port]`` gets ``/v1``.
+- A key ``extra_body`` sets to null is left out of a chat request's body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from pathlib import Path
+
+import pytest
+
+import judge
+from eval.cli import main as eval_main
+from eval.judging import backends
+from eval.judging.backends import ChatBackend, Refused, base_of, chat_extra_body, detect_backend
+from eval.judging.config import RunConfig
+from eval.judging.predictions import read_predictions
+from judge.plumbing.retry import EndpointUnusable, RetryPolicy
+from judge.prompts import POLLUX_PROMPT
+from judge.verdicts import VerdictError
+from judge.wire import ModelLimits
+from tests.support.eval_cli import run_args
+from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
+
+#: vLLM 0.32's words (entrypoints/serve/utils/api_utils.py get_max_tokens; v1/engine/input_processor.py), in its
+#: error body, and OpenAI's.
+VLLM_INPUT_LENGTH = "Input length (5000) exceeds model's maximum context length (4096)."
+VLLM_MODEL_LENGTH = ("The decoder prompt (length 5000) is longer than the maximum model length of 4096. Make sure that "
+                     "`max_model_len` is no smaller than the number of text tokens.")
+OPENAI_CONTEXT = ("This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens. "
+                  "Please reduce the length of the messages.")
+TAGGED_VERDICT = "[FEEDBACK] ok [RESULT] 1 [END]"
+#: Probe retries without waiting.
+NO_WAIT = RetryPolicy(max_retries=2, backoff_s=0.0, max_backoff_s=0.0, sleep=lambda s: None)
+
+
+def _vllm_error(message: str) -> dict:
+    return {"error": {"message": message, "type": "BadRequestError", "param": None, "code": 400}}
+
+
+def _openai_error(message: str) -> dict:
+    return {"error": {"message": message, "type": "invalid_request_error", "param": "messages",
+                      "code": "context_length_exceeded"}}
+
+
+@pytest.fixture
+def data(tmp_path) -> Path:
+    """Four sample records as a JSONL file."""
+    return judge.write_jsonl(judge.load_records(judge.sample_data_path())[:4], tmp_path / "data.jsonl")
+
+
+def _chat(base_url: str, config: RunConfig, record) -> list[dict]:
+    async def once() -> list[dict]:
+        backend = ChatBackend(base_url, "EMPTY", "scripted", config)
+        try:
+            return await backend.judge([record])
+        finally:
+            await backend.aclose()
+
+    return asyncio.run(once())
+
+
+# ------------------------------------------------------------------------------------------------- context length
+
+@pytest.mark.parametrize("body", [_vllm_error(VLLM_INPUT_LENGTH), _vllm_error(VLLM_MODEL_LENGTH),
+                                  _openai_error(OPENAI_CONTEXT)], ids=["vllm-input", "vllm-model", "openai"])
+def test_a_chat_prompt_too_long_for_the_context_is_a_final_row(body):
+    record = judge.load_records(judge.sample_data_path())[0]
+    with ScriptedEndpoint(lambda path, _: (400, body)) as server:
+        (outcome,) = _chat(server.base_url, RunConfig(prompt="ru", verdict_format="tagged"), record)
+    assert outcome == {"raw_output": None, "feedback": "", "score": None, "parse_ok": False,
+                       "error": VerdictError.CONTEXT_LENGTH_EXCEEDED, "reason": body["error"]["message"],
+                       "score_source": None, "in_scale": None, "regression_score": None}
+
+
+def test_another_chat_400_is_still_a_refusal():
+    record = judge.load_records(judge.sample_data_path())[0]
+    with ScriptedEndpoint(lambda path, _: (400, _vllm_error("temperature must be non-negative"))) as server:
+        with pytest.raises(Refused) as refused:
+            _chat(server.base_url, RunConfig(prompt="ru", verdict_format="tagged"), record)
+    assert (refused.value.status, refused.value.said) == (400, "temperature must be non-negative")
+
+
+def test_a_run_writes_a_too_long_prompt_once_and_a_rerun_does_not_ask_it_again(data, tmp_path):
+    """vLLM refuses every prompt as too long: the run ends with one final context_length_exceeded row per item (not
+    three alike refusals that stop it), and a rerun of the folder sends nothing."""
+
+    def respond(path: str, body: dict) -> tuple:
+        if path == "/v1/judge":
+            return 404, {"detail": "Not Found"}
+        return 400, _vllm_error(VLLM_INPUT_LENGTH)
+
+    out = tmp_path / "run"
+    with ScriptedEndpoint(respond) as server:
+        assert eval_main(run_args(server.base_url, data, out, "--max-retries", "0")) == 0
+        n_chat = len(server.bodies("/v1/chat/completions"))
+        assert eval_main(run_args(server.base_url, data, out, "--max-retries", "0")) == 0
+        assert len(server.bodies("/v1/chat/completions")) == n_chat == 4
+    rows = read_predictions(out)
+    assert [(row["error"], row["reason"]) for row in rows] == [(VerdictError.CONTEXT_LENGTH_EXCEEDED,
+                                                                VLLM_INPUT_LENGTH)] * 4
+
+
+# ------------------------------------------------------------------------------------------------- backend probe
+
+def _server(probe: list[tuple], entry: dict | None = None) -> ScriptedEndpoint:
+    """A server answering the k-th POST /v1/judge with ``probe[k]`` (the last one after), listing ``entry``."""
+    seen: list[int] = []
+
+    def respond(path: str, body: dict) -> tuple:
+        seen.append(1)
+        return probe[min(len(seen), len(probe)) - 1]
+
+    def respond_get(path: str) -> tuple:
+        return 200, {"object": "list", "data": [{"id": "judge", "object": "model", "max_model_len": 4096,
+                                                 **(entry or {})}]}
+
+    return ScriptedEndpoint(respond, respond_get=respond_get)
+
+
+@pytest.mark.parametrize("entry", [{"judge_max_tokens": 256}, {"verdict_format": "integer"}])
+def test_a_model_entry_with_judge_serves_fields_is_judge_serve_without_a_probe(entry):
+    """judge-serve's own fields in GET /v1/models decide, whatever /v1/judge answers (here 404)."""
+    with _server([(404, {"detail": "Not Found"})], entry) as server:
+        assert detect_backend(server.base_url, "") == "judge-serve"
+        assert server.requests == []
+    with _server([(404, {"detail": "Not Found"})]) as server:  # first_contact's limits, when given, are read instead
+        assert detect_backend(server.base_url, "", ModelLimits(judge_max_tokens=256)) == "judge-serve"
+        assert server.requests == [] and server.gets == []
+
+
+@pytest.mark.parametrize(("probe", "kind"), [
+    ([(404, {"detail": "Not Found"})], "chat"),
+    ([(405, {"detail": "Method Not Allowed"})], "chat"),
+    ([(400, {"detail": "items: required field is missing"})], "judge-serve"),
+    ([(429, {"error": {"message": "rate limited"}}), (404, {"detail": "Not Found"})], "chat"),
+    ([(503, {"error": {"message": "loading"}}), (502, {}), (404, {"detail": "Not Found"})], "chat"),
+    ([(503, {"error": {"message": "loading"}}), (400, {"detail": "items: required"})], "judge-serve"),
+], ids=["404", "405", "400", "429-then-404", "5xx-then-404", "503-then-400"])
+def test_the_probe_retries_transient_answers_before_deciding(probe, kind, monkeypatch):
+    monkeypatch.setattr(backends, "PROBE_POLICY", NO_WAIT, raising=False)
+    with _server(probe) as server:
+        assert detect_backend(server.base_url, "") == kind
+        assert server.bodies("/v1/judge") == [{}] * len(probe)
+
+
+def test_a_probe_that_stays_unanswered_is_an_error_naming_the_url(monkeypatch):
+    """5xx past the retries, and no connection at all: an error naming the URL, not judge-serve or chat."""
+    monkeypatch.setattr(backends, "PROBE_POLICY", NO_WAIT, raising=False)
+    with _server([(503, {"error": {"message": "engine loading"}})]) as server:
+        with pytest.raises(EndpointUnusable) as busy:
+            detect_backend(server.base_url, "")
+        assert len(server.bodies("/v1/judge")) == 3
+    assert busy.value.status == 503
+    assert str(busy.value).startswith(f"the judge at {server.base_url}: POST {server.url}/v1/judge, which tells "
+                                      "judge-serve from a chat server, is still unanswered after retries (HTTP 503: "
+                                      "engine loading)")
+    with socket.socket() as closed:  # bound, never listening: connections are refused
+        closed.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{closed.getsockname()[1]}/v1"
+        with pytest.raises(EndpointUnusable) as unreachable:
+            detect_backend(url, "")
+    said = str(unreachable.value)
+    assert f"POST {url}/judge, which tells judge-serve from a chat server, is still unanswered" in said
+    assert "ConnectError" in said and "--backend chat or --backend judge-serve" in said
+
+
+# ------------------------------------------------------------------------------------------------------ base URL
+
+@pytest.mark.parametrize(("url", "base"), [
+    ("http://127.0.0.1:8000", "http://127.0.0.1:8000/v1"),
+    ("http://127.0.0.1:8000/", "http://127.0.0.1:8000/v1"),
+    ("http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1"),
+    ("http://127.0.0.1:8000/v1/", "http://127.0.0.1:8000/v1"),
+    ("https://api.openai.com/v1", "https://api.openai.com/v1"),
+    ("https://generativelanguage.googleapis.com/v1beta/openai/",
+     "https://generativelanguage.googleapis.com/v1beta/openai"),
+])
+def test_base_of_takes_a_url_with_a_path_as_given(url, base):
+    assert base_of(url) == base
+
+
+def test_a_run_reaches_an_api_whose_base_url_is_not_v1(data, tmp_path):
+    """An OpenAI-compatible API under /v1beta/openai/ (Gemini's form): the model list and every chat request go
+    under that path, not under /v1beta/openai/v1."""
+
+    def respond(path: str, body: dict) -> tuple:
+        if path == "/v1beta/openai/chat/completions":
+            return 200, chat_completion(TAGGED_VERDICT, "gemini")
+        return 404, {"error": {"message": "not found"}}
+
+    def respond_get(path: str) -> tuple:
+        if path == "/v1beta/openai/models":
+            return 200, {"object": "list", "data": [{"id": "gemini", "object": "model"}]}
+        return 404, {"error": {"message": "not found"}}
+
+    with ScriptedEndpoint(respond, respond_get=respond_get) as server:
+        code = eval_main(run_args(server.url + "/v1beta/openai/", data, tmp_path / "run", "--max-retries", "0"))
+        chat = server.bodies("/v1beta/openai/chat/completions")
+    assert code == 0 and len(chat) == 4
+    assert all(row["parse_ok"] for row in read_predictions(tmp_path / "run"))
+
+
+# ---------------------------------------------------------------------------------------------------- extra_body
+
+def test_a_null_extra_body_key_is_left_out_of_the_chat_request():
+    """vLLM's fields set to null: the request an API such as api.openai.com takes, byte for byte."""
+    nulls = {"top_k": None, "min_p": None, "repetition_penalty": None, "chat_template_kwargs": None}
+    config = RunConfig(prompt="ru", verdict_format="tagged", max_tokens=64, extra_body={**nulls, "seed": 7})
+    assert chat_extra_body(config) == {"presence_penalty": 0.0, "frequency_penalty": 0.0, "top_p": 1.0, "seed": 7}
+    record = judge.load_records(judge.sample_data_path())[0]
+    with ScriptedEndpoint(lambda path, _: (200, chat_completion(TAGGED_VERDICT, "scripted"))) as server:
+        (outcome,) = _chat(server.base_url, config, record)
+        (sent,) = server.bodies("/v1/chat/completions")
+    assert outcome["parse_ok"] and outcome["score"] == 1
+    assert sent == {"messages": judge.chat_messages(POLLUX_PROMPT.render(record)), "model": "scripted",
+                    "max_tokens": 64, "temperature": 0.0, "presence_penalty": 0.0, "frequency_penalty": 0.0,
+                    "top_p": 1.0, "seed": 7}
+
+
+# ---------------------------------------------------------------------------------------------------------- root
+
+def test_a_vllm_entry_under_a_served_name_keeps_the_checkpoint_it_loaded():
+    """``vllm serve ai-forever/Pollux-4B-Judge --served-model-name judge`` lists id "judge" and root the checkpoint:
+    the limits the run reads keep root (what names the weights), and judge-serve's own fields do not include it."""
+    from eval.judging.backends import first_contact
+
+    entry = {"id": "judge", "object": "model", "owned_by": "vllm", "root": "ai-forever/Pollux-4B-Judge",
+             "parent": None, "max_model_len": 8192}
+    with ScriptedEndpoint(lambda path, _: (404, {}), respond_get=lambda path: (200, {"data": [entry]})) as server:
+        model, limits = first_contact(server.base_url, "", "")
+    assert (model, limits.root, limits.max_model_len) == ("judge", "ai-forever/Pollux-4B-Judge", 8192)
+    assert "root" not in limits.advertised()
+    assert ModelLimits.from_entry({"id": "judge", "root": None}).root is None
