@@ -30,6 +30,12 @@ def bf16_accelerator():
     AcceleratorState._reset_state(reset_partial_state=True)
 
 
+def prepared(accelerator, model):
+    """``model`` as the Trainer holds it after accelerate's prepare: ``trainer.model`` is the module itself, its
+    forward wrapped in autocast (a leftover process group in this worker would make prepare's result a DDP wrapper)."""
+    return accelerator.unwrap_model(accelerator.prepare_model(model), keep_fp32_wrapper=True)
+
+
 def probe(tokenizer):
     texts = [apply_chat(tokenizer, prompt, render_rationale_target(rationale)) for prompt, rationale in ROWS]
     return export.probe_batch(tokenizer, texts)
@@ -55,7 +61,7 @@ def test_a_float32_model_under_bf16_autocast_exports(mode, bf16_accelerator, tin
     with torch.no_grad():  # a trained head, not the fresh one
         for param in model.parameters():
             param.add_(torch.randn_like(param) * 0.02)
-    model = bf16_accelerator.prepare_model(model)
+    model = prepared(bf16_accelerator, model)
     wrapped = model.forward
     batch = probe(qwen_tokenizer)
     with torch.no_grad():
@@ -77,7 +83,7 @@ def test_a_corrupted_float32_export_is_still_refused(bf16_accelerator, tiny_caus
     torch.manual_seed(0)
     model = Qwen2ForRationaleAndScore.from_pretrained(str(tiny_causal_dir), dtype=torch.float32)
     model.config.pad_token_id = qwen_tokenizer.pad_token_id
-    model = bf16_accelerator.prepare_model(model)
+    model = prepared(bf16_accelerator, model)
     batch = probe(qwen_tokenizer)
     live = export.live_outputs(model, batch)
     out = export.export_regression(model, qwen_tokenizer, tmp_path / "export")
@@ -96,6 +102,6 @@ def test_mixed_dtypes_keep_their_autocast(bf16_accelerator, tiny_causal_dir, qwe
     model = Qwen2ForRationaleAndScore.from_pretrained(str(tiny_causal_dir), dtype=torch.bfloat16)
     model.config.pad_token_id = qwen_tokenizer.pad_token_id
     model.score.float()
-    model = bf16_accelerator.prepare_model(model)
+    model = prepared(bf16_accelerator, model)
     live = export.live_outputs(model, probe(qwen_tokenizer))
     assert live["scores"].dtype == torch.float32 and torch.isfinite(live["scores"]).all()

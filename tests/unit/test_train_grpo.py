@@ -424,7 +424,8 @@ def test_a_server_mode_grpo_job_serves_on_the_first_node_and_trains_on_the_rest(
            "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "FAKE_SRUN_ARGS": str(tmp_path / "srun"),
            "SLURM_JOB_ID": "77", "SLURM_JOB_NODELIST": "gx-[1-3]", "SLURM_JOB_NUM_NODES": "3",
            "SLURM_CPUS_PER_TASK": "16", "JUDGE_SRUN_ARGS": "--container-image=judge.sqsh",
-           "JUDGE_CACHE_DIR": str(tmp_path / "cache")}  # fmt: skip
+           "JUDGE_CACHE_DIR": str(tmp_path / "cache"),
+           "JUDGE_MASTER_PORT": "29577"}  # the port probe's own step is tests/unit/test_slurm_scripts.py's  # fmt: skip
     proc = subprocess.run(["bash", str(tmp_path / "job.sbatch")], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "resume      yes" in proc.stdout and "rendezvous  10.0.0.2:29577" in proc.stdout
