@@ -7,14 +7,10 @@
 Transient failures raise (the runner retries them); a server's refusal raises ``Refused``; a judge-serve answering in
 another verdict format than the run records raises ``ServerChanged`` (the runner stops).
 
-Before the work starts, ``first_contact`` asks the server's model list (``judge.plumbing.retry.list_models``: a server
+Before the work starts, ``eval.judging.contact.first_contact`` asks the server's model list (``judge.plumbing.retry.list_models``: a server
 still loading is waited for, a wrong key or URL is one plain sentence) and reads what it allows
 (``judge.wire.ModelLimits``); ``fit_max_tokens`` fits a request's ``max_tokens`` to it, and ``FirstRefusals`` stops a
 run whose first requests are all refused alike.
-
-Why one module of ~560 lines: the runner, ``rank`` and MERA import the backends and the first contact
-(``first_contact``, ``detect_backend``, ``base_of``, ``fit_max_tokens``) from here; the first contact is the part to
-move to a module of its own, together with those imports.
 """
 
 from __future__ import annotations
@@ -26,18 +22,17 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from judge.checkpoints import NEUTRAL_SAMPLING
 from judge.plumbing.config_files import ConfigError
-from judge.plumbing.retry import EndpointUnusable, RetryPolicy, is_transient, list_models, retryable_status, server_message
+from judge.plumbing.retry import EndpointUnusable, is_transient, retryable_status, server_message
 from judge.prompts import POLLUX_PROMPT, PromptTemplate
 from judge.verdicts import VerdictError, VerdictFormat
-from judge.wire import CustomCriterion, JudgeItem, JudgeRequest, JudgeResponse, JudgeResult, ModelLimits, ScoreSource
+from judge.wire import CustomCriterion, JudgeItem, JudgeRequest, JudgeResponse, JudgeResult, ScoreSource
 
 if TYPE_CHECKING:
     from eval.judging.config import RunConfig
 
 __all__ = ["JudgeBackend", "Refused", "ServerChanged", "refuse_format_change", "ChatBackend", "JudgeServeBackend",
-           "verdict_outcome", "chat_extra_body", "retryable_status", "is_transient", "reasoning_of", "short", "root_of",
-           "base_of", "detect_backend", "first_model", "first_contact", "fit_max_tokens", "FirstRefusals",
-           "N_FIRST_REFUSALS", "EndpointUnusable", "refusal_of", "too_long_outcome", "PROBE_POLICY"]
+           "verdict_outcome", "chat_extra_body", "retryable_status", "is_transient", "reasoning_of", "short",
+           "FirstRefusals", "N_FIRST_REFUSALS", "EndpointUnusable", "refusal_of", "too_long_outcome"]
 
 log = logging.getLogger("judge_eval.backends")
 
@@ -372,144 +367,6 @@ def reasoning_of(message: Any) -> str | None:
 def short(text: str, limit: int = 300) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[:limit] + "..."
-
-
-def root_of(base_url: str) -> str:
-    base = base_url.rstrip("/")
-    return base[: -len("/v1")] if base.endswith("/v1") else base
-
-
-def base_of(url: str) -> str:
-    """The OpenAI base URL of ``--judge``'s URL: a bare ``scheme://host[:port]`` gets ``/v1``; a URL with a path is
-    the base as given (``http://127.0.0.1:8000/v1``, or an API's own, e.g. ``.../v1beta/openai/``)."""
-    from urllib.parse import urlsplit
-
-    url = url.rstrip("/")
-    return url if urlsplit(url).path else url + "/v1"
-
-
-#: The backend probe's retries of a transient failure (no connection, 408/409/429, 5xx), as the runner's backoff.
-PROBE_POLICY = RetryPolicy(max_retries=4, backoff_s=1.0, max_backoff_s=10.0)
-
-
-def detect_backend(base_url: str, api_key: str, limits: ModelLimits | None = None, *,
-                   policy: RetryPolicy | None = None) -> str:
-    """``judge-serve`` when the server is one, else ``chat``.
-
-    judge-serve says so in its ``GET /v1/models`` entries, which carry its own fields (``ModelLimits.advertised``):
-    ``limits`` (``first_contact``'s) when given, else the list asked here. A server whose entries do not say (a
-    judge-serve from before they did) is told by an empty ``POST /v1/judge``, which judges nothing: judge-serve
-    answers 4xx (missing items, or 401), vLLM and other OpenAI servers 404 or 405. Connection errors, 408/409/429
-    and 5xx are retried by ``policy`` (default ``PROBE_POLICY``).
-
-    Raises:
-        EndpointUnusable: the probe is still unanswered after the retries (the message names the URL): no guess.
-    """
-    import httpx
-
-    if limits is None:
-        try:
-            entries = list_models(base_of(base_url), api_key=api_key, policy=RetryPolicy(max_retries=0))
-        except EndpointUnusable:
-            entries = []  # no readable list: the probe decides
-        said = any(ModelLimits.from_entry(entry).advertised() for entry in entries)
-    else:
-        said = bool(limits.advertised())
-    if said:
-        log.debug("backend probe: GET /v1/models carries judge-serve's fields: judge-serve")
-        return "judge-serve"
-    url = root_of(base_url) + "/v1/judge"
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key and api_key != "EMPTY" else {}
-
-    def post() -> Any:
-        response = httpx.post(url, json={}, headers=headers, timeout=30)
-        if retryable_status(response.status_code):
-            response.raise_for_status()  # HTTPStatusError: retried
-        return response
-
-    try:
-        response = (policy or PROBE_POLICY).call(post)
-    except httpx.HTTPError as err:
-        status = err.response.status_code if isinstance(err, httpx.HTTPStatusError) else None
-        said_why = f"HTTP {status}: {server_message(err.response)}" if status else f"{type(err).__name__}: {err}"
-        raise EndpointUnusable(f"the judge at {base_url}: POST {url}, which tells judge-serve from a chat server, "
-                               f"is still unanswered after retries ({short(said_why, 200)}); rerun when the server "
-                               "answers, or set --backend chat or --backend judge-serve", status) from None
-    kind = "chat" if response.status_code in (404, 405) else "judge-serve"
-    # The probe's 4xx is the expected answer, not an error: said once, at debug level.
-    log.debug("backend probe: empty POST /v1/judge answered HTTP %d: %s", response.status_code, kind)
-    return kind
-
-
-def first_model(base_url: str, api_key: str) -> str:
-    """The first model the server lists (one ``GET /v1/models``, no retries; ``first_contact`` retries)."""
-    return first_contact(base_url, api_key, "", policy=RetryPolicy(max_retries=0))[0]
-
-
-def first_contact(base_url: str, api_key: str, model: str, *, key_source: str = "", what: str = "the judge",
-                  policy: RetryPolicy | None = None, key_rule: str = "") -> tuple[str, ModelLimits]:
-    """The model to ask and what the server allows, from its ``GET /v1/models`` (``judge.plumbing.retry.list_models``).
-
-    Args:
-        base_url: the OpenAI base URL.
-        api_key, key_source: the key and where it came from (``judge.plumbing.api_keys.ClientKey``).
-        model: the model the user named ("" for the first listed).
-        what: the server's role, for messages.
-        policy: the first contact's retry policy (its ``max_wait_s`` the bound).
-        key_rule: the key rule a 401's message states.
-
-    Returns:
-        (the model name, its ``ModelLimits``; empty when the list does not hold it).
-
-    Raises:
-        EndpointUnusable: the server cannot be used (the message says why), or it lists no model and none was named.
-            A server without a model list (404, 405) is used as it is when ``model`` is named.
-    """
-    from judge.plumbing.api_keys import KEY_RULE
-
-    try:
-        models = list_models(base_of(base_url), api_key=api_key, key_source=key_source, what=what, policy=policy,
-                             key_rule=key_rule or KEY_RULE)
-    except EndpointUnusable as err:
-        if not (model and err.status in (404, 405)):
-            raise
-        # An API without a model list (some proxies) still serves the model the user named: go on, unfitted.
-        log.info("%s: no model list (%s); asking for --model %s without the server's limits", what, err, model)
-        return model, ModelLimits()
-    if not model:
-        if not models or not models[0].get("id"):
-            raise EndpointUnusable(f"{what} at {base_of(base_url)} lists no models; name one with --model")
-        model = str(models[0]["id"])
-    entry = next((m for m in models if m.get("id") == model), None)
-    return model, ModelLimits.from_entry(entry)
-
-
-def fit_max_tokens(requested: int, limits: ModelLimits, *, route: str) -> tuple[int, str]:
-    """``max_tokens`` fitted to what the server allows, and a note saying what changed ("" when nothing did).
-
-    - ``route="judge"`` (judge-serve's ``/v1/judge``): at most ``judge_max_tokens``.
-    - ``route="chat"`` (chat completions): at most ``max_proxy_tokens`` (judge-serve's passthrough), and below
-      ``max_model_len``, which the prompt shares: a request for the whole window or more can never be served, so it
-      is halved to ``max_model_len // 2`` (the other half left for the prompt).
-
-    Args:
-        requested: the ``max_tokens`` setting.
-        limits: the server's (``first_contact``).
-        route: ``judge`` or ``chat``.
-    """
-    value, notes = requested, []
-    cap = limits.judge_max_tokens if route == "judge" else limits.max_proxy_tokens
-    name = "judge_max_tokens" if route == "judge" else "max_proxy_tokens"
-    if cap is not None and value > cap:
-        notes.append(f"max_tokens {value} is above this server's limit of {cap} ({name} in GET /v1/models)")
-        value = cap
-    if route == "chat" and limits.max_model_len is not None and value >= limits.max_model_len:
-        notes.append(f"max_tokens {value} does not fit this server's max_model_len {limits.max_model_len} (the prompt "
-                     "and the answer share it)")
-        value = max(limits.max_model_len // 2, 1)
-    if not notes:
-        return requested, ""
-    return value, "; ".join(notes) + f": asking for {value} (set --max-tokens to choose)"
 
 
 #: How many alike refusals of a run's first requests stop it (``FirstRefusals``): pointwise and pairwise runs alike.

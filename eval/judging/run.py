@@ -20,9 +20,9 @@ a line cut by a kill is dropped, items whose *request* failed are retried, so ar
 records is refused (``eval.judging.format_choice.held_model``). A verdict that does not parse is a final answer
 (``parse_ok: false`` with the parser's error); it is never a score.
 
-Before any item is sent, the server's model list is asked (``eval.judging.backends.first_contact``: retried while the server
+Before any item is sent, the server's model list is asked (``eval.judging.contact.first_contact``: retried while the server
 is unreachable or loading, up to ``connect_timeout_s``; a wrong key, URL or path is one sentence, ``EndpointUnusable``,
-exit code 4), ``max_tokens`` is fitted to what it advertises (``eval.judging.backends.fit_max_tokens``, with a printed note),
+exit code 4), ``max_tokens`` is fitted to what it advertises (``eval.judging.contact.fit_max_tokens``, with a printed note),
 and a run whose first requests are all refused alike stops with the server's words (``eval.judging.backends.FirstRefusals``)
 instead of writing a failed row per item. Keys: ``judge.plumbing.api_keys.KEY_RULE``. Paths in ``run.json`` are
 absolute (``resolved_paths``), so ``judge-eval score`` finds the data from any directory.
@@ -53,8 +53,8 @@ from typing import Any
 
 from eval.judging.config import RunConfig
 from eval.judging.backends import (N_FIRST_REFUSALS, ChatBackend, FirstRefusals, JudgeBackend, JudgeServeBackend,
-                                   Refused, ServerChanged, base_of, detect_backend, first_contact, fit_max_tokens, root_of,
-                                   short)
+                                   Refused, ServerChanged, short)
+from eval.judging.contact import base_of, detect_backend, first_contact, fit_max_tokens, root_of
 from eval.judging.format_choice import (earlier_max_tokens, earlier_prompt_version, earlier_record, held_model,
                                         resolve_prompt_template, resolve_verdict_format, run_verdict_format)
 from eval.judging.local_server import local_server

@@ -47,7 +47,7 @@ matrix reads rubrics as POLLUX does and verdicts with the toolkit's parser unles
 ``--verdict-reader pollux``; the remaining differences are listed in docs/evaluation.md ("Differences from POLLUX's
 evaluator").
 
-Before answering, the candidate's model list is asked (``eval.judging.backends.first_contact``; its key by
+Before answering, the candidate's model list is asked (``eval.judging.contact.first_contact``; its key by
 ``judge.plumbing.api_keys.KEY_RULE``, as the judge's), ``max_tokens`` is fitted to its ``max_model_len`` with a printed
 note, and a candidate that refuses its first requests alike stops the ranking with its words (exit code 4).
 """
@@ -448,7 +448,7 @@ def read_answers(path: Path) -> dict[Any, AnswerRow]:
 @contextlib.contextmanager
 def _candidate(config: RankConfig, out: Path) -> Iterator[tuple[str, str]]:
     """(base URL, model name) of the candidate: the given URL, or a vLLM server for a checkpoint."""
-    from eval.judging.backends import base_of
+    from eval.judging.contact import base_of
     from judge.checkpoints import is_hub_id
 
     if config.model.startswith(("http://", "https://")):
@@ -518,7 +518,7 @@ def answers_stage(rows: Sequence[InstructionRow], config: RankConfig, out: Path)
     if name and config.model_name and config.model_name != name:
         raise ConfigError(f"out: {path} holds answers of {name!r}, not of {config.model_name!r}; use another --out")
     if todo:
-        from eval.judging.backends import first_contact, fit_max_tokens
+        from eval.judging.contact import first_contact, fit_max_tokens
         from eval.judging.run import first_contact_policy
         from judge.plumbing.api_keys import client_api_key
 

@@ -18,8 +18,9 @@ import pytest
 
 import judge
 from eval.cli import main as eval_main
-from eval.judging import backends
-from eval.judging.backends import ChatBackend, Refused, base_of, chat_extra_body, detect_backend
+from eval.judging import contact
+from eval.judging.backends import ChatBackend, Refused, chat_extra_body
+from eval.judging.contact import base_of, detect_backend
 from eval.judging.config import RunConfig
 from eval.judging.predictions import read_predictions
 from judge.plumbing.retry import EndpointUnusable, RetryPolicy
@@ -145,7 +146,7 @@ def test_a_model_entry_with_judge_serves_fields_is_judge_serve_without_a_probe(e
     ([(503, {"error": {"message": "loading"}}), (400, {"detail": "items: required"})], "judge-serve"),
 ], ids=["404", "405", "400", "429-then-404", "5xx-then-404", "503-then-400"])
 def test_the_probe_retries_transient_answers_before_deciding(probe, kind, monkeypatch):
-    monkeypatch.setattr(backends, "PROBE_POLICY", NO_WAIT, raising=False)
+    monkeypatch.setattr(contact, "PROBE_POLICY", NO_WAIT)
     with _server(probe) as server:
         assert detect_backend(server.base_url, "") == kind
         assert server.bodies("/v1/judge") == [{}] * len(probe)
@@ -153,7 +154,7 @@ def test_the_probe_retries_transient_answers_before_deciding(probe, kind, monkey
 
 def test_a_probe_that_stays_unanswered_is_an_error_naming_the_url(monkeypatch):
     """5xx past the retries, and no connection at all: an error naming the URL, not judge-serve or chat."""
-    monkeypatch.setattr(backends, "PROBE_POLICY", NO_WAIT, raising=False)
+    monkeypatch.setattr(contact, "PROBE_POLICY", NO_WAIT)
     with _server([(503, {"error": {"message": "engine loading"}})]) as server:
         with pytest.raises(EndpointUnusable) as busy:
             detect_backend(server.base_url, "")
@@ -230,7 +231,7 @@ def test_a_null_extra_body_key_is_left_out_of_the_chat_request():
 def test_a_vllm_entry_under_a_served_name_keeps_the_checkpoint_it_loaded():
     """``vllm serve ai-forever/Pollux-4B-Judge --served-model-name judge`` lists id "judge" and root the checkpoint:
     the limits the run reads keep root (what names the weights), and judge-serve's own fields do not include it."""
-    from eval.judging.backends import first_contact
+    from eval.judging.contact import first_contact
 
     entry = {"id": "judge", "object": "model", "owned_by": "vllm", "root": "ai-forever/Pollux-4B-Judge",
              "parent": None, "max_model_len": 8192}

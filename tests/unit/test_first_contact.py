@@ -443,7 +443,7 @@ def test_first_refusals_hold_alike_refusals_and_release_them_on_anything_else():
 def test_max_tokens_fitted_to_what_the_server_allows(requested, limits, route, fitted):
     """fit_max_tokens: at most judge_max_tokens (/v1/judge) or max_proxy_tokens (chat), and a chat budget that the
     context window cannot hold (>= max_model_len) halved to max_model_len // 2; a note whenever it changed."""
-    from eval.judging.backends import fit_max_tokens
+    from eval.judging.contact import fit_max_tokens
     from judge.wire import ModelLimits
 
     value, note = fit_max_tokens(requested, ModelLimits(**limits), route=route)
