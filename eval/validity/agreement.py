@@ -20,7 +20,8 @@ Libraries, and their pitfalls (each pinned by a test):
   call against sklearn's 0.7-3 ms of input checks); a test pins the two equal.
 
 ``alpha_with_judge`` adds the judge as one more rater on the items it scored (its score as the scale level it
-rounds to, half up, clipped into the scale): over the judge's readable verdicts only, because a failed verdict (an
+rounds to, half up, never clipped into the scale: a level off the item's scale is no rating of it and is left out,
+``off_scale``): over the judge's readable verdicts only, because a failed verdict (an
 unparseable answer, a failed request) is no rating of the scale and alpha has no way to count it — unlike the
 alt-test and the experts' ceiling, which count a failure against the judge by default. ``n_items_judge_failed`` says
 how many items of the cell that leaves the judge out of; ``alpha_difference`` = with minus without, with a percentile bootstrap
@@ -204,13 +205,19 @@ def class_codes(experts: np.ndarray, unique: np.ndarray | None = None) -> np.nda
 
 
 def agreement(judge_levels: np.ndarray, experts: np.ndarray, mode: np.ndarray, domain: np.ndarray, *,
-              classes: np.ndarray | None = None, n_boot: int = ALPHA_BOOT, rng: np.random.Generator | None = None,
+              off_scale: np.ndarray | None = None, classes: np.ndarray | None = None, n_boot: int = ALPHA_BOOT,
+              rng: np.random.Generator | None = None,
               level: float = 0.95, coded: tuple[CodedCounts, CodedCounts, np.ndarray] | None = None,
               mean: np.ndarray | None = None, clusters: np.ndarray | None = None) -> dict[str, Any]:
     """Agreement figures of one cell.
 
     Args:
-        judge_levels: ``(n,)`` the judge's scores as scale levels (NaN: no score).
+        judge_levels: ``(n,)`` the judge's scores as levels of the item's scale (NaN: no score, or one off the
+            scale).
+        off_scale: ``(n,)`` the levels the judge's scores round to where they lie off the item's scale (NaN
+            elsewhere; ``eval.validity.section.off_scale_levels``; None: none). No rating of the scale, so out of
+            alpha with the judge and kappa (counted in ``n_kappa_off_domain`` where the item has a unique mode); a
+            miss in ``exact`` (a 5 on a 0-2 scale is no 2) and their distance in ``mae_to_mean``; not failures.
         experts: ``(n, k)`` NaN-padded expert scores.
         mode: ``(n,)`` the experts' unique mode (NaN where none).
         domain: the rubric's full scale, ascending.
@@ -233,16 +240,19 @@ def agreement(judge_levels: np.ndarray, experts: np.ndarray, mode: np.ndarray, d
         ``kappa_quadratic`` (judge vs the experts' unique mode, over the ``n_kappa`` items whose judge level and mode
         are both levels of ``domain``), ``by_expert_agreement`` {unanimous, majority, split} -> ``n``, ``n_judged``,
         ``exact`` (the judge's share equal to the unique mode; None for split items), ``mae_to_mean`` (against the
-        experts' mean), ``n_items_judge_failed`` (items without a judge level: out of alpha with the judge, kappa
-        and the classes' judged figures) and ``n_kappa_off_domain`` (items with both a judge level and a mode, one
-        of them off ``domain``, e.g. a mode of 0.5 between two levels: left out of kappa, as sklearn's ``labels``
-        leaves them, and counted here rather than lost).
+        experts' mean), ``n_items_judge_failed`` (items the judge failed on: out of alpha with the judge, kappa
+        and the classes' judged figures) and ``n_kappa_off_domain`` (items with both a judge answer and a mode, one
+        of them off ``domain`` or the judge's off its item's scale (``off_scale``), e.g. a mode of 0.5 between two
+        levels: left out of kappa, as sklearn's ``labels`` leaves them, and counted here rather than lost).
     """
     from eval.scoring.bootstrap import cluster_resample_weights, percentile_interval
     from eval.scoring.metrics import expert_mean
 
     domain = np.asarray(domain, dtype=float)
     judged = np.isfinite(judge_levels)
+    off = np.zeros(len(judged), dtype=bool) if off_scale is None else np.isfinite(off_scale)
+    answered = judged | off  # the rest are the judge's failures
+    answer = judge_levels if off_scale is None else np.where(off, off_scale, judge_levels)
     if coded is None:  # this cell's own counts, coded
         expert_counts = value_counts(experts, domain)
         with_judge = expert_counts + value_counts(judge_levels[:, None], domain)
@@ -286,8 +296,9 @@ def agreement(judge_levels: np.ndarray, experts: np.ndarray, mode: np.ndarray, d
     out["alpha_difference_ci"] = interval
     out["alpha_boot"] = boot
 
-    scored = judged & np.isfinite(mode)
-    # kappa's pairs are those whose two values are levels of the domain (``quadratic_kappa``): n_kappa counts them
+    scored = answered & np.isfinite(mode)
+    # kappa's pairs are those whose two values are levels of the domain (``quadratic_kappa``): n_kappa counts them;
+    # a judge's level off its item's scale is NaN in ``judge_levels``, so never one of them
     on_domain = scored & level_positions(judge_levels, domain)[1] & level_positions(mode, domain)[1]
     out["n_kappa"] = int(on_domain.sum())
     out["kappa_quadratic"] = quadratic_kappa(judge_levels[on_domain], mode[on_domain], domain)
@@ -298,14 +309,14 @@ def agreement(judge_levels: np.ndarray, experts: np.ndarray, mode: np.ndarray, d
     coded = classes.dtype != object  # the section's codes: positions in CLASSES (-1: fewer than 2 experts)
     for code, name in enumerate(CLASSES):
         members = classes == (code if coded else name)
-        hit = members & judged
+        hit = members & answered
         split[name] = {
             "n": int(members.sum()),
             "n_judged": int(hit.sum()),
-            "exact": (float((judge_levels[hit] == mode[hit]).mean()) if name != "split" and hit.any() else None),
-            "mae_to_mean": float(np.abs(judge_levels[hit] - mean[hit]).mean()) if hit.any() else None,
+            "exact": (float((answer[hit] == mode[hit]).mean()) if name != "split" and hit.any() else None),
+            "mae_to_mean": float(np.abs(answer[hit] - mean[hit]).mean()) if hit.any() else None,
         }
     out["by_expert_agreement"] = split
-    out["n_items_judge_failed"] = int((~judged).sum())
+    out["n_items_judge_failed"] = int((~answered).sum())
     out["n_kappa_off_domain"] = int((scored & ~on_domain).sum())
     return out

@@ -22,8 +22,13 @@ computes it (``alt_test_example.ipynb`` in the public repository ``nitaytech/Alt
 7. The winning rate ``omega`` = rejected / tested (the judge passes at ``omega >= 0.5``) and the average advantage
    probability ``rho`` = the mean over tested experts of ``mean(W_f)``.
 
-Two stated rules where the reference leaves a gap:
+Three stated rules where the reference leaves a gap:
 
+- **A verdict needs two tested experts** (``MIN_EXPERTS_TESTED``; a deliberate difference from the reference, whose
+  notebook divides by however many experts it tested): with fewer, ``passed`` is None (not decided) while omega and
+  rho are still given. The authors' README (``nitaytech/AltTest``) asks for "instances annotated by at least two
+  human annotators" and its FAQ says "our procedure requires at least two annotators" (and recommends three); one
+  tested expert beside ten untested ones is the one-annotator case, and omega over it is 0 or 1 by that one t-test.
 - **Failures** (``failures="loss"``, the default; a deliberate difference from the reference): an item the judge
   failed to score (an unparseable verdict, a failed request) stays in the test as a loss for the judge (``W_f = 0``,
   ``W_h = 1``), so a judge cannot pass by failing on the hard items. ``failures="drop"`` is the reference's rule (the
@@ -38,7 +43,8 @@ Two stated rules where the reference leaves a gap:
   outcome.
 
 Per domain (task type, criterion) the test runs on each domain's items and one Benjamini–Yekutieli correction covers
-every domain x expert p-value of that grouping; the result says in how many domains the judge passes.
+every domain x expert p-value of that grouping; the result says in how many domains the judge passes, of those with
+a verdict (two tested experts or more).
 """
 
 from __future__ import annotations
@@ -50,8 +56,13 @@ import numpy as np
 
 from judge.metrics_json.validity import AltTestSettings
 
-__all__ = ["AltTestSettings", "Indicators", "alt_test", "alt_test_by_domain", "by_rejected", "difference_p_value",
-           "indicators", "prepare", "stable_order", "summarise", "summarise_by_domain"]  # fmt: skip
+__all__ = ["MIN_EXPERTS_TESTED", "AltTestSettings", "Indicators", "alt_test", "alt_test_by_domain", "by_rejected",
+           "difference_p_value", "indicators", "prepare", "stable_order", "summarise",
+           "summarise_by_domain"]  # fmt: skip
+
+#: The fewest tested experts the test gives a verdict on (module docstring): below it ``passed`` is None.
+MIN_EXPERTS_TESTED = 2
+
 
 def indicators(judge: np.ndarray, experts: np.ndarray, named: np.ndarray, settings: AltTestSettings,
                missing: np.ndarray | None = None
@@ -222,7 +233,7 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "n_experts_rejected": sum(r["rejected"] for r in tested),
         "winning_rate": omega,
         "advantage_probability": float(np.mean([r["advantage_probability"] for r in tested])) if tested else None,
-        "passed": None if omega is None else bool(omega >= 0.5),
+        "passed": None if len(tested) < MIN_EXPERTS_TESTED else bool(omega >= 0.5),
         "experts": experts,
         "untested": untested,
     }
@@ -343,7 +354,7 @@ def summarise_by_domain(found: Indicators | None, settings: AltTestSettings, dom
 
     Returns:
         ``available`` / ``why`` as ``alt_test``; ``by_domain`` {label: the ``alt_test`` summary of that domain},
-        ``n_passed`` of ``n_domains`` (domains with at least one tested expert).
+        ``n_passed`` of ``n_domains`` (domains with a verdict: at least ``MIN_EXPERTS_TESTED`` tested experts).
     """
     if found is None:
         return _unavailable()
@@ -381,7 +392,7 @@ def alt_test(judge: np.ndarray, experts: np.ndarray, expert_ids: np.ndarray | No
 
     Returns:
         A JSON-ready dict: ``available`` (False, with ``why``, without ids), the settings, ``winning_rate`` (omega),
-        ``advantage_probability`` (rho), ``passed`` (omega >= 0.5; None when no expert could be tested), per tested
+        ``advantage_probability`` (rho), ``passed`` (omega >= 0.5; None below ``MIN_EXPERTS_TESTED``), per tested
         expert ``experts`` rows (``n_items``, ``advantage_probability``, ``p_value``, ``p_adjusted``,
         ``rejected``, ``constant_difference``), ``untested`` experts with their item counts, and item counts.
     """

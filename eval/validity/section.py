@@ -21,9 +21,11 @@ resample. A table that knows neither the answers' lengths nor the instructions l
 
 A cell's value domain is the rubric's full scale: every integer level from the lowest to the highest end of the
 scales of its items (``scale_low`` / ``scale_high``); items without a readable scale add the levels observed. The
-judge's scores enter kappa, alpha and the confusion margins as levels: rounded half up and clipped into the item's
-scale (a regression head's raw value included); the alt-test under ``accuracy`` compares them unclipped
-(``alt_test_judge``). Each split gets one plain ``sentence`` the report leads with.
+judge's scores enter kappa, alpha and the confusion margins as levels: rounded half up (a regression head's raw value
+included), never clipped into the item's scale; a level off the item's scale is no rating of it, so it is left out
+of kappa, alpha with the judge and the margins, counted in ``n_kappa_off_domain`` (items with a unique mode), and
+counts as a miss in the exact agreement (``judge_levels``, ``off_scale_levels``), as the alt-test under ``accuracy``
+compares it (``alt_test_judge``). Each split gets one plain ``sentence`` the report leads with.
 
 Items with no prediction at all (status ``missing``: a run not finished yet) are left out of every figure of the
 section and counted per cell (``n_items_missing``): the judge was never asked, so they are neither a judge failure
@@ -55,12 +57,13 @@ from typing import Any
 import numpy as np
 
 from eval.validity import agreement as agreement_module
-from eval.validity.alt_test import AltTestSettings, prepare, summarise, summarise_by_domain
+from eval.validity.alt_test import MIN_EXPERTS_TESTED, AltTestSettings, prepare, summarise, summarise_by_domain
 from eval.validity.bias import answer_codes, length_bias, leniencies, marginal_homogeneity
 from eval.validity.ceiling import MARGIN, MIN_ITEMS, CeilingPairs, cell_ceiling, leave_one_out_reference
 from judge.metrics_json.validity import AltTest, SectionSettings, Unavailable, Validity, ValiditySplit
 
-__all__ = ["ValiditySettings", "alt_test_judge", "judge_levels", "split_sentence", "validity_section"]
+__all__ = ["ValiditySettings", "alt_test_judge", "judge_levels", "off_scale_levels", "split_sentence",
+           "validity_section"]
 
 _GROUPINGS = {"task_type": "task_type", "criterion": "criteria_name"}
 #: The most resamples a ceiling interval draws (``ValiditySettings.n_boot`` is capped at it).
@@ -98,16 +101,33 @@ class ValiditySettings:
     ceiling_failures: str = "worst"
 
 
-def judge_levels(judge: np.ndarray, low: np.ndarray | None, high: np.ndarray | None) -> np.ndarray:
-    """The judge's scores as scale levels: rounded half up, clipped into each item's scale where it is known."""
+def _rounded(judge: np.ndarray, low: np.ndarray | None, high: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """The judge's scores rounded half up to levels, and where that level lies off the item's known scale."""
     from eval.scoring.metrics import round_half_up
 
     levels = round_half_up(judge)
-    if low is not None and high is not None:
-        with np.errstate(invalid="ignore"):
-            levels = np.where(np.isfinite(low), np.maximum(levels, low), levels)
-            levels = np.where(np.isfinite(high), np.minimum(levels, high), levels)
-    return levels
+    if low is None or high is None:
+        return levels, np.zeros(len(levels), dtype=bool)
+    with np.errstate(invalid="ignore"):
+        outside = (np.isfinite(low) & (levels < low)) | (np.isfinite(high) & (levels > high))
+    return levels, outside
+
+
+def judge_levels(judge: np.ndarray, low: np.ndarray | None, high: np.ndarray | None) -> np.ndarray:
+    """The judge's scores as ratings of the scale, for kappa, alpha and the confusion margins: the level each rounds
+    to (half up) where that level lies in the item's scale, NaN where it lies off it. Not clipped into the scale: a
+    judge answering 5 on a 0-2 scale whose experts say 2 would read as agreeing with them (kappa 1), as
+    ``alt_test_judge`` explains; the off-scale levels are ``off_scale_levels``."""
+    levels, outside = _rounded(judge, low, high)
+    return np.where(outside, np.nan, levels)
+
+
+def off_scale_levels(judge: np.ndarray, low: np.ndarray | None, high: np.ndarray | None) -> np.ndarray:
+    """The levels the judge's scores round to where they lie off the item's scale, NaN elsewhere: no rating of the
+    scale, so out of kappa and alpha, but an answer (a miss in the exact agreement, its distance in the MAE to the
+    experts' mean; ``agreement.agreement``'s ``off_scale``), not a failure."""
+    levels, outside = _rounded(judge, low, high)
+    return np.where(outside, levels, np.nan)
 
 
 def alt_test_judge(judge: np.ndarray, low: np.ndarray | None, high: np.ndarray | None, scoring: str) -> np.ndarray:
@@ -115,19 +135,13 @@ def alt_test_judge(judge: np.ndarray, low: np.ndarray | None, high: np.ndarray |
     equal an expert's 2 and the judge enters as the level its score rounds to (half up, as in kappa and alpha) where
     that level lies in the item's scale; a score that rounds outside the scale stays as it is, so it equals no level
     of the scale, as the authors' notebook compares labels (``alt_test_example.ipynb`` in the public repository
-    ``nitaytech/AltTest``: a 5 on a 0-2 scale is no 2). Clipping it into the scale, as kappa and alpha take it, would
-    turn a judge that always answers 5 into one that agrees with every expert's 2. ``neg_rmse`` takes the score
-    itself. The section and ``judge-eval compare``'s paired rho (``eval.validity.paired``) both read it here, so that
-    the two rho of one run agree."""
-    from eval.scoring.metrics import round_half_up
-
+    ``nitaytech/AltTest``: a 5 on a 0-2 scale is no 2). Clipping it into the scale would turn a judge that always
+    answers 5 into one that agrees with every expert's 2. ``neg_rmse`` takes the score itself. The section and
+    ``judge-eval compare``'s paired rho (``eval.validity.paired``) both read it here, so that the two rho of one run
+    agree."""
     if scoring != "accuracy":
         return judge
-    levels = round_half_up(judge)
-    if low is None or high is None:
-        return levels
-    with np.errstate(invalid="ignore"):
-        outside = (np.isfinite(low) & (levels < low)) | (np.isfinite(high) & (levels > high))
+    levels, outside = _rounded(judge, low, high)
     return np.where(outside, judge, levels)
 
 
@@ -169,12 +183,14 @@ def _domain(table, index: np.ndarray, levels: np.ndarray) -> np.ndarray:
     return np.array(sorted(found), dtype=float)
 
 
-def _cell(table, index: np.ndarray, key: str, *, target: str, levels: np.ndarray, mode: np.ndarray,
-          mean: np.ndarray, pairs: CeilingPairs, classes: np.ndarray, settings: ValiditySettings, kind: str,
-          domain: np.ndarray, coded: tuple[agreement_module.CodedCounts, agreement_module.CodedCounts],
+def _cell(table, index: np.ndarray, key: str, *, target: str, levels: np.ndarray, off_scale: np.ndarray,
+          mode: np.ndarray, mean: np.ndarray, pairs: CeilingPairs, classes: np.ndarray, settings: ValiditySettings,
+          kind: str, domain: np.ndarray, coded: tuple[agreement_module.CodedCounts, agreement_module.CodedCounts],
           expert_codes: tuple[np.ndarray, np.ndarray] | None, n_missing: int,
           answers: np.ndarray | None, clusters: np.ndarray | None) -> dict[str, Any]:
-    """One cell's figures; ``answers``: the analytic intervals' cluster codes, ``clusters``: the bootstraps'."""
+    """One cell's figures; ``levels`` / ``off_scale``: the judge's levels on / off the items' scales
+    (``judge_levels``, ``off_scale_levels``); ``answers``: the analytic intervals' cluster codes, ``clusters``: the
+    bootstraps'."""
     from eval.scoring.bootstrap import cell_rng
 
     judge = table.judge[index]
@@ -190,8 +206,9 @@ def _cell(table, index: np.ndarray, key: str, *, target: str, levels: np.ndarray
     if kind == "task_type":  # agreement pools a cell's levels on one domain: read per criterion (one rubric's
         return out           # scale), and overall as the headline's summary; a task type would be one more pooling
     out["agreement"] = agreement_module.agreement(
-        cell_levels, experts, mode[index], domain, classes=classes[index], level=settings.level,
-        n_boot=settings.alpha_boot if kind == "overall" else 0, rng=cell_rng(settings.seed, f"validity/alpha/{key}"),
+        cell_levels, experts, mode[index], domain, off_scale=off_scale[index], classes=classes[index],
+        level=settings.level, n_boot=settings.alpha_boot if kind == "overall" else 0,
+        rng=cell_rng(settings.seed, f"validity/alpha/{key}"),
         coded=(*coded, index), mean=mean[index], clusters=None if clusters is None else clusters[index])
     out["alpha_experts"] = out["agreement"]["alpha_experts"]
     out["alpha_with_judge"] = out["agreement"]["alpha_with_judge"]
@@ -258,11 +275,24 @@ def split_sentence(block: ValiditySplit, ceiling_failures: str | None = None) ->
     elif not alt.n_experts_tested:
         parts.append(f"no expert scored the {alt.min_items_per_expert} items the alternative annotator test needs")
     else:
-        figures = f"(ω = {_ratio(alt.winning_rate)}, ρ = {_ratio(alt.advantage_probability)})"
-        won = f"{alt.n_experts_rejected} of {alt.n_experts_tested} experts"
-        # "fails ... against 0 of 8 experts" would read as if it lost to none: a failure says what it won.
-        parts.append(f"passes the alternative annotator test against {won} {figures}" if alt.passed else
-                     f"fails the alternative annotator test: it wins against {won}, fewer than half {figures}")
+        # Every named expert is tested or untested (``alt_test``): the sentence says how many were not, so that
+        # "1 of 1 experts" does not read as the whole panel; below MIN_EXPERTS_TESTED it gives no verdict (the
+        # tables keep omega and rho), whatever ``passed`` a file written before that rule holds.
+        untested = len(alt.untested)
+        tested = "tested experts" if untested else "experts"
+        if alt.n_experts_tested < MIN_EXPERTS_TESTED:
+            parts.append(f"too few experts tested to call the alternative annotator test: {alt.n_experts_tested} "
+                         f"tested, at least {MIN_EXPERTS_TESTED} needed")
+        else:
+            figures = f"(ω = {_ratio(alt.winning_rate)}, ρ = {_ratio(alt.advantage_probability)})"
+            won = f"{alt.n_experts_rejected} of {alt.n_experts_tested} {tested}"
+            # "fails ... against 0 of 8 experts" would read as if it lost to none: a failure says what it won.
+            parts.append(f"passes the alternative annotator test against {won} {figures}" if alt.passed else
+                         f"fails the alternative annotator test: it wins against {won}, fewer than half {figures}")
+        if untested:
+            under = (f"under {alt.min_items_per_expert} items{' each' if untested != 1 else ''}"
+                     if alt.min_items_per_expert is not None else "too few items")
+            parts.append(f"{untested} more expert{'s' if untested != 1 else ''} untested ({under})")
     verdicts = [c.ceiling.verdict for c in block.by_criterion.values()]
     if any(verdicts):
         # Only a shown closeness counts as inside (``ceiling.verdict``); the rest are said apart, so that "inside on
@@ -314,7 +344,8 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
     if table.experts.shape[1] == 0:  # unlabelled data: one empty expert column, so that every figure reads "none"
         table = dataclasses.replace(table, experts=np.full((len(table), 1), np.nan), expert_ids=None)
     # Everything per item is computed once for the table; a cell selects its items' rows.
-    levels = judge_levels(table.judge, table.scale_low, table.scale_high)
+    levels = judge_levels(table.judge, table.scale_low, table.scale_high)  # NaN off the item's scale
+    off_scale = off_scale_levels(table.judge, table.scale_low, table.scale_high)
     counts = level_counts(table.experts)
     mode, unique = expert_mode(table.experts, counts)
     mean = expert_mean(table.experts)
@@ -353,7 +384,8 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
     # instruction unit each instruction's
     answers = (answer_codes(table.model_id, table.task_type, table.answer_chars, table.instruction_key)
                if clusters is None else pd.factorize(clusters)[0].astype(np.intp))
-    common = dict(target=target, levels=levels, mode=mode, mean=mean, pairs=pairs, classes=classes, settings=settings,
+    common = dict(target=target, levels=levels, off_scale=off_scale, mode=mode, mean=mean, pairs=pairs,
+                  classes=classes, settings=settings,
                   coded=_coded_counts(table, levels, values), expert_codes=expert_codes, answers=answers,
                   clusters=clusters)
     splits: dict[str, Any] = {}

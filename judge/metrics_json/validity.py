@@ -125,7 +125,8 @@ class AltTest(_SectionRecord):
 
     Attributes:
         winning_rate: omega, the share of tested experts the judge wins against; advantage_probability: rho, the
-            tested experts' mean; passed: omega >= 0.5 (None when no expert could be tested).
+            tested experts' mean; passed: omega >= 0.5 (None with fewer than two experts tested:
+            eval.validity.alt_test.MIN_EXPERTS_TESTED).
     """
 
     available: bool | None = optional_field()
@@ -157,7 +158,7 @@ class AltTest(_SectionRecord):
 @dataclass(frozen=True)
 class AltTestFamily(_SectionRecord):
     """The alt-test per domain (task type or criterion) under one Benjamini–Yekutieli correction: passes in
-    ``n_passed`` of ``n_domains`` (domains with a tested expert)."""
+    ``n_passed`` of ``n_domains`` (domains with at least two tested experts)."""
 
     available: bool
     epsilon: float

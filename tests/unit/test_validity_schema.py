@@ -51,7 +51,9 @@ def test_the_section_reads_back_to_the_same_bytes(tmp_path, named):
     assert overall.ceiling.gap == raw_overall["ceiling"]["gap"]
     # the typed new fields: failures counted in items beside pairs, kappa's left-out pairs, the ceiling's rule
     assert overall.ceiling.n_items_judge_failed == raw_overall["ceiling"]["n_items_judge_failed"] == 0
-    assert overall.agreement.n_kappa_off_domain == raw_overall["agreement"]["n_kappa_off_domain"] == 0
+    # the hand judge's "one above" reaches 2 on five items of the 0-1 criteria (4 of "Работоспособность", 1 of "Ответа
+    # нет, но есть заглушка цензора?", each with a unique mode): off the scale, out of kappa, counted here
+    assert overall.agreement.n_kappa_off_domain == raw_overall["agreement"]["n_kappa_off_domain"] == 5
     assert overall.agreement.n_items_judge_failed == raw_overall["agreement"]["n_items_judge_failed"] == 0
     assert validity.settings.ceiling_failures == raw["settings"]["ceiling_failures"] == "worst"
     assert overall.alpha_with_judge == raw_overall["alpha_with_judge"] == raw_overall["agreement"]["alpha_with_judge"]
