@@ -32,6 +32,7 @@ column-wise reader ``judge.column_reader``.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import math
@@ -729,15 +730,19 @@ def log_report(report: LoadReport) -> None:
                        report.n_all_abstained)
 
 
-def records_from_rows(rows: Iterable[Mapping[str, Any]], source: str = "<rows>", make_id: bool = False) -> list[JudgeRecord]:
+def records_from_rows(rows: Iterable[Mapping[str, Any]], source: str = "<rows>", make_id: bool = False,
+                      row_index: Iterable[int] | None = None) -> list[JudgeRecord]:
     """Validate rows into records; exact duplicate rows are left out (counted, see ``load_records_report``).
 
     Rows without an ``id`` get one from ``content_id`` when the first row has no ``id`` key, or with ``make_id``.
+    ``row_index``: each row's index in ``source`` (a JSONL file's line number minus one, where blank lines were
+    skipped), as an error names it; default: positions in ``rows``.
 
     Raises:
         RecordError: for the first bad row (naming the row and field), or an id repeated with different content
             (naming both rows).
     """
-    return _validated(((source, index, row) for index, row in enumerate(rows)), source, make_id)[0]
+    indices = row_index if row_index is not None else itertools.count()
+    return _validated(((source, index, row) for index, row in zip(indices, rows)), source, make_id)[0]
 
 

@@ -598,3 +598,95 @@ def test_run_dedup_resumes_from_its_journal_of_llm_answers(tmp_path, monkeypatch
     finally:
         server.close()
     assert all(body["messages"][-1]["content"] in replies for _, body in server.requests)
+
+
+# ---------------------------------------------------------------------------------------------------- step order, inputs
+
+_A = "Напишите подробный план путешествия по Золотому кольцу России на пять дней с бюджетом."
+_B = "Напишите подробный план путешествия по Золотому кольцу России на пять дней с бюджетом!"
+_C = "Составьте маршрут поездки в Суздаль и Владимир для семьи с детьми, учитывая расходы."
+
+
+def test_step_3_removes_cosine_duplicates_before_step_4_looks_at_chrf():
+    """A-B: chrF 0.986, cosine 0.6; B-C: cosine 0.856, chrF 0.13. Algorithm 1 (arXiv 2505.24616v3, Appendix C.3)
+    removes C at step 3 (a cosine duplicate of B), then B at step 4 (a chrF duplicate of A, which step 3 kept): A
+    alone is left. One combined greedy pass dropped B only and kept C, whose cosine twin it had removed."""
+    chrf = ChrF()
+    assert chrf.score(_B, _A) == pytest.approx(0.986, abs=1e-3) and chrf.score(_C, _B) < 0.3
+    table = {_A: _unit(1, 0, 0), _B: _unit(0.6, 0.8, 0), _C: _unit(0.1, 1, 0)}
+    assert float(table[_B] @ table[_C]) == pytest.approx(0.856, abs=1e-3) and float(table[_A] @ table[_B]) == pytest.approx(0.6)
+    rows = [_row(k, text, "Plans") for k, text in zip("ABC", (_A, _B, _C))]
+    for block_size in (1, 2, 1024):
+        kept, dropped, info = deduplicate(rows, [], DedupConfig(reference="x", block_size=block_size), _table_embedder(table))
+        assert [r["id"] for r in kept] == ["A"]
+        assert [(d["id"], d["drop_reason"], d["duplicate_of"]) for d in dropped] == [
+            ("B", "near_duplicate:chrf", "A"), ("C", "near_duplicate:cosine", "B")]
+    # the shortcut that is not the paper's scores chrF for pairs above cosine_max too: step 4 needs A-B's after step 3
+    kept, dropped, _ = deduplicate(rows, [], DedupConfig(reference="x", chrf_min_cosine=0.5), _table_embedder(table))
+    assert [r["id"] for r in kept] == ["A"] and [d["id"] for d in dropped] == ["B", "C"]
+
+
+def test_task_types_without_a_borderline_band_are_warned_about_and_recorded(caplog):
+    """Plans has no reference instruction and Editing's three give it thresholds: one warning names Plans, and the
+    summary records it; steps 6-8 were skipped for it with no word."""
+    table = {**_REFERENCE, "p0": _unit(1, 0, 0), "p1": _unit(0, 1, 0), "e0": _unit(0, 0, 1)}
+    rows = [_row("p0", "p0", "Plans"), _row("p1", "p1", "Plans"), _row("e0", "e0")]
+    with caplog.at_level("WARNING", logger="judge_train.dedup"):
+        _, _, info = deduplicate(rows, _REF_ROWS, _cosine_only(), _table_embedder(table))
+    assert info["no_borderline_band"] == {"Plans": 0}
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and "Plans (0)" in warnings[0] and "Editing" not in warnings[0]
+    with caplog.at_level("WARNING", logger="judge_train.dedup"):
+        caplog.clear()
+        _, _, info = deduplicate([_row("e0", "e0")], _REF_ROWS, _cosine_only(), _table_embedder(table))
+    assert info["no_borderline_band"] == {} and not caplog.records
+
+
+def _write_jsonl(path: Path, lines: list[dict | None]) -> Path:
+    path.write_text("".join("\n" if row is None else json.dumps(row, ensure_ascii=False) + "\n" for row in lines), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    "reference_row, message",
+    [
+        ({"instruction": "Составьте план"}, "field 'task_type': missing"),
+        ({"instruction": "Составьте план", "task": "Plans"}, "field 'task_type': missing"),
+        ({"instruction": "Составьте план", "task_type": "Планы на жизнь"}, "field 'task_type': 'Планы на жизнь' is not a task type"),
+        ({"instruction": "Составьте план", "task_type": ["Plans"]}, "field 'task_type': not a string (list)"),
+        ({"instruction": "Составьте план", "task_type": "Plans", "task_subtype": 5}, "field 'task_subtype': not a string (int)"),
+    ],
+)
+def test_a_reference_row_without_a_known_task_type_is_refused_by_file_and_line(tmp_path, reference_row, message):
+    """A reference row with no task type or one the taxonomy does not know fell into a group of its own and set no
+    thresholds; a non-string task field was an AttributeError traceback. Refused before any model loads, naming the
+    file, the row (line 3: a blank line is counted) and the field."""
+    from judge import RecordError
+    from train.synthetic.dedup import run_dedup
+
+    good = {"instruction": "Напишите план", "task_type": "Plans"}
+    reference = _write_jsonl(tmp_path / "ref.jsonl", [good, None, reference_row])
+    inputs = _write_jsonl(tmp_path / "ins.jsonl", [{"id": "a", "instruction": "Напишите план поездки", "task_type": "Plans"}])
+    config = DedupConfig(reference=str(reference), embedding_model=str(tmp_path / "no-such-model"))
+    with pytest.raises(RecordError) as err:
+        run_dedup(config, inputs, tmp_path / "out")
+    assert str(err.value).startswith(f"{reference}: row 2: {message}")
+
+
+@pytest.mark.parametrize("field", ["task_type", "task_subtype", "task_subsubtype"])
+def test_a_non_string_task_field_of_an_instruction_is_refused_by_file_and_line(tmp_path, field):
+    """``task_type: 5`` in the instructions was an AttributeError from the taxonomy lookup; now a RecordError naming
+    the file, the row (line 3) and the field. An instruction's unknown task type stays its own group."""
+    from judge import RecordError
+    from train.synthetic.dedup import run_dedup
+
+    reference = _write_jsonl(tmp_path / "ref.jsonl", [{"instruction": "Напишите план", "task_type": "Plans"}])
+    rows = [{"id": "a", "instruction": "x", "task_type": "Something else"}, None,
+            {"id": "b", "instruction": "y", "task_type": "Plans", field: 5}]
+    inputs = _write_jsonl(tmp_path / "ins.jsonl", rows)
+    config = DedupConfig(reference=str(reference), embedding_model=str(tmp_path / "no-such-model"))
+    with pytest.raises(RecordError, match=None) as err:
+        run_dedup(config, inputs, tmp_path / "out")
+    assert str(err.value) == f"{inputs}: row 2: field {field!r}: not a string (int)"
+    with pytest.raises(RecordError, match="rows: row 0: field 'task_type': not a string"):
+        deduplicate([{"id": "a", "instruction": "x", "task_type": 5}], [], DedupConfig(reference="x"), _table_embedder({}))

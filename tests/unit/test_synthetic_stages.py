@@ -482,9 +482,9 @@ def test_a_generation_job_keeps_its_generator_whatever_else_is_selected():
     def endpoints(**settings) -> dict[str, int]:
         return {key: p["endpoint"] for key, p in generation_jobs(InstructionsConfig(generators=generators, **settings))}
 
-    everything = endpoints(per_task_level=2)
+    everything = endpoints(per_task_level=2, skip_zero_shot=False)
     for settings in ({"per_task_level": 3}, {"per_task_level": 1}, {"per_task_level": 2, "limit": 7},
-                     {"per_task_level": 2, "task_types": ["Editing", "Plans"]}, {"per_task_level": 2, "skip_zero_shot": True}):
+                     {"per_task_level": 2, "task_types": ["Editing", "Plans"]}, {"per_task_level": 2}):
         some = endpoints(**settings)
         common = some.keys() & everything.keys()
         assert common and {key: some[key] for key in common} == {key: everything[key] for key in common}, settings

@@ -13,6 +13,7 @@ single entry of ``expert_scores``, its feedback the single ``expert_feedback``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from train.synthetic.client import ChatClient
@@ -24,12 +25,18 @@ __all__ = ["annotation_items", "unusable_verdict", "run_annotate"]
 _CARRIED = ("task_type", "task_subtype", "task_subsubtype", "difficulty", "domain", "model_id")
 
 
-def annotation_items(rows: list[dict], config: AnnotateConfig, source: str = "answers") -> list[tuple[str, dict]]:
+def annotation_items(rows: list[dict], config: AnnotateConfig, source: str = "answers",
+                     row_index: Sequence[int] | None = None) -> list[tuple[str, dict]]:
     """(key, record dict) per (answer, criterion of its leaf task), in answer order then taxonomy order.
+
+    Args:
+        row_index: each row's index in ``source`` (``read_input``'s ``InputRows.row_index``), which an error names;
+            None names positions in ``rows``.
 
     Raises:
         judge.RecordError: an answer whose task is not a leaf of the taxonomy, naming ``source``, the row and the
-            field ``task_type``.
+            field ``task_type``; or one whose ``task_type``, ``task_subtype`` or ``task_subsubtype`` is present but
+            not a string, naming that field (the taxonomy lookup failed on it with a bare AttributeError).
     """
     from judge import RecordError, TaxonomyError, load_taxonomy
 
@@ -37,7 +44,11 @@ def annotation_items(rows: list[dict], config: AnnotateConfig, source: str = "an
     lang = config.criteria_language
     wanted = set(config.criteria)
     items = []
-    for index, row in enumerate(rows):
+    for index, row in zip(range(len(rows)) if row_index is None else row_index, rows):
+        for name in ("task_type", "task_subtype", "task_subsubtype"):
+            value = row.get(name)
+            if value is not None and not isinstance(value, str):
+                raise RecordError(source, index, name, f"not a string ({type(value).__name__})")
         try:
             leaf = _leaf_of(taxonomy, row)
         except TaxonomyError as err:  # a KeyError: the CLI would print a traceback that names no row
@@ -102,7 +113,7 @@ def run_annotate(config: AnnotateConfig, input_path: str | Path, out_dir: Path) 
     inputs = read_input(input_path, "answers")
     rows = require_fields(inputs.rows, ("id", "instruction", "answer", "task_type"), input_path,
                           row_index=inputs.row_index)
-    items = annotation_items(rows, config, source=str(input_path))
+    items = annotation_items(rows, config, source=str(input_path), row_index=inputs.row_index)
     log(f"annotate: {len(items)} verdicts for {len(rows)} answers from {teacher.name} -> {out_dir}")
 
     def work(record: dict) -> dict:

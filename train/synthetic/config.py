@@ -155,9 +155,12 @@ class _Common:
 class InstructionsConfig(_Common):
     stage = "instructions"
     generators: list = _f([], "generator endpoints (EndpointConfig mappings); the paper used three in equal shares")
-    per_task_level: int = _f(1, "instructions per (leaf task, complexity level); the paper's 78k is about 171")
+    per_task_level: int = _f(1, "instructions per (leaf task, complexity level); the paper's 78k over the 336 "
+                              "pairs outside the Zero-Shot task types is about 232")
     task_types: list = _f([], "only these task types (English names; empty: all 35)")
-    skip_zero_shot: bool = _f(False, "skip the Zero-Shot task types (the split stage drops them anyway)")
+    skip_zero_shot: bool = _f(True, "skip the Zero-Shot task types, as the paper did (arXiv 2505.24616v3, Section 3.1, "
+                              "footnote 16); the split stage drops them anyway, so false only pays for instructions "
+                              "it throws away")
     details_language: str = _f("en", "language of the taxonomy texts filled into the paper's generation prompt (en, ru); "
                                 "the paper does not show a filled prompt")
     max_non_russian: float = _f(0.05, "drop an instruction whose share of non-Russian word tokens exceeds this")
@@ -248,6 +251,14 @@ class AnnotateConfig(_Common):
     def check_runnable(self) -> None:
         if not self.teacher:
             raise ValueError("annotate: no teacher endpoint configured ('teacher' in the YAML)")
+        if self.criteria:  # an unknown id selected nothing, and the stage "finished" with no item
+            from judge import load_taxonomy
+
+            base_ids = {crit.base_id for crit in load_taxonomy().criteria.values()}
+            unknown = [cid for cid in self.criteria if cid not in base_ids]
+            if unknown:
+                raise ValueError(f"annotate: criteria {unknown} are not base criterion ids of the taxonomy "
+                                 "(ids without a variant suffix, e.g. 'repeats')")
 
 
 @dataclass

@@ -4,7 +4,7 @@ Algorithm 1 (arXiv 2505.24616v3, Appendix C.3), for every pair of instructions (
 task type, with embedding cosine ``c`` (step 1: the paper's ``Alibaba-NLP/gte-Qwen2-7B-instruct``, the default
 ``embedding_model``) and chrF ``f`` (0-1, sacrebleu's chrF with j as hypothesis and i as reference):
 
-1. ``c > cosine_max`` (0.8, step 3) or ``f > chrf_max`` (0.8, step 4): a near-duplicate.
+1. ``c > cosine_max`` (0.8, step 3), then ``f > chrf_max`` (0.8, step 4): a near-duplicate.
 2. ``f < chrf_original`` (0.3, step 5): original, whatever the cosine below ``cosine_max``.
 3. ``c`` or ``f`` above the task type's **reference thresholds** (steps 6-7) — the ``reference_percentile`` (95th)
    of the same measure over all pairs of the expert-written reference instructions of that task type — is
@@ -16,9 +16,13 @@ task type, with embedding cosine ``c`` (step 1: the paper's ``Alibaba-NLP/gte-Qw
 4. Otherwise original.
 
 Greedy in input order: an instruction is dropped when it is a near-duplicate of an earlier *kept* one (the paper
-does not say which of two duplicates goes; the later one does). The steps run in the paper's order: first the 0.8
-thresholds (steps 3-4) over all pairs, then the borderline band (steps 6-8) among the instructions that survived them
-only, so no borderline pair with an already removed instruction is ever asked about. The LLM check runs in waves: each
+does not say which of two duplicates goes; the later one does). The steps run in the paper's order, each pass over
+what the one before left: step 3 removes the cosine duplicates (``c > cosine_max``); step 4 then removes the chrF
+duplicates (``f > chrf_max``) among the instructions step 3 kept, so an instruction whose only chrF twin step 3
+removed is kept, and one that is the chrF twin of an earlier survivor goes though its cosine twin went at step 3
+(A-B chrF 0.99 cosine 0.6, B-C cosine 0.86: C goes at step 3, B at step 4, A stays); then the borderline band
+(steps 6-8) among the instructions that survived both only, so no borderline pair with an already removed
+instruction is ever asked about. The LLM check runs in waves: each
 wave asks, concurrently, exactly the pairs a one-at-a-time pass would ask next (the earlier instruction is kept for
 good and no earlier answer has dropped the later one); the answers are applied in input order, and the next wave is
 what they leave open. The kept set and the pairs asked are those of the sequential pass, and no answer is wasted.
@@ -26,12 +30,12 @@ what they leave open. The kept set and the pairs asked are those of the sequenti
 chrF is computed between **all** samples of a task type (step 4), by default: per block of ``block_size`` later rows,
 one sparse n-gram matrix product per chrF order gives the match counts of every pair at once (``ChrF.score_matrix``),
 so 2,200 instructions of one type cost seconds, not hours. ``chrf_min_cosine`` above -1 is a named shortcut that is
-*not* the paper's: chrF only for pairs above that cosine or the type's reference cosine.
+*not* the paper's: chrF only for pairs above that cosine, ``cosine_max`` or the type's reference cosine.
 
 Memory: similarities are computed in blocks of ``block_size`` rows against the earlier rows of the same task type,
 so the largest array is ``block_size x n_type`` floats (per chrF order); no all-pairs matrix is ever built.
 
-Why one module of ~600 lines: Algorithm 1's steps read one set of pair tables (cosine, chrF, the reference
+Why one module of ~650 lines: Algorithm 1's steps read one set of pair tables (cosine, chrF, the reference
 percentiles) built block by block here, and the stage's runner (the embedding cache, the journalled LLM check) is
 their only caller; apart, each half would have to be read with the other open.
 """
@@ -66,6 +70,7 @@ __all__ = [
     "similar_pairs",
     "reference_thresholds",
     "deduplicate",
+    "task_types_of",
     "render_llm_check_prompt",
     "parse_llm_check",
     "run_dedup",
@@ -326,6 +331,9 @@ def parse_llm_check(text: str) -> bool | None:
     return says_duplicate
 
 
+_TASK_FIELDS = ("task_type", "task_subtype", "task_subsubtype")
+
+
 def _canonical_type(row: dict) -> str:
     from judge import load_taxonomy
 
@@ -335,6 +343,37 @@ def _canonical_type(row: dict) -> str:
     if canonical is None and taxonomy.canonical_group(name) and row.get("task_subtype"):
         canonical = taxonomy.canonical_task_type(row["task_subtype"])  # exports that put the group in task_type
     return canonical or name
+
+
+def task_types_of(rows: list[dict], source: str | Path, row_index: list[int] | None = None, known: bool = False) -> list[str]:
+    """Each row's task type, as the groups of Algorithm 1 are keyed (the taxonomy's English name when it knows it).
+
+    Args:
+        known: refuse a row whose task type the taxonomy cannot resolve (the reference's: a reference row in no
+            task type's group would silently give none its thresholds).
+
+    Raises:
+        judge.RecordError: naming ``source``, the row (``row_index``, as ``require_fields``) and the field, for a
+            task field that is present but not a string (the taxonomy lookup failed with a bare AttributeError), or
+            with ``known``, a ``task_type`` missing or not in the taxonomy.
+    """
+    from judge import RecordError, load_taxonomy
+
+    taxonomy = load_taxonomy()
+    out = []
+    for position, row in enumerate(rows):
+        where = row_index[position] if row_index is not None else position
+        for name in _TASK_FIELDS:
+            value = row.get(name)
+            if value is not None and not isinstance(value, str):
+                raise RecordError(str(source), where, name, f"not a string ({type(value).__name__})")
+        canonical = _canonical_type(row)
+        if known and taxonomy.canonical_task_type(canonical) is None:
+            problem = "missing" if not row.get("task_type") else f"{row['task_type']!r} is not a task type of the taxonomy"
+            raise RecordError(str(source), where, "task_type", f"{problem}: a reference instruction's task type "
+                              "picks the group whose thresholds it sets (Algorithm 1 step 6)")
+        out.append(canonical)
+    return out
 
 
 def deduplicate(
@@ -363,11 +402,11 @@ def deduplicate(
     chrf = ChrF()
 
     by_type: dict[str, list[int]] = defaultdict(list)
-    for index, row in enumerate(rows):
-        by_type[_canonical_type(row)].append(index)
+    for index, task_type in enumerate(task_types_of(rows, "rows")):
+        by_type[task_type].append(index)
     ref_texts: dict[str, list[str]] = defaultdict(list)
-    for row in reference_rows:
-        texts = ref_texts[_canonical_type(row)]
+    for row, task_type in zip(reference_rows, task_types_of(reference_rows, "reference rows", known=True)):
+        texts = ref_texts[task_type]
         if row["instruction"] not in texts:
             texts.append(row["instruction"])
 
@@ -382,6 +421,11 @@ def deduplicate(
         {t: ref_texts.get(t, []) for t in by_type}, ref_embeddings, config.reference_percentile, chrf, config.block_size
     )
     timings["reference_s"] = time.perf_counter() - t0
+    no_band = {t: th.reference_size for t, th in sorted(thresholds.items()) if th.cosine is None}
+    if no_band:
+        _logger.warning(
+            "dedup: no borderline band (Algorithm 1 steps 6-8 skipped) for %d task types with fewer than 2 distinct "
+            "reference instructions: %s", len(no_band), ", ".join(f"{t or '(none)'} ({n})" for t, n in no_band.items()))
 
     # ---- candidate pairs and their verdicts, blockwise per task type
     t0 = time.perf_counter()
@@ -409,12 +453,13 @@ def deduplicate(
                 f = chrf.score_matrix(index, slice(lo, hi), slice(0, hi))[b - lo, a]
                 n_chrf += len(a)
             else:
-                need = c <= config.cosine_max  # above it the pair is a duplicate whatever its chrF
-                if need.any():
-                    f[need] = chrf.score_pairs(index, b[need], a[need])
-                    n_chrf += int(need.sum())
+                # every candidate pair, those above cosine_max too: when step 3 removes the earlier row of such a
+                # pair, step 4 still needs the pair's chrF
+                f = chrf.score_pairs(index, b, a)
+                n_chrf += len(a)
             by_cosine = c > config.cosine_max
-            by_chrf = ~by_cosine & (f > config.chrf_max)
+            # every pair over chrf_max, those over cosine_max too: step 4 runs among what step 3 left
+            by_chrf = f > config.chrf_max
             undecided = ~by_cosine & ~by_chrf & ~(f < config.chrf_original)
             borderline = undecided & ((c > ref_cos) | (f > ref_chrf))
             for mask, kind in ((by_cosine, "cosine"), (by_chrf, "chrf"), (borderline, "borderline")):
@@ -426,13 +471,17 @@ def deduplicate(
     def drop(reason: str, i: int, c: float, f: float | None) -> dict:
         return {"drop_reason": reason, "duplicate_of": rows[i]["id"], "cosine": round(c, 6), "chrf": None if f is None else round(f, 6)}
 
-    # ---- steps 3-4 first: the 0.8 cosine / chrF thresholds, greedy in input order over every pair
+    # ---- step 3, then step 4, each a greedy pass in input order: first every cosine duplicate of a kept earlier
+    # instruction goes, then every chrF duplicate among the instructions step 3 kept
     dropped_at: dict[int, dict] = {}
-    for j in sorted(verdicts):
-        for i, kind, c, f in sorted(verdicts[j]):
-            if kind != "borderline" and i not in dropped_at:
-                dropped_at[j] = drop(f"near_duplicate:{kind}", i, c, f)
-                break
+    for step in ("cosine", "chrf"):
+        for j in sorted(verdicts):
+            if j in dropped_at:
+                continue
+            for i, kind, c, f in sorted(verdicts[j]):
+                if kind == step and i not in dropped_at:
+                    dropped_at[j] = drop(f"near_duplicate:{kind}", i, c, f)
+                    break
 
     # ---- then steps 6-8: the borderline band, only between instructions that steps 3-4 kept (a pair with a removed
     # instruction cannot change anything, and asking about it is a paid request wasted)
@@ -506,6 +555,7 @@ def deduplicate(
         "chrf_pairs": n_chrf,
         "chrf_all_pairs": all_pairs,
         "thresholds": {t: {"cosine": th.cosine, "chrf": th.chrf, "reference_size": th.reference_size} for t, th in sorted(thresholds.items())},
+        "no_borderline_band": no_band,  # task type -> its reference instructions (under 2: no thresholds)
         "kept_by_task_type": {t: sum(1 for k in idx if k not in dropped_at) for t, idx in sorted(by_type.items())},
     }
     if llm_fn is not None:
@@ -564,6 +614,8 @@ def run_dedup(config: DedupConfig, input_path: str | Path, out_dir: Path) -> dic
     rows = require_fields(inputs.rows, ("id", "instruction"), input_path, row_index=inputs.row_index)
     reference = read_input(config.reference, "instructions")
     reference_rows = require_fields(reference.rows, ("instruction",), config.reference, row_index=reference.row_index)
+    task_types_of(rows, input_path, inputs.row_index)  # bad task fields named by file and line, before any model loads
+    task_types_of(reference_rows, config.reference, reference.row_index, known=True)
     log(f"dedup: {len(rows)} instructions, {len(reference_rows)} reference rows, model {config.embedding_model}, "
         f"LLM check: {EndpointConfig(**config.llm).name if config.runs_llm_check else 'off (borderline: ' + config.borderline_without_check + ')'}")
     model = load_embedder(config.embedding_model, config.device, config.max_seq_length, config.trust_remote_code)

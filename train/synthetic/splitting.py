@@ -12,16 +12,23 @@ for ``judge.load_records(path)`` / ``load_records(folder / "dataset", split="tra
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from pathlib import Path
 
 from train.synthetic.config import SplitConfig
-from train.synthetic.journal import log, read_rows, write_stage_outputs
+from train.synthetic.journal import log, read_input, write_stage_outputs
 
 __all__ = ["split_records", "run_split"]
 
 
-def split_records(rows: list[dict], config: SplitConfig) -> tuple[dict[str, list[dict]], list[dict]]:
+def split_records(rows: list[dict], config: SplitConfig, source: str | Path = "annotate",
+                  row_index: Sequence[int] | None = None) -> tuple[dict[str, list[dict]], list[dict]]:
     """Drop Zero-Shot items and split the rest by instruction.
+
+    Args:
+        source, row_index: where ``rows`` came from, as a ``judge.RecordError`` names a bad one: the input file and
+            each row's index in it (``read_input``'s ``InputRows.row_index``: the line number minus one for JSONL);
+            None names positions in ``rows``.
 
     Returns:
         ({"train": rows, "validation": rows}, dropped rows with ``drop_reason`` ``zero_shot:task_type``,
@@ -36,7 +43,11 @@ def split_records(rows: list[dict], config: SplitConfig) -> tuple[dict[str, list
 
     spec = load_split_spec(config.split_file or None)
     taxonomy = load_taxonomy()
-    records = records_from_rows(rows, source="annotate")
+    if row_index is None:
+        row_index = range(len(rows))
+    elif len(row_index) != len(rows):
+        raise ValueError(f"{source}: {len(rows)} rows but {len(row_index)} row indices")
+    records = records_from_rows(rows, source=str(source), row_index=row_index)
     kept, dropped = [], []
     # By instruction (judge.splits.splits_of): a held-out criterion's row dropped alone left its instruction's other
     # rows in training, the pairing no later check can see.
@@ -68,8 +79,9 @@ def split_records(rows: list[dict], config: SplitConfig) -> tuple[dict[str, list
 
 def run_split(config: SplitConfig, input_path: str | Path, out_dir: Path) -> dict:
     """Run stage 5 on the annotations at ``input_path`` into ``out_dir``. Returns the summary."""
-    rows = read_rows(input_path, "annotate")
-    splits, dropped = split_records(rows, config)
+    inputs = read_input(input_path, "annotate")
+    rows = inputs.rows
+    splits, dropped = split_records(rows, config, source=input_path, row_index=inputs.row_index)
     log(f"split: {len(rows)} items -> train {len(splits['train'])}, validation {len(splits['validation'])}, dropped {len(dropped)}")
     kept = [{**row, "split": name} for name, part in splits.items() for row in part]
     counts = {name: len(part) for name, part in splits.items()}

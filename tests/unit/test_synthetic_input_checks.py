@@ -1,0 +1,128 @@
+"""The synthetic stages refuse bad input by name before any request: the annotate stage's task fields and criteria
+filter, the split stage's rows by file and line, and stage 1's Zero-Shot default (the dedup stage's own input checks
+are in test_synthetic_dedup.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from judge import RecordError, load_taxonomy
+from train.synthetic.config import AnnotateConfig, InstructionsConfig, SplitConfig, load_config
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _answer(**fields) -> dict:
+    return {"id": "ans-1", "instruction": "Исправьте ошибки: «Я пошол домой.»", "answer": "Я пошёл домой.",
+            "task_type": "Editing", "task_subtype": "", "task_subsubtype": "", **fields}
+
+
+def _write_jsonl(path: Path, lines: list[dict | None]) -> Path:
+    path.write_text("".join("\n" if row is None else json.dumps(row, ensure_ascii=False) + "\n" for row in lines), encoding="utf-8")
+    return path
+
+
+# ----------------------------------------------------------------------------------------------------- annotate
+
+
+@pytest.mark.parametrize("field", ["task_type", "task_subtype", "task_subsubtype"])
+def test_annotate_refuses_a_non_string_task_field_by_file_line_and_field(tmp_path, field):
+    """``task_subtype: 3`` was an AttributeError traceback from the taxonomy lookup; now a RecordError naming the
+    file, the row (line 3, after a blank line) and the field, before any request. ``task_type`` is checked by
+    ``require_fields`` first, with its own wording."""
+    from train.synthetic.annotate import annotation_items, run_annotate
+
+    inputs = _write_jsonl(tmp_path / "answers.jsonl", [_answer(id="ans-0"), None, _answer(**{field: 3})])
+    config = AnnotateConfig(teacher={"model": "t", "base_url": "http://127.0.0.1:9/v1"}, max_retries=0)
+    with pytest.raises(RecordError) as err:
+        run_annotate(config, inputs, tmp_path / "out")
+    assert str(err.value) == f"{inputs}: row 2: field {field!r}: not a string (int)"
+    with pytest.raises(RecordError) as err:
+        annotation_items([_answer(**{field: 3})], config, source="answers.jsonl")
+    assert str(err.value) == f"answers.jsonl: row 0: field {field!r}: not a string (int)"
+
+
+def test_annotate_names_the_line_of_an_answer_whose_task_is_not_a_leaf():
+    """The taxonomy's refusal names the row's index in the file, not its position in the list."""
+    from train.synthetic.annotate import annotation_items
+
+    config = AnnotateConfig(teacher={"model": "t"})
+    with pytest.raises(RecordError, match=r"^answers.jsonl: row 4: field 'task_type': "):
+        annotation_items([_answer(id="a"), _answer(id="b", task_type="No such task")], config, "answers.jsonl", [0, 4])
+
+
+def test_annotate_refuses_criteria_that_are_not_base_criterion_ids():
+    """An unknown id in ``criteria`` selected nothing, and the stage finished with 0 items; a variant id
+    (``<base>__2``) is no base id either. Both are named; the known base id is not."""
+    taxonomy = load_taxonomy()
+    base = next(iter(taxonomy.criteria.values())).base_id
+    variant = next(cid for cid in taxonomy.criteria if "__" in cid)
+    AnnotateConfig(teacher={"model": "t"}, criteria=[base, "repeats"]).check_runnable()
+    with pytest.raises(ValueError) as err:
+        AnnotateConfig(teacher={"model": "t"}, criteria=[base, "no_such_criterion", variant]).check_runnable()
+    assert str(err.value).startswith(f"annotate: criteria ['no_such_criterion', {variant!r}] are not base criterion ids")
+
+
+def test_the_annotate_cli_refuses_an_unknown_criterion_before_claiming_its_folder(tmp_path, capsys):
+    from train.synthetic.cli import main
+
+    inputs = _write_jsonl(tmp_path / "answers.jsonl", [_answer()])
+    config = tmp_path / "annotate.yaml"
+    config.write_text("teacher: {model: t, base_url: 'http://127.0.0.1:9/v1'}\ncriteria: [no_such_criterion]\n")
+    out = tmp_path / "out"
+    assert main(["annotate", "--config", str(config), "--input", str(inputs), "--output", str(out)]) != 0
+    assert "no_such_criterion" in capsys.readouterr().err and not out.exists()
+
+
+# ----------------------------------------------------------------------------------------------------- split
+
+
+def _annotated(instruction_id: str, **fields) -> dict:
+    crit = load_taxonomy().criteria["repeats"]
+    return {
+        "id": f"{instruction_id}:repeats", "instruction_id": instruction_id, "instruction": f"Задание {instruction_id}",
+        "reference_answer": "", "answer": "Ответ", "criteria_name": crit.name["ru"], "rubrics": crit.rubric("ru"),
+        "criteria_score": 1.0, "expert_scores": [1.0], "expert_feedback": ["Норм."], "task_type": "Editing",
+        "task_subtype": "", "task_subsubtype": "", "difficulty": "easy", "domain": "", "model_id": "m",
+        "criterion_id": "repeats", **fields,
+    }  # fmt: skip
+
+
+def test_split_names_a_bad_row_by_its_file_and_line(tmp_path):
+    """A bad row at the split stage was "annotate: row 1" (its position, and no file); the other stages name the
+    file and the line. Line 3 here, after a blank line: row 2."""
+    from train.synthetic.splitting import run_split, split_records
+
+    path = _write_jsonl(tmp_path / "annotate.jsonl", [_annotated("i0"), None, _annotated("i1", expert_scores="1")])
+    with pytest.raises(RecordError) as err:
+        run_split(SplitConfig(), path, tmp_path / "out")
+    assert str(err.value) == f"{path}: row 2: field 'expert_scores': must be a list of numbers, got str"
+    (tmp_path / "folder").mkdir()
+    _write_jsonl(tmp_path / "folder" / "annotate.jsonl", [None, _annotated("i1", expert_scores="1")])
+    with pytest.raises(RecordError, match=r"folder: row 1: field 'expert_scores'"):
+        run_split(SplitConfig(), tmp_path / "folder", tmp_path / "out2")
+    with pytest.raises(RecordError, match=r"^annotate: row 0: field 'expert_scores'"):  # rows built in code
+        split_records([_annotated("i1", expert_scores="1")], SplitConfig())
+
+
+# ----------------------------------------------------------------------------------------------------- instructions
+
+
+def test_stage_1_skips_the_zero_shot_task_types_by_default():
+    """The paper generated no instruction for the Zero-Shot task types (arXiv 2505.24616v3, Section 3.1, footnote 16)
+    and the split stage drops every one: by default, and in the shipped YAML, stage 1 asks for none (336 of the 450
+    (leaf, complexity level) pairs are left); ``skip_zero_shot: false`` asks for all 450."""
+    from judge import load_split_spec
+    from train.synthetic.generation import generation_jobs
+
+    generators = [{"model": "g"}]
+    assert InstructionsConfig().skip_zero_shot is True
+    shipped = load_config(InstructionsConfig, REPO / "configs" / "data" / "instructions.yaml")
+    assert shipped.skip_zero_shot is True
+    jobs = generation_jobs(InstructionsConfig(generators=generators))
+    held_out = load_split_spec().task_types
+    assert len(jobs) == 336 and not {payload["task"].task_type for _, payload in jobs} & held_out
+    assert len(generation_jobs(InstructionsConfig(generators=generators, skip_zero_shot=False))) == 450
