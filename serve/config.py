@@ -193,7 +193,10 @@ class ServeConfig:
         "costs vLLM a regex compile that grows with it (a few seconds at 2000, past vLLM's 5 s limit on a busy CPU).",
     )
     max_concurrent_engine_requests: int = _f(
-        256, "Engine requests judge-serve keeps in flight at once (vLLM batches them); more wait their turn."
+        256, "Judgments (/v1/judge, /get_reward) judge-serve keeps in flight to its engines at once (vLLM batches "
+             "them); more wait their turn. Proxied OpenAI requests (/v1/chat/completions, /v1/completions, "
+             "/v1/responses) are not counted here: with judgments they share the engine connection pool, this "
+             "number plus 64, beyond which they wait for a connection."
     )
 
     # --- rewards (POST /get_reward, serve.rewards)
