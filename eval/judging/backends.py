@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = ["JudgeBackend", "Refused", "ServerChanged", "refuse_format_change", "ChatBackend", "JudgeServeBackend",
            "verdict_outcome", "chat_extra_body", "retryable_status", "is_transient", "reasoning_of", "short",
-           "FirstRefusals", "N_FIRST_REFUSALS", "EndpointUnusable", "refusal_of", "too_long_outcome"]
+           "FirstRefusals", "N_FIRST_REFUSALS", "EndpointUnusable", "refusal_of", "too_long_outcome", "CONTEXT_LIMIT"]
 
 log = logging.getLogger("judge_eval.backends")
 

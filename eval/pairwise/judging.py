@@ -295,8 +295,9 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
     import httpx
     import openai
 
-    from eval.judging.backends import (N_FIRST_REFUSALS, FirstRefusals, Refused, ServerChanged, chat_extra_body,
-                                       reasoning_of, refusal_of, refuse_format_change, retryable_status, short)
+    from eval.judging.backends import (CONTEXT_LIMIT, N_FIRST_REFUSALS, FirstRefusals, Refused, ServerChanged,
+                                       chat_extra_body, reasoning_of, refusal_of, refuse_format_change,
+                                       retryable_status, short)
     from judge.plumbing.retry import EndpointUnusable, server_message
     from judge.prompts import PAIRWISE_PROMPT_VERSION, chat_messages
     from judge.verdicts import VerdictFormat
@@ -340,7 +341,13 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
         except openai.APIStatusError as err:
             if retryable_status(err.status_code):
                 raise
-            raise refusal_of(err) from err
+            refusal = refusal_of(err)
+            if err.status_code == 400 and CONTEXT_LIMIT.search(str(err.message)):
+                # the pair cannot fit the judge's context: a final row, as judge-serve's /v1/judge answers it and as
+                # the pointwise chat path writes it (eval.judging.backends.too_long_outcome), never re-asked
+                return {"raw_output": None, "feedback": "", "score": None, "parse_ok": False,
+                        "error": VerdictError.CONTEXT_LENGTH_EXCEEDED, "reason": refusal.said}
+            raise refusal from err
         message = reply.choices[0].message if reply.choices else None
         return _outcome(message.content if message else None, reasoning_of(message) if integer else None,
                         config.verdict_format, config.lenient)

@@ -229,6 +229,31 @@ def test_a_pairwise_run_whose_first_requests_are_refused_alike_stops(tmp_path, c
     assert all(r.reason.startswith("HTTP 400: ") and said in r.reason for r in rows)
 
 
+def test_a_pair_too_long_for_the_chat_judges_context_is_a_final_row(tmp_path):
+    """vLLM's 400 for a prompt over the context was a failed request, asked again by every rerun (exit 3 forever);
+    as on the pointwise chat path and judge-serve's /v1/judge, it is the judgment's final row: the rerun asks nothing."""
+    said = "This model's maximum context length is 2048 tokens. However, you requested 4100 tokens."
+
+    def respond(path: str, body: dict) -> tuple[int, dict]:
+        if path != "/v1/chat/completions":
+            return 404, {"error": {"message": "not found"}}
+        if "Вопрос 1?" in body["messages"][0]["content"]:
+            return 400, {"error": {"message": said, "type": "BadRequestError", "code": 400}}
+        return 200, chat_completion("[FEEDBACK] ok [RESULT] -1 [END]", body["model"])
+
+    with ScriptedEndpoint(respond, model="judge") as server:
+        data = _write_pairs(PAIRS[:2], tmp_path / "pairs.jsonl")
+        assert main(_pair_args(server.base_url, data, tmp_path / "run")) == 0
+        asked = len(server.bodies("/v1/chat/completions"))
+        assert main(_pair_args(server.base_url, data, tmp_path / "run")) == 0
+        assert len(server.bodies("/v1/chat/completions")) == asked == 4  # both orders of both pairs, once
+    rows = {(r.id, r.order): r for r in read_pairwise_rows(tmp_path / "run" / PAIRWISE_PREDICTIONS)}
+    assert {k: rows[k].error for k in rows} == {("p1", "original"): "context_length_exceeded",
+                                                ("p1", "swapped"): "context_length_exceeded",
+                                                ("p2", "original"): None, ("p2", "swapped"): None}
+    assert said in rows[("p1", "original")].reason
+
+
 def test_rows_of_a_pair_removed_from_the_data_are_dropped_on_rerun(tmp_path, capsys):
     """A pair deleted from the data file: the rerun asks nothing and drops its rows, as a pointwise resume drops ids
     no longer selected, so `score` reads the folder; scored before that rerun, the folder is refused saying so."""
