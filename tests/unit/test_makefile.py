@@ -100,13 +100,15 @@ for p in "$@"; do case "$p" in -*|install) ;; *) echo "$p" >> "{installed}";; es
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
-def test_a_python_older_than_3_11_stops_the_set_up_before_anything_is_installed(tmp_path):
+@pytest.mark.parametrize(("target", "folder"), [("setup", ".venv"), ("docs", ".venv-docs")])
+def test_a_python_older_than_3_11_stops_the_set_up_before_anything_is_installed(tmp_path, target, folder):
+    """The set-up's venv and the docs build's (which reads pyproject.toml with tomllib) alike."""
     work, bin_dir, log = _repo(tmp_path)
     _python(bin_dir / "python3", "3.10", log)
-    run = _make(work, bin_dir, f"PYTHON={bin_dir / 'python3'}", "setup")
+    run = _make(work, bin_dir, f"PYTHON={bin_dir / 'python3'}", target)
     assert run.returncode != 0
-    assert "needs Python 3.11+ and" in run.stderr and "is Python 3.10; make setup PYTHON=python3.11" in run.stderr
-    assert not (work / ".venv").exists() and not log.exists()
+    assert "needs Python 3.11+ and" in run.stderr and f"is Python 3.10; make {target} PYTHON=python3.11" in run.stderr
+    assert not (work / folder).exists() and not log.exists()
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
@@ -125,16 +127,10 @@ def test_a_venv_of_an_old_python_or_without_pip_is_made_again(tmp_path, version,
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
-def test_the_docs_build_refuses_an_old_python_and_remakes_an_old_docs_venv(tmp_path):
-    """`make docs` reads pyproject.toml with tomllib (3.11+): an older Python stops it with the interpreter named,
-    before a venv is made; a docs venv of an old Python is made again with the good one, which then installs."""
+def test_a_docs_venv_of_an_old_python_is_made_again(tmp_path):
+    """The docs build's venv is judged as the set-up's (the Makefile's python_venv): one of an old Python is made
+    again with the good one, which then installs the docs extra and builds."""
     work, bin_dir, log = _repo(tmp_path)
-    _python(bin_dir / "python3", "3.10", log)
-    run = _make(work, bin_dir, f"PYTHON={bin_dir / 'python3'}", "docs")
-    assert run.returncode != 0
-    assert "the docs build needs Python 3.11+ and" in run.stderr and "is Python 3.10; make docs PYTHON=" in run.stderr
-    assert not (work / ".venv-docs").exists() and not log.exists()
-
     (work / ".venv-docs" / "bin").mkdir(parents=True)
     (work / ".venv-docs" / "pyvenv.cfg").touch()
     _python(work / ".venv-docs" / "bin" / "python", "3.10", log)
