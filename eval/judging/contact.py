@@ -37,12 +37,12 @@ def base_of(url: str) -> str:
 PROBE_POLICY = RetryPolicy(max_retries=4, backoff_s=1.0, max_backoff_s=10.0)
 
 
-def detect_backend(base_url: str, api_key: str, limits: ModelLimits | None = None, *,
+def detect_backend(base_url: str, api_key: str, limits: ModelLimits, *,
                    policy: RetryPolicy | None = None) -> str:
     """``judge-serve`` when the server is one, else ``chat``.
 
-    judge-serve says so in its ``GET /v1/models`` entries, which carry its own fields (``ModelLimits.advertised``):
-    ``limits`` (``first_contact``'s) when given, else the list asked here. A server whose entries do not say (a
+    judge-serve says so in its ``GET /v1/models`` entry, which carries its own fields (``ModelLimits.advertised``):
+    ``limits``, what ``first_contact`` read of it. A server whose entries do not say (a
     judge-serve from before they did) is told by an empty ``POST /v1/judge``, which judges nothing: judge-serve
     answers 4xx (missing items, or 401), vLLM and other OpenAI servers 404 or 405. Connection errors, 408/409/429
     and 5xx are retried by ``policy`` (default ``PROBE_POLICY``).
@@ -52,15 +52,7 @@ def detect_backend(base_url: str, api_key: str, limits: ModelLimits | None = Non
     """
     import httpx
 
-    if limits is None:
-        try:
-            entries = list_models(base_of(base_url), api_key=api_key, policy=RetryPolicy(max_retries=0))
-        except EndpointUnusable:
-            entries = []  # no readable list: the probe decides
-        said = any(ModelLimits.from_entry(entry).advertised() for entry in entries)
-    else:
-        said = bool(limits.advertised())
-    if said:
+    if limits.advertised():
         log.debug("backend probe: GET /v1/models carries judge-serve's fields: judge-serve")
         return "judge-serve"
     url = root_of(base_url) + "/v1/judge"

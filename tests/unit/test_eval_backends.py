@@ -20,7 +20,7 @@ import judge
 from eval.cli import main as eval_main
 from eval.judging import contact
 from eval.judging.backends import ChatBackend, Refused, chat_extra_body
-from eval.judging.contact import base_of, detect_backend
+from eval.judging.contact import base_of, detect_backend, first_contact
 from eval.judging.config import RunConfig
 from eval.judging.predictions import read_predictions
 from judge.plumbing.retry import EndpointUnusable, RetryPolicy
@@ -130,9 +130,10 @@ def _server(probe: list[tuple], entry: dict | None = None) -> ScriptedEndpoint:
 def test_a_model_entry_with_judge_serves_fields_is_judge_serve_without_a_probe(entry):
     """judge-serve's own fields in GET /v1/models decide, whatever /v1/judge answers (here 404)."""
     with _server([(404, {"detail": "Not Found"})], entry) as server:
-        assert detect_backend(server.base_url, "") == "judge-serve"
+        _, limits = first_contact(server.base_url, "", "")  # what judge-eval run reads before it decides
+        assert detect_backend(server.base_url, "", limits) == "judge-serve"
         assert server.requests == []
-    with _server([(404, {"detail": "Not Found"})]) as server:  # first_contact's limits, when given, are read instead
+    with _server([(404, {"detail": "Not Found"})]) as server:  # the limits decide, nothing is asked again
         assert detect_backend(server.base_url, "", ModelLimits(judge_max_tokens=256)) == "judge-serve"
         assert server.requests == [] and server.gets == []
 
@@ -148,7 +149,7 @@ def test_a_model_entry_with_judge_serves_fields_is_judge_serve_without_a_probe(e
 def test_the_probe_retries_transient_answers_before_deciding(probe, kind, monkeypatch):
     monkeypatch.setattr(contact, "PROBE_POLICY", NO_WAIT)
     with _server(probe) as server:
-        assert detect_backend(server.base_url, "") == kind
+        assert detect_backend(server.base_url, "", ModelLimits()) == kind
         assert server.bodies("/v1/judge") == [{}] * len(probe)
 
 
@@ -157,7 +158,7 @@ def test_a_probe_that_stays_unanswered_is_an_error_naming_the_url(monkeypatch):
     monkeypatch.setattr(contact, "PROBE_POLICY", NO_WAIT)
     with _server([(503, {"error": {"message": "engine loading"}})]) as server:
         with pytest.raises(EndpointUnusable) as busy:
-            detect_backend(server.base_url, "")
+            detect_backend(server.base_url, "", ModelLimits())
         assert len(server.bodies("/v1/judge")) == 3
     assert busy.value.status == 503
     assert str(busy.value).startswith(f"the judge at {server.base_url}: POST {server.url}/v1/judge, which tells "
@@ -167,7 +168,7 @@ def test_a_probe_that_stays_unanswered_is_an_error_naming_the_url(monkeypatch):
         closed.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{closed.getsockname()[1]}/v1"
         with pytest.raises(EndpointUnusable) as unreachable:
-            detect_backend(url, "")
+            detect_backend(url, "", ModelLimits())
     said = str(unreachable.value)
     assert f"POST {url}/judge, which tells judge-serve from a chat server, is still unanswered" in said
     assert "ConnectError" in said and "--backend chat or --backend judge-serve" in said
@@ -231,8 +232,6 @@ def test_a_null_extra_body_key_is_left_out_of_the_chat_request():
 def test_a_vllm_entry_under_a_served_name_keeps_the_checkpoint_it_loaded():
     """``vllm serve ai-forever/Pollux-4B-Judge --served-model-name judge`` lists id "judge" and root the checkpoint:
     the limits the run reads keep root (what names the weights), and judge-serve's own fields do not include it."""
-    from eval.judging.contact import first_contact
-
     entry = {"id": "judge", "object": "model", "owned_by": "vllm", "root": "ai-forever/Pollux-4B-Judge",
              "parent": None, "max_model_len": 8192}
     with ScriptedEndpoint(lambda path, _: (404, {}), respond_get=lambda path: (200, {"data": [entry]})) as server:
