@@ -291,7 +291,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "--" in argv:
         cut = argv.index("--")
         argv, judge_args = argv[:cut], argv[cut + 1:]
-    args = build_parser().parse_args(_srun_args_joined(argv))
+    args = (parser := build_parser()).parse_args(_srun_args_joined(argv, parser))
     try:
         script, output_dir, job_name = _render(args, judge_args)
     except SubmitError as err:
@@ -314,11 +314,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _srun_args_joined(argv: Sequence[str]) -> list[str]:
+def _srun_args_joined(argv: Sequence[str], parser: argparse.ArgumentParser) -> list[str]:
     """``--srun-args "--container-image=IMG"`` as ``--srun-args=--container-image=IMG``: argparse takes a lone word
     starting with ``-`` for an option, so the help's spelling would fail. The next word is the value unless it is one
     of submit's own options (a forgotten value is still reported)."""
-    own, out, i = set(build_parser()._option_string_actions), [], 0
+    own, out, i = set(parser._option_string_actions), [], 0
     while i < len(argv):
         word = argv[i]
         if word in ("--srun-args", "--srun_args") and i + 1 < len(argv) and argv[i + 1].startswith("-") \
