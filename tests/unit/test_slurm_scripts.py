@@ -247,31 +247,32 @@ def _rendezvous_port(proc: subprocess.CompletedProcess) -> int:
     return int(match.group(1))
 
 
-@pytest.mark.parametrize(("batch_host", "probe_step"), [
-    ("nx-node-1", False),  # the batch shell runs on the first training host: it asks the kernel itself
-    ("nx-node-2", True),  # another host trains first: a one-task step there asks
-])  # fmt: skip
-def test_train_sbatch_takes_a_free_rendezvous_port(tmp_path, config_file, batch_host, probe_step):
+def test_train_sbatch_takes_a_free_rendezvous_port(tmp_path, config_file):
     """29500 + job id mod 1000 gave jobs 1234 and 2234 one port on a shared node (and 29500 + 0 is torchrun's own
     default): the second job's rendezvous failed or met the first one's. With that port held here, as the other
-    job's torchrun would hold it, job 1234 rendezvouses on another port, one that was free on the first host."""
+    job's torchrun would hold it, job 1234 rendezvouses on another port, one that was free on the first host. Both
+    cases in one test: the held port is a fixed one, which two tests run side by side would both bind."""
     import socket
 
-    out = tmp_path / "run"
-    calls = tmp_path / "srun_calls"
-    env = _train_env(tmp_path, config_file, out, SLURMD_NODENAME=batch_host, FAKE_SRUN_CALLS=str(calls))
-    with socket.socket() as other_job:
-        other_job.bind(("", 29734))  # what job 1234 took before
-        other_job.listen()
-        proc = _run("train.sbatch", env, tmp_path)
-        assert proc.returncode == 0, proc.stderr
-        port = _rendezvous_port(proc)
-        assert port != 29734
-    with socket.socket() as probe:
-        probe.bind(("", port))  # it was free (the fake torchrun never took it)
-    steps = calls.read_text().splitlines()
-    probes = [step for step in steps if step.startswith("--nodes=1 --ntasks=1 --nodelist=nx-node-1 python3 -c ")]
-    assert len(probes) == (1 if probe_step else 0) and len(steps) == len(probes) + 1, steps
+    for batch_host, probe_step in (("nx-node-1", False),  # the batch shell runs on the first training host: it asks
+                                   ("nx-node-2", True)):  # another host trains first: a one-task step there asks
+        case = tmp_path / batch_host
+        case.mkdir()
+        out = case / "run"
+        calls = case / "srun_calls"
+        env = _train_env(case, config_file, out, SLURMD_NODENAME=batch_host, FAKE_SRUN_CALLS=str(calls))
+        with socket.socket() as other_job:
+            other_job.bind(("", 29734))  # what job 1234 took before
+            other_job.listen()
+            proc = _run("train.sbatch", env, case)
+            assert proc.returncode == 0, proc.stderr
+            port = _rendezvous_port(proc)
+            assert port != 29734
+        with socket.socket() as probe:
+            probe.bind(("", port))  # it was free (the fake torchrun never took it)
+        steps = calls.read_text().splitlines()
+        probes = [step for step in steps if step.startswith("--nodes=1 --ntasks=1 --nodelist=nx-node-1 python3 -c ")]
+        assert len(probes) == (1 if probe_step else 0) and len(steps) == len(probes) + 1, (batch_host, steps)
 
 
 def test_train_sbatch_rendezvous_port_given_wins(tmp_path, config_file):
