@@ -156,7 +156,8 @@ class ServeConfig:
     )
     engine_start_timeout_s: float = _f(900.0, "Seconds an engine may take to answer /health after starting.")
     engine_stop_grace_s: float = _f(
-        30.0, "Seconds an engine's process tree gets between SIGTERM and SIGKILL when it is stopped or has died."
+        30.0, "Seconds an engine's process tree gets between SIGINT (engines start with SIGTERM blocked) and SIGKILL "
+        "when it is stopped or has died."
     )
 
     # --- self-healing: an engine that dies is restarted, within limits
