@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from judge.checkpoints import NEUTRAL_SAMPLING
@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 
 __all__ = ["JudgeBackend", "Refused", "ServerChanged", "refuse_format_change", "ChatBackend", "JudgeServeBackend",
            "verdict_outcome", "chat_extra_body", "retryable_status", "is_transient", "reasoning_of", "short",
-           "FirstRefusals", "N_FIRST_REFUSALS", "EndpointUnusable", "refusal_of", "too_long_outcome", "CONTEXT_LIMIT"]
+           "FirstRefusals", "N_FIRST_REFUSALS", "unasked_first", "EndpointUnusable", "refusal_of", "too_long_outcome",
+           "CONTEXT_LIMIT"]
 
 log = logging.getLogger("judge_eval.backends")
 
@@ -408,6 +409,17 @@ class FirstRefusals:
             self.open, self.stopped = False, refusal
         return []
 
+    def keep_held(self, write: Callable[..., None], what: str, n_sent: int, n_total: int) -> EndpointUnusable:
+        """The stop of a run that keeps its refusals: each held payload is handed to ``write`` (the caller's failed
+        row for that request, as it writes any refusal), and the error to raise says so.
+
+        Kept, a stopped run still makes progress: its next run asks what was never asked first (``unasked_first``),
+        then these again. Unwritten, every rerun sent the same refused requests first and stopped at them again.
+        """
+        for payload, _ in self.held:
+            write(*payload)
+        return EndpointUnusable(self.message(what, n_sent, n_total, written=True))
+
     def message(self, what: str, n_sent: int, n_total: int, unit: str = "requests", *, written: bool = False) -> str:
         """The console's sentence for a stopped run: the server's words, and how much was sent, counted in ``unit``
         (what each ``offer`` stood for: a request, or a task whose samples may be several requests). ``written``: the
@@ -419,3 +431,8 @@ class FirstRefusals:
                 f"{self.stopped.said} (stopped after sending {n_sent} of {n_total} {unit}; {kept})")
 
 
+def unasked_first(todo: Sequence[Any], failed: Callable[[Any], bool]) -> list[Any]:
+    """``todo`` with the items whose request failed before (``failed``) moved last, each part in its order: the
+    refusals a run stopped by ``FirstRefusals`` kept as failed rows would otherwise be sent first again by the
+    rerun, and stop it again before it asked anything new."""
+    return [item for item in todo if not failed(item)] + [item for item in todo if failed(item)]

@@ -53,7 +53,7 @@ from typing import Any
 
 from eval.judging.config import RunConfig
 from eval.judging.backends import (N_FIRST_REFUSALS, ChatBackend, FirstRefusals, JudgeBackend, JudgeServeBackend,
-                                   Refused, ServerChanged, short)
+                                   Refused, ServerChanged, short, unasked_first)
 from eval.judging.contact import base_of, detect_backend, first_contact, fit_max_tokens, root_of
 from eval.judging.format_choice import (earlier_max_tokens, earlier_prompt_version, earlier_record, held_model,
                                         resolve_prompt_template, resolve_verdict_format, run_verdict_format)
@@ -137,12 +137,8 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
         await backend.aclose()
     if changed:
         raise EndpointUnusable(changed[0].stopped(len(batches) - queue.qsize(), len(batches), counts["written"]))
-    if first.stopped is not None:
-        # The refused items as counted failures: a rerun asks the items not asked yet first, then these again.
-        for held, _ in first.held:
-            write(*held)
-        raise EndpointUnusable(first.message(f"the judge ({backend.name})", len(batches) - queue.qsize(), len(batches),
-                                             written=True))
+    if first.stopped is not None:  # the refused items as counted failures, asked again after the others
+        raise first.keep_held(write, f"the judge ({backend.name})", len(batches) - queue.qsize(), len(batches))
     return counts
 
 
@@ -351,9 +347,7 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
         todo = [r for r in records if r.id not in done]
         # All criteria of one answer consecutive: their prompts share a prefix the server computes once.
         todo = [todo[i] for i in judge.prefix_order([judge.prefix_key(r) for r in todo])]
-        # Items never asked first, those whose request failed before last: a run stopped by its first refusals
-        # (FirstRefusals) would otherwise send the same refused items first again, and stop again, on every rerun.
-        todo = [r for r in todo if r.id not in failed_before] + [r for r in todo if r.id in failed_before]
+        todo = unasked_first(todo, lambda r: r.id in failed_before)  # refused before: asked after the others
 
     key = client_api_key(config.api_key, config.api_key_env, command="judge-eval run")
     api_key = key.key

@@ -2,13 +2,15 @@
 
 ruHumanEval (``humaneval.load_tasks``) and ruTiE (``rutie.load_dialogues``) read their rows here. A task file is
 input, unlike the journals a run writes (``judge.plumbing.journal``): a last line without its newline is a whole row, blank
-lines are skipped, and any other line that is not JSON (or not UTF-8) is an error naming the file and the row.
+lines are skipped, and any other line that is not JSON (or not UTF-8) is an error naming the file and the row; so
+is a ``.gz`` file cut short or not gzip at all, naming the row its reading reached.
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,13 +28,15 @@ def iter_task_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
     """``(line number, parsed JSON)`` of each non-blank line of ``path`` (gzip-compressed when it ends in ``.gz``).
 
     Raises:
-        DataError: ``{path}: row {n}: not JSON: ...`` or ``{path}: row {n}: not UTF-8: ...``.
+        DataError: ``{path}: row {n}: not JSON: ...`` or ``{path}: row {n}: not UTF-8: ...``; for a ``.gz`` file
+            that is cut short or not gzip data, ``{path}: row {n}: ...`` naming the row its reading reached.
     """
     path = Path(path)
-    opener = gzip.open if path.suffix == ".gz" else open
+    compressed = path.suffix == ".gz"
+    opener = gzip.open if compressed else open
     # Bytes, decoded row by row: a text-mode file decodes as it is iterated, where an error could name no row.
     with opener(path, "rb") as f:
-        for line_no, raw in enumerate(f, start=1):
+        for line_no, raw in enumerate(_gzip_lines(f, path) if compressed else f, start=1):
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as err:
@@ -45,3 +49,26 @@ def iter_task_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
                 raise DataError(f"{path}: row {line_no}: not JSON: {err}") from None
             except (ValueError, RecursionError) as err:  # valid JSON json.loads cannot hold
                 raise DataError(f"{path}: row {line_no}: {unreadable_json(err)}") from None
+
+
+def _gzip_lines(f: Any, path: Path) -> Iterator[bytes]:
+    """The lines of an open gzip file, its decompression failure a ``DataError`` naming the file and the row reached.
+
+    The gzip module raises EOFError for a file cut short (an interrupted download), BadGzipFile for bytes that are
+    not gzip at all and zlib.error for a damaged stream: each would otherwise end the command in a traceback that
+    names neither the file nor how far its rows were read.
+    """
+    line_no = 0
+    while True:
+        try:
+            raw = f.readline()
+        except EOFError as err:
+            raise DataError(f"{path}: row {line_no + 1}: the gzip data ends there, before its end marker: the file "
+                            f"is cut short (an interrupted download?); fetch it again ({err})") from None
+        except (OSError, zlib.error) as err:  # gzip.BadGzipFile is an OSError
+            raise DataError(f"{path}: row {line_no + 1}: not readable as gzip data ({err}); a file named .gz must "
+                            "be gzip-compressed JSON lines") from None
+        if not raw:
+            return
+        line_no += raw.endswith(b"\n")
+        yield raw

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eval.judging.backends import unasked_first
 from eval.judging.predictions import REQUEST_FAILED  # a judgment whose request failed: retried by the next run
 from judge.plumbing.run_folder import content_key
 from judge.plumbing.config_files import ConfigError
@@ -204,8 +205,8 @@ def read_pairwise_rows(path: str | Path) -> list[PairwiseRow]:
 
 
 def pending_judgments(pairs: Sequence[PairRecord], path: Path, orders: Sequence[str]) -> tuple[list[tuple[PairRecord, str]], int, set[str]]:
-    """Prepare a ``pairwise_predictions.jsonl`` for appending: the (pair, order) judgments still to ask, how many are
-    done, and the judges the file's rows name.
+    """Prepare a ``pairwise_predictions.jsonl`` for appending: the (pair, order) judgments still to ask (those whose
+    request failed before last), how many are done, and the judges the file's rows name.
 
     A judgment is done when its last row's request did not fail and the row judged the pair's current text (its
     ``content_key``): a pair edited in place keeps its ``id``, and its old verdicts are of answers no longer there.
@@ -221,7 +222,10 @@ def pending_judgments(pairs: Sequence[PairRecord], path: Path, orders: Sequence[
         log.info("resume: dropped the rows of %d pairs no longer in the data from %s (%s)", len(gone), path,
                  ", ".join(sorted(gone)[:5]) + (", ..." if len(gone) > 5 else ""))
     final = {(r.id, r.order) for r in rows if r.error != REQUEST_FAILED and r.content_key == keys.get(r.id)}
+    failed = {(r.id, r.order) for r in rows if r.error == REQUEST_FAILED}
     todo = [(pair, order) for pair in pairs for order in orders if (pair.id, order) not in final]
+    # As a pointwise resume: judgments never asked first, those whose request failed before last (FirstRefusals).
+    todo = unasked_first(todo, lambda job: (job[0].id, job[1]) in failed)
     done = sum(1 for pair in pairs for order in orders if (pair.id, order) in final)
     return todo, done, {r.judge for r in rows}
 
@@ -284,7 +288,8 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
     ``/v1/judge``). A judgment whose request fails (after ``policy``'s retries) is a ``request_failed`` row. The run
     stops as the pointwise one does (``eval.judging.run``): at a judge-serve answering in another verdict format than
     ``config.verdict_format`` (``ServerChanged``), and when its first requests are all refused alike
-    (``FirstRefusals``); then no row is written for the refused or changed answers.
+    (``FirstRefusals``). No row is written for a changed answer; the refused judgments are written as failed rows,
+    which the next run asks after the judgments never asked (``pending_judgments``).
 
     Returns:
         ``written``, ``parse_failed``, ``request_failed``.
@@ -404,6 +409,6 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
     n_sent = len(todo) - queue.qsize()
     if changed:
         raise EndpointUnusable(changed[0].stopped(n_sent, len(todo), counts["written"]))
-    if first.stopped is not None:
-        raise EndpointUnusable(first.message(f"the judge ({name})", n_sent, len(todo)))
+    if first.stopped is not None:  # the refused judgments as failed rows, asked again after the others
+        raise first.keep_held(write, f"the judge ({name})", n_sent, len(todo))
     return counts

@@ -26,6 +26,7 @@ import numpy as np
 from eval.scoring import bootstrap, item_table
 from eval.scoring.comparison import Comparison, Paired, RunComparison, SplitComparison
 from eval.reports.report import SPLIT_TITLES, fmt, fmt_p, md_text, p_phrase
+from judge.metrics_json.json_record import JsonRecordError
 from judge.metrics_json.metrics import Cell, Metrics
 from judge.metrics_json.validity import PairedValidity
 from judge.plumbing.json_reading import unreadable_json
@@ -77,14 +78,16 @@ def load_run(folder: str | Path) -> ScoredRun:
 
     Raises:
         FileNotFoundError: the folder has no ``items.parquet`` / ``metrics.json`` (run ``judge-eval score`` first).
-        ValueError: ``folder`` is a file, or its ``metrics.json`` cannot be read (named, with the way to rewrite it).
+        ValueError: ``folder`` is a file, or its ``metrics.json`` cannot be read or is not one ``judge-eval score``
+            writes: named by the run as given (compare takes several), the file and, where the schema check knows
+            it, the field, with the way to rewrite it.
     """
-    folder = Path(folder)
+    given, folder = str(folder), Path(folder)
     if folder.is_file():  # "score the run first: --out folder/metrics.json" would be no advice
         raise ValueError(f"{folder}: a file, not a folder; compare takes run folders written by `judge-eval score`, "
                          "not the files in them")
     items, metrics_path = folder / "items.parquet", folder / "metrics.json"
-    written = _read_metrics(metrics_path, folder) if metrics_path.exists() else None
+    written = _read_metrics(metrics_path, given) if metrics_path.exists() else None
     if written is not None and written.get("kind") == "pairwise":
         # Scoring it again would not help: a pairwise run has no per-item table to pair on.
         raise ValueError(f"{folder}: a pairwise run; compare pairs pointwise runs item by item. Pairwise runs' "
@@ -96,28 +99,36 @@ def load_run(folder: str | Path) -> ScoredRun:
             f"judge-eval score --predictions {folder} --out {folder}"
         )
     table, extra = item_table.read_table(items)
-    result = Metrics.from_json(written)
+    try:
+        result = Metrics.from_json(written)
+    except JsonRecordError as err:  # alone it said "metrics.json: Cell.mae ...": not which run, nor which cell
+        at = f"{err.field}: " if err.field else ""
+        raise ValueError(f"{given}: {metrics_path.name}: {at}{err.problem}; {_score_again(given)}") from None
     return ScoredRun(str(folder), result.judge or folder.name, result, table, extra)
 
 
-def _read_metrics(path: Path, folder: Path) -> dict:
-    """A run's metrics.json, as an object.
+def _read_metrics(path: Path, run: str) -> dict:
+    """A run's metrics.json, as an object; ``run`` is the folder as the user gave it.
 
     Raises:
-        ValueError: naming the file and what is wrong with it (truncated, nested past what json.loads reads, not
-            UTF-8, not an object): a bare json error named no file, and deep nesting was a RecursionError.
+        ValueError: naming the run, the file and what is wrong with it (truncated, nested past what json.loads reads,
+            not UTF-8, not an object): a bare json error named no file, and deep nesting was a RecursionError.
     """
-    again = f"score the run again: judge-eval score --predictions {folder} --out {folder}"
+    where, again = f"{run}: {path.name}", _score_again(run)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as err:  # a ValueError, but no JSON error: unreadable_json would misname it
-        raise ValueError(f"{path}: not UTF-8 text (byte 0x{err.object[err.start]:02x} at byte {err.start}); "
+        raise ValueError(f"{where}: not UTF-8 text (byte 0x{err.object[err.start]:02x} at byte {err.start}); "
                          f"{again}") from None
     except (ValueError, RecursionError) as err:
-        raise ValueError(f"{path}: {unreadable_json(err, whole_file=True)}; {again}") from None
+        raise ValueError(f"{where}: {unreadable_json(err, whole_file=True)}; {again}") from None
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a JSON object, got {type(data).__name__}; {again}")
+        raise ValueError(f"{where}: expected a JSON object, got {type(data).__name__}; {again}")
     return data
+
+
+def _score_again(run: str) -> str:
+    return f"score the run again: judge-eval score --predictions {run} --out {run}"
 
 
 def _verdict(delta: float, p_value: float, metric: str, alpha: float, n_units: int | None = None,

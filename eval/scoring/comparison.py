@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from judge.metrics_json.json_record import JsonRecord, optional_field, read_record
+from judge.metrics_json.json_record import JsonRecord, keyed, listed, optional_field, read_record
 from judge.metrics_json.metrics import NUMBER_READERS, Interval, Metrics
 from judge.metrics_json.validity import PairedValidity
 
@@ -30,7 +30,7 @@ def _read(cls, data: Mapping[str, Any], **readers) -> Any:
 
 
 def _by_metric(cells: Mapping[str, Any]) -> dict[str, Paired]:
-    return {metric: Paired.from_json(paired) for metric, paired in cells.items()}
+    return keyed(Paired.from_json)(cells)
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ class SplitComparison(_ComparisonRecord):
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SplitComparison:
         def cells(block: Mapping[str, Any]) -> dict[str, dict[str, Paired]]:
-            return {label: _by_metric(by_metric) for label, by_metric in block.items()}
+            return keyed(_by_metric)(block)
 
         return _read(cls, data, overall=_by_metric, by_model=cells, by_task_type=cells, by_criterion=cells)
 
@@ -104,8 +104,8 @@ class RunComparison(_ComparisonRecord):
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunComparison:
-        return _read(cls, data, splits=lambda splits: {k: SplitComparison.from_json(v) for k, v in splits.items()},
-                     validity=lambda tests: {k: PairedValidity.from_json(v) for k, v in tests.items()})
+        return _read(cls, data, splits=keyed(SplitComparison.from_json),
+                     validity=keyed(PairedValidity.from_json))
 
 
 @dataclass(frozen=True)
@@ -125,5 +125,5 @@ class Comparison(_ComparisonRecord):
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Comparison:
-        return _read(cls, data, comparisons=lambda runs: [RunComparison.from_json(r) for r in runs],
-                     metrics=lambda runs: [Metrics.from_json(m) for m in runs])
+        return _read(cls, data, comparisons=listed(RunComparison.from_json),
+                     metrics=listed(Metrics.from_json))

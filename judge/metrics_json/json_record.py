@@ -19,11 +19,36 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import MISSING, field, fields
 from typing import Any, ClassVar, NamedTuple
 
-__all__ = ["JsonRecord", "JsonRecordError", "extra_field", "json_value", "optional_field", "read_record"]
+__all__ = ["JsonRecord", "JsonRecordError", "extra_field", "json_value", "keyed", "listed", "optional_field",
+           "read_record"]
 
 
 class JsonRecordError(ValueError):
-    """A JSON file that is not the record it should be; the message names the file and the field."""
+    """A JSON file that is not the record it should be; the message names the file and the field.
+
+    Attributes:
+        where: the file (``metrics.json``); problem: what is wrong, with the record type and its field.
+        path: the keys from the file's top to the value at fault (``("splits", "all", "overall", "mae")``), as far
+            as the readers know them: each record read adds its field, ``keyed`` and ``listed`` the label or index.
+            A caller that knows which file of which run it read says ``field`` with it: the record type alone
+            (``Cell.mae``) does not tell which of a file's many cells holds the bad value.
+    """
+
+    def __init__(self, where: str, problem: str, path: tuple[str, ...] = ()):
+        super().__init__(f"{where}: {problem}")
+        self.where, self.problem, self.path = where, problem, path
+
+    def __reduce__(self):  # rebuilt from its three parts: args holds only the message, which __init__ cannot take
+        return type(self), (self.where, self.problem, self.path)
+
+    @property
+    def field(self) -> str:
+        """``path`` as one dotted name ("" for the file's top)."""
+        return ".".join(self.path)
+
+    def under(self, key: Any) -> JsonRecordError:
+        """The same error one level down: ``key`` (a field, a label, an index) before its path."""
+        return JsonRecordError(self.where, self.problem, (str(key), *self.path))
 
 
 def json_value(value: Any) -> Any:
@@ -104,7 +129,7 @@ def read_record(cls, data: Mapping[str, Any], *, where: str = "a JSON file",
             field without one (an integer count, a string) is taken as it is.
     """
     if not isinstance(data, Mapping):
-        raise JsonRecordError(f"{where}: {cls.__name__} should be a JSON object, not {type(data).__name__}")
+        raise JsonRecordError(where, f"{cls.__name__} should be a JSON object, not {type(data).__name__}")
     by_type = by_type or {}
     plan, names = _plan(cls)
     values: dict[str, Any] = {}
@@ -115,13 +140,42 @@ def read_record(cls, data: Mapping[str, Any], *, where: str = "a JSON file",
         if f.name not in data:
             if not f.required:
                 continue
-            raise JsonRecordError(f"{where}: {cls.__name__} has no {f.name!r}")
+            raise JsonRecordError(where, f"{cls.__name__} has no {f.name!r}", (f.name,))
         reader = readers.get(f.name) or by_type.get(f.type)
         try:
             values[f.name] = reader(data[f.name]) if reader else data[f.name]
-        except JsonRecordError:
-            raise
+        except JsonRecordError as err:  # a nested record's: its path goes on from this field
+            raise err.under(f.name) from err
         except (TypeError, AttributeError, ValueError, OverflowError) as err:  # a number for a table, "x" or 1e999
             # as a number: the field's reader cannot read it
-            raise JsonRecordError(f"{where}: {cls.__name__}.{f.name} is not readable ({err})") from err
+            raise JsonRecordError(where, f"{cls.__name__}.{f.name} is not readable ({err})", (f.name,)) from err
     return cls(**values)
+
+
+def keyed(reader: Callable[[Any], Any]) -> Callable[[Any], dict[str, Any]]:
+    """A reader of a JSON object of records (label -> record), each read by ``reader``; an error's path names the
+    label (a table of cells by model: which model's cell)."""
+    def read(rows: Mapping[str, Any]) -> dict[str, Any]:
+        out = {}
+        for label, row in rows.items():
+            try:
+                out[label] = reader(row)
+            except JsonRecordError as err:
+                raise err.under(label) from err
+        return out
+
+    return read
+
+
+def listed(reader: Callable[[Any], Any]) -> Callable[[Any], list[Any]]:
+    """A reader of a JSON list of records, each read by ``reader``; an error's path names the index (from 0)."""
+    def read(rows: list[Any]) -> list[Any]:
+        out = []
+        for index, row in enumerate(rows):
+            try:
+                out.append(reader(row))
+            except JsonRecordError as err:
+                raise err.under(index) from err
+        return out
+
+    return read

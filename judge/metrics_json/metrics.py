@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from judge.metrics_json.json_record import JsonRecord, extra_field, optional_field, read_record
+from judge.metrics_json.json_record import JsonRecord, extra_field, keyed, optional_field, read_record
 from judge.metrics_json.validity import Validity
 
 __all__ = ["NUMBER_READERS", "Cell", "Confusion", "Confusions", "Interval", "Metrics", "ModelMeans", "ModelMeansRow",
@@ -174,7 +174,7 @@ class ModelMeans(_MetricsRecord):
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ModelMeans:
-        return _read(cls, data, by_model=lambda rows: {k: ModelMeansRow.from_json(v) for k, v in rows.items()},
+        return _read(cls, data, by_model=keyed(ModelMeansRow.from_json),
                      all=ModelMeansRow.from_json)
 
 
@@ -194,11 +194,11 @@ class Confusions(_MetricsRecord):
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Confusions:
         return _read(cls, data, all=Confusion.from_json,
-                     by_task_group=lambda groups: {k: Confusion.from_json(v) for k, v in groups.items()})
+                     by_task_group=keyed(Confusion.from_json))
 
 
 def _cells(data: Mapping[str, Any]) -> dict[str, Cell]:
-    return {label: Cell.from_json(cell) for label, cell in data.items()}
+    return keyed(Cell.from_json)(data)
 
 
 @dataclass(frozen=True)
@@ -288,7 +288,7 @@ class PolluxOfficial(_MetricsRecord):
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> PolluxOfficial:
-        return _read(cls, data, splits=lambda splits: {k: OfficialSplit.from_json(v) for k, v in splits.items()})
+        return _read(cls, data, splits=keyed(OfficialSplit.from_json))
 
 
 @dataclass(frozen=True)
@@ -343,6 +343,6 @@ class Metrics(_MetricsRecord):
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Metrics:
         return _read(cls, data, judge=_text, settings=Settings.from_json,
-                     splits=lambda splits: {k: SplitMetrics.from_json(v) for k, v in splits.items()},
+                     splits=keyed(SplitMetrics.from_json),
                      notes=Notes.from_json, pollux_official=PolluxOfficial.from_json, run=RunInfo.of,
                      validity=Validity.from_json)

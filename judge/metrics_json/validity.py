@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from judge.metrics_json.json_record import JsonRecord, extra_field, optional_field, read_record
+from judge.metrics_json.json_record import JsonRecord, extra_field, keyed, listed, optional_field, read_record
 
 __all__ = ["FAILURES", "SCORINGS", "Agreement", "AgreementClass", "AlphaBoot", "AltTest", "AltTestExpert",
            "AltTestFamily", "AltTestSettings", "Ceiling",
@@ -75,7 +75,7 @@ def _read(cls, data: Mapping[str, Any], **readers) -> Any:
 
 
 def _table(reader):
-    return lambda rows: {label: reader(row) for label, row in rows.items()}
+    return keyed(reader)
 
 
 @dataclass(frozen=True)
@@ -151,8 +151,8 @@ class AltTest(_SectionRecord):
     def from_json(cls, data: Mapping[str, Any]) -> AltTest | Unavailable:
         if Unavailable.recognises(data):
             return Unavailable.from_json(data)
-        return _read(cls, data, experts=lambda rows: [AltTestExpert.from_json(r) for r in rows],
-                     untested=lambda rows: [UntestedExpert.from_json(r) for r in rows])
+        return _read(cls, data, experts=listed(AltTestExpert.from_json),
+                     untested=listed(UntestedExpert.from_json))
 
 
 @dataclass(frozen=True)

@@ -233,13 +233,37 @@ def test_a_prediction_number_no_float_holds_is_named_with_its_row(runs, tmp_path
     ("[1]", "expected a JSON object, got list"),
 ], ids=["truncated", "empty", "deep", "list"])  # fmt: skip
 def test_compare_names_a_metrics_json_it_cannot_read(runs, tmp_path, capsys, text, says):
+    """The run is named as it was given (compare takes several), then its file."""
     broken = tmp_path / "broken"
     shutil.copytree(runs["root"] / "zero", broken)
     (broken / "metrics.json").write_text(text, encoding="utf-8")
     capsys.readouterr()
-    assert main(["compare", str(runs["root"] / "top"), str(broken), "--n-boot", "0"]) == 2
-    assert _said(capsys) == ("", f"judge-eval compare: error: {broken / 'metrics.json'}: {says}; score the run again: "
-                                 f"judge-eval score --predictions {broken} --out {broken}\n")
+    assert main(["compare", str(runs["root"] / "top"), f"{broken}/", "--n-boot", "0"]) == 2
+    assert _said(capsys) == ("", f"judge-eval compare: error: {broken}/: metrics.json: {says}; score the run again: "
+                                 f"judge-eval score --predictions {broken}/ --out {broken}/\n")
+
+
+@pytest.mark.parametrize(("change", "says"), [
+    (lambda m: m.pop("judge"), "judge: Metrics has no 'judge'"),
+    (lambda m: m["settings"].pop("n_boot"), "settings.n_boot: Settings has no 'n_boot'"),
+    (lambda m: m["splits"]["standard"]["overall"].update(mae="low"),
+     "splits.standard.overall.mae: Cell.mae is not readable (could not convert string to float: 'low')"),
+    (lambda m: m["splits"]["all"]["by_model"].update(m2=[]),
+     "splits.all.by_model.m2: Cell should be a JSON object, not list"),
+    (lambda m: m.update(splits=5), "splits: Metrics.splits is not readable ('int' object has no attribute 'items')"),
+], ids=["no-judge", "no-n_boot", "mae-text", "cell-list", "splits-number"])  # fmt: skip
+def test_compare_names_the_run_and_field_of_a_metrics_json_of_another_shape(runs, tmp_path, capsys, change, says):
+    """JSON that is not judge-eval score's metrics.json was refused as "metrics.json: Cell.mae is not readable": not
+    which of the compared runs, nor which of its many cells. The run is named as given, and the field by its path."""
+    other = Path(shutil.copytree(runs["root"] / "zero", tmp_path / "other"))
+    metrics = json.loads((other / "metrics.json").read_text(encoding="utf-8"))
+    change(metrics)
+    (other / "metrics.json").write_text(json.dumps(metrics), encoding="utf-8")
+    capsys.readouterr()
+    given = str(other) + "/"
+    assert main(["compare", str(runs["root"] / "top"), given, "--n-boot", "0"]) == 2
+    assert _said(capsys) == ("", f"judge-eval compare: error: {given}: metrics.json: {says}; score the run again: "
+                                 f"judge-eval score --predictions {given} --out {given}\n")
 
 
 def test_compare_of_a_file_says_it_takes_run_folders(runs, capsys):

@@ -109,3 +109,39 @@ def test_a_value_of_the_wrong_kind_is_refused_naming_its_type_and_field():
         Metrics.from_json({**raw, "splits": {"all": {**raw["splits"]["all"], "overall": {**cell, "mae": 10**400}}}})
     with pytest.raises(JsonRecordError, match=r"^metrics.json: Metrics should be a JSON object, not list$"):
         Metrics.from_json([])
+
+
+def test_a_refusal_keeps_the_path_of_the_value_at_fault():
+    """The record type and field alone (``Cell.mae``) leave open which of a file's many cells is bad: each record read
+    adds its field, a table its label and a list its index, so a caller naming the file can name the value too. The
+    message stays as it was; the error survives pickling whole."""
+    import pickle
+    from dataclasses import dataclass
+
+    from judge.metrics_json.json_record import JsonRecord, JsonRecordError, keyed, listed, read_record
+
+    @dataclass(frozen=True)
+    class Leaf(JsonRecord):
+        x: float
+
+    @dataclass(frozen=True)
+    class Root(JsonRecord):
+        rows: list
+        table: dict
+
+        @classmethod
+        def from_json(cls, data):
+            read = lambda row: read_record(Leaf, row, where="f.json", by_type={"float": float})  # noqa: E731
+            return read_record(cls, data, where="f.json", rows=listed(read), table=keyed(read))
+
+    assert Root.from_json({"rows": [{"x": 1}], "table": {"a": {"x": 2}}}) == Root([Leaf(1.0)], {"a": Leaf(2.0)})
+    with pytest.raises(JsonRecordError) as err:
+        Root.from_json({"rows": [{"x": 1}, {"x": "low"}], "table": {}})
+    assert (err.value.field, err.value.where) == ("rows.1.x", "f.json")
+    assert str(err.value) == err.value.where + ": " + err.value.problem == (
+        "f.json: Leaf.x is not readable (could not convert string to float: 'low')")
+    with pytest.raises(JsonRecordError) as err:
+        Root.from_json({"rows": [], "table": {"a": {"x": 2}, "b": {}}})
+    assert (err.value.field, str(err.value)) == ("table.b.x", "f.json: Leaf has no 'x'")
+    again = pickle.loads(pickle.dumps(err.value))
+    assert (type(again), str(again), again.field) == (JsonRecordError, str(err.value), "table.b.x")

@@ -202,8 +202,8 @@ def test_pairwise_api_judges_get_no_vllm_fields_and_are_told_the_template(tmp_pa
                                         ("judge-serve", "pairs: this judge-serve takes no pairwise requests")])
 def test_a_pairwise_run_whose_first_requests_are_refused_alike_stops(tmp_path, capsys, kind, said):
     """As a pointwise run (eval.judging.backends.FirstRefusals): the first three pairwise requests refused alike stop
-    the run (exit 4) with the server's words and write no row; a run of fewer requests writes its refusals as failed
-    rows (exit 3), retried by the next run."""
+    the run (exit 4) with the server's words and are written as failed rows (they wrote none, so every rerun stopped
+    at the same three); a run of fewer requests writes its refusals as failed rows (exit 3), retried by the next run."""
     def respond(path: str, body: dict) -> tuple[int, dict]:
         if kind == "judge-serve" and path == "/v1/judge":
             return 400, {"error": {"message": said if body else "items: required field is missing"}}
@@ -218,15 +218,53 @@ def test_a_pairwise_run_whose_first_requests_are_refused_alike_stops(tmp_path, c
         assert len([b for b in server.bodies(route) if b]) == 3
         err = capsys.readouterr().err
         assert (f"judge-eval run: error: the judge (judge) refused the first 3 requests alike: HTTP 400: {said} "
-                "(stopped after sending 3 of 8 requests; no row was written for the refused ones, a rerun sends them "
-                "again)") in err
-        path = tmp_path / "run" / PAIRWISE_PREDICTIONS
-        assert not path.exists() or path.read_text(encoding="utf-8") == ""
+                "(stopped after sending 3 of 8 requests; the refused ones were written as failed rows; a rerun asks "
+                "the items not asked yet first, then these again)") in err
+        stopped = read_pairwise_rows(tmp_path / "run" / PAIRWISE_PREDICTIONS)
+        assert sorted((r.id, r.order, r.error, r.parse_ok) for r in stopped) == [
+            ("p1", "original", "request_failed", False), ("p1", "swapped", "request_failed", False),
+            ("p2", "original", "request_failed", False)]
+        assert all(r.reason.startswith("HTTP 400: ") and said in r.reason for r in stopped)
         few = _write_pairs(PAIRS[:1], tmp_path / "one.jsonl")  # two requests: too few to tell
         assert main(_pair_args(server.base_url, few, tmp_path / "few")) == 3
     rows = read_pairwise_rows(tmp_path / "few" / PAIRWISE_PREDICTIONS)
     assert sorted((r.order, r.error) for r in rows) == [("original", "request_failed"), ("swapped", "request_failed")]
     assert all(r.reason.startswith("HTTP 400: ") and said in r.reason for r in rows)
+
+
+def test_a_pairwise_run_stopped_by_its_first_refusals_makes_progress_on_the_next(tmp_path, capsys):
+    """Judgments refused alike one by one (a hosted API's content filter on provocative pairs) stopped every pairwise
+    rerun at the same first three, with no row written: no run ever finished. As a pointwise run, the stop writes them
+    as failed rows, and the next run asks the judgments never asked first, then those again (refused once more)."""
+    said = "The response was filtered due to the prompt triggering the content management policy"
+    refused: list[str] = []
+
+    def respond(path: str, body: dict) -> tuple[int, dict]:
+        if path != "/v1/chat/completions":
+            return 404, {"detail": "Not Found"}
+        prompt = body["messages"][0]["content"]
+        if len(refused) < 3 and prompt not in refused:
+            refused.append(prompt)  # the first three judgments asked are the filtered ones
+        if prompt in refused:
+            return 400, {"error": {"message": said, "type": "invalid_request_error"}}
+        return 200, chat_completion("[FEEDBACK] ok [RESULT] -1 [END]", body["model"])
+
+    data = _write_pairs(PAIRS, tmp_path / "pairs.jsonl")
+    out = tmp_path / "run"
+    with ScriptedEndpoint(respond, model="judge") as server:
+        assert main(_pair_args(server.base_url, data, out, "--concurrency", "1")) == EXIT_UNUSABLE
+        assert f"refused the first 3 requests alike: HTTP 400: {said}" in capsys.readouterr().err
+        first = [b["messages"][0]["content"] for b in server.bodies("/v1/chat/completions")]
+        assert first == refused
+        rows = read_pairwise_rows(out / PAIRWISE_PREDICTIONS)
+        assert len(rows) == 3 and {r.error for r in rows} == {"request_failed"}
+        server.requests.clear()
+        assert main(_pair_args(server.base_url, data, out, "--concurrency", "1")) == 3
+        second = [b["messages"][0]["content"] for b in server.bodies("/v1/chat/completions")]
+    assert len(second) == 8 and second[-3:] == refused and not set(second[:-3]) & set(refused)
+    rows = read_pairwise_rows(out / PAIRWISE_PREDICTIONS)
+    assert len(rows) == 8
+    assert sorted(r.error or "ok" for r in rows) == ["ok"] * 5 + ["request_failed"] * 3
 
 
 def test_a_pair_too_long_for_the_chat_judges_context_is_a_final_row(tmp_path):

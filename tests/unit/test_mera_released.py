@@ -250,3 +250,44 @@ def test_an_expected_output_that_is_the_empty_string_is_an_answer():
     assert _has_answers("ruhumaneval", row)
     assert not _has_answers("ruhumaneval", {**row, "outputs": ["", ""]})
     assert not _has_answers("ruhumaneval", {**row, "outputs": []})
+
+
+@pytest.mark.parametrize("damage", ["cut", "not-gzip"])
+def test_a_damaged_gz_file_is_a_clear_error_naming_the_file_and_row(tmp_path, caplog, damage):
+    """A released file kept as .jsonl.gz and cut short (an interrupted download) ended `judge-eval mera` in the gzip
+    module's EOFError traceback, naming no file; bytes that are not gzip did so with BadGzipFile. Both are one
+    DataError naming the file and the row the reading reached, for ruHumanEval and ruTiE alike, and the command
+    exits 1 with that line."""
+    import gzip
+
+    rows = [CARD_RUHUMANEVAL, WRONG_TASK, RIGHT_TASK]
+    whole = gzip.compress("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8"))
+    path = tmp_path / "test.jsonl.gz"
+    if damage == "cut":
+        # Cut inside the third row: the first two rows decompress whole, the third never ends.
+        first_two = len("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows[:2]).encode("utf-8"))
+        cut = next(n for n in range(len(whole)) if _decompressed_length(whole[:n]) > first_two)
+        assert _decompressed_length(whole[:cut]) < len(gzip.decompress(whole))  # the third row begun, not ended
+        path.write_bytes(whole[:cut])
+        expected = f"{path}: row 3: the gzip data ends there, before its end marker: the file is cut short"
+    else:
+        path.write_bytes(b"these bytes are not gzip\n")
+        expected = f"{path}: row 1: not readable as gzip data"
+    with pytest.raises(DataError) as err:
+        load_tasks(path)
+    assert str(err.value).startswith(expected), str(err.value)
+    rutie = tmp_path / "rutie.jsonl.gz"
+    rutie.write_bytes(path.read_bytes())
+    with pytest.raises(DataError, match=f"^{rutie}: row "):
+        load_dialogues(rutie)
+    with caplog.at_level("ERROR"):
+        assert cli.main(["ruhumaneval", "--self-check", "--sandbox", "bwrap", "--data", str(path),
+                         "--out", str(tmp_path / "run")]) == 1  # fmt: skip
+    assert [r.getMessage().startswith(expected) and r.exc_info is None for r in caplog.records] == [True]
+
+
+def _decompressed_length(prefix: bytes) -> int:
+    """How many bytes a gzip stream's first bytes decompress to (a cut file's readable part)."""
+    import zlib
+
+    return len(zlib.decompressobj(wbits=31).decompress(prefix))
