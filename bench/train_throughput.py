@@ -94,7 +94,7 @@ def cpu_packing_ratio(rows: int, batch: int, max_length: int, seed: int) -> dict
         args = SFTConfig(**kwargs, max_length=max_length, completion_only_loss=True, packing=packing,
                          packing_strategy="bfd")  # fmt: skip
         model = AutoModelForCausalLM.from_pretrained(str(base), dtype=torch.float32)
-        trainer = SFTTrainer(model=model, args=args, train_dataset=sft_dataset(kept), processing_class=tokenizer)
+        trainer = SFTTrainer(model=model, args=args, train_dataset=sft_dataset(kept, tokenizer), processing_class=tokenizer)
         start = time.perf_counter()
         cpu_start = time.process_time()
         trainer.train()

@@ -95,12 +95,13 @@ _BUILD_COPIES = ("_vocab", "_merges")
 def drop_build_copies(tokenizer) -> None:
     """Let go of the Python copies of the vocabulary and merges a tokenizer was built from.
 
-    trl's SFTTrainer (the seq2seq recipe) tokenizes through ``datasets.Dataset.map`` with the tokenizer among the
-    map's arguments, and datasets fingerprints every map by pickling its arguments with dill, in Python: for the
-    Qwen2.5 vocabulary (151k tokens, 151k merges) that took 1.5 CPU-s in every seq2seq training process, and 0.13
-    CPU-s without the two copies (``bench/train_tokenizer_hash.py``). The Rust tokenizer holds the same vocabulary
-    and merges, so encoding and ``save_pretrained`` are unchanged (tests/integration/training/test_train_recipes.py checks both). A
-    tokenizer without the copies is left as it is.
+    Any ``datasets.Dataset.map`` with the tokenizer among its arguments (trl's SFTTrainer tokenized the seq2seq
+    recipe's rows that way before the recipe built their ids itself, ``train.seq2seq.sft_examples``) fingerprints
+    it by pickling its arguments with dill, in Python: for the Qwen2.5 vocabulary (151k tokens, 151k merges) that
+    took 1.5 CPU-s in every seq2seq training process, and 0.13 CPU-s without the two copies
+    (``bench/train_tokenizer_hash.py``); and the copies are dead weight either way. The Rust tokenizer holds the
+    same vocabulary and merges, so encoding and ``save_pretrained`` are unchanged
+    (tests/integration/training/test_train_recipes.py checks both). A tokenizer without the copies is left as it is.
     """
     for name in _BUILD_COPIES:
         if isinstance(getattr(tokenizer, name, None), (dict, list)):

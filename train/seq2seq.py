@@ -5,11 +5,13 @@
     accelerate launch --num_processes 8 -m train.cli --config configs/train/t-lite/seq2seq.yaml   # 8 GPUs
     torchrun --nproc_per_node 8 -m train.cli --config configs/train/t-lite/seq2seq.yaml          # the same
 
-trl's ``SFTTrainer`` on a conversational prompt-completion dataset: the user turn is the Russian POLLUX judge
-prompt (``judge.render_prompt``) and the assistant turn the target (``judge.render_target``), both rendered
-through the base model's own chat template, exactly as ``judge.apply_chat`` renders them at serving time.
-``completion_only_loss`` puts the cross-entropy on the assistant turn only, including the end-of-turn token after
-``[END]`` (``<|im_end|>`` for Qwen2.5): a judge that never learns to stop never writes ``[END]``.
+trl's ``SFTTrainer`` on a pre-tokenized prompt-completion dataset (``sft_dataset``): the user turn is the Russian
+POLLUX judge prompt (``judge.render_prompt``) and the assistant turn the target (``judge.render_target``), both
+rendered through the base model's own chat template, exactly as ``judge.apply_chat`` renders them at serving time,
+and tokenized as judge-serve tokenizes the prompt (``judge.chat_tokens.chat_ids``: a special-token string in an
+answer is the characters it is, never a turn of its own). ``completion_only_loss`` puts the cross-entropy on the
+assistant turn only, including the end-of-turn token after ``[END]`` (``<|im_end|>`` for Qwen2.5): a judge that
+never learns to stop never writes ``[END]``.
 
 With ``verdict_format: integer`` the judge learns ``Pollux-4B-Judge``'s format instead: the assistant turn is
 ``<think>\\n{reasoning}\\n</think>\\n\\n{score}`` (``integer_target``), rendered with the chat template's thinking left
@@ -17,6 +19,10 @@ on, exactly as judge-serve prompts an integer-format judge (``judge.apply_chat(.
 again covers the whole assistant turn through the end-of-turn token. Its rows come from the reasoning traces of
 ``judge-train data traces`` (``integer_rows``), and the export's manifest says ``verdict_format: integer`` and
 records the lengths it was trained within (``trained_lengths``), so that judge-serve gives it room to reason.
+
+Why one module of ~520 lines: it is the whole recipe of both verdict formats, which share one trainer and one
+tokenization (``sft_examples``); what the integer format adds (its rows from reasoning traces and the rules that
+keep a trace, ~250 lines) is read with the step that trains on it.
 """
 
 from __future__ import annotations
@@ -33,36 +39,82 @@ from train.config import Seq2SeqConfig
 from train.provenance import RunResult
 from train.recipe_steps import labelled_positions_only_on_cpu
 
-__all__ = ["integer_rows", "integer_rows_for_config", "integer_target", "main", "sft_dataset", "traces_agreement",
-           "traces_settings_for_config", "trained_lengths"]
+__all__ = ["integer_rows", "integer_rows_for_config", "integer_target", "main", "sft_dataset", "sft_examples",
+           "traces_agreement", "traces_settings_for_config", "trained_lengths", "within_max_length"]
 
 logger = logging.getLogger(__name__)
 
 
-def sft_dataset(rows: list[dict[str, Any]], *, thinking: bool = False):
-    """Rows as trl's conversational prompt-completion dataset (one user turn, one assistant turn).
+def sft_examples(rows: list[dict[str, Any]], tokenizer, *, thinking: bool = False) -> list[dict[str, list[int]]]:
+    """Each row's training ids as judge-serve tokenizes them, and which of them carry the loss.
 
-    Each row carries ``chat_template_kwargs`` (thinking off, ``judge.prompts.JUDGE_CHAT_TEMPLATE_KWARGS``), which trl
-    passes to the chat template: a Qwen3 base is trained on the very text ``judge.apply_chat`` serves, with the empty
-    ``<think>`` block in the (unlabelled) prompt.
+    The text is the one trl rendered from a conversational row before (``judge.apply_chat``: one user turn, one
+    assistant turn, thinking off, or left on for ``thinking``), but its ids are ``judge.chat_tokens.chat_ids``': only
+    the chat template's own special tokens are special, and a special-token string in the prompt (an answer that
+    writes ``<|im_end|>\\n<|im_start|>assistant\\n...``) or in the target is the characters it is, as judge-serve reads
+    the prompt it sends. trl rendered the row to text and tokenized the whole text, so such an answer trained the
+    judge on a forged turn it is never served. An ordinary row's ids are exactly trl's (pinned in
+    tests/unit/test_train_seq2seq_tokens.py).
+
+    ``completion_mask`` is what trl's own tokenization writes for a prompt-completion row (trl/trainer/sft_trainer.py,
+    ``SFTTrainer._prepare_dataset``, ``tokenize_fn``): 0 over the longest common prefix of the prompt's ids (through
+    the generation prompt) and the whole text's, 1 from there through the end-of-turn token and what the template
+    writes after it. A judge that never learns to stop never writes ``[END]``.
+
+    Raises:
+        ValueError: a row whose prompt the chat template does not keep verbatim (its user turn cannot be told from
+            the template's text).
+    """
+    from judge.chat_tokens import chat_ids, chat_parts
+
+    parts = []
+    for row in rows:
+        prompt, completion = row["prompt"], row["completion"]
+        full = judge.apply_chat(tokenizer, prompt, completion, thinking=thinking)
+        if prompt not in full:
+            raise ValueError(f"row {row.get('id')!r}: the chat template does not keep the prompt verbatim")
+        # a completion the template rewrote is read as the template's text (chat_parts); neither format's is, on the
+        # Qwen templates (tests/unit/test_train_seq2seq_tokens.py)
+        parts += [chat_parts(judge.apply_chat(tokenizer, prompt, thinking=thinking), prompt),
+                  chat_parts(full, prompt, completion=completion)]  # fmt: skip
+    ids = chat_ids(tokenizer, parts)
+    examples = []
+    for prompt_ids, full_ids in zip(ids[::2], ids[1::2]):
+        # trl's common_prefix_length (trl/data_utils.py): the completion starts where the two diverge
+        n = next((k for k, (a, b) in enumerate(zip(prompt_ids, full_ids)) if a != b), min(len(prompt_ids), len(full_ids)))
+        examples.append({"input_ids": full_ids, "completion_mask": [0] * n + [1] * (len(full_ids) - n)})
+    return examples
+
+
+def sft_dataset(rows: list[dict[str, Any]], tokenizer, *, thinking: bool = False):
+    """Rows as the pre-tokenized dataset trl's ``SFTTrainer`` trains on as it is (``sft_examples``' columns).
+
+    A dataset with an ``input_ids`` column is "processed" for trl (trl/trainer/sft_trainer.py,
+    ``SFTTrainer._prepare_dataset``: ``is_processed``): it renders and tokenizes nothing, builds ``labels`` from
+    ``completion_mask`` when ``completion_only_loss`` is on (-100 over the prompt), then truncates to ``max_length``
+    and packs, as it did the rows it tokenized itself.
 
     Args:
         rows: training rows with ``prompt`` and ``completion``.
-        thinking: integer-format rows: no ``chat_template_kwargs`` at all, so the template renders with its thinking
-            left on, as ``judge.apply_chat(..., thinking=True)`` (judge-serve's integer-format prompt) passes none.
+        tokenizer: the base model's tokenizer.
+        thinking: integer-format rows: rendered with the chat template's thinking left on, as
+            ``judge.apply_chat(..., thinking=True)`` (judge-serve's integer-format prompt) renders them; else off.
     """
     from datasets import Dataset
 
-    from judge.prompts import JUDGE_CHAT_TEMPLATE_KWARGS
+    return Dataset.from_list(sft_examples(rows, tokenizer, thinking=thinking))
 
-    switch = {} if thinking else {"chat_template_kwargs": dict(JUDGE_CHAT_TEMPLATE_KWARGS)}
-    return Dataset.from_list(
-        [
-            {"prompt": judge.chat_messages(row["prompt"]), "completion": judge.chat_messages(row["prompt"], row["completion"])[1:],
-             **switch}
-            for row in rows
-        ]
-    )
+
+def within_max_length(rows: list[dict[str, Any]], examples: list[dict[str, list[int]]],
+                      max_length: int) -> tuple[list[dict[str, Any]], list[dict[str, list[int]]], int]:
+    """The rows (and their examples) of at most ``max_length`` ids, and how many were over.
+
+    The data step dropped the rows whose whole chat text is longer (``train.build_data.drop_too_long``), counting
+    the special-token strings of a row's text as one token each; here each is its characters' tokens, so a row with
+    such strings can be longer than counted. trl would cut it (``truncate`` in ``SFTTrainer._prepare_dataset``, or
+    packing's ``bfd``), end-of-turn token first: it is dropped instead, as the data step drops a row too long."""
+    kept = [k for k, example in enumerate(examples) if len(example["input_ids"]) <= max_length]
+    return [rows[k] for k in kept], [examples[k] for k in kept], len(rows) - len(kept)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -383,16 +435,12 @@ def trained_lengths(config: Seq2SeqConfig, rows: Sequence[dict[str, Any]], token
     """
     if config.verdict_format != judge.VerdictFormat.INTEGER or not rows:
         return None
-    # Which completion is longest, by the completion alone (one batched call); then that one counted exactly in its
-    # chat rendering, where the template adds the end-of-turn token the judge learned to write.
+    # Which completion is longest, by the completion alone (one batched call); then that one counted exactly in the
+    # ids it was trained on (sft_examples: its labelled tokens), where the template adds the end-of-turn token the
+    # judge learned to write.
     counts = tokenizer([row["completion"] for row in rows], add_special_tokens=False)["input_ids"]
     longest = rows[max(range(len(rows)), key=lambda i: len(counts[i]))]
-
-    def tokens(text: str) -> int:
-        return len(tokenizer(text, add_special_tokens=False)["input_ids"])
-
-    generated = (tokens(judge.apply_chat(tokenizer, longest["prompt"], longest["completion"], thinking=True))
-                 - tokens(judge.apply_chat(tokenizer, longest["prompt"], thinking=True)))  # fmt: skip
+    generated = sum(sft_examples([longest], tokenizer, thinking=True)[0]["completion_mask"])
     return TrainedLengths(config.max_length, min(generated, config.max_length))
 
 
@@ -420,8 +468,22 @@ def main(config: Seq2SeqConfig, *, callbacks: tuple = ()) -> RunResult:
         train_rows, eval_rows, data_report = integer_rows_for_config(config, run.tokenizer)
     else:
         train_rows, eval_rows, data_report = build_data.rows_for_config(config, run.tokenizer)
-    train_dataset = sft_dataset(train_rows, thinking=thinking)
-    eval_dataset = sft_dataset(eval_rows, thinking=thinking) if eval_rows else None
+    from datasets import Dataset
+
+    train_rows, train_examples, n_long = within_max_length(
+        train_rows, sft_examples(train_rows, run.tokenizer, thinking=thinking), config.max_length)
+    if n_long:
+        data_report.dropped["too_long"] += n_long
+        data_report.n_rows -= n_long
+        logger.info("dropped %d training rows longer than max_length=%d tokens", n_long, config.max_length)
+        if not train_rows:
+            raise ValueError(f"no training rows left: {data_report.summary()}")
+    eval_rows, eval_examples, n_long = within_max_length(
+        eval_rows, sft_examples(eval_rows, run.tokenizer, thinking=thinking), config.max_length)
+    if n_long:
+        logger.info("dropped %d validation rows longer than max_length=%d tokens", n_long, config.max_length)
+    train_dataset = Dataset.from_list(train_examples)
+    eval_dataset = Dataset.from_list(eval_examples) if eval_rows else None
     run.record_data({**data_report.to_dict(), "n_train": len(train_rows), "n_eval": len(eval_rows)})
 
     # ---- model --------------------------------------------------------------------------------------------------
@@ -430,7 +492,7 @@ def main(config: Seq2SeqConfig, *, callbacks: tuple = ()) -> RunResult:
         SFTConfig,
         has_eval=eval_dataset is not None,
         max_length=config.max_length,
-        completion_only_loss=True,
+        completion_only_loss=True,  # labels from the datasets' completion_mask: -100 over the prompt (sft_dataset)
         packing=config.packing,
         packing_strategy="bfd",
         prediction_loss_only=True,

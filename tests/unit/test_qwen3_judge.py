@@ -99,17 +99,19 @@ def test_apply_chat_leaves_chatml_byte_for_byte(qwen_tokenizer, completion):
     assert judge.apply_chat(qwen_tokenizer, PROMPT, completion) == without_switch == expected
 
 
-def test_seq2seq_dataset_rows_carry_thinking_off():
-    """The seq2seq recipe's trl rows carry chat_template_kwargs {"enable_thinking": False}, which trl passes to the
-    chat template, so training renders what apply_chat serves."""
+def test_seq2seq_dataset_rows_carry_thinking_off(qwen3_tokenizer):
+    """The seq2seq recipe's training ids are the chat template's rendering with thinking off, exactly what
+    apply_chat serves: the unlabelled prompt ends with the empty <think> block, the labels start at the verdict."""
     from train.seq2seq import sft_dataset
 
-    dataset = sft_dataset([{"prompt": PROMPT, "completion": VERDICT}])
-    assert dataset[0] == {
-        "prompt": [{"role": "user", "content": PROMPT}],
-        "completion": [{"role": "assistant", "content": VERDICT}],
-        "chat_template_kwargs": {"enable_thinking": False},
-    }
+    example = sft_dataset([{"prompt": PROMPT, "completion": VERDICT}], qwen3_tokenizer)[0]
+    prompt_ids = qwen3_tokenizer(judge.apply_chat(qwen3_tokenizer, PROMPT), add_special_tokens=False)["input_ids"]
+    n = len(prompt_ids)
+    assert example["input_ids"] == qwen3_tokenizer(judge.apply_chat(qwen3_tokenizer, PROMPT, VERDICT),
+                                                   add_special_tokens=False)["input_ids"]  # fmt: skip
+    assert example["input_ids"][:n] == prompt_ids and qwen3_tokenizer.decode(prompt_ids).endswith("</think>\n\n")
+    assert example["completion_mask"] == [0] * n + [1] * (len(example["input_ids"]) - n)
+    assert qwen3_tokenizer.decode(example["input_ids"][n:]) == VERDICT + "<|im_end|>\n"
 
 
 # ---- the tiny model ---------------------------------------------------------------------------------------------

@@ -29,7 +29,8 @@ def trl_example(qwen3_tokenizer, tmp_path_factory):
     args = SFTConfig(output_dir=str(tmp_path_factory.mktemp("integer-sft")), use_cpu=True, completion_only_loss=True,
                      report_to="none", max_length=512, disable_tqdm=True)  # fmt: skip
     trainer = SFTTrainer(model=Qwen3ForCausalLM(tiny_qwen3_config()), args=args,
-                         train_dataset=sft_dataset(rows, thinking=True), processing_class=qwen3_tokenizer)  # fmt: skip
+                         train_dataset=sft_dataset(rows, qwen3_tokenizer, thinking=True),
+                         processing_class=qwen3_tokenizer)  # fmt: skip
     return trainer.train_dataset[0]
 
 
@@ -43,16 +44,19 @@ def test_integer_target_is_qwen3s_assistant_rendering_and_parses_back():
     assert integer_target("Грубо.", -1) == "<think>\nГрубо.\n</think>\n\n-1"
 
 
-def test_integer_rows_have_no_thinking_switch(qwen3_tokenizer):
-    """The trl rows of the integer format carry no chat_template_kwargs (thinking left on, as apply_chat(thinking=True)
-    passes none); the tagged rows keep thinking off."""
+def test_integer_rows_are_rendered_with_thinking_on(qwen3_tokenizer):
+    """The integer format's training ids are the chat template's rendering with thinking left on (as
+    apply_chat(thinking=True), judge-serve's integer-format prompt): the unlabelled prompt stops at the bare
+    assistant header, without the empty <think> block of the thinking-off switch the tagged format keeps."""
     rows, report = integer_rows([trace_record()])
     assert report.n_rows == 1 and rows[0]["record_id"] == "item-1" and rows[0]["prompt"] == PROMPT
-    assert sft_dataset(rows, thinking=True)[0] == {
-        "prompt": [{"role": "user", "content": PROMPT}],
-        "completion": [{"role": "assistant", "content": "<think>\nИщу ошибки.\nОшибок нет.\n</think>\n\n2"}],
-    }
-    assert sft_dataset(rows)[0]["chat_template_kwargs"] == {"enable_thinking": False}
+    example = sft_dataset(rows, qwen3_tokenizer, thinking=True)[0]
+    assert set(example) == {"input_ids", "completion_mask"}
+    n = len(example["completion_mask"]) - sum(example["completion_mask"])
+    assert example["completion_mask"] == [0] * n + [1] * (len(example["input_ids"]) - n)
+    assert qwen3_tokenizer.decode(example["input_ids"]) == TRAINING_TEXT
+    assert qwen3_tokenizer.decode(example["input_ids"][:n]) == judge.apply_chat(qwen3_tokenizer, PROMPT, thinking=True)
+    assert judge.apply_chat(qwen3_tokenizer, PROMPT).endswith("<think>\n\n</think>\n\n")  # thinking off
 
 
 def test_trl_trains_on_the_integer_target_byte_for_byte(trl_example, qwen3_tokenizer):
