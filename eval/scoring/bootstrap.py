@@ -354,6 +354,7 @@ def describe_pairs(
     level: float = 0.95,
     correlations: bool = True,
     clusters: np.ndarray | None = None,
+    draw_as_correlated: bool = False,
 ) -> dict[str, Any]:
     """MAE with its interval and, with ``correlations``, Spearman (with interval), Pearson and Kendall, over pairs
     where both x and y are finite.
@@ -361,6 +362,11 @@ def describe_pairs(
     The values are ``eval.scoring.metrics``' ``mean_absolute_error``, ``spearman``, ``pearson`` and ``kendall`` (up to float
     rounding) and the intervals ``bootstrap_ci``'s, but the items are compressed into cells once and MAE and Spearman
     share each resample. ``clusters`` as for ``bootstrap_ci``.
+
+    ``draw_as_correlated``: without ``correlations``, draw MAE's resamples as a call with them draws them (weights
+    over the cells on the 0.01 grid), not by the exact-error shortcut: that shortcut draws other resamples from the
+    same generator, so a cell's MAE interval would move with whether its correlations share its resamples, which
+    they do only when they are against MAE's own reference (``item_table.cell`` under ``--spearman-target``).
 
     Returns:
         ``{"n", "mae", "mae_ci"}`` plus ``"spearman", "spearman_ci", "pearson", "kendall"`` with correlations, and,
@@ -397,7 +403,8 @@ def describe_pairs(
         elif gx is not x:
             cells, counts = _cells(gx, y)
             cx, cy = cells[:, 0], cells[:, 1]
-        if clusters is None and not correlations and not _use_multinomial(len(counts), len(x)):
+        if (clusters is None and not correlations and not draw_as_correlated
+                and not _use_multinomial(len(counts), len(x))):
             # MAE alone over many distinct values (a regression judge): averaging resampled item errors directly
             # skips the per-cell counting (about twice as fast) and needs no grid: the interval is exact.
             out["mae_ci"] = percentile_interval(_resampled_means(np.abs(x - y), n_boot, rng), level)

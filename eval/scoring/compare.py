@@ -12,6 +12,10 @@ percentile bootstrap over a handful of units can be of zero width by chance (two
 p = 0), the pitfall the experts' ceiling guards against with the same minimum (``bootstrap.MIN_VERDICT_UNITS``).
 A call also needs at least ``resamples_to_call(alpha)`` resamples (2 / alpha: 40 at alpha 0.05), else "n.s.": a
 p-value estimated as 0 from n resamples only says p < 2 / n, which is no evidence of p < alpha until 2 / n <= alpha.
+
+Why one module of ~530 lines: the pairing and compare.md read the same rules, which reference each side of a
+metric is against (``_reference``, ``spearman_target``), when a delta may be called and how runs are named apart;
+apart, compare.md would restate what the comparison computed.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from judge.metrics_json.validity import PairedValidity
 from judge.plumbing.json_reading import unreadable_json
 
 __all__ = ["MIN_N_BOOT", "MIN_PAIRED", "N_BOOT_BOUND", "ScoredRun", "compare", "headline", "load_run",
-           "render_markdown", "resamples_to_call"]
+           "render_markdown", "resamples_to_call", "spearman_target"]
 
 #: Fewer paired units than this: "n.s." whatever the p-value (module docstring). Not a copy of the ceiling's
 #: minimum: the one constant both read.
@@ -55,6 +59,8 @@ def resamples_to_call(alpha: float) -> int:
     end that is not simply the most extreme draw."""
     return math.ceil(2.0 / alpha - 1e-9)  # the tolerance: 2 / 0.05 is 40.000000000000001 in floating point
 
+#: What compare.md says in place of intervals, p-values and calls when no resample was drawn (as compare.html).
+_NO_BOOT = "no intervals or calls (--n-boot 0)"
 _LOWER_IS_BETTER = {"mae": True, "spearman": False, "vc_judge": False}
 _STAT = {"mae": "mae", "spearman": "spearman", "vc_judge": "mean"}
 _GROUPS = {"model": "model_id", "task_type": "task_type", "criterion": "criteria_name"}
@@ -304,20 +310,42 @@ def _paired_validity(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, ind
     return out
 
 
+def spearman_target(metrics: Metrics) -> str:
+    """The reference a run's correlations are against: its ``--spearman-target``, or MAE's where it chose none
+    (as ``item_table.evaluate`` resolves it; a metrics.json written before the option names none)."""
+    return metrics.settings.spearman_target or metrics.target
+
+
+def _spearman_targets(result: Comparison) -> dict[str, str]:
+    """Each run's correlations' reference, by run name; empty when all runs share one (nothing to mark)."""
+    targets = {name: spearman_target(m) for name, m in zip(result.runs, result.metrics)}
+    return targets if len(set(targets.values())) > 1 else {}
+
+
 def headline(result: Comparison) -> list[str]:
     """One sentence per compared run and split, e.g. "On the Zero-Shot test, B's MAE is 0.052 lower than A's
     (delta -0.052, 95 % CI [-0.081, -0.024], p = 0.001, 412 paired items): better"; first, for a run whose MAE
     has another reference than the baseline's (a regression judge's mean beside a verdict judge's mode), a sentence
-    that says so."""
+    that says so, and one for a run whose Spearman has (``--spearman-target``). Under ``--n-boot 0`` a sentence
+    says there are no intervals or calls, rather than showing empty ones."""
     lines = []
     needed = resamples_to_call(result.alpha)
     targets = {name: m.target for name, m in zip(result.runs, result.metrics)}
+    correlated = {name: spearman_target(m) for name, m in zip(result.runs, result.metrics)}
     for comp in result.comparisons:
         mine, theirs = targets.get(comp.run), targets.get(result.baseline)
         if mine and theirs and mine != theirs:
             lines.append(f"{comp.run}'s MAE is against the experts' {mine}, {result.baseline}'s against their "
                          f"{theirs} (each judge's own reference): the deltas set the two side by side, on the items "
                          "where both are defined.")
+        # Each run's Spearman is paired against its own reference, as its own metrics.json reports it (the MAE
+        # case's choice): two references then differ even for identical scores, which the reader must be told.
+        mine, theirs = correlated.get(comp.run), correlated.get(result.baseline)
+        if mine and theirs and mine != theirs:
+            lines.append(f"{comp.run}'s Spearman is against the experts' {mine}, {result.baseline}'s against their "
+                         f"{theirs} (--spearman-target): a Spearman delta mixes the two references with the judges, "
+                         "and identical scores would differ; score both runs with one --spearman-target to compare "
+                         "their correlations.")
         for split, block in comp.splits.items():
             p = block.overall["mae"]
             if not p.n:
@@ -329,6 +357,10 @@ def headline(result: Comparison) -> list[str]:
             units = p.n_units if p.n_units is not None else p.n
             unit = "items" if units == p.n else "instructions"
             how = "equal to" if delta == 0 else f"{fmt(abs(delta))} {'lower' if delta < 0 else 'higher'} than"
+            if not result.n_boot:  # no resample drawn: empty interval and p-value slots would read as missing data
+                lines.append(f"On the {SPLIT_TITLES[split]}, {comp.run}'s MAE is {how} {result.baseline}'s "
+                             f"(delta {fmt(delta)}, {p.n} paired items): {_NO_BOOT}")
+                continue
             lines.append(
                 f"On the {SPLIT_TITLES[split]}, {comp.run}'s MAE is {how} {result.baseline}'s "
                 f"(delta {fmt(delta)}, 95 % CI [{fmt(p.ci[0])}, {fmt(p.ci[1])}], {p_phrase(p.p_value, p.resamples(result.n_boot))}, "
@@ -366,9 +398,20 @@ def _side_by_side(result: Comparison) -> list[str]:
                     rows.append([md_text(label)] + [_with_interval(c, metric) if c else "—" for c in cells])
                 if rows:
                     heading = "MAE" if metric == "mae" else "Spearman"
-                    out += [f"### {SPLIT_TITLES[split]}: {heading} by {title}", "",
+                    against = _against(result) if metric == "spearman" else ""
+                    out += [f"### {SPLIT_TITLES[split]}: {heading} by {title}{against}", "",
                             markdown_table([title.capitalize()] + list(result.runs), rows), ""]
     return out
+
+
+def _against(result: Comparison) -> str:
+    """What a Spearman heading adds when the runs' correlations have different references: each run's, so that
+    no delta read across the columns passes for the judges' alone."""
+    targets = _spearman_targets(result)
+    if not targets:
+        return ""
+    return " (each run against its own reference: " + ", ".join(f"{name}: experts' {target}"
+                                                               for name, target in targets.items()) + ")"
 
 
 def _with_interval(c: Cell, metric: str) -> str:
@@ -419,6 +462,8 @@ def render_markdown(result: Comparison) -> str:
     out += [f"- {line}" for line in headline(result)] + [""]
     out += ["## Each run on its own items", ""]
     header = ["Test", "Metric"] + list(result.runs)
+    # against the experts' mode / mean where the runs' references differ: the values are not comparable as such
+    spearman_refs = [f" (vs {target})" for target in _spearman_targets(result).values()] or [""] * len(result.runs)
     rows = []
     for split in item_table.SPLITS:
         blocks = [m.splits.get(split) for m in result.metrics]
@@ -427,9 +472,13 @@ def render_markdown(result: Comparison) -> str:
         cells = [b.overall for b in blocks]
         title = SPLIT_TITLES[split]
         rows.append([title, "MAE"] + [fmt_ci(c.mae, c.mae_ci) for c in cells])
-        rows.append([title, "Spearman"] + [fmt_ci(c.spearman, c.spearman_ci) for c in cells])
+        rows.append([title, "Spearman"] + [fmt_ci(c.spearman, c.spearman_ci) + ref
+                                           for c, ref in zip(cells, spearman_refs)])
         rows.append([title, "VC judge / experts"] + [f"{fmt(c.vc_judge)} / {fmt(c.vc_experts)}" for c in cells])
+        # an unfinished run is seen here: n counts only the items with a prediction (absent from older files: —)
+        rows.append([title, "no prediction"] + [_count(c.n_missing) for c in cells])
         rows.append([title, "failed / n"] + [f"{c.n_failed} / {c.n}" for c in cells])
+        rows.append([title, "scored"] + [_count(c.n_scored) for c in cells])
         # Scored all the same (the paper's Table 11); absent from metrics.json written before the count existed.
         rows.append([title, "out of scale / n"] + [f"{'—' if c.n_out_of_scale is None else c.n_out_of_scale} / {c.n}"
                                                    for c in cells])
@@ -438,18 +487,19 @@ def render_markdown(result: Comparison) -> str:
     out += validity_rows(dict(zip(result.runs, result.metrics)), markdown_table)  # each run's own section
     out += paired_rows(result, markdown_table)
     unit = "whole instructions" if result.bootstrap_unit == "instruction" else "items"
-    out += [f"Paired: delta = run − baseline on items both scored; {result.n_boot} paired bootstrap resamples of "
-            f"{unit}; "
-            f"better/worse at p < {result.alpha} (MAE lower is better; Spearman and VC higher) and at least "
-            f"{MIN_PAIRED} paired {unit}; a cell with fewer is n.s. whatever its p (too few to call: a bootstrap over "
-            "a handful of them can have a zero-width interval and p = 0 by chance). A call also needs at least "
-            f"{resamples_to_call(result.alpha)} resamples (2 / alpha: p moves in steps of 2 / resamples).", ""]
+    if not result.n_boot:
+        out += [f"Paired: delta = run − baseline on items both scored; {_NO_BOOT}.", ""]
+    else:
+        out += _paired_note(result, unit)
     head = ["", "baseline", "run", "delta", "95 % CI", "p", "call", "n"]
     for comp in result.comparisons:
         out += [f"## {comp.run} vs {result.baseline}", ""]
+        # the items of both runs' tables (their data's, predicted or not); `n` in the rows: those both scored
+        out += [f"{comp.n_common} items in both runs (predicted or not; `n` below: the items both scored).", ""]
         for split, block in comp.splits.items():
             out += [f"### {SPLIT_TITLES[split]}", ""]
-            rows = [[metric] + _cell(p, result.n_boot) for metric, p in block.overall.items()]
+            rows = [[_metric_label(result, comp, metric)] + _cell(p, result.n_boot)
+                    for metric, p in block.overall.items()]
             out += [markdown_table(["Overall"] + head[1:], rows), ""]
             for name, title in (("model", "Evaluated model"), ("task_type", "Task type"), ("criterion", "Criterion")):
                 rows = [[md_text(label)] + _cell(cells["mae"], result.n_boot)
@@ -457,3 +507,26 @@ def render_markdown(result: Comparison) -> str:
                 if rows:
                     out += [f"MAE by {title.lower()}:", "", markdown_table([title] + head[1:], rows), ""]
     return "\n".join(out)
+
+
+def _count(value: int | None) -> str:
+    return "—" if value is None else str(value)
+
+
+def _metric_label(result: Comparison, comp, metric: str) -> str:
+    """A paired row's metric, with each side's reference where the run's Spearman has another than the
+    baseline's (``headline`` says what that means)."""
+    targets = {name: spearman_target(m) for name, m in zip(result.runs, result.metrics)}
+    base, run = targets.get(result.baseline), targets.get(comp.run)
+    if metric == "spearman" and base and run and base != run:
+        return f"spearman (baseline vs experts' {base}, run vs their {run})"
+    return metric
+
+
+def _paired_note(result: Comparison, unit: str) -> list[str]:
+    return [f"Paired: delta = run − baseline on items both scored; {result.n_boot} paired bootstrap resamples of "
+            f"{unit}; "
+            f"better/worse at p < {result.alpha} (MAE lower is better; Spearman and VC higher) and at least "
+            f"{MIN_PAIRED} paired {unit}; a cell with fewer is n.s. whatever its p (too few to call: a bootstrap over "
+            "a handful of them can have a zero-width interval and p = 0 by chance). A call also needs at least "
+            f"{resamples_to_call(result.alpha)} resamples (2 / alpha: p moves in steps of 2 / resamples).", ""]

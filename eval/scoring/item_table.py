@@ -606,7 +606,10 @@ def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, co
     }
     apart = derived.spearman_reference is not None and derived.spearman_reference is not derived.reference
     together = correlations and not apart  # MAE and the correlations on the same pairs, sharing each resample
-    stats = bootstrap.describe_pairs(x, y, n_boot, rng, ci_level, correlations=together, clusters=scored_clusters)
+    # draw_as_correlated: MAE's resamples the same whether or not the correlations share them, so that its interval
+    # does not move with --spearman-target (the correlations apart draw from their own generator, key/spearman)
+    stats = bootstrap.describe_pairs(x, y, n_boot, rng, ci_level, correlations=together, clusters=scored_clusters,
+                                     draw_as_correlated=correlations)
     stats.pop("n")
     out.update(stats)
     flags = table.in_scale[index]
@@ -618,7 +621,8 @@ def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, co
     if out["n_scored_in_scale"] < len(inside):
         within = bootstrap.describe_pairs(x[inside], y[inside], n_boot, bootstrap.cell_rng(seed, key + "/in_scale"),
                                           ci_level, correlations=together,
-                                          clusters=None if mine is None else scored_clusters[inside])
+                                          clusters=None if mine is None else scored_clusters[inside],
+                                          draw_as_correlated=correlations)
     else:  # nothing to leave out: the in-scale figures are the headline ones (no second bootstrap)
         within = stats
     for name in names:

@@ -270,3 +270,26 @@ def test_spearman_has_no_interval_under_three_pairs():
     assert np.isnan(bootstrap.bootstrap_ci(x, y, "spearman", 1000)).all()
     three = bootstrap.describe_pairs(np.array([0.0, 2.0, 1.0]), np.array([1.0, 2.0, 0.0]), 1000)
     assert three["spearman"] == pytest.approx(0.5) and np.isfinite(three["spearman_ci"]).all()
+
+
+@pytest.mark.parametrize("regression", [False, True])
+def test_mae_interval_does_not_move_with_the_spearman_target(regression):
+    """``--spearman-target`` chooses the correlations' reference only: with the same seed, MAE's interval (and its
+    in-scale one) is the same whether the correlations share MAE's resamples (one reference) or draw their own (a
+    reference apart). It moved: MAE alone took a shortcut that draws other resamples from the same generator."""
+    from eval.scoring import item_table
+    from tests.unit.test_eval_metrics import _table
+
+    rng = np.random.default_rng(3)
+    n = 40  # few items over several cells: where MAE alone would resample item errors directly
+    experts = rng.integers(0, 3, size=(n, 3)).tolist()
+    judge = rng.integers(0, 3, n).astype(float)
+    if regression:  # a head's real-valued scores: resampled on the 0.01 grid beside the correlations
+        judge = judge + rng.normal(0.0, 0.3, n)
+    table = _table(judge.tolist(), ["ok"] * n, experts)
+    table.in_scale = np.where(np.arange(n) % 7 == 0, 0.0, 1.0)  # some out of scale: the in-scale figures drawn too
+    mode, mean = (item_table.evaluate(table, target="mode", n_boot=200, spearman_target=target).splits["standard"]
+                  .overall for target in ("mode", "mean"))
+    assert mode.mae_ci == mean.mae_ci
+    assert mode.mae_in_scale_ci == mean.mae_in_scale_ci
+    assert mode.spearman != mean.spearman  # the option still does what it is for

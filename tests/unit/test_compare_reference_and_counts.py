@@ -1,0 +1,96 @@
+"""``judge-eval compare``'s compare.md: what it must say beside the numbers. Runs whose Spearman has different
+references (``--spearman-target``), an unfinished run and the items the runs share, and a comparison drawn without
+resamples (``--n-boot 0``)."""
+
+from __future__ import annotations
+
+import json
+
+from eval.scoring import item_table
+from tests.unit.test_eval_metrics import _table
+
+NAN = float("nan")
+# Forty items on a 0-2 scale: experts whose mean differs from their mode, and a judge right on most of them.
+EXPERTS = [[0, 0, 1], [1, 1, 2], [2, 2, 1], [0, 1, 1], [2, 1, 1]] * 8
+JUDGE = [0.0, 1, 2, 1, 0, 0, 2, 2, 1, 1, 1, 1, 2, 0, 1, 0, 1, 1, 1, 2] * 2
+
+
+def _scored_run(folder, name, judge, experts, status=None, spearman_target=None, n_boot=50):
+    """A run folder as ``judge-eval score`` writes it (items.parquet with the references compare pairs on, and
+    metrics.json), scored against the experts' mode with ``spearman_target`` for the correlations."""
+    status = status or ["ok"] * len(judge)
+    table = _table(judge, status, experts)
+    derived = item_table.derive(table, "mode", spearman_target=spearman_target)
+    result = json.loads(item_table.dumps(item_table.evaluate(table, target="mode", n_boot=n_boot, derived=derived,
+                                                             spearman_target=spearman_target)))
+    result["judge"] = name
+    extra = {"reference": derived.reference, "vc_judge": derived.vc_judge, "vc_experts": derived.vc_experts}
+    if derived.spearman_reference is not derived.reference:
+        extra["spearman_reference"] = derived.spearman_reference
+    folder.mkdir()
+    item_table.write_table(table, folder / "items.parquet", extra=extra)
+    (folder / "metrics.json").write_text(json.dumps(result), encoding="utf-8")
+    return folder
+
+
+def test_identical_scores_against_two_spearman_references_are_said_to_be_so(tmp_path):
+    """One judge's scores, scored twice: Spearman against the experts' mode, then their mean. Each side's Spearman is
+    against its own reference (what its metrics.json reports), so the paired delta is not 0 for identical scores: the
+    headline says the references differ, as it does for MAE's, and every Spearman row names each side's."""
+    from eval.scoring.compare import compare, headline, render_markdown
+
+    a = _scored_run(tmp_path / "A", "a", JUDGE, EXPERTS)
+    b = _scored_run(tmp_path / "B", "b", JUDGE, EXPERTS, spearman_target="mean")
+    result = compare([a, b], n_boot=50)
+    paired = result.comparisons[0].splits["all"].overall["spearman"]
+    assert paired.delta != 0  # identical scores: the difference is the references'
+
+    said = headline(result)
+    assert said[0].startswith("b's Spearman is against the experts' mean, a's against their mode (--spearman-target)")
+    text = render_markdown(result)
+    assert "| spearman (baseline vs experts' mode, run vs their mean) |" in text
+    own = [line for line in text.splitlines() if line.startswith("| Standard test | Spearman |")]
+    assert len(own) == 1 and "(vs mode)" in own[0] and "(vs mean)" in own[0]
+    assert ": Spearman by evaluated model (each run against its own reference: a: experts' mode, b: experts' mean)" \
+        in text
+
+    # One reference on both sides: nothing said, nothing marked.
+    same = compare([a, _scored_run(tmp_path / "C", "c", JUDGE, EXPERTS)], n_boot=50)
+    assert not any("Spearman is against" in line for line in headline(same))
+    assert "(vs mode)" not in render_markdown(same) and "spearman (baseline" not in render_markdown(same)
+
+
+def test_compare_md_counts_the_items_without_a_prediction_and_those_both_runs_share(tmp_path):
+    """An unfinished run (ten items without a prediction) beside a finished one: each run's own table counts the
+    items without a prediction and those scored, and each comparison says how many items the runs share."""
+    from eval.scoring.compare import compare, render_markdown
+
+    a = _scored_run(tmp_path / "A", "a", JUDGE, EXPERTS)
+    status = ["missing"] * 10 + ["ok"] * 30
+    b = _scored_run(tmp_path / "B", "b", [NAN] * 10 + JUDGE[10:], EXPERTS, status=status)
+    text = render_markdown(compare([a, b], n_boot=50))
+    rows = {line.split("|")[2].strip(): [c.strip() for c in line.strip().strip("|").split("|")[2:]]
+            for line in text.splitlines() if line.startswith("| Standard test |")}
+    assert rows["no prediction"] == ["0", "10"]
+    assert rows["failed / n"] == ["0 / 40", "0 / 30"]
+    own = json.loads((b / "metrics.json").read_text(encoding="utf-8"))["splits"]["standard"]["overall"]
+    assert rows["scored"][1] == str(own["n_scored"])
+    lines = text.splitlines()
+    heading = lines.index("## b vs a")
+    assert lines[heading + 2].startswith("40 items in both runs")
+
+
+def test_no_resamples_are_said_so_not_shown_as_empty_intervals(tmp_path):
+    """``--n-boot 0``: the headline gives the delta and the paired items and says there are no intervals or calls,
+    and the note under the tables claims no resamples nor calls at p < alpha."""
+    from eval.scoring.compare import compare, headline, render_markdown
+
+    a = _scored_run(tmp_path / "A", "a", JUDGE, EXPERTS, n_boot=0)
+    b = _scored_run(tmp_path / "B", "b", [1.0] * 40, EXPERTS, n_boot=0)
+    result = compare([a, b], n_boot=0)
+    said = headline(result)
+    assert said and all(line.endswith("paired items): no intervals or calls (--n-boot 0)") for line in said)
+    assert not any("CI [" in line or "p = " in line for line in said)
+    text = render_markdown(result)
+    assert "Paired: delta = run − baseline on items both scored; no intervals or calls (--n-boot 0)." in text
+    assert "paired bootstrap resamples" not in text and "better/worse at p <" not in text
