@@ -26,7 +26,7 @@ from typing import Any
 
 from eval.reports.html_explorer import DEFAULT_TEXT_ITEMS, compare_items, explorer_json, read_item_columns, report_items
 from eval.reports.run_files import load_predictions, load_records, missing_note
-from eval.reports.report import (SPLIT_TITLES, ci_percent, constant_judge_score, fmt_share, p_phrase,
+from eval.reports.report import (BIDI_CONTROLS, SPLIT_TITLES, ci_percent, constant_judge_score, fmt_share, p_phrase,
                                  random_labelling_note, references_note, regression_note, run_notes, summary_why,
                                  why_sentences)
 from eval.scoring.comparison import Comparison, Paired
@@ -72,7 +72,9 @@ def _asset(name: str) -> str:
 
 
 def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+    """Text as HTML: escaped, and without bidirectional controls, which would show the rest of a name's line in
+    another order than it is written (report.md drops the same ones)."""
+    return html.escape(BIDI_CONTROLS.sub("", str(value)), quote=True)
 
 
 def _finite(value: Any) -> bool:
@@ -102,7 +104,9 @@ def _page(title: str, subtitle: list[str], nav: list[tuple[str, str]], body: lis
         for css_id, part in (("explorer-data", rows), ("explorer-texts", texts)):
             # Every "<" escaped: "</" alone is not enough, as "<!--" then "<script" in a text would make the
             # parser skip the closing tag and swallow the rest of the page.
-            payload = explorer_json(part).replace("<", "\\u003c")
+            # The page's JavaScript writes these strings into the page: without bidirectional controls, as ``_e``.
+            # They can stand only inside a JSON string (no JSON syntax uses them), so removing them keeps it valid.
+            payload = BIDI_CONTROLS.sub("", explorer_json(part)).replace("<", "\\u003c")
             parts.append(f'<script type="application/json" id="{css_id}">{payload}</script>')
     parts.append(f"<script>{_asset('page.js')}</script></body></html>")
     return "\n".join(parts)
@@ -275,7 +279,7 @@ def render_report_page(result: Metrics, explorer: Mapping[str, Any] | None) -> s
     body.append(_metric_table("Test", overall, None, "summary-table"))
     body.append(_why_list(summary_why(result)))
     body.append(f'<p class="note" id="random-vc">{_md_text(random_labelling_note())}</p>')
-    body += validity_blocks(result)
+    body += validity_blocks(result, _e)
     for split, block in splits.items():
         title = SPLIT_TITLES.get(split, split)
         body.append(f'<h2 id="tables-{_e(split)}">{_e(title)}</h2>')

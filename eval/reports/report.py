@@ -22,15 +22,15 @@ from typing import Any
 
 from eval.scoring import item_table
 from eval.scoring.metrics import RANDOM_LABELLING_VC
-from eval.validity.render import lead_lines
+from eval.validity.render import counted, lead_lines
 from eval.validity.render import markdown_lines as validity_markdown
 from judge.metrics_json.metrics import (Cell, Metrics, ModelMeans, ModelMeansRow, Notes, PolluxOfficial,
                                         SplitMetrics)
 from judge.splits import SPLIT_TITLES  # one definition in the contract; re-exported here for eval's own modules
 
-__all__ = ["render_markdown", "markdown_table", "md_text", "log_wandb", "SPLIT_TITLES", "fmt", "fmt_ci", "fmt_share", "ci_percent",
-           "constant_judge_score", "run_notes", "summary_why", "why_no_spearman", "why_sentences",
-           "bootstrap_unit_phrase"]
+__all__ = ["BIDI_CONTROLS", "render_markdown", "markdown_table", "md_text", "log_wandb", "SPLIT_TITLES", "fmt",
+           "fmt_ci", "fmt_share", "ci_percent", "constant_judge_score", "run_notes", "summary_why", "why_no_spearman",
+           "why_sentences", "bootstrap_unit_phrase"]
 
 log = logging.getLogger("judge_eval.report")
 
@@ -95,7 +95,8 @@ def fmt_ci(value: Any, ci: Any, digits: int = 3) -> str:
 
 # Bidirectional controls (embeddings, overrides, isolates, marks): one in a name would show the rest of its line in
 # another order than it is written. Other control characters (an escape sequence) have no place in a report either.
-_BIDI_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# report.html drops the same ones (``eval.reports.html_report``).
+BIDI_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # What starts raw HTML or an autolink in Markdown: "<" before a letter, "/", "!" or "?" ("<0.1 %" and "p < 0.01" stay).
 _TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
@@ -106,7 +107,7 @@ _LEADING_MARK = re.compile(r"^([#+\-=]|\d+(?=[.)]))")
 def _one_line(text: Any) -> str:
     """``text`` on one line: its line breaks (a carriage return and U+2028 end a line too) made spaces,
     bidirectional controls removed, other control characters made spaces."""
-    return _CONTROLS.sub(" ", _BIDI_CONTROLS.sub("", " ".join(str(text).splitlines())))
+    return _CONTROLS.sub(" ", BIDI_CONTROLS.sub("", " ".join(str(text).splitlines())))
 
 
 def md_text(text: Any) -> str:
@@ -278,25 +279,28 @@ def run_notes(result: Metrics) -> list[str]:
     if missing:
         among = (f"; {unknown.n_missing} of them of a task type the taxonomy does not know"
                  if unknown is not None and unknown.n_missing else "")
-        notes.append(f"**{missing} items have no prediction** (the run is unfinished{among}): they are not in "
-                     "`n`.")
+        have, they = ("has", "it is") if missing == 1 else ("have", "they are")
+        notes.append(f"**{counted(missing, 'item')} {have} no prediction** (the run is unfinished{among}): {they} "
+                     "not in `n`.")
     abstained = sum(c.n_abstained or 0 for c in tests)
     if abstained:
+        unlabelled = sum(c.n_all_abstained or 0 for c in tests)
         notes.append(f"Expert abstentions (a released `-1`: the criterion does not apply) are left out of every "
-                     f"score: {abstained} in all; {sum(c.n_all_abstained or 0 for c in tests)} items had every "
-                     "expert abstain and are unlabelled (not errors).")
+                     f"score: {abstained} in all; {counted(unlabelled, 'item')} had every expert abstain and "
+                     f"{'is' if unlabelled == 1 else 'are'} unlabelled (not errors).")
     return notes
 
 
 def _model_means_table(means: ModelMeans, judge_name: str) -> str:
-    """The paper's Table 10 layout: model, experts' mean score, the judge's mean score (MAE in brackets)."""
+    """The paper's Table 10 layout: model, experts' mean score, the judge's mean score (MAE in brackets, over the
+    ``scored`` items: those of the judged ones with a defined reference, as in the other tables)."""
     def row(label: str, m: ModelMeansRow) -> list[str]:
         judged = f"{fmt(m.judge_mean)} ({fmt(m.mae)})"
-        return [label, str(m.n_items), fmt(m.experts_mean), str(m.n_judged), judged,
+        return [label, str(m.n_items), fmt(m.experts_mean), str(m.n_judged), judged, str(m.n_scored),
                 fmt(m.experts_mean_on_judged), str(m.n_out_of_scale)]
 
     rows = [row(md_text(label), m) for label, m in means.by_model.items()] + [row("**Avg.** (items pooled)", means.all)]
-    header = ["Evaluated model", "n", "Experts", "n judged", f"{md_text(judge_name or 'Judge')} (MAE)",
+    header = ["Evaluated model", "n", "Experts", "n judged", f"{md_text(judge_name or 'Judge')} (MAE)", "scored",
               "Experts on judged items", "out of scale"]
     return markdown_table(header, rows)
 
@@ -326,7 +330,10 @@ def references_note(result: Metrics) -> str:
     """What MAE and Spearman compare the judge with, and that Spearman's reference is a choice."""
     target = result.target
     spearman = result.settings.spearman_target or target
-    mae = f"MAE against {_REFERENCES[target]}" + (" (a regression judge)" if target == "mean" else "")
+    # the mean is a regression judge's reference, but a verdict judge can be scored against it too (--target mean)
+    regression = bool((result.notes or Notes()).n_regression_scores)
+    why_mean = " (a regression judge)" if regression else " (`--target mean`)"
+    mae = f"MAE against {_REFERENCES[target]}" + (why_mean if target == "mean" else "")
     return (f"{mae}; Spearman, Pearson and Kendall against {_REFERENCES[spearman]} (`--spearman-target`: the "
             "paper correlates with \"expert ratings\" without naming an aggregate; its item aggregate is the "
             "unweighted mean of the experts' estimates, arXiv 2505.24616v3, Section 2.3).")
@@ -336,9 +343,9 @@ def random_labelling_note() -> str:
     """The paper's random-labelling Verdict Confidence, to read the VC columns against."""
     return (f"VC under random labelling: {fmt(RANDOM_LABELLING_VC)} (17/27: three annotators picking among three "
             "labels at random, arXiv 2505.24616v3, Appendix D.2.2; below 0.60 it reads "
-            "as \"comparable to random labeling\"). `VC experts` covers the items the judge scored; `VC experts "
-            "(all labelled)` every labelled item with two or more annotators, whatever the judge did (the paper's "
-            "Experts VC, judge-independent).")
+            "as \"comparable to random labeling\"). `VC experts` covers the items with a parsed verdict of the judge; "
+            "`VC experts (all labelled)` every labelled item with two or more annotators, whatever the judge did (the "
+            "paper's Experts VC, judge-independent).")
 
 
 def regression_note(result: Metrics) -> str:
@@ -380,8 +387,9 @@ def render_markdown(result: Metrics) -> str:
         *lead_lines(result),
         f"{references_note(result)} Spearman is pooled per evaluated model and per task type. "
         f"Verdict Confidence (VC): the largest share of one score among an item's annotators; the judge's value "
-        f"replaces one random expert with the judge ({s.vc_repeats} draws, seed {s.seed}), over the items it "
-        f"scored, only where an item has two or more annotators (`n VC`; \u2014 otherwise, as in the paper). "
+        f"replaces one random expert with the judge ({s.vc_repeats} draws, seed {s.seed}), over every item with a "
+        "parsed verdict (VC needs no reference: a mode tie counts, so `n VC` can exceed `scored`), only where an "
+        "item has two or more annotators (`n VC`; \u2014 otherwise, as in the paper). "
         + (f"Intervals: {ci_percent(s.ci_level)} % percentile bootstrap, {s.n_boot} resamples of "
            f"{bootstrap_unit_phrase(s.bootstrap_unit)}. " if s.n_boot else
            "No intervals: no bootstrap resample was drawn (`--n-boot 0`). ")
@@ -407,11 +415,13 @@ def render_markdown(result: Metrics) -> str:
     rows = [_row(SPLIT_TITLES[split], splits[split].overall, True, summary=True, apart=apart)
             for split in item_table.SPLITS if split in splits]
     out += [markdown_table(header, rows), ""]
-    out += [random_labelling_note(), ""]
-    out += _why_lines(summary_why(result))
-    out += validity_markdown(result, markdown_table)
+    # What the table alone would hide (an unfinished run) right under it, as report.html does: not after the
+    # validity section, where a reader who stops at the summary never sees it.
     for note in run_notes(result):
         out += [note, ""]
+    out += [random_labelling_note(), ""]
+    out += _why_lines(summary_why(result))
+    out += validity_markdown(result, markdown_table, md_text)
     for split in item_table.SPLITS:
         block = splits.get(split)
         if not block:
@@ -423,7 +433,8 @@ def render_markdown(result: Metrics) -> str:
             out += [f"### {SPLIT_TITLES[split]}: mean score per evaluated model (the paper's Table 10)", "",
                     "Experts: the mean over the model's labelled items of each item's mean expert score (the paper's "
                     "aggregate, an unweighted average of the point estimates); the judge: the mean of its scores on "
-                    "those items, out-of-scale ones included; MAE in brackets.", "",
+                    "those items, out-of-scale ones included; MAE in brackets, over the `scored` items (those with a "
+                    "defined reference).", "",
                     _model_means_table(block.model_means, result.judge), ""]
         for name, title in GROUP_TITLES.items():
             cells = block.by(name)

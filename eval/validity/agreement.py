@@ -24,13 +24,15 @@ rounds to, half up, never clipped into the scale: a level off the item's scale i
 ``off_scale``): over the judge's readable verdicts only, because a failed verdict (an
 unparseable answer, a failed request) is no rating of the scale and alpha has no way to count it — unlike the
 alt-test and the experts' ceiling, which count a failure against the judge by default. ``n_items_judge_failed`` says
-how many items of the cell that leaves the judge out of; ``alpha_difference`` = with minus without, with a percentile bootstrap
-interval over the items that count in either alpha (two values or more with the judge's: an item with one expert
-and the judge's score pairs in ``alpha_with_judge`` only, and an item without a pair adds nothing to either), capped
-at ``ALPHA_BOOT`` resamples of at most ``ALPHA_BOOT_ITEMS`` items each. A cell with more items gets an m-out-of-n
-bootstrap (Bickel, Götze and van Zwet, Statistica Sinica 7, 1997): each resample draws m = ``ALPHA_BOOT_ITEMS`` of
-its n items, because a resample's alpha needs its items drawn one by one (100 x 160,000 draws on the full test, where
-100 x 1,000 cost next to nothing). A statistic of m items spreads sqrt(n/m) times as widely as one of n (alpha is a
+how many items of the cell that leaves the judge out of; a cell with no readable verdict on the scale has no
+``alpha_with_judge`` (None, as the difference and its interval: it would be the experts' alpha again);
+``alpha_difference`` = with minus without, with a percentile bootstrap interval over the items that count in either
+alpha (two values or more with the judge's: an item with one expert and the judge's score pairs in
+``alpha_with_judge`` only, and an item without a pair adds nothing to either), capped at ``ALPHA_BOOT`` resamples
+of at most ``ALPHA_BOOT_ITEMS`` items each. A cell with more items gets an m-out-of-n bootstrap (Bickel, Götze
+and van Zwet, Statistica Sinica 7, 1997): each resample draws m = ``ALPHA_BOOT_ITEMS`` of its n items, because
+a resample's alpha needs its items drawn one by one (100 x 160,000 draws on the full test, where 100 x 1,000 cost
+next to nothing). A statistic of m items spreads sqrt(n/m) times as widely as one of n (alpha is a
 smooth function of the items' coincidence sums), so each resample's deviation from the full cell's difference is
 shrunk by sqrt(m/n) before the percentile interval is read: ``d + sqrt(m/n) (d*_m - d)``. Unscaled, the interval
 of a 20,000-item cell was ~5 times as wide as the full bootstrap's. Under ``--bootstrap-unit instruction`` the interval
@@ -258,9 +260,11 @@ def agreement(judge_levels: np.ndarray, experts: np.ndarray, mode: np.ndarray, d
         with_judge = expert_counts + value_counts(judge_levels[:, None], domain)
         coded = (CodedCounts(expert_counts, domain), CodedCounts(with_judge, domain), np.arange(len(experts)))
     coded_experts, coded_with, items = coded
+    # Without one readable verdict on the scale the judge adds no rating: "alpha with the judge" would be the
+    # experts' alpha again and the difference a 0 that reads as the judge agreeing as well as they do.
     out: dict[str, Any] = {"value_domain": domain.tolist(),
                            "alpha_experts": _coded_alpha(coded_experts, items, domain),
-                           "alpha_with_judge": _coded_alpha(coded_with, items, domain)}
+                           "alpha_with_judge": _coded_alpha(coded_with, items, domain) if judged.any() else None}
     both = out["alpha_experts"] is not None and out["alpha_with_judge"] is not None
     out["alpha_difference"] = out["alpha_with_judge"] - out["alpha_experts"] if both else None
     interval = [None, None]

@@ -20,17 +20,44 @@ from judge.metrics_json.validity import (AltTest, AltTestFamily, LengthBias, Mar
                                          Unavailable, ValiditySplit)
 from judge.splits import SPLIT_TITLES
 
-__all__ = ["compare_rows", "html_blocks", "lead_html", "lead_lines", "markdown_lines", "paired_rows"]
+__all__ = ["compare_rows", "counted", "html_blocks", "lead_html", "lead_lines", "markdown_lines", "paired_rows",
+           "signed"]
 
 
 def _num(value: Any, digits: int = 2) -> str:
-    return "—" if value is None else f"{value:.{digits}f}"
+    """A figure at ``digits`` decimals; "—" for None. A value that rounds to zero from below reads "0.00", not
+    "-0.00": the sign of a rounded-away difference says nothing."""
+    if value is None:
+        return "—"
+    shown = f"{value:.{digits}f}"
+    return shown[1:] if shown.startswith("-") and not shown.strip("-0.") else shown
 
 
-def _ci(pair: Any) -> str:
+def _ci(pair: Any, digits: int = 2) -> str:
+    """`` [low, high]`` at ``digits`` decimals, the precision of the figure it follows; "" when undefined."""
     if not pair or pair[0] is None or pair[1] is None:
         return ""
-    return f" [{pair[0]:.2f}, {pair[1]:.2f}]"
+    return f" [{_num(pair[0], digits)}, {_num(pair[1], digits)}]"
+
+
+def _p(value: float | None, digits: int = 3) -> str:
+    """A p-value at ``digits`` decimals; one that would round to 0 reads "< 0.001" (a test never shows p = 0)."""
+    if value is None:
+        return "—"
+    floor = 10.0 ** -digits
+    return f"< {floor:.{digits}f}" if value < floor / 2 else f"{value:.{digits}f}"
+
+
+def signed(value: float | None, pair: Any = None) -> str:
+    """A difference with its sign and its interval at two decimals: "+0.61 [0.22, 0.99]" ("—" for None)."""
+    shown = _num(value)
+    return (shown if shown[:1] in "-—" else f"+{shown}") + _ci(pair)
+
+
+def counted(n: int, noun: str, nouns: str | None = None) -> str:
+    """``n`` and the noun in its number: "1 item", "2 items", "1 criterion" / "3 criteria" (``nouns``: an irregular
+    plural)."""
+    return f"{n} {noun if n == 1 else nouns or noun + 's'}"
 
 
 def _splits(result: Metrics) -> dict[str, ValiditySplit]:
@@ -48,19 +75,31 @@ def lead_lines(result: Metrics) -> list[str]:
     return lines + ["", "How to read these figures: docs/validity.md.", ""]
 
 
-def _alt_rows(alt: AltTest) -> list[list[str]]:
-    rows = [[r.expert, str(r.n_items), _num(r.advantage_probability), f"{r.p_value:.3g}", f"{r.p_adjusted:.3g}",
-             "yes" if r.rejected else "no"] for r in alt.experts]
-    rows += [[u.expert, str(u.n_items), "untested", "", "", ""] for u in alt.untested]
+def _plain(text: str) -> str:
+    """A name as it is: the HTML tables escape every cell themselves."""
+    return text
+
+
+def _exact_p(value: float | None) -> str:
+    """The alt-test's p-values at three significant digits (they reach 1e-20 on a large panel); "—" when absent."""
+    return "—" if value is None else f"{value:.3g}"
+
+
+def _alt_rows(alt: AltTest, text: Callable[[str], str]) -> list[list[str]]:
+    """The alt-test's rows per expert; ``text`` makes an expert id (the data's) safe for the table's format."""
+    rows = [[text(r.expert), str(r.n_items), _num(r.advantage_probability), _exact_p(r.p_value),
+             _exact_p(r.p_adjusted), "yes" if r.rejected else "no"] for r in alt.experts]
+    rows += [[text(u.expert), str(u.n_items), "untested", "", "", ""] for u in alt.untested]
     return rows
 
 
-def _criterion_rows(block: ValiditySplit) -> list[list[str]]:
+def _criterion_rows(block: ValiditySplit, text: Callable[[str], str]) -> list[list[str]]:
+    """The validity figures per criterion; ``text`` makes a criterion's name (the data's) safe for the format."""
     rows = []
     for label, c in block.by_criterion.items():
         ceiling = c.ceiling
         passed = c.alt_test.passed if isinstance(c.alt_test, AltTest) else None
-        rows.append([label, str(ceiling.n_pairs), _num(ceiling.expert_mae), _num(ceiling.judge_mae),
+        rows.append([text(label), str(ceiling.n_pairs), _num(ceiling.expert_mae), _num(ceiling.judge_mae),
                      _num(ceiling.gap) + _ci(ceiling.gap_ci), ceiling.verdict or "—",
                      _num(c.alpha_experts), _num(c.alpha_with_judge), _num(c.kappa_quadratic),
                      _num(c.leniency.mean_signed_error), "—" if passed is None else ("pass" if passed else "fail")])
@@ -74,7 +113,7 @@ _CRITERION_HEAD = ["Criterion", "pairs", "expert MAE", "judge MAE", "gap", "expe
 
 def _length_text(length: LengthBias | Unavailable | None) -> str:
     if isinstance(length, LengthBias) and length.judge:
-        judge = f"judge {_num(length.judge.slope, 3)}{_ci(length.judge.ci)}"
+        judge = f"judge {_num(length.judge.slope, 3)}{_ci(length.judge.ci, 3)}"
         # "not outside the experts" only where there was an experts' range to be outside of: without named experts
         # (PooledExpertSlopes, never fitted: bias.length_bias) or without an expert with enough items, say so.
         if isinstance(length.experts, PooledExpertSlopes):
@@ -89,7 +128,9 @@ def _length_text(length: LengthBias | Unavailable | None) -> str:
 def _homogeneity_text(homogeneity: MarginalHomogeneity | None) -> str:
     if homogeneity is None:
         return "χ² —, df —, p —"
-    return f"χ² {_num(homogeneity.statistic)}, df {homogeneity.df or '—'}, p {_num(homogeneity.p_value, 3)}"
+    text = f"χ² {_num(homogeneity.statistic)}, df {homogeneity.df or '—'}, p {_p(homogeneity.p_value)}"
+    # without a test the dashes alone would not say why: no item off the diagonal, or no item to tabulate
+    return f"{text}: {homogeneity.why}" if homogeneity.why and homogeneity.p_value is None else text
 
 
 _VERDICTS = {"inside": "inside the experts' range", "outside": "outside the experts' range",
@@ -107,8 +148,7 @@ def _ceiling_failed(ceiling, failures: str | None) -> str:
         return ""
     how = "each counted as its largest error on the item's scale" if failures == "worst" else "left out"
     pairs = ceiling.n_judge_failed
-    return (f"; the judge failed on {failed} item{'s' if failed != 1 else ''} "
-            f"({pairs} pair{'s' if pairs != 1 else ''}), {how}")
+    return f"; the judge failed on {counted(failed, 'item')} ({counted(pairs, 'pair')}), {how}"
 
 
 def _alpha_failed(agreement) -> str:
@@ -116,7 +156,7 @@ def _alpha_failed(agreement) -> str:
     failed = agreement.n_items_judge_failed if agreement else None
     if not failed:
         return ""
-    return f" (over its readable verdicts: {failed} failed item{'s' if failed != 1 else ''} left out)"
+    return f" (over its readable verdicts: {counted(failed, 'failed item')} left out)"
 
 
 def _overall_rows(block: ValiditySplit, failures: str | None = None) -> list[list[str]]:
@@ -133,9 +173,9 @@ def _overall_rows(block: ValiditySplit, failures: str | None = None) -> list[lis
          f"experts {_num(overall.alpha_experts)}, with the judge {_num(overall.alpha_with_judge)}"
          f"{_alpha_failed(agreement)}, "
          f"difference {_num(agreement.alpha_difference if agreement else None, 3)}"
-         f"{_ci(agreement.alpha_difference_ci if agreement else None)}"],
+         f"{_ci(agreement.alpha_difference_ci if agreement else None, 3)}"],
         ["κ quadratic (judge vs experts' mode)", _num(overall.kappa_quadratic)],
-        ["leniency (+ = lenient)", f"{_num(lenient.mean_signed_error, 3)}{_ci(lenient.ci)}: {lenient.direction}"],
+        ["leniency (+ = lenient)", f"{_num(lenient.mean_signed_error, 3)}{_ci(lenient.ci, 3)}: {lenient.direction}"],
         ["length bias (slope on log length)", _length_text(overall.length_bias)],
         ["marginal homogeneity (Stuart–Maxwell)", _homogeneity_text(overall.marginal_homogeneity)],
     ]
@@ -143,8 +183,9 @@ def _overall_rows(block: ValiditySplit, failures: str | None = None) -> list[lis
     if missing:  # a run not finished: say how much of the test the figures above do not cover
         rows.append(["items without a prediction (left out of every figure)", str(missing)])
     for name, family in block.alt_test_domains.items():
-        title = "task types" if name == "task_type" else "criteria"
-        text = (f"passes in {family.n_passed} of {family.n_domains} {title}" if isinstance(family, AltTestFamily)
+        title = ("task type", "task types") if name == "task_type" else ("criterion", "criteria")
+        text = (f"passes in {family.n_passed} of {counted(family.n_domains, *title)}"
+                if isinstance(family, AltTestFamily)
                 else family.why or "—")
         rows.append([f"alt-test per {name.replace('_', ' ')} (one BY correction)", text])
     for name, figures in (agreement.by_expert_agreement if agreement else {}).items():
@@ -153,12 +194,18 @@ def _overall_rows(block: ValiditySplit, failures: str | None = None) -> list[lis
     return rows
 
 
-def markdown_lines(result: Metrics, markdown_table: Callable[[list[str], list[list[str]]], str]
-                   ) -> list[str]:
+def _empty(block: ValiditySplit) -> bool:
+    """A split without a single item: its tables would hold only dashes, and its sentence says so."""
+    return not block.overall.n_items and not block.overall.n_items_missing
+
+
+def markdown_lines(result: Metrics, markdown_table: Callable[[list[str], list[list[str]]], str],
+                   md_text: Callable[[Any], str]) -> list[str]:
     """The validity tables of every split, as Markdown lines (empty when the result has no validity section).
 
-    ``markdown_table`` is the report's own table writer (``eval.reports.report.markdown_table``), passed in so that this
-    module does not import the report that imports it.
+    ``markdown_table`` is the report's own table writer (``eval.reports.report.markdown_table``) and ``md_text`` its
+    escaping of the data's text (criterion names, expert ids: ``eval.reports.report.md_text``), passed in so that
+    this module does not import the report that imports it.
     """
     splits = _splits(result)
     if not splits:
@@ -172,6 +219,8 @@ def markdown_lines(result: Metrics, markdown_table: Callable[[list[str], list[li
     for split, block in splits.items():
         title = SPLIT_TITLES.get(split, split)
         out += [f"### {title}: validity", "", block.sentence, ""]
+        if _empty(block):
+            continue
         out += [markdown_table(["Figure", "Value"], _overall_rows(block, result.validity.settings.ceiling_failures)),
                 ""]
         alt = block.overall.alt_test
@@ -179,22 +228,23 @@ def markdown_lines(result: Metrics, markdown_table: Callable[[list[str], list[li
             out += [f"Alternative annotator test (ε = {alt.epsilon}, q = {alt.q}, {alt.scoring}, judge "
                     f"failures scored as `{alt.failures}`): ω = {_num(alt.winning_rate)}, "
                     f"ρ = {_num(alt.advantage_probability)}.", "",
-                    markdown_table(_ALT_HEAD, _alt_rows(alt)), ""]
-        rows = _criterion_rows(block)
+                    markdown_table(_ALT_HEAD, _alt_rows(alt, md_text)), ""]
+        rows = _criterion_rows(block, md_text)
         if rows:
             out += [f"#### {title}: validity by criterion", "", markdown_table(_CRITERION_HEAD, rows), ""]
     return out
 
 
-def html_blocks(result: Metrics) -> list[str]:
-    """The same as ``markdown_lines``, as HTML blocks for report.html (the lead sentences first)."""
+def html_blocks(result: Metrics, escape: Callable[[Any], str]) -> list[str]:
+    """The same as ``markdown_lines``, as HTML blocks for report.html (the lead sentences first); ``escape`` is the
+    page's own escaping of every cell (``eval.reports.html_report``'s, which also drops bidirectional controls)."""
     splits = _splits(result)
     if not splits:
         return []
 
     def table(head: list[str], rows: list[list[str]]) -> str:
-        cells = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>" for row in rows)
+        cells = "".join(f"<th>{escape(h)}</th>" for h in head)
+        body = "".join("<tr>" + "".join(f"<td>{escape(v)}</td>" for v in row) + "</tr>" for row in rows)
         # the page's own table style, in a box that scrolls sideways rather than widening the page
         return (f'<div class="scroll"><table class="grid"><thead><tr>{cells}</tr></thead><tbody>{body}</tbody>'
                 "</table></div>")
@@ -204,12 +254,14 @@ def html_blocks(result: Metrics) -> list[str]:
     for split, block in splits.items():
         title = SPLIT_TITLES.get(split, split)
         out.append(f"<h3>{html.escape(title)}</h3><p><b>{html.escape(block.sentence)}</b></p>")
+        if _empty(block):
+            continue
         out.append(table(["Figure", "Value"], _overall_rows(block, result.validity.settings.ceiling_failures)))
         alt = block.overall.alt_test
         if isinstance(alt, AltTest):
             out.append(f"<details class=\"block\"><summary>Alternative annotator test per expert</summary>"
-                       f"{table(_ALT_HEAD, _alt_rows(alt))}</details>")
-        rows = _criterion_rows(block)
+                       f"{table(_ALT_HEAD, _alt_rows(alt, _plain))}</details>")
+        rows = _criterion_rows(block, _plain)
         if rows:
             out.append(f"<details class=\"block\"><summary>{html.escape(title)}: validity by criterion</summary>"
                        f"{table(_CRITERION_HEAD, rows)}</details>")
@@ -265,7 +317,7 @@ def paired_rows(result: Comparison, markdown_table: Callable[[list[str], list[li
                     rows.append([comp.run, SPLIT_TITLES.get(split, split), title, "—", "—", "—", figure.why])
                     continue
                 rows.append([comp.run, SPLIT_TITLES.get(split, split), title, _num(figure.baseline, 3),
-                             _num(figure.run, 3), _num(figure.delta, 3) + _ci(figure.ci), ""])
+                             _num(figure.run, 3), _num(figure.delta, 3) + _ci(figure.ci, 3), ""])
     if not rows:
         return []
     return ["## Validity, paired", "",

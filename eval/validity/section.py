@@ -60,6 +60,7 @@ from eval.validity import agreement as agreement_module
 from eval.validity.alt_test import MIN_EXPERTS_TESTED, AltTestSettings, prepare, summarise, summarise_by_domain
 from eval.validity.bias import answer_codes, length_bias, leniencies, marginal_homogeneity
 from eval.validity.ceiling import MARGIN, MIN_ITEMS, CeilingPairs, cell_ceiling, leave_one_out_reference
+from eval.validity.render import counted, signed
 from judge.metrics_json.validity import AltTest, SectionSettings, Unavailable, Validity, ValiditySplit
 
 __all__ = ["ValiditySettings", "alt_test_judge", "judge_levels", "off_scale_levels", "split_sentence",
@@ -215,6 +216,9 @@ def _cell(table, index: np.ndarray, key: str, *, target: str, levels: np.ndarray
     out["kappa_quadratic"] = out["agreement"]["kappa_quadratic"]
     out["marginal_homogeneity"] = marginal_homogeneity(cell_levels, mode[index], domain,
                                                        None if answers is None else answers[index])
+    if not out["marginal_homogeneity"]["n"]:  # an empty table is not one whose items all lie on the diagonal
+        out["marginal_homogeneity"]["why"] = ("no item has both a judge score on its scale and a unique experts' "
+                                              "mode: no table to test")
     if kind == "overall":
         if table.answer_chars is not None:
             ids = table.expert_ids[index] if table.expert_ids is not None else None
@@ -267,13 +271,16 @@ def split_sentence(block: ValiditySplit, ceiling_failures: str | None = None) ->
     parts = []
     overall = block.overall
     if not overall.n_items and overall.n_items_missing:  # nothing predicted: not the experts' shortfall
-        return (f"The judge has no prediction in this split yet ({overall.n_items_missing} items without one): no "
-                "validity figure.")
+        return (f"The judge has no prediction in this split yet ({counted(overall.n_items_missing, 'item')} without "
+                "one): no validity figure.")
+    if not overall.n_items:  # nothing to ask the experts about either: neither their shortfall nor the judge's
+        return "No items in this split: no validity figures."
     alt = overall.alt_test
     if not isinstance(alt, AltTest):
         parts.append("the alternative annotator test needs named experts (the data names none)")
     elif not alt.n_experts_tested:
-        parts.append(f"no expert scored the {alt.min_items_per_expert} items the alternative annotator test needs")
+        parts.append(f"no expert scored the {counted(alt.min_items_per_expert, 'item')} the alternative annotator "
+                     "test needs")
     else:
         # Every named expert is tested or untested (``alt_test``): the sentence says how many were not, so that
         # "1 of 1 experts" does not read as the whole panel; below MIN_EXPERTS_TESTED it gives no verdict (the
@@ -301,10 +308,17 @@ def split_sentence(block: ValiditySplit, ceiling_failures: str | None = None) ->
         others = [f"{verdicts.count(v)} {v}" for v in ("outside", "inconclusive") if verdicts.count(v)]
         if verdicts.count(None):
             others.append(f"{verdicts.count(None)} without an interval")
-        parts.append(f"inside the experts' range on {verdicts.count('inside')} of {len(verdicts)} criteria"
+        criteria = counted(len(verdicts), "criterion", "criteria")
+        parts.append(f"inside the experts' range on {verdicts.count('inside')} of {criteria}"
                      + (f" ({', '.join(others)})" if others else ""))
     elif verdicts:
-        parts.append(f"no ceiling verdict on any of the {len(verdicts)} criteria (no interval)")
+        parts.append("no ceiling verdict on the one criterion (no interval)" if len(verdicts) == 1 else
+                     f"no ceiling verdict on any of the {len(verdicts)} criteria (no interval)")
+    ceiling = overall.ceiling
+    if ceiling.verdict:  # the split as a whole, beside its criteria: the figure a reader decides on
+        where = ("inconclusive against the experts' range" if ceiling.verdict == "inconclusive"
+                 else f"{ceiling.verdict} the experts' range")
+        parts.append(f"overall {where} (gap {signed(ceiling.gap, ceiling.gap_ci)})")
     failed = overall.ceiling.n_items_judge_failed
     if failed:  # a judge that fails on the hard items: say how many, and how the ceiling read them
         how = ("each counted as its largest error in the ceiling" if ceiling_failures == "worst"

@@ -124,7 +124,7 @@ def test_abstentions_of_items_of_unknown_task_type_are_counted_too():
     """2 abstentions on a Standard item and 3 on an unknown one (every expert of it): 5 in all, 1 item unlabelled."""
     table = _table([1.0, 1.0], ["ok", "ok"], [[1, 1], []], split=["standard", "unknown"], abstained=[2, 3])
     notes = run_notes(_read_back(item_table.evaluate(table, n_boot=0, vc_repeats=2)))
-    assert "score: 5 in all; 1 items had every expert abstain" in notes[0]
+    assert "score: 5 in all; 1 item had every expert abstain and is unlabelled" in notes[0]
 
 
 @pytest.mark.parametrize("n_failed, n, shown", [

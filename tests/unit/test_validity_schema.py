@@ -9,7 +9,7 @@ import json
 import pytest
 
 import judge
-from eval.reports.report import markdown_table
+from eval.reports.report import markdown_table, md_text
 from eval.scoring import item_table
 from judge.metrics_json.metrics import Metrics
 from eval.scoring.score import score
@@ -120,7 +120,7 @@ def test_the_report_reads_the_types(tmp_path):
     """The report's validity tables come from the attributes: a cell's alt-test without a tested expert shows "—"
     and the unnamed data's lead says why there is no alt-test."""
     _text, metrics = _score(tmp_path, named=False)
-    lines = "\n".join(markdown_lines(metrics, markdown_table))
+    lines = "\n".join(markdown_lines(metrics, markdown_table, md_text))
     assert "The data names no experts (`expert_ids`)" in lines
     assert metrics.validity.splits["all"].sentence in lines
     # every criterion's alt-test column (the last) reads "—" without named experts
