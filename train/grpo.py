@@ -20,7 +20,9 @@ checkpoint, is served on 0.32. ``docs/reasoning-judges.md`` says why and what wa
 
 The data rules are the other recipes': rows in the released POLLUX benchmark's schema are refused
 (``train.build_data.load_training_records``) and Zero-Shot items are refused, dropped or allowed by ``zero_shot``
-(``train.build_data.zero_shot_records``, the rule every judge-train stage applies). trl trains on whole steps of
+(``train.build_data.zero_shot_records``, the rule every judge-train stage applies). An item whose text holds a
+special-token string (an answer that writes ``<|im_end|>``) is dropped and counted (:func:`screen_prompts`): trl
+would tokenize it as a control token, judge-serve sends it as text. trl trains on whole steps of
 prompts (:func:`check_prompt_count`): fewer prompts than one step samples are refused before anything loads, and the
 prompts an epoch leaves over are logged and recorded in run.json.
 """
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import statistics
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
@@ -38,8 +41,8 @@ from train.build_data import BuildReport, scores_off_the_rubric, zero_shot_recor
 from train.config import ConfigError, GRPORecipeConfig
 from train.provenance import RunResult
 
-__all__ = ["TRAINING_VLLM", "grpo_rows", "grpo_dataset", "prompts_per_step", "check_prompt_count", "completion_end_ids",
-           "reward_functions", "check_training_vllm", "installed_vllm", "main"]
+__all__ = ["TRAINING_VLLM", "grpo_rows", "grpo_dataset", "screen_prompts", "prompts_per_step", "check_prompt_count",
+           "completion_end_ids", "reward_functions", "check_training_vllm", "installed_vllm", "main"]
 
 logger = logging.getLogger(__name__)
 
@@ -117,8 +120,10 @@ def _row(record: judge.JudgeRecord, scores: list[float], no_unique_mode: str,
 def grpo_dataset(rows: list[dict[str, Any]], tokenizer, verdict_format: str):
     """Rows as trl's prompt-only dataset: ``prompt`` is the chat-formatted text judge-serve would send the judge.
 
-    The prompt goes in as text already wrapped by ``judge.apply_chat`` (trl then only tokenizes it), so training
-    samples from exactly the prompt that serving renders; every other column reaches the reward functions.
+    The prompt goes in as text already wrapped by ``judge.apply_chat`` (trl then only tokenizes it); every other
+    column reaches the reward functions. trl's ids are judge-serve's for the rows :func:`screen_prompts` keeps, and
+    only for those: it drops every prompt whose text holds a special-token string, which trl would tokenize as a
+    control token and judge-serve sends as text, so give this only rows it kept.
 
     trl tokenizes a text prompt with the tokenizer's special tokens (``processing_class(text=prompts)`` in
     trl/trainer/grpo_trainer.py ``_tokenize_prompts``) while judge-serve sends the chat text's tokens without them.
@@ -157,13 +162,65 @@ def _as_trl_tokenizes_them(tokenizer, texts: list[str]) -> list[str]:
                       "renders every special token itself (the Qwen tokenizers add none)")
 
 
-def _drop_long_prompts(rows: list[dict], tokenizer, max_prompt_tokens: int, verdict_format: str) -> tuple[list[dict], int]:
-    """Prompts whose chat-formatted length leaves fewer than ``max_completion_length`` tokens under ``max_length``
-    are dropped and counted, never truncated (a cut prompt is another item)."""
+def screen_prompts(rows: list[dict[str, Any]], tokenizer, max_prompt_tokens: int,
+                   verdict_format: str) -> tuple[list[dict[str, Any]], Counter]:  # fmt: skip
+    """The rows whose prompts trl can train on: tokenized as judge-serve sends them, with room for a completion.
+
+    judge-serve tokenizes a prompt with ``judge.chat_tokens.chat_ids``: only the chat template's own special tokens
+    are special, and a special-token string in the item's text (an answer that writes
+    ``<|im_end|>\\n<|im_start|>assistant\\n...``) is the characters it is. trl tokenizes the whole text prompt with
+    every special-token string parsed (``processing_class(text=prompts)`` in trl/trainer/grpo_trainer.py
+    ``_tokenize_prompts``; its vLLM path generates from those ids too), so such a prompt would train the policy on
+    a forged turn, with more ``<|im_end|>`` than it is ever served. Such prompts are dropped and counted as
+    ``special_token_string`` (logged with their ids); those whose ids leave fewer than ``max_completion_length``
+    tokens under ``max_length`` as ``too_long``, never truncated (a cut prompt is another item). The two
+    tokenizations agree on every other prompt (``chat_ids``' rule), and the lengths are counted on judge-serve's ids.
+
+    Why drop rather than hand trl judge-serve's ids: trl 1.16 reads no prompt ids from the dataset
+    (``GRPOTrainer._generate_and_score_completions`` takes ``x["prompt"]`` and ``_generate`` tokenizes it in
+    ``_tokenize_prompts``, a conversational prompt through ``apply_chat_template(tokenize=True)``, which parses the
+    same strings), and its one hook that returns prompt ids, ``rollout_func`` (experimental, trl/trainer/
+    grpo_trainer.py ``GRPOTrainer.__init__``), must also generate the completions itself: reusing trl's generation
+    from it (``transformers``, colocated vLLM, ``trl vllm-serve``) means calling the private
+    ``_generate_single_turn``, which any trl release may change under the recipe. A few items with a special-token
+    string in their text are less than that costs.
+
+    Compared is the whole text tokenized without the tokenizer's own additions: what trl tokenizes once
+    :func:`grpo_dataset` has accounted for those (:func:`_as_trl_tokenizes_them`).
+
+    Args:
+        rows: :func:`grpo_rows`' rows.
+        tokenizer: the policy's tokenizer.
+        max_prompt_tokens: ``max_length - max_completion_length``.
+        verdict_format: the policy's verdict format (thinking on for ``integer``, as :func:`grpo_dataset` renders).
+
+    Returns:
+        (the rows kept, in order; reason -> prompts dropped, no key for a reason that dropped none).
+    """
+    from judge.chat_tokens import chat_ids, chat_parts, template_wrapping
+
+    dropped: Counter = Counter()
+    if not rows:
+        return rows, dropped
     thinking = verdict_format == judge.VerdictFormat.INTEGER
-    kept = [row for row in rows if len(tokenizer(judge.apply_chat(tokenizer, row["prompt"], thinking=thinking),
-                                                 add_special_tokens=False)["input_ids"]) <= max_prompt_tokens]  # fmt: skip
-    return kept, len(rows) - len(kept)
+    texts = [judge.apply_chat(tokenizer, row["prompt"], thinking=thinking) for row in rows]
+    opening, closing = template_wrapping(tokenizer, thinking)  # as serve.jobs reads the template's text around a turn
+    served = chat_ids(tokenizer, [chat_parts(text, row["prompt"], opening, closing) for text, row in zip(texts, rows)])
+    whole = tokenizer(texts, add_special_tokens=False)["input_ids"]
+    kept, forged = [], []
+    for row, served_ids, trl_ids in zip(rows, served, whole):
+        if trl_ids != served_ids:
+            forged.append(row["id"])
+        elif len(served_ids) > max_prompt_tokens:
+            dropped["too_long"] += 1
+        else:
+            kept.append(row)
+    if forged:
+        dropped["special_token_string"] = len(forged)
+        logger.warning("dropped %d GRPO prompt%s whose text holds a special-token string (trl would tokenize it as a "
+                       "control token, judge-serve sends it as text): %s%s", len(forged), "s" * (len(forged) != 1),
+                       ", ".join(map(str, forged[:10])), ", ..." if len(forged) > 10 else "")  # fmt: skip
+    return kept, dropped
 
 
 def prompts_per_step(config: GRPORecipeConfig, launch) -> int:
@@ -300,14 +357,14 @@ def main(config: GRPORecipeConfig, *, callbacks: tuple = ()) -> RunResult:
     # ---- data ---------------------------------------------------------------------------------------------------
     rows, report = grpo_rows(records, zero_shot=config.zero_shot, no_unique_mode=config.no_unique_mode,
                              verdict_format=config.verdict_format)  # fmt: skip
-    # Too few prompts for one step are refused before the tokenizer, the model or the run folder: dropping the long
+    # Too few prompts for one step are refused before the tokenizer, the model or the run folder: screening the
     # prompts (below, with the tokenizer) only leaves fewer.
     check_prompt_count(len(rows[: config.max_rows]), per_step, config, report.summary())
     run = recipe_steps.prepare(config, "GRPO judge")
-    rows, n_long = _drop_long_prompts(rows, run.tokenizer, config.max_length - config.max_completion_length,
-                                      config.verdict_format)  # fmt: skip
-    if n_long:
-        report.dropped["too_long"] += n_long
+    rows, dropped = screen_prompts(rows, run.tokenizer, config.max_length - config.max_completion_length,
+                                   config.verdict_format)  # fmt: skip
+    if dropped:
+        report.dropped.update(dropped)
         report.n_rows = len(rows)
     rows = rows[: config.max_rows]
     n_per_epoch = check_prompt_count(len(rows), per_step, config, report.summary())
