@@ -34,9 +34,12 @@ has them, pick each named criterion's rubric variant, as a ``/get_reward`` label
 **verl** (``custom_reward_function`` in its trainer config)::
 
     custom_reward_function:
-      path: <the installed judge/reward_clients.py>
+      path: <the installed judge/verl_reward.py>   # or pkg://judge.reward_clients (verl 0.7 and later)
       name: compute_score            # or compute_score_async, which verl's reward loop awaits
       reward_kwargs: {judge_url: "http://judge:8000"}
+
+(not this file's path: verl executes a path's file outside ``sys.modules``, where this module's dataclasses fail;
+``judge.verl_reward`` re-exports the two functions by an ordinary import.)
 
 verl calls ``compute_score(data_source, solution_str, ground_truth, extra_info, **reward_kwargs)``
 (``verl/experimental/reward_loop/reward_manager/naive.py``; ``verl/trainer/ppo/reward.py`` merges
@@ -72,7 +75,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from judge.plumbing.retry import RetryPolicy, is_transient, retryable_status, server_message
-from judge.rewards import (CriterionReward, Reward, RewardRule, policy_answer,
+from judge.rewards import (CriterionReward, Reward, RewardRule, policy_answer, pollux_named,
                            prompt_opens_reasoning, reward_of)
 from judge.verdicts import format_score
 from judge.wire import JudgeResponse
@@ -89,7 +92,8 @@ log = logging.getLogger("judge.reward_clients")
 #: judging the first copy (each resend would add its whole work to the engines' load).
 DEFAULT_TIMEOUT_S = 630.0
 #: verl's reward loop starts one ``compute_score_async`` per sample at once: at most this many of their requests are
-#: in flight per event loop (judge-serve answers 503 past its ``max_connections``, 512).
+#: in flight per event loop. verl runs one such loop per agent-loop worker, 8 by default: 8 x 64 is judge-serve's
+#: whole default ``max_connections`` (512), past which it answers 503 (docs/rewards.md, "Connections under verl").
 DEFAULT_VERL_CONCURRENCY = 64
 #: Items per /v1/judge request: judge-serve's default ``max_batch_items``.
 DEFAULT_MAX_ITEMS = 64
@@ -465,7 +469,8 @@ def _criteria(value: Any, where: str) -> tuple[Any, ...]:
             value = [value]  # one criterion's name
     if not isinstance(value, (list, tuple)) or not value:
         raise ValueError(f"{where}: expected a non-empty list of criteria (names, ids or {{name, rubrics}} objects)")
-    return tuple(value)
+    # POLLUX-instructions rows' {criteria_name, rubrics}, as /get_reward's labels read them.
+    return tuple(pollux_named(spec, f"{where}[{j}]") for j, spec in enumerate(value))
 
 
 def _verdict_text(part: CriterionReward) -> str:

@@ -67,7 +67,7 @@ from judge.wire import JudgeResult, ScoreSource
 
 __all__ = ["RewardRule", "RewardRuleError", "CriterionReward", "Reward", "COMBINE", "ON_FAILURE", "ON_FAILURE_ALIASES",
            "HEAD_VALUES", "normalised", "oriented_result_scale", "criterion_reward", "reward_of", "OUT_OF_SCALE",
-           "NOT_A_LEVEL", "END_OF_TURN_MARKERS", "policy_answer", "prompt_opens_reasoning"]
+           "NOT_A_LEVEL", "END_OF_TURN_MARKERS", "policy_answer", "prompt_opens_reasoning", "pollux_named"]
 
 COMBINE = ("mean", "weighted")
 ON_FAILURE = ("skip", "zero")
@@ -82,18 +82,21 @@ NOT_A_LEVEL = "not_a_level"
 
 #: Tokens that end a policy's turn or pad it, as decoded with the special tokens kept: Qwen2/Qwen2.5/Qwen3
 #: (``<|im_end|>``, ``<|endoftext|>``), Llama 3 (``<|eot_id|>``, ``<|end_of_text|>``), Gemma (``<end_of_turn>``,
-#: ``<eos>``) and SentencePiece models (``</s>``). Only OpenRLHF's query keeps special tokens (it decodes with
+#: ``<eos>``), the DeepSeek-R1 distills (``<｜end▁of▁sentence｜>``: full-width bars, U+FF5C, and U+2581 for the
+#: spaces) and SentencePiece models (``</s>``). Only OpenRLHF's query keeps special tokens (it decodes with
 #: ``skip_special_tokens=False``, prompt and response together, the response ending in the policy's end-of-sequence
 #: token, a padded batch in pad tokens after it); trl and verl decode without them, so there these strings are
 #: the policy's own text. A marker therefore ends the answer only where the turn really ends (``_turn_end``).
-END_OF_TURN_MARKERS = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>", "<end_of_turn>", "<eos>", "</s>")
+END_OF_TURN_MARKERS = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>", "<end_of_turn>", "<eos>",
+                       "<\uff5cend\u2581of\u2581sentence\uff5c>", "</s>")
 _END = re.compile("|".join(re.escape(m) for m in END_OF_TURN_MARKERS))
 # What may follow the end of a turn in a decoded query: the padding OpenRLHF's tokenizer sets (the model's pad token,
 # else its end-of-sequence token: ``<|endoftext|>``, ``<pad>``, Llama 3's ``<|finetune_right_pad_id|>``, any
-# ``<|name|>`` special token), more markers, and the next turn's opening when a policy ran past its own turn.
-_TRAILER = re.compile(r"<\|[\w.-]+\|>|<pad>|<unk>|<start_of_turn>|" + _END.pattern)
+# ``<|name|>`` special token, an R1 distill's ``<｜▁pad▁｜>``), more markers, and the next turn's opening when a
+# policy ran past its own turn.
+_TRAILER = re.compile(r"<\|[\w.-]+\|>|<\uff5c[\w.\u2581-]+\uff5c>|<pad>|<unk>|<start_of_turn>|" + _END.pattern)
 _TRAILERS = re.compile(r"(?:\s+|" + _TRAILER.pattern + r")*+")
-_NEXT_TURN = re.compile(r"<\|im_start\|>|<\|start_header_id\|>|<start_of_turn>")
+_NEXT_TURN = re.compile(r"<\|im_start\|>|<\|start_header_id\|>|<start_of_turn>|<\uff5cUser\uff5c>")
 # HTML strikethrough, "<s>1000</s>": a "</s>" that closes an "<s>" the answer opened is the answer's markup.
 _STRIKE_OPEN = re.compile(r"<s(?:\s[^<>]*)?>", re.IGNORECASE)  # HTML tags are any case
 _THINK_OPEN = re.compile(r"<think\s*>", re.IGNORECASE)
@@ -147,6 +150,22 @@ def policy_answer(text: str, reasoning_opened: bool | None = None) -> str:
         return text.strip()  # no reasoning block: a "<think>" or "</think>" in it is the answer's text
     close = _THINK_CLOSE.search(body)
     return body[close.end():].strip() if close else ""  # no close: cut inside its reasoning
+
+
+def pollux_named(spec: Any, where: str) -> Any:
+    """A label's criterion with POLLUX's field name read as ours: POLLUX-instructions rows write a custom
+    criterion as ``{"criteria_name", "rubrics"}`` (POLLUX's ``src/metrics.py``; ``eval.ranking.rank`` reads them so),
+    the wire's ``CustomCriterion`` as ``{"name", "rubrics"}``. Anything else is returned as it is, for the strict
+    model to judge.
+
+    Raises:
+        ValueError: naming ``where``: both names given (which one the judge should see is the client's to say).
+    """
+    if not isinstance(spec, Mapping) or "criteria_name" not in spec:
+        return spec
+    if "name" in spec:
+        raise ValueError(f"{where}: both name and criteria_name (POLLUX's name for it); give one")
+    return {"name": spec["criteria_name"], **{k: v for k, v in spec.items() if k != "criteria_name"}}
 
 
 def prompt_opens_reasoning(prompt: str) -> bool:

@@ -52,6 +52,10 @@ class VerdictError:
     NO_RESULT = "no_result"
     NO_SCORE = "no_score"
     MISSING_END = "missing_end"
+    # The length limit stopped the output before its end (trl: no end-of-sequence id; vLLM: finish_reason
+    # "length"): an integer read from it is wherever the cut fell (a "1" of "10"), not a verdict. The GRPO rewards
+    # and judge-serve fail such an integer verdict alike; the traces stage counts it as ``verdict_cut``.
+    CUT = "cut"
     # Not a parse failure (parse_verdict returns ok with in_scale=False): the drop reason of callers that must
     # reject out-of-scale scores (teacher annotation, training-data building).
     OUT_OF_SCALE = "out_of_scale"

@@ -22,9 +22,11 @@ Steps for one request:
    out); its pooling engine's ``score`` is the released head, bias included (``serve.released``).
    An integer-format judge (``verdict_format="integer"``, ``Pollux-4B-Judge``) is prompted with thinking on and
    generates to the end of its turn; ``judge.parse_integer_verdict`` splits the ``<think>`` reasoning (the
-   result's ``feedback``) from the integer (its ``score``), and an output cut inside the reasoning is a failure.
+   result's ``feedback``) from the integer (its ``score``), and an output cut inside the reasoning is a failure,
+   read as the GRPO rewards read it in training: after the ``<think>`` a thinking template's prompt opened, and
+   failed (``cut``) when ``max_tokens`` stopped it.
 
-Why one module of ~560 lines: it is one class, ``Judge``, whose steps share its engines, tokenizer, settings and
+Why one module of ~575 lines: it is one class, ``Judge``, whose steps share its engines, tokenizer, settings and
 thread pool; the jobs (``serve.jobs``), their token ids (``serve.chat_tokens``), the score reading
 (``serve.score_reading``) and the transport (``serve.engine_client``) are already apart.
 """
@@ -47,6 +49,7 @@ from judge import (JudgeResult, Scale, ScoreSource, VerdictError, VerdictFormat,
                    parse_verdict, render_rationale_target)
 from judge.checkpoints import NEUTRAL_SAMPLING, JudgeKind
 from judge.prompts import PAIRWISE_PROMPT_VERSION, POLLUX_PROMPT, PromptTemplate
+from judge.rewards import prompt_opens_reasoning
 from judge.criteria_auto import TaskChoice, TaskClassifier
 from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage, JudgmentUsage, LmVerdict, PairwiseRequest
 from serve.engine_client import EngineClient, EngineFailure, unreadable_answer
@@ -492,19 +495,24 @@ class Judge:
         async with self.limit:
             completion = await self.generator.post("/v1/completions", payload, request_id=options.request_id)
         choice, text, usage = _completion_parts(completion)
+        finish_reason = choice.get("finish_reason")
+        finish_reason = finish_reason if isinstance(finish_reason, str) else None
         if s.kind == JudgeKind.SEQ2SEQ:
+            # An integer verdict read as training reads it: after a <think> its prompt opened, failed when cut.
+            opened = s.verdict_format == VerdictFormat.INTEGER and prompt_opens_reasoning(
+                self.tokenizer.decode(job.prompt_ids[-8:], skip_special_tokens=False))
             verdict = seq2seq_verdict(text, _logprobs_of(choice, completion) if asked_logprobs else None, scale,
-                                      options.lenient, s.verdict_format)
+                                      options.lenient, s.verdict_format, reasoning_opened=opened,
+                                      finish_reason=finish_reason)
         else:
             verdict = await self._regression_verdict(job, text, options.lenient, options.request_id)
-        finish_reason = choice.get("finish_reason")
         return JudgeResult(
             criterion=job.criterion.name,
             criterion_id=job.criterion.id,
             scale=list(scale.levels),
             **verdict,
             output=text,
-            finish_reason=finish_reason if isinstance(finish_reason, str) else None,
+            finish_reason=finish_reason,
             usage=JudgmentUsage(
                 prompt_tokens=_token_count(usage.get("prompt_tokens")) or len(job.prompt_ids),
                 completion_tokens=_token_count(usage.get("completion_tokens")),

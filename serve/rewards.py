@@ -10,13 +10,14 @@ OpenRLHF's client (``openrlhf/utils/agent.py``, ``_fetch_rewards_via_http``; the
 and reads ``{"rewards": [...], "scores": [...], "extra_logs": {name: [numbers]}}``, one entry per sample.
 
 **The label** is a JSON object (or a string holding one) with the ``/v1/judge`` item fields but the answer:
-``instruction``, ``criteria`` (taxonomy names or ids, or ``{"name", "rubrics"}`` objects as POLLUX-instructions rows
-give them), optionally ``reference_answer`` and ``task_type``/``task_subtype``/``task_subsubtype``. Its errors name
+``instruction``, ``criteria`` (taxonomy names or ids, or ``{"name", "rubrics"}`` objects; POLLUX-instructions rows'
+``{"criteria_name", "rubrics"}`` are read the same, both names at once refused), optionally ``reference_answer`` and ``task_type``/``task_subtype``/``task_subsubtype``. Its errors name
 ``labels[i]``. Every label is checked in full (its fields, criteria names, task and rubric scales) before any work,
 whether or not its sample has an answer to judge: one label gets one answer.
 
 **The answer** (``answer_of``): the query minus its prompt, or minus the tail of it that OpenRLHF kept when it cut
-a long prompt from the left (a query that starts with neither is refused naming ``query[i]``), then
+a long prompt from the left, compared in NFC when the tokenizer gave the prompt back composed (a query that starts
+with none of these is refused naming ``query[i]``), then
 ``judge.rewards.policy_answer``'s rule: cut where the turn ends (an end-of-turn token, ``END_OF_TURN_MARKERS``,
 followed only by padding, more markers or the next turn: a ``</s>`` or ``<eos>`` with the answer's text after it is
 that text), and after the ``</think>`` closing a reasoning block that the prompt's end or the output's start opened
@@ -49,7 +50,12 @@ criterion carried would fail its training step. Each criterion's value, score, f
 variable the secret route refuses everything. ``POST /get_reward`` (no key in the path) takes judge-serve's own
 ``Authorization: Bearer`` key, and is open only when judge-serve has no key at all (then the Host allow-list
 applies, as to every route). The key in the path is compared in constant time and replaced by ``<reward-key>`` in
-uvicorn's access log.
+uvicorn's access log. A refusal (a 400 naming its field, a 401) is logged as a warning too: OpenRLHF never reads
+the body of an answer it cannot use.
+
+Why one module of ~540 lines: it is one protocol's route, OpenRLHF's, from the body to the answer; the pieces
+(the answer in the query, the labels, the key, the deadline, the journal) each serve only it, and apart a reader of
+one refusal would follow the body through several files.
 """
 
 from __future__ import annotations
@@ -59,6 +65,7 @@ import hmac
 import logging
 import re
 import time
+import unicodedata
 from pathlib import Path
 from typing import Any, Callable
 
@@ -67,7 +74,8 @@ from fastapi.responses import JSONResponse, Response
 from starlette.requests import ClientDisconnect
 
 from judge.plumbing.journal import JournalWriter
-from judge.rewards import END_OF_TURN_MARKERS, Reward, RewardRule, policy_answer, prompt_opens_reasoning, reward_of
+from judge.rewards import (END_OF_TURN_MARKERS, Reward, RewardRule, policy_answer, pollux_named,
+                           prompt_opens_reasoning, reward_of)
 from judge.wire import JudgeResponse, JudgeResult
 from serve.config import SERVE_DEFAULT_RULE, ServeConfig
 from serve.connections import unless_disconnected
@@ -129,13 +137,27 @@ def answer_of(query: str, prompt: str) -> str | None:
     replacement character or two where the cut split a multi-byte character. The answer follows the longest tail
     of the prompt (at least ``MIN_PROMPT_TAIL`` characters) that the query starts with.
 
+    A tokenizer that normalises its input (Qwen's: NFC) gives back a prompt written in another form (an "й" as
+    "и" and a combining breve) in its composed form: where the query starts with neither the prompt nor a tail of
+    it as sent, both are compared in NFC (``_nfc_response``).
+
     Returns:
         The answer ("" when there is nothing to judge), or None when ``query`` starts with neither ``prompt`` nor
-        a tail of it.
+        a tail of it, as sent or in NFC.
     """
-    opened = prompt_opens_reasoning(prompt)  # a thinking template's generation prompt ends in "<think>\n"
+    response = _response_of(query, prompt)
+    if response is None:
+        response = _nfc_response(query, prompt)
+    if response is None:
+        return None
+    return policy_answer(response, prompt_opens_reasoning(prompt))  # a thinking template's prompt ends in "<think>\n"
+
+
+def _response_of(query: str, prompt: str) -> str | None:
+    """What follows ``prompt``, or the longest tail of it, at the start of ``query`` (a suffix of ``query``); None
+    when the query starts with neither."""
     if query.startswith(prompt):
-        return policy_answer(query[len(prompt):], opened)
+        return query[len(prompt):]
     body = query.lstrip("\ufffd")
     anchor = body[:MIN_PROMPT_TAIL]
     if len(anchor) < MIN_PROMPT_TAIL:
@@ -145,10 +167,24 @@ def answer_of(query: str, prompt: str) -> str | None:
         if start < 0:
             return None  # the query's start is nowhere in the prompt
         if body.startswith(prompt[start:]):  # the earliest start that fits: the longest tail
-            return policy_answer(body[len(prompt) - start:], opened)
+            return body[len(prompt) - start:]
         start = prompt.find(anchor, start + 1)
     kept = _longest_tail(prompt, body)
-    return policy_answer(body[kept:], opened) if kept >= MIN_PROMPT_TAIL else None
+    return body[kept:] if kept >= MIN_PROMPT_TAIL else None
+
+
+def _nfc_response(query: str, prompt: str) -> str | None:
+    """``_response_of`` with the query and the prompt both in NFC, given back as the query's own characters where
+    they are the same text (only the prompt's form differed: the usual case, the policy's output decoded as it was
+    sampled), else in NFC; None when they do not match in NFC either."""
+    nfc_query, nfc_prompt = unicodedata.normalize("NFC", query), unicodedata.normalize("NFC", prompt)
+    if (nfc_query, nfc_prompt) == (query, prompt):
+        return None  # already NFC: the match already failed
+    response = _response_of(nfc_query, nfc_prompt)
+    if not response:
+        return response
+    own = query[len(query) - len(response):]  # the response is a suffix of the query in NFC: the same in the query?
+    return own if unicodedata.normalize("NFC", own) == response else response
 
 
 def reward_rule_of(config: ServeConfig) -> RewardRule:
@@ -221,6 +257,16 @@ def _label(raw: Any, i: int) -> dict[str, Any]:
         more = f" and {len(unknown) - _UNKNOWN_SHOWN} more" if len(unknown) > _UNKNOWN_SHOWN else ""
         raise RequestError(f"{where}: unknown field(s) {clip_message(str(unknown[:_UNKNOWN_SHOWN]))}{more}; a label has "
                            f"{', '.join(LABEL_FIELDS)}", param=where)
+    criteria = raw.get("criteria")
+    if isinstance(criteria, list) and any(isinstance(c, dict) and "criteria_name" in c for c in criteria):
+        # POLLUX-instructions rows name a custom criterion criteria_name: read as the wire's name.
+        named = []
+        for j, spec in enumerate(criteria):
+            try:
+                named.append(pollux_named(spec, f"{where}.criteria[{j}]"))
+            except ValueError as err:
+                raise RequestError(str(err), param=f"{where}.criteria[{j}]") from None
+        raw = {**raw, "criteria": named}
     return raw
 
 
@@ -275,6 +321,9 @@ class RewardRoute:
         if not self.allowed(request, secret):
             how = ("POST /get_reward/<reward key> with the key in $" + self.config.reward_key_env) if secret is not None \
                 else "Authorization: Bearer <key>, or POST /get_reward/<reward key>"  # fmt: skip
+            # OpenRLHF never reads a refusal's body: the log is the only place its cause is kept (the path's key is
+            # written <reward-key> by SecretPathFilter, on this logger).
+            log.warning("a reward request was refused (401) on POST %s: missing or wrong reward key", request.url.path)
             return self.error(401, f"missing or wrong reward key: send {how}", "authentication_error", code="invalid_api_key")
         sample_of: list[int] = []  # a /v1/judge error's items[k] is about sample sample_of[k]
         data = await request.body()
@@ -438,6 +487,8 @@ class RewardRoute:
         if param == "items":
             param, message = "labels", "labels" + message[len("items"):] if message.startswith("items") else message
         kind = "not_found_error" if err.status == 404 else "invalid_request_error"
+        # OpenRLHF never reads a refusal's body (it retries, then fails the step): the log keeps the cause.
+        log.warning("a reward request was refused (%d, param %s): %s", err.status, param, clip_message(message))
         return self.error(err.status, message, kind, param, err.code)
 
     def _body(self, rewards: list[Reward | None], latency: float) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from judge import Scale, ScoreSource, VerdictFormat, parse_judge_output
+from judge import Scale, ScoreSource, Verdict, VerdictError, VerdictFormat, parse_judge_output
 
 __all__ = ["ScoreDistribution", "level_token_ids", "score_distribution", "seq2seq_verdict"]
 
@@ -84,8 +84,14 @@ def score_distribution(
 
 
 def seq2seq_verdict(text: str, logprobs: dict[str, Any] | None, scale: Scale, lenient: bool,
-                    verdict_format: str = VerdictFormat.TAGGED) -> dict[str, Any]:
+                    verdict_format: str = VerdictFormat.TAGGED, *, reasoning_opened: bool = False,
+                    finish_reason: str | None = None) -> dict[str, Any]:
     """A seq2seq judge's verdict fields of ``judge.JudgeResult`` from its completion.
+
+    An integer verdict is read as the GRPO rewards read one in training (``train.grpo_rewards.read_verdict``): after
+    the ``<think>`` its prompt opened, if it did (then an output with no ``</think>`` was cut inside the reasoning:
+    ``unclosed_think``, not the last integer of "проверяю пункт 2"), and failed as ``VerdictError.CUT`` when the
+    length limit stopped it (``finish_reason`` ``length``): the integer is wherever the cut fell.
 
     Args:
         text: the generated text.
@@ -94,11 +100,19 @@ def seq2seq_verdict(text: str, logprobs: dict[str, Any] | None, scale: Scale, le
         lenient: read the verdict leniently (``judge.parse_verdict``).
         verdict_format: ``judge.VerdictFormat``; integer: the ``<think>`` block is the feedback, the integer after it
             the score.
+        reasoning_opened: integer: the rendered prompt ends inside a ``<think>`` it opened
+            (``judge.rewards.prompt_opens_reasoning``).
+        finish_reason: the engine's (``length``: its ``max_tokens`` stopped the output).
 
     Returns:
         The ``JudgeResult`` fields every verdict sets (criterion, scale, output and usage excluded).
     """
-    verdict = parse_judge_output(verdict_format, text, scale=scale, lenient=lenient)
+    integer = verdict_format == VerdictFormat.INTEGER
+    verdict = parse_judge_output(verdict_format, "<think>\n" + text if integer and reasoning_opened else text,
+                                 scale=scale, lenient=lenient)
+    if integer and verdict.ok and finish_reason == "length":
+        verdict = Verdict.failure(VerdictError.CUT, "the judge's output reached max_tokens (finish_reason length) "
+                                  "before its end: the integer read is wherever the cut fell", verdict.feedback)
     dist = None
     if verdict.ok and logprobs:
         dist = score_distribution(logprobs.get("tokens") or [], logprobs.get("top_logprobs") or [], scale, verdict.score)

@@ -42,13 +42,13 @@ from typing import Any
 
 from judge.rewards import prompt_opens_reasoning
 from judge.scales import Scale
-from judge.verdicts import Verdict, parse_judge_output
+from judge.verdicts import Verdict, VerdictError, parse_judge_output
 
 __all__ = ["REWARDS", "read_verdict", "format_reward", "agreement_reward", "agreement", "MIN_RATIONALE_WORDS",
            "gives_reasons", "CUT"]
 
 #: The failure of a verdict whose completion the length limit stopped before its end-of-sequence token.
-CUT = "cut"
+CUT = VerdictError.CUT
 
 #: Fewest words a rationale or a reasoning trace must have to count as giving reasons: the paper's Appendix B filter
 #: of training rationales ("one word rationale are only eligible for the perfect scores"). build-data's tagged rows

@@ -1,0 +1,31 @@
+"""The DeepSeek-R1 distills' end of turn ends the judged answer (fast tier)."""
+
+from __future__ import annotations
+
+import pytest
+
+from judge.rewards import END_OF_TURN_MARKERS, policy_answer
+from serve.rewards import answer_of
+
+#: R1's end-of-sequence token, as its tokenizer decodes it with the special tokens kept: full-width vertical bars
+#: (U+FF5C) and U+2581 for the spaces, not ASCII "|" and " ".
+R1_END = "<\uff5cend\u2581of\u2581sentence\uff5c>"
+
+
+@pytest.mark.parametrize(("text", "answer"), [
+    (f"Ответ.{R1_END}", "Ответ."),
+    (f"Ответ.{R1_END}{R1_END}  ", "Ответ."),                                  # more markers, whitespace
+    (f"Ответ.{R1_END}<\uff5c\u2581pad\u2581\uff5c><\uff5c\u2581pad\u2581\uff5c>", "Ответ."),  # R1's padding
+    (f"Ответ.{R1_END}<\uff5cUser\uff5c>ещё", "Ответ."),                        # ran on into the next turn
+    (f"Токен {R1_END} завершает ход.", f"Токен {R1_END} завершает ход."),      # a mention with text after it
+])  # fmt: skip
+def test_an_r1_distills_end_of_sentence_ends_the_answer(text, answer):
+    assert R1_END in END_OF_TURN_MARKERS
+    assert policy_answer(text) == answer
+
+
+def test_get_reward_drops_an_r1_policys_end_marker_and_reasoning():
+    """OpenRLHF's query of an R1 distill (its generation prompt opens the reasoning): the answer after </think>,
+    without the end-of-sentence token the query decodes with."""
+    prompt = "<\uff5cUser\uff5c>Напиши стих.<\uff5cAssistant\uff5c><think>\n"
+    assert answer_of(prompt + f"Думаю.\n</think>\n\nВесна пришла.{R1_END}", prompt) == "Весна пришла."

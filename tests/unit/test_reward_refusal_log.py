@@ -1,0 +1,68 @@
+"""A refused /get_reward request leaves its cause in judge-serve's log, never the reward key (fast tier)."""
+
+from __future__ import annotations
+
+import logging
+
+from tests.unit.test_reward_route import PROMPT, _attached_judge_serve, _reward_body
+
+
+def test_a_refused_reward_request_is_logged_with_its_cause_and_without_the_key(tiny_causal_dir, monkeypatch):
+    """OpenRLHF never reads a refusal's body (it retries, then fails the step): the warning names the status, the
+    field and the message. A wrong key's 401 names the route with the key written <reward-key>, and a refusal on the
+    keyed route holds the key nowhere either."""
+    key = "reward-key-that-must-stay-secret"
+    monkeypatch.setenv("JUDGE_SERVE_REWARD_KEY", key)
+    records: list[logging.LogRecord] = []
+
+    class Seen(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    logger = logging.getLogger("judge_serve")
+    seen = Seen()
+    logger.addHandler(seen)
+    monkeypatch.setattr(logger, "level", logging.INFO)  # judge-serve's own level (configure_logging's default)
+    try:
+        with _attached_judge_serve(tiny_causal_dir, monkeypatch) as (http, engine):
+            wrong = http.post(f"/get_reward/{key}-not", json=_reward_body("Весна.", ["Креативность"]))
+            bad = http.post(f"/get_reward/{key}", json=_reward_body("Весна.", ["Нет такого критерия"]))
+            other = http.post(f"/get_reward/{key}", json={"query": ["Другой запрос, не этот."], "prompts": [PROMPT],
+                                                          "labels": [{"instruction": "В", "criteria": ["Креативность"]}]})
+    finally:
+        logger.removeHandler(seen)
+    assert (wrong.status_code, bad.status_code, other.status_code) == (401, 400, 400)
+    warnings = [r.getMessage() for r in records if r.levelno == logging.WARNING and "refused" in r.getMessage()]
+    assert warnings == [
+        "a reward request was refused (401) on POST /get_reward/<reward-key>: missing or wrong reward key",
+        "a reward request was refused (400, param labels[0].criteria[0]): labels[0].criteria[0]: unknown criterion "
+        "'Нет такого критерия'",
+        "a reward request was refused (400, param query[0]): query[0]: does not start with prompts[0]; the answer is "
+        "the query after its prompt",
+    ]
+    assert [m for m in (r.getMessage() for r in records) if key in m] == []
+
+
+def test_a_refusals_log_line_is_clipped():
+    """A message echoing a client's long field is clipped in the log as in the answer (serve.schema.clip_message)."""
+    from serve.config import ServeConfig
+    from serve.rewards import RewardRoute
+    from serve.schema import MESSAGE_MAX_CHARS, RequestError
+
+    records: list[logging.LogRecord] = []
+
+    class Seen(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    logger = logging.getLogger("judge_serve")
+    seen = Seen()
+    logger.addHandler(seen)
+    try:
+        route = RewardRoute(ServeConfig(model="x"), error=lambda *a, **k: None)
+        route._refused(RequestError("labels[0]: " + "я" * 10 * MESSAGE_MAX_CHARS, param="items[0]"), [0])
+    finally:
+        logger.removeHandler(seen)
+    [line] = [r.getMessage() for r in records]
+    assert line.startswith("a reward request was refused (400, param labels[0]): labels[0]: яя")
+    assert len(line) < 2 * MESSAGE_MAX_CHARS
