@@ -349,7 +349,12 @@ class Taxonomy:
             ]
             if not chosen:
                 options = sorted({t.path[depth] for t in leaves if len(t.path) > depth})
-                raise TaxonomyError(f"task type {canonical!r} has no subtype {wanted!r}; options: {options}")
+                # Named by its level, under the path above it: a wrong sub-subtype is not a wrong subtype, and a
+                # leaf with no level below it has no options to list.
+                level = "subtype" if depth == 1 else "sub-subtype"
+                above = f"task type {canonical!r}" + (f", subtype {leaves[0].path[1]!r}," if depth == 2 else "")
+                listed = f"options: {options}" if options else f"it has no {level}s"
+                raise TaxonomyError(f"{above} has no {level} {_shown(wanted)}; {listed}")
             leaves = chosen
         return leaves
 

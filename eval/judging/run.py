@@ -211,17 +211,11 @@ def _expand_auto(config: RunConfig, out: Path) -> tuple[Path, dict[str, int]]:
     items, recorded = out / "auto_items.jsonl", out / "task_choices.jsonl"
     resume = items.is_file() and recorded.is_file()
     if resume:
-        # A resumed run keeps the choices it started with: an llm classifier asked again could choose differently and
-        # orphan the predictions already written. A failed choice (the llm endpoint down, a broken artefact) is no
-        # choice, though: those rows are classified again, the others keep theirs (expand_file(resume=True)).
-        # The choices are read once: their levels count the failed ones too (every row that names its task has a
-        # label, so "failed" holds exactly failed_choices' rows), and run.json reports these levels.
-        levels = choice_levels(recorded)
-        if not levels["failed"]:
-            log.info("criteria auto: reusing %s (delete it to classify again)", items)
-            return items, levels
-        log.warning("criteria auto: %d rows of %s have a failed task choice: classifying them again",
-                    levels["failed"], recorded)
+        # A resumed run keeps the choices it started with (an llm classifier asked again could choose differently and
+        # orphan the predictions already written), but reads the data every time: a row whose id and instruction
+        # are unchanged keeps its recorded choice; a failed choice, a row added or edited since, and a choice
+        # recorded before choices carried their instruction's key are classified again (expand_file(resume=True)).
+        log.info("criteria auto: resuming from %s (delete it to classify every row again)", recorded)
     classifier = classifier_from_settings(config.criteria_classifier, config.criteria_classifier_path,
                                           config.criteria_classifier_model, config.criteria_threshold)
     items = expand_file(config.data or judge.sample_data_path(), out, classifier, resume=resume)

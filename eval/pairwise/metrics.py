@@ -5,6 +5,10 @@ Definitions (a *judgment* is one pair asked in one order; its ``verdict`` is in 
 - **agreement**: the share of parsed judgments of labelled pairs whose verdict equals the pair's ``winner``. Each
   order counts on its own, so a judge that always prefers the first answer shown still agrees on half the judgments
   of every pair with a winner.
+- **coverage**: the share of the expected judgments (every pair in every order the run asks) that were parsed. Every
+  rate is over parsed judgments only, so a judge that fails on the pairs it finds hard would read as agreeing more;
+  coverage, reported beside agreement, says how much of the run the rates stand on (failed, missing and stale
+  judgments all lower it).
 - **combined verdict** (one per pair, ``combine_orders``): the two orders' verdicts combined as Zheng et al. (arXiv
   2306.05685, Section 3.4, "Swapping positions") debias a pairwise judge: "only declare a win when an answer is
   preferred in both orders. If the results are inconsistent after swapping, we can call it a tie." Both orders give
@@ -156,7 +160,8 @@ def pairwise_metrics(pairs: list[PairRecord], rows: list[PairwiseRow], n_boot: i
         run, scored on what it has and said so), ``n_parsed``, ``n_failed``, ``failures`` (code -> count),
         ``n_both_orders``, ``n_stale`` (judgments of an older text of their pair, not scored), ``n_pairs_combined``,
         ``n_orders_disagree`` (pairs combined to a tie because their orders disagree), ``n_pairs_uncombined`` and,
-        for each of ``RATES``, ``{value, ci, n}`` (or ``{value: None, why_empty}``).
+        ``coverage`` (``{value, n, n_parsed}``: parsed over ``n`` expected judgments; no interval: it describes the
+        run, not a sample) and, for each of ``RATES``, ``{value, ci, n}`` (or ``{value: None, why_empty}``).
     """
     by_pair, n_stale = _current(pairs, rows)
     combined = _pair_verdicts(pairs, by_pair, orders)
@@ -207,6 +212,9 @@ def pairwise_metrics(pairs: list[PairRecord], rows: list[PairwiseRow], n_boot: i
     out["agreement"] = _rate(agree_num, agree_den, n_boot, seed, "agreement",
                              "no parsed judgment of a labelled pair (the data has no winner labels, or every such "
                              "judgment failed)")
+    expected = m * len(orders)
+    out["coverage"] = ({"value": out["n_parsed"] / expected, "n": expected, "n_parsed": out["n_parsed"]} if expected
+                       else {"value": None, "n": 0, "n_parsed": 0, "why_empty": "no pair to judge"})
     out["combined_agreement"] = _rate(
         both_num, both_den, n_boot, seed, "combined_agreement",
         "no labelled pair has a combined verdict (the pairs were asked in one order only: run with pairwise_orders: "
@@ -255,10 +263,23 @@ def pairwise_markdown(metrics: dict[str, Any], name: str = "") -> str:
         lines.append(f"| {TITLES[key]} | {_fmt(block)} | {block['n']} |")
         if block["value"] is None:
             notes.append(f"- {TITLES[key]}: {block['why_empty']}.")
+        if key == "agreement" and "coverage" in metrics:  # beside agreement: what share of the run it stands on
+            lines.append(_coverage_row(metrics["coverage"], "| {title} | {value} | {n} |"))
     lines += ["", "Intervals: percentile bootstrap over pairs (both orders of a pair resampled together).",
               "Orders combined: a verdict both orders give, a tie where they disagree (Zheng et al., arXiv 2306.05685, "
               "Section 3.4); a pair with a failed or missing order has none.", *notes]
     return "\n".join(lines) + "\n"
+
+
+#: The coverage row's title: parsed judgments over those the run asks.
+COVERAGE_TITLE = "Coverage (parsed / expected judgments)"
+
+
+def _coverage_row(block: dict[str, Any], row: str, escape=lambda text: text) -> str:
+    """The coverage row in a report's table, ``row`` filled with its title, value (parsed of expected) and n."""
+    value = "—" if block["value"] is None else f"{block['value']:.3f} ({block['n_parsed']} of {block['n']})"
+    return row.format(title=escape(COVERAGE_TITLE), value=escape(value), n=block["n"],
+                      why=escape(block.get("why_empty", "")))
 
 
 def pairwise_html(metrics: dict[str, Any], name: str = "") -> str:
@@ -266,6 +287,8 @@ def pairwise_html(metrics: dict[str, Any], name: str = "") -> str:
     rows = "".join(
         f"<tr><td>{html.escape(TITLES[k])}</td><td>{html.escape(_fmt(metrics[k]))}</td><td>{metrics[k]['n']}</td>"
         f"<td>{html.escape(metrics[k].get('why_empty', ''))}</td></tr>"
+        + (_coverage_row(metrics["coverage"], "<tr><td>{title}</td><td>{value}</td><td>{n}</td><td>{why}</td></tr>",
+                         html.escape) if k == "agreement" and "coverage" in metrics else "")
         for k in RATES
     )
     title = html.escape(f"Pairwise judging{f' — {name}' if name else ''}")

@@ -50,16 +50,21 @@ def expand_criteria(
     Returns:
         (items, choice record). Each item has the POLLUX record columns ``instruction``, ``answer``,
         ``criteria_name`` (the criterion's Russian name, as the dataset names it), ``rubrics``, ``task_type``,
-        ``task_subtype``, ``task_subsubtype`` (of the top-1 leaf), plus ``criterion_id`` and ``task_choice``
+        ``task_subtype``, ``task_subsubtype`` (of the top-1 leaf; empty when the choice fell back or failed, its
+        guess then only in ``task_choice``), plus ``criterion_id`` and ``task_choice``
         (the choice record, so a report can be filtered by it). The choice record is ``TaskChoice.to_dict()``.
     """
     if not isinstance(choice, TaskChoice):
         choice = choice.choose(instruction, answer)
     taxonomy = load_taxonomy()
-    # A failed choice (an LLM answer outside the taxonomy) has no leaf: its items carry empty task columns.
-    # A choice at a task type the row gave (``_given_task``) names the type, not one leaf: its own columns stand.
-    leaf = leaf_of(choice.label, taxonomy) if choice.label and choice.method != "given" else None
-    task = ((leaf.task_type, leaf.subtype or "", leaf.subsubtype or "") if leaf
+    # A failed choice (an LLM answer outside the taxonomy) has no leaf: its items carry empty task columns. So does a
+    # choice that fell back (the classifier unsure of the task type): its top-1 leaf is a guess the threshold
+    # rejected, and per-task-type reports and --split would count its items under that type; the guess stays in
+    # task_choice. A choice at a task type the row gave (``_given_task``) names the type, not one leaf: its own
+    # columns stand.
+    fell_back = choice.level == "fallback"
+    leaf = leaf_of(choice.label, taxonomy) if choice.label and choice.method != "given" and not fell_back else None
+    task = (("", "", "") if fell_back else (leaf.task_type, leaf.subtype or "", leaf.subsubtype or "") if leaf
             else (choice.task_type, choice.task_subtype, choice.task_subsubtype))
     record = choice.to_dict()
     items = []
@@ -92,7 +97,9 @@ def _given_task(row: Mapping, taxonomy, where: str) -> TaskChoice | None:
     level they share (``level`` ``task_type`` or ``task_subtype``, the names below it left empty).
 
     Raises:
-        ValueError: an unknown task; or a task whose leaves list no criterion as one id (the STEM and Code types:
+        ValueError: a task field that is not text, or a level given without the one above it (``_task_fields``);
+            an unknown task, naming the field of the level the taxonomy lacks (``_find_leaves``); or a task whose
+            leaves list no criterion as one id (the STEM and Code types:
             each leaf lists its own variants, ``operability__5`` for Python, ``operability__3`` for C++), naming the
             row and the field that must name the leaf. The fallback set is not judged instead: it is for a text of
             unknown task, and none of its criteria is one such a leaf lists; a leaf is not guessed within the named
@@ -101,15 +108,11 @@ def _given_task(row: Mapping, taxonomy, where: str) -> TaskChoice | None:
     import dataclasses
 
     from judge.criteria_auto.policy import LABEL_SEPARATOR, label_of
-    from judge.taxonomy import TaxonomyError
 
-    task_type = row.get("task_type")
-    if not isinstance(task_type, str) or not task_type.strip():
+    names = _task_fields(row, where)
+    if names is None:
         return None
-    try:
-        leaves = taxonomy.find_tasks(task_type, row.get("task_subtype") or None, row.get("task_subsubtype") or None)
-    except TaxonomyError as err:
-        raise ValueError(f"{where}: field 'task_type': {err}") from None
+    leaves = _find_leaves(taxonomy, names, where)
     one = len(leaves) == 1
     choice = TaskChoice.of_leaf(leaves[0], 1.0 if one else None, ((label_of(leaves[0]), 1.0),) if one else (), 0.0,
                                 "given", taxonomy, type_probability=1.0, leaf_share=1.0)
@@ -135,6 +138,57 @@ def _given_task(row: Mapping, taxonomy, where: str) -> TaskChoice | None:
         choice, reason=f"the row gives {named} only: the criteria its {len(leaves)} leaves share",
         task_subtype=common[1] if len(common) > 1 else "", task_subsubtype="", label=LABEL_SEPARATOR.join(common),
         level="task_subtype" if len(common) > 1 else "task_type", criteria=shared, fallback=False)
+
+
+#: The columns that name a row's task, each level below the one before it.
+_TASK_FIELDS = ("task_type", "task_subtype", "task_subsubtype")
+
+
+def _task_fields(row: Mapping, where: str) -> tuple[str, ...] | None:
+    """The task levels a row names (``_TASK_FIELDS``, blank ones left out), or None when it names none.
+
+    Raises:
+        ValueError: a level that is neither text nor null (a number, a list: taking it for "no task" would
+            classify a row whose caller meant to name its task), or a level given without the one above it
+            (a subtype alone names no task type to look it up under), naming the row and the field.
+    """
+    from judge.taxonomy import _shown
+
+    values = []
+    for name in _TASK_FIELDS:
+        value = row.get(name)
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"{where}: field '{name}' must be text, got {type(value).__name__} (or leave the task "
+                             "fields out for the classifier to choose)")
+        values.append(value.strip() if value else "")
+    for depth in (1, 2):
+        if values[depth] and not values[depth - 1]:
+            raise ValueError(f"{where}: field '{_TASK_FIELDS[depth]}' is {_shown(values[depth])} but field "
+                             f"'{_TASK_FIELDS[depth - 1]}' is empty: name the level above it too (or leave the "
+                             "task fields out for the classifier to choose)")
+    return tuple(v for v in values if v) or None
+
+
+def _find_leaves(taxonomy, names: tuple[str, ...], where: str) -> list:
+    """The leaves ``names`` (``_task_fields``) name, level by level, so that an unknown one is refused naming its
+    own field, not always task_type.
+
+    Raises:
+        ValueError: an unknown task type, subtype or sub-subtype, naming the row and that field.
+    """
+    from judge.taxonomy import TaxonomyError
+
+    for depth in range(1, len(names) + 1):
+        # A group named as the task type (``find_tasks``: the subtype field then names the type) is no task type
+        # alone: checked with the level below it, which the error then names.
+        if depth == 1 and len(names) > 1 and taxonomy.canonical_task_type(names[0]) is None \
+                and taxonomy.canonical_group(names[0]) is not None:
+            continue
+        try:
+            leaves = taxonomy.find_tasks(*names[:depth])
+        except TaxonomyError as err:
+            raise ValueError(f"{where}: field '{_TASK_FIELDS[depth - 1]}': {err}") from None
+    return leaves
 
 
 #: Labels belong to one criterion: a row without ``criteria_name`` that carries them is refused, since copying them
@@ -191,13 +245,40 @@ def choice_levels(choices: Iterable[Mapping] | str | Path) -> dict[str, int]:
     return counts
 
 
-def _recorded_choice(record: Mapping, row_id: str, i: int, source: str) -> TaskChoice:
-    """The choice a previous expansion recorded for row ``i``, checked to be that row's."""
-    if str(record.get("id")) != row_id:
-        raise ValueError(f"{source} row {i}: id {row_id!r}, but the recorded task choices give row {i} the id "
-                         f"{record.get('id')!r}: the data changed since they were made; expand it afresh "
-                         "(judge-eval run: another --out, or --overwrite)")
-    return TaskChoice.from_dict({k: v for k, v in record.items() if k not in ("row", "id")})
+#: The field of a choice record holding ``instruction_key`` of the row it was made for.
+INSTRUCTION_KEY = "instruction_key"
+
+
+def instruction_key(instruction: str) -> str:
+    """What a recorded choice is checked against before a resumed expansion reuses it: the content key
+    (``judge.plumbing.run_folder.content_key``) of the row's instruction, all a shipped method reads (``tfidf``,
+    ``head``, ``llm``: the answer must not move the task it is judged against), so an edited instruction is
+    classified again while an edited answer keeps its choice (its items are rebuilt from the row anyway)."""
+    from judge.plumbing.run_folder import content_key
+
+    return content_key(instruction)
+
+
+def _reusable(record: Mapping | None, instruction: str) -> TaskChoice | None:
+    """The choice a previous expansion recorded for a row (looked up by row id), when it still holds: it did not
+    fail, it was made for the instruction the row has now, and it was a classification: a record of a task the row
+    named (method ``given``) is not one for a row that names none now. A record without the key (written before
+    records carried it) is not reusable: nothing says which text it was made for, so its row is classified again."""
+    if (record is None or _is_failure(record) or record.get("method") == "given"
+            or record.get(INSTRUCTION_KEY) != instruction_key(instruction)):
+        return None
+    return TaskChoice.from_dict({k: v for k, v in record.items() if k not in ("row", "id", INSTRUCTION_KEY)})
+
+
+def _claim_item_id(item_ids: dict[str, int], item_id: str, i: int, source: str) -> None:
+    """Record that row ``i`` gives an item ``item_id``; refuse an id an earlier row's item has (a pass-through
+    row's own id ``1::censor`` and row ``1``'s expanded item), which would otherwise surface only when the items
+    file is loaded, naming the generated file rather than the rows."""
+    if item_id in item_ids:
+        raise ValueError(f"{source} row {i}: item id {item_id!r} is also the id of an item of row "
+                         f"{item_ids[item_id]} (expanded items are <row id>::<criterion id>): give one of the rows "
+                         "another id")
+    item_ids[item_id] = i
 
 
 def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str = "data",
@@ -219,7 +300,9 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
 
     Args:
         recorded: choice records of an earlier expansion by row index (``task_choices.jsonl`` rows): a row's
-            recorded choice is reused unless it failed (``TaskChoice.is_failure``), which is asked again.
+            recorded choice, found by its row id, is reused when it did not fail (``TaskChoice.is_failure``) and
+            was made for the row's current instruction (``instruction_key``); new or edited rows, failed choices
+            and records without the key are classified anew. How many were reused is logged.
 
     Returns:
         (items, choices): the POLLUX-format items, and one choice record per expanded row (``row`` index, ``id``
@@ -229,19 +312,24 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
     Raises:
         ValueError: a row without ``instruction`` or ``answer``, or a row without ``criteria_name`` that carries
             expert labels (they belong to one criterion), or a row naming a task the taxonomy lacks or a task type
-            whose leaves have no criterion in common (``_given_task``), naming the source, row and field; a recorded
-            choice of another row id.
+            whose leaves have no criterion in common (``_given_task``), naming the source, row and field; an item
+            id two rows give (``_claim_item_id``).
         ChoicesFailed: every row is a failed choice (a ``ValueError``).
     """
     items, choices = [], []
     taxonomy = load_taxonomy()
-    recorded = recorded or {}
+    # By row id, not index: a row inserted above the others keeps their choices (the key still checks each).
+    by_id = {str(r.get("id")): r for r in (recorded or {}).values()}
     seen: dict[str, int] = {}  # row id -> the row that first gave it
+    item_ids: dict[str, int] = {}  # item id -> the row that gave it (pass-through and expanded rows alike)
     asked, failed = 0, []  # rows the classifier was asked about (or whose earlier choice stood); (row, reason) failed
+    reused = 0
     n_rows = 0
     for i, row in enumerate(rows):
         n_rows += 1
         if row.get("criteria_name"):
+            if row.get("id") not in (None, ""):  # a row without one gets its id when loaded, not here
+                _claim_item_id(item_ids, str(row["id"]), i, source)
             items.append(dict(row))
             continue
         for key in ("instruction", "answer"):
@@ -261,9 +349,9 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
         chosen = _given_task(row, taxonomy, f"{source} row {i}")
         if chosen is None:
             asked += 1
-            before = recorded.get(i)
-            if before is not None and not _is_failure(before):
-                chosen = _recorded_choice(before, row_id, i, source)
+            chosen = _reusable(by_id.get(row_id), row["instruction"])
+            if chosen is not None:
+                reused += 1
             else:
                 chosen = _choice_or_failure(classifier, row)
             if chosen.is_failure:
@@ -271,8 +359,12 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
         got, record = expand_criteria(row["instruction"], row["answer"], chosen, extra=carried)
         for item in got:
             item["id"] = f"{row_id}::{item['criterion_id']}"
+            _claim_item_id(item_ids, item["id"], i, source)
         items.extend(got)
-        choices.append({"row": i, "id": row_id, **record})
+        choices.append({"row": i, "id": row_id, INSTRUCTION_KEY: instruction_key(row["instruction"]), **record})
+    if recorded:
+        log.info("criteria auto: reused the recorded task choice of %d rows, classified %d anew (new or edited "
+                 "instructions, failed choices, records without an instruction key)", reused, asked - reused)
     if failed:
         name = getattr(classifier, "name", "classifier")
         first = f"row {failed[0][0]}: {failed[0][1]}"
@@ -302,9 +394,11 @@ def expand_file(source: str | Path, out_dir: str | Path, classifier: TaskClassif
     and ``task_choices.jsonl`` (one choice record per expanded row) into ``out_dir``; returns the items' path.
 
     Args:
-        resume: reuse the choices ``out_dir/task_choices.jsonl`` already records, classifying again only the rows
-            whose choice failed (``failed_choices``): a transient failure (the llm method's endpoint down) is not
-            kept for good, and the rows classified before keep their items (and the predictions made of them).
+        resume: reuse the choices ``out_dir/task_choices.jsonl`` already records for rows whose id and
+            instruction are unchanged (``expand_rows``), classifying again the rows whose choice failed
+            (``failed_choices``: a transient failure, the llm method's endpoint down, is not kept for good) and the
+            rows added or edited since; the data is read every time, so the items always follow it, and the rows
+            classified before keep their choice (and the predictions made of their items).
 
     Raises:
         ValueError: a line that is not a JSON object, or a row ``expand_rows`` refuses (naming file and row);

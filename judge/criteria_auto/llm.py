@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from judge.criteria_auto.policy import (
     DEFAULT_THRESHOLD,
     LABEL_SEPARATOR,
-    MAX_CLASSIFIED_CHARS,
     TaskChoice,
+    classified_text,
     label_of,
 )
 from judge.taxonomy import Taxonomy, load_taxonomy
@@ -158,7 +158,7 @@ class LLMClassifier:
                 options = self.options(path)
                 if not options:
                     break
-                text, p, bad = self._ask(client, self.payload(instruction[:MAX_CLASSIFIED_CHARS], level, path, options))
+                text, p, bad = self._ask(client, self.payload(classified_text(instruction), level, path, options))
                 if bad:
                     return self._failed(path, f"llm answered {text[:80]!r} at level {level}, but its {bad}")
                 if text not in {en for en, _ in options}:
@@ -168,8 +168,10 @@ class LLMClassifier:
         leaf = self.taxonomy.find_tasks(*path)[0]
         known = all(p is not None for p in level_p)
         # The policy's two tests (docs/criteria-auto.md): the task type's probability against the threshold (the
-        # first level's answer), then the leaf's share of its type (the levels below it, given the type).
-        type_p = level_p[0] if known and level_p else None
+        # first level's answer), then the leaf's share of its type (the levels below it, given the type). Each is
+        # made when its probabilities are known: an endpoint that gave logprobs for the task type but not below it
+        # still has the type tested (a type it is unsure of falls back), only the leaf share goes untested.
+        type_p = level_p[0] if level_p else None
         leaf_share = math.prod(level_p[1:]) if known else None  # type: ignore[arg-type]
         probability = type_p * leaf_share if type_p is not None and leaf_share is not None else None
         alternatives = ((label_of(leaf), probability if probability is not None else math.nan),)
@@ -177,12 +179,19 @@ class LLMClassifier:
                                     type_probability=type_p, leaf_share=leaf_share)
         if known:
             return choice
-        # Without a probability neither test can be made, and the leaf is taken as answered: said in the choice,
-        # so that a run on an endpoint without logprobs does not read as one whose choices passed the threshold.
+        # Without a probability a test cannot be made, and the leaf is taken as answered: said in the choice, so
+        # that a run on an endpoint without logprobs does not read as one whose choices passed the tests.
         levels = ", ".join(str(i) for i, p in enumerate(level_p) if p is None)
-        return dataclasses.replace(choice, reason=(
-            f"no logprobs from the endpoint at level {levels}: the threshold ({self.threshold:.3f}) and leaf-share "
-            "tests were not applied, the answered leaf taken"))
+        missing = f"no logprobs from the endpoint at level {levels}"
+        if type_p is None:
+            reason = (f"{missing}: the threshold ({self.threshold:.3f}) and leaf-share tests were not applied, the "
+                      "answered leaf taken")
+        elif choice.fallback:
+            reason = f"{choice.reason}; {missing}: the leaf-share test was not applied"
+        else:
+            reason = (f"{missing}: the leaf-share test was not applied, the answered leaf taken (task type "
+                      f"probability {type_p:.3f} >= threshold {self.threshold:.3f})")
+        return dataclasses.replace(choice, reason=reason)
 
     def _failed(self, path: list[str], reason: str) -> TaskChoice:
         chosen = f" (after {LABEL_SEPARATOR.join(path)})" if path else ""

@@ -37,6 +37,7 @@ __all__ = [
     "TaskChoice",
     "TaskClassifier",
     "choose_from_scores",
+    "classified_text",
     "fallback_criteria",
     "label_of",
     "leaf_of",
@@ -324,15 +325,26 @@ class TaskClassifier(Protocol):
         ...
 
 
-#: The most characters of an instruction a classifier reads: its opening, where a request states its task. A
-#: client's text is bounded before the work (1M characters cost the tfidf method ~1.2 s and ~300 MB); a longer
-#: instruction is classified by its first MAX_CLASSIFIED_CHARS.
+#: The most characters of an instruction a classifier reads. A client's text is bounded before the work (1M
+#: characters cost the tfidf method ~1.2 s and ~300 MB); a longer instruction is classified by its opening and its
+#: ending (``classified_text``), since a request states its task at either end: before a pasted text ("Переведи:
+#: ...") or after it ("... Сделай краткое содержание этого текста"), which a prefix alone cut off.
 MAX_CLASSIFIED_CHARS = 20_000
+
+
+def classified_text(instruction: str) -> str:
+    """What a classifier reads of ``instruction``: all of it up to ``MAX_CLASSIFIED_CHARS``; past that, its first
+    half-budget and its last characters joined by a newline, ``MAX_CLASSIFIED_CHARS`` in all."""
+    if len(instruction) <= MAX_CLASSIFIED_CHARS:
+        return instruction
+    head = MAX_CLASSIFIED_CHARS // 2
+    return instruction[:head] + "\n" + instruction[len(instruction) - (MAX_CLASSIFIED_CHARS - head - 1):]
 
 
 class LeafScoresClassifier:
     """The base of the methods that score every leaf (``tfidf``, ``head``): ``choose`` is ``choose_from_scores``
-    over ``predict_proba``, at the method's ``threshold``, on the instruction's first ``MAX_CLASSIFIED_CHARS``."""
+    over ``predict_proba``, at the method's ``threshold``, on the instruction's ``classified_text`` (at most
+    ``MAX_CLASSIFIED_CHARS``: its opening and its ending)."""
 
     name = "base"
     threshold = DEFAULT_THRESHOLD
@@ -340,6 +352,6 @@ class LeafScoresClassifier:
     def choose(self, instruction: str, answer: str | None = None, top_k: int = 3) -> TaskChoice:
         # The answer is accepted for the contract's sake; the shipped methods read the instruction only, since
         # a bad answer (off-task, refusal) must not move the task it is judged against.
-        return choose_from_scores(self.predict_proba([instruction[:MAX_CLASSIFIED_CHARS]])[0], self.name,
+        return choose_from_scores(self.predict_proba([classified_text(instruction)])[0], self.name,
                                   self.threshold, top_k)
 

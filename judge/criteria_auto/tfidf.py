@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from judge.criteria_auto.policy import (MAX_CLASSIFIED_CHARS, LeafScoresClassifier, TaskChoice, choose_from_scores,
+from judge.criteria_auto.policy import (LeafScoresClassifier, TaskChoice, choose_from_scores, classified_text,
                                         task_type_of)
 
 __all__ = [
@@ -39,16 +39,24 @@ DEFAULT_TFIDF_DIR = "criteria_tfidf"
 
 
 #: ``TfidfClassifier.choose`` falls back, whatever the scores, for a text with fewer than this many distinct known
-#: n-grams (character or word) that hold two letters or more: the models' weights on digits, punctuation and single
-#: letters are where such characters happened to stand in the training texts (digits: STEM exercises), not a task
-#: the text asks for, and with nothing else the scores are the priors moved by them ('写一首关于春天的诗 2024' gave
-#: a Mathematics leaf at 0.226, above the shipped threshold of 0.105, which sits below the most frequent type's
-#: prior). Five is less than one known three-letter word gives (six: "кот"), while the 229 real instructions of the
-#: bundled sets (held-out, training, sample) hold 41 or more; the paper has no classifier, so a named constant.
+#: n-grams (character or word) that hold two Cyrillic letters or more: the models were trained on Russian
+#: instructions, so their weights on digits, punctuation, single letters and Latin n-grams are where such characters
+#: happened to stand in the training texts (digits: STEM exercises; Latin: a few English words quoted in translation
+#: tasks), not a task the text asks for, and with nothing else the scores are the priors moved by them
+#: ('写一首关于春天的诗 2024' gave a Mathematics leaf at 0.226, above the shipped threshold of 0.105, which sits
+#: below the most frequent type's prior; "Summarize the following article in three sentences." a Translation leaf
+#: at 0.921, 13 of 14 English instructions a wrong type). Five is less than one known three-letter Russian word
+#: gives (six: "кот"), while the real instructions of the bundled sets (held-out, training, sample) hold many
+#: times more; the paper has no classifier, so a named constant.
 MIN_LETTER_NGRAMS = 5
 
 #: What ``model.json`` says of each feature family (``train.criteria_tfidf.features_to_json`` writes it).
 _FEATURE_KEYS = ("analyzer", "ngram_range", "sublinear_tf", "lowercase", "vocabulary")
+
+
+def _is_cyrillic(ch: str) -> bool:
+    """A Cyrillic letter (the Cyrillic block and its supplement): what makes an n-gram evidence of Russian text."""
+    return "\u0400" <= ch <= "\u052f" and ch.isalpha()
 
 
 def default_classifier_path() -> Path:
@@ -89,13 +97,13 @@ class TextFeatures:
         return self.char, self.word
 
     def letter_columns(self):
-        """Per feature column (character columns, then word columns), whether its n-gram holds two letters or more
-        (``MIN_LETTER_NGRAMS``); computed once."""
+        """Per feature column (character columns, then word columns), whether its n-gram holds two Cyrillic letters
+        or more (``MIN_LETTER_NGRAMS``); computed once."""
         if self._letters is None:
             columns = []
             for vec in self.vectorizers():
                 terms = sorted(vec.vocabulary_, key=vec.vocabulary_.get)
-                columns += [sum(ch.isalpha() for ch in term) >= 2 for term in terms]
+                columns += [sum(_is_cyrillic(ch) for ch in term) >= 2 for term in terms]
             self._letters = np.array(columns, dtype=bool)
         return self._letters
 
@@ -222,11 +230,12 @@ class TfidfClassifier(LeafScoresClassifier):
 
     def choose(self, instruction: str, answer: str | None = None, top_k: int = 3) -> TaskChoice:
         """``choose_from_scores`` at the threshold, except for a text whose evidence is too thin: fewer than
-        ``MIN_LETTER_NGRAMS`` distinct n-grams the model knows that hold two letters or more (another script,
-        symbols, digits, a lone letter). Its scores are then the models' priors, moved at most by digits and
-        punctuation, which the threshold, fitted on Russian instructions, does not catch (the most frequent type's
-        prior is above it), so it falls back, saying why."""
-        text = instruction[:MAX_CLASSIFIED_CHARS]
+        ``MIN_LETTER_NGRAMS`` distinct n-grams the model knows that hold two Cyrillic letters or more (English or
+        another script, symbols, digits, a lone letter: no Russian text). Its scores are then the models' priors,
+        moved by digits, punctuation or the Latin n-grams of quoted words, which the threshold, fitted on Russian
+        instructions, does not catch (the most frequent type's prior is above it; an English instruction got a
+        confident Translation leaf), so it falls back, saying why."""
+        text = classified_text(instruction)
         x = self.features.transform([text])
         scores = self._proba(x)[0]
         evidence = int(self.features.letter_columns()[x.indices].sum())
@@ -237,9 +246,10 @@ class TfidfClassifier(LeafScoresClassifier):
             reason = ("no character or word n-gram of the text is known to the classifier: its scores would be the "
                       "models' priors alone")
         else:
-            reason = (f"{evidence} n-grams of the text known to the classifier hold two letters or more, fewer than "
-                      f"{MIN_LETTER_NGRAMS}: its scores would be the models' priors moved by digits, punctuation or "
-                      "single letters")
+            reason = (f"no Russian text: {evidence} n-grams of the text known to the classifier hold two Cyrillic "
+                      f"letters or more, fewer than {MIN_LETTER_NGRAMS}; it was trained on Russian instructions, so "
+                      "its scores would be the models' priors moved by Latin words, digits, punctuation or single "
+                      "letters")
         return dataclasses.replace(choice, reason=reason)
 
     def predict_proba(self, instructions: Sequence[str]) -> list[dict[str, float]]:

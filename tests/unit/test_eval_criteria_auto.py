@@ -108,9 +108,9 @@ def test_run_criteria_auto_resume_classifies_the_failed_rows_again(tmp_path, cap
         outage["on"] = False
         n_asked, n_judged = len(clf.requests), len(server.bodies("/v1/chat/completions"))
         caplog.clear()
-        with caplog.at_level(logging.WARNING):
+        with caplog.at_level(logging.INFO, logger="judge.criteria_auto.expansion"):
             assert main(_run_args(server.base_url, data, out, *_llm_args(clf.base_url))) == 0
-        assert "criteria auto: 1 rows of" in caplog.text and "have a failed task choice" in caplog.text
+        assert "reused the recorded task choice of 1 rows, classified 1 anew" in caplog.text
         assert len(clf.requests) == n_asked + 1 and "выспаться" in clf.requests[-1][1]["messages"][1]["content"]
         # The resume counted the choices it made; a resume with none failed reuses them and counts the same.
         after = levels()
@@ -194,3 +194,54 @@ def test_expansion_counts_its_rows_by_level_and_says_how_many_the_classifier_was
     (line,) = [r for r in caplog.records if "by level" in r.getMessage()]
     assert (line.levelno, line.getMessage()) == (
         logging.INFO, "criteria auto: 3 rows, by level: leaf 1, task_type 0, fallback 0, failed 1, given 1")
+
+
+def test_a_resumed_run_follows_edits_to_its_data(tmp_path, caplog):
+    """A resumed run read its data only when a recorded choice had failed: an instruction edited (or a row added)
+    since was judged as it first read. Now the data is expanded every time: the edited row is classified anew and
+    judged on its new text, the unchanged row keeps its recorded choice, and the log says how many of each."""
+    import logging
+
+    from judge.criteria_auto import leaf_of
+
+    data, out = tmp_path / "pairs.jsonl", tmp_path / "run"
+    rows = [{"id": "p1", "instruction": "Дай совет, как выспаться", "answer": "Ложитесь раньше."},
+            {"id": "p2", "instruction": "Посоветуй, что почитать", "answer": "Чехова."}]
+
+    def write(rows):
+        data.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+
+    def choices():
+        return [json.loads(line) for line in (out / "task_choices.jsonl").read_text(encoding="utf-8").splitlines()]
+
+    write(rows)
+    with ScriptedServer() as server:
+        assert main(_run_args(server.base_url, data, out, "--criteria", "auto")) == 0
+        first = choices()
+        rows[1] = {**rows[1], "instruction": "Переведи на английский язык: «Привет, как дела?»"}
+        write([*rows, {"id": "p3", "instruction": "Напиши стихотворение о весне", "answer": "Весна пришла."}])
+        with caplog.at_level(logging.INFO, logger="judge.criteria_auto.expansion"):
+            assert main(_run_args(server.base_url, data, out, "--criteria", "auto")) == 0
+    assert "reused the recorded task choice of 1 rows, classified 2 anew" in caplog.text
+    again = choices()
+    assert [c["id"] for c in again] == ["p1", "p2", "p3"] and again[0] == first[0]
+    assert again[1]["task_type"] == "Translation, English-Russian language pair" != first[1]["task_type"]
+    items = [json.loads(line) for line in (out / "auto_items.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert {i["instruction"] for i in items if i["id"].startswith("p2::")} == {rows[1]["instruction"]}
+    expected = {f"{c['id']}::{cid}" for c in again for cid in c["criteria"]}
+    assert {row["id"] for row in read_predictions(out / "predictions.jsonl")} == expected
+    assert leaf_of(again[1]["label"]).task_type == again[1]["task_type"]
+
+
+def test_a_bad_task_column_is_one_sentence_not_a_traceback(tmp_path, capsys):
+    """A task_subtype that is a number raised AttributeError in the taxonomy lookup: a traceback. Now the row is
+    refused naming file, row and field (exit 2), and the run with the row fixed goes ahead in the same folder."""
+    data, out = tmp_path / "pairs.jsonl", tmp_path / "run"
+    row = {"instruction": "Напиши стихотворение", "answer": "Весна.", "task_type": "Literary text", "task_subtype": 5}
+    data.write_text(json.dumps(row, ensure_ascii=False) + "\n", encoding="utf-8")
+    with ScriptedServer() as server:
+        assert main(_run_args(server.base_url, data, out, "--criteria", "auto")) == 2
+        err = capsys.readouterr().err
+        assert f"{data} row 0: field 'task_subtype' must be text, got int" in err and "Traceback" not in err
+        data.write_text(json.dumps({**row, "task_subtype": "Poetry"}, ensure_ascii=False) + "\n", encoding="utf-8")
+        assert main(_run_args(server.base_url, data, out, "--criteria", "auto")) == 0

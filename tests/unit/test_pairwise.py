@@ -423,3 +423,31 @@ def test_judge_serve_counts_pairs_against_max_judgments_per_request():
                             max_judgments=3)
     assert (criteria.value.status, criteria.value.param, criteria.value.code) == (400, "items", "invalid_request")
     assert criteria.value.message.endswith("this server takes at most 3 per request. Split the batch.")
+
+
+def test_coverage_says_what_share_of_the_expected_judgments_the_rates_stand_on():
+    """Agreement is over parsed judgments only: a judgment that failed to parse was counted in n_failed but out of
+    every denominator, so a judge failing on the pairs it finds hard read as agreeing more. Coverage (parsed /
+    expected judgments) is reported beside agreement, in metrics.json and in the Markdown and HTML reports."""
+    from eval.pairwise.metrics import pairwise_html, pairwise_markdown
+
+    pairs = [PairRecord(k, "q", "a", "b", "r", w) for k, w in (("A", -1), ("B", -1), ("C", 1), ("D", None))]
+    rows = [PairwiseRow(pid, order, "j", "x", "", score, score if order == "original" else -score, True, None, "",
+                        0.0, pairs[0].content_key)
+            for pid, order, score in (("A", "original", -1.0), ("A", "swapped", 1.0), ("B", "original", -1.0),
+                                      ("B", "swapped", -1.0), ("C", "swapped", -1.0), ("D", "original", 0.0),
+                                      ("D", "swapped", 0.0))]
+    rows.append(PairwiseRow("C", "original", "j", "x", "", None, None, False, "no_score", "", 0.0,
+                            pairs[0].content_key))
+    metrics = pairwise_metrics(pairs, rows, n_boot=0)
+    assert (metrics["n_parsed"], metrics["n_failed"]) == (7, 1)
+    assert metrics["coverage"] == {"value": 7 / 8, "n": 8, "n_parsed": 7}
+    # a missing judgment lowers it too; so does a run asked in one order expect half as many
+    assert pairwise_metrics(pairs, rows[:-2], n_boot=0)["coverage"] == {"value": 6 / 8, "n": 8, "n_parsed": 6}
+    assert pairwise_metrics(pairs, [r for r in rows if r.order == "original"], n_boot=0,
+                            orders=("original",))["coverage"] == {"value": 3 / 4, "n": 4, "n_parsed": 3}
+    lines = pairwise_markdown(metrics).splitlines()
+    at = next(k for k, line in enumerate(lines) if line.startswith("| Agreement with labels (per judgment)"))
+    assert lines[at + 1] == "| Coverage (parsed / expected judgments) | 0.875 (7 of 8) | 8 |"
+    assert "<td>Coverage (parsed / expected judgments)</td><td>0.875 (7 of 8)</td><td>8</td>" in pairwise_html(metrics)
+    assert pairwise_metrics([], [], n_boot=0)["coverage"]["value"] is None

@@ -617,6 +617,7 @@ class _Fixed:
 def test_expand_rows_expands_unlabelled_rows_and_passes_labelled_ones():
     """Rows without criteria_name become one item per criterion (ids row::criterion); labelled rows pass through."""
     from judge.criteria_auto import expand_rows
+    from judge.criteria_auto.expansion import instruction_key
 
     rows = [
         {"id": "q1", "instruction": "Дай совет", "answer": "Спи.", "model_id": "m", "reference_answer": "r"},
@@ -627,7 +628,8 @@ def test_expand_rows_expands_unlabelled_rows_and_passes_labelled_ones():
     assert len(items) == n + 1 and items[-1] == rows[1]
     assert items[0]["id"] == f"q1::{leaf_of('Advice').criteria[0]}"
     assert items[0]["model_id"] == "m" and items[0]["reference_answer"] == "r"
-    assert choices == [{"row": 0, "id": "q1", **choose_from_scores({"Advice": 0.9}, "fixed").to_dict()}]
+    assert choices == [{"row": 0, "id": "q1", "instruction_key": instruction_key("Дай совет"),
+                        **choose_from_scores({"Advice": 0.9}, "fixed").to_dict()}]
 
 
 def test_expand_rows_item_ids_never_collide():
@@ -737,13 +739,19 @@ def test_the_criteria_benchmark_prints_both_readings(tmp_path, capsys):
     ("写一首关于春天的诗", "no character or word n-gram"), ("§§§ ¶¶¶", "no character or word n-gram"),
     # known n-grams, but only digits, punctuation or a lone letter: the priors moved by them gave a confident
     # Mathematics leaf (0.226, 0.18, 0.211, 0.116), above the shipped threshold
-    ("写一首关于春天的诗 2024", "hold two letters or more"), ("?", "hold two letters or more"),
-    ("a", "hold two letters or more"), ("§§§ ¶¶¶ 1", "hold two letters or more"),
-], ids=["chinese", "symbols", "chinese and digits", "question mark", "one letter", "symbols and a digit"])  # fmt: skip
+    ("写一首关于春天的诗 2024", "no Russian text"), ("?", "no Russian text"),
+    ("a", "no Russian text"), ("§§§ ¶¶¶ 1", "no Russian text"),
+    # English: Latin n-grams the models know from words quoted in translation and code tasks gave a Translation
+    # leaf at 0.921 and a Mathematics leaf, as confident as a real Russian instruction's
+    ("Summarize the following article in three sentences.", "no Russian text"),
+    ("Tell me a joke about cats.", "no Russian text"),
+], ids=["chinese", "symbols", "chinese and digits", "question mark", "one letter", "symbols and a digit",
+        "english summary", "english joke"])  # fmt: skip
 def test_text_with_too_thin_evidence_falls_back(text, why):
-    """A text none of whose known n-grams holds two letters (another script, symbols, digits, one letter) has only
-    the models' priors, moved by digits and punctuation, for scores, one of which is above the fitted threshold: it
-    falls back to the criteria that apply to any text, saying why, instead of a confident STEM exercise."""
+    """A text none of whose known n-grams holds two Cyrillic letters (English or another script, symbols, digits, one
+    letter) has only the models' priors, moved by Latin words, digits and punctuation, for scores, one of which is
+    above the fitted threshold: it falls back to the criteria that apply to any text, saying why ("no Russian
+    text"), instead of a confident STEM exercise or translation."""
     from judge.criteria_auto import fallback_criteria
     from judge.criteria_auto.tfidf import TfidfClassifier
 
@@ -754,7 +762,9 @@ def test_text_with_too_thin_evidence_falls_back(text, why):
 
 def test_the_evidence_floor_is_far_below_every_bundled_instruction():
     """The floor (MIN_LETTER_NGRAMS) leaves real instructions alone: each of the bundled sets' (held-out,
-    training, sample) holds at least eight times as many known n-grams of letters; a three-letter word passes it."""
+    training, sample) holds at least seven times as many known n-grams of two Cyrillic letters (39 at least, a C#
+    snippet with a short Russian request; English quoted in a translation request counts for nothing); a
+    three-letter word passes it."""
     from judge import sample_data_path
     from judge.criteria_auto.tfidf import MIN_LETTER_NGRAMS, TfidfClassifier
 
@@ -762,24 +772,41 @@ def test_the_evidence_floor_is_far_below_every_bundled_instruction():
     pairs, _ = load_labelled([heldout_path(), training_path(), sample_data_path()], include_zero_shot=True)
     letters = clf.features.letter_columns()
     evidence = [int(letters[clf.features.transform([p["instruction"]]).indices].sum()) for p in pairs]
-    assert MIN_LETTER_NGRAMS == 5 and min(evidence) >= 8 * MIN_LETTER_NGRAMS
+    assert MIN_LETTER_NGRAMS == 5 and min(evidence) >= 7 * MIN_LETTER_NGRAMS
     assert clf.choose("Реши: 2+2").level != "fallback"
 
 
-def test_the_classifier_reads_a_bounded_prefix_of_a_long_instruction():
-    """A client's instruction is bounded before the work: past MAX_CLASSIFIED_CHARS only its opening is read, so a
-    megabyte of text is classified as its first 20,000 characters are."""
-    from judge.criteria_auto.policy import MAX_CLASSIFIED_CHARS
+def test_the_classifier_reads_a_bounded_opening_and_ending_of_a_long_instruction():
+    """A client's instruction is bounded before the work: past MAX_CLASSIFIED_CHARS its opening (half the budget)
+    and its ending are read, joined by a newline, so a megabyte of text costs what MAX_CLASSIFIED_CHARS do."""
+    from judge.criteria_auto.policy import MAX_CLASSIFIED_CHARS, classified_text
     from judge.criteria_auto.tfidf import TfidfClassifier
 
     clf = TfidfClassifier.load()
     opening = "Напиши стихотворение о весне в городе. " * 600
+    ending = "x" * 1_000_000
     assert len(opening) > MAX_CLASSIFIED_CHARS
+    read = classified_text(opening + ending)
+    assert len(read) == MAX_CLASSIFIED_CHARS and read == opening[:MAX_CLASSIFIED_CHARS // 2] + "\n" + read[-9_999:]
+    assert read.endswith("x" * 9_999) and classified_text(opening[:100]) == opening[:100]
     seen = []
     real = clf.features.transform
     clf.features.transform = lambda texts: seen.append([len(t) for t in texts]) or real(texts)
-    assert clf.choose(opening + "x" * 1_000_000) == clf.choose(opening[:MAX_CLASSIFIED_CHARS])
+    assert clf.choose(opening + ending) == clf.choose(read)
     assert seen == [[MAX_CLASSIFIED_CHARS], [MAX_CLASSIFIED_CHARS]]
+
+
+def test_a_request_after_a_long_pasted_text_is_read():
+    """A request stated after a pasted text longer than MAX_CLASSIFIED_CHARS ("<article> Переведи этот текст на
+    английский язык.") was cut off with the rest past the opening, and the text classified on the article alone
+    (a persuasion task); its ending is read too, so it is a translation."""
+    from judge.criteria_auto.policy import MAX_CLASSIFIED_CHARS
+    from judge.criteria_auto.tfidf import TfidfClassifier
+
+    article = "Москва — столица России. " * 1000
+    assert len(article) > MAX_CLASSIFIED_CHARS
+    choice = TfidfClassifier.load().choose(article + "\nПереведи этот текст на английский язык.")
+    assert choice.task_type == "Translation, English-Russian language pair" and choice.level == "leaf"
 
 
 def test_a_choice_without_probabilities_renders_as_strict_json():
@@ -968,8 +995,8 @@ def test_a_row_naming_a_subtype_of_several_leaves_gets_the_criteria_those_leaves
 
 def test_a_resumed_expansion_classifies_failed_rows_again(tmp_path):
     """expand_file(resume=True) over an earlier expansion with a failed row: only that row is asked again; the
-    others keep their recorded choices and items (byte for byte); a recorded choice of another row id (the data
-    changed) is refused."""
+    others keep their recorded choices and items (byte for byte); a row whose id has no recorded choice (the data
+    changed) is classified anew."""
     from judge.criteria_auto import expand_file, failed_choices
 
     src = tmp_path / "pairs.jsonl"
@@ -984,9 +1011,12 @@ def test_a_resumed_expansion_classifies_failed_rows_again(tmp_path):
     after = _rows(out / "auto_items.jsonl")
     assert [i for i in after if not i["id"].startswith("a::")] == [i for i in before if not i["id"].startswith("a::")]
     assert {i["task_type"] for i in after if i["id"].startswith("a::")} == {"Advice"}
-    # a failed row again, then other data under the same rows: refused rather than mixed
+    # a failed row again, then other data under the same rows: rows of new ids are classified anew, not mixed
+    # with the choices of the rows they replaced
     expand_file(src, out, _Flaky(down={"Дай совет"}))
     src.write_text("".join(json.dumps({**r, "id": r["id"] + "2"}, ensure_ascii=False) + "\n" for r in _PAIRS),
                    encoding="utf-8")
-    with pytest.raises(ValueError, match="row 1: id 'b2', but the recorded task choices give row 1 the id 'b'"):
-        expand_file(src, out, _Flaky(), resume=True)
+    fresh = _Flaky()
+    expand_file(src, out, fresh, resume=True)
+    assert fresh.asked == ["Дай совет", "Ещё совет"]
+    assert [c["id"] for c in _rows(out / "task_choices.jsonl")] == ["a2", "b2", "c2"]

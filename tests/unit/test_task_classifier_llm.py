@@ -178,3 +178,22 @@ def test_a_non_numeric_logprob_is_a_failed_choice_too():
     with ScriptedEndpoint(respond) as ep:
         choice = LLMClassifier(ep.base_url, "scripted").choose("Дай совет")
     assert choice.is_failure and "token 0 ('Adv') has logprob None" in choice.reason
+
+
+def test_llm_with_logprobs_for_the_task_type_only_still_tests_the_threshold():
+    """An endpoint that gave logprobs for the task type but none below it: the threshold test was skipped with the
+    leaf-share test, so a task type at 0.135 took its leaf. The type's probability is tested whenever it is known;
+    only the leaf share goes untested, and the reason says which."""
+    unsure = {"Literary text": ("Literary text", [-2.0]), "Poetry": ("Poetry", [])}
+    with ScriptedEndpoint(_scripted(unsure)) as ep:
+        choice = LLMClassifier(ep.base_url, "scripted", threshold=0.5).choose("Напиши стих")
+    assert (choice.level, choice.fallback, choice.label) == ("fallback", True, "Literary text / Poetry")
+    assert choice.criteria == fallback_criteria() and choice.task_type_probability == pytest.approx(math.exp(-2))
+    assert choice.reason == ("task type probability 0.135 < threshold 0.500; no logprobs from the endpoint at level 1: "
+                             "the leaf-share test was not applied")
+    sure = {"Literary text": ("Literary text", [-0.1]), "Poetry": ("Poetry", [])}
+    with ScriptedEndpoint(_scripted(sure)) as ep:
+        choice = LLMClassifier(ep.base_url, "scripted", threshold=0.5).choose("Напиши стих")
+    assert (choice.level, choice.probability) == ("leaf", None) and choice.criteria == leaf_of(choice.label).criteria
+    assert choice.reason == ("no logprobs from the endpoint at level 1: the leaf-share test was not applied, the "
+                             "answered leaf taken (task type probability 0.905 >= threshold 0.500)")

@@ -181,3 +181,19 @@ def test_an_unknown_name_of_any_length_gets_a_short_message():
         assert str(err.value).startswith(f"unknown {kind} 'ккк") and str(err.value).endswith("... [800000 characters]")
     with pytest.raises(TaxonomyError, match="did you mean 'Креативность'"):
         taxonomy.criterion("Креативнсть")
+
+
+def test_an_unknown_sub_level_is_named_by_its_level(taxonomy):
+    """A wrong sub-subtype was reported as a "subtype", a leaf with none below it listed "options: []", and the name
+    was echoed whole. Each level is named as what it is, under the path above it, and the echoed name is clipped."""
+    with pytest.raises(TaxonomyError) as err:
+        taxonomy.find_tasks("Literary text", "Nope")
+    assert str(err.value) == ("task type 'Literary text' has no subtype 'Nope'; options: ['Drama', 'Fragment', "
+                              "'Poetry', 'Prose']")
+    with pytest.raises(TaxonomyError) as err:
+        taxonomy.find_tasks("Code creation", "Python", "x")
+    assert str(err.value) == "task type 'Code creation', subtype 'Python', has no sub-subtype 'x'; it has no sub-subtypes"
+    with pytest.raises(TaxonomyError) as err:
+        taxonomy.find_tasks("Literary text", "Poetry", "y" * 10_000)
+    assert "has no sub-subtype 'yyy" in str(err.value) and "[10000 characters]" in str(err.value)
+    assert len(str(err.value)) < 300

@@ -1,0 +1,151 @@
+"""criteria: auto over a dataset's rows: the task columns a row may give (text, each level under the one above it,
+an unknown level named by its own field), the task columns of the items of a row that fell back, item ids unique
+across pass-through and expanded rows, and a resumed expansion that follows edits to its data."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from judge.criteria_auto import TfidfClassifier, expand_file, expand_rows
+
+BASE = {"instruction": "Напиши стихотворение о весне", "answer": "Весна пришла."}
+
+
+class _Counting:
+    """The shipped classifier, recording what it was asked."""
+
+    name = "tfidf"
+    threshold = 0.105
+
+    def __init__(self):
+        self.clf, self.asked = TfidfClassifier.load(), []
+
+    def predict_proba(self, instructions):
+        return self.clf.predict_proba(instructions)
+
+    def choose(self, instruction, answer=None, top_k=3):
+        self.asked.append(instruction)
+        return self.clf.choose(instruction, answer, top_k)
+
+
+@pytest.mark.parametrize("columns, message", [
+    ({"task_type": 5}, "data.jsonl row 0: field 'task_type' must be text, got int"),
+    ({"task_type": ["Literary text"]}, "data.jsonl row 0: field 'task_type' must be text, got list"),
+    ({"task_type": "Literary text", "task_subtype": 5}, "data.jsonl row 0: field 'task_subtype' must be text"),
+    ({"task_type": "Code creation", "task_subtype": "Python", "task_subsubtype": {"a": 1}},
+     "data.jsonl row 0: field 'task_subsubtype' must be text, got dict"),
+    ({"task_subtype": "Python"}, "data.jsonl row 0: field 'task_subtype' is 'Python' but field 'task_type' is empty"),
+    ({"task_type": "Literary text", "task_subsubtype": "x"},
+     "data.jsonl row 0: field 'task_subsubtype' is 'x' but field 'task_subtype' is empty"),
+], ids=["type int", "type list", "subtype int", "subsubtype dict", "subtype alone", "subsubtype without subtype"])
+def test_a_task_column_that_is_no_text_or_has_no_parent_is_refused(columns, message):
+    """A task_type of 5 or a list was taken for "no task" and the row classified; a subtype without its task type was
+    dropped; a subtype of 5 ended in an AttributeError traceback. Each is refused naming the row and the field."""
+    with pytest.raises(ValueError) as err:
+        expand_rows([{**BASE, **columns}], TfidfClassifier.load(), "data.jsonl")
+    assert str(err.value).startswith(message)
+
+
+@pytest.mark.parametrize("columns, field, said", [
+    ({"task_type": "Poems"}, "task_type", "unknown task type 'Poems'"),
+    ({"task_type": "Literary text", "task_subtype": "Nope"}, "task_subtype",
+     "task type 'Literary text' has no subtype 'Nope'; options: ['Drama', 'Fragment', 'Poetry', 'Prose']"),
+    ({"task_type": "Code creation", "task_subtype": "Python", "task_subsubtype": "x"}, "task_subsubtype",
+     "task type 'Code creation', subtype 'Python', has no sub-subtype 'x'; it has no sub-subtypes"),
+    ({"task_type": "AI as a Character", "task_subtype": "Nope"}, "task_subtype", "unknown task type 'Nope'"),
+], ids=["type", "subtype", "sub-subtype of a leaf without any", "type given through its group"])
+def test_an_unknown_task_level_is_named_by_its_own_field(columns, field, said):
+    """An unknown subtype or sub-subtype was reported as field 'task_type', a sub-subtype as a "subtype", and a
+    leaf without sub-subtypes listed "options: []"."""
+    with pytest.raises(ValueError) as err:
+        expand_rows([{**BASE, **columns}], TfidfClassifier.load(), "data.jsonl")
+    assert str(err.value) == f"data.jsonl row 0: field '{field}': {said}"
+
+
+def test_a_long_unknown_task_level_is_clipped_in_the_error():
+    """The value echoed back is clipped (a client's may be megabytes long)."""
+    with pytest.raises(ValueError) as err:
+        expand_rows([{**BASE, "task_type": "Literary text", "task_subtype": "Poetry", "task_subsubtype": "y" * 5000}],
+                    TfidfClassifier.load(), "data.jsonl")
+    assert "field 'task_subsubtype'" in str(err.value) and "[5000 characters]" in str(err.value)
+    assert len(str(err.value)) < 400
+
+
+def test_the_items_of_a_row_that_fell_back_have_no_task_columns():
+    """A row the classifier was unsure of (an English instruction) is judged on the fallback set: its items carried
+    the rejected top-1 leaf's path in task_type/task_subtype, so per-task-type reports and --split counted them under
+    that type. They are empty, as a failed choice's are; the guess stays in task_choice."""
+    items, (choice,) = expand_rows([{"instruction": "Tell me a joke about cats.", "answer": "x"}],
+                                   TfidfClassifier.load())
+    assert choice["level"] == "fallback" and choice["label"]  # the guess, recorded
+    assert {(i["task_type"], i["task_subtype"], i["task_subsubtype"]) for i in items} == {("", "", "")}
+    assert all(i["task_choice"]["label"] == choice["label"] for i in items)
+    # a row judged at its leaf keeps its path
+    items, _ = expand_rows([BASE], TfidfClassifier.load())
+    assert {i["task_type"] for i in items} == {"Literary text"}
+
+
+def test_an_item_id_two_rows_give_is_refused_naming_both_rows():
+    """A pass-through row (criteria_name) of id "1::censor" and an expanded row of id 1 gave two items of one id,
+    found only when the generated file was loaded. Refused at expansion, naming the rows, whichever comes first."""
+    explicit = {**BASE, "criteria_name": "Грамотность", "rubrics": "0: плохо\n\n1: хорошо", "id": "1::censor"}
+    with pytest.raises(ValueError, match=r"data.jsonl row 1: item id '1::censor' is also the id of an item of row 0"):
+        expand_rows([explicit, {**BASE, "id": "1"}], TfidfClassifier.load(), "data.jsonl")
+    with pytest.raises(ValueError, match=r"data.jsonl row 1: item id '1::censor' is also the id of an item of row 0"):
+        expand_rows([{**BASE, "id": 1}, explicit], TfidfClassifier.load(), "data.jsonl")
+    items, _ = expand_rows([{**explicit, "id": "2::censor"}, {**BASE, "id": "1"}], TfidfClassifier.load())
+    assert len({i["id"] for i in items}) == len(items)
+
+
+def _write(path, rows):
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+
+
+def test_a_resumed_expansion_classifies_new_and_edited_rows_and_reuses_the_rest(tmp_path, caplog):
+    """A recorded choice was reused by row id alone (the row index without an id column): an edited instruction kept
+    the choice made for its old text. It is reused now only when the row's instruction is the one it was made for
+    (its content key, recorded); new and edited rows are classified, and the log counts both."""
+    src, out = tmp_path / "data.jsonl", tmp_path / "out"
+    rows = [dict(BASE), {"instruction": "Дай совет, как выспаться", "answer": "Ложитесь раньше."}]  # no id column
+    _write(src, rows)
+    expand_file(src, out, _Counting())
+    edited = [rows[0], {**rows[1], "instruction": "Переведи на английский: «Привет, как дела?»"},
+              {"instruction": "Напиши функцию на Python, которая сортирует список", "answer": "def f(): pass"}]
+    _write(src, edited)
+    clf = _Counting()
+    with caplog.at_level(logging.INFO, logger="judge.criteria_auto.expansion"):
+        expand_file(src, out, clf, resume=True)
+    assert clf.asked == [edited[1]["instruction"], edited[2]["instruction"]]
+    assert "reused the recorded task choice of 1 rows, classified 2 anew" in caplog.text
+    choices = [json.loads(line) for line in (out / "task_choices.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [c["task_type"] for c in choices][1] == "Translation, English-Russian language pair"
+    items = [json.loads(line) for line in (out / "auto_items.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert {i["instruction"] for i in items if i["id"].startswith("1::")} == {edited[1]["instruction"]}
+    # a row that named its task and no longer does is classified, not given the task it used to name
+    _write(src, [{**rows[0], "task_type": "Advice"}])
+    expand_file(src, out, _Counting(), resume=True)
+    _write(src, [rows[0]])
+    clf = _Counting()
+    expand_file(src, out, clf, resume=True)
+    assert clf.asked == [rows[0]["instruction"]]
+
+
+def test_a_choice_recorded_without_an_instruction_key_is_classified_again(tmp_path):
+    """Choice files written before choices carried their instruction's key say nothing of the text a choice was
+    made for: their rows are classified again rather than trusted."""
+    src, out = tmp_path / "data.jsonl", tmp_path / "out"
+    _write(src, [BASE])
+    expand_file(src, out, _Counting())
+    path = out / "task_choices.jsonl"
+    old = [{k: v for k, v in json.loads(line).items() if k != "instruction_key"}
+           for line in path.read_text(encoding="utf-8").splitlines()]
+    _write(path, old)
+    clf = _Counting()
+    expand_file(src, out, clf, resume=True)
+    assert clf.asked == [BASE["instruction"]]
+    again = _Counting()
+    expand_file(src, out, again, resume=True)  # now recorded with its key: reused
+    assert again.asked == []
