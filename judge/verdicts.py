@@ -33,6 +33,7 @@ __all__ = [
     "names_pollux_4b",
     "parse_integer_verdict",
     "parse_judge_output",
+    "cut_short",
     "VerdictError",
     "parse_verdict",
     "render_target",
@@ -398,6 +399,17 @@ def parse_judge_output(verdict_format: str, text: str | None, *, reasoning: str 
     if verdict_format == VerdictFormat.TAGGED:
         return parse_verdict(text, scale=scale, lenient=lenient)
     raise ValueError(f"verdict_format: {verdict_format!r} is not one of {', '.join(VerdictFormat.ALL)}")
+
+
+def cut_short(verdict: Verdict, limit: str) -> Verdict:
+    """``verdict`` read from an output that ``limit`` stopped before its end (vLLM's ``finish_reason`` "length",
+    trl's completion without an end-of-sequence id): a readable score there is wherever the cut fell (the "1" of
+    "10"), so it fails as ``VerdictError.CUT``; a failure stays the failure it is. One rule for the GRPO rewards,
+    judge-serve and judge-eval's chat client."""
+    if not verdict.ok:
+        return verdict
+    return Verdict.failure(VerdictError.CUT, f"the output reached {limit} before its end: the score read is wherever "
+                           "the cut fell", verdict.feedback)
 
 
 # ---------------------------------------------------------------------------------------------- POLLUX's reading

@@ -13,7 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from judge import Scale, ScoreSource, Verdict, VerdictError, VerdictFormat, parse_judge_output
+from judge import Scale, ScoreSource, VerdictFormat, parse_judge_output
+from judge.verdicts import cut_short
 
 __all__ = ["ScoreDistribution", "level_token_ids", "score_distribution", "seq2seq_verdict"]
 
@@ -110,9 +111,8 @@ def seq2seq_verdict(text: str, logprobs: dict[str, Any] | None, scale: Scale, le
     integer = verdict_format == VerdictFormat.INTEGER
     verdict = parse_judge_output(verdict_format, "<think>\n" + text if integer and reasoning_opened else text,
                                  scale=scale, lenient=lenient)
-    if integer and verdict.ok and finish_reason == "length":
-        verdict = Verdict.failure(VerdictError.CUT, "the judge's output reached max_tokens (finish_reason length) "
-                                  "before its end: the integer read is wherever the cut fell", verdict.feedback)
+    if integer and finish_reason == "length":
+        verdict = cut_short(verdict, "max_tokens (finish_reason length)")
     dist = None
     if verdict.ok and logprobs:
         dist = score_distribution(logprobs.get("tokens") or [], logprobs.get("top_logprobs") or [], scale, verdict.score)

@@ -42,7 +42,7 @@ from typing import Any
 
 from judge.rewards import prompt_opens_reasoning
 from judge.scales import Scale
-from judge.verdicts import Verdict, VerdictError, parse_judge_output
+from judge.verdicts import Verdict, VerdictError, cut_short, parse_judge_output
 
 __all__ = ["REWARDS", "read_verdict", "format_reward", "agreement_reward", "agreement", "MIN_RATIONALE_WORDS",
            "gives_reasons", "CUT"]
@@ -90,10 +90,7 @@ def read_verdict(completion: str, verdict_format: str, scale_levels: Sequence[in
     if isinstance(prompt, str) and prompt_opens_reasoning(prompt):
         text = "<think>\n" + text
     verdict = parse_judge_output(verdict_format, text, scale=scale)
-    if cut and verdict.ok:
-        return Verdict.failure(CUT, "the completion reached max_completion_length before its end-of-sequence token",
-                               verdict.feedback)
-    return verdict
+    return cut_short(verdict, "max_completion_length") if cut else verdict
 
 
 def _verdicts(completions: Sequence[Any], verdict_format: Sequence[str], scale_levels: Sequence[Sequence[int]],

@@ -120,19 +120,24 @@ def too_long_outcome(reason: str) -> dict[str, Any]:
 
 
 def verdict_outcome(text: str | None, record, lenient: bool, *, verdict_format: str = VerdictFormat.TAGGED,
-                    reasoning: str | None = None) -> dict[str, Any]:
+                    reasoning: str | None = None, finish_reason: str | None = None) -> dict[str, Any]:
     """Parse a judge's raw output against the record's scale (a score outside it is scored, ``in_scale`` false).
 
     ``verdict_format`` is the judge's (``judge.VerdictFormat``); for ``integer``, ``reasoning`` is the server's
-    separated reasoning, kept as the row's ``feedback``.
+    separated reasoning, kept as the row's ``feedback``, and an answer ``max_tokens`` stopped (``finish_reason``
+    "length") fails as ``cut``, as judge-serve reads it (``judge.verdicts.cut_short``): a reasoning parser hands the
+    text after a cut ``</think>`` as the answer, whose integer is then wherever the cut fell.
     """
     from judge import ScaleError, parse_judge_output, scale_of
+    from judge.verdicts import cut_short
 
     try:
         scale = scale_of(record.rubrics)
     except ScaleError:
         scale = None  # a rubric without a readable scale: no range check, rather than no verdict
     verdict = parse_judge_output(verdict_format, text, reasoning=reasoning, scale=scale, lenient=lenient)
+    if verdict_format == VerdictFormat.INTEGER and finish_reason == "length":
+        verdict = cut_short(verdict, "max_tokens (finish_reason length)")
     return {
         "raw_output": text,
         "feedback": verdict.feedback,
@@ -210,10 +215,12 @@ class ChatBackend:
             if err.status_code == 400 and CONTEXT_LIMIT.search(str(err.message)):
                 return [too_long_outcome(refusal.said)]
             raise refusal from err
-        message = response.choices[0].message if response.choices else None
+        choice = response.choices[0] if response.choices else None
+        message = choice.message if choice is not None else None
         text = message.content if message is not None else None
         return [verdict_outcome(text, record, self.config.lenient, verdict_format=self.config.verdict_format,
-                                reasoning=reasoning_of(message) if integer else None)]
+                                reasoning=reasoning_of(message) if integer else None,
+                                finish_reason=getattr(choice, "finish_reason", None))]
 
     async def aclose(self) -> None:
         await self.client.close()

@@ -239,3 +239,21 @@ def test_a_vllm_entry_under_a_served_name_keeps_the_checkpoint_it_loaded():
     assert (model, limits.root, limits.max_model_len) == ("judge", "ai-forever/Pollux-4B-Judge", 8192)
     assert "root" not in limits.advertised()
     assert ModelLimits.from_entry({"id": "judge", "root": None}).root is None
+
+
+# ------------------------------------------------------------------------------------------------- cut answers
+
+@pytest.mark.parametrize(("verdict_format", "text", "finish_reason", "score", "error"), [
+    ("integer", "<think>\nВерно.</think>\n\n1", "length", None, VerdictError.CUT),   # the "1" of a cut "10"
+    ("integer", "<think>\nВерно.</think>\n\n1", "stop", 1.0, None),
+    ("integer", "<think>\nПроверяю", "length", None, VerdictError.UNCLOSED_THINK),    # a failure stays itself
+    ("tagged", TAGGED_VERDICT, "length", 1.0, None),                                  # [END] written: read as is
+])  # fmt: skip
+def test_a_chat_answer_cut_by_max_tokens_is_read_as_judge_serve_reads_it(verdict_format, text, finish_reason, score,
+                                                                         error):
+    """An integer answer vLLM stopped at max_tokens (finish_reason "length") fails as ``cut`` on the chat route, as
+    judge-serve and the GRPO rewards fail it (``judge.verdicts.cut_short``): its integer is wherever the cut fell."""
+    record = judge.load_records(judge.sample_data_path())[0]
+    with ScriptedEndpoint(lambda path, body: (200, chat_completion(text, body["model"], finish_reason))) as server:
+        (outcome,) = _chat(server.base_url, RunConfig(prompt="ru", verdict_format=verdict_format), record)
+    assert (outcome["score"], outcome["error"]) == (score, error)
